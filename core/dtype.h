@@ -1,0 +1,134 @@
+// DType: the eight element types of the public API, their names and sizes, and the
+// half-precision storage types (computed in float32). Stateless; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <iosfwd>
+#include <string_view>
+#include <type_traits>
+
+namespace tapeflow {
+
+enum class DTypeId : uint8_t { Float16, BFloat16, Float32, Float64, Int32, Int64, UInt8, Bool };
+
+struct DType {
+  DTypeId id = DTypeId::Float32;
+  constexpr bool operator==(const DType&) const = default;
+};
+
+inline constexpr DType float16{DTypeId::Float16};
+inline constexpr DType bfloat16{DTypeId::BFloat16};
+inline constexpr DType float32{DTypeId::Float32};
+inline constexpr DType float64{DTypeId::Float64};
+inline constexpr DType int32{DTypeId::Int32};
+inline constexpr DType int64{DTypeId::Int64};
+inline constexpr DType uint8{DTypeId::UInt8};
+inline constexpr DType bool_{DTypeId::Bool};
+
+// TF's names: "float32", "bool", ...
+std::string_view dtype_name(DType d);
+std::ostream& operator<<(std::ostream& os, DType d);
+
+constexpr size_t dtype_size(DType d) {
+  switch (d.id) {
+    case DTypeId::Float16:
+    case DTypeId::BFloat16: return 2;
+    case DTypeId::Float32:
+    case DTypeId::Int32: return 4;
+    case DTypeId::Float64:
+    case DTypeId::Int64: return 8;
+    case DTypeId::UInt8:
+    case DTypeId::Bool: return 1;
+  }
+  return 0;
+}
+constexpr bool is_floating(DType d) {
+  return d.id == DTypeId::Float16 || d.id == DTypeId::BFloat16 || d.id == DTypeId::Float32 ||
+         d.id == DTypeId::Float64;
+}
+constexpr bool is_integer(DType d) {
+  return d.id == DTypeId::Int32 || d.id == DTypeId::Int64 || d.id == DTypeId::UInt8;
+}
+constexpr bool is_bool(DType d) { return d.id == DTypeId::Bool; }
+
+// IEEE binary16 storage type; arithmetic happens in float32.
+struct half_t {
+  uint16_t bits = 0;
+  half_t() = default;
+  half_t(float f) : bits(from_float(f)) {}
+  operator float() const { return to_float(bits); }
+  static uint16_t from_float(float f);
+  static float to_float(uint16_t h);
+};
+
+// bfloat16 storage type (the upper half of a float32, rounded to nearest even).
+struct bfloat16_t {
+  uint16_t bits = 0;
+  bfloat16_t() = default;
+  bfloat16_t(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+    } else {
+      u += 0x7fffu + ((u >> 16) & 1u);
+      bits = static_cast<uint16_t>(u >> 16);
+    }
+  }
+  operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+// C++ element type of each dtype (bool_ is stored as one byte holding 0 or 1).
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, half_t>) return float16;
+  else if constexpr (std::is_same_v<T, bfloat16_t>) return bfloat16;
+  else if constexpr (std::is_same_v<T, float>) return float32;
+  else if constexpr (std::is_same_v<T, double>) return float64;
+  else if constexpr (std::is_same_v<T, bool>) return bool_;
+  else if constexpr (std::is_same_v<T, uint8_t>) return uint8;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) <= 4 && std::is_signed_v<T>) return int32;
+  else if constexpr (std::is_integral_v<T>) return int64;
+  else static_assert(sizeof(T) == 0, "unsupported element type");
+}
+
+// Arithmetic type that kernels compute in: float for the half types, the type itself otherwise.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>,
+                                     float, T>;
+
+}  // namespace tapeflow
+
+// Runs BODY with `T` bound to the element type of DTYPE. Every dtype is covered.
+#define TF_DTYPE_CASE(ID, TYPE, ...) \
+  case ::tapeflow::DTypeId::ID: {    \
+    using T = TYPE;                  \
+    __VA_ARGS__;                     \
+    break;                           \
+  }
+#define TF_DISPATCH_ALL_TYPES(DTYPE, ...)                                   \
+  switch ((DTYPE).id) {                                                     \
+    TF_DTYPE_CASE(Float16, ::tapeflow::half_t, __VA_ARGS__)                 \
+    TF_DTYPE_CASE(BFloat16, ::tapeflow::bfloat16_t, __VA_ARGS__)            \
+    TF_DTYPE_CASE(Float32, float, __VA_ARGS__)                              \
+    TF_DTYPE_CASE(Float64, double, __VA_ARGS__)                             \
+    TF_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                              \
+    TF_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                              \
+    TF_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                              \
+    TF_DTYPE_CASE(Bool, bool, __VA_ARGS__)                                  \
+  }
+// Same, floating types only (the caller has already rejected the others).
+#define TF_DISPATCH_FLOAT_TYPES(DTYPE, ...)                                 \
+  switch ((DTYPE).id) {                                                     \
+    TF_DTYPE_CASE(Float16, ::tapeflow::half_t, __VA_ARGS__)                 \
+    TF_DTYPE_CASE(BFloat16, ::tapeflow::bfloat16_t, __VA_ARGS__)            \
+    TF_DTYPE_CASE(Float32, float, __VA_ARGS__)                              \
+    TF_DTYPE_CASE(Float64, double, __VA_ARGS__)                             \
+    default: break;                                                         \
+  }

@@ -1,0 +1,20 @@
+// A build without the CUDA toolkit: no GPUs, and any GPU memory request is an error.
+#include "core/allocator.h"
+#include "core/check.h"
+
+namespace tapeflow::detail {
+
+int cuda_device_count() { return 0; }
+
+Allocator& cuda_allocator(int logical_index) {
+  TF_THROW(UnimplementedError, "device",
+           "/device:GPU:{} needs CUDA, but this tapeflow was built without it", logical_index);
+}
+
+void cuda_copy_bytes(void*, Device dst, const void*, Device src, size_t) {
+  TF_THROW(UnimplementedError, "copy",
+           "copying {} -> {} needs CUDA, but this tapeflow was built without it", src.to_string(),
+           dst.to_string());
+}
+
+}  // namespace tapeflow::detail

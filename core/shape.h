@@ -1,0 +1,55 @@
+// TensorShape: up to 8 dimensions stored inline (no heap allocation). tf::None (-1) marks an
+// unknown dimension in signatures. A value type; safe to copy between threads.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tapeflow {
+
+inline constexpr int64_t None = -1;
+
+class TensorShape {
+ public:
+  static constexpr int kMaxRank = 8;
+
+  TensorShape() = default;  // a scalar: ()
+  TensorShape(std::initializer_list<int64_t> dims);
+  TensorShape(std::span<const int64_t> dims);
+  TensorShape(const std::vector<int64_t>& dims) : TensorShape(std::span<const int64_t>(dims)) {}
+  TensorShape(const std::vector<int>& dims);
+
+  int rank() const { return rank_; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  int64_t& operator[](int i) { return dims_[i]; }
+  // Negative i counts from the end; out of range throws InvalidArgumentError.
+  int64_t dim(int i) const;
+  // Product of the dimensions (1 for a scalar); -1 when a dimension is unknown.
+  int64_t num_elements() const;
+  bool is_fully_defined() const;
+  void push_back(int64_t d);
+  void pop_back() { --rank_; }
+
+  const int64_t* begin() const { return dims_; }
+  const int64_t* end() const { return dims_ + rank_; }
+  const int64_t* data() const { return dims_; }
+  std::vector<int64_t> dims() const { return {dims_, dims_ + rank_}; }
+
+  bool operator==(const TensorShape& o) const;
+  bool operator!=(const TensorShape& o) const { return !(*this == o); }
+
+  // As TF prints: "(2, 3)", "(5,)", "()", unknown dimensions as "None".
+  std::string to_string() const;
+
+ private:
+  int64_t dims_[kMaxRank]{};
+  int rank_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, const TensorShape& s);
+
+}  // namespace tapeflow

@@ -1,0 +1,146 @@
+#include "ops/dispatch.h"
+
+#include <array>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "ops/copy.h"
+#include "ops/hooks.h"
+
+namespace tapeflow {
+
+std::vector<Tensor> Primitive::vjp(std::span<const Tensor>, std::span<const Tensor>,
+                                   std::span<const int>, std::span<const Tensor>) const {
+  TF_THROW(InvalidArgumentError, name(),
+           "no gradient is defined for this op (see docs/autodiff.md for the ops without "
+           "gradients)");
+}
+
+bool Primitive::is_equivalent(const Primitive& other) const {
+  return typeid(*this) == typeid(other) && attributes() == other.attributes();
+}
+
+namespace detail {
+
+Device current_device() {
+  auto& st = thread_context().device_stack;
+  return st.empty() ? default_device() : st.back();
+}
+
+void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> inputs,
+                std::span<Tensor> outputs) {
+  if (device.is_cpu()) prim.eval_cpu(inputs, outputs);
+  else prim.eval_cuda(inputs, outputs);
+}
+
+namespace {
+
+// Chooses the op's device and copies inputs that live elsewhere into `moved`.
+Device place(const Primitive& prim, std::span<const Tensor> inputs, const ThreadContext& ctx,
+             std::span<Tensor> moved, bool& any_moved) {
+  any_moved = false;
+  if (auto t = prim.target_device()) return *t;
+  Device dev;
+  if (!ctx.device_stack.empty()) {
+    dev = ctx.device_stack.back();
+  } else if (!inputs.empty()) {
+    // The first strongly typed input decides; weak C++ scalars follow it.
+    const Tensor* first = &inputs[0];
+    for (const Tensor& t : inputs)
+      if (t.defined() && !t.is_weak()) {
+        first = &t;
+        break;
+      }
+    dev = first->placement();
+  } else {
+    dev = default_device();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() && inputs[i].placement() != dev) {
+      moved[i] = copy_to(inputs[i], dev);
+      any_moved = true;
+    } else {
+      moved[i] = inputs[i];
+    }
+  }
+  return dev;
+}
+
+template <class Outputs>
+void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& outputs) {
+  auto& ctx = thread_context();
+  const int n_out = prim.num_outputs();
+
+  for (const Tensor& t : inputs)
+    TF_CHECK_ARG(t.defined(), prim.name(), "an input is an undefined tensor (TF's None)");
+
+  // 1. placement (inputs on other devices are copied through the Copy op, so tapes see it).
+  std::array<Tensor, 4> moved_small;
+  std::vector<Tensor> moved_big;
+  std::span<Tensor> moved;
+  if (inputs.size() <= moved_small.size()) {
+    moved = std::span<Tensor>(moved_small.data(), inputs.size());
+  } else {
+    moved_big.resize(inputs.size());
+    moved = moved_big;
+  }
+  bool any_moved = false;
+  const Device dev = place(prim, inputs, ctx, moved, any_moved);
+  std::span<const Tensor> in = any_moved ? std::span<const Tensor>(moved) : inputs;
+
+  // 2. inference
+  std::array<TensorMeta, 4> metas_small;
+  std::vector<TensorMeta> metas_big;
+  std::span<TensorMeta> metas;
+  if (n_out <= 4) {
+    metas = std::span<TensorMeta>(metas_small.data(), n_out);
+  } else {
+    metas_big.resize(n_out);
+    metas = metas_big;
+  }
+  prim.infer(in, metas);
+
+  // 3. trace or run
+  bool symbolic_input = false;
+  for (const Tensor& t : in) symbolic_input |= t.is_symbolic();
+  if (ctx.trace) {
+    ctx.trace->add_node(prim, in, metas, dev, outputs);
+  } else {
+    TF_CHECK_T(FailedPreconditionError, !symbolic_input, prim.name(),
+               "an input is a symbolic tensor from a finished trace; symbolic tensors exist "
+               "only while a tf::function is being traced");
+    if (prim.is_view()) {
+      for (int i = 0; i < n_out; ++i) outputs[i] = view(in[0], metas[i].shape);
+    } else {
+      for (int i = 0; i < n_out; ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype, dev);
+    }
+    if (debugging::log_device_placement())
+      TF_LOG_INFO("Executing op {} in device {}", prim.name(), dev.to_string());
+    run_kernel(prim, dev, in, outputs);
+  }
+
+  // 4. tapes (a tape may pause itself while it records, so iterate over a snapshot count)
+  if (!ctx.tapes.empty()) {
+    const size_t n_tapes = ctx.tapes.size();
+    for (size_t i = 0; i < n_tapes && i < ctx.tapes.size(); ++i)
+      ctx.tapes[i]->record(prim, in, std::span<const Tensor>(outputs.data(), n_out));
+  }
+}
+
+}  // namespace
+
+Tensor dispatch(const Primitive& prim, std::span<const Tensor> inputs) {
+  TF_ASSERT(prim.num_outputs() == 1);
+  std::array<Tensor, 1> out;
+  execute(prim, inputs, out);
+  return std::move(out[0]);
+}
+
+std::vector<Tensor> dispatch_multi(const Primitive& prim, std::span<const Tensor> inputs) {
+  std::vector<Tensor> out(prim.num_outputs());
+  execute(prim, inputs, out);
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tapeflow

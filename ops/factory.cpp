@@ -1,0 +1,143 @@
+#include "ops/factory.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+
+namespace detail {
+
+void throw_constant_size(const char* op, size_t n, const TensorShape& shape) {
+  TF_THROW(InvalidArgumentError, op, "{} values cannot fill a tensor of shape {} ({} elements)",
+           n, shape.to_string(), shape.num_elements());
+}
+
+Tensor constant_impl(const void* data, DType src_dtype, const TensorShape& shape) {
+  TF_CHECK_ARG(shape.is_fully_defined(), "constant", "shape {} has an unknown dimension",
+               shape.to_string());
+  const Device dev = current_device();
+  Tensor t = empty(shape, src_dtype, dev);
+  copy_bytes(t.raw_data(), dev, data, Device{}, t.nbytes());
+  return t;
+}
+
+Tensor from_doubles(const std::vector<double>& values, const TensorShape& shape, DType dtype) {
+  const size_t n = values.size();
+  TF_ASSERT(static_cast<int64_t>(n) == shape.num_elements());
+  std::vector<uint8_t> bytes(n * dtype_size(dtype));
+  TF_DISPATCH_ALL_TYPES(dtype, {
+    T* dst = reinterpret_cast<T*>(bytes.data());
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, bool>) dst[i] = values[i] != 0;
+      else if constexpr (std::is_integral_v<T>) dst[i] = static_cast<T>(values[i]);
+      else dst[i] = T(static_cast<compute_t<T>>(values[i]));
+    }
+  });
+  return constant_impl(bytes.data(), dtype, shape);
+}
+
+}  // namespace detail
+
+Tensor constant(const Tensor& scalar) {
+  TF_CHECK_ARG(scalar.defined(), "constant", "the value is an undefined tensor");
+  if (!scalar.is_weak()) return scalar;
+  // A C++ scalar: same value, strongly typed, on the current device.
+  auto hb = detail::host_bytes(scalar);
+  return detail::constant_impl(hb.data, scalar.dtype(), scalar.shape());
+}
+
+Tensor constant(const Tensor& value, DType dtype) {
+  TF_CHECK_ARG(value.defined(), "constant", "the value is an undefined tensor");
+  if (value.dtype() == dtype) return constant(value);
+  if (dtype == int64 && is_integer(value.dtype())) {
+    auto v = value.numpy<int64_t>();
+    return detail::constant_impl(v.data(), int64, value.shape());
+  }
+  return detail::from_doubles(detail::to_double_vector(value), value.shape(), dtype);
+}
+
+Tensor fill(const TensorShape& shape, const Tensor& value) {
+  TF_CHECK_ARG(value.defined() && value.num_elements() == 1, "fill",
+               "value must be a scalar, got shape {}",
+               value.defined() ? value.shape().to_string() : "None");
+  TF_CHECK_ARG(shape.is_fully_defined(), "fill", "shape {} has an unknown dimension",
+               shape.to_string());
+  const Device dev = detail::current_device();
+  auto hb = detail::host_bytes(value);
+  const size_t es = dtype_size(value.dtype());
+  const int64_t n = shape.num_elements();
+  Tensor t = detail::empty(shape, value.dtype(), dev);
+  if (dev.is_cpu()) {
+    auto* dst = static_cast<uint8_t*>(t.raw_data());
+    if (es == 4) {
+      uint32_t v;
+      std::memcpy(&v, hb.data, 4);
+      std::fill_n(reinterpret_cast<uint32_t*>(dst), n, v);
+    } else {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * es, hb.data, es);
+    }
+  } else {
+    std::vector<uint8_t> host(static_cast<size_t>(n) * es);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(host.data() + i * es, hb.data, es);
+    detail::copy_bytes(t.raw_data(), dev, host.data(), Device{}, host.size());
+  }
+  return t;
+}
+
+Tensor zeros(const TensorShape& shape, DType dtype) {
+  return fill(shape, detail::from_doubles({0.0}, TensorShape{}, dtype));
+}
+Tensor ones(const TensorShape& shape, DType dtype) {
+  return fill(shape, detail::from_doubles({1.0}, TensorShape{}, dtype));
+}
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
+  TF_CHECK_ARG(x.defined(), "zeros_like", "the input is an undefined tensor");
+  DeviceScope scope(x.placement());
+  return zeros(x.shape(), dtype.value_or(x.dtype()));
+}
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
+  TF_CHECK_ARG(x.defined(), "ones_like", "the input is an undefined tensor");
+  DeviceScope scope(x.placement());
+  return ones(x.shape(), dtype.value_or(x.dtype()));
+}
+
+Tensor eye(int64_t num_rows, DType dtype) { return eye(num_rows, num_rows, dtype); }
+
+Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype) {
+  TF_CHECK_ARG(num_rows >= 0 && num_columns >= 0, "eye", "sizes must be non-negative, got {}x{}",
+               num_rows, num_columns);
+  std::vector<double> v(static_cast<size_t>(num_rows * num_columns), 0.0);
+  for (int64_t i = 0; i < std::min(num_rows, num_columns); ++i) v[i * num_columns + i] = 1.0;
+  return detail::from_doubles(v, TensorShape{num_rows, num_columns}, dtype);
+}
+
+Tensor range(double start, double limit, double delta, std::optional<DType> dtype) {
+  TF_CHECK_ARG(delta != 0, "range", "delta must not be zero");
+  TF_CHECK_ARG(std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta), "range",
+               "start, limit and delta must be finite, got {}, {}, {}", start, limit, delta);
+  TF_CHECK_ARG((delta > 0 && start <= limit) || (delta < 0 && start >= limit), "range",
+               "requires start <= limit when delta > 0 (or >= when delta < 0), got start {}, "
+               "limit {}, delta {}",
+               start, limit, delta);
+  const bool whole = start == std::floor(start) && limit == std::floor(limit) &&
+                     delta == std::floor(delta);
+  const DType dt = dtype.value_or(whole ? int32 : float32);
+  const int64_t n = static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)));
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * delta;
+  return detail::from_doubles(v, TensorShape{n}, dt);
+}
+
+Tensor linspace(double start, double stop, int64_t num) {
+  TF_CHECK_ARG(num > 0, "linspace", "num must be positive, got {}", num);
+  std::vector<double> v(static_cast<size_t>(num));
+  const double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
+  for (int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;
+  if (num > 1) v[num - 1] = stop;
+  return detail::from_doubles(v, TensorShape{num}, float32);
+}
+
+}  // namespace tapeflow

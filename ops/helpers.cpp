@@ -1,0 +1,149 @@
+#include "ops/helpers.h"
+
+#include <algorithm>
+
+#include "ops/factory.h"
+
+namespace tapeflow::detail {
+
+TensorShape broadcast_shapes(const char* op, const TensorShape& a, const TensorShape& b) {
+  if (a == b) return a;
+  const int r = std::max(a.rank(), b.rank());
+  TensorShape out;
+  for (int i = 0; i < r; ++i) {
+    const int ia = a.rank() - r + i, ib = b.rank() - r + i;
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    int64_t d;
+    if (da == db) d = da;
+    else if (da == 1) d = db;
+    else if (db == 1) d = da;
+    else if (da == None || db == None) d = da == None ? db : da;  // symbolic: trust the known one
+    else
+      TF_THROW(InvalidArgumentError, op, "shapes {} and {} cannot be broadcast together",
+               a.to_string(), b.to_string());
+    out.push_back(d);
+  }
+  return out;
+}
+
+int normalize_axis(const char* op, int64_t axis, int rank) {
+  TF_CHECK_ARG(axis >= -rank && axis < rank, op,
+               "axis {} is out of range for a tensor of rank {} (expected [{}, {}))", axis, rank,
+               -rank, rank);
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int rank) {
+  std::vector<int> out;
+  out.reserve(axes.size());
+  for (int a : axes) out.push_back(normalize_axis(op, a, rank));
+  std::sort(out.begin(), out.end());
+  TF_CHECK_ARG(std::adjacent_find(out.begin(), out.end()) == out.end(), op,
+               "axes {} contain a duplicate", vec_to_string(axes));
+  return out;
+}
+
+Tensor adopt_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype || !x.is_weak()) return x;
+  // A weak C++ scalar (one element, on the host): convert it there, without an op.
+  Tensor c;
+  if (dtype == int64 && is_integer(x.dtype())) {
+    const int64_t v = x.item<int64_t>();
+    c = from_host<int64_t>(&v, x.shape(), x.placement());
+  } else {
+    c = from_doubles({x.item<double>()}, x.shape(), dtype);
+  }
+  if (c.placement() != x.placement()) c = copy_to_device(c, x.placement());
+  c.impl()->weak = true;
+  return c;
+}
+
+std::pair<Tensor, Tensor> unify_dtypes(const char* op, const Tensor& a, const Tensor& b) {
+  TF_CHECK_ARG(a.defined() && b.defined(), op, "an input is an undefined tensor (TF's None)");
+  if (a.dtype() == b.dtype()) return {a, b};
+  if (a.is_weak() && !b.is_weak()) return {adopt_dtype(a, b.dtype()), b};
+  if (b.is_weak() && !a.is_weak()) return {a, adopt_dtype(b, a.dtype())};
+  if (a.is_weak() && b.is_weak()) {
+    // Two C++ scalars: the floating (then the wider) type wins, as Python's would.
+    auto rank_of = [](DType d) {
+      return d == bool_ ? 0 : d == uint8 ? 1 : d == int32 ? 2 : d == int64 ? 3 : d == float32 ? 4 : 5;
+    };
+    DType t = rank_of(a.dtype()) >= rank_of(b.dtype()) ? a.dtype() : b.dtype();
+    return {adopt_dtype(a, t), adopt_dtype(b, t)};
+  }
+  TF_THROW(InvalidArgumentError, op,
+           "dtypes differ: {} and {} (tapeflow does not promote types; convert one operand "
+           "with tf::cast)",
+           dtype_name(a.dtype()), dtype_name(b.dtype()));
+}
+
+void unify_dtypes(const char* op, std::span<Tensor> operands) {
+  const Tensor* strong = nullptr;
+  for (auto& t : operands) {
+    TF_CHECK_ARG(t.defined(), op, "an input is an undefined tensor (TF's None)");
+    if (!t.is_weak()) {
+      if (!strong) strong = &t;
+      else
+        TF_CHECK_ARG(t.dtype() == strong->dtype(), op,
+                     "dtypes differ: {} and {} (tapeflow does not promote types; convert one "
+                     "operand with tf::cast)",
+                     dtype_name(strong->dtype()), dtype_name(t.dtype()));
+    }
+  }
+  if (!strong) {
+    for (size_t i = 1; i < operands.size(); ++i) {
+      auto [a, b] = unify_dtypes(op, operands[0], operands[i]);
+      operands[0] = a;
+      operands[i] = b;
+    }
+    for (auto& t : operands) t = adopt_dtype(t, operands[0].dtype());
+    return;
+  }
+  const DType d = strong->dtype();
+  for (auto& t : operands) t = adopt_dtype(t, d);
+}
+
+void check_dtype_floating(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(is_floating(x.dtype()), op,
+               "expects a floating-point tensor (float16, bfloat16, float32, float64), got {}",
+               dtype_name(x.dtype()));
+}
+void check_dtype_not_bool(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(!is_bool(x.dtype()), op, "is not defined for bool tensors");
+}
+void check_dtype_bool(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(is_bool(x.dtype()), op, "expects a bool tensor, got {}", dtype_name(x.dtype()));
+}
+void check_rank_at_least(const char* op, const Tensor& x, int rank) {
+  TF_CHECK_ARG(x.rank() >= rank, op, "expects a tensor of rank at least {}, got shape {}", rank,
+               x.shape().to_string());
+}
+
+std::array<int64_t, TensorShape::kMaxRank> contiguous_strides(const TensorShape& s) {
+  std::array<int64_t, TensorShape::kMaxRank> st{};
+  int64_t acc = 1;
+  for (int i = s.rank() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::array<int64_t, TensorShape::kMaxRank> broadcast_strides(const TensorShape& in,
+                                                             const TensorShape& out) {
+  std::array<int64_t, TensorShape::kMaxRank> st{};
+  const auto cs = contiguous_strides(in);
+  const int off = out.rank() - in.rank();
+  for (int i = 0; i < out.rank(); ++i) {
+    const int j = i - off;
+    st[i] = (j < 0 || in[j] == 1) ? 0 : cs[j];
+  }
+  return st;
+}
+
+std::string vec_to_string(std::span<const int64_t> v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
+std::string vec_to_string(std::span<const int> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+}  // namespace tapeflow::detail

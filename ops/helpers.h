@@ -1,0 +1,49 @@
+// Shared checks and shape arithmetic for op frontends and kernels: broadcasting, axes, dtype
+// rules. Written once here; every op family uses them.
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/tensor.h"
+
+namespace tapeflow::detail {
+
+// numpy broadcasting of two shapes; "[op] shapes (2, 3) and (4,) cannot be broadcast".
+TensorShape broadcast_shapes(const char* op, const TensorShape& a, const TensorShape& b);
+
+// axis in [-rank, rank) -> [0, rank); "[op] axis 3 is out of range for a tensor of rank 2".
+int normalize_axis(const char* op, int64_t axis, int rank);
+// Normalised, sorted, checked for duplicates.
+std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int rank);
+
+// Applies TF's dtype rule to a binary op's operands: a weak C++ scalar takes the other operand's
+// dtype; two strong tensors of different dtypes are an InvalidArgumentError.
+std::pair<Tensor, Tensor> unify_dtypes(const char* op, const Tensor& a, const Tensor& b);
+// Same for three operands (where, clip_by_value); `first` is the index of the first operand that
+// takes part in the rule.
+void unify_dtypes(const char* op, std::span<Tensor> operands);
+// x converted to `dtype` when x is a weak scalar (for ops that fix the dtype, e.g. pow's exponent).
+Tensor adopt_dtype(const Tensor& x, DType dtype);
+
+void check_dtype_floating(const char* op, const Tensor& x);
+void check_dtype_not_bool(const char* op, const Tensor& x);
+void check_dtype_bool(const char* op, const Tensor& x);
+void check_rank_at_least(const char* op, const Tensor& x, int rank);
+
+// Row-major strides in elements.
+std::array<int64_t, TensorShape::kMaxRank> contiguous_strides(const TensorShape& s);
+// Strides of `in` read as if broadcast to `out` (0 along broadcast dimensions); `in` is aligned
+// to the right of `out`.
+std::array<int64_t, TensorShape::kMaxRank> broadcast_strides(const TensorShape& in,
+                                                             const TensorShape& out);
+
+// "[2, 3]"-style text for vectors in messages.
+std::string vec_to_string(std::span<const int64_t> v);
+std::string vec_to_string(std::span<const int> v);
+
+}  // namespace tapeflow::detail

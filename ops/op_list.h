@@ -1,0 +1,26 @@
+// The one registry of primitives, by family: X(Struct) for every primitive struct
+// tapeflow::prims::Struct whose CUDA kernel belongs in ops/cuda/. Until a family's CUDA kernels
+// exist, ops/no_cuda/<family>.cpp defines its eval_cuda as an UnimplementedError naming the op.
+// Host-only primitives (views, copies, printing) define both kernels in host code.
+#pragma once
+
+#define TF_UNARY_PRIMITIVES(X)                                                                \
+  X(Negative) X(Abs) X(Sign) X(Exp) X(Log) X(Log1p) X(Sqrt) X(Rsqrt) X(Square) X(Tanh)        \
+  X(Sigmoid) X(Sin) X(Cos) X(Floor) X(Ceil) X(Round) X(LogicalNot) X(Cast)
+#define TF_BINARY_PRIMITIVES(X)                                                               \
+  X(Add) X(Subtract) X(Multiply) X(Divide) X(Pow) X(Maximum) X(Minimum) X(Equal) X(NotEqual)  \
+  X(Less) X(LessEqual) X(Greater) X(GreaterEqual) X(LogicalAnd) X(LogicalOr) X(Select)
+#define TF_REDUCE_PRIMITIVES(X) \
+  X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin) X(ArgMax) X(ArgMin)
+#define TF_MOVEMENT_PRIMITIVES(X) \
+  X(Transpose) X(BroadcastTo) X(Slice) X(Concat) X(Pad) X(Gather)
+#define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
+#define TF_NN_PRIMITIVES(X) X(Conv2D) X(MaxPool2D) X(AvgPool2D)
+#define TF_RANDOM_PRIMITIVES(X) X(RandomNormal) X(RandomUniform)
+
+#define TF_PRIMITIVES(X)                                                                      \
+  TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
+  TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X)
+
+// Both kernels in host code.
+#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

@@ -1,0 +1,77 @@
+// Primitive: one struct per op kernel, with shape/dtype inference, a CPU and a CUDA kernel, a
+// vector-Jacobian product written with ops, and flags the graph passes read. Primitives are
+// immutable after construction and may be shared between threads.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapeflow {
+
+struct TensorMeta {
+  TensorShape shape;
+  DType dtype;
+};
+
+class Primitive {
+ public:
+  Primitive() = default;
+  virtual ~Primitive() = default;
+  Primitive(const Primitive&) = default;
+  Primitive& operator=(const Primitive&) = delete;
+
+  // TF-style snake_case op name used in errors and graph dumps ("matmul").
+  virtual const char* name() const = 0;
+  virtual int num_outputs() const { return 1; }
+  // Checks the inputs and writes each output's shape and dtype; throws InvalidArgumentError.
+  virtual void infer(std::span<const Tensor> inputs, std::span<TensorMeta> outputs) const = 0;
+  // Kernels. Inputs all live on one device; outputs arrive allocated there (unless is_view()).
+  virtual void eval_cpu(std::span<const Tensor> inputs, std::span<Tensor> outputs) const = 0;
+  virtual void eval_cuda(std::span<const Tensor> inputs, std::span<Tensor> outputs) const = 0;
+  // Cotangents of the inputs listed in argnums, written with ops so that they can themselves be
+  // recorded and traced. The default throws: the op has no gradient.
+  virtual std::vector<Tensor> vjp(std::span<const Tensor> primals,
+                                  std::span<const Tensor> cotangents,
+                                  std::span<const int> argnums,
+                                  std::span<const Tensor> outputs) const;
+  // A copy that outlives the call (tapes and graphs hold primitives).
+  virtual std::shared_ptr<Primitive> clone() const = 0;
+
+  // The output shares the first input's storage (no allocation, no kernel work).
+  virtual bool is_view() const { return false; }
+  // Elementwise over broadcast inputs: the fuser may merge it into a loop.
+  virtual bool is_elementwise() const { return false; }
+  // Has effects beyond its outputs (printing, random state): never removed or merged.
+  virtual bool has_side_effects() const { return false; }
+  // For ops that move data to another device: the output's device.
+  virtual std::optional<Device> target_device() const { return std::nullopt; }
+  // Attributes for graph dumps and equivalence ("axes=[0, 1], keepdims=false").
+  virtual std::string attributes() const { return {}; }
+  // Same op with the same attributes (used by common-subexpression elimination).
+  bool is_equivalent(const Primitive& other) const;
+};
+
+// CRTP helper that supplies clone().
+template <class Derived>
+class PrimitiveBase : public Primitive {
+ public:
+  std::shared_ptr<Primitive> clone() const override {
+    return std::make_shared<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+// Declares the two kernels inside a primitive struct; eval_cuda is defined in ops/cuda/ or, in a
+// build without CUDA, by the stubs in ops/no_cuda/ (generated from ops/op_list.h).
+#define TF_DECLARE_KERNELS                                                                \
+  void eval_cpu(std::span<const ::tapeflow::Tensor> inputs,                               \
+                std::span<::tapeflow::Tensor> outputs) const override;                    \
+  void eval_cuda(std::span<const ::tapeflow::Tensor> inputs,                              \
+                 std::span<::tapeflow::Tensor> outputs) const override;
+
+}  // namespace tapeflow

@@ -1,0 +1,191 @@
+#include <cmath>
+#include <sstream>
+
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "ops/factory.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+TEST_CASE("dtype names and sizes follow TF", "[cpu]") {
+  CHECK(tf::dtype_name(tf::float32) == "float32");
+  CHECK(tf::dtype_name(tf::bool_) == "bool");
+  CHECK(tf::dtype_name(tf::bfloat16) == "bfloat16");
+  CHECK(tf::dtype_name(tf::uint8) == "uint8");
+  CHECK(tf::dtype_size(tf::float16) == 2);
+  CHECK(tf::dtype_size(tf::int64) == 8);
+  CHECK(tf::is_floating(tf::bfloat16));
+  CHECK_FALSE(tf::is_floating(tf::int32));
+  std::ostringstream os;
+  os << tf::float64;
+  CHECK(os.str() == "float64");
+}
+
+TEST_CASE("float16 and bfloat16 round to nearest even", "[cpu]") {
+  CHECK(float(tf::half_t(1.0f)) == 1.0f);
+  CHECK(float(tf::half_t(65504.0f)) == 65504.0f);
+  CHECK(std::isinf(float(tf::half_t(65520.0f))));
+  CHECK(float(tf::half_t(5.9604645e-08f)) == 5.9604645e-08f);  // smallest subnormal
+  CHECK(float(tf::half_t(2.9802322e-08f)) == 0.0f);           // tie rounds to even (zero)
+  CHECK(float(tf::half_t(1.0f + 1.0f / 2048)) == 1.0f);        // tie to even
+  CHECK(float(tf::half_t(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);
+  CHECK(std::isnan(float(tf::half_t(NAN))));
+  CHECK(float(tf::bfloat16_t(1.0f)) == 1.0f);
+  CHECK(float(tf::bfloat16_t(3.140625f)) == 3.140625f);
+  CHECK(float(tf::bfloat16_t(1.00390625f)) == 1.0f);  // tie to even
+  for (int i = -1000; i < 1000; ++i) {
+    const float f = static_cast<float>(i) / 8.0f;
+    CHECK(float(tf::half_t(f)) == f);
+  }
+}
+
+TEST_CASE("TensorShape prints as a Python tuple", "[cpu]") {
+  CHECK(tf::TensorShape({2, 3}).to_string() == "(2, 3)");
+  CHECK(tf::TensorShape({5}).to_string() == "(5,)");
+  CHECK(tf::TensorShape{}.to_string() == "()");
+  CHECK(tf::TensorShape({tf::None, 784}).to_string() == "(None, 784)");
+  CHECK(tf::TensorShape({2, 3, 4}).num_elements() == 24);
+  CHECK(tf::TensorShape{}.num_elements() == 1);
+  CHECK(tf::TensorShape({tf::None, 3}).num_elements() == -1);
+  CHECK(tf::TensorShape({2, 3}) == tf::TensorShape({2, 3}));
+  CHECK(tf::TensorShape({2, 3}) != tf::TensorShape({3, 2}));
+  CHECK(tf::TensorShape({2, 3}).dim(-1) == 3);
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({1, 1, 1, 1, 1, 1, 1, 1, 1}),
+                               tf::InvalidArgumentError, "maximum rank 8");
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({2, -3}), tf::InvalidArgumentError, "negative");
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({2, 3}).dim(2), tf::InvalidArgumentError,
+                               "out of range");
+}
+
+TEST_CASE("device names parse case-insensitively", "[cpu]") {
+  using tf::Device;
+  using tf::DeviceType;
+  CHECK(Device::parse("/device:GPU:1") == Device{DeviceType::GPU, 1});
+  CHECK(Device::parse("/gpu:0") == Device{DeviceType::GPU, 0});
+  CHECK(Device::parse("GPU:0") == Device{DeviceType::GPU, 0});
+  CHECK(Device::parse("cpu") == Device{DeviceType::CPU, 0});
+  CHECK(Device::parse("/job:localhost/replica:0/task:0/device:CPU:0") ==
+        Device{DeviceType::CPU, 0});
+  CHECK(Device{DeviceType::GPU, 1}.to_string() == "/device:GPU:1");
+  TF_REQUIRE_THROWS_CONTAINING(Device::parse("/tpu:0"), tf::InvalidArgumentError,
+                               "cannot parse device name");
+  TF_REQUIRE_THROWS_CONTAINING(Device::parse("/cpu:x"), tf::InvalidArgumentError, "index");
+}
+
+TEST_CASE("device scopes place new tensors and nest", "[cpu]") {
+  CHECK(tf::zeros({2}).device() == (tf::testing::has_gpu() ? "/device:GPU:0" : "/device:CPU:0"));
+  {
+    tf::DeviceScope scope("/cpu:0");
+    CHECK(tf::zeros({2}).device() == "/device:CPU:0");
+  }
+  if (!tf::testing::has_gpu()) {
+    // Soft placement: a missing GPU falls back to the CPU.
+    tf::DeviceScope scope("/GPU:0");
+    CHECK(tf::zeros({2}).device() == "/device:CPU:0");
+  }
+  TF_REQUIRE_THROWS_CONTAINING(tf::DeviceScope("/cpu:7"), tf::InvalidArgumentError,
+                               "/device:CPU:7 does not exist");
+}
+
+TEST_CASE("physical and logical devices are listed as TF lists them", "[cpu]") {
+  auto cpus = tf::config::list_physical_devices("CPU");
+  REQUIRE(cpus.size() == 1);
+  CHECK(cpus[0].name == "/physical_device:CPU:0");
+  CHECK(cpus[0].device_type == "CPU");
+  auto logical = tf::config::list_logical_devices("cpu");
+  REQUIRE(logical.size() >= 1);
+  CHECK(logical[0].name == "/device:CPU:0");
+  // After the first op the configuration is frozen.
+  (void)tf::zeros({1});
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::config::set_logical_device_configuration(cpus[0], {{}, {}}),
+      tf::FailedPreconditionError, "cannot be modified after being initialized");
+}
+
+TEST_CASE("the CPU allocator caches and reports statistics", "[cpu]") {
+  auto& a = tf::cpu_allocator();
+  auto before = a.stats();
+  void* p = a.allocate(1000);
+  REQUIRE(p != nullptr);
+  CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+  CHECK(a.stats().bytes_in_use == before.bytes_in_use + 1000);
+  a.deallocate(p, 1000);
+  CHECK(a.stats().bytes_in_use == before.bytes_in_use);
+  void* q = a.allocate(1000);  // same size class: served from the cache
+  CHECK(q == p);
+  CHECK(a.stats().num_cache_hits >= before.num_cache_hits + 1);
+  a.deallocate(q, 1000);
+  a.reset_peak();
+  void* big = a.allocate(size_t{1} << 20);
+  CHECK(a.stats().peak_bytes_in_use >= (int64_t{1} << 20));
+  a.deallocate(big, size_t{1} << 20);
+}
+
+TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
+  auto z = tf::zeros({2, 3});
+  CHECK(z.dtype() == tf::float32);
+  CHECK(z.shape() == tf::TensorShape({2, 3}));
+  check_values(z, std::vector<double>(6, 0.0));
+  check_values(tf::ones({2}, tf::int64), {1, 1});
+  CHECK(tf::ones({2}, tf::int64).dtype() == tf::int64);
+  auto f = tf::fill({2, 2}, 7.0f);
+  CHECK(f.dtype() == tf::float32);
+  check_values(f, {7, 7, 7, 7});
+  check_values(tf::eye(3), {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  check_values(tf::eye(2, 3, tf::int32), {1, 0, 0, 0, 1, 0});
+  auto r = tf::range(0, 10, 3);
+  CHECK(r.dtype() == tf::int32);
+  check_values(r, {0, 3, 6, 9});
+  auto rf = tf::range(0.0, 1.0, 0.25);
+  CHECK(rf.dtype() == tf::float32);
+  check_values(rf, {0, 0.25, 0.5, 0.75});
+  check_values(tf::range(4), {0, 1, 2, 3});
+  check_values(tf::range(5, 1, -2), {5, 3});
+  check_values(tf::linspace(0, 1, 5), {0, 0.25, 0.5, 0.75, 1});
+  auto c = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
+  CHECK(c.shape() == tf::TensorShape({2, 2}));
+  check_values(c, {1, 2, 3, 4});
+  auto ci = tf::constant({1, 2, 3});
+  CHECK(ci.dtype() == tf::int32);
+  auto cs = tf::constant(6.0f);
+  CHECK(cs.rank() == 0);
+  CHECK_FALSE(cs.is_weak());
+  CHECK(tf::constant(2, tf::float64).dtype() == tf::float64);
+  std::vector<double> host(9, 0.5);
+  auto h = tf::convert_to_tensor(host, {3, 3});
+  CHECK(h.dtype() == tf::float64);
+  CHECK(h.numpy<double>() == host);
+  std::vector<bool> flags{true, false};
+  auto b = tf::convert_to_tensor(flags, {2});
+  CHECK(b.dtype() == tf::bool_);
+  CHECK(b.numpy<bool>() == flags);
+  CHECK(tf::zeros_like(c).shape() == c.shape());
+  CHECK(tf::ones_like(c, tf::int32).dtype() == tf::int32);
+  TF_REQUIRE_THROWS_CONTAINING(tf::constant(std::vector<float>{1, 2, 3}, {2, 2}),
+                               tf::InvalidArgumentError, "3 values cannot fill a tensor of shape (2, 2)");
+  TF_REQUIRE_THROWS_CONTAINING(tf::range(0, 1, 0), tf::InvalidArgumentError, "delta");
+  TF_REQUIRE_THROWS_CONTAINING(tf::fill({2}, tf::constant({1.f, 2.f})), tf::InvalidArgumentError,
+                               "scalar");
+}
+
+TEST_CASE("C++ scalars convert to weak tensors of the documented dtypes", "[cpu]") {
+  tf::Tensor f = 2.0f, d = 2.0, i = 3, l = int64_t{4}, b = true;
+  CHECK(f.dtype() == tf::float32);
+  CHECK(d.dtype() == tf::float64);
+  CHECK(i.dtype() == tf::int32);
+  CHECK(l.dtype() == tf::int64);
+  CHECK(b.dtype() == tf::bool_);
+  CHECK(f.is_weak());
+  CHECK(i.item<int>() == 3);
+  CHECK(l.item<double>() == 4.0);
+  tf::Tensor undefined;
+  CHECK_FALSE(undefined.defined());
+  TF_REQUIRE_THROWS_CONTAINING(tf::constant({1.f, 2.f}).item<float>(), tf::InvalidArgumentError,
+                               "one element");
+}

@@ -1,0 +1,55 @@
+#include "testing.h"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace tapeflow::testing {
+
+std::vector<Device> devices_under_test() {
+  std::vector<Device> d{Device{DeviceType::CPU, 0}};
+  const int n = detail::num_logical_devices(DeviceType::GPU);
+  for (int i = 0; i < n; ++i) d.push_back(Device{DeviceType::GPU, i});
+  return d;
+}
+
+bool has_gpu() { return detail::num_logical_devices(DeviceType::GPU) > 0; }
+
+void check_values(const Tensor& got, const std::vector<double>& expected, double rtol,
+                  double atol) {
+  REQUIRE(got.defined());
+  REQUIRE(static_cast<size_t>(got.num_elements()) == expected.size());
+  const auto v = detail::to_double_vector(got);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double g = v[i], w = expected[i];
+    if (std::isnan(w)) {
+      INFO("element " << i << ": got " << g << ", want nan");
+      CHECK(std::isnan(g));
+      continue;
+    }
+    if (std::isinf(w)) {
+      INFO("element " << i << ": got " << g << ", want " << w);
+      CHECK(g == w);
+      continue;
+    }
+    INFO("element " << i << " of shape " << got.shape().to_string() << ": got " << g << ", want "
+                    << w);
+    CHECK(std::abs(g - w) <= atol + rtol * std::abs(w));
+  }
+}
+
+void check_close(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.dtype() == want.dtype());
+  check_values(got, detail::to_double_vector(want), rtol, atol);
+}
+
+std::vector<double> random_values(size_t n, double lo, double hi, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+}  // namespace tapeflow::testing

@@ -1,0 +1,34 @@
+// Test helpers shared by every test binary: the devices under test, value comparison against
+// plain references, and error-message matching.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace tapeflow::testing {
+
+// CPU:0 plus every GPU this machine has (the [cuda] cases skip themselves without one).
+std::vector<Device> devices_under_test();
+bool has_gpu();
+
+// Checks shape and every element against `expected` (row-major) within
+// |got - want| <= atol + rtol * |want|; NaNs must match NaNs.
+void check_values(const Tensor& got, const std::vector<double>& expected, double rtol = 1e-6,
+                  double atol = 1e-6);
+void check_close(const Tensor& got, const Tensor& want, double rtol = 1e-6, double atol = 1e-6);
+// Deterministic pseudo-random doubles in [lo, hi) for building inputs.
+std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0,
+                                  unsigned seed = 1);
+
+}  // namespace tapeflow::testing
+
+// REQUIRE that EXPR throws exception type E whose message contains SUBSTRING.
+#define TF_REQUIRE_THROWS_CONTAINING(EXPR, E, SUBSTRING) \
+  REQUIRE_THROWS_MATCHES(EXPR, E, Catch::Matchers::Predicate<const E&>( \
+      [&](const E& e) { return std::string(e.what()).find(SUBSTRING) != std::string::npos; }, \
+      std::string("message contains \"") + (SUBSTRING) + "\""))
