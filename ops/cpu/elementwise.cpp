@@ -2,9 +2,9 @@
 // elements, split over the OpenMP pool above a grain that depends on the op's cost. Binary ops
 // and where are in elementwise_binary.cpp.
 #if defined(__GNUC__) && !defined(__clang__)
-// The loops vectorise only when GCC may if-convert floating-point selects and needs no errno
-// handling around math calls; nothing in tapeflow reads errno or the FP exception flags.
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+// Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
+// file, inlined header code included, is compiled with the same options.
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #endif
 
 #include <cstring>
@@ -22,11 +22,26 @@ namespace {
 constexpr int64_t kCheapGrain = 32768;
 constexpr int64_t kMathGrain = 4096;
 
+// One loop, compiled for the baseline ISA and for AVX2 (see TF_TARGET_AVX2).
+#define TF_DEFINE_UNARY_RANGE(NAME, TARGET)                                           \
+  template <class F, class T, class O>                                                \
+  TARGET void NAME(const T* __restrict in, O* __restrict out, int64_t n) {            \
+    using C = typename F::template calc_type<T>;                                      \
+    const F f{};                                                                      \
+    for (int64_t i = 0; i < n; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));   \
+  }
+TF_DEFINE_UNARY_RANGE(unary_range, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_UNARY_RANGE(unary_range_avx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_UNARY_RANGE
+
 template <class F, class T, class O>
-void unary_range(const T* __restrict in, O* __restrict out, int64_t n) {
-  using C = typename F::template calc_type<T>;
-  const F f{};
-  for (int64_t i = 0; i < n; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));
+auto pick_unary_range() {
+#if TF_CPU_MULTIVERSION
+  if (cpu::cpu_has_avx2()) return &unary_range_avx2<F, T, O>;
+#endif
+  return &unary_range<F, T, O>;
 }
 
 template <class F>
@@ -39,8 +54,9 @@ void unary_eval(const Tensor& x, Tensor& y, int64_t grain) {
       using O = cpu::storage_t<typename F::template out_type<T>>;
       const S* in = x.data<S>();
       O* out = y.data<O>();
-      detail::parallel_for(n, grain, [in, out](int64_t b, int64_t e) {
-        unary_range<F, S, O>(in + b, out + b, e - b);
+      const auto range = pick_unary_range<F, S, O>();
+      detail::parallel_for(n, grain, [in, out, range](int64_t b, int64_t e) {
+        range(in + b, out + b, e - b);
       });
     } else {
       TF_ASSERT(!"dtype was rejected by infer");
@@ -48,10 +64,16 @@ void unary_eval(const Tensor& x, Tensor& y, int64_t grain) {
   })
 }
 
-template <class To, class From>
-void cast_range(const From* __restrict in, To* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = cpu::cast_value<To>(in[i]);
-}
+#define TF_DEFINE_CAST_RANGE(NAME, TARGET)                                            \
+  template <class To, class From>                                                     \
+  TARGET void NAME(const From* __restrict in, To* __restrict out, int64_t n) {        \
+    for (int64_t i = 0; i < n; ++i) out[i] = cpu::cast_value<To>(in[i]);             \
+  }
+TF_DEFINE_CAST_RANGE(cast_range, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_CAST_RANGE(cast_range_avx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_CAST_RANGE
 
 // Bool sources are read as their 0 / 1 bytes (same values, vectorisable loads).
 template <class From>
@@ -60,8 +82,12 @@ void cast_from(const Tensor& x, Tensor& y) {
   const int64_t n = x.num_elements();
   TF_DISPATCH_ALL_TYPES(y.dtype(), {
     T* out = y.data<T>();
-    detail::parallel_for(n, kCheapGrain, [in, out](int64_t b, int64_t e) {
-      cast_range<T, From>(in + b, out + b, e - b);
+    auto range = &cast_range<T, From>;
+#if TF_CPU_MULTIVERSION
+    if (cpu::cpu_has_avx2()) range = &cast_range_avx2<T, From>;
+#endif
+    detail::parallel_for(n, kCheapGrain, [in, out, range](int64_t b, int64_t e) {
+      range(in + b, out + b, e - b);
     });
   })
 }

@@ -4,8 +4,9 @@
 // (or stride-0) loop, with an odometer over the outer dimensions (no per-element div/mod). No
 // heap allocation on any path, so tiny tensors cost only the dispatch.
 #if defined(__GNUC__) && !defined(__clang__)
-// See elementwise.cpp: lets GCC if-convert floating-point selects (maximum, minimum).
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+// Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
+// file, inlined header code included, is compiled with the same options.
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #endif
 
 #include <algorithm>
@@ -98,29 +99,36 @@ void broadcast_for(const BroadcastPlan<N>& p, int64_t n, int64_t grain, const In
 
 // ---- binary loops ----
 
-template <class F, class T, class O>
-struct BinaryLoops {
-  using C = typename F::template calc_type<T>;
-  static void vv(const T* __restrict a, const T* __restrict b, O* __restrict o, int64_t n) {
-    const F f{};
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), cpu::load<C>(b[i])));
-  }
-  static void sv(C a, const T* __restrict b, O* __restrict o, int64_t n) {
-    const F f{};
-    for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(a, cpu::load<C>(b[i])));
-  }
-  static void vs(const T* __restrict a, C b, O* __restrict o, int64_t n) {
-    const F f{};
-    for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), b));
-  }
-};
+// The three inner loops (vector-vector, scalar-vector, vector-scalar), compiled for the
+// baseline ISA and for AVX2 (see TF_TARGET_AVX2).
+#define TF_DEFINE_BINARY_LOOPS(NAME, TARGET)                                                 \
+  template <class F, class T, class O>                                                       \
+  struct NAME {                                                                              \
+    using C = typename F::template calc_type<T>;                                             \
+    TARGET static void vv(const T* __restrict a, const T* __restrict b, O* __restrict o,      \
+                          int64_t n) {                                                       \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                        \
+        o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), cpu::load<C>(b[i])));                     \
+    }                                                                                        \
+    TARGET static void sv(C a, const T* __restrict b, O* __restrict o, int64_t n) {           \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(a, cpu::load<C>(b[i])));         \
+    }                                                                                        \
+    TARGET static void vs(const T* __restrict a, C b, O* __restrict o, int64_t n) {           \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), b));         \
+    }                                                                                        \
+  };
+TF_DEFINE_BINARY_LOOPS(BinaryLoops, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_BINARY_LOOPS
 
-// T is the storage type (uint8_t for bool).
-template <class F, class T>
-void binary_typed(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grain) {
-  using O = cpu::storage_t<typename F::template out_type<T>>;
-  using L = BinaryLoops<F, T, O>;
+// T is the storage type (uint8_t for bool), L the loops (BinaryLoops or BinaryLoopsAvx2).
+template <class F, class T, class O, class L>
+void binary_paths(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grain) {
   using C = typename L::C;
   const int64_t n = tout.num_elements();
   const T* a = ta.data<T>();
@@ -149,6 +157,15 @@ void binary_typed(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grai
       else o[pos] = cpu::store<O>(F{}(cpu::load<C>(*pa), cpu::load<C>(*pb)));  // len == 1
     });
   }
+}
+
+template <class F, class T>
+void binary_typed(const Tensor& a, const Tensor& b, Tensor& out, int64_t grain) {
+  using O = cpu::storage_t<typename F::template out_type<T>>;
+#if TF_CPU_MULTIVERSION
+  if (cpu::cpu_has_avx2()) return binary_paths<F, T, O, BinaryLoopsAvx2<F, T, O>>(a, b, out, grain);
+#endif
+  binary_paths<F, T, O, BinaryLoops<F, T, O>>(a, b, out, grain);
 }
 
 template <class F>

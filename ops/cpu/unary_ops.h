@@ -8,11 +8,46 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <type_traits>
 
 #include "core/dtype.h"
 
+// Hot loops are compiled twice on x86-64: for the baseline (SSE2) and for AVX2 + FMA, picked at
+// run time (cpu_has_avx2). The AVX2 variant contracts a * b + c into FMA, so the two may differ in
+// the last bit of transcendental results (both within the documented error).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TF_CPU_MULTIVERSION 1
+#define TF_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define TF_CPU_MULTIVERSION 0
+#define TF_TARGET_AVX2
+#endif
+
+// For the loops around these functors to vectorise, the including file must let GCC if-convert
+// floating-point selects and drop errno handling, and may let it fuse multiply-adds: it starts,
+// before any #include, with
+//   #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
+// (as ops/cpu/elementwise*.cpp do). Nothing in tapeflow reads errno or the FP exception flags.
+
 namespace tapeflow::cpu {
+
+// Whether the AVX2 + FMA loops run. TAPEFLOW_CPU_BASELINE=1 in the environment forces the
+// baseline loops (to test them on an AVX2 machine).
+inline bool cpu_has_avx2() {
+#if TF_CPU_MULTIVERSION
+  static const bool has = [] {
+    const char* env = std::getenv("TAPEFLOW_CPU_BASELINE");
+    if (env && *env && *env != '0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
 
 template <class T>
 inline constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>;
@@ -95,10 +130,9 @@ inline C ceil_fast(C x) {
 // applied in two halves so that results near overflow and in the subnormal range are right.
 // Within 2 ulp of the correctly rounded result; exp(nan) = nan, exp(+-inf) = inf / 0.
 inline float exp_fast(float x) {
-  const bool nan = x != x;
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
-  xc = nan ? 0.0f : xc;
+  // Clamp (NaN becomes -104 here and is put back at the end); the forms map to maxps/minps.
+  float xc = x > -104.0f ? x : -104.0f;
+  xc = xc < 89.0f ? xc : 89.0f;
   // n = round(x / ln2) through the 1.5 * 2^23 trick (also yields n as an integer).
   float fn = xc * 1.44269504088896341f + 12582912.0f;
   const int32_t n = std::bit_cast<int32_t>(fn) - 0x4B400000;
@@ -116,7 +150,40 @@ inline float exp_fast(float x) {
   const float s1 = std::bit_cast<float>((e1 + 127) << 23);
   const float s2 = std::bit_cast<float>((e2 + 127) << 23);
   const float res = y * s1 * s2;
-  return nan ? x : res;
+  return x != x ? x : res;
+}
+
+// log for float32 (Cephes): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) from a degree-9
+// polynomial in m - 1, e ln2 added in two parts. Within 2 ulp; subnormal inputs are scaled first;
+// log(0) = -inf, log(x < 0) = nan, log(inf) = inf, log(nan) = nan.
+inline float log_fast(float x) {
+  const bool sub = x < 1.17549435e-38f;  // subnormal (or zero / negative, fixed up below)
+  const float xs = sub ? x * 8388608.0f : x;
+  const int32_t ix = std::bit_cast<int32_t>(xs);
+  int32_t e = ((ix >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+  float m = std::bit_cast<float>((ix & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  const bool low = m < 0.707106781186547524f;
+  e = low ? e - 1 : e;
+  m = low ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  const float fe = static_cast<float>(e);
+  y = y - 2.12194440e-4f * fe;
+  y = y - 0.5f * z;
+  float r = m + y;
+  r = r + 0.693359375f * fe;
+  r = x == std::numeric_limits<float>::infinity() ? x : r;
+  r = x == 0.0f ? -std::numeric_limits<float>::infinity() : r;
+  return x < 0.0f || x != x ? std::numeric_limits<float>::quiet_NaN() : r;
 }
 
 template <class C>
@@ -216,7 +283,8 @@ struct LogOp : UnaryOpBase {
   static constexpr bool ok = is_float_v<T>;
   template <class C>
   C operator()(C x) const {
-    return std::log(x);
+    if constexpr (std::is_same_v<C, float>) return log_fast(x);
+    else return std::log(x);
   }
 };
 struct Log1pOp : UnaryOpBase {

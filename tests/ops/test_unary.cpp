@@ -230,6 +230,16 @@ TEST_CASE("unary ops handle special values", "[cpu][unary]") {
       check_values(tf::exp(x), want, 2e-6, 3e-45);
       check_values(tf::exp(tf::constant({89.0f, 100.0f, -104.0f, -200.0f})), {kInf, kInf, 0, 0},
                    0, 1.5e-45);
+      // float32 log from the smallest subnormal to the largest float, and around 1.
+      std::vector<double> lx = {1.4e-45, 1e-40, 1.1754942e-38, 1.17549435e-38, 1e-20, 0.5,
+                                0.70710677, 0.70710683, 0.9999999, 1.0000001, 1.5, 2.0, 1e20,
+                                3.4028235e38};
+      for (double v = 1e-6; v < 1e6; v *= 1.37) lx.push_back(v);
+      for (double v = 0.9; v < 1.1; v += 0.0013) lx.push_back(v);
+      const auto l = tf::detail::from_doubles(lx, {static_cast<int64_t>(lx.size())}, tf::float32);
+      std::vector<double> wl;
+      for (double v : tf::detail::to_double_vector(l)) wl.push_back(std::log(v));
+      check_values(tf::log(l), wl, 3e-7, 1e-7);
       // tanh and sigmoid: relative accuracy near zero and in the tails.
       std::vector<double> small = {1e-30, -1e-7, 3e-4, 0.6, 0.65, -0.7, 9.0, -20.0};
       const auto s = tf::detail::from_doubles(small, {8}, tf::float32);
