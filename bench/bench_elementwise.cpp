@@ -100,6 +100,27 @@ void BM_StreamTriad(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamTriad)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// STREAM scale a = s * b: the reference for ops that read one array and write one.
+void BM_StreamScale(benchmark::State& state) {
+  const int nt = tf::detail::num_threads();
+  std::unique_ptr<float[]> a(new float[kBig]), b(new float[kBig]);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < kBig; ++i) {
+    a[i] = 0.f;
+    b[i] = 1.f;
+  }
+  const float s = 3.f;
+  float* pa = a.get();
+  const float* pb = b.get();
+  for (auto _ : state) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < kBig; ++i) pa[i] = s * pb[i];
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, 2.0 * 4 * kBig);
+}
+BENCHMARK(BM_StreamScale)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 void BM_Add_tapeflow(benchmark::State& state) {
   const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
   for (auto _ : state) benchmark::DoNotOptimize(tf::add(a, b));
@@ -120,6 +141,13 @@ void BM_Exp_tapeflow(benchmark::State& state) {
   set_bytes(state, 2.0 * 4 * kBig);
 }
 BENCHMARK(BM_Exp_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Log_tapeflow(benchmark::State& state) {
+  const auto a = big_input(1e-3f, 100.f);
+  for (auto _ : state) benchmark::DoNotOptimize(tf::log(a));
+  set_bytes(state, 2.0 * 4 * kBig);
+}
+BENCHMARK(BM_Log_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The other kernel paths: a C++ scalar operand and a row broadcast (4096 x 4096 + 4096).
 void BM_AddScalar_tapeflow(benchmark::State& state) {
@@ -200,6 +228,17 @@ void BM_Exp_torch_out(benchmark::State& state) {
   set_bytes(state, 2.0 * 4 * kBig);
 }
 BENCHMARK(BM_Exp_torch_out)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Log_torch_out(benchmark::State& state) {
+  const auto a = torch_big(1e-3, 100);
+  auto c = torch::empty({kBig});
+  for (auto _ : state) {
+    torch::log_out(c, a);
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, 2.0 * 4 * kBig);
+}
+BENCHMARK(BM_Log_torch_out)->UseRealTime()->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace
