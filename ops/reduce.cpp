@@ -40,7 +40,7 @@ int64_t reduced_count(const TensorShape& s, std::span<const int> axes) {
   return n;
 }
 
-Tensor reduce_mean_impl(const char* op, const Tensor& x, std::vector<int> axes, bool keepdims) {
+Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
   const int64_t count = reduced_count(x.shape(), axes);
   Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
   const DType d = x.dtype();
@@ -53,7 +53,6 @@ Tensor reduce_mean_impl(const char* op, const Tensor& x, std::vector<int> axes, 
   // Integers: TF divides in the integer type (truncation toward zero). The sum is divided in
   // float64 (exact while |sum| < 2^53) and cast back, which truncates the same way. An empty
   // reduction gives 0 rather than dividing by zero.
-  (void)op;
   if (count == 0) return s;
   return cast(divide(cast(s, float64), Tensor(static_cast<double>(count))), d);
 }
@@ -74,7 +73,7 @@ Tensor reduce_impl(const char* op, Kind kind, const Tensor& x, std::vector<int> 
     case Kind::All:
       return detail::dispatch(prims::ReduceMin(std::move(axes), keepdims), {x});
     case Kind::Mean:
-      return reduce_mean_impl(op, x, std::move(axes), keepdims);
+      return reduce_mean_impl(x, std::move(axes), keepdims);
   }
   TF_ASSERT(false);
 }

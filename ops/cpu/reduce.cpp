@@ -73,7 +73,9 @@ inline V init() {
                                        : std::numeric_limits<V>::max();
 }
 
-// Branch-free so that loops over lanes vectorise; NaN sticks once it is in an accumulator.
+// Written as two selects (a maxps/minps pattern, then the NaN check) because GCC if-converts
+// and vectorises that form even when calls are nested; NaN sticks once it is in an accumulator
+// (a NaN `a` fails the comparison and is kept).
 template <Kind K, class V>
 inline V apply(V a, V b) {
   if constexpr (K == Kind::Sum)
@@ -81,10 +83,8 @@ inline V apply(V a, V b) {
   else if constexpr (K == Kind::Prod)
     return static_cast<V>(a * b);
   else if constexpr (std::is_floating_point_v<V>) {
-    if constexpr (K == Kind::Max)
-      return ((b > a) | (b != b)) ? b : a;
-    else
-      return ((b < a) | (b != b)) ? b : a;
+    const V m = K == Kind::Max ? (b > a ? b : a) : (b < a ? b : a);
+    return b != b ? b : m;
   } else {
     if constexpr (K == Kind::Max)
       return b > a ? b : a;
