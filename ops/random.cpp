@@ -46,6 +46,13 @@ std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_see
   return {a, b};
 }
 
+void clear_random_seed() {
+  SeedState& st = seed_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.global.reset();
+  st.counter = 0;
+}
+
 }  // namespace detail
 
 namespace random {

@@ -45,6 +45,8 @@ void set_seed(int64_t seed);
 namespace tapeflow::detail {
 // The (seed, seed2) pair of the next random op under the rules above (advances the counter).
 std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed);
+// Forgets the global seed (TF's tf.random.set_seed(None)); tests use it to reach the other rules.
+void clear_random_seed();
 inline constexpr int64_t kDefaultGraphSeed = 87654321;
 }  // namespace tapeflow::detail
 
