@@ -16,6 +16,17 @@
 
 namespace tapeflow::prims {
 
+// The process's oneDNN CPU engine, shared with ops/cpu/pool.cpp (which declares these too).
+dnnl::engine& onednn_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+// A CPU stream is a light handle; one per thread keeps concurrent callers independent.
+dnnl::stream& onednn_stream() {
+  thread_local dnnl::stream s(onednn_engine());
+  return s;
+}
+
 namespace {
 
 struct ConvGeom {
@@ -51,15 +62,8 @@ ConvGeom geometry(const Conv2D& p, const Tensor& x, const Tensor& f, const Tenso
 
 // ---- oneDNN (float32) ----
 
-dnnl::engine& dnnl_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-// A CPU stream is a light handle; one per thread keeps concurrent callers independent.
-dnnl::stream& dnnl_stream() {
-  thread_local dnnl::stream s(dnnl_engine());
-  return s;
-}
+dnnl::engine& dnnl_engine() { return onednn_engine(); }
+dnnl::stream& dnnl_stream() { return onednn_stream(); }
 
 struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
