@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace tapeflow::log {
+namespace tapeflow::logging {
 
 namespace detail {
 static int initial_level() {
@@ -40,4 +40,4 @@ void write(Level level, std::string_view message) {
   logger().log(static_cast<spdlog::level::level_enum>(static_cast<int>(level)), message);
 }
 
-}  // namespace tapeflow::log
+}  // namespace tapeflow::logging

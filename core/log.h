@@ -7,7 +7,7 @@
 #include <atomic>
 #include <string_view>
 
-namespace tapeflow::log {
+namespace tapeflow::logging {
 
 enum class Level { trace = 0, debug, info, warn, error, off };
 
@@ -23,12 +23,12 @@ inline bool enabled(Level l) {
   return static_cast<int>(l) >= detail::g_level.load(std::memory_order_relaxed);
 }
 
-}  // namespace tapeflow::log
+}  // namespace tapeflow::logging
 
 #define TF_LOG(LEVEL, ...)                                                                   \
   do {                                                                                       \
-    if (::tapeflow::log::enabled(::tapeflow::log::Level::LEVEL))                             \
-      ::tapeflow::log::write(::tapeflow::log::Level::LEVEL, ::fmt::format(__VA_ARGS__));     \
+    if (::tapeflow::logging::enabled(::tapeflow::logging::Level::LEVEL))                             \
+      ::tapeflow::logging::write(::tapeflow::logging::Level::LEVEL, ::fmt::format(__VA_ARGS__));     \
   } while (0)
 #define TF_LOG_TRACE(...) TF_LOG(trace, __VA_ARGS__)
 #define TF_LOG_DEBUG(...) TF_LOG(debug, __VA_ARGS__)

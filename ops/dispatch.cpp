@@ -35,35 +35,16 @@ void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> in
 
 namespace {
 
-// Chooses the op's device and copies inputs that live elsewhere into `moved`.
-Device place(const Primitive& prim, std::span<const Tensor> inputs, const ThreadContext& ctx,
-             std::span<Tensor> moved, bool& any_moved) {
-  any_moved = false;
+// The op's device: the target of a copy, the innermost DeviceScope, else the first strongly
+// typed input's device (weak C++ scalars follow it), else TF's default placement.
+Device choose_device(const Primitive& prim, std::span<const Tensor> inputs,
+                     const ThreadContext& ctx) {
   if (auto t = prim.target_device()) return *t;
-  Device dev;
-  if (!ctx.device_stack.empty()) {
-    dev = ctx.device_stack.back();
-  } else if (!inputs.empty()) {
-    // The first strongly typed input decides; weak C++ scalars follow it.
-    const Tensor* first = &inputs[0];
-    for (const Tensor& t : inputs)
-      if (t.defined() && !t.is_weak()) {
-        first = &t;
-        break;
-      }
-    dev = first->placement();
-  } else {
-    dev = default_device();
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined() && inputs[i].placement() != dev) {
-      moved[i] = copy_to(inputs[i], dev);
-      any_moved = true;
-    } else {
-      moved[i] = inputs[i];
-    }
-  }
-  return dev;
+  if (!ctx.device_stack.empty()) return ctx.device_stack.back();
+  if (inputs.empty()) return default_device();
+  for (const Tensor& t : inputs)
+    if (!t.is_weak()) return t.placement();
+  return inputs[0].placement();
 }
 
 template <class Outputs>
@@ -75,18 +56,25 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
     TF_CHECK_ARG(t.defined(), prim.name(), "an input is an undefined tensor (TF's None)");
 
   // 1. placement (inputs on other devices are copied through the Copy op, so tapes see it).
+  const Device dev = choose_device(prim, inputs, ctx);
+  bool any_moved = false;
+  if (!prim.target_device())
+    for (const Tensor& t : inputs) any_moved |= t.placement() != dev;
   std::array<Tensor, 4> moved_small;
   std::vector<Tensor> moved_big;
-  std::span<Tensor> moved;
-  if (inputs.size() <= moved_small.size()) {
-    moved = std::span<Tensor>(moved_small.data(), inputs.size());
-  } else {
-    moved_big.resize(inputs.size());
-    moved = moved_big;
+  std::span<const Tensor> in = inputs;
+  if (any_moved) {
+    std::span<Tensor> moved;
+    if (inputs.size() <= moved_small.size()) {
+      moved = std::span<Tensor>(moved_small.data(), inputs.size());
+    } else {
+      moved_big.resize(inputs.size());
+      moved = moved_big;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      moved[i] = inputs[i].placement() == dev ? inputs[i] : copy_to(inputs[i], dev);
+    in = moved;
   }
-  bool any_moved = false;
-  const Device dev = place(prim, inputs, ctx, moved, any_moved);
-  std::span<const Tensor> in = any_moved ? std::span<const Tensor>(moved) : inputs;
 
   // 2. inference
   std::array<TensorMeta, 4> metas_small;

@@ -41,7 +41,7 @@ std::string print_v2_text(const Tensor& t, int summarize = 3);
 
 namespace prims {
 struct Print final : PrimitiveBase<Print> {
-  // Text pieces; an empty optional marks the position of the next tensor input.
+  // Text pieces; std::monostate marks the position of the next tensor input.
   std::vector<std::variant<std::monostate, std::string>> pieces;
   const char* name() const override { return "print"; }
   int num_outputs() const override { return 0; }

@@ -1,0 +1,10 @@
+# cmake -P script: runs PROGRAM and compares its standard output with the file EXPECTED.
+execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} exited with ${rc}:\n${out}\n${err}")
+endif()
+file(READ ${EXPECTED} want)
+if(NOT out STREQUAL want)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/actual_output.txt "${out}")
+  message(FATAL_ERROR "output differs from ${EXPECTED}\n--- got ---\n${out}\n--- want ---\n${want}")
+endif()
