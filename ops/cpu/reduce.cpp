@@ -17,6 +17,8 @@
 // number of threads. Integer sums and products wrap around like TF's (computed in the unsigned
 // type of the same width). Max/min propagate NaN (the result is NaN when any reduced element
 // is NaN).
+#include "ops/reduce.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
