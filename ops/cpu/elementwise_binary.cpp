@@ -126,6 +126,47 @@ TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx2, TF_TARGET_AVX2)
 #endif
 #undef TF_DEFINE_BINARY_LOOPS
 
+// (R, D) with a row (D) or a column (R, 1) operand and a short D (a bias over a few channels):
+// one inner loop call per row would dominate, so the broadcast operand is tiled into a stack
+// buffer and runs of up to kTile elements go through the vector-vector loop. Returns false for
+// other plans.
+template <class L, class T, class O>
+bool short_rows(const BroadcastPlan<2>& p, const T* a, const T* b, O* o, int64_t n,
+                int64_t grain) {
+  constexpr int64_t kTile = 1024;
+  if (p.rank != 2 || p.dims[1] >= 64) return false;
+  const int64_t D = p.dims[1];
+  int full = -1;  // the operand that covers the output: strides (D, 1)
+  for (int k = 0; k < 2; ++k)
+    if (p.strides[k][0] == D && p.strides[k][1] == 1) full = k;
+  if (full < 0) return false;
+  const int other = 1 - full;
+  const bool row = p.strides[other][0] == 0 && p.strides[other][1] == 1;
+  const bool col = p.strides[other][0] == 1 && p.strides[other][1] == 0;
+  if (!row && !col) return false;
+  const T* x = full == 0 ? a : b;
+  const T* y = full == 0 ? b : a;
+  detail::parallel_for(n, grain, [=](int64_t s, int64_t e) {
+    T rep[kTile];
+    const int64_t span = kTile / D * D;  // whole rows
+    if (row)
+      for (int64_t i = 0, j = 0; i < span; ++i, j = j + 1 == D ? 0 : j + 1) rep[i] = y[j];
+    for (int64_t pos = s; pos < e;) {
+      const int64_t i0 = pos % D;  // once per block, not per element
+      const int64_t len = std::min(e - pos, span - i0);
+      if (col) {
+        const int64_t r0 = pos / D, rows = (i0 + len + D - 1) / D;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < D; ++j) rep[r * D + j] = y[r0 + r];
+      }
+      if (full == 0) L::vv(x + pos, rep + i0, o + pos, len);
+      else L::vv(rep + i0, x + pos, o + pos, len);
+      pos += len;
+    }
+  });
+  return true;
+}
+
 // T is the storage type (uint8_t for bool), L the loops (BinaryLoops or BinaryLoopsAvx2).
 template <class F, class T, class O, class L>
 void binary_paths(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grain) {
@@ -146,6 +187,7 @@ void binary_paths(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grai
     detail::parallel_for(n, grain, [=](int64_t s, int64_t e) { L::vs(a + s, bv, o + s, e - s); });
   } else {
     const auto plan = make_plan<2>(tout.shape(), {&ta.shape(), &tb.shape()});
+    if (short_rows<L>(plan, a, b, o, n, grain)) return;
     const int in = plan.rank - 1;
     const bool a_inner = plan.strides[0][in] != 0, b_inner = plan.strides[1][in] != 0;
     broadcast_for<2>(plan, n, grain, [=](const int64_t* off, int64_t i0, int64_t len, int64_t pos) {

@@ -195,6 +195,11 @@ const std::vector<ShapePair>& shape_pairs() {
       {{20, 1, 40}, {1, 90, 40}},  // 72000 elements: the parallel broadcast path
       {{70001}, {70001}},          // parallel same-shape path
       {{70001}, {}},               // parallel scalar path
+      {{30000, 3}, {3}},           // short rows: row operand tiled, parallel
+      {{5}, {7, 5}},               // short rows, row operand first
+      {{10000, 7}, {10000, 1}},    // short rows: column operand, parallel
+      {{4, 1}, {4, 3}},            // short rows, column operand first
+      {{2, 5, 3}, {3}},            // collapses to (10, 3) x (3)
   };
   return pairs;
 }
