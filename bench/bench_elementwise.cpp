@@ -1,10 +1,14 @@
 // Elementwise ops: dispatch cost on tiny tensors and bandwidth on 16M float32, against a plain
-// STREAM triad loop (the machine's bandwidth, measured in the same run) and libtorch.
+// STREAM triad loop (the machine's bandwidth) and libtorch.
 //   OMP_NUM_THREADS=2 ./bench_elementwise
-// GB/s counters count the bytes each iteration must move (inputs read + output written).
+// GB/s counts the bytes each iteration must move (inputs read + output written). The machine is
+// shared and its load changes from second to second, so every 16M benchmark runs a STREAM triad
+// right after each op call and reports both rates from the same time window: triad_GB/s, and
+// vs_triad = GB/s / triad_GB/s (the figure to compare).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -24,11 +28,6 @@ namespace {
 
 constexpr int64_t kBig = int64_t{1} << 24;  // 16M elements
 
-void set_bytes(benchmark::State& state, double bytes_per_iter) {
-  state.counters["GB/s"] = benchmark::Counter(bytes_per_iter * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
-}
-
 // Inputs built on the host (other op families are not needed to run this suite).
 tf::Tensor host_uniform(const tf::TensorShape& shape, float lo, float hi, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(shape.num_elements()));
@@ -42,6 +41,95 @@ tf::Tensor host_uniform(const tf::TensorShape& shape, float lo, float hi, uint32
 tf::Tensor big_input(float lo, float hi, uint32_t seed = 1) {
   return host_uniform({kBig}, lo, hi, seed);
 }
+
+// ---- the reference: STREAM triad a = b + s * c ----
+
+// kBig floats per array, tapeflow's pool size, buffers made once and first touched by the
+// threads that use them.
+struct Triad {
+  std::unique_ptr<float[]> a{new float[kBig]}, b{new float[kBig]}, c{new float[kBig]};
+  int nt = tf::detail::num_threads();
+  Triad() {
+    float *pa = a.get(), *pb = b.get(), *pc = c.get();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < kBig; ++i) {
+      pa[i] = 0.f;
+      pb[i] = 1.f;
+      pc[i] = 2.f;
+    }
+  }
+  void run() {
+    float* pa = a.get();
+    const float* pb = b.get();
+    const float* pc = c.get();
+    const float s = 3.f;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < kBig; ++i) pa[i] = pb[i] + s * pc[i];
+    benchmark::ClobberMemory();
+  }
+  static constexpr double kBytes = 3.0 * 4 * kBig;
+};
+Triad& triad() {
+  static Triad t;
+  return t;
+}
+
+void BM_StreamTriad(benchmark::State& state) {
+  auto& tr = triad();
+  for (auto _ : state) tr.run();
+  state.counters["threads"] = tr.nt;
+  state.counters["GB/s"] =
+      benchmark::Counter(Triad::kBytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_StreamTriad)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Times op (the benchmark's time) and, right after each call, the triad.
+template <class Op>
+void paired_with_triad(benchmark::State& state, double op_bytes, Op&& op) {
+  using clock = std::chrono::steady_clock;
+  auto& tr = triad();
+  double t_op = 0, t_tr = 0;
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    op();
+    const auto t1 = clock::now();
+    tr.run();
+    const auto t2 = clock::now();
+    const double d_op = std::chrono::duration<double>(t1 - t0).count();
+    t_op += d_op;
+    t_tr += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(d_op);
+  }
+  const double it = static_cast<double>(state.iterations());
+  const double op_rate = op_bytes * it / t_op * 1e-9;
+  const double tr_rate = Triad::kBytes * it / t_tr * 1e-9;
+  state.counters["GB/s"] = op_rate;
+  state.counters["triad_GB/s"] = tr_rate;
+  state.counters["vs_triad"] = op_rate / tr_rate;
+}
+#define TF_BENCH_PAIRED(NAME) BENCHMARK(NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
+
+constexpr double kBinaryBytes = 3.0 * 4 * kBig;  // two inputs, one output
+constexpr double kUnaryBytes = 2.0 * 4 * kBig;   // one input, one output
+
+// STREAM scale a = s * b: what an op that reads one array and writes one can reach.
+void BM_StreamScale(benchmark::State& state) {
+  const int nt = tf::detail::num_threads();
+  std::unique_ptr<float[]> a(new float[kBig]), b(new float[kBig]);
+  float* pa = a.get();
+  float* pb = b.get();
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < kBig; ++i) {
+    pa[i] = 0.f;
+    pb[i] = 1.f;
+  }
+  paired_with_triad(state, kUnaryBytes, [&] {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < kBig; ++i) pa[i] = 3.f * pb[i];
+    benchmark::ClobberMemory();
+  });
+}
+TF_BENCH_PAIRED(BM_StreamScale);
 
 // ---- tiny tensors: dispatch cost ----
 
@@ -74,110 +162,67 @@ void BM_TinyAdd_torch(benchmark::State& state) {
 BENCHMARK(BM_TinyAdd_torch);
 #endif
 
-// ---- 16M float32: bandwidth ----
-
-// STREAM triad a = b + s * c on the same pool size, same buffers every iteration.
-void BM_StreamTriad(benchmark::State& state) {
-  const int nt = tf::detail::num_threads();
-  std::unique_ptr<float[]> a(new float[kBig]), b(new float[kBig]), c(new float[kBig]);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < kBig; ++i) {
-    a[i] = 0.f;
-    b[i] = 1.f;
-    c[i] = 2.f;
-  }
-  const float s = 3.f;
-  float* pa = a.get();
-  const float* pb = b.get();
-  const float* pc = c.get();
-  for (auto _ : state) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < kBig; ++i) pa[i] = pb[i] + s * pc[i];
-    benchmark::ClobberMemory();
-  }
-  state.counters["threads"] = nt;
-  set_bytes(state, 3.0 * 4 * kBig);
-}
-BENCHMARK(BM_StreamTriad)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-// STREAM scale a = s * b: the reference for ops that read one array and write one.
-void BM_StreamScale(benchmark::State& state) {
-  const int nt = tf::detail::num_threads();
-  std::unique_ptr<float[]> a(new float[kBig]), b(new float[kBig]);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < kBig; ++i) {
-    a[i] = 0.f;
-    b[i] = 1.f;
-  }
-  const float s = 3.f;
-  float* pa = a.get();
-  const float* pb = b.get();
-  for (auto _ : state) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < kBig; ++i) pa[i] = s * pb[i];
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, 2.0 * 4 * kBig);
-}
-BENCHMARK(BM_StreamScale)->UseRealTime()->Unit(benchmark::kMillisecond);
+// ---- 16M float32: tapeflow ----
 
 void BM_Add_tapeflow(benchmark::State& state) {
   const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::add(a, b));
-  set_bytes(state, 3.0 * 4 * kBig);
+  paired_with_triad(state, kBinaryBytes, [&] { benchmark::DoNotOptimize(tf::add(a, b)); });
 }
-BENCHMARK(BM_Add_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Add_tapeflow);
 
 void BM_Multiply_tapeflow(benchmark::State& state) {
   const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::multiply(a, b));
-  set_bytes(state, 3.0 * 4 * kBig);
+  paired_with_triad(state, kBinaryBytes, [&] { benchmark::DoNotOptimize(tf::multiply(a, b)); });
 }
-BENCHMARK(BM_Multiply_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Multiply_tapeflow);
 
 void BM_Exp_tapeflow(benchmark::State& state) {
   const auto a = big_input(-10, 10);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::exp(a));
-  set_bytes(state, 2.0 * 4 * kBig);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::exp(a)); });
 }
-BENCHMARK(BM_Exp_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Exp_tapeflow);
 
 void BM_Log_tapeflow(benchmark::State& state) {
   const auto a = big_input(1e-3f, 100.f);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::log(a));
-  set_bytes(state, 2.0 * 4 * kBig);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::log(a)); });
 }
-BENCHMARK(BM_Log_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Log_tapeflow);
 
-// The other kernel paths: a C++ scalar operand and a row broadcast (4096 x 4096 + 4096).
+void BM_Sigmoid_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-10, 10);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::sigmoid(a)); });
+}
+TF_BENCH_PAIRED(BM_Sigmoid_tapeflow);
+
+void BM_Maximum_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
+  paired_with_triad(state, kBinaryBytes, [&] { benchmark::DoNotOptimize(tf::maximum(a, b)); });
+}
+TF_BENCH_PAIRED(BM_Maximum_tapeflow);
+
+// The other kernel paths: a C++ scalar operand, a row broadcast (4096 x 4096 + 4096) and a
+// 4-channel bias ((16M / 4) x 4 + 4, the tiled short-row path).
 void BM_AddScalar_tapeflow(benchmark::State& state) {
   const auto a = big_input(-1, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(a + 2.0f);
-  set_bytes(state, 2.0 * 4 * kBig);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(a + 2.0f); });
 }
-BENCHMARK(BM_AddScalar_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_AddScalar_tapeflow);
 
 void BM_AddRowBroadcast_tapeflow(benchmark::State& state) {
   const auto a = host_uniform({4096, 4096}, -1, 1, 1);
   const auto b = host_uniform({4096}, -1, 1, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::add(a, b));
-  set_bytes(state, 2.0 * 4 * kBig);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::add(a, b)); });
 }
-BENCHMARK(BM_AddRowBroadcast_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_AddRowBroadcast_tapeflow);
 
-void BM_Sigmoid_tapeflow(benchmark::State& state) {
-  const auto a = big_input(-10, 10);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::sigmoid(a));
-  set_bytes(state, 2.0 * 4 * kBig);
+void BM_AddShortRows_tapeflow(benchmark::State& state) {
+  const auto a = host_uniform({kBig / 4, 4}, -1, 1, 1);
+  const auto b = host_uniform({4}, -1, 1, 2);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::add(a, b)); });
 }
-BENCHMARK(BM_Sigmoid_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_AddShortRows_tapeflow);
 
-void BM_Maximum_tapeflow(benchmark::State& state) {
-  const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(tf::maximum(a, b));
-  set_bytes(state, 3.0 * 4 * kBig);
-}
-BENCHMARK(BM_Maximum_tapeflow)->UseRealTime()->Unit(benchmark::kMillisecond);
+// ---- 16M float32: libtorch ----
 
 #ifdef TAPEFLOW_HAVE_TORCH
 torch::Tensor torch_big(double lo, double hi) {
@@ -187,58 +232,53 @@ torch::Tensor torch_big(double lo, double hi) {
 
 void BM_Add_torch(benchmark::State& state) {
   const auto a = torch_big(-1, 1), b = torch_big(-1, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(torch::add(a, b));
-  set_bytes(state, 3.0 * 4 * kBig);
+  paired_with_triad(state, kBinaryBytes, [&] { benchmark::DoNotOptimize(torch::add(a, b)); });
 }
-BENCHMARK(BM_Add_torch)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Add_torch);
 
-// Into a preallocated output (libtorch's allocator does not cache large CPU blocks).
+// Into a preallocated output (libtorch's allocator does not cache large CPU blocks, so the
+// allocating calls above page-fault a fresh output every time).
 void BM_Add_torch_out(benchmark::State& state) {
   const auto a = torch_big(-1, 1), b = torch_big(-1, 1);
   auto c = torch::empty({kBig});
-  for (auto _ : state) {
+  paired_with_triad(state, kBinaryBytes, [&] {
     torch::add_out(c, a, b);
     benchmark::ClobberMemory();
-  }
-  set_bytes(state, 3.0 * 4 * kBig);
+  });
 }
-BENCHMARK(BM_Add_torch_out)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Add_torch_out);
 
 void BM_Multiply_torch(benchmark::State& state) {
   const auto a = torch_big(-1, 1), b = torch_big(-1, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(torch::mul(a, b));
-  set_bytes(state, 3.0 * 4 * kBig);
+  paired_with_triad(state, kBinaryBytes, [&] { benchmark::DoNotOptimize(torch::mul(a, b)); });
 }
-BENCHMARK(BM_Multiply_torch)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Multiply_torch);
 
 void BM_Exp_torch(benchmark::State& state) {
   const auto a = torch_big(-10, 10);
-  for (auto _ : state) benchmark::DoNotOptimize(torch::exp(a));
-  set_bytes(state, 2.0 * 4 * kBig);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(torch::exp(a)); });
 }
-BENCHMARK(BM_Exp_torch)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Exp_torch);
 
 void BM_Exp_torch_out(benchmark::State& state) {
   const auto a = torch_big(-10, 10);
   auto c = torch::empty({kBig});
-  for (auto _ : state) {
+  paired_with_triad(state, kUnaryBytes, [&] {
     torch::exp_out(c, a);
     benchmark::ClobberMemory();
-  }
-  set_bytes(state, 2.0 * 4 * kBig);
+  });
 }
-BENCHMARK(BM_Exp_torch_out)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Exp_torch_out);
 
 void BM_Log_torch_out(benchmark::State& state) {
   const auto a = torch_big(1e-3, 100);
   auto c = torch::empty({kBig});
-  for (auto _ : state) {
+  paired_with_triad(state, kUnaryBytes, [&] {
     torch::log_out(c, a);
     benchmark::ClobberMemory();
-  }
-  set_bytes(state, 2.0 * 4 * kBig);
+  });
 }
-BENCHMARK(BM_Log_torch_out)->UseRealTime()->Unit(benchmark::kMillisecond);
+TF_BENCH_PAIRED(BM_Log_torch_out);
 #endif
 
 }  // namespace

@@ -22,7 +22,7 @@ namespace {
 constexpr int64_t kCheapGrain = 32768;
 constexpr int64_t kMathGrain = 4096;
 
-// One loop, compiled for the baseline ISA and for AVX2 (see TF_TARGET_AVX2).
+// One loop, compiled for the baseline ISA, AVX2 and AVX-512 (see ops/cpu/unary_ops.h).
 #define TF_DEFINE_UNARY_RANGE(NAME, TARGET)                                           \
   template <class F, class T, class O>                                                \
   TARGET void NAME(const T* __restrict in, O* __restrict out, int64_t n) {            \
@@ -33,13 +33,18 @@ constexpr int64_t kMathGrain = 4096;
 TF_DEFINE_UNARY_RANGE(unary_range, )
 #if TF_CPU_MULTIVERSION
 TF_DEFINE_UNARY_RANGE(unary_range_avx2, TF_TARGET_AVX2)
+TF_DEFINE_UNARY_RANGE(unary_range_avx512, TF_TARGET_AVX512)
 #endif
 #undef TF_DEFINE_UNARY_RANGE
 
 template <class F, class T, class O>
 auto pick_unary_range() {
 #if TF_CPU_MULTIVERSION
-  if (cpu::cpu_has_avx2()) return &unary_range_avx2<F, T, O>;
+  switch (cpu::cpu_level()) {
+    case cpu::CpuLevel::Avx512: return &unary_range_avx512<F, T, O>;
+    case cpu::CpuLevel::Avx2: return &unary_range_avx2<F, T, O>;
+    case cpu::CpuLevel::Baseline: break;
+  }
 #endif
   return &unary_range<F, T, O>;
 }
