@@ -9,13 +9,14 @@
 // Every pass shrinks the data, so the general case costs little more than one read of the
 // input. Intermediate results stay in the accumulator type.
 //
-// Accumulation: float sums (float16, bfloat16, float32 and float64) are accumulated in double,
-// except on the contiguous row path for 32-bit/16-bit floats, which adds into 16 independent
-// float32 lanes inside blocks of 4096 elements and adds each block's total into a double. So
-// the error does not grow with the length (relative error ~1e-7 for float32), and the result does
-// not depend on the number of threads: long rows are cut into chunks of a fixed size. Integer
-// sums and products wrap around like TF's (computed in the unsigned type of the same width).
-// Max/min propagate NaN (the result is NaN when any reduced element is NaN).
+// Accumulation: sums of float16, bfloat16 and float32 add into float32 lanes (32 independent
+// lanes on the row path, one per column on the column path) for at most 4096 elements or 256
+// rows, then add each block's total into a double; float64 sums stay in double. So the error
+// does not grow with the length (float32: ~1e-7 of the sum of magnitudes). Long rows and columns
+// are cut into chunks of a fixed size, combined in order, so results do not depend on the
+// number of threads. Integer sums and products wrap around like TF's (computed in the unsigned
+// type of the same width). Max/min propagate NaN (the result is NaN when any reduced element
+// is NaN).
 #include "ops/reduce.h"
 
 #include <algorithm>
@@ -119,6 +120,11 @@ A reduce_contig(const In* x, int64_t n) {
   using L = lane_t<K, In, A>;
   constexpr int W = sizeof(L) >= 8 ? 16 : static_cast<int>(128 / sizeof(L));
   A total = init<K, A>();
+  if (n < 2 * W) {  // short rows: no lanes to set up and combine
+    L acc = init<K, L>();
+    for (int64_t i = 0; i < n; ++i) acc = apply<K>(acc, load<L>(x[i]));
+    return apply<K>(total, static_cast<A>(acc));
+  }
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
     L acc[W];
