@@ -13,18 +13,80 @@ namespace tapeflow::nn {
 Tensor relu(const Tensor& features);
 Tensor softmax(const Tensor& logits, int axis = -1);
 Tensor log_softmax(const Tensor& logits, int axis = -1);
+// max(x, 0) - x * z + log(1 + exp(-|x|)) with x = logits, z = labels (same shapes), as TF.
 Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
-// labels: int32/int64 class indices of logits' leading shape; one loss per example.
+// labels: int32/int64 class indices of logits' leading shape; one loss per example. A label
+// outside [0, classes) is an InvalidArgumentError (checked on the host, as TF's CPU kernel).
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
 // strides: 1, 2 or 4 values as TF (a single value applies to both spatial dimensions).
+// float32 runs on oneDNN; float16/bfloat16 go through float32; float64 uses a direct loop.
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
+// ksize and strides: 1, 2 or 4 values, as for conv2d. SAME windows ignore the padding: max_pool
+// takes the maximum of the valid elements and avg_pool divides by their count, as TF.
 Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding);
 Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding);
-// Zeroes elements with probability rate and scales the rest by 1 / (1 - rate).
+// Zeroes elements with probability rate and scales the rest by 1 / (1 - rate). The mask comes
+// from random::uniform(x.shape(), 0, 1, x.dtype(), seed) >= rate, so it follows the seed rules
+// of ops/random.h.
 Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed = std::nullopt);
 Tensor bias_add(const Tensor& value, const Tensor& bias);
 
 }  // namespace tapeflow::nn
+
+namespace tapeflow::detail {
+
+// One spatial dimension of a convolution or pooling window, as TF computes it:
+//   VALID: out = ceil((in - effective_k + 1) / stride), no padding;
+//   SAME:  out = ceil(in / stride), pad_total = max((out - 1) * stride + effective_k - in, 0),
+//          pad_before = pad_total / 2, pad_after = the rest;
+// with effective_k = (k - 1) * dilation + 1. An unknown input size (tf::None) gives None.
+struct WindowDim {
+  int64_t out = 0;
+  int64_t pad_before = 0;
+  int64_t pad_after = 0;
+};
+WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+
+}  // namespace tapeflow::detail
+
+namespace tapeflow::prims {
+
+// input (N, H, W, C) and filters (KH, KW, C, O) of one floating dtype -> (N, OH, OW, O).
+struct Conv2D final : PrimitiveBase<Conv2D> {
+  int stride_h, stride_w, dilation_h, dilation_w;
+  bool same;  // "SAME" padding, else "VALID"
+  Conv2D(int sh, int sw, int dh, int dw, bool s)
+      : stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw), same(s) {}
+  const char* name() const override { return "conv2d"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+// (N, H, W, C) -> (N, OH, OW, C).
+struct MaxPool2D final : PrimitiveBase<MaxPool2D> {
+  int k_h, k_w, stride_h, stride_w;
+  bool same;
+  MaxPool2D(int kh, int kw, int sh, int sw, bool s)
+      : k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  const char* name() const override { return "max_pool2d"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+struct AvgPool2D final : PrimitiveBase<AvgPool2D> {
+  int k_h, k_w, stride_h, stride_w;
+  bool same;
+  AvgPool2D(int kh, int kw, int sh, int sw, bool s)
+      : k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  const char* name() const override { return "avg_pool2d"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+}  // namespace tapeflow::prims

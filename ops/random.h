@@ -2,10 +2,32 @@
 // numbers on every device and for every thread count. Seeds follow TF: a global seed
 // (set_seed) plus an op seed; without an op seed, each call draws the next one from a counter
 // that set_seed resets.
+//
+// Seed resolution (TF's tf.random.get_seed):
+//   global seed set,   op seed given   -> (global seed, op seed)
+//   global seed set,   no op seed      -> (global seed, counter++); set_seed resets the counter
+//   no global seed,    op seed given   -> (87654321, op seed)   (TF's DEFAULT_GRAPH_SEED)
+//   neither                            -> two 64-bit seeds from std::random_device
+// Unlike TF's stateful kernels (which TF caches per seed pair, so that two eager calls with the
+// same op seed give different numbers), an op with given seeds is a pure function here: the same
+// (global seed, op seed) always gives the same tensor, as tf.random.stateless_* does.
+//
+// Algorithms (see ops/cpu/philox.h for the stream layout):
+//   float uniform: 23-bit (float32; 10 for float16, 7 for bfloat16) or 52-bit (float64) mantissa
+//     construction in [0, 1), scaled to [minval, maxval); a value that rounds up to maxval is
+//     replaced by the largest value below it, so the interval stays half-open.
+//   int32 / int64 uniform: minval + draw % (maxval - minval) with a 32- or 64-bit draw, as TF.
+//     The modulo is biased by at most range / 2^32 (int32) or range / 2^64 (int64) relative
+//     probability between values, which is below anything a test can see for ranges far from
+//     2^32; TF accepts the same bias.
+//   normal: Box-Muller on two uniforms (the first taken as 1 - u in (0, 1], so log never sees 0),
+//     computed in float32 for the 16/32-bit types and in float64 for float64.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "ops/primitive.h"
 
@@ -19,3 +41,45 @@ Tensor uniform(const TensorShape& shape, double minval = 0.0, double maxval = 1.
 void set_seed(int64_t seed);
 
 }  // namespace tapeflow::random
+
+namespace tapeflow::detail {
+// The (seed, seed2) pair of the next random op under the rules above (advances the counter).
+std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed);
+// Forgets the global seed (TF's tf.random.set_seed(None)); tests use it to reach the other rules.
+void clear_random_seed();
+inline constexpr int64_t kDefaultGraphSeed = 87654321;
+}  // namespace tapeflow::detail
+
+namespace tapeflow::prims {
+
+// No tensor inputs: placed on the innermost DeviceScope, else the default device. Not a side
+// effect, but never merged with another op unless both drew the same seeds: attributes() names
+// them, so equal attributes really mean equal values.
+struct RandomNormal final : PrimitiveBase<RandomNormal> {
+  TensorShape shape;
+  DType dtype;
+  double mean, stddev;
+  uint64_t seed, seed2;
+  RandomNormal(TensorShape s, DType d, double m, double sd, uint64_t k, uint64_t k2)
+      : shape(s), dtype(d), mean(m), stddev(sd), seed(k), seed2(k2) {}
+  const char* name() const override { return "random_normal"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+struct RandomUniform final : PrimitiveBase<RandomUniform> {
+  TensorShape shape;
+  DType dtype;
+  double minval, maxval;       // floating dtypes
+  int64_t imin = 0, imax = 0;  // integer dtypes
+  uint64_t seed, seed2;
+  RandomUniform(TensorShape s, DType d, double lo, double hi, uint64_t k, uint64_t k2)
+      : shape(s), dtype(d), minval(lo), maxval(hi), seed(k), seed2(k2) {}
+  const char* name() const override { return "random_uniform"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+}  // namespace tapeflow::prims

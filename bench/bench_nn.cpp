@@ -1,0 +1,203 @@
+// conv2d, max_pool2d and random::normal against libtorch (and pooling against oneDNN's own
+// pooling primitive, to choose the faster CPU kernel), on the same machine in the same run.
+// libtorch is NCHW: inputs are permuted once, outside the timed loops; the channels-last rows
+// give libtorch the same NHWC memory layout as tapeflow.
+//   cmake -DTAPEFLOW_BUILD_BENCH=ON ... && OMP_NUM_THREADS=2 build/bench/bench_nn
+#include <benchmark/benchmark.h>
+
+#include <dnnl.hpp>
+
+#include "core/tensor.h"
+#include "ops/factory.h"
+#include "ops/nn.h"
+#include "ops/random.h"
+#ifdef TAPEFLOW_HAVE_TORCH
+#include <torch/torch.h>
+#endif
+
+namespace tf = tapeflow;
+
+namespace {
+
+struct ConvShape {
+  int64_t n, h, w, c, k, o;
+};
+// 0: MNIST-style first layer, 1: second layer after a 2x2 pool.
+constexpr ConvShape kConv[] = {{32, 28, 28, 1, 3, 32}, {32, 14, 14, 32, 3, 64}};
+struct PoolShape {
+  int64_t n, h, w, c;
+};
+constexpr PoolShape kPool[] = {{32, 28, 28, 32}, {32, 14, 14, 64}};
+constexpr int64_t kRandomN = 16 << 20;
+
+double conv_flops(const ConvShape& s) {
+  return 2.0 * s.n * s.h * s.w * s.o * s.k * s.k * s.c;  // SAME, stride 1
+}
+
+void set_conv_counters(benchmark::State& state, const ConvShape& s) {
+  state.counters["GFLOP/s"] = benchmark::Counter(conv_flops(s) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- conv2d
+
+static void BM_tapeflow_conv2d(benchmark::State& state) {
+  const ConvShape s = kConv[state.range(0)];
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.h, s.w, s.c}, -1, 1, tf::float32, 1);
+  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME");
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_conv_counters(state, s);
+}
+BENCHMARK(BM_tapeflow_conv2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+#ifdef TAPEFLOW_HAVE_TORCH
+static void torch_conv2d(benchmark::State& state, bool channels_last) {
+  const ConvShape s = kConv[state.range(0)];
+  torch::NoGradGuard no_grad;
+  auto x = torch::rand({s.n, s.h, s.w, s.c}).permute({0, 3, 1, 2});  // NCHW view of NHWC data
+  auto w = torch::rand({s.o, s.c, s.k, s.k});
+  x = channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x.contiguous();
+  if (channels_last) w = w.contiguous(torch::MemoryFormat::ChannelsLast);
+  for (auto _ : state) {
+    auto y = torch::conv2d(x, w, {}, 1, s.k / 2);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  set_conv_counters(state, s);
+}
+static void BM_torch_conv2d_nchw(benchmark::State& state) { torch_conv2d(state, false); }
+static void BM_torch_conv2d_channels_last(benchmark::State& state) { torch_conv2d(state, true); }
+BENCHMARK(BM_torch_conv2d_nchw)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_torch_conv2d_channels_last)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+#endif
+
+// ---------------------------------------------------------------- pooling (2x2, stride 2)
+
+static void BM_tapeflow_max_pool2d(benchmark::State& state) {
+  const PoolShape s = kPool[state.range(0)];
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.h, s.w, s.c}, -1, 1, tf::float32, 1);
+  for (auto _ : state) {
+    tf::Tensor y = tf::nn::max_pool2d(x, {2}, {2}, "VALID");
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * s.n * s.h * s.w * s.c * 4 * 5 / 4);
+}
+BENCHMARK(BM_tapeflow_max_pool2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+static void BM_tapeflow_avg_pool2d(benchmark::State& state) {
+  const PoolShape s = kPool[state.range(0)];
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.h, s.w, s.c}, -1, 1, tf::float32, 1);
+  for (auto _ : state) {
+    tf::Tensor y = tf::nn::avg_pool2d(x, {2}, {2}, "VALID");
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * s.n * s.h * s.w * s.c * 4 * 5 / 4);
+}
+BENCHMARK(BM_tapeflow_avg_pool2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// oneDNN's own pooling on the same NHWC buffers (primitive made once, outside the loop).
+static void onednn_pool(benchmark::State& state, dnnl::algorithm alg) {
+  const PoolShape s = kPool[state.range(0)];
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  const dnnl::memory::desc src({s.n, s.c, s.h, s.w}, dt::f32, tag::nhwc);
+  const dnnl::memory::desc dst({s.n, s.c, s.h / 2, s.w / 2}, dt::f32, tag::nhwc);
+  const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, {2, 2},
+                                      {2, 2}, {0, 0}, {0, 0});
+  const dnnl::pooling_forward::primitive_desc pd(d, eng);
+  const dnnl::pooling_forward pool(pd);
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.h, s.w, s.c}, -1, 1, tf::float32, 1);
+  for (auto _ : state) {
+    // A fresh output per call, as an eager op allocates one.
+    tf::Tensor y = tf::detail::empty({s.n, s.h / 2, s.w / 2, s.c}, tf::float32, tf::Device{});
+    dnnl::memory sm(src, eng, x.raw_data()), dm(dst, eng, y.raw_data());
+    pool.execute(stream, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+    stream.wait();
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * s.n * s.h * s.w * s.c * 4 * 5 / 4);
+}
+static void BM_onednn_max_pool2d(benchmark::State& state) {
+  onednn_pool(state, dnnl::algorithm::pooling_max);
+}
+static void BM_onednn_avg_pool2d(benchmark::State& state) {
+  onednn_pool(state, dnnl::algorithm::pooling_avg_exclude_padding);
+}
+BENCHMARK(BM_onednn_max_pool2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_onednn_avg_pool2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+#ifdef TAPEFLOW_HAVE_TORCH
+static void torch_max_pool(benchmark::State& state, bool channels_last) {
+  const PoolShape s = kPool[state.range(0)];
+  torch::NoGradGuard no_grad;
+  auto x = torch::rand({s.n, s.h, s.w, s.c}).permute({0, 3, 1, 2});
+  x = channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x.contiguous();
+  for (auto _ : state) {
+    auto y = torch::max_pool2d(x, {2, 2}, {2, 2});
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * s.n * s.h * s.w * s.c * 4 * 5 / 4);
+}
+static void BM_torch_max_pool2d_nchw(benchmark::State& state) { torch_max_pool(state, false); }
+static void BM_torch_max_pool2d_channels_last(benchmark::State& state) {
+  torch_max_pool(state, true);
+}
+BENCHMARK(BM_torch_max_pool2d_nchw)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_torch_max_pool2d_channels_last)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+#endif
+
+// ---------------------------------------------------------------- random (16M float32)
+
+static void BM_tapeflow_random_normal_16M(benchmark::State& state) {
+  tf::DeviceScope scope("/cpu:0");
+  int64_t seed = 0;
+  for (auto _ : state) {
+    tf::Tensor y = tf::random::normal({kRandomN}, 0, 1, tf::float32, ++seed);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomN);
+}
+BENCHMARK(BM_tapeflow_random_normal_16M)->Unit(benchmark::kMillisecond);
+
+static void BM_tapeflow_random_uniform_16M(benchmark::State& state) {
+  tf::DeviceScope scope("/cpu:0");
+  int64_t seed = 0;
+  for (auto _ : state) {
+    tf::Tensor y = tf::random::uniform({kRandomN}, 0, 1, tf::float32, ++seed);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomN);
+}
+BENCHMARK(BM_tapeflow_random_uniform_16M)->Unit(benchmark::kMillisecond);
+
+#ifdef TAPEFLOW_HAVE_TORCH
+static void BM_torch_randn_16M(benchmark::State& state) {
+  for (auto _ : state) {
+    auto y = torch::randn({kRandomN});
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomN);
+}
+BENCHMARK(BM_torch_randn_16M)->Unit(benchmark::kMillisecond);
+
+static void BM_torch_rand_16M(benchmark::State& state) {
+  for (auto _ : state) {
+    auto y = torch::rand({kRandomN});
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomN);
+}
+BENCHMARK(BM_torch_rand_16M)->Unit(benchmark::kMillisecond);
+#endif
+
+BENCHMARK_MAIN();

@@ -1,0 +1,294 @@
+// CPU kernels of the random family: Philox blocks generated in parallel (each thread takes a
+// range of block indices, so the values do not depend on the thread count), converted to the
+// output dtype. See ops/random.h for the algorithms and ops/cpu/philox.h for the stream layout.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "core/parallel.h"
+#include "core/check.h"
+#include "ops/cpu/philox.h"
+#include "ops/random.h"
+
+namespace tapeflow::prims {
+
+namespace {
+
+using philox::Words;
+
+// The hot loops below are plain C++ that the compiler vectorises; the library is built for
+// baseline x86-64 (SSE2), so they are also compiled for AVX2 and AVX-512 and picked at load time.
+// Every clone does the same IEEE operations in the same order (ISO C++ mode: no FMA contraction),
+// so the numbers do not depend on the machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define TF_RANDOM_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TF_RANDOM_CLONES
+#endif
+
+// ---- Philox words for a range of blocks, in chunks that stay in L1 ----
+
+constexpr int64_t kChunkBlocks = 256;
+
+// Words of blocks [b0, b0 + nb) into w (4 per block). Written as a plain loop over independent
+// blocks so that the compiler vectorises it (the 32x32->64-bit products become pmuludq).
+TF_RANDOM_CLONES void fill_words(uint64_t seed, uint64_t seed2, uint64_t b0, int64_t nb,
+                                 uint32_t* __restrict w) {
+  const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  const uint32_t c2 = static_cast<uint32_t>(seed2), c3 = static_cast<uint32_t>(seed2 >> 32);
+  const uint32_t lo0 = static_cast<uint32_t>(b0);
+  const uint32_t hi = static_cast<uint32_t>(b0 >> 32);
+  if (static_cast<uint64_t>(lo0) + static_cast<uint64_t>(nb) > 0x100000000ull) {
+    for (int64_t j = 0; j < nb; ++j) {  // the low counter word wraps inside this chunk
+      const Words x = philox::block(seed, seed2, b0 + static_cast<uint64_t>(j));
+      for (int k = 0; k < 4; ++k) w[4 * j + k] = x.v[k];
+    }
+    return;
+  }
+  for (int64_t j = 0; j < nb; ++j) {
+    const Words x = philox::philox4x32_10(lo0 + static_cast<uint32_t>(j), hi, c2, c3, k0, k1);
+    w[4 * j + 0] = x.v[0];
+    w[4 * j + 1] = x.v[1];
+    w[4 * j + 2] = x.v[2];
+    w[4 * j + 3] = x.v[3];
+  }
+}
+
+// Runs fn(words, first, count) over the outputs [0, n), `per_block` outputs per Philox block
+// (4 for 32-bit outputs, 2 for 64-bit ones): words holds the blocks of outputs
+// [first, first + count). Threads take disjoint block ranges, so the values do not depend on
+// the thread count.
+template <class F>
+void for_chunks(int64_t n, int per_block, uint64_t seed, uint64_t seed2, F&& fn) {
+  const int64_t blocks = (n + per_block - 1) / per_block;
+  detail::parallel_for(blocks, 1024, [&](int64_t b0, int64_t b1) {
+    alignas(64) uint32_t w[4 * kChunkBlocks];
+    for (int64_t c = b0; c < b1; c += kChunkBlocks) {
+      const int64_t nb = std::min<int64_t>(kChunkBlocks, b1 - c);
+      fill_words(seed, seed2, static_cast<uint64_t>(c), nb, w);
+      const int64_t first = c * per_block;
+      fn(static_cast<const uint32_t*>(w), first, std::min<int64_t>(nb * per_block, n - first));
+    }
+  });
+}
+
+// The largest value of T below x (keeps uniform samples below maxval after rounding).
+template <class T>
+T below(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::nextafter(x, -std::numeric_limits<T>::infinity());
+  } else {  // half_t, bfloat16_t: step the bit pattern one ulp toward -inf
+    T y = x;
+    constexpr uint16_t sign = 0x8000;  // both formats keep the sign in the top bit
+    if ((y.bits & 0x7fff) == 0) y.bits = static_cast<uint16_t>(sign | 1);  // +-0 -> -min
+    else if (y.bits & sign) y.bits = static_cast<uint16_t>(y.bits + 1);
+    else y.bits = static_cast<uint16_t>(y.bits - 1);
+    return y;
+  }
+}
+
+template <class T>
+constexpr int mantissa_bits() {
+  if constexpr (std::is_same_v<T, half_t>) return 10;
+  else if constexpr (std::is_same_v<T, bfloat16_t>) return 7;
+  else return 23;
+}
+
+// ---- float32 Box-Muller with branch-free polynomials ----
+// Vectorisable (libm's scalar logf/sincosf dominated the time), accurate to a few ulp, and made of
+// plain float operations, so a CUDA kernel compiled without FMA contraction (or with __fmul_rn /
+// __fadd_rn) reproduces it bit for bit.
+
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// log(x) for a normal float x in (0, 1] (Cephes' logf polynomial).
+inline float log_unit(float x) {
+  const uint32_t b = float_bits(x);
+  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 126);
+  float m = bits_float((b & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
+  // Below sqrt(1/2): use 2m and e - 1, so that m - 1 lies in [sqrt(1/2) - 1, sqrt(2) - 1].
+  const uint32_t small = 0u - static_cast<uint32_t>(m < 0.70710678118654752440f);
+  e = e - bits_float(float_bits(1.0f) & small);
+  m = (m - 1.0f) + bits_float(float_bits(m) & small);
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y = y + -2.12194440e-4f * e;
+  y = y + -0.5f * z;
+  return (m + y) + 0.693359375f * e;
+}
+
+// sin(2 pi t) and cos(2 pi t) for t in [0, 1): exact reduction to a quadrant (t - q / 4 is exact
+// for the 23-bit t values used here), then Cephes' sinf/cosf polynomials on [-pi/4, pi/4].
+inline void sincos_2pi(float t, float& s, float& c) {
+  const int32_t q = static_cast<int32_t>(t * 4.0f + 0.5f);  // 0..4
+  const float x = (t - static_cast<float>(q) * 0.25f) * 6.28318530717958647692f;
+  const float z = x * x;
+  float ps = -1.9515295891e-4f;
+  ps = ps * z + 8.3321608736e-3f;
+  ps = ps * z - 1.6666654611e-1f;
+  const float sn = ps * z * x + x;
+  float pc = 2.443315711809948e-5f;
+  pc = pc * z - 1.388731625493765e-3f;
+  pc = pc * z + 4.166664568298827e-2f;
+  const float cs = pc * z * z - 0.5f * z + 1.0f;
+  const int32_t k = q & 3;
+  const uint32_t swap = 0u - static_cast<uint32_t>(k & 1);  // quadrants 1 and 3 swap sin, cos
+  const uint32_t sb = float_bits(sn), cb = float_bits(cs);
+  const float s_abs = bits_float((cb & swap) | (sb & ~swap));
+  const float c_abs = bits_float((sb & swap) | (cb & ~swap));
+  // Signs: sin < 0 in quadrants 2 and 3, cos < 0 in quadrants 1 and 2 (flipped as sign bits).
+  s = bits_float(float_bits(s_abs) ^ (static_cast<uint32_t>(k >> 1) << 31));
+  c = bits_float(float_bits(c_abs) ^ (static_cast<uint32_t>(((k + 1) >> 1) & 1) << 31));
+}
+
+// Box-Muller, the vectorisable part: for each pair j, v = -2 log(u1) with u1 = 1 - uniform in
+// (0, 1] (never log(0)), and sin/cos of 2 pi u2.
+TF_RANDOM_CLONES void box_muller_prepare(const uint32_t* __restrict w, int64_t pairs,
+                                         float* __restrict v, float* __restrict s,
+                                         float* __restrict c) {
+  for (int64_t j = 0; j < pairs; ++j) {
+    const float u1 = 1.0f - philox::uniform_float(w[2 * j]);
+    const float u2 = philox::uniform_float(w[2 * j + 1]);
+    v[j] = -2.0f * log_unit(u1);
+    sincos_2pi(u2, s[j], c[j]);
+  }
+}
+
+TF_RANDOM_CLONES void uniform_f32(const uint32_t* __restrict w, int64_t n, float lo, float range,
+                                  float hi, float top, float* __restrict out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = lo + philox::uniform_float(w[j]) * range;
+    out[j] = v < hi ? v : top;
+  }
+}
+
+// ---- kernels ----
+
+template <class T>
+void uniform_float_kernel(const RandomUniform& p, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double lo = p.minval, hi = p.maxval, range = hi - lo;
+    const double top = below(hi);
+    for_chunks(n, 2, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      double* o = out + first;
+      for (int64_t j = 0; j < cnt; ++j) {
+        const double v = lo + philox::uniform_double(w[2 * j], w[2 * j + 1]) * range;
+        o[j] = v < hi ? v : top;
+      }
+    });
+  } else {
+    const float lo = static_cast<float>(p.minval), range = static_cast<float>(p.maxval - p.minval);
+    const T hi_t = T(static_cast<float>(p.maxval));
+    const float hi = static_cast<float>(hi_t);
+    const T top = below(hi_t);
+    constexpr int bits = mantissa_bits<T>();
+    for_chunks(n, 4, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      T* o = out + first;
+      if constexpr (std::is_same_v<T, float>) {
+        uniform_f32(w, cnt, lo, range, hi, top, o);
+      } else {
+        for (int64_t j = 0; j < cnt; ++j) {
+          const T v = T(lo + philox::uniform_float_bits(w[j], bits) * range);
+          o[j] = static_cast<float>(v) < hi ? v : top;
+        }
+      }
+    });
+  }
+}
+
+template <class T>
+void uniform_int_kernel(const RandomUniform& p, T* out, int64_t n) {
+  const uint64_t range = static_cast<uint64_t>(p.imax) - static_cast<uint64_t>(p.imin);
+  const uint64_t base = static_cast<uint64_t>(p.imin);
+  if constexpr (std::is_same_v<T, int32_t>) {
+    // range <= 2^32; a full 2^32 range takes the draw as it is.
+    const bool full = range > 0xffffffffull;
+    const uint32_t r32 = static_cast<uint32_t>(range);
+    for_chunks(n, 4, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      for (int64_t j = 0; j < cnt; ++j) {
+        const uint32_t d = full ? w[j] : w[j] % r32;
+        out[first + j] = static_cast<int32_t>(static_cast<uint32_t>(base) + d);
+      }
+    });
+  } else {
+    for_chunks(n, 2, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      for (int64_t j = 0; j < cnt; ++j) {
+        const uint64_t d =
+            (static_cast<uint64_t>(w[2 * j]) << 32) | static_cast<uint64_t>(w[2 * j + 1]);
+        out[first + j] = static_cast<int64_t>(base + (range == 0 ? d : d % range));
+      }
+    });
+  }
+}
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+template <class T>
+void normal_kernel(const RandomNormal& p, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double mean = p.mean, sd = p.stddev;
+    for_chunks(n, 2, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      for (int64_t j = 0; j < cnt; j += 2) {
+        const uint32_t* b = w + 2 * j;  // one block per pair of outputs
+        const double u1 = 1.0 - philox::uniform_double(b[0], b[1]);  // (0, 1]
+        const double u2 = philox::uniform_double(b[2], b[3]);
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        out[first + j] = mean + sd * (r * std::cos(kTwoPi * u2));
+        if (j + 1 < cnt) out[first + j + 1] = mean + sd * (r * std::sin(kTwoPi * u2));
+      }
+    });
+  } else {
+    const float mean = static_cast<float>(p.mean), sd = static_cast<float>(p.stddev);
+    for_chunks(n, 4, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
+      constexpr int64_t kPairs = 2 * kChunkBlocks;
+      alignas(64) float v[kPairs], sn[kPairs], cs[kPairs];
+      const int64_t pairs = (cnt + 1) / 2;
+      box_muller_prepare(w, pairs, v, sn, cs);
+      // The square root stays scalar: std::sqrt's errno path keeps it out of vector loops.
+      T* o = out + first;
+      const int64_t full = cnt / 2;
+      for (int64_t j = 0; j < full; ++j) {
+        const float r = std::sqrt(v[j]);
+        o[2 * j] = T(mean + sd * (r * cs[j]));
+        o[2 * j + 1] = T(mean + sd * (r * sn[j]));
+      }
+      if (cnt % 2) o[cnt - 1] = T(mean + sd * (std::sqrt(v[full]) * cs[full]));
+    });
+  }
+}
+
+}  // namespace
+
+void RandomNormal::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) const {
+  const int64_t n = out[0].num_elements();
+  TF_DISPATCH_FLOAT_TYPES(dtype, normal_kernel<T>(*this, out[0].data<T>(), n));
+}
+
+void RandomUniform::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) const {
+  const int64_t n = out[0].num_elements();
+  if (dtype == int32) uniform_int_kernel<int32_t>(*this, out[0].data<int32_t>(), n);
+  else if (dtype == int64) uniform_int_kernel<int64_t>(*this, out[0].data<int64_t>(), n);
+  else TF_DISPATCH_FLOAT_TYPES(dtype, uniform_float_kernel<T>(*this, out[0].data<T>(), n));
+}
+
+}  // namespace tapeflow::prims

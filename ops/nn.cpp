@@ -1,0 +1,292 @@
+#include "ops/nn.h"
+
+#include <array>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow {
+
+namespace detail {
+
+WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same) {
+  if (in == None) return {None, 0, 0};
+  const int64_t eff = (k - 1) * dilation + 1;
+  WindowDim d;
+  if (same) {
+    d.out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((d.out - 1) * stride + eff - in, 0);
+    d.pad_before = total / 2;
+    d.pad_after = total - d.pad_before;
+  } else {
+    d.out = in >= eff ? (in - eff) / stride + 1 : 0;
+  }
+  return d;
+}
+
+}  // namespace detail
+
+namespace {
+
+// 1, 2 or 4 values (TF's forms) -> {height, width}.
+std::array<int, 2> parse_hw(const char* op, const char* what, const std::vector<int>& v) {
+  std::array<int, 2> hw{};
+  if (v.size() == 1) {
+    hw = {v[0], v[0]};
+  } else if (v.size() == 2) {
+    hw = {v[0], v[1]};
+  } else if (v.size() == 4) {
+    TF_CHECK_ARG(v[0] == 1 && v[3] == 1, op,
+                 "{} {} must be 1 in the batch and channel dimensions (NHWC)", what,
+                 detail::vec_to_string(v));
+    hw = {v[1], v[2]};
+  } else {
+    TF_THROW(InvalidArgumentError, op, "{} must have 1, 2 or 4 values, got {}", what,
+             detail::vec_to_string(v));
+  }
+  TF_CHECK_ARG(hw[0] >= 1 && hw[1] >= 1, op, "{} must be positive, got {}", what,
+               detail::vec_to_string(v));
+  return hw;
+}
+
+bool parse_padding(const char* op, const std::string& padding) {
+  TF_CHECK_ARG(padding == "SAME" || padding == "VALID", op,
+               "padding must be \"SAME\" or \"VALID\", got \"{}\"", padding);
+  return padding == "SAME";
+}
+
+// Output size of one spatial dimension; VALID windows larger than the input are an error.
+int64_t spatial_out(const char* op, const char* dim, int64_t in, int64_t k, int stride,
+                    int dilation, bool same, const TensorShape& input) {
+  const auto d = detail::window_dim(in, k, stride, dilation, same);
+  if (!same && in != None) {
+    const int64_t eff = (k - 1) * dilation + 1;
+    TF_CHECK_ARG(in >= eff, op,
+                 "the window's effective {} {} (size {}, dilation {}) exceeds the input {} {} "
+                 "with VALID padding (input is {})",
+                 dim, eff, k, dilation, dim, in, input.to_string());
+  }
+  return d.out;
+}
+
+void check_pool_input(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(x.rank() == 4, op, "input must be rank 4 (NHWC), got shape {}",
+               x.shape().to_string());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- primitives
+namespace prims {
+
+void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const char* op = name();
+  const Tensor& x = in[0];
+  const Tensor& f = in[1];
+  TF_CHECK_ARG(x.rank() == 4, op, "input must be rank 4 (NHWC), got shape {}",
+               x.shape().to_string());
+  TF_CHECK_ARG(f.rank() == 4, op, "filters must be rank 4 (HWIO), got shape {}",
+               f.shape().to_string());
+  TF_CHECK_ARG(x.dtype() == f.dtype(), op,
+               "input and filters dtypes differ: {} and {} (input is {}, filters {})",
+               dtype_name(x.dtype()), dtype_name(f.dtype()), x.shape().to_string(),
+               f.shape().to_string());
+  TF_CHECK_ARG(is_floating(x.dtype()), op,
+               "expects float16, bfloat16, float32 or float64 tensors, got {}",
+               dtype_name(x.dtype()));
+  const TensorShape& xs = x.shape();
+  const TensorShape& fs = f.shape();
+  TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2], op,
+               "input depth {} does not match filter depth {}: input is {}, filters {}", xs[3],
+               fs[2], xs.to_string(), fs.to_string());
+  TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
+               fs.to_string());
+  const int64_t oh = spatial_out(op, "height", xs[1], fs[0], stride_h, dilation_h, same, xs);
+  const int64_t ow = spatial_out(op, "width", xs[2], fs[1], stride_w, dilation_w, same, xs);
+  out[0] = {TensorShape{xs[0], oh, ow, fs[3]}, x.dtype()};
+}
+
+std::string Conv2D::attributes() const {
+  return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}", stride_h, stride_w,
+                     dilation_h, dilation_w, same ? "SAME" : "VALID");
+}
+
+namespace {
+TensorShape pool_out_shape(const char* op, const Tensor& x, int kh, int kw, int sh, int sw,
+                           bool same) {
+  check_pool_input(op, x);
+  const TensorShape& xs = x.shape();
+  const int64_t oh = spatial_out(op, "height", xs[1], kh, sh, 1, same, xs);
+  const int64_t ow = spatial_out(op, "width", xs[2], kw, sw, 1, same, xs);
+  return TensorShape{xs[0], oh, ow, xs[3]};
+}
+}  // namespace
+
+void MaxPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  TF_CHECK_ARG(!is_bool(in[0].dtype()), name(), "is not defined for bool tensors");
+  out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
+}
+std::string MaxPool2D::attributes() const {
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h,
+                     stride_w, same ? "SAME" : "VALID");
+}
+
+void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  detail::check_dtype_floating(name(), in[0]);
+  out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
+}
+std::string AvgPool2D::attributes() const {
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h,
+                     stride_w, same ? "SAME" : "VALID");
+}
+
+}  // namespace prims
+
+// ---------------------------------------------------------------- frontends
+namespace nn {
+
+Tensor relu(const Tensor& features) {
+  TF_CHECK_ARG(features.defined(), "relu", "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_not_bool("relu", features);
+  return tapeflow::maximum(features, 0);
+}
+
+Tensor softmax(const Tensor& logits, int axis) {
+  const char* op = "softmax";
+  TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, logits);
+  const int a = detail::normalize_axis(op, axis, logits.rank());
+  const Tensor e = tapeflow::exp(logits - tapeflow::reduce_max(logits, a, true));
+  return e / tapeflow::reduce_sum(e, a, true);
+}
+
+Tensor log_softmax(const Tensor& logits, int axis) {
+  const char* op = "log_softmax";
+  TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, logits);
+  const int a = detail::normalize_axis(op, axis, logits.rank());
+  const Tensor s = logits - tapeflow::reduce_max(logits, a, true);
+  return s - tapeflow::log(tapeflow::reduce_sum(tapeflow::exp(s), a, true));
+}
+
+Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  const char* op = "sigmoid_cross_entropy_with_logits";
+  auto [z, x] = detail::unify_dtypes(op, labels, logits);
+  detail::check_dtype_floating(op, x);
+  TF_CHECK_ARG(z.shape() == x.shape(), op,
+               "logits and labels must have the same shape: labels are {}, logits {}",
+               z.shape().to_string(), x.shape().to_string());
+  // max(x, 0) - x * z + log(1 + exp(-|x|)): no overflow for any x.
+  return tapeflow::maximum(x, 0) - x * z + tapeflow::log1p(tapeflow::exp(-tapeflow::abs(x)));
+}
+
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  const char* op = "sparse_softmax_cross_entropy_with_logits";
+  TF_CHECK_ARG(labels.defined() && logits.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(labels.dtype() == int32 || labels.dtype() == int64, op,
+               "labels must be int32 or int64 class indices, got {}",
+               dtype_name(labels.dtype()));
+  detail::check_dtype_floating(op, logits);
+  TF_CHECK_ARG(logits.rank() >= 1, op, "logits must have rank at least 1, got shape {}",
+               logits.shape().to_string());
+  bool leading_equal = labels.rank() == logits.rank() - 1;
+  for (int i = 0; leading_equal && i < labels.rank(); ++i)
+    leading_equal = labels.shape()[i] == logits.shape()[i];
+  TF_CHECK_ARG(leading_equal, op,
+               "labels must have the shape of logits without its last dimension: labels are "
+               "{}, logits {}",
+               labels.shape().to_string(), logits.shape().to_string());
+  const int64_t classes = logits.shape().dim(-1);
+  if (!labels.is_symbolic() && classes != None) {
+    // As TF's CPU kernel: an index outside [0, classes) is an error, not a silent NaN.
+    for (int64_t v : labels.numpy<int64_t>())
+      TF_CHECK_ARG(v >= 0 && v < classes, op,
+                   "Received a label value of {} which is outside the valid range of [0, {})",
+                   v, classes);
+  }
+  const Tensor logp = log_softmax(logits, -1);
+  // -logp[label] per example: a mask row (label == class) selects one log-probability; where()
+  // keeps a -inf elsewhere in the row from turning into NaN.
+  Tensor cls;
+  {
+    const DeviceScope scope(logits.placement());
+    cls = tapeflow::range(0.0, static_cast<double>(classes), 1.0, labels.dtype());
+  }
+  const Tensor mask = tapeflow::equal(tapeflow::expand_dims(labels, -1), cls);
+  return tapeflow::negative(tapeflow::reduce_sum(tapeflow::where(mask, logp, 0), -1));
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
+              const std::string& padding, const std::vector<int>& dilations) {
+  const char* op = "conv2d";
+  TF_CHECK_ARG(input.defined() && filters.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  const auto s = parse_hw(op, "strides", strides);
+  const auto d = parse_hw(op, "dilations", dilations);
+  const bool same = parse_padding(op, padding);
+  return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], same), {input, filters});
+}
+
+Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
+                  const std::vector<int>& strides, const std::string& padding) {
+  const char* op = "max_pool2d";
+  TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
+  const auto k = parse_hw(op, "ksize", ksize);
+  const auto s = parse_hw(op, "strides", strides);
+  const bool same = parse_padding(op, padding);
+  return detail::dispatch(prims::MaxPool2D(k[0], k[1], s[0], s[1], same), {input});
+}
+
+Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
+                  const std::vector<int>& strides, const std::string& padding) {
+  const char* op = "avg_pool2d";
+  TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
+  const auto k = parse_hw(op, "ksize", ksize);
+  const auto s = parse_hw(op, "strides", strides);
+  const bool same = parse_padding(op, padding);
+  return detail::dispatch(prims::AvgPool2D(k[0], k[1], s[0], s[1], same), {input});
+}
+
+Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
+  const char* op = "dropout";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, x);
+  TF_CHECK_ARG(rate >= 0.0 && rate < 1.0, op, "rate must be in the range [0, 1), got {}", rate);
+  TF_CHECK_ARG(x.shape().is_fully_defined(), op,
+               "needs a fully defined shape for its random mask, got {}", x.shape().to_string());
+  // The mask goes where x lives unless a DeviceScope says otherwise.
+  std::optional<DeviceScope> scope;
+  if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
+  const Tensor u = random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed);
+  const Tensor keep = tapeflow::greater_equal(u, rate);
+  return tapeflow::where(keep, x * (1.0 / (1.0 - rate)), 0);
+}
+
+Tensor bias_add(const Tensor& value, const Tensor& bias) {
+  const char* op = "bias_add";
+  TF_CHECK_ARG(value.defined() && bias.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(bias.rank() == 1, op, "bias must be 1-D, got shape {} (value is {})",
+               bias.shape().to_string(), value.shape().to_string());
+  TF_CHECK_ARG(value.rank() >= 2, op, "value must be at least 2-D, got shape {} (bias is {})",
+               value.shape().to_string(), bias.shape().to_string());
+  TF_CHECK_ARG(bias.shape()[0] == value.shape().dim(-1) || bias.shape()[0] == None ||
+                   value.shape().dim(-1) == None,
+               op, "bias shape {} must match the last dimension of value shape {}",
+               bias.shape().to_string(), value.shape().to_string());
+  auto [v, b] = detail::unify_dtypes(op, value, bias);
+  return tapeflow::add(v, b);
+}
+
+}  // namespace nn
+
+}  // namespace tapeflow

@@ -1,0 +1,148 @@
+#include "ops/random.h"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "core/check.h"
+#include "ops/dispatch.h"
+
+namespace tapeflow {
+
+namespace detail {
+namespace {
+
+struct SeedState {
+  std::mutex mu;
+  std::optional<int64_t> global;
+  uint64_t counter = 0;
+  std::optional<std::mt19937_64> entropy;  // seeded from std::random_device on first use
+};
+
+SeedState& seed_state() {
+  static SeedState s;
+  return s;
+}
+
+}  // namespace
+
+std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed) {
+  SeedState& st = seed_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (st.global) {
+    const uint64_t g = static_cast<uint64_t>(*st.global);
+    if (op_seed) return {g, static_cast<uint64_t>(*op_seed)};
+    return {g, st.counter++};
+  }
+  if (op_seed) return {static_cast<uint64_t>(kDefaultGraphSeed), static_cast<uint64_t>(*op_seed)};
+  if (!st.entropy) {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    st.entropy.emplace(seq);
+  }
+  const uint64_t a = (*st.entropy)();
+  const uint64_t b = (*st.entropy)();
+  return {a, b};
+}
+
+void clear_random_seed() {
+  SeedState& st = seed_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.global.reset();
+  st.counter = 0;
+}
+
+}  // namespace detail
+
+namespace random {
+
+void set_seed(int64_t seed) {
+  auto& st = detail::seed_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.global = seed;
+  st.counter = 0;
+}
+
+namespace {
+
+void check_shape(const char* op, const TensorShape& shape) {
+  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown dimension",
+               shape.to_string());
+}
+
+}  // namespace
+
+Tensor normal(const TensorShape& shape, double mean, double stddev, DType dtype,
+              std::optional<int64_t> seed) {
+  const char* op = "random_normal";
+  TF_CHECK_ARG(is_floating(dtype), op,
+               "dtype must be float16, bfloat16, float32 or float64, got {}", dtype_name(dtype));
+  check_shape(op, shape);
+  TF_CHECK_ARG(stddev >= 0, op, "stddev must be non-negative, got {}", stddev);
+  TF_CHECK_ARG(std::isfinite(mean) && std::isfinite(stddev), op,
+               "mean and stddev must be finite, got mean {} and stddev {}", mean, stddev);
+  const auto [k, k2] = detail::resolve_random_seeds(seed);
+  return detail::dispatch(prims::RandomNormal(shape, dtype, mean, stddev, k, k2),
+                          std::span<const Tensor>{});
+}
+
+Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dtype,
+               std::optional<int64_t> seed) {
+  const char* op = "random_uniform";
+  const bool is_int = dtype == int32 || dtype == int64;
+  TF_CHECK_ARG(is_floating(dtype) || is_int, op,
+               "dtype must be float16, bfloat16, float32, float64, int32 or int64, got {}",
+               dtype_name(dtype));
+  check_shape(op, shape);
+  TF_CHECK_ARG(std::isfinite(minval) && std::isfinite(maxval), op,
+               "minval and maxval must be finite, got {} and {}", minval, maxval);
+  TF_CHECK_ARG(maxval > minval, op, "needs minval < maxval, got minval {} and maxval {} ({})",
+               minval, maxval, dtype_name(dtype));
+  int64_t imin = 0, imax = 0;
+  if (is_int) {
+    TF_CHECK_ARG(minval == std::floor(minval) && maxval == std::floor(maxval), op,
+                 "minval and maxval must be whole numbers for {}, got {} and {}",
+                 dtype_name(dtype), minval, maxval);
+    const double lim = dtype == int32 ? 2147483648.0 : 9223372036854775808.0;
+    TF_CHECK_ARG(minval >= -lim && maxval <= lim, op,
+                 "minval {} and maxval {} must lie in the range of {} (maxval may be one past it)",
+                 minval, maxval, dtype_name(dtype));
+    imin = static_cast<int64_t>(minval);
+    // maxval is exclusive: 2^31 (int32) is allowed; 2^63 (int64) saturates to the largest int64.
+    imax = maxval >= 9223372036854775807.0 ? std::numeric_limits<int64_t>::max()
+                                           : static_cast<int64_t>(maxval);
+  }
+  const auto [k, k2] = detail::resolve_random_seeds(seed);
+  prims::RandomUniform prim(shape, dtype, minval, maxval, k, k2);
+  prim.imin = imin;
+  prim.imax = imax;
+  return detail::dispatch(prim, std::span<const Tensor>{});
+}
+
+}  // namespace random
+
+namespace prims {
+
+void RandomNormal::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
+  out[0] = {shape, dtype};
+}
+std::string RandomNormal::attributes() const {
+  return fmt::format("shape={}, dtype={}, mean={}, stddev={}, seed={}, seed2={}",
+                     shape.to_string(), dtype_name(dtype), mean, stddev, seed, seed2);
+}
+
+void RandomUniform::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
+  out[0] = {shape, dtype};
+}
+std::string RandomUniform::attributes() const {
+  if (is_integer(dtype))
+    return fmt::format("shape={}, dtype={}, minval={}, maxval={}, seed={}, seed2={}",
+                       shape.to_string(), dtype_name(dtype), imin, imax, seed, seed2);
+  return fmt::format("shape={}, dtype={}, minval={}, maxval={}, seed={}, seed2={}",
+                     shape.to_string(), dtype_name(dtype), minval, maxval, seed, seed2);
+}
+
+}  // namespace prims
+
+}  // namespace tapeflow

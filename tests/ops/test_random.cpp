@@ -1,0 +1,361 @@
+// tf::random: the Philox-4x32-10 generator against Random123's known answers, the stream layout
+// (element i from block i / 4 or i / 2), TF's seed rules, thread-count independence, moments of
+// the distributions, bounds, integer ranges and every error path.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "ops/cpu/philox.h"
+#include "ops/random.h"
+#include "support/testing.h"
+
+// From core/parallel.h, which test binaries cannot include: they are not compiled with -fopenmp
+// (its #pragma omp would be an unknown-pragma error under -Werror).
+namespace tapeflow::detail {
+int num_threads();
+void set_num_threads(int n);
+}  // namespace tapeflow::detail
+
+namespace tf = tapeflow;
+namespace philox = tapeflow::philox;
+
+namespace {
+
+struct Moments {
+  double mean = 0, std = 0, skew = 0, kurt = 0, min = 0, max = 0;
+};
+
+Moments moments(const std::vector<double>& v) {
+  Moments m;
+  const double n = static_cast<double>(v.size());
+  for (double x : v) m.mean += x;
+  m.mean /= n;
+  double m2 = 0, m3 = 0, m4 = 0;
+  for (double x : v) {
+    const double d = x - m.mean;
+    m2 += d * d;
+    m3 += d * d * d;
+    m4 += d * d * d * d;
+  }
+  m2 /= n, m3 /= n, m4 /= n;
+  m.std = std::sqrt(m2);
+  m.skew = m3 / (m2 * m.std);
+  m.kurt = m4 / (m2 * m2);
+  m.min = *std::min_element(v.begin(), v.end());
+  m.max = *std::max_element(v.begin(), v.end());
+  return m;
+}
+
+std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+
+// Restores the pool size on scope exit.
+struct ThreadsGuard {
+  int saved = tf::detail::num_threads();
+  ~ThreadsGuard() { tf::detail::set_num_threads(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("philox4x32_10 matches Random123's known-answer vectors", "[cpu][random]") {
+  // Random123 kat_vectors, philox4x32_10 lines.
+  struct Kat {
+    uint32_t ctr[4], key[2], out[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& k : kats) {
+    const auto w =
+        philox::philox4x32_10(k.ctr[0], k.ctr[1], k.ctr[2], k.ctr[3], k.key[0], k.key[1]);
+    for (int i = 0; i < 4; ++i) CHECK(w.v[i] == k.out[i]);
+  }
+  // tapeflow's layout: key = seed, counter = {block, seed2}.
+  const auto a = philox::block(0xa4093822299f31d0ull, 0, 0);
+  const auto b = philox::philox4x32_10(0, 0, 0, 0, 0x299f31d0, 0xa4093822);
+  for (int i = 0; i < 4; ++i) CHECK(a.v[i] == b.v[i]);
+  const auto c = philox::block(0x0000000100000002ull, 0x0000000300000004ull, 0x0000000500000006ull);
+  const auto d = philox::philox4x32_10(6, 5, 4, 3, 2, 1);
+  for (int i = 0; i < 4; ++i) CHECK(c.v[i] == d.v[i]);
+  // Word-to-uniform conversions: exact mantissa construction, [0, 1).
+  CHECK(philox::uniform_float(0) == 0.0f);
+  CHECK(philox::uniform_float(0xffffffffu) == 1.0f - 1.0f / 8388608.0f);
+  CHECK(philox::uniform_float(0x80000000u) == 0.5f);
+  CHECK(philox::uniform_double(0, 0) == 0.0);
+  CHECK(philox::uniform_double(0xffffffffu, 0xffffffffu) == 1.0 - 1.0 / 4503599627370496.0);
+  CHECK(philox::uniform_float_bits(0xffffffffu, 10) == 1.0f - 1.0f / 1024.0f);
+}
+
+TEST_CASE("random values follow the documented stream layout", "[cpu][random]") {
+  tf::random::set_seed(5);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // float32 uniform: element i is word i % 4 of block i / 4, scaled.
+    const auto u = tf::random::uniform({10}, -2.0, 2.0, tf::float32, 7);
+    CHECK(u.device() == dev.to_string());
+    const auto uv = u.numpy<float>();
+    for (int i = 0; i < 10; ++i) {
+      const auto w = philox::block(5, 7, i / 4);
+      CHECK(uv[i] == -2.0f + philox::uniform_float(w.v[i % 4]) * 4.0f);
+    }
+    // float64 uniform: two words per element, block i / 2.
+    const auto ud = tf::random::uniform({5}, 0.0, 1.0, tf::float64, 7).numpy<double>();
+    for (int i = 0; i < 5; ++i) {
+      const auto w = philox::block(5, 7, i / 2);
+      CHECK(ud[i] == philox::uniform_double(w.v[2 * (i % 2)], w.v[2 * (i % 2) + 1]));
+    }
+    // float32 normal: Box-Muller on words (0, 1) and (2, 3) of each block.
+    const auto nv = tf::random::normal({6}, 0.0, 1.0, tf::float32, 9).numpy<float>();
+    for (int i = 0; i < 6; ++i) {
+      const auto w = philox::block(5, 9, i / 4);
+      const int k = (i % 4) / 2;
+      const double u1 = 1.0 - philox::uniform_float(w.v[2 * k]);
+      const double u2 = philox::uniform_float(w.v[2 * k + 1]);
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      const double want = (i % 2 == 0) ? r * std::cos(2 * M_PI * u2) : r * std::sin(2 * M_PI * u2);
+      CHECK(std::abs(nv[i] - want) <= 1e-5 * (1 + std::abs(want)));
+    }
+    // int32: minval + word % range.
+    const auto iv = tf::random::uniform({7}, -3.0, 10.0, tf::int32, 11).numpy<int32_t>();
+    for (int i = 0; i < 7; ++i) {
+      const auto w = philox::block(5, 11, i / 4);
+      CHECK(iv[i] == -3 + static_cast<int32_t>(w.v[i % 4] % 13u));
+    }
+    // A longer tensor's prefix is the shorter tensor (element i depends on i only).
+    const auto longer = tf::random::uniform({1000}, -2.0, 2.0, tf::float32, 7).numpy<float>();
+    for (int i = 0; i < 10; ++i) CHECK(longer[i] == uv[i]);
+  }
+}
+
+TEST_CASE("seeds follow TF's rules", "[cpu][random]") {
+  const tf::TensorShape s{64};
+  SECTION("same seeds give the same values, different seeds differ") {
+    tf::random::set_seed(1);
+    const auto a = values(tf::random::normal(s, 0, 1, tf::float32, 3));
+    const auto b = values(tf::random::normal(s, 0, 1, tf::float32, 3));
+    const auto c = values(tf::random::normal(s, 0, 1, tf::float32, 4));
+    CHECK(a == b);
+    CHECK(a != c);
+    tf::random::set_seed(2);
+    const auto d = values(tf::random::normal(s, 0, 1, tf::float32, 3));
+    CHECK(a != d);
+  }
+  SECTION("set_seed resets the op counter") {
+    tf::random::set_seed(1234);
+    const auto a1 = values(tf::random::uniform(s));
+    const auto a2 = values(tf::random::uniform(s));
+    CHECK(a1 != a2);
+    tf::random::set_seed(1234);
+    CHECK(values(tf::random::uniform(s)) == a1);
+    CHECK(values(tf::random::uniform(s)) == a2);
+    // The counter is the op seed: (global, 0), (global, 1), ...
+    tf::random::set_seed(1234);
+    CHECK(values(tf::random::uniform(s, 0, 1, tf::float32, 0)) == a1);
+    CHECK(values(tf::random::uniform(s, 0, 1, tf::float32, 1)) == a2);
+    const auto seeds = tf::detail::resolve_random_seeds(std::nullopt);
+    CHECK(seeds.first == 1234u);
+    CHECK(seeds.second == 0u);  // an op with its own seed does not advance the counter
+  }
+  SECTION("an op seed without a global seed uses TF's default graph seed") {
+    tf::detail::clear_random_seed();
+    const auto a = values(tf::random::normal(s, 0, 1, tf::float32, 42));
+    const auto b = values(tf::random::normal(s, 0, 1, tf::float32, 42));
+    CHECK(a == b);
+    tf::random::set_seed(tf::detail::kDefaultGraphSeed);
+    CHECK(values(tf::random::normal(s, 0, 1, tf::float32, 42)) == a);
+    tf::detail::clear_random_seed();
+    CHECK(tf::detail::resolve_random_seeds(42) ==
+          std::pair<uint64_t, uint64_t>(87654321u, 42u));
+  }
+  SECTION("without any seed, calls are non-deterministic") {
+    tf::detail::clear_random_seed();
+    const auto a = values(tf::random::normal(s));
+    const auto b = values(tf::random::normal(s));
+    CHECK(a != b);
+  }
+  SECTION("negative seeds are valid and distinct") {
+    tf::random::set_seed(-1);
+    const auto a = values(tf::random::uniform(s, 0, 1, tf::float32, -5));
+    const auto b = values(tf::random::uniform(s, 0, 1, tf::float32, 5));
+    CHECK(a != b);
+  }
+  tf::random::set_seed(0);
+}
+
+TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
+  ThreadsGuard guard;
+  tf::random::set_seed(77);
+  const tf::TensorShape s{1 << 20};
+  std::vector<std::vector<double>> runs[2];
+  for (int t = 1; t <= 2; ++t) {
+    tf::detail::set_num_threads(t);
+    for (tf::DType d : {tf::float32, tf::float64, tf::float16}) {
+      runs[t - 1].push_back(values(tf::random::normal(s, 0, 1, d, 1)));
+      runs[t - 1].push_back(values(tf::random::uniform(s, 0, 1, d, 2)));
+    }
+    runs[t - 1].push_back(values(tf::random::uniform(s, 0, 1000, tf::int32, 3)));
+    runs[t - 1].push_back(values(tf::random::uniform(s, -1e12, 1e12, tf::int64, 4)));
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    INFO("run " << i);
+    CHECK(runs[0][i] == runs[1][i]);
+  }
+}
+
+TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
+  tf::random::set_seed(2024);
+  const int64_t n = 1 << 20;
+  struct Case {
+    tf::DType dtype;
+    double mean, stddev, tol;
+  };
+  for (const Case& c : {Case{tf::float32, 0, 1, 0.006}, Case{tf::float32, 3, 2, 0.012},
+                        Case{tf::float64, -1, 0.5, 0.003}, Case{tf::float16, 0, 1, 0.01},
+                        Case{tf::bfloat16, 2, 1, 0.03}}) {
+    INFO("dtype " << tf::dtype_name(c.dtype) << " mean " << c.mean << " stddev " << c.stddev);
+    const auto t = tf::random::normal({n}, c.mean, c.stddev, c.dtype);
+    CHECK(t.dtype() == c.dtype);
+    CHECK(t.shape() == tf::TensorShape{n});
+    const Moments m = moments(values(t));
+    CHECK(std::abs(m.mean - c.mean) < c.tol);
+    CHECK(std::abs(m.std - c.stddev) < c.tol);
+    CHECK(std::abs(m.skew) < 0.02);
+    CHECK(std::abs(m.kurt - 3.0) < 0.05);
+    CHECK(std::isfinite(m.min));
+    CHECK(std::isfinite(m.max));
+    CHECK(m.max - c.mean > 3.5 * c.stddev);  // the tails are there
+    CHECK(c.mean - m.min > 3.5 * c.stddev);
+  }
+  // stddev 0 gives the mean; an empty shape gives an empty tensor.
+  tf::testing::check_values(tf::random::normal({3}, 1.5, 0.0), {1.5, 1.5, 1.5});
+  CHECK(tf::random::normal({0, 4}).num_elements() == 0);
+  CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
+}
+
+TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments",
+          "[cpu][random]") {
+  tf::random::set_seed(99);
+  const int64_t n = 1 << 20;
+  struct Case {
+    tf::DType dtype;
+    double lo, hi;
+  };
+  for (const Case& c : {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5},
+                        Case{tf::float64, 0, 1}, Case{tf::float64, -1e-3, 2e-3},
+                        Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
+                        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
+    INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
+    const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
+    const Moments m = moments(v);
+    const double w = c.hi - c.lo;
+    CHECK(m.min >= c.lo);
+    CHECK(m.max < c.hi);
+    CHECK(std::abs(m.mean - (c.lo + c.hi) / 2) < 0.005 * w);
+    CHECK(std::abs(m.std - w / std::sqrt(12.0)) < 0.005 * w);
+    // Ten equal bins each hold about a tenth (4 sigma is about 0.0012 n).
+    std::vector<int64_t> bins(10);
+    for (double x : v) ++bins[std::min<int64_t>(9, static_cast<int64_t>((x - c.lo) / w * 10))];
+    if (c.dtype == tf::float32 || c.dtype == tf::float64)
+      for (int64_t b : bins) CHECK(std::abs(b - n / 10.0) < 0.003 * n);
+  }
+  // Rounding toward maxval is clamped below it (float16 has few values near 3).
+  const auto h = values(tf::random::uniform({1 << 16}, 2.999, 3.0, tf::float16, 1));
+  for (double x : h) REQUIRE(x < 3.0);
+}
+
+TEST_CASE("integer uniform samples cover [minval, maxval)", "[cpu][random]") {
+  tf::random::set_seed(5);
+  const int64_t n = 700000;
+  {
+    const auto t = tf::random::uniform({n}, -3, 4, tf::int32);
+    CHECK(t.dtype() == tf::int32);
+    std::map<int64_t, int64_t> counts;
+    for (int32_t x : t.numpy<int32_t>()) ++counts[x];
+    REQUIRE(counts.size() == 7);
+    CHECK(counts.begin()->first == -3);
+    CHECK(counts.rbegin()->first == 3);
+    for (auto [v, k] : counts) CHECK(std::abs(k - n / 7.0) < 0.02 * n / 7.0);
+  }
+  {  // the full int32 range
+    const auto v = values(tf::random::uniform({n}, -2147483648.0, 2147483648.0, tf::int32));
+    const Moments m = moments(v);
+    CHECK(m.min >= -2147483648.0);
+    CHECK(m.max <= 2147483647.0);
+    CHECK(std::abs(m.mean) < 0.01 * 4294967296.0);
+  }
+  {  // int64 with a range beyond 32 bits
+    const auto t = tf::random::uniform({n}, -1e12, 1e12, tf::int64);
+    CHECK(t.dtype() == tf::int64);
+    const auto iv = t.numpy<int64_t>();
+    const auto [mn, mx] = std::minmax_element(iv.begin(), iv.end());
+    CHECK(*mn >= -1000000000000LL);
+    CHECK(*mx < 1000000000000LL);
+    CHECK(*mx - *mn > 1900000000000LL);
+    const Moments m = moments(values(t));
+    CHECK(std::abs(m.mean) < 0.01 * 2e12);
+  }
+  {  // a range of one value
+    const auto v = tf::random::uniform({5}, 7, 8, tf::int64).numpy<int64_t>();
+    CHECK(v == std::vector<int64_t>(5, 7));
+  }
+}
+
+TEST_CASE("random primitives carry their seeds as attributes", "[cpu][random]") {
+  using tf::prims::RandomNormal;
+  using tf::prims::RandomUniform;
+  const RandomNormal a({2, 3}, tf::float32, 0, 1, 10, 20);
+  const RandomNormal b({2, 3}, tf::float32, 0, 1, 10, 20);
+  const RandomNormal c({2, 3}, tf::float32, 0, 1, 10, 21);
+  const RandomUniform u({2, 3}, tf::float32, 0, 1, 10, 20);
+  CHECK(a.is_equivalent(b));
+  CHECK_FALSE(a.is_equivalent(c));
+  CHECK_FALSE(a.is_equivalent(u));
+  CHECK_FALSE(a.has_side_effects());
+  CHECK(a.attributes().find("seed=10, seed2=20") != std::string::npos);
+  CHECK(std::string(a.name()) == "random_normal");
+  CHECK(std::string(u.name()) == "random_uniform");
+}
+
+TEST_CASE("random ops reject bad arguments", "[cpu][random]") {
+  using tf::InvalidArgumentError;
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::normal({2}, 0, 1, tf::int32), InvalidArgumentError,
+                               "[random_normal] dtype must be float16, bfloat16, float32 or "
+                               "float64, got int32");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::normal({2}, 0, 1, tf::bool_), InvalidArgumentError,
+                               "got bool");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::normal({2}, 0, -1), InvalidArgumentError,
+                               "[random_normal] stddev must be non-negative, got -1");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::normal({2}, NAN, 1), InvalidArgumentError,
+                               "must be finite");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::normal({tf::None, 2}), InvalidArgumentError,
+                               "[random_normal] shape (None, 2) has an unknown dimension");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 0, 1, tf::uint8), InvalidArgumentError,
+                               "[random_uniform] dtype must be float16, bfloat16, float32, "
+                               "float64, int32 or int64, got uint8");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 1, 1), InvalidArgumentError,
+                               "[random_uniform] needs minval < maxval, got minval 1 and maxval 1");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 5, 3, tf::int32), InvalidArgumentError,
+                               "got minval 5 and maxval 3 (int32)");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 0, 2.5, tf::int64), InvalidArgumentError,
+                               "must be whole numbers for int64");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 0, 5e9, tf::int32), InvalidArgumentError,
+                               "must lie in the range of int32");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({2}, 0, INFINITY), InvalidArgumentError,
+                               "must be finite");
+  TF_REQUIRE_THROWS_CONTAINING(tf::random::uniform({3, tf::None}), InvalidArgumentError,
+                               "[random_uniform] shape (3, None) has an unknown dimension");
+  // A failed call does not advance the op counter.
+  tf::random::set_seed(8);
+  CHECK_THROWS(tf::random::uniform({2}, 1, 0));
+  CHECK(tf::detail::resolve_random_seeds(std::nullopt).second == 0u);
+}
