@@ -394,6 +394,8 @@ TEST_CASE("reductions over large shapes take every kernel path", "[cpu][reduce]"
       {{3, 70001}, {1}},                         // long rows (chunked)
       {{3, 70001}, {0}},                         // columns
       {{200001}, {0}},                           // everything, long
+      {{50, 100}, {1}},                          // rows longer than the lanes, a remainder
+      {{9, 4097}, {1}},                          // rows of more than one block
       {{1500, 7}, {0}},                          // few columns, many rows (row chunks)
       {{2, 1300, 3}, {1}},                       // (K, R, K) with row chunks
       {{70, 90, 130}, {1}},                      // (K, R, K), many tasks
