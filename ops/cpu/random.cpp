@@ -1,15 +1,16 @@
 // CPU kernels of the random family: Philox blocks generated in parallel (each thread takes a
 // range of block indices, so the values do not depend on the thread count), converted to the
 // output dtype. See ops/random.h for the algorithms and ops/cpu/philox.h for the stream layout.
+#include "ops/random.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
-#include "core/parallel.h"
 #include "core/check.h"
+#include "core/parallel.h"
 #include "ops/cpu/philox.h"
-#include "ops/random.h"
 
 namespace tapeflow::prims {
 
@@ -21,7 +22,8 @@ using philox::Words;
 // baseline x86-64 (SSE2), so they are also compiled for AVX2 and AVX-512 and picked at load time.
 // Every clone does the same IEEE operations in the same order (ISO C++ mode: no FMA contraction),
 // so the numbers do not depend on the machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define TF_RANDOM_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -82,18 +84,24 @@ T below(T x) {
   } else {  // half_t, bfloat16_t: step the bit pattern one ulp toward -inf
     T y = x;
     constexpr uint16_t sign = 0x8000;  // both formats keep the sign in the top bit
-    if ((y.bits & 0x7fff) == 0) y.bits = static_cast<uint16_t>(sign | 1);  // +-0 -> -min
-    else if (y.bits & sign) y.bits = static_cast<uint16_t>(y.bits + 1);
-    else y.bits = static_cast<uint16_t>(y.bits - 1);
+    if ((y.bits & 0x7fff) == 0)
+      y.bits = static_cast<uint16_t>(sign | 1);  // +-0 -> -min
+    else if (y.bits & sign)
+      y.bits = static_cast<uint16_t>(y.bits + 1);
+    else
+      y.bits = static_cast<uint16_t>(y.bits - 1);
     return y;
   }
 }
 
 template <class T>
 constexpr int mantissa_bits() {
-  if constexpr (std::is_same_v<T, half_t>) return 10;
-  else if constexpr (std::is_same_v<T, bfloat16_t>) return 7;
-  else return 23;
+  if constexpr (std::is_same_v<T, half_t>)
+    return 10;
+  else if constexpr (std::is_same_v<T, bfloat16_t>)
+    return 7;
+  else
+    return 23;
 }
 
 // ---- float32 Box-Muller with branch-free polynomials ----
@@ -286,9 +294,12 @@ void RandomNormal::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) cons
 
 void RandomUniform::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) const {
   const int64_t n = out[0].num_elements();
-  if (dtype == int32) uniform_int_kernel<int32_t>(*this, out[0].data<int32_t>(), n);
-  else if (dtype == int64) uniform_int_kernel<int64_t>(*this, out[0].data<int64_t>(), n);
-  else TF_DISPATCH_FLOAT_TYPES(dtype, uniform_float_kernel<T>(*this, out[0].data<T>(), n));
+  if (dtype == int32)
+    uniform_int_kernel<int32_t>(*this, out[0].data<int32_t>(), n);
+  else if (dtype == int64)
+    uniform_int_kernel<int64_t>(*this, out[0].data<int64_t>(), n);
+  else
+    TF_DISPATCH_FLOAT_TYPES(dtype, uniform_float_kernel<T>(*this, out[0].data<T>(), n));
 }
 
 }  // namespace tapeflow::prims

@@ -50,7 +50,9 @@ Moments moments(const std::vector<double>& v) {
   return m;
 }
 
-std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
 
 // Restores the pool size on scope exit.
 struct ThreadsGuard {
@@ -173,8 +175,7 @@ TEST_CASE("seeds follow TF's rules", "[cpu][random]") {
     tf::random::set_seed(tf::detail::kDefaultGraphSeed);
     CHECK(values(tf::random::normal(s, 0, 1, tf::float32, 42)) == a);
     tf::detail::clear_random_seed();
-    CHECK(tf::detail::resolve_random_seeds(42) ==
-          std::pair<uint64_t, uint64_t>(87654321u, 42u));
+    CHECK(tf::detail::resolve_random_seeds(42) == std::pair<uint64_t, uint64_t>(87654321u, 42u));
   }
   SECTION("without any seed, calls are non-deterministic") {
     tf::detail::clear_random_seed();
@@ -242,18 +243,17 @@ TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
   CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
 }
 
-TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments",
-          "[cpu][random]") {
+TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments", "[cpu][random]") {
   tf::random::set_seed(99);
   const int64_t n = 1 << 20;
   struct Case {
     tf::DType dtype;
     double lo, hi;
   };
-  for (const Case& c : {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5},
-                        Case{tf::float64, 0, 1}, Case{tf::float64, -1e-3, 2e-3},
-                        Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
-                        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
+  for (const Case& c :
+       {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
+        Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
+        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
     INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
     const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
     const Moments m = moments(v);
