@@ -28,12 +28,63 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 
 // Elements of x where cond is true, else of y; all three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
-// min(max(t, clip_min), clip_max)
+// maximum(minimum(t, clip_value_max), clip_value_min), as TF computes it; the clip values may
+// broadcast to t's shape but not grow it.
 Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min, const Tensor& clip_value_max);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
+
+namespace detail {
+// The dtypes a binary op accepts, and its result dtype.
+enum class BinaryKind : uint8_t {
+  Arithmetic,  // add, subtract, multiply, maximum, minimum, pow: numeric, result of that dtype
+  TrueDivide,  // divide: numeric; uint8 -> float32, int32/int64 -> float64, floating -> same
+  Compare,     // less, ...: numeric, bool result
+  Equality,    // equal, not_equal: every dtype, bool result
+  Logical,     // logical_and, logical_or: bool
+};
+}  // namespace detail
+
+namespace prims {
+
+// One struct per op; operands have one dtype (the frontend applies TF's rule) and broadcast.
+#define TF_DECLARE_BINARY_PRIMITIVE(STRUCT, NAME, KIND)                                       \
+  struct STRUCT final : PrimitiveBase<STRUCT> {                                               \
+    static constexpr detail::BinaryKind kKind = detail::BinaryKind::KIND;                     \
+    const char* name() const override { return NAME; }                                        \
+    void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;         \
+    bool is_elementwise() const override { return true; }                                     \
+    TF_DECLARE_KERNELS                                                                        \
+  };
+
+TF_DECLARE_BINARY_PRIMITIVE(Add, "add", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Subtract, "subtract", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Multiply, "multiply", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Divide, "divide", TrueDivide)
+TF_DECLARE_BINARY_PRIMITIVE(Pow, "pow", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Maximum, "maximum", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Minimum, "minimum", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(Equal, "equal", Equality)
+TF_DECLARE_BINARY_PRIMITIVE(NotEqual, "not_equal", Equality)
+TF_DECLARE_BINARY_PRIMITIVE(Less, "less", Compare)
+TF_DECLARE_BINARY_PRIMITIVE(LessEqual, "less_equal", Compare)
+TF_DECLARE_BINARY_PRIMITIVE(Greater, "greater", Compare)
+TF_DECLARE_BINARY_PRIMITIVE(GreaterEqual, "greater_equal", Compare)
+TF_DECLARE_BINARY_PRIMITIVE(LogicalAnd, "logical_and", Logical)
+TF_DECLARE_BINARY_PRIMITIVE(LogicalOr, "logical_or", Logical)
+#undef TF_DECLARE_BINARY_PRIMITIVE
+
+// where(cond, x, y): inputs {cond (bool), x, y}, all three broadcast; x and y share a dtype.
+struct Select final : PrimitiveBase<Select> {
+  const char* name() const override { return "where"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  bool is_elementwise() const override { return true; }
+  TF_DECLARE_KERNELS
+};
+
+}  // namespace prims
 
 }  // namespace tapeflow

@@ -1,6 +1,14 @@
 // Matrix multiplication (with leading batch dimensions that broadcast) and LU-based inverse,
 // solve and determinant.
+//
+// CPU backends (chosen by measurement, see bench/bench_matmul.cpp and bench/bench_inverse.cpp):
+// float32 GEMM runs on oneDNN's sgemm (AVX-512 kernels) except for tiny products, float64 on
+// OpenBLAS's dgemm, float16/bfloat16 convert to float32 around the float32 GEMM, int32/int64 on a
+// blocked loop. inv/solve/det factor with OpenBLAS's LAPACK (getrf), then getri/getrs.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 #include "ops/primitive.h"
 
@@ -17,5 +25,58 @@ Tensor inv(const Tensor& a);
 Tensor solve(const Tensor& a, const Tensor& b);
 Tensor det(const Tensor& a);
 }  // namespace linalg
+
+namespace prims {
+
+// a: [..., M, K], b: [..., K, N] after the optional transposes of their last two dimensions;
+// the batch dimensions broadcast. Output [broadcast batch..., M, N].
+struct MatMul final : PrimitiveBase<MatMul> {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  MatMul(bool ta, bool tb) : transpose_a(ta), transpose_b(tb) {}
+  const char* name() const override { return "matmul"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+// [..., n, n] -> [..., n, n]
+struct MatrixInverse final : PrimitiveBase<MatrixInverse> {
+  const char* name() const override { return "inv"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+};
+
+// a: [..., n, n], b: [..., n, k] (same batch dimensions) -> x: [..., n, k]
+struct MatrixSolve final : PrimitiveBase<MatrixSolve> {
+  const char* name() const override { return "solve"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+};
+
+// [..., n, n] -> [...]
+struct MatrixDeterminant final : PrimitiveBase<MatrixDeterminant> {
+  const char* name() const override { return "det"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+};
+
+}  // namespace prims
+
+namespace detail {
+
+// Which GEMM libraries the CPU kernels use, their versions, ISA and OpenBLAS's core name
+// (for benchmark reports).
+std::string gemm_backend_info();
+
+// Row-major host GEMM for other CPU kernels: C[M, N] = op(A) op(B), op = transpose when the flag
+// is set (A is M x K, or K x M when transposed, with leading dimension lda; likewise B).
+// C is overwritten. Uses several threads unless called inside a parallel region.
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc);
+
+}  // namespace detail
 
 }  // namespace tapeflow

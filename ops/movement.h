@@ -1,6 +1,10 @@
 // Shape and data-movement ops. reshape is a view (no copy); the rest copy.
+// Primitives: Reshape (a host view: no kernel work), Transpose, BroadcastTo, Slice, Concat, Pad,
+// Gather. expand_dims and squeeze are reshapes; stack, split, tile and one_hot are composites.
+// Everything here is stateless and thread-safe.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,5 +36,86 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples);
 // paddings[i] = {before, after} for dimension i; new elements are constant_value.
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& paddings,
            double constant_value = 0.0);
+
+namespace prims {
+
+// The output shares the input's storage with another (fully known) shape of the same size.
+struct Reshape final : PrimitiveBase<Reshape> {
+  TensorShape shape;
+  explicit Reshape(const TensorShape& s) : shape(s) {}
+  const char* name() const override { return "reshape"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  void eval_cpu(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override;
+  void eval_cuda(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override;
+  bool is_view() const override { return true; }
+  std::string attributes() const override { return "shape=" + shape.to_string(); }
+};
+
+// perm: a permutation of [0, rank); output dimension i is input dimension perm[i].
+struct Transpose final : PrimitiveBase<Transpose> {
+  std::vector<int> perm;
+  explicit Transpose(std::vector<int> p) : perm(std::move(p)) {}
+  const char* name() const override { return "transpose"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+// numpy broadcasting of the input (aligned to the right) to `shape`.
+struct BroadcastTo final : PrimitiveBase<BroadcastTo> {
+  TensorShape shape;
+  explicit BroadcastTo(const TensorShape& s) : shape(s) {}
+  const char* name() const override { return "broadcast_to"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override { return "shape=" + shape.to_string(); }
+};
+
+// begin and size resolved by the frontend (no -1): 0 <= begin[i] <= begin[i] + size[i] <= dim.
+struct Slice final : PrimitiveBase<Slice> {
+  std::vector<int64_t> begin, size;
+  Slice(std::vector<int64_t> b, std::vector<int64_t> s) : begin(std::move(b)), size(std::move(s)) {}
+  const char* name() const override { return "slice"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+// Inputs of one dtype and rank, equal in every dimension but axis (normalised).
+struct Concat final : PrimitiveBase<Concat> {
+  int axis = 0;
+  explicit Concat(int a) : axis(a) {}
+  const char* name() const override { return "concat"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override { return "axis=" + std::to_string(axis); }
+};
+
+// paddings[i] = {before, after} (non-negative) per dimension; new elements are constant_value
+// converted to the input's dtype.
+struct Pad final : PrimitiveBase<Pad> {
+  std::vector<std::pair<int64_t, int64_t>> paddings;
+  double constant_value = 0.0;
+  Pad(std::vector<std::pair<int64_t, int64_t>> p, double c)
+      : paddings(std::move(p)), constant_value(c) {}
+  const char* name() const override { return "pad"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override;
+};
+
+// Inputs: params, indices (int32 or int64); axis normalised. The kernel checks every index
+// against params' dimension before copying (InvalidArgumentError "indices[1] = 5 is not in
+// [0, 3)").
+struct Gather final : PrimitiveBase<Gather> {
+  int axis = 0;
+  explicit Gather(int a) : axis(a) {}
+  const char* name() const override { return "gather"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override { return "axis=" + std::to_string(axis); }
+};
+
+}  // namespace prims
 
 }  // namespace tapeflow

@@ -29,4 +29,59 @@ Tensor cast(const Tensor& x, DType dtype);
 
 Tensor operator-(const Tensor& x);
 
+namespace detail {
+// The dtypes a unary op accepts (TF's kernel registrations).
+enum class UnaryDTypes : uint8_t {
+  Floating,         // exp, log, tanh, ... floor, ceil
+  FloatingSigned,   // negative, sign: floating, int32, int64
+  FloatingInteger,  // abs, square: floating, int32, int64, uint8
+  Numeric,          // round: every dtype but bool (identity on integers)
+  Bool,             // logical_not
+};
+}  // namespace detail
+
+namespace prims {
+
+// One struct per op; the output has the input's shape (and dtype, except logical_not and cast).
+#define TF_DECLARE_UNARY_PRIMITIVE(STRUCT, NAME, DTYPES)                                      \
+  struct STRUCT final : PrimitiveBase<STRUCT> {                                               \
+    static constexpr detail::UnaryDTypes kDTypes = detail::UnaryDTypes::DTYPES;               \
+    const char* name() const override { return NAME; }                                        \
+    void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;         \
+    bool is_elementwise() const override { return true; }                                     \
+    TF_DECLARE_KERNELS                                                                        \
+  };
+
+TF_DECLARE_UNARY_PRIMITIVE(Negative, "negative", FloatingSigned)
+TF_DECLARE_UNARY_PRIMITIVE(Abs, "abs", FloatingInteger)
+TF_DECLARE_UNARY_PRIMITIVE(Sign, "sign", FloatingSigned)
+TF_DECLARE_UNARY_PRIMITIVE(Exp, "exp", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Log, "log", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Log1p, "log1p", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Sqrt, "sqrt", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Rsqrt, "rsqrt", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Square, "square", FloatingInteger)
+TF_DECLARE_UNARY_PRIMITIVE(Tanh, "tanh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Sigmoid, "sigmoid", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Sin, "sin", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Cos, "cos", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Floor, "floor", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Ceil, "ceil", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Round, "round", Numeric)
+TF_DECLARE_UNARY_PRIMITIVE(LogicalNot, "logical_not", Bool)
+#undef TF_DECLARE_UNARY_PRIMITIVE
+
+// Any dtype to any dtype.
+struct Cast final : PrimitiveBase<Cast> {
+  DType dtype;
+  explicit Cast(DType d) : dtype(d) {}
+  const char* name() const override { return "cast"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  bool is_elementwise() const override { return true; }
+  std::string attributes() const override;
+  TF_DECLARE_KERNELS
+};
+
+}  // namespace prims
+
 }  // namespace tapeflow

@@ -1,0 +1,169 @@
+#include "ops/binary.h"
+
+#include <array>
+
+#include "core/check.h"
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+
+namespace detail {
+namespace {
+
+void binary_infer(const char* op, BinaryKind kind, std::span<const Tensor> in,
+                  std::span<TensorMeta> out) {
+  const DType da = in[0].dtype(), db = in[1].dtype();
+  TF_CHECK_ARG(da == db, op,
+               "dtypes differ: {} and {} (tapeflow does not promote types; convert one operand "
+               "with tf::cast)",
+               dtype_name(da), dtype_name(db));
+  DType result = da;
+  switch (kind) {
+    case BinaryKind::Arithmetic:
+      TF_CHECK_ARG(!is_bool(da), op, "expects numeric tensors, got {}", dtype_name(da));
+      break;
+    case BinaryKind::TrueDivide:
+      TF_CHECK_ARG(!is_bool(da), op, "expects numeric tensors, got {}", dtype_name(da));
+      if (da == uint8) result = float32;
+      else if (is_integer(da)) result = float64;
+      break;
+    case BinaryKind::Compare:
+      TF_CHECK_ARG(!is_bool(da), op, "expects numeric tensors, got {}", dtype_name(da));
+      result = bool_;
+      break;
+    case BinaryKind::Equality: result = bool_; break;
+    case BinaryKind::Logical:
+      TF_CHECK_ARG(is_bool(da), op, "expects bool tensors, got {}", dtype_name(da));
+      break;
+  }
+  out[0] = {broadcast_shapes(op, in[0].shape(), in[1].shape()), result};
+}
+
+// TF's dtype rule, skipped when both operands already agree (the common, tiny-tensor case).
+template <class P>
+Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && a.dtype() == b.dtype()) return dispatch(P{}, {a, b});
+  auto [x, y] = unify_dtypes(op, a, b);
+  return dispatch(P{}, {x, y});
+}
+
+}  // namespace
+}  // namespace detail
+
+namespace prims {
+
+#define TF_BINARY_INFER(STRUCT)                                                         \
+  void STRUCT::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {     \
+    detail::binary_infer(name(), kKind, in, out);                                       \
+  }
+TF_BINARY_INFER(Add)
+TF_BINARY_INFER(Subtract)
+TF_BINARY_INFER(Multiply)
+TF_BINARY_INFER(Divide)
+TF_BINARY_INFER(Pow)
+TF_BINARY_INFER(Maximum)
+TF_BINARY_INFER(Minimum)
+TF_BINARY_INFER(Equal)
+TF_BINARY_INFER(NotEqual)
+TF_BINARY_INFER(Less)
+TF_BINARY_INFER(LessEqual)
+TF_BINARY_INFER(Greater)
+TF_BINARY_INFER(GreaterEqual)
+TF_BINARY_INFER(LogicalAnd)
+TF_BINARY_INFER(LogicalOr)
+#undef TF_BINARY_INFER
+
+void Select::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor &c = in[0], &x = in[1], &y = in[2];
+  TF_CHECK_ARG(is_bool(c.dtype()), "where", "expects a bool condition, got {}",
+               dtype_name(c.dtype()));
+  TF_CHECK_ARG(x.dtype() == y.dtype(), "where",
+               "dtypes of x and y differ: {} and {} (tapeflow does not promote types; convert "
+               "one operand with tf::cast)",
+               dtype_name(x.dtype()), dtype_name(y.dtype()));
+  TensorShape shape;
+  try {
+    shape = detail::broadcast_shapes("where", detail::broadcast_shapes("where", c.shape(),
+                                                                       x.shape()),
+                                     y.shape());
+  } catch (const InvalidArgumentError&) {
+    TF_THROW(InvalidArgumentError, "where",
+             "shapes of condition {}, x {} and y {} cannot be broadcast together",
+             c.shape().to_string(), x.shape().to_string(), y.shape().to_string());
+  }
+  out[0] = {shape, x.dtype()};
+}
+
+}  // namespace prims
+
+Tensor add(const Tensor& a, const Tensor& b) { return detail::binary<prims::Add>("add", a, b); }
+Tensor subtract(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Subtract>("subtract", a, b);
+}
+Tensor multiply(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Multiply>("multiply", a, b);
+}
+Tensor divide(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Divide>("divide", a, b);
+}
+Tensor pow(const Tensor& a, const Tensor& b) { return detail::binary<prims::Pow>("pow", a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Maximum>("maximum", a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Minimum>("minimum", a, b);
+}
+Tensor equal(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Equal>("equal", a, b);
+}
+Tensor not_equal(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::NotEqual>("not_equal", a, b);
+}
+Tensor less(const Tensor& a, const Tensor& b) { return detail::binary<prims::Less>("less", a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::LessEqual>("less_equal", a, b);
+}
+Tensor greater(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::Greater>("greater", a, b);
+}
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::GreaterEqual>("greater_equal", a, b);
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::LogicalAnd>("logical_and", a, b);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::LogicalOr>("logical_or", a, b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  TF_CHECK_ARG(cond.defined(), "where", "the condition is an undefined tensor (TF's None)");
+  std::array<Tensor, 2> xy{x, y};
+  detail::unify_dtypes("where", xy);
+  return detail::dispatch(prims::Select{}, {cond, xy[0], xy[1]});
+}
+
+Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min,
+                     const Tensor& clip_value_max) {
+  std::array<Tensor, 3> v{t, clip_value_min, clip_value_max};
+  detail::unify_dtypes("clip_by_value", v);
+  TF_CHECK_ARG(!is_bool(v[0].dtype()), "clip_by_value", "expects numeric tensors, got {}",
+               dtype_name(v[0].dtype()));
+  // As TF: the clip values may broadcast to t's shape but must not grow it.
+  for (int i = 1; i < 3; ++i)
+    TF_CHECK_ARG(detail::broadcast_shapes("clip_by_value", v[0].shape(), v[i].shape()) ==
+                     v[0].shape(),
+                 "clip_by_value", "{} of shape {} does not broadcast to t's shape {}",
+                 i == 1 ? "clip_value_min" : "clip_value_max", v[i].shape().to_string(),
+                 v[0].shape().to_string());
+  // TF's order: minimum with the upper bound first, then maximum with the lower one.
+  return maximum(minimum(v[0], v[2]), v[1]);
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+
+}  // namespace tapeflow

@@ -1,0 +1,134 @@
+// CPU kernels of the unary elementwise ops and of cast: straight loops over the contiguous
+// elements, split over the OpenMP pool above a grain that depends on the op's cost. Binary ops
+// and where are in elementwise_binary.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+// Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
+// file, inlined header code included, is compiled with the same options.
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
+#endif
+
+#include <cstring>
+
+#include "core/check.h"
+#include "core/parallel.h"
+#include "ops/cpu/unary_ops.h"
+#include "ops/unary.h"
+
+namespace tapeflow {
+namespace {
+
+// Elements per thread below which splitting does not pay: cheap ops are memory-bound and need
+// large chunks; transcendental ones cost ~10x more per element.
+constexpr int64_t kCheapGrain = 32768;
+constexpr int64_t kMathGrain = 4096;
+
+// One loop, compiled for the baseline ISA and for AVX2 (see TF_TARGET_AVX2).
+#define TF_DEFINE_UNARY_RANGE(NAME, TARGET)                                           \
+  template <class F, class T, class O>                                                \
+  TARGET void NAME(const T* __restrict in, O* __restrict out, int64_t n) {            \
+    using C = typename F::template calc_type<T>;                                      \
+    const F f{};                                                                      \
+    for (int64_t i = 0; i < n; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));   \
+  }
+TF_DEFINE_UNARY_RANGE(unary_range, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_UNARY_RANGE(unary_range_avx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_UNARY_RANGE
+
+template <class F, class T, class O>
+auto pick_unary_range() {
+#if TF_CPU_MULTIVERSION
+  if (cpu::cpu_has_avx2()) return &unary_range_avx2<F, T, O>;
+#endif
+  return &unary_range<F, T, O>;
+}
+
+template <class F>
+void unary_eval(const Tensor& x, Tensor& y, int64_t grain) {
+  const int64_t n = x.num_elements();
+  if (n == 0) return;
+  TF_DISPATCH_ALL_TYPES(x.dtype(), {
+    if constexpr (F::template ok<T>) {
+      using S = cpu::storage_t<T>;
+      using O = cpu::storage_t<typename F::template out_type<T>>;
+      const S* in = x.data<S>();
+      O* out = y.data<O>();
+      const auto range = pick_unary_range<F, S, O>();
+      detail::parallel_for(n, grain, [in, out, range](int64_t b, int64_t e) {
+        range(in + b, out + b, e - b);
+      });
+    } else {
+      TF_ASSERT(!"dtype was rejected by infer");
+    }
+  })
+}
+
+#define TF_DEFINE_CAST_RANGE(NAME, TARGET)                                            \
+  template <class To, class From>                                                     \
+  TARGET void NAME(const From* __restrict in, To* __restrict out, int64_t n) {        \
+    for (int64_t i = 0; i < n; ++i) out[i] = cpu::cast_value<To>(in[i]);             \
+  }
+TF_DEFINE_CAST_RANGE(cast_range, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_CAST_RANGE(cast_range_avx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_CAST_RANGE
+
+// Bool sources are read as their 0 / 1 bytes (same values, vectorisable loads).
+template <class From>
+void cast_from(const Tensor& x, Tensor& y) {
+  const From* in = x.data<From>();
+  const int64_t n = x.num_elements();
+  TF_DISPATCH_ALL_TYPES(y.dtype(), {
+    T* out = y.data<T>();
+    auto range = &cast_range<T, From>;
+#if TF_CPU_MULTIVERSION
+    if (cpu::cpu_has_avx2()) range = &cast_range_avx2<T, From>;
+#endif
+    detail::parallel_for(n, kCheapGrain, [in, out, range](int64_t b, int64_t e) {
+      range(in + b, out + b, e - b);
+    });
+  })
+}
+
+}  // namespace
+
+namespace prims {
+
+#define TF_UNARY_EVAL(STRUCT, FUNCTOR, GRAIN)                                    \
+  void STRUCT::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const { \
+    unary_eval<cpu::FUNCTOR>(in[0], out[0], GRAIN);                              \
+  }
+TF_UNARY_EVAL(Negative, NegativeOp, kCheapGrain)
+TF_UNARY_EVAL(Abs, AbsOp, kCheapGrain)
+TF_UNARY_EVAL(Sign, SignOp, kCheapGrain)
+TF_UNARY_EVAL(Exp, ExpOp, kMathGrain)
+TF_UNARY_EVAL(Log, LogOp, kMathGrain)
+TF_UNARY_EVAL(Log1p, Log1pOp, kMathGrain)
+TF_UNARY_EVAL(Sqrt, SqrtOp, kMathGrain)
+TF_UNARY_EVAL(Rsqrt, RsqrtOp, kMathGrain)
+TF_UNARY_EVAL(Square, SquareOp, kCheapGrain)
+TF_UNARY_EVAL(Tanh, TanhOp, kMathGrain)
+TF_UNARY_EVAL(Sigmoid, SigmoidOp, kMathGrain)
+TF_UNARY_EVAL(Sin, SinOp, kMathGrain)
+TF_UNARY_EVAL(Cos, CosOp, kMathGrain)
+TF_UNARY_EVAL(Floor, FloorOp, kCheapGrain)
+TF_UNARY_EVAL(Ceil, CeilOp, kCheapGrain)
+TF_UNARY_EVAL(Round, RoundOp, kCheapGrain)
+TF_UNARY_EVAL(LogicalNot, LogicalNotOp, kCheapGrain)
+#undef TF_UNARY_EVAL
+
+void Cast::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const Tensor& x = in[0];
+  Tensor& y = out[0];
+  if (x.num_elements() == 0) return;
+  if (x.dtype() == y.dtype()) {
+    std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+    return;
+  }
+  TF_DISPATCH_ALL_TYPES(x.dtype(), cast_from<cpu::storage_t<T>>(x, y))
+}
+
+}  // namespace prims
+}  // namespace tapeflow

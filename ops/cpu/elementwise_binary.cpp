@@ -1,0 +1,269 @@
+// CPU kernels of the binary elementwise ops and of where (Select). Fast paths first: operands
+// with the output's element count (same layout), a one-element operand on either side; then a
+// broadcast path that collapses adjacent dimensions and runs the innermost one as a contiguous
+// (or stride-0) loop, with an odometer over the outer dimensions (no per-element div/mod). No
+// heap allocation on any path, so tiny tensors cost only the dispatch.
+#if defined(__GNUC__) && !defined(__clang__)
+// Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
+// file, inlined header code included, is compiled with the same options.
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
+#endif
+
+#include <algorithm>
+#include <array>
+
+#include "core/check.h"
+#include "core/parallel.h"
+#include "ops/binary.h"
+#include "ops/cpu/unary_ops.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+namespace {
+
+constexpr int64_t kCheapGrain = 32768;
+constexpr int64_t kPowGrain = 4096;
+constexpr int kMaxRank = TensorShape::kMaxRank;
+
+// ---- broadcast plan over N operands ----
+
+template <int N>
+struct BroadcastPlan {
+  int rank = 0;  // after collapsing; >= 1
+  int64_t dims[kMaxRank];
+  int64_t strides[N][kMaxRank];  // in elements, 0 along broadcast dimensions
+};
+
+// Drops size-1 output dimensions and merges neighbours that are contiguous for every operand.
+template <int N>
+BroadcastPlan<N> make_plan(const TensorShape& out, const std::array<const TensorShape*, N>& in) {
+  std::array<std::array<int64_t, kMaxRank>, N> full;
+  for (int k = 0; k < N; ++k) full[k] = detail::broadcast_strides(*in[k], out);
+  BroadcastPlan<N> p;
+  for (int d = 0; d < out.rank(); ++d) {
+    if (out[d] == 1) continue;
+    if (p.rank > 0) {
+      const int q = p.rank - 1;
+      bool merge = true;
+      for (int k = 0; k < N; ++k) merge &= p.strides[k][q] == full[k][d] * out[d];
+      if (merge) {
+        p.dims[q] *= out[d];
+        for (int k = 0; k < N; ++k) p.strides[k][q] = full[k][d];
+        continue;
+      }
+    }
+    p.dims[p.rank] = out[d];
+    for (int k = 0; k < N; ++k) p.strides[k][p.rank] = full[k][d];
+    ++p.rank;
+  }
+  if (p.rank == 0) {  // a one-element output
+    p.rank = 1;
+    p.dims[0] = 1;
+    for (int k = 0; k < N; ++k) p.strides[k][0] = 0;
+  }
+  return p;
+}
+
+// Calls inner(offsets, i0, len, pos) for each run of the innermost dimension inside every chunk
+// [begin, end) of the n output elements: offsets[k] is operand k's element offset of the run's
+// row, i0 the run's start within the row, pos its output position.
+template <int N, class Inner>
+void broadcast_for(const BroadcastPlan<N>& p, int64_t n, int64_t grain, const Inner& inner) {
+  detail::parallel_for(n, grain, [&p, &inner](int64_t begin, int64_t end) {
+    const int r = p.rank;
+    const int64_t D = p.dims[r - 1];
+    int64_t idx[kMaxRank] = {};
+    int64_t off[N] = {};
+    int64_t outer = begin / D;
+    int64_t i0 = begin % D;
+    for (int d = r - 2; d >= 0; --d) {
+      idx[d] = outer % p.dims[d];
+      outer /= p.dims[d];
+      for (int k = 0; k < N; ++k) off[k] += idx[d] * p.strides[k][d];
+    }
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t len = std::min(D - i0, end - pos);
+      inner(static_cast<const int64_t*>(off), i0, len, pos);
+      pos += len;
+      i0 = 0;
+      for (int d = r - 2; d >= 0; --d) {
+        for (int k = 0; k < N; ++k) off[k] += p.strides[k][d];
+        if (++idx[d] < p.dims[d]) break;
+        for (int k = 0; k < N; ++k) off[k] -= p.strides[k][d] * p.dims[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+// ---- binary loops ----
+
+// The three inner loops (vector-vector, scalar-vector, vector-scalar), compiled for the
+// baseline ISA and for AVX2 (see TF_TARGET_AVX2).
+#define TF_DEFINE_BINARY_LOOPS(NAME, TARGET)                                                 \
+  template <class F, class T, class O>                                                       \
+  struct NAME {                                                                              \
+    using C = typename F::template calc_type<T>;                                             \
+    TARGET static void vv(const T* __restrict a, const T* __restrict b, O* __restrict o,      \
+                          int64_t n) {                                                       \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                        \
+        o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), cpu::load<C>(b[i])));                     \
+    }                                                                                        \
+    TARGET static void sv(C a, const T* __restrict b, O* __restrict o, int64_t n) {           \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(a, cpu::load<C>(b[i])));         \
+    }                                                                                        \
+    TARGET static void vs(const T* __restrict a, C b, O* __restrict o, int64_t n) {           \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), b));         \
+    }                                                                                        \
+  };
+TF_DEFINE_BINARY_LOOPS(BinaryLoops, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx2, TF_TARGET_AVX2)
+#endif
+#undef TF_DEFINE_BINARY_LOOPS
+
+// T is the storage type (uint8_t for bool), L the loops (BinaryLoops or BinaryLoopsAvx2).
+template <class F, class T, class O, class L>
+void binary_paths(const Tensor& ta, const Tensor& tb, Tensor& tout, int64_t grain) {
+  using C = typename L::C;
+  const int64_t n = tout.num_elements();
+  const T* a = ta.data<T>();
+  const T* b = tb.data<T>();
+  O* o = tout.data<O>();
+  const int64_t na = ta.num_elements(), nb = tb.num_elements();
+  // Same element count as the output: broadcasting only added size-1 dimensions.
+  if (na == n && nb == n) {
+    detail::parallel_for(n, grain, [=](int64_t s, int64_t e) { L::vv(a + s, b + s, o + s, e - s); });
+  } else if (na == 1 && nb == n) {
+    const C av = cpu::load<C>(a[0]);
+    detail::parallel_for(n, grain, [=](int64_t s, int64_t e) { L::sv(av, b + s, o + s, e - s); });
+  } else if (nb == 1 && na == n) {
+    const C bv = cpu::load<C>(b[0]);
+    detail::parallel_for(n, grain, [=](int64_t s, int64_t e) { L::vs(a + s, bv, o + s, e - s); });
+  } else {
+    const auto plan = make_plan<2>(tout.shape(), {&ta.shape(), &tb.shape()});
+    const int in = plan.rank - 1;
+    const bool a_inner = plan.strides[0][in] != 0, b_inner = plan.strides[1][in] != 0;
+    broadcast_for<2>(plan, n, grain, [=](const int64_t* off, int64_t i0, int64_t len, int64_t pos) {
+      const T* pa = a + off[0];
+      const T* pb = b + off[1];
+      if (a_inner && b_inner) L::vv(pa + i0, pb + i0, o + pos, len);
+      else if (a_inner) L::vs(pa + i0, cpu::load<C>(*pb), o + pos, len);
+      else if (b_inner) L::sv(cpu::load<C>(*pa), pb + i0, o + pos, len);
+      else o[pos] = cpu::store<O>(F{}(cpu::load<C>(*pa), cpu::load<C>(*pb)));  // len == 1
+    });
+  }
+}
+
+template <class F, class T>
+void binary_typed(const Tensor& a, const Tensor& b, Tensor& out, int64_t grain) {
+  using O = cpu::storage_t<typename F::template out_type<T>>;
+#if TF_CPU_MULTIVERSION
+  if (cpu::cpu_has_avx2()) return binary_paths<F, T, O, BinaryLoopsAvx2<F, T, O>>(a, b, out, grain);
+#endif
+  binary_paths<F, T, O, BinaryLoops<F, T, O>>(a, b, out, grain);
+}
+
+template <class F>
+void binary_eval(const Tensor& a, const Tensor& b, Tensor& out, int64_t grain) {
+  if (out.num_elements() == 0) return;
+  TF_DISPATCH_ALL_TYPES(a.dtype(), {
+    if constexpr (F::template ok<T>) binary_typed<F, cpu::storage_t<T>>(a, b, out, grain);
+    else TF_ASSERT(!"dtype was rejected by infer");
+  })
+}
+
+// ---- where ----
+
+// Elements are moved as raw bits of their size.
+template <class E>
+void select_typed(const Tensor& tc, const Tensor& tx, const Tensor& ty, Tensor& tout) {
+  const int64_t n = tout.num_elements();
+  const uint8_t* c = static_cast<const uint8_t*>(tc.raw_data());
+  const E* x = static_cast<const E*>(tx.raw_data());
+  const E* y = static_cast<const E*>(ty.raw_data());
+  E* o = static_cast<E*>(tout.raw_data());
+  if (tc.num_elements() == n && tx.num_elements() == n && ty.num_elements() == n) {
+    detail::parallel_for(n, kCheapGrain, [=](int64_t s, int64_t e) {
+      const uint8_t* __restrict cc = c;
+      const E* __restrict xx = x;
+      const E* __restrict yy = y;
+      E* __restrict oo = o;
+      for (int64_t i = s; i < e; ++i) oo[i] = cc[i] ? xx[i] : yy[i];
+    });
+    return;
+  }
+  const auto plan = make_plan<3>(tout.shape(), {&tc.shape(), &tx.shape(), &ty.shape()});
+  const int in = plan.rank - 1;
+  const int64_t sc = plan.strides[0][in], sx = plan.strides[1][in], sy = plan.strides[2][in];
+  broadcast_for<3>(plan, n, kCheapGrain,
+                   [=](const int64_t* off, int64_t i0, int64_t len, int64_t pos) {
+                     const uint8_t* pc = c + off[0] + i0 * sc;
+                     const E* px = x + off[1] + i0 * sx;
+                     const E* py = y + off[2] + i0 * sy;
+                     E* po = o + pos;
+                     for (int64_t i = 0; i < len; ++i)
+                       po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+                   });
+}
+
+// Integer pow rejects negative exponents before computing anything, as TF does.
+void check_int_exponents(const Tensor& e) {
+  auto scan = [&](auto* p) {
+    const int64_t n = e.num_elements();
+    bool neg = false;
+    for (int64_t i = 0; i < n; ++i) neg |= p[i] < 0;
+    TF_CHECK_ARG(!neg, "pow", "Integers to negative integer powers are not allowed ({} exponent)",
+                 dtype_name(e.dtype()));
+  };
+  if (e.dtype() == int32) scan(e.data<int32_t>());
+  else if (e.dtype() == int64) scan(e.data<int64_t>());
+}
+
+}  // namespace
+
+namespace prims {
+
+#define TF_BINARY_EVAL(STRUCT, FUNCTOR, GRAIN)                                   \
+  void STRUCT::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const { \
+    binary_eval<cpu::FUNCTOR>(in[0], in[1], out[0], GRAIN);                      \
+  }
+TF_BINARY_EVAL(Add, AddOp, kCheapGrain)
+TF_BINARY_EVAL(Subtract, SubtractOp, kCheapGrain)
+TF_BINARY_EVAL(Multiply, MultiplyOp, kCheapGrain)
+TF_BINARY_EVAL(Divide, DivideOp, kCheapGrain)
+TF_BINARY_EVAL(Maximum, MaximumOp, kCheapGrain)
+TF_BINARY_EVAL(Minimum, MinimumOp, kCheapGrain)
+TF_BINARY_EVAL(Equal, EqualOp, kCheapGrain)
+TF_BINARY_EVAL(NotEqual, NotEqualOp, kCheapGrain)
+TF_BINARY_EVAL(Less, LessOp, kCheapGrain)
+TF_BINARY_EVAL(LessEqual, LessEqualOp, kCheapGrain)
+TF_BINARY_EVAL(Greater, GreaterOp, kCheapGrain)
+TF_BINARY_EVAL(GreaterEqual, GreaterEqualOp, kCheapGrain)
+TF_BINARY_EVAL(LogicalAnd, LogicalAndOp, kCheapGrain)
+TF_BINARY_EVAL(LogicalOr, LogicalOrOp, kCheapGrain)
+#undef TF_BINARY_EVAL
+
+void Pow::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  check_int_exponents(in[1]);
+  binary_eval<cpu::PowOp>(in[0], in[1], out[0], kPowGrain);
+}
+
+void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  switch (dtype_size(in[1].dtype())) {
+    case 1: select_typed<uint8_t>(in[0], in[1], in[2], out[0]); break;
+    case 2: select_typed<uint16_t>(in[0], in[1], in[2], out[0]); break;
+    case 4: select_typed<uint32_t>(in[0], in[1], in[2], out[0]); break;
+    case 8: select_typed<uint64_t>(in[0], in[1], in[2], out[0]); break;
+    default: TF_ASSERT(!"unexpected element size");
+  }
+}
+
+}  // namespace prims
+}  // namespace tapeflow

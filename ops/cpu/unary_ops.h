@@ -1,0 +1,539 @@
+// Scalar functors of the elementwise ops, shared by the CPU kernels (ops/cpu/elementwise*.cpp)
+// and by anything that fuses elementwise loops. Each functor says which storage types it accepts
+// (ok<T>), which type it computes in (calc_type<T>: float for float16/bfloat16, float64 for
+// integer true division) and which type it stores (out_type<T>). Everything is inline and
+// branch-free where it matters, so that the loops around it vectorise. Stateless: thread-safe.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <type_traits>
+
+#include "core/dtype.h"
+
+// Hot loops are compiled twice on x86-64: for the baseline (SSE2) and for AVX2 + FMA, picked at
+// run time (cpu_has_avx2). The AVX2 variant contracts a * b + c into FMA, so the two may differ in
+// the last bit of transcendental results (both within the documented error).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TF_CPU_MULTIVERSION 1
+#define TF_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define TF_CPU_MULTIVERSION 0
+#define TF_TARGET_AVX2
+#endif
+
+// For the loops around these functors to vectorise, the including file must let GCC if-convert
+// floating-point selects and drop errno handling, and may let it fuse multiply-adds: it starts,
+// before any #include, with
+//   #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
+// (as ops/cpu/elementwise*.cpp do). Nothing in tapeflow reads errno or the FP exception flags.
+
+namespace tapeflow::cpu {
+
+// Whether the AVX2 + FMA loops run. TAPEFLOW_CPU_BASELINE=1 in the environment forces the
+// baseline loops (to test them on an AVX2 machine).
+inline bool cpu_has_avx2() {
+#if TF_CPU_MULTIVERSION
+  static const bool has = [] {
+    const char* env = std::getenv("TAPEFLOW_CPU_BASELINE");
+    if (env && *env && *env != '0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>;
+template <class T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool is_signed_int_v = is_int_v<T> && std::is_signed_v<T>;
+template <class T>
+inline constexpr bool is_numeric_v = is_float_v<T> || is_int_v<T>;
+
+// Kernels move bool elements (0 or 1 bytes) as uint8_t: GCC vectorises byte loops, not bool ones.
+template <class T>
+using storage_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+// Storage <-> compute conversions (the half types go through float).
+template <class C, class T>
+inline C load(T v) {
+  return static_cast<C>(static_cast<compute_t<T>>(v));
+}
+template <class T, class C>
+inline T store(C v) {
+  if constexpr (is_half_v<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+// Integer arithmetic wraps around (two's complement, as TF's) instead of overflowing.
+template <class T>
+inline T wrap_add(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class T>
+inline T wrap_sub(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+template <class T>
+inline T wrap_mul(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+// ---- vectorisable float math ----
+
+// Round half to even for |x| < 2^23 (2^52): adding and subtracting 2^23 rounds in the current
+// (nearest-even) mode; larger magnitudes, infinities and NaN are already integral or returned.
+template <class C>
+inline C round_half_even(C x) {
+  constexpr C big = std::is_same_v<C, float> ? C(8388608.0) : C(4503599627370496.0);
+  const C ax = std::abs(x);
+  const C r = std::copysign((ax + big) - big, x);
+  return ax < big ? r : x;
+}
+template <class C>
+inline C floor_fast(C x) {
+  const C r = round_half_even(x);
+  return r > x ? r - C(1) : r;
+}
+template <class C>
+inline C ceil_fast(C x) {
+  const C r = round_half_even(x);
+  return r < x ? r + C(1) : r;
+}
+
+// exp for float32 (Cephes): x = n ln2 + r, |r| <= ln2 / 2, degree-6 polynomial for exp(r), 2^n
+// applied in two halves so that results near overflow and in the subnormal range are right.
+// Within 2 ulp of the correctly rounded result; exp(nan) = nan, exp(+-inf) = inf / 0.
+inline float exp_fast(float x) {
+  // Clamp (NaN becomes -104 here and is put back at the end); the forms map to maxps/minps.
+  float xc = x > -104.0f ? x : -104.0f;
+  xc = xc < 89.0f ? xc : 89.0f;
+  // n = round(x / ln2) through the 1.5 * 2^23 trick (also yields n as an integer).
+  float fn = xc * 1.44269504088896341f + 12582912.0f;
+  const int32_t n = std::bit_cast<int32_t>(fn) - 0x4B400000;
+  fn -= 12582912.0f;
+  float r = xc - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t e1 = n >> 1, e2 = n - e1;
+  const float s1 = std::bit_cast<float>((e1 + 127) << 23);
+  const float s2 = std::bit_cast<float>((e2 + 127) << 23);
+  const float res = y * s1 * s2;
+  return x != x ? x : res;
+}
+
+// log for float32 (Cephes): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) from a degree-9
+// polynomial in m - 1, e ln2 added in two parts. Within 2 ulp; subnormal inputs are scaled first;
+// log(0) = -inf, log(x < 0) = nan, log(inf) = inf, log(nan) = nan.
+inline float log_fast(float x) {
+  const bool sub = x < 1.17549435e-38f;  // subnormal (or zero / negative, fixed up below)
+  const float xs = sub ? x * 8388608.0f : x;
+  const int32_t ix = std::bit_cast<int32_t>(xs);
+  int32_t e = ((ix >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+  float m = std::bit_cast<float>((ix & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  const bool low = m < 0.707106781186547524f;
+  e = low ? e - 1 : e;
+  m = low ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  const float fe = static_cast<float>(e);
+  y = y - 2.12194440e-4f * fe;
+  y = y - 0.5f * z;
+  float r = m + y;
+  r = r + 0.693359375f * fe;
+  r = x == std::numeric_limits<float>::infinity() ? x : r;
+  r = x == 0.0f ? -std::numeric_limits<float>::infinity() : r;
+  return x < 0.0f || x != x ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+
+template <class C>
+inline C exp_any(C x) {
+  if constexpr (std::is_same_v<C, float>) return exp_fast(x);
+  else return std::exp(x);
+}
+
+// tanh: an odd polynomial below |x| = 0.625 (Cephes), else 1 - 2 / (exp(2|x|) + 1) with x's sign.
+template <class C>
+inline C tanh_any(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    const float ax = std::abs(x);
+    const float z = x * x;
+    const float small =
+        ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+          1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    const float e = exp_fast(2.0f * ax);
+    const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+    return ax < 0.625f ? small : big;
+  } else {
+    return std::tanh(x);
+  }
+}
+
+// sigmoid = 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) below: no overflow, and
+// relative accuracy for large negative x (subnormal results).
+template <class C>
+inline C sigmoid_any(C x) {
+  const C e = exp_any(-std::abs(x));
+  const C s = C(1) / (C(1) + e);
+  return x >= C(0) ? s : e * s;
+}
+
+// Integer power by squaring, wrapping on overflow. Negative exponents are rejected before the
+// loop (TF: "Integers to negative integer powers are not allowed"); here they give 1.
+template <class T>
+inline T ipow(T base, T e) {
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
+  while (e > 0) {
+    if (e & 1) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+    e = static_cast<T>(e >> 1);
+  }
+  return static_cast<T>(result);
+}
+
+// ---- unary functors: C operator()(C x) ----
+
+struct UnaryOpBase {
+  template <class T>
+  using calc_type = compute_t<T>;
+  template <class T>
+  using out_type = T;
+};
+
+struct NegativeOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T> || is_signed_int_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return -x;
+    else return wrap_sub(C(0), x);
+  }
+};
+struct AbsOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::abs(x);
+    else if constexpr (std::is_signed_v<C>) return x < 0 ? wrap_sub(C(0), x) : x;
+    else return x;
+  }
+};
+struct SignOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T> || is_signed_int_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    // Zeros (of either sign) and NaN map to themselves.
+    if constexpr (std::is_floating_point_v<C>) return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);
+    else return static_cast<C>((x > 0) - (x < 0));
+  }
+};
+struct ExpOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return exp_any(x);
+  }
+};
+struct LogOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>) return log_fast(x);
+    else return std::log(x);
+  }
+};
+struct Log1pOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::log1p(x);
+  }
+};
+struct SqrtOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::sqrt(x);
+  }
+};
+struct RsqrtOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return C(1) / std::sqrt(x);
+  }
+};
+struct SquareOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return wrap_mul(x, x);
+  }
+};
+struct TanhOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return tanh_any(x);
+  }
+};
+struct SigmoidOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return sigmoid_any(x);
+  }
+};
+struct SinOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::sin(x);
+  }
+};
+struct CosOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::cos(x);
+  }
+};
+struct FloorOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return floor_fast(x);
+  }
+};
+struct CeilOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return ceil_fast(x);
+  }
+};
+struct RoundOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return round_half_even(x);
+    else return x;
+  }
+};
+struct LogicalNotOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = std::is_same_v<T, bool>;
+  template <class C>
+  C operator()(C x) const {
+    return !x;
+  }
+};
+
+// Any dtype to any dtype: float -> int truncates toward zero (out of range is unspecified, as
+// C++'s; uint8 wraps for |x| < 2^31), to bool is x != 0 (NaN gives true), bool gives 0 / 1.
+template <class To, class From>
+inline To cast_value(From v) {
+  using CF = compute_t<From>;
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<CF>(v) != CF(0);
+  } else if constexpr (std::is_same_v<To, uint8_t> && is_float_v<From>) {
+    return static_cast<uint8_t>(static_cast<int32_t>(static_cast<CF>(v)));
+  } else {
+    return store<To>(static_cast<compute_t<To>>(static_cast<CF>(v)));
+  }
+}
+
+// ---- binary functors: R operator()(C a, C b) ----
+
+struct BinaryOpBase {
+  template <class T>
+  using calc_type = compute_t<T>;
+  template <class T>
+  using out_type = T;
+};
+struct CompareOpBase {
+  template <class T>
+  using calc_type = compute_t<T>;
+  template <class T>
+  using out_type = bool;
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+};
+
+struct AddOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    return wrap_add(a, b);
+  }
+};
+struct SubtractOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    return wrap_sub(a, b);
+  }
+};
+struct MultiplyOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    return wrap_mul(a, b);
+  }
+};
+// True division: integers are converted first (uint8 to float32, wider ones to float64), so an
+// integer division by zero is a float one (inf or nan), never a trap.
+struct DivideOp {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class T>
+  using out_type = std::conditional_t<
+      is_int_v<T>, std::conditional_t<std::is_same_v<T, uint8_t>, float, double>, T>;
+  template <class T>
+  using calc_type = compute_t<out_type<T>>;
+  template <class C>
+  C operator()(C a, C b) const {
+    return a / b;
+  }
+};
+struct PowOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return std::pow(a, b);
+    else return ipow(a, b);
+  }
+};
+// NaN propagates (either operand), as numpy's and TF's maximum.
+struct MaximumOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return (a > b || a != a) ? a : b;
+    else return a > b ? a : b;
+  }
+};
+struct MinimumOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_numeric_v<T>;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return (a < b || a != a) ? a : b;
+    else return a < b ? a : b;
+  }
+};
+struct EqualOp : CompareOpBase {
+  template <class T>
+  static constexpr bool ok = true;
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct NotEqualOp : CompareOpBase {
+  template <class T>
+  static constexpr bool ok = true;
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct LessOp : CompareOpBase {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a < b;
+  }
+};
+struct LessEqualOp : CompareOpBase {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct GreaterOp : CompareOpBase {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a > b;
+  }
+};
+struct GreaterEqualOp : CompareOpBase {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+struct LogicalAndOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = std::is_same_v<T, bool>;
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct LogicalOrOp : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = std::is_same_v<T, bool>;
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+
+}  // namespace tapeflow::cpu

@@ -1,0 +1,155 @@
+#include "ops/linalg.h"
+
+#include <fmt/format.h>
+
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+
+namespace {
+
+bool known(int64_t d) { return d != None; }
+
+void check_matmul_dtype(DType d) {
+  TF_CHECK_ARG(is_floating(d) || d == int32 || d == int64, "matmul",
+               "does not support dtype {} (expected float16, bfloat16, float32, float64, int32 "
+               "or int64)",
+               dtype_name(d));
+}
+
+// Rank >= 2 and square last two dimensions.
+void check_square(const char* op, const TensorShape& s) {
+  TF_CHECK_ARG(s.rank() >= 2, op, "expects a tensor of rank at least 2, got shape {}",
+               s.to_string());
+  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
+  TF_CHECK_ARG(r == c || !known(r) || !known(c), op, "expects square matrices, got shape {}",
+               s.to_string());
+}
+
+void check_lu_dtype(const char* op, DType d) {
+  TF_CHECK_ARG(is_floating(d), op,
+               "expects a floating-point tensor (float16, bfloat16, float32, float64), got {}",
+               dtype_name(d));
+}
+
+TensorShape batch_of(const TensorShape& s) {
+  TensorShape b;
+  for (int i = 0; i + 2 < s.rank(); ++i) b.push_back(s[i]);
+  return b;
+}
+
+}  // namespace
+
+namespace prims {
+
+void MatMul::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const TensorShape& sa = in[0].shape();
+  const TensorShape& sb = in[1].shape();
+  TF_CHECK_ARG(sa.rank() >= 2 && sb.rank() >= 2, "matmul",
+               "expects tensors of rank at least 2, got shapes {} and {}", sa.to_string(),
+               sb.to_string());
+  TF_CHECK_ARG(in[0].dtype() == in[1].dtype(), "matmul", "dtypes differ: {} and {}",
+               dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+  check_matmul_dtype(in[0].dtype());
+  const int ra = sa.rank(), rb = sb.rank();
+  const int64_t m = transpose_a ? sa[ra - 1] : sa[ra - 2];
+  const int64_t ka = transpose_a ? sa[ra - 2] : sa[ra - 1];
+  const int64_t kb = transpose_b ? sb[rb - 1] : sb[rb - 2];
+  const int64_t n = transpose_b ? sb[rb - 2] : sb[rb - 1];
+  if (ka != kb && known(ka) && known(kb)) {
+    TF_THROW(InvalidArgumentError, "matmul", "inner dimensions differ: a is {}{}, b is {}{}",
+             sa.to_string(), transpose_a ? " (transpose_a=true)" : "", sb.to_string(),
+             transpose_b ? " (transpose_b=true)" : "");
+  }
+  // Batch dimensions broadcast as in numpy.
+  const TensorShape ba = batch_of(sa), bb = batch_of(sb);
+  TensorShape shape;
+  const int r = std::max(ba.rank(), bb.rank());
+  for (int i = 0; i < r; ++i) {
+    const int ia = ba.rank() - r + i, ib = bb.rank() - r + i;
+    const int64_t da = ia >= 0 ? ba[ia] : 1, db = ib >= 0 ? bb[ib] : 1;
+    int64_t d;
+    if (da == db || db == 1) d = da;
+    else if (da == 1) d = db;
+    else if (!known(da) || !known(db)) d = known(da) ? da : db;
+    else
+      TF_THROW(InvalidArgumentError, "matmul",
+               "batch dimensions {} and {} cannot be broadcast together (a is {}, b is {})",
+               ba.to_string(), bb.to_string(), sa.to_string(), sb.to_string());
+    shape.push_back(d);
+  }
+  shape.push_back(m);
+  shape.push_back(n);
+  out[0] = {shape, in[0].dtype()};
+}
+
+std::string MatMul::attributes() const {
+  return fmt::format("transpose_a={}, transpose_b={}", transpose_a, transpose_b);
+}
+
+void MatrixInverse::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_lu_dtype(name(), in[0].dtype());
+  check_square(name(), in[0].shape());
+  out[0] = {in[0].shape(), in[0].dtype()};
+}
+
+void MatrixSolve::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const TensorShape& sa = in[0].shape();
+  const TensorShape& sb = in[1].shape();
+  TF_CHECK_ARG(in[0].dtype() == in[1].dtype(), name(), "dtypes differ: {} and {}",
+               dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+  check_lu_dtype(name(), in[0].dtype());
+  check_square(name(), sa);
+  TF_CHECK_ARG(sb.rank() == sa.rank(), name(),
+               "expects b of the same rank as a ([..., n, n] and [..., n, k]), got a {} and b {}",
+               sa.to_string(), sb.to_string());
+  bool ok = true;
+  for (int i = 0; i + 1 < sa.rank(); ++i)
+    ok = ok && (sa[i] == sb[i] || !known(sa[i]) || !known(sb[i]));
+  TF_CHECK_ARG(ok, name(),
+               "a is {} and b is {}: b must be [..., n, k] with a's batch dimensions and n rows",
+               sa.to_string(), sb.to_string());
+  TensorShape shape = sb;
+  for (int i = 0; i + 1 < sa.rank(); ++i)
+    if (!known(shape[i])) shape[i] = sa[i];
+  out[0] = {shape, in[0].dtype()};
+}
+
+void MatrixDeterminant::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_lu_dtype(name(), in[0].dtype());
+  check_square(name(), in[0].shape());
+  out[0] = {batch_of(in[0].shape()), in[0].dtype()};
+}
+
+}  // namespace prims
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  auto [x, y] = detail::unify_dtypes("matmul", a, b);
+  return detail::dispatch(prims::MatMul(transpose_a, transpose_b), {x, y});
+}
+
+namespace linalg {
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  return tapeflow::matmul(a, b, transpose_a, transpose_b);
+}
+
+Tensor inv(const Tensor& a) {
+  TF_CHECK_ARG(a.defined(), "inv", "an input is an undefined tensor (TF's None)");
+  return detail::dispatch(prims::MatrixInverse{}, {a});
+}
+
+Tensor solve(const Tensor& a, const Tensor& b) {
+  auto [x, y] = detail::unify_dtypes("solve", a, b);
+  return detail::dispatch(prims::MatrixSolve{}, {x, y});
+}
+
+Tensor det(const Tensor& a) {
+  TF_CHECK_ARG(a.defined(), "det", "an input is an undefined tensor (TF's None)");
+  return detail::dispatch(prims::MatrixDeterminant{}, {a});
+}
+
+}  // namespace linalg
+
+}  // namespace tapeflow

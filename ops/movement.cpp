@@ -1,0 +1,449 @@
+#include "ops/movement.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+
+namespace {
+
+// A shape given by the caller, printed with -1 as -1 (TensorShape prints it as None).
+std::string requested_shape(const TensorShape& s) {
+  std::string out = "(";
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  if (s.rank() == 1) out += ",";
+  return out + ")";
+}
+
+void check_defined(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), op, "an input is an undefined tensor (TF's None)");
+}
+
+// "[{1, 2}, {0, 0}]" for messages.
+std::string pairs_to_string(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  std::string s = "[";
+  for (size_t i = 0; i < p.size(); ++i)
+    s += fmt::format("{}{{{}, {}}}", i ? ", " : "", p[i].first, p[i].second);
+  return s + "]";
+}
+
+Tensor reshape_to(const Tensor& x, const TensorShape& s) {
+  return detail::dispatch(prims::Reshape(s), {x});
+}
+
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0);
+  std::vector<int64_t> size = x.shape().dims();
+  std::vector<Tensor> out;
+  out.reserve(sizes.size());
+  for (int64_t s : sizes) {
+    size[axis] = s;
+    out.push_back(detail::dispatch(prims::Slice(begin, size), {x}));
+    begin[axis] += s;
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const TensorShape& shape) {
+  check_defined("reshape", x);
+  const int64_t n = x.num_elements();  // -1 for a symbolic tensor with an unknown dimension
+  int infer_at = -1;
+  int64_t known = 1;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape[i] == -1) {
+      TF_CHECK_ARG(infer_at < 0, "reshape", "only one dimension of shape {} may be -1",
+                   requested_shape(shape));
+      infer_at = i;
+    } else {
+      known *= shape[i];
+    }
+  }
+  TensorShape out = shape;
+  if (n >= 0) {
+    if (infer_at >= 0) {
+      TF_CHECK_ARG(known != 0, "reshape",
+                   "cannot reshape a tensor with {} elements to shape {}: the -1 dimension "
+                   "cannot be inferred when another dimension is 0",
+                   n, requested_shape(shape));
+      TF_CHECK_ARG(n % known == 0, "reshape",
+                   "cannot reshape a tensor with {} elements to shape {} ({} is not a multiple "
+                   "of {})",
+                   n, requested_shape(shape), n, known);
+      out[infer_at] = n / known;
+    } else {
+      TF_CHECK_ARG(known == n, "reshape",
+                   "cannot reshape a tensor with {} elements to shape {} ({} elements)", n,
+                   requested_shape(shape), known);
+    }
+  }
+  return reshape_to(x, out);
+}
+
+Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
+  check_defined("transpose", x);
+  std::vector<int> p = perm;
+  if (p.empty() && x.rank() > 0) {
+    p.resize(static_cast<size_t>(x.rank()));
+    for (int i = 0; i < x.rank(); ++i) p[i] = x.rank() - 1 - i;
+  }
+  return detail::dispatch(prims::Transpose(std::move(p)), {x});
+}
+
+Tensor expand_dims(const Tensor& x, int axis) {
+  check_defined("expand_dims", x);
+  const int r = x.rank();
+  TF_CHECK_ARG(axis >= -r - 1 && axis <= r, "expand_dims",
+               "axis {} is out of range for a tensor of shape {} (expected [{}, {}])", axis,
+               x.shape().to_string(), -r - 1, r);
+  TF_CHECK_ARG(r < TensorShape::kMaxRank, "expand_dims",
+               "cannot add a dimension to shape {}: the maximum rank is {}", x.shape().to_string(),
+               TensorShape::kMaxRank);
+  const int a = axis < 0 ? axis + r + 1 : axis;
+  TensorShape s;
+  for (int i = 0; i < r; ++i) {
+    if (i == a) s.push_back(1);
+    s.push_back(x.shape()[i]);
+  }
+  if (a == r) s.push_back(1);
+  return reshape_to(x, s);
+}
+
+Tensor squeeze(const Tensor& x, const std::vector<int>& axes) {
+  check_defined("squeeze", x);
+  const int r = x.rank();
+  std::vector<bool> drop(static_cast<size_t>(r), false);
+  if (axes.empty()) {
+    for (int i = 0; i < r; ++i) drop[i] = x.shape()[i] == 1;
+  } else {
+    for (int a : detail::normalize_axes("squeeze", axes, r)) {
+      TF_CHECK_ARG(x.shape()[a] == 1, "squeeze",
+                   "cannot squeeze axis {} of shape {}: its size is {}, not 1", a,
+                   x.shape().to_string(), x.shape()[a]);
+      drop[a] = true;
+    }
+  }
+  TensorShape s;
+  for (int i = 0; i < r; ++i)
+    if (!drop[i]) s.push_back(x.shape()[i]);
+  return reshape_to(x, s);
+}
+
+Tensor concat(const std::vector<Tensor>& values, int axis) {
+  TF_CHECK_ARG(!values.empty(), "concat", "needs at least one tensor");
+  std::vector<Tensor> v = values;
+  detail::unify_dtypes("concat", v);
+  TF_CHECK_ARG(v[0].rank() > 0, "concat",
+               "cannot concatenate scalars (values[0] has shape ()); use tf::stack");
+  const int a = detail::normalize_axis("concat", axis, v[0].rank());
+  return detail::dispatch(prims::Concat(a), std::span<const Tensor>(v));
+}
+
+Tensor stack(const std::vector<Tensor>& values, int axis) {
+  TF_CHECK_ARG(!values.empty(), "stack", "needs at least one tensor");
+  std::vector<Tensor> v = values;
+  detail::unify_dtypes("stack", v);
+  const TensorShape& s0 = v[0].shape();
+  for (size_t i = 1; i < v.size(); ++i)
+    TF_CHECK_ARG(v[i].shape() == s0, "stack", "shapes differ: values[0] is {}, values[{}] is {}",
+                 s0.to_string(), i, v[i].shape().to_string());
+  const int r = s0.rank();
+  TF_CHECK_ARG(axis >= -r - 1 && axis <= r, "stack",
+               "axis {} is out of range for stacking tensors of shape {} (expected [{}, {}])", axis,
+               s0.to_string(), -r - 1, r);
+  const int a = axis < 0 ? axis + r + 1 : axis;
+  for (auto& t : v) t = expand_dims(t, a);
+  return detail::dispatch(prims::Concat(a), std::span<const Tensor>(v));
+}
+
+std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
+  check_defined("split", x);
+  const int a = detail::normalize_axis("split", axis, x.rank());
+  const int64_t d = x.shape()[a];
+  TF_CHECK_ARG(num_splits > 0, "split", "num_splits must be positive, got {}", num_splits);
+  TF_CHECK_ARG(d % num_splits == 0, "split",
+               "dimension {} of shape {} (size {}) is not divisible by num_splits {}", a,
+               x.shape().to_string(), d, num_splits);
+  return split_sizes(x, std::vector<int64_t>(static_cast<size_t>(num_splits), d / num_splits), a);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& size_splits, int axis) {
+  check_defined("split", x);
+  const int a = detail::normalize_axis("split", axis, x.rank());
+  const int64_t d = x.shape()[a];
+  TF_CHECK_ARG(!size_splits.empty(), "split", "size_splits is empty");
+  int infer_at = -1;
+  int64_t known = 0;
+  for (size_t i = 0; i < size_splits.size(); ++i) {
+    const int64_t s = size_splits[i];
+    if (s == -1) {
+      TF_CHECK_ARG(infer_at < 0, "split", "size_splits {} may contain at most one -1",
+                   detail::vec_to_string(size_splits));
+      infer_at = static_cast<int>(i);
+    } else {
+      TF_CHECK_ARG(s >= 0, "split", "size_splits {} has a negative size",
+                   detail::vec_to_string(size_splits));
+      known += s;
+    }
+  }
+  std::vector<int64_t> sizes = size_splits;
+  if (infer_at >= 0) {
+    TF_CHECK_ARG(known <= d, "split",
+                 "size_splits {} add up to {}, more than dimension {} of shape {} (size {})",
+                 detail::vec_to_string(size_splits), known, a, x.shape().to_string(), d);
+    sizes[infer_at] = d - known;
+  } else {
+    TF_CHECK_ARG(known == d, "split",
+                 "size_splits {} add up to {}, but dimension {} of shape {} has size {}",
+                 detail::vec_to_string(size_splits), known, a, x.shape().to_string(), d);
+  }
+  return split_sizes(x, sizes, a);
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size) {
+  check_defined("slice", x);
+  const int r = x.rank();
+  TF_CHECK_ARG(begin.size() == static_cast<size_t>(r) && size.size() == static_cast<size_t>(r),
+               "slice", "begin {} and size {} need one entry per dimension of shape {}",
+               detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
+  std::vector<int64_t> sz(size);
+  for (int i = 0; i < r; ++i) {
+    const int64_t d = x.shape()[i], b = begin[i];
+    TF_CHECK_ARG(b >= 0 && b <= d, "slice",
+                 "begin[{}] = {} is out of bounds for dimension {} of shape {} (expected [0, {}])",
+                 i, b, i, x.shape().to_string(), d);
+    if (sz[i] == -1) sz[i] = d - b;
+    TF_CHECK_ARG(sz[i] >= 0 && b + sz[i] <= d, "slice",
+                 "size[{}] = {} is out of bounds for dimension {} of shape {} with begin[{}] = {} "
+                 "(expected -1 or [0, {}])",
+                 i, size[i], i, x.shape().to_string(), i, b, d - b);
+  }
+  return detail::dispatch(prims::Slice(begin, std::move(sz)), {x});
+}
+
+Tensor gather(const Tensor& params, const Tensor& indices, int axis) {
+  check_defined("gather", params);
+  check_defined("gather", indices);
+  const int a = detail::normalize_axis("gather", axis, params.rank());
+  return detail::dispatch(prims::Gather(a), {params, indices});
+}
+
+Tensor one_hot(const Tensor& indices, int64_t depth, float on_value, float off_value) {
+  check_defined("one_hot", indices);
+  const DType d = indices.dtype();
+  TF_CHECK_ARG(d == int32 || d == int64 || d == uint8, "one_hot",
+               "indices must be int32, int64 or uint8, got {}", dtype_name(d));
+  TF_CHECK_ARG(depth >= 0, "one_hot", "depth must be non-negative, got {}", depth);
+  TF_CHECK_ARG(indices.rank() < TensorShape::kMaxRank, "one_hot",
+               "indices of shape {} leave no room for the new axis (maximum rank {})",
+               indices.shape().to_string(), TensorShape::kMaxRank);
+  // Out-of-range (and negative) indices match no position and give all-off rows, as TF.
+  const Tensor positions = range(0.0, static_cast<double>(depth), 1.0, d);
+  const Tensor hit = equal(expand_dims(indices, -1), positions);
+  return where(hit, constant(Tensor(on_value)), constant(Tensor(off_value)));
+}
+
+Tensor broadcast_to(const Tensor& x, const TensorShape& shape) {
+  check_defined("broadcast_to", x);
+  return detail::dispatch(prims::BroadcastTo(shape), {x});
+}
+
+Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
+  check_defined("tile", x);
+  const int r = x.rank();
+  TF_CHECK_ARG(multiples.size() == static_cast<size_t>(r), "tile",
+               "multiples {} has {} entries, but the tensor of shape {} has rank {}",
+               detail::vec_to_string(multiples), multiples.size(), x.shape().to_string(), r);
+  TensorShape out;
+  for (int i = 0; i < r; ++i) {
+    TF_CHECK_ARG(multiples[i] >= 0, "tile", "multiples {} has a negative entry (shape {})",
+                 detail::vec_to_string(multiples), x.shape().to_string());
+    out.push_back(x.shape()[i] * multiples[i]);
+  }
+  // tile is a broadcast of x with a size-1 axis inserted before every tiled dimension:
+  // (d0, d1) tiled (m0, m1) = reshape(broadcast_to(reshape(x, (1, d0, 1, d1)), (m0, d0, m1, d1))).
+  // Runs of untiled dimensions are merged first; when the result would exceed the maximum rank,
+  // dimensions are tiled one at a time.
+  std::vector<std::pair<int64_t, int64_t>> groups;  // {size, multiple}
+  for (int i = 0; i < r; ++i) {
+    if (multiples[i] == 1 && !groups.empty() && groups.back().second == 1)
+      groups.back().first *= x.shape()[i];
+    else
+      groups.push_back({x.shape()[i], multiples[i]});
+  }
+  int tiled = 0;
+  for (auto& g : groups) tiled += g.second != 1;
+  if (static_cast<int>(groups.size()) + tiled <= TensorShape::kMaxRank) {
+    TensorShape in_shape, b_shape;
+    for (auto& [d, m] : groups) {
+      if (m != 1) {
+        in_shape.push_back(1);
+        b_shape.push_back(m);
+      }
+      in_shape.push_back(d);
+      b_shape.push_back(d);
+    }
+    return reshape_to(broadcast_to(reshape_to(x, in_shape), b_shape), out);
+  }
+  Tensor cur = x;
+  TensorShape cs = x.shape();
+  for (int i = 0; i < r; ++i) {
+    if (multiples[i] == 1) continue;
+    int64_t before = 1, after = 1;
+    for (int j = 0; j < i; ++j) before *= cs[j];
+    for (int j = i + 1; j < r; ++j) after *= cs[j];
+    cur = broadcast_to(reshape_to(cur, {before, 1, cs[i], after}),
+                       {before, multiples[i], cs[i], after});
+    cs[i] *= multiples[i];
+    cur = reshape_to(cur, cs);
+  }
+  return cur;
+}
+
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           double constant_value) {
+  check_defined("pad", x);
+  return detail::dispatch(prims::Pad(paddings, constant_value), {x});
+}
+
+namespace prims {
+
+void Reshape::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& x = in[0];
+  if (x.shape().is_fully_defined() && shape.is_fully_defined())
+    TF_CHECK_ARG(x.num_elements() == shape.num_elements(), name(),
+                 "cannot reshape a tensor with {} elements to shape {} ({} elements)",
+                 x.num_elements(), shape.to_string(), shape.num_elements());
+  out[0] = {shape, x.dtype()};
+}
+// A view: dispatch makes the output share the input's storage; there is nothing to run.
+void Reshape::eval_cpu(std::span<const Tensor>, std::span<Tensor>) const {}
+void Reshape::eval_cuda(std::span<const Tensor>, std::span<Tensor>) const {}
+
+void Transpose::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& x = in[0];
+  const int r = x.rank();
+  TF_CHECK_ARG(perm.size() == static_cast<size_t>(r), name(),
+               "perm {} has {} entries, but the tensor of shape {} has rank {}",
+               detail::vec_to_string(perm), perm.size(), x.shape().to_string(), r);
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  TensorShape s;
+  for (int p : perm) {
+    TF_CHECK_ARG(p >= 0 && p < r && !seen[p], name(),
+                 "perm {} is not a permutation of [0, {}) (tensor of shape {})",
+                 detail::vec_to_string(perm), r, x.shape().to_string());
+    seen[p] = true;
+    s.push_back(x.shape()[p]);
+  }
+  out[0] = {s, x.dtype()};
+}
+std::string Transpose::attributes() const {
+  return "perm=" + detail::vec_to_string(perm);
+}
+
+void BroadcastTo::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& x = in[0];
+  const int r = x.rank(), R = shape.rank();
+  TF_CHECK_ARG(shape.is_fully_defined(), name(), "the target shape {} has an unknown dimension",
+               shape.to_string());
+  bool ok = r <= R;
+  for (int i = 0; ok && i < r; ++i) {
+    const int64_t d = x.shape()[i], D = shape[R - r + i];
+    ok = d == D || d == 1;
+  }
+  TF_CHECK_ARG(ok, name(), "cannot broadcast a tensor of shape {} to shape {}",
+               x.shape().to_string(), shape.to_string());
+  out[0] = {shape, x.dtype()};
+}
+
+void Slice::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& x = in[0];
+  const int r = x.rank();
+  TF_CHECK_ARG(begin.size() == static_cast<size_t>(r) && size.size() == static_cast<size_t>(r),
+               name(), "begin {} and size {} need one entry per dimension of shape {}",
+               detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
+  for (int i = 0; i < r; ++i)
+    TF_CHECK_ARG(begin[i] >= 0 && size[i] >= 0 && begin[i] + size[i] <= x.shape()[i], name(),
+                 "begin {} and size {} are out of bounds for shape {}",
+                 detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
+  out[0] = {TensorShape(size), x.dtype()};
+}
+std::string Slice::attributes() const {
+  return fmt::format("begin={}, size={}", detail::vec_to_string(begin),
+                     detail::vec_to_string(size));
+}
+
+void Concat::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  TF_CHECK_ARG(!in.empty(), name(), "needs at least one tensor");
+  const TensorShape& s0 = in[0].shape();
+  const int r = s0.rank();
+  TF_CHECK_ARG(axis >= 0 && axis < r, name(), "axis {} is out of range for a tensor of rank {}",
+               axis, r);
+  TensorShape s = s0;
+  for (size_t i = 1; i < in.size(); ++i) {
+    const TensorShape& si = in[i].shape();
+    TF_CHECK_ARG(in[i].dtype() == in[0].dtype(), name(),
+                 "dtypes differ: values[0] is {}, values[{}] is {}", dtype_name(in[0].dtype()), i,
+                 dtype_name(in[i].dtype()));
+    TF_CHECK_ARG(si.rank() == r, name(), "ranks differ: values[0] has shape {}, values[{}] has {}",
+                 s0.to_string(), i, si.to_string());
+    for (int d = 0; d < r; ++d)
+      TF_CHECK_ARG(d == axis || si[d] == s0[d], name(),
+                   "shapes {} (values[0]) and {} (values[{}]) differ in dimension {}; only "
+                   "dimension {} (the axis) may differ",
+                   s0.to_string(), si.to_string(), i, d, axis);
+    s[axis] += si[axis];
+  }
+  out[0] = {s, in[0].dtype()};
+}
+
+void Pad::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& x = in[0];
+  const int r = x.rank();
+  TF_CHECK_ARG(paddings.size() == static_cast<size_t>(r), name(),
+               "paddings {} has {} pairs, but the tensor of shape {} has rank {}",
+               pairs_to_string(paddings), paddings.size(), x.shape().to_string(), r);
+  TensorShape s;
+  for (int i = 0; i < r; ++i) {
+    TF_CHECK_ARG(paddings[i].first >= 0 && paddings[i].second >= 0, name(),
+                 "paddings {} has a negative entry (tensor of shape {})", pairs_to_string(paddings),
+                 x.shape().to_string());
+    s.push_back(x.shape()[i] + paddings[i].first + paddings[i].second);
+  }
+  out[0] = {s, x.dtype()};
+}
+std::string Pad::attributes() const {
+  return fmt::format("paddings={}, constant_value={}", pairs_to_string(paddings), constant_value);
+}
+
+void Gather::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const Tensor& p = in[0];
+  const Tensor& idx = in[1];
+  TF_CHECK_ARG(idx.dtype() == int32 || idx.dtype() == int64, name(),
+               "indices must be int32 or int64, got {}", dtype_name(idx.dtype()));
+  TF_CHECK_ARG(axis >= 0 && axis < p.rank(), name(),
+               "axis {} is out of range for params of shape {}", axis, p.shape().to_string());
+  TF_CHECK_ARG(p.rank() - 1 + idx.rank() <= TensorShape::kMaxRank, name(),
+               "params of shape {} and indices of shape {} give a result of rank {} (maximum {})",
+               p.shape().to_string(), idx.shape().to_string(), p.rank() - 1 + idx.rank(),
+               TensorShape::kMaxRank);
+  TensorShape s;
+  for (int i = 0; i < axis; ++i) s.push_back(p.shape()[i]);
+  for (int i = 0; i < idx.rank(); ++i) s.push_back(idx.shape()[i]);
+  for (int i = axis + 1; i < p.rank(); ++i) s.push_back(p.shape()[i]);
+  out[0] = {s, p.dtype()};
+}
+
+}  // namespace prims
+
+}  // namespace tapeflow

@@ -1,0 +1,218 @@
+#include "ops/reduce.h"
+
+#include <numeric>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+#include "ops/unary.h"
+
+namespace tapeflow {
+
+namespace {
+
+enum class Kind { Sum, Prod, Max, Min, Mean, Any, All };
+
+void check_reduce_dtype(const char* op, Kind kind, DType d) {
+  switch (kind) {
+    case Kind::Sum:
+    case Kind::Prod:
+    case Kind::Mean:
+      TF_CHECK_ARG(!is_bool(d), op, "is not defined for bool tensors");
+      break;
+    case Kind::Max:
+    case Kind::Min:
+      TF_CHECK_ARG(!is_bool(d), op,
+                   "is not defined for bool tensors (use reduce_any / reduce_all)");
+      break;
+    case Kind::Any:
+    case Kind::All:
+      TF_CHECK_ARG(is_bool(d), op, "expects a bool tensor, got {}", dtype_name(d));
+      break;
+  }
+}
+
+// Number of elements that each output element of a reduction over `axes` combines.
+int64_t reduced_count(const TensorShape& s, std::span<const int> axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= s[a];
+  return n;
+}
+
+Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
+  const int64_t count = reduced_count(x.shape(), axes);
+  Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
+  const DType d = x.dtype();
+  if (is_floating(d)) {
+    // Half types: divide in float32, so counts above 2048 are not rounded to the half grid.
+    if (d == float16 || d == bfloat16)
+      return cast(divide(cast(s, float32), Tensor(static_cast<double>(count))), d);
+    return divide(s, Tensor(static_cast<double>(count)));
+  }
+  // Integers: TF divides in the integer type (truncation toward zero). The sum is divided in
+  // float64 (exact while |sum| < 2^53) and cast back, which truncates the same way. An empty
+  // reduction gives 0 rather than dividing by zero.
+  if (count == 0) return s;
+  return cast(divide(cast(s, float64), Tensor(static_cast<double>(count))), d);
+}
+
+Tensor reduce_impl(const char* op, Kind kind, const Tensor& x, std::vector<int> axes,
+                   bool keepdims) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  check_reduce_dtype(op, kind, x.dtype());
+  switch (kind) {
+    case Kind::Sum:
+      return detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
+    case Kind::Prod:
+      return detail::dispatch(prims::ReduceProd(std::move(axes), keepdims), {x});
+    case Kind::Max:
+    case Kind::Any:
+      return detail::dispatch(prims::ReduceMax(std::move(axes), keepdims), {x});
+    case Kind::Min:
+    case Kind::All:
+      return detail::dispatch(prims::ReduceMin(std::move(axes), keepdims), {x});
+    case Kind::Mean:
+      return reduce_mean_impl(x, std::move(axes), keepdims);
+  }
+  TF_ASSERT(false);
+}
+
+std::vector<int> all_axes(const Tensor& x) {
+  std::vector<int> a(static_cast<size_t>(x.rank()));
+  std::iota(a.begin(), a.end(), 0);
+  return a;
+}
+
+Tensor reduce_all_axes(const char* op, Kind kind, const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  return reduce_impl(op, kind, x, all_axes(x), false);
+}
+Tensor reduce_one_axis(const char* op, Kind kind, const Tensor& x, int axis, bool keepdims) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  return reduce_impl(op, kind, x, {detail::normalize_axis(op, axis, x.rank())}, keepdims);
+}
+Tensor reduce_axes(const char* op, Kind kind, const Tensor& x, const std::vector<int>& axes,
+                   bool keepdims) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  return reduce_impl(op, kind, x, detail::normalize_axes(op, axes, x.rank()), keepdims);
+}
+
+}  // namespace
+
+#define TF_DEFINE_REDUCTION(NAME, KIND)                                       \
+  Tensor NAME(const Tensor& x) {                                              \
+    return reduce_all_axes(#NAME, KIND, x);                                   \
+  }                                                                           \
+  Tensor NAME(const Tensor& x, int axis, bool keepdims) {                     \
+    return reduce_one_axis(#NAME, KIND, x, axis, keepdims);                   \
+  }                                                                           \
+  Tensor NAME(const Tensor& x, const std::vector<int>& axes, bool keepdims) { \
+    return reduce_axes(#NAME, KIND, x, axes, keepdims);                       \
+  }
+
+TF_DEFINE_REDUCTION(reduce_sum, Kind::Sum)
+TF_DEFINE_REDUCTION(reduce_mean, Kind::Mean)
+TF_DEFINE_REDUCTION(reduce_max, Kind::Max)
+TF_DEFINE_REDUCTION(reduce_min, Kind::Min)
+TF_DEFINE_REDUCTION(reduce_prod, Kind::Prod)
+TF_DEFINE_REDUCTION(reduce_any, Kind::Any)
+TF_DEFINE_REDUCTION(reduce_all, Kind::All)
+#undef TF_DEFINE_REDUCTION
+
+Tensor argmax(const Tensor& x, int axis) {
+  TF_CHECK_ARG(x.defined(), "argmax", "the input is an undefined tensor (TF's None)");
+  return detail::dispatch(prims::ArgMax(detail::normalize_axis("argmax", axis, x.rank())), {x});
+}
+Tensor argmin(const Tensor& x, int axis) {
+  TF_CHECK_ARG(x.defined(), "argmin", "the input is an undefined tensor (TF's None)");
+  return detail::dispatch(prims::ArgMin(detail::normalize_axis("argmin", axis, x.rank())), {x});
+}
+
+namespace prims {
+
+namespace {
+
+void infer_reduction(const char* op, bool allow_bool, std::span<const int> axes, bool keepdims,
+                     std::span<const Tensor> in, std::span<TensorMeta> out) {
+  const Tensor& x = in[0];
+  if (!allow_bool) TF_CHECK_ARG(!is_bool(x.dtype()), op, "is not defined for bool tensors");
+  const int r = x.rank();
+  TensorShape s;
+  size_t k = 0;
+  for (int i = 0; i < r; ++i) {
+    const bool reduced = k < axes.size() && axes[k] == i;
+    if (reduced) {
+      ++k;
+      if (keepdims) s.push_back(1);
+    } else {
+      s.push_back(x.shape()[i]);
+    }
+  }
+  // Axes come normalised and sorted from the frontends (or a graph built by them).
+  TF_CHECK_ARG(k == axes.size(), op, "axes {} are not sorted valid axes for a tensor of shape {}",
+               detail::vec_to_string(axes), x.shape().to_string());
+  out[0] = {s, x.dtype()};
+}
+
+std::string reduction_attributes(std::span<const int> axes, bool keepdims) {
+  return fmt::format("axes={}, keepdims={}", detail::vec_to_string(axes), keepdims);
+}
+
+void infer_arg(const char* op, int axis, std::span<const Tensor> in, std::span<TensorMeta> out) {
+  const Tensor& x = in[0];
+  const int r = x.rank();
+  TF_CHECK_ARG(axis >= 0 && axis < r, op, "axis {} is out of range for a tensor of rank {}", axis,
+               r);
+  TF_CHECK_ARG(x.shape()[axis] != 0, op,
+               "cannot reduce over axis {} of shape {}: the dimension is empty", axis,
+               x.shape().to_string());
+  TensorShape s;
+  for (int i = 0; i < r; ++i)
+    if (i != axis) s.push_back(x.shape()[i]);
+  out[0] = {s, int64};
+}
+
+}  // namespace
+
+void ReduceSum::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_reduction(name(), false, axes, keepdims, in, out);
+}
+void ReduceProd::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_reduction(name(), false, axes, keepdims, in, out);
+}
+void ReduceMax::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_reduction(name(), true, axes, keepdims, in, out);
+}
+void ReduceMin::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_reduction(name(), true, axes, keepdims, in, out);
+}
+std::string ReduceSum::attributes() const {
+  return reduction_attributes(axes, keepdims);
+}
+std::string ReduceProd::attributes() const {
+  return reduction_attributes(axes, keepdims);
+}
+std::string ReduceMax::attributes() const {
+  return reduction_attributes(axes, keepdims);
+}
+std::string ReduceMin::attributes() const {
+  return reduction_attributes(axes, keepdims);
+}
+
+void ArgMax::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_arg(name(), axis, in, out);
+}
+void ArgMin::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  infer_arg(name(), axis, in, out);
+}
+std::string ArgMax::attributes() const {
+  return "axis=" + std::to_string(axis);
+}
+std::string ArgMin::attributes() const {
+  return "axis=" + std::to_string(axis);
+}
+
+}  // namespace prims
+
+}  // namespace tapeflow

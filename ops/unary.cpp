@@ -1,0 +1,100 @@
+#include "ops/unary.h"
+
+#include "core/check.h"
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+
+namespace tapeflow {
+
+namespace detail {
+namespace {
+
+void check_unary_dtype(const char* op, UnaryDTypes accepted, DType d) {
+  switch (accepted) {
+    case UnaryDTypes::Floating:
+      TF_CHECK_ARG(is_floating(d), op,
+                   "expects a floating-point tensor (float16, bfloat16, float32, float64), got {}",
+                   dtype_name(d));
+      break;
+    case UnaryDTypes::FloatingSigned:
+      TF_CHECK_ARG(is_floating(d) || d == int32 || d == int64, op,
+                   "expects a floating-point, int32 or int64 tensor, got {}", dtype_name(d));
+      break;
+    case UnaryDTypes::FloatingInteger:
+    case UnaryDTypes::Numeric:
+      TF_CHECK_ARG(!is_bool(d), op,
+                   "expects a floating-point or integer tensor (not bool), got {}",
+                   dtype_name(d));
+      break;
+    case UnaryDTypes::Bool:
+      TF_CHECK_ARG(is_bool(d), op, "expects a bool tensor, got {}", dtype_name(d));
+      break;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+namespace prims {
+
+#define TF_UNARY_INFER(STRUCT)                                                          \
+  void STRUCT::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {     \
+    detail::check_unary_dtype(name(), kDTypes, in[0].dtype());                          \
+    out[0] = {in[0].shape(), in[0].dtype()};                                            \
+  }
+TF_UNARY_INFER(Negative)
+TF_UNARY_INFER(Abs)
+TF_UNARY_INFER(Sign)
+TF_UNARY_INFER(Exp)
+TF_UNARY_INFER(Log)
+TF_UNARY_INFER(Log1p)
+TF_UNARY_INFER(Sqrt)
+TF_UNARY_INFER(Rsqrt)
+TF_UNARY_INFER(Square)
+TF_UNARY_INFER(Tanh)
+TF_UNARY_INFER(Sigmoid)
+TF_UNARY_INFER(Sin)
+TF_UNARY_INFER(Cos)
+TF_UNARY_INFER(Floor)
+TF_UNARY_INFER(Ceil)
+TF_UNARY_INFER(Round)
+TF_UNARY_INFER(LogicalNot)
+#undef TF_UNARY_INFER
+
+void Cast::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  out[0] = {in[0].shape(), dtype};
+}
+
+std::string Cast::attributes() const { return fmt::format("dtype={}", dtype_name(dtype)); }
+
+}  // namespace prims
+
+Tensor negative(const Tensor& x) { return detail::dispatch(prims::Negative{}, {x}); }
+Tensor abs(const Tensor& x) { return detail::dispatch(prims::Abs{}, {x}); }
+Tensor sign(const Tensor& x) { return detail::dispatch(prims::Sign{}, {x}); }
+Tensor exp(const Tensor& x) { return detail::dispatch(prims::Exp{}, {x}); }
+Tensor log(const Tensor& x) { return detail::dispatch(prims::Log{}, {x}); }
+Tensor log1p(const Tensor& x) { return detail::dispatch(prims::Log1p{}, {x}); }
+Tensor sqrt(const Tensor& x) { return detail::dispatch(prims::Sqrt{}, {x}); }
+Tensor rsqrt(const Tensor& x) { return detail::dispatch(prims::Rsqrt{}, {x}); }
+Tensor square(const Tensor& x) { return detail::dispatch(prims::Square{}, {x}); }
+Tensor tanh(const Tensor& x) { return detail::dispatch(prims::Tanh{}, {x}); }
+Tensor sigmoid(const Tensor& x) { return detail::dispatch(prims::Sigmoid{}, {x}); }
+Tensor sin(const Tensor& x) { return detail::dispatch(prims::Sin{}, {x}); }
+Tensor cos(const Tensor& x) { return detail::dispatch(prims::Cos{}, {x}); }
+Tensor floor(const Tensor& x) { return detail::dispatch(prims::Floor{}, {x}); }
+Tensor ceil(const Tensor& x) { return detail::dispatch(prims::Ceil{}, {x}); }
+Tensor round(const Tensor& x) { return detail::dispatch(prims::Round{}, {x}); }
+Tensor logical_not(const Tensor& x) { return detail::dispatch(prims::LogicalNot{}, {x}); }
+
+Tensor cast(const Tensor& x, DType dtype) {
+  TF_CHECK_ARG(x.defined(), "cast", "the input is an undefined tensor (TF's None)");
+  // As tf.cast: a tensor that already has the dtype is returned as it is (a C++ scalar still
+  // becomes a strongly typed tensor).
+  if (x.dtype() == dtype && !x.is_weak()) return x;
+  return detail::dispatch(prims::Cast{dtype}, {x});
+}
+
+Tensor operator-(const Tensor& x) { return negative(x); }
+
+}  // namespace tapeflow

@@ -1,0 +1,445 @@
+// Binary elementwise ops, comparisons, logical ops, where and clip_by_value: every op on every
+// accepted dtype and device against a float64 reference with numpy broadcasting written here,
+// over same-shape, scalar and broadcast operands, plus TF's dtype rule and the error messages.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<tf::DType> kAllDTypes = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
+                                           tf::int32,   tf::int64,    tf::uint8,   tf::bool_};
+const std::vector<tf::DType> kNumeric = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
+                                         tf::int32,   tf::int64,    tf::uint8};
+
+double rtol_of(tf::DType d) {
+  if (d == tf::float16) return 2e-3;
+  if (d == tf::bfloat16) return 1.6e-2;
+  if (d == tf::float32) return 2e-6;
+  if (d == tf::float64) return 1e-13;
+  return 0.0;
+}
+
+void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const tf::InvalidArgumentError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) {
+      INFO("message: " << msg << "; expected to contain: " << p);
+      CHECK(msg.find(p) != std::string::npos);
+    }
+    return;
+  }
+  FAIL("no InvalidArgumentError was thrown");
+}
+
+// check_values for large tensors: the same rule (NaN matches NaN, infinities match exactly,
+// else |got - want| <= atol + rtol * |want|), one assertion per tensor instead of per element.
+void check_all(const tf::Tensor& got, const std::vector<double>& want, double rtol, double atol) {
+  REQUIRE(static_cast<size_t>(got.num_elements()) == want.size());
+  const auto v = tf::detail::to_double_vector(got);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double g = v[i], w = want[i];
+    const bool ok = std::isnan(w)   ? std::isnan(g)
+                    : std::isinf(w) ? g == w
+                                    : std::abs(g - w) <= atol + rtol * std::abs(w);
+    if (!ok && bad++ == 0) first = i;
+  }
+  INFO(bad << " of " << v.size() << " elements differ; first: element " << first << ", got "
+           << (bad ? v[first] : 0.0) << ", want " << (bad ? want[first] : 0.0));
+  CHECK(bad == 0);
+}
+
+bool contains(const std::vector<tf::DType>& v, tf::DType d) {
+  for (auto x : v)
+    if (x == d) return true;
+  return false;
+}
+
+// numpy broadcasting of shapes and of element lookups, written plainly (div/mod per element).
+tf::TensorShape bshape(const std::vector<tf::TensorShape>& shapes) {
+  int r = 0;
+  for (const auto& s : shapes) r = std::max(r, s.rank());
+  std::vector<int64_t> out(r, 1);
+  for (const auto& s : shapes)
+    for (int i = 0; i < s.rank(); ++i) {
+      int64_t& o = out[r - s.rank() + i];
+      if (s[i] != 1) o = s[i];
+    }
+  return tf::TensorShape(out);
+}
+int64_t source_index(const tf::TensorShape& in, const tf::TensorShape& out, int64_t flat) {
+  int64_t idx = 0, stride = 1;
+  for (int d = out.rank() - 1; d >= 0; --d) {
+    const int64_t coord = flat % out[d];
+    flat /= out[d];
+    const int j = d - (out.rank() - in.rank());
+    if (j >= 0) {
+      if (in[j] != 1) idx += coord * stride;
+      stride *= in[j];
+    }
+  }
+  return idx;
+}
+std::vector<double> reference(const std::function<double(double, double)>& f,
+                              const std::vector<double>& a, const tf::TensorShape& sa,
+                              const std::vector<double>& b, const tf::TensorShape& sb) {
+  const auto so = bshape({sa, sb});
+  std::vector<double> out(static_cast<size_t>(so.num_elements()));
+  for (int64_t i = 0; i < so.num_elements(); ++i)
+    out[i] = f(a[source_index(sa, so, i)], b[source_index(sb, so, i)]);
+  return out;
+}
+
+struct BinaryCase {
+  const char* name;
+  tf::Tensor (*fn)(const tf::Tensor&, const tf::Tensor&);
+  std::function<double(double, double)> ref;
+  std::vector<tf::DType> dtypes;
+  double lo, hi;        // operand range for floating dtypes
+  bool bool_result;
+};
+
+double wrap_to(tf::DType d, double v) {
+  // Integer results wrap like the hardware (int32 results stay small here; uint8 wraps).
+  if (d == tf::uint8) return static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(v)));
+  return v;
+}
+
+const std::vector<BinaryCase>& binary_cases() {
+  static const std::vector<BinaryCase> cases = {
+      {"add", tf::add, [](double a, double b) { return a + b; }, kNumeric, -10, 10, false},
+      {"subtract", tf::subtract, [](double a, double b) { return a - b; }, kNumeric, -10, 10,
+       false},
+      {"multiply", tf::multiply, [](double a, double b) { return a * b; }, kNumeric, -10, 10,
+       false},
+      {"divide", tf::divide, [](double a, double b) { return a / b; }, kNumeric, 0.5, 10, false},
+      {"pow", tf::pow, [](double a, double b) { return std::pow(a, b); }, kNumeric, 0.5, 3, false},
+      {"maximum", tf::maximum, [](double a, double b) { return std::max(a, b); }, kNumeric, -10,
+       10, false},
+      {"minimum", tf::minimum, [](double a, double b) { return std::min(a, b); }, kNumeric, -10,
+       10, false},
+      {"equal", tf::equal, [](double a, double b) { return double(a == b); }, kAllDTypes, -2, 2,
+       true},
+      {"not_equal", tf::not_equal, [](double a, double b) { return double(a != b); }, kAllDTypes,
+       -2, 2, true},
+      {"less", tf::less, [](double a, double b) { return double(a < b); }, kNumeric, -2, 2, true},
+      {"less_equal", tf::less_equal, [](double a, double b) { return double(a <= b); }, kNumeric,
+       -2, 2, true},
+      {"greater", tf::greater, [](double a, double b) { return double(a > b); }, kNumeric, -2, 2,
+       true},
+      {"greater_equal", tf::greater_equal, [](double a, double b) { return double(a >= b); },
+       kNumeric, -2, 2, true},
+      {"logical_and", tf::logical_and, [](double a, double b) { return double(a && b); },
+       {tf::bool_}, 0, 1, true},
+      {"logical_or", tf::logical_or, [](double a, double b) { return double(a || b); },
+       {tf::bool_}, 0, 1, true},
+  };
+  return cases;
+}
+
+// Operand values for dtype d: floats in [lo, hi) (rounded to 1/4 so that comparisons see ties),
+// small integers, 0/1 for bool. Exponents of integer pow are non-negative.
+std::vector<double> operand(const BinaryCase& c, tf::DType d, int64_t n, unsigned seed,
+                            bool exponent) {
+  auto v = tf::testing::random_values(static_cast<size_t>(n), c.lo, c.hi, seed);
+  for (auto& x : v) {
+    if (d == tf::bool_) {
+      x = x > (c.lo + c.hi) / 2 ? 1 : 0;
+    } else if (tf::is_integer(d)) {
+      const bool nonneg = d == tf::uint8 || exponent || c.lo >= 0;
+      x = std::floor(nonneg ? std::abs(x) * 2 : x * 2);
+      if (exponent) x = std::min(x, 4.0);
+      if (std::string(c.name) == "divide" && x == 0) x = 3;
+    } else if (c.bool_result) {
+      x = std::round(x * 4) / 4;
+    }
+  }
+  return v;
+}
+
+struct ShapePair {
+  tf::TensorShape a, b;
+};
+const std::vector<ShapePair>& shape_pairs() {
+  static const std::vector<ShapePair> pairs = {
+      {{2, 3}, {2, 3}},        // same shape
+      {{}, {2, 3}},            // scalar left
+      {{2, 3}, {}},            // scalar right
+      {{1}, {5}},              // one-element vector left
+      {{3, 1}, {4}},           // broadcast both ways
+      {{2, 1, 3}, {4, 1}},     // rank 3 x rank 2
+      {{}, {2, 3, 4}},         // rank 0 x rank 3
+      {{2, 3, 4}, {}},         // rank 3 x rank 0
+      {{4, 1, 5}, {4, 3, 5}},  // middle broadcast, inner contiguous
+      {{3, 4}, {1, 4}},        // row vector
+      {{1, 2, 3}, {2, 3}},     // same elements, different ranks
+      {{0, 3}, {3}},           // empty
+      {{2, 0}, {1}},           // empty with a scalar-like operand
+      {{20, 1, 40}, {1, 90, 40}},  // 72000 elements: the parallel broadcast path
+      {{70001}, {70001}},          // parallel same-shape path
+      {{70001}, {}},               // parallel scalar path
+  };
+  return pairs;
+}
+
+}  // namespace
+
+TEST_CASE("binary ops match a float64 broadcast reference on every accepted dtype",
+          "[cpu][binary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : binary_cases()) {
+      for (const auto d : c.dtypes) {
+        for (const auto& sp : shape_pairs()) {
+          INFO(c.name << " on " << tf::dtype_name(d) << ", shapes " << sp.a.to_string() << " x "
+                      << sp.b.to_string() << " on " << dev.to_string());
+          const bool is_pow = std::string(c.name) == "pow";
+          const auto va = operand(c, d, sp.a.num_elements(), 3, false);
+          const auto vb = operand(c, d, sp.b.num_elements(), 4, is_pow);
+          const auto a = tf::detail::from_doubles(va, sp.a, d);
+          const auto b = tf::detail::from_doubles(vb, sp.b, d);
+          const auto y = c.fn(a, b);
+          REQUIRE(y.shape() == bshape({sp.a, sp.b}));
+          CHECK(y.device() == dev.to_string());
+          tf::DType want_dtype = d;
+          if (c.bool_result) want_dtype = tf::bool_;
+          else if (std::string(c.name) == "divide" && d == tf::uint8) want_dtype = tf::float32;
+          else if (std::string(c.name) == "divide" && tf::is_integer(d)) want_dtype = tf::float64;
+          REQUIRE(y.dtype() == want_dtype);
+          auto want = reference(c.ref, tf::detail::to_double_vector(a), sp.a,
+                                tf::detail::to_double_vector(b), sp.b);
+          if (tf::is_floating(want_dtype))
+            want = tf::detail::to_double_vector(tf::detail::from_doubles(want, y.shape(),
+                                                                         want_dtype));
+          else
+            for (auto& w : want) w = wrap_to(want_dtype, w);
+          const double tol = rtol_of(want_dtype);
+          check_all(y, want, tol, tol);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("binary ops reject the dtypes TF rejects, naming op and dtype", "[cpu][binary]") {
+  for (const auto& c : binary_cases()) {
+    for (const auto d : kAllDTypes) {
+      if (contains(c.dtypes, d)) continue;
+      INFO(c.name << " on " << tf::dtype_name(d));
+      const auto x = tf::detail::from_doubles({1, 0}, {2}, d);
+      require_error([&] { c.fn(x, x); },
+                    {std::string("[") + c.name + "]", std::string(tf::dtype_name(d))});
+    }
+  }
+}
+
+TEST_CASE("binary ops follow TF's dtype rule for C++ scalars and mixed tensors",
+          "[cpu][binary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const auto x = tf::constant({1.5f, -2.0f});
+    auto y = x * 2.0f;
+    CHECK(y.dtype() == tf::float32);
+    check_values(y, {3, -4});
+    y = 2.0 * x;  // a double scalar still takes the tensor's dtype
+    CHECK(y.dtype() == tf::float32);
+    check_values(y, {3, -4});
+    const auto x64 = tf::constant({1.5, -2.0});
+    CHECK((x64 * 2.0f).dtype() == tf::float64);
+    check_values(x64 * 2.0f, {3, -4});
+    const auto i = tf::constant({1, 2, 3});
+    CHECK((i + 1).dtype() == tf::int32);
+    CHECK((i + 1).numpy<int>() == std::vector<int>{2, 3, 4});
+    CHECK((1 - i).numpy<int>() == std::vector<int>{0, -1, -2});
+    const auto i64 = tf::constant(std::vector<int64_t>{5, 6});
+    CHECK((i64 * 3).dtype() == tf::int64);
+    CHECK((i64 * 3).numpy<int64_t>() == std::vector<int64_t>{15, 18});
+    const auto u = tf::detail::from_doubles({250, 3}, {2}, tf::uint8);
+    CHECK((u + 10).dtype() == tf::uint8);
+    CHECK((u + 10).numpy<int>() == std::vector<int>{4, 13});  // wraps modulo 256
+    const auto h = tf::detail::from_doubles({1.5, 3.0}, {2}, tf::float16);
+    CHECK((h * 2.0).dtype() == tf::float16);
+    check_values(h * 2.0, {3, 6});
+    CHECK(tf::less(x, 0.0).dtype() == tf::bool_);
+    CHECK(tf::less(x, 0.0).numpy<bool>() == std::vector<bool>{false, true});
+    // pow with a C++ exponent
+    check_values(tf::pow(x, 2), {2.25, 4});
+    CHECK(tf::pow(i, 2).numpy<int>() == std::vector<int>{1, 4, 9});
+    // Operators.
+    check_values(x + x, {3, -4});
+    check_values(x - 1.0f, {0.5, -3});
+    check_values(x / 2.0f, {0.75, -1});
+    check_values(-x, {-1.5, 2});
+    CHECK((i / 2).dtype() == tf::float64);  // true division
+    check_values(i / 2, {0.5, 1, 1.5});
+    // Two strong tensors of different dtypes are an error naming op and both dtypes.
+    require_error([&] { tf::add(x, x64); }, {"[add]", "float32", "float64"});
+    require_error([&] { (void)(x * i); }, {"[multiply]", "float32", "int32"});
+    require_error([&] { tf::equal(x, tf::constant({true, false})); }, {"[equal]", "bool"});
+    require_error([&] { tf::add(x, tf::Tensor()); }, {"[add]", "undefined"});
+  }
+}
+
+TEST_CASE("binary ops name the op and both shapes when shapes do not broadcast",
+          "[cpu][binary]") {
+  const auto a = tf::zeros({2, 3});
+  const auto b = tf::zeros({4});
+  require_error([&] { tf::add(a, b); }, {"[add]", "(2, 3)", "(4,)"});
+  require_error([&] { tf::less(a, b); }, {"[less]", "(2, 3)", "(4,)"});
+  require_error([&] { tf::pow(tf::zeros({2, 1, 3}), tf::zeros({5, 2})); },
+                {"[pow]", "(2, 1, 3)", "(5, 2)"});
+  require_error([&] { tf::maximum(tf::zeros({0}), tf::zeros({2})); }, {"[maximum]", "(0,)", "(2,)"});
+}
+
+TEST_CASE("binary ops: special values, integer wrap-around and pow", "[cpu][binary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : {tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d));
+      const auto a = tf::detail::from_doubles({kNan, 1.0, kNan, kInf, -0.0}, {5}, d);
+      const auto b = tf::detail::from_doubles({1.0, kNan, kNan, 1.0, 0.0}, {5}, d);
+      // NaN propagates from either side of maximum and minimum.
+      check_values(tf::maximum(a, b), {kNan, kNan, kNan, kInf, 0});
+      check_values(tf::minimum(a, b), {kNan, kNan, kNan, 1, 0});
+      CHECK(tf::equal(a, b).numpy<bool>() == std::vector<bool>{false, false, false, false, true});
+      CHECK(tf::not_equal(a, b).numpy<bool>() == std::vector<bool>{true, true, true, true, false});
+      CHECK(tf::less(a, b).numpy<bool>() == std::vector<bool>{false, false, false, false, false});
+      check_values(tf::divide(tf::detail::from_doubles({1, -1, 0}, {3}, d), 0.0),
+                   {kInf, -kInf, kNan});
+    }
+    // Integer division by zero is float division (no trap).
+    check_values(tf::divide(tf::constant({1, -1, 0}), 0), {kInf, -kInf, kNan});
+    check_values(tf::divide(tf::detail::from_doubles({7}, {1}, tf::uint8), 0), {kInf});
+    // int32 arithmetic wraps.
+    const int32_t mx = std::numeric_limits<int32_t>::max();
+    CHECK((tf::constant(std::vector<int32_t>{mx}) + 1).numpy<int32_t>() ==
+          std::vector<int32_t>{std::numeric_limits<int32_t>::min()});
+    CHECK((tf::constant(std::vector<int32_t>{65536}) * 65536).numpy<int32_t>() ==
+          std::vector<int32_t>{0});
+    // Integer pow: by squaring, exact; negative exponents are rejected as in TF.
+    CHECK(tf::pow(tf::constant(std::vector<int64_t>{3, -2, 0, 7}),
+                  tf::constant(std::vector<int64_t>{13, 3, 0, 1}))
+              .numpy<int64_t>() == std::vector<int64_t>{1594323, -8, 1, 7});
+    CHECK(tf::pow(tf::constant({2}), tf::constant({31})).numpy<int32_t>() ==
+          std::vector<int32_t>{std::numeric_limits<int32_t>::min()});  // wraps
+    require_error([] { tf::pow(tf::constant({2, 3}), tf::constant({1, -1})); },
+                  {"[pow]", "negative integer powers"});
+    check_values(tf::pow(tf::constant({4.0f, 2.0f, -8.0f}), tf::constant({0.5f, -1.0f, 2.0f})),
+                 {2, 0.5, 64});
+    // Logical ops on every combination.
+    const auto p = tf::constant({true, true, false, false});
+    const auto q = tf::constant({true, false, true, false});
+    CHECK(tf::logical_and(p, q).numpy<bool>() == std::vector<bool>{true, false, false, false});
+    CHECK(tf::logical_or(p, q).numpy<bool>() == std::vector<bool>{true, true, true, false});
+    CHECK(tf::logical_and(p, true).numpy<bool>() == std::vector<bool>{true, true, false, false});
+    CHECK(tf::equal(p, q).numpy<bool>() == std::vector<bool>{true, false, false, true});
+    require_error([&] { tf::logical_and(tf::constant({1.f}), tf::constant({1.f})); },
+                  {"[logical_and]", "float32"});
+  }
+}
+
+TEST_CASE("where broadcasts condition, x and y", "[cpu][binary][where]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // Reference: numpy.where with broadcasting over all three.
+    struct Shapes {
+      tf::TensorShape c, x, y;
+    };
+    const std::vector<Shapes> cases = {
+        {{2, 3}, {2, 3}, {2, 3}}, {{3, 1}, {1, 4}, {}},       {{4}, {3, 4}, {3, 1}},
+        {{}, {2, 2}, {2, 2}},     {{2, 1, 3}, {4, 1}, {3}},   {{0, 2}, {2}, {}},
+        {{300, 1}, {1, 400}, {300, 400}},  // parallel broadcast path
+        {{70001}, {70001}, {70001}},       // parallel same-shape path
+    };
+    for (const auto d : kAllDTypes) {
+      for (const auto& s : cases) {
+        INFO(tf::dtype_name(d) << ": " << s.c.to_string() << ", " << s.x.to_string() << ", "
+                               << s.y.to_string());
+        auto vc = tf::testing::random_values(static_cast<size_t>(s.c.num_elements()), 0, 1, 5);
+        for (auto& v : vc) v = v > 0.5;
+        auto vx = tf::testing::random_values(static_cast<size_t>(s.x.num_elements()), 0, 100, 6);
+        auto vy = tf::testing::random_values(static_cast<size_t>(s.y.num_elements()), 0, 100, 7);
+        for (auto* v : {&vx, &vy})
+          for (auto& e : *v) e = d == tf::bool_ ? double(e > 50) : std::floor(e);
+        const auto c = tf::detail::from_doubles(vc, s.c, tf::bool_);
+        const auto x = tf::detail::from_doubles(vx, s.x, d);
+        const auto y = tf::detail::from_doubles(vy, s.y, d);
+        const auto r = tf::where(c, x, y);
+        const auto so = bshape({s.c, s.x, s.y});
+        REQUIRE(r.shape() == so);
+        REQUIRE(r.dtype() == d);
+        std::vector<double> want(static_cast<size_t>(so.num_elements()));
+        for (int64_t i = 0; i < so.num_elements(); ++i)
+          want[i] = vc[source_index(s.c, so, i)] != 0 ? vx[source_index(s.x, so, i)]
+                                                      : vy[source_index(s.y, so, i)];
+        check_all(r, want, 0, 0);
+      }
+    }
+    // C++ scalars take the tensor operand's dtype.
+    const auto x64 = tf::constant({1.0, 2.0, 3.0});
+    const auto r = tf::where(tf::greater(x64, 1.5), x64, 0.0f);
+    CHECK(r.dtype() == tf::float64);
+    check_values(r, {0, 2, 3});
+    CHECK(tf::where(true, tf::constant({1, 2}), -1).numpy<int>() == std::vector<int>{1, 2});
+  }
+  require_error([] { tf::where(tf::constant({1.f}), tf::constant({1.f}), tf::constant({2.f})); },
+                {"[where]", "bool", "float32"});
+  require_error([] {
+    tf::where(tf::constant({true}), tf::constant({1.f}), tf::constant({2.0}));
+  }, {"[where]", "float32", "float64"});
+  require_error([] {
+    tf::where(tf::zeros({2, 3}, tf::bool_), tf::zeros({3}), tf::zeros({4}));
+  }, {"[where]", "(2, 3)", "(3,)", "(4,)"});
+  CHECK(tf::prims::Select{}.is_elementwise());
+  CHECK(std::string(tf::prims::Select{}.name()) == "where");
+}
+
+TEST_CASE("clip_by_value clips into [min, max] with TF's broadcasting", "[cpu][binary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const auto t = tf::constant({{-3.f, 0.5f, 7.f}, {2.f, -0.25f, 10.f}});
+    auto r = tf::clip_by_value(t, -1.0f, 5.0f);
+    CHECK(r.dtype() == tf::float32);
+    CHECK(r.shape() == tf::TensorShape({2, 3}));
+    check_values(r, {-1, 0.5, 5, 2, -0.25, 5});
+    // Per-column bounds broadcast to t's shape.
+    r = tf::clip_by_value(t, tf::constant({0.f, 0.f, 8.f}), tf::constant({1.f, 1.f, 9.f}));
+    check_values(r, {0, 0.5, 8, 1, 0, 9});
+    const auto ti = tf::constant({-5, 3, 12});
+    CHECK(tf::clip_by_value(ti, 0, 10).numpy<int>() == std::vector<int>{0, 3, 10});
+    check_values(tf::clip_by_value(tf::constant({kNan, 1.0}), 0.0, 0.5), {kNan, 0.5});
+    // TF's order when min > max: minimum with max first, then maximum with min.
+    check_values(tf::clip_by_value(tf::constant({0.f, 10.f}), 6.0f, 4.0f), {6, 6});
+  }
+  require_error([] { tf::clip_by_value(tf::zeros({2}), tf::zeros({3, 2}), 1.0f); },
+                {"[clip_by_value]", "(3, 2)", "(2,)"});
+  require_error([] { tf::clip_by_value(tf::zeros({2}), 0.0f, tf::zeros({2}, tf::float64)); },
+                {"[clip_by_value]", "float32", "float64"});
+  require_error([] { tf::clip_by_value(tf::constant({true}), false, true); },
+                {"[clip_by_value]", "bool"});
+}
+
+TEST_CASE("binary primitives are elementwise", "[cpu][binary]") {
+  CHECK(tf::prims::Add{}.is_elementwise());
+  CHECK(tf::prims::LogicalOr{}.is_elementwise());
+  CHECK(std::string(tf::prims::GreaterEqual{}.name()) == "greater_equal");
+  CHECK(tf::prims::Add{}.is_equivalent(tf::prims::Add{}));
+  CHECK_FALSE(tf::prims::Add{}.is_equivalent(tf::prims::Subtract{}));
+}

@@ -1,0 +1,524 @@
+// matmul, inv, solve and det against plain float64 reference loops.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+using tf::testing::random_values;
+
+namespace {
+
+// The devices whose linalg kernels exist: the CUDA kernels come in a later issue, so GPUs are
+// skipped (with a warning) until then.
+std::vector<tf::Device> linalg_devices() {
+  std::vector<tf::Device> out;
+  for (const tf::Device& d : tf::testing::devices_under_test()) {
+    if (d.is_cpu()) out.push_back(d);
+    else WARN("linalg has no CUDA kernels yet: skipping " << d.to_string());
+  }
+  return out;
+}
+
+tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s, tf::DType dt) {
+  return tf::detail::from_doubles(v, s, dt);
+}
+
+// Whole numbers in [-4, 4] (exact in every dtype, products exact in float16 for small K).
+std::vector<double> random_ints(size_t n, unsigned seed) {
+  auto v = random_values(n, -4.5, 4.5, seed);
+  for (double& x : v) x = std::round(x);
+  return v;
+}
+
+std::vector<int64_t> batch_dims(const tf::TensorShape& s) {
+  std::vector<int64_t> b;
+  for (int i = 0; i + 2 < s.rank(); ++i) b.push_back(s[i]);
+  return b;
+}
+
+// Reference matmul in float64 with broadcast batch dimensions; returns the values and the shape.
+std::vector<double> ref_matmul(const tf::Tensor& ta, const tf::Tensor& tb, bool tra, bool trb,
+                               tf::TensorShape* shape) {
+  const auto a = tf::detail::to_double_vector(ta);
+  const auto b = tf::detail::to_double_vector(tb);
+  const tf::TensorShape& sa = ta.shape();
+  const tf::TensorShape& sb = tb.shape();
+  const int ra = sa.rank(), rb = sb.rank();
+  const int64_t ar = sa[ra - 2], ac = sa[ra - 1], br = sb[rb - 2], bc = sb[rb - 1];
+  const int64_t m = tra ? ac : ar, k = tra ? ar : ac, n = trb ? br : bc;
+  auto ba = batch_dims(sa), bb = batch_dims(sb);
+  const size_t r = std::max(ba.size(), bb.size());
+  while (ba.size() < r) ba.insert(ba.begin(), 1);
+  while (bb.size() < r) bb.insert(bb.begin(), 1);
+  std::vector<int64_t> bo(r);
+  int64_t nb = 1;
+  for (size_t i = 0; i < r; ++i) {
+    bo[i] = std::max(ba[i], bb[i]);
+    nb *= bo[i];
+  }
+  std::vector<int64_t> dims(bo);
+  dims.push_back(m);
+  dims.push_back(n);
+  *shape = tf::TensorShape(dims);
+  std::vector<double> c(static_cast<size_t>(nb * m * n), 0.0);
+  for (int64_t t = 0; t < nb; ++t) {
+    // Decompose t and map to a's and b's batch index.
+    int64_t rem = t, ia = 0, ib = 0, sa_ = 1, sb_ = 1;
+    for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
+      const int64_t idx = rem % bo[d];
+      rem /= bo[d];
+      ia += (ba[d] == 1 ? 0 : idx) * sa_;
+      ib += (bb[d] == 1 ? 0 : idx) * sb_;
+      sa_ *= ba[d];
+      sb_ *= bb[d];
+    }
+    const double* pa = a.data() + ia * ar * ac;
+    const double* pb = b.data() + ib * br * bc;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          const double x = tra ? pa[q * ac + i] : pa[i * ac + q];
+          const double y = trb ? pb[j * bc + q] : pb[q * bc + j];
+          s += x * y;
+        }
+        c[(t * m + i) * n + j] = s;
+      }
+  }
+  return c;
+}
+
+void check_matmul(const tf::TensorShape& sa, const tf::TensorShape& sb, tf::DType dt,
+                  bool tra = false, bool trb = false, double tol = 1e-5, unsigned seed = 1) {
+  INFO("a " << sa.to_string() << " b " << sb.to_string() << " " << tf::dtype_name(dt)
+            << " transpose_a=" << tra << " transpose_b=" << trb);
+  const bool whole = !tf::is_floating(dt) || dt == tf::float16 || dt == tf::bfloat16;
+  const auto va = whole ? random_ints(sa.num_elements(), seed)
+                        : random_values(sa.num_elements(), -1, 1, seed);
+  const auto vb = whole ? random_ints(sb.num_elements(), seed + 7)
+                        : random_values(sb.num_elements(), -1, 1, seed + 7);
+  const tf::Tensor a = make(va, sa, dt), b = make(vb, sb, dt);
+  tf::TensorShape want_shape;
+  const auto want = ref_matmul(a, b, tra, trb, &want_shape);
+  const tf::Tensor c = tf::matmul(a, b, tra, trb);
+  CHECK(c.dtype() == dt);
+  REQUIRE(c.shape() == want_shape);
+  check_values(c, want, tol, tol);
+}
+
+// ---- float64 references for the LU ops ----
+
+using Mat = std::vector<double>;
+
+// Gauss-Jordan elimination with partial pivoting: solves A X = B (n x n, n x k) in place.
+// Returns false when A is singular.
+bool ref_solve(Mat a, Mat& b, int64_t n, int64_t k, double* det = nullptr) {
+  double d = 1;
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t p = c;
+    for (int64_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r * n + c]) > std::abs(a[p * n + c])) p = r;
+    if (a[p * n + c] == 0) {
+      if (det) *det = 0;
+      return false;
+    }
+    if (p != c) {
+      for (int64_t j = 0; j < n; ++j) std::swap(a[p * n + j], a[c * n + j]);
+      for (int64_t j = 0; j < k; ++j) std::swap(b[p * k + j], b[c * k + j]);
+      d = -d;
+    }
+    d *= a[c * n + c];
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r * n + c] / a[c * n + c];
+      for (int64_t j = 0; j < n; ++j) a[r * n + j] -= f * a[c * n + j];
+      for (int64_t j = 0; j < k; ++j) b[r * k + j] -= f * b[c * k + j];
+    }
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < k; ++j) b[r * k + j] /= a[r * n + r];
+  if (det) *det = d;
+  return true;
+}
+
+// Random well-conditioned matrices: uniform [-1, 1) plus n on the diagonal, batch of them.
+std::vector<double> well_conditioned(int64_t batches, int64_t n, unsigned seed) {
+  auto v = random_values(static_cast<size_t>(batches * n * n), -1, 1, seed);
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < n; ++i) v[(b * n + i) * n + i] += static_cast<double>(n);
+  return v;
+}
+
+void check_inverse(const tf::TensorShape& s, tf::DType dt, double tol, unsigned seed = 3) {
+  INFO("inv of " << s.to_string() << " " << tf::dtype_name(dt));
+  const int64_t n = s[s.rank() - 1];
+  const int64_t batches = s.num_elements() / std::max<int64_t>(n * n, 1);
+  const tf::Tensor a = make(well_conditioned(batches, n, seed), s, dt);
+  const auto va = tf::detail::to_double_vector(a);
+  std::vector<double> want;
+  for (int64_t b = 0; b < batches; ++b) {
+    Mat m(va.begin() + b * n * n, va.begin() + (b + 1) * n * n);
+    Mat id(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) id[i * n + i] = 1;
+    REQUIRE(ref_solve(m, id, n, n));
+    want.insert(want.end(), id.begin(), id.end());
+  }
+  const tf::Tensor x = tf::linalg::inv(a);
+  CHECK(x.dtype() == dt);
+  REQUIRE(x.shape() == s);
+  check_values(x, want, tol, tol);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// matmul
+
+TEST_CASE("matmul matches a float64 reference for plain shapes", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    check_matmul({2, 3}, {3, 4}, tf::float32);
+    check_matmul({1, 1}, {1, 1}, tf::float32);
+    check_matmul({4, 4}, {4, 4}, tf::float32);
+    check_matmul({7, 1}, {1, 9}, tf::float32);
+    check_matmul({1, 33}, {33, 1}, tf::float32);
+    check_matmul({37, 41}, {41, 29}, tf::float32);  // the oneDNN path
+    // The exact values of a small product.
+    const tf::Tensor a = tf::constant<float>({{1, 2, 3}, {4, 5, 6}});
+    const tf::Tensor b = tf::constant<float>({{7, 8}, {9, 10}, {11, 12}});
+    const tf::Tensor c = tf::matmul(a, b);
+    CHECK(c.shape() == tf::TensorShape({2, 2}));
+    check_values(c, {58, 64, 139, 154}, 0, 0);
+    check_values(tf::linalg::matmul(a, b), {58, 64, 139, 154}, 0, 0);
+  }
+}
+
+TEST_CASE("matmul with an empty inner dimension gives zeros", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float32, tf::float64, tf::float16, tf::int32, tf::int64}) {
+      const tf::Tensor c = tf::matmul(tf::zeros({5, 0}, dt), tf::zeros({0, 3}, dt));
+      CHECK(c.shape() == tf::TensorShape({5, 3}));
+      CHECK(c.dtype() == dt);
+      check_values(c, std::vector<double>(15, 0.0), 0, 0);
+    }
+    // Empty outputs.
+    CHECK(tf::matmul(tf::zeros({0, 4}), tf::zeros({4, 3})).shape() == tf::TensorShape({0, 3}));
+    CHECK(tf::matmul(tf::zeros({2, 4}), tf::zeros({4, 0})).shape() == tf::TensorShape({2, 0}));
+    CHECK(tf::matmul(tf::zeros({0, 2, 4}), tf::zeros({4, 3})).shape() ==
+          tf::TensorShape({0, 2, 3}));
+  }
+}
+
+TEST_CASE("matmul transposes either operand", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float32, tf::float64, tf::int32}) {
+      // a stored (2, 3) or (3, 2); b stored (3, 4) or (4, 3): always a (2, 3) @ (3, 4) product.
+      check_matmul({2, 3}, {3, 4}, dt, false, false);
+      check_matmul({3, 2}, {3, 4}, dt, true, false);
+      check_matmul({2, 3}, {4, 3}, dt, false, true);
+      check_matmul({3, 2}, {4, 3}, dt, true, true);
+      // Bigger: the library paths (and the integer kernel's blocks).
+      check_matmul({70, 50}, {70, 60}, dt, true, false, 1e-4);
+      check_matmul({50, 70}, {60, 70}, dt, false, true, 1e-4);
+      check_matmul({70, 50}, {60, 70}, dt, true, true, 1e-4);
+    }
+    // Batched with transposes.
+    check_matmul({2, 4, 3}, {2, 5, 4}, tf::float32, true, true);
+    check_matmul({3, 5, 2}, {5, 4}, tf::float32, true, false);
+    check_matmul({3, 2, 5}, {4, 5}, tf::float32, false, true);
+  }
+}
+
+TEST_CASE("matmul batches and broadcasts leading dimensions", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    check_matmul({2, 3, 4}, {2, 4, 5}, tf::float32);
+    check_matmul({2, 1, 3, 4}, {3, 4, 2}, tf::float32);  // -> (2, 3, 3, 2)
+    check_matmul({3, 4}, {2, 3, 4, 2}, tf::float32);     // a shared by every batch
+    check_matmul({2, 3, 4}, {4, 5}, tf::float32);        // b shared: one tall GEMM
+    check_matmul({4, 1, 6, 7}, {1, 3, 7, 5}, tf::float32);
+    check_matmul({5, 6, 7}, {1, 7, 5}, tf::float64);
+    // Many small matrices: spread over the threads.
+    check_matmul({64, 8, 9}, {64, 9, 7}, tf::float32);
+    check_matmul({64, 8, 9}, {64, 9, 7}, tf::int64);
+    check_matmul({50, 40, 30}, {50, 30, 20}, tf::float32, false, false, 1e-4);
+    // Big matrices in a batch: one threaded GEMM after the other.
+    check_matmul({2, 130, 120}, {2, 120, 110}, tf::float32, false, false, 1e-4);
+    // Rank-1 batch dims of size one on both sides.
+    check_matmul({1, 3, 4}, {1, 4, 2}, tf::float32);
+  }
+}
+
+TEST_CASE("matmul supports every numeric dtype", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    check_matmul({4, 6}, {6, 5}, tf::float64, false, false, 1e-12);
+    check_matmul({2, 4, 6}, {2, 6, 5}, tf::float64, false, false, 1e-12);
+    check_matmul({4, 6}, {6, 5}, tf::int32, false, false, 0);
+    check_matmul({4, 6}, {6, 5}, tf::int64, false, false, 0);
+    check_matmul({45, 300}, {300, 70}, tf::int32, false, false, 0);  // several k blocks
+    check_matmul({3, 8, 1100}, {1100, 9}, tf::int32, false, false, 0);
+    // Whole numbers up to 4 with K = 6: exact in float16/bfloat16 (|sums| <= 96).
+    check_matmul({4, 6}, {6, 5}, tf::float16, false, false, 0);
+    check_matmul({2, 4, 6}, {6, 5}, tf::bfloat16, false, false, 0);
+    check_matmul({3, 6}, {5, 6}, tf::float16, false, true, 0);
+    // Larger float16 product: rounding of the result only.
+    check_matmul({30, 40}, {40, 20}, tf::float16, false, false, 2e-3);
+    // int32 wraps around as TF's does.
+    const tf::Tensor big = tf::constant<int>({{65536}});
+    CHECK(tf::matmul(big, big).item<int64_t>() == 0);
+  }
+}
+
+TEST_CASE("matmul of a 300x200 by 200x100 product uses the library path", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    check_matmul({300, 200}, {200, 100}, tf::float32, false, false, 1e-4);
+    check_matmul({200, 300}, {100, 200}, tf::float32, true, true, 1e-4);
+    check_matmul({300, 200}, {200, 100}, tf::float64, false, false, 1e-12);
+    check_matmul({300, 200}, {200, 100}, tf::bfloat16, false, false, 1e-2);
+  }
+}
+
+TEST_CASE("matmul reports bad arguments with the shapes and dtypes", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5})),
+                                 tf::InvalidArgumentError,
+                                 "[matmul] inner dimensions differ: a is (2, 3), b is (4, 5)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5}), true, false),
+                                 tf::InvalidArgumentError,
+                                 "a is (2, 3) (transpose_a=true), b is (4, 5)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5}), false, true),
+                                 tf::InvalidArgumentError,
+                                 "a is (2, 3), b is (4, 5) (transpose_b=true)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({3}), tf::zeros({3, 4})),
+                                 tf::InvalidArgumentError,
+                                 "[matmul] expects tensors of rank at least 2, got shapes (3,) "
+                                 "and (3, 4)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({3})),
+                                 tf::InvalidArgumentError, "rank at least 2");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 2, 3}), tf::zeros({3, 3, 4})),
+                                 tf::InvalidArgumentError,
+                                 "[matmul] batch dimensions (2,) and (3,) cannot be broadcast");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::matmul(tf::zeros({2, 2}, tf::bool_), tf::zeros({2, 2}, tf::bool_)),
+        tf::InvalidArgumentError, "[matmul] does not support dtype bool");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::matmul(tf::zeros({2, 2}, tf::uint8), tf::zeros({2, 2}, tf::uint8)),
+        tf::InvalidArgumentError, "[matmul] does not support dtype uint8");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 2}), tf::zeros({2, 2}, tf::float64)),
+                                 tf::InvalidArgumentError,
+                                 "[matmul] dtypes differ: float32 and float64");
+    TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 2}), tf::Tensor()),
+                                 tf::InvalidArgumentError, "undefined");
+  }
+}
+
+TEST_CASE("the GEMM backend description names the libraries", "[cpu][linalg]") {
+  const std::string info = tf::detail::gemm_backend_info();
+  CHECK(info.find("oneDNN") != std::string::npos);
+  CHECK(info.find("OpenBLAS core") != std::string::npos);
+}
+
+TEST_CASE("detail::gemm writes a strided output", "[cpu][linalg]") {
+  // A 2x3 times 3x2 product written into the left half of a 2x4 buffer.
+  const std::vector<float> a{1, 2, 3, 4, 5, 6}, b{7, 8, 9, 10, 11, 12};
+  std::vector<float> c(8, -1.0f);
+  tf::detail::gemm(false, false, 2, 2, 3, a.data(), 3, b.data(), 2, c.data(), 4);
+  CHECK(c == std::vector<float>{58, 64, -1, -1, 139, 154, -1, -1});
+  const std::vector<double> ad{1, 4, 2, 5, 3, 6};  // a transposed
+  std::vector<double> cd(4, 0.0);
+  tf::detail::gemm(true, false, 2, 2, 3, ad.data(), 2, std::vector<double>(b.begin(), b.end()).data(),
+                   2, cd.data(), 2);
+  CHECK(cd == std::vector<double>{58, 64, 139, 154});
+}
+
+// ---------------------------------------------------------------------------------------------
+// inv, solve, det
+
+TEST_CASE("inv matches a float64 reference", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    check_inverse({1, 1}, tf::float32, 1e-6);
+    check_inverse({2, 2}, tf::float32, 1e-6);
+    check_inverse({5, 5}, tf::float64, 1e-12);
+    check_inverse({3, 4, 4}, tf::float32, 1e-5);
+    check_inverse({2, 3, 6, 6}, tf::float64, 1e-12);
+    check_inverse({200, 5, 5}, tf::float32, 1e-5);  // small matrices spread over the threads
+    check_inverse({150, 150}, tf::float32, 1e-5);   // threaded LAPACK
+    check_inverse({2, 130, 130}, tf::float64, 1e-12);
+    check_inverse({4, 4}, tf::float16, 2e-3);
+    check_inverse({2, 3, 3}, tf::bfloat16, 1e-2);
+    // Exact values with pivoting.
+    const tf::Tensor a = tf::constant<float>({{0, 2}, {4, 0}});
+    check_values(tf::linalg::inv(a), {0, 0.25, 0.5, 0}, 0, 0);
+    // Empty matrices and empty batches.
+    CHECK(tf::linalg::inv(tf::zeros({0, 0})).shape() == tf::TensorShape({0, 0}));
+    CHECK(tf::linalg::inv(tf::zeros({0, 3, 3})).shape() == tf::TensorShape({0, 3, 3}));
+  }
+}
+
+TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::constant<float>({{1, 2}, {2, 4}})),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::zeros({3, 3}, tf::float64)),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    // One singular matrix in a batch (the parallel path).
+    std::vector<double> v = well_conditioned(40, 3, 9);
+    for (int i = 0; i < 9; ++i) v[17 * 9 + i] = 0;
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(v, {40, 3, 3}, tf::float32)),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    // A big singular one (the threaded path): a zero column gives an exact zero pivot. (Like
+    // TF's, the check catches exact zero pivots only, not every numerically singular matrix.)
+    std::vector<double> big = well_conditioned(1, 120, 4);
+    for (int i = 0; i < 120; ++i) big[i * 120 + 50] = 0;
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(big, {120, 120}, tf::float64)),
+                                 tf::InvalidArgumentError, "Input is not invertible.");
+  }
+}
+
+TEST_CASE("solve matches a float64 reference", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    struct Case {
+      int64_t batches, n, k;
+      tf::DType dt;
+      double tol;
+    };
+    for (const Case& c : {Case{1, 3, 1, tf::float32, 1e-5}, Case{1, 3, 2, tf::float64, 1e-12},
+                          Case{4, 5, 3, tf::float32, 1e-5}, Case{64, 4, 2, tf::float64, 1e-12},
+                          Case{1, 140, 7, tf::float32, 1e-5}, Case{2, 100, 1, tf::float64, 1e-12},
+                          Case{3, 4, 2, tf::float16, 3e-3}, Case{2, 3, 3, tf::bfloat16, 2e-2}}) {
+      INFO("solve batches=" << c.batches << " n=" << c.n << " k=" << c.k << " "
+                            << tf::dtype_name(c.dt));
+      const tf::TensorShape sa = c.batches == 1 ? tf::TensorShape{c.n, c.n}
+                                                : tf::TensorShape{c.batches, c.n, c.n};
+      const tf::TensorShape sb = c.batches == 1 ? tf::TensorShape{c.n, c.k}
+                                                : tf::TensorShape{c.batches, c.n, c.k};
+      const tf::Tensor a = make(well_conditioned(c.batches, c.n, 11), sa, c.dt);
+      const tf::Tensor b = make(random_values(sb.num_elements(), -2, 2, 12), sb, c.dt);
+      const auto va = tf::detail::to_double_vector(a), vb = tf::detail::to_double_vector(b);
+      std::vector<double> want;
+      for (int64_t i = 0; i < c.batches; ++i) {
+        Mat m(va.begin() + i * c.n * c.n, va.begin() + (i + 1) * c.n * c.n);
+        Mat r(vb.begin() + i * c.n * c.k, vb.begin() + (i + 1) * c.n * c.k);
+        REQUIRE(ref_solve(m, r, c.n, c.k));
+        want.insert(want.end(), r.begin(), r.end());
+      }
+      const tf::Tensor x = tf::linalg::solve(a, b);
+      CHECK(x.dtype() == c.dt);
+      REQUIRE(x.shape() == sb);
+      check_values(x, want, c.tol, c.tol);
+    }
+    // Exact: a permutation (pivoting) system.
+    const tf::Tensor p = tf::constant<double>({{0, 0, 2}, {1, 0, 0}, {0, 4, 0}});
+    const tf::Tensor r = tf::constant<double>({{2, 4}, {3, 6}, {8, 12}});
+    check_values(tf::linalg::solve(p, r), {3, 6, 2, 3, 1, 2}, 0, 0);
+  }
+}
+
+TEST_CASE("solve reports bad arguments and singular systems", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::zeros({2, 2}), tf::ones({2, 1})),
+                                 tf::InvalidArgumentError,
+                                 "[solve] Input matrix is not invertible.");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::zeros({2, 3}), tf::ones({2, 1})),
+                                 tf::InvalidArgumentError,
+                                 "[solve] expects square matrices, got shape (2, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::ones({3, 3}), tf::ones({4, 1})),
+                                 tf::InvalidArgumentError, "[solve] a is (3, 3) and b is (4, 1)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::ones({2, 3, 3}), tf::ones({4, 3, 1})),
+                                 tf::InvalidArgumentError,
+                                 "[solve] a is (2, 3, 3) and b is (4, 3, 1)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::ones({3, 3}), tf::ones({3})),
+                                 tf::InvalidArgumentError, "[solve] expects b of the same rank");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::linalg::solve(tf::ones({3, 3}), tf::ones({3, 1}, tf::float64)),
+        tf::InvalidArgumentError, "[solve] dtypes differ: float32 and float64");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::linalg::solve(tf::ones({3, 3}, tf::int32), tf::ones({3, 1}, tf::int32)),
+        tf::InvalidArgumentError, "[solve] expects a floating-point tensor");
+  }
+}
+
+TEST_CASE("det matches a float64 reference, with the pivot sign", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    // Exact small cases; each needs row exchanges.
+    check_values(tf::linalg::det(tf::constant<float>({{0, 1}, {1, 0}})), {-1}, 0, 0);
+    check_values(tf::linalg::det(tf::constant<float>({{0, 2}, {3, 0}})), {-6}, 0, 0);
+    check_values(tf::linalg::det(tf::constant<double>({{0, 0, 1}, {0, 1, 0}, {1, 0, 0}})), {-1},
+                 0, 0);
+    check_values(tf::linalg::det(tf::constant<double>({{0, 1, 0}, {0, 0, 1}, {1, 0, 0}})), {1}, 0,
+                 0);
+    check_values(tf::linalg::det(tf::constant<double>({{1, 2}, {3, 4}})), {-2}, 1e-15, 0);
+    check_values(tf::linalg::det(tf::constant<float>({{1, 2}, {2, 4}})), {0}, 0, 0);  // singular
+    check_values(tf::linalg::det(tf::zeros({3, 3})), {0}, 0, 0);
+    // det of the empty matrix is 1; empty batch gives an empty result.
+    check_values(tf::linalg::det(tf::zeros({2, 0, 0})), {1, 1}, 0, 0);
+    CHECK(tf::linalg::det(tf::zeros({0, 3, 3})).shape() == tf::TensorShape({0}));
+    // Random batches against elimination in float64.
+    for (tf::DType dt : {tf::float32, tf::float64, tf::float16}) {
+      for (int64_t n : {1, 3, 8, 120}) {
+        const int64_t batches = n >= 100 ? 2 : 30;
+        INFO("det n=" << n << " " << tf::dtype_name(dt));
+        std::vector<double> v = random_values(static_cast<size_t>(batches * n * n), -1, 1, 21);
+        if (n >= 100) {  // keep the value in float32's range: identity plus small noise
+          for (double& x : v) x *= 0.05;
+          for (int64_t b = 0; b < batches; ++b)
+            for (int64_t i = 0; i < n; ++i) v[(b * n + i) * n + i] += 1.0;
+        }
+        const tf::Tensor a = make(v, {batches, n, n}, dt);
+        const auto va = tf::detail::to_double_vector(a);
+        std::vector<double> want;
+        for (int64_t b = 0; b < batches; ++b) {
+          Mat m(va.begin() + b * n * n, va.begin() + (b + 1) * n * n), r;
+          double d = 0;
+          ref_solve(m, r, n, 0, &d);
+          want.push_back(d);
+        }
+        const tf::Tensor d = tf::linalg::det(a);
+        CHECK(d.dtype() == dt);
+        REQUIRE(d.shape() == tf::TensorShape({batches}));
+        const double tol = dt == tf::float64 ? 1e-11 : dt == tf::float32 ? 2e-4 : 4e-3;
+        check_values(d, want, tol, tol * 1e-3);
+      }
+    }
+    // Products that overflow partway but not at the end.
+    check_values(tf::linalg::det(tf::constant<double>({{1e200, 0, 0}, {0, 1e200, 0}, {0, 0, 1e-300}})),
+                 {1e100}, 1e-14, 0);
+  }
+}
+
+TEST_CASE("inv and det reject bad shapes and dtypes", "[cpu][linalg]") {
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::zeros({2, 3})), tf::InvalidArgumentError,
+                                 "[inv] expects square matrices, got shape (2, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::det(tf::zeros({4, 2, 3})), tf::InvalidArgumentError,
+                                 "[det] expects square matrices, got shape (4, 2, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::zeros({3})), tf::InvalidArgumentError,
+                                 "[inv] expects a tensor of rank at least 2, got shape (3,)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::zeros({2, 2}, tf::int32)),
+                                 tf::InvalidArgumentError,
+                                 "[inv] expects a floating-point tensor (float16, bfloat16, "
+                                 "float32, float64), got int32");
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::det(tf::zeros({2, 2}, tf::bool_)),
+                                 tf::InvalidArgumentError, "[det] expects a floating-point tensor");
+  }
+}

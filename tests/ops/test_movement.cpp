@@ -1,0 +1,614 @@
+// Shape and movement ops against plain reference loops on every device under test, in every
+// dtype (element sizes 1, 2, 4 and 8 bytes), with zero-size dimensions, high ranks, and every
+// error path (messages name the op and the shapes).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+namespace {
+
+const std::vector<tf::DType> kAllTypes = {tf::float32, tf::float64, tf::float16, tf::bfloat16,
+                                          tf::int32,   tf::int64,   tf::uint8,   tf::bool_};
+
+using Dims = std::vector<int64_t>;
+
+int64_t count(const Dims& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+// Element i holds a value exact in every dtype (bool: i % 2).
+double value_at(int64_t i, tf::DType dt) {
+  return dt == tf::bool_ ? static_cast<double>(i % 2) : static_cast<double>(i % 97);
+}
+std::vector<double> iota_values(const Dims& s, tf::DType dt, int64_t offset = 0) {
+  std::vector<double> v(static_cast<size_t>(count(s)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = value_at(static_cast<int64_t>(i) + offset, dt);
+  return v;
+}
+tf::Tensor iota(const Dims& s, tf::DType dt, int64_t offset = 0) {
+  return tf::detail::from_doubles(iota_values(s, dt, offset), tf::TensorShape(s), dt);
+}
+
+Dims unravel(int64_t flat, const Dims& s) {
+  Dims idx(s.size());
+  for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) {
+    idx[d] = flat % s[d];
+    flat /= s[d];
+  }
+  return idx;
+}
+int64_t ravel(const Dims& idx, const Dims& s) {
+  int64_t f = 0;
+  for (size_t d = 0; d < s.size(); ++d) f = f * s[d] + idx[d];
+  return f;
+}
+
+std::vector<double> ref_transpose(const std::vector<double>& x, const Dims& s,
+                                  const std::vector<int>& perm) {
+  Dims os;
+  for (int p : perm) os.push_back(s[p]);
+  std::vector<double> out(x.size());
+  for (int64_t o = 0; o < count(os); ++o) {
+    const Dims oi = unravel(o, os);
+    Dims ii(s.size());
+    for (size_t d = 0; d < perm.size(); ++d) ii[perm[d]] = oi[d];
+    out[o] = x[ravel(ii, s)];
+  }
+  return out;
+}
+
+std::vector<double> ref_slice(const std::vector<double>& x, const Dims& s, const Dims& begin,
+                              const Dims& size) {
+  std::vector<double> out;
+  for (int64_t o = 0; o < count(size); ++o) {
+    Dims i = unravel(o, size);
+    for (size_t d = 0; d < s.size(); ++d) i[d] += begin[d];
+    out.push_back(x[ravel(i, s)]);
+  }
+  return out;
+}
+
+std::vector<double> ref_broadcast(const std::vector<double>& x, const Dims& s, const Dims& os) {
+  std::vector<double> out;
+  const size_t off = os.size() - s.size();
+  for (int64_t o = 0; o < count(os); ++o) {
+    const Dims oi = unravel(o, os);
+    Dims ii(s.size());
+    for (size_t d = 0; d < s.size(); ++d) ii[d] = s[d] == 1 ? 0 : oi[d + off];
+    out.push_back(x[ravel(ii, s)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("reshape is a view with one inferred dimension", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      auto x = iota({2, 3, 4}, dt);
+      auto y = tf::reshape(x, {4, -1});
+      CHECK(y.shape() == tf::TensorShape({4, 6}));
+      CHECK(y.dtype() == dt);
+      CHECK(y.raw_data() == x.raw_data());  // shares the storage
+      check_values(y, iota_values({2, 3, 4}, dt));
+      CHECK(tf::reshape(x, {24}).shape() == tf::TensorShape({24}));
+      CHECK(tf::reshape(x, {-1}).shape() == tf::TensorShape({24}));
+      CHECK(tf::reshape(x, {1, 2, 1, 3, 1, 4, 1, 1}).rank() == 8);
+    }
+    CHECK(tf::reshape(tf::constant({5.0f}), {}).shape() == tf::TensorShape{});
+    CHECK(tf::reshape(tf::constant(5.0f), {1, 1}).shape() == tf::TensorShape({1, 1}));
+    CHECK(tf::reshape(tf::zeros({0, 3}), {3, 0, 2}).shape() == tf::TensorShape({3, 0, 2}));
+    CHECK(tf::reshape(tf::zeros({0, 3}), {-1, 3}).shape() == tf::TensorShape({0, 3}));
+    auto x = tf::zeros({2, 2});
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::reshape(x, {1, 3}), tf::InvalidArgumentError,
+        "[reshape] cannot reshape a tensor with 4 elements to shape (1, 3) (3 elements)");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::reshape(x, {-1, 3}), tf::InvalidArgumentError,
+        "[reshape] cannot reshape a tensor with 4 elements to shape (-1, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::reshape(x, {-1, -1}), tf::InvalidArgumentError,
+                                 "[reshape] only one dimension of shape (-1, -1) may be -1");
+    TF_REQUIRE_THROWS_CONTAINING(tf::reshape(tf::zeros({0, 2}), {-1, 0}), tf::InvalidArgumentError,
+                                 "cannot reshape a tensor with 0 elements to shape (-1, 0)");
+  }
+}
+
+TEST_CASE("transpose matches a reference for every permutation", "[cpu][movement]") {
+  const std::vector<Dims> shapes = {
+      {2, 3},    {2, 3, 4}, {70, 130}, {33, 1, 65}, {3, 1, 2, 5, 2}, {2, 2, 2, 2, 2, 2, 2, 3},
+      {0, 3, 2}, {5},       {}};
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const Dims& s : shapes) {
+      std::vector<int> perm(s.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      int n_perm = 0;
+      do {
+        // All permutations up to rank 3, a sample for higher ranks.
+        if (s.size() > 3 && (n_perm++ % (s.size() > 5 ? 211 : 7)) != 0) continue;
+        for (auto dt : kAllTypes) {
+          auto x = iota(s, dt);
+          auto y = tf::transpose(x, perm);
+          INFO("shape " << tf::TensorShape(s).to_string() << " perm "
+                        << tf::detail::vec_to_string(perm) << " " << tf::dtype_name(dt));
+          Dims os;
+          for (int p : perm) os.push_back(s[p]);
+          CHECK(y.shape() == tf::TensorShape(os));
+          CHECK(y.dtype() == dt);
+          check_values(y, ref_transpose(iota_values(s, dt), s, perm), 0, 0);
+        }
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+    // Default: reversed dimensions.
+    auto x = iota({2, 3, 4}, tf::float32);
+    auto y = tf::transpose(x);
+    CHECK(y.shape() == tf::TensorShape({4, 3, 2}));
+    check_values(y, ref_transpose(iota_values({2, 3, 4}, tf::float32), {2, 3, 4}, {2, 1, 0}));
+    // A big one goes through the tiled path with several threads.
+    auto big = iota({300, 517}, tf::float32);
+    check_values(tf::transpose(big),
+                 ref_transpose(iota_values({300, 517}, tf::float32), {300, 517}, {1, 0}), 0, 0);
+    TF_REQUIRE_THROWS_CONTAINING(tf::transpose(x, {0, 1}), tf::InvalidArgumentError,
+                                 "[transpose] perm [0, 1] has 2 entries, but the tensor of "
+                                 "shape (2, 3, 4) has rank 3");
+    TF_REQUIRE_THROWS_CONTAINING(tf::transpose(x, {0, 1, 1}), tf::InvalidArgumentError,
+                                 "[transpose] perm [0, 1, 1] is not a permutation of [0, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::transpose(x, {0, 1, 3}), tf::InvalidArgumentError,
+                                 "shape (2, 3, 4)");
+  }
+}
+
+TEST_CASE("expand_dims and squeeze add and remove size-1 axes", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto x = iota({2, 3}, tf::int32);
+    CHECK(tf::expand_dims(x, 0).shape() == tf::TensorShape({1, 2, 3}));
+    CHECK(tf::expand_dims(x, 1).shape() == tf::TensorShape({2, 1, 3}));
+    CHECK(tf::expand_dims(x, 2).shape() == tf::TensorShape({2, 3, 1}));
+    CHECK(tf::expand_dims(x, -1).shape() == tf::TensorShape({2, 3, 1}));
+    CHECK(tf::expand_dims(x, -3).shape() == tf::TensorShape({1, 2, 3}));
+    CHECK(tf::expand_dims(tf::constant(1.0f), 0).shape() == tf::TensorShape({1}));
+    check_values(tf::expand_dims(x, 1), iota_values({2, 3}, tf::int32));
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::expand_dims(x, 3), tf::InvalidArgumentError,
+        "[expand_dims] axis 3 is out of range for a tensor of shape (2, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::expand_dims(x, -4), tf::InvalidArgumentError,
+                                 "[expand_dims] axis -4");
+    TF_REQUIRE_THROWS_CONTAINING(tf::expand_dims(tf::zeros({1, 1, 1, 1, 1, 1, 1, 1}), 0),
+                                 tf::InvalidArgumentError, "[expand_dims] cannot add a dimension");
+
+    auto z = iota({1, 2, 1, 3, 1}, tf::float16);
+    CHECK(tf::squeeze(z).shape() == tf::TensorShape({2, 3}));
+    CHECK(tf::squeeze(z, {0}).shape() == tf::TensorShape({2, 1, 3, 1}));
+    CHECK(tf::squeeze(z, {-1, 2}).shape() == tf::TensorShape({1, 2, 3}));
+    check_values(tf::squeeze(z), iota_values({2, 3}, tf::float16));
+    CHECK(tf::squeeze(tf::zeros({1, 1})).shape() == tf::TensorShape{});
+    TF_REQUIRE_THROWS_CONTAINING(tf::squeeze(z, {1}), tf::InvalidArgumentError,
+                                 "[squeeze] cannot squeeze axis 1 of shape (1, 2, 1, 3, 1): its "
+                                 "size is 2, not 1");
+    TF_REQUIRE_THROWS_CONTAINING(tf::squeeze(z, {5}), tf::InvalidArgumentError,
+                                 "[squeeze] axis 5 is out of range for a tensor of rank 5");
+  }
+}
+
+TEST_CASE("concat joins along an axis", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      for (int axis = 0; axis < 3; ++axis) {
+        const std::vector<Dims> parts_shape = [&] {
+          std::vector<Dims> p(3, Dims{2, 3, 4});
+          p[1][axis] = 0;  // an empty part
+          p[2][axis] = 5;
+          return p;
+        }();
+        std::vector<tf::Tensor> parts;
+        std::vector<std::vector<double>> vals;
+        for (size_t i = 0; i < parts_shape.size(); ++i) {
+          parts.push_back(iota(parts_shape[i], dt, static_cast<int64_t>(i) * 31));
+          vals.push_back(iota_values(parts_shape[i], dt, static_cast<int64_t>(i) * 31));
+        }
+        Dims os = {2, 3, 4};
+        os[axis] = parts_shape[0][axis] + parts_shape[1][axis] + parts_shape[2][axis];
+        // Reference: walk the output and pick the part along the axis.
+        std::vector<double> want;
+        for (int64_t o = 0; o < count(os); ++o) {
+          Dims i = unravel(o, os);
+          size_t p = 0;
+          while (i[axis] >= parts_shape[p][axis]) i[axis] -= parts_shape[p++][axis];
+          want.push_back(vals[p][ravel(i, parts_shape[p])]);
+        }
+        auto y = tf::concat(parts, axis - 3 * (axis % 2));  // also negative axes
+        INFO(tf::dtype_name(dt) << " axis " << axis);
+        CHECK(y.shape() == tf::TensorShape(os));
+        CHECK(y.dtype() == dt);
+        check_values(y, want, 0, 0);
+      }
+    }
+    // Large parts take the parallel path.
+    auto a = iota({600, 1000}, tf::float32), b = iota({400, 1000}, tf::float32, 5);
+    auto c = tf::concat({a, b}, 0);
+    auto want = iota_values({600, 1000}, tf::float32);
+    auto wb = iota_values({400, 1000}, tf::float32, 5);
+    want.insert(want.end(), wb.begin(), wb.end());
+    check_values(c, want, 0, 0);
+    CHECK(tf::concat({a}, 1).shape() == tf::TensorShape({600, 1000}));
+
+    auto x = tf::zeros({2, 3});
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({}, 0), tf::InvalidArgumentError,
+                                 "[concat] needs at least one tensor");
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({x, tf::zeros({2, 3}, tf::int32)}, 0),
+                                 tf::InvalidArgumentError,
+                                 "[concat] dtypes differ: float32 and int32");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::concat({x, tf::zeros({2})}, 0), tf::InvalidArgumentError,
+        "[concat] ranks differ: values[0] has shape (2, 3), values[1] has (2,)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({x, tf::zeros({3, 3})}, 1), tf::InvalidArgumentError,
+                                 "[concat] shapes (2, 3) (values[0]) and (3, 3) (values[1]) differ "
+                                 "in dimension 0");
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({x, x}, 2), tf::InvalidArgumentError,
+                                 "[concat] axis 2 is out of range for a tensor of rank 2");
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({tf::constant(1.0f)}, 0), tf::InvalidArgumentError,
+                                 "[concat] cannot concatenate scalars");
+  }
+}
+
+TEST_CASE("stack adds a new axis", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      auto a = iota({2, 3}, dt), b = iota({2, 3}, dt, 10);
+      const auto va = iota_values({2, 3}, dt), vb = iota_values({2, 3}, dt, 10);
+      auto s0 = tf::stack({a, b});
+      CHECK(s0.shape() == tf::TensorShape({2, 2, 3}));
+      std::vector<double> w0 = va;
+      w0.insert(w0.end(), vb.begin(), vb.end());
+      check_values(s0, w0, 0, 0);
+      auto s2 = tf::stack({a, b}, -1);
+      CHECK(s2.shape() == tf::TensorShape({2, 3, 2}));
+      std::vector<double> w2;
+      for (size_t i = 0; i < va.size(); ++i) {
+        w2.push_back(va[i]);
+        w2.push_back(vb[i]);
+      }
+      check_values(s2, w2, 0, 0);
+      auto s1 = tf::stack({a, b, a}, 1);
+      CHECK(s1.shape() == tf::TensorShape({2, 3, 3}));
+    }
+    auto sc = tf::stack({tf::constant(1.0f), tf::constant(2.0f), tf::constant(3.0f)});
+    CHECK(sc.shape() == tf::TensorShape({3}));
+    check_values(sc, {1, 2, 3});
+    TF_REQUIRE_THROWS_CONTAINING(tf::stack({tf::zeros({2}), tf::zeros({3})}),
+                                 tf::InvalidArgumentError,
+                                 "[stack] shapes differ: values[0] is (2,), values[1] is (3,)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::stack({tf::zeros({2})}, 2), tf::InvalidArgumentError,
+                                 "[stack] axis 2 is out of range");
+    TF_REQUIRE_THROWS_CONTAINING(tf::stack({}), tf::InvalidArgumentError, "[stack]");
+  }
+}
+
+TEST_CASE("split into equal parts or given sizes", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      const Dims s = {4, 6};
+      auto x = iota(s, dt);
+      const auto v = iota_values(s, dt);
+      auto parts = tf::split(x, 3, 1);
+      REQUIRE(parts.size() == 3);
+      for (int p = 0; p < 3; ++p) {
+        CHECK(parts[p].shape() == tf::TensorShape({4, 2}));
+        check_values(parts[p], ref_slice(v, s, {0, 2 * p}, {4, 2}), 0, 0);
+      }
+      auto rows = tf::split(x, std::vector<int64_t>{1, -1, 0}, 0);
+      REQUIRE(rows.size() == 3);
+      CHECK(rows[0].shape() == tf::TensorShape({1, 6}));
+      CHECK(rows[1].shape() == tf::TensorShape({3, 6}));
+      CHECK(rows[2].shape() == tf::TensorShape({0, 6}));
+      check_values(rows[1], ref_slice(v, s, {1, 0}, {3, 6}), 0, 0);
+      auto cols = tf::split(x, std::vector<int64_t>{2, 4}, -1);
+      check_values(cols[1], ref_slice(v, s, {0, 2}, {4, 4}), 0, 0);
+    }
+    auto x = tf::zeros({2, 5});
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, 2, 1), tf::InvalidArgumentError,
+                                 "[split] dimension 1 of shape (2, 5) (size 5) is not divisible "
+                                 "by num_splits 2");
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, 0, 1), tf::InvalidArgumentError,
+                                 "[split] num_splits must be positive");
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, std::vector<int64_t>{1, 2}, 1),
+                                 tf::InvalidArgumentError,
+                                 "[split] size_splits [1, 2] add up to 3, but dimension 1 of "
+                                 "shape (2, 5) has size 5");
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, std::vector<int64_t>{-1, -1}, 1),
+                                 tf::InvalidArgumentError, "at most one -1");
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, std::vector<int64_t>{7, -1}, 1),
+                                 tf::InvalidArgumentError, "more than dimension 1");
+    TF_REQUIRE_THROWS_CONTAINING(tf::split(x, 1, 2), tf::InvalidArgumentError,
+                                 "[split] axis 2 is out of range");
+  }
+}
+
+TEST_CASE("slice copies a box", "[cpu][movement]") {
+  struct Case {
+    Dims shape, begin, size;
+  };
+  const std::vector<Case> cases = {
+      {{5}, {1}, {3}},
+      {{4, 6}, {1, 2}, {2, 3}},
+      {{4, 6}, {1, 0}, {2, -1}},  // full rows: one run
+      {{4, 6}, {0, 5}, {-1, 1}},  // one column
+      {{3, 4, 5}, {1, 1, 1}, {2, 2, 3}},
+      {{3, 4, 5}, {0, 1, 0}, {3, 2, 5}},
+      {{2, 2, 2, 2, 2, 2, 2, 2}, {1, 0, 1, 0, 1, 0, 1, 0}, {1, 2, 1, 2, 1, 2, 1, 2}},
+      {{3, 4}, {3, 0}, {0, 4}},           // empty
+      {{}, {}, {}},                       // scalar
+      {{1000, 700}, {3, 5}, {900, 600}},  // big: parallel runs
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kAllTypes) {
+        auto x = iota(c.shape, dt);
+        auto y = tf::slice(x, c.begin, c.size);
+        Dims sz = c.size;
+        for (size_t d = 0; d < sz.size(); ++d)
+          if (sz[d] == -1) sz[d] = c.shape[d] - c.begin[d];
+        INFO(tf::TensorShape(c.shape).to_string() << " " << tf::dtype_name(dt));
+        CHECK(y.shape() == tf::TensorShape(sz));
+        check_values(y, ref_slice(iota_values(c.shape, dt), c.shape, c.begin, sz), 0, 0);
+      }
+    }
+    auto x = tf::zeros({2, 4});
+    TF_REQUIRE_THROWS_CONTAINING(tf::slice(x, {0, 3}, {2, 2}), tf::InvalidArgumentError,
+                                 "[slice] size[1] = 2 is out of bounds for dimension 1 of shape "
+                                 "(2, 4) with begin[1] = 3");
+    TF_REQUIRE_THROWS_CONTAINING(tf::slice(x, {3, 0}, {-1, 1}), tf::InvalidArgumentError,
+                                 "[slice] begin[0] = 3 is out of bounds for dimension 0 of shape "
+                                 "(2, 4)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::slice(x, {-1, 0}, {1, 1}), tf::InvalidArgumentError,
+                                 "begin[0] = -1");
+    TF_REQUIRE_THROWS_CONTAINING(tf::slice(x, {0}, {1}), tf::InvalidArgumentError,
+                                 "[slice] begin [0] and size [1] need one entry per dimension of "
+                                 "shape (2, 4)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::slice(x, {0, 0}, {1, -2}), tf::InvalidArgumentError,
+                                 "size[1] = -2");
+  }
+}
+
+TEST_CASE("gather picks slices along an axis and checks the indices", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      const Dims ps = {3, 4, 5};
+      auto p = iota(ps, dt);
+      const auto pv = iota_values(ps, dt);
+      for (auto idt : {tf::int32, tf::int64}) {
+        const std::vector<double> iv = {2, 0, 1, 2, 2, 0};
+        for (int axis = 0; axis < 3; ++axis) {
+          const Dims is = {2, 3};
+          std::vector<double> ivals = iv;
+          for (auto& v : ivals) v = std::fmod(v, static_cast<double>(ps[axis]));
+          auto idx = tf::detail::from_doubles(ivals, tf::TensorShape(is), idt);
+          auto y = tf::gather(p, idx, axis - 3 * (axis == 2));
+          Dims os;
+          for (int d = 0; d < axis; ++d) os.push_back(ps[d]);
+          os.insert(os.end(), is.begin(), is.end());
+          for (int d = axis + 1; d < 3; ++d) os.push_back(ps[d]);
+          INFO(tf::dtype_name(dt) << " axis " << axis);
+          CHECK(y.shape() == tf::TensorShape(os));
+          CHECK(y.dtype() == dt);
+          std::vector<double> want;
+          for (int64_t o = 0; o < count(os); ++o) {
+            const Dims oi = unravel(o, os);
+            Dims pi;
+            for (int d = 0; d < axis; ++d) pi.push_back(oi[d]);
+            pi.push_back(static_cast<int64_t>(ivals[ravel({oi[axis], oi[axis + 1]}, is)]));
+            for (int d = axis + 1; d < 3; ++d) pi.push_back(oi[d + 1]);
+            want.push_back(pv[ravel(pi, ps)]);
+          }
+          check_values(y, want, 0, 0);
+        }
+      }
+    }
+    // A scalar index removes the axis; an empty index list gives an empty result.
+    auto p = iota({3, 4}, tf::float32);
+    auto row = tf::gather(p, tf::constant(2), 0);
+    CHECK(row.shape() == tf::TensorShape({4}));
+    check_values(row, {8, 9, 10, 11});
+    auto none = tf::gather(p, tf::zeros({0}, tf::int64), 1);
+    CHECK(none.shape() == tf::TensorShape({3, 0}));
+    // Large: parallel copies of rows.
+    auto big = iota({1000, 64}, tf::float32);
+    std::vector<double> iv(5000);
+    for (size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<double>((i * 7) % 1000);
+    auto g = tf::gather(big, tf::detail::from_doubles(iv, {5000}, tf::int32));
+    std::vector<double> want;
+    for (double r : iv)
+      for (int c = 0; c < 64; ++c)
+        want.push_back(value_at(static_cast<int64_t>(r) * 64 + c, tf::float32));
+    check_values(g, want, 0, 0);
+
+    TF_REQUIRE_THROWS_CONTAINING(tf::gather(p, tf::constant({0, 5}), 0), tf::InvalidArgumentError,
+                                 "[gather] indices[1] = 5 is not in [0, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::gather(p, tf::constant({{0, 1}, {-1, 2}}), 1),
+                                 tf::InvalidArgumentError,
+                                 "[gather] indices[1,0] = -1 is not in [0, 4)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::gather(p, tf::constant({0.0f}), 0), tf::InvalidArgumentError,
+                                 "[gather] indices must be int32 or int64, got float32");
+    TF_REQUIRE_THROWS_CONTAINING(tf::gather(p, tf::constant({0}), 2), tf::InvalidArgumentError,
+                                 "[gather] axis 2 is out of range for a tensor of rank 2");
+  }
+}
+
+TEST_CASE("one_hot makes float32 rows; out-of-range indices give all-off rows",
+          "[cpu][movement][one_hot]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto idt : {tf::int32, tf::int64}) {
+      auto idx = tf::detail::from_doubles({0, 2, -1, 3, 1, 1}, {2, 3}, idt);
+      auto y = tf::one_hot(idx, 3);
+      CHECK(y.dtype() == tf::float32);
+      CHECK(y.shape() == tf::TensorShape({2, 3, 3}));
+      check_values(y, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0});
+      check_values(tf::one_hot(tf::detail::from_doubles({1}, {1}, idt), 2, 5.0f, -1.0f), {-1, 5});
+    }
+    CHECK(tf::one_hot(tf::constant({1, 2}), 0).shape() == tf::TensorShape({2, 0}));
+    CHECK(tf::one_hot(tf::constant(1), 4).shape() == tf::TensorShape({4}));
+    TF_REQUIRE_THROWS_CONTAINING(tf::one_hot(tf::constant({1.0f}), 3), tf::InvalidArgumentError,
+                                 "[one_hot] indices must be int32, int64 or uint8, got float32");
+    TF_REQUIRE_THROWS_CONTAINING(tf::one_hot(tf::constant({1}), -1), tf::InvalidArgumentError,
+                                 "[one_hot] depth must be non-negative, got -1");
+  }
+}
+
+TEST_CASE("broadcast_to follows numpy's rules", "[cpu][movement]") {
+  struct Case {
+    Dims from, to;
+  };
+  const std::vector<Case> cases = {
+      {{3}, {2, 3}},
+      {{3, 1}, {3, 4}},
+      {{1, 4}, {3, 4}},
+      {{}, {2, 3}},
+      {{2, 1, 3}, {4, 2, 5, 3}},
+      {{1}, {0}},
+      {{2, 3}, {2, 3}},
+      {{1, 1}, {5, 1}},
+      {{2, 1, 1, 3}, {2, 2, 2, 3}},
+      {{1, 3, 1, 2}, {2, 3, 2, 2}},
+      {{1}, {100000}},
+      {{700, 1}, {700, 300}},
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kAllTypes) {
+        auto x = iota(c.from, dt, 1);
+        auto y = tf::broadcast_to(x, tf::TensorShape(c.to));
+        INFO(tf::TensorShape(c.from).to_string()
+             << " -> " << tf::TensorShape(c.to).to_string() << " " << tf::dtype_name(dt));
+        CHECK(y.shape() == tf::TensorShape(c.to));
+        check_values(y, ref_broadcast(iota_values(c.from, dt, 1), c.from, c.to), 0, 0);
+      }
+    }
+    TF_REQUIRE_THROWS_CONTAINING(tf::broadcast_to(tf::zeros({2, 3}), {4, 3}),
+                                 tf::InvalidArgumentError,
+                                 "[broadcast_to] cannot broadcast a tensor of shape (2, 3) to "
+                                 "shape (4, 3)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::broadcast_to(tf::zeros({2, 3}), {3}), tf::InvalidArgumentError,
+                                 "shape (2, 3) to shape (3,)");
+    TF_REQUIRE_THROWS_CONTAINING(tf::broadcast_to(tf::zeros({2}), {-1, 2}),
+                                 tf::InvalidArgumentError, "[broadcast_to] the target shape");
+  }
+}
+
+TEST_CASE("tile repeats along every dimension", "[cpu][movement]") {
+  struct Case {
+    Dims shape, multiples;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3}, {2, 1}},
+      {{2, 3}, {1, 3}},
+      {{2, 3}, {2, 2}},
+      {{3}, {4}},
+      {{2, 3}, {0, 2}},
+      {{2, 1, 2}, {1, 1, 1}},
+      {{2, 2, 1, 2, 3}, {2, 2, 3, 2, 2}},  // rank 5 + 5 tiled axes: one axis at a time
+      {{1, 2, 1, 2, 1, 2, 1, 2}, {2, 1, 2, 1, 2, 1, 2, 1}},
+      {{}, {}},
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kAllTypes) {
+        auto x = iota(c.shape, dt);
+        auto y = tf::tile(x, c.multiples);
+        Dims os;
+        for (size_t d = 0; d < c.shape.size(); ++d) os.push_back(c.shape[d] * c.multiples[d]);
+        INFO(tf::TensorShape(c.shape).to_string() << " " << tf::dtype_name(dt));
+        CHECK(y.shape() == tf::TensorShape(os));
+        const auto v = iota_values(c.shape, dt);
+        std::vector<double> want;
+        for (int64_t o = 0; o < count(os); ++o) {
+          Dims i = unravel(o, os);
+          for (size_t d = 0; d < i.size(); ++d) i[d] %= c.shape[d];
+          want.push_back(v[ravel(i, c.shape)]);
+        }
+        check_values(y, want, 0, 0);
+      }
+    }
+    TF_REQUIRE_THROWS_CONTAINING(tf::tile(tf::zeros({2, 3}), {2}), tf::InvalidArgumentError,
+                                 "[tile] multiples [2] has 1 entries, but the tensor of shape "
+                                 "(2, 3) has rank 2");
+    TF_REQUIRE_THROWS_CONTAINING(tf::tile(tf::zeros({2, 3}), {2, -1}), tf::InvalidArgumentError,
+                                 "[tile] multiples [2, -1] has a negative entry");
+  }
+}
+
+TEST_CASE("pad surrounds with a constant", "[cpu][movement]") {
+  struct Case {
+    Dims shape;
+    std::vector<std::pair<int64_t, int64_t>> pads;
+  };
+  const std::vector<Case> cases = {
+      {{3}, {{1, 2}}},
+      {{2, 3}, {{1, 0}, {2, 1}}},
+      {{2, 3}, {{0, 0}, {0, 0}}},
+      {{2, 3, 4}, {{0, 1}, {1, 1}, {0, 0}}},
+      {{0, 2}, {{1, 1}, {1, 0}}},
+      {{}, {}},
+      {{300, 400}, {{3, 5}, {7, 2}}},
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kAllTypes) {
+        const double cv = dt == tf::bool_ ? 1.0 : 9.0;
+        auto x = iota(c.shape, dt);
+        auto y = tf::pad(x, c.pads, cv);
+        Dims os;
+        for (size_t d = 0; d < c.shape.size(); ++d)
+          os.push_back(c.shape[d] + c.pads[d].first + c.pads[d].second);
+        INFO(tf::TensorShape(c.shape).to_string() << " " << tf::dtype_name(dt));
+        CHECK(y.shape() == tf::TensorShape(os));
+        CHECK(y.dtype() == dt);
+        const auto v = iota_values(c.shape, dt);
+        std::vector<double> want;
+        for (int64_t o = 0; o < count(os); ++o) {
+          Dims i = unravel(o, os);
+          bool inside = true;
+          for (size_t d = 0; d < i.size(); ++d) {
+            i[d] -= c.pads[d].first;
+            inside &= i[d] >= 0 && i[d] < c.shape[d];
+          }
+          want.push_back(inside ? v[ravel(i, c.shape)] : cv);
+        }
+        check_values(y, want, 0, 0);
+      }
+    }
+    // The default constant is 0; values saturate into integer types.
+    check_values(tf::pad(tf::constant({1, 2}), {{1, 1}}), {0, 1, 2, 0});
+    check_values(tf::pad(tf::constant<uint8_t>({1}), {{1, 0}}, 300.0), {255, 1});
+    check_values(tf::pad(tf::constant({1.5f}), {{0, 1}}, -0.25), {1.5, -0.25});
+    TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::zeros({2, 3}), {{1, 1}}), tf::InvalidArgumentError,
+                                 "[pad] paddings [{1, 1}] has 1 pairs, but the tensor of shape "
+                                 "(2, 3) has rank 2");
+    TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::zeros({2}), {{-1, 1}}), tf::InvalidArgumentError,
+                                 "[pad] paddings [{-1, 1}] has a negative entry (tensor of shape "
+                                 "(2,))");
+  }
+}

@@ -1,0 +1,547 @@
+// Reductions and argmax/argmin against plain float64 reference loops, on every device under
+// test: every axis subset of a (2, 3, 4) tensor in every dtype, keepdims both ways, negative
+// axes, empty dimensions, integer wrap-around, NaN, the kernel's large-shape paths, and the
+// error messages.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/reduce.h"
+#include "support/testing.h"
+
+// From core/parallel.h, which test binaries (built without -fopenmp) cannot include: its
+// OpenMP pragma is an unknown-pragma error there.
+namespace tapeflow::detail {
+int num_threads();
+void set_num_threads(int n);
+}  // namespace tapeflow::detail
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+namespace {
+
+enum class RK { Sum, Prod, Max, Min, Mean };
+
+const char* rk_name(RK k) {
+  switch (k) {
+    case RK::Sum:
+      return "reduce_sum";
+    case RK::Prod:
+      return "reduce_prod";
+    case RK::Max:
+      return "reduce_max";
+    case RK::Min:
+      return "reduce_min";
+    case RK::Mean:
+      return "reduce_mean";
+  }
+  return "";
+}
+
+tf::Tensor call(RK k, const tf::Tensor& x, const std::vector<int>& axes, bool keepdims) {
+  switch (k) {
+    case RK::Sum:
+      return tf::reduce_sum(x, axes, keepdims);
+    case RK::Prod:
+      return tf::reduce_prod(x, axes, keepdims);
+    case RK::Max:
+      return tf::reduce_max(x, axes, keepdims);
+    case RK::Min:
+      return tf::reduce_min(x, axes, keepdims);
+    case RK::Mean:
+      return tf::reduce_mean(x, axes, keepdims);
+  }
+  return {};
+}
+tf::Tensor call_all(RK k, const tf::Tensor& x) {
+  switch (k) {
+    case RK::Sum:
+      return tf::reduce_sum(x);
+    case RK::Prod:
+      return tf::reduce_prod(x);
+    case RK::Max:
+      return tf::reduce_max(x);
+    case RK::Min:
+      return tf::reduce_min(x);
+    case RK::Mean:
+      return tf::reduce_mean(x);
+  }
+  return {};
+}
+tf::Tensor call_one(RK k, const tf::Tensor& x, int axis, bool keepdims) {
+  switch (k) {
+    case RK::Sum:
+      return tf::reduce_sum(x, axis, keepdims);
+    case RK::Prod:
+      return tf::reduce_prod(x, axis, keepdims);
+    case RK::Max:
+      return tf::reduce_max(x, axis, keepdims);
+    case RK::Min:
+      return tf::reduce_min(x, axis, keepdims);
+    case RK::Mean:
+      return tf::reduce_mean(x, axis, keepdims);
+  }
+  return {};
+}
+
+// The value an integer accumulator (wrapping modulo 2^bits) leaves in `dt`.
+double wrap_int(uint64_t v, tf::DType dt) {
+  if (dt == tf::int32) return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v)));
+  if (dt == tf::uint8) return static_cast<double>(static_cast<uint8_t>(v));
+  return static_cast<double>(static_cast<int64_t>(v));
+}
+
+double lowest_of(tf::DType dt) {
+  if (tf::is_floating(dt)) return -INFINITY;
+  if (dt == tf::int32) return std::numeric_limits<int32_t>::lowest();
+  if (dt == tf::int64) return static_cast<double>(std::numeric_limits<int64_t>::lowest());
+  return 0;
+}
+double highest_of(tf::DType dt) {
+  if (tf::is_floating(dt)) return INFINITY;
+  if (dt == tf::int32) return std::numeric_limits<int32_t>::max();
+  if (dt == tf::int64) return static_cast<double>(std::numeric_limits<int64_t>::max());
+  return 255;
+}
+
+struct Ref {
+  std::vector<int64_t> shape;  // output shape
+  std::vector<double> values;
+};
+
+// Plain loops: each input element goes to the output element of its kept coordinates.
+Ref reference(RK k, const std::vector<double>& x, const std::vector<int64_t>& shape,
+              const std::vector<int>& axes, bool keepdims, tf::DType dt) {
+  const int r = static_cast<int>(shape.size());
+  std::vector<bool> red(static_cast<size_t>(r), false);
+  for (int a : axes) red[a < 0 ? a + r : a] = true;
+  Ref out;
+  int64_t n_out = 1, count = 1;
+  for (int d = 0; d < r; ++d) {
+    if (red[d]) {
+      count *= shape[d];
+      if (keepdims) out.shape.push_back(1);
+    } else {
+      out.shape.push_back(shape[d]);
+      n_out *= shape[d];
+    }
+  }
+  const bool fl = tf::is_floating(dt);
+  std::vector<double> acc(static_cast<size_t>(n_out));
+  std::vector<uint64_t> iacc(static_cast<size_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    switch (k) {
+      case RK::Sum:
+      case RK::Mean:
+        acc[o] = 0, iacc[o] = 0;
+        break;
+      case RK::Prod:
+        acc[o] = 1, iacc[o] = 1;
+        break;
+      case RK::Max:
+        acc[o] = lowest_of(dt);
+        break;
+      case RK::Min:
+        acc[o] = highest_of(dt);
+        break;
+    }
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t rem = static_cast<int64_t>(i), o = 0, mul = 1;
+    for (int d = r - 1; d >= 0; --d) {
+      const int64_t c = rem % shape[d];
+      rem /= shape[d];
+      if (!red[d]) {
+        o += c * mul;
+        mul *= shape[d];
+      }
+    }
+    const double v = x[i];
+    switch (k) {
+      case RK::Sum:
+      case RK::Mean:
+        acc[o] += v;
+        iacc[o] += static_cast<uint64_t>(static_cast<int64_t>(v));
+        break;
+      case RK::Prod:
+        acc[o] *= v;
+        iacc[o] *= static_cast<uint64_t>(static_cast<int64_t>(v));
+        break;
+      case RK::Max:
+        acc[o] = (std::isnan(v) || std::isnan(acc[o])) ? NAN : std::max(acc[o], v);
+        break;
+      case RK::Min:
+        acc[o] = (std::isnan(v) || std::isnan(acc[o])) ? NAN : std::min(acc[o], v);
+        break;
+    }
+  }
+  for (int64_t o = 0; o < n_out; ++o) {
+    double v = acc[o];
+    if (!fl && (k == RK::Sum || k == RK::Prod)) v = wrap_int(iacc[o], dt);
+    if (k == RK::Mean) {
+      if (fl)
+        v = acc[o] / static_cast<double>(count);
+      else
+        v = count == 0 ? 0.0 : std::trunc(wrap_int(iacc[o], dt) / static_cast<double>(count));
+    }
+    out.values.push_back(v);
+  }
+  return out;
+}
+
+double rtol_of(tf::DType dt) {
+  if (dt == tf::float16) return 2e-3;
+  if (dt == tf::bfloat16) return 1e-2;
+  if (dt == tf::float32) return 1e-5;
+  if (dt == tf::float64) return 1e-12;
+  return 0;
+}
+
+// Deterministic inputs of `dt`: floats in [-1, 1); integers in a small range.
+tf::Tensor input(const std::vector<int64_t>& shape, tf::DType dt, unsigned seed = 7) {
+  size_t n = 1;
+  for (auto d : shape) n *= static_cast<size_t>(d);
+  auto v = tf::testing::random_values(n, -1.0, 1.0, seed);
+  if (!tf::is_floating(dt))
+    for (auto& x : v) x = dt == tf::uint8 ? std::floor((x + 1) * 6) : std::round(x * 5);
+  return tf::detail::from_doubles(v, tf::TensorShape(shape), dt);
+}
+
+void check_against_reference(RK k, const tf::Tensor& x, const std::vector<int>& axes, bool keepdims,
+                             const tf::Tensor& got) {
+  const auto ref =
+      reference(k, tf::detail::to_double_vector(x), x.shape().dims(), axes, keepdims, x.dtype());
+  INFO(rk_name(k) << " of " << x.shape().to_string() << " " << tf::dtype_name(x.dtype()) << " axes "
+                  << tf::detail::vec_to_string(axes) << " keepdims " << keepdims);
+  CHECK(got.dtype() == x.dtype());
+  CHECK(got.shape() == tf::TensorShape(ref.shape));
+  const double rt = rtol_of(x.dtype());
+  check_values(got, ref.values, rt, rt);
+}
+
+const std::vector<tf::DType> kNumeric = {tf::float32, tf::float64, tf::float16, tf::bfloat16,
+                                         tf::int32,   tf::int64,   tf::uint8};
+
+void run_subset_table(RK k) {
+  const std::vector<int64_t> shape = {2, 3, 4};
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kNumeric) {
+      const tf::Tensor x = input(shape, dt);
+      for (int mask = 0; mask < 8; ++mask) {
+        std::vector<int> axes, neg;
+        for (int a = 0; a < 3; ++a)
+          if (mask & (1 << a)) {
+            axes.push_back(a);
+            neg.push_back(a - 3);
+          }
+        for (bool keep : {false, true}) {
+          check_against_reference(k, x, axes, keep, call(k, x, axes, keep));
+          check_against_reference(k, x, neg, keep, call(k, x, neg, keep));
+          if (axes.size() == 1)
+            check_against_reference(k, x, axes, keep, call_one(k, x, neg[0], keep));
+        }
+        // Unsorted axes are accepted.
+        if (axes.size() >= 2) {
+          std::vector<int> rev(axes.rbegin(), axes.rend());
+          check_against_reference(k, x, axes, false, call(k, x, rev, false));
+        }
+      }
+      check_against_reference(k, x, {0, 1, 2}, false, call_all(k, x));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reduce_sum over every axis subset matches a float64 reference", "[cpu][reduce]") {
+  run_subset_table(RK::Sum);
+}
+TEST_CASE("reduce_prod over every axis subset matches a float64 reference", "[cpu][reduce]") {
+  run_subset_table(RK::Prod);
+}
+TEST_CASE("reduce_max over every axis subset matches a float64 reference", "[cpu][reduce]") {
+  run_subset_table(RK::Max);
+}
+TEST_CASE("reduce_min over every axis subset matches a float64 reference", "[cpu][reduce]") {
+  run_subset_table(RK::Min);
+}
+TEST_CASE("reduce_mean over every axis subset matches a float64 reference",
+          "[cpu][reduce][reduce_mean]") {
+  run_subset_table(RK::Mean);
+}
+
+TEST_CASE("reduce_mean truncates for integers and gives NaN over empty float sets",
+          "[cpu][reduce][reduce_mean]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto m = tf::reduce_mean(tf::constant({1, 2}));
+    CHECK(m.dtype() == tf::int32);
+    check_values(m, {1});
+    check_values(tf::reduce_mean(tf::constant({-1, -2})), {-1});
+    check_values(tf::reduce_mean(tf::constant<int64_t>({7, 7, 8})), {7});
+    auto e = tf::reduce_mean(tf::zeros({2, 0}), 1);
+    CHECK(e.shape() == tf::TensorShape({2}));
+    check_values(e, {NAN, NAN});
+    check_values(tf::reduce_mean(tf::zeros({2, 0}, tf::int32), 1), {0, 0});
+    auto h = tf::reduce_mean(tf::ones({3000}, tf::float16));
+    CHECK(h.dtype() == tf::float16);
+    check_values(h, {1.0});
+    TF_REQUIRE_THROWS_CONTAINING(tf::reduce_mean(tf::constant({true})), tf::InvalidArgumentError,
+                                 "[reduce_mean] is not defined for bool");
+  }
+}
+
+TEST_CASE("reduce_any and reduce_all over bool tensors", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // (2, 3): rows [T F F], [F F F]
+    auto x = tf::constant(std::vector<bool>{true, false, false, false, false, false}, {2, 3});
+    auto any1 = tf::reduce_any(x, 1);
+    CHECK(any1.dtype() == tf::bool_);
+    check_values(any1, {1, 0});
+    check_values(tf::reduce_all(x, 1), {0, 0});
+    check_values(tf::reduce_any(x, 0), {1, 0, 0});
+    check_values(tf::reduce_any(x), {1});
+    check_values(tf::reduce_all(x), {0});
+    auto keep = tf::reduce_any(x, {-1}, true);
+    CHECK(keep.shape() == tf::TensorShape({2, 1}));
+    auto t = tf::constant(std::vector<bool>{true, true, true, false}, {2, 2});
+    check_values(tf::reduce_all(t, 1), {1, 0});
+    check_values(tf::reduce_all(t, 0), {1, 0});
+    check_values(tf::reduce_all(t, std::vector<int>{}), {1, 1, 1, 0});
+    // Over empty sets: any is false, all is true.
+    auto e = tf::zeros({2, 0}, tf::bool_);
+    check_values(tf::reduce_any(e, 1), {0, 0});
+    check_values(tf::reduce_all(e, 1), {1, 1});
+    check_values(tf::reduce_all(e), {1});
+    TF_REQUIRE_THROWS_CONTAINING(tf::reduce_any(tf::constant({1.0f})), tf::InvalidArgumentError,
+                                 "[reduce_any] expects a bool tensor, got float32");
+    TF_REQUIRE_THROWS_CONTAINING(tf::reduce_all(tf::constant({1})), tf::InvalidArgumentError,
+                                 "[reduce_all] expects a bool tensor, got int32");
+  }
+}
+
+TEST_CASE("reductions over empty dimensions give the identity", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kNumeric) {
+      INFO(tf::dtype_name(dt));
+      const auto x = tf::zeros({2, 0, 3}, dt);
+      auto s = tf::reduce_sum(x, 1);
+      CHECK(s.shape() == tf::TensorShape({2, 3}));
+      CHECK(s.dtype() == dt);
+      check_values(s, std::vector<double>(6, 0.0));
+      check_values(tf::reduce_prod(x, 1), std::vector<double>(6, 1.0));
+      check_values(tf::reduce_max(x, {1}, true), std::vector<double>(6, lowest_of(dt)));
+      check_values(tf::reduce_min(x, 1), std::vector<double>(6, highest_of(dt)));
+      check_values(tf::reduce_sum(x), {0.0});
+      // Keeping the empty dimension leaves an empty result.
+      auto k = tf::reduce_sum(x, 0);
+      CHECK(k.shape() == tf::TensorShape({0, 3}));
+      CHECK(k.num_elements() == 0);
+    }
+  }
+}
+
+TEST_CASE("reductions keep the dtype: integer sums wrap around as TF's", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto s = tf::reduce_sum(tf::constant({2147483647, 1}));
+    CHECK(s.dtype() == tf::int32);
+    check_values(s, {-2147483648.0});
+    auto u = tf::reduce_sum(tf::constant<uint8_t>({200, 100}));
+    CHECK(u.dtype() == tf::uint8);
+    check_values(u, {44});
+    auto p = tf::reduce_prod(tf::constant<int64_t>({1LL << 40, 1LL << 30}));
+    CHECK(p.dtype() == tf::int64);
+    check_values(p, {0});  // 2^70 wraps to 0 modulo 2^64
+    // A scalar reduces to itself.
+    auto sc = tf::reduce_sum(tf::constant(3.5f));
+    CHECK(sc.shape() == tf::TensorShape{});
+    check_values(sc, {3.5});
+    check_values(tf::reduce_max(tf::constant(-2), std::vector<int>{}, true), {-2});
+  }
+}
+
+TEST_CASE("reduce_max and reduce_min propagate NaN", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float64, tf::float16, tf::bfloat16}) {
+      auto x = tf::detail::from_doubles({1, NAN, 3, 4, 5, 6, -INFINITY, 2, INFINITY}, {3, 3}, dt);
+      check_values(tf::reduce_max(x, 1), {NAN, 6, INFINITY});
+      check_values(tf::reduce_min(x, 1), {NAN, 4, -INFINITY});
+      check_values(tf::reduce_max(x, 0), {4, NAN, INFINITY});
+      check_values(tf::reduce_min(x), {NAN});
+      check_values(tf::reduce_sum(x, 1), {NAN, 15, NAN});
+    }
+  }
+}
+
+TEST_CASE("reductions over large shapes take every kernel path", "[cpu][reduce]") {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int> axes;
+  };
+  const std::vector<Case> cases = {
+      {{3, 70001}, {1}},                         // long rows (chunked)
+      {{3, 70001}, {0}},                         // columns
+      {{200001}, {0}},                           // everything, long
+      {{1500, 7}, {0}},                          // few columns, many rows (row chunks)
+      {{2, 1300, 3}, {1}},                       // (K, R, K) with row chunks
+      {{70, 90, 130}, {1}},                      // (K, R, K), many tasks
+      {{4, 5, 6, 7}, {0, 2}},                    // (R, K, R, K): two passes
+      {{4, 5, 6, 7}, {1, 3}},                    // (K, R, K, R)
+      {{4, 5, 6, 7}, {0, 1, 3}},                 // (R, K, R)
+      {{2, 1, 3, 1, 2, 3, 1, 2}, {0, 2, 4, 6}},  // rank 8, size-1 dims
+      {{2, 1, 3, 1, 2, 3, 1, 2}, {1, 3, 5, 7}},
+      {{5, 1, 1}, {0}},  // reduces only size-1 dims after dropping: rows of 5
+      {{5, 1, 7}, {1}},  // reduces only a size-1 dim: a copy
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : {tf::float32, tf::float64, tf::int64, tf::float16}) {
+        const auto x = input(c.shape, dt, 11);
+        for (RK k : {RK::Sum, RK::Max, RK::Min}) {
+          check_against_reference(k, x, c.axes, false, call(k, x, c.axes, false));
+          check_against_reference(k, x, c.axes, true, call(k, x, c.axes, true));
+        }
+      }
+      // Products of values near 1 stay finite.
+      auto v = tf::testing::random_values(
+          static_cast<size_t>(tf::TensorShape(c.shape).num_elements()), 0.999, 1.001, 5);
+      const auto x = tf::detail::from_doubles(v, tf::TensorShape(c.shape), tf::float64);
+      check_against_reference(RK::Prod, x, c.axes, false, tf::reduce_prod(x, c.axes));
+    }
+  }
+}
+
+TEST_CASE("float32 sums stay accurate for long inputs and do not depend on the thread count",
+          "[cpu][reduce]") {
+  const int64_t n = 3'000'004;  // 7 * 428572
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = 0.1 + static_cast<double>(i % 7) * 0.01;
+  const auto x = tf::detail::from_doubles(v, {n}, tf::float32);
+  double want = 0;
+  for (double e : tf::detail::to_double_vector(x)) want += e;
+  const int saved = tf::detail::num_threads();
+  tf::detail::set_num_threads(1);
+  const double one = tf::reduce_sum(x).item<double>();
+  const auto cols1 = tf::reduce_sum(tf::detail::from_doubles(v, {n / 7, 7}, tf::float32), 0);
+  tf::detail::set_num_threads(2);
+  const double two = tf::reduce_sum(x).item<double>();
+  const auto cols2 = tf::reduce_sum(tf::detail::from_doubles(v, {n / 7, 7}, tf::float32), 0);
+  tf::detail::set_num_threads(saved);
+  CHECK(std::abs(one - want) <= 1e-6 * want);
+  CHECK(one == two);
+  CHECK(cols1.numpy<float>() == cols2.numpy<float>());
+}
+
+TEST_CASE("reduction errors name the op, the axes and the shape", "[cpu][reduce]") {
+  auto x = tf::zeros({2, 3});
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_sum(x, 3), tf::InvalidArgumentError,
+                               "[reduce_sum] axis 3 is out of range for a tensor of rank 2");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_max(x, {0, -3}), tf::InvalidArgumentError,
+                               "[reduce_max] axis -3 is out of range for a tensor of rank 2");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_prod(x, {1, -1}), tf::InvalidArgumentError,
+                               "[reduce_prod] axes [1, -1] contain a duplicate");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_sum(tf::constant({true})), tf::InvalidArgumentError,
+                               "[reduce_sum] is not defined for bool tensors");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_prod(tf::constant({true})), tf::InvalidArgumentError,
+                               "[reduce_prod] is not defined for bool tensors");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_max(tf::constant({true})), tf::InvalidArgumentError,
+                               "[reduce_max] is not defined for bool tensors");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_min(tf::constant({true}), 0), tf::InvalidArgumentError,
+                               "[reduce_min] is not defined for bool tensors");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_sum(tf::Tensor()), tf::InvalidArgumentError,
+                               "[reduce_sum]");
+  TF_REQUIRE_THROWS_CONTAINING(tf::reduce_sum(tf::constant(1.0f), 0), tf::InvalidArgumentError,
+                               "rank 0");
+  TF_REQUIRE_THROWS_CONTAINING(tf::argmax(x, 2), tf::InvalidArgumentError,
+                               "[argmax] axis 2 is out of range for a tensor of rank 2");
+  TF_REQUIRE_THROWS_CONTAINING(tf::argmin(tf::zeros({2, 0}), 1), tf::InvalidArgumentError,
+                               "[argmin] cannot reduce over axis 1 of shape (2, 0)");
+  // The primitive checks its axes too.
+  TF_REQUIRE_THROWS_CONTAINING(tf::detail::dispatch(tf::prims::ReduceSum({1, 0}, false), {x}),
+                               tf::InvalidArgumentError, "[reduce_sum] axes [1, 0]");
+}
+
+namespace {
+
+std::vector<double> arg_reference(bool is_max, const std::vector<double>& x,
+                                  const std::vector<int64_t>& shape, int axis) {
+  int64_t outer = 1, R = shape[axis], inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  // NaN is larger than every number.
+  auto greater = [](double a, double b) {
+    return (std::isnan(a) && !std::isnan(b)) || (!std::isnan(a) && !std::isnan(b) && a > b);
+  };
+  std::vector<double> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t r = 1; r < R; ++r) {
+        const double v = x[(o * R + r) * inner + i], b = x[(o * R + best) * inner + i];
+        if (is_max ? greater(v, b) : greater(b, v)) best = r;
+      }
+      out.push_back(static_cast<double>(best));
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("argmax and argmin return the first extreme index as int64", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt :
+         {tf::float32, tf::float64, tf::float16, tf::bfloat16, tf::int32, tf::int64, tf::uint8}) {
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{2, 3, 4}, std::vector<int64_t>{7}, std::vector<int64_t>{3, 600},
+            std::vector<int64_t>{300, 2, 300}}) {
+        // Few distinct values: many ties.
+        auto v = tf::testing::random_values(
+            static_cast<size_t>(tf::TensorShape(shape).num_elements()), 0, 4, 3);
+        for (auto& e : v) e = std::floor(e);
+        const auto x = tf::detail::from_doubles(v, tf::TensorShape(shape), dt);
+        const int r = static_cast<int>(shape.size());
+        for (int axis = -r; axis < r; ++axis) {
+          const int a = axis < 0 ? axis + r : axis;
+          INFO(tf::dtype_name(dt) << " shape " << tf::TensorShape(shape).to_string() << " axis "
+                                  << axis);
+          auto mx = tf::argmax(x, axis);
+          auto mn = tf::argmin(x, axis);
+          CHECK(mx.dtype() == tf::int64);
+          std::vector<int64_t> os;
+          for (int d = 0; d < r; ++d)
+            if (d != a) os.push_back(shape[d]);
+          CHECK(mx.shape() == tf::TensorShape(os));
+          check_values(mx, arg_reference(true, v, shape, a), 0, 0);
+          check_values(mn, arg_reference(false, v, shape, a), 0, 0);
+        }
+      }
+    }
+    // Ties: the first index; default axis 0.
+    check_values(tf::argmax(tf::constant({1, 3, 3, 2})), {1});
+    check_values(tf::argmin(tf::constant({2.0f, 1.0f, 1.0f})), {1});
+    // NaN counts as the largest value.
+    auto n = tf::constant({1.0f, NAN, 5.0f, NAN});
+    check_values(tf::argmax(n), {1});
+    check_values(tf::argmin(n), {0});
+    check_values(tf::argmin(tf::constant({NAN, NAN})), {0});
+    check_values(tf::argmax(tf::constant({-INFINITY, INFINITY, 2.0f})), {1});
+    // bool works too.
+    check_values(tf::argmax(tf::constant(std::vector<bool>{false, true, true})), {1});
+    // A size-1 axis gives zeros.
+    check_values(tf::argmax(tf::zeros({3, 1}), 1), {0, 0, 0});
+  }
+}

@@ -1,0 +1,364 @@
+// Unary elementwise ops and cast: every op on every accepted dtype and every device against a
+// float64 std:: reference, special values, and the dtype errors.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/factory.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<tf::DType> kAllDTypes = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
+                                           tf::int32,   tf::int64,    tf::uint8,   tf::bool_};
+const std::vector<tf::DType> kFloating = {tf::float16, tf::bfloat16, tf::float32, tf::float64};
+
+// Tolerances of a float64 reference against a result stored in `d`.
+double rtol_of(tf::DType d) {
+  if (d == tf::float16) return 2e-3;
+  if (d == tf::bfloat16) return 1.6e-2;
+  if (d == tf::float32) return 2e-6;
+  if (d == tf::float64) return 1e-13;
+  return 0.0;
+}
+
+// Requires that `f` throws InvalidArgumentError with every one of `parts` in its message.
+void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const tf::InvalidArgumentError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) {
+      INFO("message: " << msg << "; expected to contain: " << p);
+      CHECK(msg.find(p) != std::string::npos);
+    }
+    return;
+  }
+  FAIL("no InvalidArgumentError was thrown");
+}
+
+// check_values for large tensors: the same rule (NaN matches NaN, infinities match exactly,
+// else |got - want| <= atol + rtol * |want|), one assertion per tensor instead of per element.
+void check_all(const tf::Tensor& got, const std::vector<double>& want, double rtol, double atol) {
+  REQUIRE(static_cast<size_t>(got.num_elements()) == want.size());
+  const auto v = tf::detail::to_double_vector(got);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double g = v[i], w = want[i];
+    const bool ok = std::isnan(w)   ? std::isnan(g)
+                    : std::isinf(w) ? g == w
+                                    : std::abs(g - w) <= atol + rtol * std::abs(w);
+    if (!ok && bad++ == 0) first = i;
+  }
+  INFO(bad << " of " << v.size() << " elements differ; first: element " << first << ", got "
+           << (bad ? v[first] : 0.0) << ", want " << (bad ? want[first] : 0.0));
+  CHECK(bad == 0);
+}
+
+struct UnaryCase {
+  const char* name;
+  tf::Tensor (*fn)(const tf::Tensor&);
+  std::function<double(double)> ref;
+  std::vector<tf::DType> dtypes;
+  double lo, hi;  // input range for floating inputs
+};
+
+std::vector<tf::DType> floating_and(std::vector<tf::DType> more) {
+  std::vector<tf::DType> v = kFloating;
+  v.insert(v.end(), more.begin(), more.end());
+  return v;
+}
+
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {
+      {"negative", tf::negative, [](double x) { return -x; }, floating_and({tf::int32, tf::int64}),
+       -10, 10},
+      {"abs", tf::abs, [](double x) { return std::abs(x); },
+       floating_and({tf::int32, tf::int64, tf::uint8}), -10, 10},
+      {"sign", tf::sign, [](double x) { return double((x > 0) - (x < 0)); },
+       floating_and({tf::int32, tf::int64}), -3, 3},
+      {"exp", tf::exp, [](double x) { return std::exp(x); }, kFloating, -20, 20},
+      {"log", tf::log, [](double x) { return std::log(x); }, kFloating, 1e-3, 100},
+      {"log1p", tf::log1p, [](double x) { return std::log1p(x); }, kFloating, -0.9, 100},
+      {"sqrt", tf::sqrt, [](double x) { return std::sqrt(x); }, kFloating, 0, 100},
+      {"rsqrt", tf::rsqrt, [](double x) { return 1.0 / std::sqrt(x); }, kFloating, 1e-3, 100},
+      {"square", tf::square, [](double x) { return x * x; },
+       floating_and({tf::int32, tf::int64, tf::uint8}), -10, 10},
+      {"tanh", tf::tanh, [](double x) { return std::tanh(x); }, kFloating, -6, 6},
+      {"sigmoid", tf::sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, kFloating,
+       -30, 30},
+      {"sin", tf::sin, [](double x) { return std::sin(x); }, kFloating, -6, 6},
+      {"cos", tf::cos, [](double x) { return std::cos(x); }, kFloating, -6, 6},
+      {"floor", tf::floor, [](double x) { return std::floor(x); }, kFloating, -10, 10},
+      {"ceil", tf::ceil, [](double x) { return std::ceil(x); }, kFloating, -10, 10},
+      {"round", tf::round, [](double x) { return std::nearbyint(x); },
+       floating_and({tf::int32, tf::int64, tf::uint8}), -10, 10},
+      {"logical_not", tf::logical_not, [](double x) { return x == 0 ? 1.0 : 0.0; }, {tf::bool_},
+       0, 2},
+  };
+  return cases;
+}
+
+bool contains(const std::vector<tf::DType>& v, tf::DType d) {
+  for (auto x : v)
+    if (x == d) return true;
+  return false;
+}
+
+// Inputs for dtype d: random values in [lo, hi) (integers for integer dtypes, 0/1 for bool).
+std::vector<double> inputs_for(tf::DType d, double lo, double hi, size_t n, unsigned seed) {
+  auto v = tf::testing::random_values(n, lo, hi, seed);
+  if (d == tf::bool_) {
+    for (auto& x : v) x = x > (lo + hi) / 2 ? 1.0 : 0.0;
+  } else if (d == tf::uint8) {
+    for (auto& x : v) x = std::min(std::floor(std::abs(x)), 15.0);  // whole numbers in [0, 15]
+  } else if (tf::is_integer(d)) {
+    for (auto& x : v) x = std::floor(x * 3);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][unary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : unary_cases()) {
+      for (const auto d : c.dtypes) {
+        INFO(c.name << " on " << tf::dtype_name(d) << " on " << dev.to_string());
+        // Sizes on both sides of the parallel split (2 x 32K cheap, 2 x 4K expensive).
+        for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{70001}}) {
+          const auto vals = inputs_for(d, c.lo, c.hi, static_cast<size_t>(n), 17);
+          const tf::Tensor x = tf::detail::from_doubles(vals, {n}, d);
+          const tf::Tensor y = c.fn(x);
+          REQUIRE(y.dtype() == d);
+          REQUIRE(y.shape() == x.shape());
+          CHECK(y.device() == dev.to_string());
+          // The reference sees the input as stored (float16 inputs are already rounded).
+          const auto xin = tf::detail::to_double_vector(x);
+          std::vector<double> want(xin.size());
+          for (size_t i = 0; i < xin.size(); ++i) want[i] = c.ref(xin[i]);
+          // ... and is rounded to the stored type (float16 overflows to inf above 65504).
+          if (tf::is_floating(d)) want = tf::detail::to_double_vector(tf::detail::from_doubles(want, {n}, d));
+          // Results of 1 or more in magnitude compare relatively; near zero the absolute error
+          // of the stored type counts (sin near pi, log near 1).
+          const double rtol = rtol_of(d);
+          check_all(y, want, rtol, rtol);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("unary ops reject the dtypes TF rejects, naming op and dtype", "[cpu][unary]") {
+  for (const auto& c : unary_cases()) {
+    for (const auto d : kAllDTypes) {
+      if (contains(c.dtypes, d)) continue;
+      INFO(c.name << " on " << tf::dtype_name(d));
+      const tf::Tensor x = tf::detail::from_doubles({1, 0}, {2}, d);
+      require_error([&] { c.fn(x); },
+                    {std::string("[") + c.name + "]", std::string(tf::dtype_name(d))});
+    }
+  }
+  require_error([] { tf::exp(tf::constant({1, 2})); }, {"[exp]", "int32", "floating-point"});
+  require_error([] { tf::negative(tf::detail::from_doubles({1}, {1}, tf::uint8)); },
+                {"[negative]", "uint8"});
+  require_error([] { tf::logical_not(tf::constant({1.f})); }, {"[logical_not]", "float32"});
+  require_error([] { tf::exp(tf::Tensor()); }, {"[exp]", "undefined"});
+}
+
+TEST_CASE("unary ops handle special values", "[cpu][unary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : {tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d) << " on " << dev.to_string());
+      auto t = [&](std::vector<double> v) {
+        const int64_t n = static_cast<int64_t>(v.size());
+        return tf::detail::from_doubles(v, {n}, d);
+      };
+      const auto specials = t({kNan, kInf, -kInf, 0.0, -0.0});
+      check_values(tf::exp(specials), {kNan, kInf, 0, 1, 1});
+      check_values(tf::log(t({kNan, kInf, 0.0, -1.0, 1.0})), {kNan, kInf, -kInf, kNan, 0});
+      check_values(tf::log1p(t({-1.0, -2.0, kInf})), {-kInf, kNan, kInf});
+      check_values(tf::sqrt(t({-1.0, kInf, 0.0})), {kNan, kInf, 0});
+      check_values(tf::rsqrt(t({0.0, kInf, 4.0})), {kInf, 0, 0.5});
+      check_values(tf::tanh(specials), {kNan, 1, -1, 0, 0});
+      check_values(tf::sigmoid(specials), {kNan, 1, 0, 0.5, 0.5});
+      check_values(tf::floor(specials), {kNan, kInf, -kInf, 0, 0});
+      check_values(tf::ceil(specials), {kNan, kInf, -kInf, 0, 0});
+      check_values(tf::round(specials), {kNan, kInf, -kInf, 0, 0});
+      check_values(tf::sign(specials), {kNan, 1, -1, 0, 0});
+      check_values(tf::abs(specials), {kNan, kInf, kInf, 0, 0});
+      check_values(tf::negative(specials), {kNan, -kInf, kInf, 0, 0});
+      check_values(tf::square(specials), {kNan, kInf, kInf, 0, 0});
+      // Signs of zeros: |-0| is +0, -(+0) is -0, floor/ceil/round keep the sign.
+      const auto zero_signs = [](const tf::Tensor& y) {
+        std::vector<bool> s;
+        for (double v : tf::detail::to_double_vector(y)) s.push_back(std::signbit(v));
+        return s;
+      };
+      CHECK(zero_signs(tf::abs(t({-0.0, 0.0}))) == std::vector<bool>{false, false});
+      CHECK(zero_signs(tf::negative(t({0.0, -0.0}))) == std::vector<bool>{true, false});
+      CHECK(zero_signs(tf::round(t({-0.5, -0.0, 0.4}))) == std::vector<bool>{true, true, false});
+      CHECK(zero_signs(tf::ceil(t({-0.5}))) == std::vector<bool>{true});
+      // Round half to even, as tf.round and numpy.
+      check_values(tf::round(t({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49999997, 1e10, -7.5})),
+                   {0, 2, 2, -0.0, -2, -2, 4, 0, 1e10, -8});
+      check_values(tf::floor(t({-0.5, 0.5, -2.5, 2.5, -1.0, 1e10 + 0.5})),
+                   {-1, 0, -3, 2, -1, std::floor(1e10 + 0.5)});
+      check_values(tf::ceil(t({-0.5, 0.5, -2.5, 2.5, 1.0, 0.2})), {-0.0, 1, -2, 3, 1, 1});
+    }
+    // float32 exp over its whole range, including overflow and the subnormal results.
+    {
+      std::vector<double> xs;
+      for (double x = -103.0; x <= 88.5; x += 0.37) xs.push_back(x);
+      xs.push_back(88.72);
+      const auto x = tf::detail::from_doubles(xs, {static_cast<int64_t>(xs.size())}, tf::float32);
+      const auto xin = tf::detail::to_double_vector(x);
+      std::vector<double> want;
+      for (double v : xin) want.push_back(std::exp(v));
+      check_values(tf::exp(x), want, 2e-6, 3e-45);
+      check_values(tf::exp(tf::constant({89.0f, 100.0f, -104.0f, -200.0f})), {kInf, kInf, 0, 0},
+                   0, 1.5e-45);
+      // float32 log from the smallest subnormal to the largest float, and around 1.
+      std::vector<double> lx = {1.4e-45, 1e-40, 1.1754942e-38, 1.17549435e-38, 1e-20, 0.5,
+                                0.70710677, 0.70710683, 0.9999999, 1.0000001, 1.5, 2.0, 1e20,
+                                3.4028235e38};
+      for (double v = 1e-6; v < 1e6; v *= 1.37) lx.push_back(v);
+      for (double v = 0.9; v < 1.1; v += 0.0013) lx.push_back(v);
+      const auto l = tf::detail::from_doubles(lx, {static_cast<int64_t>(lx.size())}, tf::float32);
+      std::vector<double> wl;
+      for (double v : tf::detail::to_double_vector(l)) wl.push_back(std::log(v));
+      check_values(tf::log(l), wl, 3e-7, 1e-7);
+      // tanh and sigmoid: relative accuracy near zero and in the tails.
+      std::vector<double> small = {1e-30, -1e-7, 3e-4, 0.6, 0.65, -0.7, 9.0, -20.0};
+      const auto s = tf::detail::from_doubles(small, {8}, tf::float32);
+      std::vector<double> wt, ws;
+      for (double v : tf::detail::to_double_vector(s)) {
+        wt.push_back(std::tanh(v));
+        ws.push_back(1.0 / (1.0 + std::exp(-v)));
+      }
+      check_values(tf::tanh(s), wt, 2e-6, 0);
+      check_values(tf::sigmoid(s), ws, 2e-6, 0);
+      check_values(tf::sigmoid(tf::constant({-100.0f, -80.0f})),
+                   {1.0 / (1.0 + std::exp(100.0)), 1.0 / (1.0 + std::exp(80.0))}, 1e-5, 1e-45);
+    }
+    // Integer negative and abs wrap around at the minimum, as TF's.
+    const int32_t mn = std::numeric_limits<int32_t>::min();
+    CHECK(tf::negative(tf::constant(std::vector<int32_t>{mn, 5})).numpy<int32_t>() ==
+          std::vector<int32_t>{mn, -5});
+    CHECK(tf::abs(tf::constant(std::vector<int32_t>{mn, -5})).numpy<int32_t>() ==
+          std::vector<int32_t>{mn, 5});
+    CHECK(tf::sign(tf::constant(std::vector<int64_t>{-7, 0, 9})).numpy<int64_t>() ==
+          std::vector<int64_t>{-1, 0, 1});
+    CHECK(tf::round(tf::constant(std::vector<int32_t>{-7, 3})).numpy<int32_t>() ==
+          std::vector<int32_t>{-7, 3});
+    CHECK(tf::square(tf::detail::from_doubles({15, 16}, {2}, tf::uint8)).numpy<int>() ==
+          std::vector<int>{225, 0});  // uint8 wraps
+    CHECK(tf::logical_not(tf::constant({true, false, true})).numpy<bool>() ==
+          std::vector<bool>{false, true, false});
+    // Unary minus is negative.
+    check_values(-tf::constant({1.5f, -2.f}), {-1.5, 2});
+    // Empty tensors keep their shape.
+    const auto e = tf::exp(tf::zeros({0, 3}));
+    CHECK(e.shape() == tf::TensorShape({0, 3}));
+    CHECK(e.dtype() == tf::float32);
+  }
+}
+
+TEST_CASE("float16 and bfloat16 inputs compute in float and store back", "[cpu][unary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const auto h = tf::detail::from_doubles({0.5, 1.5, 2.5, -1.0, 11.0, 65504.0}, {6}, tf::float16);
+    auto y = tf::round(h);
+    CHECK(y.dtype() == tf::float16);
+    check_values(y, {0, 2, 2, -1, 11, 65504});
+    // exp(11) = 59874.14 is stored as the nearest float16, 59872.
+    check_values(tf::exp(h), {std::exp(0.5), std::exp(1.5), std::exp(2.5), std::exp(-1.0), 59872,
+                              kInf},
+                 1e-3);
+    const auto b = tf::detail::from_doubles({1.0, 4.0, 100.0}, {3}, tf::bfloat16);
+    auto s = tf::sqrt(b);
+    CHECK(s.dtype() == tf::bfloat16);
+    check_values(s, {1, 2, 10});
+    check_values(tf::square(b), {1, 16, 9984});  // 10000 rounded to bfloat16
+    check_values(tf::negative(b), {-1, -4, -100});
+  }
+}
+
+TEST_CASE("cast converts between every pair of dtypes", "[cpu][unary][cast]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // Values every dtype holds exactly.
+    const std::vector<double> small = {0, 1, 2, 3, 0, 100};
+    for (const auto from : kAllDTypes) {
+      for (const auto to : kAllDTypes) {
+        INFO(tf::dtype_name(from) << " -> " << tf::dtype_name(to) << " on " << dev.to_string());
+        const auto x = tf::detail::from_doubles(small, {2, 3}, from);
+        const auto y = tf::cast(x, to);
+        CHECK(y.dtype() == to);
+        CHECK(y.shape() == tf::TensorShape({2, 3}));
+        std::vector<double> want;
+        for (double v : tf::detail::to_double_vector(x)) want.push_back(to == tf::bool_ ? v != 0 : v);
+        check_values(y, want, 0, 0);
+      }
+    }
+    // float -> int truncates toward zero.
+    const auto f = tf::constant({1.7f, -1.7f, 2.5f, -0.5f, 0.0f, 1e9f});
+    CHECK(tf::cast(f, tf::int32).numpy<int32_t>() ==
+          std::vector<int32_t>{1, -1, 2, 0, 0, 1000000000});
+    CHECK(tf::cast(f, tf::int64).numpy<int64_t>() ==
+          std::vector<int64_t>{1, -1, 2, 0, 0, 1000000000});
+    CHECK(tf::cast(tf::constant({3.9, 200.2, 255.0}), tf::uint8).numpy<int>() ==
+          std::vector<int>{3, 200, 255});
+    // To bool: x != 0 (NaN is true); from bool: 0 / 1.
+    CHECK(tf::cast(tf::constant({0.0f, -0.0f, 0.5f, float(kNan), -2.0f}), tf::bool_)
+              .numpy<bool>() == std::vector<bool>{false, false, true, true, true});
+    CHECK(tf::cast(tf::constant(std::vector<int64_t>{0, 7, -1}), tf::bool_).numpy<bool>() ==
+          std::vector<bool>{false, true, true});
+    check_values(tf::cast(tf::constant({true, false, true}), tf::float32), {1, 0, 1});
+    check_values(tf::cast(tf::constant({true, false}), tf::float16), {1, 0});
+    // To and from float16: rounding to nearest even, overflow to inf.
+    const auto h = tf::cast(tf::constant({2049.0f, 65520.0f, 1.0f / 3.0f, -0.0f}), tf::float16);
+    CHECK(h.dtype() == tf::float16);
+    check_values(h, {2048, kInf, 0.333251953125, 0}, 0, 0);
+    check_values(tf::cast(h, tf::float32), {2048, kInf, 0.333251953125, 0}, 0, 0);
+    check_values(tf::cast(tf::cast(tf::constant({-3.75f, 1000.5f}), tf::float16), tf::int32),
+                 {-3, 1000}, 0, 0);
+    check_values(tf::cast(tf::constant({3.140625f, 1.00390625f}), tf::bfloat16), {3.140625, 1},
+                 0, 0);
+    check_values(tf::cast(tf::constant(std::vector<int32_t>{2049, -3}), tf::float16),
+                 {2048, -3}, 0, 0);
+    // int64 -> int32 wraps modulo 2^32.
+    CHECK(tf::cast(tf::constant(std::vector<int64_t>{(int64_t{1} << 32) + 5, -1}), tf::int32)
+              .numpy<int32_t>() == std::vector<int32_t>{5, -1});
+    // Same dtype: the tensor itself; a C++ scalar becomes a strong tensor.
+    const auto g = tf::constant({1.f, 2.f});
+    CHECK(tf::cast(g, tf::float32).is_same(g));
+    const auto s = tf::cast(2.5f, tf::float32);
+    CHECK_FALSE(s.is_weak());
+    CHECK(s.item<float>() == 2.5f);
+    CHECK(tf::cast(tf::zeros({0, 2}), tf::int32).shape() == tf::TensorShape({0, 2}));
+  }
+  require_error([] { tf::cast(tf::Tensor(), tf::float32); }, {"[cast]", "undefined"});
+}
+
+TEST_CASE("unary primitives are elementwise and carry their attributes", "[cpu][unary]") {
+  CHECK(tf::prims::Exp{}.is_elementwise());
+  CHECK(tf::prims::LogicalNot{}.is_elementwise());
+  CHECK(tf::prims::Cast{tf::int32}.is_elementwise());
+  CHECK(std::string(tf::prims::Round{}.name()) == "round");
+  CHECK(tf::prims::Cast{tf::int32}.attributes() == "dtype=int32");
+  CHECK(tf::prims::Cast{tf::int32}.is_equivalent(tf::prims::Cast{tf::int32}));
+  CHECK_FALSE(tf::prims::Cast{tf::int32}.is_equivalent(tf::prims::Cast{tf::int64}));
+}
