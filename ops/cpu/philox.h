@@ -13,6 +13,9 @@
 // (float64, int64) use two words each: element i comes from block i / 2. So element i's value
 // depends only on (seed, seed2, i), whatever the thread count or device.
 //
+// Uniforms: minval + u * (maxval - minval) with u from uniform_float (uniform_double for
+// float64, uniform_float_bits for the half types), in float32 (float64 for float64), a value that
+// rounds to maxval replaced by the largest one below it.
 // Normals (float16/bfloat16/float32): Box-Muller on words (2k, 2k + 1) of a block, with the
 // branch-free polynomials log_unit and sincos_2pi below (vectorisable; libm's scalar logf and
 // sincosf dominated the time):
@@ -22,7 +25,9 @@
 // All of it is plain IEEE float arithmetic, so it gives the same bits on every machine and
 // device as long as no multiply-add is fused: GCC fuses by default when the target has FMA
 // (e.g. the AVX2/AVX-512 clones of the CPU kernels), so this header and ops/cpu/random.cpp turn
-// contraction off; a CUDA kernel must do the same (nvcc -fmad=false, or __fmul_rn/__fadd_rn).
+// contraction off; a CUDA kernel must do the same (nvcc -fmad=false, or __fmul_rn/__fadd_rn) and
+// use a correctly rounded sqrtf (nvcc's default -prec-sqrt=true). float64 normals use libm's
+// log/sin/cos and may differ in the last bit between libm versions and devices.
 #pragma once
 
 #include <cstdint>
