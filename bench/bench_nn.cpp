@@ -35,8 +35,8 @@ double conv_flops(const ConvShape& s) {
 }
 
 void set_conv_counters(benchmark::State& state, const ConvShape& s) {
-  state.counters["GFLOP/s"] = benchmark::Counter(conv_flops(s) * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(conv_flops(s) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -70,8 +70,12 @@ static void torch_conv2d(benchmark::State& state, bool channels_last) {
   }
   set_conv_counters(state, s);
 }
-static void BM_torch_conv2d_nchw(benchmark::State& state) { torch_conv2d(state, false); }
-static void BM_torch_conv2d_channels_last(benchmark::State& state) { torch_conv2d(state, true); }
+static void BM_torch_conv2d_nchw(benchmark::State& state) {
+  torch_conv2d(state, false);
+}
+static void BM_torch_conv2d_channels_last(benchmark::State& state) {
+  torch_conv2d(state, true);
+}
 BENCHMARK(BM_torch_conv2d_nchw)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_torch_conv2d_channels_last)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 #endif
@@ -148,7 +152,9 @@ static void torch_max_pool(benchmark::State& state, bool channels_last) {
   }
   state.SetBytesProcessed(state.iterations() * s.n * s.h * s.w * s.c * 4 * 5 / 4);
 }
-static void BM_torch_max_pool2d_nchw(benchmark::State& state) { torch_max_pool(state, false); }
+static void BM_torch_max_pool2d_nchw(benchmark::State& state) {
+  torch_max_pool(state, false);
+}
 static void BM_torch_max_pool2d_channels_last(benchmark::State& state) {
   torch_max_pool(state, true);
 }

@@ -135,8 +135,8 @@ void MaxPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) con
   out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
 }
 std::string MaxPool2D::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h,
-                     stride_w, same ? "SAME" : "VALID");
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
+                     same ? "SAME" : "VALID");
 }
 
 void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
@@ -144,8 +144,8 @@ void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) con
   out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
 }
 std::string AvgPool2D::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h,
-                     stride_w, same ? "SAME" : "VALID");
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
+                     same ? "SAME" : "VALID");
 }
 
 }  // namespace prims
@@ -193,8 +193,7 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
   TF_CHECK_ARG(labels.defined() && logits.defined(), op,
                "an input is an undefined tensor (TF's None)");
   TF_CHECK_ARG(labels.dtype() == int32 || labels.dtype() == int64, op,
-               "labels must be int32 or int64 class indices, got {}",
-               dtype_name(labels.dtype()));
+               "labels must be int32 or int64 class indices, got {}", dtype_name(labels.dtype()));
   detail::check_dtype_floating(op, logits);
   TF_CHECK_ARG(logits.rank() >= 1, op, "logits must have rank at least 1, got shape {}",
                logits.shape().to_string());
@@ -210,8 +209,8 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
     // As TF's CPU kernel: an index outside [0, classes) is an error, not a silent NaN.
     for (int64_t v : labels.numpy<int64_t>())
       TF_CHECK_ARG(v >= 0 && v < classes, op,
-                   "Received a label value of {} which is outside the valid range of [0, {})",
-                   v, classes);
+                   "Received a label value of {} which is outside the valid range of [0, {})", v,
+                   classes);
   }
   const Tensor logp = log_softmax(logits, -1);
   // -logp[label] per example: a mask row (label == class) selects one log-probability; where()

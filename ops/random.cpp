@@ -102,8 +102,8 @@ Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dty
   int64_t imin = 0, imax = 0;
   if (is_int) {
     TF_CHECK_ARG(minval == std::floor(minval) && maxval == std::floor(maxval), op,
-                 "minval and maxval must be whole numbers for {}, got {} and {}",
-                 dtype_name(dtype), minval, maxval);
+                 "minval and maxval must be whole numbers for {}, got {} and {}", dtype_name(dtype),
+                 minval, maxval);
     const double lim = dtype == int32 ? 2147483648.0 : 9223372036854775808.0;
     TF_CHECK_ARG(minval >= -lim && maxval <= lim, op,
                  "minval {} and maxval {} must lie in the range of {} (maxval may be one past it)",
@@ -128,8 +128,8 @@ void RandomNormal::infer(std::span<const Tensor>, std::span<TensorMeta> out) con
   out[0] = {shape, dtype};
 }
 std::string RandomNormal::attributes() const {
-  return fmt::format("shape={}, dtype={}, mean={}, stddev={}, seed={}, seed2={}",
-                     shape.to_string(), dtype_name(dtype), mean, stddev, seed, seed2);
+  return fmt::format("shape={}, dtype={}, mean={}, stddev={}, seed={}, seed2={}", shape.to_string(),
+                     dtype_name(dtype), mean, stddev, seed, seed2);
 }
 
 void RandomUniform::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {

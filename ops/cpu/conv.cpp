@@ -2,10 +2,9 @@
 // loop for float64. NHWC activations and HWIO filters are given to oneDNN as they are (format
 // tags nhwc and hwio); oneDNN picks its own weight layout and the filters are reordered into it
 // on each call (cheap next to the convolution). Primitives are cached per geometry.
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <cstring>
+#include <dnnl.hpp>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -30,17 +29,17 @@ dnnl::stream& onednn_stream() {
 namespace {
 
 struct ConvGeom {
-  int64_t n, h, w, c;         // input
-  int64_t kh, kw, o;          // filters (kh, kw, c, o)
-  int64_t oh, ow;             // output
-  int64_t sh, sw, dh, dw;     // strides, dilations
-  int64_t pt, pl, pb, pr;     // padding top, left, bottom, right
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw, o;       // filters (kh, kw, c, o)
+  int64_t oh, ow;          // output
+  int64_t sh, sw, dh, dw;  // strides, dilations
+  int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
   bool operator==(const ConvGeom&) const = default;
 };
 
 struct ConvGeomHash {
   size_t operator()(const ConvGeom& g) const {
-    const int64_t v[] = {g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow,
+    const int64_t v[] = {g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,  g.oh, g.ow,
                          g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr};
     size_t h = 1469598103934665603ull;
     for (int64_t x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
@@ -62,8 +61,12 @@ ConvGeom geometry(const Conv2D& p, const Tensor& x, const Tensor& f, const Tenso
 
 // ---- oneDNN (float32) ----
 
-dnnl::engine& dnnl_engine() { return onednn_engine(); }
-dnnl::stream& dnnl_stream() { return onednn_stream(); }
+dnnl::engine& dnnl_engine() {
+  return onednn_engine();
+}
+dnnl::stream& dnnl_stream() {
+  return onednn_stream();
+}
 
 struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
@@ -138,7 +141,8 @@ void conv_f32_onednn(const ConvGeom& g, const float* x, const float* f, float* y
                                 {DNNL_ARG_SCRATCHPAD, scratch}});
     stream.wait();
   } catch (const dnnl::error& e) {
-    TF_THROW(InternalError, "conv2d", "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), "
+    TF_THROW(InternalError, "conv2d",
+             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), "
              "filters ({}, {}, {}, {})",
              e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, g.o);
   }

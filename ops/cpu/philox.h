@@ -12,9 +12,31 @@
 // normals, int32 uniforms) use one word each: element i comes from block i / 4. 64-bit outputs
 // (float64, int64) use two words each: element i comes from block i / 2. So element i's value
 // depends only on (seed, seed2, i), whatever the thread count or device.
+//
+// Uniforms: minval + u * (maxval - minval) with u from uniform_float (uniform_double for
+// float64, uniform_float_bits for the half types), in float32 (float64 for float64), a value that
+// rounds to maxval replaced by the largest one below it.
+// Normals (float16/bfloat16/float32): Box-Muller on words (2k, 2k + 1) of a block, with the
+// branch-free polynomials log_unit and sincos_2pi below (vectorisable; libm's scalar logf and
+// sincosf dominated the time):
+//   v = -2 * log_unit(1 - uniform_float(w[2k]))      (1 - u lies in (0, 1]: never log(0))
+//   sincos_2pi(uniform_float(w[2k + 1]), s, c)
+//   z[2k] = mean + stddev * (sqrt(v) * c),  z[2k + 1] = mean + stddev * (sqrt(v) * s)
+// All of it is plain IEEE float arithmetic, so it gives the same bits on every machine and
+// device as long as no multiply-add is fused: GCC fuses by default when the target has FMA
+// (e.g. the AVX2/AVX-512 clones of the CPU kernels), so this header and ops/cpu/random.cpp turn
+// contraction off; a CUDA kernel must do the same (nvcc -fmad=false, or __fmul_rn/__fadd_rn) and
+// use a correctly rounded sqrtf (nvcc's default -prec-sqrt=true). float64 normals use libm's
+// log/sin/cos and may differ in the last bit between libm versions and devices.
 #pragma once
 
 #include <cstdint>
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#define TF_PHILOX_POP_OPTIONS 1
+#endif
 
 namespace tapeflow::philox {
 
@@ -81,4 +103,78 @@ inline float uniform_float_bits(uint32_t w, int bits) {
   return static_cast<float>(w >> (32 - bits)) / static_cast<float>(1u << bits);
 }
 
+// ---- float32 Box-Muller pieces ----
+
+// Bit casts through a union: defined behaviour in GCC, Clang and NVCC (and no <cstring>).
+inline uint32_t float_bits(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } v;
+  v.f = f;
+  return v.u;
+}
+inline float bits_float(uint32_t u) {
+  union {
+    uint32_t u;
+    float f;
+  } v;
+  v.u = u;
+  return v.f;
+}
+
+// log(x) for a normal float x in (0, 1] (Cephes' logf polynomial).
+inline float log_unit(float x) {
+  const uint32_t b = float_bits(x);
+  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 126);
+  float m = bits_float((b & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
+  // Below sqrt(1/2): use 2m and e - 1, so that m - 1 lies in [sqrt(1/2) - 1, sqrt(2) - 1].
+  const uint32_t small = 0u - static_cast<uint32_t>(m < 0.70710678118654752440f);
+  e = e - bits_float(float_bits(1.0f) & small);
+  m = (m - 1.0f) + bits_float(float_bits(m) & small);
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y = y + -2.12194440e-4f * e;
+  y = y + -0.5f * z;
+  return (m + y) + 0.693359375f * e;
+}
+
+// sin(2 pi t) and cos(2 pi t) for t in [0, 1): exact reduction to a quadrant (t - q / 4 is exact
+// for the 23-bit t values used here), then Cephes' sinf/cosf polynomials on [-pi/4, pi/4].
+inline void sincos_2pi(float t, float& s, float& c) {
+  const int32_t q = static_cast<int32_t>(t * 4.0f + 0.5f);  // 0..4
+  const float x = (t - static_cast<float>(q) * 0.25f) * 6.28318530717958647692f;
+  const float z = x * x;
+  float ps = -1.9515295891e-4f;
+  ps = ps * z + 8.3321608736e-3f;
+  ps = ps * z - 1.6666654611e-1f;
+  const float sn = ps * z * x + x;
+  float pc = 2.443315711809948e-5f;
+  pc = pc * z - 1.388731625493765e-3f;
+  pc = pc * z + 4.166664568298827e-2f;
+  const float cs = pc * z * z - 0.5f * z + 1.0f;
+  const int32_t k = q & 3;
+  const uint32_t swap = 0u - static_cast<uint32_t>(k & 1);  // quadrants 1 and 3 swap sin, cos
+  const uint32_t sb = float_bits(sn), cb = float_bits(cs);
+  const float s_abs = bits_float((cb & swap) | (sb & ~swap));
+  const float c_abs = bits_float((sb & swap) | (cb & ~swap));
+  // Signs: sin < 0 in quadrants 2 and 3, cos < 0 in quadrants 1 and 2 (flipped as sign bits).
+  s = bits_float(float_bits(s_abs) ^ (static_cast<uint32_t>(k >> 1) << 31));
+  c = bits_float(float_bits(c_abs) ^ (static_cast<uint32_t>(((k + 1) >> 1) & 1) << 31));
+}
+
 }  // namespace tapeflow::philox
+
+#ifdef TF_PHILOX_POP_OPTIONS
+#pragma GCC pop_options
+#undef TF_PHILOX_POP_OPTIONS
+#endif

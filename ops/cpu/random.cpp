@@ -1,15 +1,22 @@
 // CPU kernels of the random family: Philox blocks generated in parallel (each thread takes a
 // range of block indices, so the values do not depend on the thread count), converted to the
 // output dtype. See ops/random.h for the algorithms and ops/cpu/philox.h for the stream layout.
+#include "ops/random.h"
+
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
-#include "core/parallel.h"
 #include "core/check.h"
+#include "core/parallel.h"
 #include "ops/cpu/philox.h"
-#include "ops/random.h"
+
+// No fused multiply-adds anywhere in this file: the AVX2/AVX-512 clones below would otherwise
+// fuse (GCC contracts by default when the target has FMA) and give other bits than the SSE2
+// build, and the same seed must give the same numbers on every machine (see ops/cpu/philox.h).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace tapeflow::prims {
 
@@ -19,9 +26,10 @@ using philox::Words;
 
 // The hot loops below are plain C++ that the compiler vectorises; the library is built for
 // baseline x86-64 (SSE2), so they are also compiled for AVX2 and AVX-512 and picked at load time.
-// Every clone does the same IEEE operations in the same order (ISO C++ mode: no FMA contraction),
-// so the numbers do not depend on the machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// Every clone does the same IEEE operations in the same order (contraction is off, above), so the
+// numbers do not depend on the machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define TF_RANDOM_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -82,83 +90,24 @@ T below(T x) {
   } else {  // half_t, bfloat16_t: step the bit pattern one ulp toward -inf
     T y = x;
     constexpr uint16_t sign = 0x8000;  // both formats keep the sign in the top bit
-    if ((y.bits & 0x7fff) == 0) y.bits = static_cast<uint16_t>(sign | 1);  // +-0 -> -min
-    else if (y.bits & sign) y.bits = static_cast<uint16_t>(y.bits + 1);
-    else y.bits = static_cast<uint16_t>(y.bits - 1);
+    if ((y.bits & 0x7fff) == 0)
+      y.bits = static_cast<uint16_t>(sign | 1);  // +-0 -> -min
+    else if (y.bits & sign)
+      y.bits = static_cast<uint16_t>(y.bits + 1);
+    else
+      y.bits = static_cast<uint16_t>(y.bits - 1);
     return y;
   }
 }
 
 template <class T>
 constexpr int mantissa_bits() {
-  if constexpr (std::is_same_v<T, half_t>) return 10;
-  else if constexpr (std::is_same_v<T, bfloat16_t>) return 7;
-  else return 23;
-}
-
-// ---- float32 Box-Muller with branch-free polynomials ----
-// Vectorisable (libm's scalar logf/sincosf dominated the time), accurate to a few ulp, and made of
-// plain float operations, so a CUDA kernel compiled without FMA contraction (or with __fmul_rn /
-// __fadd_rn) reproduces it bit for bit.
-
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// log(x) for a normal float x in (0, 1] (Cephes' logf polynomial).
-inline float log_unit(float x) {
-  const uint32_t b = float_bits(x);
-  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 126);
-  float m = bits_float((b & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
-  // Below sqrt(1/2): use 2m and e - 1, so that m - 1 lies in [sqrt(1/2) - 1, sqrt(2) - 1].
-  const uint32_t small = 0u - static_cast<uint32_t>(m < 0.70710678118654752440f);
-  e = e - bits_float(float_bits(1.0f) & small);
-  m = (m - 1.0f) + bits_float(float_bits(m) & small);
-  const float z = m * m;
-  float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  y = y + -2.12194440e-4f * e;
-  y = y + -0.5f * z;
-  return (m + y) + 0.693359375f * e;
-}
-
-// sin(2 pi t) and cos(2 pi t) for t in [0, 1): exact reduction to a quadrant (t - q / 4 is exact
-// for the 23-bit t values used here), then Cephes' sinf/cosf polynomials on [-pi/4, pi/4].
-inline void sincos_2pi(float t, float& s, float& c) {
-  const int32_t q = static_cast<int32_t>(t * 4.0f + 0.5f);  // 0..4
-  const float x = (t - static_cast<float>(q) * 0.25f) * 6.28318530717958647692f;
-  const float z = x * x;
-  float ps = -1.9515295891e-4f;
-  ps = ps * z + 8.3321608736e-3f;
-  ps = ps * z - 1.6666654611e-1f;
-  const float sn = ps * z * x + x;
-  float pc = 2.443315711809948e-5f;
-  pc = pc * z - 1.388731625493765e-3f;
-  pc = pc * z + 4.166664568298827e-2f;
-  const float cs = pc * z * z - 0.5f * z + 1.0f;
-  const int32_t k = q & 3;
-  const uint32_t swap = 0u - static_cast<uint32_t>(k & 1);  // quadrants 1 and 3 swap sin, cos
-  const uint32_t sb = float_bits(sn), cb = float_bits(cs);
-  const float s_abs = bits_float((cb & swap) | (sb & ~swap));
-  const float c_abs = bits_float((sb & swap) | (cb & ~swap));
-  // Signs: sin < 0 in quadrants 2 and 3, cos < 0 in quadrants 1 and 2 (flipped as sign bits).
-  s = bits_float(float_bits(s_abs) ^ (static_cast<uint32_t>(k >> 1) << 31));
-  c = bits_float(float_bits(c_abs) ^ (static_cast<uint32_t>(((k + 1) >> 1) & 1) << 31));
+  if constexpr (std::is_same_v<T, half_t>)
+    return 10;
+  else if constexpr (std::is_same_v<T, bfloat16_t>)
+    return 7;
+  else
+    return 23;
 }
 
 // Box-Muller, the vectorisable part: for each pair j, v = -2 log(u1) with u1 = 1 - uniform in
@@ -169,8 +118,8 @@ TF_RANDOM_CLONES void box_muller_prepare(const uint32_t* __restrict w, int64_t p
   for (int64_t j = 0; j < pairs; ++j) {
     const float u1 = 1.0f - philox::uniform_float(w[2 * j]);
     const float u2 = philox::uniform_float(w[2 * j + 1]);
-    v[j] = -2.0f * log_unit(u1);
-    sincos_2pi(u2, s[j], c[j]);
+    v[j] = -2.0f * philox::log_unit(u1);
+    philox::sincos_2pi(u2, s[j], c[j]);
   }
 }
 
@@ -286,9 +235,12 @@ void RandomNormal::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) cons
 
 void RandomUniform::eval_cpu(std::span<const Tensor>, std::span<Tensor> out) const {
   const int64_t n = out[0].num_elements();
-  if (dtype == int32) uniform_int_kernel<int32_t>(*this, out[0].data<int32_t>(), n);
-  else if (dtype == int64) uniform_int_kernel<int64_t>(*this, out[0].data<int64_t>(), n);
-  else TF_DISPATCH_FLOAT_TYPES(dtype, uniform_float_kernel<T>(*this, out[0].data<T>(), n));
+  if (dtype == int32)
+    uniform_int_kernel<int32_t>(*this, out[0].data<int32_t>(), n);
+  else if (dtype == int64)
+    uniform_int_kernel<int64_t>(*this, out[0].data<int64_t>(), n);
+  else
+    TF_DISPATCH_FLOAT_TYPES(dtype, uniform_float_kernel<T>(*this, out[0].data<T>(), n));
 }
 
 }  // namespace tapeflow::prims

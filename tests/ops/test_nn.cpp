@@ -19,7 +19,9 @@ using tf::testing::check_values;
 
 namespace {
 
-std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
 
 // A tensor of `dtype` from doubles, and the doubles it actually holds (rounded to the dtype).
 tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s, tf::DType dtype) {
@@ -132,15 +134,15 @@ TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
   const std::vector<ConvCase> cases = {
       {{1, 5, 5, 3}, {3, 3, 3, 8}, {1}, "SAME", {1}},
       {{2, 7, 6, 4}, {3, 2, 4, 5}, {2}, "VALID", {1}},
-      {{2, 9, 9, 3}, {3, 3, 3, 4}, {2, 2}, "SAME", {1}},        // odd: pad 1 before, 1 after
-      {{1, 8, 8, 2}, {4, 4, 2, 3}, {2}, "SAME", {1}},           // pad 1 before, 2 after
-      {{1, 10, 11, 2}, {3, 3, 2, 3}, {1}, "SAME", {2}},         // dilation 2
+      {{2, 9, 9, 3}, {3, 3, 3, 4}, {2, 2}, "SAME", {1}},  // odd: pad 1 before, 1 after
+      {{1, 8, 8, 2}, {4, 4, 2, 3}, {2}, "SAME", {1}},     // pad 1 before, 2 after
+      {{1, 10, 11, 2}, {3, 3, 2, 3}, {1}, "SAME", {2}},   // dilation 2
       {{3, 12, 10, 16}, {5, 3, 16, 32}, {1, 2}, "VALID", {2, 1}},
       {{2, 11, 13, 5}, {3, 3, 5, 7}, {1, 2, 2, 1}, "SAME", {1, 1, 1, 1}},
-      {{1, 6, 6, 3}, {1, 1, 3, 2}, {4}, "SAME", {1}},           // 1x1, stride 4
-      {{4, 28, 28, 1}, {3, 3, 1, 32}, {1}, "SAME", {1}},        // the benchmark's first layer
-      {{1, 3, 3, 2}, {3, 3, 2, 2}, {1}, "VALID", {1}},          // window = input
-      {{1, 2, 2, 1}, {3, 3, 1, 1}, {1}, "SAME", {1}},           // filter larger than input
+      {{1, 6, 6, 3}, {1, 1, 3, 2}, {4}, "SAME", {1}},     // 1x1, stride 4
+      {{4, 28, 28, 1}, {3, 3, 1, 32}, {1}, "SAME", {1}},  // the benchmark's first layer
+      {{1, 3, 3, 2}, {3, 3, 2, 2}, {1}, "VALID", {1}},    // window = input
+      {{1, 2, 2, 1}, {3, 3, 1, 1}, {1}, "SAME", {1}},     // filter larger than input
   };
   struct Tol {
     tf::DType dtype;
@@ -167,8 +169,8 @@ TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
         check_values(y, want, t.rtol, t.atol);
         // Second call: the cached oneDNN primitive gives the same result.
         if (t.dtype == tf::float32)
-          tf::testing::check_close(tf::nn::conv2d(x, f, c.strides, c.padding, c.dilations), y,
-                                   0, 0);
+          tf::testing::check_close(tf::nn::conv2d(x, f, c.strides, c.padding, c.dilations), y, 0,
+                                   0);
       }
     }
   }
@@ -183,13 +185,18 @@ TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][nn]") {
   CHECK(yc.shape() == tf::TensorShape({1, 2, 2, 2}));
   check_values(yc, std::vector<double>(8, 0.0));
   // Two threads at once on the same cached primitive.
-  const tf::Tensor x = make(tf::testing::random_values(2 * 16 * 16 * 8), {2, 16, 16, 8}, tf::float32);
-  const tf::Tensor f = make(tf::testing::random_values(3 * 3 * 8 * 16, -1, 1, 3), {3, 3, 8, 16},
-                            tf::float32);
+  const tf::Tensor x =
+      make(tf::testing::random_values(2 * 16 * 16 * 8), {2, 16, 16, 8}, tf::float32);
+  const tf::Tensor f =
+      make(tf::testing::random_values(3 * 3 * 8 * 16, -1, 1, 3), {3, 3, 8, 16}, tf::float32);
   const tf::Tensor ref = tf::nn::conv2d(x, f, {1}, "SAME");
   std::vector<double> got[2];
-  std::thread a([&] { for (int i = 0; i < 20; ++i) got[0] = values(tf::nn::conv2d(x, f, {1}, "SAME")); });
-  std::thread b([&] { for (int i = 0; i < 20; ++i) got[1] = values(tf::nn::conv2d(x, f, {1}, "SAME")); });
+  std::thread a([&] {
+    for (int i = 0; i < 20; ++i) got[0] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
+  });
+  std::thread b([&] {
+    for (int i = 0; i < 20; ++i) got[1] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
+  });
   a.join();
   b.join();
   CHECK(got[0] == values(ref));
@@ -220,15 +227,16 @@ TEST_CASE("conv2d rejects bad arguments", "[cpu][nn]") {
                                "[conv2d] strides must be positive, got [0]");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::conv2d(x, f, {1}, "SAME", {1, 0}), InvalidArgumentError,
                                "[conv2d] dilations must be positive, got [1, 0]");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::conv2d(x, f, {1}, "SAME", {1, 2, 2}),
-                               InvalidArgumentError, "[conv2d] dilations must have 1, 2 or 4");
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::conv2d(x, f, {1}, "SAME", {1, 2, 2}), InvalidArgumentError,
+                               "[conv2d] dilations must have 1, 2 or 4");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::conv2d(x, tf::zeros({3, 3, 3, 8}, tf::float64), {1}, "SAME"),
                                InvalidArgumentError,
                                "[conv2d] input and filters dtypes differ: float32 and float64");
   TF_REQUIRE_THROWS_CONTAINING(
       tf::nn::conv2d(tf::zeros({1, 5, 5, 3}, tf::int32), tf::zeros({3, 3, 3, 8}, tf::int32), {1},
                      "SAME"),
-      InvalidArgumentError, "[conv2d] expects float16, bfloat16, float32 or float64 tensors, got int32");
+      InvalidArgumentError,
+      "[conv2d] expects float16, bfloat16, float32 or float64 tensors, got int32");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::conv2d(x, tf::zeros({6, 3, 3, 8}), {1}, "VALID"),
                                InvalidArgumentError,
                                "[conv2d] the window's effective height 6 (size 6, dilation 1) "
@@ -241,21 +249,21 @@ TEST_CASE("conv2d rejects bad arguments", "[cpu][nn]") {
 
 TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
   const std::vector<PoolCase> cases = {
-      {{1, 5, 5, 2}, {3}, {2}, "SAME"},           // edge windows cut by the padding
+      {{1, 5, 5, 2}, {3}, {2}, "SAME"},  // edge windows cut by the padding
       {{2, 7, 6, 3}, {2, 3}, {2, 1}, "VALID"},
       {{1, 4, 4, 1}, {2}, {2}, "VALID"},
       {{1, 6, 7, 5}, {3}, {3}, "SAME"},
-      {{2, 5, 7, 33}, {3}, {1}, "SAME"},          // channels not a multiple of the vector width
+      {{2, 5, 7, 33}, {3}, {1}, "SAME"},  // channels not a multiple of the vector width
       {{1, 8, 8, 4}, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"},
       {{3, 28, 28, 32}, {2}, {2}, "VALID"},
-      {{1, 3, 3, 2}, {4}, {1}, "SAME"},           // window larger than the input
+      {{1, 3, 3, 2}, {4}, {1}, "SAME"},  // window larger than the input
   };
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (size_t i = 0; i < cases.size(); ++i) {
       const PoolCase& c = cases[i];
-      for (tf::DType dt : {tf::float32, tf::float64, tf::float16, tf::bfloat16, tf::int32,
-                           tf::int64, tf::uint8}) {
+      for (tf::DType dt :
+           {tf::float32, tf::float64, tf::float16, tf::bfloat16, tf::int32, tf::int64, tf::uint8}) {
         INFO("device " << dev.to_string() << ", dtype " << tf::dtype_name(dt) << ", case " << i);
         const bool is_int = tf::is_integer(dt);
         const tf::Tensor x =
@@ -274,8 +282,10 @@ TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
         const tf::Tensor yavg = tf::nn::avg_pool2d(x, c.ksize, c.strides, c.padding);
         CHECK(yavg.dtype() == dt);
         REQUIRE(yavg.shape() == shape);
-        const double tol = dt == tf::float64 ? 1e-12 : dt == tf::float32 ? 1e-6 :
-                           dt == tf::float16 ? 1e-3 : 8e-3;
+        const double tol = dt == tf::float64   ? 1e-12
+                           : dt == tf::float32 ? 1e-6
+                           : dt == tf::float16 ? 1e-3
+                                               : 8e-3;
         check_values(yavg, want_avg, tol, tol);
       }
     }
@@ -285,7 +295,8 @@ TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
   const auto x = tf::constant(std::vector<float>{1.f, 2.f, 3.f, 4.f}, tf::TensorShape{1, 2, 2, 1});
   check_values(tf::nn::avg_pool2d(x, {3}, {1}, "SAME"), {2.5, 2.5, 2.5, 2.5});
   check_values(tf::nn::max_pool2d(x, {3}, {1}, "SAME"), {4, 4, 4, 4});
-  const auto neg = tf::constant(std::vector<float>{-1.f, -2.f, -3.f, -4.f}, tf::TensorShape{1, 2, 2, 1});
+  const auto neg =
+      tf::constant(std::vector<float>{-1.f, -2.f, -3.f, -4.f}, tf::TensorShape{1, 2, 2, 1});
   check_values(tf::nn::max_pool2d(neg, {2}, {1}, "SAME"), {-1, -2, -3, -4});
   CHECK(tf::nn::max_pool2d(tf::zeros({0, 4, 4, 3}), {2}, {2}, "VALID").shape() ==
         tf::TensorShape({0, 2, 2, 3}));
@@ -300,12 +311,11 @@ TEST_CASE("pooling rejects bad arguments", "[cpu][nn]") {
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::avg_pool2d(tf::zeros({4, 4}), {2}, {2}, "VALID"),
                                InvalidArgumentError,
                                "[avg_pool2d] input must be rank 4 (NHWC), got shape (4, 4)");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(x, {2, 2, 2}, {2}, "VALID"),
-                               InvalidArgumentError,
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(x, {2, 2, 2}, {2}, "VALID"), InvalidArgumentError,
                                "[max_pool2d] ksize must have 1, 2 or 4 values, got [2, 2, 2]");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(x, {2, 2, 2, 1}, {2}, "VALID"),
-                               InvalidArgumentError,
-                               "[max_pool2d] ksize [2, 2, 2, 1] must be 1 in the batch and channel");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::max_pool2d(x, {2, 2, 2, 1}, {2}, "VALID"), InvalidArgumentError,
+      "[max_pool2d] ksize [2, 2, 2, 1] must be 1 in the batch and channel");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::avg_pool2d(x, {2}, {1, 1, 1, 2}, "VALID"),
                                InvalidArgumentError,
                                "[avg_pool2d] strides [1, 1, 1, 2] must be 1 in the batch");
@@ -313,15 +323,16 @@ TEST_CASE("pooling rejects bad arguments", "[cpu][nn]") {
                                "[avg_pool2d] ksize must be positive, got [0]");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(x, {2}, {2}, "FULL"), InvalidArgumentError,
                                "[max_pool2d] padding must be \"SAME\" or \"VALID\", got \"FULL\"");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::avg_pool2d(tf::zeros({1, 4, 4, 2}, tf::int32), {2}, {2},
-                                                  "VALID"),
-                               InvalidArgumentError, "[avg_pool2d] expects a floating-point tensor");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(tf::zeros({1, 4, 4, 2}, tf::bool_), {2}, {2},
-                                                  "VALID"),
-                               InvalidArgumentError, "[max_pool2d] is not defined for bool");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::max_pool2d(x, {5, 1}, {1}, "VALID"), InvalidArgumentError,
-                               "[max_pool2d] the window's effective height 5 (size 5, dilation 1) "
-                               "exceeds the input height 4 with VALID padding (input is (1, 4, 4, 2))");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::avg_pool2d(tf::zeros({1, 4, 4, 2}, tf::int32), {2}, {2}, "VALID"),
+      InvalidArgumentError, "[avg_pool2d] expects a floating-point tensor");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::max_pool2d(tf::zeros({1, 4, 4, 2}, tf::bool_), {2}, {2}, "VALID"),
+      InvalidArgumentError, "[max_pool2d] is not defined for bool");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::max_pool2d(x, {5, 1}, {1}, "VALID"), InvalidArgumentError,
+      "[max_pool2d] the window's effective height 5 (size 5, dilation 1) "
+      "exceeds the input height 4 with VALID padding (input is (1, 4, 4, 2))");
 }
 
 // ---------------------------------------------------------------- composites
@@ -365,8 +376,8 @@ TEST_CASE("relu, softmax and log_softmax match float64 references", "[cpu][nn][c
     const auto big = tf::constant({1000.f, 1001.f, 1002.f});
     const double e1 = std::exp(-1.0), e2 = std::exp(-2.0), z = 1 + e1 + e2;
     check_values(tf::nn::softmax(big), {e2 / z, e1 / z, 1 / z}, 1e-6, 1e-6);
-    check_values(tf::nn::log_softmax(big), {-2 - std::log(z), -1 - std::log(z), -std::log(z)},
-                 1e-5, 1e-5);
+    check_values(tf::nn::log_softmax(big), {-2 - std::log(z), -1 - std::log(z), -std::log(z)}, 1e-5,
+                 1e-5);
     check_values(tf::nn::relu(tf::constant({-2, 0, 3})), {0, 0, 3});
     CHECK(tf::nn::relu(tf::constant({-2, 0, 3})).dtype() == tf::int32);
   }
@@ -387,7 +398,8 @@ TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]
       const auto xr = values(x), zr = values(z);
       std::vector<double> want;
       for (size_t i = 0; i < xr.size(); ++i)
-        want.push_back(std::max(xr[i], 0.0) - xr[i] * zr[i] + std::log1p(std::exp(-std::abs(xr[i]))));
+        want.push_back(std::max(xr[i], 0.0) - xr[i] * zr[i] +
+                       std::log1p(std::exp(-std::abs(xr[i]))));
       const auto loss = tf::nn::sigmoid_cross_entropy_with_logits(z, x);
       CHECK(loss.dtype() == dt);
       check_values(loss, want, tol, tol);
@@ -405,8 +417,8 @@ TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]
         ce.push_back(m + std::log(s) - lr[r * 5 + labels[r]]);
       }
       const auto l32 = tf::constant(labels, tf::TensorShape{2, 3});
-      const auto l64 = tf::constant(std::vector<int64_t>(labels.begin(), labels.end()),
-                                    tf::TensorShape{2, 3});
+      const auto l64 =
+          tf::constant(std::vector<int64_t>(labels.begin(), labels.end()), tf::TensorShape{2, 3});
       const auto c32 = tf::nn::sparse_softmax_cross_entropy_with_logits(l32, logits);
       CHECK(c32.shape() == tf::TensorShape({2, 3}));
       CHECK(c32.dtype() == dt);
@@ -456,7 +468,8 @@ TEST_CASE("dropout keeps 1 - rate of the elements, scaled", "[cpu][nn][composite
 TEST_CASE("bias_add adds along the last dimension", "[cpu][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
-    const auto v = tf::constant(std::vector<float>{1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, tf::TensorShape{2, 3});
+    const auto v =
+        tf::constant(std::vector<float>{1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, tf::TensorShape{2, 3});
     const auto b = tf::constant({10.f, 20.f, 30.f});
     check_values(tf::nn::bias_add(v, b), {11, 22, 33, 14, 25, 36});
     const auto v4 = tf::zeros({2, 2, 2, 3}, tf::float64);
@@ -490,18 +503,22 @@ TEST_CASE("nn composites reject bad arguments", "[cpu][nn]") {
       std::string(sce) + "Received a label value of 7 which is outside the valid range of [0, 5)");
   TF_REQUIRE_THROWS_CONTAINING(
       tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({-1, 0}), x),
-      InvalidArgumentError, "Received a label value of -1 which is outside the valid range of [0, 5)");
+      InvalidArgumentError,
+      "Received a label value of -1 which is outside the valid range of [0, 5)");
   TF_REQUIRE_THROWS_CONTAINING(
       tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({1.f, 2.f}), x),
-      InvalidArgumentError, std::string(sce) + "labels must be int32 or int64 class indices, got float32");
+      InvalidArgumentError,
+      std::string(sce) + "labels must be int32 or int64 class indices, got float32");
   TF_REQUIRE_THROWS_CONTAINING(
       tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({1, 2, 3}), x),
       InvalidArgumentError,
-      std::string(sce) + "labels must have the shape of logits without its last dimension: "
-                         "labels are (3,), logits (2, 5)");
-  TF_REQUIRE_THROWS_CONTAINING(
-      tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({1, 2}), tf::zeros({2}, tf::int32)),
-      InvalidArgumentError, std::string(sce) + "expects a floating-point tensor");
+      std::string(sce) +
+          "labels must have the shape of logits without its last dimension: "
+          "labels are (3,), logits (2, 5)");
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::sparse_softmax_cross_entropy_with_logits(
+                                   tf::constant({1, 2}), tf::zeros({2}, tf::int32)),
+                               InvalidArgumentError,
+                               std::string(sce) + "expects a floating-point tensor");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::dropout(x, 1.0), InvalidArgumentError,
                                "[dropout] rate must be in the range [0, 1), got 1");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::dropout(x, -0.1), InvalidArgumentError,
@@ -513,9 +530,10 @@ TEST_CASE("nn composites reject bad arguments", "[cpu][nn]") {
                                "shape (2, 5)");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::bias_add(x, tf::zeros({1, 5})), InvalidArgumentError,
                                "[bias_add] bias must be 1-D, got shape (1, 5) (value is (2, 5))");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::bias_add(tf::zeros({5}), tf::zeros({5})),
-                               InvalidArgumentError,
-                               "[bias_add] value must be at least 2-D, got shape (5,) (bias is (5,))");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::bias_add(tf::zeros({5}), tf::zeros({5})), InvalidArgumentError,
+      "[bias_add] value must be at least 2-D, got shape (5,) (bias is (5,))");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::bias_add(x, tf::zeros({5}, tf::float64)),
-                               InvalidArgumentError, "[bias_add] dtypes differ: float32 and float64");
+                               InvalidArgumentError,
+                               "[bias_add] dtypes differ: float32 and float64");
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -19,6 +20,14 @@ namespace tapeflow::detail {
 int num_threads();
 void set_num_threads(int n);
 }  // namespace tapeflow::detail
+
+// The references below must round every product, as the library does.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#define NORMAL_HASH 0x94a3008d15fa2141ull
+#define UNIFORM_HASH 0x1b1c49ff8d5ecccbull
 
 namespace tf = tapeflow;
 namespace philox = tapeflow::philox;
@@ -50,7 +59,9 @@ Moments moments(const std::vector<double>& v) {
   return m;
 }
 
-std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
 
 // Restores the pool size on scope exit.
 struct ThreadsGuard {
@@ -107,21 +118,35 @@ TEST_CASE("random values follow the documented stream layout", "[cpu][random]") 
       const auto w = philox::block(5, 7, i / 4);
       CHECK(uv[i] == -2.0f + philox::uniform_float(w.v[i % 4]) * 4.0f);
     }
+    // A range that is not a power of two: the product is rounded before the add (no FMA).
+    const auto u3 = tf::random::uniform({64}, 0.5, 3.5, tf::float32, 7).numpy<float>();
+    for (int i = 0; i < 64; ++i) {
+      const auto w = philox::block(5, 7, i / 4);
+      const float prod = philox::uniform_float(w.v[i % 4]) * 3.0f;
+      CHECK(u3[i] == 0.5f + prod);
+    }
     // float64 uniform: two words per element, block i / 2.
     const auto ud = tf::random::uniform({5}, 0.0, 1.0, tf::float64, 7).numpy<double>();
     for (int i = 0; i < 5; ++i) {
       const auto w = philox::block(5, 7, i / 2);
       CHECK(ud[i] == philox::uniform_double(w.v[2 * (i % 2)], w.v[2 * (i % 2) + 1]));
     }
-    // float32 normal: Box-Muller on words (0, 1) and (2, 3) of each block.
-    const auto nv = tf::random::normal({6}, 0.0, 1.0, tf::float32, 9).numpy<float>();
+    // float32 normal: Box-Muller on words (0, 1) and (2, 3) of each block, bit for bit as
+    // philox.h describes it, and close to the exact transform in float64.
+    const auto nv = tf::random::normal({6}, 1.0, 3.0, tf::float32, 9).numpy<float>();
     for (int i = 0; i < 6; ++i) {
       const auto w = philox::block(5, 9, i / 4);
       const int k = (i % 4) / 2;
+      const float v = -2.0f * philox::log_unit(1.0f - philox::uniform_float(w.v[2 * k]));
+      float s, c;
+      philox::sincos_2pi(philox::uniform_float(w.v[2 * k + 1]), s, c);
+      const float r = std::sqrt(v);
+      CHECK(nv[i] == 1.0f + 3.0f * (r * (i % 2 == 0 ? c : s)));
       const double u1 = 1.0 - philox::uniform_float(w.v[2 * k]);
       const double u2 = philox::uniform_float(w.v[2 * k + 1]);
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      const double want = (i % 2 == 0) ? r * std::cos(2 * M_PI * u2) : r * std::sin(2 * M_PI * u2);
+      const double rd = std::sqrt(-2.0 * std::log(u1));
+      const double want =
+          1.0 + 3.0 * ((i % 2 == 0) ? rd * std::cos(2 * M_PI * u2) : rd * std::sin(2 * M_PI * u2));
       CHECK(std::abs(nv[i] - want) <= 1e-5 * (1 + std::abs(want)));
     }
     // int32: minval + word % range.
@@ -133,6 +158,56 @@ TEST_CASE("random values follow the documented stream layout", "[cpu][random]") 
     // A longer tensor's prefix is the shorter tensor (element i depends on i only).
     const auto longer = tf::random::uniform({1000}, -2.0, 2.0, tf::float32, 7).numpy<float>();
     for (int i = 0; i < 10; ++i) CHECK(longer[i] == uv[i]);
+  }
+}
+
+TEST_CASE("float32 random values are the same bits on every machine", "[cpu][random]") {
+  // The reference is computed here from ops/cpu/philox.h, in this test's baseline (SSE2) build;
+  // the library runs AVX2/AVX-512 clones where the CPU has them, which must agree bit for bit
+  // (they would not if a multiply-add were fused), and so must a future CUDA kernel. The hashes
+  // pin the streams themselves.
+  const int64_t n = 1 << 16;
+  tf::random::set_seed(1);
+  std::vector<float> normal_ref(n), uniform_ref(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto w = philox::block(1, 2, static_cast<uint64_t>(i / 4));
+    const int k = static_cast<int>(i % 4) / 2;
+    const float v = -2.0f * philox::log_unit(1.0f - philox::uniform_float(w.v[2 * k]));
+    float s, c;
+    philox::sincos_2pi(philox::uniform_float(w.v[2 * k + 1]), s, c);
+    const float r = std::sqrt(v);
+    normal_ref[i] = 0.5f + 2.0f * (r * (i % 2 == 0 ? c : s));
+    const auto wu = philox::block(1, 3, static_cast<uint64_t>(i / 4));
+    const float prod = philox::uniform_float(wu.v[i % 4]) * 3.0f;
+    uniform_ref[i] = -1.25f + prod;
+  }
+  auto hash = [](const std::vector<float>& v) {
+    uint64_t h = 1469598103934665603ull;
+    for (float f : v) {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      h = (h ^ u) * 1099511628211ull;
+    }
+    return h;
+  };
+  CHECK(hash(normal_ref) == NORMAL_HASH);
+  CHECK(hash(uniform_ref) == UNIFORM_HASH);
+  // The first normals of the stream (seed 1, seed2 2), as hex floats, for the record.
+  const float golden[8] = {-0x1.06c534p+1f, -0x1.59318cp-1f, 0x1.754e76p-1f, 0x1.77b48ep-3f,
+                           0x1.f5367ep-1f,  -0x1.40d338p+0f, 0x1.7bbb9ap-1f, 0x1.10aa0cp-2f};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const auto g = tf::random::normal({8}, 0, 1, tf::float32, 2).numpy<float>();
+    for (int i = 0; i < 8; ++i) CHECK(g[i] == golden[i]);
+    const auto nv = tf::random::normal({n}, 0.5, 2.0, tf::float32, 2).numpy<float>();
+    const auto uv = tf::random::uniform({n}, -1.25, 1.75, tf::float32, 3).numpy<float>();
+    int64_t normal_diff = 0, uniform_diff = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      normal_diff += nv[i] != normal_ref[i];
+      uniform_diff += uv[i] != uniform_ref[i];
+    }
+    CHECK(normal_diff == 0);
+    CHECK(uniform_diff == 0);
   }
 }
 
@@ -173,8 +248,7 @@ TEST_CASE("seeds follow TF's rules", "[cpu][random]") {
     tf::random::set_seed(tf::detail::kDefaultGraphSeed);
     CHECK(values(tf::random::normal(s, 0, 1, tf::float32, 42)) == a);
     tf::detail::clear_random_seed();
-    CHECK(tf::detail::resolve_random_seeds(42) ==
-          std::pair<uint64_t, uint64_t>(87654321u, 42u));
+    CHECK(tf::detail::resolve_random_seeds(42) == std::pair<uint64_t, uint64_t>(87654321u, 42u));
   }
   SECTION("without any seed, calls are non-deterministic") {
     tf::detail::clear_random_seed();
@@ -242,18 +316,17 @@ TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
   CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
 }
 
-TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments",
-          "[cpu][random]") {
+TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments", "[cpu][random]") {
   tf::random::set_seed(99);
   const int64_t n = 1 << 20;
   struct Case {
     tf::DType dtype;
     double lo, hi;
   };
-  for (const Case& c : {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5},
-                        Case{tf::float64, 0, 1}, Case{tf::float64, -1e-3, 2e-3},
-                        Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
-                        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
+  for (const Case& c :
+       {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
+        Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
+        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
     INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
     const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
     const Moments m = moments(v);
