@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -17,6 +18,9 @@ struct SeedState {
   std::mutex mu;
   std::optional<int64_t> global;
   uint64_t counter = 0;
+  // Calls made so far per (global seed, op seed) pair: TF's eager kernels for a seed pair keep
+  // drawing new numbers, so a second call with the same op seed gives new values.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> calls;
   std::optional<std::mt19937_64> entropy;  // seeded from std::random_device on first use
 };
 
@@ -27,15 +31,25 @@ SeedState& seed_state() {
 
 }  // namespace
 
+// The n-th call (n >= 1) with a given seed pair continues the stream under a mixed op seed.
+static uint64_t continue_stream(uint64_t op, uint64_t n) {
+  uint64_t z = n * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return op ^ (z ^ (z >> 31));
+}
+
 std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed) {
   SeedState& st = seed_state();
   std::lock_guard<std::mutex> lock(st.mu);
-  if (st.global) {
-    const uint64_t g = static_cast<uint64_t>(*st.global);
-    if (op_seed) return {g, static_cast<uint64_t>(*op_seed)};
-    return {g, st.counter++};
+  if (op_seed) {
+    const uint64_t g = st.global ? static_cast<uint64_t>(*st.global)
+                                 : static_cast<uint64_t>(kDefaultGraphSeed);
+    const uint64_t op = static_cast<uint64_t>(*op_seed);
+    const uint64_t n = st.calls[{g, op}]++;
+    return {g, n == 0 ? op : continue_stream(op, n)};
   }
-  if (op_seed) return {static_cast<uint64_t>(kDefaultGraphSeed), static_cast<uint64_t>(*op_seed)};
+  if (st.global) return {static_cast<uint64_t>(*st.global), st.counter++};
   if (!st.entropy) {
     std::random_device rd;
     std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
@@ -51,6 +65,7 @@ void clear_random_seed() {
   std::lock_guard<std::mutex> lock(st.mu);
   st.global.reset();
   st.counter = 0;
+  st.calls.clear();
 }
 
 }  // namespace detail
@@ -62,6 +77,7 @@ void set_seed(int64_t seed) {
   std::lock_guard<std::mutex> lock(st.mu);
   st.global = seed;
   st.counter = 0;
+  st.calls.clear();
 }
 
 namespace {

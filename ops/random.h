@@ -8,9 +8,9 @@
 //   global seed set,   no op seed      -> (global seed, counter++); set_seed resets the counter
 //   no global seed,    op seed given   -> (87654321, op seed)   (TF's DEFAULT_GRAPH_SEED)
 //   neither                            -> two 64-bit seeds from std::random_device
-// Unlike TF's stateful kernels (which TF caches per seed pair, so that two eager calls with the
-// same op seed give different numbers), an op with given seeds is a pure function here: the same
-// (global seed, op seed) always gives the same tensor, as tf.random.stateless_* does.
+// As TF's eager kernels (cached per seed pair), a second call with the same op seed continues
+// that pair's stream and gives new numbers (so dropout(x, rate, seed) draws a new mask each
+// step); set_seed resets every pair, so a program that sets its seed is reproducible.
 //
 // Algorithms (see ops/cpu/philox.h for the stream layout):
 //   float uniform: 23-bit (float32; 10 for float16, 7 for bfloat16) or 52-bit (float64) mantissa

@@ -435,11 +435,11 @@ TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]
 TEST_CASE("dropout keeps 1 - rate of the elements, scaled", "[cpu][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
-    tf::random::set_seed(3);
     const int64_t n = 200000;
     const tf::Tensor x = tf::ones({n});
     for (double rate : {0.0, 0.25, 0.5, 0.9}) {
       INFO("rate " << rate);
+      tf::random::set_seed(3);
       const auto y = tf::nn::dropout(x, rate, 17);
       CHECK(y.dtype() == tf::float32);
       CHECK(y.device() == dev.to_string());
@@ -451,8 +451,12 @@ TEST_CASE("dropout keeps 1 - rate of the elements, scaled", "[cpu][nn][composite
         }
       }
       CHECK(std::abs(static_cast<double>(kept) / n - (1 - rate)) < 0.01);
-      // Same seed, same mask; the mask is uniform(seed) >= rate.
+      // A second call with the same seed draws a new mask (as TF's eager dropout); after
+      // set_seed the first mask comes back; the mask is uniform(seed) >= rate.
+      if (rate > 0) CHECK(values(tf::nn::dropout(x, rate, 17)) != values(y));
+      tf::random::set_seed(3);
       CHECK(values(tf::nn::dropout(x, rate, 17)) == values(y));
+      tf::random::set_seed(3);
       const auto u = values(tf::random::uniform({n}, 0, 1, tf::float32, 17));
       const auto yv = values(y);
       for (int64_t i = 0; i < 1000; ++i) CHECK((yv[i] != 0) == (u[i] >= rate));
