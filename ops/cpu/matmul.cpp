@@ -18,6 +18,7 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "core/allocator.h"

@@ -522,3 +522,38 @@ TEST_CASE("inv and det reject bad shapes and dtypes", "[cpu][linalg]") {
                                  tf::InvalidArgumentError, "[det] expects a floating-point tensor");
   }
 }
+
+TEST_CASE("big float32 matrices take the blocked LU path", "[cpu][linalg]") {
+  // n >= 512 and not a multiple of the block width: partial blocks at the end.
+  for (const tf::Device& dev : linalg_devices()) {
+    tf::DeviceScope scope(dev);
+    const int64_t n = 600;
+    check_inverse({n, n}, tf::float32, 2e-5, 31);
+    // solve through the same LU.
+    const std::vector<double> va = well_conditioned(1, 520, 32);
+    const tf::Tensor a = make(va, {520, 520}, tf::float32);
+    const tf::Tensor b = make(random_values(520 * 3, -1, 1, 33), {520, 3}, tf::float32);
+    const auto fa = tf::detail::to_double_vector(a);
+    Mat x = tf::detail::to_double_vector(b);
+    REQUIRE(ref_solve(fa, x, 520, 3));
+    check_values(tf::linalg::solve(a, b), x, 1e-5, 1e-6);
+    // det's sign follows the pivots: swapping two rows flips it.
+    std::vector<double> small = well_conditioned(1, 530, 34);
+    for (double& v : small) v /= 530.0;  // |det| near 1
+    std::vector<double> swapped = small;
+    for (int j = 0; j < 530; ++j) std::swap(swapped[3 * 530 + j], swapped[400 * 530 + j]);
+    const double d1 = tf::linalg::det(make(small, {530, 530}, tf::float32)).item<double>();
+    const double d2 = tf::linalg::det(make(swapped, {530, 530}, tf::float32)).item<double>();
+    Mat r;
+    double want = 0;
+    ref_solve(small, r, 530, 0, &want);
+    CHECK(std::abs(d1 - want) <= 1e-3 * std::abs(want));
+    CHECK(std::abs(d2 + want) <= 1e-3 * std::abs(want));
+    // A zero column in a later panel: an exact zero pivot there.
+    std::vector<double> sing = well_conditioned(1, n, 35);
+    for (int64_t i = 0; i < n; ++i) sing[i * n + 300] = 0;
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(sing, {n, n}, tf::float32)),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    check_values(tf::linalg::det(make(sing, {n, n}, tf::float32)), {0}, 0, 0);
+  }
+}
