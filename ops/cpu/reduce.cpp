@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -116,17 +117,19 @@ constexpr int64_t kChunk = 1 << 16;  // elements per parallel chunk of a long ro
 
 // The two hot loops below are always inlined into two wrappers each: one compiled for the
 // baseline ISA and one for AVX2 (picked at run time), so float32 rows use 256-bit lanes where
-// the CPU has them without raising the library's baseline.
+// the CPU has them without raising the library's baseline. TAPEFLOW_CPU_BASELINE=1 in the
+// environment forces the baseline loops (as for the elementwise kernels), to test them.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TF_REDUCE_HAVE_AVX2 1
 #define TF_TARGET_AVX2_REDUCE __attribute__((target("avx2")))
 inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") != 0;
+  static const bool has = [] {
+    const char* env = std::getenv("TAPEFLOW_CPU_BASELINE");
+    if (env && *env && *env != '0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
   return has;
-}
-#else
-inline bool cpu_has_avx2() {
-  return false;
 }
 #endif
 
