@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -114,9 +115,27 @@ using lane_t = std::conditional_t<K == Kind::Sum && std::is_same_v<compute_t<In>
 constexpr int64_t kBlock = 4096;     // elements per block of the lane accumulators
 constexpr int64_t kChunk = 1 << 16;  // elements per parallel chunk of a long row
 
+// The two hot loops below are always inlined into two wrappers each: one compiled for the
+// baseline ISA and one for AVX2 (picked at run time), so float32 rows use 256-bit lanes where
+// the CPU has them without raising the library's baseline. TAPEFLOW_CPU_BASELINE=1 in the
+// environment forces the baseline loops (as for the elementwise kernels), to test them.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TF_REDUCE_HAVE_AVX2 1
+#define TF_TARGET_AVX2_REDUCE __attribute__((target("avx2")))
+inline bool cpu_has_avx2() {
+  static const bool has = [] {
+    const char* env = std::getenv("TAPEFLOW_CPU_BASELINE");
+    if (env && *env && *env != '0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+}
+#endif
+
 // Reduces x[0, n) (n <= kChunk) into one accumulator.
 template <Kind K, class In, class A>
-A reduce_contig(const In* x, int64_t n) {
+[[gnu::always_inline]] inline A reduce_contig_body(const In* x, int64_t n) {
   using L = lane_t<K, In, A>;
   constexpr int W = sizeof(L) >= 8 ? 16 : static_cast<int>(128 / sizeof(L));
   A total = init<K, A>();
@@ -138,6 +157,24 @@ A reduce_contig(const In* x, int64_t n) {
     total = apply<K>(total, static_cast<A>(acc[0]));
   }
   return total;
+}
+
+template <Kind K, class In, class A>
+A reduce_contig_base(const In* x, int64_t n) {
+  return reduce_contig_body<K, In, A>(x, n);
+}
+#ifdef TF_REDUCE_HAVE_AVX2
+template <Kind K, class In, class A>
+TF_TARGET_AVX2_REDUCE A reduce_contig_avx2(const In* x, int64_t n) {
+  return reduce_contig_body<K, In, A>(x, n);
+}
+#endif
+template <Kind K, class In, class A>
+A reduce_contig(const In* x, int64_t n) {
+#ifdef TF_REDUCE_HAVE_AVX2
+  if (cpu_has_avx2()) return reduce_contig_avx2<K, In, A>(x, n);
+#endif
+  return reduce_contig_base<K, In, A>(x, n);
 }
 
 // y[r] = reduce(x[r * len, (r + 1) * len)) for r < rows.
@@ -172,8 +209,9 @@ constexpr int64_t kRowChunk = 512;  // reduced rows per task when there are few 
 // total[0, kn) combined with rows [r0, r1) of the (R, Kn) block at x, columns [k0, k0 + kn).
 // Four rows per sweep, so the accumulator row is loaded and stored once per four input rows.
 template <Kind K, class In, class A>
-void accumulate_cols(const In* x, A* total, int64_t r0, int64_t r1, int64_t Kn, int64_t k0,
-                     int64_t kn) {
+[[gnu::always_inline]] inline void accumulate_cols_body(const In* x, A* total, int64_t r0,
+                                                        int64_t r1, int64_t Kn, int64_t k0,
+                                                        int64_t kn) {
   using L = lane_t<K, In, A>;
   constexpr int64_t kLaneRows = 256;  // rows per float32 block (a multiple of 4)
   L lanes[std::is_same_v<L, A> ? 1 : kColTile];
@@ -204,6 +242,27 @@ void accumulate_cols(const In* x, A* total, int64_t r0, int64_t r1, int64_t Kn, 
       for (int64_t k = 0; k < kn; ++k) total[k] = apply<K>(total[k], static_cast<A>(acc[k]));
     if constexpr (std::is_same_v<L, A>) break;
   }
+}
+
+template <Kind K, class In, class A>
+void accumulate_cols_base(const In* x, A* total, int64_t r0, int64_t r1, int64_t Kn, int64_t k0,
+                          int64_t kn) {
+  accumulate_cols_body<K>(x, total, r0, r1, Kn, k0, kn);
+}
+#ifdef TF_REDUCE_HAVE_AVX2
+template <Kind K, class In, class A>
+TF_TARGET_AVX2_REDUCE void accumulate_cols_avx2(const In* x, A* total, int64_t r0, int64_t r1,
+                                                int64_t Kn, int64_t k0, int64_t kn) {
+  accumulate_cols_body<K>(x, total, r0, r1, Kn, k0, kn);
+}
+#endif
+template <Kind K, class In, class A>
+void accumulate_cols(const In* x, A* total, int64_t r0, int64_t r1, int64_t Kn, int64_t k0,
+                     int64_t kn) {
+#ifdef TF_REDUCE_HAVE_AVX2
+  if (cpu_has_avx2()) return accumulate_cols_avx2<K>(x, total, r0, r1, Kn, k0, kn);
+#endif
+  accumulate_cols_base<K>(x, total, r0, r1, Kn, k0, kn);
 }
 
 // y[o, k] = reduce over r of x[o, r, k], for an (outer, R, Kn) input.
