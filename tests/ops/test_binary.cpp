@@ -243,7 +243,7 @@ TEST_CASE("binary ops match a float64 broadcast reference on every accepted dtyp
   }
 }
 
-TEST_CASE("binary ops reject the dtypes TF rejects, naming op and dtype", "[cpu][binary]") {
+TEST_CASE("binary ops reject the dtypes TF rejects - naming op and dtype", "[cpu][binary]") {
   for (const auto& c : binary_cases()) {
     for (const auto d : kAllDTypes) {
       if (contains(c.dtypes, d)) continue;
@@ -313,7 +313,7 @@ TEST_CASE("binary ops name the op and both shapes when shapes do not broadcast",
   require_error([&] { tf::maximum(tf::zeros({0}), tf::zeros({2})); }, {"[maximum]", "(0,)", "(2,)"});
 }
 
-TEST_CASE("binary ops: special values, integer wrap-around and pow", "[cpu][binary]") {
+TEST_CASE("binary ops: special values - integer wrap-around and pow", "[cpu][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto d : {tf::float32, tf::float64}) {
@@ -360,7 +360,7 @@ TEST_CASE("binary ops: special values, integer wrap-around and pow", "[cpu][bina
   }
 }
 
-TEST_CASE("where broadcasts condition, x and y", "[cpu][binary][where]") {
+TEST_CASE("where broadcasts condition - x and y", "[cpu][binary][where]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // Reference: numpy.where with broadcasting over all three.
@@ -416,7 +416,7 @@ TEST_CASE("where broadcasts condition, x and y", "[cpu][binary][where]") {
   CHECK(std::string(tf::prims::Select{}.name()) == "where");
 }
 
-TEST_CASE("clip_by_value clips into [min, max] with TF's broadcasting", "[cpu][binary]") {
+TEST_CASE("clip_by_value clips into min..max with TF's broadcasting", "[cpu][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto t = tf::constant({{-3.f, 0.5f, 7.f}, {2.f, -0.25f, 10.f}});

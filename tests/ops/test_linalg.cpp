@@ -456,7 +456,7 @@ TEST_CASE("solve reports bad arguments and singular systems", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("det matches a float64 reference, with the pivot sign", "[cpu][linalg]") {
+TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][linalg]") {
   for (const tf::Device& dev : linalg_devices()) {
     tf::DeviceScope scope(dev);
     // Exact small cases; each needs row exchanges.

@@ -454,7 +454,7 @@ TEST_CASE("gather picks slices along an axis and checks the indices", "[cpu][mov
   }
 }
 
-TEST_CASE("one_hot makes float32 rows; out-of-range indices give all-off rows",
+TEST_CASE("one_hot makes float32 rows - out-of-range indices give all-off rows",
           "[cpu][movement][one_hot]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);

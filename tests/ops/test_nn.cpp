@@ -337,7 +337,7 @@ TEST_CASE("pooling rejects bad arguments", "[cpu][nn]") {
 
 // ---------------------------------------------------------------- composites
 
-TEST_CASE("relu, softmax and log_softmax match float64 references", "[cpu][nn][composite]") {
+TEST_CASE("relu - softmax and log_softmax match float64 references", "[cpu][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto xv = tf::testing::random_values(24, -5, 5, 11);
@@ -432,7 +432,7 @@ TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]
   }
 }
 
-TEST_CASE("dropout keeps 1 - rate of the elements, scaled", "[cpu][nn][composite]") {
+TEST_CASE("dropout keeps 1 - rate of the elements - scaled", "[cpu][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const int64_t n = 200000;

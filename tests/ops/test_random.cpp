@@ -329,7 +329,7 @@ TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
   CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
 }
 
-TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments", "[cpu][random]") {
+TEST_CASE("float uniform samples lie in minval..maxval with the right moments", "[cpu][random]") {
   tf::random::set_seed(99);
   const int64_t n = 1 << 20;
   struct Case {
@@ -359,7 +359,7 @@ TEST_CASE("float uniform samples lie in [minval, maxval) with the right moments"
   for (double x : h) REQUIRE(x < 3.0);
 }
 
-TEST_CASE("integer uniform samples cover [minval, maxval)", "[cpu][random]") {
+TEST_CASE("integer uniform samples cover minval..maxval", "[cpu][random]") {
   tf::random::set_seed(5);
   const int64_t n = 700000;
   {

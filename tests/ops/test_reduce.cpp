@@ -447,7 +447,7 @@ TEST_CASE("float32 sums stay accurate for long inputs and do not depend on the t
   CHECK(cols1.numpy<float>() == cols2.numpy<float>());
 }
 
-TEST_CASE("reduction errors name the op, the axes and the shape", "[cpu][reduce]") {
+TEST_CASE("reduction errors name the op - the axes and the shape", "[cpu][reduce]") {
   auto x = tf::zeros({2, 3});
   TF_REQUIRE_THROWS_CONTAINING(tf::reduce_sum(x, 3), tf::InvalidArgumentError,
                                "[reduce_sum] axis 3 is out of range for a tensor of rank 2");

@@ -160,7 +160,7 @@ TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][
   }
 }
 
-TEST_CASE("unary ops reject the dtypes TF rejects, naming op and dtype", "[cpu][unary]") {
+TEST_CASE("unary ops reject the dtypes TF rejects - naming op and dtype", "[cpu][unary]") {
   for (const auto& c : unary_cases()) {
     for (const auto d : kAllDTypes) {
       if (contains(c.dtypes, d)) continue;
