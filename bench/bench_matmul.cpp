@@ -252,6 +252,40 @@ void best_of(benchmark::internal::Benchmark* b) {
   });
 }
 
+// Other dtypes through tf::matmul (float64 on OpenBLAS dgemm, int32 on the loop kernel) and
+// OpenBLAS's dgemm directly.
+void tf_matmul_dtype(benchmark::State& state, tf::DType dt) {
+  const int64_t n = state.range(0);
+  std::vector<double> v(n * n);
+  std::mt19937 gen(9);
+  std::uniform_int_distribution<int> d(-4, 4);
+  for (double& x : v) x = d(gen);
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor a = tf::detail::from_doubles(v, {n, n}, dt);
+  for (auto _ : state) {
+    tf::Tensor c = tf::matmul(a, a);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_TfMatmulFloat64(benchmark::State& state) { tf_matmul_dtype(state, tf::float64); }
+void BM_TfMatmulInt32(benchmark::State& state) { tf_matmul_dtype(state, tf::int32); }
+void BM_TfMatmulBFloat16(benchmark::State& state) { tf_matmul_dtype(state, tf::bfloat16); }
+
+void BM_OpenBlasDgemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int ni = static_cast<int>(n);
+  std::vector<double> a(n * n, 0.5), c(n * n);
+  for (auto _ : state) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0, a.data(), ni,
+                a.data(), ni, 0.0, c.data(), ni);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   for (int64_t n : {2, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096}) b->Arg(n);
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -267,6 +301,10 @@ BENCHMARK(BM_OpenBlasSgemm)->Apply(sizes);
 #ifdef TAPEFLOW_HAVE_TORCH
 BENCHMARK(BM_TorchMm)->Apply(sizes);
 #endif
+BENCHMARK(BM_TfMatmulFloat64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);
+BENCHMARK(BM_OpenBlasDgemm)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);
+BENCHMARK(BM_TfMatmulBFloat16)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);
+BENCHMARK(BM_TfMatmulInt32)->Arg(512)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);
 BENCHMARK(BM_TfMatmulBatched32)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);
 #ifdef TAPEFLOW_HAVE_TORCH
 BENCHMARK(BM_TorchBmm32)->UseRealTime()->Unit(benchmark::kMicrosecond)->Apply(best_of);

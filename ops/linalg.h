@@ -4,7 +4,9 @@
 // CPU backends (chosen by measurement, see bench/bench_matmul.cpp and bench/bench_inverse.cpp):
 // float32 GEMM runs on oneDNN's sgemm (AVX-512 kernels) except for tiny products, float64 on
 // OpenBLAS's dgemm, float16/bfloat16 convert to float32 around the float32 GEMM, int32/int64 on a
-// blocked loop. inv/solve/det factor with OpenBLAS's LAPACK (getrf), then getri/getrs.
+// blocked loop. inv/solve/det: LU with partial pivoting, then getri/getrs; float32 matrices of
+// order >= 384 run LAPACK's blocked algorithms with their O(n^3) work on oneDNN's sgemm, the rest
+// OpenBLAS's LAPACK.
 #pragma once
 
 #include <cstdint>

@@ -46,7 +46,8 @@ std::string gemm_backend_info() {
   const char* config = openblas_get_config();
   return fmt::format(
       "float32: OpenBLAS sgemm for M*N*K <= 28^3, oneDNN {}.{}.{} sgemm (max ISA {}) above; "
-      "float64: OpenBLAS dgemm; LU: OpenBLAS LAPACK. OpenBLAS core {} ({}, {} threads)",
+      "float64: OpenBLAS dgemm; LU/inverse: blocked on oneDNN sgemm for float32 n >= 384, "
+      "OpenBLAS LAPACK otherwise. OpenBLAS core {} ({}, {} threads)",
       v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()),
       core ? core : "unknown", config ? config : "", openblas_get_num_threads());
 }

@@ -1,4 +1,4 @@
-// inv, solve and det on the CPU through OpenBLAS's LAPACK (LU with partial pivoting).
+// inv, solve and det on the CPU: LU with partial pivoting, then getri (inverse) or getrs (solve).
 //
 // Layout trick: a row-major n x n buffer is the column-major transpose. Factoring it gives
 // A^T = P L U, and
@@ -7,10 +7,15 @@
 //   solve: A x = b is (A^T)^T x = b: getrs with trans = 'T' (b and x transposed to and from
 //          column-major around the call, O(n k) work);
 //   det:   det(A) = det(A^T) = sign(P) * prod(diag(U)).
-// getri was measured faster than getrs against the identity for the inverse (bench_inverse:
-// it does 4/3 n^3 flops after the LU instead of 2 n^3).
+// Backends, measured with bench/bench_inverse.cpp (2 Zen 5 cores, OpenBLAS pinned to Haswell):
+//   - float32, n >= kBlockedMinN: LAPACK's blocked algorithms written here with the O(n^3) work
+//     on oneDNN's AVX-512 sgemm (LU 390 GFLOP/s at n = 4096 against OpenBLAS sgetrf's 220;
+//     inverse 351 ms against 636 ms for OpenBLAS getrf + getri and 779 ms for torch::inverse);
+//   - otherwise OpenBLAS's LAPACK (sgetrf/dgetrf, getri, getrs).
+// getri was measured faster than getrs against the identity for the inverse (OpenBLAS at
+// n = 4096: 636 ms against 775 ms; it does 4/3 n^3 flops after the LU instead of 2 n^3).
 // float16/bfloat16 compute in float32. Small matrices in a batch are spread over the threads
-// (single-threaded LAPACK calls); big ones run one after the other on the threaded library.
+// (single-threaded LAPACK calls); big ones run one after the other on the threaded libraries.
 #include <cblas.h>
 #include <dnnl.h>
 #include <omp.h>
@@ -55,13 +60,13 @@ constexpr int64_t kThreadedMinN = 96;
 
 // ---- float32 LU and inverse with the level-3 work on oneDNN's sgemm ----
 // OpenBLAS runs its Haswell (AVX2) kernels here, at about half the speed of oneDNN's AVX-512
-// sgemm, so for big matrices the O(n^3) updates of LAPACK's blocked algorithms (getrf's trailing
-// update, getri's block-column update) go to oneDNN, and only the O(n^2 nb) parts (panel
-// factorisation, triangular solves with nb x nb blocks, U's inverse) stay on OpenBLAS.
+// sgemm, so for big matrices the O(n^3) parts of LAPACK's blocked algorithms (getrf's trailing
+// update, trtri's off-diagonal products, getri's block-column update) go to oneDNN, and only the
+// O(n^2 nb) parts (panel factorisation, triangular blocks of order <= 256) stay on OpenBLAS.
 // Column-major throughout, like LAPACK; pivots are 1-based.
 
 // Order from which the blocked float32 routines beat OpenBLAS's (bench_inverse).
-constexpr int kBlockedMinN = 512;
+constexpr int kBlockedMinN = 384;
 constexpr int kLuBlock = 256;   // panel width of the LU
 constexpr int kInvBlock = 256;  // block-column width of the inverse
 
@@ -97,24 +102,81 @@ int sgetrf_blocked(int n, float* a, int* ipiv) {
   return info;
 }
 
+// Triangular blocks up to this order are inverted / multiplied by OpenBLAS directly.
+constexpr int kTriangularBase = 128;
+
+// Splits n for the recursions below (a multiple of 32 when big enough).
+int split(int n) {
+  const int h = n / 2;
+  return h >= 64 ? h / 32 * 32 : h;
+}
+
+// B (m x k) = T B with T upper triangular (m x m), all column-major: the off-diagonal block's
+// product is a GEMM.
+void trmm_left_upper(int m, int k, const float* t, int ldt, float* b, int ldb) {
+  if (m <= kTriangularBase) {
+    cblas_strmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, k, 1.0f, t,
+                ldt, b, ldb);
+    return;
+  }
+  const int m1 = split(m), m2 = m - m1;
+  trmm_left_upper(m1, k, t, ldt, b, ldb);  // B1 = T11 B1
+  colmajor_sgemm(m1, k, m2, 1.0f, t + static_cast<size_t>(m1) * ldt, ldt, b + m1, ldb, 1.0f, b,
+                 ldb);  // B1 += T12 B2
+  trmm_left_upper(m2, k, t + m1 + static_cast<size_t>(m1) * ldt, ldt, b + m1, ldb);  // B2 = T22 B2
+}
+
+// B (m x k) = alpha B T with T upper triangular (k x k).
+void trmm_right_upper(int m, int k, float alpha, const float* t, int ldt, float* b, int ldb) {
+  if (k <= kTriangularBase) {
+    cblas_strmm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, m, k, alpha,
+                t, ldt, b, ldb);
+    return;
+  }
+  const int k1 = split(k), k2 = k - k1;
+  float* b2 = b + static_cast<size_t>(k1) * ldb;
+  trmm_right_upper(m, k2, alpha, t + k1 + static_cast<size_t>(k1) * ldt, ldt, b2, ldb);
+  colmajor_sgemm(m, k2, k1, alpha, b, ldb, t + static_cast<size_t>(k1) * ldt, ldt, 1.0f, b2,
+                 ldb);  // B2 = alpha (B1 T12 + B2 T22)
+  trmm_right_upper(m, k1, alpha, t, ldt, b, ldb);  // B1 = alpha B1 T11
+}
+
+// Inverse of the upper triangular n x n matrix in place (trtri), recursively:
+// inv([[A, B], [0, D]]) = [[inv(A), -inv(A) B inv(D)], [0, inv(D)]]. Returns LAPACK's info.
+int strtri_recursive(int n, float* a, int lda) {
+  if (n <= kTriangularBase) {
+    int info = 0;
+    strtri_("U", "N", &n, a, &lda, &info, 1, 1);
+    return info;
+  }
+  const int n1 = split(n), n2 = n - n1;
+  float* a12 = a + static_cast<size_t>(n1) * lda;
+  float* a22 = a12 + n1;
+  if (const int info = strtri_recursive(n1, a, lda)) return info;
+  if (const int info = strtri_recursive(n2, a22, lda)) return info + n1;
+  trmm_left_upper(n1, n2, a, lda, a12, lda);           // inv(A) B
+  trmm_right_upper(n1, n2, -1.0f, a22, lda, a12, lda);  // -inv(A) B inv(D)
+  return 0;
+}
+
 // Inverse from the LU factors (getri): inv(U) in place, then solve X L = inv(U) block column
 // by block column from the right, then undo the column interchanges. work: n * kInvBlock.
 int sgetri_blocked(int n, float* a, const int* ipiv, float* work) {
   const int lda = n, ldw = n;
-  int info = 0;
-  strtri_("U", "N", &n, a, &lda, &info, 1, 1);
-  if (info != 0) return info;
+  if (const int info = strtri_recursive(n, a, lda)) return info;
   for (int j = (n - 1) / kInvBlock * kInvBlock; j >= 0; j -= kInvBlock) {
     const int jb = std::min(kInvBlock, n - j);
     // Move L's block column (strictly lower part) into work, zeroing it in a.
-    for (int jj = j; jj < j + jb; ++jj) {
-      float* col = a + static_cast<size_t>(jj) * lda;
-      float* w = work + static_cast<size_t>(jj - j) * ldw;
-      for (int i = jj + 1; i < n; ++i) {
-        w[i] = col[i];
-        col[i] = 0.0f;
+    detail::parallel_for(jb, 16, [&](int64_t c0, int64_t c1) {
+      for (int jj = j + static_cast<int>(c0); jj < j + c1; ++jj) {
+        float* col = a + static_cast<size_t>(jj) * lda;
+        float* w = work + static_cast<size_t>(jj - j) * ldw;
+        for (int i = jj + 1; i < n; ++i) {
+          w[i] = col[i];
+          col[i] = 0.0f;
+        }
       }
-    }
+    });
     if (j + jb < n)
       colmajor_sgemm(n, jb, n - j - jb, -1.0f, a + static_cast<size_t>(j + jb) * lda, lda,
                      work + j + jb, ldw, 1.0f, a + static_cast<size_t>(j) * lda, lda);

@@ -11,6 +11,12 @@
 #include "ops/linalg.h"
 #include "support/testing.h"
 
+// From core/parallel.h, which test targets cannot include (it needs -fopenmp).
+namespace tapeflow::detail {
+int num_threads();
+void set_num_threads(int n);
+}  // namespace tapeflow::detail
+
 namespace tf = tapeflow;
 using tf::testing::check_values;
 using tf::testing::random_values;
@@ -556,4 +562,16 @@ TEST_CASE("big float32 matrices take the blocked LU path", "[cpu][linalg]") {
                                  tf::InvalidArgumentError, "[inv] Input is not invertible.");
     check_values(tf::linalg::det(make(sing, {n, n}, tf::float32)), {0}, 0, 0);
   }
+}
+
+TEST_CASE("set_num_threads reaches OpenBLAS and results do not depend on it", "[cpu][linalg]") {
+  const int before = tf::detail::num_threads();
+  tf::detail::set_num_threads(1);
+  CHECK(tf::detail::gemm_backend_info().find(", 1 threads)") != std::string::npos);
+  check_matmul({130, 140}, {140, 150}, tf::float32, false, false, 1e-4);
+  check_matmul({130, 140}, {140, 150}, tf::float64, false, false, 1e-12);
+  check_inverse({400, 400}, tf::float32, 2e-5, 41);
+  tf::detail::set_num_threads(before);
+  CHECK(tf::detail::gemm_backend_info().find(", " + std::to_string(before) + " threads)") !=
+        std::string::npos);
 }
