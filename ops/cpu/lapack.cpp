@@ -12,8 +12,9 @@
 //     on oneDNN's AVX-512 sgemm (LU 390 GFLOP/s at n = 4096 against OpenBLAS sgetrf's 220;
 //     inverse 351 ms against 636 ms for OpenBLAS getrf + getri and 779 ms for torch::inverse);
 //   - otherwise OpenBLAS's LAPACK (sgetrf/dgetrf, getri, getrs).
-// getri was measured faster than getrs against the identity for the inverse (OpenBLAS at
-// n = 4096: 636 ms against 775 ms; it does 4/3 n^3 flops after the LU instead of 2 n^3).
+// For big inverses getri was measured faster than getrs against the identity (OpenBLAS at
+// n = 4096: 636 ms against 775 ms; it does 4/3 n^3 flops after the LU instead of 2 n^3); for
+// n = 16..383 getrs is faster (see kGetriMinN).
 // float16/bfloat16 compute in float32. Small matrices in a batch are spread over the threads
 // (single-threaded LAPACK calls); big ones run one after the other on the threaded libraries.
 #include <cblas.h>
@@ -209,9 +210,10 @@ struct Lapack<float> {
     sgetri_(&n, a, &n, ipiv, work, &lwork, &info);
     return info;
   }
-  static int getrs_t(int n, int nrhs, const float* lu, const int* ipiv, float* b) {
+  static int getrs(const char* trans, int n, int nrhs, const float* lu, const int* ipiv,
+                   float* b) {
     int info = 0;
-    sgetrs_("T", &n, &nrhs, lu, &n, ipiv, b, &n, &info, 1);
+    sgetrs_(trans, &n, &nrhs, lu, &n, ipiv, b, &n, &info, 1);
     return info;
   }
 };
@@ -228,9 +230,10 @@ struct Lapack<double> {
     dgetri_(&n, a, &n, ipiv, work, &lwork, &info);
     return info;
   }
-  static int getrs_t(int n, int nrhs, const double* lu, const int* ipiv, double* b) {
+  static int getrs(const char* trans, int n, int nrhs, const double* lu, const int* ipiv,
+                   double* b) {
     int info = 0;
-    dgetrs_("T", &n, &nrhs, lu, &n, ipiv, b, &n, &info, 1);
+    dgetrs_(trans, &n, &nrhs, lu, &n, ipiv, b, &n, &info, 1);
     return info;
   }
 };
@@ -295,10 +298,26 @@ bool for_each_matrix(int64_t batches, int64_t n, size_t work_elems, F&& fn) {
 
 // ---- the three kernels on float/double buffers (row-major, contiguous batches) ----
 
+// The inverse after the LU: getri from kGetriMinN on (and below 16), getrs against the identity
+// in between, where OpenBLAS's getri is slower (1.1x to 2x for n = 16..256 on one or two threads;
+// getri wins from n = 384 on).
+constexpr int64_t kGetriMinN = 384;
+bool inverse_by_getrs(int64_t n) { return n >= 16 && n < kGetriMinN; }
+
 template <class T>
 bool inverse(const T* a, T* out, int64_t batches, int64_t n) {
   if (n == 0) return true;
   const int ni = static_cast<int>(n);
+  if (inverse_by_getrs(n)) {
+    return for_each_matrix<T>(batches, n, n * n, [&](int64_t b, T* lu, int* ipiv) {
+      std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
+      if (Lapack<T>::getrf(ni, lu, ipiv) != 0) return false;
+      T* x = out + b * n * n;
+      std::fill(x, x + n * n, T(0));
+      for (int64_t i = 0; i < n; ++i) x[i * n + i] = T(1);
+      return Lapack<T>::getrs("N", ni, ni, lu, ipiv, x) == 0;
+    });
+  }
   const int lwork = getri_lwork<T>(ni);
   return for_each_matrix<T>(batches, n, lwork, [&](int64_t b, T* work, int* ipiv) {
     T* x = out + b * n * n;
@@ -325,7 +344,7 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < k; ++j) x[j * n + i] = src[i * k + j];
     }
-    Lapack<T>::getrs_t(ni, ki, lu, ipiv, x);
+    Lapack<T>::getrs("T", ni, ki, lu, ipiv, x);
     if (k == 1) {
       std::memcpy(dst, x, sizeof(T) * n);
     } else {

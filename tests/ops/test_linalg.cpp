@@ -363,6 +363,7 @@ TEST_CASE("inv matches a float64 reference", "[cpu][linalg]") {
     check_inverse({3, 4, 4}, tf::float32, 1e-5);
     check_inverse({2, 3, 6, 6}, tf::float64, 1e-12);
     check_inverse({200, 5, 5}, tf::float32, 1e-5);  // small matrices spread over the threads
+    check_inverse({30, 20, 20}, tf::float64, 1e-12);  // the same with getrs (n >= 16)
     check_inverse({150, 150}, tf::float32, 1e-5);   // threaded LAPACK
     check_inverse({2, 130, 130}, tf::float64, 1e-12);
     check_inverse({4, 4}, tf::float16, 2e-3);
@@ -387,6 +388,10 @@ TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][linalg]") {
     std::vector<double> v = well_conditioned(40, 3, 9);
     for (int i = 0; i < 9; ++i) v[17 * 9 + i] = 0;
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(v, {40, 3, 3}, tf::float32)),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    std::vector<double> w = well_conditioned(40, 20, 10);
+    for (int i = 0; i < 20; ++i) w[(33 * 20 + i) * 20 + 7] = 0;  // a zero column
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(w, {40, 20, 20}, tf::float32)),
                                  tf::InvalidArgumentError, "[inv] Input is not invertible.");
     // A big singular one (the threaded path): a zero column gives an exact zero pivot. (Like
     // TF's, the check catches exact zero pivots only, not every numerically singular matrix.)
