@@ -6,16 +6,11 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "support/testing.h"
-
-// From core/parallel.h, which test targets cannot include (it needs -fopenmp).
-namespace tapeflow::detail {
-int num_threads();
-void set_num_threads(int n);
-}  // namespace tapeflow::detail
 
 namespace tf = tapeflow;
 using tf::testing::check_values;
