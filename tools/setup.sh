@@ -26,6 +26,10 @@ if ((${#missing[@]})); then
   fi
 fi
 
+# ccache hits across checkouts in different folders (CI clones afresh).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+
 BUILD_DIR=${TAPEFLOW_BUILD_DIR:-build}
 JOBS=${TAPEFLOW_JOBS:-$(nproc)}
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
