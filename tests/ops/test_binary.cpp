@@ -14,6 +14,10 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::contains;
+using tf::testing::kAllDTypes;
+using tf::testing::require_error;
+using tf::testing::rtol_of;
 using tf::testing::check_values;
 
 namespace {
@@ -21,56 +25,8 @@ namespace {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const std::vector<tf::DType> kAllDTypes = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
-                                           tf::int32,   tf::int64,    tf::uint8,   tf::bool_};
 const std::vector<tf::DType> kNumeric = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
                                          tf::int32,   tf::int64,    tf::uint8};
-
-double rtol_of(tf::DType d) {
-  if (d == tf::float16) return 2e-3;
-  if (d == tf::bfloat16) return 1.6e-2;
-  if (d == tf::float32) return 2e-6;
-  if (d == tf::float64) return 1e-13;
-  return 0.0;
-}
-
-void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const tf::InvalidArgumentError& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) {
-      INFO("message: " << msg << "; expected to contain: " << p);
-      CHECK(msg.find(p) != std::string::npos);
-    }
-    return;
-  }
-  FAIL("no InvalidArgumentError was thrown");
-}
-
-// check_values for large tensors: the same rule (NaN matches NaN, infinities match exactly,
-// else |got - want| <= atol + rtol * |want|), one assertion per tensor instead of per element.
-void check_all(const tf::Tensor& got, const std::vector<double>& want, double rtol, double atol) {
-  REQUIRE(static_cast<size_t>(got.num_elements()) == want.size());
-  const auto v = tf::detail::to_double_vector(got);
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const double g = v[i], w = want[i];
-    const bool ok = std::isnan(w)   ? std::isnan(g)
-                    : std::isinf(w) ? g == w
-                                    : std::abs(g - w) <= atol + rtol * std::abs(w);
-    if (!ok && bad++ == 0) first = i;
-  }
-  INFO(bad << " of " << v.size() << " elements differ; first: element " << first << ", got "
-           << (bad ? v[first] : 0.0) << ", want " << (bad ? want[first] : 0.0));
-  CHECK(bad == 0);
-}
-
-bool contains(const std::vector<tf::DType>& v, tf::DType d) {
-  for (auto x : v)
-    if (x == d) return true;
-  return false;
-}
 
 // numpy broadcasting of shapes and of element lookups, written plainly (div/mod per element).
 tf::TensorShape bshape(const std::vector<tf::TensorShape>& shapes) {
@@ -236,7 +192,7 @@ TEST_CASE("binary ops match a float64 broadcast reference on every accepted dtyp
           else
             for (auto& w : want) w = wrap_to(want_dtype, w);
           const double tol = rtol_of(want_dtype);
-          check_all(y, want, tol, tol);
+          tf::testing::check_values(y, want, tol, tol);
         }
       }
     }
@@ -394,7 +350,7 @@ TEST_CASE("where broadcasts condition - x and y", "[cpu][binary][where]") {
         for (int64_t i = 0; i < so.num_elements(); ++i)
           want[i] = vc[source_index(s.c, so, i)] != 0 ? vx[source_index(s.x, so, i)]
                                                       : vy[source_index(s.y, so, i)];
-        check_all(r, want, 0, 0);
+        tf::testing::check_values(r, want, 0, 0);
       }
     }
     // C++ scalars take the tensor operand's dtype.

@@ -12,6 +12,10 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::contains;
+using tf::testing::kAllDTypes;
+using tf::testing::require_error;
+using tf::testing::rtol_of;
 using tf::testing::check_values;
 
 namespace {
@@ -19,51 +23,7 @@ namespace {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const std::vector<tf::DType> kAllDTypes = {tf::float16, tf::bfloat16, tf::float32, tf::float64,
-                                           tf::int32,   tf::int64,    tf::uint8,   tf::bool_};
 const std::vector<tf::DType> kFloating = {tf::float16, tf::bfloat16, tf::float32, tf::float64};
-
-// Tolerances of a float64 reference against a result stored in `d`.
-double rtol_of(tf::DType d) {
-  if (d == tf::float16) return 2e-3;
-  if (d == tf::bfloat16) return 1.6e-2;
-  if (d == tf::float32) return 2e-6;
-  if (d == tf::float64) return 1e-13;
-  return 0.0;
-}
-
-// Requires that `f` throws InvalidArgumentError with every one of `parts` in its message.
-void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const tf::InvalidArgumentError& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) {
-      INFO("message: " << msg << "; expected to contain: " << p);
-      CHECK(msg.find(p) != std::string::npos);
-    }
-    return;
-  }
-  FAIL("no InvalidArgumentError was thrown");
-}
-
-// check_values for large tensors: the same rule (NaN matches NaN, infinities match exactly,
-// else |got - want| <= atol + rtol * |want|), one assertion per tensor instead of per element.
-void check_all(const tf::Tensor& got, const std::vector<double>& want, double rtol, double atol) {
-  REQUIRE(static_cast<size_t>(got.num_elements()) == want.size());
-  const auto v = tf::detail::to_double_vector(got);
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const double g = v[i], w = want[i];
-    const bool ok = std::isnan(w)   ? std::isnan(g)
-                    : std::isinf(w) ? g == w
-                                    : std::abs(g - w) <= atol + rtol * std::abs(w);
-    if (!ok && bad++ == 0) first = i;
-  }
-  INFO(bad << " of " << v.size() << " elements differ; first: element " << first << ", got "
-           << (bad ? v[first] : 0.0) << ", want " << (bad ? want[first] : 0.0));
-  CHECK(bad == 0);
-}
 
 struct UnaryCase {
   const char* name;
@@ -109,11 +69,6 @@ const std::vector<UnaryCase>& unary_cases() {
   return cases;
 }
 
-bool contains(const std::vector<tf::DType>& v, tf::DType d) {
-  for (auto x : v)
-    if (x == d) return true;
-  return false;
-}
 
 // Inputs for dtype d: random values in [lo, hi) (integers for integer dtypes, 0/1 for bool).
 std::vector<double> inputs_for(tf::DType d, double lo, double hi, size_t n, unsigned seed) {
@@ -153,7 +108,7 @@ TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][
           // Results of 1 or more in magnitude compare relatively; near zero the absolute error
           // of the stored type counts (sin near pi, log near 1).
           const double rtol = rtol_of(d);
-          check_all(y, want, rtol, rtol);
+          tf::testing::check_values(y, want, rtol, rtol);
         }
       }
     }

@@ -4,6 +4,8 @@
 #include <random>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace tapeflow::testing {
 
 std::vector<Device> devices_under_test() {
@@ -39,6 +41,34 @@ void check_close(const Tensor& got, const Tensor& want, double rtol, double atol
   REQUIRE(got.shape() == want.shape());
   REQUIRE(got.dtype() == want.dtype());
   check_values(got, detail::to_double_vector(want), rtol, atol);
+}
+
+void require_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const InvalidArgumentError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) {
+      INFO("message: " << msg << "; expected to contain: " << p);
+      CHECK(msg.find(p) != std::string::npos);
+    }
+    return;
+  }
+  FAIL("no InvalidArgumentError was thrown");
+}
+
+double rtol_of(DType d) {
+  if (d == float16) return 2e-3;
+  if (d == bfloat16) return 1.6e-2;
+  if (d == float32) return 2e-6;
+  if (d == float64) return 1e-13;
+  return 0.0;
+}
+
+bool contains(const std::vector<DType>& v, DType d) {
+  for (auto x : v)
+    if (x == d) return true;
+  return false;
 }
 
 std::vector<double> random_values(size_t n, double lo, double hi, unsigned seed) {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ bool has_gpu();
 void check_values(const Tensor& got, const std::vector<double>& expected, double rtol = 1e-6,
                   double atol = 1e-6);
 void check_close(const Tensor& got, const Tensor& want, double rtol = 1e-6, double atol = 1e-6);
+// Requires that `f` throws InvalidArgumentError with every one of `parts` in its message.
+void require_error(const std::function<void()>& f, const std::vector<std::string>& parts);
+// Tolerance of a float64 reference against a result stored in dtype d (0 for integers).
+double rtol_of(DType d);
+bool contains(const std::vector<DType>& v, DType d);
+inline const std::vector<DType> kAllDTypes = {float16, bfloat16, float32, float64,
+                                              int32,   int64,    uint8,   bool_};
+
 // Deterministic pseudo-random doubles in [lo, hi) for building inputs.
 std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0,
                                   unsigned seed = 1);
