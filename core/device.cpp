@@ -173,6 +173,14 @@ std::vector<LogicalDeviceConfiguration> get_logical_device_configuration(
 
 }  // namespace config
 
+namespace config::experimental {
+namespace {
+std::atomic<bool> g_tf32{false};
+}
+void enable_tensor_float_32_execution(bool enabled) { g_tf32.store(enabled); }
+bool tensor_float_32_execution_enabled() { return g_tf32.load(); }
+}  // namespace config::experimental
+
 namespace debugging {
 void set_log_device_placement(bool enabled) { g_log_placement.store(enabled); }
 bool log_device_placement() { return g_log_placement.load(std::memory_order_relaxed); }

@@ -80,6 +80,13 @@ void set_logical_device_configuration(const PhysicalDevice& device,
 std::vector<LogicalDeviceConfiguration> get_logical_device_configuration(
     const PhysicalDevice& device);
 
+namespace experimental {
+// TF's switch for TensorFloat-32 matrix products on GPUs (float32 inputs, 10-bit mantissa
+// products, float32 accumulation). Off by default in tapeflow: float32 means float32.
+void enable_tensor_float_32_execution(bool enabled);
+bool tensor_float_32_execution_enabled();
+}  // namespace experimental
+
 }  // namespace config
 
 namespace debugging {

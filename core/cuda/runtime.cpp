@@ -1,23 +1,19 @@
-// CUDA runtime glue (host code): device count, a per-device allocator with statistics, and
-// copies. The caching allocator and streams proper arrive with the CUDA backend issue.
+// CUDA runtime glue (host code): device count, one stream per logical GPU, a caching allocator per
+// logical GPU with statistics, and copies through pinned staging buffers.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/cuda/context.h"
 #include "core/log.h"
-
-#define TF_CUDA_CHECK(CALL)                                                                 \
-  do {                                                                                      \
-    cudaError_t tf_err_ = (CALL);                                                           \
-    if (tf_err_ != cudaSuccess)                                                             \
-      throw ::tapeflow::InternalError(fmt::format("CUDA call {} failed: {} ({})", #CALL,     \
-                                                  cudaGetErrorString(tf_err_),              \
-                                                  static_cast<int>(tf_err_)));              \
-  } while (0)
 
 namespace tapeflow::detail {
 
@@ -33,40 +29,141 @@ int cuda_device_count() {
   return n;
 }
 
+namespace cuda {
+
+void throw_cuda_error(const char* what, cudaError_t err) {
+  throw InternalError(fmt::format("CUDA call {} failed: {} ({})", what, cudaGetErrorString(err),
+                                  static_cast<int>(err)));
+}
+
+int physical_gpu(Device device) { return physical_gpu_of(device.index); }
+
+void set_device(Device device) {
+  thread_local int current = -1;
+  const int p = physical_gpu(device);
+  if (p != current) {
+    TF_CUDA_CHECK(cudaSetDevice(p));
+    current = p;
+  }
+}
+
 namespace {
+struct DeviceState {
+  cudaStream_t stream = nullptr;
+  cudaDeviceProp props{};
+};
+std::mutex g_state_mu;
+// Leaked on purpose: streams must not be destroyed after the runtime shuts down at exit.
+std::vector<std::unique_ptr<DeviceState>>* g_states = new std::vector<std::unique_ptr<DeviceState>>();
+
+DeviceState& state(Device device) {
+  std::lock_guard lock(g_state_mu);
+  if (static_cast<int>(g_states->size()) <= device.index) g_states->resize(device.index + 1);
+  auto& s = (*g_states)[device.index];
+  if (!s) {
+    auto st = std::make_unique<DeviceState>();
+    const int p = physical_gpu(device);
+    TF_CUDA_CHECK(cudaSetDevice(p));
+    TF_CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    TF_CUDA_CHECK(cudaGetDeviceProperties(&st->props, p));
+    TF_LOG_DEBUG("created stream for /device:GPU:{} on {} (physical GPU {})", device.index,
+                 st->props.name, p);
+    s = std::move(st);
+  }
+  return *s;
+}
+}  // namespace
+
+cudaStream_t stream(Device device) {
+  cudaStream_t s = state(device).stream;
+  set_device(device);
+  return s;
+}
+
+void synchronize(Device device) { TF_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+
+void check_launch(const char* op) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw InternalError(fmt::format("[{}] CUDA kernel launch failed: {} ({})", op,
+                                    cudaGetErrorString(err), static_cast<int>(err)));
+}
+
+const cudaDeviceProp& properties(Device device) { return state(device).props; }
+
+}  // namespace cuda
+
+namespace {
+
+// Caching allocator for one logical GPU. Blocks are rounded to 512 bytes (small) or 2 MiB
+// (large, >= 1 MiB) and kept by exact rounded size; all work of the device runs on its one
+// stream, so a freed block may serve the next allocation at once (stream order). When cudaMalloc
+// fails, the cache is released and the allocation retried before ResourceExhaustedError.
 class CudaAllocator final : public Allocator {
  public:
-  explicit CudaAllocator(int logical) : logical_(logical), physical_(physical_gpu_of(logical)) {
+  explicit CudaAllocator(int logical) : logical_(logical) {
     limit_ = logical_gpu_memory_limit(logical);
   }
+
+  static size_t round(size_t n) {
+    if (n < (size_t{1} << 20)) return (n + 511) & ~size_t{511};
+    const size_t big = size_t{2} << 20;
+    return (n + big - 1) / big * big;
+  }
+
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
+    const size_t rounded = round(nbytes);
     std::lock_guard lock(mu_);
-    if (limit_ && stats_.bytes_in_use + static_cast<int64_t>(nbytes) > *limit_ * (1 << 20))
-      TF_THROW(ResourceExhaustedError, "gpu_allocator",
-               "out of memory on /device:GPU:{}: requested {} bytes, {} of the {} MiB limit in "
-               "use",
-               logical_, nbytes, stats_.bytes_in_use, *limit_);
-    TF_CUDA_CHECK(cudaSetDevice(physical_));
-    void* p = nullptr;
-    if (cudaMalloc(&p, nbytes) != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      TF_THROW(ResourceExhaustedError, "gpu_allocator",
-               "out of memory on /device:GPU:{}: requested {} bytes, {} bytes free of {}",
-               logical_, nbytes, free_b, total_b);
+    auto it = free_.find(rounded);
+    const bool cached = it != free_.end() && !it->second.empty();
+    if (limit_ && !cached) {
+      // A logical device's memory limit bounds what it reserves: drop cached blocks first.
+      const int64_t limit = *limit_ << 20;
+      if (reserved_ + static_cast<int64_t>(rounded) > limit) release_locked();
+      if (reserved_ + static_cast<int64_t>(rounded) > limit)
+        TF_THROW(ResourceExhaustedError, "gpu_allocator",
+                 "out of memory on /device:GPU:{}: requested {} bytes, {} bytes in use of the "
+                 "{} MiB limit of this logical device",
+                 logical_, nbytes, stats_.bytes_in_use, *limit_);
+      it = free_.end();
     }
     ++stats_.num_allocs;
+    void* p = nullptr;
+    if (cached) {
+      p = it->second.back();
+      it->second.pop_back();
+      stats_.bytes_cached -= static_cast<int64_t>(rounded);
+      ++stats_.num_cache_hits;
+    } else {
+      cuda::set_device(Device{DeviceType::GPU, logical_});
+      if (cudaMalloc(&p, rounded) != cudaSuccess) {
+        cudaGetLastError();
+        release_locked();
+        if (cudaMalloc(&p, rounded) != cudaSuccess) {
+          cudaGetLastError();
+          size_t free_b = 0, total_b = 0;
+          cudaMemGetInfo(&free_b, &total_b);
+          --stats_.num_allocs;
+          TF_THROW(ResourceExhaustedError, "gpu_allocator",
+                   "out of memory on /device:GPU:{}: requested {} bytes, {} bytes free of {} "
+                   "({} bytes in use by tapeflow)",
+                   logical_, nbytes, free_b, total_b, stats_.bytes_in_use);
+        }
+      }
+      reserved_ += static_cast<int64_t>(rounded);
+    }
     stats_.bytes_in_use += static_cast<int64_t>(nbytes);
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     return p;
   }
+
   void deallocate(void* p, size_t nbytes) override {
     if (!p) return;
+    const size_t rounded = round(nbytes);
     std::lock_guard lock(mu_);
-    cudaSetDevice(physical_);
-    cudaFree(p);
+    free_[rounded].push_back(p);
+    stats_.bytes_cached += static_cast<int64_t>(rounded);
     stats_.bytes_in_use -= static_cast<int64_t>(nbytes);
   }
   AllocatorStats stats() const override {
@@ -77,20 +174,59 @@ class CudaAllocator final : public Allocator {
     std::lock_guard lock(mu_);
     stats_.peak_bytes_in_use = stats_.bytes_in_use;
   }
-  void release_cached_memory() override {}
+  void release_cached_memory() override {
+    std::lock_guard lock(mu_);
+    release_locked();
+  }
 
  private:
-  int logical_, physical_;
+  void release_locked() {
+    if (free_.empty()) return;
+    const Device dev{DeviceType::GPU, logical_};
+    // Queued kernels may still read blocks freed by the host: wait before handing them back.
+    cuda::synchronize(dev);
+    for (auto& [size, blocks] : free_)
+      for (void* b : blocks) {
+        cudaFree(b);
+        reserved_ -= static_cast<int64_t>(size);
+      }
+    free_.clear();
+    stats_.bytes_cached = 0;
+  }
+
+  int logical_;
   std::optional<int64_t> limit_;
   mutable std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  int64_t reserved_ = 0;  // bytes obtained from cudaMalloc (in use + cached, rounded)
   AllocatorStats stats_;
 };
+
+// A pinned host buffer per thread for staging copies; grows as needed (up to 64 MiB chunks).
+struct PinnedStage {
+  void* ptr = nullptr;
+  size_t size = 0;
+  ~PinnedStage() {
+    if (ptr) cudaFreeHost(ptr);
+  }
+  void* get(size_t n) {
+    if (n > size) {
+      if (ptr) cudaFreeHost(ptr);
+      ptr = nullptr;
+      size = 0;
+      TF_CUDA_CHECK(cudaMallocHost(&ptr, n));
+      size = n;
+    }
+    return ptr;
+  }
+};
+constexpr size_t kStageChunk = size_t{64} << 20;
+
 }  // namespace
 
 Allocator& cuda_allocator(int logical_index) {
   static std::mutex mu;
-  static std::vector<std::unique_ptr<CudaAllocator>>* allocators =
-      new std::vector<std::unique_ptr<CudaAllocator>>();
+  static auto* allocators = new std::vector<std::unique_ptr<CudaAllocator>>();
   std::lock_guard lock(mu);
   if (static_cast<int>(allocators->size()) <= logical_index) allocators->resize(logical_index + 1);
   auto& a = (*allocators)[logical_index];
@@ -98,12 +234,50 @@ Allocator& cuda_allocator(int logical_index) {
   return *a;
 }
 
+// Host<->device copies go through a pinned staging buffer in chunks (one DMA per chunk on the
+// device's stream, ordered after the kernels that produced the data); device<->device copies are
+// queued on the source's stream and waited for, so the destination device sees the data.
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                      size_t nbytes) {
-  cudaMemcpyKind kind = cudaMemcpyDefault;  // unified addressing works out the direction
-  if (dst_device.is_gpu()) TF_CUDA_CHECK(cudaSetDevice(physical_gpu_of(dst_device.index)));
-  else if (src_device.is_gpu()) TF_CUDA_CHECK(cudaSetDevice(physical_gpu_of(src_device.index)));
-  TF_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
+  thread_local PinnedStage stage;
+  if (dst_device.is_gpu() && src_device.is_gpu()) {
+    cudaStream_t s = cuda::stream(src_device);
+    if (dst_device.index != src_device.index) cuda::synchronize(dst_device);
+    const int pd = cuda::physical_gpu(dst_device), ps = cuda::physical_gpu(src_device);
+    if (pd == ps)
+      TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, s));
+    else
+      TF_CUDA_CHECK(cudaMemcpyPeerAsync(dst, pd, src, ps, nbytes, s));
+    if (dst_device.index != src_device.index) TF_CUDA_CHECK(cudaStreamSynchronize(s));
+    return;
+  }
+  if (dst_device.is_gpu()) {  // host -> device
+    cudaStream_t s = cuda::stream(dst_device);
+    const auto* from = static_cast<const uint8_t*>(src);
+    auto* to = static_cast<uint8_t*>(dst);
+    for (size_t done = 0; done < nbytes;) {
+      const size_t n = std::min(kStageChunk, nbytes - done);
+      void* st = stage.get(std::min(kStageChunk, nbytes));
+      std::memcpy(st, from + done, n);
+      TF_CUDA_CHECK(cudaMemcpyAsync(to + done, st, n, cudaMemcpyHostToDevice, s));
+      // The staging buffer is reused by the next chunk or copy: wait for this DMA.
+      TF_CUDA_CHECK(cudaStreamSynchronize(s));
+      done += n;
+    }
+    return;
+  }
+  // device -> host
+  cudaStream_t s = cuda::stream(src_device);
+  const auto* from = static_cast<const uint8_t*>(src);
+  auto* to = static_cast<uint8_t*>(dst);
+  for (size_t done = 0; done < nbytes;) {
+    const size_t n = std::min(kStageChunk, nbytes - done);
+    void* st = stage.get(std::min(kStageChunk, nbytes));
+    TF_CUDA_CHECK(cudaMemcpyAsync(st, from + done, n, cudaMemcpyDeviceToHost, s));
+    TF_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::memcpy(to + done, st, n);
+    done += n;
+  }
 }
 
 }  // namespace tapeflow::detail

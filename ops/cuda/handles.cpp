@@ -1,0 +1,72 @@
+#include "ops/cuda/handles.h"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/check.h"
+#include "core/cuda/context.h"
+
+namespace tapeflow::detail::cuda {
+
+void throw_library_error(const char* call, const char* library, int status, const char* reason) {
+  throw InternalError(fmt::format("{} call {} failed with status {}{}{}", library, call, status,
+                                  *reason ? ": " : "", reason));
+}
+
+namespace {
+
+// One lazily created handle per logical GPU, leaked on purpose (destroying library handles
+// after the CUDA runtime has shut down at exit crashes).
+template <class H, class Create>
+H handle_for(Device device, std::vector<H>& table, std::mutex& mu, Create create) {
+  std::lock_guard lock(mu);
+  if (static_cast<int>(table.size()) <= device.index) table.resize(device.index + 1, H{});
+  H& h = table[device.index];
+  if (!h) h = create();
+  return h;
+}
+
+}  // namespace
+
+cublasHandle_t cublas(Device device) {
+  static std::mutex mu;
+  static auto* table = new std::vector<cublasHandle_t>();
+  cudaStream_t s = stream(device);
+  return handle_for(device, *table, mu, [&] {
+    cublasHandle_t h = nullptr;
+    TF_CUBLAS_CHECK(cublasCreate(&h));
+    TF_CUBLAS_CHECK(cublasSetStream(h, s));
+    return h;
+  });
+}
+
+cusolverDnHandle_t cusolver(Device device) {
+  static std::mutex mu;
+  static auto* table = new std::vector<cusolverDnHandle_t>();
+  cudaStream_t s = stream(device);
+  return handle_for(device, *table, mu, [&] {
+    cusolverDnHandle_t h = nullptr;
+    TF_CUSOLVER_CHECK(cusolverDnCreate(&h));
+    TF_CUSOLVER_CHECK(cusolverDnSetStream(h, s));
+    return h;
+  });
+}
+
+cudnnHandle_t cudnn(Device device) {
+  static std::mutex mu;
+  static auto* table = new std::vector<cudnnHandle_t>();
+  cudaStream_t s = stream(device);
+  return handle_for(device, *table, mu, [&] {
+    cudnnHandle_t h = nullptr;
+    TF_CUDNN_CHECK(cudnnCreate(&h));
+    TF_CUDNN_CHECK(cudnnSetStream(h, s));
+    return h;
+  });
+}
+
+Tensor workspace(Device device, size_t nbytes) {
+  return detail::empty(TensorShape{static_cast<int64_t>(nbytes)}, uint8, device);
+}
+
+}  // namespace tapeflow::detail::cuda

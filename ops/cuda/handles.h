@@ -1,0 +1,50 @@
+// Per-device library handles for the CUDA kernels (internal). Each handle is created on first use,
+// bound to the device's stream (core/cuda/context.h), and lives until the process exits.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <cusolverDn.h>
+
+#include "core/device.h"
+#include "core/tensor.h"
+
+// Throw InternalError naming the call and the library's status.
+#define TF_CUBLAS_CHECK(CALL)                                                    \
+  do {                                                                           \
+    cublasStatus_t tf_st_ = (CALL);                                              \
+    if (tf_st_ != CUBLAS_STATUS_SUCCESS)                                         \
+      ::tapeflow::detail::cuda::throw_library_error(#CALL, "cuBLAS",             \
+                                                    static_cast<int>(tf_st_),    \
+                                                    cublasGetStatusString(tf_st_)); \
+  } while (0)
+#define TF_CUSOLVER_CHECK(CALL)                                                  \
+  do {                                                                           \
+    cusolverStatus_t tf_st_ = (CALL);                                            \
+    if (tf_st_ != CUSOLVER_STATUS_SUCCESS)                                       \
+      ::tapeflow::detail::cuda::throw_library_error(#CALL, "cuSOLVER",           \
+                                                    static_cast<int>(tf_st_), "");  \
+  } while (0)
+#define TF_CUDNN_CHECK(CALL)                                                     \
+  do {                                                                           \
+    cudnnStatus_t tf_st_ = (CALL);                                               \
+    if (tf_st_ != CUDNN_STATUS_SUCCESS)                                          \
+      ::tapeflow::detail::cuda::throw_library_error(#CALL, "cuDNN",              \
+                                                    static_cast<int>(tf_st_),    \
+                                                    cudnnGetErrorString(tf_st_)); \
+  } while (0)
+
+namespace tapeflow::detail::cuda {
+
+[[noreturn]] void throw_library_error(const char* call, const char* library, int status,
+                                      const char* reason);
+
+cublasHandle_t cublas(Device device);
+cusolverDnHandle_t cusolver(Device device);
+cudnnHandle_t cudnn(Device device);
+
+// Scratch memory for library calls, from the device's caching allocator: keep the returned
+// tensor alive until the call has been queued (stream order makes reuse safe afterwards).
+Tensor workspace(Device device, size_t nbytes);
+
+}  // namespace tapeflow::detail::cuda
