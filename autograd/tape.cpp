@@ -324,14 +324,10 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
     DeviceScope scope(target.placement());
     seed = ones(target.shape(), target.dtype());
   }
-  if (options_.persistent) {
-    if (recording_)
-      TF_LOG_WARN_ONCE("Calling GradientTape.gradient on a persistent tape inside its context is "
-                       "significantly less efficient than calling it outside the context (it "
-                       "causes the gradient ops to be recorded on the tape)");
-  } else {
-    uninstall();  // a non-persistent tape stops recording at its first gradient()
-  }
+  // The tape never records its own gradient computation (an enclosing tape does: nest tapes
+  // for higher orders); a non-persistent tape stops recording for good at its first gradient().
+  const bool resume = options_.persistent && recording_;
+  uninstall();
   std::vector<Tensor> result;
   if (!is_floating(target.dtype())) {
     // An integer or bool target has no gradient.
@@ -339,6 +335,7 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
   } else {
     result = compute({target}, {seed}, source_ids, source_like, unconnected, options_.persistent);
   }
+  if (resume) install();
   if (!options_.persistent) {
     used_ = true;
     release_all();
@@ -423,7 +420,8 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
                                    const TensorShape& shape, UnconnectedGradients unconnected) {
   check_usable(op);
   TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
-  if (!options_.persistent) uninstall();
+  const bool resume = options_.persistent && recording_;
+  uninstall();
   std::vector<Tensor> rows;
   if (is_floating(target.dtype()) && !ids.empty()) {
     for (int64_t i = 0; i < count; ++i) {
@@ -433,6 +431,7 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
       rows.push_back(std::move(g));
     }
   }
+  if (resume) install();
   if (!options_.persistent) {
     used_ = true;
     release_all();

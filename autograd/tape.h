@@ -13,6 +13,9 @@
 //
 // The tape keeps only what each op's vjp reads (Primitive::vjp_saves) and frees every entry as
 // the backward sweep passes it; a non-persistent tape holds nothing after gradient().
+// A tape never records its own gradient() computation (nest a second tape around it for
+// higher-order gradients); with RAII a persistent tape is usually still alive when gradient()
+// runs, and recording the backward ops there would only grow it.
 // A tape belongs to the thread that created it.
 #pragma once
 
