@@ -1,6 +1,9 @@
 // tf::nn: conv2d and pooling against plain float64 loops (NHWC, HWIO, TF's SAME/VALID padding,
 // strides, dilations, batches, every dtype), the composites (relu, softmax, losses, dropout,
-// bias_add) against float64 references, and every error path.
+// bias_add) against float64 references, and every error path. The conv/pool cases run on every
+// device of devices_under_test() and are tagged [cuda] too: on a GPU they exercise cuDNN's
+// convolution (NHWC and float64's NCHW path, explicit padding for TF's asymmetric SAME, cached
+// algorithms, offset inputs) and the pooling kernels.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -131,7 +134,7 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 // ---------------------------------------------------------------- conv2d
 
-TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
+TEST_CASE("conv2d matches a direct float64 loop", "[cpu][cuda][nn]") {
   const std::vector<ConvCase> cases = {
       {{1, 5, 5, 3}, {3, 3, 3, 8}, {1}, "SAME", {1}},
       {{2, 7, 6, 4}, {3, 2, 4, 5}, {2}, "VALID", {1}},
@@ -185,7 +188,7 @@ TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
   }
 }
 
-TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][nn]") {
+TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][cuda][nn]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     INFO("device " << dev.to_string());
@@ -221,7 +224,7 @@ TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][nn]") {
   }
 }
 
-TEST_CASE("conv2d and pooling read inputs at an offset into their storage", "[cpu][nn]") {
+TEST_CASE("conv2d and pooling read inputs at an offset into their storage", "[cpu][cuda][nn]") {
   // Views one element into a larger buffer: the CUDA kernel hands cuDNN aligned copies.
   const ConvCase c{{2, 7, 6, 5}, {3, 3, 5, 4}, {1}, "SAME", {1}};
   const PoolCase pc{{2, 7, 6, 5}, {3}, {2}, "SAME"};
@@ -248,7 +251,7 @@ TEST_CASE("conv2d and pooling read inputs at an offset into their storage", "[cp
   }
 }
 
-TEST_CASE("conv2d with TensorFloat-32 enabled stays close to float32", "[cpu][nn]") {
+TEST_CASE("conv2d with TensorFloat-32 enabled stays close to float32", "[cpu][cuda][nn]") {
   // The switch only changes GPU math (cuDNN may then use TF32 tensor cores: 10-bit mantissa
   // products, float32 accumulation); the CPU ignores it.
   struct Tf32Guard {
@@ -315,7 +318,7 @@ TEST_CASE("conv2d rejects bad arguments", "[cpu][nn]") {
 
 // ---------------------------------------------------------------- pooling
 
-TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
+TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][cuda][nn]") {
   const std::vector<PoolCase> cases = {
       {{1, 5, 5, 2}, {3}, {2}, "SAME"},  // edge windows cut by the padding
       {{2, 7, 6, 3}, {2, 3}, {2, 1}, "VALID"},
