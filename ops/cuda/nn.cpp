@@ -5,7 +5,8 @@
 //    used as they are and only the HWIO filters are gathered into cuDNN's KRSC = (O, KH, KW, C).
 //    float64 runs in NCHW (input, filters as (O, C, KH, KW) and output are gathered around the
 //    call): cuDNN's NHWC kernels are not meant for double (PyTorch keeps float64 convolutions in
-//    NCHW for the same reason).
+//    NCHW for the same reason). Should cuDNN reject the preferred layout for a geometry (no
+//    descriptor or no heuristic candidate), the other layout is used.
 //  - Padding: cuDNN pads symmetrically. TF's SAME puts the odd extra row/column of padding at the
 //    bottom/right, so when pad_after = pad_before + 1 the input is copied with one zero row
 //    (column) appended and cuDNN pads pad_before on both sides: the output is the same, since
@@ -14,8 +15,11 @@
 //    float32 (no TF32) unless config::experimental::tensor_float_32_execution_enabled() (then
 //    cuDNN's default math, which permits TF32 tensor cores), double for float64.
 //  - Algorithm: benchmarked once per (device, dtype, math, shapes, padding, strides, dilations)
-//    with cudnnFindConvolutionForwardAlgorithmEx (the fastest one that ran; the search is
-//    synchronous and happens once per geometry) and cached with its descriptors.
+//    with cudnnFindConvolutionForwardAlgorithmEx on the call's own buffers (the fastest that ran;
+//    the search is synchronous, once per geometry), its workspace sized by the heuristics'
+//    candidates (at most 1 GiB each), and cached with the descriptors.
+//  - cuDNN handles must not be used by two threads at once: one mutex serialises this file's
+//    cuDNN calls (they only queue work, except the one-off search).
 //  - Pointers handed to cuDNN are 256-byte aligned (fresh allocations): an input that is a view
 //    at an offset is copied first.
 // max_pool2d and avg_pool2d are direct kernels (ops/cuda/nn.cu): exact against the CPU loops,
@@ -29,6 +33,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -102,12 +107,15 @@ struct ConvKeyHash {
   }
 };
 
-// Descriptors and the chosen algorithm of one geometry; read-only once built.
+// Descriptors, layout and algorithm of one geometry. Built and read under cudnn_mutex().
 struct ConvPlan {
+  Layout layout = Layout::NHWC;
   cudnnTensorDescriptor_t x = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnTensorDescriptor_t y = nullptr;
+  size_t search_bytes = 0;  // workspace offered to the algorithm search
+  bool found = false;       // the search ran: algo and workspace_bytes are set
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace_bytes = 0;
 
@@ -130,7 +138,11 @@ bool not_supported(cudnnStatus_t st) {
   return CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED;
 }
 
-[[noreturn]] void throw_unsupported(const ConvKey& k, DType dt, const char* reason) {
+const char* layout_name(Layout l) {
+  return l == Layout::NHWC ? "NHWC" : "NCHW";
+}
+
+[[noreturn]] void throw_unsupported(const ConvKey& k, DType dt, const std::string& reason) {
   TF_THROW(UnimplementedError, "conv2d",
            "cuDNN has no convolution algorithm for {} input (N={}, H={}, W={}, C={}) and filters "
            "({}, {}, {}, {}) with strides [{}, {}], dilations [{}, {}]: {}",
@@ -138,30 +150,41 @@ bool not_supported(cudnnStatus_t st) {
            reason);
 }
 
-// Builds the descriptors and benchmarks the algorithms on the call's own buffers (x, w, y: the
-// cuDNN-layout input, filters and output; y is overwritten by the search). Caller holds
-// cudnn_mutex().
-std::shared_ptr<ConvPlan> make_plan(const ConvKey& k, DType dt, const CudnnTypes& t,
-                                    Layout layout, cudnnHandle_t h, Device dev, const void* x,
-                                    const void* w, void* y) {
+// The descriptors of the geometry in `layout`, or nullptr (with the reason in `why`) when cuDNN
+// rejects that layout or its heuristics offer no algorithm for it. No device work.
+std::shared_ptr<ConvPlan> describe(const ConvKey& k, const CudnnTypes& t, Layout layout,
+                                   cudnnHandle_t h, std::string& why) {
   auto plan = std::make_shared<ConvPlan>();
+  plan->layout = layout;
   const cudnnTensorFormat_t fmt = layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   auto i = [](int64_t v) { return static_cast<int>(v); };  // sizes were checked to fit an int
+  // false (with the reason) for a not-supported status; throws on any other failure.
+  auto ok = [&](cudnnStatus_t st, const char* call) {
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    if (not_supported(st)) {
+      why = fmt::format("{} layout: {} returned {}", layout_name(layout), call,
+                        cudnnGetErrorString(st));
+      return false;
+    }
+    cu::throw_library_error(call, "cuDNN", static_cast<int>(st), cudnnGetErrorString(st));
+  };
   TF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x));
-  TF_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(plan->x, fmt, t.data, i(k.n), i(k.c), i(k.h), i(k.w)));
   TF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w));
-  TF_CUDNN_CHECK(
-      cudnnSetFilter4dDescriptor(plan->w, t.data, fmt, i(k.o), i(k.c), i(k.kh), i(k.kw)));
   TF_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->conv));
-  TF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, i(k.pad_h), i(k.pad_w), i(k.sh),
-                                                 i(k.sw), i(k.dh), i(k.dw),
-                                                 CUDNN_CROSS_CORRELATION, t.compute));
-  TF_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, t.math));
   TF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y));
-  TF_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(plan->y, fmt, t.data, i(k.n), i(k.o), i(k.oh), i(k.ow)));
-  // cuDNN's output size must be TF's (a mismatch would be a bug in the padding above).
+  if (!ok(cudnnSetTensor4dDescriptor(plan->x, fmt, t.data, i(k.n), i(k.c), i(k.h), i(k.w)),
+          "cudnnSetTensor4dDescriptor") ||
+      !ok(cudnnSetFilter4dDescriptor(plan->w, t.data, fmt, i(k.o), i(k.c), i(k.kh), i(k.kw)),
+          "cudnnSetFilter4dDescriptor") ||
+      !ok(cudnnSetConvolution2dDescriptor(plan->conv, i(k.pad_h), i(k.pad_w), i(k.sh), i(k.sw),
+                                          i(k.dh), i(k.dw), CUDNN_CROSS_CORRELATION, t.compute),
+          "cudnnSetConvolution2dDescriptor") ||
+      !ok(cudnnSetConvolutionMathType(plan->conv, t.math), "cudnnSetConvolutionMathType") ||
+      !ok(cudnnSetTensor4dDescriptor(plan->y, fmt, t.data, i(k.n), i(k.o), i(k.oh), i(k.ow)),
+          "cudnnSetTensor4dDescriptor")) {
+    return nullptr;
+  }
+  // cuDNN's output size must be TF's (a mismatch would be a bug in the padding of eval_cuda).
   int on = 0, oc = 0, oh = 0, ow = 0;
   TF_CUDNN_CHECK(
       cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &on, &oc, &oh, &ow));
@@ -171,18 +194,19 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& k, DType dt, const CudnnTypes
              "H={}, W={})",
              on, oc, oh, ow, k.n, k.o, k.oh, k.ow);
   }
-
-  // Candidates (heuristics, no execution) size the workspace of the search.
+  // The heuristics' candidates (no execution): is there any, and how much workspace do they
+  // want (that sizes the search's workspace)?
   int max_algos = 0;
   TF_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
   max_algos = std::max(max_algos, 1);
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos));
   int got = 0;
-  cudnnStatus_t st = cudnnGetConvolutionForwardAlgorithm_v7(h, plan->x, plan->w, plan->conv,
-                                                            plan->y, max_algos, &got, perf.data());
-  if (not_supported(st)) throw_unsupported(k, dt, cudnnGetErrorString(st));
-  TF_CUDNN_CHECK(st);
-  size_t search_bytes = 0;
+  if (!ok(cudnnGetConvolutionForwardAlgorithm_v7(h, plan->x, plan->w, plan->conv, plan->y,
+                                                 max_algos, &got, perf.data()),
+          "cudnnGetConvolutionForwardAlgorithm_v7")) {
+    return nullptr;
+  }
+  bool any = false;
   for (int a = 0; a < got; ++a) {
     if (perf[a].status != CUDNN_STATUS_SUCCESS) continue;
     size_t bytes = perf[a].memory;
@@ -190,48 +214,77 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& k, DType dt, const CudnnTypes
     if (cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y,
                                                 perf[a].algo, &queried) == CUDNN_STATUS_SUCCESS)
       bytes = std::max(bytes, queried);
-    if (bytes <= kMaxWorkspace) search_bytes = std::max(search_bytes, bytes);
+    if (bytes > kMaxWorkspace) continue;
+    any = true;
+    plan->search_bytes = std::max(plan->search_bytes, bytes);
   }
-  Tensor search_ws = cu::workspace(dev, search_bytes);
-  got = 0;
-  st = cudnnFindConvolutionForwardAlgorithmEx(h, plan->x, x, plan->w, w, plan->conv, plan->y, y,
-                                              max_algos, &got, perf.data(),
-                                              search_ws.raw_data(), search_bytes);
-  if (not_supported(st)) throw_unsupported(k, dt, cudnnGetErrorString(st));
+  if (!any) {
+    why = fmt::format("{} layout: the heuristics offer no algorithm", layout_name(layout));
+    return nullptr;
+  }
+  return plan;
+}
+
+// The cached plan of a geometry: the preferred layout (NCHW for float64, NHWC otherwise), else
+// the other one. Caller holds cudnn_mutex().
+std::shared_ptr<ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes& t,
+                                   cudnnHandle_t h) {
+  // Leaked on purpose, as the handles: descriptors must not outlive the library at exit.
+  static auto* cache = new std::unordered_map<ConvKey, std::shared_ptr<ConvPlan>, ConvKeyHash>();
+  auto it = cache->find(k);
+  if (it != cache->end()) return it->second;
+  if (cache->size() >= 256) cache->clear();  // many shapes: a changing model
+  const Layout preferred = dt == float64 ? Layout::NCHW : Layout::NHWC;
+  const Layout other = preferred == Layout::NHWC ? Layout::NCHW : Layout::NHWC;
+  std::string why_preferred, why_other;
+  std::shared_ptr<ConvPlan> plan = describe(k, t, preferred, h, why_preferred);
+  if (!plan) plan = describe(k, t, other, h, why_other);
+  if (!plan) throw_unsupported(k, dt, why_preferred + "; " + why_other);
+  cache->emplace(k, plan);
+  return plan;
+}
+
+// Benchmarks the algorithms on the call's own buffers (x, w, y in the plan's layout; y is
+// overwritten) and keeps the fastest that ran. Synchronous, once per plan. Caller holds
+// cudnn_mutex().
+void find_algorithm(ConvPlan& plan, const ConvKey& k, DType dt, cudnnHandle_t h, Device dev,
+                    const void* x, const void* w, void* y) {
+  int max_algos = 0;
+  TF_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
+  max_algos = std::max(max_algos, 1);
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos));
+  Tensor search_ws = cu::workspace(dev, plan.search_bytes);
+  int got = 0;
+  const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
+      h, plan.x, x, plan.w, w, plan.conv, plan.y, y, max_algos, &got, perf.data(),
+      search_ws.raw_data(), plan.search_bytes);
+  if (not_supported(st)) {
+    throw_unsupported(k, dt,
+                      fmt::format("{} layout: cudnnFindConvolutionForwardAlgorithmEx returned {}",
+                                  layout_name(plan.layout), cudnnGetErrorString(st)));
+  }
   TF_CUDNN_CHECK(st);
   // Results come fastest first; forward algorithms are deterministic, but prefer those cuDNN
   // marks so.
   const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
   for (int pass = 0; pass < 2 && !best; ++pass) {
     for (int a = 0; a < got; ++a) {
-      if (perf[a].status != CUDNN_STATUS_SUCCESS || perf[a].memory > search_bytes) continue;
+      if (perf[a].status != CUDNN_STATUS_SUCCESS || perf[a].memory > plan.search_bytes) continue;
       if (pass == 0 && perf[a].determinism != CUDNN_DETERMINISTIC) continue;
       best = &perf[a];
       break;
     }
   }
-  if (!best) throw_unsupported(k, dt, "no algorithm ran");
-  plan->algo = best->algo;
+  if (!best) {
+    throw_unsupported(k, dt,
+                      fmt::format("{} layout: no algorithm ran", layout_name(plan.layout)));
+  }
   size_t need = 0;
-  TF_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv,
-                                                         plan->y, plan->algo, &need));
-  plan->workspace_bytes = std::max(need, best->memory);
-  return plan;
-}
-
-// The cached plan of a geometry. Caller holds cudnn_mutex().
-std::shared_ptr<const ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes& t,
-                                         Layout layout, cudnnHandle_t h, Device dev,
-                                         const void* x, const void* w, void* y) {
-  // Leaked on purpose, as the handles: descriptors must not outlive the library at exit.
-  static auto* cache =
-      new std::unordered_map<ConvKey, std::shared_ptr<const ConvPlan>, ConvKeyHash>();
-  auto it = cache->find(k);
-  if (it != cache->end()) return it->second;
-  if (cache->size() >= 256) cache->clear();  // many shapes: a changing model
-  std::shared_ptr<const ConvPlan> plan = make_plan(k, dt, t, layout, h, dev, x, w, y);
-  cache->emplace(k, plan);
-  return plan;
+  TF_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, plan.x, plan.w, plan.conv, plan.y,
+                                                         best->algo, &need));
+  plan.algo = best->algo;
+  plan.workspace_bytes = std::max(need, best->memory);
+  plan.found = true;
 }
 
 Gather4 gather(std::initializer_list<int64_t> size, std::initializer_list<int64_t> stride,
@@ -261,7 +314,6 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   }
   const bool tf32 = config::experimental::tensor_float_32_execution_enabled();
   const CudnnTypes types = cudnn_types(dt, tf32);
-  const Layout layout = dt == float64 ? Layout::NCHW : Layout::NHWC;
   const auto dh = detail::window_dim(H, KH, stride_h, dilation_h, same);
   const auto dw = detail::window_dim(W, KW, stride_w, dilation_w, same);
   // The extra bottom row / right column of TF's SAME padding (0 or 1), padded explicitly.
@@ -278,6 +330,13 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
                     C,         O,            KH,            KW,       OH,       OW,
                     dh.pad_before, dw.pad_before, stride_h, stride_w, dilation_h, dilation_w};
   const size_t es = dtype_size(dt);
+
+  // One lock for the whole call: the plan is built and read under it, and the work it queues
+  // (gathers, search, convolution) are launches on the device's stream.
+  std::lock_guard<std::mutex> lock(cudnn_mutex());
+  cudnnHandle_t h = cu::cudnn(dev);
+  const std::shared_ptr<ConvPlan> plan = get_plan(key, dt, types, h);
+  const Layout layout = plan->layout;
 
   // cuDNN's input: x itself (NHWC, aligned, no extra padding), else a gathered copy.
   Tensor xc = x;
@@ -312,21 +371,17 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
     yc = detail::empty(layout == Layout::NCHW ? TensorShape{N, O, OH, OW} : y.shape(), dt, dev);
   }
 
-  {
-    std::lock_guard<std::mutex> lock(cudnn_mutex());
-    cudnnHandle_t h = cu::cudnn(dev);
-    const auto plan =
-        get_plan(key, dt, types, layout, h, dev, xc.raw_data(), fc.raw_data(), yc.raw_data());
-    Tensor ws = cu::workspace(dev, plan->workspace_bytes);
-    // Scaling factors are double for double data, float otherwise.
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    const void* alpha = dt == float64 ? static_cast<const void*>(&one_d) : &one_f;
-    const void* beta = dt == float64 ? static_cast<const void*>(&zero_d) : &zero_f;
-    TF_CUDNN_CHECK(cudnnConvolutionForward(h, alpha, plan->x, xc.raw_data(), plan->w,
-                                           fc.raw_data(), plan->conv, plan->algo, ws.raw_data(),
-                                           plan->workspace_bytes, beta, plan->y, yc.raw_data()));
-  }
+  if (!plan->found) find_algorithm(*plan, key, dt, h, dev, xc.raw_data(), fc.raw_data(),
+                                   yc.raw_data());
+  Tensor ws = cu::workspace(dev, plan->workspace_bytes);
+  // Scaling factors are double for double data, float otherwise.
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const double one_d = 1.0, zero_d = 0.0;
+  const void* alpha = dt == float64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = dt == float64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  TF_CUDNN_CHECK(cudnnConvolutionForward(h, alpha, plan->x, xc.raw_data(), plan->w, fc.raw_data(),
+                                         plan->conv, plan->algo, ws.raw_data(),
+                                         plan->workspace_bytes, beta, plan->y, yc.raw_data()));
 
   if (layout == Layout::NCHW) {  // (N, O, OH, OW) -> (N, OH, OW, O)
     cu::nn::gather4(yc.raw_data(), y.raw_data(),
