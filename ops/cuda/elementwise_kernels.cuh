@@ -120,7 +120,6 @@ TF_EW_HD T ipow(T base, T e) {
     if constexpr (std::is_same_v<C, float>) return ::FN##f(x);         \
     else return ::FN(x);                                               \
   }
-TF_EW_MATH1(m_exp, exp)
 TF_EW_MATH1(m_log, log)
 TF_EW_MATH1(m_log1p, log1p)
 TF_EW_MATH1(m_sqrt, sqrt)
@@ -132,6 +131,16 @@ TF_EW_MATH1(m_ceil, ceil)
 TF_EW_MATH1(m_rint, rint)  // round half to even (the default rounding mode)
 TF_EW_MATH1(m_fabs, fabs)
 #undef TF_EW_MATH1
+// exp with subnormal float results rounded once: where e^x is below the normal range (x < ln
+// 2^-126) it is computed as e^(x + 64) * e^-64, both normal numbers (relative error ~3e-7), so
+// that only the final multiply rounds into the subnormals (as the CPU's exp_fast; sigmoid's
+// negative tail relies on it). NaN and -inf take the plain path or give 0.
+template <class C>
+TF_EW_HD C m_exp(C x) {
+  if constexpr (std::is_same_v<C, float>)
+    return x < -87.3365447f ? ::expf(x + 64.0f) * 0x1.969d48p-93f : ::expf(x);
+  else return ::exp(x);
+}
 template <class C>
 TF_EW_HD C m_pow(C a, C b) {
   if constexpr (std::is_same_v<C, float>) return ::powf(a, b);
