@@ -310,10 +310,12 @@ TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops"
         // Filter gradients sum N * OH * OW products: a looser absolute bound for the half types.
         check_values(df, backprop_filter_ref(values(x), values(dy), c), t.rtol,
                      t.atol * (t.dtype == tf::float32 || t.dtype == tf::float64 ? 1 : 4));
-        // Second call: cached plans give the same result.
-        tf::testing::check_close(tf::detail::conv2d_backprop_input(tf::TensorShape(c.x), f, dy,
-                                                                   c.sh, c.sw, c.dh, c.dw, c.same),
-                                 dx, 0, 0);
+        // Second call: the cached oneDNN plan gives the same bits (cuDNN's algorithms need
+        // not be deterministic, so the GPU is only held to the reference above).
+        if (dev.is_cpu())
+          tf::testing::check_close(tf::detail::conv2d_backprop_input(
+                                       tf::TensorShape(c.x), f, dy, c.sh, c.sw, c.dh, c.dw, c.same),
+                                   dx, 0, 0);
       }
     }
   }
