@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "ops/cuda/nn_grad_element.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
@@ -405,6 +406,70 @@ TEST_CASE("max_pool2d_grad routes ties to the first maximal element", "[cpu][nn_
         check_values(dx, max_grad_ref(xv, values(dy), c), t.rtol, t.atol);
       }
     }
+  }
+}
+
+// The CUDA kernels' per-element bodies (ops/cuda/nn_grad_element.h) run here on the host, so
+// their index arithmetic is checked on machines without a GPU too.
+TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[cpu][nn_grad]") {
+  namespace ng = tf::cuda::nngrad;
+  for (size_t i = 0; i < kConvCases.size(); ++i) {
+    const ConvCase& c = kConvCases[i];
+    INFO("conv case " << i);
+    const ConvDims d = conv_dims(c);
+    const auto ys = conv_out_shape(c);
+    const ng::ConvGeom g{d.N, d.H, d.W, d.C, d.KH, d.KW, d.O, d.OH, d.OW,
+                         c.sh, c.sw, c.dh, c.dw, d.pt, d.pl};
+    const auto x = tf::testing::random_values(numel(c.x), -1, 1, 1 + i);
+    const auto f = tf::testing::random_values(numel(c.f), -1, 1, 100 + i);
+    const auto dy = tf::testing::random_values(numel(ys), -1, 1, 200 + i);
+    const auto want_dx = backprop_input_ref(f, dy, c), want_df = backprop_filter_ref(x, dy, c);
+    size_t bad = 0;
+    for (size_t j = 0; j < want_dx.size(); ++j)
+      bad += std::abs(ng::conv_input_element<double>(g, f.data(), dy.data(),
+                                                     static_cast<int64_t>(j)) -
+                      want_dx[j]) > 1e-12;
+    for (size_t j = 0; j < want_df.size(); ++j)
+      bad += std::abs(ng::conv_filter_element<double>(g, x.data(), dy.data(),
+                                                      static_cast<int64_t>(j)) -
+                      want_df[j]) > 1e-12;
+    CHECK(bad == 0);
+    // The cuDNN path's bottom/right growth and crop: pad by one row and column, crop back.
+    std::vector<double> grown(static_cast<size_t>(d.N * (d.H + 1) * (d.W + 1) * d.C));
+    for (size_t j = 0; j < grown.size(); ++j) {
+      const int64_t s = ng::resize_source(static_cast<int64_t>(j), d.H, d.W, d.C, d.H + 1, d.W + 1);
+      grown[j] = s >= 0 ? x[static_cast<size_t>(s)] : 0.0;
+    }
+    double grown_sum = 0, x_sum = 0;
+    for (double v : grown) grown_sum += v;
+    for (double v : x) x_sum += v;
+    CHECK(grown_sum == Approx(x_sum).epsilon(1e-12));
+    for (size_t j = 0; j < x.size(); ++j) {
+      const int64_t s = ng::resize_source(static_cast<int64_t>(j), d.H + 1, d.W + 1, d.C, d.H, d.W);
+      bad += s < 0 || grown[static_cast<size_t>(s)] != x[j];
+    }
+    CHECK(bad == 0);
+  }
+  for (size_t i = 0; i < kPoolCases.size(); ++i) {
+    const PoolCase& c = kPoolCases[i];
+    INFO("pool case " << i);
+    const auto ys = pool_out_shape(c);
+    const ng::PoolGeom g{c.x[0], c.x[1], c.x[2], c.x[3], ys[1], ys[2], c.kh, c.kw, c.sh, c.sw,
+                         tf_pad(c.x[1], c.kh, c.sh, 1, c.same).before,
+                         tf_pad(c.x[2], c.kw, c.sw, 1, c.same).before};
+    // Integer values in [0, 3): ties everywhere.
+    std::vector<double> x = tf::testing::random_values(numel(c.x), 0, 3, 40 + i);
+    for (double& v : x) v = std::floor(v);
+    const auto dy = tf::testing::random_values(numel(ys), -1, 1, 300 + i);
+    const auto want_max = max_grad_ref(x, dy, c), want_avg = avg_grad_ref(dy, c);
+    size_t bad = 0;
+    for (size_t j = 0; j < x.size(); ++j) {
+      const auto k = static_cast<int64_t>(j);
+      bad += std::abs(ng::max_pool_grad_element<double>(g, x.data(), dy.data(), k) -
+                      want_max[j]) > 1e-12;
+      bad += std::abs(ng::avg_pool_grad_element<double>(g, dy.data(), k) - want_avg[j]) > 1e-12;
+    }
+    CHECK(bad == 0);
   }
 }
 
