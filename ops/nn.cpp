@@ -120,16 +120,15 @@ std::string Conv2D::attributes() const {
                      dilation_h, dilation_w, same ? "SAME" : "VALID");
 }
 
-std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals,
-                                std::span<const Tensor> cotangents, std::span<const int> argnums,
-                                std::span<const Tensor>) const {
+std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                                std::span<const int> argnums, std::span<const Tensor>) const {
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::conv2d_backprop_input(x.shape(), f, cotangents[0], stride_h,
-                                                    stride_w, dilation_h, dilation_w, same));
+      grads.push_back(detail::conv2d_backprop_input(x.shape(), f, cotangents[0], stride_h, stride_w,
+                                                    dilation_h, dilation_w, same));
     else
       grads.push_back(detail::conv2d_backprop_filter(x, f.shape(), cotangents[0], stride_h,
                                                      stride_w, dilation_h, dilation_w, same));
@@ -158,12 +157,12 @@ std::string MaxPool2D::attributes() const {
 }
 
 std::vector<Tensor> MaxPool2D::vjp(std::span<const Tensor> primals,
-                                   std::span<const Tensor> cotangents,
-                                   std::span<const int> argnums, std::span<const Tensor>) const {
+                                   std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                   std::span<const Tensor>) const {
   std::vector<Tensor> grads;
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::max_pool2d_grad(primals[0], cotangents[0], k_h, k_w, stride_h,
-                                            stride_w, same));
+    grads.push_back(
+        detail::max_pool2d_grad(primals[0], cotangents[0], k_h, k_w, stride_h, stride_w, same));
   return grads;
 }
 
@@ -177,12 +176,12 @@ std::string AvgPool2D::attributes() const {
 }
 
 std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,
-                                   std::span<const Tensor> cotangents,
-                                   std::span<const int> argnums, std::span<const Tensor>) const {
+                                   std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                   std::span<const Tensor>) const {
   std::vector<Tensor> grads;
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::avg_pool2d_grad(primals[0].shape(), cotangents[0], k_h, k_w,
-                                            stride_h, stride_w, same));
+    grads.push_back(detail::avg_pool2d_grad(primals[0].shape(), cotangents[0], k_h, k_w, stride_h,
+                                            stride_w, same));
   return grads;
 }
 

@@ -10,8 +10,12 @@ namespace tapeflow {
 
 namespace {
 
-bool dims_match(int64_t a, int64_t b) { return a == None || b == None || a == b; }
-int64_t known_or(int64_t a, int64_t b) { return a != None ? a : b; }
+bool dims_match(int64_t a, int64_t b) {
+  return a == None || b == None || a == b;
+}
+int64_t known_or(int64_t a, int64_t b) {
+  return a != None ? a : b;
+}
 
 bool shapes_match(const TensorShape& a, const TensorShape& b) {
   if (a.rank() != b.rank()) return false;
@@ -70,19 +74,21 @@ void check_conv_shapes(const char* op, const TensorShape& xs, const TensorShape&
                ys.to_string(), want.to_string(), xs.to_string(), fs.to_string());
 }
 
-void check_pool_shapes(const char* op, const TensorShape& xs, const TensorShape& ys, int kh,
-                       int kw, int sh, int sw, bool same) {
+void check_pool_shapes(const char* op, const TensorShape& xs, const TensorShape& ys, int kh, int kw,
+                       int sh, int sw, bool same) {
   TF_CHECK_ARG(kh >= 1 && kw >= 1, op, "ksize must be positive, got [{}, {}]", kh, kw);
   check_window(op, sh, sw, 1, 1);
   const int64_t oh = forward_out(op, "height", xs[1], kh, sh, 1, same, xs);
   const int64_t ow = forward_out(op, "width", xs[2], kw, sw, 1, same, xs);
   const TensorShape want{xs[0], oh, ow, xs[3]};
   TF_CHECK_ARG(shapes_match(ys, want), op,
-               "dy shape {} does not match the pooling output shape {} of input {}",
-               ys.to_string(), want.to_string(), xs.to_string());
+               "dy shape {} does not match the pooling output shape {} of input {}", ys.to_string(),
+               want.to_string(), xs.to_string());
 }
 
-const char* padding_name(bool same) { return same ? "SAME" : "VALID"; }
+const char* padding_name(bool same) {
+  return same ? "SAME" : "VALID";
+}
 
 }  // namespace
 
@@ -101,8 +107,9 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   check_conv_shapes(op, input_shape, f.shape(), dy.shape(), stride_h, stride_w, dilation_h,
                     dilation_w, same);
   const TensorShape& xs = input_shape;
-  out[0] = {TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], f.shape()[2])},
-            f.dtype()};
+  out[0] = {
+      TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], f.shape()[2])},
+      f.dtype()};
 }
 
 std::string Conv2DBackpropInput::attributes() const {
@@ -125,8 +132,8 @@ std::vector<Tensor> Conv2DBackpropInput::vjp(std::span<const Tensor> primals,
       grads.push_back(detail::conv2d_backprop_filter(g, f.shape(), dy, stride_h, stride_w,
                                                      dilation_h, dilation_w, same));
     else
-      grads.push_back(detail::dispatch(
-          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {g, f}));
+      grads.push_back(
+          detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {g, f}));
   }
   return grads;
 }
@@ -143,9 +150,9 @@ void Conv2DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMet
   check_conv_shapes(op, x.shape(), filter_shape, dy.shape(), stride_h, stride_w, dilation_h,
                     dilation_w, same);
   const TensorShape& fs = filter_shape;
-  out[0] = {TensorShape{fs[0], fs[1], known_or(fs[2], x.shape()[3]),
-                        known_or(fs[3], dy.shape()[3])},
-            x.dtype()};
+  out[0] = {
+      TensorShape{fs[0], fs[1], known_or(fs[2], x.shape()[3]), known_or(fs[3], dy.shape()[3])},
+      x.dtype()};
 }
 
 std::string Conv2DBackpropFilter::attributes() const {
@@ -168,8 +175,8 @@ std::vector<Tensor> Conv2DBackpropFilter::vjp(std::span<const Tensor> primals,
       grads.push_back(detail::conv2d_backprop_input(x.shape(), g, dy, stride_h, stride_w,
                                                     dilation_h, dilation_w, same));
     else
-      grads.push_back(detail::dispatch(
-          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {x, g}));
+      grads.push_back(
+          detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {x, g}));
   }
   return grads;
 }
@@ -190,14 +197,14 @@ std::string MaxPool2DGrad::attributes() const {
                      padding_name(same));
 }
 
-std::vector<Tensor> MaxPool2DGrad::vjp(std::span<const Tensor>,
-                                       std::span<const Tensor> cotangents,
+std::vector<Tensor> MaxPool2DGrad::vjp(std::span<const Tensor>, std::span<const Tensor> cotangents,
                                        std::span<const int> argnums,
                                        std::span<const Tensor>) const {
   std::vector<Tensor> grads;
   for (int a : argnums) {
     // The routing changes only where the argmax changes: zero almost everywhere.
-    if (a == 0) grads.push_back(zeros_like(cotangents[0]));
+    if (a == 0)
+      grads.push_back(zeros_like(cotangents[0]));
     else
       TF_THROW(InvalidArgumentError, name(),
                "no gradient is defined with respect to dy (a second-order gradient of "
@@ -217,9 +224,9 @@ void AvgPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
                dtype_name(dy.dtype()));
   check_pool_shapes(op, input_shape, dy.shape(), k_h, k_w, stride_h, stride_w, same);
   const TensorShape& xs = input_shape;
-  out[0] = {TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2],
-                        known_or(xs[3], dy.shape()[3])},
-            dy.dtype()};
+  out[0] = {
+      TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], dy.shape()[3])},
+      dy.dtype()};
 }
 
 std::string AvgPool2DGrad::attributes() const {
@@ -228,14 +235,13 @@ std::string AvgPool2DGrad::attributes() const {
 }
 
 // Linear in dy, and the transpose of avg_pool2d: its vjp is avg_pool2d itself.
-std::vector<Tensor> AvgPool2DGrad::vjp(std::span<const Tensor>,
-                                       std::span<const Tensor> cotangents,
+std::vector<Tensor> AvgPool2DGrad::vjp(std::span<const Tensor>, std::span<const Tensor> cotangents,
                                        std::span<const int> argnums,
                                        std::span<const Tensor>) const {
   std::vector<Tensor> grads;
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::dispatch(AvgPool2D(k_h, k_w, stride_h, stride_w, same),
-                                     {cotangents[0]}));
+    grads.push_back(
+        detail::dispatch(AvgPool2D(k_h, k_w, stride_h, stride_w, same), {cotangents[0]}));
   return grads;
 }
 

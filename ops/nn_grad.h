@@ -19,7 +19,11 @@ struct Conv2DBackpropInput final : PrimitiveBase<Conv2DBackpropInput> {
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;
   Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s)
-      : input_shape(std::move(in)), stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw),
+      : input_shape(std::move(in)),
+        stride_h(sh),
+        stride_w(sw),
+        dilation_h(dh),
+        dilation_w(dw),
         same(s) {}
   const char* name() const override { return "conv2d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
@@ -38,7 +42,11 @@ struct Conv2DBackpropFilter final : PrimitiveBase<Conv2DBackpropFilter> {
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;
   Conv2DBackpropFilter(TensorShape fs, int sh, int sw, int dh, int dw, bool s)
-      : filter_shape(std::move(fs)), stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw),
+      : filter_shape(std::move(fs)),
+        stride_h(sh),
+        stride_w(sw),
+        dilation_h(dh),
+        dilation_w(dw),
         same(s) {}
   const char* name() const override { return "conv2d_backprop_filter"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;

@@ -11,6 +11,8 @@
 //    the forward anyway, and does not document its tie rule.
 // oneDNN primitives are cached per geometry (a small cache, as in ops/cpu/conv.cpp) and run with
 // a per-call scratchpad, so concurrent callers are safe.
+#include "ops/nn_grad.h"
+
 #include <algorithm>
 #include <cstring>
 #include <dnnl.hpp>
@@ -23,7 +25,6 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/nn.h"
-#include "ops/nn_grad.h"
 
 namespace tapeflow::prims {
 
@@ -48,7 +49,9 @@ Tensor host_buffer(size_t bytes) {
                        Device{});
 }
 
-void zero(Tensor& t) { std::memset(t.raw_data(), 0, t.nbytes()); }
+void zero(Tensor& t) {
+  std::memset(t.raw_data(), 0, t.nbytes());
+}
 
 // float16 / bfloat16 <-> float32 copies.
 template <class S, class D>
@@ -60,13 +63,15 @@ void convert(const S* src, D* dst, int64_t n) {
 Tensor to_float32(const Tensor& t) {
   Tensor f = detail::empty(t.shape(), float32, Device{});
   TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    if constexpr (!std::is_same_v<T, float>) convert(t.data<T>(), f.data<float>(), t.num_elements());
+    if constexpr (!std::is_same_v<T, float>)
+      convert(t.data<T>(), f.data<float>(), t.num_elements());
   });
   return f;
 }
 void from_float32(const Tensor& f, Tensor& t) {
   TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    if constexpr (!std::is_same_v<T, float>) convert(f.data<float>(), t.data<T>(), t.num_elements());
+    if constexpr (!std::is_same_v<T, float>)
+      convert(f.data<float>(), t.data<T>(), t.num_elements());
   });
 }
 
@@ -122,8 +127,8 @@ ConvDescs conv_descs(const ConvGeom& g) {
 // The forward primitive descriptor that oneDNN's backward descriptors take as a hint.
 dnnl::convolution_forward::primitive_desc conv_hint(const ConvDescs& d) {
   const dnnl::convolution_forward::desc fwd(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src,
-      d.weights_any, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.weights_any,
+      d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
   return dnnl::convolution_forward::primitive_desc(fwd, onednn_engine());
 }
 dnnl::primitive_attr user_scratchpad() {
@@ -154,8 +159,8 @@ std::shared_ptr<const BwdDataPlan> make_bwd_data_plan(const ConvGeom& g) {
                                                  d.weights_any, d.dst, d.strides, d.dilates,
                                                  d.pad_l, d.pad_r);
   auto plan = std::make_shared<BwdDataPlan>();
-  plan->pd = dnnl::convolution_backward_data::primitive_desc(bd, user_scratchpad(), eng,
-                                                             conv_hint(d));
+  plan->pd =
+      dnnl::convolution_backward_data::primitive_desc(bd, user_scratchpad(), eng, conv_hint(d));
   plan->prim = dnnl::convolution_backward_data(plan->pd);
   plan->user_weights = d.user_weights;
   plan->reorder_weights = plan->pd.weights_desc() != d.user_weights;
@@ -172,8 +177,8 @@ std::shared_ptr<const BwdWeightsPlan> make_bwd_weights_plan(const ConvGeom& g) {
                                                     d.weights_any, d.dst, d.strides, d.dilates,
                                                     d.pad_l, d.pad_r);
   auto plan = std::make_shared<BwdWeightsPlan>();
-  plan->pd = dnnl::convolution_backward_weights::primitive_desc(bd, user_scratchpad(), eng,
-                                                                conv_hint(d));
+  plan->pd =
+      dnnl::convolution_backward_weights::primitive_desc(bd, user_scratchpad(), eng, conv_hint(d));
   plan->prim = dnnl::convolution_backward_weights(plan->pd);
   plan->user_weights = d.user_weights;
   plan->reorder_weights = plan->pd.diff_weights_desc() != d.user_weights;
@@ -228,8 +233,7 @@ void backprop_input_f32(const ConvGeom& g, const float* f, const float* dy, floa
 
 void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, float* df) {
   try {
-    const auto plan =
-        cached_plan<BwdWeightsPlan, ConvGeom, ConvGeomHash>(g, make_bwd_weights_plan);
+    const auto plan = cached_plan<BwdWeightsPlan, ConvGeom, ConvGeomHash>(g, make_bwd_weights_plan);
     auto& eng = onednn_engine();
     auto& stream = onednn_stream();
     dnnl::memory src(plan->pd.src_desc(), eng, const_cast<float*>(x));
@@ -331,8 +335,8 @@ struct PoolGeom {
 };
 struct PoolGeomHash {
   size_t operator()(const PoolGeom& g) const {
-    return hash_values({g.n, g.h, g.w, g.c, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.pb,
-                        g.pr});
+    return hash_values(
+        {g.n, g.h, g.w, g.c, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.pb, g.pr});
   }
 };
 
@@ -387,8 +391,7 @@ void avg_grad_f32(const PoolGeom& g, const float* dy, float* dx) {
     stream.wait();
   } catch (const dnnl::error& e) {
     TF_THROW(InternalError, "avg_pool2d_grad",
-             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={})", e.what(), g.n, g.h, g.w,
-             g.c);
+             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={})", e.what(), g.n, g.h, g.w, g.c);
   }
 }
 
@@ -400,8 +403,8 @@ template <class T>
 void avg_grad_loop(const PoolGeom& g, const T* dy, T* dx) {
   using A = compute_t<T>;
   const int64_t rows = g.n * g.h;
-  const int64_t work = std::max<int64_t>(1, g.w * g.c * ((g.kh + g.sh - 1) / g.sh) *
-                                                ((g.kw + g.sw - 1) / g.sw));
+  const int64_t work =
+      std::max<int64_t>(1, g.w * g.c * ((g.kh + g.sh - 1) / g.sh) * ((g.kw + g.sw - 1) / g.sw));
   const int64_t grain = std::max<int64_t>(1, 65536 / work);
   detail::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     std::vector<A> acc(static_cast<size_t>(g.c));

@@ -11,6 +11,8 @@
 //    direct kernels.
 //  - MaxPool2DGrad / AvgPool2DGrad: direct gather kernels for every dtype (exact, and the same
 //    first-maximum rule as the CPU kernel).
+#include "ops/nn_grad.h"
+
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -25,7 +27,6 @@
 #include "ops/cuda/handles.h"
 #include "ops/cuda/nn_grad_kernels.h"
 #include "ops/nn.h"
-#include "ops/nn_grad.h"
 
 namespace tapeflow::prims {
 
@@ -120,36 +121,67 @@ bool cudnn_sizes_ok(const ConvGeom& g) {
   return biggest < INT_MAX;
 }
 
-void describe(CudnnConv& d, const ConvGeom& g, DType dtype, const char* op) {
+// cuDNN 9 groups statuses by thousands: 3000-3999 are the NOT_SUPPORTED family.
+bool not_supported(cudnnStatus_t st) {
+#if CUDNN_MAJOR >= 9
+  return static_cast<int>(st) / 1000 == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED) / 1000;
+#else
+  return st == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
+[[noreturn]] void throw_cudnn(const char* call, cudnnStatus_t st) {
+  cu::throw_library_error(call, "cuDNN", static_cast<int>(st), cudnnGetErrorString(st));
+}
+
+// A descriptor call's status: true on success, false for a NOT_SUPPORTED status (the caller
+// uses the direct kernels); any other failure throws.
+bool described(cudnnStatus_t st, const char* call) {
+  if (st == CUDNN_STATUS_SUCCESS) return true;
+  if (not_supported(st)) return false;
+  throw_cudnn(call, st);
+}
+
+// False when cuDNN does not support these descriptors (the caller uses the direct kernels).
+bool describe(CudnnConv& d, const ConvGeom& g, DType dtype, const char* op) {
   const auto& k = g.k;
   const cudnnDataType_t t = cudnn_type(dtype);
   d.hp = k.h + (g.pb - k.pt);  // pad_after - pad_before is 0 or 1
   d.wp = k.w + (g.pr - k.pl);
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  TF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x.d, CUDNN_TENSOR_NHWC, t, i(k.n), i(k.c), i(d.hp),
-                                            i(d.wp)));
-  TF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y.d, CUDNN_TENSOR_NHWC, t, i(k.n), i(k.o), i(k.oh),
-                                            i(k.ow)));
-  // NHWC filters are KRSC: (O, KH, KW, C) in memory.
-  TF_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.w.d, t, CUDNN_TENSOR_NHWC, i(k.o), i(k.c), i(k.kh),
-                                            i(k.kw)));
-  TF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv.d, i(k.pt), i(k.pl), i(k.sh), i(k.sw),
-                                                 i(k.dh), i(k.dw), CUDNN_CROSS_CORRELATION,
-                                                 CUDNN_DATA_FLOAT));
+  if (!described(
+          cudnnSetTensor4dDescriptor(d.x.d, CUDNN_TENSOR_NHWC, t, i(k.n), i(k.c), i(d.hp), i(d.wp)),
+          "cudnnSetTensor4dDescriptor") ||
+      !described(
+          cudnnSetTensor4dDescriptor(d.y.d, CUDNN_TENSOR_NHWC, t, i(k.n), i(k.o), i(k.oh), i(k.ow)),
+          "cudnnSetTensor4dDescriptor") ||
+      // NHWC filters are KRSC: (O, KH, KW, C) in memory.
+      !described(
+          cudnnSetFilter4dDescriptor(d.w.d, t, CUDNN_TENSOR_NHWC, i(k.o), i(k.c), i(k.kh), i(k.kw)),
+          "cudnnSetFilter4dDescriptor") ||
+      !described(
+          cudnnSetConvolution2dDescriptor(d.conv.d, i(k.pt), i(k.pl), i(k.sh), i(k.sw), i(k.dh),
+                                          i(k.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          "cudnnSetConvolution2dDescriptor"))
+    return false;
   if (dtype == float32)
     d.math = config::experimental::tensor_float_32_execution_enabled() ? CUDNN_DEFAULT_MATH
-                                                                        : CUDNN_FMA_MATH;
+                                                                       : CUDNN_FMA_MATH;
   else
     d.math = CUDNN_TENSOR_OP_MATH;
-  TF_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.d, d.math));
+  if (!described(cudnnSetConvolutionMathType(d.conv.d, d.math), "cudnnSetConvolutionMathType"))
+    return false;
   // The grown input with symmetric padding must give exactly TF's output size.
   int n = 0, c = 0, h = 0, w = 0;
-  TF_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv.d, d.x.d, d.w.d, &n, &c, &h, &w));
+  if (!described(cudnnGetConvolution2dForwardOutputDim(d.conv.d, d.x.d, d.w.d, &n, &c, &h, &w),
+                 "cudnnGetConvolution2dForwardOutputDim"))
+    return false;
   if (n != k.n || c != k.o || h != k.oh || w != k.ow)
     TF_THROW(InternalError, op,
              "cuDNN's output size ({}, {}, {}, {}) differs from TF's ({}, {}, {}, {}) for input "
              "(N={}, H={}, W={}, C={}) grown to ({}, {})",
              n, h, w, c, k.n, k.oh, k.ow, k.o, k.n, k.h, k.w, k.c, d.hp, d.wp);
+  return true;
 }
 
 // The algorithm chosen for one convolution shape; -1 means cuDNN runs none (direct kernel).
@@ -195,28 +227,31 @@ AlgoCache& algo_cache() {
 
 AlgoKey algo_key(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g, bool filter) {
   const auto& k = g.k;
-  return AlgoKey{dev.index, static_cast<int>(dtype.id), static_cast<int>(d.math), filter ? 1 : 0,
-                 k.n, d.hp, d.wp, k.c, k.kh, k.kw, k.o, k.oh, k.ow, k.sh, k.sw, k.dh, k.dw, k.pt,
+  return AlgoKey{dev.index,
+                 static_cast<int>(dtype.id),
+                 static_cast<int>(d.math),
+                 filter ? 1 : 0,
+                 k.n,
+                 d.hp,
+                 d.wp,
+                 k.c,
+                 k.kh,
+                 k.kw,
+                 k.o,
+                 k.oh,
+                 k.ow,
+                 k.sh,
+                 k.sw,
+                 k.dh,
+                 k.dw,
+                 k.pt,
                  k.pl};
-}
-
-// cuDNN 9 groups statuses by thousands: 3000-3999 are the NOT_SUPPORTED family.
-bool not_supported(cudnnStatus_t st) {
-#if CUDNN_MAJOR >= 9
-  return static_cast<int>(st) / 1000 == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED) / 1000;
-#else
-  return st == CUDNN_STATUS_NOT_SUPPORTED;
-#endif
-}
-
-[[noreturn]] void throw_cudnn(const char* call, cudnnStatus_t st) {
-  cu::throw_library_error(call, "cuDNN", static_cast<int>(st), cudnnGetErrorString(st));
 }
 
 // Runs `run(algo, workspace, bytes)` with the cached algorithm, or on the first call for this
 // shape tries cuDNN's heuristic ranking in order (an algorithm may still report a NOT_SUPPORTED
-// status when it is called; nothing is queued then) and caches the first that runs. Returns false when
-// none runs: the caller uses the direct kernel.
+// status when it is called; nothing is queued then) and caches the first that runs. Returns false
+// when none runs: the caller uses the direct kernel.
 template <class Perf, class GetWorkspace, class Run>
 bool run_cudnn(const AlgoKey& key, Device dev, const Perf* perf, int returned,
                GetWorkspace workspace_size, Run run, const char* call) {
@@ -249,8 +284,8 @@ bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const Conv
   };
   auto run = [&](int algo, void* ws, size_t bytes) {
     return cudnnConvolutionBackwardData(h, &one, d.w.d, w_ohwi, d.y.d, dy, d.conv.d,
-                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                        bytes, &zero_f, d.x.d, dx_grown);
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes,
+                                        &zero_f, d.x.d, dx_grown);
   };
   int algo = 0;
   if (algo_cache().find(key, &algo)) {
@@ -265,7 +300,8 @@ bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const Conv
   int returned = 0;
   const cudnnStatus_t st = cudnnGetConvolutionBackwardDataAlgorithm_v7(
       h, d.w.d, d.y.d, d.conv.d, d.x.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf);
-  if (not_supported(st)) returned = 0;
+  if (not_supported(st))
+    returned = 0;
   else if (st != CUDNN_STATUS_SUCCESS)
     throw_cudnn("cudnnGetConvolutionBackwardDataAlgorithm_v7", st);
   return run_cudnn(key, dev, perf, returned, workspace_size, run, "cudnnConvolutionBackwardData");
@@ -300,11 +336,53 @@ bool cudnn_backward_filter(Device dev, DType dtype, const CudnnConv& d, const Co
   int returned = 0;
   const cudnnStatus_t st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       h, d.x.d, d.y.d, d.conv.d, d.w.d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf);
-  if (not_supported(st)) returned = 0;
+  if (not_supported(st))
+    returned = 0;
   else if (st != CUDNN_STATUS_SUCCESS)
     throw_cudnn("cudnnGetConvolutionBackwardFilterAlgorithm_v7", st);
-  return run_cudnn(key, dev, perf, returned, workspace_size, run,
-                   "cudnnConvolutionBackwardFilter");
+  return run_cudnn(key, dev, perf, returned, workspace_size, run, "cudnnConvolutionBackwardFilter");
+}
+
+// cuDNN's backward data into dx (HWIO filters); false when cuDNN runs nothing for this shape.
+bool cudnn_backprop_input(const ConvGeom& g, DType dtype, Device dev, const Tensor& f,
+                          const Tensor& dy, Tensor& dx, const char* op) {
+  if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
+  const auto& k = g.k;
+  CudnnConv d;
+  if (!describe(d, g, dtype, op)) return false;
+  const size_t es = dtype_size(dtype);
+  // HWIO (KH*KW*C rows, O columns) -> OHWI.
+  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
+  ng::transpose(op, f.raw_data(), w.raw_data(), k.kh * k.kw * k.c, k.o, es, dev);
+  const bool grown = d.hp != k.h || d.wp != k.w;
+  Tensor target = grown ? detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev) : dx;
+  if (!cudnn_backward_data(dev, dtype, d, g, w.raw_data(), dy.raw_data(), target.raw_data()))
+    return false;
+  if (grown)  // drop the extra bottom row / right column
+    ng::resize_nhwc(op, target.raw_data(), k.n, d.hp, d.wp, k.c, dx.raw_data(), k.h, k.w, es, dev);
+  return true;
+}
+
+// cuDNN's backward filter into df (HWIO); false when cuDNN runs nothing for this shape.
+bool cudnn_backprop_filter(const ConvGeom& g, DType dtype, Device dev, const Tensor& x,
+                           const Tensor& dy, Tensor& df, const char* op) {
+  if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
+  const auto& k = g.k;
+  CudnnConv d;
+  if (!describe(d, g, dtype, op)) return false;
+  const size_t es = dtype_size(dtype);
+  const bool grown = d.hp != k.h || d.wp != k.w;
+  Tensor xg = x;
+  if (grown) {  // zero rows/columns at the bottom/right: the extra SAME padding
+    xg = detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev);
+    ng::resize_nhwc(op, x.raw_data(), k.n, k.h, k.w, k.c, xg.raw_data(), d.hp, d.wp, es, dev);
+  }
+  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
+  if (!cudnn_backward_filter(dev, dtype, d, g, xg.raw_data(), dy.raw_data(), w.raw_data()))
+    return false;
+  // OHWI (O rows, KH*KW*C columns) -> HWIO.
+  ng::transpose(op, w.raw_data(), df.raw_data(), k.o, k.kh * k.kw * k.c, es, dev);
+  return true;
 }
 
 }  // namespace
@@ -318,26 +396,10 @@ void Conv2DBackpropInput::eval_cuda(std::span<const Tensor> in, std::span<Tensor
   if (dx.num_elements() == 0) return;
   if (dy.num_elements() == 0) return zero(dx);  // no output channels or no windows
   const Device dev = dx.placement();
-  const DType dtype = dx.dtype();
   const ConvGeom g = conv_geometry(*this, dx.shape(), f.shape(), dy.shape());
-  const auto& k = g.k;
-  if (dtype != float64 && cudnn_sizes_ok(g)) {
-    CudnnConv d;
-    describe(d, g, dtype, name());
-    const size_t es = dtype_size(dtype);
-    // HWIO (KH*KW*C rows, O columns) -> OHWI.
-    Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
-    ng::transpose(name(), f.raw_data(), w.raw_data(), k.kh * k.kw * k.c, k.o, es, dev);
-    const bool grown = d.hp != k.h || d.wp != k.w;
-    Tensor target = grown ? detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev) : dx;
-    if (cudnn_backward_data(dev, dtype, d, g, w.raw_data(), dy.raw_data(), target.raw_data())) {
-      if (grown)
-        ng::resize_nhwc(name(), target.raw_data(), k.n, d.hp, d.wp, k.c, dx.raw_data(), k.h, k.w,
-                        es, dev);
-      return;
-    }
-  }
-  ng::conv_backprop_input_direct(dtype, k, f.raw_data(), dy.raw_data(), dx.raw_data(), dev);
+  if (!cudnn_backprop_input(g, dx.dtype(), dev, f, dy, dx, name()))
+    ng::conv_backprop_input_direct(dx.dtype(), g.k, f.raw_data(), dy.raw_data(), dx.raw_data(),
+                                   dev);
 }
 
 void Conv2DBackpropFilter::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
@@ -347,28 +409,10 @@ void Conv2DBackpropFilter::eval_cuda(std::span<const Tensor> in, std::span<Tenso
   if (df.num_elements() == 0) return;
   if (dy.num_elements() == 0) return zero(df);  // no batch or no windows: empty sums
   const Device dev = df.placement();
-  const DType dtype = df.dtype();
   const ConvGeom g = conv_geometry(*this, x.shape(), df.shape(), dy.shape());
-  const auto& k = g.k;
-  if (dtype != float64 && cudnn_sizes_ok(g)) {
-    CudnnConv d;
-    describe(d, g, dtype, name());
-    const size_t es = dtype_size(dtype);
-    const bool grown = d.hp != k.h || d.wp != k.w;
-    Tensor xg = x;
-    if (grown) {  // zero rows/columns at the bottom/right: the extra SAME padding
-      xg = detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev);
-      ng::resize_nhwc(name(), x.raw_data(), k.n, k.h, k.w, k.c, xg.raw_data(), d.hp, d.wp, es,
-                      dev);
-    }
-    Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
-    if (cudnn_backward_filter(dev, dtype, d, g, xg.raw_data(), dy.raw_data(), w.raw_data())) {
-      // OHWI (O rows, KH*KW*C columns) -> HWIO.
-      ng::transpose(name(), w.raw_data(), df.raw_data(), k.o, k.kh * k.kw * k.c, es, dev);
-      return;
-    }
-  }
-  ng::conv_backprop_filter_direct(dtype, k, x.raw_data(), dy.raw_data(), df.raw_data(), dev);
+  if (!cudnn_backprop_filter(g, df.dtype(), dev, x, dy, df, name()))
+    ng::conv_backprop_filter_direct(df.dtype(), g.k, x.raw_data(), dy.raw_data(), df.raw_data(),
+                                    dev);
 }
 
 void MaxPool2DGrad::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

@@ -33,9 +33,8 @@ __global__ void transpose_kernel(const E* __restrict__ src, E* __restrict__ dst,
 }
 
 template <class E>
-__global__ void resize_kernel(const E* __restrict__ src, int64_t src_h, int64_t src_w,
-                              int64_t c, E* __restrict__ dst, int64_t n, int64_t dst_h,
-                              int64_t dst_w) {
+__global__ void resize_kernel(const E* __restrict__ src, int64_t src_h, int64_t src_w, int64_t c,
+                              E* __restrict__ dst, int64_t n, int64_t dst_h, int64_t dst_w) {
   const int64_t total = n * dst_h * dst_w * c;
   for (int64_t i = global_index(); i < total; i += grid_stride()) {
     const int64_t s = resize_source(i, src_h, src_w, c, dst_h, dst_w);
@@ -47,10 +46,17 @@ __global__ void resize_kernel(const E* __restrict__ src, int64_t src_h, int64_t 
 template <class F>
 void by_size(size_t elem_bytes, F body) {
   switch (elem_bytes) {
-    case 2: body(uint16_t{}); break;
-    case 4: body(uint32_t{}); break;
-    case 8: body(uint64_t{}); break;
-    default: throw InternalError("nn_grad: unexpected element size");
+    case 2:
+      body(uint16_t{});
+      break;
+    case 4:
+      body(uint32_t{});
+      break;
+    case 8:
+      body(uint64_t{});
+      break;
+    default:
+      throw InternalError("nn_grad: unexpected element size");
   }
 }
 
@@ -74,8 +80,8 @@ __global__ void conv_filter_kernel(ConvGeom g, const T* __restrict__ x, const T*
 }
 
 template <class T>
-__global__ void max_pool_grad_kernel(PoolGeom g, const T* __restrict__ x,
-                                     const T* __restrict__ dy, T* __restrict__ dx) {
+__global__ void max_pool_grad_kernel(PoolGeom g, const T* __restrict__ x, const T* __restrict__ dy,
+                                     T* __restrict__ dx) {
   const int64_t total = g.n * g.h * g.w * g.c;
   for (int64_t i = global_index(); i < total; i += grid_stride())
     dx[i] = store<T>(max_pool_grad_element<dcompute_t<T>>(g, x, dy, i));
@@ -97,8 +103,8 @@ void transpose(const char* op, const void* src, void* dst, int64_t rows, int64_t
   cudaStream_t s = cu::stream(dev);
   by_size(elem_bytes, [&](auto tag) {
     using E = decltype(tag);
-    transpose_kernel<E><<<grid_for(total, dev), kThreads, 0, s>>>(
-        static_cast<const E*>(src), static_cast<E*>(dst), rows, cols);
+    transpose_kernel<E><<<grid_for(total, dev), kThreads, 0, s>>>(static_cast<const E*>(src),
+                                                                  static_cast<E*>(dst), rows, cols);
   });
   cu::check_launch(op);
 }
@@ -160,8 +166,8 @@ void avg_pool_grad(DType dtype, const PoolGeom& g, const void* dy, void* dx, Dev
   if (total == 0) return;
   cudaStream_t s = cu::stream(dev);
   TF_CUDA_DISPATCH_FLOAT_TYPES(dtype, {
-    avg_pool_grad_kernel<T><<<grid_for(total, dev), kThreads, 0, s>>>(
-        g, static_cast<const T*>(dy), static_cast<T*>(dx));
+    avg_pool_grad_kernel<T><<<grid_for(total, dev), kThreads, 0, s>>>(g, static_cast<const T*>(dy),
+                                                                      static_cast<T*>(dx));
   });
   cu::check_launch("avg_pool2d_grad");
 }

@@ -17,8 +17,12 @@
 
 namespace tapeflow::cuda::nngrad {
 
-TF_NNGRAD_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-TF_NNGRAD_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+TF_NNGRAD_HD int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+TF_NNGRAD_HD int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
 
 // NHWC coordinates of linear index i of an (n, h, w, c) tensor.
 struct Nhwc {
@@ -145,8 +149,8 @@ TF_NNGRAD_HD A avg_pool_grad_element(const PoolGeom& g, const T* dy, int64_t i) 
     for (int64_t ow = rw.lo; ow <= rw.hi; ++ow) {
       const int64_t w0 = ow * g.sw - g.pl;
       const int64_t cw = min64(w0 + g.kw, g.w) - max64(w0, 0);
-      acc += static_cast<A>(dy[((p.n * g.oh + oh) * g.ow + ow) * g.c + p.c]) /
-             static_cast<A>(ch * cw);
+      acc +=
+          static_cast<A>(dy[((p.n * g.oh + oh) * g.ow + ow) * g.c + p.c]) / static_cast<A>(ch * cw);
     }
   }
   return acc;

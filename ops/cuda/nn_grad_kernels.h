@@ -31,8 +31,7 @@ void transpose(const char* op, const void* src, void* dst, int64_t rows, int64_t
 // dst (n, dst_h, dst_w, c) from src (n, src_h, src_w, c): dst[h][w] = src[h][w] where
 // h < src_h and w < src_w, zero elsewhere (pads or crops at the bottom and right).
 void resize_nhwc(const char* op, const void* src, int64_t n, int64_t src_h, int64_t src_w,
-                 int64_t c, void* dst, int64_t dst_h, int64_t dst_w, size_t elem_bytes,
-                 Device dev);
+                 int64_t c, void* dst, int64_t dst_h, int64_t dst_w, size_t elem_bytes, Device dev);
 
 // Direct kernels (float64, and any case cuDNN cannot run); HWIO filters; floating dtypes.
 void conv_backprop_input_direct(DType dtype, const ConvGeom& g, const void* f, const void* dy,

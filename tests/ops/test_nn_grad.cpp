@@ -25,7 +25,9 @@ using tf::testing::check_values;
 
 namespace {
 
-std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
 
 tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s, tf::DType dtype) {
   return tf::detail::from_doubles(v, s, dtype);
@@ -70,8 +72,8 @@ struct ConvDims {
 ConvDims conv_dims(const ConvCase& c) {
   const Pad ph = tf_pad(c.x[1], c.f[0], c.sh, c.dh, c.same);
   const Pad pw = tf_pad(c.x[2], c.f[1], c.sw, c.dw, c.same);
-  return {c.x[0], c.x[1], c.x[2], c.x[3], c.f[0], c.f[1], c.f[3], ph.out, pw.out, ph.before,
-          pw.before};
+  return {c.x[0], c.x[1], c.x[2], c.x[3],    c.f[0],   c.f[1],
+          c.f[3], ph.out, pw.out, ph.before, pw.before};
 }
 std::vector<int64_t> conv_out_shape(const ConvCase& c) {
   const ConvDims d = conv_dims(c);
@@ -112,17 +114,17 @@ std::vector<double> backprop_filter_ref(const std::vector<double>& x, const std:
 }
 
 const std::vector<ConvCase> kConvCases = {
-    {{2, 7, 7, 3}, {4, 4, 3, 5}, 2, 2, 1, 1, true},     // even kernel, stride 2: pad 1 / 2
-    {{1, 6, 6, 2}, {2, 2, 2, 3}, 1, 1, 1, 1, true},     // pad 0 / 1
-    {{2, 7, 6, 3}, {3, 2, 3, 4}, 2, 1, 1, 1, false},    // VALID, rows left over
-    {{1, 9, 10, 5}, {3, 3, 5, 3}, 1, 1, 2, 2, true},    // dilation 2
-    {{2, 10, 9, 3}, {2, 3, 3, 2}, 1, 2, 3, 1, true},    // dilation 3 and stride 2, pad 1 / 2
-    {{1, 11, 8, 3}, {3, 2, 3, 3}, 2, 3, 2, 1, false},   // VALID with strides and dilation
-    {{3, 5, 5, 1}, {3, 3, 1, 1}, 3, 3, 1, 1, false},    // one window
-    {{1, 2, 2, 3}, {3, 3, 3, 2}, 1, 1, 1, 1, true},     // filter larger than the input
-    {{1, 5, 7, 2}, {1, 1, 2, 3}, 2, 2, 1, 1, true},     // 1x1, stride 2
-    {{2, 12, 12, 8}, {3, 3, 8, 16}, 1, 1, 1, 1, true},  // larger, blocked layouts
-    {{4, 16, 15, 17}, {5, 5, 17, 9}, 2, 2, 1, 1, true}, // odd channels, 5x5 stride 2
+    {{2, 7, 7, 3}, {4, 4, 3, 5}, 2, 2, 1, 1, true},      // even kernel, stride 2: pad 1 / 2
+    {{1, 6, 6, 2}, {2, 2, 2, 3}, 1, 1, 1, 1, true},      // pad 0 / 1
+    {{2, 7, 6, 3}, {3, 2, 3, 4}, 2, 1, 1, 1, false},     // VALID, rows left over
+    {{1, 9, 10, 5}, {3, 3, 5, 3}, 1, 1, 2, 2, true},     // dilation 2
+    {{2, 10, 9, 3}, {2, 3, 3, 2}, 1, 2, 3, 1, true},     // dilation 3 and stride 2, pad 1 / 2
+    {{1, 11, 8, 3}, {3, 2, 3, 3}, 2, 3, 2, 1, false},    // VALID with strides and dilation
+    {{3, 5, 5, 1}, {3, 3, 1, 1}, 3, 3, 1, 1, false},     // one window
+    {{1, 2, 2, 3}, {3, 3, 3, 2}, 1, 1, 1, 1, true},      // filter larger than the input
+    {{1, 5, 7, 2}, {1, 1, 2, 3}, 2, 2, 1, 1, true},      // 1x1, stride 2
+    {{2, 12, 12, 8}, {3, 3, 8, 16}, 1, 1, 1, 1, true},   // larger, blocked layouts
+    {{4, 16, 15, 17}, {5, 5, 17, 9}, 2, 2, 1, 1, true},  // odd channels, 5x5 stride 2
 };
 
 // ---------------------------------------------------------------- pooling references
@@ -191,15 +193,15 @@ std::vector<double> avg_grad_ref(const std::vector<double>& dy, const PoolCase& 
 }
 
 const std::vector<PoolCase> kPoolCases = {
-    {{2, 7, 7, 3}, 2, 2, 2, 2, true},      // pad 0 / 1
-    {{1, 6, 6, 3}, 4, 4, 2, 2, true},      // pad 1 / 1
-    {{2, 8, 7, 5}, 3, 3, 2, 2, true},      // pad 0 / 1 and 1 / 1
-    {{1, 5, 5, 2}, 3, 3, 1, 1, true},      // overlapping windows
-    {{2, 9, 8, 3}, 3, 2, 2, 3, false},     // VALID, rows left over
-    {{1, 4, 4, 1}, 4, 4, 1, 1, false},     // one window
-    {{3, 11, 13, 7}, 2, 3, 1, 2, true},    // mixed windows and strides
-    {{1, 5, 5, 2}, 2, 2, 4, 4, true},      // stride larger than the window
-    {{2, 32, 32, 33}, 3, 3, 2, 2, true},   // larger, channels beyond one block
+    {{2, 7, 7, 3}, 2, 2, 2, 2, true},     // pad 0 / 1
+    {{1, 6, 6, 3}, 4, 4, 2, 2, true},     // pad 1 / 1
+    {{2, 8, 7, 5}, 3, 3, 2, 2, true},     // pad 0 / 1 and 1 / 1
+    {{1, 5, 5, 2}, 3, 3, 1, 1, true},     // overlapping windows
+    {{2, 9, 8, 3}, 3, 2, 2, 3, false},    // VALID, rows left over
+    {{1, 4, 4, 1}, 4, 4, 1, 1, false},    // one window
+    {{3, 11, 13, 7}, 2, 3, 1, 2, true},   // mixed windows and strides
+    {{1, 5, 5, 2}, 2, 2, 4, 4, true},     // stride larger than the window
+    {{2, 32, 32, 33}, 3, 3, 2, 2, true},  // larger, channels beyond one block
 };
 
 struct Tol {
@@ -282,7 +284,8 @@ void check_vjp(const tf::Primitive& p, const std::vector<tf::Tensor>& inputs,
 
 // ---------------------------------------------------------------- gradient primitives
 
-TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops", "[cpu][nn_grad]") {
+TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops",
+          "[cpu][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const Tol& t : kTols) {
@@ -359,8 +362,8 @@ TEST_CASE("max_pool2d_grad and avg_pool2d_grad match float64 loops", "[cpu][nn_g
         CHECK(mx.placement() == dev);
         REQUIRE(mx.shape() == tf::TensorShape(c.x));
         check_values(mx, max_grad_ref(values(x), values(dy), c), t.rtol, t.atol);
-        const tf::Tensor av = tf::detail::avg_pool2d_grad(tf::TensorShape(c.x), dy, c.kh, c.kw,
-                                                          c.sh, c.sw, c.same);
+        const tf::Tensor av =
+            tf::detail::avg_pool2d_grad(tf::TensorShape(c.x), dy, c.kh, c.kw, c.sh, c.sw, c.same);
         CHECK(av.dtype() == t.dtype);
         CHECK(av.placement() == dev);
         REQUIRE(av.shape() == tf::TensorShape(c.x));
@@ -418,21 +421,21 @@ TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[
     INFO("conv case " << i);
     const ConvDims d = conv_dims(c);
     const auto ys = conv_out_shape(c);
-    const ng::ConvGeom g{d.N, d.H, d.W, d.C, d.KH, d.KW, d.O, d.OH, d.OW,
-                         c.sh, c.sw, c.dh, c.dw, d.pt, d.pl};
+    const ng::ConvGeom g{d.N,  d.H,  d.W,  d.C,  d.KH, d.KW, d.O, d.OH,
+                         d.OW, c.sh, c.sw, c.dh, c.dw, d.pt, d.pl};
     const auto x = tf::testing::random_values(numel(c.x), -1, 1, 1 + i);
     const auto f = tf::testing::random_values(numel(c.f), -1, 1, 100 + i);
     const auto dy = tf::testing::random_values(numel(ys), -1, 1, 200 + i);
     const auto want_dx = backprop_input_ref(f, dy, c), want_df = backprop_filter_ref(x, dy, c);
     size_t bad = 0;
     for (size_t j = 0; j < want_dx.size(); ++j)
-      bad += std::abs(ng::conv_input_element<double>(g, f.data(), dy.data(),
-                                                     static_cast<int64_t>(j)) -
-                      want_dx[j]) > 1e-12;
+      bad +=
+          std::abs(ng::conv_input_element<double>(g, f.data(), dy.data(), static_cast<int64_t>(j)) -
+                   want_dx[j]) > 1e-12;
     for (size_t j = 0; j < want_df.size(); ++j)
-      bad += std::abs(ng::conv_filter_element<double>(g, x.data(), dy.data(),
-                                                      static_cast<int64_t>(j)) -
-                      want_df[j]) > 1e-12;
+      bad += std::abs(
+                 ng::conv_filter_element<double>(g, x.data(), dy.data(), static_cast<int64_t>(j)) -
+                 want_df[j]) > 1e-12;
     CHECK(bad == 0);
     // The cuDNN path's bottom/right growth and crop: pad by one row and column, crop back.
     std::vector<double> grown(static_cast<size_t>(d.N * (d.H + 1) * (d.W + 1) * d.C));
@@ -454,7 +457,16 @@ TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[
     const PoolCase& c = kPoolCases[i];
     INFO("pool case " << i);
     const auto ys = pool_out_shape(c);
-    const ng::PoolGeom g{c.x[0], c.x[1], c.x[2], c.x[3], ys[1], ys[2], c.kh, c.kw, c.sh, c.sw,
+    const ng::PoolGeom g{c.x[0],
+                         c.x[1],
+                         c.x[2],
+                         c.x[3],
+                         ys[1],
+                         ys[2],
+                         c.kh,
+                         c.kw,
+                         c.sh,
+                         c.sw,
                          tf_pad(c.x[1], c.kh, c.sh, 1, c.same).before,
                          tf_pad(c.x[2], c.kw, c.sw, 1, c.same).before};
     // Integer values in [0, 3): ties everywhere.
@@ -465,8 +477,8 @@ TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[
     size_t bad = 0;
     for (size_t j = 0; j < x.size(); ++j) {
       const auto k = static_cast<int64_t>(j);
-      bad += std::abs(ng::max_pool_grad_element<double>(g, x.data(), dy.data(), k) -
-                      want_max[j]) > 1e-12;
+      bad += std::abs(ng::max_pool_grad_element<double>(g, x.data(), dy.data(), k) - want_max[j]) >
+             1e-12;
       bad += std::abs(ng::avg_pool_grad_element<double>(g, dy.data(), k) - want_avg[j]) > 1e-12;
     }
     CHECK(bad == 0);
@@ -480,7 +492,7 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][nn_grad]") {
       {{2, 5, 5, 2}, {2, 2, 2, 3}, 2, 2, 1, 1, true},   // pad 0 / 1
       {{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 1, 2, 1, false},  // VALID, dilation
       {{1, 5, 6, 2}, {3, 2, 2, 2}, 1, 2, 2, 1, true},
-      {{2, 4, 4, 1}, {4, 4, 1, 2}, 3, 3, 1, 1, true},   // pad 1 / 2
+      {{2, 4, 4, 1}, {4, 4, 1, 2}, 3, 3, 1, 1, true},  // pad 1 / 2
   };
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
@@ -497,12 +509,12 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][nn_grad]") {
       const auto ys = conv_out_shape(c);
       const tf::Tensor dy = make(tf::testing::random_values(numel(ys), -1, 1, 40 + i),
                                  tf::TensorShape(ys), tf::float64);
-      check_vjp(tf::prims::Conv2DBackpropInput(tf::TensorShape(c.x), c.sh, c.sw, c.dh, c.dw,
-                                               c.same),
-                {f, dy}, {0, 1}, 50 + static_cast<unsigned>(i));
-      check_vjp(tf::prims::Conv2DBackpropFilter(tf::TensorShape(c.f), c.sh, c.sw, c.dh, c.dw,
-                                                c.same),
-                {x, dy}, {0, 1}, 60 + static_cast<unsigned>(i));
+      check_vjp(
+          tf::prims::Conv2DBackpropInput(tf::TensorShape(c.x), c.sh, c.sw, c.dh, c.dw, c.same),
+          {f, dy}, {0, 1}, 50 + static_cast<unsigned>(i));
+      check_vjp(
+          tf::prims::Conv2DBackpropFilter(tf::TensorShape(c.f), c.sh, c.sw, c.dh, c.dw, c.same),
+          {x, dy}, {0, 1}, 60 + static_cast<unsigned>(i));
     }
   }
 }
@@ -572,67 +584,121 @@ TEST_CASE("nn gradient ops reject bad shapes and dtypes", "[cpu][nn_grad]") {
   const tf::Tensor x = tf::ones({1, 5, 5, 2});
   const tf::Tensor dy = tf::ones({1, 3, 3, 4});  // conv2d(x, f, 2, SAME)
   // conv2d_backprop_input
-  require_error([&] { tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, tf::ones({1, 2, 3, 4}),
-                                                         2, 2, 1, 1, true); },
-                {"[conv2d_backprop_input]", "dy shape (1, 2, 3, 4)", "(1, 3, 3, 4)"});
-  require_error([&] { tf::detail::conv2d_backprop_input({1, 5, 5, 3}, f, dy, 2, 2, 1, 1, true); },
-                {"[conv2d_backprop_input]", "input depth 3", "filter depth 2"});
-  require_error([&] {
-    tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, tf::ones({1, 3, 3, 4}, tf::float64), 2, 2,
-                                      1, 1, true);
-  }, {"[conv2d_backprop_input]", "float32", "float64"});
-  require_error([&] {
-    tf::detail::conv2d_backprop_input({1, 5, 5, 2}, tf::ones({3, 3, 2, 4}, tf::int32),
-                                      tf::ones({1, 3, 3, 4}, tf::int32), 2, 2, 1, 1, true);
-  }, {"[conv2d_backprop_input]", "int32"});
-  require_error([&] { tf::detail::conv2d_backprop_input({5, 5, 2}, f, dy, 2, 2, 1, 1, true); },
-                {"[conv2d_backprop_input]", "input_shape must be rank 4", "(5, 5, 2)"});
-  require_error([&] {
-    tf::detail::conv2d_backprop_input({1, 5, 5, 2}, tf::ones({3, 3, 2}), dy, 2, 2, 1, 1, true);
-  }, {"[conv2d_backprop_input]", "filters must be rank 4", "(3, 3, 2)"});
-  require_error([&] { tf::detail::conv2d_backprop_input({1, 2, 2, 2}, f, dy, 1, 1, 1, 1, false); },
-                {"[conv2d_backprop_input]", "exceeds the input", "VALID"});
-  require_error([&] { tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, dy, 0, 2, 1, 1, true); },
-                {"[conv2d_backprop_input]", "strides must be positive"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, tf::ones({1, 2, 3, 4}), 2, 2, 1, 1,
+                                          true);
+      },
+      {"[conv2d_backprop_input]", "dy shape (1, 2, 3, 4)", "(1, 3, 3, 4)"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 3}, f, dy, 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "input depth 3", "filter depth 2"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, tf::ones({1, 3, 3, 4}, tf::float64), 2,
+                                          2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "float32", "float64"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 2}, tf::ones({3, 3, 2, 4}, tf::int32),
+                                          tf::ones({1, 3, 3, 4}, tf::int32), 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "int32"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({5, 5, 2}, f, dy, 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "input_shape must be rank 4", "(5, 5, 2)"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 2}, tf::ones({3, 3, 2}), dy, 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "filters must be rank 4", "(3, 3, 2)"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 2, 2, 2}, f, dy, 1, 1, 1, 1, false);
+      },
+      {"[conv2d_backprop_input]", "exceeds the input", "VALID"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input({1, 5, 5, 2}, f, dy, 0, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_input]", "strides must be positive"});
   // conv2d_backprop_filter
-  require_error([&] { tf::detail::conv2d_backprop_filter(x, {3, 3, 2, 4}, tf::ones({1, 3, 3, 5}),
-                                                          2, 2, 1, 1, true); },
-                {"[conv2d_backprop_filter]", "dy shape (1, 3, 3, 5)", "(1, 3, 3, 4)"});
-  require_error([&] { tf::detail::conv2d_backprop_filter(x, {3, 3, 1, 4}, dy, 2, 2, 1, 1, true); },
-                {"[conv2d_backprop_filter]", "input depth 2", "filter depth 1"});
-  require_error([&] { tf::detail::conv2d_backprop_filter(x, {3, 3, 2, 4}, dy, 1, 1, 1, 1, true); },
-                {"[conv2d_backprop_filter]", "dy shape (1, 3, 3, 4)", "(1, 5, 5, 4)"});
-  require_error([&] {
-    tf::detail::conv2d_backprop_filter(tf::ones({1, 5, 5, 2}, tf::float16), {3, 3, 2, 4}, dy, 2,
-                                       2, 1, 1, true);
-  }, {"[conv2d_backprop_filter]", "float16", "float32"});
-  require_error([&] { tf::detail::conv2d_backprop_filter(x, {3, 3, 2}, dy, 2, 2, 1, 1, true); },
-                {"[conv2d_backprop_filter]", "filter_shape must be rank 4"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(x, {3, 3, 2, 4}, tf::ones({1, 3, 3, 5}), 2, 2, 1, 1,
+                                           true);
+      },
+      {"[conv2d_backprop_filter]", "dy shape (1, 3, 3, 5)", "(1, 3, 3, 4)"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(x, {3, 3, 1, 4}, dy, 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_filter]", "input depth 2", "filter depth 1"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(x, {3, 3, 2, 4}, dy, 1, 1, 1, 1, true);
+      },
+      {"[conv2d_backprop_filter]", "dy shape (1, 3, 3, 4)", "(1, 5, 5, 4)"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(tf::ones({1, 5, 5, 2}, tf::float16), {3, 3, 2, 4}, dy, 2,
+                                           2, 1, 1, true);
+      },
+      {"[conv2d_backprop_filter]", "float16", "float32"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(x, {3, 3, 2}, dy, 2, 2, 1, 1, true);
+      },
+      {"[conv2d_backprop_filter]", "filter_shape must be rank 4"});
   // max_pool2d_grad
-  require_error([&] { tf::detail::max_pool2d_grad(x, tf::ones({1, 3, 3, 3}), 2, 2, 2, 2, true); },
-                {"[max_pool2d_grad]", "dy shape (1, 3, 3, 3)", "(1, 3, 3, 2)"});
-  require_error([&] {
-    tf::detail::max_pool2d_grad(x, tf::ones({1, 3, 3, 2}, tf::float64), 2, 2, 2, 2, true);
-  }, {"[max_pool2d_grad]", "float32", "float64"});
-  require_error([&] {
-    tf::detail::max_pool2d_grad(tf::ones({1, 5, 5, 2}, tf::int32),
-                                tf::ones({1, 3, 3, 2}, tf::int32), 2, 2, 2, 2, true);
-  }, {"[max_pool2d_grad]", "int32"});
-  require_error([&] { tf::detail::max_pool2d_grad(tf::ones({5, 5, 2}), dy, 2, 2, 2, 2, true); },
-                {"[max_pool2d_grad]", "input must be rank 4"});
+  require_error(
+      [&] {
+        tf::detail::max_pool2d_grad(x, tf::ones({1, 3, 3, 3}), 2, 2, 2, 2, true);
+      },
+      {"[max_pool2d_grad]", "dy shape (1, 3, 3, 3)", "(1, 3, 3, 2)"});
+  require_error(
+      [&] {
+        tf::detail::max_pool2d_grad(x, tf::ones({1, 3, 3, 2}, tf::float64), 2, 2, 2, 2, true);
+      },
+      {"[max_pool2d_grad]", "float32", "float64"});
+  require_error(
+      [&] {
+        tf::detail::max_pool2d_grad(tf::ones({1, 5, 5, 2}, tf::int32),
+                                    tf::ones({1, 3, 3, 2}, tf::int32), 2, 2, 2, 2, true);
+      },
+      {"[max_pool2d_grad]", "int32"});
+  require_error(
+      [&] {
+        tf::detail::max_pool2d_grad(tf::ones({5, 5, 2}), dy, 2, 2, 2, 2, true);
+      },
+      {"[max_pool2d_grad]", "input must be rank 4"});
   require_error([&] { tf::detail::max_pool2d_grad(x, dy, 0, 2, 2, 2, true); },
                 {"[max_pool2d_grad]", "ksize must be positive"});
   // avg_pool2d_grad
-  require_error([&] { tf::detail::avg_pool2d_grad({1, 5, 5, 2}, tf::ones({1, 2, 2, 2}), 2, 2, 2,
-                                                   2, true); },
-                {"[avg_pool2d_grad]", "dy shape (1, 2, 2, 2)", "(1, 3, 3, 2)"});
-  require_error([&] { tf::detail::avg_pool2d_grad({1, 5, 5, 2}, tf::ones({1, 3, 3, 2}, tf::int64),
-                                                   2, 2, 2, 2, true); },
-                {"[avg_pool2d_grad]", "int64"});
-  require_error([&] { tf::detail::avg_pool2d_grad({5, 5, 2}, tf::ones({1, 3, 3, 2}), 2, 2, 2, 2,
-                                                   true); },
-                {"[avg_pool2d_grad]", "input_shape must be rank 4"});
-  require_error([&] { tf::detail::avg_pool2d_grad({1, 2, 2, 2}, tf::ones({1, 1, 1, 2}), 3, 3, 1,
-                                                   1, false); },
-                {"[avg_pool2d_grad]", "exceeds the input"});
+  require_error(
+      [&] {
+        tf::detail::avg_pool2d_grad({1, 5, 5, 2}, tf::ones({1, 2, 2, 2}), 2, 2, 2, 2, true);
+      },
+      {"[avg_pool2d_grad]", "dy shape (1, 2, 2, 2)", "(1, 3, 3, 2)"});
+  require_error(
+      [&] {
+        tf::detail::avg_pool2d_grad({1, 5, 5, 2}, tf::ones({1, 3, 3, 2}, tf::int64), 2, 2, 2, 2,
+                                    true);
+      },
+      {"[avg_pool2d_grad]", "int64"});
+  require_error(
+      [&] {
+        tf::detail::avg_pool2d_grad({5, 5, 2}, tf::ones({1, 3, 3, 2}), 2, 2, 2, 2, true);
+      },
+      {"[avg_pool2d_grad]", "input_shape must be rank 4"});
+  require_error(
+      [&] {
+        tf::detail::avg_pool2d_grad({1, 2, 2, 2}, tf::ones({1, 1, 1, 2}), 3, 3, 1, 1, false);
+      },
+      {"[avg_pool2d_grad]", "exceeds the input"});
 }
