@@ -14,6 +14,7 @@
 #include "ops/nn_grad.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <dnnl.hpp>
 #include <memory>
@@ -262,9 +263,14 @@ void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, flo
 
 // ---- direct loops (float64) ----
 
-// Gathers into each input pixel from the dy pixels whose windows cover it; rows = (n, ih).
+// Gathers into each input pixel from the dy pixels whose windows cover it; rows = (n, ih). The
+// filters are first transposed to (KH, KW, O, C), so each tap is a run of axpys over channels.
 template <class T>
 void backprop_input_direct(const ConvGeom& g, const T* f, const T* dy, T* dx) {
+  std::vector<T> ft(static_cast<size_t>(g.kh * g.kw * g.o * g.c));
+  for (int64_t k = 0; k < g.kh * g.kw; ++k)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t o = 0; o < g.o; ++o) ft[(k * g.o + o) * g.c + c] = f[(k * g.c + c) * g.o + o];
   const int64_t rows = g.n * g.h;
   const int64_t work = std::max<int64_t>(1, g.w * g.kh * g.kw * g.c * g.o);
   const int64_t grain = std::max<int64_t>(1, 32768 / work);
@@ -278,17 +284,16 @@ void backprop_input_direct(const ConvGeom& g, const T* f, const T* dy, T* dx) {
         if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh) continue;
         const int64_t oh = th / g.sh;
         for (int64_t iw = 0; iw < g.w; ++iw) {
-          T* xo = xrow + iw * g.c;
+          T* __restrict xo = xrow + iw * g.c;
           for (int64_t kw = 0; kw < g.kw; ++kw) {
             const int64_t tw = iw + g.pl - kw * g.dw;
             if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow) continue;
-            const T* dyv = dy + ((n * g.oh + oh) * g.ow + tw / g.sw) * g.o;
-            const T* fk = f + (kh * g.kw + kw) * g.c * g.o;
-            for (int64_t c = 0; c < g.c; ++c) {
-              const T* fr = fk + c * g.o;
-              T acc = 0;
-              for (int64_t o = 0; o < g.o; ++o) acc += fr[o] * dyv[o];
-              xo[c] += acc;
+            const T* __restrict dyv = dy + ((n * g.oh + oh) * g.ow + tw / g.sw) * g.o;
+            const T* __restrict fk = ft.data() + (kh * g.kw + kw) * g.o * g.c;
+            for (int64_t o = 0; o < g.o; ++o) {
+              const T d = dyv[o];
+              const T* __restrict fr = fk + o * g.c;
+              for (int64_t c = 0; c < g.c; ++c) xo[c] += fr[c] * d;
             }
           }
         }
@@ -438,14 +443,30 @@ void avg_grad_loop(const PoolGeom& g, const T* dy, T* dx) {
   });
 }
 
-// Scatters each dy element to the first maximal element of its window. Tasks are (image,
+// Moves `rest` into `acc` where `hit`, leaving zero in `rest` (acc gains +0 elsewhere). Written
+// with bit masks: as `acc += hit ? rest : 0` GCC turns the select into a branch and gives up
+// vectorising, and a 0/1 multiply would spread a NaN or infinite dy over the whole window.
+template <class A>
+inline void route(bool hit, A& rest, A& acc) {
+  using U = std::conditional_t<sizeof(A) == 8, uint64_t, uint32_t>;
+  const U mask = U(0) - static_cast<U>(hit);
+  const U bits = std::bit_cast<U>(rest);
+  acc += std::bit_cast<A>(bits & mask);
+  rest = std::bit_cast<A>(bits & ~mask);
+}
+
+// Routes each dy element to the first maximal element of its window, in two vectorised passes
+// over the window per block of channels: the maximum (as the forward loop computes it), then the
+// first position holding it takes dy. `max < v` never lets a NaN in after the first element, and
+// a NaN first element stays the maximum; the first position then matches through `max != max`.
+// So this is the argmax rule of the CUDA kernel, without a per-channel index. Tasks are (image,
 // channel block) pairs, which write disjoint parts of dx; the half types accumulate in a float
 // buffer.
 template <class T>
 void max_grad_loop(const PoolGeom& g, const T* x, const T* dy, T* dx) {
   using A = compute_t<T>;
   constexpr bool kDirect = std::is_same_v<A, T>;
-  constexpr int64_t kBlock = 16;
+  constexpr int64_t kBlock = 64;
   const int64_t blocks = (g.c + kBlock - 1) / kBlock;
   const int64_t tasks = g.n * blocks;
   const int64_t work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * std::min(g.c, kBlock));
@@ -453,12 +474,14 @@ void max_grad_loop(const PoolGeom& g, const T* x, const T* dy, T* dx) {
   const int64_t hw = g.h * g.w;
   detail::parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
     std::vector<A> buf(kDirect ? 0 : static_cast<size_t>(hw * kBlock));
-    A best[kBlock];
-    int64_t arg[kBlock];
+    alignas(64) A best_buf[kBlock];
+    alignas(64) A rest_buf[kBlock];
+    A* __restrict best = best_buf;
+    A* __restrict rest = rest_buf;  // dy not yet routed
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * kBlock;
       const int64_t nc = std::min(kBlock, g.c - c0);
-      const T* xn = x + n * hw * g.c + c0;
+      const T* __restrict xn = x + n * hw * g.c + c0;
       // acc[p * stride + c] accumulates dx at pixel p, channel c0 + c.
       A* acc;
       int64_t stride;
@@ -477,25 +500,35 @@ void max_grad_loop(const PoolGeom& g, const T* x, const T* dy, T* dx) {
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const int64_t w0 = ow * g.sw - g.pl;
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + g.kw, g.w);
-          const int64_t first = hs * g.w + ws;
-          for (int64_t c = 0; c < nc; ++c) {
-            best[c] = static_cast<A>(xn[first * g.c + c]);
-            arg[c] = first;
-          }
+          // Every window holds a valid element (TF's SAME padding is smaller than the window).
+          const T* __restrict first = xn + (hs * g.w + ws) * g.c;
+          for (int64_t c = 0; c < nc; ++c) best[c] = static_cast<A>(first[c]);
           for (int64_t ih = hs; ih < he; ++ih) {
             for (int64_t iw = ws; iw < we; ++iw) {
-              const int64_t p = ih * g.w + iw;
-              const T* xp = xn + p * g.c;
+              const T* __restrict xp = xn + (ih * g.w + iw) * g.c;
               for (int64_t c = 0; c < nc; ++c) {
                 const A v = static_cast<A>(xp[c]);
-                const bool greater = best[c] < v;
-                best[c] = greater ? v : best[c];
-                arg[c] = greater ? p : arg[c];
+                best[c] = best[c] < v ? v : best[c];
               }
             }
           }
-          const T* dyv = dy + ((n * g.oh + oh) * g.ow + ow) * g.c + c0;
-          for (int64_t c = 0; c < nc; ++c) acc[arg[c] * stride + c] += static_cast<A>(dyv[c]);
+          const T* __restrict dyv = dy + ((n * g.oh + oh) * g.ow + ow) * g.c + c0;
+          for (int64_t c = 0; c < nc; ++c) rest[c] = static_cast<A>(dyv[c]);
+          {  // the first position, NaN maximum included
+            A* __restrict ap = acc + (hs * g.w + ws) * stride;
+            for (int64_t c = 0; c < nc; ++c) {
+              const A v = static_cast<A>(first[c]);
+              route(v == best[c] || best[c] != best[c], rest[c], ap[c]);
+            }
+          }
+          for (int64_t ih = hs; ih < he; ++ih) {
+            for (int64_t iw = ih == hs ? ws + 1 : ws; iw < we; ++iw) {
+              const T* __restrict xp = xn + (ih * g.w + iw) * g.c;
+              A* __restrict ap = acc + (ih * g.w + iw) * stride;
+              for (int64_t c = 0; c < nc; ++c)
+                route(static_cast<A>(xp[c]) == best[c], rest[c], ap[c]);
+            }
+          }
         }
       }
       if constexpr (!kDirect) {
