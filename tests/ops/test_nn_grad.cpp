@@ -394,6 +394,15 @@ TEST_CASE("max_pool2d_grad routes ties to the first maximal element", "[cpu][nn_
       const tf::Tensor dx = tf::detail::max_pool2d_grad(x, dy, 3, 3, 1, 1, true);
       check_values(dx, {0, 0, 0, 0, 0, 6 + 18 + 30, 0, 4 + 8 + 12, 0, 0, 0, 0}, 0, 0);
     }
+    // NaN: a NaN first element keeps its window (the forward's `max < v` keeps it as the
+    // maximum); a later NaN never takes one.
+    for (tf::DType dt : {tf::float32, tf::float64, tf::float16}) {
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      const tf::Tensor x = make({nan, 1, 2, 3, 0, 5, nan, 1}, {1, 2, 4, 1}, dt);
+      const tf::Tensor dy = make({10, 20}, {1, 1, 2, 1}, dt);
+      check_values(tf::detail::max_pool2d_grad(x, dy, 2, 2, 2, 2, false),
+                   {10, 0, 0, 20, 0, 0, 0, 0}, 0, 0);
+    }
     // Integer-valued random inputs (many ties) in every dtype and case, against the reference.
     for (const Tol& t : kTols) {
       for (size_t i = 0; i < kPoolCases.size(); ++i) {
@@ -482,6 +491,19 @@ TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[
       bad += std::abs(ng::avg_pool_grad_element<double>(g, dy.data(), k) - want_avg[j]) > 1e-12;
     }
     CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("the CUDA max-pool gradient element follows the CPU rule for NaN", "[cpu][nn_grad]") {
+  namespace ng = tf::cuda::nngrad;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x{nan, 1, 2, 3, 0, 5, nan, 1}, dy{10, 20};
+  const ng::PoolGeom g{1, 2, 4, 1, 1, 2, 2, 2, 2, 2, 0, 0};  // 2x2/2 VALID over (1, 2, 4, 1)
+  const std::vector<double> want{10, 0, 0, 20, 0, 0, 0, 0};
+  for (int64_t i = 0; i < 8; ++i) {
+    INFO("element " << i);
+    CHECK(ng::max_pool_grad_element<double>(g, x.data(), dy.data(), i) ==
+          want[static_cast<size_t>(i)]);
   }
 }
 
