@@ -19,11 +19,13 @@
 #include <algorithm>
 #include <climits>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "core/check.h"
 #include "core/cuda/context.h"
 #include "core/device.h"
+#include "core/log.h"
 #include "ops/cuda/handles.h"
 #include "ops/cuda/nn_grad_kernels.h"
 #include "ops/nn.h"
@@ -248,6 +250,14 @@ AlgoKey algo_key(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                  k.pl};
 }
 
+std::string describe_key(const AlgoKey& k) {
+  return fmt::format(
+      "{} input (N={}, H={}, W={}, C={}) as grown for cuDNN, filters ({}, {}, {}, {}), dy "
+      "({}, {}), strides ({}, {}), dilations ({}, {}), padding ({}, {}), math type {}",
+      dtype_name(DType{static_cast<DTypeId>(k.dtype)}), k.n, k.hp, k.wp, k.c, k.kh, k.kw, k.c, k.o,
+      k.oh, k.ow, k.sh, k.sw, k.dh, k.dw, k.pt, k.pl, k.math);
+}
+
 // Runs `run(algo, workspace, bytes)` with the cached algorithm, or on the first call for this
 // shape tries cuDNN's heuristic ranking in order (an algorithm may still report a NOT_SUPPORTED
 // status when it is called; nothing is queued then) and caches the first that runs. Returns false
@@ -264,11 +274,14 @@ bool run_cudnn(const AlgoKey& key, Device dev, const Perf* perf, int returned,
     const cudnnStatus_t st = run(algo, ws.raw_data(), bytes);
     if (st == CUDNN_STATUS_SUCCESS) {
       algo_cache().put(key, algo);
+      TF_LOG_DEBUG("{}: algorithm {} ({} bytes of workspace, heuristic rank {}) for {}", call, algo,
+                   bytes, i, describe_key(key));
       return true;
     }
     if (!not_supported(st)) throw_cudnn(call, st);
   }
   algo_cache().put(key, -1);
+  TF_LOG_DEBUG("{}: no algorithm runs for {}; using the direct kernel", call, describe_key(key));
   return false;
 }
 
