@@ -3,14 +3,17 @@
 // TF's asymmetric SAME padding, strides, dilations, batches, odd channels, every floating dtype,
 // ties in max pooling), the vjps of Conv2D/MaxPool2D/AvgPool2D and of the gradient ops
 // themselves against central finite differences in float64 (with the inputs that vjp_saves()
-// leaves out replaced by storage-less placeholders), and every error path. Every case runs on
-// every device of devices_under_test().
+// leaves out replaced by storage-less placeholders) and inside GradientTape (nested tapes for
+// second order), and every error path. The cases that loop over devices_under_test() are tagged
+// [cuda] too (cuDNN and the CUDA kernels on a GPU); the CUDA kernels' element functions also run
+// on the host.
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "ops/cuda/nn_grad_element.h"
@@ -285,7 +288,7 @@ void check_vjp(const tf::Primitive& p, const std::vector<tf::Tensor>& inputs,
 // ---------------------------------------------------------------- gradient primitives
 
 TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops",
-          "[cpu][nn_grad]") {
+          "[cpu][cuda][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const Tol& t : kTols) {
@@ -325,7 +328,7 @@ TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops"
   }
 }
 
-TEST_CASE("conv2d gradients of empty tensors", "[cpu][nn_grad]") {
+TEST_CASE("conv2d gradients of empty tensors", "[cpu][cuda][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     INFO("device " << dev.to_string());
@@ -344,7 +347,7 @@ TEST_CASE("conv2d gradients of empty tensors", "[cpu][nn_grad]") {
   }
 }
 
-TEST_CASE("max_pool2d_grad and avg_pool2d_grad match float64 loops", "[cpu][nn_grad]") {
+TEST_CASE("max_pool2d_grad and avg_pool2d_grad match float64 loops", "[cpu][cuda][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const Tol& t : kTols) {
@@ -373,7 +376,7 @@ TEST_CASE("max_pool2d_grad and avg_pool2d_grad match float64 loops", "[cpu][nn_g
   }
 }
 
-TEST_CASE("max_pool2d_grad routes ties to the first maximal element", "[cpu][nn_grad]") {
+TEST_CASE("max_pool2d_grad routes ties to the first maximal element", "[cpu][cuda][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     INFO("device " << dev.to_string());
@@ -509,7 +512,7 @@ TEST_CASE("the CUDA max-pool gradient element follows the CPU rule for NaN", "[c
 
 // ---------------------------------------------------------------- vjps
 
-TEST_CASE("conv2d vjp matches finite differences", "[cpu][nn_grad]") {
+TEST_CASE("conv2d vjp matches finite differences", "[cpu][cuda][nn_grad]") {
   const std::vector<ConvCase> cases = {
       {{2, 5, 5, 2}, {2, 2, 2, 3}, 2, 2, 1, 1, true},   // pad 0 / 1
       {{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 1, 2, 1, false},  // VALID, dilation
@@ -541,7 +544,7 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][nn_grad]") {
   }
 }
 
-TEST_CASE("max_pool2d and avg_pool2d vjps match finite differences", "[cpu][nn_grad]") {
+TEST_CASE("max_pool2d and avg_pool2d vjps match finite differences", "[cpu][cuda][nn_grad]") {
   const std::vector<PoolCase> cases = {
       {{2, 5, 5, 2}, 2, 2, 2, 2, true},   // pad 0 / 1
       {{1, 6, 6, 3}, 3, 3, 1, 1, true},   // overlapping windows
@@ -596,6 +599,87 @@ TEST_CASE("nn gradient ops need only what vjp_saves keeps", "[cpu][nn_grad]") {
   CHECK(a.is_equivalent(tf::prims::Conv2DBackpropInput({1, 5, 5, 2}, 2, 2, 1, 1, true)));
   CHECK(tf::prims::AvgPool2DGrad({1, 4, 4, 1}, 2, 2, 2, 2, false).attributes() ==
         "input_shape=(1, 4, 4, 1), ksize=[2, 2], strides=[2, 2], padding=VALID");
+}
+
+// The vjps inside the real tape (placeholders for what vjp_saves() leaves out), and second order
+// through nested tapes: the outer tape records the gradient ops the inner tape runs.
+TEST_CASE("conv2d and pooling gradients through GradientTape, second order included",
+          "[cpu][cuda][nn_grad]") {
+  const ConvCase c{{2, 5, 5, 2}, {2, 2, 2, 3}, 2, 2, 1, 1, true};  // pad 0 / 1
+  const PoolCase pc{{2, 5, 5, 3}, 3, 3, 2, 2, true};               // pad 1 / 1
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO("device " << dev.to_string());
+    const auto ys = conv_out_shape(c);
+    auto rnd = [](const std::vector<int64_t>& s, unsigned seed) {
+      return make(tf::testing::random_values(numel(s), -1, 1, seed), tf::TensorShape(s),
+                  tf::float64);
+    };
+    const tf::Tensor x = rnd(c.x, 1), f = rnd(c.f, 2), g = rnd(ys, 3), h = rnd(c.f, 4);
+    {
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv2d(x, f, {2}, "SAME");
+      check_values(tape.gradient(y, x, g), backprop_input_ref(values(f), values(g), c), 1e-12,
+                   1e-12);
+      check_values(tape.gradient(y, f, g), backprop_filter_ref(values(x), values(g), c), 1e-12,
+                   1e-12);
+    }
+    {
+      // d/dx sum(h * d/df sum(g * conv2d(x, f))) = backprop_input(filters h, dy g).
+      tf::GradientTape outer;
+      outer.watch(x);
+      tf::Tensor df;
+      {
+        tf::GradientTape inner;
+        inner.watch(f);
+        df = inner.gradient(tf::nn::conv2d(x, f, {2}, "SAME"), f, g);
+      }
+      check_values(outer.gradient(df, x, h), backprop_input_ref(values(h), values(g), c), 1e-12,
+                   1e-12);
+    }
+    const auto ps = pool_out_shape(pc);
+    const tf::Tensor px = rnd(pc.x, 5), pg = rnd(ps, 6), ph = rnd(pc.x, 7);
+    {
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(px);
+      const tf::Tensor ym = tf::nn::max_pool2d(px, {3}, {2}, "SAME");
+      const tf::Tensor ya = tf::nn::avg_pool2d(px, {3}, {2}, "SAME");
+      check_values(tape.gradient(ym, px, pg), max_grad_ref(values(px), values(pg), pc), 1e-12,
+                   1e-12);
+      check_values(tape.gradient(ya, px, pg), avg_grad_ref(values(pg), pc), 1e-12, 1e-12);
+    }
+    {
+      // avg_pool2d's gradient is linear in its upstream gradient, with avg_pool2d as its vjp.
+      tf::GradientTape outer;
+      outer.watch(pg);
+      tf::Tensor dx;
+      {
+        tf::GradientTape inner;
+        inner.watch(px);
+        dx = inner.gradient(tf::nn::avg_pool2d(px, {3}, {2}, "SAME"), px, pg);
+      }
+      tf::testing::check_close(outer.gradient(dx, pg, ph), tf::nn::avg_pool2d(ph, {3}, {2}, "SAME"),
+                               1e-12, 1e-12);
+    }
+    {
+      // max_pool2d's gradient: zero with respect to the input, none with respect to dy.
+      tf::GradientTape outer(tf::TapeOptions{.persistent = true});
+      outer.watch(px);
+      outer.watch(pg);
+      tf::Tensor dx;
+      {
+        tf::GradientTape inner;
+        inner.watch(px);
+        dx = inner.gradient(tf::nn::max_pool2d(px, {3}, {2}, "SAME"), px, pg);
+      }
+      check_values(outer.gradient(dx, px, ph),
+                   std::vector<double>(static_cast<size_t>(numel(pc.x)), 0.0), 0, 0);
+      tf::testing::require_error([&] { (void)outer.gradient(dx, pg, ph); },
+                                 {"[max_pool2d_grad]", "no gradient"});
+    }
+  }
 }
 
 // ---------------------------------------------------------------- errors
