@@ -8,7 +8,8 @@
 //    heuristic choice that runs, cached per shape; float32 uses FMA math unless TF32 is enabled
 //    (tf::config::experimental::enable_tensor_float_32_execution), the half types tensor-op
 //    math with float accumulation. float64, and any shape cuDNN runs no algorithm for, use the
-//    direct kernels.
+//    direct kernels. cuDNN gets 256-byte aligned buffers (views at an offset are copied) and
+//    this file's own handle per device, used under one lock.
 //  - MaxPool2DGrad / AvgPool2DGrad: direct gather kernels for every dtype (exact, and the same
 //    first-maximum rule as the CPU kernel).
 #include "ops/nn_grad.h"
@@ -18,9 +19,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/check.h"
 #include "core/cuda/context.h"
@@ -75,6 +78,43 @@ void zero(Tensor& t) {
 }
 
 // ---------------------------------------------------------------- cuDNN
+
+// A cuDNN handle must not be used by two host threads at once. This file keeps its own handle
+// per logical GPU (bound to the device's stream, like those of ops/cuda/handles.h), so its lock
+// need not be shared with ops/cuda/nn.cpp's; every cuDNN call here holds grad_cudnn_mutex(). The
+// calls only queue work on the stream.
+std::mutex& grad_cudnn_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+// Caller holds grad_cudnn_mutex().
+cudnnHandle_t grad_cudnn(Device dev) {
+  static auto* table = new std::vector<cudnnHandle_t>();  // leaked, as ops/cuda/handles.cpp
+  cudaStream_t s = cu::stream(dev);                       // also makes dev current
+  const auto i = static_cast<size_t>(dev.index);
+  if (table->size() <= i) table->resize(i + 1, nullptr);
+  cudnnHandle_t& h = (*table)[i];
+  if (!h) {
+    TF_CUDNN_CHECK(cudnnCreate(&h));
+    TF_CUDNN_CHECK(cudnnSetStream(h, s));
+  }
+  return h;
+}
+
+// cuDNN gets 256-byte aligned pointers (fresh allocations are): a view at an offset is copied.
+bool aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 256 == 0;
+}
+Tensor aligned_copy(const Tensor& t) {
+  if (aligned(t.raw_data())) return t;
+  Tensor c = detail::empty(t.shape(), t.dtype(), t.placement());
+  TF_CUDA_CHECK(cudaMemcpyAsync(c.raw_data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToDevice,
+                                cu::stream(t.placement())));
+  return c;
+}
+
+// Candidates needing more workspace than this are skipped (as ops/cuda/nn.cpp does).
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
@@ -269,7 +309,7 @@ bool run_cudnn(const AlgoKey& key, Device dev, const Perf* perf, int returned,
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     const int algo = static_cast<int>(perf[i].algo);
     size_t bytes = 0;
-    if (workspace_size(algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+    if (workspace_size(algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspace) continue;
     const Tensor ws = cu::workspace(dev, bytes);
     const cudnnStatus_t st = run(algo, ws.raw_data(), bytes);
     if (st == CUDNN_STATUS_SUCCESS) {
@@ -288,7 +328,7 @@ bool run_cudnn(const AlgoKey& key, Device dev, const Perf* perf, int returned,
 // dx (NHWC, grown to hp x wp) from OHWI filters and dy. False: no cuDNN algorithm runs.
 bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                          const void* w_ohwi, const void* dy, void* dx_grown) {
-  cudnnHandle_t h = cu::cudnn(dev);
+  cudnnHandle_t h = grad_cudnn(dev);
   const float one = 1.0f, zero_f = 0.0f;  // scaling factors are float for these data types
   const AlgoKey key = algo_key(dev, dtype, d, g, false);
   auto workspace_size = [&](int algo, size_t* bytes) {
@@ -323,7 +363,7 @@ bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const Conv
 // OHWI filter gradient from x (NHWC, grown to hp x wp) and dy. False: no cuDNN algorithm runs.
 bool cudnn_backward_filter(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                            const void* x_grown, const void* dy, void* dw_ohwi) {
-  cudnnHandle_t h = cu::cudnn(dev);
+  cudnnHandle_t h = grad_cudnn(dev);
   const float one = 1.0f, zero_f = 0.0f;
   const AlgoKey key = algo_key(dev, dtype, d, g, true);
   auto workspace_size = [&](int algo, size_t* bytes) {
@@ -361,17 +401,22 @@ bool cudnn_backprop_input(const ConvGeom& g, DType dtype, Device dev, const Tens
                           const Tensor& dy, Tensor& dx, const char* op) {
   if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
   const auto& k = g.k;
+  std::lock_guard<std::mutex> lock(grad_cudnn_mutex());
   CudnnConv d;
   if (!describe(d, g, dtype, op)) return false;
   const size_t es = dtype_size(dtype);
   // HWIO (KH*KW*C rows, O columns) -> OHWI.
   Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
   ng::transpose(op, f.raw_data(), w.raw_data(), k.kh * k.kw * k.c, k.o, es, dev);
+  const Tensor dya = aligned_copy(dy);
+  // cuDNN writes dx itself unless it is grown (the extra bottom row / right column is dropped
+  // below) or unaligned.
   const bool grown = d.hp != k.h || d.wp != k.w;
-  Tensor target = grown ? detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev) : dx;
-  if (!cudnn_backward_data(dev, dtype, d, g, w.raw_data(), dy.raw_data(), target.raw_data()))
+  const bool direct_out = !grown && aligned(dx.raw_data());
+  Tensor target = direct_out ? dx : detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev);
+  if (!cudnn_backward_data(dev, dtype, d, g, w.raw_data(), dya.raw_data(), target.raw_data()))
     return false;
-  if (grown)  // drop the extra bottom row / right column
+  if (!direct_out)
     ng::resize_nhwc(op, target.raw_data(), k.n, d.hp, d.wp, k.c, dx.raw_data(), k.h, k.w, es, dev);
   return true;
 }
@@ -381,17 +426,20 @@ bool cudnn_backprop_filter(const ConvGeom& g, DType dtype, Device dev, const Ten
                            const Tensor& dy, Tensor& df, const char* op) {
   if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
   const auto& k = g.k;
+  std::lock_guard<std::mutex> lock(grad_cudnn_mutex());
   CudnnConv d;
   if (!describe(d, g, dtype, op)) return false;
   const size_t es = dtype_size(dtype);
-  const bool grown = d.hp != k.h || d.wp != k.w;
-  Tensor xg = x;
-  if (grown) {  // zero rows/columns at the bottom/right: the extra SAME padding
+  Tensor xg;
+  if (d.hp != k.h || d.wp != k.w) {  // zero rows/columns at the bottom/right: TF's extra padding
     xg = detail::empty(TensorShape{k.n, d.hp, d.wp, k.c}, dtype, dev);
     ng::resize_nhwc(op, x.raw_data(), k.n, k.h, k.w, k.c, xg.raw_data(), d.hp, d.wp, es, dev);
+  } else {
+    xg = aligned_copy(x);
   }
+  const Tensor dya = aligned_copy(dy);
   Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
-  if (!cudnn_backward_filter(dev, dtype, d, g, xg.raw_data(), dy.raw_data(), w.raw_data()))
+  if (!cudnn_backward_filter(dev, dtype, d, g, xg.raw_data(), dya.raw_data(), w.raw_data()))
     return false;
   // OHWI (O rows, KH*KW*C columns) -> HWIO.
   ng::transpose(op, w.raw_data(), df.raw_data(), k.o, k.kh * k.kw * k.c, es, dev);

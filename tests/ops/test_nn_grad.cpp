@@ -347,6 +347,41 @@ TEST_CASE("conv2d gradients of empty tensors", "[cpu][cuda][nn_grad]") {
   }
 }
 
+TEST_CASE("nn gradient ops read inputs at an offset into their storage", "[cpu][cuda][nn_grad]") {
+  // Views one element into a larger buffer: the CUDA code hands cuDNN aligned copies.
+  const ConvCase c{{2, 7, 6, 5}, {3, 3, 5, 4}, 2, 2, 1, 1, true};   // grown for cuDNN
+  const ConvCase c1{{2, 7, 6, 5}, {3, 3, 5, 4}, 1, 1, 1, 1, true};  // not grown
+  const PoolCase pc{{2, 7, 6, 5}, 3, 3, 2, 2, true};
+  auto offset_view = [](const std::vector<int64_t>& s, tf::DType dt, unsigned seed) {
+    const tf::Tensor big = make(tf::testing::random_values(numel(s) + 1, -1, 1, seed),
+                                tf::TensorShape{numel(s) + 1}, dt);
+    return tf::detail::view(big, tf::TensorShape(s), tf::dtype_size(dt));
+  };
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float16, tf::float32, tf::float64}) {
+      INFO("device " << dev.to_string() << ", dtype " << tf::dtype_name(dt));
+      const double tol = dt == tf::float16 ? 2e-2 : 1e-5;
+      for (const ConvCase& cc : {c, c1}) {
+        const tf::Tensor x = offset_view(cc.x, dt, 1), f = offset_view(cc.f, dt, 2),
+                         dy = offset_view(conv_out_shape(cc), dt, 3);
+        check_values(tf::detail::conv2d_backprop_input(tf::TensorShape(cc.x), f, dy, cc.sh, cc.sw,
+                                                       cc.dh, cc.dw, cc.same),
+                     backprop_input_ref(values(f), values(dy), cc), tol, tol);
+        check_values(tf::detail::conv2d_backprop_filter(x, tf::TensorShape(cc.f), dy, cc.sh, cc.sw,
+                                                        cc.dh, cc.dw, cc.same),
+                     backprop_filter_ref(values(x), values(dy), cc), tol, 4 * tol);
+      }
+      const tf::Tensor x = offset_view(pc.x, dt, 4), dy = offset_view(pool_out_shape(pc), dt, 5);
+      check_values(tf::detail::max_pool2d_grad(x, dy, pc.kh, pc.kw, pc.sh, pc.sw, pc.same),
+                   max_grad_ref(values(x), values(dy), pc), tol, tol);
+      check_values(tf::detail::avg_pool2d_grad(tf::TensorShape(pc.x), dy, pc.kh, pc.kw, pc.sh,
+                                               pc.sw, pc.same),
+                   avg_grad_ref(values(dy), pc), tol, tol);
+    }
+  }
+}
+
 TEST_CASE("max_pool2d_grad and avg_pool2d_grad match float64 loops", "[cpu][cuda][nn_grad]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
