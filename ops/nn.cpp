@@ -10,6 +10,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/nn_grad.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -120,6 +121,22 @@ std::string Conv2D::attributes() const {
                      dilation_h, dilation_w, same ? "SAME" : "VALID");
 }
 
+std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                                std::span<const int> argnums, std::span<const Tensor>) const {
+  const Tensor& x = primals[0];
+  const Tensor& f = primals[1];
+  std::vector<Tensor> grads;
+  for (int a : argnums) {
+    if (a == 0)
+      grads.push_back(detail::conv2d_backprop_input(x.shape(), f, cotangents[0], stride_h, stride_w,
+                                                    dilation_h, dilation_w, same));
+    else
+      grads.push_back(detail::conv2d_backprop_filter(x, f.shape(), cotangents[0], stride_h,
+                                                     stride_w, dilation_h, dilation_w, same));
+  }
+  return grads;
+}
+
 namespace {
 TensorShape pool_out_shape(const char* op, const Tensor& x, int kh, int kw, int sh, int sw,
                            bool same) {
@@ -140,6 +157,16 @@ std::string MaxPool2D::attributes() const {
                      same ? "SAME" : "VALID");
 }
 
+std::vector<Tensor> MaxPool2D::vjp(std::span<const Tensor> primals,
+                                   std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                   std::span<const Tensor>) const {
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < argnums.size(); ++i)
+    grads.push_back(
+        detail::max_pool2d_grad(primals[0], cotangents[0], k_h, k_w, stride_h, stride_w, same));
+  return grads;
+}
+
 void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   detail::check_dtype_floating(name(), in[0]);
   out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
@@ -147,6 +174,16 @@ void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) con
 std::string AvgPool2D::attributes() const {
   return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
                      same ? "SAME" : "VALID");
+}
+
+std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,
+                                   std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                   std::span<const Tensor>) const {
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < argnums.size(); ++i)
+    grads.push_back(detail::avg_pool2d_grad(primals[0].shape(), cotangents[0], k_h, k_w, stride_h,
+                                            stride_w, same));
+  return grads;
 }
 
 }  // namespace prims

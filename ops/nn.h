@@ -63,6 +63,11 @@ struct Conv2D final : PrimitiveBase<Conv2D> {
   const char* name() const override { return "conv2d"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  // Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_grad.h); each needs the other input.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
   std::string attributes() const override;
 };
 
@@ -75,6 +80,11 @@ struct MaxPool2D final : PrimitiveBase<MaxPool2D> {
   const char* name() const override { return "max_pool2d"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  // MaxPool2DGrad: routes each cotangent to its window's first maximal input.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0); }
   std::string attributes() const override;
 };
 
@@ -86,6 +96,11 @@ struct AvgPool2D final : PrimitiveBase<AvgPool2D> {
   const char* name() const override { return "avg_pool2d"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  // AvgPool2DGrad: needs only the input's shape.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return 0; }
   std::string attributes() const override;
 };
 

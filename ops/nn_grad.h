@@ -1,0 +1,116 @@
+// Gradient kernels of conv2d and pooling, as TF's Conv2DBackpropInput, Conv2DBackpropFilter,
+// MaxPoolGrad and AvgPoolGrad: NHWC activations, HWIO filters, the forward op's strides,
+// dilations, window and SAME/VALID padding (TF's asymmetric SAME padding included). They are
+// primitives (so the vjps of Conv2D/MaxPool2D/AvgPool2D are single ops) and have vjps of their own
+// where the op is linear, so second-order gradients work. Floating dtypes only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/primitive.h"
+
+namespace tapeflow::prims {
+
+// filters (KH, KW, C, O) and dy (N, OH, OW, O) -> dx of input_shape (N, H, W, C): conv2d's
+// gradient with respect to its input (the transposed convolution). Linear in filters and dy.
+struct Conv2DBackpropInput final : PrimitiveBase<Conv2DBackpropInput> {
+  TensorShape input_shape;  // the forward input's shape; tf::None dims come from filters and dy
+  int stride_h, stride_w, dilation_h, dilation_w;
+  bool same;
+  Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s)
+      : input_shape(std::move(in)),
+        stride_h(sh),
+        stride_w(sw),
+        dilation_h(dh),
+        dilation_w(dw),
+        same(s) {}
+  const char* name() const override { return "conv2d_backprop_input"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
+  std::string attributes() const override;
+};
+
+// input (N, H, W, C) and dy (N, OH, OW, O) -> dfilters of filter_shape (KH, KW, C, O): conv2d's
+// gradient with respect to its filters. Linear in input and dy.
+struct Conv2DBackpropFilter final : PrimitiveBase<Conv2DBackpropFilter> {
+  TensorShape filter_shape;  // the forward filters' shape; tf::None dims come from input and dy
+  int stride_h, stride_w, dilation_h, dilation_w;
+  bool same;
+  Conv2DBackpropFilter(TensorShape fs, int sh, int sw, int dh, int dw, bool s)
+      : filter_shape(std::move(fs)),
+        stride_h(sh),
+        stride_w(sw),
+        dilation_h(dh),
+        dilation_w(dw),
+        same(s) {}
+  const char* name() const override { return "conv2d_backprop_filter"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
+  std::string attributes() const override;
+};
+
+// input (N, H, W, C) and dy (N, OH, OW, C) -> dx (N, H, W, C): each dy element goes to the FIRST
+// maximal valid element of its window in row-major (h, w) order (TF's CPU rule for ties; a NaN
+// first element wins, as the forward kernel's `max < v` comparison keeps it), and overlapping
+// windows add up. Its vjp gives zeros for the input (piecewise constant) but none for dy (that
+// would gather at the argmax, which no primitive does yet): it throws, naming the op.
+struct MaxPool2DGrad final : PrimitiveBase<MaxPool2DGrad> {
+  int k_h, k_w, stride_h, stride_w;
+  bool same;
+  MaxPool2DGrad(int kh, int kw, int sh, int sw, bool s)
+      : k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  const char* name() const override { return "max_pool2d_grad"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override;
+};
+
+// dy (N, OH, OW, C) -> dx of input_shape (N, H, W, C): each dy element divided by its window's
+// count of valid (non-padded) elements, as avg_pool2d divides, spread over that window. Linear.
+struct AvgPool2DGrad final : PrimitiveBase<AvgPool2DGrad> {
+  TensorShape input_shape;
+  int k_h, k_w, stride_h, stride_w;
+  bool same;
+  AvgPool2DGrad(TensorShape in, int kh, int kw, int sh, int sw, bool s)
+      : input_shape(std::move(in)), k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  const char* name() const override { return "avg_pool2d_grad"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override;
+};
+
+}  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+
+// The gradient ops through dispatch (so tapes record them), with the attributes of the forward
+// primitive whose gradient they compute.
+Tensor conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filters,
+                             const Tensor& dy, int stride_h, int stride_w, int dilation_h,
+                             int dilation_w, bool same);
+Tensor conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
+                              const Tensor& dy, int stride_h, int stride_w, int dilation_h,
+                              int dilation_w, bool same);
+Tensor max_pool2d_grad(const Tensor& input, const Tensor& dy, int k_h, int k_w, int stride_h,
+                       int stride_w, bool same);
+Tensor avg_pool2d_grad(const TensorShape& input_shape, const Tensor& dy, int k_h, int k_w,
+                       int stride_h, int stride_w, bool same);
+
+}  // namespace tapeflow::detail
