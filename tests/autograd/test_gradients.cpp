@@ -172,6 +172,15 @@ std::vector<Case> cases() {
       {"bias_add", {{S23}, {S3}}, [](V x) { return tf::nn::bias_add(x[0], x[1]); }},
       {"clip_by_value", {{S23, -1, 1, true}},
        [](V x) { return tf::clip_by_value(x[0], -0.9, 0.9); }},
+      // convolution and pooling (NHWC), with TF's asymmetric SAME padding
+      {"conv2d_same_stride2", {{tf::TensorShape{1, 4, 5, 2}}, {tf::TensorShape{2, 2, 2, 3}}},
+       [](V x) { return tf::nn::conv2d(x[0], x[1], {2}, "SAME"); }},
+      {"conv2d_valid_dilated", {{tf::TensorShape{2, 5, 5, 1}}, {tf::TensorShape{2, 2, 1, 2}}},
+       [](V x) { return tf::nn::conv2d(x[0], x[1], {1}, "VALID", {2}); }},
+      {"max_pool2d", {{tf::TensorShape{1, 4, 5, 2}}},
+       [](V x) { return tf::nn::max_pool2d(x[0], {2}, {2}, "SAME"); }},
+      {"avg_pool2d", {{tf::TensorShape{1, 5, 4, 2}}},
+       [](V x) { return tf::nn::avg_pool2d(x[0], {3}, {2}, "SAME"); }},
   };
 }
 
