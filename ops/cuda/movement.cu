@@ -6,19 +6,21 @@
 // dimensions). The host drops size-1 dimensions and merges dimensions that are adjacent in both
 // layouts, then picks a kernel:
 //   - one contiguous block: cudaMemcpyAsync;
-//   - contiguous innermost runs on both sides: rows of runs (a block row per run, threads along
-//     it), with the element widened to up to 16 bytes when the run length, the strides and both
-//     pointers allow it (vector loads and stores);
+//   - rows of runs, when the innermost dimension is contiguous on both sides (or repeats one
+//     source element, a broadcast): a group of threads per row, as many as the run needs up to
+//     a block, so short runs share blocks; contiguous runs are copied in elements widened to up
+//     to 16 bytes when the run length, the strides and both pointers allow it (vector loads and
+//     stores);
 //   - the destination's innermost dimension is not the source's (a transpose): 32x32 tiles
 //     through shared memory, read along the source's contiguous dimension and written along the
 //     destination's;
-//   - anything else (short runs, broadcasts of the innermost dimension): one thread per element,
-//     the offsets decoded from its index (32-bit arithmetic when every offset fits).
+//   - anything else: one thread per element, the offsets decoded from its index (32-bit
+//     arithmetic when every offset fits).
 // Concat copies up to 32 inputs per launch (gridDim.y = input), each a (rows, width) slab placed
 // at a column offset of the (rows, W) output. Gather checks every index first (a kernel records
 // the first bad position with atomicMin, then the host reads it back: the error must be thrown
 // before returning, as the CPU kernel's, so this synchronises the stream), then copies one slab
-// per index. All offsets are 64-bit unless the kernel is the 32-bit variant chosen by the host.
+// per index (rows of runs again). All offsets are 64-bit unless the kernel is the 32-bit variant chosen by the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -126,6 +128,26 @@ __device__ __forceinline__ void decode(I rem, const Box& b, I& so, I& dof) {
   }
 }
 
+// Offsets (64-bit) of the box index `index`, dividing in I (uint32_t when every size and the
+// index fit in 32 bits: much cheaper than 64-bit division).
+template <class I>
+__device__ __forceinline__ void decode_offsets(int64_t index, const Box& b, int64_t& so,
+                                               int64_t& dof) {
+  I rem = static_cast<I>(index);
+  so = 0;
+  dof = 0;
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d) {
+    if (d >= b.rank) continue;
+    const I n = static_cast<I>(b.size[d]);
+    const I c = rem % n;
+    rem /= n;
+    so += static_cast<int64_t>(c) * b.ss[d];
+    dof += static_cast<int64_t>(c) * b.ds[d];
+  }
+}
+constexpr int64_t k32 = int64_t{1} << 32;
+
 // One thread per element of the box (n elements). I is uint32_t when every index and offset is
 // below 2^31, else int64_t.
 template <class E, class I>
@@ -139,57 +161,73 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows of runs: row r of the `outer` box starts at src + so(r) and dst + dof(r); both runs are
-// contiguous and `run` elements long. Block rows take rows, threads take elements of the run.
+// Rows of runs: row r of the `outer` box starts at src + so(r) and dst + dof(r); element j of
+// its run is src[so + j * s_inner] (s_inner 1, or 0 to repeat one element) and goes to
+// dst[dof + j], j < run. A group of `lanes` threads (a power of two) takes a row: a block holds
+// kThreads / lanes groups, so short runs do not leave threads idle.
 template <class E>
 __global__ void __launch_bounds__(kThreads)
     copy_runs_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t rows, int64_t run,
-                     Box outer) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+                     int64_t s_inner, int lanes, Box outer) {
+  const int per_block = kThreads / lanes;
+  const int g = threadIdx.x / lanes, t = threadIdx.x % lanes;
+  const int64_t jstride = static_cast<int64_t>(gridDim.x) * lanes;
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * lanes + t;
+  const int64_t rstride = static_cast<int64_t>(gridDim.y) * per_block;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * per_block + g; r < rows; r += rstride) {
     int64_t so, dof;
-    decode<int64_t>(r, outer, so, dof);
+    if (rows < k32)
+      decode_offsets<uint32_t>(r, outer, so, dof);
+    else
+      decode_offsets<int64_t>(r, outer, so, dof);
     const E* s = src + so;
     E* d = dst + dof;
-    for (int64_t j = first; j < run; j += stride) d[j] = s[j];
+#pragma unroll 4
+    for (int64_t j = j0; j < run; j += jstride) d[j] = s[j * s_inner];
   }
 }
 
 // Transpose tiles. Output dimension q is the source's contiguous one (source stride 1) and the
 // destination's innermost dimension l has destination stride 1: the element (a, c) of (q, l)
-// is src[so + a + c * S] and goes to dst[dof + a * Dq + c]. `batch` holds the other dimensions.
-// Block (32, 8); tile t of batch * tq * tl covers a in [a0, a0 + 32), c in [c0, c0 + 32).
+// is src[so + a + c * S] and goes to dst[dof + a * Dq + c]. `batch` holds the other dimensions
+// (nb index combinations). Block (32, 8); the grid covers (l tiles, q tiles, batch), looping
+// where a grid dimension is capped; a tile covers a in [a0, a0 + 32), c in [c0, c0 + 32).
 template <class E>
 __global__ void __launch_bounds__(kThreads)
-    transpose_kernel(const E* __restrict__ src, E* __restrict__ dst, Box batch, int64_t nq,
-                     int64_t nl, int64_t S, int64_t Dq, int64_t tq, int64_t tl, int64_t ntiles) {
+    transpose_kernel(const E* __restrict__ src, E* __restrict__ dst, Box batch, int64_t nb,
+                     int64_t nq, int64_t nl, int64_t S, int64_t Dq) {
   __shared__ E tile[32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {  // uniform over the block
-    const int64_t per_batch = tq * tl;
-    const int64_t bi = t / per_batch, ti = t - bi * per_batch;
-    int64_t so, dof;
-    decode<int64_t>(bi, batch, so, dof);
-    const int64_t a0 = (ti / tl) * 32, c0 = (ti % tl) * 32;
-    {
-      const int64_t a = a0 + tx;  // consecutive threads read consecutive source elements
+  for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {  // uniform over the block
+    int64_t so = 0, dof = 0;
+    if (nb < k32)
+      decode_offsets<uint32_t>(bi, batch, so, dof);
+    else
+      decode_offsets<int64_t>(bi, batch, so, dof);
+    for (int64_t a0 = static_cast<int64_t>(blockIdx.y) * 32; a0 < nq;
+         a0 += static_cast<int64_t>(gridDim.y) * 32) {
+      for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32; c0 < nl;
+           c0 += static_cast<int64_t>(gridDim.x) * 32) {
+        {
+          const int64_t a = a0 + tx;  // consecutive threads read consecutive source elements
 #pragma unroll
-      for (int m = 0; m < 32; m += 8) {
-        const int64_t c = c0 + ty + m;
-        if (a < nq && c < nl) tile[ty + m][tx] = src[so + a + c * S];
+          for (int m = 0; m < 32; m += 8) {
+            const int64_t c = c0 + ty + m;
+            if (a < nq && c < nl) tile[ty + m][tx] = src[so + a + c * S];
+          }
+        }
+        __syncthreads();
+        {
+          const int64_t c = c0 + tx;  // consecutive threads write consecutive destination ones
+#pragma unroll
+          for (int m = 0; m < 32; m += 8) {
+            const int64_t a = a0 + ty + m;
+            if (a < nq && c < nl) dst[dof + a * Dq + c] = tile[tx][ty + m];
+          }
+        }
+        __syncthreads();
       }
     }
-    __syncthreads();
-    {
-      const int64_t c = c0 + tx;  // consecutive threads write consecutive destination elements
-#pragma unroll
-      for (int m = 0; m < 32; m += 8) {
-        const int64_t a = a0 + ty + m;
-        if (a < nq && c < nl) dst[dof + a * Dq + c] = tile[tx][ty + m];
-      }
-    }
-    __syncthreads();
   }
 }
 
@@ -236,32 +274,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out[o, j, k] = params[o, idx[j], k] for (outer, n, inner) elements, one thread per element.
+// out[row, k] = params[o, idx[j], k] for the rows (o, j) of (outer, n) and k < inner: a group of
+// `lanes` threads (a power of two) per row, as copy_runs_kernel.
 template <class E, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    gather_flat_kernel(const E* __restrict__ src, const Idx* __restrict__ idx, E* __restrict__ dst,
-                       int64_t total, int64_t n, int64_t N, int64_t inner) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < total;
-       t += stride) {
-    const int64_t row = t / inner, k = t - row * inner;
-    const int64_t o = row / n, j = row - o * n;
-    dst[t] = src[(o * N + static_cast<int64_t>(idx[j])) * inner + k];
-  }
-}
-
-// Same with long slabs: block rows take (o, j) rows, threads take the slab's elements.
-template <class E, class Idx>
-__global__ void __launch_bounds__(kThreads)
-    gather_rows_kernel(const E* __restrict__ src, const Idx* __restrict__ idx, E* __restrict__ dst,
-                       int64_t rows, int64_t n, int64_t N, int64_t inner) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    gather_kernel(const E* __restrict__ src, const Idx* __restrict__ idx, E* __restrict__ dst,
+                  int64_t rows, int64_t n, int64_t N, int64_t inner, int lanes) {
+  const int per_block = kThreads / lanes;
+  const int g = threadIdx.x / lanes, t = threadIdx.x % lanes;
+  const int64_t kstride = static_cast<int64_t>(gridDim.x) * lanes;
+  const int64_t k0 = static_cast<int64_t>(blockIdx.x) * lanes + t;
+  const int64_t rstride = static_cast<int64_t>(gridDim.y) * per_block;
+  for (int64_t row = static_cast<int64_t>(blockIdx.y) * per_block + g; row < rows;
+       row += rstride) {
     const int64_t o = row / n, j = row - o * n;
     const E* s = src + (o * N + static_cast<int64_t>(idx[j])) * inner;
     E* d = dst + row * inner;
-    for (int64_t k = first; k < inner; k += stride) d[k] = s[k];
+#pragma unroll 4
+    for (int64_t k = k0; k < inner; k += kstride) d[k] = s[k];
   }
 }
 
@@ -281,6 +311,23 @@ unsigned grid1(int64_t n, Device dev) {
 }
 
 bool aligned(const void* p, int64_t w) { return reinterpret_cast<uintptr_t>(p) % w == 0; }
+
+// Launch shape of the row kernels (copy_runs_kernel, gather_kernel) for `rows` rows of `len`
+// elements: lanes per row (a power of two up to kThreads, at least len when it fits), blocks
+// along a row (each thread about four elements of it), blocks over the rows.
+struct RowsLaunch {
+  int lanes;
+  dim3 grid;
+};
+RowsLaunch rows_launch(int64_t rows, int64_t len, Device dev) {
+  int lanes = 1;
+  while (lanes < kThreads && lanes < len) lanes *= 2;
+  const int64_t cap = grid_cap(dev);
+  const int64_t gx = max64(1, min64(ceil_div(len, int64_t{4} * lanes), cap));
+  const int64_t per_block = kThreads / lanes;
+  const int64_t gy = max64(1, min64(min64(ceil_div(rows, per_block), 65535), cap / gx));
+  return {lanes, dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy))};
+}
 
 // Drops size-1 dimensions and merges dimensions adjacent in both layouts. False when the box is
 // empty.
@@ -320,8 +367,8 @@ void launch_flat(Device dev, const char* op, const void* src, void* dst, int64_t
     smax += (b.size[d] - 1) * b.ss[d];
     dmax += (b.size[d] - 1) * b.ds[d];
   }
-  constexpr int64_t k32 = int64_t{1} << 31;
-  const bool small = n < k32 && smax < k32 && dmax < k32;
+  constexpr int64_t k31 = int64_t{1} << 31;
+  const bool small = n < k31 && smax < k31 && dmax < k31;
   cudaStream_t st = dc::stream(dev);
   const unsigned grid = grid1(n, dev);
   TF_MOVE_DISPATCH_BYTES(w, {
@@ -356,45 +403,37 @@ void copy_box(Device dev, const char* op, const void* src, void* dst, int64_t es
     return;
   }
   const int l = b.rank - 1;
-  if (b.ss[l] == 1 && b.ds[l] == 1) {
-    if (b.rank == 1) {
+  if (b.ds[l] == 1 && (b.ss[l] == 1 || b.ss[l] == 0)) {
+    if (b.rank == 1 && b.ss[l] == 1) {
       memcpy_d2d(dev, dst, src, b.size[0] * es);
       return;
     }
-    // Contiguous runs: widen the element as far as the run, the strides and the pointers allow.
-    int64_t strides[2 * kMaxRank] = {};
-    for (int d = 0; d < l; ++d) {
-      strides[2 * d] = b.ss[d] * es;
-      strides[2 * d + 1] = b.ds[d] * es;
+    // Rows of contiguous runs (or of one repeated element): widen the element as far as the
+    // run, the strides and the pointers allow.
+    int64_t w = es;
+    if (b.ss[l] == 1) {
+      int64_t strides[2 * kMaxRank] = {};
+      for (int d = 0; d < l; ++d) {
+        strides[2 * d] = b.ss[d] * es;
+        strides[2 * d + 1] = b.ds[d] * es;
+      }
+      w = widest({b.size[l] * es}, {src, dst}, strides, 2 * l);
     }
-    const int64_t w = widest({b.size[l] * es}, {src, dst}, strides, 2 * l);
     Box outer;
     outer.rank = l;
+    int64_t rows = 1;
     for (int d = 0; d < l; ++d) {
       outer.size[d] = b.size[d];
       outer.ss[d] = b.ss[d] * es / w;
       outer.ds[d] = b.ds[d] * es / w;
+      rows *= b.size[d];
     }
     const int64_t run = b.size[l] * es / w;
-    if (run < 64) {  // short runs: a thread per (widened) element
-      Box flat = outer;
-      flat.rank = l + 1;
-      flat.size[l] = run;
-      flat.ss[l] = 1;
-      flat.ds[l] = 1;
-      launch_flat(dev, op, src, dst, w, flat);
-      return;
-    }
-    int64_t rows = 1;
-    for (int d = 0; d < l; ++d) rows *= outer.size[d];
-    const int64_t cap = grid_cap(dev);
-    const int64_t gx = min64(ceil_div(run, kThreads), cap);
-    const int64_t gy = min64(min64(rows, 65535), max64(1, cap / gx));
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+    const RowsLaunch rl = rows_launch(rows, run, dev);
     cudaStream_t st = dc::stream(dev);
-    TF_MOVE_DISPATCH_BYTES(w, copy_runs_kernel<E><<<grid, kThreads, 0, st>>>(
+    TF_MOVE_DISPATCH_BYTES(w, copy_runs_kernel<E><<<rl.grid, kThreads, 0, st>>>(
                                   static_cast<const E*>(src), static_cast<E*>(dst), rows, run,
-                                  outer));
+                                  b.ss[l], rl.lanes, outer));
     dc::check_launch(op);
     return;
   }
@@ -414,13 +453,13 @@ void copy_box(Device dev, const char* op, const void* src, void* dst, int64_t es
         nb *= b.size[d];
       }
       const int64_t nq = b.size[q], nl = b.size[l];
-      const int64_t tq = ceil_div(nq, 32), tl = ceil_div(nl, 32);
-      const int64_t ntiles = nb * tq * tl;
-      const unsigned grid = static_cast<unsigned>(min64(ntiles, grid_cap(dev)));
+      const dim3 grid(static_cast<unsigned>(min64(ceil_div(nl, 32), 65535)),
+                      static_cast<unsigned>(min64(ceil_div(nq, 32), 65535)),
+                      static_cast<unsigned>(min64(nb, 65535)));
       cudaStream_t st = dc::stream(dev);
       TF_MOVE_DISPATCH_ELEM(es, transpose_kernel<E><<<grid, dim3(32, 8), 0, st>>>(
-                                     static_cast<const E*>(src), static_cast<E*>(dst), batch, nq,
-                                     nl, b.ss[l], b.ds[q], tq, tl, ntiles));
+                                    static_cast<const E*>(src), static_cast<E*>(dst), batch, nb,
+                                    nq, nl, b.ss[l], b.ds[q]));
       dc::check_launch(op);
       return;
     }
@@ -522,20 +561,10 @@ void gather_cuda(const char* op, const Tensor& params, const Tensor& indices, Te
   const int64_t w = widest({inner * es}, {src, dst});
   const int64_t in_w = inner * es / w;  // slab length in elements of w bytes
   const int64_t rows = outer * n;
-  if (in_w >= 64) {
-    const int64_t cap = grid_cap(dev);
-    const int64_t gx = min64(ceil_div(in_w, kThreads), cap);
-    const int64_t gy = min64(min64(rows, 65535), max64(1, cap / gx));
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
-    TF_MOVE_DISPATCH_BYTES(w, gather_rows_kernel<E, Idx><<<grid, kThreads, 0, st>>>(
-                                  static_cast<const E*>(src), idx, static_cast<E*>(dst), rows, n,
-                                  N, in_w));
-  } else {
-    const int64_t total = rows * in_w;
-    TF_MOVE_DISPATCH_BYTES(w, gather_flat_kernel<E, Idx><<<grid1(total, dev), kThreads, 0, st>>>(
-                                  static_cast<const E*>(src), idx, static_cast<E*>(dst), total, n,
-                                  N, in_w));
-  }
+  const RowsLaunch rl = rows_launch(rows, in_w, dev);
+  TF_MOVE_DISPATCH_BYTES(w, gather_kernel<E, Idx><<<rl.grid, kThreads, 0, st>>>(
+                                static_cast<const E*>(src), idx, static_cast<E*>(dst), rows, n,
+                                N, in_w, rl.lanes));
   dc::check_launch(op);
 }
 

@@ -3,7 +3,8 @@
 // The host plan is the CPU kernel's (ops/cpu/reduce.cpp): drop size-1 dimensions, merge
 // adjacent dimensions that are all reduced or all kept, then remove the last reduced group pass
 // after pass. Every pass is an (outer, R, inner) reduction:
-//   inner == 1 (rows):  R <= 1024: one warp per row; longer rows: one block per row, and when
+//   inner == 1 (rows):  R <= 1024: a warp per row, or a group of 1 to 16 lanes for short rows
+//                       (about one 16-byte vector per lane); longer rows: a block per row; when
 //                       there are too few rows to fill the device (a full reduction), each row
 //                       is cut into equal chunks, one block each, whose partials a second
 //                       (rows) pass combines: two kernels, no atomics, so results are
@@ -132,19 +133,19 @@ __device__ __forceinline__ Out to_out(A a) {
     return static_cast<Out>(a);
 }
 
-// Warp shuffle of any 4- or 8-byte value.
+// Warp shuffle of any 4- or 8-byte value (within segments of `width` lanes).
 template <class V>
-__device__ __forceinline__ V shfl_down(V v, int delta) {
+__device__ __forceinline__ V shfl_down(V v, int delta, int width = 32) {
   static_assert(sizeof(V) == 4 || sizeof(V) == 8);
   if constexpr (sizeof(V) == 8) {
     long long b;
     memcpy(&b, &v, 8);
-    b = __shfl_down_sync(0xffffffffu, b, delta);
+    b = __shfl_down_sync(0xffffffffu, b, delta, width);
     memcpy(&v, &b, 8);
   } else {
     int b;
     memcpy(&b, &v, 4);
-    b = __shfl_down_sync(0xffffffffu, b, delta);
+    b = __shfl_down_sync(0xffffffffu, b, delta, width);
     memcpy(&v, &b, 4);
   }
   return v;
@@ -219,18 +220,24 @@ __device__ __forceinline__ void put(void* y, int64_t i, bool out_acc, A v) {
 // ---------------------------------------------------------------------------------------------
 // Reduction kernels. In is T (the first pass) or A (later passes); y is A or T (out_acc).
 
-// y[o] = reduce(x[o * R, (o + 1) * R)): one warp per row.
+// y[o] = reduce(x[o * R, (o + 1) * R)): a group of `width` lanes (a power of two up to 32) per
+// row, 32 / width rows per warp at a time; lane 0 of the group holds the row's result.
 template <Kind K, class T, class In>
 __global__ void __launch_bounds__(kBlock)
-    rows_warp_kernel(const In* __restrict__ x, void* y, bool out_acc, int64_t rows, int64_t R) {
+    rows_warp_kernel(const In* __restrict__ x, void* y, bool out_acc, int64_t rows, int64_t R,
+                     int width) {
   using A = acc_t<K, T>;
   const int lane = threadIdx.x & 31;
+  const int group = lane / width, t = lane % width;
+  const int per_warp = 32 / width;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x) >> 5;
   const int64_t nwarps = (static_cast<int64_t>(gridDim.x) * kBlock) >> 5;
-  for (int64_t o = warp; o < rows; o += nwarps) {  // uniform over the warp
-    A acc = reduce_range<K, In, A>(x + o * R, R, lane, 32, identity<K, A>());
-    acc = warp_reduce<K>(acc);
-    if (lane == 0) put<A, T>(y, o, out_acc, acc);
+  for (int64_t o0 = warp * per_warp; o0 < rows; o0 += nwarps * per_warp) {  // uniform: warp
+    const int64_t o = o0 + group;
+    A acc = identity<K, A>();
+    if (o < rows) acc = reduce_range<K, In, A>(x + o * R, R, t, width, acc);
+    for (int d = width / 2; d > 0; d >>= 1) acc = apply<K>(acc, shfl_down(acc, d, width));
+    if (t == 0 && o < rows) put<A, T>(y, o, out_acc, acc);
   }
 }
 
@@ -394,9 +401,14 @@ void reduce_pass(Device dev, const char* op, const void* xv, void* y, bool out_a
   const int64_t cap = int64_t{32} * sm_count(dev);  // grid-stride loops beyond this
   if (inner == 1) {
     if (R <= kWarpRowMax) {
-      const int64_t grid = min64(ceil_div(outer, kBlock / 32), cap);
-      rows_warp_kernel<K, T, In><<<static_cast<unsigned>(grid), kBlock, 0, st>>>(x, y, out_acc,
-                                                                                outer, R);
+      // About one 16-byte vector per lane: short rows share a warp.
+      const int64_t nvec = R * static_cast<int64_t>(sizeof(In)) / 16;
+      int width = 1;
+      while (width < 32 && 2 * width <= nvec) width *= 2;
+      const int64_t rows_per_block = (kBlock / 32) * (32 / width);
+      const int64_t grid = min64(ceil_div(outer, rows_per_block), cap);
+      rows_warp_kernel<K, T, In><<<static_cast<unsigned>(grid), kBlock, 0, st>>>(
+          x, y, out_acc, outer, R, width);
       dc::check_launch(op);
       return;
     }

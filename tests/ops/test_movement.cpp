@@ -784,3 +784,34 @@ TEST_CASE("gather of long slabs and many indices - the first bad index is report
                                  "[gather] indices[1] = 4 is not in [0, 3)");
   }
 }
+
+TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)", "[cpu][movement]") {
+  const std::vector<int64_t> lengths = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16, 17,
+                                        31, 32, 33, 63, 64, 65, 255, 256, 257, 300};
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::uint8, tf::float16, tf::float32, tf::float64}) {
+      const Dims s = {37, 301};
+      const auto x = iota(s, dt);
+      const auto xv = iota_values(s, dt);
+      for (int64_t len : lengths) {
+        INFO(tf::dtype_name(dt) << " rows of " << len << " on " << dev.to_string());
+        for (int64_t b : {0, 1}) {
+          check_values(tf::slice(x, {1, b}, {36, len}), ref_slice(xv, s, {1, b}, {36, len}), 0, 0);
+        }
+        const Dims from = {37, 1}, to = {37, len};
+        check_values(tf::broadcast_to(iota(from, dt), tf::TensorShape(to)),
+                     ref_broadcast(iota_values(from, dt), from, to), 0, 0);
+        const auto p = tf::slice(x, {0, 0}, {37, len});
+        const auto pv = ref_slice(xv, s, {0, 0}, {37, len});
+        std::vector<double> iv = {36, 0, 5, 5, 17};
+        const auto g = tf::gather(p, tf::detail::from_doubles(iv, {5}, tf::int32));
+        std::vector<double> want;
+        for (double r : iv)
+          for (int64_t k = 0; k < len; ++k)
+            want.push_back(pv[static_cast<size_t>(static_cast<int64_t>(r) * len + k)]);
+        check_values(g, want, 0, 0);
+      }
+    }
+  }
+}

@@ -735,3 +735,27 @@ TEST_CASE("argmax and argmin over long rows and wide columns", "[cpu][reduce]") 
     check_values(tf::argmin(x), {0});
   }
 }
+
+TEST_CASE("row reductions of every short length at every alignment", "[cpu][reduce]") {
+  std::vector<int64_t> lengths;
+  for (int64_t r = 1; r <= 40; ++r) lengths.push_back(r);
+  for (int64_t r : {63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025}) lengths.push_back(r);
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float16, tf::float64, tf::uint8, tf::int64}) {
+      for (int64_t R : lengths) {
+        const std::vector<int64_t> shape = {37, R};
+        const auto x = input(shape, dt, static_cast<unsigned>(R));
+        const auto xv = tf::detail::to_double_vector(x);
+        INFO(tf::dtype_name(dt) << " rows of " << R << " on " << dev.to_string());
+        for (RK k : {RK::Sum, RK::Max}) {
+          check_values(call(k, x, {1}, false), reference(k, xv, shape, {1}, false, dt).values,
+                       rtol_of(dt), rtol_of(dt));
+          // The same rows starting one element into the storage.
+          check_values(call(k, offset_view(xv, shape, dt), {1}, false),
+                       reference(k, xv, shape, {1}, false, dt).values, rtol_of(dt), rtol_of(dt));
+        }
+      }
+    }
+  }
+}
