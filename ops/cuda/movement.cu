@@ -182,52 +182,56 @@ __global__ void __launch_bounds__(kThreads)
       decode_offsets<int64_t>(r, outer, so, dof);
     const E* s = src + so;
     E* d = dst + dof;
-#pragma unroll 4
-    for (int64_t j = j0; j < run; j += jstride) d[j] = s[j * s_inner];
+    int64_t j = j0;
+    for (; j + 3 * jstride < run; j += 4 * jstride) {  // four loads in flight, then the stores
+      const E v0 = s[j * s_inner], v1 = s[(j + jstride) * s_inner];
+      const E v2 = s[(j + 2 * jstride) * s_inner], v3 = s[(j + 3 * jstride) * s_inner];
+      d[j] = v0;
+      d[j + jstride] = v1;
+      d[j + 2 * jstride] = v2;
+      d[j + 3 * jstride] = v3;
+    }
+    for (; j < run; j += jstride) d[j] = s[j * s_inner];
   }
 }
 
 // Transpose tiles. Output dimension q is the source's contiguous one (source stride 1) and the
 // destination's innermost dimension l has destination stride 1: the element (a, c) of (q, l)
-// is src[so + a + c * S] and goes to dst[dof + a * Dq + c]. `batch` holds the other dimensions
-// (nb index combinations). Block (32, 8); the grid covers (l tiles, q tiles, batch), looping
-// where a grid dimension is capped; a tile covers a in [a0, a0 + 32), c in [c0, c0 + 32).
-template <class E>
+// is src[so + a + c * S] and goes to dst[dof + a * Dq + c]. `batch` holds the other dimensions.
+// Block (32, 8), looping over the tiles t of batch * tq * tl (ti = t % (tq * tl) covers
+// a in [a0, a0 + 32), c in [c0, c0 + 32)); I (uint32_t when ntiles fits) divides the tile index.
+template <class E, class I>
 __global__ void __launch_bounds__(kThreads)
-    transpose_kernel(const E* __restrict__ src, E* __restrict__ dst, Box batch, int64_t nb,
-                     int64_t nq, int64_t nl, int64_t S, int64_t Dq) {
+    transpose_kernel(const E* __restrict__ src, E* __restrict__ dst, Box batch, int64_t nq,
+                     int64_t nl, int64_t S, int64_t Dq, int64_t tq, int64_t tl, int64_t ntiles) {
   __shared__ E tile[32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {  // uniform over the block
-    int64_t so = 0, dof = 0;
-    if (nb < k32)
-      decode_offsets<uint32_t>(bi, batch, so, dof);
-    else
-      decode_offsets<int64_t>(bi, batch, so, dof);
-    for (int64_t a0 = static_cast<int64_t>(blockIdx.y) * 32; a0 < nq;
-         a0 += static_cast<int64_t>(gridDim.y) * 32) {
-      for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32; c0 < nl;
-           c0 += static_cast<int64_t>(gridDim.x) * 32) {
-        {
-          const int64_t a = a0 + tx;  // consecutive threads read consecutive source elements
+  const I per_batch = static_cast<I>(tq * tl), itl = static_cast<I>(tl);
+  for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {  // uniform over the block
+    const I bi = static_cast<I>(t) / per_batch, ti = static_cast<I>(t) - bi * per_batch;
+    int64_t so, dof;
+    decode_offsets<I>(bi, batch, so, dof);
+    const I tile_a = ti / itl;
+    const int64_t a0 = static_cast<int64_t>(tile_a) * 32;
+    const int64_t c0 = static_cast<int64_t>(ti - tile_a * itl) * 32;
+    {
+      const int64_t a = a0 + tx;  // consecutive threads read consecutive source elements
 #pragma unroll
-          for (int m = 0; m < 32; m += 8) {
-            const int64_t c = c0 + ty + m;
-            if (a < nq && c < nl) tile[ty + m][tx] = src[so + a + c * S];
-          }
-        }
-        __syncthreads();
-        {
-          const int64_t c = c0 + tx;  // consecutive threads write consecutive destination ones
-#pragma unroll
-          for (int m = 0; m < 32; m += 8) {
-            const int64_t a = a0 + ty + m;
-            if (a < nq && c < nl) dst[dof + a * Dq + c] = tile[tx][ty + m];
-          }
-        }
-        __syncthreads();
+      for (int m = 0; m < 32; m += 8) {
+        const int64_t c = c0 + ty + m;
+        if (a < nq && c < nl) tile[ty + m][tx] = src[so + a + c * S];
       }
     }
+    __syncthreads();
+    {
+      const int64_t c = c0 + tx;  // consecutive threads write consecutive destination elements
+#pragma unroll
+      for (int m = 0; m < 32; m += 8) {
+        const int64_t a = a0 + ty + m;
+        if (a < nq && c < nl) dst[dof + a * Dq + c] = tile[tx][ty + m];
+      }
+    }
+    __syncthreads();
   }
 }
 
@@ -290,8 +294,15 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t o = row / n, j = row - o * n;
     const E* s = src + (o * N + static_cast<int64_t>(idx[j])) * inner;
     E* d = dst + row * inner;
-#pragma unroll 4
-    for (int64_t k = k0; k < inner; k += kstride) d[k] = s[k];
+    int64_t k = k0;
+    for (; k + 3 * kstride < inner; k += 4 * kstride) {  // four loads in flight, then the stores
+      const E v0 = s[k], v1 = s[k + kstride], v2 = s[k + 2 * kstride], v3 = s[k + 3 * kstride];
+      d[k] = v0;
+      d[k + kstride] = v1;
+      d[k + 2 * kstride] = v2;
+      d[k + 3 * kstride] = v3;
+    }
+    for (; k < inner; k += kstride) d[k] = s[k];
   }
 }
 
@@ -453,13 +464,20 @@ void copy_box(Device dev, const char* op, const void* src, void* dst, int64_t es
         nb *= b.size[d];
       }
       const int64_t nq = b.size[q], nl = b.size[l];
-      const dim3 grid(static_cast<unsigned>(min64(ceil_div(nl, 32), 65535)),
-                      static_cast<unsigned>(min64(ceil_div(nq, 32), 65535)),
-                      static_cast<unsigned>(min64(nb, 65535)));
+      const int64_t tq = ceil_div(nq, 32), tl = ceil_div(nl, 32);
+      const int64_t ntiles = nb * tq * tl;
+      const unsigned grid = static_cast<unsigned>(min64(ntiles, grid_cap(dev)));
       cudaStream_t st = dc::stream(dev);
-      TF_MOVE_DISPATCH_ELEM(es, transpose_kernel<E><<<grid, dim3(32, 8), 0, st>>>(
-                                    static_cast<const E*>(src), static_cast<E*>(dst), batch, nb,
-                                    nq, nl, b.ss[l], b.ds[q]));
+      TF_MOVE_DISPATCH_ELEM(es, {
+        if (ntiles < k32)
+          transpose_kernel<E, uint32_t><<<grid, dim3(32, 8), 0, st>>>(
+              static_cast<const E*>(src), static_cast<E*>(dst), batch, nq, nl, b.ss[l], b.ds[q],
+              tq, tl, ntiles);
+        else
+          transpose_kernel<E, int64_t><<<grid, dim3(32, 8), 0, st>>>(
+              static_cast<const E*>(src), static_cast<E*>(dst), batch, nq, nl, b.ss[l], b.ds[q],
+              tq, tl, ntiles);
+      });
       dc::check_launch(op);
       return;
     }
