@@ -142,7 +142,7 @@ inline C floor_fast(C x) {
 template <class C>
 inline C ceil_fast(C x) {
   const C r = round_half_even(x);
-  return r < x ? r + C(1) : r;
+  return std::copysign(r < x ? r + C(1) : r, x);  // ceil(-0.7) is -0, as std::ceil
 }
 
 // exp for float32 (Cephes): x = n ln2 + r, |r| <= ln2 / 2, degree-6 polynomial for exp(r), 2^n
