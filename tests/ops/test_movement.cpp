@@ -612,3 +612,206 @@ TEST_CASE("pad surrounds with a constant", "[cpu][movement]") {
                                  "(2,))");
   }
 }
+
+TEST_CASE("transpose of odd and large shapes in every element size", "[cpu][movement]") {
+  struct Case {
+    Dims shape;
+    std::vector<std::vector<int>> perms;
+  };
+  const std::vector<Case> cases = {
+      {{33, 65}, {{1, 0}}},
+      {{65, 33}, {{1, 0}}},
+      {{5, 33, 65}, {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}},
+      {{1025, 513}, {{1, 0}}},
+      {{64, 3, 128}, {{1, 0, 2}, {2, 1, 0}}},  // the innermost dimension kept: rows of runs
+      {{3, 100001}, {{1, 0}}},                 // thin tiles
+      {{7, 1, 9, 1, 11}, {{4, 1, 2, 3, 0}, {2, 4, 0, 1, 3}}},
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kAllTypes) {
+        const auto x = iota(c.shape, dt);
+        const auto xv = iota_values(c.shape, dt);
+        for (const auto& perm : c.perms) {
+          INFO("shape " << tf::TensorShape(c.shape).to_string() << " perm "
+                        << tf::detail::vec_to_string(perm) << " " << tf::dtype_name(dt) << " on "
+                        << dev.to_string());
+          check_values(tf::transpose(x, perm), ref_transpose(xv, c.shape, perm), 0, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("slice, pad and broadcast_to of large and unaligned boxes", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      INFO(tf::dtype_name(dt) << " on " << dev.to_string());
+      // Slices whose rows start at every alignment: runs of 1 to 16-byte elements.
+      const Dims s = {517, 1031};
+      const auto x = iota(s, dt);
+      const auto xv = iota_values(s, dt);
+      for (const auto& [begin, size] :
+           std::vector<std::pair<Dims, Dims>>{{{1, 3}, {515, 1027}},
+                                              {{0, 0}, {517, 1024}},
+                                              {{2, 1}, {500, 1}},  // one column
+                                              {{5, 0}, {300, 1031}},  // whole rows
+                                              {{0, 1000}, {517, 31}}}) {
+        check_values(tf::slice(x, begin, size), ref_slice(xv, s, begin, size), 0, 0);
+      }
+      // Pad a large box.
+      const Dims ps = {1000, 333};
+      const std::vector<std::pair<int64_t, int64_t>> pads = {{1, 2}, {3, 4}};
+      const auto p = tf::pad(iota(ps, dt), pads, 1.0);
+      std::vector<double> want;
+      const auto pv = iota_values(ps, dt);
+      for (int64_t i = 0; i < 1003; ++i)
+        for (int64_t j = 0; j < 340; ++j) {
+          const bool in = i >= 1 && i < 1001 && j >= 3 && j < 336;
+          want.push_back(in ? pv[(i - 1) * 333 + (j - 3)] : 1.0);
+        }
+      check_values(p, want, 0, 0);
+      // Broadcasts of rows, columns and middle axes.
+      for (const auto& [from, to] : std::vector<std::pair<Dims, Dims>>{
+               {{3, 1, 5}, {3, 1000, 5}},
+               {{1000, 1}, {1000, 1000}},
+               {{1, 1000}, {1000, 1000}},
+               {{7, 1}, {3, 7, 4099}},
+               {{1, 1, 1}, {3, 1, 70000}}}) {
+        check_values(tf::broadcast_to(iota(from, dt, 1), tf::TensorShape(to)),
+                     ref_broadcast(iota_values(from, dt, 1), from, to), 0, 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("concat of many inputs and stack along the last axis", "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : kAllTypes) {
+      INFO(tf::dtype_name(dt) << " on " << dev.to_string());
+      for (int axis : {0, 1}) {
+        // 100 inputs (several launches of at most 32), some empty.
+        std::vector<tf::Tensor> parts;
+        std::vector<Dims> shapes;
+        std::vector<std::vector<double>> vals;
+        for (int i = 0; i < 100; ++i) {
+          Dims sh = {3, 4};
+          sh[axis] = i % 5;
+          shapes.push_back(sh);
+          parts.push_back(iota(sh, dt, i * 7));
+          vals.push_back(iota_values(sh, dt, i * 7));
+        }
+        Dims os = {3, 4};
+        os[axis] = 0;
+        for (const auto& sh : shapes) os[axis] += sh[axis];
+        std::vector<double> want;
+        for (int64_t o = 0; o < count(os); ++o) {
+          Dims i = unravel(o, os);
+          size_t p = 0;
+          while (i[axis] >= shapes[p][axis]) i[axis] -= shapes[p++][axis];
+          want.push_back(vals[p][ravel(i, shapes[p])]);
+        }
+        const auto y = tf::concat(parts, axis);
+        CHECK(y.shape() == tf::TensorShape(os));
+        check_values(y, want, 0, 0);
+      }
+      // stack(axis=-1) of 40 vectors: inputs one element wide.
+      std::vector<tf::Tensor> cols;
+      for (int i = 0; i < 40; ++i) cols.push_back(iota({50}, dt, i * 50));
+      std::vector<double> want;
+      for (int64_t r = 0; r < 50; ++r)
+        for (int i = 0; i < 40; ++i) want.push_back(value_at(i * 50 + r, dt));
+      const auto st = tf::stack(cols, -1);
+      CHECK(st.shape() == tf::TensorShape({50, 40}));
+      check_values(st, want, 0, 0);
+      // Two big inputs along the inner axis.
+      const auto a = iota({300, 1001}, dt), b = iota({300, 523}, dt, 3);
+      const auto av = iota_values({300, 1001}, dt), bv = iota_values({300, 523}, dt, 3);
+      std::vector<double> wab;
+      for (int64_t r = 0; r < 300; ++r) {
+        wab.insert(wab.end(), av.begin() + r * 1001, av.begin() + (r + 1) * 1001);
+        wab.insert(wab.end(), bv.begin() + r * 523, bv.begin() + (r + 1) * 523);
+      }
+      check_values(tf::concat({a, b}, 1), wab, 0, 0);
+    }
+  }
+}
+
+TEST_CASE("gather of long slabs and many indices - the first bad index is reported",
+          "[cpu][movement]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float16, tf::uint8, tf::int64}) {
+      INFO(tf::dtype_name(dt) << " on " << dev.to_string());
+      // Slabs of 300 elements (long rows) and of 3 (one thread per element).
+      for (const Dims& ps : {Dims{1000, 300}, Dims{7, 1000, 3}}) {
+        const int axis = ps.size() == 2 ? 0 : 1;
+        const auto p = iota(ps, dt);
+        const auto pv = iota_values(ps, dt);
+        std::vector<double> iv(5000);
+        for (size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<double>((i * 7919) % 1000);
+        for (auto idt : {tf::int32, tf::int64}) {
+          const auto g = tf::gather(p, tf::detail::from_doubles(iv, {50, 100}, idt), axis);
+          int64_t outer = 1, inner = 1;
+          for (int d = 0; d < axis; ++d) outer *= ps[d];
+          for (size_t d = static_cast<size_t>(axis) + 1; d < ps.size(); ++d) inner *= ps[d];
+          std::vector<double> want;
+          for (int64_t o = 0; o < outer; ++o)
+            for (double r : iv)
+              for (int64_t k = 0; k < inner; ++k)
+                want.push_back(pv[(o * 1000 + static_cast<int64_t>(r)) * inner + k]);
+          check_values(g, want, 0, 0);
+        }
+      }
+    }
+    const auto p = iota({1000, 4}, tf::float32);
+    std::vector<double> iv(5000, 3.0);
+    iv[4999] = 1000;
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::gather(p, tf::detail::from_doubles(iv, {5000}, tf::int64)), tf::InvalidArgumentError,
+        "[gather] indices[4999] = 1000 is not in [0, 1000) (params of shape (1000, 4), axis 0, "
+        "indices of shape (5000,))");
+    iv[1234] = -7;
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::gather(p, tf::detail::from_doubles(iv, {50, 100}, tf::int32)),
+        tf::InvalidArgumentError, "[gather] indices[12,34] = -7 is not in [0, 1000)");
+    // Indices are checked even when the result is empty.
+    TF_REQUIRE_THROWS_CONTAINING(tf::gather(tf::zeros({0, 3}), tf::constant({0, 4}), 1),
+                                 tf::InvalidArgumentError,
+                                 "[gather] indices[1] = 4 is not in [0, 3)");
+  }
+}
+
+TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)", "[cpu][movement]") {
+  const std::vector<int64_t> lengths = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16, 17,
+                                        31, 32, 33, 63, 64, 65, 255, 256, 257, 300};
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::uint8, tf::float16, tf::float32, tf::float64}) {
+      const Dims s = {37, 301};
+      const auto x = iota(s, dt);
+      const auto xv = iota_values(s, dt);
+      for (int64_t len : lengths) {
+        INFO(tf::dtype_name(dt) << " rows of " << len << " on " << dev.to_string());
+        for (int64_t b : {0, 1}) {
+          check_values(tf::slice(x, {1, b}, {36, len}), ref_slice(xv, s, {1, b}, {36, len}), 0, 0);
+        }
+        const Dims from = {37, 1}, to = {37, len};
+        check_values(tf::broadcast_to(iota(from, dt), tf::TensorShape(to)),
+                     ref_broadcast(iota_values(from, dt), from, to), 0, 0);
+        const auto p = tf::slice(x, {0, 0}, {37, len});
+        const auto pv = ref_slice(xv, s, {0, 0}, {37, len});
+        std::vector<double> iv = {36, 0, 5, 5, 17};
+        const auto g = tf::gather(p, tf::detail::from_doubles(iv, {5}, tf::int32));
+        std::vector<double> want;
+        for (double r : iv)
+          for (int64_t k = 0; k < len; ++k)
+            want.push_back(pv[static_cast<size_t>(static_cast<int64_t>(r) * len + k)]);
+        check_values(g, want, 0, 0);
+      }
+    }
+  }
+}

@@ -2,6 +2,7 @@
 // test: every axis subset of a (2, 3, 4) tensor in every dtype, keepdims both ways, negative
 // axes, empty dimensions, integer wrap-around, NaN, the kernel's large-shape paths, and the
 // error messages.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -545,5 +546,216 @@ TEST_CASE("argmax and argmin return the first extreme index as int64", "[cpu][re
     check_values(tf::argmax(tf::constant(std::vector<bool>{false, true, true})), {1});
     // A size-1 axis gives zeros.
     check_values(tf::argmax(tf::zeros({3, 1}), 1), {0, 0, 0});
+  }
+}
+
+namespace {
+
+// `values` in a tensor that starts one element into its storage: unaligned vector loads.
+tf::Tensor offset_view(const std::vector<double>& values, const std::vector<int64_t>& shape,
+                       tf::DType dt) {
+  std::vector<double> padded(values.size() + 1, 0.0);
+  std::copy(values.begin(), values.end(), padded.begin() + 1);
+  const auto base =
+      tf::detail::from_doubles(padded, {static_cast<int64_t>(padded.size())}, dt);
+  return tf::detail::view(base, tf::TensorShape(shape), tf::dtype_size(dt));
+}
+
+constexpr int64_t kBig = (int64_t{1} << 20) + 7;
+
+}  // namespace
+
+TEST_CASE("reductions over large shapes: long, split and unaligned rows, columns, middle axes",
+          "[cpu][reduce]") {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int> axes;
+  };
+  const std::vector<Case> cases = {
+      {{kBig}, {0}},               // everything: rows split over the device, then combined
+      {{3, 349529}, {1}},          // few long rows (split)
+      {{1031, 1017}, {-1}},        // many rows of warp length
+      {{517, 2053}, {1}},          // rows of block length
+      {{149797, 7}, {0}},          // few narrow columns (split)
+      {{16411, 64}, {0}},          // 64 columns (tiled, split)
+      {{2, 524291}, {0}},          // many columns, two rows
+      {{33, 1001, 33}, {1}},       // middle axis, 33 columns
+      {{7, 5003, 29}, {-2}},       // middle axis, 29 columns
+      {{61, 67, 257}, {0, 2}},     // (R, K, R): two passes
+      {{61, 67, 257}, {0, 1, 2}},  // all axes
+  };
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : cases) {
+      for (auto dt : kNumeric) {
+        const auto x = input(c.shape, dt, 13);
+        const auto xv = tf::detail::to_double_vector(x);
+        for (RK k : {RK::Sum, RK::Max, RK::Min}) {
+          const auto ref = reference(k, xv, c.shape, c.axes, false, dt);
+          INFO(rk_name(k) << " of " << tf::TensorShape(c.shape).to_string() << " "
+                          << tf::dtype_name(dt) << " axes " << tf::detail::vec_to_string(c.axes)
+                          << " on " << dev.to_string());
+          const double rt = rtol_of(dt);
+          const auto got = call(k, x, c.axes, false);
+          CHECK(got.dtype() == dt);
+          CHECK(got.shape() == tf::TensorShape(ref.shape));
+          check_values(got, ref.values, rt, rt);
+          const auto kept = call(k, x, c.axes, true);
+          CHECK(kept.shape() ==
+                tf::TensorShape(reference(k, {}, c.shape, c.axes, true, dt).shape));
+          check_values(kept, ref.values, rt, rt);
+        }
+      }
+      // Products of values near 1 stay finite.
+      auto v = tf::testing::random_values(
+          static_cast<size_t>(tf::TensorShape(c.shape).num_elements()), 0.999, 1.001, 5);
+      const auto x = tf::detail::from_doubles(v, tf::TensorShape(c.shape), tf::float64);
+      const auto ref = reference(RK::Prod, v, c.shape, c.axes, false, tf::float64);
+      check_values(tf::reduce_prod(x, c.axes), ref.values, 1e-10, 1e-10);
+    }
+  }
+}
+
+TEST_CASE("reductions of unaligned inputs and NaN anywhere in long rows", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float16, tf::bfloat16, tf::float64, tf::uint8, tf::int64}) {
+      INFO(tf::dtype_name(dt) << " on " << dev.to_string());
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{kBig}, std::vector<int64_t>{5, 3001},
+            std::vector<int64_t>{3, 333}}) {
+        const int64_t n = tf::TensorShape(shape).num_elements();
+        auto v = tf::testing::random_values(static_cast<size_t>(n), -1, 1, 21);
+        if (!tf::is_floating(dt))
+          for (auto& e : v) e = std::floor((e + 1) * 6);
+        const auto x = offset_view(v, shape, dt);
+        const std::vector<double> xv = tf::detail::to_double_vector(x);
+        const std::vector<int> last = {static_cast<int>(shape.size()) - 1};
+        for (RK k : {RK::Sum, RK::Max, RK::Min}) {
+          const auto ref = reference(k, xv, shape, last, false, dt);
+          check_values(call(k, x, last, false), ref.values, rtol_of(dt), rtol_of(dt));
+        }
+      }
+      if (!tf::is_floating(dt)) continue;
+      // NaN at the first element (the scalar head of an unaligned row), in the vector body and
+      // at the last element (the tail).
+      for (int64_t at : {int64_t{0}, int64_t{777777}, kBig - 1}) {
+        std::vector<double> v(static_cast<size_t>(kBig), 0.5);
+        v[static_cast<size_t>(at)] = NAN;
+        for (const auto& x : {offset_view(v, {kBig}, dt),
+                              tf::detail::from_doubles(v, {kBig}, dt)}) {
+          check_values(tf::reduce_max(x), {NAN});
+          check_values(tf::reduce_min(x), {NAN});
+          check_values(tf::reduce_sum(x), {NAN});
+        }
+        // (7, 149797) rows and columns, NaN at the same flat position (when inside).
+        constexpr int64_t kCols = kBig / 7;
+        const std::vector<double> v7(v.begin(), v.begin() + 7 * kCols);
+        const auto rows = tf::detail::from_doubles(v7, {7, kCols}, dt);
+        const bool inside = at < 7 * kCols;
+        std::vector<double> want_rows(7, 0.5), want_cols(kCols, 0.5);
+        if (inside) {
+          want_rows[static_cast<size_t>(at / kCols)] = NAN;
+          want_cols[static_cast<size_t>(at % kCols)] = NAN;
+        }
+        check_values(tf::reduce_max(rows, 1), want_rows);
+        check_values(tf::reduce_min(rows, 0), want_cols);
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce_any and reduce_all over long bool inputs", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (int64_t at : {int64_t{0}, int64_t{12345}, kBig - 1}) {
+      std::vector<double> one(static_cast<size_t>(kBig), 0.0);
+      one[static_cast<size_t>(at)] = 1;
+      std::vector<double> all_but(static_cast<size_t>(kBig), 1.0);
+      all_but[static_cast<size_t>(at)] = 0;
+      const auto a = tf::detail::from_doubles(one, {kBig}, tf::bool_);
+      const auto b = tf::detail::from_doubles(all_but, {kBig}, tf::bool_);
+      check_values(tf::reduce_any(a), {1});
+      check_values(tf::reduce_all(a), {0});
+      check_values(tf::reduce_any(b), {1});
+      check_values(tf::reduce_all(b), {0});
+      check_values(tf::reduce_all(offset_view(all_but, {kBig}, tf::bool_)), {0});
+      check_values(tf::reduce_any(offset_view(one, {kBig}, tf::bool_)), {1});
+      // Columns: (149797, 7) over axis 0.
+      const int64_t n7 = (kBig / 7) * 7;
+      const std::vector<double> one7(one.begin(), one.begin() + n7);
+      const std::vector<double> all_but7(all_but.begin(), all_but.begin() + n7);
+      const auto ac = tf::detail::from_doubles(one7, {kBig / 7, 7}, tf::bool_);
+      std::vector<double> want(7, 0.0);
+      if (at < n7) want[static_cast<size_t>(at % 7)] = 1;
+      check_values(tf::reduce_any(ac, 0), want);
+      const auto bc = tf::detail::from_doubles(all_but7, {kBig / 7, 7}, tf::bool_);
+      for (auto& w : want) w = 1 - w;
+      check_values(tf::reduce_all(bc, 0), want);
+    }
+    const auto t = tf::detail::from_doubles(std::vector<double>(kBig, 1.0), {kBig}, tf::bool_);
+    check_values(tf::reduce_all(t), {1});
+    const auto f = tf::detail::from_doubles(std::vector<double>(kBig, 0.0), {kBig}, tf::bool_);
+    check_values(tf::reduce_any(f), {0});
+    check_values(tf::reduce_all(f, 0), {0});
+  }
+}
+
+TEST_CASE("argmax and argmin over long rows and wide columns", "[cpu][reduce]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float16, tf::bfloat16, tf::float64, tf::int32, tf::int64,
+                    tf::uint8}) {
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{3, 100003}, std::vector<int64_t>{100003, 3},
+            std::vector<int64_t>{20, 2001, 40}, std::vector<int64_t>{kBig},
+            std::vector<int64_t>{1500, 700}}) {
+        // Few distinct values: many ties; some NaN for the float types.
+        auto v = tf::testing::random_values(
+            static_cast<size_t>(tf::TensorShape(shape).num_elements()), 0, 50, 9);
+        for (size_t i = 0; i < v.size(); ++i) {
+          v[i] = std::floor(v[i]);
+          if (tf::is_floating(dt) && i % 100003 == 4099) v[i] = NAN;
+        }
+        const auto x = tf::detail::from_doubles(v, tf::TensorShape(shape), dt);
+        const int r = static_cast<int>(shape.size());
+        for (int axis = 0; axis < r; ++axis) {
+          INFO(tf::dtype_name(dt) << " shape " << tf::TensorShape(shape).to_string() << " axis "
+                                  << axis << " on " << dev.to_string());
+          check_values(tf::argmax(x, axis), arg_reference(true, v, shape, axis), 0, 0);
+          check_values(tf::argmin(x, axis), arg_reference(false, v, shape, axis), 0, 0);
+        }
+      }
+    }
+    // bool: the first true / false.
+    std::vector<double> b(static_cast<size_t>(kBig), 0.0);
+    b[5000] = b[70000] = 1;
+    const auto x = tf::detail::from_doubles(b, {kBig}, tf::bool_);
+    check_values(tf::argmax(x), {5000});
+    check_values(tf::argmin(x), {0});
+  }
+}
+
+TEST_CASE("row reductions of every short length at every alignment", "[cpu][reduce]") {
+  std::vector<int64_t> lengths;
+  for (int64_t r = 1; r <= 40; ++r) lengths.push_back(r);
+  for (int64_t r : {63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025}) lengths.push_back(r);
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float16, tf::float64, tf::uint8, tf::int64}) {
+      for (int64_t R : lengths) {
+        const std::vector<int64_t> shape = {37, R};
+        const auto x = input(shape, dt, static_cast<unsigned>(R));
+        const auto xv = tf::detail::to_double_vector(x);
+        INFO(tf::dtype_name(dt) << " rows of " << R << " on " << dev.to_string());
+        for (RK k : {RK::Sum, RK::Max}) {
+          check_values(call(k, x, {1}, false), reference(k, xv, shape, {1}, false, dt).values,
+                       rtol_of(dt), rtol_of(dt));
+          // The same rows starting one element into the storage.
+          check_values(call(k, offset_view(xv, shape, dt), {1}, false),
+                       reference(k, xv, shape, {1}, false, dt).values, rtol_of(dt), rtol_of(dt));
+        }
+      }
+    }
   }
 }
