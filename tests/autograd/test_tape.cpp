@@ -288,3 +288,21 @@ TEST_CASE("tape: a non-persistent tape frees what it kept", "[autograd]") {
   // Only the gradient itself remains.
   CHECK(a.stats().bytes_in_use == before + 256 * 256 * 4);
 }
+
+TEST_CASE("tape: piecewise-constant ops give zero gradients; cast goes back to the source dtype",
+          "[autograd]") {
+  for (tf::Device dev : devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Tensor x = tf::constant({-1.5f, 0.3f, 2.7f});
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    check_values(tape.gradient(tf::floor(x) + tf::ceil(x) + tf::round(x) + tf::sign(x), x),
+                 {0, 0, 0});
+    tf::Tensor g = tape.gradient(tf::cast(x, tf::float64) * 2.0, x);
+    CHECK(g.dtype() == tf::float32);
+    check_values(g, {2, 2, 2});
+    tf::Tensor h = tape.gradient(tf::cast(tf::cast(x, tf::bfloat16), tf::float32), x);
+    CHECK(h.dtype() == tf::float32);
+    check_values(h, {1, 1, 1});
+  }
+}

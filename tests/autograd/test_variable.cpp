@@ -1,0 +1,73 @@
+// tf::Variable: a shared mutable handle with TF's rules (API.md "Variables and gradients").
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/reduce.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+
+TEST_CASE("variable: copies share one state; value() is a snapshot", "[autograd]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Variable v(tf::constant({1.0f, 2.0f}), "v");
+    tf::Variable alias = v;
+    tf::Tensor before = v.value();
+    alias.assign(tf::constant({5.0f, 6.0f}));
+    check_values(v, {5, 6});
+    check_values(before, {1, 2});  // the snapshot did not change
+    v.assign_add(tf::constant({1.0f, 1.0f}));
+    check_values(alias, {6, 7});
+    v.assign_sub(tf::constant({0.5f, 0.5f}));
+    check_values(alias, {5.5, 6.5});
+    CHECK(v.device() == dev.to_string());
+  }
+}
+
+TEST_CASE("variable: assign writes in place when no snapshot shares the buffer",
+          "[autograd]") {
+  tf::Variable v(tf::zeros({1024}), "v");
+  const void* p = v.value().raw_data();
+  v.assign(tf::ones({1024}));
+  CHECK(v.value().raw_data() == p);
+  // assign_add/assign_sub compute the sum into a fresh buffer that the variable adopts (no copy;
+  // the old buffer returns to the allocator's cache).
+  v.assign_add(tf::ones({1024}));
+  check_values(tf::reduce_sum(v), {2048});
+}
+
+TEST_CASE("variable: shape and dtype are fixed; C++ scalars adopt the dtype", "[autograd]") {
+  tf::Variable v(tf::constant({1.0f, 2.0f}), "weights");
+  CHECK(v.name() == "weights:0");
+  CHECK(v.shape() == tf::TensorShape{2});
+  CHECK(v.dtype() == tf::float32);
+  CHECK(v.trainable());
+  tf::testing::require_error([&] { v.assign(tf::constant({1.0f, 2.0f, 3.0f})); },
+                             {"[assign]", "weights:0", "(2,)", "(3,)"});
+  tf::testing::require_error([&] { v.assign(tf::constant({1.0, 2.0})); },
+                             {"[assign]", "float32", "float64"});
+  v.assign_add(1);  // a weak C++ scalar broadcasts and becomes float32
+  CHECK(v.dtype() == tf::float32);
+  check_values(v, {2, 3});
+  tf::Variable frozen(tf::constant(1), "step", /*trainable=*/false);
+  CHECK_FALSE(frozen.trainable());
+  CHECK(frozen.dtype() == tf::int32);
+}
+
+TEST_CASE("variable: used directly as an op input", "[autograd]") {
+  tf::Variable w(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), "w");
+  check_values(tf::multiply(w, 2.0f), {2, 4, 6, 8});
+  check_values(tf::reduce_sum(w), {10});
+}
+
+TEST_CASE("variable: an empty handle is an error, not a crash", "[autograd]") {
+  tf::Variable v;
+  CHECK_FALSE(v.defined());
+  REQUIRE_THROWS_AS(v.value(), tf::FailedPreconditionError);
+  REQUIRE_THROWS_AS(v.assign(tf::constant(1.0f)), tf::FailedPreconditionError);
+  REQUIRE_THROWS_AS(tf::Variable(tf::Tensor(), "x"), tf::InvalidArgumentError);
+}
