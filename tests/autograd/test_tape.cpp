@@ -289,7 +289,7 @@ TEST_CASE("tape: a non-persistent tape frees what it kept", "[autograd]") {
   CHECK(a.stats().bytes_in_use == before + 256 * 256 * 4);
 }
 
-TEST_CASE("tape: piecewise-constant ops give zero gradients; cast goes back to the source dtype",
+TEST_CASE("tape: piecewise-constant ops give zero gradients and cast goes back to the source dtype",
           "[autograd]") {
   for (tf::Device dev : devices_under_test()) {
     tf::DeviceScope scope(dev);

@@ -11,7 +11,7 @@
 namespace tf = tapeflow;
 using tf::testing::check_values;
 
-TEST_CASE("variable: copies share one state; value() is a snapshot", "[autograd]") {
+TEST_CASE("variable: copies share one state and value() is a snapshot", "[autograd]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Variable v(tf::constant({1.0f, 2.0f}), "v");
@@ -40,7 +40,7 @@ TEST_CASE("variable: assign writes in place when no snapshot shares the buffer",
   check_values(tf::reduce_sum(v), {2048});
 }
 
-TEST_CASE("variable: shape and dtype are fixed; C++ scalars adopt the dtype", "[autograd]") {
+TEST_CASE("variable: shape and dtype are fixed and C++ scalars adopt the dtype", "[autograd]") {
   tf::Variable v(tf::constant({1.0f, 2.0f}), "weights");
   CHECK(v.name() == "weights:0");
   CHECK(v.shape() == tf::TensorShape{2});
