@@ -1,11 +1,11 @@
 #include "autograd/variable.h"
 
-#include "autograd/tape.h"
-#include "core/context.h"
 #include <mutex>
 #include <ostream>
 
+#include "autograd/tape.h"
 #include "core/check.h"
+#include "core/context.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/dispatch.h"
@@ -23,9 +23,55 @@ struct Variable::State {
   Device device;
 };
 
+namespace {
+
+// Graph nodes for variables inside a traced tf::function: at every replay a read returns the
+// variable's current buffer and an assignment writes it, in program order (both are marked as
+// side effects, so graph passes neither drop nor merge them).
+struct ReadVariableOp final : PrimitiveBase<ReadVariableOp> {
+  std::shared_ptr<Variable::State> state;
+  explicit ReadVariableOp(std::shared_ptr<Variable::State> s) : state(std::move(s)) {}
+  const char* name() const override { return "read_variable"; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta> out) const override;
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override;
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override;
+  bool produce(std::span<const Tensor>, std::span<Tensor> out) const override {
+    out[0] = Variable::from_state(state).value();
+    return true;
+  }
+  bool has_side_effects() const override { return true; }
+  std::optional<Device> target_device() const override;
+  std::string attributes() const override;
+};
+
+struct AssignVariableOp final : PrimitiveBase<AssignVariableOp> {
+  std::shared_ptr<Variable::State> state;
+  explicit AssignVariableOp(std::shared_ptr<Variable::State> s) : state(std::move(s)) {}
+  const char* name() const override { return "assign_variable"; }
+  int num_outputs() const override { return 0; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override;
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override;
+  bool produce(std::span<const Tensor> in, std::span<Tensor>) const override {
+    Variable v = Variable::from_state(state);
+    v.assign(in[0]);
+    return true;
+  }
+  bool has_side_effects() const override { return true; }
+  std::optional<Device> target_device() const override;
+  std::string attributes() const override;
+};
+
+}  // namespace
+
 Variable::Variable(const Tensor& initial_value, std::string name, bool trainable) {
   TF_CHECK_ARG(initial_value.defined(), "Variable", "the initial value of '{}' is undefined",
                name);
+  TF_CHECK_T(FailedPreconditionError, detail::thread_context().trace == nullptr, "Variable",
+             "cannot create the variable '{}' inside a traced tf::function: a graph replays its "
+             "ops at every call and would not create it again; create the variable outside the "
+             "function and capture it",
+             name);
   auto s = std::make_shared<State>();
   s->device = detail::current_device();
   // A private copy: two variables never share memory.
@@ -47,6 +93,14 @@ static Variable::State& checked(const std::shared_ptr<Variable::State>& s) {
 
 Tensor Variable::value() const {
   auto& s = checked(state_);
+  auto& ctx = detail::thread_context();
+  if (ctx.trace) {
+    // Tracing: a graph node that reads the variable at every replay.
+    Tensor read = detail::dispatch(ReadVariableOp(state_), {});
+    for (detail::TapeObserver* t : ctx.tapes)
+      if (auto* tape = dynamic_cast<GradientTape*>(t)) tape->variable_read(*this, read);
+    return read;
+  }
   Tensor v;
   {
     std::lock_guard lock(s.mu);
@@ -69,6 +123,12 @@ Variable& Variable::assign(const Tensor& value) {
                "variable '{}' has shape {} and dtype {}, the value has shape {} and dtype {}",
                s.name, s.shape.to_string(), dtype_name(s.dtype), v.shape().to_string(),
                dtype_name(v.dtype()));
+  if (detail::thread_context().trace) {
+    // Tracing: a graph node that writes the variable at every replay.
+    const Tensor in[1] = {v};
+    detail::dispatch_multi(AssignVariableOp(state_), in);
+    return *this;
+  }
   std::lock_guard lock(s.mu);
   auto& storage = s.value.impl()->storage;
   if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1 &&
@@ -81,26 +141,22 @@ Variable& Variable::assign(const Tensor& value) {
   return *this;
 }
 
+// The value an update starts from: the variable's buffer, or a traced read inside a trace.
+Tensor Variable::current_for_update() const {
+  auto& s = checked(state_);
+  if (detail::thread_context().trace) return value();
+  std::lock_guard lock(s.mu);
+  return s.value;
+}
+
 // Updates are state changes, not differentiable ops: tapes do not record them.
 Variable& Variable::assign_add(const Tensor& delta) {
-  auto& s = checked(state_);
-  Tensor cur;
-  {
-    std::lock_guard lock(s.mu);
-    cur = s.value;
-  }
   detail::PauseTapes pause;
-  return assign(add(cur, delta));
+  return assign(add(current_for_update(), delta));
 }
 Variable& Variable::assign_sub(const Tensor& delta) {
-  auto& s = checked(state_);
-  Tensor cur;
-  {
-    std::lock_guard lock(s.mu);
-    cur = s.value;
-  }
   detail::PauseTapes pause;
-  return assign(subtract(cur, delta));
+  return assign(subtract(current_for_update(), delta));
 }
 
 const std::string& Variable::name() const { return checked(state_).name; }
@@ -109,6 +165,28 @@ DType Variable::dtype() const { return checked(state_).dtype; }
 bool Variable::trainable() const { return checked(state_).trainable; }
 std::string Variable::device() const { return checked(state_).device.to_string(); }
 Device Variable::placement() const { return checked(state_).device; }
+
+namespace {
+void ReadVariableOp::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
+  out[0] = {state->shape, state->dtype};
+}
+void ReadVariableOp::eval_cpu(std::span<const Tensor>, std::span<Tensor>) const {
+  TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+}
+void ReadVariableOp::eval_cuda(std::span<const Tensor>, std::span<Tensor>) const {
+  TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+}
+std::optional<Device> ReadVariableOp::target_device() const { return state->device; }
+std::string ReadVariableOp::attributes() const { return "variable=" + state->name; }
+void AssignVariableOp::eval_cpu(std::span<const Tensor>, std::span<Tensor>) const {
+  TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+}
+void AssignVariableOp::eval_cuda(std::span<const Tensor>, std::span<Tensor>) const {
+  TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+}
+std::optional<Device> AssignVariableOp::target_device() const { return state->device; }
+std::string AssignVariableOp::attributes() const { return "variable=" + state->name; }
+}  // namespace
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   Tensor t = v.value();

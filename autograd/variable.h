@@ -22,7 +22,8 @@ class Variable {
 
   bool defined() const { return state_ != nullptr; }
   // A snapshot of the current value (later assignments do not change it). While a
-  // GradientTape records, each read is a fresh tensor that the tape may watch.
+  // GradientTape records, each read is a fresh tensor that the tape may watch. Inside a traced
+  // tf::function, reads and assignments become graph nodes that run at every replay.
   Tensor value() const;
   operator Tensor() const { return value(); }
 
@@ -43,8 +44,15 @@ class Variable {
   const void* handle_id() const { return state_.get(); }
 
   struct State;
+  // Internal: a handle on existing state (graph replay of variable reads and writes).
+  static Variable from_state(std::shared_ptr<State> state) {
+    Variable v;
+    v.state_ = std::move(state);
+    return v;
+  }
 
  private:
+  Tensor current_for_update() const;
   std::shared_ptr<State> state_;
 };
 

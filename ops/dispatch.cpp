@@ -97,14 +97,16 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
     TF_CHECK_T(FailedPreconditionError, !symbolic_input, prim.name(),
                "an input is a symbolic tensor from a finished trace; symbolic tensors exist "
                "only while a tf::function is being traced");
-    if (prim.is_view()) {
-      for (int i = 0; i < n_out; ++i) outputs[i] = view(in[0], metas[i].shape);
-    } else {
-      for (int i = 0; i < n_out; ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype, dev);
-    }
     if (debugging::log_device_placement())
       TF_LOG_INFO("Executing op {} in device {}", prim.name(), dev.to_string());
-    run_kernel(prim, dev, in, outputs);
+    if (!prim.produce(in, std::span<Tensor>(outputs.data(), n_out))) {
+      if (prim.is_view()) {
+        for (int i = 0; i < n_out; ++i) outputs[i] = view(in[0], metas[i].shape);
+      } else {
+        for (int i = 0; i < n_out; ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype, dev);
+      }
+      run_kernel(prim, dev, in, outputs);
+    }
   }
 
   // 4. tapes (a tape may pause itself while it records, so iterate over a snapshot count)

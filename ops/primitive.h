@@ -52,6 +52,14 @@ class Primitive {
 
   // The output shares the first input's storage (no allocation, no kernel work).
   virtual bool is_view() const { return false; }
+  // Ops that make their outputs themselves instead of filling allocated ones (a variable read
+  // returns the variable's buffer; an assignment writes the variable): return true after
+  // setting every output. Called by dispatch() and graph replay in place of the kernels.
+  virtual bool produce(std::span<const Tensor> inputs, std::span<Tensor> outputs) const {
+    (void)inputs;
+    (void)outputs;
+    return false;
+  }
   // Elementwise over broadcast inputs: the fuser may merge it into a loop.
   virtual bool is_elementwise() const { return false; }
   // Has effects beyond its outputs (printing, random state): never removed or merged.

@@ -1,0 +1,51 @@
+// Graph: what tf::function traces a callable into. A straight-line list of nodes in program
+// order (C++ control flow was unrolled while tracing), each a primitive applied to values: graph
+// inputs, captured constants, or outputs of earlier nodes. Replaying the nodes in order preserves
+// every side effect's order (variable reads and writes, printing).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ops/primitive.h"
+
+namespace tapeflow {
+
+class Graph {
+ public:
+  enum class Source : uint8_t { Input, Constant, Node };
+  // A value: input k, constant k, or output `output` of node k.
+  struct Ref {
+    Source source = Source::Input;
+    int index = 0;
+    int output = 0;
+    bool operator==(const Ref&) const = default;
+  };
+  struct Node {
+    std::shared_ptr<Primitive> prim;
+    std::vector<Ref> inputs;
+    std::vector<TensorMeta> outputs;  // shapes and dtypes seen while tracing
+    Device device;
+  };
+
+  std::vector<TensorMeta> inputs;      // the traced signature
+  std::vector<Device> input_devices;
+  std::vector<Tensor> constants;       // captured eager tensors (weak scalars, factories' results)
+  std::vector<Node> nodes;
+  std::vector<Ref> outputs;
+
+  int num_nodes() const { return static_cast<int>(nodes.size()); }
+  // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]".
+  std::string to_string() const;
+  // Graphviz source.
+  std::string to_dot() const;
+
+  // Runs the nodes in order on `args` (shapes, dtypes and devices as traced). With a tape or an
+  // enclosing trace active, every node goes through dispatch() so that it is recorded; otherwise
+  // kernels run directly, skipping eager dispatch's placement and inference.
+  std::vector<Tensor> run(std::span<const Tensor> args) const;
+};
+
+}  // namespace tapeflow
