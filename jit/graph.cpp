@@ -1,0 +1,201 @@
+#include "jit/graph.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "jit/tracer.h"
+#include "ops/dispatch.h"
+
+namespace tapeflow {
+
+namespace {
+
+std::string ref_name(const Graph::Ref& r) {
+  switch (r.source) {
+    case Graph::Source::Input: return fmt::format("%arg{}", r.index);
+    case Graph::Source::Constant: return fmt::format("%const{}", r.index);
+    case Graph::Source::Node:
+      return r.output == 0 ? fmt::format("%{}", r.index) : fmt::format("%{}:{}", r.index, r.output);
+  }
+  return "?";
+}
+
+std::string meta_text(const TensorMeta& m) {
+  return fmt::format("{} {}", dtype_name(m.dtype), m.shape.to_string());
+}
+
+}  // namespace
+
+std::string Graph::to_string() const {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    s += fmt::format("%arg{} : {} on {}\n", i, meta_text(inputs[i]),
+                     i < input_devices.size() ? input_devices[i].to_string() : "?");
+  for (size_t i = 0; i < constants.size(); ++i)
+    s += fmt::format("%const{} : {} {}\n", i, dtype_name(constants[i].dtype()),
+                     constants[i].shape().to_string());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    std::string args;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      args += (k ? ", " : "") + ref_name(n.inputs[k]);
+    std::string outs;
+    for (size_t k = 0; k < n.outputs.size(); ++k) outs += (k ? ", " : "") + meta_text(n.outputs[k]);
+    const std::string attrs = n.prim->attributes();
+    s += fmt::format("%{} = {}({}){}{} on {}{}\n", i, n.prim->name(), args,
+                     outs.empty() ? "" : " -> ", outs, n.device.to_string(),
+                     attrs.empty() ? "" : " {" + attrs + "}");
+  }
+  std::string outs;
+  for (size_t k = 0; k < outputs.size(); ++k) outs += (k ? ", " : "") + ref_name(outputs[k]);
+  s += "return " + outs + "\n";
+  return s;
+}
+
+std::string Graph::to_dot() const {
+  std::string s = "digraph tapeflow {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    s += fmt::format("  arg{} [label=\"arg{}\\n{}\", shape=ellipse];\n", i, i, meta_text(inputs[i]));
+  for (size_t i = 0; i < constants.size(); ++i)
+    s += fmt::format("  const{} [label=\"const{}\\n{} {}\", shape=note];\n", i, i,
+                     dtype_name(constants[i].dtype()), constants[i].shape().to_string());
+  auto dot_name = [](const Ref& r) {
+    switch (r.source) {
+      case Source::Input: return fmt::format("arg{}", r.index);
+      case Source::Constant: return fmt::format("const{}", r.index);
+      case Source::Node: return fmt::format("n{}", r.index);
+    }
+    return std::string("?");
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    std::string label = n.prim->name();
+    for (const auto& m : n.outputs) label += "\\n" + meta_text(m);
+    s += fmt::format("  n{} [label=\"{}\"{}];\n", i, label,
+                     n.prim->has_side_effects() ? ", style=filled, fillcolor=lightyellow" : "");
+    for (const Ref& r : n.inputs) s += fmt::format("  {} -> n{};\n", dot_name(r), i);
+  }
+  for (size_t k = 0; k < outputs.size(); ++k)
+    s += fmt::format("  out{} [label=\"output {}\", shape=ellipse];\n  {} -> out{};\n", k, k,
+                     dot_name(outputs[k]), k);
+  return s + "}\n";
+}
+
+std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
+  TF_CHECK_ARG(args.size() == inputs.size(), "function", "the graph takes {} inputs, got {}",
+               inputs.size(), args.size());
+  const auto& ctx = detail::thread_context();
+  // Recorded replay: tapes (gradients through the call) and enclosing traces see every node.
+  const bool through_dispatch = !ctx.tapes.empty() || ctx.trace != nullptr;
+
+  // Last node that reads each node's outputs, so that intermediates are freed as in eager mode.
+  std::vector<int> last_use(nodes.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Ref& r : nodes[i].inputs)
+      if (r.source == Source::Node) last_use[r.index] = static_cast<int>(i);
+  for (const Ref& r : outputs)
+    if (r.source == Source::Node) last_use[r.index] = static_cast<int>(nodes.size());
+
+  std::vector<std::vector<Tensor>> values(nodes.size());
+  auto value_of = [&](const Ref& r) -> const Tensor& {
+    switch (r.source) {
+      case Source::Input: return args[r.index];
+      case Source::Constant: return constants[r.index];
+      case Source::Node: break;
+    }
+    return values[r.index][r.output];
+  };
+
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    in.clear();
+    for (const Ref& r : n.inputs) in.push_back(value_of(r));
+    if (through_dispatch) {
+      DeviceScope scope(n.device);
+      values[i] = detail::dispatch_multi(*n.prim, in);
+    } else {
+      std::vector<Tensor>& out = values[i];
+      out.resize(n.outputs.size());
+      if (!n.prim->produce(in, out)) {
+        for (size_t k = 0; k < out.size(); ++k)
+          out[k] = n.prim->is_view() ? detail::view(in[0], n.outputs[k].shape)
+                                     : detail::empty(n.outputs[k].shape, n.outputs[k].dtype,
+                                                     n.device);
+        detail::run_kernel(*n.prim, n.device, in, out);
+      }
+    }
+    // Free inputs that no later node reads.
+    for (const Ref& r : n.inputs)
+      if (r.source == Source::Node && last_use[r.index] == static_cast<int>(i))
+        values[r.index].clear();
+  }
+  std::vector<Tensor> result;
+  result.reserve(outputs.size());
+  for (const Ref& r : outputs) result.push_back(value_of(r));
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace jit {
+
+Tracer::Tracer(Graph& graph) : graph_(graph) {
+  auto& ctx = detail::thread_context();
+  previous_ = ctx.trace;
+  ctx.trace = this;
+}
+
+Tracer::~Tracer() { detail::thread_context().trace = previous_; }
+
+Tensor Tracer::add_input(const TensorMeta& meta, Device device) {
+  Tensor t = detail::symbolic(meta.shape, meta.dtype, device);
+  refs_[t.id()] = Graph::Ref{Graph::Source::Input, static_cast<int>(graph_.inputs.size()), 0};
+  graph_.inputs.push_back(meta);
+  graph_.input_devices.push_back(device);
+  return t;
+}
+
+Graph::Ref Tracer::ref_of(const Tensor& t, const char* op) {
+  auto it = refs_.find(t.id());
+  if (it != refs_.end()) return it->second;
+  TF_CHECK_T(FailedPreconditionError, !t.is_symbolic(), op,
+             "an input is a symbolic tensor of another trace (a tensor from inside one traced "
+             "function used in another, or kept from an earlier trace)");
+  // An eager tensor used inside the function: captured as a constant of the graph.
+  Graph::Ref r{Graph::Source::Constant, static_cast<int>(graph_.constants.size()), 0};
+  graph_.constants.push_back(t);
+  refs_[t.id()] = r;
+  return r;
+}
+
+void Tracer::add_node(const Primitive& prim, std::span<const Tensor> inputs,
+                      std::span<const TensorMeta> metas, Device device,
+                      std::span<Tensor> outputs) {
+  Graph::Node node;
+  node.prim = prim.clone();
+  node.inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) node.inputs.push_back(ref_of(t, prim.name()));
+  node.outputs.assign(metas.begin(), metas.end());
+  node.device = device;
+  const int index = static_cast<int>(graph_.nodes.size());
+  for (size_t k = 0; k < metas.size(); ++k) {
+    outputs[k] = detail::symbolic(metas[k].shape, metas[k].dtype, device);
+    refs_[outputs[k].id()] = Graph::Ref{Graph::Source::Node, index, static_cast<int>(k)};
+  }
+  graph_.nodes.push_back(std::move(node));
+}
+
+void Tracer::set_outputs(const std::vector<Tensor>& outputs) {
+  graph_.outputs.clear();
+  for (const Tensor& t : outputs) {
+    TF_CHECK_ARG(t.defined(), "function", "the traced function returned an undefined tensor");
+    graph_.outputs.push_back(ref_of(t, "function"));
+  }
+}
+
+}  // namespace jit
+}  // namespace tapeflow

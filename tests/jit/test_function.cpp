@@ -1,0 +1,193 @@
+// tf::function: tracing, the signature cache, replay, variables, tapes (API.md "Traced functions").
+#include <tuple>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/nn.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_close;
+using tf::testing::check_values;
+
+TEST_CASE("function: the first call traces, later calls replay the graph", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    int body_runs = 0;
+    auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+      ++body_runs;  // a C++ side effect: happens only while tracing
+      return x * y + tf::exp(x);
+    });
+    tf::Tensor x = tf::constant({1.0f, 2.0f}), y = tf::constant({3.0f, 4.0f});
+    check_close(f(x, y), x * y + tf::exp(x));
+    CHECK(f.tracing_count() == 1);
+    tf::Tensor x2 = tf::constant({-1.0f, 0.5f});
+    tf::Tensor r = f(x2, y);
+    check_close(r, x2 * y + tf::exp(x2));
+    CHECK(r.device() == dev.to_string());
+    CHECK(f.tracing_count() == 1);
+    CHECK(body_runs == 1);
+    // A new shape or dtype traces again.
+    check_close(f(tf::constant({1.0f, 2.0f, 3.0f}), tf::constant(2.0f)),
+                tf::constant({1.0f, 2.0f, 3.0f}) * 2.0f + tf::exp(tf::constant({1.0f, 2.0f, 3.0f})));
+    CHECK(f.tracing_count() == 2);
+    f(tf::constant({1.0, 2.0}), tf::constant({3.0, 4.0}));
+    CHECK(f.tracing_count() == 3);
+    CHECK(body_runs == 3);
+  }
+}
+
+TEST_CASE("function: plain C++ arguments are part of the signature", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x, int power, bool negate) {
+    tf::Tensor y = tf::pow(x, static_cast<float>(power));
+    return negate ? -y : y;
+  });
+  tf::Tensor x = tf::constant({2.0f, 3.0f});
+  check_values(f(x, 2, false), {4, 9});
+  check_values(f(x, 3, false), {8, 27});
+  check_values(f(x, 2, true), {-4, -9});
+  check_values(f(x, 2, false), {4, 9});
+  CHECK(f.tracing_count() == 3);
+}
+
+TEST_CASE("function: results can be a vector or a tuple", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) {
+    return std::make_tuple(x + 1.0f, std::vector<tf::Tensor>{x * 2.0f, x * 3.0f}, x);
+  });
+  for (int i = 0; i < 2; ++i) {
+    auto [a, v, same] = f(tf::constant({1.0f, 2.0f}));
+    check_values(a, {2, 3});
+    REQUIRE(v.size() == 2);
+    check_values(v[0], {2, 4});
+    check_values(v[1], {3, 6});
+    check_values(same, {1, 2});
+  }
+  CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("function: input_signature checks every call", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x, 1); },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3},
+                                                                               tf::float32, "x")},
+                                            .name = "row_sums"});
+  check_values(f(tf::ones({2, 3})), {3, 3});
+  tf::testing::require_error([&] { f(tf::ones({2, 4})); },
+                             {"row_sums", "argument 0", "'x'", "(2, 4)", "(None, 3)"});
+  tf::testing::require_error([&] { f(tf::ones({2, 3}, tf::float64)); }, {"float64", "float32"});
+}
+
+TEST_CASE("function: variables are read and written at every call", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Variable counter(tf::constant(0.0f), "counter");
+    auto step = tf::function([&](const tf::Tensor& inc) {
+      counter.assign_add(inc);
+      return counter * 10.0f;  // reads after the write, in program order
+    });
+    check_values(step(tf::constant(1.0f)), {10});
+    check_values(step(tf::constant(2.0f)), {30});
+    check_values(counter, {3});
+    counter.assign(tf::constant(100.0f));  // an eager write between calls is seen
+    check_values(step(tf::constant(1.0f)), {1010});
+    CHECK(step.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("function: creating a variable inside is an error that says why", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) {
+    tf::Variable v(tf::zeros({2}), "inner");
+    return x + v;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(f(tf::ones({2})), tf::FailedPreconditionError,
+                               "create the variable outside the function");
+}
+
+TEST_CASE("function: a tape around a call records it", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::sin(x) * x); });
+  tf::Tensor x = tf::constant({0.5, 1.5});
+  f(x);  // trace outside any tape
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = f(x);
+  const auto xv = x.numpy<double>();
+  check_values(tape.gradient(y, x), {std::cos(xv[0]) * xv[0] + std::sin(xv[0]),
+                                     std::cos(xv[1]) * xv[1] + std::sin(xv[1])});
+}
+
+TEST_CASE("function: a traced train step with a tape inside matches the eager step", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto make = [] {
+      return std::vector<tf::Variable>{
+          tf::Variable(tf::random::normal({4, 8}, 0, 0.5, tf::float32, 1), "w1"),
+          tf::Variable(tf::zeros({8}), "b1"),
+          tf::Variable(tf::random::normal({8, 3}, 0, 0.5, tf::float32, 2), "w2"),
+          tf::Variable(tf::zeros({3}), "b2")};
+    };
+    std::vector<tf::Variable> eager_vars = make(), traced_vars;
+    for (const auto& v : eager_vars) traced_vars.emplace_back(v.value(), "copy");
+    auto step_body = [](std::vector<tf::Variable>& v, const tf::Tensor& x, const tf::Tensor& y) {
+      tf::GradientTape tape;
+      tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(x, v[0]), v[1]));
+      tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, v[2]), v[3]);
+      tf::Tensor loss =
+          tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(y, logits));
+      auto grads = tape.gradient(loss, v);
+      for (size_t i = 0; i < v.size(); ++i) v[i].assign_sub(grads[i] * 0.1f);
+      return loss;
+    };
+    auto traced = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+      return step_body(traced_vars, x, y);
+    });
+    tf::Tensor x = tf::random::normal({5, 4}, 0, 1, tf::float32, 3);
+    tf::Tensor y = tf::constant(std::vector<int32_t>{0, 1, 2, 1, 0});
+    for (int i = 0; i < 4; ++i) {
+      tf::Tensor le = step_body(eager_vars, x, y);
+      tf::Tensor lt = traced(x, y);
+      check_close(lt, le, 1e-5, 1e-6);
+    }
+    for (size_t i = 0; i < eager_vars.size(); ++i)
+      check_close(traced_vars[i].value(), eager_vars[i].value(), 1e-5, 1e-6);
+    CHECK(traced.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("function: get_concrete_function exposes the graph", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) {
+    return tf::matmul(a, b) + 1.0f;
+  });
+  const tf::ConcreteFunction& cf =
+      f.get_concrete_function(tf::TensorSpec({2, 3}), tf::TensorSpec({3, 4}));
+  const tf::Graph& g = cf.graph();
+  CHECK(g.inputs.size() == 2);
+  CHECK(g.num_nodes() >= 2);
+  const std::string text = g.to_string();
+  CHECK(text.find("matmul(%arg0, %arg1)") != std::string::npos);
+  CHECK(text.find("add(") != std::string::npos);
+  CHECK(text.find("float32 (2, 4)") != std::string::npos);
+  CHECK(g.to_dot().find("digraph") != std::string::npos);
+  CHECK(f.tracing_count() == 1);
+  f(tf::ones({2, 3}), tf::ones({3, 4}));  // the same signature: no new trace
+  CHECK(f.tracing_count() == 1);
+  auto g1 = tf::function([](const tf::Tensor& a) { return a * 2.0f; });
+  tf::testing::require_error([&] { g1.get_concrete_function(tf::TensorSpec({tf::None, 3})); },
+                             {"get_concrete_function", "(None, 3)"});
+}
+
+TEST_CASE("function: the trace cache is bounded", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return x + 1.0f; });
+  for (int64_t n = 1; n <= 80; ++n) f(tf::zeros({n}));
+  CHECK(f.tracing_count() == 80);
+  f(tf::zeros({1}));  // evicted long ago: traced again
+  CHECK(f.tracing_count() == 81);
+  f(tf::zeros({80}));  // still cached
+  CHECK(f.tracing_count() == 81);
+}
