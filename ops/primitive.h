@@ -40,6 +40,13 @@ class Primitive {
                                   std::span<const Tensor> cotangents,
                                   std::span<const int> argnums,
                                   std::span<const Tensor> outputs) const;
+  // What vjp() reads besides the cotangents: bit i (i < 16) for input i, bit 16 + j for output
+  // j. A tape keeps only these tensors alive; the others reach vjp() as storage-less
+  // placeholders that carry shape, dtype and device (reading their data is an error).
+  static constexpr uint32_t kSaveInputs = 0xFFFFu;
+  static constexpr uint32_t save_input(int i) { return 1u << i; }
+  static constexpr uint32_t save_output(int j) { return 1u << (16 + j); }
+  virtual uint32_t vjp_saves() const { return kSaveInputs; }
   // A copy that outlives the call (tapes and graphs hold primitives).
   virtual std::shared_ptr<Primitive> clone() const = 0;
 

@@ -1,0 +1,185 @@
+// GPU benchmarks of the CUDA backend against the device's own ceilings, measured in one run:
+//   - device-to-device copy bandwidth (cudaMemcpyAsync), the ceiling of memory-bound ops;
+//   - tf::add and tf::reduce_sum over 2^28 float32 (GB/s counts bytes read + written once);
+//   - SGEMM N=8192: tf::matmul against cublasSgemm called directly on the same stream, plus
+//     TF32 (tf::config::experimental::enable_tensor_float_32_execution) and bfloat16;
+//   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
+//   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting).
+//
+//   ./bench_cuda --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Device times use CUDA events on the stream tapeflow queues its work on (manual time), so the
+// medians are kernel time, not host time; the launch-overhead benchmark is host wall time.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/cuda/context.h"
+#include "core/device.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+const tf::Device kGpu{tf::DeviceType::GPU, 0};
+
+#define BENCH_CUDA(CALL)                                                             \
+  do {                                                                               \
+    cudaError_t e_ = (CALL);                                                         \
+    if (e_ != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s failed: %s\n", #CALL, cudaGetErrorString(e_));        \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+// Times `body` on tapeflow's stream with events; one benchmark iteration = one call.
+template <class F>
+void time_on_stream(benchmark::State& state, F&& body) {
+  cudaStream_t s = tf::detail::cuda::stream(kGpu);
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  body();  // warm-up: allocations, handles, algorithm choice
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  for (auto _ : state) {
+    BENCH_CUDA(cudaEventRecord(start, s));
+    body();
+    BENCH_CUDA(cudaEventRecord(stop, s));
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+bool have_gpu(benchmark::State& state) {
+  if (tf::detail::num_logical_devices(tf::DeviceType::GPU) > 0) return true;
+  state.SkipWithError("no GPU on this machine");
+  return false;
+}
+
+constexpr int64_t kElems = int64_t{1} << 28;
+
+tf::Tensor gpu_uniform(const tf::TensorShape& shape, tf::DType dtype = tf::float32,
+                       int64_t seed = 1) {
+  tf::DeviceScope scope(kGpu);
+  return tf::random::uniform(shape, -1.0, 1.0, dtype, seed);
+}
+
+void BM_CopyD2D(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::Tensor a = gpu_uniform({kElems});
+  tf::Tensor b = tf::detail::empty(a.shape(), a.dtype(), kGpu);
+  cudaStream_t s = tf::detail::cuda::stream(kGpu);
+  time_on_stream(state, [&] {
+    BENCH_CUDA(cudaMemcpyAsync(b.raw_data(), a.raw_data(), a.nbytes(), cudaMemcpyDeviceToDevice, s));
+  });
+  state.SetBytesProcessed(state.iterations() * 2 * a.nbytes());
+}
+
+void BM_Add(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::Tensor a = gpu_uniform({kElems}, tf::float32, 1), b = gpu_uniform({kElems}, tf::float32, 2);
+  tf::Tensor c;
+  time_on_stream(state, [&] { c = tf::add(a, b); });
+  state.SetBytesProcessed(state.iterations() * 3 * a.nbytes());
+}
+
+void BM_ReduceSum(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::Tensor a = gpu_uniform({kElems});
+  tf::Tensor c;
+  time_on_stream(state, [&] { c = tf::reduce_sum(a); });
+  state.SetBytesProcessed(state.iterations() * a.nbytes());
+}
+
+void set_flops(benchmark::State& state, double flops_per_iter) {
+  state.counters["TFLOP/s"] = benchmark::Counter(flops_per_iter * 1e-12 * state.iterations(),
+                                                 benchmark::Counter::kIsRate);
+}
+
+void BM_Matmul(benchmark::State& state, tf::DType dtype, bool tf32) {
+  if (!have_gpu(state)) return;
+  const int64_t n = state.range(0);
+  tf::Tensor a = gpu_uniform({n, n}, dtype, 3), b = gpu_uniform({n, n}, dtype, 4);
+  tf::config::experimental::enable_tensor_float_32_execution(tf32);
+  tf::Tensor c;
+  time_on_stream(state, [&] { c = tf::matmul(a, b); });
+  tf::config::experimental::enable_tensor_float_32_execution(false);
+  set_flops(state, 2.0 * n * n * n);
+}
+
+// cuBLAS called directly on the same buffers and stream: the reference for tf::matmul.
+void BM_CublasSgemm(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int n = static_cast<int>(state.range(0));
+  tf::Tensor a = gpu_uniform({n, n}, tf::float32, 3), b = gpu_uniform({n, n}, tf::float32, 4);
+  tf::Tensor c = tf::detail::empty(tf::TensorShape{n, n}, tf::float32, kGpu);
+  cublasHandle_t h;
+  cublasCreate(&h);
+  cublasSetStream(h, tf::detail::cuda::stream(kGpu));
+  cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  const float one = 1, zero = 0;
+  time_on_stream(state, [&] {
+    // Row-major C = A B as column-major C^T = B^T A^T.
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(b.raw_data()),
+                n, static_cast<const float*>(a.raw_data()), n, &zero,
+                static_cast<float*>(c.raw_data()), n);
+  });
+  cublasDestroy(h);
+  set_flops(state, 2.0 * n * n * n);
+}
+
+void BM_Inverse(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int64_t n = state.range(0);
+  // Diagonally dominant: well conditioned.
+  tf::Tensor a;
+  {
+    tf::DeviceScope scope(kGpu);
+    a = tf::add(gpu_uniform({n, n}), tf::multiply(tf::eye(n), static_cast<float>(n)));
+  }
+  tf::Tensor c;
+  time_on_stream(state, [&] { c = tf::inv(a); });
+}
+
+// Host cost of queueing one tiny op: no synchronisation inside the loop.
+void BM_TinyOpLaunch(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  tf::Tensor a = tf::constant(1.0f), b = tf::constant(2.0f);
+  tf::Tensor c = tf::add(a, b);
+  tf::detail::cuda::synchronize(kGpu);
+  for (auto _ : state) {
+    c = tf::add(a, b);
+    benchmark::DoNotOptimize(c);
+  }
+  tf::detail::cuda::synchronize(kGpu);
+}
+
+}  // namespace
+
+BENCHMARK(BM_CopyD2D)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Add)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReduceSum)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CublasSgemm)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, float32, tf::float32, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, tf32, tf::float32, true)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, bfloat16, tf::bfloat16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, float16, tf::float16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

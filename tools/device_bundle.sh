@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Packs a Release build for sm_90 (tests, GPU benchmark, main sample, libtapeflow and the non-CUDA
+# shared libraries they need) into .devbundle/bundle.tar.xz, for a lent GPU machine that has the
+# CUDA libraries but not tapeflow's build dependencies. There, tools/device_run.sh unpacks it and
+# runs tools/gpu_check.sh --prebuilt. .devbundle/ is git-ignored.
+#   tools/device_bundle.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-gpu}
+if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTAPEFLOW_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DTAPEFLOW_BUILD_BENCH=ON
+fi
+cmake --build "$BUILD" -j "$(nproc)"
+STAGE=$(mktemp -d)
+mkdir -p "$STAGE/tests" "$STAGE/bench" "$STAGE/samples/seed_basics" "$STAGE/lib"
+cp "$BUILD"/tests/tapeflow_tests_* "$STAGE/tests/"
+cp "$BUILD/bench/bench_cuda" "$STAGE/bench/" 2>/dev/null || true
+cp "$BUILD/samples/seed_basics/seed_basics" "$STAGE/samples/seed_basics/" 2>/dev/null || true
+cp -P "$BUILD"/libtapeflow.so* "$STAGE/lib/"
+# Shared libraries from Debian packages; the CUDA libraries, glibc and the C++ runtime come from
+# the GPU machine.
+for bin in "$STAGE"/tests/* "$STAGE"/bench/* "$STAGE"/lib/libtapeflow.so.*; do
+  ldd "$bin" | awk '/=> \//{print $3}'
+done | sort -u | grep -vE 'libcuda|libcublas|libcusolver|libcudnn|libcudart|libnvrtc|libnvJitLink|libc\.so|libm\.so|libdl|libpthread|librt|ld-linux|libstdc\+\+|libgcc_s|libtapeflow' |
+  while read -r lib; do cp -L "$lib" "$STAGE/lib/"; done
+strip --strip-unneeded "$STAGE"/lib/*.so* "$STAGE"/tests/* "$STAGE"/bench/* 2>/dev/null || true
+mkdir -p .devbundle
+tar -C "$STAGE" -cJf .devbundle/bundle.tar.xz .
+rm -rf "$STAGE"
+ls -la .devbundle/bundle.tar.xz

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# On a lent GPU machine (see tools/device_bundle.sh): unpacks the bundle, finds the CUDA, cuBLAS,
+# cuSOLVER and cuDNN libraries there, and runs tools/gpu_check.sh --prebuilt. Logs under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=/tmp/tapeflow-gpu
+mkdir -p "$B" && tar -C "$B" -xJf .devbundle/bundle.tar.xz
+libdirs=$(find /usr/local/cuda/ /usr/local/cuda/lib64/ /opt /usr/lib -maxdepth 8 \
+  \( -name 'libcudnn.so.9' -o -name 'libcublas.so.13' -o -name 'libcusolver.so.12' \
+     -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "CUDA libraries from: $libdirs"
+ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" && echo "MISSING LIBRARIES"
+export GPU_CHECK_LOGS=$B/logs
+tools/gpu_check.sh --prebuilt "$B" "$@"
+rc=$?
+# At most a few files come back from the device tool: one archive of every log.
+[[ -n ${OUT:-} ]] && tar -C "$B" -czf "$OUT/logs.tgz" logs
+exit $rc
