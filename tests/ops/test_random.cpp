@@ -278,6 +278,7 @@ TEST_CASE("seeds follow TF's rules", "[cpu][random]") {
 }
 
 TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
+  tf::DeviceScope cpu("/device:CPU:0");  // the CPU kernels' threads, whatever the default device
   ThreadsGuard guard;
   tf::random::set_seed(77);
   const tf::TensorShape s{1 << 20};
@@ -300,99 +301,111 @@ TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
 }
 
 TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
-  tf::random::set_seed(2024);
-  const int64_t n = 1 << 20;
-  struct Case {
-    tf::DType dtype;
-    double mean, stddev, tol;
-  };
-  for (const Case& c : {Case{tf::float32, 0, 1, 0.006}, Case{tf::float32, 3, 2, 0.012},
-                        Case{tf::float64, -1, 0.5, 0.003}, Case{tf::float16, 0, 1, 0.01},
-                        Case{tf::bfloat16, 2, 1, 0.03}}) {
-    INFO("dtype " << tf::dtype_name(c.dtype) << " mean " << c.mean << " stddev " << c.stddev);
-    const auto t = tf::random::normal({n}, c.mean, c.stddev, c.dtype);
-    CHECK(t.dtype() == c.dtype);
-    CHECK(t.shape() == tf::TensorShape{n});
-    const Moments m = moments(values(t));
-    CHECK(std::abs(m.mean - c.mean) < c.tol);
-    CHECK(std::abs(m.std - c.stddev) < c.tol);
-    CHECK(std::abs(m.skew) < 0.02);
-    CHECK(std::abs(m.kurt - 3.0) < 0.05);
-    CHECK(std::isfinite(m.min));
-    CHECK(std::isfinite(m.max));
-    CHECK(m.max - c.mean > 3.5 * c.stddev);  // the tails are there
-    CHECK(c.mean - m.min > 3.5 * c.stddev);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(2024);
+    const int64_t n = 1 << 20;
+    struct Case {
+      tf::DType dtype;
+      double mean, stddev, tol;
+    };
+    for (const Case& c : {Case{tf::float32, 0, 1, 0.006}, Case{tf::float32, 3, 2, 0.012},
+                          Case{tf::float64, -1, 0.5, 0.003}, Case{tf::float16, 0, 1, 0.01},
+                          Case{tf::bfloat16, 2, 1, 0.03}}) {
+      INFO("dtype " << tf::dtype_name(c.dtype) << " mean " << c.mean << " stddev " << c.stddev);
+      const auto t = tf::random::normal({n}, c.mean, c.stddev, c.dtype);
+      CHECK(t.dtype() == c.dtype);
+      CHECK(t.shape() == tf::TensorShape{n});
+      const Moments m = moments(values(t));
+      CHECK(std::abs(m.mean - c.mean) < c.tol);
+      CHECK(std::abs(m.std - c.stddev) < c.tol);
+      CHECK(std::abs(m.skew) < 0.02);
+      CHECK(std::abs(m.kurt - 3.0) < 0.05);
+      CHECK(std::isfinite(m.min));
+      CHECK(std::isfinite(m.max));
+      CHECK(m.max - c.mean > 3.5 * c.stddev);  // the tails are there
+      CHECK(c.mean - m.min > 3.5 * c.stddev);
+    }
+    // stddev 0 gives the mean; an empty shape gives an empty tensor.
+    tf::testing::check_values(tf::random::normal({3}, 1.5, 0.0), {1.5, 1.5, 1.5});
+    CHECK(tf::random::normal({0, 4}).num_elements() == 0);
+    CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
   }
-  // stddev 0 gives the mean; an empty shape gives an empty tensor.
-  tf::testing::check_values(tf::random::normal({3}, 1.5, 0.0), {1.5, 1.5, 1.5});
-  CHECK(tf::random::normal({0, 4}).num_elements() == 0);
-  CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
 }
 
 TEST_CASE("float uniform samples lie in minval..maxval with the right moments", "[cpu][random]") {
-  tf::random::set_seed(99);
-  const int64_t n = 1 << 20;
-  struct Case {
-    tf::DType dtype;
-    double lo, hi;
-  };
-  for (const Case& c :
-       {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
-        Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
-        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
-    INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
-    const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
-    const Moments m = moments(v);
-    const double w = c.hi - c.lo;
-    CHECK(m.min >= c.lo);
-    CHECK(m.max < c.hi);
-    CHECK(std::abs(m.mean - (c.lo + c.hi) / 2) < 0.005 * w);
-    CHECK(std::abs(m.std - w / std::sqrt(12.0)) < 0.005 * w);
-    // Ten equal bins each hold about a tenth (4 sigma is about 0.0012 n).
-    std::vector<int64_t> bins(10);
-    for (double x : v) ++bins[std::min<int64_t>(9, static_cast<int64_t>((x - c.lo) / w * 10))];
-    if (c.dtype == tf::float32 || c.dtype == tf::float64)
-      for (int64_t b : bins) CHECK(std::abs(b - n / 10.0) < 0.003 * n);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(99);
+    const int64_t n = 1 << 20;
+    struct Case {
+      tf::DType dtype;
+      double lo, hi;
+    };
+    for (const Case& c :
+         {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
+          Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
+          Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
+      INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
+      const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
+      const Moments m = moments(v);
+      const double w = c.hi - c.lo;
+      CHECK(m.min >= c.lo);
+      CHECK(m.max < c.hi);
+      CHECK(std::abs(m.mean - (c.lo + c.hi) / 2) < 0.005 * w);
+      CHECK(std::abs(m.std - w / std::sqrt(12.0)) < 0.005 * w);
+      // Ten equal bins each hold about a tenth (4 sigma is about 0.0012 n).
+      std::vector<int64_t> bins(10);
+      for (double x : v) ++bins[std::min<int64_t>(9, static_cast<int64_t>((x - c.lo) / w * 10))];
+      if (c.dtype == tf::float32 || c.dtype == tf::float64)
+        for (int64_t b : bins) CHECK(std::abs(b - n / 10.0) < 0.003 * n);
+    }
+    // Rounding toward maxval is clamped below it (float16 has few values near 3).
+    const auto h = values(tf::random::uniform({1 << 16}, 2.999, 3.0, tf::float16, 1));
+    for (double x : h) REQUIRE(x < 3.0);
   }
-  // Rounding toward maxval is clamped below it (float16 has few values near 3).
-  const auto h = values(tf::random::uniform({1 << 16}, 2.999, 3.0, tf::float16, 1));
-  for (double x : h) REQUIRE(x < 3.0);
 }
 
 TEST_CASE("integer uniform samples cover minval..maxval", "[cpu][random]") {
-  tf::random::set_seed(5);
-  const int64_t n = 700000;
-  {
-    const auto t = tf::random::uniform({n}, -3, 4, tf::int32);
-    CHECK(t.dtype() == tf::int32);
-    std::map<int64_t, int64_t> counts;
-    for (int32_t x : t.numpy<int32_t>()) ++counts[x];
-    REQUIRE(counts.size() == 7);
-    CHECK(counts.begin()->first == -3);
-    CHECK(counts.rbegin()->first == 3);
-    for (auto [v, k] : counts) CHECK(std::abs(k - n / 7.0) < 0.02 * n / 7.0);
-  }
-  {  // the full int32 range
-    const auto v = values(tf::random::uniform({n}, -2147483648.0, 2147483648.0, tf::int32));
-    const Moments m = moments(v);
-    CHECK(m.min >= -2147483648.0);
-    CHECK(m.max <= 2147483647.0);
-    CHECK(std::abs(m.mean) < 0.01 * 4294967296.0);
-  }
-  {  // int64 with a range beyond 32 bits
-    const auto t = tf::random::uniform({n}, -1e12, 1e12, tf::int64);
-    CHECK(t.dtype() == tf::int64);
-    const auto iv = t.numpy<int64_t>();
-    const auto [mn, mx] = std::minmax_element(iv.begin(), iv.end());
-    CHECK(*mn >= -1000000000000LL);
-    CHECK(*mx < 1000000000000LL);
-    CHECK(*mx - *mn > 1900000000000LL);
-    const Moments m = moments(values(t));
-    CHECK(std::abs(m.mean) < 0.01 * 2e12);
-  }
-  {  // a range of one value
-    const auto v = tf::random::uniform({5}, 7, 8, tf::int64).numpy<int64_t>();
-    CHECK(v == std::vector<int64_t>(5, 7));
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(5);
+    const int64_t n = 700000;
+    {
+      const auto t = tf::random::uniform({n}, -3, 4, tf::int32);
+      CHECK(t.dtype() == tf::int32);
+      std::map<int64_t, int64_t> counts;
+      for (int32_t x : t.numpy<int32_t>()) ++counts[x];
+      REQUIRE(counts.size() == 7);
+      CHECK(counts.begin()->first == -3);
+      CHECK(counts.rbegin()->first == 3);
+      for (auto [v, k] : counts) CHECK(std::abs(k - n / 7.0) < 0.02 * n / 7.0);
+    }
+    {  // the full int32 range
+      const auto v = values(tf::random::uniform({n}, -2147483648.0, 2147483648.0, tf::int32));
+      const Moments m = moments(v);
+      CHECK(m.min >= -2147483648.0);
+      CHECK(m.max <= 2147483647.0);
+      CHECK(std::abs(m.mean) < 0.01 * 4294967296.0);
+    }
+    {  // int64 with a range beyond 32 bits
+      const auto t = tf::random::uniform({n}, -1e12, 1e12, tf::int64);
+      CHECK(t.dtype() == tf::int64);
+      const auto iv = t.numpy<int64_t>();
+      const auto [mn, mx] = std::minmax_element(iv.begin(), iv.end());
+      CHECK(*mn >= -1000000000000LL);
+      CHECK(*mx < 1000000000000LL);
+      CHECK(*mx - *mn > 1900000000000LL);
+      const Moments m = moments(values(t));
+      CHECK(std::abs(m.mean) < 0.01 * 2e12);
+    }
+    {  // a range of one value
+      const auto v = tf::random::uniform({5}, 7, 8, tf::int64).numpy<int64_t>();
+      CHECK(v == std::vector<int64_t>(5, 7));
+    }
   }
 }
 
