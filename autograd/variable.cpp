@@ -1,5 +1,7 @@
 #include "autograd/variable.h"
 
+#include "autograd/tape.h"
+#include "core/context.h"
 #include <mutex>
 #include <ostream>
 
@@ -45,8 +47,18 @@ static Variable::State& checked(const std::shared_ptr<Variable::State>& s) {
 
 Tensor Variable::value() const {
   auto& s = checked(state_);
-  std::lock_guard lock(s.mu);
-  return s.value;
+  Tensor v;
+  {
+    std::lock_guard lock(s.mu);
+    v = s.value;
+  }
+  auto& tapes = detail::thread_context().tapes;
+  if (tapes.empty()) return v;
+  // A read under tapes: a fresh handle (its own id) that each tape may watch.
+  Tensor read = detail::view(v, v.shape());
+  for (detail::TapeObserver* t : tapes)
+    if (auto* tape = dynamic_cast<GradientTape*>(t)) tape->variable_read(*this, read);
+  return read;
 }
 
 Variable& Variable::assign(const Tensor& value) {
@@ -69,14 +81,34 @@ Variable& Variable::assign(const Tensor& value) {
   return *this;
 }
 
-Variable& Variable::assign_add(const Tensor& delta) { return assign(add(value(), delta)); }
-Variable& Variable::assign_sub(const Tensor& delta) { return assign(subtract(value(), delta)); }
+// Updates are state changes, not differentiable ops: tapes do not record them.
+Variable& Variable::assign_add(const Tensor& delta) {
+  auto& s = checked(state_);
+  Tensor cur;
+  {
+    std::lock_guard lock(s.mu);
+    cur = s.value;
+  }
+  detail::PauseTapes pause;
+  return assign(add(cur, delta));
+}
+Variable& Variable::assign_sub(const Tensor& delta) {
+  auto& s = checked(state_);
+  Tensor cur;
+  {
+    std::lock_guard lock(s.mu);
+    cur = s.value;
+  }
+  detail::PauseTapes pause;
+  return assign(subtract(cur, delta));
+}
 
 const std::string& Variable::name() const { return checked(state_).name; }
 const TensorShape& Variable::shape() const { return checked(state_).shape; }
 DType Variable::dtype() const { return checked(state_).dtype; }
 bool Variable::trainable() const { return checked(state_).trainable; }
 std::string Variable::device() const { return checked(state_).device.to_string(); }
+Device Variable::placement() const { return checked(state_).device; }
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   Tensor t = v.value();

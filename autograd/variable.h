@@ -21,7 +21,8 @@ class Variable {
   Variable(const Tensor& initial_value, std::string name = "Variable", bool trainable = true);
 
   bool defined() const { return state_ != nullptr; }
-  // A snapshot of the current value (later assignments do not change it).
+  // A snapshot of the current value (later assignments do not change it). While a
+  // GradientTape records, each read is a fresh tensor that the tape may watch.
   Tensor value() const;
   operator Tensor() const { return value(); }
 
@@ -37,6 +38,7 @@ class Variable {
   bool trainable() const;
   // "/device:CPU:0"
   std::string device() const;
+  Device placement() const;
   // Identity of the shared state (same for all copies of this handle).
   const void* handle_id() const { return state_.get(); }
 

@@ -4,7 +4,10 @@
 
 #include "core/check.h"
 #include "ops/dispatch.h"
+#include "ops/factory.h"
 #include "ops/helpers.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -167,3 +170,110 @@ Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
 
 }  // namespace tapeflow
+
+// ---- gradients: each cotangent is summed back to its operand's (broadcast) shape ----
+namespace tapeflow::prims {
+
+namespace {
+using Span = std::span<const Tensor>;
+constexpr uint32_t kBoth = Primitive::save_input(0) | Primitive::save_input(1);
+
+// Calls f(k) for each requested input k and collects the gradients, summed to input shapes.
+template <class F>
+std::vector<Tensor> each_arg(Span primals, std::span<const int> argnums, F&& f) {
+  std::vector<Tensor> out;
+  out.reserve(argnums.size());
+  for (int k : argnums) out.push_back(detail::sum_to_shape(f(k), primals[k].shape()));
+  return out;
+}
+}  // namespace
+
+uint32_t Add::vjp_saves() const { return 0; }
+std::vector<Tensor> Add::vjp(Span primals, Span cts, std::span<const int> argnums, Span) const {
+  return each_arg(primals, argnums, [&](int) { return cts[0]; });
+}
+
+uint32_t Subtract::vjp_saves() const { return 0; }
+std::vector<Tensor> Subtract::vjp(Span primals, Span cts, std::span<const int> argnums,
+                                  Span) const {
+  return each_arg(primals, argnums, [&](int k) { return k == 0 ? cts[0] : negative(cts[0]); });
+}
+
+uint32_t Multiply::vjp_saves() const { return kBoth; }
+std::vector<Tensor> Multiply::vjp(Span primals, Span cts, std::span<const int> argnums,
+                                  Span) const {
+  return each_arg(primals, argnums, [&](int k) { return cts[0] * primals[1 - k]; });
+}
+
+uint32_t Divide::vjp_saves() const { return kBoth; }
+std::vector<Tensor> Divide::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor& g = cts[0];
+  return each_arg(p, argnums, [&](int k) {
+    return k == 0 ? g / p[1] : negative(g) * p[0] / (p[1] * p[1]);
+  });
+}
+
+// d/dx x^y = y x^(y-1); d/dy x^y = x^y log(x), taken as 0 where x <= 0 (as TF).
+uint32_t Pow::vjp_saves() const { return kBoth | Primitive::save_output(0); }
+std::vector<Tensor> Pow::vjp(Span p, Span cts, std::span<const int> argnums, Span outs) const {
+  const Tensor& g = cts[0];
+  return each_arg(p, argnums, [&](int k) {
+    if (k == 0) return g * p[1] * pow(p[0], p[1] - 1);
+    const Tensor positive = greater(p[0], 0);
+    const Tensor safe_x = where(positive, p[0], ones_like(p[0]));
+    return g * outs[0] * where(positive, log(safe_x), zeros_like(p[0]));
+  });
+}
+
+// The cotangent goes to x where x wins (ties to x), else to y, as TF.
+uint32_t Maximum::vjp_saves() const { return kBoth; }
+std::vector<Tensor> Maximum::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor x_wins = greater_equal(p[0], p[1]);
+  const Tensor zero = zeros_like(cts[0]);
+  return each_arg(p, argnums, [&](int k) {
+    return k == 0 ? where(x_wins, cts[0], zero) : where(x_wins, zero, cts[0]);
+  });
+}
+
+uint32_t Minimum::vjp_saves() const { return kBoth; }
+std::vector<Tensor> Minimum::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor x_wins = less_equal(p[0], p[1]);
+  const Tensor zero = zeros_like(cts[0]);
+  return each_arg(p, argnums, [&](int k) {
+    return k == 0 ? where(x_wins, cts[0], zero) : where(x_wins, zero, cts[0]);
+  });
+}
+
+// Comparisons and logical ops have bool outputs: tapes never record them.
+#define TF_BOOL_RESULT_VJP(STRUCT)                                                        \
+  uint32_t STRUCT::vjp_saves() const { return 0; }                                         \
+  std::vector<Tensor> STRUCT::vjp(Span p, Span c, std::span<const int> a, Span o) const {  \
+    return Primitive::vjp(p, c, a, o);                                                     \
+  }
+TF_BOOL_RESULT_VJP(Equal)
+TF_BOOL_RESULT_VJP(NotEqual)
+TF_BOOL_RESULT_VJP(Less)
+TF_BOOL_RESULT_VJP(LessEqual)
+TF_BOOL_RESULT_VJP(Greater)
+TF_BOOL_RESULT_VJP(GreaterEqual)
+TF_BOOL_RESULT_VJP(LogicalAnd)
+TF_BOOL_RESULT_VJP(LogicalOr)
+#undef TF_BOOL_RESULT_VJP
+
+// where(c, x, y): the condition has no gradient.
+uint32_t Select::vjp_saves() const { return Primitive::save_input(0); }
+std::vector<Tensor> Select::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor zero = zeros_like(cts[0]);
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k == 0) {
+      out.emplace_back();
+      continue;
+    }
+    Tensor g = k == 1 ? where(p[0], cts[0], zero) : where(p[0], zero, cts[0]);
+    out.push_back(detail::sum_to_shape(g, p[k].shape()));
+  }
+  return out;
+}
+
+}  // namespace tapeflow::prims

@@ -58,6 +58,7 @@ namespace prims {
     void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;         \
     bool is_elementwise() const override { return true; }                                     \
     TF_DECLARE_KERNELS                                                                        \
+    TF_DECLARE_VJP                                                                            \
   };
 
 TF_DECLARE_BINARY_PRIMITIVE(Add, "add", Arithmetic)
@@ -83,6 +84,7 @@ struct Select final : PrimitiveBase<Select> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   bool is_elementwise() const override { return true; }
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 }  // namespace prims

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include "ops/dispatch.h"
+#include "ops/binary.h"
 #include "ops/helpers.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -153,3 +157,64 @@ Tensor det(const Tensor& a) {
 }  // namespace linalg
 
 }  // namespace tapeflow
+
+// ---- gradients ----
+namespace tapeflow::prims {
+
+namespace {
+using Span = std::span<const Tensor>;
+
+// Swaps the last two dimensions.
+Tensor matrix_transpose(const Tensor& x) {
+  std::vector<int> perm(x.rank());
+  for (int i = 0; i < x.rank(); ++i) perm[i] = i;
+  std::swap(perm[x.rank() - 1], perm[x.rank() - 2]);
+  return transpose(x, perm);
+}
+// x[..., None, None]
+Tensor expand_matrix(const Tensor& x) { return expand_dims(expand_dims(x, -1), -1); }
+}  // namespace
+
+// C = op(a) op(b): d op(a) = g op(b)^T, d op(b) = op(a)^T g, each transposed back when the
+// operand was used transposed, then summed over broadcast batch dimensions.
+uint32_t MatMul::vjp_saves() const { return save_input(0) | save_input(1); }
+std::vector<Tensor> MatMul::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor &a = p[0], &b = p[1], &g = cts[0];
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    Tensor d;
+    if (k == 0)
+      d = transpose_a ? matmul(b, g, transpose_b, true) : matmul(g, b, false, !transpose_b);
+    else
+      d = transpose_b ? matmul(g, a, true, transpose_a) : matmul(a, g, !transpose_a, false);
+    out.push_back(detail::sum_to_shape(d, p[k].shape()));
+  }
+  return out;
+}
+
+// d inv(a) = -inv(a)^T g inv(a)^T
+uint32_t MatrixInverse::vjp_saves() const { return save_output(0); }
+std::vector<Tensor> MatrixInverse::vjp(Span, Span cts, std::span<const int>, Span outs) const {
+  const Tensor& y = outs[0];
+  return {negative(matmul(y, matmul(cts[0], y, false, true), true, false))};
+}
+
+// x = solve(a, b): db = solve(a^T, g), da = -db x^T.
+uint32_t MatrixSolve::vjp_saves() const { return save_input(0) | save_output(0); }
+std::vector<Tensor> MatrixSolve::vjp(Span p, Span cts, std::span<const int> argnums,
+                                     Span outs) const {
+  const Tensor db = linalg::solve(matrix_transpose(p[0]), cts[0]);
+  std::vector<Tensor> out;
+  for (int k : argnums)
+    out.push_back(k == 1 ? db : negative(matmul(db, outs[0], false, true)));
+  return out;
+}
+
+// d det(a) = g det(a) inv(a)^T (a singular matrix has no gradient here, as TF's inverse fails).
+uint32_t MatrixDeterminant::vjp_saves() const { return save_input(0) | save_output(0); }
+std::vector<Tensor> MatrixDeterminant::vjp(Span p, Span cts, std::span<const int>,
+                                           Span outs) const {
+  return {expand_matrix(cts[0] * outs[0]) * matrix_transpose(linalg::inv(p[0]))};
+}
+
+}  // namespace tapeflow::prims

@@ -39,6 +39,7 @@ struct MatMul final : PrimitiveBase<MatMul> {
   const char* name() const override { return "matmul"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override;
 };
 
@@ -47,6 +48,7 @@ struct MatrixInverse final : PrimitiveBase<MatrixInverse> {
   const char* name() const override { return "inv"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 // a: [..., n, n], b: [..., n, k] (same batch dimensions) -> x: [..., n, k]
@@ -54,6 +56,7 @@ struct MatrixSolve final : PrimitiveBase<MatrixSolve> {
   const char* name() const override { return "solve"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 // [..., n, n] -> [...]
@@ -61,6 +64,7 @@ struct MatrixDeterminant final : PrimitiveBase<MatrixDeterminant> {
   const char* name() const override { return "det"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 }  // namespace prims

@@ -8,6 +8,8 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
+#include "ops/reduce.h"
+#include "ops/scatter.h"
 
 namespace tapeflow {
 
@@ -447,3 +449,97 @@ void Gather::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
 }  // namespace prims
 
 }  // namespace tapeflow
+
+// ---- gradients ----
+namespace tapeflow::prims {
+
+namespace {
+using Span = std::span<const Tensor>;
+}
+
+uint32_t Reshape::vjp_saves() const { return 0; }
+std::vector<Tensor> Reshape::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  return {reshape(cts[0], p[0].shape())};
+}
+
+uint32_t Transpose::vjp_saves() const { return 0; }
+std::vector<Tensor> Transpose::vjp(Span, Span cts, std::span<const int>, Span) const {
+  std::vector<int> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int>(i);
+  return {transpose(cts[0], inverse)};
+}
+
+uint32_t BroadcastTo::vjp_saves() const { return 0; }
+std::vector<Tensor> BroadcastTo::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  return {detail::sum_to_shape(cts[0], p[0].shape())};
+}
+
+// The cotangent goes back into its window; zeros elsewhere.
+uint32_t Slice::vjp_saves() const { return 0; }
+std::vector<Tensor> Slice::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  std::vector<std::pair<int64_t, int64_t>> paddings;
+  for (int d = 0; d < p[0].rank(); ++d)
+    paddings.emplace_back(begin[d], p[0].shape()[d] - begin[d] - size[d]);
+  return {pad(cts[0], paddings)};
+}
+
+uint32_t Concat::vjp_saves() const { return 0; }
+std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  std::vector<int64_t> offsets(p.size() + 1, 0);
+  for (size_t i = 0; i < p.size(); ++i) offsets[i + 1] = offsets[i] + p[i].shape()[axis];
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    std::vector<int64_t> b(p[k].rank(), 0), s = p[k].shape().dims();
+    b[axis] = offsets[k];
+    out.push_back(slice(cts[0], b, s));
+  }
+  return out;
+}
+
+uint32_t Pad::vjp_saves() const { return 0; }
+std::vector<Tensor> Pad::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  std::vector<int64_t> b;
+  for (const auto& pd : paddings) b.push_back(pd.first);
+  return {slice(cts[0], b, p[0].shape().dims())};
+}
+
+// Rows gathered several times sum their cotangents: a segment sum over the gather axis.
+uint32_t Gather::vjp_saves() const { return save_input(1); }
+std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k != 0) {
+      out.emplace_back();
+      continue;
+    }
+    const TensorShape& ps = p[0].shape();
+    const Tensor& idx = p[1];
+    const int ir = idx.rank(), pr = ps.rank();
+    // g: ps[:axis] + idx.shape + ps[axis+1:]; bring the index dimensions to the front.
+    std::vector<int> perm;
+    for (int d = 0; d < ir; ++d) perm.push_back(axis + d);
+    for (int d = 0; d < axis; ++d) perm.push_back(d);
+    for (int d = axis + ir; d < cts[0].rank(); ++d) perm.push_back(d);
+    Tensor g = transpose(cts[0], perm);
+    int64_t rest = 1;
+    TensorShape seg_shape{ps[axis]};
+    for (int d = 0; d < pr; ++d)
+      if (d != axis) {
+        rest *= ps[d];
+        seg_shape.push_back(ps[d]);
+      }
+    const int64_t n = idx.num_elements();
+    // The indices were checked by the forward gather: call the kernel without the host check.
+    Tensor summed = detail::dispatch(UnsortedSegmentSum(ps[axis]),
+                                     {reshape(g, TensorShape{n, rest}), reshape(idx, TensorShape{n})});
+    summed = reshape(summed, seg_shape);  // (ps[axis], ps[:axis], ps[axis+1:])
+    std::vector<int> back;
+    for (int d = 1; d <= axis; ++d) back.push_back(d);
+    back.push_back(0);
+    for (int d = axis + 1; d < pr; ++d) back.push_back(d);
+    out.push_back(axis == 0 ? summed : transpose(summed, back));
+  }
+  return out;
+}
+
+}  // namespace tapeflow::prims

@@ -49,6 +49,7 @@ struct Reshape final : PrimitiveBase<Reshape> {
   void eval_cuda(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override;
   bool is_view() const override { return true; }
   std::string attributes() const override { return "shape=" + shape.to_string(); }
+  TF_DECLARE_VJP
 };
 
 // perm: a permutation of [0, rank); output dimension i is input dimension perm[i].
@@ -58,6 +59,7 @@ struct Transpose final : PrimitiveBase<Transpose> {
   const char* name() const override { return "transpose"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override;
 };
 
@@ -68,6 +70,7 @@ struct BroadcastTo final : PrimitiveBase<BroadcastTo> {
   const char* name() const override { return "broadcast_to"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override { return "shape=" + shape.to_string(); }
 };
 
@@ -78,6 +81,7 @@ struct Slice final : PrimitiveBase<Slice> {
   const char* name() const override { return "slice"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override;
 };
 
@@ -88,6 +92,7 @@ struct Concat final : PrimitiveBase<Concat> {
   const char* name() const override { return "concat"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override { return "axis=" + std::to_string(axis); }
 };
 
@@ -101,6 +106,7 @@ struct Pad final : PrimitiveBase<Pad> {
   const char* name() const override { return "pad"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override;
 };
 
@@ -113,6 +119,7 @@ struct Gather final : PrimitiveBase<Gather> {
   const char* name() const override { return "gather"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override { return "axis=" + std::to_string(axis); }
 };
 

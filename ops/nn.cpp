@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "ops/binary.h"
+#include "ops/activation.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -156,7 +157,7 @@ namespace nn {
 Tensor relu(const Tensor& features) {
   TF_CHECK_ARG(features.defined(), "relu", "the input is an undefined tensor (TF's None)");
   detail::check_dtype_not_bool("relu", features);
-  return tapeflow::maximum(features, 0);
+  return detail::dispatch(prims::Relu{}, {features});
 }
 
 Tensor softmax(const Tensor& logits, int axis) {

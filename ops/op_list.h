@@ -21,11 +21,12 @@
 #define TF_NN_GRAD_PRIMITIVES(X) \
   X(Conv2DBackpropInput) X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(AvgPool2DGrad)
 #define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum)
+#define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
-  TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X)
+  TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

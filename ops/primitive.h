@@ -81,4 +81,13 @@ class PrimitiveBase : public Primitive {
   void eval_cuda(std::span<const ::tapeflow::Tensor> inputs,                              \
                  std::span<::tapeflow::Tensor> outputs) const override;
 
+// Declares vjp() and vjp_saves() inside a primitive struct (defined beside the frontend).
+#define TF_DECLARE_VJP                                                                    \
+  std::vector<::tapeflow::Tensor> vjp(std::span<const ::tapeflow::Tensor> primals,        \
+                                      std::span<const ::tapeflow::Tensor> cotangents,     \
+                                      std::span<const int> argnums,                       \
+                                      std::span<const ::tapeflow::Tensor> outputs)        \
+      const override;                                                                     \
+  uint32_t vjp_saves() const override;
+
 }  // namespace tapeflow

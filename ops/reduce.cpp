@@ -1,11 +1,14 @@
 #include "ops/reduce.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/helpers.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
@@ -215,4 +218,95 @@ std::string ArgMin::attributes() const {
 
 }  // namespace prims
 
+}  // namespace tapeflow
+
+namespace tapeflow {
+
+namespace detail {
+Tensor sum_to_shape(const Tensor& g, const TensorShape& shape) {
+  if (g.shape() == shape) return g;
+  const int lead = g.rank() - shape.rank();
+  TF_CHECK_T(InternalError, lead >= 0, "sum_to_shape", "cannot sum {} to {}",
+             g.shape().to_string(), shape.to_string());
+  std::vector<int> axes;
+  for (int d = 0; d < g.rank(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(d);
+  Tensor s = axes.empty() ? g : reduce_sum(g, axes, /*keepdims=*/true);
+  return reshape(s, shape);
+}
+}  // namespace detail
+
+namespace prims {
+
+namespace {
+using Span = std::span<const Tensor>;
+
+// The cotangent of a reduction, reshaped to keep the reduced axes (size 1) and broadcast back
+// to the input's shape.
+Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int>& axes,
+                   bool keepdims) {
+  Tensor k = g;
+  if (!keepdims) {
+    TensorShape kept;
+    for (int d = 0; d < x.rank(); ++d)
+      kept.push_back(std::find(axes.begin(), axes.end(), d) != axes.end() ? 1 : x.shape()[d]);
+    k = reshape(g, kept);
+  }
+  return k;
+}
+Tensor kept_shape_of(const Tensor& y, const Tensor& x, const std::vector<int>& axes,
+                     bool keepdims) {
+  return expand_back(y, x, axes, keepdims);
+}
+}  // namespace
+
+uint32_t ReduceSum::vjp_saves() const { return 0; }
+std::vector<Tensor> ReduceSum::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  return {broadcast_to(expand_back(cts[0], p[0], axes, keepdims), p[0].shape())};
+}
+
+// d prod / d x_i = product of the others: y / x_i where x_i != 0; with exactly one zero in a
+// slice, the zero's gradient is the product of the nonzeros and the rest get 0; with two or
+// more zeros, all get 0.
+uint32_t ReduceProd::vjp_saves() const {
+  return Primitive::save_input(0) | Primitive::save_output(0);
+}
+std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span outs) const {
+  const Tensor& x = p[0];
+  const Tensor g = expand_back(cts[0], x, axes, keepdims);
+  const Tensor y = kept_shape_of(outs[0], x, axes, keepdims);
+  const Tensor is_zero = equal(x, 0);
+  const Tensor one = ones_like(x);
+  const Tensor safe_x = where(is_zero, one, x);
+  const Tensor zeros_in_slice = reduce_sum(cast(is_zero, x.dtype()), axes, true);
+  const Tensor prod_nonzero = reduce_prod(safe_x, axes, true);
+  const Tensor at_zero = where(equal(zeros_in_slice, 1), prod_nonzero, zeros_like(prod_nonzero));
+  const Tensor others = where(is_zero, broadcast_to(at_zero, x.shape()), y / safe_x);
+  return {g * others};
+}
+
+// The cotangent is shared equally among the elements equal to the extremum (as TF).
+static Tensor extremum_vjp(const Tensor& x, const Tensor& g_in, const Tensor& y_in,
+                           const std::vector<int>& axes, bool keepdims) {
+  const Tensor g = expand_back(g_in, x, axes, keepdims);
+  const Tensor y = kept_shape_of(y_in, x, axes, keepdims);
+  const Tensor hit = cast(equal(x, y), x.dtype());
+  const Tensor count = reduce_sum(hit, axes, true);
+  return hit * (g / count);
+}
+
+uint32_t ReduceMax::vjp_saves() const {
+  return Primitive::save_input(0) | Primitive::save_output(0);
+}
+std::vector<Tensor> ReduceMax::vjp(Span p, Span cts, std::span<const int>, Span outs) const {
+  return {extremum_vjp(p[0], cts[0], outs[0], axes, keepdims)};
+}
+uint32_t ReduceMin::vjp_saves() const {
+  return Primitive::save_input(0) | Primitive::save_output(0);
+}
+std::vector<Tensor> ReduceMin::vjp(Span p, Span cts, std::span<const int>, Span outs) const {
+  return {extremum_vjp(p[0], cts[0], outs[0], axes, keepdims)};
+}
+
+}  // namespace prims
 }  // namespace tapeflow

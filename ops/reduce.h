@@ -31,6 +31,12 @@ TF_DECLARE_REDUCTION(reduce_all)  // bool input
 Tensor argmax(const Tensor& x, int axis = 0);
 Tensor argmin(const Tensor& x, int axis = 0);
 
+namespace detail {
+// Sums g over the dimensions that numpy broadcasting added or stretched to reach g's shape from
+// `shape` (the gradient of a broadcast), then reshapes it to `shape`.
+Tensor sum_to_shape(const Tensor& g, const TensorShape& shape);
+}  // namespace detail
+
 namespace prims {
 
 // axes: normalised to [0, rank), sorted, without duplicates (an empty list copies the input).
@@ -44,6 +50,7 @@ namespace prims {
     const char* name() const override { return OPNAME; }                              \
     void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override; \
     TF_DECLARE_KERNELS                                                                \
+    TF_DECLARE_VJP                                                                    \
     std::string attributes() const override;                                          \
   };
 TF_REDUCTION_PRIMITIVE(ReduceSum, "reduce_sum")

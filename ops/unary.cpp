@@ -2,6 +2,8 @@
 
 #include "core/check.h"
 #include "ops/dispatch.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
 #include "ops/helpers.h"
 
 namespace tapeflow {
@@ -98,3 +100,49 @@ Tensor cast(const Tensor& x, DType dtype) {
 Tensor operator-(const Tensor& x) { return negative(x); }
 
 }  // namespace tapeflow
+
+// ---- gradients (written with ops, so they differentiate and trace again) ----
+namespace tapeflow::prims {
+
+namespace {
+using Span = std::span<const Tensor>;
+constexpr uint32_t kNone = 0;
+constexpr uint32_t kIn = Primitive::save_input(0);
+constexpr uint32_t kOut = Primitive::save_output(0);
+}  // namespace
+
+// Each unary vjp has one input: argnums is {0} whenever it is called.
+#define TF_UNARY_VJP(STRUCT, SAVES, EXPR)                                              \
+  uint32_t STRUCT::vjp_saves() const { return SAVES; }                                 \
+  std::vector<Tensor> STRUCT::vjp(Span primals, Span cotangents, std::span<const int>, \
+                                  Span outputs) const {                                \
+    [[maybe_unused]] const Tensor& x = primals[0];                                     \
+    [[maybe_unused]] const Tensor& y = outputs[0];                                     \
+    [[maybe_unused]] const Tensor& g = cotangents[0];                                  \
+    return {EXPR};                                                                     \
+  }
+
+TF_UNARY_VJP(Negative, kNone, negative(g))
+TF_UNARY_VJP(Abs, kIn, g * sign(x))
+TF_UNARY_VJP(Sign, kNone, zeros_like(g))
+TF_UNARY_VJP(Exp, kOut, g * y)
+TF_UNARY_VJP(Log, kIn, g / x)
+TF_UNARY_VJP(Log1p, kIn, g / (x + 1))
+TF_UNARY_VJP(Sqrt, kOut, g * 0.5 / y)
+TF_UNARY_VJP(Rsqrt, kOut, g * -0.5 * y * y * y)
+TF_UNARY_VJP(Square, kIn, g * (x * 2))
+TF_UNARY_VJP(Tanh, kOut, g * (1 - y * y))
+TF_UNARY_VJP(Sigmoid, kOut, g * y * (1 - y))
+TF_UNARY_VJP(Sin, kIn, g * cos(x))
+TF_UNARY_VJP(Cos, kIn, negative(g) * sin(x))
+// Piecewise constant: zero almost everywhere.
+TF_UNARY_VJP(Floor, kNone, zeros_like(g))
+TF_UNARY_VJP(Ceil, kNone, zeros_like(g))
+TF_UNARY_VJP(Round, kNone, zeros_like(g))
+// bool -> bool: never recorded (no floating output).
+TF_UNARY_VJP(LogicalNot, kNone, Tensor())
+// Back to the input's dtype (a floating input; integer inputs are never watched).
+TF_UNARY_VJP(Cast, kNone, cast(g, x.dtype()))
+#undef TF_UNARY_VJP
+
+}  // namespace tapeflow::prims

@@ -50,6 +50,7 @@ namespace prims {
     void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;         \
     bool is_elementwise() const override { return true; }                                     \
     TF_DECLARE_KERNELS                                                                        \
+    TF_DECLARE_VJP                                                                            \
   };
 
 TF_DECLARE_UNARY_PRIMITIVE(Negative, "negative", FloatingSigned)
@@ -80,6 +81,7 @@ struct Cast final : PrimitiveBase<Cast> {
   bool is_elementwise() const override { return true; }
   std::string attributes() const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 }  // namespace prims

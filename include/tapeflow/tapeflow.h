@@ -2,6 +2,7 @@
 // Files inside the library include what they use, never this header.
 #pragma once
 
+#include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/dtype.h"

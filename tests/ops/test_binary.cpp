@@ -199,6 +199,93 @@ TEST_CASE("binary ops match a float64 broadcast reference on every accepted dtyp
   }
 }
 
+namespace {
+
+// A tensor of `shape` whose elements start `offset` elements into a larger tensor (a view at a
+// byte offset: on a GPU its pointer is not 16-byte aligned unless offset * size is).
+tf::Tensor offset_input(const std::vector<double>& vals, const tf::TensorShape& shape,
+                        tf::DType d, int64_t offset) {
+  std::vector<double> padded(static_cast<size_t>(offset), 0.0);
+  padded.insert(padded.end(), vals.begin(), vals.end());
+  padded.push_back(0.0);
+  const auto base = tf::detail::from_doubles(padded, {static_cast<int64_t>(padded.size())}, d);
+  return tf::detail::view(base, shape, static_cast<size_t>(offset) * tf::dtype_size(d));
+}
+
+void check_binary_case(const BinaryCase& c, tf::DType d, const tf::TensorShape& sa, int64_t oa,
+                       const tf::TensorShape& sb, int64_t ob) {
+  const bool is_pow = std::string(c.name) == "pow";
+  const auto a = offset_input(operand(c, d, sa.num_elements(), 3, false), sa, d, oa);
+  const auto b = offset_input(operand(c, d, sb.num_elements(), 4, is_pow), sb, d, ob);
+  const auto y = c.fn(a, b);
+  REQUIRE(y.shape() == bshape({sa, sb}));
+  tf::DType want_dtype = d;
+  if (c.bool_result) want_dtype = tf::bool_;
+  else if (std::string(c.name) == "divide" && d == tf::uint8) want_dtype = tf::float32;
+  else if (std::string(c.name) == "divide" && tf::is_integer(d)) want_dtype = tf::float64;
+  REQUIRE(y.dtype() == want_dtype);
+  auto want = reference(c.ref, tf::detail::to_double_vector(a), sa,
+                        tf::detail::to_double_vector(b), sb);
+  if (tf::is_floating(want_dtype))
+    want = tf::detail::to_double_vector(tf::detail::from_doubles(want, y.shape(), want_dtype));
+  else
+    for (auto& w : want) w = wrap_to(want_dtype, w);
+  const double tol = rtol_of(want_dtype);
+  check_values(y, want, tol, tol);
+}
+
+}  // namespace
+
+// The GPU kernels' paths: 16-byte vectors with a scalar head and tail (odd sizes, operands that
+// start at odd elements of their storage, so misaligned against each other too), a one-element
+// operand on either side, and strided broadcasting of offset views.
+TEST_CASE("binary ops on odd sizes, offset views and scalars on either side", "[cpu][binary]") {
+  struct Offsets {
+    int64_t a, b;
+  };
+  const std::vector<Offsets> offsets = {{0, 0}, {1, 0}, {0, 3}, {1, 1}};
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : binary_cases()) {
+      for (const auto d : c.dtypes) {
+        for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{4099}}) {
+          for (const auto& o : offsets) {
+            INFO(c.name << " on " << tf::dtype_name(d) << ", n " << n << ", offsets " << o.a
+                        << ", " << o.b << " on " << dev.to_string());
+            check_binary_case(c, d, {n}, o.a, {n}, o.b);
+          }
+        }
+        INFO(c.name << " on " << tf::dtype_name(d) << " with a scalar or a broadcast on "
+                    << dev.to_string());
+        check_binary_case(c, d, {4099}, 1, {}, 1);
+        check_binary_case(c, d, {}, 3, {4099}, 0);
+        check_binary_case(c, d, {1}, 0, {4099}, 1);
+        check_binary_case(c, d, {33, 1, 7}, 1, {5, 1}, 3);
+        check_binary_case(c, d, {2, 3, 1, 4}, 1, {3, 5, 1}, 0);
+      }
+    }
+    // Large, over many blocks and grid-stride iterations: one op per result-type class.
+    struct Large {
+      std::string name;
+      tf::DType d;
+    };
+    const std::vector<Large> large = {{"add", tf::float32},     {"add", tf::float16},
+                                      {"add", tf::uint8},       {"less", tf::float32},
+                                      {"logical_or", tf::bool_}, {"divide", tf::int32}};
+    for (const auto& l : large) {
+      for (const auto& c : binary_cases()) {
+        if (c.name != l.name) continue;
+        INFO(c.name << " on " << tf::dtype_name(l.d) << ", 2^20 + 3 elements on "
+                    << dev.to_string());
+        const int64_t n = (int64_t{1} << 20) + 3;
+        check_binary_case(c, l.d, {n}, 1, {n}, 1);
+        check_binary_case(c, l.d, {}, 0, {n}, 1);
+        if (l.d == tf::float32) check_binary_case(c, l.d, {1025, 1023}, 0, {1023}, 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("binary ops reject the dtypes TF rejects - naming op and dtype", "[cpu][binary]") {
   for (const auto& c : binary_cases()) {
     for (const auto d : kAllDTypes) {
@@ -370,6 +457,59 @@ TEST_CASE("where broadcasts condition - x and y", "[cpu][binary][where]") {
   }, {"[where]", "(2, 3)", "(3,)", "(4,)"});
   CHECK(tf::prims::Select{}.is_elementwise());
   CHECK(std::string(tf::prims::Select{}.name()) == "where");
+}
+
+// where on the GPU kernels' paths: odd sizes, offset views, one-element operands in any position
+// (the flat path), and strided broadcasting, for every dtype (elements of 1, 2, 4 and 8 bytes).
+TEST_CASE("where on odd sizes, offset views and scalars", "[cpu][binary][where]") {
+  struct Operand {
+    tf::TensorShape shape;
+    int64_t offset;
+  };
+  struct Case {
+    Operand c, x, y;
+  };
+  const std::vector<Case> cases = {
+      {{{4099}, 0}, {{4099}, 0}, {{4099}, 0}},
+      {{{4099}, 1}, {{4099}, 3}, {{4099}, 0}},
+      {{{3}, 1}, {{3}, 1}, {{3}, 1}},
+      {{{}, 0}, {{4099}, 1}, {{4099}, 0}},
+      {{{4099}, 1}, {{}, 0}, {{4099}, 1}},
+      {{{4099}, 0}, {{4099}, 1}, {{1}, 1}},
+      {{{4099}, 3}, {{}, 0}, {{}, 1}},
+      {{{1}, 0}, {{1}, 0}, {{1}, 0}},
+      {{{33, 1}, 1}, {{1, 65}, 1}, {{65}, 3}},
+      {{{(int64_t{1} << 20) + 3}, 1}, {{(int64_t{1} << 20) + 3}, 1}, {{}, 0}},
+  };
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : kAllDTypes) {
+      for (const auto& s : cases) {
+        INFO(tf::dtype_name(d) << ": " << s.c.shape.to_string() << "+" << s.c.offset << ", "
+                               << s.x.shape.to_string() << "+" << s.x.offset << ", "
+                               << s.y.shape.to_string() << "+" << s.y.offset << " on "
+                               << dev.to_string());
+        auto vc = tf::testing::random_values(static_cast<size_t>(s.c.shape.num_elements()), 0, 1, 8);
+        for (auto& v : vc) v = v > 0.5;
+        auto vx = tf::testing::random_values(static_cast<size_t>(s.x.shape.num_elements()), 0, 100, 9);
+        auto vy = tf::testing::random_values(static_cast<size_t>(s.y.shape.num_elements()), 0, 100, 10);
+        for (auto* v : {&vx, &vy})
+          for (auto& e : *v) e = d == tf::bool_ ? double(e > 50) : std::floor(e);
+        const auto c = offset_input(vc, s.c.shape, tf::bool_, s.c.offset);
+        const auto x = offset_input(vx, s.x.shape, d, s.x.offset);
+        const auto y = offset_input(vy, s.y.shape, d, s.y.offset);
+        const auto r = tf::where(c, x, y);
+        const auto so = bshape({s.c.shape, s.x.shape, s.y.shape});
+        REQUIRE(r.shape() == so);
+        REQUIRE(r.dtype() == d);
+        std::vector<double> want(static_cast<size_t>(so.num_elements()));
+        for (int64_t i = 0; i < so.num_elements(); ++i)
+          want[i] = vc[source_index(s.c.shape, so, i)] != 0 ? vx[source_index(s.x.shape, so, i)]
+                                                            : vy[source_index(s.y.shape, so, i)];
+        check_values(r, want, 0, 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("clip_by_value clips into min..max with TF's broadcasting", "[cpu][binary]") {

@@ -1,12 +1,16 @@
 // tf::nn: conv2d and pooling against plain float64 loops (NHWC, HWIO, TF's SAME/VALID padding,
 // strides, dilations, batches, every dtype), the composites (relu, softmax, losses, dropout,
-// bias_add) against float64 references, and every error path.
+// bias_add) against float64 references, and every error path. The conv/pool cases run on every
+// device of devices_under_test() and are tagged [cuda] too: on a GPU they exercise cuDNN's
+// convolution (NHWC and float64's NCHW path, explicit padding for TF's asymmetric SAME, cached
+// algorithms, offset inputs) and the pooling kernels.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "ops/factory.h"
@@ -130,7 +134,7 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 // ---------------------------------------------------------------- conv2d
 
-TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
+TEST_CASE("conv2d matches a direct float64 loop", "[cpu][cuda][nn]") {
   const std::vector<ConvCase> cases = {
       {{1, 5, 5, 3}, {3, 3, 3, 8}, {1}, "SAME", {1}},
       {{2, 7, 6, 4}, {3, 2, 4, 5}, {2}, "VALID", {1}},
@@ -143,6 +147,15 @@ TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
       {{4, 28, 28, 1}, {3, 3, 1, 32}, {1}, "SAME", {1}},  // the benchmark's first layer
       {{1, 3, 3, 2}, {3, 3, 2, 2}, {1}, "VALID", {1}},    // window = input
       {{1, 2, 2, 1}, {3, 3, 1, 1}, {1}, "SAME", {1}},     // filter larger than input
+      // TF's asymmetric SAME padding (the extra row/column at the bottom/right), which the CUDA
+      // kernel pads explicitly since cuDNN pads symmetrically:
+      {{2, 9, 8, 5}, {2, 2, 5, 6}, {2}, "SAME", {1}},     // even kernel: pad rows 0/1, cols 0/0
+      {{3, 8, 9, 3}, {4, 2, 3, 13}, {2}, "SAME", {1}},    // rows 1/1, cols 0/1
+      {{2, 7, 7, 6}, {2, 4, 6, 5}, {2}, "SAME", {1}},     // rows 0/1, cols 1/2
+      {{2, 10, 9, 3}, {2, 3, 3, 4}, {1}, "SAME", {3, 2}}, // dilated: rows 1/2, cols 2/2
+      {{2, 11, 12, 7}, {3, 3, 7, 9}, {2}, "SAME", {2}},   // dilated, strided: rows 2/2, cols 1/2
+      {{2, 15, 17, 9}, {3, 3, 9, 10}, {1}, "VALID", {1}}, // channels not multiples of 8
+      {{4, 24, 24, 24}, {3, 3, 24, 40}, {1}, "SAME", {1}},  // larger: many blocks
   };
   struct Tol {
     tf::DType dtype;
@@ -167,40 +180,98 @@ TEST_CASE("conv2d matches a direct float64 loop", "[cpu][nn]") {
         CHECK(y.device() == dev.to_string());
         REQUIRE(y.shape() == want_shape);
         check_values(y, want, t.rtol, t.atol);
-        // Second call: the cached oneDNN primitive gives the same result.
-        if (t.dtype == tf::float32)
-          tf::testing::check_close(tf::nn::conv2d(x, f, c.strides, c.padding, c.dilations), y, 0,
-                                   0);
+        // Second call: the cached plan (oneDNN primitive, cuDNN algorithm) gives the same
+        // result.
+        tf::testing::check_close(tf::nn::conv2d(x, f, c.strides, c.padding, c.dilations), y, 0, 0);
       }
     }
   }
 }
 
-TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][nn]") {
-  // No batch: an empty output of the right shape.
-  const auto y0 = tf::nn::conv2d(tf::zeros({0, 5, 5, 2}), tf::ones({3, 3, 2, 4}), {1}, "SAME");
-  CHECK(y0.shape() == tf::TensorShape({0, 5, 5, 4}));
-  // No input channels: every output is an empty sum.
-  const auto yc = tf::nn::conv2d(tf::zeros({1, 3, 3, 0}), tf::ones({2, 2, 0, 2}), {1}, "VALID");
-  CHECK(yc.shape() == tf::TensorShape({1, 2, 2, 2}));
-  check_values(yc, std::vector<double>(8, 0.0));
-  // Two threads at once on the same cached primitive.
-  const tf::Tensor x =
-      make(tf::testing::random_values(2 * 16 * 16 * 8), {2, 16, 16, 8}, tf::float32);
-  const tf::Tensor f =
-      make(tf::testing::random_values(3 * 3 * 8 * 16, -1, 1, 3), {3, 3, 8, 16}, tf::float32);
-  const tf::Tensor ref = tf::nn::conv2d(x, f, {1}, "SAME");
-  std::vector<double> got[2];
-  std::thread a([&] {
-    for (int i = 0; i < 20; ++i) got[0] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
-  });
-  std::thread b([&] {
-    for (int i = 0; i < 20; ++i) got[1] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
-  });
-  a.join();
-  b.join();
-  CHECK(got[0] == values(ref));
-  CHECK(got[1] == values(ref));
+TEST_CASE("conv2d handles empty tensors and concurrent callers", "[cpu][cuda][nn]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO("device " << dev.to_string());
+    // No batch: an empty output of the right shape.
+    const auto y0 = tf::nn::conv2d(tf::zeros({0, 5, 5, 2}), tf::ones({3, 3, 2, 4}), {1}, "SAME");
+    CHECK(y0.shape() == tf::TensorShape({0, 5, 5, 4}));
+    CHECK(y0.device() == dev.to_string());
+    // No output channels.
+    CHECK(tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({2, 2, 2, 0}), {1}, "SAME").shape() ==
+          tf::TensorShape({1, 4, 4, 0}));
+    // No input channels: every output is an empty sum.
+    const auto yc = tf::nn::conv2d(tf::zeros({1, 3, 3, 0}), tf::ones({2, 2, 0, 2}), {1}, "VALID");
+    CHECK(yc.shape() == tf::TensorShape({1, 2, 2, 2}));
+    check_values(yc, std::vector<double>(8, 0.0));
+    // Two threads at once on the same cached primitive / cuDNN plan (the inputs' device places
+    // the threads' ops).
+    const tf::Tensor x =
+        make(tf::testing::random_values(2 * 16 * 16 * 8), {2, 16, 16, 8}, tf::float32);
+    const tf::Tensor f =
+        make(tf::testing::random_values(3 * 3 * 8 * 16, -1, 1, 3), {3, 3, 8, 16}, tf::float32);
+    const tf::Tensor ref = tf::nn::conv2d(x, f, {1}, "SAME");
+    std::vector<double> got[2];
+    std::thread a([&] {
+      for (int i = 0; i < 20; ++i) got[0] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
+    });
+    std::thread b([&] {
+      for (int i = 0; i < 20; ++i) got[1] = values(tf::nn::conv2d(x, f, {1}, "SAME"));
+    });
+    a.join();
+    b.join();
+    CHECK(got[0] == values(ref));
+    CHECK(got[1] == values(ref));
+  }
+}
+
+TEST_CASE("conv2d and pooling read inputs at an offset into their storage", "[cpu][cuda][nn]") {
+  // Views one element into a larger buffer: the CUDA kernel hands cuDNN aligned copies.
+  const ConvCase c{{2, 7, 6, 5}, {3, 3, 5, 4}, {1}, "SAME", {1}};
+  const PoolCase pc{{2, 7, 6, 5}, {3}, {2}, "SAME"};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float16, tf::float32, tf::float64}) {
+      INFO("device " << dev.to_string() << ", dtype " << tf::dtype_name(dt));
+      const tf::Tensor big = make(tf::testing::random_values(numel(c.x) + 1, -1, 1, 21),
+                                  tf::TensorShape{numel(c.x) + 1}, dt);
+      const tf::Tensor x = tf::detail::view(big, tf::TensorShape(c.x), tf::dtype_size(dt));
+      const tf::Tensor f =
+          make(tf::testing::random_values(numel(c.f), -1, 1, 22), tf::TensorShape(c.f), dt);
+      const double tol = dt == tf::float16 ? 1e-2 : 1e-5;
+      tf::TensorShape shape;
+      const auto want = conv_ref(values(x), values(f), c, shape);
+      const tf::Tensor y = tf::nn::conv2d(x, f, c.strides, c.padding, c.dilations);
+      REQUIRE(y.shape() == shape);
+      check_values(y, want, tol, tol);
+      const auto want_max = pool_ref(values(x), pc, true, shape);
+      check_values(tf::nn::max_pool2d(x, pc.ksize, pc.strides, pc.padding), want_max, 0, 0);
+      const auto want_avg = pool_ref(values(x), pc, false, shape);
+      check_values(tf::nn::avg_pool2d(x, pc.ksize, pc.strides, pc.padding), want_avg, tol, tol);
+    }
+  }
+}
+
+TEST_CASE("conv2d with TensorFloat-32 enabled stays close to float32", "[cpu][cuda][nn]") {
+  // The switch only changes GPU math (cuDNN may then use TF32 tensor cores: 10-bit mantissa
+  // products, float32 accumulation); the CPU ignores it.
+  struct Tf32Guard {
+    Tf32Guard() { tf::config::experimental::enable_tensor_float_32_execution(true); }
+    ~Tf32Guard() { tf::config::experimental::enable_tensor_float_32_execution(false); }
+  } guard;
+  const ConvCase c{{2, 12, 12, 16}, {3, 3, 16, 32}, {1}, "SAME", {1}};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO("device " << dev.to_string());
+    const tf::Tensor x = make(tf::testing::random_values(numel(c.x), -1, 1, 31),
+                              tf::TensorShape(c.x), tf::float32);
+    const tf::Tensor f = make(tf::testing::random_values(numel(c.f), -1, 1, 32),
+                              tf::TensorShape(c.f), tf::float32);
+    tf::TensorShape shape;
+    const auto want = conv_ref(values(x), values(f), c, shape);
+    const tf::Tensor y = tf::nn::conv2d(x, f, c.strides, c.padding);
+    REQUIRE(y.shape() == shape);
+    check_values(y, want, 1e-2, 1e-2);
+  }
 }
 
 TEST_CASE("conv2d rejects bad arguments", "[cpu][nn]") {
@@ -247,7 +318,7 @@ TEST_CASE("conv2d rejects bad arguments", "[cpu][nn]") {
 
 // ---------------------------------------------------------------- pooling
 
-TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
+TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][cuda][nn]") {
   const std::vector<PoolCase> cases = {
       {{1, 5, 5, 2}, {3}, {2}, "SAME"},  // edge windows cut by the padding
       {{2, 7, 6, 3}, {2, 3}, {2, 1}, "VALID"},
@@ -257,6 +328,9 @@ TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][nn]") {
       {{1, 8, 8, 4}, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"},
       {{3, 28, 28, 32}, {2}, {2}, "VALID"},
       {{1, 3, 3, 2}, {4}, {1}, "SAME"},  // window larger than the input
+      {{2, 9, 8, 5}, {2}, {2}, "SAME"},        // even window: padding rows 0/1, columns 0/0
+      {{3, 7, 10, 9}, {4, 3}, {3, 2}, "SAME"},  // rows 1/2, columns 0/1
+      {{4, 33, 31, 67}, {3}, {2}, "SAME"},      // many blocks, odd channel count
   };
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);

@@ -115,6 +115,69 @@ TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][
   }
 }
 
+namespace {
+
+// n elements of dtype d starting `offset` elements into a larger tensor (a view at a byte offset:
+// on a GPU its pointer is not 16-byte aligned unless offset * size is).
+tf::Tensor offset_input(const std::vector<double>& vals, tf::DType d, int64_t offset) {
+  std::vector<double> padded(static_cast<size_t>(offset), 0.0);
+  padded.insert(padded.end(), vals.begin(), vals.end());
+  padded.push_back(0.0);  // a trailing element, so that the view ends before the storage does
+  const auto base = tf::detail::from_doubles(padded, {static_cast<int64_t>(padded.size())}, d);
+  return tf::detail::view(base, {static_cast<int64_t>(vals.size())},
+                          static_cast<size_t>(offset) * tf::dtype_size(d));
+}
+
+void check_unary_case(const UnaryCase& c, tf::DType d, int64_t n, int64_t offset) {
+  const auto vals = inputs_for(d, c.lo, c.hi, static_cast<size_t>(n), 23);
+  const tf::Tensor x = offset_input(vals, d, offset);
+  const tf::Tensor y = c.fn(x);
+  REQUIRE(y.dtype() == d);
+  REQUIRE(y.shape() == tf::TensorShape({n}));
+  const auto xin = tf::detail::to_double_vector(x);
+  std::vector<double> want(xin.size());
+  for (size_t i = 0; i < xin.size(); ++i) want[i] = c.ref(xin[i]);
+  if (tf::is_floating(d))
+    want = tf::detail::to_double_vector(tf::detail::from_doubles(want, {n}, d));
+  check_values(y, want, rtol_of(d), rtol_of(d));
+}
+
+}  // namespace
+
+// Sizes around the GPU kernels' 16-byte vectors (1, 3, one element past a vector multiple, and a
+// large odd size over many blocks) and inputs that start at an odd element of their storage, so
+// that the vectorised range starts after a scalar head or is not taken at all.
+TEST_CASE("unary ops on odd sizes and offset views", "[cpu][unary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& c : unary_cases()) {
+      for (const auto d : c.dtypes) {
+        for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{4099}}) {
+          for (const int64_t offset : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+            INFO(c.name << " on " << tf::dtype_name(d) << ", n " << n << ", offset " << offset
+                        << " on " << dev.to_string());
+            check_unary_case(c, d, n, offset);
+          }
+        }
+      }
+    }
+    // Large, over many blocks and grid-stride iterations: one op per dtype class.
+    for (const auto& c : unary_cases()) {
+      const std::string name = c.name;
+      if (name != "negative" && name != "abs" && name != "sigmoid" && name != "logical_not")
+        continue;
+      for (const auto d : c.dtypes) {
+        if (name == "sigmoid" && d != tf::float32 && d != tf::float16) continue;
+        for (const int64_t offset : {int64_t{0}, int64_t{1}}) {
+          INFO(c.name << " on " << tf::dtype_name(d) << ", n 2^20 + 3, offset " << offset
+                      << " on " << dev.to_string());
+          check_unary_case(c, d, (int64_t{1} << 20) + 3, offset);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("unary ops reject the dtypes TF rejects - naming op and dtype", "[cpu][unary]") {
   for (const auto& c : unary_cases()) {
     for (const auto d : kAllDTypes) {
@@ -306,6 +369,52 @@ TEST_CASE("cast converts between every pair of dtypes", "[cpu][unary][cast]") {
     CHECK(tf::cast(tf::zeros({0, 2}), tf::int32).shape() == tf::TensorShape({0, 2}));
   }
   require_error([] { tf::cast(tf::Tensor(), tf::float32); }, {"[cast]", "undefined"});
+}
+
+// Every pair of dtypes over sizes and offsets that take the GPU's vector, head and tail paths:
+// the element sizes differ, so the vector width is set by the wider type.
+TEST_CASE("cast between every pair of dtypes on odd sizes and offset views",
+          "[cpu][unary][cast]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{4099}}) {
+      std::vector<double> vals(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) vals[i] = static_cast<double>((i * 37) % 101);  // exact
+      for (const auto from : kAllDTypes) {
+        for (const int64_t offset : {int64_t{0}, int64_t{1}}) {
+          const auto x = offset_input(vals, from, offset);
+          const auto xin = tf::detail::to_double_vector(x);
+          for (const auto to : kAllDTypes) {
+            INFO(tf::dtype_name(from) << " -> " << tf::dtype_name(to) << ", n " << n
+                                      << ", offset " << offset << " on " << dev.to_string());
+            const auto y = tf::cast(x, to);
+            REQUIRE(y.dtype() == to);
+            std::vector<double> want;
+            for (double v : xin) want.push_back(to == tf::bool_ ? v != 0 : v);
+            check_values(y, want, 0, 0);
+          }
+        }
+      }
+    }
+    // Fractions and negatives from each floating dtype to the integer ones (truncation toward
+    // zero; uint8 wraps through int32) and to bool, at an odd size.
+    std::vector<double> f;
+    for (int i = 0; i < 1031; ++i) f.push_back((i % 2 ? -1 : 1) * (i % 97) * 0.375);
+    for (const auto from : {tf::float16, tf::bfloat16, tf::float32, tf::float64}) {
+      const auto x = offset_input(f, from, 1);
+      const auto xin = tf::detail::to_double_vector(x);
+      for (const auto to : {tf::int32, tf::int64, tf::uint8, tf::bool_}) {
+        INFO(tf::dtype_name(from) << " -> " << tf::dtype_name(to) << " on " << dev.to_string());
+        std::vector<double> want;
+        for (double v : xin) {
+          if (to == tf::bool_) want.push_back(v != 0);
+          else if (to == tf::uint8) want.push_back(static_cast<uint8_t>(static_cast<int32_t>(v)));
+          else want.push_back(std::trunc(v));
+        }
+        check_values(tf::cast(x, to), want, 0, 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("unary primitives are elementwise and carry their attributes", "[cpu][unary]") {

@@ -1,0 +1,570 @@
+#include "autograd/tape.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+
+namespace tapeflow {
+
+// One recorded op: the primitive, what its vjp reads (others are placeholders), and the ids that
+// connect it to the rest of the tape.
+struct GradientTape::Node {
+  std::shared_ptr<Primitive> prim;
+  std::vector<Tensor> inputs;
+  std::vector<uint64_t> input_ids;
+  std::vector<uint8_t> input_tracked;  // floating and watched (or computed from watched)
+  std::vector<Tensor> outputs;
+  std::vector<uint64_t> output_ids;
+};
+
+namespace {
+
+// Shape, dtype and device of t without its data: what vjp() sees for values it did not ask for.
+Tensor placeholder(const Tensor& t) {
+  return detail::symbolic(t.shape(), t.dtype(), t.placement());
+}
+
+Tensor placeholder_of(const Variable& v) {
+  return detail::symbolic(v.shape(), v.dtype(), v.placement());
+}
+
+Tensor zeros_on(const TensorShape& shape, DType dtype, Device device) {
+  DeviceScope scope(device);
+  return zeros(shape, dtype);
+}
+
+Tensor one_hot_seed(const Tensor& target, int64_t flat_index, int64_t period) {
+  const int64_t n = target.num_elements();
+  std::vector<double> v(static_cast<size_t>(n), 0.0);
+  for (int64_t i = flat_index; i < n; i += period) v[static_cast<size_t>(i)] = 1.0;
+  DeviceScope scope(target.placement());
+  return detail::from_doubles(v, target.shape(), target.dtype());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+StopRecording::StopRecording(GradientTape& tape) : tape_(&tape), was_recording_(tape.recording_) {
+  TF_CHECK_T(FailedPreconditionError, was_recording_, "GradientTape.stop_recording",
+             "trying to stop recording a tape which is not recording");
+  tape_->uninstall();
+}
+
+StopRecording::~StopRecording() {
+  if (was_recording_ && !tape_->used_) tape_->install();
+}
+
+GradientTape::GradientTape(TapeOptions options) : options_(options) { install(); }
+
+GradientTape::~GradientTape() { uninstall(); }
+
+void GradientTape::install() {
+  if (recording_) return;
+  detail::thread_context().tapes.push_back(this);
+  recording_ = true;
+}
+
+void GradientTape::uninstall() {
+  if (!recording_) return;
+  auto& tapes = detail::thread_context().tapes;
+  auto it = std::find(tapes.begin(), tapes.end(), this);
+  if (it != tapes.end()) tapes.erase(it);
+  recording_ = false;
+}
+
+void GradientTape::check_usable(const char* what) const {
+  TF_CHECK_T(FailedPreconditionError, !used_, what,
+             "GradientTape.gradient can only be called once on non-persistent tapes (make the "
+             "tape with tf::TapeOptions{{.persistent = true}} to call it several times)");
+}
+
+bool GradientTape::is_tracked(const Tensor& t) const {
+  return t.defined() && is_floating(t.dtype()) && tracked_.count(t.id()) != 0;
+}
+
+void GradientTape::watch(const Tensor& t) {
+  TF_CHECK_ARG(t.defined(), "GradientTape.watch", "cannot watch an undefined tensor");
+  if (!is_floating(t.dtype())) {
+    TF_LOG_WARN_ONCE("The dtype of the watched tensor must be floating (e.g. tf.float32), got {}",
+                     dtype_name(t.dtype()));
+    return;
+  }
+  tracked_.try_emplace(t.id(), Slot{});
+}
+
+void GradientTape::watch(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts) watch(t);
+}
+
+void GradientTape::watch(const Variable& v) {
+  TF_CHECK_ARG(v.defined(), "GradientTape.watch", "cannot watch an empty Variable handle");
+  if (!is_floating(v.dtype())) {
+    TF_LOG_WARN_ONCE("The dtype of the watched variable must be floating (e.g. tf.float32), got {}",
+                     dtype_name(v.dtype()));
+    return;
+  }
+  if (var_reads_.try_emplace(v.handle_id()).second) watched_vars_.push_back(v);
+}
+
+void GradientTape::watch(const std::vector<Variable>& vs) {
+  for (const Variable& v : vs) watch(v);
+}
+
+std::vector<Variable> GradientTape::watched_variables() const { return watched_vars_; }
+
+void GradientTape::variable_read(const Variable& v, const Tensor& read) {
+  if (!recording_ || !is_floating(v.dtype())) return;
+  auto it = var_reads_.find(v.handle_id());
+  if (it == var_reads_.end()) {
+    if (!options_.watch_accessed_variables || !v.trainable()) return;
+    it = var_reads_.try_emplace(v.handle_id()).first;
+    watched_vars_.push_back(v);
+  }
+  it->second.push_back(read.id());
+  tracked_.try_emplace(read.id(), Slot{});
+}
+
+void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
+                          std::span<const Tensor> outputs) {
+  if (!recording_) return;
+  bool any = false;
+  for (const Tensor& t : inputs) any = any || is_tracked(t);
+  if (!any) return;
+  bool float_out = false;
+  for (const Tensor& t : outputs) float_out = float_out || is_floating(t.dtype());
+  if (!float_out) return;  // bool and integer results carry no gradient
+
+  auto node = std::make_unique<Node>();
+  node->prim = prim.clone();
+  const uint32_t saves = prim.vjp_saves();
+  const size_t n_in = inputs.size(), n_out = outputs.size();
+  node->inputs.reserve(n_in);
+  node->input_ids.reserve(n_in);
+  node->input_tracked.reserve(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const bool save = i < 16 && (saves & Primitive::save_input(static_cast<int>(i)));
+    node->inputs.push_back(save ? inputs[i] : placeholder(inputs[i]));
+    node->input_ids.push_back(inputs[i].id());
+    node->input_tracked.push_back(is_tracked(inputs[i]) ? 1 : 0);
+  }
+  const int64_t index = static_cast<int64_t>(nodes_.size());
+  for (size_t j = 0; j < n_out; ++j) {
+    const bool save = j < 16 && (saves & Primitive::save_output(static_cast<int>(j)));
+    node->outputs.push_back(save ? outputs[j] : placeholder(outputs[j]));
+    node->output_ids.push_back(outputs[j].id());
+    if (is_floating(outputs[j].dtype()))
+      tracked_[outputs[j].id()] = Slot{index, static_cast<int>(j)};
+  }
+  nodes_.push_back(std::move(node));
+}
+
+void GradientTape::reset() {
+  release_all();
+  nodes_.clear();
+  released_ = 0;
+  tracked_.clear();
+  watched_vars_.clear();
+  var_reads_.clear();
+}
+
+void GradientTape::release_all() {
+  for (auto& n : nodes_)
+    if (n) {
+      n.reset();
+      ++released_;
+    }
+  tracked_.clear();
+}
+
+std::vector<uint64_t> GradientTape::ids_of(const Variable& v) const {
+  TF_CHECK_ARG(v.defined(), "GradientTape.gradient", "a source is an empty Variable handle");
+  auto it = var_reads_.find(v.handle_id());
+  return it == var_reads_.end() ? std::vector<uint64_t>{} : it->second;
+}
+
+// The backward sweep. Visits, newest first, the recorded ops that lie between the targets and
+// the sources, calls each one's vjp once with the summed cotangents of its outputs, and frees
+// each cotangent and (unless `keep`) each op's saved tensors as soon as it has been used.
+std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
+                                          const std::vector<Tensor>& seeds,
+                                          const std::vector<std::vector<uint64_t>>& source_ids,
+                                          const std::vector<Tensor>& source_like,
+                                          UnconnectedGradients unconnected, bool keep) {
+  const int64_t n_nodes = static_cast<int64_t>(nodes_.size());
+  std::unordered_set<uint64_t> sources;
+  for (const auto& ids : source_ids) sources.insert(ids.begin(), ids.end());
+
+  // Forward: which tensors depend on a source.
+  std::unordered_set<uint64_t> depends(sources);
+  std::vector<uint8_t> relevant(static_cast<size_t>(n_nodes), 0);
+  for (int64_t i = 0; i < n_nodes; ++i) {
+    const Node* n = nodes_[i].get();
+    if (!n) continue;
+    bool dep = false;
+    for (size_t k = 0; k < n->input_ids.size(); ++k)
+      dep = dep || (n->input_tracked[k] && depends.count(n->input_ids[k]));
+    if (dep) {
+      relevant[i] = 1;
+      for (uint64_t id : n->output_ids) depends.insert(id);
+    }
+  }
+  // Backward: which of those the targets depend on.
+  std::unordered_set<uint64_t> reach;
+  for (const Tensor& t : targets) reach.insert(t.id());
+  for (int64_t i = n_nodes - 1; i >= 0; --i) {
+    if (!relevant[i]) continue;
+    const Node* n = nodes_[i].get();
+    bool hit = false;
+    for (uint64_t id : n->output_ids) hit = hit || reach.count(id);
+    if (!hit) {
+      relevant[i] = 0;
+      continue;
+    }
+    for (size_t k = 0; k < n->input_ids.size(); ++k)
+      if (n->input_tracked[k]) reach.insert(n->input_ids[k]);
+  }
+
+  std::unordered_map<uint64_t, Tensor> grads;
+  auto accumulate = [&](uint64_t id, Tensor g) {
+    auto [it, fresh] = grads.try_emplace(id, g);
+    if (!fresh) it->second = add(it->second, g);
+  };
+  for (size_t k = 0; k < targets.size(); ++k) accumulate(targets[k].id(), seeds[k]);
+
+  for (int64_t i = n_nodes - 1; i >= 0; --i) {
+    if (!relevant[i]) continue;
+    Node& n = *nodes_[i];
+    std::vector<Tensor> cts(n.outputs.size());
+    bool any = false;
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      auto it = grads.find(n.output_ids[j]);
+      if (it == grads.end()) continue;
+      any = true;
+      if (sources.count(n.output_ids[j])) {
+        cts[j] = it->second;  // also a source: keep its gradient for the result
+      } else {
+        cts[j] = std::move(it->second);
+        grads.erase(it);
+      }
+    }
+    if (any) {
+      for (size_t j = 0; j < cts.size(); ++j)
+        if (!cts[j].defined())
+          cts[j] = zeros_on(n.outputs[j].shape(), n.outputs[j].dtype(), n.outputs[j].placement());
+      std::vector<int> argnums;
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.input_tracked[k] && depends.count(n.input_ids[k]))
+          argnums.push_back(static_cast<int>(k));
+      std::vector<Tensor> in_grads = n.prim->vjp(n.inputs, cts, argnums, n.outputs);
+      TF_CHECK_T(InternalError, in_grads.size() == argnums.size(), n.prim->name(),
+                 "vjp returned {} gradients for {} inputs", in_grads.size(), argnums.size());
+      for (size_t a = 0; a < argnums.size(); ++a) {
+        Tensor& g = in_grads[a];
+        if (!g.defined()) continue;
+        const Tensor& x = n.inputs[argnums[a]];
+        TF_CHECK_T(InternalError, g.shape() == x.shape() && g.dtype() == x.dtype(),
+                   n.prim->name(),
+                   "vjp of input {} gave shape {} dtype {}, the input has shape {} dtype {}",
+                   argnums[a], g.shape().to_string(), dtype_name(g.dtype()),
+                   x.shape().to_string(), dtype_name(x.dtype()));
+        accumulate(n.input_ids[argnums[a]], std::move(g));
+      }
+    }
+    if (!keep) {
+      nodes_[i].reset();
+      ++released_;
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(source_ids.size());
+  for (size_t s = 0; s < source_ids.size(); ++s) {
+    Tensor total;
+    for (uint64_t id : source_ids[s]) {
+      auto it = grads.find(id);
+      if (it == grads.end()) continue;
+      total = total.defined() ? add(total, it->second) : it->second;
+    }
+    if (!total.defined() && unconnected == UnconnectedGradients::ZERO)
+      total = zeros_on(source_like[s].shape(), source_like[s].dtype(),
+                       source_like[s].placement());
+    result.push_back(std::move(total));
+  }
+  return result;
+}
+
+std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
+                                                const Tensor* output_gradients,
+                                                const std::vector<std::vector<uint64_t>>& source_ids,
+                                                const std::vector<Tensor>& source_like,
+                                                UnconnectedGradients unconnected) {
+  const char* op = "GradientTape.gradient";
+  check_usable(op);
+  TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
+  Tensor seed;
+  if (output_gradients && output_gradients->defined()) {
+    TF_CHECK_ARG(output_gradients->shape() == target.shape(), op,
+                 "output_gradients has shape {}, the target has shape {}",
+                 output_gradients->shape().to_string(), target.shape().to_string());
+    seed = output_gradients->dtype() == target.dtype()
+               ? *output_gradients
+               : detail::adopt_dtype(*output_gradients, target.dtype());
+    TF_CHECK_ARG(seed.dtype() == target.dtype(), op,
+                 "output_gradients has dtype {}, the target has dtype {}",
+                 dtype_name(output_gradients->dtype()), dtype_name(target.dtype()));
+  } else if (is_floating(target.dtype())) {
+    DeviceScope scope(target.placement());
+    seed = ones(target.shape(), target.dtype());
+  }
+  // The tape never records its own gradient computation (an enclosing tape does: nest tapes
+  // for higher orders); a non-persistent tape stops recording for good at its first gradient().
+  const bool resume = options_.persistent && recording_;
+  uninstall();
+  std::vector<Tensor> result;
+  if (!is_floating(target.dtype())) {
+    // An integer or bool target has no gradient.
+    result = compute({}, {}, source_ids, source_like, unconnected, options_.persistent);
+  } else {
+    result = compute({target}, {seed}, source_ids, source_like, unconnected, options_.persistent);
+  }
+  if (resume) install();
+  if (!options_.persistent) {
+    used_ = true;
+    release_all();
+  }
+  return result;
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
+                              UnconnectedGradients unconnected) {
+  TF_CHECK_ARG(source.defined(), "GradientTape.gradient", "the source is an undefined tensor");
+  return gradient_impl(target, nullptr, {{source.id()}}, {source}, unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Variable& source,
+                              UnconnectedGradients unconnected) {
+  return gradient_impl(target, nullptr, {ids_of(source)},
+                       {placeholder_of(source)}, unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
+                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
+  TF_CHECK_ARG(source.defined(), "GradientTape.gradient", "the source is an undefined tensor");
+  return gradient_impl(target, &output_gradients, {{source.id()}}, {source}, unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Variable& source,
+                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
+  return gradient_impl(target, &output_gradients, {ids_of(source)}, {placeholder_of(source)},
+                       unconnected)[0];
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Variable>& sources,
+                                           UnconnectedGradients unconnected) {
+  std::vector<std::vector<uint64_t>> ids;
+  std::vector<Tensor> like;
+  for (const Variable& v : sources) {
+    ids.push_back(ids_of(v));
+    like.push_back(placeholder_of(v));
+  }
+  return gradient_impl(target, nullptr, ids, like, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Variable>& sources,
+                                           const Tensor& output_gradients,
+                                           UnconnectedGradients unconnected) {
+  std::vector<std::vector<uint64_t>> ids;
+  std::vector<Tensor> like;
+  for (const Variable& v : sources) {
+    ids.push_back(ids_of(v));
+    like.push_back(placeholder_of(v));
+  }
+  return gradient_impl(target, &output_gradients, ids, like, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected) {
+  std::vector<std::vector<uint64_t>> ids;
+  for (const Tensor& s : sources) {
+    TF_CHECK_ARG(s.defined(), "GradientTape.gradient", "a source is an undefined tensor");
+    ids.push_back({s.id()});
+  }
+  return gradient_impl(target, nullptr, ids, sources, unconnected);
+}
+
+// ---- Jacobians: one backward sweep per target element, with the tape kept until the end ----
+
+
+// Target shape followed by the source's dimensions (from index `from`).
+static TensorShape jacobian_shape(TensorShape shape, const TensorShape& src, int from) {
+  for (int d = from; d < src.rank(); ++d) shape.push_back(src[d]);
+  return shape;
+}
+
+// Rows of a Jacobian: one sweep per seed. Connectivity does not depend on the seed, so the
+// first row tells whether the target depends on the source at all.
+Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
+                                   const std::vector<uint64_t>& ids, const Tensor& like,
+                                   int64_t count, int64_t period, int stack_axis,
+                                   const TensorShape& shape, UnconnectedGradients unconnected) {
+  check_usable(op);
+  TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
+  const bool resume = options_.persistent && recording_;
+  uninstall();
+  std::vector<Tensor> rows;
+  if (is_floating(target.dtype()) && !ids.empty()) {
+    for (int64_t i = 0; i < count; ++i) {
+      Tensor g = compute({target}, {one_hot_seed(target, i, period)}, {ids}, {like},
+                         UnconnectedGradients::NONE, /*keep=*/true)[0];
+      if (!g.defined()) break;
+      rows.push_back(std::move(g));
+    }
+  }
+  if (resume) install();
+  if (!options_.persistent) {
+    used_ = true;
+    release_all();
+  }
+  if (rows.empty() || static_cast<int64_t>(rows.size()) != count) {
+    if (unconnected == UnconnectedGradients::NONE && count > 0) return Tensor();
+    return zeros_on(shape, like.dtype(), like.placement());
+  }
+  return reshape(stack(rows, stack_axis), shape);
+}
+
+Tensor GradientTape::jacobian(const Tensor& target, const Tensor& source,
+                              UnconnectedGradients unconnected) {
+  TF_CHECK_ARG(source.defined(), "GradientTape.jacobian", "the source is an undefined tensor");
+  const int64_t n = target.defined() ? target.num_elements() : 0;
+  return jacobian_rows("GradientTape.jacobian", target, {source.id()}, source, n, n, 0,
+                       jacobian_shape(target.defined() ? target.shape() : TensorShape{},
+                                      source.shape(), 0),
+                       unconnected);
+}
+
+Tensor GradientTape::jacobian(const Tensor& target, const Variable& source,
+                              UnconnectedGradients unconnected) {
+  const int64_t n = target.defined() ? target.num_elements() : 0;
+  return jacobian_rows("GradientTape.jacobian", target, ids_of(source), placeholder_of(source),
+                       n, n, 0,
+                       jacobian_shape(target.defined() ? target.shape() : TensorShape{},
+                                      source.shape(), 0),
+                       unconnected);
+}
+
+Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
+                                    UnconnectedGradients unconnected) {
+  const char* op = "GradientTape.batch_jacobian";
+  TF_CHECK_ARG(target.defined() && source.defined(), op, "target and source must be defined");
+  TF_CHECK_ARG(target.rank() >= 1 && source.rank() >= 1, op,
+               "target and source need a batch dimension, got shapes {} and {}",
+               target.shape().to_string(), source.shape().to_string());
+  TF_CHECK_ARG(target.shape()[0] == source.shape()[0], op,
+               "need first dimension of target shape {} and source shape {} to match",
+               target.shape().to_string(), source.shape().to_string());
+  const int64_t b = target.shape()[0];
+  const int64_t per = b == 0 ? 0 : target.num_elements() / b;
+  const TensorShape shape = jacobian_shape(target.shape(), source.shape(), 1);
+  return jacobian_rows(op, target, {source.id()}, source, per, per, 1, shape, unconnected);
+}
+
+// ---- stop_gradient and custom_gradient ----
+
+Tensor stop_gradient(const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), "stop_gradient", "the input is an undefined tensor (TF's None)");
+  // A new handle on the same storage that no tape has seen: nothing flows back through it.
+  Tensor y = detail::view(x, x.shape());
+  return y;
+}
+
+namespace {
+
+struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
+  std::shared_ptr<std::function<std::vector<Tensor>(const Tensor&)>> grad_fn;
+  const char* name() const override { return "custom_gradient"; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {
+    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never dispatched");
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never executed");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never executed");
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> all = (*grad_fn)(cotangents[0]);
+    TF_CHECK_ARG(all.size() == primals.size(), name(),
+                 "the gradient function returned {} gradients for {} inputs", all.size(),
+                 primals.size());
+    std::vector<Tensor> out;
+    for (int a : argnums) {
+      Tensor g = all[a];
+      if (g.defined()) {
+        TF_CHECK_ARG(g.shape() == primals[a].shape(), name(),
+                     "the gradient of input {} has shape {}, the input has shape {}", a,
+                     g.shape().to_string(), primals[a].shape().to_string());
+        if (g.dtype() != primals[a].dtype()) g = detail::adopt_dtype(g, primals[a].dtype());
+      }
+      out.push_back(g);
+    }
+    return out;
+  }
+};
+
+Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
+                     std::function<std::vector<Tensor>(const Tensor&)> grad) {
+  TF_CHECK_ARG(y.defined(), "custom_gradient", "the function returned an undefined value");
+  TF_CHECK_ARG(grad != nullptr, "custom_gradient", "the function returned no gradient function");
+  Tensor out = detail::view(y, y.shape());  // a fresh id for the recorded node's output
+  auto& tapes = detail::thread_context().tapes;
+  if (!tapes.empty()) {
+    CustomGradientOp op;
+    op.grad_fn = std::make_shared<std::function<std::vector<Tensor>(const Tensor&)>>(
+        std::move(grad));
+    const Tensor outs[1] = {out};
+    const size_t n = tapes.size();
+    for (size_t i = 0; i < n && i < tapes.size(); ++i) tapes[i]->record(op, xs, outs);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
+  TF_CHECK_ARG(fn != nullptr, "custom_gradient", "the function is empty");
+  return [fn = std::move(fn)](const Tensor& x) {
+    auto [y, grad] = [&] {
+      detail::PauseTapes pause;
+      return fn(x);
+    }();
+    std::function<std::vector<Tensor>(const Tensor&)> g =
+        [grad = std::move(grad)](const Tensor& dy) { return std::vector<Tensor>{grad(dy)}; };
+    return record_custom({x}, y, std::move(g));
+  };
+}
+
+std::function<Tensor(const std::vector<Tensor>&)> custom_gradient(CustomGradientFnN fn) {
+  TF_CHECK_ARG(fn != nullptr, "custom_gradient", "the function is empty");
+  return [fn = std::move(fn)](const std::vector<Tensor>& xs) {
+    auto [y, grad] = [&] {
+      detail::PauseTapes pause;
+      return fn(xs);
+    }();
+    return record_custom(xs, y, std::move(grad));
+  };
+}
+
+}  // namespace tapeflow

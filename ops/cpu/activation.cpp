@@ -1,0 +1,50 @@
+// CPU kernels of the activation primitives: contiguous loops the compiler vectorises, split
+// over the thread pool.
+#include <type_traits>
+
+#include "core/parallel.h"
+#include "ops/activation.h"
+
+namespace tapeflow::prims {
+
+namespace {
+constexpr int64_t kGrain = 32 * 1024;
+
+template <class T>
+void relu_kernel(const Tensor& x, Tensor& y) {
+  using C = compute_t<T>;
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  detail::parallel_for(x.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const C v = static_cast<C>(in[i]);
+      if constexpr (std::is_unsigned_v<C>) out[i] = in[i];
+      else out[i] = static_cast<T>(v < C(0) ? C(0) : v);  // NaN < 0 is false: NaN passes
+    }
+  });
+}
+
+template <class T>
+void relu_grad_kernel(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  using C = compute_t<T>;
+  const T* a = y.data<T>();
+  const T* g = dy.data<T>();
+  T* out = dx.data<T>();
+  detail::parallel_for(y.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (std::is_same_v<C, bool>) out[i] = a[i] ? g[i] : false;
+      else out[i] = static_cast<C>(a[i]) > C(0) ? g[i] : static_cast<T>(C(0));
+    }
+  });
+}
+}  // namespace
+
+void Relu::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), relu_kernel<T>(in[0], out[0]));
+}
+
+void ReluGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), relu_grad_kernel<T>(in[0], in[1], out[0]));
+}
+
+}  // namespace tapeflow::prims

@@ -1,0 +1,40 @@
+// CPU kernel of UnsortedSegmentSum: rows are added in order (deterministic); columns are split
+// over the thread pool.
+#include <algorithm>
+#include <cstring>
+
+#include "core/parallel.h"
+#include "ops/scatter.h"
+
+namespace tapeflow::prims {
+
+namespace {
+template <class T, class I>
+void segment_sum(const Tensor& data, const Tensor& ids, Tensor& out) {
+  using C = compute_t<T>;
+  const int64_t n = data.shape()[0], d = data.shape()[1], s = out.shape()[0];
+  const T* src = data.data<T>();
+  const I* id = ids.data<I>();
+  T* dst = out.data<T>();
+  detail::parallel_for(d, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)),
+                       [&](int64_t b, int64_t e) {
+    std::vector<C> acc(static_cast<size_t>((e - b) * s), C(0));
+    for (int64_t i = 0; i < n; ++i) {
+      C* row = acc.data() + static_cast<int64_t>(id[i]) * (e - b);
+      const T* in = src + i * d + b;
+      for (int64_t j = 0; j < e - b; ++j) row[j] += static_cast<C>(in[j]);
+    }
+    for (int64_t r = 0; r < s; ++r)
+      for (int64_t j = 0; j < e - b; ++j) dst[r * d + b + j] = static_cast<T>(acc[r * (e - b) + j]);
+  });
+}
+}  // namespace
+
+void UnsortedSegmentSum::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), {
+    if (in[1].dtype() == int32) segment_sum<T, int32_t>(in[0], in[1], out[0]);
+    else segment_sum<T, int64_t>(in[0], in[1], out[0]);
+  });
+}
+
+}  // namespace tapeflow::prims

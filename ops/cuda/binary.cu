@@ -1,0 +1,151 @@
+// CUDA kernels of the binary elementwise ops and of where (Select); the CPU ones are in
+// ops/cpu/elementwise_binary.cpp. Operands with the output's element count or a single element
+// take the flat (vectorised) path of ops/cuda/elementwise_kernels.cuh, any other broadcast the
+// strided path. Only the dtypes each op accepts are instantiated; greater and greater_equal run
+// as less and less_equal with the operands swapped.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "core/cuda/context.h"
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/cuda/common.cuh"
+#include "ops/cuda/elementwise_kernels.cuh"
+
+namespace tapeflow {
+namespace {
+
+namespace ew = cuda::ew;
+using detail::BinaryKind;
+
+template <BinaryKind K, class T>
+constexpr bool accepts() {
+  if constexpr (K == BinaryKind::Equality) return true;
+  else if constexpr (K == BinaryKind::Logical) return std::is_same_v<T, bool>;
+  else return ew::is_numeric_v<T>;
+}
+
+// Result element type: bool for comparisons; true division of integers gives float32 (uint8) or
+// float64 (int32, int64).
+template <BinaryKind K, class T>
+struct result {
+  using type = T;
+};
+template <class T>
+struct result<BinaryKind::Compare, T> {
+  using type = bool;
+};
+template <class T>
+struct result<BinaryKind::Equality, T> {
+  using type = bool;
+};
+template <class T>
+struct result<BinaryKind::Logical, T> {
+  using type = bool;
+};
+template <class T>
+struct result<BinaryKind::TrueDivide, T> {
+  using type = std::conditional_t<ew::is_int_v<T>,
+                                  std::conditional_t<std::is_same_v<T, uint8_t>, float, double>, T>;
+};
+
+[[noreturn]] void rejected_dtype(const char* op, DType d) {
+  throw InternalError(std::string("[") + op + "] dtype " + std::string(dtype_name(d)) +
+                      " reached the CUDA kernel although infer rejects it");
+}
+
+// F applied to (a, b), or to (b, a) when `swap`; K is the op's kind (dtypes and result type).
+template <BinaryKind K, class F, bool swap = false>
+void binary_eval(const char* name, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (out.num_elements() == 0) return;
+  TF_CUDA_DISPATCH_ALL_TYPES(a.dtype(), {
+    if constexpr (accepts<K, T>()) {
+      using O = typename result<K, T>::type;
+      using C = cuda::dcompute_t<std::conditional_t<std::is_same_v<O, bool>, T, O>>;
+      const ew::Map2<F, T, O, C> op{};
+      if constexpr (swap) ew::launch<O, T, T>(name, op, out, {&b, &a});
+      else ew::launch<O, T, T>(name, op, out, {&a, &b});
+    } else {
+      rejected_dtype(name, a.dtype());
+    }
+  })
+}
+
+template <class T>
+__global__ void __launch_bounds__(cuda::kThreads)
+    any_negative_kernel(const T* __restrict__ e, int64_t n, int* __restrict__ flag) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  bool neg = false;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    neg = neg || e[i] < 0;
+  if (neg) *flag = 1;
+}
+
+// Integer pow rejects negative exponents before computing anything, as TF (and the CPU kernel)
+// does. The host must read the answer: this synchronises the stream.
+template <class T>
+void check_int_exponents(const Tensor& e) {
+  const Device dev = e.placement();
+  cudaStream_t st = detail::cuda::stream(dev);
+  Tensor flag = detail::empty(TensorShape{}, int32, dev);
+  TF_CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int), st));
+  const int64_t n = e.num_elements();
+  any_negative_kernel<T><<<cuda::grid_for(n, dev), cuda::kThreads, 0, st>>>(
+      cuda::dptr<T>(e), n, cuda::dptr<int>(flag));
+  detail::cuda::check_launch("pow");
+  if (flag.item<int32_t>() != 0)  // copies to the host after the stream's work (synchronises)
+    throw InvalidArgumentError(std::string("[pow] Integers to negative integer powers are not "
+                                           "allowed (") +
+                               std::string(dtype_name(e.dtype())) + " exponent)");
+}
+
+template <class E>
+void select_typed(const Tensor& c, const Tensor& x, const Tensor& y, Tensor& out) {
+  ew::launch<E, bool, E, E>("where", ew::SelectOp<E>{}, out, {&c, &x, &y});
+}
+
+}  // namespace
+
+namespace prims {
+
+#define TF_BINARY_CUDA(STRUCT, FUNCTOR, SWAP)                                                 \
+  void STRUCT::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {           \
+    binary_eval<kKind, ew::FUNCTOR, SWAP>(name(), in[0], in[1], out[0]);                      \
+  }
+TF_BINARY_CUDA(Add, AddF, false)
+TF_BINARY_CUDA(Subtract, SubtractF, false)
+TF_BINARY_CUDA(Multiply, MultiplyF, false)
+TF_BINARY_CUDA(Divide, DivideF, false)
+TF_BINARY_CUDA(Maximum, MaximumF, false)
+TF_BINARY_CUDA(Minimum, MinimumF, false)
+TF_BINARY_CUDA(Equal, EqualF, false)
+TF_BINARY_CUDA(NotEqual, NotEqualF, false)
+TF_BINARY_CUDA(Less, LessF, false)
+TF_BINARY_CUDA(LessEqual, LessEqualF, false)
+TF_BINARY_CUDA(Greater, LessF, true)
+TF_BINARY_CUDA(GreaterEqual, LessEqualF, true)
+TF_BINARY_CUDA(LogicalAnd, LogicalAndF, false)
+TF_BINARY_CUDA(LogicalOr, LogicalOrF, false)
+#undef TF_BINARY_CUDA
+
+void Pow::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  if (in[1].dtype() == int32) check_int_exponents<int32_t>(in[1]);
+  else if (in[1].dtype() == int64) check_int_exponents<int64_t>(in[1]);
+  binary_eval<kKind, ew::PowF>(name(), in[0], in[1], out[0]);
+}
+
+void Select::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  switch (dtype_size(in[1].dtype())) {
+    case 1: select_typed<uint8_t>(in[0], in[1], in[2], out[0]); break;
+    case 2: select_typed<uint16_t>(in[0], in[1], in[2], out[0]); break;
+    case 4: select_typed<uint32_t>(in[0], in[1], in[2], out[0]); break;
+    case 8: select_typed<uint64_t>(in[0], in[1], in[2], out[0]); break;
+    default: throw InternalError("[where] unexpected element size");
+  }
+}
+
+}  // namespace prims
+}  // namespace tapeflow

@@ -1,0 +1,65 @@
+#include "ops/scatter.h"
+
+#include "core/check.h"
+#include "ops/dispatch.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+
+namespace tapeflow {
+
+namespace prims {
+
+void UnsortedSegmentSum::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  TF_CHECK_ARG(in[0].rank() == 2 && in[1].rank() == 1 && in[1].shape()[0] == in[0].shape()[0],
+               name(), "expects data (N, D) and ids (N), got {} and {}",
+               in[0].shape().to_string(), in[1].shape().to_string());
+  out[0] = {TensorShape{num_segments, in[0].shape()[1]}, in[0].dtype()};
+}
+
+// Linear in data: the cotangent of row i is the cotangent of its segment.
+uint32_t UnsortedSegmentSum::vjp_saves() const { return save_input(1); }
+std::vector<Tensor> UnsortedSegmentSum::vjp(std::span<const Tensor> p,
+                                            std::span<const Tensor> cts,
+                                            std::span<const int> argnums,
+                                            std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (int k : argnums) out.push_back(k == 0 ? gather(cts[0], p[1], 0) : Tensor());
+  return out;
+}
+
+}  // namespace prims
+
+Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64_t num_segments) {
+  const char* op = "unsorted_segment_sum";
+  TF_CHECK_ARG(data.defined() && segment_ids.defined(), op, "an input is undefined");
+  detail::check_dtype_floating(op, data);
+  TF_CHECK_ARG(segment_ids.dtype() == int32 || segment_ids.dtype() == int64, op,
+               "segment_ids must be int32 or int64, got {}", dtype_name(segment_ids.dtype()));
+  TF_CHECK_ARG(num_segments >= 0, op, "num_segments must be non-negative, got {}", num_segments);
+  const TensorShape& ds = data.shape();
+  const TensorShape& is = segment_ids.shape();
+  TF_CHECK_ARG(ds.rank() >= is.rank(), op,
+               "data of shape {} does not start with the segment_ids shape {}", ds.to_string(),
+               is.to_string());
+  for (int d = 0; d < is.rank(); ++d)
+    TF_CHECK_ARG(ds[d] == is[d], op, "data of shape {} does not start with the segment_ids shape {}",
+                 ds.to_string(), is.to_string());
+  // Ids are checked on the host (they are small next to the data).
+  const auto ids = detail::to_double_vector(segment_ids);
+  for (size_t i = 0; i < ids.size(); ++i)
+    TF_CHECK_ARG(ids[i] >= 0 && ids[i] < static_cast<double>(num_segments), op,
+                 "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(ids[i]),
+                 num_segments);
+  const int64_t n = is.num_elements();
+  int64_t inner = 1;
+  TensorShape rest{num_segments};
+  for (int d = is.rank(); d < ds.rank(); ++d) {
+    inner *= ds[d];
+    rest.push_back(ds[d]);
+  }
+  Tensor flat = reshape(data, TensorShape{n, inner});
+  Tensor flat_ids = reshape(segment_ids, TensorShape{n});
+  return reshape(detail::dispatch(prims::UnsortedSegmentSum(num_segments), {flat, flat_ids}), rest);
+}
+
+}  // namespace tapeflow

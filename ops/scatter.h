@@ -1,0 +1,29 @@
+// Segment sums: the gradient of gather. unsorted_segment_sum(data, ids, n) adds row i of data
+// into row ids[i] of an (n, ...) zero tensor, as TF's tf.math.unsorted_segment_sum (one id per
+// leading row; ids outside [0, n) are an InvalidArgumentError).
+#pragma once
+
+#include "ops/primitive.h"
+
+namespace tapeflow {
+
+Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
+
+namespace prims {
+
+// Inputs: data (N, D) of a floating dtype, ids (N) int32/int64 already checked to lie in
+// [0, num_segments). Output (num_segments, D).
+struct UnsortedSegmentSum final : PrimitiveBase<UnsortedSegmentSum> {
+  int64_t num_segments = 0;
+  explicit UnsortedSegmentSum(int64_t n) : num_segments(n) {}
+  const char* name() const override { return "unsorted_segment_sum"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
+  std::string attributes() const override {
+    return "num_segments=" + std::to_string(num_segments);
+  }
+};
+
+}  // namespace prims
+}  // namespace tapeflow

@@ -1,0 +1,233 @@
+// The gradient case table: for every differentiable op, the tape's gradient of sum(f(x) * w)
+// (w a fixed random cotangent) against central finite differences in float64, on every device,
+// with broadcasting inputs; plus second-order checks through nested tapes.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+using Fn = std::function<tf::Tensor(const std::vector<tf::Tensor>&)>;
+
+struct Input {
+  tf::TensorShape shape;
+  double lo = -1.0, hi = 1.0;
+  // Values pushed away from 0 (for abs, sign-dependent ops): |x| >= 0.2.
+  bool away_from_zero = false;
+};
+
+struct Case {
+  std::string name;
+  std::vector<Input> inputs;
+  Fn f;
+  double rtol = 1e-6;
+};
+
+std::vector<double> make_values(const Input& in, unsigned seed) {
+  auto v = tf::testing::random_values(static_cast<size_t>(in.shape.num_elements()), in.lo, in.hi,
+                                      seed);
+  if (in.away_from_zero)
+    for (auto& e : v) e = e < 0 ? e - 0.2 : e + 0.2;
+  return v;
+}
+
+// sum(f(xs) * w) evaluated in float64 on the host.
+double weighted(const Fn& f, const std::vector<tf::Tensor>& xs, const std::vector<double>& w) {
+  const auto y = tf::detail::to_double_vector(f(xs));
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
+  return s;
+}
+
+void check_case(const Case& c) {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    INFO(c.name << " on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    std::vector<std::vector<double>> values;
+    std::vector<tf::Tensor> xs;
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      values.push_back(make_values(c.inputs[k], static_cast<unsigned>(17 + 31 * k)));
+      xs.push_back(tf::detail::from_doubles(values[k], c.inputs[k].shape, tf::float64));
+    }
+    const tf::Tensor y0 = c.f(xs);
+    const auto w = tf::testing::random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 99);
+    const tf::Tensor wt = tf::detail::from_doubles(w, y0.shape(), tf::float64);
+
+    tf::GradientTape tape;
+    tape.watch(xs);
+    const tf::Tensor target = tf::reduce_sum(tf::multiply(c.f(xs), wt));
+    const std::vector<tf::Tensor> grads = tape.gradient(target, xs);
+    REQUIRE(grads.size() == xs.size());
+
+    const double h = 1e-6;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      INFO("input " << k);
+      REQUIRE(grads[k].defined());
+      CHECK(grads[k].shape() == xs[k].shape());
+      CHECK(grads[k].device() == xs[k].device());
+      std::vector<double> numeric(values[k].size());
+      for (size_t i = 0; i < values[k].size(); ++i) {
+        auto plus = values[k], minus = values[k];
+        plus[i] += h;
+        minus[i] -= h;
+        auto at = [&](const std::vector<double>& v) {
+          auto ys = xs;
+          ys[k] = tf::detail::from_doubles(v, xs[k].shape(), tf::float64);
+          return weighted(c.f, ys, w);
+        };
+        numeric[i] = (at(plus) - at(minus)) / (2 * h);
+      }
+      tf::testing::check_values(grads[k], numeric, std::max(c.rtol, 1e-6), 1e-6);
+    }
+  }
+}
+
+const tf::TensorShape S23{2, 3}, S3{3}, S13{1, 3}, S21{2, 1}, S4{4}, S33{3, 3};
+
+std::vector<Case> cases() {
+  using V = const std::vector<tf::Tensor>&;
+  return {
+      // unary
+      {"negative", {{S23}}, [](V x) { return tf::negative(x[0]); }},
+      {"abs", {{S23, -1, 1, true}}, [](V x) { return tf::abs(x[0]); }},
+      {"exp", {{S23}}, [](V x) { return tf::exp(x[0]); }},
+      {"log", {{S23, 0.5, 2}}, [](V x) { return tf::log(x[0]); }},
+      {"log1p", {{S23, -0.5, 2}}, [](V x) { return tf::log1p(x[0]); }},
+      {"sqrt", {{S23, 0.5, 2}}, [](V x) { return tf::sqrt(x[0]); }},
+      {"rsqrt", {{S23, 0.5, 2}}, [](V x) { return tf::rsqrt(x[0]); }},
+      {"square", {{S23}}, [](V x) { return tf::square(x[0]); }},
+      {"tanh", {{S23}}, [](V x) { return tf::tanh(x[0]); }},
+      {"sigmoid", {{S23}}, [](V x) { return tf::sigmoid(x[0]); }},
+      {"sin", {{S23}}, [](V x) { return tf::sin(x[0]); }},
+      {"cos", {{S23}}, [](V x) { return tf::cos(x[0]); }},
+      // binary, with broadcasting
+      {"add", {{S23}, {S13}}, [](V x) { return tf::add(x[0], x[1]); }},
+      {"subtract", {{S21}, {S3}}, [](V x) { return tf::subtract(x[0], x[1]); }},
+      {"multiply", {{S23}, {S21}}, [](V x) { return tf::multiply(x[0], x[1]); }},
+      {"divide", {{S23}, {S3, 0.5, 2}}, [](V x) { return tf::divide(x[0], x[1]); }},
+      {"pow", {{S23, 0.5, 2}, {S3, -2, 2}}, [](V x) { return tf::pow(x[0], x[1]); }},
+      {"maximum", {{S23}, {S13}}, [](V x) { return tf::maximum(x[0], x[1]); }},
+      {"minimum", {{S23}, {S21}}, [](V x) { return tf::minimum(x[0], x[1]); }},
+      {"where", {{S23}, {S13}},
+       [](V x) { return tf::where(tf::greater(x[0], 0.0), x[0], x[1]); }},
+      {"scalar_ops", {{S23}}, [](V x) { return (x[0] * 3.0 - 1.0) / 2.0 + x[0] * x[0]; }},
+      // reductions
+      {"reduce_sum_all", {{S23}}, [](V x) { return tf::reduce_sum(x[0]); }},
+      {"reduce_sum_axis", {{S23}}, [](V x) { return tf::reduce_sum(x[0], 1); }},
+      {"reduce_sum_keepdims", {{S23}}, [](V x) { return tf::reduce_sum(x[0], 0, true); }},
+      {"reduce_mean", {{S23}}, [](V x) { return tf::reduce_mean(x[0], -1); }},
+      {"reduce_prod", {{S23, 0.5, 1.5}}, [](V x) { return tf::reduce_prod(x[0], 1); }},
+      {"reduce_max", {{S23}}, [](V x) { return tf::reduce_max(x[0], 1); }},
+      {"reduce_min", {{S23}}, [](V x) { return tf::reduce_min(x[0], {0, 1}); }},
+      // movement
+      {"reshape", {{S23}}, [](V x) { return tf::reshape(x[0], {3, 2}); }},
+      {"transpose", {{tf::TensorShape{2, 3, 2}}},
+       [](V x) { return tf::transpose(x[0], {2, 0, 1}); }},
+      {"broadcast_to", {{S13}}, [](V x) { return tf::broadcast_to(x[0], {2, 2, 3}); }},
+      {"slice", {{tf::TensorShape{3, 4}}}, [](V x) { return tf::slice(x[0], {1, 1}, {2, -1}); }},
+      {"concat", {{S23}, {S13}}, [](V x) { return tf::concat({x[0], x[1]}, 0); }},
+      {"pad", {{S23}}, [](V x) { return tf::pad(x[0], {{1, 0}, {0, 2}}); }},
+      {"gather_axis0", {{tf::TensorShape{4, 2}}},
+       [](V x) { return tf::gather(x[0], tf::constant({2, 0, 2, 3})); }},
+      {"gather_axis1", {{tf::TensorShape{2, 4, 2}}},
+       [](V x) { return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1); }},
+      {"stack_split", {{S23}, {S23}},
+       [](V x) { return tf::split(tf::stack({x[0], x[1]}, 1), 3, 2)[1]; }},
+      {"tile", {{S21}}, [](V x) { return tf::tile(x[0], {2, 3}); }},
+      {"expand_squeeze", {{S13}}, [](V x) { return tf::squeeze(tf::expand_dims(x[0], 0)); }},
+      // linear algebra
+      {"matmul", {{S23}, {tf::TensorShape{3, 2}}}, [](V x) { return tf::matmul(x[0], x[1]); }},
+      {"matmul_transposed", {{tf::TensorShape{3, 2}}, {tf::TensorShape{4, 3}}},
+       [](V x) { return tf::matmul(x[0], x[1], true, true); }},
+      {"matmul_batched_broadcast", {{tf::TensorShape{2, 2, 3}}, {tf::TensorShape{3, 2}}},
+       [](V x) { return tf::matmul(x[0], x[1]); }},
+      {"inv", {{S33}}, [](V x) { return tf::linalg::inv(x[0] + tf::eye(3, tf::float64) * 3.0); }},
+      {"solve", {{S33}, {tf::TensorShape{3, 2}}},
+       [](V x) { return tf::linalg::solve(x[0] + tf::eye(3, tf::float64) * 3.0, x[1]); }},
+      {"det", {{tf::TensorShape{2, 3, 3}}},
+       [](V x) { return tf::linalg::det(x[0] + tf::eye(3, tf::float64) * 2.0); }},
+      // composites
+      {"relu", {{S23, -1, 1, true}}, [](V x) { return tf::nn::relu(x[0]); }},
+      {"softmax", {{S23}}, [](V x) { return tf::nn::softmax(x[0]); }},
+      {"log_softmax", {{S23}}, [](V x) { return tf::nn::log_softmax(x[0], 0); }},
+      {"sigmoid_cross_entropy", {{S23, 0, 1}, {S23, -2, 2}},
+       [](V x) { return tf::nn::sigmoid_cross_entropy_with_logits(x[0], x[1]); }},
+      {"sparse_softmax_cross_entropy", {{S23}},
+       [](V x) {
+         return tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({2, 0}), x[0]);
+       }},
+      {"bias_add", {{S23}, {S3}}, [](V x) { return tf::nn::bias_add(x[0], x[1]); }},
+      {"clip_by_value", {{S23, -1, 1, true}},
+       [](V x) { return tf::clip_by_value(x[0], -0.9, 0.9); }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gradients: every differentiable op against central differences", "[autograd]") {
+  for (const Case& c : cases()) {
+    SECTION(c.name) { check_case(c); }
+  }
+}
+
+// Second derivatives through nested tapes against finite differences of the first derivative.
+TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
+  using F = std::function<tf::Tensor(const tf::Tensor&)>;
+  const std::vector<std::pair<std::string, F>> fns = {
+      {"x*sin(x)", [](const tf::Tensor& x) { return x * tf::sin(x); }},
+      {"tanh", [](const tf::Tensor& x) { return tf::tanh(x); }},
+      {"exp(x)/x^2", [](const tf::Tensor& x) { return tf::exp(x) / (x * x); }},
+      {"sigmoid*log", [](const tf::Tensor& x) { return tf::sigmoid(x) * tf::log(x * x + 1.0); }},
+      {"pow3", [](const tf::Tensor& x) { return tf::pow(x, 3.0); }},
+      {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
+  };
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto& [name, f] : fns) {
+      INFO(name << " on " << dev.to_string());
+      const std::vector<double> xv = {0.7, -1.3, 1.9};
+      auto first = [&](const std::vector<double>& v) {
+        tf::Tensor x = tf::detail::from_doubles(v, {3}, tf::float64);
+        tf::GradientTape t;
+        t.watch(x);
+        tf::Tensor y = tf::reduce_sum(f(x));
+        return tf::detail::to_double_vector(t.gradient(y, x));
+      };
+      tf::Tensor x = tf::detail::from_doubles(xv, {3}, tf::float64);
+      tf::GradientTape outer;
+      outer.watch(x);
+      tf::Tensor g;
+      {
+        tf::GradientTape inner;
+        inner.watch(x);
+        g = inner.gradient(tf::reduce_sum(f(x)), x);
+      }
+      // d/dx of sum(g): the row sums of the Hessian.
+      tf::Tensor gg = outer.gradient(tf::reduce_sum(g), x);
+      REQUIRE(gg.defined());
+      std::vector<double> want(3, 0.0);
+      const double h = 1e-5;
+      for (int i = 0; i < 3; ++i) {
+        auto p = xv, m = xv;
+        p[i] += h;
+        m[i] -= h;
+        const auto gp = first(p), gm = first(m);
+        for (int j = 0; j < 3; ++j) want[i] += (gp[j] - gm[j]) / (2 * h);
+      }
+      tf::testing::check_values(gg, want, 1e-5, 1e-6);
+    }
+  }
+}

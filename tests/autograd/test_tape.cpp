@@ -1,0 +1,290 @@
+// GradientTape behaviour, one case per rule of API.md "Variables and gradients" and TF2's tape.
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/allocator.h"
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+using tf::testing::devices_under_test;
+
+TEST_CASE("tape: gradient of a watched tensor and of a trainable variable", "[autograd]") {
+  for (tf::Device dev : devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Tensor x = tf::constant({1.0f, 2.0f, 3.0f});
+    tf::Variable w(tf::constant({0.5f, -1.0f, 2.0f}), "w");
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = tf::reduce_sum(x * x * w);
+    auto grads = tape.gradient(y, std::vector<tf::Variable>{w});
+    REQUIRE(grads.size() == 1);
+    check_values(grads[0], {1, 4, 9});
+    CHECK(grads[0].device() == w.device());
+    CHECK(tape.watched_variables().size() == 1);
+  }
+}
+
+TEST_CASE("tape: a non-persistent tape allows one gradient call", "[autograd]") {
+  tf::Tensor x = tf::constant(3.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  check_values(tape.gradient(y, x), {6});
+  TF_REQUIRE_THROWS_CONTAINING(tape.gradient(y, x), tf::FailedPreconditionError,
+                               "can only be called once on non-persistent tapes");
+  CHECK(tape.num_recorded() == 0);  // everything released after the first call
+}
+
+TEST_CASE("tape: a persistent tape allows several calls", "[autograd]") {
+  tf::Tensor x = tf::constant(3.0f);
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  tf::Tensor z = y * y;
+  check_values(tape.gradient(z, x), {108});  // 4 x^3
+  check_values(tape.gradient(y, x), {6});
+  check_values(tape.gradient(z, y), {18});   // gradient w.r.t. an intermediate
+}
+
+TEST_CASE("tape: watch_accessed_variables=false watches only what watch() names", "[autograd]") {
+  tf::Variable a(tf::constant(2.0f), "a"), b(tf::constant(5.0f), "b");
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true, .watch_accessed_variables = false});
+  tape.watch(a);
+  tf::Tensor y = tf::multiply(a, b);
+  check_values(tape.gradient(y, a), {5});
+  CHECK_FALSE(tape.gradient(y, b).defined());
+  check_values(tape.gradient(y, b, tf::UnconnectedGradients::ZERO), {0});
+}
+
+TEST_CASE("tape: non-trainable variables are not watched", "[autograd]") {
+  tf::Variable a(tf::constant(2.0f), "a", /*trainable=*/false);
+  tf::GradientTape tape;
+  tf::Tensor y = tf::multiply(a, 3.0f);
+  CHECK_FALSE(tape.gradient(y, a).defined());
+}
+
+TEST_CASE("tape: unconnected sources give None or zeros", "[autograd]") {
+  tf::Tensor x = tf::constant({1.0, 2.0}), z = tf::constant({3.0, 4.0});
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(z);
+    tf::Tensor y = x * 2.0;
+    auto g = tape.gradient(y, std::vector<tf::Tensor>{x, z});
+    check_values(g[0], {2, 2});
+    CHECK_FALSE(g[1].defined());
+  }
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = x * 2.0;
+    check_values(tape.gradient(y, z, tf::UnconnectedGradients::ZERO), {0, 0});
+  }
+}
+
+TEST_CASE("tape: output_gradients seed the target", "[autograd]") {
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  check_values(tape.gradient(y, x, tf::constant({10.0f, -1.0f})), {20, -4});
+  tf::GradientTape t2;
+  t2.watch(x);
+  tf::Tensor y2 = x * x;
+  tf::testing::require_error([&] { t2.gradient(y2, x, tf::constant({1.0f, 2.0f, 3.0f})); },
+                             {"output_gradients", "(3,)", "(2,)"});
+}
+
+TEST_CASE("tape: integer and bool paths carry no gradient", "[autograd]") {
+  tf::Tensor x = tf::constant({1.5f, -2.5f});
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  tf::Tensor i = tf::cast(x, tf::int32);
+  tf::Tensor back = tf::cast(i, tf::float32);
+  CHECK_FALSE(tape.gradient(back, x).defined());
+  // argmax has an integer output; comparisons a bool one.
+  CHECK_FALSE(tape.gradient(tf::cast(tf::argmax(x), tf::float32), x).defined());
+  CHECK_FALSE(tape.gradient(tf::cast(tf::greater(x, 0.0f), tf::float32), x).defined());
+  // Watching an integer tensor is ignored (with a warning).
+  tf::Tensor n = tf::constant({1, 2});
+  tape.watch(n);
+  CHECK_FALSE(tape.gradient(n * 2, n).defined());
+}
+
+namespace {
+// A float op without a gradient: a copy kernel with no vjp.
+struct NoGradOp final : tf::PrimitiveBase<NoGradOp> {
+  const char* name() const override { return "no_grad_op"; }
+  void infer(std::span<const tf::Tensor> in, std::span<tf::TensorMeta> out) const override {
+    out[0] = {in[0].shape(), in[0].dtype()};
+  }
+  void eval_cpu(std::span<const tf::Tensor> in, std::span<tf::Tensor> out) const override {
+    tf::detail::copy_bytes(out[0].raw_data(), out[0].placement(), in[0].raw_data(),
+                           in[0].placement(), in[0].nbytes());
+  }
+  void eval_cuda(std::span<const tf::Tensor> in, std::span<tf::Tensor> out) const override {
+    eval_cpu(in, out);
+  }
+};
+}  // namespace
+
+TEST_CASE("tape: a float op without a gradient raises an error naming it", "[autograd]") {
+  tf::Tensor x = tf::constant({1.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::detail::dispatch(NoGradOp{}, {x * 2.0f});
+  tf::testing::require_error([&] { tape.gradient(y, x); }, {"[no_grad_op]", "no gradient"});
+}
+
+TEST_CASE("tape: stop_recording and stop_gradient", "[autograd]") {
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  tf::Tensor z;
+  {
+    auto pause = tape.stop_recording();
+    CHECK_FALSE(tape.recording());
+    z = y * x;  // not recorded
+  }
+  CHECK(tape.recording());
+  CHECK_FALSE(tape.gradient(z, x).defined());
+  tf::Tensor w = tf::stop_gradient(y) * x;  // d/dx = y (held constant)
+  check_values(tape.gradient(w, x), {4});
+  check_values(tf::stop_gradient(y), {4});
+}
+
+TEST_CASE("tape: several tapes record independently", "[autograd]") {
+  tf::Tensor x = tf::constant(3.0f), y = tf::constant(4.0f);
+  tf::GradientTape tx, ty;
+  tx.watch(x);
+  ty.watch(y);
+  tf::Tensor z = x * y;
+  check_values(tx.gradient(z, x), {4});
+  check_values(ty.gradient(z, y), {3});
+}
+
+TEST_CASE("tape: nested tapes give higher-order gradients", "[autograd]") {
+  for (tf::Device dev : devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Variable v(tf::constant(1.5), "v");
+    tf::GradientTape outer;
+    tf::Tensor dy;
+    {
+      tf::GradientTape inner;
+      tf::Tensor y = tf::pow(v, 4.0);
+      dy = inner.gradient(y, v);  // 4 v^3
+    }
+    check_values(dy, {4 * 1.5 * 1.5 * 1.5});
+    check_values(outer.gradient(dy, v), {12 * 1.5 * 1.5});  // 12 v^2
+  }
+}
+
+TEST_CASE("tape: variable updates are not recorded", "[autograd]") {
+  tf::Variable x0(tf::constant(1.0f), "x0"), x1(tf::constant(2.0f), "x1");
+  tf::GradientTape tape;
+  x1.assign_add(x0);  // state change: no gradient flows through it (TF)
+  tf::Tensor y = tf::square(x1);
+  auto g = tape.gradient(y, std::vector<tf::Variable>{x0, x1});
+  CHECK_FALSE(g[0].defined());
+  check_values(g[1], {6});
+}
+
+TEST_CASE("tape: jacobian and batch_jacobian", "[autograd]") {
+  for (tf::Device dev : devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Tensor x = tf::constant({1.0, 2.0, 3.0});
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = x * x;  // diag(2x)
+    tf::Tensor j = tape.jacobian(y, x);
+    CHECK(j.shape() == tf::TensorShape{3, 3});
+    check_values(j, {2, 0, 0, 0, 4, 0, 0, 0, 6});
+
+    tf::Tensor xb = tf::constant({{1.0, 2.0}, {3.0, 4.0}});  // batch of 2
+    tf::Tensor w = tf::constant({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+    tf::GradientTape tb;
+    tb.watch(xb);
+    tf::Tensor yb = tf::matmul(xb, w);  // (2, 3); per-example Jacobian = w^T
+    tf::Tensor bj = tb.batch_jacobian(yb, xb);
+    CHECK(bj.shape() == tf::TensorShape{2, 3, 2});
+    check_values(bj, {1, 4, 2, 5, 3, 6, 1, 4, 2, 5, 3, 6});
+    tf::GradientTape bad;
+    bad.watch(xb);
+    tf::Tensor y3 = tf::reduce_sum(xb, 0);
+    tf::testing::require_error([&] { bad.batch_jacobian(tf::stack({y3, y3, y3}), xb); },
+                               {"batch_jacobian", "(3, 2)", "(2, 2)"});
+  }
+}
+
+TEST_CASE("tape: custom_gradient replaces the recorded gradient", "[autograd]") {
+  // log(1 + exp(x)) with the numerically stable gradient 1 - 1 / (1 + exp(x)).
+  auto log1pexp = tf::custom_gradient([](const tf::Tensor& x) {
+    tf::Tensor e = tf::exp(x);
+    auto grad = [e](const tf::Tensor& dy) { return dy * (1.0f - 1.0f / (1.0f + e)); };
+    return std::make_pair(tf::log(1.0f + e), std::function<tf::Tensor(const tf::Tensor&)>(grad));
+  });
+  tf::Tensor x = tf::constant(100.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = log1pexp(x);
+  CHECK(tape.num_recorded() == 1);  // one node: the ops inside are not recorded
+  check_values(tape.gradient(y, x), {1.0});  // the naive gradient would be NaN (inf / inf)
+
+  // A clipping gradient and several inputs.
+  auto scaled = tf::custom_gradient([](const std::vector<tf::Tensor>& xs) {
+    auto grad = [](const tf::Tensor& dy) {
+      return std::vector<tf::Tensor>{tf::clip_by_value(dy, -0.5f, 0.5f), tf::Tensor()};
+    };
+    return std::make_pair(xs[0] * xs[1],
+                          std::function<std::vector<tf::Tensor>(const tf::Tensor&)>(grad));
+  });
+  tf::Tensor a = tf::constant({1.0f, 2.0f}), b = tf::constant({3.0f, 4.0f});
+  tf::GradientTape t2(tf::TapeOptions{.persistent = true});
+  t2.watch(a);
+  t2.watch(b);
+  tf::Tensor z = scaled({a, b});
+  check_values(t2.gradient(z, a, tf::constant({2.0f, -0.25f})), {0.5, -0.25});
+  CHECK_FALSE(t2.gradient(z, b).defined());
+}
+
+TEST_CASE("tape: reset forgets the recording", "[autograd]") {
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  tape.reset();
+  CHECK(tape.num_recorded() == 0);
+  CHECK_FALSE(tape.gradient(y, x).defined());
+  tape.watch(x);
+  tf::Tensor z = x * 5.0f;
+  check_values(tape.gradient(z, x), {5});
+}
+
+TEST_CASE("tape: a non-persistent tape frees what it kept", "[autograd]") {
+  tf::Allocator& a = tf::cpu_allocator();
+  tf::DeviceScope scope("/CPU:0");
+  tf::Tensor x = tf::fill({256, 256}, tf::Tensor(0.5f));
+  const int64_t before = a.stats().bytes_in_use;
+  tf::Tensor g;
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = tf::reduce_sum(tf::tanh(tf::exp(x) * x));
+    CHECK(a.stats().bytes_in_use > before);
+    g = tape.gradient(y, x);
+    CHECK(tape.num_recorded() == 0);
+  }
+  // Only the gradient itself remains.
+  CHECK(a.stats().bytes_in_use == before + 256 * 256 * 4);
+}
