@@ -3,9 +3,9 @@
 // and a 64-bit key go through ten rounds of two 32x32->64-bit multiplies, giving four 32-bit
 // words. Nothing is stateful, so any element of a stream can be computed on its own.
 //
-// How tapeflow lays out a stream (shared by the CPU kernels and a future CUDA kernel, which is why
-// this header depends on <cstdint> only and its functions are plain inline code that can become
-// __host__ __device__):
+// How tapeflow lays out a stream (shared by the CPU kernels and the CUDA kernels of
+// ops/cuda/random.cu, which is why this header depends on <cstdint> only and every function is
+// TF_PHILOX_HD: __host__ __device__ under nvcc, nothing for g++):
 //   key     = seed  (the 64-bit global seed: key[0] = low word, key[1] = high word)
 //   counter = {block low, block high, seed2 low, seed2 high}  (seed2 = the 64-bit op seed)
 // Block b gives four 32-bit words. 32-bit outputs (float16/bfloat16/float32 uniforms and
@@ -25,9 +25,11 @@
 // All of it is plain IEEE float arithmetic, so it gives the same bits on every machine and
 // device as long as no multiply-add is fused: GCC fuses by default when the target has FMA
 // (e.g. the AVX2/AVX-512 clones of the CPU kernels), so this header and ops/cpu/random.cpp turn
-// contraction off; a CUDA kernel must do the same (nvcc -fmad=false, or __fmul_rn/__fadd_rn) and
-// use a correctly rounded sqrtf (nvcc's default -prec-sqrt=true). float64 normals use libm's
-// log/sin/cos and may differ in the last bit between libm versions and devices.
+// contraction off; nvcc fuses by default too (-fmad=true) and has no pragma against it, so the
+// float arithmetic below goes through mul_rn/add_rn/sub_rn, which are the plain operators on the
+// host and __fmul_rn/__fadd_rn/__fsub_rn (never fused) on the device; the CUDA kernels use those
+// too, and __fsqrt_rn for the square root. float64 normals use libm's (CUDA's) log/sin/cos and may
+// differ in the last bit between libm versions and devices.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,37 @@
 #define TF_PHILOX_POP_OPTIONS 1
 #endif
 
+// Host and device qualifiers for nvcc; nothing for the host compiler.
+#if defined(__CUDACC__)
+#define TF_PHILOX_HD __host__ __device__
+#else
+#define TF_PHILOX_HD
+#endif
+
 namespace tapeflow::philox {
+
+// Unfused float arithmetic (see the top of this file): one rounding per operation everywhere.
+TF_PHILOX_HD inline float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+TF_PHILOX_HD inline float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TF_PHILOX_HD inline float sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
 
 struct Words {
   uint32_t v[4];
@@ -50,8 +82,8 @@ inline constexpr uint32_t kWeyl0 = 0x9E3779B9u;  // golden ratio
 inline constexpr uint32_t kWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
 
 // One Philox round: the counter words go through two multiplies and are mixed with the key.
-inline void round(uint32_t& c0, uint32_t& c1, uint32_t& c2, uint32_t& c3, uint32_t k0,
-                  uint32_t k1) {
+TF_PHILOX_HD inline void round(uint32_t& c0, uint32_t& c1, uint32_t& c2, uint32_t& c3, uint32_t k0,
+                               uint32_t k1) {
   const uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;
   const uint64_t p1 = static_cast<uint64_t>(kMul1) * c2;
   const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
@@ -65,8 +97,8 @@ inline void round(uint32_t& c0, uint32_t& c1, uint32_t& c2, uint32_t& c3, uint32
 }
 
 // Philox-4x32 with ten rounds; the key is bumped by the Weyl constants between rounds.
-inline Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                           uint32_t k1) {
+TF_PHILOX_HD inline Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                                        uint32_t k0, uint32_t k1) {
   for (int r = 0; r < 10; ++r) {
     if (r > 0) {
       k0 += kWeyl0;
@@ -78,7 +110,7 @@ inline Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, u
 }
 
 // Block `block` of the stream (seed, seed2) in tapeflow's layout (see the top of this file).
-inline Words block(uint64_t seed, uint64_t seed2, uint64_t block) {
+TF_PHILOX_HD inline Words block(uint64_t seed, uint64_t seed2, uint64_t block) {
   return philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
                        static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32),
                        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
@@ -89,24 +121,24 @@ inline Words block(uint64_t seed, uint64_t seed2, uint64_t block) {
 // 1) written as exact arithmetic, so that it needs no bit casts: the result is the same value.
 
 // k * 2^-23 for the top 23 bits k: a float32 in [0, 1 - 2^-23].
-inline float uniform_float(uint32_t w) {
+TF_PHILOX_HD inline float uniform_float(uint32_t w) {
   return static_cast<float>(w >> 9) * (1.0f / 8388608.0f);
 }
 // k * 2^-52 for the top 52 bits of (hi:lo): a float64 in [0, 1 - 2^-52].
-inline double uniform_double(uint32_t hi, uint32_t lo) {
+TF_PHILOX_HD inline double uniform_double(uint32_t hi, uint32_t lo) {
   const uint64_t x = (static_cast<uint64_t>(hi) << 32) | lo;
   return static_cast<double>(x >> 12) * (1.0 / 4503599627370496.0);
 }
 // Top `bits` bits of w scaled to [0, 1): the construction for a format with a `bits`-bit
 // mantissa (10 for float16, 7 for bfloat16), so that every value is exact in that format.
-inline float uniform_float_bits(uint32_t w, int bits) {
+TF_PHILOX_HD inline float uniform_float_bits(uint32_t w, int bits) {
   return static_cast<float>(w >> (32 - bits)) / static_cast<float>(1u << bits);
 }
 
 // ---- float32 Box-Muller pieces ----
 
 // Bit casts through a union: defined behaviour in GCC, Clang and NVCC (and no <cstring>).
-inline uint32_t float_bits(float f) {
+TF_PHILOX_HD inline uint32_t float_bits(float f) {
   union {
     float f;
     uint32_t u;
@@ -114,7 +146,7 @@ inline uint32_t float_bits(float f) {
   v.f = f;
   return v.u;
 }
-inline float bits_float(uint32_t u) {
+TF_PHILOX_HD inline float bits_float(uint32_t u) {
   union {
     uint32_t u;
     float f;
@@ -124,44 +156,44 @@ inline float bits_float(uint32_t u) {
 }
 
 // log(x) for a normal float x in (0, 1] (Cephes' logf polynomial).
-inline float log_unit(float x) {
+TF_PHILOX_HD inline float log_unit(float x) {
   const uint32_t b = float_bits(x);
   float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 126);
   float m = bits_float((b & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
   // Below sqrt(1/2): use 2m and e - 1, so that m - 1 lies in [sqrt(1/2) - 1, sqrt(2) - 1].
   const uint32_t small = 0u - static_cast<uint32_t>(m < 0.70710678118654752440f);
-  e = e - bits_float(float_bits(1.0f) & small);
-  m = (m - 1.0f) + bits_float(float_bits(m) & small);
-  const float z = m * m;
+  e = sub_rn(e, bits_float(float_bits(1.0f) & small));
+  m = add_rn(sub_rn(m, 1.0f), bits_float(float_bits(m) & small));
+  const float z = mul_rn(m, m);
   float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  y = y + -2.12194440e-4f * e;
-  y = y + -0.5f * z;
-  return (m + y) + 0.693359375f * e;
+  y = sub_rn(mul_rn(y, m), 1.1514610310e-1f);
+  y = add_rn(mul_rn(y, m), 1.1676998740e-1f);
+  y = sub_rn(mul_rn(y, m), 1.2420140846e-1f);
+  y = add_rn(mul_rn(y, m), 1.4249322787e-1f);
+  y = sub_rn(mul_rn(y, m), 1.6668057665e-1f);
+  y = add_rn(mul_rn(y, m), 2.0000714765e-1f);
+  y = sub_rn(mul_rn(y, m), 2.4999993993e-1f);
+  y = add_rn(mul_rn(y, m), 3.3333331174e-1f);
+  y = mul_rn(mul_rn(y, m), z);
+  y = add_rn(y, mul_rn(-2.12194440e-4f, e));
+  y = add_rn(y, mul_rn(-0.5f, z));
+  return add_rn(add_rn(m, y), mul_rn(0.693359375f, e));
 }
 
 // sin(2 pi t) and cos(2 pi t) for t in [0, 1): exact reduction to a quadrant (t - q / 4 is exact
 // for the 23-bit t values used here), then Cephes' sinf/cosf polynomials on [-pi/4, pi/4].
-inline void sincos_2pi(float t, float& s, float& c) {
-  const int32_t q = static_cast<int32_t>(t * 4.0f + 0.5f);  // 0..4
-  const float x = (t - static_cast<float>(q) * 0.25f) * 6.28318530717958647692f;
-  const float z = x * x;
+TF_PHILOX_HD inline void sincos_2pi(float t, float& s, float& c) {
+  const int32_t q = static_cast<int32_t>(add_rn(mul_rn(t, 4.0f), 0.5f));  // 0..4
+  const float x = mul_rn(sub_rn(t, mul_rn(static_cast<float>(q), 0.25f)), 6.28318530717958647692f);
+  const float z = mul_rn(x, x);
   float ps = -1.9515295891e-4f;
-  ps = ps * z + 8.3321608736e-3f;
-  ps = ps * z - 1.6666654611e-1f;
-  const float sn = ps * z * x + x;
+  ps = add_rn(mul_rn(ps, z), 8.3321608736e-3f);
+  ps = sub_rn(mul_rn(ps, z), 1.6666654611e-1f);
+  const float sn = add_rn(mul_rn(mul_rn(ps, z), x), x);
   float pc = 2.443315711809948e-5f;
-  pc = pc * z - 1.388731625493765e-3f;
-  pc = pc * z + 4.166664568298827e-2f;
-  const float cs = pc * z * z - 0.5f * z + 1.0f;
+  pc = sub_rn(mul_rn(pc, z), 1.388731625493765e-3f);
+  pc = add_rn(mul_rn(pc, z), 4.166664568298827e-2f);
+  const float cs = add_rn(sub_rn(mul_rn(mul_rn(pc, z), z), mul_rn(0.5f, z)), 1.0f);
   const int32_t k = q & 3;
   const uint32_t swap = 0u - static_cast<uint32_t>(k & 1);  // quadrants 1 and 3 swap sin, cos
   const uint32_t sb = float_bits(sn), cb = float_bits(cs);

@@ -278,6 +278,7 @@ TEST_CASE("seeds follow TF's rules", "[cpu][random]") {
 }
 
 TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
+  tf::DeviceScope cpu("/device:CPU:0");  // the CPU kernels' threads, whatever the default device
   ThreadsGuard guard;
   tf::random::set_seed(77);
   const tf::TensorShape s{1 << 20};
@@ -300,99 +301,111 @@ TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
 }
 
 TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
-  tf::random::set_seed(2024);
-  const int64_t n = 1 << 20;
-  struct Case {
-    tf::DType dtype;
-    double mean, stddev, tol;
-  };
-  for (const Case& c : {Case{tf::float32, 0, 1, 0.006}, Case{tf::float32, 3, 2, 0.012},
-                        Case{tf::float64, -1, 0.5, 0.003}, Case{tf::float16, 0, 1, 0.01},
-                        Case{tf::bfloat16, 2, 1, 0.03}}) {
-    INFO("dtype " << tf::dtype_name(c.dtype) << " mean " << c.mean << " stddev " << c.stddev);
-    const auto t = tf::random::normal({n}, c.mean, c.stddev, c.dtype);
-    CHECK(t.dtype() == c.dtype);
-    CHECK(t.shape() == tf::TensorShape{n});
-    const Moments m = moments(values(t));
-    CHECK(std::abs(m.mean - c.mean) < c.tol);
-    CHECK(std::abs(m.std - c.stddev) < c.tol);
-    CHECK(std::abs(m.skew) < 0.02);
-    CHECK(std::abs(m.kurt - 3.0) < 0.05);
-    CHECK(std::isfinite(m.min));
-    CHECK(std::isfinite(m.max));
-    CHECK(m.max - c.mean > 3.5 * c.stddev);  // the tails are there
-    CHECK(c.mean - m.min > 3.5 * c.stddev);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(2024);
+    const int64_t n = 1 << 20;
+    struct Case {
+      tf::DType dtype;
+      double mean, stddev, tol;
+    };
+    for (const Case& c : {Case{tf::float32, 0, 1, 0.006}, Case{tf::float32, 3, 2, 0.012},
+                          Case{tf::float64, -1, 0.5, 0.003}, Case{tf::float16, 0, 1, 0.01},
+                          Case{tf::bfloat16, 2, 1, 0.03}}) {
+      INFO("dtype " << tf::dtype_name(c.dtype) << " mean " << c.mean << " stddev " << c.stddev);
+      const auto t = tf::random::normal({n}, c.mean, c.stddev, c.dtype);
+      CHECK(t.dtype() == c.dtype);
+      CHECK(t.shape() == tf::TensorShape{n});
+      const Moments m = moments(values(t));
+      CHECK(std::abs(m.mean - c.mean) < c.tol);
+      CHECK(std::abs(m.std - c.stddev) < c.tol);
+      CHECK(std::abs(m.skew) < 0.02);
+      CHECK(std::abs(m.kurt - 3.0) < 0.05);
+      CHECK(std::isfinite(m.min));
+      CHECK(std::isfinite(m.max));
+      CHECK(m.max - c.mean > 3.5 * c.stddev);  // the tails are there
+      CHECK(c.mean - m.min > 3.5 * c.stddev);
+    }
+    // stddev 0 gives the mean; an empty shape gives an empty tensor.
+    tf::testing::check_values(tf::random::normal({3}, 1.5, 0.0), {1.5, 1.5, 1.5});
+    CHECK(tf::random::normal({0, 4}).num_elements() == 0);
+    CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
   }
-  // stddev 0 gives the mean; an empty shape gives an empty tensor.
-  tf::testing::check_values(tf::random::normal({3}, 1.5, 0.0), {1.5, 1.5, 1.5});
-  CHECK(tf::random::normal({0, 4}).num_elements() == 0);
-  CHECK(tf::random::normal({}).shape() == tf::TensorShape{});
 }
 
 TEST_CASE("float uniform samples lie in minval..maxval with the right moments", "[cpu][random]") {
-  tf::random::set_seed(99);
-  const int64_t n = 1 << 20;
-  struct Case {
-    tf::DType dtype;
-    double lo, hi;
-  };
-  for (const Case& c :
-       {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
-        Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
-        Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
-    INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
-    const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
-    const Moments m = moments(v);
-    const double w = c.hi - c.lo;
-    CHECK(m.min >= c.lo);
-    CHECK(m.max < c.hi);
-    CHECK(std::abs(m.mean - (c.lo + c.hi) / 2) < 0.005 * w);
-    CHECK(std::abs(m.std - w / std::sqrt(12.0)) < 0.005 * w);
-    // Ten equal bins each hold about a tenth (4 sigma is about 0.0012 n).
-    std::vector<int64_t> bins(10);
-    for (double x : v) ++bins[std::min<int64_t>(9, static_cast<int64_t>((x - c.lo) / w * 10))];
-    if (c.dtype == tf::float32 || c.dtype == tf::float64)
-      for (int64_t b : bins) CHECK(std::abs(b - n / 10.0) < 0.003 * n);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(99);
+    const int64_t n = 1 << 20;
+    struct Case {
+      tf::DType dtype;
+      double lo, hi;
+    };
+    for (const Case& c :
+         {Case{tf::float32, 0, 1}, Case{tf::float32, -3, 5}, Case{tf::float64, 0, 1},
+          Case{tf::float64, -1e-3, 2e-3}, Case{tf::float16, 0, 1}, Case{tf::float16, 0, 3},
+          Case{tf::bfloat16, -1, 1}, Case{tf::bfloat16, 0, 3}}) {
+      INFO("dtype " << tf::dtype_name(c.dtype) << " [" << c.lo << ", " << c.hi << ")");
+      const auto v = values(tf::random::uniform({n}, c.lo, c.hi, c.dtype));
+      const Moments m = moments(v);
+      const double w = c.hi - c.lo;
+      CHECK(m.min >= c.lo);
+      CHECK(m.max < c.hi);
+      CHECK(std::abs(m.mean - (c.lo + c.hi) / 2) < 0.005 * w);
+      CHECK(std::abs(m.std - w / std::sqrt(12.0)) < 0.005 * w);
+      // Ten equal bins each hold about a tenth (4 sigma is about 0.0012 n).
+      std::vector<int64_t> bins(10);
+      for (double x : v) ++bins[std::min<int64_t>(9, static_cast<int64_t>((x - c.lo) / w * 10))];
+      if (c.dtype == tf::float32 || c.dtype == tf::float64)
+        for (int64_t b : bins) CHECK(std::abs(b - n / 10.0) < 0.003 * n);
+    }
+    // Rounding toward maxval is clamped below it (float16 has few values near 3).
+    const auto h = values(tf::random::uniform({1 << 16}, 2.999, 3.0, tf::float16, 1));
+    for (double x : h) REQUIRE(x < 3.0);
   }
-  // Rounding toward maxval is clamped below it (float16 has few values near 3).
-  const auto h = values(tf::random::uniform({1 << 16}, 2.999, 3.0, tf::float16, 1));
-  for (double x : h) REQUIRE(x < 3.0);
 }
 
 TEST_CASE("integer uniform samples cover minval..maxval", "[cpu][random]") {
-  tf::random::set_seed(5);
-  const int64_t n = 700000;
-  {
-    const auto t = tf::random::uniform({n}, -3, 4, tf::int32);
-    CHECK(t.dtype() == tf::int32);
-    std::map<int64_t, int64_t> counts;
-    for (int32_t x : t.numpy<int32_t>()) ++counts[x];
-    REQUIRE(counts.size() == 7);
-    CHECK(counts.begin()->first == -3);
-    CHECK(counts.rbegin()->first == 3);
-    for (auto [v, k] : counts) CHECK(std::abs(k - n / 7.0) < 0.02 * n / 7.0);
-  }
-  {  // the full int32 range
-    const auto v = values(tf::random::uniform({n}, -2147483648.0, 2147483648.0, tf::int32));
-    const Moments m = moments(v);
-    CHECK(m.min >= -2147483648.0);
-    CHECK(m.max <= 2147483647.0);
-    CHECK(std::abs(m.mean) < 0.01 * 4294967296.0);
-  }
-  {  // int64 with a range beyond 32 bits
-    const auto t = tf::random::uniform({n}, -1e12, 1e12, tf::int64);
-    CHECK(t.dtype() == tf::int64);
-    const auto iv = t.numpy<int64_t>();
-    const auto [mn, mx] = std::minmax_element(iv.begin(), iv.end());
-    CHECK(*mn >= -1000000000000LL);
-    CHECK(*mx < 1000000000000LL);
-    CHECK(*mx - *mn > 1900000000000LL);
-    const Moments m = moments(values(t));
-    CHECK(std::abs(m.mean) < 0.01 * 2e12);
-  }
-  {  // a range of one value
-    const auto v = tf::random::uniform({5}, 7, 8, tf::int64).numpy<int64_t>();
-    CHECK(v == std::vector<int64_t>(5, 7));
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("on " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(5);
+    const int64_t n = 700000;
+    {
+      const auto t = tf::random::uniform({n}, -3, 4, tf::int32);
+      CHECK(t.dtype() == tf::int32);
+      std::map<int64_t, int64_t> counts;
+      for (int32_t x : t.numpy<int32_t>()) ++counts[x];
+      REQUIRE(counts.size() == 7);
+      CHECK(counts.begin()->first == -3);
+      CHECK(counts.rbegin()->first == 3);
+      for (auto [v, k] : counts) CHECK(std::abs(k - n / 7.0) < 0.02 * n / 7.0);
+    }
+    {  // the full int32 range
+      const auto v = values(tf::random::uniform({n}, -2147483648.0, 2147483648.0, tf::int32));
+      const Moments m = moments(v);
+      CHECK(m.min >= -2147483648.0);
+      CHECK(m.max <= 2147483647.0);
+      CHECK(std::abs(m.mean) < 0.01 * 4294967296.0);
+    }
+    {  // int64 with a range beyond 32 bits
+      const auto t = tf::random::uniform({n}, -1e12, 1e12, tf::int64);
+      CHECK(t.dtype() == tf::int64);
+      const auto iv = t.numpy<int64_t>();
+      const auto [mn, mx] = std::minmax_element(iv.begin(), iv.end());
+      CHECK(*mn >= -1000000000000LL);
+      CHECK(*mx < 1000000000000LL);
+      CHECK(*mx - *mn > 1900000000000LL);
+      const Moments m = moments(values(t));
+      CHECK(std::abs(m.mean) < 0.01 * 2e12);
+    }
+    {  // a range of one value
+      const auto v = tf::random::uniform({5}, 7, 8, tf::int64).numpy<int64_t>();
+      CHECK(v == std::vector<int64_t>(5, 7));
+    }
   }
 }
 
@@ -444,4 +457,88 @@ TEST_CASE("random ops reject bad arguments", "[cpu][random]") {
   tf::random::set_seed(8);
   CHECK_THROWS(tf::random::uniform({2}, 1, 0));
   CHECK(tf::detail::resolve_random_seeds(std::nullopt).second == 0u);
+}
+
+TEST_CASE("GPUs draw the CPU's numbers for the same seeds", "[cuda][random]") {
+  if (!tf::testing::has_gpu()) {
+    WARN("no GPU: skipping the CPU/GPU comparison");
+    return;
+  }
+  // Sizes that end inside a Philox block (1, 3, 5, 7 outputs of a 4- or 2-output block), span
+  // many thread blocks of the kernels, or have the grid-stride loop go round more than once.
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 1001, 65537, (1 << 22) + 3};
+  // One draw of the op on a device: each (seed, op seed) pair restarts with set_seed.
+  auto draw = [](const tf::Device& dev, auto&& op) {
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(4321);
+    const tf::Tensor t = op();
+    CHECK(t.device() == dev.to_string());
+    return values(t);
+  };
+  auto draw_ints = [](const tf::Device& dev, auto&& op) {
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(4321);
+    const tf::Tensor t = op();
+    CHECK(t.device() == dev.to_string());
+    return t.numpy<int64_t>();
+  };
+  for (const tf::Device& gpu : tf::testing::devices_under_test()) {
+    if (gpu.is_cpu()) continue;
+    const tf::Device cpu{};
+    for (int64_t n : sizes) {
+      for (tf::DType dt : {tf::float32, tf::float16, tf::bfloat16, tf::float64}) {
+        INFO(gpu.to_string() << " n=" << n << " " << tf::dtype_name(dt));
+        auto normal = [&] { return tf::random::normal({n}, 0.25, 1.5, dt, 17); };
+        auto uniform = [&] { return tf::random::uniform({n}, -1.25, 2.5, dt, 18); };
+        const auto nc = draw(cpu, normal), ng = draw(gpu, normal);
+        const auto uc = draw(cpu, uniform), ug = draw(gpu, uniform);
+        REQUIRE(ng.size() == nc.size());
+        REQUIRE(ug.size() == uc.size());
+        int64_t normal_diff = 0, uniform_diff = 0;
+        for (size_t i = 0; i < nc.size(); ++i) {
+          // float64 normals use each device's log/sin/cos (last-bit differences); the rest is
+          // the same IEEE arithmetic, bit for bit.
+          const double tol = dt == tf::float64 ? 1e-14 * (1 + std::abs(nc[i])) : 0.0;
+          normal_diff += !(std::abs(ng[i] - nc[i]) <= tol);
+          uniform_diff += ug[i] != uc[i];
+        }
+        CHECK(normal_diff == 0);
+        CHECK(uniform_diff == 0);
+      }
+      for (tf::DType dt : {tf::int32, tf::int64}) {
+        INFO(gpu.to_string() << " n=" << n << " " << tf::dtype_name(dt));
+        auto small = [&] { return tf::random::uniform({n}, -7, 1000, dt, 19); };
+        auto full = [&] {
+          return dt == tf::int32 ? tf::random::uniform({n}, -2147483648.0, 2147483648.0, dt, 20)
+                                 : tf::random::uniform({n}, -9.2e18, 9.2e18, dt, 20);
+        };
+        CHECK(draw_ints(cpu, small) == draw_ints(gpu, small));
+        CHECK(draw_ints(cpu, full) == draw_ints(gpu, full));
+      }
+    }
+    // Narrow float ranges where rounding reaches maxval (clamped below it on both devices).
+    for (tf::DType dt : {tf::float16, tf::bfloat16, tf::float32}) {
+      INFO(gpu.to_string() << " narrow " << tf::dtype_name(dt));
+      auto narrow = [&] { return tf::random::uniform({4099}, 2.999, 3.0, dt, 21); };
+      const auto c = draw(cpu, narrow), g = draw(gpu, narrow);
+      CHECK(c == g);
+      for (double x : g) REQUIRE(x < 3.0);
+    }
+    // Seeds whose counters need the high words (a negative global seed and op seed).
+    auto neg = [&] {
+      tf::random::set_seed(-3);
+      return tf::random::normal({513}, 0, 1, tf::float32, -9);
+    };
+    std::vector<double> c, g;
+    {
+      tf::DeviceScope scope(cpu);
+      c = values(neg());
+    }
+    {
+      tf::DeviceScope scope(gpu);
+      g = values(neg());
+    }
+    CHECK(c == g);
+  }
+  tf::random::set_seed(0);
 }
