@@ -35,7 +35,7 @@ struct ReadVariableOp final : PrimitiveBase<ReadVariableOp> {
   void infer(std::span<const Tensor>, std::span<TensorMeta> out) const override;
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override;
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override;
-  bool produce(std::span<const Tensor>, std::span<Tensor> out) const override {
+  bool produce(std::span<const Tensor>, std::span<Tensor> out, Device) const override {
     out[0] = Variable::from_state(state).value();
     return true;
   }
@@ -52,7 +52,7 @@ struct AssignVariableOp final : PrimitiveBase<AssignVariableOp> {
   void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override;
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override;
-  bool produce(std::span<const Tensor> in, std::span<Tensor>) const override {
+  bool produce(std::span<const Tensor> in, std::span<Tensor>, Device) const override {
     Variable v = Variable::from_state(state);
     v.assign(in[0]);
     return true;

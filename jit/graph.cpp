@@ -120,7 +120,7 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
     } else {
       std::vector<Tensor>& out = values[i];
       out.resize(n.outputs.size());
-      if (!n.prim->produce(in, out)) {
+      if (!n.prim->produce(in, out, n.device)) {
         for (size_t k = 0; k < out.size(); ++k)
           out[k] = n.prim->is_view() ? detail::view(in[0], n.outputs[k].shape)
                                      : detail::empty(n.outputs[k].shape, n.outputs[k].dtype,

@@ -99,7 +99,7 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
                "only while a tf::function is being traced");
     if (debugging::log_device_placement())
       TF_LOG_INFO("Executing op {} in device {}", prim.name(), dev.to_string());
-    if (!prim.produce(in, std::span<Tensor>(outputs.data(), n_out))) {
+    if (!prim.produce(in, std::span<Tensor>(outputs.data(), n_out), dev)) {
       if (prim.is_view()) {
         for (int i = 0; i < n_out; ++i) outputs[i] = view(in[0], metas[i].shape);
       } else {

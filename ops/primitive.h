@@ -54,10 +54,13 @@ class Primitive {
   virtual bool is_view() const { return false; }
   // Ops that make their outputs themselves instead of filling allocated ones (a variable read
   // returns the variable's buffer; an assignment writes the variable): return true after
-  // setting every output. Called by dispatch() and graph replay in place of the kernels.
-  virtual bool produce(std::span<const Tensor> inputs, std::span<Tensor> outputs) const {
+  // setting every output. Called by dispatch() and graph replay in place of the kernels, with
+  // the device the op runs on.
+  virtual bool produce(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                       Device device) const {
     (void)inputs;
     (void)outputs;
+    (void)device;
     return false;
   }
   // Elementwise over broadcast inputs: the fuser may merge it into a loop.

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "ops/dispatch.h"
 
 namespace tapeflow {
@@ -32,7 +33,7 @@ SeedState& seed_state() {
 }  // namespace
 
 // The n-th call (n >= 1) with a given seed pair continues the stream under a mixed op seed.
-static uint64_t continue_stream(uint64_t op, uint64_t n) {
+uint64_t continue_random_stream(uint64_t op, uint64_t n) {
   uint64_t z = n * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -47,7 +48,7 @@ std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_see
                                  : static_cast<uint64_t>(kDefaultGraphSeed);
     const uint64_t op = static_cast<uint64_t>(*op_seed);
     const uint64_t n = st.calls[{g, op}]++;
-    return {g, n == 0 ? op : continue_stream(op, n)};
+    return {g, n == 0 ? op : continue_random_stream(op, n)};
   }
   if (st.global) return {static_cast<uint64_t>(*st.global), st.counter++};
   if (!st.entropy) {
@@ -99,8 +100,9 @@ Tensor normal(const TensorShape& shape, double mean, double stddev, DType dtype,
   TF_CHECK_ARG(std::isfinite(mean) && std::isfinite(stddev), op,
                "mean and stddev must be finite, got mean {} and stddev {}", mean, stddev);
   const auto [k, k2] = detail::resolve_random_seeds(seed);
-  return detail::dispatch(prims::RandomNormal(shape, dtype, mean, stddev, k, k2),
-                          std::span<const Tensor>{});
+  prims::RandomNormal prim(shape, dtype, mean, stddev, k, k2);
+  if (detail::thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
+  return detail::dispatch(prim, std::span<const Tensor>{});
 }
 
 Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dtype,
@@ -133,12 +135,34 @@ Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dty
   prims::RandomUniform prim(shape, dtype, minval, maxval, k, k2);
   prim.imin = imin;
   prim.imax = imax;
+  if (detail::thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
   return detail::dispatch(prim, std::span<const Tensor>{});
 }
 
 }  // namespace random
 
 namespace prims {
+
+// A traced random op: the first execution uses the traced seeds, execution n >= 1 continues the
+// stream with the n-th derived seed (the same rule as repeated eager calls with one op seed).
+template <class P>
+static bool produce_next(const P& p, std::span<Tensor> out, Device device) {
+  if (!p.executions) return false;
+  const uint64_t n = p.executions->fetch_add(1);
+  if (n == 0) return false;
+  P next(p);
+  next.executions = nullptr;
+  next.seed2 = detail::continue_random_stream(p.seed2, n);
+  out[0] = detail::empty(p.shape, p.dtype, device);
+  detail::run_kernel(next, device, std::span<const Tensor>{}, out);
+  return true;
+}
+bool RandomNormal::produce(std::span<const Tensor>, std::span<Tensor> out, Device device) const {
+  return produce_next(*this, out, device);
+}
+bool RandomUniform::produce(std::span<const Tensor>, std::span<Tensor> out, Device device) const {
+  return produce_next(*this, out, device);
+}
 
 void RandomNormal::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
   out[0] = {shape, dtype};

@@ -24,7 +24,9 @@
 //     computed in float32 for the 16/32-bit types and in float64 for float64.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,6 +50,8 @@ std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_see
 // Forgets the global seed (TF's tf.random.set_seed(None)); tests use it to reach the other rules.
 void clear_random_seed();
 inline constexpr int64_t kDefaultGraphSeed = 87654321;
+// The seed2 of the n-th continuation (n >= 1) of a stream.
+uint64_t continue_random_stream(uint64_t seed2, uint64_t n);
 }  // namespace tapeflow::detail
 
 namespace tapeflow::prims {
@@ -66,6 +70,11 @@ struct RandomNormal final : PrimitiveBase<RandomNormal> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   std::string attributes() const override;
+  // Set when the op is traced into a graph: each replay continues the stream (the first uses
+  // the traced seeds), so a traced function draws new numbers at every call, as TF's.
+  std::shared_ptr<std::atomic<uint64_t>> executions;
+  bool has_side_effects() const override { return executions != nullptr; }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override;
 };
 
 struct RandomUniform final : PrimitiveBase<RandomUniform> {
@@ -80,6 +89,11 @@ struct RandomUniform final : PrimitiveBase<RandomUniform> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   std::string attributes() const override;
+  // Set when the op is traced into a graph: each replay continues the stream (the first uses
+  // the traced seeds), so a traced function draws new numbers at every call, as TF's.
+  std::shared_ptr<std::atomic<uint64_t>> executions;
+  bool has_side_effects() const override { return executions != nullptr; }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override;
 };
 
 }  // namespace tapeflow::prims

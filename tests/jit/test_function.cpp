@@ -191,3 +191,17 @@ TEST_CASE("function: the trace cache is bounded", "[jit]") {
   f(tf::zeros({80}));  // still cached
   CHECK(f.tracing_count() == 81);
 }
+
+TEST_CASE("function: random ops draw new numbers at every call", "[jit]") {
+  tf::random::set_seed(7);
+  auto f = tf::function([](const tf::Tensor& x) { return x + tf::random::normal({4}, 0, 1, tf::float32, 3); });
+  tf::Tensor zero = tf::zeros({4});
+  const auto a = f(zero).numpy<float>();
+  const auto b = f(zero).numpy<float>();
+  CHECK(a != b);
+  // The first call gives what the eager op would have given first; set_seed resets both.
+  tf::random::set_seed(7);
+  const auto eager = tf::random::normal({4}, 0, 1, tf::float32, 3).numpy<float>();
+  CHECK(eager == a);
+  CHECK(f.tracing_count() == 1);
+}
