@@ -1,0 +1,159 @@
+// tf::function replay against eager execution, side by side in one run:
+//   - a chain of 100 tiny ops ((2, 2) float32 adds and multiplies);
+//   - a chain of 6 elementwise ops over 16M float32;
+//   - the 784-128-10 MLP training step (batch 32 and 256) traced, eager, and libtorch's eager
+//     C++ step (see bench_autograd.cpp for the step itself).
+//
+//   OMP_NUM_THREADS=2 ./bench_function --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/parallel.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/nn.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+#ifdef TAPEFLOW_HAVE_TORCH
+#include <torch/torch.h>
+#endif
+
+namespace tf = tapeflow;
+
+namespace {
+
+tf::Tensor chain100(const tf::Tensor& x, const tf::Tensor& y) {
+  tf::Tensor c = x;
+  for (int i = 0; i < 50; ++i) c = tf::multiply(tf::add(c, y), y);
+  return c;
+}
+
+void BM_chain100_eager(benchmark::State& state) {
+  tf::Tensor x = tf::ones({2, 2}), y = tf::fill({2, 2}, tf::Tensor(0.5f));
+  for (auto _ : state) benchmark::DoNotOptimize(chain100(x, y).raw_data());
+  state.SetItemsProcessed(state.iterations() * 100);
+}
+BENCHMARK(BM_chain100_eager);
+
+void BM_chain100_function(benchmark::State& state) {
+  tf::Tensor x = tf::ones({2, 2}), y = tf::fill({2, 2}, tf::Tensor(0.5f));
+  auto f = tf::function(chain100);
+  f(x, y);
+  for (auto _ : state) benchmark::DoNotOptimize(f(x, y).raw_data());
+  state.SetItemsProcessed(state.iterations() * 100);
+}
+BENCHMARK(BM_chain100_function);
+
+tf::Tensor chain6(const tf::Tensor& x) {
+  return tf::tanh(tf::exp(x * 0.5f + 1.0f) - x) * 2.0f;
+}
+
+void BM_chain6_16M_eager(benchmark::State& state) {
+  tf::Tensor x = tf::random::uniform({1 << 24}, -1, 1, tf::float32, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(chain6(x).raw_data());
+  state.SetBytesProcessed(state.iterations() * 2 * x.nbytes());
+}
+BENCHMARK(BM_chain6_16M_eager)->Unit(benchmark::kMillisecond);
+
+void BM_chain6_16M_function(benchmark::State& state) {
+  tf::Tensor x = tf::random::uniform({1 << 24}, -1, 1, tf::float32, 1);
+  auto f = tf::function(chain6);
+  f(x);
+  for (auto _ : state) benchmark::DoNotOptimize(f(x).raw_data());
+  state.SetBytesProcessed(state.iterations() * 2 * x.nbytes());
+}
+BENCHMARK(BM_chain6_16M_function)->Unit(benchmark::kMillisecond);
+
+struct Mlp {
+  std::vector<tf::Variable> vars;
+  tf::Tensor x, labels;
+  explicit Mlp(int64_t batch) {
+    tf::DeviceScope scope("/CPU:0");
+    vars.emplace_back(tf::random::normal({784, 128}, 0.0, 0.05, tf::float32, 1), "w1");
+    vars.emplace_back(tf::zeros({128}), "b1");
+    vars.emplace_back(tf::random::normal({128, 10}, 0.0, 0.05, tf::float32, 2), "w2");
+    vars.emplace_back(tf::zeros({10}), "b2");
+    x = tf::random::uniform({batch, 784}, 0.0, 1.0, tf::float32, 3);
+    labels = tf::random::uniform({batch}, 0, 10, tf::int64, 4);
+  }
+  tf::Tensor step(const tf::Tensor& xb, const tf::Tensor& yb) {
+    tf::GradientTape tape;
+    tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(xb, vars[0]), vars[1]));
+    tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, vars[2]), vars[3]);
+    tf::Tensor loss =
+        tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(yb, logits));
+    std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
+    for (size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(grads[i] * 0.01f);
+    return loss;
+  }
+};
+
+void BM_mlp_step_eager(benchmark::State& state) {
+  Mlp m(state.range(0));
+  float loss = 0;
+  for (auto _ : state) loss = m.step(m.x, m.labels).item<float>();
+  state.counters["loss"] = loss;
+}
+BENCHMARK(BM_mlp_step_eager)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+void BM_mlp_step_function(benchmark::State& state) {
+  Mlp m(state.range(0));
+  auto step = tf::function(
+      [&m](const tf::Tensor& xb, const tf::Tensor& yb) { return m.step(xb, yb); });
+  step(m.x, m.labels);
+  float loss = 0;
+  for (auto _ : state) loss = step(m.x, m.labels).item<float>();
+  state.counters["loss"] = loss;
+}
+BENCHMARK(BM_mlp_step_function)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+#ifdef TAPEFLOW_HAVE_TORCH
+void BM_torch_chain100(benchmark::State& state) {
+  torch::set_num_threads(tf::detail::num_threads());
+  auto x = torch::ones({2, 2}), y = torch::full({2, 2}, 0.5f);
+  for (auto _ : state) {
+    auto c = x;
+    for (int i = 0; i < 50; ++i) c = (c + y) * y;
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * 100);
+}
+BENCHMARK(BM_torch_chain100);
+
+void BM_torch_mlp_step(benchmark::State& state) {
+  torch::set_num_threads(tf::detail::num_threads());
+  torch::manual_seed(0);
+  std::vector<torch::Tensor> p = {torch::randn({784, 128}) * 0.05, torch::zeros({128}),
+                                  torch::randn({128, 10}) * 0.05, torch::zeros({10})};
+  for (auto& t : p) t.set_requires_grad(true);
+  auto x = torch::rand({state.range(0), 784});
+  auto labels = torch::randint(0, 10, {state.range(0)}, torch::kLong);
+  float loss_v = 0;
+  for (auto _ : state) {
+    auto h = torch::relu(torch::addmm(p[1], x, p[0]));
+    auto loss = torch::nn::functional::cross_entropy(torch::addmm(p[3], h, p[2]), labels);
+    loss.backward();
+    {
+      torch::NoGradGuard g;
+      for (auto& t : p) {
+        t.sub_(t.grad() * 0.01f);
+        t.grad().zero_();
+      }
+    }
+    loss_v = loss.item<float>();
+  }
+  state.counters["loss"] = loss_v;
+}
+BENCHMARK(BM_torch_mlp_step)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
+#endif
+
+}  // namespace
+
+BENCHMARK_MAIN();
