@@ -285,7 +285,7 @@ void eliminate_common_subexpressions(Graph& graph) {
   debug_validate(graph);
 }
 
-void fold_constants(Graph& graph, int64_t max_elements) {
+void fold_constants(Graph& graph, int64_t max_elements, uint64_t first_traced_id) {
   debug_validate(graph);
   const int n = graph.num_nodes();
   Replacements repl(n);
@@ -305,7 +305,7 @@ void fold_constants(Graph& graph, int64_t max_elements) {
       }
       TF_ASSERT(r.index >= 0 && static_cast<size_t>(r.index) < graph.constants.size());
       const Tensor& c = graph.constants[r.index];
-      foldable = c.defined() && !c.is_symbolic();
+      foldable = c.defined() && !c.is_symbolic() && c.id() >= first_traced_id;
       if (!foldable) break;
     }
     if (!foldable) continue;
@@ -346,8 +346,8 @@ void fold_constants(Graph& graph, int64_t max_elements) {
   debug_validate(graph);
 }
 
-void optimize(Graph& graph) {
-  fold_constants(graph);
+void optimize(Graph& graph, uint64_t first_traced_id) {
+  fold_constants(graph, kDefaultFoldLimit, first_traced_id);
   eliminate_common_subexpressions(graph);
   eliminate_dead_code(graph);
 }

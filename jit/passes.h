@@ -30,17 +30,26 @@ void eliminate_dead_code(Graph& graph);
 void eliminate_common_subexpressions(Graph& graph);
 
 // Evaluates, in one forward sweep, every node that is not must_keep, has at least one output,
-// reads only constants (possibly ones folded earlier in the sweep) and produces at most
-// `max_elements` elements over all its outputs. Its outputs become new constants and the node
-// is removed. Nodes whose evaluation throws a tapeflow::Error are left in place (the error then
-// happens at replay, as it would eagerly). Evaluation runs through detail::dispatch_multi on the
-// node's device with tapes and any enclosing trace suspended. Constants that are no longer read
-// stay until eliminate_dead_code.
+// reads only foldable constants (including ones folded earlier in the sweep) and produces at
+// most `max_elements` elements over all its outputs. Its outputs become new constants and the
+// node is removed. Nodes whose evaluation throws a tapeflow::Error are left in place (the error
+// then happens at replay, as it would eagerly). Evaluation runs through detail::dispatch_multi
+// on the node's device with tapes and any enclosing trace suspended. Constants that are no
+// longer read stay until eliminate_dead_code.
+//
+// Captured tensors: a constant whose Tensor::id() is below `first_traced_id` existed before the
+// trace began (an eager tensor the callable captured). A GradientTape may watch it when the
+// function is called, and a replay under the tape must then record the ops that read it, so it
+// is never folded through. Tensors made while tracing (literals, factory results) have larger
+// ids (ids grow process-wide) and fold. Pass the detail::next_tensor_id() taken just before
+// tracing; 0 folds every constant (hand-built graphs, or replays that no tape can see).
 inline constexpr int64_t kDefaultFoldLimit = 4096;
-void fold_constants(Graph& graph, int64_t max_elements = kDefaultFoldLimit);
+void fold_constants(Graph& graph, int64_t max_elements = kDefaultFoldLimit,
+                    uint64_t first_traced_id = 0);
 
-// fold_constants, eliminate_common_subexpressions, eliminate_dead_code, in that order.
-void optimize(Graph& graph);
+// fold_constants (default limit), eliminate_common_subexpressions, eliminate_dead_code, in that
+// order. `first_traced_id` as for fold_constants.
+void optimize(Graph& graph, uint64_t first_traced_id = 0);
 
 // Throws InternalError unless every reference is in range and every node reference points to an
 // earlier node's existing output (as are the graph outputs), every node has a primitive, and

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -675,6 +676,54 @@ TEST_CASE("passes: constant folding leaves effects, big results and failing ops 
     REQUIRE(prim_names(b.g) == std::vector<std::string>{"add"});
     CHECK(b.g.nodes[0].inputs == std::vector<Ref>{x, c});
     CHECK(b.g.constants.size() == 1);
+  }
+}
+
+TEST_CASE("passes: constant folding never folds through tensors captured before tracing",
+          "[passes][cpu]") {
+  const tf::Tensor w = floats({0.5f, 1.0f}, {2});  // an eager tensor the callable captures
+  const uint64_t first_traced_id = tf::detail::next_tensor_id();
+  const tf::Tensor lit = floats({2, 3}, {2});      // made while tracing
+  Builder b;
+  Ref x = b.input({2});
+  Ref cw = b.constant(w);
+  Ref cl = b.constant(lit);
+  Ref ew = b.add(tf::prims::Exp{}, {cw});          // 0 reads a capture: stays
+  Ref sl = b.add(tf::prims::Square{}, {cl});       // 1 folds
+  Ref hl = b.add(tf::prims::Multiply{}, {sl, cl});  // 2 folds (reads a folded constant)
+  Ref m = b.add(tf::prims::Multiply{}, {x, ew});   // 3
+  Ref y = b.add(tf::prims::Add{}, {m, hl});        // 4
+  b.g.outputs = {y};
+  const tf::Tensor xv = floats({3, -2}, {2});
+
+  Graph g = b.g;
+  tf::jit::optimize(g, first_traced_id);
+  tf::jit::validate_graph(g);
+  REQUIRE(prim_names(g) == std::vector<std::string>{"exp", "multiply", "add"});
+  CHECK(g.nodes[0].inputs == std::vector<Ref>{const_ref(0)});
+  REQUIRE(g.constants.size() == 2);
+  CHECK(g.constants[0].is_same(w));
+  check_values(g.constants[1], {8, 27});
+
+  // A replay under a tape that watches the capture still records exp(w): the gradient flows.
+  {
+    tf::GradientTape tape;
+    tape.watch(w);
+    const tf::Tensor out = interpret(g, {xv})[0];
+    check_values(out, {3 * std::exp(0.5) + 8, -2 * std::exp(1.0) + 27}, 1e-6, 1e-5);
+    const tf::Tensor dw = tape.gradient(out, w);
+    REQUIRE(dw.defined());
+    check_values(dw, {3 * std::exp(0.5), -2 * std::exp(1.0)}, 1e-6, 1e-6);
+  }
+  // Folding every constant (first_traced_id 0) cuts that path: the gradient is lost.
+  Graph all = b.g;
+  tf::jit::optimize(all);
+  REQUIRE(prim_names(all) == std::vector<std::string>{"multiply", "add"});
+  {
+    tf::GradientTape tape;
+    tape.watch(w);
+    const tf::Tensor out = interpret(all, {xv})[0];
+    CHECK_FALSE(tape.gradient(out, w).defined());
   }
 }
 
