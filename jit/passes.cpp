@@ -310,12 +310,13 @@ void fold_constants(Graph& graph, int64_t max_elements, uint64_t first_traced_id
     }
     if (!foldable) continue;
     int64_t elements = 0;
+    bool small = true;
     for (const TensorMeta& m : node.outputs) {
-      const int64_t e = m.shape.num_elements();
-      if (e < 0) elements = max_elements + 1;  // unknown size: never folded
-      else elements += e;
+      const int64_t e = m.shape.num_elements();  // -1: unknown size, never folded
+      small = small && e >= 0 && e <= max_elements - elements;
+      if (small) elements += e;
     }
-    if (elements > max_elements) continue;
+    if (!small) continue;
 
     in.clear();
     for (const Ref& r : node.inputs) in.push_back(graph.constants[r.index]);
