@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "autograd/tape.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/dispatch.h"
+#include "jit/passes.h"
 #include "jit/tracer.h"
 
 namespace tapeflow::detail {
@@ -91,18 +93,30 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
   }
 }
 
-void FunctionCore::optimize(Graph&) {}
-
-std::shared_ptr<void> begin_trace(Graph& graph) { return std::make_shared<jit::Tracer>(graph); }
-
-Tensor trace_input(const std::shared_ptr<void>& tracer, const Tensor& t) {
-  TF_CHECK_ARG(t.defined(), "function", "a tensor argument is undefined");
-  return static_cast<jit::Tracer*>(tracer.get())
-      ->add_input(TensorMeta{t.shape(), t.dtype()}, t.placement());
+void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id) {
+  jit::optimize(graph, first_traced_id);
 }
 
-void end_trace(const std::shared_ptr<void>& tracer, const std::vector<Tensor>& outputs) {
-  static_cast<jit::Tracer*>(tracer.get())->set_outputs(outputs);
+namespace {
+// While tracing, the caller's tapes are paused (they record the replay instead, which runs
+// through dispatch when a tape is active); tapes created inside the body record the trace.
+struct TraceSession {
+  PauseTapes pause;
+  jit::Tracer tracer;
+  explicit TraceSession(Graph& g) : tracer(g) {}
+};
+}  // namespace
+
+std::shared_ptr<void> begin_trace(Graph& graph) { return std::make_shared<TraceSession>(graph); }
+
+Tensor trace_input(const std::shared_ptr<void>& session, const Tensor& t) {
+  TF_CHECK_ARG(t.defined(), "function", "a tensor argument is undefined");
+  return static_cast<TraceSession*>(session.get())
+      ->tracer.add_input(TensorMeta{t.shape(), t.dtype()}, t.placement());
+}
+
+void end_trace(const std::shared_ptr<void>& session, const std::vector<Tensor>& outputs) {
+  static_cast<TraceSession*>(session.get())->tracer.set_outputs(outputs);
 }
 
 }  // namespace tapeflow::detail

@@ -87,8 +87,9 @@ class FunctionCore {
   void insert(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // Checks the tensor arguments against options.input_signature.
   void check_signature(const std::vector<Tensor>& tensors) const;
-  // Applies the graph passes before the first replay.
-  static void optimize(Graph& graph);
+  // Applies the graph passes before the first replay; tensors with ids below first_traced_id
+  // existed before the trace (captured tensors a caller's tape may watch) and are never folded.
+  static void optimize(Graph& graph, uint64_t first_traced_id);
   int tracing_count() const { return tracing_count_; }
   const FunctionOptions& options() const { return options_; }
   std::string name() const;
@@ -210,6 +211,7 @@ class Function {
   std::shared_ptr<ConcreteFunction> trace(Args&&... args) const {
     auto cf = std::make_shared<ConcreteFunction>();
     std::vector<Tensor> outputs;
+    const uint64_t first_traced_id = detail::next_tensor_id();
     {
       auto tracer = detail::begin_trace(cf->graph_);
       // Symbolic tensors are made in argument order (the graph's input order).
@@ -219,7 +221,7 @@ class Function {
       detail::Results<R>::flatten(result, outputs, cf->output_structure_);
       detail::end_trace(tracer, outputs);
     }
-    detail::FunctionCore::optimize(cf->graph_);
+    detail::FunctionCore::optimize(cf->graph_, first_traced_id);
     return cf;
   }
 

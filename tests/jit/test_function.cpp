@@ -205,3 +205,28 @@ TEST_CASE("function: random ops draw new numbers at every call", "[jit]") {
   CHECK(eager == a);
   CHECK(f.tracing_count() == 1);
 }
+
+TEST_CASE("function: traced graphs are optimised before replay", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) {
+    tf::Tensor unused = tf::exp(x);                          // dead: removed
+    tf::Tensor k = tf::constant(2.0f) * tf::constant(3.0f);  // constants: folded
+    tf::Tensor a = tf::sin(x), b = tf::sin(x);               // common subexpression: merged
+    return a + b + k;
+  });
+  const tf::Graph& g = f.get_concrete_function(tf::TensorSpec({3})).graph();
+  INFO(g.to_string());
+  CHECK(g.num_nodes() == 3);  // sin, add, add
+  CHECK(g.to_string().find("exp") == std::string::npos);
+  tf::Tensor x = tf::constant({0.1f, 0.2f, 0.3f});
+  check_close(f(x), tf::sin(x) * 2.0f + 6.0f, 1e-6, 1e-6);
+}
+
+TEST_CASE("function: captured tensors keep their gradients", "[jit]") {
+  tf::Tensor w = tf::constant({0.5, 1.0});
+  auto f = tf::function([&](const tf::Tensor& x) { return tf::reduce_sum(x * tf::exp(w)); });
+  tf::Tensor x = tf::constant({2.0, 3.0});
+  tf::GradientTape tape;
+  tape.watch(w);
+  tf::Tensor y = f(x);
+  check_values(tape.gradient(y, w), {2.0 * std::exp(0.5), 3.0 * std::exp(1.0)}, 1e-12, 1e-12);
+}
