@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/dispatch.h"
+#include "jit/fusion.h"
 #include "jit/passes.h"
 #include "jit/tracer.h"
 
@@ -95,6 +96,7 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
 
 void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id) {
   jit::optimize(graph, first_traced_id);
+  jit::fuse_elementwise(graph);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include "core/parallel.h"
 #include "ops/activation.h"
+#include "ops/cpu/fusion_kernels.h"
 
 namespace tapeflow::prims {
 
@@ -48,3 +49,17 @@ void ReluGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const
 }
 
 }  // namespace tapeflow::prims
+
+namespace tapeflow::cpu {
+
+namespace {
+void relu_f32(const float* __restrict in, float* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] < 0.f ? 0.f : in[i];
+}
+}  // namespace
+
+UnaryRangeF32 relu_range_f32(const Primitive& p) {
+  return typeid(p) == typeid(prims::Relu) ? &relu_f32 : nullptr;
+}
+
+}  // namespace tapeflow::cpu

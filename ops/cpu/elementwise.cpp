@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cpu/fusion_kernels.h"
 #include "ops/cpu/unary_ops.h"
 #include "ops/unary.h"
 
@@ -137,3 +138,30 @@ void Cast::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 
 }  // namespace prims
 }  // namespace tapeflow
+
+namespace tapeflow::cpu {
+
+UnaryRangeF32 unary_range_f32(const Primitive& p) {
+#define TF_FUSABLE_UNARY(STRUCT, FUNCTOR) \
+  if (typeid(p) == typeid(prims::STRUCT)) return pick_unary_range<cpu::FUNCTOR, float, float>();
+  TF_FUSABLE_UNARY(Negative, NegativeOp)
+  TF_FUSABLE_UNARY(Abs, AbsOp)
+  TF_FUSABLE_UNARY(Sign, SignOp)
+  TF_FUSABLE_UNARY(Exp, ExpOp)
+  TF_FUSABLE_UNARY(Log, LogOp)
+  TF_FUSABLE_UNARY(Log1p, Log1pOp)
+  TF_FUSABLE_UNARY(Sqrt, SqrtOp)
+  TF_FUSABLE_UNARY(Rsqrt, RsqrtOp)
+  TF_FUSABLE_UNARY(Square, SquareOp)
+  TF_FUSABLE_UNARY(Tanh, TanhOp)
+  TF_FUSABLE_UNARY(Sigmoid, SigmoidOp)
+  TF_FUSABLE_UNARY(Sin, SinOp)
+  TF_FUSABLE_UNARY(Cos, CosOp)
+  TF_FUSABLE_UNARY(Floor, FloorOp)
+  TF_FUSABLE_UNARY(Ceil, CeilOp)
+  TF_FUSABLE_UNARY(Round, RoundOp)
+#undef TF_FUSABLE_UNARY
+  return nullptr;
+}
+
+}  // namespace tapeflow::cpu

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/binary.h"
+#include "ops/cpu/fusion_kernels.h"
 #include "ops/cpu/unary_ops.h"
 #include "ops/helpers.h"
 
@@ -309,3 +310,31 @@ void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 
 }  // namespace prims
 }  // namespace tapeflow
+
+namespace tapeflow::cpu {
+
+BinaryRangesF32 binary_ranges_f32(const Primitive& p) {
+  BinaryRangesF32 r;
+  auto set = [&r](auto loops) {
+    using L = decltype(loops);
+    r.vv = &L::vv;
+    r.sv = &L::sv;
+    r.vs = &L::vs;
+  };
+  auto pick = [&](auto functor) {
+    using F = decltype(functor);
+#if TF_CPU_MULTIVERSION
+    if (cpu::cpu_has_avx2()) return set(BinaryLoopsAvx2<F, float, float>{});
+#endif
+    set(BinaryLoops<F, float, float>{});
+  };
+  if (typeid(p) == typeid(prims::Add)) pick(cpu::AddOp{});
+  else if (typeid(p) == typeid(prims::Subtract)) pick(cpu::SubtractOp{});
+  else if (typeid(p) == typeid(prims::Multiply)) pick(cpu::MultiplyOp{});
+  else if (typeid(p) == typeid(prims::Divide)) pick(cpu::DivideOp{});
+  else if (typeid(p) == typeid(prims::Maximum)) pick(cpu::MaximumOp{});
+  else if (typeid(p) == typeid(prims::Minimum)) pick(cpu::MinimumOp{});
+  return r;
+}
+
+}  // namespace tapeflow::cpu
