@@ -130,13 +130,21 @@ Variable& Variable::assign(const Tensor& value) {
     return *this;
   }
   std::lock_guard lock(s.mu);
+  const auto& vs = v.impl()->storage;
+  const bool whole = vs && v.impl()->offset == 0 && vs->nbytes == v.nbytes();
   auto& storage = s.value.impl()->storage;
-  if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1 &&
-      !v.is_symbolic()) {
-    // Nobody holds a snapshot: write in place.
+  if (whole && v.placement() == s.device && !v.is_weak()) {
+    // A tensor that owns exactly its buffer on the variable's device: adopt it (tensors are
+    // immutable, and later in-place writes check that nobody else holds the buffer).
+    s.value = v;
+  } else if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1) {
+    // Nobody holds a snapshot: write in place (a view or a value from another device).
     detail::copy_bytes(s.value.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
   } else {
-    s.value = v.placement() == s.device && !v.is_weak() ? v : detail::copy_to_device(v, s.device);
+    // A snapshot shares the current buffer: write a new one (never alias the caller's view).
+    Tensor fresh = detail::empty(s.shape, s.dtype, s.device);
+    detail::copy_bytes(fresh.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
+    s.value = std::move(fresh);
   }
   return *this;
 }

@@ -28,16 +28,25 @@ TEST_CASE("variable: copies share one state and value() is a snapshot", "[autogr
   }
 }
 
-TEST_CASE("variable: assign writes in place when no snapshot shares the buffer",
+TEST_CASE("variable: assign adopts a fresh tensor or writes in place, never aliasing a snapshot",
           "[autograd]") {
   tf::Variable v(tf::zeros({1024}), "v");
+  tf::Tensor fresh = tf::ones({1024});
+  v.assign(fresh);  // owns its whole buffer: adopted without a copy
+  CHECK(v.value().raw_data() == fresh.raw_data());
   const void* p = v.value().raw_data();
-  v.assign(tf::ones({1024}));
-  CHECK(v.value().raw_data() == p);
-  // assign_add/assign_sub compute the sum into a fresh buffer that the variable adopts (no copy;
-  // the old buffer returns to the allocator's cache).
+  // A view into a larger buffer is copied, never aliased: into a new buffer while a snapshot
+  // (`fresh`) holds the current one (copy-on-write), in place once nobody else does.
+  tf::Tensor big = tf::fill({2048}, tf::Tensor(2.0f));
+  v.assign(tf::detail::view(big, {1024}, 0));  // a view into a larger buffer
+  CHECK(v.value().raw_data() != p);
+  check_values(fresh, std::vector<double>(1024, 1.0));  // the snapshot kept its value
+  const void* q = v.value().raw_data();
+  v.assign(tf::detail::view(big, {1024}, 4096));  // the buffer is the variable's alone: in place
+  CHECK(v.value().raw_data() == q);
+  // assign_add/assign_sub compute the sum into a fresh buffer that the variable adopts.
   v.assign_add(tf::ones({1024}));
-  check_values(tf::reduce_sum(v), {2048});
+  check_values(tf::reduce_sum(v), {3072});
 }
 
 TEST_CASE("variable: shape and dtype are fixed and C++ scalars adopt the dtype", "[autograd]") {
