@@ -132,3 +132,29 @@ using compute_t = std::conditional_t<std::is_same_v<T, half_t> || std::is_same_v
     TF_DTYPE_CASE(Float64, double, __VA_ARGS__)                             \
     default: break;                                                         \
   }
+
+// Runs BODY with `E` bound to the unsigned integer type of ES bytes (1, 2, 4, else 8): kernels
+// that only move elements dispatch on the element size, not the dtype.
+#define TF_DISPATCH_BY_SIZE(ES, ...) \
+  switch (ES) {                      \
+    case 1: {                        \
+      using E = uint8_t;             \
+      __VA_ARGS__;                   \
+      break;                         \
+    }                                \
+    case 2: {                        \
+      using E = uint16_t;            \
+      __VA_ARGS__;                   \
+      break;                         \
+    }                                \
+    case 4: {                        \
+      using E = uint32_t;            \
+      __VA_ARGS__;                   \
+      break;                         \
+    }                                \
+    default: {                       \
+      using E = uint64_t;            \
+      __VA_ARGS__;                   \
+      break;                         \
+    }                                \
+  }

@@ -223,6 +223,22 @@ std::string ArgMin::attributes() const {
 namespace tapeflow {
 
 namespace detail {
+int merge_reduce_axes(const TensorShape& shape, std::span<const int> axes, ReduceGroup* g) {
+  int m = 0;
+  size_t k = 0;
+  for (int i = 0; i < shape.rank(); ++i) {
+    const bool red = k < axes.size() && axes[k] == i;
+    if (red) ++k;
+    const int64_t d = shape[i];
+    if (d == 1) continue;
+    if (m > 0 && g[m - 1].reduced == red)
+      g[m - 1].n *= d;
+    else
+      g[m++] = {d, red};
+  }
+  return m;
+}
+
 Tensor sum_to_shape(const Tensor& g, const TensorShape& shape) {
   if (g.shape() == shape) return g;
   const int lead = g.rank() - shape.rank();

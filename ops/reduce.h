@@ -32,6 +32,15 @@ Tensor argmax(const Tensor& x, int axis = 0);
 Tensor argmin(const Tensor& x, int axis = 0);
 
 namespace detail {
+// A run of adjacent input dimensions that are all reduced or all kept.
+struct ReduceGroup {
+  int64_t n;
+  bool reduced;
+};
+// The input's dimensions with the size-1 ones dropped and neighbours of the same kind merged
+// (what the CPU and CUDA reduction kernels iterate over); axes sorted. Returns the group count.
+int merge_reduce_axes(const TensorShape& shape, std::span<const int> axes, ReduceGroup* groups);
+
 // Sums g over the dimensions that numpy broadcasting added or stretched to reach g's shape from
 // `shape` (the gradient of a broadcast), then reshapes it to `shape`.
 Tensor sum_to_shape(const Tensor& g, const TensorShape& shape);

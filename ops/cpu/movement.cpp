@@ -25,31 +25,6 @@ namespace tapeflow::prims {
 
 namespace {
 
-// Runs BODY with E bound to the unsigned integer type of `es` bytes.
-#define TF_DISPATCH_ELEM_SIZE(es, ...) \
-  switch (es) {                        \
-    case 1: {                          \
-      using E = uint8_t;               \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    case 2: {                          \
-      using E = uint16_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    case 4: {                          \
-      using E = uint32_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    default: {                         \
-      using E = uint64_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-  }
-
 constexpr int kMaxRank = TensorShape::kMaxRank;
 constexpr int64_t kPiece = 256 << 10;  // bytes per task when one long run is split
 
@@ -346,7 +321,7 @@ void transpose_cpu(const Tensor& in, Tensor& out, std::span<const int> perm) {
   }
   int q = 0;
   while (order[q] != ng - 1) ++q;
-  TF_DISPATCH_ELEM_SIZE(es, transpose_tiled<E>(reinterpret_cast<const E*>(src),
+  TF_DISPATCH_BY_SIZE(es, transpose_tiled<E>(reinterpret_cast<const E*>(src),
                                                reinterpret_cast<E*>(dst), ng, od, sst, dst_st, q));
 }
 
@@ -386,7 +361,7 @@ void broadcast_cpu(const Tensor& in, Tensor& out) {
   const char* src = static_cast<const char*>(in.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   const int64_t run = L * static_cast<int64_t>(es), seg = run * rpt;
-  TF_DISPATCH_ELEM_SIZE(es, {
+  TF_DISPATCH_BY_SIZE(es, {
     if (L == 1) {
       if (m == 0) {
         E v;
@@ -447,7 +422,7 @@ void gather_cpu(const Tensor& params, const Tensor& indices, Tensor& out, int ax
   const char* src = static_cast<const char*>(params.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   const int64_t grain = std::max<int64_t>(1, (64 << 10) / bytes);
-  TF_DISPATCH_ELEM_SIZE(es, {
+  TF_DISPATCH_BY_SIZE(es, {
     detail::parallel_for(outer * n, grain, [&](int64_t b, int64_t e) {
       int64_t o = b / n, j = b % n;
       for (int64_t t = b; t < e; ++t) {
@@ -497,7 +472,7 @@ void Pad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (n != in[0].num_elements()) {
     TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
       const T v = convert_value<T>(constant_value);
-      TF_DISPATCH_ELEM_SIZE(sizeof(T), {
+      TF_DISPATCH_BY_SIZE(sizeof(T), {
         E bits;
         std::memcpy(&bits, &v, sizeof(E));
         parallel_fill(static_cast<E*>(out[0].raw_data()), n, bits);

@@ -311,10 +311,7 @@ void reduce_cols(const In* x, Out* y, int64_t outer, int64_t R, int64_t Kn) {
   });
 }
 
-struct Group {
-  int64_t n;
-  bool reduced;
-};
+using Group = detail::ReduceGroup;
 
 template <Kind K, class T>
 void run_reduce(const Tensor& in, Tensor& out, std::span<const int> axes) {
@@ -332,18 +329,7 @@ void run_reduce(const Tensor& in, Tensor& out, std::span<const int> axes) {
     return;
   }
   Group g[TensorShape::kMaxRank];
-  int m = 0;
-  size_t k = 0;
-  for (int i = 0; i < in.rank(); ++i) {
-    const bool red = k < axes.size() && axes[k] == i;
-    if (red) ++k;
-    const int64_t d = in.shape()[i];
-    if (d == 1) continue;
-    if (m > 0 && g[m - 1].reduced == red)
-      g[m - 1].n *= d;
-    else
-      g[m++] = {d, red};
-  }
+  int m = detail::merge_reduce_axes(in.shape(), axes, g);
   int n_red = 0;
   for (int i = 0; i < m; ++i) n_red += g[i].reduced;
   if (n_red == 0) {

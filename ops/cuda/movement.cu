@@ -83,31 +83,6 @@ struct Box {
     }                                  \
   }
 
-// Same for the element sizes of dtypes (1, 2, 4 or 8 bytes).
-#define TF_MOVE_DISPATCH_ELEM(W, ...) \
-  switch (W) {                        \
-    case 1: {                         \
-      using E = uint8_t;              \
-      __VA_ARGS__;                    \
-      break;                          \
-    }                                 \
-    case 2: {                         \
-      using E = uint16_t;             \
-      __VA_ARGS__;                    \
-      break;                          \
-    }                                 \
-    case 4: {                         \
-      using E = uint32_t;             \
-      __VA_ARGS__;                    \
-      break;                          \
-    }                                 \
-    default: {                        \
-      using E = uint64_t;             \
-      __VA_ARGS__;                    \
-      break;                          \
-    }                                 \
-  }
-
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
@@ -468,7 +443,7 @@ void copy_box(Device dev, const char* op, const void* src, void* dst, int64_t es
       const int64_t ntiles = nb * tq * tl;
       const unsigned grid = static_cast<unsigned>(min64(ntiles, grid_cap(dev)));
       cudaStream_t st = dc::stream(dev);
-      TF_MOVE_DISPATCH_ELEM(es, {
+      TF_DISPATCH_BY_SIZE(es, {
         if (ntiles < k32)
           transpose_kernel<E, uint32_t><<<grid, dim3(32, 8), 0, st>>>(
               static_cast<const E*>(src), static_cast<E*>(dst), batch, nq, nl, b.ss[l], b.ds[q],
@@ -515,7 +490,7 @@ void fill_bits(Device dev, const char* op, void* dst, int64_t n, int64_t es, uin
   if (n == 0) return;
   const unsigned grid = grid1(n, dev);
   cudaStream_t st = dc::stream(dev);
-  TF_MOVE_DISPATCH_ELEM(es, {
+  TF_DISPATCH_BY_SIZE(es, {
     E v;
     std::memcpy(&v, &bits, sizeof(E));  // little-endian: the low bytes
     fill_kernel<E><<<grid, kThreads, 0, st>>>(static_cast<E*>(dst), n, v);

@@ -466,10 +466,7 @@ void reduce_pass(Device dev, const char* op, const void* xv, void* y, bool out_a
     reduce_pass<K, T, true>(dev, op, part.raw_data(), y, out_acc, outer, splits, inner, false);
 }
 
-struct Group {
-  int64_t n;
-  bool reduced;
-};
+using Group = detail::ReduceGroup;
 
 template <Kind K, class T>
 void run_reduce(const char* op, const Tensor& in, Tensor& out, std::span<const int> axes) {
@@ -477,18 +474,7 @@ void run_reduce(const char* op, const Tensor& in, Tensor& out, std::span<const i
   const Device dev = out.placement();
   const int64_t n_in = in.num_elements();
   Group g[TensorShape::kMaxRank];
-  int m = 0;
-  size_t k = 0;
-  for (int i = 0; i < in.rank(); ++i) {
-    const bool red = k < axes.size() && axes[k] == i;
-    if (red) ++k;
-    const int64_t d = in.shape()[i];
-    if (d == 1) continue;
-    if (m > 0 && g[m - 1].reduced == red)
-      g[m - 1].n *= d;
-    else
-      g[m++] = {d, red};
-  }
+  int m = detail::merge_reduce_axes(in.shape(), axes, g);
   int n_red = 0;
   for (int i = 0; i < m; ++i) n_red += g[i].reduced;
   if (n_red == 0) {  // only size-1 dimensions are reduced: a copy
