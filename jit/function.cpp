@@ -47,6 +47,7 @@ std::string FunctionCore::name() const {
 }
 
 std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
+  std::lock_guard lock(mu_);
   auto it = index_.find(key);
   const bool hit = it != index_.end();
   recent_.push_back(!hit);
@@ -57,6 +58,8 @@ std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
 }
 
 void FunctionCore::insert(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
+  std::lock_guard lock(mu_);
+  if (index_.count(key)) return;  // another thread traced the same signature meanwhile
   ++tracing_count_;
   lru_.emplace_front(key, std::move(f));
   index_[key] = lru_.begin();

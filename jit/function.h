@@ -15,6 +15,7 @@
 #include <cstring>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -78,7 +79,9 @@ struct SignatureKey {
 };
 
 // The non-template part of tf::function: the trace cache (bounded, least recently used first
-// out), the retracing warning and the input_signature check.
+// out), the retracing warning and the input_signature check. Thread-safe: several threads may
+// call one function (two threads missing the same signature at once may both trace it; one
+// graph is kept).
 class FunctionCore {
  public:
   explicit FunctionCore(FunctionOptions options);
@@ -90,7 +93,10 @@ class FunctionCore {
   // Applies the graph passes before the first replay; tensors with ids below first_traced_id
   // existed before the trace (captured tensors a caller's tape may watch) and are never folded.
   static void optimize(Graph& graph, uint64_t first_traced_id);
-  int tracing_count() const { return tracing_count_; }
+  int tracing_count() const {
+    std::lock_guard lock(mu_);
+    return tracing_count_;
+  }
   const FunctionOptions& options() const { return options_; }
   std::string name() const;
 
@@ -98,6 +104,7 @@ class FunctionCore {
 
  private:
   FunctionOptions options_;
+  mutable std::mutex mu_;
   std::list<std::pair<std::string, std::shared_ptr<ConcreteFunction>>> lru_;
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
   int tracing_count_ = 0;

@@ -1,4 +1,5 @@
 // tf::function: tracing, the signature cache, replay, variables, tapes (API.md "Traced functions").
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -274,4 +275,25 @@ TEST_CASE("function: the 100-op chain becomes one node", "[jit]") {
   // float64 chains are not fused (yet): still correct.
   tf::Tensor xd = tf::cast(x, tf::float64), yd = tf::cast(y, tf::float64);
   check_close(f(xd, yd), chain(xd, yd), 0, 0);
+}
+
+TEST_CASE("function: several threads may call one function", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::tanh(x) * 2.0f + 1.0f; });
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      tf::Tensor x = tf::constant({0.1f * t, -0.2f, 0.3f});
+      bool all = true;
+      for (int i = 0; i < 50; ++i) {
+        const auto got = f(x).numpy<float>();
+        const auto want = (tf::tanh(x) * 2.0f + 1.0f).numpy<float>();
+        all = all && got == want;
+      }
+      ok[t] = all;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(ok == std::vector<int>{1, 1, 1, 1});
+  CHECK(f.tracing_count() >= 1);
+  CHECK(f.tracing_count() <= 4);
 }
