@@ -13,24 +13,39 @@
 
 namespace tapeflow {
 
-// One recorded op: the primitive, what its vjp reads (others are placeholders), and the ids that
+// One recorded op: the primitive, the values its vjp reads (the others only as shape, dtype and
+// device, turned into placeholders when the backward sweep reaches the op), and the ids that
 // connect it to the rest of the tape.
 struct GradientTape::Node {
+  struct Value {
+    Tensor kept;  // defined when vjp_saves() asks for it
+    TensorMeta meta;
+    Device device;
+    uint64_t id = 0;
+    bool tracked = false;  // inputs: floating and watched (or computed from watched)
+    Tensor get() const {
+      return kept.defined() ? kept : detail::symbolic(meta.shape, meta.dtype, device);
+    }
+  };
   std::shared_ptr<Primitive> prim;
-  std::vector<Tensor> inputs;
-  std::vector<uint64_t> input_ids;
-  std::vector<uint8_t> input_tracked;  // floating and watched (or computed from watched)
-  std::vector<Tensor> outputs;
-  std::vector<uint64_t> output_ids;
+  std::vector<Value> in, out;
+  std::vector<Tensor> inputs() const {
+    std::vector<Tensor> v;
+    v.reserve(in.size());
+    for (const Value& x : in) v.push_back(x.get());
+    return v;
+  }
+  std::vector<Tensor> outputs() const {
+    std::vector<Tensor> v;
+    v.reserve(out.size());
+    for (const Value& x : out) v.push_back(x.get());
+    return v;
+  }
 };
 
 namespace {
 
-// Shape, dtype and device of t without its data: what vjp() sees for values it did not ask for.
-Tensor placeholder(const Tensor& t) {
-  return detail::symbolic(t.shape(), t.dtype(), t.placement());
-}
-
+// A variable's shape, dtype and device without data (the zeros of an unconnected gradient).
 Tensor placeholder_of(const Variable& v) {
   return detail::symbolic(v.shape(), v.dtype(), v.placement());
 }
@@ -146,20 +161,23 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
   node->prim = prim.clone();
   const uint32_t saves = prim.vjp_saves();
   const size_t n_in = inputs.size(), n_out = outputs.size();
-  node->inputs.reserve(n_in);
-  node->input_ids.reserve(n_in);
-  node->input_tracked.reserve(n_in);
+  node->in.resize(n_in);
   for (size_t i = 0; i < n_in; ++i) {
-    const bool save = i < 16 && (saves & Primitive::save_input(static_cast<int>(i)));
-    node->inputs.push_back(save ? inputs[i] : placeholder(inputs[i]));
-    node->input_ids.push_back(inputs[i].id());
-    node->input_tracked.push_back(is_tracked(inputs[i]) ? 1 : 0);
+    Node::Value& v = node->in[i];
+    if (i < 16 && (saves & Primitive::save_input(static_cast<int>(i)))) v.kept = inputs[i];
+    v.meta = {inputs[i].shape(), inputs[i].dtype()};
+    v.device = inputs[i].placement();
+    v.id = inputs[i].id();
+    v.tracked = is_tracked(inputs[i]);
   }
   const int64_t index = static_cast<int64_t>(nodes_.size());
+  node->out.resize(n_out);
   for (size_t j = 0; j < n_out; ++j) {
-    const bool save = j < 16 && (saves & Primitive::save_output(static_cast<int>(j)));
-    node->outputs.push_back(save ? outputs[j] : placeholder(outputs[j]));
-    node->output_ids.push_back(outputs[j].id());
+    Node::Value& v = node->out[j];
+    if (j < 16 && (saves & Primitive::save_output(static_cast<int>(j)))) v.kept = outputs[j];
+    v.meta = {outputs[j].shape(), outputs[j].dtype()};
+    v.device = outputs[j].placement();
+    v.id = outputs[j].id();
     if (is_floating(outputs[j].dtype()))
       tracked_[outputs[j].id()] = Slot{index, static_cast<int>(j)};
   }
@@ -209,11 +227,10 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
     const Node* n = nodes_[i].get();
     if (!n) continue;
     bool dep = false;
-    for (size_t k = 0; k < n->input_ids.size(); ++k)
-      dep = dep || (n->input_tracked[k] && depends.count(n->input_ids[k]));
+    for (const Node::Value& v : n->in) dep = dep || (v.tracked && depends.count(v.id));
     if (dep) {
       relevant[i] = 1;
-      for (uint64_t id : n->output_ids) depends.insert(id);
+      for (const Node::Value& v : n->out) depends.insert(v.id);
     }
   }
   // Backward: which of those the targets depend on.
@@ -223,13 +240,13 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
     if (!relevant[i]) continue;
     const Node* n = nodes_[i].get();
     bool hit = false;
-    for (uint64_t id : n->output_ids) hit = hit || reach.count(id);
+    for (const Node::Value& v : n->out) hit = hit || reach.count(v.id);
     if (!hit) {
       relevant[i] = 0;
       continue;
     }
-    for (size_t k = 0; k < n->input_ids.size(); ++k)
-      if (n->input_tracked[k]) reach.insert(n->input_ids[k]);
+    for (const Node::Value& v : n->in)
+      if (v.tracked) reach.insert(v.id);
   }
 
   std::unordered_map<uint64_t, Tensor> grads;
@@ -242,13 +259,13 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
   for (int64_t i = n_nodes - 1; i >= 0; --i) {
     if (!relevant[i]) continue;
     Node& n = *nodes_[i];
-    std::vector<Tensor> cts(n.outputs.size());
+    std::vector<Tensor> cts(n.out.size());
     bool any = false;
-    for (size_t j = 0; j < n.outputs.size(); ++j) {
-      auto it = grads.find(n.output_ids[j]);
+    for (size_t j = 0; j < n.out.size(); ++j) {
+      auto it = grads.find(n.out[j].id);
       if (it == grads.end()) continue;
       any = true;
-      if (sources.count(n.output_ids[j])) {
+      if (sources.count(n.out[j].id)) {
         cts[j] = it->second;  // also a source: keep its gradient for the result
       } else {
         cts[j] = std::move(it->second);
@@ -258,24 +275,24 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
     if (any) {
       for (size_t j = 0; j < cts.size(); ++j)
         if (!cts[j].defined())
-          cts[j] = zeros_on(n.outputs[j].shape(), n.outputs[j].dtype(), n.outputs[j].placement());
+          cts[j] = zeros_on(n.out[j].meta.shape, n.out[j].meta.dtype, n.out[j].device);
       std::vector<int> argnums;
-      for (size_t k = 0; k < n.inputs.size(); ++k)
-        if (n.input_tracked[k] && depends.count(n.input_ids[k]))
-          argnums.push_back(static_cast<int>(k));
-      std::vector<Tensor> in_grads = n.prim->vjp(n.inputs, cts, argnums, n.outputs);
+      for (size_t k = 0; k < n.in.size(); ++k)
+        if (n.in[k].tracked && depends.count(n.in[k].id)) argnums.push_back(static_cast<int>(k));
+      const std::vector<Tensor> primals = n.inputs(), outs = n.outputs();
+      std::vector<Tensor> in_grads = n.prim->vjp(primals, cts, argnums, outs);
       TF_CHECK_T(InternalError, in_grads.size() == argnums.size(), n.prim->name(),
                  "vjp returned {} gradients for {} inputs", in_grads.size(), argnums.size());
       for (size_t a = 0; a < argnums.size(); ++a) {
         Tensor& g = in_grads[a];
         if (!g.defined()) continue;
-        const Tensor& x = n.inputs[argnums[a]];
+        const Tensor& x = primals[argnums[a]];
         TF_CHECK_T(InternalError, g.shape() == x.shape() && g.dtype() == x.dtype(),
                    n.prim->name(),
                    "vjp of input {} gave shape {} dtype {}, the input has shape {} dtype {}",
                    argnums[a], g.shape().to_string(), dtype_name(g.dtype()),
                    x.shape().to_string(), dtype_name(x.dtype()));
-        accumulate(n.input_ids[argnums[a]], std::move(g));
+        accumulate(n.in[argnums[a]].id, std::move(g));
       }
     }
     if (!keep) {
