@@ -18,16 +18,17 @@ for d in tests/*/; do
 done
 cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}"
 STAGE=$(mktemp -d)
-mkdir -p "$STAGE/tests" "$STAGE/bench" "$STAGE/samples/seed_basics" "$STAGE/lib"
-cp "$BUILD"/tests/tapeflow_tests_* "$STAGE/tests/"
+mkdir -p "$STAGE/tests" "$STAGE/bench" "$STAGE/samples" "$STAGE/lib"
+find "$BUILD/tests" -maxdepth 1 -type f -executable -name 'tapeflow_tests_*' \
+  -exec cp {} "$STAGE/tests/" \;
 cp "$BUILD/bench/bench_cuda" "$STAGE/bench/" 2>/dev/null || true
-cp "$BUILD/samples/seed_basics/seed_basics" "$STAGE/samples/seed_basics/" 2>/dev/null || true
+cp "$BUILD/samples/seed_basics" "$STAGE/samples/" 2>/dev/null || true
 cp -P "$BUILD"/libtapeflow.so* "$STAGE/lib/"
 # Shared libraries from Debian packages; the CUDA libraries, glibc and the C++ runtime come from
 # the GPU machine.
 for bin in "$STAGE"/tests/* "$STAGE"/bench/* "$STAGE"/lib/libtapeflow.so.*; do
-  ldd "$bin" | awk '/=> \//{print $3}'
-done | sort -u | grep -vE 'libcuda|libcublas|libcusolver|libcudnn|libcudart|libnvrtc|libnvJitLink|libc\.so|libm\.so|libdl|libpthread|librt|ld-linux|libstdc\+\+|libgcc_s|libtapeflow' |
+  ldd "$bin" | awk '/=> \//{print $3}' || true
+done | sort -u | grep -vE 'libcu[a-zA-Z]*\.so|libnv[a-zA-Z]*\.so|libc\.so|libm\.so|libdl|libpthread|librt|ld-linux|libstdc\+\+|libgcc_s|libtapeflow' |
   while read -r lib; do cp -L "$lib" "$STAGE/lib/"; done
 strip --strip-unneeded "$STAGE"/lib/*.so* "$STAGE"/tests/* "$STAGE"/bench/* 2>/dev/null || true
 mkdir -p .devbundle

@@ -46,9 +46,15 @@ for t in "$BUILD"/tests/tapeflow_tests_*; do
     grep -B3 -A12 -E "FAILED|REQUIRE|CHECK\(" "$LOGS/$name.log" | head -60
   fi
 done
-if [[ -x $BUILD/samples/seed_basics/seed_basics ]]; then
-  if "$BUILD/samples/seed_basics/seed_basics" >"$LOGS/seed_basics.out" 2>&1; then
-    summary+=("seed_basics sample: ran (device output differs from the CPU golden by placement)")
+sample=$BUILD/samples/seed_basics
+if [[ -f $sample && -x $sample ]]; then
+  if "$sample" >"$LOGS/seed_basics.out" 2>&1; then
+    if diff -q "$LOGS/seed_basics.out" "$ROOT/samples/seed_basics/expected_output.txt" >/dev/null; then
+      summary+=("seed_basics sample: ran, output equals the golden file")
+    else
+      summary+=("seed_basics sample: ran, output differs from the golden file (see logs)")
+      diff "$LOGS/seed_basics.out" "$ROOT/samples/seed_basics/expected_output.txt" | head -20
+    fi
   else
     summary+=("seed_basics sample: FAILED"); status=1
   fi

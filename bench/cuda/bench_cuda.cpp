@@ -152,7 +152,7 @@ void BM_Inverse(benchmark::State& state) {
     a = tf::add(gpu_uniform({n, n}), tf::multiply(tf::eye(n), static_cast<float>(n)));
   }
   tf::Tensor c;
-  time_on_stream(state, [&] { c = tf::inv(a); });
+  time_on_stream(state, [&] { c = tf::linalg::inv(a); });
 }
 
 // Host cost of queueing one tiny op: no synchronisation inside the loop.
