@@ -32,10 +32,10 @@ namespace tapeflow {
 struct FunctionOptions {
   // Expected shapes and dtypes of the tensor arguments (tf::None matches any size); a call that
   // does not match raises InvalidArgumentError naming the argument and both shapes.
-  std::vector<TensorSpec> input_signature;
+  std::vector<TensorSpec> input_signature = {};
   bool reduce_retracing = false;
   bool jit_compile = false;
-  std::string name;
+  std::string name = {};
 };
 
 // One traced graph (TF's ConcreteFunction).
