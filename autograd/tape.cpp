@@ -112,7 +112,7 @@ void GradientTape::watch(const Tensor& t) {
                      dtype_name(t.dtype()));
     return;
   }
-  tracked_.try_emplace(t.id(), Slot{});
+  tracked_.insert(t.id());
 }
 
 void GradientTape::watch(const std::vector<Tensor>& ts) {
@@ -144,7 +144,7 @@ void GradientTape::variable_read(const Variable& v, const Tensor& read) {
     watched_vars_.push_back(v);
   }
   it->second.push_back(read.id());
-  tracked_.try_emplace(read.id(), Slot{});
+  tracked_.insert(read.id());
 }
 
 void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
@@ -170,7 +170,6 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
     v.id = inputs[i].id();
     v.tracked = is_tracked(inputs[i]);
   }
-  const int64_t index = static_cast<int64_t>(nodes_.size());
   node->out.resize(n_out);
   for (size_t j = 0; j < n_out; ++j) {
     Node::Value& v = node->out[j];
@@ -179,7 +178,7 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
     v.device = outputs[j].placement();
     v.id = outputs[j].id();
     if (is_floating(outputs[j].dtype()))
-      tracked_[outputs[j].id()] = Slot{index, static_cast<int>(j)};
+      tracked_.insert(outputs[j].id());
   }
   nodes_.push_back(std::move(node));
 }
@@ -187,19 +186,19 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
 void GradientTape::reset() {
   release_all();
   nodes_.clear();
-  released_ = 0;
   tracked_.clear();
   watched_vars_.clear();
   var_reads_.clear();
 }
 
 void GradientTape::release_all() {
-  for (auto& n : nodes_)
-    if (n) {
-      n.reset();
-      ++released_;
-    }
+  for (auto& n : nodes_) n.reset();
   tracked_.clear();
+}
+
+size_t GradientTape::num_recorded() const {
+  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(),
+                                            [](const auto& n) { return n != nullptr; }));
 }
 
 std::vector<uint64_t> GradientTape::ids_of(const Variable& v) const {
@@ -295,10 +294,7 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
         accumulate(n.in[argnums[a]].id, std::move(g));
       }
     }
-    if (!keep) {
-      nodes_[i].reset();
-      ++released_;
-    }
+    if (!keep) nodes_[i].reset();
   }
 
   std::vector<Tensor> result;

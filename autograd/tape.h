@@ -23,6 +23,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -111,15 +112,11 @@ class GradientTape final : public detail::TapeObserver {
   // A variable read while this tape records: `read` is the fresh tensor the read returned.
   void variable_read(const Variable& v, const Tensor& read);
   // Number of ops recorded and not yet released (for tests and memory checks).
-  size_t num_recorded() const { return nodes_.size() - released_; }
+  size_t num_recorded() const;
 
  private:
   friend class StopRecording;
   struct Node;
-  struct Slot {
-    int64_t node = -1;  // producing node, -1 for a watched leaf
-    int output = 0;
-  };
   void install();
   void uninstall();
   void check_usable(const char* what) const;
@@ -143,8 +140,7 @@ class GradientTape final : public detail::TapeObserver {
   bool recording_ = false;
   bool used_ = false;  // a non-persistent tape after gradient()
   std::vector<std::unique_ptr<Node>> nodes_;
-  size_t released_ = 0;
-  std::unordered_map<uint64_t, Slot> tracked_;  // tensor id -> producer
+  std::unordered_set<uint64_t> tracked_;  // ids of watched tensors and of recorded outputs
   std::vector<Variable> watched_vars_;
   std::unordered_map<const void*, std::vector<uint64_t>> var_reads_;  // variable -> read ids
 };
