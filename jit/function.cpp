@@ -80,6 +80,11 @@ void FunctionCore::insert(const std::string& key, std::shared_ptr<ConcreteFuncti
   }
 }
 
+void FunctionCore::pin(std::shared_ptr<ConcreteFunction> f) {
+  std::lock_guard lock(mu_);
+  if (std::find(pinned_.begin(), pinned_.end(), f) == pinned_.end()) pinned_.push_back(std::move(f));
+}
+
 void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
   const auto& sig = options_.input_signature;
   if (sig.empty()) return;

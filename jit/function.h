@@ -88,6 +88,8 @@ class FunctionCore {
   // The graph for this key, or null (counts the call for the retracing warning).
   std::shared_ptr<ConcreteFunction> lookup(const std::string& key);
   void insert(const std::string& key, std::shared_ptr<ConcreteFunction> f);
+  // Keeps a graph handed out by get_concrete_function alive for the Function's lifetime.
+  void pin(std::shared_ptr<ConcreteFunction> f);
   // Checks the tensor arguments against options.input_signature.
   void check_signature(const std::vector<Tensor>& tensors) const;
   // Applies the graph passes before the first replay; tensors with ids below first_traced_id
@@ -109,6 +111,7 @@ class FunctionCore {
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
   int tracing_count_ = 0;
   std::vector<bool> recent_;  // last 10 calls: traced or not
+  std::vector<std::shared_ptr<ConcreteFunction>> pinned_;
   int warnings_ = 0;
 };
 
@@ -175,26 +178,22 @@ class Function {
   auto operator()(Args&&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, Args...>>;
     std::vector<Tensor> tensors;
-    detail::SignatureKey key;
-    key.bytes = detail::current_device_key();
-    (collect(args, tensors, key), ...);
-    core_->check_signature(tensors);
-    std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
-    if (!cf) {
-      cf = trace<R>(std::forward<Args>(args)...);
-      core_->insert(key.bytes, cf);
-    }
+    const std::shared_ptr<ConcreteFunction> cf = find_or_trace<R>(tensors, std::forward<Args>(args)...);
     const std::vector<Tensor> flat = cf->call_flat(tensors);
     size_t pos = 0, spos = 0;
     return detail::Results<R>::unflatten(flat, pos, cf->output_structure_, spos);
   }
 
-  // Traces (or finds) the graph for arguments of these specs, without running it.
+  // Traces (or finds) the graph for arguments of these specs, without running it. The returned
+  // graph stays valid as long as the Function (it is never evicted from the cache).
   template <class... Specs>
   const ConcreteFunction& get_concrete_function(const Specs&... specs) const {
+    using R = std::decay_t<std::invoke_result_t<const F&, decltype((specs, Tensor()))...>>;
+    std::vector<Tensor> tensors;
     // Storage-less stand-ins: only their shapes, dtypes and devices matter for tracing.
-    const std::vector<Tensor> examples = {detail::example_for(specs)...};
-    return concrete_for(examples, std::make_index_sequence<sizeof...(Specs)>{});
+    std::shared_ptr<ConcreteFunction> cf = find_or_trace<R>(tensors, detail::example_for(specs)...);
+    core_->pin(cf);
+    return *cf;
   }
 
   // Number of graphs traced so far.
@@ -206,6 +205,23 @@ class Function {
   static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key) {
     if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) tensors.push_back(arg);
     key.add_value(arg);
+  }
+
+  // The graph for this call's signature (the tensor arguments are appended to `tensors`):
+  // from the cache, or traced now.
+  template <class R, class... Args>
+  std::shared_ptr<ConcreteFunction> find_or_trace(std::vector<Tensor>& tensors,
+                                                  Args&&... args) const {
+    detail::SignatureKey key;
+    key.bytes = detail::current_device_key();
+    (collect(args, tensors, key), ...);
+    core_->check_signature(tensors);
+    std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
+    if (!cf) {
+      cf = trace<R>(std::forward<Args>(args)...);
+      core_->insert(key.bytes, cf);
+    }
+    return cf;
   }
 
   template <class A>
@@ -230,26 +246,6 @@ class Function {
     }
     detail::FunctionCore::optimize(cf->graph_, first_traced_id);
     return cf;
-  }
-
-  template <size_t... I>
-  const ConcreteFunction& concrete_for(const std::vector<Tensor>& examples,
-                                       std::index_sequence<I...>) const {
-    return get_concrete_impl(examples[I]...);
-  }
-  template <class... Ts>
-  const ConcreteFunction& get_concrete_impl(const Ts&... ts) const {
-    using R = std::decay_t<std::invoke_result_t<const F&, const Ts&...>>;
-    std::vector<Tensor> tensors;
-    detail::SignatureKey key;
-    key.bytes = detail::current_device_key();
-    (collect(ts, tensors, key), ...);
-    std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
-    if (!cf) {
-      cf = trace<R>(ts...);
-      core_->insert(key.bytes, cf);
-    }
-    return *cf;
   }
 
   F fn_;
