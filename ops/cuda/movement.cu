@@ -55,32 +55,11 @@ struct Box {
 
 // Runs BODY with E bound to an element type of W bytes (1, 2, 4, 8 or 16).
 #define TF_MOVE_DISPATCH_BYTES(W, ...) \
-  switch (W) {                         \
-    case 1: {                          \
-      using E = uint8_t;               \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    case 2: {                          \
-      using E = uint16_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    case 4: {                          \
-      using E = uint32_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    case 8: {                          \
-      using E = uint64_t;              \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
-    default: {                         \
-      using E = uint4;                 \
-      __VA_ARGS__;                     \
-      break;                           \
-    }                                  \
+  if ((W) == 16) {                     \
+    using E = uint4;                   \
+    __VA_ARGS__;                       \
+  } else {                             \
+    TF_DISPATCH_BY_SIZE(W, __VA_ARGS__) \
   }
 
 // ---------------------------------------------------------------------------------------------
