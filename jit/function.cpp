@@ -105,6 +105,7 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
 void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id) {
   jit::optimize(graph, first_traced_id);
   jit::fuse_elementwise(graph);
+  graph.prepare();
 }
 
 namespace {

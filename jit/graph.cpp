@@ -84,6 +84,20 @@ std::string Graph::to_dot() const {
   return s + "}\n";
 }
 
+namespace {
+std::vector<int> compute_last_use(const Graph& g) {
+  std::vector<int> last(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const Graph::Ref& r : g.nodes[i].inputs)
+      if (r.source == Graph::Source::Node) last[r.index] = static_cast<int>(i);
+  for (const Graph::Ref& r : g.outputs)
+    if (r.source == Graph::Source::Node) last[r.index] = static_cast<int>(g.nodes.size());
+  return last;
+}
+}  // namespace
+
+void Graph::prepare() { last_use = compute_last_use(*this); }
+
 std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   TF_CHECK_ARG(args.size() == inputs.size(), "function", "the graph takes {} inputs, got {}",
                inputs.size(), args.size());
@@ -91,13 +105,10 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   // Recorded replay: tapes (gradients through the call) and enclosing traces see every node.
   const bool through_dispatch = !ctx.tapes.empty() || ctx.trace != nullptr;
 
-  // Last node that reads each node's outputs, so that intermediates are freed as in eager mode.
-  std::vector<int> last_use(nodes.size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Ref& r : nodes[i].inputs)
-      if (r.source == Source::Node) last_use[r.index] = static_cast<int>(i);
-  for (const Ref& r : outputs)
-    if (r.source == Source::Node) last_use[r.index] = static_cast<int>(nodes.size());
+  // Intermediates are freed after their last reader, as in eager mode.
+  std::vector<int> derived;
+  if (last_use.size() != nodes.size()) derived = compute_last_use(*this);
+  const std::vector<int>& last_use = derived.empty() ? this->last_use : derived;
 
   std::vector<std::vector<Tensor>> values(nodes.size());
   auto value_of = [&](const Ref& r) -> const Tensor& {

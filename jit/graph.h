@@ -35,7 +35,13 @@ class Graph {
   std::vector<Tensor> constants;       // captured eager tensors (weak scalars, factories' results)
   std::vector<Node> nodes;
   std::vector<Ref> outputs;
+  // For each node, the last node that reads its outputs (nodes.size() for graph outputs, -1 for
+  // none): run() frees intermediates there. Filled by prepare() (call it again after editing
+  // the nodes); run() derives it itself when its size does not match the nodes.
+  std::vector<int> last_use;
 
+  // Computes last_use once the nodes are final (tf::function calls it after the passes).
+  void prepare();
   int num_nodes() const { return static_cast<int>(nodes.size()); }
   // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]".
   std::string to_string() const;
