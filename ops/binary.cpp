@@ -226,22 +226,22 @@ std::vector<Tensor> Pow::vjp(Span p, Span cts, std::span<const int> argnums, Spa
 }
 
 // The cotangent goes to x where x wins (ties to x), else to y, as TF.
+static std::vector<Tensor> winner_vjp(std::span<const Tensor> p, const Tensor& g,
+                                      std::span<const int> argnums, const Tensor& x_wins) {
+  const Tensor zero = zeros_like(g);
+  return each_arg(p, argnums, [&](int k) {
+    return k == 0 ? where(x_wins, g, zero) : where(x_wins, zero, g);
+  });
+}
+
 uint32_t Maximum::vjp_saves() const { return kBoth; }
 std::vector<Tensor> Maximum::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
-  const Tensor x_wins = greater_equal(p[0], p[1]);
-  const Tensor zero = zeros_like(cts[0]);
-  return each_arg(p, argnums, [&](int k) {
-    return k == 0 ? where(x_wins, cts[0], zero) : where(x_wins, zero, cts[0]);
-  });
+  return winner_vjp(p, cts[0], argnums, greater_equal(p[0], p[1]));
 }
 
 uint32_t Minimum::vjp_saves() const { return kBoth; }
 std::vector<Tensor> Minimum::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
-  const Tensor x_wins = less_equal(p[0], p[1]);
-  const Tensor zero = zeros_like(cts[0]);
-  return each_arg(p, argnums, [&](int k) {
-    return k == 0 ? where(x_wins, cts[0], zero) : where(x_wins, zero, cts[0]);
-  });
+  return winner_vjp(p, cts[0], argnums, less_equal(p[0], p[1]));
 }
 
 // Comparisons and logical ops have bool outputs: tapes never record them.

@@ -257,8 +257,8 @@ namespace prims {
 namespace {
 using Span = std::span<const Tensor>;
 
-// The cotangent of a reduction, reshaped to keep the reduced axes (size 1) and broadcast back
-// to the input's shape.
+// A reduction's output (or its cotangent) reshaped to keep the reduced axes as size 1, so that
+// it broadcasts against the input.
 Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int>& axes,
                    bool keepdims) {
   Tensor k = g;
@@ -269,10 +269,6 @@ Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int>& axe
     k = reshape(g, kept);
   }
   return k;
-}
-Tensor kept_shape_of(const Tensor& y, const Tensor& x, const std::vector<int>& axes,
-                     bool keepdims) {
-  return expand_back(y, x, axes, keepdims);
 }
 }  // namespace
 
@@ -290,7 +286,7 @@ uint32_t ReduceProd::vjp_saves() const {
 std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span outs) const {
   const Tensor& x = p[0];
   const Tensor g = expand_back(cts[0], x, axes, keepdims);
-  const Tensor y = kept_shape_of(outs[0], x, axes, keepdims);
+  const Tensor y = expand_back(outs[0], x, axes, keepdims);
   const Tensor is_zero = equal(x, 0);
   const Tensor one = ones_like(x);
   const Tensor safe_x = where(is_zero, one, x);
@@ -305,7 +301,7 @@ std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span
 static Tensor extremum_vjp(const Tensor& x, const Tensor& g_in, const Tensor& y_in,
                            const std::vector<int>& axes, bool keepdims) {
   const Tensor g = expand_back(g_in, x, axes, keepdims);
-  const Tensor y = kept_shape_of(y_in, x, axes, keepdims);
+  const Tensor y = expand_back(y_in, x, axes, keepdims);
   const Tensor hit = cast(equal(x, y), x.dtype());
   const Tensor count = reduce_sum(hit, axes, true);
   return hit * (g / count);
