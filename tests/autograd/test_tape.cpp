@@ -306,3 +306,17 @@ TEST_CASE("tape: piecewise-constant ops give zero gradients and cast goes back t
     check_values(h, {1, 1, 1});
   }
 }
+
+TEST_CASE("tape: custom_gradient accepts API.md's spelling of the gradient function", "[autograd]") {
+  // API.md: fn(x) returns std::pair<tf::Tensor, std::function<tf::Tensor(tf::Tensor)>>.
+  auto square_with_halved_grad = tf::custom_gradient(
+      [](const tf::Tensor& x) -> std::pair<tf::Tensor, std::function<tf::Tensor(tf::Tensor)>> {
+        return {x * x, [x](tf::Tensor dy) { return dy * x; }};  // half of the true 2x
+      });
+  tf::Tensor x = tf::constant(3.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = square_with_halved_grad(x);
+  check_values(y, {9});
+  check_values(tape.gradient(y, x), {3});
+}
