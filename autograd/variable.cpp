@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <ostream>
+#include <utility>
 
 #include "autograd/tape.h"
 #include "core/check.h"
@@ -21,7 +22,24 @@ struct Variable::State {
   TensorShape shape;
   DType dtype;
   Device device;
+  // A mirrored variable: one plain state per replica device (this state then only names them).
+  std::vector<std::shared_ptr<State>> mirrors;
 };
+
+namespace detail {
+namespace {
+thread_local std::vector<Device> t_mirror_devices;
+thread_local int t_replica_component = -1;
+}  // namespace
+MirrorVariablesScope::MirrorVariablesScope(std::vector<Device> devices)
+    : saved_(std::exchange(t_mirror_devices, std::move(devices))) {}
+MirrorVariablesScope::~MirrorVariablesScope() { t_mirror_devices = std::move(saved_); }
+const std::vector<Device>& mirror_devices() { return t_mirror_devices; }
+ReplicaComponentScope::ReplicaComponentScope(int index)
+    : saved_(std::exchange(t_replica_component, index)) {}
+ReplicaComponentScope::~ReplicaComponentScope() { t_replica_component = saved_; }
+int replica_component() { return t_replica_component; }
+}  // namespace detail
 
 namespace {
 
@@ -72,16 +90,27 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
              "ops at every call and would not create it again; create the variable outside the "
              "function and capture it",
              name);
-  auto s = std::make_shared<State>();
-  s->device = detail::current_device();
-  // A private copy: two variables never share memory.
-  s->value = detail::copy_to_device(initial_value, s->device);
   // TF names the variable's tensor "<name>:0".
   if (name.find(':') == std::string::npos) name += ":0";
-  s->name = std::move(name);
-  s->trainable = trainable;
-  s->shape = initial_value.shape();
-  s->dtype = initial_value.dtype();
+  auto make = [&](Device device) {
+    auto s = std::make_shared<State>();
+    s->device = device;
+    // A private copy: two variables never share memory.
+    s->value = detail::copy_to_device(initial_value, device);
+    s->name = name;
+    s->trainable = trainable;
+    s->shape = initial_value.shape();
+    s->dtype = initial_value.dtype();
+    return s;
+  };
+  const auto& mirror = detail::mirror_devices();
+  if (mirror.empty()) {
+    state_ = make(detail::current_device());
+    return;
+  }
+  auto s = make(mirror.front());
+  s->value = Tensor();  // the copies hold the values
+  for (Device d : mirror) s->mirrors.push_back(make(d));
   state_ = std::move(s);
 }
 
@@ -91,12 +120,37 @@ static Variable::State& checked(const std::shared_ptr<Variable::State>& s) {
   return *s;
 }
 
-Tensor Variable::value() const {
+// The state that reads and writes act on: the replica's copy of a mirrored variable inside a
+// replica, its first copy outside one.
+static const std::shared_ptr<Variable::State>& resolved(const std::shared_ptr<Variable::State>& p) {
+  auto& s = checked(p);
+  if (s.mirrors.empty()) return p;
+  const int r = detail::replica_component();
+  if (r < 0) return s.mirrors.front();
+  TF_CHECK_T(FailedPreconditionError, r < static_cast<int>(s.mirrors.size()), "Variable",
+             "'{}' is mirrored over {} devices but is used in replica {}; create it in the "
+             "scope of the strategy that runs it",
+             s.name, s.mirrors.size(), r);
+  return s.mirrors[static_cast<size_t>(r)];
+}
+
+bool Variable::is_mirrored() const { return !checked(state_).mirrors.empty(); }
+
+std::vector<Variable> Variable::components() const {
   auto& s = checked(state_);
+  if (s.mirrors.empty()) return {*this};
+  std::vector<Variable> out;
+  for (const auto& m : s.mirrors) out.push_back(from_state(m));
+  return out;
+}
+
+Tensor Variable::value() const {
+  const auto& target = resolved(state_);
+  auto& s = *target;
   auto& ctx = detail::thread_context();
   if (ctx.trace) {
     // Tracing: a graph node that reads the variable at every replay.
-    Tensor read = detail::dispatch(ReadVariableOp(state_), {});
+    Tensor read = detail::dispatch(ReadVariableOp(target), {});
     for (detail::TapeObserver* t : ctx.tapes)
       if (auto* tape = dynamic_cast<GradientTape*>(t)) tape->variable_read(*this, read);
     return read;
@@ -116,7 +170,14 @@ Tensor Variable::value() const {
 }
 
 Variable& Variable::assign(const Tensor& value) {
-  auto& s = checked(state_);
+  auto& p = checked(state_);
+  if (!p.mirrors.empty() && detail::replica_component() < 0) {
+    // Cross-replica context: every copy takes the value.
+    for (const auto& m : p.mirrors) from_state(m).assign(value);
+    return *this;
+  }
+  const auto& target = resolved(state_);
+  auto& s = *target;
   TF_CHECK_ARG(value.defined(), "assign", "cannot assign an undefined tensor to '{}'", s.name);
   Tensor v = detail::adopt_dtype(value, s.dtype);
   TF_CHECK_ARG(v.shape() == s.shape && v.dtype() == s.dtype, "assign",
@@ -126,7 +187,7 @@ Variable& Variable::assign(const Tensor& value) {
   if (detail::thread_context().trace) {
     // Tracing: a graph node that writes the variable at every replay.
     const Tensor in[1] = {v};
-    detail::dispatch_multi(AssignVariableOp(state_), in);
+    detail::dispatch_multi(AssignVariableOp(target), in);
     return *this;
   }
   std::lock_guard lock(s.mu);
@@ -151,7 +212,7 @@ Variable& Variable::assign(const Tensor& value) {
 
 // The value an update starts from: the variable's buffer, or a traced read inside a trace.
 Tensor Variable::current_for_update() const {
-  auto& s = checked(state_);
+  auto& s = *resolved(state_);
   if (detail::thread_context().trace) return value();
   std::lock_guard lock(s.mu);
   return s.value;
@@ -160,10 +221,18 @@ Tensor Variable::current_for_update() const {
 // Updates are state changes, not differentiable ops: tapes do not record them.
 Variable& Variable::assign_add(const Tensor& delta) {
   detail::PauseTapes pause;
+  if (is_mirrored() && detail::replica_component() < 0) {
+    for (auto& c : components()) c.assign_add(delta);
+    return *this;
+  }
   return assign(add(current_for_update(), delta));
 }
 Variable& Variable::assign_sub(const Tensor& delta) {
   detail::PauseTapes pause;
+  if (is_mirrored() && detail::replica_component() < 0) {
+    for (auto& c : components()) c.assign_sub(delta);
+    return *this;
+  }
   return assign(subtract(current_for_update(), delta));
 }
 
@@ -171,8 +240,8 @@ const std::string& Variable::name() const { return checked(state_).name; }
 const TensorShape& Variable::shape() const { return checked(state_).shape; }
 DType Variable::dtype() const { return checked(state_).dtype; }
 bool Variable::trainable() const { return checked(state_).trainable; }
-std::string Variable::device() const { return checked(state_).device.to_string(); }
-Device Variable::placement() const { return checked(state_).device; }
+std::string Variable::device() const { return resolved(state_)->device.to_string(); }
+Device Variable::placement() const { return resolved(state_)->device; }
 
 namespace {
 void ReadVariableOp::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -43,6 +44,14 @@ class Variable {
   // Identity of the shared state (same for all copies of this handle).
   const void* handle_id() const { return state_.get(); }
 
+  // Mirrored variables (made under a strategy's scope, see detail::MirrorVariablesScope) hold
+  // one copy per replica device. Inside a replica (detail::ReplicaComponentScope) every method
+  // resolves to that replica's copy; outside, reads see the first copy and assignments write
+  // every copy (TF's cross-replica context).
+  bool is_mirrored() const;
+  // The per-device copies as plain variables (one entry, *this, when not mirrored).
+  std::vector<Variable> components() const;
+
   struct State;
   // Internal: a handle on existing state (graph replay of variable reads and writes).
   static Variable from_state(std::shared_ptr<State> state) {
@@ -62,6 +71,36 @@ class Variable {
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 namespace detail {
+// While it lives on this thread, each Variable constructed on the thread is mirrored: one copy of
+// the initial value on each listed device (distribute/'s strategy.scope() opens one). Scopes nest;
+// an empty list turns mirroring off inside an outer scope.
+class MirrorVariablesScope {
+ public:
+  explicit MirrorVariablesScope(std::vector<Device> devices);
+  ~MirrorVariablesScope();
+  MirrorVariablesScope(const MirrorVariablesScope&) = delete;
+  MirrorVariablesScope& operator=(const MirrorVariablesScope&) = delete;
+
+ private:
+  std::vector<Device> saved_;
+};
+// The devices new variables are mirrored over on this thread (empty: not mirrored).
+const std::vector<Device>& mirror_devices();
+
+// While it lives on this thread, mirrored variables resolve to their copy number `index` (the
+// replica id); distribute/'s replica threads open one. -1 (the default) is cross-replica.
+class ReplicaComponentScope {
+ public:
+  explicit ReplicaComponentScope(int index);
+  ~ReplicaComponentScope();
+  ReplicaComponentScope(const ReplicaComponentScope&) = delete;
+  ReplicaComponentScope& operator=(const ReplicaComponentScope&) = delete;
+
+ private:
+  int saved_;
+};
+int replica_component();
+
 // numpy's repr() text of a tensor's value ("array([1., 2.], dtype=float32)"), core/print.cpp.
 std::string numpy_repr(const Tensor& t);
 }  // namespace detail

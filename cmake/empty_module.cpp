@@ -1,0 +1,1 @@
+// Placeholder source for a module folder that has no sources yet (CMake needs one).
