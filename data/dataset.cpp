@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -759,11 +760,20 @@ class PrefetchIterator final : public IteratorBase {
     thread_.join();
   }
   bool next(Element& out) override {
+    // A consumer faster than the producer would otherwise sleep and be woken for every element
+    // (tens of microseconds each on a busy machine): wait briefly without blocking first.
+    if (ready_count_.load(std::memory_order_acquire) == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+      while (ready_count_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    }
     std::unique_lock lock(mu_);
     ready_.wait(lock, [&] { return !queue_.empty() || finished_; });
     if (!queue_.empty()) {
       out = std::move(queue_.front());
       queue_.pop_front();
+      ready_count_.fetch_sub(1, std::memory_order_relaxed);
       lock.unlock();
       space_.notify_one();
       return true;
@@ -786,6 +796,7 @@ class PrefetchIterator final : public IteratorBase {
         {
           std::lock_guard lock(mu_);
           queue_.push_back(std::move(e));
+          ready_count_.fetch_add(1, std::memory_order_release);
         }
         ready_.notify_one();
       }
@@ -796,6 +807,7 @@ class PrefetchIterator final : public IteratorBase {
     {
       std::lock_guard lock(mu_);
       finished_ = true;
+      ready_count_.fetch_add(1, std::memory_order_release);  // ends the consumer's spin
     }
     ready_.notify_all();
   }
@@ -806,6 +818,8 @@ class PrefetchIterator final : public IteratorBase {
   std::condition_variable ready_, space_;
   std::deque<Element> queue_;
   bool stop_ = false, finished_ = false;
+  // Queued elements (plus one once finished), readable without the lock for the spin.
+  std::atomic<size_t> ready_count_{0};
   std::exception_ptr error_;
   std::thread thread_;  // started in the constructor body, once every member exists
 };
