@@ -67,13 +67,18 @@ void row_views(const std::vector<Tensor>& src, int64_t r, Element& out) {
   }
 }
 
-// rows[idx[0]], rows[idx[1]], ... of src stacked into a new CPU tensor: one memcpy per run of
-// consecutive indices (a single one when the input is not shuffled).
+// rows[idx[0]], rows[idx[1]], ... of src stacked: a view of src when the rows are consecutive
+// (an unshuffled batch costs no copy; tensors are immutable), else a new CPU tensor filled with
+// one memcpy per run of consecutive indices.
 Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& idx) {
   TensorShape s = src.shape();
   s[0] = static_cast<int64_t>(idx.size());
-  Tensor out = empty(s, src.dtype(), Device{});
   const size_t rb = static_cast<size_t>(row_bytes_of(src));
+  if (rb != 0 && !idx.empty() && idx.back() - idx.front() + 1 == s[0] &&
+      std::adjacent_find(idx.begin(), idx.end(),
+                         [](int64_t a, int64_t b) { return b != a + 1; }) == idx.end())
+    return tapeflow::detail::view(src, s, static_cast<size_t>(idx.front()) * rb);
+  Tensor out = empty(s, src.dtype(), Device{});
   if (rb == 0 || idx.empty()) return out;
   const auto* base = static_cast<const uint8_t*>(src.raw_data());
   auto* dst = static_cast<uint8_t*>(out.raw_data());

@@ -161,6 +161,10 @@ TEST_CASE("batch stacks rows, with and without drop_remainder", "[cpu][data]") {
     CHECK(e[0].shape() == tf::TensorShape({2, 2, 2}));
     CHECK(e[1].shape() == tf::TensorShape({2, 2}));
   }
+  // Consecutive rows are a view of the source (no copy); shuffled rows are gathered.
+  auto first_batch = [](const Dataset& d) { return *d.begin(); };
+  CHECK(first_batch(ds.batch(2))[0].get()->storage == x.get()->storage);
+  CHECK(first_batch(ds.shuffle(5, 1).batch(5))[0].get()->storage != x.get()->storage);
   TF_REQUIRE_THROWS_CONTAINING(ds.batch(0), tf::InvalidArgumentError,
                                "batch_size must be positive, got 0");
 }
