@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "autograd/tape.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "data/dataset.h"
@@ -464,4 +465,27 @@ TEST_CASE("iterator dereference past the end is an error", "[cpu][data]") {
   ++it;
   CHECK(it == std::default_sentinel);
   CHECK_THROWS_AS(*it, tf::FailedPreconditionError);
+}
+
+TEST_CASE("elements are CPU tensors whatever the device scope", "[cpu][cuda][data]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Tensor x = tf::constant({{1.f, 2.f}, {3.f, 4.f}, {5.f, 6.f}});
+    Dataset ds = Dataset::from_tensor_slices({x, tf::constant({7.f, 8.f, 9.f})})
+                     .map([](tf::Tensor a, tf::Tensor b) {
+                       // Ops in dataset functions run on the CPU, as TF's input pipelines do.
+                       return std::make_pair(a + tf::ones({2}), b);
+                     })
+                     .batch(2);
+    std::vector<double> got;
+    for (const Element& e : ds) {
+      CHECK(e[0].device() == "/device:CPU:0");
+      CHECK(e[1].device() == "/device:CPU:0");
+      auto v = tf::detail::to_double_vector(e[0]);
+      got.insert(got.end(), v.begin(), v.end());
+    }
+    CHECK(got == std::vector<double>{2, 3, 4, 5, 6, 7});
+    for (const Element& e : Dataset::from_tensor_slices(x).batch(3))
+      CHECK(e[0].device() == "/device:CPU:0");
+  }
 }
