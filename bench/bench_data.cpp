@@ -31,8 +31,8 @@ const Dataset& source() {
     std::vector<uint8_t> px(static_cast<size_t>(kImages) * 28 * 28), labels(kImages);
     for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
     for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 10);
-    return Dataset::from_tensor_slices({tf::convert_to_tensor(px, {kImages, 28, 28}),
-                                        tf::convert_to_tensor(labels, {kImages})});
+    return Dataset::from_tensor_slices(
+        {tf::convert_to_tensor(px, {kImages, 28, 28}), tf::convert_to_tensor(labels, {kImages})});
   }();
   return ds;
 }
@@ -49,7 +49,9 @@ void run_epoch(benchmark::State& state, const Dataset& ds) {
   state.counters["batches/epoch"] = static_cast<double>(batches) / state.iterations();
 }
 
-void BM_Batch32(benchmark::State& state) { run_epoch(state, source().batch(32)); }
+void BM_Batch32(benchmark::State& state) {
+  run_epoch(state, source().batch(32));
+}
 void BM_ShuffleBatch32(benchmark::State& state) {
   run_epoch(state, source().shuffle(kImages, 1).batch(32));
 }
@@ -57,7 +59,9 @@ void BM_ShuffleBatch32Prefetch(benchmark::State& state) {
   run_epoch(state, source().shuffle(kImages, 1).batch(32).prefetch(state.range(0)));
 }
 // Unbatched: one zero-copy view per component per element.
-void BM_Elements(benchmark::State& state) { run_epoch(state, source()); }
+void BM_Elements(benchmark::State& state) {
+  run_epoch(state, source());
+}
 // A per-element map (uint8 -> float32) forces the element-by-element batching path.
 void BM_ShuffleMapBatch32(benchmark::State& state) {
   run_epoch(state, source()
@@ -69,12 +73,9 @@ void BM_ShuffleMapBatch32(benchmark::State& state) {
 }
 // The usual alternative: map whole batches.
 void BM_ShuffleBatch32Map(benchmark::State& state) {
-  run_epoch(state, source()
-                       .shuffle(kImages, 1)
-                       .batch(32)
-                       .map([](tf::Tensor x, tf::Tensor y) {
-                         return std::make_pair(tf::cast(x, tf::float32), y);
-                       }));
+  run_epoch(state, source().shuffle(kImages, 1).batch(32).map([](tf::Tensor x, tf::Tensor y) {
+    return std::make_pair(tf::cast(x, tf::float32), y);
+  }));
 }
 
 // A training loop's view: each batch costs the consumer about 25 us of work (a busy wait

@@ -1,9 +1,9 @@
 #include "data/dataset.h"
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -62,8 +62,7 @@ void row_views(const std::vector<Tensor>& src, int64_t r, Element& out) {
   out.resize(src.size());
   for (size_t c = 0; c < src.size(); ++c) {
     const Tensor& t = src[c];
-    out[c] = tapeflow::detail::view(t, row_shape_of(t),
-                                    static_cast<size_t>(r * row_bytes_of(t)));
+    out[c] = tapeflow::detail::view(t, row_shape_of(t), static_cast<size_t>(r * row_bytes_of(t)));
   }
 }
 
@@ -75,8 +74,8 @@ Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& idx) {
   s[0] = static_cast<int64_t>(idx.size());
   const size_t rb = static_cast<size_t>(row_bytes_of(src));
   if (rb != 0 && !idx.empty() && idx.back() - idx.front() + 1 == s[0] &&
-      std::adjacent_find(idx.begin(), idx.end(),
-                         [](int64_t a, int64_t b) { return b != a + 1; }) == idx.end())
+      std::adjacent_find(idx.begin(), idx.end(), [](int64_t a, int64_t b) { return b != a + 1; }) ==
+          idx.end())
     return tapeflow::detail::view(src, s, static_cast<size_t>(idx.front()) * rb);
   Tensor out = empty(s, src.dtype(), Device{});
   if (rb == 0 || idx.empty()) return out;
@@ -289,7 +288,10 @@ struct ShuffleSeeds {
 class ShuffleIterator final : public IteratorBase {
  public:
   ShuffleIterator(std::unique_ptr<IteratorBase> in, int64_t buffer_size, uint64_t seed)
-      : in_(std::move(in)), rows_(in_->rows()), cap_(static_cast<size_t>(buffer_size)), rng_(seed) {}
+      : in_(std::move(in)),
+        rows_(in_->rows()),
+        cap_(static_cast<size_t>(buffer_size)),
+        rng_(seed) {}
 
   bool next(Element& out) override {
     if (rows_) {
@@ -370,7 +372,9 @@ class ShuffleDataset final : public DatasetBase {
 class BatchIterator final : public IteratorBase {
  public:
   BatchIterator(std::unique_ptr<IteratorBase> in, int64_t batch_size, bool drop_remainder)
-      : in_(std::move(in)), rows_(in_->rows()), n_(static_cast<size_t>(batch_size)),
+      : in_(std::move(in)),
+        rows_(in_->rows()),
+        n_(static_cast<size_t>(batch_size)),
         drop_(drop_remainder) {}
 
   bool next(Element& out) override {
@@ -909,7 +913,9 @@ Dataset Dataset::from_tensors(const std::vector<Tensor>& tensors) {
   return Dataset(std::make_shared<detail::ElementsDataset>(std::move(elems)));
 }
 
-Dataset Dataset::range(int64_t stop) { return range(0, stop, 1); }
+Dataset Dataset::range(int64_t stop) {
+  return range(0, stop, 1);
+}
 
 Dataset Dataset::range(int64_t start, int64_t stop, int64_t step) {
   TF_CHECK_ARG(step != 0, "Dataset.range", "step must not be 0 (start {}, stop {})", start, stop);
@@ -935,8 +941,7 @@ Dataset Dataset::shuffle(int64_t buffer_size, std::optional<int64_t> seed,
 }
 
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
-  TF_CHECK_ARG(batch_size > 0, "Dataset.batch", "batch_size must be positive, got {}",
-               batch_size);
+  TF_CHECK_ARG(batch_size > 0, "Dataset.batch", "batch_size must be positive, got {}", batch_size);
   return Dataset(std::make_shared<detail::BatchDataset>(node_, batch_size, drop_remainder));
 }
 
@@ -949,8 +954,7 @@ Dataset Dataset::filter_impl(detail::PredicateFn pred) const {
 }
 
 Dataset Dataset::repeat(int64_t count) const {
-  TF_CHECK_ARG(count >= -1, "Dataset.repeat", "count must be -1 (forever) or >= 0, got {}",
-               count);
+  TF_CHECK_ARG(count >= -1, "Dataset.repeat", "count must be -1 (forever) or >= 0, got {}", count);
   return Dataset(std::make_shared<detail::RepeatDataset>(node_, count));
 }
 
@@ -964,7 +968,9 @@ Dataset Dataset::skip(int64_t count) const {
   return Dataset(std::make_shared<detail::SkipDataset>(node_, count));
 }
 
-Dataset Dataset::cache() const { return Dataset(std::make_shared<detail::CacheDataset>(node_)); }
+Dataset Dataset::cache() const {
+  return Dataset(std::make_shared<detail::CacheDataset>(node_));
+}
 
 Dataset Dataset::prefetch(int64_t buffer_size) const {
   TF_CHECK_ARG(buffer_size >= -1, "Dataset.prefetch",
@@ -974,9 +980,13 @@ Dataset Dataset::prefetch(int64_t buffer_size) const {
   return Dataset(std::make_shared<detail::PrefetchDataset>(node_, n));
 }
 
-int64_t Dataset::cardinality() const { return node_->cardinality(); }
+int64_t Dataset::cardinality() const {
+  return node_->cardinality();
+}
 
-Dataset::Iterator Dataset::begin() const { return Iterator(node_->make_iterator()); }
+Dataset::Iterator Dataset::begin() const {
+  return Iterator(node_->make_iterator());
+}
 
 // ---- Iterator ----
 

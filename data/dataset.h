@@ -43,7 +43,8 @@ using RowSource = std::shared_ptr<const std::vector<Tensor>>;
 class IteratorBase {
  public:
   virtual ~IteratorBase() = default;
-  // Fills `out` with the next element; false at the end of the sequence (then `out` is unspecified).
+  // Fills `out` with the next element; false at the end of the sequence (then `out` is
+  // unspecified).
   virtual bool next(Element& out) = 0;
   // Non-null when every element is a row of these tensors; then next_row() may be used instead
   // of next() (never both on one iterator).
@@ -79,7 +80,9 @@ Element to_element(R&& r) {
 [[noreturn]] void throw_arity_error(const char* op, size_t takes, size_t components);
 // A filter predicate's result: a bool, or a one-element tensor read as bool.
 bool to_bool(const Tensor& t);
-inline bool to_bool(bool b) { return b; }
+inline bool to_bool(bool b) {
+  return b;
+}
 
 template <class F, size_t... I>
 decltype(auto) call_unpacked(F& fn, Element& e, std::index_sequence<I...>) {

@@ -32,15 +32,14 @@ Split load_split(const std::string& dir, const std::string& prefix) {
   const std::string labels_path = find_file(dir, prefix + "-labels-idx1-ubyte");
   Tensor x = data::read_idx(images_path);
   Tensor y = data::read_idx(labels_path);
-  TF_CHECK_ARG(x.dtype() == uint8 && x.rank() == 3 && x.shape()[1] == 28 && x.shape()[2] == 28,
-               kOp, "{}: expected uint8 images of shape (N, 28, 28), got {} {}", images_path,
+  TF_CHECK_ARG(x.dtype() == uint8 && x.rank() == 3 && x.shape()[1] == 28 && x.shape()[2] == 28, kOp,
+               "{}: expected uint8 images of shape (N, 28, 28), got {} {}", images_path,
                dtype_name(x.dtype()), x.shape().to_string());
   TF_CHECK_ARG(y.dtype() == uint8 && y.rank() == 1, kOp,
                "{}: expected uint8 labels of shape (N,), got {} {}", labels_path,
                dtype_name(y.dtype()), y.shape().to_string());
-  TF_CHECK_ARG(x.shape()[0] == y.shape()[0], kOp,
-               "{} holds {} images but {} holds {} labels", images_path, x.shape()[0],
-               labels_path, y.shape()[0]);
+  TF_CHECK_ARG(x.shape()[0] == y.shape()[0], kOp, "{} holds {} images but {} holds {} labels",
+               images_path, x.shape()[0], labels_path, y.shape()[0]);
   const uint8_t* labels = y.data<uint8_t>();
   for (int64_t i = 0; i < y.shape()[0]; ++i)
     TF_CHECK_ARG(labels[i] <= 9, kOp, "{}: label {} at index {} is outside 0..9", labels_path,
@@ -65,7 +64,9 @@ std::string default_data_dir() {
   return kSystemDir;
 }
 
-std::pair<Split, Split> load_data() { return load_data(default_data_dir()); }
+std::pair<Split, Split> load_data() {
+  return load_data(default_data_dir());
+}
 
 std::pair<Split, Split> load_data(const std::string& dir) {
   Split train = load_split(dir, "train");

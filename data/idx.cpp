@@ -42,8 +42,7 @@ size_t read_bytes(gzFile f, void* dst, size_t n, const std::string& path) {
   while (done < n) {
     const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
     const int got = gzread(f, p + done, chunk);
-    if (got < 0)
-      TF_THROW(InvalidArgumentError, kRead, "{}: corrupt data: {}", path, gz_message(f));
+    if (got < 0) TF_THROW(InvalidArgumentError, kRead, "{}: corrupt data: {}", path, gz_message(f));
     if (got == 0) break;
     done += static_cast<size_t>(got);
   }
@@ -83,8 +82,10 @@ Tensor read_idx(const std::string& path) {
 
   uint8_t magic[4];
   const size_t got_magic = read_bytes(f.get(), magic, 4, path);
-  TF_CHECK_ARG(got_magic == 4, kRead, "{}: truncated: the file has {} byte(s), fewer than the "
-               "4-byte IDX magic number", path, got_magic);
+  TF_CHECK_ARG(got_magic == 4, kRead,
+               "{}: truncated: the file has {} byte(s), fewer than the "
+               "4-byte IDX magic number",
+               path, got_magic);
   TF_CHECK_ARG(magic[0] == 0 && magic[1] == 0, kRead,
                "{}: bad magic number 0x{:02x}{:02x}{:02x}{:02x}: an IDX file starts with two zero "
                "bytes, a type code and the rank (is this an IDX file?)",
@@ -94,7 +95,8 @@ Tensor read_idx(const std::string& path) {
     if (t.code == magic[2]) type = &t;
   TF_CHECK_ARG(type != nullptr, kRead,
                "{}: unknown IDX type code 0x{:02x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or "
-               "0x0e)", path, magic[2]);
+               "0x0e)",
+               path, magic[2]);
   const int rank = magic[3];
   TF_CHECK_ARG(rank >= 1 && rank <= TensorShape::kMaxRank, kRead,
                "{}: rank {} in the header is outside 1..{}", path, rank, TensorShape::kMaxRank);
@@ -108,14 +110,16 @@ Tensor read_idx(const std::string& path) {
   uint64_t count = 1;
   for (int i = 0; i < rank; ++i) {
     const uint8_t* b = &dims_be[static_cast<size_t>(i) * 4];
-    const uint64_t d = (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
+    const uint64_t d =
+        (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
     shape.push_back(static_cast<int64_t>(d));
     // Checked before multiplying, so that a corrupt header cannot overflow the count.
     const bool fits = d == 0 || count <= kMaxBytes / type->width / d;
     count *= d;
     TF_CHECK_ARG(fits, kRead,
                  "{}: the header's dimensions {} describe more than {} bytes of data; the "
-                 "header is corrupt", path, shape.to_string(), kMaxBytes);
+                 "header is corrupt",
+                 path, shape.to_string(), kMaxBytes);
   }
 
   const size_t nbytes = static_cast<size_t>(count) * type->width;
@@ -147,14 +151,22 @@ Tensor read_idx(const std::string& path) {
 }
 
 void write_idx(const std::string& path, const Tensor& tensor, bool compress) {
-  TF_CHECK_ARG(tensor.defined() && !tensor.is_symbolic(), kWrite,
-               "{}: needs a tensor with a value", path);
+  TF_CHECK_ARG(tensor.defined() && !tensor.is_symbolic(), kWrite, "{}: needs a tensor with a value",
+               path);
   uint8_t code = 0;
   switch (tensor.dtype().id) {
-    case DTypeId::UInt8: code = 0x08; break;
-    case DTypeId::Int32: code = 0x0C; break;
-    case DTypeId::Float32: code = 0x0D; break;
-    case DTypeId::Float64: code = 0x0E; break;
+    case DTypeId::UInt8:
+      code = 0x08;
+      break;
+    case DTypeId::Int32:
+      code = 0x0C;
+      break;
+    case DTypeId::Float32:
+      code = 0x0D;
+      break;
+    case DTypeId::Float64:
+      code = 0x0E;
+      break;
     default:
       TF_THROW(InvalidArgumentError, kWrite,
                "{}: IDX has no type for dtype {} (use uint8, int32, float32 or float64)", path,

@@ -3,12 +3,12 @@
 // GradientTape and plain SGD. Prints the pipeline's cardinalities, each epoch's loss, test
 // accuracy and time, and exits with 1 if the test accuracy stays below 0.7.
 //   build/samples/dataset_pipeline [epochs]     (default 1; exit code 77 without the data files)
+#include <tapeflow/tapeflow.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-
-#include <tapeflow/tapeflow.h>
 // Until the umbrella header lists them.
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
     for (const auto& batch : train_ds) {
       tf::GradientTape tape;
       tf::Tensor logits = tf::matmul(batch[0], w) + b;
-      tf::Tensor loss = tf::reduce_mean(
-          tf::nn::sparse_softmax_cross_entropy_with_logits(batch[1], logits));
+      tf::Tensor loss =
+          tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(batch[1], logits));
       auto grads = tape.gradient(loss, std::vector<tf::Variable>{w, b});
       w.assign_sub(grads[0] * lr);
       b.assign_sub(grads[1] * lr);
@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
     int64_t correct = 0, seen = 0;
     for (const auto& batch : test_ds) {
       tf::Tensor predicted = tf::argmax(tf::matmul(batch[0], w) + b, 1);
-      correct += tf::reduce_sum(tf::cast(tf::equal(predicted, batch[1]), tf::int64))
-                     .item<int64_t>();
+      correct +=
+          tf::reduce_sum(tf::cast(tf::equal(predicted, batch[1]), tf::int64)).item<int64_t>();
       seen += batch[1].shape()[0];
     }
     accuracy = static_cast<double>(correct) / static_cast<double>(seen);

@@ -179,9 +179,8 @@ TEST_CASE("batch after map stacks computed elements and checks their shapes", "[
   CHECK(shapes == std::vector<tf::TensorShape>{{2, 2}, {2, 2}, {1, 2}});
   CHECK(flat(ds.batch(2)) == std::vector<double>{0, 0, 1, 10, 2, 20, 3, 30, 4, 40});
 
-  Dataset ragged = Dataset::range(3).map([](tf::Tensor v) {
-    return tf::zeros({v.item<int64_t>() + 1});
-  });
+  Dataset ragged =
+      Dataset::range(3).map([](tf::Tensor v) { return tf::zeros({v.item<int64_t>() + 1}); });
   TF_REQUIRE_THROWS_CONTAINING(flat(ragged.batch(3)), tf::InvalidArgumentError,
                                "the first element has shape (1,) and element 1 has shape (2,)");
 }
@@ -295,9 +294,8 @@ TEST_CASE("map takes elements or unpacked tensors", "[cpu][data]") {
   CHECK(flat(swapped) == std::vector<double>{4, 5, 6});
 
   // fn(Tensor, Tensor) -> std::pair
-  Dataset scaled = ds.map([](tf::Tensor a, tf::Tensor b) {
-    return std::make_pair(tf::multiply(a, 2.0f), b);
-  });
+  Dataset scaled =
+      ds.map([](tf::Tensor a, tf::Tensor b) { return std::make_pair(tf::multiply(a, 2.0f), b); });
   std::vector<double> firsts, seconds;
   for (const Element& e : scaled) {
     firsts.push_back(e[0].item<double>());
@@ -322,8 +320,9 @@ TEST_CASE("map takes elements or unpacked tensors", "[cpu][data]") {
 
 TEST_CASE("map runs outside the caller's gradient tape", "[cpu][data]") {
   tf::Tensor w = tf::constant({2.f});
-  Dataset ds = Dataset::from_tensor_slices(tf::constant({1.f, 2.f}))
-                   .map([w](tf::Tensor v) { return tf::multiply(v, w); });
+  Dataset ds = Dataset::from_tensor_slices(tf::constant({1.f, 2.f})).map([w](tf::Tensor v) {
+    return tf::multiply(v, w);
+  });
   tf::GradientTape tape;
   tape.watch(w);
   std::vector<double> got;
@@ -393,8 +392,12 @@ TEST_CASE("prefetch yields the same sequence as without it", "[cpu][data]") {
     CHECK(flat(p) == flat(base));
   }
   // Prefetch inside the pipeline, before a map and a second prefetch.
-  Dataset nested = Dataset::range(30).prefetch(2).map([](tf::Tensor v) { return v + int64_t{1}; })
-                       .prefetch(3).batch(4).prefetch(1);
+  Dataset nested = Dataset::range(30)
+                       .prefetch(2)
+                       .map([](tf::Tensor v) { return v + int64_t{1}; })
+                       .prefetch(3)
+                       .batch(4)
+                       .prefetch(1);
   std::vector<double> want(30);
   std::iota(want.begin(), want.end(), 1.0);
   CHECK(flat(nested) == want);

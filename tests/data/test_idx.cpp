@@ -94,8 +94,8 @@ TEST_CASE("write_idx and read_idx round-trip every IDX dtype", "[cpu][data][idx]
       if (d == tf::uint8) want = {0, 1, 2, 255, 7, 128};
       if (d == tf::int32) want = {0, 1, -2, 300, 7, -1000000};
       tf::Tensor t = tf::cast(tf::convert_to_tensor(want, {2, 3}), d);
-      const std::string path = dir.file(std::string("t_") + std::string(tf::dtype_name(d)) +
-                                        (compress ? ".gz" : ""));
+      const std::string path =
+          dir.file(std::string("t_") + std::string(tf::dtype_name(d)) + (compress ? ".gz" : ""));
       tf::data::write_idx(path, t, compress);
       tf::Tensor r = tf::data::read_idx(path);
       CHECK(r.dtype() == d);
@@ -162,8 +162,9 @@ TEST_CASE("read_idx reports corrupt and missing files with their path", "[cpu][d
   const std::string data = dir.file("data");
   write_bytes(data, {0, 0, 0x0C, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0});
   TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(data), tf::InvalidArgumentError,
-                               data + ": truncated: the header's shape (2,) of int needs 8 data "
-                                      "bytes, the file has 6");
+                               data +
+                                   ": truncated: the header's shape (2,) of int needs 8 data "
+                                   "bytes, the file has 6");
 
   const std::string trailing = dir.file("trailing");
   write_bytes(trailing, {0, 0, 0x08, 1, 0, 0, 0, 1, 5, 6});
@@ -246,32 +247,30 @@ TEST_CASE("fashion_mnist::load_data errors name the file", "[cpu][data][idx]") {
     TempDir dir;
     write_fake_fashion(dir, 4, 2);
     tf::data::write_idx(dir.file("train-labels-idx1-ubyte.gz"), iota_u8({3}, 10));
-    TF_REQUIRE_THROWS_CONTAINING(
-        fmnist::load_data(dir.path().string()), tf::InvalidArgumentError,
-        dir.file("train-images-idx3-ubyte.gz") + " holds 4 images but " +
-            dir.file("train-labels-idx1-ubyte.gz") + " holds 3 labels");
+    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()), tf::InvalidArgumentError,
+                                 dir.file("train-images-idx3-ubyte.gz") + " holds 4 images but " +
+                                     dir.file("train-labels-idx1-ubyte.gz") + " holds 3 labels");
   }
   {
     TempDir dir;
     write_fake_fashion(dir, 4, 2);
     tf::data::write_idx(dir.file("t10k-images-idx3-ubyte.gz"), iota_u8({2, 27, 28}, 256));
-    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()),
-                                 tf::InvalidArgumentError,
-                                 "expected uint8 images of shape (N, 28, 28), got uint8 (2, 27, 28)");
+    TF_REQUIRE_THROWS_CONTAINING(
+        fmnist::load_data(dir.path().string()), tf::InvalidArgumentError,
+        "expected uint8 images of shape (N, 28, 28), got uint8 (2, 27, 28)");
   }
   {
     TempDir dir;
     write_fake_fashion(dir, 4, 2);
     tf::data::write_idx(dir.file("t10k-labels-idx1-ubyte.gz"), iota_u8({2}, 256) + uint8_t{10});
-    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()),
-                                 tf::InvalidArgumentError, "label 10 at index 0 is outside 0..9");
+    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()), tf::InvalidArgumentError,
+                                 "label 10 at index 0 is outside 0..9");
   }
   {
     TempDir dir;
     write_fake_fashion(dir, 4, 2);
     write_bytes(dir.file("train-images-idx3-ubyte.gz"), {0xAB, 0xCD, 0x08, 3});
-    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()),
-                                 tf::InvalidArgumentError,
+    TF_REQUIRE_THROWS_CONTAINING(fmnist::load_data(dir.path().string()), tf::InvalidArgumentError,
                                  dir.file("train-images-idx3-ubyte.gz") + ": bad magic number");
   }
 }
@@ -297,7 +296,7 @@ TEST_CASE("the real Fashion-MNIST loads with its known facts", "[cpu][data][idx]
   std::vector<int> counts(10, 0);
   for (int l : labels) ++counts.at(static_cast<size_t>(l));
   CHECK(counts == std::vector<int>(10, 6000));
-  CHECK(labels[0] == 9);                       // an ankle boot
+  CHECK(labels[0] == 9);  // an ankle boot
   CHECK(y_test.numpy<int>()[0] == 9);
   const auto pixels = x_train.numpy<int>();
   CHECK(*std::max_element(pixels.begin(), pixels.end()) == 255);
