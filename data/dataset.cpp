@@ -445,6 +445,11 @@ class MapIterator final : public IteratorBase {
     if (!in_->next(e)) return false;
     UserFnScope scope;
     out = (*fn_)(std::move(e));
+    for (size_t c = 0; c < out.size(); ++c)
+      TF_CHECK_ARG(out[c].defined() && !out[c].is_symbolic(), "Dataset.map",
+                   "the function returned {} as component {}; dataset elements must be tensors "
+                   "with values",
+                   out[c].defined() ? "a symbolic tensor" : "an undefined tensor", c);
     return true;
   }
 

@@ -312,6 +312,10 @@ TEST_CASE("map takes elements or unpacked tensors", "[cpu][data]") {
   for (const Element& e : ds.map([](tf::Tensor a, tf::Tensor b) { return std::tuple(b, a, a); }))
     CHECK(e.size() == 3);
 
+  TF_REQUIRE_THROWS_CONTAINING(
+      flat(ds.map([](tf::Tensor a, tf::Tensor) { return Element{a, tf::Tensor()}; })),
+      tf::InvalidArgumentError,
+      "[Dataset.map] the function returned an undefined tensor as component 1");
   TF_REQUIRE_THROWS_CONTAINING(flat(ds.map([](tf::Tensor a) { return a; })),
                                tf::InvalidArgumentError,
                                "[Dataset.map] the function takes 1 tensor argument(s) but the "
