@@ -15,6 +15,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -313,7 +314,9 @@ TEST_CASE("map takes elements or unpacked tensors", "[cpu][data]") {
     CHECK(e.size() == 3);
 
   TF_REQUIRE_THROWS_CONTAINING(
-      flat(ds.map([](tf::Tensor a, tf::Tensor) { return Element{a, tf::Tensor()}; })),
+      flat(ds.map([](tf::Tensor a, tf::Tensor) {
+        return Element{a, tf::Tensor()};
+      })),
       tf::InvalidArgumentError,
       "[Dataset.map] the function returned an undefined tensor as component 1");
   TF_REQUIRE_THROWS_CONTAINING(flat(ds.map([](tf::Tensor a) { return a; })),
@@ -495,4 +498,21 @@ TEST_CASE("elements are CPU tensors whatever the device scope", "[cpu][cuda][dat
     for (const Element& e : Dataset::from_tensor_slices(x).batch(3))
       CHECK(e[0].device() == "/device:CPU:0");
   }
+}
+
+TEST_CASE("shuffle follows the global seed and leaves random ops' streams alone", "[cpu][data]") {
+  Dataset src = Dataset::from_tensor_slices(iota(30));
+  tf::random::set_seed(5);
+  const auto a = flat(src.shuffle(30));
+  const tf::Tensor r1 = tf::random::uniform({4}, 0.0, 1.0, tf::float32, 11);
+  tf::random::set_seed(5);
+  const auto b = flat(src.shuffle(30));
+  CHECK(a == b);  // the same program after set_seed: the same order
+  CHECK(is_permutation_of_range(a, 30));
+  // A seeded shuffle does not advance the stream of a random op with the same op seed.
+  tf::random::set_seed(5);
+  (void)flat(src.shuffle(30, 11));
+  const tf::Tensor r2 = tf::random::uniform({4}, 0.0, 1.0, tf::float32, 11);
+  CHECK(r1.numpy<float>() == r2.numpy<float>());
+  tf::detail::clear_random_seed();
 }
