@@ -852,12 +852,10 @@ class PrefetchDataset final : public DatasetBase {
   int64_t n_;
 };
 
-// The global seed (tf::random::set_seed), else TF's DEFAULT_GRAPH_SEED. ops/random.h has no
-// getter, so this asks for the seeds of a reserved op seed: the first of the pair is the
-// global seed, and only that reserved seed's stream advances.
+// The global seed (tf::random::set_seed), else TF's DEFAULT_GRAPH_SEED.
 uint64_t global_seed_or_default() {
-  constexpr int64_t kProbeSeed = INT64_MIN + 0x5eed;
-  return tapeflow::detail::resolve_random_seeds(kProbeSeed).first;
+  return static_cast<uint64_t>(
+      tapeflow::detail::global_random_seed().value_or(tapeflow::detail::default_graph_seed()));
 }
 
 }  // namespace
