@@ -22,11 +22,15 @@
   X(Conv2DBackpropInput) X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(AvgPool2DGrad)
 #define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum)
 #define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
+// Fused row kernels (softmax, log_softmax, sparse softmax cross-entropy); each names its
+// composite fallback in ops/loss.h.
+#define TF_LOSS_PRIMITIVES(X) X(Softmax) X(LogSoftmax) X(SparseSoftmaxCrossEntropy)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
-  TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)
+  TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
+  TF_LOSS_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
