@@ -9,6 +9,7 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
+#include "ops/loss.h"
 #include "ops/movement.h"
 #include "ops/nn_grad.h"
 #include "ops/random.h"
@@ -202,8 +203,9 @@ Tensor softmax(const Tensor& logits, int axis) {
   TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
   detail::check_dtype_floating(op, logits);
   const int a = detail::normalize_axis(op, axis, logits.rank());
-  const Tensor e = tapeflow::exp(logits - tapeflow::reduce_max(logits, a, true));
-  return e / tapeflow::reduce_sum(e, a, true);
+  // The fused primitive works on the last axis; other axes keep the composite.
+  if (a == logits.rank() - 1) return detail::dispatch(prims::Softmax{}, {logits});
+  return detail::softmax_composite(logits, a);
 }
 
 Tensor log_softmax(const Tensor& logits, int axis) {
@@ -211,8 +213,8 @@ Tensor log_softmax(const Tensor& logits, int axis) {
   TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
   detail::check_dtype_floating(op, logits);
   const int a = detail::normalize_axis(op, axis, logits.rank());
-  const Tensor s = logits - tapeflow::reduce_max(logits, a, true);
-  return s - tapeflow::log(tapeflow::reduce_sum(tapeflow::exp(s), a, true));
+  if (a == logits.rank() - 1) return detail::dispatch(prims::LogSoftmax{}, {logits});
+  return detail::log_softmax_composite(logits, a);
 }
 
 Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
@@ -242,24 +244,19 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
                "labels must have the shape of logits without its last dimension: labels are "
                "{}, logits {}",
                labels.shape().to_string(), logits.shape().to_string());
-  const int64_t classes = logits.shape().dim(-1);
-  if (!labels.is_symbolic() && classes != None) {
-    // As TF's CPU kernel: an index outside [0, classes) is an error, not a silent NaN.
-    for (int64_t v : labels.numpy<int64_t>())
-      TF_CHECK_ARG(v >= 0 && v < classes, op,
-                   "Received a label value of {} which is outside the valid range of [0, {})", v,
-                   classes);
-  }
-  const Tensor logp = log_softmax(logits, -1);
-  // -logp[label] per example: a mask row (label == class) selects one log-probability; where()
-  // keeps a -inf elsewhere in the row from turning into NaN.
-  Tensor cls;
-  {
+  // The primitive checks every label against [0, classes) when it runs (eager or replayed),
+  // as TF's CPU kernel: "Received a label value of ... outside the valid range". It runs on the
+  // logits' device unless a DeviceScope says otherwise (labels are often host-side).
+  // With two or more tapes recording, an enclosing tape may differentiate the vjp (see
+  // prims::SparseSoftmaxCrossEntropy).
+  const auto& ctx = detail::thread_context();
+  const prims::SparseSoftmaxCrossEntropy prim(ctx.tapes.size() >= 2);
+  const std::array<Tensor, 2> in{labels, logits};
+  if (ctx.device_stack.empty()) {
     const DeviceScope scope(logits.placement());
-    cls = tapeflow::range(0.0, static_cast<double>(classes), 1.0, labels.dtype());
+    return detail::dispatch_multi(prim, in)[0];
   }
-  const Tensor mask = tapeflow::equal(tapeflow::expand_dims(labels, -1), cls);
-  return tapeflow::negative(tapeflow::reduce_sum(tapeflow::where(mask, logp, 0), -1));
+  return detail::dispatch_multi(prim, in)[0];
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,

@@ -163,11 +163,18 @@ std::vector<Case> cases() {
       {"relu", {{S23, -1, 1, true}}, [](V x) { return tf::nn::relu(x[0]); }},
       {"softmax", {{S23}}, [](V x) { return tf::nn::softmax(x[0]); }},
       {"log_softmax", {{S23}}, [](V x) { return tf::nn::log_softmax(x[0], 0); }},
+      {"log_softmax_last_axis", {{tf::TensorShape{2, 2, 3}}},
+       [](V x) { return tf::nn::log_softmax(x[0]); }},
       {"sigmoid_cross_entropy", {{S23, 0, 1}, {S23, -2, 2}},
        [](V x) { return tf::nn::sigmoid_cross_entropy_with_logits(x[0], x[1]); }},
       {"sparse_softmax_cross_entropy", {{S23}},
        [](V x) {
          return tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({2, 0}), x[0]);
+       }},
+      {"sparse_softmax_cross_entropy_rank3", {{tf::TensorShape{2, 2, 3}}},
+       [](V x) {
+         return tf::nn::sparse_softmax_cross_entropy_with_logits(
+             tf::constant(std::vector<int64_t>{1, 2, 0, 0}, tf::TensorShape{2, 2}), x[0]);
        }},
       {"bias_add", {{S23}, {S3}}, [](V x) { return tf::nn::bias_add(x[0], x[1]); }},
       {"clip_by_value", {{S23, -1, 1, true}},
@@ -202,6 +209,11 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
       {"sigmoid*log", [](const tf::Tensor& x) { return tf::sigmoid(x) * tf::log(x * x + 1.0); }},
       {"pow3", [](const tf::Tensor& x) { return tf::pow(x, 3.0); }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
+      {"log_softmax", [](const tf::Tensor& x) { return tf::nn::log_softmax(x) * x; }},
+      {"sparse_softmax_cross_entropy",
+       [](const tf::Tensor& x) {
+         return tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant(tf::Tensor(1)), x);
+       }},
   };
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);

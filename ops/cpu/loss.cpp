@@ -1,0 +1,204 @@
+// CPU kernels of the loss family: one pass per row of the last axis (max, sum of exponentials,
+// then the outputs), rows split over the OpenMP pool. float32 rows use the vectorisable exp of
+// ops/cpu/unary_ops.h and are compiled for the baseline ISA, AVX2 and AVX-512 (picked at run
+// time); float16/bfloat16 compute in float, float64 in double with std::exp. Reductions keep 8
+// partial results so that GCC vectorises them without reassociating a single accumulator.
+#if defined(__GNUC__) && !defined(__clang__)
+// Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
+// file, inlined header code included, is compiled with the same options.
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
+#endif
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/parallel.h"
+#include "ops/cpu/unary_ops.h"
+#include "ops/loss.h"
+
+namespace tapeflow::prims {
+
+namespace {
+
+// Elements per thread below which splitting does not pay (one exp per element: as the
+// transcendental unary ops).
+constexpr int64_t kGrain = 4096;
+constexpr int kLanes = 8;
+
+#define TF_AI inline __attribute__((always_inline))
+
+enum class Kind { Softmax, LogSoftmax, Xent };
+
+template <class T, class L>
+struct Rows {
+  const T* x;
+  T* out;          // softmax / log_softmax / backprop, [rows, C]
+  T* loss;         // Xent only, [rows]
+  const L* label;  // Xent only, checked to lie in [0, C)
+  int64_t C;
+};
+
+template <class C>
+TF_AI C expc(C v) {
+  if constexpr (std::is_same_v<C, float>) return cpu::exp_fast(v);
+  else return std::exp(v);
+}
+
+// max over the row; NaN is skipped here (it reaches every output through the sum).
+template <class T>
+TF_AI compute_t<T> row_max(const T* x, int64_t n) {
+  using C = compute_t<T>;
+  C acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = -std::numeric_limits<C>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const C v = static_cast<C>(x[j + k]);
+      acc[k] = v > acc[k] ? v : acc[k];
+    }
+  C m = -std::numeric_limits<C>::infinity();
+  for (; j < n; ++j) {
+    const C v = static_cast<C>(x[j]);
+    m = v > m ? v : m;
+  }
+  for (int k = 0; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
+  return m;
+}
+
+// sum of exp(x - m); with Store the exponentials are also written to `e` for the last pass.
+template <bool Store, class T>
+TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
+  using C = compute_t<T>;
+  constexpr bool store = Store;
+  C acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const C v = expc(static_cast<C>(x[j + k]) - m);
+      if constexpr (store) e[j + k] = v;
+      acc[k] += v;
+    }
+  C s = 0;
+  for (; j < n; ++j) {
+    const C v = expc(static_cast<C>(x[j]) - m);
+    if constexpr (store) e[j] = v;
+    s += v;
+  }
+  for (int k = 0; k < kLanes; ++k) s += acc[k];
+  return s;
+}
+
+template <Kind K, class T, class L>
+TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
+  using C = compute_t<T>;
+  constexpr bool stored = std::is_same_v<T, C>;
+  const int64_t n = a.C;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict x = a.x + r * n;
+    T* __restrict y = a.out + r * n;
+    const C m = row_max(x, n);
+    if constexpr (K == Kind::LogSoftmax) {
+      const C sum = row_exp_sum<false>(x, m, y, n);
+      const C shift = m + std::log(sum);
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<C>(x[j]) - shift);
+    } else {
+      // float and double keep the exponentials in the output; half types recompute them.
+      const C sum = row_exp_sum<stored>(x, m, y, n);
+      const C inv = C(1) / sum;
+      if constexpr (stored) {
+        for (int64_t j = 0; j < n; ++j) y[j] = y[j] * inv;
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          y[j] = static_cast<T>(expc(static_cast<C>(x[j]) - m) * inv);
+      }
+      if constexpr (K == Kind::Xent) {
+        const int64_t l = static_cast<int64_t>(a.label[r]);
+        const C xl = static_cast<C>(x[l]) - m;
+        // TF's kernel: log(sum) - (logits[label] - max); backprop = softmax - onehot.
+        a.loss[r] = static_cast<T>(std::log(sum) - xl);
+        y[l] = static_cast<T>(expc(xl) * inv - C(1));
+      }
+    }
+  }
+}
+
+#define TF_DEFINE_ROWS(NAME, TARGET)                                    \
+  template <Kind K, class T, class L>                                   \
+  TARGET void NAME(const Rows<T, L>& a, int64_t r0, int64_t r1) {       \
+    rows_body<K, T, L>(a, r0, r1);                                      \
+  }
+TF_DEFINE_ROWS(rows_base, )
+#if TF_CPU_MULTIVERSION
+TF_DEFINE_ROWS(rows_avx2, TF_TARGET_AVX2)
+TF_DEFINE_ROWS(rows_avx512, TF_TARGET_AVX512)
+#endif
+#undef TF_DEFINE_ROWS
+
+template <Kind K, class T, class L>
+auto pick_rows() {
+#if TF_CPU_MULTIVERSION
+  // Only float32 rows gain from the wider ISAs (vectorised exp); the others stay baseline.
+  if constexpr (std::is_same_v<T, float>) {
+    switch (cpu::cpu_level()) {
+      case cpu::CpuLevel::Avx512: return &rows_avx512<K, T, L>;
+      case cpu::CpuLevel::Avx2: return &rows_avx2<K, T, L>;
+      case cpu::CpuLevel::Baseline: break;
+    }
+  }
+#endif
+  return &rows_base<K, T, L>;
+}
+
+template <Kind K, class T, class L>
+void run_rows(const Rows<T, L>& a, int64_t rows) {
+  if (rows == 0 || a.C == 0) return;
+  const auto fn = pick_rows<K, T, L>();
+  const int64_t grain = std::max<int64_t>(1, kGrain / a.C);
+  detail::parallel_for(rows, grain, [&](int64_t b, int64_t e) { fn(a, b, e); });
+}
+
+template <class T, class L>
+void xent(const Tensor& labels, const Tensor& logits, Tensor& loss, Tensor& backprop) {
+  const int64_t C = logits.shape().dim(-1);
+  const int64_t rows = labels.num_elements();
+  const L* lab = labels.data<L>();
+  // Checked before any work (never throw inside the parallel region), as TF's CPU kernel.
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto v = static_cast<int64_t>(lab[r]);
+    TF_CHECK_ARG(v >= 0 && v < C, "sparse_softmax_cross_entropy_with_logits",
+                 "Received a label value of {} which is outside the valid range of [0, {})", v,
+                 C);
+  }
+  const Rows<T, L> a{logits.data<T>(), backprop.data<T>(), loss.data<T>(), lab, C};
+  run_rows<Kind::Xent, T, L>(a, rows);
+}
+
+template <Kind K, class T>
+void row_op(const Tensor& x, Tensor& y) {
+  const int64_t C = x.shape().dim(-1);
+  if (C == 0) return;
+  const Rows<T, int32_t> a{x.data<T>(), y.data<T>(), nullptr, nullptr, C};
+  run_rows<K, T, int32_t>(a, x.num_elements() / C);
+}
+
+}  // namespace
+
+void Softmax::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), row_op<Kind::Softmax, T>(in[0], out[0]));
+}
+
+void LogSoftmax::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), row_op<Kind::LogSoftmax, T>(in[0], out[0]));
+}
+
+void SparseSoftmaxCrossEntropy::eval_cpu(std::span<const Tensor> in,
+                                         std::span<Tensor> out) const {
+  TF_DISPATCH_FLOAT_TYPES(in[1].dtype(), {
+    if (in[0].dtype() == int32) xent<T, int32_t>(in[0], in[1], out[0], out[1]);
+    else xent<T, int64_t>(in[0], in[1], out[0], out[1]);
+  });
+}
+
+}  // namespace tapeflow::prims
