@@ -10,6 +10,7 @@
 #endif
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -25,7 +26,7 @@ namespace {
 // Elements per thread below which splitting does not pay (one exp per element: as the
 // transcendental unary ops).
 constexpr int64_t kGrain = 4096;
-constexpr int kLanes = 8;
+constexpr int kLanes = 8;  // partial maxima of the generic path
 
 #define TF_AI inline __attribute__((always_inline))
 
@@ -50,6 +51,34 @@ TF_AI C expc(C v) {
 template <class T>
 TF_AI compute_t<T> row_max(const T* x, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    // GCC does not if-convert the select below across lanes; a vector of 8 does it (one
+    // compare and blend per 8 elements, split into two SSE halves on the baseline ISA).
+    // Four independent accumulators hide the compare's latency on long rows.
+    using V8 = float __attribute__((vector_size(32)));
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
+    const V8 lowest = {ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf};
+    V8 acc[4] = {lowest, lowest, lowest, lowest};
+    int64_t j = 0;
+    for (; j + 4 * kLanes <= n; j += 4 * kLanes)
+      for (int u = 0; u < 4; ++u) {
+        V8 v;
+        std::memcpy(&v, x + j + u * kLanes, sizeof(v));
+        acc[u] = v > acc[u] ? v : acc[u];
+      }
+    for (; j + kLanes <= n; j += kLanes) {
+      V8 v;
+      std::memcpy(&v, x + j, sizeof(v));
+      acc[0] = v > acc[0] ? v : acc[0];
+    }
+    float m = -std::numeric_limits<float>::infinity();
+    for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+    const V8 a01 = acc[0] > acc[1] ? acc[0] : acc[1];
+    const V8 a23 = acc[2] > acc[3] ? acc[2] : acc[3];
+    const V8 t = a01 > a23 ? a01 : a23;
+    for (int k = 0; k < kLanes; ++k) m = t[k] > m ? t[k] : m;
+    return m;
+  }
   C acc[kLanes];
   for (int k = 0; k < kLanes; ++k) acc[k] = -std::numeric_limits<C>::infinity();
   int64_t j = 0;
@@ -67,27 +96,95 @@ TF_AI compute_t<T> row_max(const T* x, int64_t n) {
   return m;
 }
 
-// sum of exp(x - m); with Store the exponentials are also written to `e` for the last pass.
+// Sum of a contiguous run, 32 bytes of partial sums at a time (GCC will not reassociate a
+// scalar accumulator).
+template <class C>
+TF_AI C sum_run(const C* p, int64_t n) {
+  typedef C V __attribute__((vector_size(32)));
+  constexpr int kW = static_cast<int>(32 / sizeof(C));
+  V acc[4] = {};
+  int64_t j = 0;
+  for (; j + 4 * kW <= n; j += 4 * kW)
+    for (int u = 0; u < 4; ++u) {
+      V v;
+      std::memcpy(&v, p + j + u * kW, sizeof(v));
+      acc[u] += v;
+    }
+  for (; j + kW <= n; j += kW) {
+    V v;
+    std::memcpy(&v, p + j, sizeof(v));
+    acc[0] += v;
+  }
+  C s = 0;
+  for (; j < n; ++j) s += p[j];
+  const V t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (int k = 0; k < kW; ++k) s += t[k];
+  return s;
+}
+
+// Sum of exp(x - m), in chunks: the exponentials go to `e` (Store: the output row, read again
+// by the last pass) or to a stack buffer, in a plain loop that vectorises as the unary exp
+// kernel does, then sum_run adds them up.
 template <bool Store, class T>
 TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
   using C = compute_t<T>;
-  constexpr bool store = Store;
-  C acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int k = 0; k < kLanes; ++k) {
-      const C v = expc(static_cast<C>(x[j + k]) - m);
-      if constexpr (store) e[j + k] = v;
-      acc[k] += v;
-    }
-  C s = 0;
-  for (; j < n; ++j) {
-    const C v = expc(static_cast<C>(x[j]) - m);
-    if constexpr (store) e[j] = v;
-    s += v;
+  constexpr int64_t kChunk = 512;
+  alignas(64) C buf[kChunk];
+  C total = 0;
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
+    C* __restrict dst;
+    if constexpr (Store) dst = e + j0;  // T == C
+    else dst = buf;
+    const T* __restrict src = x + j0;
+    for (int64_t j = 0; j < len; ++j) dst[j] = expc(static_cast<C>(src[j]) - m);
+    total += sum_run(dst, len);
   }
-  for (int k = 0; k < kLanes; ++k) s += acc[k];
-  return s;
+  return total;
+}
+
+constexpr int64_t kBlock = 512;         // elements per exp loop on the short-row path
+constexpr int64_t kShortRow = kBlock / 4;  // rows shorter than this take that path
+
+// Short rows (MNIST's 10 classes): a row's exp loop would be all prologue and epilogue, so
+// each block of rows is shifted by its maxima into one buffer, exponentiated in one long
+// vectorised loop, and finished row by row.
+template <Kind K, class T, class L>
+TF_AI void rows_short(const Rows<T, L>& a, int64_t r0, int64_t r1) {
+  using C = compute_t<T>;
+  const int64_t n = a.C;
+  const int64_t per = kBlock / n;
+  alignas(64) C buf[kBlock];
+  C mx[kBlock];
+  for (int64_t b0 = r0; b0 < r1; b0 += per) {
+    const int64_t rows = r1 - b0 < per ? r1 - b0 : per;
+    const int64_t len = rows * n;
+    const T* __restrict xb = a.x + b0 * n;
+    for (int64_t i = 0; i < rows; ++i) {
+      const C m = row_max(xb + i * n, n);
+      mx[i] = m;
+      for (int64_t j = 0; j < n; ++j) buf[i * n + j] = static_cast<C>(xb[i * n + j]) - m;
+    }
+    for (int64_t j = 0; j < len; ++j) buf[j] = expc(buf[j]);
+    for (int64_t i = 0; i < rows; ++i) {
+      const C* e = buf + i * n;
+      const T* __restrict x = xb + i * n;
+      T* __restrict y = a.out + (b0 + i) * n;
+      const C sum = sum_run(e, n);
+      if constexpr (K == Kind::LogSoftmax) {
+        const C shift = mx[i] + std::log(sum);
+        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<C>(x[j]) - shift);
+      } else {
+        const C inv = C(1) / sum;
+        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(e[j] * inv);
+        if constexpr (K == Kind::Xent) {
+          const int64_t l = static_cast<int64_t>(a.label[b0 + i]);
+          a.loss[b0 + i] = static_cast<T>(std::log(sum) - (static_cast<C>(x[l]) - mx[i]));
+          y[l] = static_cast<T>(e[l] * inv - C(1));
+        }
+      }
+    }
+  }
 }
 
 template <Kind K, class T, class L>
@@ -95,6 +192,10 @@ TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
   using C = compute_t<T>;
   constexpr bool stored = std::is_same_v<T, C>;
   const int64_t n = a.C;
+  if (n < kShortRow) {
+    rows_short<K, T, L>(a, r0, r1);
+    return;
+  }
   for (int64_t r = r0; r < r1; ++r) {
     const T* __restrict x = a.x + r * n;
     T* __restrict y = a.out + r * n;

@@ -115,6 +115,9 @@ TEST_CASE("loss: softmax - log_softmax and the fused cross-entropy match float64
   const std::vector<Case> cases = {
       {{4, 10}, -5, 5},   {{2, 3, 7}, -5, 5},  {{5, 1}, -3, 3},   {{3, 5000}, -8, 8},
       {{2, 33}, -5, 5},   {{1, 1025}, -4, 4},  {{0, 6}, -1, 1},   {{7}, -2, 2},
+      // CPU: several blocks of short rows, the last short width, the first long one, and
+      // enough rows to split over threads.
+      {{1000, 10}, -6, 6}, {{70, 127}, -3, 3}, {{3, 128}, -3, 3},
   };
   for (const tf::Device& dev : tf::testing::devices_under_test())
     for (tf::DType dt : kFloatTypes)
