@@ -87,7 +87,8 @@ std::vector<Tensor> SparseSoftmaxCrossEntropy::vjp(std::span<const Tensor> prima
     }
     const Tensor& backprop = outs[1];
     Tensor g;
-    if (cts[0].defined()) g = expand_dims(cts[0], -1) * backprop;
+    if (cts[0].defined())
+      g = detail::dispatch(SparseSoftmaxCrossEntropyGrad(nested), {cts[0], backprop});
     if (nested && cts[1].defined()) {
       // d(backprop)/d(logits) is softmax's Jacobian diag(s) - s s^T (symmetric).
       const Tensor s = backprop + onehot_like(primals[0], backprop);
@@ -96,6 +97,44 @@ std::vector<Tensor> SparseSoftmaxCrossEntropy::vjp(std::span<const Tensor> prima
       g = g.defined() ? g + term : term;
     }
     grads.push_back(std::move(g));
+  }
+  return grads;
+}
+
+void SparseSoftmaxCrossEntropyGrad::infer(std::span<const Tensor> in,
+                                          std::span<TensorMeta> out) const {
+  const Tensor& g = in[0];
+  const Tensor& b = in[1];
+  detail::check_dtype_floating(name(), b);
+  bool leading_equal = g.dtype() == b.dtype() && b.rank() >= 1 && g.rank() == b.rank() - 1;
+  for (int i = 0; leading_equal && i < g.rank(); ++i) leading_equal = g.shape()[i] == b.shape()[i];
+  TF_CHECK_ARG(leading_equal, name(),
+               "g must have the backprop's dtype and shape without its last dimension: g is {} "
+               "{}, backprop {} {}",
+               g.shape().to_string(), dtype_name(g.dtype()), b.shape().to_string(),
+               dtype_name(b.dtype()));
+  out[0] = {b.shape(), b.dtype()};
+}
+
+uint32_t SparseSoftmaxCrossEntropyGrad::vjp_saves() const {
+  return save_input(0) | save_input(1);
+}
+std::vector<Tensor> SparseSoftmaxCrossEntropyGrad::vjp(std::span<const Tensor> primals,
+                                                       std::span<const Tensor> cts,
+                                                       std::span<const int> argnums,
+                                                       std::span<const Tensor>) const {
+  std::vector<Tensor> grads;
+  for (int k : argnums) {
+    if (k == 0) {
+      grads.push_back(reduce_sum(cts[0] * primals[1], -1));
+      continue;
+    }
+    // The backprop's own cotangent reaches the loss's vjp, which adds it only when nested.
+    TF_CHECK_T(UnimplementedError, nested, "sparse_softmax_cross_entropy_with_logits",
+               "a second-order gradient through this loss needs its forward pass recorded by "
+               "nested tapes in the same scope (here a first-order gradient computed without "
+               "an enclosing tape, e.g. inside a tf::function, is differentiated again)");
+    grads.push_back(expand_dims(primals[0], -1) * cts[0]);
   }
   return grads;
 }

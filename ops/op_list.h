@@ -24,7 +24,8 @@
 #define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
 // Fused row kernels (softmax, log_softmax, sparse softmax cross-entropy); each names its
 // composite fallback in ops/loss.h.
-#define TF_LOSS_PRIMITIVES(X) X(Softmax) X(LogSoftmax) X(SparseSoftmaxCrossEntropy)
+#define TF_LOSS_PRIMITIVES(X) \
+  X(Softmax) X(LogSoftmax) X(SparseSoftmaxCrossEntropy) X(SparseSoftmaxCrossEntropyGrad)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \

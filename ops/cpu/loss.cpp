@@ -10,6 +10,7 @@
 #endif
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -284,7 +285,32 @@ void row_op(const Tensor& x, Tensor& y) {
   run_rows<K, T, int32_t>(a, x.num_elements() / C);
 }
 
+// g[r] * backprop[r, :] (compute in float for the half types).
+template <class T>
+void xent_grad(const Tensor& g, const Tensor& b, Tensor& out) {
+  using C = compute_t<T>;
+  const int64_t n = b.shape().dim(-1);
+  const int64_t rows = g.num_elements();
+  if (n == 0 || rows == 0) return;
+  const T* gp = g.data<T>();
+  const T* bp = b.data<T>();
+  T* op = out.data<T>();
+  detail::parallel_for(rows, std::max<int64_t>(1, 32768 / n), [=](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const C c = static_cast<C>(gp[r]);
+      const T* __restrict src = bp + r * n;
+      T* __restrict dst = op + r * n;
+      for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<T>(c * static_cast<C>(src[j]));
+    }
+  });
+}
+
 }  // namespace
+
+void SparseSoftmaxCrossEntropyGrad::eval_cpu(std::span<const Tensor> in,
+                                             std::span<Tensor> out) const {
+  TF_DISPATCH_FLOAT_TYPES(in[1].dtype(), xent_grad<T>(in[0], in[1], out[0]));
+}
 
 void Softmax::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), row_op<Kind::Softmax, T>(in[0], out[0]));

@@ -195,7 +195,30 @@ void xent(const char* op, const Tensor& labels, const Tensor& logits, Tensor& lo
   }
 }
 
+template <class T>
+__global__ void xent_grad_kernel(const T* __restrict__ g, const T* __restrict__ b,
+                                 T* __restrict__ out, int64_t n, int64_t C) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step)
+    out[i] = tc::store<T>(tc::load(g[i / C]) * tc::load(b[i]));
+}
+
 }  // namespace
+
+void SparseSoftmaxCrossEntropyGrad::eval_cuda(std::span<const Tensor> in,
+                                              std::span<Tensor> out) const {
+  const int64_t n = out[0].num_elements();
+  const int64_t C = in[1].shape().dim(-1);
+  if (n == 0 || C == 0) return;
+  const Device dev = out[0].placement();
+  cudaStream_t s = dc::stream(dev);
+  TF_CUDA_DISPATCH_FLOAT_TYPES(in[1].dtype(), {
+    xent_grad_kernel<T><<<tc::grid_for(n, dev), tc::kThreads, 0, s>>>(
+        tc::dptr<T>(in[0]), tc::dptr<T>(in[1]), tc::dptr<T>(out[0]), n, C);
+  });
+  dc::check_launch(name());
+}
 
 void Softmax::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   row_op<Kind::Softmax>(name(), in[0], out[0]);

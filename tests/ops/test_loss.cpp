@@ -361,6 +361,29 @@ TEST_CASE("loss: a traced train step runs the primitives and checks labels at ev
       "the valid range of [0, 4)");
 }
 
+TEST_CASE("loss: differentiating a traced first-order gradient again raises (no silent zero)",
+          "[cpu][loss][jit][autograd]") {
+  auto grad_fn = tf::function([](const tf::Tensor& labels, const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    return tape.gradient(
+        tf::reduce_sum(tf::nn::sparse_softmax_cross_entropy_with_logits(labels, x)), x);
+  });
+  const tf::Tensor labels = tf::constant(std::vector<int32_t>{1, 0});
+  const tf::Tensor x =
+      tf::detail::from_doubles(tf::testing::random_values(6, -1, 1, 2), {2, 3}, tf::float64);
+  const Ref r = reference(values(x), 3, {1, 0});
+  check_values(grad_fn(labels, x), r.backprop, 1e-12, 1e-12);
+  tf::GradientTape outer;
+  outer.watch(x);
+  const tf::Tensor g = grad_fn(labels, x);  // replayed op by op for the outer tape
+  check_values(g, r.backprop, 1e-12, 1e-12);
+  TF_REQUIRE_THROWS_CONTAINING(outer.gradient(tf::reduce_sum(g * g), x), tf::UnimplementedError,
+                               "[sparse_softmax_cross_entropy_with_logits] a second-order "
+                               "gradient through this loss needs its forward pass recorded by "
+                               "nested tapes");
+}
+
 TEST_CASE("loss: error messages", "[cpu][cuda][loss]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
