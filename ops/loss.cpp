@@ -37,8 +37,7 @@ void LogSoftmax::infer(std::span<const Tensor> in, std::span<TensorMeta> out) co
   infer_row_op(name(), in[0], out);
 }
 
-void SparseSoftmaxCrossEntropy::infer(std::span<const Tensor> in,
-                                      std::span<TensorMeta> out) const {
+void SparseSoftmaxCrossEntropy::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   const Tensor& labels = in[0];
   const Tensor& logits = in[1];
   TF_CHECK_ARG(labels.dtype() == int32 || labels.dtype() == int64, name(),
@@ -57,7 +56,9 @@ void SparseSoftmaxCrossEntropy::infer(std::span<const Tensor> in,
   out[1] = {logits.shape(), logits.dtype()};
 }
 
-uint32_t Softmax::vjp_saves() const { return save_output(0); }
+uint32_t Softmax::vjp_saves() const {
+  return save_output(0);
+}
 std::vector<Tensor> Softmax::vjp(std::span<const Tensor>, std::span<const Tensor> cts,
                                  std::span<const int>, std::span<const Tensor> outs) const {
   const Tensor& y = outs[0];
@@ -65,7 +66,9 @@ std::vector<Tensor> Softmax::vjp(std::span<const Tensor>, std::span<const Tensor
   return {y * (g - reduce_sum(g * y, -1, true))};
 }
 
-uint32_t LogSoftmax::vjp_saves() const { return save_output(0); }
+uint32_t LogSoftmax::vjp_saves() const {
+  return save_output(0);
+}
 std::vector<Tensor> LogSoftmax::vjp(std::span<const Tensor>, std::span<const Tensor> cts,
                                     std::span<const int>, std::span<const Tensor> outs) const {
   const Tensor& g = cts[0];

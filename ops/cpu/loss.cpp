@@ -9,8 +9,10 @@
 #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #endif
 
-#include <cmath>
+#include "ops/loss.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -18,7 +20,6 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/cpu/unary_ops.h"
-#include "ops/loss.h"
 
 namespace tapeflow::prims {
 
@@ -44,8 +45,10 @@ struct Rows {
 
 template <class C>
 TF_AI C expc(C v) {
-  if constexpr (std::is_same_v<C, float>) return cpu::exp_fast(v);
-  else return std::exp(v);
+  if constexpr (std::is_same_v<C, float>)
+    return cpu::exp_fast(v);
+  else
+    return std::exp(v);
 }
 
 // max over the row; NaN is skipped here (it reaches every output through the sum).
@@ -135,8 +138,10 @@ TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
   for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
     const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
     C* __restrict dst;
-    if constexpr (Store) dst = e + j0;  // T == C
-    else dst = buf;
+    if constexpr (Store)
+      dst = e + j0;  // T == C
+    else
+      dst = buf;
     const T* __restrict src = x + j0;
     for (int64_t j = 0; j < len; ++j) dst[j] = expc(static_cast<C>(src[j]) - m);
     total += sum_run(dst, len);
@@ -144,7 +149,7 @@ TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
   return total;
 }
 
-constexpr int64_t kBlock = 512;         // elements per exp loop on the short-row path
+constexpr int64_t kBlock = 512;            // elements per exp loop on the short-row path
 constexpr int64_t kShortRow = kBlock / 4;  // rows shorter than this take that path
 
 // Short rows (MNIST's 10 classes): a row's exp loop would be all prologue and epilogue, so
@@ -212,8 +217,7 @@ TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
       if constexpr (stored) {
         for (int64_t j = 0; j < n; ++j) y[j] = y[j] * inv;
       } else {
-        for (int64_t j = 0; j < n; ++j)
-          y[j] = static_cast<T>(expc(static_cast<C>(x[j]) - m) * inv);
+        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(expc(static_cast<C>(x[j]) - m) * inv);
       }
       if constexpr (K == Kind::Xent) {
         const int64_t l = static_cast<int64_t>(a.label[r]);
@@ -226,10 +230,10 @@ TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
   }
 }
 
-#define TF_DEFINE_ROWS(NAME, TARGET)                                    \
-  template <Kind K, class T, class L>                                   \
-  TARGET void NAME(const Rows<T, L>& a, int64_t r0, int64_t r1) {       \
-    rows_body<K, T, L>(a, r0, r1);                                      \
+#define TF_DEFINE_ROWS(NAME, TARGET)                              \
+  template <Kind K, class T, class L>                             \
+  TARGET void NAME(const Rows<T, L>& a, int64_t r0, int64_t r1) { \
+    rows_body<K, T, L>(a, r0, r1);                                \
   }
 TF_DEFINE_ROWS(rows_base, )
 #if TF_CPU_MULTIVERSION
@@ -244,9 +248,12 @@ auto pick_rows() {
   // Only float32 rows gain from the wider ISAs (vectorised exp); the others stay baseline.
   if constexpr (std::is_same_v<T, float>) {
     switch (cpu::cpu_level()) {
-      case cpu::CpuLevel::Avx512: return &rows_avx512<K, T, L>;
-      case cpu::CpuLevel::Avx2: return &rows_avx2<K, T, L>;
-      case cpu::CpuLevel::Baseline: break;
+      case cpu::CpuLevel::Avx512:
+        return &rows_avx512<K, T, L>;
+      case cpu::CpuLevel::Avx2:
+        return &rows_avx2<K, T, L>;
+      case cpu::CpuLevel::Baseline:
+        break;
     }
   }
 #endif
@@ -270,8 +277,7 @@ void xent(const Tensor& labels, const Tensor& logits, Tensor& loss, Tensor& back
   for (int64_t r = 0; r < rows; ++r) {
     const auto v = static_cast<int64_t>(lab[r]);
     TF_CHECK_ARG(v >= 0 && v < C, "sparse_softmax_cross_entropy_with_logits",
-                 "Received a label value of {} which is outside the valid range of [0, {})", v,
-                 C);
+                 "Received a label value of {} which is outside the valid range of [0, {})", v, C);
   }
   const Rows<T, L> a{logits.data<T>(), backprop.data<T>(), loss.data<T>(), lab, C};
   run_rows<Kind::Xent, T, L>(a, rows);
@@ -320,11 +326,12 @@ void LogSoftmax::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) con
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), row_op<Kind::LogSoftmax, T>(in[0], out[0]));
 }
 
-void SparseSoftmaxCrossEntropy::eval_cpu(std::span<const Tensor> in,
-                                         std::span<Tensor> out) const {
+void SparseSoftmaxCrossEntropy::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   TF_DISPATCH_FLOAT_TYPES(in[1].dtype(), {
-    if (in[0].dtype() == int32) xent<T, int32_t>(in[0], in[1], out[0], out[1]);
-    else xent<T, int64_t>(in[0], in[1], out[0], out[1]);
+    if (in[0].dtype() == int32)
+      xent<T, int32_t>(in[0], in[1], out[0], out[1]);
+    else
+      xent<T, int64_t>(in[0], in[1], out[0], out[1]);
   });
 }
 

@@ -29,14 +29,26 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWarpRowsMaxC = 1024;  // above: one block per row
 constexpr int kWarpBlock = 256;      // 8 rows per block on the warp path
 
-__device__ __forceinline__ float dexp(float v) { return expf(v); }
-__device__ __forceinline__ double dexp(double v) { return ::exp(v); }
-__device__ __forceinline__ float dlog(float v) { return logf(v); }
-__device__ __forceinline__ double dlog(double v) { return ::log(v); }
+__device__ __forceinline__ float dexp(float v) {
+  return expf(v);
+}
+__device__ __forceinline__ double dexp(double v) {
+  return ::exp(v);
+}
+__device__ __forceinline__ float dlog(float v) {
+  return logf(v);
+}
+__device__ __forceinline__ double dlog(double v) {
+  return ::log(v);
+}
 // fmax skips NaN on every lane alike, so all lanes agree on the row's maximum (a NaN reaches
 // every output through the sum instead, as on the CPU).
-__device__ __forceinline__ float dmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double dmax(double a, double b) { return ::fmax(a, b); }
+__device__ __forceinline__ float dmax(float a, float b) {
+  return fmaxf(a, b);
+}
+__device__ __forceinline__ double dmax(double a, double b) {
+  return ::fmax(a, b);
+}
 
 template <class A>
 __device__ __forceinline__ A warp_max(A v) {
@@ -70,8 +82,10 @@ __device__ __forceinline__ A block_reduce(A v, A* sh) {
 
 template <bool Block, bool Max, class A>
 __device__ __forceinline__ A group_reduce(A v, A* sh) {
-  if constexpr (Block) return block_reduce<Max>(v, sh);
-  else return Max ? warp_max(v) : warp_sum(v);
+  if constexpr (Block)
+    return block_reduce<Max>(v, sh);
+  else
+    return Max ? warp_max(v) : warp_sum(v);
 }
 
 // x, y: [rows, C]; Xent: y is the backprop, loss [rows], labels [rows].
@@ -159,8 +173,8 @@ void row_op(const char* op, const Tensor& x, Tensor& y) {
   const int64_t n = x.num_elements();
   if (n == 0 || C == 0) return;
   TF_CUDA_DISPATCH_FLOAT_TYPES(x.dtype(), {
-    launch_rows<K, T, int32_t>(tc::dptr<T>(x), tc::dptr<T>(y), nullptr, nullptr, n / C, C,
-                               nullptr, y.placement());
+    launch_rows<K, T, int32_t>(tc::dptr<T>(x), tc::dptr<T>(y), nullptr, nullptr, n / C, C, nullptr,
+                               y.placement());
   });
   dc::check_launch(op);
 }
@@ -199,8 +213,7 @@ template <class T>
 __global__ void xent_grad_kernel(const T* __restrict__ g, const T* __restrict__ b,
                                  T* __restrict__ out, int64_t n, int64_t C) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += step)
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
     out[i] = tc::store<T>(tc::load(g[i / C]) * tc::load(b[i]));
 }
 
@@ -228,10 +241,11 @@ void LogSoftmax::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) co
   row_op<Kind::LogSoftmax>(name(), in[0], out[0]);
 }
 
-void SparseSoftmaxCrossEntropy::eval_cuda(std::span<const Tensor> in,
-                                          std::span<Tensor> out) const {
-  if (in[0].dtype() == int32) xent<int32_t>(name(), in[0], in[1], out[0], out[1]);
-  else xent<int64_t>(name(), in[0], in[1], out[0], out[1]);
+void SparseSoftmaxCrossEntropy::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (in[0].dtype() == int32)
+    xent<int32_t>(name(), in[0], in[1], out[0], out[1]);
+  else
+    xent<int64_t>(name(), in[0], in[1], out[0], out[1]);
 }
 
 }  // namespace tapeflow::prims

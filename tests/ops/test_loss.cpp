@@ -17,8 +17,8 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/loss.h"
-#include "ops/nn.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -30,9 +30,13 @@ namespace {
 
 const std::vector<tf::DType> kFloatTypes = {tf::float16, tf::bfloat16, tf::float32, tf::float64};
 
-std::vector<double> values(const tf::Tensor& t) { return tf::detail::to_double_vector(t); }
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
 
-double tol_of(tf::DType d) { return d == tf::float64 ? 1e-12 : tf::testing::rtol_of(d) * 2; }
+double tol_of(tf::DType d) {
+  return d == tf::float64 ? 1e-12 : tf::testing::rtol_of(d) * 2;
+}
 
 struct Ref {
   std::vector<double> softmax, log_softmax, loss, backprop;
@@ -85,10 +89,10 @@ void check_all(const tf::Device& dev, tf::DType dt, const tf::TensorShape& shape
   for (int d = 0; d + 1 < shape.rank(); ++d) ldims.push_back(shape[d]);
   for (tf::DType ldt : {tf::int32, tf::int64}) {
     INFO("labels " << tf::dtype_name(ldt));
-    const tf::Tensor labels = tf::cast(
-        tf::detail::from_doubles(std::vector<double>(lv.begin(), lv.end()),
-                                 tf::TensorShape(ldims), tf::int64),
-        ldt);
+    const tf::Tensor labels =
+        tf::cast(tf::detail::from_doubles(std::vector<double>(lv.begin(), lv.end()),
+                                          tf::TensorShape(ldims), tf::int64),
+                 ldt);
     const tf::Tensor loss = tf::nn::sparse_softmax_cross_entropy_with_logits(labels, x);
     CHECK(loss.dtype() == dt);
     CHECK(loss.shape() == tf::TensorShape(ldims));
@@ -113,19 +117,27 @@ TEST_CASE("loss: softmax - log_softmax and the fused cross-entropy match float64
     double lo, hi;
   };
   const std::vector<Case> cases = {
-      {{4, 10}, -5, 5},   {{2, 3, 7}, -5, 5},  {{5, 1}, -3, 3},   {{3, 5000}, -8, 8},
-      {{2, 33}, -5, 5},   {{1, 1025}, -4, 4},  {{0, 6}, -1, 1},   {{7}, -2, 2},
+      {{4, 10}, -5, 5},
+      {{2, 3, 7}, -5, 5},
+      {{5, 1}, -3, 3},
+      {{3, 5000}, -8, 8},
+      {{2, 33}, -5, 5},
+      {{1, 1025}, -4, 4},
+      {{0, 6}, -1, 1},
+      {{7}, -2, 2},
       // CPU: several blocks of short rows, the last short width, the first long one, and
       // enough rows to split over threads.
-      {{1000, 10}, -6, 6}, {{70, 127}, -3, 3}, {{3, 128}, -3, 3},
+      {{1000, 10}, -6, 6},
+      {{70, 127}, -3, 3},
+      {{3, 128}, -3, 3},
   };
   for (const tf::Device& dev : tf::testing::devices_under_test())
     for (tf::DType dt : kFloatTypes)
       for (const Case& c : cases) {
         const tf::TensorShape shape(c.dims);
         const int64_t C = c.dims.back();
-        const auto xv = tf::testing::random_values(static_cast<size_t>(shape.num_elements()),
-                                                   c.lo, c.hi, 7);
+        const auto xv =
+            tf::testing::random_values(static_cast<size_t>(shape.num_elements()), c.lo, c.hi, 7);
         std::vector<int64_t> lv;
         for (int64_t i = 0; i < shape.num_elements() / C; ++i) lv.push_back((i * 7 + 3) % C);
         check_all(dev, dt, shape, xv, lv);
@@ -136,10 +148,10 @@ TEST_CASE("loss: extreme logits (+-1e4 and -inf entries) stay finite where TF's 
           "[cpu][cuda][loss]") {
   const double inf = std::numeric_limits<double>::infinity();
   // Rows of 4: huge spread; -inf away from the label; one +1e4 winner; all equal.
-  const std::vector<double> xv = {1e4, -1e4, 0,    5e3,   // row 0
-                                  -inf, 2,   -inf, 1,     // row 1
+  const std::vector<double> xv = {1e4,  -1e4, 0,    5e3,  // row 0
+                                  -inf, 2,    -inf, 1,    // row 1
                                   -1e4, -1e4, -1e4, 1e4,  // row 2
-                                  3,    3,   3,    3};    // row 3
+                                  3,    3,    3,    3};   // row 3
   const std::vector<int64_t> lv = {1, 3, 3, 2};
   for (const tf::Device& dev : tf::testing::devices_under_test())
     for (tf::DType dt : kFloatTypes) {
@@ -158,8 +170,7 @@ TEST_CASE("loss: extreme logits (+-1e4 and -inf entries) stay finite where TF's 
     }
 }
 
-TEST_CASE("loss: other axes take the composite and agree with the primitive",
-          "[cpu][cuda][loss]") {
+TEST_CASE("loss: other axes take the composite and agree with the primitive", "[cpu][cuda][loss]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const tf::Tensor x =
@@ -169,12 +180,11 @@ TEST_CASE("loss: other axes take the composite and agree with the primitive",
                              tf::transpose(tf::nn::softmax(t, -1), {0, 2, 1}), 1e-12, 1e-12);
     tf::testing::check_close(tf::nn::log_softmax(x, -2),
                              tf::transpose(tf::nn::log_softmax(t), {0, 2, 1}), 1e-12, 1e-12);
-    tf::testing::check_close(tf::nn::softmax(x), tf::detail::softmax_composite(x, 2), 1e-12,
+    tf::testing::check_close(tf::nn::softmax(x), tf::detail::softmax_composite(x, 2), 1e-12, 1e-12);
+    tf::testing::check_close(tf::nn::log_softmax(x), tf::detail::log_softmax_composite(x, 2), 1e-12,
                              1e-12);
-    tf::testing::check_close(tf::nn::log_softmax(x), tf::detail::log_softmax_composite(x, 2),
-                             1e-12, 1e-12);
-    const tf::Tensor labels = tf::constant(std::vector<int64_t>{0, 3, 2, 1, 1, 0},
-                                           tf::TensorShape{2, 3});
+    const tf::Tensor labels =
+        tf::constant(std::vector<int64_t>{0, 3, 2, 1, 1, 0}, tf::TensorShape{2, 3});
     tf::testing::check_close(tf::nn::sparse_softmax_cross_entropy_with_logits(labels, x),
                              tf::detail::sparse_softmax_cross_entropy_composite(labels, x), 1e-12,
                              1e-12);
@@ -189,7 +199,8 @@ void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
     tf::DeviceScope scope(dev);
-    const auto xv = tf::testing::random_values(static_cast<size_t>(shape.num_elements()), lo, hi, 3);
+    const auto xv =
+        tf::testing::random_values(static_cast<size_t>(shape.num_elements()), lo, hi, 3);
     const tf::Tensor x = tf::detail::from_doubles(xv, shape, tf::float64);
     const tf::Tensor y0 = f(x);
     const auto wv = tf::testing::random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 9);
@@ -260,7 +271,9 @@ void check_second_order(const std::function<tf::Tensor(const tf::Tensor&)>& f,
 
 TEST_CASE("loss: gradients against central differences", "[cpu][cuda][loss][autograd]") {
   const tf::TensorShape s{3, 5}, s3{2, 2, 4};
-  SECTION("softmax") { check_gradient([](const tf::Tensor& x) { return tf::nn::softmax(x); }, s, -2, 2); }
+  SECTION("softmax") {
+    check_gradient([](const tf::Tensor& x) { return tf::nn::softmax(x); }, s, -2, 2);
+  }
   SECTION("log_softmax") {
     check_gradient([](const tf::Tensor& x) { return tf::nn::log_softmax(x); }, s3, -2, 2);
   }
@@ -287,8 +300,7 @@ TEST_CASE("loss: second order through nested tapes (TF raises for the fused op)"
     check_second_order([](const tf::Tensor& x) { return tf::nn::softmax(x) * x; }, s);
   }
   SECTION("log_softmax") {
-    check_second_order(
-        [](const tf::Tensor& x) { return tf::square(tf::nn::log_softmax(x)); }, s);
+    check_second_order([](const tf::Tensor& x) { return tf::square(tf::nn::log_softmax(x)); }, s);
   }
   SECTION("sparse_softmax_cross_entropy") {
     check_second_order(
@@ -396,8 +408,8 @@ TEST_CASE("loss: error messages", "[cpu][cuda][loss]") {
         std::string(sce) +
             "Received a label value of 4 which is outside the valid range of [0, 4)");
     TF_REQUIRE_THROWS_CONTAINING(
-        tf::nn::sparse_softmax_cross_entropy_with_logits(
-            tf::constant(std::vector<int64_t>{-3, 0}), x),
+        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant(std::vector<int64_t>{-3, 0}),
+                                                         x),
         tf::InvalidArgumentError,
         std::string(sce) +
             "Received a label value of -3 which is outside the valid range of [0, 4)");
@@ -424,19 +436,19 @@ TEST_CASE("loss: error messages", "[cpu][cuda][loss]") {
         std::string(sce) +
             "labels must have the shape of logits without its last dimension: labels are (3,), "
             "logits (2, 4)");
-    TF_REQUIRE_THROWS_CONTAINING(
-        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({1, 2}),
-                                                         tf::zeros({2, 4}, tf::int32)),
-        tf::InvalidArgumentError, std::string(sce) + "expects a floating-point tensor");
+    TF_REQUIRE_THROWS_CONTAINING(tf::nn::sparse_softmax_cross_entropy_with_logits(
+                                     tf::constant({1, 2}), tf::zeros({2, 4}, tf::int32)),
+                                 tf::InvalidArgumentError,
+                                 std::string(sce) + "expects a floating-point tensor");
     TF_REQUIRE_THROWS_CONTAINING(tf::nn::softmax(tf::zeros({2}, tf::int32)),
                                  tf::InvalidArgumentError,
                                  "[softmax] expects a floating-point tensor");
     TF_REQUIRE_THROWS_CONTAINING(tf::nn::log_softmax(x, 2), tf::InvalidArgumentError,
                                  "[log_softmax] axis 2 is out of range for a tensor of rank 2");
     // The primitive's own checks (for callers that dispatch it directly).
-    TF_REQUIRE_THROWS_CONTAINING(tf::detail::dispatch(tf::prims::Softmax{}, {tf::constant(tf::Tensor(1.0f))}),
-                                 tf::InvalidArgumentError,
-                                 "[softmax] expects a tensor of rank at least 1, got shape ()");
+    TF_REQUIRE_THROWS_CONTAINING(
+        tf::detail::dispatch(tf::prims::Softmax{}, {tf::constant(tf::Tensor(1.0f))}),
+        tf::InvalidArgumentError, "[softmax] expects a tensor of rank at least 1, got shape ()");
     TF_REQUIRE_THROWS_CONTAINING(
         tf::detail::dispatch(tf::prims::LogSoftmax{}, {tf::zeros({3}, tf::int64)}),
         tf::InvalidArgumentError, "[log_softmax] expects a floating-point tensor");
