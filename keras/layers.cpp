@@ -213,7 +213,9 @@ const Variable& LayerImpl::weight(const std::string& name) const {
 void LayerImpl::collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
                         std::vector<const void*>& seen) const {
   const bool effective = parent_trainable && trainable();
-  for (const auto& w : weights_) {
+  // The weights are complete (and immutable) once built() is true; before, there are none.
+  const std::vector<Weight> none;
+  for (const auto& w : built() ? weights_ : none) {
     const bool is_trainable = effective && w.variable.trainable();
     if (is_trainable != want_trainable) continue;
     if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
@@ -228,15 +230,17 @@ void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& o
   if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
   seen_layers.push_back(this);
   const std::string n = name();
-  for (const auto& w : weights_) out.emplace_back(n + "/" + w.name, w.variable);
+  if (built())
+    for (const auto& w : weights_) out.emplace_back(n + "/" + w.name, w.variable);
   for (const Layer& child : sublayers()) child.impl().collect_tracked(out, seen_layers);
 }
 
 void LayerImpl::collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const {
   if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;
   seen.push_back(this);
-  for (const auto& w : weights_)
-    if (w.regularizer.defined()) out.push_back(w.regularizer(w.variable.value()));
+  if (built())
+    for (const auto& w : weights_)
+      if (w.regularizer.defined()) out.push_back(w.regularizer(w.variable.value()));
   for (const Layer& child : sublayers()) child.impl().collect_losses(out, seen);
 }
 

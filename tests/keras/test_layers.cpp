@@ -6,6 +6,7 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -13,9 +14,11 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "distribute/replica_context.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
 #include "keras/regularizers.h"
+#include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -561,4 +564,98 @@ TEST_CASE("a layer made under a mirror scope builds once, mirrored, when replica
   tf::Tensor h = x;
   for (const auto& l : model) h = l(h, false);
   check_values(out[0], vals(h), 1e-12, 1e-12);
+}
+
+namespace {
+// An in-process all-reduce for two replica threads (what distribute/'s CPU collective does).
+struct TwoReplicaExchange {
+  std::barrier<> sync{2};
+  std::vector<std::vector<tf::Tensor>> slots = std::vector<std::vector<tf::Tensor>>(2);
+};
+class TestReplicaContext final : public tf::distribute::ReplicaContext {
+ public:
+  TestReplicaContext(TwoReplicaExchange& x, int id) : x_(x), id_(id) {}
+  int replica_id_in_sync_group() const override { return id_; }
+  int num_replicas_in_sync() const override { return 2; }
+  tf::Tensor all_reduce(tf::distribute::ReduceOp op, const tf::Tensor& v) override {
+    return all_reduce(op, std::vector<tf::Tensor>{v})[0];
+  }
+  std::vector<tf::Tensor> all_reduce(tf::distribute::ReduceOp op,
+                                     const std::vector<tf::Tensor>& values) override {
+    ++calls;
+    x_.slots[id_] = values;
+    x_.sync.arrive_and_wait();
+    std::vector<tf::Tensor> out;
+    for (size_t i = 0; i < values.size(); ++i) {
+      tf::Tensor s = x_.slots[0][i] + x_.slots[1][i];
+      out.push_back(op == tf::distribute::ReduceOp::MEAN ? s * 0.5 : s);
+    }
+    x_.sync.arrive_and_wait();  // both have read the slots before the next exchange
+    return out;
+  }
+  int calls = 0;
+
+ private:
+  TwoReplicaExchange& x_;
+  int id_;
+};
+}  // namespace
+
+TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirrored update",
+          "[cpu][keras][multi_device]") {
+  Float64Layers f64;
+  const std::vector<tf::Device> devices = {tf::Device{tf::DeviceType::CPU, 0},
+                                           tf::Device{tf::DeviceType::CPU, 0}};
+  std::optional<layers::BatchNormalization> bn;
+  {
+    tf::detail::MirrorVariablesScope mirror(devices);
+    bn.emplace();
+  }
+  const int64_t N = 4, C = 2;
+  const tf::Tensor xs[2] = {input({N, C}, 41, -1, 1), input({N, C}, 42, 0, 4)};
+  TwoReplicaExchange exchange;
+  TestReplicaContext contexts[2] = {{exchange, 0}, {exchange, 1}};
+  tf::Tensor out[2];
+  std::string errors[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        tf::detail::ReplicaComponentScope replica(r);
+        tf::distribute::detail::ReplicaContextScope ctx(&contexts[r]);
+        out[r] = (*bn)(xs[r], true);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  REQUIRE(errors[0].empty());
+  REQUIRE(errors[1].empty());
+  CHECK(contexts[0].calls == 1);
+  CHECK(contexts[1].calls == 1);
+  std::vector<double> mean_avg(C, 0), var_avg(C, 0);
+  for (int r = 0; r < 2; ++r) {
+    auto xv = vals(xs[r]);
+    std::vector<double> mean(C, 0), var(C, 0), ref(N * C);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) mean[c] += xv[n * C + c] / N;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) var[c] += std::pow(xv[n * C + c] - mean[c], 2) / N;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        ref[n * C + c] = (xv[n * C + c] - mean[c]) / std::sqrt(var[c] + 1e-3);
+    check_values(out[r], ref, 1e-10, 1e-10);  // each replica normalises its own batch
+    for (int64_t c = 0; c < C; ++c) {
+      mean_avg[c] += mean[c] / 2;
+      var_avg[c] += var[c] / 2;
+    }
+  }
+  std::vector<double> mm(C), mv(C);
+  for (int64_t c = 0; c < C; ++c) {
+    mm[c] = 0.01 * mean_avg[c];
+    mv[c] = 0.99 + 0.01 * var_avg[c];
+  }
+  for (const auto& comp : bn->moving_mean().components()) check_values(comp.value(), mm, 1e-12);
+  for (const auto& comp : bn->moving_variance().components())
+    check_values(comp.value(), mv, 1e-12);
 }

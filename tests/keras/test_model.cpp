@@ -1,8 +1,11 @@
 // Models: Sequential (API.md's example, eager build, add, summary text, shape errors),
 // subclassed models (member tracking, dispatch through copies, lifetime errors), nesting,
 // gradients against finite differences, and tf::function tracing through layers.
+#include <barrier>
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -388,4 +391,47 @@ TEST_CASE("tf::function traces through layers: variables are read and dropout re
   const float l2 = step(xb).item<float>();
   CHECK(step.tracing_count() == 1);
   CHECK(l2 < l1);
+}
+
+TEST_CASE("a subclassed model first called by several threads builds and tracks once",
+          "[cpu][keras][multi_device]") {
+  const std::vector<tf::Device> devices = {tf::Device{tf::DeviceType::CPU, 0},
+                                           tf::Device{tf::DeviceType::CPU, 0}};
+  std::optional<MyModel> model;
+  {
+    tf::detail::MirrorVariablesScope mirror(devices);
+    model.emplace();
+  }
+  constexpr int kThreads = 4;
+  const tf::Tensor x = input({2, 5, 5, 1}, 17);
+  std::barrier start(kThreads);
+  std::vector<tf::Tensor> out(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        tf::detail::ReplicaComponentScope replica(t % 2);
+        start.arrive_and_wait();
+        out[t] = (*model)(x);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  auto ls = model->layers();
+  REQUIRE(ls.size() == 4);
+  CHECK(ls[0].id() == model->conv1.id());
+  CHECK(ls[1].id() == model->flatten.id());
+  CHECK(ls[2].id() == model->d1.id());
+  CHECK(ls[3].id() == model->d2.id());
+  auto vars = model->trainable_variables();
+  REQUIRE(vars.size() == 6);
+  for (const auto& v : vars) {
+    REQUIRE(v.is_mirrored());
+    auto c = v.components();
+    CHECK(vals(c[0].value()) == vals(c[1].value()));
+  }
+  for (int t = 1; t < kThreads; ++t) CHECK(vals(out[t]) == vals(out[0]));
 }
