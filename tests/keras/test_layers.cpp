@@ -659,3 +659,36 @@ TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirro
   for (const auto& comp : bn->moving_variance().components())
     check_values(comp.value(), mv, 1e-12);
 }
+
+TEST_CASE("the constructor spellings of docs/keras.md configure the layers", "[cpu][keras]") {
+  using namespace tf::keras::layers;
+  const tf::Tensor img = tf::zeros({2, 28, 28, 1});
+  CHECK(Dense(10)(tf::zeros({2, 3})).shape() == tf::TensorShape({2, 10}));
+  Dense nobias(64, "relu", /*use_bias=*/false, "he_normal");
+  (void)nobias(tf::zeros({1, 3}));
+  CHECK(nobias.variables().size() == 1);
+  Dense hidden(64, {.activation = "relu",
+                    .kernel_regularizer = tf::keras::regularizers::L2(1e-4),
+                    .input_shape = {784},
+                    .name = "hidden"});
+  CHECK(hidden.built());
+  CHECK(hidden.name() == "hidden");
+  CHECK(hidden.losses().size() == 1);
+  CHECK(Conv2D(32, 3)(img).shape() == tf::TensorShape({2, 26, 26, 32}));
+  CHECK(Conv2D(32, {3, 3}, 2, "same", "relu")(img).shape() == tf::TensorShape({2, 14, 14, 32}));
+  Conv2D first(32, 3, {.activation = "relu", .input_shape = {28, 28, 1}});
+  CHECK(first.output_shape() == tf::TensorShape({tf::None, 26, 26, 32}));
+  CHECK(Conv2D(4, 3, {.strides = 2})(img).shape() == tf::TensorShape({2, 13, 13, 4}));
+  CHECK(MaxPooling2D()(img).shape() == tf::TensorShape({2, 14, 14, 1}));
+  CHECK(AveragePooling2D({3, 3}, 2, "same")(img).shape() == tf::TensorShape({2, 14, 14, 1}));
+  CHECK(Flatten()(img).shape() == tf::TensorShape({2, 784}));
+  CHECK(Dropout(0.2, /*seed=*/42)(img, true).shape() == img.shape());
+  BatchNormalization b1, b2(-1, 0.9, 1e-5), b3({.momentum = 0.9});
+  for (auto* b : {&b1, &b2, &b3}) (void)(*b)(tf::ones({2, 3}), true);
+  // momentum 0.99 vs 0.9: the moving mean moved by 1% or 10% of the batch mean (1).
+  check_values(b1.moving_mean(), {0.01, 0.01, 0.01}, 1e-6);
+  check_values(b2.moving_mean(), {0.1, 0.1, 0.1}, 1e-6);
+  check_values(b3.moving_mean(), {0.1, 0.1, 0.1}, 1e-6);
+  check_values(ReLU(/*max_value=*/6.0)(tf::constant({-1.0f, 3.0f, 9.0f})), {0, 3, 6});
+  CHECK(Softmax(/*axis=*/-1)(tf::zeros({1, 4})).shape() == tf::TensorShape({1, 4}));
+}

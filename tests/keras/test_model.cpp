@@ -435,3 +435,20 @@ TEST_CASE("a subclassed model first called by several threads builds and tracks 
   }
   for (int t = 1; t < kThreads; ++t) CHECK(vals(out[t]) == vals(out[0]));
 }
+
+TEST_CASE("a model traced with an input_signature of unknown batch size",
+          "[cpu][keras]") {
+  tf::keras::Sequential model({tf::keras::layers::Flatten({4, 4}),
+                               tf::keras::layers::Dense(8, "relu"),
+                               tf::keras::layers::BatchNormalization(),
+                               tf::keras::layers::Dense(3)});
+  auto f = tf::function([&](tf::Tensor x) { return model(x, true); },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4, 4})}});
+  for (int64_t n : {2, 5}) {
+    const tf::Tensor x = tf::cast(input({n, 4, 4}, 30 + unsigned(n)), tf::float32);
+    tf::Tensor y = f(x);
+    CHECK(y.shape() == tf::TensorShape({n, 3}));
+    // Training mode normalises with the batch's statistics: the eager call gives the same.
+    check_values(y, vals(model(x, true)), 1e-5, 1e-5);
+  }
+}
