@@ -281,6 +281,24 @@ std::vector<Variable> Layer::variables() const {
   for (auto& v : non_trainable_variables()) out.push_back(v);
   return out;
 }
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& v : variables()) out.push_back(v.value());
+  return out;
+}
+void Layer::set_weights(const std::vector<Tensor>& values) const {
+  auto vars = variables();
+  const std::string n = name();
+  TF_CHECK_ARG(values.size() == vars.size(), n.c_str(),
+               "set_weights: layer \"{}\" has {} weights, {} values were given", n, vars.size(),
+               values.size());
+  for (size_t i = 0; i < vars.size(); ++i)
+    TF_CHECK_ARG(values[i].defined() && values[i].shape() == vars[i].shape(), n.c_str(),
+                 "set_weights: weight '{}' has shape {}, the value {} has shape {}",
+                 vars[i].name(), vars[i].shape().to_string(), i,
+                 values[i].defined() ? values[i].shape().to_string() : "undefined");
+  for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(values[i]);
+}
 int64_t Layer::count_params() const {
   int64_t n = 0;
   for (const auto& v : variables()) n += v.shape().num_elements();

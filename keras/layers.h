@@ -75,6 +75,10 @@ class Layer : public Trackable {
   std::vector<Variable> non_trainable_variables() const;
   std::vector<Variable> variables() const;
   std::vector<Variable> weights() const { return variables(); }
+  // Keras' get_weights()/set_weights(): the current values of variables(), in that order, and
+  // their assignment (InvalidArgumentError naming the weight on a count or shape mismatch).
+  std::vector<Tensor> get_weights() const;
+  void set_weights(const std::vector<Tensor>& values) const;
   // Number of scalars in all weights (trainable or not), as Keras' count_params().
   int64_t count_params() const;
   // The regularization penalties of the weights, evaluated now (Keras' layer.losses).

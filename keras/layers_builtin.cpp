@@ -122,8 +122,8 @@ class Conv2DImpl final : public LayerImpl {
                  "dimension, got shape {}",
                  name_, shape_str(s));
     channels_ = s[3];
-    kernel_ = add_weight("kernel", TensorShape({kernel_size_.h, kernel_size_.w, channels_, filters_}),
-                         kernel_init_, true, kernel_reg_);
+    const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_, filters_});
+    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
     if (use_bias_)
       bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }

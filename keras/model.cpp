@@ -312,6 +312,17 @@ Tensor Model::call(const Tensor&, bool) {
 
 std::vector<Layer> Model::layers() const { return model_impl().sublayers(); }
 
+Layer Model::get_layer(const std::string& layer_name) const {
+  std::vector<std::string> names;
+  for (const Layer& l : layers()) {
+    if (l.name() == layer_name) return l;
+    names.push_back(l.name());
+  }
+  const std::string n = name();
+  TF_THROW(NotFoundError, n.c_str(), "model \"{}\" has no layer named '{}' (its layers: {})", n,
+           layer_name, fmt::join(names, ", "));
+}
+
 std::string Model::summary_string(int line_length) const {
   return model_impl().summary(line_length);
 }

@@ -101,6 +101,8 @@ class Model : public Layer {
 
   // The model's layers: Sequential's list, or a subclassed model's tracked layers.
   std::vector<Layer> layers() const;
+  // The layer of that name among layers() (Keras' get_layer); NotFoundError otherwise.
+  Layer get_layer(const std::string& name) const;
   // Prints Keras' table (Model: "name", Layer (type) / Output Shape / Param #, the totals).
   // FailedPreconditionError before the model is built (call it on data or build() first).
   void summary(std::ostream& out = std::cout, int line_length = 65) const;

@@ -239,8 +239,9 @@ TEST_CASE("MaxPooling2D and AveragePooling2D match window loops", "[cpu][keras]"
   const auto xv = vals(x);
   for (bool max : {true, false})
     for (std::string padding : {"valid", "same"}) {
-      tf::keras::Layer pool = max ? tf::keras::Layer(layers::MaxPooling2D(2, std::nullopt, padding))
-                                  : tf::keras::Layer(layers::AveragePooling2D(2, std::nullopt, padding));
+      tf::keras::Layer pool;
+      if (max) pool = layers::MaxPooling2D(2, std::nullopt, padding);
+      else pool = layers::AveragePooling2D(2, std::nullopt, padding);
       CHECK(pool.class_name() == (max ? "MaxPooling2D" : "AveragePooling2D"));
       tf::Tensor y = pool(x);
       const bool same = padding == "same";

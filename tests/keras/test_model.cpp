@@ -150,6 +150,18 @@ TEST_CASE("Sequential builds on its first call, add() extends it, summary before
   auto ls = model.layers();
   check_values(model(x), vals(ls[1](y1)), 1e-12, 1e-12);
   CHECK(model.summary_string().find("Total params: 26\n") != std::string::npos);
+  // get_layer, get_weights and set_weights as Keras'.
+  CHECK(model.get_layer(ls[1].name()).id() == ls[1].id());
+  TF_REQUIRE_THROWS_CONTAINING(model.get_layer("nope"), tf::NotFoundError, ls[0].name());
+  auto w = model.get_weights();
+  REQUIRE(w.size() == 4);
+  CHECK(w[0].shape() == tf::TensorShape({3, 4}));
+  w[3] = tf::constant({5.0, 6.0});
+  model.set_weights(w);
+  check_values(ls[1].variables()[1], {5, 6});
+  w[0] = tf::zeros({4, 3}, tf::float64);
+  TF_REQUIRE_THROWS_CONTAINING(model.set_weights(w), tf::InvalidArgumentError, "(3, 4)");
+  TF_REQUIRE_THROWS_CONTAINING(model.set_weights({}), tf::InvalidArgumentError, "4 weights");
   TF_REQUIRE_THROWS_CONTAINING(tf::keras::Sequential()(x), tf::FailedPreconditionError,
                                "has no layers");
   // A long name wraps onto a second line as Keras' print_row does.
