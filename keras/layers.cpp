@@ -101,7 +101,7 @@ Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   TF_CHECK_ARG(x.defined(), name().c_str(),
                "the input of layer \"{}\" is an undefined tensor (TF's None)", name());
   if (!t_call_stack.empty() && t_call_stack.back() != this)
-    t_call_stack.back()->on_sublayer_called(shared_from_this());
+    t_call_stack.back()->on_sublayer_called(*this);
   CallFrame frame(this);
   return run(x, training);
 }

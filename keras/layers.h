@@ -337,7 +337,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
 
   // The sub-layer `child` was called while this layer's call ran on this thread (subclassed
   // models track their member layers this way).
-  virtual void on_sublayer_called(const std::shared_ptr<LayerImpl>& /*child*/) {}
+  virtual void on_sublayer_called(LayerImpl& /*child*/) {}
   // Builds now for an input_shape given at construction (without the batch dimension); the
   // handle's constructor calls it once the impl is complete.
   void build_from_declared_shape(const std::vector<int64_t>& input_shape);

@@ -83,7 +83,7 @@ class SequentialImpl final : public ModelImpl {
     return tracked_;
   }
   // The list is the model: calls inside it track nothing more.
-  void on_sublayer_called(const std::shared_ptr<LayerImpl>&) override {}
+  void on_sublayer_called(LayerImpl&) override {}
   void track(const Layer& layer) override { add(layer); }
 
   void add(const Layer& layer) {
@@ -191,8 +191,13 @@ void ModelImpl::track(const Layer& layer) {
   tracked_.push_back(layer);
 }
 
-void ModelImpl::on_sublayer_called(const std::shared_ptr<LayerImpl>& child) {
-  track(Layer(child));
+void ModelImpl::on_sublayer_called(LayerImpl& child) {
+  if (&child == this) return;
+  // Runs at every call of every member: check under the lock, make a handle only when new.
+  std::lock_guard lock(mu_);
+  for (const Layer& l : tracked_)
+    if (l.id() == &child) return;
+  tracked_.emplace_back(child.shared_from_this());
 }
 
 void ModelImpl::add_instance(Model* m) {

@@ -54,7 +54,7 @@ class ModelImpl : public LayerImpl {
   std::string name() const override;
   std::string class_name() const override;
   std::vector<Layer> sublayers() const override;
-  void on_sublayer_called(const std::shared_ptr<LayerImpl>& child) override;
+  void on_sublayer_called(LayerImpl& child) override;
   TensorShape compute_output_shape(const TensorShape& input_shape) const override;
 
   // Adds a layer to the tracked list (no-op when already there).
