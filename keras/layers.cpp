@@ -210,6 +210,11 @@ const Variable& LayerImpl::weight(const std::string& name) const {
            class_name(), name);
 }
 
+void LayerImpl::set_trainable(bool t) {
+  trainable_.store(t, std::memory_order_relaxed);
+  for (const Layer& child : sublayers()) child.impl().set_trainable(t);
+}
+
 void LayerImpl::collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
                         std::vector<const void*>& seen) const {
   const bool effective = parent_trainable && trainable();

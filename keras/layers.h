@@ -84,7 +84,7 @@ class Layer : public Trackable {
   // The regularization penalties of the weights, evaluated now (Keras' layer.losses).
   std::vector<Tensor> losses() const;
   // Keras' layer.trainable: a frozen layer's weights count as non-trainable and a frozen
-  // BatchNormalization runs in inference mode.
+  // BatchNormalization runs in inference mode. Setting it on a model sets it on all its layers.
   bool trainable() const;
   void set_trainable(bool trainable) const;
 
@@ -333,7 +333,8 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   void collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const;
 
   bool trainable() const { return trainable_.load(std::memory_order_relaxed); }
-  void set_trainable(bool t) { trainable_.store(t, std::memory_order_relaxed); }
+  // Sets the flag on this layer and every sub-layer (Keras' trainable setter).
+  void set_trainable(bool t);
 
   // The sub-layer `child` was called while this layer's call ran on this thread (subclassed
   // models track their member layers this way).

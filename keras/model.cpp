@@ -296,16 +296,24 @@ Model::Model(std::shared_ptr<detail::ModelImpl> impl) : Layer(std::move(impl)) {
 Model::Model(const Model& other) : Layer(other) { model_impl().add_instance(this); }
 Model& Model::operator=(const Model& other) {
   if (this == &other || impl_ == other.impl_) return *this;
-  model_impl().remove_instance(this);
+  if (auto* m = dynamic_cast<detail::ModelImpl*>(impl_.get())) m->remove_instance(this);
   Layer::operator=(other);
   model_impl().add_instance(this);
   return *this;
 }
 Model::~Model() {
-  if (impl_) static_cast<detail::ModelImpl&>(*impl_).remove_instance(this);
+  // dynamic_cast: a Model assigned through a Layer& may hold a plain layer's state.
+  if (auto* m = dynamic_cast<detail::ModelImpl*>(impl_.get())) m->remove_instance(this);
 }
 
-detail::ModelImpl& Model::model_impl() const { return static_cast<detail::ModelImpl&>(impl()); }
+detail::ModelImpl& Model::model_impl() const {
+  auto* m = dynamic_cast<detail::ModelImpl*>(&impl());
+  TF_CHECK_T(FailedPreconditionError, m != nullptr, "Model",
+             "this Model handle refers to layer \"{}\" ({}), which is not a model (was a layer "
+             "assigned to it through a Layer reference?)",
+             impl().name(), impl().class_name());
+  return *m;
+}
 
 Tensor Model::call(const Tensor&, bool) {
   const std::string n = name();

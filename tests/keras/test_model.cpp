@@ -238,6 +238,13 @@ TEST_CASE("a subclassed model used after its object died is an error, not a cras
                                name);
   // Its weights stay reachable (a checkpoint may still save them).
   CHECK(handle.trainable_variables().size() == 6);
+  {
+    // Assigning a plain layer through a Layer reference cannot corrupt the model's bookkeeping.
+    MyModel m;
+    tf::keras::Layer& ref = m;
+    ref = tf::keras::layers::Dense(2);
+    TF_REQUIRE_THROWS_CONTAINING(m.layers(), tf::FailedPreconditionError, "not a model");
+  }
   NoCall nc;
   TF_REQUIRE_THROWS_CONTAINING(nc(tf::zeros({1})), tf::UnimplementedError,
                                "does not override call");
@@ -287,6 +294,15 @@ TEST_CASE("nested models: Sequential in a subclassed model in a Sequential", "[c
   CHECK(s.find(inner.name() + " (Outer)") != std::string::npos);
   CHECK(s.find("Total params: 62\nTrainable params: 50\nNon-trainable params: 12\n") !=
         std::string::npos);
+  // Freezing a model freezes every nested layer (Keras' trainable setter).
+  model.set_trainable(false);
+  CHECK_FALSE(inner.block.layers()[1].trainable());
+  CHECK(model.trainable_variables().empty());
+  CHECK(model.non_trainable_variables().size() == 8);
+  CHECK(model.summary_string().find("Trainable params: 0\nNon-trainable params: 62\n") !=
+        std::string::npos);
+  model.set_trainable(true);
+  CHECK(model.trainable_variables().size() == 6);
   tf::Tensor y = model(input({4, 3}), true);
   auto v = vals(y);
   for (int r = 0; r < 4; ++r) CHECK(v[2 * r] + v[2 * r + 1] == Approx(1.0));
