@@ -265,6 +265,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) const {
 std::string Layer::name() const { return impl().name(); }
 std::string Layer::class_name() const { return impl().class_name(); }
 bool Layer::built() const { return impl().built(); }
+DType Layer::dtype() const { return impl().dtype(); }
 void Layer::build(const TensorShape& input_shape) const { impl().ensure_built(input_shape); }
 TensorShape Layer::input_shape() const { return impl().built_input_shape(); }
 TensorShape Layer::output_shape() const { return impl().built_output_shape(); }

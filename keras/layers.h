@@ -61,6 +61,8 @@ class Layer : public Trackable {
   // The Keras class name: "Dense", "Conv2D", "Sequential", or a subclassed model's C++ class.
   std::string class_name() const;
   bool built() const;
+  // The dtype of the layer's weights (backend::floatx() when it was constructed).
+  DType dtype() const;
   // Creates the weights for inputs of `input_shape` (tf::None for unknown dimensions, the batch
   // dimension included) without calling the layer, as Keras' layer.build(input_shape).
   void build(const TensorShape& input_shape) const;

@@ -78,6 +78,7 @@ TEST_CASE("Dense matches x @ kernel + bias with each activation", "[cpu][keras]"
     REQUIRE(d.kernel().shape() == tf::TensorShape({5, 3}));
     REQUIRE(d.bias().shape() == tf::TensorShape({3}));
     CHECK(d.kernel().dtype() == tf::float64);
+    CHECK(d.dtype() == tf::float64);
     auto ref = dense_ref(vals(x), vals(d.kernel()), vals(d.bias()), 4, 5, 3);
     for (int64_t r = 0; r < 4; ++r) {
       double mx = -1e300, sum = 0;
