@@ -29,13 +29,18 @@ void SignatureKey::add_tensor(const Tensor& t) {
     }
   const DType dt = t.dtype();
   add_raw(&dt, sizeof dt);
+  // Field by field: Device has padding bytes, whose values are unspecified.
   const Device dev = t.placement();
-  add_raw(&dev, sizeof dev);
+  const auto type = static_cast<uint8_t>(dev.type);
+  add_raw(&type, 1);
+  add_raw(&dev.index, sizeof dev.index);
 }
 
 std::string current_device_key() {
   const Device d = current_device();
-  return std::string(reinterpret_cast<const char*>(&d), sizeof d);
+  std::string key(1, static_cast<char>(d.type));
+  key.append(reinterpret_cast<const char*>(&d.index), sizeof d.index);
+  return key;
 }
 
 Tensor example_for(const TensorSpec& spec) {
