@@ -1,0 +1,2 @@
+#include "keras/checkpoint.h"
+#include "support/testing.h"

@@ -1,0 +1,2 @@
+#include "keras/metrics.h"
+#include "support/testing.h"
