@@ -380,7 +380,7 @@ std::vector<std::string> load_variables(
   Reader reader(path);
   std::vector<std::string> missing;
   for (const auto& [name, v] : variables)
-    if (!reader.find(name)) missing.push_back(name);
+    if (!reader.find(name)) missing.push_back("'" + name + "'");
   if (!missing.empty()) {
     std::vector<std::string> have;
     for (const auto& info : reader.tensors()) have.push_back(info.name);
