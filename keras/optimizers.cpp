@@ -144,7 +144,7 @@ Tensor scalar_like(double v, DType d) { return constant(Tensor(v), d); }
 Tensor clip_by_norm(const Tensor& g, double clipnorm) {
   Tensor l2sum = reduce_sum(square(g));
   Tensor pred = greater(l2sum, Tensor(0.0));
-  Tensor safe = where(pred, l2sum, ones_like(l2sum));
+  Tensor safe = where(pred, l2sum, constant(Tensor(1.0), l2sum.dtype()));
   Tensor l2norm = where(pred, sqrt(safe), l2sum);
   return divide(multiply(g, Tensor(clipnorm)), maximum(l2norm, Tensor(clipnorm)));
 }
@@ -324,8 +324,15 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
   // only do so after every replica has joined the all-reduce, hence after every read.
   Tensor it = impl.iterations.value();
   auto* ctx = distribute::get_replica_context();
-  if (ctx != nullptr && ctx->num_replicas_in_sync() > 1)
+  if (ctx != nullptr && ctx->num_replicas_in_sync() > 1) {
+    // Every replica would apply its update to one shared copy: N updates instead of one.
+    for (const Variable& v : vars)
+      TF_CHECK_T(FailedPreconditionError, v.is_mirrored(), op,
+                 "variable '{}' is not mirrored but is updated in replica {} of {}; create the "
+                 "model's variables under strategy.scope()",
+                 v.name(), ctx->replica_id_in_sync_group(), ctx->num_replicas_in_sync());
     grads = ctx->all_reduce(distribute::ReduceOp::SUM, grads);
+  }
 
   if (impl.options.clipnorm && *impl.options.clipnorm > 0)
     for (Tensor& g : grads) g = clip_by_norm(g, *impl.options.clipnorm);

@@ -112,7 +112,7 @@ TEST_CASE("metrics: accuracies and wrapped losses as Keras' documented examples"
       {"sparse_categorical_accuracy", "(3,)", "(2, 3)"});
 }
 
-TEST_CASE("metrics: \"accuracy\" resolves from the loss as Keras' compile", "[keras][cpu]") {
+TEST_CASE("metrics: the accuracy string resolves from the loss as Keras' compile does", "[keras][cpu]") {
   auto sparse = metrics::get("accuracy", losses::SparseCategoricalCrossentropy(true));
   CHECK(sparse.name() == "accuracy");
   sparse.update_state(tf::constant({1, 0}), tf::constant({{0.2f, 0.8f}, {0.3f, 0.7f}}));

@@ -497,6 +497,16 @@ TEST_CASE("optimizers: mirrored variables get mirrored slots and the replica pat
     }
     CHECK(slots == (is_sgd ? 1 : 2));
   }
+  // A plain variable updated from a replica would take one update per replica: refused.
+  {
+    tf::Variable plain(tf::constant({1.0}), "plain");
+    opt::SGD sgd(0.1);
+    SharedReduce shared(2);
+    FakeContext ctx(0, 2, &shared);
+    tf::distribute::detail::ReplicaContextScope rc(&ctx);
+    TF_REQUIRE_THROWS_CONTAINING(sgd.apply_gradients({tf::constant({1.0})}, {plain}),
+                                 tf::FailedPreconditionError, "strategy.scope()");
+  }
   // Cross-replica use of a mirrored variable (no replica context): every copy is updated.
   tf::Variable m;
   {
