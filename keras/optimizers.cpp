@@ -64,9 +64,17 @@ struct OptimizerImpl {
 
   virtual ~OptimizerImpl() = default;
   virtual std::vector<std::string> slot_names() const = 0;
-  // One variable's update; lr and step (iterations + 1) are scalars of var's dtype.
+  // Scalars shared by every variable of one dtype and device (Adam's bias-corrected rate):
+  // computed once per apply_gradients rather than once per variable.
+  struct Scalars {
+    Tensor lr;     // the learning rate in the variables' dtype
+    Tensor step;   // iterations + 1, same dtype
+    Tensor alpha;  // optimizer-specific
+  };
+  virtual void prepare(Scalars&) const {}
+  // One variable's update.
   virtual void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
-                      const Tensor& lr, const Tensor& step) const = 0;
+                      const Scalars& k) const = 0;
 
   OptimizerImpl(std::string default_name, const LearningRate& lr, OptimizerOptions opts) {
     options = std::move(opts);
@@ -185,8 +193,9 @@ struct SGDImpl final : OptimizerImpl {
     if (momentum != 0.0) return {"m"};
     return {};
   }
-  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots, const Tensor& lr,
-              const Tensor&) const override {
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& lr = k.lr;
     if (momentum == 0.0) {
       var.assign_sub(multiply(g, lr));
       return;
@@ -213,13 +222,16 @@ struct AdamImpl final : OptimizerImpl {
     if (amsgrad) return {"m", "v", "vhat"};
     return {"m", "v"};
   }
-  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots, const Tensor& lr,
-              const Tensor& step) const override {
-    const DType d = var.dtype();
-    Tensor beta_1_power = pow(scalar_like(beta_1, d), step);
-    Tensor beta_2_power = pow(scalar_like(beta_2, d), step);
-    Tensor alpha = divide(multiply(lr, sqrt(subtract(Tensor(1.0), beta_2_power))),
-                          subtract(Tensor(1.0), beta_1_power));
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    Tensor beta_1_power = pow(scalar_like(beta_1, d), k.step);
+    Tensor beta_2_power = pow(scalar_like(beta_2, d), k.step);
+    k.alpha = divide(multiply(k.lr, sqrt(subtract(Tensor(1.0), beta_2_power))),
+                     subtract(Tensor(1.0), beta_1_power));
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& alpha = k.alpha;
     Variable& m = slots[0];
     Variable& v = slots[1];
     m.assign_add(multiply(subtract(g, m.value()), Tensor(1.0 - beta_1)));
@@ -246,8 +258,9 @@ struct RMSpropImpl final : OptimizerImpl {
     if (centered) s.push_back("average_gradient");
     return s;
   }
-  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots, const Tensor& lr,
-              const Tensor&) const override {
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& lr = k.lr;
     Variable& velocity = slots[0];
     velocity.assign(add(multiply(Tensor(rho), velocity.value()),
                         multiply(Tensor(1.0 - rho), square(g))));
@@ -353,10 +366,22 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
 
   Tensor lr32 = impl.current_lr(it);
   Tensor step64 = add(cast(it, float64), Tensor(1.0));
+  std::vector<std::pair<std::pair<DType, Device>, OptimizerImpl::Scalars>> cache;
   for (size_t i = 0; i < vars.size(); ++i) {
     Variable& var = vars[i];
-    DeviceScope place(var.placement());
-    Tensor lr = cast(lr32, var.dtype());
+    const Device dev = var.placement();
+    DeviceScope place(dev);
+    const auto key = std::make_pair(var.dtype(), dev);
+    auto found = std::find_if(cache.begin(), cache.end(), [&](auto& e) { return e.first == key; });
+    if (found == cache.end()) {
+      OptimizerImpl::Scalars k;
+      k.lr = cast(lr32, var.dtype());
+      k.step = cast(step64, var.dtype());
+      impl.prepare(k);
+      cache.emplace_back(key, std::move(k));
+      found = cache.end() - 1;
+    }
+    const OptimizerImpl::Scalars& k = found->second;
     if (impl.options.weight_decay) {
       bool excluded = false;
       for (const auto& s : impl.options.exclude_from_weight_decay)
@@ -364,9 +389,9 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       if (!excluded)
         var.assign(subtract(var.value(),
                             multiply(multiply(var.value(), Tensor(*impl.options.weight_decay)),
-                                     lr)));
+                                     k.lr)));
     }
-    impl.update(grads[i], var, slots[i], lr, cast(step64, var.dtype()));
+    impl.update(grads[i], var, slots[i], k);
   }
   const bool shared_counter = !impl.iterations.is_mirrored() && ctx != nullptr;
   if (!shared_counter || ctx->replica_id_in_sync_group() == 0)

@@ -181,6 +181,12 @@ TEST_CASE("optimizers: defaults follow Keras", "[keras][cpu]") {
   adamw.apply_gradients({tf::constant({0.0})}, {b});
   check_values(a, {1.0});
   check_values(b, {1.0 - 1.0 * 0.004 * f32(0.1)}, 1e-12, 0);
+  // exclude_from_weight_decay matches substrings of variable names; mixed dtypes in one call.
+  opt::AdamW excl(0.1, 0.5, 0.9, 0.999, 1e-7, false, {.exclude_from_weight_decay = {"bias"}});
+  tf::Variable k(tf::constant({2.0}), "dense/kernel"), bias(tf::constant({2.0f}), "dense/bias");
+  excl.apply_gradients({tf::constant({0.0}), tf::constant({0.0f})}, {k, bias});
+  check_values(k, {2.0 - 2.0 * 0.5 * f32(0.1)}, 1e-12, 0);
+  check_values(bias, {2.0});
 }
 
 TEST_CASE("optimizers: undefined gradients are skipped, mismatches name the variable",
