@@ -61,6 +61,14 @@ std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_see
   return {a, b};
 }
 
+std::optional<int64_t> global_random_seed() {
+  SeedState& st = seed_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.global;
+}
+
+int64_t default_graph_seed() { return kDefaultGraphSeed; }
+
 void clear_random_seed() {
   SeedState& st = seed_state();
   std::lock_guard<std::mutex> lock(st.mu);

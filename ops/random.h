@@ -47,6 +47,10 @@ void set_seed(int64_t seed);
 namespace tapeflow::detail {
 // The (seed, seed2) pair of the next random op under the rules above (advances the counter).
 std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed);
+// The seed set by tf::random::set_seed, if any (reading it advances no stream).
+std::optional<int64_t> global_random_seed();
+// TF's DEFAULT_GRAPH_SEED, used with an op seed when no global seed is set.
+int64_t default_graph_seed();
 // Forgets the global seed (TF's tf.random.set_seed(None)); tests use it to reach the other rules.
 void clear_random_seed();
 inline constexpr int64_t kDefaultGraphSeed = 87654321;
