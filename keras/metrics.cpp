@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 #include <numeric>
 
 #include "core/check.h"
@@ -22,6 +23,9 @@ struct MetricImpl {
   Variable total;
   Variable count;  // not for Sum
   std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
+  // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
+  // otherwise lose increments (each assign_add is a read, an add and a write).
+  std::mutex mu;
 
   MetricImpl(Kind k, std::string n) : kind(k), name(std::move(n)) {
     // Made where the metric is made: mirrored under a strategy's scope.
@@ -89,15 +93,17 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
     weight = w;
   }
   if (values.rank() > 1) values = reduce(values, axes_from(1, values.rank()));
-  local(m.total).assign_add(reduce_sum(values));
-  if (is_sum) return;
   Tensor n;
-  if (weight.defined())
-    n = reduce_sum(weight);
-  else
-    n = constant(Tensor(values.rank() >= 1 ? static_cast<double>(values.shape()[0]) : 1.0),
-                 float32);
-  local(m.count).assign_add(n);
+  if (!is_sum) {
+    if (weight.defined())
+      n = reduce_sum(weight);
+    else
+      n = constant(Tensor(values.rank() >= 1 ? static_cast<double>(values.shape()[0]) : 1.0),
+                   float32);
+  }
+  std::lock_guard lock(m.mu);
+  local(m.total).assign_add(reduce_sum(values));
+  if (!is_sum) local(m.count).assign_add(n);
 }
 
 MetricImpl& checked(const std::shared_ptr<MetricImpl>& p) {

@@ -1,5 +1,7 @@
 // Metrics against Keras' documented examples; accumulation, reset, sample weights, the
 // "accuracy" string, traced updates, and mirrored state summed over replicas.
+#include <thread>
+
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -191,4 +193,16 @@ TEST_CASE("metrics: mirrored state accumulates per replica and result() sums the
   mean.reset_state();
   for (const auto& c : mean.variables()[1].components()) check_values(c.value(), {0.0});
   check_values(mean.result(), {0.0});
+}
+
+TEST_CASE("metrics: concurrent eager updates of one metric lose nothing", "[keras][cpu]") {
+  metrics::Mean mean;
+  auto worker = [&](float v) {
+    for (int i = 0; i < 200; ++i) mean.update_state(tf::constant({v, v}));
+  };
+  std::thread a(worker, 1.0f), b(worker, 3.0f);
+  a.join();
+  b.join();
+  check_values(mean.variables()[1].value(), {800.0});
+  check_values(mean.result(), {2.0});
 }
