@@ -93,7 +93,8 @@ BuildScope::~BuildScope() {
 LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, std::string name)
     : class_name_(std::move(class_name)),
       name_(name.empty() ? (generic_name.empty() ? std::string() : unique_name(generic_name))
-                         : std::move(name)),
+                         : name),
+      auto_named_(name.empty()),
       dtype_(backend::floatx()),
       mirror_devices_(::tapeflow::detail::mirror_devices()) {}
 
@@ -230,14 +231,42 @@ void LayerImpl::collect(std::vector<Variable>& out, bool want_trainable, bool pa
   for (const Layer& child : sublayers()) child.impl().collect(out, want_trainable, effective, seen);
 }
 
+std::string LayerImpl::local_base_name() const {
+  const std::string n = name();
+  if (!auto_named_) return n;
+  // "dense_12" -> "dense": automatic names are "<base>" or "<base>_<number>".
+  const size_t us = n.rfind('_');
+  if (us == std::string::npos || us + 1 == n.size()) return n;
+  for (size_t i = us + 1; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return n;
+  return n.substr(0, us);
+}
+
 void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& out,
-                                std::vector<const void*>& seen_layers) const {
+                                std::vector<const void*>& seen_layers, const std::string& path,
+                                bool root) const {
   if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
   seen_layers.push_back(this);
-  const std::string n = name();
   if (built())
-    for (const auto& w : weights_) out.emplace_back(n + "/" + w.name, w.variable);
-  for (const Layer& child : sublayers()) child.impl().collect_tracked(out, seen_layers);
+    for (const auto& w : weights_) out.emplace_back(path + "/" + w.name, w.variable);
+  // Names by position among siblings, not the process-wide automatic names, so a second model
+  // of the same architecture (or the same program in another process) matches a checkpoint.
+  // Explicit names are kept (two equal ones clash below, as Keras refuses them); automatic
+  // ones take their base and the first free number ("dense", "dense_1", ...).
+  const std::vector<Layer> children = sublayers();
+  std::vector<std::string> taken;
+  for (const Layer& child : children)
+    if (!child.impl().auto_named_) taken.push_back(child.impl().name());
+  for (const Layer& child : children) {
+    std::string local = child.impl().local_base_name();
+    if (child.impl().auto_named_) {
+      const std::string base = local;
+      for (int k = 1; std::find(taken.begin(), taken.end(), local) != taken.end(); ++k)
+        local = base + "_" + std::to_string(k);
+      taken.push_back(local);
+    }
+    child.impl().collect_tracked(out, seen_layers, root ? local : path + "/" + local, false);
+  }
 }
 
 void LayerImpl::collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const {
@@ -322,7 +351,7 @@ void Layer::set_trainable(bool trainable) const { impl().set_trainable(trainable
 std::vector<std::pair<std::string, Variable>> Layer::tracked_variables() const {
   std::vector<std::pair<std::string, Variable>> out;
   std::vector<const void*> seen;
-  impl().collect_tracked(out, seen);
+  impl().collect_tracked(out, seen, impl().local_base_name(), true);
   // A checkpoint matches weights by these names, so two layers with one name would clash.
   std::vector<std::string> names;
   for (const auto& [n, v] : out) {

@@ -330,8 +330,14 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // Keras' weight lists (see Layer); `seen` deduplicates shared layers and weights.
   void collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
                std::vector<const void*>& seen) const;
+  // Checkpoint names: this layer's weights as "<path>/<weight>", its sub-layers under
+  // "<path>/<local name>" (the root's sub-layers directly under their local names).
   void collect_tracked(std::vector<std::pair<std::string, Variable>>& out,
-                       std::vector<const void*>& seen_layers) const;
+                       std::vector<const void*>& seen_layers, const std::string& path,
+                       bool root) const;
+  // The name this layer has among its siblings: an explicit name as given, an automatic one as
+  // its base ("dense" for "dense_12"); the parent numbers repeats ("dense", "dense_1").
+  std::string local_base_name() const;
   void collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const;
 
   bool trainable() const { return trainable_.load(std::memory_order_relaxed); }
@@ -376,6 +382,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   [[noreturn]] void incompatible(const TensorShape& got, const std::string& expectation) const;
   std::string class_name_;
   std::string name_;
+  bool auto_named_ = false;
   DType dtype_;
   std::vector<Device> mirror_devices_;             // captured at construction
   std::optional<TensorShape> declared_input_shape_;  // with batch dimension None

@@ -229,6 +229,8 @@ class FlattenImpl final : public LayerImpl {
     const int64_t rest = compute_output_shape(s)[1];
     // Prefer the known sizes so that an unknown batch (a traced signature) or an empty batch
     // still reshapes.
+    // -1 for the batch: one traced graph serves every batch size (tf::function's None).
+    if (rest != None && rest > 0) return reshape(x, TensorShape({-1, rest}));
     if (rest != None) return reshape(x, TensorShape({s[0] == None ? -1 : s[0], rest}));
     return reshape(x, TensorShape({s[0], -1}));
   }

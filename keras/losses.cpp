@@ -1,5 +1,7 @@
 #include "keras/losses.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -224,7 +226,14 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
   if (r == Reduction::SUM) return loss;
   // SUM_OVER_BATCH_SIZE: divide_no_nan by the number of loss values.
   const double n = static_cast<double>(values.num_elements());
-  loss = n > 0 ? divide(loss, Tensor(n)) : zeros_like(loss);
+  if (tapeflow::detail::open_shapes() && values.rank() > 0) {
+    // A graph for None dimensions reads the count when it runs.
+    std::vector<int> all(static_cast<size_t>(values.rank()));
+    for (int i = 0; i < values.rank(); ++i) all[static_cast<size_t>(i)] = i;
+    loss = divide(loss, tapeflow::detail::element_count(values, all, loss.dtype()));
+  } else {
+    loss = n > 0 ? divide(loss, Tensor(n)) : zeros_like(loss);
+  }
   if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1)
     loss = multiply(loss, Tensor(1.0 / ctx->num_replicas_in_sync()));
   return loss;

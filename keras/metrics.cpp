@@ -1,5 +1,7 @@
 #include "keras/metrics.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -97,9 +99,10 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
   if (!is_sum) {
     if (weight.defined())
       n = reduce_sum(weight);
+    else if (values.rank() >= 1)
+      n = tapeflow::detail::element_count(values, {0}, float32);  // read at run time in traces
     else
-      n = constant(Tensor(values.rank() >= 1 ? static_cast<double>(values.shape()[0]) : 1.0),
-                   float32);
+      n = constant(Tensor(1.0), float32);
   }
   std::lock_guard lock(m.mu);
   local(m.total).assign_add(reduce_sum(values));
@@ -155,7 +158,7 @@ Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
   Tensor pred = argmax(y_pred, last_axis(y_pred));
   if (pred.dtype() != t.dtype()) pred = cast(pred, t.dtype());
   Tensor matches = cast(equal(t, pred), float32);
-  if (reshape_matches) matches = reshape(matches, y_true.shape());
+  if (reshape_matches) matches = tapeflow::detail::reshape_like(matches, y_true);
   return matches;
 }
 

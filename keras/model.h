@@ -35,12 +35,15 @@
 #include <vector>
 
 #include "keras/layers.h"
+#include "keras/training.h"
 
 namespace tapeflow::keras {
 
 class Model;
 
 namespace detail {
+
+struct TrainingState;  // keras/training.cpp
 
 // State of a model. Subclassed models dispatch call() to a live object of the user's class;
 // Sequential (SequentialImpl, model.cpp) runs its layer list.
@@ -65,9 +68,8 @@ class ModelImpl : public LayerImpl {
   // Keras' summary table (the text summary() prints).
   std::string summary(int line_length) const;
 
-  // ---- training (compile, fit, evaluate, predict) ----
-  // The next step adds the compiled state (optimizer, loss, metrics, traced step functions) as
-  // members here, next to the layers: every copy of a model handle shares it.
+  // ---- training (keras/training.cpp): shared by every copy of the model handle ----
+  std::shared_ptr<TrainingState> training_;
 
  protected:
   void build(const TensorShape& input_shape) override;
@@ -108,8 +110,39 @@ class Model : public Layer {
   void summary(std::ostream& out = std::cout, int line_length = 65) const;
   std::string summary_string(int line_length = 65) const;
 
-  // compile(), fit(), evaluate() and predict() join here in the training step (keras/ training
-  // files); they keep their state in detail::ModelImpl.
+  // ---- training (keras/training.h; state in detail::ModelImpl) ----
+  // Keras' compile: the optimizer, the loss (an object or a name such as
+  // "sparse_categorical_crossentropy") and metrics ("accuracy" resolves with the loss).
+  void compile(optimizers::Optimizer optimizer, losses::Loss loss,
+               std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
+  void compile(optimizers::Optimizer optimizer, const std::string& loss,
+               std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
+  // Trains on x and y (first dimensions equal) or on a Dataset of (x, y[, sample_weight])
+  // batches; returns the History of epoch logs (loss, metrics, val_ ones).
+  History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  History fit(const data::Dataset& dataset, FitOptions options = {});
+  // The loss, then each metric (Keras' return_dict=False order).
+  std::vector<double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  std::vector<double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  // The model's outputs for every row of x (or every batch's first component), concatenated.
+  Tensor predict(const Tensor& x, PredictOptions options = {});
+  Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  // One step on one batch; the logs' values (loss, then metrics) after it.
+  std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
+  std::vector<double> test_on_batch(const Tensor& x, const Tensor& y);
+  // "loss" and the compiled metrics' names.
+  std::vector<std::string> metrics_names() const;
+  void reset_metrics();
+  optimizers::Optimizer optimizer() const;
+  bool compiled() const;
+  // Weights as a safetensors file, one tensor per tracked_variables() name ("dense/kernel");
+  // written atomically. load_weights checks every name, shape and dtype before assigning.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path) const;
+  // Internal: the compiled state (null before compile()).
+  std::shared_ptr<detail::TrainingState>& model_impl_for_training() const {
+    return model_impl().training_;
+  }
 
  protected:
   // For subclasses: `name` empty gives the snake_case of the class name ("my_model").
