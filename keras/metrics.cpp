@@ -88,7 +88,7 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
       TF_CHECK_ARG(w.shape()[i] == vs[i] || w.shape()[i] == 1, op,
                    "sample_weight of shape {} does not broadcast to the values of shape {}",
                    sample_weight.shape().to_string(), values_in.shape().to_string());
-    w = broadcast_to(w, vs);
+    w = tapeflow::detail::broadcast_like(w, v);  // sizes read at run time in traces
     v = multiply(v, w);
     if (w.rank() > 1) w = reduce_mean(w, axes_from(1, w.rank()));
     values = v;
