@@ -6,7 +6,10 @@
 //   - a deep MLP (8 layers of 512, batch 128) forward and backward, traced and eager.
 // Traced cases run with the memory plan as configured (TAPEFLOW_MEMORY_PLAN, default on) and,
 // as *_unplanned, traced with TAPEFLOW_MEMORY_PLAN=0; counters: peak_KiB (the CPU allocator's
-// peak bytes in use during one call, above what was in use before it), arena_KiB and
+// peak bytes in use during one call, above what was in use before it, plus the arena a planned
+// graph keeps between calls), footprint_KiB (what the allocator takes from the system for one
+// call after its cache was emptied: bytes in use plus cached, plus a planned graph's arena),
+// arena_KiB, live_KiB (the most planned bytes live at one node) and
 // unplanned_KiB (the plan's arena and the sum of the buffers it holds), maxrss_MiB (the
 // process's peak resident set: run one benchmark per process with --benchmark_filter to read it).
 //
@@ -72,11 +75,31 @@ double peak_kib(Call&& call) {
   return static_cast<double>(a.stats().peak_bytes_in_use - before) / 1024.0;
 }
 
+// Bytes the CPU allocator holds (in use or cached) after one call of `call` beyond what it held
+// before, starting from an empty cache: the memory one call takes from the system.
+template <class Call>
+double footprint_kib(Call&& call) {
+  tf::Allocator& a = tf::cpu_allocator();
+  a.release_cached_memory();
+  const auto s0 = a.stats();
+  call();
+  const auto s1 = a.stats();
+  return static_cast<double>((s1.bytes_in_use + s1.bytes_cached) -
+                             (s0.bytes_in_use + s0.bytes_cached)) /
+         1024.0;
+}
+
 void memory_counters(benchmark::State& state, const tf::Graph* graph) {
   if (graph != nullptr && graph->memory_plan() != nullptr) {
     const auto& s = graph->memory_plan()->stats();
     state.counters["arena_KiB"] = static_cast<double>(s.arena_bytes) / 1024.0;
     state.counters["unplanned_KiB"] = static_cast<double>(s.planned_bytes) / 1024.0;
+    state.counters["live_KiB"] = static_cast<double>(s.live_peak_bytes) / 1024.0;
+    // The arena stays allocated between calls, so peak_kib() and footprint_kib() did not see it.
+    if (graph->memory_plan()->enabled()) {
+      state.counters["peak_KiB"] += static_cast<double>(s.arena_bytes) / 1024.0;
+      state.counters["footprint_KiB"] += static_cast<double>(s.arena_bytes) / 1024.0;
+    }
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -106,6 +129,7 @@ void chain100_function(benchmark::State& state, bool planned) {
   for (auto _ : state) benchmark::DoNotOptimize(f(x, y).raw_data());
   state.SetItemsProcessed(state.iterations() * 100);
   state.counters["peak_KiB"] = peak_kib([&] { f(x, y); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { f(x, y); });
   memory_counters(state, &f.get_concrete_function(tf::TensorSpec({2, 2}),
                                                   tf::TensorSpec({2, 2})).graph());
 }
@@ -123,6 +147,7 @@ void BM_chain6_16M_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(chain6(x).raw_data());
   state.SetBytesProcessed(state.iterations() * 2 * x.nbytes());
   state.counters["peak_KiB"] = peak_kib([&] { chain6(x); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { chain6(x); });
   memory_counters(state, nullptr);
 }
 BENCHMARK(BM_chain6_16M_eager)->Unit(benchmark::kMillisecond);
@@ -137,6 +162,7 @@ void chain6_function(benchmark::State& state, bool planned) {
   for (auto _ : state) benchmark::DoNotOptimize(f(x).raw_data());
   state.SetBytesProcessed(state.iterations() * 2 * x.nbytes());
   state.counters["peak_KiB"] = peak_kib([&] { f(x); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { f(x); });
   memory_counters(state, &f.get_concrete_function(tf::TensorSpec({1 << 24})).graph());
 }
 void BM_chain6_16M_function(benchmark::State& state) { chain6_function(state, true); }
@@ -174,6 +200,7 @@ void BM_mlp_step_eager(benchmark::State& state) {
   for (auto _ : state) loss = m.step(m.x, m.labels).item<float>();
   state.counters["loss"] = loss;
   state.counters["peak_KiB"] = peak_kib([&] { m.step(m.x, m.labels); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { m.step(m.x, m.labels); });
   memory_counters(state, nullptr);
 }
 BENCHMARK(BM_mlp_step_eager)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
@@ -190,6 +217,7 @@ void mlp_step_function(benchmark::State& state, bool planned) {
   for (auto _ : state) loss = step(m.x, m.labels).item<float>();
   state.counters["loss"] = loss;
   state.counters["peak_KiB"] = peak_kib([&] { step(m.x, m.labels); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { step(m.x, m.labels); });
   memory_counters(state, &step.get_concrete_function(tf::TensorSpec(m.x.shape()),
                                                      tf::TensorSpec(m.labels.shape(), tf::int64))
                               .graph());
@@ -234,6 +262,7 @@ void BM_deep_mlp_eager(benchmark::State& state) {
   DeepMlp m;
   for (auto _ : state) benchmark::DoNotOptimize(m.step(m.x, m.labels)[0].raw_data());
   state.counters["peak_KiB"] = peak_kib([&] { m.step(m.x, m.labels); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { m.step(m.x, m.labels); });
   memory_counters(state, nullptr);
 }
 BENCHMARK(BM_deep_mlp_eager)->Unit(benchmark::kMicrosecond);
@@ -248,6 +277,7 @@ void deep_mlp_function(benchmark::State& state, bool planned) {
   }
   for (auto _ : state) benchmark::DoNotOptimize(step(m.x, m.labels)[0].raw_data());
   state.counters["peak_KiB"] = peak_kib([&] { step(m.x, m.labels); });
+  state.counters["footprint_KiB"] = footprint_kib([&] { step(m.x, m.labels); });
   memory_counters(state, &step.get_concrete_function(tf::TensorSpec(m.x.shape()),
                                                      tf::TensorSpec(m.labels.shape(), tf::int64))
                               .graph());

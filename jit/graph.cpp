@@ -120,7 +120,7 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   // Planned intermediates are views into one arena (recorded replays never use it: a tape
   // keeps what it records). A plan made for other nodes (edited since prepare()) is ignored.
   const jit::MemoryPlan* plan = memory_plan_.get();
-  if (through_dispatch || plan == nullptr || !plan->enabled() || plan->num_nodes() != num_nodes())
+  if (through_dispatch || plan == nullptr || !plan->enabled() || !plan->matches(*this))
     plan = nullptr;
   // Declared before every tensor of the replay, so that they are gone when it ends.
   const jit::ArenaLease arena(plan);

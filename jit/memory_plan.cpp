@@ -51,6 +51,10 @@ std::shared_ptr<MemoryPlan> plan_memory(const Graph& graph, bool enabled) {
   p.first_slot_[graph.nodes.size()] = total;
   p.slot_.assign(static_cast<size_t>(total), -1);
   p.stats_.num_values = total;
+  for (const Graph::Ref& r : graph.outputs)
+    p.output_slots_.push_back(r.source == Graph::Source::Node && r.index < p.num_nodes_
+                                  ? p.first_slot_[static_cast<size_t>(r.index)] + r.output
+                                  : -1);
 
   bool static_shapes = true;
   for (const Graph::Node& n : graph.nodes)
@@ -173,6 +177,19 @@ std::shared_ptr<MemoryPlan> plan_memory(const Graph& graph, bool enabled) {
   return plan;
 }
 
+bool MemoryPlan::matches(const Graph& graph) const {
+  if (graph.num_nodes() != num_nodes_ || graph.outputs.size() != output_slots_.size())
+    return false;
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const Graph::Ref& r = graph.outputs[i];
+    const int slot = r.source == Graph::Source::Node && r.index < num_nodes_
+                         ? first_slot_[static_cast<size_t>(r.index)] + r.output
+                         : -1;
+    if (slot != output_slots_[i]) return false;
+  }
+  return true;
+}
+
 std::string MemoryPlan::summary() const {
   const Stats& s = stats_;
   std::string line =
@@ -189,8 +206,11 @@ std::string MemoryPlan::summary() const {
 }
 
 bool memory_planning_enabled() {
+  // On by default: as fast as unplanned replay and less memory taken from the system
+  // (docs/performance.md, "Memory planning").
+  constexpr bool kDefault = true;
   const char* env = std::getenv("TAPEFLOW_MEMORY_PLAN");
-  if (env == nullptr || *env == '\0') return true;
+  if (env == nullptr || *env == '\0') return kDefault;
   return std::strcmp(env, "0") != 0;
 }
 

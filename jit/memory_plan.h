@@ -65,6 +65,9 @@ class MemoryPlan {
   // Whether replays use the arena (TAPEFLOW_MEMORY_PLAN when the plan was built).
   bool enabled() const { return enabled_; }
   int num_nodes() const { return num_nodes_; }
+  // Whether the plan was made for this graph's nodes and outputs (a graph edited after
+  // prepare() replays unplanned).
+  bool matches(const Graph& graph) const;
   // The arena offset of node `node`'s output `output`, or -1 when it is not planned.
   int64_t offset(int node, int output) const {
     const int b = slot_[static_cast<size_t>(first_slot_[static_cast<size_t>(node)] + output)];
@@ -83,6 +86,7 @@ class MemoryPlan {
   friend class ArenaLease;
   int num_nodes_ = 0;
   bool enabled_ = true;
+  std::vector<int> output_slots_;  // the graph outputs' slots (-1 for inputs and constants)
   std::vector<int> first_slot_;  // per node: index of its output 0 in slot_
   std::vector<int> slot_;        // per node output: index into buffers_, or -1
   std::vector<Buffer> buffers_;

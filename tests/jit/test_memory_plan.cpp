@@ -225,6 +225,17 @@ TEST_CASE("memory plan: a hand-built chain shares buffers whose lifetimes do not
   const tf::Tensor x = randoms({1000}, tf::float64, 7) * 0.1;
   const tf::Tensor args[] = {x};
   check_close(g.run(args)[0], tf::exp(tf::exp(tf::exp(tf::exp(x)))), 1e-12, 1e-12);
+
+  // A copy edited without prepare() ignores the plan made for other nodes.
+  Graph edited = g;
+  edited.nodes.pop_back();
+  edited.outputs = {Graph::Ref{Graph::Source::Node, 2, 0}};
+  check_close(edited.run(args)[0], tf::exp(tf::exp(tf::exp(x))), 1e-12, 1e-12);
+  CHECK_FALSE(g.memory_plan()->matches(edited));
+  CHECK(g.memory_plan()->matches(g));
+  Graph two_outputs = g;  // same nodes, one more output: %2 is planned, so the plan is ignored
+  two_outputs.outputs.push_back(Graph::Ref{Graph::Source::Node, 2, 0});
+  CHECK_FALSE(g.memory_plan()->matches(two_outputs));
 }
 
 TEST_CASE("memory plan: chains and diamonds replay as eager and unplanned", "[jit][cpu]") {
