@@ -210,7 +210,7 @@ double gpu_bytes_available(int logical) {
   size_t free_b = 0, total_b = 0;
   const bool ok = cudaSetDevice(tf::detail::physical_gpu_of(logical)) == cudaSuccess &&
                   cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
-  cudaSetDevice(previous);
+  (void)cudaSetDevice(previous);
   if (!ok) return 0;
   double avail = static_cast<double>(free_b);
   const tf::Device dev{tf::DeviceType::GPU, logical};
@@ -741,7 +741,7 @@ class Output {
       csv_ << line << std::flush;
     }
   }
-  // A line for the reader between table rows (skips, stops): stdout, and stderr if not a tty.
+  // A line for the reader between table rows (skips, stops, failures), on stdout.
   void note(const std::string& msg) {
     progress_clear();
     std::printf("  -- %s\n", msg.c_str());
