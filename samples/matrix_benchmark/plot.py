@@ -19,6 +19,7 @@ import csv
 import math
 import os
 import sys
+import textwrap
 from collections import OrderedDict
 
 import matplotlib
@@ -92,7 +93,7 @@ def plot(op, rows, reference, out_dir, suffix):
     ax.set_yscale("log")
     ax.set_xlabel("log2 N  (N x N matrices)")
     ax.set_ylabel("seconds per operation (median; bars: min to max)")
-    title = CAPTIONS[op] + (f"\n{suffix}" if suffix else "")
+    title = CAPTIONS[op] + ("\n" + "\n".join(textwrap.wrap(suffix, 95)) if suffix else "")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
