@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "autograd/tape.h"
 #include "core/check.h"
 #include "core/parallel.h"
 #include "distribute/nccl.h"
@@ -248,6 +249,8 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
 void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
                        std::span<Tensor> out) {
   const Device dev = devices_[static_cast<size_t>(replica)];
+  // The flattening and scaling ops are plumbing of this one collective: no tape records them.
+  tapeflow::detail::PauseTapes pause;
   // Flatten each bucket into one buffer on the replica's device (ops on its stream).
   std::vector<TensorMeta> metas;
   for (const Tensor& t : in) metas.push_back({t.shape(), t.dtype()});
