@@ -275,9 +275,13 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
                  *axis, rank);
     if (a < 0) a += rank;
     for (size_t i = 0; i < value.size(); ++i) {
-      TF_CHECK_ARG(value[i].rank() == rank, name,
-                   "components differ in rank: {} for replica 0, {} for replica {}",
-                   first.shape().to_string(), value[i].shape().to_string(), i);
+      bool same = value[i].rank() == rank;
+      for (int d = 0; same && d < rank; ++d)
+        same = d == a || value[i].shape()[d] == first.shape()[d];
+      TF_CHECK_ARG(same, name,
+                   "components differ in shape outside axis {}: {} for replica 0, {} for "
+                   "replica {}",
+                   a, first.shape().to_string(), value[i].shape().to_string(), i);
       count += value[i].shape()[a];
       parts.push_back(reduce_sum(value[i], a));
     }

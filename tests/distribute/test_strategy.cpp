@@ -159,6 +159,12 @@ TEST_CASE("strategy: reduce with an axis averages over every element of uneven b
                                tf::InvalidArgumentError, "components differ in shape: (3,)");
   TF_REQUIRE_THROWS_CONTAINING(strategy.reduce(ds::ReduceOp::SUM, losses, 1),
                                tf::InvalidArgumentError, "axis 1 is out of range");
+  ds::PerReplica<tf::Tensor> ragged({tf::zeros({3, 2}), tf::zeros({1, 2})});
+  check_values(strategy.reduce(ds::ReduceOp::SUM, ragged, 0), {0, 0});
+  TF_REQUIRE_THROWS_CONTAINING(strategy.reduce(ds::ReduceOp::SUM, ragged, 1),
+                               tf::InvalidArgumentError,
+                               "components differ in shape outside axis 1: (3, 2) for replica 0, "
+                               "(1, 2) for replica 1");
 }
 
 TEST_CASE("strategy: mirrored variables", "[cpu][distribute]") {

