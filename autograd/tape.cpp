@@ -159,7 +159,9 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
 
   auto node = std::make_unique<Node>();
   node->prim = prim.clone();
-  const uint32_t saves = prim.vjp_saves();
+  // A graph for None dimensions: vjps take sizes from the primals themselves, which are
+  // graph values anyway (keeping them costs nothing while tracing).
+  const uint32_t saves = detail::thread_context().open_shapes ? 0xFFFFFFFFu : prim.vjp_saves();
   const size_t n_in = inputs.size(), n_out = outputs.size();
   node->in.resize(n_in);
   for (size_t i = 0; i < n_in; ++i) {

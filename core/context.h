@@ -15,6 +15,9 @@ struct ThreadContext {
   std::vector<Device> device_stack;
   std::vector<TapeObserver*> tapes;  // innermost last
   TraceObserver* trace = nullptr;    // innermost active trace
+  // The active trace must serve several sizes of some dimensions (tf::function with None
+  // dimensions): composites take sizes from tensors at run time instead of baking them in.
+  bool open_shapes = false;
 };
 
 inline ThreadContext& thread_context() {

@@ -1,9 +1,14 @@
 #include "jit/function.h"
 
 #include <algorithm>
+#include <cstring>
+#include <typeinfo>
+
+#include <fmt/format.h>
 
 #include "autograd/tape.h"
 #include "core/check.h"
+#include "core/context.h"
 #include "core/log.h"
 #include "ops/dispatch.h"
 #include "jit/fusion.h"
@@ -17,10 +22,11 @@ void SignatureKey::add_tensor(const Tensor& t) {
   add_raw(&tag, 1);
   const int r = t.rank();
   add_raw(&r, sizeof r);
-  for (int d = 0; d < r; ++d) {
-    const int64_t v = t.shape()[d];
-    add_raw(&v, sizeof v);
-  }
+  if (with_dims)
+    for (int d = 0; d < r; ++d) {
+      const int64_t v = t.shape()[d];
+      add_raw(&v, sizeof v);
+    }
   const DType dt = t.dtype();
   add_raw(&dt, sizeof dt);
   const Device dev = t.placement();
@@ -40,6 +46,192 @@ Tensor example_for(const TensorSpec& spec) {
   return symbolic(spec.shape, spec.dtype, current_device());
 }
 
+Tensor example_for_generic(const TensorSpec& spec) {
+  TensorShape s = spec.shape;
+  for (int d = 0; d < s.rank(); ++d)
+    if (s[d] < 0) s[d] = 2;
+  return symbolic(s, spec.dtype, current_device());
+}
+
+std::string masked_dims_key(const std::vector<Tensor>& tensors,
+                            const std::vector<std::vector<bool>>& mask) {
+  std::string k = "|open";
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (int d = 0; d < tensors[i].rank(); ++d) {
+      const int64_t v = mask[i][static_cast<size_t>(d)] ? None : tensors[i].shape()[d];
+      k.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  return k;
+}
+
+std::vector<Tensor> probe_tensors(const std::vector<Tensor>& tensors,
+                                  const std::vector<std::vector<bool>>& mask) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorShape s = tensors[i].shape();
+    for (int d = 0; d < s.rank(); ++d)
+      if (mask[i][static_cast<size_t>(d)]) s[d] += 1;
+    out.push_back(symbolic(s, tensors[i].dtype(), tensors[i].placement()));
+  }
+  return out;
+}
+
+std::shared_ptr<void> open_shapes_scope() {
+  auto& ctx = thread_context();
+  const bool saved = ctx.open_shapes;
+  ctx.open_shapes = true;
+  return std::shared_ptr<void>(nullptr, [saved](void*) { thread_context().open_shapes = saved; });
+}
+
+void throw_not_generic(const std::string& function, const std::string& reason) {
+  TF_THROW(InvalidArgumentError, function.c_str(),
+           "one graph cannot serve every shape of the None dimensions: {}. Compute shapes with "
+           "-1 in reshape, or give fully known shapes",
+           reason);
+}
+
+namespace {
+
+// Infers every node's outputs for new input shapes (the ops' own shape checks run, so a shape
+// the graph cannot take raises the op's usual error).
+void reinfer(Graph& g, const std::vector<TensorMeta>& inputs) {
+  g.inputs = inputs;
+  std::vector<std::vector<Tensor>> values(g.nodes.size());
+  std::vector<Tensor> in;
+  std::vector<TensorMeta> metas;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Graph::Node& n = g.nodes[i];
+    in.clear();
+    for (const Graph::Ref& r : n.inputs) {
+      switch (r.source) {
+        case Graph::Source::Input:
+          in.push_back(symbolic(g.inputs[r.index].shape, g.inputs[r.index].dtype,
+                                g.input_devices[r.index]));
+          break;
+        case Graph::Source::Constant: in.push_back(g.constants[r.index]); break;
+        case Graph::Source::Node: in.push_back(values[r.index][r.output]); break;
+      }
+    }
+    metas.assign(n.outputs.size(), TensorMeta{});
+    n.prim->infer(in, metas);
+    n.outputs = metas;
+    for (const TensorMeta& m : metas) values[i].push_back(symbolic(m.shape, m.dtype, n.device));
+  }
+}
+
+bool same_constant(const Tensor& a, const Tensor& b) {
+  if (a.impl() == b.impl()) return true;
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor ha = a.placement().is_cpu() ? a : copy_to_device(a, Device{});
+  const Tensor hb = b.placement().is_cpu() ? b : copy_to_device(b, Device{});
+  return std::memcmp(ha.raw_data(), hb.raw_data(), ha.nbytes()) == 0;
+}
+
+}  // namespace
+
+void GenericTrace::validate(const Graph& b) {
+  const Graph& a = raw;
+  generic = false;
+  if (a.nodes.size() != b.nodes.size()) {
+    reason = fmt::format("the function runs {} ops at the first shapes and {} at the next",
+                         a.nodes.size(), b.nodes.size());
+    return;
+  }
+  if (a.constants.size() != b.constants.size()) {
+    reason = "the number of captured constants depends on the None dimensions";
+    return;
+  }
+  for (size_t k = 0; k < a.constants.size(); ++k)
+    if (!same_constant(a.constants[k], b.constants[k])) {
+      reason = fmt::format("the constant %const{} ({} {}) is computed from a None dimension", k,
+                           dtype_name(a.constants[k].dtype()), a.constants[k].shape().to_string());
+      return;
+    }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Graph::Node& x = a.nodes[i];
+    const Graph::Node& y = b.nodes[i];
+    if (typeid(*x.prim) != typeid(*y.prim) ||
+        x.prim->trace_attributes() != y.prim->trace_attributes() || x.inputs != y.inputs ||
+        x.device != y.device ||
+        x.outputs.size() != y.outputs.size()) {
+      reason = fmt::format("op %{} ({}) has {{{}}} at the first shapes and {} {{{}}} at the next",
+                           i, x.prim->name(), x.prim->attributes(), y.prim->name(),
+                           y.prim->attributes());
+      return;
+    }
+  }
+  if (a.outputs != b.outputs) {
+    reason = "the results depend on the None dimensions";
+    return;
+  }
+  Graph check = a;
+  try {
+    reinfer(check, b.inputs);
+  } catch (const std::exception& e) {
+    reason = std::string("shape inference at the next shapes failed: ") + e.what();
+    return;
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i)
+    for (size_t k = 0; k < check.nodes[i].outputs.size(); ++k)
+      if (!(check.nodes[i].outputs[k].shape == b.nodes[i].outputs[k].shape) ||
+          check.nodes[i].outputs[k].dtype != b.nodes[i].outputs[k].dtype) {
+        reason = fmt::format("op %{} ({}) infers {} but traces {}", i, a.nodes[i].prim->name(),
+                             check.nodes[i].outputs[k].shape.to_string(),
+                             b.nodes[i].outputs[k].shape.to_string());
+        return;
+      }
+  generic = true;
+  // For display: dimensions that differ between the probes are None.
+  shown = a;
+  auto open = [](TensorShape& s, const TensorShape& other) {
+    for (int d = 0; d < s.rank(); ++d)
+      if (s[d] != other[d]) s[d] = None;
+  };
+  for (size_t i = 0; i < shown.inputs.size(); ++i) open(shown.inputs[i].shape, b.inputs[i].shape);
+  for (size_t i = 0; i < shown.nodes.size(); ++i)
+    for (size_t k = 0; k < shown.nodes[i].outputs.size(); ++k)
+      open(shown.nodes[i].outputs[k].shape, b.nodes[i].outputs[k].shape);
+}
+
+std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const Tensor> args) {
+  std::string key;
+  for (const Tensor& t : args)
+    for (int d = 0; d < t.rank(); ++d) {
+      const int64_t v = t.shape()[d];
+      key.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if (it->first == key) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return cache_.front().second;
+      }
+  }
+  auto cf = std::make_shared<ConcreteFunction>();
+  cf->graph_ = raw;
+  cf->output_structure_ = output_structure;
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : args) metas.push_back({t.shape(), t.dtype()});
+  reinfer(cf->graph_, metas);
+  FunctionCore::optimize(cf->graph_, first_traced_id);
+  std::lock_guard lock(mu_);
+  cache_.emplace_front(std::move(key), cf);
+  if (cache_.size() > FunctionCore::kMaxCached) cache_.pop_back();
+  return cf;
+}
+
+}  // namespace tapeflow::detail
+
+namespace tapeflow {
+std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> args) const {
+  if (generic_) return generic_->specialization(args)->graph_.run(args);
+  return graph_.run(args);
+}
+}  // namespace tapeflow
+
+namespace tapeflow::detail {
+
 FunctionCore::FunctionCore(FunctionOptions options) : options_(std::move(options)) {}
 
 std::string FunctionCore::name() const {
@@ -57,16 +249,92 @@ std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
   return it->second->second;
 }
 
-void FunctionCore::insert(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
-  std::lock_guard lock(mu_);
-  if (index_.count(key)) return;  // another thread traced the same signature meanwhile
-  ++tracing_count_;
+void FunctionCore::insert_locked(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
   lru_.emplace_front(key, std::move(f));
   index_[key] = lru_.begin();
   if (lru_.size() > kMaxCached) {
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }
+}
+
+void FunctionCore::insert(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
+  std::lock_guard lock(mu_);
+  if (index_.count(key)) return;  // another thread traced the same signature meanwhile
+  ++tracing_count_;
+  insert_locked(key, std::move(f));
+  warn_if_retracing_locked();
+}
+
+void FunctionCore::insert_specialized(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
+  std::lock_guard lock(mu_);
+  if (!recent_.empty()) recent_.back() = false;  // served without a trace
+  if (index_.count(key)) return;
+  insert_locked(key, std::move(f));
+}
+
+std::shared_ptr<GenericTrace> FunctionCore::lookup_generic(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = generic_.find(key);
+  return it == generic_.end() ? nullptr : it->second;
+}
+
+void FunctionCore::insert_generic(const std::string& key, std::shared_ptr<GenericTrace> g) {
+  std::lock_guard lock(mu_);
+  if (generic_.size() >= kMaxCached) generic_.clear();  // bounded, like the graph cache
+  if (!generic_.try_emplace(key, g).second) return;
+  ++tracing_count_;
+  if (!g->generic && !logged_not_generic_) {
+    logged_not_generic_ = true;
+    TF_LOG_INFO("{}: one graph cannot serve every shape of its None dimensions ({}); it is "
+                "traced once per distinct shape",
+                name(), g->reason);
+  }
+  warn_if_retracing_locked();
+}
+
+void FunctionCore::log_not_generic(const GenericTrace& g) {
+  std::lock_guard lock(mu_);
+  if (logged_not_generic_) return;
+  logged_not_generic_ = true;
+  TF_LOG_INFO("{}: one graph cannot serve every shape of its None dimensions ({})", name(),
+              g.reason);
+}
+
+std::vector<std::vector<bool>> FunctionCore::open_dimensions(const std::string& family,
+                                                             const std::vector<Tensor>& tensors) {
+  std::vector<std::vector<bool>> mask(tensors.size());
+  bool any = false;
+  const auto& sig = options_.input_signature;
+  if (!sig.empty()) {
+    for (size_t i = 0; i < tensors.size() && i < sig.size(); ++i) {
+      mask[i].assign(static_cast<size_t>(tensors[i].rank()), false);
+      for (int d = 0; d < sig[i].shape.rank(); ++d)
+        if (sig[i].shape[d] < 0) any = mask[i][static_cast<size_t>(d)] = true;
+    }
+    return any ? mask : std::vector<std::vector<bool>>{};
+  }
+  if (!options_.reduce_retracing) return {};
+  std::lock_guard lock(mu_);
+  auto [it, first] = families_.try_emplace(family);
+  auto& [shapes, varied] = it->second;
+  if (first) {
+    for (const Tensor& t : tensors) {
+      shapes.push_back(t.shape());
+      varied.emplace_back(static_cast<size_t>(t.rank()), false);
+    }
+    return {};
+  }
+  // TF's reduce_retracing: dimensions that changed since the first call become None.
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (int d = 0; d < tensors[i].rank(); ++d)
+      if (tensors[i].shape()[d] != shapes[i][d]) varied[i][static_cast<size_t>(d)] = true;
+  for (const auto& v : varied)
+    for (bool b : v) any |= b;
+  return any ? varied : std::vector<std::vector<bool>>{};
+}
+
+void FunctionCore::warn_if_retracing_locked() {
   const auto traced = std::count(recent_.begin(), recent_.end(), true);
   if (recent_.size() >= 5 && traced >= 5 && warnings_ < 2) {
     ++warnings_;

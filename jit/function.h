@@ -38,23 +38,55 @@ struct FunctionOptions {
   std::string name = {};
 };
 
-// One traced graph (TF's ConcreteFunction).
+namespace detail {
+struct GenericTrace;
+}
+
+// One traced graph (TF's ConcreteFunction). A shape-generic one (traced for tf::None
+// dimensions) shows those dimensions as None in graph() and specialises itself to each call's
+// shapes (shape inference over the graph, no new trace).
 class ConcreteFunction {
  public:
   const Graph& graph() const { return graph_; }
   // Runs the graph on the flat list of tensor arguments.
-  std::vector<Tensor> call_flat(std::span<const Tensor> args) const { return graph_.run(args); }
+  std::vector<Tensor> call_flat(std::span<const Tensor> args) const;
 
   Graph graph_;
   std::vector<size_t> output_structure_;  // sizes of vector results, in order
+  std::shared_ptr<detail::GenericTrace> generic_;
 };
 
 namespace detail {
+
+// A trace that may serve several shapes: the unoptimised graph traced with the call's shapes
+// ("probe A") and a verdict from a second trace with every None dimension one larger ("probe
+// B"): when both graphs have the same ops, attributes, constants and wiring, and inferring
+// probe A's graph at probe B's shapes reproduces probe B, the graph does not depend on those
+// dimensions and is specialised per call by shape inference alone.
+struct GenericTrace {
+  Graph raw;
+  uint64_t first_traced_id = 0;
+  std::vector<size_t> output_structure;
+  std::vector<std::vector<bool>> mask;  // per tensor argument: which dimensions are None
+  bool generic = false;
+  std::string reason;  // why not, when not
+  Graph shown;         // raw with the dimensions that vary shown as None (when generic)
+
+  // The optimised graph for these argument shapes (cached; thread-safe).
+  std::shared_ptr<ConcreteFunction> specialization(std::span<const Tensor> args);
+  // Compares with probe B and sets `generic`/`reason`.
+  void validate(const Graph& probe_b);
+
+ private:
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<ConcreteFunction>>> cache_;
+};
 
 // Signature keys: a byte string of every tensor argument's shape, dtype and device and every
 // plain argument's value.
 struct SignatureKey {
   std::string bytes;
+  bool with_dims = true;  // false: the family key (ranks, dtypes, devices and values only)
   void add_raw(const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); }
   void add_tensor(const Tensor& t);
   template <class T>
@@ -92,6 +124,17 @@ class FunctionCore {
   void pin(std::shared_ptr<ConcreteFunction> f);
   // Checks the tensor arguments against options.input_signature.
   void check_signature(const std::vector<Tensor>& tensors) const;
+  // Which dimensions of each tensor argument one trace should leave open: the input_signature's
+  // None dimensions, or (reduce_retracing) those that changed between calls of this family
+  // (same ranks, dtypes, devices and plain values). Empty: trace these exact shapes.
+  std::vector<std::vector<bool>> open_dimensions(const std::string& family,
+                                                 const std::vector<Tensor>& tensors);
+  std::shared_ptr<GenericTrace> lookup_generic(const std::string& key);
+  // Counts one trace.
+  void insert_generic(const std::string& key, std::shared_ptr<GenericTrace> g);
+  // A cache miss served by specialising a generic trace (no new trace: not counted, and not
+  // a retrace for the warning).
+  void insert_specialized(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // Applies the graph passes before the first replay; tensors with ids below first_traced_id
   // existed before the trace (captured tensors a caller's tape may watch) and are never folded.
   static void optimize(Graph& graph, uint64_t first_traced_id);
@@ -113,7 +156,30 @@ class FunctionCore {
   std::vector<bool> recent_;  // last 10 calls: traced or not
   std::vector<std::shared_ptr<ConcreteFunction>> pinned_;
   int warnings_ = 0;
+  std::unordered_map<std::string, std::shared_ptr<GenericTrace>> generic_;
+  // reduce_retracing: the shapes first seen per family and the dimensions seen to vary.
+  std::unordered_map<std::string, std::pair<std::vector<TensorShape>, std::vector<std::vector<bool>>>>
+      families_;
+  bool logged_not_generic_ = false;
+  void insert_locked(const std::string& key, std::shared_ptr<ConcreteFunction> f);
+  void warn_if_retracing_locked();
+ public:
+  // Logs once per function why one trace cannot serve all shapes.
+  void log_not_generic(const GenericTrace& g);
 };
+
+// The key part for tensors with their open dimensions written as None.
+std::string masked_dims_key(const std::vector<Tensor>& tensors,
+                            const std::vector<std::vector<bool>>& mask);
+// Stand-ins for probe B: each open dimension one larger.
+std::vector<Tensor> probe_tensors(const std::vector<Tensor>& tensors,
+                                  const std::vector<std::vector<bool>>& mask);
+// For get_concrete_function(specs): stand-ins with None dimensions set to 2, and the mask.
+Tensor example_for_generic(const TensorSpec& spec);
+
+// Marks the thread's traces as serving open (None) dimensions while the handle lives.
+std::shared_ptr<void> open_shapes_scope();
+[[noreturn]] void throw_not_generic(const std::string& function, const std::string& reason);
 
 // Installs a tracer on `graph` for the lifetime of the returned handle.
 std::shared_ptr<void> begin_trace(Graph& graph);
@@ -190,8 +256,24 @@ class Function {
   const ConcreteFunction& get_concrete_function(const Specs&... specs) const {
     using R = std::decay_t<std::invoke_result_t<const F&, decltype((specs, Tensor()))...>>;
     std::vector<Tensor> tensors;
-    // Storage-less stand-ins: only their shapes, dtypes and devices matter for tracing.
-    std::shared_ptr<ConcreteFunction> cf = find_or_trace<R>(tensors, detail::example_for(specs)...);
+    const bool open = (false || ... || !specs.shape.is_fully_defined());
+    if (!open) {
+      // Storage-less stand-ins: only their shapes, dtypes and devices matter for tracing.
+      std::shared_ptr<ConcreteFunction> cf =
+          find_or_trace<R>(tensors, detail::example_for(specs)...);
+      core_->pin(cf);
+      return *cf;
+    }
+    // None dimensions: one generic trace (None dimensions probed at 2 and 3).
+    std::vector<std::vector<bool>> mask;
+    (mask.push_back([&] {
+       std::vector<bool> m(static_cast<size_t>(specs.shape.rank()));
+       for (int d = 0; d < specs.shape.rank(); ++d) m[static_cast<size_t>(d)] = specs.shape[d] < 0;
+       return m;
+     }()),
+     ...);
+    std::shared_ptr<ConcreteFunction> cf =
+        generic_concrete<R>(mask, tensors, detail::example_for_generic(specs)...);
     core_->pin(cf);
     return *cf;
   }
@@ -202,26 +284,116 @@ class Function {
 
  private:
   template <class T>
-  static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key) {
+  static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key,
+                      detail::SignatureKey& family) {
     if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) tensors.push_back(arg);
     key.add_value(arg);
+    family.add_value(arg);
   }
 
   // The graph for this call's signature (the tensor arguments are appended to `tensors`):
-  // from the cache, or traced now.
+  // from the cache, specialised from a generic trace, or traced now.
   template <class R, class... Args>
   std::shared_ptr<ConcreteFunction> find_or_trace(std::vector<Tensor>& tensors,
                                                   Args&&... args) const {
-    detail::SignatureKey key;
-    key.bytes = detail::current_device_key();
-    (collect(args, tensors, key), ...);
+    detail::SignatureKey key, family;
+    family.with_dims = false;
+    key.bytes = family.bytes = detail::current_device_key();
+    (collect(args, tensors, key, family), ...);
     core_->check_signature(tensors);
     std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
-    if (!cf) {
+    if (cf) return cf;
+    const auto mask = core_->open_dimensions(family.bytes, tensors);
+    if (mask.empty()) {
       cf = trace<R>(std::forward<Args>(args)...);
       core_->insert(key.bytes, cf);
+      return cf;
     }
+    const std::string gkey = family.bytes + detail::masked_dims_key(tensors, mask);
+    std::shared_ptr<detail::GenericTrace> g = core_->lookup_generic(gkey);
+    if (!g) {
+      g = trace_generic<R>(mask, tensors, args...);
+      core_->insert_generic(gkey, g);
+      if (!g->generic) {
+        // Probe A was traced at these very shapes: it serves this call.
+        cf = std::make_shared<ConcreteFunction>();
+        cf->graph_ = g->raw;
+        cf->output_structure_ = g->output_structure;
+        detail::FunctionCore::optimize(cf->graph_, g->first_traced_id);
+        core_->insert_specialized(key.bytes, cf);
+        return cf;
+      }
+    }
+    if (!g->generic) {
+      cf = trace<R>(std::forward<Args>(args)...);
+      core_->insert(key.bytes, cf);
+      return cf;
+    }
+    cf = g->specialization(tensors);
+    core_->insert_specialized(key.bytes, cf);
     return cf;
+  }
+
+  // A ConcreteFunction for specs with None dimensions (get_concrete_function).
+  template <class R, class... Args>
+  std::shared_ptr<ConcreteFunction> generic_concrete(const std::vector<std::vector<bool>>& mask,
+                                                     std::vector<Tensor>& tensors,
+                                                     Args&&... args) const {
+    (collect_tensor(args, tensors), ...);
+    core_->check_signature(tensors);
+    std::shared_ptr<detail::GenericTrace> g = trace_generic<R>(mask, tensors, args...);
+    core_->insert_generic(detail::current_device_key() + detail::masked_dims_key(tensors, mask) +
+                              "#concrete",
+                          g);
+    if (!g->generic) detail::throw_not_generic(core_->name(), g->reason);
+    auto cf = std::make_shared<ConcreteFunction>();
+    cf->graph_ = g->shown;
+    cf->output_structure_ = g->output_structure;
+    cf->generic_ = g;
+    return cf;
+  }
+
+  template <class T>
+  static void collect_tensor(const T& arg, std::vector<Tensor>& tensors) {
+    if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) tensors.push_back(arg);
+  }
+
+  // Probe A (the call's shapes) and probe B (open dimensions one larger), then the verdict.
+  template <class R, class... Args>
+  std::shared_ptr<detail::GenericTrace> trace_generic(const std::vector<std::vector<bool>>& mask,
+                                                      const std::vector<Tensor>& tensors,
+                                                      Args&&... args) const {
+    auto g = std::make_shared<detail::GenericTrace>();
+    const auto open = detail::open_shapes_scope();  // sizes read at run time while tracing
+    g->mask = mask;
+    g->first_traced_id = detail::next_tensor_id();
+    trace_into<R>(g->raw, g->output_structure, args...);
+    const std::vector<Tensor> probe = detail::probe_tensors(tensors, mask);
+    Graph b;
+    std::vector<size_t> structure_b;
+    try {
+      size_t next = 0;
+      // Braced initialisation: the tensor arguments are substituted left to right.
+      auto substituted = std::tuple<decltype(substitute(args, probe, next))...>{
+          substitute(args, probe, next)...};
+      std::apply([&](auto&&... a) { trace_into<R>(b, structure_b, std::forward<decltype(a)>(a)...); },
+                 std::move(substituted));
+    } catch (const std::exception& e) {
+      g->reason = std::string("tracing again with the None dimensions one larger failed: ") + e.what();
+      return g;
+    }
+    if (structure_b != g->output_structure) {
+      g->reason = "the result's structure depends on the None dimensions";
+      return g;
+    }
+    g->validate(b);
+    return g;
+  }
+
+  template <class A>
+  static decltype(auto) substitute(A&& a, const std::vector<Tensor>& probe, size_t& next) {
+    if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) return Tensor(probe[next++]);
+    else return std::forward<A>(a);
   }
 
   template <class A>
@@ -230,20 +402,24 @@ class Function {
     else return std::forward<A>(a);
   }
 
+  // Runs the callable once with symbolic tensors, recording `graph` (unoptimised).
+  template <class R, class... Args>
+  void trace_into(Graph& graph, std::vector<size_t>& structure, Args&&... args) const {
+    std::vector<Tensor> outputs;
+    auto tracer = detail::begin_trace(graph);
+    // Symbolic tensors are made in argument order (the graph's input order).
+    auto converted = std::tuple<decltype(traced_arg(tracer, std::forward<Args>(args)))...>{
+        traced_arg(tracer, std::forward<Args>(args))...};
+    R result = std::apply(fn_, std::move(converted));
+    detail::Results<R>::flatten(result, outputs, structure);
+    detail::end_trace(tracer, outputs);
+  }
+
   template <class R, class... Args>
   std::shared_ptr<ConcreteFunction> trace(Args&&... args) const {
     auto cf = std::make_shared<ConcreteFunction>();
-    std::vector<Tensor> outputs;
     const uint64_t first_traced_id = detail::next_tensor_id();
-    {
-      auto tracer = detail::begin_trace(cf->graph_);
-      // Symbolic tensors are made in argument order (the graph's input order).
-      auto converted = std::tuple<decltype(traced_arg(tracer, std::forward<Args>(args)))...>{
-          traced_arg(tracer, std::forward<Args>(args))...};
-      R result = std::apply(fn_, std::move(converted));
-      detail::Results<R>::flatten(result, outputs, cf->output_structure_);
-      detail::end_trace(tracer, outputs);
-    }
+    trace_into<R>(cf->graph_, cf->output_structure_, std::forward<Args>(args)...);
     detail::FunctionCore::optimize(cf->graph_, first_traced_id);
     return cf;
   }

@@ -1,5 +1,7 @@
 #include "ops/factory.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <cmath>
 
 #include "core/check.h"
@@ -93,15 +95,25 @@ Tensor zeros(const TensorShape& shape, DType dtype) {
 Tensor ones(const TensorShape& shape, DType dtype) {
   return fill(shape, detail::from_doubles({1.0}, TensorShape{}, dtype));
 }
+namespace {
+// In a graph for None dimensions the size comes from x when the graph runs.
+Tensor filled_like(const Tensor& x, double value, DType dtype) {
+  DeviceScope scope(x.placement());
+  if (detail::open_shapes() && x.is_symbolic())
+    return detail::broadcast_like(
+        detail::copy_to_device(detail::from_doubles({value}, TensorShape{}, dtype), x.placement()),
+        x);
+  return fill(x.shape(), detail::from_doubles({value}, TensorShape{}, dtype));
+}
+}  // namespace
+
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
   TF_CHECK_ARG(x.defined(), "zeros_like", "the input is an undefined tensor");
-  DeviceScope scope(x.placement());
-  return zeros(x.shape(), dtype.value_or(x.dtype()));
+  return filled_like(x, 0.0, dtype.value_or(x.dtype()));
 }
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
   TF_CHECK_ARG(x.defined(), "ones_like", "the input is an undefined tensor");
-  DeviceScope scope(x.placement());
-  return ones(x.shape(), dtype.value_or(x.dtype()));
+  return filled_like(x, 1.0, dtype.value_or(x.dtype()));
 }
 
 Tensor eye(int64_t num_rows, DType dtype) { return eye(num_rows, num_rows, dtype); }

@@ -1,5 +1,7 @@
 #include "ops/movement.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -112,6 +114,7 @@ Tensor expand_dims(const Tensor& x, int axis) {
                "cannot add a dimension to shape {}: the maximum rank is {}", x.shape().to_string(),
                TensorShape::kMaxRank);
   const int a = axis < 0 ? axis + r + 1 : axis;
+  if (detail::open_shapes()) return detail::insert_axes(x, {a});
   TensorShape s;
   for (int i = 0; i < r; ++i) {
     if (i == a) s.push_back(1);
@@ -134,6 +137,12 @@ Tensor squeeze(const Tensor& x, const std::vector<int>& axes) {
                    x.shape().to_string(), x.shape()[a]);
       drop[a] = true;
     }
+  }
+  if (detail::open_shapes() && !axes.empty()) {
+    std::vector<int> removed;
+    for (int i = 0; i < r; ++i)
+      if (drop[i]) removed.push_back(i);
+    return detail::remove_axes(x, removed);
   }
   TensorShape s;
   for (int i = 0; i < r; ++i)
@@ -459,7 +468,7 @@ using Span = std::span<const Tensor>;
 
 uint32_t Reshape::vjp_saves() const { return 0; }
 std::vector<Tensor> Reshape::vjp(Span p, Span cts, std::span<const int>, Span) const {
-  return {reshape(cts[0], p[0].shape())};
+  return {detail::reshape_like(cts[0], p[0])};
 }
 
 uint32_t Transpose::vjp_saves() const { return 0; }

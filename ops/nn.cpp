@@ -303,7 +303,8 @@ Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
   // The mask goes where x lives unless a DeviceScope says otherwise.
   std::optional<DeviceScope> scope;
   if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
-  const Tensor u = random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed);
+  // In a graph for None dimensions the mask's shape is read from x when it runs.
+  const Tensor u = detail::random_uniform_like(x, 0.0, 1.0, x.dtype(), seed);
   const Tensor keep = tapeflow::greater_equal(u, rate);
   return tapeflow::where(keep, x * (1.0 / (1.0 - rate)), 0);
 }

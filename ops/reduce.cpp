@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/helpers.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -45,13 +46,18 @@ int64_t reduced_count(const TensorShape& s, std::span<const int> axes) {
 
 Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
   const int64_t count = reduced_count(x.shape(), axes);
+  const std::vector<int> axes_copy = axes;
   Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
   const DType d = x.dtype();
   if (is_floating(d)) {
+    const bool half = d == float16 || d == bfloat16;
+    // A graph for None dimensions reads the count when it runs.
+    const Tensor n = detail::open_shapes()
+                         ? detail::element_count(x, axes_copy, half ? float32 : d)
+                         : Tensor(static_cast<double>(count));
     // Half types: divide in float32, so counts above 2048 are not rounded to the half grid.
-    if (d == float16 || d == bfloat16)
-      return cast(divide(cast(s, float32), Tensor(static_cast<double>(count))), d);
-    return divide(s, Tensor(static_cast<double>(count)));
+    if (half) return cast(divide(cast(s, float32), n), d);
+    return divide(s, n);
   }
   // Integers: TF divides in the integer type (truncation toward zero). The sum is divided in
   // float64 (exact while |sum| < 2^53) and cast back, which truncates the same way. An empty
@@ -248,6 +254,12 @@ Tensor sum_to_shape(const Tensor& g, const TensorShape& shape) {
   for (int d = 0; d < g.rank(); ++d)
     if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(d);
   Tensor s = axes.empty() ? g : reduce_sum(g, axes, /*keepdims=*/true);
+  if (open_shapes()) {
+    // Only the leading dimensions go; the sizes of the others come from g when it runs.
+    std::vector<int> lead_axes(static_cast<size_t>(lead));
+    std::iota(lead_axes.begin(), lead_axes.end(), 0);
+    return remove_axes(s, lead_axes);
+  }
   return reshape(s, shape);
 }
 }  // namespace detail
@@ -262,6 +274,11 @@ using Span = std::span<const Tensor>;
 Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int>& axes,
                    bool keepdims) {
   Tensor k = g;
+  if (!keepdims && detail::open_shapes()) {
+    std::vector<int> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    return detail::insert_axes(g, sorted);
+  }
   if (!keepdims) {
     TensorShape kept;
     for (int d = 0; d < x.rank(); ++d)
@@ -274,7 +291,7 @@ Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int>& axe
 
 uint32_t ReduceSum::vjp_saves() const { return 0; }
 std::vector<Tensor> ReduceSum::vjp(Span p, Span cts, std::span<const int>, Span) const {
-  return {broadcast_to(expand_back(cts[0], p[0], axes, keepdims), p[0].shape())};
+  return {detail::broadcast_like(expand_back(cts[0], p[0], axes, keepdims), p[0])};
 }
 
 // d prod / d x_i = product of the others: y / x_i where x_i != 0; with exactly one zero in a

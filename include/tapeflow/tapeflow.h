@@ -4,6 +4,9 @@
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
+#include "data/dataset.h"
+#include "data/fashion_mnist.h"
+#include "data/idx.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"

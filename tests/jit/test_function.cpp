@@ -9,6 +9,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -178,9 +179,12 @@ TEST_CASE("function: get_concrete_function exposes the graph", "[jit]") {
   CHECK(f.tracing_count() == 1);
   f(tf::ones({2, 3}), tf::ones({3, 4}));  // the same signature: no new trace
   CHECK(f.tracing_count() == 1);
+  // None dimensions: one graph for every size, shown with None.
   auto g1 = tf::function([](const tf::Tensor& a) { return a * 2.0f; });
-  tf::testing::require_error([&] { g1.get_concrete_function(tf::TensorSpec({tf::None, 3})); },
-                             {"get_concrete_function", "(None, 3)"});
+  const tf::ConcreteFunction& open = g1.get_concrete_function(tf::TensorSpec({tf::None, 3}));
+  CHECK(open.graph().to_string().find("float32 (None, 3)") != std::string::npos);
+  check_values(open.call_flat(std::vector<tf::Tensor>{tf::ones({1, 3})})[0], {2, 2, 2});
+  CHECK(g1.tracing_count() == 1);
 }
 
 TEST_CASE("function: the trace cache is bounded", "[jit]") {
@@ -296,4 +300,114 @@ TEST_CASE("function: several threads may call one function", "[jit]") {
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
   CHECK(f.tracing_count() >= 1);
   CHECK(f.tracing_count() <= 4);
+}
+
+TEST_CASE("function: None dimensions of input_signature make one trace serve every size", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    tf::Tensor w = tf::constant({{1.0f, -2.0f}, {0.5f, 1.0f}, {-1.0f, 0.25f}});
+    tf::Tensor b = tf::constant({0.1f, -0.2f});
+    int body_runs = 0;
+    auto f = tf::function(
+        [&](const tf::Tensor& x) {
+          ++body_runs;
+          return tf::reduce_sum(tf::nn::relu(tf::matmul(x, w) + b), 1);
+        },
+        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3})}, .name = "dense"});
+    for (int64_t n : {4, 1, 7, 4, 2}) {
+      std::vector<double> v = tf::testing::random_values(static_cast<size_t>(n * 3), -1, 1,
+                                                         static_cast<unsigned>(n));
+      std::vector<float> vf(v.begin(), v.end());
+      tf::Tensor x = tf::constant(vf, {n, 3});
+      check_close(f(x), tf::reduce_sum(tf::nn::relu(tf::matmul(x, w) + b), 1));
+    }
+    CHECK(f.tracing_count() == 1);
+    CHECK(body_runs == 2);  // the trace and its check at the next size
+    const auto& cf = f.get_concrete_function(tf::TensorSpec({tf::None, 3}));
+    CHECK(cf.graph().to_string().find("(None, 2)") != std::string::npos);
+    check_close(cf.call_flat(std::vector<tf::Tensor>{tf::ones({3, 3})})[0],
+                tf::reduce_sum(tf::nn::relu(tf::matmul(tf::ones({3, 3}), w) + b), 1));
+  }
+}
+
+TEST_CASE("function: a body that computes shapes from a None dimension traces per shape", "[jit]") {
+  auto f = tf::function(
+      [](const tf::Tensor& x) { return tf::reshape(x, {x.shape()[0] * 2}) * 2.0f; },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 2})}, .name = "flat"});
+  check_values(f(tf::ones({2, 2})), {2, 2, 2, 2});
+  CHECK(f.tracing_count() == 1);
+  check_values(f(tf::ones({3, 2})), {2, 2, 2, 2, 2, 2});
+  CHECK(f.tracing_count() == 2);
+  check_values(f(tf::ones({3, 2})), {2, 2, 2, 2, 2, 2});
+  CHECK(f.tracing_count() == 2);
+  tf::testing::require_error([&] { f.get_concrete_function(tf::TensorSpec({tf::None, 2})); },
+                             {"flat", "reshape", "None dimensions"});
+}
+
+TEST_CASE("function: reduce_retracing opens the dimensions that vary", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_max(x * x, 1); },
+                        tf::FunctionOptions{.reduce_retracing = true});
+  for (int64_t n : {2, 4, 6, 3, 2}) {
+    tf::Tensor x = tf::reshape(tf::range(0.0, static_cast<double>(n * 3), 1.0, tf::float32), {n, 3});
+    check_close(f(x), tf::reduce_max(x * x, 1));
+  }
+  CHECK(f.tracing_count() == 2);  // the first shape exactly, then one trace for (None, 3)
+}
+
+TEST_CASE("function: a traced train step with a None batch dimension traces once", "[jit]") {
+  tf::random::set_seed(3);
+  tf::Variable w(tf::random::normal({4, 3}), "w"), b(tf::zeros({3}), "b");
+  tf::Variable w2(w.value(), "w2"), b2(b.value(), "b2");
+  auto step_body = [](tf::Variable& wv, tf::Variable& bv, const tf::Tensor& x,
+                      const tf::Tensor& y) {
+    tf::GradientTape tape;
+    tf::Tensor logits = tf::matmul(x, wv) + bv;
+    tf::Tensor loss = tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(y, logits));
+    auto g = tape.gradient(loss, std::vector<tf::Variable>{wv, bv});
+    wv.assign_sub(g[0] * 0.5f);
+    bv.assign_sub(g[1] * 0.5f);
+    return loss;
+  };
+  auto traced = tf::function(
+      [&](const tf::Tensor& x, const tf::Tensor& y) { return step_body(w, b, x, y); },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4}),
+                                              tf::TensorSpec({tf::None}, tf::int32)},
+                          .name = "train_step"});
+  for (int64_t n : {8, 5, 8, 3}) {
+    std::vector<double> xv = tf::testing::random_values(static_cast<size_t>(n * 4), -1, 1,
+                                                        static_cast<unsigned>(n));
+    std::vector<float> xf(xv.begin(), xv.end());
+    std::vector<int32_t> yv;
+    for (int64_t i = 0; i < n; ++i) yv.push_back(static_cast<int32_t>(i % 3));
+    tf::Tensor x = tf::constant(xf, {n, 4});
+    tf::Tensor y = tf::constant(yv, {n});
+    tf::Tensor l_traced = traced(x, y);
+    tf::Tensor l_eager = step_body(w2, b2, x, y);
+    check_close(l_traced, l_eager, 1e-5, 1e-6);
+    check_close(w.value(), w2.value(), 1e-5, 1e-6);
+    check_close(b.value(), b2.value(), 1e-5, 1e-6);
+  }
+  CHECK(traced.tracing_count() == 1);
+}
+
+TEST_CASE("function: dropout in a graph for None dimensions draws its mask at each call's size",
+          "[jit]") {
+  tf::random::set_seed(11);
+  auto f = tf::function([](const tf::Tensor& x) { return tf::nn::dropout(x, 0.5); },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 8})}});
+  std::vector<std::vector<float>> seen;
+  for (int64_t n : {4, 6, 4}) {
+    const std::vector<float> v = f(tf::ones({n, 8})).numpy<float>();
+    REQUIRE(v.size() == static_cast<size_t>(n * 8));
+    int zeros = 0;
+    for (float e : v) {
+      CHECK((e == 0.0f || e == 2.0f));
+      zeros += e == 0.0f;
+    }
+    CHECK(zeros > 0);
+    CHECK(zeros < n * 8);
+    seen.push_back(v);
+  }
+  CHECK(f.tracing_count() == 1);
+  CHECK(seen[0] != seen[2]);  // a new mask at every call
 }

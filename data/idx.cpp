@@ -1,0 +1,206 @@
+#include "data/idx.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "core/check.h"
+
+namespace tapeflow::data {
+namespace {
+
+constexpr const char* kRead = "read_idx";
+constexpr const char* kWrite = "write_idx";
+// A header claiming more than this is corrupt rather than a dataset we would load in memory.
+constexpr uint64_t kMaxBytes = uint64_t{1} << 36;
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const {
+    if (f) gzclose(f);
+  }
+};
+using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
+
+std::string gz_message(gzFile f) {
+  int code = 0;
+  const char* msg = gzerror(f, &code);
+  if (code == Z_ERRNO) return std::strerror(errno);
+  return msg ? msg : "unknown zlib error";
+}
+
+// Reads up to n bytes; returns how many were read (fewer at the end of the data). Corrupt
+// compressed data is an InvalidArgumentError.
+size_t read_bytes(gzFile f, void* dst, size_t n, const std::string& path) {
+  auto* p = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(f, p + done, chunk);
+    if (got < 0) TF_THROW(InvalidArgumentError, kRead, "{}: corrupt data: {}", path, gz_message(f));
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+void byteswap_in_place(uint8_t* data, size_t count, size_t width) {
+  if (width == 1 || std::endian::native == std::endian::big) return;
+  for (size_t i = 0; i < count; ++i) std::reverse(data + i * width, data + (i + 1) * width);
+}
+
+struct IdxType {
+  uint8_t code;
+  size_t width;
+  DType dtype;
+  const char* name;
+};
+
+constexpr IdxType kTypes[] = {
+    {0x08, 1, uint8, "unsigned byte"}, {0x09, 1, int32, "signed byte"},
+    {0x0B, 2, int32, "short"},         {0x0C, 4, int32, "int"},
+    {0x0D, 4, float32, "float"},       {0x0E, 8, float64, "double"},
+};
+
+}  // namespace
+
+Tensor read_idx(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    TF_THROW(NotFoundError, kRead, "{}: no such file", path);
+  errno = 0;
+  GzFile f(gzopen(path.c_str(), "rb"));
+  if (!f)
+    TF_THROW(NotFoundError, kRead, "{}: cannot open: {}", path,
+             errno ? std::strerror(errno) : "out of memory");
+  gzbuffer(f.get(), 1 << 17);
+
+  uint8_t magic[4];
+  const size_t got_magic = read_bytes(f.get(), magic, 4, path);
+  TF_CHECK_ARG(got_magic == 4, kRead,
+               "{}: truncated: the file has {} byte(s), fewer than the "
+               "4-byte IDX magic number",
+               path, got_magic);
+  TF_CHECK_ARG(magic[0] == 0 && magic[1] == 0, kRead,
+               "{}: bad magic number 0x{:02x}{:02x}{:02x}{:02x}: an IDX file starts with two zero "
+               "bytes, a type code and the rank (is this an IDX file?)",
+               path, magic[0], magic[1], magic[2], magic[3]);
+  const IdxType* type = nullptr;
+  for (const IdxType& t : kTypes)
+    if (t.code == magic[2]) type = &t;
+  TF_CHECK_ARG(type != nullptr, kRead,
+               "{}: unknown IDX type code 0x{:02x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or "
+               "0x0e)",
+               path, magic[2]);
+  const int rank = magic[3];
+  TF_CHECK_ARG(rank >= 1 && rank <= TensorShape::kMaxRank, kRead,
+               "{}: rank {} in the header is outside 1..{}", path, rank, TensorShape::kMaxRank);
+
+  std::vector<uint8_t> dims_be(static_cast<size_t>(rank) * 4);
+  const size_t got_dims = read_bytes(f.get(), dims_be.data(), dims_be.size(), path);
+  TF_CHECK_ARG(got_dims == dims_be.size(), kRead,
+               "{}: truncated header: {} dimension(s) need {} bytes, the file has {}", path, rank,
+               dims_be.size(), got_dims);
+  TensorShape shape;
+  uint64_t count = 1;
+  for (int i = 0; i < rank; ++i) {
+    const uint8_t* b = &dims_be[static_cast<size_t>(i) * 4];
+    const uint64_t d =
+        (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
+    shape.push_back(static_cast<int64_t>(d));
+    // Checked before multiplying, so that a corrupt header cannot overflow the count.
+    const bool fits = d == 0 || count <= kMaxBytes / type->width / d;
+    count *= d;
+    TF_CHECK_ARG(fits, kRead,
+                 "{}: the header's dimensions {} describe more than {} bytes of data; the "
+                 "header is corrupt",
+                 path, shape.to_string(), kMaxBytes);
+  }
+
+  const size_t nbytes = static_cast<size_t>(count) * type->width;
+  // Signed bytes and shorts widen to int32 through a staging buffer; the rest land in place.
+  const bool widen = type->width != dtype_size(type->dtype);
+  Tensor out = tapeflow::detail::empty(shape, type->dtype, Device{});
+  std::vector<uint8_t> staging(widen ? nbytes : 0);
+  uint8_t* dst = widen ? staging.data() : static_cast<uint8_t*>(out.raw_data());
+  const size_t got = nbytes ? read_bytes(f.get(), dst, nbytes, path) : 0;
+  TF_CHECK_ARG(got == nbytes, kRead,
+               "{}: truncated: the header's shape {} of {} needs {} data bytes, the file has {}",
+               path, shape.to_string(), type->name, nbytes, got);
+  uint8_t extra;
+  TF_CHECK_ARG(read_bytes(f.get(), &extra, 1, path) == 0, kRead,
+               "{}: trailing data after the {} bytes that the header's shape {} describes", path,
+               nbytes, shape.to_string());
+
+  if (!widen) {
+    byteswap_in_place(dst, count, type->width);
+  } else if (type->code == 0x09) {
+    auto* o = out.data<int32_t>();
+    for (size_t i = 0; i < count; ++i) o[i] = static_cast<int8_t>(staging[i]);
+  } else {
+    auto* o = out.data<int32_t>();
+    for (size_t i = 0; i < count; ++i)
+      o[i] = static_cast<int16_t>((staging[2 * i] << 8) | staging[2 * i + 1]);
+  }
+  return out;
+}
+
+void write_idx(const std::string& path, const Tensor& tensor, bool compress) {
+  TF_CHECK_ARG(tensor.defined() && !tensor.is_symbolic(), kWrite, "{}: needs a tensor with a value",
+               path);
+  uint8_t code = 0;
+  switch (tensor.dtype().id) {
+    case DTypeId::UInt8:
+      code = 0x08;
+      break;
+    case DTypeId::Int32:
+      code = 0x0C;
+      break;
+    case DTypeId::Float32:
+      code = 0x0D;
+      break;
+    case DTypeId::Float64:
+      code = 0x0E;
+      break;
+    default:
+      TF_THROW(InvalidArgumentError, kWrite,
+               "{}: IDX has no type for dtype {} (use uint8, int32, float32 or float64)", path,
+               dtype_name(tensor.dtype()));
+  }
+  TF_CHECK_ARG(tensor.rank() >= 1, kWrite, "{}: IDX needs rank >= 1, got shape ()", path);
+  std::vector<uint8_t> bytes = {0, 0, code, static_cast<uint8_t>(tensor.rank())};
+  for (int64_t d : tensor.shape()) {
+    TF_CHECK_ARG(d <= UINT32_MAX, kWrite, "{}: dimension {} does not fit IDX's uint32", path, d);
+    const auto u = static_cast<uint32_t>(d);
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<uint8_t>(u >> s));
+  }
+  const size_t header = bytes.size();
+  auto hb = tapeflow::detail::host_bytes(tensor);
+  bytes.resize(header + tensor.nbytes());
+  if (tensor.nbytes()) std::memcpy(bytes.data() + header, hb.data, tensor.nbytes());
+  byteswap_in_place(bytes.data() + header, static_cast<size_t>(tensor.num_elements()),
+                    dtype_size(tensor.dtype()));
+
+  errno = 0;
+  GzFile f(gzopen(path.c_str(), compress ? "wb" : "wbT"));
+  if (!f)
+    TF_THROW(NotFoundError, kWrite, "{}: cannot create: {}", path,
+             errno ? std::strerror(errno) : "out of memory");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(bytes.size() - done, 1u << 30));
+    const int put = gzwrite(f.get(), bytes.data() + done, chunk);
+    if (put <= 0)
+      TF_THROW(InternalError, kWrite, "{}: write failed: {}", path, gz_message(f.get()));
+    done += static_cast<size_t>(put);
+  }
+  const int rc = gzclose(f.release());
+  if (rc != Z_OK) TF_THROW(InternalError, kWrite, "{}: closing failed (zlib error {})", path, rc);
+}
+
+}  // namespace tapeflow::data

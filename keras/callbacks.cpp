@@ -1,0 +1,353 @@
+#include "keras/callbacks.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+#include "core/check.h"
+#include "core/log.h"
+
+namespace tapeflow::keras {
+
+std::optional<double> find_log(const Logs& logs, const std::string& name) {
+  for (const auto& [k, v] : logs)
+    if (k == name) return v;
+  return std::nullopt;
+}
+
+namespace callbacks {
+
+namespace {
+std::string available(const Logs& logs) {
+  std::string s;
+  for (const auto& [k, v] : logs) s += (s.empty() ? "" : ", ") + k;
+  return s.empty() ? "none" : s;
+}
+}  // namespace
+
+bool metric_is_maximized(const std::string& monitor, const std::string& mode) {
+  if (mode == "max") return true;
+  if (mode == "min") return false;
+  TF_CHECK_ARG(mode == "auto", "callbacks", "mode must be \"auto\", \"min\" or \"max\", got \"{}\"",
+               mode);
+  return monitor.find("acc") != std::string::npos || monitor.find("auc") != std::string::npos ||
+         monitor.starts_with("fmeasure") || monitor.starts_with("f1");
+}
+
+TrainingContext& Callback::context() const {
+  TF_CHECK_T(FailedPreconditionError, ctx_ != nullptr, "callbacks",
+             "the callback is not attached to a training loop (fit, evaluate or predict)");
+  return *ctx_;
+}
+
+// ---- CallbackList ----
+
+CallbackList::CallbackList(std::vector<CallbackRef> callbacks, TrainingContext* context)
+    : callbacks_(std::move(callbacks)) {
+  for (auto& c : callbacks_) c->set_context(context);
+}
+#define TF_FOR_EACH_CALLBACK(CALL) \
+  for (auto& c : callbacks_) c->CALL
+void CallbackList::on_train_begin(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_begin(l)); }
+void CallbackList::on_train_end(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_end(l)); }
+void CallbackList::on_epoch_begin(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_begin(e, l)); }
+void CallbackList::on_epoch_end(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_end(e, l)); }
+void CallbackList::on_train_batch_begin(int64_t b, const Logs& l) {
+  TF_FOR_EACH_CALLBACK(on_train_batch_begin(b, l));
+}
+void CallbackList::on_train_batch_end(int64_t b, const Logs& l) {
+  TF_FOR_EACH_CALLBACK(on_train_batch_end(b, l));
+}
+void CallbackList::on_test_begin(const Logs& l) { TF_FOR_EACH_CALLBACK(on_test_begin(l)); }
+void CallbackList::on_test_end(const Logs& l) { TF_FOR_EACH_CALLBACK(on_test_end(l)); }
+void CallbackList::on_test_batch_end(int64_t b, const Logs& l) {
+  TF_FOR_EACH_CALLBACK(on_test_batch_end(b, l));
+}
+void CallbackList::on_predict_begin(const Logs& l) { TF_FOR_EACH_CALLBACK(on_predict_begin(l)); }
+void CallbackList::on_predict_end(const Logs& l) { TF_FOR_EACH_CALLBACK(on_predict_end(l)); }
+void CallbackList::on_predict_batch_end(int64_t b, const Logs& l) {
+  TF_FOR_EACH_CALLBACK(on_predict_batch_end(b, l));
+}
+#undef TF_FOR_EACH_CALLBACK
+
+// ---- History ----
+
+void History::on_train_begin(const Logs&) {
+  epoch.clear();
+  history.clear();
+}
+void History::on_epoch_end(int e, const Logs& logs) {
+  epoch.push_back(e);
+  for (const auto& [k, v] : logs) history[k].push_back(v);
+}
+
+// ---- ProgbarLogger ----
+
+void ProgbarLogger::on_train_begin(const Logs&) { in_fit_ = true; }
+void ProgbarLogger::on_train_end(const Logs&) { in_fit_ = false; }
+
+void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
+  auto& ctx = context();
+  if (ctx.verbose == 0) return;
+  std::ostream& os = options_.stream ? *options_.stream : std::cout;
+  if (ctx.epochs > 1 || ctx.verbose == 1) os << "Epoch " << epoch + 1 << "/" << ctx.epochs << '\n';
+  auto opt = options_;
+  opt.verbose = ctx.verbose;
+  bar_ = std::make_unique<utils::Progbar>(ctx.steps, std::move(opt));
+  seen_ = 0;
+}
+void ProgbarLogger::on_train_batch_end(int64_t batch, const Logs& logs) {
+  seen_ = batch + 1;
+  if (bar_) bar_->update(seen_, logs, false);
+}
+void ProgbarLogger::on_epoch_end(int, const Logs& logs) {
+  if (bar_) bar_->update(seen_, logs, true);
+  bar_.reset();
+}
+void ProgbarLogger::on_test_begin(const Logs&) {
+  if (in_fit_ || context().verbose == 0) return;  // validation inside fit draws no bar (Keras)
+  auto opt = options_;
+  opt.verbose = context().verbose;
+  bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
+  seen_ = 0;
+}
+void ProgbarLogger::on_test_batch_end(int64_t batch, const Logs& logs) {
+  if (in_fit_ || !bar_) return;
+  seen_ = batch + 1;
+  bar_->update(seen_, logs, false);
+}
+void ProgbarLogger::on_test_end(const Logs& logs) {
+  if (in_fit_ || !bar_) return;
+  bar_->update(seen_, logs, true);
+  bar_.reset();
+}
+void ProgbarLogger::on_predict_begin(const Logs&) {
+  if (context().verbose == 0) return;
+  auto opt = options_;
+  opt.verbose = context().verbose;
+  bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
+  seen_ = 0;
+}
+void ProgbarLogger::on_predict_batch_end(int64_t batch, const Logs&) {
+  seen_ = batch + 1;
+  if (bar_) bar_->update(seen_, {}, false);
+}
+void ProgbarLogger::on_predict_end(const Logs&) {
+  if (bar_) bar_->update(seen_, {}, true);
+  bar_.reset();
+}
+
+// ---- EarlyStopping ----
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : opt_(std::move(options)) {
+  maximize_ = metric_is_maximized(opt_.monitor, opt_.mode);
+  opt_.min_delta = std::abs(opt_.min_delta);
+}
+
+bool EarlyStopping::improved(double current, double reference) const {
+  return maximize_ ? current - opt_.min_delta > reference : current + opt_.min_delta < reference;
+}
+
+void EarlyStopping::on_train_begin(const Logs&) {
+  wait_ = 0;
+  stopped_epoch_ = 0;
+  best_epoch_ = 0;
+  best_ = maximize_ ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+  best_weights_.clear();
+  TF_CHECK_ARG(!opt_.restore_best_weights || context().weights != nullptr, "EarlyStopping",
+               "restore_best_weights needs the model's weights, which this loop does not give");
+}
+
+void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
+  const auto current = find_log(logs, opt_.monitor);
+  if (!current) {
+    TF_LOG_WARN("Early stopping conditioned on metric `{}` which is not available. Available "
+                "metrics are: {}",
+                opt_.monitor, available(logs));
+    return;
+  }
+  if (epoch < opt_.start_from_epoch) return;
+  auto snapshot = [&] {
+    best_weights_.clear();
+    for (const auto& [name, v] : context().weights->tracked_variables())
+      best_weights_.push_back(v.value());
+  };
+  // Keep the first epoch's weights, so a run that never improves still restores something.
+  if (opt_.restore_best_weights && best_weights_.empty()) snapshot();
+  ++wait_;
+  if (improved(*current, best_)) {
+    best_ = *current;
+    best_epoch_ = epoch;
+    if (opt_.restore_best_weights) snapshot();
+    if (!opt_.baseline || improved(*current, *opt_.baseline)) {
+      wait_ = 0;
+      return;
+    }
+  }
+  if (wait_ >= opt_.patience && epoch > 0) {
+    stopped_epoch_ = epoch;
+    if (context().stop_training) *context().stop_training = true;
+    if (opt_.restore_best_weights && !best_weights_.empty()) {
+      if (opt_.verbose > 0)
+        TF_LOG_INFO("Restoring model weights from the end of the best epoch: {}.",
+                    best_epoch_ + 1);
+      auto vars = context().weights->tracked_variables();
+      for (size_t i = 0; i < vars.size() && i < best_weights_.size(); ++i)
+        vars[i].second.assign(best_weights_[i]);
+    }
+  }
+}
+
+void EarlyStopping::on_train_end(const Logs&) {
+  if (stopped_epoch_ > 0 && opt_.verbose > 0)
+    TF_LOG_INFO("Epoch {:05d}: early stopping", stopped_epoch_ + 1);
+}
+
+// ---- ModelCheckpoint ----
+
+ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
+    : filepath_(std::move(filepath)), opt_(std::move(options)) {
+  TF_CHECK_ARG(!filepath_.empty(), "ModelCheckpoint", "the file path is empty");
+  maximize_ = metric_is_maximized(opt_.monitor, opt_.mode);
+  TF_CHECK_ARG(opt_.save_freq >= 0, "ModelCheckpoint", "save_freq must be >= 0, got {}",
+               opt_.save_freq);
+}
+
+std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
+  // Python's str.format subset Keras users write: {epoch}, {epoch:02d}, {val_loss:.2f}.
+  std::string out;
+  size_t i = 0;
+  while (i < filepath_.size()) {
+    const char c = filepath_[i];
+    if (c != '{') {
+      out += c;
+      ++i;
+      continue;
+    }
+    const size_t end = filepath_.find('}', i);
+    TF_CHECK_ARG(end != std::string::npos, "ModelCheckpoint",
+                 "failed to format the file path \"{}\": unmatched '{{'", filepath_);
+    const std::string field = filepath_.substr(i + 1, end - i - 1);
+    const size_t colon = field.find(':');
+    const std::string key = field.substr(0, colon);
+    const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
+    const std::string f = "{:" + spec + "}";
+    try {
+      if (key == "epoch") {
+        out += fmt::format(fmt::runtime(f), epoch);
+      } else if (auto v = find_log(logs, key)) {
+        out += fmt::format(fmt::runtime(f), *v);
+      } else {
+        TF_THROW(InvalidArgumentError, "ModelCheckpoint",
+                 "failed to format the file path \"{}\": no log named '{}' (available: epoch, {})",
+                 filepath_, key, available(logs));
+      }
+    } catch (const fmt::format_error& e) {
+      TF_THROW(InvalidArgumentError, "ModelCheckpoint",
+               "failed to format the file path \"{}\": bad format spec '{}' ({})", filepath_, spec,
+               e.what());
+    }
+    i = end + 1;
+  }
+  return out;
+}
+
+void ModelCheckpoint::on_train_begin(const Logs&) {
+  TF_CHECK_ARG(static_cast<bool>(context().save_weights), "ModelCheckpoint",
+               "this loop cannot save weights");
+  batches_ = 0;
+}
+
+void ModelCheckpoint::save(int epoch, const Logs& logs) {
+  const std::string path = format_path(epoch + 1, logs);
+  if (opt_.save_best_only) {
+    const auto current = find_log(logs, opt_.monitor);
+    if (!current) {
+      TF_LOG_WARN("Can save best model only with {} available, skipping.", opt_.monitor);
+      return;
+    }
+    const bool better = !best_ || (maximize_ ? *current > *best_ : *current < *best_);
+    if (!better) {
+      if (opt_.verbose > 0)
+        TF_LOG_INFO("Epoch {:05d}: {} did not improve from {:.5f}", epoch + 1, opt_.monitor,
+                    *best_);
+      return;
+    }
+    if (opt_.verbose > 0)
+      TF_LOG_INFO("Epoch {:05d}: {} improved from {:.5f} to {:.5f}, saving model to {}",
+                  epoch + 1, opt_.monitor,
+                  best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
+                                           : std::numeric_limits<double>::infinity()),
+                  *current, path);
+    best_ = *current;
+  } else if (opt_.verbose > 0) {
+    TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);
+  }
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  context().save_weights(path);
+}
+
+void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
+  if (opt_.save_freq == 0) save(epoch, logs);
+}
+
+void ModelCheckpoint::on_train_batch_end(int64_t, const Logs& logs) {
+  if (opt_.save_freq == 0) return;
+  if (++batches_ % opt_.save_freq == 0) save(epoch_, logs);
+}
+
+// ---- LearningRateScheduler ----
+
+LearningRateScheduler::LearningRateScheduler(std::function<double(int, double)> schedule,
+                                             int verbose)
+    : schedule_(std::move(schedule)), verbose_(verbose) {
+  TF_CHECK_ARG(static_cast<bool>(schedule_), "LearningRateScheduler", "the schedule is empty");
+}
+
+void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
+  auto& ctx = context();
+  TF_CHECK_ARG(ctx.get_learning_rate && ctx.set_learning_rate, "LearningRateScheduler",
+               "the optimizer's learning rate is not settable in this loop (is it a schedule?)");
+  const double lr = schedule_(epoch, ctx.get_learning_rate());
+  TF_CHECK_ARG(std::isfinite(lr), "LearningRateScheduler",
+               "the schedule returned {} for epoch {}; it must be a finite number", lr, epoch);
+  ctx.set_learning_rate(lr);
+  if (verbose_ > 0)
+    TF_LOG_INFO("Epoch {:05d}: LearningRateScheduler setting learning rate to {}.", epoch + 1,
+                lr);
+}
+
+// ---- BackupAndRestore ----
+
+BackupAndRestore::BackupAndRestore(std::string backup_dir, bool delete_checkpoint)
+    : dir_(std::move(backup_dir)), delete_(delete_checkpoint) {
+  TF_CHECK_ARG(!dir_.empty(), "BackupAndRestore", "backup_dir is empty");
+}
+
+void BackupAndRestore::on_train_begin(const Logs&) {
+  auto& ctx = context();
+  TF_CHECK_ARG(ctx.save_backup && ctx.restore_backup, "BackupAndRestore",
+               "this loop cannot save and restore its training state");
+  initial_epoch_ = 0;
+  if (auto last = ctx.restore_backup(dir_)) {
+    initial_epoch_ = *last + 1;
+    TF_LOG_INFO("BackupAndRestore: resuming from the backup in {} after epoch {}", dir_,
+                *last + 1);
+  }
+}
+
+void BackupAndRestore::on_epoch_end(int epoch, const Logs&) { context().save_backup(dir_, epoch); }
+
+void BackupAndRestore::on_train_end(const Logs&) {
+  if (!delete_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+  if (ec) TF_LOG_WARN("BackupAndRestore: could not delete {}: {}", dir_, ec.message());
+}
+
+}  // namespace callbacks
+}  // namespace tapeflow::keras

@@ -1,0 +1,241 @@
+// Keras callbacks: hooks that fit/evaluate/predict call around epochs and batches. A callback
+// sees the training loop through a TrainingContext that fit fills in (the model's weights, the
+// optimizer's learning rate, weight saving, the stop flag), so callbacks do not depend on the
+// Model or Optimizer classes. Callbacks run on the thread that calls fit.
+//
+//   auto history = model.fit(x, y, {.epochs = 20, .callbacks = {
+//       tf::keras::callbacks::EarlyStopping({.monitor = "val_loss", .patience = 3}),
+//       tf::keras::callbacks::ModelCheckpoint("ckpt/weights-{epoch:02d}.safetensors")}});
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "keras/progbar.h"
+#include "keras/trackable.h"
+
+namespace tapeflow::keras {
+
+// Logs: (name, value) in Keras' order (loss, metrics, then val_ ones).
+using Logs = std::vector<std::pair<std::string, double>>;
+std::optional<double> find_log(const Logs& logs, const std::string& name);
+
+namespace callbacks {
+
+// What a callback may see and do of the loop that runs it (fit fills every field it can).
+struct TrainingContext {
+  int epochs = 0;
+  int64_t steps = -1;  // steps per epoch, -1 when unknown
+  int verbose = 1;
+  // The model's weights (for EarlyStopping's restore_best_weights).
+  const Trackable* weights = nullptr;
+  // Set to true to end training after the current epoch (Keras' model.stop_training).
+  bool* stop_training = nullptr;
+  std::function<double()> get_learning_rate = {};
+  std::function<void(double)> set_learning_rate = {};
+  std::function<void(const std::string&)> save_weights = {};
+  // Whole training state (model, optimizer, epoch) for BackupAndRestore.
+  std::function<void(const std::string&, int)> save_backup = {};
+  std::function<std::optional<int>(const std::string&)> restore_backup = {};
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  void set_context(TrainingContext* context) { ctx_ = context; }
+
+  virtual void on_train_begin(const Logs&) {}
+  virtual void on_train_end(const Logs&) {}
+  virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
+  virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  virtual void on_train_batch_begin(int64_t /*batch*/, const Logs&) {}
+  virtual void on_train_batch_end(int64_t /*batch*/, const Logs&) {}
+  virtual void on_test_begin(const Logs&) {}
+  virtual void on_test_end(const Logs&) {}
+  virtual void on_test_batch_end(int64_t /*batch*/, const Logs&) {}
+  virtual void on_predict_begin(const Logs&) {}
+  virtual void on_predict_end(const Logs&) {}
+  virtual void on_predict_batch_end(int64_t /*batch*/, const Logs&) {}
+
+ protected:
+  TrainingContext& context() const;
+  TrainingContext* ctx_ = nullptr;
+};
+
+// A shared handle on a callback: FitOptions::callbacks holds these, so a callback given by
+// value is copied in, and one given as a shared_ptr stays inspectable (e.g. stopped_epoch).
+class CallbackRef {
+ public:
+  template <class C>
+    requires std::is_base_of_v<Callback, std::decay_t<C>>
+  CallbackRef(C&& c) : p_(std::make_shared<std::decay_t<C>>(std::forward<C>(c))) {}
+  template <class C>
+    requires std::is_base_of_v<Callback, C>
+  CallbackRef(std::shared_ptr<C> c) : p_(std::move(c)) {}
+  Callback* get() const { return p_.get(); }
+  Callback* operator->() const { return p_.get(); }
+
+ private:
+  std::shared_ptr<Callback> p_;
+};
+
+// History: every epoch's logs, returned by fit.
+class History : public Callback {
+ public:
+  std::vector<int> epoch;
+  std::map<std::string, std::vector<double>> history;
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+};
+
+// Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0).
+class ProgbarLogger : public Callback {
+ public:
+  explicit ProgbarLogger(utils::ProgbarOptions options = {}) : options_(std::move(options)) {}
+  void on_train_begin(const Logs&) override;
+  void on_train_end(const Logs&) override;
+  void on_epoch_begin(int epoch, const Logs&) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_test_begin(const Logs&) override;
+  void on_test_batch_end(int64_t batch, const Logs& logs) override;
+  void on_test_end(const Logs& logs) override;
+  void on_predict_begin(const Logs&) override;
+  void on_predict_batch_end(int64_t batch, const Logs& logs) override;
+  void on_predict_end(const Logs&) override;
+
+ private:
+  utils::ProgbarOptions options_;
+  std::unique_ptr<utils::Progbar> bar_;
+  int64_t seen_ = 0;
+  Logs last_;
+  bool in_fit_ = false;
+};
+
+// Calls each callback in order.
+class CallbackList {
+ public:
+  CallbackList(std::vector<CallbackRef> callbacks, TrainingContext* context);
+  const std::vector<CallbackRef>& callbacks() const { return callbacks_; }
+  void on_train_begin(const Logs& l = {});
+  void on_train_end(const Logs& l = {});
+  void on_epoch_begin(int epoch, const Logs& l = {});
+  void on_epoch_end(int epoch, const Logs& l);
+  void on_train_batch_begin(int64_t batch, const Logs& l = {});
+  void on_train_batch_end(int64_t batch, const Logs& l);
+  void on_test_begin(const Logs& l = {});
+  void on_test_end(const Logs& l);
+  void on_test_batch_end(int64_t batch, const Logs& l);
+  void on_predict_begin(const Logs& l = {});
+  void on_predict_end(const Logs& l = {});
+  void on_predict_batch_end(int64_t batch, const Logs& l = {});
+
+ private:
+  std::vector<CallbackRef> callbacks_;
+};
+
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";
+  double min_delta = 0.0;
+  int patience = 0;
+  int verbose = 0;
+  std::string mode = "auto";  // "min", "max" or "auto" (max for accuracy-like names)
+  std::optional<double> baseline = std::nullopt;
+  bool restore_best_weights = false;
+  int start_from_epoch = 0;
+};
+
+// Stops training when the monitored value has not improved for `patience` epochs (Keras).
+class EarlyStopping : public Callback {
+ public:
+  explicit EarlyStopping(EarlyStoppingOptions options = {});
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_end(const Logs&) override;
+  int stopped_epoch() const { return stopped_epoch_; }
+  int best_epoch() const { return best_epoch_; }
+  double best() const { return best_; }
+
+ private:
+  bool improved(double current, double reference) const;
+  EarlyStoppingOptions opt_;
+  bool maximize_ = false;
+  int wait_ = 0;
+  int stopped_epoch_ = 0;
+  int best_epoch_ = 0;
+  double best_ = 0;
+  std::vector<Tensor> best_weights_;
+};
+
+struct ModelCheckpointOptions {
+  std::string monitor = "val_loss";
+  int verbose = 0;
+  bool save_best_only = false;
+  std::string mode = "auto";
+  // Every epoch (Keras' save_freq="epoch"); a positive value saves every that many batches.
+  int64_t save_freq = 0;
+};
+
+// Saves the weights (safetensors) after each epoch, or only when the monitored value improves.
+// The path may hold Keras' placeholders {epoch}, {epoch:02d} and {<log name>:.4f} etc.
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(std::string filepath, ModelCheckpointOptions options = {});
+  void on_train_begin(const Logs&) override;
+  void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  // The path for an epoch (1-based, as Keras formats it) and logs.
+  std::string format_path(int epoch, const Logs& logs) const;
+
+ private:
+  void save(int epoch, const Logs& logs);
+  std::string filepath_;
+  ModelCheckpointOptions opt_;
+  std::optional<double> best_;
+  bool maximize_ = false;
+  int epoch_ = 0;
+  int64_t batches_ = 0;
+};
+
+// Sets the learning rate at the start of every epoch from schedule(epoch, current_lr).
+class LearningRateScheduler : public Callback {
+ public:
+  explicit LearningRateScheduler(std::function<double(int, double)> schedule, int verbose = 0);
+  void on_epoch_begin(int epoch, const Logs&) override;
+
+ private:
+  std::function<double(int, double)> schedule_;
+  int verbose_;
+};
+
+// Fault tolerance: saves the training state into backup_dir at the end of every epoch and, when
+// fit starts and a backup exists, restores it and resumes after the saved epoch. The backup is
+// deleted when training finishes normally.
+class BackupAndRestore : public Callback {
+ public:
+  explicit BackupAndRestore(std::string backup_dir, bool delete_checkpoint = true);
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_end(const Logs&) override;
+  // The epoch to start from (0 without a backup); fit reads it after on_train_begin.
+  int initial_epoch() const { return initial_epoch_; }
+
+ private:
+  std::string dir_;
+  bool delete_;
+  int initial_epoch_ = 0;
+};
+
+// Keras' metric-direction rule: accuracy-like names (and "auc", "f1") are maximised.
+bool metric_is_maximized(const std::string& monitor, const std::string& mode);
+
+}  // namespace callbacks
+}  // namespace tapeflow::keras

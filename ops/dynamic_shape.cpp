@@ -1,0 +1,188 @@
+#include "ops/dynamic_shape.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+
+namespace tapeflow {
+namespace {
+
+std::string axes_text(const std::vector<int>& axes) {
+  return fmt::format("axes=[{}]", fmt::join(axes, ", "));
+}
+
+// A scalar holding a product of input dimensions, made on the host when the op runs.
+struct ElementCount final : PrimitiveBase<ElementCount> {
+  std::vector<int> axes;
+  DType dtype;
+  ElementCount(std::vector<int> a, DType d) : axes(std::move(a)), dtype(d) {}
+  const char* name() const override { return "element_count"; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta> out) const override {
+    out[0] = {TensorShape{}, dtype};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+    int64_t n = 1;
+    for (int a : axes) n *= in[0].shape()[a];
+    out[0] = detail::copy_to_device(detail::from_doubles({static_cast<double>(n)}, {}, dtype),
+                                    device);
+    return true;
+  }
+  // The count does not change with the values of x: no gradient.
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override {
+    return axes_text(axes) + ", dtype=" + std::string(dtype_name(dtype));
+  }
+};
+
+// broadcast_to(x, like.shape()).
+struct BroadcastLike final : PrimitiveBase<BroadcastLike> {
+  const char* name() const override { return "broadcast_like"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    prims::BroadcastTo(in[1].shape()).infer(in.first(1), out);
+  }
+  void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    prims::BroadcastTo(out[0].shape()).eval_cpu(in.first(1), out);
+  }
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    prims::BroadcastTo(out[0].shape()).eval_cuda(in.first(1), out);
+  }
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> g;
+    for (int k : argnums) g.push_back(k == 0 ? detail::sum_to_shape(cts[0], p[0].shape()) : Tensor());
+    return g;
+  }
+  uint32_t vjp_saves() const override { return 0; }
+};
+
+// reshape(x, like.shape()) (a view).
+struct ReshapeLike final : PrimitiveBase<ReshapeLike> {
+  const char* name() const override { return "reshape_like"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    prims::Reshape(in[1].shape()).infer(in.first(1), out);
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> g;
+    for (int k : argnums) g.push_back(k == 0 ? detail::reshape_like(cts[0], p[0]) : Tensor());
+    return g;
+  }
+  // The cotangent is reshaped like input 0, which a traced vjp must see as a graph value.
+  uint32_t vjp_saves() const override { return save_input(0); }
+};
+
+// x with size-1 dimensions inserted at the output positions `axes` (sorted).
+struct InsertAxes final : PrimitiveBase<InsertAxes> {
+  std::vector<int> axes;
+  explicit InsertAxes(std::vector<int> a) : axes(std::move(a)) {}
+  const char* name() const override { return "insert_axes"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    const TensorShape& xs = in[0].shape();
+    TensorShape s;
+    int src = 0;
+    const int r = xs.rank() + static_cast<int>(axes.size());
+    for (int d = 0; d < r; ++d) {
+      if (std::find(axes.begin(), axes.end(), d) != axes.end()) s.push_back(1);
+      else s.push_back(xs[src++]);
+    }
+    out[0] = {s, in[0].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor> cts,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    return {detail::remove_axes(cts[0], axes)};
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override { return axes_text(axes); }
+};
+
+// x without the dimensions `axes` (each of size 1 when it runs).
+struct RemoveAxes final : PrimitiveBase<RemoveAxes> {
+  std::vector<int> axes;
+  explicit RemoveAxes(std::vector<int> a) : axes(std::move(a)) {}
+  const char* name() const override { return "remove_axes"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    const TensorShape& xs = in[0].shape();
+    TensorShape s;
+    for (int d = 0; d < xs.rank(); ++d) {
+      if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+        s.push_back(xs[d]);
+        continue;
+      }
+      TF_CHECK_ARG(xs[d] == 1, "squeeze", "cannot remove axis {} of shape {}: its size is not 1",
+                   d, xs.to_string());
+    }
+    out[0] = {s, in[0].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor> cts,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    return {detail::insert_axes(cts[0], axes)};
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override { return axes_text(axes); }
+};
+
+}  // namespace
+
+namespace detail {
+
+Tensor insert_axes(const Tensor& x, const std::vector<int>& axes) {
+  if (axes.empty()) return x;
+  return dispatch(InsertAxes(axes), {x});
+}
+
+Tensor remove_axes(const Tensor& x, const std::vector<int>& axes) {
+  if (axes.empty()) return x;
+  return dispatch(RemoveAxes(axes), {x});
+}
+
+bool open_shapes() { return thread_context().open_shapes; }
+
+Tensor element_count(const Tensor& x, const std::vector<int>& axes, DType dtype) {
+  if (!open_shapes()) {
+    int64_t n = 1;
+    for (int a : axes) n *= x.shape()[a];
+    return from_doubles({static_cast<double>(n)}, {}, dtype);
+  }
+  return dispatch(ElementCount(axes, dtype), {x});
+}
+
+Tensor broadcast_like(const Tensor& x, const Tensor& like) {
+  if (!open_shapes()) return broadcast_to(x, like.shape());
+  if (x.shape() == like.shape()) return x;
+  return dispatch(BroadcastLike(), {x, like});
+}
+
+Tensor reshape_like(const Tensor& x, const Tensor& like) {
+  if (!open_shapes()) return reshape(x, like.shape());
+  return dispatch(ReshapeLike(), {x, like});
+}
+
+}  // namespace detail
+}  // namespace tapeflow

@@ -1,0 +1,312 @@
+// Keras callbacks, the progress bar and TensorBoard event files, driven through a fake training
+// context (fit fills the same context; tests of fit itself live with the model).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "autograd/variable.h"
+#include "core/error.h"
+#include "keras/callbacks.h"
+#include "keras/progbar.h"
+#include "keras/tensorboard.h"
+#include "ops/factory.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::keras::Logs;
+using tf::keras::utils::Progbar;
+using tf::keras::utils::ProgbarOptions;
+
+namespace {
+struct FakeClock {
+  double t = 0;
+  std::function<double()> fn() {
+    return [this] { return t; };
+  }
+};
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("tapeflow_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+struct OneVariable : tf::keras::Trackable {
+  tf::Variable v{tf::constant(0.0f), "w"};
+  std::vector<std::pair<std::string, tf::Variable>> tracked_variables() const override {
+    return {{"w", v}};
+  }
+};
+}  // namespace
+
+TEST_CASE("Progbar: formatting helpers as Keras", "[cpu][keras]") {
+  CHECK(Progbar::format_eta(5.7) == "5s");
+  CHECK(Progbar::format_eta(125) == "2:05");
+  CHECK(Progbar::format_eta(3700) == "1:01:40");
+  CHECK(Progbar::format_time_per_unit(0.000085, "step") == "85us/step");
+  CHECK(Progbar::format_time_per_unit(0.0123, "step") == "12ms/step");
+  CHECK(Progbar::format_time_per_unit(3.2, "epoch") == "3s/epoch");
+  CHECK(Progbar::format_value(0.29901) == "0.2990");
+  CHECK(Progbar::format_value(0.0001) == "1.0000e-04");
+}
+
+TEST_CASE("Progbar: not a terminal writes one line per epoch", "[cpu][keras]") {
+  std::ostringstream os;
+  FakeClock clock;
+  Progbar bar(3, ProgbarOptions{.stream = &os, .clock = clock.fn()});
+  for (int i = 1; i <= 3; ++i) {
+    clock.t = i * 0.6;
+    bar.update(i, {{"loss", 1.0 / i}, {"accuracy", 0.75}});
+  }
+  CHECK(os.str() == "3/3 [==============================] - 2s 600ms/step - loss: 0.3333 - "
+                    "accuracy: 0.7500\n");
+}
+
+TEST_CASE("Progbar: a terminal redraws the bar in place with an ETA", "[cpu][keras]") {
+  std::ostringstream os;
+  FakeClock clock;
+  Progbar bar(4, ProgbarOptions{.dynamic = true, .stream = &os, .clock = clock.fn()});
+  clock.t = 1;
+  bar.update(1, {{"loss", 1.0}});
+  CHECK(os.str() == "\r1/4 [======>.......................] - ETA: 3s - loss: 1.0000");
+  os.str("");
+  clock.t = 4;
+  bar.update(4, {{"loss", 0.5}});
+  CHECK(os.str() == "\r4/4 [==============================] - 4s 1s/step - loss: 0.5000\n");
+}
+
+TEST_CASE("Progbar: verbose 2 writes a summary line without the bar", "[cpu][keras]") {
+  std::ostringstream os;
+  FakeClock clock;
+  Progbar bar(10, ProgbarOptions{.verbose = 2, .stream = &os, .clock = clock.fn()});
+  clock.t = 2;
+  bar.update(5, {{"loss", 0.5}});
+  CHECK(os.str().empty());
+  bar.update(10, {{"loss", 0.25}});
+  CHECK(os.str() == "10/10 - 2s - loss: 0.2500 - 2s/epoch - 200ms/step\n");
+}
+
+TEST_CASE("ProgbarLogger: epoch headers and final lines", "[cpu][keras]") {
+  std::ostringstream os;
+  FakeClock clock;
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 2, .steps = 2, .verbose = 1};
+  tf::keras::callbacks::CallbackList list(
+      {tf::keras::callbacks::ProgbarLogger(ProgbarOptions{.stream = &os, .clock = clock.fn()})},
+      &ctx);
+  list.on_train_begin();
+  for (int e = 0; e < 2; ++e) {
+    list.on_epoch_begin(e);
+    for (int b = 0; b < 2; ++b) {
+      clock.t += 0.5;
+      list.on_train_batch_end(b, {{"loss", 0.5}});
+    }
+    list.on_epoch_end(e, {{"loss", 0.5}, {"val_loss", 0.25}});
+  }
+  list.on_train_end();
+  CHECK(os.str() ==
+        "Epoch 1/2\n2/2 [==============================] - 1s 500ms/step - loss: 0.5000 - "
+        "val_loss: 0.2500\nEpoch 2/2\n2/2 [==============================] - 1s 500ms/step - "
+        "loss: 0.5000 - val_loss: 0.2500\n");
+}
+
+TEST_CASE("History records every epoch's logs", "[cpu][keras]") {
+  tf::keras::callbacks::TrainingContext ctx;
+  auto history = std::make_shared<tf::keras::callbacks::History>();
+  tf::keras::callbacks::CallbackList list({history}, &ctx);
+  list.on_train_begin();
+  list.on_epoch_end(0, {{"loss", 2.0}, {"accuracy", 0.5}});
+  list.on_epoch_end(1, {{"loss", 1.0}, {"accuracy", 0.75}});
+  CHECK(history->epoch == std::vector<int>{0, 1});
+  CHECK(history->history.at("loss") == std::vector<double>{2.0, 1.0});
+  CHECK(history->history.at("accuracy") == std::vector<double>{0.5, 0.75});
+}
+
+TEST_CASE("EarlyStopping: patience, min mode and restore_best_weights", "[cpu][keras]") {
+  OneVariable model;
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 10, .weights = &model, .stop_training = &stop};
+  auto es = std::make_shared<tf::keras::callbacks::EarlyStopping>(
+      tf::keras::callbacks::EarlyStoppingOptions{.monitor = "val_loss", .patience = 2,
+                                                 .restore_best_weights = true});
+  tf::keras::callbacks::CallbackList list({es}, &ctx);
+  list.on_train_begin();
+  const std::vector<double> losses = {1.0, 0.9, 0.95, 0.97, 0.99};
+  int epoch = 0;
+  for (; epoch < 5 && !stop; ++epoch) {
+    model.v.assign(tf::constant(static_cast<float>(epoch)));
+    list.on_epoch_end(epoch, {{"loss", 0.1}, {"val_loss", losses[epoch]}});
+  }
+  list.on_train_end();
+  CHECK(stop);
+  CHECK(epoch == 4);  // stopped after epoch index 3
+  CHECK(es->stopped_epoch() == 3);
+  CHECK(es->best_epoch() == 1);
+  CHECK(es->best() == 0.9);
+  CHECK(model.v.value().item<float>() == 1.0f);  // the weights of the best epoch
+}
+
+TEST_CASE("EarlyStopping: max mode for accuracy, min_delta and baseline", "[cpu][keras]") {
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};
+  tf::keras::callbacks::EarlyStopping es({.monitor = "val_accuracy", .min_delta = 0.01,
+                                          .patience = 1});
+  es.set_context(&ctx);
+  es.on_train_begin({});
+  es.on_epoch_end(0, {{"val_accuracy", 0.5}});
+  es.on_epoch_end(1, {{"val_accuracy", 0.505}});  // below min_delta: no improvement
+  CHECK(stop);
+  CHECK(es.stopped_epoch() == 1);
+
+  stop = false;
+  tf::keras::callbacks::EarlyStopping base({.monitor = "loss", .patience = 3, .baseline = 0.5});
+  base.set_context(&ctx);
+  base.on_train_begin({});
+  for (int e = 0; e < 3; ++e) base.on_epoch_end(e, {{"loss", 0.9 - 0.1 * e}});  // never < 0.5
+  CHECK(stop);
+  CHECK(base.stopped_epoch() == 2);
+}
+
+TEST_CASE("EarlyStopping: a missing metric warns and does not stop", "[cpu][keras]") {
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};
+  tf::keras::callbacks::EarlyStopping es({.monitor = "val_loss"});
+  es.set_context(&ctx);
+  es.on_train_begin({});
+  for (int e = 0; e < 3; ++e) es.on_epoch_end(e, {{"loss", 1.0}});
+  CHECK_FALSE(stop);
+  CHECK_THROWS_AS(tf::keras::callbacks::EarlyStopping({.mode = "sideways"}),
+                  tf::InvalidArgumentError);
+}
+
+TEST_CASE("ModelCheckpoint: path formatting and save_best_only", "[cpu][keras]") {
+  std::vector<std::string> saved;
+  tf::keras::callbacks::TrainingContext ctx{
+      .save_weights = [&](const std::string& p) { saved.push_back(p); }};
+  tf::keras::callbacks::ModelCheckpoint every("ck/w-{epoch:02d}-{val_loss:.2f}.safetensors");
+  CHECK(every.format_path(3, {{"val_loss", 0.12345}}) == "ck/w-03-0.12.safetensors");
+  TF_REQUIRE_THROWS_CONTAINING(every.format_path(1, {{"loss", 1.0}}), tf::InvalidArgumentError,
+                               "no log named 'val_loss'");
+
+  const auto dir = temp_dir("checkpoint");
+  tf::keras::callbacks::ModelCheckpoint best((dir / "best-{epoch}.safetensors").string(),
+                                             {.monitor = "val_loss", .save_best_only = true});
+  best.set_context(&ctx);
+  best.on_train_begin({});
+  const std::vector<double> losses = {1.0, 0.8, 0.9, 0.7};
+  for (int e = 0; e < 4; ++e) {
+    best.on_epoch_begin(e, {});
+    best.on_epoch_end(e, {{"val_loss", losses[e]}});
+  }
+  REQUIRE(saved.size() == 3);
+  CHECK(saved[0] == (dir / "best-1.safetensors").string());
+  CHECK(saved[1] == (dir / "best-2.safetensors").string());
+  CHECK(saved[2] == (dir / "best-4.safetensors").string());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("LearningRateScheduler sets the rate at each epoch", "[cpu][keras]") {
+  double lr = 0.1;
+  tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; },
+                                            .set_learning_rate = [&](double v) { lr = v; }};
+  tf::keras::callbacks::LearningRateScheduler s(
+      [](int epoch, double current) { return epoch < 2 ? current : current * 0.5; });
+  s.set_context(&ctx);
+  for (int e = 0; e < 4; ++e) s.on_epoch_begin(e, {});
+  CHECK(lr == Approx(0.025));
+  tf::keras::callbacks::TrainingContext no_lr;
+  s.set_context(&no_lr);
+  TF_REQUIRE_THROWS_CONTAINING(s.on_epoch_begin(0, {}), tf::InvalidArgumentError,
+                               "learning rate is not settable");
+}
+
+TEST_CASE("BackupAndRestore resumes after the saved epoch and deletes the backup", "[cpu][keras]") {
+  const auto dir = temp_dir("backup");
+  std::optional<int> stored;
+  tf::keras::callbacks::TrainingContext ctx{
+      .save_backup = [&](const std::string& d, int epoch) {
+        std::filesystem::create_directories(d);
+        std::ofstream(std::filesystem::path(d) / "state") << epoch;
+        stored = epoch;
+      },
+      .restore_backup = [&](const std::string& d) -> std::optional<int> {
+        if (!std::filesystem::exists(std::filesystem::path(d) / "state")) return std::nullopt;
+        return stored;
+      }};
+  const auto backup = (dir / "backup").string();
+  tf::keras::callbacks::BackupAndRestore first(backup);
+  first.set_context(&ctx);
+  first.on_train_begin({});
+  CHECK(first.initial_epoch() == 0);
+  first.on_epoch_end(0, {});
+  first.on_epoch_end(1, {});  // the process "dies" here: no on_train_end
+
+  tf::keras::callbacks::BackupAndRestore second(backup);
+  second.set_context(&ctx);
+  second.on_train_begin({});
+  CHECK(second.initial_epoch() == 2);
+  second.on_train_end({});
+  CHECK_FALSE(std::filesystem::exists(backup));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("TensorBoard: CRC-32C and masked checksums", "[cpu][keras]") {
+  const std::string s = "123456789";
+  CHECK(tf::keras::summary::detail::crc32c(s.data(), s.size()) == 0xE3069283u);
+  const std::string zeros(32, '\0');
+  CHECK(tf::keras::summary::detail::crc32c(zeros.data(), zeros.size()) == 0x8A9136AAu);
+}
+
+TEST_CASE("TensorBoard callback writes epoch scalars that read back", "[cpu][keras]") {
+  const auto dir = temp_dir("tensorboard");
+  double lr = 0.01;
+  tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; }};
+  tf::keras::callbacks::TensorBoard tb(dir.string());
+  tb.set_context(&ctx);
+  tb.on_train_begin({});
+  tb.on_epoch_end(0, {{"loss", 0.5}, {"accuracy", 0.8}, {"val_loss", 0.6}});
+  tb.on_epoch_end(1, {{"loss", 0.25}, {"accuracy", 0.9}, {"val_loss", 0.4}});
+  tb.on_train_end({});
+
+  auto only_file = [](const std::filesystem::path& d) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(d)) files.push_back(e.path());
+    REQUIRE(files.size() == 1);
+    CHECK(files[0].filename().string().starts_with("events.out.tfevents."));
+    return files[0].string();
+  };
+  const auto train = tf::keras::summary::read_scalar_events(only_file(dir / "train"));
+  REQUIRE(train.size() == 6);
+  CHECK(train[0].tag == "epoch_loss");
+  CHECK(train[0].value == 0.5f);
+  CHECK(train[0].step == 0);
+  CHECK(train[1].tag == "epoch_accuracy");
+  CHECK(train[2].tag == "epoch_learning_rate");
+  CHECK(train[2].value == 0.01f);
+  CHECK(train[3].step == 1);
+  CHECK(train[4].value == 0.9f);
+  const auto val = tf::keras::summary::read_scalar_events(only_file(dir / "validation"));
+  REQUIRE(val.size() == 2);
+  CHECK(val[1].tag == "epoch_loss");
+  CHECK(val[1].value == 0.4f);
+  CHECK(val[1].step == 1);
+
+  // A flipped byte or a cut file is an error naming the file.
+  const std::string path = only_file(dir / "validation");
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string bad = bytes;
+  bad[bad.size() - 10] ^= 0x55;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(path),
+                               tf::InvalidArgumentError, path);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(path),
+                               tf::InvalidArgumentError, "truncated");
+  std::filesystem::remove_all(dir);
+}
