@@ -3,6 +3,7 @@
 #include <list>
 
 #include "core/error.h"
+#include "data/dataset.h"
 #include "distribute/strategy.h"
 #include "distribute_testing.h"
 #include "ops/binary.h"
@@ -138,4 +139,32 @@ TEST_CASE("compute_average_loss: sum over the global batch", "[cpu][distribute]"
                                "global_batch_size must be positive, got 0");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::compute_average_loss(tf::constant({1, 2}), 2),
                                tf::InvalidArgumentError, "must be a floating tensor, got int32");
+}
+
+TEST_CASE("distribute_dataset: a tf::data::Dataset pipeline", "[cpu][distribute]") {
+  split_cpu();
+  ds::MirroredStrategy strategy(cpus(2));
+  std::vector<float> xs;
+  std::vector<int> ys;
+  for (int i = 0; i < 7; ++i) {
+    xs.push_back(float(i));
+    xs.push_back(float(-i));
+    ys.push_back(i);
+  }
+  tf::data::Dataset data =
+      tf::data::Dataset::from_tensor_slices({tf::constant(xs, {7, 2}), tf::constant(ys, {7})})
+          .batch(4);
+  Split got;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    got.clear();
+    for (const auto& element : strategy.experimental_distribute_dataset(data)) {
+      std::vector<std::vector<int>> step;
+      for (size_t r = 0; r < element.size(); ++r) {
+        CHECK(element[r][0].device() == "/device:CPU:" + std::to_string(r));
+        step.push_back(element[r][1].numpy<int>());
+      }
+      got.push_back(step);
+    }
+    CHECK(got == Split{{{0, 1}, {2, 3}}, {{4, 5}, {6}}});
+  }
 }
