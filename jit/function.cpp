@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "autograd/tape.h"
+#include "autograd/variable.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -40,6 +41,10 @@ std::string current_device_key() {
   const Device d = current_device();
   std::string key(1, static_cast<char>(d.type));
   key.append(reinterpret_cast<const char*>(&d.index), sizeof d.index);
+  // Inside a replica a mirrored variable resolves to that replica's copy (and writes only it):
+  // a graph traced there must not serve calls outside, and the other way round.
+  const int32_t replica = replica_component();
+  key.append(reinterpret_cast<const char*>(&replica), sizeof replica);
   return key;
 }
 

@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx.h"
+#include "distribute/strategy.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
