@@ -230,7 +230,8 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
     // A graph for None dimensions reads the count when it runs.
     std::vector<int> all(static_cast<size_t>(values.rank()));
     for (int i = 0; i < values.rank(); ++i) all[static_cast<size_t>(i)] = i;
-    loss = divide(loss, tapeflow::detail::element_count(values, all, loss.dtype()));
+    // maximum(n, 1): an empty replica batch gives 0, not 0/0 (TF's divide_no_nan).
+    loss = divide(loss, maximum(tapeflow::detail::element_count(values, all, loss.dtype()), 1.0));
   } else {
     loss = n > 0 ? divide(loss, Tensor(n)) : zeros_like(loss);
   }

@@ -9,7 +9,9 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "distribute/input.h"
 #include "distribute/replica_context.h"
+#include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/checkpoint.h"
 #include "keras/model.h"
@@ -36,6 +38,8 @@ struct TrainingState {
   std::vector<metrics::Metric> metrics;
   metrics::Mean loss_tracker{"loss"};
   CompileOptions options;
+  // The strategy whose scope compile() ran in (nullptr: one device). It must outlive fit.
+  distribute::Strategy* strategy = nullptr;
 
   using Step = std::function<Tensor(const std::vector<Tensor>&)>;
   struct Traced {
@@ -177,6 +181,8 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
   st->loss = std::move(loss);
   for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
   st->options = options;
+  if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1)
+    st->strategy = &distribute::get_strategy();
   model_impl_for_training() = std::move(st);
 }
 
@@ -227,6 +233,28 @@ Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tens
     traced.signature = sig;
   }
   return traced.fn(batch);
+}
+
+// One training step: on the calling thread, or split over the replicas of the strategy the
+// model was compiled under (each replica replays its own trace of the step; the optimizer
+// all-reduces the gradients; mirrored metrics accumulate per replica).
+template <class Body>
+void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch, bool eager) {
+  if (!st.strategy) {
+    run_step(st.train, body, batch, "train_function", eager);
+    return;
+  }
+  const int r = st.strategy->num_replicas_in_sync();
+  const auto sizes = distribute::detail::replica_batch_sizes(distribute::detail::batch_dim(batch), r);
+  const auto per_replica = distribute::detail::split_batch(batch, sizes, st.strategy->devices());
+  // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
+  const auto sig = batch_signature(per_replica.values()[0]);
+  if (!st.train.fn || !same_signature(sig, st.train.signature)) {
+    st.train.fn = make_step(body, sig, "train_function", eager);
+    st.train.signature = sig;
+  }
+  const Step& fn = st.train.fn;
+  st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }
 
 void check_xy(const char* op, const Tensor& x, const Tensor& y) {
@@ -343,7 +371,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                    "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                    batch.size(), shapes_text(batch));
       list.on_train_batch_begin(step);
-      run_step(st.train, train, batch, "train_function", eager);
+      run_train_step(st, train, batch, eager);
       list.on_train_batch_end(step, current_logs(st));
       ++step;
     };
@@ -504,9 +532,9 @@ std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
   TrainingState* stp = &st;
   reset_metrics();
-  run_step(st.train,
-           [stp, weak](const std::vector<Tensor>& v) { return train_body(*stp, Layer(weak.lock()), v); },
-           {x, y}, "train_function", st.options.run_eagerly);
+  run_train_step(
+      st, [stp, weak](const std::vector<Tensor>& v) { return train_body(*stp, Layer(weak.lock()), v); },
+      {x, y}, st.options.run_eagerly);
   return values_of(current_logs(st));
 }
 

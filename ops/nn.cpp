@@ -1,5 +1,7 @@
 #include "ops/nn.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <array>
 
 #include "core/check.h"
@@ -126,9 +128,12 @@ std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
   std::vector<Tensor> grads;
+  // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
+  TensorShape xs = x.shape();
+  if (detail::open_shapes()) xs[0] = None;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::conv2d_backprop_input(x.shape(), f, cotangents[0], stride_h, stride_w,
+      grads.push_back(detail::conv2d_backprop_input(xs, f, cotangents[0], stride_h, stride_w,
                                                     dilation_h, dilation_w, same));
     else
       grads.push_back(detail::conv2d_backprop_filter(x, f.shape(), cotangents[0], stride_h,
@@ -180,9 +185,11 @@ std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,
                                    std::span<const Tensor> cotangents, std::span<const int> argnums,
                                    std::span<const Tensor>) const {
   std::vector<Tensor> grads;
+  TensorShape xs = primals[0].shape();
+  if (detail::open_shapes()) xs[0] = None;  // taken from dy when it runs
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::avg_pool2d_grad(primals[0].shape(), cotangents[0], k_h, k_w, stride_h,
-                                            stride_w, same));
+    grads.push_back(detail::avg_pool2d_grad(xs, cotangents[0], k_h, k_w, stride_h, stride_w,
+                                            same));
   return grads;
 }
 

@@ -24,6 +24,7 @@
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
 #include "keras/schedules.h"
+#include "keras/tensorboard.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/factory.h"

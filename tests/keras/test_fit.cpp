@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "distribute/strategy.h"
 #include "keras/callbacks.h"
 #include "keras/model.h"
 #include "keras/tensorboard.h"
@@ -241,4 +242,49 @@ TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
   TF_REQUIRE_THROWS_CONTAINING(other.load_weights((dir / "w.safetensors").string()),
                                tf::InvalidArgumentError, "w.safetensors");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][keras][multi_device]") {
+  try {
+    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
+                                                 {{}, {}});
+  } catch (const tf::FailedPreconditionError&) {
+  }
+  if (tf::config::list_logical_devices("CPU").size() < 2) {
+    WARN("ops already ran in this process; run this case alone to split the CPU");
+    return;
+  }
+  auto [x, y] = blobs(100, 10);  // batches of 32 and a last one of 4: uneven replica splits
+  auto train = [&](K::Sequential& model) {
+    model.compile(K::optimizers::SGD(0.1, 0.9), K::losses::SparseCategoricalCrossentropy(true),
+                  {"accuracy"});
+    return model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+  };
+  tf::random::set_seed(21);
+  auto single = small_model();
+  const K::History h1 = train(single);
+
+  tf::random::set_seed(21);
+  tf::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
+  std::optional<K::Sequential> mirrored;
+  K::History h2;
+  {
+    auto scope = strategy.scope();
+    mirrored.emplace(small_model());
+    h2 = train(*mirrored);
+  }
+  const auto a = single.get_weights(), b = mirrored->get_weights();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) tf::testing::check_close(a[i], b[i], 1e-4, 1e-5);
+  // Every replica's copy is the same.
+  for (const tf::Variable& v : mirrored->trainable_variables()) {
+    REQUIRE(v.is_mirrored());
+    const auto c = v.components();
+    tf::testing::check_close(c[0].value(), c[1].value(), 0, 0);
+  }
+  // The logged loss and accuracy are the global ones.
+  for (size_t e = 0; e < 3; ++e) {
+    CHECK(h2.history.at("loss")[e] == Approx(h1.history.at("loss")[e]).epsilon(1e-4));
+    CHECK(h2.history.at("accuracy")[e] == Approx(h1.history.at("accuracy")[e]).margin(1e-6));
+  }
 }
