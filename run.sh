@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 tools/setup.sh
-exec "${TAPEFLOW_BUILD_DIR:-build}/samples/seed_basics"
+# The main sample: TF's custom training loop with a MirroredStrategy on Fashion-MNIST.
+cd "${TAPEFLOW_BUILD_DIR:-build}/samples"
+exec ./distributed_training "$@"

@@ -514,7 +514,8 @@ std::string array_to_string(const Tensor& t, const void* data, const std::string
   shown_indices(t.shape(), summarise, 0, 0, idx);
   const std::vector<std::string> words = format_elements(data, t.dtype(), idx);
   Layout layout(t.shape(), words, sep, summarise);
-  return layout.format(0, " " + std::string(prefix.size(), ' '), line_width);
+  // (Not " " + std::string(...): GCC 12 warns -Wrestrict on that under the sanitizers.)
+  return layout.format(0, std::string(prefix.size() + 1, ' '), line_width);
 }
 
 }  // namespace

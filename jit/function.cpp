@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <typeinfo>
 
 #include <fmt/format.h>
 
 #include "autograd/tape.h"
+#include "autograd/variable.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -28,13 +30,22 @@ void SignatureKey::add_tensor(const Tensor& t) {
     }
   const DType dt = t.dtype();
   add_raw(&dt, sizeof dt);
+  // Field by field: Device has padding bytes, whose values are unspecified.
   const Device dev = t.placement();
-  add_raw(&dev, sizeof dev);
+  const auto type = static_cast<uint8_t>(dev.type);
+  add_raw(&type, 1);
+  add_raw(&dev.index, sizeof dev.index);
 }
 
 std::string current_device_key() {
   const Device d = current_device();
-  return std::string(reinterpret_cast<const char*>(&d), sizeof d);
+  std::string key(1, static_cast<char>(d.type));
+  key.append(reinterpret_cast<const char*>(&d.index), sizeof d.index);
+  // Inside a replica a mirrored variable resolves to that replica's copy (and writes only it):
+  // a graph traced there must not serve calls outside, and the other way round.
+  const int32_t replica = replica_component();
+  key.append(reinterpret_cast<const char*>(&replica), sizeof replica);
+  return key;
 }
 
 Tensor example_for(const TensorSpec& spec) {
@@ -149,7 +160,9 @@ void GenericTrace::validate(const Graph& b) {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Graph::Node& x = a.nodes[i];
     const Graph::Node& y = b.nodes[i];
-    if (!x.prim->is_equivalent(*y.prim) || x.inputs != y.inputs || x.device != y.device ||
+    if (typeid(*x.prim) != typeid(*y.prim) ||
+        x.prim->trace_attributes() != y.prim->trace_attributes() || x.inputs != y.inputs ||
+        x.device != y.device ||
         x.outputs.size() != y.outputs.size()) {
       reason = fmt::format("op %{} ({}) has {{{}}} at the first shapes and {} {{{}}} at the next",
                            i, x.prim->name(), x.prim->attributes(), y.prim->name(),

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "jit/memory_plan.h"
 #include "jit/tracer.h"
 #include "ops/dispatch.h"
 
@@ -52,6 +53,7 @@ std::string Graph::to_string() const {
   std::string outs;
   for (size_t k = 0; k < outputs.size(); ++k) outs += (k ? ", " : "") + ref_name(outputs[k]);
   s += "return " + outs + "\n";
+  if (memory_plan_) s += memory_plan_->summary() + "\n";
   return s;
 }
 
@@ -96,7 +98,12 @@ std::vector<int> compute_last_use(const Graph& g) {
 }
 }  // namespace
 
-void Graph::prepare() { last_use = compute_last_use(*this); }
+void Graph::prepare() { prepare(jit::memory_planning_enabled()); }
+
+void Graph::prepare(bool plan_memory) {
+  last_use = compute_last_use(*this);
+  memory_plan_ = jit::plan_memory(*this, plan_memory);
+}
 
 std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   TF_CHECK_ARG(args.size() == inputs.size(), "function", "the graph takes {} inputs, got {}",
@@ -109,6 +116,14 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   std::vector<int> derived;
   if (last_use.size() != nodes.size()) derived = compute_last_use(*this);
   const std::vector<int>& last_use = derived.empty() ? this->last_use : derived;
+
+  // Planned intermediates are views into one arena (recorded replays never use it: a tape
+  // keeps what it records). A plan made for other nodes (edited since prepare()) is ignored.
+  const jit::MemoryPlan* plan = memory_plan_.get();
+  if (through_dispatch || plan == nullptr || !plan->enabled() || !plan->matches(*this))
+    plan = nullptr;
+  // Declared before every tensor of the replay, so that they are gone when it ends.
+  const jit::ArenaLease arena(plan);
 
   std::vector<std::vector<Tensor>> values(nodes.size());
   auto value_of = [&](const Ref& r) -> const Tensor& {
@@ -132,10 +147,18 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
       std::vector<Tensor>& out = values[i];
       out.resize(n.outputs.size());
       if (!n.prim->produce(in, out, n.device)) {
-        for (size_t k = 0; k < out.size(); ++k)
-          out[k] = n.prim->is_view() ? detail::view(in[0], n.outputs[k].shape)
-                                     : detail::empty(n.outputs[k].shape, n.outputs[k].dtype,
-                                                     n.device);
+        for (size_t k = 0; k < out.size(); ++k) {
+          const TensorMeta& m = n.outputs[k];
+          const jit::MemoryPlan::Buffer* b =
+              plan ? plan->buffer(static_cast<int>(i), static_cast<int>(k)) : nullptr;
+          if (n.prim->is_view())
+            out[k] = detail::view(in[0], m.shape);
+          else if (b != nullptr && b->nbytes == static_cast<size_t>(m.shape.num_elements()) *
+                                                     dtype_size(m.dtype))
+            out[k] = arena.tensor(m, n.device, b->offset);
+          else
+            out[k] = detail::empty(m.shape, m.dtype, n.device);
+        }
         detail::run_kernel(*n.prim, n.device, in, out);
       }
     }

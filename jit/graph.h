@@ -13,6 +13,10 @@
 
 namespace tapeflow {
 
+namespace jit {
+class MemoryPlan;
+}
+
 class Graph {
  public:
   enum class Source : uint8_t { Input, Constant, Node };
@@ -40,18 +44,31 @@ class Graph {
   // the nodes); run() derives it itself when its size does not match the nodes.
   std::vector<int> last_use;
 
-  // Computes last_use once the nodes are final (tf::function calls it after the passes).
+  // Computes last_use and plans the intermediates' memory (jit/memory_plan.h) once the nodes
+  // are final (tf::function calls it after the passes). `plan_memory` defaults to
+  // TAPEFLOW_MEMORY_PLAN (on unless set to 0); false keeps the plan's statistics but replays
+  // allocate every intermediate from the caching allocator.
   void prepare();
+  void prepare(bool plan_memory);
+  // The memory plan prepare() made (null before prepare()).
+  const jit::MemoryPlan* memory_plan() const { return memory_plan_.get(); }
   int num_nodes() const { return static_cast<int>(nodes.size()); }
-  // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]".
+  // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]", then
+  // (once prepared) the memory plan's summary line.
   std::string to_string() const;
   // Graphviz source.
   std::string to_dot() const;
 
   // Runs the nodes in order on `args` (shapes, dtypes and devices as traced). With a tape or an
   // enclosing trace active, every node goes through dispatch() so that it is recorded; otherwise
-  // kernels run directly, skipping eager dispatch's placement and inference.
+  // kernels run directly, skipping eager dispatch's placement and inference, on buffers in the
+  // memory plan's arena for the planned intermediates. Thread-safe: several threads may run
+  // one graph at once.
   std::vector<Tensor> run(std::span<const Tensor> args) const;
+
+ private:
+  // Shared by copies of the graph; prepare() replaces it (never edits it in place).
+  std::shared_ptr<const jit::MemoryPlan> memory_plan_;
 };
 
 }  // namespace tapeflow

@@ -85,6 +85,8 @@ Tensor reshape(const Tensor& x, const TensorShape& shape) {
                    "of {})",
                    n, requested_shape(shape), n, known);
       out[infer_at] = n / known;
+      // A graph for None dimensions keeps the -1: shape inference resolves it at each size.
+      if (detail::open_shapes()) return detail::dispatch(prims::Reshape(shape), {x});
     } else {
       TF_CHECK_ARG(known == n, "reshape",
                    "cannot reshape a tensor with {} elements to shape {} ({} elements)", n,
@@ -331,11 +333,27 @@ namespace prims {
 
 void Reshape::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   const Tensor& x = in[0];
-  if (x.shape().is_fully_defined() && shape.is_fully_defined())
-    TF_CHECK_ARG(x.num_elements() == shape.num_elements(), name(),
+  TensorShape s = shape;
+  if (x.shape().is_fully_defined()) {
+    // One -1 (kept by graphs for None dimensions) takes the size the element count leaves.
+    int at = -1;
+    int64_t known = 1;
+    for (int i = 0; i < s.rank(); ++i) {
+      if (s[i] == -1 && at < 0) at = i;
+      else known *= s[i];
+    }
+    if (at >= 0) {
+      TF_CHECK_ARG(known > 0 && x.num_elements() % known == 0, name(),
+                   "cannot reshape a tensor with {} elements to shape {}", x.num_elements(),
+                   shape.to_string());
+      s[at] = x.num_elements() / known;
+    }
+  }
+  if (x.shape().is_fully_defined() && s.is_fully_defined())
+    TF_CHECK_ARG(x.num_elements() == s.num_elements(), name(),
                  "cannot reshape a tensor with {} elements to shape {} ({} elements)",
-                 x.num_elements(), shape.to_string(), shape.num_elements());
-  out[0] = {shape, x.dtype()};
+                 x.num_elements(), s.to_string(), s.num_elements());
+  out[0] = {s, x.dtype()};
 }
 // A view: dispatch makes the output share the input's storage; there is nothing to run.
 void Reshape::eval_cpu(std::span<const Tensor>, std::span<Tensor>) const {}

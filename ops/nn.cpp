@@ -1,5 +1,7 @@
 #include "ops/nn.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <array>
 
 #include "core/check.h"
@@ -127,9 +129,12 @@ std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
   std::vector<Tensor> grads;
+  // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
+  TensorShape xs = x.shape();
+  if (detail::open_shapes()) xs[0] = None;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::conv2d_backprop_input(x.shape(), f, cotangents[0], stride_h, stride_w,
+      grads.push_back(detail::conv2d_backprop_input(xs, f, cotangents[0], stride_h, stride_w,
                                                     dilation_h, dilation_w, same));
     else
       grads.push_back(detail::conv2d_backprop_filter(x, f.shape(), cotangents[0], stride_h,
@@ -181,9 +186,11 @@ std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,
                                    std::span<const Tensor> cotangents, std::span<const int> argnums,
                                    std::span<const Tensor>) const {
   std::vector<Tensor> grads;
+  TensorShape xs = primals[0].shape();
+  if (detail::open_shapes()) xs[0] = None;  // taken from dy when it runs
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::avg_pool2d_grad(primals[0].shape(), cotangents[0], k_h, k_w, stride_h,
-                                            stride_w, same));
+    grads.push_back(detail::avg_pool2d_grad(xs, cotangents[0], k_h, k_w, stride_h, stride_w,
+                                            same));
   return grads;
 }
 
@@ -300,7 +307,8 @@ Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
   // The mask goes where x lives unless a DeviceScope says otherwise.
   std::optional<DeviceScope> scope;
   if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
-  const Tensor u = random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed);
+  // In a graph for None dimensions the mask's shape is read from x when it runs.
+  const Tensor u = detail::random_uniform_like(x, 0.0, 1.0, x.dtype(), seed);
   const Tensor keep = tapeflow::greater_equal(u, rate);
   return tapeflow::where(keep, x * (1.0 / (1.0 - rate)), 0);
 }

@@ -71,6 +71,9 @@ class Primitive {
   virtual std::optional<Device> target_device() const { return std::nullopt; }
   // Attributes for graph dumps and equivalence ("axes=[0, 1], keepdims=false").
   virtual std::string attributes() const { return {}; }
+  // What a shape-generic trace compares between its two probe traces: the attributes, minus
+  // those that legitimately differ from trace to trace (random ops' freshly drawn seeds).
+  virtual std::string trace_attributes() const { return attributes(); }
   // Same op with the same attributes (used by common-subexpression elimination).
   bool is_equivalent(const Primitive& other) const;
 };

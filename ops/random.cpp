@@ -149,46 +149,71 @@ Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dty
 
 }  // namespace random
 
+namespace detail {
+Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DType dtype,
+                           std::optional<int64_t> seed) {
+  if (!thread_context().open_shapes) return random::uniform(like.shape(), minval, maxval, dtype, seed);
+  TF_CHECK_ARG(is_floating(dtype), "random_uniform", "random_uniform_like takes float dtypes, got {}",
+               dtype_name(dtype));
+  const auto [k, k2] = resolve_random_seeds(seed);
+  prims::RandomUniform prim(TensorShape{}, dtype, minval, maxval, k, k2);
+  prim.like = true;
+  if (thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
+  const Tensor in[1] = {like};
+  return dispatch(prim, in);
+}
+}  // namespace detail
+
 namespace prims {
 
 // A traced random op: the first execution uses the traced seeds, execution n >= 1 continues the
 // stream with the n-th derived seed (the same rule as repeated eager calls with one op seed).
 template <class P>
-static bool produce_next(const P& p, std::span<Tensor> out, Device device) {
+static bool produce_next(const P& p, std::span<const Tensor> in, std::span<Tensor> out,
+                         Device device) {
   if (!p.executions) return false;
   const uint64_t n = p.executions->fetch_add(1);
   if (n == 0) return false;
   P next(p);
   next.executions = nullptr;
   next.seed2 = detail::continue_random_stream(p.seed2, n);
-  out[0] = detail::empty(p.shape, p.dtype, device);
-  detail::run_kernel(next, device, std::span<const Tensor>{}, out);
+  out[0] = detail::empty(p.like ? in[0].shape() : p.shape, p.dtype, device);
+  detail::run_kernel(next, device, in, out);
   return true;
 }
-bool RandomNormal::produce(std::span<const Tensor>, std::span<Tensor> out, Device device) const {
-  return produce_next(*this, out, device);
+bool RandomNormal::produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const {
+  return produce_next(*this, in, out, device);
 }
-bool RandomUniform::produce(std::span<const Tensor>, std::span<Tensor> out, Device device) const {
-  return produce_next(*this, out, device);
+bool RandomUniform::produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const {
+  return produce_next(*this, in, out, device);
 }
 
-void RandomNormal::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
-  out[0] = {shape, dtype};
+void RandomNormal::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  out[0] = {like ? in[0].shape() : shape, dtype};
+}
+std::string RandomNormal::trace_attributes() const {
+  return fmt::format("shape={}, dtype={}, mean={}, stddev={}", like ? "like" : shape.to_string(),
+                     dtype_name(dtype), mean, stddev);
 }
 std::string RandomNormal::attributes() const {
   return fmt::format("shape={}, dtype={}, mean={}, stddev={}, seed={}, seed2={}", shape.to_string(),
                      dtype_name(dtype), mean, stddev, seed, seed2);
 }
 
-void RandomUniform::infer(std::span<const Tensor>, std::span<TensorMeta> out) const {
-  out[0] = {shape, dtype};
+void RandomUniform::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  out[0] = {like ? in[0].shape() : shape, dtype};
+}
+std::string RandomUniform::trace_attributes() const {
+  return fmt::format("shape={}, dtype={}, minval={}, maxval={}, imin={}, imax={}",
+                     like ? "like" : shape.to_string(), dtype_name(dtype), minval, maxval, imin, imax);
 }
 std::string RandomUniform::attributes() const {
   if (is_integer(dtype))
     return fmt::format("shape={}, dtype={}, minval={}, maxval={}, seed={}, seed2={}",
                        shape.to_string(), dtype_name(dtype), imin, imax, seed, seed2);
   return fmt::format("shape={}, dtype={}, minval={}, maxval={}, seed={}, seed2={}",
-                     shape.to_string(), dtype_name(dtype), minval, maxval, seed, seed2);
+                     like ? "like input" : shape.to_string(), dtype_name(dtype), minval, maxval,
+                     seed, seed2);
 }
 
 }  // namespace prims

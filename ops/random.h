@@ -47,6 +47,9 @@ void set_seed(int64_t seed);
 namespace tapeflow::detail {
 // The (seed, seed2) pair of the next random op under the rules above (advances the counter).
 std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed);
+// random::uniform(like.shape(), ...) whose shape is read from `like` when it runs.
+Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DType dtype,
+                           std::optional<int64_t> seed);
 // The seed set by tf::random::set_seed, if any (reading it advances no stream).
 std::optional<int64_t> global_random_seed();
 // TF's DEFAULT_GRAPH_SEED, used with an op seed when no global seed is set.
@@ -74,6 +77,14 @@ struct RandomNormal final : PrimitiveBase<RandomNormal> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   std::string attributes() const override;
+  std::string trace_attributes() const override;
+  // Shape from input 0 when it runs (graphs for None dimensions); `shape` is then unused.
+  bool like = false;
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());  // the numbers do not depend on the input
+  }
+  uint32_t vjp_saves() const override { return 0; }
   // Set when the op is traced into a graph: each replay continues the stream (the first uses
   // the traced seeds), so a traced function draws new numbers at every call, as TF's.
   std::shared_ptr<std::atomic<uint64_t>> executions;
@@ -93,6 +104,14 @@ struct RandomUniform final : PrimitiveBase<RandomUniform> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   std::string attributes() const override;
+  std::string trace_attributes() const override;
+  // Shape from input 0 when it runs (graphs for None dimensions); `shape` is then unused.
+  bool like = false;
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());  // the numbers do not depend on the input
+  }
+  uint32_t vjp_saves() const override { return 0; }
   // Set when the op is traced into a graph: each replay continues the stream (the first uses
   // the traced seeds), so a traced function draws new numbers at every call, as TF's.
   std::shared_ptr<std::atomic<uint64_t>> executions;

@@ -60,6 +60,16 @@ if [[ -f $sample && -x $sample ]]; then
   fi
 fi
 
+mb=$BUILD/samples/matrix_benchmark
+if [[ -x $mb ]]; then
+  if timeout 300 "$mb" --modes gpu,all_gpus,seed_faithful --dtypes all --max-n 4096 --time-budget 5 \
+      --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
+    summary+=("matrix_benchmark sample: ran, checks passed")
+  else
+    summary+=("matrix_benchmark sample: FAILED (see logs)"); status=1
+  fi
+fi
+
 bench=$BUILD/bench/bench_cuda
 if [[ -x $bench && -z ${SKIP_BENCH:-} ]]; then
   "$bench" --benchmark_repetitions=${BENCH_REPS:-5} --benchmark_report_aggregates_only=true \

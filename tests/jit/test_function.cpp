@@ -389,3 +389,25 @@ TEST_CASE("function: a traced train step with a None batch dimension traces once
   }
   CHECK(traced.tracing_count() == 1);
 }
+
+TEST_CASE("function: dropout in a graph for None dimensions draws its mask at each call's size",
+          "[jit]") {
+  tf::random::set_seed(11);
+  auto f = tf::function([](const tf::Tensor& x) { return tf::nn::dropout(x, 0.5); },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 8})}});
+  std::vector<std::vector<float>> seen;
+  for (int64_t n : {4, 6, 4}) {
+    const std::vector<float> v = f(tf::ones({n, 8})).numpy<float>();
+    REQUIRE(v.size() == static_cast<size_t>(n * 8));
+    int zeros = 0;
+    for (float e : v) {
+      CHECK((e == 0.0f || e == 2.0f));
+      zeros += e == 0.0f;
+    }
+    CHECK(zeros > 0);
+    CHECK(zeros < n * 8);
+    seen.push_back(v);
+  }
+  CHECK(f.tracing_count() == 1);
+  CHECK(seen[0] != seen[2]);  // a new mask at every call
+}

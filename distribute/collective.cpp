@@ -1,0 +1,372 @@
+#include "distribute/collective.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/tape.h"
+#include "core/check.h"
+#include "core/parallel.h"
+#include "distribute/nccl.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+
+namespace tapeflow::distribute {
+
+namespace detail {
+
+const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; }
+
+// ---- StepBarrier ----
+
+void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {
+  std::unique_lock lock(mu_);
+  if (cancellable && cancelled_) throw StepCancelled();
+  TF_CHECK_T(FailedPreconditionError, !cancellable || finished_ == 0, what,
+             "{} of {} replicas already finished the step while another waits here: every "
+             "replica must make the same collective calls (all_reduce) in the same order",
+             finished_, n_);
+  const uint64_t gen = generation_;
+  if (++count_ == n_) {
+    count_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait(lock, [&] {
+    return generation_ != gen || (cancellable && (cancelled_ || finished_ > 0));
+  });
+  if (generation_ != gen) return;
+  // Leaving early: this replica no longer counts as arrived.
+  --count_;
+  if (cancelled_) throw StepCancelled();
+  TF_THROW(FailedPreconditionError, what,
+           "{} of {} replicas finished the step while this replica waits here: every replica "
+           "must make the same collective calls (all_reduce) in the same order",
+           finished_, n_);
+}
+
+void StepBarrier::cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  cv_.notify_all();
+}
+
+void StepBarrier::replica_finished() {
+  std::lock_guard lock(mu_);
+  ++finished_;
+  cv_.notify_all();
+}
+
+bool StepBarrier::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+void StepBarrier::reset() {
+  std::lock_guard lock(mu_);
+  count_ = 0;
+  cancelled_ = false;
+  finished_ = 0;
+}
+
+// ---- buckets ----
+
+std::vector<Bucket> plan_buckets(std::span<const TensorMeta> tensors, size_t first_bytes,
+                                 size_t bytes) {
+  std::vector<DType> order;
+  for (const TensorMeta& m : tensors)
+    if (std::find(order.begin(), order.end(), m.dtype) == order.end()) order.push_back(m.dtype);
+  std::vector<Bucket> out;
+  for (DType d : order) {
+    Bucket cur{d, {}, 0};
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].dtype != d) continue;
+      const int64_t n = tensors[i].shape.num_elements();
+      const size_t cap = out.empty() ? first_bytes : bytes;
+      if (!cur.tensors.empty() &&
+          static_cast<size_t>(cur.num_elements + n) * dtype_size(d) > cap) {
+        out.push_back(std::move(cur));
+        cur = Bucket{d, {}, 0};
+      }
+      cur.tensors.push_back(i);
+      cur.num_elements += n;
+    }
+    if (!cur.tensors.empty()) out.push_back(std::move(cur));
+  }
+  return out;
+}
+
+// ---- the in-process reduction ----
+
+namespace {
+
+// dst[k][0, n) = sum over replicas s of src[s][0, n), in replica order, for every k. Blocks keep
+// the partial sums in cache; the order of additions never depends on the thread split.
+template <class T>
+void reduce_segment(const std::vector<const T*>& src, const std::vector<T*>& dst, int64_t n,
+                    ReduceOp op) {
+  using C = compute_t<T>;
+  constexpr int64_t kBlock = 2048;
+  const size_t r = src.size();
+  const C scale = static_cast<C>(r);
+  auto run_block = [&](int64_t b, int64_t e) {
+    C acc[kBlock];
+    const int64_t len = e - b;
+    const T* s0 = src[0] + b;
+    for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<C>(s0[j]);
+    for (size_t s = 1; s < r; ++s) {
+      const T* sp = src[s] + b;
+      for (int64_t j = 0; j < len; ++j) acc[j] += static_cast<C>(sp[j]);
+    }
+    if (op == ReduceOp::MEAN)
+      for (int64_t j = 0; j < len; ++j) acc[j] /= scale;
+    for (size_t k = 0; k < dst.size(); ++k) {
+      T* dp = dst[k] + b;
+      for (int64_t j = 0; j < len; ++j) dp[j] = static_cast<T>(acc[j]);
+    }
+  };
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  // The replicas already work in parallel (one chunk each); each adds threads only for big chunks.
+  const int threads = std::max(1, tapeflow::detail::num_threads() / static_cast<int>(r));
+  if (threads > 1 && n >= 32 * kBlock) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t bi = 0; bi < blocks; ++bi) run_block(bi * kBlock, std::min(n, (bi + 1) * kBlock));
+  } else {
+    for (int64_t bi = 0; bi < blocks; ++bi) run_block(bi * kBlock, std::min(n, (bi + 1) * kBlock));
+  }
+}
+
+std::string meta_string(const Tensor& t) {
+  return fmt::format("{} {}", dtype_name(t.dtype()), t.shape().to_string());
+}
+
+}  // namespace
+
+Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind)
+    : devices_(std::move(devices)),
+      kind_(kind),
+      barrier_(static_cast<int>(devices_.size())),
+      in_slots_(devices_.size()),
+      out_slots_(devices_.size()),
+      nccl_slots_(devices_.size()) {
+  if (kind_ == CollectiveKind::Nccl) comms_ = make_nccl_comms(devices_);
+}
+
+Collectives::~Collectives() = default;
+
+std::string Collectives::mismatch(std::span<const Tensor> mine) const {
+  for (size_t r = 0; r < in_slots_.size(); ++r) {
+    const auto other = in_slots_[r];
+    if (other.size() != mine.size())
+      return fmt::format("replica {} all-reduces {} tensors, replica {} {}", r, other.size(), 0,
+                         in_slots_[0].size());
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (other[i].shape() != in_slots_[0][i].shape() ||
+          other[i].dtype() != in_slots_[0][i].dtype())
+        return fmt::format("tensor {} is {} on replica 0 and {} on replica {}", i,
+                           meta_string(in_slots_[0][i]), meta_string(other[i]), r);
+  }
+  return {};
+}
+
+void Collectives::all_reduce(int replica, ReduceOp op, std::span<const Tensor> in,
+                             std::span<Tensor> out) {
+  for (const Tensor& t : in)
+    TF_CHECK_ARG(t.dtype() != bool_, "all_reduce", "cannot all-reduce a bool tensor ({})",
+                 meta_string(t));
+  if (size() == 1) {
+    // One replica: nothing to communicate (TF's single-replica shortcut).
+    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i];
+    return;
+  }
+  if (kind_ == CollectiveKind::Nccl) nccl(replica, op, in, out);
+  else in_process(replica, op, in, out);
+}
+
+void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> in,
+                             std::span<Tensor> out) {
+  const Device dev = devices_[static_cast<size_t>(replica)];
+  const Device host{DeviceType::CPU, 0};
+  // GPU replicas (logical devices sharing one GPU) reduce through host copies.
+  std::vector<Tensor> host_in(in.begin(), in.end());
+  std::vector<Tensor> host_out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!host_in[i].placement().is_cpu())
+      host_in[i] = tapeflow::detail::copy_to_device(host_in[i], host);
+    host_out[i] = tapeflow::detail::empty(in[i].shape(), in[i].dtype(), dev.is_cpu() ? dev : host);
+  }
+  in_slots_[static_cast<size_t>(replica)] = host_in;
+  out_slots_[static_cast<size_t>(replica)] = host_out;
+  barrier_.arrive_and_wait("all_reduce");
+
+  // Every replica reads the same published metadata, so all agree on the outcome.
+  const std::string bad = mismatch(host_in);
+  if (bad.empty()) {
+    std::vector<TensorMeta> metas;
+    metas.reserve(in.size());
+    for (const Tensor& t : host_in) metas.push_back({t.shape(), t.dtype()});
+    const size_t n = in_slots_.size();
+    // Bucket by bucket, this replica sums its share [lo, hi) of the bucket's elements (taken in
+    // list order) from every replica's buffer and writes it into every replica's output.
+    for (const Bucket& b : plan_buckets(metas)) {
+      const int64_t lo = b.num_elements * replica / static_cast<int64_t>(n);
+      const int64_t hi = b.num_elements * (replica + 1) / static_cast<int64_t>(n);
+      int64_t base = 0;
+      for (size_t ti : b.tensors) {
+        const int64_t len = host_in[ti].num_elements();
+        const int64_t b0 = std::max(lo, base), e0 = std::min(hi, base + len);
+        if (b0 < e0) {
+          const int64_t off = b0 - base;
+          TF_DISPATCH_ALL_TYPES(b.dtype, {
+            std::vector<const T*> src(n);
+            std::vector<T*> dst(n);
+            for (size_t s = 0; s < n; ++s) {
+              src[s] = in_slots_[s][ti].data<T>() + off;
+              dst[s] = out_slots_[s][ti].data<T>() + off;
+            }
+            if constexpr (!std::is_same_v<T, bool>) reduce_segment<T>(src, dst, e0 - b0, op);
+          });
+        }
+        base += len;
+      }
+    }
+  }
+  // Nobody leaves (freeing buffers others read) before every replica is done; every replica
+  // passed the first barrier and nothing above throws, so this wait always completes.
+  barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
+  TF_CHECK_ARG(bad.empty(), "all_reduce",
+               "the replicas passed different tensors: {}; every replica must all-reduce tensors "
+               "of the same shapes and dtypes in the same order",
+               bad);
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = dev.is_cpu() ? host_out[i] : tapeflow::detail::copy_to_device(host_out[i], dev);
+}
+
+void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
+                       std::span<Tensor> out) {
+  const Device dev = devices_[static_cast<size_t>(replica)];
+  // The flattening and scaling ops are plumbing of this one collective: no tape records them.
+  tapeflow::detail::PauseTapes pause;
+  // Flatten each bucket into one buffer on the replica's device (ops on its stream).
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : in) metas.push_back({t.shape(), t.dtype()});
+  const std::vector<Bucket> buckets = plan_buckets(metas);
+  std::vector<Tensor> flat_in(buckets.size()), flat_out(buckets.size());
+  std::vector<NcclCall> calls(buckets.size());
+  {
+    DeviceScope scope(dev);
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      std::vector<Tensor> parts;
+      for (size_t ti : buckets[k].tensors) parts.push_back(reshape(in[ti], TensorShape{-1}));
+      flat_in[k] = parts.size() == 1 ? parts[0] : concat(parts, 0);
+      flat_out[k] =
+          tapeflow::detail::empty(TensorShape{buckets[k].num_elements}, buckets[k].dtype, dev);
+      calls[k] = NcclCall{flat_in[k].raw_data(), flat_out[k].raw_data(),
+                          static_cast<size_t>(buckets[k].num_elements), buckets[k].dtype};
+    }
+  }
+  in_slots_[static_cast<size_t>(replica)] = in;
+  nccl_slots_[static_cast<size_t>(replica)] = &calls;
+  barrier_.arrive_and_wait("all_reduce");
+  const std::string bad = mismatch(in);
+  std::exception_ptr failure;
+  if (bad.empty() && replica == 0) {
+    // One thread enqueues every replica's calls in one group (NCCL's single-thread,
+    // multi-device model); each runs on its device's stream, ordered after the flattening.
+    try {
+      std::vector<const std::vector<NcclCall>*> all(nccl_slots_.size());
+      for (size_t r = 0; r < all.size(); ++r)
+        all[r] = static_cast<const std::vector<NcclCall>*>(nccl_slots_[r]);
+      comms_->all_reduce_group(all);
+    } catch (...) {
+      failure = std::current_exception();
+      barrier_.cancel();
+    }
+  }
+  // The others keep their buffers and call lists alive until the group is enqueued.
+  barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
+  if (failure) std::rethrow_exception(failure);
+  if (barrier_.cancelled()) throw StepCancelled();
+  TF_CHECK_ARG(bad.empty(), "all_reduce",
+               "the replicas passed different tensors: {}; every replica must all-reduce tensors "
+               "of the same shapes and dtypes in the same order",
+               bad);
+  DeviceScope scope(dev);
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    Tensor result = flat_out[k];
+    if (op == ReduceOp::MEAN) result = divide(result, Tensor(static_cast<double>(size())));
+    size_t offset = 0;
+    for (size_t ti : buckets[k].tensors) {
+      out[ti] = tapeflow::detail::view(result, in[ti].shape(), offset);
+      offset += in[ti].nbytes();
+    }
+  }
+}
+
+// ---- the all_reduce primitive: one graph node per call, so traced steps replay it ----
+
+namespace {
+
+struct AllReduceOp final : PrimitiveBase<AllReduceOp> {
+  ReduceOp op;
+  int n;
+  AllReduceOp(ReduceOp o, int count) : op(o), n(count) {}
+  const char* name() const override { return "all_reduce"; }
+  int num_outputs() const override { return n; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = {in[i].shape(), in[i].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+    auto* ctx = dynamic_cast<MirroredReplicaContext*>(get_replica_context());
+    TF_CHECK_T(FailedPreconditionError, ctx != nullptr, "all_reduce",
+               "ran outside strategy.run (a traced step that all-reduces must be called by "
+               "strategy.run on every replica)");
+    ctx->collectives().all_reduce(ctx->replica_id_in_sync_group(), op, in, out);
+    return true;
+  }
+  // The gradient of an all-reduce is the same all-reduce of the upstream gradients (TF's).
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> g(cotangents.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = cotangents[i].defined() ? cotangents[i] : zeros_like(primals[i]);
+    std::vector<Tensor> reduced =
+        tapeflow::detail::dispatch_multi(AllReduceOp(op, static_cast<int>(g.size())), g);
+    std::vector<Tensor> out;
+    for (int a : argnums) out.push_back(reduced[static_cast<size_t>(a)]);
+    return out;
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  bool has_side_effects() const override { return true; }
+  std::string attributes() const override { return fmt::format("op={}", reduce_op_name(op)); }
+};
+
+}  // namespace
+
+Tensor MirroredReplicaContext::all_reduce(ReduceOp op, const Tensor& value) {
+  TF_CHECK_ARG(value.defined(), "all_reduce", "the value is an undefined tensor");
+  return tapeflow::detail::dispatch(AllReduceOp(op, 1), {value});
+}
+
+std::vector<Tensor> MirroredReplicaContext::all_reduce(ReduceOp op,
+                                                       const std::vector<Tensor>& values) {
+  if (values.empty()) return {};
+  for (size_t i = 0; i < values.size(); ++i)
+    TF_CHECK_ARG(values[i].defined(), "all_reduce", "value {} is an undefined tensor", i);
+  return tapeflow::detail::dispatch_multi(AllReduceOp(op, static_cast<int>(values.size())),
+                                          values);
+}
+
+}  // namespace detail
+
+}  // namespace tapeflow::distribute

@@ -1,0 +1,127 @@
+// Internal to distribute/: the collectives that a strategy's replicas run together (the
+// in-process all-reduce and the NCCL one), the step barrier that makes every wait abortable,
+// gradient bucketing, and the concrete ReplicaContext.
+//
+// Threading: one Collectives object per strategy, shared by its replica threads. Each replica
+// calls all_reduce() from its own thread; the calls of one step meet at the StepBarrier. Between
+// steps (no replica inside) the strategy calls reset().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "distribute/replica_context.h"
+#include "ops/primitive.h"
+
+namespace tapeflow::distribute::detail {
+
+// Thrown in a replica whose step was cancelled because another replica failed. strategy.run
+// never rethrows it: it rethrows the failure that caused it.
+class StepCancelled final : public std::exception {
+ public:
+  const char* what() const noexcept override {
+    return "the distributed step was cancelled because another replica failed";
+  }
+};
+
+// A reusable barrier for the replicas of one step. A cancellable wait ends early with
+// StepCancelled when the step is cancelled, or with FailedPreconditionError when a replica has
+// already finished its step (the replicas made different collective calls): no replica waits
+// forever.
+class StepBarrier {
+ public:
+  explicit StepBarrier(int n) : n_(n) {}
+  // `what` names the collective for the mismatch error. A non-cancellable wait is for points
+  // that every replica is known to reach (after a barrier all have passed, with no throw between).
+  void arrive_and_wait(const char* what, bool cancellable = true);
+  void cancel();
+  void replica_finished();
+  bool cancelled() const;
+  // Between steps only (no replica inside).
+  void reset();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const int n_;
+  int count_ = 0;
+  uint64_t generation_ = 0;
+  bool cancelled_ = false;
+  int finished_ = 0;
+};
+
+// Fixed-order gradient buckets: tensors grouped per dtype (dtypes in order of first appearance,
+// tensors in list order), a bucket closed when adding the next tensor would pass its capacity;
+// the first bucket holds at most `first_bytes` (so that the first all-reduce starts early), the
+// others `bytes`. A tensor larger than a bucket gets a bucket of its own.
+struct Bucket {
+  DType dtype;
+  std::vector<size_t> tensors;  // indices into the list
+  int64_t num_elements = 0;
+  size_t nbytes() const { return static_cast<size_t>(num_elements) * dtype_size(dtype); }
+};
+inline constexpr size_t kFirstBucketBytes = size_t{1} << 20;  // 1 MiB
+inline constexpr size_t kBucketBytes = size_t{25} << 20;      // 25 MiB
+std::vector<Bucket> plan_buckets(std::span<const TensorMeta> tensors,
+                                 size_t first_bytes = kFirstBucketBytes,
+                                 size_t bytes = kBucketBytes);
+
+enum class CollectiveKind { InProcess, Nccl };
+
+class NcclComms;  // distribute/nccl.h
+
+// The collectives of one strategy's replicas.
+class Collectives {
+ public:
+  Collectives(std::vector<Device> devices, CollectiveKind kind);
+  ~Collectives();
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  CollectiveKind kind() const { return kind_; }
+  StepBarrier& barrier() { return barrier_; }
+  // Called by every replica with its tensors (same count, dtypes and shapes on every replica,
+  // checked); writes the reduced tensors to `out` on the replica's device. Deterministic: every
+  // replica gets bit-identical results (sums in replica order).
+  void all_reduce(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
+
+ private:
+  void in_process(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
+  void nccl(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
+  // Every replica checks the same published metadata; throws after the caller's barrier.
+  std::string mismatch(std::span<const Tensor> mine) const;
+
+  std::vector<Device> devices_;
+  CollectiveKind kind_;
+  StepBarrier barrier_;
+  // Published by each replica before the first barrier of a call, read by all after it.
+  std::vector<std::span<const Tensor>> in_slots_;
+  std::vector<std::span<Tensor>> out_slots_;
+  std::vector<const void*> nccl_slots_;
+  std::unique_ptr<NcclComms> comms_;
+};
+
+// The replica context of one replica thread.
+class MirroredReplicaContext final : public ReplicaContext {
+ public:
+  MirroredReplicaContext(int id, Collectives* collectives) : id_(id), collectives_(collectives) {}
+  int replica_id_in_sync_group() const override { return id_; }
+  int num_replicas_in_sync() const override { return collectives_->size(); }
+  Tensor all_reduce(ReduceOp op, const Tensor& value) override;
+  std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override;
+  Collectives& collectives() const { return *collectives_; }
+
+ private:
+  int id_;
+  Collectives* collectives_;
+};
+
+const char* reduce_op_name(ReduceOp op);
+
+}  // namespace tapeflow::distribute::detail

@@ -1,0 +1,108 @@
+// Distributed input and loss scaling: DistributedDataset (what strategy.experimental_distribute_
+// dataset returns) splits each global batch of any range whose elements are
+// std::vector<tf::Tensor> (tf::data::Dataset is one) into one component per replica, and
+// tf::nn::compute_average_loss scales per-example losses by the global batch size.
+// Iterating a DistributedDataset is single-threaded (the caller's thread).
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "distribute/values.h"
+
+namespace tapeflow {
+
+namespace distribute {
+
+namespace detail {
+// TF's split of a global batch over replicas: the first (global % n) replicas get one element
+// more than the others.
+std::vector<int64_t> replica_batch_sizes(int64_t global_batch, int num_replicas);
+// One global batch split along axis 0: replica r takes the next sizes[r] rows (sizes sum to the
+// batch size; a zero gives an empty component with the trailing dimensions). Every tensor of
+// the element must have the same first dimension. Component r is placed on devices[r].
+PerReplica<std::vector<Tensor>> split_batch(const std::vector<Tensor>& element,
+                                            const std::vector<int64_t>& sizes,
+                                            const std::vector<Device>& devices);
+// The first dimension of an element's tensors (checked equal).
+int64_t batch_dim(const std::vector<Tensor>& element);
+}  // namespace detail
+
+// Yields a PerReplica<std::vector<Tensor>> per global batch of the wrapped range, each batch
+// split by replica_batch_sizes of its own size (a short last batch too: the first replicas get
+// one more, replicas left without rows an empty component). D is a value or an lvalue
+// reference (then the range must outlive this object).
+template <class D>
+class DistributedDataset {
+ public:
+  using value_type = PerReplica<std::vector<Tensor>>;
+
+  DistributedDataset(D dataset, std::vector<Device> devices)
+      : dataset_(std::forward<D>(dataset)), devices_(std::move(devices)) {}
+
+  class iterator {
+   public:
+    using value_type = PerReplica<std::vector<Tensor>>;
+    using difference_type = std::ptrdiff_t;
+    using inner_iterator = decltype(std::begin(std::declval<std::remove_reference_t<D>&>()));
+    using inner_sentinel = decltype(std::end(std::declval<std::remove_reference_t<D>&>()));
+
+    iterator() = default;
+    iterator(inner_iterator it, inner_sentinel end, const std::vector<Device>* devices)
+        : it_(std::move(it)), end_(std::move(end)), devices_(devices) {
+      load();
+    }
+    const value_type& operator*() const { return *current_; }
+    const value_type* operator->() const { return &*current_; }
+    iterator& operator++() {
+      ++*it_;
+      load();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(std::default_sentinel_t) const { return !current_.has_value(); }
+
+   private:
+    void load() {
+      current_.reset();
+      if (!(*it_ != *end_)) return;
+      const std::vector<Tensor>& element = **it_;
+      current_ = detail::split_batch(
+          element,
+          detail::replica_batch_sizes(detail::batch_dim(element),
+                                      static_cast<int>(devices_->size())),
+          *devices_);
+    }
+    std::optional<inner_iterator> it_;
+    std::optional<inner_sentinel> end_;
+    const std::vector<Device>* devices_ = nullptr;
+    std::optional<value_type> current_;
+  };
+
+  iterator begin() { return iterator(std::begin(dataset_), std::end(dataset_), &devices_); }
+  std::default_sentinel_t end() const { return {}; }
+  int num_replicas_in_sync() const { return static_cast<int>(devices_.size()); }
+
+ private:
+  D dataset_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace distribute
+
+namespace nn {
+// TF's tf.nn.compute_average_loss: sum(per_example_loss * sample_weight) / global_batch_size.
+// Without global_batch_size: the per-replica batch (the loss's first dimension) times the
+// current strategy's num_replicas_in_sync (call it inside strategy.run then). per_example_loss
+// needs rank >= 1; sample_weight (optional) broadcasts against it.
+Tensor compute_average_loss(const Tensor& per_example_loss,
+                            std::optional<int64_t> global_batch_size = std::nullopt,
+                            const Tensor& sample_weight = Tensor());
+}  // namespace nn
+
+}  // namespace tapeflow

@@ -1,0 +1,37 @@
+// Internal to distribute/: NCCL all-reduce between distinct GPUs, behind an interface without
+// CUDA types (distribute/cuda/nccl.cpp with the CUDA toolkit, distribute/no_cuda/nccl.cpp
+// otherwise). One communicator set per strategy (ncclCommInitAll over its devices); the calls
+// of a step are issued by one thread inside ncclGroupStart/End, on each device's stream.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+
+namespace tapeflow::distribute::detail {
+
+// One all-reduce (SUM) of `count` elements for one replica: device pointers on its device.
+struct NcclCall {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  DType dtype;
+};
+
+class NcclComms {
+ public:
+  virtual ~NcclComms() = default;
+  // calls[r] are replica r's all-reduces, in the same order and sizes on every replica; they
+  // are enqueued in one group on each replica device's stream (asynchronous to the host).
+  virtual void all_reduce_group(const std::vector<const std::vector<NcclCall>*>& calls) = 0;
+};
+
+// True when tapeflow was built with NCCL.
+bool nccl_built();
+// Communicators over the devices (logical GPUs on distinct physical GPUs).
+std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>& devices);
+
+}  // namespace tapeflow::distribute::detail

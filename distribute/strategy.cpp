@@ -1,0 +1,332 @@
+#include "distribute/strategy.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "core/log.h"
+#include "distribute/collective.h"
+#include "distribute/nccl.h"
+#include "ops/binary.h"
+#include "ops/copy.h"
+#include "ops/dispatch.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::distribute {
+
+namespace {
+// The strategy whose scope is open on this thread, or whose replica this thread runs.
+thread_local Strategy* t_strategy = nullptr;
+// Set on replica threads while they run a step.
+thread_local bool t_in_replica = false;
+}  // namespace
+
+namespace detail {
+
+bool calling_thread_is_tracing() { return tapeflow::detail::thread_context().trace != nullptr; }
+
+void throw_run_while_tracing() {
+  TF_THROW(UnimplementedError, "strategy.run",
+           "cannot run replicas while the calling thread traces a tf::function: tapeflow's "
+           "replicas run on their own threads, which cannot add to the caller's graph. Make the "
+           "replica step itself the tf::function and call strategy.run(step, ...) eagerly: each "
+           "replica then traces and replays its own graph");
+}
+
+// One persistent thread per replica; run() hands them a job and joins. Every wait is
+// abortable through the collectives' StepBarrier.
+class StrategyCore {
+ public:
+  StrategyCore(Strategy* owner, std::vector<Device> devices, CollectiveKind kind, bool inline_mode)
+      : owner_(owner), devices_(std::move(devices)), inline_(inline_mode) {
+    if (inline_) return;
+    collectives_ = std::make_unique<Collectives>(devices_, kind);
+    for (size_t i = 0; i < devices_.size(); ++i)
+      contexts_.push_back(
+          std::make_unique<MirroredReplicaContext>(static_cast<int>(i), collectives_.get()));
+    threads_.reserve(devices_.size());
+    for (size_t i = 0; i < devices_.size(); ++i)
+      threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
+  }
+
+  ~StrategyCore() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  const std::vector<Device>& devices() const { return devices_; }
+  int size() const { return static_cast<int>(devices_.size()); }
+
+  void run(const std::function<void(int)>& job) {
+    if (inline_) {
+      job(0);
+      return;
+    }
+    TF_CHECK_T(FailedPreconditionError, !t_in_replica, "strategy.run",
+               "called inside a replica function (strategy.run does not nest)");
+    std::lock_guard run_lock(run_mu_);
+    std::unique_lock lock(mu_);
+    job_ = &job;
+    pending_ = size();
+    first_error_ = nullptr;
+    ++generation_;
+    work_cv_.notify_all();
+    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+    collectives_->barrier().reset();
+    if (first_error_) {
+      std::exception_ptr e = std::exchange(first_error_, nullptr);
+      std::rethrow_exception(e);
+    }
+  }
+
+ private:
+  void worker(int i) {
+    t_strategy = owner_;
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* job = nullptr;
+      {
+        std::unique_lock lock(mu_);
+        work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+      }
+      std::exception_ptr error;
+      try {
+        DeviceScope device(devices_[static_cast<size_t>(i)]);
+        tapeflow::detail::ReplicaComponentScope component(i);
+        ReplicaContextScope context(contexts_[static_cast<size_t>(i)].get());
+        t_in_replica = true;
+        (*job)(i);
+        t_in_replica = false;
+        collectives_->barrier().replica_finished();
+      } catch (const StepCancelled&) {
+        // Another replica failed; its error is the one run() rethrows.
+      } catch (...) {
+        error = std::current_exception();
+      }
+      t_in_replica = false;
+      std::lock_guard lock(mu_);
+      if (error) {
+        if (!first_error_) first_error_ = error;
+        // Wake every replica waiting in a collective of this step.
+        collectives_->barrier().cancel();
+      }
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  Strategy* owner_;
+  std::vector<Device> devices_;
+  bool inline_;
+  std::unique_ptr<Collectives> collectives_;
+  std::vector<std::unique_ptr<MirroredReplicaContext>> contexts_;
+  std::mutex run_mu_;  // one step at a time
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr first_error_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace detail
+
+namespace {
+
+// Checks the devices and picks the all-reduce (TF's select_cross_device_ops).
+detail::CollectiveKind choose_collectives(const std::vector<Device>& devices,
+                                          const CrossDeviceOps& ops, std::string& name) {
+  bool distinct_gpus = true;
+  std::vector<int> physical;
+  for (Device d : devices) {
+    if (!d.is_gpu()) {
+      distinct_gpus = false;
+      break;
+    }
+    const int p = tapeflow::detail::physical_gpu_of(d.index);
+    if (std::find(physical.begin(), physical.end(), p) != physical.end()) distinct_gpus = false;
+    physical.push_back(p);
+  }
+  if (std::holds_alternative<NcclAllReduce>(ops)) {
+    TF_CHECK_ARG(std::get<NcclAllReduce>(ops).num_packs >= 0, "MirroredStrategy",
+                 "NcclAllReduce requires num_packs >= 0, got {}",
+                 std::get<NcclAllReduce>(ops).num_packs);
+    TF_CHECK_ARG(distinct_gpus, "MirroredStrategy",
+                 "NcclAllReduce needs every device to be a GPU on its own physical GPU; use "
+                 "ReductionToOneDevice for CPU devices or logical devices sharing a GPU");
+    TF_CHECK_T(UnimplementedError, detail::nccl_built(), "MirroredStrategy",
+               "NcclAllReduce: tapeflow was built without NCCL");
+    name = "NcclAllReduce";
+    return detail::CollectiveKind::Nccl;
+  }
+  if (std::holds_alternative<std::monostate>(ops) && devices.size() > 1 && distinct_gpus &&
+      detail::nccl_built()) {
+    name = "NcclAllReduce";
+    return detail::CollectiveKind::Nccl;
+  }
+  name = "ReductionToOneDevice";
+  return detail::CollectiveKind::InProcess;
+}
+
+std::vector<Device> parse_devices(const std::vector<std::string>& names) {
+  TF_CHECK_ARG(!names.empty(), "MirroredStrategy", "the device list is empty");
+  std::vector<Device> out;
+  for (const std::string& n : names) {
+    const Device d = Device::parse(n);
+    const int count = tapeflow::detail::num_logical_devices(d.type);
+    TF_CHECK_ARG(d.index >= 0 && d.index < count, "MirroredStrategy",
+                 "device '{}' ({}) does not exist: there are {} logical {} devices{}", n,
+                 d.to_string(), count, d.is_cpu() ? "CPU" : "GPU",
+                 d.is_cpu() ? " (split the CPU with tf::config::set_logical_device_configuration "
+                              "before the first op)"
+                            : "");
+    TF_CHECK_ARG(std::find(out.begin(), out.end(), d) == out.end(), "MirroredStrategy",
+                 "no duplicates allowed in the devices argument: '{}' ({}) is listed twice", n,
+                 d.to_string());
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<Device> all_local_devices() {
+  const int gpus = tapeflow::detail::num_logical_devices(DeviceType::GPU);
+  std::vector<Device> out;
+  for (int i = 0; i < gpus; ++i) out.push_back(Device{DeviceType::GPU, i});
+  if (out.empty()) out.push_back(Device{DeviceType::CPU, 0});
+  return out;
+}
+
+}  // namespace
+
+Strategy::Strategy(std::vector<Device> devices, CrossDeviceOps cross_device_ops,
+                   bool inline_default, const char* who) {
+  const detail::CollectiveKind kind =
+      choose_collectives(devices, cross_device_ops, extended_.cross_device_ops_);
+  for (Device d : devices) extended_.names_.push_back(d.to_string());
+  if (!inline_default)
+    TF_LOG_INFO("Using {} with devices ({})", who, fmt::join(extended_.names_, ", "));
+  default_ = inline_default;
+  core_ = std::make_unique<detail::StrategyCore>(this, std::move(devices), kind, inline_default);
+}
+
+Strategy::~Strategy() = default;
+
+int Strategy::num_replicas_in_sync() const { return core_->size(); }
+const std::vector<Device>& Strategy::devices() const { return core_->devices(); }
+
+void Strategy::check_per_replica_size(size_t n) const {
+  TF_CHECK_ARG(n == static_cast<size_t>(num_replicas_in_sync()), "strategy.run",
+               "a PerReplica argument has {} components but the strategy has {} replicas", n,
+               num_replicas_in_sync());
+}
+
+void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(job); }
+
+Strategy::Scope::Scope(Strategy& strategy)
+    : mirror_(strategy.default_ ? std::vector<Device>{} : strategy.devices()),
+      saved_(t_strategy) {
+  TF_CHECK_T(FailedPreconditionError, t_strategy == nullptr || t_strategy == &strategy,
+             "strategy.scope",
+             "mixing different tf::distribute::Strategy objects: a scope of another strategy "
+             "is open on this thread");
+  t_strategy = &strategy;
+}
+
+Strategy::Scope::~Scope() { t_strategy = saved_; }
+
+Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
+                        std::optional<int> axis) const {
+  const char* name = "strategy.reduce";
+  TF_CHECK_T(FailedPreconditionError, !t_in_replica, name,
+             "called in a replica context: reduce runs in the cross-replica context (outside "
+             "strategy.run); inside use get_replica_context()->all_reduce");
+  TF_CHECK_ARG(value.size() == static_cast<size_t>(num_replicas_in_sync()), name,
+               "the value has {} components but the strategy has {} replicas", value.size(),
+               num_replicas_in_sync());
+  const Tensor& first = value[0];
+  for (size_t i = 0; i < value.size(); ++i) {
+    TF_CHECK_ARG(value[i].defined(), name, "component {} is an undefined tensor", i);
+    TF_CHECK_ARG(value[i].dtype() == first.dtype(), name,
+                 "components differ in dtype: {} for replica 0, {} for replica {}",
+                 dtype_name(first.dtype()), dtype_name(value[i].dtype()), i);
+  }
+  // The result goes to the caller's device (TF copies it to the current device).
+  DeviceScope scope(tapeflow::detail::current_device());
+  std::vector<Tensor> parts;
+  int64_t count = 0;
+  if (axis) {
+    int a = *axis;
+    const int rank = first.rank();
+    TF_CHECK_ARG(a >= -rank && a < rank, name, "axis {} is out of range for components of rank {}",
+                 *axis, rank);
+    if (a < 0) a += rank;
+    for (size_t i = 0; i < value.size(); ++i) {
+      bool same = value[i].rank() == rank;
+      for (int d = 0; same && d < rank; ++d)
+        same = d == a || value[i].shape()[d] == first.shape()[d];
+      TF_CHECK_ARG(same, name,
+                   "components differ in shape outside axis {}: {} for replica 0, {} for "
+                   "replica {}",
+                   a, first.shape().to_string(), value[i].shape().to_string(), i);
+      count += value[i].shape()[a];
+      parts.push_back(reduce_sum(value[i], a));
+    }
+  } else {
+    for (size_t i = 0; i < value.size(); ++i) {
+      TF_CHECK_ARG(value[i].shape() == first.shape(), name,
+                   "components differ in shape: {} for replica 0, {} for replica {} (reduce "
+                   "with an axis to combine batches of different sizes)",
+                   first.shape().to_string(), value[i].shape().to_string(), i);
+      parts.push_back(value[i]);
+    }
+    count = static_cast<int64_t>(value.size());
+  }
+  // Summed in replica order: the same result on every call.
+  Tensor sum = identity(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) sum = add(sum, parts[i]);
+  if (op == ReduceOp::SUM) return sum;
+  // MEAN: divided by the replica count, or with an axis by the total count along it (a weak
+  // scalar takes the sum's dtype).
+  return divide(sum, Tensor(static_cast<double>(count)));
+}
+
+MirroredStrategy::MirroredStrategy()
+    : Strategy(all_local_devices(), std::monostate{}, false, "MirroredStrategy") {}
+
+MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices,
+                                   CrossDeviceOps cross_device_ops)
+    : Strategy(parse_devices(devices), std::move(cross_device_ops), false, "MirroredStrategy") {}
+
+namespace {
+class DefaultStrategy final : public Strategy {
+ public:
+  DefaultStrategy()
+      : Strategy({tapeflow::detail::default_device()}, ReductionToOneDevice{}, true,
+                 "DefaultStrategy") {}
+};
+}  // namespace
+
+Strategy& get_strategy() {
+  if (t_strategy) return *t_strategy;
+  static DefaultStrategy default_strategy;
+  return default_strategy;
+}
+
+bool has_strategy() { return t_strategy != nullptr; }
+bool in_cross_replica_context() { return !t_in_replica; }
+
+}  // namespace tapeflow::distribute

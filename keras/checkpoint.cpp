@@ -1,0 +1,274 @@
+#include "keras/checkpoint.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "keras/optimizers.h"
+#include "keras/safetensors.h"
+#include "ops/factory.h"
+
+namespace tapeflow::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kExt = ".safetensors";
+constexpr const char* kIndex = "checkpoint";
+
+class VariableTrackable final : public keras::Trackable {
+ public:
+  explicit VariableTrackable(Variable v) : v_(std::move(v)) {}
+  std::vector<std::pair<std::string, Variable>> tracked_variables() const override {
+    return {{"", v_}};
+  }
+
+ private:
+  Variable v_;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+std::string file_of(const std::string& prefix) {
+  return ends_with(prefix, kExt) ? prefix : prefix + kExt;
+}
+std::string prefix_of(const std::string& path) {
+  return ends_with(path, kExt) ? path.substr(0, path.size() - std::string(kExt).size()) : path;
+}
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// TF's index layout: model_checkpoint_path: "ckpt-3" then all_model_checkpoint_paths lines.
+std::vector<std::string> read_index(const std::string& directory) {
+  std::ifstream in(fs::path(directory) / kIndex);
+  std::vector<std::string> all;
+  std::string latest, line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    const auto q1 = line.find('"');
+    const auto q2 = line.rfind('"');
+    if (colon == std::string::npos || q1 == std::string::npos || q2 <= q1) continue;
+    const std::string key = line.substr(0, colon);
+    std::string value = line.substr(q1 + 1, q2 - q1 - 1);
+    if (!value.empty() && fs::path(value).is_relative()) value = (fs::path(directory) / value).string();
+    if (key == "model_checkpoint_path") latest = value;
+    if (key == "all_model_checkpoint_paths") all.push_back(value);
+  }
+  if (!latest.empty() && std::find(all.begin(), all.end(), latest) == all.end())
+    all.push_back(latest);
+  return all;
+}
+
+void write_index(const std::string& directory, const std::vector<std::string>& paths) {
+  std::ostringstream out;
+  auto rel = [&](const std::string& p) { return fs::path(p).filename().string(); };
+  out << "model_checkpoint_path: " << quoted(paths.empty() ? "" : rel(paths.back())) << "\n";
+  for (const auto& p : paths) out << "all_model_checkpoint_paths: " << quoted(rel(p)) << "\n";
+  const std::string text = out.str();
+  keras::safetensors::detail::write_atomically((fs::path(directory) / kIndex).string(),
+                                               {{text.data(), text.size()}});
+}
+
+// Removes "<anything>.tmp-<pid>" files whose writer process no longer exists.
+void remove_stale_temporaries(const std::string& directory) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto pos = name.rfind(".tmp-");
+    if (pos == std::string::npos || pos + 5 >= name.size()) continue;
+    const std::string pid_text = name.substr(pos + 5);
+    if (!std::all_of(pid_text.begin(), pid_text.end(), ::isdigit) || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      TF_LOG_INFO("CheckpointManager: removing '{}' left by a writer that died", entry.path().string());
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+}  // namespace
+
+TrackableRef::TrackableRef(const Variable& variable)
+    : ptr_(std::make_shared<VariableTrackable>(variable)) {}
+
+const CheckpointLoadStatus& CheckpointLoadStatus::assert_consumed() const {
+  assert_existing_objects_matched();
+  TF_CHECK_T(FailedPreconditionError, unused.empty(), "Checkpoint",
+             "'{}' holds values that nothing restored: {}", path, fmt::join(unused, ", "));
+  return *this;
+}
+
+const CheckpointLoadStatus& CheckpointLoadStatus::assert_existing_objects_matched() const {
+  TF_CHECK_T(FailedPreconditionError, missing.empty(), "Checkpoint",
+             "'{}' has no value for: {}", path, fmt::join(missing, ", "));
+  return *this;
+}
+
+// ---- Checkpoint ----
+
+struct Checkpoint::Impl {
+  std::vector<std::pair<std::string, TrackableRef>> objects;
+  Variable save_counter;
+};
+
+Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects)
+    : impl_(std::make_shared<Impl>()) {
+  std::set<std::string> keys;
+  for (const auto& [key, ref] : objects) {
+    TF_CHECK_ARG(!key.empty() && key != "save_counter" && key.find('/') == std::string::npos,
+                 "Checkpoint", "invalid object key '{}' (non-empty, no '/', not save_counter)",
+                 key);
+    TF_CHECK_ARG(keys.insert(key).second, "Checkpoint", "the key '{}' is used twice", key);
+  }
+  impl_->objects = std::move(objects);
+  // One plain counter, even under a strategy's scope.
+  tapeflow::detail::MirrorVariablesScope no_mirror({});
+  impl_->save_counter = Variable(constant(Tensor(int64_t{0}), int64), "save_counter", false);
+}
+
+Variable Checkpoint::save_counter() const { return impl_->save_counter; }
+
+std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
+  std::vector<std::pair<std::string, Variable>> out{{"save_counter", impl_->save_counter}};
+  std::set<std::string> seen{"save_counter"};
+  for (const auto& [key, ref] : impl_->objects) {
+    for (auto& [name, v] : ref.get().tracked_variables()) {
+      std::string full = name.empty() ? key : key + "/" + name;
+      TF_CHECK_ARG(seen.insert(full).second, "Checkpoint",
+                   "two variables are named '{}'; tracked names must be unique", full);
+      out.emplace_back(std::move(full), v);
+    }
+  }
+  return out;
+}
+
+std::string Checkpoint::write(const std::string& file_prefix) const {
+  const std::string path = file_of(file_prefix);
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent);
+  keras::safetensors::save_variables(path, variables(),
+                                     {{"format", "tapeflow.train.Checkpoint"}, {"version", "1"}});
+  return prefix_of(file_prefix);
+}
+
+std::string Checkpoint::save(const std::string& file_prefix) {
+  impl_->save_counter.assign_add(constant(Tensor(int64_t{1}), int64));
+  const int64_t n = impl_->save_counter.value().item<int64_t>();
+  return write(fmt::format("{}-{}", prefix_of(file_prefix), n));
+}
+
+CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
+  const std::string path = file_of(save_path);
+  keras::safetensors::Reader reader(path);
+  CheckpointLoadStatus status;
+  status.path = path;
+  const auto vars = variables();
+  std::set<std::string> used;
+  for (const auto& [name, v] : vars) used.insert(name);
+  for (const auto& [name, v] : keras::safetensors::assign_present(reader, vars))
+    status.missing.push_back(name);
+  // Tensors of an optimizer's key that match no existing variable are slots not created yet.
+  for (const auto& [key, ref] : impl_->objects) {
+    const auto* opt = dynamic_cast<const keras::optimizers::Optimizer*>(&ref.get());
+    if (!opt) continue;
+    std::vector<std::pair<std::string, Tensor>> pending;
+    const std::string prefix = key + "/";
+    for (const auto& info : reader.tensors())
+      if (!used.count(info.name) && info.name.rfind(prefix, 0) == 0) {
+        pending.emplace_back(info.name.substr(prefix.size()), reader.read(info.name));
+        used.insert(info.name);
+      }
+    if (!pending.empty()) {
+      keras::optimizers::Optimizer handle = *opt;
+      handle.restore_deferred(pending);
+    }
+  }
+  for (const auto& info : reader.tensors())
+    if (!used.count(info.name)) status.unused.push_back(info.name);
+  if (!status.missing.empty())
+    TF_LOG_WARN("Checkpoint: '{}' has no value for {} variable(s): {}", path,
+                status.missing.size(), fmt::join(status.missing, ", "));
+  return status;
+}
+
+// ---- CheckpointManager ----
+
+struct CheckpointManager::Impl {
+  Checkpoint checkpoint;
+  std::string directory;
+  std::optional<int> max_to_keep;
+  std::string name;
+  std::vector<std::string> kept;  // prefixes, oldest first
+};
+
+CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string directory,
+                                     std::optional<int> max_to_keep, std::string checkpoint_name)
+    : impl_(std::make_shared<Impl>(Impl{std::move(checkpoint), std::move(directory), max_to_keep,
+                                        std::move(checkpoint_name), {}})) {
+  TF_CHECK_ARG(!max_to_keep || *max_to_keep > 0, "CheckpointManager",
+               "max_to_keep must be positive or nullopt, got {}", max_to_keep.value_or(0));
+  TF_CHECK_ARG(!impl_->directory.empty(), "CheckpointManager", "the directory is empty");
+  std::error_code ec;
+  fs::create_directories(impl_->directory, ec);
+  TF_CHECK_T(NotFoundError, fs::is_directory(impl_->directory), "CheckpointManager",
+             "cannot create the directory '{}': {}", impl_->directory, ec.message());
+  remove_stale_temporaries(impl_->directory);
+  for (const auto& p : read_index(impl_->directory))
+    if (fs::exists(file_of(p))) impl_->kept.push_back(p);
+}
+
+std::string CheckpointManager::save(std::optional<int64_t> checkpoint_number) {
+  auto& m = *impl_;
+  Variable counter = m.checkpoint.save_counter();
+  counter.assign_add(constant(Tensor(int64_t{1}), int64));
+  const int64_t n = checkpoint_number.value_or(counter.value().item<int64_t>());
+  const std::string prefix = (fs::path(m.directory) / fmt::format("{}-{}", m.name, n)).string();
+  m.checkpoint.write(prefix);
+  m.kept.erase(std::remove(m.kept.begin(), m.kept.end(), prefix), m.kept.end());
+  m.kept.push_back(prefix);
+  std::vector<std::string> doomed;
+  if (m.max_to_keep)
+    while (static_cast<int>(m.kept.size()) > *m.max_to_keep) {
+      doomed.push_back(m.kept.front());
+      m.kept.erase(m.kept.begin());
+    }
+  // The index stops naming a checkpoint before its file goes.
+  write_index(m.directory, m.kept);
+  for (const auto& p : doomed) {
+    std::error_code ec;
+    fs::remove(file_of(p), ec);
+    if (ec) TF_LOG_WARN("CheckpointManager: cannot delete '{}': {}", file_of(p), ec.message());
+  }
+  return prefix;
+}
+
+std::string CheckpointManager::latest_checkpoint() const {
+  return impl_->kept.empty() ? std::string() : impl_->kept.back();
+}
+std::vector<std::string> CheckpointManager::checkpoints() const { return impl_->kept; }
+const std::string& CheckpointManager::directory() const { return impl_->directory; }
+
+std::string CheckpointManager::restore_or_initialize() {
+  const std::string latest = latest_checkpoint();
+  if (!latest.empty()) impl_->checkpoint.restore(latest);
+  return latest;
+}
+
+std::string latest_checkpoint(const std::string& directory) {
+  auto all = read_index(directory);
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (fs::exists(file_of(*it))) return *it;
+  return {};
+}
+
+}  // namespace tapeflow::train

@@ -1,0 +1,69 @@
+// Weight initializers (tf.keras.initializers): small value objects that make a tensor of a given
+// shape and dtype. Layers call them once, while they build. Stateless apart from the random
+// stream of tf::random (ops/random.h), so they may be called from any thread.
+//
+// Fans follow Keras' _compute_fans: a 2-D (in, out) kernel has fan_in = in and fan_out = out; a
+// convolution kernel (kh, kw, in, out) multiplies both by kh * kw; a 1-D shape uses its length for
+// both.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tapeflow::keras {
+
+class Initializer {
+ public:
+  using Fn = std::function<Tensor(const TensorShape& shape, DType dtype)>;
+
+  // No initializer: the layer's default applies (glorot_uniform kernels, zero biases).
+  Initializer() = default;
+  Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  // Keras' string identifiers: "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
+  // "zeros", "ones", "random_normal", "random_uniform". Anything else is an InvalidArgumentError.
+  Initializer(const char* identifier);         // NOLINT(google-explicit-constructor): as Keras
+  Initializer(const std::string& identifier);  // NOLINT(google-explicit-constructor)
+
+  bool defined() const { return static_cast<bool>(fn_); }
+  const std::string& name() const { return name_; }
+  // A new tensor of `shape` and the floating `dtype`.
+  Tensor operator()(const TensorShape& shape, DType dtype = float32) const;
+
+ private:
+  std::string name_;
+  Fn fn_;
+};
+
+namespace initializers {
+Initializer Zeros();
+Initializer Ones();
+Initializer Constant(double value);
+Initializer RandomNormal(double mean = 0.0, double stddev = 0.05,
+                         std::optional<int64_t> seed = std::nullopt);
+Initializer RandomUniform(double minval = -0.05, double maxval = 0.05,
+                          std::optional<int64_t> seed = std::nullopt);
+// Normal values redrawn until they lie within two standard deviations of the mean (Keras').
+Initializer TruncatedNormal(double mean = 0.0, double stddev = 0.05,
+                            std::optional<int64_t> seed = std::nullopt);
+// U(-limit, limit) with limit = sqrt(6 / (fan_in + fan_out)).
+Initializer GlorotUniform(std::optional<int64_t> seed = std::nullopt);
+// Truncated normal with stddev = sqrt(2 / (fan_in + fan_out)) / 0.8796... (Keras' correction).
+Initializer GlorotNormal(std::optional<int64_t> seed = std::nullopt);
+// U(-limit, limit) with limit = sqrt(6 / fan_in).
+Initializer HeUniform(std::optional<int64_t> seed = std::nullopt);
+// Truncated normal with stddev = sqrt(2 / fan_in) / 0.8796...
+Initializer HeNormal(std::optional<int64_t> seed = std::nullopt);
+// The initializer named by a Keras identifier (see Initializer(const char*)).
+Initializer get(const std::string& identifier);
+}  // namespace initializers
+
+namespace detail {
+// Keras' (fan_in, fan_out) of a weight shape.
+std::pair<double, double> compute_fans(const TensorShape& shape);
+}  // namespace detail
+
+}  // namespace tapeflow::keras

@@ -1,0 +1,367 @@
+// The Layer handle and the shared machinery of every layer: naming, the once-only thread-safe
+// build, input checks, weights and their lists. The built-in layers are in layers_builtin.cpp.
+#include "keras/layers.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <unordered_map>
+
+#include "autograd/tape.h"
+#include "core/check.h"
+#include "ops/nn.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+
+namespace {
+std::mutex g_floatx_mu;
+DType g_floatx = float32;
+
+// The layers whose call is running on this thread, innermost last (for member tracking).
+thread_local std::vector<detail::LayerImpl*> t_call_stack;
+}  // namespace
+
+namespace backend {
+DType floatx() {
+  std::lock_guard lock(g_floatx_mu);
+  return g_floatx;
+}
+void set_floatx(DType dtype) {
+  TF_CHECK_ARG(is_floating(dtype), "set_floatx", "floatx must be a floating dtype, got {}",
+               dtype_name(dtype));
+  std::lock_guard lock(g_floatx_mu);
+  g_floatx = dtype;
+}
+}  // namespace backend
+
+namespace activations {
+Activation get(const std::string& name) {
+  if (name.empty() || name == "linear") return nullptr;
+  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
+  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x, -1); };
+  if (name == "sigmoid") return [](const Tensor& x) { return tapeflow::sigmoid(x); };
+  if (name == "tanh") return [](const Tensor& x) { return tapeflow::tanh(x); };
+  TF_THROW(InvalidArgumentError, "activations",
+           "unknown activation function '{}': expected one of relu, softmax, sigmoid, tanh, "
+           "linear or \"\"",
+           name);
+}
+}  // namespace activations
+
+namespace detail {
+
+CallFrame::CallFrame(LayerImpl* layer) { t_call_stack.push_back(layer); }
+CallFrame::~CallFrame() { t_call_stack.pop_back(); }
+
+std::string unique_name(const std::string& base) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, int> counts;
+  std::lock_guard lock(mu);
+  const int n = counts[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+std::string to_snake_case(const std::string& class_name) {
+  static const std::regex first("(.)([A-Z][a-z0-9]+)");
+  static const std::regex second("([a-z])([A-Z])");
+  std::string s = std::regex_replace(class_name, first, "$1_$2");
+  s = std::regex_replace(s, second, "$1_$2");
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!s.empty() && s[0] == '_') s = "private" + s;
+  return s;
+}
+
+TensorShape with_unknown_batch(TensorShape shape) {
+  if (shape.rank() > 0) shape[0] = None;
+  return shape;
+}
+
+BuildScope::BuildScope(const std::vector<Device>& devices)
+    : saved_trace_(std::exchange(::tapeflow::detail::thread_context().trace, nullptr)),
+      mirror_(devices),
+      replica_(-1) {
+  saved_tapes_.swap(::tapeflow::detail::thread_context().tapes);
+}
+BuildScope::~BuildScope() {
+  auto& ctx = ::tapeflow::detail::thread_context();
+  ctx.trace = saved_trace_;
+  ctx.tapes.swap(saved_tapes_);
+}
+
+LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, std::string name)
+    : class_name_(std::move(class_name)),
+      name_(name.empty() ? (generic_name.empty() ? std::string() : unique_name(generic_name))
+                         : name),
+      auto_named_(name.empty()),
+      dtype_(backend::floatx()),
+      mirror_devices_(::tapeflow::detail::mirror_devices()) {}
+
+Tensor LayerImpl::invoke(const Tensor& x, bool training) {
+  TF_CHECK_ARG(x.defined(), name().c_str(),
+               "the input of layer \"{}\" is an undefined tensor (TF's None)", name());
+  if (!t_call_stack.empty() && t_call_stack.back() != this)
+    t_call_stack.back()->on_sublayer_called(*this);
+  CallFrame frame(this);
+  return run(x, training);
+}
+
+Tensor LayerImpl::run(const Tensor& x, bool training) {
+  Tensor in = x;
+  if (in.dtype() != dtype_ && (is_floating(in.dtype()) || casts_all_inputs()))
+    in = cast(in, dtype_);
+  ensure_built(in.shape());
+  check_input(in.shape());
+  return call(in, training);
+}
+
+void LayerImpl::ensure_built(const TensorShape& input_shape) {
+  if (built()) return;
+  // Replica threads may arrive together: one builds, the others wait here and then reuse it.
+  std::lock_guard lock(build_mu_);
+  if (built_.load(std::memory_order_relaxed)) return;
+  const TensorShape s = with_unknown_batch(input_shape);
+  BuildScope scope(mirror_devices_);
+  TensorShape out;
+  try {
+    build(s);
+    out = compute_output_shape(s);
+  } catch (...) {
+    weights_.clear();  // a later call retries from scratch
+    throw;
+  }
+  set_built_shapes(s, out);
+}
+
+void LayerImpl::set_built_shapes(const TensorShape& input_shape,
+                                 const TensorShape& output_shape) {
+  std::lock_guard lock(shape_mu_);
+  if (built_.load(std::memory_order_relaxed)) return;
+  input_shape_ = input_shape;
+  output_shape_ = output_shape;
+  built_.store(true, std::memory_order_release);
+}
+
+void LayerImpl::set_output_shape(const TensorShape& output_shape) {
+  std::lock_guard lock(shape_mu_);
+  output_shape_ = output_shape;
+}
+
+void LayerImpl::build_from_declared_shape(const std::vector<int64_t>& input_shape) {
+  TensorShape s;
+  s.push_back(None);
+  for (int64_t d : input_shape) {
+    TF_CHECK_ARG(d > 0 || d == None, name_.c_str(),
+                 "input_shape of layer \"{}\" must have positive sizes (or tf::None), got ({})",
+                 name_, fmt::join(input_shape, ", "));
+    s.push_back(d);
+  }
+  declared_input_shape_ = s;
+  ensure_built(s);
+}
+
+TensorShape LayerImpl::built_input_shape() const {
+  TF_CHECK_T(FailedPreconditionError, built(), name().c_str(),
+             "layer \"{}\" has not been built yet: call it on a batch of data or call build()",
+             name());
+  std::lock_guard lock(shape_mu_);
+  return input_shape_;
+}
+TensorShape LayerImpl::built_output_shape() const {
+  TF_CHECK_T(FailedPreconditionError, built(), name().c_str(),
+             "layer \"{}\" has not been built yet: call it on a batch of data or call build()",
+             name());
+  std::lock_guard lock(shape_mu_);
+  return output_shape_;
+}
+
+void LayerImpl::check_input(const TensorShape& s) const {
+  if (!declared_input_shape_) return;
+  const TensorShape& d = *declared_input_shape_;
+  bool ok = s.rank() == d.rank();
+  for (int i = 1; ok && i < d.rank(); ++i) ok = d[i] == None || s[i] == None || d[i] == s[i];
+  if (!ok) incompatible(s, fmt::format("expected shape={}", d.to_string()));
+}
+
+void LayerImpl::incompatible(const TensorShape& got, const std::string& expectation) const {
+  const std::string n = name();
+  TF_THROW(InvalidArgumentError, n.c_str(),
+           "Input 0 of layer \"{}\" ({}) is incompatible with the layer: {}, found shape={}", n,
+           class_name(), expectation, got.to_string());
+}
+
+Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape,
+                               const Initializer& initializer, bool trainable,
+                               const Regularizer& regularizer) {
+  Tensor init = initializer(shape, dtype_);
+  Variable v(init, name_ + "/" + name, trainable);
+  weights_.push_back({name, v, regularizer});
+  return v;
+}
+
+const Variable& LayerImpl::weight(const std::string& name) const {
+  TF_CHECK_T(FailedPreconditionError, built(), name_.c_str(),
+             "layer \"{}\" has not been built yet, so it has no weight '{}': its weights are "
+             "created on the first call (or by build(input_shape))",
+             name_, name);
+  for (const auto& w : weights_)
+    if (w.name == name) return w.variable;
+  TF_THROW(FailedPreconditionError, name_.c_str(), "layer \"{}\" ({}) has no weight '{}'", name_,
+           class_name(), name);
+}
+
+void LayerImpl::set_trainable(bool t) {
+  trainable_.store(t, std::memory_order_relaxed);
+  for (const Layer& child : sublayers()) child.impl().set_trainable(t);
+}
+
+void LayerImpl::collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
+                        std::vector<const void*>& seen) const {
+  const bool effective = parent_trainable && trainable();
+  // The weights are complete (and immutable) once built() is true; before, there are none.
+  const std::vector<Weight> none;
+  for (const auto& w : built() ? weights_ : none) {
+    const bool is_trainable = effective && w.variable.trainable();
+    if (is_trainable != want_trainable) continue;
+    if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
+    seen.push_back(w.variable.handle_id());
+    out.push_back(w.variable);
+  }
+  for (const Layer& child : sublayers()) child.impl().collect(out, want_trainable, effective, seen);
+}
+
+std::string LayerImpl::local_base_name() const {
+  const std::string n = name();
+  if (!auto_named_) return n;
+  // "dense_12" -> "dense": automatic names are "<base>" or "<base>_<number>".
+  const size_t us = n.rfind('_');
+  if (us == std::string::npos || us + 1 == n.size()) return n;
+  for (size_t i = us + 1; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return n;
+  return n.substr(0, us);
+}
+
+void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& out,
+                                std::vector<const void*>& seen_layers, const std::string& path,
+                                bool root) const {
+  if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
+  seen_layers.push_back(this);
+  if (built())
+    for (const auto& w : weights_) out.emplace_back(path + "/" + w.name, w.variable);
+  // Names by position among siblings, not the process-wide automatic names, so a second model
+  // of the same architecture (or the same program in another process) matches a checkpoint.
+  // Explicit names are kept (two equal ones clash below, as Keras refuses them); automatic
+  // ones take their base and the first free number ("dense", "dense_1", ...).
+  const std::vector<Layer> children = sublayers();
+  std::vector<std::string> taken;
+  for (const Layer& child : children)
+    if (!child.impl().auto_named_) taken.push_back(child.impl().name());
+  for (const Layer& child : children) {
+    std::string local = child.impl().local_base_name();
+    if (child.impl().auto_named_) {
+      const std::string base = local;
+      for (int k = 1; std::find(taken.begin(), taken.end(), local) != taken.end(); ++k)
+        local = base + "_" + std::to_string(k);
+      taken.push_back(local);
+    }
+    child.impl().collect_tracked(out, seen_layers, root ? local : path + "/" + local, false);
+  }
+}
+
+void LayerImpl::collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const {
+  if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;
+  seen.push_back(this);
+  if (built())
+    for (const auto& w : weights_)
+      if (w.regularizer.defined()) out.push_back(w.regularizer(w.variable.value()));
+  for (const Layer& child : sublayers()) child.impl().collect_losses(out, seen);
+}
+
+}  // namespace detail
+
+// ---- Layer handle ----
+
+detail::LayerImpl& Layer::impl() const {
+  TF_CHECK_T(FailedPreconditionError, impl_ != nullptr, "Layer",
+             "the layer handle is empty (default-constructed)");
+  return *impl_;
+}
+
+Tensor Layer::operator()(const Tensor& x, bool training) const {
+  return impl().invoke(x, training);
+}
+std::string Layer::name() const { return impl().name(); }
+std::string Layer::class_name() const { return impl().class_name(); }
+bool Layer::built() const { return impl().built(); }
+DType Layer::dtype() const { return impl().dtype(); }
+void Layer::build(const TensorShape& input_shape) const { impl().ensure_built(input_shape); }
+TensorShape Layer::input_shape() const { return impl().built_input_shape(); }
+TensorShape Layer::output_shape() const { return impl().built_output_shape(); }
+
+std::vector<Variable> Layer::trainable_variables() const {
+  std::vector<Variable> out;
+  std::vector<const void*> seen;
+  impl().collect(out, true, true, seen);
+  return out;
+}
+std::vector<Variable> Layer::non_trainable_variables() const {
+  std::vector<Variable> out;
+  std::vector<const void*> seen;
+  impl().collect(out, false, true, seen);
+  return out;
+}
+std::vector<Variable> Layer::variables() const {
+  std::vector<Variable> out = trainable_variables();
+  for (auto& v : non_trainable_variables()) out.push_back(v);
+  return out;
+}
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& v : variables()) out.push_back(v.value());
+  return out;
+}
+void Layer::set_weights(const std::vector<Tensor>& values) const {
+  auto vars = variables();
+  const std::string n = name();
+  TF_CHECK_ARG(values.size() == vars.size(), n.c_str(),
+               "set_weights: layer \"{}\" has {} weights, {} values were given", n, vars.size(),
+               values.size());
+  for (size_t i = 0; i < vars.size(); ++i)
+    TF_CHECK_ARG(values[i].defined() && values[i].shape() == vars[i].shape(), n.c_str(),
+                 "set_weights: weight '{}' has shape {}, the value {} has shape {}",
+                 vars[i].name(), vars[i].shape().to_string(), i,
+                 values[i].defined() ? values[i].shape().to_string() : "undefined");
+  for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(values[i]);
+}
+int64_t Layer::count_params() const {
+  int64_t n = 0;
+  for (const auto& v : variables()) n += v.shape().num_elements();
+  return n;
+}
+std::vector<Tensor> Layer::losses() const {
+  std::vector<Tensor> out;
+  std::vector<const void*> seen;
+  impl().collect_losses(out, seen);
+  return out;
+}
+bool Layer::trainable() const { return impl().trainable(); }
+void Layer::set_trainable(bool trainable) const { impl().set_trainable(trainable); }
+
+std::vector<std::pair<std::string, Variable>> Layer::tracked_variables() const {
+  std::vector<std::pair<std::string, Variable>> out;
+  std::vector<const void*> seen;
+  impl().collect_tracked(out, seen, impl().local_base_name(), true);
+  // A checkpoint matches weights by these names, so two layers with one name would clash.
+  std::vector<std::string> names;
+  for (const auto& [n, v] : out) {
+    TF_CHECK_ARG(std::find(names.begin(), names.end(), n) == names.end(), name().c_str(),
+                 "two weights of \"{}\" are named '{}': the layers inside a model need unique "
+                 "names (rename one of the layers called \"{}\")",
+                 name(), n, n.substr(0, n.rfind('/')));
+    names.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace tapeflow::keras

@@ -1,0 +1,436 @@
+// Keras layers (tf.keras.layers): Layer, the shared handle every layer and model is, and the
+// built-in layers Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
+// BatchNormalization, ReLU and Softmax. See docs/keras.md.
+//
+// A layer object is a handle on shared state (detail::LayerImpl): copying a layer refers to the
+// same layer and the same weights, so layers go into initializer lists and containers by value.
+// Weights are created lazily, on the first call, from the input's shape (Keras' build).
+//
+// Threading: calls may come from several threads at once (the replica threads of a
+// tf::distribute strategy). The build runs exactly once, under the layer's mutex, with the
+// variable-mirroring devices the layer captured at construction, so a layer made inside
+// strategy.scope() gets mirrored weights with identical initial values on every replica even
+// when its first call comes from inside strategy.run; later callers wait for the build and reuse
+// it. After the build a call reads only immutable configuration and the (internally
+// synchronised) variables. Configuration changes (set_trainable) must not race with calls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/context.h"
+#include "core/device.h"
+#include "core/tensor.h"
+#include "keras/initializers.h"
+#include "keras/regularizers.h"
+#include "keras/trackable.h"
+
+namespace tapeflow::keras {
+
+namespace detail {
+class LayerImpl;
+}
+
+// The base of every layer and model: a shared handle (TF's tf.keras.layers.Layer).
+class Layer : public Trackable {
+ public:
+  // An empty handle (for containers); every method but defined() throws.
+  Layer() = default;
+  explicit Layer(std::shared_ptr<detail::LayerImpl> impl) : impl_(std::move(impl)) {}
+  Layer(const Layer&) = default;
+  Layer& operator=(const Layer&) = default;
+  ~Layer() override = default;
+
+  // Runs the layer (Keras' __call__): builds it on the first call, checks the input's shape
+  // against the build, and calls it. `training` selects Dropout's and BatchNormalization's
+  // training behaviour.
+  Tensor operator()(const Tensor& x, bool training = false) const;
+
+  bool defined() const { return impl_ != nullptr; }
+  // Keras' automatic names: "dense", "dense_1", ... per process, unless one was given.
+  std::string name() const;
+  // The Keras class name: "Dense", "Conv2D", "Sequential", or a subclassed model's C++ class.
+  std::string class_name() const;
+  bool built() const;
+  // The dtype of the layer's weights (backend::floatx() when it was constructed).
+  DType dtype() const;
+  // Creates the weights for inputs of `input_shape` (tf::None for unknown dimensions, the batch
+  // dimension included) without calling the layer, as Keras' layer.build(input_shape).
+  void build(const TensorShape& input_shape) const;
+  // The shape the layer was built for and the output shape for it, batch dimension None.
+  // FailedPreconditionError before the build.
+  TensorShape input_shape() const;
+  TensorShape output_shape() const;
+
+  // Keras' weight lists: trainable_variables in creation order (sub-layers in order), then
+  // non_trainable_variables; variables() is both, in that order.
+  std::vector<Variable> trainable_variables() const;
+  std::vector<Variable> non_trainable_variables() const;
+  std::vector<Variable> variables() const;
+  std::vector<Variable> weights() const { return variables(); }
+  // Keras' get_weights()/set_weights(): the current values of variables(), in that order, and
+  // their assignment (InvalidArgumentError naming the weight on a count or shape mismatch).
+  std::vector<Tensor> get_weights() const;
+  void set_weights(const std::vector<Tensor>& values) const;
+  // Number of scalars in all weights (trainable or not), as Keras' count_params().
+  int64_t count_params() const;
+  // The regularization penalties of the weights, evaluated now (Keras' layer.losses).
+  std::vector<Tensor> losses() const;
+  // Keras' layer.trainable: a frozen layer's weights count as non-trainable and a frozen
+  // BatchNormalization runs in inference mode. Setting it on a model sets it on all its layers.
+  bool trainable() const;
+  void set_trainable(bool trainable) const;
+
+  // Trackable: "<layer name>/<weight name>" for every weight of this layer and its sub-layers,
+  // e.g. "dense/kernel", "batch_normalization/moving_mean".
+  std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
+
+  // Identity of the shared layer (same for every copy of the handle).
+  const void* id() const { return impl_.get(); }
+  detail::LayerImpl& impl() const;
+  const std::shared_ptr<detail::LayerImpl>& impl_ptr() const { return impl_; }
+
+ protected:
+  std::shared_ptr<detail::LayerImpl> impl_;
+};
+
+namespace activations {
+using Activation = std::function<Tensor(const Tensor&)>;
+// "relu", "softmax", "sigmoid", "tanh", "linear" or "" (identity). Anything else is an
+// InvalidArgumentError naming the string.
+Activation get(const std::string& name);
+}  // namespace activations
+
+namespace backend {
+// Keras' floatx: the dtype of the weights of layers constructed afterwards (default float32).
+// Floating inputs of another dtype are cast to the layer's dtype, as Keras' autocast.
+DType floatx();
+void set_floatx(DType dtype);
+}  // namespace backend
+
+// A pair of sizes (kernel, pool or stride) given as one int for both or as {height, width}.
+struct Size2 {
+  int h = 1, w = 1;
+  Size2(int both) : h(both), w(both) {}  // NOLINT(google-explicit-constructor): Keras' ints
+  Size2(int height, int width) : h(height), w(width) {}
+};
+
+namespace layers {
+
+struct DenseOptions {
+  std::string activation = "";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};  // glorot_uniform
+  Initializer bias_initializer = {};    // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  // Keras' input_shape (without the batch dimension): builds the layer at construction.
+  std::vector<int64_t> input_shape = {};
+  std::string name = "";
+};
+
+// y = activation(x @ kernel + bias); kernel (in, units), bias (units,). Inputs of rank > 2 apply
+// the kernel to the last axis.
+//   Dense(10)  Dense(128, "relu")  Dense(64, "relu", false, "he_normal")
+//   Dense(64, {.activation = "relu", .kernel_regularizer = tf::keras::regularizers::L2(1e-4)})
+// (The positional form is a template so that a braced options list never converts to the
+// activation string.)
+class Dense : public Layer {
+ public:
+  explicit Dense(int64_t units) : Dense(units, DenseOptions{}) {}
+  template <class S>
+    requires std::is_convertible_v<S, std::string>
+  Dense(int64_t units, S&& activation, bool use_bias = true, Initializer kernel_initializer = {},
+        Initializer bias_initializer = {}, Regularizer kernel_regularizer = {},
+        Regularizer bias_regularizer = {})
+      : Dense(units, DenseOptions{.activation = std::string(std::forward<S>(activation)),
+                                  .use_bias = use_bias,
+                                  .kernel_initializer = std::move(kernel_initializer),
+                                  .bias_initializer = std::move(bias_initializer),
+                                  .kernel_regularizer = std::move(kernel_regularizer),
+                                  .bias_regularizer = std::move(bias_regularizer)}) {}
+  Dense(int64_t units, DenseOptions options);
+  int64_t units() const;
+  // The weights (FailedPreconditionError before the build; bias also without use_bias).
+  Variable kernel() const;
+  Variable bias() const;
+};
+
+struct Conv2DOptions {
+  Size2 strides = 1;
+  std::string padding = "valid";  // "valid" or "same", any case
+  std::string activation = "";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};
+  Initializer bias_initializer = {};
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
+  std::string name = "";
+};
+
+// 2-D convolution of NHWC inputs with an HWIO kernel (kh, kw, in_channels, filters).
+//   Conv2D(32, 3)  Conv2D(32, {3, 3}, 2, "same", "relu")  Conv2D(32, 3, {.activation = "relu"})
+// (Positional strides are an int or a Size2(h, w); a braced list there is the options.)
+class Conv2D : public Layer {
+ public:
+  Conv2D(int64_t filters, Size2 kernel_size) : Conv2D(filters, kernel_size, Conv2DOptions{}) {}
+  template <class St>
+    requires std::is_convertible_v<St, Size2>
+  Conv2D(int64_t filters, Size2 kernel_size, St&& strides, std::string padding = "valid",
+         std::string activation = "")
+      : Conv2D(filters, kernel_size,
+               Conv2DOptions{.strides = Size2(std::forward<St>(strides)),
+                             .padding = std::move(padding),
+                             .activation = std::move(activation)}) {}
+  Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options);
+  Variable kernel() const;
+  Variable bias() const;
+};
+
+// Pooling over NHWC windows; strides default to the pool size (Keras').
+class MaxPooling2D : public Layer {
+ public:
+  explicit MaxPooling2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
+                        std::string padding = "valid", std::string name = "");
+};
+class AveragePooling2D : public Layer {
+ public:
+  explicit AveragePooling2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
+                            std::string padding = "valid", std::string name = "");
+};
+
+// (batch, d1, d2, ...) -> (batch, d1 * d2 * ...). An input_shape (without the batch dimension,
+// e.g. Flatten({28, 28})) builds the layer at construction, and a Sequential model that starts
+// with it is built at once (Keras' input_shape argument).
+class Flatten : public Layer {
+ public:
+  explicit Flatten(std::vector<int64_t> input_shape = {}, std::string name = "");
+};
+
+// Zeroes inputs with probability `rate` and scales the rest by 1 / (1 - rate) when called with
+// training = true (tf::nn::dropout); the identity otherwise.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double rate, std::optional<int64_t> seed = std::nullopt, std::string name = "");
+  double rate() const;
+};
+
+struct BatchNormalizationOptions {
+  int axis = -1;
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;  // beta
+  bool scale = true;   // gamma
+  Initializer beta_initializer = {};              // zeros
+  Initializer gamma_initializer = {};             // ones
+  Initializer moving_mean_initializer = {};       // zeros
+  Initializer moving_variance_initializer = {};  // ones
+  Regularizer beta_regularizer = {};
+  Regularizer gamma_regularizer = {};
+  std::string name = "";
+};
+
+// Normalises along `axis` (the channels). Training (training = true and the layer trainable):
+// uses the batch's mean and (biased) variance over the other axes and updates
+//   moving = moving * momentum + batch * (1 - momentum).
+// Inference: uses the moving statistics. gamma and beta are trainable; moving_mean and
+// moving_variance are not. Inside a strategy's replica the batch statistics for the update are
+// averaged over the replicas (one all-reduce), so every replica applies the same update and the
+// mirrored copies stay identical; this equals TF's cross-replica read of its ON_READ
+// moving statistics. The normalisation itself uses each replica's own batch, as TF's.
+class BatchNormalization : public Layer {
+ public:
+  BatchNormalization() : BatchNormalization(BatchNormalizationOptions{}) {}
+  // Keras' positional order; BatchNormalization({.momentum = 0.9}) takes the options.
+  template <class A>
+    requires std::is_integral_v<A>
+  explicit BatchNormalization(A axis, double momentum = 0.99, double epsilon = 1e-3,
+                              bool center = true, bool scale = true)
+      : BatchNormalization(BatchNormalizationOptions{.axis = static_cast<int>(axis),
+                                                     .momentum = momentum,
+                                                     .epsilon = epsilon,
+                                                     .center = center,
+                                                     .scale = scale}) {}
+  explicit BatchNormalization(BatchNormalizationOptions options);
+  Variable gamma() const;
+  Variable beta() const;
+  Variable moving_mean() const;
+  Variable moving_variance() const;
+};
+
+// max(x, 0); with Keras' options: x >= threshold ? min(x, max_value) : negative_slope * (x -
+// threshold).
+class ReLU : public Layer {
+ public:
+  explicit ReLU(std::optional<double> max_value = std::nullopt, double negative_slope = 0.0,
+                double threshold = 0.0, std::string name = "");
+};
+
+class Softmax : public Layer {
+ public:
+  explicit Softmax(int axis = -1, std::string name = "");
+};
+
+}  // namespace layers
+
+namespace detail {
+
+// One weight of a layer.
+struct Weight {
+  std::string name;  // "kernel"
+  Variable variable;
+  Regularizer regularizer;
+};
+
+// The shared state behind a Layer handle. Concrete layers override build(), call() and
+// compute_output_shape(); models (keras/model.h) derive from it too.
+class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
+ public:
+  // `generic_name` is the snake_case base of the automatic name ("dense"); an empty `name` asks
+  // for the next automatic one.
+  LayerImpl(std::string class_name, const std::string& generic_name, std::string name);
+  virtual ~LayerImpl() = default;
+  LayerImpl(const LayerImpl&) = delete;
+  LayerImpl& operator=(const LayerImpl&) = delete;
+
+  virtual std::string name() const { return name_; }
+  virtual std::string class_name() const { return class_name_; }
+  DType dtype() const { return dtype_; }
+
+  // Keras' __call__ (see Layer::operator()).
+  Tensor invoke(const Tensor& x, bool training);
+  // Builds once (thread-safe); `input_shape` gets batch dimension None.
+  void ensure_built(const TensorShape& input_shape);
+  bool built() const { return built_.load(std::memory_order_acquire); }
+  TensorShape built_input_shape() const;
+  TensorShape built_output_shape() const;
+
+  // Output shape for an input shape (batch dimension None where unknown); default: unchanged.
+  virtual TensorShape compute_output_shape(const TensorShape& input_shape) const {
+    return input_shape;
+  }
+  // The input_shape given at construction (batch dimension None), if any.
+  const std::optional<TensorShape>& declared_input_shape() const { return declared_input_shape_; }
+
+  // Weights of this layer only, in creation order.
+  const std::vector<Weight>& own_weights() const { return weights_; }
+  // Sub-layers whose weights belong to this layer (models' layers), in order.
+  virtual std::vector<Layer> sublayers() const { return {}; }
+
+  // Keras' weight lists (see Layer); `seen` deduplicates shared layers and weights.
+  void collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
+               std::vector<const void*>& seen) const;
+  // Checkpoint names: this layer's weights as "<path>/<weight>", its sub-layers under
+  // "<path>/<local name>" (the root's sub-layers directly under their local names).
+  void collect_tracked(std::vector<std::pair<std::string, Variable>>& out,
+                       std::vector<const void*>& seen_layers, const std::string& path,
+                       bool root) const;
+  // The name this layer has among its siblings: an explicit name as given, an automatic one as
+  // its base ("dense" for "dense_12"); the parent numbers repeats ("dense", "dense_1").
+  std::string local_base_name() const;
+  void collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const;
+
+  bool trainable() const { return trainable_.load(std::memory_order_relaxed); }
+  // Sets the flag on this layer and every sub-layer (Keras' trainable setter).
+  void set_trainable(bool t);
+
+  // The sub-layer `child` was called while this layer's call ran on this thread (subclassed
+  // models track their member layers this way).
+  virtual void on_sublayer_called(LayerImpl& /*child*/) {}
+  // Builds now for an input_shape given at construction (without the batch dimension); the
+  // handle's constructor calls it once the impl is complete.
+  void build_from_declared_shape(const std::vector<int64_t>& input_shape);
+
+ protected:
+  // Creates the weights for `input_shape` (batch dimension None); runs once, under the build
+  // mutex, eagerly (outside any trace and tape) and with the captured mirroring devices.
+  virtual void build(const TensorShape& /*input_shape*/) {}
+  virtual Tensor call(const Tensor& x, bool training) = 0;
+  // Checks a call's input against the build; throws InvalidArgumentError naming the layer and
+  // both shapes. The default checks the input_shape given at construction, if any.
+  virtual void check_input(const TensorShape& shape) const;
+  // Whether inputs are cast to the layer's dtype (floating inputs always are; other dtypes only
+  // when this is true).
+  virtual bool casts_all_inputs() const { return true; }
+  // Registers with the calling layer, builds, checks and calls; models override it.
+  virtual Tensor run(const Tensor& x, bool training);
+
+  Variable add_weight(const std::string& name, const TensorShape& shape,
+                      const Initializer& initializer, bool trainable,
+                      const Regularizer& regularizer = {});
+  // Records the build's shapes and marks the layer built (the first writer wins); models that
+  // build by being called use it. set_output_shape replaces the output shape (Sequential::add).
+  void set_built_shapes(const TensorShape& input_shape, const TensorShape& output_shape);
+  void set_output_shape(const TensorShape& output_shape);
+
+ public:
+  // A weight by name (FailedPreconditionError before the build or for a missing weight).
+  const Variable& weight(const std::string& name) const;
+
+ protected:
+  // The "[name] input of layer ..." prefix of shape errors.
+  [[noreturn]] void incompatible(const TensorShape& got, const std::string& expectation) const;
+  std::string class_name_;
+  std::string name_;
+  bool auto_named_ = false;
+  DType dtype_;
+  std::vector<Device> mirror_devices_;             // captured at construction
+  std::optional<TensorShape> declared_input_shape_;  // with batch dimension None
+
+ private:
+  friend class ::tapeflow::keras::Layer;
+  std::mutex build_mu_;
+  std::atomic<bool> built_{false};
+  std::atomic<bool> trainable_{true};
+  mutable std::mutex shape_mu_;
+  TensorShape input_shape_, output_shape_;  // guarded by shape_mu_
+  std::vector<Weight> weights_;              // written during the build only
+};
+
+// Marks `layer` as the layer whose call runs on this thread while it lives: layers called
+// meanwhile report to it (on_sublayer_called). invoke() opens one; so does anything that runs a
+// model's call() outside invoke().
+class CallFrame {
+ public:
+  explicit CallFrame(LayerImpl* layer);
+  ~CallFrame();
+  CallFrame(const CallFrame&) = delete;
+  CallFrame& operator=(const CallFrame&) = delete;
+};
+
+// The next automatic name for a base name: "dense", "dense_1", ... (Keras' unique_object_name).
+std::string unique_name(const std::string& base);
+// Keras' to_snake_case ("MaxPooling2D" -> "max_pooling2d", "ReLU" -> "re_lu").
+std::string to_snake_case(const std::string& class_name);
+// `shape` with its first dimension replaced by tf::None (a batch-less description of inputs).
+TensorShape with_unknown_batch(TensorShape shape);
+
+// While it lives: no trace and no tape on this thread, variables mirrored over `devices`, and the
+// cross-replica view of mirrored variables. Layers build and compute initial values under it,
+// so initial values are computed once, eagerly, even when the first call is traced.
+class BuildScope {
+ public:
+  explicit BuildScope(const std::vector<Device>& devices);
+  ~BuildScope();
+  BuildScope(const BuildScope&) = delete;
+  BuildScope& operator=(const BuildScope&) = delete;
+
+ private:
+  ::tapeflow::detail::TraceObserver* saved_trace_;
+  std::vector<::tapeflow::detail::TapeObserver*> saved_tapes_;
+  ::tapeflow::detail::MirrorVariablesScope mirror_;
+  ::tapeflow::detail::ReplicaComponentScope replica_;
+};
+
+}  // namespace detail
+}  // namespace tapeflow::keras

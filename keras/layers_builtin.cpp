@@ -1,0 +1,466 @@
+// The built-in layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
+// BatchNormalization, ReLU, Softmax. Each is a LayerImpl (state, build, call) behind its handle.
+#include <algorithm>
+#include <cctype>
+
+#include "autograd/tape.h"
+#include "core/check.h"
+#include "distribute/replica_context.h"
+#include "keras/layers.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+namespace {
+
+using detail::LayerImpl;
+using layers::BatchNormalizationOptions;
+using layers::Conv2DOptions;
+using layers::DenseOptions;
+
+// "valid"/"same" in any case -> true for "same"; anything else is an InvalidArgumentError.
+bool parse_padding(const char* layer, std::string padding) {
+  std::transform(padding.begin(), padding.end(), padding.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  TF_CHECK_ARG(padding == "valid" || padding == "same", layer,
+               "padding must be \"valid\" or \"same\", got \"{}\"", padding);
+  return padding == "same";
+}
+
+void check_size2(const char* layer, const char* what, Size2 s) {
+  TF_CHECK_ARG(s.h > 0 && s.w > 0, layer, "{} must be positive, got ({}, {})", what, s.h, s.w);
+}
+
+std::string shape_str(const TensorShape& s) { return s.to_string(); }
+
+// ---- Dense ----
+class DenseImpl final : public LayerImpl {
+ public:
+  DenseImpl(int64_t units, DenseOptions o)
+      : LayerImpl("Dense", "dense", o.name),
+        units_(units),
+        activation_(activations::get(o.activation)),
+        use_bias_(o.use_bias),
+        kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
+                                                    : initializers::GlorotUniform()),
+        bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
+        kernel_reg_(o.kernel_regularizer),
+        bias_reg_(o.bias_regularizer) {
+    TF_CHECK_ARG(units > 0, "Dense", "units must be positive, got {}", units);
+  }
+  int64_t units() const { return units_; }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() >= 2 && s[s.rank() - 1] != None, name_.c_str(),
+                 "layer \"{}\" (Dense) needs inputs of rank >= 2 with a known last dimension, "
+                 "got shape {}",
+                 name_, shape_str(s));
+    in_ = s[s.rank() - 1];
+    kernel_ = add_weight("kernel", TensorShape({in_, units_}), kernel_init_, true, kernel_reg_);
+    if (use_bias_) bias_ = add_weight("bias", TensorShape({units_}), bias_init_, true, bias_reg_);
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    o[o.rank() - 1] = units_;
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() < 2 || (s[s.rank() - 1] != in_ && s[s.rank() - 1] != None))
+      incompatible(s, fmt::format("expected min_ndim=2 and axis -1 of input shape to have value "
+                                  "{} (the layer was built for input shape {})",
+                                  in_, shape_str(built_input_shape())));
+  }
+  Tensor call(const Tensor& x, bool) override {
+    Tensor y = matmul(x, kernel_.value());
+    if (use_bias_) y = nn::bias_add(y, bias_.value());
+    return activation_ ? activation_(y) : y;
+  }
+
+ private:
+  friend class layers::Dense;
+  int64_t units_;
+  activations::Activation activation_;
+  bool use_bias_;
+  Initializer kernel_init_, bias_init_;
+  Regularizer kernel_reg_, bias_reg_;
+  int64_t in_ = 0;
+  Variable kernel_, bias_;  // set by build, read after built() (acquire)
+};
+
+// ---- Conv2D ----
+class Conv2DImpl final : public LayerImpl {
+ public:
+  Conv2DImpl(int64_t filters, Size2 kernel, Conv2DOptions o)
+      : LayerImpl("Conv2D", "conv2d", o.name),
+        filters_(filters),
+        kernel_size_(kernel),
+        strides_(o.strides),
+        same_(parse_padding("Conv2D", o.padding)),
+        activation_(activations::get(o.activation)),
+        use_bias_(o.use_bias),
+        kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
+                                                    : initializers::GlorotUniform()),
+        bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
+        kernel_reg_(o.kernel_regularizer),
+        bias_reg_(o.bias_regularizer) {
+    TF_CHECK_ARG(filters > 0, "Conv2D", "filters must be positive, got {}", filters);
+    check_size2("Conv2D", "kernel_size", kernel);
+    check_size2("Conv2D", "strides", o.strides);
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() == 4 && s[3] != None, name_.c_str(),
+                 "layer \"{}\" (Conv2D) needs NHWC inputs of rank 4 with a known channel "
+                 "dimension, got shape {}",
+                 name_, shape_str(s));
+    channels_ = s[3];
+    const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_, filters_});
+    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    o[1] = ::tapeflow::detail::window_dim(s[1], kernel_size_.h, strides_.h, 1, same_).out;
+    o[2] = ::tapeflow::detail::window_dim(s[2], kernel_size_.w, strides_.w, 1, same_).out;
+    o[3] = filters_;
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 4 || (s[3] != channels_ && s[3] != None))
+      incompatible(s, fmt::format("expected ndim=4 and axis -1 of input shape to have value {} "
+                                  "(the layer was built for input shape {})",
+                                  channels_, shape_str(built_input_shape())));
+  }
+  Tensor call(const Tensor& x, bool) override {
+    Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID");
+    if (use_bias_) y = nn::bias_add(y, bias_.value());
+    return activation_ ? activation_(y) : y;
+  }
+
+ private:
+  friend class layers::Conv2D;
+  int64_t filters_;
+  Size2 kernel_size_, strides_;
+  bool same_;
+  activations::Activation activation_;
+  bool use_bias_;
+  Initializer kernel_init_, bias_init_;
+  Regularizer kernel_reg_, bias_reg_;
+  int64_t channels_ = 0;
+  Variable kernel_, bias_;
+};
+
+// ---- Pooling ----
+class Pooling2DImpl final : public LayerImpl {
+ public:
+  Pooling2DImpl(bool max, Size2 pool, std::optional<Size2> strides, const std::string& padding,
+                std::string name)
+      : LayerImpl(max ? "MaxPooling2D" : "AveragePooling2D",
+                  max ? "max_pooling2d" : "average_pooling2d", std::move(name)),
+        max_(max),
+        pool_(pool),
+        strides_(strides.value_or(pool)),
+        same_(parse_padding(max ? "MaxPooling2D" : "AveragePooling2D", padding)) {
+    check_size2(class_name_.c_str(), "pool_size", pool_);
+    check_size2(class_name_.c_str(), "strides", strides_);
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() == 4, name_.c_str(),
+                 "layer \"{}\" ({}) needs NHWC inputs of rank 4, got shape {}", name_,
+                 class_name_, shape_str(s));
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    o[1] = ::tapeflow::detail::window_dim(s[1], pool_.h, strides_.h, 1, same_).out;
+    o[2] = ::tapeflow::detail::window_dim(s[2], pool_.w, strides_.w, 1, same_).out;
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 4) incompatible(s, "expected ndim=4 (NHWC)");
+  }
+  Tensor call(const Tensor& x, bool) override {
+    const char* pad = same_ ? "SAME" : "VALID";
+    return max_ ? nn::max_pool2d(x, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad)
+                : nn::avg_pool2d(x, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad);
+  }
+
+ private:
+  bool max_;
+  Size2 pool_, strides_;
+  bool same_;
+};
+
+// ---- Flatten ----
+class FlattenImpl final : public LayerImpl {
+ public:
+  explicit FlattenImpl(std::string name) : LayerImpl("Flatten", "flatten", std::move(name)) {}
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() >= 1, name_.c_str(),
+                 "layer \"{}\" (Flatten) needs inputs with a batch dimension, got shape {}",
+                 name_, shape_str(s));
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    int64_t n = 1;
+    for (int i = 1; i < s.rank(); ++i) n = (s[i] == None || n == None) ? None : n * s[i];
+    return TensorShape({s[0], n});
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() < 1) incompatible(s, "expected min_ndim=1");
+  }
+  bool casts_all_inputs() const override { return false; }  // Keras' Flatten keeps the dtype
+  Tensor call(const Tensor& x, bool) override {
+    const TensorShape& s = x.shape();
+    const int64_t rest = compute_output_shape(s)[1];
+    // Prefer the known sizes so that an unknown batch (a traced signature) or an empty batch
+    // still reshapes.
+    // -1 for the batch: one traced graph serves every batch size (tf::function's None).
+    if (rest != None && rest > 0) return reshape(x, TensorShape({-1, rest}));
+    if (rest != None) return reshape(x, TensorShape({s[0] == None ? -1 : s[0], rest}));
+    return reshape(x, TensorShape({s[0], -1}));
+  }
+};
+
+// ---- Dropout ----
+class DropoutImpl final : public LayerImpl {
+ public:
+  DropoutImpl(double rate, std::optional<int64_t> seed, std::string name)
+      : LayerImpl("Dropout", "dropout", std::move(name)), rate_(rate), seed_(seed) {
+    TF_CHECK_ARG(rate >= 0.0 && rate < 1.0, "Dropout", "rate must be in the range [0, 1), got {}",
+                 rate);
+  }
+  double rate() const { return rate_; }
+
+ protected:
+  bool casts_all_inputs() const override { return false; }
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training || rate_ == 0.0) return x;
+    return nn::dropout(x, rate_, seed_);
+  }
+
+ private:
+  double rate_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- ReLU and Softmax ----
+class ReLUImpl final : public LayerImpl {
+ public:
+  ReLUImpl(std::optional<double> max_value, double slope, double threshold, std::string name)
+      : LayerImpl("ReLU", "re_lu", std::move(name)),
+        max_value_(max_value),
+        slope_(slope),
+        threshold_(threshold) {
+    TF_CHECK_ARG(!max_value || *max_value >= 0.0, "ReLU", "max_value must be >= 0, got {}",
+                 max_value.value_or(0.0));
+    TF_CHECK_ARG(slope >= 0.0, "ReLU", "negative_slope must be >= 0, got {}", slope);
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool) override {
+    Tensor y;
+    if (slope_ == 0.0 && threshold_ == 0.0) {
+      y = nn::relu(x);
+    } else {
+      const Tensor above = greater_equal(x, threshold_);
+      y = where(above, x, slope_ == 0.0 ? zeros_like(x) : (x - threshold_) * slope_);
+    }
+    if (max_value_) y = minimum(y, *max_value_);
+    return y;
+  }
+
+ private:
+  std::optional<double> max_value_;
+  double slope_, threshold_;
+};
+
+class SoftmaxImpl final : public LayerImpl {
+ public:
+  SoftmaxImpl(int axis, std::string name)
+      : LayerImpl("Softmax", "softmax", std::move(name)), axis_(axis) {}
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(axis_ >= -s.rank() && axis_ < s.rank(), name_.c_str(),
+                 "layer \"{}\" (Softmax): axis {} is out of range for inputs of shape {}", name_,
+                 axis_, shape_str(s));
+  }
+  Tensor call(const Tensor& x, bool) override { return nn::softmax(x, axis_); }
+
+ private:
+  int axis_;
+};
+
+// ---- BatchNormalization ----
+class BatchNormImpl final : public LayerImpl {
+ public:
+  explicit BatchNormImpl(BatchNormalizationOptions o)
+      : LayerImpl("BatchNormalization", "batch_normalization", o.name), o_(std::move(o)) {
+    TF_CHECK_ARG(o_.momentum >= 0.0 && o_.momentum <= 1.0, "BatchNormalization",
+                 "momentum must be in [0, 1], got {}", o_.momentum);
+    TF_CHECK_ARG(o_.epsilon > 0.0, "BatchNormalization", "epsilon must be positive, got {}",
+                 o_.epsilon);
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    const int r = s.rank();
+    TF_CHECK_ARG(o_.axis >= -r && o_.axis < r && r >= 1, name_.c_str(),
+                 "layer \"{}\" (BatchNormalization): axis {} is out of range for inputs of "
+                 "shape {}",
+                 name_, o_.axis, shape_str(s));
+    axis_ = o_.axis < 0 ? o_.axis + r : o_.axis;
+    rank_ = r;
+    channels_ = s[axis_];
+    TF_CHECK_ARG(channels_ != None, name_.c_str(),
+                 "layer \"{}\" (BatchNormalization): axis {} of the input must be known, got "
+                 "shape {}",
+                 name_, o_.axis, shape_str(s));
+    const TensorShape c({channels_});
+    auto pick = [](const Initializer& i, Initializer d) { return i.defined() ? i : d; };
+    if (o_.scale)
+      gamma_ = add_weight("gamma", c, pick(o_.gamma_initializer, initializers::Ones()), true,
+                          o_.gamma_regularizer);
+    if (o_.center)
+      beta_ = add_weight("beta", c, pick(o_.beta_initializer, initializers::Zeros()), true,
+                         o_.beta_regularizer);
+    moving_mean_ = add_weight("moving_mean", c,
+                              pick(o_.moving_mean_initializer, initializers::Zeros()), false);
+    moving_variance_ =
+        add_weight("moving_variance", c,
+                   pick(o_.moving_variance_initializer, initializers::Ones()), false);
+  }
+  void check_input(const TensorShape& s) const override {
+    if (s.rank() != rank_ || (s[axis_] != channels_ && s[axis_] != None))
+      incompatible(s, fmt::format("expected ndim={} and axis {} of input shape to have value {} "
+                                  "(the layer was built for input shape {})",
+                                  rank_, axis_, channels_, shape_str(built_input_shape())));
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    std::vector<int> axes;
+    for (int i = 0; i < rank_; ++i)
+      if (i != axis_) axes.push_back(i);
+    // Per-channel vectors broadcast against x after a reshape unless the channels are last.
+    TensorShape bshape;
+    for (int i = 0; i < rank_; ++i) bshape.push_back(i == axis_ ? channels_ : 1);
+    auto b = [&](const Tensor& v) { return axis_ == rank_ - 1 ? v : reshape(v, bshape); };
+
+    Tensor mean, var;
+    if (training && trainable()) {
+      mean = reduce_mean(x, axes);
+      var = reduce_mean(square(x - b(mean)), axes);
+      update_moving_statistics(mean, var);
+    } else {
+      mean = moving_mean_.value();
+      var = moving_variance_.value();
+    }
+    // TF's batch_normalization: x * inv + (beta - mean * inv), inv = gamma / sqrt(var + eps).
+    Tensor inv = rsqrt(var + o_.epsilon);
+    if (o_.scale) inv = inv * gamma_.value();
+    Tensor shift = o_.center ? beta_.value() - mean * inv : -(mean * inv);
+    return x * b(inv) + b(shift);
+  }
+
+ private:
+  friend class layers::BatchNormalization;
+
+  void update_moving_statistics(const Tensor& batch_mean, const Tensor& batch_var) {
+    ::tapeflow::detail::PauseTapes pause;  // state updates, not part of the gradient
+    Tensor m = batch_mean, v = batch_var;
+    bool apply = true;
+    if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1) {
+      // Every replica applies the replicas' mean statistics, so mirrored copies stay equal.
+      auto r = ctx->all_reduce(distribute::ReduceOp::MEAN, std::vector<Tensor>{m, v});
+      m = r[0];
+      v = r[1];
+      // A variable shared by the replicas (not mirrored) takes the update once.
+      apply = moving_mean_.is_mirrored() || ctx->replica_id_in_sync_group() == 0;
+    }
+    if (!apply) return;
+    const double decay = 1.0 - o_.momentum;
+    moving_mean_.assign_sub((moving_mean_.value() - m) * decay);
+    moving_variance_.assign_sub((moving_variance_.value() - v) * decay);
+  }
+
+  BatchNormalizationOptions o_;
+  int axis_ = 0, rank_ = 0;
+  int64_t channels_ = 0;
+  Variable gamma_, beta_, moving_mean_, moving_variance_;
+};
+
+template <class Impl>
+Impl& impl_as(const Layer& l) {
+  return static_cast<Impl&>(l.impl());
+}
+
+}  // namespace
+
+namespace layers {
+
+Dense::Dense(int64_t units, DenseOptions options) {
+  auto input_shape = options.input_shape;
+  auto impl = std::make_shared<DenseImpl>(units, std::move(options));
+  impl_ = impl;
+  if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
+}
+int64_t Dense::units() const { return impl_as<DenseImpl>(*this).units(); }
+Variable Dense::kernel() const { return impl().weight("kernel"); }
+Variable Dense::bias() const { return impl().weight("bias"); }
+
+Conv2D::Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options) {
+  auto input_shape = options.input_shape;
+  auto impl = std::make_shared<Conv2DImpl>(filters, kernel_size, std::move(options));
+  impl_ = impl;
+  if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
+}
+Variable Conv2D::kernel() const { return impl().weight("kernel"); }
+Variable Conv2D::bias() const { return impl().weight("bias"); }
+
+MaxPooling2D::MaxPooling2D(Size2 pool_size, std::optional<Size2> strides, std::string padding,
+                           std::string name)
+    : Layer(std::make_shared<Pooling2DImpl>(true, pool_size, strides, padding, std::move(name))) {}
+AveragePooling2D::AveragePooling2D(Size2 pool_size, std::optional<Size2> strides,
+                                   std::string padding, std::string name)
+    : Layer(std::make_shared<Pooling2DImpl>(false, pool_size, strides, padding, std::move(name))) {
+}
+
+Flatten::Flatten(std::vector<int64_t> input_shape, std::string name)
+    : Layer(std::make_shared<FlattenImpl>(std::move(name))) {
+  if (!input_shape.empty()) impl().build_from_declared_shape(input_shape);
+}
+
+Dropout::Dropout(double rate, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<DropoutImpl>(rate, seed, std::move(name))) {}
+double Dropout::rate() const { return impl_as<DropoutImpl>(*this).rate(); }
+
+BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
+    : Layer(std::make_shared<BatchNormImpl>(std::move(options))) {}
+Variable BatchNormalization::gamma() const { return impl().weight("gamma"); }
+Variable BatchNormalization::beta() const { return impl().weight("beta"); }
+Variable BatchNormalization::moving_mean() const { return impl().weight("moving_mean"); }
+Variable BatchNormalization::moving_variance() const { return impl().weight("moving_variance"); }
+
+ReLU::ReLU(std::optional<double> max_value, double negative_slope, double threshold,
+           std::string name)
+    : Layer(std::make_shared<ReLUImpl>(max_value, negative_slope, threshold, std::move(name))) {}
+
+Softmax::Softmax(int axis, std::string name)
+    : Layer(std::make_shared<SoftmaxImpl>(axis, std::move(name))) {}
+
+}  // namespace layers
+}  // namespace tapeflow::keras

@@ -1,0 +1,119 @@
+// Losses (tf.keras.losses) as callable shared handles: loss(y_true, y_pred, sample_weight)
+// computes the per-sample losses (the last axis reduced), multiplies by the optional sample
+// weights and reduces them as TF does: SUM_OVER_BATCH_SIZE (the default, AUTO: the sum divided
+// by the number of loss values), SUM, or NONE (the per-sample losses). Everything is written
+// with ops, so losses are differentiable and traceable. Immutable after construction; safe to
+// call from several threads.
+//
+// Inside strategy.run a SUM_OVER_BATCH_SIZE loss is also divided by the number of replicas
+// (Keras 3's scale_loss_for_distribution), so the all-reduced SUM of the gradients is the
+// gradient of the mean over the global batch.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/tensor.h"
+
+namespace tapeflow::keras::losses {
+
+enum class Reduction { AUTO, SUM_OVER_BATCH_SIZE, SUM, NONE };
+
+namespace detail {
+struct LossImpl {
+  virtual ~LossImpl() = default;
+  // Per-sample losses: y_pred's shape without its last axis (MeanSquaredError, the
+  // crossentropies) or whatever a custom function returns.
+  virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
+  std::string name;
+  // What the loss computes ("sparse_categorical_crossentropy", ..., "custom"), whatever its name.
+  std::string kind = "custom";
+  Reduction reduction = Reduction::AUTO;
+};
+}  // namespace detail
+
+class Loss {
+ public:
+  // An empty handle; calling it throws.
+  Loss() = default;
+  // A loss from a function of (y_true, y_pred) returning per-sample losses (Keras'
+  // LossFunctionWrapper).
+  Loss(std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)> fn, std::string name,
+       Reduction reduction = Reduction::AUTO);
+
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred,
+                    const Tensor& sample_weight = Tensor()) const;
+  // The per-sample losses, before weighting and reduction.
+  Tensor call(const Tensor& y_true, const Tensor& y_pred) const;
+  bool defined() const { return impl_ != nullptr; }
+  const std::string& name() const;
+  Reduction reduction() const;
+  // The implementation, for code that dispatches on the loss kind (the "accuracy" metric).
+  const detail::LossImpl* impl() const { return impl_.get(); }
+
+ protected:
+  std::shared_ptr<const detail::LossImpl> impl_;
+};
+
+// labels: integer class ids (int32/int64, or floats holding integers) of shape y_pred.shape[:-1]
+// (or with a trailing 1). from_logits uses tf::nn::sparse_softmax_cross_entropy_with_logits;
+// probabilities are clipped to [1e-7, 1 - 1e-7] and their log goes through the same op (TF).
+class SparseCategoricalCrossentropy : public Loss {
+ public:
+  explicit SparseCategoricalCrossentropy(bool from_logits = false,
+                                         Reduction reduction = Reduction::AUTO,
+                                         std::string name = "sparse_categorical_crossentropy");
+};
+
+// y_true: one-hot (or soft) labels of y_pred's shape; label_smoothing mixes them with the
+// uniform distribution: y * (1 - s) + s / classes. Probabilities are normalised to sum to 1,
+// then clipped to [1e-7, 1 - 1e-7].
+class CategoricalCrossentropy : public Loss {
+ public:
+  explicit CategoricalCrossentropy(bool from_logits = false, double label_smoothing = 0.0,
+                                   Reduction reduction = Reduction::AUTO,
+                                   std::string name = "categorical_crossentropy");
+};
+
+// mean(square(y_true - y_pred), axis=-1).
+class MeanSquaredError : public Loss {
+ public:
+  explicit MeanSquaredError(Reduction reduction = Reduction::AUTO,
+                            std::string name = "mean_squared_error");
+};
+
+// mean over the last axis of -(y log p + (1 - y) log(1 - p)) with p clipped to [1e-7, 1 - 1e-7]
+// (from_logits: tf::nn::sigmoid_cross_entropy_with_logits); label_smoothing: y * (1 - s) + s / 2.
+class BinaryCrossentropy : public Loss {
+ public:
+  explicit BinaryCrossentropy(bool from_logits = false, double label_smoothing = 0.0,
+                              Reduction reduction = Reduction::AUTO,
+                              std::string name = "binary_crossentropy");
+};
+
+// The per-sample functions (tf.keras.losses.sparse_categorical_crossentropy etc.).
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred,
+                                       bool from_logits = false);
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred,
+                                bool from_logits = false, double label_smoothing = 0.0);
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false,
+                           double label_smoothing = 0.0);
+
+// "sparse_categorical_crossentropy", "categorical_crossentropy", "mse"/"mean_squared_error",
+// "binary_crossentropy", as compile("...") resolves them.
+Loss get(const std::string& identifier);
+
+namespace detail {
+// Keras' squeeze_or_expand_to_same_rank: when the ranks differ by one, squeezes a trailing 1
+// from the larger or expands the smaller at the end.
+std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(Tensor a, Tensor b);
+// Whether two shapes broadcast together (numpy rules).
+bool broadcastable(const TensorShape& a, const TensorShape& b);
+// The fuzz factor Keras clips probabilities with (backend.epsilon()).
+inline constexpr double kEpsilon = 1e-7;
+}  // namespace detail
+
+}  // namespace tapeflow::keras::losses

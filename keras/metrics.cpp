@@ -1,0 +1,302 @@
+#include "keras/metrics.h"
+
+#include "ops/dynamic_shape.h"
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <numeric>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::metrics {
+
+namespace detail {
+
+struct MetricImpl {
+  enum class Kind { Mean, Sum, Wrapper };
+  Kind kind = Kind::Mean;
+  std::string name;
+  Variable total;
+  Variable count;  // not for Sum
+  std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
+  // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
+  // otherwise lose increments (each assign_add is a read, an add and a write).
+  std::mutex mu;
+
+  MetricImpl(Kind k, std::string n) : kind(k), name(std::move(n)) {
+    // Made where the metric is made: mirrored under a strategy's scope.
+    total = Variable(zeros({}, float32), name + "/total", false);
+    if (kind != Kind::Sum) count = Variable(zeros({}, float32), name + "/count", false);
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::MetricImpl;
+
+std::vector<int> axes_from(int first, int rank) {
+  std::vector<int> axes(static_cast<size_t>(std::max(rank - first, 0)));
+  std::iota(axes.begin(), axes.end(), first);
+  return axes;
+}
+
+// The copy an update writes: the replica's copy inside a replica, else the first copy (so a
+// cross-replica update is not counted once per copy when result() sums them).
+Variable local(const Variable& v) {
+  if (v.is_mirrored() && tapeflow::detail::replica_component() < 0) return v.components()[0];
+  return v;
+}
+
+// The value summed over the copies in cross-replica context, the replica's own inside one.
+Tensor aggregated(const Variable& v) {
+  if (!v.is_mirrored() || tapeflow::detail::replica_component() >= 0) return v.value();
+  Tensor sum;
+  for (const Variable& c : v.components()) {
+    Tensor x = c.value();
+    sum = sum.defined() ? add(sum, x) : x;
+  }
+  return sum;
+}
+
+// Keras 3's Reduce.update_state (reduce_to_samplewise_values, then the totals).
+void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_weight) {
+  const char* op = m.name.c_str();
+  TF_CHECK_ARG(values_in.defined(), op, "update_state got an undefined tensor");
+  const bool is_sum = m.kind == MetricImpl::Kind::Sum;
+  auto reduce = [&](const Tensor& x, const std::vector<int>& axes) {
+    return is_sum ? reduce_sum(x, axes) : reduce_mean(x, axes);
+  };
+  Tensor values = cast(values_in, float32);
+  Tensor weight;
+  if (sample_weight.defined()) {
+    auto [v, w] = losses::detail::squeeze_or_expand_to_same_rank(values,
+                                                                   cast(sample_weight, float32));
+    TF_CHECK_ARG(w.rank() <= v.rank() && losses::detail::broadcastable(v.shape(), w.shape()), op,
+                 "sample_weight of shape {} does not match the values of shape {}",
+                 sample_weight.shape().to_string(), values_in.shape().to_string());
+    if (v.rank() > w.rank()) v = reduce(v, axes_from(w.rank(), v.rank()));
+    TensorShape vs = v.shape();
+    for (int i = 0; i < w.rank(); ++i)
+      TF_CHECK_ARG(w.shape()[i] == vs[i] || w.shape()[i] == 1, op,
+                   "sample_weight of shape {} does not broadcast to the values of shape {}",
+                   sample_weight.shape().to_string(), values_in.shape().to_string());
+    w = tapeflow::detail::broadcast_like(w, v);  // sizes read at run time in traces
+    v = multiply(v, w);
+    if (w.rank() > 1) w = reduce_mean(w, axes_from(1, w.rank()));
+    values = v;
+    weight = w;
+  }
+  if (values.rank() > 1) values = reduce(values, axes_from(1, values.rank()));
+  Tensor n;
+  if (!is_sum) {
+    if (weight.defined())
+      n = reduce_sum(weight);
+    else if (values.rank() >= 1)
+      n = tapeflow::detail::element_count(values, {0}, float32);  // read at run time in traces
+    else
+      n = constant(Tensor(1.0), float32);
+  }
+  std::lock_guard lock(m.mu);
+  local(m.total).assign_add(reduce_sum(values));
+  if (!is_sum) local(m.count).assign_add(n);
+}
+
+MetricImpl& checked(const std::shared_ptr<MetricImpl>& p) {
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, "Metric",
+             "the metric handle is empty (default-constructed)");
+  return *p;
+}
+
+std::shared_ptr<MetricImpl> wrapper(std::function<Tensor(const Tensor&, const Tensor&)> fn,
+                                    std::string name) {
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Wrapper, std::move(name));
+  impl->fn = std::move(fn);
+  return impl;
+}
+
+int last_axis(const Tensor& t) { return t.rank() - 1; }
+
+// Keras' rule in compile(): binary when y_pred has one column, sparse when the labels have
+// lower rank (or a trailing 1 against several classes), else categorical.
+Tensor auto_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  const int64_t p_last = y_pred.rank() > 0 ? y_pred.shape()[y_pred.rank() - 1] : 1;
+  const int64_t t_last = y_true.rank() > 0 ? y_true.shape()[y_true.rank() - 1] : 1;
+  if (p_last == 1) return binary_accuracy(y_true, y_pred);
+  if (y_true.rank() < y_pred.rank() || (t_last == 1 && p_last > 1))
+    return sparse_categorical_accuracy(y_true, y_pred);
+  return categorical_accuracy(y_true, y_pred);
+}
+
+}  // namespace
+
+// ---- per-sample functions ----
+
+Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  const char* op = "sparse_categorical_accuracy";
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined() && y_pred.rank() >= 1, op,
+               "y_pred must have a class axis, got shape {}",
+               y_pred.defined() ? y_pred.shape().to_string() : "None");
+  Tensor t = y_true;
+  bool reshape_matches = false;
+  if (t.rank() == y_pred.rank() && t.shape()[t.rank() - 1] == 1) {
+    t = squeeze(t, {t.rank() - 1});
+    reshape_matches = true;
+  }
+  TensorShape lead = y_pred.shape();
+  lead.pop_back();
+  TF_CHECK_ARG(t.shape() == lead, op,
+               "y_true of shape {} does not match y_pred of shape {}: expected labels of shape {}",
+               y_true.shape().to_string(), y_pred.shape().to_string(), lead.to_string());
+  Tensor pred = argmax(y_pred, last_axis(y_pred));
+  if (pred.dtype() != t.dtype()) pred = cast(pred, t.dtype());
+  Tensor matches = cast(equal(t, pred), float32);
+  if (reshape_matches) matches = tapeflow::detail::reshape_like(matches, y_true);
+  return matches;
+}
+
+Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  const char* op = "categorical_accuracy";
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined() && y_true.shape() == y_pred.shape() &&
+                   y_pred.rank() >= 1,
+               op, "y_true and y_pred must have the same shape with a class axis, got {} and {}",
+               y_true.defined() ? y_true.shape().to_string() : "None",
+               y_pred.defined() ? y_pred.shape().to_string() : "None");
+  return cast(equal(argmax(y_true, last_axis(y_true)), argmax(y_pred, last_axis(y_pred))),
+              float32);
+}
+
+Tensor accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), "accuracy", "inputs must be defined");
+  auto [t, p] = losses::detail::squeeze_or_expand_to_same_rank(cast(y_true, y_pred.dtype()), y_pred);
+  TF_CHECK_ARG(losses::detail::broadcastable(t.shape(), p.shape()), "accuracy",
+               "y_true of shape {} does not match y_pred of shape {}", y_true.shape().to_string(),
+               y_pred.shape().to_string());
+  return cast(equal(t, p), float32);
+}
+
+Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold) {
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), "binary_accuracy", "inputs must be defined");
+  auto [t, p] = losses::detail::squeeze_or_expand_to_same_rank(cast(y_true, y_pred.dtype()), y_pred);
+  TF_CHECK_ARG(losses::detail::broadcastable(t.shape(), p.shape()), "binary_accuracy",
+               "y_true of shape {} does not match y_pred of shape {}", y_true.shape().to_string(),
+               y_pred.shape().to_string());
+  Tensor pred = cast(greater(p, Tensor(threshold)), p.dtype());
+  return cast(equal(t, pred), float32);
+}
+
+// ---- Metric ----
+
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
+                          const Tensor& sample_weight) {
+  auto& m = checked(impl_);
+  if (m.kind != MetricImpl::Kind::Wrapper) {
+    // Mean and Sum through the base handle: (values, sample_weight).
+    TF_CHECK_ARG(!sample_weight.defined(), m.name.c_str(),
+                 "{} takes update_state(values, sample_weight), got three arguments", m.name);
+    update_reduce(m, y_true, y_pred);
+    return;
+  }
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
+               "update_state needs y_true and y_pred");
+  update_reduce(m, m.fn(y_true, y_pred), sample_weight);
+}
+
+Tensor Metric::result() const {
+  auto& m = checked(impl_);
+  Tensor total = aggregated(m.total);
+  if (m.kind == MetricImpl::Kind::Sum) return total;
+  Tensor count = aggregated(m.count);
+  // divide_no_nan: 0 before the first update.
+  return where(equal(count, Tensor(0.0f)), zeros_like(total), divide(total, count));
+}
+
+void Metric::reset_state() {
+  auto& m = checked(impl_);
+  m.total.assign(zeros({}, float32));
+  if (m.count.defined()) m.count.assign(zeros({}, float32));
+}
+
+const std::string& Metric::name() const { return checked(impl_).name; }
+
+std::vector<std::pair<std::string, Variable>> Metric::tracked_variables() const {
+  auto& m = checked(impl_);
+  std::vector<std::pair<std::string, Variable>> out{{"total", m.total}};
+  if (m.count.defined()) out.emplace_back("count", m.count);
+  return out;
+}
+
+std::vector<Variable> Metric::variables() const {
+  std::vector<Variable> out;
+  for (auto& [n, v] : tracked_variables()) out.push_back(v);
+  return out;
+}
+
+Mean::Mean(std::string name)
+    : Metric(std::make_shared<MetricImpl>(MetricImpl::Kind::Mean, std::move(name))) {}
+void Mean::update_state(const Tensor& values, const Tensor& sample_weight) {
+  update_reduce(checked(impl_), values, sample_weight);
+}
+
+Sum::Sum(std::string name)
+    : Metric(std::make_shared<MetricImpl>(MetricImpl::Kind::Sum, std::move(name))) {}
+void Sum::update_state(const Tensor& values, const Tensor& sample_weight) {
+  update_reduce(checked(impl_), values, sample_weight);
+}
+
+MeanMetricWrapper::MeanMetricWrapper(std::function<Tensor(const Tensor&, const Tensor&)> fn,
+                                     std::string name)
+    : Metric(wrapper(std::move(fn), std::move(name))) {
+  TF_CHECK_ARG(static_cast<bool>(impl_->fn), "MeanMetricWrapper",
+               "the metric function of '{}' is empty", impl_->name);
+}
+
+SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
+    : Metric(wrapper(sparse_categorical_accuracy, std::move(name))) {}
+CategoricalAccuracy::CategoricalAccuracy(std::string name)
+    : Metric(wrapper(categorical_accuracy, std::move(name))) {}
+Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name))) {}
+BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
+    : Metric(wrapper([threshold](const Tensor& t, const Tensor& p) {
+                       return binary_accuracy(t, p, threshold);
+                     },
+                     std::move(name))) {}
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(std::string name, bool from_logits)
+    : Metric(wrapper([from_logits](const Tensor& t, const Tensor& p) {
+                       return losses::sparse_categorical_crossentropy(t, p, from_logits);
+                     },
+                     std::move(name))) {}
+MeanSquaredError::MeanSquaredError(std::string name)
+    : Metric(wrapper(losses::mean_squared_error, std::move(name))) {}
+
+Metric get(const std::string& identifier, const losses::Loss& loss) {
+  std::string id = identifier;
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (id == "accuracy" || id == "acc") {
+    const std::string kind = loss.defined() ? loss.impl()->kind : "";
+    if (kind == "sparse_categorical_crossentropy") return SparseCategoricalAccuracy(identifier);
+    if (kind == "categorical_crossentropy") return CategoricalAccuracy(identifier);
+    if (kind == "binary_crossentropy") return BinaryAccuracy(identifier);
+    return MeanMetricWrapper(auto_accuracy, identifier);
+  }
+  if (id == "sparse_categorical_accuracy") return SparseCategoricalAccuracy();
+  if (id == "categorical_accuracy") return CategoricalAccuracy();
+  if (id == "binary_accuracy") return BinaryAccuracy();
+  if (id == "mse" || id == "mean_squared_error") return MeanSquaredError(identifier);
+  // As Keras: the metric string gives the default metric (from_logits = false), whatever the loss.
+  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy(identifier);
+  TF_THROW(InvalidArgumentError, "metrics.get",
+           "unknown metric '{}' (known: accuracy, acc, sparse_categorical_accuracy, "
+           "categorical_accuracy, binary_accuracy, mse, mean_squared_error, "
+           "sparse_categorical_crossentropy)",
+           identifier);
+}
+
+}  // namespace tapeflow::keras::metrics

@@ -1,0 +1,361 @@
+// Model (subclass dispatch, member tracking, summary) and Sequential.
+#include "keras/model.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <typeinfo>
+
+#include "core/check.h"
+#include "ops/factory.h"
+
+namespace tapeflow::keras {
+
+namespace detail {
+
+namespace {
+
+// "MyModel" from a mangled "N2ns7MyModelE": the unqualified class name, as Python's __name__.
+std::string demangled_class_name(const std::type_info& t) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
+  std::string s = (status == 0 && d) ? d : t.name();
+  std::free(d);
+  if (auto lt = s.find('<'); lt != std::string::npos) s = s.substr(0, lt);
+  if (auto colon = s.rfind("::"); colon != std::string::npos) s = s.substr(colon + 2);
+  return s;
+}
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+// Keras' print_row: each field in its column (two spaces between columns), wrapping long
+// fields onto further lines, preferably after "),", "},", "]," or "',".
+void print_row(std::vector<std::string> fields, const std::vector<int>& positions,
+               std::string& out) {
+  auto pending = [&] {
+    return std::any_of(fields.begin(), fields.end(), [](const auto& f) { return !f.empty(); });
+  };
+  while (pending()) {
+    std::string line;
+    for (size_t col = 0; col < fields.size(); ++col) {
+      const int start = col > 0 ? positions[col - 1] : 0;
+      const int end = positions[col];
+      const int space = col != positions.size() - 1 ? 2 : 0;
+      size_t cutoff = static_cast<size_t>(std::max(1, end - start - space));
+      std::string fit = fields[col].substr(0, cutoff);
+      size_t best = std::string::npos;
+      for (const char* cond : {"),", "},", "],", "',"}) {
+        const size_t p = fit.find(cond);
+        if (p != std::string::npos) best = std::min(best, p + 2);
+      }
+      if (best != std::string::npos) {
+        cutoff = best;
+        fit = fit.substr(0, cutoff);
+      }
+      if (col == 0) line += ' ';
+      line += fit;
+      line += std::string(static_cast<size_t>(space), ' ');
+      fields[col] = cutoff < fields[col].size() ? fields[col].substr(cutoff) : std::string();
+      if (static_cast<int>(line.size()) < positions[col])
+        line += std::string(static_cast<size_t>(positions[col]) - line.size(), ' ');
+    }
+    out += line + "\n";
+  }
+}
+
+// Sequential: the layers in order.
+class SequentialImpl final : public ModelImpl {
+ public:
+  explicit SequentialImpl(std::string name)
+      : ModelImpl("Sequential", "sequential", std::move(name)) {}
+
+  std::vector<Layer> sublayers() const override {
+    std::lock_guard lock(mu_);
+    return tracked_;
+  }
+  // The list is the model: calls inside it track nothing more.
+  void on_sublayer_called(LayerImpl&) override {}
+  void track(const Layer& layer) override { add(layer); }
+
+  void add(const Layer& layer) {
+    TF_CHECK_ARG(layer.defined(), name().c_str(), "cannot add an empty layer handle to \"{}\"",
+                 name());
+    TF_CHECK_ARG(layer.id() != this, name().c_str(), "cannot add model \"{}\" to itself",
+                 name());
+    bool first = false;
+    {
+      std::lock_guard lock(mu_);
+      first = tracked_.empty();
+      tracked_.push_back(layer);
+    }
+    try {
+      if (built()) {
+        // Keras builds a layer added to a built model at once.
+        const TensorShape in = built_output_shape();
+        layer.impl().ensure_built(in);
+        set_output_shape(layer.impl().compute_output_shape(in));
+      } else if (first && layer.impl().declared_input_shape()) {
+        ensure_built(*layer.impl().declared_input_shape());
+      }
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      tracked_.pop_back();
+      throw;
+    }
+  }
+
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape cur = s;
+    for (const Layer& l : sublayers()) cur = l.impl().compute_output_shape(cur);
+    return cur;
+  }
+
+  Tensor run_layers(const Tensor& x, bool training) {
+    Tensor h = x;
+    for (const Layer& l : sublayers()) h = l(h, training);
+    return h;
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_T(FailedPreconditionError, !sublayers().empty(), name().c_str(),
+               "the Sequential model \"{}\" has no layers: add() some before calling or "
+               "building it",
+               name());
+    // Shapes flow through the layers, each building for its input (Keras' functional build).
+    TensorShape cur = s;
+    for (const Layer& l : sublayers()) {
+      l.impl().ensure_built(cur);
+      cur = l.impl().compute_output_shape(cur);
+    }
+  }
+  Tensor run(const Tensor& x, bool training) override {
+    ensure_built(x.shape());
+    return run_layers(x, training);
+  }
+  Tensor call(const Tensor& x, bool training) override { return run_layers(x, training); }
+};
+
+}  // namespace
+
+ModelImpl::ModelImpl(std::string class_name, const std::string& generic_name, std::string name)
+    : LayerImpl(std::move(class_name), generic_name, std::move(name)) {}
+
+Model* ModelImpl::live_subclass_object() const {
+  std::lock_guard lock(mu_);
+  for (Model* m : instances_) {
+    // A plain Model object is a handle copy; the user's objects have their own dynamic type.
+    if (typeid(*m) != typeid(Model)) {
+      if (subclass_name_.empty()) subclass_name_ = demangled_class_name(typeid(*m));
+      return m;
+    }
+  }
+  return nullptr;
+}
+
+std::string ModelImpl::class_name() const {
+  if (!class_name_.empty()) return class_name_;
+  (void)live_subclass_object();
+  std::lock_guard lock(mu_);
+  return subclass_name_.empty() ? "Model" : subclass_name_;
+}
+
+std::string ModelImpl::name() const {
+  if (!name_.empty()) return name_;
+  const std::string cls = class_name();
+  std::lock_guard lock(mu_);
+  if (lazy_name_.empty()) lazy_name_ = unique_name(to_snake_case(cls));
+  return lazy_name_;
+}
+
+std::vector<Layer> ModelImpl::sublayers() const {
+  std::lock_guard lock(mu_);
+  return tracked_;
+}
+
+void ModelImpl::track(const Layer& layer) {
+  TF_CHECK_ARG(layer.defined(), name().c_str(), "cannot track an empty layer handle");
+  if (layer.id() == this) return;
+  std::lock_guard lock(mu_);
+  for (const Layer& l : tracked_)
+    if (l.id() == layer.id()) return;
+  tracked_.push_back(layer);
+}
+
+void ModelImpl::on_sublayer_called(LayerImpl& child) {
+  if (&child == this) return;
+  // Runs at every call of every member: check under the lock, make a handle only when new.
+  std::lock_guard lock(mu_);
+  for (const Layer& l : tracked_)
+    if (l.id() == &child) return;
+  tracked_.emplace_back(child.shared_from_this());
+}
+
+void ModelImpl::add_instance(Model* m) {
+  std::lock_guard lock(mu_);
+  instances_.push_back(m);
+}
+void ModelImpl::remove_instance(Model* m) {
+  std::lock_guard lock(mu_);
+  instances_.erase(std::remove(instances_.begin(), instances_.end(), m), instances_.end());
+}
+
+Tensor ModelImpl::call(const Tensor& x, bool training) {
+  Model* owner = live_subclass_object();
+  TF_CHECK_T(FailedPreconditionError, owner != nullptr, name().c_str(),
+             "the subclassed model \"{}\" ({}) is used through a handle after every object of "
+             "its class was destroyed: keep the model object alive while copies of it (in a "
+             "Sequential, a lambda or a container) are used",
+             name(), class_name());
+  return owner->call(x, training);
+}
+
+Tensor ModelImpl::run(const Tensor& x, bool training) {
+  // A subclassed model is built by its first call (Keras): its layers build themselves.
+  Tensor y = call(x, training);
+  if (!built()) set_built_shapes(with_unknown_batch(x.shape()), with_unknown_batch(y.shape()));
+  return y;
+}
+
+TensorShape ModelImpl::probe_output_shape(const TensorShape& input_shape) {
+  TensorShape concrete = input_shape;
+  for (int i = 0; i < concrete.rank(); ++i)
+    if (concrete[i] == None) concrete[i] = 1;
+  BuildScope scope(mirror_devices_);
+  CallFrame frame(this);  // the member layers it calls get tracked
+  Tensor y = call(zeros(concrete, dtype_), false);
+  const TensorShape out = with_unknown_batch(y.shape());
+  set_built_shapes(with_unknown_batch(input_shape), out);
+  return out;
+}
+
+void ModelImpl::build(const TensorShape& s) { (void)probe_output_shape(s); }
+
+TensorShape ModelImpl::compute_output_shape(const TensorShape& s) const {
+  if (built()) {
+    const TensorShape in = built_input_shape();
+    if (with_unknown_batch(s) == in) return built_output_shape();
+  }
+  // Only a call reveals a subclassed model's output shape. The state is never const itself:
+  // const here is the LayerImpl interface's promise for layers with static shapes.
+  return const_cast<ModelImpl*>(this)->probe_output_shape(s);
+}
+
+std::string ModelImpl::summary(int line_length) const {
+  const std::string n = name();
+  TF_CHECK_T(FailedPreconditionError, built(), "summary",
+             "model \"{}\" has not yet been built. Build the model first by calling build() or "
+             "by calling the model on a batch of data",
+             n);
+  TF_CHECK_ARG(line_length >= 20, "summary", "line_length must be at least 20, got {}",
+               line_length);
+  const std::vector<int> positions = {static_cast<int>(line_length * 0.45),
+                                      static_cast<int>(line_length * 0.85), line_length};
+  std::string out = "Model: \"" + n + "\"\n";
+  out += std::string(static_cast<size_t>(line_length), '_') + "\n";
+  print_row({"Layer (type)", "Output Shape", "Param #"}, positions, out);
+  out += std::string(static_cast<size_t>(line_length), '=') + "\n";
+  for (const Layer& l : sublayers()) {
+    const std::string shape = l.built() ? l.output_shape().to_string() : "?";
+    print_row({l.name() + " (" + l.class_name() + ")", shape, std::to_string(l.count_params())},
+              positions, out);
+    out += std::string(static_cast<size_t>(line_length), ' ') + "\n";
+  }
+  out += std::string(static_cast<size_t>(line_length), '=') + "\n";
+  Layer self(std::const_pointer_cast<LayerImpl>(shared_from_this()));
+  int64_t trainable = 0, frozen = 0;
+  for (const auto& v : self.trainable_variables()) trainable += v.shape().num_elements();
+  for (const auto& v : self.non_trainable_variables()) frozen += v.shape().num_elements();
+  out += "Total params: " + with_commas(trainable + frozen) + "\n";
+  out += "Trainable params: " + with_commas(trainable) + "\n";
+  out += "Non-trainable params: " + with_commas(frozen) + "\n";
+  out += std::string(static_cast<size_t>(line_length), '_') + "\n";
+  return out;
+}
+
+}  // namespace detail
+
+// ---- Model ----
+
+Model::Model(std::string name)
+    : Layer(std::make_shared<detail::ModelImpl>("", "", std::move(name))) {
+  model_impl().add_instance(this);
+}
+Model::Model(std::shared_ptr<detail::ModelImpl> impl) : Layer(std::move(impl)) {
+  model_impl().add_instance(this);
+}
+Model::Model(const Model& other) : Layer(other) { model_impl().add_instance(this); }
+Model& Model::operator=(const Model& other) {
+  if (this == &other || impl_ == other.impl_) return *this;
+  if (auto* m = dynamic_cast<detail::ModelImpl*>(impl_.get())) m->remove_instance(this);
+  Layer::operator=(other);
+  model_impl().add_instance(this);
+  return *this;
+}
+Model::~Model() {
+  // dynamic_cast: a Model assigned through a Layer& may hold a plain layer's state.
+  if (auto* m = dynamic_cast<detail::ModelImpl*>(impl_.get())) m->remove_instance(this);
+}
+
+detail::ModelImpl& Model::model_impl() const {
+  auto* m = dynamic_cast<detail::ModelImpl*>(&impl());
+  TF_CHECK_T(FailedPreconditionError, m != nullptr, "Model",
+             "this Model handle refers to layer \"{}\" ({}), which is not a model (was a layer "
+             "assigned to it through a Layer reference?)",
+             impl().name(), impl().class_name());
+  return *m;
+}
+
+Tensor Model::call(const Tensor&, bool) {
+  const std::string n = name();
+  TF_THROW(UnimplementedError, n.c_str(),
+           "model \"{}\" ({}) does not override call(x, training): subclass tf::keras::Model and "
+           "override it, or use tf::keras::Sequential",
+           n, class_name());
+}
+
+std::vector<Layer> Model::layers() const { return model_impl().sublayers(); }
+
+Layer Model::get_layer(const std::string& layer_name) const {
+  std::vector<std::string> names;
+  for (const Layer& l : layers()) {
+    if (l.name() == layer_name) return l;
+    names.push_back(l.name());
+  }
+  const std::string n = name();
+  TF_THROW(NotFoundError, n.c_str(), "model \"{}\" has no layer named '{}' (its layers: {})", n,
+           layer_name, fmt::join(names, ", "));
+}
+
+std::string Model::summary_string(int line_length) const {
+  return model_impl().summary(line_length);
+}
+void Model::summary(std::ostream& out, int line_length) const {
+  out << model_impl().summary(line_length);
+}
+
+// ---- Sequential ----
+
+Sequential::Sequential(std::vector<Layer> layers, std::string name)
+    : Model(std::make_shared<detail::SequentialImpl>(std::move(name))) {
+  for (const Layer& l : layers) add(l);
+}
+
+void Sequential::add(const Layer& layer) {
+  static_cast<detail::SequentialImpl&>(model_impl()).add(layer);
+}
+
+Tensor Sequential::call(const Tensor& x, bool training) {
+  return static_cast<detail::SequentialImpl&>(model_impl()).run_layers(x, training);
+}
+
+}  // namespace tapeflow::keras

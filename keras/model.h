@@ -1,0 +1,174 @@
+// Models (tf.keras.Model, tf.keras.Sequential): layers made of layers. See docs/keras.md.
+//
+// A Model is a Layer handle (copying it refers to the same model), so models nest inside
+// Sequential and other models. Subclassing works as in Keras:
+//
+//   class MyModel : public tf::keras::Model {
+//    public:
+//     tf::Tensor call(const tf::Tensor& x, bool training) override {
+//       return d2(d1(x), training);
+//     }
+//    private:
+//     tf::keras::layers::Dense d1{128, "relu"}, d2{10};
+//   };
+//
+// Member tracking: a layer called inside call() is tracked by the model on that first call, in
+// call order (Keras tracks attributes; C++ cannot see members, but it sees calls). Layers that
+// must be tracked before the first call (to build them by hand, or because call() may skip
+// them) are wrapped in track(): `Dense d1 = track(Dense(128, "relu"));`.
+//
+// Dispatch and lifetime: the shared state knows every live object of the user's class that
+// shares it (the original and its copies), and a call through any handle (a copy sliced to
+// Layer inside a Sequential, say) runs call() on one of them. Rule: keep at least one object of
+// the subclass alive while any handle to the model is used; after the last one is destroyed a
+// call through a remaining handle is a FailedPreconditionError naming the model, not a crash.
+// Objects must not be destroyed while another thread calls the model.
+//
+// Threading: as layers (keras/layers.h). summary(), layers() and the weight lists may run
+// concurrently with calls; Sequential::add must not.
+#pragma once
+
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "keras/layers.h"
+#include "keras/training.h"
+
+namespace tapeflow::keras {
+
+class Model;
+
+namespace detail {
+
+struct TrainingState;  // keras/training.cpp
+
+// State of a model. Subclassed models dispatch call() to a live object of the user's class;
+// Sequential (SequentialImpl, model.cpp) runs its layer list.
+class ModelImpl : public LayerImpl {
+ public:
+  // An empty `name` gives an automatic one: "sequential", "sequential_1" for a generic name,
+  // else the snake_case of the subclass's C++ class ("MyModel" -> "my_model"), chosen when the
+  // name is first needed.
+  ModelImpl(std::string class_name, const std::string& generic_name, std::string name);
+
+  std::string name() const override;
+  std::string class_name() const override;
+  std::vector<Layer> sublayers() const override;
+  void on_sublayer_called(LayerImpl& child) override;
+  TensorShape compute_output_shape(const TensorShape& input_shape) const override;
+
+  // Adds a layer to the tracked list (no-op when already there).
+  virtual void track(const Layer& layer);
+  void add_instance(Model* m);
+  void remove_instance(Model* m);
+
+  // Keras' summary table (the text summary() prints).
+  std::string summary(int line_length) const;
+
+  // ---- training (keras/training.cpp): shared by every copy of the model handle ----
+  std::shared_ptr<TrainingState> training_;
+
+ protected:
+  void build(const TensorShape& input_shape) override;
+  Tensor run(const Tensor& x, bool training) override;
+  Tensor call(const Tensor& x, bool training) override;
+  // Calls the model once on zeros of `input_shape` (None -> 1) to learn its output shape, as
+  // Keras builds subclassed models; returns that shape with batch dimension None.
+  TensorShape probe_output_shape(const TensorShape& input_shape);
+
+  // A live object of the user's subclass sharing this state, or nullptr.
+  Model* live_subclass_object() const;
+
+  mutable std::mutex mu_;  // guards the members below
+  std::vector<Layer> tracked_;
+  std::vector<Model*> instances_;
+  mutable std::string subclass_name_;  // C++ class name, learned from a live object
+  mutable std::string lazy_name_;
+};
+
+}  // namespace detail
+
+class Model : public Layer {
+ public:
+  Model(const Model& other);
+  Model& operator=(const Model& other);
+  ~Model() override;
+
+  // The forward pass of a subclassed model (Keras' call). Call the model through operator(),
+  // which builds, tracks and checks; the base version throws UnimplementedError.
+  virtual Tensor call(const Tensor& x, bool training);
+
+  // The model's layers: Sequential's list, or a subclassed model's tracked layers.
+  std::vector<Layer> layers() const;
+  // The layer of that name among layers() (Keras' get_layer); NotFoundError otherwise.
+  Layer get_layer(const std::string& name) const;
+  // Prints Keras' table (Model: "name", Layer (type) / Output Shape / Param #, the totals).
+  // FailedPreconditionError before the model is built (call it on data or build() first).
+  void summary(std::ostream& out = std::cout, int line_length = 65) const;
+  std::string summary_string(int line_length = 65) const;
+
+  // ---- training (keras/training.h; state in detail::ModelImpl) ----
+  // Keras' compile: the optimizer, the loss (an object or a name such as
+  // "sparse_categorical_crossentropy") and metrics ("accuracy" resolves with the loss).
+  void compile(optimizers::Optimizer optimizer, losses::Loss loss,
+               std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
+  void compile(optimizers::Optimizer optimizer, const std::string& loss,
+               std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
+  // Trains on x and y (first dimensions equal) or on a Dataset of (x, y[, sample_weight])
+  // batches; returns the History of epoch logs (loss, metrics, val_ ones).
+  History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  History fit(const data::Dataset& dataset, FitOptions options = {});
+  // The loss, then each metric (Keras' return_dict=False order).
+  std::vector<double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  std::vector<double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  // The model's outputs for every row of x (or every batch's first component), concatenated.
+  Tensor predict(const Tensor& x, PredictOptions options = {});
+  Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  // One step on one batch; the logs' values (loss, then metrics) after it.
+  std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
+  std::vector<double> test_on_batch(const Tensor& x, const Tensor& y);
+  // "loss" and the compiled metrics' names.
+  std::vector<std::string> metrics_names() const;
+  void reset_metrics();
+  optimizers::Optimizer optimizer() const;
+  bool compiled() const;
+  // Weights as a safetensors file, one tensor per tracked_variables() name ("dense/kernel");
+  // written atomically. load_weights checks every name, shape and dtype before assigning.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path) const;
+  // Internal: the compiled state (null before compile()).
+  std::shared_ptr<detail::TrainingState>& model_impl_for_training() const {
+    return model_impl().training_;
+  }
+
+ protected:
+  // For subclasses: `name` empty gives the snake_case of the class name ("my_model").
+  explicit Model(std::string name = "");
+  // For models with their own state (Sequential).
+  explicit Model(std::shared_ptr<detail::ModelImpl> impl);
+
+  // Tracks `layer` now (see the header comment) and returns it, for member initialisers:
+  //   tf::keras::layers::Dense d1 = track(tf::keras::layers::Dense(128, "relu"));
+  template <class L>
+  L track(L layer) {
+    model_impl().track(layer);
+    return layer;
+  }
+  detail::ModelImpl& model_impl() const;
+};
+
+// A linear stack of layers (tf.keras.Sequential). A first layer with an input_shape
+// (Flatten({28, 28}), Dense(..., {.input_shape = {784}})) builds the model at once; otherwise
+// it builds on its first call or build().
+class Sequential : public Model {
+ public:
+  explicit Sequential(std::vector<Layer> layers = {}, std::string name = "");
+  // Appends a layer (builds it at once when the model is built). Not concurrent with calls.
+  void add(const Layer& layer);
+  Tensor call(const Tensor& x, bool training) override;
+};
+
+}  // namespace tapeflow::keras

@@ -1,0 +1,499 @@
+#include "keras/optimizers.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "autograd/tape.h"
+#include "core/check.h"
+#include "core/context.h"
+#include "core/log.h"
+#include "distribute/replica_context.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::optimizers {
+
+namespace detail {
+
+// Creating variables in the middle of a traced tf::function (slots built on the first traced
+// step): the trace and the tapes pause, so the variables are made eagerly, as TF's init_scope.
+class InitScope {
+ public:
+  InitScope() : saved_(std::exchange(tapeflow::detail::thread_context().trace, nullptr)) {}
+  ~InitScope() { tapeflow::detail::thread_context().trace = saved_; }
+  InitScope(const InitScope&) = delete;
+  InitScope& operator=(const InitScope&) = delete;
+
+ private:
+  tapeflow::detail::TraceObserver* saved_;
+  tapeflow::detail::PauseTapes pause_;
+};
+
+// "dense/kernel:0" -> "dense/kernel".
+std::string base_name(const std::string& name) {
+  const auto colon = name.rfind(':');
+  if (colon == std::string::npos || colon + 1 == name.size()) return name;
+  for (size_t i = colon + 1; i < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  return name.substr(0, colon);
+}
+
+struct OptimizerImpl {
+  std::string name;
+  OptimizerOptions options;
+  std::optional<LearningRateSchedule> schedule;
+  Variable lr_var;  // constant learning rates only
+  Variable iterations;
+
+  std::mutex mu;  // guards everything below
+  struct Entry {
+    std::string prefix;  // "dense/kernel"
+    std::vector<Variable> slots;
+  };
+  std::unordered_map<const void*, size_t> index;  // variable handle -> entries_
+  std::vector<Entry> entries;
+  std::set<std::string> prefixes;
+  std::map<std::string, Tensor> deferred;
+
+  virtual ~OptimizerImpl() = default;
+  virtual std::vector<std::string> slot_names() const = 0;
+  // Scalars shared by every variable of one dtype and device (Adam's bias-corrected rate):
+  // computed once per apply_gradients rather than once per variable.
+  struct Scalars {
+    Tensor lr;     // the learning rate in the variables' dtype
+    Tensor step;   // iterations + 1, same dtype
+    Tensor alpha;  // optimizer-specific
+  };
+  virtual void prepare(Scalars&) const {}
+  // One variable's update.
+  virtual void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+                      const Scalars& k) const = 0;
+
+  OptimizerImpl(std::string default_name, const LearningRate& lr, OptimizerOptions opts) {
+    options = std::move(opts);
+    name = options.name.empty() ? std::move(default_name) : options.name;
+    const int clips = options.clipnorm.has_value() + options.clipvalue.has_value() +
+                      options.global_clipnorm.has_value();
+    TF_CHECK_ARG(clips <= 1, name.c_str(),
+                 "only one of clipnorm, clipvalue and global_clipnorm can be set");
+    // Created where the optimizer is made: mirrored under a strategy's scope, as TF.
+    iterations = Variable(constant(Tensor(int64_t{0}), int64), name + "/iterations", false);
+    if (lr.is_schedule()) {
+      schedule = lr.schedule();
+    } else {
+      TF_CHECK_ARG(lr.value() >= 0, name.c_str(), "learning_rate must be >= 0, got {}",
+                   lr.value());
+      lr_var = Variable(constant(Tensor(lr.value()), float32), name + "/learning_rate", false);
+    }
+  }
+
+  // The float32 learning rate for the update about to run (iterations not yet incremented).
+  Tensor current_lr(const Tensor& iterations_value) const {
+    if (schedule) return cast((*schedule)(iterations_value), float32);
+    return lr_var.value();
+  }
+
+  // Makes the slots of `var` (caller holds mu): zeros shaped as var, on var's device, mirrored
+  // over the same devices when var is mirrored.
+  void build_one(const Variable& var) {
+    if (index.count(var.handle_id())) return;
+    Entry e;
+    std::string prefix = base_name(var.name());
+    if (prefixes.count(prefix)) {
+      int k = 1;
+      while (prefixes.count(fmt::format("{}_{}", prefix, k))) ++k;
+      prefix = fmt::format("{}_{}", prefix, k);
+    }
+    prefixes.insert(prefix);
+    e.prefix = prefix;
+    InitScope init;
+    tapeflow::detail::ReplicaComponentScope cross_replica(-1);
+    std::vector<Device> devices;
+    if (var.is_mirrored())
+      for (const Variable& c : var.components()) devices.push_back(c.placement());
+    tapeflow::detail::MirrorVariablesScope mirror(devices);
+    DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
+    for (const std::string& slot : slot_names()) {
+      const std::string key = prefix + "/" + slot;
+      Tensor init_value = zeros(var.shape(), var.dtype());
+      if (auto it = deferred.find(key); it != deferred.end()) {
+        const Tensor& t = it->second;
+        TF_CHECK_ARG(t.shape() == var.shape() && t.dtype() == var.dtype(), name.c_str(),
+                     "the checkpoint value of slot '{}' has shape {} and dtype {}, the variable "
+                     "'{}' has shape {} and dtype {}",
+                     key, t.shape().to_string(), dtype_name(t.dtype()), var.name(),
+                     var.shape().to_string(), dtype_name(var.dtype()));
+        init_value = t;
+        deferred.erase(it);
+      }
+      e.slots.emplace_back(init_value, name + "/" + key, false);
+    }
+    index.emplace(var.handle_id(), entries.size());
+    entries.push_back(std::move(e));
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::OptimizerImpl;
+
+Tensor scalar_like(double v, DType d) { return constant(Tensor(v), d); }
+
+// Keras 3's clip_by_norm: g * clipnorm / max(||g||, clipnorm), safe at ||g|| = 0.
+Tensor clip_by_norm(const Tensor& g, double clipnorm) {
+  Tensor l2sum = reduce_sum(square(g));
+  Tensor pred = greater(l2sum, Tensor(0.0));
+  Tensor safe = where(pred, l2sum, constant(Tensor(1.0), l2sum.dtype()));
+  Tensor l2norm = where(pred, sqrt(safe), l2sum);
+  return divide(multiply(g, Tensor(clipnorm)), maximum(l2norm, Tensor(clipnorm)));
+}
+
+// Keras 3's clip_by_global_norm; a NaN or infinite norm makes every gradient NaN.
+void clip_by_global_norm(std::vector<Tensor>& grads, double clip) {
+  DType acc = float32;
+  for (const Tensor& g : grads)
+    if (g.dtype() == float64) acc = float64;
+  std::vector<Tensor> squares;
+  for (const Tensor& g : grads) squares.push_back(cast(reduce_sum(square(g)), acc));
+  Tensor norm = sqrt(reduce_sum(stack(squares)));
+  Tensor finite = multiply(Tensor(clip), minimum(divide(Tensor(1.0), norm), Tensor(1.0 / clip)));
+  Tensor scale = add(finite, subtract(norm, norm));
+  for (Tensor& g : grads) g = multiply(g, cast(scale, g.dtype()));
+}
+
+std::string names_of(const std::vector<Variable>& vars) {
+  std::vector<std::string> names;
+  for (const Variable& v : vars) names.push_back(fmt::format("'{}'", v.name()));
+  return fmt::format("[{}]", fmt::join(names, ", "));
+}
+
+OptimizerImpl& checked(const std::shared_ptr<OptimizerImpl>& p) {
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, "Optimizer",
+             "the optimizer handle is empty (default-constructed)");
+  return *p;
+}
+
+// ---- the four optimizers ----
+
+struct SGDImpl final : OptimizerImpl {
+  double momentum;
+  bool nesterov;
+  SGDImpl(const LearningRate& lr, double m, bool n, OptimizerOptions o)
+      : OptimizerImpl("SGD", lr, std::move(o)), momentum(m), nesterov(n) {}
+  std::vector<std::string> slot_names() const override {
+    if (momentum != 0.0) return {"m"};
+    return {};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& lr = k.lr;
+    if (momentum == 0.0) {
+      var.assign_sub(multiply(g, lr));
+      return;
+    }
+    Variable& m = slots[0];
+    const Tensor mom = scalar_like(momentum, var.dtype());
+    m.assign(subtract(multiply(m.value(), mom), multiply(g, lr)));
+    if (nesterov)
+      var.assign_add(subtract(multiply(m.value(), mom), multiply(g, lr)));
+    else
+      var.assign_add(m.value());
+  }
+};
+
+struct AdamImpl final : OptimizerImpl {
+  double beta_1, beta_2, epsilon;
+  bool amsgrad;
+  AdamImpl(const char* cls, const LearningRate& lr, double b1, double b2, double eps, bool ams,
+           OptimizerOptions o)
+      : OptimizerImpl(cls, lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps), amsgrad(ams) {
+    TF_CHECK_ARG(epsilon >= 0, name.c_str(), "epsilon must be >= 0, got {}", epsilon);
+  }
+  std::vector<std::string> slot_names() const override {
+    if (amsgrad) return {"m", "v", "vhat"};
+    return {"m", "v"};
+  }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    Tensor beta_1_power = pow(scalar_like(beta_1, d), k.step);
+    Tensor beta_2_power = pow(scalar_like(beta_2, d), k.step);
+    k.alpha = divide(multiply(k.lr, sqrt(subtract(Tensor(1.0), beta_2_power))),
+                     subtract(Tensor(1.0), beta_1_power));
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& alpha = k.alpha;
+    Variable& m = slots[0];
+    Variable& v = slots[1];
+    m.assign_add(multiply(subtract(g, m.value()), Tensor(1.0 - beta_1)));
+    v.assign_add(multiply(subtract(square(g), v.value()), Tensor(1.0 - beta_2)));
+    Tensor v_now = v.value();
+    if (amsgrad) {
+      Variable& vhat = slots[2];
+      vhat.assign(maximum(vhat.value(), v_now));
+      v_now = vhat.value();
+    }
+    var.assign_sub(divide(multiply(m.value(), alpha), add(sqrt(v_now), Tensor(epsilon))));
+  }
+};
+
+struct RMSpropImpl final : OptimizerImpl {
+  double rho, momentum, epsilon;
+  bool centered;
+  RMSpropImpl(const LearningRate& lr, double r, double m, double eps, bool c, OptimizerOptions o)
+      : OptimizerImpl("RMSprop", lr, std::move(o)), rho(r), momentum(m), epsilon(eps),
+        centered(c) {}
+  std::vector<std::string> slot_names() const override {
+    std::vector<std::string> s = {"velocity"};
+    if (momentum > 0) s.push_back("momentum");
+    if (centered) s.push_back("average_gradient");
+    return s;
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const Tensor& lr = k.lr;
+    Variable& velocity = slots[0];
+    velocity.assign(add(multiply(Tensor(rho), velocity.value()),
+                        multiply(Tensor(1.0 - rho), square(g))));
+    Tensor denominator;
+    if (centered) {
+      Variable& ag = slots[momentum > 0 ? 2 : 1];
+      ag.assign(add(multiply(Tensor(rho), ag.value()), multiply(Tensor(1.0 - rho), g)));
+      denominator = add(subtract(velocity.value(), square(ag.value())), Tensor(epsilon));
+    } else {
+      denominator = add(velocity.value(), Tensor(epsilon));
+    }
+    Tensor increment = divide(multiply(lr, g), sqrt(denominator));
+    if (momentum > 0) {
+      Variable& m = slots[1];
+      m.assign(add(multiply(Tensor(momentum), m.value()), increment));
+      var.assign_sub(m.value());
+    } else {
+      var.assign_sub(increment);
+    }
+  }
+};
+
+}  // namespace
+
+// ---- Optimizer ----
+
+void Optimizer::build(const std::vector<Variable>& vars) {
+  auto& impl = checked(impl_);
+  std::lock_guard lock(impl.mu);
+  for (const Variable& v : vars) impl.build_one(v);
+}
+
+void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
+                                const std::vector<Variable>& vars_in) {
+  auto& impl = checked(impl_);
+  const char* op = impl.name.c_str();
+  TF_CHECK_ARG(grads_in.size() == vars_in.size(), op,
+               "apply_gradients got {} gradients for {} variables", grads_in.size(),
+               vars_in.size());
+  tapeflow::detail::PauseTapes pause;  // updates are state changes, never differentiated
+  std::vector<Tensor> grads;
+  std::vector<Variable> vars;
+  std::vector<Variable> missing;
+  for (size_t i = 0; i < grads_in.size(); ++i) {
+    const Variable& v = vars_in[i];
+    TF_CHECK_ARG(v.defined(), op, "variable {} of apply_gradients is an empty handle", i);
+    if (!grads_in[i].defined()) {
+      missing.push_back(v);
+      continue;
+    }
+    const Tensor& g = grads_in[i];
+    TF_CHECK_ARG(g.shape() == v.shape() && g.dtype() == v.dtype(), op,
+                 "the gradient of variable '{}' has shape {} and dtype {}, the variable has "
+                 "shape {} and dtype {}",
+                 v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
+                 dtype_name(v.dtype()));
+    TF_CHECK_ARG(v.dtype() == float32 || v.dtype() == float64 || v.dtype() == float16 ||
+                     v.dtype() == bfloat16,
+                 op, "variable '{}' has dtype {}; optimizers update floating-point variables",
+                 v.name(), dtype_name(v.dtype()));
+    grads.push_back(g);
+    vars.push_back(v);
+  }
+  TF_CHECK_ARG(!vars.empty() || vars_in.empty(), op,
+               "No gradients provided for any variable: {}", names_of(vars_in));
+  if (!missing.empty())
+    TF_LOG_WARN(
+        "Gradients do not exist for variables {} when minimizing the loss. If you're using "
+        "`model.compile()`, did you forget to provide a `loss` argument?",
+        names_of(missing));
+  if (vars.empty()) return;
+
+  // Read before the all-reduce: a replica that increments a shared (non-mirrored) counter can
+  // only do so after every replica has joined the all-reduce, hence after every read.
+  Tensor it = impl.iterations.value();
+  auto* ctx = distribute::get_replica_context();
+  if (ctx != nullptr && ctx->num_replicas_in_sync() > 1) {
+    // Every replica would apply its update to one shared copy: N updates instead of one.
+    for (const Variable& v : vars)
+      TF_CHECK_T(FailedPreconditionError, v.is_mirrored(), op,
+                 "variable '{}' is not mirrored but is updated in replica {} of {}; create the "
+                 "model's variables under strategy.scope()",
+                 v.name(), ctx->replica_id_in_sync_group(), ctx->num_replicas_in_sync());
+    grads = ctx->all_reduce(distribute::ReduceOp::SUM, grads);
+  }
+
+  if (impl.options.clipnorm && *impl.options.clipnorm > 0)
+    for (Tensor& g : grads) g = clip_by_norm(g, *impl.options.clipnorm);
+  else if (impl.options.global_clipnorm && *impl.options.global_clipnorm > 0)
+    clip_by_global_norm(grads, *impl.options.global_clipnorm);
+  else if (impl.options.clipvalue && *impl.options.clipvalue > 0)
+    for (Tensor& g : grads)
+      g = clip_by_value(g, Tensor(-*impl.options.clipvalue), Tensor(*impl.options.clipvalue));
+
+  std::vector<std::vector<Variable>> slots(vars.size());
+  {
+    std::lock_guard lock(impl.mu);
+    for (size_t i = 0; i < vars.size(); ++i) {
+      impl.build_one(vars[i]);
+      slots[i] = impl.entries[impl.index.at(vars[i].handle_id())].slots;
+    }
+  }
+
+  Tensor lr32 = impl.current_lr(it);
+  Tensor step64 = add(cast(it, float64), Tensor(1.0));
+  std::vector<std::pair<std::pair<DType, Device>, OptimizerImpl::Scalars>> cache;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Variable& var = vars[i];
+    const Device dev = var.placement();
+    DeviceScope place(dev);
+    const auto key = std::make_pair(var.dtype(), dev);
+    auto found = std::find_if(cache.begin(), cache.end(), [&](auto& e) { return e.first == key; });
+    if (found == cache.end()) {
+      OptimizerImpl::Scalars k;
+      k.lr = cast(lr32, var.dtype());
+      k.step = cast(step64, var.dtype());
+      impl.prepare(k);
+      cache.emplace_back(key, std::move(k));
+      found = cache.end() - 1;
+    }
+    const OptimizerImpl::Scalars& k = found->second;
+    if (impl.options.weight_decay) {
+      bool excluded = false;
+      for (const auto& s : impl.options.exclude_from_weight_decay)
+        if (var.name().find(s) != std::string::npos) excluded = true;
+      if (!excluded)
+        var.assign(subtract(var.value(),
+                            multiply(multiply(var.value(), Tensor(*impl.options.weight_decay)),
+                                     k.lr)));
+    }
+    impl.update(grads[i], var, slots[i], k);
+  }
+  const bool shared_counter = !impl.iterations.is_mirrored() && ctx != nullptr;
+  if (!shared_counter || ctx->replica_id_in_sync_group() == 0)
+    impl.iterations.assign_add(constant(Tensor(int64_t{1}), int64));
+}
+
+Tensor Optimizer::minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars) {
+  checked(impl_);
+  GradientTape tape;
+  Tensor value = loss();
+  std::vector<Tensor> grads = tape.gradient(value, vars);
+  apply_gradients(grads, vars);
+  return value;
+}
+
+Variable Optimizer::iterations() const { return checked(impl_).iterations; }
+
+Tensor Optimizer::learning_rate() const {
+  auto& impl = checked(impl_);
+  tapeflow::detail::PauseTapes pause;
+  return impl.current_lr(impl.iterations.value());
+}
+
+double Optimizer::current_learning_rate() const {
+  auto& impl = checked(impl_);
+  if (impl.schedule) return (*impl.schedule)(impl.iterations.value().item<int64_t>());
+  return impl.lr_var.value().item<double>();
+}
+
+void Optimizer::set_learning_rate(double value) {
+  auto& impl = checked(impl_);
+  TF_CHECK_T(FailedPreconditionError, !impl.schedule, impl.name.c_str(),
+             "the learning rate is a {} schedule; it cannot be set to a constant",
+             impl.schedule ? impl.schedule->name() : "");
+  TF_CHECK_ARG(value >= 0, impl.name.c_str(), "learning_rate must be >= 0, got {}", value);
+  impl.lr_var.assign(constant(Tensor(value), float32));
+}
+
+bool Optimizer::has_schedule() const { return checked(impl_).schedule.has_value(); }
+std::string Optimizer::name() const { return checked(impl_).name; }
+
+std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() const {
+  auto& impl = checked(impl_);
+  std::vector<std::pair<std::string, Variable>> out;
+  out.emplace_back("iterations", impl.iterations);
+  if (!impl.schedule) out.emplace_back("learning_rate", impl.lr_var);
+  std::lock_guard lock(impl.mu);
+  const auto names = impl.slot_names();
+  for (const auto& e : impl.entries)
+    for (size_t s = 0; s < e.slots.size(); ++s)
+      out.emplace_back(e.prefix + "/" + names[s], e.slots[s]);
+  return out;
+}
+
+std::vector<Variable> Optimizer::variables() const {
+  std::vector<Variable> out;
+  for (auto& [name, v] : tracked_variables()) out.push_back(v);
+  return out;
+}
+
+void Optimizer::restore_deferred(const std::vector<std::pair<std::string, Tensor>>& values) {
+  auto& impl = checked(impl_);
+  std::lock_guard lock(impl.mu);
+  for (const auto& [name, t] : values) impl.deferred[name] = t;
+}
+
+SGD::SGD(LearningRate learning_rate, double momentum, bool nesterov, OptimizerOptions options)
+    : Optimizer(std::make_shared<SGDImpl>(learning_rate, momentum, nesterov, std::move(options))) {
+  TF_CHECK_ARG(momentum >= 0 && momentum <= 1, "SGD", "momentum must be in [0, 1], got {}",
+               momentum);
+}
+
+Adam::Adam(LearningRate learning_rate, double beta_1, double beta_2, double epsilon, bool amsgrad,
+           OptimizerOptions options)
+    : Optimizer(std::make_shared<AdamImpl>("Adam", learning_rate, beta_1, beta_2, epsilon, amsgrad,
+                                           std::move(options))) {}
+
+static OptimizerOptions with_decay(OptimizerOptions o, double wd) {
+  TF_CHECK_ARG(wd >= 0, "AdamW", "weight_decay must be >= 0, got {}", wd);
+  o.weight_decay = wd;
+  return o;
+}
+
+AdamW::AdamW(LearningRate learning_rate, double weight_decay, double beta_1, double beta_2,
+             double epsilon, bool amsgrad, OptimizerOptions options)
+    : Optimizer(std::make_shared<AdamImpl>("AdamW", learning_rate, beta_1, beta_2, epsilon,
+                                           amsgrad, with_decay(std::move(options), weight_decay))) {}
+
+RMSprop::RMSprop(LearningRate learning_rate, double rho, double momentum, double epsilon,
+                 bool centered, OptimizerOptions options)
+    : Optimizer(std::make_shared<RMSpropImpl>(learning_rate, rho, momentum, epsilon, centered,
+                                              std::move(options))) {}
+
+Optimizer get(const std::string& identifier) {
+  std::string id = identifier;
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (id == "sgd") return SGD();
+  if (id == "adam") return Adam();
+  if (id == "adamw") return AdamW();
+  if (id == "rmsprop") return RMSprop();
+  TF_THROW(InvalidArgumentError, "optimizers.get",
+           "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop)", identifier);
+}
+
+}  // namespace tapeflow::keras::optimizers

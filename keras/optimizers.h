@@ -1,0 +1,140 @@
+// Optimizers (tf.keras.optimizers, Keras 3 / TF 2.11+ formulas): SGD, Adam, AdamW, RMSprop.
+//
+// An optimizer is a shared handle: copies refer to the same state (iterations, slots), so it is
+// passed by value to compile() and captured by value in traced functions. Updates are written
+// with ops and Variable::assign*, so they run on each variable's device, and inside a traced
+// tf::function every slot read and write becomes a graph node that runs at each replay; the
+// learning rate is read from a float32 variable (or a schedule evaluated from `iterations` with
+// ops), never frozen at trace time.
+//
+// Threading: apply_gradients may be called from several replica threads at once (inside
+// strategy.run); slot creation is serialised by a mutex and happens once per variable. Inside a
+// replica the gradients are first summed across replicas (ReplicaContext::all_reduce), then
+// each replica updates its own copies of the mirrored variables, slots and iterations.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "keras/schedules.h"
+#include "keras/trackable.h"
+
+namespace tapeflow::keras::optimizers {
+
+using schedules::LearningRateSchedule;
+
+// A learning rate: a constant (kept in a float32 variable, so callbacks may change it between
+// replays of a traced step) or a schedule of the iteration count.
+class LearningRate {
+ public:
+  LearningRate(double value) : value_(value) {}  // NOLINT: implicit, as Python's floats
+  LearningRate(LearningRateSchedule schedule) : schedule_(std::move(schedule)) {}  // NOLINT
+  bool is_schedule() const { return schedule_.has_value(); }
+  double value() const { return value_; }
+  const std::optional<LearningRateSchedule>& schedule() const { return schedule_; }
+
+ private:
+  double value_ = 0.0;
+  std::optional<LearningRateSchedule> schedule_;
+};
+
+// The keyword arguments every Keras optimizer takes. At most one of clipnorm, clipvalue and
+// global_clipnorm may be set (as Keras).
+struct OptimizerOptions {
+  std::optional<double> weight_decay = std::nullopt;  // decoupled: var -= var * wd * lr
+  std::optional<double> clipnorm = std::nullopt;      // per-gradient L2 norm limit
+  std::optional<double> clipvalue = std::nullopt;     // elementwise limit
+  std::optional<double> global_clipnorm = std::nullopt;
+  std::string name = {};  // default: the class name ("Adam")
+  // Variables whose name contains one of these strings get no weight decay.
+  std::vector<std::string> exclude_from_weight_decay = {};
+};
+
+namespace detail {
+struct OptimizerImpl;
+}
+
+class Optimizer : public Trackable {
+ public:
+  // An empty handle (for members assigned later); every method but defined() throws.
+  Optimizer() = default;
+  bool defined() const { return impl_ != nullptr; }
+
+  // Applies one update. grads[i] is the gradient of vars[i]; an undefined gradient skips its
+  // variable with TF's warning (all undefined is an InvalidArgumentError). A gradient whose
+  // shape or dtype differs from its variable's is an InvalidArgumentError naming the variable.
+  // Order: (all-reduce in a replica), clipping, weight decay, the update, iterations += 1.
+  void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  // Records loss() on a tape, then applies its gradients; returns the loss.
+  Tensor minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars);
+  // Creates the slots of `vars` now (apply_gradients does it on first use).
+  void build(const std::vector<Variable>& vars);
+
+  // The number of updates applied (an int64 scalar variable, TF's optimizer.iterations).
+  Variable iterations() const;
+  // The learning rate of the next update, a float32 scalar (the schedule at `iterations`).
+  Tensor learning_rate() const;
+  double current_learning_rate() const;
+  // Sets the constant learning rate (FailedPreconditionError for a schedule).
+  void set_learning_rate(double value);
+  bool has_schedule() const;
+  std::string name() const;
+  // "iterations", "learning_rate" (constant rates only), then each slot as
+  // "<variable name>/<slot>", e.g. "dense/kernel/m", in creation order.
+  std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
+  std::vector<Variable> variables() const;
+  // Checkpoint values for slots that do not exist yet: applied when the slots are created
+  // (TF's deferred restoration). Names as in tracked_variables().
+  void restore_deferred(const std::vector<std::pair<std::string, Tensor>>& values);
+  const void* handle_id() const { return impl_.get(); }
+
+ protected:
+  explicit Optimizer(std::shared_ptr<detail::OptimizerImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::OptimizerImpl> impl_;
+};
+
+// m = momentum * m - lr * g; var += m (nesterov: var += momentum * m - lr * g);
+// without momentum var -= lr * g. Slot: "m" (only with momentum).
+class SGD : public Optimizer {
+ public:
+  SGD(LearningRate learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
+      OptimizerOptions options = {});
+};
+
+// alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) with t = iterations + 1;
+// m += (g - m) * (1 - beta_1); v += (g^2 - v) * (1 - beta_2); (amsgrad: vhat = max(vhat, v),
+// v = vhat); var -= m * alpha / (sqrt(v) + epsilon). Slots "m", "v" (and "vhat").
+class Adam : public Optimizer {
+ public:
+  Adam(LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.999,
+       double epsilon = 1e-7, bool amsgrad = false, OptimizerOptions options = {});
+};
+
+// Adam with decoupled weight decay, default 0.004 as Keras 3 and tf.keras (TF 2.11+): before
+// each update var -= var * weight_decay * lr.
+class AdamW : public Optimizer {
+ public:
+  AdamW(LearningRate learning_rate = 0.001, double weight_decay = 0.004, double beta_1 = 0.9,
+        double beta_2 = 0.999, double epsilon = 1e-7, bool amsgrad = false,
+        OptimizerOptions options = {});
+};
+
+// velocity = rho * velocity + (1 - rho) * g^2; (centered: average_gradient = rho * ag +
+// (1 - rho) * g, denominator = velocity - ag^2 + epsilon, else velocity + epsilon);
+// increment = lr * g / sqrt(denominator); momentum > 0: m = momentum * m + increment, var -= m;
+// else var -= increment. Slots "velocity" (and "momentum", "average_gradient").
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(LearningRate learning_rate = 0.001, double rho = 0.9, double momentum = 0.0,
+          double epsilon = 1e-7, bool centered = false, OptimizerOptions options = {});
+};
+
+// "sgd", "adam", "adamw", "rmsprop" (case-insensitive) with Keras' defaults, as compile("adam").
+Optimizer get(const std::string& identifier);
+
+}  // namespace tapeflow::keras::optimizers

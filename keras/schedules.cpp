@@ -1,0 +1,206 @@
+#include "keras/schedules.h"
+
+#include <cmath>
+#include <numbers>
+#include <utility>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::optimizers::schedules {
+
+namespace {
+
+// A strongly typed float32 scalar on the current device (Keras computes schedules in float32).
+Tensor f32(double v) { return constant(Tensor(v), float32); }
+Tensor step_f32(const Tensor& step) {
+  TF_CHECK_ARG(step.defined() && step.num_elements() == 1, "LearningRateSchedule",
+               "step must be a scalar tensor, got shape {}",
+               step.defined() ? step.shape().to_string() : "None");
+  return cast(step, float32);
+}
+
+struct FunctionSchedule final : detail::ScheduleImpl {
+  std::function<Tensor(const Tensor&)> fn;
+  std::function<double(int64_t)> host_fn;
+  std::string name_;
+  double value(double step) const override {
+    if (host_fn) return host_fn(static_cast<int64_t>(step));
+    return fn(constant(Tensor(static_cast<int64_t>(step)), int64)).item<double>();
+  }
+  Tensor value(const Tensor& step) const override { return cast(fn(step), float32); }
+  std::string name() const override { return name_; }
+};
+
+struct Exponential final : detail::ScheduleImpl {
+  double initial, decay_rate;
+  int64_t decay_steps;
+  bool staircase;
+  double value(double step) const override {
+    double p = step / static_cast<double>(decay_steps);
+    if (staircase) p = std::floor(p);
+    return initial * std::pow(decay_rate, p);
+  }
+  Tensor value(const Tensor& step) const override {
+    Tensor p = divide(step_f32(step), f32(static_cast<double>(decay_steps)));
+    if (staircase) p = floor(p);
+    return multiply(f32(initial), pow(f32(decay_rate), p));
+  }
+  std::string name() const override { return "ExponentialDecay"; }
+};
+
+struct Piecewise final : detail::ScheduleImpl {
+  std::vector<int64_t> boundaries;
+  std::vector<double> values;
+  double value(double step) const override {
+    for (size_t i = 0; i < boundaries.size(); ++i)
+      if (step <= static_cast<double>(boundaries[i])) return values[i];
+    return values.back();
+  }
+  Tensor value(const Tensor& step) const override {
+    // Compared in float64 so that integer steps and boundaries stay exact.
+    Tensor s = cast(step, float64);
+    Tensor out = f32(values.back());
+    for (size_t i = boundaries.size(); i-- > 0;)
+      out = where(less_equal(s, constant(Tensor(static_cast<double>(boundaries[i])), float64)),
+                  f32(values[i]), out);
+    return out;
+  }
+  std::string name() const override { return "PiecewiseConstantDecay"; }
+};
+
+struct Cosine final : detail::ScheduleImpl {
+  double initial, alpha;
+  int64_t decay_steps;
+  std::optional<double> warmup_target;
+  int64_t warmup_steps;
+  double decay(double step, double from) const {
+    const double frac = step / static_cast<double>(decay_steps);
+    const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * frac));
+    return from * ((1.0 - alpha) * cosine + alpha);
+  }
+  Tensor decay(const Tensor& step, double from) const {
+    Tensor frac = divide(step, f32(static_cast<double>(decay_steps)));
+    Tensor cosine = multiply(f32(0.5), add(f32(1.0), cos(multiply(f32(std::numbers::pi), frac))));
+    return multiply(f32(from), add(multiply(f32(1.0 - alpha), cosine), f32(alpha)));
+  }
+  double value(double step) const override {
+    const double ds = static_cast<double>(decay_steps);
+    if (!warmup_target) return decay(std::min(step, ds), initial);
+    const double ws = static_cast<double>(warmup_steps);
+    step = std::min(step, ds + ws);
+    if (step < ws) return (*warmup_target - initial) * (step / ws) + initial;
+    return decay(step - ws, *warmup_target);
+  }
+  Tensor value(const Tensor& step) const override {
+    const double ds = static_cast<double>(decay_steps);
+    Tensor s = step_f32(step);
+    if (!warmup_target) return decay(minimum(s, f32(ds)), initial);
+    const double ws = static_cast<double>(warmup_steps);
+    s = minimum(s, f32(ds + ws));
+    // Both branches are computed (TF's cond becomes a select); the warmup branch is only
+    // selected when warmup_steps > 0, so its division never reaches the result otherwise.
+    Tensor warm = add(multiply(f32(*warmup_target - initial), divide(s, f32(ws))), f32(initial));
+    Tensor cool = decay(subtract(s, f32(ws)), *warmup_target);
+    return where(less(s, f32(ws)), warm, cool);
+  }
+  std::string name() const override { return "CosineDecay"; }
+};
+
+struct InverseTime final : detail::ScheduleImpl {
+  double initial, decay_rate;
+  int64_t decay_steps;
+  bool staircase;
+  double value(double step) const override {
+    double p = step / static_cast<double>(decay_steps);
+    if (staircase) p = std::floor(p);
+    return initial / (1.0 + decay_rate * p);
+  }
+  Tensor value(const Tensor& step) const override {
+    Tensor p = divide(step_f32(step), f32(static_cast<double>(decay_steps)));
+    if (staircase) p = floor(p);
+    return divide(f32(initial), add(f32(1.0), multiply(f32(decay_rate), p)));
+  }
+  std::string name() const override { return "InverseTimeDecay"; }
+};
+
+void check_steps(const char* op, int64_t decay_steps) {
+  TF_CHECK_ARG(decay_steps > 0, op, "decay_steps must be positive, got {}", decay_steps);
+}
+
+}  // namespace
+
+LearningRateSchedule::LearningRateSchedule(std::function<Tensor(const Tensor&)> fn,
+                                           std::function<double(int64_t)> host_fn,
+                                           std::string name) {
+  TF_CHECK_ARG(static_cast<bool>(fn), "LearningRateSchedule", "the schedule function is empty");
+  auto impl = std::make_shared<FunctionSchedule>();
+  impl->fn = std::move(fn);
+  impl->host_fn = std::move(host_fn);
+  impl->name_ = std::move(name);
+  impl_ = std::move(impl);
+}
+
+double LearningRateSchedule::operator()(int64_t step) const {
+  return impl_->value(static_cast<double>(step));
+}
+Tensor LearningRateSchedule::operator()(const Tensor& step) const { return impl_->value(step); }
+std::string LearningRateSchedule::name() const { return impl_->name(); }
+
+ExponentialDecay::ExponentialDecay(double initial_learning_rate, int64_t decay_steps,
+                                   double decay_rate, bool staircase)
+    : LearningRateSchedule() {
+  check_steps("ExponentialDecay", decay_steps);
+  auto impl = std::make_shared<Exponential>();
+  impl->initial = initial_learning_rate;
+  impl->decay_rate = decay_rate;
+  impl->decay_steps = decay_steps;
+  impl->staircase = staircase;
+  impl_ = std::move(impl);
+}
+
+PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries,
+                                               std::vector<double> values)
+    : LearningRateSchedule() {
+  TF_CHECK_ARG(values.size() == boundaries.size() + 1, "PiecewiseConstantDecay",
+               "values must have one more entry than boundaries, got {} boundaries and {} values",
+               boundaries.size(), values.size());
+  for (size_t i = 1; i < boundaries.size(); ++i)
+    TF_CHECK_ARG(boundaries[i - 1] < boundaries[i], "PiecewiseConstantDecay",
+                 "boundaries must be increasing, got {}", fmt::join(boundaries, ", "));
+  auto impl = std::make_shared<Piecewise>();
+  impl->boundaries = std::move(boundaries);
+  impl->values = std::move(values);
+  impl_ = std::move(impl);
+}
+
+CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha,
+                         std::optional<double> warmup_target, int64_t warmup_steps)
+    : LearningRateSchedule() {
+  check_steps("CosineDecay", decay_steps);
+  TF_CHECK_ARG(warmup_steps >= 0, "CosineDecay", "warmup_steps must be >= 0, got {}",
+               warmup_steps);
+  auto impl = std::make_shared<Cosine>();
+  impl->initial = initial_learning_rate;
+  impl->alpha = alpha;
+  impl->decay_steps = decay_steps;
+  impl->warmup_target = warmup_target;
+  impl->warmup_steps = warmup_steps;
+  impl_ = std::move(impl);
+}
+
+InverseTimeDecay::InverseTimeDecay(double initial_learning_rate, int64_t decay_steps,
+                                   double decay_rate, bool staircase)
+    : LearningRateSchedule() {
+  check_steps("InverseTimeDecay", decay_steps);
+  auto impl = std::make_shared<InverseTime>();
+  impl->initial = initial_learning_rate;
+  impl->decay_rate = decay_rate;
+  impl->decay_steps = decay_steps;
+  impl->staircase = staircase;
+  impl_ = std::move(impl);
+}
+
+}  // namespace tapeflow::keras::optimizers::schedules

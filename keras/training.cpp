@@ -1,0 +1,568 @@
+// Model::compile, fit, evaluate, predict and weights files (keras/training.h).
+#include "keras/training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+
+#include "autograd/tape.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "distribute/input.h"
+#include "distribute/replica_context.h"
+#include "distribute/strategy.h"
+#include "jit/function.h"
+#include "keras/checkpoint.h"
+#include "keras/model.h"
+#include "keras/safetensors.h"
+#include "ops/binary.h"
+#include "ops/dynamic_shape.h"
+#include "ops/movement.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+
+metrics::Metric MetricSpec::resolve(const losses::Loss& loss) const {
+  if (metric_) return *metric_;
+  return metrics::get(name_, loss);
+}
+
+namespace detail {
+
+// What compile() sets up; shared by every copy of the model handle. The steps are built lazily
+// for the data's signature (dtypes and non-batch dimensions) and rebuilt when it changes.
+struct TrainingState {
+  optimizers::Optimizer optimizer;
+  losses::Loss loss;
+  std::vector<metrics::Metric> metrics;
+  metrics::Mean loss_tracker{"loss"};
+  CompileOptions options;
+  // The strategy whose scope compile() ran in (nullptr: one device). It must outlive fit.
+  distribute::Strategy* strategy = nullptr;
+
+  using Step = std::function<Tensor(const std::vector<Tensor>&)>;
+  struct Traced {
+    Step fn;
+    std::vector<TensorSpec> signature;
+  };
+  Traced train, test, predict;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::TrainingState;
+using Step = TrainingState::Step;
+
+// 1 outside strategy.run, else the number of replicas (losses are divided by it there).
+double replicas() {
+  auto* ctx = distribute::get_replica_context();
+  return ctx ? static_cast<double>(ctx->num_replicas_in_sync()) : 1.0;
+}
+
+// The regularization losses of the model, scaled for distribution as the compiled loss is.
+Tensor add_regularization(const Layer& model, Tensor loss) {
+  for (const Tensor& r : model.losses()) loss = add(loss, multiply(r, Tensor(1.0 / replicas())));
+  return loss;
+}
+
+// The loss tracker is a Mean over examples: the (unscaled) batch loss weighted by the batch
+// size, read at run time so one graph serves every batch size.
+void track_loss(TrainingState& st, const Tensor& x, const Tensor& loss) {
+  const Tensor n = tapeflow::detail::element_count(x, {0}, float32);
+  st.loss_tracker.update_state(multiply(cast(loss, float32), Tensor(static_cast<float>(replicas()))),
+                               n);
+}
+
+Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  const Tensor& x = v[0];
+  const Tensor& y = v[1];
+  const Tensor sw = v.size() > 2 ? v[2] : Tensor();
+  Tensor y_pred, loss;
+  std::vector<Variable> vars;
+  std::vector<Tensor> grads;
+  {
+    GradientTape tape;
+    y_pred = model(x, true);
+    loss = add_regularization(model, st.loss(y, y_pred, sw));
+    vars = model.trainable_variables();
+    grads = tape.gradient(loss, vars);
+  }
+  st.optimizer.apply_gradients(grads, vars);
+  track_loss(st, x, loss);
+  for (auto& m : st.metrics) m.update_state(y, y_pred, sw);
+  return loss;
+}
+
+Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  const Tensor& x = v[0];
+  const Tensor& y = v[1];
+  const Tensor sw = v.size() > 2 ? v[2] : Tensor();
+  const Tensor y_pred = model(x, false);
+  const Tensor loss = add_regularization(model, st.loss(y, y_pred, sw));
+  track_loss(st, x, loss);
+  for (auto& m : st.metrics) m.update_state(y, y_pred, sw);
+  return loss;
+}
+
+// A step for `components` tensors: traced with a None batch dimension, or eager.
+template <class Body>
+Step make_step(Body body, const std::vector<TensorSpec>& signature, const std::string& name,
+               bool eager) {
+  if (eager) return body;
+  FunctionOptions opts{.input_signature = signature, .name = name};
+  switch (signature.size()) {
+    case 1: {
+      auto f = tapeflow::function([body](const Tensor& a) { return body({a}); }, opts);
+      return [f](const std::vector<Tensor>& v) { return f(v[0]); };
+    }
+    case 2: {
+      auto f = tapeflow::function(
+          [body](const Tensor& a, const Tensor& b) { return body({a, b}); }, opts);
+      return [f](const std::vector<Tensor>& v) { return f(v[0], v[1]); };
+    }
+    case 3: {
+      auto f = tapeflow::function(
+          [body](const Tensor& a, const Tensor& b, const Tensor& c) { return body({a, b, c}); },
+          opts);
+      return [f](const std::vector<Tensor>& v) { return f(v[0], v[1], v[2]); };
+    }
+    default:
+      TF_THROW(InvalidArgumentError, name.c_str(),
+               "expects (x), (x, y) or (x, y, sample_weight) batches, got {} components",
+               signature.size());
+  }
+}
+
+std::vector<TensorSpec> batch_signature(const std::vector<Tensor>& batch) {
+  std::vector<TensorSpec> sig;
+  for (const Tensor& t : batch) {
+    TensorShape s = t.shape();
+    if (s.rank() > 0) s[0] = None;
+    sig.emplace_back(s, t.dtype());
+  }
+  return sig;
+}
+
+bool same_signature(const std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i].shape == b[i].shape) || a[i].dtype != b[i].dtype) return false;
+  return true;
+}
+
+std::string shapes_text(const std::vector<Tensor>& v) {
+  std::string s;
+  for (const Tensor& t : v) s += (s.empty() ? "" : ", ") + t.shape().to_string();
+  return s;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+
+namespace {
+TrainingState& state_of(const Model& m, const char* op) {
+  auto& st = m.model_impl_for_training();
+  TF_CHECK_T(FailedPreconditionError, st != nullptr, op,
+             "You must call compile() before using the model (model '{}')", m.name());
+  return *st;
+}
+}  // namespace
+
+void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
+                    std::vector<MetricSpec> metrics, CompileOptions options) {
+  TF_CHECK_ARG(optimizer.defined(), "compile", "the optimizer is an empty handle");
+  TF_CHECK_ARG(loss.defined(), "compile", "the loss is an empty handle");
+  auto st = std::make_shared<TrainingState>();
+  st->optimizer = std::move(optimizer);
+  st->loss = std::move(loss);
+  for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
+  st->options = options;
+  if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1)
+    st->strategy = &distribute::get_strategy();
+  model_impl_for_training() = std::move(st);
+}
+
+void Model::compile(optimizers::Optimizer optimizer, const std::string& loss,
+                    std::vector<MetricSpec> metrics, CompileOptions options) {
+  compile(std::move(optimizer), losses::get(loss), std::move(metrics), options);
+}
+
+bool Model::compiled() const { return model_impl_for_training() != nullptr; }
+
+optimizers::Optimizer Model::optimizer() const { return state_of(*this, "optimizer").optimizer; }
+
+std::vector<std::string> Model::metrics_names() const {
+  auto& st = state_of(*this, "metrics_names");
+  std::vector<std::string> names{"loss"};
+  for (const auto& m : st.metrics) names.push_back(m.name());
+  return names;
+}
+
+void Model::reset_metrics() {
+  auto& st = state_of(*this, "reset_metrics");
+  st.loss_tracker.reset_state();
+  for (auto& m : st.metrics) m.reset_state();
+}
+
+namespace {
+
+Logs current_logs(TrainingState& st, const std::string& prefix = "") {
+  Logs logs;
+  logs.emplace_back(prefix + "loss", st.loss_tracker.result().item<float>());
+  for (const auto& m : st.metrics) logs.emplace_back(prefix + m.name(), m.result().item<float>());
+  return logs;
+}
+
+std::vector<double> values_of(const Logs& logs) {
+  std::vector<double> v;
+  for (const auto& [k, x] : logs) v.push_back(x);
+  return v;
+}
+
+// Runs `traced`, (re)building it when the batch's signature changed.
+template <class Body>
+Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
+                const std::string& name, bool eager) {
+  const auto sig = batch_signature(batch);
+  if (!traced.fn || !same_signature(sig, traced.signature)) {
+    traced.fn = make_step(body, sig, name, eager);
+    traced.signature = sig;
+  }
+  return traced.fn(batch);
+}
+
+// One training step: on the calling thread, or split over the replicas of the strategy the
+// model was compiled under (each replica replays its own trace of the step; the optimizer
+// all-reduces the gradients; mirrored metrics accumulate per replica).
+template <class Body>
+void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch, bool eager) {
+  if (!st.strategy) {
+    run_step(st.train, body, batch, "train_function", eager);
+    return;
+  }
+  const int r = st.strategy->num_replicas_in_sync();
+  const auto sizes = distribute::detail::replica_batch_sizes(distribute::detail::batch_dim(batch), r);
+  const auto per_replica = distribute::detail::split_batch(batch, sizes, st.strategy->devices());
+  // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
+  const auto sig = batch_signature(per_replica.values()[0]);
+  if (!st.train.fn || !same_signature(sig, st.train.signature)) {
+    st.train.fn = make_step(body, sig, "train_function", eager);
+    st.train.signature = sig;
+  }
+  const Step& fn = st.train.fn;
+  st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
+}
+
+void check_xy(const char* op, const Tensor& x, const Tensor& y) {
+  TF_CHECK_ARG(x.defined() && y.defined(), op, "x and y must be defined tensors");
+  TF_CHECK_ARG(x.rank() >= 1 && y.rank() >= 1 && x.shape()[0] == y.shape()[0], op,
+               "x and y must have the same number of samples (first dimension): x is {}, y is {}",
+               x.shape().to_string(), y.shape().to_string());
+}
+
+data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool shuffle) {
+  TF_CHECK_ARG(batch_size > 0, "fit", "batch_size must be positive, got {}", batch_size);
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
+  if (shuffle) ds = ds.shuffle(x.shape()[0]);
+  return ds.batch(batch_size);
+}
+
+}  // namespace
+
+// The training loop proper (fit for tensors and datasets).
+History Model::fit(const data::Dataset& dataset, FitOptions options) {
+  auto& st = state_of(*this, "fit");
+  TF_CHECK_ARG(options.epochs >= 0, "fit", "epochs must be >= 0, got {}", options.epochs);
+  TF_CHECK_ARG(options.validation_freq >= 1, "fit", "validation_freq must be >= 1, got {}",
+               options.validation_freq);
+  const int64_t card = dataset.cardinality();
+  TF_CHECK_ARG(card != data::INFINITE_CARDINALITY || options.steps_per_epoch > 0, "fit",
+               "the dataset is infinite (repeat()): give steps_per_epoch");
+  int64_t steps = options.steps_per_epoch > 0 ? options.steps_per_epoch : (card >= 0 ? card : -1);
+
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  TrainingState* stp = &st;
+  auto model_of = [weak] {
+    Layer m(weak.lock());
+    TF_CHECK_T(FailedPreconditionError, m.defined(), "fit", "the model was destroyed");
+    return m;
+  };
+  auto train = [stp, model_of](const std::vector<Tensor>& v) {
+    return train_body(*stp, model_of(), v);
+  };
+  auto test = [stp, model_of](const std::vector<Tensor>& v) {
+    return test_body(*stp, model_of(), v);
+  };
+  const bool eager = st.options.run_eagerly;
+
+  bool stop = false;
+  callbacks::TrainingContext ctx;
+  ctx.epochs = options.epochs;
+  ctx.steps = steps;
+  ctx.verbose = options.verbose;
+  ctx.weights = this;
+  ctx.stop_training = &stop;
+  if (!st.optimizer.has_schedule()) {
+    ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+    ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
+  }
+  ctx.save_weights = [this](const std::string& p) { save_weights(p); };
+  Variable backup_epoch(Tensor(int64_t{-1}), "backup_epoch", false);
+  auto backup_checkpoint = [this, stp, backup_epoch] {
+    return train::Checkpoint({{"model", std::ref(*this)},
+                              {"optimizer", stp->optimizer},
+                              {"epoch", backup_epoch}});
+  };
+  ctx.save_backup = [backup_checkpoint, backup_epoch](const std::string& dir, int epoch) mutable {
+    backup_epoch.assign(Tensor(static_cast<int64_t>(epoch)));
+    train::CheckpointManager(backup_checkpoint(), dir, 1).save();
+  };
+  ctx.restore_backup = [backup_checkpoint, backup_epoch](const std::string& dir)
+      -> std::optional<int> {
+    if (!std::filesystem::exists(dir)) return std::nullopt;
+    train::Checkpoint ckpt = backup_checkpoint();
+    train::CheckpointManager manager(ckpt, dir, 1);
+    const std::string latest = manager.latest_checkpoint();
+    if (latest.empty()) return std::nullopt;
+    ckpt.restore(latest);
+    return static_cast<int>(backup_epoch.value().item<int64_t>());
+  };
+
+  auto history = std::make_shared<History>();
+  std::vector<callbacks::CallbackRef> cbs;
+  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
+  for (auto& c : options.callbacks) cbs.push_back(c);
+  cbs.push_back(history);
+  callbacks::CallbackList list(std::move(cbs), &ctx);
+
+  // Validation data as batches.
+  std::optional<data::Dataset> val;
+  if (options.validation_data.defined()) {
+    if (options.validation_data.dataset) {
+      val = *options.validation_data.dataset;
+    } else {
+      check_xy("fit", options.validation_data.x, options.validation_data.y);
+      const int vbs = options.validation_batch_size > 0 ? options.validation_batch_size
+                                                        : options.batch_size;
+      val = data::Dataset::from_tensor_slices({options.validation_data.x,
+                                                options.validation_data.y})
+                .batch(vbs);
+    }
+  }
+
+  list.on_train_begin();
+  int first_epoch = options.initial_epoch;
+  for (auto& c : list.callbacks())
+    if (auto* b = dynamic_cast<callbacks::BackupAndRestore*>(c.get()))
+      first_epoch = std::max(first_epoch, b->initial_epoch());
+
+  Logs logs;
+  std::optional<data::Dataset::Iterator> persistent;  // steps_per_epoch: continue across epochs
+  for (int epoch = first_epoch; epoch < options.epochs && !stop; ++epoch) {
+    reset_metrics();
+    list.on_epoch_begin(epoch);
+    int64_t step = 0;
+    auto run_batch = [&](const std::vector<Tensor>& batch) {
+      TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "fit",
+                   "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
+                   batch.size(), shapes_text(batch));
+      list.on_train_batch_begin(step);
+      run_train_step(st, train, batch, eager);
+      list.on_train_batch_end(step, current_logs(st));
+      ++step;
+    };
+    if (options.steps_per_epoch > 0) {
+      for (; step < options.steps_per_epoch && !stop;) {
+        if (!persistent) persistent = dataset.make_iterator();
+        auto batch = persistent->get_next();
+        if (!batch) {
+          persistent.reset();
+          if (step == 0) break;
+          TF_LOG_WARN("fit: your input ran out of data after {} steps of epoch {}; the next "
+                      "epoch starts a new pass",
+                      step, epoch + 1);
+          break;
+        }
+        run_batch(*batch);
+      }
+    } else {
+      for (const auto& batch : dataset) {
+        run_batch(batch);
+        if (stop) break;
+      }
+    }
+    if (ctx.steps < 0) ctx.steps = step;  // known after the first pass, as Keras
+    logs = current_logs(st);
+    if (val && (epoch + 1) % options.validation_freq == 0) {
+      reset_metrics();
+      list.on_test_begin();
+      int64_t vstep = 0;
+      for (const auto& batch : *val) {
+        run_step(st.test, test, batch, "test_function", eager);
+        list.on_test_batch_end(vstep++, current_logs(st));
+      }
+      const Logs vlogs = current_logs(st, "val_");
+      list.on_test_end(current_logs(st));
+      logs.insert(logs.end(), vlogs.begin(), vlogs.end());
+    }
+    list.on_epoch_end(epoch, logs);
+  }
+  list.on_train_end(logs);
+  return *history;
+}
+
+History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
+  check_xy("fit", x, y);
+  TF_CHECK_ARG(options.validation_split >= 0.0 && options.validation_split < 1.0, "fit",
+               "validation_split must be in [0, 1), got {}", options.validation_split);
+  Tensor xt = x, yt = y;
+  if (options.validation_split > 0.0) {
+    TF_CHECK_ARG(!options.validation_data.defined(), "fit",
+                 "give validation_data or validation_split, not both");
+    const int64_t n = x.shape()[0];
+    const auto split = static_cast<int64_t>(std::floor(static_cast<double>(n) *
+                                                       (1.0 - options.validation_split)));
+    TF_CHECK_ARG(split > 0 && split < n, "fit",
+                 "validation_split {} of {} samples leaves no training or no validation data",
+                 options.validation_split, n);
+    auto rows = [](const Tensor& t, int64_t begin, int64_t count) {
+      std::vector<int64_t> b(static_cast<size_t>(t.rank()), 0), s = t.shape().dims();
+      b[0] = begin;
+      s[0] = count;
+      return slice(t, b, s);
+    };
+    options.validation_data = ValidationData(rows(x, split, n - split), rows(y, split, n - split));
+    xt = rows(x, 0, split);
+    yt = rows(y, 0, split);
+  }
+  if (options.steps_per_epoch <= 0) options.steps_per_epoch = -1;
+  const data::Dataset ds = xy_dataset(xt, yt, options.batch_size, options.shuffle);
+  return fit(ds, std::move(options));
+}
+
+std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
+  auto& st = state_of(*this, "evaluate");
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  TrainingState* stp = &st;
+  auto test = [stp, weak](const std::vector<Tensor>& v) {
+    Layer m(weak.lock());
+    return test_body(*stp, m, v);
+  };
+  callbacks::TrainingContext ctx;
+  const int64_t card = dataset.cardinality();
+  ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
+  ctx.verbose = options.verbose;
+  ctx.weights = this;
+  std::vector<callbacks::CallbackRef> cbs;
+  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
+  for (auto& c : options.callbacks) cbs.push_back(c);
+  callbacks::CallbackList list(std::move(cbs), &ctx);
+  reset_metrics();
+  list.on_test_begin();
+  int64_t step = 0;
+  for (const auto& batch : dataset) {
+    if (options.steps > 0 && step >= options.steps) break;
+    TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "evaluate",
+                 "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
+                 batch.size(), shapes_text(batch));
+    run_step(st.test, test, batch, "test_function", st.options.run_eagerly);
+    list.on_test_batch_end(step++, current_logs(st));
+  }
+  const Logs logs = current_logs(st);
+  list.on_test_end(logs);
+  return values_of(logs);
+}
+
+std::vector<double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) {
+  check_xy("evaluate", x, y);
+  TF_CHECK_ARG(options.batch_size > 0, "evaluate", "batch_size must be positive, got {}",
+               options.batch_size);
+  return evaluate(data::Dataset::from_tensor_slices({x, y}).batch(options.batch_size),
+                  std::move(options));
+}
+
+Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  auto pred = [weak](const std::vector<Tensor>& v) {
+    Layer m(weak.lock());
+    return m(v[0], false);
+  };
+  // predict needs no compile(): its step lives in a state of its own when not compiled.
+  auto& slot = model_impl_for_training();
+  std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
+  callbacks::TrainingContext ctx;
+  const int64_t card = dataset.cardinality();
+  ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
+  ctx.verbose = options.verbose;
+  std::vector<callbacks::CallbackRef> cbs;
+  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
+  for (auto& c : options.callbacks) cbs.push_back(c);
+  callbacks::CallbackList list(std::move(cbs), &ctx);
+  list.on_predict_begin();
+  std::vector<Tensor> outs;
+  int64_t step = 0;
+  for (const auto& batch : dataset) {
+    if (options.steps > 0 && step >= options.steps) break;
+    TF_CHECK_ARG(!batch.empty(), "predict", "a batch has no components");
+    outs.push_back(run_step(st->predict, pred, {batch[0]}, "predict_function",
+                            st->options.run_eagerly));
+    list.on_predict_batch_end(step++);
+  }
+  list.on_predict_end();
+  TF_CHECK_ARG(!outs.empty(), "predict", "the input has no samples");
+  return outs.size() == 1 ? outs[0] : concat(outs, 0);
+}
+
+Tensor Model::predict(const Tensor& x, PredictOptions options) {
+  TF_CHECK_ARG(x.defined() && x.rank() >= 1, "predict", "x must be a tensor of rank >= 1, got {}",
+               x.defined() ? x.shape().to_string() : "an undefined tensor");
+  TF_CHECK_ARG(options.batch_size > 0, "predict", "batch_size must be positive, got {}",
+               options.batch_size);
+  return predict(data::Dataset::from_tensor_slices(x).batch(options.batch_size),
+                 std::move(options));
+}
+
+std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
+  check_xy("train_on_batch", x, y);
+  auto& st = state_of(*this, "train_on_batch");
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  TrainingState* stp = &st;
+  reset_metrics();
+  run_train_step(
+      st, [stp, weak](const std::vector<Tensor>& v) { return train_body(*stp, Layer(weak.lock()), v); },
+      {x, y}, st.options.run_eagerly);
+  return values_of(current_logs(st));
+}
+
+std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
+  check_xy("test_on_batch", x, y);
+  auto& st = state_of(*this, "test_on_batch");
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  TrainingState* stp = &st;
+  reset_metrics();
+  run_step(st.test,
+           [stp, weak](const std::vector<Tensor>& v) { return test_body(*stp, Layer(weak.lock()), v); },
+           {x, y}, "test_function", st.options.run_eagerly);
+  return values_of(current_logs(st));
+}
+
+void Model::save_weights(const std::string& path) const {
+  TF_CHECK_T(FailedPreconditionError, built(), "save_weights",
+             "model '{}' has no weights yet: build it or call it on data first", name());
+  safetensors::save_variables(path, tracked_variables(), {{"format", "tapeflow.keras.weights"}});
+}
+
+void Model::load_weights(const std::string& path) const {
+  TF_CHECK_T(FailedPreconditionError, built(), "load_weights",
+             "model '{}' has no weights yet: build it or call it on data first, then load", name());
+  const auto unused = safetensors::load_variables(path, tracked_variables());
+  if (!unused.empty())
+    TF_LOG_WARN("load_weights: {} has {} tensors that model '{}' does not use (first: {})", path,
+                unused.size(), name(), unused.front());
+}
+
+}  // namespace tapeflow::keras

@@ -1,0 +1,84 @@
+// Keras' training loop: Model::compile, fit, evaluate and predict (their options and results).
+// The loop runs on the calling thread; train, test and predict steps are traced tf::functions
+// (input_signature with a None batch dimension, so a last partial batch does not retrace)
+// unless compile's run_eagerly asks for eager steps. Under a tf::distribute strategy's scope
+// fit splits every global batch over the replicas (see docs/keras_fit.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/dataset.h"
+#include "keras/callbacks.h"
+#include "keras/losses.h"
+#include "keras/metrics.h"
+#include "keras/optimizers.h"
+
+namespace tapeflow::keras {
+
+using History = callbacks::History;
+
+// fit's validation_data: (x, y) tensors, or a Dataset of (x, y) batches.
+struct ValidationData {
+  ValidationData() = default;
+  ValidationData(Tensor x_, Tensor y_) : x(std::move(x_)), y(std::move(y_)) {}
+  ValidationData(data::Dataset d) : dataset(std::move(d)) {}  // NOLINT: implicit
+  bool defined() const { return x.defined() || dataset.has_value(); }
+  Tensor x, y;
+  std::optional<data::Dataset> dataset;
+};
+
+// Keras' fit arguments, the first five in API.md's order.
+struct FitOptions {
+  int epochs = 1;
+  int batch_size = 32;  // for tensors; a Dataset is already batched
+  ValidationData validation_data = {};
+  std::vector<callbacks::CallbackRef> callbacks = {};
+  // 0 silent, 1 progress bar (one line per epoch when not a terminal), 2 one line per epoch.
+  int verbose = 1;
+  double validation_split = 0.0;  // the last fraction of x and y (before shuffling)
+  bool shuffle = true;            // reshuffle x and y every epoch
+  int initial_epoch = 0;
+  int64_t steps_per_epoch = -1;   // -1: the whole data (required for an infinite Dataset)
+  int validation_freq = 1;        // validate every this many epochs
+  int validation_batch_size = 0;  // 0: batch_size
+};
+
+struct EvaluateOptions {
+  int batch_size = 32;
+  int verbose = 1;
+  int64_t steps = -1;
+  std::vector<callbacks::CallbackRef> callbacks = {};
+};
+
+struct PredictOptions {
+  int batch_size = 32;
+  int verbose = 0;
+  int64_t steps = -1;
+  std::vector<callbacks::CallbackRef> callbacks = {};
+};
+
+struct CompileOptions {
+  // Run the steps op by op instead of tracing them (Keras' run_eagerly; for debugging).
+  bool run_eagerly = false;
+};
+
+// A compile() metric: a name Keras resolves ("accuracy", "mse", ...) or a Metric object.
+class MetricSpec {
+ public:
+  MetricSpec(const char* name) : name_(name) {}         // NOLINT: implicit, as Keras' strings
+  MetricSpec(std::string name) : name_(std::move(name)) {}  // NOLINT
+  template <class M>
+    requires std::is_base_of_v<metrics::Metric, M>
+  MetricSpec(M metric) : metric_(std::move(metric)) {}  // NOLINT
+  metrics::Metric resolve(const losses::Loss& loss) const;
+
+ private:
+  std::string name_;
+  std::optional<metrics::Metric> metric_;
+};
+
+}  // namespace tapeflow::keras

@@ -1,0 +1,1002 @@
+// The seed tutorial's two benchmarks done right: N x N matrix multiplication and inversion for
+// N = 2^0 ... 2^15 on the CPU (all cores and one thread), one GPU and every GPU, with and without
+// host-device transfers, plus `seed_faithful`, which times what the 2018 GPU curve really timed.
+// Prints a table on stdout, progress on stderr, and writes a CSV for plot.py (see README.md).
+//
+//   build/samples/matrix_benchmark --help
+//
+// Threading: the main thread drives everything; `all_gpus` keeps one worker thread per GPU (each
+// under its own tf::DeviceScope) for the life of that series, joined before the next one starts.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tapeflow/tapeflow.h>
+
+#include "core/allocator.h"  // allocator_for: cached bytes count as free memory
+#include "core/parallel.h"   // detail::set_num_threads: the library has no public thread setter yet
+
+#ifdef MATRIX_BENCHMARK_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tf = tapeflow;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const char* const kUsage = R"(matrix_benchmark: N x N matrix multiplication and inversion, N = 2^0 ... 2^15
+
+Usage: matrix_benchmark [options]
+  --ops LIST          matmul,inverse (default: both)
+  --modes LIST        cpu,cpu_1thread,gpu,all_gpus,seed_faithful (default: all)
+                        cpu            tapeflow on the CPU with all cores (--threads)
+                        cpu_1thread    tapeflow on the CPU with one thread
+                        gpu            one GPU (/GPU:0)
+                        all_gpus       multiplication split by row blocks, one thread per GPU;
+                                       inversion: not available (see README.md)
+                        seed_faithful  what the seed's GPU curve timed: a float64 host feed
+                                       converted to float32 every run, an ELEMENTWISE product
+                                       (or the inverse), the result copied back to the host;
+                                       on /GPU:0, or on the CPU when there is no GPU
+  --dtypes LIST       float32,float64,tf32,bfloat16 or all (default: float32). The CPU runs
+                      float32 and float64 only; tf32 and bfloat16 need a GPU of compute
+                      capability 8.0 or newer; inversion runs float32 and float64 only
+  --transfers WHICH   gpu and all_gpus: without, with or both (default: both). "with" copies
+                      the inputs from host memory and the result back in every timed run
+  --min-n N           smallest N, a power of two (default 1)
+  --max-n N           largest N, a power of two up to 32768 (default 32768)
+  --time-budget S     seconds per series (op, mode, dtype, transfers); a size whose predicted
+                      time would exceed it is not started (default 60)
+  --repeats R         timed runs per size, at least (default 5)
+  --min-time S        more timed runs (up to 1000) until they add up to S seconds (default 0.2)
+  --warmup W          untimed runs before the timed ones (default 1)
+  --threads T         threads of the cpu mode (default: OMP_NUM_THREADS, else all cores)
+  --check-max-n N     check results (sampled entries against float64) up to this N (default
+                      2048; 0: never)
+  --csv PATH          write the results as CSV to PATH
+  --help              this text
+
+GFLOP/s: 2 N^3 per product; 8 N^3 / 3 per inverse (LU 2/3 N^3 plus two triangular solves
+against the identity, 2 N^3: the nominal count of an LU-based inverse); seed_faithful's
+elementwise product does N^2 multiplications and is counted as such.
+Exit status: 0, or 1 when a result check failed or a series stopped on an unexpected error,
+2 on bad options.
+)";
+
+struct Options {
+  std::vector<std::string> ops{"matmul", "inverse"};
+  std::vector<std::string> modes{"cpu", "cpu_1thread", "gpu", "all_gpus", "seed_faithful"};
+  std::vector<std::string> dtypes{"float32"};
+  std::string transfers = "both";
+  int64_t min_n = 1, max_n = 32768;
+  double time_budget = 60, min_time = 0.2;
+  int repeats = 5, warmup = 1, threads = 0;
+  int64_t check_max_n = 2048;
+  std::string csv;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "matrix_benchmark: %s (see --help)\n", msg.c_str());
+  std::exit(2);
+}
+
+void check_members(const std::vector<std::string>& got, const std::vector<std::string>& allowed,
+                   const char* flag) {
+  for (const std::string& g : got)
+    if (std::find(allowed.begin(), allowed.end(), g) == allowed.end()) {
+      std::string list;
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ",") + a;
+      usage_error(std::string(flag) + ": unknown value '" + g + "' (one of " + list + ")");
+    }
+  if (got.empty()) usage_error(std::string(flag) + ": empty list");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (a.rfind("--", 0) != 0) usage_error("unexpected argument '" + a + "'");
+    if (i + 1 >= argc) usage_error("option " + a + " needs a value");
+    const std::string v = argv[++i];
+    auto to_int = [&](const std::string& s) -> int64_t {
+      char* end = nullptr;
+      const long long x = std::strtoll(s.c_str(), &end, 10);
+      if (end == s.c_str() || *end != '\0') usage_error(a + ": not an integer: '" + s + "'");
+      return x;
+    };
+    auto to_double = [&](const std::string& s) -> double {
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str(), &end);
+      if (end == s.c_str() || *end != '\0' || !(x >= 0)) usage_error(a + ": not a number >= 0: '" + s + "'");
+      return x;
+    };
+    if (a == "--ops") o.ops = split_list(v);
+    else if (a == "--modes") o.modes = split_list(v);
+    else if (a == "--dtypes") o.dtypes = v == "all" ? std::vector<std::string>{"float32", "float64", "tf32", "bfloat16"} : split_list(v);
+    else if (a == "--transfers") o.transfers = v;
+    else if (a == "--min-n") o.min_n = to_int(v);
+    else if (a == "--max-n") o.max_n = to_int(v);
+    else if (a == "--time-budget") o.time_budget = to_double(v);
+    else if (a == "--repeats") o.repeats = static_cast<int>(to_int(v));
+    else if (a == "--min-time") o.min_time = to_double(v);
+    else if (a == "--warmup") o.warmup = static_cast<int>(to_int(v));
+    else if (a == "--threads") o.threads = static_cast<int>(to_int(v));
+    else if (a == "--check-max-n") o.check_max_n = to_int(v);
+    else if (a == "--csv") o.csv = v;
+    else usage_error("unknown option '" + a + "'");
+  }
+  check_members(o.ops, {"matmul", "inverse"}, "--ops");
+  check_members(o.modes, {"cpu", "cpu_1thread", "gpu", "all_gpus", "seed_faithful"}, "--modes");
+  check_members(o.dtypes, {"float32", "float64", "tf32", "bfloat16"}, "--dtypes");
+  check_members({o.transfers}, {"without", "with", "both"}, "--transfers");
+  if (!is_power_of_two(o.min_n) || !is_power_of_two(o.max_n) || o.max_n > 32768 || o.min_n > o.max_n)
+    usage_error("--min-n and --max-n must be powers of two with 1 <= min <= max <= 32768");
+  if (o.repeats < 1) usage_error("--repeats must be at least 1");
+  if (o.warmup < 0) usage_error("--warmup must be at least 0");
+  if (o.threads < 0) usage_error("--threads must be at least 1");
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: what is free for a new allocation on the host and on a GPU.
+
+// MemAvailable from /proc/meminfo plus the CPU allocator's cache (reused before asking the OS).
+double host_bytes_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "MemAvailable:") {
+      f >> kb;
+      break;
+    }
+    std::string rest;
+    std::getline(f, rest);
+  }
+  if (kb <= 0) return std::numeric_limits<double>::infinity();  // unknown: let the allocator decide
+  return kb * 1024.0 + static_cast<double>(tf::cpu_allocator().stats().bytes_cached);
+}
+
+#ifdef MATRIX_BENCHMARK_CUDA
+// The CUDA runtime's current device is per thread and tapeflow caches it: restore it so that
+// the library's cache stays true.
+double gpu_bytes_available(int logical) {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return 0;
+  size_t free_b = 0, total_b = 0;
+  const bool ok = cudaSetDevice(tf::detail::physical_gpu_of(logical)) == cudaSuccess &&
+                  cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+  (void)cudaSetDevice(previous);
+  if (!ok) return 0;
+  double avail = static_cast<double>(free_b);
+  const tf::Device dev{tf::DeviceType::GPU, logical};
+  avail += static_cast<double>(tf::allocator_for(dev).stats().bytes_cached);
+  if (auto limit = tf::detail::logical_gpu_memory_limit(logical))
+    avail = std::min(avail, static_cast<double>(*limit) * 1024.0 * 1024.0);
+  return avail;
+}
+std::string gpu_name(int logical) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, tf::detail::physical_gpu_of(logical)) != cudaSuccess) return "?";
+  return p.name;
+}
+// TF32 and bfloat16 tensor-core GEMMs: compute capability 8.0 (Ampere) or newer.
+bool gpu_has_tensor_float(int logical) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, tf::detail::physical_gpu_of(logical)) != cudaSuccess) return false;
+  return p.major >= 8;
+}
+const char* const kNoGpu = "no GPU (tf::config::list_logical_devices(\"GPU\") is empty)";
+#else
+const char* const kNoGpu = "no GPU (this build of tapeflow has no CUDA backend)";
+double gpu_bytes_available(int) { return 0; }
+std::string gpu_name(int) { return "?"; }
+bool gpu_has_tensor_float(int) { return false; }
+#endif
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data types: the storage dtype of the tensors, the host element type, check tolerances.
+
+struct DTypeInfo {
+  std::string name;  // float32, float64, tf32, bfloat16
+  tf::DType storage;
+  size_t bytes;
+  bool tf32;             // float32 storage with TF32 matrix products
+  double matmul_tol;     // max |C - C_ref| / (|A| |B|)_ij over sampled entries
+  double inverse_tol;    // max |A X - I| over sampled rows
+};
+
+DTypeInfo dtype_info(const std::string& name) {
+  if (name == "float64") return {name, tf::float64, 8, false, 1e-12, 1e-9};
+  if (name == "tf32") return {name, tf::float32, 4, true, 5e-3, 1e-3};
+  if (name == "bfloat16") return {name, tf::bfloat16, 2, false, 3e-2, 1e-1};
+  return {"float32", tf::float32, 4, false, 1e-5, 1e-3};
+}
+
+// Host element type per storage dtype, for transfers: the bytes a user would hold.
+template <class F>
+void with_host_type(tf::DType dt, F&& f) {
+  if (dt == tf::float64) f(double{});
+  else if (dt == tf::bfloat16) f(tf::bfloat16_t{});
+  else f(float{});
+}
+
+// Sets TF32 for one series and restores the previous setting.
+class Tf32Guard {
+ public:
+  explicit Tf32Guard(bool on)
+      : previous_(tf::config::experimental::tensor_float_32_execution_enabled()) {
+    tf::config::experimental::enable_tensor_float_32_execution(on);
+  }
+  ~Tf32Guard() { tf::config::experimental::enable_tensor_float_32_execution(previous_); }
+  Tf32Guard(const Tf32Guard&) = delete;
+  Tf32Guard& operator=(const Tf32Guard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Sets tapeflow's CPU thread count (OpenMP, OpenBLAS and oneDNN together) for one series.
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int n) : previous_(tf::detail::num_threads()) { tf::detail::set_num_threads(n); }
+  ~ThreadsGuard() { tf::detail::set_num_threads(previous_); }
+  ThreadsGuard(const ThreadsGuard&) = delete;
+  ThreadsGuard& operator=(const ThreadsGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Inputs and result checks
+
+enum class Op { MatMul, Inverse };
+
+// A well-conditioned matrix for inversion: uniform [-1, 1) plus sqrt(n) on the diagonal.
+tf::Tensor make_input(Op op, int64_t n, tf::DType dt, int64_t seed) {
+  tf::Tensor a = tf::random::uniform({n, n}, -1.0, 1.0, dt, seed);
+  if (op == Op::Inverse) a = a + tf::eye(n, dt) * static_cast<float>(std::sqrt(static_cast<double>(n)));
+  return a;
+}
+
+// A one-element read of a result: on a GPU this waits for the stream, so the timed run ends when
+// the work is done (the read costs a few microseconds, included in every GPU time).
+void synchronise(const tf::Tensor& c) {
+  if (c.placement().is_gpu()) (void)tf::slice(c, {0, 0}, {1, 1}).item<double>();
+}
+
+// Sampled entries (i, j) of a product: max |C_ij - sum_k A_ik B_kj| / sum_k |A_ik| |B_kj|.
+double check_matmul(const std::vector<double>& a, const std::vector<double>& b,
+                    const std::vector<double>& c, int64_t n) {
+  std::mt19937_64 gen(7);
+  std::uniform_int_distribution<int64_t> pick(0, n - 1);
+  double worst = 0;
+  for (int s = 0; s < 32; ++s) {
+    const int64_t i = pick(gen), j = pick(gen);
+    double ref = 0, mag = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      ref += a[i * n + k] * b[k * n + j];
+      mag += std::abs(a[i * n + k] * b[k * n + j]);
+    }
+    worst = std::max(worst, std::abs(c[i * n + j] - ref) / std::max(mag, 1e-300));
+  }
+  return worst;
+}
+
+// Sampled rows i of A X - I: max |sum_k A_ik X_kj - delta_ij|.
+double check_inverse(const std::vector<double>& a, const std::vector<double>& x, int64_t n) {
+  std::mt19937_64 gen(11);
+  std::uniform_int_distribution<int64_t> pick(0, n - 1);
+  double worst = 0;
+  std::vector<double> row(n);
+  for (int s = 0; s < 8; ++s) {
+    const int64_t i = pick(gen);
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int64_t k = 0; k < n; ++k) {
+      const double aik = a[i * n + k];
+      const double* xk = &x[k * n];
+      for (int64_t j = 0; j < n; ++j) row[j] += aik * xk[j];
+    }
+    row[i] -= 1.0;
+    for (double r : row) worst = std::max(worst, std::abs(r));
+  }
+  return worst;
+}
+
+// Sampled entries of an elementwise product, relative to |a b|.
+double check_elementwise(const std::vector<double>& a, const std::vector<double>& b,
+                         const std::vector<double>& c, int64_t n) {
+  std::mt19937_64 gen(13);
+  std::uniform_int_distribution<int64_t> pick(0, n * n - 1);
+  double worst = 0;
+  for (int s = 0; s < 64; ++s) {
+    const int64_t i = pick(gen);
+    const double ref = a[i] * b[i];
+    worst = std::max(worst, std::abs(c[i] - ref) / std::max(std::abs(ref), 1e-30));
+  }
+  return worst;
+}
+
+template <class T>
+std::vector<double> to_doubles(const std::vector<T>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<T, double>) out[i] = v[i];
+    else out[i] = static_cast<float>(v[i]);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One way of running one op: inputs prepared untimed, then timed runs that return only when the
+// result is complete.
+
+struct Bytes {
+  double host = 0;    // host memory
+  double device = 0;  // per GPU (0 for CPU cases)
+};
+
+class Case {
+ public:
+  virtual ~Case() = default;
+  virtual Bytes bytes_needed(int64_t n) const = 0;
+  virtual void prepare(int64_t n) = 0;
+  virtual void run() = 0;
+  // Error measure of the last run (see check_*), NaN when not applicable.
+  virtual double check() = 0;
+  virtual void release() = 0;
+};
+
+// cpu, cpu_1thread, gpu without transfers: inputs and result stay on one device.
+class ResidentCase final : public Case {
+ public:
+  ResidentCase(Op op, tf::Device dev, tf::DType dt) : op_(op), dev_(dev), dt_(dt) {}
+  Bytes bytes_needed(int64_t n) const override {
+    // matmul: A, B, C; inverse: A, X, the LU copy, the identity and a temporary.
+    const double mats = op_ == Op::MatMul ? 3 : 5;
+    const double b = mats * static_cast<double>(n * n) * static_cast<double>(tf::dtype_size(dt_));
+    return dev_.is_gpu() ? Bytes{0, b} : Bytes{b, 0};
+  }
+  void prepare(int64_t n) override {
+    n_ = n;
+    tf::DeviceScope scope(dev_);
+    a_ = make_input(op_, n, dt_, 1);
+    if (op_ == Op::MatMul) b_ = make_input(op_, n, dt_, 2);
+  }
+  void run() override {
+    tf::DeviceScope scope(dev_);
+    c_ = op_ == Op::MatMul ? tf::matmul(a_, b_) : tf::linalg::inv(a_);
+    synchronise(c_);
+  }
+  double check() override {
+    const std::vector<double> a = a_.numpy<double>(), c = c_.numpy<double>();
+    return op_ == Op::MatMul ? check_matmul(a, b_.numpy<double>(), c, n_) : check_inverse(a, c, n_);
+  }
+  void release() override { a_ = b_ = c_ = tf::Tensor(); }
+
+ private:
+  Op op_;
+  tf::Device dev_;
+  tf::DType dt_;
+  int64_t n_ = 0;
+  tf::Tensor a_, b_, c_;
+};
+
+// gpu with transfers: every run copies the host inputs to the GPU and the result back, as a
+// program that keeps its matrices in host memory must.
+template <class T>
+class TransferCase final : public Case {
+ public:
+  TransferCase(Op op, tf::Device dev, tf::DType dt) : op_(op), dev_(dev), dt_(dt) {}
+  Bytes bytes_needed(int64_t n) const override {
+    const double e = static_cast<double>(n * n) * sizeof(T);
+    // host: A, B, the result and the staging copy of numpy(); device as ResidentCase.
+    return {4 * e, (op_ == Op::MatMul ? 3 : 5) * e};
+  }
+  void prepare(int64_t n) override {
+    n_ = n;
+    tf::DeviceScope scope("/cpu:0");
+    ha_ = make_input(op_, n, dt_, 1).numpy<T>();
+    if (op_ == Op::MatMul) hb_ = make_input(op_, n, dt_, 2).numpy<T>();
+  }
+  void run() override {
+    const tf::TensorShape shape{n_, n_};
+    const tf::Tensor a = tf::detail::from_host<T>(ha_.data(), shape, dev_);
+    tf::DeviceScope scope(dev_);
+    if (op_ == Op::MatMul) {
+      const tf::Tensor b = tf::detail::from_host<T>(hb_.data(), shape, dev_);
+      hc_ = tf::matmul(a, b).numpy<T>();  // waits for the GPU
+    } else {
+      hc_ = tf::linalg::inv(a).numpy<T>();
+    }
+  }
+  double check() override {
+    return op_ == Op::MatMul ? check_matmul(to_doubles(ha_), to_doubles(hb_), to_doubles(hc_), n_)
+                             : check_inverse(to_doubles(ha_), to_doubles(hc_), n_);
+  }
+  void release() override {
+    ha_ = hb_ = hc_ = std::vector<T>();
+  }
+
+ private:
+  Op op_;
+  tf::Device dev_;
+  tf::DType dt_;
+  int64_t n_ = 0;
+  std::vector<T> ha_, hb_, hc_;
+};
+
+// seed_faithful: what the seed's GPU curve timed. Every run converts float64 host matrices to
+// float32 (as a TF1 feed_dict into a float32 placeholder does, on the host), copies them to the
+// device, multiplies them ELEMENTWISE (the seed's "matrix multiplication" was x * y) or inverts,
+// and copies the result back.
+class SeedFaithfulCase final : public Case {
+ public:
+  SeedFaithfulCase(Op op, tf::Device dev) : op_(op), dev_(dev) {}
+  Bytes bytes_needed(int64_t n) const override {
+    const double e = static_cast<double>(n * n);
+    // host: two float64 feeds, two float32 conversions, the result and its staging copy.
+    const double host = 16 * e + 16 * e;
+    const double device = (op_ == Op::MatMul ? 3 : 5) * 4 * e;
+    return dev_.is_gpu() ? Bytes{host, device} : Bytes{host + device, 0};
+  }
+  void prepare(int64_t n) override {
+    n_ = n;
+    tf::DeviceScope scope("/cpu:0");
+    fa_ = make_input(op_, n, tf::float64, 1).numpy<double>();
+    fb_ = make_input(op_, n, tf::float64, 2).numpy<double>();
+  }
+  void run() override {
+    std::vector<float> a32(fa_.begin(), fa_.end()), b32;
+    if (op_ == Op::MatMul) b32.assign(fb_.begin(), fb_.end());
+    tf::DeviceScope scope(dev_);
+    const tf::Tensor a = tf::convert_to_tensor(a32, {n_, n_});
+    if (op_ == Op::MatMul) {
+      hc_ = tf::multiply(a, tf::convert_to_tensor(b32, {n_, n_})).numpy<float>();
+    } else {
+      hc_ = tf::linalg::inv(a).numpy<float>();
+    }
+  }
+  double check() override {
+    auto rounded = [](const std::vector<double>& v) {
+      std::vector<double> out(v.size());
+      for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
+      return out;
+    };
+    const std::vector<double> c(hc_.begin(), hc_.end());
+    return op_ == Op::MatMul ? check_elementwise(rounded(fa_), rounded(fb_), c, n_)
+                             : check_inverse(rounded(fa_), c, n_);
+  }
+  void release() override {
+    fa_ = fb_ = std::vector<double>();
+    hc_ = std::vector<float>();
+  }
+
+ private:
+  Op op_;
+  tf::Device dev_;
+  int64_t n_ = 0;
+  std::vector<double> fa_, fb_;
+  std::vector<float> hc_;
+};
+
+// One persistent worker thread per GPU: run(job) calls job(i) on worker i for every i at once
+// and returns when all are done, rethrowing the first exception. Workers live as long as the team.
+class GpuTeam {
+ public:
+  explicit GpuTeam(int size) : size_(size) {
+    for (int i = 0; i < size; ++i) threads_.emplace_back([this, i] { loop(i); });
+  }
+  ~GpuTeam() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    start_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  GpuTeam(const GpuTeam&) = delete;
+  GpuTeam& operator=(const GpuTeam&) = delete;
+
+  int size() const { return size_; }
+
+  void run(const std::function<void(int)>& job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = &job;
+    pending_ = size_;
+    error_ = nullptr;
+    ++generation_;
+    start_cv_.notify_all();
+    done_cv_.wait(lock, [this] { return pending_ == 0; });
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void loop(int i) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        start_cv_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stop_) return;
+        job = job_;
+      }
+      std::exception_ptr err;
+      try {
+        (*job)(i);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (err && !error_) error_ = err;
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+
+  int size_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  const std::function<void(int)>* job_ = nullptr;
+  std::exception_ptr error_;
+};
+
+// all_gpus, multiplication: C = A B with A split into G row blocks; GPU i computes its block
+// A_i B with its own copy of B, on its own thread under tf::DeviceScope("/GPU:i"). The split is
+// written by hand (MirroredStrategy is not used). Without transfers the blocks and the copies of
+// B already live on their GPUs and the product blocks stay there; with transfers every run copies
+// A_i and B from host memory to GPU i and C_i back to host memory (as G row blocks).
+template <class T>
+class AllGpusMatMulCase final : public Case {
+ public:
+  AllGpusMatMulCase(int gpus, tf::DType dt, bool transfers)
+      : team_(gpus), dt_(dt), transfers_(transfers), a_(gpus), b_(gpus), c_(gpus), hc_(gpus) {}
+  Bytes bytes_needed(int64_t n) const override {
+    const double e = static_cast<double>(n * n) * sizeof(T);
+    // per GPU: all of B, an A block and a C block (the largest block has ceil(n / g) rows).
+    const double g = team_.size();
+    const double block = std::ceil(static_cast<double>(n) / g) / static_cast<double>(n);
+    return {4 * e, e * (1 + 2 * block)};
+  }
+  void prepare(int64_t n) override {
+    n_ = n;
+    {
+      tf::DeviceScope scope("/cpu:0");
+      ha_ = make_input(Op::MatMul, n, dt_, 1).numpy<T>();
+      hb_ = make_input(Op::MatMul, n, dt_, 2).numpy<T>();
+    }
+    if (!transfers_) {
+      team_.run([&](int i) {
+        const auto [r0, rows] = block(i);
+        if (rows == 0) return;
+        a_[i] = tf::detail::from_host<T>(ha_.data() + r0 * n_, {rows, n_}, gpu(i));
+        b_[i] = tf::detail::from_host<T>(hb_.data(), {n_, n_}, gpu(i));
+        synchronise(b_[i]);
+      });
+    }
+  }
+  void run() override {
+    team_.run([&](int i) {
+      const auto [r0, rows] = block(i);
+      if (rows == 0) return;
+      tf::DeviceScope scope(gpu(i));
+      if (transfers_) {
+        const tf::Tensor a = tf::detail::from_host<T>(ha_.data() + r0 * n_, {rows, n_}, gpu(i));
+        const tf::Tensor b = tf::detail::from_host<T>(hb_.data(), {n_, n_}, gpu(i));
+        hc_[i] = tf::matmul(a, b).numpy<T>();  // waits for GPU i
+      } else {
+        c_[i] = tf::matmul(a_[i], b_[i]);
+        synchronise(c_[i]);
+      }
+    });
+  }
+  double check() override {
+    std::vector<double> c;
+    c.reserve(static_cast<size_t>(n_ * n_));
+    for (int i = 0; i < team_.size(); ++i) {
+      if (block(i).second == 0) continue;
+      const std::vector<double> v = transfers_ ? to_doubles(hc_[i]) : c_[i].numpy<double>();
+      c.insert(c.end(), v.begin(), v.end());
+    }
+    return check_matmul(to_doubles(ha_), to_doubles(hb_), c, n_);
+  }
+  void release() override {
+    ha_ = hb_ = std::vector<T>();
+    for (int i = 0; i < team_.size(); ++i) {
+      a_[i] = b_[i] = c_[i] = tf::Tensor();
+      hc_[i] = std::vector<T>();
+    }
+  }
+
+ private:
+  std::pair<int64_t, int64_t> block(int i) const {
+    const int64_t g = team_.size();
+    const int64_t r0 = n_ * i / g, r1 = n_ * (i + 1) / g;
+    return {r0, r1 - r0};
+  }
+  static tf::Device gpu(int i) { return tf::Device{tf::DeviceType::GPU, i}; }
+
+  GpuTeam team_;
+  tf::DType dt_;
+  bool transfers_;
+  int64_t n_ = 0;
+  std::vector<T> ha_, hb_;             // host inputs
+  std::vector<tf::Tensor> a_, b_, c_;  // per GPU, resident
+  std::vector<std::vector<T>> hc_;     // per GPU, result blocks in host memory
+};
+
+// ---------------------------------------------------------------------------------------------
+// Series: one op, mode, dtype and transfer setting over the sizes.
+
+struct Series {
+  Op op;
+  std::string op_name, mode, dtype;
+  bool transfers = false;
+  std::string device;  // for the CSV: "CPU:0", "GPU:0", "GPU:0-1"
+  int threads = 0;     // CPU threads (0 for GPU series)
+};
+
+struct Row {
+  int64_t n;
+  int runs;
+  double median, min, max, gflops, flops, check;
+};
+
+class Output {
+ public:
+  explicit Output(const std::string& csv_path) {
+    if (!csv_path.empty()) {
+      csv_.open(csv_path);
+      if (!csv_) {
+        std::fprintf(stderr, "matrix_benchmark: cannot write %s: %s\n", csv_path.c_str(),
+                     std::strerror(errno));
+        std::exit(2);
+      }
+    }
+  }
+  void header_comment(const std::string& line) {
+    std::printf("# %s\n", line.c_str());
+    if (csv_) csv_ << "# " << line << "\n";
+  }
+  void begin_table() {
+    std::printf("%-8s %-14s %-9s %-5s %-8s %3s %6s %5s %12s %12s %12s %10s %9s\n", "op", "mode",
+                "dtype", "xfer", "device", "thr", "N", "runs", "median_s", "min_s", "max_s",
+                "GFLOP/s", "check");
+    if (csv_)
+      csv_ << "op,mode,dtype,transfers,device,threads,n,runs,median_s,min_s,max_s,gflops,"
+              "flops_per_run,check_err\n";
+  }
+  void row(const Series& s, const Row& r) {
+    char check[32] = "-";
+    if (!std::isnan(r.check)) std::snprintf(check, sizeof check, "%.1e", r.check);
+    std::printf("%-8s %-14s %-9s %-5s %-8s %3d %6lld %5d %12.4e %12.4e %12.4e %10.3f %9s\n",
+                s.op_name.c_str(), s.mode.c_str(), s.dtype.c_str(), s.transfers ? "yes" : "no",
+                s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median, r.min,
+                r.max, r.gflops, check);
+    std::fflush(stdout);
+    if (csv_) {
+      char line[512];
+      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%s,%d,%lld,%d,%.6e,%.6e,%.6e,%.6g,%.6e,%s\n",
+                    s.op_name.c_str(), s.mode.c_str(), s.dtype.c_str(), s.transfers ? "yes" : "no",
+                    s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median,
+                    r.min, r.max, r.gflops, r.flops, std::isnan(r.check) ? "" : check);
+      csv_ << line << std::flush;
+    }
+  }
+  // A line for the reader between table rows (skips, stops, failures), on stdout.
+  void note(const std::string& msg) {
+    progress_clear();
+    std::printf("  -- %s\n", msg.c_str());
+    std::fflush(stdout);
+  }
+  void progress(const std::string& msg) {
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", msg.c_str());
+      dirty_ = true;
+    } else {
+      std::fprintf(stderr, "%s\n", msg.c_str());
+    }
+    std::fflush(stderr);
+  }
+  void progress_clear() {
+    if (dirty_) std::fprintf(stderr, "\r\033[K");
+    dirty_ = false;
+  }
+
+ private:
+  std::ofstream csv_;
+  bool tty_ = isatty(STDERR_FILENO) != 0;
+  bool dirty_ = false;
+};
+
+double flops_of(Op op, const std::string& mode, int64_t n) {
+  const double d = static_cast<double>(n);
+  if (op == Op::MatMul) return mode == "seed_faithful" ? d * d : 2 * d * d * d;
+  return 8.0 / 3.0 * d * d * d;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Runs one series over the sizes; returns false if a check failed or an unexpected error
+// stopped it.
+bool run_series(const Series& s, Case& c, const Options& o, const std::string& tag, Output& out,
+                const DTypeInfo& dti, int gpus_used) {
+  const Clock::time_point start = Clock::now();
+  bool ok = true;
+  double prev_per_run = 0;
+  for (int64_t n = o.min_n; n <= o.max_n; n *= 2) {
+    // Memory: a clean skip, before anything is allocated.
+    const Bytes need = c.bytes_needed(n);
+    const double check_bytes = n <= o.check_max_n ? 4.0 * static_cast<double>(n * n) * 8 : 0;
+    const double host_avail = host_bytes_available();
+    if (need.host + check_bytes > 0.9 * host_avail) {
+      out.note(tag + ": N=" + std::to_string(n) + " skipped: needs about " +
+               gib(need.host + check_bytes) + " of host memory, " + gib(host_avail) +
+               " available; going on with the next series");
+      break;
+    }
+    bool fits = true;
+    for (int g = 0; g < gpus_used && need.device > 0; ++g) {
+      const double avail = gpu_bytes_available(g);
+      if (need.device > 0.9 * avail) {
+        out.note(tag + ": N=" + std::to_string(n) + " skipped: needs about " + gib(need.device) +
+                 " on /GPU:" + std::to_string(g) + ", " + gib(avail) +
+                 " free; going on with the next series");
+        fits = false;
+        break;
+      }
+    }
+    if (!fits) break;
+    // Time: the next size costs about 8x the last (N^3), times the runs it will make.
+    const double elapsed = seconds_since(start);
+    const double predicted = prev_per_run * 8 * (o.warmup + 1) +
+                             std::max(prev_per_run * 8 * o.repeats, std::min(o.min_time, prev_per_run * 8 * 1000));
+    if (prev_per_run > 0 && elapsed + predicted > o.time_budget) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "%s: stopping before N=%lld: about %.1f s more would pass the %.0f s time "
+                    "budget (--time-budget)",
+                    tag.c_str(), static_cast<long long>(n), predicted, o.time_budget);
+      out.note(msg);
+      break;
+    }
+    Row r{n, 0, 0, 0, 0, 0, flops_of(s.op, s.mode, n), std::nan("")};
+    try {
+      out.progress(tag + ": N=" + std::to_string(n) + " preparing");
+      c.prepare(n);
+      for (int w = 0; w < o.warmup; ++w) {
+        out.progress(tag + ": N=" + std::to_string(n) + " warm-up");
+        c.run();
+      }
+      if (n <= o.check_max_n) {
+        if (o.warmup == 0) c.run();
+        r.check = c.check();
+        const double tol = s.mode == "seed_faithful" ? 1e-6
+                           : s.op == Op::MatMul      ? dti.matmul_tol
+                                                     : dti.inverse_tol;
+        if (!(r.check <= tol)) {
+          char msg[256];
+          std::snprintf(msg, sizeof msg, "%s: N=%lld CHECK FAILED: error %.3e above %.1e", tag.c_str(),
+                        static_cast<long long>(n), r.check, tol);
+          out.note(msg);
+          ok = false;
+        }
+      }
+      std::vector<double> times;
+      double total = 0;
+      Clock::time_point last_progress = Clock::now();
+      while (static_cast<int>(times.size()) < o.repeats ||
+             (total < o.min_time && times.size() < 1000)) {
+        const Clock::time_point t0 = Clock::now();
+        c.run();
+        const double t = seconds_since(t0);
+        times.push_back(t);
+        total += t;
+        if (seconds_since(last_progress) > 0.25) {
+          last_progress = Clock::now();
+          char msg[256];
+          std::snprintf(msg, sizeof msg, "%s: N=%lld run %zu, %.1f s of %.0f s budget used",
+                        tag.c_str(), static_cast<long long>(n), times.size() + 1,
+                        seconds_since(start), o.time_budget);
+          out.progress(msg);
+        }
+      }
+      c.release();
+      out.progress_clear();
+      r.runs = static_cast<int>(times.size());
+      r.median = median_of(times);
+      r.min = *std::min_element(times.begin(), times.end());
+      r.max = *std::max_element(times.begin(), times.end());
+      r.gflops = r.flops / r.median / 1e9;
+      prev_per_run = r.median;
+      out.row(s, r);
+    } catch (const tf::ResourceExhaustedError& e) {
+      c.release();
+      out.note(tag + ": N=" + std::to_string(n) + " out of memory (" + e.what() +
+               "); going on with the next series");
+      break;
+    } catch (const std::bad_alloc&) {
+      c.release();
+      out.note(tag + ": N=" + std::to_string(n) +
+               " out of host memory (std::bad_alloc); going on with the next series");
+      break;
+    } catch (const std::exception& e) {
+      c.release();
+      out.note(tag + ": N=" + std::to_string(n) + " FAILED: " + e.what());
+      ok = false;
+      break;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  Output out(o.csv);
+
+  const int cpu_threads = o.threads > 0 ? o.threads : tf::detail::num_threads();
+  const int gpus = static_cast<int>(tf::config::list_logical_devices("GPU").size());
+  out.header_comment("matrix_benchmark: tapeflow, CPU threads " + std::to_string(cpu_threads) +
+                     " (hardware " + std::to_string(std::thread::hardware_concurrency()) +
+                     "), GPUs " + std::to_string(gpus));
+  out.header_comment("gemm backends: " + tf::detail::gemm_backend_info());
+  for (int g = 0; g < gpus; ++g)
+    out.header_comment("GPU:" + std::to_string(g) + " " + gpu_name(g));
+  out.header_comment(
+      "flops: matmul 2 N^3, inverse 8 N^3 / 3 (LU-based), seed_faithful matmul N^2 "
+      "(elementwise); check: matmul max |C - C_ref| / (|A||B|), inverse max |A X - I| "
+      "(sampled, float64 reference)");
+  out.begin_table();
+
+  bool ok = true;
+  for (const std::string& op_name : o.ops) {
+    const Op op = op_name == "matmul" ? Op::MatMul : Op::Inverse;
+    for (const std::string& mode : o.modes) {
+      const bool gpu_mode = mode == "gpu" || mode == "all_gpus";
+      std::vector<bool> transfer_settings{false};
+      if (gpu_mode && o.transfers == "with") transfer_settings = {true};
+      if (gpu_mode && o.transfers == "both") transfer_settings = {false, true};
+      if (gpu_mode && gpus == 0) {
+        out.note(op_name + " " + mode + ": skipped: " + kNoGpu);
+        continue;
+      }
+      if (op == Op::Inverse && mode == "all_gpus") {
+        out.note(op_name + " " + mode +
+                 ": not available: a multi-GPU inverse needs cuSOLVER's cusolverMg with its own "
+                 "block-cyclic matrix layout outside tapeflow's tensors; not in this sample "
+                 "(see README.md)");
+        continue;
+      }
+      const bool on_gpu = gpu_mode || (mode == "seed_faithful" && gpus > 0);
+      for (const std::string& dname : o.dtypes) {
+        const DTypeInfo dti = dtype_info(dname);
+        const std::string dtag = op_name + " " + mode + " " + dname;
+        if (mode == "seed_faithful" && dname != "float32") {
+          out.note(dtag + ": skipped: seed_faithful feeds float32 only, as the seed did");
+          continue;
+        }
+        if (!on_gpu && (dname == "tf32" || dname == "bfloat16")) {
+          out.note(dtag + ": " + dname + " not supported on CPU; skipped");
+          continue;
+        }
+        if (on_gpu && (dname == "tf32" || dname == "bfloat16") && !gpu_has_tensor_float(0)) {
+          out.note(dtag + ": " + dname + " needs compute capability 8.0 or newer; skipped");
+          continue;
+        }
+        if (op == Op::Inverse && (dname == "tf32" || dname == "bfloat16")) {
+          out.note(dtag + ": skipped: inversion runs float32 and float64 only (" + dname +
+                   " would be a float32 LU under another name)");
+          continue;
+        }
+        for (bool transfers : transfer_settings) {
+          const std::string tag =
+              dtag + (gpu_mode ? (transfers ? " +transfers" : " resident") : "");
+          Series s{op, op_name, mode, dname, transfers, "CPU:0", 0};
+          int gpus_used = 0;
+          std::unique_ptr<Case> c;
+          std::optional<ThreadsGuard> threads_guard;
+          if (mode == "cpu" || mode == "cpu_1thread" || (mode == "seed_faithful" && !on_gpu)) {
+            s.threads = mode == "cpu_1thread" ? 1 : cpu_threads;
+            threads_guard.emplace(s.threads);
+          }
+          const tf::Device gpu0{tf::DeviceType::GPU, 0};
+          if (mode == "cpu" || mode == "cpu_1thread") {
+            c = std::make_unique<ResidentCase>(op, tf::Device{}, dti.storage);
+          } else if (mode == "gpu") {
+            s.device = "GPU:0";
+            gpus_used = 1;
+            if (transfers) {
+              with_host_type(dti.storage, [&](auto zero) {
+                c = std::make_unique<TransferCase<decltype(zero)>>(op, gpu0, dti.storage);
+              });
+            } else {
+              c = std::make_unique<ResidentCase>(op, gpu0, dti.storage);
+            }
+          } else if (mode == "all_gpus") {
+            s.device = gpus == 1 ? "GPU:0" : "GPU:0-" + std::to_string(gpus - 1);
+            gpus_used = gpus;
+            with_host_type(dti.storage, [&](auto zero) {
+              c = std::make_unique<AllGpusMatMulCase<decltype(zero)>>(gpus, dti.storage, transfers);
+            });
+          } else {  // seed_faithful
+            s.transfers = true;
+            if (on_gpu) {
+              s.device = "GPU:0";
+              gpus_used = 1;
+            }
+            c = std::make_unique<SeedFaithfulCase>(op, on_gpu ? gpu0 : tf::Device{});
+          }
+          Tf32Guard tf32(dti.tf32);
+          ok = run_series(s, *c, o, tag, out, dti, gpus_used) && ok;
+        }
+      }
+    }
+  }
+  out.progress_clear();
+  if (!o.csv.empty()) std::printf("# wrote %s\n", o.csv.c_str());
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,446 @@
+// safetensors files (every dtype, the byte layout, corrupt files), tf::train::Checkpoint with
+// optimizer state (deferred slot restoration), CheckpointManager (max_to_keep, index, restart),
+// mirrored variables, and a child process SIGKILLed mid-save leaving the previous checkpoint.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "autograd/variable.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "keras/checkpoint.h"
+#include "keras/optimizers.h"
+#include "keras/safetensors.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace fs = std::filesystem;
+namespace st = tapeflow::keras::safetensors;
+namespace opt = tapeflow::keras::optimizers;
+using tf::testing::check_values;
+
+namespace {
+
+// A fresh directory under the system temp dir, removed with the object.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() /
+           ("tapeflow_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+// A file with the given JSON header (padded as the format asks) and data bytes.
+std::string make_file(const std::string& header, const std::string& data) {
+  std::string h = header;
+  while (h.size() % 8) h += ' ';
+  std::string out(8, '\0');
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>(n >> (8 * i));
+  return out + h + data;
+}
+
+// A model stand-in: two variables under stable names.
+struct TinyModel final : tf::keras::Trackable {
+  tf::Variable kernel, bias;
+  TinyModel()
+      : kernel(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), "dense/kernel"),
+        bias(tf::constant({0.5f, -0.5f}), "dense/bias") {}
+  std::vector<std::pair<std::string, tf::Variable>> tracked_variables() const override {
+    return {{"dense/kernel", kernel}, {"dense/bias", bias}};
+  }
+  std::vector<tf::Variable> vars() const { return {kernel, bias}; }
+};
+
+}  // namespace
+
+TEST_CASE("safetensors: every dtype round-trips with the exact byte layout", "[keras][cpu]") {
+  TempDir dir;
+  const std::string path = dir / "all.safetensors";
+  std::vector<std::pair<std::string, tf::Tensor>> tensors = {
+      {"f32", tf::constant({{1.5f, -2.0f, 3.25f}, {4.0f, 5.0f, 6.0f}})},
+      {"f64", tf::constant({1.0 / 3.0, -1e300})},
+      {"f16", tf::cast(tf::constant({0.5f, -1.25f, 65504.0f}), tf::float16)},
+      {"bf16", tf::cast(tf::constant({1.0f, -3.0f}), tf::bfloat16)},
+      {"i32", tf::constant({-7, 0, 2147483647})},
+      {"i64", tf::constant(std::vector<int64_t>{-9007199254740993LL, 5})},
+      {"u8", tf::constant(std::vector<uint8_t>{0, 7, 255})},
+      {"bool", tf::constant({true, false, true})},
+      {"scalar", tf::constant(42.0f)},
+      {"empty", tf::zeros({0, 3})},
+      {"rank3", tf::reshape(tf::range(0, 24, 1, tf::float32), {2, 3, 4})},
+  };
+  st::save_file(path, tensors, {{"framework", "tapeflow"}, {"note", "round trip"}});
+  std::map<std::string, std::string> meta;
+  auto loaded = st::load_file(path, &meta);
+  CHECK(meta == std::map<std::string, std::string>{{"framework", "tapeflow"}, {"note", "round trip"}});
+  REQUIRE(loaded.size() == tensors.size());
+  for (const auto& [name, want] : tensors) {
+    INFO(name);
+    auto it = std::find_if(loaded.begin(), loaded.end(), [&](auto& p) { return p.first == name; });
+    REQUIRE(it != loaded.end());
+    const tf::Tensor& got = it->second;
+    CHECK(got.dtype() == want.dtype());
+    CHECK(got.shape() == want.shape());
+    REQUIRE(got.nbytes() == want.nbytes());
+    if (got.nbytes() > 0)  // an empty tensor has no buffer (memcmp on null is undefined)
+      CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+  }
+  // The layout by hand: little-endian length, 8-aligned JSON, contiguous data that fills the
+  // file, each tensor aligned to its element size.
+  const std::string bytes = read_bytes(path);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  CHECK(n % 8 == 0);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  CHECK(header["__metadata__"]["framework"] == "tapeflow");
+  CHECK(header["f32"]["dtype"] == "F32");
+  CHECK(header["f32"]["shape"] == nlohmann::json::array({2, 3}));
+  CHECK(header["bool"]["dtype"] == "BOOL");
+  CHECK(header["bf16"]["dtype"] == "BF16");
+  CHECK(header["scalar"]["shape"] == nlohmann::json::array());
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const uint64_t b = it.value()["data_offsets"][0], e = it.value()["data_offsets"][1];
+    const std::string code = it.value()["dtype"];
+    const uint64_t size = code == "F64" || code == "I64" ? 8 : code == "F32" || code == "I32" ? 4
+                          : code == "F16" || code == "BF16"                   ? 2
+                                                                              : 1;
+    CHECK((8 + n + b) % size == 0);
+    spans.emplace_back(b, e);
+  }
+  std::sort(spans.begin(), spans.end());
+  uint64_t at = 0;
+  for (auto [b, e] : spans) {
+    CHECK(b == at);
+    at = e;
+  }
+  CHECK(8 + n + at == bytes.size());
+  // The f32 values sit at their offsets in little-endian order.
+  float first;
+  std::memcpy(&first, bytes.data() + 8 + n + header["f32"]["data_offsets"][0].get<uint64_t>(), 4);
+  CHECK(first == 1.5f);
+  // No temporary file is left behind.
+  for (const auto& e : fs::directory_iterator(dir.path))
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+TEST_CASE("safetensors: corrupt or mismatched files are clear errors naming file and tensor",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string good = dir / "good.safetensors";
+  st::save_file(good, {{"w", tf::constant({1.0f, 2.0f, 3.0f})}, {"b", tf::constant({7.0})}});
+  const std::string bytes = read_bytes(good);
+  const std::string bad = dir / "bad.safetensors";
+
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader(dir / "missing.safetensors"), tf::NotFoundError,
+                               "missing.safetensors");
+  write_bytes(bad, bytes.substr(0, 5));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"bad.safetensors", "too short"});
+  std::string huge = bytes;
+  huge[6] = '\x7f';
+  write_bytes(bad, huge);
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"bad.safetensors", "invalid header length"});
+  write_bytes(bad, make_file("{\"w\": {\"dtype\": \"F32\", ", ""));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"bad.safetensors", "not valid JSON"});
+  write_bytes(bad, make_file("[1, 2]", ""));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"not a JSON object"});
+  // Truncated data: the last tensor's offsets point past the end.
+  write_bytes(bad, bytes.substr(0, bytes.size() - 4));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"bad.safetensors", "tensor 'w'", "outside"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})",
+                             std::string(8, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"tensor 'x'", "need 12"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}})",
+                             std::string(2, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"tensor 'x'", "unsupported dtype 'I8'"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [-2], "data_offsets": [0, 2]}})",
+                             std::string(2, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"tensor 'x'", "negative"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [2]}})", std::string(2, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"tensor 'x'", "data_offsets"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                               "y": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}})",
+                             std::string(3, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"tensor 'y'", "overlapping"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})",
+                             std::string(5, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"cover 2 bytes", "holds 5"});
+  // Bool bytes other than 0/1 read as true.
+  write_bytes(bad, make_file(R"({"x": {"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]}})",
+                             std::string("\x00\x02\x01", 3)));
+  CHECK(st::Reader(bad).read("x").numpy<bool>() == std::vector<bool>{false, true, true});
+
+  // Loading into variables: mismatches name the file, the tensor and both shapes/dtypes, and
+  // nothing is assigned when any check fails.
+  tf::Variable w(tf::zeros({3}), "w"), b(tf::zeros({1}, tf::float64), "b");
+  tf::Variable w2(tf::zeros({2}), "w2"), b32(tf::zeros({1}), "b32");
+  tf::testing::require_error([&] { st::load_variables(good, {{"b", b}, {"w", w2}}); },
+                             {"good.safetensors", "tensor 'w'", "(3,)", "(2,)"});
+  check_values(b, {0.0});  // untouched
+  tf::testing::require_error([&] { st::load_variables(good, {{"b", b32}}); },
+                             {"tensor 'b'", "float64", "float32"});
+  TF_REQUIRE_THROWS_CONTAINING(st::load_variables(good, {{"w", w}, {"nope", b}}),
+                               tf::NotFoundError, "'nope'");
+  CHECK(st::load_variables(good, {{"w", w}}) == std::vector<std::string>{"b"});
+  check_values(w, {1, 2, 3});
+  TF_REQUIRE_THROWS_CONTAINING(st::save_file(bad, {{"a", tf::ones({1})}, {"a", tf::ones({1})}}),
+                               tf::InvalidArgumentError, "appears twice");
+  TF_REQUIRE_THROWS_CONTAINING(st::save_file(dir / "no/such/dir/x.safetensors", {{"a", tf::ones({1})}}),
+                               tf::NotFoundError, "no/such/dir");
+}
+
+TEST_CASE("checkpoint: model and optimizer state round-trip, slots restored lazily",
+          "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  opt::Adam adam(0.05);
+  auto grads = [](const TinyModel& m) {
+    return std::vector<tf::Tensor>{m.kernel.value() * 0.5f - 1.0f, m.bias.value() + 0.25f};
+  };
+  tf::train::Checkpoint ckpt({{"model", model}, {"optimizer", adam}});
+  for (int i = 0; i < 2; ++i) adam.apply_gradients(grads(model), model.vars());
+  const std::string path = ckpt.save(dir / "ckpt");
+  CHECK(path == dir / "ckpt-1");
+  CHECK(fs::exists(path + ".safetensors"));
+  std::vector<std::string> names;
+  for (auto& [n, v] : ckpt.variables()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"save_counter", "model/dense/kernel", "model/dense/bias",
+                                          "optimizer/iterations", "optimizer/learning_rate",
+                                          "optimizer/dense/kernel/m", "optimizer/dense/kernel/v",
+                                          "optimizer/dense/bias/m", "optimizer/dense/bias/v"});
+  // One more step from the saved state: the values a restored run must reproduce.
+  adam.apply_gradients(grads(model), model.vars());
+  const auto want_kernel = model.kernel.value().numpy<float>();
+  const auto want_bias = model.bias.value().numpy<float>();
+
+  // Restoring into the same objects rolls everything back.
+  ckpt.restore(path).assert_consumed();
+  CHECK(adam.iterations().value().item<int64_t>() == 2);
+  adam.apply_gradients(grads(model), model.vars());
+  CHECK(model.kernel.value().numpy<float>() == want_kernel);
+
+  // A fresh process's objects: no slots yet. Their values wait in the optimizer and are used
+  // when the first apply_gradients creates the slots (TF's deferred restoration).
+  TinyModel fresh;
+  opt::Adam fresh_adam(0.05);
+  tf::train::Checkpoint restored({{"model", fresh}, {"optimizer", fresh_adam}});
+  auto status = restored.restore(path + ".safetensors");
+  status.assert_existing_objects_matched();
+  CHECK(status.unused.empty());  // the slot values are pending, not unused
+  CHECK(restored.save_counter().value().item<int64_t>() == 1);
+  CHECK(fresh_adam.iterations().value().item<int64_t>() == 2);
+  fresh_adam.apply_gradients(grads(fresh), fresh.vars());
+  CHECK(fresh.kernel.value().numpy<float>() == want_kernel);
+  CHECK(fresh.bias.value().numpy<float>() == want_bias);
+  // Numbering continues from the restored counter; write() takes an exact path.
+  CHECK(restored.save(dir / "ckpt") == dir / "ckpt-2");
+  CHECK(restored.write(dir / "exact") == dir / "exact");
+  CHECK(fs::exists(dir / "exact.safetensors"));
+
+  // Missing variables are reported (and asserted on request).
+  tf::Variable extra(tf::zeros({2}), "extra");
+  tf::train::Checkpoint more({{"model", fresh}, {"extra", extra}});
+  auto s2 = more.restore(path);
+  CHECK(s2.missing == std::vector<std::string>{"extra"});
+  CHECK(!s2.unused.empty());
+  TF_REQUIRE_THROWS_CONTAINING(s2.assert_consumed(), tf::FailedPreconditionError, "extra");
+  // A shared_ptr and a std::ref hold objects too; keys are checked.
+  auto shared = std::make_shared<TinyModel>();
+  tf::train::Checkpoint by_ptr({{"model", shared}});
+  by_ptr.restore(path);
+  tf::testing::check_close(shared->kernel.value(),
+                           st::Reader(path + ".safetensors").read("model/dense/kernel"), 0, 0);
+  tf::train::Checkpoint by_ref({{"model", std::ref(fresh)}});
+  CHECK(by_ref.variables().size() == 3);
+  TF_REQUIRE_THROWS_CONTAINING(tf::train::Checkpoint({{"a", model}, {"a", adam}}),
+                               tf::InvalidArgumentError, "used twice");
+  TF_REQUIRE_THROWS_CONTAINING(ckpt.restore(dir / "nothing"), tf::NotFoundError, "nothing");
+  // A shape mismatch names the file and the variable; nothing changes.
+  tf::Variable wrong(tf::zeros({3}), "wrong");
+  tf::train::Checkpoint mismatch({{"save_counter_like", wrong}});
+  st::save_variables(dir / "w.safetensors", {{"save_counter_like", tf::Variable(tf::zeros({4}))}});
+  tf::testing::require_error([&] { mismatch.restore(dir / "w"); },
+                             {"w.safetensors", "save_counter_like", "(4,)", "(3,)"});
+}
+
+TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, resumes",
+          "[keras][cpu]") {
+  TempDir dir;
+  tf::Variable step(tf::constant(int64_t{0}), "step");
+  tf::train::Checkpoint ckpt({{"step", step}});
+  {
+    tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+    CHECK(manager.latest_checkpoint().empty());
+    CHECK(manager.restore_or_initialize().empty());
+    for (int i = 1; i <= 4; ++i) {
+      step.assign(tf::constant(int64_t{i * 10}));
+      CHECK(manager.save() == dir / ("ckpt-" + std::to_string(i)));
+    }
+    CHECK(manager.checkpoints() == std::vector<std::string>{dir / "ckpt-3", dir / "ckpt-4"});
+    CHECK(!fs::exists(dir / "ckpt-1.safetensors"));
+    CHECK(!fs::exists(dir / "ckpt-2.safetensors"));
+    CHECK(fs::exists(dir / "ckpt-3.safetensors"));
+    CHECK(read_bytes(dir / "checkpoint") ==
+          "model_checkpoint_path: \"ckpt-4\"\nall_model_checkpoint_paths: \"ckpt-3\"\n"
+          "all_model_checkpoint_paths: \"ckpt-4\"\n");
+    CHECK(manager.save(100) == dir / "ckpt-100");
+  }
+  CHECK(tf::train::latest_checkpoint(dir.path.string()) == dir / "ckpt-100");
+  // A new process: fresh objects, the manager reads the index and the counter continues.
+  tf::Variable step2(tf::constant(int64_t{0}), "step");
+  tf::train::Checkpoint ckpt2({{"step", step2}});
+  // A temporary file of a dead writer is cleaned up.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const std::string stale = dir / ("ckpt-9.safetensors.tmp-" + std::to_string(child));
+  write_bytes(stale, "torn");
+  tf::train::CheckpointManager manager2(ckpt2, dir.path.string(), 2);
+  CHECK(!fs::exists(stale));
+  CHECK(manager2.checkpoints() == std::vector<std::string>{dir / "ckpt-4", dir / "ckpt-100"});
+  CHECK(manager2.restore_or_initialize() == dir / "ckpt-100");
+  CHECK(step2.value().item<int64_t>() == 40);
+  CHECK(ckpt2.save_counter().value().item<int64_t>() == 5);
+  CHECK(manager2.save() == dir / "ckpt-6");
+  CHECK(manager2.checkpoints() == std::vector<std::string>{dir / "ckpt-100", dir / "ckpt-6"});
+  TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt2, dir.path.string(), 0),
+                               tf::InvalidArgumentError, "max_to_keep");
+}
+
+TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint loadable",
+          "[keras][cpu]") {
+  TempDir dir;
+  const int64_t n = 4 << 20;  // two 16 MiB variables: a save takes long enough to be caught
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    fs::remove_all(dir.path);
+    fs::create_directories(dir.path);
+    tf::Variable a(tf::zeros({n}), "a"), b(tf::zeros({n}), "b");
+    tf::Variable step(tf::constant(int64_t{0}), "step");
+    tf::train::Checkpoint ckpt({{"a", a}, {"b", b}, {"step", step}});
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // The child: saves forever with every value equal to the save number. Only host copies
+      // and tiny ops here (no OpenMP region after fork).
+      tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+      std::vector<float> host(static_cast<size_t>(n));
+      for (int64_t k = 1; k < 100000; ++k) {
+        std::fill(host.begin(), host.end(), static_cast<float>(k));
+        a.assign(tf::detail::from_host<float>(host.data(), {n}, tf::Device{}));
+        b.assign(tf::detail::from_host<float>(host.data(), {n}, tf::Device{}));
+        step.assign(tf::constant(tf::Tensor(k), tf::int64));
+        manager.save();
+      }
+      ::_exit(0);
+    }
+    // The parent: waits for the first checkpoint, then kills the child at a random moment.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (tf::train::latest_checkpoint(dir.path.string()).empty() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300000));
+    ::kill(child, SIGKILL);
+    int wstatus = 0;
+    ::waitpid(child, &wstatus, 0);
+    REQUIRE(WIFSIGNALED(wstatus));
+    REQUIRE(WTERMSIG(wstatus) == SIGKILL);
+
+    tf::Variable a2(tf::zeros({n}), "a"), b2(tf::zeros({n}), "b");
+    tf::Variable step2(tf::constant(int64_t{0}), "step");
+    tf::train::Checkpoint restored({{"a", a2}, {"b", b2}, {"step", step2}});
+    tf::train::CheckpointManager manager(restored, dir.path.string(), 2);
+    const std::string latest = manager.restore_or_initialize();
+    REQUIRE(!latest.empty());
+    const int64_t k = step2.value().item<int64_t>();
+    CHECK(k >= 1);
+    CHECK(latest == dir / ("ckpt-" + std::to_string(k)));
+    // Every element of both variables comes from that same save.
+    for (const tf::Variable& v : {a2, b2}) {
+      CHECK(tf::reduce_min(v.value()).item<float>() == static_cast<float>(k));
+      CHECK(tf::reduce_max(v.value()).item<float>() == static_cast<float>(k));
+    }
+    // Every checkpoint the index names is whole; the dead child's temporary file is gone.
+    for (const auto& p : manager.checkpoints()) CHECK_NOTHROW(st::Reader(p + ".safetensors"));
+    for (const auto& e : fs::directory_iterator(dir.path))
+      CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  }
+}
+
+TEST_CASE("checkpoint: mirrored variables save their first copy and restore every copy",
+          "[keras][cpu][multi_device]") {
+  try {
+    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
+                                                 {{}, {}});
+  } catch (const tf::FailedPreconditionError&) {
+  }
+  if (tf::config::list_logical_devices("CPU").size() < 2) {
+    WARN("ops already ran in this process; run this case alone to split the CPU");
+    return;
+  }
+  TempDir dir;
+  const std::vector<tf::Device> devs = {tf::Device::parse("/cpu:0"), tf::Device::parse("/cpu:1")};
+  tf::Variable w;
+  opt::SGD sgd(0.1, 0.9);
+  {
+    tf::detail::MirrorVariablesScope mirror(devs);
+    w = tf::Variable(tf::constant({1.0f, 2.0f}), "w");
+    sgd = opt::SGD(0.1, 0.9);
+  }
+  sgd.apply_gradients({tf::constant({1.0f, 1.0f})}, {w});
+  tf::train::Checkpoint ckpt({{"w", w}, {"opt", sgd}});
+  const std::string path = ckpt.save(dir / "ckpt");
+  auto file = st::load_file(path + ".safetensors");
+  std::map<std::string, tf::Tensor> by_name(file.begin(), file.end());
+  check_values(by_name.at("w"), {0.9, 1.9});
+  check_values(by_name.at("opt/w/m"), {-0.1, -0.1});
+  // Scribble on each copy differently, restore: every copy holds the saved value again.
+  {
+    tf::detail::ReplicaComponentScope r1(1);
+    w.assign(tf::constant({5.0f, 5.0f}));
+  }
+  w.components()[0].assign(tf::constant({7.0f, 7.0f}));
+  ckpt.restore(path).assert_consumed();
+  for (const auto& c : w.components()) check_values(c.value(), {0.9, 1.9});
+  for (auto& [name, v] : sgd.tracked_variables())
+    if (name == "w/m")
+      for (const auto& c : v.components()) check_values(c.value(), {-0.1, -0.1});
+  // A plain (non-mirrored) process restores the same file (the restore without the strategy).
+  tf::Variable plain(tf::zeros({2}), "w");
+  tf::train::Checkpoint single({{"w", plain}});
+  single.restore(path);
+  check_values(plain, {0.9, 1.9});
+}

@@ -1,0 +1,290 @@
+// Model::compile, fit, evaluate, predict and the weights files (keras/training.h).
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "distribute/strategy.h"
+#include "keras/callbacks.h"
+#include "keras/model.h"
+#include "keras/tensorboard.h"
+#include "ops/factory.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace K = tapeflow::keras;
+
+namespace {
+
+// Three Gaussian blobs in 2-D: an easy 3-class problem.
+std::pair<tf::Tensor, tf::Tensor> blobs(int64_t n, unsigned seed) {
+  const auto noise = tf::testing::random_values(static_cast<size_t>(2 * n), -0.6, 0.6, seed);
+  std::vector<float> x(static_cast<size_t>(2 * n));
+  std::vector<int32_t> y(static_cast<size_t>(n));
+  const float cx[3] = {-2.f, 2.f, 0.f}, cy[3] = {-1.f, -1.f, 2.f};
+  for (int64_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % 3);
+    y[i] = c;
+    x[2 * i] = cx[c] + static_cast<float>(noise[2 * i]);
+    x[2 * i + 1] = cy[c] + static_cast<float>(noise[2 * i + 1]);
+  }
+  return {tf::constant(x, {n, 2}), tf::constant(y, {n})};
+}
+
+K::Sequential small_model() {
+  return K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)});
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("tapeflow_fit_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("fit trains, evaluate and predict agree", "[cpu][keras]") {
+  tf::random::set_seed(1);
+  auto [x, y] = blobs(300, 1);
+  auto model = small_model();
+  model.compile(K::optimizers::Adam(0.02), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  K::History h = model.fit(x, y, {.epochs = 15, .batch_size = 32, .verbose = 0});
+  REQUIRE(h.history.at("loss").size() == 15);
+  CHECK(h.history.at("loss").back() < 0.5 * h.history.at("loss").front());
+  CHECK(h.history.at("accuracy").back() > 0.95);
+  CHECK(h.epoch == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+  CHECK(model.metrics_names() == std::vector<std::string>{"loss", "accuracy"});
+
+  const std::vector<double> ev = model.evaluate(x, y, {.batch_size = 64, .verbose = 0});
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[1] > 0.95);
+  const tf::Tensor logits = model.predict(x, {.batch_size = 50});
+  CHECK(logits.shape() == tf::TensorShape({300, 3}));
+  // predict's argmax agrees with evaluate's accuracy.
+  const auto pred = tf::argmax(logits, 1).numpy<int64_t>();
+  const auto labels = y.numpy<int32_t>();
+  int right = 0;
+  for (size_t i = 0; i < pred.size(); ++i) right += pred[i] == labels[i];
+  CHECK(static_cast<double>(right) / 300.0 == Approx(ev[1]).margin(1e-6));
+  // The loss evaluate reports is the mean over every example.
+  const tf::Tensor direct = K::losses::SparseCategoricalCrossentropy(true)(y, logits);
+  CHECK(ev[0] == Approx(direct.item<float>()).epsilon(1e-4));
+}
+
+TEST_CASE("fit: traced steps match eager steps", "[cpu][keras]") {
+  auto [x, y] = blobs(100, 2);  // 100 = 3 batches of 32 and one of 4: the last is partial
+  std::vector<std::vector<tf::Tensor>> weights;
+  for (bool eager : {false, true}) {
+    tf::random::set_seed(7);
+    auto model = small_model();
+    model.compile(K::optimizers::SGD(0.1, 0.9), K::losses::SparseCategoricalCrossentropy(true),
+                  {"accuracy"}, {.run_eagerly = eager});
+    model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+    weights.push_back(model.get_weights());
+  }
+  REQUIRE(weights[0].size() == weights[1].size());
+  for (size_t i = 0; i < weights[0].size(); ++i)
+    tf::testing::check_close(weights[0][i], weights[1][i], 1e-5, 1e-6);
+}
+
+TEST_CASE("fit: validation data, validation_split and the progress output", "[cpu][keras]") {
+  tf::random::set_seed(3);
+  auto [x, y] = blobs(200, 3);
+  auto [xv, yv] = blobs(60, 4);
+  auto model = small_model();
+  model.compile(K::optimizers::Adam(0.02), "sparse_categorical_crossentropy", {"accuracy"});
+  // (the model outputs logits, but a probability loss still trains the shapes; values unused)
+  std::ostringstream out;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  K::History h = model.fit(x, y, {.epochs = 2, .batch_size = 50, .validation_data = {xv, yv}});
+  std::cout.rdbuf(saved);
+  for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
+    CHECK(h.history.at(k).size() == 2);
+  // Not a terminal: "Epoch i/n" and one line per epoch.
+  const std::string text = out.str();
+  CHECK(text.find("Epoch 1/2\n4/4 [==============================]") != std::string::npos);
+  CHECK(text.find("val_accuracy:") != std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+
+  auto m2 = small_model();
+  m2.compile(K::optimizers::Adam(0.02), K::losses::SparseCategoricalCrossentropy(true),
+             {"accuracy"});
+  K::History h2 = m2.fit(x, y, {.epochs = 1, .verbose = 0, .validation_split = 0.25});
+  CHECK(h2.history.count("val_loss") == 1);
+  TF_REQUIRE_THROWS_CONTAINING(
+      m2.fit(x, y, {.validation_data = {xv, yv}, .verbose = 0, .validation_split = 0.5}),
+      tf::InvalidArgumentError, "not both");
+}
+
+TEST_CASE("fit: a Dataset with sample weights, and steps_per_epoch over a repeated one",
+          "[cpu][keras]") {
+  tf::random::set_seed(5);
+  auto [x, y] = blobs(96, 5);
+  const tf::Tensor w = tf::ones({96});
+  auto model = small_model();
+  model.compile(K::optimizers::Adam(0.02), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  auto ds = tf::data::Dataset::from_tensor_slices({x, y, w}).shuffle(96, 1).batch(16);
+  K::History h = model.fit(ds, {.epochs = 5, .verbose = 0});
+  CHECK(h.history.at("loss").back() < h.history.at("loss").front());
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(ds.repeat(), {.epochs = 1, .verbose = 0}),
+                               tf::InvalidArgumentError, "steps_per_epoch");
+  K::History h2 = model.fit(ds.repeat(), {.epochs = 2, .verbose = 0, .steps_per_epoch = 4});
+  CHECK(h2.history.at("loss").size() == 2);
+}
+
+TEST_CASE("fit: callbacks stop, checkpoint, schedule and log", "[cpu][keras]") {
+  tf::random::set_seed(9);
+  auto [x, y] = blobs(120, 6);
+  const auto dir = temp_dir("callbacks");
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(0.05), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  auto early = std::make_shared<K::callbacks::EarlyStopping>(
+      K::callbacks::EarlyStoppingOptions{.monitor = "loss", .min_delta = 10.0, .patience = 1});
+  std::vector<double> rates;
+  K::History h = model.fit(
+      x, y,
+      {.epochs = 10,
+       .callbacks = {early,
+                     K::callbacks::ModelCheckpoint((dir / "w-{epoch:02d}.safetensors").string()),
+                     K::callbacks::LearningRateScheduler([&](int epoch, double lr) {
+                       rates.push_back(lr);
+                       return epoch == 0 ? lr : lr * 0.5;
+                     }),
+                     K::callbacks::TensorBoard((dir / "logs").string())},
+       .verbose = 0});
+  // min_delta 10 never counts as an improvement: stop after epoch index 1.
+  CHECK(h.epoch.size() == 2);
+  CHECK(early->stopped_epoch() == 1);
+  CHECK(std::filesystem::exists(dir / "w-01.safetensors"));
+  CHECK(std::filesystem::exists(dir / "w-02.safetensors"));
+  REQUIRE(rates.size() == 2);
+  CHECK(rates[0] == Approx(0.05));
+  CHECK(model.optimizer().current_learning_rate() == Approx(0.025));
+  // The weights file of the last epoch holds the model's weights.
+  auto copy = small_model();
+  copy.build({tf::None, 2});
+  copy.load_weights((dir / "w-02.safetensors").string());
+  const auto a = model.get_weights(), b = copy.get_weights();
+  for (size_t i = 0; i < a.size(); ++i) tf::testing::check_close(a[i], b[i], 0, 0);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "logs" / "train"))
+    files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  const auto events = K::summary::read_scalar_events(files[0].string());
+  CHECK(events.size() == 6);  // loss, accuracy, learning rate for 2 epochs
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+struct FailAt : K::callbacks::Callback {
+  int epoch;
+  explicit FailAt(int e) : epoch(e) {}
+  void on_epoch_begin(int e, const K::Logs&) override {
+    if (e == epoch) throw std::runtime_error("simulated failure");
+  }
+};
+}  // namespace
+
+TEST_CASE("fit: BackupAndRestore resumes an interrupted run", "[cpu][keras]") {
+  tf::random::set_seed(11);
+  auto [x, y] = blobs(60, 7);
+  const auto dir = temp_dir("backup");
+  const std::string backup = (dir / "backup").string();
+  auto model = small_model();
+  model.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  REQUIRE_THROWS_WITH(model.fit(x, y, {.epochs = 4,
+                                       .callbacks = {K::callbacks::BackupAndRestore(backup),
+                                                     FailAt(2)},
+                                       .verbose = 0}),
+                      "simulated failure");
+  const auto saved = model.get_weights();
+  const int64_t steps_done = model.optimizer().iterations().value().item<int64_t>();
+  CHECK(steps_done == 4);  // 2 epochs of 2 batches
+
+  // A new process would build a fresh model: restoring puts back the weights and the optimizer.
+  tf::random::set_seed(12);
+  auto fresh = small_model();
+  fresh.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  fresh.build({tf::None, 2});
+  K::History h = fresh.fit(
+      x, y, {.epochs = 4, .callbacks = {K::callbacks::BackupAndRestore(backup)}, .verbose = 0});
+  CHECK(h.epoch == std::vector<int>{2, 3});
+  CHECK(fresh.optimizer().iterations().value().item<int64_t>() == 8);
+  CHECK_FALSE(std::filesystem::exists(backup));  // deleted after a finished run
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
+  auto [x, y] = blobs(30, 8);
+  auto model = small_model();
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(x, y), tf::FailedPreconditionError, "compile()");
+  model.compile(K::optimizers::SGD(), K::losses::SparseCategoricalCrossentropy(true));
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(x, tf::zeros({29}, tf::int32), {.verbose = 0}),
+                               tf::InvalidArgumentError, "(29,)");
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(x, y, {.batch_size = 0, .verbose = 0}),
+                               tf::InvalidArgumentError, "batch_size");
+  TF_REQUIRE_THROWS_CONTAINING(model.save_weights("/tmp/w.safetensors"),
+                               tf::FailedPreconditionError, "no weights yet");
+  // Weights files: shapes are checked before anything is assigned.
+  const auto dir = temp_dir("weights");
+  model.fit(x, y, {.epochs = 1, .verbose = 0});
+  TF_REQUIRE_THROWS_CONTAINING(model.save_weights("/nonexistent-dir/w.safetensors"), tf::Error,
+                               "/nonexistent-dir");
+  model.save_weights((dir / "w.safetensors").string());
+  auto other = K::Sequential({K::layers::Dense(8, "relu"), K::layers::Dense(3)});
+  other.build({tf::None, 2});
+  TF_REQUIRE_THROWS_CONTAINING(other.load_weights((dir / "w.safetensors").string()),
+                               tf::InvalidArgumentError, "w.safetensors");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][keras][multi_device]") {
+  try {
+    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
+                                                 {{}, {}});
+  } catch (const tf::FailedPreconditionError&) {
+  }
+  if (tf::config::list_logical_devices("CPU").size() < 2) {
+    WARN("ops already ran in this process; run this case alone to split the CPU");
+    return;
+  }
+  auto [x, y] = blobs(100, 10);  // batches of 32 and a last one of 4: uneven replica splits
+  auto train = [&](K::Sequential& model) {
+    model.compile(K::optimizers::SGD(0.1, 0.9), K::losses::SparseCategoricalCrossentropy(true),
+                  {"accuracy"});
+    return model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+  };
+  tf::random::set_seed(21);
+  auto single = small_model();
+  const K::History h1 = train(single);
+
+  tf::random::set_seed(21);
+  tf::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
+  std::optional<K::Sequential> mirrored;
+  K::History h2;
+  {
+    auto scope = strategy.scope();
+    mirrored.emplace(small_model());
+    h2 = train(*mirrored);
+  }
+  const auto a = single.get_weights(), b = mirrored->get_weights();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) tf::testing::check_close(a[i], b[i], 1e-4, 1e-5);
+  // Every replica's copy is the same.
+  for (const tf::Variable& v : mirrored->trainable_variables()) {
+    REQUIRE(v.is_mirrored());
+    const auto c = v.components();
+    tf::testing::check_close(c[0].value(), c[1].value(), 0, 0);
+  }
+  // The logged loss and accuracy are the global ones.
+  for (size_t e = 0; e < 3; ++e) {
+    CHECK(h2.history.at("loss")[e] == Approx(h1.history.at("loss")[e]).epsilon(1e-4));
+    CHECK(h2.history.at("accuracy")[e] == Approx(h1.history.at("accuracy")[e]).margin(1e-6));
+  }
+}
