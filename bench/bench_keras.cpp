@@ -12,9 +12,11 @@
 
 #include <optional>
 
+#include "core/error.h"
 #include "core/parallel.h"
 #include "data/fashion_mnist.h"
 #include "keras/model.h"
+#include "ops/binary.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/unary.h"
