@@ -85,6 +85,13 @@ void History::on_epoch_end(int e, const Logs& logs) {
 
 // ---- ProgbarLogger ----
 
+void ProgbarLogger::start_bar() {
+  auto opt = options_;
+  opt.verbose = context().verbose;
+  bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
+  seen_ = 0;
+}
+
 void ProgbarLogger::on_train_begin(const Logs&) { in_fit_ = true; }
 void ProgbarLogger::on_train_end(const Logs&) { in_fit_ = false; }
 
@@ -93,10 +100,7 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
   if (ctx.verbose == 0) return;
   std::ostream& os = options_.stream ? *options_.stream : std::cout;
   if (ctx.epochs > 1 || ctx.verbose == 1) os << "Epoch " << epoch + 1 << "/" << ctx.epochs << '\n';
-  auto opt = options_;
-  opt.verbose = ctx.verbose;
-  bar_ = std::make_unique<utils::Progbar>(ctx.steps, std::move(opt));
-  seen_ = 0;
+  start_bar();
 }
 void ProgbarLogger::on_train_batch_end(int64_t batch, const Logs& logs) {
   seen_ = batch + 1;
@@ -108,10 +112,7 @@ void ProgbarLogger::on_epoch_end(int, const Logs& logs) {
 }
 void ProgbarLogger::on_test_begin(const Logs&) {
   if (in_fit_ || context().verbose == 0) return;  // validation inside fit draws no bar (Keras)
-  auto opt = options_;
-  opt.verbose = context().verbose;
-  bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
-  seen_ = 0;
+  start_bar();
 }
 void ProgbarLogger::on_test_batch_end(int64_t batch, const Logs& logs) {
   if (in_fit_ || !bar_) return;
@@ -125,10 +126,7 @@ void ProgbarLogger::on_test_end(const Logs& logs) {
 }
 void ProgbarLogger::on_predict_begin(const Logs&) {
   if (context().verbose == 0) return;
-  auto opt = options_;
-  opt.verbose = context().verbose;
-  bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
-  seen_ = 0;
+  start_bar();
 }
 void ProgbarLogger::on_predict_batch_end(int64_t batch, const Logs&) {
   seen_ = batch + 1;

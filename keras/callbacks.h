@@ -112,6 +112,7 @@ class ProgbarLogger : public Callback {
   void on_predict_end(const Logs&) override;
 
  private:
+  void start_bar();  // a bar for context().steps at context().verbose
   utils::ProgbarOptions options_;
   std::unique_ptr<utils::Progbar> bar_;
   int64_t seen_ = 0;

@@ -14,6 +14,10 @@ bool is_terminal(std::ostream* s) {
   if (s == &std::cerr || s == &std::clog) return ::isatty(STDERR_FILENO) != 0;
   return false;
 }
+// Width of the step count, so "  7/100" lines up with "100/100" (Keras' numdigits).
+int digits_of(int64_t target) {
+  return target > 0 ? static_cast<int>(std::floor(std::log10(static_cast<double>(target)))) + 1 : 1;
+}
 double steady_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -60,7 +64,7 @@ void Progbar::update(int64_t current, const Values& values, std::optional<bool> 
     // One line at the end: verbose 2 without the bar, verbose 1 (not a terminal) with it.
     if (!finalize) return;
     done_ = true;
-    const int digits = target_ > 0 ? static_cast<int>(std::floor(std::log10(target_))) + 1 : 1;
+    const int digits = digits_of(target_);
     std::string line;
     if (opt_.verbose == 2) {
       line = target_ >= 0 ? fmt::format("{:>{}}/{}", current, digits, target_)
@@ -84,7 +88,7 @@ void Progbar::update(int64_t current, const Values& values, std::optional<bool> 
   last_update_ = t;
   std::string bar;
   if (target_ >= 0) {
-    const int digits = target_ > 0 ? static_cast<int>(std::floor(std::log10(target_))) + 1 : 1;
+    const int digits = digits_of(target_);
     bar = fmt::format("{:>{}}/{} [", current, digits, target_);
     const double prog = target_ > 0 ? static_cast<double>(current) / static_cast<double>(target_) : 1.0;
     const int filled = std::min(opt_.width, static_cast<int>(opt_.width * prog));

@@ -107,6 +107,20 @@ Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor
   return loss;
 }
 
+// The step bodies bound to a model: they hold the model weakly (the compiled state, which the
+// model owns, keeps the traced steps), so a step outliving its model fails clearly.
+Layer lock_model(const std::weak_ptr<tapeflow::keras::detail::LayerImpl>& weak) {
+  Layer m(weak.lock());
+  TF_CHECK_T(FailedPreconditionError, m.defined(), "fit", "the model was destroyed");
+  return m;
+}
+auto train_fn(TrainingState* st, std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak) {
+  return [st, weak](const std::vector<Tensor>& v) { return train_body(*st, lock_model(weak), v); };
+}
+auto test_fn(TrainingState* st, std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak) {
+  return [st, weak](const std::vector<Tensor>& v) { return test_body(*st, lock_model(weak), v); };
+}
+
 // A step for `components` tensors: traced with a None batch dimension, or eager.
 template <class Body>
 Step make_step(Body body, const std::vector<TensorSpec>& signature, const std::string& name,
@@ -223,16 +237,33 @@ std::vector<double> values_of(const Logs& logs) {
   return v;
 }
 
-// Runs `traced`, (re)building it when the batch's signature changed.
+// `traced` for batches like `batch`, (re)built when their signature changed.
 template <class Body>
-Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                const std::string& name, bool eager) {
+const Step& ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
+                        const std::string& name, bool eager) {
   const auto sig = batch_signature(batch);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
     traced.fn = make_step(body, sig, name, eager);
     traced.signature = sig;
   }
-  return traced.fn(batch);
+  return traced.fn;
+}
+
+template <class Body>
+Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
+                const std::string& name, bool eager) {
+  return ensure_step(traced, body, batch, name, eager)(batch);
+}
+
+// The callbacks of one loop: the progress bar first when verbose (as Keras), then the user's.
+callbacks::CallbackList callback_list(int verbose, const std::vector<callbacks::CallbackRef>& user,
+                                      callbacks::TrainingContext* ctx,
+                                      std::optional<callbacks::CallbackRef> last = std::nullopt) {
+  std::vector<callbacks::CallbackRef> cbs;
+  if (verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
+  cbs.insert(cbs.end(), user.begin(), user.end());
+  if (last) cbs.push_back(*last);
+  return callbacks::CallbackList(std::move(cbs), ctx);
 }
 
 // One training step: on the calling thread, or split over the replicas of the strategy the
@@ -248,12 +279,7 @@ void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& bat
   const auto sizes = distribute::detail::replica_batch_sizes(distribute::detail::batch_dim(batch), r);
   const auto per_replica = distribute::detail::split_batch(batch, sizes, st.strategy->devices());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
-  const auto sig = batch_signature(per_replica.values()[0]);
-  if (!st.train.fn || !same_signature(sig, st.train.signature)) {
-    st.train.fn = make_step(body, sig, "train_function", eager);
-    st.train.signature = sig;
-  }
-  const Step& fn = st.train.fn;
+  const Step& fn = ensure_step(st.train, body, per_replica.values()[0], "train_function", eager);
   st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }
 
@@ -284,19 +310,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                "the dataset is infinite (repeat()): give steps_per_epoch");
   int64_t steps = options.steps_per_epoch > 0 ? options.steps_per_epoch : (card >= 0 ? card : -1);
 
-  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
   TrainingState* stp = &st;
-  auto model_of = [weak] {
-    Layer m(weak.lock());
-    TF_CHECK_T(FailedPreconditionError, m.defined(), "fit", "the model was destroyed");
-    return m;
-  };
-  auto train = [stp, model_of](const std::vector<Tensor>& v) {
-    return train_body(*stp, model_of(), v);
-  };
-  auto test = [stp, model_of](const std::vector<Tensor>& v) {
-    return test_body(*stp, model_of(), v);
-  };
+  const auto train = train_fn(stp, impl_);
+  const auto test = test_fn(stp, impl_);
   const bool eager = st.options.run_eagerly;
 
   bool stop = false;
@@ -333,11 +349,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   };
 
   auto history = std::make_shared<History>();
-  std::vector<callbacks::CallbackRef> cbs;
-  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
-  for (auto& c : options.callbacks) cbs.push_back(c);
-  cbs.push_back(history);
-  callbacks::CallbackList list(std::move(cbs), &ctx);
+  callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx, history);
 
   // Validation data as batches.
   std::optional<data::Dataset> val;
@@ -446,21 +458,13 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
 
 std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
   auto& st = state_of(*this, "evaluate");
-  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
-  TrainingState* stp = &st;
-  auto test = [stp, weak](const std::vector<Tensor>& v) {
-    Layer m(weak.lock());
-    return test_body(*stp, m, v);
-  };
+  const auto test = test_fn(&st, impl_);
   callbacks::TrainingContext ctx;
   const int64_t card = dataset.cardinality();
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
   ctx.verbose = options.verbose;
   ctx.weights = this;
-  std::vector<callbacks::CallbackRef> cbs;
-  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
-  for (auto& c : options.callbacks) cbs.push_back(c);
-  callbacks::CallbackList list(std::move(cbs), &ctx);
+  callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx);
   reset_metrics();
   list.on_test_begin();
   int64_t step = 0;
@@ -487,10 +491,7 @@ std::vector<double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOp
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
-  auto pred = [weak](const std::vector<Tensor>& v) {
-    Layer m(weak.lock());
-    return m(v[0], false);
-  };
+  auto pred = [weak](const std::vector<Tensor>& v) { return lock_model(weak)(v[0], false); };
   // predict needs no compile(): its step lives in a state of its own when not compiled.
   auto& slot = model_impl_for_training();
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
@@ -498,10 +499,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   const int64_t card = dataset.cardinality();
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
   ctx.verbose = options.verbose;
-  std::vector<callbacks::CallbackRef> cbs;
-  if (options.verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
-  for (auto& c : options.callbacks) cbs.push_back(c);
-  callbacks::CallbackList list(std::move(cbs), &ctx);
+  callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx);
   list.on_predict_begin();
   std::vector<Tensor> outs;
   int64_t step = 0;
@@ -529,24 +527,16 @@ Tensor Model::predict(const Tensor& x, PredictOptions options) {
 std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("train_on_batch", x, y);
   auto& st = state_of(*this, "train_on_batch");
-  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
-  TrainingState* stp = &st;
   reset_metrics();
-  run_train_step(
-      st, [stp, weak](const std::vector<Tensor>& v) { return train_body(*stp, Layer(weak.lock()), v); },
-      {x, y}, st.options.run_eagerly);
+  run_train_step(st, train_fn(&st, impl_), {x, y}, st.options.run_eagerly);
   return values_of(current_logs(st));
 }
 
 std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("test_on_batch", x, y);
   auto& st = state_of(*this, "test_on_batch");
-  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
-  TrainingState* stp = &st;
   reset_metrics();
-  run_step(st.test,
-           [stp, weak](const std::vector<Tensor>& v) { return test_body(*stp, Layer(weak.lock()), v); },
-           {x, y}, "test_function", st.options.run_eagerly);
+  run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options.run_eagerly);
   return values_of(current_logs(st));
 }
 

@@ -35,8 +35,7 @@ struct ElementCount final : PrimitiveBase<ElementCount> {
     TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
   }
   bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
-    int64_t n = 1;
-    for (int a : axes) n *= in[0].shape()[a];
+    const int64_t n = detail::reduced_count(in[0].shape(), axes);
     out[0] = detail::copy_to_device(detail::from_doubles({static_cast<double>(n)}, {}, dtype),
                                     device);
     return true;
@@ -166,9 +165,7 @@ bool open_shapes() { return thread_context().open_shapes; }
 
 Tensor element_count(const Tensor& x, const std::vector<int>& axes, DType dtype) {
   if (!open_shapes()) {
-    int64_t n = 1;
-    for (int a : axes) n *= x.shape()[a];
-    return from_doubles({static_cast<double>(n)}, {}, dtype);
+    return from_doubles({static_cast<double>(reduced_count(x.shape(), axes))}, {}, dtype);
   }
   return dispatch(ElementCount(axes, dtype), {x});
 }

@@ -37,15 +37,9 @@ void check_reduce_dtype(const char* op, Kind kind, DType d) {
   }
 }
 
-// Number of elements that each output element of a reduction over `axes` combines.
-int64_t reduced_count(const TensorShape& s, std::span<const int> axes) {
-  int64_t n = 1;
-  for (int a : axes) n *= s[a];
-  return n;
-}
 
 Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
-  const int64_t count = reduced_count(x.shape(), axes);
+  const int64_t count = detail::reduced_count(x.shape(), axes);
   const std::vector<int> axes_copy = axes;
   Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
   const DType d = x.dtype();
@@ -243,6 +237,12 @@ int merge_reduce_axes(const TensorShape& shape, std::span<const int> axes, Reduc
       g[m++] = {d, red};
   }
   return m;
+}
+
+int64_t reduced_count(const TensorShape& shape, std::span<const int> axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= shape[a];
+  return n;
 }
 
 Tensor sum_to_shape(const Tensor& g, const TensorShape& shape) {

@@ -41,6 +41,10 @@ struct ReduceGroup {
 // (what the CPU and CUDA reduction kernels iterate over); axes sorted. Returns the group count.
 int merge_reduce_axes(const TensorShape& shape, std::span<const int> axes, ReduceGroup* groups);
 
+// Number of elements that each output element of a reduction over `axes` combines (the product
+// of those dimensions; 1 for no axes).
+int64_t reduced_count(const TensorShape& shape, std::span<const int> axes);
+
 // Sums g over the dimensions that numpy broadcasting added or stretched to reach g's shape from
 // `shape` (the gradient of a broadcast), then reshapes it to `shape`.
 Tensor sum_to_shape(const Tensor& g, const TensorShape& shape);
