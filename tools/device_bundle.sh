@@ -26,10 +26,10 @@ cp "$BUILD/samples/seed_basics" "$STAGE/samples/" 2>/dev/null || true
 cp "$BUILD/samples/matrix_benchmark" "$STAGE/samples/" 2>/dev/null || true
 cp -P "$BUILD"/libtapeflow.so* "$STAGE/lib/"
 # Shared libraries from Debian packages; the CUDA libraries, glibc and the C++ runtime come from
-# the GPU machine.
+# the GPU machine (NCCL from its nvidia-nccl wheel).
 for bin in "$STAGE"/tests/* "$STAGE"/bench/* "$STAGE"/lib/libtapeflow.so.*; do
   ldd "$bin" | awk '/=> \//{print $3}' || true
-done | sort -u | grep -vE 'libcu[a-zA-Z]*\.so|libnv[a-zA-Z]*\.so|libc\.so|libm\.so|libdl|libpthread|librt|ld-linux|libstdc\+\+|libgcc_s|libtapeflow' |
+done | sort -u | grep -vE 'libcu[a-zA-Z]*\.so|libnv[a-zA-Z]*\.so|libnccl|libc\.so|libm\.so|libdl|libpthread|librt|ld-linux|libstdc\+\+|libgcc_s|libtapeflow' |
   while read -r lib; do cp -L "$lib" "$STAGE/lib/"; done
 strip --strip-unneeded "$STAGE"/lib/*.so* "$STAGE"/tests/* "$STAGE"/bench/* 2>/dev/null || true
 mkdir -p .devbundle

@@ -7,6 +7,8 @@
 #                                         # tools/device_bundle.sh (a GPU machine without the
 #                                         # build dependencies)
 # Logs go to $GPU_CHECK_LOGS (default: DIR/logs). Exit status: 0 when every test passed.
+# GPU_CHECK_DEADLINE=SECONDS bounds the whole check (a lent machine's minutes are few): each test
+# binary gets what is left less what the benchmarks are kept, and the benchmarks share the rest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -30,13 +32,24 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,n
 
 status=0
 summary=()
+DEADLINE=$(( $(date +%s) + ${GPU_CHECK_DEADLINE:-3600} ))
+BENCH_RESERVE=${GPU_CHECK_BENCH_RESERVE:-150}
+# Seconds left before the deadline, less $1 kept for later steps, at most $2 and at least 5.
+budget() {
+  local left=$(( DEADLINE - $(date +%s) - $1 ))
+  (( left > $2 )) && left=$2
+  (( left < 5 )) && left=5
+  echo $left
+}
 # Optional: a Catch2 test filter for every binary (e.g. "[cuda]").
 FILTER=${1:-}
 for t in "$BUILD"/tests/tapeflow_tests_*; do
   [[ -x $t ]] || continue
   name=$(basename "$t")
   start=$(date +%s)
-  OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} timeout 600 "$t" $FILTER >"$LOGS/$name.log" 2>&1
+  # Line-buffered, with each case's duration: a binary stopped at its limit shows where it was.
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} timeout "$(budget "$BENCH_RESERVE" 600)" \
+    stdbuf -oL -eL "$t" $FILTER --durations yes >"$LOGS/$name.log" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] && status=1
   line=$(grep -E "^(All tests passed|test cases:)" "$LOGS/$name.log" | tail -1)
@@ -60,20 +73,21 @@ if [[ -f $sample && -x $sample ]]; then
   fi
 fi
 
+bench=$BUILD/bench/bench_cuda
+if [[ -x $bench && -z ${SKIP_BENCH:-} ]]; then
+  timeout "$(budget $(( BENCH_RESERVE / 2 )) 300)" "$bench" \
+    --benchmark_repetitions=${BENCH_REPS:-5} --benchmark_report_aggregates_only=true \
+    --benchmark_counters_tabular=true 2>&1 | tee "$LOGS/bench_cuda.txt" | grep -E "median|Benchmark" || true
+fi
+
 mb=$BUILD/samples/matrix_benchmark
 if [[ -x $mb ]]; then
-  if timeout 300 "$mb" --modes gpu,all_gpus,seed_faithful --dtypes all --max-n 4096 --time-budget 5 \
-      --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
+  if timeout "$(budget 0 300)" "$mb" --modes gpu,all_gpus,seed_faithful --dtypes all \
+      --max-n 4096 --time-budget 5 --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
     summary+=("matrix_benchmark sample: ran, checks passed")
   else
     summary+=("matrix_benchmark sample: FAILED (see logs)"); status=1
   fi
-fi
-
-bench=$BUILD/bench/bench_cuda
-if [[ -x $bench && -z ${SKIP_BENCH:-} ]]; then
-  "$bench" --benchmark_repetitions=${BENCH_REPS:-5} --benchmark_report_aggregates_only=true \
-    --benchmark_counters_tabular=true 2>&1 | tee "$LOGS/bench_cuda.txt" | grep -E "median|Benchmark" || true
 fi
 
 echo "==== tapeflow GPU check ===="
