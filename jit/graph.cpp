@@ -108,6 +108,16 @@ void Graph::prepare(bool plan_memory) {
 std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   TF_CHECK_ARG(args.size() == inputs.size(), "function", "the graph takes {} inputs, got {}",
                inputs.size(), args.size());
+  // Kernels were chosen for the traced devices and dtypes: another device's buffer would be read
+  // as this one's (tf::function keys its traces by both, so only hand-made calls can differ).
+  for (size_t i = 0; i < args.size(); ++i) {
+    TF_CHECK_ARG(args[i].defined(), "function", "input {} is an undefined tensor", i);
+    const Device want = i < input_devices.size() ? input_devices[i] : args[i].placement();
+    TF_CHECK_ARG(args[i].dtype() == inputs[i].dtype && args[i].placement() == want, "function",
+                 "input {} is {} on {} but the graph was traced for {} on {}", i,
+                 dtype_name(args[i].dtype()), args[i].device(),
+                 dtype_name(inputs[i].dtype), want.to_string());
+  }
   const auto& ctx = detail::thread_context();
   // Recorded replay: tapes (gradients through the call) and enclosing traces see every node.
   const bool through_dispatch = !ctx.tapes.empty() || ctx.trace != nullptr;

@@ -16,6 +16,12 @@ ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" && echo "MISSING LIBRARIES"
 export GPU_CHECK_LOGS=$B/logs
 tools/gpu_check.sh --prebuilt "$B" "$@"
 rc=$?
+# DEVICE_RUN_EXTRA: more commands for the same lease, run with the bundle's libraries ($B is the
+# unpacked bundle).
+if [[ -n ${DEVICE_RUN_EXTRA:-} ]]; then
+  B=$B LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH" bash -c "$DEVICE_RUN_EXTRA" 2>&1 |
+    tee "$B/logs/extra.txt"
+fi
 # At most a few files come back from the device tool: one archive of every log.
 [[ -n ${OUT:-} ]] && tar -C "$B" -czf "$OUT/logs.tgz" logs
 exit $rc

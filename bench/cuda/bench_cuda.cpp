@@ -4,7 +4,9 @@
 //   - SGEMM N=8192: tf::matmul against cublasSgemm called directly on the same stream, plus
 //     TF32 (tf::config::experimental::enable_tensor_float_32_execution) and bfloat16;
 //   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
-//   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting).
+//   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting);
+//   - host<->device copies of 256 MiB from and to pageable memory (wall time, staged through
+//     tapeflow's pinned buffers), against cudaMemcpy from and to pinned memory.
 //
 //   ./bench_cuda --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
@@ -17,9 +19,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/cuda/context.h"
 #include "core/device.h"
+#include "core/tensor.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -169,6 +173,55 @@ void BM_TinyOpLaunch(benchmark::State& state) {
   tf::detail::cuda::synchronize(kGpu);
 }
 
+constexpr size_t kCopyBytes = size_t{256} << 20;
+
+// tapeflow's host<->device copy of a pageable host tensor (what tf::constant, numpy() and
+// copy_to_device do), wall time including the wait.
+void BM_HostToDevice(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int64_t n = static_cast<int64_t>(kCopyBytes / 4);
+  tf::Tensor host;
+  {
+    tf::DeviceScope scope("/cpu:0");
+    host = tf::fill({n}, tf::Tensor(1.0f));
+  }
+  tf::Tensor dev = tf::detail::copy_to_device(host, kGpu);  // warm-up: staging buffers
+  for (auto _ : state) dev = tf::detail::copy_to_device(host, kGpu);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(kCopyBytes));
+}
+
+void BM_DeviceToHost(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int64_t n = static_cast<int64_t>(kCopyBytes / 4);
+  tf::Tensor dev;
+  {
+    tf::DeviceScope scope(kGpu);
+    dev = tf::fill({n}, tf::Tensor(1.0f));
+  }
+  tf::Tensor host = tf::detail::copy_to_device(dev, tf::Device{});
+  for (auto _ : state) host = tf::detail::copy_to_device(dev, tf::Device{});
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(kCopyBytes));
+}
+
+// The DMA ceiling: cudaMemcpy between pinned host memory and the device.
+void BM_PinnedCopy(benchmark::State& state, bool to_device) {
+  if (!have_gpu(state)) return;
+  void* pinned = nullptr;
+  void* device = nullptr;
+  BENCH_CUDA(cudaMallocHost(&pinned, kCopyBytes));
+  BENCH_CUDA(cudaMalloc(&device, kCopyBytes));
+  std::memset(pinned, 1, kCopyBytes);
+  for (auto _ : state) {
+    if (to_device)
+      BENCH_CUDA(cudaMemcpy(device, pinned, kCopyBytes, cudaMemcpyHostToDevice));
+    else
+      BENCH_CUDA(cudaMemcpy(pinned, device, kCopyBytes, cudaMemcpyDeviceToHost));
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(kCopyBytes));
+  BENCH_CUDA(cudaFree(device));
+  BENCH_CUDA(cudaFreeHost(pinned));
+}
+
 }  // namespace
 
 BENCHMARK(BM_CopyD2D)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -181,5 +234,9 @@ BENCHMARK_CAPTURE(BM_Matmul, bfloat16, tf::bfloat16, false)->Arg(8192)->UseManua
 BENCHMARK_CAPTURE(BM_Matmul, float16, tf::float16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostToDevice)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToHost)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PinnedCopy, to_device, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PinnedCopy, to_host, false)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

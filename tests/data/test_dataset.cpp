@@ -132,6 +132,7 @@ TEST_CASE("range counts like Python's range", "[cpu][data]") {
 }
 
 TEST_CASE("batch stacks rows, with and without drop_remainder", "[cpu][data]") {
+  tf::DeviceScope cpu("/cpu:0");  // batches of a host source are views of it (checked below)
   tf::Tensor x = tf::reshape(tf::cast(iota(10), tf::float32), {5, 2});
   tf::Tensor y = iota(5);
   Dataset ds = Dataset::from_tensor_slices({x, y});

@@ -45,15 +45,34 @@ void check_gpu_strategy(ds::MirroredStrategy& strategy) {
 }
 }  // namespace
 
-TEST_CASE("gpu: two logical GPUs on one GPU all-reduce in process", "[cuda][distribute]") {
+// [own_process]: tools/gpu_check.sh runs such cases each in a process of its own, as CTest does.
+TEST_CASE("gpu: two logical GPUs on one GPU all-reduce in process",
+          "[cuda][distribute][own_process]") {
   const auto gpus = tf::config::list_physical_devices("GPU");
   if (gpus.empty()) return;  // no GPU on this machine
-  tf::config::set_logical_device_configuration(
-      gpus[0], {tf::config::LogicalDeviceConfiguration{1024}, tf::config::LogicalDeviceConfiguration{1024}});
+  try {
+    tf::config::set_logical_device_configuration(
+        gpus[0], {tf::config::LogicalDeviceConfiguration{1024},
+                  tf::config::LogicalDeviceConfiguration{1024}});
+  } catch (const tf::FailedPreconditionError&) {
+  }
+  if (tf::config::list_logical_devices("GPU").size() < 2) {
+    WARN("ops already ran on the GPU in this process; run this case alone to split the GPU");
+    return;
+  }
   ds::MirroredStrategy strategy({"/gpu:0", "/gpu:1"});
   CHECK(strategy.extended().cross_device_ops() == "ReductionToOneDevice");
   TF_REQUIRE_THROWS_CONTAINING(ds::MirroredStrategy({"/gpu:0", "/gpu:1"}, ds::NcclAllReduce{}),
                                tf::InvalidArgumentError, "NcclAllReduce needs every device");
+  check_gpu_strategy(strategy);
+}
+
+TEST_CASE("gpu: NcclAllReduce over one GPU", "[cuda][distribute]") {
+  // A one-rank communicator: the NCCL path (flattening, grouped calls, copies back) on any GPU
+  // machine.
+  if (tf::config::list_logical_devices("GPU").size() != 1) return;
+  ds::MirroredStrategy strategy({"/gpu:0"}, ds::NcclAllReduce{});
+  CHECK(strategy.extended().cross_device_ops() == "NcclAllReduce");
   check_gpu_strategy(strategy);
 }
 

@@ -212,6 +212,7 @@ TEST_CASE("function: random ops draw new numbers at every call", "[jit]") {
 }
 
 TEST_CASE("function: traced graphs are optimised before replay", "[jit]") {
+  tf::DeviceScope cpu("/cpu:0");  // elementwise fusion is a CPU pass (GPU fusion: docs/function.md)
   auto f = tf::function([](const tf::Tensor& x) {
     tf::Tensor unused = tf::exp(x);                          // dead: removed
     tf::Tensor k = tf::constant(2.0f) * tf::constant(3.0f);  // constants: folded
@@ -238,6 +239,7 @@ TEST_CASE("function: captured tensors keep their gradients", "[jit]") {
 }
 
 TEST_CASE("function: fused elementwise chains equal eager results and differentiate", "[jit]") {
+  tf::DeviceScope cpu("/cpu:0");  // elementwise fusion is a CPU pass (GPU fusion: docs/function.md)
   auto chain = [](const tf::Tensor& x, const tf::Tensor& y) {
     tf::Tensor a = tf::exp(x * 0.5f + 1.0f);       // a is read twice below: not fused away
     tf::Tensor b = tf::tanh(a - y) * a;
@@ -266,6 +268,7 @@ TEST_CASE("function: fused elementwise chains equal eager results and differenti
 }
 
 TEST_CASE("function: the 100-op chain becomes one node", "[jit]") {
+  tf::DeviceScope cpu("/cpu:0");  // elementwise fusion is a CPU pass (GPU fusion: docs/function.md)
   auto chain = [](const tf::Tensor& x, const tf::Tensor& y) {
     tf::Tensor c = x;
     for (int i = 0; i < 50; ++i) c = tf::multiply(tf::add(c, y), y);

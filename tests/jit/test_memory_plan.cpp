@@ -194,6 +194,7 @@ Graph check_replays(F body, const tf::Tensor& a, const tf::Tensor& b, double rto
 
 TEST_CASE("memory plan: a hand-built chain shares buffers whose lifetimes do not overlap",
           "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   // %0 = exp(x), %1 = exp(%0), %2 = exp(%1), %3 = exp(%2), return %3: %0 [0,1], %1 [1,2] and
   // %2 [2,3] are planned, %0 and %2 share bytes, %3 is an output.
   Graph g;
@@ -240,6 +241,7 @@ TEST_CASE("memory plan: a hand-built chain shares buffers whose lifetimes do not
 }
 
 TEST_CASE("memory plan: chains and diamonds replay as eager and unplanned", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   const tf::Tensor a = randoms({16, 24}, tf::float64, 1);
   const tf::Tensor b = randoms({24, 16}, tf::float64, 2);
   // float64 keeps the elementwise ops out of fusion, so each is its own planned node.
@@ -265,6 +267,7 @@ TEST_CASE("memory plan: chains and diamonds replay as eager and unplanned", "[ji
 }
 
 TEST_CASE("memory plan: a view of an intermediate keeps its buffer alive", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   const tf::Tensor a = randoms({8, 32}, tf::float64, 3);
   const tf::Tensor b = randoms({4, 64}, tf::float64, 4);
   const Graph g = check_replays(
@@ -294,6 +297,7 @@ TEST_CASE("memory plan: a view of an intermediate keeps its buffer alive", "[jit
 }
 
 TEST_CASE("memory plan: a view returned as a result is not in the arena", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   auto f = tf::function([](const tf::Tensor& x) {
     tf::Tensor e = tf::exp(x * 2.0);
     return std::vector<tf::Tensor>{tf::reshape(e, {-1}), tf::reduce_sum(tf::sin(e) * e)};
@@ -315,6 +319,7 @@ TEST_CASE("memory plan: a view returned as a result is not in the arena", "[jit]
 }
 
 TEST_CASE("memory plan: results stay valid after the next call", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   auto f = tf::function([](const tf::Tensor& x) {
     tf::Tensor c = x;
     for (int i = 0; i < 5; ++i) c = tf::sin(c) + tf::cos(c * 0.5);
@@ -340,6 +345,7 @@ TEST_CASE("memory plan: results stay valid after the next call", "[jit][cpu]") {
 }
 
 TEST_CASE("memory plan: multi-output nodes", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   const tf::Tensor a = randoms({10, 7}, tf::float64, 20);
   const tf::Tensor b = randoms({7, 10}, tf::float64, 21);
   const Graph g = check_replays(
@@ -365,6 +371,7 @@ TEST_CASE("memory plan: multi-output nodes", "[jit][cpu]") {
 }
 
 TEST_CASE("memory plan: fused nodes read and write arena buffers", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   const tf::Tensor a = randoms({32, 48}, tf::float32, 30);
   const tf::Tensor b = randoms({48, 32}, tf::float32, 31);
   auto body = [](const tf::Tensor& x, const tf::Tensor& w) {
@@ -384,6 +391,7 @@ TEST_CASE("memory plan: fused nodes read and write arena buffers", "[jit][cpu]")
 
 TEST_CASE("memory plan: a train step with a tape inside matches unplanned and eager steps",
           "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   auto make = [] {
     return std::vector<tf::Variable>{
         tf::Variable(tf::random::normal({6, 16}, 0, 0.5, tf::float32, 1), "w1"),
@@ -451,6 +459,7 @@ TEST_CASE("memory plan: a train step with a tape inside matches unplanned and ea
 }
 
 TEST_CASE("memory plan: a tape around the call records the unplanned replay", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   auto f = tf::function([](const tf::Tensor& x) {
     tf::Tensor c = x;
     for (int i = 0; i < 4; ++i) c = tf::sin(c) * 2.0 + x;
@@ -472,6 +481,7 @@ TEST_CASE("memory plan: a tape around the call records the unplanned replay", "[
 }
 
 TEST_CASE("memory plan: four threads calling one function get correct results", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   auto body = [](const tf::Tensor& x, const tf::Tensor& w) {
     tf::Tensor h = tf::tanh(tf::matmul(x, w));
     for (int i = 0; i < 4; ++i) h = tf::sin(h * 1.3) + tf::cos(h);
@@ -518,6 +528,7 @@ TEST_CASE("memory plan: four threads calling one function get correct results", 
 }
 
 TEST_CASE("memory plan: values read by side-effect ops are never in the arena", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   tf::Variable v(tf::zeros({4, 4}, tf::float64), "v");
   auto f = tf::function([&](const tf::Tensor& x) {
     tf::Tensor e = tf::exp(x) * 2.0;  // assigned: the variable may adopt the buffer
@@ -542,6 +553,7 @@ TEST_CASE("memory plan: values read by side-effect ops are never in the arena", 
 }
 
 TEST_CASE("memory plan: TAPEFLOW_MEMORY_PLAN=0 replays without the arena", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   PlanEnv off("0");
   CHECK_FALSE(tf::jit::memory_planning_enabled());
   auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(tf::sin(x))); });
@@ -556,6 +568,7 @@ TEST_CASE("memory plan: TAPEFLOW_MEMORY_PLAN=0 replays without the arena", "[jit
 }
 
 TEST_CASE("memory plan: random graphs replay planned as unplanned", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   // Random DAGs of sin, add, reshape (views) and a two-output op, with dead values and views
   // among the results: the plan is checked directly and planned replays (twice: the second
   // reuses the arena) must equal unplanned ones bit for bit.

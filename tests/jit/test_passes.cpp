@@ -548,6 +548,7 @@ TEST_CASE("passes: common subexpression elimination of constants and multi-outpu
 }
 
 TEST_CASE("passes: constant folding evaluates constant subgraphs", "[passes][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");  // the builder's nodes run on CPU:0; so do its constants
   Builder b;
   Ref x = b.input({3});
   tf::Tensor c0t = floats({1, 2, 3}, {3});

@@ -112,8 +112,10 @@ TEST_CASE("safetensors: every dtype round-trips with the exact byte layout", "[k
     CHECK(got.dtype() == want.dtype());
     CHECK(got.shape() == want.shape());
     REQUIRE(got.nbytes() == want.nbytes());
-    if (got.nbytes() > 0)  // an empty tensor has no buffer (memcmp on null is undefined)
-      CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+    // Host bytes (want lives on the default device, a GPU where there is one; loads are host
+    // tensors). An empty tensor has no buffer (memcmp on null is undefined).
+    const tf::Tensor host = tf::detail::copy_to_device(want, tf::Device{});
+    if (got.nbytes() > 0) CHECK(std::memcmp(got.raw_data(), host.raw_data(), got.nbytes()) == 0);
   }
   // The layout by hand: little-endian length, 8-aligned JSON, contiguous data that fills the
   // file, each tensor aligned to its element size.
@@ -341,6 +343,9 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
 
 TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint loadable",
           "[keras][cpu]") {
+  // Host variables: a forked child must not touch CUDA (the parent's context does not survive
+  // fork), so nothing here may live on a GPU.
+  tf::DeviceScope cpu("/cpu:0");
   TempDir dir;
   const int64_t n = 4 << 20;  // two 16 MiB variables: a save takes long enough to be caught
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
