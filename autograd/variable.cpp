@@ -28,13 +28,16 @@ struct Variable::State {
 
 namespace detail {
 namespace {
-thread_local std::vector<Device> t_mirror_devices;
+thread_local MirrorSpec t_mirror;
 thread_local int t_replica_component = -1;
 }  // namespace
 MirrorVariablesScope::MirrorVariablesScope(std::vector<Device> devices)
-    : saved_(std::exchange(t_mirror_devices, std::move(devices))) {}
-MirrorVariablesScope::~MirrorVariablesScope() { t_mirror_devices = std::move(saved_); }
-const std::vector<Device>& mirror_devices() { return t_mirror_devices; }
+    : MirrorVariablesScope(MirrorSpec{std::move(devices), {}}) {}
+MirrorVariablesScope::MirrorVariablesScope(MirrorSpec spec)
+    : saved_(std::exchange(t_mirror, std::move(spec))) {}
+MirrorVariablesScope::~MirrorVariablesScope() { t_mirror = std::move(saved_); }
+const MirrorSpec& mirror_spec() { return t_mirror; }
+const std::vector<Device>& mirror_devices() { return t_mirror.devices; }
 ReplicaComponentScope::ReplicaComponentScope(int index)
     : saved_(std::exchange(t_replica_component, index)) {}
 ReplicaComponentScope::~ReplicaComponentScope() { t_replica_component = saved_; }
@@ -92,25 +95,30 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
              name);
   // TF names the variable's tensor "<name>:0".
   if (name.find(':') == std::string::npos) name += ":0";
-  auto make = [&](Device device) {
+  auto make = [&](const Tensor& value, Device device) {
     auto s = std::make_shared<State>();
     s->device = device;
     // A private copy: two variables never share memory.
-    s->value = detail::copy_to_device(initial_value, device);
+    if (value.defined()) s->value = detail::copy_to_device(value, device);
     s->name = name;
     s->trainable = trainable;
     s->shape = initial_value.shape();
     s->dtype = initial_value.dtype();
     return s;
   };
-  const auto& mirror = detail::mirror_devices();
+  const detail::MirrorSpec& spec = detail::mirror_spec();
+  const auto& mirror = spec.devices;
   if (mirror.empty()) {
-    state_ = make(detail::current_device());
+    state_ = make(initial_value, detail::current_device());
     return;
   }
-  auto s = make(mirror.front());
-  s->value = Tensor();  // the copies hold the values
-  for (Device d : mirror) s->mirrors.push_back(make(d));
+  Tensor init = initial_value;
+  if (spec.initial_value) {
+    init = spec.initial_value(initial_value);
+    TF_ASSERT(init.shape() == initial_value.shape() && init.dtype() == initial_value.dtype());
+  }
+  auto s = make(Tensor(), mirror.front());  // names the copies, which hold the values
+  for (Device d : mirror) s->mirrors.push_back(make(init, d));
   state_ = std::move(s);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,16 +75,25 @@ namespace detail {
 // While it lives on this thread, each Variable constructed on the thread is mirrored: one copy of
 // the initial value on each listed device (distribute/'s strategy.scope() opens one). Scopes nest;
 // an empty list turns mirroring off inside an outer scope.
+// How new variables are mirrored: over `devices`; with `initial_value` set (a strategy spanning
+// processes), every initial value passes through it first (worker 0's value reaches every worker).
+struct MirrorSpec {
+  std::vector<Device> devices;
+  std::function<Tensor(const Tensor&)> initial_value;
+};
 class MirrorVariablesScope {
  public:
   explicit MirrorVariablesScope(std::vector<Device> devices);
+  explicit MirrorVariablesScope(MirrorSpec spec);
   ~MirrorVariablesScope();
   MirrorVariablesScope(const MirrorVariablesScope&) = delete;
   MirrorVariablesScope& operator=(const MirrorVariablesScope&) = delete;
 
  private:
-  std::vector<Device> saved_;
+  MirrorSpec saved_;
 };
+// The mirroring in force on this thread (no devices: not mirrored).
+const MirrorSpec& mirror_spec();
 // The devices new variables are mirrored over on this thread (empty: not mirrored).
 const std::vector<Device>& mirror_devices();
 

@@ -34,6 +34,17 @@ class UnimplementedError : public Error {
  public:
   using Error::Error;
 };
+// A collective did not complete in time (a worker of a MultiWorkerMirroredStrategy is stuck or
+// gone; the message names it and the timeout).
+class DeadlineExceededError : public Error {
+ public:
+  using Error::Error;
+};
+// Another process cannot be reached (a worker died, or the communication layer failed).
+class UnavailableError : public Error {
+ public:
+  using Error::Error;
+};
 // A broken internal invariant or a failed library call: a bug or an environment problem.
 class InternalError : public Error {
  public:

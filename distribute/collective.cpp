@@ -3,12 +3,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/parallel.h"
 #include "distribute/nccl.h"
+#include "distribute/worker_group.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -19,6 +21,18 @@ namespace tapeflow::distribute {
 namespace detail {
 
 const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; }
+
+double default_collective_timeout() {
+  if (const char* env = std::getenv("TAPEFLOW_COLLECTIVE_TIMEOUT")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    TF_CHECK_ARG(end != env && *end == '\0' && v > 0, "MultiWorkerMirroredStrategy",
+                 "TAPEFLOW_COLLECTIVE_TIMEOUT must be a positive number of seconds, got '{}'",
+                 env);
+    return v;
+  }
+  return 300.0;
+}
 
 // ---- StepBarrier ----
 
@@ -146,14 +160,74 @@ std::string meta_string(const Tensor& t) {
 
 }  // namespace
 
-Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind)
+Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
+                         std::shared_ptr<WorkerGroup> workers)
     : devices_(std::move(devices)),
       kind_(kind),
       barrier_(static_cast<int>(devices_.size())),
       in_slots_(devices_.size()),
       out_slots_(devices_.size()),
-      nccl_slots_(devices_.size()) {
-  if (kind_ == CollectiveKind::Nccl) comms_ = make_nccl_comms(devices_);
+      nccl_slots_(devices_.size()),
+      workers_(std::move(workers)) {
+  const int local = size();
+  global_size_ = workers_ ? local * workers_->size() : local;
+  global_offset_ = workers_ ? local * workers_->rank() : 0;
+  if (kind_ == CollectiveKind::Nccl) comms_ = make_nccl_comms(devices_, workers_.get());
+}
+
+bool Collectives::multi_worker() const { return workers_ != nullptr && workers_->size() > 1; }
+
+namespace {
+// FNV-1a over the text: equal on every worker exactly when the tensors (and op) agree.
+int64_t fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);  // non-negative: -1 marks "this worker disagrees"
+}
+}  // namespace
+
+void Collectives::check_workers_agree(std::span<const Tensor> tensors,
+                                      const std::string& local_bad) {
+  std::string text;
+  for (const Tensor& t : tensors) text += meta_string(t) + ";";
+  const int64_t mine = local_bad.empty() ? fingerprint(text) : -1;
+  const std::vector<int64_t> all = workers_->all_gather(mine, "all_reduce");
+  for (size_t w = 0; w < all.size(); ++w) {
+    TF_CHECK_ARG(all[w] != -1, "all_reduce",
+                 "the replicas of worker {} passed different tensors; every replica must "
+                 "all-reduce tensors of the same shapes and dtypes in the same order",
+                 w);
+    TF_CHECK_ARG(all[w] == all[0], "all_reduce",
+                 "worker {} all-reduces other tensors than worker 0 (this worker {}: {}); every "
+                 "replica of every worker must all-reduce tensors of the same shapes and dtypes "
+                 "in the same order",
+                 w, workers_->rank(), text);
+  }
+}
+
+void Collectives::reduce_over_workers(std::span<const Tensor> sums, const std::string& local_bad) {
+  worker_sums_.clear();
+  worker_failure_ = nullptr;
+  try {
+    check_workers_agree(sums, local_bad);
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : sums) metas.push_back({t.shape(), t.dtype()});
+    const Device host{DeviceType::CPU, 0};
+    // One flat buffer per bucket: a ring per bucket, not per tensor.
+    for (const Bucket& b : plan_buckets(metas)) {
+      Tensor flat = tapeflow::detail::empty(TensorShape{b.num_elements}, b.dtype, host);
+      auto* dst = static_cast<uint8_t*>(flat.raw_data());
+      size_t offset = 0;
+      for (size_t ti : b.tensors) {
+        std::memcpy(dst + offset, sums[ti].raw_data(), sums[ti].nbytes());
+        offset += sums[ti].nbytes();
+      }
+      workers_->all_reduce_sum(dst, static_cast<size_t>(b.num_elements), b.dtype, "all_reduce");
+      worker_sums_.push_back(flat);
+    }
+  } catch (...) {
+    worker_failure_ = std::current_exception();
+  }
 }
 
 Collectives::~Collectives() = default;
@@ -178,7 +252,7 @@ void Collectives::all_reduce(int replica, ReduceOp op, std::span<const Tensor> i
   for (const Tensor& t : in)
     TF_CHECK_ARG(t.dtype() != bool_, "all_reduce", "cannot all-reduce a bool tensor ({})",
                  meta_string(t));
-  if (size() == 1) {
+  if (global_size_ == 1) {
     // One replica: nothing to communicate (TF's single-replica shortcut).
     for (size_t i = 0; i < in.size(); ++i) out[i] = in[i];
     return;
@@ -205,6 +279,9 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
 
   // Every replica reads the same published metadata, so all agree on the outcome.
   const std::string bad = mismatch(host_in);
+  // Across workers: the local stage sums, the workers' sums are divided after the ring.
+  const bool multi = multi_worker();
+  const ReduceOp local_op = multi ? ReduceOp::SUM : op;
   if (bad.empty()) {
     std::vector<TensorMeta> metas;
     metas.reserve(in.size());
@@ -228,7 +305,8 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
               src[s] = in_slots_[s][ti].data<T>() + off;
               dst[s] = out_slots_[s][ti].data<T>() + off;
             }
-            if constexpr (!std::is_same_v<T, bool>) reduce_segment<T>(src, dst, e0 - b0, op);
+            if constexpr (!std::is_same_v<T, bool>)
+              reduce_segment<T>(src, dst, e0 - b0, local_op);
           });
         }
         base += len;
@@ -238,10 +316,49 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
   // Nobody leaves (freeing buffers others read) before every replica is done; every replica
   // passed the first barrier and nothing above throws, so this wait always completes.
   barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
+  if (multi) {
+    // Over the workers, on the first replica's thread; the others wait for its result (the
+    // waits are bounded by the worker group's timeout, so this barrier always completes).
+    if (replica == 0) reduce_over_workers(host_out, bad);
+    barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
+    if (worker_failure_) {
+      if (replica == 0) std::rethrow_exception(worker_failure_);
+      throw StepCancelled();
+    }
+  }
   TF_CHECK_ARG(bad.empty(), "all_reduce",
                "the replicas passed different tensors: {}; every replica must all-reduce tensors "
                "of the same shapes and dtypes in the same order",
                bad);
+  if (multi) {
+    // Every replica copies the workers' sums into its own outputs (MEAN: divided by every
+    // worker's replicas).
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : host_out) metas.push_back({t.shape(), t.dtype()});
+    const std::vector<Bucket> buckets = plan_buckets(metas);
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      const auto* src = static_cast<const uint8_t*>(worker_sums_[k].raw_data());
+      size_t offset = 0;
+      for (size_t ti : buckets[k].tensors) {
+        Tensor& o = host_out[ti];
+        if (op == ReduceOp::SUM) {
+          std::memcpy(o.raw_data(), src + offset, o.nbytes());
+        } else {
+          TF_DISPATCH_ALL_TYPES(o.dtype(), {
+            if constexpr (!std::is_same_v<T, bool>) {
+              using C = compute_t<T>;
+              const C scale = static_cast<C>(global_size_);
+              const T* from = reinterpret_cast<const T*>(src + offset);
+              T* to = o.data<T>();
+              for (int64_t j = 0; j < o.num_elements(); ++j)
+                to[j] = static_cast<T>(static_cast<C>(from[j]) / scale);
+            }
+          });
+        }
+        offset += o.nbytes();
+      }
+    }
+  }
   for (size_t i = 0; i < in.size(); ++i)
     out[i] = dev.is_cpu() ? host_out[i] : tapeflow::detail::copy_to_device(host_out[i], dev);
 }
@@ -274,14 +391,18 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
   barrier_.arrive_and_wait("all_reduce");
   const std::string bad = mismatch(in);
   std::exception_ptr failure;
-  if (bad.empty() && replica == 0) {
+  if (replica == 0) {
     // One thread enqueues every replica's calls in one group (NCCL's single-thread,
     // multi-device model); each runs on its device's stream, ordered after the flattening.
     try {
+      // Every worker must enqueue the same calls: NCCL itself would hang on a mismatch.
+      if (multi_worker()) check_workers_agree(in, bad);
+      if (!bad.empty()) throw StepCancelled();  // reported below, by every replica
       std::vector<const std::vector<NcclCall>*> all(nccl_slots_.size());
       for (size_t r = 0; r < all.size(); ++r)
         all[r] = static_cast<const std::vector<NcclCall>*>(nccl_slots_[r]);
       comms_->all_reduce_group(all);
+    } catch (const StepCancelled&) {
     } catch (...) {
       failure = std::current_exception();
       barrier_.cancel();
@@ -298,7 +419,8 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
   DeviceScope scope(dev);
   for (size_t k = 0; k < buckets.size(); ++k) {
     Tensor result = flat_out[k];
-    if (op == ReduceOp::MEAN) result = divide(result, Tensor(static_cast<double>(size())));
+    if (op == ReduceOp::MEAN)
+      result = divide(result, Tensor(static_cast<double>(global_size_)));
     size_t offset = 0;
     for (size_t ti : buckets[k].tensors) {
       out[ti] = tapeflow::detail::view(result, in[ti].shape(), offset);
@@ -331,7 +453,7 @@ struct AllReduceOp final : PrimitiveBase<AllReduceOp> {
     TF_CHECK_T(FailedPreconditionError, ctx != nullptr, "all_reduce",
                "ran outside strategy.run (a traced step that all-reduces must be called by "
                "strategy.run on every replica)");
-    ctx->collectives().all_reduce(ctx->replica_id_in_sync_group(), op, in, out);
+    ctx->collectives().all_reduce(ctx->local_id(), op, in, out);
     return true;
   }
   // The gradient of an all-reduce is the same all-reduce of the upstream gradients (TF's).

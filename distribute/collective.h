@@ -73,17 +73,27 @@ std::vector<Bucket> plan_buckets(std::span<const TensorMeta> tensors,
 
 enum class CollectiveKind { InProcess, Nccl };
 
-class NcclComms;  // distribute/nccl.h
+class NcclComms;    // distribute/nccl.h
+class WorkerGroup;  // distribute/worker_group.h
 
-// The collectives of one strategy's replicas.
+// The collectives of one strategy's replicas. With a WorkerGroup of several processes (a
+// MultiWorkerMirroredStrategy), an all-reduce first sums over this process's replicas, then the
+// first replica's thread sums over the workers (a ring over MPI), and every replica copies the
+// result out; NCCL communicators then span every worker's GPUs.
 class Collectives {
  public:
-  Collectives(std::vector<Device> devices, CollectiveKind kind);
+  Collectives(std::vector<Device> devices, CollectiveKind kind,
+              std::shared_ptr<WorkerGroup> workers = nullptr);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
 
+  // This process's replicas.
   int size() const { return static_cast<int>(devices_.size()); }
+  // Every worker's replicas, and the global id of this process's first replica.
+  int global_size() const { return global_size_; }
+  int global_offset() const { return global_offset_; }
+  WorkerGroup* workers() const { return workers_.get(); }
   CollectiveKind kind() const { return kind_; }
   StepBarrier& barrier() { return barrier_; }
   // Called by every replica with its tensors (same count, dtypes and shapes on every replica,
@@ -96,6 +106,14 @@ class Collectives {
   void nccl(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
   // Every replica checks the same published metadata; throws after the caller's barrier.
   std::string mismatch(std::span<const Tensor> mine) const;
+  bool multi_worker() const;
+  // The first replica's part of a multi-worker all-reduce, after the local sums are in `sums`
+  // (its own outputs): checks that every worker reduces the same tensors (`local_bad`: this
+  // process's replicas already disagree), then sums each bucket over the workers into
+  // worker_sums_. Failures are kept for every local replica to see (worker_failure_).
+  void reduce_over_workers(std::span<const Tensor> sums, const std::string& local_bad);
+  // Fails every worker alike when their tensors differ (called by the first replica).
+  void check_workers_agree(std::span<const Tensor> tensors, const std::string& local_bad);
 
   std::vector<Device> devices_;
   CollectiveKind kind_;
@@ -105,14 +123,23 @@ class Collectives {
   std::vector<std::span<Tensor>> out_slots_;
   std::vector<const void*> nccl_slots_;
   std::unique_ptr<NcclComms> comms_;
+  std::shared_ptr<WorkerGroup> workers_;
+  int global_size_ = 0;
+  int global_offset_ = 0;
+  // Written by the first replica between the second and third barrier of a multi-worker
+  // all-reduce, read by every local replica after the third.
+  std::vector<Tensor> worker_sums_;
+  std::exception_ptr worker_failure_;
 };
 
 // The replica context of one replica thread.
 class MirroredReplicaContext final : public ReplicaContext {
  public:
+  // `id`: the replica's index in this process.
   MirroredReplicaContext(int id, Collectives* collectives) : id_(id), collectives_(collectives) {}
-  int replica_id_in_sync_group() const override { return id_; }
-  int num_replicas_in_sync() const override { return collectives_->size(); }
+  int replica_id_in_sync_group() const override { return collectives_->global_offset() + id_; }
+  int num_replicas_in_sync() const override { return collectives_->global_size(); }
+  int local_id() const { return id_; }
   Tensor all_reduce(ReduceOp op, const Tensor& value) override;
   std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override;
   Collectives& collectives() const { return *collectives_; }

@@ -60,6 +60,29 @@ PerReplica<std::vector<Tensor>> split_batch(const std::vector<Tensor>& element,
   return PerReplica<std::vector<Tensor>>(std::move(out));
 }
 
+PerReplica<std::vector<Tensor>> split_global_batch(const std::vector<Tensor>& element,
+                                                   const ReplicaLayout& layout) {
+  const int64_t n = batch_dim(element);
+  const std::vector<int64_t> all = replica_batch_sizes(n, layout.global_replicas);
+  const auto first = all.begin() + layout.first_replica;
+  const std::vector<int64_t> mine(first, first + static_cast<std::ptrdiff_t>(layout.devices.size()));
+  if (layout.first_replica == 0) return split_batch(element, mine, layout.devices);
+  // Another worker's rows come first: this worker splits the rows after them.
+  int64_t skip = 0;
+  for (auto it = all.begin(); it != first; ++it) skip += *it;
+  int64_t rows = 0;
+  for (int64_t m : mine) rows += m;
+  std::vector<Tensor> part;
+  for (const Tensor& t : element) {
+    std::vector<int64_t> dims;
+    for (int d = 0; d < t.rank(); ++d) dims.push_back(t.shape()[d]);
+    dims[0] = rows;
+    const size_t stride = n > 0 ? t.nbytes() / static_cast<size_t>(n) : 0;
+    part.push_back(tapeflow::detail::view(t, TensorShape(dims), stride * static_cast<size_t>(skip)));
+  }
+  return split_batch(part, mine, layout.devices);
+}
+
 }  // namespace distribute::detail
 
 namespace nn {

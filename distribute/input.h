@@ -31,6 +31,18 @@ PerReplica<std::vector<Tensor>> split_batch(const std::vector<Tensor>& element,
                                             const std::vector<Device>& devices);
 // The first dimension of an element's tensors (checked equal).
 int64_t batch_dim(const std::vector<Tensor>& element);
+
+// Where this process's replicas sit among all replicas of a strategy (several processes for a
+// MultiWorkerMirroredStrategy): devices[i] runs the global replica first_replica + i.
+struct ReplicaLayout {
+  std::vector<Device> devices;
+  int global_replicas = 0;
+  int first_replica = 0;
+};
+// One global batch split as TF does over every replica of every worker (replica_batch_sizes of
+// its size over global_replicas); this process's components, in order, on their devices.
+PerReplica<std::vector<Tensor>> split_global_batch(const std::vector<Tensor>& element,
+                                                   const ReplicaLayout& layout);
 }  // namespace detail
 
 // Yields a PerReplica<std::vector<Tensor>> per global batch of the wrapped range, each batch
@@ -42,8 +54,8 @@ class DistributedDataset {
  public:
   using value_type = PerReplica<std::vector<Tensor>>;
 
-  DistributedDataset(D dataset, std::vector<Device> devices)
-      : dataset_(std::forward<D>(dataset)), devices_(std::move(devices)) {}
+  DistributedDataset(D dataset, detail::ReplicaLayout layout)
+      : dataset_(std::forward<D>(dataset)), layout_(std::move(layout)) {}
 
   class iterator {
    public:
@@ -53,8 +65,8 @@ class DistributedDataset {
     using inner_sentinel = decltype(std::end(std::declval<std::remove_reference_t<D>&>()));
 
     iterator() = default;
-    iterator(inner_iterator it, inner_sentinel end, const std::vector<Device>* devices)
-        : it_(std::move(it)), end_(std::move(end)), devices_(devices) {
+    iterator(inner_iterator it, inner_sentinel end, const detail::ReplicaLayout* layout)
+        : it_(std::move(it)), end_(std::move(end)), layout_(layout) {
       load();
     }
     const value_type& operator*() const { return *current_; }
@@ -72,25 +84,22 @@ class DistributedDataset {
       current_.reset();
       if (!(*it_ != *end_)) return;
       const std::vector<Tensor>& element = **it_;
-      current_ = detail::split_batch(
-          element,
-          detail::replica_batch_sizes(detail::batch_dim(element),
-                                      static_cast<int>(devices_->size())),
-          *devices_);
+      current_ = detail::split_global_batch(element, *layout_);
     }
     std::optional<inner_iterator> it_;
     std::optional<inner_sentinel> end_;
-    const std::vector<Device>* devices_ = nullptr;
+    const detail::ReplicaLayout* layout_ = nullptr;
     std::optional<value_type> current_;
   };
 
-  iterator begin() { return iterator(std::begin(dataset_), std::end(dataset_), &devices_); }
+  iterator begin() { return iterator(std::begin(dataset_), std::end(dataset_), &layout_); }
   std::default_sentinel_t end() const { return {}; }
-  int num_replicas_in_sync() const { return static_cast<int>(devices_.size()); }
+  // Every replica of every worker (each global batch is split over all of them).
+  int num_replicas_in_sync() const { return layout_.global_replicas; }
 
  private:
   D dataset_;
-  std::vector<Device> devices_;
+  detail::ReplicaLayout layout_;
 };
 
 }  // namespace distribute

@@ -1,7 +1,9 @@
 // Internal to distribute/: NCCL all-reduce between distinct GPUs, behind an interface without
 // CUDA types (distribute/cuda/nccl.cpp with the CUDA toolkit, distribute/no_cuda/nccl.cpp
-// otherwise). One communicator set per strategy (ncclCommInitAll over its devices); the calls
-// of a step are issued by one thread inside ncclGroupStart/End, on each device's stream.
+// otherwise). One communicator set per strategy (ncclCommInitAll over its devices, or, across
+// the processes of a MultiWorkerMirroredStrategy, ncclCommInitRank for each local GPU with an id
+// that worker 0 broadcasts); the calls of a step are issued by one thread per process inside
+// ncclGroupStart/End, on each device's stream.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,8 @@
 #include "core/dtype.h"
 
 namespace tapeflow::distribute::detail {
+
+class WorkerGroup;  // distribute/worker_group.h
 
 // One all-reduce (SUM) of `count` elements for one replica: device pointers on its device.
 struct NcclCall {
@@ -31,7 +35,10 @@ class NcclComms {
 
 // True when tapeflow was built with NCCL.
 bool nccl_built();
-// Communicators over the devices (logical GPUs on distinct physical GPUs).
-std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>& devices);
+// Communicators over the devices (logical GPUs on distinct physical GPUs); with a group of
+// several workers, over every worker's devices (each worker passing as many), ranked worker by
+// worker.
+std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>& devices,
+                                           WorkerGroup* workers = nullptr);
 
 }  // namespace tapeflow::distribute::detail

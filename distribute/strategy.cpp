@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "distribute/collective.h"
 #include "distribute/nccl.h"
+#include "distribute/worker_group.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/dispatch.h"
@@ -42,10 +43,11 @@ void throw_run_while_tracing() {
 // abortable through the collectives' StepBarrier.
 class StrategyCore {
  public:
-  StrategyCore(Strategy* owner, std::vector<Device> devices, CollectiveKind kind, bool inline_mode)
+  StrategyCore(Strategy* owner, std::vector<Device> devices, CollectiveKind kind, bool inline_mode,
+               std::shared_ptr<WorkerGroup> workers)
       : owner_(owner), devices_(std::move(devices)), inline_(inline_mode) {
     if (inline_) return;
-    collectives_ = std::make_unique<Collectives>(devices_, kind);
+    collectives_ = std::make_unique<Collectives>(devices_, kind, std::move(workers));
     for (size_t i = 0; i < devices_.size(); ++i)
       contexts_.push_back(
           std::make_unique<MirroredReplicaContext>(static_cast<int>(i), collectives_.get()));
@@ -220,24 +222,69 @@ Strategy::Strategy(std::vector<Device> devices, CrossDeviceOps cross_device_ops,
   if (!inline_default)
     TF_LOG_INFO("Using {} with devices ({})", who, fmt::join(extended_.names_, ", "));
   default_ = inline_default;
-  core_ = std::make_unique<detail::StrategyCore>(this, std::move(devices), kind, inline_default);
+  layout_ = {devices, static_cast<int>(devices.size()), 0};
+  core_ = std::make_unique<detail::StrategyCore>(this, std::move(devices), kind, inline_default,
+                                                 nullptr);
+}
+
+Strategy::Strategy(detail::MultiWorkerSetup setup, const char* who)
+    : workers_(std::move(setup.workers)) {
+  std::vector<Device>& devices = setup.devices;
+  const int local = static_cast<int>(devices.size());
+  // TF requires as many devices on every worker; the global replica ids depend on it.
+  const std::vector<int64_t> counts = workers_->all_gather(local, who);
+  for (size_t w = 0; w < counts.size(); ++w)
+    TF_CHECK_ARG(counts[w] == local, who,
+                 "every worker needs as many replica devices: worker {} has {}, worker {} has {}",
+                 workers_->rank(), local, w, counts[w]);
+  for (Device d : devices)
+    extended_.names_.push_back(
+        fmt::format("/job:worker/replica:0/task:{}{}", workers_->rank(), d.to_string()));
+  extended_.cross_device_ops_ = setup.nccl ? "NCCL" : "RING";
+  TF_LOG_INFO("Using {} on worker {} of {} with local devices ({}), all-reduce {}", who,
+              workers_->rank(), workers_->size(), fmt::join(extended_.names_, ", "),
+              extended_.cross_device_ops_);
+  layout_ = {devices, local * workers_->size(), local * workers_->rank()};
+  core_ = std::make_unique<detail::StrategyCore>(
+      this, std::move(devices),
+      setup.nccl ? detail::CollectiveKind::Nccl : detail::CollectiveKind::InProcess, false,
+      workers_);
 }
 
 Strategy::~Strategy() = default;
 
-int Strategy::num_replicas_in_sync() const { return core_->size(); }
+int Strategy::num_replicas_in_sync() const { return layout_.global_replicas; }
 const std::vector<Device>& Strategy::devices() const { return core_->devices(); }
 
 void Strategy::check_per_replica_size(size_t n) const {
-  TF_CHECK_ARG(n == static_cast<size_t>(num_replicas_in_sync()), "strategy.run",
-               "a PerReplica argument has {} components but the strategy has {} replicas", n,
-               num_replicas_in_sync());
+  TF_CHECK_ARG(n == devices().size(), "strategy.run",
+               "a PerReplica argument has {} components but the strategy has {} replicas{}", n,
+               devices().size(), workers_ ? " in this worker" : "");
 }
 
 void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(job); }
 
+namespace {
+// Variables of a multi-worker strategy start from worker 0's initial value (TF broadcasts them
+// too): unseeded initialisers differ between processes.
+::tapeflow::detail::MirrorSpec mirror_spec_of(Strategy& strategy, bool is_default,
+                                              detail::WorkerGroup* workers) {
+  ::tapeflow::detail::MirrorSpec spec;
+  if (is_default) return spec;
+  spec.devices = strategy.devices();
+  if (workers != nullptr && workers->size() > 1)
+    spec.initial_value = [workers](const Tensor& value) {
+      Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});
+      if (host.get() == value.get()) host = identity(host);  // never write the caller's tensor
+      if (host.nbytes() > 0) workers->broadcast(host.raw_data(), host.nbytes(), "Variable");
+      return host;
+    };
+  return spec;
+}
+}  // namespace
+
 Strategy::Scope::Scope(Strategy& strategy)
-    : mirror_(strategy.default_ ? std::vector<Device>{} : strategy.devices()),
+    : mirror_(mirror_spec_of(strategy, strategy.default_, strategy.workers_.get())),
       saved_(t_strategy) {
   TF_CHECK_T(FailedPreconditionError, t_strategy == nullptr || t_strategy == &strategy,
              "strategy.scope",
@@ -254,9 +301,9 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   TF_CHECK_T(FailedPreconditionError, !t_in_replica, name,
              "called in a replica context: reduce runs in the cross-replica context (outside "
              "strategy.run); inside use get_replica_context()->all_reduce");
-  TF_CHECK_ARG(value.size() == static_cast<size_t>(num_replicas_in_sync()), name,
-               "the value has {} components but the strategy has {} replicas", value.size(),
-               num_replicas_in_sync());
+  TF_CHECK_ARG(value.size() == devices().size(), name,
+               "the value has {} components but the strategy has {} replicas{}", value.size(),
+               devices().size(), workers_ ? " in this worker" : "");
   const Tensor& first = value[0];
   for (size_t i = 0; i < value.size(); ++i) {
     TF_CHECK_ARG(value[i].defined(), name, "component {} is an undefined tensor", i);
@@ -298,6 +345,20 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   // Summed in replica order: the same result on every call.
   Tensor sum = identity(parts[0]);
   for (size_t i = 1; i < parts.size(); ++i) sum = add(sum, parts[i]);
+  if (workers_ != nullptr && workers_->size() > 1) {
+    // Then over the workers (each must call reduce): a host copy summed by the ring, and the
+    // counts (the batch sizes along the axis may differ between workers).
+    TF_CHECK_ARG(sum.dtype() != bool_, name, "cannot reduce a bool tensor across workers");
+    Tensor host = tapeflow::detail::copy_to_device(sum, Device{DeviceType::CPU, 0});
+    if (host.get() == sum.get()) host = identity(host);
+    if (host.nbytes() > 0)
+      workers_->all_reduce_sum(host.raw_data(), static_cast<size_t>(host.num_elements()),
+                               host.dtype(), name);
+    int64_t total = 0;
+    for (int64_t c : workers_->all_gather(count, name)) total += c;
+    count = total;
+    sum = tapeflow::detail::copy_to_device(host, tapeflow::detail::current_device());
+  }
   if (op == ReduceOp::SUM) return sum;
   // MEAN: divided by the replica count, or with an axis by the total count along it (a weak
   // scalar takes the sum's dtype).
@@ -310,6 +371,58 @@ MirroredStrategy::MirroredStrategy()
 MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices,
                                    CrossDeviceOps cross_device_ops)
     : Strategy(parse_devices(devices), std::move(cross_device_ops), false, "MirroredStrategy") {}
+
+namespace {
+
+// The all-reduce of a multi-worker strategy (TF's choice for CommunicationImplementation).
+bool multi_worker_uses_nccl(const std::vector<Device>& devices,
+                            experimental::CommunicationImplementation impl) {
+  using experimental::CommunicationImplementation;
+  bool distinct_gpus = true;
+  std::vector<int> physical;
+  for (Device d : devices) {
+    const int p = d.is_gpu() ? tapeflow::detail::physical_gpu_of(d.index) : -1;
+    if (!d.is_gpu() || std::find(physical.begin(), physical.end(), p) != physical.end())
+      distinct_gpus = false;
+    physical.push_back(p);
+  }
+  if (impl == CommunicationImplementation::NCCL) {
+    TF_CHECK_ARG(distinct_gpus, "MultiWorkerMirroredStrategy",
+                 "CommunicationImplementation::NCCL needs every local device to be a GPU on its "
+                 "own physical GPU; use RING for CPU devices");
+    TF_CHECK_T(UnimplementedError, detail::nccl_built(), "MultiWorkerMirroredStrategy",
+               "CommunicationImplementation::NCCL: tapeflow was built without NCCL");
+    return true;
+  }
+  return impl == CommunicationImplementation::AUTO && distinct_gpus && detail::nccl_built();
+}
+
+detail::MultiWorkerSetup multi_worker_setup(std::vector<Device> devices,
+                                            const experimental::CommunicationOptions& o) {
+  TF_CHECK_ARG(o.timeout_seconds >= 0, "MultiWorkerMirroredStrategy",
+               "timeout_seconds must not be negative, got {}", o.timeout_seconds);
+  TF_CHECK_ARG(o.bytes_per_pack >= 0, "MultiWorkerMirroredStrategy",
+               "bytes_per_pack must not be negative, got {}", o.bytes_per_pack);
+  detail::MultiWorkerSetup setup;
+  setup.nccl = multi_worker_uses_nccl(devices, o.implementation);
+  setup.devices = std::move(devices);
+  setup.workers = detail::world_worker_group(
+      o.timeout_seconds > 0 ? o.timeout_seconds : detail::default_collective_timeout());
+  return setup;
+}
+
+}  // namespace
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(experimental::CommunicationOptions options)
+    : Strategy(multi_worker_setup(all_local_devices(), options), "MultiWorkerMirroredStrategy") {}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(const std::vector<std::string>& devices,
+                                                         experimental::CommunicationOptions options)
+    : Strategy(multi_worker_setup(parse_devices(devices), options),
+               "MultiWorkerMirroredStrategy") {}
+
+int MultiWorkerMirroredStrategy::worker_index() const { return workers()->rank(); }
+int MultiWorkerMirroredStrategy::num_workers() const { return workers()->size(); }
 
 namespace {
 class DefaultStrategy final : public Strategy {

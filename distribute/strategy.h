@@ -41,6 +41,23 @@ struct NcclAllReduce {
 };
 using CrossDeviceOps = std::variant<std::monostate, ReductionToOneDevice, NcclAllReduce>;
 
+namespace experimental {
+// TF's tf.distribute.experimental.CommunicationImplementation: how a MultiWorkerMirroredStrategy
+// all-reduces across workers. AUTO: NCCL when every local device is a GPU of its own and NCCL is
+// built, else RING. RING: each process sums its replicas, then a ring over MPI between the
+// processes (tensors on GPUs go through host copies). NCCL: one communicator over every
+// worker's GPUs.
+enum class CommunicationImplementation { AUTO, RING, NCCL };
+// TF's tf.distribute.experimental.CommunicationOptions.
+struct CommunicationOptions {
+  int64_t bytes_per_pack = 0;  // accepted for TF compatibility: tapeflow packs into ~25 MiB buckets
+  // How long a collective waits for the other workers before DeadlineExceededError. 0: the
+  // variable TAPEFLOW_COLLECTIVE_TIMEOUT (seconds), else 300. TF's default waits forever.
+  double timeout_seconds = 0;
+  CommunicationImplementation implementation = CommunicationImplementation::AUTO;
+};
+}  // namespace experimental
+
 class Strategy;
 
 // TF's strategy.extended.
@@ -60,6 +77,13 @@ class StrategyExtended {
 
 namespace detail {
 class StrategyCore;
+class WorkerGroup;
+// A multi-worker strategy's replica devices, its all-reduce (NCCL or the ring) and its workers.
+struct MultiWorkerSetup {
+  std::vector<Device> devices;
+  bool nccl = false;
+  std::shared_ptr<WorkerGroup> workers;
+};
 // Thrown into run() when the caller is tracing a tf::function (see run()).
 [[noreturn]] void throw_run_while_tracing();
 bool calling_thread_is_tracing();
@@ -71,9 +95,13 @@ class Strategy {
   Strategy(const Strategy&) = delete;
   Strategy& operator=(const Strategy&) = delete;
 
+  // Every replica of every worker (one process: its devices).
   int num_replicas_in_sync() const;
   const StrategyExtended& extended() const { return extended_; }
+  // This process's replica devices (PerReplica values have one component per device).
   const std::vector<Device>& devices() const;
+  // Where this process's replicas sit among all of them.
+  const detail::ReplicaLayout& layout() const { return layout_; }
 
   // While it lives: variables created on this thread are mirrored over the strategy's devices,
   // and get_strategy() returns this strategy. Opening the scope of another strategy inside it
@@ -111,7 +139,7 @@ class Strategy {
       });
     } else {
       using V = std::decay_t<R>;
-      std::vector<std::optional<V>> results(static_cast<size_t>(num_replicas_in_sync()));
+      std::vector<std::optional<V>> results(devices().size());
       run_replicas([&](int i) {
         (void)i;
         results[static_cast<size_t>(i)].emplace(
@@ -127,7 +155,8 @@ class Strategy {
   // Combines the replicas' values into one tensor on the caller's device (TF's strategy.reduce):
   // SUM or MEAN across replicas; with an axis, also across that axis of each value (MEAN then
   // divides by the total number of elements along it over all replicas, so uneven batches
-  // average correctly).
+  // average correctly). Across workers too: every worker must call it (a collective), and all
+  // get the same result.
   Tensor reduce(ReduceOp op, const PerReplica<Tensor>& value,
                 std::optional<int> axis = std::nullopt) const;
 
@@ -140,18 +169,23 @@ class Strategy {
     return v.components();
   }
 
-  // Splits each global batch of `dataset` (any range of std::vector<Tensor>) over the replicas.
-  // An lvalue dataset is referenced (it must outlive the result); an rvalue is moved in.
+  // Splits each global batch of `dataset` (any range of std::vector<Tensor>) over the replicas
+  // (of every worker: each worker reads the whole dataset and keeps its replicas' rows, so the
+  // workers must see the same batches, e.g. shuffles with a seed). An lvalue dataset is
+  // referenced (it must outlive the result); an rvalue is moved in.
   template <class D>
   DistributedDataset<D> experimental_distribute_dataset(D&& dataset) const {
-    return DistributedDataset<D>(std::forward<D>(dataset), devices());
+    return DistributedDataset<D>(std::forward<D>(dataset), layout_);
   }
 
  protected:
   // A strategy over `devices` (validated), with threads; `inline_default` makes TF's default
-  // strategy (one replica run on the caller's thread).
+  // strategy (one replica run on the caller's thread). `workers`: the processes of a
+  // multi-worker strategy (its all-reduce chosen by the caller: NCCL or the ring), else null.
   Strategy(std::vector<Device> devices, CrossDeviceOps cross_device_ops, bool inline_default,
            const char* who);
+  Strategy(detail::MultiWorkerSetup setup, const char* who);
+  detail::WorkerGroup* workers() const { return workers_.get(); }
 
  private:
   template <class A>
@@ -164,6 +198,8 @@ class Strategy {
   std::unique_ptr<detail::StrategyCore> core_;
   StrategyExtended extended_;
   bool default_ = false;  // TF's default strategy: its scope mirrors nothing
+  std::shared_ptr<detail::WorkerGroup> workers_;
+  detail::ReplicaLayout layout_;
 };
 
 // Synchronous training on the devices of this process (TF's tf.distribute.MirroredStrategy).
@@ -176,6 +212,29 @@ class MirroredStrategy : public Strategy {
   // list are InvalidArgumentErrors.
   explicit MirroredStrategy(const std::vector<std::string>& devices,
                             CrossDeviceOps cross_device_ops = {});
+};
+
+// Synchronous training across processes (TF's tf.distribute.MultiWorkerMirroredStrategy), one
+// MPI rank per worker, launched with mpirun:
+//
+//   mpirun -np 2 ./train        (each process: MultiWorkerMirroredStrategy strategy;)
+//
+// Each worker runs replicas on its own devices (every GPU, or /device:CPU:0; every worker must
+// have as many); num_replicas_in_sync counts every worker's. Variables made in scope() start from
+// worker 0's initial values; all-reduces sum over every replica of every worker, so all copies
+// stay identical; strategy.reduce and datasets span the workers too. Every worker must run the
+// same steps (the same collectives in the same order). A worker that is gone or stuck makes the
+// others raise DeadlineExceededError within CommunicationOptions::timeout_seconds (mpirun also
+// ends the job when a process dies). Started without mpirun, it is a one-worker strategy.
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  explicit MultiWorkerMirroredStrategy(experimental::CommunicationOptions options = {});
+  // This process's devices, by name (tapeflow's addition; TF takes them from the cluster).
+  explicit MultiWorkerMirroredStrategy(const std::vector<std::string>& devices,
+                                       experimental::CommunicationOptions options = {});
+  // This process's index among the workers (TF's cluster_resolver.task_id) and their number.
+  int worker_index() const;
+  int num_workers() const;
 };
 
 // The current strategy: inside a scope() or on a replica thread, that strategy; otherwise TF's

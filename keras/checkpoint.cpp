@@ -132,7 +132,7 @@ Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects
   }
   impl_->objects = std::move(objects);
   // One plain counter, even under a strategy's scope.
-  tapeflow::detail::MirrorVariablesScope no_mirror({});
+  tapeflow::detail::MirrorVariablesScope no_mirror(std::vector<Device>{});
   impl_->save_counter = Variable(constant(Tensor(int64_t{0}), int64), "save_counter", false);
 }
 

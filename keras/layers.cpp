@@ -78,9 +78,9 @@ TensorShape with_unknown_batch(TensorShape shape) {
   return shape;
 }
 
-BuildScope::BuildScope(const std::vector<Device>& devices)
+BuildScope::BuildScope(const ::tapeflow::detail::MirrorSpec& mirror)
     : saved_trace_(std::exchange(::tapeflow::detail::thread_context().trace, nullptr)),
-      mirror_(devices),
+      mirror_(mirror),
       replica_(-1) {
   saved_tapes_.swap(::tapeflow::detail::thread_context().tapes);
 }
@@ -96,7 +96,7 @@ LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, st
                          : name),
       auto_named_(name.empty()),
       dtype_(backend::floatx()),
-      mirror_devices_(::tapeflow::detail::mirror_devices()) {}
+      mirror_spec_(::tapeflow::detail::mirror_spec()) {}
 
 Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   TF_CHECK_ARG(x.defined(), name().c_str(),
@@ -122,7 +122,7 @@ void LayerImpl::ensure_built(const TensorShape& input_shape) {
   std::lock_guard lock(build_mu_);
   if (built_.load(std::memory_order_relaxed)) return;
   const TensorShape s = with_unknown_batch(input_shape);
-  BuildScope scope(mirror_devices_);
+  BuildScope scope(mirror_spec_);
   TensorShape out;
   try {
     build(s);

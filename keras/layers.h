@@ -384,7 +384,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::string name_;
   bool auto_named_ = false;
   DType dtype_;
-  std::vector<Device> mirror_devices_;             // captured at construction
+  ::tapeflow::detail::MirrorSpec mirror_spec_;      // captured at construction
   std::optional<TensorShape> declared_input_shape_;  // with batch dimension None
 
  private:
@@ -415,12 +415,12 @@ std::string to_snake_case(const std::string& class_name);
 // `shape` with its first dimension replaced by tf::None (a batch-less description of inputs).
 TensorShape with_unknown_batch(TensorShape shape);
 
-// While it lives: no trace and no tape on this thread, variables mirrored over `devices`, and the
+// While it lives: no trace and no tape on this thread, variables mirrored as `mirror` says, and the
 // cross-replica view of mirrored variables. Layers build and compute initial values under it,
 // so initial values are computed once, eagerly, even when the first call is traced.
 class BuildScope {
  public:
-  explicit BuildScope(const std::vector<Device>& devices);
+  explicit BuildScope(const ::tapeflow::detail::MirrorSpec& mirror);
   ~BuildScope();
   BuildScope(const BuildScope&) = delete;
   BuildScope& operator=(const BuildScope&) = delete;

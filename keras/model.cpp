@@ -230,7 +230,7 @@ TensorShape ModelImpl::probe_output_shape(const TensorShape& input_shape) {
   TensorShape concrete = input_shape;
   for (int i = 0; i < concrete.rank(); ++i)
     if (concrete[i] == None) concrete[i] = 1;
-  BuildScope scope(mirror_devices_);
+  BuildScope scope(mirror_spec_);
   CallFrame frame(this);  // the member layers it calls get tracked
   Tensor y = call(zeros(concrete, dtype_), false);
   const TensorShape out = with_unknown_batch(y.shape());

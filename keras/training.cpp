@@ -275,9 +275,7 @@ void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& bat
     run_step(st.train, body, batch, "train_function", eager);
     return;
   }
-  const int r = st.strategy->num_replicas_in_sync();
-  const auto sizes = distribute::detail::replica_batch_sizes(distribute::detail::batch_dim(batch), r);
-  const auto per_replica = distribute::detail::split_batch(batch, sizes, st.strategy->devices());
+  const auto per_replica = distribute::detail::split_global_batch(batch, st.strategy->layout());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
   const Step& fn = ensure_step(st.train, body, per_replica.values()[0], "train_function", eager);
   st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/cuda/context.h"
 #include "distribute/nccl.h"
+#include "distribute/worker_group.h"
 
 #define TF_NCCL_CHECK(CALL)                                                                  \
   do {                                                                                       \
@@ -39,11 +40,32 @@ ncclDataType_t nccl_type(DType d) {
 
 class NcclCommsImpl final : public NcclComms {
  public:
-  explicit NcclCommsImpl(const std::vector<Device>& devices) : devices_(devices) {
+  NcclCommsImpl(const std::vector<Device>& devices, WorkerGroup* workers) : devices_(devices) {
     std::vector<int> ordinals;
     for (Device d : devices) ordinals.push_back(tapeflow::detail::cuda::physical_gpu(d));
     comms_.resize(devices.size());
-    TF_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data()));
+    if (workers == nullptr || workers->size() == 1) {
+      TF_NCCL_CHECK(
+          ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data()));
+      return;
+    }
+    // Across processes: worker 0's unique id reaches every worker over MPI; each local GPU
+    // joins as rank (worker * local + i) of (workers * local).
+    ncclUniqueId id{};
+    if (workers->rank() == 0) TF_NCCL_CHECK(ncclGetUniqueId(&id));
+    workers->broadcast(&id, sizeof(id), "NcclAllReduce");
+    const int local = static_cast<int>(devices.size());
+    const int nranks = local * workers->size();
+    TF_NCCL_CHECK(ncclGroupStart());
+    ncclResult_t first = ncclSuccess;
+    for (int i = 0; i < local && first == ncclSuccess; ++i) {
+      tapeflow::detail::cuda::set_device(devices[static_cast<size_t>(i)]);
+      first = ncclCommInitRank(&comms_[static_cast<size_t>(i)], nranks, id,
+                               workers->rank() * local + i);
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    TF_NCCL_CHECK(first);
+    TF_NCCL_CHECK(end);
   }
   ~NcclCommsImpl() override {
     for (ncclComm_t c : comms_)
@@ -80,8 +102,9 @@ class NcclCommsImpl final : public NcclComms {
 
 bool nccl_built() { return true; }
 
-std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>& devices) {
-  return std::make_unique<NcclCommsImpl>(devices);
+std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>& devices,
+                                           WorkerGroup* workers) {
+  return std::make_unique<NcclCommsImpl>(devices, workers);
 }
 
 }  // namespace tapeflow::distribute::detail

@@ -6,7 +6,7 @@ namespace tapeflow::distribute::detail {
 
 bool nccl_built() { return false; }
 
-std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>&) {
+std::unique_ptr<NcclComms> make_nccl_comms(const std::vector<Device>&, WorkerGroup*) {
   TF_THROW(UnimplementedError, "NcclAllReduce",
            "tapeflow was built without CUDA, so NCCL is not available; use "
            "tf::distribute::ReductionToOneDevice (the in-process all-reduce)");

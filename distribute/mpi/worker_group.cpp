@@ -1,0 +1,258 @@
+// The workers of a MultiWorkerMirroredStrategy on MPI (compiled when CMake finds MPI). Point-to-
+// point messages only (MPI_Isend/MPI_Irecv polled with MPI_Testall), so that every wait has a
+// deadline: MPI's own collectives block without one.
+// The C API only: OpenMPI's and MPICH's mpi.h pull in the deprecated C++ bindings otherwise.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "core/log.h"
+#include "distribute/worker_group.h"
+
+namespace tapeflow::distribute::detail {
+
+bool mpi_built() { return true; }
+
+namespace {
+
+// Serialises every MPI call of the process (MPI_THREAD_SERIALIZED asks no more of us).
+std::mutex& mpi_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+// Set after a failed collective: the workers can no longer meet.
+std::atomic<bool> g_broken{false};
+
+// At exit: finalise, unless a collective failed: MPI_Finalize would wait for the lost or stuck
+// peer, so the job is ended instead (mpirun then stops every worker and reports it).
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (g_broken.load()) {
+    // stderr directly: the logger may already be destroyed this late in the exit.
+    std::fputs("[tapeflow] [error] a collective of this worker failed earlier: ending the MPI job "
+               "(MPI_Abort)\n",
+               stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+}
+
+std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return fmt::format("MPI error {}", code);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+// Element-wise dst += src for `count` elements of dtype.
+void add_into(void* dst, const void* src, size_t count, DType dtype) {
+  TF_DISPATCH_ALL_TYPES(dtype, {
+    if constexpr (std::is_same_v<T, bool>) {
+      TF_THROW(InvalidArgumentError, "all_reduce", "cannot all-reduce a bool tensor");
+    } else {
+      using C = compute_t<T>;
+      T* d = static_cast<T*>(dst);
+      const T* s = static_cast<const T*>(src);
+      for (size_t i = 0; i < count; ++i)
+        d[i] = static_cast<T>(static_cast<C>(d[i]) + static_cast<C>(s[i]));
+    }
+  });
+}
+
+class MpiWorkerGroup final : public WorkerGroup {
+ public:
+  explicit MpiWorkerGroup(double timeout) : timeout_(timeout) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      TF_CHECK_T(UnavailableError, rc == MPI_SUCCESS, "MultiWorkerMirroredStrategy",
+                 "MPI_Init_thread failed: {}", mpi_error_string(rc));
+      TF_CHECK_T(UnavailableError, provided >= MPI_THREAD_SERIALIZED,
+                 "MultiWorkerMirroredStrategy",
+                 "the MPI library gives thread level {} but tapeflow needs "
+                 "MPI_THREAD_SERIALIZED ({}): collectives run on the replica threads",
+                 provided, MPI_THREAD_SERIALIZED);
+      std::atexit(finalize_at_exit);
+    }
+    // A private communicator: our messages never meet the application's own MPI traffic.
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    // Errors come back as codes (and become exceptions), not as an abort of the job.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+
+  ~MpiWorkerGroup() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && !g_broken.load()) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  double timeout_seconds() const override { return timeout_; }
+
+  void all_reduce_sum(void* data, size_t count, DType dtype, const char* what) override {
+    std::lock_guard lock(mpi_mutex());
+    check_usable(what);
+    if (size_ == 1 || count == 0) return;
+    const size_t esize = dtype_size(dtype);
+    const size_t w = static_cast<size_t>(size_);
+    // Segments keep every message under 64 MiB (MPI counts are ints).
+    const size_t chunk_max = (size_t{64} << 20) / esize;
+    const size_t segment = chunk_max * w;
+    auto* bytes = static_cast<uint8_t*>(data);
+    std::vector<uint8_t> incoming;
+    for (size_t off = 0; off < count; off += segment) {
+      const size_t n = std::min(segment, count - off);
+      ring(bytes + off * esize, n, dtype, esize, incoming, what);
+    }
+  }
+
+  void broadcast(void* data, size_t nbytes, const char* what) override {
+    std::lock_guard lock(mpi_mutex());
+    check_usable(what);
+    if (size_ == 1 || nbytes == 0) return;
+    auto* bytes = static_cast<uint8_t*>(data);
+    constexpr size_t kPiece = size_t{64} << 20;
+    for (size_t off = 0; off < nbytes; off += kPiece) {
+      const int n = static_cast<int>(std::min(kPiece, nbytes - off));
+      std::vector<MPI_Request> reqs;
+      if (rank_ == 0) {
+        reqs.resize(static_cast<size_t>(size_ - 1));
+        for (int r = 1; r < size_; ++r)
+          post(MPI_Isend(bytes + off, n, MPI_BYTE, r, kTagBroadcast, comm_,
+                         &reqs[static_cast<size_t>(r - 1)]),
+               what);
+        wait(reqs, what, "a worker did not receive");
+      } else {
+        reqs.resize(1);
+        post(MPI_Irecv(bytes + off, n, MPI_BYTE, 0, kTagBroadcast, comm_, &reqs[0]), what);
+        wait(reqs, what, "worker 0 did not send");
+      }
+    }
+  }
+
+  std::vector<int64_t> all_gather(int64_t value, const char* what) override {
+    std::vector<int64_t> all(static_cast<size_t>(size_), 0);
+    all[static_cast<size_t>(rank_)] = value;
+    all_reduce_sum(all.data(), all.size(), int64, what);
+    return all;
+  }
+
+ private:
+  static constexpr int kTagRing = 7101;
+  static constexpr int kTagBroadcast = 7102;
+
+  void check_usable(const char* what) const {
+    TF_CHECK_T(FailedPreconditionError, !g_broken.load(), what,
+               "an earlier collective of this process failed (a worker is gone or stuck); the "
+               "workers cannot continue together: restart the job (from a checkpoint)");
+  }
+
+  void post(int rc, const char* what) {
+    if (rc == MPI_SUCCESS) return;
+    g_broken = true;
+    TF_THROW(UnavailableError, what, "worker {} of {}: MPI failed: {}", rank_, size_,
+             mpi_error_string(rc));
+  }
+
+  // Waits for every request, at most timeout_ seconds; spins briefly, then sleeps between polls.
+  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto deadline = start + std::chrono::duration<double>(timeout_);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done,
+                                 MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        g_broken = true;
+        TF_THROW(UnavailableError, what,
+                 "worker {} of {}: {} (MPI: {}); a worker may have died", rank_, size_,
+                 waiting_for, mpi_error_string(rc));
+      }
+      if (done) return;
+      if (clock::now() > deadline) {
+        for (MPI_Request& r : reqs)
+          if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+        g_broken = true;
+        TF_THROW(DeadlineExceededError, what,
+                 "worker {} of {}: {} within {:g} s (the collective timeout; "
+                 "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT): it is "
+                 "gone or stuck",
+                 rank_, size_, waiting_for, timeout_);
+      }
+      if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  // Ring all-reduce of n elements at data: reduce-scatter (after step s, worker r has added
+  // its left neighbour's partial sum of chunk r-s-1 to its own), then all-gather of the finished
+  // chunks. Chunk c covers elements [c n / w, (c + 1) n / w).
+  void ring(uint8_t* data, size_t n, DType dtype, size_t esize, std::vector<uint8_t>& incoming,
+            const char* what) {
+    const int w = size_;
+    const int right = (rank_ + 1) % w, left = (rank_ + w - 1) % w;
+    auto begin = [&](int c) { return n * static_cast<size_t>(c) / static_cast<size_t>(w); };
+    auto length = [&](int c) { return begin(c + 1) - begin(c); };
+    incoming.resize(length(0) * esize + esize * 2);
+    const std::string from_left = fmt::format("worker {} did not answer", left);
+    for (int s = 0; s < w - 1; ++s) {
+      const int send_c = (rank_ - s + w) % w, recv_c = (rank_ - s - 1 + 2 * w) % w;
+      incoming.resize(std::max(incoming.size(), length(recv_c) * esize));
+      std::vector<MPI_Request> reqs(2);
+      post(MPI_Irecv(incoming.data(), static_cast<int>(length(recv_c) * esize), MPI_BYTE, left,
+                     kTagRing, comm_, &reqs[0]),
+           what);
+      post(MPI_Isend(data + begin(send_c) * esize, static_cast<int>(length(send_c) * esize),
+                     MPI_BYTE, right, kTagRing, comm_, &reqs[1]),
+           what);
+      wait(reqs, what, from_left);
+      add_into(data + begin(recv_c) * esize, incoming.data(), length(recv_c), dtype);
+    }
+    for (int s = 0; s < w - 1; ++s) {
+      const int send_c = (rank_ + 1 - s + w) % w, recv_c = (rank_ - s + w) % w;
+      std::vector<MPI_Request> reqs(2);
+      post(MPI_Irecv(data + begin(recv_c) * esize, static_cast<int>(length(recv_c) * esize),
+                     MPI_BYTE, left, kTagRing, comm_, &reqs[0]),
+           what);
+      post(MPI_Isend(data + begin(send_c) * esize, static_cast<int>(length(send_c) * esize),
+                     MPI_BYTE, right, kTagRing, comm_, &reqs[1]),
+           what);
+      wait(reqs, what, from_left);
+    }
+  }
+
+  double timeout_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+std::shared_ptr<WorkerGroup> world_worker_group(double timeout_seconds) {
+  TF_CHECK_ARG(timeout_seconds > 0, "MultiWorkerMirroredStrategy",
+               "the collective timeout must be positive, got {} s", timeout_seconds);
+  std::lock_guard lock(mpi_mutex());
+  return std::make_shared<MpiWorkerGroup>(timeout_seconds);
+}
+
+}  // namespace tapeflow::distribute::detail

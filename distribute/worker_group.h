@@ -1,0 +1,49 @@
+// Internal to distribute/: the processes ("workers") of a MultiWorkerMirroredStrategy, one MPI
+// rank each (launched with mpirun). distribute/mpi/worker_group.cpp implements it on MPI,
+// distribute/no_mpi/worker_group.cpp reports that tapeflow was built without MPI.
+//
+// Every collective here is called by every worker in the same order, from one thread per
+// process at a time (the strategy's first replica thread inside run, the caller's thread outside
+// it); a process-wide lock serialises them anyway. Each one waits at most timeout() seconds for
+// its peers: a worker that is gone or stuck makes the others raise DeadlineExceededError (or
+// UnavailableError when MPI reports the failure) instead of hanging. After such a failure the
+// group is broken: later collectives raise at once, and at exit the process ends the MPI job
+// with MPI_Abort instead of finalising (which would wait for the lost peer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace tapeflow::distribute::detail {
+
+class WorkerGroup {
+ public:
+  virtual ~WorkerGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual double timeout_seconds() const = 0;
+  // In place: data[0, count) becomes the sum over the workers. A ring (reduce-scatter, then
+  // all-gather): every worker gets bit-identical results, and each element's additions happen
+  // in an order that depends only on the number of workers.
+  virtual void all_reduce_sum(void* data, size_t count, DType dtype, const char* what) = 0;
+  // Worker 0's nbytes at data are copied into every other worker's data.
+  virtual void broadcast(void* data, size_t nbytes, const char* what) = 0;
+  // Every worker's value, in rank order.
+  virtual std::vector<int64_t> all_gather(int64_t value, const char* what) = 0;
+};
+
+// True when tapeflow was built with MPI.
+bool mpi_built();
+// The group of all processes of this MPI job (MPI_COMM_WORLD), initialising MPI on first use
+// (MPI_THREAD_SERIALIZED; finalised at exit). A process started without mpirun is a group of
+// one. timeout_seconds bounds every wait of this group's collectives.
+std::shared_ptr<WorkerGroup> world_worker_group(double timeout_seconds);
+// The default collective timeout: TAPEFLOW_COLLECTIVE_TIMEOUT (seconds) or 300.
+double default_collective_timeout();
+
+}  // namespace tapeflow::distribute::detail

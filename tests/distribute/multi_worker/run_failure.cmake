@@ -1,0 +1,32 @@
+# Runs the hidden [.failure_KIND] case of the multi-worker test binary under mpirun and checks
+# that the job ends, in bounded time, with the error a user should see:
+#   stuck: worker 1 sleeps past the 2 s collective timeout; worker 0 raises
+#          DeadlineExceededError naming worker 1 and the timeout, and the job ends (MPI_Abort).
+#   dies:  worker 1 is killed (SIGKILL) at step 3; the job ends (mpirun ends the others, or
+#          worker 0 raises first).
+# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|dies -P run_failure.cmake
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${MPIRUN} ${PROGRAM} "[.failure_${KIND}]"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(TIMESTAMP end "%s")
+math(EXPR elapsed "${end} - ${start}")
+set(all "${out}${err}")
+message("${all}")
+message("exit status: ${rc}, ${elapsed} s")
+if(rc MATCHES "timeout|Process terminated")
+  message(FATAL_ERROR "the job did not end within 120 s: a worker hangs")
+endif()
+if(elapsed GREATER 60)
+  message(FATAL_ERROR "the job took ${elapsed} s to end")
+endif()
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the job ended with status 0 although a worker failed")
+endif()
+if(KIND STREQUAL "stuck")
+  set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: worker 1 did not answer within 2 s")
+else()
+  set(want "signal 9|Killed|worker 0 raised at step 3")
+endif()
+if(NOT all MATCHES "${want}")
+  message(FATAL_ERROR "the output does not show the expected error (${want})")
+endif()

@@ -1,0 +1,306 @@
+// MultiWorkerMirroredStrategy across processes. CTest runs this binary under `mpirun -np 2`
+// (one CPU replica per process) and alone (a one-worker strategy); every case holds for any
+// number of workers. The hidden [.failure] cases end the job on purpose (a stuck or a dying
+// worker); tests/distribute/multi_worker/run_failure.cmake runs them and checks the outcome.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "autograd/tape.h"
+#include "autograd/variable.h"
+#include "core/error.h"
+#include "distribute/strategy.h"
+#include "jit/function.h"
+#include "keras/model.h"
+#include "ops/activation.h"
+#include "ops/binary.h"
+#include "ops/copy.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace ds = tapeflow::distribute;
+
+namespace {
+
+// One strategy for the whole process: MPI is initialised once, and every worker must create its
+// strategies in the same order.
+ds::MultiWorkerMirroredStrategy& strategy() {
+  static ds::MultiWorkerMirroredStrategy s(
+      ds::experimental::CommunicationOptions{.timeout_seconds = 60});
+  return s;
+}
+
+constexpr float kLr = 0.05f;
+constexpr int kIn = 6, kHidden = 16;
+
+struct Mlp {
+  std::vector<tf::Variable> vars;  // w1, b1, w2, b2
+  tf::Tensor per_example_loss(const tf::Tensor& x, const tf::Tensor& y) const {
+    tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0]) + vars[1]);
+    tf::Tensor pred = tf::matmul(h, vars[2]) + vars[3];
+    return tf::reduce_sum(tf::square(pred - y), 1);
+  }
+};
+
+// 44 seeded examples (the same in every process) in global batches of 16: 16, 16 and 12.
+std::vector<std::vector<tf::Tensor>> dataset() {
+  const int items = 44, batch = 16;
+  tf::Tensor x = tf::random::uniform({items, kIn}, -1.0, 1.0, tf::float32, 3);
+  tf::Tensor y = tf::reduce_sum(tf::sin(x * 2.0f), 1, /*keepdims=*/true);
+  std::vector<std::vector<tf::Tensor>> out;
+  for (int b = 0; b < items; b += batch) {
+    const int n = std::min(batch, items - b);
+    out.push_back({tf::slice(x, {b, 0}, {n, kIn}), tf::slice(y, {b, 0}, {n, 1})});
+  }
+  return out;
+}
+
+std::vector<tf::Tensor> train_single(const std::vector<tf::Tensor>& init,
+                                     const std::vector<std::vector<tf::Tensor>>& data, int epochs) {
+  Mlp m;
+  for (const tf::Tensor& t : init) m.vars.emplace_back(tf::identity(t));
+  for (int e = 0; e < epochs; ++e)
+    for (const auto& b : data) {
+      tf::GradientTape tape;
+      tf::Tensor loss =
+          tf::nn::compute_average_loss(m.per_example_loss(b[0], b[1]), b[0].shape()[0]);
+      auto grads = tape.gradient(loss, m.vars);
+      for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
+    }
+  std::vector<tf::Tensor> out;
+  for (auto& v : m.vars) out.push_back(v.value());
+  return out;
+}
+
+tf::Tensor replica_step(Mlp& m, const tf::Tensor& x, const tf::Tensor& y, int64_t global) {
+  tf::GradientTape tape;
+  tf::Tensor loss = tf::nn::compute_average_loss(m.per_example_loss(x, y), global);
+  auto grads = tape.gradient(loss, m.vars);
+  grads = ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, grads);
+  for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
+  return loss;
+}
+
+// Every worker's copy of `t`, gathered through SUM reductions (worker w's value at slot w).
+std::vector<std::vector<float>> gather_floats(const tf::Tensor& t) {
+  auto& s = strategy();
+  const auto mine = t.numpy<float>();
+  const size_t n = mine.size();
+  std::vector<float> slots(n * static_cast<size_t>(s.num_workers()), 0.0f);
+  std::copy(mine.begin(), mine.end(), slots.begin() + static_cast<std::ptrdiff_t>(n) * s.worker_index());
+  const tf::Tensor local = tf::constant(slots);
+  std::vector<tf::Tensor> parts(s.devices().size(), tf::zeros_like(local));
+  parts[0] = local;
+  const auto all = s.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>(parts)).numpy<float>();
+  std::vector<std::vector<float>> out;
+  for (int w = 0; w < s.num_workers(); ++w)
+    out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(n) * w,
+                     all.begin() + static_cast<std::ptrdiff_t>(n) * (w + 1));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("multi-worker: workers, global replica ids and cross-worker reduce",
+          "[distribute][mpi]") {
+  auto& s = strategy();
+  const int workers = s.num_workers();
+  REQUIRE(workers >= 1);
+  CHECK(s.worker_index() >= 0);
+  CHECK(s.worker_index() < workers);
+  CHECK(s.devices().size() == 1);
+  CHECK(s.num_replicas_in_sync() == workers);
+  CHECK(s.extended().cross_device_ops() == "RING");
+  CHECK(s.extended().worker_devices()[0] ==
+        "/job:worker/replica:0/task:" + std::to_string(s.worker_index()) + "/device:CPU:0");
+  // Replica ids are global; all_reduce and reduce span every worker.
+  auto ids = s.run([] {
+    auto* ctx = ds::get_replica_context();
+    const float id = static_cast<float>(ctx->replica_id_in_sync_group());
+    tf::Tensor summed = ctx->all_reduce(ds::ReduceOp::SUM, tf::constant({id, 1.0f}));
+    tf::Tensor mean = ctx->all_reduce(ds::ReduceOp::MEAN, tf::constant({id, 1.0f}));
+    return std::vector<tf::Tensor>{tf::constant(id), summed, mean, tf::constant(ctx->num_replicas_in_sync())};
+  });
+  const double n = workers, id_sum = n * (n - 1) / 2;
+  CHECK(ids[0][0].item<float>() == static_cast<float>(s.worker_index()));
+  tf::testing::check_values(ids[0][1], {id_sum, n}, 0, 0);
+  tf::testing::check_values(ids[0][2], {id_sum / n, 1.0}, 1e-7, 0);
+  CHECK(ids[0][3].item<int32_t>() == workers);
+  auto one_each = s.run([] { return tf::constant(1.0); });
+  tf::testing::check_values(s.reduce(ds::ReduceOp::SUM, one_each), {n}, 0, 0);
+  tf::testing::check_values(s.reduce(ds::ReduceOp::MEAN, one_each), {1.0}, 0, 0);
+  // With an axis, MEAN divides by every worker's rows: worker w contributes w + 1 rows of w.
+  auto rows = s.run([] {
+    const int w = ds::get_replica_context()->replica_id_in_sync_group();
+    return tf::fill({w + 1}, tf::Tensor(static_cast<double>(w)));
+  });
+  double num = 0, den = 0;
+  for (int w = 0; w < workers; ++w) {
+    num += static_cast<double>(w) * (w + 1);
+    den += w + 1;
+  }
+  tf::testing::check_values(s.reduce(ds::ReduceOp::MEAN, rows, 0), {num / den}, 1e-12, 0);
+}
+
+TEST_CASE("multi-worker: variables start from worker 0's value", "[distribute][mpi]") {
+  auto& s = strategy();
+  tf::Variable v = [&] {
+    auto scope = s.scope();
+    // Unseeded: every process draws other numbers; the strategy broadcasts worker 0's.
+    return tf::Variable(tf::random::normal({5}), "v");
+  }();
+  const auto all = gather_floats(v.value());
+  for (const auto& w : all) CHECK(w == all[0]);
+}
+
+TEST_CASE("multi-worker: SGD over the workers matches one process at the same global batch",
+          "[distribute][mpi]") {
+  auto& s = strategy();
+  const int epochs = 3;
+  const auto data = dataset();
+  Mlp m = [&] {
+    auto scope = s.scope();
+    Mlp out;
+    const char* names[] = {"w1", "b1", "w2", "b2"};
+    // Unseeded initial values: worker 0's reach every worker.
+    const std::vector<tf::Tensor> init = {tf::random::normal({kIn, kHidden}, 0.0, 0.5),
+                                          tf::zeros({kHidden}),
+                                          tf::random::normal({kHidden, 1}, 0.0, 0.5),
+                                          tf::zeros({1})};
+    for (size_t i = 0; i < init.size(); ++i) out.vars.emplace_back(init[i], names[i]);
+    return out;
+  }();
+  std::vector<tf::Tensor> init;
+  for (auto& v : m.vars) init.push_back(tf::identity(v.value()));
+  const auto want = train_single(init, data, epochs);
+
+  auto traced = tf::function(
+      [&](tf::Tensor x, tf::Tensor y, int64_t global) { return replica_step(m, x, y, global); },
+      tf::FunctionOptions{.name = "replica_step"});
+  double first = 0, last = 0;
+  for (int e = 0; e < epochs; ++e) {
+    size_t b = 0;
+    for (const auto& element : s.experimental_distribute_dataset(data)) {
+      const int64_t global = data[b++][0].shape()[0];
+      // Epoch 1 eagerly, then the traced step: both paths meet over MPI.
+      auto losses = s.run([&](const std::vector<tf::Tensor>& batch) {
+        return e == 0 ? replica_step(m, batch[0], batch[1], global)
+                      : traced(batch[0], batch[1], global);
+      }, element);
+      const double loss = s.reduce(ds::ReduceOp::SUM, losses).item<double>();
+      if (first == 0) first = loss;
+      last = loss;
+    }
+  }
+  CHECK(last < first);
+  for (size_t i = 0; i < m.vars.size(); ++i) {
+    INFO("variable " << m.vars[i].name());
+    // Every worker holds the same bits (the ring hands every worker the same sums)...
+    const auto all = gather_floats(m.vars[i].value());
+    for (const auto& w : all) CHECK(w == all[0]);
+    // ...and equals, to float rounding, one process training on the whole global batches.
+    tf::testing::check_close(m.vars[i].value(), want[i], 1e-4, 1e-5);
+  }
+}
+
+TEST_CASE("multi-worker: different tensors on different workers are an error on every worker",
+          "[distribute][mpi]") {
+  auto& s = strategy();
+  if (s.num_workers() < 2) return;  // needs a second worker to disagree with
+  TF_REQUIRE_THROWS_CONTAINING(s.run([&] {
+    const int64_t n = 3 + s.worker_index();
+    return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({n}));
+  }),
+                               tf::InvalidArgumentError, "all-reduces other tensors than worker 0");
+  // The workers agree again afterwards.
+  auto ok = s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({2})); });
+  tf::testing::check_values(ok[0], {double(s.num_workers()), double(s.num_workers())}, 0, 0);
+}
+
+TEST_CASE("multi-worker: keras fit under the strategy's scope matches one process",
+          "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  auto& s = strategy();
+  // Three seeded Gaussian blobs (the same in every process); batches of 32 and a last of 4.
+  const int64_t n = 100;
+  const auto noise = tf::testing::random_values(static_cast<size_t>(2 * n), -0.6, 0.6, 10);
+  std::vector<float> xs(static_cast<size_t>(2 * n));
+  std::vector<int32_t> ys(static_cast<size_t>(n));
+  const float cx[3] = {-2.f, 2.f, 0.f}, cy[3] = {-1.f, -1.f, 2.f};
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    const int c = static_cast<int>(i % 3);
+    ys[i] = c;
+    xs[2 * i] = cx[c] + static_cast<float>(noise[2 * i]);
+    xs[2 * i + 1] = cy[c] + static_cast<float>(noise[2 * i + 1]);
+  }
+  const tf::Tensor x = tf::constant(xs, {n, 2}), y = tf::constant(ys, {n});
+  auto make = [] { return K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)}); };
+  auto train = [&](K::Sequential& model) {
+    model.compile(K::optimizers::SGD(0.1, 0.9), K::losses::SparseCategoricalCrossentropy(true),
+                  {"accuracy"});
+    model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+  };
+  tf::random::set_seed(21);
+  auto single = make();
+  train(single);
+  tf::random::set_seed(21);
+  std::optional<K::Sequential> distributed;
+  {
+    auto scope = s.scope();
+    distributed.emplace(make());
+    train(*distributed);
+  }
+  const auto a = single.get_weights(), b = distributed->get_weights();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    tf::testing::check_close(a[i], b[i], 1e-4, 1e-5);
+    const auto all = gather_floats(b[i]);
+    for (const auto& w : all) CHECK(w == all[0]);
+  }
+}
+
+// ---- hidden: run by run_failure.cmake; each ends the job ----
+
+TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
+  ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 2});
+  REQUIRE(s.num_workers() >= 2);
+  if (s.worker_index() == 1) std::this_thread::sleep_for(std::chrono::seconds(5));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({4})); });
+    FAIL("the all-reduce completed without the stuck worker");
+  } catch (const tf::DeadlineExceededError& e) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // One line per worker for the script to find.
+    std::fprintf(stderr, "worker %d raised DeadlineExceededError after %.1f s: %s\n",
+                 s.worker_index(), waited, e.what());
+    CHECK(waited < 10);
+  }
+}
+
+TEST_CASE("multi-worker failure: a worker dies", "[.failure_dies]") {
+  ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 20});
+  REQUIRE(s.num_workers() >= 2);
+  for (int step = 0; step < 1000; ++step) {
+    if (step == 3 && s.worker_index() == 1) ::raise(SIGKILL);
+    try {
+      s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({4})); });
+    } catch (const tf::Error& e) {
+      std::fprintf(stderr, "worker %d raised at step %d: %s\n", s.worker_index(), step, e.what());
+      return;
+    }
+  }
+}
