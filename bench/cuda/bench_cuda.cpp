@@ -2,7 +2,8 @@
 //   - device-to-device copy bandwidth (cudaMemcpyAsync), the ceiling of memory-bound ops;
 //   - tf::add and tf::reduce_sum over 2^28 float32 (GB/s counts bytes read + written once);
 //   - SGEMM N=8192: tf::matmul against cublasSgemm called directly on the same stream, plus
-//     TF32 (tf::config::experimental::enable_tensor_float_32_execution) and bfloat16;
+//     TF32 (tf::config::experimental::enable_tensor_float_32_execution; against cublasSgemm in
+//     TF32 math and the fastest of cublasLt's top 16 algorithms) and bfloat16;
 //   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
 //   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting);
 //   - host<->device copies of 256 MiB from and to pageable memory (wall time, staged through
@@ -13,6 +14,7 @@
 // Device times use CUDA events on the stream tapeflow queues its work on (manual time), so the
 // medians are kernel time, not host time; the launch-overhead benchmark is host wall time.
 #include <benchmark/benchmark.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -146,6 +148,93 @@ void BM_CublasSgemm(benchmark::State& state) {
   set_flops(state, 2.0 * n * n * n);
 }
 
+// The TF32 references: cublasSgemm with TF32 tensor-op math, and cublasLt with every algorithm
+// of its heuristic's top 16 (64 MiB workspace) timed and the fastest kept: how far tf::matmul's
+// TF32 (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32, no workspace set) is from the best.
+void BM_CublasTf32(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int n = static_cast<int>(state.range(0));
+  tf::Tensor a = gpu_uniform({n, n}, tf::float32, 3), b = gpu_uniform({n, n}, tf::float32, 4);
+  tf::Tensor c = tf::detail::empty(tf::TensorShape{n, n}, tf::float32, kGpu);
+  cublasHandle_t h;
+  cublasCreate(&h);
+  cublasSetStream(h, tf::detail::cuda::stream(kGpu));
+  cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
+  const float one = 1, zero = 0;
+  time_on_stream(state, [&] {
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(b.raw_data()),
+                n, static_cast<const float*>(a.raw_data()), n, &zero,
+                static_cast<float*>(c.raw_data()), n);
+  });
+  cublasDestroy(h);
+  set_flops(state, 2.0 * n * n * n);
+}
+
+void BM_CublasLtTf32Best(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  const int64_t ni = state.range(0);
+  tf::Tensor a = gpu_uniform({ni, ni}, tf::float32, 3), b = gpu_uniform({ni, ni}, tf::float32, 4);
+  tf::Tensor c = tf::detail::empty(tf::TensorShape{ni, ni}, tf::float32, kGpu);
+  cudaStream_t s = tf::detail::cuda::stream(kGpu);
+  cublasLtHandle_t lt;
+  cublasLtCreate(&lt);
+  cublasLtMatmulDesc_t op;
+  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F);
+  cublasLtMatrixLayout_t layout;
+  cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, n, n, static_cast<int64_t>(n));
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  size_t ws_bytes = size_t{64} << 20;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                       sizeof(ws_bytes));
+  void* ws = nullptr;
+  BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
+  cublasLtMatmulHeuristicResult_t results[16] = {};
+  int found = 0;
+  cublasLtMatmulAlgoGetHeuristic(lt, op, layout, layout, layout, layout, pref, 16, results,
+                                 &found);
+  const float one = 1, zero = 0;
+  auto run = [&](const cublasLtMatmulAlgo_t* algo) {
+    cublasLtMatmul(lt, op, &one, b.raw_data(), layout, a.raw_data(), layout, &zero, c.raw_data(),
+                   layout, c.raw_data(), layout, algo, ws, ws_bytes, s);
+  };
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  int best = -1;
+  float best_ms = 1e30f;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    run(&results[i].algo);  // warm-up
+    BENCH_CUDA(cudaEventRecord(e0, s));
+    for (int r = 0; r < 3; ++r) run(&results[i].algo);
+    BENCH_CUDA(cudaEventRecord(e1, s));
+    BENCH_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  if (best < 0) {
+    state.SkipWithError("cublasLt found no TF32 algorithm");
+  } else {
+    time_on_stream(state, [&] { run(&results[best].algo); });
+    set_flops(state, 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n));
+    state.counters["algos"] = found;
+    state.counters["best"] = best;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(ws);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(lt);
+}
+
 void BM_Inverse(benchmark::State& state) {
   if (!have_gpu(state)) return;
   const int64_t n = state.range(0);
@@ -232,6 +321,8 @@ BENCHMARK_CAPTURE(BM_Matmul, float32, tf::float32, false)->Arg(8192)->UseManualT
 BENCHMARK_CAPTURE(BM_Matmul, tf32, tf::float32, true)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, bfloat16, tf::bfloat16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, float16, tf::float16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CublasTf32)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CublasLtTf32Best)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostToDevice)->UseRealTime()->Unit(benchmark::kMillisecond);
