@@ -127,8 +127,9 @@ void BM_Matmul(benchmark::State& state, tf::DType dtype, bool tf32) {
   set_flops(state, 2.0 * n * n * n);
 }
 
-// cuBLAS called directly on the same buffers and stream: the reference for tf::matmul.
-void BM_CublasSgemm(benchmark::State& state) {
+// cuBLAS called directly on the same buffers and stream: the reference for tf::matmul (float32
+// math, or TF32 tensor-op math).
+void BM_CublasSgemm(benchmark::State& state, bool tf32) {
   if (!have_gpu(state)) return;
   const int n = static_cast<int>(state.range(0));
   tf::Tensor a = gpu_uniform({n, n}, tf::float32, 3), b = gpu_uniform({n, n}, tf::float32, 4);
@@ -136,7 +137,7 @@ void BM_CublasSgemm(benchmark::State& state) {
   cublasHandle_t h;
   cublasCreate(&h);
   cublasSetStream(h, tf::detail::cuda::stream(kGpu));
-  cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   const float one = 1, zero = 0;
   time_on_stream(state, [&] {
     // Row-major C = A B as column-major C^T = B^T A^T.
@@ -148,28 +149,9 @@ void BM_CublasSgemm(benchmark::State& state) {
   set_flops(state, 2.0 * n * n * n);
 }
 
-// The TF32 references: cublasSgemm with TF32 tensor-op math, and cublasLt with every algorithm
-// of its heuristic's top 16 (64 MiB workspace) timed and the fastest kept: how far tf::matmul's
-// TF32 (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32, no workspace set) is from the best.
-void BM_CublasTf32(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  const int n = static_cast<int>(state.range(0));
-  tf::Tensor a = gpu_uniform({n, n}, tf::float32, 3), b = gpu_uniform({n, n}, tf::float32, 4);
-  tf::Tensor c = tf::detail::empty(tf::TensorShape{n, n}, tf::float32, kGpu);
-  cublasHandle_t h;
-  cublasCreate(&h);
-  cublasSetStream(h, tf::detail::cuda::stream(kGpu));
-  cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
-  const float one = 1, zero = 0;
-  time_on_stream(state, [&] {
-    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(b.raw_data()),
-                n, static_cast<const float*>(a.raw_data()), n, &zero,
-                static_cast<float*>(c.raw_data()), n);
-  });
-  cublasDestroy(h);
-  set_flops(state, 2.0 * n * n * n);
-}
-
+// The TF32 references: cublasSgemm in TF32 math (BM_CublasSgemm/tf32 above), and cublasLt with
+// every algorithm of its heuristic's top 16 (64 MiB workspace) timed and the fastest kept: how
+// far tf::matmul's TF32 (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32) is from the best.
 void BM_CublasLtTf32Best(benchmark::State& state) {
   if (!have_gpu(state)) return;
   const uint64_t n = static_cast<uint64_t>(state.range(0));
@@ -316,12 +298,12 @@ void BM_PinnedCopy(benchmark::State& state, bool to_device) {
 BENCHMARK(BM_CopyD2D)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Add)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReduceSum)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CublasSgemm)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CublasSgemm, float32, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, float32, tf::float32, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, tf32, tf::float32, true)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, bfloat16, tf::bfloat16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, float16, tf::float16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CublasTf32)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CublasSgemm, tf32, true)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CublasLtTf32Best)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);

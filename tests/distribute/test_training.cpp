@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "distribute/strategy.h"
 #include "distribute_testing.h"
+#include "sgd_mlp.h"
 #include "jit/function.h"
 #include "ops/activation.h"
 #include "ops/binary.h"
@@ -22,78 +23,15 @@ namespace ds = tapeflow::distribute;
 using distribute_testing::bit_identical;
 using distribute_testing::cpus;
 using distribute_testing::split_cpu;
+using namespace sgd_mlp;
 
 namespace {
-
-constexpr float kLr = 0.05f;
-constexpr int kIn = 6, kHidden = 16;
-
-struct Mlp {
-  std::vector<tf::Variable> vars;  // w1, b1, w2, b2
-  tf::Tensor per_example_loss(const tf::Tensor& x, const tf::Tensor& y) const {
-    tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0]) + vars[1]);
-    tf::Tensor pred = tf::matmul(h, vars[2]) + vars[3];
-    return tf::reduce_sum(tf::square(pred - y), 1);
-  }
-};
-
-std::vector<tf::Tensor> initial_values() {
-  return {tf::random::normal({kIn, kHidden}, 0.0, 0.5, tf::float32, 1), tf::zeros({kHidden}),
-          tf::random::normal({kHidden, 1}, 0.0, 0.5, tf::float32, 2), tf::zeros({1})};
-}
-
-Mlp make_mlp(const std::vector<tf::Tensor>& init) {
-  Mlp m;
-  const char* names[] = {"w1", "b1", "w2", "b2"};
-  for (size_t i = 0; i < init.size(); ++i) m.vars.emplace_back(init[i], names[i]);
-  return m;
-}
-
-// 40 examples of a smooth target, batched by 16: batches of 16, 16 and a short one of 8.
-std::vector<std::vector<tf::Tensor>> dataset() {
-  const int items = 40, batch = 16;
-  tf::Tensor x = tf::random::uniform({items, kIn}, -1.0, 1.0, tf::float32, 3);
-  tf::Tensor y = tf::reduce_sum(tf::sin(x * 2.0f), 1, /*keepdims=*/true);
-  std::vector<std::vector<tf::Tensor>> out;
-  for (int b = 0; b < items; b += batch) {
-    const int n = std::min(batch, items - b);
-    out.push_back({tf::slice(x, {b, 0}, {n, kIn}), tf::slice(y, {b, 0}, {n, 1})});
-  }
-  return out;
-}
-
-// The single-device reference: plain SGD on the whole global batch.
-std::vector<tf::Tensor> train_single(const std::vector<tf::Tensor>& init,
-                                     const std::vector<std::vector<tf::Tensor>>& data, int epochs) {
-  Mlp m = make_mlp(init);
-  for (int e = 0; e < epochs; ++e)
-    for (const auto& b : data) {
-      tf::GradientTape tape;
-      tf::Tensor loss = tf::nn::compute_average_loss(m.per_example_loss(b[0], b[1]),
-                                                     b[0].shape()[0]);
-      auto grads = tape.gradient(loss, m.vars);
-      for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
-    }
-  std::vector<tf::Tensor> out;
-  for (auto& v : m.vars) out.push_back(v.value());
-  return out;
-}
-
-// The replica step: local gradients of the globally scaled loss, summed over the replicas.
-tf::Tensor replica_step(Mlp& m, const tf::Tensor& x, const tf::Tensor& y, int64_t global) {
-  tf::GradientTape tape;
-  tf::Tensor loss = tf::nn::compute_average_loss(m.per_example_loss(x, y), global);
-  auto grads = tape.gradient(loss, m.vars);
-  grads = ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, grads);
-  for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
-  return loss;
-}
 
 void check_invariant(int replicas, bool traced) {
   const int epochs = 3;
   // Made once: a seeded op draws new numbers at each call (TF's per-seed counters).
   const auto init = initial_values();
-  const auto data = dataset();
+  const auto data = dataset(40);
   const auto want = train_single(init, data, epochs);
   ds::MirroredStrategy strategy(cpus(replicas));
   Mlp m = [&] {

@@ -27,10 +27,12 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
+#include "distribute/sgd_mlp.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
 namespace ds = tapeflow::distribute;
+using namespace sgd_mlp;
 
 namespace {
 
@@ -40,57 +42,6 @@ ds::MultiWorkerMirroredStrategy& strategy() {
   static ds::MultiWorkerMirroredStrategy s(
       ds::experimental::CommunicationOptions{.timeout_seconds = 60});
   return s;
-}
-
-constexpr float kLr = 0.05f;
-constexpr int kIn = 6, kHidden = 16;
-
-struct Mlp {
-  std::vector<tf::Variable> vars;  // w1, b1, w2, b2
-  tf::Tensor per_example_loss(const tf::Tensor& x, const tf::Tensor& y) const {
-    tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0]) + vars[1]);
-    tf::Tensor pred = tf::matmul(h, vars[2]) + vars[3];
-    return tf::reduce_sum(tf::square(pred - y), 1);
-  }
-};
-
-// 44 seeded examples (the same in every process) in global batches of 16: 16, 16 and 12.
-std::vector<std::vector<tf::Tensor>> dataset() {
-  const int items = 44, batch = 16;
-  tf::Tensor x = tf::random::uniform({items, kIn}, -1.0, 1.0, tf::float32, 3);
-  tf::Tensor y = tf::reduce_sum(tf::sin(x * 2.0f), 1, /*keepdims=*/true);
-  std::vector<std::vector<tf::Tensor>> out;
-  for (int b = 0; b < items; b += batch) {
-    const int n = std::min(batch, items - b);
-    out.push_back({tf::slice(x, {b, 0}, {n, kIn}), tf::slice(y, {b, 0}, {n, 1})});
-  }
-  return out;
-}
-
-std::vector<tf::Tensor> train_single(const std::vector<tf::Tensor>& init,
-                                     const std::vector<std::vector<tf::Tensor>>& data, int epochs) {
-  Mlp m;
-  for (const tf::Tensor& t : init) m.vars.emplace_back(tf::identity(t));
-  for (int e = 0; e < epochs; ++e)
-    for (const auto& b : data) {
-      tf::GradientTape tape;
-      tf::Tensor loss =
-          tf::nn::compute_average_loss(m.per_example_loss(b[0], b[1]), b[0].shape()[0]);
-      auto grads = tape.gradient(loss, m.vars);
-      for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
-    }
-  std::vector<tf::Tensor> out;
-  for (auto& v : m.vars) out.push_back(v.value());
-  return out;
-}
-
-tf::Tensor replica_step(Mlp& m, const tf::Tensor& x, const tf::Tensor& y, int64_t global) {
-  tf::GradientTape tape;
-  tf::Tensor loss = tf::nn::compute_average_loss(m.per_example_loss(x, y), global);
-  auto grads = tape.gradient(loss, m.vars);
-  grads = ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, grads);
-  for (size_t i = 0; i < grads.size(); ++i) m.vars[i].assign_sub(grads[i] * kLr);
-  return loss;
 }
 
 // Every worker's copy of `t`, gathered through SUM reductions (worker w's value at slot w).
@@ -169,18 +120,12 @@ TEST_CASE("multi-worker: SGD over the workers matches one process at the same gl
           "[distribute][mpi]") {
   auto& s = strategy();
   const int epochs = 3;
-  const auto data = dataset();
+  const auto data = dataset(44);
   Mlp m = [&] {
     auto scope = s.scope();
-    Mlp out;
-    const char* names[] = {"w1", "b1", "w2", "b2"};
     // Unseeded initial values: worker 0's reach every worker.
-    const std::vector<tf::Tensor> init = {tf::random::normal({kIn, kHidden}, 0.0, 0.5),
-                                          tf::zeros({kHidden}),
-                                          tf::random::normal({kHidden, 1}, 0.0, 0.5),
-                                          tf::zeros({1})};
-    for (size_t i = 0; i < init.size(); ++i) out.vars.emplace_back(init[i], names[i]);
-    return out;
+    return make_mlp({tf::random::normal({kIn, kHidden}, 0.0, 0.5), tf::zeros({kHidden}),
+                     tf::random::normal({kHidden, 1}, 0.0, 0.5), tf::zeros({1})});
   }();
   std::vector<tf::Tensor> init;
   for (auto& v : m.vars) init.push_back(tf::identity(v.value()));
