@@ -346,18 +346,12 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   Tensor sum = identity(parts[0]);
   for (size_t i = 1; i < parts.size(); ++i) sum = add(sum, parts[i]);
   if (workers_ != nullptr && workers_->size() > 1) {
-    // Then over the workers (each must call reduce): a host copy summed by the ring, and the
-    // counts (the batch sizes along the axis may differ between workers).
-    TF_CHECK_ARG(sum.dtype() != bool_, name, "cannot reduce a bool tensor across workers");
-    Tensor host = tapeflow::detail::copy_to_device(sum, Device{DeviceType::CPU, 0});
-    if (host.get() == sum.get()) host = identity(host);
-    if (host.nbytes() > 0)
-      workers_->all_reduce_sum(host.raw_data(), static_cast<size_t>(host.num_elements()),
-                               host.dtype(), name);
+    // Then over the workers (each must call reduce), and the counts (the batch sizes along the
+    // axis may differ between workers).
+    sum = detail::sum_over_workers(*this, sum);
     int64_t total = 0;
     for (int64_t c : workers_->all_gather(count, name)) total += c;
     count = total;
-    sum = tapeflow::detail::copy_to_device(host, tapeflow::detail::current_device());
   }
   if (op == ReduceOp::SUM) return sum;
   // MEAN: divided by the replica count, or with an axis by the total count along it (a weak
@@ -440,6 +434,20 @@ Strategy& get_strategy() {
 }
 
 bool has_strategy() { return t_strategy != nullptr; }
+
+Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value) {
+  WorkerGroup* workers = strategy.workers_.get();
+  if (workers == nullptr || workers->size() == 1) return value;
+  const char* name = "strategy.reduce";
+  TF_CHECK_ARG(value.dtype() != bool_, name, "cannot sum a bool tensor across workers");
+  // A host copy summed in place by the ring (never the caller's buffer).
+  Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});
+  if (host.get() == value.get()) host = identity(host);
+  if (host.nbytes() > 0)
+    workers->all_reduce_sum(host.raw_data(), static_cast<size_t>(host.num_elements()),
+                            host.dtype(), name);
+  return tapeflow::detail::copy_to_device(host, tapeflow::detail::current_device());
+}
 bool in_cross_replica_context() { return !t_in_replica; }
 
 }  // namespace tapeflow::distribute

@@ -78,6 +78,9 @@ class StrategyExtended {
 namespace detail {
 class StrategyCore;
 class WorkerGroup;
+// `value` summed over the workers of a multi-worker strategy (a collective: every worker calls it
+// in the same order; all get the sum, on the caller's device); `value` itself for one worker.
+Tensor sum_over_workers(const Strategy& strategy, const Tensor& value);
 // A multi-worker strategy's replica devices, its all-reduce (NCCL or the ring) and its workers.
 struct MultiWorkerSetup {
   std::vector<Device> devices;
@@ -186,6 +189,7 @@ class Strategy {
            const char* who);
   Strategy(detail::MultiWorkerSetup setup, const char* who);
   detail::WorkerGroup* workers() const { return workers_.get(); }
+  friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&);
 
  private:
   template <class A>

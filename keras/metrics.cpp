@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "distribute/strategy.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -55,7 +56,10 @@ Variable local(const Variable& v) {
   return v;
 }
 
-// The value summed over the copies in cross-replica context, the replica's own inside one.
+thread_local const distribute::Strategy* t_over_workers = nullptr;
+
+// The value summed over the copies in cross-replica context (and over the workers inside a
+// ResultsOverWorkersScope), the replica's own inside one.
 Tensor aggregated(const Variable& v) {
   if (!v.is_mirrored() || tapeflow::detail::replica_component() >= 0) return v.value();
   Tensor sum;
@@ -63,6 +67,7 @@ Tensor aggregated(const Variable& v) {
     Tensor x = c.value();
     sum = sum.defined() ? add(sum, x) : x;
   }
+  if (t_over_workers != nullptr) sum = distribute::detail::sum_over_workers(*t_over_workers, sum);
   return sum;
 }
 
@@ -208,6 +213,10 @@ void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
                "update_state needs y_true and y_pred");
   update_reduce(m, m.fn(y_true, y_pred), sample_weight);
 }
+
+detail::ResultsOverWorkersScope::ResultsOverWorkersScope(const distribute::Strategy* strategy)
+    : saved_(std::exchange(t_over_workers, strategy)) {}
+detail::ResultsOverWorkersScope::~ResultsOverWorkersScope() { t_over_workers = saved_; }
 
 Tensor Metric::result() const {
   auto& m = checked(impl_);

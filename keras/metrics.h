@@ -18,11 +18,29 @@
 #include "keras/losses.h"
 #include "keras/trackable.h"
 
+namespace tapeflow::distribute {
+class Strategy;
+}
+
 namespace tapeflow::keras::metrics {
 
 namespace detail {
 struct MetricImpl;
-}
+// While it lives on this thread, result() also sums the totals and counts over the workers of
+// `strategy` (fit's training logs under a MultiWorkerMirroredStrategy, so that they cover every
+// worker's share as TF's do). A collective: every worker must read the same metrics in the same
+// order inside it.
+class ResultsOverWorkersScope {
+ public:
+  explicit ResultsOverWorkersScope(const distribute::Strategy* strategy);
+  ~ResultsOverWorkersScope();
+  ResultsOverWorkersScope(const ResultsOverWorkersScope&) = delete;
+  ResultsOverWorkersScope& operator=(const ResultsOverWorkersScope&) = delete;
+
+ private:
+  const distribute::Strategy* saved_;
+};
+}  // namespace detail
 
 class Metric : public Trackable {
  public:

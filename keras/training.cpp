@@ -231,6 +231,16 @@ Logs current_logs(TrainingState& st, const std::string& prefix = "") {
   return logs;
 }
 
+// The training metrics' logs: under a MultiWorkerMirroredStrategy summed over every worker's
+// share (every worker reads them at the same points of fit), as TF reports them.
+Logs training_logs(TrainingState& st) {
+  const bool multi_worker =
+      st.strategy != nullptr &&
+      static_cast<size_t>(st.strategy->num_replicas_in_sync()) != st.strategy->devices().size();
+  metrics::detail::ResultsOverWorkersScope over(multi_worker ? st.strategy : nullptr);
+  return current_logs(st);
+}
+
 std::vector<double> values_of(const Logs& logs) {
   std::vector<double> v;
   for (const auto& [k, x] : logs) v.push_back(x);
@@ -382,7 +392,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                    batch.size(), shapes_text(batch));
       list.on_train_batch_begin(step);
       run_train_step(st, train, batch, eager);
-      list.on_train_batch_end(step, current_logs(st));
+      list.on_train_batch_end(step, training_logs(st));
       ++step;
     };
     if (options.steps_per_epoch > 0) {
@@ -406,7 +416,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
     }
     if (ctx.steps < 0) ctx.steps = step;  // known after the first pass, as Keras
-    logs = current_logs(st);
+    logs = training_logs(st);
     if (val && (epoch + 1) % options.validation_freq == 0) {
       reset_metrics();
       list.on_test_begin();
@@ -527,7 +537,7 @@ std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   auto& st = state_of(*this, "train_on_batch");
   reset_metrics();
   run_train_step(st, train_fn(&st, impl_), {x, y}, st.options.run_eagerly);
-  return values_of(current_logs(st));
+  return values_of(training_logs(st));
 }
 
 std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
