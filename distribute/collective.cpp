@@ -212,10 +212,11 @@ void Collectives::reduce_over_workers(std::span<const Tensor> sums, const std::s
     check_workers_agree(sums, local_bad);
     std::vector<TensorMeta> metas;
     for (const Tensor& t : sums) metas.push_back({t.shape(), t.dtype()});
-    const Device host{DeviceType::CPU, 0};
+    // On the first replica's device when that is a CPU (results may be views of it).
+    const Device home = devices_[0].is_cpu() ? devices_[0] : Device{DeviceType::CPU, 0};
     // One flat buffer per bucket: a ring per bucket, not per tensor.
     for (const Bucket& b : plan_buckets(metas)) {
-      Tensor flat = tapeflow::detail::empty(TensorShape{b.num_elements}, b.dtype, host);
+      Tensor flat = tapeflow::detail::empty(TensorShape{b.num_elements}, b.dtype, home);
       auto* dst = static_cast<uint8_t*>(flat.raw_data());
       size_t offset = 0;
       for (size_t ti : b.tensors) {
@@ -267,12 +268,43 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
   const Device host{DeviceType::CPU, 0};
   // GPU replicas (logical devices sharing one GPU) reduce through host copies.
   std::vector<Tensor> host_in(in.begin(), in.end());
-  std::vector<Tensor> host_out(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
+  for (size_t i = 0; i < in.size(); ++i)
     if (!host_in[i].placement().is_cpu())
       host_in[i] = tapeflow::detail::copy_to_device(host_in[i], host);
-    host_out[i] = tapeflow::detail::empty(in[i].shape(), in[i].dtype(), dev.is_cpu() ? dev : host);
+  if (multi_worker() && size() == 1) {
+    // One replica in this process: no local stage. Its tensors are packed straight into the
+    // buckets that the ring sums, and the results are views of them.
+    reduce_over_workers(host_in, std::string());
+    std::vector<Tensor> sums = std::exchange(worker_sums_, {});
+    if (worker_failure_) std::rethrow_exception(std::exchange(worker_failure_, nullptr));
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : host_in) metas.push_back({t.shape(), t.dtype()});
+    const std::vector<Bucket> buckets = plan_buckets(metas);
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      Tensor& flat = sums[k];
+      if (op == ReduceOp::MEAN) {
+        TF_DISPATCH_ALL_TYPES(flat.dtype(), {
+          if constexpr (!std::is_same_v<T, bool>) {
+            using C = compute_t<T>;
+            const C scale = static_cast<C>(global_size_);
+            T* p = flat.data<T>();
+            for (int64_t j = 0; j < flat.num_elements(); ++j)
+              p[j] = static_cast<T>(static_cast<C>(p[j]) / scale);
+          }
+        });
+      }
+      size_t offset = 0;
+      for (size_t ti : buckets[k].tensors) {
+        const Tensor v = tapeflow::detail::view(flat, in[ti].shape(), offset);
+        out[ti] = v.placement() == dev ? v : tapeflow::detail::copy_to_device(v, dev);
+        offset += in[ti].nbytes();
+      }
+    }
+    return;
   }
+  std::vector<Tensor> host_out(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    host_out[i] = tapeflow::detail::empty(in[i].shape(), in[i].dtype(), dev.is_cpu() ? dev : host);
   in_slots_[static_cast<size_t>(replica)] = host_in;
   out_slots_[static_cast<size_t>(replica)] = host_out;
   barrier_.arrive_and_wait("all_reduce");

@@ -118,10 +118,9 @@ class MpiWorkerGroup final : public WorkerGroup {
     const size_t chunk_max = (size_t{64} << 20) / esize;
     const size_t segment = chunk_max * w;
     auto* bytes = static_cast<uint8_t*>(data);
-    std::vector<uint8_t> incoming;
     for (size_t off = 0; off < count; off += segment) {
       const size_t n = std::min(segment, count - off);
-      ring(bytes + off * esize, n, dtype, esize, incoming, what);
+      ring(bytes + off * esize, n, dtype, esize, what);
     }
   }
 
@@ -206,17 +205,16 @@ class MpiWorkerGroup final : public WorkerGroup {
   // Ring all-reduce of n elements at data: reduce-scatter (after step s, worker r has added
   // its left neighbour's partial sum of chunk r-s-1 to its own), then all-gather of the finished
   // chunks. Chunk c covers elements [c n / w, (c + 1) n / w).
-  void ring(uint8_t* data, size_t n, DType dtype, size_t esize, std::vector<uint8_t>& incoming,
-            const char* what) {
+  void ring(uint8_t* data, size_t n, DType dtype, size_t esize, const char* what) {
+    std::vector<uint8_t>& incoming = incoming_;
     const int w = size_;
     const int right = (rank_ + 1) % w, left = (rank_ + w - 1) % w;
     auto begin = [&](int c) { return n * static_cast<size_t>(c) / static_cast<size_t>(w); };
     auto length = [&](int c) { return begin(c + 1) - begin(c); };
-    incoming.resize(length(0) * esize + esize * 2);
     const std::string from_left = fmt::format("worker {} did not answer", left);
     for (int s = 0; s < w - 1; ++s) {
       const int send_c = (rank_ - s + w) % w, recv_c = (rank_ - s - 1 + 2 * w) % w;
-      incoming.resize(std::max(incoming.size(), length(recv_c) * esize));
+      if (incoming.size() < length(recv_c) * esize) incoming.resize(length(recv_c) * esize);
       std::vector<MPI_Request> reqs(2);
       post(MPI_Irecv(incoming.data(), static_cast<int>(length(recv_c) * esize), MPI_BYTE, left,
                      kTagRing, comm_, &reqs[0]),
@@ -241,6 +239,8 @@ class MpiWorkerGroup final : public WorkerGroup {
   }
 
   double timeout_;
+  // The ring's receive buffer, kept between calls (under the MPI mutex).
+  std::vector<uint8_t> incoming_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
