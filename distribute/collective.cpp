@@ -186,9 +186,9 @@ int64_t fingerprint(const std::string& text) {
 }
 }  // namespace
 
-void Collectives::check_workers_agree(std::span<const Tensor> tensors,
+void Collectives::check_workers_agree(ReduceOp op, std::span<const Tensor> tensors,
                                       const std::string& local_bad) {
-  std::string text;
+  std::string text = std::string(reduce_op_name(op)) + ":";
   for (const Tensor& t : tensors) text += meta_string(t) + ";";
   const int64_t mine = local_bad.empty() ? fingerprint(text) : -1;
   const std::vector<int64_t> all = workers_->all_gather(mine, "all_reduce");
@@ -200,16 +200,17 @@ void Collectives::check_workers_agree(std::span<const Tensor> tensors,
     TF_CHECK_ARG(all[w] == all[0], "all_reduce",
                  "worker {} all-reduces other tensors than worker 0 (this worker {}: {}); every "
                  "replica of every worker must all-reduce tensors of the same shapes and dtypes "
-                 "in the same order",
+                 "in the same order, with the same op",
                  w, workers_->rank(), text);
   }
 }
 
-void Collectives::reduce_over_workers(std::span<const Tensor> sums, const std::string& local_bad) {
+void Collectives::reduce_over_workers(ReduceOp op, std::span<const Tensor> sums,
+                                      const std::string& local_bad) {
   worker_sums_.clear();
   worker_failure_ = nullptr;
   try {
-    check_workers_agree(sums, local_bad);
+    check_workers_agree(op, sums, local_bad);
     std::vector<TensorMeta> metas;
     for (const Tensor& t : sums) metas.push_back({t.shape(), t.dtype()});
     // On the first replica's device when that is a CPU (results may be views of it).
@@ -274,7 +275,7 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
   if (multi_worker() && size() == 1) {
     // One replica in this process: no local stage. Its tensors are packed straight into the
     // buckets that the ring sums, and the results are views of them.
-    reduce_over_workers(host_in, std::string());
+    reduce_over_workers(op, host_in, std::string());
     std::vector<Tensor> sums = std::exchange(worker_sums_, {});
     if (worker_failure_) std::rethrow_exception(std::exchange(worker_failure_, nullptr));
     std::vector<TensorMeta> metas;
@@ -351,7 +352,7 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
   if (multi) {
     // Over the workers, on the first replica's thread; the others wait for its result (the
     // waits are bounded by the worker group's timeout, so this barrier always completes).
-    if (replica == 0) reduce_over_workers(host_out, bad);
+    if (replica == 0) reduce_over_workers(op, host_out, bad);
     barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
     if (worker_failure_) {
       if (replica == 0) std::rethrow_exception(worker_failure_);
@@ -428,7 +429,7 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
     // multi-device model); each runs on its device's stream, ordered after the flattening.
     try {
       // Every worker must enqueue the same calls: NCCL itself would hang on a mismatch.
-      if (multi_worker()) check_workers_agree(in, bad);
+      if (multi_worker()) check_workers_agree(op, in, bad);
       if (!bad.empty()) throw StepCancelled();  // reported below, by every replica
       std::vector<const std::vector<NcclCall>*> all(nccl_slots_.size());
       for (size_t r = 0; r < all.size(); ++r)

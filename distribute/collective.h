@@ -111,9 +111,11 @@ class Collectives {
   // (its own outputs): checks that every worker reduces the same tensors (`local_bad`: this
   // process's replicas already disagree), then sums each bucket over the workers into
   // worker_sums_. Failures are kept for every local replica to see (worker_failure_).
-  void reduce_over_workers(std::span<const Tensor> sums, const std::string& local_bad);
-  // Fails every worker alike when their tensors differ (called by the first replica).
-  void check_workers_agree(std::span<const Tensor> tensors, const std::string& local_bad);
+  void reduce_over_workers(ReduceOp op, std::span<const Tensor> sums,
+                           const std::string& local_bad);
+  // Fails every worker alike when their tensors or ops differ (called by the first replica).
+  void check_workers_agree(ReduceOp op, std::span<const Tensor> tensors,
+                           const std::string& local_bad);
 
   std::vector<Device> devices_;
   CollectiveKind kind_;

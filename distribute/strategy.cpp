@@ -267,8 +267,9 @@ void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(jo
 namespace {
 // Variables of a multi-worker strategy start from worker 0's initial value (TF broadcasts them
 // too): unseeded initialisers differ between processes.
+// The spec may outlive the strategy (layers keep it for a later build): it shares the group.
 ::tapeflow::detail::MirrorSpec mirror_spec_of(Strategy& strategy, bool is_default,
-                                              detail::WorkerGroup* workers) {
+                                              std::shared_ptr<detail::WorkerGroup> workers) {
   ::tapeflow::detail::MirrorSpec spec;
   if (is_default) return spec;
   spec.devices = strategy.devices();
@@ -284,7 +285,7 @@ namespace {
 }  // namespace
 
 Strategy::Scope::Scope(Strategy& strategy)
-    : mirror_(mirror_spec_of(strategy, strategy.default_, strategy.workers_.get())),
+    : mirror_(mirror_spec_of(strategy, strategy.default_, strategy.workers_)),
       saved_(t_strategy) {
   TF_CHECK_T(FailedPreconditionError, t_strategy == nullptr || t_strategy == &strategy,
              "strategy.scope",
