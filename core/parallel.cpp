@@ -1,5 +1,6 @@
 #include "core/parallel.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace tapeflow::detail {
@@ -7,6 +8,7 @@ namespace tapeflow::detail {
 
 namespace {
 std::atomic<int> g_threads{0};
+thread_local int t_share = 1;
 }
 
 std::atomic<void (*)(int)> g_library_threads_hook{nullptr};
@@ -17,7 +19,13 @@ int num_threads() {
     n = omp_get_max_threads();
     g_threads.store(n, std::memory_order_relaxed);
   }
-  return n;
+  return t_share > 1 ? std::max(1, n / t_share) : n;
+}
+
+void set_thread_share(int ways) {
+  t_share = std::max(1, ways);
+  // This thread's OpenMP default (an ICV of the calling thread only).
+  omp_set_num_threads(num_threads());
 }
 
 void set_num_threads(int n) {

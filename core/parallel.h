@@ -11,8 +11,13 @@
 
 namespace tapeflow::detail {
 
-// Threads used by CPU kernels (default: the number of cores, or OMP_NUM_THREADS).
+// Threads used by CPU kernels (default: the number of cores, or OMP_NUM_THREADS), divided on
+// threads that share the cores with others (set_thread_share).
 int num_threads();
+// On the calling thread: kernels use 1/`ways` of the pool (at least one thread), and OpenMP
+// regions opened here (oneDNN's, OpenBLAS's) as many. A strategy's replica threads call it with
+// their number, so that replicas running side by side do not oversubscribe the cores. 1 undoes it.
+void set_thread_share(int ways);
 // Sets the pool size for tapeflow, OpenBLAS and oneDNN together.
 void set_num_threads(int n);
 // Set by ops/cpu: tells the GEMM libraries about a new pool size.

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "distribute/collective.h"
 #include "distribute/nccl.h"
 #include "distribute/worker_group.h"
@@ -105,6 +106,10 @@ class StrategyCore {
         job = job_;
       }
       std::exception_ptr error;
+      // Replicas on CPU devices share the cores: each takes its part of the pool (read again
+      // at every step, in case the pool size changed).
+      if (devices_[static_cast<size_t>(i)].is_cpu())
+        tapeflow::detail::set_thread_share(static_cast<int>(devices_.size()));
       try {
         DeviceScope device(devices_[static_cast<size_t>(i)]);
         tapeflow::detail::ReplicaComponentScope component(i);

@@ -8,6 +8,7 @@
 
 #include "autograd/variable.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "distribute/strategy.h"
 #include "distribute_testing.h"
 #include "ops/binary.h"
@@ -87,6 +88,11 @@ TEST_CASE("strategy: run gives each replica its id, device and context", "[cpu][
     again.insert(std::this_thread::get_id());
   });
   CHECK(again == threads);
+  // The four CPU replicas share the cores: each kernel pool is a quarter of the process's.
+  const int pool = tf::detail::num_threads();
+  auto shares = strategy.run([] { return tf::detail::num_threads(); });
+  for (int i = 0; i < 4; ++i) CHECK(shares[i] == std::max(1, pool / 4));
+  CHECK(tf::detail::num_threads() == pool);
   CHECK(strategy.experimental_local_results(per_replica).size() == 4);
   std::ostringstream os;
   os << strategy.run([] { return tf::constant(1.0f); });
