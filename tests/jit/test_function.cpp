@@ -185,6 +185,29 @@ TEST_CASE("function: get_concrete_function exposes the graph", "[jit]") {
   CHECK(open.graph().to_string().find("float32 (None, 3)") != std::string::npos);
   check_values(open.call_flat(std::vector<tf::Tensor>{tf::ones({1, 3})})[0], {2, 2, 2});
   CHECK(g1.tracing_count() == 1);
+  // A graph runs its traced kernels: another dtype or device is an error, never a misread buffer.
+  const tf::Tensor wrong_dtype[] = {tf::ones({2, 3}, tf::float64), tf::ones({3, 4})};
+  TF_REQUIRE_THROWS_CONTAINING(g.run(wrong_dtype), tf::InvalidArgumentError,
+                               "input 0 is float64 on");
+  if (tf::testing::has_gpu()) {
+    // The graph's devices are the default device's; input 1 from the other kind.
+    const tf::Device traced = g.input_devices[1];
+    const tf::Device other = traced.is_gpu() ? tf::Device{} : tf::Device{tf::DeviceType::GPU, 0};
+    tf::Tensor a, b;
+    {
+      tf::DeviceScope scope(g.input_devices[0]);
+      a = tf::ones({2, 3});
+    }
+    {
+      tf::DeviceScope scope(other);
+      b = tf::ones({3, 4});
+    }
+    const tf::Tensor mixed[] = {a, b};
+    TF_REQUIRE_THROWS_CONTAINING(g.run(mixed), tf::InvalidArgumentError,
+                                 "input 1 is float32 on " + other.to_string() +
+                                     " but the graph was traced for float32 on " +
+                                     traced.to_string());
+  }
 }
 
 TEST_CASE("function: the trace cache is bounded", "[jit]") {
