@@ -9,6 +9,7 @@
 # Logs go to $GPU_CHECK_LOGS (default: DIR/logs). Exit status: 0 when every test passed.
 # GPU_CHECK_DEADLINE=SECONDS bounds the whole check (a lent machine's minutes are few): each test
 # binary gets what is left less what the benchmarks are kept, and the benchmarks share the rest.
+# SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda and the matrix_benchmark sample.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -91,7 +92,7 @@ if [[ -x $bench && -z ${SKIP_BENCH:-} ]]; then
 fi
 
 mb=$BUILD/samples/matrix_benchmark
-if [[ -x $mb ]]; then
+if [[ -x $mb && -z ${SKIP_MATRIX:-} ]]; then
   if timeout "$(budget 0 300)" "$mb" --modes gpu,all_gpus,seed_faithful --dtypes all \
       --max-n 4096 --time-budget 5 --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
     summary+=("matrix_benchmark sample: ran, checks passed")
