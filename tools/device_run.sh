@@ -12,7 +12,8 @@ libdirs=$(find /usr/local/cuda/ /usr/local/cuda/lib64/ /opt /usr/lib /usr/local/
      -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' -o -name 'libnccl.so.2' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "CUDA libraries from: $libdirs"
-ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" && echo "MISSING LIBRARIES"
+LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH" ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" &&
+  echo "MISSING LIBRARIES"
 export GPU_CHECK_LOGS=$B/logs
 tools/gpu_check.sh --prebuilt "$B" "$@"
 rc=$?
