@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -138,12 +139,39 @@ Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects
 
 Variable Checkpoint::save_counter() const { return impl_->save_counter; }
 
+namespace {
+
+const keras::optimizers::Optimizer* as_optimizer(const keras::Trackable& t) {
+  return dynamic_cast<const keras::optimizers::Optimizer*>(&t);
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
   std::vector<std::pair<std::string, Variable>> out{{"save_counter", impl_->save_counter}};
   std::set<std::string> seen{"save_counter"};
+  // The paths of the other objects' variables: an optimizer's slots are named after the path of
+  // their variable ("optimizer/model/dense/kernel/m", as TF's object graph keys them), not after
+  // its process-wide name, which depends on what else the process made before.
+  std::unordered_map<const void*, std::string> path_of;
   for (const auto& [key, ref] : impl_->objects) {
+    if (as_optimizer(ref.get())) continue;
+    for (auto& [name, v] : ref.get().tracked_variables())
+      path_of.emplace(v.handle_id(), name.empty() ? key : key + "/" + name);
+  }
+  for (const auto& [key, ref] : impl_->objects) {
+    std::unordered_map<const void*, std::string> slot_path;  // slot variable -> its name
+    if (const auto* opt = as_optimizer(ref.get())) {
+      const auto names = opt->slot_names();
+      for (const auto& [owner, slots] : opt->slots())
+        if (auto it = path_of.find(owner.handle_id()); it != path_of.end())
+          for (size_t i = 0; i < slots.size() && i < names.size(); ++i)
+            slot_path.emplace(slots[i].handle_id(), it->second + "/" + names[i]);
+    }
     for (auto& [name, v] : ref.get().tracked_variables()) {
-      std::string full = name.empty() ? key : key + "/" + name;
+      auto sp = slot_path.find(v.handle_id());
+      const std::string& local = sp != slot_path.end() ? sp->second : name;
+      std::string full = local.empty() ? key : key + "/" + local;
       TF_CHECK_ARG(seen.insert(full).second, "Checkpoint",
                    "two variables are named '{}'; tracked names must be unique", full);
       out.emplace_back(std::move(full), v);
@@ -177,21 +205,40 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   for (const auto& [name, v] : vars) used.insert(name);
   for (const auto& [name, v] : keras::safetensors::assign_present(reader, vars))
     status.missing.push_back(name);
-  // Tensors of an optimizer's key that match no existing variable are slots not created yet.
+  // Tensors of an optimizer's key that match no existing variable are slots not created yet:
+  // "<optimizer>/<path of a variable>/<slot>" waits for that variable's slots; other names (older
+  // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name.
+  std::map<std::string, Variable> by_path;
   for (const auto& [key, ref] : impl_->objects) {
-    const auto* opt = dynamic_cast<const keras::optimizers::Optimizer*>(&ref.get());
+    if (as_optimizer(ref.get())) continue;
+    for (auto& [name, v] : ref.get().tracked_variables())
+      by_path.emplace(name.empty() ? key : key + "/" + name, v);
+  }
+  for (const auto& [key, ref] : impl_->objects) {
+    const auto* opt = as_optimizer(ref.get());
     if (!opt) continue;
+    keras::optimizers::Optimizer handle = *opt;
+    const auto slot_names = opt->slot_names();
     std::vector<std::pair<std::string, Tensor>> pending;
     const std::string prefix = key + "/";
-    for (const auto& info : reader.tensors())
-      if (!used.count(info.name) && info.name.rfind(prefix, 0) == 0) {
-        pending.emplace_back(info.name.substr(prefix.size()), reader.read(info.name));
-        used.insert(info.name);
+    for (const auto& info : reader.tensors()) {
+      if (used.count(info.name) || info.name.rfind(prefix, 0) != 0) continue;
+      const std::string rest = info.name.substr(prefix.size());
+      used.insert(info.name);
+      bool matched = false;
+      for (const std::string& slot : slot_names) {
+        const std::string tail = "/" + slot;
+        if (rest.size() <= tail.size() || rest.compare(rest.size() - tail.size(), tail.size(), tail))
+          continue;
+        auto it = by_path.find(rest.substr(0, rest.size() - tail.size()));
+        if (it == by_path.end()) continue;
+        handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
+        matched = true;
+        break;
       }
-    if (!pending.empty()) {
-      keras::optimizers::Optimizer handle = *opt;
-      handle.restore_deferred(pending);
+      if (!matched) pending.emplace_back(rest, reader.read(info.name));
     }
+    if (!pending.empty()) handle.restore_deferred(pending);
   }
   for (const auto& info : reader.tensors())
     if (!used.count(info.name)) status.unused.push_back(info.name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -55,12 +56,16 @@ struct OptimizerImpl {
   std::mutex mu;  // guards everything below
   struct Entry {
     std::string prefix;  // "dense/kernel"
+    Variable owner;      // the variable these slots belong to
     std::vector<Variable> slots;
   };
   std::unordered_map<const void*, size_t> index;  // variable handle -> entries_
   std::vector<Entry> entries;
   std::set<std::string> prefixes;
-  std::map<std::string, Tensor> deferred;
+  std::map<std::string, Tensor> deferred;  // by "<prefix>/<slot>" (older checkpoints)
+  // By the variable the slots belong to, then slot name (checkpoints that key slots by the
+  // variable's path in the checkpoint, tf::train::Checkpoint).
+  std::unordered_map<const void*, std::map<std::string, Tensor>> deferred_by_variable;
 
   virtual ~OptimizerImpl() = default;
   virtual std::vector<std::string> slot_names() const = 0;
@@ -105,6 +110,7 @@ struct OptimizerImpl {
   void build_one(const Variable& var) {
     if (index.count(var.handle_id())) return;
     Entry e;
+    e.owner = var;
     std::string prefix = base_name(var.name());
     if (prefixes.count(prefix)) {
       int k = 1;
@@ -120,21 +126,33 @@ struct OptimizerImpl {
       for (const Variable& c : var.components()) devices.push_back(c.placement());
     tapeflow::detail::MirrorVariablesScope mirror(devices);
     DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
+    auto by_variable = deferred_by_variable.find(var.handle_id());
     for (const std::string& slot : slot_names()) {
       const std::string key = prefix + "/" + slot;
       Tensor init_value = zeros(var.shape(), var.dtype());
-      if (auto it = deferred.find(key); it != deferred.end()) {
-        const Tensor& t = it->second;
+      std::optional<Tensor> restored;
+      if (by_variable != deferred_by_variable.end()) {
+        if (auto it = by_variable->second.find(slot); it != by_variable->second.end()) {
+          restored = it->second;
+          by_variable->second.erase(it);
+        }
+      } else if (auto it = deferred.find(key); it != deferred.end()) {
+        restored = it->second;
+        deferred.erase(it);
+      }
+      if (restored) {
+        const Tensor& t = *restored;
         TF_CHECK_ARG(t.shape() == var.shape() && t.dtype() == var.dtype(), name.c_str(),
                      "the checkpoint value of slot '{}' has shape {} and dtype {}, the variable "
                      "'{}' has shape {} and dtype {}",
                      key, t.shape().to_string(), dtype_name(t.dtype()), var.name(),
                      var.shape().to_string(), dtype_name(var.dtype()));
         init_value = t;
-        deferred.erase(it);
       }
       e.slots.emplace_back(init_value, name + "/" + key, false);
     }
+    if (by_variable != deferred_by_variable.end() && by_variable->second.empty())
+      deferred_by_variable.erase(by_variable);
     index.emplace(var.handle_id(), entries.size());
     entries.push_back(std::move(e));
   }
@@ -456,6 +474,24 @@ void Optimizer::restore_deferred(const std::vector<std::pair<std::string, Tensor
   auto& impl = checked(impl_);
   std::lock_guard lock(impl.mu);
   for (const auto& [name, t] : values) impl.deferred[name] = t;
+}
+
+void Optimizer::restore_deferred_slot(const Variable& var, const std::string& slot,
+                                      const Tensor& value) {
+  auto& impl = checked(impl_);
+  std::lock_guard lock(impl.mu);
+  impl.deferred_by_variable[var.handle_id()][slot] = value;
+}
+
+std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).slot_names(); }
+
+std::vector<std::pair<Variable, std::vector<Variable>>> Optimizer::slots() const {
+  auto& impl = checked(impl_);
+  std::lock_guard lock(impl.mu);
+  std::vector<std::pair<Variable, std::vector<Variable>>> out(impl.entries.size());
+  for (const auto& [handle, i] : impl.index) out[i].second = impl.entries[i].slots;
+  for (const auto& [handle, i] : impl.index) out[i].first = impl.entries[i].owner;
+  return out;
 }
 
 SGD::SGD(LearningRate learning_rate, double momentum, bool nesterov, OptimizerOptions options)

@@ -91,6 +91,13 @@ class Optimizer : public Trackable {
   // Checkpoint values for slots that do not exist yet: applied when the slots are created
   // (TF's deferred restoration). Names as in tracked_variables().
   void restore_deferred(const std::vector<std::pair<std::string, Tensor>>& values);
+  // The same for the slot `slot` (one of slot_names()) of `var`, whatever its name: what
+  // tf::train::Checkpoint uses, which keys slots by their variable's path in the checkpoint.
+  void restore_deferred_slot(const Variable& var, const std::string& slot, const Tensor& value);
+  // The slots an update keeps per variable ("m", "v" for Adam; none for plain SGD).
+  std::vector<std::string> slot_names() const;
+  // Each variable that has slots, with its slots in slot_names() order, in creation order.
+  std::vector<std::pair<Variable, std::vector<Variable>>> slots() const;
   const void* handle_id() const { return impl_.get(); }
 
  protected:

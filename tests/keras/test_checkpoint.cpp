@@ -13,15 +13,18 @@
 #include <random>
 #include <thread>
 
+#include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "keras/checkpoint.h"
+#include "keras/model.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -238,10 +241,13 @@ TEST_CASE("checkpoint: model and optimizer state round-trip, slots restored lazi
   CHECK(fs::exists(path + ".safetensors"));
   std::vector<std::string> names;
   for (auto& [n, v] : ckpt.variables()) names.push_back(n);
+  // Slots are named after their variable's path in the checkpoint (not its process-wide name).
   CHECK(names == std::vector<std::string>{"save_counter", "model/dense/kernel", "model/dense/bias",
                                           "optimizer/iterations", "optimizer/learning_rate",
-                                          "optimizer/dense/kernel/m", "optimizer/dense/kernel/v",
-                                          "optimizer/dense/bias/m", "optimizer/dense/bias/v"});
+                                          "optimizer/model/dense/kernel/m",
+                                          "optimizer/model/dense/kernel/v",
+                                          "optimizer/model/dense/bias/m",
+                                          "optimizer/model/dense/bias/v"});
   // One more step from the saved state: the values a restored run must reproduce.
   adam.apply_gradients(grads(model), model.vars());
   const auto want_kernel = model.kernel.value().numpy<float>();
@@ -295,6 +301,62 @@ TEST_CASE("checkpoint: model and optimizer state round-trip, slots restored lazi
   st::save_variables(dir / "w.safetensors", {{"save_counter_like", tf::Variable(tf::zeros({4}))}});
   tf::testing::require_error([&] { mismatch.restore(dir / "w"); },
                              {"w.safetensors", "save_counter_like", "(4,)", "(3,)"});
+}
+
+TEST_CASE("checkpoint: optimizer slots follow their variables' paths, not process-wide names",
+          "[keras][cpu]") {
+  // Two models of the same architecture in one process get other automatic layer names
+  // ("dense", "dense_1" then "dense_2", "dense_3"); the second must still receive the first's
+  // Adam slots, exactly.
+  namespace K = tf::keras;
+  TempDir dir;
+  auto make = [] { return K::Sequential({K::layers::Dense(4, "relu"), K::layers::Dense(2)}); };
+  const tf::Tensor x = tf::random::uniform({8, 3}, -1, 1, tf::float32, 1);
+  const tf::Tensor y = tf::random::uniform({8, 2}, -1, 1, tf::float32, 2);
+  auto a = make();
+  opt::Adam adam_a(0.01);
+  {
+    tf::GradientTape tape;
+    tf::Tensor loss = tf::reduce_mean(tf::square(a(x, true) - y));
+    auto vars = a.trainable_variables();
+    adam_a.apply_gradients(tape.gradient(loss, vars), vars);
+  }
+  tf::train::Checkpoint saved({{"model", a}, {"optimizer", adam_a}});
+  const std::string path = saved.save(dir / "ckpt");
+
+  auto b = make();
+  (void)b(x, false);  // built: its variables exist, its optimizer's slots do not yet
+  CHECK(b.trainable_variables()[0].name() != a.trainable_variables()[0].name());
+  opt::Adam adam_b(0.01);
+  tf::train::Checkpoint restored({{"model", b}, {"optimizer", adam_b}});
+  auto status = restored.restore(path);
+  status.assert_existing_objects_matched();
+  CHECK(status.unused.empty());
+  adam_b.build(b.trainable_variables());  // the slots take the pending values
+  const auto slots_a = adam_a.slots(), slots_b = adam_b.slots();
+  REQUIRE(slots_a.size() == 4);
+  REQUIRE(slots_b.size() == 4);
+  for (size_t i = 0; i < slots_a.size(); ++i)
+    for (size_t k = 0; k < 2; ++k)
+      tf::testing::check_close(slots_b[i].second[k].value(), slots_a[i].second[k].value(), 0, 0);
+  // Saving again names the slots the same way.
+  std::vector<std::string> names;
+  for (auto& [n, v] : restored.variables()) names.push_back(n);
+  CHECK(std::find(names.begin(), names.end(), "optimizer/model/dense_1/kernel/v") != names.end());
+
+  // A checkpoint that named slots after the variables ("optimizer/dense/kernel/m", earlier
+  // versions) still restores into objects whose variables carry those names.
+  TinyModel tiny;
+  opt::Adam adam_t(0.05);
+  adam_t.build(tiny.vars());
+  st::save_variables(dir / "old.safetensors",
+                     {{"optimizer/dense/kernel/m", tf::Variable(tf::fill({2, 2}, tf::Tensor(0.5f)))}});
+  TinyModel tiny2;
+  opt::Adam adam_t2(0.05);
+  tf::train::Checkpoint legacy({{"model", tiny2}, {"optimizer", adam_t2}});
+  (void)legacy.restore(dir / "old");
+  adam_t2.build(tiny2.vars());
+  tf::testing::check_values(adam_t2.slots()[0].second[0].value(), {0.5, 0.5, 0.5, 0.5}, 0, 0);
 }
 
 TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, resumes",
