@@ -192,16 +192,18 @@ void Collectives::check_workers_agree(ReduceOp op, std::span<const Tensor> tenso
   for (const Tensor& t : tensors) text += meta_string(t) + ";";
   const int64_t mine = local_bad.empty() ? fingerprint(text) : -1;
   const std::vector<int64_t> all = workers_->all_gather(mine, "all_reduce");
+  // Every worker sees the same gathered values and raises the same error (WorkersAgreedError:
+  // nobody needs telling, and the group stays usable).
   for (size_t w = 0; w < all.size(); ++w) {
-    TF_CHECK_ARG(all[w] != -1, "all_reduce",
-                 "the replicas of worker {} passed different tensors; every replica must "
-                 "all-reduce tensors of the same shapes and dtypes in the same order",
-                 w);
-    TF_CHECK_ARG(all[w] == all[0], "all_reduce",
-                 "worker {} all-reduces other tensors than worker 0 (this worker {}: {}); every "
-                 "replica of every worker must all-reduce tensors of the same shapes and dtypes "
-                 "in the same order, with the same op",
-                 w, workers_->rank(), text);
+    TF_CHECK_T(distribute::detail::WorkersAgreedError, all[w] != -1, "all_reduce",
+               "the replicas of worker {} passed different tensors; every replica must "
+               "all-reduce tensors of the same shapes and dtypes in the same order",
+               w);
+    TF_CHECK_T(distribute::detail::WorkersAgreedError, all[w] == all[0], "all_reduce",
+               "worker {} all-reduces other tensors than worker 0 (this worker {}: {}); every "
+               "replica of every worker must all-reduce tensors of the same shapes and dtypes "
+               "in the same order, with the same op",
+               w, workers_->rank(), text);
   }
 }
 

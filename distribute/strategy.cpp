@@ -88,6 +88,7 @@ class StrategyCore {
     collectives_->barrier().reset();
     if (first_error_) {
       std::exception_ptr e = std::exchange(first_error_, nullptr);
+      tell_other_workers(e);
       std::rethrow_exception(e);
     }
   }
@@ -131,6 +132,21 @@ class StrategyCore {
         collectives_->barrier().cancel();
       }
       if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  // A failure of this worker's step: the other workers may be waiting for it in a collective.
+  // Errors every worker raised alike, and failures of the group itself, need no telling.
+  void tell_other_workers(const std::exception_ptr& e) {
+    WorkerGroup* workers = collectives_->workers();
+    if (workers == nullptr || workers->size() == 1) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const WorkersAgreedError&) {
+    } catch (const std::exception& x) {
+      workers->abort(x.what());
+    } catch (...) {
+      workers->abort("an exception that is not a std::exception");
     }
   }
 

@@ -6,9 +6,10 @@
 // process at a time (the strategy's first replica thread inside run, the caller's thread outside
 // it); a process-wide lock serialises them anyway. Each one waits at most timeout() seconds for
 // its peers: a worker that is gone or stuck makes the others raise DeadlineExceededError (or
-// UnavailableError when MPI reports the failure) instead of hanging. After such a failure the
-// group is broken: later collectives raise at once, and at exit the process ends the MPI job
-// with MPI_Abort instead of finalising (which would wait for the lost peer).
+// UnavailableError when MPI reports the failure, or when the worker says its step failed:
+// abort()) instead of hanging. After such a failure the group is broken: later collectives raise
+// at once, and at exit the process ends the MPI job with MPI_Abort instead of finalising (which
+// would wait for the lost peer).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace tapeflow::distribute::detail {
 
@@ -35,6 +37,17 @@ class WorkerGroup {
   virtual void broadcast(void* data, size_t nbytes, const char* what) = 0;
   // Every worker's value, in rank order.
   virtual std::vector<int64_t> all_gather(int64_t value, const char* what) = 0;
+  // This worker's step failed (`reason`): tells every other worker, whose collectives then raise
+  // UnavailableError naming this worker and the reason instead of waiting for the timeout. Does
+  // not wait; the group is broken afterwards (a no-op when it already is).
+  virtual void abort(const std::string& reason) = 0;
+};
+
+// Raised identically on every worker (they checked the same gathered facts, e.g. different
+// tensors in one all-reduce): no worker needs telling, and the group stays usable.
+class WorkersAgreedError final : public InvalidArgumentError {
+ public:
+  using InvalidArgumentError::InvalidArgumentError;
 };
 
 // True when tapeflow was built with MPI.

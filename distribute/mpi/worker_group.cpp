@@ -35,16 +35,17 @@ std::mutex& mpi_mutex() {
 // Set after a failed collective: the workers can no longer meet.
 std::atomic<bool> g_broken{false};
 
-// At exit: finalise, unless a collective failed: MPI_Finalize would wait for the lost or stuck
-// peer, so the job is ended instead (mpirun then stops every worker and reports it).
+// At exit: finalise, unless the group broke (a collective failed or a worker's step did): MPI_Finalize
+// would wait for the lost or stuck peer, so the job is ended instead (mpirun then stops every
+// worker and reports it).
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (g_broken.load()) {
     // stderr directly: the logger may already be destroyed this late in the exit.
-    std::fputs("[tapeflow] [error] a collective of this worker failed earlier: ending the MPI job "
-               "(MPI_Abort)\n",
+    std::fputs("[tapeflow] [error] the workers of this job can no longer meet (a worker failed, "
+               "stopped answering or died): ending the MPI job (MPI_Abort)\n",
                stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -148,6 +149,19 @@ class MpiWorkerGroup final : public WorkerGroup {
     }
   }
 
+  void abort(const std::string& reason) override {
+    std::lock_guard lock(mpi_mutex());
+    if (g_broken.load() || size_ == 1) return;
+    g_broken = true;
+    abort_message_ = fmt::format("worker {} of {} failed: {}", rank_, size_, reason);
+    abort_requests_.assign(static_cast<size_t>(size_ - 1), MPI_REQUEST_NULL);
+    size_t k = 0;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_)
+        MPI_Isend(abort_message_.data(), static_cast<int>(abort_message_.size()), MPI_CHAR, r,
+                  kTagAbort, comm_, &abort_requests_[k++]);
+  }
+
   std::vector<int64_t> all_gather(int64_t value, const char* what) override {
     std::vector<int64_t> all(static_cast<size_t>(size_), 0);
     all[static_cast<size_t>(rank_)] = value;
@@ -158,6 +172,25 @@ class MpiWorkerGroup final : public WorkerGroup {
  private:
   static constexpr int kTagRing = 7101;
   static constexpr int kTagBroadcast = 7102;
+  static constexpr int kTagAbort = 7103;
+
+  // Another worker's abort message, if one has arrived: raised as UnavailableError.
+  void check_aborted(std::vector<MPI_Request>& reqs, const char* what) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAbort, comm_, &flag, &status) != MPI_SUCCESS || !flag)
+      return;
+    int count = 0;
+    MPI_Get_count(&status, MPI_CHAR, &count);
+    std::string message(static_cast<size_t>(std::max(count, 0)), '\0');
+    MPI_Recv(message.data(), count, MPI_CHAR, status.MPI_SOURCE, kTagAbort, comm_,
+             MPI_STATUS_IGNORE);
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    g_broken = true;
+    TF_THROW(UnavailableError, what, "worker {} of {}: the step ended because {}", rank_, size_,
+             message);
+  }
 
   void check_usable(const char* what) const {
     TF_CHECK_T(FailedPreconditionError, !g_broken.load(), what,
@@ -188,6 +221,7 @@ class MpiWorkerGroup final : public WorkerGroup {
                  waiting_for, mpi_error_string(rc));
       }
       if (done) return;
+      if (polls % 64 == 63) check_aborted(reqs, what);
       if (clock::now() > deadline) {
         for (MPI_Request& r : reqs)
           if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
@@ -241,6 +275,9 @@ class MpiWorkerGroup final : public WorkerGroup {
   double timeout_;
   // The ring's receive buffer, kept between calls (under the MPI mutex).
   std::vector<uint8_t> incoming_;
+  // What abort() sent, alive while its sends may be in flight.
+  std::string abort_message_;
+  std::vector<MPI_Request> abort_requests_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

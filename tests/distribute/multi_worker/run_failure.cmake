@@ -4,7 +4,9 @@
 #          DeadlineExceededError naming worker 1 and the timeout, and the job ends (MPI_Abort).
 #   dies:  worker 1 is killed (SIGKILL) at step 3; the job ends (mpirun ends the others, or
 #          worker 0 raises first).
-# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|dies -P run_failure.cmake
+#   raises: worker 1's step throws at step 2; worker 0 raises UnavailableError with worker 1's
+#          message at once (not after the 60 s timeout), and the job ends (MPI_Abort).
+# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|dies|raises -P run_failure.cmake
 string(TIMESTAMP start "%s")
 execute_process(COMMAND ${MPIRUN} ${PROGRAM} "[.failure_${KIND}]"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
@@ -24,6 +26,8 @@ if(rc EQUAL 0)
 endif()
 if(KIND STREQUAL "stuck")
   set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: worker 1 did not answer within 2 s")
+elseif(KIND STREQUAL "raises")
+  set(want "worker 0 raised at step 2 after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: the step ended because worker 1 of 2 failed: boom in worker 1's step")
 else()
   set(want "signal 9|Killed|worker 0 raised at step 3")
 endif()

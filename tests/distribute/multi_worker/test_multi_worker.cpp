@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "autograd/tape.h"
@@ -248,6 +249,29 @@ TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
                  s.worker_index(), waited, e.what());
     CHECK(waited < 10);
   }
+}
+
+TEST_CASE("multi-worker failure: a worker's step raises", "[.failure_raises]") {
+  // A long timeout: the other worker must learn of the failure from worker 1 itself.
+  ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 60});
+  REQUIRE(s.num_workers() >= 2);
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < 5; ++step) {
+    try {
+      s.run([&] {
+        if (step == 2 && s.worker_index() == 1) throw std::runtime_error("boom in worker 1's step");
+        return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({4}));
+      });
+    } catch (const std::exception& e) {
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "worker %d raised at step %d after %.1f s: %s\n", s.worker_index(),
+                   step, waited, e.what());
+      CHECK(waited < 20);
+      return;
+    }
+  }
+  FAIL("no worker saw the failure");
 }
 
 TEST_CASE("multi-worker failure: a worker dies", "[.failure_dies]") {
