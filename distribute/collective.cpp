@@ -154,6 +154,20 @@ void reduce_segment(const std::vector<const T*>& src, const std::vector<T*>& dst
   }
 }
 
+// dst[0, n) = src[0, n) / divisor in the dtype's compute type (MEAN after a SUM over the
+// workers); dst may be src.
+void divide_elements(void* dst, const void* src, int64_t n, DType dtype, int divisor) {
+  TF_DISPATCH_ALL_TYPES(dtype, {
+    if constexpr (!std::is_same_v<T, bool>) {
+      using C = compute_t<T>;
+      const C scale = static_cast<C>(divisor);
+      const T* from = static_cast<const T*>(src);
+      T* to = static_cast<T*>(dst);
+      for (int64_t j = 0; j < n; ++j) to[j] = static_cast<T>(static_cast<C>(from[j]) / scale);
+    }
+  });
+}
+
 std::string meta_string(const Tensor& t) {
   return fmt::format("{} {}", dtype_name(t.dtype()), t.shape().to_string());
 }
@@ -285,17 +299,9 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
     const std::vector<Bucket> buckets = plan_buckets(metas);
     for (size_t k = 0; k < buckets.size(); ++k) {
       Tensor& flat = sums[k];
-      if (op == ReduceOp::MEAN) {
-        TF_DISPATCH_ALL_TYPES(flat.dtype(), {
-          if constexpr (!std::is_same_v<T, bool>) {
-            using C = compute_t<T>;
-            const C scale = static_cast<C>(global_size_);
-            T* p = flat.data<T>();
-            for (int64_t j = 0; j < flat.num_elements(); ++j)
-              p[j] = static_cast<T>(static_cast<C>(p[j]) / scale);
-          }
-        });
-      }
+      if (op == ReduceOp::MEAN)
+        divide_elements(flat.raw_data(), flat.raw_data(), flat.num_elements(), flat.dtype(),
+                        global_size_);
       size_t offset = 0;
       for (size_t ti : buckets[k].tensors) {
         const Tensor v = tapeflow::detail::view(flat, in[ti].shape(), offset);
@@ -376,20 +382,10 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
       size_t offset = 0;
       for (size_t ti : buckets[k].tensors) {
         Tensor& o = host_out[ti];
-        if (op == ReduceOp::SUM) {
+        if (op == ReduceOp::SUM)
           std::memcpy(o.raw_data(), src + offset, o.nbytes());
-        } else {
-          TF_DISPATCH_ALL_TYPES(o.dtype(), {
-            if constexpr (!std::is_same_v<T, bool>) {
-              using C = compute_t<T>;
-              const C scale = static_cast<C>(global_size_);
-              const T* from = reinterpret_cast<const T*>(src + offset);
-              T* to = o.data<T>();
-              for (int64_t j = 0; j < o.num_elements(); ++j)
-                to[j] = static_cast<T>(static_cast<C>(from[j]) / scale);
-            }
-          });
-        }
+        else
+          divide_elements(o.raw_data(), src + offset, o.num_elements(), o.dtype(), global_size_);
         offset += o.nbytes();
       }
     }

@@ -170,20 +170,22 @@ class StrategyCore {
 
 namespace {
 
+// True when every device is a GPU on a physical GPU of its own (what NCCL needs).
+bool distinct_physical_gpus(const std::vector<Device>& devices) {
+  std::vector<int> physical;
+  for (Device d : devices) {
+    if (!d.is_gpu()) return false;
+    const int p = tapeflow::detail::physical_gpu_of(d.index);
+    if (std::find(physical.begin(), physical.end(), p) != physical.end()) return false;
+    physical.push_back(p);
+  }
+  return true;
+}
+
 // Checks the devices and picks the all-reduce (TF's select_cross_device_ops).
 detail::CollectiveKind choose_collectives(const std::vector<Device>& devices,
                                           const CrossDeviceOps& ops, std::string& name) {
-  bool distinct_gpus = true;
-  std::vector<int> physical;
-  for (Device d : devices) {
-    if (!d.is_gpu()) {
-      distinct_gpus = false;
-      break;
-    }
-    const int p = tapeflow::detail::physical_gpu_of(d.index);
-    if (std::find(physical.begin(), physical.end(), p) != physical.end()) distinct_gpus = false;
-    physical.push_back(p);
-  }
+  const bool distinct_gpus = distinct_physical_gpus(devices);
   if (std::holds_alternative<NcclAllReduce>(ops)) {
     TF_CHECK_ARG(std::get<NcclAllReduce>(ops).num_packs >= 0, "MirroredStrategy",
                  "NcclAllReduce requires num_packs >= 0, got {}",
@@ -394,14 +396,7 @@ namespace {
 bool multi_worker_uses_nccl(const std::vector<Device>& devices,
                             experimental::CommunicationImplementation impl) {
   using experimental::CommunicationImplementation;
-  bool distinct_gpus = true;
-  std::vector<int> physical;
-  for (Device d : devices) {
-    const int p = d.is_gpu() ? tapeflow::detail::physical_gpu_of(d.index) : -1;
-    if (!d.is_gpu() || std::find(physical.begin(), physical.end(), p) != physical.end())
-      distinct_gpus = false;
-    physical.push_back(p);
-  }
+  const bool distinct_gpus = distinct_physical_gpus(devices);
   if (impl == CommunicationImplementation::NCCL) {
     TF_CHECK_ARG(distinct_gpus, "MultiWorkerMirroredStrategy",
                  "CommunicationImplementation::NCCL needs every local device to be a GPU on its "

@@ -145,6 +145,19 @@ const keras::optimizers::Optimizer* as_optimizer(const keras::Trackable& t) {
   return dynamic_cast<const keras::optimizers::Optimizer*>(&t);
 }
 
+// The variables of the objects that are not optimizers, by their path in the checkpoint
+// ("model/dense/kernel"): what an optimizer's slots are named after.
+std::vector<std::pair<std::string, Variable>> slot_owner_paths(
+    const std::vector<std::pair<std::string, TrackableRef>>& objects) {
+  std::vector<std::pair<std::string, Variable>> out;
+  for (const auto& [key, ref] : objects) {
+    if (as_optimizer(ref.get())) continue;
+    for (auto& [name, v] : ref.get().tracked_variables())
+      out.emplace_back(name.empty() ? key : key + "/" + name, v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
@@ -154,11 +167,7 @@ std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
   // their variable ("optimizer/model/dense/kernel/m", as TF's object graph keys them), not after
   // its process-wide name, which depends on what else the process made before.
   std::unordered_map<const void*, std::string> path_of;
-  for (const auto& [key, ref] : impl_->objects) {
-    if (as_optimizer(ref.get())) continue;
-    for (auto& [name, v] : ref.get().tracked_variables())
-      path_of.emplace(v.handle_id(), name.empty() ? key : key + "/" + name);
-  }
+  for (auto& [path, v] : slot_owner_paths(impl_->objects)) path_of.emplace(v.handle_id(), path);
   for (const auto& [key, ref] : impl_->objects) {
     std::unordered_map<const void*, std::string> slot_path;  // slot variable -> its name
     if (const auto* opt = as_optimizer(ref.get())) {
@@ -209,11 +218,7 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   // "<optimizer>/<path of a variable>/<slot>" waits for that variable's slots; other names (older
   // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name.
   std::map<std::string, Variable> by_path;
-  for (const auto& [key, ref] : impl_->objects) {
-    if (as_optimizer(ref.get())) continue;
-    for (auto& [name, v] : ref.get().tracked_variables())
-      by_path.emplace(name.empty() ? key : key + "/" + name, v);
-  }
+  for (auto& [path, v] : slot_owner_paths(impl_->objects)) by_path.emplace(path, v);
   for (const auto& [key, ref] : impl_->objects) {
     const auto* opt = as_optimizer(ref.get());
     if (!opt) continue;

@@ -22,7 +22,8 @@ using tf::testing::has_gpu;
 TEST_CASE("cuda: host to device round trip keeps every byte", "[cuda]") {
   TF_REQUIRE_GPU();
   const tf::Device gpu{tf::DeviceType::GPU, 0};
-  // Sizes around the 64 MiB staging chunk, an empty tensor and odd sizes.
+  // An empty tensor, odd sizes, and one of four whole 16 MiB staging chunks plus a 12-byte tail
+  // (the two staging buffers taking turns).
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1001}, (int64_t{64} << 20) / 4 + 3}) {
     std::vector<int32_t> host(static_cast<size_t>(n));
     std::iota(host.begin(), host.end(), -7);
