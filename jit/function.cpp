@@ -1,7 +1,10 @@
 #include "jit/function.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <typeinfo>
 
 #include <fmt/format.h>
@@ -13,6 +16,7 @@
 #include "core/log.h"
 #include "ops/dispatch.h"
 #include "jit/fusion.h"
+#include "jit/memory_plan.h"
 #include "jit/passes.h"
 #include "jit/tracer.h"
 
@@ -224,7 +228,7 @@ std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const T
   std::vector<TensorMeta> metas;
   for (const Tensor& t : args) metas.push_back({t.shape(), t.dtype()});
   reinfer(cf->graph_, metas);
-  FunctionCore::optimize(cf->graph_, first_traced_id);
+  FunctionCore::optimize(cf->graph_, first_traced_id, jit_compile);
   std::lock_guard lock(mu_);
   cache_.emplace_front(std::move(key), cf);
   if (cache_.size() > FunctionCore::kMaxCached) cache_.pop_back();
@@ -380,10 +384,20 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
   }
 }
 
-void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id) {
+void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_compile) {
   jit::optimize(graph, first_traced_id);
-  jit::fuse_elementwise(graph);
-  graph.prepare();
+  jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
+  graph.prepare(jit::memory_planning_enabled(), jit_compile);
+}
+
+bool FunctionCore::jit_compile() const {
+  // Read once: TAPEFLOW_JIT_COMPILE=1 (or 0) sets jit_compile for every function.
+  static const std::optional<bool> forced = []() -> std::optional<bool> {
+    const char* v = std::getenv("TAPEFLOW_JIT_COMPILE");
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string_view(v) != "0";
+  }();
+  return forced.value_or(options_.jit_compile);
 }
 
 namespace {

@@ -69,6 +69,7 @@ struct GenericTrace {
   std::vector<size_t> output_structure;
   std::vector<std::vector<bool>> mask;  // per tensor argument: which dimensions are None
   bool generic = false;
+  bool jit_compile = false;  // the function's effective jit_compile (for specialisations)
   std::string reason;  // why not, when not
   Graph shown;         // raw with the dimensions that vary shown as None (when generic)
 
@@ -137,7 +138,11 @@ class FunctionCore {
   void insert_specialized(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // Applies the graph passes before the first replay; tensors with ids below first_traced_id
   // existed before the trace (captured tensors a caller's tape may watch) and are never folded.
-  static void optimize(Graph& graph, uint64_t first_traced_id);
+  // `jit_compile`: GPU elementwise chains become NVRTC kernels and GPU graphs replay as CUDA
+  // graphs (jit/fusion.h, jit/cuda_graph.h).
+  static void optimize(Graph& graph, uint64_t first_traced_id, bool jit_compile);
+  // options().jit_compile unless TAPEFLOW_JIT_COMPILE overrides it.
+  bool jit_compile() const;
   int tracing_count() const {
     std::lock_guard lock(mu_);
     return tracing_count_;
@@ -319,7 +324,7 @@ class Function {
         cf = std::make_shared<ConcreteFunction>();
         cf->graph_ = g->raw;
         cf->output_structure_ = g->output_structure;
-        detail::FunctionCore::optimize(cf->graph_, g->first_traced_id);
+        detail::FunctionCore::optimize(cf->graph_, g->first_traced_id, core_->jit_compile());
         core_->insert_specialized(key.bytes, cf);
         return cf;
       }
@@ -364,6 +369,7 @@ class Function {
                                                       const std::vector<Tensor>& tensors,
                                                       Args&&... args) const {
     auto g = std::make_shared<detail::GenericTrace>();
+    g->jit_compile = core_->jit_compile();
     const auto open = detail::open_shapes_scope();  // sizes read at run time while tracing
     g->mask = mask;
     g->first_traced_id = detail::next_tensor_id();
@@ -420,7 +426,7 @@ class Function {
     auto cf = std::make_shared<ConcreteFunction>();
     const uint64_t first_traced_id = detail::next_tensor_id();
     trace_into<R>(cf->graph_, cf->output_structure_, std::forward<Args>(args)...);
-    detail::FunctionCore::optimize(cf->graph_, first_traced_id);
+    detail::FunctionCore::optimize(cf->graph_, first_traced_id, core_->jit_compile());
     return cf;
   }
 

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 
 #include "autograd/tape.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "core/parallel.h"
+#include "jit/cuda_codegen.h"
+#include "jit/cuda_kernels.h"
 #include "ops/activation.h"
 #include "ops/binary.h"
 #include "ops/cpu/fusion_kernels.h"
@@ -41,9 +45,17 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
                "expects {} inputs, got {}", num_inputs, in.size());
     out[0] = meta;
   }
+  // CUDA graphs (jit_compile): the chain's generated kernel, compiled by NVRTC for the scalar
+  // inputs seen while tracing; other one-element inputs at run time get their own variant.
+  std::shared_ptr<const jit::CudaModule> cuda_module;
+  std::vector<bool> cuda_scalar;
+
   void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override;
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "fused nodes are made for CPU graphs only");
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override;
+  std::string cuda_source(const std::vector<bool>& scalar) const {
+    std::vector<jit::CudaFusedStep> cs;
+    for (const Step& st : steps) cs.push_back({st.prim->name(), st.a, st.b});
+    return jit::cuda_fused_source("tf_fused", num_inputs, scalar, cs);
   }
   bool is_elementwise() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -68,6 +80,7 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
       s += fmt::format("{}{}(%{}{})", i ? ", " : "", st.prim->name(), st.a,
                        st.b >= 0 ? fmt::format(", %{}", st.b) : "");
     }
+    if (cuda_module) s += "; nvrtc " + cuda_module->target();
     return s;
   }
   Tensor unfused(std::span<const Tensor> in) const {
@@ -118,6 +131,37 @@ void FusedElementwise::eval_cpu(std::span<const Tensor> in, std::span<Tensor> ou
   });
 }
 
+void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_CHECK_T(InternalError, cuda_module != nullptr, name(),
+             "this fused node has no CUDA kernel (made for a CPU graph)");
+  const Device device = out[0].placement();
+  const int64_t n = out[0].num_elements();
+  if (n == 0) return;
+  std::vector<bool> scalar(static_cast<size_t>(num_inputs));
+  bool aligned = reinterpret_cast<uintptr_t>(out[0].raw_data()) % 16 == 0;
+  std::vector<const void*> ptr(static_cast<size_t>(num_inputs));
+  for (int k = 0; k < num_inputs; ++k) {
+    const int64_t m = in[k].num_elements();
+    TF_CHECK_T(InternalError, m == n || m == 1, name(), "input {} has {} elements for {} outputs",
+               k, m, n);
+    scalar[static_cast<size_t>(k)] = m == 1 && n > 1;
+    ptr[static_cast<size_t>(k)] = in[k].raw_data();
+    if (!scalar[static_cast<size_t>(k)])
+      aligned = aligned && reinterpret_cast<uintptr_t>(ptr[static_cast<size_t>(k)]) % 16 == 0;
+  }
+  // Shapes of a graph for None dimensions may make other inputs one-element ones.
+  std::shared_ptr<const jit::CudaModule> module =
+      scalar == cuda_scalar ? cuda_module : jit::CudaModule::compile(cuda_source(scalar), device);
+  void* dst = out[0].raw_data();
+  long long count = n;
+  std::vector<void*> args;
+  for (const void*& p : ptr) args.push_back(&p);
+  args.push_back(&dst);
+  args.push_back(&count);
+  if (aligned) module->launch("tf_fused_v4", device, std::max<int64_t>(n / 4, 1), args.data());
+  else module->launch("tf_fused", device, n, args.data());
+}
+
 cpu::UnaryRangeF32 unary_kernel(const Primitive& p) {
   if (auto f = cpu::unary_range_f32(p)) return f;
   return cpu::relu_range_f32(p);
@@ -127,7 +171,9 @@ cpu::UnaryRangeF32 unary_kernel(const Primitive& p) {
 
 namespace jit {
 
-int fuse_elementwise(Graph& g) {
+int fuse_elementwise(Graph& g) { return fuse_elementwise(g, FusionOptions{}); }
+
+int fuse_elementwise(Graph& g, const FusionOptions& options) {
   using Ref = Graph::Ref;
   using Source = Graph::Source;
   const int n_nodes = g.num_nodes();
@@ -154,13 +200,34 @@ int fuse_elementwise(Graph& g) {
       consumer[r.index] = -2;  // a graph output
     }
 
+  // GPU nodes are fused only for generated kernels, which need NVRTC.
+  bool cuda = options.cuda;
+  if (cuda) {
+    std::string why;
+    bool has_gpu_nodes = false;
+    for (const Graph::Node& nd : g.nodes) has_gpu_nodes |= nd.device.is_gpu();
+    if (has_gpu_nodes && !nvrtc_available(&why)) {
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        TF_LOG_WARN("jit_compile: GPU elementwise chains stay unfused: {}", why);
+      });
+      cuda = false;
+    }
+  }
+
   auto fusable = [&](int i) {
     const Graph::Node& nd = g.nodes[i];
-    if (nd.outputs.size() != 1 || !nd.device.is_cpu() || nd.prim->has_side_effects()) return false;
+    if (nd.outputs.size() != 1 || nd.prim->has_side_effects()) return false;
     if (nd.outputs[0].dtype != float32) return false;
-    const bool unary = unary_kernel(*nd.prim) != nullptr && nd.inputs.size() == 1;
-    const bool binary = static_cast<bool>(cpu::binary_ranges_f32(*nd.prim)) && nd.inputs.size() == 2;
-    if (!unary && !binary) return false;
+    if (nd.device.is_cpu()) {
+      const bool unary = unary_kernel(*nd.prim) != nullptr && nd.inputs.size() == 1;
+      const bool binary =
+          static_cast<bool>(cpu::binary_ranges_f32(*nd.prim)) && nd.inputs.size() == 2;
+      if (!unary && !binary) return false;
+    } else if (!cuda || !nd.device.is_gpu() ||
+               !cuda_codegen_supports(nd.prim->name(), static_cast<int>(nd.inputs.size()))) {
+      return false;
+    }
     const int64_t n = nd.outputs[0].shape.num_elements();
     for (const Ref& r : nd.inputs) {
       const TensorMeta m = meta_of(r);
@@ -172,8 +239,9 @@ int fuse_elementwise(Graph& g) {
     return true;
   };
 
-  // Grow groups along single-use edges: a fusable node joins the group of a producer whose only
-  // use it is (and whose output has its element count); otherwise it starts a group.
+  // Grow groups along single-use edges: a fusable node joins the group of a producer on its
+  // device whose only use it is (and whose output has its element count); otherwise it starts
+  // a group.
   std::vector<int> group(n_nodes, -1);
   std::vector<std::vector<int>> groups;
   for (int i = 0; i < n_nodes; ++i) {
@@ -184,7 +252,8 @@ int fuse_elementwise(Graph& g) {
     for (const Ref& r : g.nodes[i].inputs) {
       if (r.source != Source::Node || group[r.index] < 0) continue;
       const bool internal = uses[r.index] == 1 &&
-                            g.nodes[r.index].outputs[0].shape.num_elements() == n;
+                            g.nodes[r.index].outputs[0].shape.num_elements() == n &&
+                            g.nodes[r.index].device == g.nodes[i].device;
       if (!internal) continue;
       if (join >= 0 && join != group[r.index]) conflict = true;
       join = group[r.index];
@@ -198,43 +267,15 @@ int fuse_elementwise(Graph& g) {
     }
   }
 
-  // A group is fused when only its last member is used outside it.
-  std::vector<int> replace_at(n_nodes, -1);  // last member -> group
-  std::vector<uint8_t> removed(n_nodes, 0);
-  int fused = 0;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const auto& members = groups[gi];
-    if (members.size() < 2) continue;
-    bool ok = true;
-    for (size_t m = 0; m + 1 < members.size() && ok; ++m) {
-      const int c = consumer[members[m]];
-      ok = uses[members[m]] == 1 && c >= 0 && group[c] == static_cast<int>(gi);
-    }
-    if (!ok) continue;
-    ++fused;
-    replace_at[members.back()] = static_cast<int>(gi);
-    for (size_t m = 0; m + 1 < members.size(); ++m) removed[members[m]] = 1;
-  }
-  if (fused == 0) return 0;
-
-  std::vector<Graph::Node> nodes;
-  std::vector<int> new_index(n_nodes, -1);
-  auto remap = [&](Ref r) {
-    if (r.source == Source::Node) r.index = new_index[r.index];
-    return r;
+  // The fused node of a group (inputs in the original numbering).
+  struct Built {
+    std::shared_ptr<FusedElementwise> op;
+    std::vector<Ref> ext;
   };
-  for (int i = 0; i < n_nodes; ++i) {
-    if (removed[i]) continue;
-    if (replace_at[i] < 0) {
-      Graph::Node nd = g.nodes[i];
-      for (Ref& r : nd.inputs) r = remap(r);
-      new_index[i] = static_cast<int>(nodes.size());
-      nodes.push_back(std::move(nd));
-      continue;
-    }
-    const auto& members = groups[replace_at[i]];
+  auto build = [&](const std::vector<int>& members) {
+    Built b;
     auto op = std::make_shared<FusedElementwise>();
-    std::vector<Ref> ext;  // the fused node's inputs (original numbering)
+    std::vector<Ref>& ext = b.ext;
     std::map<int, int> step_of;  // member node -> step index
     auto operand = [&](const Ref& r) {
       if (r.source == Source::Node && step_of.count(r.index))
@@ -244,14 +285,17 @@ int fuse_elementwise(Graph& g) {
       ext.push_back(r);
       return static_cast<int>(ext.size()) - 1;
     };
+    const bool on_cpu = g.nodes[members.back()].device.is_cpu();
     for (int m : members) {
       const Graph::Node& nd = g.nodes[m];
       FusedElementwise::Step st;
       st.prim = nd.prim;
       st.a = operand(nd.inputs[0]);
       if (nd.inputs.size() > 1) st.b = operand(nd.inputs[1]);
-      st.unary = nd.inputs.size() == 1 ? unary_kernel(*nd.prim) : nullptr;
-      if (!st.unary) st.binary = cpu::binary_ranges_f32(*nd.prim);
+      if (on_cpu) {
+        st.unary = nd.inputs.size() == 1 ? unary_kernel(*nd.prim) : nullptr;
+        if (!st.unary) st.binary = cpu::binary_ranges_f32(*nd.prim);
+      }
       step_of[m] = static_cast<int>(op->steps.size());
       op->steps.push_back(st);
     }
@@ -261,8 +305,8 @@ int fuse_elementwise(Graph& g) {
       if (st.a <= -2) st.a = op->num_inputs + (-2 - st.a);
       if (st.b <= -2) st.b = op->num_inputs + (-2 - st.b);
     }
-    // Tile slots: a step's buffer is free again after its last reader (the last step writes
-    // the output).
+    // Tile slots (CPU): a step's buffer is free again after its last reader (the last step
+    // writes the output).
     const int S = static_cast<int>(op->steps.size());
     std::vector<int> last_read(S, -1);
     for (int s = 0; s < S; ++s)
@@ -286,11 +330,69 @@ int fuse_elementwise(Graph& g) {
           free_slots.push_back(op->steps[o - op->num_inputs].slot);
     }
     op->meta = g.nodes[members.back()].outputs[0];
+    b.op = std::move(op);
+    return b;
+  };
+
+  // A group is fused when only its last member is used outside it (and, on a GPU, when its
+  // kernel compiles).
+  std::vector<int> replace_at(n_nodes, -1);  // last member -> group
+  std::vector<uint8_t> removed(n_nodes, 0);
+  std::map<int, Built> built;
+  int fused = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& members = groups[gi];
+    if (members.size() < 2) continue;
+    bool ok = true;
+    for (size_t m = 0; m + 1 < members.size() && ok; ++m) {
+      const int c = consumer[members[m]];
+      ok = uses[members[m]] == 1 && c >= 0 && group[c] == static_cast<int>(gi);
+    }
+    if (!ok) continue;
+    Built b = build(members);
+    const Device device = g.nodes[members.back()].device;
+    if (device.is_gpu()) {
+      FusedElementwise& op = *b.op;
+      op.cuda_scalar.resize(static_cast<size_t>(op.num_inputs));
+      const int64_t n = op.meta.shape.num_elements();
+      for (int k = 0; k < op.num_inputs; ++k)
+        op.cuda_scalar[static_cast<size_t>(k)] = meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements() == 1 && n > 1;
+      try {
+        op.cuda_module = CudaModule::compile(op.cuda_source(op.cuda_scalar), device);
+      } catch (const Error& e) {
+        TF_LOG_WARN("jit_compile: an elementwise chain of {} ops on {} stays unfused: {}",
+                    members.size(), device.to_string(), e.what());
+        continue;
+      }
+    }
+    built.emplace(static_cast<int>(gi), std::move(b));
+    ++fused;
+    replace_at[members.back()] = static_cast<int>(gi);
+    for (size_t m = 0; m + 1 < members.size(); ++m) removed[members[m]] = 1;
+  }
+  if (fused == 0) return 0;
+
+  std::vector<Graph::Node> nodes;
+  std::vector<int> new_index(n_nodes, -1);
+  auto remap = [&](Ref r) {
+    if (r.source == Source::Node) r.index = new_index[r.index];
+    return r;
+  };
+  for (int i = 0; i < n_nodes; ++i) {
+    if (removed[i]) continue;
+    if (replace_at[i] < 0) {
+      Graph::Node nd = g.nodes[i];
+      for (Ref& r : nd.inputs) r = remap(r);
+      new_index[i] = static_cast<int>(nodes.size());
+      nodes.push_back(std::move(nd));
+      continue;
+    }
+    Built& b = built.at(replace_at[i]);
     Graph::Node nd;
-    nd.prim = op;
-    for (const Ref& r : ext) nd.inputs.push_back(remap(r));
-    nd.outputs = {op->meta};
-    nd.device = g.nodes[members.back()].device;
+    nd.prim = b.op;
+    for (const Ref& r : b.ext) nd.inputs.push_back(remap(r));
+    nd.outputs = {b.op->meta};
+    nd.device = g.nodes[i].device;
     new_index[i] = static_cast<int>(nodes.size());
     nodes.push_back(std::move(nd));
   }

@@ -1,16 +1,26 @@
-// Elementwise fusion for traced graphs: a chain of float32 elementwise ops on the CPU (unary
+// Elementwise fusion for traced graphs: a chain of float32 elementwise ops on one device (unary
 // math, relu, add/subtract/multiply/divide/maximum/minimum with full-size or one-element operands)
 // becomes one `fused_elementwise` node. Its kernel walks the output in tiles of 1024 elements and
 // runs every step on a tile while the intermediates stay in cache, with the same vectorised loops
 // as eager execution (ops/cpu/fusion_kernels.h), so fused results equal unfused ones. The node's
-// gradient recomputes the chain under a tape, so fused graphs stay differentiable.
+// gradient recomputes the chain under a tape, so fused graphs stay differentiable. On a GPU
+// (FusionOptions::cuda) the fused node runs one kernel generated for the chain and compiled
+// with NVRTC: every element is read once and written once.
 #pragma once
 
 #include "jit/graph.h"
 
 namespace tapeflow::jit {
 
+struct FusionOptions {
+  // Also fuse float32 chains on GPUs into kernels generated for them and compiled with NVRTC
+  // (jit/cuda_codegen.h); tf::function sets it for jit_compile. Without NVRTC (or when a
+  // kernel does not compile) the chain stays unfused, with a warning.
+  bool cuda = false;
+};
+
 // Replaces every fusable chain of two or more nodes by one fused node; returns how many.
 int fuse_elementwise(Graph& graph);
+int fuse_elementwise(Graph& graph, const FusionOptions& options);
 
 }  // namespace tapeflow::jit

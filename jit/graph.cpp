@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "jit/cuda_graph.h"
 #include "jit/memory_plan.h"
 #include "jit/tracer.h"
 #include "ops/dispatch.h"
@@ -100,9 +101,14 @@ std::vector<int> compute_last_use(const Graph& g) {
 
 void Graph::prepare() { prepare(jit::memory_planning_enabled()); }
 
-void Graph::prepare(bool plan_memory) {
+void Graph::prepare(bool plan_memory) { prepare(plan_memory, false); }
+
+void Graph::prepare(bool plan_memory, bool cuda_graph) {
   last_use = compute_last_use(*this);
   memory_plan_ = jit::plan_memory(*this, plan_memory);
+  cuda_graph_.reset();
+  cuda_graph_note_.clear();
+  if (cuda_graph) cuda_graph_ = jit::make_cuda_graph_replay(*this, &cuda_graph_note_);
 }
 
 std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
@@ -121,7 +127,15 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   const auto& ctx = detail::thread_context();
   // Recorded replay: tapes (gradients through the call) and enclosing traces see every node.
   const bool through_dispatch = !ctx.tapes.empty() || ctx.trace != nullptr;
+  if (!through_dispatch && cuda_graph_) {
+    std::vector<Tensor> result;
+    if (jit::run_cuda_graph(*cuda_graph_, *this, args, result)) return result;
+  }
+  return run_nodes(args, through_dispatch, nullptr);
+}
 
+std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_dispatch,
+                                     std::vector<std::vector<Tensor>>* keep) const {
   // Intermediates are freed after their last reader, as in eager mode.
   std::vector<int> derived;
   if (last_use.size() != nodes.size()) derived = compute_last_use(*this);
@@ -130,7 +144,8 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   // Planned intermediates are views into one arena (recorded replays never use it: a tape
   // keeps what it records). A plan made for other nodes (edited since prepare()) is ignored.
   const jit::MemoryPlan* plan = memory_plan_.get();
-  if (through_dispatch || plan == nullptr || !plan->enabled() || !plan->matches(*this))
+  if (through_dispatch || keep != nullptr || plan == nullptr || !plan->enabled() ||
+      !plan->matches(*this))
     plan = nullptr;
   // Declared before every tensor of the replay, so that they are gone when it ends.
   const jit::ArenaLease arena(plan);
@@ -173,13 +188,15 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
       }
     }
     // Free inputs that no later node reads.
-    for (const Ref& r : n.inputs)
-      if (r.source == Source::Node && last_use[r.index] == static_cast<int>(i))
-        values[r.index].clear();
+    if (keep == nullptr)
+      for (const Ref& r : n.inputs)
+        if (r.source == Source::Node && last_use[r.index] == static_cast<int>(i))
+          values[r.index].clear();
   }
   std::vector<Tensor> result;
   result.reserve(outputs.size());
   for (const Ref& r : outputs) result.push_back(value_of(r));
+  if (keep != nullptr) *keep = std::move(values);
   return result;
 }
 

@@ -15,6 +15,7 @@ namespace tapeflow {
 
 namespace jit {
 class MemoryPlan;
+class CudaGraphReplay;
 }
 
 class Graph {
@@ -50,8 +51,16 @@ class Graph {
   // allocate every intermediate from the caching allocator.
   void prepare();
   void prepare(bool plan_memory);
+  // `cuda_graph`: replay as one captured CUDA graph when the graph qualifies (jit/cuda_graph.h:
+  // every node on one GPU, static shapes, no side effects); tf::function asks for it with
+  // jit_compile.
+  void prepare(bool plan_memory, bool cuda_graph);
   // The memory plan prepare() made (null before prepare()).
   const jit::MemoryPlan* memory_plan() const { return memory_plan_.get(); }
+  // The CUDA-graph replay prepare() set up (null when not asked for or when the graph does not
+  // qualify; cuda_graph_note() then says why).
+  const jit::CudaGraphReplay* cuda_graph() const { return cuda_graph_.get(); }
+  const std::string& cuda_graph_note() const { return cuda_graph_note_; }
   int num_nodes() const { return static_cast<int>(nodes.size()); }
   // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]", then
   // (once prepared) the memory plan's summary line.
@@ -67,8 +76,16 @@ class Graph {
   std::vector<Tensor> run(std::span<const Tensor> args) const;
 
  private:
+  friend class jit::CudaGraphReplay;
+  // The node loop of run(). With `keep`, nothing is freed or planned: every node's outputs are
+  // left in *keep (what a CUDA-graph capture needs).
+  std::vector<Tensor> run_nodes(std::span<const Tensor> args, bool through_dispatch,
+                                std::vector<std::vector<Tensor>>* keep) const;
+
   // Shared by copies of the graph; prepare() replaces it (never edits it in place).
   std::shared_ptr<const jit::MemoryPlan> memory_plan_;
+  std::shared_ptr<jit::CudaGraphReplay> cuda_graph_;
+  std::string cuda_graph_note_;
 };
 
 }  // namespace tapeflow

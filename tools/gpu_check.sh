@@ -9,7 +9,8 @@
 # Logs go to $GPU_CHECK_LOGS (default: DIR/logs). Exit status: 0 when every test passed.
 # GPU_CHECK_DEADLINE=SECONDS bounds the whole check (a lent machine's minutes are few): each test
 # binary gets what is left less what the benchmarks are kept, and the benchmarks share the rest.
-# SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda and the matrix_benchmark sample.
+# SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda and the matrix_benchmark sample; the jit and
+# keras suites run a second time with TAPEFLOW_JIT_COMPILE=1 (GPU_CHECK_JIT_BINARIES="" skips it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -70,6 +71,23 @@ for t in "$BUILD"/tests/tapeflow_tests_*; do
     grep -B3 -A12 -E "FAILED|REQUIRE|CHECK\(" "$LOGS/$name.log" | head -60
   fi
 done
+# The traced-function suites again with jit_compile forced on for every tf::function
+# (TAPEFLOW_JIT_COMPILE=1): GPU elementwise chains as NVRTC kernels, GPU graphs as CUDA graphs.
+# GPU_CHECK_JIT_BINARIES lists the suites ("" for none).
+for n in ${GPU_CHECK_JIT_BINARIES-jit keras}; do
+  t=$BUILD/tests/tapeflow_tests_$n
+  [[ -x $t ]] || continue
+  start=$(date +%s)
+  log=$LOGS/tapeflow_tests_$n.jit_compile.log
+  TAPEFLOW_JIT_COMPILE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} timeout "$(budget "$BENCH_RESERVE" 300)" \
+    stdbuf -oL -eL "$t" "${FILTER}~[own_process]" --durations yes >"$log" 2>&1
+  rc=$?
+  [[ $rc -ne 0 ]] && status=1
+  line=$(grep -E "^(All tests passed|test cases:)" "$log" | tail -1)
+  summary+=("$(printf '%-26s rc=%-3s %4ss  %s' "tapeflow_tests_$n +jit" "$rc" "$(($(date +%s) - start))" "$line")")
+  [[ $rc -ne 0 ]] && grep -B3 -A12 -E "FAILED" "$log" | head -60
+done
+
 sample=$BUILD/samples/seed_basics
 if [[ -f $sample && -x $sample ]]; then
   if "$sample" >"$LOGS/seed_basics.out" 2>&1; then

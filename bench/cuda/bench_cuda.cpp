@@ -6,6 +6,10 @@
 //     TF32 math and the fastest of cublasLt's top 16 algorithms) and bfloat16;
 //   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
 //   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting);
+//   - tf::function on the GPU (issue 5): a chain of 6 elementwise ops over 16M float32 eager,
+//     traced, and traced with jit_compile (one NVRTC kernel; device time), and a chain of 100
+//     tiny ops eager, traced, and with jit_compile (one fused kernel, replayed as a CUDA graph;
+//     wall time of a call and its wait);
 //   - host<->device copies of 256 MiB from and to pageable memory (wall time, staged through
 //     tapeflow's pinned buffers), against cudaMemcpy from and to pinned memory.
 //
@@ -27,6 +31,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "ops/binary.h"
+#include "jit/function.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/random.h"
@@ -244,6 +249,68 @@ void BM_TinyOpLaunch(benchmark::State& state) {
   tf::detail::cuda::synchronize(kGpu);
 }
 
+tf::Tensor chain6(const tf::Tensor& x) { return tf::tanh(tf::exp(x * 0.5f + 1.0f) - x) * 2.0f; }
+
+// mode 0: eager, 1: tf::function, 2: tf::function with jit_compile.
+void BM_Chain6_16M(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  tf::Tensor x = tf::random::uniform({1 << 24}, -1, 1, tf::float32, 1);
+  tf::Tensor y;
+  const int mode = static_cast<int>(state.range(0));
+  auto f = tf::function(chain6, tf::FunctionOptions{.jit_compile = mode == 2});
+  time_on_stream(state, [&] { y = mode == 0 ? chain6(x) : f(x); });
+  // Bytes of one read of x and one write of the result (what a fused kernel moves).
+  state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(x.nbytes()));
+  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+}
+
+tf::Tensor chain100(const tf::Tensor& x, const tf::Tensor& y) {
+  tf::Tensor c = x;
+  for (int i = 0; i < 50; ++i) c = tf::multiply(tf::add(c, y), y);
+  return c;
+}
+
+// Wall time of one call and the wait for its result: launch-bound work.
+void BM_Chain100Tiny(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  tf::Tensor x = tf::ones({2, 2}), y = tf::fill({2, 2}, tf::Tensor(0.5f));
+  const int mode = static_cast<int>(state.range(0));
+  auto f = tf::function(chain100, tf::FunctionOptions{.jit_compile = mode == 2});
+  tf::Tensor c = mode == 0 ? chain100(x, y) : f(x, y);
+  tf::detail::cuda::synchronize(kGpu);
+  for (auto _ : state) {
+    c = mode == 0 ? chain100(x, y) : f(x, y);
+    tf::detail::cuda::synchronize(kGpu);
+  }
+  state.SetItemsProcessed(state.iterations() * 100);
+  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+}
+
+// The same 100 ops without fusion (a chain of matmuls and adds cannot fuse): graph replay
+// as a CUDA graph against node-by-node replay.
+tf::Tensor matmul_chain(const tf::Tensor& x, const tf::Tensor& w) {
+  tf::Tensor c = x;
+  for (int i = 0; i < 50; ++i) c = tf::add(tf::matmul(c, w), x);
+  return c;
+}
+void BM_MatmulChain100Tiny(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  tf::Tensor x = tf::ones({4, 4}), w = tf::fill({4, 4}, tf::Tensor(0.1f));
+  const int mode = static_cast<int>(state.range(0));
+  auto f = tf::function(matmul_chain, tf::FunctionOptions{.jit_compile = mode == 2});
+  tf::Tensor c = mode == 0 ? matmul_chain(x, w) : f(x, w);
+  tf::detail::cuda::synchronize(kGpu);
+  for (auto _ : state) {
+    c = mode == 0 ? matmul_chain(x, w) : f(x, w);
+    tf::detail::cuda::synchronize(kGpu);
+  }
+  state.SetItemsProcessed(state.iterations() * 100);
+  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+}
+
 constexpr size_t kCopyBytes = size_t{256} << 20;
 
 // tapeflow's host<->device copy of a pageable host tensor (what tf::constant, numpy() and
@@ -307,6 +374,9 @@ BENCHMARK_CAPTURE(BM_CublasSgemm, tf32, true)->Arg(8192)->UseManualTime()->Unit(
 BENCHMARK(BM_CublasLtTf32Best)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Chain6_16M)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Chain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatmulChain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostToDevice)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToHost)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PinnedCopy, to_device, true)->UseRealTime()->Unit(benchmark::kMillisecond);

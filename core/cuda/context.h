@@ -27,6 +27,29 @@ int physical_gpu(Device device);
 void set_device(Device device);
 // The device's stream; also makes the device current on this thread.
 cudaStream_t stream(Device device);
+// The stream that captures CUDA graphs of this device (one per device, created on first use):
+// while a thread holds a CaptureScope for the device, stream(device) returns it on that thread,
+// so that the capture records this thread's work only, never another thread's work on the
+// device's stream.
+cudaStream_t capture_stream(Device device);
+// Whether this thread is inside a CaptureScope for the device (library handles switch to their
+// capture twins then).
+bool in_capture_scope(Device device);
+// Hooks that prepare what a capture needs but must not create while capturing (library
+// handles bound to the capture stream: ops/cuda/handles.cpp adds one). prepare_capture runs
+// them for the device under a CaptureScope, before a capture begins.
+void add_capture_preparer(void (*prepare)(Device device));
+void prepare_capture(Device device);
+class CaptureScope {
+ public:
+  explicit CaptureScope(Device device);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+ private:
+  int previous_;
+};
 // Waits for all work queued on the device's stream.
 void synchronize(Device device);
 // After a kernel launch: throws InternalError naming `op` if the launch failed.

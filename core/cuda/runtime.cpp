@@ -51,6 +51,7 @@ void set_device(Device device) {
 namespace {
 struct DeviceState {
   cudaStream_t stream = nullptr;
+  cudaStream_t capture = nullptr;  // created on first use
   cudaDeviceProp props{};
 };
 std::mutex g_state_mu;
@@ -75,11 +76,55 @@ DeviceState& state(Device device) {
 }
 }  // namespace
 
+namespace {
+// The logical GPU whose stream is replaced by its capture stream on this thread (-1: none).
+thread_local int t_capture_device = -1;
+}  // namespace
+
 cudaStream_t stream(Device device) {
+  if (device.index == t_capture_device) return capture_stream(device);
   cudaStream_t s = state(device).stream;
   set_device(device);
   return s;
 }
+
+cudaStream_t capture_stream(Device device) {
+  DeviceState& st = state(device);
+  set_device(device);
+  std::lock_guard lock(g_state_mu);
+  if (!st.capture) TF_CUDA_CHECK(cudaStreamCreateWithFlags(&st.capture, cudaStreamNonBlocking));
+  return st.capture;
+}
+
+bool in_capture_scope(Device device) { return device.index == t_capture_device; }
+
+namespace {
+std::mutex g_preparers_mu;
+std::vector<void (*)(Device)>& preparers() {
+  static auto* v = new std::vector<void (*)(Device)>();
+  return *v;
+}
+}  // namespace
+
+void add_capture_preparer(void (*prepare)(Device device)) {
+  std::lock_guard lock(g_preparers_mu);
+  preparers().push_back(prepare);
+}
+
+void prepare_capture(Device device) {
+  std::vector<void (*)(Device)> fns;
+  {
+    std::lock_guard lock(g_preparers_mu);
+    fns = preparers();
+  }
+  CaptureScope scope(device);
+  for (auto* fn : fns) fn(device);
+}
+
+CaptureScope::CaptureScope(Device device) : previous_(t_capture_device) {
+  t_capture_device = device.index;
+}
+CaptureScope::~CaptureScope() { t_capture_device = previous_; }
 
 void synchronize(Device device) { TF_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 

@@ -29,23 +29,44 @@ H handle_for(Device device, std::vector<H>& table, std::mutex& mu, Create create
 
 }  // namespace
 
+// Inside a CaptureScope (CUDA-graph capture) the calls go to a second handle per device bound
+// to the capture stream, so that the library's work is recorded with the rest of the graph.
 cublasHandle_t cublas(Device device) {
   static std::mutex mu;
   static auto* table = new std::vector<cublasHandle_t>();
+  static auto* capture_table = new std::vector<cublasHandle_t>();
   cudaStream_t s = stream(device);
-  return handle_for(device, *table, mu, [&] {
+  const bool capture = in_capture_scope(device);
+  return handle_for(device, capture ? *capture_table : *table, mu, [&] {
     cublasHandle_t h = nullptr;
     TF_CUBLAS_CHECK(cublasCreate(&h));
     TF_CUBLAS_CHECK(cublasSetStream(h, s));
+    if (capture) {
+      // A workspace of its own (32 MiB, what Hopper's kernels may use; leaked with the handle),
+      // so that cuBLAS never allocates while a graph is being captured.
+      constexpr size_t kWorkspace = size_t{32} << 20;
+      void* w = nullptr;
+      TF_CUDA_CHECK(cudaMalloc(&w, kWorkspace));
+      TF_CUBLAS_CHECK(cublasSetWorkspace(h, w, kWorkspace));
+    }
     return h;
   });
 }
 
+namespace {
+// The capture twin of the cuBLAS handle is made before a capture begins.
+const bool g_cublas_capture_preparer = [] {
+  add_capture_preparer([](Device device) { cublas(device); });
+  return true;
+}();
+}  // namespace
+
 cusolverDnHandle_t cusolver(Device device) {
   static std::mutex mu;
   static auto* table = new std::vector<cusolverDnHandle_t>();
+  static auto* capture_table = new std::vector<cusolverDnHandle_t>();
   cudaStream_t s = stream(device);
-  return handle_for(device, *table, mu, [&] {
+  return handle_for(device, in_capture_scope(device) ? *capture_table : *table, mu, [&] {
     cusolverDnHandle_t h = nullptr;
     TF_CUSOLVER_CHECK(cusolverDnCreate(&h));
     TF_CUSOLVER_CHECK(cusolverDnSetStream(h, s));
@@ -56,8 +77,9 @@ cusolverDnHandle_t cusolver(Device device) {
 cudnnHandle_t cudnn(Device device) {
   static std::mutex mu;
   static auto* table = new std::vector<cudnnHandle_t>();
+  static auto* capture_table = new std::vector<cudnnHandle_t>();
   cudaStream_t s = stream(device);
-  return handle_for(device, *table, mu, [&] {
+  return handle_for(device, in_capture_scope(device) ? *capture_table : *table, mu, [&] {
     cudnnHandle_t h = nullptr;
     TF_CUDNN_CHECK(cudnnCreate(&h));
     TF_CUDNN_CHECK(cudnnSetStream(h, s));

@@ -1,0 +1,228 @@
+// CUDA-graph replay of prepared graphs (see jit/cuda_graph.h).
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <set>
+
+#include "core/check.h"
+#include "core/cuda/context.h"
+#include "core/log.h"
+#include "jit/cuda_graph.h"
+#include "jit/graph.h"
+#include "ops/dispatch.h"
+
+namespace tapeflow::jit {
+
+namespace {
+// A captured graph keeps every intermediate allocated; above this, one launch per node costs
+// little next to the work anyway, and the memory is worth more.
+constexpr size_t kMaxKeptBytes = size_t{256} << 20;
+
+size_t bytes_of(const TensorMeta& m) {
+  return static_cast<size_t>(m.shape.num_elements()) * dtype_size(m.dtype);
+}
+}  // namespace
+
+class CudaGraphReplay {
+ public:
+  CudaGraphReplay(const Graph& graph, Device device) : device_(device) {
+    for (const Graph::Node& n : graph.nodes) prims_.push_back(n.prim.get());
+    outputs_ = graph.outputs;
+  }
+  ~CudaGraphReplay() {
+    // Errors are ignored: at exit the runtime may already be gone. An executable graph still
+    // running is freed when it completes.
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  CudaGraphReplay(const CudaGraphReplay&) = delete;
+  CudaGraphReplay& operator=(const CudaGraphReplay&) = delete;
+
+  bool run(const Graph& g, std::span<const Tensor> args, std::vector<Tensor>& outputs) {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || stats_.failed || !matches(g)) return false;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].shape() != g.inputs[i].shape) return false;  // a graph for None dimensions
+    if (!exec_) {
+      // The first call replays node by node: kernels load, library handles and algorithm
+      // choices are made outside the capture. The second captures.
+      if (!warmed_up_) {
+        warmed_up_ = true;
+        return false;
+      }
+      if (!capture(g)) return false;
+    }
+
+    cudaStream_t s = detail::cuda::stream(device_);
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].nbytes() > 0)
+        TF_CUDA_CHECK(cudaMemcpyAsync(static_inputs_[i].raw_data(), args[i].raw_data(),
+                                      args[i].nbytes(), cudaMemcpyDeviceToDevice, s));
+    TF_CUDA_CHECK(cudaGraphLaunch(exec_, s));
+    outputs.clear();
+    outputs.reserve(g.outputs.size());
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      const Graph::Ref& r = g.outputs[k];
+      if (r.source == Graph::Source::Input) {
+        outputs.push_back(args[static_cast<size_t>(r.index)]);
+      } else if (r.source == Graph::Source::Constant) {
+        outputs.push_back(g.constants[static_cast<size_t>(r.index)]);
+      } else {
+        const Tensor& from = static_outputs_[k];
+        Tensor t = detail::empty(from.shape(), from.dtype(), device_);
+        if (t.nbytes() > 0)
+          TF_CUDA_CHECK(cudaMemcpyAsync(t.raw_data(), from.raw_data(), t.nbytes(),
+                                        cudaMemcpyDeviceToDevice, s));
+        outputs.push_back(std::move(t));
+      }
+    }
+    ++stats_.launches;
+    return true;
+  }
+
+  CudaGraphStats stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
+ private:
+  // The graph this replay was made for (prepare() makes a new one after edits; copies of a
+  // graph share it and must not have been edited since).
+  bool matches(const Graph& g) const {
+    if (g.nodes.size() != prims_.size() || !(g.outputs == outputs_)) return false;
+    for (size_t i = 0; i < prims_.size(); ++i)
+      if (g.nodes[i].prim.get() != prims_[i]) return false;
+    return true;
+  }
+
+  bool capture(const Graph& g) {
+    static_inputs_.clear();
+    for (const TensorMeta& m : g.inputs) static_inputs_.push_back(detail::empty(m.shape, m.dtype, device_));
+    cudaStream_t cs = detail::cuda::capture_stream(device_);
+    std::string failure;
+    try {
+      detail::cuda::prepare_capture(device_);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    std::vector<Tensor> outs;
+    std::vector<std::vector<Tensor>> kept;
+    const cudaError_t begin = failure.empty()
+                                  ? cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed)
+                                  : cudaSuccess;
+    if (!failure.empty()) {
+      // prepare_capture failed: nothing was captured.
+    } else if (begin != cudaSuccess) {
+      failure = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(begin));
+    } else {
+      try {
+        detail::cuda::CaptureScope scope(device_);
+        outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, &kept);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      cudaGraph_t graph = nullptr;
+      const cudaError_t end = cudaStreamEndCapture(cs, &graph);
+      if (failure.empty() && end != cudaSuccess)
+        failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(end));
+      if (failure.empty()) {
+        const cudaError_t inst = cudaGraphInstantiate(&exec_, graph, 0);
+        if (inst != cudaSuccess) {
+          exec_ = nullptr;
+          failure = fmt::format("cudaGraphInstantiate: {}", cudaGetErrorString(inst));
+        }
+      }
+      if (failure.empty()) {
+        graph_ = graph;
+      } else if (graph) {
+        cudaGraphDestroy(graph);
+      }
+    }
+    cudaGetLastError();  // capture errors are not sticky; clear the last one
+    if (!failure.empty()) {
+      stats_.failed = true;
+      stats_.failure = failure;
+      static_inputs_.clear();
+      TF_LOG_INFO("a traced graph of {} nodes on {} replays node by node: capturing it as a "
+                  "CUDA graph failed: {}",
+                  g.nodes.size(), device_.to_string(), failure);
+      return false;
+    }
+    static_outputs_ = std::move(outs);
+    kept_ = std::move(kept);
+    size_t num = 0;
+    if (cudaGraphGetNodes(graph_, nullptr, &num) == cudaSuccess)
+      stats_.num_kernel_nodes = static_cast<int>(num);
+    std::set<const void*> seen;
+    size_t bytes = 0;
+    auto count = [&](const Tensor& t) {
+      if (t.defined() && seen.insert(t.raw_data()).second) bytes += t.nbytes();
+    };
+    for (const Tensor& t : static_inputs_) count(t);
+    for (const auto& v : kept_)
+      for (const Tensor& t : v) count(t);
+    stats_.kept_bytes = bytes;
+    stats_.captured = true;
+    TF_LOG_DEBUG("captured a traced graph of {} nodes on {} as a CUDA graph of {} nodes ({} "
+                 "bytes kept)",
+                 g.nodes.size(), device_.to_string(), stats_.num_kernel_nodes, bytes);
+    return true;
+  }
+
+  Device device_;
+  std::vector<const Primitive*> prims_;
+  std::vector<Graph::Ref> outputs_;
+  mutable std::mutex mu_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<Tensor> static_inputs_;
+  std::vector<Tensor> static_outputs_;
+  std::vector<std::vector<Tensor>> kept_;
+  bool warmed_up_ = false;
+  CudaGraphStats stats_;
+};
+
+std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std::string* why_not) {
+  auto no = [&](std::string why) -> std::shared_ptr<CudaGraphReplay> {
+    if (why_not) *why_not = std::move(why);
+    return nullptr;
+  };
+  if (graph.nodes.empty()) return no("it has no nodes");
+  const Device device = graph.nodes[0].device;
+  if (!device.is_gpu()) return no("its nodes run on " + device.to_string());
+  if (graph.nodes.size() < 2) return no("one node needs no graph");
+  size_t bytes = 0;
+  for (const Graph::Node& n : graph.nodes) {
+    if (n.device != device) return no("its nodes run on more than one device");
+    if (n.prim->has_side_effects())
+      return no(fmt::format("{} has side effects (variables, printing, random numbers and "
+                            "collectives run node by node)",
+                            n.prim->name()));
+    if (n.prim->target_device()) return no(fmt::format("{} copies between devices", n.prim->name()));
+    for (const TensorMeta& m : n.outputs) {
+      if (m.shape.num_elements() < 0) return no("a shape is not fully known");
+      if (!n.prim->is_view()) bytes += bytes_of(m);
+    }
+  }
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    if (i < graph.input_devices.size() && graph.input_devices[i] != device)
+      return no(fmt::format("input {} is on {}", i, graph.input_devices[i].to_string()));
+    if (graph.inputs[i].shape.num_elements() < 0) return no("an input shape is not fully known");
+    bytes += bytes_of(graph.inputs[i]);
+  }
+  for (const Tensor& c : graph.constants)
+    if (c.placement() != device) return no("a captured constant is on " + c.device());
+  if (bytes > kMaxKeptBytes)
+    return no(fmt::format("its values take {} MiB (CUDA graphs are kept for graphs up to {} MiB)",
+                          bytes >> 20, kMaxKeptBytes >> 20));
+  return std::make_shared<CudaGraphReplay>(graph, device);
+}
+
+bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const Tensor> args,
+                    std::vector<Tensor>& outputs) {
+  return replay.run(graph, args, outputs);
+}
+
+CudaGraphStats cuda_graph_stats(const CudaGraphReplay& replay) { return replay.stats(); }
+
+}  // namespace tapeflow::jit

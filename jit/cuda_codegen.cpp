@@ -1,0 +1,148 @@
+#include "jit/cuda_codegen.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+#include "core/check.h"
+
+namespace tapeflow::jit {
+
+namespace {
+
+// Device functions of the fusable ops, float32. Every multiply, add and divide whose operands
+// or result can meet another step's is an _rn intrinsic: the compiler never merges those into
+// fused multiply-adds, so a fused chain rounds as the op-by-op kernels do.
+constexpr const char* kPrelude = R"(// tapeflow fused elementwise kernel (generated)
+#define TF_D static __device__ __forceinline__
+TF_D float tf_negative(float x) { return -x; }
+TF_D float tf_abs(float x) { return fabsf(x); }
+TF_D float tf_sign(float x) { return x > 0.f ? 1.f : (x < 0.f ? -1.f : x); }
+TF_D float tf_exp(float x) {
+  // Results below the normal range are rounded once, as the eager kernel's exp.
+  return x < -87.3365447f ? __fmul_rn(expf(__fadd_rn(x, 64.0f)), 0x1.969d48p-93f) : expf(x);
+}
+TF_D float tf_log(float x) { return logf(x); }
+TF_D float tf_log1p(float x) { return log1pf(x); }
+TF_D float tf_sqrt(float x) { return sqrtf(x); }
+TF_D float tf_rsqrt(float x) { return __fdiv_rn(1.f, sqrtf(x)); }
+TF_D float tf_square(float x) { return __fmul_rn(x, x); }
+TF_D float tf_tanh(float x) { return tanhf(x); }
+TF_D float tf_sigmoid(float x) {
+  const float e = tf_exp(-fabsf(x));
+  const float s = __fdiv_rn(1.f, __fadd_rn(1.f, e));
+  return x >= 0.f ? s : __fmul_rn(e, s);
+}
+TF_D float tf_sin(float x) { return sinf(x); }
+TF_D float tf_cos(float x) { return cosf(x); }
+TF_D float tf_floor(float x) { return floorf(x); }
+TF_D float tf_ceil(float x) { return ceilf(x); }
+TF_D float tf_round(float x) { return rintf(x); }
+TF_D float tf_relu(float x) { return x < 0.f ? 0.f : x; }
+TF_D float tf_add(float a, float b) { return __fadd_rn(a, b); }
+TF_D float tf_subtract(float a, float b) { return __fsub_rn(a, b); }
+TF_D float tf_multiply(float a, float b) { return __fmul_rn(a, b); }
+TF_D float tf_divide(float a, float b) { return __fdiv_rn(a, b); }
+TF_D float tf_pow(float a, float b) { return powf(a, b); }
+TF_D float tf_maximum(float a, float b) { return (a > b || a != a) ? a : b; }
+TF_D float tf_minimum(float a, float b) { return (a < b || a != a) ? a : b; }
+)";
+
+constexpr std::array<std::string_view, 17> kUnary = {
+    "negative", "abs",     "sign", "exp", "log",   "log1p", "sqrt",  "rsqrt", "square",
+    "tanh",     "sigmoid", "sin",  "cos", "floor", "ceil",  "round", "relu"};
+constexpr std::array<std::string_view, 7> kBinary = {"add",     "subtract", "multiply", "divide",
+                                                     "pow",     "maximum",  "minimum"};
+
+template <size_t N>
+bool contains(const std::array<std::string_view, N>& list, std::string_view op) {
+  for (std::string_view s : list)
+    if (s == op) return true;
+  return false;
+}
+
+}  // namespace
+
+bool cuda_codegen_supports(std::string_view op, int num_operands) {
+  if (num_operands == 1) return contains(kUnary, op);
+  if (num_operands == 2) return contains(kBinary, op);
+  return false;
+}
+
+std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
+                              const std::vector<bool>& scalar,
+                              std::span<const CudaFusedStep> steps) {
+  const char* op = "cuda_fusion";
+  TF_CHECK_ARG(num_inputs >= 1 && static_cast<int>(scalar.size()) == num_inputs, op,
+               "{} inputs with {} scalar flags", num_inputs, scalar.size());
+  TF_CHECK_ARG(!steps.empty(), op, "a fused kernel needs at least one step");
+  const int num_steps = static_cast<int>(steps.size());
+  auto operand = [&](int o, int step) {
+    TF_CHECK_ARG(o >= 0 && o < num_inputs + step, op,
+                 "step {} reads operand {}, which is neither an input nor an earlier step", step,
+                 o);
+    return o < num_inputs ? fmt::format("x{}", o) : fmt::format("t{}", o - num_inputs);
+  };
+
+  // The per-element function: inputs in, the last step's value out.
+  std::string params;
+  for (int k = 0; k < num_inputs; ++k) params += fmt::format("{}float x{}", k ? ", " : "", k);
+  std::string body;
+  for (int s = 0; s < num_steps; ++s) {
+    const CudaFusedStep& st = steps[static_cast<size_t>(s)];
+    const int arity = st.b >= 0 ? 2 : 1;
+    TF_CHECK_ARG(cuda_codegen_supports(st.op, arity), op,
+                 "no generated CUDA form for {} with {} operand(s)", st.op, arity);
+    const std::string args =
+        arity == 2 ? operand(st.a, s) + ", " + operand(st.b, s) : operand(st.a, s);
+    body += fmt::format("  const float t{} = tf_{}({});\n", s, st.op, args);
+  }
+  body += fmt::format("  return t{};\n", num_steps - 1);
+
+  std::string src = kPrelude;
+  src += fmt::format("TF_D float tf_fused_element({}) {{\n{}}}\n", params, body);
+
+  // Kernel parameters, the scalars read once, and the element arguments of both loops.
+  std::string kparams, scalars, elem_args, vec_loads;
+  std::array<std::string, 4> lane_args;
+  constexpr std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
+  for (int k = 0; k < num_inputs; ++k) {
+    kparams += fmt::format("const float* __restrict__ in{}, ", k);
+    const std::string sep = k ? ", " : "";
+    if (scalar[static_cast<size_t>(k)]) {
+      scalars += fmt::format("  const float s{} = in{}[0];\n", k, k);
+      elem_args += fmt::format("{}s{}", sep, k);
+      for (auto& l : lane_args) l += fmt::format("{}s{}", sep, k);
+    } else {
+      elem_args += fmt::format("{}in{}[i]", sep, k);
+      vec_loads += fmt::format("    const float4 v{} = reinterpret_cast<const float4*>(in{})[i];\n",
+                               k, k);
+      for (size_t l = 0; l < 4; ++l) lane_args[l] += fmt::format("{}v{}.{}", sep, k, lanes[l]);
+    }
+  }
+  kparams += "float* __restrict__ out, long long n";
+  const std::string head =
+      "  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;\n"
+      "  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+
+  src += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__(256) {}({}) {{\n{}{}"
+      "  for (long long i = first; i < n; i += stride) out[i] = tf_fused_element({});\n}}\n",
+      kernel_name, kparams, head, scalars, elem_args);
+
+  std::string vec_body = vec_loads + "    float4 r;\n";
+  for (size_t l = 0; l < 4; ++l)
+    vec_body += fmt::format("    r.{} = tf_fused_element({});\n", lanes[l], lane_args[l]);
+  vec_body += "    reinterpret_cast<float4*>(out)[i] = r;\n";
+  src += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__(256) {}_v4({}) {{\n{}{}"
+      "  const long long n4 = n >> 2;\n"
+      "  for (long long i = first; i < n4; i += stride) {{\n{}  }}\n"
+      "  for (long long i = (n4 << 2) + first; i < n; i += stride)\n"
+      "    out[i] = tf_fused_element({});\n}}\n",
+      kernel_name, kparams, head, scalars, vec_body, elem_args);
+  return src;
+}
+
+}  // namespace tapeflow::jit

@@ -1,0 +1,51 @@
+// CUDA-graph replay of traced graphs (internal). A prepared graph whose nodes all run on one GPU,
+// with static shapes and no side effects (no variable reads or writes, printing, random draws
+// or collectives), replays as one captured CUDA graph: one launch instead of one per node.
+//
+// The first replay runs node by node (kernels load, library handles and algorithms are chosen
+// outside any capture). The second captures: the nodes are recorded on the device's capture
+// stream (cuda::CaptureScope) over static input buffers, and every value they make stays
+// allocated for the life of the graph, so the captured kernels' addresses stay valid. Each replay then
+// copies the arguments into the static inputs, launches the graph on the device's stream and
+// copies the outputs into fresh tensors (three kinds of work on one stream, in order). A node
+// that cannot be captured (one that waits for the device or reads values on the host) makes the
+// capture fail: that is logged once and the graph replays node by node from then on.
+// Builds without CUDA have the same interface and never capture.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapeflow {
+class Graph;
+}
+
+namespace tapeflow::jit {
+
+class CudaGraphReplay;
+
+// A replay for `graph`, or null (with the reason in `why_not`) when it does not qualify.
+std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph,
+                                                        std::string* why_not = nullptr);
+
+// Runs `graph` through its captured CUDA graph (capturing it first). False when this call must
+// replay node by node instead: another thread is replaying it, the arguments' shapes differ
+// from the traced ones, or the capture failed.
+bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const Tensor> args,
+                    std::vector<Tensor>& outputs);
+
+struct CudaGraphStats {
+  bool captured = false;   // a CUDA graph was captured and instantiated
+  bool failed = false;     // capture failed; `failure` says why
+  int64_t launches = 0;    // replays that launched it
+  int num_kernel_nodes = 0;  // nodes of the captured graph
+  size_t kept_bytes = 0;   // device memory its static buffers hold
+  std::string failure;
+};
+CudaGraphStats cuda_graph_stats(const CudaGraphReplay& replay);
+
+}  // namespace tapeflow::jit

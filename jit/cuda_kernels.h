@@ -1,0 +1,39 @@
+// Run-time compiled CUDA kernels (internal). NVRTC is loaded on first use (dlopen of the
+// toolkit's libnvrtc), so a program runs on machines without it: jit_compile then keeps the
+// unfused kernels and says why once. Builds without CUDA have the same interface; every entry
+// point there reports that CUDA is not built in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/device.h"
+
+namespace tapeflow::jit {
+
+// Whether NVRTC can be used; when not, `why` (if given) receives the reason.
+bool nvrtc_available(std::string* why = nullptr);
+
+// Compiles CUDA C++ `source` with NVRTC for `arch`: "sm_90" gives a CUBIN, "compute_90" PTX.
+// Needs no GPU. Throws UnavailableError without NVRTC, InvalidArgumentError with the compiler's
+// log when the source does not compile.
+std::string nvrtc_compile(const std::string& source, const std::string& arch);
+
+// A compiled module: compiled once per source and GPU architecture (cached for the process),
+// loaded into each device's context when it first launches there.
+class CudaModule {
+ public:
+  virtual ~CudaModule() = default;
+  // Compiles for the architecture of `device` (a GPU): a CUBIN when NVRTC knows it, else PTX
+  // for the newest architecture NVRTC has below it (the driver finishes it).
+  static std::shared_ptr<const CudaModule> compile(const std::string& source, Device device);
+  // Launches `kernel` on the device's stream with 256 threads per block and enough blocks for
+  // `work_items` (a grid-stride kernel), `args` pointing at each argument as cudaLaunchKernel
+  // expects.
+  virtual void launch(const char* kernel, Device device, int64_t work_items, void** args) const = 0;
+  // "sm_90" or "compute_90 (PTX)": what was compiled.
+  virtual const std::string& target() const = 0;
+};
+
+}  // namespace tapeflow::jit
