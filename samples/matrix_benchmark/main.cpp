@@ -5,14 +5,14 @@
 //
 //   build/samples/matrix_benchmark --help
 //
-// Threading: the main thread drives everything; `all_gpus` keeps one worker thread per GPU (each
-// under its own tf::DeviceScope) for the life of that series, joined before the next one starts.
+// Threading: the main thread drives everything; `all_gpus` runs through a MirroredStrategy over
+// every GPU (one replica thread per GPU, each under its GPU's device scope) for the life of that
+// series.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,13 +22,14 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <tapeflow/tapeflow.h>
@@ -38,6 +39,11 @@
 
 #ifdef MATRIX_BENCHMARK_CUDA
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+// cusolverMg is marked deprecated in CUDA 13's header; it is still shipped and is cuSOLVER's
+// multi-GPU LU. Only its types come from the header: the library is opened with dlopen.
+#define DISABLE_CUSOLVERMG_DEPRECATED
+#include <cusolverMg.h>
 #endif
 
 namespace tf = tapeflow;
@@ -61,8 +67,9 @@ Usage: matrix_benchmark [options]
                         cpu            tapeflow on the CPU with all cores (--threads)
                         cpu_1thread    tapeflow on the CPU with one thread
                         gpu            one GPU (/GPU:0)
-                        all_gpus       multiplication split by row blocks, one thread per GPU;
-                                       inversion: not available (see README.md)
+                        all_gpus       multiplication split by row blocks through a
+                                       MirroredStrategy over every GPU; inversion through
+                                       cuSOLVER's multi-GPU solver (cusolverMg)
                         seed_faithful  what the seed's GPU curve timed: a float64 host feed
                                        converted to float32 every run, an ELEMENTWISE product
                                        (or the inverse), the result copied back to the host;
@@ -531,89 +538,22 @@ class SeedFaithfulCase final : public Case {
   std::vector<float> hc_;
 };
 
-// One persistent worker thread per GPU: run(job) calls job(i) on worker i for every i at once
-// and returns when all are done, rethrowing the first exception. Workers live as long as the team.
-class GpuTeam {
- public:
-  explicit GpuTeam(int size) : size_(size) {
-    for (int i = 0; i < size; ++i) threads_.emplace_back([this, i] { loop(i); });
-  }
-  ~GpuTeam() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      ++generation_;
-    }
-    start_cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  GpuTeam(const GpuTeam&) = delete;
-  GpuTeam& operator=(const GpuTeam&) = delete;
-
-  int size() const { return size_; }
-
-  void run(const std::function<void(int)>& job) {
-    std::unique_lock<std::mutex> lock(mu_);
-    job_ = &job;
-    pending_ = size_;
-    error_ = nullptr;
-    ++generation_;
-    start_cv_.notify_all();
-    done_cv_.wait(lock, [this] { return pending_ == 0; });
-    job_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  void loop(int i) {
-    uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(int)>* job = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        start_cv_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (stop_) return;
-        job = job_;
-      }
-      std::exception_ptr err;
-      try {
-        (*job)(i);
-      } catch (...) {
-        err = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      if (err && !error_) error_ = err;
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
-  }
-
-  int size_;
-  std::vector<std::thread> threads_;
-  std::mutex mu_;
-  std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  const std::function<void(int)>* job_ = nullptr;
-  std::exception_ptr error_;
-};
-
-// all_gpus, multiplication: C = A B with A split into G row blocks; GPU i computes its block
-// A_i B with its own copy of B, on its own thread under tf::DeviceScope("/GPU:i"). The split is
-// written by hand (MirroredStrategy is not used). Without transfers the blocks and the copies of
-// B already live on their GPUs and the product blocks stay there; with transfers every run copies
-// A_i and B from host memory to GPU i and C_i back to host memory (as G row blocks).
+// all_gpus, multiplication: C = A B with A split into G row blocks through a MirroredStrategy
+// over every GPU: strategy.run runs the replica step on each GPU's replica thread at once
+// (under that GPU's device scope) and returns when every replica has queued its work; the run
+// then waits for every GPU. Replica i computes A_i B with its own copy of B. Without transfers
+// the blocks and the copies of B already live on their GPUs and the product blocks stay there;
+// with transfers every run copies A_i and B from host memory to GPU i and C_i back to host
+// memory (as G row blocks).
 template <class T>
 class AllGpusMatMulCase final : public Case {
  public:
-  AllGpusMatMulCase(int gpus, tf::DType dt, bool transfers)
-      : team_(gpus), dt_(dt), transfers_(transfers), a_(gpus), b_(gpus), c_(gpus), hc_(gpus) {}
+  AllGpusMatMulCase(tf::DType dt, bool transfers)
+      : dt_(dt), transfers_(transfers), g_(static_cast<int>(strategy_.devices().size())), hc_(g_) {}
   Bytes bytes_needed(int64_t n) const override {
     const double e = static_cast<double>(n * n) * sizeof(T);
     // per GPU: all of B, an A block and a C block (the largest block has ceil(n / g) rows).
-    const double g = team_.size();
-    const double block = std::ceil(static_cast<double>(n) / g) / static_cast<double>(n);
+    const double block = std::ceil(static_cast<double>(n) / g_) / static_cast<double>(n);
     return {4 * e, e * (1 + 2 * block)};
   }
   void prepare(int64_t n) override {
@@ -624,64 +564,378 @@ class AllGpusMatMulCase final : public Case {
       hb_ = make_input(Op::MatMul, n, dt_, 2).numpy<T>();
     }
     if (!transfers_) {
-      team_.run([&](int i) {
-        const auto [r0, rows] = block(i);
-        if (rows == 0) return;
-        a_[i] = tf::detail::from_host<T>(ha_.data() + r0 * n_, {rows, n_}, gpu(i));
-        b_[i] = tf::detail::from_host<T>(hb_.data(), {n_, n_}, gpu(i));
-        synchronise(b_[i]);
+      a_ = strategy_.run([&] { return host_block(ha_.data(), replica()); });
+      b_ = strategy_.run([&] {
+        tf::Tensor b = tf::detail::from_host<T>(hb_.data(), {n_, n_}, device(replica()));
+        synchronise(b);
+        return b;
       });
     }
   }
   void run() override {
-    team_.run([&](int i) {
-      const auto [r0, rows] = block(i);
-      if (rows == 0) return;
-      tf::DeviceScope scope(gpu(i));
-      if (transfers_) {
-        const tf::Tensor a = tf::detail::from_host<T>(ha_.data() + r0 * n_, {rows, n_}, gpu(i));
-        const tf::Tensor b = tf::detail::from_host<T>(hb_.data(), {n_, n_}, gpu(i));
-        hc_[i] = tf::matmul(a, b).numpy<T>();  // waits for GPU i
-      } else {
-        c_[i] = tf::matmul(a_[i], b_[i]);
-        synchronise(c_[i]);
-      }
-    });
+    if (transfers_) {
+      strategy_.run([&] {
+        const int i = replica();
+        const tf::Tensor a = host_block(ha_.data(), i);
+        if (a.shape()[0] == 0) return;
+        const tf::Tensor b = tf::detail::from_host<T>(hb_.data(), {n_, n_}, device(i));
+        hc_[static_cast<size_t>(i)] = tf::matmul(a, b).numpy<T>();  // waits for GPU i
+      });
+    } else {
+      c_ = strategy_.run([](const tf::Tensor& a, const tf::Tensor& b) {
+        if (a.shape()[0] == 0) return a;  // N < G: no rows here
+        tf::Tensor c = tf::matmul(a, b);
+        synchronise(c);
+        return c;
+      }, a_, b_);
+    }
   }
   double check() override {
     std::vector<double> c;
     c.reserve(static_cast<size_t>(n_ * n_));
-    for (int i = 0; i < team_.size(); ++i) {
+    for (int i = 0; i < g_; ++i) {
       if (block(i).second == 0) continue;
-      const std::vector<double> v = transfers_ ? to_doubles(hc_[i]) : c_[i].numpy<double>();
+      const std::vector<double> v =
+          transfers_ ? to_doubles(hc_[static_cast<size_t>(i)]) : c_[static_cast<size_t>(i)].numpy<double>();
       c.insert(c.end(), v.begin(), v.end());
     }
     return check_matmul(to_doubles(ha_), to_doubles(hb_), c, n_);
   }
   void release() override {
     ha_ = hb_ = std::vector<T>();
-    for (int i = 0; i < team_.size(); ++i) {
-      a_[i] = b_[i] = c_[i] = tf::Tensor();
-      hc_[i] = std::vector<T>();
-    }
+    a_ = b_ = c_ = tf::distribute::PerReplica<tf::Tensor>();
+    for (auto& h : hc_) h = std::vector<T>();
   }
 
  private:
   std::pair<int64_t, int64_t> block(int i) const {
-    const int64_t g = team_.size();
-    const int64_t r0 = n_ * i / g, r1 = n_ * (i + 1) / g;
+    const int64_t r0 = n_ * i / g_, r1 = n_ * (i + 1) / g_;
     return {r0, r1 - r0};
   }
-  static tf::Device gpu(int i) { return tf::Device{tf::DeviceType::GPU, i}; }
+  // Inside a replica step: this replica's index and device.
+  static int replica() { return tf::distribute::get_replica_context()->replica_id_in_sync_group(); }
+  tf::Device device(int i) const { return strategy_.devices()[static_cast<size_t>(i)]; }
+  // Rows of replica i's block of a host matrix, on its GPU (no rows when N < G).
+  tf::Tensor host_block(const T* host, int i) const {
+    const auto [r0, rows] = block(i);
+    if (rows == 0) return tf::zeros({0, n_}, dt_);
+    return tf::detail::from_host<T>(host + r0 * n_, {rows, n_}, device(i));
+  }
 
-  GpuTeam team_;
+  tf::distribute::MirroredStrategy strategy_;  // every GPU
   tf::DType dt_;
   bool transfers_;
+  int g_;
   int64_t n_ = 0;
-  std::vector<T> ha_, hb_;             // host inputs
-  std::vector<tf::Tensor> a_, b_, c_;  // per GPU, resident
-  std::vector<std::vector<T>> hc_;     // per GPU, result blocks in host memory
+  std::vector<T> ha_, hb_;                           // host inputs
+  tf::distribute::PerReplica<tf::Tensor> a_, b_, c_;  // resident
+  std::vector<std::vector<T>> hc_;                   // per GPU, result blocks in host memory
 };
+
+#ifdef MATRIX_BENCHMARK_CUDA
+// cuSOLVER's multi-GPU solver, opened at run time (libcusolverMg is 100 MB and optional: without
+// it all_gpus inversion says so and the benchmark goes on).
+struct CusolverMg {
+  decltype(&cusolverMgCreate) create = nullptr;
+  decltype(&cusolverMgDestroy) destroy = nullptr;
+  decltype(&cusolverMgDeviceSelect) device_select = nullptr;
+  decltype(&cusolverMgCreateDeviceGrid) create_grid = nullptr;
+  decltype(&cusolverMgDestroyGrid) destroy_grid = nullptr;
+  decltype(&cusolverMgCreateMatrixDesc) create_desc = nullptr;
+  decltype(&cusolverMgDestroyMatrixDesc) destroy_desc = nullptr;
+  decltype(&cusolverMgGetrf_bufferSize) getrf_buffer = nullptr;
+  decltype(&cusolverMgGetrf) getrf = nullptr;
+  decltype(&cusolverMgGetrs_bufferSize) getrs_buffer = nullptr;
+  decltype(&cusolverMgGetrs) getrs = nullptr;
+  std::string error;  // why it is unavailable
+
+  static const CusolverMg& get() {
+    static const CusolverMg lib = [] {
+      CusolverMg m;
+      void* h = dlopen("libcusolverMg.so.12", RTLD_NOW | RTLD_LOCAL);
+      if (!h) h = dlopen("libcusolverMg.so", RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        const char* e = dlerror();
+        m.error = std::string("cannot load libcusolverMg.so.12: ") + (e ? e : "not found");
+        return m;
+      }
+      auto sym = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+        if (!fn && m.error.empty()) m.error = std::string("libcusolverMg lacks ") + name;
+      };
+      sym(m.create, "cusolverMgCreate");
+      sym(m.destroy, "cusolverMgDestroy");
+      sym(m.device_select, "cusolverMgDeviceSelect");
+      sym(m.create_grid, "cusolverMgCreateDeviceGrid");
+      sym(m.destroy_grid, "cusolverMgDestroyGrid");
+      sym(m.create_desc, "cusolverMgCreateMatrixDesc");
+      sym(m.destroy_desc, "cusolverMgDestroyMatrixDesc");
+      sym(m.getrf_buffer, "cusolverMgGetrf_bufferSize");
+      sym(m.getrf, "cusolverMgGetrf");
+      sym(m.getrs_buffer, "cusolverMgGetrs_bufferSize");
+      sym(m.getrs, "cusolverMgGetrs");
+      return m;
+    }();
+    return lib;
+  }
+};
+
+void mg_ok(cusolverStatus_t st, const char* what) {
+  if (st != CUSOLVER_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed (cusolverStatus " +
+                             std::to_string(static_cast<int>(st)) + ")");
+}
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (e == cudaErrorMemoryAllocation) throw std::bad_alloc();
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
+  }
+}
+
+// Restores the thread's current CUDA device on scope exit (tapeflow caches it per thread).
+struct CurrentDeviceGuard {
+  int previous = 0;
+  CurrentDeviceGuard() { (void)cudaGetDevice(&previous); }
+  ~CurrentDeviceGuard() { (void)cudaSetDevice(previous); }
+};
+
+// The physical GPUs behind the logical ones, each once.
+std::vector<int> physical_gpus(int logical_gpus) {
+  std::vector<int> ids;
+  for (int g = 0; g < logical_gpus; ++g) {
+    const int p = tf::detail::physical_gpu_of(g);
+    if (std::find(ids.begin(), ids.end(), p) == ids.end()) ids.push_back(p);
+  }
+  return ids;
+}
+
+// all_gpus, inversion: cuSOLVER's multi-GPU LU (cusolverMgGetrf) and solve against the identity
+// (cusolverMgGetrs) over every physical GPU. cusolverMg keeps a matrix in its own layout: the
+// columns in blocks of kTile, block b on GPU b mod G, each GPU's blocks packed in one column-major
+// array of its own (allocated here, outside tapeflow's tensors). The row-major host matrix A is
+// the column-major matrix A^T: inverting that gives (A^T)^-1 = (A^-1)^T column-major, which read
+// back row-major is A^-1. Resident: A and the identity already sit in the layout on the GPUs,
+// and each run copies them into the working arrays (getrf overwrites A, getrs the right-hand
+// side), factors and solves. +transfers: each run copies A from host memory into the layout,
+// factors, solves, and copies A^-1 back.
+template <class T>
+class AllGpusInverseCase final : public Case {
+ public:
+  static constexpr int64_t kTile = 256;  // columns per block
+
+  AllGpusInverseCase(std::vector<int> devices, bool transfers)
+      : lib_(CusolverMg::get()), devices_(std::move(devices)), transfers_(transfers) {
+    if (!lib_.error.empty()) throw std::runtime_error(lib_.error);
+    CurrentDeviceGuard guard;
+    const int g = static_cast<int>(devices_.size());
+    // cusolverMg moves panels between the GPUs directly.
+    for (int i = 0; i < g; ++i) {
+      cuda_ok(cudaSetDevice(devices_[i]), "cudaSetDevice");
+      for (int j = 0; j < g; ++j) {
+        if (i == j) continue;
+        int can = 0;
+        cuda_ok(cudaDeviceCanAccessPeer(&can, devices_[i], devices_[j]), "cudaDeviceCanAccessPeer");
+        if (!can)
+          throw std::runtime_error("GPUs " + std::to_string(devices_[i]) + " and " +
+                                   std::to_string(devices_[j]) +
+                                   " have no peer access, which cusolverMg needs");
+        const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[j], 0);
+        if (e != cudaErrorPeerAccessAlreadyEnabled) cuda_ok(e, "cudaDeviceEnablePeerAccess");
+        (void)cudaGetLastError();
+      }
+    }
+    mg_ok(lib_.create(&handle_), "cusolverMgCreate");
+    mg_ok(lib_.device_select(handle_, g, devices_.data()), "cusolverMgDeviceSelect");
+    mg_ok(lib_.create_grid(&grid_, 1, g, devices_.data(), CUDALIBMG_GRID_MAPPING_COL_MAJOR),
+          "cusolverMgCreateDeviceGrid");
+  }
+  ~AllGpusInverseCase() override {
+    release();
+    if (grid_) lib_.destroy_grid(grid_);
+    if (handle_) lib_.destroy(handle_);
+  }
+  Bytes bytes_needed(int64_t n) const override {
+    // Per GPU: A, the right-hand side, (resident) their pristine copies, the workspace (about
+    // one more array); host: A and the result.
+    const double local = static_cast<double>(n) * static_cast<double>(local_columns(n)) * sizeof(T);
+    return {2.0 * static_cast<double>(n * n) * sizeof(T), local * (transfers_ ? 3 : 5)};
+  }
+  void prepare(int64_t n) override {
+    n_ = n;
+    {
+      tf::DeviceScope scope("/cpu:0");
+      ha_ = make_input(Op::Inverse, n, dtype(), 1).numpy<T>();
+    }
+    hx_.assign(static_cast<size_t>(n * n), T(0));
+    CurrentDeviceGuard guard;
+    const int g = static_cast<int>(devices_.size());
+    const cudaDataType dt = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
+    mg_ok(lib_.create_desc(&desc_, n, n, n, kTile, dt, grid_), "cusolverMgCreateMatrixDesc");
+    const size_t local = static_cast<size_t>(n * local_columns(n));
+    for (auto* arrays : {&a_, &b_, &a0_, &b0_}) arrays->assign(static_cast<size_t>(g), nullptr);
+    ipiv_.assign(static_cast<size_t>(g), nullptr);
+    work_.assign(static_cast<size_t>(g), nullptr);
+    for (int i = 0; i < g; ++i) {
+      cuda_ok(cudaSetDevice(devices_[i]), "cudaSetDevice");
+      cuda_ok(cudaMalloc(&a_[i], local * sizeof(T)), "cudaMalloc");
+      cuda_ok(cudaMalloc(&b_[i], local * sizeof(T)), "cudaMalloc");
+      cuda_ok(cudaMalloc(&ipiv_[i], static_cast<size_t>(local_columns(n)) * sizeof(int)),
+              "cudaMalloc");
+      if (!transfers_) {
+        cuda_ok(cudaMalloc(&a0_[i], local * sizeof(T)), "cudaMalloc");
+        cuda_ok(cudaMalloc(&b0_[i], local * sizeof(T)), "cudaMalloc");
+      }
+    }
+    int64_t lw_getrf = 0, lw_getrs = 0;
+    mg_ok(lib_.getrf_buffer(handle_, static_cast<int>(n), static_cast<int>(n), a_.data(), 1, 1,
+                            desc_, ipiv_.data(), dt, &lw_getrf),
+          "cusolverMgGetrf_bufferSize");
+    mg_ok(lib_.getrs_buffer(handle_, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n),
+                            a_.data(), 1, 1, desc_, ipiv_.data(), b_.data(), 1, 1, desc_, dt,
+                            &lw_getrs),
+          "cusolverMgGetrs_bufferSize");
+    lwork_ = std::max(lw_getrf, lw_getrs);
+    for (int i = 0; i < g; ++i) {
+      cuda_ok(cudaSetDevice(devices_[i]), "cudaSetDevice");
+      cuda_ok(cudaMalloc(&work_[i], static_cast<size_t>(std::max<int64_t>(lwork_, 1)) * sizeof(T)),
+              "cudaMalloc");
+    }
+    if (!transfers_) {
+      upload(ha_.data(), a0_);
+      identity(b0_);
+      synchronize_all();
+    }
+  }
+  void run() override {
+    CurrentDeviceGuard guard;
+    if (transfers_) {
+      upload(ha_.data(), a_);
+      identity(b_);
+    } else {
+      const size_t bytes = static_cast<size_t>(n_ * local_columns(n_)) * sizeof(T);
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        cuda_ok(cudaSetDevice(devices_[i]), "cudaSetDevice");
+        cuda_ok(cudaMemcpy(a_[i], a0_[i], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+        cuda_ok(cudaMemcpy(b_[i], b0_[i], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+      }
+    }
+    const cudaDataType dt = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
+    const int n = static_cast<int>(n_);
+    int info = 0;
+    mg_ok(lib_.getrf(handle_, n, n, a_.data(), 1, 1, desc_, ipiv_.data(), dt, work_.data(),
+                     lwork_, &info),
+          "cusolverMgGetrf");
+    synchronize_all();
+    if (info != 0)
+      throw std::runtime_error("cusolverMgGetrf: info " + std::to_string(info) +
+                               " (a zero pivot: the matrix is singular)");
+    mg_ok(lib_.getrs(handle_, CUBLAS_OP_N, n, n, a_.data(), 1, 1, desc_, ipiv_.data(),
+                     b_.data(), 1, 1, desc_, dt, work_.data(), lwork_, &info),
+          "cusolverMgGetrs");
+    synchronize_all();
+    if (info != 0) throw std::runtime_error("cusolverMgGetrs: info " + std::to_string(info));
+    if (transfers_) download(b_, hx_.data());
+  }
+  double check() override {
+    if (!transfers_) {
+      CurrentDeviceGuard guard;
+      download(b_, hx_.data());
+    }
+    return check_inverse(to_doubles(ha_), to_doubles(hx_), n_);
+  }
+  void release() override {
+    CurrentDeviceGuard guard;
+    for (size_t i = 0; i < a_.size(); ++i) {
+      (void)cudaSetDevice(devices_[i]);
+      for (void* p : {a_[i], b_[i], a0_[i], b0_[i], work_[i], static_cast<void*>(ipiv_[i])})
+        if (p) (void)cudaFree(p);
+    }
+    a_.clear();
+    b_.clear();
+    a0_.clear();
+    b0_.clear();
+    work_.clear();
+    ipiv_.clear();
+    if (desc_) lib_.destroy_desc(desc_);
+    desc_ = nullptr;
+    ha_ = hx_ = std::vector<T>();
+  }
+
+ private:
+  static tf::DType dtype() { return std::is_same_v<T, double> ? tf::float64 : tf::float32; }
+  // Columns of the largest per-GPU array (whole blocks).
+  int64_t local_columns(int64_t n) const {
+    const int64_t blocks = (n + kTile - 1) / kTile;
+    const int64_t g = static_cast<int64_t>(devices_.size());
+    return std::max<int64_t>((blocks + g - 1) / g, 1) * kTile;
+  }
+  // Global column block b: its GPU, and where it starts in that GPU's array.
+  std::pair<size_t, size_t> place(int64_t b) const {
+    const int64_t g = static_cast<int64_t>(devices_.size());
+    return {static_cast<size_t>(b % g), static_cast<size_t>((b / g) * kTile * n_)};
+  }
+  // Copies an n x n column-major host matrix into the layout (a block's columns are contiguous
+  // on both sides).
+  void upload(const T* host, std::vector<void*>& arrays) {
+    for (int64_t b = 0; b * kTile < n_; ++b) {
+      const int64_t cols = std::min(kTile, n_ - b * kTile);
+      const auto [dev, offset] = place(b);
+      cuda_ok(cudaSetDevice(devices_[dev]), "cudaSetDevice");
+      cuda_ok(cudaMemcpy(static_cast<T*>(arrays[dev]) + offset, host + b * kTile * n_,
+                         static_cast<size_t>(cols * n_) * sizeof(T), cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+    }
+  }
+  void download(const std::vector<void*>& arrays, T* host) {
+    for (int64_t b = 0; b * kTile < n_; ++b) {
+      const int64_t cols = std::min(kTile, n_ - b * kTile);
+      const auto [dev, offset] = place(b);
+      cuda_ok(cudaSetDevice(devices_[dev]), "cudaSetDevice");
+      cuda_ok(cudaMemcpy(host + b * kTile * n_, static_cast<T*>(arrays[dev]) + offset,
+                         static_cast<size_t>(cols * n_) * sizeof(T), cudaMemcpyDeviceToHost),
+              "cudaMemcpy");
+    }
+  }
+  // The identity in the layout: zeros, then each block's diagonal run (global column j of the
+  // block holds its one at row j: stride n + 1 elements within the block).
+  void identity(std::vector<void*>& arrays) {
+    const size_t bytes = static_cast<size_t>(n_ * local_columns(n_)) * sizeof(T);
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      cuda_ok(cudaSetDevice(devices_[i]), "cudaSetDevice");
+      cuda_ok(cudaMemset(arrays[i], 0, bytes), "cudaMemset");
+    }
+    const std::vector<T> ones(static_cast<size_t>(kTile), T(1));
+    for (int64_t b = 0; b * kTile < n_; ++b) {
+      const int64_t cols = std::min(kTile, n_ - b * kTile);
+      const auto [dev, offset] = place(b);
+      cuda_ok(cudaSetDevice(devices_[dev]), "cudaSetDevice");
+      T* first = static_cast<T*>(arrays[dev]) + offset + b * kTile;  // row b*kTile of column b*kTile
+      cuda_ok(cudaMemcpy2D(first, static_cast<size_t>(n_ + 1) * sizeof(T), ones.data(), sizeof(T),
+                           sizeof(T), static_cast<size_t>(cols), cudaMemcpyHostToDevice),
+              "cudaMemcpy2D");
+    }
+  }
+  void synchronize_all() {
+    for (int d : devices_) {
+      cuda_ok(cudaSetDevice(d), "cudaSetDevice");
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+  }
+
+  const CusolverMg& lib_;
+  std::vector<int> devices_;  // physical GPUs
+  bool transfers_;
+  int64_t n_ = 0;
+  cusolverMgHandle_t handle_ = nullptr;
+  cudaLibMgGrid_t grid_ = nullptr;
+  cudaLibMgMatrixDesc_t desc_ = nullptr;
+  std::vector<void*> a_, b_, a0_, b0_, work_;
+  std::vector<int*> ipiv_;
+  int64_t lwork_ = 0;
+  std::vector<T> ha_, hx_;
+};
+#endif  // MATRIX_BENCHMARK_CUDA
 
 // ---------------------------------------------------------------------------------------------
 // Series: one op, mode, dtype and transfer setting over the sizes.
@@ -924,13 +1178,12 @@ int main(int argc, char** argv) {
         out.note(op_name + " " + mode + ": skipped: " + kNoGpu);
         continue;
       }
-      if (op == Op::Inverse && mode == "all_gpus") {
-        out.note(op_name + " " + mode +
-                 ": not available: a multi-GPU inverse needs cuSOLVER's cusolverMg with its own "
-                 "block-cyclic matrix layout outside tapeflow's tensors; not in this sample "
-                 "(see README.md)");
+#ifdef MATRIX_BENCHMARK_CUDA
+      if (op == Op::Inverse && mode == "all_gpus" && !CusolverMg::get().error.empty()) {
+        out.note(op_name + " " + mode + ": not available: " + CusolverMg::get().error);
         continue;
       }
+#endif
       const bool on_gpu = gpu_mode || (mode == "seed_faithful" && gpus > 0);
       for (const std::string& dname : o.dtypes) {
         const DTypeInfo dti = dtype_info(dname);
@@ -979,9 +1232,26 @@ int main(int argc, char** argv) {
           } else if (mode == "all_gpus") {
             s.device = gpus == 1 ? "GPU:0" : "GPU:0-" + std::to_string(gpus - 1);
             gpus_used = gpus;
-            with_host_type(dti.storage, [&](auto zero) {
-              c = std::make_unique<AllGpusMatMulCase<decltype(zero)>>(gpus, dti.storage, transfers);
-            });
+            if (op == Op::MatMul) {
+              with_host_type(dti.storage, [&](auto zero) {
+                c = std::make_unique<AllGpusMatMulCase<decltype(zero)>>(dti.storage, transfers);
+              });
+            } else {
+#ifdef MATRIX_BENCHMARK_CUDA
+              // cusolverMg runs on physical GPUs: logical ones on one GPU count once.
+              const std::vector<int> phys = physical_gpus(gpus);
+              gpus_used = static_cast<int>(phys.size());
+              try {
+                if (dti.storage == tf::float64)
+                  c = std::make_unique<AllGpusInverseCase<double>>(phys, transfers);
+                else
+                  c = std::make_unique<AllGpusInverseCase<float>>(phys, transfers);
+              } catch (const std::exception& e) {
+                out.note(tag + ": not available: " + e.what());
+                continue;
+              }
+#endif
+            }
           } else {  // seed_faithful
             s.transfers = true;
             if (on_gpu) {
