@@ -5,7 +5,9 @@
 // The first replay runs node by node (kernels load, library handles and algorithms are chosen
 // outside any capture). The second captures: the nodes are recorded on the device's capture
 // stream (cuda::CaptureScope) over static input buffers, and every value they make stays
-// allocated for the life of the graph, so the captured kernels' addresses stay valid. Each replay then
+// allocated for the life of the graph, as do the scratch buffers the nodes free while
+// capturing (cuda::DeferredFrees), so the captured kernels' addresses stay valid and no other
+// tensor is handed memory that a replay writes. Each replay then
 // copies the arguments into the static inputs, launches the graph on the device's stream and
 // copies the outputs into fresh tensors (three kinds of work on one stream, in order). A node
 // that cannot be captured (one that waits for the device or reads values on the host) makes the

@@ -6,6 +6,9 @@
 
 #include <cuda_runtime.h>
 
+#include <utility>
+#include <vector>
+
 #include "core/device.h"
 #include "core/error.h"
 
@@ -50,6 +53,40 @@ class CaptureScope {
  private:
   int previous_;
 };
+// Blocks of the device freed on a thread inside a DeferFreesScope are kept here instead of going
+// back to the allocator's cache, until this object is destroyed: a captured CUDA graph writes
+// its scratch buffers (freed while capturing) at every replay, so they must not serve other
+// tensors while the graph lives. Destroy it after the graph's last launch was queued (the
+// blocks then return to the cache in stream order, as any freed block).
+class DeferredFrees {
+ public:
+  explicit DeferredFrees(Device device) : device_(device) {}
+  ~DeferredFrees();
+  DeferredFrees(const DeferredFrees&) = delete;
+  DeferredFrees& operator=(const DeferredFrees&) = delete;
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  friend void defer_free(DeferredFrees& held, void* p, size_t nbytes);
+  Device device_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t bytes_ = 0;
+};
+// For the allocator: the thread's DeferredFrees for this logical GPU (null outside a scope).
+DeferredFrees* deferred_frees_of_thread(int logical_gpu);
+void defer_free(DeferredFrees& held, void* p, size_t nbytes);
+class DeferFreesScope {
+ public:
+  explicit DeferFreesScope(DeferredFrees& held);
+  ~DeferFreesScope();
+  DeferFreesScope(const DeferFreesScope&) = delete;
+  DeferFreesScope& operator=(const DeferFreesScope&) = delete;
+
+ private:
+  DeferredFrees* previous_;
+};
+
 // Waits for all work queued on the device's stream.
 void synchronize(Device device);
 // After a kernel launch: throws InternalError naming `op` if the launch failed.

@@ -99,6 +99,29 @@ cudaStream_t capture_stream(Device device) {
 bool in_capture_scope(Device device) { return device.index == t_capture_device; }
 
 namespace {
+thread_local DeferredFrees* t_deferred = nullptr;
+}  // namespace
+
+DeferredFrees* deferred_frees_of_thread(int logical_gpu) {
+  return t_deferred != nullptr && t_deferred->device().index == logical_gpu ? t_deferred : nullptr;
+}
+
+void defer_free(DeferredFrees& held, void* p, size_t nbytes) {
+  held.blocks_.emplace_back(p, nbytes);
+  held.bytes_ += nbytes;
+}
+
+DeferredFrees::~DeferredFrees() {
+  Allocator& a = allocator_for(device_);
+  for (const auto& [p, n] : blocks_) a.deallocate(p, n);
+}
+
+DeferFreesScope::DeferFreesScope(DeferredFrees& held) : previous_(t_deferred) {
+  t_deferred = &held;
+}
+DeferFreesScope::~DeferFreesScope() { t_deferred = previous_; }
+
+namespace {
 std::mutex g_preparers_mu;
 std::vector<void (*)(Device)>& preparers() {
   static auto* v = new std::vector<void (*)(Device)>();
@@ -206,6 +229,10 @@ class CudaAllocator final : public Allocator {
 
   void deallocate(void* p, size_t nbytes) override {
     if (!p) return;
+    if (cuda::DeferredFrees* held = cuda::deferred_frees_of_thread(logical_)) {
+      cuda::defer_free(*held, p, nbytes);  // still counted in use: a captured graph owns it
+      return;
+    }
     const size_t rounded = round(nbytes);
     std::lock_guard lock(mu_);
     free_[rounded].push_back(p);

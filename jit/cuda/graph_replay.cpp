@@ -1,6 +1,7 @@
 // CUDA-graph replay of prepared graphs (see jit/cuda_graph.h).
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -99,6 +100,7 @@ class CudaGraphReplay {
     static_inputs_.clear();
     for (const TensorMeta& m : g.inputs) static_inputs_.push_back(detail::empty(m.shape, m.dtype, device_));
     cudaStream_t cs = detail::cuda::capture_stream(device_);
+    auto scratch = std::make_unique<detail::cuda::DeferredFrees>(device_);
     std::string failure;
     try {
       detail::cuda::prepare_capture(device_);
@@ -117,6 +119,8 @@ class CudaGraphReplay {
     } else {
       try {
         detail::cuda::CaptureScope scope(device_);
+        // Scratch buffers the nodes free while capturing stay reserved for the graph.
+        detail::cuda::DeferFreesScope defer(*scratch);
         outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, &kept);
       } catch (const std::exception& e) {
         failure = e.what();
@@ -150,6 +154,7 @@ class CudaGraphReplay {
     }
     static_outputs_ = std::move(outs);
     kept_ = std::move(kept);
+    scratch_ = std::move(scratch);
     size_t num = 0;
     if (cudaGraphGetNodes(graph_, nullptr, &num) == cudaSuccess)
       stats_.num_kernel_nodes = static_cast<int>(num);
@@ -161,7 +166,7 @@ class CudaGraphReplay {
     for (const Tensor& t : static_inputs_) count(t);
     for (const auto& v : kept_)
       for (const Tensor& t : v) count(t);
-    stats_.kept_bytes = bytes;
+    stats_.kept_bytes = bytes + scratch_->bytes();
     stats_.captured = true;
     TF_LOG_DEBUG("captured a traced graph of {} nodes on {} as a CUDA graph of {} nodes ({} "
                  "bytes kept)",
@@ -178,6 +183,9 @@ class CudaGraphReplay {
   std::vector<Tensor> static_inputs_;
   std::vector<Tensor> static_outputs_;
   std::vector<std::vector<Tensor>> kept_;
+  // Freed while capturing (scratch of the captured kernels); returned to the allocator when the
+  // replay is destroyed, after exec_ (the destructor's body) and with the tensors above.
+  std::unique_ptr<detail::cuda::DeferredFrees> scratch_;
   bool warmed_up_ = false;
   CudaGraphStats stats_;
 };
