@@ -2,7 +2,12 @@
 // jit/cuda_kernels.h) and graphs replayed as captured CUDA graphs (jit/cuda_graph.h). The
 // generator and NVRTC itself are tested everywhere CUDA is built in (NVRTC needs no GPU); the
 // kernels and graphs run where a GPU is present.
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -89,6 +94,202 @@ TEST_CASE("cuda codegen: a chain becomes one element function and two kernels", 
   const std::vector<tf::jit::CudaFusedStep> unknown = {{"matmul", 0, 0}};
   TF_REQUIRE_THROWS_CONTAINING(tf::jit::cuda_fused_source("k", 1, {false}, unknown),
                                tf::InvalidArgumentError, "no generated CUDA form for matmul");
+}
+
+namespace {
+
+// Definitions that let the generated CUDA source compile as host C++: the built-in index
+// variables become thread-locals set before each "thread" runs, the _rn intrinsics plain
+// float arithmetic (compiled with -ffp-contract=off, so each rounds once).
+constexpr const char* kHostPrelude = R"(#include <math.h>
+struct float4 { float x, y, z, w; };
+struct tf_dim3 { unsigned x; };
+static thread_local tf_dim3 blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{256};
+extern "C" void tf_set_launch(unsigned b, unsigned t, unsigned g, unsigned bd) {
+  blockIdx.x = b; threadIdx.x = t; gridDim.x = g; blockDim.x = bd;
+}
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+)";
+
+// The generated module built as a host shared library; its kernels run one emulated thread at
+// a time over a small grid.
+class HostModule {
+ public:
+  explicit HostModule(const std::string& source) {
+    // A directory per module: dlopen of a path already loaded returns the loaded library.
+    static int count = 0;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tapeflow_codegen_" + std::to_string(::getpid()) + "_" + std::to_string(++count));
+    std::filesystem::create_directories(dir_);
+    const auto src = dir_ / "kernel.cpp", lib = dir_ / "kernel.so", log = dir_ / "log.txt";
+    std::ofstream(src) << kHostPrelude << source;
+    const std::string cmd = std::string(TAPEFLOW_TEST_HOST_CXX) +
+                            " -std=c++17 -O1 -ffp-contract=off -fno-strict-aliasing -fPIC "
+                            "-shared -w -o " + lib.string() + " " + src.string() + " > " +
+                            log.string() + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(log);
+    compiler_log_.assign(std::istreambuf_iterator<char>(in), {});
+    if (rc == 0) handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
+  ~HostModule() {
+    if (handle_) dlclose(handle_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  bool ok() const { return handle_ != nullptr; }
+  const std::string& log() const { return compiler_log_; }
+  // Runs kernel `name` with three inputs over `n` elements on `grid` blocks of 256 threads.
+  void run(const char* name, const float* a, const float* b, const float* c, float* out,
+           long long n, unsigned grid) const {
+    using Kernel = void (*)(const float*, const float*, const float*, float*, long long);
+    using SetLaunch = void (*)(unsigned, unsigned, unsigned, unsigned);
+    auto kernel = reinterpret_cast<Kernel>(dlsym(handle_, name));
+    auto set = reinterpret_cast<SetLaunch>(dlsym(handle_, "tf_set_launch"));
+    REQUIRE(kernel != nullptr);
+    REQUIRE(set != nullptr);
+    for (unsigned blk = 0; blk < grid; ++blk)
+      for (unsigned t = 0; t < 256; ++t) {
+        set(blk, t, grid, 256);
+        kernel(a, b, c, out, n);
+      }
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string compiler_log_;
+  void* handle_ = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled for the host)", "[jit]") {
+  if (!std::filesystem::exists(TAPEFLOW_TEST_HOST_CXX)) {
+    WARN("no host compiler at " << TAPEFLOW_TEST_HOST_CXX);
+    return;
+  }
+  // A sum of one term per op, each applied to x (input 0, in [0.25, 2]), y (input 1, in
+  // [0.5, 2]) or the scalar s (input 2): every op and operand kind, no error amplification.
+  const std::vector<std::string> unary = {"negative", "abs",   "sign",  "exp",  "log",   "log1p",
+                                          "sqrt",     "rsqrt", "square", "tanh", "sigmoid", "sin",
+                                          "cos",      "floor", "ceil",  "round", "relu"};
+  const std::vector<std::string> binary = {"add", "subtract", "multiply", "divide",
+                                           "pow", "maximum",  "minimum"};
+  std::vector<tf::jit::CudaFusedStep> steps;
+  auto last = [&] { return 3 + static_cast<int>(steps.size()) - 1; };
+  int acc = -1;
+  auto accumulate = [&](int term) {
+    if (acc < 0) {
+      acc = term;
+      return;
+    }
+    steps.push_back({"add", acc, term});
+    acc = last();
+  };
+  for (const auto& op : unary) {
+    steps.push_back({op, 0, -1});
+    accumulate(last());
+    // Negative arguments too (sign, abs, relu, floor, ... and sigmoid's other branch).
+    steps.push_back({"negative", 1, -1});
+    steps.push_back({op == "log" || op == "log1p" || op == "sqrt" || op == "rsqrt" ? "abs" : op,
+                     last(), -1});
+    accumulate(last());
+  }
+  for (size_t i = 0; i < binary.size(); ++i) {
+    steps.push_back({binary[i], 0, 1});
+    accumulate(last());
+    steps.push_back({binary[i], 1, 2});  // a scalar operand
+    accumulate(last());
+  }
+  // The same graph with tapeflow's eager CPU ops.
+  auto eager = [&](const tf::Tensor& x, const tf::Tensor& y, const tf::Tensor& s) {
+    std::vector<tf::Tensor> v{x, y, s};
+    for (const auto& st : steps) {
+      const tf::Tensor& a = v[static_cast<size_t>(st.a)];
+      tf::Tensor r;
+      if (st.op == "negative") r = tf::negative(a);
+      else if (st.op == "abs") r = tf::abs(a);
+      else if (st.op == "sign") r = tf::sign(a);
+      else if (st.op == "exp") r = tf::exp(a);
+      else if (st.op == "log") r = tf::log(a);
+      else if (st.op == "log1p") r = tf::log1p(a);
+      else if (st.op == "sqrt") r = tf::sqrt(a);
+      else if (st.op == "rsqrt") r = tf::rsqrt(a);
+      else if (st.op == "square") r = tf::square(a);
+      else if (st.op == "tanh") r = tf::tanh(a);
+      else if (st.op == "sigmoid") r = tf::sigmoid(a);
+      else if (st.op == "sin") r = tf::sin(a);
+      else if (st.op == "cos") r = tf::cos(a);
+      else if (st.op == "floor") r = tf::floor(a);
+      else if (st.op == "ceil") r = tf::ceil(a);
+      else if (st.op == "round") r = tf::round(a);
+      else if (st.op == "relu") r = tf::nn::relu(a);
+      else {
+        const tf::Tensor& b = v[static_cast<size_t>(st.b)];
+        if (st.op == "add") r = tf::add(a, b);
+        else if (st.op == "subtract") r = tf::subtract(a, b);
+        else if (st.op == "multiply") r = tf::multiply(a, b);
+        else if (st.op == "divide") r = tf::divide(a, b);
+        else if (st.op == "pow") r = tf::pow(a, b);
+        else if (st.op == "maximum") r = tf::maximum(a, b);
+        else if (st.op == "minimum") r = tf::minimum(a, b);
+      }
+      REQUIRE(r.defined());
+      v.push_back(r);
+    }
+    return v.back();
+  };
+
+  const std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps);
+  HostModule module(src);
+  INFO(module.log());
+  REQUIRE(module.ok());
+  tf::DeviceScope cpu("/cpu:0");
+  // 1003 elements: the float4 kernel's vectors and a tail of 3; a small grid makes every
+  // thread loop several times.
+  const int64_t n = 1003;
+  tf::Tensor x = tf::random::uniform({n}, 0.25, 2.0, tf::float32, 31);
+  tf::Tensor y = tf::random::uniform({n}, 0.5, 2.0, tf::float32, 32);
+  tf::Tensor s = tf::constant(1.5f);
+  const tf::Tensor want = eager(x, y, s);
+  for (const char* kernel : {"tf_fused", "tf_fused_v4"}) {
+    INFO(kernel);
+    std::vector<float> out(static_cast<size_t>(n), std::nanf(""));
+    module.run(kernel, x.data<float>(), y.data<float>(), s.data<float>(), out.data(), n, 2);
+    check_close(tf::constant(out, {n}), want, 1e-5, 1e-5);
+  }
+  // NaN propagation of maximum/minimum and relu, sigmoid's tails, exp's subnormal range:
+  // special values through the same kernel.
+  const std::vector<float> special = {std::nanf(""), -100.0f, -90.0f, -87.5f, 0.0f, -0.0f, 100.0f, 1e-30f};
+  tf::Tensor xs = tf::constant(special, {static_cast<int64_t>(special.size())});
+  const std::vector<tf::jit::CudaFusedStep> tails = {
+      {"exp", 0, -1},     // %3
+      {"sigmoid", 0, -1}, // %4
+      {"maximum", 0, 1},  // %5
+      {"minimum", 5, 0},  // %6
+      {"relu", 0, -1},    // %7
+      {"add", 4, 6},      // %8
+      {"add", 8, 7},      // %9
+      {"add", 9, 3}};     // %10
+  // inputs: 0 = xs, 1 and 2 = the scalar 0.5
+  HostModule m2(tf::jit::cuda_fused_source("tf_fused", 3, {false, true, true}, tails));
+  INFO(m2.log());
+  REQUIRE(m2.ok());
+  tf::Tensor half = tf::constant(0.5f);
+  const tf::Tensor e = tf::exp(xs), sg = tf::sigmoid(xs), mx = tf::maximum(xs, half),
+                   mn = tf::minimum(mx, xs), rl = tf::nn::relu(xs);
+  const tf::Tensor want2 = tf::add(tf::add(tf::add(sg, mn), rl), e);
+  std::vector<float> out(special.size(), 0.0f);
+  m2.run("tf_fused", xs.data<float>(), half.data<float>(), half.data<float>(), out.data(),
+         static_cast<long long>(special.size()), 1);
+  check_close(tf::constant(out, {static_cast<int64_t>(special.size())}), want2, 1e-6, 1e-30);
 }
 
 TEST_CASE("cuda codegen: NVRTC compiles every generated op for sm_80 and sm_90", "[jit]") {
