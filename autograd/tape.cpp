@@ -274,9 +274,10 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
       }
     }
     if (any) {
-      for (size_t j = 0; j < cts.size(); ++j)
-        if (!cts[j].defined())
-          cts[j] = zeros_on(n.out[j].meta.shape, n.out[j].meta.dtype, n.out[j].device);
+      if (!n.prim->vjp_accepts_undefined_cotangents())
+        for (size_t j = 0; j < cts.size(); ++j)
+          if (!cts[j].defined())
+            cts[j] = zeros_on(n.out[j].meta.shape, n.out[j].meta.dtype, n.out[j].device);
       std::vector<int> argnums;
       for (size_t k = 0; k < n.in.size(); ++k)
         if (n.in[k].tracked && depends.count(n.in[k].id)) argnums.push_back(static_cast<int>(k));

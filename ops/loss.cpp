@@ -91,8 +91,8 @@ std::vector<Tensor> SparseSoftmaxCrossEntropy::vjp(std::span<const Tensor> prima
     const Tensor& backprop = outs[1];
     Tensor g;
     if (cts[0].defined())
-      g = detail::dispatch(SparseSoftmaxCrossEntropyGrad(nested), {cts[0], backprop});
-    if (nested && cts[1].defined()) {
+      g = detail::dispatch(SparseSoftmaxCrossEntropyGrad(), {cts[0], backprop});
+    if (cts[1].defined()) {
       // d(backprop)/d(logits) is softmax's Jacobian diag(s) - s s^T (symmetric).
       const Tensor s = backprop + onehot_like(primals[0], backprop);
       const Tensor& c1 = cts[1];
@@ -132,11 +132,7 @@ std::vector<Tensor> SparseSoftmaxCrossEntropyGrad::vjp(std::span<const Tensor> p
       grads.push_back(reduce_sum(cts[0] * primals[1], -1));
       continue;
     }
-    // The backprop's own cotangent reaches the loss's vjp, which adds it only when nested.
-    TF_CHECK_T(UnimplementedError, nested, "sparse_softmax_cross_entropy_with_logits",
-               "a second-order gradient through this loss needs its forward pass recorded by "
-               "nested tapes in the same scope (here a first-order gradient computed without "
-               "an enclosing tape, e.g. inside a tf::function, is differentiated again)");
+    // The backprop's cotangent: the loss's vjp turns it into the logits' gradient.
     grads.push_back(expand_dims(primals[0], -1) * cts[0]);
   }
   return grads;

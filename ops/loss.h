@@ -36,34 +36,27 @@ struct LogSoftmax final : PrimitiveBase<LogSoftmax> {
 //
 // vjp: loss cotangent (broadcast over classes) times the saved backprop; none for the labels.
 // The backprop is itself a function of the logits (softmax - onehot): when the vjp's ops are
-// recorded by an enclosing tape (higher-order gradients) the product reads that output, and the
-// enclosing tape's vjp adds the softmax Jacobian applied to its cotangent, written with ops on
+// recorded by an enclosing tape (higher-order gradients, or a first-order gradient traced in a
+// tf::function and replayed under a tape) the product reads that output, and the enclosing
+// tape's vjp adds the softmax Jacobian applied to its cotangent, written with ops on
 // s = backprop + onehot, so every order stays differentiable. The tape hands an unreached
-// output's cotangent over as zeros; `nested` (set by the frontend when two or more tapes record
-// the op) says that term can be nonzero, so a first-order step skips it. The product is a
-// SparseSoftmaxCrossEntropyGrad carrying the same flag: differentiating it w.r.t. the backprop
-// without `nested` (a traced first-order gradient replayed under a tape that differentiates it
-// again) raises instead of silently dropping the term. A tape that passed undefined cotangents
-// for unreached outputs would let the vjp test cts[1].defined() and drop the flag.
+// output's cotangent over undefined (vjp_accepts_undefined_cotangents), so a first-order step
+// skips that term.
 struct SparseSoftmaxCrossEntropy final : PrimitiveBase<SparseSoftmaxCrossEntropy> {
-  bool nested = false;
-  explicit SparseSoftmaxCrossEntropy(bool nested_tapes = false) : nested(nested_tapes) {}
   const char* name() const override { return "sparse_softmax_cross_entropy_with_logits"; }
   int num_outputs() const override { return 2; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
-  std::string attributes() const override { return nested ? "nested=true" : ""; }
+  bool vjp_accepts_undefined_cotangents() const override { return true; }
   TF_DECLARE_KERNELS
   TF_DECLARE_VJP
 };
 
 // Inputs {g ([...]), backprop ([..., C])} of one floating dtype: g[..., None] * backprop, the
-// fused loss's gradient. Its vjp w.r.t. the backprop exists only when `nested` (see above).
+// fused loss's gradient. Linear in each input; its vjp w.r.t. the backprop flows back into the
+// loss's second output (see above).
 struct SparseSoftmaxCrossEntropyGrad final : PrimitiveBase<SparseSoftmaxCrossEntropyGrad> {
-  bool nested = false;
-  explicit SparseSoftmaxCrossEntropyGrad(bool nested_tapes = false) : nested(nested_tapes) {}
   const char* name() const override { return "sparse_softmax_cross_entropy_grad"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
-  std::string attributes() const override { return nested ? "nested=true" : ""; }
   TF_DECLARE_KERNELS
   TF_DECLARE_VJP
 };

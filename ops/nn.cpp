@@ -254,10 +254,8 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
   // The primitive checks every label against [0, classes) when it runs (eager or replayed),
   // as TF's CPU kernel: "Received a label value of ... outside the valid range". It runs on the
   // logits' device unless a DeviceScope says otherwise (labels are often host-side).
-  // With two or more tapes recording, an enclosing tape may differentiate the vjp (see
-  // prims::SparseSoftmaxCrossEntropy).
   const auto& ctx = detail::thread_context();
-  const prims::SparseSoftmaxCrossEntropy prim(ctx.tapes.size() >= 2);
+  const prims::SparseSoftmaxCrossEntropy prim;
   const std::array<Tensor, 2> in{labels, logits};
   if (ctx.device_stack.empty()) {
     const DeviceScope scope(logits.placement());

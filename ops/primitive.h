@@ -47,6 +47,10 @@ class Primitive {
   static constexpr uint32_t save_input(int i) { return 1u << i; }
   static constexpr uint32_t save_output(int j) { return 1u << (16 + j); }
   virtual uint32_t vjp_saves() const { return kSaveInputs; }
+  // Whether vjp() takes an undefined cotangent for an output that no target depends on (ops
+  // with several outputs whose vjp can then skip that output's term); otherwise the tape hands
+  // zeros of the output's shape.
+  virtual bool vjp_accepts_undefined_cotangents() const { return false; }
   // A copy that outlives the call (tapes and graphs hold primitives).
   virtual std::shared_ptr<Primitive> clone() const = 0;
 
