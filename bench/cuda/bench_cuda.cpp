@@ -271,23 +271,6 @@ tf::Tensor chain100(const tf::Tensor& x, const tf::Tensor& y) {
   return c;
 }
 
-// Wall time of one call and the wait for its result: launch-bound work.
-void BM_Chain100Tiny(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  tf::DeviceScope scope(kGpu);
-  tf::Tensor x = tf::ones({2, 2}), y = tf::fill({2, 2}, tf::Tensor(0.5f));
-  const int mode = static_cast<int>(state.range(0));
-  auto f = tf::function(chain100, tf::FunctionOptions{.jit_compile = mode == 2});
-  tf::Tensor c = mode == 0 ? chain100(x, y) : f(x, y);
-  tf::detail::cuda::synchronize(kGpu);
-  for (auto _ : state) {
-    c = mode == 0 ? chain100(x, y) : f(x, y);
-    tf::detail::cuda::synchronize(kGpu);
-  }
-  state.SetItemsProcessed(state.iterations() * 100);
-  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
-}
-
 // The same 100 ops without fusion (a chain of matmuls and adds cannot fuse): graph replay
 // as a CUDA graph against node-by-node replay.
 tf::Tensor matmul_chain(const tf::Tensor& x, const tf::Tensor& w) {
@@ -295,20 +278,32 @@ tf::Tensor matmul_chain(const tf::Tensor& x, const tf::Tensor& w) {
   for (int i = 0; i < 50; ++i) c = tf::add(tf::matmul(c, w), x);
   return c;
 }
-void BM_MatmulChain100Tiny(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  tf::DeviceScope scope(kGpu);
-  tf::Tensor x = tf::ones({4, 4}), w = tf::fill({4, 4}, tf::Tensor(0.1f));
+
+// Wall time of one call of `chain` on two small tensors and the wait for its result
+// (launch-bound work); mode 0: eager, 1: tf::function, 2: tf::function with jit_compile.
+template <tf::Tensor (*chain)(const tf::Tensor&, const tf::Tensor&)>
+void launch_bound_chain(benchmark::State& state, const tf::Tensor& x, const tf::Tensor& y) {
   const int mode = static_cast<int>(state.range(0));
-  auto f = tf::function(matmul_chain, tf::FunctionOptions{.jit_compile = mode == 2});
-  tf::Tensor c = mode == 0 ? matmul_chain(x, w) : f(x, w);
+  auto f = tf::function(chain, tf::FunctionOptions{.jit_compile = mode == 2});
+  tf::Tensor c = mode == 0 ? chain(x, y) : f(x, y);
   tf::detail::cuda::synchronize(kGpu);
   for (auto _ : state) {
-    c = mode == 0 ? matmul_chain(x, w) : f(x, w);
+    c = mode == 0 ? chain(x, y) : f(x, y);
     tf::detail::cuda::synchronize(kGpu);
   }
   state.SetItemsProcessed(state.iterations() * 100);
   state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+}
+
+void BM_Chain100Tiny(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  launch_bound_chain<chain100>(state, tf::ones({2, 2}), tf::fill({2, 2}, tf::Tensor(0.5f)));
+}
+void BM_MatmulChain100Tiny(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  tf::DeviceScope scope(kGpu);
+  launch_bound_chain<matmul_chain>(state, tf::ones({4, 4}), tf::fill({4, 4}, tf::Tensor(0.1f)));
 }
 
 constexpr size_t kCopyBytes = size_t{256} << 20;

@@ -40,6 +40,14 @@ std::vector<tf::jit::CudaFusedStep> sample_steps() {
           {"tanh", 7, -1},    {"multiply", 8, 6}, {"relu", 9, -1}};
 }
 
+// Every op with a generated form.
+const std::vector<std::string> kUnary = {"negative", "abs",    "sign", "exp",     "log",
+                                         "log1p",    "sqrt",   "rsqrt", "square", "tanh",
+                                         "sigmoid",  "sin",    "cos",  "floor",   "ceil",
+                                         "round",    "relu"};
+const std::vector<std::string> kBinary = {"add", "subtract", "multiply", "divide",
+                                          "pow", "maximum",  "minimum"};
+
 bool nvrtc_or_warn() {
   std::string why;
   if (tf::jit::nvrtc_available(&why)) return true;
@@ -177,11 +185,6 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
   }
   // A sum of one term per op, each applied to x (input 0, in [0.25, 2]), y (input 1, in
   // [0.5, 2]) or the scalar s (input 2): every op and operand kind, no error amplification.
-  const std::vector<std::string> unary = {"negative", "abs",   "sign",  "exp",  "log",   "log1p",
-                                          "sqrt",     "rsqrt", "square", "tanh", "sigmoid", "sin",
-                                          "cos",      "floor", "ceil",  "round", "relu"};
-  const std::vector<std::string> binary = {"add", "subtract", "multiply", "divide",
-                                           "pow", "maximum",  "minimum"};
   std::vector<tf::jit::CudaFusedStep> steps;
   auto last = [&] { return 3 + static_cast<int>(steps.size()) - 1; };
   int acc = -1;
@@ -193,7 +196,7 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     steps.push_back({"add", acc, term});
     acc = last();
   };
-  for (const auto& op : unary) {
+  for (const auto& op : kUnary) {
     steps.push_back({op, 0, -1});
     accumulate(last());
     // Negative arguments too (sign, abs, relu, floor, ... and sigmoid's other branch).
@@ -202,10 +205,10 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
                      last(), -1});
     accumulate(last());
   }
-  for (size_t i = 0; i < binary.size(); ++i) {
-    steps.push_back({binary[i], 0, 1});
+  for (size_t i = 0; i < kBinary.size(); ++i) {
+    steps.push_back({kBinary[i], 0, 1});
     accumulate(last());
-    steps.push_back({binary[i], 1, 2});  // a scalar operand
+    steps.push_back({kBinary[i], 1, 2});  // a scalar operand
     accumulate(last());
   }
   // The same graph with tapeflow's eager CPU ops.
@@ -294,21 +297,16 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
 
 TEST_CASE("cuda codegen: NVRTC compiles every generated op for sm_80 and sm_90", "[jit]") {
   if (!nvrtc_or_warn()) return;
-  const std::vector<std::string> unary = {"negative", "abs",   "sign",  "exp",  "log",   "log1p",
-                                          "sqrt",     "rsqrt", "square", "tanh", "sigmoid", "sin",
-                                          "cos",      "floor", "ceil",  "round", "relu"};
-  const std::vector<std::string> binary = {"add",  "subtract", "multiply", "divide",
-                                           "pow",  "maximum",  "minimum"};
   // One chain that uses every op: each unary op on the running value, each binary op with
   // input 1 (full size) or input 2 (a scalar).
   std::vector<tf::jit::CudaFusedStep> steps;
   int last = 0;
-  for (const auto& op : unary) {
+  for (const auto& op : kUnary) {
     steps.push_back({op, last, -1});
     last = 3 + static_cast<int>(steps.size()) - 1;
   }
-  for (size_t i = 0; i < binary.size(); ++i) {
-    steps.push_back({binary[i], last, i % 2 ? 1 : 2});
+  for (size_t i = 0; i < kBinary.size(); ++i) {
+    steps.push_back({kBinary[i], last, i % 2 ? 1 : 2});
     last = 3 + static_cast<int>(steps.size()) - 1;
   }
   const std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps);
