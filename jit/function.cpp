@@ -386,7 +386,7 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
 
 void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_compile) {
   jit::optimize(graph, first_traced_id);
-  jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
+  if (jit::fusion_enabled()) jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
   graph.prepare(jit::memory_planning_enabled(), jit_compile);
 }
 

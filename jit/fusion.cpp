@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "autograd/tape.h"
 #include "core/check.h"
@@ -22,7 +25,7 @@ namespace tapeflow {
 
 namespace {
 
-constexpr int64_t kTile = 1024;    // floats per tile and step: 4 KiB, several stay in L1/L2
+constexpr int64_t kTile = 1024;    // elements per tile and step: 4 or 8 KiB, several stay in L1/L2
 constexpr int64_t kGrain = 16384;  // elements per thread below which the pool is not used
 
 struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
@@ -30,9 +33,23 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   struct Step {
     std::shared_ptr<Primitive> prim;
     int a = -1, b = -1;
-    cpu::UnaryRangeF32 unary = nullptr;
-    cpu::BinaryRangesF32 binary;
+    // The loops for the node's dtype (float32 or float64; unused on a GPU).
+    cpu::UnaryRange<float> unary = nullptr;
+    cpu::BinaryRanges<float> binary;
+    cpu::UnaryRange<double> unary64 = nullptr;
+    cpu::BinaryRanges<double> binary64;
     int slot = -1;  // tile buffer of the result (-1: the last step writes the output)
+
+    template <class T>
+    auto unary_loop() const {
+      if constexpr (std::is_same_v<T, float>) return unary;
+      else return unary64;
+    }
+    template <class T>
+    const auto& binary_loops() const {
+      if constexpr (std::is_same_v<T, float>) return binary;
+      else return binary64;
+    }
   };
   int num_inputs = 0;
   std::vector<Step> steps;
@@ -51,6 +68,8 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   std::vector<bool> cuda_scalar;
 
   void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override;
+  template <class T>
+  void run_cpu(std::span<const Tensor> in, Tensor& out) const;
   void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override;
   std::string cuda_source(const std::vector<bool>& scalar) const {
     std::vector<jit::CudaFusedStep> cs;
@@ -95,37 +114,42 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
 };
 
 void FusedElementwise::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
-  const int64_t n = out[0].num_elements();
+  if (meta.dtype == float64) run_cpu<double>(in, out[0]);
+  else run_cpu<float>(in, out[0]);
+}
+
+template <class T>
+void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
+  const int64_t n = out.num_elements();
   if (n == 0) return;
-  std::vector<const float*> ptr(num_inputs);
+  std::vector<const T*> ptr(num_inputs);
   std::vector<uint8_t> scalar(num_inputs);
   for (int k = 0; k < num_inputs; ++k) {
-    ptr[k] = in[k].data<float>();
+    ptr[k] = in[k].data<T>();
     scalar[k] = in[k].num_elements() == 1 && n > 1;
   }
-  float* dst = out[0].data<float>();
+  T* dst = out.data<T>();
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> buffers(static_cast<size_t>(num_slots * kTile));
+    std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t len = std::min(kTile, end - t);
-      auto vec = [&](int o) -> const float* {
+      auto vec = [&](int o) -> const T* {
         if (o < num_inputs) return ptr[o] + t;
         const int slot = steps[o - num_inputs].slot;
         return buffers.data() + slot * kTile;
       };
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
       for (const Step& st : steps) {
-        float* o = st.slot < 0 ? dst + t : buffers.data() + st.slot * kTile;
-        if (st.unary) {
-          st.unary(vec(st.a), o, len);
-        } else if (is_scalar(st.a)) {
-          st.binary.sv(*ptr[st.a], vec(st.b), o, len);
-        } else if (is_scalar(st.b)) {
-          st.binary.vs(vec(st.a), *ptr[st.b], o, len);
-        } else {
-          st.binary.vv(vec(st.a), vec(st.b), o, len);
+        T* o = st.slot < 0 ? dst + t : buffers.data() + st.slot * kTile;
+        if (const auto unary = st.template unary_loop<T>()) {
+          unary(vec(st.a), o, len);
+          continue;
         }
+        const auto& binary = st.template binary_loops<T>();
+        if (is_scalar(st.a)) binary.sv(*ptr[st.a], vec(st.b), o, len);
+        else if (is_scalar(st.b)) binary.vs(vec(st.a), *ptr[st.b], o, len);
+        else binary.vv(vec(st.a), vec(st.b), o, len);
       }
     }
   });
@@ -162,14 +186,20 @@ void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   else module->launch("tf_fused", device, n, args.data());
 }
 
-cpu::UnaryRangeF32 unary_kernel(const Primitive& p) {
-  if (auto f = cpu::unary_range_f32(p)) return f;
-  return cpu::relu_range_f32(p);
+template <class T>
+cpu::UnaryRange<T> unary_kernel(const Primitive& p) {
+  if (auto f = cpu::unary_range<T>(p)) return f;
+  return cpu::relu_range<T>(p);
 }
 
 }  // namespace
 
 namespace jit {
+
+bool fusion_enabled() {
+  const char* env = std::getenv("TAPEFLOW_FUSION");
+  return env == nullptr || *env == '\0' || std::string_view(env) != "0";
+}
 
 int fuse_elementwise(Graph& g) { return fuse_elementwise(g, FusionOptions{}); }
 
@@ -218,20 +248,22 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
   auto fusable = [&](int i) {
     const Graph::Node& nd = g.nodes[i];
     if (nd.outputs.size() != 1 || nd.prim->has_side_effects()) return false;
-    if (nd.outputs[0].dtype != float32) return false;
+    const DType dtype = nd.outputs[0].dtype;
     if (nd.device.is_cpu()) {
-      const bool unary = unary_kernel(*nd.prim) != nullptr && nd.inputs.size() == 1;
+      // float32 and float64 (the CPU loops of both are at hand).
+      if (dtype != float32 && dtype != float64) return false;
+      const bool unary = unary_kernel<float>(*nd.prim) != nullptr && nd.inputs.size() == 1;
       const bool binary =
-          static_cast<bool>(cpu::binary_ranges_f32(*nd.prim)) && nd.inputs.size() == 2;
+          static_cast<bool>(cpu::binary_ranges<float>(*nd.prim)) && nd.inputs.size() == 2;
       if (!unary && !binary) return false;
-    } else if (!cuda || !nd.device.is_gpu() ||
+    } else if (dtype != float32 || !cuda || !nd.device.is_gpu() ||
                !cuda_codegen_supports(nd.prim->name(), static_cast<int>(nd.inputs.size()))) {
       return false;
     }
     const int64_t n = nd.outputs[0].shape.num_elements();
     for (const Ref& r : nd.inputs) {
       const TensorMeta m = meta_of(r);
-      if (m.dtype != float32) return false;
+      if (m.dtype != dtype) return false;
       const int64_t k = m.shape.num_elements();
       if (k != n && k != 1) return false;
       if (k != n && r.source == Source::Node) return false;  // broadcast intermediates: no
@@ -292,9 +324,12 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
       st.prim = nd.prim;
       st.a = operand(nd.inputs[0]);
       if (nd.inputs.size() > 1) st.b = operand(nd.inputs[1]);
-      if (on_cpu) {
-        st.unary = nd.inputs.size() == 1 ? unary_kernel(*nd.prim) : nullptr;
-        if (!st.unary) st.binary = cpu::binary_ranges_f32(*nd.prim);
+      if (on_cpu && nd.outputs[0].dtype == float64) {
+        st.unary64 = nd.inputs.size() == 1 ? unary_kernel<double>(*nd.prim) : nullptr;
+        if (!st.unary64) st.binary64 = cpu::binary_ranges<double>(*nd.prim);
+      } else if (on_cpu) {
+        st.unary = nd.inputs.size() == 1 ? unary_kernel<float>(*nd.prim) : nullptr;
+        if (!st.unary) st.binary = cpu::binary_ranges<float>(*nd.prim);
       }
       step_of[m] = static_cast<int>(op->steps.size());
       op->steps.push_back(st);

@@ -1,6 +1,6 @@
-// Elementwise fusion for traced graphs: a chain of float32 elementwise ops on one device (unary
-// math, relu, add/subtract/multiply/divide/maximum/minimum with full-size or one-element operands)
-// becomes one `fused_elementwise` node. Its kernel walks the output in tiles of 1024 elements and
+// Elementwise fusion for traced graphs: a chain of float32 (or, on the CPU, float64) elementwise
+// ops on one device (unary math, relu, add/subtract/multiply/divide/maximum/minimum with
+// full-size or one-element operands) becomes one `fused_elementwise` node. Its kernel walks the output in tiles of 1024 elements and
 // runs every step on a tile while the intermediates stay in cache, with the same vectorised loops
 // as eager execution (ops/cpu/fusion_kernels.h), so fused results equal unfused ones. The node's
 // gradient recomputes the chain under a tape, so fused graphs stay differentiable. On a GPU
@@ -18,6 +18,10 @@ struct FusionOptions {
   // kernel does not compile) the chain stays unfused, with a warning.
   bool cuda = false;
 };
+
+// TAPEFLOW_FUSION=0 leaves traced graphs unfused (to compare or debug; read when a graph is
+// optimised); on otherwise.
+bool fusion_enabled();
 
 // Replaces every fusable chain of two or more nodes by one fused node; returns how many.
 int fuse_elementwise(Graph& graph);

@@ -53,13 +53,17 @@ void ReluGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const
 namespace tapeflow::cpu {
 
 namespace {
-void relu_f32(const float* __restrict in, float* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[i] < 0.f ? 0.f : in[i];
+template <class T>
+void relu_loop(const T* __restrict in, T* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] < T(0) ? T(0) : in[i];
 }
 }  // namespace
 
-UnaryRangeF32 relu_range_f32(const Primitive& p) {
-  return typeid(p) == typeid(prims::Relu) ? &relu_f32 : nullptr;
+template <class T>
+UnaryRange<T> relu_range(const Primitive& p) {
+  return typeid(p) == typeid(prims::Relu) ? &relu_loop<T> : nullptr;
 }
+template UnaryRange<float> relu_range<float>(const Primitive&);
+template UnaryRange<double> relu_range<double>(const Primitive&);
 
 }  // namespace tapeflow::cpu

@@ -141,9 +141,10 @@ void Cast::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 
 namespace tapeflow::cpu {
 
-UnaryRangeF32 unary_range_f32(const Primitive& p) {
+template <class T>
+UnaryRange<T> unary_range(const Primitive& p) {
 #define TF_FUSABLE_UNARY(STRUCT, FUNCTOR) \
-  if (typeid(p) == typeid(prims::STRUCT)) return pick_unary_range<cpu::FUNCTOR, float, float>();
+  if (typeid(p) == typeid(prims::STRUCT)) return pick_unary_range<cpu::FUNCTOR, T, T>();
   TF_FUSABLE_UNARY(Negative, NegativeOp)
   TF_FUSABLE_UNARY(Abs, AbsOp)
   TF_FUSABLE_UNARY(Sign, SignOp)
@@ -163,5 +164,7 @@ UnaryRangeF32 unary_range_f32(const Primitive& p) {
 #undef TF_FUSABLE_UNARY
   return nullptr;
 }
+template UnaryRange<float> unary_range<float>(const Primitive&);
+template UnaryRange<double> unary_range<double>(const Primitive&);
 
 }  // namespace tapeflow::cpu

@@ -313,8 +313,9 @@ void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 
 namespace tapeflow::cpu {
 
-BinaryRangesF32 binary_ranges_f32(const Primitive& p) {
-  BinaryRangesF32 r;
+template <class T>
+BinaryRanges<T> binary_ranges(const Primitive& p) {
+  BinaryRanges<T> r;
   auto set = [&r](auto loops) {
     using L = decltype(loops);
     r.vv = &L::vv;
@@ -324,9 +325,9 @@ BinaryRangesF32 binary_ranges_f32(const Primitive& p) {
   auto pick = [&](auto functor) {
     using F = decltype(functor);
 #if TF_CPU_MULTIVERSION
-    if (cpu::cpu_has_avx2()) return set(BinaryLoopsAvx2<F, float, float>{});
+    if (cpu::cpu_has_avx2()) return set(BinaryLoopsAvx2<F, T, T>{});
 #endif
-    set(BinaryLoops<F, float, float>{});
+    set(BinaryLoops<F, T, T>{});
   };
   if (typeid(p) == typeid(prims::Add)) pick(cpu::AddOp{});
   else if (typeid(p) == typeid(prims::Subtract)) pick(cpu::SubtractOp{});
@@ -336,5 +337,7 @@ BinaryRangesF32 binary_ranges_f32(const Primitive& p) {
   else if (typeid(p) == typeid(prims::Minimum)) pick(cpu::MinimumOp{});
   return r;
 }
+template BinaryRanges<float> binary_ranges<float>(const Primitive&);
+template BinaryRanges<double> binary_ranges<double>(const Primitive&);
 
 }  // namespace tapeflow::cpu

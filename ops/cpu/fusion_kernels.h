@@ -1,4 +1,4 @@
-// The float32 loops of the fusable elementwise primitives, for the tf::function fusion pass
+// The float32 and float64 loops of the fusable elementwise primitives, for the tf::function fusion pass
 // (jit/fusion.cpp): the very loops eager execution runs (same vectorised code and ISA choice),
 // so a fused chain computes exactly what the unfused ops compute.
 #pragma once
@@ -9,17 +9,23 @@
 
 namespace tapeflow::cpu {
 
-using UnaryRangeF32 = void (*)(const float* in, float* out, int64_t n);
-struct BinaryRangesF32 {
-  void (*vv)(const float* a, const float* b, float* out, int64_t n) = nullptr;
-  void (*sv)(float a, const float* b, float* out, int64_t n) = nullptr;
-  void (*vs)(const float* a, float b, float* out, int64_t n) = nullptr;
+// T is float or double.
+template <class T>
+using UnaryRange = void (*)(const T* in, T* out, int64_t n);
+template <class T>
+struct BinaryRanges {
+  void (*vv)(const T* a, const T* b, T* out, int64_t n) = nullptr;
+  void (*sv)(T a, const T* b, T* out, int64_t n) = nullptr;
+  void (*vs)(const T* a, T b, T* out, int64_t n) = nullptr;
   explicit operator bool() const { return vv != nullptr; }
 };
 
 // Null / empty when the primitive is not a fusable unary / binary elementwise op.
-UnaryRangeF32 unary_range_f32(const Primitive& prim);      // ops/cpu/elementwise.cpp
-UnaryRangeF32 relu_range_f32(const Primitive& prim);       // ops/cpu/activation.cpp
-BinaryRangesF32 binary_ranges_f32(const Primitive& prim);  // ops/cpu/elementwise_binary.cpp
+template <class T>
+UnaryRange<T> unary_range(const Primitive& prim);  // ops/cpu/elementwise.cpp
+template <class T>
+UnaryRange<T> relu_range(const Primitive& prim);  // ops/cpu/activation.cpp
+template <class T>
+BinaryRanges<T> binary_ranges(const Primitive& prim);  // ops/cpu/elementwise_binary.cpp
 
 }  // namespace tapeflow::cpu

@@ -269,15 +269,17 @@ TEST_CASE("function: fused elementwise chains equal eager results and differenti
     return tf::nn::relu(tf::maximum(b, y) / (tf::abs(y) + 1.0f)) - tf::sqrt(tf::square(x) + 1.0f);
   };
   auto f = tf::function(chain);
-  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{5000}}) {
-    tf::Tensor x = tf::random::uniform({n}, -2, 2, tf::float32, 10 + n);
-    tf::Tensor y = tf::random::uniform({n}, -2, 2, tf::float32, 20 + n);
-    check_close(f(x, y), chain(x, y), 0, 0);  // the same loops: bit-identical
-    const tf::Graph& g = f.get_concrete_function(tf::TensorSpec({n}), tf::TensorSpec({n})).graph();
-    INFO(g.to_string());
-    CHECK(g.to_string().find("fused_elementwise") != std::string::npos);
-    CHECK(g.num_nodes() < 8);
-  }
+  for (tf::DType dt : {tf::float32, tf::float64})
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{5000}}) {
+      tf::Tensor x = tf::random::uniform({n}, -2, 2, dt, 10 + n);
+      tf::Tensor y = tf::random::uniform({n}, -2, 2, dt, 20 + n);
+      check_close(f(x, y), chain(x, y), 0, 0);  // the same loops: bit-identical
+      const tf::Graph& g =
+          f.get_concrete_function(tf::TensorSpec({n}, dt), tf::TensorSpec({n}, dt)).graph();
+      INFO(g.to_string());
+      CHECK(g.to_string().find("fused_elementwise") != std::string::npos);
+      CHECK(g.num_nodes() < 8);
+    }
   // Gradients through the fused node (the tape records the replay).
   tf::Tensor x = tf::random::uniform({6}, -2, 2, tf::float32, 1);
   tf::Tensor y = tf::random::uniform({6}, -2, 2, tf::float32, 2);
@@ -302,9 +304,18 @@ TEST_CASE("function: the 100-op chain becomes one node", "[jit]") {
   tf::Tensor y = tf::random::uniform({2, 2}, 0.5, 1, tf::float32, 6);
   check_close(f(x, y), chain(x, y), 0, 0);
   CHECK(f.get_concrete_function(tf::TensorSpec({2, 2}), tf::TensorSpec({2, 2})).graph().num_nodes() == 1);
-  // float64 chains are not fused (yet): still correct.
+  // float64 chains fuse too, with eager's float64 loops: bit-identical.
   tf::Tensor xd = tf::cast(x, tf::float64), yd = tf::cast(y, tf::float64);
   check_close(f(xd, yd), chain(xd, yd), 0, 0);
+  CHECK(f.get_concrete_function(tf::TensorSpec({2, 2}, tf::float64),
+                                tf::TensorSpec({2, 2}, tf::float64))
+            .graph()
+            .num_nodes() == 1);
+  // Mixed dtypes never share a kernel: the cast ends the float32 chain.
+  auto mixed = tf::function([](const tf::Tensor& a, const tf::Tensor& b) {
+    return tf::exp(tf::cast(tf::sqrt(a * 2.0f), tf::float64) + b);
+  });
+  check_close(mixed(x, yd), tf::exp(tf::cast(tf::sqrt(x * 2.0f), tf::float64) + yd), 0, 0);
 }
 
 TEST_CASE("function: several threads may call one function", "[jit]") {

@@ -34,22 +34,31 @@ using tf::testing::check_close;
 
 namespace {
 
-// Sets TAPEFLOW_MEMORY_PLAN for the scope (graphs read it when they are prepared).
-class PlanEnv {
+// Sets an environment variable for the scope (graphs read TAPEFLOW_MEMORY_PLAN and
+// TAPEFLOW_FUSION when they are optimised).
+class EnvScope {
  public:
-  explicit PlanEnv(const char* value) {
-    if (const char* old = std::getenv("TAPEFLOW_MEMORY_PLAN")) old_ = old;
-    ::setenv("TAPEFLOW_MEMORY_PLAN", value, 1);
+  EnvScope(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
   }
-  ~PlanEnv() {
-    if (old_) ::setenv("TAPEFLOW_MEMORY_PLAN", old_->c_str(), 1);
-    else ::unsetenv("TAPEFLOW_MEMORY_PLAN");
+  ~EnvScope() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
   }
-  PlanEnv(const PlanEnv&) = delete;
-  PlanEnv& operator=(const PlanEnv&) = delete;
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
 
  private:
+  const char* name_;
   std::optional<std::string> old_;
+};
+struct PlanEnv : EnvScope {
+  explicit PlanEnv(const char* value) : EnvScope("TAPEFLOW_MEMORY_PLAN", value) {}
+};
+// Graphs of single elementwise nodes, so that each is a planned buffer of its own.
+struct Unfused : EnvScope {
+  Unfused() : EnvScope("TAPEFLOW_FUSION", "0") {}
 };
 
 // Two outputs: sin(x) and cos(x) of a float64 tensor.
@@ -244,7 +253,7 @@ TEST_CASE("memory plan: chains and diamonds replay as eager and unplanned", "[ji
   tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
   const tf::Tensor a = randoms({16, 24}, tf::float64, 1);
   const tf::Tensor b = randoms({24, 16}, tf::float64, 2);
-  // float64 keeps the elementwise ops out of fusion, so each is its own planned node.
+  const Unfused unfused;  // each elementwise op its own planned node
   check_replays(
       [](const tf::Tensor& x, const tf::Tensor& w) {
         tf::Tensor c = x;
@@ -268,6 +277,7 @@ TEST_CASE("memory plan: chains and diamonds replay as eager and unplanned", "[ji
 
 TEST_CASE("memory plan: a view of an intermediate keeps its buffer alive", "[jit][cpu]") {
   tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
+  const Unfused unfused;  // each elementwise op its own planned node
   const tf::Tensor a = randoms({8, 32}, tf::float64, 3);
   const tf::Tensor b = randoms({4, 64}, tf::float64, 4);
   const Graph g = check_replays(
@@ -320,6 +330,7 @@ TEST_CASE("memory plan: a view returned as a result is not in the arena", "[jit]
 
 TEST_CASE("memory plan: results stay valid after the next call", "[jit][cpu]") {
   tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
+  const Unfused unfused;  // each elementwise op its own planned node
   auto f = tf::function([](const tf::Tensor& x) {
     tf::Tensor c = x;
     for (int i = 0; i < 5; ++i) c = tf::sin(c) + tf::cos(c * 0.5);
@@ -554,6 +565,7 @@ TEST_CASE("memory plan: values read by side-effect ops are never in the arena", 
 
 TEST_CASE("memory plan: TAPEFLOW_MEMORY_PLAN=0 replays without the arena", "[jit][cpu]") {
   tf::DeviceScope cpu("/cpu:0");  // memory planning is for CPU graphs
+  const Unfused unfused;  // each elementwise op its own planned node
   PlanEnv off("0");
   CHECK_FALSE(tf::jit::memory_planning_enabled());
   auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(tf::sin(x))); });
