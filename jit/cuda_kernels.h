@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
+#include "core/tensor.h"
 
 namespace tapeflow::jit {
 
@@ -35,5 +38,17 @@ class CudaModule {
   // "sm_90" or "compute_90 (PTX)": what was compiled.
   virtual const std::string& target() const = 0;
 };
+
+namespace detail {
+
+// Which inputs of a fused kernel over `n` outputs are read as one scalar (one element, n > 1).
+std::vector<bool> fused_scalar_flags(std::span<const Tensor> in, int64_t n);
+// Launches a module made by cuda_fused_source (kernels "tf_fused" and "tf_fused_v4") over out's
+// elements: the float4 kernel when out and every full-size input are 16-byte aligned, else the
+// element kernel. Used by the fused node on GPUs (and by a test with a module run on the host).
+void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
+                  Tensor& out);
+
+}  // namespace detail
 
 }  // namespace tapeflow::jit

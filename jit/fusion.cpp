@@ -161,29 +161,16 @@ void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   const Device device = out[0].placement();
   const int64_t n = out[0].num_elements();
   if (n == 0) return;
-  std::vector<bool> scalar(static_cast<size_t>(num_inputs));
-  bool aligned = reinterpret_cast<uintptr_t>(out[0].raw_data()) % 16 == 0;
-  std::vector<const void*> ptr(static_cast<size_t>(num_inputs));
   for (int k = 0; k < num_inputs; ++k) {
     const int64_t m = in[k].num_elements();
     TF_CHECK_T(InternalError, m == n || m == 1, name(), "input {} has {} elements for {} outputs",
                k, m, n);
-    scalar[static_cast<size_t>(k)] = m == 1 && n > 1;
-    ptr[static_cast<size_t>(k)] = in[k].raw_data();
-    if (!scalar[static_cast<size_t>(k)])
-      aligned = aligned && reinterpret_cast<uintptr_t>(ptr[static_cast<size_t>(k)]) % 16 == 0;
   }
   // Shapes of a graph for None dimensions may make other inputs one-element ones.
-  std::shared_ptr<const jit::CudaModule> module =
+  const std::vector<bool> scalar = jit::detail::fused_scalar_flags(in, n);
+  const std::shared_ptr<const jit::CudaModule> module =
       scalar == cuda_scalar ? cuda_module : jit::CudaModule::compile(cuda_source(scalar), device);
-  void* dst = out[0].raw_data();
-  long long count = n;
-  std::vector<void*> args;
-  for (const void*& p : ptr) args.push_back(&p);
-  args.push_back(&dst);
-  args.push_back(&count);
-  if (aligned) module->launch("tf_fused_v4", device, std::max<int64_t>(n / 4, 1), args.data());
-  else module->launch("tf_fused", device, n, args.data());
+  jit::detail::launch_fused(*module, device, in, out[0]);
 }
 
 template <class T>
@@ -195,6 +182,40 @@ cpu::UnaryRange<T> unary_kernel(const Primitive& p) {
 }  // namespace
 
 namespace jit {
+
+namespace detail {
+
+std::vector<bool> fused_scalar_flags(std::span<const Tensor> in, int64_t n) {
+  std::vector<bool> scalar(in.size());
+  for (size_t k = 0; k < in.size(); ++k) scalar[k] = in[k].num_elements() == 1 && n > 1;
+  return scalar;
+}
+
+void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
+                  Tensor& out) {
+  const int64_t n = out.num_elements();
+  if (n == 0) return;
+  const std::vector<bool> scalar = fused_scalar_flags(in, n);
+  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool aligned = aligned16(out.raw_data());
+  // cudaLaunchKernel takes a pointer to each argument: the input pointers, out, n.
+  std::vector<const void*> ptr(in.size());
+  for (size_t k = 0; k < in.size(); ++k) {
+    ptr[k] = in[k].raw_data();
+    if (!scalar[k]) aligned = aligned && aligned16(ptr[k]);
+  }
+  void* dst = out.raw_data();
+  long long count = n;
+  std::vector<void*> args;
+  args.reserve(in.size() + 2);
+  for (const void*& p : ptr) args.push_back(&p);
+  args.push_back(&dst);
+  args.push_back(&count);
+  if (aligned) module.launch("tf_fused_v4", device, std::max<int64_t>(n / 4, 1), args.data());
+  else module.launch("tf_fused", device, n, args.data());
+}
+
+}  // namespace detail
 
 bool fusion_enabled() {
   const char* env = std::getenv("TAPEFLOW_FUSION");

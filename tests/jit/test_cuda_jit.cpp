@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "ops/copy.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -154,6 +156,13 @@ class HostModule {
   }
   bool ok() const { return handle_ != nullptr; }
   const std::string& log() const { return compiler_log_; }
+  // Runs a three-input kernel with cudaLaunchKernel's argument array (a pointer to each
+  // argument) on `grid` blocks of 256 threads.
+  void run_args(const char* name, void** args, unsigned grid) const {
+    run(name, *static_cast<const float**>(args[0]), *static_cast<const float**>(args[1]),
+        *static_cast<const float**>(args[2]), *static_cast<float**>(args[3]),
+        *static_cast<long long*>(args[4]), grid);
+  }
   // Runs kernel `name` with three inputs over `n` elements on `grid` blocks of 256 threads.
   void run(const char* name, const float* a, const float* b, const float* c, float* out,
            long long n, unsigned grid) const {
@@ -176,7 +185,76 @@ class HostModule {
   void* handle_ = nullptr;
 };
 
+// A CudaModule whose kernels run on the host (HostModule), to drive the fused node's launch
+// code (argument array, kernel choice, work items) without a GPU. Records the kernels launched.
+class HostCudaModule final : public tf::jit::CudaModule {
+ public:
+  explicit HostCudaModule(const std::string& source) : module_(source) {}
+  bool ok() const { return module_.ok(); }
+  const std::string& log() const { return module_.log(); }
+  void launch(const char* kernel, tf::Device, int64_t work_items, void** args) const override {
+    launched.push_back(kernel);
+    // A few blocks only: every emulated thread loops over several elements.
+    const int64_t blocks = std::clamp<int64_t>((work_items + 255) / 256, 1, 3);
+    module_.run_args(kernel, args, static_cast<unsigned>(blocks));
+  }
+  const std::string& target() const override { return target_; }
+  mutable std::vector<std::string> launched;
+
+ private:
+  HostModule module_;
+  std::string target_ = "host";
+};
+
 }  // namespace
+
+TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks the kernel", "[jit]") {
+  if (!std::filesystem::exists(TAPEFLOW_TEST_HOST_CXX)) {
+    WARN("no host compiler at " << TAPEFLOW_TEST_HOST_CXX);
+    return;
+  }
+  tf::DeviceScope cpu("/cpu:0");
+  // tanh(x * s + y): x full size, y full size or one element, s one element.
+  const std::vector<tf::jit::CudaFusedStep> steps = {
+      {"multiply", 0, 2}, {"add", 3, 1}, {"tanh", 4, -1}};
+  const int64_t n = 1003;
+  const tf::Tensor s = tf::constant(0.75f);
+  const tf::Tensor y = tf::random::uniform({n}, -1, 1, tf::float32, 42);
+  // x twice: 64-byte aligned, and one float into a larger buffer (not 16-byte aligned).
+  const tf::Tensor x = tf::random::uniform({n}, -2, 2, tf::float32, 41);
+  const tf::Tensor wide = tf::concat({tf::zeros({1}), x}, 0);
+  const tf::Tensor x_off = tf::detail::view(wide, tf::TensorShape{n}, sizeof(float));
+  const tf::Tensor want = tf::tanh(x * s + y);
+
+  CHECK(tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y, s}, n) ==
+        std::vector<bool>{false, false, true});
+  HostCudaModule full(tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps));
+  INFO(full.log());
+  REQUIRE(full.ok());
+  for (const tf::Tensor& xin : {x, x_off}) {
+    tf::Tensor out = tf::zeros({n});
+    tf::jit::detail::launch_fused(full, tf::Device{}, std::vector<tf::Tensor>{xin, y, s}, out);
+    check_close(out, want, 1e-6, 1e-7);
+  }
+  CHECK(full.launched == std::vector<std::string>{"tf_fused_v4", "tf_fused"});
+
+  // y with one element at run time: the scalar variant of the same chain.
+  const tf::Tensor y1 = tf::constant(0.25f);
+  const std::vector<bool> flags = tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y1, s}, n);
+  CHECK(flags == std::vector<bool>{false, true, true});
+  HostCudaModule scalar_y(tf::jit::cuda_fused_source("tf_fused", 3, flags, steps));
+  REQUIRE(scalar_y.ok());
+  tf::Tensor out = tf::zeros({n});
+  tf::jit::detail::launch_fused(scalar_y, tf::Device{}, std::vector<tf::Tensor>{x, y1, s}, out);
+  check_close(out, tf::tanh(x * s + y1), 1e-6, 1e-7);
+  CHECK(scalar_y.launched == std::vector<std::string>{"tf_fused_v4"});
+  // Fewer than four elements: the float4 kernel's tail does all of them.
+  tf::Tensor out3 = tf::zeros({3});
+  const tf::Tensor x3 = tf::constant(std::vector<float>{-1.0f, 0.0f, 2.0f});
+  const tf::Tensor y3 = tf::constant(std::vector<float>{0.5f, -0.5f, 1.0f});
+  tf::jit::detail::launch_fused(full, tf::Device{}, std::vector<tf::Tensor>{x3, y3, s}, out3);
+  check_close(out3, tf::tanh(x3 * s + y3), 1e-6, 1e-7);
+}
 
 TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled for the host)", "[jit]") {
   if (!std::filesystem::exists(TAPEFLOW_TEST_HOST_CXX)) {
