@@ -54,7 +54,7 @@ class CudaGraphReplay {
       if (!capture(g)) return false;
     }
 
-    cudaStream_t s = detail::cuda::stream(device_);
+    cudaStream_t s = ::tapeflow::detail::cuda::stream(device_);
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].nbytes() > 0)
         TF_CUDA_CHECK(cudaMemcpyAsync(static_inputs_[i].raw_data(), args[i].raw_data(),
@@ -70,7 +70,7 @@ class CudaGraphReplay {
         outputs.push_back(g.constants[static_cast<size_t>(r.index)]);
       } else {
         const Tensor& from = static_outputs_[k];
-        Tensor t = detail::empty(from.shape(), from.dtype(), device_);
+        Tensor t = ::tapeflow::detail::empty(from.shape(), from.dtype(), device_);
         if (t.nbytes() > 0)
           TF_CUDA_CHECK(cudaMemcpyAsync(t.raw_data(), from.raw_data(), t.nbytes(),
                                         cudaMemcpyDeviceToDevice, s));
@@ -98,12 +98,12 @@ class CudaGraphReplay {
 
   bool capture(const Graph& g) {
     static_inputs_.clear();
-    for (const TensorMeta& m : g.inputs) static_inputs_.push_back(detail::empty(m.shape, m.dtype, device_));
-    cudaStream_t cs = detail::cuda::capture_stream(device_);
-    auto scratch = std::make_unique<detail::cuda::DeferredFrees>(device_);
+    for (const TensorMeta& m : g.inputs) static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
+    cudaStream_t cs = ::tapeflow::detail::cuda::capture_stream(device_);
+    auto scratch = std::make_unique<::tapeflow::detail::cuda::DeferredFrees>(device_);
     std::string failure;
     try {
-      detail::cuda::prepare_capture(device_);
+      ::tapeflow::detail::cuda::prepare_capture(device_);
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -118,9 +118,9 @@ class CudaGraphReplay {
       failure = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(begin));
     } else {
       try {
-        detail::cuda::CaptureScope scope(device_);
+        ::tapeflow::detail::cuda::CaptureScope scope(device_);
         // Scratch buffers the nodes free while capturing stay reserved for the graph.
-        detail::cuda::DeferFreesScope defer(*scratch);
+        ::tapeflow::detail::cuda::DeferFreesScope defer(*scratch);
         outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, &kept);
       } catch (const std::exception& e) {
         failure = e.what();
@@ -185,7 +185,7 @@ class CudaGraphReplay {
   std::vector<std::vector<Tensor>> kept_;
   // Freed while capturing (scratch of the captured kernels); returned to the allocator when the
   // replay is destroyed, after exec_ (the destructor's body) and with the tensors above.
-  std::unique_ptr<detail::cuda::DeferredFrees> scratch_;
+  std::unique_ptr<::tapeflow::detail::cuda::DeferredFrees> scratch_;
   bool warmed_up_ = false;
   CudaGraphStats stats_;
 };

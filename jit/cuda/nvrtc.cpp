@@ -100,11 +100,11 @@ class LoadedModule final : public CudaModule {
       : image_(std::move(image)), target_(std::move(target)) {}
 
   void launch(const char* kernel, Device device, int64_t work_items, void** args) const override {
-    cudaStream_t stream = detail::cuda::stream(device);  // also makes the device current
+    cudaStream_t stream = ::tapeflow::detail::cuda::stream(device);  // also makes the device current
     const cudaKernel_t k = kernel_handle(kernel);
     constexpr int64_t kThreads = 256;
     const int64_t cap =
-        int64_t{detail::cuda::properties(device).multiProcessorCount} * 32;
+        int64_t{::tapeflow::detail::cuda::properties(device).multiProcessorCount} * 32;
     const int64_t blocks = std::clamp<int64_t>((work_items + kThreads - 1) / kThreads, 1, cap);
     TF_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k),
                                    dim3(static_cast<unsigned>(blocks)),
@@ -183,7 +183,7 @@ std::string nvrtc_compile(const std::string& source, const std::string& arch) {
 std::shared_ptr<const CudaModule> CudaModule::compile(const std::string& source, Device device) {
   TF_CHECK_ARG(device.is_gpu(), "nvrtc", "CUDA modules run on GPUs, not {}", device.to_string());
   const Nvrtc& n = nvrtc_or_throw();
-  const cudaDeviceProp& props = detail::cuda::properties(device);
+  const cudaDeviceProp& props = ::tapeflow::detail::cuda::properties(device);
   const int cc = props.major * 10 + props.minor;
   int count = 0;
   check(n, n.num_archs(&count), "nvrtcGetNumSupportedArchs");
