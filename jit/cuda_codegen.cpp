@@ -52,8 +52,8 @@ TF_D float tf_minimum(float a, float b) { return (a < b || a != a) ? a : b; }
 constexpr std::array<std::string_view, 17> kUnary = {
     "negative", "abs",     "sign", "exp", "log",   "log1p", "sqrt",  "rsqrt", "square",
     "tanh",     "sigmoid", "sin",  "cos", "floor", "ceil",  "round", "relu"};
-constexpr std::array<std::string_view, 7> kBinary = {"add",     "subtract", "multiply", "divide",
-                                                     "pow",     "maximum",  "minimum"};
+constexpr std::array<std::string_view, 7> kBinary = {"add", "subtract", "multiply", "divide",
+                                                     "pow", "maximum",  "minimum"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& list, std::string_view op) {
@@ -116,8 +116,8 @@ std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
       for (auto& l : lane_args) l += fmt::format("{}s{}", sep, k);
     } else {
       elem_args += fmt::format("{}in{}[i]", sep, k);
-      vec_loads += fmt::format("    const float4 v{} = reinterpret_cast<const float4*>(in{})[i];\n",
-                               k, k);
+      vec_loads +=
+          fmt::format("    const float4 v{} = reinterpret_cast<const float4*>(in{})[i];\n", k, k);
       for (size_t l = 0; l < 4; ++l) lane_args[l] += fmt::format("{}v{}.{}", sep, k, lanes[l]);
     }
   }

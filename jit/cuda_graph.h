@@ -41,11 +41,11 @@ bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const
                     std::vector<Tensor>& outputs);
 
 struct CudaGraphStats {
-  bool captured = false;   // a CUDA graph was captured and instantiated
-  bool failed = false;     // capture failed; `failure` says why
-  int64_t launches = 0;    // replays that launched it
+  bool captured = false;     // a CUDA graph was captured and instantiated
+  bool failed = false;       // capture failed; `failure` says why
+  int64_t launches = 0;      // replays that launched it
   int num_kernel_nodes = 0;  // nodes of the captured graph
-  size_t kept_bytes = 0;   // device memory its static buffers hold
+  size_t kept_bytes = 0;     // device memory its static buffers hold
   std::string failure;
 };
 CudaGraphStats cuda_graph_stats(const CudaGraphReplay& replay);

@@ -46,8 +46,7 @@ std::vector<bool> fused_scalar_flags(std::span<const Tensor> in, int64_t n);
 // Launches a module made by cuda_fused_source (kernels "tf_fused" and "tf_fused_v4") over out's
 // elements: the float4 kernel when out and every full-size input are 16-byte aligned, else the
 // element kernel. Used by the fused node on GPUs (and by a test with a module run on the host).
-void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
-                  Tensor& out);
+void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in, Tensor& out);
 
 }  // namespace detail
 

@@ -412,7 +412,8 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
       op.cuda_scalar.resize(static_cast<size_t>(op.num_inputs));
       const int64_t n = op.meta.shape.num_elements();
       for (int k = 0; k < op.num_inputs; ++k)
-        op.cuda_scalar[static_cast<size_t>(k)] = meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements() == 1 && n > 1;
+        op.cuda_scalar[static_cast<size_t>(k)] =
+            meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements() == 1 && n > 1;
       try {
         op.cuda_module = CudaModule::compile(op.cuda_source(op.cuda_scalar), device);
       } catch (const Error& e) {

@@ -1,11 +1,12 @@
 // Elementwise fusion for traced graphs: a chain of float32 (or, on the CPU, float64) elementwise
 // ops on one device (unary math, relu, add/subtract/multiply/divide/maximum/minimum with
-// full-size or one-element operands) becomes one `fused_elementwise` node. Its kernel walks the output in tiles of 1024 elements and
-// runs every step on a tile while the intermediates stay in cache, with the same vectorised loops
-// as eager execution (ops/cpu/fusion_kernels.h), so fused results equal unfused ones. The node's
-// gradient recomputes the chain under a tape, so fused graphs stay differentiable. On a GPU
-// (FusionOptions::cuda) the fused node runs one kernel generated for the chain and compiled
-// with NVRTC: every element is read once and written once.
+// full-size or one-element operands) becomes one `fused_elementwise` node. On the CPU its kernel
+// walks the output in tiles of 1024 elements and runs every step on a tile while the
+// intermediates stay in cache, with the same vectorised loops as eager execution
+// (ops/cpu/fusion_kernels.h), so fused results equal unfused ones. On a GPU
+// (FusionOptions::cuda) it runs one kernel generated for the chain and compiled with NVRTC:
+// every element is read once and written once. The node's gradient recomputes the chain under
+// a tape, so fused graphs stay differentiable.
 #pragma once
 
 #include "jit/graph.h"

@@ -30,11 +30,12 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph&, std::strin
   return nullptr;
 }
 
-bool run_cuda_graph(CudaGraphReplay&, const Graph&, std::span<const Tensor>,
-                    std::vector<Tensor>&) {
+bool run_cuda_graph(CudaGraphReplay&, const Graph&, std::span<const Tensor>, std::vector<Tensor>&) {
   return false;
 }
 
-CudaGraphStats cuda_graph_stats(const CudaGraphReplay&) { return {}; }
+CudaGraphStats cuda_graph_stats(const CudaGraphReplay&) {
+  return {};
+}
 
 }  // namespace tapeflow::jit

@@ -98,7 +98,8 @@ class CudaGraphReplay {
 
   bool capture(const Graph& g) {
     static_inputs_.clear();
-    for (const TensorMeta& m : g.inputs) static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
+    for (const TensorMeta& m : g.inputs)
+      static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
     cudaStream_t cs = ::tapeflow::detail::cuda::capture_stream(device_);
     auto scratch = std::make_unique<::tapeflow::detail::cuda::DeferredFrees>(device_);
     std::string failure;
@@ -109,9 +110,8 @@ class CudaGraphReplay {
     }
     std::vector<Tensor> outs;
     std::vector<std::vector<Tensor>> kept;
-    const cudaError_t begin = failure.empty()
-                                  ? cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed)
-                                  : cudaSuccess;
+    const cudaError_t begin =
+        failure.empty() ? cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) : cudaSuccess;
     if (!failure.empty()) {
       // prepare_capture failed: nothing was captured.
     } else if (begin != cudaSuccess) {
@@ -147,9 +147,10 @@ class CudaGraphReplay {
       stats_.failed = true;
       stats_.failure = failure;
       static_inputs_.clear();
-      TF_LOG_INFO("a traced graph of {} nodes on {} replays node by node: capturing it as a "
-                  "CUDA graph failed: {}",
-                  g.nodes.size(), device_.to_string(), failure);
+      TF_LOG_INFO(
+          "a traced graph of {} nodes on {} replays node by node: capturing it as a "
+          "CUDA graph failed: {}",
+          g.nodes.size(), device_.to_string(), failure);
       return false;
     }
     static_outputs_ = std::move(outs);
@@ -168,9 +169,10 @@ class CudaGraphReplay {
       for (const Tensor& t : v) count(t);
     stats_.kept_bytes = bytes + scratch_->bytes();
     stats_.captured = true;
-    TF_LOG_DEBUG("captured a traced graph of {} nodes on {} as a CUDA graph of {} nodes ({} "
-                 "bytes kept)",
-                 g.nodes.size(), device_.to_string(), stats_.num_kernel_nodes, bytes);
+    TF_LOG_DEBUG(
+        "captured a traced graph of {} nodes on {} as a CUDA graph of {} nodes ({} "
+        "bytes kept)",
+        g.nodes.size(), device_.to_string(), stats_.num_kernel_nodes, bytes);
     return true;
   }
 
@@ -203,10 +205,12 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std:
   for (const Graph::Node& n : graph.nodes) {
     if (n.device != device) return no("its nodes run on more than one device");
     if (n.prim->has_side_effects())
-      return no(fmt::format("{} has side effects (variables, printing, random numbers and "
-                            "collectives run node by node)",
-                            n.prim->name()));
-    if (n.prim->target_device()) return no(fmt::format("{} copies between devices", n.prim->name()));
+      return no(
+          fmt::format("{} has side effects (variables, printing, random numbers and "
+                      "collectives run node by node)",
+                      n.prim->name()));
+    if (n.prim->target_device())
+      return no(fmt::format("{} copies between devices", n.prim->name()));
     for (const TensorMeta& m : n.outputs) {
       if (m.shape.num_elements() < 0) return no("a shape is not fully known");
       if (!n.prim->is_view()) bytes += bytes_of(m);
@@ -231,6 +235,8 @@ bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const
   return replay.run(graph, args, outputs);
 }
 
-CudaGraphStats cuda_graph_stats(const CudaGraphReplay& replay) { return replay.stats(); }
+CudaGraphStats cuda_graph_stats(const CudaGraphReplay& replay) {
+  return replay.stats();
+}
 
 }  // namespace tapeflow::jit

@@ -52,9 +52,10 @@ const Nvrtc& nvrtc() {
     }
     if (!h) {
       const char* e = dlerror();
-      n.error = fmt::format("cannot load {} ({}); install the CUDA toolkit's NVRTC or put it on "
-                            "LD_LIBRARY_PATH",
-                            major, e ? e : "not found");
+      n.error = fmt::format(
+          "cannot load {} ({}); install the CUDA toolkit's NVRTC or put it on "
+          "LD_LIBRARY_PATH",
+          major, e ? e : "not found");
       return n;
     }
     bool ok = true;
@@ -90,8 +91,7 @@ const Nvrtc& nvrtc_or_throw() {
 }
 
 void check(const Nvrtc& n, nvrtcResult r, const char* what) {
-  TF_CHECK_T(InternalError, r == NVRTC_SUCCESS, "nvrtc", "{} failed: {}", what,
-             n.error_string(r));
+  TF_CHECK_T(InternalError, r == NVRTC_SUCCESS, "nvrtc", "{} failed: {}", what, n.error_string(r));
 }
 
 class LoadedModule final : public CudaModule {
@@ -100,7 +100,8 @@ class LoadedModule final : public CudaModule {
       : image_(std::move(image)), target_(std::move(target)) {}
 
   void launch(const char* kernel, Device device, int64_t work_items, void** args) const override {
-    cudaStream_t stream = ::tapeflow::detail::cuda::stream(device);  // also makes the device current
+    cudaStream_t stream =
+        ::tapeflow::detail::cuda::stream(device);  // also makes the device current
     const cudaKernel_t k = kernel_handle(kernel);
     constexpr int64_t kThreads = 256;
     const int64_t cap =
@@ -117,8 +118,8 @@ class LoadedModule final : public CudaModule {
     std::lock_guard lock(mu_);
     if (!library_) {
       // Left loaded for the process: unloading after the runtime shut down at exit would fail.
-      TF_CUDA_CHECK(cudaLibraryLoadData(&library_, image_.data(), nullptr, nullptr, 0, nullptr,
-                                        nullptr, 0));
+      TF_CUDA_CHECK(
+          cudaLibraryLoadData(&library_, image_.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     }
     auto it = kernels_.find(name);
     if (it != kernels_.end()) return it->second;
@@ -203,8 +204,8 @@ std::shared_ptr<const CudaModule> CudaModule::compile(const std::string& source,
   }
 
   static std::mutex mu;
-  static auto* cache = new std::map<std::pair<std::string, std::string>,
-                                    std::shared_ptr<const CudaModule>>();
+  static auto* cache =
+      new std::map<std::pair<std::string, std::string>, std::shared_ptr<const CudaModule>>();
   const auto key = std::make_pair(arch, source);
   {
     std::lock_guard lock(mu);

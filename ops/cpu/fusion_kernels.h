@@ -1,6 +1,6 @@
-// The float32 and float64 loops of the fusable elementwise primitives, for the tf::function fusion pass
-// (jit/fusion.cpp): the very loops eager execution runs (same vectorised code and ISA choice),
-// so a fused chain computes exactly what the unfused ops compute.
+// The float32 and float64 loops of the fusable elementwise primitives, for the tf::function
+// fusion pass (jit/fusion.cpp): the very loops eager execution runs (same vectorised code and
+// ISA choice), so a fused chain computes exactly what the unfused ops compute.
 #pragma once
 
 #include <cstdint>

@@ -595,8 +595,8 @@ class AllGpusMatMulCase final : public Case {
     c.reserve(static_cast<size_t>(n_ * n_));
     for (int i = 0; i < g_; ++i) {
       if (block(i).second == 0) continue;
-      const std::vector<double> v =
-          transfers_ ? to_doubles(hc_[static_cast<size_t>(i)]) : c_[static_cast<size_t>(i)].numpy<double>();
+      const size_t r = static_cast<size_t>(i);
+      const std::vector<double> v = transfers_ ? to_doubles(hc_[r]) : c_[r].numpy<double>();
       c.insert(c.end(), v.begin(), v.end());
     }
     return check_matmul(to_doubles(ha_), to_doubles(hb_), c, n_);
@@ -910,7 +910,8 @@ class AllGpusInverseCase final : public Case {
       const int64_t cols = std::min(kTile, n_ - b * kTile);
       const auto [dev, offset] = place(b);
       cuda_ok(cudaSetDevice(devices_[dev]), "cudaSetDevice");
-      T* first = static_cast<T*>(arrays[dev]) + offset + b * kTile;  // row b*kTile of column b*kTile
+      // Row b * kTile of global column b * kTile: the block's first diagonal element.
+      T* first = static_cast<T*>(arrays[dev]) + offset + b * kTile;
       cuda_ok(cudaMemcpy2D(first, static_cast<size_t>(n_ + 1) * sizeof(T), ones.data(), sizeof(T),
                            sizeof(T), static_cast<size_t>(cols), cudaMemcpyHostToDevice),
               "cudaMemcpy2D");

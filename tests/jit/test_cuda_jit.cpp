@@ -38,15 +38,14 @@ namespace {
 // exp(x * 0.5 + 1), then tanh(a - y) * a with a read twice: the chain's steps in graph form.
 std::vector<tf::jit::CudaFusedStep> sample_steps() {
   // inputs: 0 = x, 1 = y, 2 = the scalar 0.5, 3 = the scalar 1
-  return {{"multiply", 0, 2}, {"add", 4, 3}, {"exp", 5, -1}, {"subtract", 6, 1},
+  return {{"multiply", 0, 2}, {"add", 4, 3},      {"exp", 5, -1}, {"subtract", 6, 1},
           {"tanh", 7, -1},    {"multiply", 8, 6}, {"relu", 9, -1}};
 }
 
 // Every op with a generated form.
-const std::vector<std::string> kUnary = {"negative", "abs",    "sign", "exp",     "log",
-                                         "log1p",    "sqrt",   "rsqrt", "square", "tanh",
-                                         "sigmoid",  "sin",    "cos",  "floor",   "ceil",
-                                         "round",    "relu"};
+const std::vector<std::string> kUnary = {"negative", "abs",   "sign",   "exp",   "log",     "log1p",
+                                         "sqrt",     "rsqrt", "square", "tanh",  "sigmoid", "sin",
+                                         "cos",      "floor", "ceil",   "round", "relu"};
 const std::vector<std::string> kBinary = {"add", "subtract", "multiply", "divide",
                                           "pow", "maximum",  "minimum"};
 
@@ -142,8 +141,8 @@ class HostModule {
     std::ofstream(src) << kHostPrelude << source;
     const std::string cmd = std::string(TAPEFLOW_TEST_HOST_CXX) +
                             " -std=c++17 -O1 -ffp-contract=off -fno-strict-aliasing -fPIC "
-                            "-shared -w -o " + lib.string() + " " + src.string() + " > " +
-                            log.string() + " 2>&1";
+                            "-shared -w -o " +
+                            lib.string() + " " + src.string() + " > " + log.string() + " 2>&1";
     const int rc = std::system(cmd.c_str());
     std::ifstream in(log);
     compiler_log_.assign(std::istreambuf_iterator<char>(in), {});
@@ -208,7 +207,8 @@ class HostCudaModule final : public tf::jit::CudaModule {
 
 }  // namespace
 
-TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks the kernel", "[jit]") {
+TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks the kernel",
+          "[jit]") {
   if (!std::filesystem::exists(TAPEFLOW_TEST_HOST_CXX)) {
     WARN("no host compiler at " << TAPEFLOW_TEST_HOST_CXX);
     return;
@@ -240,7 +240,8 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
 
   // y with one element at run time: the scalar variant of the same chain.
   const tf::Tensor y1 = tf::constant(0.25f);
-  const std::vector<bool> flags = tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y1, s}, n);
+  const std::vector<bool> flags =
+      tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y1, s}, n);
   CHECK(flags == std::vector<bool>{false, true, true});
   HostCudaModule scalar_y(tf::jit::cuda_fused_source("tf_fused", 3, flags, steps));
   REQUIRE(scalar_y.ok());
@@ -256,7 +257,8 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
   check_close(out3, tf::tanh(x3 * s + y3), 1e-6, 1e-7);
 }
 
-TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled for the host)", "[jit]") {
+TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled for the host)",
+          "[jit]") {
   if (!std::filesystem::exists(TAPEFLOW_TEST_HOST_CXX)) {
     WARN("no host compiler at " << TAPEFLOW_TEST_HOST_CXX);
     return;
@@ -279,8 +281,8 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     accumulate(last());
     // Negative arguments too (sign, abs, relu, floor, ... and sigmoid's other branch).
     steps.push_back({"negative", 1, -1});
-    steps.push_back({op == "log" || op == "log1p" || op == "sqrt" || op == "rsqrt" ? "abs" : op,
-                     last(), -1});
+    steps.push_back(
+        {op == "log" || op == "log1p" || op == "sqrt" || op == "rsqrt" ? "abs" : op, last(), -1});
     accumulate(last());
   }
   for (size_t i = 0; i < kBinary.size(); ++i) {
@@ -295,32 +297,56 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     for (const auto& st : steps) {
       const tf::Tensor& a = v[static_cast<size_t>(st.a)];
       tf::Tensor r;
-      if (st.op == "negative") r = tf::negative(a);
-      else if (st.op == "abs") r = tf::abs(a);
-      else if (st.op == "sign") r = tf::sign(a);
-      else if (st.op == "exp") r = tf::exp(a);
-      else if (st.op == "log") r = tf::log(a);
-      else if (st.op == "log1p") r = tf::log1p(a);
-      else if (st.op == "sqrt") r = tf::sqrt(a);
-      else if (st.op == "rsqrt") r = tf::rsqrt(a);
-      else if (st.op == "square") r = tf::square(a);
-      else if (st.op == "tanh") r = tf::tanh(a);
-      else if (st.op == "sigmoid") r = tf::sigmoid(a);
-      else if (st.op == "sin") r = tf::sin(a);
-      else if (st.op == "cos") r = tf::cos(a);
-      else if (st.op == "floor") r = tf::floor(a);
-      else if (st.op == "ceil") r = tf::ceil(a);
-      else if (st.op == "round") r = tf::round(a);
-      else if (st.op == "relu") r = tf::nn::relu(a);
+      if (st.op == "negative")
+        r = tf::negative(a);
+      else if (st.op == "abs")
+        r = tf::abs(a);
+      else if (st.op == "sign")
+        r = tf::sign(a);
+      else if (st.op == "exp")
+        r = tf::exp(a);
+      else if (st.op == "log")
+        r = tf::log(a);
+      else if (st.op == "log1p")
+        r = tf::log1p(a);
+      else if (st.op == "sqrt")
+        r = tf::sqrt(a);
+      else if (st.op == "rsqrt")
+        r = tf::rsqrt(a);
+      else if (st.op == "square")
+        r = tf::square(a);
+      else if (st.op == "tanh")
+        r = tf::tanh(a);
+      else if (st.op == "sigmoid")
+        r = tf::sigmoid(a);
+      else if (st.op == "sin")
+        r = tf::sin(a);
+      else if (st.op == "cos")
+        r = tf::cos(a);
+      else if (st.op == "floor")
+        r = tf::floor(a);
+      else if (st.op == "ceil")
+        r = tf::ceil(a);
+      else if (st.op == "round")
+        r = tf::round(a);
+      else if (st.op == "relu")
+        r = tf::nn::relu(a);
       else {
         const tf::Tensor& b = v[static_cast<size_t>(st.b)];
-        if (st.op == "add") r = tf::add(a, b);
-        else if (st.op == "subtract") r = tf::subtract(a, b);
-        else if (st.op == "multiply") r = tf::multiply(a, b);
-        else if (st.op == "divide") r = tf::divide(a, b);
-        else if (st.op == "pow") r = tf::pow(a, b);
-        else if (st.op == "maximum") r = tf::maximum(a, b);
-        else if (st.op == "minimum") r = tf::minimum(a, b);
+        if (st.op == "add")
+          r = tf::add(a, b);
+        else if (st.op == "subtract")
+          r = tf::subtract(a, b);
+        else if (st.op == "multiply")
+          r = tf::multiply(a, b);
+        else if (st.op == "divide")
+          r = tf::divide(a, b);
+        else if (st.op == "pow")
+          r = tf::pow(a, b);
+        else if (st.op == "maximum")
+          r = tf::maximum(a, b);
+        else if (st.op == "minimum")
+          r = tf::minimum(a, b);
       }
       REQUIRE(r.defined());
       v.push_back(r);
@@ -348,17 +374,17 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
   }
   // NaN propagation of maximum/minimum and relu, sigmoid's tails, exp's subnormal range:
   // special values through the same kernel.
-  const std::vector<float> special = {std::nanf(""), -100.0f, -90.0f, -87.5f, 0.0f, -0.0f, 100.0f, 1e-30f};
+  const std::vector<float> special = {std::nanf(""), -100.0f, -90.0f, -87.5f,
+                                      0.0f,          -0.0f,   100.0f, 1e-30f};
   tf::Tensor xs = tf::constant(special, {static_cast<int64_t>(special.size())});
-  const std::vector<tf::jit::CudaFusedStep> tails = {
-      {"exp", 0, -1},     // %3
-      {"sigmoid", 0, -1}, // %4
-      {"maximum", 0, 1},  // %5
-      {"minimum", 5, 0},  // %6
-      {"relu", 0, -1},    // %7
-      {"add", 4, 6},      // %8
-      {"add", 8, 7},      // %9
-      {"add", 9, 3}};     // %10
+  const std::vector<tf::jit::CudaFusedStep> tails = {{"exp", 0, -1},      // %3
+                                                     {"sigmoid", 0, -1},  // %4
+                                                     {"maximum", 0, 1},   // %5
+                                                     {"minimum", 5, 0},   // %6
+                                                     {"relu", 0, -1},     // %7
+                                                     {"add", 4, 6},       // %8
+                                                     {"add", 8, 7},       // %9
+                                                     {"add", 9, 3}};      // %10
   // inputs: 0 = xs, 1 and 2 = the scalar 0.5
   HostModule m2(tf::jit::cuda_fused_source("tf_fused", 3, {false, true, true}, tails));
   INFO(m2.log());
@@ -398,7 +424,9 @@ TEST_CASE("cuda codegen: NVRTC compiles every generated op for sm_80 and sm_90",
       CHECK(image.find(".entry tf_fused(") != std::string::npos);
       CHECK(image.find(".entry tf_fused_v4(") != std::string::npos);
     } else {
-      CHECK(image.compare(0, 4, "\x7f" "ELF") == 0);  // a CUBIN is an ELF file
+      CHECK(image.compare(0, 4,
+                          "\x7f"
+                          "ELF") == 0);  // a CUBIN is an ELF file
     }
   }
 }
@@ -425,14 +453,15 @@ TEST_CASE("jit_compile: CPU graphs are unchanged and never captured", "[jit]") {
   CHECK_FALSE(g.cuda_graph_note().empty());
 }
 
-TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager results [cuda]", "[jit][cuda]") {
+TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager results [cuda]",
+          "[jit][cuda]") {
   if (!gpu_or_warn() || !nvrtc_or_warn()) return;
   tf::DeviceScope gpu("/gpu:0");
   auto chain = [](const tf::Tensor& x, const tf::Tensor& y) {
     tf::Tensor a = tf::exp(x * 0.5f + 1.0f);
     tf::Tensor b = tf::tanh(a - y) * a;
-    return tf::nn::relu(tf::maximum(b, y) / (tf::abs(y) + 1.0f)) -
-           tf::sqrt(tf::square(x) + 1.0f) + tf::sigmoid(x) * tf::rsqrt(tf::abs(y) + 0.5f);
+    return tf::nn::relu(tf::maximum(b, y) / (tf::abs(y) + 1.0f)) - tf::sqrt(tf::square(x) + 1.0f) +
+           tf::sigmoid(x) * tf::rsqrt(tf::abs(y) + 0.5f);
   };
   auto f = tf::function(chain, tf::FunctionOptions{.jit_compile = true});
   // Sizes that take the scalar loop (1, 7), the float4 loop with and without a tail.
@@ -494,14 +523,14 @@ TEST_CASE("jit_compile: GPU graphs replay as one captured CUDA graph [cuda]", "[
   // Memory a replay writes (intermediates, scratch freed while capturing) stays the graph's:
   // tensors made between replays keep their values.
   std::vector<tf::Tensor> others;
-  for (int64_t k = 1; k <= (int64_t{1} << 16); k *= 2) others.push_back(tf::fill({k}, tf::Tensor(3.0f)));
+  for (int64_t k = 1; k <= (int64_t{1} << 16); k *= 2)
+    others.push_back(tf::fill({k}, tf::Tensor(3.0f)));
   {
     tf::Tensor x = tf::random::uniform({8, 16}, -1, 1, tf::float32, 300);
     tf::Tensor w = tf::random::uniform({16, 12}, -1, 1, tf::float32, 400);
     check_close(f(x, w)[0], body(x, w)[0], 1e-5, 1e-5);
   }
-  for (const tf::Tensor& t : others)
-    check_close(t, tf::fill(t.shape(), tf::Tensor(3.0f)), 0, 0);
+  for (const tf::Tensor& t : others) check_close(t, tf::fill(t.shape(), tf::Tensor(3.0f)), 0, 0);
   const tf::Graph& g =
       f.get_concrete_function(tf::TensorSpec({8, 16}), tf::TensorSpec({16, 12})).graph();
   INFO(g.to_string() << g.cuda_graph_note());
@@ -524,7 +553,8 @@ TEST_CASE("jit_compile: GPU graphs replay as one captured CUDA graph [cuda]", "[
   CHECK(graph_stats(g).launches == 4);
 }
 
-TEST_CASE("jit_compile: graphs with side effects or host reads replay node by node [cuda]", "[jit][cuda]") {
+TEST_CASE("jit_compile: graphs with side effects or host reads replay node by node [cuda]",
+          "[jit][cuda]") {
   if (!gpu_or_warn()) return;
   tf::DeviceScope gpu("/gpu:0");
   // Variables are read at every call: never captured.
@@ -548,8 +578,9 @@ TEST_CASE("jit_compile: graphs with side effects or host reads replay node by no
   tf::Tensor e = tf::constant(std::vector<int32_t>{2, 3, 1}, {3});
   for (int call = 0; call < 3; ++call)
     tf::testing::check_values(ipow(b, e), {1 + 2, 8 + 9, 3 + 1}, 0, 0);
-  const tf::Graph& gp = ipow.get_concrete_function(tf::TensorSpec({3}, tf::int32),
-                                                    tf::TensorSpec({3}, tf::int32)).graph();
+  const tf::Graph& gp =
+      ipow.get_concrete_function(tf::TensorSpec({3}, tf::int32), tf::TensorSpec({3}, tf::int32))
+          .graph();
   const tf::jit::CudaGraphStats st = graph_stats(gp);
   CHECK(st.failed);
   CHECK_FALSE(st.captured);
