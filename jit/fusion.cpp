@@ -124,18 +124,58 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   if (n == 0) return;
   std::vector<const T*> ptr(num_inputs);
   std::vector<uint8_t> scalar(num_inputs);
+  // Inputs read as a repeated row (period elements, a divisor of n). A short row (below a tile)
+  // is laid out repeated over a tile and a period once per thread, so that every tile reads it
+  // at an offset; a long one is read in place unless the tile wraps around its end.
+  std::vector<int64_t> period(num_inputs, 0);
   for (int k = 0; k < num_inputs; ++k) {
     ptr[k] = in[k].data<T>();
-    scalar[k] = in[k].num_elements() == 1 && n > 1;
+    const int64_t m = in[k].num_elements();
+    scalar[k] = m == 1 && n > 1;
+    if (m != n && m != 1) {
+      TF_CHECK_T(InternalError, m > 1 && n % m == 0, name(),
+                 "input {} has {} elements, which does not divide the {} outputs", k, m, n);
+      period[k] = m;
+    }
   }
   T* dst = out.data<T>();
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
+    std::vector<std::vector<T>> rows(static_cast<size_t>(num_inputs));
+    // Elements [pos, pos + len) of input k's repetition, into `to`.
+    auto repeat = [&](int k, int64_t pos, int64_t len, T* to) {
+      for (int64_t done = 0; done < len;) {
+        const int64_t run = std::min(period[k] - pos, len - done);
+        std::copy_n(ptr[k] + pos, run, to + done);
+        done += run;
+        pos = 0;
+      }
+    };
+    for (int k = 0; k < num_inputs; ++k) {
+      if (period[k] == 0) continue;
+      auto& row = rows[static_cast<size_t>(k)];
+      row.resize(static_cast<size_t>(period[k] < kTile ? kTile + period[k] : kTile));
+      if (period[k] < kTile) repeat(k, 0, kTile + period[k], row.data());
+    }
+    std::vector<const T*> at(static_cast<size_t>(num_inputs));
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t len = std::min(kTile, end - t);
+      for (int k = 0; k < num_inputs; ++k) {
+        if (period[k] == 0) continue;
+        const int64_t pos = t % period[k];
+        T* row = rows[static_cast<size_t>(k)].data();
+        if (period[k] < kTile) {
+          at[static_cast<size_t>(k)] = row + pos;
+        } else if (pos + len <= period[k]) {
+          at[static_cast<size_t>(k)] = ptr[k] + pos;
+        } else {
+          repeat(k, pos, len, row);
+          at[static_cast<size_t>(k)] = row;
+        }
+      }
       auto vec = [&](int o) -> const T* {
-        if (o < num_inputs) return ptr[o] + t;
+        if (o < num_inputs) return period[o] ? at[static_cast<size_t>(o)] : ptr[o] + t;
         const int slot = steps[o - num_inputs].slot;
         return buffers.data() + slot * kTile;
       };
@@ -171,6 +211,19 @@ void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   const std::shared_ptr<const jit::CudaModule> module =
       scalar == cuda_scalar ? cuda_module : jit::CudaModule::compile(cuda_source(scalar), device);
   jit::detail::launch_fused(*module, device, in, out[0]);
+}
+
+// Whether an operand of shape `a` broadcasts to `out` as a row repeated along out's leading
+// dimensions (a's dimensions, leading ones dropped, equal out's trailing ones), so that element
+// i of the output reads element i mod a.num_elements().
+bool repeats_as_row(const TensorShape& a, const TensorShape& out) {
+  int first = 0;
+  while (first < a.rank() && a[first] == 1) ++first;
+  const int r = a.rank() - first;
+  if (r == 0 || r > out.rank()) return false;
+  for (int d = 0; d < r; ++d)
+    if (a[first + d] != out[out.rank() - r + d]) return false;
+  return true;
 }
 
 template <class T>
@@ -281,13 +334,16 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
                !cuda_codegen_supports(nd.prim->name(), static_cast<int>(nd.inputs.size()))) {
       return false;
     }
-    const int64_t n = nd.outputs[0].shape.num_elements();
+    const TensorShape& out_shape = nd.outputs[0].shape;
+    const int64_t n = out_shape.num_elements();
     for (const Ref& r : nd.inputs) {
       const TensorMeta m = meta_of(r);
       if (m.dtype != dtype) return false;
       const int64_t k = m.shape.num_elements();
-      if (k != n && k != 1) return false;
-      if (k != n && r.source == Source::Node) return false;  // broadcast intermediates: no
+      if (k == n || k == 1) continue;
+      // A row repeated along the leading dimensions (a bias over channels) is read periodically
+      // by the CPU kernel; the GPU kernels take full-size and one-element operands only.
+      if (!nd.device.is_cpu() || !repeats_as_row(m.shape, out_shape)) return false;
     }
     return true;
   };

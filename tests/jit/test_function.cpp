@@ -292,6 +292,47 @@ TEST_CASE("function: fused elementwise chains equal eager results and differenti
   check_close(t1.gradient(traced, y), t1.gradient(eager, y), 1e-6, 1e-6);
 }
 
+TEST_CASE("function: a bias over channels fuses with the chain it feeds", "[jit]") {
+  tf::DeviceScope cpu("/cpu:0");  // rows repeated along leading dimensions: CPU fusion
+  auto layer = [](const tf::Tensor& x, const tf::Tensor& b, const tf::Tensor& c) {
+    return tf::nn::relu(tf::add(x, b) * c - 0.25f);  // add broadcasts b as bias_add does
+  };
+  auto f = tf::function(layer);
+  struct Case {
+    tf::TensorShape x, b;
+  };
+  // (N, C) with a (C) bias, NHWC with (C) and (W, C) rows, a row of one tile's size, one just
+  // below it, and a longer one that tiles wrap around (60000 elements: split over threads).
+  for (const Case& k : {Case{{33, 7}, {7}}, Case{{4, 5, 6, 3}, {3}}, Case{{4, 5, 6, 3}, {6, 3}},
+                        Case{{3, 1024}, {1024}}, Case{{9, 1000}, {1000}},
+                        Case{{40, 1500}, {1500}}})
+    for (tf::DType dt : {tf::float32, tf::float64}) {
+      INFO(k.x.to_string() << " + " << k.b.to_string() << " " << tf::dtype_name(dt));
+      const tf::Tensor x = tf::random::uniform(k.x, -1, 1, dt, 1);
+      const tf::Tensor b = tf::random::uniform(k.b, -1, 1, dt, 2);
+      const tf::Tensor c = tf::cast(tf::constant(1.5f), dt);
+      check_close(f(x, b, c), layer(x, b, c), 0, 0);  // the same loops: bit-identical
+      const tf::Graph& g = f.get_concrete_function(tf::TensorSpec(k.x, dt), tf::TensorSpec(k.b, dt),
+                                                   tf::TensorSpec({}, dt))
+                               .graph();
+      INFO(g.to_string());
+      CHECK(g.num_nodes() == 1);
+      // The gradient of the bias sums over the repetitions.
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(b);
+      const tf::Tensor traced = tf::reduce_sum(f(x, b, c) * x);
+      const tf::Tensor eager = tf::reduce_sum(layer(x, b, c) * x);
+      check_close(tape.gradient(traced, b), tape.gradient(eager, b), 1e-12, 1e-6);
+    }
+  // A column repeated along the last dimension is not a row: left unfused, still right.
+  auto col = tf::function([](const tf::Tensor& x, const tf::Tensor& v) { return tf::exp(x + v); });
+  const tf::Tensor x = tf::random::uniform({6, 4}, -1, 1, tf::float32, 3);
+  const tf::Tensor v = tf::random::uniform({6, 1}, -1, 1, tf::float32, 4);
+  check_close(col(x, v), tf::exp(x + v), 0, 0);
+  CHECK(col.get_concrete_function(tf::TensorSpec({6, 4}), tf::TensorSpec({6, 1})).graph().num_nodes() ==
+        2);
+}
+
 TEST_CASE("function: the 100-op chain becomes one node", "[jit]") {
   tf::DeviceScope cpu("/cpu:0");  // elementwise fusion is a CPU pass (GPU fusion: docs/function.md)
   auto chain = [](const tf::Tensor& x, const tf::Tensor& y) {
