@@ -1,6 +1,7 @@
 // tf::function replay against eager execution, side by side in one run:
 //   - a chain of 100 tiny ops ((2, 2) float32 adds and multiplies);
 //   - a chain of 6 elementwise ops over 16M float32;
+//   - a bias over channels and relu on (32, 28, 28, 32) float32, fused and unfused;
 //   - the 784-128-10 MLP training step (batch 32 and 256) traced, eager, and libtorch's eager
 //     C++ step (see bench_autograd.cpp for the step itself);
 //   - a deep MLP (8 layers of 512, batch 128) forward and backward, traced and eager.
@@ -169,6 +170,37 @@ void BM_chain6_16M_function(benchmark::State& state) { chain6_function(state, tr
 void BM_chain6_16M_function_unplanned(benchmark::State& state) { chain6_function(state, false); }
 BENCHMARK(BM_chain6_16M_function)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chain6_16M_function_unplanned)->Unit(benchmark::kMillisecond);
+
+// A convolution layer's bias and activation: relu(x + b) over (32, 28, 28, 32) float32 with a
+// (32) bias. Traced, the add reads b as a repeated row and fuses with the relu (one pass);
+// *_unfused traces with TAPEFLOW_FUSION=0 (two nodes), eager runs bias_add's broadcast kernel
+// and relu.
+tf::Tensor bias_relu(const tf::Tensor& x, const tf::Tensor& b) {
+  return tf::nn::relu(tf::nn::bias_add(x, b));
+}
+void bias_relu_case(benchmark::State& state, int mode) {
+  const tf::Tensor x = tf::random::uniform({32, 28, 28, 32}, -1, 1, tf::float32, 1);
+  const tf::Tensor b = tf::random::uniform({32}, -1, 1, tf::float32, 2);
+  std::optional<tf::Function<decltype(&bias_relu)>> f;
+  if (mode > 0) {
+    const char* old = std::getenv("TAPEFLOW_FUSION");
+    const std::string saved = old ? old : "";
+    if (mode == 2) ::setenv("TAPEFLOW_FUSION", "0", 1);
+    f.emplace(tf::function(&bias_relu));
+    (*f)(x, b);  // traced and optimised now
+    if (old) ::setenv("TAPEFLOW_FUSION", saved.c_str(), 1);
+    else ::unsetenv("TAPEFLOW_FUSION");
+  }
+  for (auto _ : state)
+    benchmark::DoNotOptimize((mode == 0 ? bias_relu(x, b) : (*f)(x, b)).raw_data());
+  state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(x.nbytes()));
+}
+void BM_bias_relu_eager(benchmark::State& state) { bias_relu_case(state, 0); }
+void BM_bias_relu_function(benchmark::State& state) { bias_relu_case(state, 1); }
+void BM_bias_relu_function_unfused(benchmark::State& state) { bias_relu_case(state, 2); }
+BENCHMARK(BM_bias_relu_eager)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_bias_relu_function)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_bias_relu_function_unfused)->Unit(benchmark::kMicrosecond);
 
 struct Mlp {
   std::vector<tf::Variable> vars;
