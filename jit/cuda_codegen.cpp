@@ -71,11 +71,14 @@ bool cuda_codegen_supports(std::string_view op, int num_operands) {
 }
 
 std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
-                              const std::vector<bool>& scalar,
+                              const std::vector<int64_t>& period,
                               std::span<const CudaFusedStep> steps) {
   const char* op = "cuda_fusion";
-  TF_CHECK_ARG(num_inputs >= 1 && static_cast<int>(scalar.size()) == num_inputs, op,
-               "{} inputs with {} scalar flags", num_inputs, scalar.size());
+  TF_CHECK_ARG(num_inputs >= 1 && static_cast<int>(period.size()) == num_inputs, op,
+               "{} inputs with {} periods", num_inputs, period.size());
+  for (int64_t m : period)
+    TF_CHECK_ARG(m >= 0, op, "an input's period is {} (0: full size, 1: one element, m: a row "
+                 "of m elements)", m);
   TF_CHECK_ARG(!steps.empty(), op, "a fused kernel needs at least one step");
   const int num_steps = static_cast<int>(steps.size());
   auto operand = [&](int o, int step) {
@@ -103,23 +106,58 @@ std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
   std::string src = kPrelude;
   src += fmt::format("TF_D float tf_fused_element({}) {{\n{}}}\n", params, body);
 
-  // Kernel parameters, the scalars read once, and the element arguments of both loops.
-  std::string kparams, scalars, elem_args, vec_loads;
+  // Kernel parameters and the code around the element function in each loop. Rows are read
+  // through a running position (p: element kernel and tail, q: lane 0 of the float4 kernel),
+  // advanced by the stride modulo the period: no division per element.
+  std::string kparams, scalars, elem_args, tail_args, vec_loads, row_init, vec_row_init,
+      tail_row_init, row_step, vec_row_step, tail_row_step;
   std::array<std::string, 4> lane_args;
   constexpr std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
   for (int k = 0; k < num_inputs; ++k) {
     kparams += fmt::format("const float* __restrict__ in{}, ", k);
     const std::string sep = k ? ", " : "";
-    if (scalar[static_cast<size_t>(k)]) {
+    const int64_t m = period[static_cast<size_t>(k)];
+    if (m == 1) {
       scalars += fmt::format("  const float s{} = in{}[0];\n", k, k);
       elem_args += fmt::format("{}s{}", sep, k);
+      tail_args += fmt::format("{}s{}", sep, k);
       for (auto& l : lane_args) l += fmt::format("{}s{}", sep, k);
-    } else {
+    } else if (m == 0) {
       elem_args += fmt::format("{}in{}[i]", sep, k);
+      tail_args += fmt::format("{}in{}[i]", sep, k);
       vec_loads +=
           fmt::format("    const float4 v{} = reinterpret_cast<const float4*>(in{})[i];\n", k, k);
       for (size_t l = 0; l < 4; ++l) lane_args[l] += fmt::format("{}v{}.{}", sep, k, lanes[l]);
+    } else {
+      const std::string mm = fmt::format("{}LL", m);
+      row_init += fmt::format("  long long p{0} = first % {1};\n  const long long dp{0} = stride "
+                              "% {1};\n",
+                              k, mm);
+      row_step += fmt::format("    p{0} += dp{0};\n    if (p{0} >= {1}) p{0} -= {1};\n", k, mm);
+      elem_args += fmt::format("{}in{}[p{}]", sep, k, k);
+      tail_row_init += fmt::format("  long long p{0} = ((n4 << 2) + first) % {1};\n  const long "
+                                   "long dp{0} = stride % {1};\n",
+                                   k, mm);
+      tail_args += fmt::format("{}in{}[p{}]", sep, k, k);
+      vec_row_init += fmt::format("  long long q{0} = (4 * first) % {1};\n  const long long dq{0} "
+                                  "= (4 * stride) % {1};\n",
+                                  k, mm);
+      vec_row_step += fmt::format("    q{0} += dq{0};\n    if (q{0} >= {1}) q{0} -= {1};\n", k, mm);
+      // Lanes 1-3 of a row: the next positions, wrapped (more than once for rows under 4).
+      for (size_t l = 0; l < 4; ++l) {
+        const std::string pos = l == 0 ? fmt::format("q{}", k)
+                                : m >= 4 ? fmt::format("(q{0} + {1} >= {2} ? q{0} + {1} - {2} : q{0} + {1})", k, l, mm)
+                                         : fmt::format("(q{0} + {1}) % {2}", k, l, mm);
+        lane_args[l] += fmt::format("{}in{}[{}]", sep, k, pos);
+      }
     }
+  }
+  // The tail advances its row positions as the element kernel does.
+  for (int k = 0; k < num_inputs; ++k) {
+    const int64_t m = period[static_cast<size_t>(k)];
+    if (m >= 2)
+      tail_row_step += fmt::format("    p{0} += dp{0};\n    if (p{0} >= {1}LL) p{0} -= {1}LL;\n",
+                                   k, m);
   }
   kparams += "float* __restrict__ out, long long n";
   const std::string head =
@@ -127,21 +165,23 @@ std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
       "  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
 
   src += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__(256) {}({}) {{\n{}{}"
-      "  for (long long i = first; i < n; i += stride) out[i] = tf_fused_element({});\n}}\n",
-      kernel_name, kparams, head, scalars, elem_args);
+      "extern \"C\" __global__ void __launch_bounds__(256) {}({}) {{\n{}{}{}"
+      "  for (long long i = first; i < n; i += stride) {{\n"
+      "    out[i] = tf_fused_element({});\n{}  }}\n}}\n",
+      kernel_name, kparams, head, scalars, row_init, elem_args, row_step);
 
   std::string vec_body = vec_loads + "    float4 r;\n";
   for (size_t l = 0; l < 4; ++l)
     vec_body += fmt::format("    r.{} = tf_fused_element({});\n", lanes[l], lane_args[l]);
-  vec_body += "    reinterpret_cast<float4*>(out)[i] = r;\n";
+  vec_body += "    reinterpret_cast<float4*>(out)[i] = r;\n" + vec_row_step;
   src += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__(256) {}_v4({}) {{\n{}{}"
-      "  const long long n4 = n >> 2;\n"
-      "  for (long long i = first; i < n4; i += stride) {{\n{}  }}\n"
-      "  for (long long i = (n4 << 2) + first; i < n; i += stride)\n"
-      "    out[i] = tf_fused_element({});\n}}\n",
-      kernel_name, kparams, head, scalars, vec_body, elem_args);
+      "  const long long n4 = n >> 2;\n{}"
+      "  for (long long i = first; i < n4; i += stride) {{\n{}  }}\n{}"
+      "  for (long long i = (n4 << 2) + first; i < n; i += stride) {{\n"
+      "    out[i] = tf_fused_element({});\n{}  }}\n}}\n",
+      kernel_name, kparams, head, scalars, vec_row_init, vec_body, tail_row_init, tail_args,
+      tail_row_step);
   return src;
 }
 

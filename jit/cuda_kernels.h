@@ -41,11 +41,13 @@ class CudaModule {
 
 namespace detail {
 
-// Which inputs of a fused kernel over `n` outputs are read as one scalar (one element, n > 1).
-std::vector<bool> fused_scalar_flags(std::span<const Tensor> in, int64_t n);
+// How each input of a fused kernel over `n` outputs is read (cuda_fused_source's periods): 0
+// with n elements, else its element count (1: one element; m: a row repeated along the output).
+std::vector<int64_t> fused_input_periods(std::span<const Tensor> in, int64_t n);
 // Launches a module made by cuda_fused_source (kernels "tf_fused" and "tf_fused_v4") over out's
-// elements: the float4 kernel when out and every full-size input are 16-byte aligned, else the
-// element kernel. Used by the fused node on GPUs (and by a test with a module run on the host).
+// elements: the float4 kernel when out and every full-size input are 16-byte aligned (rows and
+// one-element inputs are read element by element), else the element kernel. Used by the fused
+// node on GPUs (and by a test with a module run on the host).
 void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in, Tensor& out);
 
 }  // namespace detail

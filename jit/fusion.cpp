@@ -62,19 +62,20 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
                "expects {} inputs, got {}", num_inputs, in.size());
     out[0] = meta;
   }
-  // CUDA graphs (jit_compile): the chain's generated kernel, compiled by NVRTC for the scalar
-  // inputs seen while tracing; other one-element inputs at run time get their own variant.
+  // CUDA graphs (jit_compile): the chain's generated kernel, compiled by NVRTC for the way each
+  // input was read while tracing (full size, one element or a repeated row: its period); other
+  // input sizes at run time get their own variant.
   std::shared_ptr<const jit::CudaModule> cuda_module;
-  std::vector<bool> cuda_scalar;
+  std::vector<int64_t> cuda_periods;
 
   void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override;
   template <class T>
   void run_cpu(std::span<const Tensor> in, Tensor& out) const;
   void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override;
-  std::string cuda_source(const std::vector<bool>& scalar) const {
+  std::string cuda_source(const std::vector<int64_t>& periods) const {
     std::vector<jit::CudaFusedStep> cs;
     for (const Step& st : steps) cs.push_back({st.prim->name(), st.a, st.b});
-    return jit::cuda_fused_source("tf_fused", num_inputs, scalar, cs);
+    return jit::cuda_fused_source("tf_fused", num_inputs, periods, cs);
   }
   bool is_elementwise() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -203,13 +204,14 @@ void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   if (n == 0) return;
   for (int k = 0; k < num_inputs; ++k) {
     const int64_t m = in[k].num_elements();
-    TF_CHECK_T(InternalError, m == n || m == 1, name(), "input {} has {} elements for {} outputs",
-               k, m, n);
+    TF_CHECK_T(InternalError, m > 0 && n % m == 0, name(),
+               "input {} has {} elements for {} outputs", k, m, n);
   }
-  // Shapes of a graph for None dimensions may make other inputs one-element ones.
-  const std::vector<bool> scalar = jit::detail::fused_scalar_flags(in, n);
+  // Shapes of a graph for None dimensions may read inputs another way than traced.
+  const std::vector<int64_t> periods = jit::detail::fused_input_periods(in, n);
   const std::shared_ptr<const jit::CudaModule> module =
-      scalar == cuda_scalar ? cuda_module : jit::CudaModule::compile(cuda_source(scalar), device);
+      periods == cuda_periods ? cuda_module
+                              : jit::CudaModule::compile(cuda_source(periods), device);
   jit::detail::launch_fused(*module, device, in, out[0]);
 }
 
@@ -238,24 +240,27 @@ namespace jit {
 
 namespace detail {
 
-std::vector<bool> fused_scalar_flags(std::span<const Tensor> in, int64_t n) {
-  std::vector<bool> scalar(in.size());
-  for (size_t k = 0; k < in.size(); ++k) scalar[k] = in[k].num_elements() == 1 && n > 1;
-  return scalar;
+std::vector<int64_t> fused_input_periods(std::span<const Tensor> in, int64_t n) {
+  std::vector<int64_t> period(in.size());
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t m = in[k].num_elements();
+    period[k] = m == n ? 0 : m;
+  }
+  return period;
 }
 
 void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
                   Tensor& out) {
   const int64_t n = out.num_elements();
   if (n == 0) return;
-  const std::vector<bool> scalar = fused_scalar_flags(in, n);
+  const std::vector<int64_t> period = fused_input_periods(in, n);
   auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   bool aligned = aligned16(out.raw_data());
   // cudaLaunchKernel takes a pointer to each argument: the input pointers, out, n.
   std::vector<const void*> ptr(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     ptr[k] = in[k].raw_data();
-    if (!scalar[k]) aligned = aligned && aligned16(ptr[k]);
+    if (period[k] == 0) aligned = aligned && aligned16(ptr[k]);  // loaded as float4
   }
   void* dst = out.raw_data();
   long long count = n;
@@ -341,9 +346,8 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
       if (m.dtype != dtype) return false;
       const int64_t k = m.shape.num_elements();
       if (k == n || k == 1) continue;
-      // A row repeated along the leading dimensions (a bias over channels) is read periodically
-      // by the CPU kernel; the GPU kernels take full-size and one-element operands only.
-      if (!nd.device.is_cpu() || !repeats_as_row(m.shape, out_shape)) return false;
+      // A row repeated along the leading dimensions (a bias over channels) is read periodically.
+      if (!repeats_as_row(m.shape, out_shape)) return false;
     }
     return true;
   };
@@ -465,13 +469,14 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
     const Device device = g.nodes[members.back()].device;
     if (device.is_gpu()) {
       FusedElementwise& op = *b.op;
-      op.cuda_scalar.resize(static_cast<size_t>(op.num_inputs));
+      op.cuda_periods.resize(static_cast<size_t>(op.num_inputs));
       const int64_t n = op.meta.shape.num_elements();
-      for (int k = 0; k < op.num_inputs; ++k)
-        op.cuda_scalar[static_cast<size_t>(k)] =
-            meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements() == 1 && n > 1;
+      for (int k = 0; k < op.num_inputs; ++k) {
+        const int64_t m = meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements();
+        op.cuda_periods[static_cast<size_t>(k)] = m == n ? 0 : m;
+      }
       try {
-        op.cuda_module = CudaModule::compile(op.cuda_source(op.cuda_scalar), device);
+        op.cuda_module = CudaModule::compile(op.cuda_source(op.cuda_periods), device);
       } catch (const Error& e) {
         TF_LOG_WARN("jit_compile: an elementwise chain of {} ops on {} stays unfused: {}",
                     members.size(), device.to_string(), e.what());

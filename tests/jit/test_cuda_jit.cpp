@@ -79,7 +79,7 @@ TEST_CASE("cuda codegen: a chain becomes one element function and two kernels", 
   CHECK_FALSE(cuda_codegen_supports("logical_not", 1));
 
   const auto steps = sample_steps();
-  const std::string src = tf::jit::cuda_fused_source("k", 4, {false, false, true, true}, steps);
+  const std::string src = tf::jit::cuda_fused_source("k", 4, {0, 0, 1, 1}, steps);
   INFO(src);
   // Every step reads the operands it names (inputs x0.., earlier steps t0..), in order.
   CHECK(src.find("const float t0 = tf_multiply(x0, x2);") != std::string::npos);
@@ -93,15 +93,22 @@ TEST_CASE("cuda codegen: a chain becomes one element function and two kernels", 
   CHECK(src.find("reinterpret_cast<const float4*>(in1)[i]") != std::string::npos);
   CHECK(src.find("reinterpret_cast<const float4*>(in2)") == std::string::npos);
   CHECK(src.find("r.w = tf_fused_element(v0.w, v1.w, s2, s3);") != std::string::npos);
+  // A row of 6 read through a running position, no division per element.
+  const std::string row = tf::jit::cuda_fused_source("k", 4, {0, 6, 1, 1}, steps);
+  INFO(row);
+  CHECK(row.find("long long p1 = first % 6LL;") != std::string::npos);
+  CHECK(row.find("out[i] = tf_fused_element(in0[i], in1[p1], s2, s3);") != std::string::npos);
+  CHECK(row.find("if (p1 >= 6LL) p1 -= 6LL;") != std::string::npos);
+  CHECK(row.find("reinterpret_cast<const float4*>(in1)") == std::string::npos);
   CHECK(src.find("void __launch_bounds__(256) k(") != std::string::npos);
   CHECK(src.find("void __launch_bounds__(256) k_v4(") != std::string::npos);
 
   // Malformed chains are rejected before any compiler sees them.
   const std::vector<tf::jit::CudaFusedStep> forward = {{"exp", 2, -1}};
-  TF_REQUIRE_THROWS_CONTAINING(tf::jit::cuda_fused_source("k", 1, {false}, forward),
+  TF_REQUIRE_THROWS_CONTAINING(tf::jit::cuda_fused_source("k", 1, {0}, forward),
                                tf::InvalidArgumentError, "neither an input nor an earlier step");
   const std::vector<tf::jit::CudaFusedStep> unknown = {{"matmul", 0, 0}};
-  TF_REQUIRE_THROWS_CONTAINING(tf::jit::cuda_fused_source("k", 1, {false}, unknown),
+  TF_REQUIRE_THROWS_CONTAINING(tf::jit::cuda_fused_source("k", 1, {0}, unknown),
                                tf::InvalidArgumentError, "no generated CUDA form for matmul");
 }
 
@@ -226,9 +233,9 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
   const tf::Tensor x_off = tf::detail::view(wide, tf::TensorShape{n}, sizeof(float));
   const tf::Tensor want = tf::tanh(x * s + y);
 
-  CHECK(tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y, s}, n) ==
-        std::vector<bool>{false, false, true});
-  HostCudaModule full(tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps));
+  CHECK(tf::jit::detail::fused_input_periods(std::vector<tf::Tensor>{x, y, s}, n) ==
+        std::vector<int64_t>{0, 0, 1});
+  HostCudaModule full(tf::jit::cuda_fused_source("tf_fused", 3, {0, 0, 1}, steps));
   INFO(full.log());
   REQUIRE(full.ok());
   for (const tf::Tensor& xin : {x, x_off}) {
@@ -240,9 +247,9 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
 
   // y with one element at run time: the scalar variant of the same chain.
   const tf::Tensor y1 = tf::constant(0.25f);
-  const std::vector<bool> flags =
-      tf::jit::detail::fused_scalar_flags(std::vector<tf::Tensor>{x, y1, s}, n);
-  CHECK(flags == std::vector<bool>{false, true, true});
+  const std::vector<int64_t> flags =
+      tf::jit::detail::fused_input_periods(std::vector<tf::Tensor>{x, y1, s}, n);
+  CHECK(flags == std::vector<int64_t>{0, 1, 1});
   HostCudaModule scalar_y(tf::jit::cuda_fused_source("tf_fused", 3, flags, steps));
   REQUIRE(scalar_y.ok());
   tf::Tensor out = tf::zeros({n});
@@ -255,6 +262,31 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
   const tf::Tensor y3 = tf::constant(std::vector<float>{0.5f, -0.5f, 1.0f});
   tf::jit::detail::launch_fused(full, tf::Device{}, std::vector<tf::Tensor>{x3, y3, s}, out3);
   check_close(out3, tf::tanh(x3 * s + y3), 1e-6, 1e-7);
+
+  // y a row repeated along x (a bias): periods below 4 (lanes wrap more than once), not a
+  // multiple of 4, a multiple of 4, and long; both kernels, over grids whose strides do not
+  // divide the period (the running positions wrap at every step).
+  for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{7}, int64_t{16}, int64_t{500}}) {
+    INFO("period " << m);
+    const int64_t rows = 23;
+    const tf::Tensor xr = tf::random::uniform({rows, m}, -2, 2, tf::float32, 50 + m);
+    const tf::Tensor yr = tf::random::uniform({m}, -1, 1, tf::float32, 60 + m);
+    const std::vector<int64_t> periods =
+        tf::jit::detail::fused_input_periods(std::vector<tf::Tensor>{xr, yr, s}, rows * m);
+    CHECK(periods == std::vector<int64_t>{0, m, 1});
+    HostCudaModule row(tf::jit::cuda_fused_source("tf_fused", 3, periods, steps));
+    INFO(row.log());
+    REQUIRE(row.ok());
+    const tf::Tensor want_r = tf::tanh(xr * s + yr);
+    for (const tf::Tensor& xin : {xr, tf::detail::view(tf::concat({tf::zeros({1}),
+                                                                    tf::reshape(xr, {-1})}, 0),
+                                                         tf::TensorShape{rows, m}, sizeof(float))}) {
+      tf::Tensor o = tf::zeros({rows, m});
+      tf::jit::detail::launch_fused(row, tf::Device{}, std::vector<tf::Tensor>{xin, yr, s}, o);
+      check_close(o, want_r, 1e-6, 1e-7);
+    }
+    CHECK(row.launched == std::vector<std::string>{"tf_fused_v4", "tf_fused"});
+  }
 }
 
 TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled for the host)",
@@ -354,7 +386,7 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     return v.back();
   };
 
-  const std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps);
+  const std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {0, 0, 1}, steps);
   HostModule module(src);
   INFO(module.log());
   REQUIRE(module.ok());
@@ -386,7 +418,7 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
                                                      {"add", 8, 7},       // %9
                                                      {"add", 9, 3}};      // %10
   // inputs: 0 = xs, 1 and 2 = the scalar 0.5
-  HostModule m2(tf::jit::cuda_fused_source("tf_fused", 3, {false, true, true}, tails));
+  HostModule m2(tf::jit::cuda_fused_source("tf_fused", 3, {0, 1, 1}, tails));
   INFO(m2.log());
   REQUIRE(m2.ok());
   tf::Tensor half = tf::constant(0.5f);
@@ -413,7 +445,10 @@ TEST_CASE("cuda codegen: NVRTC compiles every generated op for sm_80 and sm_90",
     steps.push_back({kBinary[i], last, i % 2 ? 1 : 2});
     last = 3 + static_cast<int>(steps.size()) - 1;
   }
-  const std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {false, false, true}, steps);
+  // Input 1 as a row of 3 (lanes that wrap) in the first module, full size in the second.
+  std::string src = tf::jit::cuda_fused_source("tf_fused", 3, {0, 3, 1}, steps);
+  REQUIRE_NOTHROW(tf::jit::nvrtc_compile(src, "sm_90"));
+  src = tf::jit::cuda_fused_source("tf_fused", 3, {0, 0, 1}, steps);
   for (const char* arch : {"sm_80", "sm_90", "compute_90"}) {
     INFO(arch);
     std::string image;
@@ -485,6 +520,20 @@ TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager result
     const tf::Graph& pg =
         plain.get_concrete_function(tf::TensorSpec({64}), tf::TensorSpec({64})).graph();
     CHECK(pg.to_string().find("nvrtc") == std::string::npos);
+  }
+  // A bias over channels joins the chain (a row read through a running position).
+  auto layer = [](const tf::Tensor& a, const tf::Tensor& b) {
+    return tf::nn::relu(tf::nn::bias_add(a, b) * 1.5f);
+  };
+  auto fl = tf::function(layer, tf::FunctionOptions{.jit_compile = true});
+  for (int64_t c : {int64_t{7}, int64_t{64}}) {
+    const tf::Tensor a = tf::random::uniform({33, 5, c}, -1, 1, tf::float32, 70 + c);
+    const tf::Tensor b = tf::random::uniform({c}, -1, 1, tf::float32, 80 + c);
+    check_close(fl(a, b), layer(a, b), 1e-6, 1e-7);
+    const tf::Graph& g =
+        fl.get_concrete_function(tf::TensorSpec({33, 5, c}), tf::TensorSpec({c})).graph();
+    INFO(g.to_string());
+    CHECK(g.num_nodes() == 1);
   }
   // Gradients through the fused GPU node.
   tf::GradientTape tape(tf::TapeOptions{.persistent = true});
