@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -278,9 +279,9 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
     INFO(row.log());
     REQUIRE(row.ok());
     const tf::Tensor want_r = tf::tanh(xr * s + yr);
-    for (const tf::Tensor& xin : {xr, tf::detail::view(tf::concat({tf::zeros({1}),
-                                                                    tf::reshape(xr, {-1})}, 0),
-                                                         tf::TensorShape{rows, m}, sizeof(float))}) {
+    for (const tf::Tensor& xin :
+         {xr, tf::detail::view(tf::concat({tf::zeros({1}), tf::reshape(xr, {-1})}, 0),
+                               tf::TensorShape{rows, m}, sizeof(float))}) {
       tf::Tensor o = tf::zeros({rows, m});
       tf::jit::detail::launch_fused(row, tf::Device{}, std::vector<tf::Tensor>{xin, yr, s}, o);
       check_close(o, want_r, 1e-6, 1e-7);
@@ -324,64 +325,25 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     accumulate(last());
   }
   // The same graph with tapeflow's eager CPU ops.
+  using Unary = tf::Tensor (*)(const tf::Tensor&);
+  using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
+  const std::map<std::string, Unary> unary_ops = {
+      {"negative", tf::negative}, {"abs", tf::abs},         {"sign", tf::sign},
+      {"exp", tf::exp},           {"log", tf::log},         {"log1p", tf::log1p},
+      {"sqrt", tf::sqrt},         {"rsqrt", tf::rsqrt},     {"square", tf::square},
+      {"tanh", tf::tanh},         {"sigmoid", tf::sigmoid}, {"sin", tf::sin},
+      {"cos", tf::cos},           {"floor", tf::floor},     {"ceil", tf::ceil},
+      {"round", tf::round},       {"relu", tf::nn::relu}};
+  const std::map<std::string, Binary> binary_ops = {
+      {"add", tf::add},        {"subtract", tf::subtract}, {"multiply", tf::multiply},
+      {"divide", tf::divide},  {"pow", tf::pow},           {"maximum", tf::maximum},
+      {"minimum", tf::minimum}};
   auto eager = [&](const tf::Tensor& x, const tf::Tensor& y, const tf::Tensor& s) {
     std::vector<tf::Tensor> v{x, y, s};
     for (const auto& st : steps) {
       const tf::Tensor& a = v[static_cast<size_t>(st.a)];
-      tf::Tensor r;
-      if (st.op == "negative")
-        r = tf::negative(a);
-      else if (st.op == "abs")
-        r = tf::abs(a);
-      else if (st.op == "sign")
-        r = tf::sign(a);
-      else if (st.op == "exp")
-        r = tf::exp(a);
-      else if (st.op == "log")
-        r = tf::log(a);
-      else if (st.op == "log1p")
-        r = tf::log1p(a);
-      else if (st.op == "sqrt")
-        r = tf::sqrt(a);
-      else if (st.op == "rsqrt")
-        r = tf::rsqrt(a);
-      else if (st.op == "square")
-        r = tf::square(a);
-      else if (st.op == "tanh")
-        r = tf::tanh(a);
-      else if (st.op == "sigmoid")
-        r = tf::sigmoid(a);
-      else if (st.op == "sin")
-        r = tf::sin(a);
-      else if (st.op == "cos")
-        r = tf::cos(a);
-      else if (st.op == "floor")
-        r = tf::floor(a);
-      else if (st.op == "ceil")
-        r = tf::ceil(a);
-      else if (st.op == "round")
-        r = tf::round(a);
-      else if (st.op == "relu")
-        r = tf::nn::relu(a);
-      else {
-        const tf::Tensor& b = v[static_cast<size_t>(st.b)];
-        if (st.op == "add")
-          r = tf::add(a, b);
-        else if (st.op == "subtract")
-          r = tf::subtract(a, b);
-        else if (st.op == "multiply")
-          r = tf::multiply(a, b);
-        else if (st.op == "divide")
-          r = tf::divide(a, b);
-        else if (st.op == "pow")
-          r = tf::pow(a, b);
-        else if (st.op == "maximum")
-          r = tf::maximum(a, b);
-        else if (st.op == "minimum")
-          r = tf::minimum(a, b);
-      }
-      REQUIRE(r.defined());
-      v.push_back(r);
+      v.push_back(st.b < 0 ? unary_ops.at(st.op)(a)
+                           : binary_ops.at(st.op)(a, v[static_cast<size_t>(st.b)]));
     }
     return v.back();
   };
