@@ -1,5 +1,7 @@
 #include "ops/cuda/handles.h"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -53,13 +55,6 @@ cublasHandle_t cublas(Device device) {
   });
 }
 
-namespace {
-// The capture twin of the cuBLAS handle is made before a capture begins.
-const bool g_cublas_capture_preparer = [] {
-  add_capture_preparer([](Device device) { cublas(device); });
-  return true;
-}();
-}  // namespace
 
 cusolverDnHandle_t cusolver(Device device) {
   static std::mutex mu;
@@ -74,18 +69,39 @@ cusolverDnHandle_t cusolver(Device device) {
   });
 }
 
+namespace {
+// Logical GPUs (index below 64) whose cuDNN handle exists: captures make the cuDNN twin only
+// where cuDNN is in use (cudnnCreate takes a while and memory).
+std::atomic<uint64_t> g_cudnn_devices{0};
+}  // namespace
+
 cudnnHandle_t cudnn(Device device) {
   static std::mutex mu;
   static auto* table = new std::vector<cudnnHandle_t>();
   static auto* capture_table = new std::vector<cudnnHandle_t>();
   cudaStream_t s = stream(device);
-  return handle_for(device, in_capture_scope(device) ? *capture_table : *table, mu, [&] {
+  const bool capture = in_capture_scope(device);
+  return handle_for(device, capture ? *capture_table : *table, mu, [&] {
     cudnnHandle_t h = nullptr;
     TF_CUDNN_CHECK(cudnnCreate(&h));
     TF_CUDNN_CHECK(cudnnSetStream(h, s));
+    if (!capture && device.index < 64) g_cudnn_devices |= uint64_t{1} << device.index;
     return h;
   });
 }
+
+namespace {
+// The capture twins are made before a capture begins (creating a handle while capturing may
+// fail): cuBLAS's always, cuDNN's where the device has used cuDNN (graphs are captured at their
+// second call, after a first one ran every op).
+const bool g_capture_preparer = [] {
+  add_capture_preparer([](Device device) {
+    cublas(device);
+    if (device.index < 64 && ((g_cudnn_devices.load() >> device.index) & 1) != 0) cudnn(device);
+  });
+  return true;
+}();
+}  // namespace
 
 Tensor workspace(Device device, size_t nbytes) {
   return detail::empty(TensorShape{static_cast<int64_t>(nbytes)}, uint8, device);
