@@ -48,6 +48,9 @@ std::vector<int64_t> fused_input_periods(std::span<const Tensor> in, int64_t n);
 // elements: the float4 kernel when out and every full-size input are 16-byte aligned (rows and
 // one-element inputs are read element by element), else the element kernel. Used by the fused
 // node on GPUs (and by a test with a module run on the host).
+// `period` as fused_input_periods gives it (the fused node has it already).
+void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
+                  std::span<const int64_t> period, Tensor& out);
 void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in, Tensor& out);
 
 }  // namespace detail

@@ -1,10 +1,8 @@
 #include "jit/function.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <string_view>
 #include <typeinfo>
 
 #include <fmt/format.h>
@@ -392,11 +390,7 @@ void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_com
 
 bool FunctionCore::jit_compile() const {
   // Read once: TAPEFLOW_JIT_COMPILE=1 (or 0) sets jit_compile for every function.
-  static const std::optional<bool> forced = []() -> std::optional<bool> {
-    const char* v = std::getenv("TAPEFLOW_JIT_COMPILE");
-    if (v == nullptr || *v == '\0') return std::nullopt;
-    return std::string_view(v) != "0";
-  }();
+  static const std::optional<bool> forced = jit::env_switch("TAPEFLOW_JIT_COMPILE");
   return forced.value_or(options_.jit_compile);
 }
 

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -15,6 +13,7 @@
 #include "core/parallel.h"
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_kernels.h"
+#include "jit/passes.h"
 #include "ops/activation.h"
 #include "ops/binary.h"
 #include "ops/cpu/fusion_kernels.h"
@@ -212,7 +211,7 @@ void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   const std::shared_ptr<const jit::CudaModule> module =
       periods == cuda_periods ? cuda_module
                               : jit::CudaModule::compile(cuda_source(periods), device);
-  jit::detail::launch_fused(*module, device, in, out[0]);
+  jit::detail::launch_fused(*module, device, in, periods, out[0]);
 }
 
 // Whether an operand of shape `a` broadcasts to `out` as a row repeated along out's leading
@@ -251,9 +250,13 @@ std::vector<int64_t> fused_input_periods(std::span<const Tensor> in, int64_t n) 
 
 void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
                   Tensor& out) {
+  launch_fused(module, device, in, fused_input_periods(in, out.num_elements()), out);
+}
+
+void launch_fused(const CudaModule& module, Device device, std::span<const Tensor> in,
+                  std::span<const int64_t> period, Tensor& out) {
   const int64_t n = out.num_elements();
   if (n == 0) return;
-  const std::vector<int64_t> period = fused_input_periods(in, n);
   auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   bool aligned = aligned16(out.raw_data());
   // cudaLaunchKernel takes a pointer to each argument: the input pointers, out, n.
@@ -276,8 +279,7 @@ void launch_fused(const CudaModule& module, Device device, std::span<const Tenso
 }  // namespace detail
 
 bool fusion_enabled() {
-  const char* env = std::getenv("TAPEFLOW_FUSION");
-  return env == nullptr || *env == '\0' || std::string_view(env) != "0";
+  return env_switch("TAPEFLOW_FUSION").value_or(true);
 }
 
 int fuse_elementwise(Graph& g) { return fuse_elementwise(g, FusionOptions{}); }

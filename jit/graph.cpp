@@ -178,8 +178,7 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
               plan ? plan->buffer(static_cast<int>(i), static_cast<int>(k)) : nullptr;
           if (n.prim->is_view())
             out[k] = detail::view(in[0], m.shape);
-          else if (b != nullptr && b->nbytes == static_cast<size_t>(m.shape.num_elements()) *
-                                                     dtype_size(m.dtype))
+          else if (b != nullptr && b->nbytes == m.nbytes())
             out[k] = arena.tensor(m, n.device, b->offset);
           else
             out[k] = detail::empty(m.shape, m.dtype, n.device);

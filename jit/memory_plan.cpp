@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/check.h"
 #include "core/log.h"
 #include "jit/graph.h"
+#include "jit/passes.h"
 
 namespace tapeflow::jit {
 
@@ -93,8 +93,7 @@ std::shared_ptr<MemoryPlan> plan_memory(const Graph& graph, bool enabled) {
         b.node = at;
         b.output = static_cast<int>(k);
         b.first = b.last = at;
-        b.nbytes = static_cast<size_t>(n.outputs[k].shape.num_elements()) *
-                   dtype_size(n.outputs[k].dtype);
+        b.nbytes = n.outputs[k].nbytes();
         b.size = round_up(b.nbytes);
         r = static_cast<int>(cand.size());
         cand.push_back(b);
@@ -208,10 +207,7 @@ std::string MemoryPlan::summary() const {
 bool memory_planning_enabled() {
   // On by default: as fast as unplanned replay and less memory taken from the system
   // (docs/performance.md, "Memory planning").
-  constexpr bool kDefault = true;
-  const char* env = std::getenv("TAPEFLOW_MEMORY_PLAN");
-  if (env == nullptr || *env == '\0') return kDefault;
-  return std::strcmp(env, "0") != 0;
+  return env_switch("TAPEFLOW_MEMORY_PLAN").value_or(true);
 }
 
 ArenaLease::ArenaLease(const MemoryPlan* plan) : plan_(plan) {

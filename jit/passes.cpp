@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
@@ -351,6 +353,12 @@ void optimize(Graph& graph, uint64_t first_traced_id) {
   fold_constants(graph, kDefaultFoldLimit, first_traced_id);
   eliminate_common_subexpressions(graph);
   eliminate_dead_code(graph);
+}
+
+std::optional<bool> env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string_view(v) != "0";
 }
 
 }  // namespace tapeflow::jit

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "jit/graph.h"
 
@@ -50,6 +51,10 @@ void fold_constants(Graph& graph, int64_t max_elements = kDefaultFoldLimit,
 // fold_constants (default limit), eliminate_common_subexpressions, eliminate_dead_code, in that
 // order. `first_traced_id` as for fold_constants.
 void optimize(Graph& graph, uint64_t first_traced_id = 0);
+
+// The jit's on/off environment switches (TAPEFLOW_FUSION, TAPEFLOW_MEMORY_PLAN,
+// TAPEFLOW_JIT_COMPILE): nullopt when unset or empty, false for "0", true otherwise.
+std::optional<bool> env_switch(const char* name);
 
 // Throws InternalError unless every reference is in range and every node reference points to an
 // earlier node's existing output (as are the graph outputs), every node has a primitive, and

@@ -17,6 +17,8 @@ namespace tapeflow {
 struct TensorMeta {
   TensorShape shape;
   DType dtype;
+  // The bytes of a contiguous tensor of this shape and dtype (shape fully known).
+  size_t nbytes() const { return static_cast<size_t>(shape.num_elements()) * dtype_size(dtype); }
 };
 
 class Primitive {

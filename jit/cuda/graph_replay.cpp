@@ -18,10 +18,6 @@ namespace {
 // A captured graph keeps every intermediate allocated; above this, one launch per node costs
 // little next to the work anyway, and the memory is worth more.
 constexpr size_t kMaxKeptBytes = size_t{256} << 20;
-
-size_t bytes_of(const TensorMeta& m) {
-  return static_cast<size_t>(m.shape.num_elements()) * dtype_size(m.dtype);
-}
 }  // namespace
 
 class CudaGraphReplay {
@@ -213,14 +209,14 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std:
       return no(fmt::format("{} copies between devices", n.prim->name()));
     for (const TensorMeta& m : n.outputs) {
       if (m.shape.num_elements() < 0) return no("a shape is not fully known");
-      if (!n.prim->is_view()) bytes += bytes_of(m);
+      if (!n.prim->is_view()) bytes += m.nbytes();
     }
   }
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     if (i < graph.input_devices.size() && graph.input_devices[i] != device)
       return no(fmt::format("input {} is on {}", i, graph.input_devices[i].to_string()));
     if (graph.inputs[i].shape.num_elements() < 0) return no("an input shape is not fully known");
-    bytes += bytes_of(graph.inputs[i]);
+    bytes += graph.inputs[i].nbytes();
   }
   for (const Tensor& c : graph.constants)
     if (c.placement() != device) return no("a captured constant is on " + c.device());

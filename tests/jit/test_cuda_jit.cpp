@@ -20,6 +20,7 @@
 #include "jit/cuda_graph.h"
 #include "jit/cuda_kernels.h"
 #include "jit/function.h"
+#include "jit/passes.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/factory.h"
@@ -477,7 +478,7 @@ TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager result
   auto plain = tf::function(chain);
   tf::Tensor x = tf::random::uniform({64}, -2, 2, tf::float32, 1);
   tf::Tensor y = tf::random::uniform({64}, -2, 2, tf::float32, 2);
-  if (std::getenv("TAPEFLOW_JIT_COMPILE") == nullptr) {
+  if (!tf::jit::env_switch("TAPEFLOW_JIT_COMPILE").value_or(false)) {
     check_close(plain(x, y), chain(x, y), 0, 0);
     const tf::Graph& pg =
         plain.get_concrete_function(tf::TensorSpec({64}), tf::TensorSpec({64})).graph();
