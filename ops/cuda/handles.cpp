@@ -1,7 +1,5 @@
 #include "ops/cuda/handles.h"
 
-#include <atomic>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -18,28 +16,50 @@ void throw_library_error(const char* call, const char* library, int status, cons
 
 namespace {
 
-// One lazily created handle per logical GPU, leaked on purpose (destroying library handles
-// after the CUDA runtime has shut down at exit crashes).
-template <class H, class Create>
-H handle_for(Device device, std::vector<H>& table, std::mutex& mu, Create create) {
-  std::lock_guard lock(mu);
-  if (static_cast<int>(table.size()) <= device.index) table.resize(device.index + 1, H{});
-  H& h = table[device.index];
-  if (!h) h = create();
-  return h;
+// One lazily created handle per logical GPU, and inside a CaptureScope (CUDA-graph capture) a
+// second one bound to the device's capture stream, so that the library's work is recorded with
+// the rest of the graph. Leaked on purpose (destroying library handles after the CUDA runtime
+// has shut down at exit crashes).
+template <class H>
+struct HandleTables {
+  std::mutex mu;
+  std::vector<H> main, capture;
+
+  // create(capture) makes the handle when the device has none yet.
+  template <class Create>
+  H get(Device device, Create create) {
+    const bool in_capture = in_capture_scope(device);
+    std::lock_guard lock(mu);
+    std::vector<H>& table = in_capture ? capture : main;
+    if (static_cast<int>(table.size()) <= device.index) table.resize(device.index + 1, H{});
+    H& h = table[device.index];
+    if (!h) h = create(in_capture);
+    return h;
+  }
+  bool has_main(Device device) {
+    std::lock_guard lock(mu);
+    return device.index < static_cast<int>(main.size()) && main[device.index] != H{};
+  }
+};
+
+HandleTables<cublasHandle_t>& cublas_tables() {
+  static auto* t = new HandleTables<cublasHandle_t>();
+  return *t;
+}
+HandleTables<cusolverDnHandle_t>& cusolver_tables() {
+  static auto* t = new HandleTables<cusolverDnHandle_t>();
+  return *t;
+}
+HandleTables<cudnnHandle_t>& cudnn_tables() {
+  static auto* t = new HandleTables<cudnnHandle_t>();
+  return *t;
 }
 
 }  // namespace
 
-// Inside a CaptureScope (CUDA-graph capture) the calls go to a second handle per device bound
-// to the capture stream, so that the library's work is recorded with the rest of the graph.
 cublasHandle_t cublas(Device device) {
-  static std::mutex mu;
-  static auto* table = new std::vector<cublasHandle_t>();
-  static auto* capture_table = new std::vector<cublasHandle_t>();
   cudaStream_t s = stream(device);
-  const bool capture = in_capture_scope(device);
-  return handle_for(device, capture ? *capture_table : *table, mu, [&] {
+  return cublas_tables().get(device, [&](bool capture) {
     cublasHandle_t h = nullptr;
     TF_CUBLAS_CHECK(cublasCreate(&h));
     TF_CUBLAS_CHECK(cublasSetStream(h, s));
@@ -55,13 +75,9 @@ cublasHandle_t cublas(Device device) {
   });
 }
 
-
 cusolverDnHandle_t cusolver(Device device) {
-  static std::mutex mu;
-  static auto* table = new std::vector<cusolverDnHandle_t>();
-  static auto* capture_table = new std::vector<cusolverDnHandle_t>();
   cudaStream_t s = stream(device);
-  return handle_for(device, in_capture_scope(device) ? *capture_table : *table, mu, [&] {
+  return cusolver_tables().get(device, [&](bool) {
     cusolverDnHandle_t h = nullptr;
     TF_CUSOLVER_CHECK(cusolverDnCreate(&h));
     TF_CUSOLVER_CHECK(cusolverDnSetStream(h, s));
@@ -69,35 +85,24 @@ cusolverDnHandle_t cusolver(Device device) {
   });
 }
 
-namespace {
-// Logical GPUs (index below 64) whose cuDNN handle exists: captures make the cuDNN twin only
-// where cuDNN is in use (cudnnCreate takes a while and memory).
-std::atomic<uint64_t> g_cudnn_devices{0};
-}  // namespace
-
 cudnnHandle_t cudnn(Device device) {
-  static std::mutex mu;
-  static auto* table = new std::vector<cudnnHandle_t>();
-  static auto* capture_table = new std::vector<cudnnHandle_t>();
   cudaStream_t s = stream(device);
-  const bool capture = in_capture_scope(device);
-  return handle_for(device, capture ? *capture_table : *table, mu, [&] {
+  return cudnn_tables().get(device, [&](bool) {
     cudnnHandle_t h = nullptr;
     TF_CUDNN_CHECK(cudnnCreate(&h));
     TF_CUDNN_CHECK(cudnnSetStream(h, s));
-    if (!capture && device.index < 64) g_cudnn_devices |= uint64_t{1} << device.index;
     return h;
   });
 }
 
 namespace {
 // The capture twins are made before a capture begins (creating a handle while capturing may
-// fail): cuBLAS's always, cuDNN's where the device has used cuDNN (graphs are captured at their
-// second call, after a first one ran every op).
+// fail): cuBLAS's always, cuDNN's where the device uses cuDNN (cudnnCreate takes a while and
+// memory; graphs are captured at their second call, after a first one ran every op).
 const bool g_capture_preparer = [] {
   add_capture_preparer([](Device device) {
     cublas(device);
-    if (device.index < 64 && ((g_cudnn_devices.load() >> device.index) & 1) != 0) cudnn(device);
+    if (cudnn_tables().has_main(device)) cudnn(device);
   });
   return true;
 }();
