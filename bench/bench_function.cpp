@@ -44,26 +44,33 @@ namespace tf = tapeflow;
 
 namespace {
 
-// Traces under TAPEFLOW_MEMORY_PLAN=0 while it lives (graphs read it when they are prepared).
-class UnplannedScope {
+// Sets an environment variable while it lives (when active): graphs read TAPEFLOW_MEMORY_PLAN
+// and TAPEFLOW_FUSION when they are traced and optimised.
+class EnvScope {
  public:
-  explicit UnplannedScope(bool active) {
+  EnvScope(const char* name, const char* value, bool active = true) : name_(name) {
     if (!active) return;
-    if (const char* old = std::getenv("TAPEFLOW_MEMORY_PLAN")) old_ = old;
-    ::setenv("TAPEFLOW_MEMORY_PLAN", "0", 1);
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
     active_ = true;
   }
-  ~UnplannedScope() {
+  ~EnvScope() {
     if (!active_) return;
-    if (old_) ::setenv("TAPEFLOW_MEMORY_PLAN", old_->c_str(), 1);
-    else ::unsetenv("TAPEFLOW_MEMORY_PLAN");
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
   }
-  UnplannedScope(const UnplannedScope&) = delete;
-  UnplannedScope& operator=(const UnplannedScope&) = delete;
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
 
  private:
+  const char* name_;
   bool active_ = false;
   std::optional<std::string> old_;
+};
+
+// Traces under TAPEFLOW_MEMORY_PLAN=0 while it lives (when active).
+struct UnplannedScope : EnvScope {
+  explicit UnplannedScope(bool active) : EnvScope("TAPEFLOW_MEMORY_PLAN", "0", active) {}
 };
 
 // Peak CPU allocator bytes above the current use during one call of `call`.
@@ -183,13 +190,9 @@ void bias_relu_case(benchmark::State& state, int mode) {
   const tf::Tensor b = tf::random::uniform({32}, -1, 1, tf::float32, 2);
   std::optional<tf::Function<decltype(&bias_relu)>> f;
   if (mode > 0) {
-    const char* old = std::getenv("TAPEFLOW_FUSION");
-    const std::string saved = old ? old : "";
-    if (mode == 2) ::setenv("TAPEFLOW_FUSION", "0", 1);
+    const EnvScope unfused("TAPEFLOW_FUSION", "0", mode == 2);
     f.emplace(tf::function(&bias_relu));
     (*f)(x, b);  // traced and optimised now
-    if (old) ::setenv("TAPEFLOW_FUSION", saved.c_str(), 1);
-    else ::unsetenv("TAPEFLOW_FUSION");
   }
   for (auto _ : state)
     benchmark::DoNotOptimize((mode == 0 ? bias_relu(x, b) : (*f)(x, b)).raw_data());
