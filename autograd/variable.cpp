@@ -218,6 +218,21 @@ Variable& Variable::assign(const Tensor& value) {
   return *this;
 }
 
+void Variable::update(const std::function<void(Tensor& value)>& write) {
+  auto& s = *resolved(state_);
+  TF_ASSERT(detail::thread_context().trace == nullptr);
+  std::lock_guard lock(s.mu);
+  const auto& storage = s.value.impl()->storage;
+  if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1) {
+    write(s.value);
+    return;
+  }
+  Tensor fresh = detail::empty(s.shape, s.dtype, s.device);
+  detail::copy_bytes(fresh.raw_data(), s.device, s.value.raw_data(), s.device, s.value.nbytes());
+  write(fresh);
+  s.value = std::move(fresh);
+}
+
 // The value an update starts from: the variable's buffer, or a traced read inside a trace.
 Tensor Variable::current_for_update() const {
   auto& s = *resolved(state_);
@@ -272,6 +287,17 @@ void AssignVariableOp::eval_cuda(std::span<const Tensor>, std::span<Tensor>) con
 std::optional<Device> AssignVariableOp::target_device() const { return state->device; }
 std::string AssignVariableOp::attributes() const { return "variable=" + state->name; }
 }  // namespace
+
+namespace detail {
+std::shared_ptr<Variable::State> read_variable_state(const Primitive& prim) {
+  const auto* read = dynamic_cast<const ReadVariableOp*>(&prim);
+  return read ? read->state : nullptr;
+}
+std::shared_ptr<Variable::State> assign_variable_state(const Primitive& prim) {
+  const auto* assign = dynamic_cast<const AssignVariableOp*>(&prim);
+  return assign ? assign->state : nullptr;
+}
+}  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   Tensor t = v.value();

@@ -14,6 +14,8 @@
 
 namespace tapeflow {
 
+class Primitive;
+
 class Variable {
  public:
   // An unusable handle (for containers); every method but defined() throws.
@@ -60,6 +62,12 @@ class Variable {
     v.state_ = std::move(state);
     return v;
   }
+  // Internal (graph replay of updates fused into one node, jit/variable_update.h): calls
+  // `write` with a tensor holding the current value, to update it where it lies, and makes it
+  // the value. That is the variable's own buffer when no snapshot shares it (an update in
+  // place), else a fresh copy (copy-on-write: snapshots keep their values). Runs under the
+  // variable's lock, outside any trace; a mirrored variable resolves as for value().
+  void update(const std::function<void(Tensor& value)>& write);
 
  private:
   Tensor current_for_update() const;
@@ -110,6 +118,11 @@ class ReplicaComponentScope {
   int saved_;
 };
 int replica_component();
+
+// The variable state that a traced read (read_variable) or assignment (assign_variable) graph
+// node acts on; null for every other primitive.
+std::shared_ptr<Variable::State> read_variable_state(const Primitive& prim);
+std::shared_ptr<Variable::State> assign_variable_state(const Primitive& prim);
 
 // numpy's repr() text of a tensor's value ("array([1., 2.], dtype=float32)"), core/print.cpp.
 std::string numpy_repr(const Tensor& t);

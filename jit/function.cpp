@@ -17,6 +17,7 @@
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
 #include "jit/tracer.h"
+#include "jit/variable_update.h"
 
 namespace tapeflow::detail {
 
@@ -384,7 +385,10 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
 
 void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_compile) {
   jit::optimize(graph, first_traced_id);
-  if (jit::fusion_enabled()) jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
+  if (jit::fusion_enabled()) {
+    jit::fuse_variable_updates(graph);
+    jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
+  }
   graph.prepare(jit::memory_planning_enabled(), jit_compile);
 }
 

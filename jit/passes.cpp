@@ -47,8 +47,8 @@ Ref resolve(const Ref& r, const Replacements& repl) {
   return r;
 }
 
-// Removes the nodes with keep[i] == 0 and renumbers node references. No remaining reference
-// may point to a removed node.
+}  // namespace
+
 void remove_nodes(Graph& graph, const std::vector<char>& keep) {
   const size_t n = graph.nodes.size();
   std::vector<int> new_index(n, -1);
@@ -72,6 +72,8 @@ void remove_nodes(Graph& graph, const std::vector<char>& keep) {
   for (Ref& r : graph.outputs) renumber(r);
   graph.nodes = std::move(nodes);
 }
+
+namespace {
 
 // Drops the constants that no node and no graph output reads, renumbering constant references.
 void remove_unused_constants(Graph& graph) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "jit/graph.h"
 
@@ -55,6 +56,10 @@ void optimize(Graph& graph, uint64_t first_traced_id = 0);
 // The jit's on/off environment switches (TAPEFLOW_FUSION, TAPEFLOW_MEMORY_PLAN,
 // TAPEFLOW_JIT_COMPILE): nullopt when unset or empty, false for "0", true otherwise.
 std::optional<bool> env_switch(const char* name);
+
+// Removes the nodes with keep[i] == 0 and renumbers node references (for passes that rewrite
+// nodes). No remaining reference may point to a removed node.
+void remove_nodes(Graph& graph, const std::vector<char>& keep);
 
 // Throws InternalError unless every reference is in range and every node reference points to an
 // earlier node's existing output (as are the graph outputs), every node has a primitive, and

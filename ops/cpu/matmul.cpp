@@ -116,28 +116,37 @@ void int_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T*
   });
 }
 
-// ---- one GEMM per element type; C (m x n, ldc) = op(A) op(B), overwritten ----
+// ---- one GEMM per element type; C (m x n, ldc) = alpha op(A) op(B) + beta C ----
+// beta is 0 (C overwritten) or 1 (accumulated into C, a fused variable update).
 
 void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* c, int64_t ldc) {
+              const float* b, int64_t ldb, float* c, int64_t ldc, float alpha = 1.0f,
+              float beta = 0.0f) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return zero_rows(m, n, c, ldc, sizeof(float));
+  if (k == 0) {
+    if (beta == 0.0f) zero_rows(m, n, c, ldc, sizeof(float));
+    return;
+  }
   if (static_cast<double>(m) * n * k <= kOpenblasMaxMnk) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                to_int(m), to_int(n), to_int(k), 1.0f, a, to_int(lda), b, to_int(ldb), 0.0f, c,
+                to_int(m), to_int(n), to_int(k), alpha, a, to_int(lda), b, to_int(ldb), beta, c,
                 to_int(ldc));
     return;
   }
   // Arguments are valid by construction; oneDNN only fails on invalid ones.
-  (void)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  (void)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-              const double* b, int64_t ldb, double* c, int64_t ldc) {
+              const double* b, int64_t ldb, double* c, int64_t ldc, double alpha = 1.0,
+              double beta = 0.0) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return zero_rows(m, n, c, ldc, sizeof(double));
+  if (k == 0) {
+    if (beta == 0.0) zero_rows(m, n, c, ldc, sizeof(double));
+    return;
+  }
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              to_int(m), to_int(n), to_int(k), 1.0, a, to_int(lda), b, to_int(ldb), 0.0, c,
+              to_int(m), to_int(n), to_int(k), alpha, a, to_int(lda), b, to_int(ldb), beta, c,
               to_int(ldc));
 }
 
@@ -354,6 +363,16 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const double* a,
           int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
   gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
+}
+void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                     float* c, int64_t ldc) {
+  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, 1.0f);
+}
+void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                     double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
+                     double* c, int64_t ldc) {
+  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, 1.0);
 }
 
 }  // namespace detail

@@ -454,7 +454,8 @@ TEST_CASE("memory plan: a train step with a tape inside matches unplanned and ea
           .graph();
   check_plan(g);
   CHECK(g.memory_plan()->enabled());
-  CHECK(g.memory_plan()->stats().num_planned > 10);
+  // (The three weight updates fuse into their gradients' products: no values of their own.)
+  CHECK(g.memory_plan()->stats().num_planned >= 8);
   CHECK(g.memory_plan()->stats().arena_bytes < g.memory_plan()->stats().planned_bytes);
   const Graph& gu =
       plain.get_concrete_function(tf::TensorSpec({9, 6}), tf::TensorSpec({9}, tf::int32)).graph();

@@ -1,0 +1,223 @@
+#include "jit/variable_update.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/check.h"
+#include "jit/passes.h"
+#include "ops/linalg.h"
+
+namespace tapeflow::jit {
+
+namespace {
+
+using Ref = Graph::Ref;
+using Source = Graph::Source;
+
+// variable += alpha op(a) op(b): alpha = +-scale (the third input, 0-d) or +-1.
+struct VariableMatMulUpdate final : PrimitiveBase<VariableMatMulUpdate> {
+  std::shared_ptr<Variable::State> state;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool negate = false;
+  bool scaled = false;
+  VariableMatMulUpdate(std::shared_ptr<Variable::State> s, bool ta, bool tb, bool neg, bool sc)
+      : state(std::move(s)), transpose_a(ta), transpose_b(tb), negate(neg), scaled(sc) {}
+
+  const char* name() const override { return "variable_matmul_update"; }
+  int num_outputs() const override { return 0; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool has_side_effects() const override { return true; }
+  std::optional<Device> target_device() const override {
+    return Variable::from_state(state).placement();
+  }
+  std::string attributes() const override {
+    return fmt::format("variable={}, transpose_a={}, transpose_b={}, alpha={}{}",
+                       Variable::from_state(state).name(), transpose_a, transpose_b,
+                       negate ? "-" : "", scaled ? "scale" : "1");
+  }
+  std::string trace_attributes() const override { return attributes(); }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
+    TF_CHECK_T(InternalError, device.is_cpu() && in.size() == (scaled ? 3u : 2u), name(),
+               "expects {} inputs on the CPU, got {} on {}", scaled ? 3 : 2, in.size(),
+               device.to_string());
+    const Tensor& a = in[0];
+    const Tensor& b = in[1];
+    const DType dt = a.dtype();
+    TF_CHECK_T(InternalError,
+               a.shape().rank() == 2 && b.shape().rank() == 2 && b.dtype() == dt &&
+                   (dt == float32 || dt == float64),
+               name(), "expects two 2-D float32 or float64 operands, got {} {} and {} {}",
+               a.shape().to_string(), dtype_name(dt), b.shape().to_string(), dtype_name(b.dtype()));
+    const int64_t m = transpose_a ? a.shape()[1] : a.shape()[0];
+    const int64_t k = transpose_a ? a.shape()[0] : a.shape()[1];
+    const int64_t kb = transpose_b ? b.shape()[1] : b.shape()[0];
+    const int64_t n = transpose_b ? b.shape()[0] : b.shape()[1];
+    const Variable v = Variable::from_state(state);
+    TF_CHECK_ARG(k == kb && TensorShape({m, n}) == v.shape() && v.dtype() == dt, name(),
+                 "'{}' has shape {} and dtype {}; the product of {} and {} (transpose_a={}, "
+                 "transpose_b={}) does not match it",
+                 v.name(), v.shape().to_string(), dtype_name(v.dtype()), a.shape().to_string(),
+                 b.shape().to_string(), transpose_a, transpose_b);
+    double alpha = negate ? -1.0 : 1.0;
+    if (scaled)
+      alpha *= in[2].dtype() == float64 ? in[2].item<double>()
+                                        : static_cast<double>(in[2].item<float>());
+    const int64_t lda = a.shape()[1];
+    const int64_t ldb = b.shape()[1];
+    Variable::from_state(state).update([&](Tensor& w) {
+      if (dt == float32)
+        detail::gemm_accumulate(transpose_a, transpose_b, m, n, k, static_cast<float>(alpha),
+                                a.data<float>(), lda, b.data<float>(), ldb, w.data<float>(), n);
+      else
+        detail::gemm_accumulate(transpose_a, transpose_b, m, n, k, alpha, a.data<double>(), lda,
+                                b.data<double>(), ldb, w.data<double>(), n);
+    });
+    return true;
+  }
+};
+
+TensorMeta meta_of(const Graph& g, const Ref& r) {
+  switch (r.source) {
+    case Source::Input:
+      return g.inputs[r.index];
+    case Source::Constant: {
+      const Tensor& c = g.constants[r.index];
+      return TensorMeta{c.shape(), c.dtype()};
+    }
+    case Source::Node:
+      break;
+  }
+  return g.nodes[r.index].outputs[r.output];
+}
+
+Device device_of(const Graph& g, const Ref& r) {
+  switch (r.source) {
+    case Source::Input:
+      return g.input_devices[r.index];
+    case Source::Constant:
+      return g.constants[r.index].placement();
+    case Source::Node:
+      break;
+  }
+  return g.nodes[r.index].device;
+}
+
+bool same_meta(const TensorMeta& a, const TensorMeta& b) {
+  return a.dtype == b.dtype && a.shape == b.shape;
+}
+
+}  // namespace
+
+int fuse_variable_updates(Graph& g) {
+  const int n = g.num_nodes();
+  // Readers of each node's outputs; a graph output counts as one more.
+  std::vector<int> uses(n, 0);
+  for (const Graph::Node& node : g.nodes)
+    for (const Ref& r : node.inputs)
+      if (r.source == Source::Node) ++uses[r.index];
+  for (const Ref& r : g.outputs)
+    if (r.source == Source::Node) ++uses[r.index];
+
+  std::vector<char> keep(n, 1);
+  int fused = 0;
+  for (int i = 0; i < n; ++i) {
+    Graph::Node& assign = g.nodes[i];
+    const std::shared_ptr<Variable::State> state = detail::assign_variable_state(*assign.prim);
+    if (!state || !assign.device.is_cpu() || assign.inputs.size() != 1) continue;
+    const Device dev = assign.device;
+    // A node whose only reader is the update being matched, on the same device.
+    auto sole = [&](const Ref& r) -> const Graph::Node* {
+      if (r.source != Source::Node || !keep[r.index] || uses[r.index] != 1) return nullptr;
+      const Graph::Node& node = g.nodes[r.index];
+      return node.device == dev && node.outputs.size() == 1 ? &node : nullptr;
+    };
+    auto is = [](const Graph::Node* node, std::string_view op) {
+      return node != nullptr && node->prim->name() == op;
+    };
+
+    const Ref sum_ref = assign.inputs[0];
+    const Graph::Node* sum = sole(sum_ref);
+    if (!is(sum, "subtract") && !is(sum, "add")) continue;
+    const bool negate = is(sum, "subtract");
+    const TensorMeta var_meta = sum->outputs[0];
+    if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
+
+    // The read: subtract's first operand, either of add's.
+    int read_slot = -1;
+    for (int s = 0; s < (negate ? 1 : 2); ++s) {
+      const Graph::Node* read = sole(sum->inputs[s]);
+      if (read != nullptr && detail::read_variable_state(*read->prim) == state) {
+        read_slot = s;
+        break;
+      }
+    }
+    if (read_slot < 0) continue;
+    const Ref read_ref = sum->inputs[read_slot];
+    const Ref delta_ref = sum->inputs[1 - read_slot];
+
+    // The delta: the product, or the product times a 0-d scale.
+    Ref product_ref = delta_ref;
+    std::optional<Ref> scale_ref;
+    const Graph::Node* delta = sole(delta_ref);
+    if (delta == nullptr || !same_meta(delta->outputs[0], var_meta)) continue;
+    if (is(delta, "multiply")) {
+      for (int s = 0; s < 2; ++s) {
+        const Ref other = delta->inputs[1 - s];
+        const TensorMeta om = meta_of(g, other);
+        if (is(sole(delta->inputs[s]), "matmul") && om.shape.rank() == 0 &&
+            (om.dtype == float32 || om.dtype == float64) && device_of(g, other) == dev) {
+          product_ref = delta->inputs[s];
+          scale_ref = other;
+          break;
+        }
+      }
+      if (!scale_ref) continue;
+    }
+    const Graph::Node* product = sole(product_ref);
+    const auto* mm = product ? dynamic_cast<const prims::MatMul*>(product->prim.get()) : nullptr;
+    if (mm == nullptr || !same_meta(product->outputs[0], var_meta) || var_meta.shape.rank() != 2)
+      continue;
+    const TensorMeta am = meta_of(g, product->inputs[0]);
+    const TensorMeta bm = meta_of(g, product->inputs[1]);
+    if (am.shape.rank() != 2 || bm.shape.rank() != 2 || am.dtype != var_meta.dtype ||
+        bm.dtype != var_meta.dtype)
+      continue;
+
+    // The fused node reads the variable where the assignment was: no other assignment of it
+    // may come between.
+    bool assigned_between = false;
+    for (int j = read_ref.index + 1; j < i && !assigned_between; ++j)
+      assigned_between = detail::assign_variable_state(*g.nodes[j].prim) == state;
+    if (assigned_between) continue;
+
+    std::vector<Ref> inputs = {product->inputs[0], product->inputs[1]};
+    if (scale_ref) inputs.push_back(*scale_ref);
+    keep[read_ref.index] = 0;
+    keep[sum_ref.index] = 0;
+    keep[delta_ref.index] = 0;
+    keep[product_ref.index] = 0;
+    assign.prim = std::make_shared<VariableMatMulUpdate>(state, mm->transpose_a, mm->transpose_b,
+                                                         negate, scale_ref.has_value());
+    assign.inputs = std::move(inputs);
+    ++fused;
+  }
+  if (fused > 0) remove_nodes(g, keep);
+  return fused;
+}
+
+}  // namespace tapeflow::jit

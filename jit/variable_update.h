@@ -1,0 +1,33 @@
+// Variable updates fused into the product that computes them. A traced train step with plain
+// gradient descent ends, for each weight matrix, in
+//
+//   %g = matmul(%a, %b)                  the weight's gradient, e.g. x^T dy
+//   %d = multiply(%g, %lr)               optional: a 0-d learning rate (constant or tensor)
+//   %r = read_variable() {variable=w}
+//   %n = subtract(%r, %d)                (or add(%r, %d): assign_add)
+//   assign_variable(%n) {variable=w}
+//
+// which writes the gradient, reads it back with the weight and writes a third buffer. On the CPU
+// the pass replaces the five nodes by one `variable_matmul_update` node that runs a single GEMM
+// accumulating into the weight, w += alpha op(a) op(b) with alpha = -lr (or lr, or -1/+1
+// without a multiply): one pass over the weight instead of three, no gradient buffer, and the
+// weight updated in place when no snapshot of it is held (copy-on-write otherwise, as
+// Variable::assign). Values equal the unfused graph's up to rounding: the product is scaled
+// inside the GEMM instead of being rounded before the scaling and the subtraction (about one
+// unit in the last place of the weight).
+//
+// Matched only when every node is on one CPU device, float32 or float64, the product is 2-D with
+// the variable's exact shape and dtype, the intermediate values have no other reader and are not
+// graph outputs, and no other assignment of the same variable lies between the read and the
+// write (the fused node reads the variable where the assignment was). tf::function runs the pass
+// with elementwise fusion (TAPEFLOW_FUSION=0 turns both off). GPU graphs keep the separate ops.
+#pragma once
+
+#include "jit/graph.h"
+
+namespace tapeflow::jit {
+
+// Rewrites every matching update (see above); returns how many.
+int fuse_variable_updates(Graph& graph);
+
+}  // namespace tapeflow::jit

@@ -1,0 +1,288 @@
+// Variable updates fused into the product that computes them (jit/variable_update.h): traced
+// gradient-descent updates against the same updates run eagerly, every transpose and update
+// form, float32 and float64; the cases that must stay unfused; updates in place and
+// copy-on-write when a snapshot is held; replay under a recording tape.
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "autograd/variable.h"
+#include "jit/function.h"
+#include "jit/variable_update.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_close;
+
+namespace {
+
+bool has_op(const tf::Graph& g, const std::string& op) {
+  for (const auto& node : g.nodes)
+    if (node.prim->name() == op) return true;
+  return false;
+}
+
+double rtol(tf::DType d) {
+  return d == tf::float64 ? 1e-12 : 2e-6;
+}
+
+// Sets TAPEFLOW_FUSION for the scope (read when a graph is optimised).
+class FusionEnv {
+ public:
+  explicit FusionEnv(const char* value) {
+    if (const char* old = std::getenv("TAPEFLOW_FUSION")) old_ = old;
+    ::setenv("TAPEFLOW_FUSION", value, 1);
+  }
+  ~FusionEnv() {
+    if (old_)
+      ::setenv("TAPEFLOW_FUSION", old_->c_str(), 1);
+    else
+      ::unsetenv("TAPEFLOW_FUSION");
+  }
+  FusionEnv(const FusionEnv&) = delete;
+  FusionEnv& operator=(const FusionEnv&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+enum class Form { SubScaled, SubScaleFirst, AddScaled, SubUnscaled };
+
+// One update of `w` by the product of a and b in the given form; lr is a 0-d tensor.
+void update(tf::Variable& w, const tf::Tensor& a, const tf::Tensor& b, bool ta, bool tb,
+            const tf::Tensor& lr, Form form) {
+  const tf::Tensor g = tf::matmul(a, b, ta, tb);
+  switch (form) {
+    case Form::SubScaled:
+      w.assign_sub(g * lr);
+      break;
+    case Form::SubScaleFirst:
+      w.assign_sub(lr * g);
+      break;
+    case Form::AddScaled:
+      w.assign_add(g * lr);
+      break;
+    case Form::SubUnscaled:
+      w.assign_sub(g);
+      break;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("variable updates: an update by a product fuses into one GEMM and matches eager",
+          "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  for (tf::DType dt : {tf::float32, tf::float64})
+    for (int t = 0; t < 4; ++t)
+      for (Form form : {Form::SubScaled, Form::SubScaleFirst, Form::AddScaled, Form::SubUnscaled}) {
+        const bool ta = t & 1, tb = t & 2;
+        CAPTURE(tf::dtype_name(dt), ta, tb, static_cast<int>(form));
+        // w: (5, 7) = op(a) (5 x 3) op(b) (3 x 7)
+        const tf::Tensor a =
+            tf::random::normal(ta ? tf::TensorShape{3, 5} : tf::TensorShape{5, 3}, 0, 1, dt, 11);
+        const tf::Tensor b =
+            tf::random::normal(tb ? tf::TensorShape{7, 3} : tf::TensorShape{3, 7}, 0, 1, dt, 12);
+        const tf::Tensor init = tf::random::normal({5, 7}, 0, 1, dt, 13);
+        const tf::Tensor lr = tf::constant(tf::Tensor(0.05), dt);
+        tf::Variable traced_w(init, "w"), eager_w(init, "w_eager");
+        auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+          update(traced_w, x, y, ta, tb, lr, form);
+          return tf::reduce_sum(x);
+        });
+        for (int i = 0; i < 3; ++i) {
+          step(a, b);
+          update(eager_w, a, b, ta, tb, lr, form);
+          check_close(traced_w.value(), eager_w.value(), rtol(dt), rtol(dt));
+        }
+        const tf::Graph& g =
+            step.get_concrete_function(tf::TensorSpec(a.shape(), dt), tf::TensorSpec(b.shape(), dt))
+                .graph();
+        CHECK(has_op(g, "variable_matmul_update"));
+        CHECK_FALSE(has_op(g, "matmul"));
+        CHECK_FALSE(has_op(g, "read_variable"));
+        CHECK_FALSE(has_op(g, "assign_variable"));
+        CHECK(g.to_string().find("variable=w:0, transpose_a=" +
+                                 std::string(ta ? "true" : "false")) != std::string::npos);
+      }
+}
+
+TEST_CASE("variable updates: the scale may be an argument or a variable read", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor x = tf::random::normal({8, 4}, 0, 1, tf::float32, 1);
+  const tf::Tensor dy = tf::random::normal({8, 6}, 0, 1, tf::float32, 2);
+  const tf::Tensor init = tf::random::normal({4, 6}, 0, 1, tf::float32, 3);
+  tf::Variable lr_var(tf::constant(0.02f), "lr", false);
+  tf::Variable w_arg(init, "w_arg"), w_var(init, "w_var"), w_eager(init, "w_eager");
+  auto by_arg = tf::function([&](const tf::Tensor& a, const tf::Tensor& b, const tf::Tensor& lr) {
+    w_arg.assign_sub(tf::matmul(a, b, true, false) * lr);
+    return tf::reduce_sum(a);
+  });
+  auto by_var = tf::function([&](const tf::Tensor& a, const tf::Tensor& b) {
+    w_var.assign_sub(tf::matmul(a, b, true, false) * lr_var.value());
+    return tf::reduce_sum(a);
+  });
+  for (int i = 0; i < 3; ++i) {
+    const float lr = 0.02f * static_cast<float>(i + 1);
+    lr_var.assign(tf::constant(lr));
+    by_arg(x, dy, tf::constant(lr));
+    by_var(x, dy);
+    w_eager.assign_sub(tf::matmul(x, dy, true, false) * tf::constant(lr));
+    check_close(w_arg.value(), w_eager.value(), 2e-6, 2e-6);
+    check_close(w_var.value(), w_eager.value(), 2e-6, 2e-6);
+  }
+  CHECK(has_op(by_arg
+                   .get_concrete_function(tf::TensorSpec({8, 4}), tf::TensorSpec({8, 6}),
+                                          tf::TensorSpec(tf::TensorShape{}))
+                   .graph(),
+               "variable_matmul_update"));
+  CHECK(has_op(by_var.get_concrete_function(tf::TensorSpec({8, 4}), tf::TensorSpec({8, 6})).graph(),
+               "variable_matmul_update"));
+}
+
+TEST_CASE("variable updates: updates that must stay separate are not fused", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor a = tf::random::normal({4, 3}, 0, 1, tf::float32, 21);
+  const tf::Tensor b = tf::random::normal({3, 5}, 0, 1, tf::float32, 22);
+  const tf::Tensor init = tf::random::normal({4, 5}, 0, 1, tf::float32, 23);
+  const tf::Tensor lr = tf::constant(0.1f);
+  const tf::Tensor row = tf::random::normal({5}, 0, 1, tf::float32, 24);
+
+  struct Case {
+    const char* what;
+    std::function<tf::Tensor(tf::Variable&, const tf::Tensor&, const tf::Tensor&)> body;
+  };
+  const std::vector<Case> cases = {
+      {"the product is also a result",
+       [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+         tf::Tensor g = tf::matmul(x, y);
+         w.assign_sub(g * lr);
+         return g;
+       }},
+      {"the read is also a result",
+       [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+         tf::Tensor r = w.value();
+         w.assign(r - tf::matmul(x, y) * lr);
+         return r * 2.0f;
+       }},
+      {"another assignment lies between the read and the write",
+       [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+         tf::Tensor r = w.value();
+         w.assign(tf::zeros({4, 5}));
+         w.assign(r - tf::matmul(x, y) * lr);
+         return tf::reduce_sum(x);
+       }},
+      {"the scale is not a scalar",
+       [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+         w.assign_sub(tf::matmul(x, y) * row);
+         return tf::reduce_sum(x);
+       }},
+      {"the product is subtracted from the scale, not from the variable",
+       [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+         w.assign(tf::matmul(x, y) * lr - w.value());
+         return tf::reduce_sum(x);
+       }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    tf::Variable traced_w(init, "w"), eager_w(init, "w_eager");
+    auto f = tf::function(
+        [&](const tf::Tensor& x, const tf::Tensor& y) { return c.body(traced_w, x, y); });
+    for (int i = 0; i < 2; ++i) {
+      const tf::Tensor got = f(a, b);
+      const tf::Tensor want = c.body(eager_w, a, b);
+      check_close(got, want, 2e-6, 2e-6);
+      check_close(traced_w.value(), eager_w.value(), 2e-6, 2e-6);
+    }
+    CHECK_FALSE(
+        has_op(f.get_concrete_function(tf::TensorSpec({4, 3}), tf::TensorSpec({3, 5})).graph(),
+               "variable_matmul_update"));
+  }
+
+  SECTION("TAPEFLOW_FUSION=0 keeps the separate ops") {
+    FusionEnv off("0");
+    tf::Variable w(init, "w");
+    auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+      w.assign_sub(tf::matmul(x, y) * lr);
+      return tf::reduce_sum(x);
+    });
+    f(a, b);
+    const tf::Graph& g =
+        f.get_concrete_function(tf::TensorSpec({4, 3}), tf::TensorSpec({3, 5})).graph();
+    CHECK_FALSE(has_op(g, "variable_matmul_update"));
+    CHECK(has_op(g, "matmul"));
+  }
+}
+
+TEST_CASE("variable updates: in place unless a snapshot shares the buffer", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor a = tf::random::normal({6, 4}, 0, 1, tf::float32, 31);
+  const tf::Tensor b = tf::random::normal({4, 8}, 0, 1, tf::float32, 32);
+  const tf::Tensor init = tf::random::normal({6, 8}, 0, 1, tf::float32, 33);
+  tf::Variable w(init, "w"), eager_w(init, "w_eager");
+  auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+    w.assign_sub(tf::matmul(x, y) * 0.1f);
+    return tf::reduce_sum(x);
+  });
+  auto eager_step = [&] { eager_w.assign_sub(tf::matmul(a, b) * 0.1f); };
+  step(a, b);
+  eager_step();
+
+  // Nobody holds the value: the product accumulates into the variable's own buffer.
+  const void* buffer = w.value().raw_data();
+  step(a, b);
+  eager_step();
+  CHECK(w.value().raw_data() == buffer);
+  check_close(w.value(), eager_w.value(), 2e-6, 2e-6);
+
+  // A snapshot keeps its values; the variable moves to a fresh buffer.
+  const tf::Tensor snapshot = w.value();
+  const std::vector<float> before = snapshot.numpy<float>();
+  step(a, b);
+  eager_step();
+  CHECK(snapshot.numpy<float>() == before);
+  CHECK(w.value().raw_data() != snapshot.raw_data());
+  check_close(w.value(), eager_w.value(), 2e-6, 2e-6);
+}
+
+TEST_CASE("variable updates: a train step replayed under a tape updates once and differentiates",
+          "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor x = tf::random::normal({5, 3}, 0, 1, tf::float32, 41);
+  const tf::Tensor init = tf::random::normal({3, 2}, 0, 1, tf::float32, 42);
+  tf::Variable w(init, "w"), eager_w(init, "w_eager");
+  auto body = [](tf::Variable& v, const tf::Tensor& in) {
+    tf::GradientTape tape;
+    tf::Tensor y = tf::matmul(in, v);
+    tf::Tensor loss = tf::reduce_sum(y * y);
+    tf::Tensor g = tape.gradient(loss, std::vector<tf::Variable>{v})[0];
+    v.assign_sub(g * 0.01f);
+    return loss;
+  };
+  auto step = tf::function([&](const tf::Tensor& in) { return body(w, in); });
+  step(x);
+  body(eager_w, x);
+  for (int i = 0; i < 2; ++i) {
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor traced_loss = step(x);
+    tf::Tensor traced_dx = outer.gradient(traced_loss, x);
+    tf::GradientTape eager_outer;
+    eager_outer.watch(x);
+    tf::Tensor eager_loss = body(eager_w, x);
+    tf::Tensor eager_dx = eager_outer.gradient(eager_loss, x);
+    check_close(traced_loss, eager_loss, 1e-5, 1e-5);
+    check_close(traced_dx, eager_dx, 1e-5, 1e-5);
+    check_close(w.value(), eager_w.value(), 1e-5, 1e-5);
+  }
+  CHECK(
+      has_op(step.get_concrete_function(tf::TensorSpec({5, 3})).graph(), "variable_matmul_update"));
+}
