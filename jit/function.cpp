@@ -388,6 +388,7 @@ void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_com
   if (jit::fusion_enabled()) {
     jit::fuse_variable_updates(graph);
     jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
+    jit::update_variables_in_place(graph);
   }
   graph.prepare(jit::memory_planning_enabled(), jit_compile);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -139,9 +140,19 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
     }
   }
   T* dst = out.data<T>();
+  // The output may be a full-size input's buffer (a variable updated in place,
+  // jit/variable_update.h): every element is read before it is written, at the same index, but
+  // the loops take __restrict pointers, so a last step that reads that input directly writes a
+  // tile buffer that is then copied out.
+  const Step& last = steps.back();
+  auto aliases_out = [&](int o) {
+    return o >= 0 && o < num_inputs && ptr[o] == dst && period[o] == 0 && !scalar[o];
+  };
+  const bool via_tile = aliases_out(last.a) || aliases_out(last.b);
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
+    std::vector<T> buffers(static_cast<size_t>((num_slots + (via_tile ? 1 : 0)) * kTile));
+    T* const last_tile = buffers.data() + num_slots * kTile;
     std::vector<std::vector<T>> rows(static_cast<size_t>(num_inputs));
     // Elements [pos, pos + len) of input k's repetition, into `to`.
     auto repeat = [&](int k, int64_t pos, int64_t len, T* to) {
@@ -181,16 +192,17 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       };
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
       for (const Step& st : steps) {
-        T* o = st.slot < 0 ? dst + t : buffers.data() + st.slot * kTile;
+        T* o = st.slot >= 0 ? buffers.data() + st.slot * kTile : via_tile ? last_tile : dst + t;
         if (const auto unary = st.template unary_loop<T>()) {
           unary(vec(st.a), o, len);
-          continue;
+        } else {
+          const auto& binary = st.template binary_loops<T>();
+          if (is_scalar(st.a)) binary.sv(*ptr[st.a], vec(st.b), o, len);
+          else if (is_scalar(st.b)) binary.vs(vec(st.a), *ptr[st.b], o, len);
+          else binary.vv(vec(st.a), vec(st.b), o, len);
         }
-        const auto& binary = st.template binary_loops<T>();
-        if (is_scalar(st.a)) binary.sv(*ptr[st.a], vec(st.b), o, len);
-        else if (is_scalar(st.b)) binary.vs(vec(st.a), *ptr[st.b], o, len);
-        else binary.vv(vec(st.a), vec(st.b), o, len);
       }
+      if (via_tile) std::copy_n(last_tile, len, dst + t);
     }
   });
 }
@@ -356,24 +368,36 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
 
   // Grow groups along single-use edges: a fusable node joins the group of a producer on its
   // device whose only use it is (and whose output has its element count); otherwise it starts
-  // a group.
+  // a group. A node fed by two such groups (a tree: a * s + b * t) merges them: the fused node
+  // takes the place of the group's last member, after every external input of its members.
   std::vector<int> group(n_nodes, -1);
   std::vector<std::vector<int>> groups;
   for (int i = 0; i < n_nodes; ++i) {
     if (!fusable(i)) continue;
     const int64_t n = g.nodes[i].outputs[0].shape.num_elements();
     int join = -1;
-    bool conflict = false;
     for (const Ref& r : g.nodes[i].inputs) {
       if (r.source != Source::Node || group[r.index] < 0) continue;
       const bool internal = uses[r.index] == 1 &&
                             g.nodes[r.index].outputs[0].shape.num_elements() == n &&
                             g.nodes[r.index].device == g.nodes[i].device;
       if (!internal) continue;
-      if (join >= 0 && join != group[r.index]) conflict = true;
-      join = group[r.index];
+      const int other = group[r.index];
+      if (join < 0 || join == other) {
+        join = other;
+        continue;
+      }
+      // Merge the two groups (members stay in program order).
+      const int keep = std::min(join, other), drop = std::max(join, other);
+      std::vector<int> merged;
+      std::merge(groups[keep].begin(), groups[keep].end(), groups[drop].begin(),
+                 groups[drop].end(), std::back_inserter(merged));
+      for (int m : groups[drop]) group[m] = keep;
+      groups[keep] = std::move(merged);
+      groups[drop].clear();
+      join = keep;
     }
-    if (join < 0 || conflict) {
+    if (join < 0) {
       group[i] = static_cast<int>(groups.size());
       groups.push_back({i});
     } else {

@@ -1,7 +1,8 @@
 // Elementwise fusion for traced graphs: a chain of float32 (or, on the CPU, float64) elementwise
 // ops on one device (unary math, relu, add/subtract/multiply/divide/maximum/minimum with
 // full-size or one-element operands, or rows repeated along the leading dimensions: a bias
-// over channels) becomes one `fused_elementwise` node. On the CPU its kernel
+// over channels) becomes one `fused_elementwise` node; so does a tree of them whose
+// intermediate values have no other reader (a * s + b * t). On the CPU its kernel
 // walks the output in tiles of 1024 elements and runs every step on a tile while the
 // intermediates stay in cache, with the same vectorised loops as eager execution
 // (ops/cpu/fusion_kernels.h), so fused results equal unfused ones. On a GPU

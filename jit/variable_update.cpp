@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "autograd/variable.h"
 #include "core/check.h"
 #include "jit/passes.h"
+#include "ops/dispatch.h"
 #include "ops/linalg.h"
 
 namespace tapeflow::jit {
@@ -90,6 +92,72 @@ struct VariableMatMulUpdate final : PrimitiveBase<VariableMatMulUpdate> {
     return true;
   }
 };
+
+// variable = inner(inputs with the variable's value inserted at each of `slots`), computed into
+// the variable's buffer: a fused elementwise node reads each element before writing it, at the
+// same index (and copes with its output aliasing those inputs, jit/fusion.cpp).
+struct VariableElementwiseUpdate final : PrimitiveBase<VariableElementwiseUpdate> {
+  std::shared_ptr<Variable::State> state;
+  std::shared_ptr<Primitive> inner;
+  std::vector<int> slots;  // ascending positions in inner's inputs
+  VariableElementwiseUpdate(std::shared_ptr<Variable::State> s, std::shared_ptr<Primitive> op,
+                            std::vector<int> k)
+      : state(std::move(s)), inner(std::move(op)), slots(std::move(k)) {}
+
+  const char* name() const override { return "variable_elementwise_update"; }
+  int num_outputs() const override { return 0; }
+  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool has_side_effects() const override { return true; }
+  std::optional<Device> target_device() const override {
+    return Variable::from_state(state).placement();
+  }
+  std::string attributes() const override {
+    std::string at;
+    for (int k : slots) at += fmt::format("{}%{}", at.empty() ? "" : ", ", k);
+    return fmt::format("variable={} at {}, {}: {}", Variable::from_state(state).name(), at,
+                       inner->name(), inner->attributes());
+  }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
+    TF_CHECK_T(InternalError, device.is_cpu(), name(), "runs on the CPU, not on {}",
+               device.to_string());
+    std::vector<Tensor> args(in.begin(), in.end());
+    Variable::from_state(state).update([&](Tensor& w) {
+      for (int k : slots) args.insert(args.begin() + k, w);
+      std::vector<TensorMeta> meta(1);
+      inner->infer(args, meta);
+      TF_CHECK_T(InternalError, meta[0].shape == w.shape() && meta[0].dtype == w.dtype(), name(),
+                 "{} gives {} {} for '{}' of shape {} and dtype {}", inner->name(),
+                 meta[0].shape.to_string(), dtype_name(meta[0].dtype),
+                 Variable::from_state(state).name(), w.shape().to_string(), dtype_name(w.dtype()));
+      Tensor out[1] = {w};
+      detail::run_kernel(*inner, device, args, out);
+    });
+    return true;
+  }
+};
+
+// The variable a node writes: assign_variable and the fused updates.
+std::shared_ptr<Variable::State> written_variable(const Primitive& prim) {
+  if (auto s = detail::assign_variable_state(prim)) return s;
+  if (const auto* u = dynamic_cast<const VariableMatMulUpdate*>(&prim)) return u->state;
+  if (const auto* u = dynamic_cast<const VariableElementwiseUpdate*>(&prim)) return u->state;
+  return nullptr;
+}
+
+// Whether a node in (from, to) writes `state`.
+bool written_between(const Graph& g, int from, int to,
+                     const std::shared_ptr<Variable::State>& state) {
+  for (int j = from + 1; j < to; ++j)
+    if (written_variable(*g.nodes[j].prim) == state) return true;
+  return false;
+}
 
 TensorMeta meta_of(const Graph& g, const Ref& r) {
   switch (r.source) {
@@ -200,10 +268,7 @@ int fuse_variable_updates(Graph& g) {
 
     // The fused node reads the variable where the assignment was: no other assignment of it
     // may come between.
-    bool assigned_between = false;
-    for (int j = read_ref.index + 1; j < i && !assigned_between; ++j)
-      assigned_between = detail::assign_variable_state(*g.nodes[j].prim) == state;
-    if (assigned_between) continue;
+    if (written_between(g, read_ref.index, i, state)) continue;
 
     std::vector<Ref> inputs = {product->inputs[0], product->inputs[1]};
     if (scale_ref) inputs.push_back(*scale_ref);
@@ -218,6 +283,59 @@ int fuse_variable_updates(Graph& g) {
   }
   if (fused > 0) remove_nodes(g, keep);
   return fused;
+}
+
+int update_variables_in_place(Graph& g) {
+  const int n = g.num_nodes();
+  std::vector<int> uses(n, 0);
+  for (const Graph::Node& node : g.nodes)
+    for (const Ref& r : node.inputs)
+      if (r.source == Source::Node) ++uses[r.index];
+  for (const Ref& r : g.outputs)
+    if (r.source == Source::Node) ++uses[r.index];
+
+  std::vector<char> keep(n, 1);
+  int rewritten = 0;
+  for (int i = 0; i < n; ++i) {
+    Graph::Node& assign = g.nodes[i];
+    const std::shared_ptr<Variable::State> state = detail::assign_variable_state(*assign.prim);
+    if (!state || !assign.device.is_cpu() || assign.inputs.size() != 1) continue;
+    const Ref value_ref = assign.inputs[0];
+    if (value_ref.source != Source::Node || uses[value_ref.index] != 1) continue;
+    const Graph::Node& value = g.nodes[value_ref.index];
+    const std::string_view op = value.prim->name();
+    if (value.device != assign.device || value.outputs.size() != 1 || op != "fused_elementwise")
+      continue;
+    const TensorMeta var_meta = value.outputs[0];
+    if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
+    // The variable's reads: operands of its shape that nothing else reads, with no assignment
+    // of the variable between them and this one (so all hold its current value).
+    std::vector<int> slots;
+    for (size_t k = 0; k < value.inputs.size(); ++k) {
+      const Ref& r = value.inputs[k];
+      if (r.source != Source::Node || uses[r.index] != 1 || !keep[r.index]) continue;
+      const Graph::Node& read = g.nodes[r.index];
+      if (detail::read_variable_state(*read.prim) != state || read.device != assign.device ||
+          !same_meta(read.outputs[0], var_meta))
+        continue;
+      if (!written_between(g, r.index, i, state)) slots.push_back(static_cast<int>(k));
+    }
+    if (slots.empty()) continue;
+
+    std::vector<Ref> inputs;
+    for (size_t k = 0; k < value.inputs.size(); ++k) {
+      if (std::find(slots.begin(), slots.end(), static_cast<int>(k)) != slots.end())
+        keep[value.inputs[k].index] = 0;
+      else
+        inputs.push_back(value.inputs[k]);
+    }
+    keep[value_ref.index] = 0;
+    assign.prim = std::make_shared<VariableElementwiseUpdate>(state, value.prim, slots);
+    assign.inputs = std::move(inputs);
+    ++rewritten;
+  }
+  if (rewritten > 0) remove_nodes(g, keep);
+  return rewritten;
 }
 
 }  // namespace tapeflow::jit

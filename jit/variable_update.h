@@ -30,4 +30,14 @@ namespace tapeflow::jit {
 // Rewrites every matching update (see above); returns how many.
 int fuse_variable_updates(Graph& graph);
 
+// Elementwise updates in place: assign_variable(v, f(read_variable(v), ...)) where f is a
+// fused elementwise node (two or more ops) on the CPU whose result has the variable's
+// shape and dtype and is read by nothing else, and the read is read by nothing else, becomes one
+// `variable_elementwise_update` node that computes f into the variable's buffer (each element
+// is read before it is written, at the same index; copy-on-write when a snapshot is held): no
+// new buffer per update, and the same values as the separate nodes. Run after
+// fuse_elementwise (tf::function does, with fusion on). Optimiser updates (SGD on biases,
+// momentum, Adam's moments and weights) take this form.
+int update_variables_in_place(Graph& graph);
+
 }  // namespace tapeflow::jit

@@ -286,3 +286,92 @@ TEST_CASE("variable updates: a train step replayed under a tape updates once and
   CHECK(
       has_op(step.get_concrete_function(tf::TensorSpec({5, 3})).graph(), "variable_matmul_update"));
 }
+
+TEST_CASE("variable updates: elementwise updates run in place and equal eager bit for bit",
+          "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  for (tf::DType dt : {tf::float32, tf::float64}) {
+    CAPTURE(tf::dtype_name(dt));
+    const tf::Tensor g = tf::random::normal({300, 7}, 0, 1, dt, 51);
+    const tf::Tensor init = tf::random::normal({300, 7}, 0, 1, dt, 52);
+    const tf::Tensor b1 = tf::constant(tf::Tensor(0.9), dt);
+    const tf::Tensor lr = tf::constant(tf::Tensor(0.01), dt);
+    // Momentum: m = 0.9 m + 0.1 g (a fused tree), w -= lr m and c += 0.5 g (fused chains whose
+    // last op reads the variable).
+    auto body = [&](tf::Variable& w, tf::Variable& m, tf::Variable& c, const tf::Tensor& grad) {
+      m.assign(m.value() * b1 + grad * (1.0 - 0.9));
+      w.assign_sub(m.value() * lr);
+      c.assign_add(grad * 0.5);
+      return tf::reduce_sum(grad);
+    };
+    tf::Variable w(init, "w"), m(tf::zeros_like(init), "m"), c(init, "c");
+    tf::Variable ew(init, "ew"), em(tf::zeros_like(init), "em"), ec(init, "ec");
+    auto step = tf::function([&](const tf::Tensor& grad) { return body(w, m, c, grad); });
+    step(g);
+    body(ew, em, ec, g);
+    const void* buffers[3] = {w.value().raw_data(), m.value().raw_data(), c.value().raw_data()};
+    for (int i = 0; i < 3; ++i) {
+      step(g);
+      body(ew, em, ec, g);
+    }
+    CHECK(w.value().raw_data() == buffers[0]);
+    CHECK(m.value().raw_data() == buffers[1]);
+    CHECK(c.value().raw_data() == buffers[2]);
+    if (dt == tf::float32) {
+      CHECK(w.value().numpy<float>() == ew.value().numpy<float>());
+      CHECK(m.value().numpy<float>() == em.value().numpy<float>());
+      CHECK(c.value().numpy<float>() == ec.value().numpy<float>());
+    } else {
+      CHECK(w.value().numpy<double>() == ew.value().numpy<double>());
+      CHECK(m.value().numpy<double>() == em.value().numpy<double>());
+      CHECK(c.value().numpy<double>() == ec.value().numpy<double>());
+    }
+    const tf::Graph& graph = step.get_concrete_function(tf::TensorSpec({300, 7}, dt)).graph();
+    int updates = 0;
+    for (const auto& node : graph.nodes)
+      updates += std::string(node.prim->name()) == "variable_elementwise_update";
+    CHECK(updates == 3);
+    CHECK_FALSE(has_op(graph, "assign_variable"));
+
+    // A held snapshot keeps its values: the update goes to a fresh buffer.
+    const tf::Tensor snapshot = c.value();
+    const tf::Tensor before = snapshot * 1.0;  // a copy in a buffer of its own
+    step(g);
+    body(ew, em, ec, g);
+    check_close(snapshot, before, 0, 0);
+    CHECK(c.value().raw_data() != snapshot.raw_data());
+    check_close(c.value(), ec.value(), 0, 0);
+  }
+}
+
+TEST_CASE("variable updates: a value read before a fused update keeps the old value",
+          "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor a = tf::random::normal({4, 3}, 0, 1, tf::float32, 61);
+  const tf::Tensor b = tf::random::normal({3, 5}, 0, 1, tf::float32, 62);
+  const tf::Tensor init = tf::random::normal({4, 5}, 0, 1, tf::float32, 63);
+  for (bool by_product : {true, false}) {
+    CAPTURE(by_product);
+    // r holds the value from before the first update; the second assignment must use it.
+    auto body = [&](tf::Variable& w, const tf::Tensor& x, const tf::Tensor& y) {
+      tf::Tensor r = w.value();
+      if (by_product)
+        w.assign_sub(tf::matmul(x, y) * 0.1f);
+      else
+        w.assign_sub(tf::matmul(x, y) * 0.1f + 1.0f);
+      w.assign(r * 2.0f + 1.0f);
+      return tf::reduce_sum(x);
+    };
+    tf::Variable w(init, "w"), eager_w(init, "w_eager");
+    auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) { return body(w, x, y); });
+    for (int i = 0; i < 3; ++i) {
+      f(a, b);
+      body(eager_w, a, b);
+      check_close(w.value(), eager_w.value(), 1e-6, 1e-6);
+    }
+    const tf::Graph& g =
+        f.get_concrete_function(tf::TensorSpec({4, 3}), tf::TensorSpec({3, 5})).graph();
+    CHECK(has_op(g, by_product ? "variable_matmul_update" : "variable_elementwise_update"));
+    CHECK(has_op(g, "assign_variable"));  // the second assignment stays as it was
+  }
+}
