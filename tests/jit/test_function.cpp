@@ -292,6 +292,39 @@ TEST_CASE("function: fused elementwise chains equal eager results and differenti
   check_close(t1.gradient(traced, y), t1.gradient(eager, y), 1e-6, 1e-6);
 }
 
+TEST_CASE("function: a tree of elementwise ops fuses into one node", "[jit]") {
+  tf::DeviceScope cpu("/cpu:0");
+  // Four branches meet pairwise (Adam's moment update has this shape: m * b1 + g * (1 - b1)).
+  auto tree = [](const tf::Tensor& m, const tf::Tensor& g, const tf::Tensor& v) {
+    tf::Tensor left = m * 0.9f + g * 0.1f;
+    tf::Tensor right = tf::square(g) * 0.001f + v * 0.999f;
+    return left / (tf::sqrt(right) + 1e-7f);
+  };
+  auto f = tf::function(tree);
+  for (tf::DType dt : {tf::float32, tf::float64})
+    for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{3000}}) {
+      tf::Tensor m = tf::random::uniform({n}, -1, 1, dt, 30 + n);
+      tf::Tensor g = tf::random::uniform({n}, -1, 1, dt, 40 + n);
+      tf::Tensor v = tf::random::uniform({n}, 0, 1, dt, 50 + n);
+      check_close(f(m, g, v), tree(m, g, v), 0, 0);  // the same loops: bit-identical
+      const tf::Graph& gr = f.get_concrete_function(tf::TensorSpec({n}, dt),
+                                                    tf::TensorSpec({n}, dt),
+                                                    tf::TensorSpec({n}, dt))
+                                .graph();
+      INFO(gr.to_string());
+      CHECK(gr.num_nodes() == 1);
+      CHECK(std::string(gr.nodes[0].prim->name()) == "fused_elementwise");
+    }
+  tf::Tensor m = tf::random::uniform({9}, -1, 1, tf::float32, 1);
+  tf::Tensor g = tf::random::uniform({9}, -1, 1, tf::float32, 2);
+  tf::Tensor v = tf::random::uniform({9}, 0, 1, tf::float32, 3);
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(g);
+  tf::Tensor traced = tf::reduce_sum(f(m, g, v));
+  tf::Tensor eager = tf::reduce_sum(tree(m, g, v));
+  check_close(tape.gradient(traced, g), tape.gradient(eager, g), 1e-5, 1e-6);
+}
+
 TEST_CASE("function: a bias over channels fuses with the chain it feeds", "[jit]") {
   tf::DeviceScope cpu("/cpu:0");  // rows repeated along leading dimensions: CPU fusion
   auto layer = [](const tf::Tensor& x, const tf::Tensor& b, const tf::Tensor& c) {
