@@ -23,35 +23,41 @@ namespace {
 using Ref = Graph::Ref;
 using Source = Graph::Source;
 
-// variable += alpha op(a) op(b): alpha = +-scale (the third input, 0-d) or +-1.
-struct VariableMatMulUpdate final : PrimitiveBase<VariableMatMulUpdate> {
+// What both fused updates are: a side effect on one variable (on its device), no outputs, run
+// through produce() like assign_variable.
+template <class Derived>
+struct VariableUpdate : PrimitiveBase<Derived> {
   std::shared_ptr<Variable::State> state;
-  bool transpose_a = false;
-  bool transpose_b = false;
-  bool negate = false;
-  bool scaled = false;
-  VariableMatMulUpdate(std::shared_ptr<Variable::State> s, bool ta, bool tb, bool neg, bool sc)
-      : state(std::move(s)), transpose_a(ta), transpose_b(tb), negate(neg), scaled(sc) {}
-
-  const char* name() const override { return "variable_matmul_update"; }
+  explicit VariableUpdate(std::shared_ptr<Variable::State> s) : state(std::move(s)) {}
   int num_outputs() const override { return 0; }
   void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+    TF_THROW(InternalError, this->name(), "runs through produce(), never as a kernel");
   }
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+    TF_THROW(InternalError, this->name(), "runs through produce(), never as a kernel");
   }
   bool has_side_effects() const override { return true; }
   std::optional<Device> target_device() const override {
     return Variable::from_state(state).placement();
   }
+};
+
+// variable += alpha op(a) op(b): alpha = +-scale (the third input, 0-d) or +-1.
+struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool negate = false;
+  bool scaled = false;
+  VariableMatMulUpdate(std::shared_ptr<Variable::State> s, bool ta, bool tb, bool neg, bool sc)
+      : VariableUpdate(std::move(s)), transpose_a(ta), transpose_b(tb), negate(neg), scaled(sc) {}
+
+  const char* name() const override { return "variable_matmul_update"; }
   std::string attributes() const override {
     return fmt::format("variable={}, transpose_a={}, transpose_b={}, alpha={}{}",
                        Variable::from_state(state).name(), transpose_a, transpose_b,
                        negate ? "-" : "", scaled ? "scale" : "1");
   }
-  std::string trace_attributes() const override { return attributes(); }
 
   bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
     TF_CHECK_T(InternalError, device.is_cpu() && in.size() == (scaled ? 3u : 2u), name(),
@@ -96,27 +102,14 @@ struct VariableMatMulUpdate final : PrimitiveBase<VariableMatMulUpdate> {
 // variable = inner(inputs with the variable's value inserted at each of `slots`), computed into
 // the variable's buffer: a fused elementwise node reads each element before writing it, at the
 // same index (and copes with its output aliasing those inputs, jit/fusion.cpp).
-struct VariableElementwiseUpdate final : PrimitiveBase<VariableElementwiseUpdate> {
-  std::shared_ptr<Variable::State> state;
+struct VariableElementwiseUpdate final : VariableUpdate<VariableElementwiseUpdate> {
   std::shared_ptr<Primitive> inner;
   std::vector<int> slots;  // ascending positions in inner's inputs
   VariableElementwiseUpdate(std::shared_ptr<Variable::State> s, std::shared_ptr<Primitive> op,
                             std::vector<int> k)
-      : state(std::move(s)), inner(std::move(op)), slots(std::move(k)) {}
+      : VariableUpdate(std::move(s)), inner(std::move(op)), slots(std::move(k)) {}
 
   const char* name() const override { return "variable_elementwise_update"; }
-  int num_outputs() const override { return 0; }
-  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {}
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  bool has_side_effects() const override { return true; }
-  std::optional<Device> target_device() const override {
-    return Variable::from_state(state).placement();
-  }
   std::string attributes() const override {
     std::string at;
     for (int k : slots) at += fmt::format("{}%{}", at.empty() ? "" : ", ", k);
@@ -189,24 +182,34 @@ bool same_meta(const TensorMeta& a, const TensorMeta& b) {
   return a.dtype == b.dtype && a.shape == b.shape;
 }
 
+// Readers of each node's outputs; a graph output counts as one more.
+std::vector<int> reader_counts(const Graph& g) {
+  std::vector<int> uses(static_cast<size_t>(g.num_nodes()), 0);
+  for (const Graph::Node& node : g.nodes)
+    for (const Ref& r : node.inputs)
+      if (r.source == Source::Node) ++uses[static_cast<size_t>(r.index)];
+  for (const Ref& r : g.outputs)
+    if (r.source == Source::Node) ++uses[static_cast<size_t>(r.index)];
+  return uses;
+}
+
+// The variable an assign_variable node on the CPU writes (null for every other node).
+std::shared_ptr<Variable::State> cpu_assignment(const Graph::Node& node) {
+  if (!node.device.is_cpu() || node.inputs.size() != 1) return nullptr;
+  return detail::assign_variable_state(*node.prim);
+}
+
 }  // namespace
 
 int fuse_variable_updates(Graph& g) {
   const int n = g.num_nodes();
-  // Readers of each node's outputs; a graph output counts as one more.
-  std::vector<int> uses(n, 0);
-  for (const Graph::Node& node : g.nodes)
-    for (const Ref& r : node.inputs)
-      if (r.source == Source::Node) ++uses[r.index];
-  for (const Ref& r : g.outputs)
-    if (r.source == Source::Node) ++uses[r.index];
-
+  const std::vector<int> uses = reader_counts(g);
   std::vector<char> keep(n, 1);
   int fused = 0;
   for (int i = 0; i < n; ++i) {
     Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = detail::assign_variable_state(*assign.prim);
-    if (!state || !assign.device.is_cpu() || assign.inputs.size() != 1) continue;
+    const std::shared_ptr<Variable::State> state = cpu_assignment(assign);
+    if (!state) continue;
     const Device dev = assign.device;
     // A node whose only reader is the update being matched, on the same device.
     auto sole = [&](const Ref& r) -> const Graph::Node* {
@@ -287,19 +290,13 @@ int fuse_variable_updates(Graph& g) {
 
 int update_variables_in_place(Graph& g) {
   const int n = g.num_nodes();
-  std::vector<int> uses(n, 0);
-  for (const Graph::Node& node : g.nodes)
-    for (const Ref& r : node.inputs)
-      if (r.source == Source::Node) ++uses[r.index];
-  for (const Ref& r : g.outputs)
-    if (r.source == Source::Node) ++uses[r.index];
-
+  const std::vector<int> uses = reader_counts(g);
   std::vector<char> keep(n, 1);
   int rewritten = 0;
   for (int i = 0; i < n; ++i) {
     Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = detail::assign_variable_state(*assign.prim);
-    if (!state || !assign.device.is_cpu() || assign.inputs.size() != 1) continue;
+    const std::shared_ptr<Variable::State> state = cpu_assignment(assign);
+    if (!state) continue;
     const Ref value_ref = assign.inputs[0];
     if (value_ref.source != Source::Node || uses[value_ref.index] != 1) continue;
     const Graph::Node& value = g.nodes[value_ref.index];

@@ -50,24 +50,7 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Sets an environment variable for the lifetime of the object, then restores it.
-class EnvVar {
- public:
-  EnvVar(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using EnvVar = tf::testing::EnvScope;
 
 tf::Tensor iota_u8(tf::TensorShape shape, int mod) {
   std::vector<uint8_t> v(static_cast<size_t>(shape.num_elements()));

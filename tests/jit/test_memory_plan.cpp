@@ -34,25 +34,7 @@ using tf::testing::check_close;
 
 namespace {
 
-// Sets an environment variable for the scope (graphs read TAPEFLOW_MEMORY_PLAN and
-// TAPEFLOW_FUSION when they are optimised).
-class EnvScope {
- public:
-  EnvScope(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~EnvScope() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  EnvScope(const EnvScope&) = delete;
-  EnvScope& operator=(const EnvScope&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using tf::testing::EnvScope;
 struct PlanEnv : EnvScope {
   explicit PlanEnv(const char* value) : EnvScope("TAPEFLOW_MEMORY_PLAN", value) {}
 };

@@ -35,23 +35,8 @@ double rtol(tf::DType d) {
 }
 
 // Sets TAPEFLOW_FUSION for the scope (read when a graph is optimised).
-class FusionEnv {
- public:
-  explicit FusionEnv(const char* value) {
-    if (const char* old = std::getenv("TAPEFLOW_FUSION")) old_ = old;
-    ::setenv("TAPEFLOW_FUSION", value, 1);
-  }
-  ~FusionEnv() {
-    if (old_)
-      ::setenv("TAPEFLOW_FUSION", old_->c_str(), 1);
-    else
-      ::unsetenv("TAPEFLOW_FUSION");
-  }
-  FusionEnv(const FusionEnv&) = delete;
-  FusionEnv& operator=(const FusionEnv&) = delete;
-
- private:
-  std::optional<std::string> old_;
+struct FusionEnv : tf::testing::EnvScope {
+  explicit FusionEnv(const char* value) : EnvScope("TAPEFLOW_FUSION", value) {}
 };
 
 enum class Form { SubScaled, SubScaleFirst, AddScaled, SubUnscaled };

@@ -1,6 +1,7 @@
 #include "testing.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -77,6 +78,15 @@ std::vector<double> random_values(size_t n, double lo, double hi, unsigned seed)
   std::vector<double> v(n);
   for (auto& x : v) x = dist(gen);
   return v;
+}
+
+EnvScope::EnvScope(const char* name, const std::string& value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = old;
+  ::setenv(name, value.c_str(), 1);
+}
+EnvScope::~EnvScope() {
+  if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+  else ::unsetenv(name_.c_str());
 }
 
 }  // namespace tapeflow::testing

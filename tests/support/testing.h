@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,20 @@ double rtol_of(DType d);
 bool contains(const std::vector<DType>& v, DType d);
 inline const std::vector<DType> kAllDTypes = {float16, bfloat16, float32, float64,
                                               int32,   int64,    uint8,   bool_};
+
+// Sets an environment variable while it lives, then restores it (the jit reads its switches,
+// e.g. TAPEFLOW_FUSION and TAPEFLOW_MEMORY_PLAN, when a graph is optimised).
+class EnvScope {
+ public:
+  EnvScope(const char* name, const std::string& value);
+  ~EnvScope();
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 // Deterministic pseudo-random doubles in [lo, hi) for building inputs.
 std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0,
