@@ -12,6 +12,7 @@
 
 #include "autograd/variable.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "jit/passes.h"
 #include "ops/dispatch.h"
 #include "ops/linalg.h"
@@ -285,6 +286,7 @@ int fuse_variable_updates(Graph& g) {
     ++fused;
   }
   if (fused > 0) remove_nodes(g, keep);
+  TF_LOG_DEBUG("fuse_variable_updates: {} update(s) fused into their product", fused);
   return fused;
 }
 
@@ -332,6 +334,8 @@ int update_variables_in_place(Graph& g) {
     ++rewritten;
   }
   if (rewritten > 0) remove_nodes(g, keep);
+  TF_LOG_DEBUG("update_variables_in_place: {} elementwise update(s) in the variable's buffer",
+               rewritten);
   return rewritten;
 }
 
