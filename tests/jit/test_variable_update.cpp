@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -359,4 +360,36 @@ TEST_CASE("variable updates: a value read before a fused update keeps the old va
     CHECK(has_op(g, by_product ? "variable_matmul_update" : "variable_elementwise_update"));
     CHECK(has_op(g, "assign_variable"));  // the second assignment stays as it was
   }
+}
+
+TEST_CASE("variable updates: concurrent replays lose no update", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  // Small integers: every sum is exact in float32, so the result shows whether any update was
+  // lost (a fused update reads and writes the variable under its lock, in one step).
+  const tf::Tensor a = tf::constant(std::vector<float>{1, 2, 0, 1, 1, 1}, {3, 2});
+  const tf::Tensor b = tf::constant(std::vector<float>{1, 0, 2, 1, 1, 1}, {2, 3});
+  const tf::Tensor g = tf::constant(std::vector<float>{1, 2, 3}, {3});
+  tf::Variable w(tf::zeros({3, 3}), "w"), c(tf::zeros({3}), "c");
+  auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& y, const tf::Tensor& d) {
+    w.assign_sub(tf::matmul(x, y) * 1.0f);
+    c.assign_add(d * 2.0f);
+    return tf::reduce_sum(d);
+  });
+  step(a, b, g);
+  const int kCalls = 300;
+  auto worker = [&] {
+    tf::DeviceScope scope("/cpu:0");
+    for (int i = 0; i < kCalls; ++i) step(a, b, g);
+  };
+  std::thread t1(worker), t2(worker);
+  t1.join();
+  t2.join();
+  const int total = 2 * kCalls + 1;
+  check_close(w.value(), tf::matmul(a, b) * static_cast<float>(-total), 0, 0);
+  check_close(c.value(), g * static_cast<float>(2 * total), 0, 0);
+  const tf::Graph& graph = step.get_concrete_function(tf::TensorSpec({3, 2}),
+                                                      tf::TensorSpec({2, 3}), tf::TensorSpec({3}))
+                               .graph();
+  CHECK(has_op(graph, "variable_matmul_update"));
+  CHECK(has_op(graph, "variable_elementwise_update"));
 }
