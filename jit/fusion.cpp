@@ -142,17 +142,23 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   T* dst = out.data<T>();
   // The output may be a full-size input's buffer (a variable updated in place,
   // jit/variable_update.h): every element is read before it is written, at the same index, but
-  // the loops take __restrict pointers, so a last step that reads that input directly writes a
-  // tile buffer that is then copied out.
+  // the loops take __restrict pointers. A last step reading that input is binary with a step as
+  // its other operand (fusion groups grow along step edges): it runs the in-place loop (av or
+  // va). Earlier steps read the input before the last one writes the tile.
   const Step& last = steps.back();
   auto aliases_out = [&](int o) {
     return o >= 0 && o < num_inputs && ptr[o] == dst && period[o] == 0 && !scalar[o];
   };
-  const bool via_tile = aliases_out(last.a) || aliases_out(last.b);
+  const bool alias_a = aliases_out(last.a), alias_b = aliases_out(last.b);
+  const bool in_place = alias_a || alias_b;
+  TF_CHECK_T(InternalError,
+             !in_place || (!last.template unary_loop<T>() && alias_a != alias_b &&
+                           (alias_a ? last.b : last.a) >= num_inputs),
+             name(), "the output aliases an input that the last step reads other than as one "
+             "operand of a binary op with a step");
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    std::vector<T> buffers(static_cast<size_t>((num_slots + (via_tile ? 1 : 0)) * kTile));
-    T* const last_tile = buffers.data() + num_slots * kTile;
+    std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
     std::vector<std::vector<T>> rows(static_cast<size_t>(num_inputs));
     // Elements [pos, pos + len) of input k's repetition, into `to`.
     auto repeat = [&](int k, int64_t pos, int64_t len, T* to) {
@@ -192,7 +198,13 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       };
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
       for (const Step& st : steps) {
-        T* o = st.slot >= 0 ? buffers.data() + st.slot * kTile : via_tile ? last_tile : dst + t;
+        if (in_place && &st == &last) {
+          const auto& binary = st.template binary_loops<T>();
+          if (alias_a) binary.av(dst + t, vec(st.b), len);
+          else binary.va(vec(st.a), dst + t, len);
+          continue;
+        }
+        T* o = st.slot < 0 ? dst + t : buffers.data() + st.slot * kTile;
         if (const auto unary = st.template unary_loop<T>()) {
           unary(vec(st.a), o, len);
         } else {
@@ -202,7 +214,6 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
           else binary.vv(vec(st.a), vec(st.b), o, len);
         }
       }
-      if (via_tile) std::copy_n(last_tile, len, dst + t);
     }
   });
 }

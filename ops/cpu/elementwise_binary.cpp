@@ -120,6 +120,17 @@ void broadcast_for(const BroadcastPlan<N>& p, int64_t n, int64_t grain, const In
       const F f{};                                                                           \
       for (int64_t i = 0; i < n; ++i) o[i] = cpu::store<O>(f(cpu::load<C>(a[i]), b));         \
     }                                                                                        \
+    /* In place (O == T): the result overwrites the first (av) or second (va) operand. */   \
+    TARGET static void av(T* ao, const T* __restrict b, int64_t n) {                         \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                        \
+        ao[i] = cpu::store<T>(f(cpu::load<C>(ao[i]), cpu::load<C>(b[i])));                   \
+    }                                                                                        \
+    TARGET static void va(const T* __restrict a, T* bo, int64_t n) {                         \
+      const F f{};                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                        \
+        bo[i] = cpu::store<T>(f(cpu::load<C>(a[i]), cpu::load<C>(bo[i])));                   \
+    }                                                                                        \
   };
 TF_DEFINE_BINARY_LOOPS(BinaryLoops, )
 #if TF_CPU_MULTIVERSION
@@ -321,6 +332,8 @@ BinaryRanges<T> binary_ranges(const Primitive& p) {
     r.vv = &L::vv;
     r.sv = &L::sv;
     r.vs = &L::vs;
+    r.av = &L::av;
+    r.va = &L::va;
   };
   auto pick = [&](auto functor) {
     using F = decltype(functor);

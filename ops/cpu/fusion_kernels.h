@@ -17,6 +17,9 @@ struct BinaryRanges {
   void (*vv)(const T* a, const T* b, T* out, int64_t n) = nullptr;
   void (*sv)(T a, const T* b, T* out, int64_t n) = nullptr;
   void (*vs)(const T* a, T b, T* out, int64_t n) = nullptr;
+  // In place: the result overwrites the first (av) or the second (va) operand.
+  void (*av)(T* a_out, const T* b, int64_t n) = nullptr;
+  void (*va)(const T* a, T* b_out, int64_t n) = nullptr;
   explicit operator bool() const { return vv != nullptr; }
 };
 
