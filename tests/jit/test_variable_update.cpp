@@ -394,3 +394,36 @@ TEST_CASE("variable updates: concurrent replays lose no update", "[jit][cpu]") {
   CHECK(has_op(graph, "variable_matmul_update"));
   CHECK(has_op(graph, "variable_elementwise_update"));
 }
+
+TEST_CASE("variable updates: one trace with a None batch serves every batch size", "[jit][cpu]") {
+  tf::DeviceScope cpu("/cpu:0");
+  const tf::Tensor init = tf::random::normal({4, 3}, 0, 1, tf::float32, 71);
+  const tf::Tensor bias0 = tf::random::normal({3}, 0, 1, tf::float32, 72);
+  // A dense layer's SGD step: the weight's gradient x^T dy sums over the batch.
+  auto body = [](tf::Variable& w, tf::Variable& bias, const tf::Tensor& x, const tf::Tensor& dy) {
+    w.assign_sub(tf::matmul(x, dy, true, false) * 0.1f);
+    bias.assign_sub(tf::reduce_sum(dy, {0}) * 0.1f);
+    return tf::reduce_sum(x);
+  };
+  tf::Variable w(init, "w"), b(bias0, "b"), ew(init, "ew"), eb(bias0, "eb");
+  auto step =
+      tf::function([&](const tf::Tensor& x, const tf::Tensor& dy) { return body(w, b, x, dy); },
+                   tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4}),
+                                                           tf::TensorSpec({tf::None, 3})}});
+  for (int64_t batch : {int64_t{5}, int64_t{1}, int64_t{32}, int64_t{7}}) {
+    CAPTURE(batch);
+    const tf::Tensor x = tf::random::normal({batch, 4}, 0, 1, tf::float32, 80 + batch);
+    const tf::Tensor dy = tf::random::normal({batch, 3}, 0, 1, tf::float32, 90 + batch);
+    step(x, dy);
+    body(ew, eb, x, dy);
+    check_close(w.value(), ew.value(), 2e-6, 2e-6);
+    check_close(b.value(), eb.value(), 0, 0);
+  }
+  CHECK(step.tracing_count() == 1);
+  // Each batch size replays the one trace specialised to its shapes (and optimised).
+  const tf::Graph& g =
+      step.get_concrete_function(tf::TensorSpec({7, 4}), tf::TensorSpec({7, 3})).graph();
+  INFO(g.to_string());
+  CHECK(has_op(g, "variable_matmul_update"));
+  CHECK(has_op(g, "variable_elementwise_update"));
+}
