@@ -44,26 +44,34 @@ struct VariableUpdate : PrimitiveBase<Derived> {
   }
 };
 
-// variable += alpha op(a) op(b): alpha = +-scale (the third input, 0-d) or +-1.
+// variable = alpha op(a) op(b) + beta variable: alpha = +-scale (the next input, 0-d) or +-1,
+// beta = decay (the last input, 0-d: a momentum) or 1.
 struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
   bool transpose_a = false;
   bool transpose_b = false;
   bool negate = false;
   bool scaled = false;
-  VariableMatMulUpdate(std::shared_ptr<Variable::State> s, bool ta, bool tb, bool neg, bool sc)
-      : VariableUpdate(std::move(s)), transpose_a(ta), transpose_b(tb), negate(neg), scaled(sc) {}
+  bool decayed = false;
+  VariableMatMulUpdate(std::shared_ptr<Variable::State> s, bool ta, bool tb, bool neg, bool sc,
+                       bool dec)
+      : VariableUpdate(std::move(s)),
+        transpose_a(ta),
+        transpose_b(tb),
+        negate(neg),
+        scaled(sc),
+        decayed(dec) {}
 
   const char* name() const override { return "variable_matmul_update"; }
   std::string attributes() const override {
-    return fmt::format("variable={}, transpose_a={}, transpose_b={}, alpha={}{}",
+    return fmt::format("variable={}, transpose_a={}, transpose_b={}, alpha={}{}, beta={}",
                        Variable::from_state(state).name(), transpose_a, transpose_b,
-                       negate ? "-" : "", scaled ? "scale" : "1");
+                       negate ? "-" : "", scaled ? "scale" : "1", decayed ? "decay" : "1");
   }
 
   bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
-    TF_CHECK_T(InternalError, device.is_cpu() && in.size() == (scaled ? 3u : 2u), name(),
-               "expects {} inputs on the CPU, got {} on {}", scaled ? 3 : 2, in.size(),
-               device.to_string());
+    const size_t n_in = 2 + (scaled ? 1 : 0) + (decayed ? 1 : 0);
+    TF_CHECK_T(InternalError, device.is_cpu() && in.size() == n_in, name(),
+               "expects {} inputs on the CPU, got {} on {}", n_in, in.size(), device.to_string());
     const Tensor& a = in[0];
     const Tensor& b = in[1];
     const DType dt = a.dtype();
@@ -82,19 +90,22 @@ struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
                  "transpose_b={}) does not match it",
                  v.name(), v.shape().to_string(), dtype_name(v.dtype()), a.shape().to_string(),
                  b.shape().to_string(), transpose_a, transpose_b);
+    auto scalar = [](const Tensor& t) {
+      return t.dtype() == float64 ? t.item<double>() : static_cast<double>(t.item<float>());
+    };
     double alpha = negate ? -1.0 : 1.0;
-    if (scaled)
-      alpha *= in[2].dtype() == float64 ? in[2].item<double>()
-                                        : static_cast<double>(in[2].item<float>());
+    if (scaled) alpha *= scalar(in[2]);
+    const double beta = decayed ? scalar(in.back()) : 1.0;
     const int64_t lda = a.shape()[1];
     const int64_t ldb = b.shape()[1];
     Variable::from_state(state).update([&](Tensor& w) {
       if (dt == float32)
         detail::gemm_accumulate(transpose_a, transpose_b, m, n, k, static_cast<float>(alpha),
-                                a.data<float>(), lda, b.data<float>(), ldb, w.data<float>(), n);
+                                a.data<float>(), lda, b.data<float>(), ldb,
+                                static_cast<float>(beta), w.data<float>(), n);
       else
         detail::gemm_accumulate(transpose_a, transpose_b, m, n, k, alpha, a.data<double>(), lda,
-                                b.data<double>(), ldb, w.data<double>(), n);
+                                b.data<double>(), ldb, beta, w.data<double>(), n);
     });
     return true;
   }
@@ -229,17 +240,36 @@ int fuse_variable_updates(Graph& g) {
     const TensorMeta var_meta = sum->outputs[0];
     if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
 
-    // The read: subtract's first operand, either of add's.
+    // A 0-d float operand on this device (a learning rate, a momentum).
+    auto is_scale = [&](const Ref& r) {
+      const TensorMeta m = meta_of(g, r);
+      return m.shape.rank() == 0 && (m.dtype == float32 || m.dtype == float64) &&
+             device_of(g, r) == dev;
+    };
+    auto is_read = [&](const Graph::Node* node) {
+      return node != nullptr && detail::read_variable_state(*node->prim) == state;
+    };
+    // The read: subtract's first operand, either of add's; directly, or times a 0-d decay
+    // (momentum: m = mu m - lr g).
     int read_slot = -1;
-    for (int s = 0; s < (negate ? 1 : 2); ++s) {
-      const Graph::Node* read = sole(sum->inputs[s]);
-      if (read != nullptr && detail::read_variable_state(*read->prim) == state) {
+    Ref read_ref, decayed_ref;
+    std::optional<Ref> decay_ref;
+    for (int s = 0; s < (negate ? 1 : 2) && read_slot < 0; ++s) {
+      const Graph::Node* node = sole(sum->inputs[s]);
+      if (is_read(node)) {
         read_slot = s;
-        break;
+        read_ref = sum->inputs[s];
+      } else if (is(node, "multiply") && same_meta(node->outputs[0], var_meta)) {
+        for (int t = 0; t < 2 && read_slot < 0; ++t)
+          if (is_read(sole(node->inputs[t])) && is_scale(node->inputs[1 - t])) {
+            read_slot = s;
+            read_ref = node->inputs[t];
+            decayed_ref = sum->inputs[s];
+            decay_ref = node->inputs[1 - t];
+          }
       }
     }
     if (read_slot < 0) continue;
-    const Ref read_ref = sum->inputs[read_slot];
     const Ref delta_ref = sum->inputs[1 - read_slot];
 
     // The delta: the product, or the product times a 0-d scale.
@@ -250,9 +280,7 @@ int fuse_variable_updates(Graph& g) {
     if (is(delta, "multiply")) {
       for (int s = 0; s < 2; ++s) {
         const Ref other = delta->inputs[1 - s];
-        const TensorMeta om = meta_of(g, other);
-        if (is(sole(delta->inputs[s]), "matmul") && om.shape.rank() == 0 &&
-            (om.dtype == float32 || om.dtype == float64) && device_of(g, other) == dev) {
+        if (is(sole(delta->inputs[s]), "matmul") && is_scale(other)) {
           product_ref = delta->inputs[s];
           scale_ref = other;
           break;
@@ -276,12 +304,15 @@ int fuse_variable_updates(Graph& g) {
 
     std::vector<Ref> inputs = {product->inputs[0], product->inputs[1]};
     if (scale_ref) inputs.push_back(*scale_ref);
+    if (decay_ref) inputs.push_back(*decay_ref);
     keep[read_ref.index] = 0;
     keep[sum_ref.index] = 0;
     keep[delta_ref.index] = 0;
     keep[product_ref.index] = 0;
-    assign.prim = std::make_shared<VariableMatMulUpdate>(state, mm->transpose_a, mm->transpose_b,
-                                                         negate, scale_ref.has_value());
+    if (decay_ref) keep[decayed_ref.index] = 0;
+    assign.prim =
+        std::make_shared<VariableMatMulUpdate>(state, mm->transpose_a, mm->transpose_b, negate,
+                                               scale_ref.has_value(), decay_ref.has_value());
     assign.inputs = std::move(inputs);
     ++fused;
   }

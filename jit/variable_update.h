@@ -9,8 +9,10 @@
 //
 // which writes the gradient, reads it back with the weight and writes a third buffer. On the CPU
 // the pass replaces the five nodes by one `variable_matmul_update` node that runs a single GEMM
-// accumulating into the weight, w += alpha op(a) op(b) with alpha = -lr (or lr, or -1/+1
-// without a multiply): one pass over the weight instead of three, no gradient buffer, and the
+// accumulating into the weight, w = alpha op(a) op(b) + beta w with alpha = -lr (or lr, or -1/+1
+// without a multiply) and beta = 1, or a 0-d decay when the read is multiplied by one (a
+// momentum slot, m = mu m - lr g): one pass over the weight instead of three, no gradient
+// buffer, and the
 // weight updated in place when no snapshot of it is held (copy-on-write otherwise, as
 // Variable::assign). Values equal the unfused graph's up to rounding: the product is scaled
 // inside the GEMM instead of being rounded before the scaling and the subtraction (about one

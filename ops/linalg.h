@@ -82,13 +82,14 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const double* a,
           int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc);
-// C[M, N] += alpha op(A) op(B), the same way (traced variable updates fused into a product).
+// C[M, N] = alpha op(A) op(B) + beta C, the same way (traced variable updates fused into a
+// product).
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                     float* c, int64_t ldc);
+                     float beta, float* c, int64_t ldc);
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
-                     double* c, int64_t ldc);
+                     double beta, double* c, int64_t ldc);
 
 }  // namespace detail
 

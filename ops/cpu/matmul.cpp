@@ -117,7 +117,14 @@ void int_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T*
 }
 
 // ---- one GEMM per element type; C (m x n, ldc) = alpha op(A) op(B) + beta C ----
-// beta is 0 (C overwritten) or 1 (accumulated into C, a fused variable update).
+// beta is 0 (C overwritten) or, for a fused variable update, anything (1, or a momentum).
+
+// C *= beta (an empty product accumulated into C).
+template <class T>
+void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+}
 
 void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
               const float* b, int64_t ldb, float* c, int64_t ldc, float alpha = 1.0f,
@@ -125,6 +132,7 @@ void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (beta == 0.0f) zero_rows(m, n, c, ldc, sizeof(float));
+    else if (beta != 1.0f) scale_rows(m, n, beta, c, ldc);
     return;
   }
   if (static_cast<double>(m) * n * k <= kOpenblasMaxMnk) {
@@ -143,6 +151,7 @@ void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (beta == 0.0) zero_rows(m, n, c, ldc, sizeof(double));
+    else if (beta != 1.0) scale_rows(m, n, beta, c, ldc);
     return;
   }
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
@@ -366,13 +375,13 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
 }
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                     float* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, 1.0f);
+                     float beta, float* c, int64_t ldc) {
+  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
-                     double* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, 1.0);
+                     double beta, double* c, int64_t ldc) {
+  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
 }  // namespace detail

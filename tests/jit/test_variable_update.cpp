@@ -40,7 +40,7 @@ struct FusionEnv : tf::testing::EnvScope {
   explicit FusionEnv(const char* value) : EnvScope("TAPEFLOW_FUSION", value) {}
 };
 
-enum class Form { SubScaled, SubScaleFirst, AddScaled, SubUnscaled };
+enum class Form { SubScaled, SubScaleFirst, AddScaled, SubUnscaled, Momentum, MomentumAdd };
 
 // One update of `w` by the product of a and b in the given form; lr is a 0-d tensor.
 void update(tf::Variable& w, const tf::Tensor& a, const tf::Tensor& b, bool ta, bool tb,
@@ -59,6 +59,13 @@ void update(tf::Variable& w, const tf::Tensor& a, const tf::Tensor& b, bool ta, 
     case Form::SubUnscaled:
       w.assign_sub(g);
       break;
+    // Keras SGD's momentum slot, m = mu m - lr g (mu = 0.9); and g + mu m, the decay first.
+    case Form::Momentum:
+      w.assign(w.value() * (lr * 18.0) - g * lr);
+      break;
+    case Form::MomentumAdd:
+      w.assign(g + (lr * 18.0) * w.value());
+      break;
   }
 }
 
@@ -69,7 +76,8 @@ TEST_CASE("variable updates: an update by a product fuses into one GEMM and matc
   tf::DeviceScope cpu("/cpu:0");
   for (tf::DType dt : {tf::float32, tf::float64})
     for (int t = 0; t < 4; ++t)
-      for (Form form : {Form::SubScaled, Form::SubScaleFirst, Form::AddScaled, Form::SubUnscaled}) {
+      for (Form form : {Form::SubScaled, Form::SubScaleFirst, Form::AddScaled, Form::SubUnscaled,
+                        Form::Momentum, Form::MomentumAdd}) {
         const bool ta = t & 1, tb = t & 2;
         CAPTURE(tf::dtype_name(dt), ta, tb, static_cast<int>(form));
         // w: (5, 7) = op(a) (5 x 3) op(b) (3 x 7)
