@@ -311,14 +311,6 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
   using Ref = Graph::Ref;
   using Source = Graph::Source;
   const int n_nodes = g.num_nodes();
-  auto meta_of = [&](const Ref& r) -> TensorMeta {
-    switch (r.source) {
-      case Source::Input: return g.inputs[r.index];
-      case Source::Constant: return {g.constants[r.index].shape(), g.constants[r.index].dtype()};
-      case Source::Node: break;
-    }
-    return g.nodes[r.index].outputs[r.output];
-  };
   // Uses of each node's (single) output, by nodes and by graph outputs.
   std::vector<int> uses(n_nodes, 0);
   std::vector<int> consumer(n_nodes, -1);
@@ -367,7 +359,7 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
     const TensorShape& out_shape = nd.outputs[0].shape;
     const int64_t n = out_shape.num_elements();
     for (const Ref& r : nd.inputs) {
-      const TensorMeta m = meta_of(r);
+      const TensorMeta m = g.meta_of(r);
       if (m.dtype != dtype) return false;
       const int64_t k = m.shape.num_elements();
       if (k == n || k == 1) continue;
@@ -509,7 +501,7 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
       op.cuda_periods.resize(static_cast<size_t>(op.num_inputs));
       const int64_t n = op.meta.shape.num_elements();
       for (int k = 0; k < op.num_inputs; ++k) {
-        const int64_t m = meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements();
+        const int64_t m = g.meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements();
         op.cuda_periods[static_cast<size_t>(k)] = m == n ? 0 : m;
       }
       try {

@@ -134,6 +134,24 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
   return run_nodes(args, through_dispatch, nullptr);
 }
 
+TensorMeta Graph::meta_of(const Ref& r) const {
+  switch (r.source) {
+    case Source::Input: return inputs[r.index];
+    case Source::Constant: return {constants[r.index].shape(), constants[r.index].dtype()};
+    case Source::Node: break;
+  }
+  return nodes[r.index].outputs[r.output];
+}
+
+Device Graph::device_of(const Ref& r) const {
+  switch (r.source) {
+    case Source::Input: return input_devices[r.index];
+    case Source::Constant: return constants[r.index].placement();
+    case Source::Node: break;
+  }
+  return nodes[r.index].device;
+}
+
 std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_dispatch,
                                      std::vector<std::vector<Tensor>>* keep) const {
   // Intermediates are freed after their last reader, as in eager mode.

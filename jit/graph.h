@@ -62,6 +62,9 @@ class Graph {
   const jit::CudaGraphReplay* cuda_graph() const { return cuda_graph_.get(); }
   const std::string& cuda_graph_note() const { return cuda_graph_note_; }
   int num_nodes() const { return static_cast<int>(nodes.size()); }
+  // The shape and dtype (as traced) and the device of a value.
+  TensorMeta meta_of(const Ref& r) const;
+  Device device_of(const Ref& r) const;
   // One line per node: "%2 = add(%arg0, %1) -> float32 (2, 3) on /device:CPU:0 [attrs]", then
   // (once prepared) the memory plan's summary line.
   std::string to_string() const;

@@ -130,10 +130,6 @@ class SuspendRecording {
   std::vector<detail::TapeObserver*> tapes_;
 };
 
-bool same_meta(const TensorMeta& a, const TensorMeta& b) {
-  return a.dtype == b.dtype && a.shape == b.shape;
-}
-
 // A bucket key for common-subexpression elimination: op name, attributes, inputs and device
 // (candidates in one bucket are then compared exactly).
 std::string cse_key(const Graph::Node& node) {
@@ -153,7 +149,7 @@ bool same_computation(const Graph::Node& a, const Graph::Node& b) {
   if (a.device != b.device || a.inputs != b.inputs || a.outputs.size() != b.outputs.size())
     return false;
   for (size_t k = 0; k < a.outputs.size(); ++k)
-    if (!same_meta(a.outputs[k], b.outputs[k])) return false;
+    if (a.outputs[k] != b.outputs[k]) return false;
   return a.prim->is_equivalent(*b.prim);
 }
 
@@ -163,7 +159,7 @@ bool matches_trace(const std::vector<Tensor>& out, const Graph::Node& node) {
   for (size_t k = 0; k < out.size(); ++k) {
     const Tensor& t = out[k];
     if (!t.defined() || t.is_symbolic() || t.placement() != node.device ||
-        !same_meta(TensorMeta{t.shape(), t.dtype()}, node.outputs[k]))
+        TensorMeta{t.shape(), t.dtype()} != node.outputs[k])
       return false;
   }
   return true;

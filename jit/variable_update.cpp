@@ -84,7 +84,7 @@ struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
     const int64_t k = transpose_a ? a.shape()[0] : a.shape()[1];
     const int64_t kb = transpose_b ? b.shape()[1] : b.shape()[0];
     const int64_t n = transpose_b ? b.shape()[0] : b.shape()[1];
-    const Variable v = Variable::from_state(state);
+    Variable v = Variable::from_state(state);
     TF_CHECK_ARG(k == kb && TensorShape({m, n}) == v.shape() && v.dtype() == dt, name(),
                  "'{}' has shape {} and dtype {}; the product of {} and {} (transpose_a={}, "
                  "transpose_b={}) does not match it",
@@ -98,7 +98,7 @@ struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
     const double beta = decayed ? scalar(in.back()) : 1.0;
     const int64_t lda = a.shape()[1];
     const int64_t ldb = b.shape()[1];
-    Variable::from_state(state).update([&](Tensor& w) {
+    v.update([&](Tensor& w) {
       if (dt == float32)
         detail::gemm_accumulate(transpose_a, transpose_b, m, n, k, static_cast<float>(alpha),
                                 a.data<float>(), lda, b.data<float>(), ldb,
@@ -133,14 +133,15 @@ struct VariableElementwiseUpdate final : VariableUpdate<VariableElementwiseUpdat
     TF_CHECK_T(InternalError, device.is_cpu(), name(), "runs on the CPU, not on {}",
                device.to_string());
     std::vector<Tensor> args(in.begin(), in.end());
-    Variable::from_state(state).update([&](Tensor& w) {
+    Variable v = Variable::from_state(state);
+    v.update([&](Tensor& w) {
       for (int k : slots) args.insert(args.begin() + k, w);
       std::vector<TensorMeta> meta(1);
       inner->infer(args, meta);
-      TF_CHECK_T(InternalError, meta[0].shape == w.shape() && meta[0].dtype == w.dtype(), name(),
+      TF_CHECK_T(InternalError, meta[0] == (TensorMeta{w.shape(), w.dtype()}), name(),
                  "{} gives {} {} for '{}' of shape {} and dtype {}", inner->name(),
-                 meta[0].shape.to_string(), dtype_name(meta[0].dtype),
-                 Variable::from_state(state).name(), w.shape().to_string(), dtype_name(w.dtype()));
+                 meta[0].shape.to_string(), dtype_name(meta[0].dtype), v.name(),
+                 w.shape().to_string(), dtype_name(w.dtype()));
       Tensor out[1] = {w};
       detail::run_kernel(*inner, device, args, out);
     });
@@ -162,36 +163,6 @@ bool written_between(const Graph& g, int from, int to,
   for (int j = from + 1; j < to; ++j)
     if (written_variable(*g.nodes[j].prim) == state) return true;
   return false;
-}
-
-TensorMeta meta_of(const Graph& g, const Ref& r) {
-  switch (r.source) {
-    case Source::Input:
-      return g.inputs[r.index];
-    case Source::Constant: {
-      const Tensor& c = g.constants[r.index];
-      return TensorMeta{c.shape(), c.dtype()};
-    }
-    case Source::Node:
-      break;
-  }
-  return g.nodes[r.index].outputs[r.output];
-}
-
-Device device_of(const Graph& g, const Ref& r) {
-  switch (r.source) {
-    case Source::Input:
-      return g.input_devices[r.index];
-    case Source::Constant:
-      return g.constants[r.index].placement();
-    case Source::Node:
-      break;
-  }
-  return g.nodes[r.index].device;
-}
-
-bool same_meta(const TensorMeta& a, const TensorMeta& b) {
-  return a.dtype == b.dtype && a.shape == b.shape;
 }
 
 // Readers of each node's outputs; a graph output counts as one more.
@@ -242,9 +213,9 @@ int fuse_variable_updates(Graph& g) {
 
     // A 0-d float operand on this device (a learning rate, a momentum).
     auto is_scale = [&](const Ref& r) {
-      const TensorMeta m = meta_of(g, r);
+      const TensorMeta m = g.meta_of(r);
       return m.shape.rank() == 0 && (m.dtype == float32 || m.dtype == float64) &&
-             device_of(g, r) == dev;
+             g.device_of(r) == dev;
     };
     auto is_read = [&](const Graph::Node* node) {
       return node != nullptr && detail::read_variable_state(*node->prim) == state;
@@ -259,7 +230,7 @@ int fuse_variable_updates(Graph& g) {
       if (is_read(node)) {
         read_slot = s;
         read_ref = sum->inputs[s];
-      } else if (is(node, "multiply") && same_meta(node->outputs[0], var_meta)) {
+      } else if (is(node, "multiply") && node->outputs[0] == var_meta) {
         for (int t = 0; t < 2 && read_slot < 0; ++t)
           if (is_read(sole(node->inputs[t])) && is_scale(node->inputs[1 - t])) {
             read_slot = s;
@@ -276,7 +247,7 @@ int fuse_variable_updates(Graph& g) {
     Ref product_ref = delta_ref;
     std::optional<Ref> scale_ref;
     const Graph::Node* delta = sole(delta_ref);
-    if (delta == nullptr || !same_meta(delta->outputs[0], var_meta)) continue;
+    if (delta == nullptr || delta->outputs[0] != var_meta) continue;
     if (is(delta, "multiply")) {
       for (int s = 0; s < 2; ++s) {
         const Ref other = delta->inputs[1 - s];
@@ -290,10 +261,9 @@ int fuse_variable_updates(Graph& g) {
     }
     const Graph::Node* product = sole(product_ref);
     const auto* mm = product ? dynamic_cast<const prims::MatMul*>(product->prim.get()) : nullptr;
-    if (mm == nullptr || !same_meta(product->outputs[0], var_meta) || var_meta.shape.rank() != 2)
-      continue;
-    const TensorMeta am = meta_of(g, product->inputs[0]);
-    const TensorMeta bm = meta_of(g, product->inputs[1]);
+    if (mm == nullptr || product->outputs[0] != var_meta || var_meta.shape.rank() != 2) continue;
+    const TensorMeta am = g.meta_of(product->inputs[0]);
+    const TensorMeta bm = g.meta_of(product->inputs[1]);
     if (am.shape.rank() != 2 || bm.shape.rank() != 2 || am.dtype != var_meta.dtype ||
         bm.dtype != var_meta.dtype)
       continue;
@@ -346,7 +316,7 @@ int update_variables_in_place(Graph& g) {
       if (r.source != Source::Node || uses[r.index] != 1 || !keep[r.index]) continue;
       const Graph::Node& read = g.nodes[r.index];
       if (detail::read_variable_state(*read.prim) != state || read.device != assign.device ||
-          !same_meta(read.outputs[0], var_meta))
+          read.outputs[0] != var_meta)
         continue;
       if (!written_between(g, r.index, i, state)) slots.push_back(static_cast<int>(k));
     }

@@ -19,6 +19,7 @@ struct TensorMeta {
   DType dtype;
   // The bytes of a contiguous tensor of this shape and dtype (shape fully known).
   size_t nbytes() const { return static_cast<size_t>(shape.num_elements()) * dtype_size(dtype); }
+  bool operator==(const TensorMeta& o) const { return dtype == o.dtype && shape == o.shape; }
 };
 
 class Primitive {
