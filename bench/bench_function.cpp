@@ -28,6 +28,7 @@
 #include "core/parallel.h"
 #include "jit/function.h"
 #include "jit/memory_plan.h"
+#include "mlp_step.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -205,32 +206,10 @@ BENCHMARK(BM_bias_relu_eager)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_bias_relu_function)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_bias_relu_function_unfused)->Unit(benchmark::kMicrosecond);
 
-struct Mlp {
-  std::vector<tf::Variable> vars;
-  tf::Tensor x, labels;
-  explicit Mlp(int64_t batch) {
-    tf::DeviceScope scope("/CPU:0");
-    vars.emplace_back(tf::random::normal({784, 128}, 0.0, 0.05, tf::float32, 1), "w1");
-    vars.emplace_back(tf::zeros({128}), "b1");
-    vars.emplace_back(tf::random::normal({128, 10}, 0.0, 0.05, tf::float32, 2), "w2");
-    vars.emplace_back(tf::zeros({10}), "b2");
-    x = tf::random::uniform({batch, 784}, 0.0, 1.0, tf::float32, 3);
-    labels = tf::random::uniform({batch}, 0, 10, tf::int64, 4);
-  }
-  tf::Tensor step(const tf::Tensor& xb, const tf::Tensor& yb) {
-    tf::GradientTape tape;
-    tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(xb, vars[0]), vars[1]));
-    tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, vars[2]), vars[3]);
-    tf::Tensor loss =
-        tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(yb, logits));
-    std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
-    for (size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(grads[i] * 0.01f);
-    return loss;
-  }
-};
+using bench_mlp::Mlp;
 
 void BM_mlp_step_eager(benchmark::State& state) {
-  Mlp m(state.range(0));
+  Mlp m(state.range(0), "/CPU:0");
   float loss = 0;
   for (auto _ : state) loss = m.step(m.x, m.labels).item<float>();
   state.counters["loss"] = loss;
@@ -241,7 +220,7 @@ void BM_mlp_step_eager(benchmark::State& state) {
 BENCHMARK(BM_mlp_step_eager)->Arg(32)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 void mlp_step_function(benchmark::State& state, bool planned) {
-  Mlp m(state.range(0));
+  Mlp m(state.range(0), "/CPU:0");
   auto step = tf::function(
       [&m](const tf::Tensor& xb, const tf::Tensor& yb) { return m.step(xb, yb); });
   {

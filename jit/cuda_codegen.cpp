@@ -72,8 +72,10 @@ bool cuda_codegen_supports(std::string_view op, int num_operands) {
 
 std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
                               const std::vector<int64_t>& period,
-                              std::span<const CudaFusedStep> steps) {
+                              std::span<const CudaFusedStep> steps, bool output_may_alias) {
   const char* op = "cuda_fusion";
+  // Pointers that may alias are not declared __restrict__.
+  const char* restrict_ = output_may_alias ? "" : " __restrict__";
   TF_CHECK_ARG(num_inputs >= 1 && static_cast<int>(period.size()) == num_inputs, op,
                "{} inputs with {} periods", num_inputs, period.size());
   for (int64_t m : period)
@@ -114,7 +116,7 @@ std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
   std::array<std::string, 4> lane_args;
   constexpr std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
   for (int k = 0; k < num_inputs; ++k) {
-    kparams += fmt::format("const float* __restrict__ in{}, ", k);
+    kparams += fmt::format("const float*{} in{}, ", restrict_, k);
     const std::string sep = k ? ", " : "";
     const int64_t m = period[static_cast<size_t>(k)];
     if (m == 1) {
@@ -159,7 +161,7 @@ std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
       tail_row_step += fmt::format("    p{0} += dp{0};\n    if (p{0} >= {1}LL) p{0} -= {1}LL;\n",
                                    k, m);
   }
-  kparams += "float* __restrict__ out, long long n";
+  kparams += fmt::format("float*{} out, long long n", restrict_);
   const std::string head =
       "  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;\n"
       "  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";

@@ -36,9 +36,12 @@ bool cuda_codegen_supports(std::string_view op, int num_operands);
 // The module's source. `period[k]` says how input k is read: 0 at every element (full size),
 // 1 once per thread (one element), m >= 2 as a row of m elements repeated along the output
 // (element i reads i mod m). Throws InvalidArgumentError for an unsupported op, an operand out
-// of range or a negative period.
+// of range or a negative period. With `output_may_alias`, `out` may be the buffer of full-size
+// inputs (an update computed into a variable's buffer): the pointers are not declared
+// __restrict__ (each element is still read before it is written, by the thread that writes it).
 std::string cuda_fused_source(std::string_view kernel_name, int num_inputs,
                               const std::vector<int64_t>& period,
-                              std::span<const CudaFusedStep> steps);
+                              std::span<const CudaFusedStep> steps,
+                              bool output_may_alias = false);
 
 }  // namespace tapeflow::jit

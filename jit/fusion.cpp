@@ -67,6 +67,8 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   // input sizes at run time get their own variant.
   std::shared_ptr<const jit::CudaModule> cuda_module;
   std::vector<int64_t> cuda_periods;
+  // The kernels may write the output over full-size inputs (jit::fused_writing_over_inputs).
+  bool output_may_alias = false;
 
   void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override;
   template <class T>
@@ -75,7 +77,7 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   std::string cuda_source(const std::vector<int64_t>& periods) const {
     std::vector<jit::CudaFusedStep> cs;
     for (const Step& st : steps) cs.push_back({st.prim->name(), st.a, st.b});
-    return jit::cuda_fused_source("tf_fused", num_inputs, periods, cs);
+    return jit::cuda_fused_source("tf_fused", num_inputs, periods, cs, output_may_alias);
   }
   bool is_elementwise() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -303,6 +305,18 @@ void launch_fused(const CudaModule& module, Device device, std::span<const Tenso
 
 bool fusion_enabled() {
   return env_switch("TAPEFLOW_FUSION").value_or(true);
+}
+
+std::shared_ptr<Primitive> fused_writing_over_inputs(const std::shared_ptr<Primitive>& fused,
+                                                     Device device) {
+  const auto* f = dynamic_cast<const FusedElementwise*>(fused.get());
+  if (f == nullptr) return nullptr;
+  // On the CPU the kernel copes with its output aliasing an input (in-place loops).
+  if (f->cuda_module == nullptr || f->output_may_alias) return fused;
+  auto copy = std::make_shared<FusedElementwise>(*f);
+  copy->output_may_alias = true;
+  copy->cuda_module = CudaModule::compile(copy->cuda_source(copy->cuda_periods), device);
+  return copy;
 }
 
 int fuse_elementwise(Graph& g) { return fuse_elementwise(g, FusionOptions{}); }

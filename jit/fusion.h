@@ -30,4 +30,12 @@ bool fusion_enabled();
 int fuse_elementwise(Graph& graph);
 int fuse_elementwise(Graph& graph, const FusionOptions& options);
 
+// A fused node (fuse_elementwise's) that may write its output over its full-size inputs, for
+// updates computed into a variable's buffer (jit/variable_update.h): the node itself on the CPU
+// (its kernel has in-place loops), on a GPU a copy whose generated kernels are compiled for
+// `device` without __restrict__ pointers. Null for any other primitive; throws when the kernel
+// does not compile.
+std::shared_ptr<Primitive> fused_writing_over_inputs(const std::shared_ptr<Primitive>& fused,
+                                                     Device device);
+
 }  // namespace tapeflow::jit

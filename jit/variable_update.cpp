@@ -13,6 +13,7 @@
 #include "autograd/variable.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "jit/fusion.h"
 #include "jit/passes.h"
 #include "ops/dispatch.h"
 #include "ops/linalg.h"
@@ -70,8 +71,8 @@ struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
 
   bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
     const size_t n_in = 2 + (scaled ? 1 : 0) + (decayed ? 1 : 0);
-    TF_CHECK_T(InternalError, device.is_cpu() && in.size() == n_in, name(),
-               "expects {} inputs on the CPU, got {} on {}", n_in, in.size(), device.to_string());
+    TF_CHECK_T(InternalError, in.size() == n_in, name(), "expects {} inputs, got {}", n_in,
+               in.size());
     const Tensor& a = in[0];
     const Tensor& b = in[1];
     const DType dt = a.dtype();
@@ -90,6 +91,15 @@ struct VariableMatMulUpdate final : VariableUpdate<VariableMatMulUpdate> {
                  "transpose_b={}) does not match it",
                  v.name(), v.shape().to_string(), dtype_name(v.dtype()), a.shape().to_string(),
                  b.shape().to_string(), transpose_a, transpose_b);
+    if (device.is_gpu()) {
+      // cuBLAS reads the scale and the decay on the device.
+      const Tensor none;
+      v.update([&](Tensor& w) {
+        detail::gemm_accumulate_device(transpose_a, transpose_b, a, b, negate ? -1.0 : 1.0,
+                                       scaled ? in[2] : none, decayed ? in.back() : none, w);
+      });
+      return true;
+    }
     auto scalar = [](const Tensor& t) {
       return t.dtype() == float64 ? t.item<double>() : static_cast<double>(t.item<float>());
     };
@@ -130,8 +140,6 @@ struct VariableElementwiseUpdate final : VariableUpdate<VariableElementwiseUpdat
   }
 
   bool produce(std::span<const Tensor> in, std::span<Tensor>, Device device) const override {
-    TF_CHECK_T(InternalError, device.is_cpu(), name(), "runs on the CPU, not on {}",
-               device.to_string());
     std::vector<Tensor> args(in.begin(), in.end());
     Variable v = Variable::from_state(state);
     v.update([&](Tensor& w) {
@@ -176,9 +184,9 @@ std::vector<int> reader_counts(const Graph& g) {
   return uses;
 }
 
-// The variable an assign_variable node on the CPU writes (null for every other node).
-std::shared_ptr<Variable::State> cpu_assignment(const Graph::Node& node) {
-  if (!node.device.is_cpu() || node.inputs.size() != 1) return nullptr;
+// The variable an assign_variable node writes (null for every other node).
+std::shared_ptr<Variable::State> assignment(const Graph::Node& node) {
+  if (node.inputs.size() != 1) return nullptr;
   return detail::assign_variable_state(*node.prim);
 }
 
@@ -191,7 +199,7 @@ int fuse_variable_updates(Graph& g) {
   int fused = 0;
   for (int i = 0; i < n; ++i) {
     Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = cpu_assignment(assign);
+    const std::shared_ptr<Variable::State> state = assignment(assign);
     if (!state) continue;
     const Device dev = assign.device;
     // A node whose only reader is the update being matched, on the same device.
@@ -298,7 +306,7 @@ int update_variables_in_place(Graph& g) {
   int rewritten = 0;
   for (int i = 0; i < n; ++i) {
     Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = cpu_assignment(assign);
+    const std::shared_ptr<Variable::State> state = assignment(assign);
     if (!state) continue;
     const Ref value_ref = assign.inputs[0];
     if (value_ref.source != Source::Node || uses[value_ref.index] != 1) continue;
@@ -321,6 +329,15 @@ int update_variables_in_place(Graph& g) {
       if (!written_between(g, r.index, i, state)) slots.push_back(static_cast<int>(k));
     }
     if (slots.empty()) continue;
+    // On a GPU, the chain's kernels compiled to write over their inputs.
+    std::shared_ptr<Primitive> inner;
+    try {
+      inner = fused_writing_over_inputs(value.prim, assign.device);
+    } catch (const Error& e) {
+      TF_LOG_WARN("an update of '{}' on {} is not computed in place: {}",
+                  Variable::from_state(state).name(), assign.device.to_string(), e.what());
+    }
+    if (!inner) continue;
 
     std::vector<Ref> inputs;
     for (size_t k = 0; k < value.inputs.size(); ++k) {
@@ -330,7 +347,7 @@ int update_variables_in_place(Graph& g) {
         inputs.push_back(value.inputs[k]);
     }
     keep[value_ref.index] = 0;
-    assign.prim = std::make_shared<VariableElementwiseUpdate>(state, value.prim, slots);
+    assign.prim = std::make_shared<VariableElementwiseUpdate>(state, std::move(inner), slots);
     assign.inputs = std::move(inputs);
     ++rewritten;
   }

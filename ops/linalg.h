@@ -90,6 +90,13 @@ void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
                      double beta, double* c, int64_t ldc);
+// The same on a GPU (cuBLAS), for 2-D float32 or float64 tensors on one device, c of the
+// product's shape: c = alpha op(a) op(b) + beta c with alpha = sign * scale and beta = decay,
+// where scale and decay are 0-d float32/float64 tensors on the device, or undefined for 1.
+// The scalars are read on the device (cuBLAS's device pointer mode): no host synchronisation.
+// Products take TF32 when enabled, as matmul's. Builds without CUDA throw UnimplementedError.
+void gemm_accumulate_device(bool transpose_a, bool transpose_b, const Tensor& a, const Tensor& b,
+                            double sign, const Tensor& scale, const Tensor& decay, Tensor& c);
 
 }  // namespace detail
 

@@ -37,6 +37,7 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
+#include "bench/mlp_step.h"
 
 namespace tf = tapeflow;
 
@@ -306,6 +307,34 @@ void BM_MatmulChain100Tiny(benchmark::State& state) {
   launch_bound_chain<matmul_chain>(state, tf::ones({4, 4}), tf::fill({4, 4}, tf::Tensor(0.1f)));
 }
 
+// The 784-128-10 MLP's SGD train step (bench/mlp_step.h) on the GPU, wall time of one step
+// including the wait for its loss (what a training loop that logs the loss pays). mode 0:
+// eager, 1: tf::function (the two weight updates fused into their cuBLAS products), 2:
+// tf::function traced with TAPEFLOW_FUSION=0 (separate product, scale, subtract and
+// assignment nodes), 3: tf::function with jit_compile (also the bias updates as generated
+// kernels writing into the variables).
+void BM_MlpStep(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int mode = static_cast<int>(state.range(1));
+  bench_mlp::Mlp m(state.range(0), "/GPU:0");
+  tf::DeviceScope scope(kGpu);
+  auto step = tf::function(
+      [&m](const tf::Tensor& xb, const tf::Tensor& yb) { return m.step(xb, yb); },
+      tf::FunctionOptions{.jit_compile = mode == 3});
+  auto run = [&] { return mode == 0 ? m.step(m.x, m.labels) : step(m.x, m.labels); };
+  if (mode == 2) setenv("TAPEFLOW_FUSION", "0", 1);
+  run();  // traced (and optimised) now
+  if (mode == 2) unsetenv("TAPEFLOW_FUSION");
+  run();
+  float loss = 0;
+  for (auto _ : state) loss = run().item<float>();
+  state.counters["loss"] = loss;
+  state.SetLabel(mode == 0   ? "eager"
+                 : mode == 1 ? "function"
+                 : mode == 2 ? "function, TAPEFLOW_FUSION=0"
+                             : "function jit_compile");
+}
+
 constexpr size_t kCopyBytes = size_t{256} << 20;
 
 // tapeflow's host<->device copy of a pageable host tensor (what tf::constant, numpy() and
@@ -372,6 +401,7 @@ BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain6_16M)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulChain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep)->ArgsProduct({{32, 256}, {0, 1, 2, 3}})->MinTime(0.2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostToDevice)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToHost)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PinnedCopy, to_device, true)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -453,6 +453,92 @@ void MatMul::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   }
 }
 
+}  // namespace prims
+
+namespace detail {
+
+void gemm_accumulate_device(bool transpose_a, bool transpose_b, const Tensor& a, const Tensor& b,
+                            double sign, const Tensor& scale, const Tensor& decay, Tensor& c) {
+  constexpr const char* op = "variable_matmul_update";
+  const Device dev = c.placement();
+  const DType dt = c.dtype();
+  auto on_device = [&](const Tensor& t) { return !t.defined() || t.placement() == dev; };
+  auto scalar = [&](const Tensor& t) {
+    return !t.defined() ||
+           (t.shape().rank() == 0 && (t.dtype() == float32 || t.dtype() == float64));
+  };
+  TF_CHECK_T(InternalError,
+             dev.is_gpu() && (dt == float32 || dt == float64) && a.dtype() == dt &&
+                 b.dtype() == dt && a.shape().rank() == 2 && b.shape().rank() == 2 &&
+                 c.shape().rank() == 2 && on_device(a) && on_device(b) && on_device(scale) &&
+                 on_device(decay) && scalar(scale) && scalar(decay),
+             op,
+             "expects 2-D float32/float64 operands and 0-d scalars on one GPU, got {} {} on {}, "
+             "{} {} on {} into {} {} on {}",
+             a.shape().to_string(), dtype_name(a.dtype()), a.placement().to_string(),
+             b.shape().to_string(), dtype_name(b.dtype()), b.placement().to_string(),
+             c.shape().to_string(), dtype_name(dt), dev.to_string());
+  const int64_t m = c.shape()[0], n = c.shape()[1];
+  const int64_t k = transpose_a ? a.shape()[0] : a.shape()[1];
+  TF_CHECK_T(InternalError,
+             (transpose_a ? a.shape()[1] : a.shape()[0]) == m &&
+                 (transpose_b ? b.shape()[1] : b.shape()[0]) == k &&
+                 (transpose_b ? b.shape()[0] : b.shape()[1]) == n,
+             op, "the product of {} and {} (transpose_a={}, transpose_b={}) is not {}",
+             a.shape().to_string(), b.shape().to_string(), transpose_a, transpose_b,
+             c.shape().to_string());
+  if (m == 0 || n == 0) return;
+  cublasHandle_t h = cu::cublas(dev);
+  const GemmTypes types = gemm_types(dt);
+  const bool scalars_on_device = scale.defined() || decay.defined();
+  // alpha and beta: host constants (+-1, 1), or two device scalars computed from the tensors.
+  const float f_alpha = static_cast<float>(sign), f_one = 1.0f;
+  const double d_alpha = sign, d_one = 1.0;
+  const void* alpha = types.f64 ? static_cast<const void*>(&d_alpha) : &f_alpha;
+  const void* beta = types.f64 ? static_cast<const void*>(&d_one) : &f_one;
+  Tensor scalars;
+  if (scalars_on_device) {
+    scalars = empty(TensorShape{2}, dt, dev);
+    lk::gemm_scalars(dev, dt, sign, scale.defined() ? scale.raw_data() : nullptr,
+                     scale.defined() ? scale.dtype() : dt,
+                     decay.defined() ? decay.raw_data() : nullptr,
+                     decay.defined() ? decay.dtype() : dt, scalars.raw_data());
+    alpha = scalars.raw_data();
+    beta = static_cast<const char*>(scalars.raw_data()) + dtype_size(dt);
+  }
+  // Device pointer mode for this call only (the handle is shared with every other op).
+  struct PointerMode {
+    cublasHandle_t h;
+    bool set;
+    PointerMode(cublasHandle_t handle, bool device) : h(handle), set(device) {
+      if (set) TF_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+    }
+    ~PointerMode() {
+      if (set) cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
+    }
+    PointerMode(const PointerMode&) = delete;
+    PointerMode& operator=(const PointerMode&) = delete;
+  } mode(h, scalars_on_device);
+  if (k == 0) {
+    // An empty product: c = beta c (nothing to do for beta = 1).
+    if (decay.defined())
+      TF_CUBLAS_CHECK(cublasScalEx(h, checked_int(m * n, op), beta, types.data, c.raw_data(),
+                                   types.data, 1, types.data));
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (see MatMul above).
+  TF_CUBLAS_CHECK(cublasGemmEx(h, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, checked_int(n, op),
+                               checked_int(m, op), checked_int(k, op), alpha, b.raw_data(),
+                               types.data, checked_int(b.shape()[1], op), a.raw_data(), types.data,
+                               checked_int(a.shape()[1], op), beta, c.raw_data(), types.data,
+                               checked_int(n, op), types.compute, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace detail
+
+namespace prims {
+
 void MatrixInverse::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
   int64_t batches, n;

@@ -125,6 +125,20 @@ __global__ void identity_kernel(T* out, int64_t total, int64_t n) {
   }
 }
 
+template <class T>
+__device__ __forceinline__ T read_scalar(const void* p, bool f64, T fallback) {
+  if (p == nullptr) return fallback;
+  return f64 ? static_cast<T>(*static_cast<const double*>(p))
+             : static_cast<T>(*static_cast<const float*>(p));
+}
+
+template <class T>
+__global__ void gemm_scalars_kernel(T sign, const void* scale, bool scale_f64, const void* decay,
+                                    bool decay_f64, T* out) {
+  out[0] = sign * read_scalar<T>(scale, scale_f64, T(1));
+  out[1] = read_scalar<T>(decay, decay_f64, T(1));
+}
+
 // dst[t][j][i] = src[t][i][j]; the writes are coalesced.
 template <class E>
 __global__ void transpose_kernel(const E* src, E* dst, int64_t total, int64_t rows, int64_t cols) {
@@ -237,6 +251,25 @@ void from_float(Device dev, DType dst, const float* in, void* out, int64_t n) {
   else
     bad_dtype("from_float", dst);
   cuda::check_launch("linalg");
+}
+
+void gemm_scalars(Device dev, DType dt, double sign, const void* scale, DType scale_dt,
+                  const void* decay, DType decay_dt, void* out) {
+  auto check_scalar = [](const void* p, DType t) {
+    if (p != nullptr && t != float32 && t != float64) bad_dtype("gemm_scalars", t);
+  };
+  check_scalar(scale, scale_dt);
+  check_scalar(decay, decay_dt);
+  cudaStream_t s = cuda::stream(dev);
+  const bool s64 = scale_dt == float64, d64 = decay_dt == float64;
+  if (dt == float32)
+    gemm_scalars_kernel<<<1, 1, 0, s>>>(static_cast<float>(sign), scale, s64, decay, d64,
+                                        static_cast<float*>(out));
+  else if (dt == float64)
+    gemm_scalars_kernel<<<1, 1, 0, s>>>(sign, scale, s64, decay, d64, static_cast<double*>(out));
+  else
+    bad_dtype("gemm_scalars", dt);
+  cuda::check_launch("variable_matmul_update");
 }
 
 void fill_identity(Device dev, DType dt, void* out, int64_t batches, int64_t n) {

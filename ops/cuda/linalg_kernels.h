@@ -48,6 +48,14 @@ void strided_pointers(Device dev, void* base, int64_t stride_bytes, int64_t coun
 void to_float(Device dev, DType src, const void* in, float* out, int64_t n);
 void from_float(Device dev, DType dst, const float* in, void* out, int64_t n);
 
+// The two device scalars of an accumulating GEMM in pointer mode "device" (traced variable
+// updates fused into their product, detail::gemm_accumulate_device): out[0] = sign * scale
+// (sign when scale is null), out[1] = decay (1 when null), in dt (float32 or float64); scale
+// and decay are one element of their own dtype (float32 or float64) each. One thread, no
+// host synchronisation.
+void gemm_scalars(Device dev, DType dt, double sign, const void* scale, DType scale_dt,
+                  const void* decay, DType decay_dt, void* out);
+
 // `batches` identity matrices of order n, float32 or float64.
 void fill_identity(Device dev, DType dt, void* out, int64_t batches, int64_t n);
 

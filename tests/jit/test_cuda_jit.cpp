@@ -247,6 +247,25 @@ TEST_CASE("cuda codegen: the fused node's launch passes its tensors and picks th
   }
   CHECK(full.launched == std::vector<std::string>{"tf_fused_v4", "tf_fused"});
 
+  // An update computed into its own input's buffer (a variable updated in place): the
+  // aliasing variant declares no __restrict__ pointer and gives the same values.
+  const std::string aliasing = tf::jit::cuda_fused_source("tf_fused", 3, {0, 0, 1}, steps, true);
+  CHECK(aliasing.find("__restrict__") == std::string::npos);
+  CHECK(tf::jit::cuda_fused_source("tf_fused", 3, {0, 0, 1}, steps).find("__restrict__") !=
+        std::string::npos);
+  HostCudaModule in_place(aliasing);
+  INFO(in_place.log());
+  REQUIRE(in_place.ok());
+  for (int64_t len : {n, int64_t{3}}) {
+    tf::Tensor buffer = tf::slice(x, {0}, {len}) * 1.0f;  // a buffer of its own
+    const tf::Tensor y_len = tf::slice(y, {0}, {len});
+    const tf::Tensor want_len = tf::tanh(buffer * s + y_len);
+    tf::jit::detail::launch_fused(in_place, tf::Device{},
+                                  std::vector<tf::Tensor>{buffer, y_len, s}, buffer);
+    check_close(buffer, want_len, 1e-6, 1e-7);
+  }
+  CHECK(in_place.launched == std::vector<std::string>{"tf_fused_v4", "tf_fused_v4"});
+
   // y with one element at run time: the scalar variant of the same chain.
   const tf::Tensor y1 = tf::constant(0.25f);
   const std::vector<int64_t> flags =
