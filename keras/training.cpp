@@ -121,12 +121,14 @@ auto test_fn(TrainingState* st, std::weak_ptr<tapeflow::keras::detail::LayerImpl
   return [st, weak](const std::vector<Tensor>& v) { return test_body(*st, lock_model(weak), v); };
 }
 
-// A step for `components` tensors: traced with a None batch dimension, or eager.
+// A step for `components` tensors: traced with a None batch dimension (and compile's
+// jit_compile), or eager (run_eagerly).
 template <class Body>
 Step make_step(Body body, const std::vector<TensorSpec>& signature, const std::string& name,
-               bool eager) {
-  if (eager) return body;
-  FunctionOptions opts{.input_signature = signature, .name = name};
+               const CompileOptions& options) {
+  if (options.run_eagerly) return body;
+  FunctionOptions opts{
+      .input_signature = signature, .jit_compile = options.jit_compile, .name = name};
   switch (signature.size()) {
     case 1: {
       auto f = tapeflow::function([body](const Tensor& a) { return body({a}); }, opts);
@@ -250,10 +252,10 @@ std::vector<double> values_of(const Logs& logs) {
 // `traced` for batches like `batch`, (re)built when their signature changed.
 template <class Body>
 const Step& ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                        const std::string& name, bool eager) {
+                        const std::string& name, const CompileOptions& options) {
   const auto sig = batch_signature(batch);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
-    traced.fn = make_step(body, sig, name, eager);
+    traced.fn = make_step(body, sig, name, options);
     traced.signature = sig;
   }
   return traced.fn;
@@ -261,8 +263,8 @@ const Step& ensure_step(TrainingState::Traced& traced, Body body, const std::vec
 
 template <class Body>
 Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                const std::string& name, bool eager) {
-  return ensure_step(traced, body, batch, name, eager)(batch);
+                const std::string& name, const CompileOptions& options) {
+  return ensure_step(traced, body, batch, name, options)(batch);
 }
 
 // The callbacks of one loop: the progress bar first when verbose (as Keras), then the user's.
@@ -280,14 +282,15 @@ callbacks::CallbackList callback_list(int verbose, const std::vector<callbacks::
 // model was compiled under (each replica replays its own trace of the step; the optimizer
 // all-reduces the gradients; mirrored metrics accumulate per replica).
 template <class Body>
-void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch, bool eager) {
+void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch) {
   if (!st.strategy) {
-    run_step(st.train, body, batch, "train_function", eager);
+    run_step(st.train, body, batch, "train_function", st.options);
     return;
   }
   const auto per_replica = distribute::detail::split_global_batch(batch, st.strategy->layout());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
-  const Step& fn = ensure_step(st.train, body, per_replica.values()[0], "train_function", eager);
+  const Step& fn =
+      ensure_step(st.train, body, per_replica.values()[0], "train_function", st.options);
   st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }
 
@@ -321,7 +324,6 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   TrainingState* stp = &st;
   const auto train = train_fn(stp, impl_);
   const auto test = test_fn(stp, impl_);
-  const bool eager = st.options.run_eagerly;
 
   bool stop = false;
   callbacks::TrainingContext ctx;
@@ -391,7 +393,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                    "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                    batch.size(), shapes_text(batch));
       list.on_train_batch_begin(step);
-      run_train_step(st, train, batch, eager);
+      run_train_step(st, train, batch);
       list.on_train_batch_end(step, training_logs(st));
       ++step;
     };
@@ -422,7 +424,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       list.on_test_begin();
       int64_t vstep = 0;
       for (const auto& batch : *val) {
-        run_step(st.test, test, batch, "test_function", eager);
+        run_step(st.test, test, batch, "test_function", st.options);
         list.on_test_batch_end(vstep++, current_logs(st));
       }
       const Logs vlogs = current_logs(st, "val_");
@@ -481,7 +483,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
     TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "evaluate",
                  "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                  batch.size(), shapes_text(batch));
-    run_step(st.test, test, batch, "test_function", st.options.run_eagerly);
+    run_step(st.test, test, batch, "test_function", st.options);
     list.on_test_batch_end(step++, current_logs(st));
   }
   const Logs logs = current_logs(st);
@@ -514,8 +516,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   for (const auto& batch : dataset) {
     if (options.steps > 0 && step >= options.steps) break;
     TF_CHECK_ARG(!batch.empty(), "predict", "a batch has no components");
-    outs.push_back(run_step(st->predict, pred, {batch[0]}, "predict_function",
-                            st->options.run_eagerly));
+    outs.push_back(run_step(st->predict, pred, {batch[0]}, "predict_function", st->options));
     list.on_predict_batch_end(step++);
   }
   list.on_predict_end();
@@ -536,7 +537,7 @@ std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("train_on_batch", x, y);
   auto& st = state_of(*this, "train_on_batch");
   reset_metrics();
-  run_train_step(st, train_fn(&st, impl_), {x, y}, st.options.run_eagerly);
+  run_train_step(st, train_fn(&st, impl_), {x, y});
   return values_of(training_logs(st));
 }
 
@@ -544,7 +545,7 @@ std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("test_on_batch", x, y);
   auto& st = state_of(*this, "test_on_batch");
   reset_metrics();
-  run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options.run_eagerly);
+  run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options);
   return values_of(current_logs(st));
 }
 

@@ -64,6 +64,10 @@ struct PredictOptions {
 struct CompileOptions {
   // Run the steps op by op instead of tracing them (Keras' run_eagerly; for debugging).
   bool run_eagerly = false;
+  // Trace the steps with tf::function's jit_compile (Keras' jit_compile): on GPUs, float32
+  // elementwise chains (activations, the optimizer's updates, computed into the variables)
+  // run as generated kernels. CPU steps are the same either way.
+  bool jit_compile = false;
 };
 
 // A compile() metric: a name Keras resolves ("accuracy", "mse", ...) or a Metric object.

@@ -91,6 +91,39 @@ TEST_CASE("fit: traced steps match eager steps", "[cpu][keras]") {
     tf::testing::check_close(weights[0][i], weights[1][i], 1e-5, 1e-6);
 }
 
+TEST_CASE("fit: steps traced with jit_compile match plain traced steps", "[cpu][cuda][keras]") {
+  // On a GPU, jit_compile runs the float32 elementwise chains (ReLU, Adam's and momentum's
+  // updates, written into the variables) as generated kernels; on the CPU the steps are the same.
+  auto [x, y] = blobs(100, 2);
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    for (bool adam : {true, false}) {
+      CAPTURE(adam);
+      std::vector<std::vector<tf::Tensor>> weights;
+      std::vector<double> losses;
+      for (bool jit : {false, true}) {
+        tf::random::set_seed(7);
+        auto model = small_model();
+        K::optimizers::Optimizer opt =
+            adam ? K::optimizers::Optimizer(K::optimizers::Adam(0.02))
+                 : K::optimizers::Optimizer(K::optimizers::SGD(0.1, 0.9));
+        model.compile(opt, K::losses::SparseCategoricalCrossentropy(true), {"accuracy"},
+                      {.jit_compile = jit});
+        K::History h =
+            model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+        losses.push_back(h.history.at("loss").back());
+        weights.push_back(model.get_weights());
+        CHECK(weights.back()[0].placement() == device);
+      }
+      CHECK(losses[1] == Approx(losses[0]).epsilon(1e-5));
+      REQUIRE(weights[0].size() == weights[1].size());
+      for (size_t i = 0; i < weights[0].size(); ++i)
+        tf::testing::check_close(weights[1][i], weights[0][i], 1e-5, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("fit: validation data, validation_split and the progress output", "[cpu][keras]") {
   tf::random::set_seed(3);
   auto [x, y] = blobs(200, 3);
