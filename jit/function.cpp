@@ -387,8 +387,9 @@ void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_com
   jit::optimize(graph, first_traced_id);
   if (jit::fusion_enabled()) {
     jit::fuse_variable_updates(graph);
-    jit::fuse_elementwise(graph, jit::FusionOptions{.cuda = jit_compile});
-    jit::update_variables_in_place(graph);
+    const jit::FusionOptions fusion{.cuda = jit_compile};
+    jit::fuse_elementwise(graph, fusion);
+    jit::update_variables_in_place(graph, fusion);
   }
   graph.prepare(jit::memory_planning_enabled(), jit_compile);
 }

@@ -144,20 +144,23 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   T* dst = out.data<T>();
   // The output may be a full-size input's buffer (a variable updated in place,
   // jit/variable_update.h): every element is read before it is written, at the same index, but
-  // the loops take __restrict pointers. A last step reading that input is binary with a step as
-  // its other operand (fusion groups grow along step edges): it runs the in-place loop (av or
-  // va). Earlier steps read the input before the last one writes the tile.
+  // the loops take __restrict pointers. A last step reading that input is binary with a step
+  // (fusion groups grow along step edges) or, in a one-step node, another full-size or row input
+  // as its other operand: it runs the in-place loop (av or va). Earlier steps read the input
+  // before the last one writes the tile.
   const Step& last = steps.back();
   auto aliases_out = [&](int o) {
     return o >= 0 && o < num_inputs && ptr[o] == dst && period[o] == 0 && !scalar[o];
   };
   const bool alias_a = aliases_out(last.a), alias_b = aliases_out(last.b);
   const bool in_place = alias_a || alias_b;
+  const int other = alias_a ? last.b : last.a;
   TF_CHECK_T(InternalError,
              !in_place || (!last.template unary_loop<T>() && alias_a != alias_b &&
-                           (alias_a ? last.b : last.a) >= num_inputs),
+                           (other >= num_inputs || (ptr[other] != dst && !scalar[other]))),
              name(), "the output aliases an input that the last step reads other than as one "
-             "operand of a binary op with a step");
+             "operand of a binary op whose other operand is a step or another tensor of "
+             "elements");
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
@@ -258,6 +261,124 @@ cpu::UnaryRange<T> unary_kernel(const Primitive& p) {
   return cpu::relu_range<T>(p);
 }
 
+// Whether node i of g can join a fused chain: an elementwise op with loops for its dtype on the
+// CPU (float32, float64) or, with `cuda`, a generated form on a GPU (float32), whose operands
+// are full size, one element or a row repeated along its output.
+bool fusable(const Graph& g, int i, bool cuda) {
+  using Ref = Graph::Ref;
+  const Graph::Node& nd = g.nodes[i];
+  if (nd.outputs.size() != 1 || nd.prim->has_side_effects()) return false;
+  const DType dtype = nd.outputs[0].dtype;
+  if (nd.device.is_cpu()) {
+    // float32 and float64 (the CPU loops of both are at hand).
+    if (dtype != float32 && dtype != float64) return false;
+    const bool unary = unary_kernel<float>(*nd.prim) != nullptr && nd.inputs.size() == 1;
+    const bool binary =
+        static_cast<bool>(cpu::binary_ranges<float>(*nd.prim)) && nd.inputs.size() == 2;
+    if (!unary && !binary) return false;
+  } else if (dtype != float32 || !cuda || !nd.device.is_gpu() ||
+             !jit::cuda_codegen_supports(nd.prim->name(),
+                                         static_cast<int>(nd.inputs.size()))) {
+    return false;
+  }
+  const TensorShape& out_shape = nd.outputs[0].shape;
+  const int64_t n = out_shape.num_elements();
+  for (const Ref& r : nd.inputs) {
+    const TensorMeta m = g.meta_of(r);
+    if (m.dtype != dtype) return false;
+    const int64_t k = m.shape.num_elements();
+    if (k == n || k == 1) continue;
+    // A row repeated along the leading dimensions (a bias over channels) is read periodically.
+    if (!repeats_as_row(m.shape, out_shape)) return false;
+  }
+  return true;
+}
+
+// The fused node of a group of nodes (in program order), and its inputs in the graph's
+// numbering.
+struct Built {
+  std::shared_ptr<FusedElementwise> op;
+  std::vector<Graph::Ref> ext;
+};
+Built build_fused(const Graph& g, const std::vector<int>& members) {
+  using Ref = Graph::Ref;
+  using Source = Graph::Source;
+  Built b;
+  auto op = std::make_shared<FusedElementwise>();
+  std::vector<Ref>& ext = b.ext;
+  std::map<int, int> step_of;  // member node -> step index
+  auto operand = [&](const Ref& r) {
+    if (r.source == Source::Node && step_of.count(r.index))
+      return -2 - step_of[r.index];  // a step (fixed below; -1 means "no operand")
+    for (size_t k = 0; k < ext.size(); ++k)
+      if (ext[k] == r) return static_cast<int>(k);
+    ext.push_back(r);
+    return static_cast<int>(ext.size()) - 1;
+  };
+  const bool on_cpu = g.nodes[members.back()].device.is_cpu();
+  for (int m : members) {
+    const Graph::Node& nd = g.nodes[m];
+    FusedElementwise::Step st;
+    st.prim = nd.prim;
+    st.a = operand(nd.inputs[0]);
+    if (nd.inputs.size() > 1) st.b = operand(nd.inputs[1]);
+    if (on_cpu && nd.outputs[0].dtype == float64) {
+      st.unary64 = nd.inputs.size() == 1 ? unary_kernel<double>(*nd.prim) : nullptr;
+      if (!st.unary64) st.binary64 = cpu::binary_ranges<double>(*nd.prim);
+    } else if (on_cpu) {
+      st.unary = nd.inputs.size() == 1 ? unary_kernel<float>(*nd.prim) : nullptr;
+      if (!st.unary) st.binary = cpu::binary_ranges<float>(*nd.prim);
+    }
+    step_of[m] = static_cast<int>(op->steps.size());
+    op->steps.push_back(st);
+  }
+  op->num_inputs = static_cast<int>(ext.size());
+  // Step operands: -2 - s means step s, numbered after the inputs.
+  for (auto& st : op->steps) {
+    if (st.a <= -2) st.a = op->num_inputs + (-2 - st.a);
+    if (st.b <= -2) st.b = op->num_inputs + (-2 - st.b);
+  }
+  // Tile slots (CPU): a step's buffer is free again after its last reader (the last step
+  // writes the output).
+  const int S = static_cast<int>(op->steps.size());
+  std::vector<int> last_read(S, -1);
+  for (int s = 0; s < S; ++s)
+    for (int o : {op->steps[s].a, op->steps[s].b})
+      if (o >= op->num_inputs) last_read[o - op->num_inputs] = s;
+  std::vector<int> free_slots;
+  for (int s = 0; s < S; ++s) {
+    // The loops take __restrict pointers, so a step never writes over its own operands: its
+    // slot is chosen before the operands it reads for the last time are released.
+    if (s == S - 1) {
+      op->steps[s].slot = -1;
+    } else if (!free_slots.empty()) {
+      op->steps[s].slot = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      op->steps[s].slot = op->num_slots++;
+    }
+    const int a = op->steps[s].a, b = op->steps[s].b;
+    for (int o : {a, b == a ? -1 : b})
+      if (o >= op->num_inputs && last_read[o - op->num_inputs] == s)
+        free_slots.push_back(op->steps[o - op->num_inputs].slot);
+  }
+  op->meta = g.nodes[members.back()].outputs[0];
+  // On a GPU: the chain's kernels, generated for the way each input is read (its period) and
+  // compiled by NVRTC now (throws when they do not compile).
+  const Device device = g.nodes[members.back()].device;
+  if (device.is_gpu()) {
+    op->cuda_periods.resize(static_cast<size_t>(op->num_inputs));
+    const int64_t n = op->meta.shape.num_elements();
+    for (int k = 0; k < op->num_inputs; ++k) {
+      const int64_t m = g.meta_of(ext[static_cast<size_t>(k)]).shape.num_elements();
+      op->cuda_periods[static_cast<size_t>(k)] = m == n ? 0 : m;
+    }
+    op->cuda_module = jit::CudaModule::compile(op->cuda_source(op->cuda_periods), device);
+  }
+  b.op = std::move(op);
+  return b;
+}
+
 }  // namespace
 
 namespace jit {
@@ -319,6 +440,21 @@ std::shared_ptr<Primitive> fused_writing_over_inputs(const std::shared_ptr<Primi
   return copy;
 }
 
+std::shared_ptr<Primitive> fuse_single_op(const Graph& g, int node, const FusionOptions& options,
+                                          std::vector<Graph::Ref>* inputs) {
+  if (!fusable(g, node, options.cuda && nvrtc_available())) return nullptr;
+  Built b;
+  try {
+    b = build_fused(g, {node});
+  } catch (const Error& e) {
+    TF_LOG_WARN("jit_compile: {} on {} has no generated kernel: {}", g.nodes[node].prim->name(),
+                g.nodes[node].device.to_string(), e.what());
+    return nullptr;
+  }
+  *inputs = std::move(b.ext);
+  return b.op;
+}
+
 int fuse_elementwise(Graph& g) { return fuse_elementwise(g, FusionOptions{}); }
 
 int fuse_elementwise(Graph& g, const FusionOptions& options) {
@@ -355,34 +491,6 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
     }
   }
 
-  auto fusable = [&](int i) {
-    const Graph::Node& nd = g.nodes[i];
-    if (nd.outputs.size() != 1 || nd.prim->has_side_effects()) return false;
-    const DType dtype = nd.outputs[0].dtype;
-    if (nd.device.is_cpu()) {
-      // float32 and float64 (the CPU loops of both are at hand).
-      if (dtype != float32 && dtype != float64) return false;
-      const bool unary = unary_kernel<float>(*nd.prim) != nullptr && nd.inputs.size() == 1;
-      const bool binary =
-          static_cast<bool>(cpu::binary_ranges<float>(*nd.prim)) && nd.inputs.size() == 2;
-      if (!unary && !binary) return false;
-    } else if (dtype != float32 || !cuda || !nd.device.is_gpu() ||
-               !cuda_codegen_supports(nd.prim->name(), static_cast<int>(nd.inputs.size()))) {
-      return false;
-    }
-    const TensorShape& out_shape = nd.outputs[0].shape;
-    const int64_t n = out_shape.num_elements();
-    for (const Ref& r : nd.inputs) {
-      const TensorMeta m = g.meta_of(r);
-      if (m.dtype != dtype) return false;
-      const int64_t k = m.shape.num_elements();
-      if (k == n || k == 1) continue;
-      // A row repeated along the leading dimensions (a bias over channels) is read periodically.
-      if (!repeats_as_row(m.shape, out_shape)) return false;
-    }
-    return true;
-  };
-
   // Grow groups along single-use edges: a fusable node joins the group of a producer on its
   // device whose only use it is (and whose output has its element count); otherwise it starts
   // a group. A node fed by two such groups (a tree: a * s + b * t) merges them: the fused node
@@ -390,7 +498,7 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
   std::vector<int> group(n_nodes, -1);
   std::vector<std::vector<int>> groups;
   for (int i = 0; i < n_nodes; ++i) {
-    if (!fusable(i)) continue;
+    if (!fusable(g, i, cuda)) continue;
     const int64_t n = g.nodes[i].outputs[0].shape.num_elements();
     int join = -1;
     for (const Ref& r : g.nodes[i].inputs) {
@@ -423,76 +531,6 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
     }
   }
 
-  // The fused node of a group (inputs in the original numbering).
-  struct Built {
-    std::shared_ptr<FusedElementwise> op;
-    std::vector<Ref> ext;
-  };
-  auto build = [&](const std::vector<int>& members) {
-    Built b;
-    auto op = std::make_shared<FusedElementwise>();
-    std::vector<Ref>& ext = b.ext;
-    std::map<int, int> step_of;  // member node -> step index
-    auto operand = [&](const Ref& r) {
-      if (r.source == Source::Node && step_of.count(r.index))
-        return -2 - step_of[r.index];  // a step (fixed below; -1 means "no operand")
-      for (size_t k = 0; k < ext.size(); ++k)
-        if (ext[k] == r) return static_cast<int>(k);
-      ext.push_back(r);
-      return static_cast<int>(ext.size()) - 1;
-    };
-    const bool on_cpu = g.nodes[members.back()].device.is_cpu();
-    for (int m : members) {
-      const Graph::Node& nd = g.nodes[m];
-      FusedElementwise::Step st;
-      st.prim = nd.prim;
-      st.a = operand(nd.inputs[0]);
-      if (nd.inputs.size() > 1) st.b = operand(nd.inputs[1]);
-      if (on_cpu && nd.outputs[0].dtype == float64) {
-        st.unary64 = nd.inputs.size() == 1 ? unary_kernel<double>(*nd.prim) : nullptr;
-        if (!st.unary64) st.binary64 = cpu::binary_ranges<double>(*nd.prim);
-      } else if (on_cpu) {
-        st.unary = nd.inputs.size() == 1 ? unary_kernel<float>(*nd.prim) : nullptr;
-        if (!st.unary) st.binary = cpu::binary_ranges<float>(*nd.prim);
-      }
-      step_of[m] = static_cast<int>(op->steps.size());
-      op->steps.push_back(st);
-    }
-    op->num_inputs = static_cast<int>(ext.size());
-    // Step operands: -2 - s means step s, numbered after the inputs.
-    for (auto& st : op->steps) {
-      if (st.a <= -2) st.a = op->num_inputs + (-2 - st.a);
-      if (st.b <= -2) st.b = op->num_inputs + (-2 - st.b);
-    }
-    // Tile slots (CPU): a step's buffer is free again after its last reader (the last step
-    // writes the output).
-    const int S = static_cast<int>(op->steps.size());
-    std::vector<int> last_read(S, -1);
-    for (int s = 0; s < S; ++s)
-      for (int o : {op->steps[s].a, op->steps[s].b})
-        if (o >= op->num_inputs) last_read[o - op->num_inputs] = s;
-    std::vector<int> free_slots;
-    for (int s = 0; s < S; ++s) {
-      // The loops take __restrict pointers, so a step never writes over its own operands: its
-      // slot is chosen before the operands it reads for the last time are released.
-      if (s == S - 1) {
-        op->steps[s].slot = -1;
-      } else if (!free_slots.empty()) {
-        op->steps[s].slot = free_slots.back();
-        free_slots.pop_back();
-      } else {
-        op->steps[s].slot = op->num_slots++;
-      }
-      const int a = op->steps[s].a, b = op->steps[s].b;
-      for (int o : {a, b == a ? -1 : b})
-        if (o >= op->num_inputs && last_read[o - op->num_inputs] == s)
-          free_slots.push_back(op->steps[o - op->num_inputs].slot);
-    }
-    op->meta = g.nodes[members.back()].outputs[0];
-    b.op = std::move(op);
-    return b;
-  };
-
   // A group is fused when only its last member is used outside it (and, on a GPU, when its
   // kernel compiles).
   std::vector<int> replace_at(n_nodes, -1);  // last member -> group
@@ -508,23 +546,13 @@ int fuse_elementwise(Graph& g, const FusionOptions& options) {
       ok = uses[members[m]] == 1 && c >= 0 && group[c] == static_cast<int>(gi);
     }
     if (!ok) continue;
-    Built b = build(members);
-    const Device device = g.nodes[members.back()].device;
-    if (device.is_gpu()) {
-      FusedElementwise& op = *b.op;
-      op.cuda_periods.resize(static_cast<size_t>(op.num_inputs));
-      const int64_t n = op.meta.shape.num_elements();
-      for (int k = 0; k < op.num_inputs; ++k) {
-        const int64_t m = g.meta_of(b.ext[static_cast<size_t>(k)]).shape.num_elements();
-        op.cuda_periods[static_cast<size_t>(k)] = m == n ? 0 : m;
-      }
-      try {
-        op.cuda_module = CudaModule::compile(op.cuda_source(op.cuda_periods), device);
-      } catch (const Error& e) {
-        TF_LOG_WARN("jit_compile: an elementwise chain of {} ops on {} stays unfused: {}",
-                    members.size(), device.to_string(), e.what());
-        continue;
-      }
+    Built b;
+    try {
+      b = build_fused(g, members);
+    } catch (const Error& e) {
+      TF_LOG_WARN("jit_compile: an elementwise chain of {} ops on {} stays unfused: {}",
+                  members.size(), g.nodes[members.back()].device.to_string(), e.what());
+      continue;
     }
     built.emplace(static_cast<int>(gi), std::move(b));
     ++fused;

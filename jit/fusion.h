@@ -30,6 +30,13 @@ bool fusion_enabled();
 int fuse_elementwise(Graph& graph);
 int fuse_elementwise(Graph& graph, const FusionOptions& options);
 
+// Node `node` of `graph` alone as a one-step fused node (null when it could not join a fused
+// chain; see fuse_elementwise), with its inputs in the graph's numbering in `inputs`: for updates
+// computed into a variable's buffer, which only the fused kernels can do.
+std::shared_ptr<Primitive> fuse_single_op(const Graph& graph, int node,
+                                          const FusionOptions& options,
+                                          std::vector<Graph::Ref>* inputs);
+
 // A fused node (fuse_elementwise's) that may write its output over its full-size inputs, for
 // updates computed into a variable's buffer (jit/variable_update.h): the node itself on the CPU
 // (its kernel has in-place loops), on a GPU a copy whose generated kernels are compiled for

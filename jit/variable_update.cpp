@@ -299,7 +299,7 @@ int fuse_variable_updates(Graph& g) {
   return fused;
 }
 
-int update_variables_in_place(Graph& g) {
+int update_variables_in_place(Graph& g, const FusionOptions& options) {
   const int n = g.num_nodes();
   const std::vector<int> uses = reader_counts(g);
   std::vector<char> keep(n, 1);
@@ -311,28 +311,41 @@ int update_variables_in_place(Graph& g) {
     const Ref value_ref = assign.inputs[0];
     if (value_ref.source != Source::Node || uses[value_ref.index] != 1) continue;
     const Graph::Node& value = g.nodes[value_ref.index];
-    const std::string_view op = value.prim->name();
-    if (value.device != assign.device || value.outputs.size() != 1 || op != "fused_elementwise")
-      continue;
+    if (value.device != assign.device || value.outputs.size() != 1) continue;
     const TensorMeta var_meta = value.outputs[0];
     if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
-    // The variable's reads: operands of its shape that nothing else reads, with no assignment
-    // of the variable between them and this one (so all hold its current value).
-    std::vector<int> slots;
-    for (size_t k = 0; k < value.inputs.size(); ++k) {
-      const Ref& r = value.inputs[k];
-      if (r.source != Source::Node || uses[r.index] != 1 || !keep[r.index]) continue;
+    // A read of the variable that only this update uses (with no assignment of the variable
+    // between it and this one, so it holds the current value).
+    auto is_current_read = [&](const Ref& r) {
+      if (r.source != Source::Node || uses[r.index] != 1 || !keep[r.index]) return false;
       const Graph::Node& read = g.nodes[r.index];
-      if (detail::read_variable_state(*read.prim) != state || read.device != assign.device ||
-          read.outputs[0] != var_meta)
+      return detail::read_variable_state(*read.prim) == state && read.device == assign.device &&
+             read.outputs[0] == var_meta && !written_between(g, r.index, i, state);
+    };
+    // The chain computing the new value: a fused node, or a single elementwise op that reads
+    // the variable (v.assign_add(m)) as a one-step fused node.
+    std::shared_ptr<Primitive> chain = value.prim;
+    std::vector<Ref> chain_inputs = value.inputs;
+    if (value.prim->name() != std::string_view("fused_elementwise")) {
+      // A binary op with one operand the variable's read and the other not one element
+      // broadcast over it (the in-place loops read it as a tensor of elements).
+      if (value.inputs.size() != 2 ||
+          is_current_read(value.inputs[0]) == is_current_read(value.inputs[1]))
         continue;
-      if (!written_between(g, r.index, i, state)) slots.push_back(static_cast<int>(k));
+      const Ref& other = is_current_read(value.inputs[0]) ? value.inputs[1] : value.inputs[0];
+      if (g.meta_of(other).shape.num_elements() == 1 && var_meta.shape.num_elements() > 1)
+        continue;
+      chain = fuse_single_op(g, value_ref.index, options, &chain_inputs);
+      if (!chain) continue;
     }
+    std::vector<int> slots;  // the chain's inputs that are the variable's reads
+    for (size_t k = 0; k < chain_inputs.size(); ++k)
+      if (is_current_read(chain_inputs[k])) slots.push_back(static_cast<int>(k));
     if (slots.empty()) continue;
     // On a GPU, the chain's kernels compiled to write over their inputs.
     std::shared_ptr<Primitive> inner;
     try {
-      inner = fused_writing_over_inputs(value.prim, assign.device);
+      inner = fused_writing_over_inputs(chain, assign.device);
     } catch (const Error& e) {
       TF_LOG_WARN("an update of '{}' on {} is not computed in place: {}",
                   Variable::from_state(state).name(), assign.device.to_string(), e.what());
@@ -340,11 +353,11 @@ int update_variables_in_place(Graph& g) {
     if (!inner) continue;
 
     std::vector<Ref> inputs;
-    for (size_t k = 0; k < value.inputs.size(); ++k) {
+    for (size_t k = 0; k < chain_inputs.size(); ++k) {
       if (std::find(slots.begin(), slots.end(), static_cast<int>(k)) != slots.end())
-        keep[value.inputs[k].index] = 0;
+        keep[chain_inputs[k].index] = 0;
       else
-        inputs.push_back(value.inputs[k]);
+        inputs.push_back(chain_inputs[k]);
     }
     keep[value_ref.index] = 0;
     assign.prim = std::make_shared<VariableElementwiseUpdate>(state, std::move(inner), slots);

@@ -29,6 +29,7 @@
 // with elementwise fusion (TAPEFLOW_FUSION=0 turns both off).
 #pragma once
 
+#include "jit/fusion.h"
 #include "jit/graph.h"
 
 namespace tapeflow::jit {
@@ -37,14 +38,15 @@ namespace tapeflow::jit {
 int fuse_variable_updates(Graph& graph);
 
 // Elementwise updates in place: assign_variable(v, f(read_variable(v), ...)) where f is a
-// fused elementwise node (two or more ops; on a GPU, a jit_compile kernel, recompiled to write
-// over its inputs: jit::fused_writing_over_inputs) whose result has the variable's
-// shape and dtype and is read by nothing else, and the read is read by nothing else, becomes one
-// `variable_elementwise_update` node that computes f into the variable's buffer (each element
-// is read before it is written, at the same index; copy-on-write when a snapshot is held): no
-// new buffer per update, and the same values as the separate nodes. Run after
-// fuse_elementwise (tf::function does, with fusion on). Optimiser updates (SGD on biases,
-// momentum, Adam's moments and weights) take this form.
-int update_variables_in_place(Graph& graph);
+// fused elementwise node, or a single elementwise op made a one-step one (v.assign_add(m)),
+// whose result has the variable's shape and dtype and is read by nothing else, and the read is
+// read by nothing else, becomes one `variable_elementwise_update` node that computes f into the
+// variable's buffer (each element is read before it is written, at the same index;
+// copy-on-write when a snapshot is held): no new buffer per update, and the same values as the
+// separate nodes. On a GPU f is a generated kernel (options.cuda: jit_compile), recompiled to
+// write over its inputs (jit::fused_writing_over_inputs). Run after fuse_elementwise with the
+// same options (tf::function does, with fusion on). Optimiser updates (SGD on biases, momentum,
+// Adam's moments and weights) take this form.
+int update_variables_in_place(Graph& graph, const FusionOptions& options = {});
 
 }  // namespace tapeflow::jit

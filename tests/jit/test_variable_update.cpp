@@ -366,6 +366,63 @@ TEST_CASE("variable updates: elementwise updates run in place and equal eager bi
     }
 }
 
+TEST_CASE("variable updates: single-op updates run in place too", "[jit][cpu][cuda]") {
+  // w.assign_add(m) (Keras SGD with momentum ends with it), an update by a row (a bias-like
+  // broadcast), the variable as the second operand; and shapes that keep the separate nodes:
+  // a one-element operand broadcast over the variable, the variable's value read twice.
+  for (const tf::Device& device : tf::testing::devices_under_test())
+    for (tf::DType dt : {tf::float32, tf::float64}) {
+      if (device.is_gpu() && (dt != tf::float32 || !tf::jit::nvrtc_available())) continue;
+      CAPTURE(device.to_string(), tf::dtype_name(dt));
+      tf::DeviceScope scope(device.to_string());
+      const double tol = device.is_gpu() ? 1e-6 : 0.0;
+      const tf::Tensor m = tf::random::normal({40, 6}, 0, 1, dt, 61);
+      const tf::Tensor row = tf::random::normal({6}, 0, 1, dt, 62);
+      const tf::Tensor init = tf::random::normal({40, 6}, 0, 1, dt, 63);
+      const tf::Tensor half = tf::constant(tf::Tensor(0.5), dt);
+      auto body = [&](std::vector<tf::Variable>& v, const tf::Tensor& mom) {
+        v[0].assign_add(mom);
+        v[1].assign(v[1].value() * row);
+        v[2].assign(mom - v[2].value());
+        v[3].assign(v[3].value() * half);
+        const tf::Tensor r = v[4].value();
+        v[4].assign(r + r);
+        v[5].assign(v[5].value() + v[5].value());
+        return tf::reduce_sum(mom);
+      };
+      auto make = [&] {
+        std::vector<tf::Variable> vars;
+        for (const char* name : {"w", "b", "r", "s", "t", "u"}) vars.emplace_back(init, name);
+        return vars;
+      };
+      std::vector<tf::Variable> vars = make(), eager_vars = make();
+      auto step = tf::function([&](const tf::Tensor& mom) { return body(vars, mom); },
+                               tf::FunctionOptions{.jit_compile = true});
+      step(m);
+      body(eager_vars, m);
+      std::vector<const void*> buffers;
+      for (const auto& v : vars) buffers.push_back(v.value().raw_data());
+      for (int i = 0; i < 2; ++i) {
+        step(m);
+        body(eager_vars, m);
+      }
+      for (size_t k = 0; k < vars.size(); ++k) {
+        CAPTURE(vars[k].name());
+        check_close(vars[k].value(), eager_vars[k].value(), tol, tol);
+        if (k < 3) CHECK(vars[k].value().raw_data() == buffers[k]);
+      }
+      const tf::Graph& graph = step.get_concrete_function(tf::TensorSpec({40, 6}, dt)).graph();
+      INFO(graph.to_string());
+      int updates = 0, assigns = 0;
+      for (const auto& node : graph.nodes) {
+        updates += std::string(node.prim->name()) == "variable_elementwise_update";
+        assigns += std::string(node.prim->name()) == "assign_variable";
+      }
+      CHECK(updates == 3);
+      CHECK(assigns == 3);
+    }
+}
+
 TEST_CASE("variable updates: a value read before a fused update keeps the old value",
           "[jit][cpu]") {
   tf::DeviceScope cpu("/cpu:0");
