@@ -19,6 +19,7 @@
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "mlp_step.h"
 
 #ifdef TAPEFLOW_HAVE_TORCH
 #include <torch/torch.h>
@@ -68,37 +69,15 @@ void BM_tapeflow_add_chain_tape_and_gradient(benchmark::State& state) {
 }
 BENCHMARK(BM_tapeflow_add_chain_tape_and_gradient);
 
-// ---- MLP training step ----
+// ---- MLP training step (bench/mlp_step.h) ----
 
-struct TfMlp {
-  std::vector<tf::Variable> vars;
-  tf::Tensor x, labels;
-  explicit TfMlp(int64_t batch) {
-    tf::DeviceScope scope("/CPU:0");
-    vars.emplace_back(tf::random::normal({784, 128}, 0.0, 0.05, tf::float32, 1), "w1");
-    vars.emplace_back(tf::zeros({128}), "b1");
-    vars.emplace_back(tf::random::normal({128, 10}, 0.0, 0.05, tf::float32, 2), "w2");
-    vars.emplace_back(tf::zeros({10}), "b2");
-    x = tf::random::uniform({batch, 784}, 0.0, 1.0, tf::float32, 3);
-    labels = tf::random::uniform({batch}, 0, 10, tf::int64, 4);
-  }
-  float step(float lr) {
-    tf::GradientTape tape;
-    tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(x, vars[0]), vars[1]));
-    tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, vars[2]), vars[3]);
-    tf::Tensor loss =
-        tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits));
-    std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
-    for (size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(grads[i] * lr);
-    return loss.item<float>();
-  }
-};
+using bench_mlp::Mlp;
 
 void BM_tapeflow_mlp_step(benchmark::State& state) {
-  TfMlp m(state.range(0));
-  m.step(0.01f);
+  Mlp m(state.range(0), "/CPU:0");
+  m.step(m.x, m.labels);
   float loss = 0;
-  for (auto _ : state) loss = m.step(0.01f);
+  for (auto _ : state) loss = m.step(m.x, m.labels).item<float>();
   state.counters["loss"] = loss;
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }

@@ -24,6 +24,7 @@
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "mlp_step.h"
 
 #ifdef TAPEFLOW_HAVE_TORCH
 #include <torch/torch.h>
@@ -108,38 +109,14 @@ void BM_softmax_fused(benchmark::State& state) {
 BENCHMARK(BM_softmax_composite)->Apply(shapes);
 BENCHMARK(BM_softmax_fused)->Apply(shapes);
 
-// ---- the MLP training step of bench_autograd.cpp, with either loss ----
-
-struct TfMlp {
-  std::vector<tf::Variable> vars;
-  tf::Tensor x, labels;
-  explicit TfMlp(int64_t batch) {
-    tf::DeviceScope scope("/CPU:0");
-    vars.emplace_back(tf::random::normal({784, 128}, 0.0, 0.05, tf::float32, 1), "w1");
-    vars.emplace_back(tf::zeros({128}), "b1");
-    vars.emplace_back(tf::random::normal({128, 10}, 0.0, 0.05, tf::float32, 2), "w2");
-    vars.emplace_back(tf::zeros({10}), "b2");
-    x = tf::random::uniform({batch, 784}, 0.0, 1.0, tf::float32, 3);
-    labels = tf::random::uniform({batch}, 0, 10, tf::int64, 4);
-  }
-  template <LossFn F>
-  float step(float lr) {
-    tf::GradientTape tape;
-    tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(x, vars[0]), vars[1]));
-    tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, vars[2]), vars[3]);
-    tf::Tensor loss = tf::reduce_mean(F(labels, logits));
-    std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
-    for (size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(grads[i] * lr);
-    return loss.item<float>();
-  }
-};
+// ---- the MLP training step (bench/mlp_step.h), with either loss ----
 
 template <LossFn F>
 void BM_mlp_step(benchmark::State& state) {
-  TfMlp m(state.range(0));
-  m.step<F>(0.01f);
+  bench_mlp::Mlp m(state.range(0), "/CPU:0");
+  m.step(m.x, m.labels, F);
   float loss = 0;
-  for (auto _ : state) loss = m.step<F>(0.01f);
+  for (auto _ : state) loss = m.step(m.x, m.labels, F).item<float>();
   state.counters["loss"] = loss;
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }

@@ -32,14 +32,23 @@ struct Mlp {
     x = tf::random::uniform({batch, 784}, 0.0, 1.0, tf::float32, 3);
     labels = tf::random::uniform({batch}, 0, 10, tf::int64, 4);
   }
-  tf::Tensor step(const tf::Tensor& xb, const tf::Tensor& yb) {
+  // One SGD step on (xb, yb) whose loss is the batch mean of loss_of(labels, logits); returns
+  // the loss.
+  template <class Loss>
+  tf::Tensor step(const tf::Tensor& xb, const tf::Tensor& yb, Loss loss_of) {
     tf::GradientTape tape;
     tf::Tensor h = tf::nn::relu(tf::nn::bias_add(tf::matmul(xb, vars[0]), vars[1]));
     tf::Tensor logits = tf::nn::bias_add(tf::matmul(h, vars[2]), vars[3]);
-    tf::Tensor loss = tf::reduce_mean(tf::nn::sparse_softmax_cross_entropy_with_logits(yb, logits));
+    tf::Tensor loss = tf::reduce_mean(loss_of(yb, logits));
     std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
     for (size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(grads[i] * 0.01f);
     return loss;
+  }
+  // With softmax cross-entropy on integer labels.
+  tf::Tensor step(const tf::Tensor& xb, const tf::Tensor& yb) {
+    return step(xb, yb, [](const tf::Tensor& labels, const tf::Tensor& logits) {
+      return tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits);
+    });
   }
 };
 
