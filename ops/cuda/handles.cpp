@@ -57,22 +57,42 @@ HandleTables<cudnnHandle_t>& cudnn_tables() {
 
 }  // namespace
 
+namespace {
+
+// A cuBLAS handle on stream s; `capture`: a twin for CUDA-graph capture (see HandleTables).
+cublasHandle_t make_cublas(cudaStream_t s, bool capture, cublasPointerMode_t mode) {
+  cublasHandle_t h = nullptr;
+  TF_CUBLAS_CHECK(cublasCreate(&h));
+  TF_CUBLAS_CHECK(cublasSetStream(h, s));
+  TF_CUBLAS_CHECK(cublasSetPointerMode(h, mode));
+  if (capture) {
+    // A workspace of its own (32 MiB, what Hopper's kernels may use; leaked with the handle),
+    // so that cuBLAS never allocates while a graph is being captured.
+    constexpr size_t kWorkspace = size_t{32} << 20;
+    void* w = nullptr;
+    TF_CUDA_CHECK(cudaMalloc(&w, kWorkspace));
+    TF_CUBLAS_CHECK(cublasSetWorkspace(h, w, kWorkspace));
+  }
+  return h;
+}
+
+HandleTables<cublasHandle_t>& cublas_device_scalar_tables() {
+  static auto* t = new HandleTables<cublasHandle_t>();
+  return *t;
+}
+
+}  // namespace
+
 cublasHandle_t cublas(Device device) {
   cudaStream_t s = stream(device);
-  return cublas_tables().get(device, [&](bool capture) {
-    cublasHandle_t h = nullptr;
-    TF_CUBLAS_CHECK(cublasCreate(&h));
-    TF_CUBLAS_CHECK(cublasSetStream(h, s));
-    if (capture) {
-      // A workspace of its own (32 MiB, what Hopper's kernels may use; leaked with the handle),
-      // so that cuBLAS never allocates while a graph is being captured.
-      constexpr size_t kWorkspace = size_t{32} << 20;
-      void* w = nullptr;
-      TF_CUDA_CHECK(cudaMalloc(&w, kWorkspace));
-      TF_CUBLAS_CHECK(cublasSetWorkspace(h, w, kWorkspace));
-    }
-    return h;
-  });
+  return cublas_tables().get(
+      device, [&](bool capture) { return make_cublas(s, capture, CUBLAS_POINTER_MODE_HOST); });
+}
+
+cublasHandle_t cublas_device_scalars(Device device) {
+  cudaStream_t s = stream(device);
+  return cublas_device_scalar_tables().get(
+      device, [&](bool capture) { return make_cublas(s, capture, CUBLAS_POINTER_MODE_DEVICE); });
 }
 
 cusolverDnHandle_t cusolver(Device device) {

@@ -40,6 +40,10 @@ namespace tapeflow::detail::cuda {
                                       const char* reason);
 
 cublasHandle_t cublas(Device device);
+// A second cuBLAS handle of the device, in device pointer mode: alpha and beta are device
+// pointers (scalars computed on the GPU, read without a host synchronisation). A handle of its
+// own, since pointer mode is handle state and the main handle serves every thread.
+cublasHandle_t cublas_device_scalars(Device device);
 cusolverDnHandle_t cusolver(Device device);
 cudnnHandle_t cudnn(Device device);
 

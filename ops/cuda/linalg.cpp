@@ -488,10 +488,10 @@ void gemm_accumulate_device(bool transpose_a, bool transpose_b, const Tensor& a,
              a.shape().to_string(), b.shape().to_string(), transpose_a, transpose_b,
              c.shape().to_string());
   if (m == 0 || n == 0) return;
-  cublasHandle_t h = cu::cublas(dev);
   const GemmTypes types = gemm_types(dt);
   const bool scalars_on_device = scale.defined() || decay.defined();
-  // alpha and beta: host constants (+-1, 1), or two device scalars computed from the tensors.
+  // alpha and beta: host constants (+-1, 1), or two device scalars computed from the tensors
+  // and passed through the device's handle in device pointer mode.
   const float f_alpha = static_cast<float>(sign), f_one = 1.0f;
   const double d_alpha = sign, d_one = 1.0;
   const void* alpha = types.f64 ? static_cast<const void*>(&d_alpha) : &f_alpha;
@@ -506,19 +506,7 @@ void gemm_accumulate_device(bool transpose_a, bool transpose_b, const Tensor& a,
     alpha = scalars.raw_data();
     beta = static_cast<const char*>(scalars.raw_data()) + dtype_size(dt);
   }
-  // Device pointer mode for this call only (the handle is shared with every other op).
-  struct PointerMode {
-    cublasHandle_t h;
-    bool set;
-    PointerMode(cublasHandle_t handle, bool device) : h(handle), set(device) {
-      if (set) TF_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
-    }
-    ~PointerMode() {
-      if (set) cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
-    }
-    PointerMode(const PointerMode&) = delete;
-    PointerMode& operator=(const PointerMode&) = delete;
-  } mode(h, scalars_on_device);
+  cublasHandle_t h = scalars_on_device ? cu::cublas_device_scalars(dev) : cu::cublas(dev);
   if (k == 0) {
     // An empty product: c = beta c (nothing to do for beta = 1).
     if (decay.defined())
