@@ -135,6 +135,7 @@ void broadcast_for(const BroadcastPlan<N>& p, int64_t n, int64_t grain, const In
 TF_DEFINE_BINARY_LOOPS(BinaryLoops, )
 #if TF_CPU_MULTIVERSION
 TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx2, TF_TARGET_AVX2)
+TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx512, TF_TARGET_AVX512)
 #endif
 #undef TF_DEFINE_BINARY_LOOPS
 
@@ -338,6 +339,7 @@ BinaryRanges<T> binary_ranges(const Primitive& p) {
   auto pick = [&](auto functor) {
     using F = decltype(functor);
 #if TF_CPU_MULTIVERSION
+    if (cpu::cpu_level() == cpu::CpuLevel::Avx512) return set(BinaryLoopsAvx512<F, T, T>{});
     if (cpu::cpu_has_avx2()) return set(BinaryLoopsAvx2<F, T, T>{});
 #endif
     set(BinaryLoops<F, T, T>{});
