@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/training_ops.h"
 #include "autograd/variable.h"
 #include "core/check.h"
 #include "core/log.h"
@@ -165,11 +166,15 @@ std::shared_ptr<Variable::State> written_variable(const Primitive& prim) {
   return nullptr;
 }
 
-// Whether a node in (from, to) writes `state`.
+// Whether a node in (from, to) writes `state` (training ops such as apply_adam write several).
 bool written_between(const Graph& g, int from, int to,
                      const std::shared_ptr<Variable::State>& state) {
-  for (int j = from + 1; j < to; ++j)
-    if (written_variable(*g.nodes[j].prim) == state) return true;
+  for (int j = from + 1; j < to; ++j) {
+    const Primitive& prim = *g.nodes[j].prim;
+    if (written_variable(prim) == state) return true;
+    for (const void* id : detail::training_op_writes(prim))
+      if (id == state.get()) return true;
+  }
   return false;
 }
 

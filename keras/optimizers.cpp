@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "autograd/tape.h"
+#include "autograd/training_ops.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -252,6 +253,9 @@ struct AdamImpl final : OptimizerImpl {
     const Tensor& alpha = k.alpha;
     Variable& m = slots[0];
     Variable& v = slots[1];
+    // One fused loop where it applies (TF's ResourceApplyAdam; bit-identical to the ops below).
+    if (!amsgrad && tapeflow::detail::apply_adam(var, m, v, g, alpha, beta_1, beta_2, epsilon))
+      return;
     m.assign_add(multiply(subtract(g, m.value()), Tensor(1.0 - beta_1)));
     v.assign_add(multiply(subtract(square(g), v.value()), Tensor(1.0 - beta_2)));
     Tensor v_now = v.value();
