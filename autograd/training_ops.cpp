@@ -1,6 +1,7 @@
-// The fused optimizer updates of autograd/training_ops.h. The loops keep each operation's
+// The fused optimizer updates of autograd/training_ops.h. The CPU loops keep each operation's
 // rounding (fp-contract=off) and drop errno handling, so that GCC vectorises sqrt and divide
-// (as ops/cpu/elementwise*.cpp do); an AVX-512 and an AVX2 version are picked at run time.
+// (as ops/cpu/elementwise*.cpp do); an AVX-512 and an AVX2 version are picked at run time. GPUs
+// run ops/cuda/training_kernels.cu.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=off")
 #endif
@@ -16,6 +17,7 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/cpu/unary_ops.h"
+#include "ops/cuda/training_kernels.h"
 #include "ops/dispatch.h"
 
 namespace tapeflow::detail {
@@ -100,21 +102,28 @@ struct ApplyAdamOp final : PrimitiveBase<ApplyAdamOp> {
     const Tensor& alpha = in[1];
     const DType dt = var.dtype();
     TF_CHECK_T(InternalError,
-               device.is_cpu() && g.placement() == device && g.shape() == var.shape() &&
+               g.placement() == device && alpha.placement() == device && g.shape() == var.shape() &&
                    g.dtype() == dt && alpha.shape().rank() == 0 && alpha.dtype() == dt,
                name(),
-               "expects a gradient of shape {} and a 0-d alpha, {}, on the CPU; got {} {} "
-               "and {} {} on {}",
-               var.shape().to_string(), dtype_name(dt), g.shape().to_string(),
-               dtype_name(g.dtype()), alpha.shape().to_string(), dtype_name(alpha.dtype()),
-               device.to_string());
-    const double a = dt == float64 ? alpha.item<double>() : alpha.item<float>();
+               "expects a gradient of shape {} and a 0-d alpha, {}, on {}; got {} {} on {} and "
+               "{} {} on {}",
+               var.shape().to_string(), dtype_name(dt), device.to_string(), g.shape().to_string(),
+               dtype_name(g.dtype()), g.placement().to_string(), alpha.shape().to_string(),
+               dtype_name(alpha.dtype()), alpha.placement().to_string());
     // Locks in a fixed order (variable, m, v); each buffer is written in place when nothing
     // else holds it.
     Variable w = var, mm = m, vv = v;
     w.update([&](Tensor& wt) {
       mm.update([&](Tensor& mt) {
         vv.update([&](Tensor& vt) {
+          if (device.is_gpu()) {
+            // alpha is read on the device: no host synchronisation.
+            cuda_training::apply_adam(device, dt, wt.raw_data(), mt.raw_data(), vt.raw_data(),
+                                      g.raw_data(), alpha.raw_data(), c1, c2, epsilon,
+                                      wt.num_elements());
+            return;
+          }
+          const double a = dt == float64 ? alpha.item<double>() : alpha.item<float>();
           if (dt == float64)
             run_adam<double>(wt, mt, vt, g, a, c1, c2, epsilon);
           else
@@ -148,10 +157,10 @@ bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const
   auto same = [&](const Variable& x) {
     return x.placement() == dev && x.dtype() == dt && x.shape() == w.shape();
   };
-  if (!dev.is_cpu() || (dt != float32 && dt != float64) || !same(mm) || !same(vv) ||
-      !grad.defined() || grad.placement() != dev || grad.dtype() != dt ||
-      grad.shape() != w.shape() || !alpha.defined() || alpha.placement() != dev ||
-      alpha.dtype() != dt || alpha.shape().rank() != 0)
+  if ((dt != float32 && dt != float64) || !same(mm) || !same(vv) || !grad.defined() ||
+      grad.placement() != dev || grad.dtype() != dt || grad.shape() != w.shape() ||
+      !alpha.defined() || alpha.placement() != dev || alpha.dtype() != dt ||
+      alpha.shape().rank() != 0)
     return false;
   PauseTapes pause;  // a state change, not a differentiable op
   const Tensor in[2] = {grad, alpha};

@@ -16,13 +16,13 @@ namespace tapeflow::detail {
 //   v += (grad * grad - v) * (1 - beta_2)
 //   var -= m * alpha / (sqrt(v) + epsilon)
 // every step rounded as the separate ops round it (no contraction into fused multiply-adds), so
-// the results are bit-identical to theirs. alpha is 0-d, in the variables' dtype. Eagerly it
-// runs one loop over the four buffers, updating the three variables in place (copy-on-write
-// when a snapshot holds a buffer, as Variable::assign); inside a trace it records one
-// `apply_adam` node that does the same at every replay. Returns false, doing nothing, where the
-// fused loop does not apply (variables not on the CPU, mirrored in cross-replica context, or not
-// float32/float64; grad or alpha of another shape, dtype or device): the caller then runs the
-// separate ops.
+// the results are bit-identical to theirs. alpha is 0-d, in the variables' dtype, on their
+// device. Eagerly it runs one loop over the four buffers (one kernel on a GPU, which reads
+// alpha on the device), updating the three variables in place (copy-on-write when a snapshot
+// holds a buffer, as Variable::assign); inside a trace it records one `apply_adam` node that does
+// the same at every replay. Returns false, doing nothing, where the fused loop does not apply
+// (variables mirrored in cross-replica context, on different devices, or not float32/float64;
+// grad or alpha of another shape, dtype or device): the caller then runs the separate ops.
 bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const Tensor& grad,
                 const Tensor& alpha, double beta_1, double beta_2, double epsilon);
 
