@@ -17,6 +17,7 @@
 #include "data/fashion_mnist.h"
 #include "keras/model.h"
 #include "ops/binary.h"
+#include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/unary.h"
@@ -96,6 +97,34 @@ void BM_tapeflow_cnn_200_steps(benchmark::State& state) {
                tf::slice(d->y, {0}, {kCnnRows}), 64);
 }
 BENCHMARK(BM_tapeflow_cnn_200_steps)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+// One eager Adam update of a variable of range(0) float32 elements and its two slots:
+// Keras' Adam (one fused apply_adam op on each variable) against the same update written op by
+// op (twelve ops, a buffer each), as a custom eager training loop would run them.
+void adam_update(benchmark::State& state, bool fused) {
+  const int64_t n = state.range(0);
+  tf::DeviceScope cpu("/CPU:0");
+  const tf::Tensor g = tf::random::normal({n}, 0, 1, tf::float32, 1);
+  tf::Variable w(tf::random::normal({n}, 0, 1, tf::float32, 2), "w");
+  tf::Variable m(tf::zeros({n}), "m"), v(tf::zeros({n}), "v");
+  K::optimizers::Adam adam(1e-3);
+  const tf::Tensor alpha = tf::constant(1e-3f);
+  auto by_ops = [&] {
+    m.assign_add(tf::multiply(tf::subtract(g, m.value()), tf::Tensor(1.0 - 0.9)));
+    v.assign_add(tf::multiply(tf::subtract(tf::square(g), v.value()), tf::Tensor(1.0 - 0.999)));
+    w.assign_sub(tf::divide(tf::multiply(m.value(), alpha),
+                            tf::add(tf::sqrt(v.value()), tf::Tensor(1e-7))));
+  };
+  for (auto _ : state) {
+    if (fused) adam.apply_gradients({g}, {w});
+    else by_ops();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+void BM_adam_update_keras(benchmark::State& state) { adam_update(state, true); }
+void BM_adam_update_ops(benchmark::State& state) { adam_update(state, false); }
+BENCHMARK(BM_adam_update_keras)->Arg(1280)->Arg(100480)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_adam_update_ops)->Arg(1280)->Arg(100480)->Unit(benchmark::kMicrosecond);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 // One epoch of a hand-written libtorch loop: shuffle, batches by index_select, forward, loss,
