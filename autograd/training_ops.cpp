@@ -152,6 +152,10 @@ bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const
   const Variable w = resolved_component(var), mm = resolved_component(m),
                  vv = resolved_component(v);
   if (!w.defined() || !mm.defined() || !vv.defined()) return false;
+  // Three distinct variables (their locks are taken one inside the other).
+  if (w.handle_id() == mm.handle_id() || w.handle_id() == vv.handle_id() ||
+      mm.handle_id() == vv.handle_id())
+    return false;
   const Device dev = w.placement();
   const DType dt = w.dtype();
   auto same = [&](const Variable& x) {

@@ -21,8 +21,9 @@ namespace tapeflow::detail {
 // alpha on the device), updating the three variables in place (copy-on-write when a snapshot
 // holds a buffer, as Variable::assign); inside a trace it records one `apply_adam` node that does
 // the same at every replay. Returns false, doing nothing, where the fused loop does not apply
-// (variables mirrored in cross-replica context, on different devices, or not float32/float64;
-// grad or alpha of another shape, dtype or device): the caller then runs the separate ops.
+// (variables mirrored in cross-replica context, not three distinct ones, on different devices,
+// or not float32/float64; grad or alpha of another shape, dtype or device): the caller then runs
+// the separate ops.
 bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const Tensor& grad,
                 const Tensor& alpha, double beta_1, double beta_2, double epsilon);
 

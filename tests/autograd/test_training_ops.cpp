@@ -106,6 +106,7 @@ TEST_CASE("apply_adam: in place, copy-on-write under a snapshot, and where it de
       tf::detail::apply_adam(s.w, s.m, s.v, tf::cast(g, tf::float64), alpha, kB1, kB2, kEps));
   CHECK_FALSE(tf::detail::apply_adam(s.w, s.m, s.v, g, tf::constant(std::vector<float>{0.1f}), kB1,
                                      kB2, kEps));
+  CHECK_FALSE(tf::detail::apply_adam(s.w, s.w, s.v, g, alpha, kB1, kB2, kEps));
   tf::Variable wide(tf::cast(init, tf::int32), "int_w");
   CHECK_FALSE(tf::detail::apply_adam(wide, s.m, s.v, g, alpha, kB1, kB2, kEps));
   CHECK(s.w.value().numpy<float>() == w_now);
