@@ -91,6 +91,9 @@ struct ApplyAdamOp final : PrimitiveBase<ApplyAdamOp> {
     TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
   }
   bool has_side_effects() const override { return true; }
+  std::vector<const void*> written_variables() const override {
+    return {var.handle_id(), m.handle_id(), v.handle_id()};
+  }
   std::optional<Device> target_device() const override { return var.placement(); }
   std::string attributes() const override {
     return fmt::format("variable={}, m={}, v={}, 1-beta_1={}, 1-beta_2={}, epsilon={}", var.name(),
@@ -170,12 +173,6 @@ bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const
   const Tensor in[2] = {grad, alpha};
   dispatch_multi(ApplyAdamOp(w, mm, vv, 1.0 - beta_1, 1.0 - beta_2, epsilon), in);
   return true;
-}
-
-std::vector<const void*> training_op_writes(const Primitive& prim) {
-  if (const auto* op = dynamic_cast<const ApplyAdamOp*>(&prim))
-    return {op->var.handle_id(), op->m.handle_id(), op->v.handle_id()};
-  return {};
 }
 
 }  // namespace tapeflow::detail

@@ -6,7 +6,6 @@
 
 #include "autograd/variable.h"
 #include "core/tensor.h"
-#include "ops/primitive.h"
 
 namespace tapeflow::detail {
 
@@ -26,9 +25,5 @@ namespace tapeflow::detail {
 // the separate ops.
 bool apply_adam(const Variable& var, const Variable& m, const Variable& v, const Tensor& grad,
                 const Tensor& alpha, double beta_1, double beta_2, double epsilon);
-
-// The variables (Variable::handle_id()) an apply_adam graph node writes; empty for any other
-// primitive.
-std::vector<const void*> training_op_writes(const Primitive& prim);
 
 }  // namespace tapeflow::detail

@@ -46,6 +46,13 @@ int replica_component() { return t_replica_component; }
 
 namespace {
 
+// Whether nothing but the variable holds its value's buffer (no snapshot): it may be written in
+// place.
+bool sole_owner(const Tensor& value) {
+  const auto& storage = value.impl()->storage;
+  return storage && storage.use_count() == 1 && value.impl().use_count() == 1;
+}
+
 // Graph nodes for variables inside a traced tf::function: at every replay a read returns the
 // variable's current buffer and an assignment writes it, in program order (both are marked as
 // side effects, so graph passes neither drop nor merge them).
@@ -79,6 +86,7 @@ struct AssignVariableOp final : PrimitiveBase<AssignVariableOp> {
     return true;
   }
   bool has_side_effects() const override { return true; }
+  std::vector<const void*> written_variables() const override { return {state.get()}; }
   std::optional<Device> target_device() const override;
   std::string attributes() const override;
 };
@@ -201,12 +209,11 @@ Variable& Variable::assign(const Tensor& value) {
   std::lock_guard lock(s.mu);
   const auto& vs = v.impl()->storage;
   const bool whole = vs && v.impl()->offset == 0 && vs->nbytes == v.nbytes();
-  auto& storage = s.value.impl()->storage;
   if (whole && v.placement() == s.device && !v.is_weak()) {
     // A tensor that owns exactly its buffer on the variable's device: adopt it (tensors are
     // immutable, and later in-place writes check that nobody else holds the buffer).
     s.value = v;
-  } else if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1) {
+  } else if (sole_owner(s.value)) {
     // Nobody holds a snapshot: write in place (a view or a value from another device).
     detail::copy_bytes(s.value.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
   } else {
@@ -222,8 +229,7 @@ void Variable::update(const std::function<void(Tensor& value)>& write) {
   auto& s = *resolved(state_);
   TF_ASSERT(detail::thread_context().trace == nullptr);
   std::lock_guard lock(s.mu);
-  const auto& storage = s.value.impl()->storage;
-  if (storage && storage.use_count() == 1 && s.value.impl().use_count() == 1) {
+  if (sole_owner(s.value)) {
     write(s.value);
     return;
   }

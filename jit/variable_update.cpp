@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/training_ops.h"
 #include "autograd/variable.h"
 #include "core/check.h"
 #include "core/log.h"
@@ -41,6 +40,7 @@ struct VariableUpdate : PrimitiveBase<Derived> {
     TF_THROW(InternalError, this->name(), "runs through produce(), never as a kernel");
   }
   bool has_side_effects() const override { return true; }
+  std::vector<const void*> written_variables() const override { return {state.get()}; }
   std::optional<Device> target_device() const override {
     return Variable::from_state(state).placement();
   }
@@ -158,23 +158,12 @@ struct VariableElementwiseUpdate final : VariableUpdate<VariableElementwiseUpdat
   }
 };
 
-// The variable a node writes: assign_variable and the fused updates.
-std::shared_ptr<Variable::State> written_variable(const Primitive& prim) {
-  if (auto s = detail::assign_variable_state(prim)) return s;
-  if (const auto* u = dynamic_cast<const VariableMatMulUpdate*>(&prim)) return u->state;
-  if (const auto* u = dynamic_cast<const VariableElementwiseUpdate*>(&prim)) return u->state;
-  return nullptr;
-}
-
-// Whether a node in (from, to) writes `state` (training ops such as apply_adam write several).
+// Whether a node in (from, to) writes `state` (assignments, fused updates, training ops).
 bool written_between(const Graph& g, int from, int to,
                      const std::shared_ptr<Variable::State>& state) {
-  for (int j = from + 1; j < to; ++j) {
-    const Primitive& prim = *g.nodes[j].prim;
-    if (written_variable(prim) == state) return true;
-    for (const void* id : detail::training_op_writes(prim))
+  for (int j = from + 1; j < to; ++j)
+    for (const void* id : g.nodes[j].prim->written_variables())
       if (id == state.get()) return true;
-  }
   return false;
 }
 
@@ -195,17 +184,29 @@ std::shared_ptr<Variable::State> assignment(const Graph::Node& node) {
   return detail::assign_variable_state(*node.prim);
 }
 
+// Offers every assign_variable node i to `rewrite(assign, i, state, uses, keep)` (state: the
+// variable it writes; uses: each node's readers, reader_counts), which replaces the node and
+// returns true, clearing in `keep` the nodes it absorbed, or returns false and changes nothing.
+// Removes the absorbed nodes; returns how many assignments were rewritten.
+template <class Rewrite>
+int rewrite_assignments(Graph& g, Rewrite rewrite) {
+  const std::vector<int> uses = reader_counts(g);
+  std::vector<char> keep(g.nodes.size(), 1);
+  int rewritten = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    Graph::Node& assign = g.nodes[i];
+    const std::shared_ptr<Variable::State> state = assignment(assign);
+    if (state && rewrite(assign, i, state, uses, keep)) ++rewritten;
+  }
+  if (rewritten > 0) remove_nodes(g, keep);
+  return rewritten;
+}
+
 }  // namespace
 
 int fuse_variable_updates(Graph& g) {
-  const int n = g.num_nodes();
-  const std::vector<int> uses = reader_counts(g);
-  std::vector<char> keep(n, 1);
-  int fused = 0;
-  for (int i = 0; i < n; ++i) {
-    Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = assignment(assign);
-    if (!state) continue;
+  auto fuse = [&](Graph::Node& assign, int i, const std::shared_ptr<Variable::State>& state,
+                  const std::vector<int>& uses, std::vector<char>& keep) {
     const Device dev = assign.device;
     // A node whose only reader is the update being matched, on the same device.
     auto sole = [&](const Ref& r) -> const Graph::Node* {
@@ -219,10 +220,10 @@ int fuse_variable_updates(Graph& g) {
 
     const Ref sum_ref = assign.inputs[0];
     const Graph::Node* sum = sole(sum_ref);
-    if (!is(sum, "subtract") && !is(sum, "add")) continue;
+    if (!is(sum, "subtract") && !is(sum, "add")) return false;
     const bool negate = is(sum, "subtract");
     const TensorMeta var_meta = sum->outputs[0];
-    if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
+    if (var_meta.dtype != float32 && var_meta.dtype != float64) return false;
 
     // A 0-d float operand on this device (a learning rate, a momentum).
     auto is_scale = [&](const Ref& r) {
@@ -253,14 +254,14 @@ int fuse_variable_updates(Graph& g) {
           }
       }
     }
-    if (read_slot < 0) continue;
+    if (read_slot < 0) return false;
     const Ref delta_ref = sum->inputs[1 - read_slot];
 
     // The delta: the product, or the product times a 0-d scale.
     Ref product_ref = delta_ref;
     std::optional<Ref> scale_ref;
     const Graph::Node* delta = sole(delta_ref);
-    if (delta == nullptr || delta->outputs[0] != var_meta) continue;
+    if (delta == nullptr || delta->outputs[0] != var_meta) return false;
     if (is(delta, "multiply")) {
       for (int s = 0; s < 2; ++s) {
         const Ref other = delta->inputs[1 - s];
@@ -270,20 +271,21 @@ int fuse_variable_updates(Graph& g) {
           break;
         }
       }
-      if (!scale_ref) continue;
+      if (!scale_ref) return false;
     }
     const Graph::Node* product = sole(product_ref);
     const auto* mm = product ? dynamic_cast<const prims::MatMul*>(product->prim.get()) : nullptr;
-    if (mm == nullptr || product->outputs[0] != var_meta || var_meta.shape.rank() != 2) continue;
+    if (mm == nullptr || product->outputs[0] != var_meta || var_meta.shape.rank() != 2)
+      return false;
     const TensorMeta am = g.meta_of(product->inputs[0]);
     const TensorMeta bm = g.meta_of(product->inputs[1]);
     if (am.shape.rank() != 2 || bm.shape.rank() != 2 || am.dtype != var_meta.dtype ||
         bm.dtype != var_meta.dtype)
-      continue;
+      return false;
 
     // The fused node reads the variable where the assignment was: no other assignment of it
     // may come between.
-    if (written_between(g, read_ref.index, i, state)) continue;
+    if (written_between(g, read_ref.index, i, state)) return false;
 
     std::vector<Ref> inputs = {product->inputs[0], product->inputs[1]};
     if (scale_ref) inputs.push_back(*scale_ref);
@@ -297,28 +299,22 @@ int fuse_variable_updates(Graph& g) {
         std::make_shared<VariableMatMulUpdate>(state, mm->transpose_a, mm->transpose_b, negate,
                                                scale_ref.has_value(), decay_ref.has_value());
     assign.inputs = std::move(inputs);
-    ++fused;
-  }
-  if (fused > 0) remove_nodes(g, keep);
+    return true;
+  };
+  const int fused = rewrite_assignments(g, fuse);
   TF_LOG_DEBUG("fuse_variable_updates: {} update(s) fused into their product", fused);
   return fused;
 }
 
 int update_variables_in_place(Graph& g, const FusionOptions& options) {
-  const int n = g.num_nodes();
-  const std::vector<int> uses = reader_counts(g);
-  std::vector<char> keep(n, 1);
-  int rewritten = 0;
-  for (int i = 0; i < n; ++i) {
-    Graph::Node& assign = g.nodes[i];
-    const std::shared_ptr<Variable::State> state = assignment(assign);
-    if (!state) continue;
+  auto rewrite = [&](Graph::Node& assign, int i, const std::shared_ptr<Variable::State>& state,
+                     const std::vector<int>& uses, std::vector<char>& keep) {
     const Ref value_ref = assign.inputs[0];
-    if (value_ref.source != Source::Node || uses[value_ref.index] != 1) continue;
+    if (value_ref.source != Source::Node || uses[value_ref.index] != 1) return false;
     const Graph::Node& value = g.nodes[value_ref.index];
-    if (value.device != assign.device || value.outputs.size() != 1) continue;
+    if (value.device != assign.device || value.outputs.size() != 1) return false;
     const TensorMeta var_meta = value.outputs[0];
-    if (var_meta.dtype != float32 && var_meta.dtype != float64) continue;
+    if (var_meta.dtype != float32 && var_meta.dtype != float64) return false;
     // A read of the variable that only this update uses (with no assignment of the variable
     // between it and this one, so it holds the current value).
     auto is_current_read = [&](const Ref& r) {
@@ -336,17 +332,17 @@ int update_variables_in_place(Graph& g, const FusionOptions& options) {
       // broadcast over it (the in-place loops read it as a tensor of elements).
       if (value.inputs.size() != 2 ||
           is_current_read(value.inputs[0]) == is_current_read(value.inputs[1]))
-        continue;
+        return false;
       const Ref& other = is_current_read(value.inputs[0]) ? value.inputs[1] : value.inputs[0];
       if (g.meta_of(other).shape.num_elements() == 1 && var_meta.shape.num_elements() > 1)
-        continue;
+        return false;
       chain = fuse_single_op(g, value_ref.index, options, &chain_inputs);
-      if (!chain) continue;
+      if (!chain) return false;
     }
     std::vector<int> slots;  // the chain's inputs that are the variable's reads
     for (size_t k = 0; k < chain_inputs.size(); ++k)
       if (is_current_read(chain_inputs[k])) slots.push_back(static_cast<int>(k));
-    if (slots.empty()) continue;
+    if (slots.empty()) return false;
     // On a GPU, the chain's kernels compiled to write over their inputs.
     std::shared_ptr<Primitive> inner;
     try {
@@ -355,7 +351,7 @@ int update_variables_in_place(Graph& g, const FusionOptions& options) {
       TF_LOG_WARN("an update of '{}' on {} is not computed in place: {}",
                   Variable::from_state(state).name(), assign.device.to_string(), e.what());
     }
-    if (!inner) continue;
+    if (!inner) return false;
 
     std::vector<Ref> inputs;
     for (size_t k = 0; k < chain_inputs.size(); ++k) {
@@ -367,9 +363,9 @@ int update_variables_in_place(Graph& g, const FusionOptions& options) {
     keep[value_ref.index] = 0;
     assign.prim = std::make_shared<VariableElementwiseUpdate>(state, std::move(inner), slots);
     assign.inputs = std::move(inputs);
-    ++rewritten;
-  }
-  if (rewritten > 0) remove_nodes(g, keep);
+    return true;
+  };
+  const int rewritten = rewrite_assignments(g, rewrite);
   TF_LOG_DEBUG("update_variables_in_place: {} elementwise update(s) in the variable's buffer",
                rewritten);
   return rewritten;

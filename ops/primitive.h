@@ -74,6 +74,10 @@ class Primitive {
   virtual bool is_elementwise() const { return false; }
   // Has effects beyond its outputs (printing, random state): never removed or merged.
   virtual bool has_side_effects() const { return false; }
+  // The variables (by identity: Variable::handle_id()) an op writes: assignments, fused
+  // variable updates, training ops such as apply_adam. Graph passes keep reads and writes of
+  // one variable in order by it.
+  virtual std::vector<const void*> written_variables() const { return {}; }
   // For ops that move data to another device: the output's device.
   virtual std::optional<Device> target_device() const { return std::nullopt; }
   // Attributes for graph dumps and equivalence ("axes=[0, 1], keepdims=false").

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
@@ -14,35 +15,21 @@ namespace {
 namespace tcu = ::tapeflow::cuda;
 
 // Correctly rounded operations that the compiler never contracts into fused multiply-adds.
-__device__ __forceinline__ float add_rn(float a, float b) {
-  return __fadd_rn(a, b);
-}
-__device__ __forceinline__ float sub_rn(float a, float b) {
-  return __fsub_rn(a, b);
-}
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  return __fmul_rn(a, b);
-}
-__device__ __forceinline__ float div_rn(float a, float b) {
-  return __fdiv_rn(a, b);
-}
-__device__ __forceinline__ float sqrt_rn(float a) {
-  return __fsqrt_rn(a);
-}
-__device__ __forceinline__ double add_rn(double a, double b) {
-  return __dadd_rn(a, b);
-}
-__device__ __forceinline__ double sub_rn(double a, double b) {
-  return __dsub_rn(a, b);
-}
-__device__ __forceinline__ double mul_rn(double a, double b) {
-  return __dmul_rn(a, b);
-}
-__device__ __forceinline__ double div_rn(double a, double b) {
-  return __ddiv_rn(a, b);
-}
-__device__ __forceinline__ double sqrt_rn(double a) {
-  return __dsqrt_rn(a);
+#define TF_RN_BINARY(NAME, F32, F64)                                      \
+  template <class T>                                                      \
+  __device__ __forceinline__ T NAME(T a, T b) {                           \
+    if constexpr (std::is_same_v<T, float>) return F32(a, b);             \
+    else return F64(a, b);                                                \
+  }
+TF_RN_BINARY(add_rn, __fadd_rn, __dadd_rn)
+TF_RN_BINARY(sub_rn, __fsub_rn, __dsub_rn)
+TF_RN_BINARY(mul_rn, __fmul_rn, __dmul_rn)
+TF_RN_BINARY(div_rn, __fdiv_rn, __ddiv_rn)
+#undef TF_RN_BINARY
+template <class T>
+__device__ __forceinline__ T sqrt_rn(T a) {
+  if constexpr (std::is_same_v<T, float>) return __fsqrt_rn(a);
+  else return __dsqrt_rn(a);
 }
 
 template <class T>
