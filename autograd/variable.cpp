@@ -30,7 +30,11 @@ namespace detail {
 namespace {
 thread_local MirrorSpec t_mirror;
 thread_local int t_replica_component = -1;
+thread_local bool t_writes_in_place = false;
 }  // namespace
+VariableWritesInPlaceScope::VariableWritesInPlaceScope()
+    : saved_(std::exchange(t_writes_in_place, true)) {}
+VariableWritesInPlaceScope::~VariableWritesInPlaceScope() { t_writes_in_place = saved_; }
 MirrorVariablesScope::MirrorVariablesScope(std::vector<Device> devices)
     : MirrorVariablesScope(MirrorSpec{std::move(devices), {}}) {}
 MirrorVariablesScope::MirrorVariablesScope(MirrorSpec spec)
@@ -51,6 +55,15 @@ namespace {
 bool sole_owner(const Tensor& value) {
   const auto& storage = value.impl()->storage;
   return storage && storage.use_count() == 1 && value.impl().use_count() == 1;
+}
+
+// Inside a VariableWritesInPlaceScope: the write must go to the variable's own buffer.
+void require_in_place(const Variable::State& s, const char* op) {
+  TF_CHECK_T(FailedPreconditionError, sole_owner(s.value), op,
+             "'{}' must be written in place (a CUDA-graph capture records its buffer), but "
+             "another tensor holds that buffer: a read of the variable still in use, or a "
+             "snapshot",
+             s.name);
 }
 
 // Graph nodes for variables inside a traced tf::function: at every replay a read returns the
@@ -209,7 +222,11 @@ Variable& Variable::assign(const Tensor& value) {
   std::lock_guard lock(s.mu);
   const auto& vs = v.impl()->storage;
   const bool whole = vs && v.impl()->offset == 0 && vs->nbytes == v.nbytes();
-  if (whole && v.placement() == s.device && !v.is_weak()) {
+  if (detail::t_writes_in_place) {
+    require_in_place(s, "assign");
+    if (v.raw_data() != s.value.raw_data())
+      detail::copy_bytes(s.value.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
+  } else if (whole && v.placement() == s.device && !v.is_weak()) {
     // A tensor that owns exactly its buffer on the variable's device: adopt it (tensors are
     // immutable, and later in-place writes check that nobody else holds the buffer).
     s.value = v;
@@ -229,6 +246,7 @@ void Variable::update(const std::function<void(Tensor& value)>& write) {
   auto& s = *resolved(state_);
   TF_ASSERT(detail::thread_context().trace == nullptr);
   std::lock_guard lock(s.mu);
+  if (detail::t_writes_in_place) require_in_place(s, "update");
   if (sole_owner(s.value)) {
     write(s.value);
     return;
@@ -254,7 +272,9 @@ Variable& Variable::assign_add(const Tensor& delta) {
     for (auto& c : components()) c.assign_add(delta);
     return *this;
   }
-  return assign(add(current_for_update(), delta));
+  // The current value is released before the assignment (which may then write in place).
+  const Tensor result = add(current_for_update(), delta);
+  return assign(result);
 }
 Variable& Variable::assign_sub(const Tensor& delta) {
   detail::PauseTapes pause;
@@ -262,7 +282,9 @@ Variable& Variable::assign_sub(const Tensor& delta) {
     for (auto& c : components()) c.assign_sub(delta);
     return *this;
   }
-  return assign(subtract(current_for_update(), delta));
+  // The current value is released before the assignment (which may then write in place).
+  const Tensor result = subtract(current_for_update(), delta);
+  return assign(result);
 }
 
 const std::string& Variable::name() const { return checked(state_).name; }
@@ -302,6 +324,15 @@ std::shared_ptr<Variable::State> read_variable_state(const Primitive& prim) {
 std::shared_ptr<Variable::State> assign_variable_state(const Primitive& prim) {
   const auto* assign = dynamic_cast<const AssignVariableOp*>(&prim);
   return assign ? assign->state : nullptr;
+}
+VariableBuffer variable_buffer(const void* handle) {
+  TF_ASSERT(handle != nullptr);
+  auto& s = const_cast<Variable::State&>(*static_cast<const Variable::State*>(handle));
+  // Graph nodes hold the copy they act on, never a mirrored variable's naming state.
+  TF_ASSERT(s.mirrors.empty());
+  std::lock_guard lock(s.mu);
+  if (!s.value.defined()) return {};
+  return {s.value.impl()->storage.get(), s.value.raw_data(), sole_owner(s.value)};
 }
 }  // namespace detail
 

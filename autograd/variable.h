@@ -124,6 +124,34 @@ int replica_component();
 std::shared_ptr<Variable::State> read_variable_state(const Primitive& prim);
 std::shared_ptr<Variable::State> assign_variable_state(const Primitive& prim);
 
+// While one lives on this thread, writes to variables stay in the buffers the variables hold:
+// an assignment copies its value into the variable's buffer instead of adopting the value's
+// buffer, and an assignment or an update (Variable::update) of a buffer that a snapshot shares
+// raises FailedPreconditionError before anything changes, instead of copying on write. A
+// CUDA-graph capture of a traced step opens one (jit/cuda_graph.h): the captured kernels write
+// the buffers they were recorded with, at every replay.
+class VariableWritesInPlaceScope {
+ public:
+  VariableWritesInPlaceScope();
+  ~VariableWritesInPlaceScope();
+  VariableWritesInPlaceScope(const VariableWritesInPlaceScope&) = delete;
+  VariableWritesInPlaceScope& operator=(const VariableWritesInPlaceScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// The buffer a variable holds now: `storage` identifies the allocation (a tensor shares it when its
+// impl()->storage is the same), `unshared` says whether nothing but the variable holds it.
+// `handle` is the Variable::handle_id() of a plain (not mirrored) variable or of one copy of a
+// mirrored one, as graph nodes hold them (what Primitive::written_variables() returns).
+struct VariableBuffer {
+  const void* storage = nullptr;
+  const void* data = nullptr;
+  bool unshared = false;
+};
+VariableBuffer variable_buffer(const void* handle);
+
 // numpy's repr() text of a tensor's value ("array([1., 2.], dtype=float32)"), core/print.cpp.
 std::string numpy_repr(const Tensor& t);
 }  // namespace detail

@@ -30,6 +30,24 @@ namespace tapeflow::jit {
 
 class CudaGraphReplay;
 
+// The variables the nodes of a graph read and write, by Variable::handle_id() (each once, in
+// the order the nodes first touch them).
+struct GraphVariables {
+  std::vector<const void*> read;     // read_variable nodes
+  std::vector<const void*> written;  // assignments and updates (Primitive::written_variables)
+};
+
+// Why the nodes of `graph` cannot be recorded into one CUDA graph whatever device they run on,
+// or an empty string when they can: every side effect must be a variable read or write
+// (printing, stateful random ops and collectives must run at every call, on the host's terms).
+// Fills `vars` with the variables the nodes touch. Compiled in every build (tests check it on
+// CPU graphs); make_cuda_graph_replay adds the device and shape conditions.
+std::string capture_blocker(const Graph& graph, GraphVariables* vars);
+
+// TAPEFLOW_CUDA_GRAPHS=0 keeps traced graphs from being captured (jit_compile's other effects
+// stay); read each time a function is optimised. On unless set to 0.
+bool cuda_graphs_enabled();
+
 // A replay for `graph`, or null (with the reason in `why_not`) when it does not qualify.
 std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph,
                                                         std::string* why_not = nullptr);
@@ -42,7 +60,8 @@ bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const
 
 struct CudaGraphStats {
   bool captured = false;     // a CUDA graph was captured and instantiated
-  bool failed = false;       // capture failed; `failure` says why
+  bool failed = false;       // capture failed (or was given up); `failure` says why
+  int captures = 0;          // captures made (again after a variable's buffer moved)
   int64_t launches = 0;      // replays that launched it
   int num_kernel_nodes = 0;  // nodes of the captured graph
   size_t kept_bytes = 0;     // device memory its static buffers hold

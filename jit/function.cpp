@@ -13,6 +13,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "ops/dispatch.h"
+#include "jit/cuda_graph.h"
 #include "jit/fusion.h"
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
@@ -391,7 +392,7 @@ void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_com
     jit::fuse_elementwise(graph, fusion);
     jit::update_variables_in_place(graph, fusion);
   }
-  graph.prepare(jit::memory_planning_enabled(), jit_compile);
+  graph.prepare(jit::memory_planning_enabled(), jit_compile && jit::cuda_graphs_enabled());
 }
 
 bool FunctionCore::jit_compile() const {

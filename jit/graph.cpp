@@ -131,7 +131,7 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
     std::vector<Tensor> result;
     if (jit::run_cuda_graph(*cuda_graph_, *this, args, result)) return result;
   }
-  return run_nodes(args, through_dispatch, nullptr);
+  return run_nodes(args, through_dispatch, /*capture=*/false);
 }
 
 TensorMeta Graph::meta_of(const Ref& r) const {
@@ -153,7 +153,7 @@ Device Graph::device_of(const Ref& r) const {
 }
 
 std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_dispatch,
-                                     std::vector<std::vector<Tensor>>* keep) const {
+                                     bool capture) const {
   // Intermediates are freed after their last reader, as in eager mode.
   std::vector<int> derived;
   if (last_use.size() != nodes.size()) derived = compute_last_use(*this);
@@ -162,7 +162,7 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
   // Planned intermediates are views into one arena (recorded replays never use it: a tape
   // keeps what it records). A plan made for other nodes (edited since prepare()) is ignored.
   const jit::MemoryPlan* plan = memory_plan_.get();
-  if (through_dispatch || keep != nullptr || plan == nullptr || !plan->enabled() ||
+  if (through_dispatch || capture || plan == nullptr || !plan->enabled() ||
       !plan->matches(*this))
     plan = nullptr;
   // Declared before every tensor of the replay, so that they are gone when it ends.
@@ -204,16 +204,16 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
         detail::run_kernel(*n.prim, n.device, in, out);
       }
     }
-    // Free inputs that no later node reads.
-    if (keep == nullptr)
-      for (const Ref& r : n.inputs)
-        if (r.source == Source::Node && last_use[r.index] == static_cast<int>(i))
-          values[r.index].clear();
+    // Free inputs that no later node reads, and outputs that nothing reads (a variable
+    // written in place must be the only holder of its buffer by then).
+    for (const Ref& r : n.inputs)
+      if (r.source == Source::Node && last_use[r.index] == static_cast<int>(i))
+        values[r.index].clear();
+    if (last_use[i] < 0) values[i].clear();
   }
   std::vector<Tensor> result;
   result.reserve(outputs.size());
   for (const Ref& r : outputs) result.push_back(value_of(r));
-  if (keep != nullptr) *keep = std::move(values);
   return result;
 }
 

@@ -52,8 +52,8 @@ class Graph {
   void prepare();
   void prepare(bool plan_memory);
   // `cuda_graph`: replay as one captured CUDA graph when the graph qualifies (jit/cuda_graph.h:
-  // every node on one GPU, static shapes, no side effects); tf::function asks for it with
-  // jit_compile.
+  // every node on one GPU, static shapes, no side effects but variable reads and writes);
+  // tf::function asks for it with jit_compile.
   void prepare(bool plan_memory, bool cuda_graph);
   // The memory plan prepare() made (null before prepare()).
   const jit::MemoryPlan* memory_plan() const { return memory_plan_.get(); }
@@ -80,10 +80,10 @@ class Graph {
 
  private:
   friend class jit::CudaGraphReplay;
-  // The node loop of run(). With `keep`, nothing is freed or planned: every node's outputs are
-  // left in *keep (what a CUDA-graph capture needs).
+  // The node loop of run(). `capture`: the memory plan's arena is not used (a CUDA-graph
+  // capture records the addresses of what the nodes allocate, and keeps the blocks they free).
   std::vector<Tensor> run_nodes(std::span<const Tensor> args, bool through_dispatch,
-                                std::vector<std::vector<Tensor>>* keep) const;
+                                bool capture) const;
 
   // Shared by copies of the graph; prepare() replaces it (never edits it in place).
   std::shared_ptr<const jit::MemoryPlan> memory_plan_;

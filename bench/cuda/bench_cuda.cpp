@@ -31,6 +31,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "ops/binary.h"
+#include "jit/cuda_graph.h"
 #include "jit/function.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -312,27 +313,39 @@ void BM_MatmulChain100Tiny(benchmark::State& state) {
 // eager, 1: tf::function (the two weight updates fused into their cuBLAS products), 2:
 // tf::function traced with TAPEFLOW_FUSION=0 (separate product, scale, subtract and
 // assignment nodes), 3: tf::function with jit_compile (also the bias updates as generated
-// kernels writing into the variables).
+// kernels writing into the variables, and the step replayed as one captured CUDA graph), 4: as
+// 3 with TAPEFLOW_CUDA_GRAPHS=0 (node by node).
 void BM_MlpStep(benchmark::State& state) {
   if (!have_gpu(state)) return;
+  const int64_t batch = state.range(0);
   const int mode = static_cast<int>(state.range(1));
-  bench_mlp::Mlp m(state.range(0), "/GPU:0");
+  bench_mlp::Mlp m(batch, "/GPU:0");
   tf::DeviceScope scope(kGpu);
   auto step = tf::function(
       [&m](const tf::Tensor& xb, const tf::Tensor& yb) { return m.step(xb, yb); },
-      tf::FunctionOptions{.jit_compile = mode == 3});
+      tf::FunctionOptions{.jit_compile = mode >= 3});
   auto run = [&] { return mode == 0 ? m.step(m.x, m.labels) : step(m.x, m.labels); };
-  if (mode == 2) setenv("TAPEFLOW_FUSION", "0", 1);
+  const char* env = mode == 2 ? "TAPEFLOW_FUSION" : mode == 4 ? "TAPEFLOW_CUDA_GRAPHS" : nullptr;
+  if (env) setenv(env, "0", 1);
   run();  // traced (and optimised) now
-  if (mode == 2) unsetenv("TAPEFLOW_FUSION");
-  run();
+  if (env) unsetenv(env);
+  run();  // a step with jit_compile is captured now
   float loss = 0;
   for (auto _ : state) loss = run().item<float>();
   state.counters["loss"] = loss;
+  if (mode > 0) {
+    const tf::Graph& g =
+        step.get_concrete_function(tf::TensorSpec({batch, 784}), tf::TensorSpec({batch}, tf::int64))
+            .graph();
+    state.counters["nodes"] = g.num_nodes();
+    state.counters["cuda_graph"] =
+        g.cuda_graph() != nullptr && tf::jit::cuda_graph_stats(*g.cuda_graph()).captured;
+  }
   state.SetLabel(mode == 0   ? "eager"
                  : mode == 1 ? "function"
                  : mode == 2 ? "function, TAPEFLOW_FUSION=0"
-                             : "function jit_compile");
+                 : mode == 3 ? "function jit_compile"
+                             : "function jit_compile, TAPEFLOW_CUDA_GRAPHS=0");
 }
 
 constexpr size_t kCopyBytes = size_t{256} << 20;
@@ -401,7 +414,7 @@ BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain6_16M)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulChain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MlpStep)->ArgsProduct({{32, 256}, {0, 1, 2, 3}})->MinTime(0.2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep)->ArgsProduct({{32, 256}, {0, 1, 2, 3, 4}})->MinTime(0.2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostToDevice)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToHost)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PinnedCopy, to_device, true)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -1,10 +1,12 @@
 // CUDA-graph replay of prepared graphs (see jit/cuda_graph.h).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <set>
 
+#include "autograd/variable.h"
 #include "core/check.h"
 #include "core/cuda/context.h"
 #include "core/log.h"
@@ -18,13 +20,28 @@ namespace {
 // A captured graph keeps every intermediate allocated; above this, one launch per node costs
 // little next to the work anyway, and the memory is worth more.
 constexpr size_t kMaxKeptBytes = size_t{256} << 20;
+// A graph captures again when its variables' buffers moved since the last capture; once it has
+// captured kMinCaptures times, it stays node by node unless its captures served
+// kLaunchesPerCapture calls each on average.
+constexpr int kMinCaptures = 4;
+constexpr int64_t kLaunchesPerCapture = 8;
 }  // namespace
 
 class CudaGraphReplay {
  public:
-  CudaGraphReplay(const Graph& graph, Device device) : device_(device) {
+  CudaGraphReplay(const Graph& graph, Device device, const GraphVariables& vars)
+      : device_(device) {
     for (const Graph::Node& n : graph.nodes) prims_.push_back(n.prim.get());
     outputs_ = graph.outputs;
+    for (const void* h : vars.read) variables_.push_back({h, false, nullptr});
+    for (const void* h : vars.written) {
+      auto it = std::find_if(variables_.begin(), variables_.end(),
+                             [&](const CapturedVariable& c) { return c.handle == h; });
+      if (it == variables_.end())
+        variables_.push_back({h, true, nullptr});
+      else
+        it->written = true;
+    }
   }
   ~CudaGraphReplay() {
     // Errors are ignored: at exit the runtime may already be gone. An executable graph still
@@ -40,11 +57,29 @@ class CudaGraphReplay {
     if (!lock.owns_lock() || stats_.failed || !matches(g)) return false;
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].shape() != g.inputs[i].shape) return false;  // a graph for None dimensions
+    if (exec_ && !variables_as_captured()) {
+      // A variable's buffer moved since the capture (assigned outside the function, or copied
+      // on write because a snapshot held it), or a snapshot holds a buffer the graph writes:
+      // this call runs node by node (copying on write where it must) and a later one captures
+      // again, with the buffers as they are then.
+      release();
+      return false;
+    }
     if (!exec_) {
       // The first call replays node by node: kernels load, library handles and algorithm
       // choices are made outside the capture. The second captures.
       if (!warmed_up_) {
         warmed_up_ = true;
+        return false;
+      }
+      if (!written_unshared()) return false;
+      if (stats_.captures >= kMinCaptures &&
+          stats_.launches < kLaunchesPerCapture * stats_.captures) {
+        give_up(fmt::format(
+            "the buffers of its variables keep changing between calls ({} captures served {} "
+            "calls; a variable assigned outside the function, or a snapshot of one held across "
+            "calls, makes the next call capture again)",
+            stats_.captures, stats_.launches));
         return false;
       }
       if (!capture(g)) return false;
@@ -65,10 +100,13 @@ class CudaGraphReplay {
       } else if (r.source == Graph::Source::Constant) {
         outputs.push_back(g.constants[static_cast<size_t>(r.index)]);
       } else {
-        const Tensor& from = static_outputs_[k];
-        Tensor t = ::tapeflow::detail::empty(from.shape(), from.dtype(), device_);
+        // A copy of the graph's buffer, or of the variable's buffer that the output is a read
+        // of (its value at the end of the graph: a read that a later write would change makes
+        // the capture fail).
+        const TensorMeta& m = static_output_metas_[k];
+        Tensor t = ::tapeflow::detail::empty(m.shape, m.dtype, device_);
         if (t.nbytes() > 0)
-          TF_CUDA_CHECK(cudaMemcpyAsync(t.raw_data(), from.raw_data(), t.nbytes(),
+          TF_CUDA_CHECK(cudaMemcpyAsync(t.raw_data(), static_output_data_[k], t.nbytes(),
                                         cudaMemcpyDeviceToDevice, s));
         outputs.push_back(std::move(t));
       }
@@ -92,7 +130,48 @@ class CudaGraphReplay {
     return true;
   }
 
+  // Whether every variable holds the buffer the capture recorded, and nothing else holds the
+  // buffers the graph writes.
+  bool variables_as_captured() const {
+    for (const CapturedVariable& v : variables_) {
+      const ::tapeflow::detail::VariableBuffer b = ::tapeflow::detail::variable_buffer(v.handle);
+      if (b.data != v.data || (v.written && !b.unshared)) return false;
+    }
+    return true;
+  }
+  bool written_unshared() const {
+    for (const CapturedVariable& v : variables_)
+      if (v.written && !::tapeflow::detail::variable_buffer(v.handle).unshared) return false;
+    return true;
+  }
+
+  // Drops the captured graph and what it keeps (a later call captures again).
+  void release() {
+    // An executable graph still running is freed when it completes; the blocks go back to the
+    // allocator, whose later users run after it on the device's stream.
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+    static_inputs_.clear();
+    static_outputs_.clear();
+    static_output_data_.clear();
+    static_output_metas_.clear();
+    scratch_.reset();
+    stats_.captured = false;
+  }
+
+  void give_up(const std::string& why) {
+    stats_.failed = true;
+    stats_.failure = why;
+    TF_LOG_INFO("a traced graph of {} nodes on {} replays node by node: {}", prims_.size(),
+                device_.to_string(), why);
+  }
+
   bool capture(const Graph& g) {
+    ++stats_.captures;
+    for (CapturedVariable& v : variables_)
+      v.data = ::tapeflow::detail::variable_buffer(v.handle).data;
     static_inputs_.clear();
     for (const TensorMeta& m : g.inputs)
       static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
@@ -105,7 +184,6 @@ class CudaGraphReplay {
       failure = e.what();
     }
     std::vector<Tensor> outs;
-    std::vector<std::vector<Tensor>> kept;
     const cudaError_t begin =
         failure.empty() ? cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) : cudaSuccess;
     if (!failure.empty()) {
@@ -117,7 +195,11 @@ class CudaGraphReplay {
         ::tapeflow::detail::cuda::CaptureScope scope(device_);
         // Scratch buffers the nodes free while capturing stay reserved for the graph.
         ::tapeflow::detail::cuda::DeferFreesScope defer(*scratch);
-        outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, &kept);
+        // Variables are written where they lie (the kernels keep their addresses); a write to
+        // a buffer that another value of the graph still holds fails the capture, before any
+        // variable changes.
+        ::tapeflow::detail::VariableWritesInPlaceScope in_place;
+        outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, /*capture=*/true);
       } catch (const std::exception& e) {
         failure = e.what();
       }
@@ -139,18 +221,28 @@ class CudaGraphReplay {
       }
     }
     cudaGetLastError();  // capture errors are not sticky; clear the last one
+    if (failure.empty())
+      for (const CapturedVariable& v : variables_)
+        if (::tapeflow::detail::variable_buffer(v.handle).data != v.data)
+          failure = "a variable's buffer changed while capturing";  // writes are in place
     if (!failure.empty()) {
-      stats_.failed = true;
-      stats_.failure = failure;
-      static_inputs_.clear();
-      TF_LOG_INFO(
-          "a traced graph of {} nodes on {} replays node by node: capturing it as a "
-          "CUDA graph failed: {}",
-          g.nodes.size(), device_.to_string(), failure);
+      release();
+      give_up("capturing it as a CUDA graph failed: " + failure);
       return false;
     }
+    // Outputs that are reads of variables are copied from the variables' buffers (checked at
+    // every call), not kept: holding them would make every in-place write copy.
+    std::vector<const void*> storages;
+    for (const CapturedVariable& v : variables_)
+      storages.push_back(::tapeflow::detail::variable_buffer(v.handle).storage);
+    for (Tensor& t : outs) {
+      static_output_data_.push_back(t.defined() ? t.raw_data() : nullptr);
+      static_output_metas_.push_back({t.shape(), t.dtype()});
+      if (t.defined() && std::find(storages.begin(), storages.end(),
+                                   t.impl()->storage.get()) != storages.end())
+        t = Tensor();
+    }
     static_outputs_ = std::move(outs);
-    kept_ = std::move(kept);
     scratch_ = std::move(scratch);
     size_t num = 0;
     if (cudaGraphGetNodes(graph_, nullptr, &num) == cudaSuccess)
@@ -161,8 +253,7 @@ class CudaGraphReplay {
       if (t.defined() && seen.insert(t.raw_data()).second) bytes += t.nbytes();
     };
     for (const Tensor& t : static_inputs_) count(t);
-    for (const auto& v : kept_)
-      for (const Tensor& t : v) count(t);
+    for (const Tensor& t : static_outputs_) count(t);
     stats_.kept_bytes = bytes + scratch_->bytes();
     stats_.captured = true;
     TF_LOG_DEBUG(
@@ -178,9 +269,19 @@ class CudaGraphReplay {
   mutable std::mutex mu_;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+  // A variable the graph reads or writes, and the buffer the capture recorded for it.
+  struct CapturedVariable {
+    const void* handle;
+    bool written;
+    const void* data;
+  };
+  std::vector<CapturedVariable> variables_;
   std::vector<Tensor> static_inputs_;
+  // The graph's results: buffers it keeps (undefined for reads of variables) and where each
+  // result lies after a launch.
   std::vector<Tensor> static_outputs_;
-  std::vector<std::vector<Tensor>> kept_;
+  std::vector<const void*> static_output_data_;
+  std::vector<TensorMeta> static_output_metas_;
   // Freed while capturing (scratch of the captured kernels); returned to the allocator when the
   // replay is destroyed, after exec_ (the destructor's body) and with the tensors above.
   std::unique_ptr<::tapeflow::detail::cuda::DeferredFrees> scratch_;
@@ -197,19 +298,21 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std:
   const Device device = graph.nodes[0].device;
   if (!device.is_gpu()) return no("its nodes run on " + device.to_string());
   if (graph.nodes.size() < 2) return no("one node needs no graph");
+  GraphVariables vars;
+  if (std::string why = capture_blocker(graph, &vars); !why.empty()) return no(std::move(why));
   size_t bytes = 0;
   for (const Graph::Node& n : graph.nodes) {
     if (n.device != device) return no("its nodes run on more than one device");
-    if (n.prim->has_side_effects())
-      return no(
-          fmt::format("{} has side effects (variables, printing, random numbers and "
-                      "collectives run node by node)",
-                      n.prim->name()));
-    if (n.prim->target_device())
-      return no(fmt::format("{} copies between devices", n.prim->name()));
+    // Variable nodes name their variable's device as their target: it must be this one.
+    const bool variable_node = ::tapeflow::detail::read_variable_state(*n.prim) != nullptr ||
+                               !n.prim->written_variables().empty();
+    if (const auto target = n.prim->target_device();
+        target && (!variable_node || *target != device))
+      return no(fmt::format("{} {} between devices", n.prim->name(),
+                            variable_node ? "acts on a variable" : "copies"));
     for (const TensorMeta& m : n.outputs) {
       if (m.shape.num_elements() < 0) return no("a shape is not fully known");
-      if (!n.prim->is_view()) bytes += m.nbytes();
+      if (!n.prim->is_view() && !variable_node) bytes += m.nbytes();
     }
   }
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
@@ -223,7 +326,7 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std:
   if (bytes > kMaxKeptBytes)
     return no(fmt::format("its values take {} MiB (CUDA graphs are kept for graphs up to {} MiB)",
                           bytes >> 20, kMaxKeptBytes >> 20));
-  return std::make_shared<CudaGraphReplay>(graph, device);
+  return std::make_shared<CudaGraphReplay>(graph, device, vars);
 }
 
 bool run_cuda_graph(CudaGraphReplay& replay, const Graph& graph, std::span<const Tensor> args,

@@ -27,6 +27,7 @@
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/print.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -588,17 +589,30 @@ TEST_CASE("jit_compile: graphs with side effects or host reads replay node by no
           "[jit][cuda]") {
   if (!gpu_or_warn()) return;
   tf::DeviceScope gpu("/gpu:0");
-  // Variables are read at every call: never captured.
+  // tf::print prints at every call: never captured.
   tf::Variable v(tf::ones({4}));
-  auto with_variable = tf::function([&](const tf::Tensor& x) { return x * v + 1.0f; },
-                                    tf::FunctionOptions{.jit_compile = true});
+  auto printing = tf::function(
+      [&](const tf::Tensor& x) {
+        tf::print("x:", x);
+        return x * v + 1.0f;
+      },
+      tf::FunctionOptions{.jit_compile = true});
   tf::Tensor x = tf::ones({4});
-  check_close(with_variable(x), tf::ones({4}) * 2.0f, 0, 0);
-  v.assign(tf::ones({4}) * 3.0f);
-  check_close(with_variable(x), tf::ones({4}) * 4.0f, 0, 0);
-  const tf::Graph& g = with_variable.get_concrete_function(tf::TensorSpec({4})).graph();
+  check_close(printing(x), tf::ones({4}) * 2.0f, 0, 0);
+  const tf::Graph& g = printing.get_concrete_function(tf::TensorSpec({4})).graph();
   CHECK(g.cuda_graph() == nullptr);
   CHECK(g.cuda_graph_note().find("side effects") != std::string::npos);
+  // A variable is read where it lies at every call; assigned between calls (its buffer
+  // replaced), the graph is captured again (tests/jit/test_cuda_graph_variables.cpp).
+  auto with_variable = tf::function([&](const tf::Tensor& y) { return y * v + 1.0f; },
+                                    tf::FunctionOptions{.jit_compile = true});
+  for (int call = 0; call < 3; ++call) check_close(with_variable(x), tf::ones({4}) * 2.0f, 0, 0);
+  v.assign(tf::ones({4}) * 3.0f);
+  for (int call = 0; call < 3; ++call) check_close(with_variable(x), tf::ones({4}) * 4.0f, 0, 0);
+  const tf::jit::CudaGraphStats sv =
+      graph_stats(with_variable.get_concrete_function(tf::TensorSpec({4})).graph());
+  CHECK(sv.captured);
+  CHECK(sv.captures == 2);
 
   // Integer pow checks its exponents on the host, which a capture cannot do: the capture (at
   // the second call) fails once, and every call still computes the right values node by node.

@@ -1,0 +1,45 @@
+// capture_blocker (jit/cuda_graph.h): which graphs a CUDA-graph capture may record, decided
+// from the nodes alone so that every build compiles and tests it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "jit/cuda_graph.h"
+#include "jit/graph.h"
+#include "jit/passes.h"
+
+namespace tapeflow::jit {
+
+namespace {
+void add_once(std::vector<const void*>& list, const void* handle) {
+  if (std::find(list.begin(), list.end(), handle) == list.end()) list.push_back(handle);
+}
+}  // namespace
+
+std::string capture_blocker(const Graph& graph, GraphVariables* vars) {
+  GraphVariables found;
+  for (const Graph::Node& n : graph.nodes) {
+    const Primitive& p = *n.prim;
+    if (const auto read = detail::read_variable_state(p)) {
+      add_once(found.read, read.get());
+      continue;
+    }
+    const std::vector<const void*> written = p.written_variables();
+    for (const void* h : written) add_once(found.written, h);
+    if (written.empty() && p.has_side_effects())
+      return fmt::format(
+          "{} has side effects (printing, random numbers and collectives run node by node)",
+          p.name());
+  }
+  if (vars) *vars = std::move(found);
+  return {};
+}
+
+bool cuda_graphs_enabled() {
+  return env_switch("TAPEFLOW_CUDA_GRAPHS").value_or(true);
+}
+
+}  // namespace tapeflow::jit
