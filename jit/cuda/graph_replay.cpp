@@ -62,6 +62,11 @@ class CudaGraphReplay {
       // on write because a snapshot held it), or a snapshot holds a buffer the graph writes:
       // this call runs node by node (copying on write where it must) and a later one captures
       // again, with the buffers as they are then.
+      TF_LOG_DEBUG(
+          "a variable of a captured graph of {} nodes on {} holds another buffer, or a "
+          "snapshot shares one it writes: this call replays node by node, a later one captures "
+          "again",
+          prims_.size(), device_.to_string());
       release();
       return false;
     }
