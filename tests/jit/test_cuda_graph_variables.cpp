@@ -13,6 +13,9 @@
 #include "core/error.h"
 #include "jit/cuda_graph.h"
 #include "jit/function.h"
+#include "keras/losses.h"
+#include "keras/metrics.h"
+#include "keras/model.h"
 #include "keras/optimizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -268,6 +271,83 @@ TEST_CASE("CUDA graphs: traced train steps write every variable in place, call a
       buffers = now;
     }
   }
+}
+
+TEST_CASE("CUDA graphs: a Keras model's train step with metrics writes in place", "[jit][cpu]") {
+  // What Keras fit's step does (keras/training.cpp), traced for one batch shape: the model's
+  // forward pass, Adam, a loss tracker and an accuracy metric. Every variable it writes (the
+  // weights, Adam's slots and iteration count, the metrics' totals and counts) keeps its buffer
+  // from call to call inside a VariableWritesInPlaceScope, with the values of a twin replayed
+  // normally, and nothing else in the step keeps it from being captured.
+  tf::DeviceScope cpu("/cpu:0");
+  struct Trainer {
+    K::Sequential model;
+    K::optimizers::Optimizer opt = K::optimizers::Adam(0.02);
+    K::losses::Loss loss = K::losses::SparseCategoricalCrossentropy(true);
+    K::metrics::Mean tracker{"loss"};
+    K::metrics::SparseCategoricalAccuracy accuracy;
+    Trainer() {
+      tf::random::set_seed(7);
+      model = K::Sequential({K::layers::Dense(8, "relu"), K::layers::Dense(3)});
+      model(tf::zeros({1, 16}));  // builds the weights
+    }
+    tf::Tensor step(const tf::Tensor& x, const tf::Tensor& y) {
+      tf::Tensor logits, value;
+      std::vector<tf::Variable> vars;
+      std::vector<tf::Tensor> grads;
+      {
+        tf::GradientTape tape;
+        logits = model(x, true);
+        value = loss(y, logits);
+        vars = model.trainable_variables();
+        grads = tape.gradient(value, vars);
+      }
+      opt.apply_gradients(grads, vars);
+      tracker.update_state(value);
+      accuracy.update_state(y, logits);
+      return value;
+    }
+    std::vector<tf::Variable> written() const {
+      std::vector<tf::Variable> all = model.trainable_variables();
+      for (const K::metrics::Metric* m : {static_cast<const K::metrics::Metric*>(&tracker),
+                                          static_cast<const K::metrics::Metric*>(&accuracy)})
+        for (const tf::Variable& v : m->variables()) all.push_back(v);
+      all.push_back(opt.iterations());
+      return all;
+    }
+  };
+  Trainer net, twin;
+  auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) { return net.step(x, y); });
+  auto g = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) { return twin.step(x, y); });
+  std::vector<const void*> buffers;
+  for (int call = 0; call < 4; ++call) {
+    INFO("call " << call);
+    const Batch b = batch(kCpu, call);
+    tf::Tensor value;
+    {
+      tf::detail::VariableWritesInPlaceScope in_place;
+      value = f(b.x, b.y);
+    }
+    check_close(value, g(b.x, b.y), 0, 0);
+    check_close(net.accuracy.result(), twin.accuracy.result(), 0, 0);
+    check_close(net.tracker.result(), twin.tracker.result(), 0, 0);
+    const std::vector<tf::Variable> vars = net.written(), twins = twin.written();
+    REQUIRE(vars.size() == twins.size());
+    std::vector<const void*> now;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      check_close(vars[i].value(), twins[i].value(), 0, 0);
+      now.push_back(buffer_of(vars[i]));
+    }
+    if (call > 1) CHECK(now == buffers);
+    buffers = now;
+  }
+  const tf::Graph& graph =
+      f.get_concrete_function(tf::TensorSpec({32, 16}), tf::TensorSpec({32}, tf::int64)).graph();
+  INFO(graph.to_string());
+  tf::jit::GraphVariables vars;
+  CHECK(tf::jit::capture_blocker(graph, &vars).empty());
+  for (const tf::Variable& v : net.written())
+    CHECK(std::find(vars.written.begin(), vars.written.end(), v.handle_id()) != vars.written.end());
 }
 
 TEST_CASE("CUDA graphs: train steps replay as one captured graph [cuda]", "[jit][cuda]") {
