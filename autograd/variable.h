@@ -141,8 +141,8 @@ class VariableWritesInPlaceScope {
   bool saved_;
 };
 
-// The buffer a variable holds now: `storage` identifies the allocation (a tensor shares it when its
-// impl()->storage is the same), `unshared` says whether nothing but the variable holds it.
+// The buffer a variable holds now: `storage` identifies the allocation (a tensor shares it when
+// its impl()->storage is the same), `unshared` says whether nothing but the variable holds it.
 // `handle` is the Variable::handle_id() of a plain (not mirrored) variable or of one copy of a
 // mirrored one, as graph nodes hold them (what Primitive::written_variables() returns).
 struct VariableBuffer {
