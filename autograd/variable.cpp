@@ -325,14 +325,28 @@ std::shared_ptr<Variable::State> assign_variable_state(const Primitive& prim) {
   const auto* assign = dynamic_cast<const AssignVariableOp*>(&prim);
   return assign ? assign->state : nullptr;
 }
-VariableBuffer variable_buffer(const void* handle) {
+namespace {
+Variable::State& state_of_handle(const void* handle) {
   TF_ASSERT(handle != nullptr);
   auto& s = const_cast<Variable::State&>(*static_cast<const Variable::State*>(handle));
   // Graph nodes hold the copy they act on, never a mirrored variable's naming state.
   TF_ASSERT(s.mirrors.empty());
+  return s;
+}
+}  // namespace
+VariableBuffer variable_buffer(const void* handle) {
+  Variable::State& s = state_of_handle(handle);
   std::lock_guard lock(s.mu);
   if (!s.value.defined()) return {};
   return {s.value.impl()->storage.get(), s.value.raw_data(), sole_owner(s.value)};
+}
+void unshare_variable(const void* handle) {
+  Variable::State& s = state_of_handle(handle);
+  std::lock_guard lock(s.mu);
+  if (!s.value.defined() || sole_owner(s.value)) return;
+  Tensor fresh = detail::empty(s.shape, s.dtype, s.device);
+  detail::copy_bytes(fresh.raw_data(), s.device, s.value.raw_data(), s.device, s.value.nbytes());
+  s.value = std::move(fresh);
 }
 }  // namespace detail
 

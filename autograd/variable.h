@@ -151,6 +151,9 @@ struct VariableBuffer {
   bool unshared = false;
 };
 VariableBuffer variable_buffer(const void* handle);
+// Gives the variable a buffer of its own when a snapshot shares its buffer (the copy a write
+// would make; the snapshot keeps the old buffer). Same `handle` as variable_buffer.
+void unshare_variable(const void* handle);
 
 // numpy's repr() text of a tensor's value ("array([1., 2.], dtype=float32)"), core/print.cpp.
 std::string numpy_repr(const Tensor& t);

@@ -1,18 +1,24 @@
 // CUDA-graph replay of traced graphs (internal). A prepared graph whose nodes all run on one GPU,
-// with static shapes and no side effects (no variable reads or writes, printing, random draws
-// or collectives), replays as one captured CUDA graph: one launch instead of one per node.
+// with static shapes and no side effects other than variable reads and writes (no printing,
+// stateful random draws or collectives), replays as one captured CUDA graph: one launch instead
+// of one per node.
 //
 // The first replay runs node by node (kernels load, library handles and algorithms are chosen
 // outside any capture). The second captures: the nodes are recorded on the device's capture
 // stream (cuda::CaptureScope) over static input buffers, and every value they make stays
 // allocated for the life of the graph, as do the scratch buffers the nodes free while
 // capturing (cuda::DeferredFrees), so the captured kernels' addresses stay valid and no other
-// tensor is handed memory that a replay writes. Each replay then
-// copies the arguments into the static inputs, launches the graph on the device's stream and
-// copies the outputs into fresh tensors (three kinds of work on one stream, in order). A node
-// that cannot be captured (one that waits for the device or reads values on the host) makes the
-// capture fail: that is logged once and the graph replays node by node from then on.
-// Builds without CUDA have the same interface and never capture.
+// tensor is handed memory that a replay writes. Variables are read and written in their own
+// buffers: while capturing, writes stay in place (detail::VariableWritesInPlaceScope; a write
+// to a buffer that another value still holds fails the capture), a buffer the graph writes that
+// a snapshot shares is first copied for the variable, and every call checks that each variable
+// still holds the buffer recorded (captured again when one moved). Each replay then copies the
+// arguments into the static inputs, launches the graph on the device's stream and copies the
+// outputs into fresh tensors (three kinds of work on one stream, in order; outputs that are
+// reads of variables are copied from the variables' buffers). A node that cannot be captured
+// (one that waits for the device or reads values on the host) makes the capture fail: that is
+// logged once and the graph replays node by node from then on. Builds without CUDA have the same
+// interface and never capture.
 #pragma once
 
 #include <memory>

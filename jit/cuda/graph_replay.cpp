@@ -59,16 +59,13 @@ class CudaGraphReplay {
       if (args[i].shape() != g.inputs[i].shape) return false;  // a graph for None dimensions
     if (exec_ && !variables_as_captured()) {
       // A variable's buffer moved since the capture (assigned outside the function, or copied
-      // on write because a snapshot held it), or a snapshot holds a buffer the graph writes:
-      // this call runs node by node (copying on write where it must) and a later one captures
-      // again, with the buffers as they are then.
+      // on write because a snapshot held it), or a snapshot shares a buffer the graph writes:
+      // captured again below, with the buffers as they are now.
       TF_LOG_DEBUG(
           "a variable of a captured graph of {} nodes on {} holds another buffer, or a "
-          "snapshot shares one it writes: this call replays node by node, a later one captures "
-          "again",
+          "snapshot shares one it writes: capturing it again",
           prims_.size(), device_.to_string());
       release();
-      return false;
     }
     if (!exec_) {
       // The first call replays node by node: kernels load, library handles and algorithm
@@ -77,7 +74,6 @@ class CudaGraphReplay {
         warmed_up_ = true;
         return false;
       }
-      if (!written_unshared()) return false;
       if (stats_.captures >= kMinCaptures &&
           stats_.launches < kLaunchesPerCapture * stats_.captures) {
         give_up(fmt::format(
@@ -144,11 +140,6 @@ class CudaGraphReplay {
     }
     return true;
   }
-  bool written_unshared() const {
-    for (const CapturedVariable& v : variables_)
-      if (v.written && !::tapeflow::detail::variable_buffer(v.handle).unshared) return false;
-    return true;
-  }
 
   // Drops the captured graph and what it keeps (a later call captures again).
   void release() {
@@ -175,8 +166,12 @@ class CudaGraphReplay {
 
   bool capture(const Graph& g) {
     ++stats_.captures;
-    for (CapturedVariable& v : variables_)
+    for (CapturedVariable& v : variables_) {
+      // A buffer the graph writes that a snapshot shares is copied for the variable first
+      // (what the first write would do; the snapshot keeps its value).
+      if (v.written) ::tapeflow::detail::unshare_variable(v.handle);
       v.data = ::tapeflow::detail::variable_buffer(v.handle).data;
+    }
     static_inputs_.clear();
     for (const TensorMeta& m : g.inputs)
       static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));

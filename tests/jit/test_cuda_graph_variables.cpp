@@ -219,6 +219,22 @@ TEST_CASE("CUDA graphs: inside a VariableWritesInPlaceScope writes stay in the b
     CHECK(buffer_of(v) == buffer);
     tf::testing::check_values(snapshot, {5, 6, 7, 8}, 0, 0);
     tf::testing::check_values(v.value(), {5, 6, 7, 8}, 0, 0);
+    // What a capture does first: the variable gets a copy of its own, the snapshot keeps the
+    // old buffer; then writes in place succeed.
+    tf::detail::unshare_variable(v.handle_id());
+    CHECK(buffer_of(v) != buffer);
+    CHECK(snapshot.raw_data() == buffer);
+    CHECK(tf::detail::variable_buffer(v.handle_id()).unshared);
+    buffer = buffer_of(v);
+    tf::detail::unshare_variable(v.handle_id());  // nothing to do now
+    CHECK(buffer_of(v) == buffer);
+    {
+      tf::detail::VariableWritesInPlaceScope in_place;
+      v.assign_add(value);
+    }
+    CHECK(buffer_of(v) == buffer);
+    tf::testing::check_values(v.value(), {10, 12, 14, 16}, 0, 0);
+    tf::testing::check_values(snapshot, {5, 6, 7, 8}, 0, 0);
 
     // The fused update of a traced step (Variable::update) obeys the scope too.
     tf::Variable w(tf::ones({3, 2}), "w");
@@ -418,7 +434,8 @@ TEST_CASE("CUDA graphs: a variable's buffer that moved between calls is captured
   for (int k = 3; k < 6; ++k) both(k);
   CHECK(graph_stats(step_graph(f)).captures == 2);
 
-  // A snapshot held across a call keeps its value (that call copies on write, node by node).
+  // A snapshot held across calls keeps its value (the variable gets a copy of its own, and the
+  // graph is captured again with it).
   const tf::Tensor snapshot = net.vars[2].value();
   const tf::Tensor copy = snapshot * 1.0f;
   for (int k = 6; k < 9; ++k) both(k);
@@ -427,6 +444,8 @@ TEST_CASE("CUDA graphs: a variable's buffer that moved between calls is captured
   INFO(st.failure);
   CHECK_FALSE(st.failed);
   CHECK(st.captured);
+  CHECK(st.captures == 3);
+  CHECK(st.launches == 8);  // every call but the first
 }
 
 TEST_CASE(
