@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 #include <string>
@@ -308,7 +309,13 @@ void fold_constants(Graph& graph, int64_t max_elements, uint64_t first_traced_id
       foldable = c.defined() && !c.is_symbolic() && c.id() >= first_traced_id;
       if (!foldable) break;
     }
-    if (!foldable) continue;
+    // A shape query (element_count) folds once its inputs' shapes are known, whatever they
+    // read.
+    const bool shapes_only =
+        !foldable && node.prim->reads_only_shapes() &&
+        std::all_of(node.inputs.begin(), node.inputs.end(),
+                    [&](const Ref& r) { return graph.meta_of(r).shape.num_elements() >= 0; });
+    if (!foldable && !shapes_only) continue;
     int64_t elements = 0;
     bool small = true;
     for (const TensorMeta& m : node.outputs) {
@@ -319,11 +326,23 @@ void fold_constants(Graph& graph, int64_t max_elements, uint64_t first_traced_id
     if (!small) continue;
 
     in.clear();
-    for (const Ref& r : node.inputs) in.push_back(graph.constants[r.index]);
+    for (const Ref& r : node.inputs) {
+      if (shapes_only) {
+        const TensorMeta m = graph.meta_of(r);
+        in.push_back(detail::symbolic(m.shape, m.dtype, graph.device_of(r)));
+      } else {
+        in.push_back(graph.constants[r.index]);
+      }
+    }
     std::vector<Tensor> out;
     try {
       DeviceScope scope(node.device);
-      out = detail::dispatch_multi(*node.prim, in);
+      if (shapes_only) {
+        out.resize(node.outputs.size());
+        if (!node.prim->produce(in, out, node.device)) continue;
+      } else {
+        out = detail::dispatch_multi(*node.prim, in);
+      }
     } catch (const Error& e) {
       TF_LOG_DEBUG("fold_constants: node {} ({}) left in place: {}", i, node.prim->name(),
                    e.what());

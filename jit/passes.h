@@ -32,8 +32,9 @@ void eliminate_dead_code(Graph& graph);
 void eliminate_common_subexpressions(Graph& graph);
 
 // Evaluates, in one forward sweep, every node that is not must_keep, has at least one output,
-// reads only foldable constants (including ones folded earlier in the sweep) and produces at
-// most `max_elements` elements over all its outputs. Its outputs become new constants and the
+// reads only foldable constants (including ones folded earlier in the sweep), or reads only its
+// inputs' shapes (Primitive::reads_only_shapes) and they are fully known, and produces at most
+// `max_elements` elements over all its outputs. Its outputs become new constants and the
 // node is removed. Nodes whose evaluation throws a tapeflow::Error are left in place (the error
 // then happens at replay, as it would eagerly). Evaluation runs through detail::dispatch_multi
 // on the node's device with tapes and any enclosing trace suspended. Constants that are no

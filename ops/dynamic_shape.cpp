@@ -34,6 +34,7 @@ struct ElementCount final : PrimitiveBase<ElementCount> {
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
     TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
   }
+  bool reads_only_shapes() const override { return true; }
   bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
     const int64_t n = detail::reduced_count(in[0].shape(), axes);
     out[0] = detail::copy_to_device(detail::from_doubles({static_cast<double>(n)}, {}, dtype),

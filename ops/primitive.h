@@ -72,6 +72,10 @@ class Primitive {
   }
   // Elementwise over broadcast inputs: the fuser may merge it into a loop.
   virtual bool is_elementwise() const { return false; }
+  // Its outputs depend on its inputs' shapes and dtypes only, never on their values (a count
+  // of elements), and it makes them in produce(): constant folding evaluates it on symbolic
+  // inputs once the shapes are known (a graph specialised from a shape-generic trace).
+  virtual bool reads_only_shapes() const { return false; }
   // Has effects beyond its outputs (printing, random state): never removed or merged.
   virtual bool has_side_effects() const { return false; }
   // The variables (by identity: Variable::handle_id()) an op writes: assignments, fused

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "jit/passes.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -847,4 +848,32 @@ TEST_CASE("passes: optimize keeps values, effects and their order", "[passes][cp
   REQUIRE(prim_names(again) == prim_names(g));
   CHECK(again.outputs == g.outputs);
   CHECK(again.constants.size() == g.constants.size());
+}
+
+TEST_CASE("passes: shape queries fold once a specialised graph knows its shapes",
+          "[passes][cpu]") {
+  // reduce_mean over a None dimension divides by element_count, computed at every call in the
+  // shape-generic graph; each specialisation knows the count and folds it into a constant (no
+  // host value copied to the device per call on a GPU).
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_mean(x * 2.0f); },
+                        {.input_signature = {tf::TensorSpec({tf::None, 4})}});
+  for (int64_t rows : {1, 3, 7}) {
+    INFO("rows = " << rows);
+    const tf::Tensor x = tf::fill({rows, 4}, tf::Tensor(1.5f));
+    check_values(f(x), {3.0});
+    const Graph& g = f.get_concrete_function(tf::TensorSpec({rows, 4})).graph();
+    INFO(g.to_string());
+    for (const auto& node : g.nodes) CHECK(std::string(node.prim->name()) != "element_count");
+    // Gradients through the call (a recorded replay) see the folded count.
+    const tf::Tensor v = tf::fill({rows, 4}, tf::Tensor(0.5f));
+    tf::GradientTape tape;
+    tape.watch(v);
+    const tf::Tensor dv = tape.gradient(f(v), v);
+    check_values(dv, std::vector<double>(static_cast<size_t>(rows * 4), 2.0 / (rows * 4.0)));
+  }
+  const Graph& generic = f.get_concrete_function(tf::TensorSpec({tf::None, 4})).graph();
+  bool counted = false;
+  for (const auto& node : generic.nodes)
+    counted |= std::string(node.prim->name()) == "element_count";
+  CHECK(counted);
 }
