@@ -5,7 +5,8 @@
 // The cross-entropy kernel checks its labels itself: an out-of-range label writes NaN to its row
 // and records the smallest bad row in a device word, which the host reads back once per call
 // (that read waits for the stream: the error must be thrown by the call, as on the CPU); only
-// when a row is flagged does a second read fetch the label for the message.
+// when a row is flagged does a second read fetch the label for the message. Inside a CUDA-graph
+// capture the host read is left out: bad rows stay NaN (TF's GPU behaviour).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -195,6 +196,9 @@ void xent(const char* op, const Tensor& labels, const Tensor& logits, Tensor& lo
                                   lab, rows, C, bad, dev);
   });
   dc::check_launch(op);
+  // Recorded into a CUDA graph (a captured traced step), nothing may be read on the host: a bad
+  // label leaves its row's loss and gradient NaN, as TF's GPU kernel does.
+  if (dc::in_capture_scope(dev)) return;
   // The one host read per call: copy_bytes waits for the stream, so the error is thrown here,
   // by the call that got the bad label, as on the CPU.
   unsigned long long first = 0;

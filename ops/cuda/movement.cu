@@ -246,8 +246,15 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * per_block + g; row < rows;
        row += rstride) {
     const int64_t o = row / n, j = row - o * n;
-    const E* s = src + (o * N + static_cast<int64_t>(idx[j])) * inner;
+    const int64_t ix = static_cast<int64_t>(idx[j]);
     E* d = dst + row * inner;
+    if (ix < 0 || ix >= N) {
+      // Unchecked indices (a captured CUDA graph; eager calls check them first): zeros, as TF's
+      // GPU kernel writes for an index out of range.
+      for (int64_t k = k0; k < inner; k += kstride) d[k] = E{};
+      continue;
+    }
+    const E* s = src + (o * N + ix) * inner;
     int64_t k = k0;
     for (; k + 3 * kstride < inner; k += 4 * kstride) {  // four loads in flight, then the stores
       const E v0 = s[k], v1 = s[k + kstride], v2 = s[k + 2 * kstride], v3 = s[k + 3 * kstride];
@@ -504,8 +511,9 @@ void gather_cuda(const char* op, const Tensor& params, const Tensor& indices, Te
   if (n == 0) return;
   const Idx* idx = static_cast<const Idx*>(indices.raw_data());
   cudaStream_t st = dc::stream(dev);
-  {
-    // Check every index before copying, as the CPU kernel does.
+  // Check every index before copying, as the CPU kernel does; recorded into a CUDA graph, where
+  // nothing may be read on the host, the copy kernel writes zeros for bad indices instead.
+  if (!dc::in_capture_scope(dev)) {
     Tensor flag = detail::empty(TensorShape{1}, int64, dev);
     auto* first_bad = static_cast<unsigned long long*>(flag.raw_data());
     TF_CUDA_CHECK(cudaMemsetAsync(first_bad, 0xff, sizeof(unsigned long long), st));
