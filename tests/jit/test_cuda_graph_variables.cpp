@@ -4,6 +4,7 @@
 // same steps replayed node by node, recapture after a variable's buffer moved, and the steps
 // that must not capture.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/print.h"
 #include "ops/random.h"
@@ -490,4 +492,73 @@ TEST_CASE(
   CHECK(sb.failed);
   CHECK_FALSE(sb.captured);
   CHECK(sb.failure.find("written in place") != std::string::npos);
+}
+
+TEST_CASE("CUDA graphs: lookups and labels inside captured steps [cuda]", "[jit][cuda]") {
+  if (!gpu_or_warn()) return;
+  tf::DeviceScope scope("/gpu:0");
+  // An embedding-style step (gather, its scatter-add gradient, an update): captured, with the
+  // values of the same step replayed node by node.
+  auto make = [](tf::Variable& table) {
+    return tf::function(
+        [&table](const tf::Tensor& ids) {
+          tf::GradientTape tape;
+          const tf::Tensor rows = tf::gather(table, ids);
+          const tf::Tensor loss = tf::reduce_sum(rows * rows);
+          table.assign_sub(tape.gradient(loss, std::vector<tf::Variable>{table})[0] * 0.1f);
+          return loss;
+        },
+        tf::FunctionOptions{.jit_compile = true});
+  };
+  const tf::Tensor init = tf::random::normal({10, 4}, 0.0, 1.0, tf::float32, 11);
+  tf::Variable table(init, "table"), twin_table(init, "twin_table");
+  auto f = make(table);
+  auto g = make(twin_table);
+  const tf::Tensor ids = tf::constant(std::vector<int32_t>{3, 1, 3, 9, 0}, {5});
+  for (int call = 0; call < 4; ++call) {
+    INFO("call " << call);
+    const tf::Tensor loss = f(ids);
+    tf::testing::EnvScope off("TAPEFLOW_CUDA_GRAPHS", "0");
+    check_close(loss, g(ids), 1e-5, 1e-6);
+    check_close(table.value(), twin_table.value(), 1e-5, 1e-6);
+  }
+  const tf::jit::CudaGraphStats st =
+      graph_stats(f.get_concrete_function(tf::TensorSpec({5}, tf::int32)).graph());
+  INFO(st.failure);
+  CHECK(st.captured);
+
+  // Nothing is checked on the host inside a captured graph: an out-of-range label gives a NaN
+  // row and an out-of-range index zeros, as TF's GPU kernels; node by node they raise.
+  auto xent = [](const tf::Tensor& labels, const tf::Tensor& logits, const tf::Tensor& ids) {
+    return std::vector<tf::Tensor>{tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits),
+                                   tf::gather(logits, ids)};
+  };
+  auto captured = tf::function(xent, tf::FunctionOptions{.jit_compile = true});
+  const tf::Tensor logits = tf::random::normal({3, 4}, 0.0, 1.0, tf::float32, 12);
+  const tf::Tensor good = tf::constant(std::vector<int32_t>{0, 3, 1}, {3});
+  const tf::Tensor rows = tf::constant(std::vector<int32_t>{2, 0}, {2});
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<tf::Tensor> got = captured(good, logits, rows);
+    const std::vector<tf::Tensor> want = xent(good, logits, rows);
+    check_close(got[0], want[0], 1e-6, 1e-6);
+    check_close(got[1], want[1], 0, 0);
+  }
+  const tf::Tensor bad = tf::constant(std::vector<int32_t>{0, 7, 1}, {3});
+  const tf::Tensor far = tf::constant(std::vector<int32_t>{2, 5}, {2});
+  const std::vector<tf::Tensor> got = captured(bad, logits, far);
+  const std::vector<float> loss = got[0].numpy<float>();
+  CHECK(std::isnan(loss[1]));
+  CHECK_FALSE(std::isnan(loss[0]));
+  const std::vector<float> picked = got[1].numpy<float>();
+  for (size_t k = 4; k < 8; ++k) CHECK(picked[k] == 0.0f);
+  TF_REQUIRE_THROWS_CONTAINING(xent(bad, logits, rows), tf::InvalidArgumentError,
+                               "outside the valid range");
+  TF_REQUIRE_THROWS_CONTAINING(xent(good, logits, far), tf::InvalidArgumentError, "not in [0");
+  const tf::jit::CudaGraphStats sx =
+      graph_stats(captured
+                      .get_concrete_function(tf::TensorSpec({3}, tf::int32), tf::TensorSpec({3, 4}),
+                                             tf::TensorSpec({2}, tf::int32))
+                      .graph());
+  CHECK(sx.captured);
+  CHECK(sx.launches == 2);
 }
