@@ -11,7 +11,7 @@ if [[ ! -f $BUILD/CMakeCache.txt ]]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTAPEFLOW_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DTAPEFLOW_BUILD_BENCH=ON
 fi
-targets=(seed_basics matrix_benchmark bench_cuda)
+targets=(seed_basics matrix_benchmark bench_cuda compare_cuda)
 for d in tests/*/; do
   f=$(basename "$d")
   ls "$d"*.cpp >/dev/null 2>&1 && [[ $f != support && $f != install ]] && targets+=("tapeflow_tests_$f")
@@ -21,7 +21,7 @@ STAGE=$(mktemp -d)
 mkdir -p "$STAGE/tests" "$STAGE/bench" "$STAGE/samples" "$STAGE/lib"
 find "$BUILD/tests" -maxdepth 1 -type f -executable -name 'tapeflow_tests_*' \
   -exec cp {} "$STAGE/tests/" \;
-cp "$BUILD/bench/bench_cuda" "$STAGE/bench/" 2>/dev/null || true
+cp "$BUILD/bench/bench_cuda" "$BUILD/bench/compare_cuda" "$STAGE/bench/" 2>/dev/null || true
 cp "$BUILD/samples/seed_basics" "$STAGE/samples/" 2>/dev/null || true
 cp "$BUILD/samples/matrix_benchmark" "$STAGE/samples/" 2>/dev/null || true
 cp -P "$BUILD"/libtapeflow.so* "$STAGE/lib/"

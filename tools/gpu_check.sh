@@ -9,8 +9,9 @@
 # Logs go to $GPU_CHECK_LOGS (default: DIR/logs). Exit status: 0 when every test passed.
 # GPU_CHECK_DEADLINE=SECONDS bounds the whole check (a lent machine's minutes are few): each test
 # binary gets what is left less what the benchmarks are kept, and the benchmarks share the rest.
-# SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda and the matrix_benchmark sample; the jit and
-# keras suites run a second time with TAPEFLOW_JIT_COMPILE=1 (GPU_CHECK_JIT_BINARIES="" skips it).
+# SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda (with compare.py --gpu) and the
+# matrix_benchmark sample; the jit and keras suites run a second time with TAPEFLOW_JIT_COMPILE=1
+# (GPU_CHECK_JIT_BINARIES="" skips it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -107,6 +108,15 @@ if [[ -x $bench && -z ${SKIP_BENCH:-} ]]; then
   timeout "$(budget $(( BENCH_RESERVE / 2 )) 300)" "$bench" \
     --benchmark_repetitions=${BENCH_REPS:-5} --benchmark_report_aggregates_only=true \
     --benchmark_counters_tabular=true 2>&1 | tee "$LOGS/bench_cuda.txt" | grep -E "median|Benchmark" || true
+fi
+
+# Issue 8's GPU side by side: tapeflow against cuBLAS and cuSOLVER called directly.
+cmp=$BUILD/bench/compare_cuda
+if [[ -x $cmp && -z ${SKIP_BENCH:-} ]] && command -v python3 >/dev/null; then
+  timeout "$(budget 0 120)" python3 "$ROOT/bench/compare/compare.py" --gpu --no-build \
+    --build-dir "$BUILD" --max-n 4096 --rounds 1 --min-time 0.05 \
+    --csv "$LOGS/compare_gpu.csv" >"$LOGS/compare_gpu.txt" 2>/dev/null
+  summary+=("compare.py --gpu: $(grep -E '^worst' "$LOGS/compare_gpu.txt" || echo 'no table (see logs)')")
 fi
 
 mb=$BUILD/samples/matrix_benchmark

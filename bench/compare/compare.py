@@ -8,6 +8,10 @@ to 0.2 s; the median). Prints a ratio table: median seconds of each and tapeflow
     /usr/bin/python3 bench/compare/compare.py [--threads 2] [--max-n 4096] [--rounds 2]
         [--build-dir build-bench] [--no-build] [--csv out.csv]
 
+With --gpu it compares on GPU 0 instead: tapeflow against cuBLAS and cuSOLVER called directly
+(bench/compare/compare_cuda.cpp, built with the CUDA backend), by device time (CUDA events
+around each run) and by wall time (each run waited for), the two alternating by round.
+
 The machine may be shared: for each size, each round runs the three one after the other (the
 order rotates) so that all three see about the same load, and the table keeps each one's best
 median and best minimum over the rounds (other work only ever slows a run down); the ratio is
@@ -128,12 +132,57 @@ def run_torch(a, build, sizes, env):
     return "libtorch: " + (info[0] if info else "?"), rows
 
 
-def build_targets(build):
+def run_gpu(a, build, sizes):
+    """The --gpu table: compare_cuda's rows, best of the rounds, tapeflow / cuBLAS-cuSOLVER."""
+    exe = os.path.join(build, "bench", "compare_cuda")
+    if not os.access(exe, os.X_OK):
+        sys.exit(f"compare.py: {exe} not built (configure with the CUDA backend)")
+    cmd = [exe, "--ops", a.ops, "--dtypes", a.dtypes, "--sizes", ",".join(map(str, sizes)),
+           "--repeats", str(a.repeats), "--min-time", str(a.min_time), "--rounds", str(a.rounds)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"compare.py: {' '.join(cmd)} failed (exit {p.returncode})")
+    for line in p.stdout.splitlines():
+        if line.startswith("#"):
+            print(f"  {line[2:]}")
+    rows = list(csv.DictReader(l for l in p.stdout.splitlines() if not l.startswith("#")))
+    best = {}
+    for r in rows:
+        key = (r["op"], r["dtype"], int(r["n"]), r["impl"])
+        dev, wall = float(r["device_median_s"]), float(r["median_s"])
+        old = best.get(key, (float("inf"), float("inf")))
+        best[key] = (min(old[0], dev), min(old[1], wall))
+    print()
+    print(f"{'op':8} {'dtype':8} {'N':>5} {'tapeflow_dev_s':>15} {'cuda_dev_s':>12} "
+          f"{'ratio(device)':>14} {'tapeflow_wall_s':>16} {'cuda_wall_s':>12} {'ratio(wall)':>12}")
+    worst = worst_wall = 0.0
+    for op in a.ops.split(","):
+        for dt in a.dtypes.split(","):
+            for n in sizes:
+                t, c = best.get((op, dt, n, "tapeflow")), best.get((op, dt, n, "cuda"))
+                if t is None or c is None:
+                    continue
+                ratio, ratio_wall = t[0] / c[0], t[1] / c[1]
+                worst, worst_wall = max(worst, ratio), max(worst_wall, ratio_wall)
+                flag = "" if ratio <= 1.05 else "  > 5% slower"
+                print(f"{op:8} {dt:8} {n:>5} {t[0]:15.4e} {c[0]:12.4e} {ratio:14.3f} "
+                      f"{t[1]:16.4e} {c[1]:12.4e} {ratio_wall:12.3f}{flag}")
+    print(f"\nworst tapeflow/cuBLAS-cuSOLVER: {worst:.3f} by device time, {worst_wall:.3f} by wall "
+          f"time (target: at most 1.05)")
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["impl"])
+            w.writeheader()
+            for r in rows:
+                w.writerow(r)
+
+
+def build_targets(build, targets):
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
         subprocess.run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                         "-DTAPEFLOW_BUILD_BENCH=ON", "-DTAPEFLOW_BUILD_TESTS=OFF"], check=True)
-    subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target",
-                    "matrix_benchmark", "compare_torch"], check=False)
+    subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target"] +
+                   targets, check=False)
 
 
 def main():
@@ -149,6 +198,8 @@ def main():
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build-bench"))
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--csv", help="write every measurement (all rounds) here")
+    p.add_argument("--gpu", action="store_true",
+                   help="compare on GPU 0 against cuBLAS and cuSOLVER called directly")
     p.add_argument("--numpy-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--sizes", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -157,12 +208,16 @@ def main():
         return
     build = os.path.abspath(a.build_dir)
     if not a.no_build:
-        build_targets(build)
+        build_targets(build, ["compare_cuda"] if a.gpu else ["matrix_benchmark", "compare_torch"])
     sizes = []
     n = a.min_n
     while n <= a.max_n:
         sizes.append(n)
         n *= 2
+    if a.gpu:
+        print(f"GPU side by side: rounds={a.rounds}, repeats={a.repeats}, min-time={a.min_time}")
+        run_gpu(a, build, sizes)
+        return
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
 
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}  "
