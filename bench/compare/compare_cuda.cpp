@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/compare/cli.h"
 #include "core/cuda/context.h"
 #include "core/device.h"
 #include "core/tensor.h"
@@ -58,14 +59,7 @@ void check(cusolverStatus_t s, const char* what) {
   std::exit(1);
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using compare::split;
 
 struct Stats {
   int runs = 0;

@@ -18,16 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/compare/cli.h"
+
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using compare::split;
 
 // The OpenBLAS loaded into this process (through libtorch's libblas.so.3), found at run time.
 std::string openblas_info() {
