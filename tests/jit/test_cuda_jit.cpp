@@ -118,12 +118,14 @@ TEST_CASE("cuda codegen: a chain becomes one element function and two kernels", 
 namespace {
 
 // Definitions that let the generated CUDA source compile as host C++: the built-in index
-// variables become thread-locals set before each "thread" runs, the _rn intrinsics plain
-// float arithmetic (compiled with -ffp-contract=off, so each rounds once).
+// variables become globals set before each "thread" runs (one at a time, on the calling
+// thread; not thread-locals: LeakSanitizer walks the dynamic TLS of unloaded modules and
+// crashes on it), the _rn intrinsics plain float arithmetic (compiled with -ffp-contract=off,
+// so each rounds once).
 constexpr const char* kHostPrelude = R"(#include <math.h>
 struct float4 { float x, y, z, w; };
 struct tf_dim3 { unsigned x; };
-static thread_local tf_dim3 blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{256};
+static tf_dim3 blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{256};
 extern "C" void tf_set_launch(unsigned b, unsigned t, unsigned g, unsigned bd) {
   blockIdx.x = b; threadIdx.x = t; gridDim.x = g; blockDim.x = bd;
 }
