@@ -547,7 +547,8 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
     for (int d = 0; d < ir; ++d) perm.push_back(axis + d);
     for (int d = 0; d < axis; ++d) perm.push_back(d);
     for (int d = axis + ir; d < cts[0].rank(); ++d) perm.push_back(d);
-    Tensor g = transpose(cts[0], perm);
+    // axis 0 (an embedding lookup's case) needs no transpose: skip the copy.
+    Tensor g = axis == 0 ? cts[0] : transpose(cts[0], perm);
     int64_t rest = 1;
     TensorShape seg_shape{ps[axis]};
     for (int d = 0; d < pr; ++d)
