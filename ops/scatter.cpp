@@ -44,12 +44,16 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
   for (int d = 0; d < is.rank(); ++d)
     TF_CHECK_ARG(ds[d] == is[d], op, "data of shape {} does not start with the segment_ids shape {}",
                  ds.to_string(), is.to_string());
-  // Ids are checked on the host (they are small next to the data).
-  const auto ids = detail::to_double_vector(segment_ids);
-  for (size_t i = 0; i < ids.size(); ++i)
-    TF_CHECK_ARG(ids[i] >= 0 && ids[i] < static_cast<double>(num_segments), op,
-                 "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(ids[i]),
-                 num_segments);
+  // Eager ids are checked on the host (they are small next to the data); traced ones have no
+  // value yet: the CPU kernel checks them when it runs, the CUDA kernel drops ids out of range
+  // (as TF's GPU kernel).
+  if (!segment_ids.is_symbolic()) {
+    const auto ids = detail::to_double_vector(segment_ids);
+    for (size_t i = 0; i < ids.size(); ++i)
+      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < static_cast<double>(num_segments), op,
+                   "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(ids[i]),
+                   num_segments);
+  }
   const int64_t n = is.num_elements();
   int64_t inner = 1;
   TensorShape rest{num_segments};

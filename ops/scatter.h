@@ -1,6 +1,7 @@
 // Segment sums: the gradient of gather. unsorted_segment_sum(data, ids, n) adds row i of data
 // into row ids[i] of an (n, ...) zero tensor, as TF's tf.math.unsorted_segment_sum (one id per
-// leading row; ids outside [0, n) are an InvalidArgumentError).
+// leading row; ids outside [0, n) are an InvalidArgumentError, except on a GPU inside a traced
+// function, where the kernel drops them as TF's GPU kernel does).
 #pragma once
 
 #include "ops/primitive.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/check.h"
 #include "core/parallel.h"
 #include "ops/scatter.h"
 
@@ -16,6 +17,11 @@ void segment_sum(const Tensor& data, const Tensor& ids, Tensor& out) {
   const T* src = data.data<T>();
   const I* id = ids.data<I>();
   T* dst = out.data<T>();
+  // The public op checks eager ids on the host; ids computed inside a traced function reach
+  // the kernel unchecked.
+  for (int64_t i = 0; i < n; ++i)
+    TF_CHECK_ARG(id[i] >= 0 && static_cast<int64_t>(id[i]) < s, "unsorted_segment_sum",
+                 "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(id[i]), s);
   detail::parallel_for(d, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)),
                        [&](int64_t b, int64_t e) {
     std::vector<C> acc(static_cast<size_t>((e - b) * s), C(0));

@@ -13,6 +13,7 @@
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
+#include "ops/scatter.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -144,6 +145,8 @@ std::vector<Case> cases() {
        [](V x) { return tf::gather(x[0], tf::constant({2, 0, 2, 3})); }},
       {"gather_axis1", {{tf::TensorShape{2, 4, 2}}},
        [](V x) { return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1); }},
+      {"unsorted_segment_sum", {{tf::TensorShape{5, 2}}},
+       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({2, 0, 2, 3, 0}), 4); }},
       {"stack_split", {{S23}, {S23}},
        [](V x) { return tf::split(tf::stack({x[0], x[1]}, 1), 3, 2)[1]; }},
       {"tile", {{S21}}, [](V x) { return tf::tile(x[0], {2, 3}); }},

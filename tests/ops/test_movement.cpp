@@ -10,7 +10,10 @@
 #include "core/error.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
+#include "jit/function.h"
+#include "ops/binary.h"
 #include "ops/movement.h"
+#include "ops/scatter.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -813,5 +816,46 @@ TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)", 
         check_values(g, want, 0, 0);
       }
     }
+  }
+}
+
+TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
+          "[cpu][cuda][movement]") {
+  // gather's gradient; ids out of [0, n) are an error eagerly and, traced, from the CPU kernel
+  // (the CUDA kernel drops them inside a traced function, as TF's GPU kernel).
+  for (auto dev : tf::testing::devices_under_test()) {
+    INFO(dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (auto dt : {tf::float32, tf::float64}) {
+      for (auto idt : {tf::int32, tf::int64}) {
+        const Dims ds = {5, 2, 3};
+        const auto data = iota(ds, dt);
+        const auto dv = iota_values(ds, dt);
+        const std::vector<double> iv = {2, 0, 2, 3, 0};
+        const auto ids = tf::detail::from_doubles(iv, tf::TensorShape{5}, idt);
+        const tf::Tensor y = tf::unsorted_segment_sum(data, ids, 4);
+        CHECK(y.shape() == tf::TensorShape({4, 2, 3}));
+        std::vector<double> want(4 * 6, 0.0);
+        for (int64_t i = 0; i < 5; ++i)
+          for (int64_t j = 0; j < 6; ++j)
+            want[static_cast<size_t>(static_cast<int64_t>(iv[i]) * 6 + j)] +=
+                dv[static_cast<size_t>(i * 6 + j)];
+        check_values(y, want, 0, 0);
+      }
+    }
+    const auto data = iota({3, 2}, tf::float32);
+    const auto bad = tf::constant(std::vector<int32_t>{0, 4, 1}, {3});
+    tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad, 4); },
+                               {"segment_ids[1] = 4 is not in [0, 4)"});
+    tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad * -1, 4); },
+                               {"segment_ids[1] = -4 is not in [0, 4)"});
+    // Traced: the ids have no value at trace time; the kernel checks them on the CPU.
+    auto f = tf::function([](const tf::Tensor& d, const tf::Tensor& i) {
+      return tf::unsorted_segment_sum(d, i, 4);
+    });
+    const auto good = tf::constant(std::vector<int32_t>{3, 3, 0}, {3});
+    check_values(f(data, good), {4, 5, 0, 0, 0, 0, 0 + 2, 1 + 3}, 0, 0);
+    if (dev.is_cpu())
+      tf::testing::require_error([&] { f(data, bad); }, {"segment_ids[1] = 4 is not in [0, 4)"});
   }
 }
