@@ -24,11 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "bench/compare/cli.h"
+#include "bench/compare/common.h"
 #include "core/cuda/context.h"
 #include "core/device.h"
 #include "core/tensor.h"
@@ -59,21 +58,13 @@ void check(cusolverStatus_t s, const char* what) {
   std::exit(1);
 }
 
-using compare::split;
-
 struct Stats {
   int runs = 0;
   double median = 0, min = 0, max = 0, device_median = 0, device_min = 0;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-// One warm-up run, then at least `repeats` runs and more until they add up to `min_time`.
-Stats time_runs(const std::function<void()>& run, cudaStream_t s, int repeats, double min_time) {
+// One warm-up run, then timed runs while compare::more_runs says so.
+Stats time_runs(const std::function<void()>& run, cudaStream_t s, const compare::Options& o) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -81,7 +72,7 @@ Stats time_runs(const std::function<void()>& run, cudaStream_t s, int repeats, d
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   std::vector<double> wall, device;
   double total = 0;
-  while (static_cast<int>(wall.size()) < repeats || (total < min_time && wall.size() < 1000)) {
+  while (compare::more_runs(wall.size(), total, o)) {
     const auto t0 = std::chrono::steady_clock::now();
     check(cudaEventRecord(start, s), "cudaEventRecord");
     run();
@@ -98,10 +89,10 @@ Stats time_runs(const std::function<void()>& run, cudaStream_t s, int repeats, d
   cudaEventDestroy(stop);
   Stats st;
   st.runs = static_cast<int>(wall.size());
-  st.median = median_of(wall);
+  st.median = compare::median(wall);
   st.min = *std::min_element(wall.begin(), wall.end());
   st.max = *std::max_element(wall.begin(), wall.end());
-  st.device_median = median_of(device);
+  st.device_median = compare::median(device);
   st.device_min = *std::min_element(device.begin(), device.end());
   return st;
 }
@@ -230,30 +221,16 @@ double difference(const tf::Tensor& t, const void* direct, bool f64) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = 5, rounds = 2;
-  double min_time = 0.2;
-  std::vector<std::string> ops{"matmul", "inverse"}, dtypes{"float32", "float64"};
-  std::vector<int64_t> sizes{64, 256, 1024, 4096};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--repeats")
-      repeats = std::atoi(v.c_str());
-    else if (a == "--rounds")
-      rounds = std::atoi(v.c_str());
-    else if (a == "--min-time")
-      min_time = std::atof(v.c_str());
-    else if (a == "--ops")
-      ops = split(v);
-    else if (a == "--dtypes")
-      dtypes = split(v);
-    else if (a == "--sizes") {
-      sizes.clear();
-      for (const std::string& s : split(v)) sizes.push_back(std::atoll(s.c_str()));
-    } else {
-      std::fprintf(stderr, "compare_cuda: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  int rounds = 2;
+  compare::Options o;
+  o.sizes = {64, 256, 1024, 4096};
+  const bool ok = compare::parse(argc, argv, "compare_cuda", o,
+                                 [&](const std::string& a, const std::string& v) {
+                                   if (a != "--rounds") return false;
+                                   rounds = std::atoi(v.c_str());
+                                   return true;
+                                 });
+  if (!ok) return 2;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "compare_cuda: no GPU on this machine\n");
@@ -275,11 +252,11 @@ int main(int argc, char** argv) {
 
   tf::DeviceScope scope(kGpu);
   const cudaStream_t s = tf::detail::cuda::stream(kGpu);
-  for (const std::string& op : ops)
-    for (const std::string& dt_name : dtypes) {
+  for (const std::string& op : o.ops)
+    for (const std::string& dt_name : o.dtypes) {
       const bool f64 = dt_name == "float64";
       const tf::DType dt = f64 ? tf::float64 : tf::float32;
-      for (int64_t n : sizes) {
+      for (int64_t n : o.sizes) {
         tf::Tensor a = tf::random::uniform({n, n}, -1.0, 1.0, dt, static_cast<uint64_t>(n));
         const tf::Tensor b =
             tf::random::uniform({n, n}, -1.0, 1.0, dt, static_cast<uint64_t>(n + 1));
@@ -310,8 +287,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "%s %s N=%lld round %d/%d: %s\n", op.c_str(), dt_name.c_str(),
                          static_cast<long long>(n), r + 1, rounds,
                          tapeflow ? "tapeflow" : "cuBLAS/cuSOLVER");
-            const Stats st = tapeflow ? time_runs(ours, s, repeats, min_time)
-                                      : time_runs(theirs, s, repeats, min_time);
+            const Stats st = tapeflow ? time_runs(ours, s, o) : time_runs(theirs, s, o);
             std::printf("%s,%s,%s,%lld,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n",
                         tapeflow ? "tapeflow" : "cuda", op.c_str(), dt_name.c_str(),
                         static_cast<long long>(n), st.runs, st.median, st.min, st.max,
