@@ -27,15 +27,18 @@ std::string capture_blocker(const Graph& graph, GraphVariables* vars) {
       add_once(found.read, read.get());
       continue;
     }
-    const std::vector<const void*> written = p.written_variables();
-    for (const void* h : written) add_once(found.written, h);
-    if (written.empty() && p.has_side_effects())
+    for (const void* h : p.written_variables()) add_once(found.written, h);
+    if (!touches_variables(p) && p.has_side_effects())
       return fmt::format(
           "{} has side effects (printing, random numbers and collectives run node by node)",
           p.name());
   }
   if (vars) *vars = std::move(found);
   return {};
+}
+
+bool touches_variables(const Primitive& prim) {
+  return detail::read_variable_state(prim) != nullptr || !prim.written_variables().empty();
 }
 
 bool cuda_graphs_enabled() {

@@ -30,6 +30,7 @@
 
 namespace tapeflow {
 class Graph;
+class Primitive;
 }
 
 namespace tapeflow::jit {
@@ -49,6 +50,10 @@ struct GraphVariables {
 // Fills `vars` with the variables the nodes touch. Compiled in every build (tests check it on
 // CPU graphs); make_cuda_graph_replay adds the device and shape conditions.
 std::string capture_blocker(const Graph& graph, GraphVariables* vars);
+
+// Whether a node reads or writes a variable (read_variable, assignments, updates): the side
+// effects a capture may record.
+bool touches_variables(const Primitive& prim);
 
 // TAPEFLOW_CUDA_GRAPHS=0 keeps traced graphs from being captured (jit_compile's other effects
 // stay); read each time a function is optimised. On unless set to 0.

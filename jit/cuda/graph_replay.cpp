@@ -221,10 +221,14 @@ class CudaGraphReplay {
       }
     }
     cudaGetLastError();  // capture errors are not sticky; clear the last one
-    if (failure.empty())
-      for (const CapturedVariable& v : variables_)
-        if (::tapeflow::detail::variable_buffer(v.handle).data != v.data)
-          failure = "a variable's buffer changed while capturing";  // writes are in place
+    // The variables' allocations now (writes were in place: each buffer is the one recorded).
+    std::vector<const void*> storages;
+    for (const CapturedVariable& v : variables_) {
+      const ::tapeflow::detail::VariableBuffer b = ::tapeflow::detail::variable_buffer(v.handle);
+      if (failure.empty() && b.data != v.data)
+        failure = "a variable's buffer changed while capturing";
+      storages.push_back(b.storage);
+    }
     if (!failure.empty()) {
       release();
       give_up("capturing it as a CUDA graph failed: " + failure);
@@ -232,9 +236,6 @@ class CudaGraphReplay {
     }
     // Outputs that are reads of variables are copied from the variables' buffers (checked at
     // every call), not kept: holding them would make every in-place write copy.
-    std::vector<const void*> storages;
-    for (const CapturedVariable& v : variables_)
-      storages.push_back(::tapeflow::detail::variable_buffer(v.handle).storage);
     for (Tensor& t : outs) {
       static_output_data_.push_back(t.defined() ? t.raw_data() : nullptr);
       static_output_metas_.push_back({t.shape(), t.dtype()});
@@ -304,8 +305,7 @@ std::shared_ptr<CudaGraphReplay> make_cuda_graph_replay(const Graph& graph, std:
   for (const Graph::Node& n : graph.nodes) {
     if (n.device != device) return no("its nodes run on more than one device");
     // Variable nodes name their variable's device as their target: it must be this one.
-    const bool variable_node = ::tapeflow::detail::read_variable_state(*n.prim) != nullptr ||
-                               !n.prim->written_variables().empty();
+    const bool variable_node = touches_variables(*n.prim);
     if (const auto target = n.prim->target_device();
         target && (!variable_node || *target != device))
       return no(fmt::format("{} {} between devices", n.prim->name(),
