@@ -83,10 +83,13 @@ __global__ void __launch_bounds__(cuda::kThreads)
 }
 
 // Integer pow rejects negative exponents before computing anything, as TF (and the CPU kernel)
-// does. The host must read the answer: this synchronises the stream.
+// does. The host must read the answer: this synchronises the stream. Recorded into a CUDA graph,
+// where nothing may be read on the host, it checks nothing (a negative exponent gives 1, the
+// kernel's power by squaring; TF's GPU kernel does not check either).
 template <class T>
 void check_int_exponents(const Tensor& e) {
   const Device dev = e.placement();
+  if (detail::cuda::in_capture_scope(dev)) return;
   cudaStream_t st = detail::cuda::stream(dev);
   Tensor flag = detail::empty(TensorShape{}, int32, dev);
   TF_CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int), st));
