@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 namespace K = tapeflow::keras;
 
@@ -35,9 +37,17 @@ class PrintLR : public K::callbacks::Callback {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 12;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.88;
-  const int64_t max_steps = argc > 3 ? std::atoll(argv[3]) : -1;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy [max_steps_per_epoch]]]",
+      "TF2's \"Distributed training with Keras\" on Fashion-MNIST (a MirroredStrategy).\n"
+      "  epochs               default 12\n"
+      "  min_accuracy         test accuracy below which it exits 1 (default 0.88)\n"
+      "  max_steps_per_epoch  -1 for the whole training set (default)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 12, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.88, 0.0, 1.0);
+  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX, -1);
+  args.done();
 
   if (tf::config::list_physical_devices("GPU").empty())
     tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],

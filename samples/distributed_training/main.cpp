@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 namespace K = tapeflow::keras;
 
@@ -29,9 +31,19 @@ K::Sequential create_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 10;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.90;
-  const int64_t max_steps = argc > 3 ? std::atoll(argv[3]) : -1;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy [max_steps_per_epoch]]]",
+      "tapeflow's main sample: TF2's \"Custom training with tf.distribute.Strategy\" on\n"
+      "Fashion-MNIST (a MirroredStrategy over every GPU, or two logical CPUs without one).\n"
+      "  epochs               default 10\n"
+      "  min_accuracy         restored model's test accuracy below which it exits 1\n"
+      "                       (default 0.90)\n"
+      "  max_steps_per_epoch  -1 for the whole training set (default)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 10, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.90, 0.0, 1.0);
+  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX, -1);
+  args.done();
 
   // Without GPUs, two logical CPU devices stand in for two GPUs (before any op runs).
   if (tf::config::list_physical_devices("GPU").empty())

@@ -12,11 +12,20 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 10;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.87;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy]]",
+      "TF2's \"Basic classification\" on Fashion-MNIST.\n"
+      "  epochs        default 10\n"
+      "  min_accuracy  test accuracy below which it exits 1 (default 0.87)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 10, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.87, 0.0, 1.0);
+  args.done();
   tf::random::set_seed(7);
   const std::vector<std::string> class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress",
                                                 "Coat",        "Sandal",  "Shirt",    "Sneaker",

@@ -13,13 +13,24 @@
 #include <filesystem>
 #include <iostream>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 namespace K = tapeflow::keras;
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 3;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.85;
-  const int64_t steps_per_epoch = argc > 3 ? std::atoll(argv[3]) : -1;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy [steps_per_epoch]]]",
+      "TF2's \"Multi-worker training with Keras\" on Fashion-MNIST; run it under mpirun\n"
+      "(mpirun -np 2 multi_worker); alone it is a one-worker job.\n"
+      "  epochs           default 3\n"
+      "  min_accuracy     test accuracy below which it exits 1 (default 0.85)\n"
+      "  steps_per_epoch  -1 for the whole training set (default)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 3, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.85, 0.0, 1.0);
+  const int64_t steps_per_epoch = args.integer("steps_per_epoch", -1, 1, INT64_MAX, -1);
+  args.done();
 
   tf::distribute::MultiWorkerMirroredStrategy strategy;
   const bool chief = strategy.worker_index() == 0;

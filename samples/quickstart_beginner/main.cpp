@@ -8,11 +8,20 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 5;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.85;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy]]",
+      "TF2's \"quickstart for beginners\" on Fashion-MNIST.\n"
+      "  epochs        default 5\n"
+      "  min_accuracy  test accuracy below which it exits 1 (default 0.85)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 5, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.85, 0.0, 1.0);
+  args.done();
   tf::random::set_seed(42);
 
   tf::Tensor x_train, y_train, x_test, y_test;

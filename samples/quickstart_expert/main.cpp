@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 
 class MyModel : public tf::keras::Model {
@@ -29,9 +31,17 @@ class MyModel : public tf::keras::Model {
 };
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 5;
-  const double min_accuracy = argc > 2 ? std::atof(argv[2]) : 0.90;
-  const int64_t max_steps = argc > 3 ? std::atoll(argv[3]) : -1;
+  samples::Args args(
+      argc, argv, "[epochs [min_accuracy [max_train_steps]]]",
+      "TF2's \"quickstart for experts\" on Fashion-MNIST (traced train and test steps).\n"
+      "  epochs           default 5\n"
+      "  min_accuracy     last test accuracy below which it exits 1 (default 0.90)\n"
+      "  max_train_steps  train steps per epoch, -1 for the whole training set (default)\n"
+      "Exits 77 without the data files.");
+  const int epochs = static_cast<int>(args.integer("epochs", 5, 1, 1000));
+  const double min_accuracy = args.real("min_accuracy", 0.90, 0.0, 1.0);
+  const int64_t max_steps = args.integer("max_train_steps", -1, 1, INT64_MAX, -1);
+  args.done();
   tf::random::set_seed(42);
 
   tf::Tensor x_train, y_train, x_test, y_test;

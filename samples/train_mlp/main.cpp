@@ -10,6 +10,9 @@
 #include <vector>
 
 #include <tapeflow/tapeflow.h>
+
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 
 namespace {
@@ -59,7 +62,13 @@ struct Mlp {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::stoi(argv[1]) : 2000;
+  samples::Args args(
+      argc, argv, "[steps]",
+      "Trains a 2-layer MLP on three interleaved spirals with a traced train step.\n"
+      "  steps  training steps (default 2000)\n"
+      "Exits 1 unless the loss at least halves.");
+  const int steps = static_cast<int>(args.integer("steps", 2000, 1, 100000000));
+  args.done();
   tf::random::set_seed(42);
   auto [x, y] = spirals(100);
   Mlp model(64);
