@@ -117,13 +117,14 @@ cudnnHandle_t cudnn(Device device) {
 
 namespace {
 // The capture twins are made before a capture begins (creating a handle while capturing may
-// fail): cuBLAS's always, cuDNN's and the device-scalar cuBLAS handle's where the device uses
-// them (each takes a while and memory; graphs are captured at their second call, after a first
-// one ran every op).
+// fail): cuBLAS's always, cuSOLVER's, cuDNN's and the device-scalar cuBLAS handle's where the
+// device uses them (each takes a while and memory; graphs are captured at their second call,
+// after a first one ran every op).
 const bool g_capture_preparer = [] {
   add_capture_preparer([](Device device) {
     cublas(device);
     if (cublas_device_scalar_tables().has_main(device)) cublas_device_scalars(device);
+    if (cusolver_tables().has_main(device)) cusolver(device);
     if (cudnn_tables().has_main(device)) cudnn(device);
   });
   return true;
