@@ -820,6 +820,9 @@ class AllGpusInverseCase final : public Case {
         cuda_ok(cudaMemcpy(b_[i], b0_[i], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
       }
     }
+    // The copies above ran on each device's default stream (pageable uploads and memsets may
+    // still be in flight); cusolverMg does not say that its own streams wait for them.
+    synchronize_all();
     const cudaDataType dt = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
     const int n = static_cast<int>(n_);
     int info = 0;
