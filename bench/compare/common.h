@@ -33,25 +33,44 @@ struct Options {
 
 // Parses --repeats, --min-time, --ops, --dtypes and --sizes into `o`, and hands any other
 // option with its value to `extra`, which returns whether it knows it. False (with a message
-// naming `program`) for an unknown option.
+// naming `program`) for an unknown option, an option without its value, or a count, time or
+// size that is not a positive number (zero for --min-time).
 inline bool parse(int argc, char** argv, const char* program, Options& o,
                   const std::function<bool(const std::string&, const std::string&)>& extra) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  auto bad = [&](const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", program, what.c_str());
+    return false;
+  };
+  auto whole = [](const std::string& v, long long& out) {
+    char* end = nullptr;
+    out = std::strtoll(v.c_str(), &end, 10);
+    return !v.empty() && *end == '\0';
+  };
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return bad("option " + a + " needs a value");
+    const std::string v = argv[i + 1];
+    long long n = 0;
     if (a == "--repeats") {
-      o.repeats = std::atoi(v.c_str());
+      if (!whole(v, n) || n < 1) return bad("--repeats needs a count >= 1, got " + v);
+      o.repeats = static_cast<int>(n);
     } else if (a == "--min-time") {
-      o.min_time = std::atof(v.c_str());
+      char* end = nullptr;
+      o.min_time = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(o.min_time >= 0))
+        return bad("--min-time needs seconds >= 0, got " + v);
     } else if (a == "--ops") {
       o.ops = split(v);
     } else if (a == "--dtypes") {
       o.dtypes = split(v);
     } else if (a == "--sizes") {
       o.sizes.clear();
-      for (const std::string& s : split(v)) o.sizes.push_back(std::atoll(s.c_str()));
+      for (const std::string& s : split(v)) {
+        if (!whole(s, n) || n < 1) return bad("--sizes needs sizes >= 1, got " + s);
+        o.sizes.push_back(n);
+      }
     } else if (!extra(a, v)) {
-      std::fprintf(stderr, "%s: unknown option %s\n", program, a.c_str());
-      return false;
+      return bad("unknown option " + a);
     }
   }
   return true;
