@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -639,4 +640,41 @@ TEST_CASE(
   CHECK(st.captured);
   CHECK_FALSE(st.failed);
   CHECK(st.launches == 3);  // calls 2 to 4; the first ran node by node
+}
+
+TEST_CASE("jit_compile: inverse, solve and determinant capture [cuda]", "[jit][cuda]") {
+  if (!gpu_or_warn()) return;
+  tf::DeviceScope gpu("/gpu:0");
+  // cuSOLVER's capture handle is made before capturing; the singularity checks (a host read of
+  // the pivots' infos) are skipped inside the captured graph.
+  auto body = [](const tf::Tensor& a, const tf::Tensor& b) {
+    return std::vector<tf::Tensor>{tf::matmul(tf::linalg::inv(a), b), tf::linalg::solve(a, b),
+                                   tf::linalg::det(a)};
+  };
+  auto f = tf::function(body, tf::FunctionOptions{.jit_compile = true});
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const tf::Tensor a = tf::random::uniform({6, 6}, -1, 1, tf::float32, 40 + call) +
+                         tf::eye(6) * 4.0f;  // well conditioned
+    const tf::Tensor b = tf::random::uniform({6, 2}, -1, 1, tf::float32, 50 + call);
+    const std::vector<tf::Tensor> got = f(a, b);
+    const std::vector<tf::Tensor> want = body(a, b);
+    REQUIRE(got.size() == 3);
+    for (size_t k = 0; k < 3; ++k) check_close(got[k], want[k], 1e-4, 1e-5);
+  }
+  const tf::jit::CudaGraphStats st =
+      graph_stats(f.get_concrete_function(tf::TensorSpec({6, 6}), tf::TensorSpec({6, 2})).graph());
+  INFO(st.failure);
+  CHECK(st.captured);
+  CHECK(st.launches == 2);
+  // A singular matrix: node by node inv raises; the captured graph gives non-finite values.
+  const tf::Tensor singular = tf::zeros({6, 6});
+  const tf::Tensor b = tf::ones({6, 2});
+  TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(singular), tf::InvalidArgumentError,
+                               "not invertible");
+  const std::vector<tf::Tensor> got = f(singular, b);
+  CHECK(tf::detail::to_double_vector(got[2])[0] == 0.0);
+  bool finite = true;
+  for (double v : tf::detail::to_double_vector(got[0])) finite = finite && std::isfinite(v);
+  CHECK_FALSE(finite);
 }
