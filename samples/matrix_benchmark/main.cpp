@@ -688,7 +688,8 @@ void mg_ok(cusolverStatus_t st, const char* what) {
 void cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    if (e == cudaErrorMemoryAllocation) throw std::bad_alloc();
+    if (e == cudaErrorMemoryAllocation)
+      throw tf::ResourceExhaustedError(std::string(what) + ": out of GPU memory");
     throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
   }
 }
@@ -772,6 +773,11 @@ class AllGpusInverseCase final : public Case {
     const int g = static_cast<int>(devices_.size());
     const cudaDataType dt = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
     mg_ok(lib_.create_desc(&desc_, n, n, n, kTile, dt, grid_), "cusolverMgCreateMatrixDesc");
+    // cusolverMg's buffers come from cudaMalloc: give it what tapeflow's allocators keep cached
+    // (the input made above, earlier series).
+    const int logical = static_cast<int>(tf::config::list_logical_devices("GPU").size());
+    for (int l = 0; l < logical; ++l)
+      tf::allocator_for(tf::Device{tf::DeviceType::GPU, l}).release_cached_memory();
     const size_t local = static_cast<size_t>(n * local_columns(n));
     for (auto* arrays : {&a_, &b_, &a0_, &b0_}) arrays->assign(static_cast<size_t>(g), nullptr);
     ipiv_.assign(static_cast<size_t>(g), nullptr);
