@@ -82,7 +82,7 @@ thread_local int t_capture_device = -1;
 }  // namespace
 
 cudaStream_t stream(Device device) {
-  if (device.index == t_capture_device) return capture_stream(device);
+  if (device.is_gpu() && device.index == t_capture_device) return capture_stream(device);
   cudaStream_t s = state(device).stream;
   set_device(device);
   return s;
@@ -96,7 +96,9 @@ cudaStream_t capture_stream(Device device) {
   return st.capture;
 }
 
-bool in_capture_scope(Device device) { return device.index == t_capture_device; }
+bool in_capture_scope(Device device) {
+  return device.is_gpu() && device.index == t_capture_device;
+}
 
 namespace {
 thread_local DeferredFrees* t_deferred = nullptr;
@@ -256,6 +258,9 @@ class CudaAllocator final : public Allocator {
   void release_locked() {
     if (free_.empty()) return;
     const Device dev{DeviceType::GPU, logical_};
+    // Not while this thread captures a CUDA graph: neither waiting for a stream nor cudaFree is
+    // allowed then (the caller reports the memory as exhausted, and the capture fails).
+    if (cuda::in_capture_scope(dev)) return;
     // Queued kernels may still read blocks freed by the host: wait before handing them back.
     cuda::synchronize(dev);
     for (auto& [size, blocks] : free_)
