@@ -25,6 +25,13 @@ constexpr size_t kMaxKeptBytes = size_t{256} << 20;
 // kLaunchesPerCapture calls each on average.
 constexpr int kMinCaptures = 4;
 constexpr int64_t kLaunchesPerCapture = 8;
+
+// One capture at a time per device: captures share the device's capture stream and its
+// libraries' capture handles. (Logical devices beyond 64 share a lock: they wait, nothing more.)
+std::mutex& capture_mutex(Device device) {
+  static std::mutex locks[64];
+  return locks[static_cast<size_t>(device.index) % 64];
+}
 }  // namespace
 
 class CudaGraphReplay {
@@ -83,7 +90,10 @@ class CudaGraphReplay {
             stats_.captures, stats_.launches));
         return false;
       }
-      if (!capture(g)) return false;
+      // Another graph capturing on this device: this call runs node by node, a later one
+      // captures.
+      std::unique_lock device_lock(capture_mutex(device_), std::try_to_lock);
+      if (!device_lock.owns_lock() || !capture(g)) return false;
     }
 
     cudaStream_t s = ::tapeflow::detail::cuda::stream(device_);
@@ -91,7 +101,13 @@ class CudaGraphReplay {
       if (args[i].nbytes() > 0)
         TF_CUDA_CHECK(cudaMemcpyAsync(static_inputs_[i].raw_data(), args[i].raw_data(),
                                       args[i].nbytes(), cudaMemcpyDeviceToDevice, s));
-    TF_CUDA_CHECK(cudaGraphLaunch(exec_, s));
+    if (const cudaError_t launched = cudaGraphLaunch(exec_, s); launched != cudaSuccess) {
+      // Node by node from now on (an error the device keeps raises again there).
+      cudaGetLastError();
+      release();
+      give_up(fmt::format("cudaGraphLaunch: {}", cudaGetErrorString(launched)));
+      return false;
+    }
     outputs.clear();
     outputs.reserve(g.outputs.size());
     for (size_t k = 0; k < g.outputs.size(); ++k) {
@@ -166,28 +182,31 @@ class CudaGraphReplay {
 
   bool capture(const Graph& g) {
     ++stats_.captures;
-    for (CapturedVariable& v : variables_) {
-      // A buffer the graph writes that a snapshot shares is copied for the variable first
-      // (what the first write would do; the snapshot keeps its value).
-      if (v.written) ::tapeflow::detail::unshare_variable(v.handle);
-      v.data = ::tapeflow::detail::variable_buffer(v.handle).data;
-    }
-    static_inputs_.clear();
-    for (const TensorMeta& m : g.inputs)
-      static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
-    cudaStream_t cs = ::tapeflow::detail::cuda::capture_stream(device_);
-    auto scratch = std::make_unique<::tapeflow::detail::cuda::DeferredFrees>(device_);
     std::string failure;
+    cudaStream_t cs = nullptr;
+    std::unique_ptr<::tapeflow::detail::cuda::DeferredFrees> scratch;
     try {
+      for (CapturedVariable& v : variables_) {
+        // A buffer the graph writes that a snapshot shares is copied for the variable first
+        // (what the first write would do; the snapshot keeps its value).
+        if (v.written) ::tapeflow::detail::unshare_variable(v.handle);
+        v.data = ::tapeflow::detail::variable_buffer(v.handle).data;
+      }
+      static_inputs_.clear();
+      for (const TensorMeta& m : g.inputs)
+        static_inputs_.push_back(::tapeflow::detail::empty(m.shape, m.dtype, device_));
+      cs = ::tapeflow::detail::cuda::capture_stream(device_);
+      scratch = std::make_unique<::tapeflow::detail::cuda::DeferredFrees>(device_);
       ::tapeflow::detail::cuda::prepare_capture(device_);
     } catch (const std::exception& e) {
+      // Nothing was captured (out of memory, a library handle that could not be made).
       failure = e.what();
     }
     std::vector<Tensor> outs;
     const cudaError_t begin =
         failure.empty() ? cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) : cudaSuccess;
     if (!failure.empty()) {
-      // prepare_capture failed: nothing was captured.
+      // Failed before capturing: nothing to end.
     } else if (begin != cudaSuccess) {
       failure = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(begin));
     } else {
@@ -202,13 +221,18 @@ class CudaGraphReplay {
         outs = g.run_nodes(static_inputs_, /*through_dispatch=*/false, /*capture=*/true);
       } catch (const std::exception& e) {
         failure = e.what();
+      } catch (...) {
+        failure = "a node threw an exception that is not a std::exception";
       }
       cudaGraph_t graph = nullptr;
       const cudaError_t end = cudaStreamEndCapture(cs, &graph);
       if (failure.empty() && end != cudaSuccess)
         failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(end));
       if (failure.empty()) {
-        const cudaError_t inst = cudaGraphInstantiate(&exec_, graph, 0);
+        // Auto-free: should a library record a stream-ordered allocation it does not free
+        // inside the graph, relaunching frees it first instead of failing.
+        const cudaError_t inst =
+            cudaGraphInstantiate(&exec_, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
         if (inst != cudaSuccess) {
           exec_ = nullptr;
           failure = fmt::format("cudaGraphInstantiate: {}", cudaGetErrorString(inst));
@@ -223,11 +247,20 @@ class CudaGraphReplay {
     cudaGetLastError();  // capture errors are not sticky; clear the last one
     // The variables' allocations now (writes were in place: each buffer is the one recorded).
     std::vector<const void*> storages;
+    bool moved = false;
     for (const CapturedVariable& v : variables_) {
       const ::tapeflow::detail::VariableBuffer b = ::tapeflow::detail::variable_buffer(v.handle);
-      if (failure.empty() && b.data != v.data)
-        failure = "a variable's buffer changed while capturing";
+      moved = moved || b.data != v.data;
       storages.push_back(b.storage);
+    }
+    if (failure.empty() && moved) {
+      // Another thread assigned a variable meanwhile: a later call captures again (counted
+      // towards the give-up rule in run()).
+      TF_LOG_DEBUG("a variable's buffer changed while capturing a graph on {}: capturing again "
+                   "later",
+                   device_.to_string());
+      release();
+      return false;
     }
     if (!failure.empty()) {
       release();
@@ -260,7 +293,7 @@ class CudaGraphReplay {
     TF_LOG_DEBUG(
         "captured a traced graph of {} nodes on {} as a CUDA graph of {} nodes ({} "
         "bytes kept)",
-        g.nodes.size(), device_.to_string(), stats_.num_kernel_nodes, bytes);
+        g.nodes.size(), device_.to_string(), stats_.num_kernel_nodes, stats_.kept_bytes);
     return true;
   }
 
