@@ -299,6 +299,9 @@ void check_xy(const char* op, const Tensor& x, const Tensor& y) {
   TF_CHECK_ARG(x.rank() >= 1 && y.rank() >= 1 && x.shape()[0] == y.shape()[0], op,
                "x and y must have the same number of samples (first dimension): x is {}, y is {}",
                x.shape().to_string(), y.shape().to_string());
+  TF_CHECK_ARG(x.shape()[0] > 0, op,
+               "x and y have no samples (x is {}, y is {}): there is nothing to {}",
+               x.shape().to_string(), y.shape().to_string(), op);
 }
 
 data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool shuffle) {
@@ -417,6 +420,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
         if (stop) break;
       }
     }
+    // Keras raises here too ("Unexpected result of train_function (Empty logs)").
+    TF_CHECK_ARG(step > 0 || stop, "fit",
+                 "the dataset yielded no batches in epoch {}: there is nothing to train on",
+                 epoch + 1);
     if (ctx.steps < 0) ctx.steps = step;  // known after the first pass, as Keras
     logs = training_logs(st);
     if (val && (epoch + 1) % options.validation_freq == 0) {
@@ -486,6 +493,8 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
     run_step(st.test, test, batch, "test_function", st.options);
     list.on_test_batch_end(step++, current_logs(st));
   }
+  TF_CHECK_ARG(step > 0, "evaluate",
+               "the dataset yielded no batches: there is nothing to evaluate");
   const Logs logs = current_logs(st);
   list.on_test_end(logs);
   return values_of(logs);

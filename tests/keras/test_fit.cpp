@@ -262,6 +262,18 @@ TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
                                tf::InvalidArgumentError, "(29,)");
   TF_REQUIRE_THROWS_CONTAINING(model.fit(x, y, {.batch_size = 0, .verbose = 0}),
                                tf::InvalidArgumentError, "batch_size");
+  // No samples: nothing to train on or evaluate (Keras raises too), not a loss of 0.
+  const tf::Tensor no_x = tf::zeros({0, 2}), no_y = tf::zeros({0}, tf::int32);
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(no_x, no_y, {.verbose = 0}), tf::InvalidArgumentError,
+                               "[fit] x and y have no samples (x is (0, 2), y is (0,))");
+  TF_REQUIRE_THROWS_CONTAINING(model.evaluate(no_x, no_y, {.verbose = 0}),
+                               tf::InvalidArgumentError, "[evaluate] x and y have no samples");
+  const tf::data::Dataset empty = tf::data::Dataset::from_tensor_slices({x, y}).batch(8, true);
+  const tf::data::Dataset none = tf::data::Dataset::from_tensor_slices({no_x, no_y}).batch(8);
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(none, {.verbose = 0}), tf::InvalidArgumentError,
+                               "no batches in epoch 1");
+  TF_REQUIRE_THROWS_CONTAINING(model.evaluate(none, {.verbose = 0}), tf::InvalidArgumentError,
+                               "no batches");
   TF_REQUIRE_THROWS_CONTAINING(model.save_weights("/tmp/w.safetensors"),
                                tf::FailedPreconditionError, "no weights yet");
   // Weights files: shapes are checked before anything is assigned.
