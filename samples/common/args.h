@@ -1,13 +1,16 @@
-// The samples' positional command-line arguments, checked: `-h` or `--help` prints the usage and
-// exits 0; an argument that is not a number in its range, or one too many, prints what is wrong
-// and the usage and exits 2 (before anything is loaded or trained). Header-only, for the samples.
+// The samples' positional command-line arguments, checked. Each argument is declared with its
+// name, default, range and meaning; done() then handles `-h` / `--help` (prints the usage and
+// the arguments, exits 0) and bad input: a value that is not a number in its range, or one
+// argument too many, prints what is wrong and the usage and exits 2, before anything is loaded
+// or trained. Header-only, for the samples.
 //
-//   samples::Args args(argc, argv, "[epochs [min_accuracy]]", "Trains ... (defaults: ...)");
-//   const int epochs = static_cast<int>(args.integer("epochs", 10, 1));
-//   const double min_accuracy = args.real("min_accuracy", 0.87, 0.0, 1.0);
+//   samples::Args args(argc, argv, "Trains ... on Fashion-MNIST.", "Exits 77 without the data.");
+//   const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the data");
+//   const double min_accuracy = args.real("min_accuracy", 0.87, 0, 1, "test accuracy to reach");
 //   args.done();
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,66 +18,83 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace samples {
 
 class Args {
  public:
-  Args(int argc, char** argv, std::string usage, std::string help)
-      : argc_(argc), argv_(argv), usage_(std::move(usage)), help_(std::move(help)) {
+  Args(int argc, char** argv, std::string about, std::string epilogue = "")
+      : argc_(argc), argv_(argv), about_(std::move(about)), epilogue_(std::move(epilogue)) {
     const std::string path = argc > 0 ? argv[0] : "sample";
     program_ = path.substr(path.find_last_of('/') + 1);
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a == "-h" || a == "--help") {
-        std::printf("usage: %s %s\n%s\n", program_.c_str(), usage_.c_str(), help_.c_str());
-        std::exit(0);
-      }
+      help_ = help_ || a == "-h" || a == "--help";
     }
   }
 
-  // The next argument as an integer in [min, max], or `fallback` when there is none. A
-  // `sentinel` (such as -1 for "no limit") is accepted outside the range.
-  long long integer(const char* name, long long fallback, long long min,
-                    long long max = std::numeric_limits<long long>::max(),
-                    std::optional<long long> sentinel = std::nullopt) {
-    if (next_ >= argc_) return fallback;
-    const std::string a = argv_[next_++];
+  // The next argument as an integer in [min, max] (or equal to `sentinel`, such as -1 for "no
+  // limit"), `fallback` when there is none; T holds every value of the range.
+  template <class T = long long>
+  T integer(const char* name, long long fallback, long long min, long long max,
+            const char* meaning, std::optional<long long> sentinel = std::nullopt) {
+    std::string want = "an integer " + range(std::to_string(min), max == kNoMax
+                                                                       ? std::string()
+                                                                       : std::to_string(max));
+    if (sentinel) want += " or " + std::to_string(*sentinel);
+    declare(name, meaning, std::to_string(fallback));
+    const char* a = next();
+    if (!a) return static_cast<T>(fallback);
     errno = 0;
     char* end = nullptr;
-    const long long v = std::strtoll(a.c_str(), &end, 10);
-    const bool parsed = !a.empty() && end && *end == '\0' && errno == 0;
+    const long long v = std::strtoll(a, &end, 10);
+    const bool parsed = *a != '\0' && *end == '\0' && errno == 0;
     if (!parsed || ((v < min || v > max) && (!sentinel || v != *sentinel))) {
-      std::string want = std::string(name) + " must be an integer " +
-                         range(std::to_string(min), max == std::numeric_limits<long long>::max()
-                                                        ? std::string()
-                                                        : std::to_string(max));
-      if (sentinel) want += " or " + std::to_string(*sentinel);
-      fail(want + ", got '" + a + "'");
+      error(std::string(name) + " must be " + want + ", got '" + a + "'");
+      return static_cast<T>(fallback);
+    }
+    return static_cast<T>(v);
+  }
+
+  // The next argument as a number in [min, max], `fallback` when there is none.
+  double real(const char* name, double fallback, double min, double max, const char* meaning) {
+    declare(name, meaning, num(fallback));
+    const char* a = next();
+    if (!a) return fallback;
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(a, &end);
+    const bool parsed = *a != '\0' && *end == '\0' && errno == 0;
+    if (!parsed || !(v >= min && v <= max)) {
+      error(std::string(name) + " must be a number " + range(num(min), num(max)) + ", got '" +
+            a + "'");
+      return fallback;
     }
     return v;
   }
 
-  // The next argument as a number in [min, max], or `fallback` when there is none.
-  double real(const char* name, double fallback, double min, double max) {
-    if (next_ >= argc_) return fallback;
-    const std::string a = argv_[next_++];
-    errno = 0;
-    char* end = nullptr;
-    const double v = std::strtod(a.c_str(), &end);
-    const bool parsed = !a.empty() && end && *end == '\0' && errno == 0;
-    if (!parsed || !(v >= min && v <= max))
-      fail(std::string(name) + " must be a number " + range(num(min), num(max)) + ", got '" + a +
-           "'");
-    return v;
-  }
-
-  // Every argument was used.
+  // After every argument is declared: --help, or the first error, ends the program here.
   void done() {
-    if (next_ < argc_) fail(std::string("unexpected argument '") + argv_[next_] + "'");
+    if (help_) {
+      std::printf("usage: %s\n%s\n", usage().c_str(), about_.c_str());
+      for (const auto& [name, text] : described_)
+        std::printf("  %-*s  %s\n", static_cast<int>(width_), name.c_str(), text.c_str());
+      if (!epilogue_.empty()) std::printf("%s\n", epilogue_.c_str());
+      std::exit(0);
+    }
+    if (error_.empty() && next_ < argc_)
+      error_ = std::string("unexpected argument '") + argv_[next_] + "'";
+    if (!error_.empty()) {
+      std::fprintf(stderr, "%s: %s\nusage: %s\n(%s --help says more)\n", program_.c_str(),
+                   error_.c_str(), usage().c_str(), program_.c_str());
+      std::exit(2);
+    }
   }
 
  private:
+  static constexpr long long kNoMax = std::numeric_limits<long long>::max();
+
   static std::string num(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", v);
@@ -83,16 +103,32 @@ class Args {
   static std::string range(const std::string& lo, const std::string& hi) {
     return hi.empty() ? ">= " + lo : "in [" + lo + ", " + hi + "]";
   }
-  [[noreturn]] void fail(const std::string& why) const {
-    std::fprintf(stderr, "%s: %s\nusage: %s %s\n(%s --help says more)\n", program_.c_str(),
-                 why.c_str(), program_.c_str(), usage_.c_str(), program_.c_str());
-    std::exit(2);
+  void declare(const char* name, const char* meaning, const std::string& fallback) {
+    described_.emplace_back(name, std::string(meaning) + " (default " + fallback + ")");
+    width_ = std::max(width_, described_.back().first.size());
+  }
+  const char* next() {
+    if (help_ || next_ >= argc_) return nullptr;
+    return argv_[next_++];
+  }
+  void error(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+  }
+  // "program [a [b [c]]]"
+  std::string usage() const {
+    std::string u = program_;
+    for (const auto& d : described_) u += " [" + d.first;
+    u += std::string(described_.size(), ']');
+    return u;
   }
 
   int argc_;
   char** argv_;
   int next_ = 1;
-  std::string program_, usage_, help_;
+  bool help_ = false;
+  std::string program_, about_, epilogue_, error_;
+  std::vector<std::pair<std::string, std::string>> described_;
+  size_t width_ = 0;
 };
 
 }  // namespace samples

@@ -18,11 +18,10 @@ namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs]",
-      "Trains a softmax regression on Fashion-MNIST fed by a tf::data pipeline.\n"
-      "  epochs  passes over the training set (default 1)\n"
+      argc, argv,
+      "A softmax regression on Fashion-MNIST fed by a tf::data pipeline.",
       "Exits 1 if the test accuracy stays below 0.7, 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 1, 1, 1000));
+  const int epochs = args.integer<int>("epochs", 1, 1, 1000, "passes over the training set");
   args.done();
   tf::Tensor x_train, y_train, x_test, y_test;
   try {

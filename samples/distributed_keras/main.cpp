@@ -38,15 +38,14 @@ class PrintLR : public K::callbacks::Callback {
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy [max_steps_per_epoch]]]",
-      "TF2's \"Distributed training with Keras\" on Fashion-MNIST (a MirroredStrategy).\n"
-      "  epochs               default 12\n"
-      "  min_accuracy         test accuracy below which it exits 1 (default 0.88)\n"
-      "  max_steps_per_epoch  -1 for the whole training set (default)\n"
+      argc, argv,
+      "TF2's \"Distributed training with Keras\" on Fashion-MNIST (a MirroredStrategy).",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 12, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.88, 0.0, 1.0);
-  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX, -1);
+  const int epochs = args.integer<int>("epochs", 12, 1, 1000, "passes over the training set");
+  const double min_accuracy =
+      args.real("min_accuracy", 0.88, 0, 1, "test accuracy below which it exits 1");
+  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX,
+                                        "steps per epoch, -1: the whole training set", -1);
   args.done();
 
   if (tf::config::list_physical_devices("GPU").empty())

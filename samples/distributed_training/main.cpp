@@ -32,17 +32,15 @@ K::Sequential create_model() {
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy [max_steps_per_epoch]]]",
+      argc, argv,
       "tapeflow's main sample: TF2's \"Custom training with tf.distribute.Strategy\" on\n"
-      "Fashion-MNIST (a MirroredStrategy over every GPU, or two logical CPUs without one).\n"
-      "  epochs               default 10\n"
-      "  min_accuracy         restored model's test accuracy below which it exits 1\n"
-      "                       (default 0.90)\n"
-      "  max_steps_per_epoch  -1 for the whole training set (default)\n"
+      "Fashion-MNIST (a MirroredStrategy over every GPU, or two logical CPUs without one).",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 10, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.90, 0.0, 1.0);
-  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX, -1);
+  const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the training set");
+  const double min_accuracy = args.real("min_accuracy", 0.90, 0, 1,
+                                         "restored model's test accuracy below which it exits 1");
+  const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX,
+                                        "steps per epoch, -1: the whole training set", -1);
   args.done();
 
   // Without GPUs, two logical CPU devices stand in for two GPUs (before any op runs).

@@ -18,13 +18,12 @@ namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy]]",
-      "TF2's \"Basic classification\" on Fashion-MNIST.\n"
-      "  epochs        default 10\n"
-      "  min_accuracy  test accuracy below which it exits 1 (default 0.87)\n"
+      argc, argv,
+      "TF2's \"Basic classification\" on Fashion-MNIST.",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 10, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.87, 0.0, 1.0);
+  const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the training set");
+  const double min_accuracy =
+      args.real("min_accuracy", 0.87, 0, 1, "test accuracy below which it exits 1");
   args.done();
   tf::random::set_seed(7);
   const std::vector<std::string> class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress",

@@ -20,16 +20,15 @@ namespace K = tapeflow::keras;
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy [steps_per_epoch]]]",
-      "TF2's \"Multi-worker training with Keras\" on Fashion-MNIST; run it under mpirun\n"
-      "(mpirun -np 2 multi_worker); alone it is a one-worker job.\n"
-      "  epochs           default 3\n"
-      "  min_accuracy     test accuracy below which it exits 1 (default 0.85)\n"
-      "  steps_per_epoch  -1 for the whole training set (default)\n"
+      argc, argv,
+      "TF2's \"Multi-worker training with Keras\" on Fashion-MNIST, under mpirun\n"
+      "(mpirun -np 2 multi_worker); alone it is a one-worker job.",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 3, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.85, 0.0, 1.0);
-  const int64_t steps_per_epoch = args.integer("steps_per_epoch", -1, 1, INT64_MAX, -1);
+  const int epochs = args.integer<int>("epochs", 3, 1, 1000, "passes over the training set");
+  const double min_accuracy =
+      args.real("min_accuracy", 0.85, 0, 1, "test accuracy below which it exits 1");
+  const int64_t steps_per_epoch = args.integer("steps_per_epoch", -1, 1, INT64_MAX,
+                                              "-1: the whole training set", -1);
   args.done();
 
   tf::distribute::MultiWorkerMirroredStrategy strategy;

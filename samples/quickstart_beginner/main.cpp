@@ -14,13 +14,12 @@ namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy]]",
-      "TF2's \"quickstart for beginners\" on Fashion-MNIST.\n"
-      "  epochs        default 5\n"
-      "  min_accuracy  test accuracy below which it exits 1 (default 0.85)\n"
+      argc, argv,
+      "TF2's \"quickstart for beginners\" on Fashion-MNIST.",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 5, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.85, 0.0, 1.0);
+  const int epochs = args.integer<int>("epochs", 5, 1, 1000, "passes over the training set");
+  const double min_accuracy =
+      args.real("min_accuracy", 0.85, 0, 1, "test accuracy below which it exits 1");
   args.done();
   tf::random::set_seed(42);
 

@@ -32,15 +32,14 @@ class MyModel : public tf::keras::Model {
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[epochs [min_accuracy [max_train_steps]]]",
-      "TF2's \"quickstart for experts\" on Fashion-MNIST (traced train and test steps).\n"
-      "  epochs           default 5\n"
-      "  min_accuracy     last test accuracy below which it exits 1 (default 0.90)\n"
-      "  max_train_steps  train steps per epoch, -1 for the whole training set (default)\n"
+      argc, argv,
+      "TF2's \"quickstart for experts\" on Fashion-MNIST (traced train and test steps).",
       "Exits 77 without the data files.");
-  const int epochs = static_cast<int>(args.integer("epochs", 5, 1, 1000));
-  const double min_accuracy = args.real("min_accuracy", 0.90, 0.0, 1.0);
-  const int64_t max_steps = args.integer("max_train_steps", -1, 1, INT64_MAX, -1);
+  const int epochs = args.integer<int>("epochs", 5, 1, 1000, "passes over the training set");
+  const double min_accuracy =
+      args.real("min_accuracy", 0.90, 0, 1, "last test accuracy below which it exits 1");
+  const int64_t max_steps = args.integer("max_train_steps", -1, 1, INT64_MAX,
+                                        "train steps per epoch, -1: all", -1);
   args.done();
   tf::random::set_seed(42);
 

@@ -63,11 +63,10 @@ struct Mlp {
 
 int main(int argc, char** argv) {
   samples::Args args(
-      argc, argv, "[steps]",
-      "Trains a 2-layer MLP on three interleaved spirals with a traced train step.\n"
-      "  steps  training steps (default 2000)\n"
+      argc, argv,
+      "A 2-layer MLP learns three interleaved spirals with a traced train step.",
       "Exits 1 unless the loss at least halves.");
-  const int steps = static_cast<int>(args.integer("steps", 2000, 1, 100000000));
+  const int steps = args.integer<int>("steps", 2000, 1, 100000000, "training steps");
   args.done();
   tf::random::set_seed(42);
   auto [x, y] = spirals(100);
