@@ -401,11 +401,18 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       ++step;
     };
     if (options.steps_per_epoch > 0) {
+      bool fresh = false;  // this epoch started a new pass over the dataset
       for (; step < options.steps_per_epoch && !stop;) {
-        if (!persistent) persistent = dataset.make_iterator();
+        if (!persistent) {
+          persistent = dataset.make_iterator();
+          fresh = true;
+        }
         auto batch = persistent->get_next();
         if (!batch) {
           persistent.reset();
+          // The last pass ended with the previous epoch: start the next one here (a new pass
+          // that yields nothing means an empty dataset, reported below).
+          if (step == 0 && !fresh) continue;
           if (step == 0) break;
           TF_LOG_WARN("fit: your input ran out of data after {} steps of epoch {}; the next "
                       "epoch starts a new pass",

@@ -168,6 +168,12 @@ TEST_CASE("fit: a Dataset with sample weights, and steps_per_epoch over a repeat
                                tf::InvalidArgumentError, "steps_per_epoch");
   K::History h2 = model.fit(ds.repeat(), {.epochs = 2, .verbose = 0, .steps_per_epoch = 4});
   CHECK(h2.history.at("loss").size() == 2);
+  // steps_per_epoch over a finite dataset: one iterator continues across epochs; an epoch that
+  // begins where a pass ended starts the next pass (6 batches, 3 per epoch: every epoch trains 3).
+  const int64_t before = model.optimizer().iterations().value().item<int64_t>();
+  K::History h3 = model.fit(ds, {.epochs = 3, .verbose = 0, .steps_per_epoch = 3});
+  CHECK(h3.history.at("loss").size() == 3);
+  CHECK(model.optimizer().iterations().value().item<int64_t>() - before == 9);
 }
 
 TEST_CASE("fit: callbacks stop, checkpoint, schedule and log", "[cpu][keras]") {
