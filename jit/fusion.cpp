@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 
@@ -33,11 +35,12 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   struct Step {
     std::shared_ptr<Primitive> prim;
     int a = -1, b = -1;
-    // The loops for the node's dtype (float32 or float64; unused on a GPU).
+    // The loops for the node's dtype (float32 or float64; unused on a GPU); binary ones for
+    // tiles of at least cpu::kWideSpan elements and for shorter ones.
     cpu::UnaryRange<float> unary = nullptr;
-    cpu::BinaryRanges<float> binary;
+    cpu::BinaryRanges<float> binary, binary_short;
     cpu::UnaryRange<double> unary64 = nullptr;
-    cpu::BinaryRanges<double> binary64;
+    cpu::BinaryRanges<double> binary64, binary64_short;
     int slot = -1;  // tile buffer of the result (-1: the last step writes the output)
 
     template <class T>
@@ -46,9 +49,10 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
       else return unary64;
     }
     template <class T>
-    const auto& binary_loops() const {
-      if constexpr (std::is_same_v<T, float>) return binary;
-      else return binary64;
+    const auto& binary_loops(int64_t span) const {
+      const bool wide = span >= cpu::kWideSpan;
+      if constexpr (std::is_same_v<T, float>) return wide ? binary : binary_short;
+      else return wide ? binary64 : binary64_short;
     }
   };
   int num_inputs = 0;
@@ -125,20 +129,40 @@ template <class T>
 void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   const int64_t n = out.num_elements();
   if (n == 0) return;
-  std::vector<const T*> ptr(num_inputs);
-  std::vector<uint8_t> scalar(num_inputs);
-  // Inputs read as a repeated row (period elements, a divisor of n). A short row (below a tile)
-  // is laid out repeated over a tile and a period once per thread, so that every tile reads it
-  // at an offset; a long one is read in place unless the tile wraps around its end.
-  std::vector<int64_t> period(num_inputs, 0);
+  // Per input: its data, whether it is one element read by every output, and its period when it
+  // is read as a repeated row (period elements, a divisor of n; 0 otherwise). A short row (below
+  // a tile) is laid out repeated over a tile and a period once per thread, so that every tile
+  // reads it at an offset; a long one is read in place unless the tile wraps around its end.
+  // Up to kInline inputs live on the stack: replays of small graphs are dominated by such costs.
+  constexpr int kInline = 16;
+  std::array<const T*, kInline> ptr_inline;
+  std::array<int64_t, kInline> period_inline;
+  std::array<uint8_t, kInline> scalar_inline;
+  std::vector<const T*> ptr_heap;
+  std::vector<int64_t> period_heap;
+  std::vector<uint8_t> scalar_heap;
+  const T** ptr = ptr_inline.data();
+  int64_t* period = period_inline.data();
+  uint8_t* scalar = scalar_inline.data();
+  if (num_inputs > kInline) {
+    ptr_heap.resize(static_cast<size_t>(num_inputs));
+    period_heap.resize(static_cast<size_t>(num_inputs));
+    scalar_heap.resize(static_cast<size_t>(num_inputs));
+    ptr = ptr_heap.data();
+    period = period_heap.data();
+    scalar = scalar_heap.data();
+  }
+  bool any_period = false;
   for (int k = 0; k < num_inputs; ++k) {
     ptr[k] = in[k].data<T>();
     const int64_t m = in[k].num_elements();
     scalar[k] = m == 1 && n > 1;
+    period[k] = 0;
     if (m != n && m != 1) {
       TF_CHECK_T(InternalError, m > 1 && n % m == 0, name(),
                  "input {} has {} elements, which does not divide the {} outputs", k, m, n);
       period[k] = m;
+      any_period = true;
     }
   }
   T* dst = out.data<T>();
@@ -163,8 +187,18 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
              "elements");
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    std::vector<T> buffers(static_cast<size_t>(num_slots * kTile));
-    std::vector<std::vector<T>> rows(static_cast<size_t>(num_inputs));
+    // Tile buffers as long as this range's tiles, uninitialised (every step writes its slot
+    // before a later step reads it); on the stack when they are small.
+    const int64_t stride = std::min(kTile, end - begin);
+    constexpr int64_t kLocal = 512;
+    alignas(64) std::array<T, kLocal> local;
+    std::unique_ptr<T[]> heap;
+    T* buffers = local.data();
+    if (num_slots * stride > kLocal) {
+      heap.reset(new T[static_cast<size_t>(num_slots * stride)]);
+      buffers = heap.get();
+    }
+    std::vector<std::vector<T>> rows(any_period ? static_cast<size_t>(num_inputs) : 0);
     // Elements [pos, pos + len) of input k's repetition, into `to`.
     auto repeat = [&](int k, int64_t pos, int64_t len, T* to) {
       for (int64_t done = 0; done < len;) {
@@ -180,7 +214,7 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       row.resize(static_cast<size_t>(period[k] < kTile ? kTile + period[k] : kTile));
       if (period[k] < kTile) repeat(k, 0, kTile + period[k], row.data());
     }
-    std::vector<const T*> at(static_cast<size_t>(num_inputs));
+    std::vector<const T*> at(any_period ? static_cast<size_t>(num_inputs) : 0);  // rows' tiles
     for (int64_t t = begin; t < end; t += kTile) {
       const int64_t len = std::min(kTile, end - t);
       for (int k = 0; k < num_inputs; ++k) {
@@ -199,21 +233,21 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       auto vec = [&](int o) -> const T* {
         if (o < num_inputs) return period[o] ? at[static_cast<size_t>(o)] : ptr[o] + t;
         const int slot = steps[o - num_inputs].slot;
-        return buffers.data() + slot * kTile;
+        return buffers + slot * stride;
       };
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
       for (const Step& st : steps) {
         if (in_place && &st == &last) {
-          const auto& binary = st.template binary_loops<T>();
+          const auto& binary = st.template binary_loops<T>(len);
           if (alias_a) binary.av(dst + t, vec(st.b), len);
           else binary.va(vec(st.a), dst + t, len);
           continue;
         }
-        T* o = st.slot < 0 ? dst + t : buffers.data() + st.slot * kTile;
+        T* o = st.slot < 0 ? dst + t : buffers + st.slot * stride;
         if (const auto unary = st.template unary_loop<T>()) {
           unary(vec(st.a), o, len);
         } else {
-          const auto& binary = st.template binary_loops<T>();
+          const auto& binary = st.template binary_loops<T>(len);
           if (is_scalar(st.a)) binary.sv(*ptr[st.a], vec(st.b), o, len);
           else if (is_scalar(st.b)) binary.vs(vec(st.a), *ptr[st.b], o, len);
           else binary.vv(vec(st.a), vec(st.b), o, len);
@@ -274,7 +308,7 @@ bool fusable(const Graph& g, int i, bool cuda) {
     if (dtype != float32 && dtype != float64) return false;
     const bool unary = unary_kernel<float>(*nd.prim) != nullptr && nd.inputs.size() == 1;
     const bool binary =
-        static_cast<bool>(cpu::binary_ranges<float>(*nd.prim)) && nd.inputs.size() == 2;
+        static_cast<bool>(cpu::binary_ranges<float>(*nd.prim, false)) && nd.inputs.size() == 2;
     if (!unary && !binary) return false;
   } else if (dtype != float32 || !cuda || !nd.device.is_gpu() ||
              !jit::cuda_codegen_supports(nd.prim->name(),
@@ -324,10 +358,16 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
     if (nd.inputs.size() > 1) st.b = operand(nd.inputs[1]);
     if (on_cpu && nd.outputs[0].dtype == float64) {
       st.unary64 = nd.inputs.size() == 1 ? unary_kernel<double>(*nd.prim) : nullptr;
-      if (!st.unary64) st.binary64 = cpu::binary_ranges<double>(*nd.prim);
+      if (!st.unary64) {
+        st.binary64 = cpu::binary_ranges<double>(*nd.prim, false);
+        st.binary64_short = cpu::binary_ranges<double>(*nd.prim, true);
+      }
     } else if (on_cpu) {
       st.unary = nd.inputs.size() == 1 ? unary_kernel<float>(*nd.prim) : nullptr;
-      if (!st.unary) st.binary = cpu::binary_ranges<float>(*nd.prim);
+      if (!st.unary) {
+        st.binary = cpu::binary_ranges<float>(*nd.prim, false);
+        st.binary_short = cpu::binary_ranges<float>(*nd.prim, true);
+      }
     }
     step_of[m] = static_cast<int>(op->steps.size());
     op->steps.push_back(st);

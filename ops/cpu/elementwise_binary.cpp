@@ -139,34 +139,6 @@ TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx512, TF_TARGET_AVX512)
 #endif
 #undef TF_DEFINE_BINARY_LOOPS
 
-#if TF_CPU_MULTIVERSION
-// The fused kernel's loops on AVX-512 machines: AVX-512 for spans of at least kWideSpan
-// elements (a tile of a long chain, where width pays), AVX2 below (a few elements: the AVX-512
-// loop's setup and remainder cost more than its width gains; a fused chain of 100 steps over 4
-// elements ran 1.8x slower on AVX-512 loops alone).
-constexpr int64_t kWideSpan = 64;
-template <class F, class T>
-struct BinaryLoopsBySpan {
-  using Wide = BinaryLoopsAvx512<F, T, T>;
-  using Narrow = BinaryLoopsAvx2<F, T, T>;
-  using C = typename F::template calc_type<T>;
-  static void vv(const T* a, const T* b, T* o, int64_t n) {
-    n >= kWideSpan ? Wide::vv(a, b, o, n) : Narrow::vv(a, b, o, n);
-  }
-  static void sv(C a, const T* b, T* o, int64_t n) {
-    n >= kWideSpan ? Wide::sv(a, b, o, n) : Narrow::sv(a, b, o, n);
-  }
-  static void vs(const T* a, C b, T* o, int64_t n) {
-    n >= kWideSpan ? Wide::vs(a, b, o, n) : Narrow::vs(a, b, o, n);
-  }
-  static void av(T* ao, const T* b, int64_t n) {
-    n >= kWideSpan ? Wide::av(ao, b, n) : Narrow::av(ao, b, n);
-  }
-  static void va(const T* a, T* bo, int64_t n) {
-    n >= kWideSpan ? Wide::va(a, bo, n) : Narrow::va(a, bo, n);
-  }
-};
-#endif
 
 // (R, D) with a row (D) or a column (R, 1) operand and a short D (a bias over a few channels):
 // one inner loop call per row would dominate, so the broadcast operand is tiled into a stack
@@ -355,7 +327,7 @@ void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 namespace tapeflow::cpu {
 
 template <class T>
-BinaryRanges<T> binary_ranges(const Primitive& p) {
+BinaryRanges<T> binary_ranges(const Primitive& p, bool short_spans) {
   BinaryRanges<T> r;
   auto set = [&r](auto loops) {
     using L = decltype(loops);
@@ -368,7 +340,8 @@ BinaryRanges<T> binary_ranges(const Primitive& p) {
   auto pick = [&](auto functor) {
     using F = decltype(functor);
 #if TF_CPU_MULTIVERSION
-    if (cpu::cpu_level() == cpu::CpuLevel::Avx512) return set(BinaryLoopsBySpan<F, T>{});
+    if (cpu::cpu_level() == cpu::CpuLevel::Avx512 && !short_spans)
+      return set(BinaryLoopsAvx512<F, T, T>{});
     if (cpu::cpu_has_avx2()) return set(BinaryLoopsAvx2<F, T, T>{});
 #endif
     set(BinaryLoops<F, T, T>{});
@@ -381,7 +354,7 @@ BinaryRanges<T> binary_ranges(const Primitive& p) {
   else if (typeid(p) == typeid(prims::Minimum)) pick(cpu::MinimumOp{});
   return r;
 }
-template BinaryRanges<float> binary_ranges<float>(const Primitive&);
-template BinaryRanges<double> binary_ranges<double>(const Primitive&);
+template BinaryRanges<float> binary_ranges<float>(const Primitive&, bool);
+template BinaryRanges<double> binary_ranges<double>(const Primitive&, bool);
 
 }  // namespace tapeflow::cpu
