@@ -289,11 +289,9 @@ class Function {
 
  private:
   template <class T>
-  static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key,
-                      detail::SignatureKey& family) {
+  static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key) {
     if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) tensors.push_back(arg);
     key.add_value(arg);
-    family.add_value(arg);
   }
 
   // The graph for this call's signature (the tensor arguments are appended to `tensors`):
@@ -301,13 +299,18 @@ class Function {
   template <class R, class... Args>
   std::shared_ptr<ConcreteFunction> find_or_trace(std::vector<Tensor>& tensors,
                                                   Args&&... args) const {
-    detail::SignatureKey key, family;
-    family.with_dims = false;
-    key.bytes = family.bytes = detail::current_device_key();
-    (collect(args, tensors, key, family), ...);
+    detail::SignatureKey key;
+    key.bytes.reserve(128);  // one allocation for the usual key
+    key.bytes += detail::current_device_key();
+    (collect(args, tensors, key), ...);
     core_->check_signature(tensors);
     std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
     if (cf) return cf;
+    // A miss: the family key (no dimensions) decides whether one trace serves several shapes.
+    detail::SignatureKey family;
+    family.with_dims = false;
+    family.bytes = detail::current_device_key();
+    (family.add_value(args), ...);
     const auto mask = core_->open_dimensions(family.bytes, tensors);
     if (mask.empty()) {
       cf = trace<R>(std::forward<Args>(args)...);
