@@ -30,6 +30,18 @@ int cuda_device_count() {
   return n;
 }
 
+int64_t physical_gpu_identity(int physical_gpu) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, physical_gpu) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  // FNV-1a over the 16 UUID bytes, kept non-negative and non-zero.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : p.uuid.bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1) | 1;
+}
+
 namespace cuda {
 
 void throw_cuda_error(const char* what, cudaError_t err) {
@@ -65,7 +77,9 @@ DeviceState& state(Device device) {
   if (!s) {
     auto st = std::make_unique<DeviceState>();
     const int p = physical_gpu(device);
-    TF_CUDA_CHECK(cudaSetDevice(p));
+    // The stream belongs to device p. set_device keeps the per-thread cache true (a later
+    // set_device of the thread's former device must not be skipped).
+    set_device(device);
     TF_CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     TF_CUDA_CHECK(cudaGetDeviceProperties(&st->props, p));
     TF_LOG_DEBUG("created stream for /device:GPU:{} on {} (physical GPU {})", device.index,
