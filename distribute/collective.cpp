@@ -187,6 +187,10 @@ Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
   global_size_ = workers_ ? local * workers_->size() : local;
   global_offset_ = workers_ ? local * workers_->rank() : 0;
   if (kind_ == CollectiveKind::Nccl) comms_ = make_nccl_comms(devices_, workers_.get());
+  // Tests set TAPEFLOW_ALL_REDUCE_SHORTCUT=0 to run a one-replica all-reduce through the real
+  // path (NCCL over one GPU).
+  if (const char* v = std::getenv("TAPEFLOW_ALL_REDUCE_SHORTCUT"))
+    shortcut_ = std::string(v) != "0";
 }
 
 bool Collectives::multi_worker() const { return workers_ != nullptr && workers_->size() > 1; }
@@ -270,7 +274,7 @@ void Collectives::all_reduce(int replica, ReduceOp op, std::span<const Tensor> i
   for (const Tensor& t : in)
     TF_CHECK_ARG(t.dtype() != bool_, "all_reduce", "cannot all-reduce a bool tensor ({})",
                  meta_string(t));
-  if (global_size_ == 1) {
+  if (global_size_ == 1 && shortcut_) {
     // One replica: nothing to communicate (TF's single-replica shortcut).
     for (size_t i = 0; i < in.size(); ++i) out[i] = in[i];
     return;
@@ -413,8 +417,12 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
       flat_in[k] = parts.size() == 1 ? parts[0] : concat(parts, 0);
       flat_out[k] =
           tapeflow::detail::empty(TensorShape{buckets[k].num_elements}, buckets[k].dtype, dev);
+      // MEAN is NCCL's average: the result keeps the bucket's dtype (an integer mean divides
+      // as integers, as the in-process path), and no scaling op (whose host scalar would wait
+      // for the stream) runs afterwards.
       calls[k] = NcclCall{flat_in[k].raw_data(), flat_out[k].raw_data(),
-                          static_cast<size_t>(buckets[k].num_elements), buckets[k].dtype};
+                          static_cast<size_t>(buckets[k].num_elements), buckets[k].dtype,
+                          op == ReduceOp::MEAN};
     }
   }
   in_slots_[static_cast<size_t>(replica)] = in;
@@ -449,9 +457,7 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
                bad);
   DeviceScope scope(dev);
   for (size_t k = 0; k < buckets.size(); ++k) {
-    Tensor result = flat_out[k];
-    if (op == ReduceOp::MEAN)
-      result = divide(result, Tensor(static_cast<double>(global_size_)));
+    const Tensor& result = flat_out[k];
     size_t offset = 0;
     for (size_t ti : buckets[k].tensors) {
       out[ti] = tapeflow::detail::view(result, in[ti].shape(), offset);

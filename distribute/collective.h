@@ -98,7 +98,8 @@ class Collectives {
   StepBarrier& barrier() { return barrier_; }
   // Called by every replica with its tensors (same count, dtypes and shapes on every replica,
   // checked); writes the reduced tensors to `out` on the replica's device. Deterministic: every
-  // replica gets bit-identical results (sums in replica order).
+  // replica gets bit-identical results (in-process: sums in replica order; NCCL: its own
+  // order, and MEAN is its average, which scales float inputs before summing).
   void all_reduce(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
 
  private:
@@ -128,6 +129,7 @@ class Collectives {
   std::shared_ptr<WorkerGroup> workers_;
   int global_size_ = 0;
   int global_offset_ = 0;
+  bool shortcut_ = true;  // one replica returns its tensors (TAPEFLOW_ALL_REDUCE_SHORTCUT=0: not)
   // Written by the first replica between the second and third barrier of a multi-worker
   // all-reduce, read by every local replica after the third.
   std::vector<Tensor> worker_sums_;

@@ -17,12 +17,15 @@ namespace tapeflow::distribute::detail {
 
 class WorkerGroup;  // distribute/worker_group.h
 
-// One all-reduce (SUM) of `count` elements for one replica: device pointers on its device.
+// One all-reduce of `count` elements for one replica: device pointers on its device. `mean`:
+// NCCL's average (ncclAvg: the sum divided by the number of ranks in the dtype itself, integer
+// division for integers) instead of the sum.
 struct NcclCall {
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
   DType dtype;
+  bool mean = false;
 };
 
 class NcclComms {

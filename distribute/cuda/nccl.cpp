@@ -82,8 +82,8 @@ class NcclCommsImpl final : public NcclComms {
     ncclResult_t first = ncclSuccess;
     for (size_t r = 0; r < calls.size() && first == ncclSuccess; ++r) {
       for (const NcclCall& c : *calls[r]) {
-        first = ncclAllReduce(c.send, c.recv, c.count, nccl_type(c.dtype), ncclSum, comms_[r],
-                              streams[r]);
+        first = ncclAllReduce(c.send, c.recv, c.count, nccl_type(c.dtype),
+                              c.mean ? ncclAvg : ncclSum, comms_[r], streams[r]);
         if (first != ncclSuccess) break;
       }
     }

@@ -87,6 +87,29 @@ TEST_CASE("all_reduce: integer and half dtypes", "[cpu][distribute]") {
   CHECK(mean[1].numpy<int>() == std::vector<int>{(0 + 3 + 6 + 9) / 4});
 }
 
+TEST_CASE("all_reduce: one replica without the shortcut runs the whole path", "[cpu][distribute]") {
+  // TAPEFLOW_ALL_REDUCE_SHORTCUT=0 (read when the strategy is made) sends a one-replica
+  // all-reduce through the collective itself, as the GPU tests do for NCCL over one GPU.
+  tf::testing::EnvScope no_shortcut("TAPEFLOW_ALL_REDUCE_SHORTCUT", "0");
+  ds::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0"});
+  auto out = strategy.run([] {
+    return ds::get_replica_context()->all_reduce(
+        ds::ReduceOp::MEAN, {tf::constant(std::vector<int32_t>{3, -5, 7}, {3}),
+                             tf::constant(std::vector<float>{0.5f, 2.0f}, {2})});
+  });
+  const std::vector<tf::Tensor> got = out.values()[0];
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].dtype() == tf::int32);
+  check_values(got[0], {3, -5, 7}, 0, 0);
+  check_values(got[1], {0.5, 2.0}, 0, 0);
+  // The result is the collective's, not the input handed back.
+  const tf::Tensor in = tf::constant(std::vector<float>{1.0f}, {1});
+  auto same = strategy.run([&] {
+    return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, std::vector<tf::Tensor>{in});
+  });
+  CHECK(same.values()[0][0].get() != in.get());
+}
+
 TEST_CASE("all_reduce: bucket plan keeps order, one dtype per bucket, a small first bucket",
           "[cpu][distribute]") {
   std::vector<tf::TensorMeta> metas;

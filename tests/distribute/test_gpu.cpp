@@ -68,12 +68,27 @@ TEST_CASE("gpu: two logical GPUs on one GPU all-reduce in process",
 }
 
 TEST_CASE("gpu: NcclAllReduce over one GPU", "[cuda][distribute]") {
-  // A one-rank communicator: the NCCL path (flattening, grouped calls, copies back) on any GPU
-  // machine.
+  // A one-rank communicator: the NCCL path (flattening, grouped calls, views of the results) on
+  // any GPU machine; TAPEFLOW_ALL_REDUCE_SHORTCUT=0 keeps one replica from skipping it.
   if (tf::config::list_logical_devices("GPU").size() != 1) return;
+  tf::testing::EnvScope no_shortcut("TAPEFLOW_ALL_REDUCE_SHORTCUT", "0");
   ds::MirroredStrategy strategy({"/gpu:0"}, ds::NcclAllReduce{});
   CHECK(strategy.extended().cross_device_ops() == "NcclAllReduce");
   check_gpu_strategy(strategy);
+  // MEAN keeps each tensor's dtype, also for integers sharing a bucket.
+  auto out = strategy.run([] {
+    return ds::get_replica_context()->all_reduce(
+        ds::ReduceOp::MEAN,
+        {tf::constant(std::vector<int32_t>{3, -5, 7}, {3}), tf::constant(std::vector<int32_t>{9}, {1}),
+         tf::constant(std::vector<float>{0.5f, 2.0f}, {2})});
+  });
+  const std::vector<tf::Tensor> got = out.values()[0];
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].dtype() == tf::int32);
+  CHECK(got[1].dtype() == tf::int32);
+  check_values(got[0], {3, -5, 7}, 0, 0);
+  check_values(got[1], {9}, 0, 0);
+  check_values(got[2], {0.5, 2.0}, 0, 0);
 }
 
 TEST_CASE("gpu: every GPU with NCCL when there are two or more", "[cuda][distribute]") {
