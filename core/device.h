@@ -102,6 +102,9 @@ int num_logical_devices(DeviceType type);
 int num_physical_gpus();
 // Physical GPU behind a logical GPU index.
 int physical_gpu_of(int logical_index);
+// A number that identifies a physical GPU across processes and machines (from its UUID; 0
+// without CUDA). Two processes that see the same GPU get the same number.
+int64_t physical_gpu_identity(int physical_gpu);
 std::optional<int64_t> logical_gpu_memory_limit(int logical_index);
 }  // namespace detail
 

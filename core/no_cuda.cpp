@@ -6,6 +6,8 @@ namespace tapeflow::detail {
 
 int cuda_device_count() { return 0; }
 
+int64_t physical_gpu_identity(int) { return 0; }
+
 Allocator& cuda_allocator(int logical_index) {
   TF_THROW(UnimplementedError, "device",
            "/device:GPU:{} needs CUDA, but this tapeflow was built without it", logical_index);

@@ -182,6 +182,46 @@ bool distinct_physical_gpus(const std::vector<Device>& devices) {
   return true;
 }
 
+// The workers' common all-reduce: NCCL only when every worker can use it (one worker on NCCL
+// and another on the ring would hang) and no GPU serves two workers (processes on one machine
+// that each took every visible GPU; NCCL rejects a GPU that appears twice). Decided from
+// gathered facts, so every worker decides the same; where NCCL was asked for explicitly and
+// cannot serve, every worker raises.
+bool agree_on_nccl(detail::WorkerGroup& workers, const std::vector<Device>& devices, bool nccl,
+                   bool required, const char* who) {
+  const std::vector<int64_t> wants = workers.all_gather(nccl ? (required ? 2 : 1) : 0, who);
+  const auto count = [&](int64_t v) { return std::count(wants.begin(), wants.end(), v); };
+  const int64_t n = static_cast<int64_t>(wants.size());
+  if (count(0) == n) return false;
+  // GPUs by identity, device by device (every worker has as many devices, checked before).
+  std::vector<int64_t> seen;
+  bool shared_gpu = false;
+  for (Device d : devices) {
+    const int64_t id = d.is_gpu()
+                           ? tapeflow::detail::physical_gpu_identity(
+                                 tapeflow::detail::physical_gpu_of(d.index))
+                           : 0;
+    for (int64_t other : workers.all_gather(id, who)) {
+      shared_gpu = shared_gpu ||
+                   (other != 0 && std::find(seen.begin(), seen.end(), other) != seen.end());
+      seen.push_back(other);
+    }
+  }
+  const bool everyone = count(0) == 0;
+  if (everyone && !shared_gpu) return true;
+  const std::string why =
+      !everyone ? fmt::format("{} of {} workers cannot use NCCL (a worker with CPU devices, or "
+                              "logical devices sharing a GPU)",
+                              count(0), n)
+                : "a GPU is used by more than one worker (processes on one machine that each "
+                  "took every visible GPU: give each its own with CUDA_VISIBLE_DEVICES)";
+  if (count(2) > 0)
+    throw detail::WorkersAgreedError(
+        fmt::format("[{}] CommunicationImplementation::NCCL cannot serve this job: {}", who, why));
+  TF_LOG_INFO("{}: all-reduce over the ring, not NCCL: {}", who, why);
+  return false;
+}
+
 // Checks the devices and picks the all-reduce (TF's select_cross_device_ops).
 detail::CollectiveKind choose_collectives(const std::vector<Device>& devices,
                                           const CrossDeviceOps& ops, std::string& name) {
@@ -260,6 +300,7 @@ Strategy::Strategy(detail::MultiWorkerSetup setup, const char* who)
     TF_CHECK_ARG(counts[w] == local, who,
                  "every worker needs as many replica devices: worker {} has {}, worker {} has {}",
                  workers_->rank(), local, w, counts[w]);
+  setup.nccl = agree_on_nccl(*workers_, devices, setup.nccl, setup.nccl_required, who);
   for (Device d : devices)
     extended_.names_.push_back(
         fmt::format("/job:worker/replica:0/task:{}{}", workers_->rank(), d.to_string()));
@@ -416,6 +457,7 @@ detail::MultiWorkerSetup multi_worker_setup(std::vector<Device> devices,
                "bytes_per_pack must not be negative, got {}", o.bytes_per_pack);
   detail::MultiWorkerSetup setup;
   setup.nccl = multi_worker_uses_nccl(devices, o.implementation);
+  setup.nccl_required = o.implementation == experimental::CommunicationImplementation::NCCL;
   setup.devices = std::move(devices);
   setup.workers = detail::world_worker_group(
       o.timeout_seconds > 0 ? o.timeout_seconds : detail::default_collective_timeout());

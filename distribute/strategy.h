@@ -85,6 +85,7 @@ Tensor sum_over_workers(const Strategy& strategy, const Tensor& value);
 struct MultiWorkerSetup {
   std::vector<Device> devices;
   bool nccl = false;
+  bool nccl_required = false;  // CommunicationImplementation::NCCL (not chosen by AUTO)
   std::shared_ptr<WorkerGroup> workers;
 };
 // Thrown into run() when the caller is tracing a tf::function (see run()).
