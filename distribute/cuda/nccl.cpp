@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "core/cuda/context.h"
@@ -64,6 +65,12 @@ class NcclCommsImpl final : public NcclComms {
                                workers->rank() * local + i);
     }
     const ncclResult_t end = ncclGroupEnd();
+    if (first != ncclSuccess || end != ncclSuccess) {
+      // The destructor does not run for a failed constructor: abort what was made (abort, not
+      // destroy, which would wait for peers that may never join).
+      for (ncclComm_t& c : comms_)
+        if (c) ncclCommAbort(std::exchange(c, nullptr));
+    }
     TF_NCCL_CHECK(first);
     TF_NCCL_CHECK(end);
   }
