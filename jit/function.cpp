@@ -252,6 +252,24 @@ std::string FunctionCore::name() const {
   return options_.name.empty() ? std::string("function") : options_.name;
 }
 
+namespace {
+// The (function, signature) pairs this thread is tracing, innermost last.
+thread_local std::vector<std::pair<const FunctionCore*, std::string>> t_tracing;
+}  // namespace
+
+FunctionCore::TracingScope::TracingScope(const FunctionCore& core, const std::string& key) {
+  for (const auto& [c, k] : t_tracing)
+    TF_CHECK_ARG(c != &core || k != key, "function",
+                 "'{}' is called from inside its own trace with the same signature (recursion "
+                 "through a tf::function never ends while tracing: each call would trace "
+                 "again); recurse on the plain C++ callable, or make the signatures differ "
+                 "until a base case",
+                 core.name());
+  t_tracing.emplace_back(&core, key);
+}
+
+FunctionCore::TracingScope::~TracingScope() { t_tracing.pop_back(); }
+
 std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);

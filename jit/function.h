@@ -150,6 +150,18 @@ class FunctionCore {
   const FunctionOptions& options() const { return options_; }
   std::string name() const;
 
+  // Marks this thread as tracing `key` of this function while it lives. A call that misses the
+  // cache with a key this thread is already tracing would trace again forever (a function
+  // that calls itself, directly or through others, with the same signature): the constructor
+  // raises InvalidArgumentError instead of letting the stack overflow.
+  class TracingScope {
+   public:
+    TracingScope(const FunctionCore& core, const std::string& key);
+    ~TracingScope();
+    TracingScope(const TracingScope&) = delete;
+    TracingScope& operator=(const TracingScope&) = delete;
+  };
+
   static constexpr size_t kMaxCached = 64;
 
  private:
@@ -306,6 +318,7 @@ class Function {
     core_->check_signature(tensors);
     std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
     if (cf) return cf;
+    const detail::FunctionCore::TracingScope tracing(*core_, key.bytes);
     // A miss: the family key (no dimensions) decides whether one trace serves several shapes.
     detail::SignatureKey family;
     family.with_dims = false;

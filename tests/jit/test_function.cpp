@@ -1,4 +1,5 @@
 // tf::function: tracing, the signature cache, replay, variables, tapes (API.md "Traced functions").
+#include <functional>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -411,6 +412,31 @@ TEST_CASE("function: several threads may call one function", "[jit]") {
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
   CHECK(f.tracing_count() >= 1);
   CHECK(f.tracing_count() <= 4);
+}
+
+TEST_CASE("function: recursion while tracing", "[jit]") {
+  // Through shrinking shapes each inner call has a signature of its own and the recursion ends
+  // at its base case: one trace per length.
+  std::function<tf::Tensor(const tf::Tensor&)> body;
+  auto f = tf::function([&](const tf::Tensor& x) { return body(x); });
+  body = [&](const tf::Tensor& x) -> tf::Tensor {
+    const int64_t n = x.shape()[0];
+    if (n == 1) return x * 2.0f;
+    return f(tf::slice(x, {1}, {n - 1})) + tf::slice(x, {0}, {1});
+  };
+  tf::testing::check_values(f(tf::constant({1.0f, 2.0f, 3.0f, 4.0f})), {14}, 0, 0);
+  tf::testing::check_values(f(tf::constant({5.0f, 6.0f, 7.0f, 8.0f})), {34}, 0, 0);
+  CHECK(f.tracing_count() == 4);
+  // With the same signature it would trace forever (a stack overflow): an error instead, and
+  // the function stays usable.
+  std::function<tf::Tensor(const tf::Tensor&)> again;
+  auto g = tf::function([&](const tf::Tensor& x) { return again(x); },
+                        tf::FunctionOptions{.name = "loop"});
+  again = [&](const tf::Tensor& x) { return g(x) + 1.0f; };
+  TF_REQUIRE_THROWS_CONTAINING(g(tf::ones({2})), tf::InvalidArgumentError,
+                               "'loop' is called from inside its own trace with the same signature");
+  again = [](const tf::Tensor& x) { return x + 1.0f; };
+  tf::testing::check_values(g(tf::ones({2})), {2, 2}, 0, 0);
 }
 
 TEST_CASE("function: None dimensions of input_signature make one trace serve every size", "[jit]") {
