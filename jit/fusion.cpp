@@ -30,6 +30,28 @@ namespace {
 constexpr int64_t kTile = 1024;    // elements per tile and step: 4 or 8 KiB, several stay in L1/L2
 constexpr int64_t kGrain = 16384;  // elements per thread below which the pool is not used
 
+// n uninitialised elements of T: on the stack up to N, else on the heap (replays of small
+// graphs are dominated by such per-call costs).
+template <class T, size_t N>
+class SmallArray {
+ public:
+  explicit SmallArray(int64_t n) {
+    if (n > static_cast<int64_t>(N)) {
+      heap_.reset(new T[static_cast<size_t>(n)]);
+      data_ = heap_.get();
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  T* data() { return data_; }
+  T& operator[](int64_t i) { return data_[i]; }
+
+ private:
+  alignas(64) std::array<T, N> local_;
+  std::unique_ptr<T[]> heap_;
+  T* data_ = local_.data();
+};
+
 struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   // Operand o of a step: o < num_inputs is a node input, else the result of step o - num_inputs.
   struct Step {
@@ -133,25 +155,9 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   // is read as a repeated row (period elements, a divisor of n; 0 otherwise). A short row (below
   // a tile) is laid out repeated over a tile and a period once per thread, so that every tile
   // reads it at an offset; a long one is read in place unless the tile wraps around its end.
-  // Up to kInline inputs live on the stack: replays of small graphs are dominated by such costs.
-  constexpr int kInline = 16;
-  std::array<const T*, kInline> ptr_inline;
-  std::array<int64_t, kInline> period_inline;
-  std::array<uint8_t, kInline> scalar_inline;
-  std::vector<const T*> ptr_heap;
-  std::vector<int64_t> period_heap;
-  std::vector<uint8_t> scalar_heap;
-  const T** ptr = ptr_inline.data();
-  int64_t* period = period_inline.data();
-  uint8_t* scalar = scalar_inline.data();
-  if (num_inputs > kInline) {
-    ptr_heap.resize(static_cast<size_t>(num_inputs));
-    period_heap.resize(static_cast<size_t>(num_inputs));
-    scalar_heap.resize(static_cast<size_t>(num_inputs));
-    ptr = ptr_heap.data();
-    period = period_heap.data();
-    scalar = scalar_heap.data();
-  }
+  SmallArray<const T*, 16> ptr(num_inputs);
+  SmallArray<int64_t, 16> period(num_inputs);
+  SmallArray<uint8_t, 16> scalar(num_inputs);
   bool any_period = false;
   for (int k = 0; k < num_inputs; ++k) {
     ptr[k] = in[k].data<T>();
@@ -188,16 +194,10 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
     // Tile buffers as long as this range's tiles, uninitialised (every step writes its slot
-    // before a later step reads it); on the stack when they are small.
+    // before a later step reads it).
     const int64_t stride = std::min(kTile, end - begin);
-    constexpr int64_t kLocal = 512;
-    alignas(64) std::array<T, kLocal> local;
-    std::unique_ptr<T[]> heap;
-    T* buffers = local.data();
-    if (num_slots * stride > kLocal) {
-      heap.reset(new T[static_cast<size_t>(num_slots * stride)]);
-      buffers = heap.get();
-    }
+    SmallArray<T, 512> tiles(num_slots * stride);
+    T* const buffers = tiles.data();
     std::vector<std::vector<T>> rows(any_period ? static_cast<size_t>(num_inputs) : 0);
     // Elements [pos, pos + len) of input k's repetition, into `to`.
     auto repeat = [&](int k, int64_t pos, int64_t len, T* to) {

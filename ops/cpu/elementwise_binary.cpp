@@ -139,7 +139,6 @@ TF_DEFINE_BINARY_LOOPS(BinaryLoopsAvx512, TF_TARGET_AVX512)
 #endif
 #undef TF_DEFINE_BINARY_LOOPS
 
-
 // (R, D) with a row (D) or a column (R, 1) operand and a short D (a bias over a few channels):
 // one inner loop call per row would dominate, so the broadcast operand is tiled into a stack
 // buffer and runs of up to kTile elements go through the vector-vector loop. Returns false for
