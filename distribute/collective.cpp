@@ -8,6 +8,7 @@
 
 #include "autograd/tape.h"
 #include "core/check.h"
+#include "core/hash.h"
 #include "core/parallel.h"
 #include "distribute/nccl.h"
 #include "distribute/worker_group.h"
@@ -196,11 +197,10 @@ Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
 bool Collectives::multi_worker() const { return workers_ != nullptr && workers_->size() > 1; }
 
 namespace {
-// FNV-1a over the text: equal on every worker exactly when the tensors (and op) agree.
+// A hash of the text: equal on every worker exactly when the tensors (and op) agree.
 int64_t fingerprint(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return static_cast<int64_t>(h >> 1);  // non-negative: -1 marks "this worker disagrees"
+  // Non-negative: -1 marks "this worker disagrees".
+  return static_cast<int64_t>(tapeflow::detail::fnv1a(text) >> 1);
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/hash.h"
 #include "core/cuda/context.h"
 #include "core/log.h"
 #include "core/parallel.h"
@@ -36,9 +37,8 @@ int64_t physical_gpu_identity(int physical_gpu) {
     cudaGetLastError();
     return 0;
   }
-  // FNV-1a over the 16 UUID bytes, kept non-negative and non-zero.
-  uint64_t h = 1469598103934665603ull;
-  for (char c : p.uuid.bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  // The UUID's 16 bytes, hashed and kept non-negative and non-zero.
+  const uint64_t h = fnv1a(std::string_view(p.uuid.bytes, sizeof p.uuid.bytes));
   return static_cast<int64_t>(h >> 1) | 1;
 }
 
