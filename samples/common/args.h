@@ -5,8 +5,9 @@
 // or trained. Header-only, for the samples.
 //
 //   samples::Args args(argc, argv, "Trains ... on Fashion-MNIST.", "Exits 77 without the data.");
-//   const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the data");
-//   const double min_accuracy = args.real("min_accuracy", 0.87, 0, 1, "test accuracy to reach");
+//   const int epochs = args.epochs(10);
+//   const double min_accuracy = args.min_accuracy(0.87);
+//   const int steps = args.integer<int>("steps", 100, 1, 1000, "steps per epoch");
 //   args.done();
 #pragma once
 
@@ -72,6 +73,16 @@ class Args {
       return fallback;
     }
     return v;
+  }
+
+  // The arguments most samples share: epochs to train, and the test accuracy below which the
+  // sample exits 1 (the check CI runs).
+  int epochs(int fallback) {
+    return integer<int>("epochs", fallback, 1, 1000, "passes over the training set");
+  }
+  double min_accuracy(double fallback,
+                      const char* meaning = "test accuracy below which it exits 1") {
+    return real("min_accuracy", fallback, 0, 1, meaning);
   }
 
   // After every argument is declared: --help, or the first error, ends the program here.

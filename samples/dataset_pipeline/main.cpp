@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
       argc, argv,
       "A softmax regression on Fashion-MNIST fed by a tf::data pipeline.",
       "Exits 1 if the test accuracy stays below 0.7, 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 1, 1, 1000, "passes over the training set");
+  const int epochs = args.epochs(1);
   args.done();
   tf::Tensor x_train, y_train, x_test, y_test;
   try {

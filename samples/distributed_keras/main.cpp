@@ -41,9 +41,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "TF2's \"Distributed training with Keras\" on Fashion-MNIST (a MirroredStrategy).",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 12, 1, 1000, "passes over the training set");
-  const double min_accuracy =
-      args.real("min_accuracy", 0.88, 0, 1, "test accuracy below which it exits 1");
+  const int epochs = args.epochs(12);
+  const double min_accuracy = args.min_accuracy(0.88);
   const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX,
                                         "steps per epoch, -1: the whole training set", -1);
   args.done();

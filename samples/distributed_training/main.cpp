@@ -36,9 +36,9 @@ int main(int argc, char** argv) {
       "tapeflow's main sample: TF2's \"Custom training with tf.distribute.Strategy\" on\n"
       "Fashion-MNIST (a MirroredStrategy over every GPU, or two logical CPUs without one).",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the training set");
-  const double min_accuracy = args.real("min_accuracy", 0.90, 0, 1,
-                                         "restored model's test accuracy below which it exits 1");
+  const int epochs = args.epochs(10);
+  const double min_accuracy =
+      args.min_accuracy(0.90, "restored model's test accuracy below which it exits 1");
   const int64_t max_steps = args.integer("max_steps_per_epoch", -1, 1, INT64_MAX,
                                         "steps per epoch, -1: the whole training set", -1);
   args.done();

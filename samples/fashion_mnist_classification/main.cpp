@@ -21,9 +21,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "TF2's \"Basic classification\" on Fashion-MNIST.",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 10, 1, 1000, "passes over the training set");
-  const double min_accuracy =
-      args.real("min_accuracy", 0.87, 0, 1, "test accuracy below which it exits 1");
+  const int epochs = args.epochs(10);
+  const double min_accuracy = args.min_accuracy(0.87);
   args.done();
   tf::random::set_seed(7);
   const std::vector<std::string> class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress",

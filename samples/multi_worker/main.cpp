@@ -24,9 +24,8 @@ int main(int argc, char** argv) {
       "TF2's \"Multi-worker training with Keras\" on Fashion-MNIST, under mpirun\n"
       "(mpirun -np 2 multi_worker); alone it is a one-worker job.",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 3, 1, 1000, "passes over the training set");
-  const double min_accuracy =
-      args.real("min_accuracy", 0.85, 0, 1, "test accuracy below which it exits 1");
+  const int epochs = args.epochs(3);
+  const double min_accuracy = args.min_accuracy(0.85);
   const int64_t steps_per_epoch = args.integer("steps_per_epoch", -1, 1, INT64_MAX,
                                               "-1: the whole training set", -1);
   args.done();

@@ -17,9 +17,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "TF2's \"quickstart for beginners\" on Fashion-MNIST.",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 5, 1, 1000, "passes over the training set");
-  const double min_accuracy =
-      args.real("min_accuracy", 0.85, 0, 1, "test accuracy below which it exits 1");
+  const int epochs = args.epochs(5);
+  const double min_accuracy = args.min_accuracy(0.85);
   args.done();
   tf::random::set_seed(42);
 

@@ -35,9 +35,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "TF2's \"quickstart for experts\" on Fashion-MNIST (traced train and test steps).",
       "Exits 77 without the data files.");
-  const int epochs = args.integer<int>("epochs", 5, 1, 1000, "passes over the training set");
-  const double min_accuracy =
-      args.real("min_accuracy", 0.90, 0, 1, "last test accuracy below which it exits 1");
+  const int epochs = args.epochs(5);
+  const double min_accuracy = args.min_accuracy(0.90, "last test accuracy below which it exits 1");
   const int64_t max_steps = args.integer("max_train_steps", -1, 1, INT64_MAX,
                                         "train steps per epoch, -1: all", -1);
   args.done();
