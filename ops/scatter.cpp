@@ -1,6 +1,7 @@
 #include "ops/scatter.h"
 
 #include "core/check.h"
+#include "core/context.h"
 #include "ops/dispatch.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
@@ -44,15 +45,17 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
   for (int d = 0; d < is.rank(); ++d)
     TF_CHECK_ARG(ds[d] == is[d], op, "data of shape {} does not start with the segment_ids shape {}",
                  ds.to_string(), is.to_string());
-  // Eager ids are checked on the host (they are small next to the data); traced ones have no
-  // value yet: the CPU kernel checks them when it runs, the CUDA kernel drops ids out of range
-  // (as TF's GPU kernel).
-  if (!segment_ids.is_symbolic()) {
-    const auto ids = detail::to_double_vector(segment_ids);
+  // The CPU kernel checks the ids as it runs (eager or traced). Eager ids on another device are
+  // checked here on the host (they are small next to the data), in int64 so that ids above 2^53
+  // are named as they are; traced ones have no value yet and the CUDA kernel drops ids out of
+  // range (as TF's GPU kernel).
+  const auto& scopes = detail::thread_context().device_stack;
+  const Device runs_on = scopes.empty() ? data.placement() : scopes.back();
+  if (!segment_ids.is_symbolic() && !runs_on.is_cpu()) {
+    const auto ids = segment_ids.numpy<int64_t>();
     for (size_t i = 0; i < ids.size(); ++i)
-      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < static_cast<double>(num_segments), op,
-                   "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(ids[i]),
-                   num_segments);
+      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < num_segments, op, "segment_ids[{}] = {} is not in [0, {})",
+                   i, ids[i], num_segments);
   }
   const int64_t n = is.num_elements();
   int64_t inner = 1;

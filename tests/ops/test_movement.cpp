@@ -849,6 +849,10 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
                                {"segment_ids[1] = 4 is not in [0, 4)"});
     tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad * -1, 4); },
                                {"segment_ids[1] = -4 is not in [0, 4)"});
+    // int64 ids are named exactly, also above 2^53 (where a double would round them).
+    const auto huge = tf::constant(std::vector<int64_t>{0, (int64_t{1} << 53) + 1, 1}, {3});
+    tf::testing::require_error([&] { tf::unsorted_segment_sum(data, huge, 4); },
+                               {"segment_ids[1] = 9007199254740993 is not in [0, 4)"});
     // Traced: the ids have no value at trace time; the kernel checks them on the CPU.
     auto f = tf::function([](const tf::Tensor& d, const tf::Tensor& i) {
       return tf::unsorted_segment_sum(d, i, 4);
