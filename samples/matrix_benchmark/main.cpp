@@ -1046,7 +1046,7 @@ double median_of(std::vector<double> v) {
 // Runs one series over the sizes; returns false if a check failed or an unexpected error
 // stopped it.
 bool run_series(const Series& s, Case& c, const Options& o, const std::string& tag, Output& out,
-                const DTypeInfo& dti, int gpus_used) {
+                const DTypeInfo& dti, const std::vector<int>& gpus_used) {
   const Clock::time_point start = Clock::now();
   bool ok = true;
   double prev_per_run = 0;
@@ -1062,7 +1062,8 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
       break;
     }
     bool fits = true;
-    for (int g = 0; g < gpus_used && need.device > 0; ++g) {
+    for (int g : gpus_used) {
+      if (need.device <= 0) break;
       const double avail = gpu_bytes_available(g);
       if (need.device > 0.9 * avail) {
         out.note(tag + ": N=" + std::to_string(n) + " skipped: needs about " + gib(need.device) +
@@ -1219,7 +1220,7 @@ int main(int argc, char** argv) {
           const std::string tag =
               dtag + (gpu_mode ? (transfers ? " +transfers" : " resident") : "");
           Series s{op, op_name, mode, dname, transfers, "CPU:0", 0};
-          int gpus_used = 0;
+          std::vector<int> gpus_used;  // the logical GPUs whose memory is checked
           std::unique_ptr<Case> c;
           std::optional<ThreadsGuard> threads_guard;
           if (mode == "cpu" || mode == "cpu_1thread" || (mode == "seed_faithful" && !on_gpu)) {
@@ -1231,7 +1232,7 @@ int main(int argc, char** argv) {
             c = std::make_unique<ResidentCase>(op, tf::Device{}, dti.storage);
           } else if (mode == "gpu") {
             s.device = "GPU:0";
-            gpus_used = 1;
+            gpus_used = {0};
             if (transfers) {
               with_host_type(dti.storage, [&](auto zero) {
                 c = std::make_unique<TransferCase<decltype(zero)>>(op, gpu0, dti.storage);
@@ -1241,7 +1242,7 @@ int main(int argc, char** argv) {
             }
           } else if (mode == "all_gpus") {
             s.device = gpus == 1 ? "GPU:0" : "GPU:0-" + std::to_string(gpus - 1);
-            gpus_used = gpus;
+            for (int g = 0; g < gpus; ++g) gpus_used.push_back(g);
             if (op == Op::MatMul) {
               with_host_type(dti.storage, [&](auto zero) {
                 c = std::make_unique<AllGpusMatMulCase<decltype(zero)>>(dti.storage, transfers);
@@ -1250,7 +1251,13 @@ int main(int argc, char** argv) {
 #ifdef MATRIX_BENCHMARK_CUDA
               // cusolverMg runs on physical GPUs: logical ones on one GPU count once.
               const std::vector<int> phys = physical_gpus(gpus);
-              gpus_used = static_cast<int>(phys.size());
+              // Each physical GPU's memory is checked once, through its first logical GPU.
+              gpus_used.clear();
+              for (int g = 0; g < gpus; ++g)
+                if (std::none_of(gpus_used.begin(), gpus_used.end(), [&](int u) {
+                      return tf::detail::physical_gpu_of(u) == tf::detail::physical_gpu_of(g);
+                    }))
+                  gpus_used.push_back(g);
               try {
                 if (dti.storage == tf::float64)
                   c = std::make_unique<AllGpusInverseCase<double>>(phys, transfers);
@@ -1266,7 +1273,7 @@ int main(int argc, char** argv) {
             s.transfers = true;
             if (on_gpu) {
               s.device = "GPU:0";
-              gpus_used = 1;
+              gpus_used = {0};
             }
             c = std::make_unique<SeedFaithfulCase>(op, on_gpu ? gpu0 : tf::Device{});
           }
