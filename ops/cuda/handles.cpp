@@ -60,18 +60,22 @@ HandleTables<cudnnHandle_t>& cudnn_tables() {
 namespace {
 
 // A cuBLAS handle on stream s; `capture`: a twin for CUDA-graph capture (see HandleTables).
-cublasHandle_t make_cublas(cudaStream_t s, bool capture, cublasPointerMode_t mode) {
+cublasHandle_t make_cublas(Device device, cudaStream_t s, bool capture, cublasPointerMode_t mode) {
   cublasHandle_t h = nullptr;
   TF_CUBLAS_CHECK(cublasCreate(&h));
   TF_CUBLAS_CHECK(cublasSetStream(h, s));
   TF_CUBLAS_CHECK(cublasSetPointerMode(h, mode));
   if (capture) {
-    // A workspace of its own (32 MiB, what Hopper's kernels may use; leaked with the handle),
-    // so that cuBLAS never allocates while a graph is being captured.
+    // A workspace of its own (32 MiB, what Hopper's kernels may use; kept with the handle), so
+    // that cuBLAS never allocates while a graph is being captured. It comes from the device's
+    // allocator, so that a logical device's memory limit counts it.
     constexpr size_t kWorkspace = size_t{32} << 20;
-    void* w = nullptr;
-    TF_CUDA_CHECK(cudaMalloc(&w, kWorkspace));
-    TF_CUBLAS_CHECK(cublasSetWorkspace(h, w, kWorkspace));
+    static std::mutex mu;
+    static auto* kept = new std::vector<Tensor>();
+    Tensor w = workspace(device, kWorkspace);
+    TF_CUBLAS_CHECK(cublasSetWorkspace(h, w.raw_data(), kWorkspace));
+    std::lock_guard lock(mu);
+    kept->push_back(std::move(w));
   }
   return h;
 }
@@ -86,13 +90,13 @@ HandleTables<cublasHandle_t>& cublas_device_scalar_tables() {
 cublasHandle_t cublas(Device device) {
   cudaStream_t s = stream(device);
   return cublas_tables().get(
-      device, [&](bool capture) { return make_cublas(s, capture, CUBLAS_POINTER_MODE_HOST); });
+      device, [&](bool capture) { return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_HOST); });
 }
 
 cublasHandle_t cublas_device_scalars(Device device) {
   cudaStream_t s = stream(device);
   return cublas_device_scalar_tables().get(
-      device, [&](bool capture) { return make_cublas(s, capture, CUBLAS_POINTER_MODE_DEVICE); });
+      device, [&](bool capture) { return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_DEVICE); });
 }
 
 cusolverDnHandle_t cusolver(Device device) {
