@@ -34,5 +34,8 @@ BUILD_DIR=${TAPEFLOW_BUILD_DIR:-build}
 JOBS=${TAPEFLOW_JOBS:-$(nproc)}
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DTAPEFLOW_CUDA=AUTO ${TAPEFLOW_CMAKE_ARGS:-}
+elif [[ -n "${TAPEFLOW_CMAKE_ARGS:-}" ]]; then
+  # An existing build keeps its settings; options given now are added to them.
+  cmake -S . -B "$BUILD_DIR" ${TAPEFLOW_CMAKE_ARGS}
 fi
 cmake --build "$BUILD_DIR" -j "$JOBS"

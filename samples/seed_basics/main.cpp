@@ -4,9 +4,15 @@
 
 #include <tapeflow/tapeflow.h>
 
+#include "../common/args.h"
+
 namespace tf = tapeflow;
 
-int main() {
+int main(int argc, char** argv) {
+  samples::Args(argc, argv,
+                "The TF2 basics of the seed tutorial in C++: tensors, variables, reductions, "
+                "a traced function;\nprints what the tutorial prints (takes no arguments).")
+      .done();
   tf::random::set_seed(2018);  // fixed, so that the output below is reproducible
 
   // Tensors: zeros and ones (float32 unless a dtype is given).

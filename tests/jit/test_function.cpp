@@ -293,6 +293,44 @@ TEST_CASE("function: fused elementwise chains equal eager results and differenti
   check_close(t1.gradient(traced, y), t1.gradient(eager, y), 1e-6, 1e-6);
 }
 
+TEST_CASE("function: every fusable elementwise op fuses and equals eager", "[jit]") {
+  // The ops with CPU loops in the fused kernel (cpu::unary_range, relu_range, binary_ranges):
+  // each between two others, so that the chain of three is one node, on float32 and float64.
+  tf::DeviceScope cpu("/cpu:0");
+  using Unary = tf::Tensor (*)(const tf::Tensor&);
+  using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
+  const std::vector<std::pair<const char*, Unary>> unary = {
+      {"negative", &tf::negative}, {"abs", &tf::abs},     {"sign", &tf::sign},
+      {"exp", &tf::exp},           {"log", &tf::log},     {"log1p", &tf::log1p},
+      {"sqrt", &tf::sqrt},         {"rsqrt", &tf::rsqrt}, {"square", &tf::square},
+      {"tanh", &tf::tanh},         {"sigmoid", &tf::sigmoid}, {"sin", &tf::sin},
+      {"cos", &tf::cos},           {"floor", &tf::floor}, {"ceil", &tf::ceil},
+      {"round", &tf::round},       {"relu", &tf::nn::relu}};
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"add", &tf::add},         {"subtract", &tf::subtract}, {"multiply", &tf::multiply},
+      {"divide", &tf::divide},   {"maximum", &tf::maximum},   {"minimum", &tf::minimum}};
+  auto check = [](const char* name, const std::function<tf::Tensor(tf::Tensor, tf::Tensor)>& body) {
+    auto f = tf::function(body);
+    for (tf::DType dt : {tf::float32, tf::float64})
+      for (int64_t n : {int64_t{7}, int64_t{3000}}) {
+        INFO(name << " " << tf::dtype_name(dt) << " n=" << n);
+        // Positive, so that log, sqrt and rsqrt stay in their domain; y in (-2, 2) crosses zero.
+        const tf::Tensor x = tf::random::uniform({n}, 0.1, 3, dt, 30 + n);
+        const tf::Tensor y = tf::random::uniform({n}, -2, 2, dt, 40 + n);
+        check_close(f(x, y), body(x, y), 0, 0);  // the same loops: bit-identical
+        const tf::Graph& g =
+            f.get_concrete_function(tf::TensorSpec({n}, dt), tf::TensorSpec({n}, dt)).graph();
+        INFO(g.to_string());
+        CHECK(g.num_nodes() == 1);
+        CHECK(g.to_string().find("fused_elementwise") != std::string::npos);
+      }
+  };
+  for (const auto& [name, op] : unary)
+    check(name, [op](tf::Tensor x, tf::Tensor y) { return op(x * 0.75f + 0.5f) - y; });
+  for (const auto& [name, op] : binary)
+    check(name, [op](tf::Tensor x, tf::Tensor y) { return op(x * 0.75f + 0.5f, y) - 1.0f; });
+}
+
 TEST_CASE("function: a tree of elementwise ops fuses into one node", "[jit]") {
   tf::DeviceScope cpu("/cpu:0");
   // Four branches meet pairwise (Adam's moment update has this shape: m * b1 + g * (1 - b1)).
