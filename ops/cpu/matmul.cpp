@@ -24,6 +24,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cpu/isa.h"
 #include "ops/helpers.h"
 #include "ops/linalg.h"
 
@@ -92,16 +93,15 @@ template <class T>
   }
 }
 
-[[gnu::target_clones("avx512f", "avx2", "default")]] void int_gemm_rows_i32(
-    int64_t i0, int64_t i1, int64_t n, int64_t k, const int32_t* a, int64_t lda,
-    const int32_t* b, int64_t ldb, int32_t* c, int64_t ldc) {
-  int_gemm_rows(i0, i1, n, k, a, lda, b, ldb, c, ldc);
-}
-[[gnu::target_clones("avx512f", "avx2", "default")]] void int_gemm_rows_i64(
-    int64_t i0, int64_t i1, int64_t n, int64_t k, const int64_t* a, int64_t lda,
-    const int64_t* b, int64_t ldb, int64_t* c, int64_t ldc) {
-  int_gemm_rows(i0, i1, n, k, a, lda, b, ldb, c, ldc);
-}
+// The loop compiled for the baseline ISA, AVX2 and AVX-512, picked by cpu::cpu_level().
+#define TF_INT_GEMM_PARAMS(T)                                                             \
+  (int64_t i0, int64_t i1, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, \
+   int64_t ldb, T* c, int64_t ldc)
+TF_CPU_VARIANTS(int_gemm_rows_i32, int_gemm_rows<int32_t>, TF_INT_GEMM_PARAMS(int32_t),
+                (i0, i1, n, k, a, lda, b, ldb, c, ldc))
+TF_CPU_VARIANTS(int_gemm_rows_i64, int_gemm_rows<int64_t>, TF_INT_GEMM_PARAMS(int64_t),
+                (i0, i1, n, k, a, lda, b, ldb, c, ldc))
+#undef TF_INT_GEMM_PARAMS
 
 template <class T>
 void int_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
@@ -110,9 +110,9 @@ void int_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T*
       std::max<int64_t>(1, static_cast<int64_t>(kMinFlopsPerThread / (2.0 * n * k)));
   detail::parallel_for(m, grain, [&](int64_t i0, int64_t i1) {
     if constexpr (std::is_same_v<T, int32_t>)
-      int_gemm_rows_i32(i0, i1, n, k, a, lda, b, ldb, c, ldc);
+      TF_CPU_DISPATCH(int_gemm_rows_i32, i0, i1, n, k, a, lda, b, ldb, c, ldc);
     else
-      int_gemm_rows_i64(i0, i1, n, k, a, lda, b, ldb, c, ldc);
+      TF_CPU_DISPATCH(int_gemm_rows_i64, i0, i1, n, k, a, lda, b, ldb, c, ldc);
   });
 }
 

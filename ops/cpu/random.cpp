@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cpu/isa.h"
 #include "ops/cpu/philox.h"
 
 // No fused multiply-adds anywhere in this file: the AVX2/AVX-512 clones below would otherwise
@@ -25,16 +26,10 @@ namespace {
 using philox::Words;
 
 // The hot loops below are plain C++ that the compiler vectorises; the library is built for
-// baseline x86-64 (SSE2), so they are also compiled for AVX2 and AVX-512 and picked at load time.
-// Every clone does the same IEEE operations in the same order (contraction is off, above), so the
-// numbers do not depend on the machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define TF_RANDOM_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TF_RANDOM_CLONES
-#endif
+// baseline x86-64 (SSE2), so they are also compiled for AVX2 and AVX-512 and picked at run time
+// (ops/cpu/isa.h). Every variant does the same IEEE operations in the same order (contraction is
+// off, above), so the numbers do not depend on the machine.
+#define TF_RANDOM_BODY [[gnu::always_inline]] inline
 
 // ---- Philox words for a range of blocks, in chunks that stay in L1 ----
 
@@ -42,8 +37,8 @@ constexpr int64_t kChunkBlocks = 256;
 
 // Words of blocks [b0, b0 + nb) into w (4 per block). Written as a plain loop over independent
 // blocks so that the compiler vectorises it (the 32x32->64-bit products become pmuludq).
-TF_RANDOM_CLONES void fill_words(uint64_t seed, uint64_t seed2, uint64_t b0, int64_t nb,
-                                 uint32_t* __restrict w) {
+TF_RANDOM_BODY void fill_words_body(uint64_t seed, uint64_t seed2, uint64_t b0, int64_t nb,
+                                     uint32_t* __restrict w) {
   const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   const uint32_t c2 = static_cast<uint32_t>(seed2), c3 = static_cast<uint32_t>(seed2 >> 32);
   const uint32_t lo0 = static_cast<uint32_t>(b0);
@@ -64,6 +59,10 @@ TF_RANDOM_CLONES void fill_words(uint64_t seed, uint64_t seed2, uint64_t b0, int
   }
 }
 
+TF_CPU_VARIANTS(fill_words, fill_words_body,
+                (uint64_t seed, uint64_t seed2, uint64_t b0, int64_t nb, uint32_t* __restrict w),
+                (seed, seed2, b0, nb, w))
+
 // Runs fn(words, first, count) over the outputs [0, n), `per_block` outputs per Philox block
 // (4 for 32-bit outputs, 2 for 64-bit ones): words holds the blocks of outputs
 // [first, first + count). Threads take disjoint block ranges, so the values do not depend on
@@ -75,7 +74,7 @@ void for_chunks(int64_t n, int per_block, uint64_t seed, uint64_t seed2, F&& fn)
     alignas(64) uint32_t w[4 * kChunkBlocks];
     for (int64_t c = b0; c < b1; c += kChunkBlocks) {
       const int64_t nb = std::min<int64_t>(kChunkBlocks, b1 - c);
-      fill_words(seed, seed2, static_cast<uint64_t>(c), nb, w);
+      TF_CPU_DISPATCH(fill_words, seed, seed2, static_cast<uint64_t>(c), nb, w);
       const int64_t first = c * per_block;
       fn(static_cast<const uint32_t*>(w), first, std::min<int64_t>(nb * per_block, n - first));
     }
@@ -112,9 +111,9 @@ constexpr int mantissa_bits() {
 
 // Box-Muller, the vectorisable part: for each pair j, v = -2 log(u1) with u1 = 1 - uniform in
 // (0, 1] (never log(0)), and sin/cos of 2 pi u2.
-TF_RANDOM_CLONES void box_muller_prepare(const uint32_t* __restrict w, int64_t pairs,
-                                         float* __restrict v, float* __restrict s,
-                                         float* __restrict c) {
+TF_RANDOM_BODY void box_muller_prepare_body(const uint32_t* __restrict w, int64_t pairs,
+                                            float* __restrict v, float* __restrict s,
+                                            float* __restrict c) {
   for (int64_t j = 0; j < pairs; ++j) {
     const float u1 = 1.0f - philox::uniform_float(w[2 * j]);
     const float u2 = philox::uniform_float(w[2 * j + 1]);
@@ -123,13 +122,22 @@ TF_RANDOM_CLONES void box_muller_prepare(const uint32_t* __restrict w, int64_t p
   }
 }
 
-TF_RANDOM_CLONES void uniform_f32(const uint32_t* __restrict w, int64_t n, float lo, float range,
-                                  float hi, float top, float* __restrict out) {
+TF_RANDOM_BODY void uniform_f32_body(const uint32_t* __restrict w, int64_t n, float lo,
+                                     float range, float hi, float top, float* __restrict out) {
   for (int64_t j = 0; j < n; ++j) {
     const float v = lo + philox::uniform_float(w[j]) * range;
     out[j] = v < hi ? v : top;
   }
 }
+
+TF_CPU_VARIANTS(box_muller_prepare, box_muller_prepare_body,
+                (const uint32_t* __restrict w, int64_t pairs, float* __restrict v,
+                 float* __restrict s, float* __restrict c),
+                (w, pairs, v, s, c))
+TF_CPU_VARIANTS(uniform_f32, uniform_f32_body,
+                (const uint32_t* __restrict w, int64_t n, float lo, float range, float hi,
+                 float top, float* __restrict out),
+                (w, n, lo, range, hi, top, out))
 
 // ---- kernels ----
 
@@ -154,7 +162,7 @@ void uniform_float_kernel(const RandomUniform& p, T* out, int64_t n) {
     for_chunks(n, 4, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
       T* o = out + first;
       if constexpr (std::is_same_v<T, float>) {
-        uniform_f32(w, cnt, lo, range, hi, top, o);
+        TF_CPU_DISPATCH(uniform_f32, w, cnt, lo, range, hi, top, o);
       } else {
         for (int64_t j = 0; j < cnt; ++j) {
           const T v = T(lo + philox::uniform_float_bits(w[j], bits) * range);
@@ -212,7 +220,7 @@ void normal_kernel(const RandomNormal& p, T* out, int64_t n) {
       constexpr int64_t kPairs = 2 * kChunkBlocks;
       alignas(64) float v[kPairs], sn[kPairs], cs[kPairs];
       const int64_t pairs = (cnt + 1) / 2;
-      box_muller_prepare(w, pairs, v, sn, cs);
+      TF_CPU_DISPATCH(box_muller_prepare, w, pairs, v, sn, cs);
       // The square root stays scalar: std::sqrt's errno path keeps it out of vector loops.
       T* o = out + first;
       const int64_t full = cnt / 2;

@@ -14,22 +14,7 @@
 #include <type_traits>
 
 #include "core/dtype.h"
-
-// Hot loops are compiled for the baseline ISA (SSE2 on x86-64) and for AVX2 + FMA; the unary
-// loops (transcendental functions) also for AVX-512, where they run about twice as fast. The
-// variant is picked at run time (cpu_level). The AVX2 and AVX-512 variants contract a * b + c
-// into FMA, so they may differ from the baseline in the last bit of transcendental results (all
-// within the documented error).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TF_CPU_MULTIVERSION 1
-#define TF_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#define TF_TARGET_AVX512 \
-  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-#else
-#define TF_CPU_MULTIVERSION 0
-#define TF_TARGET_AVX2
-#define TF_TARGET_AVX512
-#endif
+#include "ops/cpu/isa.h"
 
 // For the loops around these functors to vectorise, the including file must let GCC if-convert
 // floating-point selects and drop errno handling, and may let it fuse multiply-adds: it starts,
@@ -38,35 +23,6 @@
 // (as ops/cpu/elementwise*.cpp do). Nothing in tapeflow reads errno or the FP exception flags.
 
 namespace tapeflow::cpu {
-
-enum class CpuLevel { Baseline, Avx2, Avx512 };
-
-// The widest loop variant this CPU runs. TAPEFLOW_CPU_ISA=baseline or avx2 in the environment
-// caps it (to test the other variants on a newer machine).
-inline CpuLevel cpu_level() {
-#if TF_CPU_MULTIVERSION
-  static const CpuLevel level = [] {
-    __builtin_cpu_init();
-    CpuLevel l = CpuLevel::Baseline;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-      l = CpuLevel::Avx2;
-      if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-        l = CpuLevel::Avx512;
-    }
-    if (const char* cap = std::getenv("TAPEFLOW_CPU_ISA")) {
-      const std::string_view c(cap);
-      if (c == "baseline") l = CpuLevel::Baseline;
-      else if (c == "avx2" && l == CpuLevel::Avx512) l = CpuLevel::Avx2;
-    }
-    return l;
-  }();
-  return level;
-#else
-  return CpuLevel::Baseline;
-#endif
-}
-inline bool cpu_has_avx2() { return cpu_level() != CpuLevel::Baseline; }
 
 template <class T>
 inline constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>;
