@@ -434,6 +434,8 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
     // One thread enqueues every replica's calls in one group (NCCL's single-thread,
     // multi-device model); each runs on its device's stream, ordered after the flattening.
     try {
+      // Communicators aborted by their watchdog (a peer lost): fail before talking to peers.
+      comms_->check_healthy();
       // Every worker must enqueue the same calls: NCCL itself would hang on a mismatch.
       if (multi_worker()) check_workers_agree(op, in, bad);
       if (!bad.empty()) throw StepCancelled();  // reported below, by every replica
