@@ -34,10 +34,11 @@ class NcclComms {
   // calls[r] are replica r's all-reduces, in the same order and sizes on every replica; they
   // are enqueued in one group on each replica device's stream (asynchronous to the host).
   virtual void all_reduce_group(const std::vector<const std::vector<NcclCall>*>& calls) = 0;
-  // Raises UnavailableError, saying why, once the communicators were aborted (across workers: a
-  // watchdog aborts them on an asynchronous NCCL error, such as a peer that is gone, or when
-  // enqueued work has not completed within the worker group's timeout; the aborted kernels
-  // return, so a host waiting for the stream is released). Later all-reduces raise the same.
+  // Raises UnavailableError, saying why, once the communicators were aborted. Across workers
+  // (non-blocking communicators; all_reduce_group then returns when its all-reduces completed)
+  // a watchdog aborts them on an asynchronous NCCL error, such as a peer that is gone, or when
+  // an all-reduce has not completed within the worker group's timeout; the aborted kernels end,
+  // and the waiting all_reduce_group raises. Later all-reduces raise the same.
   virtual void check_healthy() const = 0;
 };
 

@@ -2,9 +2,10 @@
 // libnccl). One ncclCommInitAll per strategy; each step's calls are enqueued by one thread
 // inside ncclGroupStart/End, each on its device's stream (core/cuda/context.h), so they are
 // ordered after the ops that produced the buffers and before the ops that read the results.
-// Across workers a watchdog thread aborts the communicators when NCCL reports an asynchronous
-// error or enqueued work outlives the group's timeout, so that a lost peer fails the step in
-// bounded time instead of leaving the host waiting for a stream forever.
+// Across workers the communicators are non-blocking, each all-reduce completes before it
+// returns, and a watchdog thread aborts the communicators when NCCL reports an asynchronous
+// error or an all-reduce outlives the group's timeout: a lost peer fails the step in bounded
+// time, with an error, instead of leaving the host waiting forever or going on with garbage.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -60,43 +61,51 @@ class NcclCommsImpl final : public NcclComms {
       return;
     }
     // Across processes: worker 0's unique id reaches every worker over MPI; each local GPU
-    // joins as rank (worker * local + i) of (workers * local).
+    // joins as rank (worker * local + i) of (workers * local). The communicators are
+    // non-blocking (NCCL's fault-tolerance mode): no NCCL call waits for a peer, this class
+    // polls instead, within the group's timeout, and can abort at any time.
+    timeout_ = std::chrono::duration<double>(workers->timeout_seconds());
     ncclUniqueId id{};
     if (workers->rank() == 0) TF_NCCL_CHECK(ncclGetUniqueId(&id));
     workers->broadcast(&id, sizeof(id), "NcclAllReduce");
     const int local = static_cast<int>(devices.size());
     const int nranks = local * workers->size();
-    TF_NCCL_CHECK(ncclGroupStart());
-    ncclResult_t first = ncclSuccess;
-    for (int i = 0; i < local && first == ncclSuccess; ++i) {
-      tapeflow::detail::cuda::set_device(devices[static_cast<size_t>(i)]);
-      first = ncclCommInitRank(&comms_[static_cast<size_t>(i)], nranks, id,
-                               workers->rank() * local + i);
-    }
-    const ncclResult_t end = ncclGroupEnd();
-    if (first != ncclSuccess || end != ncclSuccess) {
+    std::unique_lock lock(mu_);
+    try {
+      TF_NCCL_CHECK(ncclGroupStart());
+      ncclResult_t first = ncclSuccess;
+      for (int i = 0; i < local && ok(first); ++i) {
+        tapeflow::detail::cuda::set_device(devices[static_cast<size_t>(i)]);
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        first = ncclCommInitRankConfig(&comms_[static_cast<size_t>(i)], nranks, id,
+                                       workers->rank() * local + i, &config);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      TF_NCCL_CHECK(ok(first) ? ncclSuccess : first);
+      TF_NCCL_CHECK(ok(end) ? ncclSuccess : end);
+      wait_ready_locked("joining the NCCL communicator of every worker");
+      // Events per device mark the start and the end of the last enqueued group.
+      start_.resize(devices.size(), nullptr);
+      done_.resize(devices.size(), nullptr);
+      for (size_t i = 0; i < devices.size(); ++i) {
+        tapeflow::detail::cuda::set_device(devices[i]);
+        for (cudaEvent_t* e : {&start_[i], &done_[i]})
+          if (cudaEventCreateWithFlags(e, cudaEventDisableTiming) != cudaSuccess) {
+            cudaGetLastError();
+            TF_THROW(InternalError, "all_reduce", "could not create a CUDA event on {}",
+                     devices[i].to_string());
+          }
+      }
+      watchdog_ = std::thread([this] { watch(); });
+    } catch (...) {
       // The destructor does not run for a failed constructor: abort what was made (abort, not
       // destroy, which would wait for peers that may never join).
       for (ncclComm_t& c : comms_)
         if (c) ncclCommAbort(std::exchange(c, nullptr));
+      destroy_events();
+      throw;
     }
-    TF_NCCL_CHECK(first);
-    TF_NCCL_CHECK(end);
-    // One event per device marks the end of the last enqueued group (for the watchdog).
-    done_.resize(devices.size(), nullptr);
-    for (size_t i = 0; i < devices.size(); ++i) {
-      tapeflow::detail::cuda::set_device(devices[i]);
-      if (cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming) != cudaSuccess) {
-        cudaGetLastError();
-        for (ncclComm_t& c : comms_)
-          if (c) ncclCommAbort(std::exchange(c, nullptr));
-        destroy_events();
-        TF_THROW(InternalError, "all_reduce", "could not create a CUDA event on {}",
-                 devices[i].to_string());
-      }
-    }
-    timeout_ = std::chrono::duration<double>(workers->timeout_seconds());
-    watchdog_ = std::thread([this] { watch(); });
   }
   ~NcclCommsImpl() override {
     if (watchdog_.joinable()) {
@@ -109,7 +118,7 @@ class NcclCommsImpl final : public NcclComms {
     }
     // Work still in flight (a step that failed on the host after enqueueing, a lost peer) would
     // make ncclCommDestroy wait for it: abort then.
-    const bool idle = !aborted() && work_done();
+    const bool idle = abort_reason_.empty() && events_done(done_);
     for (ncclComm_t c : comms_) {
       if (!c) continue;
       if (idle) ncclCommDestroy(c);  // nothing to do about a failure at teardown
@@ -120,34 +129,53 @@ class NcclCommsImpl final : public NcclComms {
 
   void all_reduce_group(const std::vector<const std::vector<NcclCall>*>& calls) override {
     TF_ASSERT(calls.size() == comms_.size());
-    // The watchdog aborts (and clears comms_) under mu_: hold it while enqueueing.
-    std::unique_lock lock(mu_);
-    throw_if_aborted();
     // The streams first: cuda::stream() may initialise a device, which is not allowed inside a
     // group.
     std::vector<cudaStream_t> streams;
     for (Device d : devices_) streams.push_back(tapeflow::detail::cuda::stream(d));
+    const bool across_workers = !done_.empty();
+    std::unique_lock lock(mu_);
+    throw_if_aborted();
+    if (across_workers) record(start_, streams);
     TF_NCCL_CHECK(ncclGroupStart());
     ncclResult_t first = ncclSuccess;
-    for (size_t r = 0; r < calls.size() && first == ncclSuccess; ++r) {
+    for (size_t r = 0; r < calls.size() && ok(first); ++r) {
       for (const NcclCall& c : *calls[r]) {
         first = ncclAllReduce(c.send, c.recv, c.count, nccl_type(c.dtype),
                               c.mean ? ncclAvg : ncclSum, comms_[r], streams[r]);
-        if (first != ncclSuccess) break;
+        if (!ok(first)) break;
       }
     }
     // The group is always closed, also after a failed call.
     const ncclResult_t end = ncclGroupEnd();
-    TF_NCCL_CHECK(first);
-    TF_NCCL_CHECK(end);
-    if (!done_.empty()) {
-      for (size_t r = 0; r < done_.size(); ++r) {
-        tapeflow::detail::cuda::set_device(devices_[r]);
-        if (cudaEventRecord(done_[r], streams[r]) != cudaSuccess) cudaGetLastError();
-      }
-      if (!in_flight_) since_ = Clock::now();  // the oldest unfinished group's time counts
-      in_flight_ = true;
+    if (!across_workers) {
+      TF_NCCL_CHECK(first);
+      TF_NCCL_CHECK(end);
+      return;
     }
+    try {
+      TF_NCCL_CHECK(ok(first) ? ncclSuccess : first);
+      TF_NCCL_CHECK(ok(end) ? ncclSuccess : end);
+      // Non-blocking: the kernels are on the streams once every communicator is ready.
+      wait_ready_locked("enqueueing an all-reduce");
+    } catch (const UnavailableError&) {
+      throw;
+    } catch (const std::exception& e) {
+      abort_locked(e.what());
+      throw_if_aborted();
+    }
+    record(done_, streams);
+    in_flight_ = true;
+    started_ = false;
+    lock.unlock();
+    // Across workers the all-reduce completes before it returns: if a peer is lost the watchdog
+    // aborts the kernels, and the step must fail here rather than go on with garbage (the
+    // workers' fingerprint exchange before each all-reduce already waits for every peer).
+    for (cudaEvent_t e : done_)
+      if (cudaEventSynchronize(e) != cudaSuccess) cudaGetLastError();
+    lock.lock();
+    in_flight_ = false;
+    throw_if_aborted();
   }
 
   void check_healthy() const override {
@@ -158,34 +186,84 @@ class NcclCommsImpl final : public NcclComms {
  private:
   using Clock = std::chrono::steady_clock;
 
+  static bool ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
   void throw_if_aborted() const {
     if (!abort_reason_.empty())
       TF_THROW(UnavailableError, "all_reduce", "the NCCL communicators were aborted: {}",
                abort_reason_);
   }
-  bool aborted() const {
-    std::lock_guard lock(mu_);
-    return !abort_reason_.empty();
+  // Polls the non-blocking communicators until none is in progress, at most the timeout;
+  // aborts them on an error or past the deadline and raises.
+  void wait_ready_locked(const char* what) {
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_);
+    for (;;) {
+      bool busy = false;
+      for (size_t i = 0; i < comms_.size(); ++i) {
+        ncclResult_t state = ncclSuccess;
+        const ncclResult_t q = ncclCommGetAsyncError(comms_[i], &state);
+        if (q != ncclSuccess) state = q;
+        if (state == ncclInProgress) {
+          busy = true;
+        } else if (state != ncclSuccess) {
+          abort_locked(fmt::format("{} failed on {}: {} (last NCCL message: {})", what,
+                                   devices_[i].to_string(), ncclGetErrorString(state),
+                                   ncclGetLastError(nullptr)));
+          throw_if_aborted();
+        }
+      }
+      if (!busy) return;
+      if (Clock::now() > deadline) {
+        abort_locked(fmt::format("{} did not finish within {} s (a worker is gone or stuck; "
+                                 "CommunicationOptions::timeout_seconds or "
+                                 "TAPEFLOW_COLLECTIVE_TIMEOUT)",
+                                 what, timeout_.count()));
+        throw_if_aborted();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
-  // Whether every device's last enqueued group has completed (true without events).
-  bool work_done() const {
-    for (cudaEvent_t e : done_) {
+  void record(const std::vector<cudaEvent_t>& events, const std::vector<cudaStream_t>& streams) {
+    for (size_t r = 0; r < events.size(); ++r) {
+      tapeflow::detail::cuda::set_device(devices_[r]);
+      if (cudaEventRecord(events[r], streams[r]) != cudaSuccess) {
+        const cudaError_t err = cudaGetLastError();
+        TF_THROW(InternalError, "all_reduce", "cudaEventRecord failed on {}: {}",
+                 devices_[r].to_string(), cudaGetErrorString(err));
+      }
+    }
+  }
+  // Whether every event has completed (true for none).
+  static bool events_done(const std::vector<cudaEvent_t>& events) {
+    for (cudaEvent_t e : events) {
       const cudaError_t q = cudaEventQuery(e);
       if (q == cudaErrorNotReady) return false;
-      if (q != cudaSuccess) cudaGetLastError();
+      if (q != cudaSuccess) {
+        cudaGetLastError();
+        TF_LOG_WARN("all_reduce: cudaEventQuery failed: {}", cudaGetErrorString(q));
+      }
     }
     return true;
   }
   void destroy_events() {
-    for (cudaEvent_t& e : done_)
-      if (e) cudaEventDestroy(std::exchange(e, nullptr));
+    for (auto* events : {&start_, &done_})
+      for (cudaEvent_t& e : *events)
+        if (e) cudaEventDestroy(std::exchange(e, nullptr));
   }
 
   // The watchdog: every 100 ms, NCCL's asynchronous errors (a peer's connection lost, ...) and
-  // the age of the work in flight; either aborts every communicator of this worker, which ends
-  // their kernels. The step then fails with UnavailableError (check_healthy, the next
-  // all-reduce), and the worker's failure reaches the others through the worker group.
+  // the age of the all-reduce in flight, counted from when the GPUs reached it (its start
+  // events); either aborts every communicator of this worker, which ends their kernels, and
+  // the waiting all-reduce raises UnavailableError. The worker's failure then reaches the other
+  // workers through the worker group.
   void watch() {
+    try {
+      tapeflow::detail::cuda::set_device(devices_[0]);  // no stray context on another GPU
+    } catch (const std::exception& e) {
+      TF_LOG_WARN("all_reduce: the NCCL watchdog could not select {}: {}",
+                  devices_[0].to_string(), e.what());
+    }
     std::unique_lock lock(mu_);
     while (!stop_ && abort_reason_.empty()) {
       wake_.wait_for(lock, std::chrono::milliseconds(100));
@@ -194,14 +272,18 @@ class NcclCommsImpl final : public NcclComms {
         ncclResult_t async = ncclSuccess;
         if (ncclCommGetAsyncError(comms_[i], &async) != ncclSuccess) continue;
         if (async != ncclSuccess && async != ncclInProgress)
-          abort_locked(fmt::format("NCCL reported an asynchronous error on {}: {} ({})",
+          abort_locked(fmt::format("NCCL reported an asynchronous error on {}: {} (last NCCL "
+                                   "message: {})",
                                    devices_[i].to_string(), ncclGetErrorString(async),
-                                   ncclGetLastError(comms_[i])));
+                                   ncclGetLastError(nullptr)));
       }
       if (!abort_reason_.empty() || !in_flight_) continue;
-      if (work_done()) {
-        in_flight_ = false;
-      } else if (Clock::now() - since_ > timeout_) {
+      if (!started_) {
+        if (events_done(start_)) {
+          started_ = true;
+          since_ = Clock::now();
+        }
+      } else if (Clock::now() - since_ > timeout_ && !events_done(done_)) {
         abort_locked(fmt::format(
             "an all-reduce did not complete within {} s (a worker is gone or stuck; "
             "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT)",
@@ -210,6 +292,7 @@ class NcclCommsImpl final : public NcclComms {
     }
   }
   void abort_locked(std::string reason) {
+    if (!abort_reason_.empty()) return;
     TF_LOG_ERROR("all_reduce: aborting the NCCL communicators: {}", reason);
     abort_reason_ = std::move(reason);
     for (ncclComm_t& c : comms_)
@@ -218,12 +301,12 @@ class NcclCommsImpl final : public NcclComms {
 
   std::vector<Device> devices_;
   std::vector<ncclComm_t> comms_;
-  // Across workers only (empty and no thread otherwise):
-  std::vector<cudaEvent_t> done_;
+  // Across workers only (empty, and no watchdog, within one process):
+  std::vector<cudaEvent_t> start_, done_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::thread watchdog_;
-  bool stop_ = false, in_flight_ = false;
+  bool stop_ = false, in_flight_ = false, started_ = false;
   Clock::time_point since_;
   std::chrono::duration<double> timeout_{0};
   std::string abort_reason_;
