@@ -127,7 +127,10 @@ class StrategyCore {
       t_in_replica = false;
       std::lock_guard lock(mu_);
       if (error) {
-        if (!first_error_) first_error_ = error;
+        // Moved, not copied: run() is then the only owner of the exception it rethrows (no
+        // reference is dropped on this thread while the caller handles it).
+        if (!first_error_) first_error_ = std::move(error);
+        error = nullptr;
         // Wake every replica waiting in a collective of this step.
         collectives_->barrier().cancel();
       }

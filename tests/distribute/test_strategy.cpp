@@ -58,22 +58,32 @@ TEST_CASE("strategy: run gives each replica its id, device and context", "[cpu][
   split_cpu();
   ds::MirroredStrategy strategy(cpus(4));
   CHECK(ds::get_replica_context() == nullptr);
+  // What each replica sees, checked after run (Catch2's assertions are not thread-safe).
+  struct Seen {
+    bool context = false, in_sync = false, strategy = false, replica_context = false;
+  };
   std::mutex mu;
   std::set<std::thread::id> threads;
+  std::vector<Seen> seen(4);
   auto per_replica = strategy.run([&] {
     ds::ReplicaContext* ctx = ds::get_replica_context();
-    REQUIRE(ctx != nullptr);
-    {
-      std::lock_guard lock(mu);
-      threads.insert(std::this_thread::get_id());
-    }
-    CHECK(ctx->num_replicas_in_sync() == 4);
-    CHECK(ds::has_strategy());
-    CHECK(&ds::get_strategy() == &strategy);
-    CHECK_FALSE(ds::in_cross_replica_context());
+    if (ctx == nullptr) return tf::Tensor(-1.0f);
+    std::lock_guard lock(mu);
+    threads.insert(std::this_thread::get_id());
+    Seen& s = seen[static_cast<size_t>(ctx->replica_id_in_sync_group())];
+    s.context = true;
+    s.in_sync = ctx->num_replicas_in_sync() == 4;
+    s.strategy = ds::has_strategy() && &ds::get_strategy() == &strategy;
+    s.replica_context = !ds::in_cross_replica_context();
     // Ops run on the replica's device.
     return tf::fill({2}, tf::Tensor(static_cast<float>(ctx->replica_id_in_sync_group())));
   });
+  for (const Seen& s : seen) {
+    CHECK(s.context);
+    CHECK(s.in_sync);
+    CHECK(s.strategy);
+    CHECK(s.replica_context);
+  }
   REQUIRE(per_replica.values().size() == 4);
   for (int i = 0; i < 4; ++i) {
     check_values(per_replica[i], {double(i), double(i)});
@@ -194,12 +204,14 @@ TEST_CASE("strategy: mirrored variables", "[cpu][distribute]") {
   }
   const std::vector<float> init = copies[0].value().numpy<float>();
   // Inside a replica: reads see that replica's copy, assignments change only it.
+  std::vector<std::string> devices(3);  // checked after run (Catch2 is not thread-safe)
   auto seen = strategy.run([&] {
     const int r = ds::get_replica_context()->replica_id_in_sync_group();
-    CHECK(v.device() == "/device:CPU:" + std::to_string(r));
+    devices[static_cast<size_t>(r)] = v.device();
     v.assign_add(tf::fill({4}, tf::Tensor(static_cast<float>(r))));
     return v.value();
   });
+  for (int r = 0; r < 3; ++r) CHECK(devices[r] == "/device:CPU:" + std::to_string(r));
   for (int r = 0; r < 3; ++r) {
     std::vector<double> want;
     for (float x : init) want.push_back(double(x + float(r)));
