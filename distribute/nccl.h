@@ -1,9 +1,9 @@
 // Internal to distribute/: NCCL all-reduce between distinct GPUs, behind an interface without
 // CUDA types (distribute/cuda/nccl.cpp with the CUDA toolkit, distribute/no_cuda/nccl.cpp
 // otherwise). One communicator set per strategy (ncclCommInitAll over its devices, or, across
-// the processes of a MultiWorkerMirroredStrategy, ncclCommInitRank for each local GPU with an id
-// that worker 0 broadcasts); the calls of a step are issued by one thread per process inside
-// ncclGroupStart/End, on each device's stream.
+// the processes of a MultiWorkerMirroredStrategy, a non-blocking ncclCommInitRankConfig for each
+// local GPU with an id that worker 0 broadcasts); the calls of a step are issued by one thread
+// per process inside ncclGroupStart/End, on each device's stream.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +32,8 @@ class NcclComms {
  public:
   virtual ~NcclComms() = default;
   // calls[r] are replica r's all-reduces, in the same order and sizes on every replica; they
-  // are enqueued in one group on each replica device's stream (asynchronous to the host).
+  // are enqueued in one group on each replica device's stream (asynchronous to the host within
+  // one process; across workers this returns when they completed).
   virtual void all_reduce_group(const std::vector<const std::vector<NcclCall>*>& calls) = 0;
   // Raises UnavailableError, saying why, once the communicators were aborted. Across workers
   // (non-blocking communicators; all_reduce_group then returns when its all-reduces completed)

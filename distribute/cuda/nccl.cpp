@@ -1,6 +1,7 @@
 // NCCL all-reduce between distinct GPUs (compiled only with the CUDA toolkit; linked with
-// libnccl). One ncclCommInitAll per strategy; each step's calls are enqueued by one thread
-// inside ncclGroupStart/End, each on its device's stream (core/cuda/context.h), so they are
+// libnccl). One ncclCommInitAll per strategy in one process, or one non-blocking
+// ncclCommInitRankConfig per local GPU across workers; each step's calls are enqueued by one
+// thread inside ncclGroupStart/End, each on its device's stream (core/cuda/context.h), so they are
 // ordered after the ops that produced the buffers and before the ops that read the results.
 // Across workers the communicators are non-blocking, each all-reduce completes before it
 // returns, and a watchdog thread aborts the communicators when NCCL reports an asynchronous
@@ -116,12 +117,44 @@ class NcclCommsImpl final : public NcclComms {
       wake_.notify_all();
       watchdog_.join();
     }
-    // Work still in flight (a step that failed on the host after enqueueing, a lost peer) would
-    // make ncclCommDestroy wait for it: abort then.
-    const bool idle = abort_reason_.empty() && events_done(done_);
+    if (done_.empty()) {  // one process: nothing can be left waiting for a peer
+      for (ncclComm_t c : comms_)
+        if (c) ncclCommDestroy(c);  // nothing to do about a failure at teardown
+      return;
+    }
+    // Across workers a communicator is finalised together with the peers' (a collective: a
+    // lost or stuck peer would make it wait forever), so the finalisation is polled, at most
+    // kTeardownSeconds, and the communicators are aborted instead when it does not finish (or
+    // when work is still in flight after a failed step).
+    constexpr double kTeardownSeconds = 10;
+    std::string why;
+    bool clean = abort_reason_.empty() && events_state(done_, &why) == Events::Done;
+    if (clean) {
+      ncclGroupStart();
+      for (ncclComm_t c : comms_) clean = clean && ok(ncclCommFinalize(c));
+      ncclGroupEnd();
+      const Clock::time_point start = Clock::now();
+      while (clean) {
+        bool busy = false;
+        for (ncclComm_t c : comms_) {
+          ncclResult_t state = ncclSuccess;
+          if (ncclCommGetAsyncError(c, &state) != ncclSuccess) state = ncclInternalError;
+          busy = busy || state == ncclInProgress;
+          clean = clean && ok(state);
+        }
+        if (!busy) break;
+        if (seconds_since(start) > kTeardownSeconds) {
+          TF_LOG_WARN("all_reduce: the NCCL communicators did not finalise with the other "
+                      "workers' within {} s; aborting them",
+                      kTeardownSeconds);
+          clean = false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     for (ncclComm_t c : comms_) {
       if (!c) continue;
-      if (idle) ncclCommDestroy(c);  // nothing to do about a failure at teardown
+      if (clean) ncclCommDestroy(c);
       else ncclCommAbort(c);
     }
     destroy_events();
@@ -158,23 +191,29 @@ class NcclCommsImpl final : public NcclComms {
       TF_NCCL_CHECK(ok(end) ? ncclSuccess : end);
       // Non-blocking: the kernels are on the streams once every communicator is ready.
       wait_ready_locked("enqueueing an all-reduce");
+      record(done_, streams);
     } catch (const UnavailableError&) {
       throw;
     } catch (const std::exception& e) {
       abort_locked(e.what());
       throw_if_aborted();
     }
-    record(done_, streams);
     in_flight_ = true;
     started_ = false;
     lock.unlock();
     // Across workers the all-reduce completes before it returns: if a peer is lost the watchdog
     // aborts the kernels, and the step must fail here rather than go on with garbage (the
     // workers' fingerprint exchange before each all-reduce already waits for every peer).
-    for (cudaEvent_t e : done_)
-      if (cudaEventSynchronize(e) != cudaSuccess) cudaGetLastError();
+    std::string failed;
+    for (size_t r = 0; r < done_.size() && failed.empty(); ++r) {
+      const cudaError_t err = cudaEventSynchronize(done_[r]);
+      if (err != cudaSuccess)
+        failed = fmt::format("waiting for the all-reduce on {} failed: {}",
+                             devices_[r].to_string(), cudaGetErrorString(err));
+    }
     lock.lock();
     in_flight_ = false;
+    if (!failed.empty()) abort_locked(std::move(failed));
     throw_if_aborted();
   }
 
@@ -187,6 +226,11 @@ class NcclCommsImpl final : public NcclComms {
   using Clock = std::chrono::steady_clock;
 
   static bool ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+  // In double: a timeout may be huge (TAPEFLOW_COLLECTIVE_TIMEOUT=inf), which no clock
+  // duration holds.
+  static double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
 
   void throw_if_aborted() const {
     if (!abort_reason_.empty())
@@ -196,8 +240,7 @@ class NcclCommsImpl final : public NcclComms {
   // Polls the non-blocking communicators until none is in progress, at most the timeout;
   // aborts them on an error or past the deadline and raises.
   void wait_ready_locked(const char* what) {
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_);
+    const Clock::time_point start = Clock::now();
     for (;;) {
       bool busy = false;
       for (size_t i = 0; i < comms_.size(); ++i) {
@@ -214,7 +257,7 @@ class NcclCommsImpl final : public NcclComms {
         }
       }
       if (!busy) return;
-      if (Clock::now() > deadline) {
+      if (seconds_since(start) > timeout_.count()) {
         abort_locked(fmt::format("{} did not finish within {} s (a worker is gone or stuck; "
                                  "CommunicationOptions::timeout_seconds or "
                                  "TAPEFLOW_COLLECTIVE_TIMEOUT)",
@@ -234,17 +277,20 @@ class NcclCommsImpl final : public NcclComms {
       }
     }
   }
-  // Whether every event has completed (true for none).
-  static bool events_done(const std::vector<cudaEvent_t>& events) {
+  // Whether every event has completed (Done for none); Failed says why in *why.
+  enum class Events { Done, Pending, Failed };
+  static Events events_state(const std::vector<cudaEvent_t>& events, std::string* why) {
+    Events state = Events::Done;
     for (cudaEvent_t e : events) {
       const cudaError_t q = cudaEventQuery(e);
-      if (q == cudaErrorNotReady) return false;
-      if (q != cudaSuccess) {
-        cudaGetLastError();
-        TF_LOG_WARN("all_reduce: cudaEventQuery failed: {}", cudaGetErrorString(q));
+      if (q == cudaErrorNotReady) {
+        state = Events::Pending;
+      } else if (q != cudaSuccess) {
+        *why = fmt::format("cudaEventQuery failed: {}", cudaGetErrorString(q));
+        return Events::Failed;
       }
     }
-    return true;
+    return state;
   }
   void destroy_events() {
     for (auto* events : {&start_, &done_})
@@ -278,16 +324,24 @@ class NcclCommsImpl final : public NcclComms {
                                    ncclGetLastError(nullptr)));
       }
       if (!abort_reason_.empty() || !in_flight_) continue;
+      std::string why;
       if (!started_) {
-        if (events_done(start_)) {
+        const Events s = events_state(start_, &why);
+        if (s == Events::Failed) {
+          abort_locked("waiting for an all-reduce to start: " + why);
+        } else if (s == Events::Done) {
           started_ = true;
           since_ = Clock::now();
         }
-      } else if (Clock::now() - since_ > timeout_ && !events_done(done_)) {
-        abort_locked(fmt::format(
-            "an all-reduce did not complete within {} s (a worker is gone or stuck; "
-            "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT)",
-            timeout_.count()));
+      } else if (seconds_since(since_) > timeout_.count()) {
+        const Events s = events_state(done_, &why);
+        if (s == Events::Failed)
+          abort_locked("waiting for an all-reduce: " + why);
+        else if (s == Events::Pending)
+          abort_locked(fmt::format(
+              "an all-reduce did not complete within {} s (a worker is gone or stuck; "
+              "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT)",
+              timeout_.count()));
       }
     }
   }
