@@ -24,7 +24,7 @@
 //   z[2k] = mean + stddev * (sqrt(v) * c),  z[2k + 1] = mean + stddev * (sqrt(v) * s)
 // All of it is plain IEEE float arithmetic, so it gives the same bits on every machine and
 // device as long as no multiply-add is fused: GCC fuses by default when the target has FMA
-// (e.g. the AVX2/AVX-512 clones of the CPU kernels), so this header and ops/cpu/random.cpp turn
+// (e.g. the AVX2/AVX-512 variants of the CPU kernels), so this header and ops/cpu/random.cpp turn
 // contraction off; nvcc fuses by default too (-fmad=true) and has no pragma against it, so the
 // float arithmetic below goes through mul_rn/add_rn/sub_rn, which are the plain operators on the
 // host and __fmul_rn/__fadd_rn/__fsub_rn (never fused) on the device; the CUDA kernels use those

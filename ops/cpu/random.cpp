@@ -12,7 +12,7 @@
 #include "ops/cpu/isa.h"
 #include "ops/cpu/philox.h"
 
-// No fused multiply-adds anywhere in this file: the AVX2/AVX-512 clones below would otherwise
+// No fused multiply-adds anywhere in this file: the AVX2/AVX-512 variants below would otherwise
 // fuse (GCC contracts by default when the target has FMA) and give other bits than the SSE2
 // build, and the same seed must give the same numbers on every machine (see ops/cpu/philox.h).
 #if defined(__GNUC__) && !defined(__clang__)
