@@ -198,32 +198,25 @@ Tensor Variable::value() const {
   return read;
 }
 
-Variable& Variable::assign(const Tensor& value) {
-  auto& p = checked(state_);
-  if (!p.mirrors.empty() && detail::replica_component() < 0) {
-    // Cross-replica context: every copy takes the value.
-    for (const auto& m : p.mirrors) from_state(m).assign(value);
-    return *this;
-  }
-  const auto& target = resolved(state_);
-  auto& s = *target;
-  TF_CHECK_ARG(value.defined(), "assign", "cannot assign an undefined tensor to '{}'", s.name);
+namespace {
+
+// `value` as the variable's dtype, checked against its shape and dtype.
+Tensor assignable(const Variable::State& s, const Tensor& value, const char* op) {
+  TF_CHECK_ARG(value.defined(), op, "cannot assign an undefined tensor to '{}'", s.name);
   Tensor v = detail::adopt_dtype(value, s.dtype);
-  TF_CHECK_ARG(v.shape() == s.shape && v.dtype() == s.dtype, "assign",
+  TF_CHECK_ARG(v.shape() == s.shape && v.dtype() == s.dtype, op,
                "variable '{}' has shape {} and dtype {}, the value has shape {} and dtype {}",
                s.name, s.shape.to_string(), dtype_name(s.dtype), v.shape().to_string(),
                dtype_name(v.dtype()));
-  if (detail::thread_context().trace) {
-    // Tracing: a graph node that writes the variable at every replay.
-    const Tensor in[1] = {v};
-    detail::dispatch_multi(AssignVariableOp(target), in);
-    return *this;
-  }
-  std::lock_guard lock(s.mu);
+  return v;
+}
+
+// Makes v (checked by assignable) the value; the caller holds s.mu.
+void write_locked(Variable::State& s, const Tensor& v, const char* op) {
   const auto& vs = v.impl()->storage;
   const bool whole = vs && v.impl()->offset == 0 && vs->nbytes == v.nbytes();
   if (detail::t_writes_in_place) {
-    require_in_place(s, "assign");
+    require_in_place(s, op);
     if (v.raw_data() != s.value.raw_data())
       detail::copy_bytes(s.value.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
   } else if (whole && v.placement() == s.device && !v.is_weak()) {
@@ -239,6 +232,28 @@ Variable& Variable::assign(const Tensor& value) {
     detail::copy_bytes(fresh.raw_data(), s.device, v.raw_data(), v.placement(), v.nbytes());
     s.value = std::move(fresh);
   }
+}
+
+}  // namespace
+
+Variable& Variable::assign(const Tensor& value) {
+  auto& p = checked(state_);
+  if (!p.mirrors.empty() && detail::replica_component() < 0) {
+    // Cross-replica context: every copy takes the value.
+    for (const auto& m : p.mirrors) from_state(m).assign(value);
+    return *this;
+  }
+  const auto& target = resolved(state_);
+  auto& s = *target;
+  const Tensor v = assignable(s, value, "assign");
+  if (detail::thread_context().trace) {
+    // Tracing: a graph node that writes the variable at every replay.
+    const Tensor in[1] = {v};
+    detail::dispatch_multi(AssignVariableOp(target), in);
+    return *this;
+  }
+  std::lock_guard lock(s.mu);
+  write_locked(s, v, "assign");
   return *this;
 }
 
@@ -257,34 +272,34 @@ void Variable::update(const std::function<void(Tensor& value)>& write) {
   s.value = std::move(fresh);
 }
 
-// The value an update starts from: the variable's buffer, or a traced read inside a trace.
-Tensor Variable::current_for_update() const {
-  auto& s = *resolved(state_);
-  if (detail::thread_context().trace) return value();
-  std::lock_guard lock(s.mu);
-  return s.value;
-}
-
 // Updates are state changes, not differentiable ops: tapes do not record them.
-Variable& Variable::assign_add(const Tensor& delta) {
+Variable& Variable::assign_add(const Tensor& delta) { return update_by(delta, false); }
+Variable& Variable::assign_sub(const Tensor& delta) { return update_by(delta, true); }
+
+Variable& Variable::update_by(const Tensor& delta, bool sub) {
   detail::PauseTapes pause;
   if (is_mirrored() && detail::replica_component() < 0) {
-    for (auto& c : components()) c.assign_add(delta);
+    for (auto& c : components()) c.update_by(delta, sub);
     return *this;
   }
-  // The current value is released before the assignment (which may then write in place).
-  const Tensor result = add(current_for_update(), delta);
-  return assign(result);
-}
-Variable& Variable::assign_sub(const Tensor& delta) {
-  detail::PauseTapes pause;
-  if (is_mirrored() && detail::replica_component() < 0) {
-    for (auto& c : components()) c.assign_sub(delta);
-    return *this;
+  if (detail::thread_context().trace) {
+    // Traced: a read, the op and a write, graph nodes in program order.
+    const Tensor current = value();
+    return assign(sub ? subtract(current, delta) : add(current, delta));
   }
-  // The current value is released before the assignment (which may then write in place).
-  const Tensor result = subtract(current_for_update(), delta);
-  return assign(result);
+  // Eager: read, combine and write under the variable's lock, so that updates from several
+  // threads at once are never lost (TF's AssignAddVariableOp holds the variable's lock too).
+  auto& s = *resolved(state_);
+  const char* op = sub ? "assign_sub" : "assign_add";
+  std::lock_guard lock(s.mu);
+  Tensor result;
+  {
+    // The current value is released before the write (which may then write in place).
+    const Tensor current = s.value;
+    result = sub ? subtract(current, delta) : add(current, delta);
+  }
+  write_locked(s, assignable(s, result, op), op);
+  return *this;
 }
 
 const std::string& Variable::name() const { return checked(state_).name; }

@@ -70,7 +70,8 @@ class Variable {
   void update(const std::function<void(Tensor& value)>& write);
 
  private:
-  Tensor current_for_update() const;
+  // assign_add (sub false) and assign_sub.
+  Variable& update_by(const Tensor& delta, bool sub);
   std::shared_ptr<State> state_;
 };
 
