@@ -54,8 +54,8 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
   if (!segment_ids.is_symbolic() && !runs_on.is_cpu()) {
     const auto ids = segment_ids.numpy<int64_t>();
     for (size_t i = 0; i < ids.size(); ++i)
-      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < num_segments, op, "segment_ids[{}] = {} is not in [0, {})",
-                   i, ids[i], num_segments);
+      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < num_segments, op,
+                   "segment_ids[{}] = {} is not in [0, {})", i, ids[i], num_segments);
   }
   const int64_t n = is.num_elements();
   int64_t inner = 1;

@@ -52,23 +52,29 @@ inline CpuLevel cpu_level() {
   return CpuLevel::Baseline;
 #endif
 }
-inline bool cpu_has_avx2() { return cpu_level() != CpuLevel::Baseline; }
-
+inline bool cpu_has_avx2() {
+  return cpu_level() != CpuLevel::Baseline;
+}
 
 // Calls NAME_avx512, NAME_avx2 or NAME_baseline with the arguments, by cpu_level(); the three
 // are usually one always-inline body compiled three times (TF_CPU_VARIANTS).
-#define TF_CPU_DISPATCH(NAME, ...)                                        \
-  (::tapeflow::cpu::cpu_level() == ::tapeflow::cpu::CpuLevel::Avx512      \
-       ? NAME##_avx512(__VA_ARGS__)                                       \
-       : ::tapeflow::cpu::cpu_level() == ::tapeflow::cpu::CpuLevel::Avx2 \
-             ? NAME##_avx2(__VA_ARGS__)                                   \
-             : NAME##_baseline(__VA_ARGS__))
+#define TF_CPU_DISPATCH(NAME, ...)                                                                \
+  (::tapeflow::cpu::cpu_level() == ::tapeflow::cpu::CpuLevel::Avx512 ? NAME##_avx512(__VA_ARGS__) \
+   : ::tapeflow::cpu::cpu_level() == ::tapeflow::cpu::CpuLevel::Avx2                              \
+       ? NAME##_avx2(__VA_ARGS__)                                                                 \
+       : NAME##_baseline(__VA_ARGS__))
 
 // Defines void NAME_baseline, NAME_avx2 and NAME_avx512 with the parameter list PARAMS, each
 // calling BODY (an always-inline function, so that it is compiled for each target) with ARGS.
-#define TF_CPU_VARIANTS(NAME, BODY, PARAMS, ARGS)       \
-  [[maybe_unused]] void NAME##_baseline PARAMS { BODY ARGS; } \
-  [[maybe_unused]] TF_TARGET_AVX2 void NAME##_avx2 PARAMS { BODY ARGS; } \
-  [[maybe_unused]] TF_TARGET_AVX512 void NAME##_avx512 PARAMS { BODY ARGS; }
+#define TF_CPU_VARIANTS(NAME, BODY, PARAMS, ARGS)               \
+  [[maybe_unused]] void NAME##_baseline PARAMS {                \
+    BODY ARGS;                                                  \
+  }                                                             \
+  [[maybe_unused]] TF_TARGET_AVX2 void NAME##_avx2 PARAMS {     \
+    BODY ARGS;                                                  \
+  }                                                             \
+  [[maybe_unused]] TF_TARGET_AVX512 void NAME##_avx512 PARAMS { \
+    BODY ARGS;                                                  \
+  }
 
 }  // namespace tapeflow::cpu

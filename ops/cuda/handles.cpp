@@ -89,14 +89,16 @@ HandleTables<cublasHandle_t>& cublas_device_scalar_tables() {
 
 cublasHandle_t cublas(Device device) {
   cudaStream_t s = stream(device);
-  return cublas_tables().get(
-      device, [&](bool capture) { return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_HOST); });
+  return cublas_tables().get(device, [&](bool capture) {
+    return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_HOST);
+  });
 }
 
 cublasHandle_t cublas_device_scalars(Device device) {
   cudaStream_t s = stream(device);
-  return cublas_device_scalar_tables().get(
-      device, [&](bool capture) { return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_DEVICE); });
+  return cublas_device_scalar_tables().get(device, [&](bool capture) {
+    return make_cublas(device, s, capture, CUBLAS_POINTER_MODE_DEVICE);
+  });
 }
 
 cusolverDnHandle_t cusolver(Device device) {

@@ -300,16 +300,17 @@ TEST_CASE("function: every fusable elementwise op fuses and equals eager", "[jit
   using Unary = tf::Tensor (*)(const tf::Tensor&);
   using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
   const std::vector<std::pair<const char*, Unary>> unary = {
-      {"negative", &tf::negative}, {"abs", &tf::abs},     {"sign", &tf::sign},
-      {"exp", &tf::exp},           {"log", &tf::log},     {"log1p", &tf::log1p},
-      {"sqrt", &tf::sqrt},         {"rsqrt", &tf::rsqrt}, {"square", &tf::square},
+      {"negative", &tf::negative}, {"abs", &tf::abs},         {"sign", &tf::sign},
+      {"exp", &tf::exp},           {"log", &tf::log},         {"log1p", &tf::log1p},
+      {"sqrt", &tf::sqrt},         {"rsqrt", &tf::rsqrt},     {"square", &tf::square},
       {"tanh", &tf::tanh},         {"sigmoid", &tf::sigmoid}, {"sin", &tf::sin},
-      {"cos", &tf::cos},           {"floor", &tf::floor}, {"ceil", &tf::ceil},
+      {"cos", &tf::cos},           {"floor", &tf::floor},     {"ceil", &tf::ceil},
       {"round", &tf::round},       {"relu", &tf::nn::relu}};
   const std::vector<std::pair<const char*, Binary>> binary = {
-      {"add", &tf::add},         {"subtract", &tf::subtract}, {"multiply", &tf::multiply},
-      {"divide", &tf::divide},   {"maximum", &tf::maximum},   {"minimum", &tf::minimum}};
-  auto check = [](const char* name, const std::function<tf::Tensor(tf::Tensor, tf::Tensor)>& body) {
+      {"add", &tf::add},       {"subtract", &tf::subtract}, {"multiply", &tf::multiply},
+      {"divide", &tf::divide}, {"maximum", &tf::maximum},   {"minimum", &tf::minimum}};
+  using Body = std::function<tf::Tensor(tf::Tensor, tf::Tensor)>;
+  auto check = [](const char* name, const Body& body) {
     auto f = tf::function(body);
     for (tf::DType dt : {tf::float32, tf::float64})
       for (int64_t n : {int64_t{7}, int64_t{3000}}) {
