@@ -133,25 +133,11 @@ class NcclCommsImpl final : public NcclComms {
       ncclGroupStart();
       for (ncclComm_t c : comms_) clean = clean && ok(ncclCommFinalize(c));
       ncclGroupEnd();
-      const Clock::time_point start = Clock::now();
-      while (clean) {
-        bool busy = false;
-        for (ncclComm_t c : comms_) {
-          ncclResult_t state = ncclSuccess;
-          if (ncclCommGetAsyncError(c, &state) != ncclSuccess) state = ncclInternalError;
-          busy = busy || state == ncclInProgress;
-          clean = clean && ok(state);
-        }
-        if (!busy) break;
-        if (seconds_since(start) > kTeardownSeconds) {
-          TF_LOG_WARN("all_reduce: the NCCL communicators did not finalise with the other "
-                      "workers' within {} s; aborting them",
-                      kTeardownSeconds);
-          clean = false;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      if (clean) why = poll_ready("finalising the communicators", kTeardownSeconds);
+      clean = clean && why.empty();
     }
+    if (!clean && !why.empty())
+      TF_LOG_WARN("all_reduce: aborting the NCCL communicators at teardown: {}", why);
     for (ncclComm_t c : comms_) {
       if (!c) continue;
       if (clean) ncclCommDestroy(c);
@@ -238,8 +224,19 @@ class NcclCommsImpl final : public NcclComms {
                abort_reason_);
   }
   // Polls the non-blocking communicators until none is in progress, at most the timeout;
-  // aborts them on an error or past the deadline and raises.
+  // aborts them on an error or past the timeout and raises.
   void wait_ready_locked(const char* what) {
+    if (std::string why = poll_ready(what, timeout_.count(),
+                                     "; CommunicationOptions::timeout_seconds or "
+                                     "TAPEFLOW_COLLECTIVE_TIMEOUT");
+        !why.empty()) {
+      abort_locked(std::move(why));
+      throw_if_aborted();
+    }
+  }
+  // Polls the communicators until none is in progress, at most `seconds`: empty when they are
+  // all ready, else what went wrong (an error, or the time ran out: then `hint` is added).
+  std::string poll_ready(const char* what, double seconds, const char* hint = "") const {
     const Clock::time_point start = Clock::now();
     for (;;) {
       bool busy = false;
@@ -250,20 +247,15 @@ class NcclCommsImpl final : public NcclComms {
         if (state == ncclInProgress) {
           busy = true;
         } else if (state != ncclSuccess) {
-          abort_locked(fmt::format("{} failed on {}: {} (last NCCL message: {})", what,
-                                   devices_[i].to_string(), ncclGetErrorString(state),
-                                   ncclGetLastError(nullptr)));
-          throw_if_aborted();
+          return fmt::format("{} failed on {}: {} (last NCCL message: {})", what,
+                             devices_[i].to_string(), ncclGetErrorString(state),
+                             ncclGetLastError(nullptr));
         }
       }
-      if (!busy) return;
-      if (seconds_since(start) > timeout_.count()) {
-        abort_locked(fmt::format("{} did not finish within {} s (a worker is gone or stuck; "
-                                 "CommunicationOptions::timeout_seconds or "
-                                 "TAPEFLOW_COLLECTIVE_TIMEOUT)",
-                                 what, timeout_.count()));
-        throw_if_aborted();
-      }
+      if (!busy) return {};
+      if (seconds_since(start) > seconds)
+        return fmt::format("{} did not finish within {} s (a worker is gone or stuck{})", what,
+                           seconds, hint);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
