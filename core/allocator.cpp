@@ -1,9 +1,12 @@
 #include "core/allocator.h"
 
+#include <sys/sysinfo.h>
+
 #include <array>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +18,20 @@ namespace detail {
 Allocator& cuda_allocator(int logical_index);  // core/cuda/ or core/no_cuda.cpp
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                      size_t nbytes);
+}  // namespace detail
+
+namespace detail {
+size_t host_memory_bytes() {
+  static const size_t bytes = [] {
+    struct sysinfo info {};
+    if (sysinfo(&info) != 0) return std::numeric_limits<size_t>::max();
+    const unsigned __int128 total =
+        (static_cast<unsigned __int128>(info.totalram) + info.totalswap) * info.mem_unit;
+    return total > std::numeric_limits<size_t>::max() ? std::numeric_limits<size_t>::max()
+                                                      : static_cast<size_t>(total);
+  }();
+  return bytes;
+}
 }  // namespace detail
 
 namespace {
@@ -38,12 +55,21 @@ int size_class(size_t n, size_t* rounded) {
   return 16 + (lg - 10) * 4 + static_cast<int>(k) - 1;
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 class CachingCpuAllocator final : public Allocator {
  public:
   ~CachingCpuAllocator() override { release_cached_memory(); }
 
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
+    // More than the machine's RAM and swap together cannot succeed: refused here with the sizes
+    // (malloc would refuse it too, or a sanitizer's allocator abort on it).
+    if (nbytes > detail::host_memory_bytes())
+      TF_THROW(ResourceExhaustedError, "cpu_allocator",
+               "cannot allocate {} bytes ({:.1f} GiB) on /device:CPU:0: more than this machine's "
+               "memory ({:.1f} GiB of RAM and swap)",
+               nbytes, nbytes / kGiB, detail::host_memory_bytes() / kGiB);
     size_t rounded;
     const int c = size_class(nbytes, &rounded);
     {

@@ -38,6 +38,8 @@ Allocator& allocator_for(Device device);
 namespace detail {
 // Copies between devices; CPU<->CPU is memcpy, anything touching a GPU goes through CUDA.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+// This machine's RAM plus swap in bytes (read once): no host allocation larger can succeed.
+size_t host_memory_bytes();
 }  // namespace detail
 
 }  // namespace tapeflow

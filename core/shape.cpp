@@ -16,6 +16,7 @@ TensorShape::TensorShape(std::span<const int64_t> dims) {
     TF_CHECK_ARG(d >= -1, "TensorShape", "dimension {} is negative", d);
     dims_[rank_++] = d;
   }
+  known_elements();
 }
 
 TensorShape::TensorShape(const std::vector<int>& dims) {
@@ -25,6 +26,19 @@ TensorShape::TensorShape(const std::vector<int>& dims) {
     TF_CHECK_ARG(d >= -1, "TensorShape", "dimension {} is negative", d);
     dims_[rank_++] = d;
   }
+  known_elements();
+}
+
+int64_t TensorShape::known_elements() const {
+  int64_t n = 1;
+  bool zero = false;
+  for (int i = 0; i < rank_; ++i) {
+    if (dims_[i] == 0) zero = true;
+    else if (dims_[i] > 0)
+      TF_CHECK_ARG(!__builtin_mul_overflow(n, dims_[i], &n), "TensorShape",
+                   "shape {} has more elements than an int64 can count", to_string());
+  }
+  return zero ? 0 : n;
 }
 
 int64_t TensorShape::dim(int i) const {
@@ -35,11 +49,15 @@ int64_t TensorShape::dim(int i) const {
 
 int64_t TensorShape::num_elements() const {
   int64_t n = 1;
+  bool overflow = false, zero = false;
   for (int i = 0; i < rank_; ++i) {
     if (dims_[i] < 0) return -1;
-    n *= dims_[i];
+    if (dims_[i] == 0) zero = true;
+    else overflow |= __builtin_mul_overflow(n, dims_[i], &n);
   }
-  return n;
+  if (overflow) [[unlikely]]
+    known_elements();  // throws
+  return zero ? 0 : n;
 }
 
 bool TensorShape::is_fully_defined() const {

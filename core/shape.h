@@ -28,8 +28,13 @@ class TensorShape {
   int64_t& operator[](int i) { return dims_[i]; }
   // Negative i counts from the end; out of range throws InvalidArgumentError.
   int64_t dim(int i) const;
-  // Product of the dimensions (1 for a scalar); -1 when a dimension is unknown.
+  // Product of the dimensions (1 for a scalar); -1 when a dimension is unknown. A shape whose
+  // non-zero known dimensions multiply past int64's range (so its strides would overflow, even
+  // with a zero dimension) is an InvalidArgumentError: at construction, or here for a shape
+  // grown through operator[] or push_back.
   int64_t num_elements() const;
+  // Product of the known dimensions (those not -1); 0 when one of them is 0.
+  int64_t known_elements() const;
   bool is_fully_defined() const;
   void push_back(int64_t d);
   void pop_back() { --rank_; }

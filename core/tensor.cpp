@@ -26,7 +26,11 @@ Tensor empty(const TensorShape& shape, DType dtype, Device device) {
   impl->dtype = dtype;
   impl->device = device;
   impl->id = next_tensor_id();
-  const size_t n = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
+  size_t n;
+  if (__builtin_mul_overflow(static_cast<size_t>(shape.num_elements()), dtype_size(dtype), &n))
+    TF_THROW(ResourceExhaustedError, "allocate",
+             "a {} tensor of shape {} on {} needs more bytes than a size_t can count",
+             dtype_name(dtype), shape.to_string(), device.to_string());
   if (n > 0) impl->storage = std::make_shared<Storage>(n, device);
   return Tensor(std::move(impl));
 }

@@ -103,7 +103,14 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
       if (prim.is_view()) {
         for (int i = 0; i < n_out; ++i) outputs[i] = view(in[0], metas[i].shape);
       } else {
-        for (int i = 0; i < n_out; ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype, dev);
+        for (int i = 0; i < n_out; ++i) {
+          try {
+            outputs[i] = empty(metas[i].shape, metas[i].dtype, dev);
+          } catch (const ResourceExhaustedError& e) {  // say which op's output did not fit
+            TF_THROW(ResourceExhaustedError, prim.name(), "its {} output of shape {}: {}",
+                     dtype_name(metas[i].dtype), metas[i].shape.to_string(), e.what());
+          }
+        }
       }
       run_kernel(prim, dev, in, outputs);
     }

@@ -1,11 +1,13 @@
 #include "ops/factory.h"
 
-#include "ops/dynamic_shape.h"
-
+#include <algorithm>
 #include <cmath>
+#include <new>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/helpers.h"
 
 namespace tapeflow {
@@ -61,17 +63,25 @@ Tensor constant(const Tensor& value, DType dtype) {
   return detail::from_doubles(detail::to_double_vector(value), value.shape(), dtype);
 }
 
-Tensor fill(const TensorShape& shape, const Tensor& value) {
-  TF_CHECK_ARG(value.defined() && value.num_elements() == 1, "fill",
+namespace {
+// fill, with `op` (the factory the user called) named in its errors.
+Tensor fill_as(const char* op, const TensorShape& shape, const Tensor& value) {
+  TF_CHECK_ARG(value.defined() && value.num_elements() == 1, op,
                "value must be a scalar, got shape {}",
                value.defined() ? value.shape().to_string() : "None");
-  TF_CHECK_ARG(shape.is_fully_defined(), "fill", "shape {} has an unknown dimension",
+  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown dimension",
                shape.to_string());
   const Device dev = detail::current_device();
   auto hb = detail::host_bytes(value);
   const size_t es = dtype_size(value.dtype());
   const int64_t n = shape.num_elements();
-  Tensor t = detail::empty(shape, value.dtype(), dev);
+  Tensor t;
+  try {
+    t = detail::empty(shape, value.dtype(), dev);
+  } catch (const ResourceExhaustedError& e) {
+    TF_THROW(ResourceExhaustedError, op, "its {} output of shape {}: {}", dtype_name(value.dtype()),
+             shape.to_string(), e.what());
+  }
   if (dev.is_cpu()) {
     auto* dst = static_cast<uint8_t*>(t.raw_data());
     if (es == 4) {
@@ -88,12 +98,17 @@ Tensor fill(const TensorShape& shape, const Tensor& value) {
   }
   return t;
 }
+}  // namespace
+
+Tensor fill(const TensorShape& shape, const Tensor& value) {
+  return fill_as("fill", shape, value);
+}
 
 Tensor zeros(const TensorShape& shape, DType dtype) {
-  return fill(shape, detail::from_doubles({0.0}, TensorShape{}, dtype));
+  return fill_as("zeros", shape, detail::from_doubles({0.0}, TensorShape{}, dtype));
 }
 Tensor ones(const TensorShape& shape, DType dtype) {
-  return fill(shape, detail::from_doubles({1.0}, TensorShape{}, dtype));
+  return fill_as("ones", shape, detail::from_doubles({1.0}, TensorShape{}, dtype));
 }
 namespace {
 // In a graph for None dimensions the size comes from x when the graph runs.
@@ -118,10 +133,32 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
 
 Tensor eye(int64_t num_rows, DType dtype) { return eye(num_rows, num_rows, dtype); }
 
+namespace {
+// Host staging for a factory's `count` values (as doubles, then converted to `dtype`): refused
+// with the op's name when it cannot fit in this machine's memory.
+std::vector<double> staging(const char* op, int64_t count, DType dtype) {
+  const double need = static_cast<double>(count) * static_cast<double>(8 + dtype_size(dtype));
+  TF_CHECK_T(ResourceExhaustedError, need <= static_cast<double>(detail::host_memory_bytes()), op,
+             "{} elements of {} need {:.1f} GiB of host memory to build, more than this "
+             "machine's {:.1f} GiB of RAM and swap",
+             count, dtype_name(dtype), need / (1 << 30),
+             static_cast<double>(detail::host_memory_bytes()) / (1 << 30));
+  try {
+    return std::vector<double>(static_cast<size_t>(count), 0.0);
+  } catch (const std::bad_alloc&) {
+    TF_THROW(ResourceExhaustedError, op, "out of host memory building {} elements of {}", count,
+             dtype_name(dtype));
+  }
+}
+}  // namespace
+
 Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype) {
   TF_CHECK_ARG(num_rows >= 0 && num_columns >= 0, "eye", "sizes must be non-negative, got {}x{}",
                num_rows, num_columns);
-  std::vector<double> v(static_cast<size_t>(num_rows * num_columns), 0.0);
+  int64_t count;
+  TF_CHECK_ARG(!__builtin_mul_overflow(num_rows, num_columns, &count), "eye",
+               "a {}x{} matrix has more elements than an int64 can count", num_rows, num_columns);
+  std::vector<double> v = staging("eye", count, dtype);
   for (int64_t i = 0; i < std::min(num_rows, num_columns); ++i) v[i * num_columns + i] = 1.0;
   return detail::from_doubles(v, TensorShape{num_rows, num_columns}, dtype);
 }
@@ -134,18 +171,24 @@ Tensor range(double start, double limit, double delta, std::optional<DType> dtyp
                "requires start <= limit when delta > 0 (or >= when delta < 0), got start {}, "
                "limit {}, delta {}",
                start, limit, delta);
+  const double count = std::ceil(std::abs((limit - start) / delta));
+  TF_CHECK_ARG(count < 0x1p62, "range", "start {}, limit {} and delta {} give {} elements", start,
+               limit, delta, count);
+  const int64_t n = static_cast<int64_t>(count);
+  // Whole numbers give int32 as TF's Python ints do, or int64 where int32 cannot hold them.
   const bool whole = start == std::floor(start) && limit == std::floor(limit) &&
                      delta == std::floor(delta);
-  const DType dt = dtype.value_or(whole ? int32 : float32);
-  const int64_t n = static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)));
-  std::vector<double> v(static_cast<size_t>(n));
+  const double last = start + static_cast<double>(std::max<int64_t>(n - 1, 0)) * delta;
+  const bool fits_int32 = std::max(std::abs(start), std::abs(last)) <= 0x1p31 - 1;
+  const DType dt = dtype.value_or(whole ? (fits_int32 ? int32 : int64) : float32);
+  std::vector<double> v = staging("range", n, dt);
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * delta;
   return detail::from_doubles(v, TensorShape{n}, dt);
 }
 
 Tensor linspace(double start, double stop, int64_t num) {
   TF_CHECK_ARG(num > 0, "linspace", "num must be positive, got {}", num);
-  std::vector<double> v(static_cast<size_t>(num));
+  std::vector<double> v = staging("linspace", num, float32);
   const double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
   for (int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;
   if (num > 1) v[num - 1] = stop;

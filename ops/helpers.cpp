@@ -119,6 +119,15 @@ void check_rank_at_least(const char* op, const Tensor& x, int rank) {
                x.shape().to_string());
 }
 
+void check_element_count(const char* op, const TensorShape& s) {
+  bool overflow = false;
+  int64_t count = 1;
+  for (int64_t d : s)
+    if (d > 0) overflow |= __builtin_mul_overflow(count, d, &count);
+  TF_CHECK_ARG(!overflow, op, "the output of shape {} has more elements than an int64 can count",
+               s.to_string());
+}
+
 std::array<int64_t, TensorShape::kMaxRank> contiguous_strides(const TensorShape& s) {
   std::array<int64_t, TensorShape::kMaxRank> st{};
   int64_t acc = 1;

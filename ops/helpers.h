@@ -34,6 +34,9 @@ void check_dtype_floating(const char* op, const Tensor& x);
 void check_dtype_not_bool(const char* op, const Tensor& x);
 void check_dtype_bool(const char* op, const Tensor& x);
 void check_rank_at_least(const char* op, const Tensor& x, int rank);
+// An output shape built dimension by dimension must have an element count an int64 can hold
+// (its non-zero dimensions multiplied, as TensorShape checks).
+void check_element_count(const char* op, const TensorShape& s);
 
 // Row-major strides in elements.
 std::array<int64_t, TensorShape::kMaxRank> contiguous_strides(const TensorShape& s);

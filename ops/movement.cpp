@@ -63,16 +63,14 @@ Tensor reshape(const Tensor& x, const TensorShape& shape) {
   check_defined("reshape", x);
   const int64_t n = x.num_elements();  // -1 for a symbolic tensor with an unknown dimension
   int infer_at = -1;
-  int64_t known = 1;
   for (int i = 0; i < shape.rank(); ++i) {
     if (shape[i] == -1) {
       TF_CHECK_ARG(infer_at < 0, "reshape", "only one dimension of shape {} may be -1",
                    requested_shape(shape));
       infer_at = i;
-    } else {
-      known *= shape[i];
     }
   }
+  const int64_t known = shape.known_elements();
   TensorShape out = shape;
   if (n >= 0) {
     if (infer_at >= 0) {
@@ -206,7 +204,10 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& size_spli
     } else {
       TF_CHECK_ARG(s >= 0, "split", "size_splits {} has a negative size",
                    detail::vec_to_string(size_splits));
-      known += s;
+      TF_CHECK_ARG(!__builtin_add_overflow(known, s, &known), "split",
+                   "size_splits {} add up to more than an int64 can hold (dimension {} of shape "
+                   "{} has size {})",
+                   detail::vec_to_string(size_splits), a, x.shape().to_string(), d);
     }
   }
   std::vector<int64_t> sizes = size_splits;
@@ -236,7 +237,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
                  "begin[{}] = {} is out of bounds for dimension {} of shape {} (expected [0, {}])",
                  i, b, i, x.shape().to_string(), d);
     if (sz[i] == -1) sz[i] = d - b;
-    TF_CHECK_ARG(sz[i] >= 0 && b + sz[i] <= d, "slice",
+    TF_CHECK_ARG(sz[i] >= 0 && sz[i] <= d - b, "slice",
                  "size[{}] = {} is out of bounds for dimension {} of shape {} with begin[{}] = {} "
                  "(expected -1 or [0, {}])",
                  i, size[i], i, x.shape().to_string(), i, b, d - b);
@@ -271,18 +272,10 @@ Tensor broadcast_to(const Tensor& x, const TensorShape& shape) {
   return detail::dispatch(prims::BroadcastTo(shape), {x});
 }
 
-Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
-  check_defined("tile", x);
+namespace {
+
+Tensor tile_to(const Tensor& x, const std::vector<int64_t>& multiples, const TensorShape& out) {
   const int r = x.rank();
-  TF_CHECK_ARG(multiples.size() == static_cast<size_t>(r), "tile",
-               "multiples {} has {} entries, but the tensor of shape {} has rank {}",
-               detail::vec_to_string(multiples), multiples.size(), x.shape().to_string(), r);
-  TensorShape out;
-  for (int i = 0; i < r; ++i) {
-    TF_CHECK_ARG(multiples[i] >= 0, "tile", "multiples {} has a negative entry (shape {})",
-                 detail::vec_to_string(multiples), x.shape().to_string());
-    out.push_back(x.shape()[i] * multiples[i]);
-  }
   // tile is a broadcast of x with a size-1 axis inserted before every tiled dimension:
   // (d0, d1) tiled (m0, m1) = reshape(broadcast_to(reshape(x, (1, d0, 1, d1)), (m0, d0, m1, d1))).
   // Runs of untiled dimensions are merged first; when the result would exceed the maximum rank,
@@ -323,6 +316,37 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
   return cur;
 }
 
+}  // namespace
+
+Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
+  check_defined("tile", x);
+  const int r = x.rank();
+  TF_CHECK_ARG(multiples.size() == static_cast<size_t>(r), "tile",
+               "multiples {} has {} entries, but the tensor of shape {} has rank {}",
+               detail::vec_to_string(multiples), multiples.size(), x.shape().to_string(), r);
+  TensorShape out;
+  for (int i = 0; i < r; ++i) {
+    TF_CHECK_ARG(multiples[i] >= 0, "tile", "multiples {} has a negative entry (shape {})",
+                 detail::vec_to_string(multiples), x.shape().to_string());
+    int64_t d;
+    TF_CHECK_ARG(!__builtin_mul_overflow(x.shape()[i], multiples[i], &d), "tile",
+                 "multiples {} make dimension {} of shape {} larger than an int64",
+                 detail::vec_to_string(multiples), i, x.shape().to_string());
+    out.push_back(d);
+  }
+  detail::check_element_count("tile", out);
+  // A zero-size dimension stays 0 whatever its multiple: tile it once (no huge intermediate).
+  std::vector<int64_t> effective = multiples;
+  for (int i = 0; i < r; ++i)
+    if (x.shape()[i] == 0) effective[i] = 1;
+  try {
+    return tile_to(x, effective, out);
+  } catch (const ResourceExhaustedError& e) {  // the output did not fit: say it was tile's
+    TF_THROW(ResourceExhaustedError, "tile", "its output of shape {}: {}", out.to_string(),
+             e.what());
+  }
+}
+
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& paddings,
            double constant_value) {
   check_defined("pad", x);
@@ -337,11 +361,12 @@ void Reshape::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const
   if (x.shape().is_fully_defined()) {
     // One -1 (kept by graphs for None dimensions) takes the size the element count leaves.
     int at = -1;
-    int64_t known = 1;
     for (int i = 0; i < s.rank(); ++i) {
-      if (s[i] == -1 && at < 0) at = i;
-      else known *= s[i];
+      if (s[i] != -1) continue;
+      TF_CHECK_ARG(at < 0, name(), "only one dimension of shape {} may be -1", s.to_string());
+      at = i;
     }
+    const int64_t known = s.known_elements();
     if (at >= 0) {
       TF_CHECK_ARG(known > 0 && x.num_elements() % known == 0, name(),
                    "cannot reshape a tensor with {} elements to shape {}", x.num_elements(),
@@ -402,7 +427,7 @@ void Slice::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
                name(), "begin {} and size {} need one entry per dimension of shape {}",
                detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
   for (int i = 0; i < r; ++i)
-    TF_CHECK_ARG(begin[i] >= 0 && size[i] >= 0 && begin[i] + size[i] <= x.shape()[i], name(),
+    TF_CHECK_ARG(begin[i] >= 0 && size[i] >= 0 && size[i] <= x.shape()[i] - begin[i], name(),
                  "begin {} and size {} are out of bounds for shape {}",
                  detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
   out[0] = {TensorShape(size), x.dtype()};
@@ -447,8 +472,14 @@ void Pad::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
     TF_CHECK_ARG(paddings[i].first >= 0 && paddings[i].second >= 0, name(),
                  "paddings {} has a negative entry (tensor of shape {})", pairs_to_string(paddings),
                  x.shape().to_string());
-    s.push_back(x.shape()[i] + paddings[i].first + paddings[i].second);
+    int64_t d;
+    TF_CHECK_ARG(!__builtin_add_overflow(x.shape()[i], paddings[i].first, &d) &&
+                     !__builtin_add_overflow(d, paddings[i].second, &d),
+                 name(), "paddings {} make dimension {} of shape {} larger than an int64",
+                 pairs_to_string(paddings), i, x.shape().to_string());
+    s.push_back(d);
   }
+  detail::check_element_count(name(), s);
   out[0] = {s, x.dtype()};
 }
 std::string Pad::attributes() const {

@@ -324,6 +324,7 @@ Tensor bias_add(const Tensor& value, const Tensor& bias) {
                op, "bias shape {} must match the last dimension of value shape {}",
                bias.shape().to_string(), value.shape().to_string());
   auto [v, b] = detail::unify_dtypes(op, value, bias);
+  detail::check_dtype_not_bool(op, v);
   return tapeflow::add(v, b);
 }
 

@@ -469,8 +469,11 @@ void max_grad_loop(const PoolGeom& g, const T* x, const T* dy, T* dx) {
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (g.c + kBlock - 1) / kBlock;
   const int64_t tasks = g.n * blocks;
-  const int64_t work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * std::min(g.c, kBlock));
-  const int64_t grain = std::max<int64_t>(1, 65536 / work);
+  // In double: a window (an attribute) can be far larger than the input.
+  const double work = std::max(1.0, static_cast<double>(g.oh) * static_cast<double>(g.ow) *
+                                        static_cast<double>(g.kh) * static_cast<double>(g.kw) *
+                                        static_cast<double>(std::min(g.c, kBlock)));
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(65536 / work));
   const int64_t hw = g.h * g.w;
   detail::parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
     std::vector<A> buf(kDirect ? 0 : static_cast<size_t>(hw * kBlock));

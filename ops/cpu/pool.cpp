@@ -163,8 +163,10 @@ void pool(const PoolGeom& g, const T* x, T* y) {
     if (g.c > 0) return pool_f32_onednn(g, kMax, x, y);
   }
   const int64_t rows = g.n * g.oh;
-  const int64_t work = std::max<int64_t>(1, g.ow * g.kh * g.kw * g.c);
-  const int64_t grain = std::max<int64_t>(1, 65536 / work);
+  // In double: a window (an attribute) can be far larger than the input.
+  const double work = std::max(1.0, static_cast<double>(g.ow) * static_cast<double>(g.kh) *
+                                        static_cast<double>(g.kw) * static_cast<double>(g.c));
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(65536 / work));
   detail::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     std::vector<compute_t<T>> acc(std::is_same_v<compute_t<T>, T> ? 0 : static_cast<size_t>(g.c));
     pool_rows<T, kMax>(g, x, y, r0, r1, acc.data());

@@ -63,6 +63,42 @@ TEST_CASE("TensorShape prints as a Python tuple", "[cpu]") {
                                "out of range");
 }
 
+TEST_CASE("TensorShape refuses element counts an int64 cannot hold", "[cpu]") {
+  const int64_t big = int64_t{1} << 40;
+  // 2^80 wraps to exactly 0 in int64: a count computed without overflow checks would pass.
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({big, big}), tf::InvalidArgumentError,
+                               "more elements than an int64 can count");
+  // Strides of the non-zero dimensions would overflow even when another dimension is 0.
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({0, big, big}), tf::InvalidArgumentError,
+                               "[TensorShape]");
+  TF_REQUIRE_THROWS_CONTAINING(tf::TensorShape({big, tf::None, big}), tf::InvalidArgumentError,
+                               "int64");
+  CHECK(tf::TensorShape({0, big, 1 << 20}).num_elements() == 0);
+  CHECK(tf::TensorShape({big, 1 << 22}).num_elements() == int64_t{1} << 62);
+  // A shape grown past the limit through push_back fails when its elements are counted.
+  tf::TensorShape grown({big});
+  grown.push_back(big);
+  TF_REQUIRE_THROWS_CONTAINING(grown.num_elements(), tf::InvalidArgumentError, "int64");
+}
+
+TEST_CASE("allocations beyond the machine or size_t fail cleanly, naming the op", "[cpu]") {
+  // More than RAM and swap: refused before malloc (a sanitizer's allocator would abort).
+  const size_t too_big = tf::detail::host_memory_bytes() + 1;
+  TF_REQUIRE_THROWS_CONTAINING(tf::cpu_allocator().allocate(too_big),
+                               tf::ResourceExhaustedError, "more than this machine's memory");
+  TF_REQUIRE_THROWS_CONTAINING(tf::zeros({int64_t{1} << 40, 1 << 20}), tf::ResourceExhaustedError,
+                               "[zeros]");
+  // 2^62 float32 elements need 2^64 bytes: the byte count itself overflows size_t.
+  TF_REQUIRE_THROWS_CONTAINING(tf::ones({int64_t{1} << 62}), tf::ResourceExhaustedError,
+                               "size_t");
+  TF_REQUIRE_THROWS_CONTAINING(tf::eye(int64_t{1} << 40), tf::InvalidArgumentError, "[eye]");
+  TF_REQUIRE_THROWS_CONTAINING(tf::eye(int64_t{1} << 30), tf::ResourceExhaustedError, "[eye]");
+  // The allocator's statistics are unchanged by the refusals.
+  const auto stats = tf::cpu_allocator().stats();
+  CHECK_THROWS_AS(tf::ones({int64_t{1} << 45}), tf::ResourceExhaustedError);
+  CHECK(tf::cpu_allocator().stats().bytes_in_use == stats.bytes_in_use);
+}
+
 TEST_CASE("device names parse case-insensitively", "[cpu]") {
   using tf::Device;
   using tf::DeviceType;
