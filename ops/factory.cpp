@@ -6,6 +6,7 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "ops/cpu/unary_ops.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/helpers.h"
@@ -34,11 +35,8 @@ Tensor from_doubles(const std::vector<double>& values, const TensorShape& shape,
   std::vector<uint8_t> bytes(n * dtype_size(dtype));
   TF_DISPATCH_ALL_TYPES(dtype, {
     T* dst = reinterpret_cast<T*>(bytes.data());
-    for (size_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, bool>) dst[i] = values[i] != 0;
-      else if constexpr (std::is_integral_v<T>) dst[i] = static_cast<T>(values[i]);
-      else dst[i] = T(static_cast<compute_t<T>>(values[i]));
-    }
+    // As tf::cast from float64: integers truncate toward zero and saturate (NaN gives 0).
+    for (size_t i = 0; i < n; ++i) dst[i] = cpu::cast_value<T>(values[i]);
   });
   return constant_impl(bytes.data(), dtype, shape);
 }

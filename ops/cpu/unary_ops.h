@@ -362,8 +362,22 @@ struct LogicalNotOp : UnaryOpBase {
   }
 };
 
-// Any dtype to any dtype: float -> int truncates toward zero (out of range is unspecified, as
-// C++'s; uint8 wraps for |x| < 2^31), to bool is x != 0 (NaN gives true), bool gives 0 / 1.
+// Float to a signed integer type, truncating toward zero and saturating: NaN gives 0, values
+// beyond the type's range its minimum or maximum. That is what CUDA's conversion instructions do,
+// so every device agrees (a plain static_cast is undefined there; x86 gives the minimum for all).
+template <class I, class F>
+inline I saturate_cast(F v) {
+  static_assert(std::is_signed_v<I>);
+  constexpr F lo = static_cast<F>(std::numeric_limits<I>::min());  // -2^31 or -2^63: exact
+  if (!(v == v)) return I(0);
+  if (v <= lo) return std::numeric_limits<I>::min();
+  if (v >= -lo) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
+// Any dtype to any dtype: float -> int truncates toward zero and saturates (saturate_cast; float
+// -> uint8 goes through int32, so it wraps for |x| < 2^31 as TF's CPU kernel does), to bool is
+// x != 0 (NaN gives true), bool gives 0 / 1.
 template <class To, class From>
 inline To cast_value(From v) {
   using CF = compute_t<From>;
@@ -372,7 +386,9 @@ inline To cast_value(From v) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<CF>(v) != CF(0);
   } else if constexpr (std::is_same_v<To, uint8_t> && is_float_v<From>) {
-    return static_cast<uint8_t>(static_cast<int32_t>(static_cast<CF>(v)));
+    return static_cast<uint8_t>(saturate_cast<int32_t>(static_cast<CF>(v)));
+  } else if constexpr (is_int_v<To> && is_float_v<From>) {
+    return saturate_cast<To>(static_cast<CF>(v));
   } else {
     return store<To>(static_cast<compute_t<To>>(static_cast<CF>(v)));
   }

@@ -316,9 +316,20 @@ struct Map2 {
   TF_EW_HD O operator()(T a, T b) const { return st<O>(F{}(ld<C>(a), ld<C>(b))); }
 };
 
-// Any dtype to any other, as cpu::cast_value: float -> int truncates toward zero (out of range is
-// unspecified), float -> uint8 goes through int32 (wraps for |x| < 2^31), to bool is x != 0 (NaN
-// gives true), bool gives 0 / 1, and conversions to the half types round once from float.
+// Float to a signed integer type, truncating toward zero and saturating (NaN gives 0), as
+// cpu::saturate_cast; the hardware conversion does the same, this spells it out.
+template <class I, class F>
+TF_EW_HD I saturate_cast(F v) {
+  constexpr F lo = static_cast<F>(std::numeric_limits<I>::min());  // -2^31 or -2^63: exact
+  if (!(v == v)) return I(0);
+  if (v <= lo) return std::numeric_limits<I>::min();
+  if (v >= -lo) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
+// Any dtype to any other, as cpu::cast_value: float -> int truncates toward zero and saturates
+// (NaN gives 0), float -> uint8 goes through int32 (wraps for |x| < 2^31), to bool is x != 0
+// (NaN gives true), bool gives 0 / 1, and conversions to the half types round once from float.
 template <class To, class From>
 struct CastOp {
   TF_EW_HD To operator()(From v) const {
@@ -326,7 +337,8 @@ struct CastOp {
     const CF c = ld<CF>(v);
     if constexpr (std::is_same_v<To, bool>) return c != CF(0);
     else if constexpr (std::is_same_v<To, uint8_t> && is_float_v<From>)
-      return static_cast<uint8_t>(static_cast<int32_t>(c));
+      return static_cast<uint8_t>(saturate_cast<int32_t>(c));
+    else if constexpr (std::is_integral_v<To> && is_float_v<From>) return saturate_cast<To>(c);
     else return st<To>(static_cast<dcompute_t<To>>(c));
   }
 };

@@ -339,6 +339,38 @@ TEST_CASE("cast converts between every pair of dtypes", "[cpu][unary][cast]") {
           std::vector<int64_t>{1, -1, 2, 0, 0, 1000000000});
     CHECK(tf::cast(tf::constant({3.9, 200.2, 255.0}), tf::uint8).numpy<int>() ==
           std::vector<int>{3, 200, 255});
+    // Beyond the integer's range float -> int saturates and NaN gives 0, on every device (as
+    // CUDA's conversions; C++'s static_cast is undefined there). uint8 goes through int32.
+    const float inf32 = std::numeric_limits<float>::infinity();
+    auto saturated = [](double v, double limit) {  // limit: 2^31 or 2^63
+      return std::isnan(v) ? 0.0 : v <= -limit ? -limit : v >= limit ? limit - 1 : std::trunc(v);
+    };
+    for (const auto from : {tf::float16, tf::bfloat16, tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(from) << " on " << dev.to_string());
+      const auto x = tf::cast(tf::constant({float(kNan), inf32, -inf32, 1e10f, -1e10f, 65504.0f,
+                                            2147483648.0f, -2147483648.0f, -1.5f}),
+                              from);
+      std::vector<int32_t> want32;
+      std::vector<int64_t> want64;
+      std::vector<int> want8;
+      for (double v : tf::cast(x, tf::float64).numpy<double>()) {
+        const double s32 = saturated(v, 0x1p31);
+        want32.push_back(s32 == 0x1p31 - 1 ? std::numeric_limits<int32_t>::max()
+                                           : static_cast<int32_t>(s32));
+        want8.push_back(static_cast<uint8_t>(want32.back()));
+        const double s64 = saturated(v, 0x1p63);
+        want64.push_back(s64 >= 0x1p63 - 1 ? std::numeric_limits<int64_t>::max()
+                                           : static_cast<int64_t>(s64));
+      }
+      CHECK(tf::cast(x, tf::int32).numpy<int32_t>() == want32);
+      CHECK(tf::cast(x, tf::int64).numpy<int64_t>() == want64);
+      CHECK(tf::cast(x, tf::uint8).numpy<int>() == want8);
+    }
+    CHECK(
+        tf::cast(tf::constant({1e19, -1e19, 9.2233720368547758e18}), tf::int64).numpy<int64_t>() ==
+        std::vector<int64_t>{std::numeric_limits<int64_t>::max(),
+                             std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max()});
     // To bool: x != 0 (NaN is true); from bool: 0 / 1.
     CHECK(tf::cast(tf::constant({0.0f, -0.0f, 0.5f, float(kNan), -2.0f}), tf::bool_)
               .numpy<bool>() == std::vector<bool>{false, false, true, true, true});
