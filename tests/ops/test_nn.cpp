@@ -111,10 +111,11 @@ std::vector<double> pool_ref(const std::vector<double>& x, const PoolCase& c, bo
         for (int64_t ch = 0; ch < C; ++ch) {
           double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
           int64_t count = 0;
-          for (int64_t i = 0; i < kh; ++i)
-            for (int64_t j = 0; j < kw; ++j) {
-              const int64_t ih = oh * sh - ph.before + i, iw = ow * sw - pw.before + j;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+          // The window's positions inside the input (the others are padding).
+          const int64_t h0 = oh * sh - ph.before, w0 = ow * sw - pw.before;
+          for (int64_t i = std::max<int64_t>(0, -h0); i < std::min(kh, H - h0); ++i)
+            for (int64_t j = std::max<int64_t>(0, -w0); j < std::min(kw, W - w0); ++j) {
+              const int64_t ih = h0 + i, iw = w0 + j;
               const double v = x[((n * H + ih) * W + iw) * C + ch];
               acc = is_max ? std::max(acc, v) : acc + v;
               ++count;
@@ -331,6 +332,12 @@ TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][cuda][nn]") 
       {{2, 9, 8, 5}, {2}, {2}, "SAME"},        // even window: padding rows 0/1, columns 0/0
       {{3, 7, 10, 9}, {4, 3}, {3, 2}, "SAME"},  // rows 1/2, columns 0/1
       {{4, 33, 31, 67}, {3}, {2}, "SAME"},      // many blocks, odd channel count
+      // SAME windows around the length that covers the whole input at every position (in +
+      // (out - 1) * stride + 1: 12 rows, 10 columns here), and far beyond it.
+      {{1, 6, 5, 2}, {11, 9}, {1, 2}, "SAME"},
+      {{1, 6, 5, 2}, {12, 10}, {1, 2}, "SAME"},
+      {{1, 6, 5, 2}, {13, 1000}, {1, 2}, "SAME"},
+      {{2, 5, 7, 3}, {1 << 30}, {2}, "SAME"},
   };
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
