@@ -423,7 +423,13 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
 
 
 // Target shape followed by the source's dimensions (from index `from`).
-static TensorShape jacobian_shape(TensorShape shape, const TensorShape& src, int from) {
+static TensorShape jacobian_shape(const char* op, TensorShape shape, const TensorShape& src,
+                                  int from) {
+  TF_CHECK_ARG(shape.rank() + src.rank() - from <= TensorShape::kMaxRank, op,
+               "the Jacobian of a target of shape {} by a source of shape {} would have rank {}, "
+               "more than the {} a tensor can have",
+               shape.to_string(), src.to_string(), shape.rank() + src.rank() - from,
+               TensorShape::kMaxRank);
   for (int d = from; d < src.rank(); ++d) shape.push_back(src[d]);
   return shape;
 }
@@ -463,20 +469,21 @@ Tensor GradientTape::jacobian(const Tensor& target, const Tensor& source,
                               UnconnectedGradients unconnected) {
   TF_CHECK_ARG(source.defined(), "GradientTape.jacobian", "the source is an undefined tensor");
   const int64_t n = target.defined() ? target.num_elements() : 0;
-  return jacobian_rows("GradientTape.jacobian", target, {source.id()}, source, n, n, 0,
-                       jacobian_shape(target.defined() ? target.shape() : TensorShape{},
-                                      source.shape(), 0),
-                       unconnected);
+  return jacobian_rows(
+      "GradientTape.jacobian", target, {source.id()}, source, n, n, 0,
+      jacobian_shape("GradientTape.jacobian", target.defined() ? target.shape() : TensorShape{},
+                     source.shape(), 0),
+      unconnected);
 }
 
 Tensor GradientTape::jacobian(const Tensor& target, const Variable& source,
                               UnconnectedGradients unconnected) {
   const int64_t n = target.defined() ? target.num_elements() : 0;
-  return jacobian_rows("GradientTape.jacobian", target, ids_of(source), placeholder_of(source),
-                       n, n, 0,
-                       jacobian_shape(target.defined() ? target.shape() : TensorShape{},
-                                      source.shape(), 0),
-                       unconnected);
+  return jacobian_rows(
+      "GradientTape.jacobian", target, ids_of(source), placeholder_of(source), n, n, 0,
+      jacobian_shape("GradientTape.jacobian", target.defined() ? target.shape() : TensorShape{},
+                     source.shape(), 0),
+      unconnected);
 }
 
 Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
@@ -491,7 +498,7 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
                target.shape().to_string(), source.shape().to_string());
   const int64_t b = target.shape()[0];
   const int64_t per = b == 0 ? 0 : target.num_elements() / b;
-  const TensorShape shape = jacobian_shape(target.shape(), source.shape(), 1);
+  const TensorShape shape = jacobian_shape(op, target.shape(), source.shape(), 1);
   return jacobian_rows(op, target, {source.id()}, source, per, per, 1, shape, unconnected);
 }
 
@@ -533,6 +540,9 @@ struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
                      "the gradient of input {} has shape {}, the input has shape {}", a,
                      g.shape().to_string(), primals[a].shape().to_string());
         if (g.dtype() != primals[a].dtype()) g = detail::adopt_dtype(g, primals[a].dtype());
+        TF_CHECK_ARG(g.dtype() == primals[a].dtype(), name(),
+                     "the gradient of input {} has dtype {}, the input has dtype {}", a,
+                     dtype_name(g.dtype()), dtype_name(primals[a].dtype()));
       }
       out.push_back(g);
     }
@@ -544,6 +554,9 @@ Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
                      std::function<std::vector<Tensor>(const Tensor&)> grad) {
   TF_CHECK_ARG(y.defined(), "custom_gradient", "the function returned an undefined value");
   TF_CHECK_ARG(grad != nullptr, "custom_gradient", "the function returned no gradient function");
+  for (size_t i = 0; i < xs.size(); ++i)
+    TF_CHECK_ARG(xs[i].defined(), "custom_gradient",
+                 "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
   Tensor out = detail::view(y, y.shape());  // a fresh id for the recorded node's output
   auto& tapes = detail::thread_context().tapes;
   if (!tapes.empty()) {
@@ -566,6 +579,7 @@ std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
       detail::PauseTapes pause;
       return fn(x);
     }();
+    TF_CHECK_ARG(grad != nullptr, "custom_gradient", "the function returned no gradient function");
     std::function<std::vector<Tensor>(const Tensor&)> g =
         [grad = std::move(grad)](const Tensor& dy) { return std::vector<Tensor>{grad(dy)}; };
     return record_custom({x}, y, std::move(g));
@@ -575,6 +589,9 @@ std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
 std::function<Tensor(const std::vector<Tensor>&)> custom_gradient(CustomGradientFnN fn) {
   TF_CHECK_ARG(fn != nullptr, "custom_gradient", "the function is empty");
   return [fn = std::move(fn)](const std::vector<Tensor>& xs) {
+    for (size_t i = 0; i < xs.size(); ++i)
+      TF_CHECK_ARG(xs[i].defined(), "custom_gradient",
+                   "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
     auto [y, grad] = [&] {
       detail::PauseTapes pause;
       return fn(xs);

@@ -320,3 +320,66 @@ TEST_CASE("tape: custom_gradient accepts API.md's spelling of the gradient funct
   check_values(y, {9});
   check_values(tape.gradient(y, x), {3});
 }
+
+TEST_CASE("custom_gradient: an undefined input is an InvalidArgumentError", "[autograd]") {
+  auto f = tf::custom_gradient(tf::CustomGradientFnN([](const std::vector<tf::Tensor>& xs) {
+    tf::Tensor y = xs[0] * 2.0f;
+    std::function<std::vector<tf::Tensor>(const tf::Tensor&)> g = [](const tf::Tensor& dy) {
+      return std::vector<tf::Tensor>{dy * 2.0f, dy};
+    };
+    return std::make_pair(y, g);
+  }));
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::testing::require_error(
+      [&] {
+        (void)f({x, tf::Tensor()});
+      },
+      {"[custom_gradient]", "input 1 of 2", "undefined"});
+}
+
+TEST_CASE("custom_gradient: an empty gradient function is rejected at the call", "[autograd]") {
+  auto f = tf::custom_gradient(tf::CustomGradientFn([](const tf::Tensor& x) {
+    return std::make_pair(x * 2.0f, std::function<tf::Tensor(const tf::Tensor&)>());
+  }));
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::testing::require_error([&] { (void)f(x); }, {"[custom_gradient]", "no gradient function"});
+}
+
+TEST_CASE("custom_gradient: a gradient of the wrong dtype is an InvalidArgumentError",
+          "[autograd]") {
+  auto f = tf::custom_gradient(tf::CustomGradientFn([](const tf::Tensor& x) {
+    std::function<tf::Tensor(const tf::Tensor&)> g = [](const tf::Tensor& dy) {
+      return tf::cast(dy, tf::float64);
+    };
+    return std::make_pair(x * 2.0f, g);
+  }));
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::reduce_sum(f(x));
+  tf::testing::require_error([&] { (void)tape.gradient(y, x); },
+                             {"[custom_gradient]", "dtype float64", "float32"});
+}
+
+TEST_CASE("jacobian and batch_jacobian past the maximum rank name both shapes", "[autograd]") {
+  tf::Tensor x = tf::ones({1, 1, 1, 1});
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = tf::reshape(x * 2.0f, {1, 1, 1, 1, 1});
+    tf::testing::require_error([&] { (void)tape.jacobian(y, x); },
+                               {"[GradientTape.jacobian]", "(1, 1, 1, 1, 1)", "(1, 1, 1, 1)"});
+  }
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = tf::reshape(x * 2.0f, {1, 1, 1, 1, 1, 1});
+    tf::testing::require_error(
+        [&] { (void)tape.batch_jacobian(y, x); },
+        {"[GradientTape.batch_jacobian]", "(1, 1, 1, 1, 1, 1)", "(1, 1, 1, 1)"});
+  }
+}
