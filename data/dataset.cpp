@@ -8,9 +8,11 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "core/check.h"
 #include "core/context.h"
@@ -248,15 +250,17 @@ class RangeIterator final : public IteratorBase {
  public:
   RangeIterator(int64_t start, int64_t stop, int64_t step) : v_(start), stop_(stop), step_(step) {}
   bool next(Element& out) override {
-    if (step_ > 0 ? v_ >= stop_ : v_ <= stop_) return false;
+    if (ended_ || (step_ > 0 ? v_ >= stop_ : v_ <= stop_)) return false;
     out.resize(1);
     out[0] = tapeflow::detail::from_host<int64_t>(&v_, TensorShape{}, Device{});
-    v_ += step_;
+    // A next value past the int64 range is past stop as well.
+    ended_ = __builtin_add_overflow(v_, step_, &v_);
     return true;
   }
 
  private:
   int64_t v_, stop_, step_;
+  bool ended_ = false;
 };
 
 class RangeDataset final : public DatasetBase {
@@ -267,8 +271,12 @@ class RangeDataset final : public DatasetBase {
     return std::make_unique<RangeIterator>(start_, stop_, step_);
   }
   int64_t cardinality() const override {
-    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+    // In 128 bits: the span and the step may not fit in int64 (saturates, see docs/data.md).
+    const __int128 start = start_, stop = stop_, step = step_;
+    const __int128 n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
+                                : (start > stop ? (start - stop - step - 1) / -step : 0);
+    return n > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                   : static_cast<int64_t>(n);
   }
 
  private:
@@ -563,7 +571,9 @@ class RepeatDataset final : public DatasetBase {
     if (count_ < 0) return n == 0 ? 0 : INFINITE_CARDINALITY;
     if (count_ == 0) return 0;
     if (n < 0) return n;
-    return n * count_;
+    int64_t total = 0;  // saturates, see docs/data.md
+    if (__builtin_mul_overflow(n, count_, &total)) return std::numeric_limits<int64_t>::max();
+    return total;
   }
 
  private:
@@ -995,12 +1005,31 @@ Dataset::Iterator Dataset::begin() const {
 
 Dataset::Iterator::Iterator(std::unique_ptr<detail::IteratorBase> impl)
     : impl_(std::move(impl)), done_(impl_ == nullptr) {}
-Dataset::Iterator::Iterator(Iterator&&) noexcept = default;
-Dataset::Iterator& Dataset::Iterator::operator=(Iterator&&) noexcept = default;
+// A moved-from iterator is at the end (as a default-constructed one), not a null pipeline.
+Dataset::Iterator::Iterator(Iterator&& o) noexcept
+    : impl_(std::move(o.impl_)),
+      current_(std::move(o.current_)),
+      has_current_(std::exchange(o.has_current_, false)),
+      done_(std::exchange(o.done_, true)) {
+  o.current_.clear();
+}
+Dataset::Iterator& Dataset::Iterator::operator=(Iterator&& o) noexcept {
+  if (this == &o) return *this;
+  impl_ = std::move(o.impl_);
+  current_ = std::move(o.current_);
+  has_current_ = std::exchange(o.has_current_, false);
+  done_ = std::exchange(o.done_, true);
+  o.current_.clear();
+  return *this;
+}
 Dataset::Iterator::~Iterator() = default;
 
 void Dataset::Iterator::fill() const {
   if (has_current_ || done_) return;
+  if (!impl_) {
+    done_ = true;
+    return;
+  }
   try {
     if (impl_->next(current_)) {
       has_current_ = true;

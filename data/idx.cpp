@@ -123,6 +123,25 @@ Tensor read_idx(const std::string& path) {
   }
 
   const size_t nbytes = static_cast<size_t>(count) * type->width;
+  // Before allocating: the file must be able to hold what the header claims (a short file
+  // claiming gigabytes is corrupt). Uncompressed data is one byte per byte; deflate expands at
+  // most 1032-fold.
+  std::error_code size_ec;
+  const uint64_t file_size = std::filesystem::file_size(path, size_ec);
+  if (!size_ec) {
+    const uint64_t header = 4 + dims_be.size();
+    const bool direct = gzdirect(f.get()) == 1;
+    const uint64_t payload = file_size > header ? file_size - header : 0;
+    TF_CHECK_ARG(!direct || nbytes <= payload, kRead,
+                 "{}: truncated: the header's shape {} of {} needs {} data bytes, the file has {} "
+                 "after the {}-byte header",
+                 path, shape.to_string(), type->name, nbytes, payload, header);
+    const uint64_t capacity = file_size * 1032 + 1024;
+    TF_CHECK_ARG(direct || nbytes <= capacity, kRead,
+                 "{}: truncated or corrupt: the header's shape {} of {} needs {} data bytes, more "
+                 "than the {}-byte compressed file can hold",
+                 path, shape.to_string(), type->name, nbytes, file_size);
+  }
   // Signed bytes and shorts widen to int32 through a staging buffer; the rest land in place.
   const bool widen = type->width != dtype_size(type->dtype);
   Tensor out = tapeflow::detail::empty(shape, type->dtype, Device{});

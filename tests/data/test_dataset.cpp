@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -516,4 +517,51 @@ TEST_CASE("shuffle follows the global seed and leaves random ops' streams alone"
   const tf::Tensor r2 = tf::random::uniform({4}, 0.0, 1.0, tf::float32, 11);
   CHECK(r1.numpy<float>() == r2.numpy<float>());
   tf::detail::clear_random_seed();
+}
+
+namespace {
+std::vector<int64_t> range_values(const Dataset& ds, size_t limit = 16) {
+  std::vector<int64_t> out;
+  for (const auto& e : ds) {
+    out.push_back(e[0].item<int64_t>());
+    if (out.size() >= limit) break;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Dataset::range and repeat near the int64 limits neither overflow nor loop",
+          "[cpu][data]") {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const Dataset edge = Dataset::range(kMax - 1, kMax, 2);
+  CHECK(edge.cardinality() == 1);
+  CHECK(range_values(edge) == std::vector<int64_t>{kMax - 1});
+  const Dataset to_max = Dataset::range(kMax - 3, kMax, 2);
+  CHECK(range_values(to_max) == std::vector<int64_t>{kMax - 3, kMax - 1});
+  const Dataset down = Dataset::range(kMin + 1, kMin, -2);
+  CHECK(range_values(down) == std::vector<int64_t>{kMin + 1});
+  CHECK(Dataset::range(0, kMax, 2).cardinality() == kMax / 2 + 1);
+  // 2^63 elements: more than int64 counts, so the cardinality saturates (docs/data.md).
+  CHECK(Dataset::range(kMin, 0).cardinality() == kMax);
+  const Dataset big_step = Dataset::range(5, -5, kMin);
+  CHECK(big_step.cardinality() == 1);
+  CHECK(range_values(big_step) == std::vector<int64_t>{5});
+  CHECK(Dataset::range(4).repeat(kMax / 2).cardinality() == kMax);
+  CHECK(Dataset::range(4).repeat(3).cardinality() == 12);
+}
+
+TEST_CASE("a moved-from Dataset iterator is at the end, not a crash", "[cpu][data]") {
+  const Dataset ds = Dataset::range(3);
+  auto it = ds.make_iterator();
+  CHECK(it.get_next().has_value());
+  auto moved = std::move(it);
+  CHECK_FALSE(it.get_next().has_value());  // NOLINT(bugprone-use-after-move): the point
+  CHECK(it == std::default_sentinel);
+  TF_REQUIRE_THROWS_CONTAINING(*it, tf::FailedPreconditionError, "[Dataset.Iterator]");
+  CHECK(moved.get_next()->at(0).item<int64_t>() == 1);
+  Dataset::Iterator assigned;
+  assigned = std::move(moved);
+  CHECK_FALSE(moved.get_next().has_value());  // NOLINT(bugprone-use-after-move)
+  CHECK(assigned.get_next()->at(0).item<int64_t>() == 2);
 }

@@ -285,3 +285,27 @@ TEST_CASE("the real Fashion-MNIST loads with its known facts", "[cpu][data][idx]
   CHECK(*std::max_element(pixels.begin(), pixels.end()) == 255);
   CHECK(*std::min_element(pixels.begin(), pixels.end()) == 0);
 }
+
+TEST_CASE("read_idx checks the header's claimed size against the file before allocating",
+          "[cpu][data][idx]") {
+  TempDir dir;
+  // 12 bytes claiming 65536 x 262144 unsigned bytes (16 GiB).
+  const std::vector<uint8_t> header = {0, 0, 0x08, 2, 0, 1, 0, 0, 0, 4, 0, 0};
+  const std::string plain = dir.file("claims-16g");
+  write_bytes(plain, header);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(plain), tf::InvalidArgumentError,
+                               "[read_idx] " + plain +
+                                   ": truncated: the header's shape (65536, "
+                                   "262144) of unsigned byte needs "
+                                   "17179869184 data bytes, the file has 0 "
+                                   "after the 12-byte header");
+  // The same header alone in a gzip file (one stored deflate block, then the CRC-32 and length
+  // of those 12 bytes): more than deflate can expand the file to.
+  std::vector<uint8_t> gz = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x01, 12, 0, 0xf3, 0xff};
+  gz.insert(gz.end(), header.begin(), header.end());
+  gz.insert(gz.end(), {0x75, 0x0d, 0x8a, 0xe7, 12, 0, 0, 0});
+  const std::string packed = dir.file("claims-16g.gz");
+  write_bytes(packed, gz);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(packed), tf::InvalidArgumentError,
+                               "[read_idx] " + packed + ": truncated or corrupt");
+}
