@@ -45,8 +45,19 @@ TrainingContext& Callback::context() const {
 // ---- CallbackList ----
 
 CallbackList::CallbackList(std::vector<CallbackRef> callbacks, TrainingContext* context)
-    : callbacks_(std::move(callbacks)) {
-  for (auto& c : callbacks_) c->set_context(context);
+    : callbacks_(std::move(callbacks)), context_(context) {
+  for (size_t i = 0; i < callbacks_.size(); ++i)
+    TF_CHECK_ARG(callbacks_[i].get() != nullptr, "callbacks", "callback {} of {} is a null pointer",
+                 i, callbacks_.size());
+  for (auto& c : callbacks_) {
+    previous_.push_back(c->attached_context());
+    c->set_context(context);
+  }
+}
+CallbackList::~CallbackList() {
+  // In reverse, so a callback listed twice gets back its context from before this list.
+  for (size_t i = previous_.size(); i-- > 0;)
+    if (callbacks_[i]->attached_context() == context_) callbacks_[i]->set_context(previous_[i]);
 }
 #define TF_FOR_EACH_CALLBACK(CALL) \
   for (auto& c : callbacks_) c->CALL
@@ -285,7 +296,13 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
     TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);
   }
   const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    TF_CHECK_T(FailedPreconditionError, !ec, "ModelCheckpoint",
+               "cannot create the directory '{}' for '{}': {}", parent.string(), path,
+               ec.message());
+  }
   context().save_weights(path);
 }
 
@@ -332,6 +349,9 @@ void BackupAndRestore::on_train_begin(const Logs&) {
                "this loop cannot save and restore its training state");
   initial_epoch_ = 0;
   if (auto last = ctx.restore_backup(dir_)) {
+    TF_CHECK_ARG(*last >= 0 && *last < std::numeric_limits<int>::max(), "BackupAndRestore",
+                 "the backup in '{}' records epoch {}, outside [0, {})", dir_, *last,
+                 std::numeric_limits<int>::max());
     initial_epoch_ = *last + 1;
     TF_LOG_INFO("BackupAndRestore: resuming from the backup in {} after epoch {}", dir_,
                 *last + 1);

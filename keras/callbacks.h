@@ -50,6 +50,7 @@ class Callback {
  public:
   virtual ~Callback() = default;
   void set_context(TrainingContext* context) { ctx_ = context; }
+  TrainingContext* attached_context() const { return ctx_; }
 
   virtual void on_train_begin(const Logs&) {}
   virtual void on_train_end(const Logs&) {}
@@ -123,7 +124,13 @@ class ProgbarLogger : public Callback {
 // Calls each callback in order.
 class CallbackList {
  public:
+  // Attaches every callback to `context` (null callbacks are an InvalidArgumentError); the
+  // destructor detaches them again (restoring what they were attached to before), so a callback
+  // used after its loop ended raises FailedPreconditionError instead of reading a dead context.
   CallbackList(std::vector<CallbackRef> callbacks, TrainingContext* context);
+  ~CallbackList();
+  CallbackList(const CallbackList&) = delete;
+  CallbackList& operator=(const CallbackList&) = delete;
   const std::vector<CallbackRef>& callbacks() const { return callbacks_; }
   void on_train_begin(const Logs& l = {});
   void on_train_end(const Logs& l = {});
@@ -140,6 +147,8 @@ class CallbackList {
 
  private:
   std::vector<CallbackRef> callbacks_;
+  TrainingContext* context_ = nullptr;
+  std::vector<TrainingContext*> previous_;  // each callback's context before this list
 };
 
 struct EarlyStoppingOptions {

@@ -47,6 +47,12 @@ std::string prefix_of(const std::string& path) {
   return ends_with(path, kExt) ? path.substr(0, path.size() - std::string(kExt).size()) : path;
 }
 
+// Whether `path` exists; an error inspecting it (permissions, a name too long) reads as absent.
+bool file_present(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec) && !ec;
+}
+
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // TF's index layout: model_checkpoint_path: "ckpt-3" then all_model_checkpoint_paths lines.
@@ -83,7 +89,9 @@ void write_index(const std::string& directory, const std::vector<std::string>& p
 // Removes "<anything>.tmp-<pid>" files whose writer process no longer exists.
 void remove_stale_temporaries(const std::string& directory) {
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+  // Incremented with an error_code: a range-for's ++ would throw filesystem_error.
+  for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
     const auto pos = name.rfind(".tmp-");
     if (pos == std::string::npos || pos + 5 >= name.size()) continue;
@@ -92,7 +100,8 @@ void remove_stale_temporaries(const std::string& directory) {
     const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
     if (::kill(pid, 0) != 0 && errno == ESRCH) {
       TF_LOG_INFO("CheckpointManager: removing '{}' left by a writer that died", entry.path().string());
-      fs::remove(entry.path(), ec);
+      std::error_code remove_ec;
+      fs::remove(entry.path(), remove_ec);
     }
   }
 }
@@ -192,7 +201,13 @@ std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
 std::string Checkpoint::write(const std::string& file_prefix) const {
   const std::string path = file_of(file_prefix);
   const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    TF_CHECK_T(FailedPreconditionError, !ec, "Checkpoint",
+               "cannot create the directory '{}' for '{}': {}", parent.string(), path,
+               ec.message());
+  }
   keras::safetensors::save_variables(path, variables(),
                                      {{"format", "tapeflow.train.Checkpoint"}, {"version", "1"}});
   return prefix_of(file_prefix);
@@ -272,11 +287,13 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
   TF_CHECK_ARG(!impl_->directory.empty(), "CheckpointManager", "the directory is empty");
   std::error_code ec;
   fs::create_directories(impl_->directory, ec);
-  TF_CHECK_T(NotFoundError, fs::is_directory(impl_->directory), "CheckpointManager",
-             "cannot create the directory '{}': {}", impl_->directory, ec.message());
+  std::error_code dir_ec;
+  TF_CHECK_T(NotFoundError, fs::is_directory(impl_->directory, dir_ec), "CheckpointManager",
+             "cannot create the directory '{}': {}", impl_->directory,
+             (ec ? ec : dir_ec).message());
   remove_stale_temporaries(impl_->directory);
   for (const auto& p : read_index(impl_->directory))
-    if (fs::exists(file_of(p))) impl_->kept.push_back(p);
+    if (file_present(file_of(p))) impl_->kept.push_back(p);
 }
 
 std::string CheckpointManager::save(std::optional<int64_t> checkpoint_number) {
@@ -319,7 +336,7 @@ std::string CheckpointManager::restore_or_initialize() {
 std::string latest_checkpoint(const std::string& directory) {
   auto all = read_index(directory);
   for (auto it = all.rbegin(); it != all.rend(); ++it)
-    if (fs::exists(file_of(*it))) return *it;
+    if (file_present(file_of(*it))) return *it;
   return {};
 }
 

@@ -319,6 +319,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual TensorShape compute_output_shape(const TensorShape& input_shape) const {
     return input_shape;
   }
+  // check_input for callers outside the layer (containers checking a shape before they ask
+  // for compute_output_shape).
+  void validate_input(const TensorShape& shape) const { check_input(shape); }
   // The input_shape given at construction (batch dimension None), if any.
   const std::optional<TensorShape>& declared_input_shape() const { return declared_input_shape_; }
 

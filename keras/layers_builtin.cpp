@@ -66,6 +66,9 @@ class DenseImpl final : public LayerImpl {
     if (use_bias_) bias_ = add_weight("bias", TensorShape({units_}), bias_init_, true, bias_reg_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
+    TF_CHECK_ARG(s.rank() >= 2, name_.c_str(),
+                 "layer \"{}\" (Dense) needs inputs of rank >= 2, got shape {}", name_,
+                 shape_str(s));
     TensorShape o = s;
     o[o.rank() - 1] = units_;
     return o;
@@ -215,8 +218,19 @@ class FlattenImpl final : public LayerImpl {
                  name_, shape_str(s));
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
+    TF_CHECK_ARG(s.rank() >= 1, name_.c_str(),
+                 "layer \"{}\" (Flatten) needs inputs with a batch dimension, got shape {}", name_,
+                 shape_str(s));
     int64_t n = 1;
-    for (int i = 1; i < s.rank(); ++i) n = (s[i] == None || n == None) ? None : n * s[i];
+    for (int i = 1; i < s.rank(); ++i) {
+      if (s[i] == None || n == None) {
+        n = None;
+        continue;
+      }
+      TF_CHECK_ARG(!__builtin_mul_overflow(n, s[i], &n), name_.c_str(),
+                   "layer \"{}\" (Flatten): the flattened size of shape {} overflows int64", name_,
+                   shape_str(s));
+    }
     return TensorShape({s[0], n});
   }
   void check_input(const TensorShape& s) const override {
@@ -403,9 +417,16 @@ class BatchNormImpl final : public LayerImpl {
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
 
+// The handle's state as `Impl`; a handle assigned another kind of layer through a Layer
+// reference is a FailedPreconditionError (as Model::model_impl).
 template <class Impl>
-Impl& impl_as(const Layer& l) {
-  return static_cast<Impl&>(l.impl());
+Impl& impl_as(const Layer& l, const char* cls) {
+  auto* p = dynamic_cast<Impl*>(&l.impl());
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
+             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
+             "assigned to it through a Layer reference?)",
+             cls, l.impl().name(), l.impl().class_name(), cls);
+  return *p;
 }
 
 }  // namespace
@@ -418,7 +439,9 @@ Dense::Dense(int64_t units, DenseOptions options) {
   impl_ = impl;
   if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
 }
-int64_t Dense::units() const { return impl_as<DenseImpl>(*this).units(); }
+int64_t Dense::units() const {
+  return impl_as<DenseImpl>(*this, "Dense").units();
+}
 Variable Dense::kernel() const { return impl().weight("kernel"); }
 Variable Dense::bias() const { return impl().weight("bias"); }
 
@@ -446,7 +469,9 @@ Flatten::Flatten(std::vector<int64_t> input_shape, std::string name)
 
 Dropout::Dropout(double rate, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<DropoutImpl>(rate, seed, std::move(name))) {}
-double Dropout::rate() const { return impl_as<DropoutImpl>(*this).rate(); }
+double Dropout::rate() const {
+  return impl_as<DropoutImpl>(*this, "Dropout").rate();
+}
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer(std::make_shared<BatchNormImpl>(std::move(options))) {}

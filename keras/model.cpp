@@ -72,6 +72,21 @@ void print_row(std::vector<std::string> fields, const std::vector<int>& position
   }
 }
 
+// Whether `target` is `root` or in its sub-layer tree (iterative; shared layers visited once).
+bool contains_layer(const LayerImpl& root, const void* target) {
+  std::vector<const LayerImpl*> todo{&root};
+  std::vector<const void*> seen;
+  while (!todo.empty()) {
+    const LayerImpl* l = todo.back();
+    todo.pop_back();
+    if (l == target) return true;
+    if (std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
+    seen.push_back(l);
+    for (const Layer& child : l->sublayers()) todo.push_back(&child.impl());
+  }
+  return false;
+}
+
 // Sequential: the layers in order.
 class SequentialImpl final : public ModelImpl {
  public:
@@ -91,6 +106,10 @@ class SequentialImpl final : public ModelImpl {
                  name());
     TF_CHECK_ARG(layer.id() != this, name().c_str(), "cannot add model \"{}\" to itself",
                  name());
+    TF_CHECK_ARG(!contains_layer(layer.impl(), this), name().c_str(),
+                 "cannot add layer \"{}\" to model \"{}\": \"{}\" already contains \"{}\" (a "
+                 "model cannot contain itself)",
+                 layer.impl().name(), name(), layer.impl().name(), name());
     bool first = false;
     {
       std::lock_guard lock(mu_);
@@ -102,6 +121,7 @@ class SequentialImpl final : public ModelImpl {
         // Keras builds a layer added to a built model at once.
         const TensorShape in = built_output_shape();
         layer.impl().ensure_built(in);
+        layer.impl().validate_input(in);
         set_output_shape(layer.impl().compute_output_shape(in));
       } else if (first && layer.impl().declared_input_shape()) {
         ensure_built(*layer.impl().declared_input_shape());
@@ -135,6 +155,7 @@ class SequentialImpl final : public ModelImpl {
     TensorShape cur = s;
     for (const Layer& l : sublayers()) {
       l.impl().ensure_built(cur);
+      l.impl().validate_input(cur);  // an already-built layer may not accept this shape
       cur = l.impl().compute_output_shape(cur);
     }
   }
@@ -345,17 +366,29 @@ void Model::summary(std::ostream& out, int line_length) const {
 
 // ---- Sequential ----
 
+namespace {
+// dynamic_cast: a Sequential assigned another model through a Model& holds that model's state.
+detail::SequentialImpl& sequential_impl(const Model& m) {
+  auto* s = dynamic_cast<detail::SequentialImpl*>(&m.impl());
+  TF_CHECK_T(FailedPreconditionError, s != nullptr, "Sequential",
+             "this Sequential handle refers to \"{}\" ({}), which is not a Sequential model (was "
+             "another model or layer assigned to it through a Model or Layer reference?)",
+             m.impl().name(), m.impl().class_name());
+  return *s;
+}
+}  // namespace
+
 Sequential::Sequential(std::vector<Layer> layers, std::string name)
     : Model(std::make_shared<detail::SequentialImpl>(std::move(name))) {
   for (const Layer& l : layers) add(l);
 }
 
 void Sequential::add(const Layer& layer) {
-  static_cast<detail::SequentialImpl&>(model_impl()).add(layer);
+  sequential_impl(*this).add(layer);
 }
 
 Tensor Sequential::call(const Tensor& x, bool training) {
-  return static_cast<detail::SequentialImpl&>(model_impl()).run_layers(x, training);
+  return sequential_impl(*this).run_layers(x, training);
 }
 
 }  // namespace tapeflow::keras

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+
+#include "core/check.h"
 
 namespace tapeflow::keras::utils {
 
@@ -25,6 +28,7 @@ double steady_seconds() {
 }  // namespace
 
 Progbar::Progbar(int64_t target, ProgbarOptions options) : target_(target), opt_(std::move(options)) {
+  TF_CHECK_ARG(opt_.width >= 1, "Progbar", "width must be at least 1, got {}", opt_.width);
   if (!opt_.stream) opt_.stream = &std::cout;
   if (!opt_.clock) opt_.clock = steady_seconds;
   dynamic_ = opt_.dynamic.value_or(is_terminal(opt_.stream));
@@ -40,6 +44,9 @@ std::string Progbar::format_time_per_unit(double s, const std::string& unit) {
 }
 
 std::string Progbar::format_eta(double eta) {
+  // Not a time worth printing (and not convertible to an integer): a stalled clock or a
+  // giant target.
+  if (!std::isfinite(eta) || eta < 0 || eta >= 1e15) return "?";
   const auto e = static_cast<int64_t>(eta);
   if (e > 3600) return fmt::format("{}:{:02d}:{:02d}", e / 3600, (e % 3600) / 60, e % 60);
   if (e > 60) return fmt::format("{}:{:02d}", e / 60, e % 60);
@@ -90,8 +97,10 @@ void Progbar::update(int64_t current, const Values& values, std::optional<bool> 
   if (target_ >= 0) {
     const int digits = digits_of(target_);
     bar = fmt::format("{:>{}}/{} [", current, digits, target_);
-    const double prog = target_ > 0 ? static_cast<double>(current) / static_cast<double>(target_) : 1.0;
-    const int filled = std::min(opt_.width, static_cast<int>(opt_.width * prog));
+    const double prog =
+        target_ > 0 ? static_cast<double>(current) / static_cast<double>(target_) : 1.0;
+    // Clamped before the conversion: a current far past the target must not overflow an int.
+    const int filled = static_cast<int>(opt_.width * std::clamp(prog, 0.0, 1.0));
     if (filled > 0) {
       bar += std::string(static_cast<size_t>(filled - 1), '=');
       bar += current < target_ ? '>' : '=';

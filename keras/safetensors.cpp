@@ -26,6 +26,8 @@ namespace {
 constexpr const char* kOp = "safetensors";
 // As the reference implementation: a larger header is rejected rather than allocated.
 constexpr uint64_t kMaxHeader = 100'000'000;
+// Deepest JSON nesting accepted in a header.
+constexpr int kMaxJsonDepth = 8;
 
 [[noreturn]] void throw_io(const std::string& what, const std::string& path) {
   const int e = errno;
@@ -178,7 +180,13 @@ void save_file(const std::string& path, const std::vector<std::pair<std::string,
     offset += t.nbytes();
     bytes.push_back(tapeflow::detail::host_bytes(t));
   }
-  std::string json = header.dump();
+  std::string json;
+  try {
+    json = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    TF_THROW(InvalidArgumentError, kOp, "'{}': tensor names and metadata must be valid UTF-8 ({})",
+             path, e.what());
+  }
   const size_t padded = (json.size() + 7) / 8 * 8;
   json.append(padded - json.size(), ' ');
   const uint64_t n = json.size();
@@ -219,7 +227,17 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
     const uint64_t data_size = size - data_start_;
     nlohmann::json header;
     try {
-      header = nlohmann::json::parse(text);
+      // The depth bound keeps hostile nesting from exhausting the stack (a valid header nests
+      // four levels); untrusted values are never dumped into messages.
+      header = nlohmann::json::parse(
+          text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+            if ((event == nlohmann::json::parse_event_t::object_start ||
+                 event == nlohmann::json::parse_event_t::array_start) &&
+                depth > kMaxJsonDepth)
+              TF_THROW(InvalidArgumentError, kOp, "'{}': the header nests deeper than {} levels",
+                       path_, kMaxJsonDepth);
+            return true;
+          });
     } catch (const nlohmann::json::exception& e) {
       TF_THROW(InvalidArgumentError, kOp, "'{}': the header is not valid JSON: {}", path_,
                e.what());
@@ -251,18 +269,20 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
       uint64_t numel = 1;
       for (const auto& d : shape) {
         TF_CHECK_ARG(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
-                     kOp, "{}: shape {} has a negative or non-integer size", where, shape.dump());
+                     kOp, "{}: shape has a negative or non-integer size (a {})", where,
+                     d.type_name());
         const uint64_t dim = d.get<uint64_t>();
         TF_CHECK_ARG(dim < (uint64_t{1} << 40) && (dim == 0 || numel <= (uint64_t{1} << 50) / dim),
-                     kOp, "{}: shape {} is too large", where, shape.dump());
+                     kOp, "{}: shape is too large (a size of {})", where, dim);
         numel *= dim;
         info.shape.push_back(static_cast<int64_t>(dim));
       }
       const auto& off = v["data_offsets"];
       TF_CHECK_ARG(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
                        off[1].is_number_unsigned(),
-                   kOp, "{}: data_offsets must be two non-negative integers, got {}", where,
-                   off.dump());
+                   kOp, "{}: data_offsets must be two non-negative integers, got a {}", where,
+                   off.is_array() ? fmt::format("{}-element array", off.size())
+                                  : std::string(off.type_name()));
       info.begin = off[0].get<uint64_t>();
       info.end = off[1].get<uint64_t>();
       TF_CHECK_ARG(info.begin <= info.end && info.end <= data_size, kOp,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 
 #include "autograd/tape.h"
@@ -319,6 +320,15 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   TF_CHECK_ARG(options.epochs >= 0, "fit", "epochs must be >= 0, got {}", options.epochs);
   TF_CHECK_ARG(options.validation_freq >= 1, "fit", "validation_freq must be >= 1, got {}",
                options.validation_freq);
+  TF_CHECK_ARG(options.validation_batch_size >= 0, "fit",
+               "validation_batch_size must be >= 0 (0: batch_size), got {}",
+               options.validation_batch_size);
+  TF_CHECK_ARG(!options.validation_data.defined() || options.validation_data.dataset ||
+                   options.validation_batch_size > 0 || options.batch_size > 0,
+               "fit",
+               "validation_data tensors are batched by validation_batch_size or batch_size, but "
+               "batch_size is {} and validation_batch_size is 0: give a positive one",
+               options.batch_size);
   const int64_t card = dataset.cardinality();
   TF_CHECK_ARG(card != data::INFINITE_CARDINALITY || options.steps_per_epoch > 0, "fit",
                "the dataset is infinite (repeat()): give steps_per_epoch");
@@ -350,15 +360,24 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     backup_epoch.assign(Tensor(static_cast<int64_t>(epoch)));
     train::CheckpointManager(backup_checkpoint(), dir, 1).save();
   };
-  ctx.restore_backup = [backup_checkpoint, backup_epoch](const std::string& dir)
-      -> std::optional<int> {
-    if (!std::filesystem::exists(dir)) return std::nullopt;
+  ctx.restore_backup = [backup_checkpoint,
+                        backup_epoch](const std::string& dir) -> std::optional<int> {
+    std::error_code ec;
+    const bool present = std::filesystem::exists(dir, ec);
+    TF_CHECK_T(FailedPreconditionError, !ec, "BackupAndRestore",
+               "cannot inspect the backup directory '{}': {}", dir, ec.message());
+    if (!present) return std::nullopt;
     train::Checkpoint ckpt = backup_checkpoint();
     train::CheckpointManager manager(ckpt, dir, 1);
     const std::string latest = manager.latest_checkpoint();
     if (latest.empty()) return std::nullopt;
     ckpt.restore(latest);
-    return static_cast<int>(backup_epoch.value().item<int64_t>());
+    const int64_t epoch = backup_epoch.value().item<int64_t>();
+    // The epoch after it must be an int as well.
+    TF_CHECK_ARG(epoch >= 0 && epoch < std::numeric_limits<int>::max(), "BackupAndRestore",
+                 "the backup in '{}' records epoch {}, outside [0, {}): a corrupt backup?", dir,
+                 epoch, std::numeric_limits<int>::max());
+    return static_cast<int>(epoch);
   };
 
   auto history = std::make_shared<History>();
@@ -438,6 +457,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       list.on_test_begin();
       int64_t vstep = 0;
       for (const auto& batch : *val) {
+        TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "fit",
+                     "expects validation batches of (x, y) or (x, y, sample_weight), got {} "
+                     "components ({})",
+                     batch.size(), shapes_text(batch));
         run_step(st.test, test, batch, "test_function", st.options);
         list.on_test_batch_end(vstep++, current_logs(st));
       }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "autograd/variable.h"
@@ -308,5 +309,77 @@ TEST_CASE("TensorBoard callback writes epoch scalars that read back", "[cpu][ker
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
   TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(path),
                                tf::InvalidArgumentError, "truncated");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Progbar: a negative width is rejected and a giant ETA or step count is handled",
+          "[cpu][keras]") {
+  std::ostringstream os;
+  tf::testing::require_error([&] { Progbar bar(3, ProgbarOptions{.width = -5, .stream = &os}); },
+                             {"[Progbar]", "width", "-5"});
+  CHECK(Progbar::format_eta(std::numeric_limits<double>::infinity()) == "?");
+  CHECK(Progbar::format_eta(std::numeric_limits<double>::quiet_NaN()) == "?");
+  CHECK(Progbar::format_eta(1e300) == "?");
+  FakeClock clock;
+  Progbar bar(std::numeric_limits<int64_t>::max(),
+              ProgbarOptions{.dynamic = true, .stream = &os, .clock = clock.fn()});
+  clock.t = 1e9;
+  bar.update(1);
+  CHECK(os.str().find("ETA: ?") != std::string::npos);
+  // Far past the target: the bar is full, not an overflowed width.
+  Progbar small(2, ProgbarOptions{.dynamic = true, .stream = &os, .clock = clock.fn()});
+  os.str("");
+  small.update(std::numeric_limits<int64_t>::max() / 2, {}, false);
+  CHECK(os.str().find("[==============================]") != std::string::npos);
+}
+
+TEST_CASE("CallbackList: null callbacks are rejected and contexts detached at the end",
+          "[cpu][keras]") {
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 3};
+  std::shared_ptr<tf::keras::callbacks::History> none;
+  tf::testing::require_error([&] { tf::keras::callbacks::CallbackList list({none}, &ctx); },
+                             {"[callbacks]", "null pointer"});
+  double lr = 0.1;
+  tf::keras::callbacks::TrainingContext outer{.get_learning_rate = [&] { return lr; },
+                                              .set_learning_rate = [&](double v) { lr = v; }};
+  auto sched = std::make_shared<tf::keras::callbacks::LearningRateScheduler>(
+      [](int, double current) { return current * 0.5; });
+  {
+    tf::keras::callbacks::CallbackList list({sched}, &outer);
+    {
+      tf::keras::callbacks::TrainingContext inner;
+      tf::keras::callbacks::CallbackList nested({sched}, &inner);
+    }
+    sched->on_epoch_begin(0, {});  // the outer context is back
+    CHECK(lr == Approx(0.05));
+  }
+  TF_REQUIRE_THROWS_CONTAINING(sched->on_epoch_begin(1, {}), tf::FailedPreconditionError,
+                               "not attached");
+}
+
+TEST_CASE("BackupAndRestore: a restored epoch out of range names the backup directory",
+          "[cpu][keras]") {
+  tf::keras::callbacks::TrainingContext ctx{
+      .save_backup = [](const std::string&, int) {},
+      .restore_backup = [](const std::string&) -> std::optional<int> {
+        return std::numeric_limits<int>::max();
+      }};
+  tf::keras::callbacks::BackupAndRestore b("/tmp/some_backup_dir");
+  b.set_context(&ctx);
+  tf::testing::require_error([&] { b.on_train_begin({}); },
+                             {"[BackupAndRestore]", "/tmp/some_backup_dir", "2147483647"});
+}
+
+TEST_CASE("ModelCheckpoint: an uncreatable directory is a tf error naming it", "[cpu][keras]") {
+  const auto dir = temp_dir("ckpt_file_parent");
+  const auto blocker = dir / "file";
+  std::ofstream(blocker) << "x";
+  tf::keras::callbacks::TrainingContext ctx{.save_weights = [](const std::string&) {}};
+  tf::keras::callbacks::ModelCheckpoint cp((blocker / "sub" / "w.safetensors").string());
+  cp.set_context(&ctx);
+  cp.on_train_begin({});
+  cp.on_epoch_begin(0, {});
+  TF_REQUIRE_THROWS_CONTAINING(cp.on_epoch_end(0, {}), tf::FailedPreconditionError,
+                               "[ModelCheckpoint]");
   std::filesystem::remove_all(dir);
 }

@@ -226,6 +226,42 @@ TEST_CASE("safetensors: corrupt or mismatched files are clear errors naming file
                                tf::NotFoundError, "no/such/dir");
 }
 
+TEST_CASE("safetensors: deeply nested header JSON is rejected without recursion", "[keras][cpu]") {
+  TempDir dir;
+  const std::string bad = dir / "deep.safetensors";
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  write_bytes(
+      bad, make_file(R"({"x": {"dtype": "U8", "shape": )" + deep + R"(, "data_offsets": [0, 2]}})",
+                     std::string(2, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); },
+                             {"[safetensors]", "deep.safetensors", "nests deeper"});
+  // Within the depth bound, a nested shape or offsets entry is named by its type, not dumped.
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [[[1]]], "data_offsets": [0, 1]}})",
+                             std::string(1, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); }, {"[safetensors]", "tensor 'x'", "array"});
+  write_bytes(bad, make_file(R"({"x": {"dtype": "U8", "shape": [1], "data_offsets": [[[0]], 1]}})",
+                             std::string(1, '\0')));
+  tf::testing::require_error([&] { st::Reader r(bad); },
+                             {"[safetensors]", "tensor 'x'", "2-element array"});
+}
+
+TEST_CASE("safetensors: non-UTF-8 tensor names or metadata are InvalidArgumentError",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string path = dir / "utf8.safetensors";
+  tf::testing::require_error(
+      [&] {
+        st::save_file(path, {{"w\xff", tf::ones({1})}});
+      },
+      {"[safetensors]", "utf8.safetensors", "UTF-8"});
+  tf::testing::require_error(
+      [&] {
+        st::save_file(path, {{"w", tf::ones({1})}}, {{"k", "v\xc3"}});
+      },
+      {"[safetensors]", "UTF-8"});
+  CHECK(!fs::exists(path));
+}
+
 TEST_CASE("checkpoint: model and optimizer state round-trip, slots restored lazily",
           "[keras][cpu]") {
   TempDir dir;
@@ -510,4 +546,25 @@ TEST_CASE("checkpoint: mirrored variables save their first copy and restore ever
   tf::train::Checkpoint single({{"w", plain}});
   single.restore(path);
   check_values(plain, {0.9, 1.9});
+}
+
+TEST_CASE("checkpoint: filesystem failures are tf errors, unreadable index entries are absent",
+          "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  tf::train::Checkpoint ckpt({{"model", model}});
+  write_bytes(dir / "blocker", "x");
+  // The parent of the file is a regular file: no std::filesystem::filesystem_error escapes.
+  TF_REQUIRE_THROWS_CONTAINING(ckpt.write(dir / "blocker/sub/ckpt"), tf::FailedPreconditionError,
+                               "[Checkpoint]");
+  // An index naming a file whose name is too long to stat: treated as not present.
+  fs::create_directories(dir / "managed");
+  const std::string long_name(300, 'a');
+  write_bytes(dir / "managed/checkpoint", "model_checkpoint_path: \"" + long_name +
+                                              "\"\nall_model_checkpoint_paths: \"" + long_name +
+                                              "\"\n");
+  CHECK(tf::train::latest_checkpoint(dir / "managed").empty());
+  tf::train::CheckpointManager manager(ckpt, dir / "managed", 2);
+  CHECK(manager.checkpoints().empty());
+  CHECK(manager.latest_checkpoint().empty());
 }

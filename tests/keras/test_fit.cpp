@@ -1,11 +1,15 @@
 // Model::compile, fit, evaluate, predict and the weights files (keras/training.h).
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
 #include "distribute/strategy.h"
 #include "keras/callbacks.h"
+#include "keras/checkpoint.h"
 #include "keras/model.h"
+#include "keras/safetensors.h"
 #include "keras/tensorboard.h"
 #include "ops/factory.h"
 #include "ops/random.h"
@@ -338,4 +342,95 @@ TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][kera
     CHECK(h2.history.at("loss")[e] == Approx(h1.history.at("loss")[e]).epsilon(1e-4));
     CHECK(h2.history.at("accuracy")[e] == Approx(h1.history.at("accuracy")[e]).margin(1e-6));
   }
+}
+
+TEST_CASE("fit: validation Dataset batches need two or three components", "[cpu][keras]") {
+  auto [x, y] = blobs(30, 9);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(), K::losses::SparseCategoricalCrossentropy(true));
+  const auto ds = tf::data::Dataset::from_tensor_slices({x, y}).batch(10);
+  const auto only_x = tf::data::Dataset::from_tensor_slices({x}).batch(10);
+  tf::testing::require_error(
+      [&] { model.fit(ds, {.epochs = 1, .validation_data = only_x, .verbose = 0}); },
+      {"[fit]", "validation batches", "1 components"});
+}
+
+TEST_CASE("fit: validation tensors with a Dataset check batch_size and validation_batch_size",
+          "[cpu][keras]") {
+  auto [x, y] = blobs(30, 10);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(), K::losses::SparseCategoricalCrossentropy(true));
+  const auto ds = tf::data::Dataset::from_tensor_slices({x, y}).batch(10);
+  tf::testing::require_error(
+      [&] {
+        model.fit(ds, {.epochs = 1, .batch_size = 0, .validation_data = {x, y}, .verbose = 0});
+      },
+      {"[fit]", "batch_size is 0", "validation_batch_size"});
+  tf::testing::require_error(
+      [&] {
+        model.fit(
+            ds,
+            {.epochs = 1, .validation_data = {x, y}, .verbose = 0, .validation_batch_size = -4});
+      },
+      {"[fit]", "validation_batch_size must be >= 0", "-4"});
+  // A positive validation_batch_size is enough.
+  CHECK_NOTHROW(model.fit(ds, {.epochs = 1,
+                               .batch_size = 0,
+                               .validation_data = {x, y},
+                               .verbose = 0,
+                               .validation_batch_size = 10}));
+}
+
+namespace {
+// Keeps using its context after fit returned (a callback the user holds on to).
+struct KeepsContext : K::callbacks::Callback {
+  int epochs_seen() const { return context().epochs; }
+};
+}  // namespace
+
+TEST_CASE("fit: a callback used after fit returned has no dangling context", "[cpu][keras]") {
+  auto [x, y] = blobs(30, 11);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(), K::losses::SparseCategoricalCrossentropy(true));
+  auto cb = std::make_shared<KeepsContext>();
+  model.fit(x, y, {.epochs = 1, .callbacks = {cb}, .verbose = 0});
+  TF_REQUIRE_THROWS_CONTAINING((void)cb->epochs_seen(), tf::FailedPreconditionError, "[callbacks]");
+  // A null callback is an InvalidArgumentError, not a crash.
+  std::shared_ptr<K::callbacks::EarlyStopping> none;
+  tf::testing::require_error(
+      [&] { model.fit(x, y, {.epochs = 1, .callbacks = {none}, .verbose = 0}); },
+      {"[callbacks]", "null"});
+}
+
+TEST_CASE("fit: BackupAndRestore rejects a backup whose epoch is out of range", "[cpu][keras]") {
+  tf::random::set_seed(13);
+  auto [x, y] = blobs(60, 12);
+  const auto dir = temp_dir("backup_range");
+  const std::string backup = (dir / "backup").string();
+  auto model = small_model();
+  model.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  REQUIRE_THROWS_WITH(model.fit(x, y,
+                                {.epochs = 4,
+                                 .callbacks = {K::callbacks::BackupAndRestore(backup), FailAt(2)},
+                                 .verbose = 0}),
+                      "simulated failure");
+  const std::string file = tf::train::latest_checkpoint(backup) + ".safetensors";
+  std::map<std::string, std::string> meta;
+  auto tensors = tf::keras::safetensors::load_file(file, &meta);
+  bool found = false;
+  for (auto& [name, t] : tensors)
+    if (name == "epoch") {
+      t = tf::Tensor(int64_t{std::numeric_limits<int>::max()});
+      found = true;
+    }
+  REQUIRE(found);
+  tf::keras::safetensors::save_file(file, tensors, meta);
+  tf::testing::require_error(
+      [&] {
+        model.fit(
+            x, y,
+            {.epochs = 4, .callbacks = {K::callbacks::BackupAndRestore(backup)}, .verbose = 0});
+      },
+      {"[BackupAndRestore]", backup, "2147483647"});
+  std::filesystem::remove_all(dir);
 }

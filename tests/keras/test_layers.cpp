@@ -695,3 +695,12 @@ TEST_CASE("the constructor spellings of docs/keras.md configure the layers", "[c
   check_values(ReLU(/*max_value=*/6.0)(tf::constant({-1.0f, 3.0f, 9.0f})), {0, 3, 6});
   CHECK(Softmax(/*axis=*/-1)(tf::zeros({1, 4})).shape() == tf::TensorShape({1, 4}));
 }
+
+TEST_CASE("Flatten reports a flattened size that overflows int64", "[cpu][keras]") {
+  const int64_t big = int64_t{1} << 40;
+  tf::testing::require_error(
+      [&] {
+        layers::Flatten f({big, big});
+      },
+      {"(Flatten)", "overflows int64"});
+}

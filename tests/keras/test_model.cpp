@@ -485,3 +485,42 @@ TEST_CASE("a model traced with an input_signature of unknown batch size",
     check_values(y, vals(model(x, true)), 1e-5, 1e-5);
   }
 }
+
+TEST_CASE("Sequential with an already-built Dense rejects a rank-0 input", "[cpu][keras]") {
+  tf::keras::layers::Dense d(3);
+  (void)d(input({2, 4}));
+  tf::keras::Sequential m({d});
+  tf::testing::require_error([&] { (void)m(tf::constant(1.0f)); },
+                             {"[" + d.name() + "]", "(Dense)", "min_ndim=2"});
+  // A layer added to a built model is checked against the model's output shape as well.
+  tf::keras::Sequential built({tf::keras::layers::Dense(5)});
+  built.build({tf::None, 2});
+  tf::testing::require_error([&] { built.add(d); }, {"[" + d.name() + "]", "(Dense)"});
+  CHECK(built.layers().size() == 1);
+}
+
+TEST_CASE("Sequential models cannot contain each other", "[cpu][keras]") {
+  tf::keras::Sequential a({tf::keras::layers::Dense(2)}, "outer_a");
+  tf::keras::Sequential b({a}, "middle_b");
+  tf::keras::Sequential c({b}, "inner_c");
+  tf::testing::require_error([&] { a.add(b); }, {"[outer_a]", "middle_b", "contain itself"});
+  tf::testing::require_error([&] { a.add(c); }, {"[outer_a]", "inner_c", "contain itself"});
+  CHECK(a.layers().size() == 1);
+  // The models still work and list their weights once (no cycle was formed).
+  (void)c(input({1, 3}));
+  CHECK(c.trainable_variables().size() == 2);
+}
+
+TEST_CASE("a Sequential or Dense handle assigned another kind through a base reference",
+          "[cpu][keras]") {
+  tf::keras::Sequential s;
+  NoCall other;
+  tf::keras::Model& as_model = s;
+  as_model = other;
+  TF_REQUIRE_THROWS_CONTAINING(s.add(tf::keras::layers::Dense(2)), tf::FailedPreconditionError,
+                               "[Sequential]");
+  tf::keras::layers::Dense d(3);
+  tf::keras::Layer& as_layer = d;
+  as_layer = tf::keras::layers::Dropout(0.5);
+  TF_REQUIRE_THROWS_CONTAINING((void)d.units(), tf::FailedPreconditionError, "[Dense]");
+}
