@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <mutex>
 #include <ostream>
 
@@ -98,7 +99,13 @@ int parse_physical_index(const config::PhysicalDevice& d, const char* type) {
   auto c = d.name.rfind(':');
   TF_CHECK_ARG(c != std::string::npos && d.device_type == type, "set_logical_device_configuration",
                "'{}' is not a physical {} device", d.name, type);
-  return std::stoi(d.name.substr(c + 1));
+  const std::string digits = d.name.substr(c + 1);
+  int index = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  TF_CHECK_ARG(ec == std::errc() && end == digits.data() + digits.size() && index >= 0,
+               "set_logical_device_configuration",
+               "'{}' is not a physical {} device (its index is not a number)", d.name, type);
+  return index;
 }
 }  // namespace
 

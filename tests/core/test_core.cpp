@@ -137,6 +137,14 @@ TEST_CASE("physical and logical devices are listed as TF lists them", "[cpu]") {
   auto logical = tf::config::list_logical_devices("cpu");
   REQUIRE(logical.size() >= 1);
   CHECK(logical[0].name == "/device:CPU:0");
+  // A made-up physical device whose index is not a number (std::stoi threw std::invalid_argument).
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::config::set_logical_device_configuration({"/physical_device:CPU:x", "CPU"}, {{}}),
+      tf::InvalidArgumentError, "is not a physical CPU device");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::config::set_logical_device_configuration({"/physical_device:CPU:99999999999", "CPU"},
+                                                   {{}}),
+      tf::InvalidArgumentError, "not a number");
   // After the first op the configuration is frozen.
   (void)tf::zeros({1});
   TF_REQUIRE_THROWS_CONTAINING(
