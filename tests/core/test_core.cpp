@@ -191,6 +191,16 @@ TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
   check_values(rf, {0, 0.25, 0.5, 0.75});
   check_values(tf::range(4), {0, 1, 2, 3});
   check_values(tf::range(5, 1, -2), {5, 3});
+  // Whole numbers beyond int32 give int64 (TF's Python ints do), not wrapped int32 values.
+  auto big = tf::range(0, 6e9, 2e9);
+  CHECK(big.dtype() == tf::int64);
+  CHECK(big.numpy<int64_t>() == std::vector<int64_t>{0, 2000000000, 4000000000});
+  CHECK(tf::range(-2147483647, -2147483640, 5).dtype() == tf::int32);
+  TF_REQUIRE_THROWS_CONTAINING(tf::range(0, 1e300, 1e-300), tf::InvalidArgumentError,
+                               "[range]");
+  // An explicit integer dtype saturates values it cannot hold (as tf::cast).
+  CHECK(tf::range(0, 6e9, 3e9, tf::int32).numpy<int32_t>() ==
+        std::vector<int32_t>{0, 2147483647});
   check_values(tf::linspace(0, 1, 5), {0, 0.25, 0.5, 0.75, 1});
   auto c = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
   CHECK(c.shape() == tf::TensorShape({2, 2}));
