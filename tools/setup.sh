@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Shared set-up for run.sh and test.sh: installs the missing Debian packages (when root),
 # then configures and builds tapeflow (Release) in ./build. Idempotent: a second run installs
-# nothing and rebuilds only what changed.
+# nothing and rebuilds only what changed. ocl-icd-opencl-dev is listed because oneDNN's CMake
+# config requires OpenCL and the install below skips recommended packages.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PACKAGES=(cmake g++ make ccache catch2 libspdlog-dev libfmt-dev libopenblas-dev
   libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev
-  libopenmpi-dev openmpi-bin libbenchmark-dev dataset-fashion-mnist)
+  libopenmpi-dev openmpi-bin libbenchmark-dev dataset-fashion-mnist ocl-icd-opencl-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
