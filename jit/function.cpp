@@ -23,6 +23,7 @@
 namespace tapeflow::detail {
 
 void SignatureKey::add_tensor(const Tensor& t) {
+  TF_CHECK_ARG(t.defined(), "function", "a tensor argument is undefined");
   const char tag = 't';
   add_raw(&tag, 1);
   const int r = t.rank();
@@ -70,11 +71,16 @@ Tensor example_for_generic(const TensorSpec& spec) {
 std::string masked_dims_key(const std::vector<Tensor>& tensors,
                             const std::vector<std::vector<bool>>& mask) {
   std::string k = "|open";
-  for (size_t i = 0; i < tensors.size(); ++i)
-    for (int d = 0; d < tensors[i].rank(); ++d) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int r = tensors[i].rank();
+    const DType dt = tensors[i].dtype();
+    k.append(reinterpret_cast<const char*>(&r), sizeof r);
+    k.append(reinterpret_cast<const char*>(&dt), sizeof dt);
+    for (int d = 0; d < r; ++d) {
       const int64_t v = mask[i][static_cast<size_t>(d)] ? None : tensors[i].shape()[d];
       k.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
+  }
   return k;
 }
 
@@ -208,6 +214,27 @@ void GenericTrace::validate(const Graph& b) {
 }
 
 std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const Tensor> args) {
+  // The graph was validated for its None dimensions only: everything else must be as traced
+  // (reinfer below would otherwise read inputs the graph does not have, or build kernels for
+  // another rank, dtype or device).
+  const char* op = function_name.empty() ? "function" : function_name.c_str();
+  TF_CHECK_ARG(args.size() == raw.inputs.size(), op, "the graph takes {} tensors, the call passed {}",
+               raw.inputs.size(), args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    TF_CHECK_ARG(t.defined(), op, "tensor argument {} is undefined", i);
+    const TensorMeta& want = shown.inputs[i];
+    bool ok = t.dtype() == want.dtype && t.rank() == want.shape.rank() &&
+              t.placement() == raw.input_devices[i];
+    for (int d = 0; ok && d < t.rank(); ++d)
+      ok = want.shape[d] == None || want.shape[d] == t.shape()[d];
+    TF_CHECK_ARG(ok, op,
+                 "argument {} has shape {} and dtype {} on {}, but the graph takes shape {} and "
+                 "dtype {} on {}",
+                 i, t.shape().to_string(), dtype_name(t.dtype()), t.device(),
+                 want.shape.to_string(), dtype_name(want.dtype),
+                 raw.input_devices[i].to_string());
+  }
   std::string key;
   for (const Tensor& t : args)
     for (int d = 0; d < t.rank(); ++d) {
@@ -385,13 +412,36 @@ void FunctionCore::pin(std::shared_ptr<ConcreteFunction> f) {
   if (std::find(pinned_.begin(), pinned_.end(), f) == pinned_.end()) pinned_.push_back(std::move(f));
 }
 
-void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
+std::shared_ptr<ConcreteFunction> FunctionCore::pinned_generic(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = pinned_generic_.find(key);
+  return it == pinned_generic_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<ConcreteFunction> FunctionCore::pin_generic(const std::string& key,
+                                                            std::shared_ptr<ConcreteFunction> f) {
+  std::lock_guard lock(mu_);
+  return pinned_generic_.try_emplace(key, std::move(f)).first->second;
+}
+
+void FunctionCore::throw_undefined(size_t index) const {
+  TF_THROW(InvalidArgumentError, name().c_str(),
+           "tensor argument {} is undefined (a default-constructed tf::Tensor); pass a tensor",
+           index);
+}
+
+void FunctionCore::check_signature(const std::vector<Tensor>& tensors, size_t values) const {
   const auto& sig = options_.input_signature;
   if (sig.empty()) return;
   const std::string n = name();
   TF_CHECK_ARG(tensors.size() == sig.size(), n.c_str(),
-               "the input_signature has {} tensors, the call passed {}", sig.size(),
-               tensors.size());
+               "the input_signature has {} tensors, the call passed {}{}", sig.size(),
+               tensors.size(),
+               values == 0 ? std::string()
+                           : fmt::format(" and {} plain C++ value{} (plain values are not "
+                                         "tensors: pass tf::constant(value) for a signature's "
+                                         "tensor)",
+                                         values, values == 1 ? "" : "s"));
   for (size_t i = 0; i < sig.size(); ++i) {
     const Tensor& t = tensors[i];
     TF_CHECK_ARG(sig[i].is_compatible_with(t.shape()) && sig[i].dtype == t.dtype(), n.c_str(),
@@ -399,6 +449,26 @@ void FunctionCore::check_signature(const std::vector<Tensor>& tensors) const {
                  "input_signature's {} {}",
                  i, sig[i].name.empty() ? "" : " ('" + sig[i].name + "')", t.shape().to_string(),
                  dtype_name(t.dtype()), sig[i].shape.to_string(), dtype_name(sig[i].dtype));
+  }
+}
+
+void FunctionCore::check_specs(const std::vector<TensorSpec>& specs) const {
+  const auto& sig = options_.input_signature;
+  if (sig.empty()) return;
+  const std::string n = name();
+  TF_CHECK_ARG(specs.size() == sig.size(), n.c_str(),
+               "the input_signature has {} tensors, get_concrete_function was given {} specs",
+               sig.size(), specs.size());
+  for (size_t i = 0; i < sig.size(); ++i) {
+    // A None dimension of the spec matches only a None dimension of the signature: the graph
+    // must serve every size the spec allows.
+    bool ok = specs[i].dtype == sig[i].dtype && specs[i].shape.rank() == sig[i].shape.rank();
+    for (int d = 0; ok && d < sig[i].shape.rank(); ++d)
+      ok = sig[i].shape[d] == None || sig[i].shape[d] == specs[i].shape[d];
+    TF_CHECK_ARG(ok, n.c_str(),
+                 "spec {} is {} {}, which does not match the input_signature's {} {}", i,
+                 specs[i].shape.to_string(), dtype_name(specs[i].dtype),
+                 sig[i].shape.to_string(), dtype_name(sig[i].dtype));
   }
 }
 

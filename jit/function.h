@@ -70,10 +70,12 @@ struct GenericTrace {
   std::vector<std::vector<bool>> mask;  // per tensor argument: which dimensions are None
   bool generic = false;
   bool jit_compile = false;  // the function's effective jit_compile (for specialisations)
+  std::string function_name;  // for error messages
   std::string reason;  // why not, when not
   Graph shown;         // raw with the dimensions that vary shown as None (when generic)
 
-  // The optimised graph for these argument shapes (cached; thread-safe).
+  // The optimised graph for these argument shapes (cached; thread-safe). Arguments whose count,
+  // ranks, dtypes, devices or known dimensions differ from the trace raise InvalidArgumentError.
   std::shared_ptr<ConcreteFunction> specialization(std::span<const Tensor> args);
   // Compares with probe B and sets `generic`/`reason`.
   void validate(const Graph& probe_b);
@@ -88,6 +90,7 @@ struct GenericTrace {
 struct SignatureKey {
   std::string bytes;
   bool with_dims = true;  // false: the family key (ranks, dtypes, devices and values only)
+  size_t values = 0;      // plain C++ values added (for error messages)
   void add_raw(const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); }
   void add_tensor(const Tensor& t);
   template <class T>
@@ -96,10 +99,12 @@ struct SignatureKey {
     if constexpr (std::is_same_v<D, Tensor>) {
       add_tensor(v);
     } else if constexpr (std::is_arithmetic_v<D> || std::is_enum_v<D>) {
+      ++values;
       const char tag = 'v';
       add_raw(&tag, 1);
       add_raw(&v, sizeof(D));
     } else if constexpr (std::is_convertible_v<const D&, std::string_view>) {
+      ++values;
       const std::string_view s = v;
       const size_t n = s.size();
       add_raw(&n, sizeof n);
@@ -123,8 +128,21 @@ class FunctionCore {
   void insert(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // Keeps a graph handed out by get_concrete_function alive for the Function's lifetime.
   void pin(std::shared_ptr<ConcreteFunction> f);
-  // Checks the tensor arguments against options.input_signature.
-  void check_signature(const std::vector<Tensor>& tensors) const;
+  // The shape-generic graph get_concrete_function handed out for these specs (`key`), or null.
+  std::shared_ptr<ConcreteFunction> pinned_generic(const std::string& key) const;
+  // Keeps it for the Function's lifetime; returns the one kept (another thread's, if first).
+  std::shared_ptr<ConcreteFunction> pin_generic(const std::string& key,
+                                                std::shared_ptr<ConcreteFunction> f);
+  // Raises InvalidArgumentError naming argument `index` when the tensor is undefined.
+  void check_defined(const Tensor& t, size_t index) const {
+    if (!t.defined()) [[unlikely]]
+      throw_undefined(index);
+  }
+  // Checks the tensor arguments against options.input_signature (`values`: how many plain C++
+  // values the call passed, for the message when the counts differ).
+  void check_signature(const std::vector<Tensor>& tensors, size_t values = 0) const;
+  // Checks get_concrete_function's specs against options.input_signature.
+  void check_specs(const std::vector<TensorSpec>& specs) const;
   // Which dimensions of each tensor argument one trace should leave open: the input_signature's
   // None dimensions, or (reduce_retracing) those that changed between calls of this family
   // (same ranks, dtypes, devices and plain values). Empty: trace these exact shapes.
@@ -172,6 +190,7 @@ class FunctionCore {
   int tracing_count_ = 0;
   std::vector<bool> recent_;  // last 10 calls: traced or not
   std::vector<std::shared_ptr<ConcreteFunction>> pinned_;
+  std::unordered_map<std::string, std::shared_ptr<ConcreteFunction>> pinned_generic_;
   int warnings_ = 0;
   std::unordered_map<std::string, std::shared_ptr<GenericTrace>> generic_;
   // reduce_retracing: the shapes first seen per family and the dimensions seen to vary.
@@ -180,12 +199,14 @@ class FunctionCore {
   bool logged_not_generic_ = false;
   void insert_locked(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   void warn_if_retracing_locked();
+  [[noreturn]] void throw_undefined(size_t index) const;
  public:
   // Logs once per function why one trace cannot serve all shapes.
   void log_not_generic(const GenericTrace& g);
 };
 
-// The key part for tensors with their open dimensions written as None.
+// The key part for tensors (rank, dtype and dimensions) with their open dimensions written as
+// None.
 std::string masked_dims_key(const std::vector<Tensor>& tensors,
                             const std::vector<std::vector<bool>>& mask);
 // Stand-ins for probe B: each open dimension one larger.
@@ -273,6 +294,7 @@ class Function {
   const ConcreteFunction& get_concrete_function(const Specs&... specs) const {
     using R = std::decay_t<std::invoke_result_t<const F&, decltype((specs, Tensor()))...>>;
     std::vector<Tensor> tensors;
+    core_->check_specs(std::vector<TensorSpec>{specs...});
     const bool open = (false || ... || !specs.shape.is_fully_defined());
     if (!open) {
       // Storage-less stand-ins: only their shapes, dtypes and devices matter for tracing.
@@ -289,10 +311,7 @@ class Function {
        return m;
      }()),
      ...);
-    std::shared_ptr<ConcreteFunction> cf =
-        generic_concrete<R>(mask, tensors, detail::example_for_generic(specs)...);
-    core_->pin(cf);
-    return *cf;
+    return *generic_concrete<R>(mask, tensors, detail::example_for_generic(specs)...);
   }
 
   // Number of graphs traced so far.
@@ -301,8 +320,11 @@ class Function {
 
  private:
   template <class T>
-  static void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key) {
-    if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) tensors.push_back(arg);
+  void collect(const T& arg, std::vector<Tensor>& tensors, detail::SignatureKey& key) const {
+    if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) {
+      core_->check_defined(arg, tensors.size());
+      tensors.push_back(arg);
+    }
     key.add_value(arg);
   }
 
@@ -315,7 +337,7 @@ class Function {
     key.bytes.reserve(128);  // one allocation for the usual key
     key.bytes += detail::current_device_key();
     (collect(args, tensors, key), ...);
-    core_->check_signature(tensors);
+    core_->check_signature(tensors, key.values);
     std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
     if (cf) return cf;
     const detail::FunctionCore::TracingScope tracing(*core_, key.bytes);
@@ -361,17 +383,21 @@ class Function {
                                                      std::vector<Tensor>& tensors,
                                                      Args&&... args) const {
     (collect_tensor(args, tensors), ...);
-    core_->check_signature(tensors);
-    std::shared_ptr<detail::GenericTrace> g = trace_generic<R>(mask, tensors, args...);
-    core_->insert_generic(detail::current_device_key() + detail::masked_dims_key(tensors, mask) +
-                              "#concrete",
-                          g);
+    // Asked again for the same specs: the graph handed out before (no new trace).
+    const std::string key =
+        detail::current_device_key() + detail::masked_dims_key(tensors, mask) + "#concrete";
+    if (std::shared_ptr<ConcreteFunction> cf = core_->pinned_generic(key)) return cf;
+    std::shared_ptr<detail::GenericTrace> g = core_->lookup_generic(key);
+    if (!g) {
+      g = trace_generic<R>(mask, tensors, args...);
+      core_->insert_generic(key, g);
+    }
     if (!g->generic) detail::throw_not_generic(core_->name(), g->reason);
     auto cf = std::make_shared<ConcreteFunction>();
     cf->graph_ = g->shown;
     cf->output_structure_ = g->output_structure;
     cf->generic_ = g;
-    return cf;
+    return core_->pin_generic(key, std::move(cf));
   }
 
   template <class T>
@@ -386,6 +412,7 @@ class Function {
                                                       Args&&... args) const {
     auto g = std::make_shared<detail::GenericTrace>();
     g->jit_compile = core_->jit_compile();
+    g->function_name = core_->name();
     const auto open = detail::open_shapes_scope();  // sizes read at run time while tracing
     g->mask = mask;
     g->first_traced_id = detail::next_tensor_id();

@@ -123,6 +123,14 @@ std::vector<Tensor> Graph::run(std::span<const Tensor> args) const {
                  "input {} is {} on {} but the graph was traced for {} on {}", i,
                  dtype_name(args[i].dtype()), args[i].device(),
                  dtype_name(inputs[i].dtype), want.to_string());
+    // Buffers, kernels and the memory plan were sized for the traced shapes.
+    TF_CHECK_ARG(args[i].shape() == inputs[i].shape, "function",
+                 "input {} has shape {} but the graph was traced for shape {}{}", i,
+                 args[i].shape().to_string(), inputs[i].shape.to_string(),
+                 inputs[i].shape.is_fully_defined()
+                     ? ""
+                     : " (a graph with None dimensions runs through ConcreteFunction::call_flat, "
+                       "which specialises it to each call's shapes)");
   }
   const auto& ctx = detail::thread_context();
   // Recorded replay: tapes (gradients through the call) and enclosing traces see every node.

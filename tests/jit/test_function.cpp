@@ -587,3 +587,129 @@ TEST_CASE("function: dropout in a graph for None dimensions draws its mask at ea
   CHECK(f.tracing_count() == 1);
   CHECK(seen[0] != seen[2]);  // a new mask at every call
 }
+
+TEST_CASE("function: an undefined tensor argument is an error naming it", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return a + b; },
+                        tf::FunctionOptions{.name = "pair"});
+  tf::testing::require_error([&] { f(tf::Tensor(), tf::ones({2})); },
+                             {"pair", "tensor argument 0", "undefined"});
+  tf::testing::require_error([&] { f(tf::ones({2}), tf::Tensor()); },
+                             {"pair", "tensor argument 1", "undefined"});
+  CHECK(f.tracing_count() == 0);
+  check_values(f(tf::ones({2}), tf::ones({2})), {2, 2});
+}
+
+TEST_CASE("function: a graph runs only at the shapes it was traced for", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::exp(x) * 2.0f + 1.0f; });
+  const tf::ConcreteFunction& cf = f.get_concrete_function(tf::TensorSpec({2, 3}));
+  // Larger, smaller and other-rank inputs would be read or written past their buffers.
+  for (const tf::TensorShape& s : {tf::TensorShape({5, 3}), tf::TensorShape({1, 3}),
+                                   tf::TensorShape({6}), tf::TensorShape({2, 3, 1})}) {
+    const std::vector<tf::Tensor> args = {tf::ones(s)};
+    tf::testing::require_error([&] { cf.call_flat(args); },
+                               {"input 0 has shape " + s.to_string(), "traced for shape (2, 3)"});
+    tf::testing::require_error([&] { cf.graph().run(args); }, {"input 0 has shape"});
+  }
+  check_close(cf.call_flat(std::vector<tf::Tensor>{tf::zeros({2, 3})})[0],
+              tf::fill({2, 3}, 3.0f));
+  CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("function: a graph for None dimensions checks each call_flat", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x * x, 1); },
+                        tf::FunctionOptions{.name = "sq"});
+  const tf::ConcreteFunction& cf = f.get_concrete_function(tf::TensorSpec({tf::None, 3}));
+  using Args = std::vector<tf::Tensor>;
+  tf::testing::require_error([&] { cf.call_flat(Args{}); },
+                             {"sq", "takes 1 tensors", "passed 0"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::ones({2, 3}), tf::ones({2, 3})}); },
+                             {"sq", "takes 1 tensors", "passed 2"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::Tensor()}); },
+                             {"sq", "tensor argument 0 is undefined"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::ones({3})}); },
+                             {"sq", "argument 0 has shape (3,)", "takes shape (None, 3)"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::ones({2, 3, 1})}); },
+                             {"argument 0 has shape (2, 3, 1)", "(None, 3)"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::ones({2, 4})}); },
+                             {"argument 0 has shape (2, 4)", "(None, 3)"});
+  tf::testing::require_error([&] { cf.call_flat(Args{tf::ones({2, 3}, tf::float64)}); },
+                             {"dtype float64", "dtype float32"});
+  // The graph shown with None dimensions is not run directly.
+  tf::testing::require_error([&] { cf.graph().run(Args{tf::ones({2, 3})}); },
+                             {"traced for shape (None, 3)", "call_flat"});
+  // After the refusals the graph still serves every size.
+  for (int64_t n : {1, 4, 9}) {
+    tf::Tensor x = tf::ones({n, 3});
+    check_close(cf.call_flat(Args{x})[0], tf::reduce_sum(x * x, 1));
+  }
+  CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("function: get_concrete_function for None dimensions traces once per signature",
+          "[jit]") {
+  int body_runs = 0;
+  auto f = tf::function([&](const tf::Tensor& x) {
+    ++body_runs;
+    return x * 2.0f;
+  });
+  const tf::ConcreteFunction* first = &f.get_concrete_function(tf::TensorSpec({tf::None}));
+  CHECK(f.tracing_count() == 1);
+  CHECK(body_runs == 2);  // the two probes of one trace
+  for (int i = 0; i < 5; ++i)
+    CHECK(&f.get_concrete_function(tf::TensorSpec({tf::None})) == first);
+  CHECK(f.tracing_count() == 1);
+  CHECK(body_runs == 2);
+  // Another dtype or rank is another graph, never the float32 one.
+  const tf::ConcreteFunction& f64 = f.get_concrete_function(tf::TensorSpec({tf::None}, tf::float64));
+  const tf::ConcreteFunction& r2 = f.get_concrete_function(tf::TensorSpec({tf::None, tf::None}));
+  CHECK(&f64 != first);
+  CHECK(&r2 != first);
+  CHECK(f.tracing_count() == 3);
+  const tf::Tensor d = tf::constant(std::vector<double>{1.5, -2}, {2});
+  const tf::Tensor out = f64.call_flat(std::vector<tf::Tensor>{d})[0];
+  CHECK(out.dtype() == tf::float64);
+  check_values(out, {3, -4});
+  check_values(r2.call_flat(std::vector<tf::Tensor>{tf::ones({2, 2})})[0], {2, 2, 2, 2});
+  check_values(first->call_flat(std::vector<tf::Tensor>{tf::ones({3})})[0], {2, 2, 2});
+
+  // A body that cannot serve every size is refused each time, without tracing again.
+  auto g = tf::function([](const tf::Tensor& x) { return tf::reshape(x, {x.shape()[0]}); });
+  for (int i = 0; i < 3; ++i)
+    tf::testing::require_error([&] { g.get_concrete_function(tf::TensorSpec({tf::None})); },
+                               {"None dimensions"});
+  CHECK(g.tracing_count() == 1);
+}
+
+TEST_CASE("function: get_concrete_function checks its specs against input_signature", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x, 1); },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3})},
+                                            .name = "rows"});
+  // The spec is reported as given (None), not as the stand-in traced for it.
+  tf::testing::require_error([&] { f.get_concrete_function(tf::TensorSpec({tf::None, 4})); },
+                             {"rows", "spec 0 is (None, 4) float32", "(None, 3)"});
+  tf::testing::require_error(
+      [&] { f.get_concrete_function(tf::TensorSpec({tf::None, 3}, tf::float64)); },
+      {"float64", "float32"});
+  CHECK(f.tracing_count() == 0);
+  check_values(f.get_concrete_function(tf::TensorSpec({tf::None, 3}))
+                   .call_flat(std::vector<tf::Tensor>{tf::ones({2, 3})})[0],
+               {3, 3});
+  check_values(f.get_concrete_function(tf::TensorSpec({4, 3}))
+                   .call_flat(std::vector<tf::Tensor>{tf::ones({4, 3})})[0],
+               {3, 3, 3, 3});
+  // A fixed signature dimension does not accept a None spec: the graph must serve all sizes.
+  auto fixed = tf::function([](const tf::Tensor& x) { return x + 1.0f; },
+                            tf::FunctionOptions{.input_signature = {tf::TensorSpec({2, 3})}});
+  tf::testing::require_error([&] { fixed.get_concrete_function(tf::TensorSpec({tf::None, 3})); },
+                             {"spec 0 is (None, 3)", "(2, 3)"});
+}
+
+TEST_CASE("function: a C++ value where a signature expects a tensor says so", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0f; },
+                        tf::FunctionOptions{.input_signature = {tf::TensorSpec(tf::TensorShape{})},
+                                            .name = "twice"});
+  tf::testing::require_error(
+      [&] { f(1.5f); },
+      {"twice", "has 1 tensors", "passed 0 and 1 plain C++ value", "tf::constant"});
+  check_values(f(tf::constant(1.5f)), {3});
+}
