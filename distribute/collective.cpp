@@ -21,7 +21,21 @@ namespace tapeflow::distribute {
 
 namespace detail {
 
-const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; }
+std::string reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+      return "SUM";
+    case ReduceOp::MEAN:
+      return "MEAN";
+  }
+  return fmt::format("ReduceOp({})", static_cast<int>(op));
+}
+
+void check_reduce_op(ReduceOp op, const char* who) {
+  TF_CHECK_ARG(op == ReduceOp::SUM || op == ReduceOp::MEAN, who,
+               "the reduce op must be ReduceOp::SUM or ReduceOp::MEAN, got {}",
+               reduce_op_name(op));
+}
 
 double default_collective_timeout() {
   if (const char* env = std::getenv("TAPEFLOW_COLLECTIVE_TIMEOUT")) {
@@ -39,7 +53,7 @@ double default_collective_timeout() {
 
 void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {
   std::unique_lock lock(mu_);
-  if (cancellable && cancelled_) throw StepCancelled();
+  if (cancellable && cancelled_) throw StepCancelled(cause_);
   TF_CHECK_T(FailedPreconditionError, !cancellable || finished_ == 0, what,
              "{} of {} replicas already finished the step while another waits here: every "
              "replica must make the same collective calls (all_reduce) in the same order",
@@ -57,15 +71,16 @@ void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {
   if (generation_ != gen) return;
   // Leaving early: this replica no longer counts as arrived.
   --count_;
-  if (cancelled_) throw StepCancelled();
+  if (cancelled_) throw StepCancelled(cause_);
   TF_THROW(FailedPreconditionError, what,
            "{} of {} replicas finished the step while this replica waits here: every replica "
            "must make the same collective calls (all_reduce) in the same order",
            finished_, n_);
 }
 
-void StepBarrier::cancel() {
+void StepBarrier::cancel(const std::string& cause) {
   std::lock_guard lock(mu_);
+  if (!cancelled_) cause_ = cause;
   cancelled_ = true;
   cv_.notify_all();
 }
@@ -85,6 +100,7 @@ void StepBarrier::reset() {
   std::lock_guard lock(mu_);
   count_ = 0;
   cancelled_ = false;
+  cause_.clear();
   finished_ = 0;
 }
 
@@ -135,7 +151,7 @@ void reduce_segment(const std::vector<const T*>& src, const std::vector<T*>& dst
     for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<C>(s0[j]);
     for (size_t s = 1; s < r; ++s) {
       const T* sp = src[s] + b;
-      for (int64_t j = 0; j < len; ++j) acc[j] += static_cast<C>(sp[j]);
+      for (int64_t j = 0; j < len; ++j) acc[j] = wrapping_add(acc[j], static_cast<C>(sp[j]));
     }
     if (op == ReduceOp::MEAN)
       for (int64_t j = 0; j < len; ++j) acc[j] /= scale;
@@ -173,6 +189,17 @@ std::string meta_string(const Tensor& t) {
   return fmt::format("{} {}", dtype_name(t.dtype()), t.shape().to_string());
 }
 
+// The message of a failure, for the StepCancelled of the replicas it cancels.
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 }  // namespace
 
 Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
@@ -181,6 +208,7 @@ Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
       kind_(kind),
       barrier_(static_cast<int>(devices_.size())),
       in_slots_(devices_.size()),
+      op_slots_(devices_.size(), ReduceOp::SUM),
       out_slots_(devices_.size()),
       nccl_slots_(devices_.size()),
       workers_(std::move(workers)) {
@@ -206,7 +234,7 @@ int64_t fingerprint(const std::string& text) {
 
 void Collectives::check_workers_agree(ReduceOp op, std::span<const Tensor> tensors,
                                       const std::string& local_bad) {
-  std::string text = std::string(reduce_op_name(op)) + ":";
+  std::string text = reduce_op_name(op) + ":";
   for (const Tensor& t : tensors) text += meta_string(t) + ";";
   const int64_t mine = local_bad.empty() ? fingerprint(text) : -1;
   const std::vector<int64_t> all = workers_->all_gather(mine, "all_reduce");
@@ -254,23 +282,28 @@ void Collectives::reduce_over_workers(ReduceOp op, std::span<const Tensor> sums,
 
 Collectives::~Collectives() = default;
 
-std::string Collectives::mismatch(std::span<const Tensor> mine) const {
-  for (size_t r = 0; r < in_slots_.size(); ++r) {
-    const auto other = in_slots_[r];
-    if (other.size() != mine.size())
-      return fmt::format("replica {} all-reduces {} tensors, replica {} {}", r, other.size(), 0,
-                         in_slots_[0].size());
-    for (size_t i = 0; i < mine.size(); ++i)
-      if (other[i].shape() != in_slots_[0][i].shape() ||
-          other[i].dtype() != in_slots_[0][i].dtype())
+std::string Collectives::mismatch() const {
+  const std::span<const Tensor> first = in_slots_[0];
+  for (size_t r = 1; r < in_slots_.size(); ++r) {
+    if (op_slots_[r] != op_slots_[0])
+      return fmt::format("replica 0 all-reduces with ReduceOp::{} and replica {} with "
+                         "ReduceOp::{}",
+                         reduce_op_name(op_slots_[0]), r, reduce_op_name(op_slots_[r]));
+    const std::span<const Tensor> other = in_slots_[r];
+    if (other.size() != first.size())
+      return fmt::format("replica 0 all-reduces {} tensors and replica {} all-reduces {}",
+                         first.size(), r, other.size());
+    for (size_t i = 0; i < first.size(); ++i)
+      if (other[i].shape() != first[i].shape() || other[i].dtype() != first[i].dtype())
         return fmt::format("tensor {} is {} on replica 0 and {} on replica {}", i,
-                           meta_string(in_slots_[0][i]), meta_string(other[i]), r);
+                           meta_string(first[i]), meta_string(other[i]), r);
   }
   return {};
 }
 
 void Collectives::all_reduce(int replica, ReduceOp op, std::span<const Tensor> in,
                              std::span<Tensor> out) {
+  check_reduce_op(op, "all_reduce");
   for (const Tensor& t : in)
     TF_CHECK_ARG(t.dtype() != bool_, "all_reduce", "cannot all-reduce a bool tensor ({})",
                  meta_string(t));
@@ -319,11 +352,12 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
   for (size_t i = 0; i < in.size(); ++i)
     host_out[i] = tapeflow::detail::empty(in[i].shape(), in[i].dtype(), dev.is_cpu() ? dev : host);
   in_slots_[static_cast<size_t>(replica)] = host_in;
+  op_slots_[static_cast<size_t>(replica)] = op;
   out_slots_[static_cast<size_t>(replica)] = host_out;
   barrier_.arrive_and_wait("all_reduce");
 
   // Every replica reads the same published metadata, so all agree on the outcome.
-  const std::string bad = mismatch(host_in);
+  const std::string bad = mismatch();
   // Across workers: the local stage sums, the workers' sums are divided after the ring.
   const bool multi = multi_worker();
   const ReduceOp local_op = multi ? ReduceOp::SUM : op;
@@ -368,7 +402,7 @@ void Collectives::in_process(int replica, ReduceOp op, std::span<const Tensor> i
     barrier_.arrive_and_wait("all_reduce", /*cancellable=*/false);
     if (worker_failure_) {
       if (replica == 0) std::rethrow_exception(worker_failure_);
-      throw StepCancelled();
+      throw StepCancelled(message_of(worker_failure_));
     }
   }
   TF_CHECK_ARG(bad.empty(), "all_reduce",
@@ -426,9 +460,10 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
     }
   }
   in_slots_[static_cast<size_t>(replica)] = in;
+  op_slots_[static_cast<size_t>(replica)] = op;
   nccl_slots_[static_cast<size_t>(replica)] = &calls;
   barrier_.arrive_and_wait("all_reduce");
-  const std::string bad = mismatch(in);
+  const std::string bad = mismatch();
   std::exception_ptr failure;
   if (replica == 0) {
     // One thread enqueues every replica's calls in one group (NCCL's single-thread,
@@ -446,7 +481,7 @@ void Collectives::nccl(int replica, ReduceOp op, std::span<const Tensor> in,
     } catch (const StepCancelled&) {
     } catch (...) {
       failure = std::current_exception();
-      barrier_.cancel();
+      barrier_.cancel(message_of(failure));
     }
   }
   // The others keep their buffers and call lists alive until the group is enqueued.
@@ -515,12 +550,14 @@ struct AllReduceOp final : PrimitiveBase<AllReduceOp> {
 }  // namespace
 
 Tensor MirroredReplicaContext::all_reduce(ReduceOp op, const Tensor& value) {
+  check_reduce_op(op, "all_reduce");
   TF_CHECK_ARG(value.defined(), "all_reduce", "the value is an undefined tensor");
   return tapeflow::detail::dispatch(AllReduceOp(op, 1), {value});
 }
 
 std::vector<Tensor> MirroredReplicaContext::all_reduce(ReduceOp op,
                                                        const std::vector<Tensor>& values) {
+  check_reduce_op(op, "all_reduce");
   if (values.empty()) return {};
   for (size_t i = 0; i < values.size(); ++i)
     TF_CHECK_ARG(values[i].defined(), "all_reduce", "value {} is an undefined tensor", i);

@@ -13,6 +13,9 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "distribute/replica_context.h"
@@ -20,13 +23,20 @@
 
 namespace tapeflow::distribute::detail {
 
-// Thrown in a replica whose step was cancelled because another replica failed. strategy.run
-// never rethrows it: it rethrows the failure that caused it.
+// Thrown in a replica whose step was cancelled because another replica (or a collective run on
+// another replica's thread) failed; `cause` is that failure's message. strategy.run never
+// rethrows it: it rethrows the failure that caused it, or, when the failing replica's fn caught
+// that failure and returned normally, a FailedPreconditionError naming the cause.
 class StepCancelled final : public std::exception {
  public:
+  explicit StepCancelled(std::string cause = {}) : cause_(std::move(cause)) {}
   const char* what() const noexcept override {
     return "the distributed step was cancelled because another replica failed";
   }
+  const std::string& cause() const { return cause_; }
+
+ private:
+  std::string cause_;
 };
 
 // A reusable barrier for the replicas of one step. A cancellable wait ends early with
@@ -39,7 +49,9 @@ class StepBarrier {
   // `what` names the collective for the mismatch error. A non-cancellable wait is for points
   // that every replica is known to reach (after a barrier all have passed, with no throw between).
   void arrive_and_wait(const char* what, bool cancellable = true);
-  void cancel();
+  // `cause`: the failure's message, carried by the StepCancelled of the waiting replicas (the
+  // first cause of a step is kept).
+  void cancel(const std::string& cause = {});
   void replica_finished();
   bool cancelled() const;
   // Between steps only (no replica inside).
@@ -52,6 +64,7 @@ class StepBarrier {
   int count_ = 0;
   uint64_t generation_ = 0;
   bool cancelled_ = false;
+  std::string cause_;
   int finished_ = 0;
 };
 
@@ -105,8 +118,10 @@ class Collectives {
  private:
   void in_process(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
   void nccl(int replica, ReduceOp op, std::span<const Tensor> in, std::span<Tensor> out);
-  // Every replica checks the same published metadata; throws after the caller's barrier.
-  std::string mismatch(std::span<const Tensor> mine) const;
+  // Every replica checks the same published metadata (ops, tensor counts, shapes and dtypes,
+  // each replica's against replica 0's), so all get the same answer; thrown after the caller's
+  // barrier.
+  std::string mismatch() const;
   bool multi_worker() const;
   // The first replica's part of a multi-worker all-reduce, after the local sums are in `sums`
   // (its own outputs): checks that every worker reduces the same tensors (`local_bad`: this
@@ -123,6 +138,7 @@ class Collectives {
   StepBarrier barrier_;
   // Published by each replica before the first barrier of a call, read by all after it.
   std::vector<std::span<const Tensor>> in_slots_;
+  std::vector<ReduceOp> op_slots_;
   std::vector<std::span<Tensor>> out_slots_;
   std::vector<const void*> nccl_slots_;
   std::unique_ptr<NcclComms> comms_;
@@ -153,6 +169,21 @@ class MirroredReplicaContext final : public ReplicaContext {
   Collectives* collectives_;
 };
 
-const char* reduce_op_name(ReduceOp op);
+// "SUM", "MEAN", or "ReduceOp(7)" for a value outside the enum.
+std::string reduce_op_name(ReduceOp op);
+// InvalidArgumentError naming `who` unless op is ReduceOp::SUM or ReduceOp::MEAN.
+void check_reduce_op(ReduceOp op, const char* who);
+
+// Element-wise `a + b` in the compute type; integers wrap around (two's complement) instead of
+// overflowing, as TF's integer add.
+template <class C>
+inline C wrapping_add(C a, C b) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
 
 }  // namespace tapeflow::distribute::detail

@@ -1,14 +1,32 @@
 #include "distribute/input.h"
 
+#include <string>
+
 #include "core/check.h"
 #include "distribute/strategy.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/reduce.h"
 
 namespace tapeflow {
 
 namespace distribute::detail {
+
+void throw_replica_index(size_t replica, size_t size) {
+  TF_THROW(InvalidArgumentError, "PerReplica",
+           "replica index {} is out of range: the value has {} components (size() is {})",
+           replica, size, size);
+}
+
+void throw_iterator_exhausted(const char* what, bool at_end) {
+  TF_THROW(FailedPreconditionError, "DistributedDataset",
+           "iterator {} {}: there is no current element (compare it with end(), or iterate "
+           "with a range-for)",
+           what,
+           at_end ? "at the end of the dataset" : "without a dataset (default-constructed)");
+}
 
 std::vector<int64_t> replica_batch_sizes(int64_t global_batch, int num_replicas) {
   TF_CHECK_ARG(num_replicas > 0, "experimental_distribute_dataset", "{} replicas", num_replicas);
@@ -87,6 +105,29 @@ PerReplica<std::vector<Tensor>> split_global_batch(const std::vector<Tensor>& el
 
 namespace nn {
 
+namespace {
+// TF's handling of sample_weight: a trailing dimension of 1 beyond the loss's rank is squeezed
+// ((B, 1) weights for (B,) losses), then the weight must broadcast to the loss's shape (never
+// grow it: (B, 1) against (B,) would otherwise give a (B, B) product and a wrong loss).
+Tensor weight_for(const Tensor& loss, Tensor weight) {
+  const char* name = "compute_average_loss";
+  const TensorShape& ls = loss.shape();
+  const std::string given = weight.shape().to_string();
+  if (weight.rank() == ls.rank() + 1 && weight.shape()[weight.rank() - 1] == 1)
+    weight = squeeze(weight, {weight.rank() - 1});
+  const TensorShape& ws = weight.shape();
+  bool ok = ws.rank() <= ls.rank();
+  for (int d = 0; ok && d < ws.rank(); ++d) {
+    const int64_t w = ws[ws.rank() - 1 - d], l = ls[ls.rank() - 1 - d];
+    ok = w == 1 || w == l;
+  }
+  TF_CHECK_ARG(ok, name,
+               "sample_weight of shape {} does not broadcast to per_example_loss's shape {}",
+               given, ls.to_string());
+  return weight;
+}
+}  // namespace
+
 Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_t> global_batch_size,
                             const Tensor& sample_weight) {
   const char* name = "compute_average_loss";
@@ -99,19 +140,30 @@ Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_
                "per_example_loss must be a floating tensor, got {}",
                dtype_name(per_example_loss.dtype()));
   Tensor loss = per_example_loss;
-  if (sample_weight.defined()) loss = multiply(loss, sample_weight);
+  if (sample_weight.defined()) loss = multiply(loss, weight_for(per_example_loss, sample_weight));
   int64_t global = 0;
   if (global_batch_size) {
     global = *global_batch_size;
+    TF_CHECK_ARG(global > 0, name,
+                 "global_batch_size must be positive, got {} (the global_batch_size argument)",
+                 global);
   } else {
     TF_CHECK_T(FailedPreconditionError,
                !distribute::has_strategy() || !distribute::in_cross_replica_context(), name,
                "called in the cross-replica context of a strategy without global_batch_size; "
                "call it inside strategy.run, or pass global_batch_size");
-    global = per_example_loss.shape()[0] * distribute::get_strategy().num_replicas_in_sync();
+    const int64_t replicas = distribute::get_strategy().num_replicas_in_sync();
+    global = per_example_loss.shape()[0] * replicas;
+    TF_CHECK_ARG(global >= 0, name,
+                 "the global batch size (per-replica batch {} times {} replicas) must not be "
+                 "negative, got {}",
+                 per_example_loss.shape()[0], replicas, global);
   }
-  TF_CHECK_ARG(global > 0, name, "global_batch_size must be positive, got {}", global);
-  return divide(reduce_sum(loss), Tensor(static_cast<double>(global)));
+  const Tensor sum = reduce_sum(loss);
+  // TF's div_no_nan: a replica whose share of a short last batch is empty has a global batch
+  // size of 0 here and contributes 0 (still connected to the loss, so its gradients are zeros).
+  if (global == 0) return where(Tensor(false), sum, zeros_like(sum));
+  return divide(sum, Tensor(static_cast<double>(global)));
 }
 
 }  // namespace nn

@@ -20,6 +20,9 @@ namespace tapeflow {
 namespace distribute {
 
 namespace detail {
+// FailedPreconditionError: a DistributedDataset iterator used (`what`) at the end of the data
+// or default-constructed (`at_end` false).
+[[noreturn]] void throw_iterator_exhausted(const char* what, bool at_end);
 // TF's split of a global batch over replicas: the first (global % n) replicas get one element
 // more than the others.
 std::vector<int64_t> replica_batch_sizes(int64_t global_batch, int num_replicas);
@@ -69,9 +72,18 @@ class DistributedDataset {
         : it_(std::move(it)), end_(std::move(end)), layout_(layout) {
       load();
     }
-    const value_type& operator*() const { return *current_; }
-    const value_type* operator->() const { return &*current_; }
+    // At the end of the data (or default-constructed), dereferencing or incrementing is a
+    // FailedPreconditionError (as tf::data's iterators; TF raises OutOfRangeError).
+    const value_type& operator*() const {
+      check_valid("dereferenced");
+      return *current_;
+    }
+    const value_type* operator->() const {
+      check_valid("dereferenced");
+      return &*current_;
+    }
     iterator& operator++() {
+      check_valid("incremented");
       ++*it_;
       load();
       return *this;
@@ -80,6 +92,10 @@ class DistributedDataset {
     bool operator==(std::default_sentinel_t) const { return !current_.has_value(); }
 
    private:
+    void check_valid(const char* what) const {
+      if (!current_.has_value()) [[unlikely]]
+        detail::throw_iterator_exhausted(what, layout_ != nullptr);
+    }
     void load() {
       current_.reset();
       if (!(*it_ != *end_)) return;

@@ -4,10 +4,13 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "core/check.h"
 #include "core/context.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "distribute/collective.h"
@@ -30,6 +33,11 @@ thread_local bool t_in_replica = false;
 
 namespace detail {
 
+void throw_missing_result(size_t replica) {
+  TF_THROW(InternalError, "strategy.run", "replica {} finished the step without a result",
+           replica);
+}
+
 bool calling_thread_is_tracing() { return tapeflow::detail::thread_context().trace != nullptr; }
 
 void throw_run_while_tracing() {
@@ -39,6 +47,38 @@ void throw_run_while_tracing() {
            "replica step itself the tf::function and call strategy.run(step, ...) eagerly: each "
            "replica then traces and replays its own graph");
 }
+
+// The replica context of TF's default strategy: one replica, run on the caller's thread. Its
+// all-reduce of a value is the value itself (SUM and MEAN over one replica).
+class DefaultReplicaContext final : public ReplicaContext {
+ public:
+  int replica_id_in_sync_group() const override { return 0; }
+  int num_replicas_in_sync() const override { return 1; }
+  Tensor all_reduce(ReduceOp op, const Tensor& value) override {
+    check_reduce_op(op, "all_reduce");
+    TF_CHECK_ARG(value.defined(), "all_reduce", "the value is an undefined tensor");
+    check_not_bool(value);
+    return identity(value);
+  }
+  std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override {
+    check_reduce_op(op, "all_reduce");
+    std::vector<Tensor> out;
+    out.reserve(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      TF_CHECK_ARG(values[i].defined(), "all_reduce", "value {} is an undefined tensor", i);
+      check_not_bool(values[i]);
+      out.push_back(identity(values[i]));
+    }
+    return out;
+  }
+
+ private:
+  // As a MirroredStrategy's all-reduce (of one replica too).
+  static void check_not_bool(const Tensor& t) {
+    TF_CHECK_ARG(t.dtype() != bool_, "all_reduce", "cannot all-reduce a bool tensor ({} {})",
+                 dtype_name(t.dtype()), t.shape().to_string());
+  }
+};
 
 // One persistent thread per replica; run() hands them a job and joins. Every wait is
 // abortable through the collectives' StepBarrier.
@@ -71,6 +111,13 @@ class StrategyCore {
 
   void run(const std::function<void(int)>& job) {
     if (inline_) {
+      // TF's default strategy: fn runs on the caller's thread, in a replica context of one
+      // replica (restored afterwards, also when fn throws).
+      ReplicaContextScope context(&default_context_);
+      struct InReplica {
+        bool saved = std::exchange(t_in_replica, true);
+        ~InReplica() { t_in_replica = saved; }
+      } in_replica;
       job(0);
       return;
     }
@@ -81,6 +128,8 @@ class StrategyCore {
     job_ = &job;
     pending_ = size();
     first_error_ = nullptr;
+    cancelled_.clear();
+    cancel_cause_.clear();
     ++generation_;
     work_cv_.notify_all();
     done_cv_.wait(lock, [&] { return pending_ == 0; });
@@ -90,6 +139,19 @@ class StrategyCore {
       std::exception_ptr e = std::exchange(first_error_, nullptr);
       tell_other_workers(e);
       std::rethrow_exception(e);
+    }
+    if (!cancelled_.empty()) {
+      // A collective failed and cancelled these replicas, but the replica that received the
+      // failure caught it in fn and returned: the step did not run on every replica, and they
+      // have no results. The failure was raised alike on every worker, or broke the group
+      // (those tell the others themselves): nobody needs telling.
+      std::sort(cancelled_.begin(), cancelled_.end());
+      TF_THROW(FailedPreconditionError, "strategy.run",
+               "the step was cancelled on replica(s) {} of {} because a collective failed ({}), "
+               "but no replica's fn raised that failure: a replica caught it and returned. Let "
+               "errors of collectives (all_reduce) propagate out of fn",
+               fmt::join(cancelled_, ", "), size(),
+               cancel_cause_.empty() ? std::string("no cause recorded") : cancel_cause_);
     }
   }
 
@@ -107,6 +169,8 @@ class StrategyCore {
         job = job_;
       }
       std::exception_ptr error;
+      bool cancelled = false;
+      std::string cause;
       // Replicas on CPU devices share the cores: each takes its part of the pool (read again
       // at every step, in case the pool size changed).
       if (devices_[static_cast<size_t>(i)].is_cpu())
@@ -119,13 +183,20 @@ class StrategyCore {
         (*job)(i);
         t_in_replica = false;
         collectives_->barrier().replica_finished();
-      } catch (const StepCancelled&) {
-        // Another replica failed; its error is the one run() rethrows.
+      } catch (const StepCancelled& c) {
+        // Another replica failed; its error is the one run() rethrows (or, when it caught it,
+        // run() reports the cancellation).
+        cancelled = true;
+        cause = c.cause();
       } catch (...) {
         error = std::current_exception();
       }
       t_in_replica = false;
       std::lock_guard lock(mu_);
+      if (cancelled) {
+        cancelled_.push_back(i);
+        if (cancel_cause_.empty()) cancel_cause_ = std::move(cause);
+      }
       if (error) {
         // Moved, not copied: run() is then the only owner of the exception it rethrows (no
         // reference is dropped on this thread while the caller handles it).
@@ -158,6 +229,7 @@ class StrategyCore {
   bool inline_;
   std::unique_ptr<Collectives> collectives_;
   std::vector<std::unique_ptr<MirroredReplicaContext>> contexts_;
+  DefaultReplicaContext default_context_;  // inline_ only
   std::mutex run_mu_;  // one step at a time
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
@@ -166,6 +238,9 @@ class StrategyCore {
   int pending_ = 0;
   bool stop_ = false;
   std::exception_ptr first_error_;
+  // The replicas of this step that ended with StepCancelled, and the first one's cause.
+  std::vector<int> cancelled_;
+  std::string cancel_cause_;
   std::vector<std::thread> threads_;
 };
 
@@ -366,6 +441,7 @@ Strategy::Scope::~Scope() { t_strategy = saved_; }
 Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
                         std::optional<int> axis) const {
   const char* name = "strategy.reduce";
+  detail::check_reduce_op(op, name);
   TF_CHECK_T(FailedPreconditionError, !t_in_replica, name,
              "called in a replica context: reduce runs in the cross-replica context (outside "
              "strategy.run); inside use get_replica_context()->all_reduce");
@@ -458,6 +534,14 @@ detail::MultiWorkerSetup multi_worker_setup(std::vector<Device> devices,
                "timeout_seconds must not be negative, got {}", o.timeout_seconds);
   TF_CHECK_ARG(o.bytes_per_pack >= 0, "MultiWorkerMirroredStrategy",
                "bytes_per_pack must not be negative, got {}", o.bytes_per_pack);
+  using experimental::CommunicationImplementation;
+  TF_CHECK_ARG(o.implementation == CommunicationImplementation::AUTO ||
+                   o.implementation == CommunicationImplementation::RING ||
+                   o.implementation == CommunicationImplementation::NCCL,
+               "MultiWorkerMirroredStrategy",
+               "CommunicationOptions::implementation must be AUTO, RING or NCCL, got "
+               "CommunicationImplementation({})",
+               static_cast<int>(o.implementation));
   detail::MultiWorkerSetup setup;
   setup.nccl = multi_worker_uses_nccl(devices, o.implementation);
   setup.nccl_required = o.implementation == experimental::CommunicationImplementation::NCCL;
@@ -501,6 +585,20 @@ Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value) {
   WorkerGroup* workers = strategy.workers_.get();
   if (workers == nullptr || workers->size() == 1) return value;
   const char* name = "strategy.reduce";
+  // Every worker must sum the same dtype and shape: the ring would otherwise exchange messages
+  // of different sizes (a failed or stuck collective). Checked on gathered facts, so every
+  // worker raises alike and the group stays usable.
+  const std::string meta = fmt::format("{} {}", dtype_name(value.dtype()),
+                                       value.shape().to_string());
+  const int64_t mine = static_cast<int64_t>(tapeflow::detail::fnv1a(meta) >> 1);
+  const std::vector<int64_t> all = workers->all_gather(mine, name);
+  for (size_t w = 0; w < all.size(); ++w)
+    if (all[w] != all[0])
+      throw WorkersAgreedError(fmt::format(
+          "[{}] the workers reduce values of different dtypes or shapes: worker {} differs "
+          "from worker 0 (this worker {}: {}); every worker must reduce values of the same "
+          "dtype and shape",
+          name, w, workers->rank(), meta));
   TF_CHECK_ARG(value.dtype() != bool_, name, "cannot sum a bool tensor across workers");
   // A host copy summed in place by the ring (never the caller's buffer).
   Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});

@@ -91,6 +91,8 @@ struct MultiWorkerSetup {
 // Thrown into run() when the caller is tracing a tf::function (see run()).
 [[noreturn]] void throw_run_while_tracing();
 bool calling_thread_is_tracing();
+// An InternalError: replica `replica` of a run that returned has no result.
+[[noreturn]] void throw_missing_result(size_t replica);
 }  // namespace detail
 
 class Strategy {
@@ -127,7 +129,9 @@ class Strategy {
   // (PerReplica<R>; nothing when fn returns void). PerReplica arguments are replaced by the
   // replica's component; other arguments are passed to every replica as they are (by const
   // reference). An exception in one replica cancels the step on all (no replica stays blocked in
-  // a collective) and the first one is rethrown; the strategy stays usable.
+  // a collective) and the first one is rethrown; the strategy stays usable. When a collective
+  // failed and cancelled some replicas but the replica that received the failure caught it in
+  // fn, run throws FailedPreconditionError naming the cancelled replicas and the cause.
   // fn may be a tf::function: each replica thread traces (once per device) and replays its own
   // graph. Calling run while the calling thread traces a tf::function is an UnimplementedError:
   // make the replica step the tf::function instead (docs/distribute.md).
@@ -151,7 +155,10 @@ class Strategy {
       });
       std::vector<V> values;
       values.reserve(results.size());
-      for (auto& r : results) values.push_back(std::move(*r));
+      for (size_t i = 0; i < results.size(); ++i) {
+        if (!results[i]) detail::throw_missing_result(i);  // run_replicas threw: never here
+        values.push_back(std::move(*results[i]));
+      }
       return PerReplica<V>(std::move(values));
     }
   }

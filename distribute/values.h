@@ -12,6 +12,11 @@
 
 namespace tapeflow::distribute {
 
+namespace detail {
+// InvalidArgumentError: index `replica` of a PerReplica value with `size` components.
+[[noreturn]] void throw_replica_index(size_t replica, size_t size);
+}  // namespace detail
+
 template <class T>
 class PerReplica {
  public:
@@ -21,7 +26,12 @@ class PerReplica {
   // The components, in replica order (TF's per_replica.values).
   const std::vector<T>& values() const { return values_; }
   size_t size() const { return values_.size(); }
-  const T& operator[](size_t replica) const { return values_[replica]; }
+  // Component `replica`; an index >= size() is an InvalidArgumentError.
+  const T& operator[](size_t replica) const {
+    if (replica >= values_.size()) [[unlikely]]
+      detail::throw_replica_index(replica, values_.size());
+    return values_[replica];
+  }
 
  private:
   std::vector<T> values_;

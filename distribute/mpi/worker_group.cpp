@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "distribute/collective.h"
 #include "distribute/worker_group.h"
 
 namespace tapeflow::distribute::detail {
@@ -59,7 +60,7 @@ std::string mpi_error_string(int code) {
   return std::string(text, static_cast<size_t>(len));
 }
 
-// Element-wise dst += src for `count` elements of dtype.
+// Element-wise dst += src for `count` elements of dtype (integers wrap around).
 void add_into(void* dst, const void* src, size_t count, DType dtype) {
   TF_DISPATCH_ALL_TYPES(dtype, {
     if constexpr (std::is_same_v<T, bool>) {
@@ -69,7 +70,7 @@ void add_into(void* dst, const void* src, size_t count, DType dtype) {
       T* d = static_cast<T*>(dst);
       const T* s = static_cast<const T*>(src);
       for (size_t i = 0; i < count; ++i)
-        d[i] = static_cast<T>(static_cast<C>(d[i]) + static_cast<C>(s[i]));
+        d[i] = static_cast<T>(wrapping_add(static_cast<C>(d[i]), static_cast<C>(s[i])));
     }
   });
 }

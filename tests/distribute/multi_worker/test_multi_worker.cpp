@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -178,6 +180,42 @@ TEST_CASE("multi-worker: different tensors on different workers are an error on 
   // The workers agree again afterwards.
   auto ok = s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({2})); });
   tf::testing::check_values(ok[0], {double(s.num_workers()), double(s.num_workers())}, 0, 0);
+}
+
+TEST_CASE("multi-worker: reduce of different shapes or dtypes on the workers is an error on "
+          "every worker",
+          "[distribute][mpi]") {
+  auto& s = strategy();
+  if (s.num_workers() < 2) return;  // needs a second worker to disagree with
+  const size_t local = s.devices().size();
+  const int64_t n = 3 + s.worker_index();
+  TF_REQUIRE_THROWS_CONTAINING(
+      s.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>(
+                                      std::vector<tf::Tensor>(local, tf::ones({n})))),
+      tf::InvalidArgumentError, "the workers reduce values of different dtypes or shapes");
+  const tf::Tensor mixed = s.worker_index() == 0 ? tf::ones({2}) : tf::ones({2}, tf::float64);
+  TF_REQUIRE_THROWS_CONTAINING(
+      s.reduce(ds::ReduceOp::SUM,
+               ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, mixed))),
+      tf::InvalidArgumentError, "this worker");
+  // The workers agree again afterwards.
+  const double total = static_cast<double>(s.num_replicas_in_sync());
+  tf::testing::check_values(
+      s.reduce(ds::ReduceOp::SUM,
+               ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, tf::ones({2})))),
+      {total, total}, 0, 0);
+}
+
+TEST_CASE("multi-worker: integer all-reduces wrap around instead of overflowing",
+          "[distribute][mpi]") {
+  auto& s = strategy();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  auto out = s.run([] {
+    return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::constant({kMax, 1}));
+  });
+  const auto replicas = static_cast<uint32_t>(s.num_replicas_in_sync());
+  const auto want = static_cast<int32_t>(static_cast<uint32_t>(kMax) * replicas);
+  CHECK(out[0].numpy<int32_t>() == std::vector<int32_t>{want, static_cast<int32_t>(replicas)});
 }
 
 TEST_CASE("multi-worker: keras fit under the strategy's scope matches one process",
