@@ -37,6 +37,23 @@ std::string error_of(F&& f) {
   }
   return {};
 }
+
+// Each replica's error message, recorded on the replica's thread (checked after run returns).
+struct ReplicaErrors {
+  std::mutex mu;
+  std::vector<std::string> messages;
+  explicit ReplicaErrors(size_t replicas) : messages(replicas) {}
+  template <class F>
+  auto record(int replica, F&& f) {
+    try {
+      return f();
+    } catch (const tf::Error& e) {
+      std::lock_guard lock(mu);
+      messages[static_cast<size_t>(replica)] = e.what();
+      throw;
+    }
+  }
+};
 }  // namespace
 
 TEST_CASE("robustness: the default strategy's run has a one-replica replica context",
@@ -164,25 +181,18 @@ TEST_CASE("robustness: replicas all-reducing with different ops is an error",
           "[cpu][distribute]") {
   split_cpu();
   ds::MirroredStrategy strategy(cpus(3));
-  std::mutex mu;
-  std::vector<std::string> messages(3);
+  ReplicaErrors errors(3);
   auto step = [&] {
     auto* ctx = ds::get_replica_context();
     const int r = ctx->replica_id_in_sync_group();
     const ds::ReduceOp op = r == 2 ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM;
-    try {
-      return ctx->all_reduce(op, tf::constant({1.0f, 2.0f}));
-    } catch (const tf::Error& e) {
-      std::lock_guard lock(mu);
-      messages[static_cast<size_t>(r)] = e.what();
-      throw;
-    }
+    return errors.record(r, [&] { return ctx->all_reduce(op, tf::constant({1.0f, 2.0f})); });
   };
   require_error([&] { strategy.run(step); },
                 {"[all_reduce]", "replica 0 all-reduces with ReduceOp::SUM and replica 2 with "
                                  "ReduceOp::MEAN"});
   // Every replica raised the same error (none got a silently mixed result).
-  for (const std::string& m : messages) CHECK(m == messages[0]);
+  for (const std::string& m : errors.messages) CHECK(m == errors.messages[0]);
   // The list overload too, and the strategy stays usable.
   require_error(
       [&] {
@@ -204,24 +214,17 @@ TEST_CASE("robustness: different tensor counts name each replica's own count",
           "[cpu][distribute]") {
   split_cpu();
   ds::MirroredStrategy strategy(cpus(3));
-  std::mutex mu;
-  std::vector<std::string> messages(3);
+  ReplicaErrors errors(3);
   auto step = [&] {
     auto* ctx = ds::get_replica_context();
     const int r = ctx->replica_id_in_sync_group();
     std::vector<tf::Tensor> values(r == 1 ? 2 : 1, tf::constant({1.0f}));
-    try {
-      return ctx->all_reduce(ds::ReduceOp::SUM, values);
-    } catch (const tf::Error& e) {
-      std::lock_guard lock(mu);
-      messages[static_cast<size_t>(r)] = e.what();
-      throw;
-    }
+    return errors.record(r, [&] { return ctx->all_reduce(ds::ReduceOp::SUM, values); });
   };
   require_error([&] { strategy.run(step); },
                 {"replica 0 all-reduces 1 tensors and replica 1 all-reduces 2"});
   // The same (correct) message on every replica, replica 1's own included.
-  for (const std::string& m : messages) {
+  for (const std::string& m : errors.messages) {
     INFO(m);
     CHECK(m.find("replica 0 all-reduces 1 tensors and replica 1 all-reduces 2") !=
           std::string::npos);
