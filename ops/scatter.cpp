@@ -2,7 +2,9 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
 
@@ -17,14 +19,25 @@ void UnsortedSegmentSum::infer(std::span<const Tensor> in, std::span<TensorMeta>
   out[0] = {TensorShape{num_segments, in[0].shape()[1]}, in[0].dtype()};
 }
 
-// Linear in data: the cotangent of row i is the cotangent of its segment.
+// Linear in data: the cotangent of row i is the cotangent of its segment, and zero for a
+// dropped row (negative id): TF's _GatherDropNegatives.
 uint32_t UnsortedSegmentSum::vjp_saves() const { return save_input(1); }
 std::vector<Tensor> UnsortedSegmentSum::vjp(std::span<const Tensor> p,
                                             std::span<const Tensor> cts,
                                             std::span<const int> argnums,
                                             std::span<const Tensor>) const {
+  auto data_grad = [&] {
+    const Tensor& ids = p[1];
+    const Tensor& ct = cts[0];
+    // No segments: every id was negative (the kernel refuses the others).
+    if (num_segments == 0)
+      return zeros({ids.shape()[0], ct.shape()[1]}, ct.dtype());
+    const Tensor zero = zeros_like(ids);
+    const Tensor rows = gather(ct, maximum(ids, zero), 0);
+    return where(expand_dims(greater_equal(ids, zero), 1), rows, zeros_like(rows));
+  };
   std::vector<Tensor> out;
-  for (int k : argnums) out.push_back(k == 0 ? gather(cts[0], p[1], 0) : Tensor());
+  for (int k : argnums) out.push_back(k == 0 ? data_grad() : Tensor());
   return out;
 }
 
@@ -48,14 +61,16 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
   // The CPU kernel checks the ids as it runs (eager or traced). Eager ids on another device are
   // checked here on the host (they are small next to the data), in int64 so that ids above 2^53
   // are named as they are; traced ones have no value yet and the CUDA kernel drops ids out of
-  // range (as TF's GPU kernel).
+  // range (as TF's GPU kernel). Negative ids drop their row everywhere, as in TF.
   const auto& scopes = detail::thread_context().device_stack;
   const Device runs_on = scopes.empty() ? data.placement() : scopes.back();
   if (!segment_ids.is_symbolic() && !runs_on.is_cpu()) {
     const auto ids = segment_ids.numpy<int64_t>();
     for (size_t i = 0; i < ids.size(); ++i)
-      TF_CHECK_ARG(ids[i] >= 0 && ids[i] < num_segments, op,
-                   "segment_ids[{}] = {} is not in [0, {})", i, ids[i], num_segments);
+      TF_CHECK_ARG(ids[i] < num_segments, op,
+                   "segment_ids[{}] = {} is not less than num_segments {} (negative ids drop "
+                   "their row)",
+                   i, ids[i], num_segments);
   }
   const int64_t n = is.num_elements();
   int64_t inner = 1;

@@ -1,7 +1,8 @@
 // Segment sums: the gradient of gather. unsorted_segment_sum(data, ids, n) adds row i of data
 // into row ids[i] of an (n, ...) zero tensor, as TF's tf.math.unsorted_segment_sum (one id per
-// leading row; ids outside [0, n) are an InvalidArgumentError, except on a GPU inside a traced
-// function, where the kernel drops them as TF's GPU kernel does).
+// leading row). As in TF, a row with a negative id is dropped (its gradient is zero); an id >= n
+// is an InvalidArgumentError, except on a GPU inside a traced function, where the kernel drops
+// it as TF's GPU kernel does.
 #pragma once
 
 #include "ops/primitive.h"
@@ -12,8 +13,8 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
 
 namespace prims {
 
-// Inputs: data (N, D) of a floating dtype, ids (N) int32/int64 already checked to lie in
-// [0, num_segments). Output (num_segments, D).
+// Inputs: data (N, D) of a floating dtype, ids (N) int32/int64 (negative: the row is dropped;
+// >= num_segments: the CPU kernel raises, the CUDA kernel drops). Output (num_segments, D).
 struct UnsortedSegmentSum final : PrimitiveBase<UnsortedSegmentSum> {
   int64_t num_segments = 0;
   explicit UnsortedSegmentSum(int64_t n) : num_segments(n) {}

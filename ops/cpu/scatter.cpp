@@ -18,14 +18,17 @@ void segment_sum(const Tensor& data, const Tensor& ids, Tensor& out) {
   const I* id = ids.data<I>();
   T* dst = out.data<T>();
   // The public op checks eager ids on the host; ids computed inside a traced function reach
-  // the kernel unchecked.
+  // the kernel unchecked. A negative id drops its row (TF).
   for (int64_t i = 0; i < n; ++i)
-    TF_CHECK_ARG(id[i] >= 0 && static_cast<int64_t>(id[i]) < s, "unsorted_segment_sum",
-                 "segment_ids[{}] = {} is not in [0, {})", i, static_cast<int64_t>(id[i]), s);
+    TF_CHECK_ARG(static_cast<int64_t>(id[i]) < s, "unsorted_segment_sum",
+                 "segment_ids[{}] = {} is not less than num_segments {} (negative ids drop "
+                 "their row)",
+                 i, static_cast<int64_t>(id[i]), s);
   detail::parallel_for(d, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)),
                        [&](int64_t b, int64_t e) {
     std::vector<C> acc(static_cast<size_t>((e - b) * s), C(0));
     for (int64_t i = 0; i < n; ++i) {
+      if (id[i] < 0) continue;
       C* row = acc.data() + static_cast<int64_t>(id[i]) * (e - b);
       const T* in = src + i * d + b;
       for (int64_t j = 0; j < e - b; ++j) row[j] += static_cast<C>(in[j]);

@@ -147,6 +147,11 @@ std::vector<Case> cases() {
        [](V x) { return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1); }},
       {"unsorted_segment_sum", {{tf::TensorShape{5, 2}}},
        [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({2, 0, 2, 3, 0}), 4); }},
+      // Negative ids drop their rows: zero gradient there (TF's _GatherDropNegatives).
+      {"unsorted_segment_sum, negative ids", {{tf::TensorShape{5, 2}}},
+       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({2, -1, 2, 3, -4}), 4); }},
+      {"unsorted_segment_sum, no segments", {{tf::TensorShape{3, 2}}},
+       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({-1, -2, -3}), 0) * 1.0f; }},
       {"stack_split", {{S23}, {S23}},
        [](V x) { return tf::split(tf::stack({x[0], x[1]}, 1), 3, 2)[1]; }},
       {"tile", {{S21}}, [](V x) { return tf::tile(x[0], {2, 3}); }},

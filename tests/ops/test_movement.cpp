@@ -821,8 +821,9 @@ TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)", 
 
 TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
           "[cpu][cuda][movement]") {
-  // gather's gradient; ids out of [0, n) are an error eagerly and, traced, from the CPU kernel
-  // (the CUDA kernel drops them inside a traced function, as TF's GPU kernel).
+  // gather's gradient; negative ids drop their row (TF); ids >= n are an error eagerly and,
+  // traced, from the CPU kernel (the CUDA kernel drops them inside a traced function, as TF's
+  // GPU kernel).
   for (auto dev : tf::testing::devices_under_test()) {
     INFO(dev.to_string());
     tf::DeviceScope scope(dev);
@@ -831,13 +832,13 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
         const Dims ds = {5, 2, 3};
         const auto data = iota(ds, dt);
         const auto dv = iota_values(ds, dt);
-        const std::vector<double> iv = {2, 0, 2, 3, 0};
+        const std::vector<double> iv = {2, 0, -1, 3, 0};
         const auto ids = tf::detail::from_doubles(iv, tf::TensorShape{5}, idt);
         const tf::Tensor y = tf::unsorted_segment_sum(data, ids, 4);
         CHECK(y.shape() == tf::TensorShape({4, 2, 3}));
         std::vector<double> want(4 * 6, 0.0);
         for (int64_t i = 0; i < 5; ++i)
-          for (int64_t j = 0; j < 6; ++j)
+          for (int64_t j = 0; j < 6 && iv[i] >= 0; ++j)
             want[static_cast<size_t>(static_cast<int64_t>(iv[i]) * 6 + j)] +=
                 dv[static_cast<size_t>(i * 6 + j)];
         check_values(y, want, 0, 0);
@@ -846,13 +847,18 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
     const auto data = iota({3, 2}, tf::float32);
     const auto bad = tf::constant(std::vector<int32_t>{0, 4, 1}, {3});
     tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad, 4); },
-                               {"segment_ids[1] = 4 is not in [0, 4)"});
-    tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad * -1, 4); },
-                               {"segment_ids[1] = -4 is not in [0, 4)"});
+                               {"segment_ids[1] = 4 is not less than num_segments 4"});
+    // Negative ids (any size) drop their rows; with no segments every id must be negative.
+    check_values(tf::unsorted_segment_sum(data, bad * -1, 4), {0, 1, 0, 0, 0, 0, 0, 0}, 0, 0);
+    const auto all_dropped = tf::constant(std::vector<int64_t>{-1, INT64_MIN, -7}, {3});
+    CHECK(tf::unsorted_segment_sum(data, all_dropped, 0).shape() == tf::TensorShape({0, 2}));
+    check_values(tf::unsorted_segment_sum(data, all_dropped, 2), {0, 0, 0, 0}, 0, 0);
+    tf::testing::require_error([&] { tf::unsorted_segment_sum(data, bad * 0, 0); },
+                               {"segment_ids[0] = 0 is not less than num_segments 0"});
     // int64 ids are named exactly, also above 2^53 (where a double would round them).
     const auto huge = tf::constant(std::vector<int64_t>{0, (int64_t{1} << 53) + 1, 1}, {3});
     tf::testing::require_error([&] { tf::unsorted_segment_sum(data, huge, 4); },
-                               {"segment_ids[1] = 9007199254740993 is not in [0, 4)"});
+                               {"segment_ids[1] = 9007199254740993 is not less than"});
     // Traced: the ids have no value at trace time; the kernel checks them on the CPU.
     auto f = tf::function([](const tf::Tensor& d, const tf::Tensor& i) {
       return tf::unsorted_segment_sum(d, i, 4);
@@ -860,6 +866,7 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
     const auto good = tf::constant(std::vector<int32_t>{3, 3, 0}, {3});
     check_values(f(data, good), {4, 5, 0, 0, 0, 0, 0 + 2, 1 + 3}, 0, 0);
     if (dev.is_cpu())
-      tf::testing::require_error([&] { f(data, bad); }, {"segment_ids[1] = 4 is not in [0, 4)"});
+      tf::testing::require_error([&] { f(data, bad); }, {"segment_ids[1] = 4 is not less than"});
+    check_values(f(data, bad * -1), {0, 1, 0, 0, 0, 0, 0, 0}, 0, 0);
   }
 }
