@@ -218,8 +218,8 @@ std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const T
   // (reinfer below would otherwise read inputs the graph does not have, or build kernels for
   // another rank, dtype or device).
   const char* op = function_name.empty() ? "function" : function_name.c_str();
-  TF_CHECK_ARG(args.size() == raw.inputs.size(), op, "the graph takes {} tensors, the call passed {}",
-               raw.inputs.size(), args.size());
+  TF_CHECK_ARG(args.size() == raw.inputs.size(), op,
+               "the graph takes {} tensors, the call passed {}", raw.inputs.size(), args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = args[i];
     TF_CHECK_ARG(t.defined(), op, "tensor argument {} is undefined", i);

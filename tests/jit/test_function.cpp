@@ -660,7 +660,8 @@ TEST_CASE("function: get_concrete_function for None dimensions traces once per s
   CHECK(f.tracing_count() == 1);
   CHECK(body_runs == 2);
   // Another dtype or rank is another graph, never the float32 one.
-  const tf::ConcreteFunction& f64 = f.get_concrete_function(tf::TensorSpec({tf::None}, tf::float64));
+  const tf::ConcreteFunction& f64 =
+      f.get_concrete_function(tf::TensorSpec({tf::None}, tf::float64));
   const tf::ConcreteFunction& r2 = f.get_concrete_function(tf::TensorSpec({tf::None, tf::None}));
   CHECK(&f64 != first);
   CHECK(&r2 != first);
