@@ -203,6 +203,12 @@ namespace {
 // `value` as the variable's dtype, checked against its shape and dtype.
 Tensor assignable(const Variable::State& s, const Tensor& value, const char* op) {
   TF_CHECK_ARG(value.defined(), op, "cannot assign an undefined tensor to '{}'", s.name);
+  // A symbolic tensor kept from a trace that ended has no storage to copy from.
+  TF_CHECK_T(FailedPreconditionError,
+             !value.is_symbolic() || detail::thread_context().trace != nullptr, op,
+             "the value assigned to '{}' is a symbolic tensor from a finished trace; symbolic "
+             "tensors exist only while a tf::function is being traced",
+             s.name);
   Tensor v = detail::adopt_dtype(value, s.dtype);
   TF_CHECK_ARG(v.shape() == s.shape && v.dtype() == s.dtype, op,
                "variable '{}' has shape {} and dtype {}, the value has shape {} and dtype {}",
@@ -277,6 +283,19 @@ Variable& Variable::assign_add(const Tensor& delta) { return update_by(delta, fa
 Variable& Variable::assign_sub(const Tensor& delta) { return update_by(delta, true); }
 
 Variable& Variable::update_by(const Tensor& delta, bool sub) {
+  {
+    // Checked before the arithmetic, so that errors name this op and the delta as given (TF:
+    // the shapes must be equal; a scalar is also accepted here and added to every element).
+    const char* op = sub ? "assign_sub" : "assign_add";
+    const auto& s = checked(state_);
+    TF_CHECK_ARG(delta.defined(), op, "the delta for '{}' is an undefined tensor", s.name);
+    const Tensor d = detail::adopt_dtype(delta, s.dtype);
+    TF_CHECK_ARG(d.dtype() == s.dtype && (d.shape() == s.shape || d.rank() == 0), op,
+                 "variable '{}' has shape {} and dtype {}, the delta has shape {} and dtype {} "
+                 "(a delta has the variable's shape and dtype, or is a scalar)",
+                 s.name, s.shape.to_string(), dtype_name(s.dtype), d.shape().to_string(),
+                 dtype_name(d.dtype()));
+  }
   detail::PauseTapes pause;
   if (is_mirrored() && detail::replica_component() < 0) {
     for (auto& c : components()) c.update_by(delta, sub);

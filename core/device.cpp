@@ -50,10 +50,32 @@ Device Device::parse(std::string_view name) {
 DeviceScope::DeviceScope(std::string_view name) : DeviceScope(Device::parse(name)) {}
 
 DeviceScope::DeviceScope(Device device) : device_(detail::resolve_device(device)) {
-  detail::thread_context().device_stack.push_back(device_);
+  auto& stack = detail::thread_context().device_stack;
+  stack.push_back(device_);
+  stack_ = &stack;
+  depth_ = stack.size();
 }
 
-DeviceScope::~DeviceScope() { detail::thread_context().device_stack.pop_back(); }
+DeviceScope::~DeviceScope() {
+  auto& stack = detail::thread_context().device_stack;
+  if (&stack == stack_ && stack.size() == depth_) {
+    stack.pop_back();
+    return;
+  }
+  // Destructors must not throw: a misuse is logged (TF raises "Exiting device scope without
+  // proper scope nesting") and this scope's entry removed where that is still possible.
+  TF_LOG_ERROR("DeviceScope({}) ended {}: scopes must end in reverse order on the thread that "
+               "made them",
+               device_.to_string(),
+               &stack != stack_ ? "on another thread than it began" : "out of order");
+  if (&stack != stack_) return;  // another thread's stack: not ours to edit
+  // Earlier scopes that ended out of order shifted this entry down, never up.
+  for (size_t i = std::min(depth_, stack.size()); i-- > 0;)
+    if (stack[i] == device_) {
+      stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
 
 // ---- registry ----
 namespace {
@@ -144,8 +166,19 @@ void set_logical_device_configuration(const PhysicalDevice& device,
   std::lock_guard lock(r.mu);
   TF_CHECK_ARG(!logical.empty(), "set_logical_device_configuration",
                "at least one logical device is needed for '{}'", device.name);
+  // Megabytes, shifted into bytes later: beyond 2^43 MB the byte count would overflow.
+  for (size_t i = 0; i < logical.size(); ++i) {
+    const std::optional<int64_t>& mb = logical[i].memory_limit;
+    TF_CHECK_ARG(!mb || (*mb > 0 && *mb < (int64_t{1} << 43)),
+                 "set_logical_device_configuration",
+                 "logical device {} of '{}' has memory_limit {} MB; it must be positive and below "
+                 "2^43 MB",
+                 i, device.name, *mb);
+  }
   if (device.device_type == "CPU") {
-    parse_physical_index(device, "CPU");
+    // One physical CPU: "/physical_device:CPU:0".
+    TF_CHECK_ARG(parse_physical_index(device, "CPU") == 0, "set_logical_device_configuration",
+                 "no physical device '{}' (the CPU is /physical_device:CPU:0)", device.name);
     TF_CHECK_T(FailedPreconditionError, !r.frozen_cpu, "set_logical_device_configuration",
                "virtual devices cannot be modified after being initialized (an op already ran "
                "on a CPU device)");

@@ -35,14 +35,18 @@ std::ostream& operator<<(std::ostream& os, const Device& d);
 // warning (TF's soft placement); a CPU index beyond the logical CPUs is an InvalidArgumentError.
 class DeviceScope {
  public:
-  explicit DeviceScope(std::string_view name);
-  explicit DeviceScope(Device device);
+  // [[nodiscard]]: `tf::DeviceScope("/gpu:0");` alone would end at once, placing nothing.
+  [[nodiscard]] explicit DeviceScope(std::string_view name);
+  [[nodiscard]] explicit DeviceScope(Device device);
+  // Ends the scope; one ended out of order or on another thread is logged as an error.
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   Device device_;
+  const void* stack_ = nullptr;  // the thread's scope stack it was pushed on
+  size_t depth_ = 0;             // the stack's size after the push
 };
 
 namespace detail {

@@ -41,10 +41,15 @@ int64_t TensorShape::known_elements() const {
   return zero ? 0 : n;
 }
 
-int64_t TensorShape::dim(int i) const {
-  TF_CHECK_ARG(i >= -rank_ && i < rank_, "TensorShape",
-               "dimension index {} is out of range for shape {}", i, to_string());
-  return dims_[i < 0 ? i + rank_ : i];
+void TensorShape::throw_index(int i) const {
+  TF_THROW(InvalidArgumentError, "TensorShape",
+           "dimension index {} is out of range for shape {} (rank {}: indices {} to {})", i,
+           to_string(), rank_, -rank_, rank_ - 1);
+}
+
+void TensorShape::pop_back() {
+  TF_CHECK_ARG(rank_ > 0, "TensorShape", "pop_back of a scalar shape ()");
+  --rank_;
 }
 
 int64_t TensorShape::num_elements() const {
@@ -68,6 +73,8 @@ bool TensorShape::is_fully_defined() const {
 
 void TensorShape::push_back(int64_t d) {
   TF_CHECK_ARG(rank_ < kMaxRank, "TensorShape", "rank exceeds the maximum rank {}", kMaxRank);
+  TF_CHECK_ARG(d >= None, "TensorShape",
+               "dimension {} is negative (a size, or tf::None for an unknown one)", d);
   dims_[rank_++] = d;
 }
 

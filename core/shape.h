@@ -24,10 +24,12 @@ class TensorShape {
   TensorShape(const std::vector<int>& dims);
 
   int rank() const { return rank_; }
-  int64_t operator[](int i) const { return dims_[i]; }
-  int64_t& operator[](int i) { return dims_[i]; }
-  // Negative i counts from the end; out of range throws InvalidArgumentError.
-  int64_t dim(int i) const;
+  // Negative i counts from the end (x.shape()[-1] is the last dimension, as in Python); out of
+  // range throws InvalidArgumentError.
+  int64_t operator[](int i) const { return dims_[index(i)]; }
+  int64_t& operator[](int i) { return dims_[index(i)]; }
+  // The same as operator[].
+  int64_t dim(int i) const { return dims_[index(i)]; }
   // Product of the dimensions (1 for a scalar); -1 when a dimension is unknown. A shape whose
   // non-zero known dimensions multiply past int64's range (so its strides would overflow, even
   // with a zero dimension) is an InvalidArgumentError: at construction, or here for a shape
@@ -36,8 +38,9 @@ class TensorShape {
   // Product of the known dimensions (those not -1); 0 when one of them is 0.
   int64_t known_elements() const;
   bool is_fully_defined() const;
+  // d is a size or tf::None; push_back past kMaxRank and pop_back of a scalar throw.
   void push_back(int64_t d);
-  void pop_back() { --rank_; }
+  void pop_back();
 
   const int64_t* begin() const { return dims_; }
   const int64_t* end() const { return dims_ + rank_; }
@@ -51,6 +54,13 @@ class TensorShape {
   std::string to_string() const;
 
  private:
+  int index(int i) const {
+    if (i < 0) i += rank_;
+    if (static_cast<unsigned>(i) >= static_cast<unsigned>(rank_)) [[unlikely]]
+      throw_index(i < rank_ ? i - rank_ : i);
+    return i;
+  }
+  [[noreturn]] void throw_index(int i) const;
   int64_t dims_[kMaxRank]{};
   int rank_ = 0;
 };

@@ -114,6 +114,17 @@ HostBytes host_bytes(const Tensor& t) {
   return hb;
 }
 
+void throw_undefined_tensor(const char* what) {
+  TF_THROW(InvalidArgumentError, what,
+           "the tensor is undefined (TF's None: a default-constructed tf::Tensor, or the "
+           "gradient of a source the target does not depend on)");
+}
+
+void throw_scalar_out_of_range(uint64_t value) {
+  TF_THROW(InvalidArgumentError, "Tensor",
+           "the C++ scalar {} is beyond int64's range (tapeflow has no uint64 dtype)", value);
+}
+
 void throw_item_error(const Tensor& t) {
   TF_THROW(InvalidArgumentError, "item", "item() needs a tensor with one element, got shape {}",
            t.shape().to_string());
@@ -124,7 +135,7 @@ std::vector<double> to_double_vector(const Tensor& t) { return host_elements<dou
 }  // namespace detail
 
 void* Tensor::raw_data() const {
-  const auto& s = impl_->storage;
+  const auto& s = checked("Tensor::raw_data").storage;
   if (!s) return nullptr;
   return static_cast<char*>(s->data) + impl_->offset;
 }

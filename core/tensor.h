@@ -4,8 +4,10 @@
 // threads at once; TensorImpl is never mutated after an op has produced it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -47,6 +49,24 @@ struct TensorImpl {
 };
 
 uint64_t next_tensor_id();
+// InvalidArgumentError: `what` (an accessor such as "Tensor::shape") on the undefined tensor.
+[[noreturn]] void throw_undefined_tensor(const char* what);
+// InvalidArgumentError: a C++ uint64 scalar above int64's range (tapeflow has no uint64).
+[[noreturn]] void throw_scalar_out_of_range(uint64_t value);
+
+// A floating value converted to the integer type T as tf::cast converts it: NaN is 0, values
+// beyond the range saturate (types narrower than 32 bits wrap from int32, as cast to uint8).
+template <class T, class F>
+T float_to_integer(F v) {
+  using W = std::conditional_t<(sizeof(T) < 4), int32_t, T>;
+  if (std::isnan(v)) return T(0);
+  constexpr W lo = std::numeric_limits<W>::min(), hi = std::numeric_limits<W>::max();
+  W w;
+  if (v <= static_cast<F>(lo)) w = lo;
+  else if (v >= static_cast<F>(hi)) w = hi;  // F(hi) rounds up to a power of two: v < 2^k below
+  else w = static_cast<W>(v);
+  return static_cast<T>(w);
+}
 
 }  // namespace detail
 
@@ -63,13 +83,15 @@ class Tensor {
   explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
-  const TensorShape& shape() const { return impl_->shape; }
-  DType dtype() const { return impl_->dtype; }
+  // The accessors below raise InvalidArgumentError on the undefined tensor (TF: None has no
+  // shape), e.g. the gradient of a source the target does not depend on.
+  const TensorShape& shape() const { return checked("Tensor::shape").shape; }
+  DType dtype() const { return checked("Tensor::dtype").dtype; }
   // "/device:CPU:0", "/device:GPU:1"
-  std::string device() const { return impl_->device.to_string(); }
-  Device placement() const { return impl_->device; }
-  int rank() const { return impl_->shape.rank(); }
-  int64_t num_elements() const { return impl_->shape.num_elements(); }
+  std::string device() const { return checked("Tensor::device").device.to_string(); }
+  Device placement() const { return checked("Tensor::placement").device; }
+  int rank() const { return checked("Tensor::rank").shape.rank(); }
+  int64_t num_elements() const { return checked("Tensor::num_elements").shape.num_elements(); }
 
   // Copies the elements to the host in row-major order, converted to T.
   template <class T>
@@ -81,9 +103,9 @@ class Tensor {
   // ---- for the library's own use ----
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
   detail::TensorImpl* get() const { return impl_.get(); }
-  bool is_weak() const { return impl_->weak; }
-  bool is_symbolic() const { return impl_->symbolic; }
-  uint64_t id() const { return impl_->id; }
+  bool is_weak() const { return checked("Tensor::is_weak").weak; }
+  bool is_symbolic() const { return checked("Tensor::is_symbolic").symbolic; }
+  uint64_t id() const { return checked("Tensor::id").id; }
   size_t nbytes() const { return static_cast<size_t>(num_elements()) * dtype_size(dtype()); }
   // Device pointer to the first element (null for an empty or symbolic tensor).
   void* raw_data() const;
@@ -95,6 +117,11 @@ class Tensor {
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:
+  const detail::TensorImpl& checked(const char* what) const {
+    if (!impl_) [[unlikely]]
+      detail::throw_undefined_tensor(what);
+    return *impl_;
+  }
   template <class T>
   static Tensor make_scalar(T value);
   std::shared_ptr<detail::TensorImpl> impl_;
@@ -132,6 +159,9 @@ Tensor Tensor::make_scalar(T value) {
     int32_t v = static_cast<int32_t>(value);
     return detail::from_host<int32_t>(&v, TensorShape{}, Device{}, true);
   } else {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) == 8)
+      if (value > static_cast<T>(std::numeric_limits<int64_t>::max())) [[unlikely]]
+        detail::throw_scalar_out_of_range(value);
     int64_t v = static_cast<int64_t>(value);
     return detail::from_host<int64_t>(&v, TensorShape{}, Device{}, true);
   }
@@ -160,6 +190,9 @@ std::vector<T> host_elements(const Tensor& t) {
         out[i] = static_cast<compute_t<S>>(src[i]) != 0;                      \
       else if constexpr (std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) \
         out[i] = T(static_cast<float>(static_cast<compute_t<S>>(src[i])));    \
+      else if constexpr (std::is_integral_v<T> &&                            \
+                         std::is_floating_point_v<compute_t<S>>)              \
+        out[i] = float_to_integer<T>(static_cast<compute_t<S>>(src[i]));      \
       else                                                                    \
         out[i] = static_cast<T>(static_cast<compute_t<S>>(src[i]));           \
     }                                                                         \
@@ -186,6 +219,7 @@ std::vector<T> Tensor::numpy() const {
 
 template <class T>
 T Tensor::item() const {
+  if (!defined()) detail::throw_undefined_tensor("item");
   if (num_elements() != 1) detail::throw_item_error(*this);
   auto v = detail::host_elements<T>(*this);
   return v[0];

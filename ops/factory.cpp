@@ -16,8 +16,25 @@ namespace tapeflow {
 namespace detail {
 
 void throw_constant_size(const char* op, size_t n, const TensorShape& shape) {
+  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown (None) dimension",
+               shape.to_string());
   TF_THROW(InvalidArgumentError, op, "{} values cannot fill a tensor of shape {} ({} elements)",
            n, shape.to_string(), shape.num_elements());
+}
+
+void check_convert(const void* data, const TensorShape& shape, double staged_bytes) {
+  const char* op = "convert_to_tensor";
+  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown (None) dimension",
+               shape.to_string());
+  TF_CHECK_ARG(data != nullptr || shape.num_elements() == 0, op,
+               "data is a null pointer for shape {} ({} elements)", shape.to_string(),
+               shape.num_elements());
+  TF_CHECK_T(ResourceExhaustedError,
+             staged_bytes <= static_cast<double>(detail::host_memory_bytes()), op,
+             "converting {} elements needs {:.1f} GiB of host memory, more than this machine's "
+             "{:.1f} GiB of RAM and swap",
+             shape.num_elements(), staged_bytes / (1 << 30),
+             static_cast<double>(detail::host_memory_bytes()) / (1 << 30));
 }
 
 Tensor constant_impl(const void* data, DType src_dtype, const TensorShape& shape) {

@@ -64,6 +64,9 @@ namespace detail {
 Tensor from_doubles(const std::vector<double>& values, const TensorShape& shape, DType dtype);
 Tensor constant_impl(const void* data, DType src_dtype, const TensorShape& shape);
 [[noreturn]] void throw_constant_size(const char* op, size_t n, const TensorShape& shape);
+// convert_to_tensor's checks: a fully known shape, data unless the shape is empty, and room for
+// `staged_bytes` of host staging.
+void check_convert(const void* data, const TensorShape& shape, double staged_bytes);
 }  // namespace detail
 
 // ---- templates ----
@@ -82,8 +85,11 @@ template <class T>
   requires std::is_arithmetic_v<T>
 Tensor convert_to_tensor(const T* data, const TensorShape& shape) {
   using S = detail::storage_elem_t<T>;
+  constexpr bool staged = !std::is_same_v<S, T> || std::is_same_v<T, bool>;
+  detail::check_convert(data, shape,
+                        staged ? static_cast<double>(shape.known_elements()) * sizeof(S) : 0.0);
   const size_t n = static_cast<size_t>(shape.num_elements());
-  if constexpr (std::is_same_v<S, T> && !std::is_same_v<T, bool>) {
+  if constexpr (!staged) {
     return detail::constant_impl(data, dtype_of<S>(), shape);
   } else {
     std::vector<S> tmp(n);

@@ -1,0 +1,180 @@
+// Misuse of the core types is a tf::Error, never a crash, a read out of bounds or silent
+// garbage: the undefined tensor's accessors, shape indices (negative ones count from the end, as
+// in Python), float-to-integer reads, out-of-range C++ scalars, convert_to_tensor's inputs,
+// DeviceScopes ended out of order, logical device limits, and Variable updates.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "autograd/variable.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+using tf::testing::require_error;
+
+TEST_CASE("the undefined tensor's accessors raise an error naming them", "[cpu]") {
+  const tf::Tensor none;
+  require_error([&] { (void)none.shape(); }, {"[Tensor::shape]", "undefined"});
+  require_error([&] { (void)none.dtype(); }, {"[Tensor::dtype]", "undefined"});
+  require_error([&] { (void)none.device(); }, {"[Tensor::device]"});
+  require_error([&] { (void)none.placement(); }, {"[Tensor::placement]"});
+  require_error([&] { (void)none.rank(); }, {"[Tensor::rank]"});
+  require_error([&] { (void)none.num_elements(); }, {"[Tensor::num_elements]"});
+  require_error([&] { (void)none.nbytes(); }, {"undefined"});
+  require_error([&] { (void)none.raw_data(); }, {"[Tensor::raw_data]"});
+  require_error([&] { (void)none.item<float>(); }, {"[item]", "undefined"});
+  require_error([&] { (void)none.numpy<float>(); }, {"undefined"});
+  // Where users meet it: the gradient of a source the target does not depend on.
+  tf::Tensor x = tf::constant({1.0f, 2.0f}), unrelated = tf::constant({3.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(unrelated);
+  const tf::Tensor y = tf::reduce_sum(x * x);
+  const tf::Tensor g = tape.gradient(y, unrelated);
+  CHECK_FALSE(g.defined());
+  require_error([&] { (void)g.shape(); }, {"gradient of a source the target does not depend on"});
+}
+
+TEST_CASE("shape indices count from the end when negative and are range-checked", "[cpu]") {
+  tf::TensorShape s{2, 3, 4};
+  CHECK(s[-1] == 4);
+  CHECK(s[-3] == 2);
+  CHECK(s.dim(-2) == 3);
+  s[-1] = 5;
+  CHECK(s == tf::TensorShape({2, 3, 5}));
+  require_error([&] { (void)s[3]; }, {"[TensorShape]", "index 3 is out of range", "(2, 3, 5)"});
+  require_error([&] { (void)s[-4]; }, {"index -4 is out of range", "-3 to 2"});
+  volatile int past_max_rank = tf::TensorShape::kMaxRank;  // not a constant: g++ would warn
+  require_error([&] { s[past_max_rank] = 1; }, {"index 8"});
+  const tf::TensorShape scalar;
+  require_error([&] { (void)scalar[0]; }, {"index 0 is out of range for shape ()"});
+  // x.shape()[-1], as Python's x.shape[-1].
+  CHECK(tf::zeros({2, 7}).shape()[-1] == 7);
+  // pop_back of a scalar and negative sizes other than None are refused.
+  tf::TensorShape t;
+  require_error([&] { t.pop_back(); }, {"pop_back of a scalar shape"});
+  CHECK(t.rank() == 0);
+  require_error([&] { t.push_back(-2); }, {"dimension -2 is negative"});
+  t.push_back(tf::None);
+  t.push_back(3);
+  CHECK(t.to_string() == "(None, 3)");
+  t.pop_back();
+  CHECK(t.rank() == 1);
+}
+
+TEST_CASE("reading floats as integers saturates as tf::cast does", "[cpu]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> v = {std::nanf(""), 1e30f, -1e30f, -1.5f, 2.7f, inf, -inf, 300.0f};
+  const tf::Tensor x = tf::constant(v, {8});
+  const std::vector<int32_t> i32 = x.numpy<int32_t>();
+  CHECK(i32 == std::vector<int32_t>{0, INT32_MAX, INT32_MIN, -1, 2, INT32_MAX, INT32_MIN, 300});
+  CHECK(i32 == tf::cast(x, tf::int32).numpy<int32_t>());
+  const std::vector<int64_t> i64 = x.numpy<int64_t>();
+  CHECK(i64 == std::vector<int64_t>{0, INT64_MAX, INT64_MIN, -1, 2, INT64_MAX, INT64_MIN, 300});
+  CHECK(i64 == tf::cast(x, tf::int64).numpy<int64_t>());
+  // Narrower than 32 bits: through int32, as cast to uint8.
+  CHECK(x.numpy<uint8_t>() == tf::cast(x, tf::uint8).numpy<uint8_t>());
+  CHECK(tf::constant(300.0f).item<uint8_t>() == 44);
+  CHECK(tf::constant(std::nan("")).item<int>() == 0);
+  CHECK(tf::constant(1e300).item<int64_t>() == INT64_MAX);
+  CHECK(tf::constant(-7.9).item<int>() == -7);
+}
+
+TEST_CASE("C++ scalars beyond int64 are refused", "[cpu]") {
+  const uint64_t big = std::numeric_limits<uint64_t>::max();
+  require_error([&] { (void)tf::Tensor(big); },
+                {"[Tensor]", "18446744073709551615 is beyond int64's range"});
+  const uint64_t fits = uint64_t{1} << 62;
+  CHECK(tf::Tensor(fits).item<int64_t>() == int64_t{1} << 62);
+}
+
+TEST_CASE("convert_to_tensor checks its shape, pointer and size", "[cpu]") {
+  const int16_t i16[4] = {1, -2, 3, 4};
+  require_error([&] { tf::convert_to_tensor(i16, {tf::None}); },
+                {"[convert_to_tensor]", "(None,) has an unknown (None) dimension"});
+  const float f[2] = {1, 2};
+  require_error([&] { tf::convert_to_tensor(f, {tf::None, 2}); }, {"unknown (None) dimension"});
+  require_error([&] { tf::convert_to_tensor(static_cast<const float*>(nullptr), {4}); },
+                {"[convert_to_tensor]", "null pointer", "(4,)"});
+  CHECK(tf::convert_to_tensor(static_cast<const float*>(nullptr), {0, 3}).shape() ==
+        tf::TensorShape({0, 3}));
+  // 2^40 bools would be staged on the host first: more than any machine here has.
+  const bool b[2] = {true, false};
+  TF_REQUIRE_THROWS_CONTAINING(tf::convert_to_tensor(b, {int64_t{1} << 40}),
+                               tf::ResourceExhaustedError, "convert_to_tensor");
+  check_values(tf::convert_to_tensor(i16, {2, 2}), {1, -2, 3, 4});
+  check_values(tf::convert_to_tensor(b, {2}), {1, 0});
+  require_error([] { tf::constant(std::vector<float>{1, 2, 3}, {tf::None}); },
+                {"[constant]", "(None,) has an unknown (None) dimension"});
+}
+
+TEST_CASE("device scopes ended out of order leave no stale entry", "[cpu]") {
+  REQUIRE_FALSE(tf::detail::scoped_device().has_value());
+  std::optional<tf::DeviceScope> a, b;
+  a.emplace("/cpu:0");
+  b.emplace("/cpu:0");
+  a.reset();  // out of order: logged, and a's entry removed
+  CHECK(tf::detail::scoped_device().has_value());
+  b.reset();
+  CHECK_FALSE(tf::detail::scoped_device().has_value());
+  {
+    tf::DeviceScope in_order("/cpu:0");
+    CHECK(tf::detail::scoped_device() == tf::Device{});
+  }
+  CHECK_FALSE(tf::detail::scoped_device().has_value());
+}
+
+TEST_CASE("logical device configurations are validated", "[cpu]") {
+  const tf::config::PhysicalDevice cpu{"/physical_device:CPU:0", "CPU"};
+  // Only CPU:0 exists (CPU:7 silently split CPU:0 before).
+  require_error(
+      [] { tf::config::set_logical_device_configuration({"/physical_device:CPU:7", "CPU"}, {{}}); },
+      {"[set_logical_device_configuration]", "no physical device '/physical_device:CPU:7'"});
+  require_error([&] { tf::config::set_logical_device_configuration(cpu, {{-5}}); },
+                {"memory_limit -5 MB", "must be positive"});
+  require_error(
+      [&] { tf::config::set_logical_device_configuration(cpu, {{}, {int64_t{1} << 44}}); },
+      {"logical device 1", "below 2^43 MB"});
+}
+
+TEST_CASE("variable updates check the delta and assignments refuse finished symbols", "[cpu]") {
+  tf::Variable v(tf::zeros({3, 1}), "v");
+  require_error([&] { v.assign_add(tf::ones({1, 3})); },
+                {"[assign_add]", "variable 'v:0' has shape (3, 1)", "the delta has shape (1, 3)"});
+  require_error([&] { v.assign_sub(tf::ones({3, 1}, tf::float64)); },
+                {"[assign_sub]", "dtype float64"});
+  require_error([&] { v.assign_add(tf::Tensor()); }, {"[assign_add]", "undefined"});
+  tf::Variable w(tf::zeros({2, 3}), "w");
+  require_error([&] { w.assign_add(tf::ones({3})); }, {"the delta has shape (3,)"});
+  // A scalar is added to every element; a C++ value takes the variable's dtype.
+  w.assign_add(2.0);
+  w.assign_sub(tf::constant(0.5f));
+  check_values(w.value(), {1.5, 1.5, 1.5, 1.5, 1.5, 1.5});
+  check_values(v.value(), {0, 0, 0});  // the refused updates changed nothing
+
+  // A symbolic tensor kept from a trace has no storage once the trace ends.
+  tf::Variable u(tf::zeros({2}), "u");
+  tf::Tensor leaked;
+  auto f = tf::function([&](const tf::Tensor& x) {
+    leaked = x * 2.0f;
+    return x;
+  });
+  f(tf::ones({2}));
+  REQUIRE(leaked.is_symbolic());
+  TF_REQUIRE_THROWS_CONTAINING(u.assign(leaked), tf::FailedPreconditionError,
+                               "symbolic tensor from a finished trace");
+  check_values(u.value(), {0, 0});
+}
