@@ -10,6 +10,7 @@
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/helpers.h"
+#include "ops/movement.h"
 
 namespace tapeflow {
 
@@ -106,10 +107,14 @@ Tensor fill_as(const char* op, const TensorShape& shape, const Tensor& value) {
     } else {
       for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * es, hb.data, es);
     }
-  } else {
-    std::vector<uint8_t> host(static_cast<size_t>(n) * es);
-    for (int64_t i = 0; i < n; ++i) std::memcpy(host.data() + i * es, hb.data, es);
-    detail::copy_bytes(t.raw_data(), dev, host.data(), Device{}, host.size());
+  } else if (n > 0) {
+    // On a GPU the value goes to the device once and broadcast_to's kernel repeats it there
+    // (stream-ordered, so the one-element tensor may be freed when this returns). A host
+    // buffer of the whole tensor, copied over, cost a host allocation and a transfer per call.
+    Tensor one = detail::empty(TensorShape{}, value.dtype(), dev);
+    detail::copy_bytes(one.raw_data(), dev, hb.data, Device{}, es);
+    prims::BroadcastTo(shape).eval_cuda(std::span<const Tensor>(&one, 1),
+                                        std::span<Tensor>(&t, 1));
   }
   return t;
 }

@@ -8,6 +8,7 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "ops/factory.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -226,6 +227,29 @@ TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
   TF_REQUIRE_THROWS_CONTAINING(tf::range(0, 1, 0), tf::InvalidArgumentError, "delta");
   TF_REQUIRE_THROWS_CONTAINING(tf::fill({2}, tf::constant({1.f, 2.f})), tf::InvalidArgumentError,
                                "scalar");
+}
+
+// zeros, ones and fill on every device and dtype: on a GPU the value is copied once and repeated
+// by broadcast_to's kernel, so scalars, empty shapes and every element width are covered.
+TEST_CASE("factories fill every dtype on every device", "[core]") {
+  for (const tf::Device d : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(d);
+    for (const tf::DType t : tf::testing::kAllDTypes) {
+      INFO(d.to_string() << " " << tf::dtype_name(t));
+      for (const tf::TensorShape& s : {tf::TensorShape{}, tf::TensorShape{0, 3},
+                                       tf::TensorShape{3, 1, 5}, tf::TensorShape{4099}}) {
+        const auto n = static_cast<size_t>(s.num_elements());
+        const tf::Tensor z = tf::zeros(s, t);
+        CHECK(z.placement() == d);
+        CHECK(z.dtype() == t);
+        check_values(z, std::vector<double>(n, 0.0));
+        check_values(tf::ones(s, t), std::vector<double>(n, 1.0));
+        const tf::Tensor f = tf::fill(s, tf::cast(tf::constant(3.0), t));
+        CHECK(f.placement() == d);
+        check_values(f, std::vector<double>(n, t == tf::bool_ ? 1.0 : 3.0));
+      }
+    }
+  }
 }
 
 TEST_CASE("C++ scalars convert to weak tensors of the documented dtypes", "[cpu]") {
