@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -93,18 +94,22 @@ class StrategyCore {
       contexts_.push_back(
           std::make_unique<MirroredReplicaContext>(static_cast<int>(i), collectives_.get()));
     threads_.reserve(devices_.size());
-    for (size_t i = 0; i < devices_.size(); ++i)
-      threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
+    try {
+      for (size_t i = 0; i < devices_.size(); ++i)
+        threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
+    } catch (const std::system_error& e) {
+      // The system refused a thread (too many replicas for its limits): the started ones are
+      // stopped and joined (a joinable std::thread destroyed would end the process).
+      const size_t started = threads_.size();
+      stop_threads();
+      TF_THROW(ResourceExhaustedError, "MirroredStrategy",
+               "could not start a thread for replica {} of {} (the strategy runs one thread per "
+               "replica): {}",
+               started, devices_.size(), e.what());
+    }
   }
 
-  ~StrategyCore() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
+  ~StrategyCore() { stop_threads(); }
 
   const std::vector<Device>& devices() const { return devices_; }
   int size() const { return static_cast<int>(devices_.size()); }
@@ -156,6 +161,15 @@ class StrategyCore {
   }
 
  private:
+  void stop_threads() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
   void worker(int i) {
     t_strategy = owner_;
     uint64_t seen = 0;

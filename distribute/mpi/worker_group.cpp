@@ -93,7 +93,7 @@ class MpiWorkerGroup final : public WorkerGroup {
       std::atexit(finalize_at_exit);
     }
     // A private communicator: our messages never meet the application's own MPI traffic.
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    dup_world();
     // Errors come back as codes (and become exceptions), not as an abort of the job.
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
@@ -204,6 +204,40 @@ class MpiWorkerGroup final : public WorkerGroup {
     g_broken = true;
     TF_THROW(UnavailableError, what, "worker {} of {}: MPI failed: {}", rank_, size_,
              mpi_error_string(rc));
+  }
+
+  // MPI_Comm_dup of MPI_COMM_WORLD, which is collective: it returns once every worker has
+  // created its strategy. MPI_Comm_dup itself would wait forever for a worker that never does
+  // (it failed before, or runs other code), so MPI_Comm_idup is polled against the collective
+  // timeout. A collective request cannot be cancelled: after the deadline the group is broken
+  // (and the job ends at exit, see finalize_at_exit).
+  void dup_world() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    TF_CHECK_T(FailedPreconditionError, !g_broken.load(), "MultiWorkerMirroredStrategy",
+               "an earlier collective of this process failed (a worker is gone or stuck); the "
+               "workers cannot meet again: restart the job (from a checkpoint)");
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
+    TF_CHECK_T(UnavailableError, rc == MPI_SUCCESS, "MultiWorkerMirroredStrategy",
+               "MPI_Comm_idup failed: {}", mpi_error_string(rc));
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::duration<double>(timeout_);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (clock::now() > deadline) {
+        g_broken = true;
+        TF_THROW(DeadlineExceededError, "MultiWorkerMirroredStrategy",
+                 "worker {} of {}: the other workers did not create their strategy within {:g} s "
+                 "(the collective timeout; CommunicationOptions::timeout_seconds or "
+                 "TAPEFLOW_COLLECTIVE_TIMEOUT): every worker must create its strategies in the "
+                 "same order",
+                 rank_, size_, timeout_);
+      }
+      if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   // Waits for every request, at most timeout_ seconds; spins briefly, then sleeps between polls.

@@ -2,11 +2,14 @@
 # that the job ends, in bounded time, with the error a user should see:
 #   stuck: worker 1 sleeps past the 2 s collective timeout; worker 0 raises
 #          DeadlineExceededError naming worker 1 and the timeout, and the job ends (MPI_Abort).
+#   absent: worker 1 creates its second strategy 5 s late; worker 0's constructor raises
+#          DeadlineExceededError after the 2 s timeout, and the job ends (MPI_Abort).
 #   dies:  worker 1 is killed (SIGKILL) at step 3; the job ends (mpirun ends the others, or
 #          worker 0 raises first).
 #   raises: worker 1's step throws at step 2; worker 0 raises UnavailableError with worker 1's
 #          message at once (not after the 60 s timeout), and the job ends (MPI_Abort).
-# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|dies|raises -P run_failure.cmake
+# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|absent|dies|raises
+#   -P run_failure.cmake
 string(TIMESTAMP start "%s")
 execute_process(COMMAND ${MPIRUN} ${PROGRAM} "[.failure_${KIND}]"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
@@ -26,6 +29,8 @@ if(rc EQUAL 0)
 endif()
 if(KIND STREQUAL "stuck")
   set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: worker 1 did not answer within 2 s")
+elseif(KIND STREQUAL "absent")
+  set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[MultiWorkerMirroredStrategy\\] worker 0 of 2: the other workers did not create their strategy within 2 s")
 elseif(KIND STREQUAL "raises")
   set(want "worker 0 raised at step 2 after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: the step ended because worker 1 of 2 failed: boom in worker 1's step")
 else()

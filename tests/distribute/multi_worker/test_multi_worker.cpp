@@ -289,6 +289,29 @@ TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
   }
 }
 
+TEST_CASE("multi-worker failure: a worker that never creates its strategy", "[.failure_absent]") {
+  // Creating a strategy is collective (its communicator). Both workers create a first one (MPI's
+  // start-up, itself without a deadline, is behind them then); worker 1 comes 5 s late to the
+  // second.
+  ds::MultiWorkerMirroredStrategy first(
+      ds::experimental::CommunicationOptions{.timeout_seconds = 2});
+  REQUIRE(first.num_workers() >= 2);
+  const int rank = first.worker_index();
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(5));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    ds::MultiWorkerMirroredStrategy second(
+        ds::experimental::CommunicationOptions{.timeout_seconds = 2});
+    if (rank == 0) FAIL("the strategy was created without worker 1");
+  } catch (const tf::DeadlineExceededError& e) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "worker %d raised DeadlineExceededError after %.1f s: %s\n", rank,
+                 waited, e.what());
+    CHECK(waited < 10);
+  }
+}
+
 TEST_CASE("multi-worker failure: a worker's step raises", "[.failure_raises]") {
   // A long timeout: the other worker must learn of the failure from worker 1 itself.
   ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 60});
