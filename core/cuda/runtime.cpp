@@ -198,6 +198,13 @@ class CudaAllocator final : public Allocator {
 
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
+    // More than the GPU has can never succeed (and round() would wrap to 0 near SIZE_MAX): no
+    // cache flush, no cudaMalloc.
+    const size_t total = cuda::properties(Device{DeviceType::GPU, logical_}).totalGlobalMem;
+    if (nbytes > total)
+      TF_THROW(ResourceExhaustedError, "gpu_allocator",
+               "out of memory on /device:GPU:{}: requested {} bytes, more than the GPU's {} bytes",
+               logical_, nbytes, total);
     const size_t rounded = round(nbytes);
     std::lock_guard lock(mu_);
     auto it = free_.find(rounded);
