@@ -47,6 +47,16 @@ cublasHandle_t cublas_device_scalars(Device device);
 cusolverDnHandle_t cusolver(Device device);
 cudnnHandle_t cudnn(Device device);
 
+// Whether cuDNN's legacy convolution API can take one spatial dimension: it reads sizes,
+// padding, strides and dilations as ints and works out the padded extent (in + 2 pad) and the
+// window's span ((k - 1) dilation + 1) as ints, which wrap for a dilation or a SAME padding
+// near 2^31 (a negative padding or addresses outside the tensors).
+inline bool cudnn_window_fits(int64_t in, int64_t pad, int64_t k, int64_t stride,
+                              int64_t dilation) {
+  constexpr int64_t kMax = 2147483647;
+  return in + 2 * pad < kMax && (k - 1) * dilation + 1 < kMax && stride < kMax;
+}
+
 // Scratch memory for library calls, from the device's caching allocator: keep the returned
 // tensor alive until the call has been queued (stream order makes reuse safe afterwards).
 Tensor workspace(Device device, size_t nbytes);

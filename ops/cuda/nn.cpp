@@ -326,6 +326,14 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
              "filters {}, output {}",
              x.shape().to_string(), f.shape().to_string(), y.shape().to_string());
   }
+  if (!cu::cudnn_window_fits(HP, dh.pad_before, KH, stride_h, dilation_h) ||
+      !cu::cudnn_window_fits(WP, dw.pad_before, KW, stride_w, dilation_w)) {
+    TF_THROW(UnimplementedError, "conv2d",
+             "the CUDA kernel (cuDNN) takes the geometry as 32-bit ints: input {}, filters {}, "
+             "strides [{}, {}], dilations [{}, {}] and padding ({}, {}) exceed them",
+             x.shape().to_string(), f.shape().to_string(), stride_h, stride_w, dilation_h,
+             dilation_w, dh.pad_before, dw.pad_before);
+  }
   const ConvKey key{dev.index, dt.id,        tf32,          N,        HP,       WP,
                     C,         O,            KH,            KW,       OH,       OW,
                     dh.pad_before, dw.pad_before, stride_h, stride_w, dilation_h, dilation_w};

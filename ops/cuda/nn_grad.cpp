@@ -160,7 +160,8 @@ bool cudnn_sizes_ok(const ConvGeom& g) {
   const int64_t hp = k.h + (g.pb - k.pt), wp = k.w + (g.pr - k.pl);
   const int64_t biggest =
       std::max({k.n * hp * wp * k.c, k.n * k.oh * k.ow * k.o, k.kh * k.kw * k.c * k.o});
-  return biggest < INT_MAX;
+  return biggest < INT_MAX && cu::cudnn_window_fits(hp, k.pt, k.kh, k.sh, k.dh) &&
+         cu::cudnn_window_fits(wp, k.pl, k.kw, k.sw, k.dw);
 }
 
 // cuDNN 9 groups statuses by thousands: 3000-3999 are the NOT_SUPPORTED family.
