@@ -1,6 +1,8 @@
 #include "ops/dispatch.h"
 
 #include <array>
+#include <string>
+#include <string_view>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -27,10 +29,42 @@ Device current_device() {
   return st.empty() ? default_device() : st.back();
 }
 
+namespace {
+
+template <class E>
+void rethrow_if(const Error& e, const std::string& message) {
+  if (dynamic_cast<const E*>(&e) != nullptr) throw E(message);
+}
+
+// An error without an op's name (a CUDA, cuBLAS, cuDNN or cuSOLVER call's, which name the call)
+// is raised again, of the same type, with the primitive's name in front.
+[[noreturn]] void rethrow_naming(const Primitive& prim, const Error& e) {
+  const std::string message = fmt::format("[{}] {}", prim.name(), e.what());
+  rethrow_if<InvalidArgumentError>(e, message);
+  rethrow_if<NotFoundError>(e, message);
+  rethrow_if<ResourceExhaustedError>(e, message);
+  rethrow_if<FailedPreconditionError>(e, message);
+  rethrow_if<UnimplementedError>(e, message);
+  rethrow_if<DeadlineExceededError>(e, message);
+  rethrow_if<UnavailableError>(e, message);
+  rethrow_if<InternalError>(e, message);
+  throw Error(message);
+}
+
+}  // namespace
+
 void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> inputs,
                 std::span<Tensor> outputs) {
-  if (device.is_cpu()) prim.eval_cpu(inputs, outputs);
-  else prim.eval_cuda(inputs, outputs);
+  if (device.is_cpu()) {
+    prim.eval_cpu(inputs, outputs);
+    return;
+  }
+  try {
+    prim.eval_cuda(inputs, outputs);
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with('[')) throw;  // names an op already
+    rethrow_naming(prim, e);
+  }
 }
 
 namespace {

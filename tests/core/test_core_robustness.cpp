@@ -2,21 +2,27 @@
 // garbage: the undefined tensor's accessors, shape indices (negative ones count from the end, as
 // in Python), float-to-integer reads, out-of-range C++ scalars, convert_to_tensor's inputs,
 // DeviceScopes ended out of order, logical device limits, and Variable updates.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
+#include "core/check.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "jit/function.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/primitive.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -177,4 +183,39 @@ TEST_CASE("variable updates check the delta and assignments refuse finished symb
   TF_REQUIRE_THROWS_CONTAINING(u.assign(leaked), tf::FailedPreconditionError,
                                "symbolic tensor from a finished trace");
   check_values(u.value(), {0, 0});
+}
+
+namespace {
+// A primitive whose GPU kernel fails as a library call does: an error that names the call, not
+// the op (its eval_cuda touches no GPU, so this runs everywhere).
+struct FailingKernel final : tf::PrimitiveBase<FailingKernel> {
+  bool named = false;
+  const char* name() const override { return "failing_kernel"; }
+  void infer(std::span<const tf::Tensor> in, std::span<tf::TensorMeta> out) const override {
+    out[0] = {in[0].shape(), in[0].dtype()};
+  }
+  void eval_cpu(std::span<const tf::Tensor>, std::span<tf::Tensor>) const override {}
+  void eval_cuda(std::span<const tf::Tensor>, std::span<tf::Tensor>) const override {
+    if (named) TF_THROW(UnimplementedError, "other_op", "refused");
+    throw tf::ResourceExhaustedError("cuDNN call cudnnFoo failed with status 2000: BAD_PARAM");
+  }
+};
+}  // namespace
+
+TEST_CASE("a GPU kernel's library error names the op, with its type kept", "[cpu]") {
+  const tf::Tensor x = tf::zeros({2});
+  std::array<tf::Tensor, 1> out{tf::zeros({2})};
+  FailingKernel k;
+  const tf::Device gpu{tf::DeviceType::GPU, 0};
+  TF_REQUIRE_THROWS_CONTAINING(tf::detail::run_kernel(k, gpu, {&x, 1}, out),
+                               tf::ResourceExhaustedError,
+                               "[failing_kernel] cuDNN call cudnnFoo failed with status 2000");
+  // A message that names an op already is left as it is.
+  k.named = true;
+  try {
+    tf::detail::run_kernel(k, gpu, {&x, 1}, out);
+    FAIL("no error");
+  } catch (const tf::UnimplementedError& e) {
+    CHECK(std::string(e.what()) == "[other_op] refused");
+  }
 }
