@@ -20,8 +20,9 @@
 //          column-major around it (nothing to do when k == 1);
 //   det:   the product of U's diagonal and the pivot sign, in a small kernel, exactly as the CPU.
 // Batches of small matrices (n <= kBatchedMaxN) use cuBLAS's batched getrf/getrs (one launch
-// for the whole batch); bigger matrices run cuSOLVER's getrf/getrs one matrix after the other,
-// with one workspace. float16/bfloat16 are converted to float32 around the float32 path, as on
+// for the whole batch), as does one small matrix while a CUDA graph is captured (cuBLAS is
+// documented as capturable); bigger matrices run cuSOLVER's getrf/getrs one matrix after the
+// other, with one workspace. float16/bfloat16 are converted to float32 around the float32 path, as on
 // the CPU. A singular matrix (an exact zero pivot, getrf's info > 0) raises the CPU's error,
 // which needs the infos on the host: the only synchronisation of this family.
 #include "ops/linalg.h"
@@ -193,6 +194,13 @@ struct LuCalls<double> {
   }
 };
 
+// Whether the device's stream is being captured into a CUDA graph (jit_compile's replay).
+bool capturing(Device dev) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TF_CUDA_CHECK(cudaStreamIsCapturing(cu::stream(dev), &capture));
+  return capture != cudaStreamCaptureStatusNone;
+}
+
 // LU factorisations, in place, of `batches` column-major n x n matrices stored one after the
 // other at `lu` (n >= 1), and solves with them. Temporaries live as long as this object; the
 // work it queues is stream-ordered, so they may be freed as soon as it is queued.
@@ -205,7 +213,7 @@ class LuBatch {
         lu_(lu),
         batches_(batches),
         n_(checked_int(n, op)),
-        batched_(batches > 1 && n <= kBatchedMaxN && batches <= INT_MAX) {
+        batched_(n <= kBatchedMaxN && batches <= INT_MAX && (batches > 1 || capturing(dev))) {
     ipiv_ = detail::empty(TensorShape{batches * n}, int32, dev);
     // One info per matrix, plus one for getrs, whose info reports bad arguments only and must
     // not overwrite getrf's.
@@ -258,9 +266,7 @@ class LuBatch {
     // synchronises the stream). This is the one host synchronisation of inv and solve, needed
     // to raise the CPU's error. During CUDA-graph capture nothing may synchronise and nothing is
     // computed yet, so the check is skipped there.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    TF_CUDA_CHECK(cudaStreamIsCapturing(cu::stream(dev_), &capture));
-    if (capture != cudaStreamCaptureStatusNone) return;
+    if (capturing(dev_)) return;
     std::vector<int> infos(static_cast<size_t>(batches_));
     detail::copy_bytes(infos.data(), Device{}, info_.raw_data(), dev_, infos.size() * sizeof(int));
     const bool singular = std::any_of(infos.begin(), infos.end(), [](int i) { return i > 0; });
