@@ -22,9 +22,9 @@
 // Batches of small matrices (n <= kBatchedMaxN) use cuBLAS's batched getrf/getrs (one launch
 // for the whole batch), as does one small matrix while a CUDA graph is captured (cuBLAS is
 // documented as capturable); bigger matrices run cuSOLVER's getrf/getrs one matrix after the
-// other, with one workspace. float16/bfloat16 are converted to float32 around the float32 path, as on
-// the CPU. A singular matrix (an exact zero pivot, getrf's info > 0) raises the CPU's error,
-// which needs the infos on the host: the only synchronisation of this family.
+// other, with one workspace. float16/bfloat16 are converted to float32 around the float32
+// path, as on the CPU. A singular matrix (an exact zero pivot, getrf's info > 0) raises the
+// CPU's error, which needs the infos on the host: the only synchronisation of this family.
 #include "ops/linalg.h"
 
 #include <cublas_v2.h>
