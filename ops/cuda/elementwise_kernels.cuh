@@ -207,8 +207,21 @@ struct SigmoidF {
   template <class C>
   TF_EW_HD C operator()(C x) const {
     const C e = m_exp(-m_fabs(x));
-    const C s = C(1) / (C(1) + e);
+    const C s = C(1) / one_plus(e);
     return x >= C(0) ? s : e * s;
+  }
+  // 1 + e rounded on its own on the device (never contracted into an FMA with exp's last
+  // step), as the NVRTC-generated sigmoid's __fadd_rn: fused and eager sigmoid agree bit for
+  // bit.
+  template <class C>
+  static TF_EW_HD C one_plus(C e) {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<C, float>) return __fadd_rn(1.0f, e);
+    else if constexpr (std::is_same_v<C, double>) return __dadd_rn(1.0, e);
+    else return C(1) + e;
+#else
+    return C(1) + e;
+#endif
   }
 };
 struct SinF {
