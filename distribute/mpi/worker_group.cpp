@@ -96,8 +96,6 @@ class MpiWorkerGroup final : public WorkerGroup {
     dup_world();
     // Errors come back as codes (and become exceptions), not as an abort of the job.
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
   }
 
   ~MpiWorkerGroup() override {
@@ -206,48 +204,52 @@ class MpiWorkerGroup final : public WorkerGroup {
              mpi_error_string(rc));
   }
 
-  // MPI_Comm_dup of MPI_COMM_WORLD, which is collective: it returns once every worker has
-  // created its strategy. MPI_Comm_dup itself would wait forever for a worker that never does
-  // (it failed before, or runs other code), so MPI_Comm_idup is polled against the collective
-  // timeout. A collective request cannot be cancelled: after the deadline the group is broken
-  // (and the job ends at exit, see finalize_at_exit).
-  void dup_world() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    TF_CHECK_T(FailedPreconditionError, !g_broken.load(), "MultiWorkerMirroredStrategy",
-               "an earlier collective of this process failed (a worker is gone or stuck); the "
-               "workers cannot meet again: restart the job (from a checkpoint)");
-    MPI_Request req = MPI_REQUEST_NULL;
-    const int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
-    TF_CHECK_T(UnavailableError, rc == MPI_SUCCESS, "MultiWorkerMirroredStrategy",
-               "MPI_Comm_idup failed: {}", mpi_error_string(rc));
+  // Calls poll(polls) until it returns true (then true) or timeout_ seconds have passed (then
+  // false); spins briefly, then sleeps between polls.
+  template <class Poll>
+  bool poll_within_timeout(Poll&& poll) const {
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + std::chrono::duration<double>(timeout_);
     for (int polls = 0;; ++polls) {
-      int done = 0;
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (done) return;
-      if (clock::now() > deadline) {
-        g_broken = true;
-        TF_THROW(DeadlineExceededError, "MultiWorkerMirroredStrategy",
-                 "worker {} of {}: the other workers did not create their strategy within {:g} s "
-                 "(the collective timeout; CommunicationOptions::timeout_seconds or "
-                 "TAPEFLOW_COLLECTIVE_TIMEOUT): every worker must create its strategies in the "
-                 "same order",
-                 rank_, size_, timeout_);
-      }
+      if (poll(polls)) return true;
+      if (clock::now() > deadline) return false;
       if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
-  // Waits for every request, at most timeout_ seconds; spins briefly, then sleeps between polls.
-  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for) {
-    using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    const auto deadline = start + std::chrono::duration<double>(timeout_);
-    for (int polls = 0;; ++polls) {
+  // The private communicator, a dup of MPI_COMM_WORLD, which is collective: it completes once
+  // every worker has created its strategy. MPI_Comm_dup would wait forever for a worker that
+  // never does (it failed before, or runs other code), so MPI_Comm_idup is polled against the
+  // collective timeout. A collective request cannot be cancelled: after the deadline the group
+  // is broken (and the job ends at exit, see finalize_at_exit).
+  void dup_world() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    check_usable("MultiWorkerMirroredStrategy");
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
+    TF_CHECK_T(UnavailableError, rc == MPI_SUCCESS, "MultiWorkerMirroredStrategy",
+               "MPI_Comm_idup failed: {}", mpi_error_string(rc));
+    const bool created = poll_within_timeout([&](int) {
       int done = 0;
-      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done,
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    if (created) return;
+    g_broken = true;
+    TF_THROW(DeadlineExceededError, "MultiWorkerMirroredStrategy",
+             "worker {} of {}: the other workers did not create their strategy within {:g} s "
+             "(the collective timeout; CommunicationOptions::timeout_seconds or "
+             "TAPEFLOW_COLLECTIVE_TIMEOUT): every worker must create its strategies in the "
+             "same order",
+             rank_, size_, timeout_);
+  }
+
+  // Waits for every request, at most timeout_ seconds.
+  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for) {
+    const bool done = poll_within_timeout([&](int polls) {
+      int all_done = 0;
+      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &all_done,
                                  MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS) {
         g_broken = true;
@@ -255,20 +257,19 @@ class MpiWorkerGroup final : public WorkerGroup {
                  "worker {} of {}: {} (MPI: {}); a worker may have died", rank_, size_,
                  waiting_for, mpi_error_string(rc));
       }
-      if (done) return;
+      if (all_done) return true;
       if (polls % 64 == 63) check_aborted(reqs, what);
-      if (clock::now() > deadline) {
-        for (MPI_Request& r : reqs)
-          if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-        g_broken = true;
-        TF_THROW(DeadlineExceededError, what,
-                 "worker {} of {}: {} within {:g} s (the collective timeout; "
-                 "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT): it is "
-                 "gone or stuck",
-                 rank_, size_, waiting_for, timeout_);
-      }
-      if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+      return false;
+    });
+    if (done) return;
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    g_broken = true;
+    TF_THROW(DeadlineExceededError, what,
+             "worker {} of {}: {} within {:g} s (the collective timeout; "
+             "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT): it is "
+             "gone or stuck",
+             rank_, size_, waiting_for, timeout_);
   }
 
   // Ring all-reduce of n elements at data: reduce-scatter (after step s, worker r has added
