@@ -113,8 +113,8 @@ Tensor fill_as(const char* op, const TensorShape& shape, const Tensor& value) {
     // buffer of the whole tensor, copied over, cost a host allocation and a transfer per call.
     Tensor one = detail::empty(TensorShape{}, value.dtype(), dev);
     detail::copy_bytes(one.raw_data(), dev, hb.data, Device{}, es);
-    prims::BroadcastTo(shape).eval_cuda(std::span<const Tensor>(&one, 1),
-                                        std::span<Tensor>(&t, 1));
+    detail::run_kernel(prims::BroadcastTo(shape), dev, std::span<const Tensor>(&one, 1),
+                       std::span<Tensor>(&t, 1));
   }
   return t;
 }
