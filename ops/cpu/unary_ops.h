@@ -168,19 +168,37 @@ inline C exp_any(C x) {
   else return std::exp(x);
 }
 
-// tanh: an odd polynomial below |x| = 0.625 (Cephes), else 1 - 2 / (exp(2|x|) + 1) with x's sign.
-// Measured max error 1.3 ulp (float32).
+// tanh for float32: x P(x^2) / Q(x^2) with x clamped to [-9.1, 9.1] (beyond 9.02 tanh rounds to
+// +-1), P of degree 5 and Q of degree 4 in x^2, fitted (bench/accuracy/fit_tanh.py) to a relative
+// error of 1.5e-9; the result is clamped to [-1, 1] so that 1 - tanh^2 (the gradient) is never
+// negative. 19 vector operations against 55 for the previous form (1 - 2 / (exp(2|x|) + 1)
+// blended with a small-x polynomial, 1.3 ulp): eager tanh over 64K float32 in cache, one core,
+// 0.81 -> 0.42 ns per element, as fast as exp (AVX-512, an Intel Xeon VM). Measured
+// over every float32 in [0, 9.5] (bench/accuracy/tanh_ulp.cpp): at most 5.1 ulp from the
+// rounded float64 value on the AVX-512 and AVX2 loops, 6.0 on the baseline ones (no FMA): the
+// float32 rounding of the two polynomials (TF's CPU tanh is a rational function of this kind
+// too); 97.5% within 1 ulp, 99.9% within 2; tanh(x) = x below |x| = 2^-12, tanh(+-inf) = +-1,
+// tanh(nan) = nan.
 template <class C>
 inline C tanh_any(C x) {
   if constexpr (std::is_same_v<C, float>) {
-    const float ax = std::abs(x);
-    const float z = x * x;
-    const float small =
-        ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-          1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    const float e = exp_fast(2.0f * ax);
-    const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-    return ax < 0.625f ? small : big;
+    float xc = x > 9.1f ? 9.1f : x;  // NaN compares false and passes both clamps
+    xc = xc < -9.1f ? -9.1f : xc;
+    const float t = xc * xc;
+    float p = -1.20924156e-11f;
+    p = p * t + 3.04432319e-8f;
+    p = p * t + 2.79513060e-5f;
+    p = p * t + 3.86563060e-3f;
+    p = p * t + 1.36777863e-1f;
+    p = p * t + 1.0f;
+    float q = 1.28335239e-6f;
+    q = q * t + 3.93381371e-4f;
+    q = q * t + 2.72360425e-2f;
+    q = q * t + 4.70111191e-1f;
+    q = q * t + 1.0f;
+    float r = xc * p / q;
+    r = r > 1.0f ? 1.0f : r;
+    return r < -1.0f ? -1.0f : r;
   } else {
     return std::tanh(x);
   }
