@@ -29,6 +29,7 @@ namespace {
 
 constexpr int64_t kTile = 1024;    // elements per tile and step: 4 or 8 KiB, several stay in L1/L2
 constexpr int64_t kGrain = 16384;  // elements per thread below which the pool is not used
+constexpr int64_t kPrefetchTiles = 2;  // how far ahead the streams are prefetched, in tiles
 
 // n uninitialised elements of T: on the stack up to N, else on the heap (replays of small
 // graphs are dominated by such per-call costs).
@@ -191,7 +192,20 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
              name(), "the output aliases an input that the last step reads other than as one "
              "operand of a binary op whose other operand is a step or another tensor of "
              "elements");
-  const int64_t grain = std::max<int64_t>(kGrain / static_cast<int64_t>(steps.size()), kTile);
+  // The streams read and written in full (full-size inputs, then the output): their tile two
+  // tiles ahead is prefetched while this one computes, a share of its cache lines before each
+  // step. The hardware prefetchers follow demand misses only, so without this the memory idles
+  // during the arithmetic steps and the arithmetic waits during the first reads and last writes
+  // (a 6-step tanh/exp chain over 16M float32 on one core: 27.6 -> 20.0 ms).
+  SmallArray<const char*, 16> streams(num_inputs + 1);
+  int num_streams = 0;
+  for (int k = 0; k < num_inputs; ++k)
+    if (period[k] == 0 && !scalar[k] && ptr[k] != dst)
+      streams[num_streams++] = reinterpret_cast<const char*>(ptr[k]);
+  const int num_read_streams = num_streams;
+  streams[num_streams++] = reinterpret_cast<const char*>(dst);
+  const int64_t num_steps = static_cast<int64_t>(steps.size());
+  const int64_t grain = std::max<int64_t>(kGrain / num_steps, kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
     // Tile buffers as long as this range's tiles, uninitialised (every step writes its slot
     // before a later step reads it).
@@ -236,7 +250,23 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
         return buffers + slot * stride;
       };
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
+      const int64_t ahead = t + kPrefetchTiles * kTile;
+      const int64_t lines =
+          ahead < end ? (std::min(kTile, end - ahead) * int64_t{sizeof(T)} + 63) / 64 : 0;
+      int64_t step_index = 0;
       for (const Step& st : steps) {
+        if (lines > 0) {  // this step's share of the lines ahead
+          const int64_t from = lines * step_index / num_steps;
+          const int64_t to = lines * (step_index + 1) / num_steps;
+          for (int k = 0; k < num_streams; ++k) {
+            const char* at_line = streams[k] + ahead * int64_t{sizeof(T)};
+            for (int64_t l = from; l < to; ++l) {
+              if (k < num_read_streams) __builtin_prefetch(at_line + 64 * l, 0, 3);
+              else __builtin_prefetch(at_line + 64 * l, 1, 3);
+            }
+          }
+        }
+        ++step_index;
         if (in_place && &st == &last) {
           const auto& binary = st.template binary_loops<T>(len);
           if (alias_a) binary.av(dst + t, vec(st.b), len);
