@@ -30,6 +30,7 @@ namespace {
 constexpr int64_t kTile = 1024;    // elements per tile and step: 4 or 8 KiB, several stay in L1/L2
 constexpr int64_t kGrain = 16384;  // elements per thread below which the pool is not used
 constexpr int64_t kPrefetchTiles = 2;  // how far ahead the streams are prefetched, in tiles
+constexpr int64_t kPrefetchMinSteps = 4;  // and in chains of at least this many steps only
 
 // n uninitialised elements of T: on the stack up to N, else on the heap (replays of small
 // graphs are dominated by such per-call costs).
@@ -196,7 +197,10 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   // tiles ahead is prefetched while this one computes, a share of its cache lines before each
   // step. The hardware prefetchers follow demand misses only, so without this the memory idles
   // during the arithmetic steps and the arithmetic waits during the first reads and last writes
-  // (a 6-step tanh/exp chain over 16M float32 on one core: 27.6 -> 20.0 ms).
+  // (a 6-step tanh/exp chain over 16M float32 on one core: 27.6 -> 20.0 ms). Only chains of
+  // kPrefetchMinSteps or more: on shorter ones the memory is the bottleneck anyway, the hardware
+  // prefetchers keep up, and the prefetch instructions cost more than they save (relu(x + b) over
+  // 3 MiB on one core: 270 -> 340 us with them).
   SmallArray<const char*, 16> streams(num_inputs + 1);
   int num_streams = 0;
   for (int k = 0; k < num_inputs; ++k)
@@ -205,6 +209,7 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   const int num_read_streams = num_streams;
   streams[num_streams++] = reinterpret_cast<const char*>(dst);
   const int64_t num_steps = static_cast<int64_t>(steps.size());
+  const bool prefetch = num_steps >= kPrefetchMinSteps;
   const int64_t grain = std::max<int64_t>(kGrain / num_steps, kTile);
   detail::parallel_for(n, grain, [&](int64_t begin, int64_t end) {
     // Tile buffers as long as this range's tiles, uninitialised (every step writes its slot
@@ -252,7 +257,8 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       auto is_scalar = [&](int o) { return o < num_inputs && scalar[o]; };
       const int64_t ahead = t + kPrefetchTiles * kTile;
       const int64_t lines =
-          ahead < end ? (std::min(kTile, end - ahead) * int64_t{sizeof(T)} + 63) / 64 : 0;
+          prefetch && ahead < end ? (std::min(kTile, end - ahead) * int64_t{sizeof(T)} + 63) / 64
+                                  : 0;
       int64_t step_index = 0;
       for (const Step& st : steps) {
         if (lines > 0) {  // this step's share of the lines ahead
