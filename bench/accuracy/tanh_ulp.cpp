@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <tapeflow/tapeflow.h>
 
+#include "support/ulp.h"
+
 namespace tf = tapeflow;
 
 int main(int argc, char** argv) {
@@ -39,12 +41,7 @@ int main(int argc, char** argv) {
     const std::vector<float> ys = tf::tanh(x).numpy<float>();
     const std::vector<float> neg = tf::tanh(-x).numpy<float>();
     for (size_t i = 0; i < xs.size(); ++i) {
-      const double want = std::tanh(static_cast<double>(xs[i]));
-      const float rounded = static_cast<float>(want);
-      const double ulp = rounded == 1.0f   ? 0x1p-24
-                         : rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
-                                           : std::nextafter(rounded, 2.0f) - rounded;
-      const double err = std::abs(ys[i] - want) / ulp;
+      const double err = tf::testing::float32_ulp_error(ys[i], std::tanh(double{xs[i]}));
       if (err > worst) {
         worst = err;
         worst_x = xs[i];

@@ -12,6 +12,7 @@
 #include "ops/factory.h"
 #include "ops/unary.h"
 #include "support/testing.h"
+#include "support/ulp.h"
 
 namespace tf = tapeflow;
 using tf::testing::contains;
@@ -317,13 +318,7 @@ TEST_CASE("float32 tanh is within 6.5 ulp of float64 and odd and at most 1 in ma
     float worst_x = 0;
     bool bounded = true, odd = true;
     for (size_t i = 0; i < xs.size(); ++i) {
-      const double want = std::tanh(static_cast<double>(xs[i]));
-      const float rounded = std::abs(static_cast<float>(want));
-      // The spacing of float32 values at the rounded result (below 1 at 1).
-      const double ulp = rounded == 1.0f ? 0x1p-24
-                         : rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
-                         : std::nextafter(rounded, 2.0f) - rounded;
-      const double err = std::abs(ys[i] - want) / ulp;
+      const double err = tf::testing::float32_ulp_error(ys[i], std::tanh(double{xs[i]}));
       if (err > worst) {
         worst = err;
         worst_x = xs[i];

@@ -1,0 +1,20 @@
+// Distance in float32 ulp between a float32 result and the exact (float64) value: the error
+// divided by the spacing of float32 values at the float64 value rounded to float32 (the spacing
+// below 1 at 1; the smallest subnormal at 0). Header-only: the math accuracy tests and
+// bench/accuracy/tanh_ulp.cpp share it.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+namespace tapeflow::testing {
+
+inline double float32_ulp_error(float got, double want) {
+  const float rounded = std::abs(static_cast<float>(want));
+  const double ulp = rounded == 1.0f   ? 0x1p-24
+                     : rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
+                                       : std::nextafter(rounded, 2.0f) - rounded;
+  return std::abs(static_cast<double>(got) - want) / ulp;
+}
+
+}  // namespace tapeflow::testing
