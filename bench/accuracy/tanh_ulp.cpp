@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: tanh_ulp [stride >= 1]\n";
     return 2;
   }
+  tf::DeviceScope cpu("/cpu:0");  // tapeflow's own loops, also where a GPU is the default
   const int64_t top = std::bit_cast<uint32_t>(9.5f);
   const int64_t chunk = int64_t{1} << 22;
   double worst = 0;

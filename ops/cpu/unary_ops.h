@@ -171,14 +171,14 @@ inline C exp_any(C x) {
 // tanh for float32: x P(x^2) / Q(x^2) with x clamped to [-9.1, 9.1] (beyond 9.02 tanh rounds to
 // +-1), P of degree 5 and Q of degree 4 in x^2, fitted (bench/accuracy/fit_tanh.py) to a relative
 // error of 1.5e-9; the result is clamped to [-1, 1] so that 1 - tanh^2 (the gradient) is never
-// negative. 19 vector operations against 55 for the previous form (1 - 2 / (exp(2|x|) + 1)
-// blended with a small-x polynomial, 1.3 ulp): eager tanh over 64K float32 in cache, one core,
-// 0.81 -> 0.42 ns per element, as fast as exp (AVX-512, an Intel Xeon VM). Measured
-// over every float32 in [0, 9.5] (bench/accuracy/tanh_ulp.cpp): at most 5.1 ulp from the
-// rounded float64 value on the AVX-512 and AVX2 loops, 6.0 on the baseline ones (no FMA): the
-// float32 rounding of the two polynomials (TF's CPU tanh is a rational function of this kind
-// too); 97.5% within 1 ulp, 99.9% within 2; tanh(x) = x below |x| = 2^-12, tanh(+-inf) = +-1,
-// tanh(nan) = nan.
+// negative. 16 vector operations with FMA (one division) against about 55 in the previous form's
+// AVX-512 loop (1 - 2 / (exp(2|x|) + 1) blended with a small-x polynomial, 1.3 ulp): eager tanh
+// over 64K float32 in cache, one core, 0.81 -> 0.42 ns per element, as fast as exp (AVX-512, an
+// Intel Xeon VM). Measured over every float32 in [0, 9.5] (bench/accuracy/tanh_ulp.cpp): at most
+// 5.1 ulp from the rounded float64 value on the AVX-512 and AVX2 loops, 6.0 on the baseline ones
+// (no FMA): the float32 rounding of the two polynomials (TF's CPU tanh is a rational function of
+// this kind too); 97.5% within 1 ulp, 99.9% within 2; tanh(x) = x below |x| = 2^-12, tanh(+-inf) =
+// +-1, tanh(nan) = nan.
 template <class C>
 inline C tanh_any(C x) {
   if constexpr (std::is_same_v<C, float>) {

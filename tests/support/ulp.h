@@ -11,9 +11,10 @@ namespace tapeflow::testing {
 
 inline double float32_ulp_error(float got, double want) {
   const float rounded = std::abs(static_cast<float>(want));
+  constexpr float inf = std::numeric_limits<float>::infinity();
   const double ulp = rounded == 1.0f   ? 0x1p-24
                      : rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
-                                       : std::nextafter(rounded, 2.0f) - rounded;
+                                       : std::nextafter(rounded, inf) - rounded;
   return std::abs(static_cast<double>(got) - want) / ulp;
 }
 
