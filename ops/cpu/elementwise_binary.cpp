@@ -234,7 +234,33 @@ void binary_eval(const Tensor& a, const Tensor& b, Tensor& out, int64_t grain) {
 
 // ---- where ----
 
-// Elements are moved as raw bits of their size.
+// Elements are moved as raw bits of their size (E is an unsigned integer). Both operands are
+// read at every element and combined through a mask made from the condition, which the compiler
+// vectorises: read only where chosen (c ? x : y), the loop was a branch per element, 2 ns per
+// element on random conditions (64K float32: 132 us, 18x an add; float64 and broadcasts too).
+template <class E>
+inline E pick(uint8_t c, E x, E y) {
+  const E m = static_cast<E>(E(0) - static_cast<E>(c != 0));
+  return static_cast<E>((x & m) | (y & static_cast<E>(~m)));
+}
+// One run of a broadcast where: each operand contiguous (1) or one element repeated (0).
+template <class E, bool C1, bool X1, bool Y1>
+void pick_run(const uint8_t* __restrict c, const E* __restrict x, const E* __restrict y,
+              E* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = pick(c[C1 ? i : 0], x[X1 ? i : 0], y[Y1 ? i : 0]);
+}
+template <class E>
+using PickRun = void (*)(const uint8_t*, const E*, const E*, E*, int64_t);
+template <class E>
+PickRun<E> pick_run_for(bool c1, bool x1, bool y1) {
+  static constexpr PickRun<E> runs[8] = {
+      pick_run<E, false, false, false>, pick_run<E, false, false, true>,
+      pick_run<E, false, true, false>,  pick_run<E, false, true, true>,
+      pick_run<E, true, false, false>,  pick_run<E, true, false, true>,
+      pick_run<E, true, true, false>,   pick_run<E, true, true, true>};
+  return runs[(c1 ? 4 : 0) + (x1 ? 2 : 0) + (y1 ? 1 : 0)];
+}
+
 template <class E>
 void select_typed(const Tensor& tc, const Tensor& tx, const Tensor& ty, Tensor& tout) {
   const int64_t n = tout.num_elements();
@@ -248,21 +274,25 @@ void select_typed(const Tensor& tc, const Tensor& tx, const Tensor& ty, Tensor& 
       const E* __restrict xx = x;
       const E* __restrict yy = y;
       E* __restrict oo = o;
-      for (int64_t i = s; i < e; ++i) oo[i] = cc[i] ? xx[i] : yy[i];
+      for (int64_t i = s; i < e; ++i) oo[i] = pick(cc[i], xx[i], yy[i]);
     });
     return;
   }
   const auto plan = make_plan<3>(tout.shape(), {&tc.shape(), &tx.shape(), &ty.shape()});
   const int in = plan.rank - 1;
   const int64_t sc = plan.strides[0][in], sx = plan.strides[1][in], sy = plan.strides[2][in];
+  auto unit_or_zero = [](int64_t stride) { return stride == 0 || stride == 1; };
+  const bool unit = unit_or_zero(sc) && unit_or_zero(sx) && unit_or_zero(sy);
+  const PickRun<E> run = unit ? pick_run_for<E>(sc == 1, sx == 1, sy == 1) : nullptr;
   broadcast_for<3>(plan, n, kCheapGrain,
                    [=](const int64_t* off, int64_t i0, int64_t len, int64_t pos) {
                      const uint8_t* pc = c + off[0] + i0 * sc;
                      const E* px = x + off[1] + i0 * sx;
                      const E* py = y + off[2] + i0 * sy;
                      E* po = o + pos;
+                     if (run != nullptr) return run(pc, px, py, po, len);
                      for (int64_t i = 0; i < len; ++i)
-                       po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+                       po[i] = pick(pc[i * sc], px[i * sx], py[i * sy]);
                    });
 }
 
