@@ -165,7 +165,8 @@ inline float log_fast(float x) {
 // log1p for float32: log(u) x / (u - 1) with u = 1 + x rounded (Goldberg's form: the rounding
 // error of u cancels in the quotient), log from log_fast; x itself where u rounds to 1.
 // Measured over every float32 from -1 up: at most 2.47 ulp, with FMA (the AVX2 and AVX-512
-// loops) and without, 99% within 1 ulp; log1p(-1) = -inf, log1p(x < -1) = nan, log1p(inf) = inf, log1p(-0) = -0.
+// loops) and without, 99% within 1 ulp; log1p(-1) = -inf, log1p(x < -1) = nan,
+// log1p(inf) = inf, log1p(-0) = -0.
 // Vectorised, 7.8 -> about 0.5 ns per element against the C library's scalar log1pf (the
 // softplus term of sigmoid_cross_entropy_with_logits runs it).
 inline float log1p_fast(float x) {
