@@ -1,4 +1,6 @@
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "core/allocator.h"
@@ -44,6 +46,57 @@ TEST_CASE("float16 and bfloat16 round to nearest even", "[cpu]") {
     const float f = static_cast<float>(i) / 8.0f;
     CHECK(float(tf::half_t(f)) == f);
   }
+}
+
+// The value of float16 bits h, from its fields (double arithmetic).
+double half_value(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double mag = e == 0    ? std::ldexp(m, -24)
+                     : e == 31 ? (m ? std::nan("") : HUGE_VAL)
+                               : std::ldexp(1024 + m, e - 25);
+  return h & 0x8000 ? -mag : mag;
+}
+// The float16 nearest to x, ties to even, overflow to infinity (double arithmetic).
+double nearest_half(double x) {
+  const double a = std::abs(x);
+  if (a >= 65520.0) return std::copysign(HUGE_VAL, x);
+  const int e = a < std::ldexp(1.0, -14) ? -14 : std::ilogb(a);
+  const double step = std::ldexp(1.0, e - 10);
+  return std::copysign(std::nearbyint(a / step) * step, x);
+}
+
+TEST_CASE("float16 conversions are exact both ways and round ties to even", "[cpu]") {
+  int64_t wrong = 0, checked = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = tf::half_t::to_float(static_cast<uint16_t>(h));
+    const double want = half_value(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      wrong += !std::isnan(f) || tf::half_t::from_float(f) != ((h & 0x8000) | 0x7e00);
+      continue;
+    }
+    wrong += double{f} != want || std::signbit(f) != ((h & 0x8000) != 0);
+    wrong += tf::half_t::from_float(f) != h;  // every half round-trips
+    // The midpoint to the next half of larger magnitude, and the floats either side of it.
+    if ((h & 0x7fff) < 0x7bff) {
+      const double mid = (want + half_value(static_cast<uint16_t>(h + 1))) / 2;
+      const float fm = static_cast<float>(mid);  // exact: halves have 11 significant bits
+      for (float v : {fm, std::nextafter(fm, 0.0f), std::nextafter(fm, 2 * fm)}) {
+        const float got = tf::half_t::to_float(tf::half_t::from_float(v));
+        wrong += double{got} != nearest_half(v);
+        ++checked;
+      }
+    }
+  }
+  // Floats spread over every exponent, NaN patterns included.
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521) {
+    const float v = std::bit_cast<float>(static_cast<uint32_t>(b));
+    const float got = tf::half_t::to_float(tf::half_t::from_float(v));
+    if (std::isnan(v)) wrong += !std::isnan(got);
+    else wrong += double{got} != nearest_half(v) || std::signbit(got) != std::signbit(v);
+    ++checked;
+  }
+  CHECK(checked > 150000);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("TensorShape prints as a Python tuple", "[cpu]") {
