@@ -222,6 +222,52 @@ void BM_AddShortRows_tapeflow(benchmark::State& state) {
 }
 TF_BENCH_PAIRED(BM_AddShortRows_tapeflow);
 
+// Kernels that were branchy or scalar until 2026-12-01 (a branch per element that mispredicts
+// on random data, or the C library's scalar function), kept here so that a regression shows:
+// where on a random condition (both operands full size, and a scalar 0 as dropout uses it),
+// log1p, and the float16 conversions (a cast each way and a float16 add: 2-byte elements).
+void BM_WhereRandom_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
+  const auto c = tf::greater(a, b);
+  paired_with_triad(state, 13.0 * kBig, [&] { benchmark::DoNotOptimize(tf::where(c, a, b)); });
+}
+TF_BENCH_PAIRED(BM_WhereRandom_tapeflow);
+
+void BM_WhereScalar_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-1, 1, 1), b = big_input(-1, 1, 2);
+  const auto c = tf::greater(a, b);
+  const auto zero = tf::Tensor(0.0f);
+  paired_with_triad(state, 9.0 * kBig, [&] { benchmark::DoNotOptimize(tf::where(c, a, zero)); });
+}
+TF_BENCH_PAIRED(BM_WhereScalar_tapeflow);
+
+void BM_Log1p_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-0.9f, 100.f);
+  paired_with_triad(state, kUnaryBytes, [&] { benchmark::DoNotOptimize(tf::log1p(a)); });
+}
+TF_BENCH_PAIRED(BM_Log1p_tapeflow);
+
+void BM_CastToFloat16_tapeflow(benchmark::State& state) {
+  const auto a = big_input(-100, 100);
+  paired_with_triad(state, 6.0 * kBig,
+                    [&] { benchmark::DoNotOptimize(tf::cast(a, tf::float16)); });
+}
+TF_BENCH_PAIRED(BM_CastToFloat16_tapeflow);
+
+void BM_CastFromFloat16_tapeflow(benchmark::State& state) {
+  const auto a = tf::cast(big_input(-100, 100), tf::float16);
+  paired_with_triad(state, 6.0 * kBig,
+                    [&] { benchmark::DoNotOptimize(tf::cast(a, tf::float32)); });
+}
+TF_BENCH_PAIRED(BM_CastFromFloat16_tapeflow);
+
+void BM_AddFloat16_tapeflow(benchmark::State& state) {
+  const auto a = tf::cast(big_input(-1, 1, 1), tf::float16);
+  const auto b = tf::cast(big_input(-1, 1, 2), tf::float16);
+  paired_with_triad(state, 6.0 * kBig, [&] { benchmark::DoNotOptimize(tf::add(a, b)); });
+}
+TF_BENCH_PAIRED(BM_AddFloat16_tapeflow);
+
 // ---- 16M float32: libtorch ----
 
 #ifdef TAPEFLOW_HAVE_TORCH
