@@ -20,6 +20,7 @@
 #include "ops/activation.h"
 #include "ops/binary.h"
 #include "ops/cpu/fusion_kernels.h"
+#include "ops/cpu/unary_ops.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
 
@@ -31,6 +32,9 @@ constexpr int64_t kTile = 1024;    // elements per tile and step: 4 or 8 KiB, se
 constexpr int64_t kGrain = 16384;  // elements per thread below which the pool is not used
 constexpr int64_t kPrefetchTiles = 2;  // how far ahead the streams are prefetched, in tiles
 constexpr int64_t kPrefetchMinSteps = 4;  // and in chains of at least this many steps only
+// Calls whose whole output has at most this many elements run the steps' arithmetic inline
+// (run_tiny) instead of calling a vector loop per step.
+constexpr int64_t kTinySpan = 16;
 
 // n uninitialised elements of T: on the stack up to N, else on the heap (replays of small
 // graphs are dominated by such per-call costs).
@@ -81,6 +85,14 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   };
   int num_inputs = 0;
   std::vector<Step> steps;
+  // The same chain for run_tiny, compact: each step's arithmetic (or kCall: its unary loop), its
+  // operands and its tile slot.
+  enum TinyKind : uint8_t { kCall, kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum };
+  struct TinyStep {
+    TinyKind kind = kCall;
+    int a = -1, b = -1, slot = -1;
+  };
+  std::vector<TinyStep> tiny;
   TensorMeta meta;
   int num_slots = 0;
 
@@ -101,6 +113,8 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override;
   template <class T>
   void run_cpu(std::span<const Tensor> in, Tensor& out) const;
+  template <class T>
+  void run_tiny(const T* const* ptr, const uint8_t* scalar, T* dst, int64_t n) const;
   void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override;
   std::string cuda_source(const std::vector<int64_t>& periods) const {
     std::vector<jit::CudaFusedStep> cs;
@@ -193,6 +207,8 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
              name(), "the output aliases an input that the last step reads other than as one "
              "operand of a binary op whose other operand is a step or another tensor of "
              "elements");
+  if (n <= kTinySpan && !any_period && !in_place)
+    return run_tiny(ptr.data(), scalar.data(), dst, n);
   // The streams read and written in full (full-size inputs, then the output): their tile two
   // tiles ahead is prefetched while this one computes, a share of its cache lines before each
   // step. The hardware prefetchers follow demand misses only, so without this the memory idles
@@ -291,6 +307,58 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
       }
     }
   });
+}
+
+// A call on a few elements (scalars, tiny tensors): a chain of 100 steps over 4 elements spent
+// 9.5 ns per step in the tiled loop, most of it calling into a vector loop per step and reading
+// its result back. Here the binary steps' arithmetic is inline, with the same operations as the
+// loops (IEEE +, -, *, / and the maximum and minimum functors: the same bits); unary steps still
+// call their loop. One-element inputs are repeated over the n elements first.
+template <class T>
+void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* dst,
+                                int64_t n) const {
+  const int num_steps = static_cast<int>(tiny.size());
+  SmallArray<const T*, 128> operand(num_inputs + num_steps);
+  SmallArray<T, 256> repeated(num_inputs * n);
+  SmallArray<T, 512> buffers(num_slots * n);
+  for (int k = 0; k < num_inputs; ++k) {
+    operand[k] = ptr[k];
+    if (scalar[k]) {
+      T* r = repeated.data() + k * n;
+      std::fill_n(r, n, ptr[k][0]);
+      operand[k] = r;
+    }
+  }
+  for (int s = 0; s < num_steps; ++s) {
+    const TinyStep& ts = tiny[static_cast<size_t>(s)];
+    T* __restrict o = ts.slot < 0 ? dst : buffers.data() + ts.slot * n;
+    const T* __restrict a = operand[ts.a];
+    const T* __restrict b = ts.b >= 0 ? operand[ts.b] : nullptr;
+    switch (ts.kind) {
+      case kAdd:
+        for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+        break;
+      case kSubtract:
+        for (int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i];
+        break;
+      case kMultiply:
+        for (int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i];
+        break;
+      case kDivide:
+        for (int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i];
+        break;
+      case kMaximum:
+        for (int64_t i = 0; i < n; ++i) o[i] = cpu::MaximumOp{}(a[i], b[i]);
+        break;
+      case kMinimum:
+        for (int64_t i = 0; i < n; ++i) o[i] = cpu::MinimumOp{}(a[i], b[i]);
+        break;
+      case kCall:
+        steps[static_cast<size_t>(s)].template unary_loop<T>()(a, o, n);
+        break;
+    }
+    operand[num_inputs + s] = o;
+  }
 }
 
 void FusedElementwise::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
@@ -437,6 +505,24 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
     for (int o : {a, b == a ? -1 : b})
       if (o >= op->num_inputs && last_read[o - op->num_inputs] == s)
         free_slots.push_back(op->steps[o - op->num_inputs].slot);
+  }
+  for (const FusedElementwise::Step& st : op->steps) {
+    if (!on_cpu) break;
+    FusedElementwise::TinyStep ts;
+    ts.a = st.a;
+    ts.b = st.b;
+    ts.slot = st.slot;
+    const Primitive& p = *st.prim;
+    if (st.b < 0) ts.kind = FusedElementwise::kCall;
+    else if (typeid(p) == typeid(prims::Add)) ts.kind = FusedElementwise::kAdd;
+    else if (typeid(p) == typeid(prims::Subtract)) ts.kind = FusedElementwise::kSubtract;
+    else if (typeid(p) == typeid(prims::Multiply)) ts.kind = FusedElementwise::kMultiply;
+    else if (typeid(p) == typeid(prims::Divide)) ts.kind = FusedElementwise::kDivide;
+    else if (typeid(p) == typeid(prims::Maximum)) ts.kind = FusedElementwise::kMaximum;
+    else if (typeid(p) == typeid(prims::Minimum)) ts.kind = FusedElementwise::kMinimum;
+    else TF_THROW(InternalError, "fused_elementwise", "no inline form for binary step {}",
+                  p.name());
+    op->tiny.push_back(ts);
   }
   op->meta = g.nodes[members.back()].outputs[0];
   // On a GPU: the chain's kernels, generated for the way each input is read (its period) and
