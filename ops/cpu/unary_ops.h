@@ -105,23 +105,28 @@ inline C ceil_fast(C x) {
 // applied in two halves so that results near overflow and in the subnormal range are right.
 // Measured max error 1.01 ulp over [-87, 88.7] (both ISA variants); exp(nan) = nan,
 // exp(+-inf) = inf / 0, overflow gives inf, subnormal results are rounded once.
+// Its constants, shared with the AVX-512 form (ops/cpu/math_avx512.h).
+inline constexpr float kExpLo = -104.0f, kExpHi = 89.0f;
+inline constexpr float kExpLn2Hi = 0.693359375f, kExpLn2Lo = -2.12194440e-4f;
+inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 inline float exp_fast(float x) {
   // Clamp to where 2^n stays finite in two halves. NaN passes the clamp and every step below
   // (the integer part is garbage, but NaN times anything is NaN), so it needs no fix-up.
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
+  float xc = x < kExpLo ? kExpLo : x;
+  xc = xc > kExpHi ? kExpHi : xc;
   // n = round(x / ln2) through the 1.5 * 2^23 trick (also yields n as an integer).
   float fn = xc * 1.44269504088896341f + 12582912.0f;
   const int32_t n = std::bit_cast<int32_t>(fn) - 0x4B400000;
   fn -= 12582912.0f;
-  float r = xc - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float r = xc - fn * kExpLn2Hi;
+  r = r - fn * kExpLn2Lo;
+  float p = kExpPoly[0];
+  p = p * r + kExpPoly[1];
+  p = p * r + kExpPoly[2];
+  p = p * r + kExpPoly[3];
+  p = p * r + kExpPoly[4];
+  p = p * r + kExpPoly[5];
   const float y = p * r * r + r + 1.0f;
   const int32_t e1 = n >> 1, e2 = n - e1;
   const float s1 = std::bit_cast<float>((e1 + 127) << 23);
@@ -194,23 +199,28 @@ inline C exp_any(C x) {
 // (no FMA): the float32 rounding of the two polynomials (TF's CPU tanh is a rational function of
 // this kind too); 97.5% within 1 ulp, 99.9% within 2; tanh(x) = x below |x| = 2^-12, tanh(+-inf) =
 // +-1, tanh(nan) = nan.
+inline constexpr float kTanhClamp = 9.1f;
+inline constexpr float kTanhP[6] = {-1.20924156e-11f, 3.04432319e-8f, 2.79513060e-5f,
+                                    3.86563060e-3f,   1.36777863e-1f, 1.0f};
+inline constexpr float kTanhQ[5] = {1.28335239e-6f, 3.93381371e-4f, 2.72360425e-2f,
+                                    4.70111191e-1f, 1.0f};
 template <class C>
 inline C tanh_any(C x) {
   if constexpr (std::is_same_v<C, float>) {
-    float xc = x > 9.1f ? 9.1f : x;  // NaN compares false and passes both clamps
-    xc = xc < -9.1f ? -9.1f : xc;
+    float xc = x > kTanhClamp ? kTanhClamp : x;  // NaN compares false and passes both clamps
+    xc = xc < -kTanhClamp ? -kTanhClamp : xc;
     const float t = xc * xc;
-    float p = -1.20924156e-11f;
-    p = p * t + 3.04432319e-8f;
-    p = p * t + 2.79513060e-5f;
-    p = p * t + 3.86563060e-3f;
-    p = p * t + 1.36777863e-1f;
-    p = p * t + 1.0f;
-    float q = 1.28335239e-6f;
-    q = q * t + 3.93381371e-4f;
-    q = q * t + 2.72360425e-2f;
-    q = q * t + 4.70111191e-1f;
-    q = q * t + 1.0f;
+    float p = kTanhP[0];
+    p = p * t + kTanhP[1];
+    p = p * t + kTanhP[2];
+    p = p * t + kTanhP[3];
+    p = p * t + kTanhP[4];
+    p = p * t + kTanhP[5];
+    float q = kTanhQ[0];
+    q = q * t + kTanhQ[1];
+    q = q * t + kTanhQ[2];
+    q = q * t + kTanhQ[3];
+    q = q * t + kTanhQ[4];
     float r = xc * p / q;
     r = r > 1.0f ? 1.0f : r;
     return r < -1.0f ? -1.0f : r;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/math_avx512.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -382,6 +383,54 @@ TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float
   const auto tiny = tf::log1p(tf::constant({1e-30f, -2e-8f, 1e-40f})).numpy<float>();
   CHECK(tiny == std::vector<float>{1e-30f, -2e-8f, 1e-40f});
 }
+
+#if TF_CPU_MULTIVERSION
+// The loop the compiler makes from the scalar forms, as the AVX-512 build of the op loops had it.
+template <class F>
+TF_TARGET_AVX512 void scalar_form_avx512(const float* in, float* out, int64_t n) {
+  const F f{};
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+
+// ops/cpu/math_avx512.h claims the bits of the compiler's AVX-512 loops over exp_fast and
+// tanh_any (checked once over all 2^32 inputs); here every 4093rd float32 bit pattern and every
+// tail length up to 37.
+TEST_CASE("AVX-512 exp and tanh give the bits of the scalar forms' loops", "[cpu][unary]") {
+  if (tf::cpu::cpu_level() != tf::cpu::CpuLevel::Avx512) {
+    WARN("this CPU runs no AVX-512 loops (or TAPEFLOW_CPU_ISA caps them): skipped");
+    return;
+  }
+  std::vector<float> xs;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093)
+    xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (float v : {-104.0f, -103.97f, 88.72f, 89.0f, 9.1f, -9.1f, 0.0f, -0.0f, kInf32, -kInf32})
+    xs.push_back(v);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> want(xs.size()), got(xs.size());
+  auto same = [&](int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float w = want[static_cast<size_t>(i)], g = got[static_cast<size_t>(i)];
+      if (std::isnan(w) ? !std::isnan(g) : std::bit_cast<uint32_t>(w) != std::bit_cast<uint32_t>(g))
+        return false;
+    }
+    return true;
+  };
+  scalar_form_avx512<tf::cpu::ExpOp>(xs.data(), want.data(), n);
+  tf::cpu::map16<tf::cpu::exp16>(xs.data(), got.data(), n);
+  CHECK(same(n));
+  scalar_form_avx512<tf::cpu::TanhOp>(xs.data(), want.data(), n);
+  tf::cpu::map16<tf::cpu::tanh16>(xs.data(), got.data(), n);
+  CHECK(same(n));
+  // Tails: the masked last vector reads and writes only the first n elements.
+  for (int64_t len = 0; len <= 37; ++len) {
+    std::fill(got.begin(), got.begin() + 40, -7.0f);
+    scalar_form_avx512<tf::cpu::ExpOp>(xs.data() + 1000, want.data(), len);
+    tf::cpu::map16<tf::cpu::exp16>(xs.data() + 1000, got.data(), len);
+    CHECK(same(len));
+    CHECK(got[static_cast<size_t>(len)] == -7.0f);
+  }
+}
+#endif
 
 TEST_CASE("float16 and bfloat16 inputs compute in float and store back", "[cpu][unary]") {
   for (const auto dev : tf::testing::devices_under_test()) {

@@ -1,0 +1,77 @@
+// float32 exp and tanh for 16 lanes with AVX-512 intrinsics: the AVX-512 loops of ExpOp and
+// TanhOp (ops/cpu/elementwise.cpp) use these instead of the compiler's vectorisation of exp_fast
+// and tanh_any (ops/cpu/unary_ops.h). The arithmetic is the same, operation for operation (the
+// same constants, the same FMA contractions the compiler makes in the AVX-512 build), so the
+// results are the same bits; what changes is the clamps and the scaling by 2^n:
+// - The compiler turns `x < lo ? lo : x` into compares and blends around the computation (it
+//   keeps NaN passing through); vmaxps / vminps with the bound first do the same in one
+//   instruction each (they return the second operand when one is NaN).
+// - exp's 2^n, applied as two integer-built halves so that results near overflow and in the
+//   subnormal range are right, is one vscalefps here (scaled with a single rounding).
+// exp: about 17 vector operations per 16 elements against about 30, tanh about 19 against 27;
+// eager exp over 64K float32 in cache, one core of an AMD EPYC VM, 0.30 -> 0.22 ns per element,
+// tanh 0.38 -> 0.24, the fused 6-op chain over 16M elements 20.3 -> 15.4 ms.
+// Checked against the compiler's loops over all 2^32 float32 inputs once (the same bits, NaN
+// for NaN); tests/ops/test_unary.cpp checks every 4093rd input.
+#pragma once
+
+#include <immintrin.h>
+
+#include "ops/cpu/isa.h"
+#include "ops/cpu/unary_ops.h"
+
+#if TF_CPU_MULTIVERSION
+
+// GCC 12 warns that the pass-through operand of its _mm512_max_ps / _mm512_min_ps
+// (_mm512_undefined_ps) "may be used uninitialized": a false positive.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tapeflow::cpu {
+
+// (A lambda would not inherit the target attribute.)
+TF_TARGET_AVX512 inline __m512 splat16(float v) { return _mm512_set1_ps(v); }
+
+TF_TARGET_AVX512 inline __m512 exp16(__m512 x) {
+  __m512 xc = _mm512_max_ps(splat16(kExpLo), x);  // NaN passes
+  xc = _mm512_min_ps(splat16(kExpHi), xc);
+  // n = round(x / ln2) through the 1.5 * 2^23 trick, as exp_fast.
+  const __m512 big = splat16(12582912.0f);
+  const __m512 fn = _mm512_sub_ps(_mm512_fmadd_ps(xc, splat16(1.44269504088896341f), big), big);
+  __m512 r = _mm512_fnmadd_ps(fn, splat16(kExpLn2Hi), xc);
+  r = _mm512_fnmadd_ps(fn, splat16(kExpLn2Lo), r);
+  __m512 p = splat16(kExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, splat16(kExpPoly[k]));
+  // y = p r r + r + 1, contracted as the compiler does: fma(r, p r, r) + 1.
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(r, _mm512_mul_ps(p, r), r), splat16(1.0f));
+  return _mm512_scalef_ps(y, fn);
+}
+
+TF_TARGET_AVX512 inline __m512 tanh16(__m512 x) {
+  __m512 xc = _mm512_min_ps(splat16(kTanhClamp), x);  // NaN passes
+  xc = _mm512_max_ps(splat16(-kTanhClamp), xc);
+  const __m512 t = _mm512_mul_ps(xc, xc);
+  __m512 p = splat16(kTanhP[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, t, splat16(kTanhP[k]));
+  __m512 q = splat16(kTanhQ[0]);
+  for (int k = 1; k < 5; ++k) q = _mm512_fmadd_ps(q, t, splat16(kTanhQ[k]));
+  const __m512 r = _mm512_div_ps(_mm512_mul_ps(xc, p), q);
+  return _mm512_max_ps(splat16(-1.0f), _mm512_min_ps(splat16(1.0f), r));
+}
+
+// out[i] = f(in[i]) for i < n, 16 at a time, the tail through masks.
+template <__m512 (*F)(__m512)>
+TF_TARGET_AVX512 inline void map16(const float* __restrict in, float* __restrict out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, F(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, m, F(_mm512_maskz_loadu_ps(m, in + i)));
+  }
+}
+
+}  // namespace tapeflow::cpu
+
+#pragma GCC diagnostic pop
+
+#endif
