@@ -392,10 +392,11 @@ TF_TARGET_AVX512 void scalar_form_avx512(const float* in, float* out, int64_t n)
   for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
 }
 
-// ops/cpu/math_avx512.h claims the bits of the compiler's AVX-512 loops over exp_fast and
-// tanh_any (checked once over all 2^32 inputs); here every 4093rd float32 bit pattern and every
-// tail length up to 37.
-TEST_CASE("AVX-512 exp and tanh give the bits of the scalar forms' loops", "[cpu][unary]") {
+// ops/cpu/math_avx512.h claims the bits of the compiler's AVX-512 loops over exp_fast, tanh_any
+// and sigmoid_any (checked once over all 2^32 inputs); here every 4093rd float32 bit pattern and
+// every tail length up to 37.
+TEST_CASE("AVX-512 exp tanh and sigmoid give the bits of the scalar forms' loops",
+          "[cpu][unary]") {
   if (tf::cpu::cpu_level() != tf::cpu::CpuLevel::Avx512) {
     WARN("this CPU runs no AVX-512 loops (or TAPEFLOW_CPU_ISA caps them): skipped");
     return;
@@ -420,6 +421,9 @@ TEST_CASE("AVX-512 exp and tanh give the bits of the scalar forms' loops", "[cpu
   CHECK(same(n));
   scalar_form_avx512<tf::cpu::TanhOp>(xs.data(), want.data(), n);
   tf::cpu::map16<tf::cpu::tanh16>(xs.data(), got.data(), n);
+  CHECK(same(n));
+  scalar_form_avx512<tf::cpu::SigmoidOp>(xs.data(), want.data(), n);
+  tf::cpu::map16<tf::cpu::sigmoid16>(xs.data(), got.data(), n);
   CHECK(same(n));
   // Tails: the masked last vector reads and writes only the first n elements.
   for (int64_t len = 0; len <= 37; ++len) {
