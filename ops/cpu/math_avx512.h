@@ -17,12 +17,12 @@
 // for NaN); tests/ops/test_unary.cpp checks every 4093rd input.
 #pragma once
 
-#include <immintrin.h>
-
 #include "ops/cpu/isa.h"
 #include "ops/cpu/unary_ops.h"
 
-#if TF_CPU_MULTIVERSION
+#if TF_CPU_MULTIVERSION  // x86-64 with GCC or Clang
+
+#include <immintrin.h>
 
 // GCC 12 warns that the pass-through operand of its _mm512_max_ps / _mm512_min_ps
 // (_mm512_undefined_ps) "may be used uninitialized": a false positive.
