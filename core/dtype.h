@@ -69,25 +69,29 @@ struct half_t {
     uint32_t x;
     std::memcpy(&x, &f, 4);
     const uint32_t sign = (x >> 16) & 0x8000u;
-    const int32_t a = static_cast<int32_t>(x & 0x7fffffffu);
+    const uint32_t a = x & 0x7fffffffu;
     // Normal halves: 13 mantissa bits dropped, rounding to nearest even (a carry may reach the
-    // exponent, up to infinity from 65520 on), the exponent rebiased from 127 to 15.
-    const int32_t normal = ((a + 0x0fff + ((a >> 13) & 1)) >> 13) - (112 << 10);
+    // exponent, up to infinity from 65520 on), the exponent rebiased from 127 to 15. Unsigned:
+    // computed for every input and wrapping harmlessly where another case is picked.
+    const uint32_t normal = ((a + 0x0fffu + ((a >> 13) & 1u)) >> 13) - (112u << 10);
     // Subnormal halves and zero: in |f| + 0.5 the last mantissa bit is 2^-24, the subnormal
-    // half's step, and the addition rounds to nearest even.
+    // half's step, and the addition rounds to nearest even (in the default rounding mode; the
+    // former integer code rounded so in every mode).
     float fa;
     std::memcpy(&fa, &a, 4);
     const float shifted = fa + 0.5f;
     uint32_t sb;
     std::memcpy(&sb, &shifted, 4);
-    const int32_t sub = static_cast<int32_t>(sb - 0x3f000000u);
-    const int32_t is_sub = -static_cast<int32_t>(a < 0x38800000);
-    const int32_t is_inf = -static_cast<int32_t>(a >= 0x477ff000);  // overflow or infinity
-    const int32_t is_nan = -static_cast<int32_t>(a > 0x7f800000);
-    int32_t h = (sub & is_sub) | (normal & ~is_sub);
-    h = (0x7c00 & is_inf) | (h & ~is_inf);
-    h = (0x7e00 & is_nan) | (h & ~is_nan);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(h));
+    const uint32_t sub = sb - 0x3f000000u;
+    // Compared as signed (a < 2^31): the vector compares of SSE2 and AVX2 are signed.
+    const int32_t sa = static_cast<int32_t>(a);
+    const uint32_t is_sub = 0u - static_cast<uint32_t>(sa < 0x38800000);
+    const uint32_t is_inf = 0u - static_cast<uint32_t>(sa >= 0x477ff000);  // overflow, infinity
+    const uint32_t is_nan = 0u - static_cast<uint32_t>(sa > 0x7f800000);
+    uint32_t h = (sub & is_sub) | (normal & ~is_sub);
+    h = (0x7c00u & is_inf) | (h & ~is_inf);
+    h = (0x7e00u & is_nan) | (h & ~is_nan);
+    return static_cast<uint16_t>(sign | h);
   }
   // Exact; a NaN keeps its payload.
   static float to_float(uint16_t h) {
