@@ -87,7 +87,18 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   std::vector<Step> steps;
   // The same chain for run_tiny, compact: each step's arithmetic (or kCall: its unary loop), its
   // operands and its tile slot.
-  enum TinyKind : uint8_t { kCall, kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum };
+  // kCall: the step's unary loop; kBinaryLoop: its vector-vector loop (a binary op without an
+  // inline form here).
+  enum TinyKind : uint8_t {
+    kCall,
+    kBinaryLoop,
+    kAdd,
+    kSubtract,
+    kMultiply,
+    kDivide,
+    kMaximum,
+    kMinimum
+  };
   struct TinyStep {
     TinyKind kind = kCall;
     int a = -1, b = -1, slot = -1;
@@ -356,6 +367,9 @@ void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* d
       case kCall:
         steps[static_cast<size_t>(s)].template unary_loop<T>()(a, o, n);
         break;
+      case kBinaryLoop:
+        steps[static_cast<size_t>(s)].template binary_loops<T>(n >= cpu::kWideSpan).vv(a, b, o, n);
+        break;
     }
     operand[num_inputs + s] = o;
   }
@@ -520,8 +534,7 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
     else if (typeid(p) == typeid(prims::Divide)) ts.kind = FusedElementwise::kDivide;
     else if (typeid(p) == typeid(prims::Maximum)) ts.kind = FusedElementwise::kMaximum;
     else if (typeid(p) == typeid(prims::Minimum)) ts.kind = FusedElementwise::kMinimum;
-    else TF_THROW(InternalError, "fused_elementwise", "no inline form for binary step {}",
-                  p.name());
+    else ts.kind = FusedElementwise::kBinaryLoop;
     op->tiny.push_back(ts);
   }
   op->meta = g.nodes[members.back()].outputs[0];
