@@ -34,6 +34,14 @@ namespace tapeflow::cpu {
 // (A lambda would not inherit the target attribute.)
 TF_TARGET_AVX512 inline __m512 splat16(float v) { return _mm512_set1_ps(v); }
 
+// horner() (ops/cpu/unary_ops.h) on 16 lanes: one FMA per coefficient, as its contraction.
+template <size_t N>
+TF_TARGET_AVX512 inline __m512 horner16(const float (&c)[N], __m512 x) {
+  __m512 p = splat16(c[0]);
+  for (size_t k = 1; k < N; ++k) p = _mm512_fmadd_ps(p, x, splat16(c[k]));
+  return p;
+}
+
 TF_TARGET_AVX512 inline __m512 exp16(__m512 x) {
   __m512 xc = _mm512_max_ps(splat16(kExpLo), x);  // NaN passes
   xc = _mm512_min_ps(splat16(kExpHi), xc);
@@ -42,8 +50,7 @@ TF_TARGET_AVX512 inline __m512 exp16(__m512 x) {
   const __m512 fn = _mm512_sub_ps(_mm512_fmadd_ps(xc, splat16(1.44269504088896341f), big), big);
   __m512 r = _mm512_fnmadd_ps(fn, splat16(kExpLn2Hi), xc);
   r = _mm512_fnmadd_ps(fn, splat16(kExpLn2Lo), r);
-  __m512 p = splat16(kExpPoly[0]);
-  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, splat16(kExpPoly[k]));
+  const __m512 p = horner16(kExpPoly, r);
   // y = p r r + r + 1, contracted as the compiler does: fma(r, p r, r) + 1.
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(r, _mm512_mul_ps(p, r), r), splat16(1.0f));
   return _mm512_scalef_ps(y, fn);
@@ -53,10 +60,8 @@ TF_TARGET_AVX512 inline __m512 tanh16(__m512 x) {
   __m512 xc = _mm512_min_ps(splat16(kTanhClamp), x);  // NaN passes
   xc = _mm512_max_ps(splat16(-kTanhClamp), xc);
   const __m512 t = _mm512_mul_ps(xc, xc);
-  __m512 p = splat16(kTanhP[0]);
-  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, t, splat16(kTanhP[k]));
-  __m512 q = splat16(kTanhQ[0]);
-  for (int k = 1; k < 5; ++k) q = _mm512_fmadd_ps(q, t, splat16(kTanhQ[k]));
+  const __m512 p = horner16(kTanhP, t);
+  const __m512 q = horner16(kTanhQ, t);
   const __m512 r = _mm512_div_ps(_mm512_mul_ps(xc, p), q);
   return _mm512_max_ps(splat16(-1.0f), _mm512_min_ps(splat16(1.0f), r));
 }

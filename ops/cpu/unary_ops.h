@@ -102,10 +102,6 @@ inline C ceil_fast(C x) {
   return std::copysign(r < x ? r + C(1) : r, x);  // ceil(-0.7) is -0, as std::ceil
 }
 
-// exp for float32 (Cephes): x = n ln2 + r, |r| <= ln2 / 2, degree-6 polynomial for exp(r), 2^n
-// applied in two halves so that results near overflow and in the subnormal range are right.
-// Measured max error 1.01 ulp over [-87, 88.7] (both ISA variants); exp(nan) = nan,
-// exp(+-inf) = inf / 0, overflow gives inf, subnormal results are rounded once.
 // c[0] x^(N-1) + ... + c[N-1] by Horner's rule (each step p * x + c contracts to one FMA where
 // the loops are built with FMA).
 template <size_t N>
@@ -115,7 +111,11 @@ inline float horner(const float (&c)[N], float x) {
   return p;
 }
 
-// Its constants, shared with the AVX-512 form (ops/cpu/math_avx512.h).
+// exp for float32 (Cephes): x = n ln2 + r, |r| <= ln2 / 2, degree-6 polynomial for exp(r), 2^n
+// applied in two halves so that results near overflow and in the subnormal range are right.
+// Measured max error 1.01 ulp over [-87, 88.7] (both ISA variants); exp(nan) = nan,
+// exp(+-inf) = inf / 0, overflow gives inf, subnormal results are rounded once. The constants
+// are shared with the AVX-512 form (ops/cpu/math_avx512.h).
 inline constexpr float kExpLo = -104.0f, kExpHi = 89.0f;
 inline constexpr float kExpLn2Hi = 0.693359375f, kExpLn2Lo = -2.12194440e-4f;
 inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
