@@ -58,6 +58,19 @@ class SmallArray {
   T* data_ = local_.data();
 };
 
+// How run_tiny computes a step: kCall, its unary loop; kBinaryLoop, its vector-vector loop (a
+// binary op without an inline form there); otherwise that binary arithmetic inline.
+enum class TinyKind : uint8_t {
+  kCall,
+  kBinaryLoop,
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kDivide,
+  kMaximum,
+  kMinimum
+};
+
 struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   // Operand o of a step: o < num_inputs is a node input, else the result of step o - num_inputs.
   struct Step {
@@ -70,6 +83,7 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
     cpu::UnaryRange<double> unary64 = nullptr;
     cpu::BinaryRanges<double> binary64, binary64_short;
     int slot = -1;  // tile buffer of the result (-1: the last step writes the output)
+    TinyKind tiny = TinyKind::kCall;  // CPU only
 
     template <class T>
     auto unary_loop() const {
@@ -85,25 +99,6 @@ struct FusedElementwise final : PrimitiveBase<FusedElementwise> {
   };
   int num_inputs = 0;
   std::vector<Step> steps;
-  // The same chain for run_tiny, compact: each step's arithmetic (or kCall: its unary loop), its
-  // operands and its tile slot.
-  // kCall: the step's unary loop; kBinaryLoop: its vector-vector loop (a binary op without an
-  // inline form here).
-  enum TinyKind : uint8_t {
-    kCall,
-    kBinaryLoop,
-    kAdd,
-    kSubtract,
-    kMultiply,
-    kDivide,
-    kMaximum,
-    kMinimum
-  };
-  struct TinyStep {
-    TinyKind kind = kCall;
-    int a = -1, b = -1, slot = -1;
-  };
-  std::vector<TinyStep> tiny;
   TensorMeta meta;
   int num_slots = 0;
 
@@ -328,7 +323,7 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
 template <class T>
 void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* dst,
                                 int64_t n) const {
-  const int num_steps = static_cast<int>(tiny.size());
+  const int num_steps = static_cast<int>(steps.size());
   SmallArray<const T*, 128> operand(num_inputs + num_steps);
   SmallArray<T, 256> repeated(num_inputs * n);
   SmallArray<T, 512> buffers(num_slots * n);
@@ -341,34 +336,34 @@ void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* d
     }
   }
   for (int s = 0; s < num_steps; ++s) {
-    const TinyStep& ts = tiny[static_cast<size_t>(s)];
-    T* __restrict o = ts.slot < 0 ? dst : buffers.data() + ts.slot * n;
-    const T* __restrict a = operand[ts.a];
-    const T* __restrict b = ts.b >= 0 ? operand[ts.b] : nullptr;
-    switch (ts.kind) {
-      case kAdd:
+    const Step& st = steps[static_cast<size_t>(s)];
+    T* __restrict o = st.slot < 0 ? dst : buffers.data() + st.slot * n;
+    const T* __restrict a = operand[st.a];
+    const T* __restrict b = st.b >= 0 ? operand[st.b] : nullptr;
+    switch (st.tiny) {
+      case TinyKind::kAdd:
         for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
         break;
-      case kSubtract:
+      case TinyKind::kSubtract:
         for (int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i];
         break;
-      case kMultiply:
+      case TinyKind::kMultiply:
         for (int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i];
         break;
-      case kDivide:
+      case TinyKind::kDivide:
         for (int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i];
         break;
-      case kMaximum:
+      case TinyKind::kMaximum:
         for (int64_t i = 0; i < n; ++i) o[i] = cpu::MaximumOp{}(a[i], b[i]);
         break;
-      case kMinimum:
+      case TinyKind::kMinimum:
         for (int64_t i = 0; i < n; ++i) o[i] = cpu::MinimumOp{}(a[i], b[i]);
         break;
-      case kCall:
-        steps[static_cast<size_t>(s)].template unary_loop<T>()(a, o, n);
+      case TinyKind::kCall:
+        st.template unary_loop<T>()(a, o, n);
         break;
-      case kBinaryLoop:
-        steps[static_cast<size_t>(s)].template binary_loops<T>(n >= cpu::kWideSpan).vv(a, b, o, n);
+      case TinyKind::kBinaryLoop:
+        st.template binary_loops<T>(n >= cpu::kWideSpan).vv(a, b, o, n);
         break;
     }
     operand[num_inputs + s] = o;
@@ -446,6 +441,17 @@ bool fusable(const Graph& g, int i, bool cuda) {
   return true;
 }
 
+// The inline form run_tiny uses for a binary step.
+TinyKind tiny_kind(const Primitive& p) {
+  if (typeid(p) == typeid(prims::Add)) return TinyKind::kAdd;
+  if (typeid(p) == typeid(prims::Subtract)) return TinyKind::kSubtract;
+  if (typeid(p) == typeid(prims::Multiply)) return TinyKind::kMultiply;
+  if (typeid(p) == typeid(prims::Divide)) return TinyKind::kDivide;
+  if (typeid(p) == typeid(prims::Maximum)) return TinyKind::kMaximum;
+  if (typeid(p) == typeid(prims::Minimum)) return TinyKind::kMinimum;
+  return TinyKind::kBinaryLoop;
+}
+
 // The fused node of a group of nodes (in program order), and its inputs in the graph's
 // numbering.
 struct Built {
@@ -487,6 +493,7 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
         st.binary_short = cpu::binary_ranges<float>(*nd.prim, true);
       }
     }
+    if (on_cpu && nd.inputs.size() > 1) st.tiny = tiny_kind(*nd.prim);
     step_of[m] = static_cast<int>(op->steps.size());
     op->steps.push_back(st);
   }
@@ -519,23 +526,6 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
     for (int o : {a, b == a ? -1 : b})
       if (o >= op->num_inputs && last_read[o - op->num_inputs] == s)
         free_slots.push_back(op->steps[o - op->num_inputs].slot);
-  }
-  for (const FusedElementwise::Step& st : op->steps) {
-    if (!on_cpu) break;
-    FusedElementwise::TinyStep ts;
-    ts.a = st.a;
-    ts.b = st.b;
-    ts.slot = st.slot;
-    const Primitive& p = *st.prim;
-    if (st.b < 0) ts.kind = FusedElementwise::kCall;
-    else if (typeid(p) == typeid(prims::Add)) ts.kind = FusedElementwise::kAdd;
-    else if (typeid(p) == typeid(prims::Subtract)) ts.kind = FusedElementwise::kSubtract;
-    else if (typeid(p) == typeid(prims::Multiply)) ts.kind = FusedElementwise::kMultiply;
-    else if (typeid(p) == typeid(prims::Divide)) ts.kind = FusedElementwise::kDivide;
-    else if (typeid(p) == typeid(prims::Maximum)) ts.kind = FusedElementwise::kMaximum;
-    else if (typeid(p) == typeid(prims::Minimum)) ts.kind = FusedElementwise::kMinimum;
-    else ts.kind = FusedElementwise::kBinaryLoop;
-    op->tiny.push_back(ts);
   }
   op->meta = g.nodes[members.back()].outputs[0];
   // On a GPU: the chain's kernels, generated for the way each input is read (its period) and

@@ -270,11 +270,7 @@ void select_typed(const Tensor& tc, const Tensor& tx, const Tensor& ty, Tensor& 
   E* o = static_cast<E*>(tout.raw_data());
   if (tc.num_elements() == n && tx.num_elements() == n && ty.num_elements() == n) {
     detail::parallel_for(n, kCheapGrain, [=](int64_t s, int64_t e) {
-      const uint8_t* __restrict cc = c;
-      const E* __restrict xx = x;
-      const E* __restrict yy = y;
-      E* __restrict oo = o;
-      for (int64_t i = s; i < e; ++i) oo[i] = pick(cc[i], xx[i], yy[i]);
+      pick_run<E, true, true, true>(c + s, x + s, y + s, o + s, e - s);
     });
     return;
   }
