@@ -75,6 +75,10 @@ namespace detail {
 // (for benchmark reports).
 std::string gemm_backend_info();
 
+// The largest float32 product (M*N*K) that matmul and gemm run on OpenBLAS rather than oneDNN,
+// for this CPU's OpenBLAS kernels and the current thread count (ops/cpu/matmul.cpp).
+double sgemm_openblas_max_mnk();
+
 // Row-major host GEMM for other CPU kernels: C[M, N] = op(A) op(B), op = transpose when the flag
 // is set (A is M x K, or K x M when transposed, with leading dimension lda; likewise B).
 // C is overwritten. Uses several threads unless called inside a parallel region.

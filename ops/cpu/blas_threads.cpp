@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/parallel.h"
 #include "ops/linalg.h"
 
@@ -45,11 +47,12 @@ std::string gemm_backend_info() {
   const char* core = openblas_get_corename();
   const char* config = openblas_get_config();
   return fmt::format(
-      "float32: OpenBLAS sgemm for M*N*K <= 28^3, oneDNN {}.{}.{} sgemm (max ISA {}) above; "
+      "float32: OpenBLAS sgemm for M*N*K <= {}^3, oneDNN {}.{}.{} sgemm (max ISA {}) above; "
       "float64: OpenBLAS dgemm; LU/inverse: blocked on oneDNN sgemm for float32 n >= 384, "
       "OpenBLAS LAPACK otherwise. OpenBLAS core {} ({}, {} threads)",
-      v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()),
-      core ? core : "unknown", config ? config : "", openblas_get_num_threads());
+      std::lround(std::cbrt(sgemm_openblas_max_mnk())), v->major, v->minor, v->patch,
+      isa_name(dnnl_get_effective_cpu_isa()), core ? core : "unknown", config ? config : "",
+      openblas_get_num_threads());
 }
 
 }  // namespace tapeflow::detail

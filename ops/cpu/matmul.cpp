@@ -1,7 +1,9 @@
-// MatMul on the CPU. Backends, chosen by measurement on the development machine (2 Zen 5 cores,
-// AVX-512; bench/bench_matmul.cpp):
-//   float32: OpenBLAS sgemm for tiny products (M*N*K below kOpenblasMaxMnk: ~30 ns fixed cost
-//            against oneDNN's ~190 ns), oneDNN sgemm above (AVX-512 kernels, ~95% of the FMA
+// MatMul on the CPU. Backends, chosen by measurement (bench/bench_matmul.cpp) on 2 Zen 5 cores
+// with AVX-512 and OpenBLAS pinned to Haswell, and on an AMD EPYC VM with OpenBLAS's Cooperlake
+// kernels:
+//   float32: OpenBLAS sgemm for small products (M*N*K up to detail::sgemm_openblas_max_mnk(): 28^3 where
+//            OpenBLAS runs AVX2 kernels, ~30 ns fixed cost against oneDNN's ~190 ns; more
+//            where it runs AVX-512 ones), oneDNN sgemm above (AVX-512 kernels, ~95% of the FMA
 //            peak from N = 256 up; OpenBLAS is pinned to its Haswell/AVX2 kernels here and
 //            reaches half of that);
 //   float64: OpenBLAS dgemm (oneDNN has no dgemm);
@@ -16,9 +18,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <type_traits>
 
 #include "core/allocator.h"
@@ -30,11 +34,38 @@
 
 namespace tapeflow {
 
+namespace detail {
+
+// The largest float32 product (M*N*K) that runs on OpenBLAS's sgemm rather than oneDNN's, by the
+// kernels OpenBLAS picked for this CPU (OPENBLAS_CORETYPE may pin them) and the threads oneDNN
+// would use (bench/bench_matmul.cpp; squares, medians):
+// - AVX2 kernels (Haswell, Zen): 28^3. OpenBLAS's lower fixed cost (~30 ns against ~190 ns)
+//   wins below that; oneDNN's AVX-512 kernels above.
+// - AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids): on one thread OpenBLAS is faster up
+//   to about 100^3 (an AMD EPYC VM with AVX-512: N = 64 4.6 us against 5.4, N = 96 15.5 against
+//   15.8, N = 104 24.0 against 22.9); with more threads oneDNN threads products from about
+//   57^3 up and OpenBLAS only larger ones (N = 64, 2 threads: 4.6 against 3.7 us).
+// Both are accurate to float32 rounding (summing in different orders, so not to the same bits);
+// a given machine and thread count always picks the same one.
+double sgemm_openblas_max_mnk() {
+  static const bool avx512_kernels = [] {
+    const char* core = openblas_get_corename();
+    if (!core) return false;
+    std::string c(core);
+    std::transform(c.begin(), c.end(), c.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return c == "skylakex" || c == "cooperlake" || c == "sapphirerapids";
+  }();
+  if (!avx512_kernels) return 28.0 * 28 * 28;
+  // Inside a parallel region (a batch split over threads) oneDNN runs on one thread too.
+  const bool threaded = !omp_in_parallel() && detail::num_threads() > 1;
+  return threaded ? 56.0 * 56 * 56 : 100.0 * 100 * 100;
+}
+
+}  // namespace detail
+
 namespace {
 
-// Products with M*N*K up to this run on OpenBLAS (lower fixed cost than oneDNN's sgemm, which
-// wins from about 28^3 up).
-constexpr double kOpenblasMaxMnk = 28.0 * 28 * 28;
 // Matrices with fewer flops than this in a batch run one per thread (single-threaded GEMMs);
 // larger ones run one after the other on the threaded library.
 constexpr double kThreadedGemmMinFlops = 2.0 * 96 * 96 * 96;
@@ -135,7 +166,7 @@ void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
     else if (beta != 1.0f) scale_rows(m, n, beta, c, ldc);
     return;
   }
-  if (static_cast<double>(m) * n * k <= kOpenblasMaxMnk) {
+  if (static_cast<double>(m) * n * k <= detail::sgemm_openblas_max_mnk()) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 to_int(m), to_int(n), to_int(k), alpha, a, to_int(lda), b, to_int(ldb), beta, c,
                 to_int(ldc));

@@ -431,6 +431,28 @@ TEST_CASE("the GEMM backend description names the libraries", "[cpu][linalg]") {
   CHECK(info.find("OpenBLAS core") != std::string::npos);
 }
 
+TEST_CASE("float32 products either side of the OpenBLAS-oneDNN crossover agree", "[cpu][linalg]") {
+  // The crossover depends on OpenBLAS's kernels and the thread count: products just below and
+  // just above it, squares and transposed rectangles, with one thread and with the default.
+  tf::DeviceScope cpu("/device:CPU:0");
+  const int before = tf::detail::num_threads();
+  for (int threads : {1, before}) {
+    tf::detail::set_num_threads(threads);
+    const double mnk = tf::detail::sgemm_openblas_max_mnk();
+    INFO("threads " << threads << ", OpenBLAS up to M*N*K = " << mnk);
+    CHECK(mnk >= 28.0 * 28 * 28);
+    const auto n = static_cast<int64_t>(std::cbrt(mnk) + 1e-6);  // n^3 <= mnk < (n + 1)^3
+    CHECK(static_cast<double>(n) * n * n <= mnk);
+    CHECK(static_cast<double>(n + 1) * (n + 1) * (n + 1) > mnk);
+    for (int64_t s : {n, n + 1}) {
+      check_matmul({s, s}, {s, s}, tf::float32, false, false, 1e-4);
+      check_matmul({s, 2 * s}, {s, s / 2}, tf::float32, true, false, 1e-4);
+      check_matmul({s / 2, s}, {2 * s, s}, tf::float32, false, true, 1e-4);
+    }
+  }
+  tf::detail::set_num_threads(before);
+}
+
 TEST_CASE("detail::gemm writes a strided output", "[cpu][linalg]") {
   // A 2x3 times 3x2 product written into the left half of a 2x4 buffer.
   const std::vector<float> a{1, 2, 3, 4, 5, 6}, b{7, 8, 9, 10, 11, 12};
