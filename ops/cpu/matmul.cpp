@@ -1,11 +1,11 @@
 // MatMul on the CPU. Backends, chosen by measurement (bench/bench_matmul.cpp) on 2 Zen 5 cores
 // with AVX-512 and OpenBLAS pinned to Haswell, and on an AMD EPYC VM with OpenBLAS's Cooperlake
 // kernels:
-//   float32: OpenBLAS sgemm for small products (M*N*K up to detail::sgemm_openblas_max_mnk(): 28^3 where
-//            OpenBLAS runs AVX2 kernels, ~30 ns fixed cost against oneDNN's ~190 ns; more
-//            where it runs AVX-512 ones), oneDNN sgemm above (AVX-512 kernels, ~95% of the FMA
-//            peak from N = 256 up; OpenBLAS is pinned to its Haswell/AVX2 kernels here and
-//            reaches half of that);
+//   float32: OpenBLAS sgemm for small products (M*N*K up to detail::sgemm_openblas_max_mnk():
+//            28^3 where OpenBLAS runs AVX2 kernels, ~30 ns fixed cost against oneDNN's ~190 ns;
+//            more where it runs AVX-512 ones), oneDNN sgemm above (AVX-512 kernels, ~95% of
+//            the FMA peak from N = 256 up; OpenBLAS's Haswell kernels reach half of that, its
+//            Cooperlake ones 90%);
 //   float64: OpenBLAS dgemm (oneDNN has no dgemm);
 //   float16, bfloat16: converted to float32 around the float32 GEMM;
 //   int32, int64: a blocked loop (wrapping arithmetic, as TF's), compiled for AVX-512/AVX2 with
