@@ -329,9 +329,32 @@ TF_BINARY_EVAL(LogicalAnd, LogicalAndOp, kCheapGrain)
 TF_BINARY_EVAL(LogicalOr, LogicalOrOp, kCheapGrain)
 #undef TF_BINARY_EVAL
 
+namespace {
+
+// pow(x, c) for a float32 or float64 x and a one-element exponent c of 0, 1, 2, 1/2 or -1 (the
+// common x^2, sqrt as x^0.5, 1/x): a multiplication, square root or division per element, the
+// exact power rounded once, instead of the C library's pow (4.3 ns per float32 element on one
+// core of an AMD EPYC VM). False for other exponents and shapes.
+bool pow_by_constant(const Tensor& x, const Tensor& c, Tensor& out) {
+  if ((x.dtype() != float32 && x.dtype() != float64) || c.num_elements() != 1 ||
+      x.num_elements() != out.num_elements())
+    return false;
+  const double e = x.dtype() == float32 ? c.data<float>()[0] : c.data<double>()[0];
+  if (e == 2) binary_eval<cpu::PowTwoOp>(x, c, out, kCheapGrain);
+  else if (e == 1) binary_eval<cpu::PowOneOp>(x, c, out, kCheapGrain);
+  else if (e == 0) binary_eval<cpu::PowZeroOp>(x, c, out, kCheapGrain);
+  else if (e == 0.5) binary_eval<cpu::PowHalfOp>(x, c, out, kCheapGrain);
+  else if (e == -1) binary_eval<cpu::PowMinusOneOp>(x, c, out, kCheapGrain);
+  else return false;
+  return true;
+}
+
+}  // namespace
+
 void Pow::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
   check_int_exponents(in[1]);
+  if (pow_by_constant(in[0], in[1], out[0])) return;
   binary_eval<cpu::PowOp>(in[0], in[1], out[0], kPowGrain);
 }
 

@@ -499,6 +499,50 @@ struct PowOp : BinaryOpBase {
     else return ipow(a, b);
   }
 };
+// pow(x, c) for the one-element exponents c that Pow's CPU kernel runs without pow (0, 1, 2,
+// 1/2, -1; float32 and float64): the second operand is c itself and is not read. Each is the
+// exact power rounded once (the C library's pow is within 0.82 ulp for float32) and keeps C99's
+// special values: pow(x, 0) = 1 and pow(x, 1) = x even for NaN, pow(-0, 1/2) = +0,
+// pow(-inf, 1/2) = +inf (where sqrt gives -0 and NaN), pow(+-0, -1) = +-inf.
+struct PowByConstantBase {
+  template <class T>
+  static constexpr bool ok = std::is_floating_point_v<T>;
+  template <class T>
+  using calc_type = T;
+  template <class T>
+  using out_type = T;
+};
+struct PowZeroOp : PowByConstantBase {
+  template <class C>
+  C operator()(C, C) const {
+    return C(1);
+  }
+};
+struct PowOneOp : PowByConstantBase {
+  template <class C>
+  C operator()(C x, C) const {
+    return x;
+  }
+};
+struct PowTwoOp : PowByConstantBase {
+  template <class C>
+  C operator()(C x, C) const {
+    return x * x;
+  }
+};
+struct PowHalfOp : PowByConstantBase {
+  template <class C>
+  C operator()(C x, C) const {
+    const C r = std::sqrt(x);
+    return x == C(0) ? C(0) : (x == -std::numeric_limits<C>::infinity() ? -x : r);
+  }
+};
+struct PowMinusOneOp : PowByConstantBase {
+  template <class C>
+  C operator()(C x, C) const {
+    return C(1) / x;
+  }
+};
 // NaN propagates (either operand), as numpy's and TF's maximum.
 struct MaximumOp : BinaryOpBase {
   template <class T>

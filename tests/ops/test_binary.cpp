@@ -12,6 +12,7 @@
 #include "ops/factory.h"
 #include "ops/unary.h"
 #include "support/testing.h"
+#include "support/ulp.h"
 
 namespace tf = tapeflow;
 using tf::testing::contains;
@@ -354,6 +355,50 @@ TEST_CASE("binary ops name the op and both shapes when shapes do not broadcast",
   require_error([&] { tf::pow(tf::zeros({2, 1, 3}), tf::zeros({5, 2})); },
                 {"[pow]", "(2, 1, 3)", "(5, 2)"});
   require_error([&] { tf::maximum(tf::zeros({0}), tf::zeros({2})); }, {"[maximum]", "(0,)", "(2,)"});
+}
+
+TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds once",
+          "[cpu][binary]") {
+  // The CPU kernel runs these one-element exponents as x * x, sqrt and 1 / x: the exact power
+  // rounded once, so float32 results equal the float64 power rounded to float32. Other devices
+  // run pow itself (within 4 ulp; subnormal float32 results not compared, as they may flush).
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, kInf, -kInf, kNan, 0.25, 4.0, -4.0, 3.0,
+                            1e-30, 1e30, 1e-40, -1e-40, 3.4e38, -2.5};
+  const std::vector<double> rs = tf::testing::random_values(500, -1e3, 1e3, 7);
+  xs.insert(xs.end(), rs.begin(), rs.end());
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const bool cpu = dev.is_cpu();
+    for (const auto d : {tf::float32, tf::float64}) {
+      const tf::Tensor x = tf::detail::from_doubles(xs, {static_cast<int64_t>(xs.size())}, d);
+      for (const double c : {0.0, 1.0, 2.0, 0.5, -1.0}) {
+        INFO(dev << " " << tf::dtype_name(d) << " exponent " << c);
+        const tf::Tensor y = tf::pow(x, tf::detail::from_doubles({c}, {}, d));
+        const std::vector<double> got = tf::cast(y, tf::float64).numpy<double>();
+        for (size_t i = 0; i < xs.size(); ++i) {
+          const double xi = d == tf::float32 ? double{static_cast<float>(xs[i])} : xs[i];
+          const double want = std::pow(xi, c);
+          INFO("x = " << xi << ": got " << got[i] << ", want " << want);
+          if (std::isnan(want)) {
+            CHECK(std::isnan(got[i]));
+          } else if (d == tf::float32) {
+            const float wf = static_cast<float>(want);
+            if (cpu || std::isinf(wf) || wf == 0) {
+              CHECK(got[i] == double{wf});
+              CHECK(std::signbit(got[i]) == std::signbit(wf));
+            } else if (std::abs(wf) >= std::numeric_limits<float>::min()) {
+              CHECK(tf::testing::float32_ulp_error(static_cast<float>(got[i]), want) <= 4.0);
+            }
+          } else if (std::isinf(want) || want == 0) {
+            CHECK(got[i] == want);
+            CHECK(std::signbit(got[i]) == std::signbit(want));
+          } else {
+            CHECK(std::abs(got[i] - want) <= (cpu ? 2.3e-16 : 1e-15) * std::abs(want));
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("binary ops: special values - integer wrap-around and pow", "[cpu][binary]") {
