@@ -45,8 +45,10 @@ namespace detail {
 //   to about 100^3 (an AMD EPYC VM with AVX-512: N = 64 4.6 us against 5.4, N = 96 15.5 against
 //   15.8, N = 104 24.0 against 22.9); with more threads oneDNN threads products from about
 //   57^3 up and OpenBLAS only larger ones (N = 64, 2 threads: 4.6 against 3.7 us).
-// Both are accurate to float32 rounding (summing in different orders, so not to the same bits);
-// a given machine and thread count always picks the same one.
+// Both are accurate to float32 rounding but sum in different orders, so their bits differ: with
+// AVX-512 kernels and more than one thread, a product between 56^3 and 100^3 runs on OpenBLAS in
+// a batch split over threads and on oneDNN alone. The 56^3 was measured with two threads and is
+// assumed for more.
 double sgemm_openblas_max_mnk() {
   static const bool avx512_kernels = [] {
     const char* core = openblas_get_corename();

@@ -500,7 +500,7 @@ struct PowOp : BinaryOpBase {
   }
 };
 // pow(x, c) for the one-element exponents c that Pow's CPU kernel runs without pow (0, 1, 2,
-// 1/2, -1; float32 and float64): the second operand is c itself and is not read. Each is the
+// 1/2, -1; float32 and float64): the second operand is c itself and is ignored. Each is the
 // exact power rounded once (the C library's pow is within 0.82 ulp for float32) and keeps C99's
 // special values: pow(x, 0) = 1 and pow(x, 1) = x even for NaN, pow(-0, 1/2) = +0,
 // pow(-inf, 1/2) = +inf (where sqrt gives -0 and NaN), pow(+-0, -1) = +-inf.

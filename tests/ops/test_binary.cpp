@@ -362,8 +362,12 @@ TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds 
   // The CPU kernel runs these one-element exponents as x * x, sqrt and 1 / x: the exact power
   // rounded once, so float32 results equal the float64 power rounded to float32. Other devices
   // run pow itself (within 4 ulp; subnormal float32 results not compared, as they may flush).
+  // The last four: floats whose square root the C library's powf(x, 0.5f) misrounds by one ulp
+  // (0x1.00376ep+0 for 0x1.006ee6p+0, where sqrt gives 0x1.00376cp+0), and a square that is an
+  // exact tie between two floats (1 + 2^-11 + 2^-24).
   std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, kInf, -kInf, kNan, 0.25, 4.0, -4.0, 3.0,
-                            1e-30, 1e30, 1e-40, -1e-40, 3.4e38, -2.5};
+                            1e-30, 1e30, 1e-40, -1e-40, 3.4e38, -2.5, 0x1.006ee6p+0,
+                            0x1.011aecp+0, 0x1.0149ep+0, 1.0 + 0x1p-12};
   const std::vector<double> rs = tf::testing::random_values(500, -1e3, 1e3, 7);
   xs.insert(xs.end(), rs.begin(), rs.end());
   for (const auto dev : tf::testing::devices_under_test()) {
@@ -371,7 +375,7 @@ TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds 
     const bool cpu = dev.is_cpu();
     for (const auto d : {tf::float32, tf::float64}) {
       const tf::Tensor x = tf::detail::from_doubles(xs, {static_cast<int64_t>(xs.size())}, d);
-      for (const double c : {0.0, 1.0, 2.0, 0.5, -1.0}) {
+      for (const double c : {0.0, -0.0, 1.0, 2.0, 0.5, -1.0}) {
         INFO(dev << " " << tf::dtype_name(d) << " exponent " << c);
         const tf::Tensor y = tf::pow(x, tf::detail::from_doubles({c}, {}, d));
         const std::vector<double> got = tf::cast(y, tf::float64).numpy<double>();
@@ -397,6 +401,31 @@ TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds 
           }
         }
       }
+      // Other exponents, and one next to 2, go to pow (float32 within 1 ulp on the CPU).
+      const float next2 = std::nextafter(2.0f, 3.0f);
+      for (const double c : {3.0, -0.5, double{next2}, kNan}) {
+        INFO(dev << " " << tf::dtype_name(d) << " exponent " << c);
+        const double cd = d == tf::float32 ? double{static_cast<float>(c)} : c;
+        const std::vector<double> got =
+            tf::cast(tf::pow(x, tf::detail::from_doubles({c}, {}, d)), tf::float64)
+                .numpy<double>();
+        for (size_t i = 7; i < xs.size(); ++i) {  // finite, nonzero x
+          const double xi = d == tf::float32 ? double{static_cast<float>(xs[i])} : xs[i];
+          const double want = std::pow(xi, cd);
+          const double wf = d == tf::float32 ? double{static_cast<float>(want)} : want;
+          INFO("x = " << xi << ": got " << got[i] << ", want " << want);
+          if (std::isnan(want)) CHECK(std::isnan(got[i]));
+          else if (std::isinf(wf) || wf == 0) CHECK(got[i] == wf);
+          else if (d == tf::float32 && std::abs(wf) >= std::numeric_limits<float>::min())
+            CHECK(tf::testing::float32_ulp_error(static_cast<float>(got[i]), want) <=
+                  (cpu ? 1.0 : 4.0));
+          else if (d == tf::float64) CHECK(std::abs(got[i] - want) <= 1e-15 * std::abs(want));
+        }
+      }
+      // A one-element exponent of higher rank broadcasts x: the output gains its dimensions.
+      const tf::Tensor y = tf::pow(x, tf::detail::from_doubles({2.0}, {1, 1}, d));
+      CHECK(y.shape() == tf::TensorShape({1, static_cast<int64_t>(xs.size())}));
+      CHECK(tf::cast(y, tf::float64).numpy<double>()[8] == 16.0);
     }
   }
 }

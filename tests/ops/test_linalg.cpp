@@ -431,12 +431,18 @@ TEST_CASE("the GEMM backend description names the libraries", "[cpu][linalg]") {
   CHECK(info.find("OpenBLAS core") != std::string::npos);
 }
 
-TEST_CASE("float32 products either side of the OpenBLAS-oneDNN crossover agree", "[cpu][linalg]") {
+TEST_CASE("float32 products either side of the OpenBLAS-oneDNN crossover agree",
+          "[cpu][linalg]") {
   // The crossover depends on OpenBLAS's kernels and the thread count: products just below and
-  // just above it, squares and transposed rectangles, with one thread and with the default.
+  // just above it, squares and transposed rectangles, with one thread and with two, and a batch
+  // of small products split over the threads (each a one-thread GEMM inside the parallel
+  // region, where the one-thread crossover applies).
   tf::DeviceScope cpu("/device:CPU:0");
-  const int before = tf::detail::num_threads();
-  for (int threads : {1, before}) {
+  struct RestoreThreads {
+    int before = tf::detail::num_threads();
+    ~RestoreThreads() { tf::detail::set_num_threads(before); }
+  } restore;
+  for (int threads : {1, 2}) {
     tf::detail::set_num_threads(threads);
     const double mnk = tf::detail::sgemm_openblas_max_mnk();
     INFO("threads " << threads << ", OpenBLAS up to M*N*K = " << mnk);
@@ -449,8 +455,8 @@ TEST_CASE("float32 products either side of the OpenBLAS-oneDNN crossover agree",
       check_matmul({s, 2 * s}, {s, s / 2}, tf::float32, true, false, 1e-4);
       check_matmul({s / 2, s}, {2 * s, s}, tf::float32, false, true, 1e-4);
     }
+    check_matmul({8, 80, 80}, {8, 80, 80}, tf::float32, false, false, 1e-4);
   }
-  tf::detail::set_num_threads(before);
 }
 
 TEST_CASE("detail::gemm writes a strided output", "[cpu][linalg]") {
