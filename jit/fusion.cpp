@@ -315,10 +315,16 @@ void FusedElementwise::run_cpu(std::span<const Tensor> in, Tensor& out) const {
   });
 }
 
+// o = F(a, b) elementwise, F one of the functors the binary loops apply (ops/cpu/unary_ops.h),
+// inline: the same arithmetic, so the same bits.
+template <class F, class T>
+void tiny_binary(const T* __restrict a, const T* __restrict b, T* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = F{}(a[i], b[i]);
+}
+
 // A call on a few elements (scalars, tiny tensors): a chain of 100 steps over 4 elements spent
 // 9.5 ns per step in the tiled loop, most of it calling into a vector loop per step and reading
-// its result back. Here the binary steps' arithmetic is inline, with the same operations as the
-// loops (IEEE +, -, *, / and the maximum and minimum functors: the same bits); unary steps still
+// its result back. Here the binary steps' arithmetic is inline (tiny_binary); unary steps still
 // call their loop. One-element inputs are repeated over the n elements first.
 template <class T>
 void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* dst,
@@ -341,24 +347,12 @@ void FusedElementwise::run_tiny(const T* const* ptr, const uint8_t* scalar, T* d
     const T* __restrict a = operand[st.a];
     const T* __restrict b = st.b >= 0 ? operand[st.b] : nullptr;
     switch (st.tiny) {
-      case TinyKind::kAdd:
-        for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
-        break;
-      case TinyKind::kSubtract:
-        for (int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i];
-        break;
-      case TinyKind::kMultiply:
-        for (int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i];
-        break;
-      case TinyKind::kDivide:
-        for (int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i];
-        break;
-      case TinyKind::kMaximum:
-        for (int64_t i = 0; i < n; ++i) o[i] = cpu::MaximumOp{}(a[i], b[i]);
-        break;
-      case TinyKind::kMinimum:
-        for (int64_t i = 0; i < n; ++i) o[i] = cpu::MinimumOp{}(a[i], b[i]);
-        break;
+      case TinyKind::kAdd: tiny_binary<cpu::AddOp>(a, b, o, n); break;
+      case TinyKind::kSubtract: tiny_binary<cpu::SubtractOp>(a, b, o, n); break;
+      case TinyKind::kMultiply: tiny_binary<cpu::MultiplyOp>(a, b, o, n); break;
+      case TinyKind::kDivide: tiny_binary<cpu::DivideOp>(a, b, o, n); break;
+      case TinyKind::kMaximum: tiny_binary<cpu::MaximumOp>(a, b, o, n); break;
+      case TinyKind::kMinimum: tiny_binary<cpu::MinimumOp>(a, b, o, n); break;
       case TinyKind::kCall:
         st.template unary_loop<T>()(a, o, n);
         break;
