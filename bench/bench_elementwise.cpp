@@ -268,6 +268,38 @@ void BM_AddFloat16_tapeflow(benchmark::State& state) {
 }
 TF_BENCH_PAIRED(BM_AddFloat16_tapeflow);
 
+// ---- float64 math on 64K elements (in cache: the functions' cost, not memory's) ----
+
+constexpr int64_t kSmall = int64_t{1} << 16;
+
+void f64_math(benchmark::State& state, tf::Tensor (*op)(const tf::Tensor&)) {
+  const auto a = tf::cast(host_uniform({kSmall}, -3, 3, 5), tf::float64);
+  for (auto _ : state) benchmark::DoNotOptimize(op(a));
+  state.SetItemsProcessed(state.iterations() * kSmall);
+}
+BENCHMARK_CAPTURE(f64_math, Exp64_tapeflow, &tf::exp)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Tanh64_tapeflow, &tf::tanh)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Sigmoid64_tapeflow, &tf::sigmoid)->Unit(benchmark::kMicrosecond);
+
+#ifdef TAPEFLOW_HAVE_TORCH
+// Into a preallocated output, as tapeflow's caching allocator hands back the same block.
+void f64_math_torch(benchmark::State& state,
+                    torch::Tensor& (*op)(torch::Tensor&, const torch::Tensor&)) {
+  at::set_num_threads(tf::detail::num_threads());
+  const auto a = torch::rand({kSmall}, torch::kFloat64) * 6 - 3;
+  auto c = torch::empty({kSmall}, torch::kFloat64);
+  for (auto _ : state) {
+    op(c, a);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kSmall);
+}
+BENCHMARK_CAPTURE(f64_math_torch, Exp64_torch, &torch::exp_out)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Tanh64_torch, &torch::tanh_out)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Sigmoid64_torch, &torch::sigmoid_out)
+    ->Unit(benchmark::kMicrosecond);
+#endif
+
 // ---- 16M float32: libtorch ----
 
 #ifdef TAPEFLOW_HAVE_TORCH

@@ -34,6 +34,14 @@ constexpr int64_t kMathGrain = 4096;
   }
 TF_DEFINE_UNARY_RANGE(unary_range, )
 #if TF_CPU_MULTIVERSION
+// float64 exp on the baseline x86-64 ISA (SSE2, no FMA): the C library's scalar exp, 4.2 ns per
+// element against 6.3 for two-lane SSE2 vectors of exp_fast (on the AVX2 and AVX-512 loops
+// exp_fast runs at 1.4 and 0.9).
+template <>
+void unary_range<cpu::ExpOp, double, double>(const double* __restrict in,
+                                             double* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+}
 TF_DEFINE_UNARY_RANGE(unary_range_avx2, TF_TARGET_AVX2)
 TF_DEFINE_UNARY_RANGE(unary_range_avx512, TF_TARGET_AVX512)
 // float32 exp, tanh and sigmoid on AVX-512: the same arithmetic with vmaxps / vminps clamps and,

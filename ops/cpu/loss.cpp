@@ -1,7 +1,7 @@
 // CPU kernels of the loss family: one pass per row of the last axis (max, sum of exponentials,
-// then the outputs), rows split over the OpenMP pool. float32 rows use the vectorisable exp of
-// ops/cpu/unary_ops.h and are compiled for the baseline ISA, AVX2 and AVX-512 (picked at run
-// time); float16/bfloat16 compute in float, float64 in double with std::exp. Reductions keep 8
+// then the outputs), rows split over the OpenMP pool. float32 and float64 rows use the
+// vectorisable exp of ops/cpu/unary_ops.h and are compiled for the baseline ISA, AVX2 and AVX-512
+// (picked at run time); float16/bfloat16 compute in float. Reductions keep 8
 // partial results so that GCC vectorises them without reassociating a single accumulator.
 #if defined(__GNUC__) && !defined(__clang__)
 // Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
@@ -45,10 +45,7 @@ struct Rows {
 
 template <class C>
 TF_AI C expc(C v) {
-  if constexpr (std::is_same_v<C, float>)
-    return cpu::exp_fast(v);
-  else
-    return std::exp(v);
+  return cpu::exp_fast(v);
 }
 
 // max over the row; NaN is skipped here (it reaches every output through the sum).
@@ -245,8 +242,8 @@ TF_DEFINE_ROWS(rows_avx512, TF_TARGET_AVX512)
 template <Kind K, class T, class L>
 auto pick_rows() {
 #if TF_CPU_MULTIVERSION
-  // Only float32 rows gain from the wider ISAs (vectorised exp); the others stay baseline.
-  if constexpr (std::is_same_v<T, float>) {
+  // float32 and float64 rows gain from the wider ISAs (vectorised exp); the others stay baseline.
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     switch (cpu::cpu_level()) {
       case cpu::CpuLevel::Avx512:
         return &rows_avx512<K, T, L>;

@@ -390,6 +390,89 @@ TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float
   CHECK(tiny == std::vector<float>{1e-30f, -2e-8f, 1e-40f});
 }
 
+// float64 exp, tanh and sigmoid on the CPU are tapeflow's vectorised forms (ops/cpu/unary_ops.h),
+// on a GPU the CUDA math library's (1 ulp for exp and tanh). Against the long double functions
+// (64 bits of mantissa here): evenly spaced inputs over each function's whole range, a denser
+// grid where tanh changes form (|x| = 0.7), 20000 random values in [-1, 1], powers of two from
+// 2^-1074 up and the special values.
+TEST_CASE("float64 exp tanh and sigmoid are within about 1 ulp of a long double reference",
+          "[cpu][unary]") {
+  if (std::numeric_limits<long double>::digits < 64) {
+    WARN("skipped: long double is no wider than double here");
+    return;
+  }
+  const auto grid = [](double lo, double hi, int n, std::vector<double>& xs) {
+    for (int i = 0; i <= n; ++i) xs.push_back(lo + (hi - lo) * i / n);
+  };
+  std::vector<double> common;
+  uint64_t state = 0x9E3779B97F4A7C15ull;  // splitmix64: the same values on every platform
+  for (int i = 0; i < 20000; ++i) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    common.push_back(static_cast<double>(z >> 11) * 0x1p-52 - 1.0);
+  }
+  for (int e = -1074; e <= 9; ++e) {
+    common.push_back(std::ldexp(1.0, e));
+    common.push_back(-std::ldexp(1.0, e));
+  }
+  for (double v : {0.0, -0.0, 1.0, -1.0, 0.5, 0.7, -0.7, std::nextafter(0.7, 0.0)})
+    common.push_back(v);
+  struct Fn {
+    const char* name;
+    tf::Tensor (*op)(const tf::Tensor&);
+    long double (*ref)(long double);
+    std::vector<double> xs;
+    double cpu_bound, gpu_bound;
+  };
+  std::vector<Fn> fns = {
+      {"exp", &tf::exp, [](long double x) { return std::exp(x); }, common, 1.05, 2.0},
+      {"tanh", &tf::tanh, [](long double x) { return std::tanh(x); }, common, 1.3, 2.0},
+      {"sigmoid", &tf::sigmoid, [](long double x) { return 1 / (1 + std::exp(-x)); }, common,
+       2.5, 3.5}};  // measured (one AVX-512 machine): 1.0, 1.29 and 2.39
+  grid(-745.2, 709.8, 400000, fns[0].xs);
+  grid(-21.0, 21.0, 400000, fns[1].xs);
+  grid(0.6, 0.8, 100000, fns[1].xs);
+  grid(-745.2, 40.0, 400000, fns[2].xs);
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const Fn& f : fns) {
+      INFO(dev.to_string() << " " << f.name);
+      const std::vector<double> ys = f.op(tf::constant(f.xs)).numpy<double>();
+      REQUIRE(ys.size() == f.xs.size());
+      double worst = 0, worst_x = 0;
+      for (size_t i = 0; i < ys.size(); ++i) {
+        const double err = tf::testing::float64_ulp_error(ys[i], f.ref(f.xs[i]));
+        if (err > worst) worst = err, worst_x = f.xs[i];
+      }
+      INFO("worst " << worst << " ulp at x = " << worst_x);
+      CHECK(worst <= (dev.is_cpu() ? f.cpu_bound : f.gpu_bound));
+    }
+  }
+  tf::DeviceScope cpu("/cpu:0");
+  const auto e = tf::exp(tf::constant({kInf, -kInf, kNan, 709.8, -745.2, -0.0})).numpy<double>();
+  CHECK(e[0] == kInf);
+  CHECK(e[1] == 0.0);
+  CHECK(std::isnan(e[2]));
+  CHECK(e[3] == kInf);  // overflow
+  CHECK(e[4] == 0.0);   // below the smallest subnormal
+  CHECK(e[5] == 1.0);
+  const auto t = tf::tanh(tf::constant({kInf, -kInf, kNan, -0.0, 1e-300, 19.1})).numpy<double>();
+  CHECK(t[0] == 1.0);
+  CHECK(t[1] == -1.0);
+  CHECK(std::isnan(t[2]));
+  CHECK((t[3] == 0.0 && std::signbit(t[3])));
+  CHECK(t[4] == 1e-300);
+  CHECK(t[5] == 1.0);
+  const auto s = tf::sigmoid(tf::constant({kInf, -kInf, kNan, -800.0})).numpy<double>();
+  CHECK(s[0] == 1.0);
+  CHECK(s[1] == 0.0);
+  CHECK(std::isnan(s[2]));
+  CHECK(s[3] == 0.0);
+}
+
 #if TF_CPU_MULTIVERSION
 // The loop the compiler makes from the scalar forms, as the AVX-512 build of the op loops had it.
 template <class F>

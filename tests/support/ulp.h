@@ -18,4 +18,15 @@ inline double float32_ulp_error(float got, double want) {
   return std::abs(static_cast<double>(got) - want) / ulp;
 }
 
+// The same for a float64 result against a long double reference (64-bit mantissa on x86-64,
+// 113 bits on AArch64 Linux): the spacing of float64 values at the reference rounded to float64.
+inline double float64_ulp_error(double got, long double want) {
+  const double rounded = std::abs(static_cast<double>(want));
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const long double ulp = rounded == 1.0   ? 0x1p-53L
+                          : rounded == 0.0 ? std::numeric_limits<double>::denorm_min()
+                                           : std::nextafter(rounded, inf) - rounded;
+  return static_cast<double>(std::abs(static_cast<long double>(got) - want) / ulp);
+}
+
 }  // namespace tapeflow::testing
