@@ -272,21 +272,26 @@ TF_BENCH_PAIRED(BM_AddFloat16_tapeflow);
 
 constexpr int64_t kSmall = int64_t{1} << 16;
 
-void f64_math(benchmark::State& state, tf::Tensor (*op)(const tf::Tensor&)) {
-  const auto a = tf::cast(host_uniform({kSmall}, -3, 3, 5), tf::float64);
+void f64_math(benchmark::State& state, tf::Tensor (*op)(const tf::Tensor&), float lo, float hi) {
+  const auto a = tf::cast(host_uniform({kSmall}, lo, hi, 5), tf::float64);
   for (auto _ : state) benchmark::DoNotOptimize(op(a));
   state.SetItemsProcessed(state.iterations() * kSmall);
 }
-BENCHMARK_CAPTURE(f64_math, Exp64_tapeflow, &tf::exp)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Tanh64_tapeflow, &tf::tanh)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Sigmoid64_tapeflow, &tf::sigmoid)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Exp64_tapeflow, &tf::exp, -3, 3)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Tanh64_tapeflow, &tf::tanh, -3, 3)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Sigmoid64_tapeflow, &tf::sigmoid, -3, 3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Log64_tapeflow, &tf::log, 1e-3, 100)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math, Log1p64_tapeflow, &tf::log1p, -0.9, 100)
+    ->Unit(benchmark::kMicrosecond);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 // Into a preallocated output, as tapeflow's caching allocator hands back the same block.
 void f64_math_torch(benchmark::State& state,
-                    torch::Tensor& (*op)(torch::Tensor&, const torch::Tensor&)) {
+                    torch::Tensor& (*op)(torch::Tensor&, const torch::Tensor&), double lo,
+                    double hi) {
   at::set_num_threads(tf::detail::num_threads());
-  const auto a = torch::rand({kSmall}, torch::kFloat64) * 6 - 3;
+  const auto a = torch::rand({kSmall}, torch::kFloat64) * (hi - lo) + lo;
   auto c = torch::empty({kSmall}, torch::kFloat64);
   for (auto _ : state) {
     op(c, a);
@@ -294,9 +299,15 @@ void f64_math_torch(benchmark::State& state,
   }
   state.SetItemsProcessed(state.iterations() * kSmall);
 }
-BENCHMARK_CAPTURE(f64_math_torch, Exp64_torch, &torch::exp_out)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Tanh64_torch, &torch::tanh_out)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Sigmoid64_torch, &torch::sigmoid_out)
+BENCHMARK_CAPTURE(f64_math_torch, Exp64_torch, &torch::exp_out, -3, 3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Tanh64_torch, &torch::tanh_out, -3, 3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Sigmoid64_torch, &torch::sigmoid_out, -3, 3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Log64_torch, &torch::log_out, 1e-3, 100)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(f64_math_torch, Log1p64_torch, &torch::log1p_out, -0.9, 100)
     ->Unit(benchmark::kMicrosecond);
 #endif
 

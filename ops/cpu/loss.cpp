@@ -1,8 +1,9 @@
 // CPU kernels of the loss family: one pass per row of the last axis (max, sum of exponentials,
 // then the outputs), rows split over the OpenMP pool. float32 and float64 rows use the
 // vectorisable exp of ops/cpu/unary_ops.h and are compiled for the baseline ISA, AVX2 and AVX-512
-// (picked at run time); float16/bfloat16 compute in float. Reductions keep 8
-// partial results so that GCC vectorises them without reassociating a single accumulator.
+// (picked at run time; float64 on the baseline x86-64 ISA calls the C library's exp);
+// float16/bfloat16 compute in float. Reductions keep 8 partial results so that GCC vectorises
+// them without reassociating a single accumulator.
 #if defined(__GNUC__) && !defined(__clang__)
 // Lets GCC vectorise the loops (see ops/cpu/unary_ops.h); first, so that every function of this
 // file, inlined header code included, is compiled with the same options.
@@ -43,9 +44,14 @@ struct Rows {
   int64_t C;
 };
 
-template <class C>
+// Wide: the loop is compiled for AVX2 or AVX-512. float64 rows on the baseline ISA call the C
+// library's exp (two-lane SSE2 vectors of exp_fast are slower than it, as for the exp op).
+template <bool Wide, class C>
 TF_AI C expc(C v) {
-  return cpu::exp_fast(v);
+  if constexpr (std::is_same_v<C, double> && !Wide)
+    return std::exp(v);
+  else
+    return cpu::exp_fast(v);
 }
 
 // max over the row; NaN is skipped here (it reaches every output through the sum).
@@ -126,7 +132,7 @@ TF_AI C sum_run(const C* p, int64_t n) {
 // Sum of exp(x - m), in chunks: the exponentials go to `e` (Store: the output row, read again
 // by the last pass) or to a stack buffer, in a plain loop that vectorises as the unary exp
 // kernel does, then sum_run adds them up.
-template <bool Store, class T>
+template <bool Store, bool Wide, class T>
 TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
   using C = compute_t<T>;
   constexpr int64_t kChunk = 512;
@@ -140,7 +146,7 @@ TF_AI compute_t<T> row_exp_sum(const T* x, compute_t<T> m, T* e, int64_t n) {
     else
       dst = buf;
     const T* __restrict src = x + j0;
-    for (int64_t j = 0; j < len; ++j) dst[j] = expc(static_cast<C>(src[j]) - m);
+    for (int64_t j = 0; j < len; ++j) dst[j] = expc<Wide>(static_cast<C>(src[j]) - m);
     total += sum_run(dst, len);
   }
   return total;
@@ -152,7 +158,7 @@ constexpr int64_t kShortRow = kBlock / 4;  // rows shorter than this take that p
 // Short rows (MNIST's 10 classes): a row's exp loop would be all prologue and epilogue, so
 // each block of rows is shifted by its maxima into one buffer, exponentiated in one long
 // vectorised loop, and finished row by row.
-template <Kind K, class T, class L>
+template <Kind K, bool Wide, class T, class L>
 TF_AI void rows_short(const Rows<T, L>& a, int64_t r0, int64_t r1) {
   using C = compute_t<T>;
   const int64_t n = a.C;
@@ -168,7 +174,7 @@ TF_AI void rows_short(const Rows<T, L>& a, int64_t r0, int64_t r1) {
       mx[i] = m;
       for (int64_t j = 0; j < n; ++j) buf[i * n + j] = static_cast<C>(xb[i * n + j]) - m;
     }
-    for (int64_t j = 0; j < len; ++j) buf[j] = expc(buf[j]);
+    for (int64_t j = 0; j < len; ++j) buf[j] = expc<Wide>(buf[j]);
     for (int64_t i = 0; i < rows; ++i) {
       const C* e = buf + i * n;
       const T* __restrict x = xb + i * n;
@@ -190,13 +196,13 @@ TF_AI void rows_short(const Rows<T, L>& a, int64_t r0, int64_t r1) {
   }
 }
 
-template <Kind K, class T, class L>
+template <Kind K, bool Wide, class T, class L>
 TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
   using C = compute_t<T>;
   constexpr bool stored = std::is_same_v<T, C>;
   const int64_t n = a.C;
   if (n < kShortRow) {
-    rows_short<K, T, L>(a, r0, r1);
+    rows_short<K, Wide, T, L>(a, r0, r1);
     return;
   }
   for (int64_t r = r0; r < r1; ++r) {
@@ -204,38 +210,39 @@ TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
     T* __restrict y = a.out + r * n;
     const C m = row_max(x, n);
     if constexpr (K == Kind::LogSoftmax) {
-      const C sum = row_exp_sum<false>(x, m, y, n);
+      const C sum = row_exp_sum<false, Wide>(x, m, y, n);
       const C shift = m + std::log(sum);
       for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<C>(x[j]) - shift);
     } else {
       // float and double keep the exponentials in the output; half types recompute them.
-      const C sum = row_exp_sum<stored>(x, m, y, n);
+      const C sum = row_exp_sum<stored, Wide>(x, m, y, n);
       const C inv = C(1) / sum;
       if constexpr (stored) {
         for (int64_t j = 0; j < n; ++j) y[j] = y[j] * inv;
       } else {
-        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(expc(static_cast<C>(x[j]) - m) * inv);
+        for (int64_t j = 0; j < n; ++j)
+          y[j] = static_cast<T>(expc<Wide>(static_cast<C>(x[j]) - m) * inv);
       }
       if constexpr (K == Kind::Xent) {
         const int64_t l = static_cast<int64_t>(a.label[r]);
         const C xl = static_cast<C>(x[l]) - m;
         // TF's kernel: log(sum) - (logits[label] - max); backprop = softmax - onehot.
         a.loss[r] = static_cast<T>(std::log(sum) - xl);
-        y[l] = static_cast<T>(expc(xl) * inv - C(1));
+        y[l] = static_cast<T>(expc<Wide>(xl) * inv - C(1));
       }
     }
   }
 }
 
-#define TF_DEFINE_ROWS(NAME, TARGET)                              \
+#define TF_DEFINE_ROWS(NAME, TARGET, WIDE)                        \
   template <Kind K, class T, class L>                             \
   TARGET void NAME(const Rows<T, L>& a, int64_t r0, int64_t r1) { \
-    rows_body<K, T, L>(a, r0, r1);                                \
+    rows_body<K, WIDE, T, L>(a, r0, r1);                          \
   }
-TF_DEFINE_ROWS(rows_base, )
+TF_DEFINE_ROWS(rows_base, , !TF_CPU_MULTIVERSION)
 #if TF_CPU_MULTIVERSION
-TF_DEFINE_ROWS(rows_avx2, TF_TARGET_AVX2)
-TF_DEFINE_ROWS(rows_avx512, TF_TARGET_AVX512)
+TF_DEFINE_ROWS(rows_avx2, TF_TARGET_AVX2, true)
+TF_DEFINE_ROWS(rows_avx512, TF_TARGET_AVX512, true)
 #endif
 #undef TF_DEFINE_ROWS
 

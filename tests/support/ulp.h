@@ -19,13 +19,18 @@ inline double float32_ulp_error(float got, double want) {
 }
 
 // The same for a float64 result against a long double reference (64-bit mantissa on x86-64,
-// 113 bits on AArch64 Linux): the spacing of float64 values at the reference rounded to float64.
+// 113 bits on AArch64 Linux), in the spacing of float64 values on the reference's side of its
+// float64 rounding (below a power of two, the smaller spacing there; at the largest double, the
+// spacing below it).
 inline double float64_ulp_error(double got, long double want) {
-  const double rounded = std::abs(static_cast<double>(want));
+  const long double a = std::abs(want);
+  const double rounded = static_cast<double>(a);
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const long double ulp = rounded == 1.0   ? 0x1p-53L
-                          : rounded == 0.0 ? std::numeric_limits<double>::denorm_min()
-                                           : std::nextafter(rounded, inf) - rounded;
+  const double above = std::nextafter(rounded, inf);
+  const long double ulp = rounded == 0.0 ? std::numeric_limits<double>::denorm_min()
+                          : a < rounded || above == inf
+                              ? static_cast<long double>(rounded) - std::nextafter(rounded, 0.0)
+                              : static_cast<long double>(above) - rounded;
   return static_cast<double>(std::abs(static_cast<long double>(got) - want) / ulp);
 }
 
