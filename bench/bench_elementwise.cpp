@@ -268,48 +268,52 @@ void BM_AddFloat16_tapeflow(benchmark::State& state) {
 }
 TF_BENCH_PAIRED(BM_AddFloat16_tapeflow);
 
-// ---- float64 math on 64K elements (in cache: the functions' cost, not memory's) ----
+// ---- math functions on 64K elements (in cache: the functions' cost, not memory's) ----
 
 constexpr int64_t kSmall = int64_t{1} << 16;
 
-void f64_math(benchmark::State& state, tf::Tensor (*op)(const tf::Tensor&), float lo, float hi) {
-  const auto a = tf::cast(host_uniform({kSmall}, lo, hi, 5), tf::float64);
+void math_64k(benchmark::State& state, tf::Tensor (*op)(const tf::Tensor&), tf::DType dtype,
+              float lo, float hi) {
+  const auto a = tf::cast(host_uniform({kSmall}, lo, hi, 5), dtype);
   for (auto _ : state) benchmark::DoNotOptimize(op(a));
   state.SetItemsProcessed(state.iterations() * kSmall);
 }
-BENCHMARK_CAPTURE(f64_math, Exp64_tapeflow, &tf::exp, -3, 3)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Tanh64_tapeflow, &tf::tanh, -3, 3)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Sigmoid64_tapeflow, &tf::sigmoid, -3, 3)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Log64_tapeflow, &tf::log, 1e-3, 100)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math, Log1p64_tapeflow, &tf::log1p, -0.9, 100)
-    ->Unit(benchmark::kMicrosecond);
+#define TF_MATH_64K(NAME, OP, DTYPE, LO, HI) \
+  BENCHMARK_CAPTURE(math_64k, NAME, OP, DTYPE, LO, HI)->Unit(benchmark::kMicrosecond)
+TF_MATH_64K(Exp64_tapeflow, &tf::exp, tf::float64, -3, 3);
+TF_MATH_64K(Tanh64_tapeflow, &tf::tanh, tf::float64, -3, 3);
+TF_MATH_64K(Sigmoid64_tapeflow, &tf::sigmoid, tf::float64, -3, 3);
+TF_MATH_64K(Log64_tapeflow, &tf::log, tf::float64, 1e-3, 100);
+TF_MATH_64K(Log1p64_tapeflow, &tf::log1p, tf::float64, -0.9, 100);
+TF_MATH_64K(Sin32_tapeflow, &tf::sin, tf::float32, -10, 10);
+TF_MATH_64K(Cos32_tapeflow, &tf::cos, tf::float32, -10, 10);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 // Into a preallocated output, as tapeflow's caching allocator hands back the same block.
-void f64_math_torch(benchmark::State& state,
-                    torch::Tensor& (*op)(torch::Tensor&, const torch::Tensor&), double lo,
-                    double hi) {
+void math_64k_torch(benchmark::State& state,
+                    torch::Tensor& (*op)(torch::Tensor&, const torch::Tensor&),
+                    torch::ScalarType dtype, double lo, double hi) {
   at::set_num_threads(tf::detail::num_threads());
-  const auto a = torch::rand({kSmall}, torch::kFloat64) * (hi - lo) + lo;
-  auto c = torch::empty({kSmall}, torch::kFloat64);
+  const auto a = torch::rand({kSmall}, dtype) * (hi - lo) + lo;
+  auto c = torch::empty({kSmall}, dtype);
   for (auto _ : state) {
     op(c, a);
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * kSmall);
 }
-BENCHMARK_CAPTURE(f64_math_torch, Exp64_torch, &torch::exp_out, -3, 3)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Tanh64_torch, &torch::tanh_out, -3, 3)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Sigmoid64_torch, &torch::sigmoid_out, -3, 3)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Log64_torch, &torch::log_out, 1e-3, 100)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(f64_math_torch, Log1p64_torch, &torch::log1p_out, -0.9, 100)
-    ->Unit(benchmark::kMicrosecond);
+#define TF_MATH_64K_TORCH(NAME, OP, DTYPE, LO, HI) \
+  BENCHMARK_CAPTURE(math_64k_torch, NAME, OP, DTYPE, LO, HI)->Unit(benchmark::kMicrosecond)
+TF_MATH_64K_TORCH(Exp64_torch, &torch::exp_out, torch::kFloat64, -3, 3);
+TF_MATH_64K_TORCH(Tanh64_torch, &torch::tanh_out, torch::kFloat64, -3, 3);
+TF_MATH_64K_TORCH(Sigmoid64_torch, &torch::sigmoid_out, torch::kFloat64, -3, 3);
+TF_MATH_64K_TORCH(Log64_torch, &torch::log_out, torch::kFloat64, 1e-3, 100);
+TF_MATH_64K_TORCH(Log1p64_torch, &torch::log1p_out, torch::kFloat64, -0.9, 100);
+TF_MATH_64K_TORCH(Sin32_torch, &torch::sin_out, torch::kFloat32, -10, 10);
+TF_MATH_64K_TORCH(Cos32_torch, &torch::cos_out, torch::kFloat32, -10, 10);
+#undef TF_MATH_64K_TORCH
 #endif
+#undef TF_MATH_64K
 
 // ---- 16M float32: libtorch ----
 

@@ -24,13 +24,40 @@ namespace {
 constexpr int64_t kCheapGrain = 32768;
 constexpr int64_t kMathGrain = 4096;
 
+#define TF_AI inline __attribute__((always_inline))
+
+// out = F(in). Where F's vectorised form covers a bounded range (cpu::fast_max_of: sin and cos
+// of float32), blocks of 256 are checked first: a block with any |x| beyond it (or NaN) runs
+// F::slow, the C library's function, on those elements.
+template <class F, class C, class T, class O>
+TF_AI void map_unary(const T* __restrict in, O* __restrict out, int64_t n) {
+  const F f{};
+  constexpr C bound = cpu::fast_max_of<F, C>();
+  if constexpr (bound == C(0)) {
+    for (int64_t i = 0; i < n; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));
+  } else {
+    constexpr int64_t kBlock = 256;
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t e = n - b < kBlock ? n : b + kBlock;
+      int beyond = 0;
+      for (int64_t i = b; i < e; ++i) beyond |= !(std::abs(cpu::load<C>(in[i])) <= bound);
+      if (beyond == 0) {
+        for (int64_t i = b; i < e; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));
+      } else {
+        for (int64_t i = b; i < e; ++i) {
+          const C x = cpu::load<C>(in[i]);
+          out[i] = cpu::store<O>(std::abs(x) <= bound ? f(x) : F::slow(x));
+        }
+      }
+    }
+  }
+}
+
 // One loop, compiled for the baseline ISA, AVX2 and AVX-512 (see ops/cpu/unary_ops.h).
 #define TF_DEFINE_UNARY_RANGE(NAME, TARGET)                                           \
   template <class F, class T, class O>                                                \
   TARGET void NAME(const T* __restrict in, O* __restrict out, int64_t n) {            \
-    using C = typename F::template calc_type<T>;                                      \
-    const F f{};                                                                      \
-    for (int64_t i = 0; i < n; ++i) out[i] = cpu::store<O>(f(cpu::load<C>(in[i])));   \
+    map_unary<F, typename F::template calc_type<T>>(in, out, n);                      \
   }
 TF_DEFINE_UNARY_RANGE(unary_range, )
 #if TF_CPU_MULTIVERSION

@@ -390,6 +390,63 @@ TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float
   CHECK(tiny == std::vector<float>{1e-30f, -2e-8f, 1e-40f});
 }
 
+// float32 sin and cos on the CPU are computed in float64 and rounded once for |x| <= 2^20
+// (ops/cpu/unary_ops.h: at most 0.5001 ulp over every such float32), the C library's sinf / cosf
+// beyond; on a GPU the CUDA math library's (2 ulp). Every 4093rd float32 up to 2^20, their
+// negatives, larger values, infinities and NaN, also mixed into one block: within 1 ulp on the
+// CPU, odd / even, sin(-0) = -0.
+TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float range",
+          "[cpu][unary]") {
+  std::vector<float> xs;
+  const uint32_t top = std::bit_cast<uint32_t>(1048576.0f);
+  for (uint32_t b = 0; b <= top; b += 4093) xs.push_back(std::bit_cast<float>(b));
+  for (float v : {1048576.0f, 1048577.0f, 3.0e6f, 1.0e7f, 123456789.0f, 1e20f, 3.4e38f,
+                  3.14159274f, 1.57079637f, 0.0f})
+    xs.push_back(v);
+  const size_t half = xs.size();
+  for (size_t i = 0; i < half; ++i) xs.push_back(-xs[i]);
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const auto x = tf::constant(xs);
+    const std::vector<float> s = tf::sin(x).numpy<float>();
+    const std::vector<float> c = tf::cos(x).numpy<float>();
+    REQUIRE(s.size() == xs.size());
+    const WorstUlp ws = worst_ulp(xs, s, [](double v) { return std::sin(v); });
+    const WorstUlp wc = worst_ulp(xs, c, [](double v) { return std::cos(v); });
+    INFO("sin worst " << ws.ulp << " ulp at x = " << ws.x << ", cos worst " << wc.ulp
+                      << " ulp at x = " << wc.x);
+    CHECK(ws.ulp <= (dev.is_cpu() ? 1.0 : 2.0));
+    CHECK(wc.ulp <= (dev.is_cpu() ? 1.0 : 2.0));
+    bool symmetric = true;
+    for (size_t i = 0; i < half; ++i)
+      symmetric = symmetric && s[i + half] == -s[i] && c[i + half] == c[i];
+    if (dev.is_cpu()) CHECK(symmetric);
+  }
+  tf::DeviceScope cpu("/cpu:0");
+  // A block mixing the vectorised range with values beyond it, an infinity and NaN.
+  std::vector<float> mixed(300);
+  for (size_t i = 0; i < mixed.size(); ++i) mixed[i] = 0.37f * static_cast<float>(i) - 50.0f;
+  mixed[7] = 5.0e8f;
+  mixed[100] = kInf32;
+  mixed[200] = std::numeric_limits<float>::quiet_NaN();
+  mixed[250] = -0.0f;
+  const std::vector<float> ms = tf::sin(tf::constant(mixed)).numpy<float>();
+  const std::vector<float> mc = tf::cos(tf::constant(mixed)).numpy<float>();
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    INFO("x = " << mixed[i]);
+    if (std::isnan(mixed[i]) || std::isinf(mixed[i])) {
+      CHECK(std::isnan(ms[i]));
+      CHECK(std::isnan(mc[i]));
+    } else {
+      CHECK(tf::testing::float32_ulp_error(ms[i], std::sin(double{mixed[i]})) <= 1.0);
+      CHECK(tf::testing::float32_ulp_error(mc[i], std::cos(double{mixed[i]})) <= 1.0);
+    }
+  }
+  CHECK((ms[250] == 0.0f && std::signbit(ms[250])));
+  CHECK(mc[250] == 1.0f);
+}
+
 // float64 exp, tanh, sigmoid, log and log1p on the CPU are tapeflow's vectorised forms
 // (ops/cpu/unary_ops.h), on a GPU the CUDA math library's (1 ulp for exp, tanh, log and log1p).
 // Against the long double functions (64 bits of mantissa here): evenly spaced inputs over each
