@@ -287,6 +287,8 @@ TF_MATH_64K(Log64_tapeflow, &tf::log, tf::float64, 1e-3, 100);
 TF_MATH_64K(Log1p64_tapeflow, &tf::log1p, tf::float64, -0.9, 100);
 TF_MATH_64K(Sin32_tapeflow, &tf::sin, tf::float32, -10, 10);
 TF_MATH_64K(Cos32_tapeflow, &tf::cos, tf::float32, -10, 10);
+TF_MATH_64K(Sin64_tapeflow, &tf::sin, tf::float64, -10, 10);
+TF_MATH_64K(Cos64_tapeflow, &tf::cos, tf::float64, -10, 10);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 // Into a preallocated output, as tapeflow's caching allocator hands back the same block.
@@ -311,6 +313,8 @@ TF_MATH_64K_TORCH(Log64_torch, &torch::log_out, torch::kFloat64, 1e-3, 100);
 TF_MATH_64K_TORCH(Log1p64_torch, &torch::log1p_out, torch::kFloat64, -0.9, 100);
 TF_MATH_64K_TORCH(Sin32_torch, &torch::sin_out, torch::kFloat32, -10, 10);
 TF_MATH_64K_TORCH(Cos32_torch, &torch::cos_out, torch::kFloat32, -10, 10);
+TF_MATH_64K_TORCH(Sin64_torch, &torch::sin_out, torch::kFloat64, -10, 10);
+TF_MATH_64K_TORCH(Cos64_torch, &torch::cos_out, torch::kFloat64, -10, 10);
 #undef TF_MATH_64K_TORCH
 #endif
 #undef TF_MATH_64K

@@ -1,6 +1,6 @@
-// The error of tapeflow's float64 exp, tanh, sigmoid, log and log1p on the CPU, against the long
-// double functions (64 bits of mantissa on x86-64): for each function and input range, the
-// largest distance in ulp of float64 and where it occurs, over random inputs (a fixed seed;
+// The error of tapeflow's float64 exp, tanh, sigmoid, log, log1p, sin and cos on the CPU, against
+// the long double functions (64 bits of mantissa on x86-64): for each function and input range,
+// the largest distance in ulp of float64 and where it occurs, over random inputs (a fixed seed;
 // uniform, or uniform in log |x| for the log ranges marked so).
 //   build/bench/float64_ulp [millions of inputs per range, default 10]
 // The figures in ops/cpu/unary_ops.h come from this program; TAPEFLOW_CPU_ISA=baseline or avx2
@@ -37,6 +37,8 @@ tf::Tensor run(const char* fn, const tf::Tensor& x) {
   if (f == "tanh") return tf::tanh(x);
   if (f == "sigmoid") return tf::sigmoid(x);
   if (f == "log") return tf::log(x);
+  if (f == "sin") return tf::sin(x);
+  if (f == "cos") return tf::cos(x);
   return tf::log1p(x);
 }
 
@@ -46,6 +48,8 @@ long double reference(const char* fn, long double x) {
   if (f == "tanh") return std::tanh(x);
   if (f == "sigmoid") return 1 / (1 + std::exp(-x));
   if (f == "log") return std::log(x);
+  if (f == "sin") return std::sin(x);
+  if (f == "cos") return std::cos(x);
   return std::log1p(x);
 }
 
@@ -74,7 +78,13 @@ int main(int argc, char** argv) {
                           {"log", 5e-324, 1.7e308, true},
                           {"log1p", -1, 1},
                           {"log1p", 1e-300, 1.7e308, true},
-                          {"log1p", -1e-300, -1, true}};
+                          {"log1p", -1e-300, -1, true},
+                          {"sin", -4, 4},
+                          {"sin", -32768, 32768},
+                          {"sin", 32768, 1e6},
+                          {"cos", -4, 4},
+                          {"cos", -32768, 32768},
+                          {"cos", 32768, 1e6}};
   std::mt19937_64 gen(7);
   constexpr int64_t kChunk = 1 << 20;
   for (const Range& r : ranges) {

@@ -26,8 +26,8 @@ constexpr int64_t kMathGrain = 4096;
 
 #define TF_AI inline __attribute__((always_inline))
 
-// out = F(in). Where F's vectorised form covers a bounded range (cpu::fast_max_of: sin and cos
-// of float32), blocks of 256 are checked first: a block with any |x| beyond it (or NaN) runs
+// out = F(in). Where F's vectorised form covers a bounded range (cpu::fast_max_of: sin and cos),
+// blocks of 256 are checked first: a block with any |x| beyond it (or NaN) runs
 // F::slow, the C library's function, on those elements.
 template <class F, class C, class T, class O>
 TF_AI void map_unary(const T* __restrict in, O* __restrict out, int64_t n) {

@@ -360,6 +360,53 @@ inline float sincos_fast(float x) {
   return static_cast<float>(std::bit_cast<double>(v ^ negate));
 }
 
+// sin and cos for float64: q = round(x 2/pi), r = x - q pi/2 with pi/2 in three parts (33, 33
+// and 53 bits; q times the first two exact for |q| < 2^20) and r kept as a double-double
+// (rh + rl: the subtraction's error recovered by Knuth's two-sum), then sin(r) = rh + (rl (1 -
+// r^2/2) + rh^3 S(r^2)) and cos(r) = 1 - r^2/2 + (r^4 C(r^2) - rh rl) with 1 - r^2/2's rounding
+// error added back (fdlibm's kernels' structure), S and C the Taylor polynomials to r^17 and
+// r^18; the quadrant applied as for float32. Valid for |x| <= kTrigFastMax64 = 2^15: the
+// reduction's error there is at most 0.24 ulp of r even for the doubles nearest k pi/2
+// (checked in exact rational arithmetic for k up to 30000). Measured against the long double
+// sin / cos (bench/accuracy/float64_ulp.cpp, and the doubles nearest k pi/2): at most 0.80 ulp,
+// with FMA and without. 1.3 ns per element on the AVX-512 loops, 2.6 on the AVX2 ones, 6.5-7.7
+// on the baseline ones, against the C library's 18.
+inline constexpr double kTrigFastMax64 = 32768.0;  // 2^15
+inline constexpr double kPio2A64 = 0x1.921fb544p+0, kPio2B64 = 0x1.0b4611a6p-34,
+                        kPio2C64 = 0x1.3198a2e037073p-69;
+// (sin(r) / r - 1) / r^2 and (cos(r) - 1 + r^2 / 2) / r^4 in z = r^2, highest degree first.
+inline constexpr double kSinPolyD[8] = {
+    2.8114572543455206e-15, -7.647163731819816e-13, 1.6059043836821613e-10,
+    -2.505210838544172e-08, 2.7557319223985893e-06, -1.984126984126984e-04,
+    8.333333333333333e-03,  -1.6666666666666666e-01};
+inline constexpr double kCosPolyD[8] = {
+    -1.5619206968586225e-16, 4.779477332387385e-14, -1.1470745597729725e-11,
+    2.08767569878681e-09,    -2.755731922398589e-07, 2.48015873015873e-05,
+    -1.388888888888889e-03,  4.1666666666666664e-02};
+template <unsigned Quarter>
+inline double sincos_fast(double x) {
+  const double k = x * kTwoOverPi64 + kRoundMagic64;
+  const double q = k - kRoundMagic64;
+  const double r1 = x - q * kPio2A64;  // exact
+  const double w = q * kPio2B64;       // exact
+  const double hi = r1 - w;            // r1 - w = hi + lo exactly (two-sum)
+  const double bb = hi - r1;
+  const double lo = ((r1 - (hi - bb)) + (-w - bb)) - q * kPio2C64;
+  const double rh = hi + lo;
+  const double rl = lo - (rh - hi);
+  const double z = rh * rh;
+  const double s = rh + (rl * (1.0 - 0.5 * z) + rh * z * horner(kSinPolyD, z));
+  const double hz = 0.5 * z;
+  const double w1 = 1.0 - hz;
+  const double c = w1 + (((1.0 - w1) - hz) + (z * z * horner(kCosPolyD, z) - rh * rl));
+  const uint64_t quadrant = std::bit_cast<uint64_t>(k) + Quarter;
+  const uint64_t odd = 0 - (quadrant & 1);
+  const uint64_t negate = (quadrant & 2) << 62;
+  const uint64_t v = (std::bit_cast<uint64_t>(c) & odd) | (std::bit_cast<uint64_t>(s) & ~odd);
+  const double result = std::bit_cast<double>(v ^ negate);
+  return Quarter == 0 && x == 0.0 ? x : result;  // sin(-0) = -0
+}
+
 template <class C>
 inline C exp_any(C x) {
   return exp_fast(x);
@@ -535,12 +582,11 @@ struct SinOp : UnaryOpBase {
   static constexpr bool ok = is_float_v<T>;
   template <class C>
   static constexpr C fast_max() {
-    return std::is_same_v<C, float> ? kTrigFastMax32 : C(0);
+    return std::is_same_v<C, float> ? C(kTrigFastMax32) : C(kTrigFastMax64);
   }
   template <class C>
   C operator()(C x) const {
-    if constexpr (std::is_same_v<C, float>) return sincos_fast<0>(x);
-    else return std::sin(x);
+    return sincos_fast<0>(x);
   }
   template <class C>
   static C slow(C x) {
@@ -552,12 +598,11 @@ struct CosOp : UnaryOpBase {
   static constexpr bool ok = is_float_v<T>;
   template <class C>
   static constexpr C fast_max() {
-    return std::is_same_v<C, float> ? kTrigFastMax32 : C(0);
+    return std::is_same_v<C, float> ? C(kTrigFastMax32) : C(kTrigFastMax64);
   }
   template <class C>
   C operator()(C x) const {
-    if constexpr (std::is_same_v<C, float>) return sincos_fast<1>(x);
-    else return std::cos(x);
+    return sincos_fast<1>(x);
   }
   template <class C>
   static C slow(C x) {

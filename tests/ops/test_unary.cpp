@@ -447,14 +447,15 @@ TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float 
   CHECK(mc[250] == 1.0f);
 }
 
-// float64 exp, tanh, sigmoid, log and log1p on the CPU are tapeflow's vectorised forms
-// (ops/cpu/unary_ops.h), on a GPU the CUDA math library's (1 ulp for exp, tanh, log and log1p).
+// float64 exp, tanh, sigmoid, log, log1p, sin and cos on the CPU are tapeflow's vectorised forms
+// (ops/cpu/unary_ops.h; sin and cos up to |x| = 2^15), on a GPU the CUDA math library's (1 ulp
+// for exp, tanh, log and log1p, 2 for sin and cos).
 // Against the long double functions (64 bits of mantissa here): evenly spaced inputs over each
 // function's range (log-spaced for log and log1p), a denser grid where tanh changes form
 // (|x| = 0.7), 20000 random values in [-1, 1], powers of two from 2^-1074 up and the special
 // values. A non-finite reference (NaN, an infinity, an overflow) must be matched exactly, and a
 // NaN where the reference is finite counts as an infinite error.
-TEST_CASE("float64 exp tanh sigmoid log and log1p are within about 1 ulp of long double",
+TEST_CASE("float64 exp tanh sigmoid log log1p sin and cos are within about 1 ulp of long double",
           "[cpu][unary]") {
   if (std::numeric_limits<long double>::digits < 64) {
     WARN("skipped: long double is no wider than double here");
@@ -491,16 +492,18 @@ TEST_CASE("float64 exp tanh sigmoid log and log1p are within about 1 ulp of long
     std::vector<double> xs;
     double cpu_bound, gpu_bound;
   };
-  // The largest errors over these inputs on one AVX-512 machine, with FMA: 0.96, 1.24, 1.98, 0.74
-  // and 0.98 ulp (bench/accuracy/float64_ulp.cpp finds up to 1.006, 1.29, 2.39, 0.86 and 1.21
-  // over 10M random inputs per range).
+  // The largest errors over these inputs on one AVX-512 machine, with FMA: 0.96, 1.24, 1.98,
+  // 0.74, 0.98 and for sin and cos about 0.8 ulp (bench/accuracy/float64_ulp.cpp finds up to
+  // 1.006, 1.29, 2.39, 0.86, 1.21 and 0.80 over 10M random inputs per range).
   std::vector<Fn> fns = {
       {"exp", &tf::exp, [](long double x) { return std::exp(x); }, common, 1.05, 2.0},
       {"tanh", &tf::tanh, [](long double x) { return std::tanh(x); }, common, 1.3, 2.0},
       {"sigmoid", &tf::sigmoid, [](long double x) { return 1 / (1 + std::exp(-x)); }, common,
        2.5, 3.5},
       {"log", &tf::log, [](long double x) { return std::log(x); }, common, 1.0, 2.0},
-      {"log1p", &tf::log1p, [](long double x) { return std::log1p(x); }, common, 1.3, 2.0}};
+      {"log1p", &tf::log1p, [](long double x) { return std::log1p(x); }, common, 1.3, 2.0},
+      {"sin", &tf::sin, [](long double x) { return std::sin(x); }, common, 1.0, 2.5},
+      {"cos", &tf::cos, [](long double x) { return std::cos(x); }, common, 1.0, 2.5}};
   grid(-745.2, 709.8, 400000, fns[0].xs);
   grid(-21.0, 21.0, 400000, fns[1].xs);
   grid(0.6, 0.8, 100000, fns[1].xs);
@@ -510,6 +513,18 @@ TEST_CASE("float64 exp tanh sigmoid log and log1p are within about 1 ulp of long
   grid(-1.0, 1.0, 200000, fns[4].xs);
   log_grid(1e-300, 1.7e308, 200000, 1.0, fns[4].xs);
   log_grid(1e-300, 0.999, 200000, -1.0, fns[4].xs);
+  // sin and cos: a grid, and the doubles nearest k pi/2 (where the reduction cancels most) up to
+  // and past the vectorised range's end (2^15), beyond which the C library's functions run.
+  for (size_t f = 5; f <= 6; ++f) {
+    grid(-40000.0, 40000.0, 400000, fns[f].xs);
+    for (int k = 1; k <= 26000; ++k) {
+      const double t = static_cast<double>(k * 1.5707963267948966192313216916397514L);
+      for (double v : {t, std::nextafter(t, 0.0), std::nextafter(t, kInf)}) {
+        fns[f].xs.push_back(v);
+        fns[f].xs.push_back(-v);
+      }
+    }
+  }
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const Fn& f : fns) {
@@ -566,6 +581,12 @@ TEST_CASE("float64 exp tanh sigmoid log and log1p are within about 1 ulp of long
   CHECK(l1[3] == kInf);
   CHECK(l1[4] == 1e-300);
   CHECK(l1[5] == -1e-310);
+  const auto sc = tf::sin(tf::constant({-0.0, kInf, kNan, 1e-310, 1e300})).numpy<double>();
+  CHECK((sc[0] == 0.0 && std::signbit(sc[0])));
+  CHECK(std::isnan(sc[1]));
+  CHECK(std::isnan(sc[2]));
+  CHECK(sc[3] == 1e-310);
+  CHECK(sc[4] == std::sin(1e300));
 }
 
 #if TF_CPU_MULTIVERSION
