@@ -327,8 +327,8 @@ inline double log1p_fast(double x) {
 // (|r| <= pi/4: below 1e-11 relative), picked and negated by the quadrant (q, or q + 1 for cos).
 // Rounded once to float32 at the end: over every float32 with |x| <= 2^20, at most 0.5001 ulp from
 // the float64 sin / cos rounded (tests/ops/test_unary.cpp checks every 4093rd); the same with and
-// without FMA. Valid for |x| <= kTrigFastMax32: the loops run the C library's sinf / cosf on blocks
-// holding larger |x|, infinities or NaN (ops/cpu/elementwise.cpp). One core of an AMD EPYC VM,
+// without FMA. Valid for |x| <= kTrigFastMax32: the loops run the C library's sinf / cosf on
+// larger |x|, infinities and NaN (ops/cpu/elementwise.cpp). One core of an AMD EPYC VM,
 // 64K elements: 0.7-0.9 ns per element on the AVX-512 loops, 1.0-1.4 on the AVX2 ones, 4.0 on
 // the baseline ones, against 7.3 for sinf.
 inline constexpr float kTrigFastMax32 = 1048576.0f;  // 2^20
@@ -368,9 +368,9 @@ inline float sincos_fast(float x) {
 // r^18; the quadrant applied as for float32. Valid for |x| <= kTrigFastMax64 = 2^15: the
 // reduction's error there is at most 0.24 ulp of r even for the doubles nearest k pi/2
 // (checked in exact rational arithmetic for k up to 30000). Measured against the long double
-// sin / cos (bench/accuracy/float64_ulp.cpp, and the doubles nearest k pi/2): at most 0.80 ulp,
-// with FMA and without. 1.3 ns per element on the AVX-512 loops, 2.6 on the AVX2 ones, 6.5-7.7
-// on the baseline ones, against the C library's 18.
+// sin / cos (bench/accuracy/float64_ulp.cpp, and the doubles nearest k pi/2): at most 0.80 ulp
+// with FMA, 0.81 without. 1.3-1.5 ns per element on the AVX-512 loops, 2.6 on the AVX2 ones,
+// 6.5-7.7 on the baseline ones, against the C library's 18.
 inline constexpr double kTrigFastMax64 = 32768.0;  // 2^15
 inline constexpr double kPio2A64 = 0x1.921fb544p+0, kPio2B64 = 0x1.0b4611a6p-34,
                         kPio2C64 = 0x1.3198a2e037073p-69;
@@ -576,7 +576,8 @@ struct SigmoidOp : UnaryOpBase {
   }
 };
 // A functor whose vectorised form covers |x| <= fast_max<C>() only (0: all inputs) also has
-// slow(x), the C library's function: the loops run it on blocks that hold a larger |x| or NaN.
+// slow(x), the C library's function, which the loops run on those larger |x| and NaN (a block of
+// 256 holding any of them is computed element by element, picking one of the two).
 struct SinOp : UnaryOpBase {
   template <class T>
   static constexpr bool ok = is_float_v<T>;

@@ -313,7 +313,11 @@ WorstUlp worst_ulp(const std::vector<float>& xs, const std::vector<float>& ys,
   WorstUlp w;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i] == skip) continue;
-    const double err = tf::testing::float32_ulp_error(ys[i], ref(double{xs[i]}));
+    const double want = ref(double{xs[i]});
+    // NaN for a finite value would compare false below: an infinite error.
+    const double err = std::isnan(ys[i]) && !std::isnan(want)
+                           ? kInf
+                           : tf::testing::float32_ulp_error(ys[i], want);
     if (err > w.ulp) w = {err, xs[i]};
   }
   return w;
@@ -393,8 +397,9 @@ TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float
 // float32 sin and cos on the CPU are computed in float64 and rounded once for |x| <= 2^20
 // (ops/cpu/unary_ops.h: at most 0.5001 ulp over every such float32), the C library's sinf / cosf
 // beyond; on a GPU the CUDA math library's (2 ulp). Every 4093rd float32 up to 2^20, their
-// negatives, larger values, infinities and NaN, also mixed into one block: within 1 ulp on the
-// CPU, odd / even, sin(-0) = -0.
+// negatives and larger values: within 0.51 ulp on the CPU, odd / even; then blocks mixing the
+// vectorised range with values beyond it, an infinity and NaN (a full block of 256 and the
+// short last one); sin(-0) = -0.
 TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float range",
           "[cpu][unary]") {
   std::vector<float> xs;
@@ -416,8 +421,8 @@ TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float 
     const WorstUlp wc = worst_ulp(xs, c, [](double v) { return std::cos(v); });
     INFO("sin worst " << ws.ulp << " ulp at x = " << ws.x << ", cos worst " << wc.ulp
                       << " ulp at x = " << wc.x);
-    CHECK(ws.ulp <= (dev.is_cpu() ? 1.0 : 2.0));
-    CHECK(wc.ulp <= (dev.is_cpu() ? 1.0 : 2.0));
+    CHECK(ws.ulp <= (dev.is_cpu() ? 0.51 : 2.0));
+    CHECK(wc.ulp <= (dev.is_cpu() ? 0.51 : 2.0));
     bool symmetric = true;
     for (size_t i = 0; i < half; ++i)
       symmetric = symmetric && s[i + half] == -s[i] && c[i + half] == c[i];
@@ -431,6 +436,7 @@ TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float 
   mixed[100] = kInf32;
   mixed[200] = std::numeric_limits<float>::quiet_NaN();
   mixed[250] = -0.0f;
+  mixed[290] = -3.0e7f;  // in the short last block
   const std::vector<float> ms = tf::sin(tf::constant(mixed)).numpy<float>();
   const std::vector<float> mc = tf::cos(tf::constant(mixed)).numpy<float>();
   for (size_t i = 0; i < mixed.size(); ++i) {
