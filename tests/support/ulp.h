@@ -1,7 +1,8 @@
 // Distance in float32 ulp between a float32 result and the exact (float64) value: the error
-// divided by the spacing of float32 values at the float64 value rounded to float32 (the spacing
-// below 1 at 1; the smallest subnormal at 0). Header-only: the math accuracy tests and
-// bench/accuracy/tanh_ulp.cpp share it.
+// divided by the spacing of float32 values at the float64 value rounded to float32, on the
+// exact value's side of it (just below a power of two, the smaller spacing there; the smallest
+// subnormal at 0; at the largest float, the spacing below it). Header-only: the math accuracy
+// tests and bench/accuracy/tanh_ulp.cpp share it.
 #pragma once
 
 #include <cmath>
@@ -10,11 +11,14 @@
 namespace tapeflow::testing {
 
 inline double float32_ulp_error(float got, double want) {
-  const float rounded = std::abs(static_cast<float>(want));
+  const double a = std::abs(want);
+  const float rounded = static_cast<float>(a);
   constexpr float inf = std::numeric_limits<float>::infinity();
-  const double ulp = rounded == 1.0f   ? 0x1p-24
-                     : rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
-                                       : std::nextafter(rounded, inf) - rounded;
+  const float above = std::nextafter(rounded, inf);
+  const double ulp = rounded == 0.0f ? std::numeric_limits<float>::denorm_min()
+                     : a < rounded || above == inf
+                         ? static_cast<double>(rounded) - std::nextafter(rounded, 0.0f)
+                         : static_cast<double>(above) - rounded;
   return std::abs(static_cast<double>(got) - want) / ulp;
 }
 
