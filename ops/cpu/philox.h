@@ -28,8 +28,9 @@
 // contraction off; nvcc fuses by default too (-fmad=true) and has no pragma against it, so the
 // float arithmetic below goes through mul_rn/add_rn/sub_rn, which are the plain operators on the
 // host and __fmul_rn/__fadd_rn/__fsub_rn (never fused) on the device; the CUDA kernels use those
-// too, and __fsqrt_rn for the square root. float64 normals use libm's (CUDA's) log/sin/cos and may
-// differ in the last bit between libm versions and devices.
+// too, and __fsqrt_rn for the square root. float64 normals use tapeflow's vectorised float64
+// log/sin/cos on the CPU (ops/cpu/unary_ops.h, without contraction: the same bits on every CPU)
+// and CUDA's on a GPU, so the two devices may differ in the last bits.
 #pragma once
 
 #include <cstdint>

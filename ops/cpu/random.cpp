@@ -1,8 +1,19 @@
 // CPU kernels of the random family: Philox blocks generated in parallel (each thread takes a
 // range of block indices, so the values do not depend on the thread count), converted to the
 // output dtype. See ops/random.h for the algorithms and ops/cpu/philox.h for the stream layout.
+
+// No fused multiply-adds anywhere in this file: the AVX2/AVX-512 variants below would otherwise
+// fuse (GCC contracts by default when the target has FMA) and give other bits than the SSE2
+// build, and the same seed must give the same numbers on every machine (see ops/cpu/philox.h).
+// First, so that the inline math of ops/cpu/unary_ops.h is compiled the same way; errno and
+// trapping math off let GCC vectorise its selects (neither changes a value).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off", "no-math-errno", "no-trapping-math")
+#endif
+
 #include "ops/random.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -11,13 +22,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/philox.h"
-
-// No fused multiply-adds anywhere in this file: the AVX2/AVX-512 variants below would otherwise
-// fuse (GCC contracts by default when the target has FMA) and give other bits than the SSE2
-// build, and the same seed must give the same numbers on every machine (see ops/cpu/philox.h).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "ops/cpu/unary_ops.h"
 
 namespace tapeflow::prims {
 
@@ -130,9 +135,37 @@ TF_RANDOM_BODY void uniform_f32_body(const uint32_t* __restrict w, int64_t n, fl
   }
 }
 
+// float64: the same with the vectorised float64 log, sin and cos of ops/cpu/unary_ops.h (within
+// 0.86 and 0.81 ulp; plain IEEE arithmetic without contraction here, so the same bits on every
+// CPU), one Philox block per pair.
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+// philox::uniform_double's value, k 2^-52 for the top 52 bits k, as (1 + k 2^-52) - 1 built from
+// the bits (both steps exact): AVX2 has no 64-bit integer to double conversion, and with it the
+// loop below would not vectorise there.
+TF_RANDOM_BODY double uniform_double_bits(uint32_t hi, uint32_t lo) {
+  const uint64_t k = ((static_cast<uint64_t>(hi) << 32) | lo) >> 12;
+  return std::bit_cast<double>(k | 0x3ff0000000000000ull) - 1.0;
+}
+TF_RANDOM_BODY void box_muller_prepare64_body(const uint32_t* __restrict w, int64_t pairs,
+                                              double* __restrict v, double* __restrict s,
+                                              double* __restrict c) {
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint32_t* b = w + 4 * j;
+    const double u1 = 1.0 - uniform_double_bits(b[0], b[1]);  // (0, 1]
+    const double t = kTwoPi * uniform_double_bits(b[2], b[3]);
+    v[j] = -2.0 * cpu::log_fast(u1);
+    s[j] = cpu::sincos_fast<0>(t);
+    c[j] = cpu::sincos_fast<1>(t);
+  }
+}
+
 TF_CPU_VARIANTS(box_muller_prepare, box_muller_prepare_body,
                 (const uint32_t* __restrict w, int64_t pairs, float* __restrict v,
                  float* __restrict s, float* __restrict c),
+                (w, pairs, v, s, c))
+TF_CPU_VARIANTS(box_muller_prepare64, box_muller_prepare64_body,
+                (const uint32_t* __restrict w, int64_t pairs, double* __restrict v,
+                 double* __restrict s, double* __restrict c),
                 (w, pairs, v, s, c))
 TF_CPU_VARIANTS(uniform_f32, uniform_f32_body,
                 (const uint32_t* __restrict w, int64_t n, float lo, float range, float hi,
@@ -198,21 +231,22 @@ void uniform_int_kernel(const RandomUniform& p, T* out, int64_t n) {
   }
 }
 
-constexpr double kTwoPi = 6.283185307179586476925286766559;
-
 template <class T>
 void normal_kernel(const RandomNormal& p, T* out, int64_t n) {
   if constexpr (std::is_same_v<T, double>) {
     const double mean = p.mean, sd = p.stddev;
     for_chunks(n, 2, p.seed, p.seed2, [&](const uint32_t* w, int64_t first, int64_t cnt) {
-      for (int64_t j = 0; j < cnt; j += 2) {
-        const uint32_t* b = w + 2 * j;  // one block per pair of outputs
-        const double u1 = 1.0 - philox::uniform_double(b[0], b[1]);  // (0, 1]
-        const double u2 = philox::uniform_double(b[2], b[3]);
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        out[first + j] = mean + sd * (r * std::cos(kTwoPi * u2));
-        if (j + 1 < cnt) out[first + j + 1] = mean + sd * (r * std::sin(kTwoPi * u2));
+      alignas(64) double v[kChunkBlocks], sn[kChunkBlocks], cs[kChunkBlocks];
+      const int64_t pairs = (cnt + 1) / 2;  // one block per pair of outputs
+      TF_CPU_DISPATCH(box_muller_prepare64, w, pairs, v, sn, cs);
+      double* o = out + first;
+      const int64_t full = cnt / 2;
+      for (int64_t j = 0; j < full; ++j) {
+        const double r = std::sqrt(v[j]);
+        o[2 * j] = mean + sd * (r * cs[j]);
+        o[2 * j + 1] = mean + sd * (r * sn[j]);
       }
+      if (cnt % 2) o[cnt - 1] = mean + sd * (std::sqrt(v[full]) * cs[full]);
     });
   } else {
     const float mean = static_cast<float>(p.mean), sd = static_cast<float>(p.stddev);

@@ -157,6 +157,19 @@ TEST_CASE("random values follow the documented stream layout", "[cpu][random]") 
           1.0 + 3.0 * ((i % 2 == 0) ? rd * std::cos(2 * M_PI * u2) : rd * std::sin(2 * M_PI * u2));
       CHECK(std::abs(nv[i] - want) <= 1e-5 * (1 + std::abs(want)));
     }
+    // float64 normal: one block per pair, Box-Muller with tapeflow's float64 log, sin and cos on
+    // the CPU (CUDA's on a GPU): within a few ulp of the exact transform.
+    tf::random::set_seed(5);  // each seed pair starts its stream afresh
+    const auto nd = tf::random::normal({7}, 1.0, 3.0, tf::float64, 9).numpy<double>();
+    for (int i = 0; i < 7; ++i) {
+      const auto w = philox::block(5, 9, i / 2);
+      const long double u1 = 1.0 - philox::uniform_double(w.v[0], w.v[1]);
+      const long double t = 2 * 3.14159265358979323846264338327950288L *
+                            static_cast<long double>(philox::uniform_double(w.v[2], w.v[3]));
+      const long double rd = std::sqrt(-2 * std::log(u1));
+      const long double want = 1 + 3 * (i % 2 == 0 ? rd * std::cos(t) : rd * std::sin(t));
+      CHECK(std::abs(nd[i] - want) <= 1e-14L * (1 + std::abs(want)));
+    }
     // int32: minval + word % range.
     tf::random::set_seed(5);  // each seed pair starts its stream afresh
     const auto iv = tf::random::uniform({7}, -3.0, 10.0, tf::int32, 11).numpy<int32_t>();
