@@ -255,7 +255,7 @@ void normal_kernel(const RandomNormal& p, T* out, int64_t n) {
       alignas(64) float v[kPairs], sn[kPairs], cs[kPairs];
       const int64_t pairs = (cnt + 1) / 2;
       TF_CPU_DISPATCH(box_muller_prepare, w, pairs, v, sn, cs);
-      // The square root stays scalar: std::sqrt's errno path keeps it out of vector loops.
+      // The square root is correctly rounded, vectorised or not (no errno path in this file).
       T* o = out + first;
       const int64_t full = cnt / 2;
       for (int64_t j = 0; j < full; ++j) {

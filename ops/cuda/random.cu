@@ -4,7 +4,7 @@
 // converts them exactly as the CPU does. Float arithmetic goes through the round-to-nearest
 // intrinsics (__fmul_rn, __fadd_rn, __fsqrt_rn, ...) so that nvcc never fuses a multiply-add:
 // float16/bfloat16/float32 values are then the CPU's bits; float64 normals use CUDA's log/sin/cos,
-// which may differ from libm's in the last bit.
+// which may differ from the CPU's (tapeflow's own, ops/cpu/unary_ops.h) in the last bits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
