@@ -139,6 +139,16 @@ inline float exp_fast(float x) {
   return y * s1 * s2;
 }
 
+// log's special values over r, its value for finite x > 0: log(inf) = inf, log(+-0) = -inf,
+// log(x < 0) = log(nan) = nan.
+template <class C>
+inline C log_specials(C x, C r) {
+  constexpr C inf = std::numeric_limits<C>::infinity();
+  r = x == inf ? x : r;
+  r = x == C(0) ? -inf : r;
+  return x < C(0) || x != x ? std::numeric_limits<C>::quiet_NaN() : r;
+}
+
 // log for float32 (Cephes): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) from a degree-9
 // polynomial in m - 1, e ln2 added in two parts. Measured max error 0.82 ulp; subnormal inputs
 // are scaled first; log(0) = -inf, log(x < 0) = nan, log(inf) = inf, log(nan) = nan.
@@ -167,9 +177,7 @@ inline float log_fast(float x) {
   y = y - 0.5f * z;
   float r = m + y;
   r = r + 0.693359375f * fe;
-  r = x == std::numeric_limits<float>::infinity() ? x : r;
-  r = x == 0.0f ? -std::numeric_limits<float>::infinity() : r;
-  return x < 0.0f || x != x ? std::numeric_limits<float>::quiet_NaN() : r;
+  return log_specials(x, r);
 }
 
 // log1p for float32: log(u) x / (u - 1) with u = 1 + x rounded (Goldberg's form: the rounding
@@ -295,10 +303,7 @@ inline double log_reduce64(double x, double& k) {
 inline double log_fast(double x) {
   double k;
   const double f = log_reduce64(x, k);
-  double r = log1p_core64(f, k);
-  r = x == std::numeric_limits<double>::infinity() ? x : r;
-  r = x == 0.0 ? -std::numeric_limits<double>::infinity() : r;
-  return x < 0.0 || x != x ? std::numeric_limits<double>::quiet_NaN() : r;
+  return log_specials(x, log1p_core64(f, k));
 }
 
 // log1p for float64: where 1 + x lies in [sqrt(1/2), sqrt(2)), log1p_core64(x, 0) itself (no
