@@ -348,7 +348,7 @@ TEST_CASE("random ops called from several threads draw each stream once", "[cpu]
   tf::random::set_seed(0);
 }
 
-TEST_CASE("random values do not depend on the thread count", "[cpu][random]") {
+TEST_CASE("random values do not depend on the thread count", "[cpu][random][threads]") {
   tf::DeviceScope cpu("/device:CPU:0");  // the CPU kernels' threads, whatever the default device
   ThreadsGuard guard;
   tf::random::set_seed(77);
