@@ -125,10 +125,16 @@ TF_PHILOX_HD inline Words block(uint64_t seed, uint64_t seed2, uint64_t block) {
 TF_PHILOX_HD inline float uniform_float(uint32_t w) {
   return static_cast<float>(w >> 9) * (1.0f / 8388608.0f);
 }
-// k * 2^-52 for the top 52 bits of (hi:lo): a float64 in [0, 1 - 2^-52].
+// k * 2^-52 for the top 52 bits k of (hi:lo): a float64 in [0, 1 - 2^-52], as (1 + k 2^-52) - 1
+// with 1 + k 2^-52 built from the bits (both steps exact): AVX2 has no 64-bit integer to double
+// conversion, and with one the CPU's float64 loops would not vectorise there.
 TF_PHILOX_HD inline double uniform_double(uint32_t hi, uint32_t lo) {
-  const uint64_t x = (static_cast<uint64_t>(hi) << 32) | lo;
-  return static_cast<double>(x >> 12) * (1.0 / 4503599627370496.0);
+  union {
+    uint64_t u;
+    double d;
+  } v;
+  v.u = (((static_cast<uint64_t>(hi) << 32) | lo) >> 12) | 0x3ff0000000000000ull;
+  return v.d - 1.0;
 }
 // Top `bits` bits of w scaled to [0, 1): the construction for a format with a `bits`-bit
 // mantissa (10 for float16, 7 for bfloat16), so that every value is exact in that format.

@@ -13,7 +13,6 @@
 
 #include "ops/random.h"
 
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -139,20 +138,13 @@ TF_RANDOM_BODY void uniform_f32_body(const uint32_t* __restrict w, int64_t n, fl
 // 0.86 and 0.81 ulp; plain IEEE arithmetic without contraction here, so the same bits on every
 // CPU), one Philox block per pair.
 constexpr double kTwoPi = 6.283185307179586476925286766559;
-// philox::uniform_double's value, k 2^-52 for the top 52 bits k, as (1 + k 2^-52) - 1 built from
-// the bits (both steps exact): AVX2 has no 64-bit integer to double conversion, and with it the
-// loop below would not vectorise there.
-TF_RANDOM_BODY double uniform_double_bits(uint32_t hi, uint32_t lo) {
-  const uint64_t k = ((static_cast<uint64_t>(hi) << 32) | lo) >> 12;
-  return std::bit_cast<double>(k | 0x3ff0000000000000ull) - 1.0;
-}
 TF_RANDOM_BODY void box_muller_prepare64_body(const uint32_t* __restrict w, int64_t pairs,
                                               double* __restrict v, double* __restrict s,
                                               double* __restrict c) {
   for (int64_t j = 0; j < pairs; ++j) {
     const uint32_t* b = w + 4 * j;
-    const double u1 = 1.0 - uniform_double_bits(b[0], b[1]);  // (0, 1]
-    const double t = kTwoPi * uniform_double_bits(b[2], b[3]);
+    const double u1 = 1.0 - philox::uniform_double(b[0], b[1]);  // (0, 1]
+    const double t = kTwoPi * philox::uniform_double(b[2], b[3]);
     v[j] = -2.0 * cpu::log_fast(u1);
     s[j] = cpu::sincos_fast<0>(t);
     c[j] = cpu::sincos_fast<1>(t);
