@@ -346,6 +346,15 @@ inline constexpr double kSinPoly64[5] = {-2.505210838544172e-08, 2.7557319223985
 inline constexpr double kCosPoly64[6] = {2.08767569878681e-09,  -2.755731922398589e-07,
                                          2.48015873015873e-05,  -1.388888888888889e-03,
                                          4.1666666666666664e-02, -0.5};
+// sin(r) or cos(r) by the quadrant (its low two bits): c in odd quadrants, s in even ones,
+// negated in quadrants 2 and 3; with bit masks, not a select (which the baseline ISA has no
+// 64-bit compare for: it became a branch there).
+inline double quadrant_pick(double s, double c, uint64_t quadrant) {
+  const uint64_t odd = 0 - (quadrant & 1);
+  const uint64_t negate = (quadrant & 2) << 62;
+  const uint64_t v = (std::bit_cast<uint64_t>(c) & odd) | (std::bit_cast<uint64_t>(s) & ~odd);
+  return std::bit_cast<double>(v ^ negate);
+}
 // Quarter 0: sin(x); quarter 1: cos(x) = sin(x + pi/2).
 template <unsigned Quarter>
 inline float sincos_fast(float x) {
@@ -357,12 +366,7 @@ inline float sincos_fast(float x) {
   const double z = r * r;
   const double s = r * (1.0 + z * horner(kSinPoly64, z));  // r times: sin(-0) = -0
   const double c = 1.0 + z * horner(kCosPoly64, z);
-  // c in odd quadrants, s in even ones, negated in quadrants 2 and 3: with bit masks, not a
-  // select (which the baseline ISA has no 64-bit compare for: it became a branch there).
-  const uint64_t odd = 0 - (quadrant & 1);
-  const uint64_t negate = (quadrant & 2) << 62;
-  const uint64_t v = (std::bit_cast<uint64_t>(c) & odd) | (std::bit_cast<uint64_t>(s) & ~odd);
-  return static_cast<float>(std::bit_cast<double>(v ^ negate));
+  return static_cast<float>(quadrant_pick(s, c, quadrant));
 }
 
 // sin and cos for float64: q = round(x 2/pi), r = x - q pi/2 with pi/2 in three parts (33, 33
@@ -404,11 +408,7 @@ inline double sincos_fast(double x) {
   const double hz = 0.5 * z;
   const double w1 = 1.0 - hz;
   const double c = w1 + (((1.0 - w1) - hz) + (z * z * horner(kCosPolyD, z) - rh * rl));
-  const uint64_t quadrant = std::bit_cast<uint64_t>(k) + Quarter;
-  const uint64_t odd = 0 - (quadrant & 1);
-  const uint64_t negate = (quadrant & 2) << 62;
-  const uint64_t v = (std::bit_cast<uint64_t>(c) & odd) | (std::bit_cast<uint64_t>(s) & ~odd);
-  const double result = std::bit_cast<double>(v ^ negate);
+  const double result = quadrant_pick(s, c, std::bit_cast<uint64_t>(k) + Quarter);
   return Quarter == 0 && x == 0.0 ? x : result;  // sin(-0) = -0
 }
 
