@@ -503,46 +503,95 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
 }
 
 // ---- stop_gradient and custom_gradient ----
+// Both are identity ops on their first input (views: no copy, no kernel), dispatched like any
+// other op, so that a traced function gets a graph node for them: a tape inside the function
+// and a tape around its call (which records the replay) see the same gradient rules as eager
+// code. Each stays on its input's device.
+
+namespace {
+
+// y = x with no gradient: the vjp gives none, so a source reached only through it gets TF's
+// None (or zeros with UnconnectedGradients::ZERO), as if no tape had seen the op.
+struct StopGradientOp final : PrimitiveBase<StopGradientOp> {
+  Device device;
+  explicit StopGradientOp(Device d) : device(d) {}
+  const char* name() const override { return "stop_gradient"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {in[0].shape(), in[0].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::optional<Device> target_device() const override { return device; }
+  uint32_t vjp_saves() const override { return 0; }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());
+  }
+};
+
+}  // namespace
 
 Tensor stop_gradient(const Tensor& x) {
   TF_CHECK_ARG(x.defined(), "stop_gradient", "the input is an undefined tensor (TF's None)");
-  // A new handle on the same storage that no tape has seen: nothing flows back through it.
-  Tensor y = detail::view(x, x.shape());
-  return y;
+  return detail::dispatch(StopGradientOp(x.placement()), {x});
 }
 
 namespace {
 
+// out = y (input 0) with the gradient map grad_fn for the inputs xs (inputs 1...): the ops
+// inside fn, which made y from xs, are not recorded (eager) or get no cotangent (a replay
+// recorded by a tape: y's only consumer is this op, whose vjp gives y none).
 struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
   std::shared_ptr<std::function<std::vector<Tensor>(const Tensor&)>> grad_fn;
+  Device device;
+  bool traced = false;  // made while tracing a tf::function
   const char* name() const override { return "custom_gradient"; }
-  void infer(std::span<const Tensor>, std::span<TensorMeta>) const override {
-    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never dispatched");
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {in[0].shape(), in[0].dtype()};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never executed");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "a custom_gradient node is recorded, never executed");
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::optional<Device> target_device() const override { return device; }
+  // Two custom gradients are never the same op (common-subexpression elimination compares
+  // attributes).
+  std::string attributes() const override {
+    return fmt::format("grad_fn={}", static_cast<const void*>(grad_fn.get()));
   }
   uint32_t vjp_saves() const override { return 0; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
                           std::span<const int> argnums, std::span<const Tensor>) const override {
-    std::vector<Tensor> all = (*grad_fn)(cotangents[0]);
-    TF_CHECK_ARG(all.size() == primals.size(), name(),
-                 "the gradient function returned {} gradients for {} inputs", all.size(),
-                 primals.size());
+    const size_t n_x = primals.size() - 1;
+    std::vector<Tensor> all;
+    try {
+      all = (*grad_fn)(cotangents[0]);
+    } catch (const FailedPreconditionError& e) {
+      if (!traced || detail::thread_context().trace != nullptr) throw;
+      TF_THROW(FailedPreconditionError, name(),
+               "the gradient function of a custom_gradient traced inside a tf::function ran "
+               "after the trace (a tape around the function's call) and read a tensor of the "
+               "trace; take the gradient with a GradientTape inside the function instead ({})",
+               e.what());
+    }
+    TF_CHECK_ARG(all.size() == n_x, name(),
+                 "the gradient function returned {} gradients for {} inputs", all.size(), n_x);
     std::vector<Tensor> out;
     for (int a : argnums) {
-      Tensor g = all[a];
+      if (a == 0) {  // y: its gradient is replaced by the map
+        out.emplace_back();
+        continue;
+      }
+      Tensor g = all[a - 1];
+      const Tensor& x = primals[a];
       if (g.defined()) {
-        TF_CHECK_ARG(g.shape() == primals[a].shape(), name(),
-                     "the gradient of input {} has shape {}, the input has shape {}", a,
-                     g.shape().to_string(), primals[a].shape().to_string());
-        if (g.dtype() != primals[a].dtype()) g = detail::adopt_dtype(g, primals[a].dtype());
-        TF_CHECK_ARG(g.dtype() == primals[a].dtype(), name(),
-                     "the gradient of input {} has dtype {}, the input has dtype {}", a,
-                     dtype_name(g.dtype()), dtype_name(primals[a].dtype()));
+        TF_CHECK_ARG(g.shape() == x.shape(), name(),
+                     "the gradient of input {} has shape {}, the input has shape {}", a - 1,
+                     g.shape().to_string(), x.shape().to_string());
+        if (g.dtype() != x.dtype()) g = detail::adopt_dtype(g, x.dtype());
+        TF_CHECK_ARG(g.dtype() == x.dtype(), name(),
+                     "the gradient of input {} has dtype {}, the input has dtype {}", a - 1,
+                     dtype_name(g.dtype()), dtype_name(x.dtype()));
       }
       out.push_back(g);
     }
@@ -557,17 +606,15 @@ Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
   for (size_t i = 0; i < xs.size(); ++i)
     TF_CHECK_ARG(xs[i].defined(), "custom_gradient",
                  "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
-  Tensor out = detail::view(y, y.shape());  // a fresh id for the recorded node's output
-  auto& tapes = detail::thread_context().tapes;
-  if (!tapes.empty()) {
-    CustomGradientOp op;
-    op.grad_fn = std::make_shared<std::function<std::vector<Tensor>(const Tensor&)>>(
-        std::move(grad));
-    const Tensor outs[1] = {out};
-    const size_t n = tapes.size();
-    for (size_t i = 0; i < n && i < tapes.size(); ++i) tapes[i]->record(op, xs, outs);
-  }
-  return out;
+  CustomGradientOp op;
+  op.grad_fn = std::make_shared<std::function<std::vector<Tensor>(const Tensor&)>>(std::move(grad));
+  op.device = y.placement();
+  op.traced = detail::thread_context().trace != nullptr;
+  std::vector<Tensor> in;
+  in.reserve(xs.size() + 1);
+  in.push_back(y);
+  in.insert(in.end(), xs.begin(), xs.end());
+  return detail::dispatch(op, in);
 }
 
 }  // namespace

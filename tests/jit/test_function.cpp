@@ -129,6 +129,109 @@ TEST_CASE("function: a tape around a call records it", "[jit]") {
                                      std::cos(xv[1]) * xv[1] + std::sin(xv[1])});
 }
 
+TEST_CASE("function: stop_gradient inside a traced function blocks the gradient", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // d/dx of sum(x * stop_gradient(x)) is x, not 2x: with a tape inside the function, with a
+    // tape around its call, and eagerly.
+    auto body = [](const tf::Tensor& x) { return tf::reduce_sum(x * tf::stop_gradient(x)); };
+    auto inside = tf::function([&](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      return tape.gradient(body(x), x);
+    });
+    auto around = tf::function(body);
+    const tf::Tensor x = tf::constant({0.5f, -1.5f, 2.0f});
+    for (int call = 0; call < 2; ++call) {  // the trace, then a replay
+      check_values(inside(x), {0.5, -1.5, 2.0});
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = around(x);
+      check_values(y, {0.25 + 2.25 + 4.0});
+      check_values(tape.gradient(y, x), {0.5, -1.5, 2.0});
+    }
+    CHECK(inside.tracing_count() == 1);
+    CHECK(around.tracing_count() == 1);
+    const std::string text = around.get_concrete_function(tf::TensorSpec({3})).graph().to_string();
+    CHECK(text.find("stop_gradient(") != std::string::npos);
+    // Only through stop_gradient: no gradient (TF's None), zeros on request.
+    auto only = tf::function([](const tf::Tensor& x) {
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(x);
+      const tf::Tensor y = tf::reduce_sum(tf::stop_gradient(x) * 3.0f);
+      const tf::Tensor none = tape.gradient(y, x);
+      CHECK(!none.defined());
+      return tape.gradient(y, x, tf::UnconnectedGradients::ZERO);
+    });
+    check_values(only(x), {0.0, 0.0, 0.0});
+  }
+}
+
+TEST_CASE("function: custom_gradient inside a traced function keeps its gradient", "[jit]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // The TF docs' log1pexp: the gradient function reads the forward value e (captured).
+    auto log1pexp = tf::custom_gradient([](const tf::Tensor& x) {
+      const tf::Tensor e = tf::exp(x);
+      return std::pair{tf::log(e + 1.0f),
+                       std::function<tf::Tensor(const tf::Tensor&)>(
+                           [e](const tf::Tensor& dy) { return dy * (1.0f - 1.0f / (1.0f + e)); })};
+    });
+    auto grad_inside = tf::function([&](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      return tape.gradient(tf::reduce_sum(log1pexp(x) * x), x);
+    });
+    const tf::Tensor x = tf::constant({-1.0f, 0.5f, 3.0f});
+    tf::Tensor eager;
+    {
+      tf::GradientTape tape;
+      tape.watch(x);
+      eager = tape.gradient(tf::reduce_sum(log1pexp(x) * x), x);
+    }
+    std::vector<double> want;
+    for (double v : x.numpy<float>())
+      want.push_back(std::log1p(std::exp(v)) + v / (1 + std::exp(-v)));
+    check_values(eager, want, 1e-5);
+    for (int call = 0; call < 2; ++call) check_close(grad_inside(x), eager, 1e-6, 1e-6);
+    CHECK(grad_inside.tracing_count() == 1);
+
+    // A tape around the call: the map applies (3 dy, where the forward 2x would give 2), also
+    // when another op of the body depends on the same input.
+    auto scaled = tf::custom_gradient([](const tf::Tensor& x) {
+      return std::pair{x * 2.0f, std::function<tf::Tensor(const tf::Tensor&)>(
+                                     [](const tf::Tensor& dy) { return dy * 3.0f; })};
+    });
+    auto around = tf::function(
+        [&](const tf::Tensor& x) { return tf::reduce_sum(scaled(x)) + tf::reduce_sum(x * x); });
+    for (int call = 0; call < 2; ++call) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = around(x);
+      check_values(y, {2 * (-1.0 + 0.5 + 3.0) + 1.0 + 0.25 + 9.0});
+      check_values(tape.gradient(y, x), {3.0 - 2.0, 3.0 + 1.0, 3.0 + 6.0});
+    }
+    CHECK(around.tracing_count() == 1);
+
+    // A gradient function that reads a tensor of the trace cannot run after the trace: a tape
+    // around the call says so.
+    auto around_captured =
+        tf::function([&](const tf::Tensor& x) { return tf::reduce_sum(log1pexp(x)); });
+    around_captured(x);
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = around_captured(x);
+    try {
+      tape.gradient(y, x);
+      FAIL("no FailedPreconditionError was thrown");
+    } catch (const tf::FailedPreconditionError& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("[custom_gradient]") != std::string::npos);
+      CHECK(msg.find("GradientTape inside the function") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("function: a traced train step with a tape inside matches the eager step", "[jit]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
