@@ -110,9 +110,14 @@ class CachingCpuAllocator final : public Allocator {
       stats_.bytes_in_use -= static_cast<int64_t>(nbytes);
       if (c < kNumClasses &&
           stats_.bytes_cached + static_cast<int64_t>(rounded) <= kMaxCachedBytes) {
-        free_[c].push_back(ptr);
-        stats_.bytes_cached += static_cast<int64_t>(rounded);
-        return;
+        // Growing the free list may fail when memory has run out (deallocate runs in tensor
+        // destructors, which must not throw): the block is then freed instead of cached.
+        try {
+          free_[c].push_back(ptr);
+          stats_.bytes_cached += static_cast<int64_t>(rounded);
+          return;
+        } catch (const std::bad_alloc&) {
+        }
       }
     }
     std::free(ptr);

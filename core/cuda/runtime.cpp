@@ -258,9 +258,20 @@ class CudaAllocator final : public Allocator {
     }
     const size_t rounded = round(nbytes);
     std::lock_guard lock(mu_);
-    free_[rounded].push_back(p);
-    stats_.bytes_cached += static_cast<int64_t>(rounded);
     stats_.bytes_in_use -= static_cast<int64_t>(nbytes);
+    try {
+      free_[rounded].push_back(p);
+      stats_.bytes_cached += static_cast<int64_t>(rounded);
+    } catch (const std::bad_alloc&) {
+      // Host memory ran out (this runs in tensor destructors, which must not throw): the block
+      // goes back to CUDA instead of the cache, after the queued kernels that may read it (or
+      // stays reserved while this thread captures a graph, where neither is allowed).
+      const Device dev{DeviceType::GPU, logical_};
+      if (cuda::in_capture_scope(dev)) return;
+      (void)cudaStreamSynchronize(cuda::stream(dev));  // no throwing here either
+      (void)cudaFree(p);
+      reserved_ -= static_cast<int64_t>(rounded);
+    }
   }
   AllocatorStats stats() const override {
     std::lock_guard lock(mu_);

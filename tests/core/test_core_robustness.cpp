@@ -1,11 +1,16 @@
 // Misuse of the core types is a tf::Error, never a crash, a read out of bounds or silent
 // garbage: the undefined tensor's accessors, shape indices (negative ones count from the end, as
 // in Python), float-to-integer reads, out-of-range C++ scalars, convert_to_tensor's inputs,
-// DeviceScopes ended out of order, logical device limits, and Variable updates.
+// DeviceScopes ended out of order, logical device limits, Variable updates, and freeing tensors
+// once the host memory has run out.
+#include <sys/resource.h>
+
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +18,7 @@
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -219,3 +225,43 @@ TEST_CASE("a GPU kernel's library error names the op, with its type kept", "[cpu
     CHECK(std::string(e.what()) == "[other_op] refused");
   }
 }
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST_CASE("tensors freed after the host memory ran out are freed without an abort", "[cpu]") {
+  // The caching allocator's free lists grow as tensors die; with no memory left that growth
+  // failed with std::bad_alloc inside a tensor destructor (std::terminate). A cap on this
+  // process's address space (not under AddressSanitizer or ThreadSanitizer, whose shadow
+  // memory needs more) makes the memory run out for real.
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  REQUIRE(pages > 0);
+  rlimit old{};
+  REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+  const uint64_t cap = pages * 4096 + (uint64_t{256} << 20);
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur <= cap) {
+    WARN("skipped: the address space is already capped");
+    return;
+  }
+  tf::cpu_allocator().release_cached_memory();
+  rlimit lower = old;
+  lower.rlim_cur = cap;
+  REQUIRE(setrlimit(RLIMIT_AS, &lower) == 0);
+  bool exhausted = false;
+  {
+    std::vector<tf::Tensor> held;
+    held.reserve(1 << 20);  // no growth of this vector while memory runs out
+    try {
+      for (int i = 0; i < (1 << 20); ++i) held.push_back(tf::zeros({4096}));
+    } catch (const tf::ResourceExhaustedError&) {
+      exhausted = true;
+    } catch (const std::bad_alloc&) {  // a tensor handle, not its buffer
+      exhausted = true;
+    }
+  }  // every tensor is freed here, while the free lists have no room left to grow
+  REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+  tf::cpu_allocator().release_cached_memory();
+  CHECK(exhausted);
+  check_values(tf::zeros({3}) + 1.0f, {1, 1, 1});  // the allocator still works
+}
+#endif
