@@ -5,16 +5,23 @@
 // Everything here is stateless and thread-safe.
 #pragma once
 
+#include <initializer_list>
 #include <vector>
 
 #include "ops/primitive.h"
 
 namespace tapeflow {
 
-#define TF_DECLARE_REDUCTION(NAME)                               \
-  Tensor NAME(const Tensor& x);                                  \
-  Tensor NAME(const Tensor& x, int axis, bool keepdims = false); \
-  Tensor NAME(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
+// A braced list of axes, {} (no axis: TF's axis=[], the input unchanged) included, takes the
+// initializer_list overload: without it, {} would value-initialise the int overload's axis
+// and reduce axis 0.
+#define TF_DECLARE_REDUCTION(NAME)                                                     \
+  Tensor NAME(const Tensor& x);                                                        \
+  Tensor NAME(const Tensor& x, int axis, bool keepdims = false);                       \
+  Tensor NAME(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);   \
+  inline Tensor NAME(const Tensor& x, std::initializer_list<int> axes, bool keepdims = false) { \
+    return NAME(x, std::vector<int>(axes), keepdims);                                  \
+  }
 
 TF_DECLARE_REDUCTION(reduce_sum)
 TF_DECLARE_REDUCTION(reduce_mean)

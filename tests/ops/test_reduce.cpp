@@ -10,6 +10,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -370,6 +371,28 @@ TEST_CASE("reductions keep the dtype: integer sums wrap around as TF's", "[cpu][
     check_values(sc, {3.5});
     check_values(tf::reduce_max(tf::constant(-2), std::vector<int>{}, true), {-2});
   }
+}
+
+TEST_CASE("a braced empty axis list reduces nothing as TF axis=[] does", "[cpu][reduce]") {
+  // {} takes the initializer_list overload (it used to value-initialise the int axis: axis 0).
+  const tf::Tensor x = tf::constant(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  for (bool keepdims : {false, true}) {
+    for (const tf::Tensor& r :
+         {tf::reduce_sum(x, {}, keepdims), tf::reduce_mean(x, {}, keepdims),
+          tf::reduce_max(x, {}, keepdims), tf::reduce_min(x, {}, keepdims),
+          tf::reduce_prod(x, {}, keepdims)}) {
+      CHECK(r.shape() == tf::TensorShape({2, 3}));
+      check_values(r, {1, 2, 3, 4, 5, 6});
+    }
+    const tf::Tensor b = tf::greater(x, 2.5f);
+    check_values(tf::reduce_any(b, {}, keepdims), {0, 0, 1, 1, 1, 1});
+    check_values(tf::reduce_all(b, {}, keepdims), {0, 0, 1, 1, 1, 1});
+  }
+  // Braced lists of axes mean those axes; a plain int is one axis.
+  check_values(tf::reduce_sum(x, {1}), {6, 15});
+  check_values(tf::reduce_sum(x, {0, 1}), {21});
+  check_values(tf::reduce_sum(x, {-1}, true), {6, 15});
+  check_values(tf::reduce_sum(x, 0), {5, 7, 9});
 }
 
 TEST_CASE("reduce_max and reduce_min propagate NaN", "[cpu][reduce]") {
