@@ -332,7 +332,7 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
                  output_gradients->shape().to_string(), target.shape().to_string());
     seed = output_gradients->dtype() == target.dtype()
                ? *output_gradients
-               : detail::adopt_dtype(*output_gradients, target.dtype());
+               : detail::adopt_dtype(*output_gradients, target.dtype(), op);
     TF_CHECK_ARG(seed.dtype() == target.dtype(), op,
                  "output_gradients has dtype {}, the target has dtype {}",
                  dtype_name(output_gradients->dtype()), dtype_name(target.dtype()));
@@ -588,7 +588,7 @@ struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
         TF_CHECK_ARG(g.shape() == x.shape(), name(),
                      "the gradient of input {} has shape {}, the input has shape {}", a - 1,
                      g.shape().to_string(), x.shape().to_string());
-        if (g.dtype() != x.dtype()) g = detail::adopt_dtype(g, x.dtype());
+        if (g.dtype() != x.dtype()) g = detail::adopt_dtype(g, x.dtype(), name());
         TF_CHECK_ARG(g.dtype() == x.dtype(), name(),
                      "the gradient of input {} has dtype {}, the input has dtype {}", a - 1,
                      dtype_name(g.dtype()), dtype_name(x.dtype()));

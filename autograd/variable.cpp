@@ -209,7 +209,7 @@ Tensor assignable(const Variable::State& s, const Tensor& value, const char* op)
              "the value assigned to '{}' is a symbolic tensor from a finished trace; symbolic "
              "tensors exist only while a tf::function is being traced",
              s.name);
-  Tensor v = detail::adopt_dtype(value, s.dtype);
+  Tensor v = detail::adopt_dtype(value, s.dtype, op);
   TF_CHECK_ARG(v.shape() == s.shape && v.dtype() == s.dtype, op,
                "variable '{}' has shape {} and dtype {}, the value has shape {} and dtype {}",
                s.name, s.shape.to_string(), dtype_name(s.dtype), v.shape().to_string(),
@@ -289,7 +289,7 @@ Variable& Variable::update_by(const Tensor& delta, bool sub) {
     const char* op = sub ? "assign_sub" : "assign_add";
     const auto& s = checked(state_);
     TF_CHECK_ARG(delta.defined(), op, "the delta for '{}' is an undefined tensor", s.name);
-    const Tensor d = detail::adopt_dtype(delta, s.dtype);
+    const Tensor d = detail::adopt_dtype(delta, s.dtype, op);
     TF_CHECK_ARG(d.dtype() == s.dtype && (d.shape() == s.shape || d.rank() == 0), op,
                  "variable '{}' has shape {} and dtype {}, the delta has shape {} and dtype {} "
                  "(a delta has the variable's shape and dtype, or is a scalar)",

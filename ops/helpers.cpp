@@ -1,6 +1,9 @@
 #include "ops/helpers.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "ops/factory.h"
 
@@ -43,8 +46,42 @@ std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int r
   return out;
 }
 
-Tensor adopt_dtype(const Tensor& x, DType dtype) {
+namespace {
+
+// A weak C++ scalar converts to an integer or bool dtype only when its value survives (TF:
+// "Cannot convert 2.5 to EagerTensor of dtype int32"); floating dtypes take any value, rounded.
+void check_exact(const char* op, const Tensor& x, DType dtype) {
+  if (is_floating(dtype)) return;
+  bool ok = false;
+  std::string text;
+  if (is_floating(x.dtype())) {
+    const double v = x.item<double>();
+    text = fmt::format("{}", v);
+    const bool integral = std::isfinite(v) && v == std::trunc(v);
+    if (dtype == int64) ok = integral && v >= -0x1p63 && v < 0x1p63;
+    else if (dtype == int32) ok = integral && v >= -0x1p31 && v < 0x1p31;
+    else if (dtype == uint8) ok = integral && v >= 0 && v <= 255;
+    else if (dtype == bool_) ok = v == 0 || v == 1;
+  } else {
+    const int64_t v = x.item<int64_t>();
+    text = fmt::format("{}", v);
+    if (dtype == int64) ok = true;
+    else if (dtype == int32) ok = v >= INT32_MIN && v <= INT32_MAX;
+    else if (dtype == uint8) ok = v >= 0 && v <= 255;
+    else if (dtype == bool_) ok = v == 0 || v == 1;
+  }
+  TF_CHECK_ARG(ok, op,
+               "the C++ scalar {} cannot be converted to {} without changing its value (a C++ "
+               "scalar takes the other operand's dtype only when it is exact, as in TF; convert "
+               "the tensor with tf::cast)",
+               text, dtype_name(dtype));
+}
+
+}  // namespace
+
+Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op) {
   if (x.dtype() == dtype || !x.is_weak()) return x;
+  check_exact(op, x, dtype);
   // A weak C++ scalar (one element, on the host): convert it there, without an op.
   Tensor c;
   if (dtype == int64 && is_integer(x.dtype())) {
@@ -61,15 +98,15 @@ Tensor adopt_dtype(const Tensor& x, DType dtype) {
 std::pair<Tensor, Tensor> unify_dtypes(const char* op, const Tensor& a, const Tensor& b) {
   TF_CHECK_ARG(a.defined() && b.defined(), op, "an input is an undefined tensor (TF's None)");
   if (a.dtype() == b.dtype()) return {a, b};
-  if (a.is_weak() && !b.is_weak()) return {adopt_dtype(a, b.dtype()), b};
-  if (b.is_weak() && !a.is_weak()) return {a, adopt_dtype(b, a.dtype())};
+  if (a.is_weak() && !b.is_weak()) return {adopt_dtype(a, b.dtype(), op), b};
+  if (b.is_weak() && !a.is_weak()) return {a, adopt_dtype(b, a.dtype(), op)};
   if (a.is_weak() && b.is_weak()) {
     // Two C++ scalars: the floating (then the wider) type wins, as Python's would.
     auto rank_of = [](DType d) {
       return d == bool_ ? 0 : d == uint8 ? 1 : d == int32 ? 2 : d == int64 ? 3 : d == float32 ? 4 : 5;
     };
     DType t = rank_of(a.dtype()) >= rank_of(b.dtype()) ? a.dtype() : b.dtype();
-    return {adopt_dtype(a, t), adopt_dtype(b, t)};
+    return {adopt_dtype(a, t, op), adopt_dtype(b, t, op)};
   }
   TF_THROW(InvalidArgumentError, op,
            "dtypes differ: {} and {} (tapeflow does not promote types; convert one operand "
@@ -96,11 +133,11 @@ void unify_dtypes(const char* op, std::span<Tensor> operands) {
       operands[0] = a;
       operands[i] = b;
     }
-    for (auto& t : operands) t = adopt_dtype(t, operands[0].dtype());
+    for (auto& t : operands) t = adopt_dtype(t, operands[0].dtype(), op);
     return;
   }
   const DType d = strong->dtype();
-  for (auto& t : operands) t = adopt_dtype(t, d);
+  for (auto& t : operands) t = adopt_dtype(t, d, op);
 }
 
 void check_dtype_floating(const char* op, const Tensor& x) {

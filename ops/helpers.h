@@ -27,8 +27,10 @@ std::pair<Tensor, Tensor> unify_dtypes(const char* op, const Tensor& a, const Te
 // Same for three operands (where, clip_by_value); `first` is the index of the first operand that
 // takes part in the rule.
 void unify_dtypes(const char* op, std::span<Tensor> operands);
-// x converted to `dtype` when x is a weak scalar (for ops that fix the dtype, e.g. pow's exponent).
-Tensor adopt_dtype(const Tensor& x, DType dtype);
+// x converted to `dtype` when x is a weak scalar (for ops that fix the dtype, e.g. pow's
+// exponent); an InvalidArgumentError naming op when the value does not survive (2.5 or 300 to
+// uint8, NaN to int32).
+Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op);
 
 void check_dtype_floating(const char* op, const Tensor& x);
 void check_dtype_not_bool(const char* op, const Tensor& x);

@@ -176,6 +176,12 @@ TEST_CASE("variable updates check the delta and assignments refuse finished symb
   w.assign_sub(tf::constant(0.5f));
   check_values(w.value(), {1.5, 1.5, 1.5, 1.5, 1.5, 1.5});
   check_values(v.value(), {0, 0, 0});  // the refused updates changed nothing
+  // A C++ value an integer variable cannot hold exactly is refused, not truncated.
+  tf::Variable n(tf::constant({1, 2}), "n");
+  require_error([&] { n.assign_add(0.5); }, {"[assign_add]", "0.5", "int32"});
+  require_error([&] { n.assign(3e9); }, {"[assign]", "3000000000", "int32"});
+  n.assign_add(2.0);
+  CHECK(n.value().numpy<int>() == std::vector<int>{3, 4});
 
   // A symbolic tensor kept from a trace has no storage once the trace ends.
   tf::Variable u(tf::zeros({2}), "u");

@@ -343,6 +343,19 @@ TEST_CASE("binary ops follow TF's dtype rule for C++ scalars and mixed tensors",
     require_error([&] { (void)(x * i); }, {"[multiply]", "float32", "int32"});
     require_error([&] { tf::equal(x, tf::constant({true, false})); }, {"[equal]", "bool"});
     require_error([&] { tf::add(x, tf::Tensor()); }, {"[add]", "undefined"});
+    // A C++ scalar that an integer or bool tensor's dtype cannot hold exactly is an error (TF:
+    // "Cannot convert 2.5 to EagerTensor of dtype int32"), never a silently changed value.
+    require_error([&] { (void)(i * 2.5f); }, {"[multiply]", "2.5", "int32"});
+    require_error([&] { (void)(u + 300); }, {"[add]", "300", "uint8"});
+    require_error([&] { (void)(u - (-1)); }, {"[subtract]", "-1", "uint8"});
+    require_error([&] { (void)(i + (int64_t{1} << 40)); }, {"[add]", "1099511627776", "int32"});
+    require_error([&] { tf::maximum(i, std::nan("")); }, {"[maximum]", "nan", "int32"});
+    require_error([&] { tf::logical_and(tf::constant({true}), 2); }, {"[logical_and]", "bool"});
+    CHECK((i * 2.0).numpy<int>() == std::vector<int>{2, 4, 6});  // whole values convert
+    CHECK((u + 255.0f).numpy<int>() == std::vector<int>{249, 2});
+    CHECK((i64 + 4e18).numpy<int64_t>() == std::vector<int64_t>{4000000000000000005,
+                                                                 4000000000000000006});
+    check_values(h * 1e-9, {0, 0});  // floating dtypes take any value, rounded
   }
 }
 
