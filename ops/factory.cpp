@@ -183,7 +183,10 @@ Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype) {
   return detail::from_doubles(v, TensorShape{num_rows, num_columns}, dtype);
 }
 
-Tensor range(double start, double limit, double delta, std::optional<DType> dtype) {
+namespace {
+
+Tensor range_impl(double start, double limit, double delta, std::optional<DType> dtype,
+                  bool integers) {
   TF_CHECK_ARG(delta != 0, "range", "delta must not be zero");
   TF_CHECK_ARG(std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta), "range",
                "start, limit and delta must be finite, got {}, {}, {}", start, limit, delta);
@@ -191,20 +194,36 @@ Tensor range(double start, double limit, double delta, std::optional<DType> dtyp
                "requires start <= limit when delta > 0 (or >= when delta < 0), got start {}, "
                "limit {}, delta {}",
                start, limit, delta);
+  if (dtype && !is_floating(*dtype)) {
+    TF_CHECK_ARG(start == std::floor(start) && limit == std::floor(limit) &&
+                     delta == std::floor(delta),
+                 "range", "start {}, limit {} and delta {} must be whole numbers for dtype {}",
+                 start, limit, delta, dtype_name(*dtype));
+  }
   const double count = std::ceil(std::abs((limit - start) / delta));
   TF_CHECK_ARG(count < 0x1p62, "range", "start {}, limit {} and delta {} give {} elements", start,
                limit, delta, count);
   const int64_t n = static_cast<int64_t>(count);
-  // Whole numbers give int32 as TF's Python ints do, or int64 where int32 cannot hold them.
-  const bool whole = start == std::floor(start) && limit == std::floor(limit) &&
-                     delta == std::floor(delta);
+  // C++ integers give int32 as TF's Python ints do, or int64 where int32 cannot hold them.
   const double last = start + static_cast<double>(std::max<int64_t>(n - 1, 0)) * delta;
   const bool fits_int32 = std::max(std::abs(start), std::abs(last)) <= 0x1p31 - 1;
-  const DType dt = dtype.value_or(whole ? (fits_int32 ? int32 : int64) : float32);
+  const DType dt = dtype.value_or(integers ? (fits_int32 ? int32 : int64) : float32);
   std::vector<double> v = staging("range", n, dt);
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * delta;
   return detail::from_doubles(v, TensorShape{n}, dt);
 }
+
+}  // namespace
+
+Tensor range(double start, double limit, double delta, DType dtype) {
+  return range_impl(start, limit, delta, dtype, false);
+}
+
+namespace detail {
+Tensor range_inferred(double start, double limit, double delta, bool integers) {
+  return range_impl(start, limit, delta, std::nullopt, integers);
+}
+}  // namespace detail
 
 Tensor linspace(double start, double stop, int64_t num) {
   TF_CHECK_ARG(num > 0, "linspace", "num must be positive, got {}", num);

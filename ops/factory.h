@@ -46,10 +46,22 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 // Identity matrix (num_rows x num_columns, square by default).
 Tensor eye(int64_t num_rows, DType dtype = float32);
 Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype = float32);
-// [start, limit) in steps of delta. Without a dtype: int32 when all three are whole numbers,
-// else float32 (as TF infers from Python ints and floats).
-Tensor range(double start, double limit, double delta = 1.0,
-             std::optional<DType> dtype = std::nullopt);
+// [start, limit) in steps of delta, with an explicit dtype. An integer dtype needs whole
+// start, limit and delta (an InvalidArgumentError otherwise, where TF would cast a fractional
+// delta to 0).
+Tensor range(double start, double limit, double delta, DType dtype);
+namespace detail {
+Tensor range_inferred(double start, double limit, double delta, bool integers);
+}
+// Without a dtype, the dtype follows the C++ types as TF's follows Python's: int32 when all
+// three are integers (int64 when a value needs it), else float32 (range(0.0, 5.0) is float32).
+template <class A, class B, class C = int>
+  requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>)
+Tensor range(A start, B limit, C delta = 1) {
+  return detail::range_inferred(
+      static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta),
+      std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>);
+}
 // range(limit): int32 values 0, 1, ..., limit - 1.
 template <class I>
   requires std::is_integral_v<I>

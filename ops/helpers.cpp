@@ -48,36 +48,41 @@ std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int r
 
 namespace {
 
+bool exact_in(double v, DType dtype) {
+  if (is_floating(dtype)) return true;
+  const bool integral = std::isfinite(v) && v == std::trunc(v);
+  if (dtype == int64) return integral && v >= -0x1p63 && v < 0x1p63;
+  if (dtype == int32) return integral && v >= -0x1p31 && v < 0x1p31;
+  if (dtype == uint8) return integral && v >= 0 && v <= 255;
+  return v == 0 || v == 1;  // bool
+}
+bool exact_in(int64_t v, DType dtype) {
+  if (is_floating(dtype) || dtype == int64) return true;
+  if (dtype == int32) return v >= INT32_MIN && v <= INT32_MAX;
+  if (dtype == uint8) return v >= 0 && v <= 255;
+  return v == 0 || v == 1;  // bool
+}
+
 // A weak C++ scalar converts to an integer or bool dtype only when its value survives (TF:
 // "Cannot convert 2.5 to EagerTensor of dtype int32"); floating dtypes take any value, rounded.
 void check_exact(const char* op, const Tensor& x, DType dtype) {
   if (is_floating(dtype)) return;
-  bool ok = false;
-  std::string text;
-  if (is_floating(x.dtype())) {
-    const double v = x.item<double>();
-    text = fmt::format("{}", v);
-    const bool integral = std::isfinite(v) && v == std::trunc(v);
-    if (dtype == int64) ok = integral && v >= -0x1p63 && v < 0x1p63;
-    else if (dtype == int32) ok = integral && v >= -0x1p31 && v < 0x1p31;
-    else if (dtype == uint8) ok = integral && v >= 0 && v <= 255;
-    else if (dtype == bool_) ok = v == 0 || v == 1;
-  } else {
-    const int64_t v = x.item<int64_t>();
-    text = fmt::format("{}", v);
-    if (dtype == int64) ok = true;
-    else if (dtype == int32) ok = v >= INT32_MIN && v <= INT32_MAX;
-    else if (dtype == uint8) ok = v >= 0 && v <= 255;
-    else if (dtype == bool_) ok = v == 0 || v == 1;
-  }
-  TF_CHECK_ARG(ok, op,
+  const bool floating = is_floating(x.dtype());
+  const double d = floating ? x.item<double>() : 0.0;
+  const int64_t i = floating ? 0 : x.item<int64_t>();
+  TF_CHECK_ARG(floating ? exact_in(d, dtype) : exact_in(i, dtype), op,
                "the C++ scalar {} cannot be converted to {} without changing its value (a C++ "
                "scalar takes the other operand's dtype only when it is exact, as in TF; convert "
                "the tensor with tf::cast)",
-               text, dtype_name(dtype));
+               floating ? fmt::format("{}", d) : fmt::format("{}", i), dtype_name(dtype));
 }
 
 }  // namespace
+
+void check_value_fits(const char* op, const char* what, double v, DType dtype) {
+  TF_CHECK_ARG(exact_in(v, dtype), op, "{} {} cannot be represented exactly as {}", what, v,
+               dtype_name(dtype));
+}
 
 Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op) {
   if (x.dtype() == dtype || !x.is_weak()) return x;

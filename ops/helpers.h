@@ -31,6 +31,10 @@ void unify_dtypes(const char* op, std::span<Tensor> operands);
 // exponent); an InvalidArgumentError naming op when the value does not survive (2.5 or 300 to
 // uint8, NaN to int32).
 Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op);
+// An InvalidArgumentError naming op and `what` (e.g. "constant_value") when v is not exactly
+// representable in an integer or bool dtype (a fraction, NaN, out of range); floating dtypes
+// take any value.
+void check_value_fits(const char* op, const char* what, double v, DType dtype);
 
 void check_dtype_floating(const char* op, const Tensor& x);
 void check_dtype_not_bool(const char* op, const Tensor& x);

@@ -12,6 +12,7 @@
 #include "ops/helpers.h"
 #include "ops/reduce.h"
 #include "ops/scatter.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -257,13 +258,22 @@ Tensor one_hot(const Tensor& indices, int64_t depth, float on_value, float off_v
   const DType d = indices.dtype();
   TF_CHECK_ARG(d == int32 || d == int64 || d == uint8, "one_hot",
                "indices must be int32, int64 or uint8, got {}", dtype_name(d));
-  TF_CHECK_ARG(depth >= 0, "one_hot", "depth must be non-negative, got {}", depth);
+  // TF's depth is an int32 scalar.
+  TF_CHECK_ARG(depth >= 0 && depth <= INT32_MAX, "one_hot",
+               "depth must be in [0, 2^31 - 1] (TF's int32 depth), got {}", depth);
   TF_CHECK_ARG(indices.rank() < TensorShape::kMaxRank, "one_hot",
                "indices of shape {} leave no room for the new axis (maximum rank {})",
                indices.shape().to_string(), TensorShape::kMaxRank);
-  // Out-of-range (and negative) indices match no position and give all-off rows, as TF.
-  const Tensor positions = range(0.0, static_cast<double>(depth), 1.0, d);
-  const Tensor hit = equal(expand_dims(indices, -1), positions);
+  const int64_t n = indices.shape().known_elements();
+  TF_CHECK_ARG(depth == 0 || n <= INT64_MAX / depth, "one_hot",
+               "indices of shape {} with depth {} give more elements than int64 can count",
+               indices.shape().to_string(), depth);
+  // Out-of-range (and negative) indices match no position and give all-off rows, as TF. The
+  // positions are int32 or int64 (uint8 indices are compared as int32: a uint8 range past 255
+  // would wrap).
+  const Tensor idx = d == uint8 ? cast(indices, int32) : indices;
+  const Tensor positions = range(0.0, static_cast<double>(depth), 1.0, idx.dtype());
+  const Tensor hit = equal(expand_dims(idx, -1), positions);
   return where(hit, constant(Tensor(on_value)), constant(Tensor(off_value)));
 }
 
@@ -350,6 +360,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& paddings,
            double constant_value) {
   check_defined("pad", x);
+  detail::check_value_fits("pad", "constant_value", constant_value, x.dtype());
   return detail::dispatch(prims::Pad(paddings, constant_value), {x});
 }
 

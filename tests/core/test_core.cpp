@@ -245,10 +245,20 @@ TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
   check_values(rf, {0, 0.25, 0.5, 0.75});
   check_values(tf::range(4), {0, 1, 2, 3});
   check_values(tf::range(5, 1, -2), {5, 3});
-  // Whole numbers beyond int32 give int64 (TF's Python ints do), not wrapped int32 values.
-  auto big = tf::range(0, 6e9, 2e9);
+  // Integers beyond int32 give int64 (TF's Python ints do), not wrapped int32 values.
+  auto big = tf::range(int64_t{0}, int64_t{6000000000}, int64_t{2000000000});
   CHECK(big.dtype() == tf::int64);
   CHECK(big.numpy<int64_t>() == std::vector<int64_t>{0, 2000000000, 4000000000});
+  // The dtype follows the C++ types, as TF's follows Python's: any floating argument gives
+  // float32, even with whole values.
+  CHECK(tf::range(0, 6e9, 2e9).dtype() == tf::float32);
+  CHECK(tf::range(0.0, 5.0).dtype() == tf::float32);
+  check_values(tf::range(0.0, 3.0), {0, 1, 2});
+  CHECK(tf::range(0, 5).dtype() == tf::int32);
+  CHECK(tf::range(int64_t{0}, 5).dtype() == tf::int32);  // int64 only where values need it
+  // An integer dtype needs whole arguments (TF would cast delta 0.5 to 0 and fail on it).
+  TF_REQUIRE_THROWS_CONTAINING(tf::range(0, 2, 0.5, tf::int32), tf::InvalidArgumentError,
+                               "[range] start 0, limit 2 and delta 0.5 must be whole numbers");
   CHECK(tf::range(-2147483647, -2147483640, 5).dtype() == tf::int32);
   TF_REQUIRE_THROWS_CONTAINING(tf::range(0, 1e300, 1e-300), tf::InvalidArgumentError,
                                "[range]");

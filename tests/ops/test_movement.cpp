@@ -13,6 +13,7 @@
 #include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
 #include "ops/scatter.h"
 #include "support/testing.h"
 
@@ -474,7 +475,15 @@ TEST_CASE("one_hot makes float32 rows - out-of-range indices give all-off rows",
     TF_REQUIRE_THROWS_CONTAINING(tf::one_hot(tf::constant({1.0f}), 3), tf::InvalidArgumentError,
                                  "[one_hot] indices must be int32, int64 or uint8, got float32");
     TF_REQUIRE_THROWS_CONTAINING(tf::one_hot(tf::constant({1}), -1), tf::InvalidArgumentError,
-                                 "[one_hot] depth must be non-negative, got -1");
+                                 "[one_hot] depth must be in [0, 2^31 - 1]");
+    TF_REQUIRE_THROWS_CONTAINING(tf::one_hot(tf::constant({1}), int64_t{1} << 40),
+                                 tf::InvalidArgumentError, "[one_hot] depth must be in");
+    // uint8 indices with a depth past 256: one hot position per row (a uint8 range of positions
+    // wrapped, so index 0 was also hot at 256).
+    const tf::Tensor y = tf::one_hot(tf::detail::from_doubles({0, 255}, {2}, tf::uint8), 300);
+    CHECK(y.shape() == tf::TensorShape({2, 300}));
+    check_values(tf::reduce_sum(y, 1), {1, 1});
+    check_values(tf::argmax(y, 1), {0, 255});
   }
 }
 
@@ -603,9 +612,16 @@ TEST_CASE("pad surrounds with a constant", "[cpu][movement]") {
         check_values(y, want, 0, 0);
       }
     }
-    // The default constant is 0; values saturate into integer types.
+    // The default constant is 0; an integer tensor's constant must be exact in its dtype.
     check_values(tf::pad(tf::constant({1, 2}), {{1, 1}}), {0, 1, 2, 0});
-    check_values(tf::pad(tf::constant<uint8_t>({1}), {{1, 0}}, 300.0), {255, 1});
+    check_values(tf::pad(tf::constant<uint8_t>({1}), {{1, 0}}, 255.0), {255, 1});
+    TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::constant<uint8_t>({1}), {{1, 0}}, 300.0),
+                                 tf::InvalidArgumentError,
+                                 "[pad] constant_value 300 cannot be represented exactly as uint8");
+    TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::constant({1}), {{1, 0}}, std::nan("")),
+                                 tf::InvalidArgumentError, "[pad] constant_value nan");
+    TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::constant({1}), {{1, 0}}, 0.5),
+                                 tf::InvalidArgumentError, "as int32");
     check_values(tf::pad(tf::constant({1.5f}), {{0, 1}}, -0.25), {1.5, -0.25});
     TF_REQUIRE_THROWS_CONTAINING(tf::pad(tf::zeros({2, 3}), {{1, 1}}), tf::InvalidArgumentError,
                                  "[pad] paddings [{1, 1}] has 1 pairs, but the tensor of shape "
