@@ -284,7 +284,7 @@ std::array<int, 2> clamp_same_windows(const Tensor& input, std::array<int, 2> k,
   if (!same || input.rank() != 4) return k;
   for (int i = 0; i < 2; ++i) {
     const int64_t in = input.shape()[1 + i];
-    if (in == None || s[i] <= 0) continue;
+    if (in == None || in == 0 || s[i] <= 0) continue;  // no window over an empty dimension
     const int64_t out = (in + s[i] - 1) / s[i];
     k[i] = static_cast<int>(std::min<int64_t>(k[i], in + (out - 1) * s[i] + 1));
   }

@@ -21,6 +21,7 @@
 #include "ops/factory.h"
 #include "ops/nn.h"
 #include "ops/nn_grad.h"
+#include "ops/reduce.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -344,6 +345,29 @@ TEST_CASE("conv2d gradients of empty tensors", "[cpu][cuda][nn_grad]") {
     const tf::Tensor dx0 = tf::detail::conv2d_backprop_input(
         {1, 3, 3, 2}, tf::ones({2, 2, 2, 0}), tf::zeros({1, 2, 2, 0}), 1, 1, 1, 1, false);
     check_values(dx0, std::vector<double>(18, 0.0));
+  }
+}
+
+TEST_CASE("pooling gradients of inputs with an empty spatial dimension", "[cpu][cuda][nn_grad]") {
+  // SAME windows are clamped to the input; an empty height or width once made a window of
+  // 1 - stride (the gradient failed with "ksize must be positive, got [-1, 3]").
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO("device " << dev.to_string());
+    for (const tf::TensorShape& shape :
+         {tf::TensorShape{1, 0, 5, 1}, tf::TensorShape{1, 5, 0, 1}, tf::TensorShape{1, 0, 0, 1}}) {
+      for (bool max : {true, false}) {
+        INFO("shape " << shape.to_string() << (max ? " max" : " avg"));
+        const tf::Tensor x = tf::ones(shape);
+        tf::GradientTape tape;
+        tape.watch(x);
+        const tf::Tensor y = max ? tf::nn::max_pool2d(x, {3}, {2}, "SAME")
+                                 : tf::nn::avg_pool2d(x, {3}, {2}, "SAME");
+        CHECK(y.shape() == tf::TensorShape({1, (shape[1] + 1) / 2, (shape[2] + 1) / 2, 1}));
+        const tf::Tensor g = tape.gradient(tf::reduce_sum(y), x);
+        CHECK(g.shape() == shape);
+      }
+    }
   }
 }
 
