@@ -105,6 +105,18 @@ TEST_CASE("reading floats as integers saturates as tf::cast does", "[cpu]") {
   CHECK(tf::constant(-7.9).item<int>() == -7);
 }
 
+TEST_CASE("a DType outside the listed ones is refused before any kernel runs", "[cpu]") {
+  // DType is an aggregate: a cast integer makes one. It segfaulted in the first kernel that
+  // switched on it (transpose) after factories had made "unknown" tensors.
+  const tf::DType bad{static_cast<tf::DTypeId>(8)};
+  require_error([&] { (void)tf::zeros({2, 3}, bad); }, {"[tensor]", "dtype id 8"});
+  require_error([&] { (void)tf::cast(tf::ones({2}), bad); }, {"dtype id 8"});
+  require_error([&] { (void)tf::eye(2, bad); }, {"dtype id 8"});
+  require_error([&] { (void)tf::range(0, 3, 1, bad); }, {"dtype id 8"});
+  auto f = tf::function([&](const tf::Tensor& x) { return tf::cast(x, bad); });
+  require_error([&] { (void)f(tf::ones({2})); }, {"dtype id 8"});
+}
+
 TEST_CASE("C++ scalars beyond int64 are refused", "[cpu]") {
   const uint64_t big = std::numeric_limits<uint64_t>::max();
   require_error([&] { (void)tf::Tensor(big); },
