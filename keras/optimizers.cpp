@@ -236,6 +236,12 @@ struct AdamImpl final : OptimizerImpl {
            OptimizerOptions o)
       : OptimizerImpl(cls, lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps), amsgrad(ams) {
     TF_CHECK_ARG(epsilon >= 0, name.c_str(), "epsilon must be >= 0, got {}", epsilon);
+    // beta = 1 divides by zero in the bias correction 1 - beta^t; a beta outside [0, 1) makes
+    // the moving averages diverge.
+    TF_CHECK_ARG(beta_1 >= 0 && beta_1 < 1, name.c_str(), "beta_1 must be in [0, 1), got {}",
+                 beta_1);
+    TF_CHECK_ARG(beta_2 >= 0 && beta_2 < 1, name.c_str(), "beta_2 must be in [0, 1), got {}",
+                 beta_2);
   }
   std::vector<std::string> slot_names() const override {
     if (amsgrad) return {"m", "v", "vhat"};
@@ -273,7 +279,12 @@ struct RMSpropImpl final : OptimizerImpl {
   bool centered;
   RMSpropImpl(const LearningRate& lr, double r, double m, double eps, bool c, OptimizerOptions o)
       : OptimizerImpl("RMSprop", lr, std::move(o)), rho(r), momentum(m), epsilon(eps),
-        centered(c) {}
+        centered(c) {
+    TF_CHECK_ARG(rho >= 0 && rho < 1, name.c_str(), "rho must be in [0, 1), got {}", rho);
+    TF_CHECK_ARG(momentum >= 0 && momentum <= 1, name.c_str(),
+                 "momentum must be in [0, 1], got {}", momentum);
+    TF_CHECK_ARG(epsilon >= 0, name.c_str(), "epsilon must be >= 0, got {}", epsilon);
+  }
   std::vector<std::string> slot_names() const override {
     std::vector<std::string> s = {"velocity"};
     if (momentum > 0) s.push_back("momentum");
@@ -421,7 +432,8 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
 }
 
 Tensor Optimizer::minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars) {
-  checked(impl_);
+  const auto& impl = checked(impl_);
+  TF_CHECK_ARG(static_cast<bool>(loss), impl.name.c_str(), "minimize: the loss function is empty");
   GradientTape tape;
   Tensor value = loss();
   std::vector<Tensor> grads = tape.gradient(value, vars);

@@ -129,6 +129,12 @@ struct InverseTime final : detail::ScheduleImpl {
 void check_steps(const char* op, int64_t decay_steps) {
   TF_CHECK_ARG(decay_steps > 0, op, "decay_steps must be positive, got {}", decay_steps);
 }
+// Rates and learning rates: finite and not negative (a negative decay rate or value would give
+// negative or infinite learning rates some steps later, which the optimizers' own checks of a
+// constant learning rate refuse).
+void check_nonnegative(const char* op, const char* what, double v) {
+  TF_CHECK_ARG(std::isfinite(v) && v >= 0, op, "{} must be finite and >= 0, got {}", what, v);
+}
 
 }  // namespace
 
@@ -153,6 +159,8 @@ ExponentialDecay::ExponentialDecay(double initial_learning_rate, int64_t decay_s
                                    double decay_rate, bool staircase)
     : LearningRateSchedule() {
   check_steps("ExponentialDecay", decay_steps);
+  check_nonnegative("ExponentialDecay", "initial_learning_rate", initial_learning_rate);
+  check_nonnegative("ExponentialDecay", "decay_rate", decay_rate);
   auto impl = std::make_shared<Exponential>();
   impl->initial = initial_learning_rate;
   impl->decay_rate = decay_rate;
@@ -170,6 +178,7 @@ PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries,
   for (size_t i = 1; i < boundaries.size(); ++i)
     TF_CHECK_ARG(boundaries[i - 1] < boundaries[i], "PiecewiseConstantDecay",
                  "boundaries must be increasing, got {}", fmt::join(boundaries, ", "));
+  for (double v : values) check_nonnegative("PiecewiseConstantDecay", "each value", v);
   auto impl = std::make_shared<Piecewise>();
   impl->boundaries = std::move(boundaries);
   impl->values = std::move(values);
@@ -182,6 +191,9 @@ CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, doub
   check_steps("CosineDecay", decay_steps);
   TF_CHECK_ARG(warmup_steps >= 0, "CosineDecay", "warmup_steps must be >= 0, got {}",
                warmup_steps);
+  check_nonnegative("CosineDecay", "initial_learning_rate", initial_learning_rate);
+  check_nonnegative("CosineDecay", "alpha", alpha);
+  if (warmup_target) check_nonnegative("CosineDecay", "warmup_target", *warmup_target);
   auto impl = std::make_shared<Cosine>();
   impl->initial = initial_learning_rate;
   impl->alpha = alpha;
@@ -195,6 +207,8 @@ InverseTimeDecay::InverseTimeDecay(double initial_learning_rate, int64_t decay_s
                                    double decay_rate, bool staircase)
     : LearningRateSchedule() {
   check_steps("InverseTimeDecay", decay_steps);
+  check_nonnegative("InverseTimeDecay", "initial_learning_rate", initial_learning_rate);
+  check_nonnegative("InverseTimeDecay", "decay_rate", decay_rate);
   auto impl = std::make_shared<InverseTime>();
   impl->initial = initial_learning_rate;
   impl->decay_rate = decay_rate;

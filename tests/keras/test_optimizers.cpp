@@ -322,6 +322,31 @@ TEST_CASE("optimizers: minimize records the loss and applies its gradient", "[ke
   check_values(x, {3.0 - 0.1 * 6.0}, 1e-7, 0);
 }
 
+TEST_CASE("optimizers and schedules refuse hyperparameters that would diverge", "[keras][cpu]") {
+  using tf::testing::require_error;
+  // Each of these trained to NaN or with negative learning rates some steps later.
+  require_error([] { opt::Adam(0.1, 1.0); }, {"[Adam]", "beta_1 must be in [0, 1), got 1"});
+  require_error([] { opt::Adam(0.1, 0.9, -0.5); }, {"[Adam]", "beta_2"});
+  require_error([] { opt::AdamW(0.1, 0.004, 0.9, 1.5); }, {"[AdamW]", "beta_2"});
+  require_error([] { opt::RMSprop(0.1, 2.0); }, {"[RMSprop]", "rho must be in [0, 1), got 2"});
+  require_error([] { opt::RMSprop(0.1, 0.9, -1.0); }, {"[RMSprop]", "momentum"});
+  require_error([] { opt::RMSprop(0.1, 0.9, 0.0, -1e-7); }, {"[RMSprop]", "epsilon"});
+  require_error([] { sched::InverseTimeDecay(0.1, 1, -2.0); },
+                {"[InverseTimeDecay]", "decay_rate must be finite and >= 0, got -2"});
+  require_error([] { sched::ExponentialDecay(-0.1, 10, 0.9); },
+                {"[ExponentialDecay]", "initial_learning_rate"});
+  require_error([] { sched::ExponentialDecay(0.1, 10, std::nan("")); }, {"decay_rate"});
+  require_error([] { sched::PiecewiseConstantDecay({10}, {0.1, -0.01}); },
+                {"[PiecewiseConstantDecay]", "each value"});
+  require_error([] { sched::CosineDecay(0.1, 100, -0.5); }, {"[CosineDecay]", "alpha"});
+  require_error([] { sched::CosineDecay(0.1, 100, 0.0, -1.0, 10); }, {"warmup_target"});
+  // Growth is allowed (an exponential rate above 1), as in Keras.
+  CHECK(sched::ExponentialDecay(0.1, 10, 1.5)(10) > 0.1);
+  opt::SGD sgd(0.1);
+  tf::Variable x(tf::constant(3.0), "x");
+  require_error([&] { sgd.minimize(nullptr, {x}); }, {"[SGD]", "the loss function is empty"});
+}
+
 TEST_CASE("schedules: host and op forms agree with the formulas", "[keras][cpu]") {
   sched::ExponentialDecay exp_decay(0.1, 10, 0.5);
   sched::ExponentialDecay stair(0.1, 10, 0.5, true);
