@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "autograd/tape.h"
@@ -459,13 +460,16 @@ Built build_fused(const Graph& g, const std::vector<int>& members) {
   auto op = std::make_shared<FusedElementwise>();
   std::vector<Ref>& ext = b.ext;
   std::map<int, int> step_of;  // member node -> step index
+  // Each external value's input number, found by key (a scan of ext made long chains with a
+  // new constant per step quadratic: 50000 steps took 1.7 s to fuse).
+  std::map<std::tuple<int, int, int>, int> ext_of;
   auto operand = [&](const Ref& r) {
     if (r.source == Source::Node && step_of.count(r.index))
       return -2 - step_of[r.index];  // a step (fixed below; -1 means "no operand")
-    for (size_t k = 0; k < ext.size(); ++k)
-      if (ext[k] == r) return static_cast<int>(k);
-    ext.push_back(r);
-    return static_cast<int>(ext.size()) - 1;
+    const auto [it, fresh] = ext_of.try_emplace(
+        std::tuple{static_cast<int>(r.source), r.index, r.output}, static_cast<int>(ext.size()));
+    if (fresh) ext.push_back(r);
+    return it->second;
   };
   const bool on_cpu = g.nodes[members.back()].device.is_cpu();
   for (int m : members) {
