@@ -152,6 +152,10 @@ TEST_CASE("strategy: reduce SUM and MEAN without an axis", "[cpu][distribute]") 
   tf::Tensor isum = strategy.reduce(ds::ReduceOp::SUM, ints);
   CHECK(isum.dtype() == tf::int32);
   CHECK(isum.numpy<int>() == std::vector<int>{10});
+  // MEAN divides truly, as TF's value / n: float64 for integers.
+  tf::Tensor imean = strategy.reduce(ds::ReduceOp::MEAN, ints);
+  CHECK(imean.dtype() == tf::float64);
+  check_values(imean, {2.5}, 0, 0);
   TF_REQUIRE_THROWS_CONTAINING(
       strategy.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>({sum, sum})),
       tf::InvalidArgumentError, "has 2 components but the strategy has 4");
