@@ -467,8 +467,17 @@ void Concat::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
                    "shapes {} (values[0]) and {} (values[{}]) differ in dimension {}; only "
                    "dimension {} (the axis) may differ",
                    s0.to_string(), si.to_string(), i, d, axis);
-    s[axis] += si[axis];
+    if (s[axis] == None || si[axis] == None) {
+      s[axis] = None;  // a graph for None dimensions
+    } else {
+      int64_t sum;
+      TF_CHECK_ARG(!__builtin_add_overflow(s[axis], si[axis], &sum), name(),
+                   "the sizes along axis {} add up to more than an int64 (values[{}] has shape {})",
+                   axis, i, si.to_string());
+      s[axis] = sum;
+    }
   }
+  detail::check_element_count(name(), s);
   out[0] = {s, in[0].dtype()};
 }
 

@@ -330,8 +330,11 @@ bool inverse(const T* a, T* out, int64_t batches, int64_t n) {
 template <class T>
 bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t k) {
   if (n == 0 || k == 0) return true;
+  TF_CHECK_ARG(n <= INT32_MAX && k <= INT32_MAX, "solve",
+               "matrices of order {} with {} right-hand sides exceed LAPACK's 32-bit sizes", n, k);
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
-  return for_each_matrix<T>(batches, n, n * n + n * k, [&](int64_t b, T* work, int* ipiv) {
+  std::atomic<int> getrs_info{0};
+  const bool ok = for_each_matrix<T>(batches, n, n * n + n * k, [&](int64_t b, T* work, int* ipiv) {
     T* lu = work;
     T* x = work + n * n;  // column-major n x k
     std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
@@ -344,7 +347,9 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < k; ++j) x[j * n + i] = src[i * k + j];
     }
-    Lapack<T>::getrs("T", ni, ki, lu, ipiv, x);
+    // (no throwing here: this may run on OpenMP threads)
+    if (const int info = Lapack<T>::getrs("T", ni, ki, lu, ipiv, x); info != 0)
+      getrs_info.store(info, std::memory_order_relaxed);
     if (k == 1) {
       std::memcpy(dst, x, sizeof(T) * n);
     } else {
@@ -353,6 +358,9 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
     }
     return true;
   });
+  TF_CHECK_T(InternalError, getrs_info.load() == 0, "solve", "LAPACK getrs failed (info {})",
+             getrs_info.load());
+  return ok;
 }
 
 template <class T>

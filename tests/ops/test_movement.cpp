@@ -268,6 +268,13 @@ TEST_CASE("concat joins along an axis", "[cpu][movement]") {
                                  "[concat] axis 2 is out of range for a tensor of rank 2");
     TF_REQUIRE_THROWS_CONTAINING(tf::concat({tf::constant(1.0f)}, 0), tf::InvalidArgumentError,
                                  "[concat] cannot concatenate scalars");
+    // Empty tensors whose sizes along the axis add up past int64 (the sum wrapped to a negative
+    // size, an internal error later).
+    const tf::Tensor huge = tf::zeros({0, int64_t{1} << 62});
+    TF_REQUIRE_THROWS_CONTAINING(tf::concat({huge, huge}, 1), tf::InvalidArgumentError,
+                                 "[concat] the sizes along axis 1 add up to more than an int64");
+    const tf::Tensor big = tf::zeros({0, int64_t{1} << 61});
+    CHECK(tf::concat({big, big}, 1).shape() == tf::TensorShape({0, int64_t{1} << 62}));
   }
 }
 
