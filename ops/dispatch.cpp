@@ -120,7 +120,13 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
     metas_big.resize(n_out);
     metas = metas_big;
   }
-  prim.infer(in, metas);
+  try {
+    prim.infer(in, metas);
+  } catch (const InvalidArgumentError& e) {
+    // An output shape too large to count fails in TensorShape: say which op made it.
+    if (!std::string_view(e.what()).starts_with("[TensorShape]")) throw;
+    rethrow_naming(prim, e);
+  }
 
   // 3. trace or run
   bool symbolic_input = false;
@@ -143,6 +149,9 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
           } catch (const ResourceExhaustedError& e) {  // say which op's output did not fit
             TF_THROW(ResourceExhaustedError, prim.name(), "its {} output of shape {}: {}",
                      dtype_name(metas[i].dtype), metas[i].shape.to_string(), e.what());
+          } catch (const InvalidArgumentError& e) {  // too many elements to count
+            if (!std::string_view(e.what()).starts_with("[TensorShape]")) throw;
+            rethrow_naming(prim, e);
           }
         }
       }

@@ -396,6 +396,10 @@ TEST_CASE("matmul reports bad arguments with the shapes and dtypes", "[cpu][lina
     TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5})),
                                  tf::InvalidArgumentError,
                                  "[matmul] inner dimensions differ: a is (2, 3), b is (4, 5)");
+  // A product too large to count its elements names the op (the count fails in TensorShape).
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::matmul(tf::zeros({int64_t{1} << 40, 0}), tf::zeros({0, int64_t{1} << 40})),
+      tf::InvalidArgumentError, "[matmul] [TensorShape] shape (1099511627776, 1099511627776)");
     TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5}), true, false),
                                  tf::InvalidArgumentError,
                                  "a is (2, 3) (transpose_a=true), b is (4, 5)");
