@@ -29,17 +29,19 @@ TensorShape broadcast_shapes(const char* op, const TensorShape& a, const TensorS
   return out;
 }
 
-int normalize_axis(const char* op, int64_t axis, int rank) {
+int normalize_axis(const char* op, int64_t axis, const TensorShape& shape) {
+  const int rank = shape.rank();
   TF_CHECK_ARG(axis >= -rank && axis < rank, op,
-               "axis {} is out of range for a tensor of rank {} (expected [{}, {}))", axis, rank,
-               -rank, rank);
+               "axis {} is out of range for a tensor of rank {} (shape {}; expected [{}, {}))",
+               axis, rank, shape.to_string(), -rank, rank);
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int rank) {
+std::vector<int> normalize_axes(const char* op, std::span<const int> axes,
+                                const TensorShape& shape) {
   std::vector<int> out;
   out.reserve(axes.size());
-  for (int a : axes) out.push_back(normalize_axis(op, a, rank));
+  for (int a : axes) out.push_back(normalize_axis(op, a, shape));
   std::sort(out.begin(), out.end());
   TF_CHECK_ARG(std::adjacent_find(out.begin(), out.end()) == out.end(), op,
                "axes {} contain a duplicate", vec_to_string(axes));

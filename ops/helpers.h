@@ -17,9 +17,10 @@ namespace tapeflow::detail {
 TensorShape broadcast_shapes(const char* op, const TensorShape& a, const TensorShape& b);
 
 // axis in [-rank, rank) -> [0, rank); "[op] axis 3 is out of range for a tensor of rank 2".
-int normalize_axis(const char* op, int64_t axis, int rank);
+int normalize_axis(const char* op, int64_t axis, const TensorShape& shape);
 // Normalised, sorted, checked for duplicates.
-std::vector<int> normalize_axes(const char* op, std::span<const int> axes, int rank);
+std::vector<int> normalize_axes(const char* op, std::span<const int> axes,
+                                const TensorShape& shape);
 
 // Applies TF's dtype rule to a binary op's operands: a weak C++ scalar takes the other operand's
 // dtype; two strong tensors of different dtypes are an InvalidArgumentError.

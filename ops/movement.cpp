@@ -132,7 +132,7 @@ Tensor squeeze(const Tensor& x, const std::vector<int>& axes) {
   if (axes.empty()) {
     for (int i = 0; i < r; ++i) drop[i] = x.shape()[i] == 1;
   } else {
-    for (int a : detail::normalize_axes("squeeze", axes, r)) {
+    for (int a : detail::normalize_axes("squeeze", axes, x.shape())) {
       TF_CHECK_ARG(x.shape()[a] == 1, "squeeze",
                    "cannot squeeze axis {} of shape {}: its size is {}, not 1", a,
                    x.shape().to_string(), x.shape()[a]);
@@ -157,7 +157,7 @@ Tensor concat(const std::vector<Tensor>& values, int axis) {
   detail::unify_dtypes("concat", v);
   TF_CHECK_ARG(v[0].rank() > 0, "concat",
                "cannot concatenate scalars (values[0] has shape ()); use tf::stack");
-  const int a = detail::normalize_axis("concat", axis, v[0].rank());
+  const int a = detail::normalize_axis("concat", axis, v[0].shape());
   return detail::dispatch(prims::Concat(a), std::span<const Tensor>(v));
 }
 
@@ -180,7 +180,7 @@ Tensor stack(const std::vector<Tensor>& values, int axis) {
 
 std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
   check_defined("split", x);
-  const int a = detail::normalize_axis("split", axis, x.rank());
+  const int a = detail::normalize_axis("split", axis, x.shape());
   const int64_t d = x.shape()[a];
   TF_CHECK_ARG(num_splits > 0, "split", "num_splits must be positive, got {}", num_splits);
   TF_CHECK_ARG(d % num_splits == 0, "split",
@@ -191,7 +191,7 @@ std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& size_splits, int axis) {
   check_defined("split", x);
-  const int a = detail::normalize_axis("split", axis, x.rank());
+  const int a = detail::normalize_axis("split", axis, x.shape());
   const int64_t d = x.shape()[a];
   TF_CHECK_ARG(!size_splits.empty(), "split", "size_splits is empty");
   int infer_at = -1;
@@ -249,7 +249,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
 Tensor gather(const Tensor& params, const Tensor& indices, int axis) {
   check_defined("gather", params);
   check_defined("gather", indices);
-  const int a = detail::normalize_axis("gather", axis, params.rank());
+  const int a = detail::normalize_axis("gather", axis, params.shape());
   return detail::dispatch(prims::Gather(a), {params, indices});
 }
 
@@ -452,8 +452,9 @@ void Concat::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
   TF_CHECK_ARG(!in.empty(), name(), "needs at least one tensor");
   const TensorShape& s0 = in[0].shape();
   const int r = s0.rank();
-  TF_CHECK_ARG(axis >= 0 && axis < r, name(), "axis {} is out of range for a tensor of rank {}",
-               axis, r);
+  TF_CHECK_ARG(axis >= 0 && axis < r, name(),
+               "axis {} is out of range for a tensor of rank {} (shape {})", axis, r,
+               s0.to_string());
   TensorShape s = s0;
   for (size_t i = 1; i < in.size(); ++i) {
     const TensorShape& si = in[i].shape();

@@ -209,7 +209,7 @@ Tensor softmax(const Tensor& logits, int axis) {
   const char* op = "softmax";
   TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
   detail::check_dtype_floating(op, logits);
-  const int a = detail::normalize_axis(op, axis, logits.rank());
+  const int a = detail::normalize_axis(op, axis, logits.shape());
   // The fused primitive works on the last axis; other axes keep the composite.
   if (a == logits.rank() - 1) return detail::dispatch(prims::Softmax{}, {logits});
   return detail::softmax_composite(logits, a);
@@ -219,7 +219,7 @@ Tensor log_softmax(const Tensor& logits, int axis) {
   const char* op = "log_softmax";
   TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");
   detail::check_dtype_floating(op, logits);
-  const int a = detail::normalize_axis(op, axis, logits.rank());
+  const int a = detail::normalize_axis(op, axis, logits.shape());
   if (a == logits.rank() - 1) return detail::dispatch(prims::LogSoftmax{}, {logits});
   return detail::log_softmax_composite(logits, a);
 }

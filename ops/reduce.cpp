@@ -93,12 +93,12 @@ Tensor reduce_all_axes(const char* op, Kind kind, const Tensor& x) {
 }
 Tensor reduce_one_axis(const char* op, Kind kind, const Tensor& x, int axis, bool keepdims) {
   TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
-  return reduce_impl(op, kind, x, {detail::normalize_axis(op, axis, x.rank())}, keepdims);
+  return reduce_impl(op, kind, x, {detail::normalize_axis(op, axis, x.shape())}, keepdims);
 }
 Tensor reduce_axes(const char* op, Kind kind, const Tensor& x, const std::vector<int>& axes,
                    bool keepdims) {
   TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
-  return reduce_impl(op, kind, x, detail::normalize_axes(op, axes, x.rank()), keepdims);
+  return reduce_impl(op, kind, x, detail::normalize_axes(op, axes, x.shape()), keepdims);
 }
 
 }  // namespace
@@ -125,11 +125,11 @@ TF_DEFINE_REDUCTION(reduce_all, Kind::All)
 
 Tensor argmax(const Tensor& x, int axis) {
   TF_CHECK_ARG(x.defined(), "argmax", "the input is an undefined tensor (TF's None)");
-  return detail::dispatch(prims::ArgMax(detail::normalize_axis("argmax", axis, x.rank())), {x});
+  return detail::dispatch(prims::ArgMax(detail::normalize_axis("argmax", axis, x.shape())), {x});
 }
 Tensor argmin(const Tensor& x, int axis) {
   TF_CHECK_ARG(x.defined(), "argmin", "the input is an undefined tensor (TF's None)");
-  return detail::dispatch(prims::ArgMin(detail::normalize_axis("argmin", axis, x.rank())), {x});
+  return detail::dispatch(prims::ArgMin(detail::normalize_axis("argmin", axis, x.shape())), {x});
 }
 
 namespace prims {
@@ -165,8 +165,9 @@ std::string reduction_attributes(std::span<const int> axes, bool keepdims) {
 void infer_arg(const char* op, int axis, std::span<const Tensor> in, std::span<TensorMeta> out) {
   const Tensor& x = in[0];
   const int r = x.rank();
-  TF_CHECK_ARG(axis >= 0 && axis < r, op, "axis {} is out of range for a tensor of rank {}", axis,
-               r);
+  TF_CHECK_ARG(axis >= 0 && axis < r, op,
+               "axis {} is out of range for a tensor of rank {} (shape {})", axis, r,
+               x.shape().to_string());
   TF_CHECK_ARG(x.shape()[axis] != 0, op,
                "cannot reduce over axis {} of shape {}: the dimension is empty", axis,
                x.shape().to_string());
