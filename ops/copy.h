@@ -24,6 +24,9 @@ struct Copy final : PrimitiveBase<Copy> {
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
                           std::span<const int> argnums,
                           std::span<const Tensor> outputs) const override;
+  // The vjp needs only the source's device: a tape keeps no copy of it (a host batch copied
+  // to a GPU is not held until the backward pass).
+  uint32_t vjp_saves() const override { return 0; }
   std::optional<Device> target_device() const override { return target; }
   std::string attributes() const override { return "device=" + target.to_string(); }
 };

@@ -12,6 +12,7 @@
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scatter.h"
 #include "ops/unary.h"
@@ -122,8 +123,7 @@ std::vector<Case> cases() {
       {"pow", {{S23, 0.5, 2}, {S3, -2, 2}}, [](V x) { return tf::pow(x[0], x[1]); }},
       {"maximum", {{S23}, {S13}}, [](V x) { return tf::maximum(x[0], x[1]); }},
       {"minimum", {{S23}, {S21}}, [](V x) { return tf::minimum(x[0], x[1]); }},
-      {"where", {{S23}, {S13}},
-       [](V x) { return tf::where(tf::greater(x[0], 0.0), x[0], x[1]); }},
+      {"where", {{S23}, {S13}}, [](V x) { return tf::where(tf::greater(x[0], 0.0), x[0], x[1]); }},
       {"scalar_ops", {{S23}}, [](V x) { return (x[0] * 3.0 - 1.0) / 2.0 + x[0] * x[0]; }},
       // reductions
       {"reduce_sum_all", {{S23}}, [](V x) { return tf::reduce_sum(x[0]); }},
@@ -132,69 +132,135 @@ std::vector<Case> cases() {
       {"reduce_mean", {{S23}}, [](V x) { return tf::reduce_mean(x[0], -1); }},
       {"reduce_prod", {{S23, 0.5, 1.5}}, [](V x) { return tf::reduce_prod(x[0], 1); }},
       {"reduce_max", {{S23}}, [](V x) { return tf::reduce_max(x[0], 1); }},
-      {"reduce_min", {{S23}}, [](V x) { return tf::reduce_min(x[0], {0, 1}); }},
+      {"reduce_min",
+       {{S23}},
+       [](V x) {
+         return tf::reduce_min(x[0], {0, 1});
+       }},
       // movement
-      {"reshape", {{S23}}, [](V x) { return tf::reshape(x[0], {3, 2}); }},
-      {"transpose", {{tf::TensorShape{2, 3, 2}}},
-       [](V x) { return tf::transpose(x[0], {2, 0, 1}); }},
-      {"broadcast_to", {{S13}}, [](V x) { return tf::broadcast_to(x[0], {2, 2, 3}); }},
-      {"slice", {{tf::TensorShape{3, 4}}}, [](V x) { return tf::slice(x[0], {1, 1}, {2, -1}); }},
-      {"concat", {{S23}, {S13}}, [](V x) { return tf::concat({x[0], x[1]}, 0); }},
-      {"pad", {{S23}}, [](V x) { return tf::pad(x[0], {{1, 0}, {0, 2}}); }},
-      {"gather_axis0", {{tf::TensorShape{4, 2}}},
-       [](V x) { return tf::gather(x[0], tf::constant({2, 0, 2, 3})); }},
-      {"gather_axis1", {{tf::TensorShape{2, 4, 2}}},
-       [](V x) { return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1); }},
-      {"unsorted_segment_sum", {{tf::TensorShape{5, 2}}},
-       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({2, 0, 2, 3, 0}), 4); }},
+      {"reshape",
+       {{S23}},
+       [](V x) {
+         return tf::reshape(x[0], {3, 2});
+       }},
+      {"transpose",
+       {{tf::TensorShape{2, 3, 2}}},
+       [](V x) {
+         return tf::transpose(x[0], {2, 0, 1});
+       }},
+      {"broadcast_to",
+       {{S13}},
+       [](V x) {
+         return tf::broadcast_to(x[0], {2, 2, 3});
+       }},
+      {"slice",
+       {{tf::TensorShape{3, 4}}},
+       [](V x) {
+         return tf::slice(x[0], {1, 1}, {2, -1});
+       }},
+      {"concat",
+       {{S23}, {S13}},
+       [](V x) {
+         return tf::concat({x[0], x[1]}, 0);
+       }},
+      {"pad",
+       {{S23}},
+       [](V x) {
+         return tf::pad(x[0], {{1, 0}, {0, 2}});
+       }},
+      {"gather_axis0",
+       {{tf::TensorShape{4, 2}}},
+       [](V x) {
+         return tf::gather(x[0], tf::constant({2, 0, 2, 3}));
+       }},
+      {"gather_axis1",
+       {{tf::TensorShape{2, 4, 2}}},
+       [](V x) {
+         return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1);
+       }},
+      {"unsorted_segment_sum",
+       {{tf::TensorShape{5, 2}}},
+       [](V x) {
+         return tf::unsorted_segment_sum(x[0], tf::constant({2, 0, 2, 3, 0}), 4);
+       }},
       // Negative ids drop their rows: zero gradient there (TF's _GatherDropNegatives).
-      {"unsorted_segment_sum, negative ids", {{tf::TensorShape{5, 2}}},
-       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({2, -1, 2, 3, -4}), 4); }},
-      {"unsorted_segment_sum, no segments", {{tf::TensorShape{3, 2}}},
-       [](V x) { return tf::unsorted_segment_sum(x[0], tf::constant({-1, -2, -3}), 0) * 1.0f; }},
-      {"stack_split", {{S23}, {S23}},
-       [](V x) { return tf::split(tf::stack({x[0], x[1]}, 1), 3, 2)[1]; }},
-      {"tile", {{S21}}, [](V x) { return tf::tile(x[0], {2, 3}); }},
+      {"unsorted_segment_sum, negative ids",
+       {{tf::TensorShape{5, 2}}},
+       [](V x) {
+         return tf::unsorted_segment_sum(x[0], tf::constant({2, -1, 2, 3, -4}), 4);
+       }},
+      {"unsorted_segment_sum, no segments",
+       {{tf::TensorShape{3, 2}}},
+       [](V x) {
+         return tf::unsorted_segment_sum(x[0], tf::constant({-1, -2, -3}), 0) * 1.0f;
+       }},
+      {"stack_split",
+       {{S23}, {S23}},
+       [](V x) {
+         return tf::split(tf::stack({x[0], x[1]}, 1), 3, 2)[1];
+       }},
+      {"tile",
+       {{S21}},
+       [](V x) {
+         return tf::tile(x[0], {2, 3});
+       }},
       {"expand_squeeze", {{S13}}, [](V x) { return tf::squeeze(tf::expand_dims(x[0], 0)); }},
       // linear algebra
       {"matmul", {{S23}, {tf::TensorShape{3, 2}}}, [](V x) { return tf::matmul(x[0], x[1]); }},
-      {"matmul_transposed", {{tf::TensorShape{3, 2}}, {tf::TensorShape{4, 3}}},
+      {"matmul_transposed",
+       {{tf::TensorShape{3, 2}}, {tf::TensorShape{4, 3}}},
        [](V x) { return tf::matmul(x[0], x[1], true, true); }},
-      {"matmul_batched_broadcast", {{tf::TensorShape{2, 2, 3}}, {tf::TensorShape{3, 2}}},
+      {"matmul_batched_broadcast",
+       {{tf::TensorShape{2, 2, 3}}, {tf::TensorShape{3, 2}}},
        [](V x) { return tf::matmul(x[0], x[1]); }},
       {"inv", {{S33}}, [](V x) { return tf::linalg::inv(x[0] + tf::eye(3, tf::float64) * 3.0); }},
-      {"solve", {{S33}, {tf::TensorShape{3, 2}}},
+      {"solve",
+       {{S33}, {tf::TensorShape{3, 2}}},
        [](V x) { return tf::linalg::solve(x[0] + tf::eye(3, tf::float64) * 3.0, x[1]); }},
-      {"det", {{tf::TensorShape{2, 3, 3}}},
+      {"det",
+       {{tf::TensorShape{2, 3, 3}}},
        [](V x) { return tf::linalg::det(x[0] + tf::eye(3, tf::float64) * 2.0); }},
       // composites
       {"relu", {{S23, -1, 1, true}}, [](V x) { return tf::nn::relu(x[0]); }},
       {"softmax", {{S23}}, [](V x) { return tf::nn::softmax(x[0]); }},
+      {"softmax_axis0", {{tf::TensorShape{3, 2, 2}}}, [](V x) { return tf::nn::softmax(x[0], 0); }},
+      {"softmax_middle_axis",
+       {{tf::TensorShape{2, 3, 2}}},
+       [](V x) { return tf::nn::softmax(x[0], 1); }},
       {"log_softmax", {{S23}}, [](V x) { return tf::nn::log_softmax(x[0], 0); }},
-      {"log_softmax_last_axis", {{tf::TensorShape{2, 2, 3}}},
+      {"log_softmax_last_axis",
+       {{tf::TensorShape{2, 2, 3}}},
        [](V x) { return tf::nn::log_softmax(x[0]); }},
-      {"sigmoid_cross_entropy", {{S23, 0, 1}, {S23, -2, 2}},
+      {"sigmoid_cross_entropy",
+       {{S23, 0, 1}, {S23, -2, 2}},
        [](V x) { return tf::nn::sigmoid_cross_entropy_with_logits(x[0], x[1]); }},
-      {"sparse_softmax_cross_entropy", {{S23}},
+      {"sparse_softmax_cross_entropy",
+       {{S23}},
        [](V x) {
          return tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({2, 0}), x[0]);
        }},
-      {"sparse_softmax_cross_entropy_rank3", {{tf::TensorShape{2, 2, 3}}},
+      {"sparse_softmax_cross_entropy_rank3",
+       {{tf::TensorShape{2, 2, 3}}},
        [](V x) {
          return tf::nn::sparse_softmax_cross_entropy_with_logits(
              tf::constant(std::vector<int64_t>{1, 2, 0, 0}, tf::TensorShape{2, 2}), x[0]);
        }},
       {"bias_add", {{S23}, {S3}}, [](V x) { return tf::nn::bias_add(x[0], x[1]); }},
-      {"clip_by_value", {{S23, -1, 1, true}},
+      {"clip_by_value",
+       {{S23, -1, 1, true}},
        [](V x) { return tf::clip_by_value(x[0], -0.9, 0.9); }},
       // convolution and pooling (NHWC), with TF's asymmetric SAME padding
-      {"conv2d_same_stride2", {{tf::TensorShape{1, 4, 5, 2}}, {tf::TensorShape{2, 2, 2, 3}}},
+      {"conv2d_same_stride2",
+       {{tf::TensorShape{1, 4, 5, 2}}, {tf::TensorShape{2, 2, 2, 3}}},
        [](V x) { return tf::nn::conv2d(x[0], x[1], {2}, "SAME"); }},
-      {"conv2d_valid_dilated", {{tf::TensorShape{2, 5, 5, 1}}, {tf::TensorShape{2, 2, 1, 2}}},
+      {"conv2d_valid_dilated",
+       {{tf::TensorShape{2, 5, 5, 1}}, {tf::TensorShape{2, 2, 1, 2}}},
        [](V x) { return tf::nn::conv2d(x[0], x[1], {1}, "VALID", {2}); }},
-      {"max_pool2d", {{tf::TensorShape{1, 4, 5, 2}}},
+      {"max_pool2d",
+       {{tf::TensorShape{1, 4, 5, 2}}},
        [](V x) { return tf::nn::max_pool2d(x[0], {2}, {2}, "SAME"); }},
-      {"avg_pool2d", {{tf::TensorShape{1, 5, 4, 2}}},
+      {"avg_pool2d",
+       {{tf::TensorShape{1, 5, 4, 2}}},
        [](V x) { return tf::nn::avg_pool2d(x[0], {3}, {2}, "SAME"); }},
   };
 }
@@ -216,6 +282,8 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
       {"exp(x)/x^2", [](const tf::Tensor& x) { return tf::exp(x) / (x * x); }},
       {"sigmoid*log", [](const tf::Tensor& x) { return tf::sigmoid(x) * tf::log(x * x + 1.0); }},
       {"pow3", [](const tf::Tensor& x) { return tf::pow(x, 3.0); }},
+      {"relu*x^2", [](const tf::Tensor& x) { return tf::nn::relu(x) * x * x; }},
+      {"relu(sin)", [](const tf::Tensor& x) { return tf::nn::relu(tf::sin(x * 2.0)) * x; }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
       {"log_softmax", [](const tf::Tensor& x) { return tf::nn::log_softmax(x) * x; }},
       {"sparse_softmax_cross_entropy",
@@ -257,6 +325,73 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
         for (int j = 0; j < 3; ++j) want[i] += (gp[j] - gm[j]) / (2 * h);
       }
       tf::testing::check_values(gg, want, 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("gradients: reduce_prod with one and two zeros in a row", "[autograd]") {
+  // The vjp's zero branches (the product of the others at a single zero, nothing where a row
+  // has two), against the product rule written out.
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const std::vector<double> v = {1.5, 0.0,  -2.0,  // one zero
+                                   0.0, 3.0,  0.0,   // two zeros
+                                   0.5, -4.0, 2.5,   // none
+                                   0.0, 0.0,  0.0};  // all
+    const tf::Tensor x = tf::detail::from_doubles(v, {4, 3}, tf::float64);
+    const tf::Tensor w = tf::detail::from_doubles({0.3, -1.1, 2.0, 0.7}, {4}, tf::float64);
+    for (bool keepdims : {false, true}) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      tf::Tensor p = tf::reduce_prod(x, 1, keepdims);
+      if (keepdims) p = tf::reshape(p, {4});
+      const tf::Tensor g = tape.gradient(tf::reduce_sum(p * w), x);
+      std::vector<double> want(12);
+      const auto wv = w.numpy<double>();
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 3; ++c) {
+          double others = 1;
+          for (int k = 0; k < 3; ++k)
+            if (k != c) others *= v[r * 3 + k];
+          want[r * 3 + c] = wv[r] * others;
+        }
+      tf::testing::check_values(g, want, 1e-15, 0);
+    }
+    // Over every axis at once.
+    const tf::Tensor r = tf::detail::from_doubles({1.5, 0.0, -2.0, 4.0}, {2, 2}, tf::float64);
+    tf::GradientTape tape;
+    tape.watch(r);
+    tf::testing::check_values(tape.gradient(tf::reduce_prod(r), r), {0, -12, 0, 0}, 0, 0);
+  }
+}
+
+TEST_CASE("gradients: dropout passes the kept elements' gradient scaled", "[autograd]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const tf::Tensor x = tf::random::normal({64, 8}, 0, 1, tf::float64, 5);
+    const tf::Tensor w = tf::random::normal({64, 8}, 0, 1, tf::float64, 6);
+    for (double rate : {0.0, 0.25, 0.75}) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = tf::nn::dropout(x, rate, 7);
+      const tf::Tensor g = tape.gradient(tf::reduce_sum(y * w), x);
+      // y = x * mask / (1 - rate): the gradient is w * mask / (1 - rate).
+      const auto yv = y.numpy<double>(), xv = x.numpy<double>(), wv = w.numpy<double>();
+      std::vector<double> want(yv.size());
+      int64_t kept = 0;
+      for (size_t i = 0; i < yv.size(); ++i) {
+        const bool on = yv[i] != 0;
+        kept += on;
+        if (on) CHECK(std::abs(yv[i] - xv[i] / (1 - rate)) <= 1e-15 * std::abs(yv[i]));
+        want[i] = on ? wv[i] / (1 - rate) : 0.0;
+      }
+      tf::testing::check_values(g, want, 1e-14, 0);
+      if (rate == 0.0)
+        CHECK(kept == 512);
+      else
+        CHECK((kept > 0 && kept < 512));
     }
   }
 }

@@ -6,12 +6,14 @@
 #include <sstream>
 #include <thread>
 
+#include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "distribute/strategy.h"
 #include "distribute_testing.h"
 #include "ops/binary.h"
+#include "ops/copy.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/random.h"
@@ -316,4 +318,28 @@ TEST_CASE("strategy: the default strategy runs on the caller's thread", "[cpu][d
     tf::Variable v(tf::constant(1.0f));
     CHECK_FALSE(v.is_mirrored());
   }
+}
+
+TEST_CASE("copies between logical CPUs carry gradients back and keep no source",
+          "[cpu][distribute]") {
+  split_cpu();
+  // The copy's vjp needs only the source's device (vjp_saves() == 0): a tape does not hold a
+  // host batch copied to another device until the backward pass.
+  CHECK(tf::prims::Copy(tf::Device{tf::DeviceType::CPU, 1}).vjp_saves() == 0);
+  tf::Tensor x;
+  {
+    tf::DeviceScope scope("/cpu:0");
+    x = tf::constant({1.0f, -2.0f, 3.0f});
+  }
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y;
+  {
+    tf::DeviceScope scope("/cpu:1");
+    y = tf::reduce_sum(tf::identity(x) * tf::identity(x));  // copies to CPU:1
+  }
+  CHECK(y.device() == "/device:CPU:1");
+  const tf::Tensor g = tape.gradient(y, x);
+  CHECK(g.device() == "/device:CPU:0");
+  check_values(g, {2, -4, 6}, 0, 0);
 }
