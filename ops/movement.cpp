@@ -608,7 +608,9 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
         rest *= ps[d];
         seg_shape.push_back(ps[d]);
       }
-    const int64_t n = idx.num_elements();
+    // The number of indices as -1: a graph for a None batch of indices stays open (a fixed
+    // count made a traced gradient retrace at every batch size).
+    const int64_t n = ps.is_fully_defined() && rest > 0 ? -1 : idx.num_elements();
     // The indices were checked by the forward gather: call the kernel without the host check.
     Tensor summed = detail::dispatch(UnsortedSegmentSum(ps[axis]),
                                      {reshape(g, TensorShape{n, rest}), reshape(idx, TensorShape{n})});

@@ -311,7 +311,7 @@ std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span
   const Tensor zeros_in_slice = reduce_sum(cast(is_zero, x.dtype()), axes, true);
   const Tensor prod_nonzero = reduce_prod(safe_x, axes, true);
   const Tensor at_zero = where(equal(zeros_in_slice, 1), prod_nonzero, zeros_like(prod_nonzero));
-  const Tensor others = where(is_zero, broadcast_to(at_zero, x.shape()), y / safe_x);
+  const Tensor others = where(is_zero, at_zero, y / safe_x);  // where broadcasts at_zero
   return {g * others};
 }
 

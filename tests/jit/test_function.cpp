@@ -690,6 +690,40 @@ TEST_CASE("function: None dimensions of input_signature make one trace serve eve
   }
 }
 
+TEST_CASE("function: gradients of reduce_prod and gather trace once for a None batch", "[jit]") {
+  // Their vjps build shapes from the primals; with None dimensions those must stay open (a
+  // fixed shape would retrace at every batch size).
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor table = tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}});
+    auto body = [&](const tf::Tensor& x, const tf::Tensor& ids) {
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(x);
+      tape.watch(table);
+      const tf::Tensor y =
+          tf::reduce_sum(tf::reduce_prod(x, 1)) + tf::reduce_sum(tf::gather(table, ids) * x);
+      return std::vector<tf::Tensor>{tape.gradient(y, x), tape.gradient(y, table)};
+    };
+    auto f = tf::function(
+        body, tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 2}),
+                                                      tf::TensorSpec({tf::None}, tf::int32)}});
+    for (int64_t n : {3, 1, 5}) {
+      std::vector<float> xv;
+      std::vector<int32_t> iv;
+      for (int64_t i = 0; i < n; ++i) {
+        xv.push_back(0.5f + static_cast<float>(i));
+        xv.push_back(i % 2 == 0 ? 0.0f : -1.5f);  // zeros too
+        iv.push_back(static_cast<int32_t>(i % 3));
+      }
+      const tf::Tensor x = tf::constant(xv, {n, 2}), ids = tf::constant(iv, {n});
+      const auto got = f(x, ids), want = body(x, ids);
+      check_close(got[0], want[0]);
+      check_close(got[1], want[1]);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
 TEST_CASE("function: a body that computes shapes from a None dimension traces per shape", "[jit]") {
   auto f = tf::function(
       [](const tf::Tensor& x) { return tf::reshape(x, {x.shape()[0] * 2}) * 2.0f; },
