@@ -267,14 +267,14 @@ std::vector<Case> cases() {
 
 }  // namespace
 
-TEST_CASE("gradients: every differentiable op against central differences", "[autograd]") {
+TEST_CASE("gradients: every differentiable op against central differences", "[autograd][cuda]") {
   for (const Case& c : cases()) {
     SECTION(c.name) { check_case(c); }
   }
 }
 
 // Second derivatives through nested tapes against finite differences of the first derivative.
-TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
+TEST_CASE("gradients: second order through nested tapes", "[autograd][cuda]") {
   using F = std::function<tf::Tensor(const tf::Tensor&)>;
   const std::vector<std::pair<std::string, F>> fns = {
       {"x*sin(x)", [](const tf::Tensor& x) { return x * tf::sin(x); }},
@@ -329,7 +329,7 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd]") {
   }
 }
 
-TEST_CASE("gradients: reduce_prod with one and two zeros in a row", "[autograd]") {
+TEST_CASE("gradients: reduce_prod with one and two zeros in a row", "[autograd][cuda]") {
   // The vjp's zero branches (the product of the others at a single zero, nothing where a row
   // has two), against the product rule written out.
   for (tf::Device dev : tf::testing::devices_under_test()) {
@@ -366,7 +366,7 @@ TEST_CASE("gradients: reduce_prod with one and two zeros in a row", "[autograd]"
   }
 }
 
-TEST_CASE("gradients: dropout passes the kept elements' gradient scaled", "[autograd]") {
+TEST_CASE("gradients: dropout passes the kept elements' gradient scaled", "[autograd][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     INFO(dev.to_string());

@@ -18,7 +18,7 @@ namespace tf = tapeflow;
 using tf::testing::check_values;
 using tf::testing::devices_under_test;
 
-TEST_CASE("tape: gradient of a watched tensor and of a trainable variable", "[autograd]") {
+TEST_CASE("tape: gradient of a watched tensor and of a trainable variable", "[autograd][cuda]") {
   for (tf::Device dev : devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Tensor x = tf::constant({1.0f, 2.0f, 3.0f});
@@ -174,7 +174,7 @@ TEST_CASE("tape: several tapes record independently", "[autograd]") {
   check_values(ty.gradient(z, y), {3});
 }
 
-TEST_CASE("tape: nested tapes give higher-order gradients", "[autograd]") {
+TEST_CASE("tape: nested tapes give higher-order gradients", "[autograd][cuda]") {
   for (tf::Device dev : devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Variable v(tf::constant(1.5), "v");
@@ -200,7 +200,7 @@ TEST_CASE("tape: variable updates are not recorded", "[autograd]") {
   check_values(g[1], {6});
 }
 
-TEST_CASE("tape: jacobian and batch_jacobian", "[autograd]") {
+TEST_CASE("tape: jacobian and batch_jacobian", "[autograd][cuda]") {
   for (tf::Device dev : devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Tensor x = tf::constant({1.0, 2.0, 3.0});
@@ -290,7 +290,7 @@ TEST_CASE("tape: a non-persistent tape frees what it kept", "[autograd]") {
 }
 
 TEST_CASE("tape: piecewise-constant ops give zero gradients and cast goes back to the source dtype",
-          "[autograd]") {
+          "[autograd][cuda]") {
   for (tf::Device dev : devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Tensor x = tf::constant({-1.5f, 0.3f, 2.7f});

@@ -14,7 +14,7 @@
 namespace tf = tapeflow;
 using tf::testing::check_values;
 
-TEST_CASE("variable: copies share one state and value() is a snapshot", "[autograd]") {
+TEST_CASE("variable: copies share one state and value() is a snapshot", "[autograd][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Variable v(tf::constant({1.0f, 2.0f}), "v");

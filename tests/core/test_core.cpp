@@ -294,7 +294,7 @@ TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
 
 // zeros, ones and fill on every device and dtype: on a GPU the value is copied once and repeated
 // by broadcast_to's kernel, so scalars, empty shapes and every element width are covered.
-TEST_CASE("factories fill every dtype on every device", "[core]") {
+TEST_CASE("factories fill every dtype on every device", "[core][cuda]") {
   for (const tf::Device d : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(d);
     for (const tf::DType t : tf::testing::kAllDTypes) {

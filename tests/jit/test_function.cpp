@@ -25,7 +25,7 @@ namespace tf = tapeflow;
 using tf::testing::check_close;
 using tf::testing::check_values;
 
-TEST_CASE("function: the first call traces, later calls replay the graph", "[jit]") {
+TEST_CASE("function: the first call traces, later calls replay the graph", "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     int body_runs = 0;
@@ -91,7 +91,7 @@ TEST_CASE("function: input_signature checks every call", "[jit]") {
   tf::testing::require_error([&] { f(tf::ones({2, 3}, tf::float64)); }, {"float64", "float32"});
 }
 
-TEST_CASE("function: variables are read and written at every call", "[jit]") {
+TEST_CASE("function: variables are read and written at every call", "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Variable counter(tf::constant(0.0f), "counter");
@@ -129,7 +129,7 @@ TEST_CASE("function: a tape around a call records it", "[jit]") {
                                      std::cos(xv[1]) * xv[1] + std::sin(xv[1])});
 }
 
-TEST_CASE("function: stop_gradient inside a traced function blocks the gradient", "[jit]") {
+TEST_CASE("function: stop_gradient inside a traced function blocks the gradient", "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // d/dx of sum(x * stop_gradient(x)) is x, not 2x: with a tape inside the function, with a
@@ -167,7 +167,7 @@ TEST_CASE("function: stop_gradient inside a traced function blocks the gradient"
   }
 }
 
-TEST_CASE("function: custom_gradient inside a traced function keeps its gradient", "[jit]") {
+TEST_CASE("function: custom_gradient inside a traced function keeps its gradient", "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // The TF docs' log1pexp: the gradient function reads the forward value e (captured).
@@ -232,7 +232,8 @@ TEST_CASE("function: custom_gradient inside a traced function keeps its gradient
   }
 }
 
-TEST_CASE("function: a traced train step with a tape inside matches the eager step", "[jit]") {
+TEST_CASE("function: a traced train step with a tape inside matches the eager step",
+          "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     auto make = [] {
@@ -662,7 +663,8 @@ TEST_CASE("function: recursion while tracing", "[jit]") {
   tf::testing::check_values(g(tf::ones({2})), {2, 2}, 0, 0);
 }
 
-TEST_CASE("function: None dimensions of input_signature make one trace serve every size", "[jit]") {
+TEST_CASE("function: None dimensions of input_signature make one trace serve every size",
+          "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     tf::Tensor w = tf::constant({{1.0f, -2.0f}, {0.5f, 1.0f}, {-1.0f, 0.25f}});
@@ -690,7 +692,8 @@ TEST_CASE("function: None dimensions of input_signature make one trace serve eve
   }
 }
 
-TEST_CASE("function: gradients of reduce_prod and gather trace once for a None batch", "[jit]") {
+TEST_CASE("function: gradients of reduce_prod and gather trace once for a None batch",
+          "[jit][cuda]") {
   // Their vjps build shapes from the primals; with None dimensions those must stay open (a
   // fixed shape would retrace at every batch size).
   for (tf::Device dev : tf::testing::devices_under_test()) {

@@ -164,7 +164,7 @@ const std::vector<ShapePair>& shape_pairs() {
 }  // namespace
 
 TEST_CASE("binary ops match a float64 broadcast reference on every accepted dtype",
-          "[cpu][binary]") {
+          "[cpu][cuda][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto& c : binary_cases()) {
@@ -240,7 +240,8 @@ void check_binary_case(const BinaryCase& c, tf::DType d, const tf::TensorShape& 
 // The GPU kernels' paths: 16-byte vectors with a scalar head and tail (odd sizes, operands that
 // start at odd elements of their storage, so misaligned against each other too), a one-element
 // operand on either side, and strided broadcasting of offset views.
-TEST_CASE("binary ops on odd sizes, offset views and scalars on either side", "[cpu][binary]") {
+TEST_CASE("binary ops on odd sizes, offset views and scalars on either side",
+          "[cpu][cuda][binary]") {
   struct Offsets {
     int64_t a, b;
   };
@@ -300,7 +301,7 @@ TEST_CASE("binary ops reject the dtypes TF rejects - naming op and dtype", "[cpu
 }
 
 TEST_CASE("binary ops follow TF's dtype rule for C++ scalars and mixed tensors",
-          "[cpu][binary]") {
+          "[cpu][cuda][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto x = tf::constant({1.5f, -2.0f});
@@ -371,7 +372,7 @@ TEST_CASE("binary ops name the op and both shapes when shapes do not broadcast",
 }
 
 TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds once",
-          "[cpu][binary]") {
+          "[cpu][cuda][binary]") {
   // The CPU kernel runs these one-element exponents as x * x, sqrt and 1 / x: the exact power
   // rounded once, so float32 results equal the float64 power rounded to float32. Other devices
   // run pow itself (within 4 ulp; subnormal float32 results not compared, as they may flush).
@@ -443,7 +444,7 @@ TEST_CASE("pow by 0 1 2 one half and -1 keeps the C99 special values and rounds 
   }
 }
 
-TEST_CASE("binary ops: special values - integer wrap-around and pow", "[cpu][binary]") {
+TEST_CASE("binary ops: special values - integer wrap-around and pow", "[cpu][cuda][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto d : {tf::float32, tf::float64}) {
@@ -490,7 +491,7 @@ TEST_CASE("binary ops: special values - integer wrap-around and pow", "[cpu][bin
   }
 }
 
-TEST_CASE("where broadcasts condition - x and y", "[cpu][binary][where]") {
+TEST_CASE("where broadcasts condition - x and y", "[cpu][cuda][binary][where]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // Reference: numpy.where with broadcasting over all three.
@@ -548,7 +549,7 @@ TEST_CASE("where broadcasts condition - x and y", "[cpu][binary][where]") {
 
 // where on the GPU kernels' paths: odd sizes, offset views, one-element operands in any position
 // (the flat path), and strided broadcasting, for every dtype (elements of 1, 2, 4 and 8 bytes).
-TEST_CASE("where on odd sizes, offset views and scalars", "[cpu][binary][where]") {
+TEST_CASE("where on odd sizes, offset views and scalars", "[cpu][cuda][binary][where]") {
   struct Operand {
     tf::TensorShape shape;
     int64_t offset;
@@ -599,7 +600,7 @@ TEST_CASE("where on odd sizes, offset views and scalars", "[cpu][binary][where]"
   }
 }
 
-TEST_CASE("clip_by_value clips into min..max with TF's broadcasting", "[cpu][binary]") {
+TEST_CASE("clip_by_value clips into min..max with TF's broadcasting", "[cpu][cuda][binary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto t = tf::constant({{-3.f, 0.5f, 7.f}, {2.f, -0.25f, 10.f}});

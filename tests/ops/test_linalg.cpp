@@ -206,7 +206,7 @@ struct Tf32Guard {
 // ---------------------------------------------------------------------------------------------
 // matmul
 
-TEST_CASE("matmul matches a float64 reference for plain shapes", "[cpu][linalg]") {
+TEST_CASE("matmul matches a float64 reference for plain shapes", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     check_matmul({2, 3}, {3, 4}, tf::float32);
@@ -225,7 +225,7 @@ TEST_CASE("matmul matches a float64 reference for plain shapes", "[cpu][linalg]"
   }
 }
 
-TEST_CASE("matmul with an empty inner dimension gives zeros", "[cpu][linalg]") {
+TEST_CASE("matmul with an empty inner dimension gives zeros", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (tf::DType dt : {tf::float32, tf::float64, tf::float16, tf::int32, tf::int64}) {
@@ -242,7 +242,7 @@ TEST_CASE("matmul with an empty inner dimension gives zeros", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("matmul transposes either operand", "[cpu][linalg]") {
+TEST_CASE("matmul transposes either operand", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (tf::DType dt : {tf::float32, tf::float64, tf::int32}) {
@@ -263,7 +263,7 @@ TEST_CASE("matmul transposes either operand", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("matmul batches and broadcasts leading dimensions", "[cpu][linalg]") {
+TEST_CASE("matmul batches and broadcasts leading dimensions", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     check_matmul({2, 3, 4}, {2, 4, 5}, tf::float32);
@@ -283,7 +283,7 @@ TEST_CASE("matmul batches and broadcasts leading dimensions", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("matmul supports every numeric dtype", "[cpu][linalg]") {
+TEST_CASE("matmul supports every numeric dtype", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     check_matmul({4, 6}, {6, 5}, tf::float64, false, false, 1e-12);
@@ -304,7 +304,7 @@ TEST_CASE("matmul supports every numeric dtype", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("matmul of a 300x200 by 200x100 product uses the library path", "[cpu][linalg]") {
+TEST_CASE("matmul of a 300x200 by 200x100 product uses the library path", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     check_matmul({300, 200}, {200, 100}, tf::float32, false, false, 1e-4);
@@ -314,7 +314,7 @@ TEST_CASE("matmul of a 300x200 by 200x100 product uses the library path", "[cpu]
   }
 }
 
-TEST_CASE("matmul of odd sizes, transposes and broadcast batches", "[cpu][linalg]") {
+TEST_CASE("matmul of odd sizes, transposes and broadcast batches", "[cpu][cuda][linalg]") {
   // Shapes for the GPU's paths as much as the CPU's: sizes that are not multiples of the
   // tensor-core tiles, every batch layout (one tall GEMM, strided batches with a shared operand,
   // pointer arrays for batches broadcast against each other) and the integer kernel's partial
@@ -390,7 +390,7 @@ TEST_CASE("matmul honours the TensorFloat-32 switch on GPUs", "[cuda][linalg]") 
   }
 }
 
-TEST_CASE("matmul reports bad arguments with the shapes and dtypes", "[cpu][linalg]") {
+TEST_CASE("matmul reports bad arguments with the shapes and dtypes", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     TF_REQUIRE_THROWS_CONTAINING(tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5})),
@@ -479,7 +479,7 @@ TEST_CASE("detail::gemm writes a strided output", "[cpu][linalg]") {
 // ---------------------------------------------------------------------------------------------
 // inv, solve, det
 
-TEST_CASE("inv matches a float64 reference", "[cpu][linalg]") {
+TEST_CASE("inv matches a float64 reference", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     check_inverse({1, 1}, tf::float32, 1e-6);
@@ -502,7 +502,7 @@ TEST_CASE("inv matches a float64 reference", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][linalg]") {
+TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::constant<float>({{1, 2}, {2, 4}})),
@@ -527,7 +527,7 @@ TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("solve matches a float64 reference", "[cpu][linalg]") {
+TEST_CASE("solve matches a float64 reference", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     struct Case {
@@ -567,7 +567,7 @@ TEST_CASE("solve matches a float64 reference", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("solve reports bad arguments and singular systems", "[cpu][linalg]") {
+TEST_CASE("solve reports bad arguments and singular systems", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::solve(tf::zeros({2, 2}), tf::ones({2, 1})),
@@ -592,7 +592,7 @@ TEST_CASE("solve reports bad arguments and singular systems", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][linalg]") {
+TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // Exact small cases; each needs row exchanges.
@@ -641,7 +641,7 @@ TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][linalg
   }
 }
 
-TEST_CASE("inv, solve and det of batches take every path", "[cpu][linalg]") {
+TEST_CASE("inv, solve and det of batches take every path", "[cpu][cuda][linalg]") {
   // On GPUs, batches of small matrices go through cuBLAS's batched LU and bigger ones through
   // cuSOLVER one matrix after the other; both must agree with the references, raise the
   // singular error and give det 0 for an exact zero pivot.
@@ -704,7 +704,7 @@ TEST_CASE("inv, solve and det of batches take every path", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("inv and det reject bad shapes and dtypes", "[cpu][linalg]") {
+TEST_CASE("inv and det reject bad shapes and dtypes", "[cpu][cuda][linalg]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(tf::zeros({2, 3})), tf::InvalidArgumentError,
@@ -722,7 +722,7 @@ TEST_CASE("inv and det reject bad shapes and dtypes", "[cpu][linalg]") {
   }
 }
 
-TEST_CASE("big float32 matrices take the blocked LU path", "[cpu][linalg]") {
+TEST_CASE("big float32 matrices take the blocked LU path", "[cpu][cuda][linalg]") {
   // n >= 512 and not a multiple of the block width: partial blocks at the end.
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);

@@ -99,7 +99,7 @@ std::vector<double> ref_broadcast(const std::vector<double>& x, const Dims& s, c
 
 }  // namespace
 
-TEST_CASE("reshape is a view with one inferred dimension", "[cpu][movement]") {
+TEST_CASE("reshape is a view with one inferred dimension", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -131,7 +131,7 @@ TEST_CASE("reshape is a view with one inferred dimension", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("transpose matches a reference for every permutation", "[cpu][movement]") {
+TEST_CASE("transpose matches a reference for every permutation", "[cpu][cuda][movement]") {
   const std::vector<Dims> shapes = {
       {2, 3},    {2, 3, 4}, {70, 130}, {33, 1, 65}, {3, 1, 2, 5, 2}, {2, 2, 2, 2, 2, 2, 2, 3},
       {0, 3, 2}, {5},       {}};
@@ -176,7 +176,7 @@ TEST_CASE("transpose matches a reference for every permutation", "[cpu][movement
   }
 }
 
-TEST_CASE("expand_dims and squeeze add and remove size-1 axes", "[cpu][movement]") {
+TEST_CASE("expand_dims and squeeze add and remove size-1 axes", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     auto x = iota({2, 3}, tf::int32);
@@ -209,7 +209,7 @@ TEST_CASE("expand_dims and squeeze add and remove size-1 axes", "[cpu][movement]
   }
 }
 
-TEST_CASE("concat joins along an axis", "[cpu][movement]") {
+TEST_CASE("concat joins along an axis", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -279,7 +279,7 @@ TEST_CASE("concat joins along an axis", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("stack adds a new axis", "[cpu][movement]") {
+TEST_CASE("stack adds a new axis", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -313,7 +313,7 @@ TEST_CASE("stack adds a new axis", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("split into equal parts or given sizes", "[cpu][movement]") {
+TEST_CASE("split into equal parts or given sizes", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -354,7 +354,7 @@ TEST_CASE("split into equal parts or given sizes", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("slice copies a box", "[cpu][movement]") {
+TEST_CASE("slice copies a box", "[cpu][cuda][movement]") {
   struct Case {
     Dims shape, begin, size;
   };
@@ -401,7 +401,7 @@ TEST_CASE("slice copies a box", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("gather picks slices along an axis and checks the indices", "[cpu][movement]") {
+TEST_CASE("gather picks slices along an axis and checks the indices", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -468,7 +468,7 @@ TEST_CASE("gather picks slices along an axis and checks the indices", "[cpu][mov
 }
 
 TEST_CASE("one_hot makes float32 rows - out-of-range indices give all-off rows",
-          "[cpu][movement][one_hot]") {
+          "[cpu][cuda][movement][one_hot]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto idt : {tf::int32, tf::int64}) {
@@ -496,7 +496,7 @@ TEST_CASE("one_hot makes float32 rows - out-of-range indices give all-off rows",
   }
 }
 
-TEST_CASE("broadcast_to follows numpy's rules", "[cpu][movement]") {
+TEST_CASE("broadcast_to follows numpy's rules", "[cpu][cuda][movement]") {
   struct Case {
     Dims from, to;
   };
@@ -537,7 +537,7 @@ TEST_CASE("broadcast_to follows numpy's rules", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("tile repeats along every dimension", "[cpu][movement]") {
+TEST_CASE("tile repeats along every dimension", "[cpu][cuda][movement]") {
   struct Case {
     Dims shape, multiples;
   };
@@ -580,7 +580,7 @@ TEST_CASE("tile repeats along every dimension", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("pad surrounds with a constant", "[cpu][movement]") {
+TEST_CASE("pad surrounds with a constant", "[cpu][cuda][movement]") {
   struct Case {
     Dims shape;
     std::vector<std::pair<int64_t, int64_t>> pads;
@@ -641,7 +641,7 @@ TEST_CASE("pad surrounds with a constant", "[cpu][movement]") {
   }
 }
 
-TEST_CASE("transpose of odd and large shapes in every element size", "[cpu][movement]") {
+TEST_CASE("transpose of odd and large shapes in every element size", "[cpu][cuda][movement]") {
   struct Case {
     Dims shape;
     std::vector<std::vector<int>> perms;
@@ -672,7 +672,7 @@ TEST_CASE("transpose of odd and large shapes in every element size", "[cpu][move
   }
 }
 
-TEST_CASE("slice, pad and broadcast_to of large and unaligned boxes", "[cpu][movement]") {
+TEST_CASE("slice, pad and broadcast_to of large and unaligned boxes", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -715,7 +715,7 @@ TEST_CASE("slice, pad and broadcast_to of large and unaligned boxes", "[cpu][mov
   }
 }
 
-TEST_CASE("concat of many inputs and stack along the last axis", "[cpu][movement]") {
+TEST_CASE("concat of many inputs and stack along the last axis", "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kAllTypes) {
@@ -769,7 +769,7 @@ TEST_CASE("concat of many inputs and stack along the last axis", "[cpu][movement
 }
 
 TEST_CASE("gather of long slabs and many indices - the first bad index is reported",
-          "[cpu][movement]") {
+          "[cpu][cuda][movement]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : {tf::float32, tf::float16, tf::uint8, tf::int64}) {
@@ -813,7 +813,8 @@ TEST_CASE("gather of long slabs and many indices - the first bad index is report
   }
 }
 
-TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)", "[cpu][movement]") {
+TEST_CASE("copies of rows of every short length (slice, broadcast_to, gather)",
+          "[cpu][cuda][movement]") {
   const std::vector<int64_t> lengths = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16, 17,
                                         31, 32, 33, 63, 64, 65, 255, 256, 257, 300};
   for (auto dev : tf::testing::devices_under_test()) {

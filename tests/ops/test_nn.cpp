@@ -418,7 +418,7 @@ TEST_CASE("pooling rejects bad arguments", "[cpu][nn]") {
 
 // ---------------------------------------------------------------- composites
 
-TEST_CASE("relu - softmax and log_softmax match float64 references", "[cpu][nn][composite]") {
+TEST_CASE("relu - softmax and log_softmax match float64 references", "[cpu][cuda][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto xv = tf::testing::random_values(24, -5, 5, 11);
@@ -464,7 +464,7 @@ TEST_CASE("relu - softmax and log_softmax match float64 references", "[cpu][nn][
   }
 }
 
-TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]") {
+TEST_CASE("cross-entropy losses match float64 references", "[cpu][cuda][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (tf::DType dt : {tf::float32, tf::float64}) {
@@ -513,7 +513,7 @@ TEST_CASE("cross-entropy losses match float64 references", "[cpu][nn][composite]
   }
 }
 
-TEST_CASE("dropout keeps 1 - rate of the elements - scaled", "[cpu][nn][composite]") {
+TEST_CASE("dropout keeps 1 - rate of the elements - scaled", "[cpu][cuda][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const int64_t n = 200000;
@@ -550,7 +550,7 @@ TEST_CASE("dropout keeps 1 - rate of the elements - scaled", "[cpu][nn][composit
   }
 }
 
-TEST_CASE("bias_add adds along the last dimension", "[cpu][nn][composite]") {
+TEST_CASE("bias_add adds along the last dimension", "[cpu][cuda][nn][composite]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto v =

@@ -93,7 +93,7 @@ TEST_CASE("print_v2_text: element text follows TF's StrCat", "[cpu][print]") {
   CHECK(print_v2_text(tf::constant(std::vector<uint8_t>{0, 255})) == "[0 255]");
 }
 
-TEST_CASE("tf::print joins its arguments with spaces and ends the line", "[cpu][print]") {
+TEST_CASE("tf::print joins its arguments with spaces and ends the line", "[cpu][cuda][print]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     CapturePrint cap;

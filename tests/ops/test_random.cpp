@@ -110,7 +110,7 @@ TEST_CASE("philox4x32_10 matches Random123's known-answer vectors", "[cpu][rando
   CHECK(philox::uniform_float_bits(0xffffffffu, 10) == 1.0f - 1.0f / 1024.0f);
 }
 
-TEST_CASE("random values follow the documented stream layout", "[cpu][random]") {
+TEST_CASE("random values follow the documented stream layout", "[cpu][cuda][random]") {
   tf::random::set_seed(5);
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
@@ -204,7 +204,7 @@ TEST_CASE("float64 random normals are the same bits on every CPU", "[cpu][random
   for (int i = 0; i < 4; ++i) CHECK(v[i] == golden[i]);
 }
 
-TEST_CASE("float32 random values are the same bits on every machine", "[cpu][random]") {
+TEST_CASE("float32 random values are the same bits on every machine", "[cpu][cuda][random]") {
   // The reference is computed here from ops/cpu/philox.h, in this test's baseline (SSE2) build;
   // the library runs AVX2/AVX-512 clones where the CPU has them, which must agree bit for bit
   // (they would not if a multiply-add were fused), and so must a future CUDA kernel. The hashes
@@ -371,7 +371,7 @@ TEST_CASE("random values do not depend on the thread count", "[cpu][random][thre
   }
 }
 
-TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
+TEST_CASE("normal samples have the requested moments", "[cpu][cuda][random]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("on " << dev.to_string());
     tf::DeviceScope scope(dev);
@@ -405,7 +405,8 @@ TEST_CASE("normal samples have the requested moments", "[cpu][random]") {
   }
 }
 
-TEST_CASE("float uniform samples lie in minval..maxval with the right moments", "[cpu][random]") {
+TEST_CASE("float uniform samples lie in minval..maxval with the right moments",
+          "[cpu][cuda][random]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("on " << dev.to_string());
     tf::DeviceScope scope(dev);
@@ -439,7 +440,7 @@ TEST_CASE("float uniform samples lie in minval..maxval with the right moments", 
   }
 }
 
-TEST_CASE("integer uniform samples cover minval..maxval", "[cpu][random]") {
+TEST_CASE("integer uniform samples cover minval..maxval", "[cpu][cuda][random]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("on " << dev.to_string());
     tf::DeviceScope scope(dev);

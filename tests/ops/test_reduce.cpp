@@ -281,7 +281,7 @@ TEST_CASE("reduce_mean over every axis subset matches a float64 reference",
 }
 
 TEST_CASE("reduce_mean truncates for integers and gives NaN over empty float sets",
-          "[cpu][reduce][reduce_mean]") {
+          "[cpu][cuda][reduce][reduce_mean]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     auto m = tf::reduce_mean(tf::constant({1, 2}));
@@ -301,7 +301,7 @@ TEST_CASE("reduce_mean truncates for integers and gives NaN over empty float set
   }
 }
 
-TEST_CASE("reduce_any and reduce_all over bool tensors", "[cpu][reduce]") {
+TEST_CASE("reduce_any and reduce_all over bool tensors", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // (2, 3): rows [T F F], [F F F]
@@ -331,7 +331,7 @@ TEST_CASE("reduce_any and reduce_all over bool tensors", "[cpu][reduce]") {
   }
 }
 
-TEST_CASE("reductions over empty dimensions give the identity", "[cpu][reduce]") {
+TEST_CASE("reductions over empty dimensions give the identity", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : kNumeric) {
@@ -353,7 +353,7 @@ TEST_CASE("reductions over empty dimensions give the identity", "[cpu][reduce]")
   }
 }
 
-TEST_CASE("reductions keep the dtype: integer sums wrap around as TF's", "[cpu][reduce]") {
+TEST_CASE("reductions keep the dtype: integer sums wrap around as TF's", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     auto s = tf::reduce_sum(tf::constant({2147483647, 1}));
@@ -395,7 +395,7 @@ TEST_CASE("a braced empty axis list reduces nothing as TF axis=[] does", "[cpu][
   check_values(tf::reduce_sum(x, 0), {5, 7, 9});
 }
 
-TEST_CASE("reduce_max and reduce_min propagate NaN", "[cpu][reduce]") {
+TEST_CASE("reduce_max and reduce_min propagate NaN", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : {tf::float32, tf::float64, tf::float16, tf::bfloat16}) {
@@ -409,7 +409,7 @@ TEST_CASE("reduce_max and reduce_min propagate NaN", "[cpu][reduce]") {
   }
 }
 
-TEST_CASE("reductions over large shapes take every kernel path", "[cpu][reduce]") {
+TEST_CASE("reductions over large shapes take every kernel path", "[cpu][cuda][reduce]") {
   struct Case {
     std::vector<int64_t> shape;
     std::vector<int> axes;
@@ -526,7 +526,7 @@ std::vector<double> arg_reference(bool is_max, const std::vector<double>& x,
 
 }  // namespace
 
-TEST_CASE("argmax and argmin return the first extreme index as int64", "[cpu][reduce]") {
+TEST_CASE("argmax and argmin return the first extreme index as int64", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt :
@@ -589,7 +589,7 @@ constexpr int64_t kBig = (int64_t{1} << 20) + 7;
 }  // namespace
 
 TEST_CASE("reductions over large shapes: long, split and unaligned rows, columns, middle axes",
-          "[cpu][reduce]") {
+          "[cpu][cuda][reduce]") {
   struct Case {
     std::vector<int64_t> shape;
     std::vector<int> axes;
@@ -639,7 +639,7 @@ TEST_CASE("reductions over large shapes: long, split and unaligned rows, columns
   }
 }
 
-TEST_CASE("reductions of unaligned inputs and NaN anywhere in long rows", "[cpu][reduce]") {
+TEST_CASE("reductions of unaligned inputs and NaN anywhere in long rows", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : {tf::float32, tf::float16, tf::bfloat16, tf::float64, tf::uint8, tf::int64}) {
@@ -688,7 +688,7 @@ TEST_CASE("reductions of unaligned inputs and NaN anywhere in long rows", "[cpu]
   }
 }
 
-TEST_CASE("reduce_any and reduce_all over long bool inputs", "[cpu][reduce]") {
+TEST_CASE("reduce_any and reduce_all over long bool inputs", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (int64_t at : {int64_t{0}, int64_t{12345}, kBig - 1}) {
@@ -724,7 +724,7 @@ TEST_CASE("reduce_any and reduce_all over long bool inputs", "[cpu][reduce]") {
   }
 }
 
-TEST_CASE("argmax and argmin over long rows and wide columns", "[cpu][reduce]") {
+TEST_CASE("argmax and argmin over long rows and wide columns", "[cpu][cuda][reduce]") {
   for (auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (auto dt : {tf::float32, tf::float16, tf::bfloat16, tf::float64, tf::int32, tf::int64,
@@ -759,7 +759,7 @@ TEST_CASE("argmax and argmin over long rows and wide columns", "[cpu][reduce]") 
   }
 }
 
-TEST_CASE("row reductions of every short length at every alignment", "[cpu][reduce]") {
+TEST_CASE("row reductions of every short length at every alignment", "[cpu][cuda][reduce]") {
   std::vector<int64_t> lengths;
   for (int64_t r = 1; r <= 40; ++r) lengths.push_back(r);
   for (int64_t r : {63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025}) lengths.push_back(r);

@@ -93,7 +93,7 @@ std::vector<double> inputs_for(tf::DType d, double lo, double hi, size_t n, unsi
 
 }  // namespace
 
-TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][unary]") {
+TEST_CASE("unary ops match a float64 reference on every accepted dtype", "[cpu][cuda][unary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto& c : unary_cases()) {
@@ -155,7 +155,7 @@ void check_unary_case(const UnaryCase& c, tf::DType d, int64_t n, int64_t offset
 // Sizes around the GPU kernels' 16-byte vectors (1, 3, one element past a vector multiple, and a
 // large odd size over many blocks) and inputs that start at an odd element of their storage, so
 // that the vectorised range starts after a scalar head or is not taken at all.
-TEST_CASE("unary ops on odd sizes and offset views", "[cpu][unary]") {
+TEST_CASE("unary ops on odd sizes and offset views", "[cpu][cuda][unary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto& c : unary_cases()) {
@@ -203,7 +203,7 @@ TEST_CASE("unary ops reject the dtypes TF rejects - naming op and dtype", "[cpu]
   require_error([] { tf::exp(tf::Tensor()); }, {"[exp]", "undefined"});
 }
 
-TEST_CASE("unary ops handle special values", "[cpu][unary]") {
+TEST_CASE("unary ops handle special values", "[cpu][cuda][unary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const auto d : {tf::float32, tf::float64}) {
@@ -329,7 +329,7 @@ WorstUlp worst_ulp(const std::vector<float>& xs, const std::vector<float>& ys,
 // [0, 9.5], their negatives and a few beyond: within 6.5 ulp of the rounded float64 value, odd,
 // never beyond +-1, x itself near 0.
 TEST_CASE("float32 tanh is within 6.5 ulp of float64 and odd and at most 1 in magnitude",
-          "[cpu][unary]") {
+          "[cpu][cuda][unary]") {
   std::vector<float> xs;
   const uint32_t top = std::bit_cast<uint32_t>(9.5f);
   for (uint32_t b = 0; b < top; b += 4093) xs.push_back(std::bit_cast<float>(b));
@@ -363,7 +363,7 @@ TEST_CASE("float32 tanh is within 6.5 ulp of float64 and odd and at most 1 in ma
 // over every float32 from -1 up). Every 4093rd float32 of [-1, inf) and a few edges: within 3 ulp
 // of the rounded float64 value; -1, -0, inf, below -1 and x where 1 + x rounds to 1.
 TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float",
-          "[cpu][unary]") {
+          "[cpu][cuda][unary]") {
   std::vector<float> xs;
   for (uint32_t b = 0; b < std::bit_cast<uint32_t>(kInf32); b += 4093)
     xs.push_back(std::bit_cast<float>(b));
@@ -402,7 +402,7 @@ TEST_CASE("float32 log1p is within 3 ulp of float64 from -1 to the largest float
 // the vectorised range with values beyond it, an infinity and NaN (a full block of 256 and the
 // short last one); sin(-0) = -0.
 TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float range",
-          "[cpu][unary]") {
+          "[cpu][cuda][unary]") {
   std::vector<float> xs;
   const uint32_t top = std::bit_cast<uint32_t>(1048576.0f);
   for (uint32_t b = 0; b <= top; b += 4093) xs.push_back(std::bit_cast<float>(b));
@@ -480,7 +480,7 @@ TEST_CASE("float32 sin and cos are within 1 ulp of float64 over the whole float 
 // values. A non-finite reference (NaN, an infinity, an overflow) must be matched exactly, and a
 // NaN where the reference is finite counts as an infinite error.
 TEST_CASE("float64 exp tanh sigmoid log log1p sin and cos are within about 1 ulp of long double",
-          "[cpu][unary]") {
+          "[cpu][cuda][unary]") {
   if (std::numeric_limits<long double>::digits < 64) {
     WARN("skipped: long double is no wider than double here");
     return;
@@ -669,7 +669,7 @@ TEST_CASE("AVX-512 exp tanh and sigmoid give the bits of the scalar forms' loops
 }
 #endif
 
-TEST_CASE("float16 and bfloat16 inputs compute in float and store back", "[cpu][unary]") {
+TEST_CASE("float16 and bfloat16 inputs compute in float and store back", "[cpu][cuda][unary]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     const auto h = tf::detail::from_doubles({0.5, 1.5, 2.5, -1.0, 11.0, 65504.0}, {6}, tf::float16);
@@ -689,7 +689,7 @@ TEST_CASE("float16 and bfloat16 inputs compute in float and store back", "[cpu][
   }
 }
 
-TEST_CASE("cast converts between every pair of dtypes", "[cpu][unary][cast]") {
+TEST_CASE("cast converts between every pair of dtypes", "[cpu][cuda][unary][cast]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     // Values every dtype holds exactly.
@@ -781,7 +781,7 @@ TEST_CASE("cast converts between every pair of dtypes", "[cpu][unary][cast]") {
 // Every pair of dtypes over sizes and offsets that take the GPU's vector, head and tail paths:
 // the element sizes differ, so the vector width is set by the wider type.
 TEST_CASE("cast between every pair of dtypes on odd sizes and offset views",
-          "[cpu][unary][cast]") {
+          "[cpu][cuda][unary][cast]") {
   for (const auto dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
     for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{4099}}) {
