@@ -133,7 +133,14 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pre
                "(or with a trailing 1)",
                y_true.shape().to_string(), y_pred.shape().to_string(),
                lead.to_string());
-  if (labels.dtype() != int32 && labels.dtype() != int64) labels = cast(labels, int64);
+  if (is_floating(labels.dtype())) {
+    // A NaN label is out of range, as TF's cast gives it INT64_MIN there (tf::cast would make
+    // it 0, a valid class): the cross-entropy op then names it.
+    labels = cast(where(not_equal(labels, labels), constant(Tensor(-1.0), labels.dtype()), labels),
+                  int64);
+  } else if (labels.dtype() != int32 && labels.dtype() != int64) {
+    labels = cast(labels, int64);
+  }
   Tensor logits = from_logits ? y_pred : log(clip_probabilities(y_pred));
   return nn::sparse_softmax_cross_entropy_with_logits(labels, logits);
 }

@@ -59,6 +59,9 @@ TEST_CASE("losses: SparseCategoricalCrossentropy from logits and probabilities",
   tf::testing::require_error([&] { scce(labels, logits, tf::constant({1.0f, 2.0f, 3.0f})); },
                              {"sample_weight of shape (3,)", "(2,)"});
   REQUIRE_THROWS_AS(scce(tf::constant({3, 0}), logits), tf::InvalidArgumentError);
+  // A NaN float label is out of range (as TF, whose cast makes it INT64_MIN), not class 0.
+  tf::testing::require_error([&] { scce(tf::constant({std::nanf(""), 0.0f}), logits); },
+                             {"label value of -1"});
   losses::Loss empty;
   TF_REQUIRE_THROWS_CONTAINING(empty(labels, logits), tf::FailedPreconditionError, "empty");
 }
