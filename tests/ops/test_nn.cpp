@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "support/testing.h"
@@ -381,6 +382,13 @@ TEST_CASE("max_pool2d and avg_pool2d match reference loops", "[cpu][cuda][nn]") 
   check_values(tf::nn::max_pool2d(neg, {2}, {1}, "SAME"), {-1, -2, -3, -4});
   CHECK(tf::nn::max_pool2d(tf::zeros({0, 4, 4, 3}), {2}, {2}, "VALID").shape() ==
         tf::TensorShape({0, 2, 2, 3}));
+  // SAME windows and strides of 2^31 - 1: one output, the global max and mean (oneDNN refused
+  // the stride before it was clamped to the input's size).
+  const auto x5 = tf::reshape(tf::range(0.0f, 25.0f), {1, 5, 5, 1});
+  check_values(tf::nn::max_pool2d(x5, {INT32_MAX}, {INT32_MAX}, "SAME"), {24});
+  check_values(tf::nn::avg_pool2d(x5, {INT32_MAX}, {INT32_MAX}, "SAME"), {12});
+  check_values(tf::nn::max_pool2d(x5, {2}, {INT32_MAX}, "SAME"), {6});
+  check_values(tf::nn::max_pool2d(x5, {3}, {4}, "SAME"), {6, 9, 21, 24});
 }
 
 TEST_CASE("pooling rejects bad arguments", "[cpu][nn]") {
