@@ -214,7 +214,16 @@ std::vector<Tensor> MatrixSolve::vjp(Span p, Span cts, std::span<const int> argn
 uint32_t MatrixDeterminant::vjp_saves() const { return save_input(0) | save_output(0); }
 std::vector<Tensor> MatrixDeterminant::vjp(Span p, Span cts, std::span<const int>,
                                            Span outs) const {
-  return {expand_matrix(cts[0] * outs[0]) * matrix_transpose(linalg::inv(p[0]))};
+  Tensor inverse;
+  try {
+    inverse = linalg::inv(p[0]);
+  } catch (const InvalidArgumentError& e) {
+    TF_THROW(InvalidArgumentError, "det",
+             "its gradient at a singular matrix is not computed: it goes through the inverse, "
+             "as TF's does ({})",
+             e.what());
+  }
+  return {expand_matrix(cts[0] * outs[0]) * matrix_transpose(inverse)};
 }
 
 }  // namespace tapeflow::prims

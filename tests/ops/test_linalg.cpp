@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -524,6 +525,13 @@ TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][cuda][linalg]") {
     for (int i = 0; i < 120; ++i) big[i * 120 + 50] = 0;
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(big, {120, 120}, tf::float64)),
                                  tf::InvalidArgumentError, "Input is not invertible.");
+    // det's gradient goes through the inverse: at a singular matrix it says so, naming det.
+    const tf::Tensor s = tf::constant<double>({{1, 2}, {2, 4}});
+    tf::GradientTape tape;
+    tape.watch(s);
+    const tf::Tensor d = tf::linalg::det(s);
+    TF_REQUIRE_THROWS_CONTAINING(tape.gradient(d, s), tf::InvalidArgumentError,
+                                 "[det] its gradient at a singular matrix is not computed");
   }
 }
 
