@@ -6,6 +6,8 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "core/device.h"
+#include "core/log.h"
 #include "jit/cuda_graph.h"
 #include "jit/memory_plan.h"
 #include "jit/tracer.h"
@@ -187,10 +189,15 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
   };
 
   std::vector<Tensor> in;
+  // tf.debugging.set_log_device_placement: graph nodes are logged as eager ops are (a replay
+  // through dispatch logs there).
+  const bool log_placement = !through_dispatch && debugging::log_device_placement();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     in.clear();
     for (const Ref& r : n.inputs) in.push_back(value_of(r));
+    if (log_placement)
+      TF_LOG_INFO("Executing op {} in device {}", n.prim->name(), n.device.to_string());
     if (through_dispatch) {
       DeviceScope scope(n.device);
       values[i] = detail::dispatch_multi(*n.prim, in);

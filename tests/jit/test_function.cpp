@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "jit/function.h"
 #include "ops/binary.h"
@@ -317,6 +318,48 @@ TEST_CASE("function: get_concrete_function exposes the graph", "[jit]") {
                                      " but the graph was traced for float32 on " +
                                      traced.to_string());
   }
+}
+
+TEST_CASE("function: frequent retracing logs the warning at most twice", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0f; },
+                        tf::FunctionOptions{.name = "shapes_each_call"});
+  const std::string log = tf::testing::capture_stderr([&] {
+    for (int64_t n = 1; n <= 30; ++n) f(tf::ones({n}));  // a new shape at every call
+  });
+  CHECK(f.tracing_count() == 30);
+  const std::string warning = "triggered tf::function retracing";
+  const size_t first = log.find(warning);
+  REQUIRE(first != std::string::npos);
+  CHECK(log.find("calls to shapes_each_call") != std::string::npos);
+  const size_t second = log.find(warning, first + 1);
+  CHECK(second != std::string::npos);
+  CHECK(log.find(warning, second + 1) == std::string::npos);  // at most twice per function
+  // Replays of one signature never warn.
+  auto g = tf::function([](const tf::Tensor& x) { return x + 1.0f; });
+  CHECK(tf::testing::capture_stderr([&] {
+          for (int i = 0; i < 20; ++i) g(tf::ones({3}));
+        }).find(warning) == std::string::npos);
+}
+
+TEST_CASE("function: log_device_placement logs graph nodes as it logs eager ops", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::exp(x) * 3.0f; });
+  const tf::Tensor x = tf::ones({4});
+  f(x);
+  tf::debugging::set_log_device_placement(true);
+  std::string eager, replay;
+  try {
+    eager = tf::testing::capture_stderr([&] { tf::exp(x); });
+    replay = tf::testing::capture_stderr([&] { f(x); });
+  } catch (...) {
+    tf::debugging::set_log_device_placement(false);
+    throw;
+  }
+  tf::debugging::set_log_device_placement(false);
+  CHECK(eager.find("Executing op exp in device /device:CPU:0") != std::string::npos);
+  // The replay runs the graph's nodes (fused into one loop here).
+  CHECK(replay.find("Executing op ") != std::string::npos);
+  CHECK(replay.find("in device /device:CPU:0") != std::string::npos);
+  CHECK(tf::testing::capture_stderr([&] { f(x); }).find("Executing op") == std::string::npos);
 }
 
 TEST_CASE("function: the trace cache is bounded", "[jit]") {

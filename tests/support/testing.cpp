@@ -1,7 +1,11 @@
 #include "testing.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -17,6 +21,37 @@ std::vector<Device> devices_under_test() {
 }
 
 bool has_gpu() { return detail::num_logical_devices(DeviceType::GPU) > 0; }
+
+std::string capture_stderr(const std::function<void()>& f) {
+  std::fflush(stderr);
+  char path[] = "/tmp/tapeflow_stderr_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = dup(2);
+  REQUIRE(saved >= 0);
+  dup2(fd, 2);
+  struct Restore {  // also when f throws
+    int saved, fd;
+    ~Restore() {
+      std::fflush(stderr);
+      dup2(saved, 2);
+      close(saved);
+      close(fd);
+    }
+  };
+  try {
+    const Restore restore{saved, fd};
+    f();
+  } catch (...) {
+    std::remove(path);
+    throw;
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path);
+  return text.str();
+}
 
 void check_values(const Tensor& got, const std::vector<double>& expected, double rtol,
                   double atol) {

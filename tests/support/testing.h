@@ -31,6 +31,10 @@ bool contains(const std::vector<DType>& v, DType d);
 inline const std::vector<DType> kAllDTypes = {float16, bfloat16, float32, float64,
                                               int32,   int64,    uint8,   bool_};
 
+// What `f` writes to the process's standard error (tapeflow's log goes there), read back from a
+// temporary file that fd 2 points to meanwhile.
+std::string capture_stderr(const std::function<void()>& f);
+
 // Sets an environment variable while it lives, then restores it (the jit reads its switches,
 // e.g. TAPEFLOW_FUSION and TAPEFLOW_MEMORY_PLAN, when a graph is optimised).
 class EnvScope {
