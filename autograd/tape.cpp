@@ -559,6 +559,9 @@ struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
   std::string attributes() const override {
     return fmt::format("grad_fn={}", static_cast<const void*>(grad_fn.get()));
   }
+  // Each trace makes its own gradient function: the two probe traces of a shape-generic
+  // function differ only there.
+  std::string trace_attributes() const override { return "custom"; }
   uint32_t vjp_saves() const override { return 0; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
                           std::span<const int> argnums, std::span<const Tensor>) const override {

@@ -196,6 +196,22 @@ TEST_CASE("function: custom_gradient inside a traced function keeps its gradient
     check_values(eager, want, 1e-5);
     for (int call = 0; call < 2; ++call) check_close(grad_inside(x), eager, 1e-6, 1e-6);
     CHECK(grad_inside.tracing_count() == 1);
+    // With a None dimension: one trace serves every size (each probe trace makes its own
+    // gradient function, which must not tell the two traces apart).
+    auto open = tf::function(
+        [&](const tf::Tensor& v) {
+          tf::GradientTape tape;
+          tape.watch(v);
+          return tape.gradient(tf::reduce_sum(log1pexp(v) * v), v);
+        },
+        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None})}});
+    for (int64_t n : {3, 5, 2}) {
+      const tf::Tensor v = tf::random::normal({n}, 0, 1, tf::float32, n);
+      tf::GradientTape tape;
+      tape.watch(v);
+      check_close(open(v), tape.gradient(tf::reduce_sum(log1pexp(v) * v), v), 1e-6, 1e-6);
+    }
+    CHECK(open.tracing_count() == 1);
 
     // A tape around the call: the map applies (3 dy, where the forward 2x would give 2), also
     // when another op of the body depends on the same input.
