@@ -149,7 +149,7 @@ void GradientTape::variable_read(const Variable& v, const Tensor& read) {
 
 void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
                           std::span<const Tensor> outputs) {
-  if (!recording_) return;
+  if (!recording_ || prim.stops_gradients()) return;  // its outputs stay unwatched
   bool any = false;
   for (const Tensor& t : inputs) any = any || is_tracked(t);
   if (!any) return;
@@ -506,15 +506,13 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
 // Both are identity ops on their first input (views: no copy, no kernel), dispatched like any
 // other op, so that a traced function gets a graph node for them: a tape inside the function
 // and a tape around its call (which records the replay) see the same gradient rules as eager
-// code. Each stays on its input's device.
+// code. Placed as any op (a DeviceScope elsewhere copies the inputs there, as TF's).
 
 namespace {
 
 // y = x with no gradient: the vjp gives none, so a source reached only through it gets TF's
 // None (or zeros with UnconnectedGradients::ZERO), as if no tape had seen the op.
 struct StopGradientOp final : PrimitiveBase<StopGradientOp> {
-  Device device;
-  explicit StopGradientOp(Device d) : device(d) {}
   const char* name() const override { return "stop_gradient"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     out[0] = {in[0].shape(), in[0].dtype()};
@@ -522,7 +520,7 @@ struct StopGradientOp final : PrimitiveBase<StopGradientOp> {
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
   bool is_view() const override { return true; }
-  std::optional<Device> target_device() const override { return device; }
+  bool stops_gradients() const override { return true; }
   uint32_t vjp_saves() const override { return 0; }
   std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
                           std::span<const int> argnums, std::span<const Tensor>) const override {
@@ -534,7 +532,7 @@ struct StopGradientOp final : PrimitiveBase<StopGradientOp> {
 
 Tensor stop_gradient(const Tensor& x) {
   TF_CHECK_ARG(x.defined(), "stop_gradient", "the input is an undefined tensor (TF's None)");
-  return detail::dispatch(StopGradientOp(x.placement()), {x});
+  return detail::dispatch(StopGradientOp(), {x});
 }
 
 namespace {
@@ -544,7 +542,6 @@ namespace {
 // recorded by a tape: y's only consumer is this op, whose vjp gives y none).
 struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
   std::shared_ptr<std::function<std::vector<Tensor>(const Tensor&)>> grad_fn;
-  Device device;
   bool traced = false;  // made while tracing a tf::function
   const char* name() const override { return "custom_gradient"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
@@ -553,15 +550,13 @@ struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
   bool is_view() const override { return true; }
-  std::optional<Device> target_device() const override { return device; }
   // Two custom gradients are never the same op (common-subexpression elimination compares
-  // attributes).
+  // attributes), and the two probe traces of a function with None dimensions differ here, so
+  // it traces per shape: a gradient function may depend on the shape through C++ values it
+  // captured, and a tape around a call runs the graph's own.
   std::string attributes() const override {
     return fmt::format("grad_fn={}", static_cast<const void*>(grad_fn.get()));
   }
-  // Each trace makes its own gradient function: the two probe traces of a shape-generic
-  // function differ only there.
-  std::string trace_attributes() const override { return "custom"; }
   uint32_t vjp_saves() const override { return 0; }
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
                           std::span<const int> argnums, std::span<const Tensor>) const override {
@@ -611,7 +606,6 @@ Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
                  "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
   CustomGradientOp op;
   op.grad_fn = std::make_shared<std::function<std::vector<Tensor>(const Tensor&)>>(std::move(grad));
-  op.device = y.placement();
   op.traced = detail::thread_context().trace != nullptr;
   std::vector<Tensor> in;
   in.reserve(xs.size() + 1);

@@ -76,6 +76,9 @@ class Primitive {
   // of elements), and it makes them in produce(): constant folding evaluates it on symbolic
   // inputs once the shapes are known (a graph specialised from a shape-generic trace).
   virtual bool reads_only_shapes() const { return false; }
+  // No gradient flows through it (stop_gradient): tapes do not record it, so nothing computed
+  // from its outputs alone is recorded either.
+  virtual bool stops_gradients() const { return false; }
   // Has effects beyond its outputs (printing, random state): never removed or merged.
   virtual bool has_side_effects() const { return false; }
   // The variables (by identity: Variable::handle_id()) an op writes: assignments, fused
