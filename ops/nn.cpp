@@ -278,18 +278,15 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
 namespace {
 // A SAME window longer than in + (out - 1) * stride covers the whole input at every output
 // position once clipped (pooling ignores the padding), so that length gives the same result
-// without kernels walking a window of, say, 2^30 mostly padded positions. Likewise a stride of
-// at least the input's size gives one output whatever it is: the input's size stands for it
-// (oneDNN refused a descriptor with a stride of 2^31 - 1).
+// without kernels walking a window of, say, 2^30 mostly padded positions.
 std::array<int, 2> clamp_same_windows(const Tensor& input, std::array<int, 2> k,
-                                      std::array<int, 2>& s, bool same) {
+                                      std::array<int, 2> s, bool same) {
   if (!same || input.rank() != 4) return k;
   for (int i = 0; i < 2; ++i) {
     const int64_t in = input.shape()[1 + i];
     if (in == None || in == 0 || s[i] <= 0) continue;  // no window over an empty dimension
     const int64_t out = (in + s[i] - 1) / s[i];
     k[i] = static_cast<int>(std::min<int64_t>(k[i], in + (out - 1) * s[i] + 1));
-    if (s[i] > in) s[i] = static_cast<int>(in);
   }
   return k;
 }
@@ -299,7 +296,7 @@ Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding) {
   const char* op = "max_pool2d";
   TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
-  auto s = parse_hw(op, "strides", strides);
+  const auto s = parse_hw(op, "strides", strides);
   const bool same = parse_padding(op, padding);
   const auto k = clamp_same_windows(input, parse_hw(op, "ksize", ksize), s, same);
   return detail::dispatch(prims::MaxPool2D(k[0], k[1], s[0], s[1], same), {input});
@@ -309,7 +306,7 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding) {
   const char* op = "avg_pool2d";
   TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
-  auto s = parse_hw(op, "strides", strides);
+  const auto s = parse_hw(op, "strides", strides);
   const bool same = parse_padding(op, padding);
   const auto k = clamp_same_windows(input, parse_hw(op, "ksize", ksize), s, same);
   return detail::dispatch(prims::AvgPool2D(k[0], k[1], s[0], s[1], same), {input});

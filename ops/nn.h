@@ -49,6 +49,19 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// With one output along a dimension the stride changes nothing: it is shrunk to the smallest
+// one that still gives that single output (h + pads - k + 1), for kernels that reject huge
+// strides (oneDNN refused a pooling descriptor with a stride of 2^31 - 1). G has the fields
+// h, w, oh, ow, kh, kw, sh, sw, pt, pb, pl, pr.
+template <class G>
+void shrink_single_output_strides(G& g) {
+  auto shrink = [](int64_t& s, int64_t out, int64_t in, int64_t pads, int64_t k) {
+    const int64_t enough = in + pads - k + 1;
+    if (out == 1 && enough >= 1 && s > enough) s = enough;
+  };
+  shrink(g.sh, g.oh, g.h, g.pt + g.pb, g.kh);
+  shrink(g.sw, g.ow, g.w, g.pl + g.pr, g.kw);
+}
 
 }  // namespace tapeflow::detail
 

@@ -354,6 +354,7 @@ PoolGeom pool_geometry(const P& p, const TensorShape& x, const TensorShape& y) {
   const auto dh = detail::window_dim(g.h, g.kh, p.stride_h, 1, p.same);
   const auto dw = detail::window_dim(g.w, g.kw, p.stride_w, 1, p.same);
   g.pt = dh.pad_before, g.pb = dh.pad_after, g.pl = dw.pad_before, g.pr = dw.pad_after;
+  detail::shrink_single_output_strides(g);
   return g;
 }
 
