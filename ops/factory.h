@@ -62,11 +62,12 @@ Tensor range(A start, B limit, C delta = 1) {
       static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta),
       std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>);
 }
-// range(limit): int32 values 0, 1, ..., limit - 1.
+// range(limit): 0, 1, ..., limit - 1, int32 (int64 where the values need it). (C++ integers
+// pass through double: exact up to 2^53.)
 template <class I>
   requires std::is_integral_v<I>
 Tensor range(I limit) {
-  return range(0.0, static_cast<double>(limit), 1.0, int32);
+  return detail::range_inferred(0.0, static_cast<double>(limit), 1.0, true);
 }
 // num evenly spaced float32 values from start to stop inclusive.
 Tensor linspace(double start, double stop, int64_t num);

@@ -268,7 +268,11 @@ class CudaAllocator final : public Allocator {
       // stays reserved while this thread captures a graph, where neither is allowed).
       const Device dev{DeviceType::GPU, logical_};
       if (cuda::in_capture_scope(dev)) return;
-      (void)cudaStreamSynchronize(cuda::stream(dev));  // no throwing here either
+      try {  // nothing may throw out of here (stream() may, through the device's setup)
+        (void)cudaStreamSynchronize(cuda::stream(dev));
+      } catch (...) {
+        return;  // no safe point to free it: it stays reserved
+      }
       (void)cudaFree(p);
       reserved_ -= static_cast<int64_t>(rounded);
     }
