@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -244,6 +246,18 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
     const std::string key = field.substr(0, colon);
     const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
     const std::string f = "{:" + spec + "}";
+    // A width or precision is bounded by what a file name can hold (a width of 999999999 made
+    // a gigabyte string, or std::bad_alloc).
+    for (size_t d = 0; d < spec.size();) {
+      size_t e = d;
+      while (e < spec.size() && std::isdigit(static_cast<unsigned char>(spec[e]))) ++e;
+      TF_CHECK_ARG(e - d <= 4 && (e == d || std::stoi(spec.substr(d, e - d)) <= 4096),
+                   "ModelCheckpoint",
+                   "failed to format the file path \"{}\": the width or precision in '{}' is "
+                   "larger than a path (4096)",
+                   filepath_, spec);
+      d = e == d ? d + 1 : e;
+    }
     try {
       if (key == "epoch") {
         out += fmt::format(fmt::runtime(f), epoch);
@@ -278,19 +292,20 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
       TF_LOG_WARN("Can save best model only with {} available, skipping.", opt_.monitor);
       return;
     }
-    const bool better = !best_ || (maximize_ ? *current > *best_ : *current < *best_);
+    // A NaN never improves (Keras starts from +-inf and compares, so a NaN first value does
+    // not become the best and block every later save).
+    const bool better =
+        !std::isnan(*current) && (!best_ || (maximize_ ? *current > *best_ : *current < *best_));
+    const double best = best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
+                                                 : std::numeric_limits<double>::infinity());
     if (!better) {
       if (opt_.verbose > 0)
-        TF_LOG_INFO("Epoch {:05d}: {} did not improve from {:.5f}", epoch + 1, opt_.monitor,
-                    *best_);
+        TF_LOG_INFO("Epoch {:05d}: {} did not improve from {:.5f}", epoch + 1, opt_.monitor, best);
       return;
     }
     if (opt_.verbose > 0)
-      TF_LOG_INFO("Epoch {:05d}: {} improved from {:.5f} to {:.5f}, saving model to {}",
-                  epoch + 1, opt_.monitor,
-                  best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
-                                           : std::numeric_limits<double>::infinity()),
-                  *current, path);
+      TF_LOG_INFO("Epoch {:05d}: {} improved from {:.5f} to {:.5f}, saving model to {}", epoch + 1,
+                  opt_.monitor, best, *current, path);
     best_ = *current;
   } else if (opt_.verbose > 0) {
     TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);

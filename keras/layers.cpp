@@ -20,6 +20,11 @@ DType g_floatx = float32;
 
 // The layers whose call is running on this thread, innermost last (for member tracking).
 thread_local std::vector<detail::LayerImpl*> t_call_stack;
+// Layers this thread is building (build() may call sublayers, and a model itself).
+thread_local std::vector<const detail::LayerImpl*> t_building;
+// Nested layer calls beyond this depth are a layer that calls itself without end (or a cycle):
+// an error before the thread's stack overflows.
+constexpr size_t kMaxLayerNesting = 256;
 }  // namespace
 
 namespace backend {
@@ -101,6 +106,10 @@ LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, st
 Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   TF_CHECK_ARG(x.defined(), name().c_str(),
                "the input of layer \"{}\" is an undefined tensor (TF's None)", name());
+  TF_CHECK_T(FailedPreconditionError, t_call_stack.size() < kMaxLayerNesting, name().c_str(),
+             "layer calls are nested {} deep at layer \"{}\": a layer that calls itself "
+             "without end, or layers that contain each other",
+             t_call_stack.size(), name());
   if (!t_call_stack.empty() && t_call_stack.back() != this)
     t_call_stack.back()->on_sublayer_called(*this);
   CallFrame frame(this);
@@ -118,19 +127,26 @@ Tensor LayerImpl::run(const Tensor& x, bool training) {
 
 void LayerImpl::ensure_built(const TensorShape& input_shape) {
   if (built()) return;
+  // Called again while this thread builds it (a subclassed model's build calls call(), which
+  // may call the model itself): that call runs as the build does, without building again (it
+  // deadlocked on build_mu_). A cycle of layers then recurses until the nesting limit.
+  if (std::find(t_building.begin(), t_building.end(), this) != t_building.end()) return;
   // Replica threads may arrive together: one builds, the others wait here and then reuse it.
   std::lock_guard lock(build_mu_);
   if (built_.load(std::memory_order_relaxed)) return;
   const TensorShape s = with_unknown_batch(input_shape);
   BuildScope scope(mirror_spec_);
   TensorShape out;
+  t_building.push_back(this);
   try {
     build(s);
     out = compute_output_shape(s);
   } catch (...) {
+    t_building.pop_back();
     weights_.clear();  // a later call retries from scratch
     throw;
   }
+  t_building.pop_back();
   set_built_shapes(s, out);
 }
 

@@ -2,6 +2,7 @@
 // BatchNormalization, ReLU, Softmax. Each is a LayerImpl (state, build, call) behind its handle.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "autograd/tape.h"
 #include "core/check.h"
@@ -282,7 +283,9 @@ class ReLUImpl final : public LayerImpl {
         threshold_(threshold) {
     TF_CHECK_ARG(!max_value || *max_value >= 0.0, "ReLU", "max_value must be >= 0, got {}",
                  max_value.value_or(0.0));
-    TF_CHECK_ARG(slope >= 0.0, "ReLU", "negative_slope must be >= 0, got {}", slope);
+    TF_CHECK_ARG(slope >= 0.0 && std::isfinite(slope), "ReLU",
+                 "negative_slope must be finite and >= 0, got {}", slope);
+    TF_CHECK_ARG(std::isfinite(threshold), "ReLU", "threshold must be finite, got {}", threshold);
   }
 
  protected:
@@ -327,8 +330,8 @@ class BatchNormImpl final : public LayerImpl {
       : LayerImpl("BatchNormalization", "batch_normalization", o.name), o_(std::move(o)) {
     TF_CHECK_ARG(o_.momentum >= 0.0 && o_.momentum <= 1.0, "BatchNormalization",
                  "momentum must be in [0, 1], got {}", o_.momentum);
-    TF_CHECK_ARG(o_.epsilon > 0.0, "BatchNormalization", "epsilon must be positive, got {}",
-                 o_.epsilon);
+    TF_CHECK_ARG(o_.epsilon > 0.0 && std::isfinite(o_.epsilon), "BatchNormalization",
+                 "epsilon must be positive and finite, got {}", o_.epsilon);
   }
 
  protected:

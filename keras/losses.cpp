@@ -226,9 +226,8 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
     values = multiply(v, w);
   }
   const Reduction r = impl.reduction;
-  if (r == Reduction::NONE || values.rank() == 0 ||
-      (values.rank() == 1 && values.shape()[0] == 0))
-    return values;
+  // An empty batch reduces to the scalar 0 (as TF's reduce_sum and divide_no_nan).
+  if (r == Reduction::NONE || values.rank() == 0) return values;
   Tensor loss = reduce_sum(values);
   if (r == Reduction::SUM) return loss;
   // SUM_OVER_BATCH_SIZE: divide_no_nan by the number of loss values.

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -21,6 +22,17 @@
 #include "ops/unary.h"
 
 namespace tapeflow::keras::optimizers {
+
+namespace {
+
+// A constant learning rate is stored as float32: it must be one (1e39 became inf and the first
+// step made the weights inf), finite and not negative.
+void check_learning_rate(const char* op, double v) {
+  TF_CHECK_ARG(v >= 0 && v <= std::numeric_limits<float>::max(), op,
+               "learning_rate must be >= 0 and a finite float32, got {}", v);
+}
+
+}  // namespace
 
 namespace detail {
 
@@ -94,8 +106,7 @@ struct OptimizerImpl {
     if (lr.is_schedule()) {
       schedule = lr.schedule();
     } else {
-      TF_CHECK_ARG(lr.value() >= 0, name.c_str(), "learning_rate must be >= 0, got {}",
-                   lr.value());
+      check_learning_rate(name.c_str(), lr.value());
       lr_var = Variable(constant(Tensor(lr.value()), float32), name + "/learning_rate", false);
     }
   }
@@ -460,7 +471,7 @@ void Optimizer::set_learning_rate(double value) {
   TF_CHECK_T(FailedPreconditionError, !impl.schedule, impl.name.c_str(),
              "the learning rate is a {} schedule; it cannot be set to a constant",
              impl.schedule ? impl.schedule->name() : "");
-  TF_CHECK_ARG(value >= 0, impl.name.c_str(), "learning_rate must be >= 0, got {}", value);
+  check_learning_rate(impl.name.c_str(), value);
   impl.lr_var.assign(constant(Tensor(value), float32));
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <set>
 
 #include "autograd/tape.h"
 #include "core/check.h"
@@ -187,6 +188,13 @@ TrainingState& state_of(const Model& m, const char* op) {
              "You must call compile() before using the model (model '{}')", m.name());
   return *st;
 }
+// The state a running fit or evaluate holds on to: compile() from a callback meanwhile makes a
+// new one for later calls (as Keras's train_function outlives a recompile), and never frees
+// the one in use.
+std::shared_ptr<TrainingState> held_state_of(const Model& m, const char* op) {
+  state_of(m, op);
+  return m.model_impl_for_training();
+}
 }  // namespace
 
 void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
@@ -197,6 +205,18 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
   st->optimizer = std::move(optimizer);
   st->loss = std::move(loss);
   for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
+  // Logs and History are keyed by name: a second metric of one name, one named "loss" or one
+  // named like a validation log would mix its values into another's.
+  std::set<std::string> names{"loss"};
+  for (const auto& m : st->metrics) {
+    const std::string& n = m.name();
+    TF_CHECK_ARG(n.rfind("val_", 0) != 0, "compile",
+                 "metric name '{}' starts with 'val_', which fit's validation logs use", n);
+    TF_CHECK_ARG(names.insert(n).second, "compile",
+                 "two metrics (or a metric and the loss) are both named '{}': give them "
+                 "different names",
+                 n);
+  }
   st->options = options;
   if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1)
     st->strategy = &distribute::get_strategy();
@@ -312,12 +332,32 @@ data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool 
   return ds.batch(batch_size);
 }
 
+// evaluate's and predict's steps: -1 (the whole dataset, which must then be finite) or positive
+// (Keras raises for an infinite dataset without steps; it ran forever here).
+void check_steps(const char* op, int64_t steps, int64_t cardinality) {
+  TF_CHECK_ARG(steps == -1 || steps > 0, op,
+               "steps must be positive (or -1: the whole dataset), got {}", steps);
+  TF_CHECK_ARG(cardinality != data::INFINITE_CARDINALITY || steps > 0, op,
+               "the dataset is infinite (repeat()): give steps");
+}
+
 }  // namespace
 
 // The training loop proper (fit for tensors and datasets).
 History Model::fit(const data::Dataset& dataset, FitOptions options) {
-  auto& st = state_of(*this, "fit");
+  const auto held = held_state_of(*this, "fit");
+  auto& st = *held;
   TF_CHECK_ARG(options.epochs >= 0, "fit", "epochs must be >= 0, got {}", options.epochs);
+  TF_CHECK_ARG(options.initial_epoch >= 0, "fit", "initial_epoch must be >= 0, got {}",
+               options.initial_epoch);
+  TF_CHECK_ARG(options.steps_per_epoch == -1 || options.steps_per_epoch > 0, "fit",
+               "steps_per_epoch must be positive (or -1: the whole data), got {}",
+               options.steps_per_epoch);
+  // As Keras: a Dataset cannot be split (its samples are not indexable).
+  TF_CHECK_ARG(options.validation_split == 0.0, "fit",
+               "validation_split ({}) is only supported for tensor inputs, not a Dataset: give "
+               "validation_data",
+               options.validation_split);
   TF_CHECK_ARG(options.validation_freq >= 1, "fit", "validation_freq must be >= 1, got {}",
                options.validation_freq);
   TF_CHECK_ARG(options.validation_batch_size >= 0, "fit",
@@ -398,6 +438,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     }
   }
 
+  TF_CHECK_ARG(!val || val->cardinality() != data::INFINITE_CARDINALITY, "fit",
+               "the validation dataset is infinite (repeat()): validation runs over the whole "
+               "of it");
   list.on_train_begin();
   int first_epoch = options.initial_epoch;
   for (auto& c : list.callbacks())
@@ -464,6 +507,12 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
         run_step(st.test, test, batch, "test_function", st.options);
         list.on_test_batch_end(vstep++, current_logs(st));
       }
+      // An empty validation set would log val_loss 0 (and mislead EarlyStopping): as
+      // evaluate, it is an error.
+      TF_CHECK_ARG(vstep > 0, "fit",
+                   "the validation data yielded no batches in epoch {}: there is nothing to "
+                   "validate on",
+                   epoch + 1);
       const Logs vlogs = current_logs(st, "val_");
       list.on_test_end(current_logs(st));
       logs.insert(logs.end(), vlogs.begin(), vlogs.end());
@@ -495,19 +544,21 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
       return slice(t, b, s);
     };
     options.validation_data = ValidationData(rows(x, split, n - split), rows(y, split, n - split));
+    options.validation_split = 0.0;  // done: the dataset fit below must not see it
     xt = rows(x, 0, split);
     yt = rows(y, 0, split);
   }
-  if (options.steps_per_epoch <= 0) options.steps_per_epoch = -1;
   const data::Dataset ds = xy_dataset(xt, yt, options.batch_size, options.shuffle);
   return fit(ds, std::move(options));
 }
 
 std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
-  auto& st = state_of(*this, "evaluate");
+  const auto held = held_state_of(*this, "evaluate");
+  auto& st = *held;
   const auto test = test_fn(&st, impl_);
   callbacks::TrainingContext ctx;
   const int64_t card = dataset.cardinality();
+  check_steps("evaluate", options.steps, card);
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
   ctx.verbose = options.verbose;
   ctx.weights = this;
@@ -546,6 +597,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
   callbacks::TrainingContext ctx;
   const int64_t card = dataset.cardinality();
+  check_steps("predict", options.steps, card);
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
   ctx.verbose = options.verbose;
   callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx);
@@ -574,7 +626,8 @@ Tensor Model::predict(const Tensor& x, PredictOptions options) {
 
 std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("train_on_batch", x, y);
-  auto& st = state_of(*this, "train_on_batch");
+  const auto held = held_state_of(*this, "train_on_batch");
+  auto& st = *held;
   reset_metrics();
   run_train_step(st, train_fn(&st, impl_), {x, y});
   return values_of(training_logs(st));
@@ -582,7 +635,8 @@ std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
 
 std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("test_on_batch", x, y);
-  auto& st = state_of(*this, "test_on_batch");
+  const auto held = held_state_of(*this, "test_on_batch");
+  auto& st = *held;
   reset_metrics();
   run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options);
   return values_of(current_logs(st));

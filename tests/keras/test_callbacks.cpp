@@ -1,5 +1,6 @@
 // Keras callbacks, the progress bar and TensorBoard event files, driven through a fake training
 // context (fit fills the same context; tests of fit itself live with the model).
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,29 @@ TEST_CASE("ModelCheckpoint: path formatting and save_best_only", "[cpu][keras]")
   CHECK(saved[0] == (dir / "best-1.safetensors").string());
   CHECK(saved[1] == (dir / "best-2.safetensors").string());
   CHECK(saved[2] == (dir / "best-4.safetensors").string());
+
+  // A NaN never becomes the best (it blocked every later save), as Keras starts from +-inf.
+  saved.clear();
+  tf::keras::callbacks::ModelCheckpoint after_nan(
+      (dir / "n-{epoch}.safetensors").string(),
+      {.monitor = "val_loss", .verbose = 1, .save_best_only = true});
+  after_nan.set_context(&ctx);
+  after_nan.on_train_begin({});
+  const std::vector<double> with_nan = {std::nan(""), 1.0, std::nan(""), 0.5, 0.2};
+  for (int e = 0; e < 5; ++e) {
+    after_nan.on_epoch_begin(e, {});
+    after_nan.on_epoch_end(e, {{"val_loss", with_nan[e]}});
+  }
+  REQUIRE(saved.size() == 3);
+  CHECK(saved[0] == (dir / "n-2.safetensors").string());
+  CHECK(saved[2] == (dir / "n-5.safetensors").string());
+  // A width beyond any path is an error, not a gigabyte string.
+  tf::keras::callbacks::ModelCheckpoint wide("w_{epoch:999999999}.safetensors");
+  TF_REQUIRE_THROWS_CONTAINING(wide.format_path(1, {}), tf::InvalidArgumentError,
+                               "larger than a path");
+  tf::keras::callbacks::ModelCheckpoint precise("w_{val_loss:.99999}.safetensors");
+  TF_REQUIRE_THROWS_CONTAINING(precise.format_path(1, {{"val_loss", 0.5}}),
+                               tf::InvalidArgumentError, "larger than a path");
   std::filesystem::remove_all(dir);
 }
 

@@ -299,6 +299,82 @@ TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("fit evaluate and predict refuse what would hang or mislead", "[cpu][keras]") {
+  auto [x, y] = blobs(30, 9);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(0.05), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  const tf::data::Dataset ds = tf::data::Dataset::from_tensor_slices({x, y}).batch(8);
+  // An infinite dataset needs steps (evaluate ran forever, predict grew memory until
+  // std::bad_alloc); steps of 0 or below -1 are errors, not "all data".
+  TF_REQUIRE_THROWS_CONTAINING(model.evaluate(ds.repeat(), {.verbose = 0}),
+                               tf::InvalidArgumentError, "[evaluate] the dataset is infinite");
+  TF_REQUIRE_THROWS_CONTAINING(model.predict(ds.repeat()), tf::InvalidArgumentError,
+                               "[predict] the dataset is infinite");
+  CHECK(model.evaluate(ds.repeat(), {.verbose = 0, .steps = 2}).size() == 2);
+  TF_REQUIRE_THROWS_CONTAINING(model.evaluate(ds, {.verbose = 0, .steps = 0}),
+                               tf::InvalidArgumentError, "steps must be positive");
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(ds, {.verbose = 0, .steps_per_epoch = -5}),
+                               tf::InvalidArgumentError, "steps_per_epoch must be positive");
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(x, y, {.verbose = 0, .steps_per_epoch = 0}),
+                               tf::InvalidArgumentError, "steps_per_epoch must be positive");
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(x, y, {.epochs = 2, .verbose = 0, .initial_epoch = -2}),
+                               tf::InvalidArgumentError, "initial_epoch must be >= 0");
+  // validation_split cannot split a Dataset (it was ignored); an empty validation set is an
+  // error (it logged val_loss 0), an infinite one too.
+  TF_REQUIRE_THROWS_CONTAINING(model.fit(ds, {.verbose = 0, .validation_split = 0.2}),
+                               tf::InvalidArgumentError, "only supported for tensor inputs");
+  const auto none = ds.filter([](const std::vector<tf::Tensor>&) { return false; });
+  TF_REQUIRE_THROWS_CONTAINING(
+      model.fit(ds, {.epochs = 1, .validation_data = K::ValidationData(none), .verbose = 0}),
+      tf::InvalidArgumentError, "the validation data yielded no batches");
+  TF_REQUIRE_THROWS_CONTAINING(
+      model.fit(ds, {.validation_data = K::ValidationData(ds.repeat()), .verbose = 0}),
+      tf::InvalidArgumentError, "the validation dataset is infinite");
+  // Metric names key the logs: clashes are errors at compile.
+  auto m2 = small_model();
+  const auto loss = K::losses::SparseCategoricalCrossentropy(true);
+  TF_REQUIRE_THROWS_CONTAINING(m2.compile(K::optimizers::SGD(), loss, {"accuracy", "accuracy"}),
+                               tf::InvalidArgumentError, "both named 'accuracy'");
+  TF_REQUIRE_THROWS_CONTAINING(
+      m2.compile(K::optimizers::SGD(), loss, {K::metrics::SparseCategoricalAccuracy("loss")}),
+      tf::InvalidArgumentError, "named 'loss'");
+  TF_REQUIRE_THROWS_CONTAINING(
+      m2.compile(K::optimizers::SGD(), loss, {K::metrics::SparseCategoricalAccuracy("val_acc")}),
+      tf::InvalidArgumentError, "starts with 'val_'");
+  // A learning rate beyond float32 (it became inf).
+  TF_REQUIRE_THROWS_CONTAINING(K::optimizers::SGD(1e39), tf::InvalidArgumentError,
+                               "finite float32");
+  TF_REQUIRE_THROWS_CONTAINING(model.optimizer().set_learning_rate(1e300), tf::InvalidArgumentError,
+                               "finite float32");
+}
+
+TEST_CASE("fit: compile from a callback leaves the running fit its state", "[cpu][keras]") {
+  // compile() freed the state fit was using (a use-after-free under valgrind); now the running
+  // fit keeps its own and the next call uses the new one.
+  auto [x, y] = blobs(32, 10);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(0.05), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  struct Recompile : K::callbacks::Callback {
+    K::Sequential* m = nullptr;
+    int calls = 0;
+    void on_train_batch_end(int64_t, const K::Logs&) override {
+      ++calls;
+      m->compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+    }
+  };
+  auto cb = std::make_shared<Recompile>();
+  cb->m = &model;
+  const K::History h =
+      model.fit(x, y, {.epochs = 2, .batch_size = 8, .callbacks = {cb}, .verbose = 0});
+  CHECK(cb->calls == 8);
+  CHECK(h.history.at("loss").size() == 2);
+  CHECK(h.history.at("accuracy").size() == 2);  // the state fit started with had the metric
+  CHECK(model.metrics_names() == std::vector<std::string>{"loss"});  // the new compile's
+  CHECK(model.optimizer().name() == "Adam");
+}
+
 TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][keras][multi_device]") {
   try {
     tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],

@@ -416,6 +416,14 @@ TEST_CASE("ReLU options and Softmax axis", "[cpu][keras]") {
   check_values(layers::ReLU(1.0)(x), {0, 0, 0.5, 1});
   check_values(layers::ReLU(std::nullopt, 0.1)(x), {-0.2, -0.05, 0.5, 3});
   check_values(layers::ReLU(std::nullopt, 0.0, 1.0)(x), {0, 0, 0, 3});
+  // Non-finite arguments are refused (threshold NaN zeroed every output).
+  TF_REQUIRE_THROWS_CONTAINING(layers::ReLU(std::nullopt, 0.0, std::nan("")),
+                               tf::InvalidArgumentError, "[ReLU] threshold must be finite");
+  TF_REQUIRE_THROWS_CONTAINING(layers::ReLU(std::nullopt, INFINITY), tf::InvalidArgumentError,
+                               "negative_slope");
+  TF_REQUIRE_THROWS_CONTAINING(
+      layers::BatchNormalization(layers::BatchNormalizationOptions{.epsilon = INFINITY}),
+      tf::InvalidArgumentError, "[BatchNormalization] epsilon must be positive and finite");
   const tf::Tensor m = tf::constant({{1.0f, 2.0f}, {3.0f, 5.0f}});
   const double e1 = 1 / (1 + std::exp(-1.0)), e2 = 1 / (1 + std::exp(-2.0));
   check_values(layers::Softmax()(m), {1 - e1, e1, 1 - e2, e2}, 1e-6, 1e-6);

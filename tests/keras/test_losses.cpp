@@ -180,3 +180,22 @@ TEST_CASE("losses: inside a replica SUM_OVER_BATCH_SIZE divides by the replica c
   check_values(losses::MeanSquaredError()(y_true, y_pred), {0.25});
   check_values(losses::MeanSquaredError(Reduction::SUM)(y_true, y_pred), {1.0});
 }
+
+TEST_CASE("losses: an empty batch gives the scalar 0 under AUTO and SUM", "[keras][cpu]") {
+  // The per-sample losses of shape (0,) came back unreduced, so .item() failed.
+  const tf::Tensor no_labels = tf::zeros({0}, tf::int32), no_logits = tf::zeros({0, 3});
+  const tf::Tensor no_y = tf::zeros({0, 3});
+  for (Reduction r : {Reduction::SUM_OVER_BATCH_SIZE, Reduction::SUM}) {
+    for (const tf::Tensor& l :
+         {losses::SparseCategoricalCrossentropy(true, r)(no_labels, no_logits),
+          losses::CategoricalCrossentropy(true, 0.0, r)(no_y, no_logits),
+          losses::MeanSquaredError(r)(no_y, no_logits),
+          losses::BinaryCrossentropy(true, 0.0, r)(no_y, no_logits)}) {
+      CHECK(l.shape() == tf::TensorShape{});
+      CHECK(l.item<float>() == 0.0f);
+    }
+  }
+  // NONE keeps the (empty) per-sample losses.
+  CHECK(losses::MeanSquaredError(Reduction::NONE)(no_y, no_logits).shape() ==
+        tf::TensorShape({0}));
+}

@@ -524,3 +524,39 @@ TEST_CASE("a Sequential or Dense handle assigned another kind through a base ref
   as_layer = tf::keras::layers::Dropout(0.5);
   TF_REQUIRE_THROWS_CONTAINING((void)d.units(), tf::FailedPreconditionError, "[Dense]");
 }
+
+TEST_CASE("a model that contains itself or recurses without end is an error", "[cpu][keras]") {
+  // A model inside a Sequential it owns: building it built itself again (a deadlock on its
+  // build mutex); now the calls recurse until the nesting limit.
+  class Holder : public tf::keras::Model {
+   public:
+    tf::Tensor call(const tf::Tensor& x, bool training) override { return s(x, training); }
+    tf::keras::Sequential s;
+  };
+  Holder h;
+  h.s.add(h);
+  TF_REQUIRE_THROWS_CONTAINING(h(tf::ones({1, 2})), tf::FailedPreconditionError,
+                               "layers that contain each other");
+  // A call that calls its own model with no base case: an error before the stack overflows.
+  class Endless : public tf::keras::Model {
+   public:
+    tf::Tensor call(const tf::Tensor& x, bool training) override {
+      return (*this)(d(x), training);
+    }
+    tf::keras::layers::Dense d{2};
+  };
+  Endless e;
+  TF_REQUIRE_THROWS_CONTAINING(e(tf::ones({1, 2})), tf::FailedPreconditionError,
+                               "nested 256 deep");
+  // Recursion with a base case works, also while the model builds.
+  class Countdown : public tf::keras::Model {
+   public:
+    int left = 5;
+    tf::Tensor call(const tf::Tensor& x, bool training) override {
+      if (left-- == 0) return x;
+      return (*this)(x + 1.0f, training);
+    }
+  };
+  Countdown c;
+  check_values(c(tf::zeros({1, 1})), {5});
+}
