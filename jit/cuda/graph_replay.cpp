@@ -8,6 +8,7 @@
 
 #include "autograd/variable.h"
 #include "core/check.h"
+#include "core/device.h"
 #include "core/cuda/context.h"
 #include "core/log.h"
 #include "jit/cuda_graph.h"
@@ -96,6 +97,9 @@ class CudaGraphReplay {
       if (!device_lock.owns_lock() || !capture(g)) return false;
     }
 
+    if (debugging::log_device_placement())  // as a node-by-node replay logs them
+      for (const Graph::Node& n : g.nodes)
+        TF_LOG_INFO("Executing op {} in device {}", n.prim->name(), n.device.to_string());
     cudaStream_t s = ::tapeflow::detail::cuda::stream(device_);
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].nbytes() > 0)
