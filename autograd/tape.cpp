@@ -510,16 +510,21 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
 
 namespace {
 
-// y = x with no gradient: the vjp gives none, so a source reached only through it gets TF's
-// None (or zeros with UnconnectedGradients::ZERO), as if no tape had seen the op.
-struct StopGradientOp final : PrimitiveBase<StopGradientOp> {
-  const char* name() const override { return "stop_gradient"; }
+// The output is input 0 itself, a view: its meta, no kernel.
+template <class Derived>
+struct IdentityViewOp : PrimitiveBase<Derived> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     out[0] = {in[0].shape(), in[0].dtype()};
   }
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
   bool is_view() const override { return true; }
+};
+
+// y = x with no gradient: the vjp gives none, so a source reached only through it gets TF's
+// None (or zeros with UnconnectedGradients::ZERO), as if no tape had seen the op.
+struct StopGradientOp final : IdentityViewOp<StopGradientOp> {
+  const char* name() const override { return "stop_gradient"; }
   bool stops_gradients() const override { return true; }
   uint32_t vjp_saves() const override { return 0; }
   std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
@@ -540,16 +545,10 @@ namespace {
 // out = y (input 0) with the gradient map grad_fn for the inputs xs (inputs 1...): the ops
 // inside fn, which made y from xs, are not recorded (eager) or get no cotangent (a replay
 // recorded by a tape: y's only consumer is this op, whose vjp gives y none).
-struct CustomGradientOp final : PrimitiveBase<CustomGradientOp> {
+struct CustomGradientOp final : IdentityViewOp<CustomGradientOp> {
   std::shared_ptr<std::function<std::vector<Tensor>(const Tensor&)>> grad_fn;
   bool traced = false;  // made while tracing a tf::function
   const char* name() const override { return "custom_gradient"; }
-  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    out[0] = {in[0].shape(), in[0].dtype()};
-  }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
   // Two custom gradients are never the same op (common-subexpression elimination compares
   // attributes), and the two probe traces of a function with None dimensions differ here, so
   // it traces per shape: a gradient function may depend on the shape through C++ values it
