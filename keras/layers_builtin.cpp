@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "distribute/replica_context.h"
 #include "keras/layers.h"
 #include "ops/binary.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -381,7 +383,7 @@ class BatchNormImpl final : public LayerImpl {
     if (training && trainable()) {
       mean = reduce_mean(x, axes);
       var = reduce_mean(square(x - b(mean)), axes);
-      update_moving_statistics(mean, var);
+      update_moving_statistics(x, axes, mean, var);
     } else {
       mean = moving_mean_.value();
       var = moving_variance_.value();
@@ -396,22 +398,43 @@ class BatchNormImpl final : public LayerImpl {
  private:
   friend class layers::BatchNormalization;
 
-  void update_moving_statistics(const Tensor& batch_mean, const Tensor& batch_var) {
+  // Moves the moving statistics toward the batch's. An empty batch (or, under a strategy, an
+  // empty share of the global batch: the last one split unevenly) has NaN statistics and leaves
+  // them unchanged, where TF's layer makes them NaN for good.
+  void update_moving_statistics(const Tensor& x, const std::vector<int>& axes,
+                                const Tensor& batch_mean, const Tensor& batch_var) {
     ::tapeflow::detail::PauseTapes pause;  // state updates, not part of the gradient
     Tensor m = batch_mean, v = batch_var;
-    bool apply = true;
+    std::optional<Tensor> nonempty;  // a scalar bool, when only known at run time
     if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1) {
-      // Every replica applies the replicas' mean statistics, so mirrored copies stay equal.
-      auto r = ctx->all_reduce(distribute::ReduceOp::MEAN, std::vector<Tensor>{m, v});
-      m = r[0];
-      v = r[1];
+      // Every replica applies the replicas' statistics, averaged with their batch sizes as
+      // weights, so mirrored copies stay equal and an empty share counts for nothing.
+      const Tensor n = ::tapeflow::detail::element_count(x, axes, m.dtype());
+      const Tensor has = greater(n, zeros_like(n));
+      auto r = ctx->all_reduce(distribute::ReduceOp::SUM,
+                               std::vector<Tensor>{where(has, m * n, zeros_like(m)),
+                                                   where(has, v * n, zeros_like(v)), n});
+      const Tensor total = maximum(r[2], ones_like(r[2]));
+      m = r[0] / total;
+      v = r[1] / total;
+      nonempty = greater(r[2], zeros_like(r[2]));
       // A variable shared by the replicas (not mirrored) takes the update once.
-      apply = moving_mean_.is_mirrored() || ctx->replica_id_in_sync_group() == 0;
+      if (!moving_mean_.is_mirrored() && ctx->replica_id_in_sync_group() != 0) return;
+    } else if (::tapeflow::detail::open_shapes()) {
+      const Tensor n = ::tapeflow::detail::element_count(x, axes, m.dtype());
+      nonempty = greater(n, zeros_like(n));
+    } else if (x.num_elements() == 0) {
+      return;
     }
-    if (!apply) return;
     const double decay = 1.0 - o_.momentum;
-    moving_mean_.assign_sub((moving_mean_.value() - m) * decay);
-    moving_variance_.assign_sub((moving_variance_.value() - v) * decay);
+    Tensor dm = (moving_mean_.value() - m) * decay;
+    Tensor dv = (moving_variance_.value() - v) * decay;
+    if (nonempty) {
+      dm = where(*nonempty, dm, zeros_like(dm));
+      dv = where(*nonempty, dv, zeros_like(dv));
+    }
+    moving_mean_.assign_sub(dm);
+    moving_variance_.assign_sub(dv);
   }
 
   BatchNormalizationOptions o_;

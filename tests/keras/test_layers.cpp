@@ -15,6 +15,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "distribute/replica_context.h"
+#include "jit/function.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
 #include "keras/regularizers.h"
@@ -617,13 +618,19 @@ TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirro
   Float64Layers f64;
   const std::vector<tf::Device> devices = {tf::Device{tf::DeviceType::CPU, 0},
                                            tf::Device{tf::DeviceType::CPU, 0}};
+  // Each replica's batch size: equal shares, an uneven split of the last global batch, and a
+  // replica whose share is empty (it must not make the moving statistics NaN).
+  const auto sizes = GENERATE(std::pair<int64_t, int64_t>{4, 4}, std::pair<int64_t, int64_t>{3, 1},
+                              std::pair<int64_t, int64_t>{2, 0});
+  CAPTURE(sizes.first, sizes.second);
   std::optional<layers::BatchNormalization> bn;
   {
     tf::detail::MirrorVariablesScope mirror(devices);
     bn.emplace();
   }
-  const int64_t N = 4, C = 2;
-  const tf::Tensor xs[2] = {input({N, C}, 41, -1, 1), input({N, C}, 42, 0, 4)};
+  const int64_t C = 2;
+  const int64_t ns[2] = {sizes.first, sizes.second};
+  const tf::Tensor xs[2] = {input({ns[0], C}, 41, -1, 1), input({ns[1], C}, 42, 0, 4)};
   TwoReplicaExchange exchange;
   TestReplicaContext contexts[2] = {{exchange, 0}, {exchange, 1}};
   tf::Tensor out[2];
@@ -644,8 +651,12 @@ TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirro
   REQUIRE(errors[1].empty());
   CHECK(contexts[0].calls == 1);
   CHECK(contexts[1].calls == 1);
+  // The moving statistics move toward the replicas' statistics weighted by their batch sizes.
   std::vector<double> mean_avg(C, 0), var_avg(C, 0);
   for (int r = 0; r < 2; ++r) {
+    const int64_t N = ns[r];
+    CHECK(out[r].shape() == tf::TensorShape({N, C}));
+    if (N == 0) continue;
     auto xv = vals(xs[r]);
     std::vector<double> mean(C, 0), var(C, 0), ref(N * C);
     for (int64_t n = 0; n < N; ++n)
@@ -656,9 +667,10 @@ TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirro
       for (int64_t c = 0; c < C; ++c)
         ref[n * C + c] = (xv[n * C + c] - mean[c]) / std::sqrt(var[c] + 1e-3);
     check_values(out[r], ref, 1e-10, 1e-10);  // each replica normalises its own batch
+    const double w = static_cast<double>(N) / static_cast<double>(ns[0] + ns[1]);
     for (int64_t c = 0; c < C; ++c) {
-      mean_avg[c] += mean[c] / 2;
-      var_avg[c] += var[c] / 2;
+      mean_avg[c] += w * mean[c];
+      var_avg[c] += w * var[c];
     }
   }
   std::vector<double> mm(C), mv(C);
@@ -669,6 +681,35 @@ TEST_CASE("BatchNormalization under two replicas: local normalisation, one mirro
   for (const auto& comp : bn->moving_mean().components()) check_values(comp.value(), mm, 1e-12);
   for (const auto& comp : bn->moving_variance().components())
     check_values(comp.value(), mv, 1e-12);
+}
+
+TEST_CASE("BatchNormalization: an empty training batch leaves the moving statistics unchanged",
+          "[cpu][keras]") {
+  Float64Layers f64;
+  layers::BatchNormalization bn;
+  const tf::Tensor x = input({4, 3}, 7, -1, 1);
+  (void)bn(x, true);
+  const auto mm = vals(bn.moving_mean()), mv = vals(bn.moving_variance());
+  CHECK(bn(tf::zeros({0, 3}, tf::float64), true).shape() == tf::TensorShape({0, 3}));
+  CHECK(vals(bn.moving_mean()) == mm);
+  CHECK(vals(bn.moving_variance()) == mv);
+
+  // Traced for a None batch: whether the batch is empty is known when the graph runs.
+  auto step = tf::function([&](const tf::Tensor& t) { return bn(t, true); },
+                           {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64)}});
+  CHECK(step(tf::zeros({0, 3}, tf::float64)).shape() == tf::TensorShape({0, 3}));
+  CHECK(vals(bn.moving_mean()) == mm);
+  CHECK(vals(bn.moving_variance()) == mv);
+  (void)step(x);
+  CHECK(step.tracing_count() == 1);
+  const auto xv = vals(x);
+  for (int64_t c = 0; c < 3; ++c) {
+    double mean = 0, var = 0;
+    for (int64_t n = 0; n < 4; ++n) mean += xv[n * 3 + c] / 4;
+    for (int64_t n = 0; n < 4; ++n) var += std::pow(xv[n * 3 + c] - mean, 2) / 4;
+    CHECK(vals(bn.moving_mean())[c] == Approx(mm[c] + 0.01 * (mean - mm[c])).epsilon(1e-12));
+    CHECK(vals(bn.moving_variance())[c] == Approx(mv[c] + 0.01 * (var - mv[c])).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("the constructor spellings of docs/keras.md configure the layers", "[cpu][keras]") {
