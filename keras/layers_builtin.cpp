@@ -383,7 +383,24 @@ class BatchNormImpl final : public LayerImpl {
     if (training && trainable()) {
       mean = reduce_mean(x, axes);
       var = reduce_mean(square(x - b(mean)), axes);
-      update_moving_statistics(x, axes, mean, var);
+      // The statistics of an empty batch are NaN (0 / 0): the moving update skips them, and 0
+      // and 1 stand in for them below, so that the gradients (sums over no elements) are 0
+      // rather than NaN * 0. With None dimensions the graph decides when it runs.
+      std::optional<Tensor> nonempty;
+      const bool open = ::tapeflow::detail::open_shapes();
+      const bool empty = !open && x.num_elements() == 0;
+      if (open) {
+        const Tensor n = ::tapeflow::detail::element_count(x, axes, mean.dtype());
+        nonempty = greater(n, zeros_like(n));
+      }
+      update_moving_statistics(x, axes, mean, var, empty, nonempty);
+      if (empty) {
+        mean = zeros_like(mean);
+        var = ones_like(var);
+      } else if (nonempty) {
+        mean = where(*nonempty, mean, zeros_like(mean));
+        var = where(*nonempty, var, ones_like(var));
+      }
     } else {
       mean = moving_mean_.value();
       var = moving_variance_.value();
@@ -398,14 +415,14 @@ class BatchNormImpl final : public LayerImpl {
  private:
   friend class layers::BatchNormalization;
 
-  // Moves the moving statistics toward the batch's. An empty batch (or, under a strategy, an
-  // empty share of the global batch: the last one split unevenly) has NaN statistics and leaves
-  // them unchanged, where TF's layer makes them NaN for good.
+  // Moves the moving statistics toward the batch's, unless the batch is empty (`empty`, or at
+  // run time `nonempty` false). Under a strategy a replica's empty share of the global batch
+  // (the last one, split unevenly) counts for nothing. TF's layer makes them NaN for good.
   void update_moving_statistics(const Tensor& x, const std::vector<int>& axes,
-                                const Tensor& batch_mean, const Tensor& batch_var) {
+                                const Tensor& batch_mean, const Tensor& batch_var, bool empty,
+                                std::optional<Tensor> nonempty) {
     ::tapeflow::detail::PauseTapes pause;  // state updates, not part of the gradient
     Tensor m = batch_mean, v = batch_var;
-    std::optional<Tensor> nonempty;  // a scalar bool, when only known at run time
     if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1) {
       // Every replica applies the replicas' statistics, averaged with their batch sizes as
       // weights, so mirrored copies stay equal and an empty share counts for nothing.
@@ -420,10 +437,7 @@ class BatchNormImpl final : public LayerImpl {
       nonempty = greater(r[2], zeros_like(r[2]));
       // A variable shared by the replicas (not mirrored) takes the update once.
       if (!moving_mean_.is_mirrored() && ctx->replica_id_in_sync_group() != 0) return;
-    } else if (::tapeflow::detail::open_shapes()) {
-      const Tensor n = ::tapeflow::detail::element_count(x, axes, m.dtype());
-      nonempty = greater(n, zeros_like(n));
-    } else if (x.num_elements() == 0) {
+    } else if (empty) {
       return;
     }
     const double decay = 1.0 - o_.momentum;

@@ -24,6 +24,7 @@
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -690,7 +691,15 @@ TEST_CASE("BatchNormalization: an empty training batch leaves the moving statist
   const tf::Tensor x = input({4, 3}, 7, -1, 1);
   (void)bn(x, true);
   const auto mm = vals(bn.moving_mean()), mv = vals(bn.moving_variance());
-  CHECK(bn(tf::zeros({0, 3}, tf::float64), true).shape() == tf::TensorShape({0, 3}));
+  {
+    // Its gradients are sums over no elements: 0, not NaN (the statistics of no elements are).
+    tf::GradientTape tape;
+    const tf::Tensor y = bn(tf::zeros({0, 3}, tf::float64), true);
+    CHECK(y.shape() == tf::TensorShape({0, 3}));
+    const auto grads = tape.gradient(tf::reduce_sum(y), bn.trainable_variables());
+    REQUIRE(grads.size() == 2);
+    for (const auto& g : grads) CHECK(vals(g) == std::vector<double>(3, 0.0));
+  }
   CHECK(vals(bn.moving_mean()) == mm);
   CHECK(vals(bn.moving_variance()) == mv);
 
@@ -698,6 +707,15 @@ TEST_CASE("BatchNormalization: an empty training batch leaves the moving statist
   auto step = tf::function([&](const tf::Tensor& t) { return bn(t, true); },
                            {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64)}});
   CHECK(step(tf::zeros({0, 3}, tf::float64)).shape() == tf::TensorShape({0, 3}));
+  auto grad_step = tf::function(
+      [&](const tf::Tensor& t) {
+        tf::GradientTape tape;
+        const tf::Tensor y = bn(t, true);
+        return tape.gradient(tf::reduce_sum(y), bn.trainable_variables());
+      },
+      {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64)}});
+  for (const auto& g : grad_step(tf::zeros({0, 3}, tf::float64)))
+    CHECK(vals(g) == std::vector<double>(3, 0.0));
   CHECK(vals(bn.moving_mean()) == mm);
   CHECK(vals(bn.moving_variance()) == mv);
   (void)step(x);
