@@ -45,6 +45,9 @@ int64_t physical_gpu_identity(int physical_gpu) {
 namespace cuda {
 
 void throw_cuda_error(const char* what, cudaError_t err) {
+  // Clear the runtime's last error (a non-sticky one stays set otherwise, and the next kernel's
+  // launch check would report it under that kernel's op).
+  (void)cudaGetLastError();
   throw InternalError(fmt::format("CUDA call {} failed: {} ({})", what, cudaGetErrorString(err),
                                   static_cast<int>(err)));
 }

@@ -36,10 +36,11 @@ __global__ void relu_kernel_vec4(const float4* x, float4* y, int64_t n4) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4;
        i += int64_t{gridDim.x} * blockDim.x) {
     float4 v = x[i];
-    v.x = fmaxf(v.x, 0.f) + (v.x != v.x ? v.x : 0.f);  // keep NaN
-    v.y = fmaxf(v.y, 0.f) + (v.y != v.y ? v.y : 0.f);
-    v.z = fmaxf(v.z, 0.f) + (v.z != v.z ? v.z : 0.f);
-    v.w = fmaxf(v.w, 0.f) + (v.w != v.w ? v.w : 0.f);
+    // As the CPU kernel and relu_of: NaN < 0 is false, so NaN passes, and so does -0.0.
+    v.x = v.x < 0.f ? 0.f : v.x;
+    v.y = v.y < 0.f ? 0.f : v.y;
+    v.z = v.z < 0.f ? 0.f : v.z;
+    v.w = v.w < 0.f ? 0.f : v.w;
     y[i] = v;
   }
 }

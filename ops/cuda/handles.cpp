@@ -111,6 +111,11 @@ cusolverDnHandle_t cusolver(Device device) {
   });
 }
 
+std::mutex& cudnn_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 cudnnHandle_t cudnn(Device device) {
   cudaStream_t s = stream(device);
   return cudnn_tables().get(device, [&](bool) {

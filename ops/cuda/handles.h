@@ -6,6 +6,8 @@
 #include <cudnn.h>
 #include <cusolverDn.h>
 
+#include <mutex>
+
 #include "core/device.h"
 #include "core/tensor.h"
 
@@ -46,6 +48,10 @@ cublasHandle_t cublas(Device device);
 cublasHandle_t cublas_device_scalars(Device device);
 cusolverDnHandle_t cusolver(Device device);
 cudnnHandle_t cudnn(Device device);
+// A cuDNN handle must not be used from two host threads at once: every call on cudnn()'s handles
+// (the convolutions of ops/cuda/nn.cpp and their gradients in ops/cuda/nn_grad.cpp) holds this
+// lock. One lock for all devices; the calls only queue work, except a one-off algorithm search.
+std::mutex& cudnn_mutex();
 
 // Whether cuDNN's legacy convolution API can take one spatial dimension: it reads sizes,
 // padding, strides and dilations as ints and works out the padded extent (in + 2 pad) and the

@@ -51,13 +51,7 @@ namespace {
 namespace cu = ::tapeflow::detail::cuda;
 using cu::nn::Gather4;
 
-// cuDNN handles must not be used from two host threads at once, and the handles of
-// ops/cuda/handles.h are shared per device: every cuDNN call of this file holds this lock. The
-// calls only queue work on the device's stream, except the one-off algorithm search.
-std::mutex& cudnn_mutex() {
-  static std::mutex mu;
-  return mu;
-}
+using cu::cudnn_mutex;
 
 bool aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 256 == 0;
@@ -226,14 +220,16 @@ std::shared_ptr<ConvPlan> describe(const ConvKey& k, const CudnnTypes& t, Layout
 }
 
 // The cached plan of a geometry: the preferred layout (NCHW for float64, NHWC otherwise), else
-// the other one. Caller holds cudnn_mutex().
-std::shared_ptr<ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes& t,
-                                   cudnnHandle_t h) {
+// the other one. Caller holds cudnn_mutex(). `capturing`: inside a CUDA-graph capture, which
+// must not flush the cache (a plan made anew would search its algorithm, a synchronous call
+// that ends the capture; the graph would then run node by node from then on).
+std::shared_ptr<ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes& t, cudnnHandle_t h,
+                                   bool capturing) {
   // Leaked on purpose, as the handles: descriptors must not outlive the library at exit.
   static auto* cache = new std::unordered_map<ConvKey, std::shared_ptr<ConvPlan>, ConvKeyHash>();
   auto it = cache->find(k);
   if (it != cache->end()) return it->second;
-  if (cache->size() >= 256) cache->clear();  // many shapes: a changing model
+  if (cache->size() >= 256 && !capturing) cache->clear();  // many shapes: a changing model
   const Layout preferred = dt == float64 ? Layout::NCHW : Layout::NHWC;
   const Layout other = preferred == Layout::NHWC ? Layout::NCHW : Layout::NHWC;
   std::string why_preferred, why_other;
@@ -343,7 +339,7 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   // (gathers, search, convolution) are launches on the device's stream.
   std::lock_guard<std::mutex> lock(cudnn_mutex());
   cudnnHandle_t h = cu::cudnn(dev);
-  const std::shared_ptr<ConvPlan> plan = get_plan(key, dt, types, h);
+  const std::shared_ptr<ConvPlan> plan = get_plan(key, dt, types, h, cu::in_capture_scope(dev));
   const Layout layout = plan->layout;
 
   // cuDNN's input: x itself (NHWC, aligned, no extra padding), else a gathered copy.

@@ -79,27 +79,10 @@ void zero(Tensor& t) {
 
 // ---------------------------------------------------------------- cuDNN
 
-// A cuDNN handle must not be used by two host threads at once. This file keeps its own handle
-// per logical GPU (bound to the device's stream, like those of ops/cuda/handles.h), so its lock
-// need not be shared with ops/cuda/nn.cpp's; every cuDNN call here holds grad_cudnn_mutex(). The
-// calls only queue work on the stream.
-std::mutex& grad_cudnn_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-// Caller holds grad_cudnn_mutex().
-cudnnHandle_t grad_cudnn(Device dev) {
-  static auto* table = new std::vector<cudnnHandle_t>();  // leaked, as ops/cuda/handles.cpp
-  cudaStream_t s = cu::stream(dev);                       // also makes dev current
-  const auto i = static_cast<size_t>(dev.index);
-  if (table->size() <= i) table->resize(i + 1, nullptr);
-  cudnnHandle_t& h = (*table)[i];
-  if (!h) {
-    TF_CUDNN_CHECK(cudnnCreate(&h));
-    TF_CUDNN_CHECK(cudnnSetStream(h, s));
-  }
-  return h;
-}
+// cuDNN runs on ops/cuda/handles.h's handle of the device, under its lock (cu::cudnn_mutex()):
+// inside a CUDA-graph capture that handle is the twin bound to the capture stream, so the
+// backward convolutions are recorded with the rest of the graph. (A handle of this file's own,
+// bound to the main stream, ran them outside the capture: the graph replayed stale gradients.)
 
 // cuDNN gets 256-byte aligned pointers (fresh allocations are): a view at an offset is copied.
 bool aligned(const void* p) {
@@ -329,7 +312,7 @@ bool run_cudnn(const AlgoKey& key, Device dev, const Perf* perf, int returned,
 // dx (NHWC, grown to hp x wp) from OHWI filters and dy. False: no cuDNN algorithm runs.
 bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                          const void* w_ohwi, const void* dy, void* dx_grown) {
-  cudnnHandle_t h = grad_cudnn(dev);
+  cudnnHandle_t h = cu::cudnn(dev);
   const float one = 1.0f, zero_f = 0.0f;  // scaling factors are float for these data types
   const AlgoKey key = algo_key(dev, dtype, d, g, false);
   auto workspace_size = [&](int algo, size_t* bytes) {
@@ -364,7 +347,7 @@ bool cudnn_backward_data(Device dev, DType dtype, const CudnnConv& d, const Conv
 // OHWI filter gradient from x (NHWC, grown to hp x wp) and dy. False: no cuDNN algorithm runs.
 bool cudnn_backward_filter(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                            const void* x_grown, const void* dy, void* dw_ohwi) {
-  cudnnHandle_t h = grad_cudnn(dev);
+  cudnnHandle_t h = cu::cudnn(dev);
   const float one = 1.0f, zero_f = 0.0f;
   const AlgoKey key = algo_key(dev, dtype, d, g, true);
   auto workspace_size = [&](int algo, size_t* bytes) {
@@ -402,7 +385,7 @@ bool cudnn_backprop_input(const ConvGeom& g, DType dtype, Device dev, const Tens
                           const Tensor& dy, Tensor& dx, const char* op) {
   if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
   const auto& k = g.k;
-  std::lock_guard<std::mutex> lock(grad_cudnn_mutex());
+  std::lock_guard<std::mutex> lock(cu::cudnn_mutex());
   CudnnConv d;
   if (!describe(d, g, dtype, op)) return false;
   const size_t es = dtype_size(dtype);
@@ -427,7 +410,7 @@ bool cudnn_backprop_filter(const ConvGeom& g, DType dtype, Device dev, const Ten
                            const Tensor& dy, Tensor& df, const char* op) {
   if (dtype == float64 || !cudnn_sizes_ok(g)) return false;
   const auto& k = g.k;
-  std::lock_guard<std::mutex> lock(grad_cudnn_mutex());
+  std::lock_guard<std::mutex> lock(cu::cudnn_mutex());
   CudnnConv d;
   if (!describe(d, g, dtype, op)) return false;
   const size_t es = dtype_size(dtype);
