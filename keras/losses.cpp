@@ -239,7 +239,9 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
     // maximum(n, 1): an empty replica batch gives 0, not 0/0 (TF's divide_no_nan).
     loss = divide(loss, maximum(tapeflow::detail::element_count(values, all, loss.dtype()), 1.0));
   } else {
-    loss = n > 0 ? divide(loss, Tensor(n)) : zeros_like(loss);
+    // An empty batch keeps the sum (0, still connected to the model: a replica's empty share
+    // of the last global batch gets zero gradients, not none).
+    if (n > 0) loss = divide(loss, Tensor(n));
   }
   if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1)
     loss = multiply(loss, Tensor(1.0 / ctx->num_replicas_in_sync()));

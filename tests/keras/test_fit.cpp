@@ -422,7 +422,7 @@ TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][kera
   }
 }
 
-TEST_CASE("fit under a MirroredStrategy: an empty replica share keeps BatchNormalization finite",
+TEST_CASE("fit under a MirroredStrategy: a replica's empty share of the last batch trains",
           "[cpu][keras][multi_device]") {
   try {
     tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
@@ -450,6 +450,21 @@ TEST_CASE("fit under a MirroredStrategy: an empty replica share keeps BatchNorma
   for (double l : h.history.at("loss")) CHECK(std::isfinite(l));
   for (const tf::Variable& v : model->variables())
     for (double d : tf::detail::to_double_vector(v.value())) CHECK(std::isfinite(d));
+
+  // The empty share's loss (SUM_OVER_BATCH_SIZE of no values) is 0 and still connected to the
+  // model: its gradients are zeros ("No gradients provided for any variable" before).
+  for (const bool eager : {false, true}) {
+    INFO("run_eagerly " << eager);
+    std::optional<K::Sequential> linear;
+    {
+      auto scope = strategy.scope();
+      linear.emplace(K::Sequential({K::layers::Dense(1)}));
+      linear->compile(K::optimizers::SGD(0.1), "mse", {}, {.run_eagerly = eager});
+    }
+    const K::History hl = linear->fit(tf::ones({3, 4}), tf::ones({3, 1}),
+                                      {.epochs = 2, .batch_size = 2, .verbose = 0});
+    for (double l : hl.history.at("loss")) CHECK(std::isfinite(l));
+  }
 }
 
 TEST_CASE("fit: validation Dataset batches need two or three components", "[cpu][keras]") {

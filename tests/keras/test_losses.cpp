@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/tape.h"
+#include "autograd/variable.h"
 #include "core/error.h"
 #include "distribute/replica_context.h"
 #include "keras/losses.h"
@@ -198,4 +199,12 @@ TEST_CASE("losses: an empty batch gives the scalar 0 under AUTO and SUM", "[kera
   // NONE keeps the (empty) per-sample losses.
   CHECK(losses::MeanSquaredError(Reduction::NONE)(no_y, no_logits).shape() ==
         tf::TensorShape({0}));
+  // The 0 stays connected to the predictions: their gradient is defined (an empty share of a
+  // global batch under a strategy gets zero gradients, not "No gradients provided").
+  tf::Variable pred(tf::zeros({0, 3}), "pred");
+  tf::GradientTape tape;
+  const tf::Tensor l = losses::MeanSquaredError()(no_y, pred.value());
+  const auto g = tape.gradient(l, std::vector<tf::Variable>{pred});
+  REQUIRE(g[0].defined());
+  CHECK(g[0].shape() == tf::TensorShape({0, 3}));
 }
