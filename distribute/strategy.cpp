@@ -409,6 +409,10 @@ Strategy::Strategy(detail::MultiWorkerSetup setup, const char* who)
 
 Strategy::~Strategy() = default;
 
+std::weak_ptr<const void> detail::strategy_lifetime(const Strategy& strategy) {
+  return strategy.alive_;
+}
+
 int Strategy::num_replicas_in_sync() const { return layout_.global_replicas; }
 const std::vector<Device>& Strategy::devices() const { return core_->devices(); }
 
@@ -469,6 +473,10 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
                  "components differ in dtype: {} for replica 0, {} for replica {}",
                  dtype_name(first.dtype()), dtype_name(value[i].dtype()), i);
   }
+  TF_CHECK_ARG(first.dtype() != bool_, name,
+               "cannot reduce bool components (bool {} for replica 0): cast them to a number "
+               "first",
+               first.shape().to_string());
   // The result goes to the caller's device (TF copies it to the current device).
   DeviceScope scope(tapeflow::detail::current_device());
   std::vector<Tensor> parts;

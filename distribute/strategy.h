@@ -88,6 +88,9 @@ struct MultiWorkerSetup {
   bool nccl_required = false;  // CommunicationImplementation::NCCL (not chosen by AUTO)
   std::shared_ptr<WorkerGroup> workers;
 };
+// Expires when `strategy` is destroyed: for objects that keep a pointer to a strategy (a model
+// compiled in its scope) to refuse a dead one instead of using freed memory.
+std::weak_ptr<const void> strategy_lifetime(const Strategy& strategy);
 // Thrown into run() when the caller is tracing a tf::function (see run()).
 [[noreturn]] void throw_run_while_tracing();
 bool calling_thread_is_tracing();
@@ -198,6 +201,7 @@ class Strategy {
   Strategy(detail::MultiWorkerSetup setup, const char* who);
   detail::WorkerGroup* workers() const { return workers_.get(); }
   friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&);
+  friend std::weak_ptr<const void> detail::strategy_lifetime(const Strategy&);
 
  private:
   template <class A>
@@ -212,6 +216,7 @@ class Strategy {
   bool default_ = false;  // TF's default strategy: its scope mirrors nothing
   std::shared_ptr<detail::WorkerGroup> workers_;
   detail::ReplicaLayout layout_;
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
 };
 
 // Synchronous training on the devices of this process (TF's tf.distribute.MirroredStrategy).

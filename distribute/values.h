@@ -26,8 +26,9 @@ class PerReplica {
   // The components, in replica order (TF's per_replica.values).
   const std::vector<T>& values() const { return values_; }
   size_t size() const { return values_.size(); }
-  // Component `replica`; an index >= size() is an InvalidArgumentError.
-  const T& operator[](size_t replica) const {
+  // Component `replica`; an index >= size() is an InvalidArgumentError. (const_reference: a
+  // PerReplica<bool>'s component is a bool value, std::vector<bool> holds no bools to refer to.)
+  typename std::vector<T>::const_reference operator[](size_t replica) const {
     if (replica >= values_.size()) [[unlikely]]
       detail::throw_replica_index(replica, values_.size());
     return values_[replica];

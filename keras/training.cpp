@@ -40,8 +40,10 @@ struct TrainingState {
   std::vector<metrics::Metric> metrics;
   metrics::Mean loss_tracker{"loss"};
   CompileOptions options;
-  // The strategy whose scope compile() ran in (nullptr: one device). It must outlive fit.
+  // The strategy whose scope compile() ran in (nullptr: one device); read through
+  // live_strategy(), which refuses one that was destroyed since.
   distribute::Strategy* strategy = nullptr;
+  std::weak_ptr<const void> strategy_alive;
 
   using Step = std::function<Tensor(const std::vector<Tensor>&)>;
   struct Traced {
@@ -218,8 +220,10 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
                  n);
   }
   st->options = options;
-  if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1)
+  if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1) {
     st->strategy = &distribute::get_strategy();
+    st->strategy_alive = distribute::detail::strategy_lifetime(*st->strategy);
+  }
   model_impl_for_training() = std::move(st);
 }
 
@@ -254,13 +258,24 @@ Logs current_logs(TrainingState& st, const std::string& prefix = "") {
   return logs;
 }
 
+// The strategy the model was compiled under (nullptr: none); a FailedPreconditionError once it
+// was destroyed (TF's strategy lives as long as the model refers to it; here the user owns it).
+distribute::Strategy* live_strategy(const TrainingState& st, const char* op) {
+  TF_CHECK_T(FailedPreconditionError, st.strategy == nullptr || !st.strategy_alive.expired(), op,
+             "the model was compiled inside the scope of a distribution strategy that has been "
+             "destroyed since: keep the strategy alive while the model trains, or compile the "
+             "model again");
+  return st.strategy;
+}
+
 // The training metrics' logs: under a MultiWorkerMirroredStrategy summed over every worker's
 // share (every worker reads them at the same points of fit), as TF reports them.
 Logs training_logs(TrainingState& st) {
+  distribute::Strategy* strategy = live_strategy(st, "fit");
   const bool multi_worker =
-      st.strategy != nullptr &&
-      static_cast<size_t>(st.strategy->num_replicas_in_sync()) != st.strategy->devices().size();
-  metrics::detail::ResultsOverWorkersScope over(multi_worker ? st.strategy : nullptr);
+      strategy != nullptr &&
+      static_cast<size_t>(strategy->num_replicas_in_sync()) != strategy->devices().size();
+  metrics::detail::ResultsOverWorkersScope over(multi_worker ? strategy : nullptr);
   return current_logs(st);
 }
 
@@ -304,15 +319,16 @@ callbacks::CallbackList callback_list(int verbose, const std::vector<callbacks::
 // all-reduces the gradients; mirrored metrics accumulate per replica).
 template <class Body>
 void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch) {
-  if (!st.strategy) {
+  distribute::Strategy* strategy = live_strategy(st, "train_function");
+  if (!strategy) {
     run_step(st.train, body, batch, "train_function", st.options);
     return;
   }
-  const auto per_replica = distribute::detail::split_global_batch(batch, st.strategy->layout());
+  const auto per_replica = distribute::detail::split_global_batch(batch, strategy->layout());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
   const Step& fn =
       ensure_step(st.train, body, per_replica.values()[0], "train_function", st.options);
-  st.strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
+  strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }
 
 void check_xy(const char* op, const Tensor& x, const Tensor& y) {

@@ -104,6 +104,16 @@ TEST_CASE("strategy: run gives each replica its id, device and context", "[cpu][
   const int pool = tf::detail::num_threads();
   auto shares = strategy.run([] { return tf::detail::num_threads(); });
   for (int i = 0; i < 4; ++i) CHECK(shares[i] == std::max(1, pool / 4));
+  // A bool per replica (std::vector<bool> holds no bools: operator[] returned a dangling
+  // reference and crashed).
+  auto odd = strategy.run([] { return ds::get_replica_context()->replica_id_in_sync_group() % 2; });
+  auto is_odd =
+      strategy.run([] { return ds::get_replica_context()->replica_id_in_sync_group() % 2 == 1; });
+  for (int i = 0; i < 4; ++i) {
+    CHECK(odd[i] == i % 2);
+    const bool b = is_odd[i];
+    CHECK(b == (i % 2 == 1));
+  }
   CHECK(tf::detail::num_threads() == pool);
   CHECK(strategy.experimental_local_results(per_replica).size() == 4);
   std::ostringstream os;
@@ -154,6 +164,10 @@ TEST_CASE("strategy: reduce SUM and MEAN without an axis", "[cpu][distribute]") 
   tf::Tensor isum = strategy.reduce(ds::ReduceOp::SUM, ints);
   CHECK(isum.dtype() == tf::int32);
   CHECK(isum.numpy<int>() == std::vector<int>{10});
+  // bool components are refused by name (the error named an internal add).
+  auto flags = strategy.run([] { return tf::greater(tf::constant({1.0f, -1.0f}), 0.0f); });
+  TF_REQUIRE_THROWS_CONTAINING(strategy.reduce(ds::ReduceOp::SUM, flags), tf::InvalidArgumentError,
+                               "[strategy.reduce] cannot reduce bool components (bool (2,)");
   // MEAN divides truly, as TF's value / n: float64 for integers.
   tf::Tensor imean = strategy.reduce(ds::ReduceOp::MEAN, ints);
   CHECK(imean.dtype() == tf::float64);

@@ -465,6 +465,17 @@ TEST_CASE("fit under a MirroredStrategy: a replica's empty share of the last bat
                                       {.epochs = 2, .batch_size = 2, .verbose = 0});
     for (double l : hl.history.at("loss")) CHECK(std::isfinite(l));
   }
+
+  // A model compiled under a strategy that was destroyed since: an error, not freed memory.
+  std::optional<K::Sequential> orphan;
+  {
+    tf::distribute::MirroredStrategy gone({"/cpu:0", "/cpu:1"});
+    auto scope = gone.scope();
+    orphan.emplace(K::Sequential({K::layers::Dense(1)}));
+    orphan->compile(K::optimizers::SGD(0.1), "mse");
+  }
+  TF_REQUIRE_THROWS_CONTAINING(orphan->fit(tf::ones({3, 4}), tf::ones({3, 1}), {.verbose = 0}),
+                               tf::FailedPreconditionError, "has been destroyed since");
 }
 
 TEST_CASE("fit: validation Dataset batches need two or three components", "[cpu][keras]") {
