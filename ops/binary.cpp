@@ -209,7 +209,9 @@ uint32_t Divide::vjp_saves() const { return kBoth; }
 std::vector<Tensor> Divide::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
   const Tensor& g = cts[0];
   return each_arg(p, argnums, [&](int k) {
-    return k == 0 ? g / p[1] : negative(g) * p[0] / (p[1] * p[1]);
+    // (-a / b) / b, as TF: b * b over- or underflows first (a = b = 1e-30 in float32 gave -inf,
+    // not -1e30).
+    return k == 0 ? g / p[1] : g * ((negative(p[0]) / p[1]) / p[1]);
   });
 }
 

@@ -6,6 +6,8 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/context.h"
+#include "ops/copy.h"
 #include "ops/cpu/unary_ops.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
@@ -121,6 +123,19 @@ Tensor fill_as(const char* op, const TensorShape& shape, const Tensor& value) {
 }  // namespace
 
 Tensor fill(const TensorShape& shape, const Tensor& value) {
+  // A value a tape may record or a trace produces goes through broadcast_to, an op: its
+  // gradient is the sum of the output's (TF's fill), and a traced value is read when the graph
+  // runs. (The host copy below has neither.)
+  const auto& ctx = detail::thread_context();
+  if (value.defined() && (value.is_symbolic() || !ctx.tapes.empty())) {
+    TF_CHECK_ARG(value.num_elements() == 1, "fill", "value must be a scalar, got shape {}",
+                 value.shape().to_string());
+    TF_CHECK_ARG(shape.is_fully_defined(), "fill", "shape {} has an unknown dimension",
+                 shape.to_string());
+    const Device dev = detail::current_device();
+    const Tensor one = reshape(value, TensorShape{});
+    return broadcast_to(detail::copy_to(one, dev), shape);
+  }
   return fill_as("fill", shape, value);
 }
 

@@ -231,8 +231,14 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
   TF_CHECK_ARG(z.shape() == x.shape(), op,
                "logits and labels must have the same shape: labels are {}, logits {}",
                z.shape().to_string(), x.shape().to_string());
-  // max(x, 0) - x * z + log(1 + exp(-|x|)): no overflow for any x.
-  return tapeflow::maximum(x, 0) - x * z + tapeflow::log1p(tapeflow::exp(-tapeflow::abs(x)));
+  // max(x, 0) - x * z + log(1 + exp(-|x|)): no overflow for any x. Written with one select on
+  // x >= 0, as TF: at x = 0 the gradient is then sigmoid(0) - z = 0.5 - z (maximum's tie rule
+  // and abs'(0) = 0 gave 1 - z).
+  const Tensor zero = tapeflow::zeros_like(x);
+  const Tensor nonneg = tapeflow::greater_equal(x, zero);
+  const Tensor relu_x = tapeflow::where(nonneg, x, zero);
+  const Tensor neg_abs_x = tapeflow::where(nonneg, -x, x);
+  return relu_x - x * z + tapeflow::log1p(tapeflow::exp(neg_abs_x));
 }
 
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {

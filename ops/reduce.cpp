@@ -41,8 +41,13 @@ void check_reduce_dtype(const char* op, Kind kind, DType d) {
 Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
   const int64_t count = detail::reduced_count(x.shape(), axes);
   const std::vector<int> axes_copy = axes;
-  Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {x});
   const DType d = x.dtype();
+  // Integers narrower than 64 bits are summed in int64, so the mean of values the type holds is
+  // one it holds (two int32 INT_MAX or uint8 200 and 101 wrapped before the division, as TF's
+  // do not).
+  const bool widen = !is_floating(d) && d != int64;
+  Tensor s =
+      detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {widen ? cast(x, int64) : x});
   if (is_floating(d)) {
     const bool half = d == float16 || d == bfloat16;
     // A graph for None dimensions reads the count when it runs.
@@ -297,22 +302,28 @@ std::vector<Tensor> ReduceSum::vjp(Span p, Span cts, std::span<const int>, Span)
 
 // d prod / d x_i = product of the others: y / x_i where x_i != 0; with exactly one zero in a
 // slice, the zero's gradient is the product of the nonzeros and the rest get 0; with two or
-// more zeros, all get 0.
+// more zeros, all get 0. Half and float32 inputs are taken through float64, so that a product
+// that over- or underflows their range (two values of 1e30 in float32) does not turn the
+// quotients into inf or 0 (TF multiplies exclusive products instead of dividing; non-finite
+// inputs still give NaN for the other elements here, where TF's product of the others is finite
+// for them).
 uint32_t ReduceProd::vjp_saves() const {
-  return Primitive::save_input(0) | Primitive::save_output(0);
+  return Primitive::save_input(0);
 }
-std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span outs) const {
-  const Tensor& x = p[0];
-  const Tensor g = expand_back(cts[0], x, axes, keepdims);
-  const Tensor y = expand_back(outs[0], x, axes, keepdims);
+std::vector<Tensor> ReduceProd::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  const DType dt = p[0].dtype();
+  const bool widen = dt == float32 || dt == float16 || dt == bfloat16;
+  const Tensor x = widen ? cast(p[0], float64) : p[0];
+  const Tensor g = expand_back(cts[0], p[0], axes, keepdims);
   const Tensor is_zero = equal(x, 0);
   const Tensor one = ones_like(x);
   const Tensor safe_x = where(is_zero, one, x);
   const Tensor zeros_in_slice = reduce_sum(cast(is_zero, x.dtype()), axes, true);
   const Tensor prod_nonzero = reduce_prod(safe_x, axes, true);
+  const Tensor y = reduce_prod(x, axes, true);
   const Tensor at_zero = where(equal(zeros_in_slice, 1), prod_nonzero, zeros_like(prod_nonzero));
   const Tensor others = where(is_zero, at_zero, y / safe_x);  // where broadcasts at_zero
-  return {g * others};
+  return {g * (widen ? cast(others, dt) : others)};
 }
 
 // The cotangent is shared equally among the elements equal to the extremum (as TF).

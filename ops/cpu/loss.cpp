@@ -181,8 +181,10 @@ TF_AI void rows_short(const Rows<T, L>& a, int64_t r0, int64_t r1) {
       T* __restrict y = a.out + (b0 + i) * n;
       const C sum = sum_run(e, n);
       if constexpr (K == Kind::LogSoftmax) {
-        const C shift = mx[i] + std::log(sum);
-        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<C>(x[j]) - shift);
+        // (x - max) - log(sum), as TF: x - (max + log(sum)) rounds max + log(sum) to the
+        // grid of large logits (log_softmax([1000, 1000, -1000]) was off in the 5th digit).
+        const C m = mx[i], lse = std::log(sum);
+        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>((static_cast<C>(x[j]) - m) - lse);
       } else {
         const C inv = C(1) / sum;
         for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(e[j] * inv);
@@ -211,8 +213,8 @@ TF_AI void rows_body(const Rows<T, L>& a, int64_t r0, int64_t r1) {
     const C m = row_max(x, n);
     if constexpr (K == Kind::LogSoftmax) {
       const C sum = row_exp_sum<false, Wide>(x, m, y, n);
-      const C shift = m + std::log(sum);
-      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<C>(x[j]) - shift);
+      const C lse = std::log(sum);  // (x - max) - log(sum), as rows_short
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>((static_cast<C>(x[j]) - m) - lse);
     } else {
       // float and double keep the exponentials in the output; half types recompute them.
       const C sum = row_exp_sum<stored, Wide>(x, m, y, n);

@@ -135,8 +135,10 @@ __global__ void rows_kernel(const T* __restrict__ x, T* __restrict__ y, T* __res
     for (int64_t j = tid; j < C; j += nthreads) s += dexp(tc::load(xr[j]) - m);
     s = group_reduce<Block, false>(s, sh);
     if constexpr (K == Kind::LogSoftmax) {
-      const A shift = m + dlog(s);
-      for (int64_t j = tid; j < C; j += nthreads) yr[j] = tc::store<T>(tc::load(xr[j]) - shift);
+      // (x - max) - log(sum), as the CPU kernel and TF (max + log(sum) rounds for large x).
+      const A lse = dlog(s);
+      for (int64_t j = tid; j < C; j += nthreads)
+        yr[j] = tc::store<T>((tc::load(xr[j]) - m) - lse);
     } else {
       const A inv = A(1) / s;
       for (int64_t j = tid; j < C; j += nthreads) {

@@ -366,6 +366,47 @@ TEST_CASE("gradients: reduce_prod with one and two zeros in a row", "[autograd][
   }
 }
 
+TEST_CASE("gradients: values at special points agree with TF", "[autograd][cuda]") {
+  // Each expected value is TensorFlow 2.21's on the same inputs.
+  auto grad = [](const tf::Tensor& x, const std::function<tf::Tensor(const tf::Tensor&)>& f) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    return tape.gradient(tf::reduce_sum(f(x)), x);
+  };
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    // Sigmoid cross-entropy at a logit of exactly 0: sigmoid(0) - z (it was 1 - z).
+    const tf::Tensor z = tf::constant({0.0f, 1.0f, 0.5f});
+    tf::testing::check_values(
+        grad(tf::zeros({3}),
+             [&](const tf::Tensor& x) { return tf::nn::sigmoid_cross_entropy_with_logits(z, x); }),
+        {0.5, -0.5, 0.0}, 0, 0);
+    // reduce_prod whose float32 product over- or underflows: the product of the others.
+    auto prod = [](const tf::Tensor& x) { return tf::reduce_prod(x); };
+    tf::testing::check_values(grad(tf::constant({1e30f, 1e30f}), prod), {1e30, 1e30}, 1e-6, 0);
+    tf::testing::check_values(grad(tf::constant({1e-30f, 1e-30f}), prod), {1e-30, 1e-30}, 1e-6, 0);
+    tf::testing::check_values(grad(tf::cast(tf::constant({300.0f, 300.0f}), tf::float16), prod),
+                              {300, 300}, 0, 0);
+    // divide's gradient for the denominator, -a / b / b: b * b over- or underflowed.
+    const tf::Tensor a = tf::constant({1e-30f, 1e30f, 0.0f});
+    tf::testing::check_values(
+        grad(tf::constant({1e-30f, 1e30f, 1e-30f}), [&](const tf::Tensor& b) { return a / b; }),
+        {-1e30, -1e-30, 0.0}, 1e-6, 0);
+    // log_softmax of large logits: (x - max) - log(sum), not x - (max + log(sum)).
+    const tf::Tensor big = tf::constant({{1000.0f, 1000.0f, -1000.0f}, {1e4f, 1e4f, 0.0f}});
+    tf::testing::check_values(
+        tf::nn::log_softmax(big),
+        {-0.69314718, -0.69314718, -2000.6931, -0.69314718, -0.69314718, -10000.693}, 1e-7, 1e-7);
+    // fill's gradient for its value: the sum of the output's (TF's).
+    tf::testing::check_values(grad(tf::constant(2.0f),
+                                   [](const tf::Tensor& v) {
+                                     return tf::fill({2, 3}, v);
+                                   }),
+                              {6.0}, 0, 0);
+  }
+}
+
 TEST_CASE("gradients: dropout passes the kept elements' gradient scaled", "[autograd][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);

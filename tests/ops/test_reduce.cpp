@@ -15,6 +15,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 // From core/parallel.h, which test binaries (built without -fopenmp) cannot include: its
@@ -289,6 +290,14 @@ TEST_CASE("reduce_mean truncates for integers and gives NaN over empty float set
     check_values(m, {1});
     check_values(tf::reduce_mean(tf::constant({-1, -2})), {-1});
     check_values(tf::reduce_mean(tf::constant<int64_t>({7, 7, 8})), {7});
+    // The sum does not wrap in the input's type (TF's mean of values a type holds is one it
+    // holds): two INT_MAX, uint8 200 and 101.
+    const auto big = tf::reduce_mean(tf::constant<int32_t>({2147483647, 2147483647}));
+    CHECK(big.dtype() == tf::int32);
+    check_values(big, {2147483647.0});
+    const auto bytes = tf::reduce_mean(tf::cast(tf::constant({200, 101}), tf::uint8));
+    CHECK(bytes.dtype() == tf::uint8);
+    check_values(bytes, {150});
     auto e = tf::reduce_mean(tf::zeros({2, 0}), 1);
     CHECK(e.shape() == tf::TensorShape({2}));
     check_values(e, {NAN, NAN});
