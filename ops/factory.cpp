@@ -241,7 +241,8 @@ Tensor range_inferred(double start, double limit, double delta, bool integers) {
 }  // namespace detail
 
 Tensor linspace(double start, double stop, int64_t num) {
-  TF_CHECK_ARG(num > 0, "linspace", "num must be positive, got {}", num);
+  // num = 0 is an empty tensor, as TF's.
+  TF_CHECK_ARG(num >= 0, "linspace", "num must not be negative, got {}", num);
   std::vector<double> v = staging("linspace", num, float32);
   const double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
   for (int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;

@@ -74,7 +74,16 @@ Tensor reshape(const Tensor& x, const TensorShape& shape) {
   const int64_t known = shape.known_elements();
   TensorShape out = shape;
   if (n >= 0) {
-    if (infer_at >= 0) {
+    if (infer_at >= 0 && known == 0 && n == 0) {
+      // An empty tensor to a shape with a 0 and a -1: TF infers the -1 from the nonzero
+      // dimensions of both ((0, 3) to (0, -1) is (0, 3)).
+      int64_t in_nonzero = 1, out_nonzero = 1;
+      for (int64_t d : x.shape())
+        if (d > 0) in_nonzero *= d;
+      for (int i = 0; i < shape.rank(); ++i)
+        if (i != infer_at && shape[i] > 0) out_nonzero *= shape[i];
+      out[infer_at] = in_nonzero / out_nonzero;
+    } else if (infer_at >= 0) {
       TF_CHECK_ARG(known != 0, "reshape",
                    "cannot reshape a tensor with {} elements to shape {}: the -1 dimension "
                    "cannot be inferred when another dimension is 0",
@@ -102,6 +111,10 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
     p.resize(static_cast<size_t>(x.rank()));
     for (int i = 0; i < x.rank(); ++i) p[i] = x.rank() - 1 - i;
   }
+  // Negative entries count from the end, as TF's (perm [-1, 0, 1] is [2, 0, 1] for rank 3).
+  if (static_cast<int>(p.size()) == x.rank())
+    for (int& a : p)
+      if (a < 0 && a >= -x.rank()) a += x.rank();
   return detail::dispatch(prims::Transpose(std::move(p)), {x});
 }
 

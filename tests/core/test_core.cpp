@@ -266,6 +266,9 @@ TEST_CASE("factories make the documented values and dtypes", "[cpu]") {
   CHECK(tf::range(0, 6e9, 3e9, tf::int32).numpy<int32_t>() ==
         std::vector<int32_t>{0, 2147483647});
   check_values(tf::linspace(0, 1, 5), {0, 0.25, 0.5, 0.75, 1});
+  CHECK(tf::linspace(0, 1, 0).shape() == tf::TensorShape({0}));  // empty, as TF's
+  TF_REQUIRE_THROWS_CONTAINING(tf::linspace(0, 1, -1), tf::InvalidArgumentError,
+                               "[linspace] num must not be negative, got -1");
   auto c = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
   CHECK(c.shape() == tf::TensorShape({2, 2}));
   check_values(c, {1, 2, 3, 4});

@@ -126,8 +126,12 @@ TEST_CASE("reshape is a view with one inferred dimension", "[cpu][cuda][movement
         "[reshape] cannot reshape a tensor with 4 elements to shape (-1, 3)");
     TF_REQUIRE_THROWS_CONTAINING(tf::reshape(x, {-1, -1}), tf::InvalidArgumentError,
                                  "[reshape] only one dimension of shape (-1, -1) may be -1");
-    TF_REQUIRE_THROWS_CONTAINING(tf::reshape(tf::zeros({0, 2}), {-1, 0}), tf::InvalidArgumentError,
-                                 "cannot reshape a tensor with 0 elements to shape (-1, 0)");
+    // An empty tensor to a shape with a 0 and a -1: the -1 comes from the nonzero dimensions of
+    // both, as TF's ((0, 3) to (0, -1) is (0, 3); (0, 2) to (-1, 0) is (2, 0)).
+    CHECK(tf::reshape(tf::zeros({0, 3}), {0, -1}).shape() == tf::TensorShape({0, 3}));
+    CHECK(tf::reshape(tf::zeros({0, 2}), {-1, 0}).shape() == tf::TensorShape({2, 0}));
+    TF_REQUIRE_THROWS_CONTAINING(tf::reshape(tf::zeros({1, 2}), {-1, 0}), tf::InvalidArgumentError,
+                                 "cannot reshape a tensor with 2 elements to shape (-1, 0)");
   }
 }
 
@@ -162,6 +166,9 @@ TEST_CASE("transpose matches a reference for every permutation", "[cpu][cuda][mo
     auto y = tf::transpose(x);
     CHECK(y.shape() == tf::TensorShape({4, 3, 2}));
     check_values(y, ref_transpose(iota_values({2, 3, 4}, tf::float32), {2, 3, 4}, {2, 1, 0}));
+    // Negative entries count from the end, as TF's.
+    check_values(tf::transpose(x, {-1, 0, 1}),
+                 ref_transpose(iota_values({2, 3, 4}, tf::float32), {2, 3, 4}, {2, 0, 1}), 0, 0);
     // A big one goes through the tiled path with several threads.
     auto big = iota({300, 517}, tf::float32);
     check_values(tf::transpose(big),
