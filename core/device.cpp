@@ -180,8 +180,8 @@ void set_logical_device_configuration(const PhysicalDevice& device,
     TF_CHECK_ARG(parse_physical_index(device, "CPU") == 0, "set_logical_device_configuration",
                  "no physical device '{}' (the CPU is /physical_device:CPU:0)", device.name);
     TF_CHECK_T(FailedPreconditionError, !r.frozen_cpu, "set_logical_device_configuration",
-               "virtual devices cannot be modified after being initialized (an op already ran "
-               "on a CPU device)");
+               "virtual devices cannot be modified after being initialized (a CPU device was "
+               "already looked up: a DeviceScope, a strategy or list_logical_devices)");
     r.num_cpu = static_cast<int>(logical.size());
   } else {
     r.init_gpus_locked();
@@ -189,8 +189,8 @@ void set_logical_device_configuration(const PhysicalDevice& device,
     TF_CHECK_ARG(p >= 0 && p < r.num_physical_gpu, "set_logical_device_configuration",
                  "no physical device '{}'", device.name);
     TF_CHECK_T(FailedPreconditionError, !r.frozen_gpu, "set_logical_device_configuration",
-               "virtual devices cannot be modified after being initialized (an op already ran "
-               "on a GPU device)");
+               "virtual devices cannot be modified after being initialized (the GPUs were "
+               "already in use: an op, a DeviceScope, a strategy or list_logical_devices)");
     r.gpu_splits[p] = logical;
     r.rebuild_gpu_map_locked();
   }
@@ -289,7 +289,7 @@ Device resolve_device(Device requested) {
   }
   TF_THROW(InvalidArgumentError, "device",
            "{} does not exist: there are {} logical CPU devices (split the CPU with "
-           "tf::config::set_logical_device_configuration before the first op)",
+           "tf::config::set_logical_device_configuration before any DeviceScope)",
            requested.to_string(), n);
 }
 
