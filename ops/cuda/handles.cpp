@@ -111,6 +111,11 @@ cusolverDnHandle_t cusolver(Device device) {
   });
 }
 
+std::mutex& cusolver_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 std::mutex& cudnn_mutex() {
   static std::mutex mu;
   return mu;

@@ -47,6 +47,9 @@ cublasHandle_t cublas(Device device);
 // own, since pointer mode is handle state and the main handle serves every thread.
 cublasHandle_t cublas_device_scalars(Device device);
 cusolverDnHandle_t cusolver(Device device);
+// cuSOLVER documents its functions as callable from several host threads, not one handle used
+// by two at once: calls on cusolver()'s handles hold this lock (they only queue work).
+std::mutex& cusolver_mutex();
 cudnnHandle_t cudnn(Device device);
 // A cuDNN handle must not be used from two host threads at once: every call on cudnn()'s handles
 // (the convolutions of ops/cuda/nn.cpp and their gradients in ops/cuda/nn_grad.cpp) holds this

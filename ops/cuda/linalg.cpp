@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "core/check.h"
@@ -232,6 +233,7 @@ class LuBatch {
                                 info_.data<int>(), static_cast<int>(batches_));
       return;
     }
+    std::lock_guard lock(cu::cusolver_mutex());
     cusolverDnHandle_t h = cu::cusolver(dev_);
     int lwork = 0;
     LuCalls<T>::getrf_buffer_size(h, n_, lu_, &lwork);
@@ -254,6 +256,7 @@ class LuBatch {
       TF_ASSERT(arg_info == 0);
       return;
     }
+    std::lock_guard lock(cu::cusolver_mutex());
     cusolverDnHandle_t h = cu::cusolver(dev_);
     for (int64_t t = 0; t < batches_; ++t)
       LuCalls<T>::getrs(h, op, n_, k, lu_ + t * mat, ipiv_.data<int>() + t * n_, x + t * xmat,
