@@ -153,7 +153,7 @@ Tensor filled_like(const Tensor& x, double value, DType dtype) {
     return detail::broadcast_like(
         detail::copy_to_device(detail::from_doubles({value}, TensorShape{}, dtype), x.placement()),
         x);
-  return fill(x.shape(), detail::from_doubles({value}, TensorShape{}, dtype));
+  return fill_as("fill", x.shape(), detail::from_doubles({value}, TensorShape{}, dtype));
 }
 }  // namespace
 
