@@ -301,6 +301,15 @@ std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   const bool hit = it != index_.end();
+  if (!hit) {
+    // A graph get_concrete_function pinned is kept even after the cache evicted it.
+    if (auto p = pinned_.find(key); p != pinned_.end()) {
+      recent_.push_back(false);
+      if (recent_.size() > 10) recent_.erase(recent_.begin());
+      insert_locked(key, p->second);
+      return p->second;
+    }
+  }
   recent_.push_back(!hit);
   if (recent_.size() > 10) recent_.erase(recent_.begin());
   if (!hit) return nullptr;
@@ -375,6 +384,7 @@ std::vector<std::vector<bool>> FunctionCore::open_dimensions(const std::string& 
   }
   if (!options_.reduce_retracing) return {};
   std::lock_guard lock(mu_);
+  if (families_.size() >= kMaxFamilies && !families_.count(family)) families_.clear();
   auto [it, first] = families_.try_emplace(family);
   auto& [shapes, varied] = it->second;
   if (first) {
@@ -407,9 +417,9 @@ void FunctionCore::warn_if_retracing_locked() {
   }
 }
 
-void FunctionCore::pin(std::shared_ptr<ConcreteFunction> f) {
+void FunctionCore::pin(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
   std::lock_guard lock(mu_);
-  if (std::find(pinned_.begin(), pinned_.end(), f) == pinned_.end()) pinned_.push_back(std::move(f));
+  pinned_.try_emplace(key, std::move(f));
 }
 
 std::shared_ptr<ConcreteFunction> FunctionCore::pinned_generic(const std::string& key) const {

@@ -126,8 +126,9 @@ class FunctionCore {
   // The graph for this key, or null (counts the call for the retracing warning).
   std::shared_ptr<ConcreteFunction> lookup(const std::string& key);
   void insert(const std::string& key, std::shared_ptr<ConcreteFunction> f);
-  // Keeps a graph handed out by get_concrete_function alive for the Function's lifetime.
-  void pin(std::shared_ptr<ConcreteFunction> f);
+  // Keeps a graph handed out by get_concrete_function (for signature `key`) alive for the
+  // Function's lifetime; lookup() finds it after the cache evicted it.
+  void pin(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // The shape-generic graph get_concrete_function handed out for these specs (`key`), or null.
   std::shared_ptr<ConcreteFunction> pinned_generic(const std::string& key) const;
   // Keeps it for the Function's lifetime; returns the one kept (another thread's, if first).
@@ -189,11 +190,13 @@ class FunctionCore {
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
   int tracing_count_ = 0;
   std::vector<bool> recent_;  // last 10 calls: traced or not
-  std::vector<std::shared_ptr<ConcreteFunction>> pinned_;
+  std::unordered_map<std::string, std::shared_ptr<ConcreteFunction>> pinned_;
   std::unordered_map<std::string, std::shared_ptr<ConcreteFunction>> pinned_generic_;
   int warnings_ = 0;
   std::unordered_map<std::string, std::shared_ptr<GenericTrace>> generic_;
-  // reduce_retracing: the shapes first seen per family and the dimensions seen to vary.
+  // reduce_retracing: the shapes first seen per family and the dimensions seen to vary (at most
+  // kMaxFamilies; then it starts over, so ever-new plain values do not grow it without bound).
+  static constexpr size_t kMaxFamilies = 256;
   std::unordered_map<std::string, std::pair<std::vector<TensorShape>, std::vector<std::vector<bool>>>>
       families_;
   bool logged_not_generic_ = false;
@@ -282,7 +285,8 @@ class Function {
   auto operator()(Args&&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, Args...>>;
     std::vector<Tensor> tensors;
-    const std::shared_ptr<ConcreteFunction> cf = find_or_trace<R>(tensors, std::forward<Args>(args)...);
+    const std::shared_ptr<ConcreteFunction> cf =
+        find_or_trace<R>(tensors, nullptr, std::forward<Args>(args)...);
     const std::vector<Tensor> flat = cf->call_flat(tensors);
     size_t pos = 0, spos = 0;
     return detail::Results<R>::unflatten(flat, pos, cf->output_structure_, spos);
@@ -298,9 +302,10 @@ class Function {
     const bool open = (false || ... || !specs.shape.is_fully_defined());
     if (!open) {
       // Storage-less stand-ins: only their shapes, dtypes and devices matter for tracing.
+      std::string key;
       std::shared_ptr<ConcreteFunction> cf =
-          find_or_trace<R>(tensors, detail::example_for(specs)...);
-      core_->pin(cf);
+          find_or_trace<R>(tensors, &key, detail::example_for(specs)...);
+      core_->pin(key, cf);
       return *cf;
     }
     // None dimensions: one generic trace (None dimensions probed at 2 and 3).
@@ -332,12 +337,13 @@ class Function {
   // from the cache, specialised from a generic trace, or traced now.
   template <class R, class... Args>
   std::shared_ptr<ConcreteFunction> find_or_trace(std::vector<Tensor>& tensors,
-                                                  Args&&... args) const {
+                                                  std::string* key_out, Args&&... args) const {
     detail::SignatureKey key;
     key.bytes.reserve(128);  // one allocation for the usual key
     key.bytes += detail::current_device_key();
     (collect(args, tensors, key), ...);
     core_->check_signature(tensors, key.values);
+    if (key_out) *key_out = key.bytes;
     std::shared_ptr<ConcreteFunction> cf = core_->lookup(key.bytes);
     if (cf) return cf;
     const detail::FunctionCore::TracingScope tracing(*core_, key.bytes);

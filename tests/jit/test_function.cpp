@@ -385,6 +385,22 @@ TEST_CASE("function: the trace cache is bounded", "[jit]") {
   CHECK(f.tracing_count() == 81);
   f(tf::zeros({80}));  // still cached
   CHECK(f.tracing_count() == 81);
+
+  // A graph get_concrete_function handed out stays found after the cache evicted it: asking
+  // again (or calling) neither traces again nor pins another copy (it did, growing memory).
+  auto g = tf::function([](const tf::Tensor& x) { return x * 2.0f; });
+  const tf::ConcreteFunction* pinned = &g.get_concrete_function(tf::TensorSpec({4, 16}));
+  for (int64_t n = 1; n <= 70; ++n) g(tf::zeros({n}));
+  CHECK(g.tracing_count() == 71);
+  CHECK(&g.get_concrete_function(tf::TensorSpec({4, 16})) == pinned);
+  g(tf::zeros({4, 16}));
+  CHECK(g.tracing_count() == 71);
+
+  // reduce_retracing with a new C++ value at every call keeps its per-value records bounded,
+  // and still serves each value right.
+  auto h = tf::function([](const tf::Tensor& x, int k) { return x + static_cast<float>(k); },
+                        {.reduce_retracing = true});
+  for (int k = 0; k < 600; ++k) CHECK(h(tf::zeros({2}), k).numpy<float>()[0] == k);
 }
 
 TEST_CASE("function: random ops draw new numbers at every call", "[jit]") {
