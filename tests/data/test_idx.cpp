@@ -66,6 +66,37 @@ void write_fake_fashion(const TempDir& dir, int64_t n_train, int64_t n_test) {
   tf::data::write_idx(dir.file("t10k-labels-idx1-ubyte.gz"), iota_u8({n_test}, 7));
 }
 
+// One gzip member holding `data` in a stored (uncompressed) deflate block, with its CRC-32 and
+// length trailer.
+std::vector<uint8_t> gzip_stored(const std::vector<uint8_t>& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (uint8_t b : data) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  crc = ~crc;
+  const auto n = static_cast<uint16_t>(data.size());
+  std::vector<uint8_t> gz = {0x1f,
+                             0x8b,
+                             8,
+                             0,
+                             0,
+                             0,
+                             0,
+                             0,
+                             0,
+                             3,
+                             0x01,
+                             static_cast<uint8_t>(n),
+                             static_cast<uint8_t>(n >> 8),
+                             static_cast<uint8_t>(~n),
+                             static_cast<uint8_t>(~n >> 8)};
+  gz.insert(gz.end(), data.begin(), data.end());
+  for (uint32_t v : {crc, static_cast<uint32_t>(data.size())})
+    for (int s = 0; s < 32; s += 8) gz.push_back(static_cast<uint8_t>(v >> s));
+  return gz;
+}
+
 }  // namespace
 
 TEST_CASE("write_idx and read_idx round-trip every IDX dtype", "[cpu][data][idx]") {
@@ -308,4 +339,64 @@ TEST_CASE("read_idx checks the header's claimed size against the file before all
   write_bytes(packed, gz);
   TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(packed), tf::InvalidArgumentError,
                                "[read_idx] " + packed + ": truncated or corrupt");
+}
+
+TEST_CASE("read_idx rejects gzip files cut before their trailer or followed by junk",
+          "[cpu][data][idx]") {
+  TempDir dir;
+  // A (4,) unsigned byte IDX file: header then 1 2 3 4.
+  const std::vector<uint8_t> idx = {0, 0, 0x08, 1, 0, 0, 0, 4, 1, 2, 3, 4};
+  const std::vector<uint8_t> gz = gzip_stored(idx);
+
+  const std::string good = dir.file("good.gz");
+  write_bytes(good, gz);
+  check_values(tf::data::read_idx(good), {1, 2, 3, 4});
+
+  // Concatenated members are one gzip stream (as gzip -d reads them).
+  const std::string two = dir.file("two.gz");
+  std::vector<uint8_t> both = gzip_stored({idx.begin(), idx.begin() + 6});
+  const std::vector<uint8_t> rest = gzip_stored({idx.begin() + 6, idx.end()});
+  both.insert(both.end(), rest.begin(), rest.end());
+  write_bytes(two, both);
+  check_values(tf::data::read_idx(two), {1, 2, 3, 4});
+
+  // The CRC-32 and length cut off, and a data byte changed: zlib's gzread returned the bytes.
+  const std::string cut = dir.file("cut.gz");
+  std::vector<uint8_t> cut_bytes(gz.begin(), gz.end() - 8);
+  cut_bytes[cut_bytes.size() - 1] = 99;
+  write_bytes(cut, cut_bytes);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(cut), tf::InvalidArgumentError,
+                               cut + ": truncated: the gzip stream ends before its end marker");
+  // Only part of the trailer cut: still truncated.
+  const std::string part = dir.file("part.gz");
+  write_bytes(part, {gz.begin(), gz.end() - 3});
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(part), tf::InvalidArgumentError,
+                               part + ": truncated");
+  // A changed data byte with the trailer intact: the CRC does not match.
+  const std::string crc = dir.file("crc.gz");
+  std::vector<uint8_t> crc_bytes = gz;
+  crc_bytes[crc_bytes.size() - 9] = 99;
+  write_bytes(crc, crc_bytes);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(crc), tf::InvalidArgumentError,
+                               crc + ": corrupt gzip data: incorrect data check");
+
+  // Junk (or zero padding) after the last member.
+  for (const std::vector<uint8_t>& junk :
+       {std::vector<uint8_t>{'j', 'u', 'n', 'k'}, std::vector<uint8_t>{0}}) {
+    const std::string trailing = dir.file("trailing.gz");
+    std::vector<uint8_t> bytes = gz;
+    bytes.insert(bytes.end(), junk.begin(), junk.end());
+    write_bytes(trailing, bytes);
+    TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(trailing), tf::InvalidArgumentError,
+                                 trailing + ": trailing data after the end of the gzip stream");
+  }
+  // A file write_idx compressed, with junk appended.
+  const std::string written = dir.file("written.gz");
+  tf::data::write_idx(written, iota_u8({64, 64}, 256));
+  {
+    std::ofstream f(written, std::ios::binary | std::ios::app);
+    f << "garbage";
+  }
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(written), tf::InvalidArgumentError,
+                               "trailing data after the end of the gzip stream");
 }
