@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <vector>
 
 #include "core/check.h"
+#include "core/file.h"
 
 namespace tapeflow::data {
 namespace {
@@ -22,18 +22,35 @@ constexpr const char* kWrite = "write_idx";
 // A header claiming more than this is corrupt rather than a dataset we would load in memory.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 36;
 
-struct GzCloser {
-  void operator()(gzFile_s* f) const {
-    if (f) gzclose(f);
+// `data` as one gzip member (zlib's default level, as gzopen's "wb").
+std::vector<uint8_t> gzip_bytes(const std::vector<uint8_t>& data, const std::string& path) {
+  z_stream zs{};
+  // 16 + MAX_WBITS: a gzip wrapper with its CRC-32 and length.
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
+    TF_THROW(ResourceExhaustedError, kWrite, "{}: cannot start zlib's deflate", path);
+  std::vector<uint8_t> out;
+  size_t done = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    const size_t in_chunk = std::min<size_t>(data.size() - done, 1u << 30);
+    zs.next_in = const_cast<uint8_t*>(data.data() + done);
+    zs.avail_in = static_cast<unsigned>(in_chunk);
+    const size_t old = out.size();
+    out.resize(old + deflateBound(&zs, zs.avail_in) + 64);
+    zs.next_out = out.data() + old;
+    zs.avail_out = static_cast<unsigned>(out.size() - old);
+    const bool last = done + in_chunk == data.size();
+    rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+    done += in_chunk - zs.avail_in;
+    out.resize(out.size() - zs.avail_out);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      deflateEnd(&zs);
+      TF_THROW(InternalError, kWrite, "{}: compression failed (zlib error {})", path, rc);
+    }
   }
-};
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
-std::string gz_message(gzFile f) {
-  int code = 0;
-  const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO) return std::strerror(errno);
-  return msg ? msg : "unknown zlib error";
+  deflateEnd(&zs);
+  return out;
 }
 
 // The bytes of an IDX file, plain or gzip-compressed (detected from the gzip magic). gzip data
@@ -307,21 +324,12 @@ void write_idx(const std::string& path, const Tensor& tensor, bool compress) {
   byteswap_in_place(bytes.data() + header, static_cast<size_t>(tensor.num_elements()),
                     dtype_size(tensor.dtype()));
 
-  errno = 0;
-  GzFile f(gzopen(path.c_str(), compress ? "wb" : "wbT"));
-  if (!f)
-    TF_THROW(NotFoundError, kWrite, "{}: cannot create: {}", path,
-             errno ? std::strerror(errno) : "out of memory");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(bytes.size() - done, 1u << 30));
-    const int put = gzwrite(f.get(), bytes.data() + done, chunk);
-    if (put <= 0)
-      TF_THROW(InternalError, kWrite, "{}: write failed: {}", path, gz_message(f.get()));
-    done += static_cast<size_t>(put);
-  }
-  const int rc = gzclose(f.release());
-  if (rc != Z_OK) TF_THROW(InternalError, kWrite, "{}: closing failed (zlib error {})", path, rc);
+  // Compressed in memory, then written atomically (temporary file, fsync, rename): a failed
+  // or interrupted write leaves the previous file as it was (gzopen "wb" truncated it first).
+  std::vector<uint8_t> packed;
+  if (compress) packed = gzip_bytes(bytes, path);
+  const std::vector<uint8_t>& out = compress ? packed : bytes;
+  tapeflow::detail::write_file_atomically(kWrite, path, {{out.data(), out.size()}});
 }
 
 }  // namespace tapeflow::data

@@ -15,6 +15,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/context.h"
+#include "core/file.h"
 
 namespace tapeflow::keras::safetensors {
 
@@ -36,19 +37,6 @@ constexpr int kMaxJsonDepth = 8;
   TF_THROW(InternalError, kOp, "{} '{}': {}", what, path, std::strerror(e));
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw_io("cannot write", path);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 // Reads exactly n bytes at offset; false when the file ends first.
 bool pread_all(int fd, void* data, size_t n, uint64_t offset) {
   char* p = static_cast<char*>(data);
@@ -66,48 +54,13 @@ bool pread_all(int fd, void* data, size_t n, uint64_t offset) {
   return true;
 }
 
-void fsync_directory_of(const std::string& path) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw_io("cannot open the directory", dir.string());
-  // Some file systems refuse fsync on directories (EINVAL): the rename is then as durable as
-  // they make it.
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    ::close(fd);
-    throw_io("cannot fsync the directory", dir.string());
-  }
-  ::close(fd);
-}
-
 }  // namespace
 
 namespace detail {
 
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot create", tmp);
-  try {
-    for (const auto& [data, n] : chunks) write_all(fd, data, n, tmp);
-    if (::fsync(fd) != 0) throw_io("cannot fsync", tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw_io("cannot close", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    errno = e;
-    throw_io("cannot rename the temporary file over", path);
-  }
-  fsync_directory_of(path);
+  tapeflow::detail::write_file_atomically(kOp, path, chunks);
 }
 
 }  // namespace detail

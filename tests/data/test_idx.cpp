@@ -1,6 +1,9 @@
 // IDX reading and writing on small files in a temporary folder (good, corrupt, truncated and
 // missing files), fashion_mnist::load_data on fake files, and on the real Fashion-MNIST when the
 // Debian package's files are installed.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -91,7 +94,7 @@ std::vector<uint8_t> gzip_stored(const std::vector<uint8_t>& data) {
                              static_cast<uint8_t>(n >> 8),
                              static_cast<uint8_t>(~n),
                              static_cast<uint8_t>(~n >> 8)};
-  gz.insert(gz.end(), data.begin(), data.end());
+  for (uint8_t b : data) gz.push_back(b);
   for (uint32_t v : {crc, static_cast<uint32_t>(data.size())})
     for (int s = 0; s < 32; s += 8) gz.push_back(static_cast<uint8_t>(v >> s));
   return gz;
@@ -399,4 +402,50 @@ TEST_CASE("read_idx rejects gzip files cut before their trailer or followed by j
   }
   TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(written), tf::InvalidArgumentError,
                                "trailing data after the end of the gzip stream");
+}
+
+TEST_CASE("write_idx that fails part-way leaves the previous file intact", "[cpu][data][idx]") {
+  TempDir dir;
+  const std::string plain = dir.file("plain-idx1-ubyte");
+  const std::string packed = dir.file("packed-idx1-ubyte.gz");
+  tf::data::write_idx(plain, iota_u8({10}, 7), false);
+  tf::data::write_idx(packed, iota_u8({10}, 5), true);
+  // 1 MiB of bytes that do not compress: both writes need far more than the 64 KiB allowed.
+  std::vector<uint8_t> noise(1 << 20);
+  uint32_t state = 12345;
+  for (auto& b : noise) {
+    state = state * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(state >> 24);
+  }
+  const tf::Tensor big = tf::convert_to_tensor(noise, {int64_t{1} << 20});
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // A file size limit makes write(2) fail with EFBIG (SIGXFSZ ignored), as a full disk would.
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 << 10, 64 << 10};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int failed = 0;
+    for (const auto& [path, compress] : {std::pair{plain, false}, std::pair{packed, true}}) {
+      try {
+        tf::data::write_idx(path, big, compress);
+      } catch (const tf::InternalError& e) {
+        if (std::string(e.what()).find("[write_idx]") != std::string::npos) ++failed;
+      } catch (...) {
+      }
+    }
+    ::_exit(failed == 2 ? 0 : 1);
+  }
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  REQUIRE(WIFEXITED(wstatus));
+  CHECK(WEXITSTATUS(wstatus) == 0);
+  // gzopen("wb") used to truncate the target first: a torn file was left in its place.
+  check_values(tf::data::read_idx(plain), {0, 1, 2, 3, 4, 5, 6, 0, 1, 2});
+  check_values(tf::data::read_idx(packed), {0, 1, 2, 3, 4, 0, 1, 2, 3, 4});
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  // And a successful write replaces the file.
+  tf::data::write_idx(packed, big, true);
+  CHECK(tf::data::read_idx(packed).shape() == tf::TensorShape({int64_t{1} << 20}));
 }
