@@ -265,6 +265,17 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   if (!status.missing.empty())
     TF_LOG_WARN("Checkpoint: '{}' has no value for {} variable(s): {}", path,
                 status.missing.size(), fmt::join(status.missing, ", "));
+  // Only optimizer slots wait for their variables: the values of a layer or model that is not
+  // built yet (no variables) are not restored later, so say so rather than train from scratch.
+  if (!status.unused.empty()) {
+    const size_t shown = std::min<size_t>(status.unused.size(), 10);
+    TF_LOG_WARN(
+        "Checkpoint: {} value(s) of '{}' were not restored, no variable takes them: {}{} "
+        "(a model that is not built yet has no variables: build it before restoring)",
+        status.unused.size(), path,
+        fmt::join(status.unused.begin(), status.unused.begin() + shown, ", "),
+        shown < status.unused.size() ? ", ..." : "");
+  }
   return status;
 }
 

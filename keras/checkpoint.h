@@ -76,6 +76,9 @@ class Checkpoint {
   // save_counter += 1, then writes "<file_prefix>-<save_counter>"; returns that prefix.
   std::string save(const std::string& file_prefix);
   // Restores every variable present in the file (and save_counter); see CheckpointLoadStatus.
+  // Only optimizer slots wait for variables that do not exist yet: the values of a model that
+  // is not built (no variables) are not restored later; they are listed in `unused` and logged
+  // as a warning, so build the model before restoring.
   CheckpointLoadStatus restore(const std::string& save_path);
   CheckpointLoadStatus read(const std::string& save_path) { return restore(save_path); }
 

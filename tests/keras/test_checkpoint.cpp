@@ -568,3 +568,24 @@ TEST_CASE("checkpoint: filesystem failures are tf errors, unreadable index entri
   CHECK(manager.checkpoints().empty());
   CHECK(manager.latest_checkpoint().empty());
 }
+
+TEST_CASE("checkpoint: restoring into a model that is not built warns naming the values",
+          "[keras][cpu]") {
+  namespace K = tf::keras;
+  TempDir dir;
+  auto a = K::Sequential({K::layers::Dense(2)});
+  (void)a(tf::zeros({1, 3}), false);
+  tf::train::Checkpoint saved({{"model", a}});
+  const std::string path = saved.save(dir / "ckpt");
+
+  auto b = K::Sequential({K::layers::Dense(2)});
+  tf::train::Checkpoint restored({{"model", b}});
+  tf::train::CheckpointLoadStatus status;
+  const std::string log = tf::testing::capture_stderr([&] { status = restored.restore(path); });
+  CHECK(status.unused.size() == 2);
+  CHECK(log.find("2 value(s) of '" + path + ".safetensors' were not restored") !=
+        std::string::npos);
+  CHECK(log.find("model/") != std::string::npos);
+  CHECK(log.find("build it before restoring") != std::string::npos);
+  TF_REQUIRE_THROWS_CONTAINING(status.assert_consumed(), tf::FailedPreconditionError, "model/");
+}
