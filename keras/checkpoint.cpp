@@ -231,34 +231,44 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
     status.missing.push_back(name);
   // Tensors of an optimizer's key that match no existing variable are slots not created yet:
   // "<optimizer>/<path of a variable>/<slot>" waits for that variable's slots; other names (older
-  // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name.
+  // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name. A slot that can
+  // never be created (the optimizer keeps no such slot, or it names a path of this checkpoint's
+  // objects that has no variable) stays unused, so assert_consumed() fails as TF's does.
   std::map<std::string, Variable> by_path;
   for (auto& [path, v] : slot_owner_paths(impl_->objects)) by_path.emplace(path, v);
+  std::set<std::string> object_keys;
+  for (const auto& [key, ref] : impl_->objects)
+    if (!as_optimizer(ref.get())) object_keys.insert(key);
   for (const auto& [key, ref] : impl_->objects) {
     const auto* opt = as_optimizer(ref.get());
     if (!opt) continue;
     keras::optimizers::Optimizer handle = *opt;
     const auto slot_names = opt->slot_names();
     std::vector<std::pair<std::string, Tensor>> pending;
+    std::vector<std::string> pending_names;
     const std::string prefix = key + "/";
     for (const auto& info : reader.tensors()) {
       if (used.count(info.name) || info.name.rfind(prefix, 0) != 0) continue;
       const std::string rest = info.name.substr(prefix.size());
-      used.insert(info.name);
-      bool matched = false;
       for (const std::string& slot : slot_names) {
         const std::string tail = "/" + slot;
         if (rest.size() <= tail.size() || rest.compare(rest.size() - tail.size(), tail.size(), tail))
           continue;
-        auto it = by_path.find(rest.substr(0, rest.size() - tail.size()));
-        if (it == by_path.end()) continue;
-        handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
-        matched = true;
+        const std::string owner = rest.substr(0, rest.size() - tail.size());
+        if (auto it = by_path.find(owner); it != by_path.end()) {
+          handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
+          used.insert(info.name);
+        } else if (!object_keys.count(owner.substr(0, owner.find('/')))) {
+          pending.emplace_back(rest, reader.read(info.name));
+          pending_names.push_back(info.name);
+        }
         break;
       }
-      if (!matched) pending.emplace_back(rest, reader.read(info.name));
     }
-    if (!pending.empty()) handle.restore_deferred(pending);
+    if (!pending.empty()) {
+      handle.restore_deferred(pending);
+      used.insert(pending_names.begin(), pending_names.end());
+    }
   }
   for (const auto& info : reader.tensors())
     if (!used.count(info.name)) status.unused.push_back(info.name);

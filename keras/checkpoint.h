@@ -60,7 +60,10 @@ class TrackableRef {
 struct CheckpointLoadStatus {
   std::string path;
   std::vector<std::string> missing;  // variables of the objects absent from the file
-  std::vector<std::string> unused;   // tensors of the file that nothing took (or deferred)
+  // Tensors of the file that nothing took. Optimizer slots deferred until the optimizer creates
+  // them count as taken; slots it can never create (an optimizer without such slots, slots of a
+  // variable the checkpoint's objects do not have) are unused.
+  std::vector<std::string> unused;
   // FailedPreconditionError unless every variable was restored and every tensor used.
   const CheckpointLoadStatus& assert_consumed() const;
   // FailedPreconditionError unless every existing variable was restored.

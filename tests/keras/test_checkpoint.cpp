@@ -589,3 +589,45 @@ TEST_CASE("checkpoint: restoring into a model that is not built warns naming the
   CHECK(log.find("build it before restoring") != std::string::npos);
   TF_REQUIRE_THROWS_CONTAINING(status.assert_consumed(), tf::FailedPreconditionError, "model/");
 }
+
+TEST_CASE("checkpoint: optimizer slots that nothing can take are unused", "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  opt::Adam adam(0.05);
+  adam.apply_gradients({model.kernel.value(), model.bias.value()}, model.vars());
+  tf::train::Checkpoint saved({{"model", model}, {"optimizer", adam}});
+  const std::string path = saved.save(dir / "ckpt");
+
+  // An optimizer without Adam's slots: m and v can never be restored.
+  TinyModel a;
+  opt::SGD sgd(0.1);
+  tf::train::Checkpoint into_sgd({{"model", a}, {"optimizer", sgd}});
+  auto status = into_sgd.restore(path);
+  status.assert_existing_objects_matched();
+  // (In the file's order: by data offset.)
+  CHECK(status.unused == std::vector<std::string>{
+                             "optimizer/model/dense/bias/m", "optimizer/model/dense/bias/v",
+                             "optimizer/model/dense/kernel/m", "optimizer/model/dense/kernel/v"});
+  TF_REQUIRE_THROWS_CONTAINING(status.assert_consumed(), tf::FailedPreconditionError,
+                               "optimizer/model/dense/kernel/m");
+
+  // The slots of a variable this checkpoint's model does not have.
+  struct KernelOnly final : tf::keras::Trackable {
+    tf::Variable kernel{tf::constant({{0.0f, 0.0f}, {0.0f, 0.0f}}), "dense/kernel"};
+    std::vector<std::pair<std::string, tf::Variable>> tracked_variables() const override {
+      return {{"dense/kernel", kernel}};
+    }
+  };
+  KernelOnly b;
+  opt::Adam adam_b(0.05);
+  tf::train::Checkpoint partial({{"model", b}, {"optimizer", adam_b}});
+  auto s2 = partial.restore(path);
+  CHECK(s2.unused == std::vector<std::string>{"model/dense/bias", "optimizer/model/dense/bias/m",
+                                              "optimizer/model/dense/bias/v"});
+  TF_REQUIRE_THROWS_CONTAINING(s2.assert_consumed(), tf::FailedPreconditionError,
+                               "optimizer/model/dense/bias/m");
+  // The kernel's slots wait for adam_b's first step, legitimately.
+  adam_b.build({b.kernel});
+  tf::testing::check_close(adam_b.slots()[0].second[0].value(), adam.slots()[0].second[0].value(),
+                           0, 0);
+}
