@@ -631,3 +631,32 @@ TEST_CASE("checkpoint: optimizer slots that nothing can take are unused", "[kera
   tf::testing::check_close(adam_b.slots()[0].second[0].value(), adam.slots()[0].second[0].value(),
                            0, 0);
 }
+
+TEST_CASE("checkpoint: a wrong-shaped deferred slot fails every step and changes nothing",
+          "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  opt::Adam adam(0.05);
+  adam.apply_gradients({model.kernel.value(), model.bias.value()}, model.vars());
+  tf::train::Checkpoint saved({{"model", model}, {"optimizer", adam}});
+  const std::string path = saved.save(dir / "ckpt");
+  auto tensors = st::load_file(path + ".safetensors");
+  for (auto& [n, t] : tensors)
+    if (n == "optimizer/model/dense/kernel/m") t = tf::zeros({3});
+  st::save_file(path + ".safetensors", tensors);
+
+  TinyModel fresh;
+  opt::Adam fresh_adam(0.05);
+  tf::train::Checkpoint restored({{"model", fresh}, {"optimizer", fresh_adam}});
+  restored.restore(path);
+  const std::vector<tf::Tensor> grads = {fresh.kernel.value(), fresh.bias.value()};
+  // The retry used to succeed with m at zeros and the slots renamed "dense/kernel_1/m".
+  for (int attempt = 0; attempt < 2; ++attempt)
+    TF_REQUIRE_THROWS_CONTAINING(fresh_adam.apply_gradients(grads, fresh.vars()),
+                                 tf::InvalidArgumentError,
+                                 "slot 'dense/kernel/m' has shape (3,) and dtype float32");
+  CHECK(fresh_adam.slots().empty());
+  CHECK(fresh_adam.iterations().value().item<int64_t>() == 1);
+  for (const auto& [name, v] : fresh_adam.tracked_variables())
+    CHECK(name.find("_1") == std::string::npos);
+}
