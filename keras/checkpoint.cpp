@@ -78,7 +78,12 @@ std::vector<std::string> read_index(const std::string& directory) {
 
 void write_index(const std::string& directory, const std::vector<std::string>& paths) {
   std::ostringstream out;
-  auto rel = [&](const std::string& p) { return fs::path(p).filename().string(); };
+  // Relative to the directory, as TF's relpath: "sub/ckpt-3" for a checkpoint_name with a folder
+  // (the file name alone named a file that read_index then looked for in the directory itself).
+  auto rel = [&](const std::string& p) {
+    const fs::path r = fs::path(p).lexically_relative(directory);
+    return r.empty() ? p : r.string();
+  };
   out << "model_checkpoint_path: " << quoted(paths.empty() ? "" : rel(paths.back())) << "\n";
   for (const auto& p : paths) out << "all_model_checkpoint_paths: " << quoted(rel(p)) << "\n";
   const std::string text = out.str();
@@ -313,6 +318,10 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
              "cannot create the directory '{}': {}", impl_->directory,
              (ec ? ec : dir_ec).message());
   remove_stale_temporaries(impl_->directory);
+  // A checkpoint_name with a folder ("sub/ckpt") writes its files there.
+  const fs::path name_dir = fs::path(impl_->name).parent_path();
+  if (!name_dir.empty() && fs::is_directory(fs::path(impl_->directory) / name_dir, dir_ec))
+    remove_stale_temporaries((fs::path(impl_->directory) / name_dir).string());
   for (const auto& p : read_index(impl_->directory))
     if (file_present(file_of(p))) impl_->kept.push_back(p);
 }

@@ -99,7 +99,8 @@ class CheckpointManager {
  public:
   // Creates `directory` if needed and reads its index, so numbering and max_to_keep continue
   // across processes. Temporary files left by killed writers (dead pids) are removed.
-  // max_to_keep: nullopt keeps every checkpoint.
+  // max_to_keep: nullopt keeps every checkpoint. A checkpoint_name with a folder ("sub/ckpt")
+  // writes "<directory>/sub/ckpt-<n>"; the index records paths relative to the directory.
   CheckpointManager(Checkpoint checkpoint, std::string directory,
                     std::optional<int> max_to_keep = 5, std::string checkpoint_name = "ckpt");
 

@@ -660,3 +660,33 @@ TEST_CASE("checkpoint: a wrong-shaped deferred slot fails every step and changes
   for (const auto& [name, v] : fresh_adam.tracked_variables())
     CHECK(name.find("_1") == std::string::npos);
 }
+
+TEST_CASE(
+    "checkpoint: a CheckpointManager name with a folder is recorded relative to the directory",
+    "[keras][cpu]") {
+  TempDir dir;
+  tf::Variable v(tf::constant(1.0f), "v");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  {
+    tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2, "sub/ckpt");
+    for (int i = 0; i < 3; ++i) manager.save();
+    CHECK(manager.latest_checkpoint() == dir / "sub/ckpt-3");
+  }
+  // The index used to record only "ckpt-3", which names no file of the directory.
+  const std::string index = read_bytes(dir / "checkpoint");
+  CHECK(index.find("model_checkpoint_path: \"sub/ckpt-3\"") != std::string::npos);
+  CHECK(index.find("all_model_checkpoint_paths: \"sub/ckpt-2\"") != std::string::npos);
+  CHECK(tf::train::latest_checkpoint(dir.path.string()) == dir / "sub/ckpt-3");
+
+  // A new manager finds them, restores the latest and keeps deleting beyond max_to_keep.
+  tf::train::CheckpointManager again(ckpt, dir.path.string(), 2, "sub/ckpt");
+  CHECK(again.checkpoints() == std::vector<std::string>{dir / "sub/ckpt-2", dir / "sub/ckpt-3"});
+  CHECK(again.restore_or_initialize() == dir / "sub/ckpt-3");
+  again.save();
+  again.save();
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir.path / "sub"))
+    files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"ckpt-4.safetensors", "ckpt-5.safetensors"});
+}
