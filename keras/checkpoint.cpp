@@ -56,8 +56,17 @@ bool file_present(const std::string& path) {
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // TF's index layout: model_checkpoint_path: "ckpt-3" then all_model_checkpoint_paths lines.
-std::vector<std::string> read_index(const std::string& directory) {
-  std::ifstream in(fs::path(directory) / kIndex);
+std::vector<std::string> read_index(const std::string& directory, const char* op) {
+  const fs::path index = fs::path(directory) / kIndex;
+  // Checked first: opening a named pipe would wait for a writer.
+  std::error_code ec;
+  const auto status = fs::status(index, ec);
+  if (!fs::exists(status)) return {};
+  TF_CHECK_ARG(fs::is_regular_file(status), op,
+               "the checkpoint index '{}' is not a regular file (a directory, named pipe, device "
+               "or socket)",
+               index.string());
+  std::ifstream in(index);
   std::vector<std::string> all;
   std::string latest, line;
   while (std::getline(in, line)) {
@@ -322,7 +331,7 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
   const fs::path name_dir = fs::path(impl_->name).parent_path();
   if (!name_dir.empty() && fs::is_directory(fs::path(impl_->directory) / name_dir, dir_ec))
     remove_stale_temporaries((fs::path(impl_->directory) / name_dir).string());
-  for (const auto& p : read_index(impl_->directory))
+  for (const auto& p : read_index(impl_->directory, "CheckpointManager"))
     if (file_present(file_of(p))) impl_->kept.push_back(p);
 }
 
@@ -364,7 +373,7 @@ std::string CheckpointManager::restore_or_initialize() {
 }
 
 std::string latest_checkpoint(const std::string& directory) {
-  auto all = read_index(directory);
+  auto all = read_index(directory, "latest_checkpoint");
   for (auto it = all.rbegin(); it != all.rend(); ++it)
     if (file_present(file_of(*it))) return *it;
   return {};

@@ -157,11 +157,16 @@ void save_file(const std::string& path, const std::vector<std::pair<std::string,
 // ---- reading ----
 
 Reader::Reader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a named pipe would wait for a writer; it is refused below instead.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw_io("cannot open", path_);
   try {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_io("cannot stat", path_);
+    TF_CHECK_ARG(S_ISREG(st.st_mode), kOp, "'{}' is not a regular file ({})", path_,
+                 S_ISDIR(st.st_mode)    ? "a directory"
+                 : S_ISFIFO(st.st_mode) ? "a named pipe"
+                                        : "a device or socket");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     TF_CHECK_ARG(size >= 8, kOp, "'{}' is {} bytes long, too short for the 8-byte header length",
                  path_, size);

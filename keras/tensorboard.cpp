@@ -213,9 +213,23 @@ struct Reader {
 }  // namespace
 
 std::vector<ScalarEvent> read_scalar_events(const std::string& path) {
+  // Checked first: opening a named pipe waits for a writer, and reading a directory throws
+  // std::ios_base::failure.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  TF_CHECK_T(NotFoundError, std::filesystem::exists(status), "TensorBoard", "cannot open {}: {}",
+             path, ec ? ec.message() : "no such file");
+  TF_CHECK_ARG(std::filesystem::is_regular_file(status), "TensorBoard",
+               "{} is not a regular file (a directory, named pipe, device or socket)", path);
   std::ifstream in(path, std::ios::binary);
   TF_CHECK_T(NotFoundError, in.good(), "TensorBoard", "cannot open {}", path);
-  const std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string buf;
+  try {
+    buf.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {
+    TF_THROW(InternalError, "TensorBoard", "reading {} failed: {}", path, e.what());
+  }
+  TF_CHECK_T(InternalError, !in.bad(), "TensorBoard", "reading {} failed", path);
   std::vector<ScalarEvent> out;
   size_t pos = 0;
   while (pos < buf.size()) {

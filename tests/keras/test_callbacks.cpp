@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -456,5 +457,19 @@ TEST_CASE("TensorBoard: a failing flush is an error and the destructor logs a fa
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("TensorBoard: closing") != std::string::npos);
   CHECK(text.find("events.out.tfevents.") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("TensorBoard: read_scalar_events refuses a named pipe or a directory", "[cpu][keras]") {
+  const auto dir = temp_dir("tensorboard_fifo");
+  const std::string fifo = (dir / "events.out.tfevents.pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // A named pipe used to hang, a directory to throw std::ios_base::failure.
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(fifo),
+                               tf::InvalidArgumentError, fifo + " is not a regular file");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(dir.string()),
+                               tf::InvalidArgumentError, dir.string() + " is not a regular file");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events((dir / "absent").string()),
+                               tf::NotFoundError, "absent");
   std::filesystem::remove_all(dir);
 }

@@ -2,6 +2,7 @@
 // optimizer state (deferred slot restoration), CheckpointManager (max_to_keep, index, restart),
 // mirrored variables, and a child process SIGKILLed mid-save leaving the previous checkpoint.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -689,4 +690,30 @@ TEST_CASE(
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   CHECK(files == std::vector<std::string>{"ckpt-4.safetensors", "ckpt-5.safetensors"});
+}
+
+TEST_CASE("checkpoint: a named pipe or a directory in place of a file is an error and not a hang",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string fifo = dir / "pipe.safetensors";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // Opening the pipe used to wait forever for a writer.
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{fifo}, tf::InvalidArgumentError,
+                               "'" + fifo + "' is not a regular file (a named pipe)");
+  tf::Variable v(tf::zeros({2}), "v");
+  TF_REQUIRE_THROWS_CONTAINING(st::load_variables(fifo, {{"v", v}}), tf::InvalidArgumentError,
+                               "a named pipe");
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{dir.path.string()}, tf::InvalidArgumentError,
+                               "is not a regular file (a directory)");
+
+  // The manager's index file as a named pipe.
+  const std::string run = dir / "run";
+  fs::create_directories(run);
+  REQUIRE(::mkfifo((run + "/checkpoint").c_str(), 0644) == 0);
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::train::latest_checkpoint(run), tf::InvalidArgumentError,
+      "[latest_checkpoint] the checkpoint index '" + run + "/checkpoint' is not a regular file");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt, run), tf::InvalidArgumentError,
+                               "[CheckpointManager] the checkpoint index");
 }
