@@ -293,11 +293,13 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   // built yet (no variables) are not restored later, so say so rather than train from scratch.
   if (!status.unused.empty()) {
     const size_t shown = std::min<size_t>(status.unused.size(), 10);
+    std::vector<std::string> names;  // from the file: escaped and cut
+    for (size_t i = 0; i < shown; ++i)
+      names.push_back(keras::safetensors::detail::printable(status.unused[i]));
     TF_LOG_WARN(
         "Checkpoint: {} value(s) of '{}' were not restored, no variable takes them: {}{} "
         "(a model that is not built yet has no variables: build it before restoring)",
-        status.unused.size(), path,
-        fmt::join(status.unused.begin(), status.unused.begin() + shown, ", "),
+        status.unused.size(), path, fmt::join(names, ", "),
         shown < status.unused.size() ? ", ..." : "");
   }
   return status;

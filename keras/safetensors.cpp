@@ -58,6 +58,21 @@ bool pread_all(int fd, void* data, size_t n, uint64_t offset) {
 
 namespace detail {
 
+std::string printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (shown == max_chars) return out + "...";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+    ++shown;
+  }
+  return out;
+}
+
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks) {
   tapeflow::detail::write_file_atomically(kOp, path, chunks);
@@ -87,7 +102,7 @@ DType dtype_from_code(std::string_view code, std::string_view context) {
     if (c == code) return d;
   TF_THROW(InvalidArgumentError, kOp,
            "{}: unsupported dtype '{}' (tapeflow reads F16, BF16, F32, F64, I32, I64, U8, BOOL)",
-           context, code);
+           context, detail::printable(code));
 }
 
 void save_file(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -196,9 +211,15 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
                        path_, kMaxJsonDepth);
             return true;
           });
+    } catch (const nlohmann::json::parse_error& e) {
+      // Only the position: nlohmann's message quotes the text it last read, which can be the
+      // whole header (up to 100 MB of the file's bytes).
+      TF_THROW(InvalidArgumentError, kOp,
+               "'{}': the header is not valid JSON (parse error at byte {} of the {}-byte header)",
+               path_, e.byte, n);
     } catch (const nlohmann::json::exception& e) {
-      TF_THROW(InvalidArgumentError, kOp, "'{}': the header is not valid JSON: {}", path_,
-               e.what());
+      TF_THROW(InvalidArgumentError, kOp, "'{}': the header is not valid JSON (json error {})",
+               path_, e.id);
     }
     TF_CHECK_ARG(header.is_object(), kOp, "'{}': the header is not a JSON object", path_);
     for (auto it = header.begin(); it != header.end(); ++it) {
@@ -208,12 +229,13 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
         TF_CHECK_ARG(v.is_object(), kOp, "'{}': __metadata__ is not an object", path_);
         for (auto m = v.begin(); m != v.end(); ++m) {
           TF_CHECK_ARG(m.value().is_string(), kOp, "'{}': __metadata__ entry '{}' is not a string",
-                       path_, m.key());
+                       path_, detail::printable(m.key()));
           metadata_[m.key()] = m.value().get<std::string>();
         }
         continue;
       }
-      const std::string where = fmt::format("'{}': tensor '{}'", path_, name);
+      // Names from the file are echoed shortened and escaped.
+      const std::string where = fmt::format("'{}': tensor '{}'", path_, detail::printable(name));
       TF_CHECK_ARG(v.is_object() && v.contains("dtype") && v.contains("shape") &&
                        v.contains("data_offsets"),
                    kOp, "{}: the entry needs dtype, shape and data_offsets", where);
@@ -261,7 +283,7 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
       TF_CHECK_ARG(info.begin == expect, kOp,
                    "'{}': tensor '{}' starts at byte {} of the data, expected {} (overlapping or "
                    "missing data)",
-                   path_, info.name, info.begin, expect);
+                   path_, detail::printable(info.name), info.begin, expect);
       expect = info.end;
     }
     TF_CHECK_ARG(expect == data_size, kOp,
@@ -340,8 +362,8 @@ std::vector<std::pair<std::string, Variable>> assign_present(
     TF_CHECK_ARG(info->shape == v.shape() && info->dtype == v.dtype(), kOp,
                  "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has shape {} and "
                  "dtype {}",
-                 reader.path(), name, info->shape.to_string(), dtype_name(info->dtype), v.name(),
-                 v.shape().to_string(), dtype_name(v.dtype()));
+                 reader.path(), detail::printable(name), info->shape.to_string(),
+                 dtype_name(info->dtype), v.name(), v.shape().to_string(), dtype_name(v.dtype()));
     present.emplace_back(info, v);
   }
   // Read everything before assigning anything: a read error leaves every variable unchanged.
@@ -361,7 +383,13 @@ std::vector<std::string> load_variables(
     if (!reader.find(name)) missing.push_back("'" + name + "'");
   if (!missing.empty()) {
     std::vector<std::string> have;
-    for (const auto& info : reader.tensors()) have.push_back(info.name);
+    for (const auto& info : reader.tensors()) {
+      if (have.size() == 20) {
+        have.push_back(fmt::format("... ({} in all)", reader.tensors().size()));
+        break;
+      }
+      have.push_back(detail::printable(info.name));
+    }
     TF_THROW(NotFoundError, kOp, "'{}' has no tensor {} (it holds: {})", path,
              fmt::join(missing, ", "), fmt::join(have, ", "));
   }

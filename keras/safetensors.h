@@ -9,8 +9,10 @@
 // target, then the directory is fsync'ed; a process killed mid-save leaves the old file intact.
 // Reading validates everything before use (header length, JSON, dtypes, shapes, offsets inside
 // the file and contiguous); a bad file is an InvalidArgumentError naming the file and the
-// tensor, a missing one a NotFoundError. No shared state: distinct files may be used from
-// several threads; a Reader is used from one thread at a time.
+// tensor, a missing one a NotFoundError. Messages never quote the header's JSON (a parse error
+// gives its byte position), and names from the file are escaped and cut to 64 characters. No shared
+// state: distinct files may be used from several threads; a Reader is used from one thread at a
+// time.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +91,9 @@ std::vector<std::pair<std::string, Variable>> assign_present(
     const Reader& reader, const std::vector<std::pair<std::string, Variable>>& variables);
 
 namespace detail {
+// `text` (a name read from a file) for an error message: bytes outside printable ASCII and '\'
+// as \xNN, cut after max_chars characters with "...".
+std::string printable(std::string_view text, size_t max_chars = 64);
 // Writes the chunks to "<path>.tmp-<pid>", fsyncs, renames over path, fsyncs the directory.
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks);

@@ -717,3 +717,47 @@ TEST_CASE("checkpoint: a named pipe or a directory in place of a file is an erro
   TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt, run), tf::InvalidArgumentError,
                                "[CheckpointManager] the checkpoint index");
 }
+
+TEST_CASE("safetensors: messages never quote the header and cut and escape names from the file",
+          "[keras][cpu]") {
+  TempDir dir;
+  auto message = [](const std::string& path) {
+    try {
+      st::Reader r(path);
+    } catch (const tf::InvalidArgumentError& e) {
+      return std::string(e.what());
+    }
+    FAIL("no InvalidArgumentError for " << path);
+    return std::string();
+  };
+  // A 1 MB string then a control character: nlohmann's message quoted all of it ("last read").
+  const std::string long_json = dir / "long.safetensors";
+  write_bytes(long_json, make_file("{\"" + std::string(1 << 20, 'A') + "\x01\"}", ""));
+  std::string m = message(long_json);
+  CHECK(m.size() < 300);
+  CHECK(m.find("the header is not valid JSON (parse error at byte") != std::string::npos);
+  CHECK(m.find("AAAA") == std::string::npos);
+  CHECK(m.find("last read") == std::string::npos);
+
+  // A 100000-character tensor name with a bad entry: cut to 64 characters.
+  const std::string long_name = dir / "long_name.safetensors";
+  write_bytes(long_name, make_file("{\"" + std::string(100000, 'B') +
+                                       "\":{\"dtype\":1,\"shape\":[],\"data_offsets\":[0,0]}}",
+                                   ""));
+  m = message(long_name);
+  CHECK(m.size() < 300);
+  CHECK(m.find("tensor '" + std::string(64, 'B') + "...': dtype is not a string") !=
+        std::string::npos);
+
+  // Terminal escapes and bytes outside ASCII in a name are escaped.
+  const std::string escapes = dir / "escapes.safetensors";
+  write_bytes(
+      escapes,
+      make_file("{\"\\u001b[31mEVIL\\u00ff\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":"
+                "[0,0]}}",
+                ""));
+  m = message(escapes);
+  CHECK(m.find("tensor '\\x1b[31mEVIL\\xc3\\xbf'") != std::string::npos);
+  CHECK(m.find('\x1b') == std::string::npos);
+  CHECK(st::detail::printable(std::string(70, 'x')) == std::string(64, 'x') + "...");
+}
