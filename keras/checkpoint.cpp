@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "core/log.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
@@ -227,7 +228,16 @@ std::string Checkpoint::write(const std::string& file_prefix) const {
   return prefix_of(file_prefix);
 }
 
+namespace {
+// Before save_counter changes: inside a trace its value has no number to name the file with.
+void check_not_tracing(const char* op, const std::string& where) {
+  TF_CHECK_T(FailedPreconditionError, tapeflow::detail::thread_context().trace == nullptr, op,
+             "cannot save '{}' inside a traced tf::function; save outside it", where);
+}
+}  // namespace
+
 std::string Checkpoint::save(const std::string& file_prefix) {
+  check_not_tracing("Checkpoint", file_prefix);
   impl_->save_counter.assign_add(constant(Tensor(int64_t{1}), int64));
   const int64_t n = impl_->save_counter.value().item<int64_t>();
   return write(fmt::format("{}-{}", prefix_of(file_prefix), n));
@@ -339,6 +349,7 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
 
 std::string CheckpointManager::save(std::optional<int64_t> checkpoint_number) {
   auto& m = *impl_;
+  check_not_tracing("CheckpointManager", (fs::path(m.directory) / m.name).string());
   Variable counter = m.checkpoint.save_counter();
   counter.assign_add(constant(Tensor(int64_t{1}), int64));
   const int64_t n = checkpoint_number.value_or(counter.value().item<int64_t>());

@@ -18,6 +18,7 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "keras/checkpoint.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
@@ -760,4 +761,34 @@ TEST_CASE("safetensors: messages never quote the header and cut and escape names
   CHECK(m.find("tensor '\\x1b[31mEVIL\\xc3\\xbf'") != std::string::npos);
   CHECK(m.find('\x1b') == std::string::npos);
   CHECK(st::detail::printable(std::string(70, 'x')) == std::string(64, 'x') + "...");
+}
+
+TEST_CASE("checkpoint: saving inside a traced function is a FailedPreconditionError",
+          "[keras][cpu]") {
+  TempDir dir;
+  tf::Variable v(tf::constant(1.0f), "v");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+  // save_counter's .item() inside the trace used to raise an InvalidArgumentError first.
+  auto save = tf::function([&](const tf::Tensor& x) {
+    ckpt.save(dir / "ckpt");
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(
+      save(tf::constant(1.0f)), tf::FailedPreconditionError,
+      "[Checkpoint] cannot save '" + (dir / "ckpt") + "' inside a traced tf::function");
+  auto managed = tf::function([&](const tf::Tensor& x) {
+    manager.save();
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(managed(tf::constant(1.0f)), tf::FailedPreconditionError,
+                               "[CheckpointManager] cannot save");
+  auto write = tf::function([&](const tf::Tensor& x) {
+    ckpt.write(dir / "exact");
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(write(tf::constant(1.0f)), tf::FailedPreconditionError,
+                               "inside a traced tf::function");
+  CHECK(ckpt.save_counter().value().item<int64_t>() == 0);
+  CHECK(manager.checkpoints().empty());
 }
