@@ -97,8 +97,10 @@ class Checkpoint {
 
 class CheckpointManager {
  public:
-  // Creates `directory` if needed and reads its index, so numbering and max_to_keep continue
-  // across processes. Temporary files left by killed writers (dead pids) are removed.
+  // Creates `directory` if needed and reads its index, so max_to_keep continues across
+  // processes; numbering follows save_counter, which continues only once the latest checkpoint
+  // is restored (restore_or_initialize(); TF's manager behaves the same). Temporary files left
+  // by killed writers (dead pids) are removed.
   // max_to_keep: nullopt keeps every checkpoint. A checkpoint_name with a folder ("sub/ckpt")
   // writes "<directory>/sub/ckpt-<n>"; the index records paths relative to the directory.
   CheckpointManager(Checkpoint checkpoint, std::string directory,
