@@ -227,18 +227,23 @@ Tensor read_idx(const std::string& path) {
                dims_be.size(), got_dims);
   TensorShape shape;
   uint64_t count = 1;
+  // The product of the non-zero dimensions is bounded too: a zero next to huge dimensions holds
+  // no data, but its strides would overflow (a TensorShape error that named no file).
+  uint64_t nonzero = 1;
   for (int i = 0; i < rank; ++i) {
     const uint8_t* b = &dims_be[static_cast<size_t>(i) * 4];
     const uint64_t d =
         (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
     shape.push_back(static_cast<int64_t>(d));
     // Checked before multiplying, so that a corrupt header cannot overflow the count.
-    const bool fits = d == 0 || count <= kMaxBytes / type->width / d;
+    const bool fits = d == 0 || nonzero <= kMaxBytes / type->width / d;
+    if (d != 0) nonzero *= d;
     count *= d;
     TF_CHECK_ARG(fits, kRead,
-                 "{}: the header's dimensions {} describe more than {} bytes of data; the "
+                 "{}: the header's dimensions {} describe more than {} bytes of data{}; the "
                  "header is corrupt",
-                 path, shape.to_string(), kMaxBytes);
+                 path, shape.to_string(), kMaxBytes,
+                 count == 0 ? " (ignoring the zero dimension)" : "");
   }
 
   const size_t nbytes = static_cast<size_t>(count) * type->width;

@@ -247,14 +247,19 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
       TF_CHECK_ARG(shape.is_array() && shape.size() <= TensorShape::kMaxRank, kOp,
                    "{}: shape must be an array of at most {} sizes", where, TensorShape::kMaxRank);
       uint64_t numel = 1;
+      // The non-zero sizes are bounded too: a zero next to huge sizes holds no data, but the
+      // shape's strides would overflow (a TensorShape error naming neither file nor tensor).
+      uint64_t nonzero = 1;
       for (const auto& d : shape) {
         TF_CHECK_ARG(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
                      kOp, "{}: shape has a negative or non-integer size (a {})", where,
                      d.type_name());
         const uint64_t dim = d.get<uint64_t>();
-        TF_CHECK_ARG(dim < (uint64_t{1} << 40) && (dim == 0 || numel <= (uint64_t{1} << 50) / dim),
-                     kOp, "{}: shape is too large (a size of {})", where, dim);
+        TF_CHECK_ARG(
+            dim < (uint64_t{1} << 40) && (dim == 0 || nonzero <= (uint64_t{1} << 50) / dim), kOp,
+            "{}: shape is too large (a size of {})", where, dim);
         numel *= dim;
+        if (dim != 0) nonzero *= dim;
         info.shape.push_back(static_cast<int64_t>(dim));
       }
       const auto& off = v["data_offsets"];

@@ -449,3 +449,16 @@ TEST_CASE("write_idx that fails part-way leaves the previous file intact", "[cpu
   tf::data::write_idx(packed, big, true);
   CHECK(tf::data::read_idx(packed).shape() == tf::TensorShape({int64_t{1} << 20}));
 }
+
+TEST_CASE("read_idx names the file for a zero dimension next to huge ones", "[cpu][data][idx]") {
+  TempDir dir;
+  // (0, 2^32-1, 2^32-1): no data, but the shape's strides overflow int64.
+  const std::string path = dir.file("zero-huge");
+  write_bytes(path, {0, 0, 0x08, 3, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(path), tf::InvalidArgumentError,
+                               "[read_idx] " + path + ": the header's dimensions");
+  // A zero dimension with ordinary ones is an empty tensor.
+  const std::string empty = dir.file("empty");
+  write_bytes(empty, {0, 0, 0x08, 3, 0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28});
+  CHECK(tf::data::read_idx(empty).shape() == tf::TensorShape({0, 28, 28}));
+}

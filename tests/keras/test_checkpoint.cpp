@@ -792,3 +792,20 @@ TEST_CASE("checkpoint: saving inside a traced function is a FailedPreconditionEr
   CHECK(ckpt.save_counter().value().item<int64_t>() == 0);
   CHECK(manager.checkpoints().empty());
 }
+
+TEST_CASE("safetensors: a zero size next to huge ones names the file and the tensor",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string path = dir / "zero.safetensors";
+  const std::string big = std::to_string(uint64_t{1} << 39);
+  write_bytes(path, make_file("{\"t\":{\"dtype\":\"F32\",\"shape\":[0," + big + "," + big + "," +
+                                  big + "],\"data_offsets\":[0,0]}}",
+                              ""));
+  // Used to be a [TensorShape] error about int64 that named neither.
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{path}, tf::InvalidArgumentError,
+                               "'" + path + "': tensor 't': shape is too large");
+  // A zero size with ordinary ones reads as an empty tensor.
+  write_bytes(path,
+              make_file("{\"t\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[0,0]}}", ""));
+  CHECK(st::Reader(path).read("t").shape() == tf::TensorShape({0, 3}));
+}
