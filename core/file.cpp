@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "core/check.h"
 
@@ -50,7 +52,17 @@ void fsync_directory_of(const char* op, const std::string& path) {
 }  // namespace
 
 std::string temporary_path_for(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
+  const std::string suffix = ".tmp-" + std::to_string(::getpid());
+  const std::filesystem::path p(path);
+  const std::string name = p.filename().string();
+  // A file name at the limit (255 bytes on most file systems) leaves no room for the suffix:
+  // its start then stands for it, with a hash of the whole name to keep distinct names apart.
+  constexpr size_t kNameMax = NAME_MAX;
+  if (name.size() + suffix.size() <= kNameMax) return path + suffix;
+  const std::string hash = fmt::format("~{:016x}", std::hash<std::string>{}(name));
+  const std::string shorter =
+      name.substr(0, kNameMax - suffix.size() - hash.size()) + hash + suffix;
+  return (p.parent_path() / shorter).string();
 }
 
 void write_file_atomically(const char* op, const std::string& path,

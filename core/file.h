@@ -10,7 +10,8 @@
 
 namespace tapeflow::detail {
 
-// The temporary file write_file_atomically uses for `path`: "<path>.tmp-<pid>".
+// The temporary file write_file_atomically uses for `path`: "<path>.tmp-<pid>", or, when that
+// name would exceed NAME_MAX, the start of the file name, "~" and a hash of it, ".tmp-<pid>".
 std::string temporary_path_for(const std::string& path);
 
 // Writes the chunks to temporary_path_for(path), fsyncs, renames over path, fsyncs the folder.

@@ -462,3 +462,17 @@ TEST_CASE("read_idx names the file for a zero dimension next to huge ones", "[cp
   write_bytes(empty, {0, 0, 0x08, 3, 0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28});
   CHECK(tf::data::read_idx(empty).shape() == tf::TensorShape({0, 28, 28}));
 }
+
+TEST_CASE("write_idx saves a file whose name is 255 bytes long", "[cpu][data][idx]") {
+  TempDir dir;
+  // "<name>.tmp-<pid>" exceeded NAME_MAX: the temporary file could not be created.
+  const std::string name = std::string(255 - 3, 'n') + ".gz";
+  const std::string path = dir.file(name);
+  tf::data::write_idx(path, iota_u8({6}, 4));
+  check_values(tf::data::read_idx(path), {0, 1, 2, 3, 0, 1});
+  tf::data::write_idx(path, iota_u8({3}, 9), false);  // over the first one
+  check_values(tf::data::read_idx(path), {0, 1, 2});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename());
+  CHECK(names == std::vector<std::string>{name});
+}

@@ -809,3 +809,15 @@ TEST_CASE("safetensors: a zero size next to huge ones names the file and the ten
               make_file("{\"t\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[0,0]}}", ""));
   CHECK(st::Reader(path).read("t").shape() == tf::TensorShape({0, 3}));
 }
+
+TEST_CASE("safetensors: a file whose name is 255 bytes long saves atomically", "[keras][cpu]") {
+  TempDir dir;
+  const std::string name = std::string(255 - 12, 's') + ".safetensors";
+  const std::string path = dir / name;
+  st::save_file(path, {{"t", tf::constant({1.0f, 2.0f})}});
+  st::save_file(path, {{"t", tf::constant({3.0f, 4.0f})}});
+  check_values(st::Reader(path).read("t"), {3, 4});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename());
+  CHECK(names == std::vector<std::string>{name});
+}
