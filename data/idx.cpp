@@ -1,5 +1,7 @@
 #include "data/idx.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -7,10 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <vector>
 
 #include "core/check.h"
+#include "core/file.h"
 
 namespace tapeflow::data {
 namespace {
@@ -20,34 +22,156 @@ constexpr const char* kWrite = "write_idx";
 // A header claiming more than this is corrupt rather than a dataset we would load in memory.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 36;
 
-struct GzCloser {
-  void operator()(gzFile_s* f) const {
-    if (f) gzclose(f);
-  }
-};
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
-std::string gz_message(gzFile f) {
-  int code = 0;
-  const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO) return std::strerror(errno);
-  return msg ? msg : "unknown zlib error";
-}
-
-// Reads up to n bytes; returns how many were read (fewer at the end of the data). Corrupt
-// compressed data is an InvalidArgumentError.
-size_t read_bytes(gzFile f, void* dst, size_t n, const std::string& path) {
-  auto* p = static_cast<uint8_t*>(dst);
+// `data` as one gzip member (zlib's default level, as gzopen's "wb").
+std::vector<uint8_t> gzip_bytes(const std::vector<uint8_t>& data, const std::string& path) {
+  z_stream zs{};
+  // 16 + MAX_WBITS: a gzip wrapper with its CRC-32 and length.
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
+    TF_THROW(ResourceExhaustedError, kWrite, "{}: cannot start zlib's deflate", path);
+  std::vector<uint8_t> out;
   size_t done = 0;
-  while (done < n) {
-    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
-    const int got = gzread(f, p + done, chunk);
-    if (got < 0) TF_THROW(InvalidArgumentError, kRead, "{}: corrupt data: {}", path, gz_message(f));
-    if (got == 0) break;
-    done += static_cast<size_t>(got);
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    const size_t in_chunk = std::min<size_t>(data.size() - done, 1u << 30);
+    zs.next_in = const_cast<uint8_t*>(data.data() + done);
+    zs.avail_in = static_cast<unsigned>(in_chunk);
+    const size_t old = out.size();
+    out.resize(old + deflateBound(&zs, zs.avail_in) + 64);
+    zs.next_out = out.data() + old;
+    zs.avail_out = static_cast<unsigned>(out.size() - old);
+    const bool last = done + in_chunk == data.size();
+    rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+    done += in_chunk - zs.avail_in;
+    out.resize(out.size() - zs.avail_out);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      deflateEnd(&zs);
+      TF_THROW(InternalError, kWrite, "{}: compression failed (zlib error {})", path, rc);
+    }
   }
-  return done;
+  deflateEnd(&zs);
+  return out;
 }
+
+// The bytes of an IDX file, plain or gzip-compressed (detected from the gzip magic). gzip data
+// goes through zlib's inflate directly rather than gzread, which accepts a stream cut before its
+// CRC/length trailer and skips junk after the last member: here every member must end with a
+// valid trailer, and anything after the last member that is not another member is an error.
+class IdxSource {
+ public:
+  explicit IdxSource(const std::string& path) : path_(path), in_(1 << 17) {
+    errno = 0;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
+      TF_THROW(NotFoundError, kRead, "{}: cannot open: {}", path,
+               std::strerror(errno ? errno : EIO));
+    try {
+      fill();
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
+    gzip_ = available() >= 2 && next_[0] == 0x1f && next_[1] == 0x8b;
+    if (gzip_) {
+      zs_.zalloc = Z_NULL;
+      zs_.zfree = Z_NULL;
+      zs_.opaque = Z_NULL;
+      zs_.next_in = Z_NULL;
+      zs_.avail_in = 0;
+      // 16 + MAX_WBITS: a gzip wrapper, whose CRC-32 and length inflate checks.
+      if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) {
+        ::close(fd_);
+        TF_THROW(ResourceExhaustedError, kRead, "{}: cannot start zlib's inflate", path);
+      }
+    }
+  }
+  ~IdxSource() {
+    if (gzip_) inflateEnd(&zs_);
+    ::close(fd_);
+  }
+  IdxSource(const IdxSource&) = delete;
+  IdxSource& operator=(const IdxSource&) = delete;
+
+  bool gzip() const { return gzip_; }
+
+  // Reads up to n bytes; returns how many were read (fewer only at the end of the data).
+  // Truncated or corrupt compressed data, and junk after the compressed stream, are
+  // InvalidArgumentErrors.
+  size_t read(void* dst, size_t n) {
+    auto* out = static_cast<uint8_t*>(dst);
+    size_t done = 0;
+    while (done < n) {
+      if (!gzip_) {
+        if (available() == 0 && !fill()) break;
+        const size_t k = std::min(n - done, available());
+        std::memcpy(out + done, next_, k);
+        next_ += k;
+        done += k;
+        continue;
+      }
+      if (member_done_) {
+        // Another gzip member may follow (concatenated gzip files are one stream).
+        if (available() < 2) fill();
+        if (available() == 0) break;
+        TF_CHECK_ARG(available() >= 2 && next_[0] == 0x1f && next_[1] == 0x8b, kRead,
+                     "{}: trailing data after the end of the gzip stream (the file is corrupt)",
+                     path_);
+        inflateReset(&zs_);
+        member_done_ = false;
+      }
+      if (available() == 0 && !eof_) eof_ = !fill();
+      zs_.next_in = next_;
+      zs_.avail_in = static_cast<unsigned>(available());
+      zs_.next_out = out + done;
+      zs_.avail_out = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+      const unsigned before = zs_.avail_out;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      next_ = zs_.next_in;
+      done += before - zs_.avail_out;
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (rc == Z_BUF_ERROR || (rc == Z_OK && zs_.avail_out == before && eof_)) {
+        // No progress: inflate has used every byte of the file (it may still have had output
+        // pending, hence one call with no input) and the stream has not ended.
+        TF_CHECK_ARG(!(eof_ && available() == 0), kRead,
+                     "{}: truncated: the gzip stream ends before its end marker and checksum "
+                     "(unexpected end of file)",
+                     path_);
+      } else if (rc != Z_OK) {
+        TF_THROW(InvalidArgumentError, kRead, "{}: corrupt gzip data: {}", path_,
+                 zs_.msg ? zs_.msg : "unknown zlib error");
+      }
+    }
+    return done;
+  }
+
+ private:
+  size_t available() const { return static_cast<size_t>(end_ - next_); }
+  // Appends file bytes after the unread ones; false at the end of the file.
+  bool fill() {
+    const size_t keep = available();
+    std::memmove(in_.data(), next_, keep);
+    next_ = in_.data();
+    end_ = in_.data() + keep;
+    for (;;) {
+      const ssize_t r = ::read(fd_, in_.data() + keep, in_.size() - keep);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) TF_THROW(InternalError, kRead, "{}: read failed: {}", path_, std::strerror(errno));
+      end_ += r;
+      return r > 0;
+    }
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  std::vector<uint8_t> in_;
+  uint8_t* next_ = nullptr;
+  uint8_t* end_ = nullptr;
+  bool gzip_ = false;
+  bool member_done_ = false;
+  bool eof_ = false;
+  z_stream zs_{};
+};
 
 void byteswap_in_place(uint8_t* data, size_t count, size_t width) {
   if (width == 1 || std::endian::native == std::endian::big) return;
@@ -73,15 +197,10 @@ Tensor read_idx(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     TF_THROW(NotFoundError, kRead, "{}: no such file", path);
-  errno = 0;
-  GzFile f(gzopen(path.c_str(), "rb"));
-  if (!f)
-    TF_THROW(NotFoundError, kRead, "{}: cannot open: {}", path,
-             errno ? std::strerror(errno) : "out of memory");
-  gzbuffer(f.get(), 1 << 17);
+  IdxSource f(path);
 
   uint8_t magic[4];
-  const size_t got_magic = read_bytes(f.get(), magic, 4, path);
+  const size_t got_magic = f.read(magic, 4);
   TF_CHECK_ARG(got_magic == 4, kRead,
                "{}: truncated: the file has {} byte(s), fewer than the "
                "4-byte IDX magic number",
@@ -102,24 +221,29 @@ Tensor read_idx(const std::string& path) {
                "{}: rank {} in the header is outside 1..{}", path, rank, TensorShape::kMaxRank);
 
   std::vector<uint8_t> dims_be(static_cast<size_t>(rank) * 4);
-  const size_t got_dims = read_bytes(f.get(), dims_be.data(), dims_be.size(), path);
+  const size_t got_dims = f.read(dims_be.data(), dims_be.size());
   TF_CHECK_ARG(got_dims == dims_be.size(), kRead,
                "{}: truncated header: {} dimension(s) need {} bytes, the file has {}", path, rank,
                dims_be.size(), got_dims);
   TensorShape shape;
   uint64_t count = 1;
+  // The product of the non-zero dimensions is bounded too: a zero next to huge dimensions holds
+  // no data, but its strides would overflow (a TensorShape error that named no file).
+  uint64_t nonzero = 1;
   for (int i = 0; i < rank; ++i) {
     const uint8_t* b = &dims_be[static_cast<size_t>(i) * 4];
     const uint64_t d =
         (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
     shape.push_back(static_cast<int64_t>(d));
     // Checked before multiplying, so that a corrupt header cannot overflow the count.
-    const bool fits = d == 0 || count <= kMaxBytes / type->width / d;
+    const bool fits = d == 0 || nonzero <= kMaxBytes / type->width / d;
+    if (d != 0) nonzero *= d;
     count *= d;
     TF_CHECK_ARG(fits, kRead,
-                 "{}: the header's dimensions {} describe more than {} bytes of data; the "
+                 "{}: the header's dimensions {} describe more than {} bytes of data{}; the "
                  "header is corrupt",
-                 path, shape.to_string(), kMaxBytes);
+                 path, shape.to_string(), kMaxBytes,
+                 count == 0 ? " (ignoring the zero dimension)" : "");
   }
 
   const size_t nbytes = static_cast<size_t>(count) * type->width;
@@ -130,7 +254,7 @@ Tensor read_idx(const std::string& path) {
   const uint64_t file_size = std::filesystem::file_size(path, size_ec);
   if (!size_ec) {
     const uint64_t header = 4 + dims_be.size();
-    const bool direct = gzdirect(f.get()) == 1;
+    const bool direct = !f.gzip();
     const uint64_t payload = file_size > header ? file_size - header : 0;
     TF_CHECK_ARG(!direct || nbytes <= payload, kRead,
                  "{}: truncated: the header's shape {} of {} needs {} data bytes, the file has {} "
@@ -147,12 +271,12 @@ Tensor read_idx(const std::string& path) {
   Tensor out = tapeflow::detail::empty(shape, type->dtype, Device{});
   std::vector<uint8_t> staging(widen ? nbytes : 0);
   uint8_t* dst = widen ? staging.data() : static_cast<uint8_t*>(out.raw_data());
-  const size_t got = nbytes ? read_bytes(f.get(), dst, nbytes, path) : 0;
+  const size_t got = nbytes ? f.read(dst, nbytes) : 0;
   TF_CHECK_ARG(got == nbytes, kRead,
                "{}: truncated: the header's shape {} of {} needs {} data bytes, the file has {}",
                path, shape.to_string(), type->name, nbytes, got);
   uint8_t extra;
-  TF_CHECK_ARG(read_bytes(f.get(), &extra, 1, path) == 0, kRead,
+  TF_CHECK_ARG(f.read(&extra, 1) == 0, kRead,
                "{}: trailing data after the {} bytes that the header's shape {} describes", path,
                nbytes, shape.to_string());
 
@@ -205,21 +329,12 @@ void write_idx(const std::string& path, const Tensor& tensor, bool compress) {
   byteswap_in_place(bytes.data() + header, static_cast<size_t>(tensor.num_elements()),
                     dtype_size(tensor.dtype()));
 
-  errno = 0;
-  GzFile f(gzopen(path.c_str(), compress ? "wb" : "wbT"));
-  if (!f)
-    TF_THROW(NotFoundError, kWrite, "{}: cannot create: {}", path,
-             errno ? std::strerror(errno) : "out of memory");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(bytes.size() - done, 1u << 30));
-    const int put = gzwrite(f.get(), bytes.data() + done, chunk);
-    if (put <= 0)
-      TF_THROW(InternalError, kWrite, "{}: write failed: {}", path, gz_message(f.get()));
-    done += static_cast<size_t>(put);
-  }
-  const int rc = gzclose(f.release());
-  if (rc != Z_OK) TF_THROW(InternalError, kWrite, "{}: closing failed (zlib error {})", path, rc);
+  // Compressed in memory, then written atomically (temporary file, fsync, rename): a failed
+  // or interrupted write leaves the previous file as it was (gzopen "wb" truncated it first).
+  std::vector<uint8_t> packed;
+  if (compress) packed = gzip_bytes(bytes, path);
+  const std::vector<uint8_t>& out = compress ? packed : bytes;
+  tapeflow::detail::write_file_atomically(kWrite, path, {{out.data(), out.size()}});
 }
 
 }  // namespace tapeflow::data

@@ -1,7 +1,7 @@
 // The IDX format of MNIST and Fashion-MNIST (http://yann.lecun.com/exdb/mnist/): a big-endian
 // header (two zero bytes, a type code, the rank, then one uint32 per dimension) followed by the
-// elements in row-major order, big-endian. Files may be gzip-compressed (read through zlib, which
-// also reads uncompressed files transparently). Stateless and thread-safe.
+// elements in row-major order, big-endian. Files may be gzip-compressed (detected from the gzip
+// magic number; every member's CRC-32 and length are checked). Stateless and thread-safe.
 #pragma once
 
 #include <string>
@@ -20,7 +20,9 @@ namespace tapeflow::data {
 Tensor read_idx(const std::string& path);
 
 // Writes a uint8, int32, float32 or float64 tensor of rank 1..8 as an IDX file, gzip-compressed
-// when `compress` (the usual ".gz" files). Other dtypes are an InvalidArgumentError.
+// when `compress` (the usual ".gz" files). Other dtypes are an InvalidArgumentError. The write
+// is atomic (a temporary file in the same folder, fsync'ed and renamed over `path`): a failed or
+// interrupted write leaves the previous file intact.
 void write_idx(const std::string& path, const Tensor& tensor, bool compress = true);
 
 }  // namespace tapeflow::data

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "core/log.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
@@ -56,8 +57,17 @@ bool file_present(const std::string& path) {
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // TF's index layout: model_checkpoint_path: "ckpt-3" then all_model_checkpoint_paths lines.
-std::vector<std::string> read_index(const std::string& directory) {
-  std::ifstream in(fs::path(directory) / kIndex);
+std::vector<std::string> read_index(const std::string& directory, const char* op) {
+  const fs::path index = fs::path(directory) / kIndex;
+  // Checked first: opening a named pipe would wait for a writer.
+  std::error_code ec;
+  const auto status = fs::status(index, ec);
+  if (!fs::exists(status)) return {};
+  TF_CHECK_ARG(fs::is_regular_file(status), op,
+               "the checkpoint index '{}' is not a regular file (a directory, named pipe, device "
+               "or socket)",
+               index.string());
+  std::ifstream in(index);
   std::vector<std::string> all;
   std::string latest, line;
   while (std::getline(in, line)) {
@@ -78,7 +88,12 @@ std::vector<std::string> read_index(const std::string& directory) {
 
 void write_index(const std::string& directory, const std::vector<std::string>& paths) {
   std::ostringstream out;
-  auto rel = [&](const std::string& p) { return fs::path(p).filename().string(); };
+  // Relative to the directory, as TF's relpath: "sub/ckpt-3" for a checkpoint_name with a folder
+  // (the file name alone named a file that read_index then looked for in the directory itself).
+  auto rel = [&](const std::string& p) {
+    const fs::path r = fs::path(p).lexically_relative(directory);
+    return r.empty() ? p : r.string();
+  };
   out << "model_checkpoint_path: " << quoted(paths.empty() ? "" : rel(paths.back())) << "\n";
   for (const auto& p : paths) out << "all_model_checkpoint_paths: " << quoted(rel(p)) << "\n";
   const std::string text = out.str();
@@ -213,7 +228,16 @@ std::string Checkpoint::write(const std::string& file_prefix) const {
   return prefix_of(file_prefix);
 }
 
+namespace {
+// Before save_counter changes: inside a trace its value has no number to name the file with.
+void check_not_tracing(const char* op, const std::string& where) {
+  TF_CHECK_T(FailedPreconditionError, tapeflow::detail::thread_context().trace == nullptr, op,
+             "cannot save '{}' inside a traced tf::function; save outside it", where);
+}
+}  // namespace
+
 std::string Checkpoint::save(const std::string& file_prefix) {
+  check_not_tracing("Checkpoint", file_prefix);
   impl_->save_counter.assign_add(constant(Tensor(int64_t{1}), int64));
   const int64_t n = impl_->save_counter.value().item<int64_t>();
   return write(fmt::format("{}-{}", prefix_of(file_prefix), n));
@@ -231,40 +255,63 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
     status.missing.push_back(name);
   // Tensors of an optimizer's key that match no existing variable are slots not created yet:
   // "<optimizer>/<path of a variable>/<slot>" waits for that variable's slots; other names (older
-  // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name.
+  // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name. A slot that can
+  // never be created (the optimizer keeps no such slot, or it names a path of this checkpoint's
+  // objects that has no variable) stays unused, so assert_consumed() fails as TF's does.
   std::map<std::string, Variable> by_path;
   for (auto& [path, v] : slot_owner_paths(impl_->objects)) by_path.emplace(path, v);
+  std::set<std::string> object_keys;
+  for (const auto& [key, ref] : impl_->objects)
+    if (!as_optimizer(ref.get())) object_keys.insert(key);
   for (const auto& [key, ref] : impl_->objects) {
     const auto* opt = as_optimizer(ref.get());
     if (!opt) continue;
     keras::optimizers::Optimizer handle = *opt;
     const auto slot_names = opt->slot_names();
     std::vector<std::pair<std::string, Tensor>> pending;
+    std::vector<std::string> pending_names;
     const std::string prefix = key + "/";
     for (const auto& info : reader.tensors()) {
       if (used.count(info.name) || info.name.rfind(prefix, 0) != 0) continue;
       const std::string rest = info.name.substr(prefix.size());
-      used.insert(info.name);
-      bool matched = false;
       for (const std::string& slot : slot_names) {
         const std::string tail = "/" + slot;
         if (rest.size() <= tail.size() || rest.compare(rest.size() - tail.size(), tail.size(), tail))
           continue;
-        auto it = by_path.find(rest.substr(0, rest.size() - tail.size()));
-        if (it == by_path.end()) continue;
-        handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
-        matched = true;
+        const std::string owner = rest.substr(0, rest.size() - tail.size());
+        if (auto it = by_path.find(owner); it != by_path.end()) {
+          handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
+          used.insert(info.name);
+        } else if (!object_keys.count(owner.substr(0, owner.find('/')))) {
+          pending.emplace_back(rest, reader.read(info.name));
+          pending_names.push_back(info.name);
+        }
         break;
       }
-      if (!matched) pending.emplace_back(rest, reader.read(info.name));
     }
-    if (!pending.empty()) handle.restore_deferred(pending);
+    if (!pending.empty()) {
+      handle.restore_deferred(pending);
+      used.insert(pending_names.begin(), pending_names.end());
+    }
   }
   for (const auto& info : reader.tensors())
     if (!used.count(info.name)) status.unused.push_back(info.name);
   if (!status.missing.empty())
     TF_LOG_WARN("Checkpoint: '{}' has no value for {} variable(s): {}", path,
                 status.missing.size(), fmt::join(status.missing, ", "));
+  // Only optimizer slots wait for their variables: the values of a layer or model that is not
+  // built yet (no variables) are not restored later, so say so rather than train from scratch.
+  if (!status.unused.empty()) {
+    const size_t shown = std::min<size_t>(status.unused.size(), 10);
+    std::vector<std::string> names;  // from the file: escaped and cut
+    for (size_t i = 0; i < shown; ++i)
+      names.push_back(keras::safetensors::detail::printable(status.unused[i]));
+    TF_LOG_WARN(
+        "Checkpoint: {} value(s) of '{}' were not restored, no variable takes them: {}{} "
+        "(a model that is not built yet has no variables: build it before restoring)",
+        status.unused.size(), path, fmt::join(names, ", "),
+        shown < status.unused.size() ? ", ..." : "");
+  }
   return status;
 }
 
@@ -292,12 +339,17 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
              "cannot create the directory '{}': {}", impl_->directory,
              (ec ? ec : dir_ec).message());
   remove_stale_temporaries(impl_->directory);
-  for (const auto& p : read_index(impl_->directory))
+  // A checkpoint_name with a folder ("sub/ckpt") writes its files there.
+  const fs::path name_dir = fs::path(impl_->name).parent_path();
+  if (!name_dir.empty() && fs::is_directory(fs::path(impl_->directory) / name_dir, dir_ec))
+    remove_stale_temporaries((fs::path(impl_->directory) / name_dir).string());
+  for (const auto& p : read_index(impl_->directory, "CheckpointManager"))
     if (file_present(file_of(p))) impl_->kept.push_back(p);
 }
 
 std::string CheckpointManager::save(std::optional<int64_t> checkpoint_number) {
   auto& m = *impl_;
+  check_not_tracing("CheckpointManager", (fs::path(m.directory) / m.name).string());
   Variable counter = m.checkpoint.save_counter();
   counter.assign_add(constant(Tensor(int64_t{1}), int64));
   const int64_t n = checkpoint_number.value_or(counter.value().item<int64_t>());
@@ -334,7 +386,7 @@ std::string CheckpointManager::restore_or_initialize() {
 }
 
 std::string latest_checkpoint(const std::string& directory) {
-  auto all = read_index(directory);
+  auto all = read_index(directory, "latest_checkpoint");
   for (auto it = all.rbegin(); it != all.rend(); ++it)
     if (file_present(file_of(*it))) return *it;
   return {};

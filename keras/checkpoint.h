@@ -60,7 +60,10 @@ class TrackableRef {
 struct CheckpointLoadStatus {
   std::string path;
   std::vector<std::string> missing;  // variables of the objects absent from the file
-  std::vector<std::string> unused;   // tensors of the file that nothing took (or deferred)
+  // Tensors of the file that nothing took. Optimizer slots deferred until the optimizer creates
+  // them count as taken; slots it can never create (an optimizer without such slots, slots of a
+  // variable the checkpoint's objects do not have) are unused.
+  std::vector<std::string> unused;
   // FailedPreconditionError unless every variable was restored and every tensor used.
   const CheckpointLoadStatus& assert_consumed() const;
   // FailedPreconditionError unless every existing variable was restored.
@@ -76,6 +79,9 @@ class Checkpoint {
   // save_counter += 1, then writes "<file_prefix>-<save_counter>"; returns that prefix.
   std::string save(const std::string& file_prefix);
   // Restores every variable present in the file (and save_counter); see CheckpointLoadStatus.
+  // Only optimizer slots wait for variables that do not exist yet: the values of a model that
+  // is not built (no variables) are not restored later; they are listed in `unused` and logged
+  // as a warning, so build the model before restoring.
   CheckpointLoadStatus restore(const std::string& save_path);
   CheckpointLoadStatus read(const std::string& save_path) { return restore(save_path); }
 
@@ -91,9 +97,12 @@ class Checkpoint {
 
 class CheckpointManager {
  public:
-  // Creates `directory` if needed and reads its index, so numbering and max_to_keep continue
-  // across processes. Temporary files left by killed writers (dead pids) are removed.
-  // max_to_keep: nullopt keeps every checkpoint.
+  // Creates `directory` if needed and reads its index, so max_to_keep continues across
+  // processes; numbering follows save_counter, which continues only once the latest checkpoint
+  // is restored (restore_or_initialize(); TF's manager behaves the same). Temporary files left
+  // by killed writers (dead pids) are removed.
+  // max_to_keep: nullopt keeps every checkpoint. A checkpoint_name with a folder ("sub/ckpt")
+  // writes "<directory>/sub/ckpt-<n>"; the index records paths relative to the directory.
   CheckpointManager(Checkpoint checkpoint, std::string directory,
                     std::optional<int> max_to_keep = 5, std::string checkpoint_name = "ckpt");
 

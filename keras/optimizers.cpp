@@ -121,47 +121,55 @@ struct OptimizerImpl {
   // over the same devices when var is mirrored.
   void build_one(const Variable& var) {
     if (index.count(var.handle_id())) return;
-    Entry e;
-    e.owner = var;
     std::string prefix = base_name(var.name());
     if (prefixes.count(prefix)) {
       int k = 1;
       while (prefixes.count(fmt::format("{}_{}", prefix, k))) ++k;
       prefix = fmt::format("{}_{}", prefix, k);
     }
-    prefixes.insert(prefix);
-    e.prefix = prefix;
-    InitScope init;
-    tapeflow::detail::ReplicaComponentScope cross_replica(-1);
-    std::vector<Device> devices;
-    if (var.is_mirrored())
-      for (const Variable& c : var.components()) devices.push_back(c.placement());
-    tapeflow::detail::MirrorVariablesScope mirror(devices);
-    DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
+    // Every checkpoint value is found and checked before anything changes: a bad one raises
+    // here again at the next call instead of being dropped (and the prefix taken) by this one.
+    const std::vector<std::string> names = slot_names();
     auto by_variable = deferred_by_variable.find(var.handle_id());
-    for (const std::string& slot : slot_names()) {
-      const std::string key = prefix + "/" + slot;
-      Tensor init_value = zeros(var.shape(), var.dtype());
-      std::optional<Tensor> restored;
+    std::vector<std::optional<Tensor>> restored(names.size());
+    for (size_t s = 0; s < names.size(); ++s) {
+      const std::string key = prefix + "/" + names[s];
       if (by_variable != deferred_by_variable.end()) {
-        if (auto it = by_variable->second.find(slot); it != by_variable->second.end()) {
-          restored = it->second;
-          by_variable->second.erase(it);
-        }
+        if (auto it = by_variable->second.find(names[s]); it != by_variable->second.end())
+          restored[s] = it->second;
       } else if (auto it = deferred.find(key); it != deferred.end()) {
-        restored = it->second;
-        deferred.erase(it);
+        restored[s] = it->second;
       }
-      if (restored) {
-        const Tensor& t = *restored;
-        TF_CHECK_ARG(t.shape() == var.shape() && t.dtype() == var.dtype(), name.c_str(),
-                     "the checkpoint value of slot '{}' has shape {} and dtype {}, the variable "
-                     "'{}' has shape {} and dtype {}",
-                     key, t.shape().to_string(), dtype_name(t.dtype()), var.name(),
-                     var.shape().to_string(), dtype_name(var.dtype()));
-        init_value = t;
-      }
-      e.slots.emplace_back(init_value, name + "/" + key, false);
+      if (!restored[s]) continue;
+      const Tensor& t = *restored[s];
+      TF_CHECK_ARG(t.shape() == var.shape() && t.dtype() == var.dtype(), name.c_str(),
+                   "the checkpoint value of slot '{}' has shape {} and dtype {}, the variable "
+                   "'{}' has shape {} and dtype {}",
+                   key, t.shape().to_string(), dtype_name(t.dtype()), var.name(),
+                   var.shape().to_string(), dtype_name(var.dtype()));
+    }
+    Entry e;
+    e.owner = var;
+    e.prefix = prefix;
+    {
+      InitScope init;
+      tapeflow::detail::ReplicaComponentScope cross_replica(-1);
+      std::vector<Device> devices;
+      if (var.is_mirrored())
+        for (const Variable& c : var.components()) devices.push_back(c.placement());
+      tapeflow::detail::MirrorVariablesScope mirror(devices);
+      DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
+      for (size_t s = 0; s < names.size(); ++s)
+        e.slots.emplace_back(restored[s] ? *restored[s] : zeros(var.shape(), var.dtype()),
+                             name + "/" + prefix + "/" + names[s], false);
+    }
+    // The slots exist: now take the name and drop the values they consumed.
+    prefixes.insert(prefix);
+    for (size_t s = 0; s < names.size(); ++s) {
+      if (by_variable != deferred_by_variable.end())
+        by_variable->second.erase(names[s]);
+      else if (restored[s])
+        deferred.erase(prefix + "/" + names[s]);
     }
     if (by_variable != deferred_by_variable.end() && by_variable->second.empty())
       deferred_by_variable.erase(by_variable);

@@ -15,6 +15,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/context.h"
+#include "core/file.h"
 
 namespace tapeflow::keras::safetensors {
 
@@ -36,19 +37,6 @@ constexpr int kMaxJsonDepth = 8;
   TF_THROW(InternalError, kOp, "{} '{}': {}", what, path, std::strerror(e));
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw_io("cannot write", path);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 // Reads exactly n bytes at offset; false when the file ends first.
 bool pread_all(int fd, void* data, size_t n, uint64_t offset) {
   char* p = static_cast<char*>(data);
@@ -66,48 +54,28 @@ bool pread_all(int fd, void* data, size_t n, uint64_t offset) {
   return true;
 }
 
-void fsync_directory_of(const std::string& path) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw_io("cannot open the directory", dir.string());
-  // Some file systems refuse fsync on directories (EINVAL): the rename is then as durable as
-  // they make it.
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    ::close(fd);
-    throw_io("cannot fsync the directory", dir.string());
-  }
-  ::close(fd);
-}
-
 }  // namespace
 
 namespace detail {
 
+std::string printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (shown == max_chars) return out + "...";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+    ++shown;
+  }
+  return out;
+}
+
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot create", tmp);
-  try {
-    for (const auto& [data, n] : chunks) write_all(fd, data, n, tmp);
-    if (::fsync(fd) != 0) throw_io("cannot fsync", tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw_io("cannot close", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    errno = e;
-    throw_io("cannot rename the temporary file over", path);
-  }
-  fsync_directory_of(path);
+  tapeflow::detail::write_file_atomically(kOp, path, chunks);
 }
 
 }  // namespace detail
@@ -134,7 +102,7 @@ DType dtype_from_code(std::string_view code, std::string_view context) {
     if (c == code) return d;
   TF_THROW(InvalidArgumentError, kOp,
            "{}: unsupported dtype '{}' (tapeflow reads F16, BF16, F32, F64, I32, I64, U8, BOOL)",
-           context, code);
+           context, detail::printable(code));
 }
 
 void save_file(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -204,11 +172,16 @@ void save_file(const std::string& path, const std::vector<std::pair<std::string,
 // ---- reading ----
 
 Reader::Reader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a named pipe would wait for a writer; it is refused below instead.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw_io("cannot open", path_);
   try {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_io("cannot stat", path_);
+    TF_CHECK_ARG(S_ISREG(st.st_mode), kOp, "'{}' is not a regular file ({})", path_,
+                 S_ISDIR(st.st_mode)    ? "a directory"
+                 : S_ISFIFO(st.st_mode) ? "a named pipe"
+                                        : "a device or socket");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     TF_CHECK_ARG(size >= 8, kOp, "'{}' is {} bytes long, too short for the 8-byte header length",
                  path_, size);
@@ -238,9 +211,15 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
                        path_, kMaxJsonDepth);
             return true;
           });
+    } catch (const nlohmann::json::parse_error& e) {
+      // Only the position: nlohmann's message quotes the text it last read, which can be the
+      // whole header (up to 100 MB of the file's bytes).
+      TF_THROW(InvalidArgumentError, kOp,
+               "'{}': the header is not valid JSON (parse error at byte {} of the {}-byte header)",
+               path_, e.byte, n);
     } catch (const nlohmann::json::exception& e) {
-      TF_THROW(InvalidArgumentError, kOp, "'{}': the header is not valid JSON: {}", path_,
-               e.what());
+      TF_THROW(InvalidArgumentError, kOp, "'{}': the header is not valid JSON (json error {})",
+               path_, e.id);
     }
     TF_CHECK_ARG(header.is_object(), kOp, "'{}': the header is not a JSON object", path_);
     for (auto it = header.begin(); it != header.end(); ++it) {
@@ -250,12 +229,13 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
         TF_CHECK_ARG(v.is_object(), kOp, "'{}': __metadata__ is not an object", path_);
         for (auto m = v.begin(); m != v.end(); ++m) {
           TF_CHECK_ARG(m.value().is_string(), kOp, "'{}': __metadata__ entry '{}' is not a string",
-                       path_, m.key());
+                       path_, detail::printable(m.key()));
           metadata_[m.key()] = m.value().get<std::string>();
         }
         continue;
       }
-      const std::string where = fmt::format("'{}': tensor '{}'", path_, name);
+      // Names from the file are echoed shortened and escaped.
+      const std::string where = fmt::format("'{}': tensor '{}'", path_, detail::printable(name));
       TF_CHECK_ARG(v.is_object() && v.contains("dtype") && v.contains("shape") &&
                        v.contains("data_offsets"),
                    kOp, "{}: the entry needs dtype, shape and data_offsets", where);
@@ -267,14 +247,19 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
       TF_CHECK_ARG(shape.is_array() && shape.size() <= TensorShape::kMaxRank, kOp,
                    "{}: shape must be an array of at most {} sizes", where, TensorShape::kMaxRank);
       uint64_t numel = 1;
+      // The non-zero sizes are bounded too: a zero next to huge sizes holds no data, but the
+      // shape's strides would overflow (a TensorShape error naming neither file nor tensor).
+      uint64_t nonzero = 1;
       for (const auto& d : shape) {
         TF_CHECK_ARG(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
                      kOp, "{}: shape has a negative or non-integer size (a {})", where,
                      d.type_name());
         const uint64_t dim = d.get<uint64_t>();
-        TF_CHECK_ARG(dim < (uint64_t{1} << 40) && (dim == 0 || numel <= (uint64_t{1} << 50) / dim),
-                     kOp, "{}: shape is too large (a size of {})", where, dim);
+        TF_CHECK_ARG(
+            dim < (uint64_t{1} << 40) && (dim == 0 || nonzero <= (uint64_t{1} << 50) / dim), kOp,
+            "{}: shape is too large (a size of {})", where, dim);
         numel *= dim;
+        if (dim != 0) nonzero *= dim;
         info.shape.push_back(static_cast<int64_t>(dim));
       }
       const auto& off = v["data_offsets"];
@@ -303,7 +288,7 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
       TF_CHECK_ARG(info.begin == expect, kOp,
                    "'{}': tensor '{}' starts at byte {} of the data, expected {} (overlapping or "
                    "missing data)",
-                   path_, info.name, info.begin, expect);
+                   path_, detail::printable(info.name), info.begin, expect);
       expect = info.end;
     }
     TF_CHECK_ARG(expect == data_size, kOp,
@@ -382,8 +367,8 @@ std::vector<std::pair<std::string, Variable>> assign_present(
     TF_CHECK_ARG(info->shape == v.shape() && info->dtype == v.dtype(), kOp,
                  "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has shape {} and "
                  "dtype {}",
-                 reader.path(), name, info->shape.to_string(), dtype_name(info->dtype), v.name(),
-                 v.shape().to_string(), dtype_name(v.dtype()));
+                 reader.path(), detail::printable(name), info->shape.to_string(),
+                 dtype_name(info->dtype), v.name(), v.shape().to_string(), dtype_name(v.dtype()));
     present.emplace_back(info, v);
   }
   // Read everything before assigning anything: a read error leaves every variable unchanged.
@@ -403,7 +388,13 @@ std::vector<std::string> load_variables(
     if (!reader.find(name)) missing.push_back("'" + name + "'");
   if (!missing.empty()) {
     std::vector<std::string> have;
-    for (const auto& info : reader.tensors()) have.push_back(info.name);
+    for (const auto& info : reader.tensors()) {
+      if (have.size() == 20) {
+        have.push_back(fmt::format("... ({} in all)", reader.tensors().size()));
+        break;
+      }
+      have.push_back(detail::printable(info.name));
+    }
     TF_THROW(NotFoundError, kOp, "'{}' has no tensor {} (it holds: {})", path,
              fmt::join(missing, ", "), fmt::join(have, ", "));
   }

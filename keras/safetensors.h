@@ -5,12 +5,15 @@
 // their offsets (largest element size first, then by name, so every tensor is aligned to its
 // element size). Dtypes: F16 BF16 F32 F64 I32 I64 U8 BOOL.
 //
-// Writes are atomic: the bytes go to "<path>.tmp-<pid>", which is fsync'ed and renamed over the
-// target, then the directory is fsync'ed; a process killed mid-save leaves the old file intact.
+// Writes are atomic: the bytes go to "<path>.tmp-<pid>" (shortened for a name near NAME_MAX,
+// see core/file.h), which is fsync'ed and renamed over the target, then the directory is
+// fsync'ed; a process killed mid-save leaves the old file intact.
 // Reading validates everything before use (header length, JSON, dtypes, shapes, offsets inside
 // the file and contiguous); a bad file is an InvalidArgumentError naming the file and the
-// tensor, a missing one a NotFoundError. No shared state: distinct files may be used from
-// several threads; a Reader is used from one thread at a time.
+// tensor, a missing one a NotFoundError. Messages never quote the header's JSON (a parse error
+// gives its byte position), and names from the file are escaped and cut to 64 characters. No shared
+// state: distinct files may be used from several threads; a Reader is used from one thread at a
+// time.
 #pragma once
 
 #include <cstdint>
@@ -89,7 +92,11 @@ std::vector<std::pair<std::string, Variable>> assign_present(
     const Reader& reader, const std::vector<std::pair<std::string, Variable>>& variables);
 
 namespace detail {
-// Writes the chunks to "<path>.tmp-<pid>", fsyncs, renames over path, fsyncs the directory.
+// `text` (a name read from a file) for an error message: bytes outside printable ASCII and '\'
+// as \xNN, cut after max_chars characters with "...".
+std::string printable(std::string_view text, size_t max_chars = 64);
+// Writes the chunks to tapeflow::detail::temporary_path_for(path) ("<path>.tmp-<pid>"), fsyncs,
+// renames over path, fsyncs the directory.
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks);
 }  // namespace detail

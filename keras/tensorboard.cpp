@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <iterator>
 
 #include "core/check.h"
+#include "core/log.h"
 
 namespace tapeflow::keras {
 namespace summary {
@@ -103,13 +105,32 @@ EventFileWriter::EventFileWriter(const std::string& dir) {
   file_ = std::fopen(path_.c_str(), "wb");
   TF_CHECK_T(NotFoundError, file_ != nullptr, "TensorBoard", "cannot open {} for writing: {}",
              path_, std::strerror(errno));
-  const std::string version = "brain.Event:2";
-  write_record(event(wall_time(), 0, &version, nullptr));
-  flush();
+  try {
+    const std::string version = "brain.Event:2";
+    write_record(event(wall_time(), 0, &version, nullptr));
+    flush();
+  } catch (...) {
+    std::fclose(file_);  // the destructor does not run for a constructor that throws
+    file_ = nullptr;
+    throw;
+  }
 }
 
 EventFileWriter::~EventFileWriter() {
-  if (file_) std::fclose(file_);
+  if (!file_) return;
+  // A destructor must not throw: events that could not be written are reported in the log.
+  const bool failed = std::ferror(file_) != 0;
+  errno = 0;
+  if (std::fclose(file_) != 0 || failed) {
+    const int e = errno;
+    try {
+      TF_LOG_ERROR(
+          "TensorBoard: closing {} failed, events written since the last flush() may be "
+          "lost: {}",
+          path_, e ? std::strerror(e) : "a write error occurred earlier");
+    } catch (...) {
+    }
+  }
 }
 
 void EventFileWriter::write_record(const std::string& data) {
@@ -134,8 +155,16 @@ void EventFileWriter::scalar(const std::string& tag, double value, int64_t step)
 }
 
 void EventFileWriter::flush() {
-  std::fflush(file_);
-  ::fsync(::fileno(file_));
+  // A buffered fwrite reports nothing: the error (a full disk, EFBIG) shows here.
+  errno = 0;
+  if (std::fflush(file_) != 0 || std::ferror(file_) != 0) {
+    const int e = errno;
+    TF_THROW(InternalError, "TensorBoard", "writing {} failed, events were lost: {}", path_,
+             e ? std::strerror(e) : "a write error occurred earlier");
+  }
+  // Some file systems cannot fsync (EINVAL, EROFS): the data is then as durable as they make it.
+  if (::fsync(::fileno(file_)) != 0 && errno != EINVAL && errno != EROFS)
+    TF_THROW(InternalError, "TensorBoard", "cannot fsync {}: {}", path_, std::strerror(errno));
 }
 
 namespace {
@@ -184,9 +213,23 @@ struct Reader {
 }  // namespace
 
 std::vector<ScalarEvent> read_scalar_events(const std::string& path) {
+  // Checked first: opening a named pipe waits for a writer, and reading a directory throws
+  // std::ios_base::failure.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  TF_CHECK_T(NotFoundError, std::filesystem::exists(status), "TensorBoard", "cannot open {}: {}",
+             path, ec ? ec.message() : "no such file");
+  TF_CHECK_ARG(std::filesystem::is_regular_file(status), "TensorBoard",
+               "{} is not a regular file (a directory, named pipe, device or socket)", path);
   std::ifstream in(path, std::ios::binary);
   TF_CHECK_T(NotFoundError, in.good(), "TensorBoard", "cannot open {}", path);
-  const std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string buf;
+  try {
+    buf.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {
+    TF_THROW(InternalError, "TensorBoard", "reading {} failed: {}", path, e.what());
+  }
+  TF_CHECK_T(InternalError, !in.bad(), "TensorBoard", "reading {} failed", path);
   std::vector<ScalarEvent> out;
   size_t pos = 0;
   while (pos < buf.size()) {

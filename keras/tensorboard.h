@@ -2,7 +2,8 @@
 // protocol buffer, CRC) with scalar summaries, and the Keras TensorBoard callback that writes
 // each epoch's logs to <log_dir>/train and <log_dir>/validation as "epoch_<name>" scalars, as
 // tf.keras does. TensorBoard reads the files directly (`tensorboard --logdir <log_dir>`).
-// A writer is not thread-safe; flush() makes everything written so far durable.
+// A writer is not thread-safe; flush() makes everything written so far durable, and raises an
+// InternalError naming the file when that fails (a full disk); the destructor logs such errors.
 #pragma once
 
 #include <cstdint>

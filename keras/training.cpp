@@ -416,7 +416,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     backup_epoch.assign(Tensor(static_cast<int64_t>(epoch)));
     train::CheckpointManager(backup_checkpoint(), dir, 1).save();
   };
-  ctx.restore_backup = [backup_checkpoint,
+  ctx.restore_backup = [this, stp, &dataset, backup_checkpoint,
                         backup_epoch](const std::string& dir) -> std::optional<int> {
     std::error_code ec;
     const bool present = std::filesystem::exists(dir, ec);
@@ -427,6 +427,24 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     train::CheckpointManager manager(ckpt, dir, 1);
     const std::string latest = manager.latest_checkpoint();
     if (latest.empty()) return std::nullopt;
+    // A model that has not been built has no variables to restore into (its weights would be
+    // created fresh by the first step): build it for the data's first batch first, in the
+    // scope of the strategy it was compiled under, as the first step would.
+    if (!built()) {
+      data::Dataset::Iterator it = dataset.make_iterator();
+      const auto first = it.get_next();
+      TF_CHECK_T(FailedPreconditionError, first && !first->empty(), "BackupAndRestore",
+                 "model '{}' is not built and the training data yields no batch to build it "
+                 "from, so the backup in '{}' cannot be restored; build the model first",
+                 name(), dir);
+      distribute::Strategy* strategy = live_strategy(*stp, "fit");
+      if (strategy != nullptr && !distribute::has_strategy()) {
+        auto scope = strategy->scope();
+        build((*first)[0].shape());
+      } else {
+        build((*first)[0].shape());
+      }
+    }
     ckpt.restore(latest);
     const int64_t epoch = backup_epoch.value().item<int64_t>();
     // The epoch after it must be an int as well.

@@ -1,6 +1,9 @@
 // IDX reading and writing on small files in a temporary folder (good, corrupt, truncated and
 // missing files), fashion_mnist::load_data on fake files, and on the real Fashion-MNIST when the
 // Debian package's files are installed.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -64,6 +67,37 @@ void write_fake_fashion(const TempDir& dir, int64_t n_train, int64_t n_test) {
   tf::data::write_idx(dir.file("train-labels-idx1-ubyte.gz"), iota_u8({n_train}, 10));
   tf::data::write_idx(dir.file("t10k-images-idx3-ubyte.gz"), iota_u8({n_test, 28, 28}, 251));
   tf::data::write_idx(dir.file("t10k-labels-idx1-ubyte.gz"), iota_u8({n_test}, 7));
+}
+
+// One gzip member holding `data` in a stored (uncompressed) deflate block, with its CRC-32 and
+// length trailer.
+std::vector<uint8_t> gzip_stored(const std::vector<uint8_t>& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (uint8_t b : data) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  crc = ~crc;
+  const auto n = static_cast<uint16_t>(data.size());
+  std::vector<uint8_t> gz = {0x1f,
+                             0x8b,
+                             8,
+                             0,
+                             0,
+                             0,
+                             0,
+                             0,
+                             0,
+                             3,
+                             0x01,
+                             static_cast<uint8_t>(n),
+                             static_cast<uint8_t>(n >> 8),
+                             static_cast<uint8_t>(~n),
+                             static_cast<uint8_t>(~n >> 8)};
+  for (uint8_t b : data) gz.push_back(b);
+  for (uint32_t v : {crc, static_cast<uint32_t>(data.size())})
+    for (int s = 0; s < 32; s += 8) gz.push_back(static_cast<uint8_t>(v >> s));
+  return gz;
 }
 
 }  // namespace
@@ -308,4 +342,137 @@ TEST_CASE("read_idx checks the header's claimed size against the file before all
   write_bytes(packed, gz);
   TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(packed), tf::InvalidArgumentError,
                                "[read_idx] " + packed + ": truncated or corrupt");
+}
+
+TEST_CASE("read_idx rejects gzip files cut before their trailer or followed by junk",
+          "[cpu][data][idx]") {
+  TempDir dir;
+  // A (4,) unsigned byte IDX file: header then 1 2 3 4.
+  const std::vector<uint8_t> idx = {0, 0, 0x08, 1, 0, 0, 0, 4, 1, 2, 3, 4};
+  const std::vector<uint8_t> gz = gzip_stored(idx);
+
+  const std::string good = dir.file("good.gz");
+  write_bytes(good, gz);
+  check_values(tf::data::read_idx(good), {1, 2, 3, 4});
+
+  // Concatenated members are one gzip stream (as gzip -d reads them).
+  const std::string two = dir.file("two.gz");
+  std::vector<uint8_t> both = gzip_stored({idx.begin(), idx.begin() + 6});
+  const std::vector<uint8_t> rest = gzip_stored({idx.begin() + 6, idx.end()});
+  both.insert(both.end(), rest.begin(), rest.end());
+  write_bytes(two, both);
+  check_values(tf::data::read_idx(two), {1, 2, 3, 4});
+
+  // The CRC-32 and length cut off, and a data byte changed: zlib's gzread returned the bytes.
+  const std::string cut = dir.file("cut.gz");
+  std::vector<uint8_t> cut_bytes(gz.begin(), gz.end() - 8);
+  cut_bytes[cut_bytes.size() - 1] = 99;
+  write_bytes(cut, cut_bytes);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(cut), tf::InvalidArgumentError,
+                               cut + ": truncated: the gzip stream ends before its end marker");
+  // Only part of the trailer cut: still truncated.
+  const std::string part = dir.file("part.gz");
+  write_bytes(part, {gz.begin(), gz.end() - 3});
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(part), tf::InvalidArgumentError,
+                               part + ": truncated");
+  // A changed data byte with the trailer intact: the CRC does not match.
+  const std::string crc = dir.file("crc.gz");
+  std::vector<uint8_t> crc_bytes = gz;
+  crc_bytes[crc_bytes.size() - 9] = 99;
+  write_bytes(crc, crc_bytes);
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(crc), tf::InvalidArgumentError,
+                               crc + ": corrupt gzip data: incorrect data check");
+
+  // Junk (or zero padding) after the last member.
+  for (const std::vector<uint8_t>& junk :
+       {std::vector<uint8_t>{'j', 'u', 'n', 'k'}, std::vector<uint8_t>{0}}) {
+    const std::string trailing = dir.file("trailing.gz");
+    std::vector<uint8_t> bytes = gz;
+    bytes.insert(bytes.end(), junk.begin(), junk.end());
+    write_bytes(trailing, bytes);
+    TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(trailing), tf::InvalidArgumentError,
+                                 trailing + ": trailing data after the end of the gzip stream");
+  }
+  // A file write_idx compressed, with junk appended.
+  const std::string written = dir.file("written.gz");
+  tf::data::write_idx(written, iota_u8({64, 64}, 256));
+  {
+    std::ofstream f(written, std::ios::binary | std::ios::app);
+    f << "garbage";
+  }
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(written), tf::InvalidArgumentError,
+                               "trailing data after the end of the gzip stream");
+}
+
+TEST_CASE("write_idx that fails part-way leaves the previous file intact", "[cpu][data][idx]") {
+  TempDir dir;
+  const std::string plain = dir.file("plain-idx1-ubyte");
+  const std::string packed = dir.file("packed-idx1-ubyte.gz");
+  tf::data::write_idx(plain, iota_u8({10}, 7), false);
+  tf::data::write_idx(packed, iota_u8({10}, 5), true);
+  // 1 MiB of bytes that do not compress: both writes need far more than the 64 KiB allowed.
+  std::vector<uint8_t> noise(1 << 20);
+  uint32_t state = 12345;
+  for (auto& b : noise) {
+    state = state * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(state >> 24);
+  }
+  const tf::Tensor big = tf::convert_to_tensor(noise, {int64_t{1} << 20});
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // A file size limit makes write(2) fail with EFBIG (SIGXFSZ ignored), as a full disk would.
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 << 10, 64 << 10};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int failed = 0;
+    for (const auto& [path, compress] : {std::pair{plain, false}, std::pair{packed, true}}) {
+      try {
+        tf::data::write_idx(path, big, compress);
+      } catch (const tf::InternalError& e) {
+        if (std::string(e.what()).find("[write_idx]") != std::string::npos) ++failed;
+      } catch (...) {
+      }
+    }
+    ::_exit(failed == 2 ? 0 : 1);
+  }
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  REQUIRE(WIFEXITED(wstatus));
+  CHECK(WEXITSTATUS(wstatus) == 0);
+  // gzopen("wb") used to truncate the target first: a torn file was left in its place.
+  check_values(tf::data::read_idx(plain), {0, 1, 2, 3, 4, 5, 6, 0, 1, 2});
+  check_values(tf::data::read_idx(packed), {0, 1, 2, 3, 4, 0, 1, 2, 3, 4});
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  // And a successful write replaces the file.
+  tf::data::write_idx(packed, big, true);
+  CHECK(tf::data::read_idx(packed).shape() == tf::TensorShape({int64_t{1} << 20}));
+}
+
+TEST_CASE("read_idx names the file for a zero dimension next to huge ones", "[cpu][data][idx]") {
+  TempDir dir;
+  // (0, 2^32-1, 2^32-1): no data, but the shape's strides overflow int64.
+  const std::string path = dir.file("zero-huge");
+  write_bytes(path, {0, 0, 0x08, 3, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});
+  TF_REQUIRE_THROWS_CONTAINING(tf::data::read_idx(path), tf::InvalidArgumentError,
+                               "[read_idx] " + path + ": the header's dimensions");
+  // A zero dimension with ordinary ones is an empty tensor.
+  const std::string empty = dir.file("empty");
+  write_bytes(empty, {0, 0, 0x08, 3, 0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28});
+  CHECK(tf::data::read_idx(empty).shape() == tf::TensorShape({0, 28, 28}));
+}
+
+TEST_CASE("write_idx saves a file whose name is 255 bytes long", "[cpu][data][idx]") {
+  TempDir dir;
+  // "<name>.tmp-<pid>" exceeded NAME_MAX: the temporary file could not be created.
+  const std::string name = std::string(255 - 3, 'n') + ".gz";
+  const std::string path = dir.file(name);
+  tf::data::write_idx(path, iota_u8({6}, 4));
+  check_values(tf::data::read_idx(path), {0, 1, 2, 3, 0, 1});
+  tf::data::write_idx(path, iota_u8({3}, 9), false);  // over the first one
+  check_values(tf::data::read_idx(path), {0, 1, 2});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename());
+  CHECK(names == std::vector<std::string>{name});
 }

@@ -1,5 +1,12 @@
 // Keras callbacks, the progress bar and TensorBoard event files, driven through a fake training
 // context (fit fills the same context; tests of fit itself live with the model).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -405,5 +412,64 @@ TEST_CASE("ModelCheckpoint: an uncreatable directory is a tf error naming it", "
   cp.on_epoch_begin(0, {});
   TF_REQUIRE_THROWS_CONTAINING(cp.on_epoch_end(0, {}), tf::FailedPreconditionError,
                                "[ModelCheckpoint]");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("TensorBoard: a failing flush is an error and the destructor logs a failing close",
+          "[cpu][keras]") {
+  const auto dir = temp_dir("tensorboard_efbig");
+  const std::string log = (dir / "stderr.txt").string();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // A file size limit makes write(2) fail with EFBIG (SIGXFSZ ignored), as a full disk would.
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::signal(SIGXFSZ, SIG_IGN);
+    int code = 1;
+    try {
+      tf::keras::summary::EventFileWriter writer((dir / "train").string());
+      // The header is written; 20 events (about 1 KiB) wait in the stdio buffer, more than the
+      // 512 bytes the limit leaves.
+      const rlimit limit{512, 512};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      for (int i = 0; i < 20; ++i) writer.scalar("epoch_loss", 0.5, i);
+      try {
+        writer.flush();  // used to return as if every event had been written
+      } catch (const tf::InternalError& e) {
+        const std::string what = e.what();
+        if (what.find(writer.path()) != std::string::npos &&
+            what.find("events were lost") != std::string::npos)
+          code = 0;
+      }
+      // The destructor's fclose fails too, which it logs (and never throws).
+    } catch (...) {
+      code = 2;
+    }
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  REQUIRE(WIFEXITED(wstatus));
+  CHECK(WEXITSTATUS(wstatus) == 0);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("TensorBoard: closing") != std::string::npos);
+  CHECK(text.find("events.out.tfevents.") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("TensorBoard: read_scalar_events refuses a named pipe or a directory", "[cpu][keras]") {
+  const auto dir = temp_dir("tensorboard_fifo");
+  const std::string fifo = (dir / "events.out.tfevents.pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // A named pipe used to hang, a directory to throw std::ios_base::failure.
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(fifo),
+                               tf::InvalidArgumentError, fifo + " is not a regular file");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events(dir.string()),
+                               tf::InvalidArgumentError, dir.string() + " is not a regular file");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::summary::read_scalar_events((dir / "absent").string()),
+                               tf::NotFoundError, "absent");
   std::filesystem::remove_all(dir);
 }

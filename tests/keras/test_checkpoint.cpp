@@ -2,6 +2,7 @@
 // optimizer state (deferred slot restoration), CheckpointManager (max_to_keep, index, restart),
 // mirrored variables, and a child process SIGKILLed mid-save leaving the previous checkpoint.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "keras/checkpoint.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
@@ -567,4 +569,255 @@ TEST_CASE("checkpoint: filesystem failures are tf errors, unreadable index entri
   tf::train::CheckpointManager manager(ckpt, dir / "managed", 2);
   CHECK(manager.checkpoints().empty());
   CHECK(manager.latest_checkpoint().empty());
+}
+
+TEST_CASE("checkpoint: restoring into a model that is not built warns naming the values",
+          "[keras][cpu]") {
+  namespace K = tf::keras;
+  TempDir dir;
+  auto a = K::Sequential({K::layers::Dense(2)});
+  (void)a(tf::zeros({1, 3}), false);
+  tf::train::Checkpoint saved({{"model", a}});
+  const std::string path = saved.save(dir / "ckpt");
+
+  auto b = K::Sequential({K::layers::Dense(2)});
+  tf::train::Checkpoint restored({{"model", b}});
+  tf::train::CheckpointLoadStatus status;
+  const std::string log = tf::testing::capture_stderr([&] { status = restored.restore(path); });
+  CHECK(status.unused.size() == 2);
+  CHECK(log.find("2 value(s) of '" + path + ".safetensors' were not restored") !=
+        std::string::npos);
+  CHECK(log.find("model/") != std::string::npos);
+  CHECK(log.find("build it before restoring") != std::string::npos);
+  TF_REQUIRE_THROWS_CONTAINING(status.assert_consumed(), tf::FailedPreconditionError, "model/");
+}
+
+TEST_CASE("checkpoint: optimizer slots that nothing can take are unused", "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  opt::Adam adam(0.05);
+  adam.apply_gradients({model.kernel.value(), model.bias.value()}, model.vars());
+  tf::train::Checkpoint saved({{"model", model}, {"optimizer", adam}});
+  const std::string path = saved.save(dir / "ckpt");
+
+  // An optimizer without Adam's slots: m and v can never be restored.
+  TinyModel a;
+  opt::SGD sgd(0.1);
+  tf::train::Checkpoint into_sgd({{"model", a}, {"optimizer", sgd}});
+  auto status = into_sgd.restore(path);
+  status.assert_existing_objects_matched();
+  // (In the file's order: by data offset.)
+  CHECK(status.unused == std::vector<std::string>{
+                             "optimizer/model/dense/bias/m", "optimizer/model/dense/bias/v",
+                             "optimizer/model/dense/kernel/m", "optimizer/model/dense/kernel/v"});
+  TF_REQUIRE_THROWS_CONTAINING(status.assert_consumed(), tf::FailedPreconditionError,
+                               "optimizer/model/dense/kernel/m");
+
+  // The slots of a variable this checkpoint's model does not have.
+  struct KernelOnly final : tf::keras::Trackable {
+    tf::Variable kernel{tf::constant({{0.0f, 0.0f}, {0.0f, 0.0f}}), "dense/kernel"};
+    std::vector<std::pair<std::string, tf::Variable>> tracked_variables() const override {
+      return {{"dense/kernel", kernel}};
+    }
+  };
+  KernelOnly b;
+  opt::Adam adam_b(0.05);
+  tf::train::Checkpoint partial({{"model", b}, {"optimizer", adam_b}});
+  auto s2 = partial.restore(path);
+  CHECK(s2.unused == std::vector<std::string>{"model/dense/bias", "optimizer/model/dense/bias/m",
+                                              "optimizer/model/dense/bias/v"});
+  TF_REQUIRE_THROWS_CONTAINING(s2.assert_consumed(), tf::FailedPreconditionError,
+                               "optimizer/model/dense/bias/m");
+  // The kernel's slots wait for adam_b's first step, legitimately.
+  adam_b.build({b.kernel});
+  tf::testing::check_close(adam_b.slots()[0].second[0].value(), adam.slots()[0].second[0].value(),
+                           0, 0);
+}
+
+TEST_CASE("checkpoint: a wrong-shaped deferred slot fails every step and changes nothing",
+          "[keras][cpu]") {
+  TempDir dir;
+  TinyModel model;
+  opt::Adam adam(0.05);
+  adam.apply_gradients({model.kernel.value(), model.bias.value()}, model.vars());
+  tf::train::Checkpoint saved({{"model", model}, {"optimizer", adam}});
+  const std::string path = saved.save(dir / "ckpt");
+  auto tensors = st::load_file(path + ".safetensors");
+  for (auto& [n, t] : tensors)
+    if (n == "optimizer/model/dense/kernel/m") t = tf::zeros({3});
+  st::save_file(path + ".safetensors", tensors);
+
+  TinyModel fresh;
+  opt::Adam fresh_adam(0.05);
+  tf::train::Checkpoint restored({{"model", fresh}, {"optimizer", fresh_adam}});
+  restored.restore(path);
+  const std::vector<tf::Tensor> grads = {fresh.kernel.value(), fresh.bias.value()};
+  // The retry used to succeed with m at zeros and the slots renamed "dense/kernel_1/m".
+  for (int attempt = 0; attempt < 2; ++attempt)
+    TF_REQUIRE_THROWS_CONTAINING(fresh_adam.apply_gradients(grads, fresh.vars()),
+                                 tf::InvalidArgumentError,
+                                 "slot 'dense/kernel/m' has shape (3,) and dtype float32");
+  CHECK(fresh_adam.slots().empty());
+  CHECK(fresh_adam.iterations().value().item<int64_t>() == 1);
+  for (const auto& [name, v] : fresh_adam.tracked_variables())
+    CHECK(name.find("_1") == std::string::npos);
+}
+
+TEST_CASE(
+    "checkpoint: a CheckpointManager name with a folder is recorded relative to the directory",
+    "[keras][cpu]") {
+  TempDir dir;
+  tf::Variable v(tf::constant(1.0f), "v");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  {
+    tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2, "sub/ckpt");
+    for (int i = 0; i < 3; ++i) manager.save();
+    CHECK(manager.latest_checkpoint() == dir / "sub/ckpt-3");
+  }
+  // The index used to record only "ckpt-3", which names no file of the directory.
+  const std::string index = read_bytes(dir / "checkpoint");
+  CHECK(index.find("model_checkpoint_path: \"sub/ckpt-3\"") != std::string::npos);
+  CHECK(index.find("all_model_checkpoint_paths: \"sub/ckpt-2\"") != std::string::npos);
+  CHECK(tf::train::latest_checkpoint(dir.path.string()) == dir / "sub/ckpt-3");
+
+  // A new manager finds them, restores the latest and keeps deleting beyond max_to_keep.
+  tf::train::CheckpointManager again(ckpt, dir.path.string(), 2, "sub/ckpt");
+  CHECK(again.checkpoints() == std::vector<std::string>{dir / "sub/ckpt-2", dir / "sub/ckpt-3"});
+  CHECK(again.restore_or_initialize() == dir / "sub/ckpt-3");
+  again.save();
+  again.save();
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir.path / "sub"))
+    files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"ckpt-4.safetensors", "ckpt-5.safetensors"});
+}
+
+TEST_CASE("checkpoint: a named pipe or a directory in place of a file is an error and not a hang",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string fifo = dir / "pipe.safetensors";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // Opening the pipe used to wait forever for a writer.
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{fifo}, tf::InvalidArgumentError,
+                               "'" + fifo + "' is not a regular file (a named pipe)");
+  tf::Variable v(tf::zeros({2}), "v");
+  TF_REQUIRE_THROWS_CONTAINING(st::load_variables(fifo, {{"v", v}}), tf::InvalidArgumentError,
+                               "a named pipe");
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{dir.path.string()}, tf::InvalidArgumentError,
+                               "is not a regular file (a directory)");
+
+  // The manager's index file as a named pipe.
+  const std::string run = dir / "run";
+  fs::create_directories(run);
+  REQUIRE(::mkfifo((run + "/checkpoint").c_str(), 0644) == 0);
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::train::latest_checkpoint(run), tf::InvalidArgumentError,
+      "[latest_checkpoint] the checkpoint index '" + run + "/checkpoint' is not a regular file");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt, run), tf::InvalidArgumentError,
+                               "[CheckpointManager] the checkpoint index");
+}
+
+TEST_CASE("safetensors: messages never quote the header and cut and escape names from the file",
+          "[keras][cpu]") {
+  TempDir dir;
+  auto message = [](const std::string& path) {
+    try {
+      st::Reader r(path);
+    } catch (const tf::InvalidArgumentError& e) {
+      return std::string(e.what());
+    }
+    FAIL("no InvalidArgumentError for " << path);
+    return std::string();
+  };
+  // A 1 MB string then a control character: nlohmann's message quoted all of it ("last read").
+  const std::string long_json = dir / "long.safetensors";
+  write_bytes(long_json, make_file("{\"" + std::string(1 << 20, 'A') + "\x01\"}", ""));
+  std::string m = message(long_json);
+  CHECK(m.size() < 300);
+  CHECK(m.find("the header is not valid JSON (parse error at byte") != std::string::npos);
+  CHECK(m.find("AAAA") == std::string::npos);
+  CHECK(m.find("last read") == std::string::npos);
+
+  // A 100000-character tensor name with a bad entry: cut to 64 characters.
+  const std::string long_name = dir / "long_name.safetensors";
+  write_bytes(long_name, make_file("{\"" + std::string(100000, 'B') +
+                                       "\":{\"dtype\":1,\"shape\":[],\"data_offsets\":[0,0]}}",
+                                   ""));
+  m = message(long_name);
+  CHECK(m.size() < 300);
+  CHECK(m.find("tensor '" + std::string(64, 'B') + "...': dtype is not a string") !=
+        std::string::npos);
+
+  // Terminal escapes and bytes outside ASCII in a name are escaped.
+  const std::string escapes = dir / "escapes.safetensors";
+  write_bytes(
+      escapes,
+      make_file("{\"\\u001b[31mEVIL\\u00ff\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":"
+                "[0,0]}}",
+                ""));
+  m = message(escapes);
+  CHECK(m.find("tensor '\\x1b[31mEVIL\\xc3\\xbf'") != std::string::npos);
+  CHECK(m.find('\x1b') == std::string::npos);
+  CHECK(st::detail::printable(std::string(70, 'x')) == std::string(64, 'x') + "...");
+}
+
+TEST_CASE("checkpoint: saving inside a traced function is a FailedPreconditionError",
+          "[keras][cpu]") {
+  TempDir dir;
+  tf::Variable v(tf::constant(1.0f), "v");
+  tf::train::Checkpoint ckpt({{"v", v}});
+  tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+  // save_counter's .item() inside the trace used to raise an InvalidArgumentError first.
+  auto save = tf::function([&](const tf::Tensor& x) {
+    ckpt.save(dir / "ckpt");
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(
+      save(tf::constant(1.0f)), tf::FailedPreconditionError,
+      "[Checkpoint] cannot save '" + (dir / "ckpt") + "' inside a traced tf::function");
+  auto managed = tf::function([&](const tf::Tensor& x) {
+    manager.save();
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(managed(tf::constant(1.0f)), tf::FailedPreconditionError,
+                               "[CheckpointManager] cannot save");
+  auto write = tf::function([&](const tf::Tensor& x) {
+    ckpt.write(dir / "exact");
+    return x;
+  });
+  TF_REQUIRE_THROWS_CONTAINING(write(tf::constant(1.0f)), tf::FailedPreconditionError,
+                               "inside a traced tf::function");
+  CHECK(ckpt.save_counter().value().item<int64_t>() == 0);
+  CHECK(manager.checkpoints().empty());
+}
+
+TEST_CASE("safetensors: a zero size next to huge ones names the file and the tensor",
+          "[keras][cpu]") {
+  TempDir dir;
+  const std::string path = dir / "zero.safetensors";
+  const std::string big = std::to_string(uint64_t{1} << 39);
+  write_bytes(path, make_file("{\"t\":{\"dtype\":\"F32\",\"shape\":[0," + big + "," + big + "," +
+                                  big + "],\"data_offsets\":[0,0]}}",
+                              ""));
+  // Used to be a [TensorShape] error about int64 that named neither.
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{path}, tf::InvalidArgumentError,
+                               "'" + path + "': tensor 't': shape is too large");
+  // A zero size with ordinary ones reads as an empty tensor.
+  write_bytes(path,
+              make_file("{\"t\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[0,0]}}", ""));
+  CHECK(st::Reader(path).read("t").shape() == tf::TensorShape({0, 3}));
+}
+
+TEST_CASE("safetensors: a file whose name is 255 bytes long saves atomically", "[keras][cpu]") {
+  TempDir dir;
+  const std::string name = std::string(255 - 12, 's') + ".safetensors";
+  const std::string path = dir / name;
+  st::save_file(path, {{"t", tf::constant({1.0f, 2.0f})}});
+  st::save_file(path, {{"t", tf::constant({3.0f, 4.0f})}});
+  check_values(st::Reader(path).read("t"), {3, 4});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename());
+  CHECK(names == std::vector<std::string>{name});
 }

@@ -265,6 +265,46 @@ TEST_CASE("fit: BackupAndRestore resumes an interrupted run", "[cpu][keras]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("fit: BackupAndRestore into a model that is not built continues from the backup",
+          "[cpu][keras]") {
+  auto [x, y] = blobs(60, 7);
+  const auto dir = temp_dir("backup_unbuilt");
+  const std::string backup = (dir / "backup").string();
+  const K::FitOptions plain{.epochs = 4, .batch_size = 16, .verbose = 0, .shuffle = false};
+  auto with = [&](std::vector<K::callbacks::CallbackRef> callbacks) {
+    K::FitOptions o = plain;
+    o.callbacks = std::move(callbacks);
+    return o;
+  };
+  // The run that is never interrupted.
+  tf::random::set_seed(21);
+  auto whole = small_model();
+  whole.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  const K::History want = whole.fit(x, y, plain);
+
+  tf::random::set_seed(21);
+  auto first = small_model();
+  first.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  REQUIRE_THROWS_WITH(first.fit(x, y, with({K::callbacks::BackupAndRestore(backup), FailAt(2)})),
+                      "simulated failure");
+
+  // A fresh process's model, not built: fit builds it from the data before restoring (the
+  // restore used to find no variables and train from new random weights, silently).
+  tf::random::set_seed(99);
+  auto fresh = small_model();
+  fresh.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true));
+  REQUIRE_FALSE(fresh.built());
+  const K::History h = fresh.fit(x, y, with({K::callbacks::BackupAndRestore(backup)}));
+  REQUIRE(h.epoch == std::vector<int>{2, 3});
+  const auto& got = h.history.at("loss");
+  const auto& all = want.history.at("loss");
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == Approx(all[2]).epsilon(1e-5));
+  CHECK(got[1] == Approx(all[3]).epsilon(1e-5));
+  CHECK(fresh.optimizer().iterations().value().item<int64_t>() == 16);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
   auto [x, y] = blobs(30, 8);
   auto model = small_model();
