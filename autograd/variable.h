@@ -56,6 +56,9 @@ class Variable {
   std::vector<Variable> components() const;
 
   struct State;
+  // Internal: the state's identity without keeping it alive (an optimizer's slots are keyed
+  // by the variables they belong to, and must not outlive them with their weights).
+  std::weak_ptr<State> weak_state() const { return state_; }
   // Internal: a handle on existing state (graph replay of variable reads and writes).
   static Variable from_state(std::shared_ptr<State> state) {
     Variable v;

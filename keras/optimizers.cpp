@@ -67,9 +67,12 @@ struct OptimizerImpl {
   Variable iterations;
 
   std::mutex mu;  // guards everything below
+  // The slots of one variable. The optimizer does not keep the variable alive (a model
+  // destroyed while the optimizer lives frees its weights): an entry whose owner expired is
+  // dropped with its slots when the next variable gets slots.
   struct Entry {
-    std::string prefix;  // "dense/kernel"
-    Variable owner;      // the variable these slots belong to
+    std::string prefix;                    // "dense/kernel"
+    std::weak_ptr<Variable::State> owner;  // the variable these slots belong to
     std::vector<Variable> slots;
   };
   std::unordered_map<const void*, size_t> index;  // variable handle -> entries_
@@ -78,7 +81,38 @@ struct OptimizerImpl {
   std::map<std::string, Tensor> deferred;  // by "<prefix>/<slot>" (older checkpoints)
   // By the variable the slots belong to, then slot name (checkpoints that key slots by the
   // variable's path in the checkpoint, tf::train::Checkpoint).
-  std::unordered_map<const void*, std::map<std::string, Tensor>> deferred_by_variable;
+  struct Deferred {
+    std::weak_ptr<Variable::State> owner;
+    std::map<std::string, Tensor> slots;
+  };
+  std::unordered_map<const void*, Deferred> deferred_by_variable;
+
+  // Whether `w` still refers to the live variable with this handle (an expired one's address
+  // may since belong to another variable).
+  static bool is_owner(const std::weak_ptr<Variable::State>& w, const Variable& var) {
+    const auto alive = w.lock();
+    return alive && static_cast<const void*>(alive.get()) == var.handle_id();
+  }
+  // Drops the entries (and deferred slot values) of variables that no longer exist. Caller
+  // holds mu.
+  void drop_expired() {
+    for (auto it = deferred_by_variable.begin(); it != deferred_by_variable.end();)
+      it = it->second.owner.expired() ? deferred_by_variable.erase(it) : std::next(it);
+    const bool any = std::any_of(entries.begin(), entries.end(),
+                                 [](const Entry& e) { return e.owner.expired(); });
+    if (!any) return;
+    std::vector<Entry> kept;
+    index.clear();
+    for (Entry& e : entries) {
+      if (auto owner = e.owner.lock()) {
+        index.emplace(owner.get(), kept.size());
+        kept.push_back(std::move(e));
+      } else {
+        prefixes.erase(e.prefix);
+      }
+    }
+    entries = std::move(kept);
+  }
 
   virtual ~OptimizerImpl() = default;
   virtual std::vector<std::string> slot_names() const = 0;
@@ -120,7 +154,10 @@ struct OptimizerImpl {
   // Makes the slots of `var` (caller holds mu): zeros shaped as var, on var's device, mirrored
   // over the same devices when var is mirrored.
   void build_one(const Variable& var) {
-    if (index.count(var.handle_id())) return;
+    if (auto it = index.find(var.handle_id());
+        it != index.end() && is_owner(entries[it->second].owner, var))
+      return;
+    drop_expired();
     std::string prefix = base_name(var.name());
     if (prefixes.count(prefix)) {
       int k = 1;
@@ -131,11 +168,14 @@ struct OptimizerImpl {
     // here again at the next call instead of being dropped (and the prefix taken) by this one.
     const std::vector<std::string> names = slot_names();
     auto by_variable = deferred_by_variable.find(var.handle_id());
+    if (by_variable != deferred_by_variable.end() && !is_owner(by_variable->second.owner, var))
+      by_variable = deferred_by_variable.end();
     std::vector<std::optional<Tensor>> restored(names.size());
     for (size_t s = 0; s < names.size(); ++s) {
       const std::string key = prefix + "/" + names[s];
       if (by_variable != deferred_by_variable.end()) {
-        if (auto it = by_variable->second.find(names[s]); it != by_variable->second.end())
+        if (auto it = by_variable->second.slots.find(names[s]);
+            it != by_variable->second.slots.end())
           restored[s] = it->second;
       } else if (auto it = deferred.find(key); it != deferred.end()) {
         restored[s] = it->second;
@@ -149,7 +189,7 @@ struct OptimizerImpl {
                    var.shape().to_string(), dtype_name(var.dtype()));
     }
     Entry e;
-    e.owner = var;
+    e.owner = var.weak_state();
     e.prefix = prefix;
     {
       InitScope init;
@@ -167,11 +207,11 @@ struct OptimizerImpl {
     prefixes.insert(prefix);
     for (size_t s = 0; s < names.size(); ++s) {
       if (by_variable != deferred_by_variable.end())
-        by_variable->second.erase(names[s]);
+        by_variable->second.slots.erase(names[s]);
       else if (restored[s])
         deferred.erase(prefix + "/" + names[s]);
     }
-    if (by_variable != deferred_by_variable.end() && by_variable->second.empty())
+    if (by_variable != deferred_by_variable.end() && by_variable->second.slots.empty())
       deferred_by_variable.erase(by_variable);
     index.emplace(var.handle_id(), entries.size());
     entries.push_back(std::move(e));
@@ -493,9 +533,11 @@ std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() con
   if (!impl.schedule) out.emplace_back("learning_rate", impl.lr_var);
   std::lock_guard lock(impl.mu);
   const auto names = impl.slot_names();
-  for (const auto& e : impl.entries)
+  for (const auto& e : impl.entries) {
+    if (e.owner.expired()) continue;  // dropped with the next variable that gets slots
     for (size_t s = 0; s < e.slots.size(); ++s)
       out.emplace_back(e.prefix + "/" + names[s], e.slots[s]);
+  }
   return out;
 }
 
@@ -515,7 +557,9 @@ void Optimizer::restore_deferred_slot(const Variable& var, const std::string& sl
                                       const Tensor& value) {
   auto& impl = checked(impl_);
   std::lock_guard lock(impl.mu);
-  impl.deferred_by_variable[var.handle_id()][slot] = value;
+  auto& d = impl.deferred_by_variable[var.handle_id()];
+  if (!OptimizerImpl::is_owner(d.owner, var)) d = {var.weak_state(), {}};  // a new variable
+  d.slots[slot] = value;
 }
 
 std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).slot_names(); }
@@ -523,9 +567,9 @@ std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).s
 std::vector<std::pair<Variable, std::vector<Variable>>> Optimizer::slots() const {
   auto& impl = checked(impl_);
   std::lock_guard lock(impl.mu);
-  std::vector<std::pair<Variable, std::vector<Variable>>> out(impl.entries.size());
-  for (const auto& [handle, i] : impl.index) out[i].second = impl.entries[i].slots;
-  for (const auto& [handle, i] : impl.index) out[i].first = impl.entries[i].owner;
+  std::vector<std::pair<Variable, std::vector<Variable>>> out;
+  for (const auto& e : impl.entries)
+    if (auto owner = e.owner.lock()) out.emplace_back(Variable::from_state(owner), e.slots);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <barrier>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "autograd/tape.h"
@@ -276,6 +277,32 @@ TEST_CASE("optimizers: tracked names and lazily built slots", "[keras][cpu]") {
   opt::SGD scheduled(sched::ExponentialDecay(0.1, 10, 0.5));
   TF_REQUIRE_THROWS_CONTAINING(scheduled.set_learning_rate(0.1), tf::FailedPreconditionError,
                                "ExponentialDecay");
+}
+
+TEST_CASE("optimizers: slots do not keep their variables alive", "[keras][cpu]") {
+  // One optimizer outliving the models it trained (a new model per run) kept every model's
+  // weights and slots alive: memory grew with each model.
+  opt::Adam adam(0.01);
+  std::weak_ptr<tf::Variable::State> gone;
+  {
+    tf::Variable w(tf::ones({16, 16}), "dense/kernel");
+    adam.apply_gradients({tf::ones({16, 16})}, {w});
+    CHECK(adam.variables().size() == 4);  // iterations, learning_rate, m, v
+    gone = w.weak_state();
+  }
+  CHECK(gone.expired());
+  CHECK(adam.variables().size() == 2);
+  CHECK(adam.slots().empty());
+  // A new variable of the same name takes the name back (its slots are dropped meanwhile).
+  tf::Variable again(tf::ones({4}), "dense/kernel");
+  adam.apply_gradients({tf::ones({4})}, {again});
+  std::vector<std::string> names;
+  for (auto& [name, v] : adam.tracked_variables()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"iterations", "learning_rate", "dense/kernel/m",
+                                          "dense/kernel/v"});
+  REQUIRE(adam.slots().size() == 1);
+  CHECK(adam.slots()[0].first.handle_id() == again.handle_id());
+  CHECK(adam.slots()[0].second[0].shape() == tf::TensorShape({4}));
 }
 
 TEST_CASE("optimizers: a traced step gives the eager values, schedule and set_learning_rate "
