@@ -418,15 +418,7 @@ TEST_CASE("fit: compile from a callback leaves the running fit its state", "[cpu
 }
 
 TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][keras][multi_device]") {
-  try {
-    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
-                                                 {{}, {}});
-  } catch (const tf::FailedPreconditionError&) {
-  }
-  if (tf::config::list_logical_devices("CPU").size() < 2) {
-    WARN("ops already ran in this process; run this case alone to split the CPU");
-    return;
-  }
+  if (!tf::testing::split_cpu_in_two()) return;
   auto [x, y] = blobs(100, 10);  // batches of 32 and a last one of 4: uneven replica splits
   auto train = [&](K::Sequential& model) {
     model.compile(K::optimizers::SGD(0.1, 0.9), K::losses::SparseCategoricalCrossentropy(true),
@@ -464,15 +456,7 @@ TEST_CASE("fit under a MirroredStrategy's scope matches one device", "[cpu][kera
 
 TEST_CASE("fit under a MirroredStrategy: a replica's empty share of the last batch trains",
           "[cpu][keras][multi_device]") {
-  try {
-    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
-                                                 {{}, {}});
-  } catch (const tf::FailedPreconditionError&) {
-  }
-  if (tf::config::list_logical_devices("CPU").size() < 2) {
-    WARN("ops already ran in this process; run this case alone to split the CPU");
-    return;
-  }
+  if (!tf::testing::split_cpu_in_two()) return;
   // 5 samples in batches of 4: the last global batch of 1 leaves the second replica nothing.
   // Its batch statistics are NaN; they made the moving statistics and (through NaN * 0 in the
   // gradient) the weights NaN.

@@ -156,15 +156,7 @@ TEST_CASE("metrics: updates inside a traced function run at every call", "[keras
 
 TEST_CASE("metrics: mirrored state accumulates per replica and result() sums the copies",
           "[keras][cpu][multi_device]") {
-  try {
-    tf::config::set_logical_device_configuration(tf::config::list_physical_devices("CPU")[0],
-                                                 {{}, {}});
-  } catch (const tf::FailedPreconditionError&) {
-  }
-  if (tf::config::list_logical_devices("CPU").size() < 2) {
-    WARN("ops already ran in this process; run this case alone to split the CPU");
-    return;
-  }
+  if (!tf::testing::split_cpu_in_two()) return;
   const std::vector<tf::Device> devs = {tf::Device::parse("/cpu:0"), tf::Device::parse("/cpu:1")};
   metrics::Mean mean;
   metrics::SparseCategoricalAccuracy acc;

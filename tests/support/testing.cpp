@@ -22,6 +22,16 @@ std::vector<Device> devices_under_test() {
 
 bool has_gpu() { return detail::num_logical_devices(DeviceType::GPU) > 0; }
 
+bool split_cpu_in_two() {
+  try {
+    config::set_logical_device_configuration(config::list_physical_devices("CPU")[0], {{}, {}});
+  } catch (const FailedPreconditionError&) {
+  }
+  if (config::list_logical_devices("CPU").size() >= 2) return true;
+  WARN("the CPU was looked up before this case: run it alone to split the CPU");
+  return false;
+}
+
 std::string capture_stderr(const std::function<void()>& f) {
   std::fflush(stderr);
   char path[] = "/tmp/tapeflow_stderr_XXXXXX";

@@ -17,6 +17,9 @@ namespace tapeflow::testing {
 // CPU:0 plus every GPU this machine has (the [cuda] cases skip themselves without one).
 std::vector<Device> devices_under_test();
 bool has_gpu();
+// Splits the CPU into two logical devices if nothing looked the CPUs up yet; false (with a
+// Catch2 warning to run the case alone, as CTest does) when that came too late.
+bool split_cpu_in_two();
 
 // Checks shape and every element against `expected` (row-major) within
 // |got - want| <= atol + rtol * |want|; NaNs must match NaNs.
