@@ -197,19 +197,55 @@ std::string MaxPool2DGrad::attributes() const {
                      padding_name(same));
 }
 
-std::vector<Tensor> MaxPool2DGrad::vjp(std::span<const Tensor>, std::span<const Tensor> cotangents,
+std::vector<Tensor> MaxPool2DGrad::vjp(std::span<const Tensor> primals,
+                                       std::span<const Tensor> cotangents,
                                        std::span<const int> argnums,
                                        std::span<const Tensor>) const {
   std::vector<Tensor> grads;
   for (int a : argnums) {
-    // The routing changes only where the argmax changes: zero almost everywhere.
+    // The routing changes only where the argmax changes: zero almost everywhere. Linear in dy:
+    // its transpose gathers the cotangent at each window's argmax.
     if (a == 0)
       grads.push_back(zeros_like(cotangents[0]));
     else
-      TF_THROW(InvalidArgumentError, name(),
-               "no gradient is defined with respect to dy (a second-order gradient of "
-               "max_pool2d through its upstream gradient would gather at each window's argmax, "
-               "which no primitive does yet)");
+      grads.push_back(detail::dispatch(MaxPool2DGradGrad(k_h, k_w, stride_h, stride_w, same),
+                                       {primals[0], cotangents[0]}));
+  }
+  return grads;
+}
+
+void MaxPool2DGradGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const char* op = name();
+  const Tensor& x = in[0];
+  const Tensor& g = in[1];
+  check_rank4(op, "input", x.shape(), "NHWC");
+  check_float_pair(op, "input", x, "grad", g);
+  TF_CHECK_ARG(shapes_match(x.shape(), g.shape()), op, "input and grad shapes differ: {} and {}",
+               x.shape().to_string(), g.shape().to_string());
+  TF_CHECK_ARG(k_h >= 1 && k_w >= 1, op, "ksize must be positive, got [{}, {}]", k_h, k_w);
+  check_window(op, stride_h, stride_w, 1, 1);
+  const TensorShape& xs = x.shape();
+  const int64_t oh = forward_out(op, "height", xs[1], k_h, stride_h, 1, same, xs);
+  const int64_t ow = forward_out(op, "width", xs[2], k_w, stride_w, 1, same, xs);
+  out[0] = {TensorShape{xs[0], oh, ow, xs[3]}, x.dtype()};
+}
+
+std::string MaxPool2DGradGrad::attributes() const {
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
+                     padding_name(same));
+}
+
+std::vector<Tensor> MaxPool2DGradGrad::vjp(std::span<const Tensor> primals,
+                                           std::span<const Tensor> cotangents,
+                                           std::span<const int> argnums,
+                                           std::span<const Tensor>) const {
+  std::vector<Tensor> grads;
+  for (int a : argnums) {
+    if (a == 0)
+      grads.push_back(zeros_like(primals[0]));
+    else
+      grads.push_back(detail::dispatch(MaxPool2DGrad(k_h, k_w, stride_h, stride_w, same),
+                                       {primals[0], cotangents[0]}));
   }
   return grads;
 }

@@ -1,8 +1,8 @@
 // Gradient kernels of conv2d and pooling, as TF's Conv2DBackpropInput, Conv2DBackpropFilter,
-// MaxPoolGrad and AvgPoolGrad: NHWC activations, HWIO filters, the forward op's strides,
-// dilations, window and SAME/VALID padding (TF's asymmetric SAME padding included). They are
-// primitives (so the vjps of Conv2D/MaxPool2D/AvgPool2D are single ops) and have vjps of their own
-// where the op is linear, so second-order gradients work. Floating dtypes only.
+// MaxPoolGrad, MaxPoolGradGrad and AvgPoolGrad: NHWC activations, HWIO filters, the forward op's
+// strides, dilations, window and SAME/VALID padding (TF's asymmetric SAME padding included). They
+// are primitives (so the vjps of Conv2D/MaxPool2D/AvgPool2D are single ops) and have vjps of their
+// own where the op is linear, so second-order gradients work. Floating dtypes only.
 #pragma once
 
 #include <string>
@@ -61,8 +61,8 @@ struct Conv2DBackpropFilter final : PrimitiveBase<Conv2DBackpropFilter> {
 // input (N, H, W, C) and dy (N, OH, OW, C) -> dx (N, H, W, C): each dy element goes to the FIRST
 // maximal valid element of its window in row-major (h, w) order (TF's CPU rule for ties; a NaN
 // first element wins, as the forward kernel's `max < v` comparison keeps it), and overlapping
-// windows add up. Its vjp gives zeros for the input (piecewise constant) but none for dy (that
-// would gather at the argmax, which no primitive does yet): it throws, naming the op.
+// windows add up. Its vjp gives zeros for the input (piecewise constant) and, for dy, gathers
+// the cotangent at each window's argmax (MaxPool2DGradGrad).
 struct MaxPool2DGrad final : PrimitiveBase<MaxPool2DGrad> {
   int k_h, k_w, stride_h, stride_w;
   bool same;
@@ -74,7 +74,25 @@ struct MaxPool2DGrad final : PrimitiveBase<MaxPool2DGrad> {
   std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
                           std::span<const int> argnums,
                           std::span<const Tensor> outputs) const override;
-  uint32_t vjp_saves() const override { return 0; }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::string attributes() const override;
+};
+
+// input (N, H, W, C) and g (N, H, W, C) -> (N, OH, OW, C): g at each window's argmax, by
+// MaxPool2DGrad's rule (TF's MaxPoolGradGrad): max_pool2d_grad's gradient with respect to dy.
+// Linear in g (its vjp is MaxPool2DGrad), piecewise constant in the input.
+struct MaxPool2DGradGrad final : PrimitiveBase<MaxPool2DGradGrad> {
+  int k_h, k_w, stride_h, stride_w;
+  bool same;
+  MaxPool2DGradGrad(int kh, int kw, int sh, int sw, bool s)
+      : k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  const char* name() const override { return "max_pool2d_grad_grad"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0); }
   std::string attributes() const override;
 };
 

@@ -19,7 +19,8 @@
 #define TF_RANDOM_PRIMITIVES(X) X(RandomNormal) X(RandomUniform)
 // Gradient kernels (used by vjps): backward convolution and pooling, segment sums for gather.
 #define TF_NN_GRAD_PRIMITIVES(X) \
-  X(Conv2DBackpropInput) X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(AvgPool2DGrad)
+  X(Conv2DBackpropInput)         \
+  X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(MaxPool2DGradGrad) X(AvgPool2DGrad)
 #define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum)
 #define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
 // Fused row kernels (softmax, log_softmax, sparse softmax cross-entropy); each names its

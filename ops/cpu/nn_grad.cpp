@@ -25,6 +25,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cuda/nn_grad_element.h"
 #include "ops/nn.h"
 
 namespace tapeflow::prims {
@@ -594,6 +595,26 @@ void MaxPool2DGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) 
   const PoolGeom g = pool_geometry(*this, dx.shape(), in[1].shape());
   TF_DISPATCH_FLOAT_TYPES(dx.dtype(),
                           max_grad_loop<T>(g, in[0].data<T>(), in[1].data<T>(), dx.data<T>()));
+}
+
+void MaxPool2DGradGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  Tensor& y = out[0];
+  if (y.num_elements() == 0) return;
+  const PoolGeom p = pool_geometry(*this, in[0].shape(), y.shape());
+  // The CUDA kernel's element function, so both devices pick the same argmax.
+  const cuda::nngrad::PoolGeom g{p.n,  p.h,  p.w,  p.c,  p.oh, p.ow,
+                                 p.kh, p.kw, p.sh, p.sw, p.pt, p.pl};
+  const double window = std::max(1.0, static_cast<double>(g.kh) * static_cast<double>(g.kw));
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(65536 / window));
+  TF_DISPATCH_FLOAT_TYPES(y.dtype(), {
+    const T* x = in[0].data<T>();
+    const T* gr = in[1].data<T>();
+    T* o = y.data<T>();
+    detail::parallel_for(y.num_elements(), grain, [=](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        o[i] = static_cast<T>(cuda::nngrad::max_pool_grad_grad_element<compute_t<T>>(g, x, gr, i));
+    });
+  });
 }
 
 void AvgPool2DGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {

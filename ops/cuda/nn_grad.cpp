@@ -468,6 +468,14 @@ void MaxPool2DGrad::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out)
                     dx.placement());
 }
 
+void MaxPool2DGradGrad::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  Tensor& y = out[0];
+  if (y.num_elements() == 0) return;
+  const ng::PoolGeom g = pool_geometry(*this, in[0].shape(), y.shape());
+  ng::max_pool_grad_grad(y.dtype(), g, in[0].raw_data(), in[1].raw_data(), y.raw_data(),
+                         y.placement());
+}
+
 void AvgPool2DGrad::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   Tensor& dx = out[0];
   if (dx.num_elements() == 0) return;

@@ -88,6 +88,14 @@ __global__ void max_pool_grad_kernel(PoolGeom g, const T* __restrict__ x, const 
 }
 
 template <class T>
+__global__ void max_pool_grad_grad_kernel(PoolGeom geom, const T* __restrict__ x,
+                                          const T* __restrict__ g, T* __restrict__ out) {
+  const int64_t total = geom.n * geom.oh * geom.ow * geom.c;
+  for (int64_t i = global_index(); i < total; i += grid_stride())
+    out[i] = store<T>(max_pool_grad_grad_element<dcompute_t<T>>(geom, x, g, i));
+}
+
+template <class T>
 __global__ void avg_pool_grad_kernel(PoolGeom g, const T* __restrict__ dy, T* __restrict__ dx) {
   const int64_t total = g.n * g.h * g.w * g.c;
   for (int64_t i = global_index(); i < total; i += grid_stride())
@@ -159,6 +167,18 @@ void max_pool_grad(DType dtype, const PoolGeom& g, const void* x, const void* dy
         g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx));
   });
   cu::check_launch("max_pool2d_grad");
+}
+
+void max_pool_grad_grad(DType dtype, const PoolGeom& geom, const void* x, const void* g,
+                        void* out, Device dev) {
+  const int64_t total = geom.n * geom.oh * geom.ow * geom.c;
+  if (total == 0) return;
+  cudaStream_t s = cu::stream(dev);
+  TF_CUDA_DISPATCH_FLOAT_TYPES(dtype, {
+    max_pool_grad_grad_kernel<T><<<grid_for(total, dev), kThreads, 0, s>>>(
+        geom, static_cast<const T*>(x), static_cast<const T*>(g), static_cast<T*>(out));
+  });
+  cu::check_launch("max_pool2d_grad_grad");
 }
 
 void avg_pool_grad(DType dtype, const PoolGeom& g, const void* dy, void* dx, Device dev) {

@@ -136,6 +136,31 @@ TF_NNGRAD_HD A max_pool_grad_element(const PoolGeom& g, const T* x, const T* dy,
   return acc;
 }
 
+// Element i of max_pool2d_grad_grad's (n, oh, ow, c) output: g at the window's argmax, by
+// max_pool_grad_element's rule (the first maximal valid element; a leading NaN wins).
+template <class A, class T>
+TF_NNGRAD_HD A max_pool_grad_grad_element(const PoolGeom& gm, const T* x, const T* g, int64_t i) {
+  const Nhwc p = nhwc_of(i, gm.oh, gm.ow, gm.c);
+  const int64_t base = p.n * gm.h * gm.w * gm.c + p.c;
+  const int64_t h0 = p.h * gm.sh - gm.pt, w0 = p.w * gm.sw - gm.pl;
+  const int64_t hs = max64(h0, 0), he = min64(h0 + gm.kh, gm.h);
+  const int64_t ws = max64(w0, 0), we = min64(w0 + gm.kw, gm.w);
+  // Every window holds a valid element (TF's SAME padding is smaller than the window).
+  int64_t at = base + (hs * gm.w + ws) * gm.c;
+  A best = static_cast<A>(x[at]);
+  for (int64_t hh = hs; hh < he; ++hh) {
+    for (int64_t ww = ws; ww < we; ++ww) {
+      const int64_t k = base + (hh * gm.w + ww) * gm.c;
+      const A v = static_cast<A>(x[k]);
+      if (best < v) {
+        best = v;
+        at = k;
+      }
+    }
+  }
+  return static_cast<A>(g[at]);
+}
+
 // dx = the sum of dy / (the window's count of valid elements) over the windows covering it.
 template <class A, class T>
 TF_NNGRAD_HD A avg_pool_grad_element(const PoolGeom& g, const T* dy, int64_t i) {

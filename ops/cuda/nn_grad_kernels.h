@@ -43,5 +43,8 @@ void conv_backprop_filter_direct(DType dtype, const ConvGeom& g, const void* x, 
 void max_pool_grad(DType dtype, const PoolGeom& g, const void* x, const void* dy, void* dx,
                    Device dev);
 void avg_pool_grad(DType dtype, const PoolGeom& g, const void* dy, void* dx, Device dev);
+// max_pool2d_grad_grad: one thread per output element, g at its window's argmax.
+void max_pool_grad_grad(DType dtype, const PoolGeom& geom, const void* x, const void* g, void* out,
+                        Device dev);
 
 }  // namespace tapeflow::cuda::nngrad

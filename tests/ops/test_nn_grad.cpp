@@ -16,6 +16,7 @@
 #include "autograd/tape.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "ops/binary.h"
 #include "ops/cuda/nn_grad_element.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -627,17 +628,20 @@ TEST_CASE("max_pool2d and avg_pool2d vjps match finite differences", "[cpu][cuda
                                  tf::TensorShape(ys), tf::float64);
       check_vjp(tf::prims::AvgPool2DGrad(tf::TensorShape(c.x), c.kh, c.kw, c.sh, c.sw, c.same),
                 {dy}, {0}, 110 + static_cast<unsigned>(i));
-      // MaxPool2DGrad: zero with respect to the input, no gradient with respect to dy.
+      // MaxPool2DGrad: zero with respect to the input; linear in dy, whose vjp gathers at the
+      // argmax (MaxPool2DGradGrad), and that one's vjp routes back (MaxPool2DGrad).
       const tf::prims::MaxPool2DGrad mg(c.kh, c.kw, c.sh, c.sw, c.same);
-      check_vjp(mg, {x, dy}, {0}, 120 + static_cast<unsigned>(i));
+      check_vjp(mg, {x, dy}, {0, 1}, 120 + static_cast<unsigned>(i));
       const tf::Tensor g = tf::ones(tf::TensorShape(c.x), tf::float64);
       const std::vector<tf::Tensor> primals = saved_only(mg, {x, dy}), cot{g}, outs{g};
-      const std::vector<int> zero{0}, one{1};
+      const std::vector<int> zero{0};
       const auto gx = mg.vjp(primals, cot, zero, outs);
       check_values(gx.at(0), std::vector<double>(static_cast<size_t>(numel(c.x)), 0.0), 0, 0);
       CHECK(gx.at(0).placement() == dev);
-      tf::testing::require_error([&] { mg.vjp(primals, cot, one, outs); },
-                                 {"[max_pool2d_grad]", "no gradient", "dy"});
+      const tf::Tensor h = make(tf::testing::random_values(numel(c.x), -1, 1, 130 + i),
+                                tf::TensorShape(c.x), tf::float64);
+      check_vjp(tf::prims::MaxPool2DGradGrad(c.kh, c.kw, c.sh, c.sw, c.same), {x, h}, {0, 1},
+                140 + static_cast<unsigned>(i));
     }
   }
 }
@@ -648,7 +652,8 @@ TEST_CASE("nn gradient ops need only what vjp_saves keeps", "[cpu][nn_grad]") {
   CHECK(tf::prims::MaxPool2D(2, 2, 2, 2, true).vjp_saves() == P::save_input(0));
   CHECK(tf::prims::AvgPool2D(2, 2, 2, 2, true).vjp_saves() == 0u);
   CHECK(tf::prims::AvgPool2DGrad({1, 4, 4, 1}, 2, 2, 2, 2, true).vjp_saves() == 0u);
-  CHECK(tf::prims::MaxPool2DGrad(2, 2, 2, 2, true).vjp_saves() == 0u);
+  CHECK(tf::prims::MaxPool2DGrad(2, 2, 2, 2, true).vjp_saves() == P::save_input(0));
+  CHECK(tf::prims::MaxPool2DGradGrad(2, 2, 2, 2, true).vjp_saves() == P::save_input(0));
   // Attributes name the shape attribute, so two gradient ops of different shapes differ.
   const tf::prims::Conv2DBackpropInput a({1, 5, 5, 2}, 2, 2, 1, 1, true);
   const tf::prims::Conv2DBackpropInput b({1, 6, 6, 2}, 2, 2, 1, 1, true);
@@ -723,7 +728,9 @@ TEST_CASE("conv2d and pooling gradients through GradientTape, second order inclu
                                1e-12, 1e-12);
     }
     {
-      // max_pool2d's gradient: zero with respect to the input, none with respect to dy.
+      // max_pool2d's gradient: zero with respect to the input; with respect to dy, the
+      // direction's values at each window's argmax: max_pool2d's derivative along ph, here by
+      // central differences (no ties in px).
       tf::GradientTape outer(tf::TapeOptions{.persistent = true});
       outer.watch(px);
       outer.watch(pg);
@@ -735,8 +742,11 @@ TEST_CASE("conv2d and pooling gradients through GradientTape, second order inclu
       }
       check_values(outer.gradient(dx, px, ph),
                    std::vector<double>(static_cast<size_t>(numel(pc.x)), 0.0), 0, 0);
-      tf::testing::require_error([&] { (void)outer.gradient(dx, pg, ph); },
-                                 {"[max_pool2d_grad]", "no gradient"});
+      const tf::Tensor step = ph * 1e-6;
+      const tf::Tensor jvp = (tf::nn::max_pool2d(px + step, {3}, {2}, "SAME") -
+                              tf::nn::max_pool2d(px - step, {3}, {2}, "SAME")) *
+                             5e5;
+      tf::testing::check_close(outer.gradient(dx, pg, ph), jvp, 1e-8, 1e-8);
     }
   }
 }
