@@ -268,8 +268,9 @@ class BatchNormalization : public Layer {
   Variable moving_variance() const;
 };
 
-// max(x, 0); with Keras' options: x >= threshold ? min(x, max_value) : negative_slope * (x -
-// threshold).
+// max(x, 0); with Keras 3's options, as its relu computes them: x > threshold ?
+// min(x, max_value) : negative_slope * (x - threshold), with Keras' gradients at the
+// boundaries (threshold and max_value >= 0).
 class ReLU : public Layer {
  public:
   explicit ReLU(std::optional<double> max_value = std::nullopt, double negative_slope = 0.0,

@@ -287,19 +287,33 @@ class ReLUImpl final : public LayerImpl {
                  max_value.value_or(0.0));
     TF_CHECK_ARG(slope >= 0.0 && std::isfinite(slope), "ReLU",
                  "negative_slope must be finite and >= 0, got {}", slope);
-    TF_CHECK_ARG(std::isfinite(threshold), "ReLU", "threshold must be finite, got {}", threshold);
+    TF_CHECK_ARG(std::isfinite(threshold) && threshold >= 0.0, "ReLU",
+                 "threshold must be finite and >= 0, got {}", threshold);
   }
 
  protected:
+  // Keras 3's relu(x, negative_slope, max_value, threshold), op for op, so the values and the
+  // gradients at the boundaries are Keras': x > threshold (strict), leaky_relu's slope at 0,
+  // relu6's zero gradient at 6, clip's pass-through at other maxima.
   Tensor call(const Tensor& x, bool) override {
+    if (slope_ == 0.0 && threshold_ == 0.0 && !max_value_) return nn::relu(x);
+    if (slope_ != 0.0 && threshold_ == 0.0 && !max_value_)  // leaky_relu
+      return where(greater(x, zeros_like(x)), x, x * slope_);
+    Tensor negative_part;
+    if (slope_ != 0.0) negative_part = nn::relu(threshold_ != 0.0 ? threshold_ - x : -x);
+    bool clip = max_value_.has_value();
     Tensor y;
-    if (slope_ == 0.0 && threshold_ == 0.0) {
-      y = nn::relu(x);
+    if (threshold_ != 0.0) {
+      y = x * cast(greater(x, threshold_), x.dtype());
+    } else if (*max_value_ == 6.0) {
+      // relu6: on a tie the first operand (the constant) takes the gradient, as Relu6Grad's 0.
+      y = minimum(constant(Tensor(6.0), x.dtype()), nn::relu(x));
+      clip = false;
     } else {
-      const Tensor above = greater_equal(x, threshold_);
-      y = where(above, x, slope_ == 0.0 ? zeros_like(x) : (x - threshold_) * slope_);
+      y = nn::relu(x);
     }
-    if (max_value_) y = minimum(y, *max_value_);
+    if (clip) y = clip_by_value(y, 0.0, *max_value_);
+    if (slope_ != 0.0) y = y - negative_part * slope_;
     return y;
   }
 

@@ -84,7 +84,9 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
   if (sample_weight.defined()) {
     auto [v, w] = losses::detail::squeeze_or_expand_to_same_rank(values,
                                                                    cast(sample_weight, float32));
-    TF_CHECK_ARG(w.rank() <= v.rank() && losses::detail::broadcastable(v.shape(), w.shape()), op,
+    // The values are first reduced to the weights' rank (per-sample weights of shape (batch,)
+    // on values of shape (batch, ...)), then the weights broadcast against them.
+    TF_CHECK_ARG(w.rank() <= v.rank(), op,
                  "sample_weight of shape {} does not match the values of shape {}",
                  sample_weight.shape().to_string(), values_in.shape().to_string());
     if (v.rank() > w.rank()) v = reduce(v, axes_from(w.rank(), v.rank()));

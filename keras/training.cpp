@@ -38,6 +38,7 @@ struct TrainingState {
   optimizers::Optimizer optimizer;
   losses::Loss loss;
   std::vector<metrics::Metric> metrics;
+  std::vector<bool> weighted;  // per metric: updated with the sample weights (weighted_metrics)
   metrics::Mean loss_tracker{"loss"};
   CompileOptions options;
   // The strategy whose scope compile() ran in (nullptr: one device); read through
@@ -80,6 +81,12 @@ void track_loss(TrainingState& st, const Tensor& x, const Tensor& loss) {
                                n);
 }
 
+// compile()'s metrics see no sample weights (Keras' metrics=), weighted_metrics do.
+void update_metrics(TrainingState& st, const Tensor& y, const Tensor& y_pred, const Tensor& sw) {
+  for (size_t i = 0; i < st.metrics.size(); ++i)
+    st.metrics[i].update_state(y, y_pred, st.weighted[i] ? sw : Tensor());
+}
+
 Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
   const Tensor& x = v[0];
   const Tensor& y = v[1];
@@ -96,7 +103,7 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
   }
   st.optimizer.apply_gradients(grads, vars);
   track_loss(st, x, loss);
-  for (auto& m : st.metrics) m.update_state(y, y_pred, sw);
+  update_metrics(st, y, y_pred, sw);
   return loss;
 }
 
@@ -107,7 +114,7 @@ Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor
   const Tensor y_pred = model(x, false);
   const Tensor loss = add_regularization(model, st.loss(y, y_pred, sw));
   track_loss(st, x, loss);
-  for (auto& m : st.metrics) m.update_state(y, y_pred, sw);
+  update_metrics(st, y, y_pred, sw);
   return loss;
 }
 
@@ -207,6 +214,11 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
   st->optimizer = std::move(optimizer);
   st->loss = std::move(loss);
   for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
+  st->weighted.assign(st->metrics.size(), false);
+  for (const MetricSpec& m : options.weighted_metrics) {
+    st->metrics.push_back(m.resolve(st->loss));
+    st->weighted.push_back(true);
+  }
   // Logs and History are keyed by name: a second metric of one name, one named "loss" or one
   // named like a validation log would mix its values into another's.
   std::set<std::string> names{"loss"};

@@ -61,15 +61,6 @@ struct PredictOptions {
   std::vector<callbacks::CallbackRef> callbacks = {};
 };
 
-struct CompileOptions {
-  // Run the steps op by op instead of tracing them (Keras' run_eagerly; for debugging).
-  bool run_eagerly = false;
-  // Trace the steps with tf::function's jit_compile (Keras' jit_compile): on GPUs, float32
-  // elementwise chains (activations, the optimizer's updates, computed into the variables)
-  // run as generated kernels. CPU steps are the same either way.
-  bool jit_compile = false;
-};
-
 // A compile() metric: a name Keras resolves ("accuracy", "mse", ...) or a Metric object.
 class MetricSpec {
  public:
@@ -83,6 +74,18 @@ class MetricSpec {
  private:
   std::string name_;
   std::optional<metrics::Metric> metric_;
+};
+
+struct CompileOptions {
+  // Run the steps op by op instead of tracing them (Keras' run_eagerly; for debugging).
+  bool run_eagerly = false;
+  // Trace the steps with tf::function's jit_compile (Keras' jit_compile): on GPUs, float32
+  // elementwise chains (activations, the optimizer's updates, computed into the variables)
+  // run as generated kernels. CPU steps are the same either way.
+  bool jit_compile = false;
+  // Metrics that take the data's sample weights (Keras' weighted_metrics); compile()'s
+  // `metrics` ignore them, as Keras'. Names must differ from the other metrics'.
+  std::vector<MetricSpec> weighted_metrics = {};
 };
 
 }  // namespace tapeflow::keras

@@ -502,6 +502,35 @@ TEST_CASE("fit under a MirroredStrategy: a replica's empty share of the last bat
                                tf::FailedPreconditionError, "has been destroyed since");
 }
 
+TEST_CASE("compile: metrics ignore sample weights and weighted_metrics take them", "[cpu][keras]") {
+  // Keras' numbers (TF 2.21): 3 of 4 correct, the wrong one weighing 5.
+  auto make = [](std::vector<K::MetricSpec> weighted) {
+    K::Sequential m({K::layers::Dense(2, "", false)});
+    m.build(tf::TensorShape({tf::None, 2}));
+    m.set_weights({tf::constant({{1.0f, 0.0f}, {0.0f, 1.0f}})});  // logits = x
+    m.compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true), {"accuracy"},
+              {.weighted_metrics = std::move(weighted)});
+    return m;
+  };
+  const tf::Tensor x = tf::constant({{1.0f, 0.0f}, {1.0f, 0.0f}, {0.0f, 1.0f}, {0.0f, 1.0f}});
+  const tf::Tensor y = tf::constant({0, 1, 1, 1});
+  const tf::Tensor sw = tf::constant({1.0f, 5.0f, 1.0f, 1.0f});
+  const auto data = tf::data::Dataset::from_tensor_slices({x, y, sw}).batch(4);
+  auto plain = make({});
+  const auto a = plain.evaluate(data, {.verbose = 0});
+  REQUIRE(a.size() == 2);
+  CHECK(a[0] == Approx(1.876523).epsilon(1e-5));
+  CHECK(a[1] == Approx(0.75));
+  auto both = make({K::metrics::SparseCategoricalAccuracy("weighted_accuracy")});
+  CHECK(both.metrics_names() == std::vector<std::string>{"loss", "accuracy", "weighted_accuracy"});
+  const auto b = both.evaluate(data, {.verbose = 0});
+  REQUIRE(b.size() == 3);
+  CHECK(b[1] == Approx(0.75));
+  CHECK(b[2] == Approx(0.375));
+  TF_REQUIRE_THROWS_CONTAINING(make({"accuracy"}), tf::InvalidArgumentError,
+                               "both named 'accuracy'");
+}
+
 TEST_CASE("fit: validation Dataset batches need two or three components", "[cpu][keras]") {
   auto [x, y] = blobs(30, 9);
   auto model = small_model();

@@ -418,6 +418,35 @@ TEST_CASE("ReLU options and Softmax axis", "[cpu][keras]") {
   check_values(layers::ReLU(1.0)(x), {0, 0, 0.5, 1});
   check_values(layers::ReLU(std::nullopt, 0.1)(x), {-0.2, -0.05, 0.5, 3});
   check_values(layers::ReLU(std::nullopt, 0.0, 1.0)(x), {0, 0, 0, 3});
+  // Values and gradients at the boundaries are Keras 3's (TF 2.21's numbers): x > threshold is
+  // strict, leaky_relu's slope at 0, relu6's zero gradient at 6.
+  auto value_and_grad = [](const tf::keras::Layer& relu) {
+    const tf::Tensor at = tf::constant({0.0f, 1.0f, 6.0f});
+    tf::GradientTape tape;
+    tape.watch(at);
+    const tf::Tensor y = relu(at);
+    return std::pair{y, tape.gradient(tf::reduce_sum(y), at)};
+  };
+  struct Edge {
+    tf::keras::Layer relu;
+    std::vector<double> y, dy;
+  };
+  const std::vector<Edge> edges = {
+      {layers::ReLU(std::nullopt, 0.0, 1.0), {0, 0, 6}, {0, 0, 1}},
+      {layers::ReLU(6.0, 0.1, 1.0), {-0.1, 0, 6}, {0.1, 0, 1}},
+      {layers::ReLU(6.0), {0, 1, 6}, {0, 1, 0}},
+      {layers::ReLU(5.0), {0, 1, 5}, {0, 1, 0}},
+      {layers::ReLU(std::nullopt, 0.1), {0, 1, 6}, {0.1, 1, 1}},
+      {layers::ReLU(), {0, 1, 6}, {0, 1, 1}},
+  };
+  for (size_t i = 0; i < edges.size(); ++i) {
+    INFO("case " << i);
+    const auto [y, dy] = value_and_grad(edges[i].relu);
+    check_values(y, edges[i].y, 1e-6, 1e-6);
+    check_values(dy, edges[i].dy, 1e-6, 1e-6);
+  }
+  TF_REQUIRE_THROWS_CONTAINING(layers::ReLU(std::nullopt, 0.0, -1.0), tf::InvalidArgumentError,
+                               "[ReLU] threshold must be finite and >= 0, got -1");
   // Non-finite arguments are refused (threshold NaN zeroed every output).
   TF_REQUIRE_THROWS_CONTAINING(layers::ReLU(std::nullopt, 0.0, std::nan("")),
                                tf::InvalidArgumentError, "[ReLU] threshold must be finite");

@@ -53,6 +53,19 @@ TEST_CASE("metrics: Mean and Sum accumulate, weight and reset", "[keras][cpu]") 
   tf::testing::require_error(
       [&] { metrics::Mean().update_state(tf::constant({1.0f, 2.0f}), tf::constant({1.0f, 2.0f, 3.0f})); },
       {"sample_weight of shape (3,)", "(2,)"});
+  // Per-sample weights of shape (batch,) on values with more axes: each sample is averaged over
+  // its other axes first, then weighted (Keras 3's numbers; it was a shape error).
+  metrics::Mean per_sample;
+  per_sample.update_state(tf::constant({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}}),
+                          tf::constant({1.0f, 3.0f}));
+  check_values(per_sample.result(), {4.25});
+  metrics::SparseCategoricalAccuracy acc3;
+  acc3.update_state(tf::constant({{0, 1, 2}, {2, 2, 0}}),
+                    tf::constant(std::vector<float>{1, 0, 0, 0, 1, 0, 1, 0, 0,  //
+                                                    0, 0, 1, 1, 0, 0, 1, 0, 0},
+                                 tf::TensorShape({2, 3, 3})),
+                    tf::constant({1.0f, 2.0f}));
+  check_values(acc3.result(), {2.0 / 3.0});
 }
 
 TEST_CASE("metrics: accuracies and wrapped losses as Keras' documented examples",
