@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -531,8 +532,9 @@ class RepeatIterator final : public IteratorBase {
   }
 
  private:
-  // Restarts the input at its end; an epoch that yields nothing ends the repetition (as TF
-  // does, so repeat() of an empty dataset is empty rather than an endless loop).
+  // Restarts the input at its end. repeat() (forever) ends at an epoch that yields nothing, as
+  // TF's, so repeat() of an empty dataset is empty rather than an endless loop; repeat(count)
+  // runs all its epochs, as TF's, also past an empty one (a filter that keeps nothing once).
   template <class Pull>
   bool pull(Pull p) {
     while (it_) {
@@ -541,7 +543,7 @@ class RepeatIterator final : public IteratorBase {
         return true;
       }
       ++epochs_done_;
-      if (!produced_in_epoch_ || (count_ > 0 && epochs_done_ >= count_)) {
+      if ((count_ < 0 && !produced_in_epoch_) || (count_ > 0 && epochs_done_ >= count_)) {
         it_.reset();
         break;
       }
@@ -698,6 +700,8 @@ class CacheIterator final : public IteratorBase {
       rows_ = in_->rows();
       fill_ = std::make_shared<CacheContents>();
       fill_->rows = rows_;
+      const int64_t n = in->cardinality();
+      expected_ = n >= 0 ? static_cast<size_t>(n) : SIZE_MAX;
     }
   }
   bool next(Element& out) override {
@@ -714,6 +718,7 @@ class CacheIterator final : public IteratorBase {
     }
     if (!in_ || !in_->next(out)) return finish();
     fill_->elems.push_back(out);
+    if (fill_->elems.size() == expected_) finish();  // complete without reading the end
     return true;
   }
   RowSource rows() const override { return rows_; }
@@ -725,12 +730,14 @@ class CacheIterator final : public IteratorBase {
     }
     if (!in_ || !in_->next_row(row)) return finish();
     fill_->indices.push_back(row);
+    if (fill_->indices.size() == expected_) finish();
     return true;
   }
 
  private:
-  // The input is exhausted: publish what this iteration saw (an iteration stopped early
-  // publishes nothing, as TF discards a partial cache).
+  // The input is exhausted, or yielded as many elements as its known cardinality (a take()
+  // that read every element): publish what this iteration saw, as TF completes its cache then.
+  // An iteration stopped earlier publishes nothing, as TF discards a partial cache.
   bool finish() {
     if (in_) {
       in_.reset();
@@ -747,6 +754,7 @@ class CacheIterator final : public IteratorBase {
   std::unique_ptr<IteratorBase> in_;
   RowSource rows_;
   size_t pos_ = 0;
+  size_t expected_ = SIZE_MAX;  // the input's known cardinality
 };
 
 class CacheDataset final : public DatasetBase {

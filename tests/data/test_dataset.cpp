@@ -263,6 +263,14 @@ TEST_CASE("repeat and take, with TF's cardinalities", "[cpu][data]") {
   // repeat() of an empty dataset is empty rather than an endless loop (as TF).
   CHECK(flat(ds.take(0).repeat()).empty());
   CHECK(ds.take(0).repeat().cardinality() == 0);
+  // repeat(count) runs every epoch, also after one that yields nothing (TF's numbers: a filter
+  // keeping all of epoch 1, none of epoch 2, all of epoch 3 gives 6 elements).
+  auto epoch = std::make_shared<std::atomic<int>>(0);
+  Dataset alternating = Dataset::range(3).filter([epoch](tf::Tensor v) {
+    if (v.item<int64_t>() == 0) ++*epoch;
+    return tf::constant(*epoch % 2 == 1);
+  });
+  CHECK(flat(alternating.repeat(3)) == std::vector<double>{0, 1, 2, 0, 1, 2});
 
   // shuffle().repeat(): every epoch is a permutation, and the epochs differ.
   const auto two = flat(Dataset::from_tensor_slices(iota(20)).shuffle(20, 5).repeat(2));
@@ -377,6 +385,18 @@ TEST_CASE("cache replays the first complete iteration", "[cpu][data]") {
   CHECK(flat(ds) == std::vector<double>{0, 10, 20, 30});
   CHECK(flat(ds.batch(3)) == std::vector<double>{0, 10, 20, 30});
   CHECK(*calls == 6);
+  // A take() that reads every element (the input's known cardinality) completes the cache, as
+  // TF's: the next iteration replays it (it ran the map again).
+  auto calls2 = std::make_shared<std::atomic<int>>(0);
+  Dataset counted = Dataset::range(4)
+                        .map([calls2](tf::Tensor v) {
+                          ++*calls2;
+                          return v * int64_t{10};
+                        })
+                        .cache();
+  CHECK(flat(counted.take(4)) == std::vector<double>{0, 10, 20, 30});
+  CHECK(flat(counted) == std::vector<double>{0, 10, 20, 30});
+  CHECK(*calls2 == 4);
 
   // shuffle().cache(): the first epoch's order is kept (as TF, which caches what it saw).
   Dataset frozen = Dataset::from_tensor_slices(iota(12)).shuffle(12, 3).cache();
