@@ -153,7 +153,7 @@ class IdxSource {
   // Appends file bytes after the unread ones; false at the end of the file.
   bool fill() {
     const size_t keep = available();
-    std::memmove(in_.data(), next_, keep);
+    if (keep > 0) std::memmove(in_.data(), next_, keep);  // next_ is null before the first fill
     next_ = in_.data();
     end_ = in_.data() + keep;
     for (;;) {
