@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "autograd/tape.h"
@@ -450,12 +451,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                  "from, so the backup in '{}' cannot be restored; build the model first",
                  name(), dir);
       distribute::Strategy* strategy = live_strategy(*stp, "fit");
-      if (strategy != nullptr && !distribute::has_strategy()) {
-        auto scope = strategy->scope();
-        build((*first)[0].shape());
-      } else {
-        build((*first)[0].shape());
-      }
+      std::optional<distribute::Strategy::Scope> scope;
+      if (strategy != nullptr && !distribute::has_strategy()) scope.emplace(*strategy);
+      build((*first)[0].shape());
     }
     ckpt.restore(latest);
     const int64_t epoch = backup_epoch.value().item<int64_t>();

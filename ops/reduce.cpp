@@ -304,9 +304,8 @@ std::vector<Tensor> ReduceSum::vjp(Span p, Span cts, std::span<const int>, Span)
 // slice, the zero's gradient is the product of the nonzeros and the rest get 0; with two or
 // more zeros, all get 0. Half and float32 inputs are taken through float64, so that a product
 // that over- or underflows their range (two values of 1e30 in float32) does not turn the
-// quotients into inf or 0 (TF multiplies exclusive products instead of dividing; non-finite
-// inputs still give NaN for the other elements here, where TF's product of the others is finite
-// for them).
+// quotients into inf or 0 (TF multiplies exclusive products instead of dividing: here an
+// infinite element's own gradient is NaN, inf / inf, and a NaN makes its slice's all NaN).
 uint32_t ReduceProd::vjp_saves() const {
   return Primitive::save_input(0);
 }
