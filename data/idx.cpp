@@ -74,7 +74,7 @@ class IdxSource {
       ::close(fd_);
       throw;
     }
-    gzip_ = available() >= 2 && next_[0] == 0x1f && next_[1] == 0x8b;
+    gzip_ = at_gzip_magic();
     if (gzip_) {
       zs_.zalloc = Z_NULL;
       zs_.zfree = Z_NULL;
@@ -116,7 +116,7 @@ class IdxSource {
         // Another gzip member may follow (concatenated gzip files are one stream).
         if (available() < 2) fill();
         if (available() == 0) break;
-        TF_CHECK_ARG(available() >= 2 && next_[0] == 0x1f && next_[1] == 0x8b, kRead,
+        TF_CHECK_ARG(at_gzip_magic(), kRead,
                      "{}: trailing data after the end of the gzip stream (the file is corrupt)",
                      path_);
         inflateReset(&zs_);
@@ -150,6 +150,8 @@ class IdxSource {
 
  private:
   size_t available() const { return static_cast<size_t>(end_ - next_); }
+  // Whether the unread bytes start with the gzip magic (a file's, or a next member's, start).
+  bool at_gzip_magic() const { return available() >= 2 && next_[0] == 0x1f && next_[1] == 0x8b; }
   // Appends file bytes after the unread ones; false at the end of the file.
   bool fill() {
     const size_t keep = available();
