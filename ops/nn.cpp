@@ -22,6 +22,11 @@ namespace tapeflow {
 
 namespace detail {
 
+std::string pool_attributes(int k_h, int k_w, int stride_h, int stride_w, bool same) {
+  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
+                     same ? "SAME" : "VALID");
+}
+
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same) {
   if (in == None) return {None, 0, 0};
   const int64_t eff = (k - 1) * dilation + 1;
@@ -159,8 +164,7 @@ void MaxPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) con
   out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
 }
 std::string MaxPool2D::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
-                     same ? "SAME" : "VALID");
+  return detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
 }
 
 std::vector<Tensor> MaxPool2D::vjp(std::span<const Tensor> primals,
@@ -178,8 +182,7 @@ void AvgPool2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) con
   out[0] = {pool_out_shape(name(), in[0], k_h, k_w, stride_h, stride_w, same), in[0].dtype()};
 }
 std::string AvgPool2D::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
-                     same ? "SAME" : "VALID");
+  return detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
 }
 
 std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,

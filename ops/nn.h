@@ -49,6 +49,9 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// A pooling primitive's attributes, as graph dumps show them (and equivalence compares):
+// "ksize=[kh, kw], strides=[sh, sw], padding=SAME".
+std::string pool_attributes(int k_h, int k_w, int stride_h, int stride_w, bool same);
 // With one output along a dimension the stride changes nothing: it is shrunk to the smallest
 // one that still gives that single output (h + pads - k + 1), for kernels that reject huge
 // strides (oneDNN refused a pooling descriptor with a stride of 2^31 - 1). G has the fields

@@ -193,8 +193,7 @@ void MaxPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
 }
 
 std::string MaxPool2DGrad::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
-                     padding_name(same));
+  return detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
 }
 
 std::vector<Tensor> MaxPool2DGrad::vjp(std::span<const Tensor> primals,
@@ -231,8 +230,7 @@ void MaxPool2DGradGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> 
 }
 
 std::string MaxPool2DGradGrad::attributes() const {
-  return fmt::format("ksize=[{}, {}], strides=[{}, {}], padding={}", k_h, k_w, stride_h, stride_w,
-                     padding_name(same));
+  return detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
 }
 
 std::vector<Tensor> MaxPool2DGradGrad::vjp(std::span<const Tensor> primals,
@@ -266,8 +264,8 @@ void AvgPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
 }
 
 std::string AvgPool2DGrad::attributes() const {
-  return fmt::format("input_shape={}, ksize=[{}, {}], strides=[{}, {}], padding={}",
-                     input_shape.to_string(), k_h, k_w, stride_h, stride_w, padding_name(same));
+  return "input_shape=" + input_shape.to_string() + ", " +
+         detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
 }
 
 // Linear in dy, and the transpose of avg_pool2d: its vjp is avg_pool2d itself.
