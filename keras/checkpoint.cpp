@@ -7,13 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "keras/layers.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
 #include "ops/factory.h"
@@ -123,13 +126,35 @@ void remove_stale_temporaries(const std::string& directory) {
 
 }  // namespace
 
+namespace detail {
+struct DeferredValues {
+  std::mutex mu;
+  std::set<std::string> waiting;  // guarded by mu
+  void done(const std::string& name) {
+    std::lock_guard lock(mu);
+    waiting.erase(name);
+  }
+};
+}  // namespace detail
+
 TrackableRef::TrackableRef(const Variable& variable)
     : ptr_(std::make_shared<VariableTrackable>(variable)) {}
+
+std::vector<std::string> CheckpointLoadStatus::waiting() const {
+  if (!deferred_state) return {};
+  std::lock_guard lock(deferred_state->mu);
+  return {deferred_state->waiting.begin(), deferred_state->waiting.end()};
+}
 
 const CheckpointLoadStatus& CheckpointLoadStatus::assert_consumed() const {
   assert_existing_objects_matched();
   TF_CHECK_T(FailedPreconditionError, unused.empty(), "Checkpoint",
              "'{}' holds values that nothing restored: {}", path, fmt::join(unused, ", "));
+  const auto still = waiting();
+  TF_CHECK_T(FailedPreconditionError, still.empty(), "Checkpoint",
+             "values of '{}' still wait for variables that do not exist: {} (a layer or model "
+             "that is not built yet restores them when it builds)",
+             path, fmt::join(still, ", "));
   return *this;
 }
 
@@ -253,6 +278,46 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   for (const auto& [name, v] : vars) used.insert(name);
   for (const auto& [name, v] : keras::safetensors::assign_present(reader, vars))
     status.missing.push_back(name);
+  // Layers and models that are not built yet: the file's values under their key wait for the
+  // weights their build creates (TF's deferred restoration).
+  std::map<std::string, std::shared_ptr<keras::detail::LayerImpl>> deferring;
+  for (const auto& [key, ref] : impl_->objects)
+    if (const auto* layer = dynamic_cast<const keras::Layer*>(&ref.get());
+        layer && layer->defined() && !layer->impl().fully_built())
+      deferring.emplace(key, layer->impl_ptr());
+  status.deferred_state = std::make_shared<detail::DeferredValues>();
+  // `name` is under `key`: the layer's tracked name is what follows "<key>/".
+  auto defer = [&](const std::string& file_name, const std::string& name, const std::string& key,
+                   keras::detail::LayerImpl::DeferredRestore restore) {
+    deferring.at(key)->defer_restore(name.substr(key.size() + 1), std::move(restore));
+    status.deferred.push_back(file_name);
+    status.deferred_state->waiting.insert(file_name);
+    used.insert(file_name);
+  };
+  auto deferring_key = [&](const std::string& name) -> const std::string* {
+    const auto slash = name.find('/');
+    if (slash == std::string::npos) return nullptr;
+    const auto it = deferring.find(name.substr(0, slash));
+    return it == deferring.end() ? nullptr : &it->first;
+  };
+  // Read before anything waits: a read error leaves the layers as they were.
+  std::vector<std::tuple<std::string, const std::string*, Tensor>> values;
+  for (const auto& info : reader.tensors())
+    if (const std::string* key = used.count(info.name) ? nullptr : deferring_key(info.name))
+      values.emplace_back(info.name, key, reader.read(info.name));
+  for (auto& [file_name, key, value] : values) {
+    defer(file_name, file_name, *key,
+          [value, name = file_name, file = path, state = status.deferred_state](Variable v) {
+            TF_CHECK_ARG(value.shape() == v.shape() && value.dtype() == v.dtype(), "Checkpoint",
+                         "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has "
+                         "shape {} and dtype {}",
+                         file, keras::safetensors::detail::printable(name),
+                         value.shape().to_string(), dtype_name(value.dtype()), v.name(),
+                         v.shape().to_string(), dtype_name(v.dtype()));
+            v.assign(value);
+            state->done(name);
+          });
+  }
   // Tensors of an optimizer's key that match no existing variable are slots not created yet:
   // "<optimizer>/<path of a variable>/<slot>" waits for that variable's slots; other names (older
   // checkpoints, "<optimizer>/<variable name>/<slot>") wait under their name. A slot that can
@@ -282,6 +347,14 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
         if (auto it = by_path.find(owner); it != by_path.end()) {
           handle.restore_deferred_slot(it->second, slot, reader.read(info.name));
           used.insert(info.name);
+        } else if (const std::string* owner_key = deferring_key(owner)) {
+          // The slot of a weight that a layer not built yet will create.
+          defer(info.name, owner, *owner_key,
+                [handle, slot, value = reader.read(info.name), name = info.name,
+                 state = status.deferred_state](Variable v) mutable {
+                  handle.restore_deferred_slot(v, slot, value);
+                  state->done(name);
+                });
         } else if (!object_keys.count(owner.substr(0, owner.find('/')))) {
           pending.emplace_back(rest, reader.read(info.name));
           pending_names.push_back(info.name);
@@ -296,21 +369,20 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   }
   for (const auto& info : reader.tensors())
     if (!used.count(info.name)) status.unused.push_back(info.name);
+  if (!status.deferred.empty())
+    TF_LOG_DEBUG("Checkpoint: {} value(s) of '{}' wait for layers that are not built yet",
+                 status.deferred.size(), path);
   if (!status.missing.empty())
-    TF_LOG_WARN("Checkpoint: '{}' has no value for {} variable(s): {}", path,
-                status.missing.size(), fmt::join(status.missing, ", "));
-  // Only optimizer slots wait for their variables: the values of a layer or model that is not
-  // built yet (no variables) are not restored later, so say so rather than train from scratch.
+    TF_LOG_WARN("Checkpoint: '{}' has no value for {} variable(s): {}", path, status.missing.size(),
+                fmt::join(status.missing, ", "));
   if (!status.unused.empty()) {
     const size_t shown = std::min<size_t>(status.unused.size(), 10);
     std::vector<std::string> names;  // from the file: escaped and cut
     for (size_t i = 0; i < shown; ++i)
       names.push_back(keras::safetensors::detail::printable(status.unused[i]));
-    TF_LOG_WARN(
-        "Checkpoint: {} value(s) of '{}' were not restored, no variable takes them: {}{} "
-        "(a model that is not built yet has no variables: build it before restoring)",
-        status.unused.size(), path, fmt::join(names, ", "),
-        shown < status.unused.size() ? ", ..." : "");
+    TF_LOG_WARN("Checkpoint: {} value(s) of '{}' were not restored, no variable takes them: {}{}",
+                status.unused.size(), path, fmt::join(names, ", "),
+                shown < status.unused.size() ? ", ..." : "");
   }
   return status;
 }

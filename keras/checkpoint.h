@@ -12,8 +12,10 @@
 // safetensors.h), the manager's index file ("checkpoint", TF's text layout) too, and old
 // checkpoints are deleted only after the index stops naming them: a process killed at any point
 // leaves the previous checkpoint loadable. Mirrored variables save their first copy and restore
-// every copy. Optimizer slots that do not exist yet at restore time are created with the saved
-// values at the first apply_gradients (TF's deferred restoration).
+// every copy. Values whose variables do not exist yet wait for them (TF's deferred restoration):
+// optimizer slots are created with the saved values at the first apply_gradients, and the
+// weights of a layer or model that is not built yet are assigned as soon as it builds them,
+// before its first call computes anything.
 //
 // Checkpoint and CheckpointManager are shared handles; use one from one thread at a time.
 #pragma once
@@ -56,6 +58,10 @@ class TrackableRef {
   std::shared_ptr<keras::Trackable> ptr_;
 };
 
+namespace detail {
+struct DeferredValues;  // the values of one restore() that wait for layers to build
+}
+
 // What restore() found (TF's CheckpointLoadStatus).
 struct CheckpointLoadStatus {
   std::string path;
@@ -64,10 +70,19 @@ struct CheckpointLoadStatus {
   // them count as taken; slots it can never create (an optimizer without such slots, slots of a
   // variable the checkpoint's objects do not have) are unused.
   std::vector<std::string> unused;
-  // FailedPreconditionError unless every variable was restored and every tensor used.
+  // Tensors for the weights of layers and models that were not built (their optimizer slots
+  // included): each is assigned when the layer that creates its weight is built. Those that the
+  // built layer turns out not to have are dropped with a warning.
+  std::vector<std::string> deferred;
+  // The names of `deferred` that have not reached their variables yet (now, not at restore).
+  std::vector<std::string> waiting() const;
+  // FailedPreconditionError unless every variable was restored, every tensor used and no
+  // deferred value is still waiting (as TF's, it fails until the layers are built).
   const CheckpointLoadStatus& assert_consumed() const;
   // FailedPreconditionError unless every existing variable was restored.
   const CheckpointLoadStatus& assert_existing_objects_matched() const;
+
+  std::shared_ptr<detail::DeferredValues> deferred_state;  // shared with the waiting layers
 };
 
 class Checkpoint {
@@ -79,9 +94,8 @@ class Checkpoint {
   // save_counter += 1, then writes "<file_prefix>-<save_counter>"; returns that prefix.
   std::string save(const std::string& file_prefix);
   // Restores every variable present in the file (and save_counter); see CheckpointLoadStatus.
-  // Only optimizer slots wait for variables that do not exist yet: the values of a model that
-  // is not built (no variables) are not restored later; they are listed in `unused` and logged
-  // as a warning, so build the model before restoring.
+  // Values for variables that do not exist yet wait for them: an optimizer's slots, and the
+  // weights of a layer or model that is not built (listed in `deferred`).
   CheckpointLoadStatus restore(const std::string& save_path);
   CheckpointLoadStatus read(const std::string& save_path) { return restore(save_path); }
 

@@ -9,6 +9,7 @@
 
 #include "autograd/tape.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "ops/nn.h"
 #include "ops/unary.h"
 
@@ -152,11 +153,85 @@ void LayerImpl::ensure_built(const TensorShape& input_shape) {
 
 void LayerImpl::set_built_shapes(const TensorShape& input_shape,
                                  const TensorShape& output_shape) {
-  std::lock_guard lock(shape_mu_);
-  if (built_.load(std::memory_order_relaxed)) return;
-  input_shape_ = input_shape;
-  output_shape_ = output_shape;
-  built_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(shape_mu_);
+    if (built_.load(std::memory_order_relaxed)) return;
+    input_shape_ = input_shape;
+    output_shape_ = output_shape;
+    built_.store(true, std::memory_order_release);
+  }
+  after_build();
+}
+
+void LayerImpl::defer_restore(std::string tracked_name, DeferredRestore restore) {
+  std::lock_guard lock(deferred_mu_);
+  deferred_.emplace_back(std::move(tracked_name), std::move(restore));
+  has_deferred_.store(true, std::memory_order_release);
+}
+
+bool LayerImpl::fully_built() const {
+  std::vector<const LayerImpl*> todo{this};
+  std::vector<const LayerImpl*> seen;
+  while (!todo.empty()) {
+    const LayerImpl* l = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
+    seen.push_back(l);
+    if (!l->built()) return false;
+    for (const Layer& child : l->sublayers()) todo.push_back(&child.impl());
+  }
+  return true;
+}
+
+void LayerImpl::after_build() {
+  const std::vector<LayerImpl*> callers = t_call_stack;  // innermost last
+  for (auto it = callers.rbegin(); it != callers.rend(); ++it)
+    if (*it != this && (*it)->has_deferred_.load(std::memory_order_acquire))
+      (*it)->restore_deferred();
+  restore_deferred();
+}
+
+void LayerImpl::restore_deferred() {
+  if (!has_deferred_.load(std::memory_order_acquire)) return;
+  const auto tracked = Layer(shared_from_this()).tracked_variables();
+  // Once every layer below is built, values that found no weight never will.
+  const bool drop_leftovers = fully_built();
+  std::vector<std::pair<DeferredRestore, Variable>> ready;
+  std::vector<std::string> dropped;
+  {
+    std::lock_guard lock(deferred_mu_);
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      auto t = std::find_if(tracked.begin(), tracked.end(),
+                            [&](const auto& nv) { return nv.first == it->first; });
+      if (t == tracked.end()) {
+        ++it;
+        continue;
+      }
+      ready.emplace_back(std::move(it->second), t->second);
+      it = deferred_.erase(it);
+    }
+    if (drop_leftovers) {
+      for (const auto& [name, fn] : deferred_) dropped.push_back(name);
+      deferred_.clear();
+    }
+    if (deferred_.empty()) has_deferred_.store(false, std::memory_order_release);
+  }
+  if (!dropped.empty())
+    TF_LOG_WARN(
+        "\"{}\" ({}) was built without weights named {}: their checkpoint values are "
+        "not restored",
+        name(), class_name(), fmt::join(dropped, ", "));
+  // Every value is handed over even when one fails; the first error is rethrown after.
+  BuildScope scope(mirror_spec_);
+  std::exception_ptr first_error;
+  for (auto& [restore, variable] : ready) {
+    try {
+      restore(variable);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 void LayerImpl::set_output_shape(const TensorShape& output_shape) {

@@ -355,6 +355,18 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // handle's constructor calls it once the impl is complete.
   void build_from_declared_shape(const std::vector<int64_t>& input_shape);
 
+  // A checkpoint value for a weight that does not exist yet (tf::train::Checkpoint's deferred
+  // restoration), by the name tracked_variables() will give it ("dense/kernel"). `restore` runs
+  // once, with the weight, as soon as the layer that creates it is built: before that layer's
+  // first call computes anything. It runs eagerly, outside traces and tapes, in the cross-replica
+  // view (an assignment writes every mirrored copy); an exception it throws reaches the call
+  // that built the layer.
+  using DeferredRestore = std::function<void(Variable)>;
+  void defer_restore(std::string tracked_name, DeferredRestore restore);
+  // Whether this layer and every sub-layer are built (a subclassed model's member layers that
+  // its calls have not reached yet are not).
+  bool fully_built() const;
+
  protected:
   // Creates the weights for `input_shape` (batch dimension None); runs once, under the build
   // mutex, eagerly (outside any trace and tape) and with the captured mirroring devices.
@@ -399,6 +411,16 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   mutable std::mutex shape_mu_;
   TensorShape input_shape_, output_shape_;  // guarded by shape_mu_
   std::vector<Weight> weights_;              // written during the build only
+  // Deferred checkpoint values (defer_restore) and the step that hands them to new weights.
+  std::mutex deferred_mu_;
+  std::vector<std::pair<std::string, DeferredRestore>> deferred_;  // guarded by deferred_mu_
+  std::atomic<bool> has_deferred_{false};
+  // Hands deferred values to the weights just built: those of the layers being called on this
+  // thread (a model whose member layer has just built) and this layer's own.
+  void after_build();
+  // Runs the deferred values whose weights exist now; once this layer and all below it are
+  // built, the others are dropped with a warning: nothing will create their weights.
+  void restore_deferred();
 };
 
 // Marks `layer` as the layer whose call runs on this thread while it lives: layers called
