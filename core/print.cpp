@@ -546,7 +546,11 @@ std::string numpy_repr(const Tensor& t) {
   const HostBytes hb = host_bytes(t);
   std::string text;
   if (t.rank() == 0) {
-    text = scalar_text(hb.data, t.dtype(), 0);
+    // TF's numpy_text shows a scalar as repr(value.item()): a Python float, so float16,
+    // bfloat16 and float32 values print as the double they widen to (0.10000000149011612).
+    text = is_floating(t.dtype())
+               ? float_scalar_text(load_double(hb.data, t.dtype(), 0), DTypeId::Float64)
+               : scalar_text(hb.data, t.dtype(), 0);
   } else {
     const DType dt = t.dtype();
     // numpy leaves out the dtype of its default types (int_, float_, bool_) unless empty.

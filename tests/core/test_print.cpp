@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -297,6 +298,14 @@ TEST_CASE("print: numpy_repr as a Variable shows it", "[cpu][print]") {
   CHECK(tf::detail::numpy_repr(f32({0.3f, 1.23456789e-5f})) ==
         "array([3.0000001e-01, 1.2345679e-05], dtype=float32)");
   CHECK(tf::detail::numpy_repr(tf::constant(tf::Tensor(1.0f))) == "1.0");
+  // A scalar is repr(value.item()) in TF: the Python float that the value widens to.
+  CHECK(tf::detail::numpy_repr(tf::constant(tf::Tensor(0.1f))) == "0.10000000149011612");
+  CHECK(tf::detail::numpy_repr(tf::cast(tf::Tensor(0.1f), tf::float16)) == "0.0999755859375");
+  CHECK(tf::detail::numpy_repr(tf::cast(tf::Tensor(0.1f), tf::bfloat16)) == "0.10009765625");
+  CHECK(tf::detail::numpy_repr(tf::cast(tf::Tensor(908.0f), tf::bfloat16)) == "908.0");
+  CHECK(tf::detail::numpy_repr(tf::Tensor(1e-5f)) == "9.999999747378752e-06");
+  CHECK(tf::detail::numpy_repr(tf::Tensor(0.1)) == "0.1");
+  CHECK(tf::detail::numpy_repr(tf::Tensor(std::nanf(""))) == "nan");
   CHECK(tf::detail::numpy_repr(tf::constant(tf::Tensor(3))) == "3");
   CHECK(tf::detail::numpy_repr(tf::constant(tf::Tensor(true))) == "True");
   // Continuation lines are indented under "array(", and the width includes the suffix.
