@@ -112,7 +112,8 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
   auto& ctx = context();
   if (ctx.verbose == 0) return;
   std::ostream& os = options_.stream ? *options_.stream : std::cout;
-  if (ctx.epochs > 1 || ctx.verbose == 1) os << "Epoch " << epoch + 1 << "/" << ctx.epochs << '\n';
+  // Keras (tf.keras 2 and 3) heads epochs only when there are several.
+  if (ctx.epochs > 1) os << "Epoch " << epoch + 1 << "/" << ctx.epochs << '\n';
   start_bar();
 }
 void ProgbarLogger::on_train_batch_end(int64_t batch, const Logs& logs) {

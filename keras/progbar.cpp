@@ -37,6 +37,17 @@ Progbar::Progbar(int64_t target, ProgbarOptions options) : target_(target), opt_
 
 double Progbar::now() const { return opt_.clock(); }
 
+// Keras' _estimate_step_duration: once step 1 was reported, the time per step leaves it out
+// (it holds the tracing and warm-up), else it is the mean since the start.
+double Progbar::step_duration(int64_t current, double t) {
+  if (current <= 0) return 0.0;
+  const double per_unit = first_step_end_ && current > 1
+                              ? (t - *first_step_end_) / static_cast<double>(current - 1)
+                              : (t - start_) / static_cast<double>(current);
+  if (current == 1) first_step_end_ = t;
+  return per_unit;
+}
+
 std::string Progbar::format_time_per_unit(double s, const std::string& unit) {
   if (s >= 1 || s == 0) return fmt::format("{:.0f}s/{}", s, unit);
   if (s >= 1e-3) return fmt::format("{:.0f}ms/{}", s * 1e3, unit);
@@ -64,7 +75,7 @@ void Progbar::update(int64_t current, const Values& values, std::optional<bool> 
   const double elapsed = t - start_;
   std::string values_text;
   for (const auto& [name, v] : values) values_text += " - " + name + ": " + format_value(v);
-  const double per_unit = current > 0 ? elapsed / static_cast<double>(current) : 0.0;
+  const double per_unit = step_duration(current, t);
   std::ostream& os = *opt_.stream;
 
   if (opt_.verbose == 2 || !dynamic_) {

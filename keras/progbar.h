@@ -50,12 +50,14 @@ class Progbar {
 
  private:
   double now() const;
+  double step_duration(int64_t current, double t);
 
   int64_t target_;
   ProgbarOptions opt_;
   bool dynamic_;
   double start_;
   double last_update_ = 0;
+  std::optional<double> first_step_end_;  // when step 1 was reported
   size_t total_width_ = 0;
   bool done_ = false;
 };

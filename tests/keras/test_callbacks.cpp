@@ -121,6 +121,40 @@ TEST_CASE("ProgbarLogger: epoch headers and final lines", "[cpu][keras]") {
         "loss: 0.5000 - val_loss: 0.2500\n");
 }
 
+TEST_CASE("Progbar: the time per step leaves out the first step as Keras does", "[cpu][keras]") {
+  for (const int verbose : {1, 2}) {
+    std::ostringstream os;
+    FakeClock clock;
+    Progbar bar(4, ProgbarOptions{.verbose = verbose, .stream = &os, .clock = clock.fn()});
+    // The first step (a trace, a warm-up) takes 10 s, the others 1 s each.
+    for (int i = 1; i <= 4; ++i) {
+      clock.t = 9.0 + i;
+      bar.update(i, {{"loss", 0.5}});
+    }
+    CHECK(os.str() == (verbose == 1
+                           ? "4/4 [==============================] - 13s 1s/step - loss: 0.5000\n"
+                           : "4/4 - 13s - loss: 0.5000 - 13s/epoch - 1s/step\n"));
+  }
+}
+
+TEST_CASE("ProgbarLogger: one epoch has no epoch header", "[cpu][keras]") {
+  std::ostringstream os;
+  FakeClock clock;
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 1, .steps = 2, .verbose = 1};
+  tf::keras::callbacks::CallbackList list(
+      {tf::keras::callbacks::ProgbarLogger(ProgbarOptions{.stream = &os, .clock = clock.fn()})},
+      &ctx);
+  list.on_train_begin();
+  list.on_epoch_begin(0);
+  for (int b = 0; b < 2; ++b) {
+    clock.t += 0.5;
+    list.on_train_batch_end(b, {{"loss", 0.5}});
+  }
+  list.on_epoch_end(0, {{"loss", 0.5}});
+  list.on_train_end();
+  CHECK(os.str() == "2/2 [==============================] - 1s 500ms/step - loss: 0.5000\n");
+}
+
 TEST_CASE("History records every epoch's logs", "[cpu][keras]") {
   tf::keras::callbacks::TrainingContext ctx;
   auto history = std::make_shared<tf::keras::callbacks::History>();
