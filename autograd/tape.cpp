@@ -543,8 +543,8 @@ Tensor stop_gradient(const Tensor& x) {
 namespace {
 
 // out = y (input 0) with the gradient map grad_fn for the inputs xs (inputs 1...): the ops
-// inside fn, which made y from xs, are not recorded (eager) or get no cotangent (a replay
-// recorded by a tape: y's only consumer is this op, whose vjp gives y none).
+// inside fn, which made y from xs, are recorded but get no cotangent (y's only consumer is
+// this op, whose vjp gives y none).
 struct CustomGradientOp final : IdentityViewOp<CustomGradientOp> {
   std::shared_ptr<std::function<std::vector<Tensor>(const Tensor&)>> grad_fn;
   bool traced = false;  // made while tracing a tf::function
@@ -618,10 +618,10 @@ Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
 std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
   TF_CHECK_ARG(fn != nullptr, "custom_gradient", "the function is empty");
   return [fn = std::move(fn)](const Tensor& x) {
-    auto [y, grad] = [&] {
-      detail::PauseTapes pause;
-      return fn(x);
-    }();
+    // Recorded as TF's eager custom_gradient does: out's only recorded producer is the custom
+    // op, so first-order gradients follow grad; a tape around a tape also sees how values that
+    // grad captured (e = exp(x)) depend on x, and differentiates the gradient correctly.
+    auto [y, grad] = fn(x);
     TF_CHECK_ARG(grad != nullptr, "custom_gradient", "the function returned no gradient function");
     std::function<std::vector<Tensor>(const Tensor&)> g =
         [grad = std::move(grad)](const Tensor& dy) { return std::vector<Tensor>{grad(dy)}; };
@@ -635,10 +635,7 @@ std::function<Tensor(const std::vector<Tensor>&)> custom_gradient(CustomGradient
     for (size_t i = 0; i < xs.size(); ++i)
       TF_CHECK_ARG(xs[i].defined(), "custom_gradient",
                    "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
-    auto [y, grad] = [&] {
-      detail::PauseTapes pause;
-      return fn(xs);
-    }();
+    auto [y, grad] = fn(xs);  // recorded, as in the one-input overload
     return record_custom(xs, y, std::move(grad));
   };
 }

@@ -238,8 +238,24 @@ TEST_CASE("tape: custom_gradient replaces the recorded gradient", "[autograd]") 
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = log1pexp(x);
-  CHECK(tape.num_recorded() == 1);  // one node: the ops inside are not recorded
+  // The ops inside are recorded (exp, add, log), as TF's eager custom_gradient records them,
+  // then the custom op, whose gradient map is all that a first-order gradient follows.
+  CHECK(tape.num_recorded() == 4);
   check_values(tape.gradient(y, x), {1.0});  // the naive gradient would be NaN (inf / inf)
+
+  // Second order: the outer tape sees that the e the gradient map captured is exp(x), so the
+  // derivative of the gradient 1 - 1 / (1 + e) is sigmoid'(x), as in TF.
+  tf::Tensor xs = tf::constant({0.0f, 1.0f});
+  tf::GradientTape outer;
+  outer.watch(xs);
+  tf::Tensor first;
+  {
+    tf::GradientTape inner;
+    inner.watch(xs);
+    first = inner.gradient(log1pexp(xs), xs);
+  }
+  check_values(first, {0.5, 0.7310585786});
+  check_values(outer.gradient(first, xs), {0.25, 0.1966119332});
 
   // A clipping gradient and several inputs.
   auto scaled = tf::custom_gradient([](const std::vector<tf::Tensor>& xs) {
