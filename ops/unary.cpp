@@ -109,6 +109,14 @@ using Span = std::span<const Tensor>;
 constexpr uint32_t kNone = 0;
 constexpr uint32_t kIn = Primitive::save_input(0);
 constexpr uint32_t kOut = Primitive::save_output(0);
+
+// TF's SqrtGrad and RsqrtGrad kernels give 0 where the upstream gradient is 0, also where the
+// local derivative is infinite (0 * inf would be NaN), so that the masking idiom
+// where(x > 0, sqrt(x), 0) has gradient 0 at x = 0.
+Tensor zero_where_upstream_zero(const Tensor& g, const Tensor& grad) {
+  const Tensor zero = zeros_like(g);
+  return where(equal(g, zero), zero, grad);
+}
 }  // namespace
 
 // Each unary vjp has one input: argnums is {0} whenever it is called.
@@ -128,8 +136,8 @@ TF_UNARY_VJP(Sign, kNone, zeros_like(g))
 TF_UNARY_VJP(Exp, kOut, g * y)
 TF_UNARY_VJP(Log, kIn, g / x)
 TF_UNARY_VJP(Log1p, kIn, g / (x + 1))
-TF_UNARY_VJP(Sqrt, kOut, g * 0.5 / y)
-TF_UNARY_VJP(Rsqrt, kOut, g * -0.5 * y * y * y)
+TF_UNARY_VJP(Sqrt, kOut, zero_where_upstream_zero(g, g * 0.5 / y))
+TF_UNARY_VJP(Rsqrt, kOut, zero_where_upstream_zero(g, g * -0.5 * y * y * y))
 TF_UNARY_VJP(Square, kIn, g * (x * 2))
 TF_UNARY_VJP(Tanh, kOut, g * (1 - y * y))
 TF_UNARY_VJP(Sigmoid, kOut, g * y * (1 - y))

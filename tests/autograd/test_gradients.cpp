@@ -3,6 +3,7 @@
 // with broadcasting inputs; plus second-order checks through nested tapes.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -404,6 +405,22 @@ TEST_CASE("gradients: values at special points agree with TF", "[autograd][cuda]
                                      return tf::fill({2, 3}, v);
                                    }),
                               {6.0}, 0, 0);
+    // sqrt and rsqrt pass 0 where the upstream gradient is 0 (TF's SqrtGrad, RsqrtGrad), so a
+    // masked sqrt has gradient 0 at x = 0, not 0 * inf = NaN.
+    const tf::Tensor xs = tf::constant({-1.0f, 0.0f, 4.0f});
+    tf::testing::check_values(grad(xs,
+                                   [](const tf::Tensor& x) {
+                                     return tf::where(tf::greater(x, 0.0f), tf::sqrt(x), x * x);
+                                   }),
+                              {-2.0, 0.0, 0.25}, 0, 0);
+    tf::testing::check_values(
+        grad(xs,
+             [](const tf::Tensor& x) { return tf::where(tf::greater(x, 0.0f), tf::rsqrt(x), x); }),
+        {1.0, 1.0, -0.0625}, 0, 0);
+    // Where the upstream gradient is not 0 the derivative stays infinite.
+    tf::testing::check_values(
+        grad(tf::constant({0.0f}), [](const tf::Tensor& x) { return tf::sqrt(x); }),
+        {std::numeric_limits<double>::infinity()}, 0, 0);
   }
 }
 
