@@ -1,24 +1,26 @@
 #include "jit/function.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <typeinfo>
-
-#include <fmt/format.h>
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
-#include "ops/dispatch.h"
 #include "jit/cuda_graph.h"
 #include "jit/fusion.h"
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
 #include "jit/tracer.h"
 #include "jit/variable_update.h"
+#include "ops/dispatch.h"
 
 namespace tapeflow::detail {
 
@@ -304,13 +306,13 @@ std::shared_ptr<ConcreteFunction> FunctionCore::lookup(const std::string& key) {
   if (!hit) {
     // A graph get_concrete_function pinned is kept even after the cache evicted it.
     if (auto p = pinned_.find(key); p != pinned_.end()) {
-      recent_.push_back(false);
+      recent_.emplace_back();
       if (recent_.size() > 10) recent_.erase(recent_.begin());
       insert_locked(key, p->second);
       return p->second;
     }
   }
-  recent_.push_back(!hit);
+  recent_.push_back(hit ? std::nullopt : std::optional<std::string>(key));
   if (recent_.size() > 10) recent_.erase(recent_.begin());
   if (!hit) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);  // most recently used first
@@ -336,7 +338,7 @@ void FunctionCore::insert(const std::string& key, std::shared_ptr<ConcreteFuncti
 
 void FunctionCore::insert_specialized(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
   std::lock_guard lock(mu_);
-  if (!recent_.empty()) recent_.back() = false;  // served without a trace
+  if (!recent_.empty()) recent_.back().reset();  // served without a trace
   if (index_.count(key)) return;
   insert_locked(key, std::move(f));
 }
@@ -404,7 +406,10 @@ std::vector<std::vector<bool>> FunctionCore::open_dimensions(const std::string& 
 }
 
 void FunctionCore::warn_if_retracing_locked() {
-  const auto traced = std::count(recent_.begin(), recent_.end(), true);
+  std::set<std::string_view> keys;
+  for (const auto& k : recent_)
+    if (k) keys.insert(*k);
+  const size_t traced = keys.size();
   if (recent_.size() >= 5 && traced >= 5 && warnings_ < 2) {
     ++warnings_;
     TF_LOG_WARN(
@@ -417,9 +422,10 @@ void FunctionCore::warn_if_retracing_locked() {
   }
 }
 
-void FunctionCore::pin(const std::string& key, std::shared_ptr<ConcreteFunction> f) {
+std::shared_ptr<ConcreteFunction> FunctionCore::pin(const std::string& key,
+                                                    std::shared_ptr<ConcreteFunction> f) {
   std::lock_guard lock(mu_);
-  pinned_.try_emplace(key, std::move(f));
+  return pinned_.try_emplace(key, std::move(f)).first->second;
 }
 
 std::shared_ptr<ConcreteFunction> FunctionCore::pinned_generic(const std::string& key) const {

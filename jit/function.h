@@ -16,6 +16,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -128,7 +129,9 @@ class FunctionCore {
   void insert(const std::string& key, std::shared_ptr<ConcreteFunction> f);
   // Keeps a graph handed out by get_concrete_function (for signature `key`) alive for the
   // Function's lifetime; lookup() finds it after the cache evicted it.
-  void pin(const std::string& key, std::shared_ptr<ConcreteFunction> f);
+  // Returns the pinned graph: the first one pinned for `key` when two threads traced it.
+  std::shared_ptr<ConcreteFunction> pin(const std::string& key,
+                                        std::shared_ptr<ConcreteFunction> f);
   // The shape-generic graph get_concrete_function handed out for these specs (`key`), or null.
   std::shared_ptr<ConcreteFunction> pinned_generic(const std::string& key) const;
   // Keeps it for the Function's lifetime; returns the one kept (another thread's, if first).
@@ -189,7 +192,9 @@ class FunctionCore {
   std::list<std::pair<std::string, std::shared_ptr<ConcreteFunction>>> lru_;
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
   int tracing_count_ = 0;
-  std::vector<bool> recent_;  // last 10 calls: traced or not
+  // The last 10 calls: the signature of each that missed the cache, nullopt for the others.
+  // Threads missing one signature at once count as one trace (one graph is kept).
+  std::vector<std::optional<std::string>> recent_;
   std::unordered_map<std::string, std::shared_ptr<ConcreteFunction>> pinned_;
   std::unordered_map<std::string, std::shared_ptr<ConcreteFunction>> pinned_generic_;
   int warnings_ = 0;
@@ -305,8 +310,8 @@ class Function {
       std::string key;
       std::shared_ptr<ConcreteFunction> cf =
           find_or_trace<R>(tensors, &key, detail::example_for(specs)...);
-      core_->pin(key, cf);
-      return *cf;
+      // Two threads tracing the same specs at once: the first pinned graph is the one kept.
+      return *core_->pin(key, std::move(cf));
     }
     // None dimensions: one generic trace (None dimensions probed at 2 and 3).
     std::vector<std::vector<bool>> mask;

@@ -1,4 +1,5 @@
 // tf::function: tracing, the signature cache, replay, variables, tapes (API.md "Traced functions").
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -710,6 +711,36 @@ TEST_CASE("function: several threads may call one function", "[jit]") {
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
   CHECK(f.tracing_count() >= 1);
   CHECK(f.tracing_count() <= 4);
+}
+
+TEST_CASE("function: threads tracing one signature at once keep one graph and do not warn",
+          "[jit]") {
+  // The body sleeps, so threads that start together all miss the cache and trace.
+  auto slow = [](const tf::Tensor& x) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return x * 3.0f;
+  };
+  auto f = tf::function(slow);
+  const std::string log = tf::testing::capture_stderr([&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) threads.emplace_back([&] { (void)f(tf::ones({3})); });
+    for (auto& th : threads) th.join();
+  });
+  CHECK(f.tracing_count() == 1);
+  CHECK(log.find("triggered tf::function retracing") == std::string::npos);
+
+  // get_concrete_function from two threads: both get the graph that is kept (the losing
+  // thread's own trace was freed when the call returned).
+  auto g = tf::function(slow);
+  const tf::ConcreteFunction* got[2] = {nullptr, nullptr};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back(
+        [&, t] { got[t] = &g.get_concrete_function(tf::TensorSpec({3}, tf::float32)); });
+  for (auto& th : threads) th.join();
+  CHECK(got[0] == got[1]);
+  CHECK(got[0]->graph().num_nodes() == got[1]->graph().num_nodes());
+  CHECK(got[0] == &g.get_concrete_function(tf::TensorSpec({3}, tf::float32)));
 }
 
 TEST_CASE("function: recursion while tracing", "[jit]") {
