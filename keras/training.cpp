@@ -48,9 +48,12 @@ struct TrainingState {
   std::weak_ptr<const void> strategy_alive;
 
   using Step = std::function<Tensor(const std::vector<Tensor>&)>;
+  // predict and evaluate may run on several threads at once: the step is swapped under mu and
+  // each caller replays its own copy of the handle.
   struct Traced {
-    Step fn;
-    std::vector<TensorSpec> signature;
+    std::mutex mu;
+    Step fn;                            // guarded by mu
+    std::vector<TensorSpec> signature;  // guarded by mu
   };
   Traced train, test, predict;
 };
@@ -300,9 +303,10 @@ std::vector<double> values_of(const Logs& logs) {
 
 // `traced` for batches like `batch`, (re)built when their signature changed.
 template <class Body>
-const Step& ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                        const std::string& name, const CompileOptions& options) {
+Step ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
+                 const std::string& name, const CompileOptions& options) {
   const auto sig = batch_signature(batch);
+  std::lock_guard lock(traced.mu);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
     traced.fn = make_step(body, sig, name, options);
     traced.signature = sig;
@@ -339,7 +343,7 @@ void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& bat
   }
   const auto per_replica = distribute::detail::split_global_batch(batch, strategy->layout());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
-  const Step& fn =
+  const Step fn =
       ensure_step(st.train, body, per_replica.values()[0], "train_function", st.options);
   strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "distribute/strategy.h"
@@ -339,6 +341,30 @@ TEST_CASE("fit: errors name what is wrong", "[cpu][keras]") {
   TF_REQUIRE_THROWS_CONTAINING(other.load_weights((dir / "w.safetensors").string()),
                                tf::InvalidArgumentError, "w.safetensors");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("predict on one compiled model from several threads", "[cpu][keras]") {
+  // A serving pattern: the traced predict step is shared; inputs of two ranks make the threads
+  // swap it while others replay it (a data race and a crash before).
+  auto model = K::Sequential({K::layers::Dense(4)});
+  model.compile(K::optimizers::SGD(0.1), K::losses::MeanSquaredError());
+  const tf::Tensor x2 = tf::random::normal({8, 3}, 0, 1, tf::float32, 1);
+  const tf::Tensor x3 = tf::random::normal({2, 4, 3}, 0, 1, tf::float32, 2);
+  const tf::Tensor want2 = model(x2, false), want3 = model(x3, false);
+  std::vector<int> ok(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      bool all = true;
+      for (int i = 0; i < 20; ++i) {
+        const bool rank3 = (i + t) % 2 == 1;
+        const tf::Tensor got = model.predict(rank3 ? x3 : x2, {.verbose = 0});
+        all = all && got.numpy<float>() == (rank3 ? want3 : want2).numpy<float>();
+      }
+      ok[static_cast<size_t>(t)] = all;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(ok == std::vector<int>{1, 1, 1, 1});
 }
 
 TEST_CASE("fit evaluate and predict refuse what would hang or mislead", "[cpu][keras]") {
