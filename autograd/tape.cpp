@@ -70,6 +70,9 @@ Tensor one_hot_seed(const Tensor& target, int64_t flat_index, int64_t period) {
 StopRecording::StopRecording(GradientTape& tape) : tape_(&tape), was_recording_(tape.recording_) {
   TF_CHECK_T(FailedPreconditionError, was_recording_, "GradientTape.stop_recording",
              "trying to stop recording a tape which is not recording");
+  TF_CHECK_T(FailedPreconditionError, tape.owner_ == &detail::thread_context(),
+             "GradientTape.stop_recording",
+             "the tape records the ops of the thread that created it; pause it on that thread");
   tape_->uninstall();
 }
 
@@ -81,18 +84,50 @@ GradientTape::GradientTape(TapeOptions options) : options_(options) { install();
 
 GradientTape::~GradientTape() { uninstall(); }
 
+namespace {
+// False once this thread has ended: a tape destroyed on another thread checks it before it
+// takes itself off this thread's list of tapes.
+struct ThreadAlive {
+  std::shared_ptr<std::atomic<bool>> flag = std::make_shared<std::atomic<bool>>(true);
+  ~ThreadAlive() { flag->store(false); }
+};
+thread_local ThreadAlive t_alive;
+}  // namespace
+
 void GradientTape::install() {
   if (recording_) return;
-  detail::thread_context().tapes.push_back(this);
+  auto& ctx = detail::thread_context();
+  ctx.tapes.push_back(this);
+  owner_ = &ctx;
+  owner_alive_ = t_alive.flag;
   recording_ = true;
 }
 
 void GradientTape::uninstall() {
   if (!recording_) return;
-  auto& tapes = detail::thread_context().tapes;
+  recording_ = false;
+  // On another thread only the destructor gets here (the other callers refuse first): the tape
+  // leaves its thread's list unless that thread has ended. That thread must not run ops
+  // meanwhile (as for any object two threads use).
+  if (owner_ != &detail::thread_context() && !owner_alive_->load()) return;
+  auto& tapes = owner_->tapes;
   auto it = std::find(tapes.begin(), tapes.end(), this);
   if (it != tapes.end()) tapes.erase(it);
-  recording_ = false;
+}
+
+bool GradientTape::pause_for_gradient(const char* op) {
+  if (recording_ && owner_ != &detail::thread_context()) {
+    // The gradient's ops run on this thread, which the tape does not record: a persistent tape
+    // goes on recording its own thread. A non-persistent one would stop for good, which only
+    // its thread can do.
+    TF_CHECK_T(FailedPreconditionError, options_.persistent, op,
+               "this non-persistent tape is still recording the thread that created it; take "
+               "its gradient on that thread, or make the tape persistent");
+    return false;
+  }
+  const bool resume = options_.persistent && recording_;
+  uninstall();
+  return resume;
 }
 
 void GradientTape::check_usable(const char* what) const {
@@ -342,8 +377,7 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
   }
   // The tape never records its own gradient computation (an enclosing tape does: nest tapes
   // for higher orders); a non-persistent tape stops recording for good at its first gradient().
-  const bool resume = options_.persistent && recording_;
-  uninstall();
+  const bool resume = pause_for_gradient(op);
   std::vector<Tensor> result;
   if (!is_floating(target.dtype())) {
     // An integer or bool target has no gradient.
@@ -442,8 +476,7 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
                                    const TensorShape& shape, UnconnectedGradients unconnected) {
   check_usable(op);
   TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
-  const bool resume = options_.persistent && recording_;
-  uninstall();
+  const bool resume = pause_for_gradient(op);
   std::vector<Tensor> rows;
   if (is_floating(target.dtype()) && !ids.empty()) {
     for (int64_t i = 0; i < count; ++i) {

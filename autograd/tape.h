@@ -19,6 +19,7 @@
 // A tape belongs to the thread that created it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -119,6 +120,8 @@ class GradientTape final : public detail::TapeObserver {
   struct Node;
   void install();
   void uninstall();
+  // Stops recording before a gradient is computed; true when it should resume after.
+  bool pause_for_gradient(const char* op);
   void check_usable(const char* what) const;
   bool is_tracked(const Tensor& t) const;
   std::vector<Tensor> compute(const std::vector<Tensor>& targets,
@@ -138,6 +141,9 @@ class GradientTape final : public detail::TapeObserver {
 
   TapeOptions options_;
   bool recording_ = false;
+  // The thread whose ops it records (while recording_) and whether that thread still runs.
+  detail::ThreadContext* owner_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> owner_alive_;
   bool used_ = false;  // a non-persistent tape after gradient()
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_set<uint64_t> tracked_;  // ids of watched tensors and of recorded outputs

@@ -1,4 +1,5 @@
 // GradientTape behaviour, one case per rule of API.md "Variables and gradients" and TF2's tape.
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -272,6 +273,53 @@ TEST_CASE("tape: custom_gradient replaces the recorded gradient", "[autograd]") 
   tf::Tensor z = scaled({a, b});
   check_values(t2.gradient(z, a, tf::constant({2.0f, -0.25f})), {0.5, -0.25});
   CHECK_FALSE(t2.gradient(z, b).defined());
+}
+
+TEST_CASE("tape: a tape used or destroyed on another thread", "[autograd]") {
+  const tf::Tensor x = tf::constant({1.0f, 2.0f});
+  // A non-persistent tape stops recording at its gradient: only its own thread can do that.
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = tf::reduce_sum(x * x);
+    std::thread([&] {
+      TF_REQUIRE_THROWS_CONTAINING(tape.gradient(y, x), tf::FailedPreconditionError,
+                                   "take its gradient on that thread");
+      TF_REQUIRE_THROWS_CONTAINING(tape.stop_recording(), tf::FailedPreconditionError,
+                                   "pause it on that thread");
+    }).join();
+    check_values(tape.gradient(y, x), {2, 4});
+  }
+  // A persistent tape's gradient on another thread; the tape goes on recording its thread.
+  {
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    const tf::Tensor y = tf::reduce_sum(x * x);
+    tf::Tensor g;
+    std::thread([&] { g = tape.gradient(y, x); }).join();
+    check_values(g, {2, 4});
+    const tf::Tensor z = tf::reduce_sum(x * 3.0f);
+    check_values(tape.gradient(z, x), {3, 3});
+  }
+  // Destroyed on another thread: it leaves its thread's list (ops here ran on freed memory).
+  {
+    auto tape = std::make_unique<tf::GradientTape>();
+    tape->watch(x);
+    (void)(x * 2.0f);
+    std::thread([&] { tape.reset(); }).join();
+    check_values(tf::reduce_sum(x * x), {5});
+  }
+  // Made on a thread that has ended, destroyed here.
+  {
+    std::unique_ptr<tf::GradientTape> tape;
+    std::thread([&] {
+      tape = std::make_unique<tf::GradientTape>();
+      tape->watch(x);
+      (void)(x * 2.0f);
+    }).join();
+    tape.reset();
+    check_values(x * 2.0f, {2, 4});
+  }
 }
 
 TEST_CASE("tape: reset forgets the recording", "[autograd]") {
