@@ -86,6 +86,39 @@ std::string masked_dims_key(const std::vector<Tensor>& tensors,
   return k;
 }
 
+std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
+                                    const std::vector<std::vector<bool>>& mask) {
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < tensors.size() && i < mask.size(); ++i)
+    for (int d = 0; d < tensors[i].rank() && static_cast<size_t>(d) < mask[i].size(); ++d)
+      if (mask[i][static_cast<size_t>(d)]) sizes.push_back(tensors[i].shape()[d]);
+  std::vector<int> classes(sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    classes[k] = static_cast<int>(k);
+    for (size_t j = 0; j < k; ++j)
+      if (sizes[j] == sizes[k]) {
+        classes[k] = static_cast<int>(j);
+        break;
+      }
+  }
+  return classes;
+}
+
+std::vector<Tensor> distinct_probe_tensors(const std::vector<Tensor>& tensors,
+                                           const std::vector<std::vector<bool>>& mask) {
+  int64_t next = 2;  // past every size of the other probes
+  for (const Tensor& t : tensors)
+    for (int d = 0; d < t.rank(); ++d) next = std::max(next, t.shape()[d] + 2);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorShape s = tensors[i].shape();
+    for (int d = 0; d < s.rank(); ++d)
+      if (mask[i][static_cast<size_t>(d)]) s[d] = next++;
+    out.push_back(symbolic(s, tensors[i].dtype(), tensors[i].placement()));
+  }
+  return out;
+}
+
 std::vector<Tensor> probe_tensors(const std::vector<Tensor>& tensors,
                                   const std::vector<std::vector<bool>>& mask) {
   std::vector<Tensor> out;
@@ -151,57 +184,49 @@ bool same_constant(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void GenericTrace::validate(const Graph& b) {
+std::string GenericTrace::mismatch(const Graph& b) const {
   const Graph& a = raw;
-  generic = false;
-  if (a.nodes.size() != b.nodes.size()) {
-    reason = fmt::format("the function runs {} ops at the first shapes and {} at the next",
-                         a.nodes.size(), b.nodes.size());
-    return;
-  }
-  if (a.constants.size() != b.constants.size()) {
-    reason = "the number of captured constants depends on the None dimensions";
-    return;
-  }
+  if (a.nodes.size() != b.nodes.size())
+    return fmt::format("the function runs {} ops at the first shapes and {} at the next",
+                       a.nodes.size(), b.nodes.size());
+  if (a.constants.size() != b.constants.size())
+    return "the number of captured constants depends on the None dimensions";
   for (size_t k = 0; k < a.constants.size(); ++k)
-    if (!same_constant(a.constants[k], b.constants[k])) {
-      reason = fmt::format("the constant %const{} ({} {}) is computed from a None dimension", k,
-                           dtype_name(a.constants[k].dtype()), a.constants[k].shape().to_string());
-      return;
-    }
+    if (!same_constant(a.constants[k], b.constants[k]))
+      return fmt::format("the constant %const{} ({} {}) is computed from a None dimension", k,
+                         dtype_name(a.constants[k].dtype()), a.constants[k].shape().to_string());
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Graph::Node& x = a.nodes[i];
     const Graph::Node& y = b.nodes[i];
     if (typeid(*x.prim) != typeid(*y.prim) ||
         x.prim->trace_attributes() != y.prim->trace_attributes() || x.inputs != y.inputs ||
-        x.device != y.device ||
-        x.outputs.size() != y.outputs.size()) {
-      reason = fmt::format("op %{} ({}) has {{{}}} at the first shapes and {} {{{}}} at the next",
-                           i, x.prim->name(), x.prim->attributes(), y.prim->name(),
-                           y.prim->attributes());
-      return;
-    }
+        x.device != y.device || x.outputs.size() != y.outputs.size())
+      return fmt::format("op %{} ({}) has {{{}}} at the first shapes and {} {{{}}} at the next", i,
+                         x.prim->name(), x.prim->attributes(), y.prim->name(),
+                         y.prim->attributes());
   }
-  if (a.outputs != b.outputs) {
-    reason = "the results depend on the None dimensions";
-    return;
-  }
+  if (a.outputs != b.outputs) return "the results depend on the None dimensions";
   Graph check = a;
   try {
     reinfer(check, b.inputs);
   } catch (const std::exception& e) {
-    reason = std::string("shape inference at the next shapes failed: ") + e.what();
-    return;
+    return std::string("shape inference at the next shapes failed: ") + e.what();
   }
   for (size_t i = 0; i < a.nodes.size(); ++i)
     for (size_t k = 0; k < check.nodes[i].outputs.size(); ++k)
       if (!(check.nodes[i].outputs[k].shape == b.nodes[i].outputs[k].shape) ||
-          check.nodes[i].outputs[k].dtype != b.nodes[i].outputs[k].dtype) {
-        reason = fmt::format("op %{} ({}) infers {} but traces {}", i, a.nodes[i].prim->name(),
-                             check.nodes[i].outputs[k].shape.to_string(),
-                             b.nodes[i].outputs[k].shape.to_string());
-        return;
-      }
+          check.nodes[i].outputs[k].dtype != b.nodes[i].outputs[k].dtype)
+        return fmt::format("op %{} ({}) infers {} but traces {}", i, a.nodes[i].prim->name(),
+                           check.nodes[i].outputs[k].shape.to_string(),
+                           b.nodes[i].outputs[k].shape.to_string());
+  return "";
+}
+
+void GenericTrace::validate(const Graph& b) {
+  generic = false;
+  reason = mismatch(b);
+  if (!reason.empty()) return;
+  const Graph& a = raw;
   generic = true;
   // For display: dimensions that differ between the probes are None.
   shown = a;
@@ -213,6 +238,10 @@ void GenericTrace::validate(const Graph& b) {
   for (size_t i = 0; i < shown.nodes.size(); ++i)
     for (size_t k = 0; k < shown.nodes[i].outputs.size(); ++k)
       open(shown.nodes[i].outputs[k].shape, b.nodes[i].outputs[k].shape);
+}
+
+bool GenericTrace::serves(std::span<const Tensor> args) const {
+  return equal_classes.empty() || equal_size_classes(args, mask) == equal_classes;
 }
 
 std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const Tensor> args) {
@@ -236,6 +265,14 @@ std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const T
                  i, t.shape().to_string(), dtype_name(t.dtype()), t.device(),
                  want.shape.to_string(), dtype_name(want.dtype),
                  raw.input_devices[i].to_string());
+  }
+  if (!serves(args)) {
+    std::vector<std::string> shapes;
+    for (const Tensor& t : args) shapes.push_back(t.shape().to_string());
+    TF_THROW(InvalidArgumentError, op,
+             "the graph was traced with None dimensions of equal sizes and depends on their "
+             "equality ({}), but they differ in this call: {}",
+             equal_reason, fmt::join(shapes, ", "));
   }
   std::string key;
   for (const Tensor& t : args)

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -80,6 +81,15 @@ struct GenericTrace {
   std::shared_ptr<ConcreteFunction> specialization(std::span<const Tensor> args);
   // Compares with probe B and sets `generic`/`reason`.
   void validate(const Graph& probe_b);
+  // Why another probe's graph is not this one at other shapes ("" when it is).
+  std::string mismatch(const Graph& probe) const;
+  // Probe C gives every None dimension a size of its own. When it fails or traces another
+  // graph (a gradient that sums a broadcast, a shape check), the graph holds only while the
+  // None dimensions equal at the first call stay equal: their equal_size_classes, and why.
+  std::vector<int> equal_classes;
+  std::string equal_reason;
+  // Whether the graph holds for these arguments' None dimensions (see equal_classes).
+  bool serves(std::span<const Tensor> args) const;
 
  private:
   std::mutex mu_;
@@ -217,6 +227,13 @@ class FunctionCore {
 // None.
 std::string masked_dims_key(const std::vector<Tensor>& tensors,
                             const std::vector<std::vector<bool>>& mask);
+// For the k-th open dimension (arguments in order, then dimensions), the index of the first
+// open dimension of the same size.
+std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
+                                    const std::vector<std::vector<bool>>& mask);
+// Stand-ins for probe C: every open dimension a size of its own, larger than all others.
+std::vector<Tensor> distinct_probe_tensors(const std::vector<Tensor>& tensors,
+                                           const std::vector<std::vector<bool>>& mask);
 // Stand-ins for probe B: each open dimension one larger.
 std::vector<Tensor> probe_tensors(const std::vector<Tensor>& tensors,
                                   const std::vector<std::vector<bool>>& mask);
@@ -378,7 +395,7 @@ class Function {
         return cf;
       }
     }
-    if (!g->generic) {
+    if (!g->generic || !g->serves(tensors)) {
       cf = trace<R>(std::forward<Args>(args)...);
       core_->insert(key.bytes, cf);
       return cf;
@@ -447,7 +464,37 @@ class Function {
       return g;
     }
     g->validate(b);
+    if (g->generic) check_equalities<R>(*g, tensors, args...);
     return g;
+  }
+
+  // Probe C (every None dimension of its own size) for a generic trace whose None dimensions
+  // had equal sizes: unless it traces the same graph, calls must keep those equal.
+  template <class R, class... Args>
+  void check_equalities(detail::GenericTrace& g, const std::vector<Tensor>& tensors,
+                        Args&&... args) const {
+    const std::vector<int> classes = detail::equal_size_classes(tensors, g.mask);
+    bool any_equal = false;
+    for (size_t k = 0; k < classes.size(); ++k) any_equal |= classes[k] != static_cast<int>(k);
+    if (!any_equal) return;
+    const std::vector<Tensor> probe = detail::distinct_probe_tensors(tensors, g.mask);
+    Graph c;
+    std::vector<size_t> structure_c;
+    std::string why;
+    try {
+      size_t next = 0;
+      auto substituted =
+          std::tuple<decltype(substitute(args, probe, next))...>{substitute(args, probe, next)...};
+      std::apply(
+          [&](auto&&... a) { trace_into<R>(c, structure_c, std::forward<decltype(a)>(a)...); },
+          std::move(substituted));
+      why = structure_c != g.output_structure ? "the result's structure changes" : g.mismatch(c);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty()) return;
+    g.equal_classes = classes;
+    g.equal_reason = why;
   }
 
   template <class A>

@@ -743,6 +743,62 @@ TEST_CASE("function: threads tracing one signature at once keep one graph and do
   CHECK(got[0] == &g.get_concrete_function(tf::TensorSpec({3}, tf::float32)));
 }
 
+TEST_CASE("function: None dimensions equal at the first call may differ later", "[jit]") {
+  // Traced with a and b of one size, the gradient of a * b needs no reduction; called with a of
+  // size 1 against b of size 4 it does (broadcasting): that call gets a graph of its own.
+  const tf::TensorSpec vec({tf::None}, tf::float32);
+  auto grad_a = tf::function(
+      [](const tf::Tensor& a, const tf::Tensor& b) {
+        tf::GradientTape tape;
+        tape.watch(a);
+        return tape.gradient(tf::reduce_sum(a * b), a);
+      },
+      tf::FunctionOptions{.input_signature = {vec, vec}});
+  check_close(grad_a(tf::constant({1.0f, 2.0f}), tf::constant({3.0f, 4.0f})),
+              tf::constant({3.0f, 4.0f}), 0, 0);
+  check_close(grad_a(tf::constant({5.0f, 6.0f, 7.0f}), tf::constant({1.0f, 1.0f, 2.0f})),
+              tf::constant({1.0f, 1.0f, 2.0f}), 0, 0);
+  CHECK(grad_a.tracing_count() == 1);  // equal sizes: the generic trace serves them
+  const tf::Tensor g = grad_a(tf::constant({10.0f}), tf::constant({1.0f, 2.0f, 3.0f, 4.0f}));
+  CHECK(g.shape() == tf::TensorShape({1}));
+  check_close(g, tf::constant({10.0f}), 0, 0);
+  CHECK(grad_a.tracing_count() == 2);
+
+  // Checks that only the C++ frontend makes (clip_by_value's bounds must broadcast to t) are
+  // made again: the call raises as the eager op does.
+  auto clip = tf::function([](const tf::Tensor& t, const tf::Tensor& lo,
+                              const tf::Tensor& hi) { return tf::clip_by_value(t, lo, hi); },
+                           tf::FunctionOptions{.input_signature = {vec, vec, vec}});
+  check_close(clip(tf::constant({-1.0f, 0.5f, 3.0f}), tf::zeros({3}), tf::ones({3})),
+              tf::constant({0.0f, 0.5f, 1.0f}), 0, 0);
+  TF_REQUIRE_THROWS_CONTAINING(
+      clip(tf::constant({5.0f}), tf::zeros({1}), tf::constant({1.0f, 2.0f, 3.0f, 4.0f})),
+      tf::InvalidArgumentError, "does not broadcast");
+
+  // A function whose None dimensions are independent still traces once for all of them.
+  auto outer = tf::function(
+      [](const tf::Tensor& a, const tf::Tensor& b) {
+        return tf::matmul(tf::reshape(a, {-1, 1}), tf::reshape(b, {1, -1}));
+      },
+      tf::FunctionOptions{.input_signature = {vec, vec}});
+  CHECK(outer(tf::ones({2}), tf::ones({2})).shape() == tf::TensorShape({2, 2}));
+  CHECK(outer(tf::ones({1}), tf::ones({4})).shape() == tf::TensorShape({1, 4}));
+  CHECK(outer.tracing_count() == 1);
+
+  // A concrete function whose graph depends on the equality refuses other calls clearly.
+  auto mul = tf::function([](const tf::Tensor& a, const tf::Tensor& b) {
+    tf::GradientTape tape;
+    tape.watch(a);
+    return tape.gradient(tf::reduce_sum(a * b), a);
+  });
+  const auto& cf = mul.get_concrete_function(vec, vec);
+  using Args = std::vector<tf::Tensor>;
+  check_close(cf.call_flat(Args{tf::constant({1.0f, 2.0f}), tf::constant({3.0f, 4.0f})})[0],
+              tf::constant({3.0f, 4.0f}), 0, 0);
+  TF_REQUIRE_THROWS_CONTAINING(cf.call_flat(Args{tf::constant({1.0f}), tf::constant({3.0f, 4.0f})}),
+                               tf::InvalidArgumentError, "depends on their equality");
+}
+
 TEST_CASE("function: recursion while tracing", "[jit]") {
   // Through shrinking shapes each inner call has a signature of its own and the recursion ends
   // at its base case: one trace per length.
