@@ -49,6 +49,90 @@ double default_collective_timeout() {
   return 300.0;
 }
 
+namespace {
+
+// Every worker's `mine` (the same count on each), in rank order: a SUM of zero-filled slots.
+std::vector<int64_t> gather_values(WorkerGroup& workers, const std::vector<int64_t>& mine,
+                                   const char* what) {
+  const size_t k = mine.size();
+  std::vector<int64_t> all(k * static_cast<size_t>(workers.size()), 0);
+  std::copy(mine.begin(), mine.end(),
+            all.begin() + static_cast<std::ptrdiff_t>(k) * workers.rank());
+  workers.all_reduce_sum(all.data(), all.size(), int64, what);
+  return all;
+}
+
+// Every worker's text, in rank order, given every worker's length.
+std::vector<std::string> gather_texts(WorkerGroup& workers, const std::string& mine,
+                                      const std::vector<size_t>& lengths, const char* what) {
+  std::vector<size_t> offsets(lengths.size() + 1, 0);
+  for (size_t w = 0; w < lengths.size(); ++w) offsets[w + 1] = offsets[w] + lengths[w];
+  std::vector<uint8_t> bytes(offsets.back(), 0);
+  std::copy(
+      mine.begin(), mine.end(),
+      bytes.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<size_t>(workers.rank())]));
+  if (!bytes.empty()) workers.all_reduce_sum(bytes.data(), bytes.size(), uint8, what);
+  std::vector<std::string> out;
+  for (size_t w = 0; w < lengths.size(); ++w)
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data()) + offsets[w], lengths[w]);
+  return out;
+}
+
+// `text` for a message, cut around where it first differs from `other` when it is long (an
+// all-reduce of many tensors).
+std::string excerpt(const std::string& text, const std::string& other) {
+  constexpr size_t kMax = 240, kBefore = 60;
+  if (text.size() <= kMax) return text;
+  size_t i = 0;
+  while (i < text.size() && i < other.size() && text[i] == other[i]) ++i;
+  const size_t begin = i > kBefore ? i - kBefore : 0;
+  return (begin > 0 ? "..." : "") + text.substr(begin, kMax) +
+         (begin + kMax < text.size() ? "..." : "");
+}
+
+}  // namespace
+
+void check_workers_agree(WorkerGroup& workers, const char* what, const std::string& description,
+                         const std::function<std::string(int)>& headline, std::string_view rule,
+                         bool consistent) {
+  if (workers.size() == 1) return;
+  // Per worker: the fingerprint of its description, whether its replicas agree, the length.
+  constexpr size_t kFields = 3;
+  const std::vector<int64_t> all =
+      gather_values(workers,
+                    {static_cast<int64_t>(tapeflow::detail::fnv1a(description) >> 1),
+                     consistent ? 1 : 0, static_cast<int64_t>(description.size())},
+                    what);
+  const auto field = [&](size_t w, size_t f) { return all[w * kFields + f]; };
+  const size_t n = static_cast<size_t>(workers.size());
+  for (size_t w = 0; w < n; ++w)
+    if (field(w, 1) == 0)
+      throw WorkersAgreedError(
+          fmt::format("[{}] the replicas of worker {} passed different "
+                      "tensors; {}",
+                      what, w, rule));
+  size_t differs = 0;
+  for (size_t w = 1; w < n && differs == 0; ++w)
+    if (field(w, 0) != field(0, 0)) differs = w;
+  if (differs == 0) return;
+  // Every worker reached this verdict from the same gathered facts: all exchange their texts.
+  std::vector<size_t> lengths;
+  for (size_t w = 0; w < n; ++w) lengths.push_back(static_cast<size_t>(field(w, 2)));
+  const std::vector<std::string> texts = gather_texts(workers, description, lengths, what);
+  // Worker 0's and the first differing worker's (and this worker's, when it is neither).
+  std::vector<std::string> parts;
+  const size_t self = static_cast<size_t>(workers.rank());
+  std::vector<size_t> shown{0, differs};
+  if (self != 0 && self != differs && texts[self] != texts[0] && texts[self] != texts[differs])
+    shown.push_back(self);
+  for (size_t w : shown)
+    parts.push_back(
+        fmt::format("worker {}: {}", w, excerpt(texts[w], texts[w == 0 ? differs : 0])));
+  throw WorkersAgreedError(fmt::format("[{}] {} ({}; this is worker {}); {}", what,
+                                       headline(static_cast<int>(differs)), fmt::join(parts, "; "),
+                                       workers.rank(), rule));
+}
+
 // ---- StepBarrier ----
 
 void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {

@@ -426,7 +426,8 @@ void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(jo
 
 namespace {
 // Variables of a multi-worker strategy start from worker 0's initial value (TF broadcasts them
-// too): unseeded initialisers differ between processes.
+// too): unseeded initialisers differ between processes. The workers first compare the variable's
+// name, dtype and shape: worker 0's bytes must not land in another variable, shape or dtype.
 // The spec may outlive the strategy (layers keep it for a later build): it shares the group.
 ::tapeflow::detail::MirrorSpec mirror_spec_of(Strategy& strategy, bool is_default,
                                               std::shared_ptr<detail::WorkerGroup> workers) {
@@ -434,7 +435,19 @@ namespace {
   if (is_default) return spec;
   spec.devices = strategy.devices();
   if (workers != nullptr && workers->size() > 1)
-    spec.initial_value = [workers](const Tensor& value) {
+    spec.initial_value = [workers](const Tensor& value, const std::string& name) {
+      detail::check_workers_agree(
+          *workers, "Variable",
+          fmt::format("creates '{}' {} {}", name, dtype_name(value.dtype()),
+                      value.shape().to_string()),
+          [](int w) {
+            return fmt::format(
+                "worker {} creates another variable than worker 0 in the "
+                "strategy's scope",
+                w);
+          },
+          "every worker must create the same variables (names, dtypes and shapes) in the same "
+          "order in the strategy's scope: each starts from worker 0's initial value");
       Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});
       if (host.get() == value.get()) host = identity(host);  // never write the caller's tensor
       if (host.nbytes() > 0) workers->broadcast(host.raw_data(), host.nbytes(), "Variable");

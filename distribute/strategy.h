@@ -238,7 +238,8 @@ class MirroredStrategy : public Strategy {
 //
 // Each worker runs replicas on its own devices (every GPU, or /device:CPU:0; every worker must
 // have as many); num_replicas_in_sync counts every worker's. Variables made in scope() start from
-// worker 0's initial values; all-reduces sum over every replica of every worker, so all copies
+// worker 0's initial values (every worker must create the same ones, in the same order; checked);
+// all-reduces sum over every replica of every worker, so all copies
 // stay identical; strategy.reduce and datasets span the workers too. Every worker must run the
 // same steps (the same collectives in the same order). A worker that is gone or stuck makes the
 // others raise DeadlineExceededError within CommunicationOptions::timeout_seconds (mpirun also

@@ -14,8 +14,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -49,6 +51,17 @@ class WorkersAgreedError final : public InvalidArgumentError {
  public:
   using InvalidArgumentError::InvalidArgumentError;
 };
+
+// Checks, before a collective, that every worker is about to do the same: each worker states its
+// part (`description`, e.g. "SUM float32 (4,)"; `consistent` false when this worker's own replicas
+// already disagree) and gathers every worker's fingerprint of it, so all reach the same verdict.
+// When they differ, every worker raises the same WorkersAgreedError, naming every worker's
+// description: "[what] <headline(w)> (worker 0: ...; worker w: ...; this is worker r); <rule>",
+// w the first worker that differs from worker 0. One small collective when the workers agree (two
+// more to exchange the descriptions when they do not); called in the same order on every worker.
+void check_workers_agree(WorkerGroup& workers, const char* what, const std::string& description,
+                         const std::function<std::string(int)>& headline, std::string_view rule,
+                         bool consistent = true);
 
 // True when tapeflow was built with MPI.
 bool mpi_built();

@@ -143,7 +143,19 @@ class MpiWorkerGroup final : public WorkerGroup {
       } else {
         reqs.resize(1);
         post(MPI_Irecv(bytes + off, n, MPI_BYTE, 0, kTagBroadcast, comm_, &reqs[0]), what);
-        wait(reqs, what, "worker 0 did not send");
+        MPI_Status status;
+        wait(reqs, what, "worker 0 did not send", &status);
+        // A shorter message fits the buffer: the workers broadcast different sizes (callers
+        // compare what they broadcast first, so this is a bug).
+        int received = 0;
+        MPI_Get_count(&status, MPI_BYTE, &received);
+        if (received != n) {
+          g_broken = true;
+          TF_THROW(InternalError, what,
+                   "worker {} of {}: received {} bytes from worker 0 where {} were expected: "
+                   "the workers broadcast values of different sizes",
+                   rank_, size_, received, n);
+        }
       }
     }
   }
@@ -245,12 +257,13 @@ class MpiWorkerGroup final : public WorkerGroup {
              rank_, size_, timeout_);
   }
 
-  // Waits for every request, at most timeout_ seconds.
-  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for) {
+  // Waits for every request, at most timeout_ seconds; `statuses` (one per request) receives
+  // their statuses.
+  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for,
+            MPI_Status* statuses = MPI_STATUSES_IGNORE) {
     const bool done = poll_within_timeout([&](int polls) {
       int all_done = 0;
-      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &all_done,
-                                 MPI_STATUSES_IGNORE);
+      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &all_done, statuses);
       if (rc != MPI_SUCCESS) {
         g_broken = true;
         TF_THROW(UnavailableError, what,

@@ -65,6 +65,18 @@ std::vector<std::vector<float>> gather_floats(const tf::Tensor& t) {
   return out;
 }
 
+// The message of the InvalidArgumentError that f raises (a test failure when it raises none).
+template <class F>
+std::string invalid_argument_of(F&& f) {
+  try {
+    f();
+  } catch (const tf::InvalidArgumentError& e) {
+    return e.what();
+  }
+  FAIL("no InvalidArgumentError");
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("multi-worker: workers, global replica ids and cross-worker reduce",
@@ -204,6 +216,34 @@ TEST_CASE("multi-worker: reduce of different shapes or dtypes on the workers is 
       s.reduce(ds::ReduceOp::SUM,
                ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, tf::ones({2})))),
       {total, total}, 0, 0);
+}
+
+TEST_CASE("multi-worker: variables that differ between the workers are an error on every worker",
+          "[distribute][mpi]") {
+  using Catch::Matchers::Contains;
+  auto& s = strategy();
+  if (s.num_workers() < 2) return;  // needs a second worker to disagree with
+  const int rank = s.worker_index();
+  auto scope = s.scope();
+  // Another shape: worker 0's 4 values must not land in worker 1's 8 (nor the reverse).
+  std::string m = invalid_argument_of([&] { tf::Variable(tf::zeros({rank == 0 ? 4 : 8}), "vs"); });
+  CHECK_THAT(m, Contains("vs") && Contains("(4,)") && Contains("(8,)"));
+  // Another dtype: worker 0's float32 bits must not become worker 1's int32 values.
+  m = invalid_argument_of(
+      [&] { tf::Variable(rank == 0 ? tf::zeros({2}) : tf::zeros({2}, tf::int32), "vd"); });
+  CHECK_THAT(m, Contains("vd") && Contains("float32") && Contains("int32"));
+  // Worker 0 alone creates one more variable first: the variables must not pair up shifted.
+  m = invalid_argument_of([&] {
+    if (rank == 0)
+      tf::Variable(tf::fill({3}, tf::Tensor(7.0f)), "only_on_worker_0");
+    else
+      tf::Variable(tf::fill({3}, tf::Tensor(1.0f)), "everywhere");
+  });
+  CHECK_THAT(m, Contains("only_on_worker_0") && Contains("everywhere"));
+  // The workers agree again afterwards.
+  tf::Variable v(tf::random::normal({3}), "after");
+  const auto all = gather_floats(v.value());
+  for (const auto& w : all) CHECK(w == all[0]);
 }
 
 TEST_CASE("multi-worker: integer all-reduces wrap around instead of overflowing",
