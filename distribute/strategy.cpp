@@ -494,12 +494,14 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   DeviceScope scope(tapeflow::detail::current_device());
   std::vector<Tensor> parts;
   int64_t count = 0;
+  std::string how = detail::reduce_op_name(op);  // compared across workers
   if (axis) {
     int a = *axis;
     const int rank = first.rank();
     TF_CHECK_ARG(a >= -rank && a < rank, name, "axis {} is out of range for components of rank {}",
                  *axis, rank);
     if (a < 0) a += rank;
+    how += fmt::format(" along axis {}", a);
     for (size_t i = 0; i < value.size(); ++i) {
       bool same = value[i].rank() == rank;
       for (int d = 0; same && d < rank; ++d)
@@ -527,7 +529,7 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   if (workers_ != nullptr && workers_->size() > 1) {
     // Then over the workers (each must call reduce), and the counts (the batch sizes along the
     // axis may differ between workers).
-    sum = detail::sum_over_workers(*this, sum);
+    sum = detail::sum_over_workers(*this, sum, how);
     int64_t total = 0;
     for (int64_t c : workers_->all_gather(count, name)) total += c;
     count = total;
@@ -616,24 +618,25 @@ Strategy& get_strategy() {
 
 bool has_strategy() { return t_strategy != nullptr; }
 
-Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value) {
+Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value,
+                                const std::string& how) {
   WorkerGroup* workers = strategy.workers_.get();
   if (workers == nullptr || workers->size() == 1) return value;
   const char* name = "strategy.reduce";
-  // Every worker must sum the same dtype and shape: the ring would otherwise exchange messages
-  // of different sizes (a failed or stuck collective). Checked on gathered facts, so every
-  // worker raises alike and the group stays usable.
-  const std::string meta = fmt::format("{} {}", dtype_name(value.dtype()),
-                                       value.shape().to_string());
-  const int64_t mine = static_cast<int64_t>(tapeflow::detail::fnv1a(meta) >> 1);
-  const std::vector<int64_t> all = workers->all_gather(mine, name);
-  for (size_t w = 0; w < all.size(); ++w)
-    if (all[w] != all[0])
-      throw WorkersAgreedError(fmt::format(
-          "[{}] the workers reduce values of different dtypes or shapes: worker {} differs "
-          "from worker 0 (this worker {}: {}); every worker must reduce values of the same "
-          "dtype and shape",
-          name, w, workers->rank(), meta));
+  // Every worker must sum the same dtype and shape (the ring would otherwise exchange messages
+  // of different sizes: a failed or stuck collective), for the same op (SUM on one worker and
+  // MEAN on another gave each its own answer). Checked on gathered facts, so every worker raises
+  // alike and the group stays usable.
+  check_workers_agree(
+      *workers, name,
+      fmt::format("{} {} {}", how, dtype_name(value.dtype()), value.shape().to_string()),
+      [](int w) {
+        return fmt::format(
+            "the workers reduce values of different dtypes or shapes, or with "
+            "different ops: worker {} differs from worker 0",
+            w);
+      },
+      "every worker must reduce values of the same dtype and shape, with the same op");
   TF_CHECK_ARG(value.dtype() != bool_, name, "cannot sum a bool tensor across workers");
   // A host copy summed in place by the ring (never the caller's buffer).
   Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});

@@ -80,7 +80,10 @@ class StrategyCore;
 class WorkerGroup;
 // `value` summed over the workers of a multi-worker strategy (a collective: every worker calls it
 // in the same order; all get the sum, on the caller's device); `value` itself for one worker.
-Tensor sum_over_workers(const Strategy& strategy, const Tensor& value);
+// `how` ("SUM", "MEAN along axis 0") must be the same on every worker too (checked with the
+// dtype and shape: an InvalidArgumentError on every worker).
+Tensor sum_over_workers(const Strategy& strategy, const Tensor& value,
+                        const std::string& how = "SUM");
 // A multi-worker strategy's replica devices, its all-reduce (NCCL or the ring) and its workers.
 struct MultiWorkerSetup {
   std::vector<Device> devices;
@@ -200,7 +203,7 @@ class Strategy {
            const char* who);
   Strategy(detail::MultiWorkerSetup setup, const char* who);
   detail::WorkerGroup* workers() const { return workers_.get(); }
-  friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&);
+  friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&, const std::string&);
   friend std::weak_ptr<const void> detail::strategy_lifetime(const Strategy&);
 
  private:
