@@ -129,6 +129,9 @@ class StrategyCore {
     TF_CHECK_T(FailedPreconditionError, !t_in_replica, "strategy.run",
                "called inside a replica function (strategy.run does not nest)");
     std::lock_guard run_lock(run_mu_);
+    // The workers compare their positions (steps and collectives) before each collective.
+    WorkerGroup* workers = collectives_->workers();
+    if (workers != nullptr) workers->begin_step();
     std::unique_lock lock(mu_);
     job_ = &job;
     pending_ = size();
@@ -138,6 +141,7 @@ class StrategyCore {
     ++generation_;
     work_cv_.notify_all();
     done_cv_.wait(lock, [&] { return pending_ == 0; });
+    if (workers != nullptr) workers->end_step();
     job_ = nullptr;
     collectives_->barrier().reset();
     if (first_error_) {

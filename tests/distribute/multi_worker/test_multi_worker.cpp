@@ -263,6 +263,38 @@ TEST_CASE("multi-worker: reduce with different ops on the workers is an error on
   tf::testing::check_values(s.reduce(ds::ReduceOp::MEAN, ones), {1.0}, 0, 0);
 }
 
+TEST_CASE("multi-worker: a worker that skips an all-reduce is an error on every worker at once",
+          "[distribute][mpi]") {
+  using Catch::Matchers::Contains;
+  if (strategy().num_workers() < 2) return;  // needs a second worker to disagree with
+  // A strategy of its own: its workers stay out of step afterwards. A timeout far above the
+  // test's expected time, so that an error by timeout fails the check below.
+  ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 20});
+  const int rank = s.worker_index();
+  const auto start = std::chrono::steady_clock::now();
+  int raised_at = -1;
+  std::string message;
+  for (int step = 0; step < 3 && raised_at < 0; ++step) {
+    try {
+      auto r = s.run([&]() -> tf::Tensor {
+        if (rank == 1 && step == 1) return tf::constant(-1.0f);  // skips this step's all-reduce
+        return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM,
+                                                     tf::constant(static_cast<float>(step)));
+      });
+      // Never a sum that mixes two steps.
+      if (!(rank == 1 && step == 1))
+        CHECK(r[0].item<float>() == static_cast<float>(step * s.num_workers()));
+    } catch (const tf::InvalidArgumentError& e) {
+      raised_at = step;
+      message = e.what();
+    }
+  }
+  // Worker 1's third step meets the others' second: both raise there, without waiting.
+  CHECK(raised_at == (rank == 1 ? 2 : 1));
+  CHECK_THAT(message, Contains("strategy.run 2") && Contains("strategy.run 3"));
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 10);
+}
+
 TEST_CASE("multi-worker: integer all-reduces wrap around instead of overflowing",
           "[distribute][mpi]") {
   auto& s = strategy();
