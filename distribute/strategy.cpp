@@ -650,6 +650,30 @@ Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value,
                             host.dtype(), name);
   return tapeflow::detail::copy_to_device(host, tapeflow::detail::current_device());
 }
+std::vector<int64_t> detail::gather_over_workers(const Strategy& strategy,
+                                                 const std::vector<int64_t>& values,
+                                                 const char* what) {
+  WorkerGroup* workers = strategy.workers_.get();
+  if (workers == nullptr || workers->size() == 1) return values;
+  check_workers_agree(
+      *workers, what, fmt::format("gathers {} values", values.size()),
+      [](int w) { return fmt::format("worker {} gathers other values than worker 0", w); },
+      "every worker must gather as many values at the same point");
+  std::vector<int64_t> all(values.size() * static_cast<size_t>(workers->size()), 0);
+  std::copy(values.begin(), values.end(),
+            all.begin() + static_cast<std::ptrdiff_t>(values.size()) * workers->rank());
+  if (!all.empty()) workers->all_reduce_sum(all.data(), all.size(), int64, what);
+  return all;
+}
+
+int detail::worker_index(const Strategy& strategy) {
+  return strategy.layout().first_replica / static_cast<int>(strategy.devices().size());
+}
+
+int detail::num_workers(const Strategy& strategy) {
+  return strategy.layout().global_replicas / static_cast<int>(strategy.devices().size());
+}
+
 bool in_cross_replica_context() { return !t_in_replica; }
 
 }  // namespace tapeflow::distribute

@@ -84,6 +84,14 @@ class WorkerGroup;
 // dtype and shape: an InvalidArgumentError on every worker).
 Tensor sum_over_workers(const Strategy& strategy, const Tensor& value,
                         const std::string& how = "SUM");
+// Every worker's `values` (the same count on each), worker after worker: a collective of a
+// multi-worker strategy (every worker calls it at the same point; `what` names the caller in the
+// check that they do, and in its errors); `values` itself for one worker.
+std::vector<int64_t> gather_over_workers(const Strategy& strategy,
+                                         const std::vector<int64_t>& values, const char* what);
+// This process's index among the workers (0 without several) and their number.
+int worker_index(const Strategy& strategy);
+int num_workers(const Strategy& strategy);
 // A multi-worker strategy's replica devices, its all-reduce (NCCL or the ring) and its workers.
 struct MultiWorkerSetup {
   std::vector<Device> devices;
@@ -204,6 +212,8 @@ class Strategy {
   Strategy(detail::MultiWorkerSetup setup, const char* who);
   detail::WorkerGroup* workers() const { return workers_.get(); }
   friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&, const std::string&);
+  friend std::vector<int64_t> detail::gather_over_workers(const Strategy&,
+                                                          const std::vector<int64_t>&, const char*);
   friend std::weak_ptr<const void> detail::strategy_lifetime(const Strategy&);
 
  private:

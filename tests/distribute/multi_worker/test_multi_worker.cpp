@@ -358,6 +358,33 @@ TEST_CASE("multi-worker: keras fit under the strategy's scope matches one proces
   }
 }
 
+TEST_CASE("multi-worker: fit shuffles alike on every worker", "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  auto& s = strategy();
+  // Each worker with its own global seed: fit's shuffle must still give every worker the same
+  // order (each keeps its share of the same global batches), in every epoch.
+  tf::random::set_seed(1000 + s.worker_index());
+  // w[i] moves only when row i (one-hot) is trained on: rows trained on once per epoch all
+  // end equal, a row trained twice or never stands out.
+  const int64_t n = 16;
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(1, "", false, "zeros")}));
+    model->compile(K::optimizers::SGD(0.5), K::losses::MeanSquaredError());
+    model->fit(tf::eye(n), tf::ones({n, 1}), {.epochs = 2, .batch_size = 4, .verbose = 0});
+  }
+  const tf::Tensor w = model->get_weights()[0];
+  const auto values = w.numpy<float>();
+  for (float v : values) {
+    CHECK(v != 0.0f);
+    CHECK(v == values[0]);
+  }
+  const auto all = gather_floats(w);
+  for (const auto& other : all) CHECK(other == all[0]);
+  tf::random::set_seed(21);
+}
+
 // ---- hidden: run by run_failure.cmake; each ends the job ----
 
 TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
