@@ -365,14 +365,16 @@ TEST_CASE("multi-worker: fit shuffles alike on every worker", "[distribute][mpi]
   // order (each keeps its share of the same global batches), in every epoch.
   tf::random::set_seed(1000 + s.worker_index());
   // w[i] moves only when row i (one-hot) is trained on: rows trained on once per epoch all
-  // end equal, a row trained twice or never stands out.
-  const int64_t n = 16;
+  // end equal, a row trained twice or never stands out. Global batches split evenly over the
+  // replicas (each averages its own rows' loss).
+  const int batch = 2 * s.num_replicas_in_sync();
+  const int64_t n = 4 * batch;
   std::optional<K::Sequential> model;
   {
     auto scope = s.scope();
     model.emplace(K::Sequential({K::layers::Dense(1, "", false, "zeros")}));
     model->compile(K::optimizers::SGD(0.5), K::losses::MeanSquaredError());
-    model->fit(tf::eye(n), tf::ones({n, 1}), {.epochs = 2, .batch_size = 4, .verbose = 0});
+    model->fit(tf::eye(n), tf::ones({n, 1}), {.epochs = 2, .batch_size = batch, .verbose = 0});
   }
   const tf::Tensor w = model->get_weights()[0];
   const auto values = w.numpy<float>();
