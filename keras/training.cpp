@@ -439,6 +439,14 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
   }
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
+  if (distribute::Strategy* strategy = live_strategy(st, "fit");
+      strategy != nullptr && distribute::detail::num_workers(*strategy) > 1) {
+    ctx.worker_index = distribute::detail::worker_index(*strategy);
+    ctx.num_workers = distribute::detail::num_workers(*strategy);
+    ctx.gather_over_workers = [strategy](int64_t value, const char* what) {
+      return distribute::detail::gather_over_workers(*strategy, {value}, what);
+    };
+  }
   Variable backup_epoch(Tensor(int64_t{-1}), "backup_epoch", false);
   auto backup_checkpoint = [this, stp, backup_epoch] {
     return train::Checkpoint({{"model", std::ref(*this)},

@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -64,6 +66,24 @@ std::vector<std::vector<float>> gather_floats(const tf::Tensor& t) {
                      all.begin() + static_cast<std::ptrdiff_t>(n) * (w + 1));
   return out;
 }
+
+// A folder for this job, the same path on every worker (named after worker 0's pid).
+std::filesystem::path job_folder(const std::string& name) {
+  auto& s = strategy();
+  std::vector<tf::Tensor> parts(s.devices().size(), tf::Tensor(int64_t{0}));
+  parts[0] = tf::Tensor(static_cast<int64_t>(s.worker_index() == 0 ? ::getpid() : 0));
+  const int64_t pid =
+      s.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>(parts)).item<int64_t>();
+  return std::filesystem::temp_directory_path() /
+         ("tapeflow_mw_" + name + "_" + std::to_string(pid));
+}
+
+// Calls fn(epoch) at the end of every epoch.
+struct AtEpochEnd final : tf::keras::callbacks::Callback {
+  explicit AtEpochEnd(std::function<void(int)> f) : fn(std::move(f)) {}
+  void on_epoch_end(int epoch, const tf::keras::Logs&) override { fn(epoch); }
+  std::function<void(int)> fn;
+};
 
 // The message of the InvalidArgumentError that f raises (a test failure when it raises none).
 template <class F>
@@ -385,6 +405,93 @@ TEST_CASE("multi-worker: fit shuffles alike on every worker", "[distribute][mpi]
   const auto all = gather_floats(w);
   for (const auto& other : all) CHECK(other == all[0]);
   tf::random::set_seed(21);
+}
+
+TEST_CASE(
+    "multi-worker: BackupAndRestore is written by worker 0 alone and deleted when every "
+    "worker is done",
+    "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  namespace fs = std::filesystem;
+  auto& s = strategy();
+  const int rank = s.worker_index();
+  const fs::path dir = job_folder("backup");
+  const fs::path temp = dir / ("workertemp_" + std::to_string(rank));
+  const tf::Tensor x = tf::random::normal({24, 8}, 0, 1, tf::float32, 3);
+  const tf::Tensor y = tf::zeros({24}, tf::int32);
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)}));
+    model->compile(K::optimizers::Adam(1e-3), K::losses::SparseCategoricalCrossentropy(true));
+  }
+  // Worker 0 saves its first backup a second late: another worker's save must not have written
+  // backup_dir meanwhile, and must have deleted its own temporary folder.
+  AtEpochEnd late([&](int epoch) {
+    if (rank == 0 && epoch == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  });
+  AtEpochEnd look([&](int epoch) {
+    CHECK_FALSE(fs::exists(temp));
+    if (rank == 0)
+      CHECK(fs::exists(dir / "checkpoint"));
+    else if (epoch == 0)
+      CHECK_FALSE(fs::exists(dir / "checkpoint"));
+  });
+  model->fit(x, y,
+             {.epochs = 2,
+              .batch_size = 12,
+              .callbacks = {late, K::callbacks::BackupAndRestore(dir.string()), look},
+              .verbose = 0,
+              .shuffle = false});
+  // Gone on every worker once all are done (worker 0 deletes it after every worker's last save).
+  (void)job_folder("sync");
+  CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("multi-worker: BackupAndRestore resumes every worker from worker 0's backup",
+          "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  namespace fs = std::filesystem;
+  auto& s = strategy();
+  const int rank = s.worker_index();
+  const fs::path dir = job_folder("resume");
+  const tf::Tensor x = tf::random::normal({24, 8}, 0, 1, tf::float32, 4);
+  const tf::Tensor y = tf::zeros({24}, tf::int32);
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)}));
+    model->compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true));
+  }
+  std::vector<int> epochs;
+  auto fit = [&](const fs::path& backup, std::optional<int> fail_after) {
+    epochs.clear();
+    AtEpochEnd note([&](int epoch) {
+      epochs.push_back(epoch);
+      if (fail_after && epoch == *fail_after) throw std::runtime_error("interrupted");
+    });
+    model->fit(x, y,
+               {.epochs = 4,
+                .batch_size = 12,
+                .callbacks = {K::callbacks::BackupAndRestore(backup.string()), note},
+                .verbose = 0,
+                .shuffle = false});
+  };
+  // Interrupted after epoch 1: the backup records it.
+  CHECK_THROWS_WITH(fit(dir, 1), "interrupted");
+  if (s.num_workers() > 1) {
+    // A worker that does not see worker 0's backup (another folder here; another machine's disk
+    // in a job) would start again from epoch 0: every worker raises instead.
+    const fs::path elsewhere = job_folder("elsewhere");
+    TF_REQUIRE_THROWS_CONTAINING(fit(rank == 0 ? dir : elsewhere, std::nullopt),
+                                 tf::FailedPreconditionError, "would resume from different epochs");
+    fs::remove_all(elsewhere);
+  }
+  // Every worker resumes after epoch 1.
+  fit(dir, std::nullopt);
+  CHECK(epochs == std::vector<int>{2, 3});
+  (void)job_folder("sync");
+  CHECK_FALSE(fs::exists(dir));
 }
 
 // ---- hidden: run by run_failure.cmake; each ends the job ----
