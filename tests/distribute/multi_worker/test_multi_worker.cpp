@@ -514,6 +514,31 @@ TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
   }
 }
 
+TEST_CASE("multi-worker failure: a stuck worker among three", "[.failure_ring]") {
+  // Worker 1 is stuck; worker 2 waits for it and worker 0 for worker 2 (the ring), long enough
+  // that worker 0 times out first and ends the job. Its error must not call worker 2, alive and
+  // itself waiting, the culprit.
+  const int rank = [] {
+    ds::MultiWorkerMirroredStrategy probe(
+        ds::experimental::CommunicationOptions{.timeout_seconds = 60});
+    return probe.worker_index();
+  }();
+  ds::MultiWorkerMirroredStrategy s(
+      ds::experimental::CommunicationOptions{.timeout_seconds = rank == 0 ? 2.0 : 30.0});
+  REQUIRE(s.num_workers() == 3);
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(40));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({4})); });
+    FAIL("the all-reduce completed without the stuck worker");
+  } catch (const tf::DeadlineExceededError& e) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "worker %d raised DeadlineExceededError after %.1f s: %s\n", rank, waited,
+                 e.what());
+  }
+}
+
 TEST_CASE("multi-worker failure: a worker that never creates its strategy", "[.failure_absent]") {
   // Creating a strategy is collective (its communicator). Both workers create a first one (MPI's
   // start-up, itself without a deadline, is behind them then); worker 1 comes 5 s late to the
