@@ -90,9 +90,6 @@ std::string excerpt(const std::string& text, const std::string& other) {
          (begin + kMax < text.size() ? "..." : "");
 }
 
-}  // namespace
-
-namespace {
 // "collective 2 of strategy.run 3" (1-based).
 std::string position_text(const WorkerGroup::Position& p) {
   if (p.in_step) return fmt::format("collective {} of strategy.run {}", p.checked + 1, p.steps);
@@ -103,6 +100,7 @@ std::string position_text(const WorkerGroup::Position& p) {
 int64_t hash_of(std::string_view text) {
   return static_cast<int64_t>(tapeflow::detail::fnv1a(text) >> 1);
 }
+
 }  // namespace
 
 void check_workers_agree(WorkerGroup& workers, const char* what, const std::string& description,
@@ -110,8 +108,9 @@ void check_workers_agree(WorkerGroup& workers, const char* what, const std::stri
                          bool consistent) {
   if (workers.size() == 1) return;
   const WorkerGroup::Position at = workers.next_position();
-  // What a worker says when they differ: its description, the collective and its position.
-  const std::string text = description + '\n' + what + '\n' + position_text(at);
+  // What a worker says when they differ: the collective, its position and its description
+  // (last: a variable's name may hold a newline).
+  const std::string text = std::string(what) + '\n' + position_text(at) + '\n' + description;
   // Per worker: the fingerprints of its description and of its collective and position, whether
   // its replicas agree, the length of its text.
   constexpr size_t kFields = 4;
@@ -123,20 +122,22 @@ void check_workers_agree(WorkerGroup& workers, const char* what, const std::stri
                     what);
   const auto field = [&](size_t w, size_t f) { return all[w * kFields + f]; };
   const size_t n = static_cast<size_t>(workers.size());
-  size_t differs = 0;
-  bool elsewhere = false;  // at another collective
-  for (size_t w = 1; w < n && differs == 0; ++w) {
-    elsewhere = field(w, 1) != field(0, 1);
-    if (elsewhere || field(w, 0) != field(0, 0)) differs = w;
+  // The first worker at another collective than worker 0 (another op or position), else the
+  // first that describes another part.
+  size_t elsewhere = 0, differs = 0;
+  for (size_t w = n - 1; w > 0; --w) {
+    if (field(w, 1) != field(0, 1)) elsewhere = w;
+    if (field(w, 0) != field(0, 0)) differs = w;
   }
-  if (!elsewhere)
+  if (elsewhere != 0) {
+    differs = elsewhere;
+  } else {
     for (size_t w = 0; w < n; ++w)
       if (field(w, 2) == 0)
-        throw WorkersAgreedError(
-            fmt::format("[{}] the replicas of worker {} passed different "
-                        "tensors; {}",
-                        what, w, rule));
-  if (differs == 0) return;
+        throw WorkersAgreedError(fmt::format(
+            "[{}] the replicas of worker {} passed different tensors; {}", what, w, rule));
+    if (differs == 0) return;
+  }
   // Every worker reached this verdict from the same gathered facts: all exchange their texts.
   std::vector<size_t> lengths;
   for (size_t w = 0; w < n; ++w) lengths.push_back(static_cast<size_t>(field(w, 3)));
@@ -144,9 +145,9 @@ void check_workers_agree(WorkerGroup& workers, const char* what, const std::stri
   std::vector<std::string> said;  // per worker: what it says in the message
   for (const std::string& t : texts) {
     const size_t a = t.find('\n'), b = t.find('\n', a + 1);
-    said.push_back(elsewhere ? fmt::format("{} {} at {}", t.substr(a + 1, b - a - 1),
-                                           t.substr(0, a), t.substr(b + 1))
-                             : t.substr(0, a));
+    said.push_back(elsewhere != 0 ? fmt::format("{} {} at {}", t.substr(0, a), t.substr(b + 1),
+                                                t.substr(a + 1, b - a - 1))
+                                  : t.substr(b + 1));
   }
   // Worker 0's and the first differing worker's (and this worker's, when it is neither).
   std::vector<std::string> parts;
@@ -156,7 +157,7 @@ void check_workers_agree(WorkerGroup& workers, const char* what, const std::stri
     shown.push_back(self);
   for (size_t w : shown)
     parts.push_back(fmt::format("worker {}: {}", w, excerpt(said[w], said[w == 0 ? differs : 0])));
-  if (elsewhere)
+  if (elsewhere != 0)
     throw WorkersAgreedError(fmt::format(
         "[{}] the workers are at different collectives: worker {} differs from worker 0 ({}; "
         "this is worker {}); a worker skipped or added a collective: every worker must run the "
