@@ -135,7 +135,7 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
   }
   Tensor init = initial_value;
   if (spec.initial_value) {
-    init = spec.initial_value(initial_value);
+    init = spec.initial_value(initial_value, name);
     TF_ASSERT(init.shape() == initial_value.shape() && init.dtype() == initial_value.dtype());
   }
   auto s = make(Tensor(), mirror.front());  // names the copies, which hold the values

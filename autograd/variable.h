@@ -88,10 +88,11 @@ namespace detail {
 // the initial value on each listed device (distribute/'s strategy.scope() opens one). Scopes nest;
 // an empty list turns mirroring off inside an outer scope.
 // How new variables are mirrored: over `devices`; with `initial_value` set (a strategy spanning
-// processes), every initial value passes through it first (worker 0's value reaches every worker).
+// processes), every initial value passes through it first, with the variable's name (worker 0's
+// value reaches every worker).
 struct MirrorSpec {
   std::vector<Device> devices;
-  std::function<Tensor(const Tensor&)> initial_value;
+  std::function<Tensor(const Tensor& value, const std::string& name)> initial_value;
 };
 class MirrorVariablesScope {
  public:

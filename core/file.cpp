@@ -1,15 +1,22 @@
 #include "core/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <random>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace tapeflow::detail {
 namespace {
@@ -51,8 +58,52 @@ void fsync_directory_of(const char* op, const std::string& path) {
 
 }  // namespace
 
+std::string temporary_writer_tag(long pid) {
+  // The host and namespace are fixed for the process's life; the pid changes in a forked child.
+  static const std::string host_and_namespace = [] {
+    char name[256] = {};
+    std::string host = ::gethostname(name, sizeof(name) - 1) == 0 ? name : "";
+    if (host.empty()) host = "unknown";
+    if (host.size() > 64) host.resize(64);
+    for (char& c : host)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
+    // A container's processes have pids of their own: "pid:[4026531836]" names the namespace.
+    std::error_code ec;
+    const std::string ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
+    std::string digits;
+    for (char c : ns)
+      if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    return host + "-" + (digits.empty() ? "0" : digits);
+  }();
+  return fmt::format("{}-{}", host_and_namespace, pid < 0 ? static_cast<long>(::getpid()) : pid);
+}
+
+bool is_stale_temporary(const std::string& file_name) {
+  // "...tmp-<host>-<namespace>-<pid>-<token>"; the host may hold '-', the other fields do not.
+  const size_t start = file_name.rfind(".tmp-");
+  if (start == std::string::npos) return false;
+  const std::string suffix = file_name.substr(start + 5);
+  const size_t token = suffix.rfind('-');
+  if (token == std::string::npos || token == 0) return false;
+  const size_t pid_at = suffix.rfind('-', token - 1);
+  if (pid_at == std::string::npos) return false;
+  const std::string pid_text = suffix.substr(pid_at + 1, token - pid_at - 1);
+  if (pid_text.empty() || pid_text.size() > 9 ||
+      !std::all_of(pid_text.begin(), pid_text.end(), ::isdigit))
+    return false;
+  const long pid = std::stol(pid_text);
+  // Only this host's and namespace's writers can be looked up here.
+  if (suffix.substr(0, token) != temporary_writer_tag(pid)) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 std::string temporary_path_for(const std::string& path) {
-  const std::string suffix = ".tmp-" + std::to_string(::getpid());
+  static std::atomic<uint64_t> counter{0};
+  // Random per process (seeded once), and never the same twice within it.
+  static const uint64_t seed = std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  const uint64_t token = tapeflow::detail::fnv1a(fmt::format("{}-{}", seed, counter++));
+  const std::string suffix =
+      fmt::format(".tmp-{}-{:08x}", temporary_writer_tag(), token & 0xffffffffu);
   const std::filesystem::path p(path);
   const std::string name = p.filename().string();
   // A file name at the limit (255 bytes on most file systems) leaves no room for the suffix:

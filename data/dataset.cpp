@@ -957,8 +957,15 @@ Dataset Dataset::shuffle(int64_t buffer_size, std::optional<int64_t> seed,
   } else {
     std::tie(s1, s2) = tapeflow::detail::resolve_random_seeds(std::nullopt);
   }
-  return Dataset(std::make_shared<detail::ShuffleDataset>(node_, buffer_size, s1, s2,
-                                                          reshuffle_each_iteration));
+  return detail::shuffle_with_seeds(*this, buffer_size, s1, s2, reshuffle_each_iteration);
+}
+
+Dataset detail::shuffle_with_seeds(const Dataset& dataset, int64_t buffer_size, uint64_t seed,
+                                   uint64_t seed2, bool reshuffle_each_iteration) {
+  TF_CHECK_ARG(buffer_size > 0, "Dataset.shuffle", "buffer_size must be positive, got {}",
+               buffer_size);
+  return Dataset(std::make_shared<ShuffleDataset>(dataset.node(), buffer_size, seed, seed2,
+                                                  reshuffle_each_iteration));
 }
 
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {

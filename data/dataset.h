@@ -220,4 +220,12 @@ class Dataset {
   std::shared_ptr<const detail::DatasetBase> node_;
 };
 
+namespace detail {
+// dataset.shuffle with its (seed, seed2) pair given, as shuffle resolves it from the global and
+// op seeds: for callers that must shuffle alike in several processes (fit under a
+// MultiWorkerMirroredStrategy takes worker 0's pair).
+Dataset shuffle_with_seeds(const Dataset& dataset, int64_t buffer_size, uint64_t seed,
+                           uint64_t seed2, bool reshuffle_each_iteration = true);
+}  // namespace detail
+
 }  // namespace tapeflow::data

@@ -49,6 +49,126 @@ double default_collective_timeout() {
   return 300.0;
 }
 
+namespace {
+
+// Every worker's `mine` (the same count on each), in rank order: a SUM of zero-filled slots.
+std::vector<int64_t> gather_values(WorkerGroup& workers, const std::vector<int64_t>& mine,
+                                   const char* what) {
+  const size_t k = mine.size();
+  std::vector<int64_t> all(k * static_cast<size_t>(workers.size()), 0);
+  std::copy(mine.begin(), mine.end(),
+            all.begin() + static_cast<std::ptrdiff_t>(k) * workers.rank());
+  workers.all_reduce_sum(all.data(), all.size(), int64, what);
+  return all;
+}
+
+// Every worker's text, in rank order, given every worker's length.
+std::vector<std::string> gather_texts(WorkerGroup& workers, const std::string& mine,
+                                      const std::vector<size_t>& lengths, const char* what) {
+  std::vector<size_t> offsets(lengths.size() + 1, 0);
+  for (size_t w = 0; w < lengths.size(); ++w) offsets[w + 1] = offsets[w] + lengths[w];
+  std::vector<uint8_t> bytes(offsets.back(), 0);
+  std::copy(
+      mine.begin(), mine.end(),
+      bytes.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<size_t>(workers.rank())]));
+  if (!bytes.empty()) workers.all_reduce_sum(bytes.data(), bytes.size(), uint8, what);
+  std::vector<std::string> out;
+  for (size_t w = 0; w < lengths.size(); ++w)
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data()) + offsets[w], lengths[w]);
+  return out;
+}
+
+// `text` for a message, cut around where it first differs from `other` when it is long (an
+// all-reduce of many tensors).
+std::string excerpt(const std::string& text, const std::string& other) {
+  constexpr size_t kMax = 240, kBefore = 60;
+  if (text.size() <= kMax) return text;
+  size_t i = 0;
+  while (i < text.size() && i < other.size() && text[i] == other[i]) ++i;
+  const size_t begin = i > kBefore ? i - kBefore : 0;
+  return (begin > 0 ? "..." : "") + text.substr(begin, kMax) +
+         (begin + kMax < text.size() ? "..." : "");
+}
+
+// "collective 2 of strategy.run 3" (1-based).
+std::string position_text(const WorkerGroup::Position& p) {
+  if (p.in_step) return fmt::format("collective {} of strategy.run {}", p.checked + 1, p.steps);
+  if (p.steps == 0)
+    return fmt::format("collective {} before the first strategy.run", p.checked + 1);
+  return fmt::format("collective {} after strategy.run {}", p.checked + 1, p.steps);
+}
+int64_t hash_of(std::string_view text) {
+  return static_cast<int64_t>(tapeflow::detail::fnv1a(text) >> 1);
+}
+
+}  // namespace
+
+void check_workers_agree(WorkerGroup& workers, const char* what, const std::string& description,
+                         const std::function<std::string(int)>& headline, std::string_view rule,
+                         bool consistent) {
+  if (workers.size() == 1) return;
+  const WorkerGroup::Position at = workers.next_position();
+  // What a worker says when they differ: the collective, its position and its description
+  // (last: a variable's name may hold a newline).
+  const std::string text = std::string(what) + '\n' + position_text(at) + '\n' + description;
+  // Per worker: the fingerprints of its description and of its collective and position, whether
+  // its replicas agree, the length of its text.
+  constexpr size_t kFields = 4;
+  const std::vector<int64_t> all =
+      gather_values(workers,
+                    {hash_of(description),
+                     hash_of(fmt::format("{} {} {} {}", what, at.steps, at.in_step, at.checked)),
+                     consistent ? 1 : 0, static_cast<int64_t>(text.size())},
+                    what);
+  const auto field = [&](size_t w, size_t f) { return all[w * kFields + f]; };
+  const size_t n = static_cast<size_t>(workers.size());
+  // The first worker at another collective than worker 0 (another op or position), else the
+  // first that describes another part.
+  size_t elsewhere = 0, differs = 0;
+  for (size_t w = n - 1; w > 0; --w) {
+    if (field(w, 1) != field(0, 1)) elsewhere = w;
+    if (field(w, 0) != field(0, 0)) differs = w;
+  }
+  if (elsewhere != 0) {
+    differs = elsewhere;
+  } else {
+    for (size_t w = 0; w < n; ++w)
+      if (field(w, 2) == 0)
+        throw WorkersAgreedError(fmt::format(
+            "[{}] the replicas of worker {} passed different tensors; {}", what, w, rule));
+    if (differs == 0) return;
+  }
+  // Every worker reached this verdict from the same gathered facts: all exchange their texts.
+  std::vector<size_t> lengths;
+  for (size_t w = 0; w < n; ++w) lengths.push_back(static_cast<size_t>(field(w, 3)));
+  const std::vector<std::string> texts = gather_texts(workers, text, lengths, what);
+  std::vector<std::string> said;  // per worker: what it says in the message
+  for (const std::string& t : texts) {
+    const size_t a = t.find('\n'), b = t.find('\n', a + 1);
+    said.push_back(elsewhere != 0 ? fmt::format("{} {} at {}", t.substr(0, a), t.substr(b + 1),
+                                                t.substr(a + 1, b - a - 1))
+                                  : t.substr(b + 1));
+  }
+  // Worker 0's and the first differing worker's (and this worker's, when it is neither).
+  std::vector<std::string> parts;
+  const size_t self = static_cast<size_t>(workers.rank());
+  std::vector<size_t> shown{0, differs};
+  if (self != 0 && self != differs && said[self] != said[0] && said[self] != said[differs])
+    shown.push_back(self);
+  for (size_t w : shown)
+    parts.push_back(fmt::format("worker {}: {}", w, excerpt(said[w], said[w == 0 ? differs : 0])));
+  if (elsewhere != 0)
+    throw WorkersAgreedError(fmt::format(
+        "[{}] the workers are at different collectives: worker {} differs from worker 0 ({}; "
+        "this is worker {}); a worker skipped or added a collective: every worker must run the "
+        "same steps (strategy.run) with the same collectives (all_reduce, strategy.reduce, "
+        "variables created in the scope) in the same order",
+        what, differs, fmt::join(parts, "; "), workers.rank()));
+  throw WorkersAgreedError(fmt::format("[{}] {} ({}; this is worker {}); {}", what,
+                                       headline(static_cast<int>(differs)), fmt::join(parts, "; "),
+                                       workers.rank(), rule));
+}
+
 // ---- StepBarrier ----
 
 void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {
@@ -224,33 +344,16 @@ Collectives::Collectives(std::vector<Device> devices, CollectiveKind kind,
 
 bool Collectives::multi_worker() const { return workers_ != nullptr && workers_->size() > 1; }
 
-namespace {
-// A hash of the text: equal on every worker exactly when the tensors (and op) agree.
-int64_t fingerprint(const std::string& text) {
-  // Non-negative: -1 marks "this worker disagrees".
-  return static_cast<int64_t>(tapeflow::detail::fnv1a(text) >> 1);
-}
-}  // namespace
-
 void Collectives::check_workers_agree(ReduceOp op, std::span<const Tensor> tensors,
                                       const std::string& local_bad) {
-  std::string text = reduce_op_name(op) + ":";
-  for (const Tensor& t : tensors) text += meta_string(t) + ";";
-  const int64_t mine = local_bad.empty() ? fingerprint(text) : -1;
-  const std::vector<int64_t> all = workers_->all_gather(mine, "all_reduce");
-  // Every worker sees the same gathered values and raises the same error (WorkersAgreedError:
-  // nobody needs telling, and the group stays usable).
-  for (size_t w = 0; w < all.size(); ++w) {
-    TF_CHECK_T(distribute::detail::WorkersAgreedError, all[w] != -1, "all_reduce",
-               "the replicas of worker {} passed different tensors; every replica must "
-               "all-reduce tensors of the same shapes and dtypes in the same order",
-               w);
-    TF_CHECK_T(distribute::detail::WorkersAgreedError, all[w] == all[0], "all_reduce",
-               "worker {} all-reduces other tensors than worker 0 (this worker {}: {}); every "
-               "replica of every worker must all-reduce tensors of the same shapes and dtypes "
-               "in the same order, with the same op",
-               w, workers_->rank(), text);
-  }
+  std::vector<std::string> metas;
+  for (const Tensor& t : tensors) metas.push_back(meta_string(t));
+  detail::check_workers_agree(
+      *workers_, "all_reduce", fmt::format("{} {}", reduce_op_name(op), fmt::join(metas, ", ")),
+      [](int w) { return fmt::format("worker {} all-reduces other tensors than worker 0", w); },
+      "every replica of every worker must all-reduce tensors of the same shapes and dtypes in "
+      "the same order, with the same op",
+      local_bad.empty());
 }
 
 void Collectives::reduce_over_workers(ReduceOp op, std::span<const Tensor> sums,

@@ -129,6 +129,9 @@ class StrategyCore {
     TF_CHECK_T(FailedPreconditionError, !t_in_replica, "strategy.run",
                "called inside a replica function (strategy.run does not nest)");
     std::lock_guard run_lock(run_mu_);
+    // The workers compare their positions (steps and collectives) before each collective.
+    WorkerGroup* workers = collectives_->workers();
+    if (workers != nullptr) workers->begin_step();
     std::unique_lock lock(mu_);
     job_ = &job;
     pending_ = size();
@@ -138,6 +141,7 @@ class StrategyCore {
     ++generation_;
     work_cv_.notify_all();
     done_cv_.wait(lock, [&] { return pending_ == 0; });
+    if (workers != nullptr) workers->end_step();
     job_ = nullptr;
     collectives_->barrier().reset();
     if (first_error_) {
@@ -426,7 +430,8 @@ void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(jo
 
 namespace {
 // Variables of a multi-worker strategy start from worker 0's initial value (TF broadcasts them
-// too): unseeded initialisers differ between processes.
+// too): unseeded initialisers differ between processes. The workers first compare the variable's
+// name, dtype and shape: worker 0's bytes must not land in another variable, shape or dtype.
 // The spec may outlive the strategy (layers keep it for a later build): it shares the group.
 ::tapeflow::detail::MirrorSpec mirror_spec_of(Strategy& strategy, bool is_default,
                                               std::shared_ptr<detail::WorkerGroup> workers) {
@@ -434,7 +439,19 @@ namespace {
   if (is_default) return spec;
   spec.devices = strategy.devices();
   if (workers != nullptr && workers->size() > 1)
-    spec.initial_value = [workers](const Tensor& value) {
+    spec.initial_value = [workers](const Tensor& value, const std::string& name) {
+      detail::check_workers_agree(
+          *workers, "Variable",
+          fmt::format("creates '{}' {} {}", name, dtype_name(value.dtype()),
+                      value.shape().to_string()),
+          [](int w) {
+            return fmt::format(
+                "worker {} creates another variable than worker 0 in the "
+                "strategy's scope",
+                w);
+          },
+          "every worker must create the same variables (names, dtypes and shapes) in the same "
+          "order in the strategy's scope: each starts from worker 0's initial value");
       Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});
       if (host.get() == value.get()) host = identity(host);  // never write the caller's tensor
       if (host.nbytes() > 0) workers->broadcast(host.raw_data(), host.nbytes(), "Variable");
@@ -481,12 +498,14 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   DeviceScope scope(tapeflow::detail::current_device());
   std::vector<Tensor> parts;
   int64_t count = 0;
+  std::string how = detail::reduce_op_name(op);  // compared across workers
   if (axis) {
     int a = *axis;
     const int rank = first.rank();
     TF_CHECK_ARG(a >= -rank && a < rank, name, "axis {} is out of range for components of rank {}",
                  *axis, rank);
     if (a < 0) a += rank;
+    how += fmt::format(" along axis {}", a);
     for (size_t i = 0; i < value.size(); ++i) {
       bool same = value[i].rank() == rank;
       for (int d = 0; same && d < rank; ++d)
@@ -514,7 +533,7 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
   if (workers_ != nullptr && workers_->size() > 1) {
     // Then over the workers (each must call reduce), and the counts (the batch sizes along the
     // axis may differ between workers).
-    sum = detail::sum_over_workers(*this, sum);
+    sum = detail::sum_over_workers(*this, sum, how);
     int64_t total = 0;
     for (int64_t c : workers_->all_gather(count, name)) total += c;
     count = total;
@@ -603,24 +622,25 @@ Strategy& get_strategy() {
 
 bool has_strategy() { return t_strategy != nullptr; }
 
-Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value) {
+Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value,
+                                const std::string& how) {
   WorkerGroup* workers = strategy.workers_.get();
   if (workers == nullptr || workers->size() == 1) return value;
   const char* name = "strategy.reduce";
-  // Every worker must sum the same dtype and shape: the ring would otherwise exchange messages
-  // of different sizes (a failed or stuck collective). Checked on gathered facts, so every
-  // worker raises alike and the group stays usable.
-  const std::string meta = fmt::format("{} {}", dtype_name(value.dtype()),
-                                       value.shape().to_string());
-  const int64_t mine = static_cast<int64_t>(tapeflow::detail::fnv1a(meta) >> 1);
-  const std::vector<int64_t> all = workers->all_gather(mine, name);
-  for (size_t w = 0; w < all.size(); ++w)
-    if (all[w] != all[0])
-      throw WorkersAgreedError(fmt::format(
-          "[{}] the workers reduce values of different dtypes or shapes: worker {} differs "
-          "from worker 0 (this worker {}: {}); every worker must reduce values of the same "
-          "dtype and shape",
-          name, w, workers->rank(), meta));
+  // Every worker must sum the same dtype and shape (the ring would otherwise exchange messages
+  // of different sizes: a failed or stuck collective), for the same op (SUM on one worker and
+  // MEAN on another gave each its own answer). Checked on gathered facts, so every worker raises
+  // alike and the group stays usable.
+  check_workers_agree(
+      *workers, name,
+      fmt::format("{} {} {}", how, dtype_name(value.dtype()), value.shape().to_string()),
+      [](int w) {
+        return fmt::format(
+            "the workers reduce values of different dtypes or shapes, or with "
+            "different ops: worker {} differs from worker 0",
+            w);
+      },
+      "every worker must reduce values of the same dtype and shape, with the same op");
   TF_CHECK_ARG(value.dtype() != bool_, name, "cannot sum a bool tensor across workers");
   // A host copy summed in place by the ring (never the caller's buffer).
   Tensor host = tapeflow::detail::copy_to_device(value, Device{DeviceType::CPU, 0});
@@ -630,6 +650,30 @@ Tensor detail::sum_over_workers(const Strategy& strategy, const Tensor& value) {
                             host.dtype(), name);
   return tapeflow::detail::copy_to_device(host, tapeflow::detail::current_device());
 }
+std::vector<int64_t> detail::gather_over_workers(const Strategy& strategy,
+                                                 const std::vector<int64_t>& values,
+                                                 const char* what) {
+  WorkerGroup* workers = strategy.workers_.get();
+  if (workers == nullptr || workers->size() == 1) return values;
+  check_workers_agree(
+      *workers, what, fmt::format("gathers {} values", values.size()),
+      [](int w) { return fmt::format("worker {} gathers other values than worker 0", w); },
+      "every worker must gather as many values at the same point");
+  std::vector<int64_t> all(values.size() * static_cast<size_t>(workers->size()), 0);
+  std::copy(values.begin(), values.end(),
+            all.begin() + static_cast<std::ptrdiff_t>(values.size()) * workers->rank());
+  if (!all.empty()) workers->all_reduce_sum(all.data(), all.size(), int64, what);
+  return all;
+}
+
+int detail::worker_index(const Strategy& strategy) {
+  return strategy.layout().first_replica / static_cast<int>(strategy.devices().size());
+}
+
+int detail::num_workers(const Strategy& strategy) {
+  return strategy.layout().global_replicas / static_cast<int>(strategy.devices().size());
+}
+
 bool in_cross_replica_context() { return !t_in_replica; }
 
 }  // namespace tapeflow::distribute

@@ -80,7 +80,18 @@ class StrategyCore;
 class WorkerGroup;
 // `value` summed over the workers of a multi-worker strategy (a collective: every worker calls it
 // in the same order; all get the sum, on the caller's device); `value` itself for one worker.
-Tensor sum_over_workers(const Strategy& strategy, const Tensor& value);
+// `how` ("SUM", "MEAN along axis 0") must be the same on every worker too (checked with the
+// dtype and shape: an InvalidArgumentError on every worker).
+Tensor sum_over_workers(const Strategy& strategy, const Tensor& value,
+                        const std::string& how = "SUM");
+// Every worker's `values` (the same count on each), worker after worker: a collective of a
+// multi-worker strategy (every worker calls it at the same point; `what` names the caller in the
+// check that they do, and in its errors); `values` itself for one worker.
+std::vector<int64_t> gather_over_workers(const Strategy& strategy,
+                                         const std::vector<int64_t>& values, const char* what);
+// This process's index among the workers (0 without several) and their number.
+int worker_index(const Strategy& strategy);
+int num_workers(const Strategy& strategy);
 // A multi-worker strategy's replica devices, its all-reduce (NCCL or the ring) and its workers.
 struct MultiWorkerSetup {
   std::vector<Device> devices;
@@ -200,7 +211,9 @@ class Strategy {
            const char* who);
   Strategy(detail::MultiWorkerSetup setup, const char* who);
   detail::WorkerGroup* workers() const { return workers_.get(); }
-  friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&);
+  friend Tensor detail::sum_over_workers(const Strategy&, const Tensor&, const std::string&);
+  friend std::vector<int64_t> detail::gather_over_workers(const Strategy&,
+                                                          const std::vector<int64_t>&, const char*);
   friend std::weak_ptr<const void> detail::strategy_lifetime(const Strategy&);
 
  private:
@@ -238,7 +251,8 @@ class MirroredStrategy : public Strategy {
 //
 // Each worker runs replicas on its own devices (every GPU, or /device:CPU:0; every worker must
 // have as many); num_replicas_in_sync counts every worker's. Variables made in scope() start from
-// worker 0's initial values; all-reduces sum over every replica of every worker, so all copies
+// worker 0's initial values (every worker must create the same ones, in the same order; checked);
+// all-reduces sum over every replica of every worker, so all copies
 // stay identical; strategy.reduce and datasets span the workers too. Every worker must run the
 // same steps (the same collectives in the same order). A worker that is gone or stuck makes the
 // others raise DeadlineExceededError within CommunicationOptions::timeout_seconds (mpirun also

@@ -14,8 +14,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -41,6 +43,37 @@ class WorkerGroup {
   // UnavailableError naming this worker and the reason instead of waiting for the timeout. Does
   // not wait; the group is broken afterwards (a no-op when it already is).
   virtual void abort(const std::string& reason) = 0;
+
+  // Where this worker is in its strategy's sequence of collectives, which check_workers_agree
+  // compares (so that a worker that skipped a collective, or a whole step's, is an error on every
+  // worker at once rather than pairing with another step's): the strategy.run calls begun, and
+  // the checked collectives since the last one began or ended. The strategy calls these around
+  // each run; like the collectives, from one thread at a time.
+  void begin_step() {
+    ++steps_;
+    in_step_ = true;
+    checked_ = 0;
+  }
+  void end_step() {
+    in_step_ = false;
+    checked_ = 0;
+  }
+  struct Position {
+    int64_t steps = 0;
+    bool in_step = false;
+    int64_t checked = 0;  // collectives checked before this one
+  };
+  // The position of the next checked collective (and counts it).
+  Position next_position() {
+    Position p{steps_, in_step_, checked_};
+    ++checked_;
+    return p;
+  }
+
+ private:
+  int64_t steps_ = 0;
+  bool in_step_ = false;
+  int64_t checked_ = 0;
 };
 
 // Raised identically on every worker (they checked the same gathered facts, e.g. different
@@ -49,6 +82,19 @@ class WorkersAgreedError final : public InvalidArgumentError {
  public:
   using InvalidArgumentError::InvalidArgumentError;
 };
+
+// Checks, before a collective, that every worker is about to do the same: each worker states its
+// part (`what` and `description`, e.g. "SUM float32 (4,)"; `consistent` false when this worker's
+// own replicas already disagree) and its position (WorkerGroup::next_position), and gathers every
+// worker's fingerprint of them, so all reach the same verdict. When they differ, every worker
+// raises the same WorkersAgreedError naming what the first differing worker w and worker 0 do:
+// "[what] <headline(w)> (worker 0: ...; worker w: ...; this is worker r); <rule>", or, when they
+// are at different collectives (another position or op), "[what] the workers are at different
+// collectives ..." with the positions. One small collective when the workers agree (two more to
+// exchange the descriptions when they do not); called in the same order on every worker.
+void check_workers_agree(WorkerGroup& workers, const char* what, const std::string& description,
+                         const std::function<std::string(int)>& headline, std::string_view rule,
+                         bool consistent = true);
 
 // True when tapeflow was built with MPI.
 bool mpi_built();

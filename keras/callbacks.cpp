@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -218,6 +219,27 @@ void EarlyStopping::on_train_end(const Logs&) {
     TF_LOG_INFO("Epoch {:05d}: early stopping", stopped_epoch_ + 1);
 }
 
+// ---- files under a MultiWorkerMirroredStrategy ----
+
+namespace {
+
+// Where this worker writes what belongs in `dir`: `dir` itself on worker 0 (the chief), else
+// "<dir>/workertemp_<id>", which it deletes once written (TF's distributed_file_utils).
+std::filesystem::path write_dir_of(const TrainingContext& ctx, const std::filesystem::path& dir) {
+  if (ctx.worker_index == 0) return dir;
+  return dir / fmt::format("workertemp_{}", ctx.worker_index);
+}
+
+void remove_worker_temp(const TrainingContext& ctx, const std::filesystem::path& written,
+                        const char* who) {
+  if (ctx.worker_index == 0) return;
+  std::error_code ec;
+  std::filesystem::remove_all(written, ec);
+  if (ec) TF_LOG_WARN("{}: could not delete {}: {}", who, written.string(), ec.message());
+}
+
+}  // namespace
+
 // ---- ModelCheckpoint ----
 
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
@@ -311,15 +333,18 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   } else if (opt_.verbose > 0) {
     TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);
   }
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
+  const auto& ctx = context();
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::filesystem::path written = write_dir_of(ctx, folder);
+  if (!written.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
+    std::filesystem::create_directories(written, ec);
     TF_CHECK_T(FailedPreconditionError, !ec, "ModelCheckpoint",
-               "cannot create the directory '{}' for '{}': {}", parent.string(), path,
+               "cannot create the directory '{}' for '{}': {}", written.string(), path,
                ec.message());
   }
-  context().save_weights(path);
+  ctx.save_weights((written / std::filesystem::path(path).filename()).string());
+  remove_worker_temp(ctx, written, "ModelCheckpoint");
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
@@ -372,12 +397,37 @@ void BackupAndRestore::on_train_begin(const Logs&) {
     TF_LOG_INFO("BackupAndRestore: resuming from the backup in {} after epoch {}", dir_,
                 *last + 1);
   }
+  if (ctx.num_workers > 1 && ctx.gather_over_workers) {
+    // Every worker restores worker 0's backup; one that found another (or none: backup_dir not
+    // shared) would train other epochs than the rest.
+    const std::vector<int64_t> all = ctx.gather_over_workers(initial_epoch_, "BackupAndRestore");
+    std::vector<std::string> starts;
+    for (size_t w = 0; w < all.size(); ++w)
+      starts.push_back(fmt::format("worker {}: {}", w, all[w]));
+    TF_CHECK_T(FailedPreconditionError,
+               std::all_of(all.begin(), all.end(), [&](int64_t e) { return e == all[0]; }),
+               "BackupAndRestore",
+               "the workers would resume from different epochs after restoring '{}' ({}; this is "
+               "worker {}): backup_dir must be one directory that every worker sees (a shared "
+               "file system), written by worker 0",
+               dir_, fmt::join(starts, ", "), ctx.worker_index);
+  }
 }
 
-void BackupAndRestore::on_epoch_end(int epoch, const Logs&) { context().save_backup(dir_, epoch); }
+void BackupAndRestore::on_epoch_end(int epoch, const Logs&) {
+  auto& ctx = context();
+  const std::filesystem::path dir = write_dir_of(ctx, dir_);
+  ctx.save_backup(dir.string(), epoch);
+  remove_worker_temp(ctx, dir, "BackupAndRestore");
+}
 
 void BackupAndRestore::on_train_end(const Logs&) {
-  if (!delete_) return;
+  auto& ctx = context();
+  // Worker 0 deletes backup_dir only after every worker has written (and deleted) its last
+  // backup under it.
+  if (ctx.num_workers > 1 && ctx.gather_over_workers)
+    (void)ctx.gather_over_workers(0, "BackupAndRestore");
+  if (!delete_ || ctx.worker_index != 0) return;
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   if (ec) TF_LOG_WARN("BackupAndRestore: could not delete {}: {}", dir_, ec.message());

@@ -44,6 +44,13 @@ struct TrainingContext {
   // Whole training state (model, optimizer, epoch) for BackupAndRestore.
   std::function<void(const std::string&, int)> save_backup = {};
   std::function<std::optional<int>(const std::string&)> restore_backup = {};
+  // Under a MultiWorkerMirroredStrategy: this worker's index and the number of workers. Worker 0
+  // (the chief) alone writes the files that every worker would write alike (TF's rule).
+  int worker_index = 0;
+  int num_workers = 1;
+  // With several workers: every worker's `value`, in worker order. A collective: every worker's
+  // callbacks call it at the same point (`what` names the caller in its errors).
+  std::function<std::vector<int64_t>(int64_t value, const char* what)> gather_over_workers = {};
 };
 
 class Callback {
@@ -194,7 +201,9 @@ struct ModelCheckpointOptions {
 };
 
 // Saves the weights (safetensors) after each epoch, or only when the monitored value improves.
-// The path may hold Keras' placeholders {epoch}, {epoch:02d} and {<log name>:.4f} etc.
+// The path may hold Keras' placeholders {epoch}, {epoch:02d} and {<log name>:.4f} etc. Under a
+// MultiWorkerMirroredStrategy only worker 0 writes the path; another worker writes the same
+// weights into <folder>/workertemp_<id>/ and deletes that at once (TF's rule).
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(std::string filepath, ModelCheckpointOptions options = {});
@@ -228,7 +237,11 @@ class LearningRateScheduler : public Callback {
 
 // Fault tolerance: saves the training state into backup_dir at the end of every epoch and, when
 // fit starts and a backup exists, restores it and resumes after the saved epoch. The backup is
-// deleted when training finishes normally.
+// deleted when training finishes normally. Under a MultiWorkerMirroredStrategy (TF's rule) only
+// worker 0 writes backup_dir; another worker writes its backup into backup_dir/workertemp_<id> and
+// deletes that at once; every worker restores from backup_dir (which every worker must see) and
+// the workers check that they resume from the same epoch; worker 0 deletes backup_dir once every
+// worker has finished.
 class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, bool delete_checkpoint = true);

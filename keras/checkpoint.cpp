@@ -1,9 +1,6 @@
 #include "keras/checkpoint.h"
 
-#include <signal.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "keras/layers.h"
 #include "keras/optimizers.h"
@@ -104,19 +102,14 @@ void write_index(const std::string& directory, const std::vector<std::string>& p
                                                {{text.data(), text.size()}});
 }
 
-// Removes "<anything>.tmp-<pid>" files whose writer process no longer exists.
+// Removes the temporary files of writers of this host that no longer exist (never another
+// host's: workers on several machines may share the folder).
 void remove_stale_temporaries(const std::string& directory) {
   std::error_code ec;
   // Incremented with an error_code: a range-for's ++ would throw filesystem_error.
   for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::directory_entry& entry = *it;
-    const std::string name = entry.path().filename().string();
-    const auto pos = name.rfind(".tmp-");
-    if (pos == std::string::npos || pos + 5 >= name.size()) continue;
-    const std::string pid_text = name.substr(pos + 5);
-    if (!std::all_of(pid_text.begin(), pid_text.end(), ::isdigit) || pid_text.size() > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+    if (tapeflow::detail::is_stale_temporary(entry.path().filename().string())) {
       TF_LOG_INFO("CheckpointManager: removing '{}' left by a writer that died", entry.path().string());
       std::error_code remove_ec;
       fs::remove(entry.path(), remove_ec);

@@ -114,7 +114,7 @@ class CheckpointManager {
   // Creates `directory` if needed and reads its index, so max_to_keep continues across
   // processes; numbering follows save_counter, which continues only once the latest checkpoint
   // is restored (restore_or_initialize(); TF's manager behaves the same). Temporary files left
-  // by killed writers (dead pids) are removed.
+  // by killed writers of this host (dead pids) are removed, never another host's.
   // max_to_keep: nullopt keeps every checkpoint. A checkpoint_name with a folder ("sub/ckpt")
   // writes "<directory>/sub/ckpt-<n>"; the index records paths relative to the directory.
   CheckpointManager(Checkpoint checkpoint, std::string directory,

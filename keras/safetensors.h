@@ -95,8 +95,8 @@ namespace detail {
 // `text` (a name read from a file) for an error message: bytes outside printable ASCII and '\'
 // as \xNN, cut after max_chars characters with "...".
 std::string printable(std::string_view text, size_t max_chars = 64);
-// Writes the chunks to tapeflow::detail::temporary_path_for(path) ("<path>.tmp-<pid>"), fsyncs,
-// renames over path, fsyncs the directory.
+// Writes the chunks to tapeflow::detail::temporary_path_for(path) ("<path>.tmp-<writer>-<token>"),
+// fsyncs, renames over path, fsyncs the directory.
 void write_atomically(const std::string& path,
                       const std::vector<std::pair<const void*, size_t>>& chunks);
 }  // namespace detail

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "autograd/tape.h"
 #include "core/check.h"
@@ -22,6 +23,7 @@
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -358,11 +360,29 @@ void check_xy(const char* op, const Tensor& x, const Tensor& y) {
                x.shape().to_string(), y.shape().to_string(), op);
 }
 
-data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool shuffle) {
+// `seeds`: the shuffle's (seed, seed2) pair, when it must be the same in every process.
+data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool shuffle,
+                         std::optional<std::pair<uint64_t, uint64_t>> seeds = std::nullopt) {
   TF_CHECK_ARG(batch_size > 0, "fit", "batch_size must be positive, got {}", batch_size);
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
-  if (shuffle) ds = ds.shuffle(x.shape()[0]);
+  if (shuffle && seeds)
+    ds = data::detail::shuffle_with_seeds(ds, x.shape()[0], seeds->first, seeds->second);
+  else if (shuffle)
+    ds = ds.shuffle(x.shape()[0]);
   return ds.batch(batch_size);
+}
+
+// The seeds of fit's shuffle under a MultiWorkerMirroredStrategy: every worker keeps its share
+// of the same global batches, so every worker must shuffle alike. Worker 0's pair (drawn as an
+// unseeded shuffle draws it: the global seed and a counter, or fresh entropy) goes to every
+// worker; nullopt without several workers.
+std::optional<std::pair<uint64_t, uint64_t>> shuffle_seeds_over_workers(const Model& model) {
+  distribute::Strategy* strategy = live_strategy(*held_state_of(model, "fit"), "fit");
+  if (strategy == nullptr || distribute::detail::num_workers(*strategy) == 1) return std::nullopt;
+  const auto [seed, seed2] = tapeflow::detail::resolve_random_seeds(std::nullopt);
+  const std::vector<int64_t> all = distribute::detail::gather_over_workers(
+      *strategy, {static_cast<int64_t>(seed), static_cast<int64_t>(seed2)}, "fit");
+  return std::pair{static_cast<uint64_t>(all[0]), static_cast<uint64_t>(all[1])};
 }
 
 // evaluate's and predict's steps: -1 (the whole dataset, which must then be finite) or positive
@@ -423,6 +443,14 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
   }
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
+  if (distribute::Strategy* strategy = live_strategy(st, "fit");
+      strategy != nullptr && distribute::detail::num_workers(*strategy) > 1) {
+    ctx.worker_index = distribute::detail::worker_index(*strategy);
+    ctx.num_workers = distribute::detail::num_workers(*strategy);
+    ctx.gather_over_workers = [strategy](int64_t value, const char* what) {
+      return distribute::detail::gather_over_workers(*strategy, {value}, what);
+    };
+  }
   Variable backup_epoch(Tensor(int64_t{-1}), "backup_epoch", false);
   auto backup_checkpoint = [this, stp, backup_epoch] {
     return train::Checkpoint({{"model", std::ref(*this)},
@@ -596,7 +624,9 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
     xt = rows(x, 0, split);
     yt = rows(y, 0, split);
   }
-  const data::Dataset ds = xy_dataset(xt, yt, options.batch_size, options.shuffle);
+  const data::Dataset ds =
+      xy_dataset(xt, yt, options.batch_size, options.shuffle,
+                 options.shuffle ? shuffle_seeds_over_workers(*this) : std::nullopt);
   return fit(ds, std::move(options));
 }
 

@@ -143,7 +143,19 @@ class MpiWorkerGroup final : public WorkerGroup {
       } else {
         reqs.resize(1);
         post(MPI_Irecv(bytes + off, n, MPI_BYTE, 0, kTagBroadcast, comm_, &reqs[0]), what);
-        wait(reqs, what, "worker 0 did not send");
+        MPI_Status status;
+        wait(reqs, what, "worker 0 did not send", &status);
+        // A shorter message fits the buffer: the workers broadcast different sizes (callers
+        // compare what they broadcast first, so this is a bug).
+        int received = 0;
+        MPI_Get_count(&status, MPI_BYTE, &received);
+        if (received != n) {
+          g_broken = true;
+          TF_THROW(InternalError, what,
+                   "worker {} of {}: received {} bytes from worker 0 where {} were expected: "
+                   "the workers broadcast values of different sizes",
+                   rank_, size_, received, n);
+        }
       }
     }
   }
@@ -245,12 +257,15 @@ class MpiWorkerGroup final : public WorkerGroup {
              rank_, size_, timeout_);
   }
 
-  // Waits for every request, at most timeout_ seconds.
-  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for) {
+  // Waits for every request, at most timeout_ seconds; `statuses` (one per request) receives
+  // their statuses. `waiting_for` and `suspects` complete the timeout's message ("worker 1 did
+  // not answer within 2 s ...: it is gone or stuck").
+  void wait(std::vector<MPI_Request>& reqs, const char* what, const std::string& waiting_for,
+            MPI_Status* statuses = MPI_STATUSES_IGNORE,
+            const std::string& suspects = "it is gone or stuck") {
     const bool done = poll_within_timeout([&](int polls) {
       int all_done = 0;
-      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &all_done,
-                                 MPI_STATUSES_IGNORE);
+      const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &all_done, statuses);
       if (rc != MPI_SUCCESS) {
         g_broken = true;
         TF_THROW(UnavailableError, what,
@@ -267,9 +282,22 @@ class MpiWorkerGroup final : public WorkerGroup {
     g_broken = true;
     TF_THROW(DeadlineExceededError, what,
              "worker {} of {}: {} within {:g} s (the collective timeout; "
-             "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT): it is "
-             "gone or stuck",
-             rank_, size_, waiting_for, timeout_);
+             "CommunicationOptions::timeout_seconds or TAPEFLOW_COLLECTIVE_TIMEOUT): {}",
+             rank_, size_, waiting_for, timeout_, suspects);
+  }
+
+  // Who may have stopped the ring when the left neighbour did not answer: that neighbour, or,
+  // with more than two workers, one further back (each worker waits for the one before it, so a
+  // worker that is gone stops every worker after it).
+  std::string ring_suspects(int left) const {
+    if (size_ <= 2) return "it is gone or stuck";
+    std::vector<int> further;
+    for (int w = (left + size_ - 1) % size_; w != rank_; w = (w + size_ - 1) % size_)
+      further.push_back(w);
+    return fmt::format(
+        "worker {} is gone or stuck, or it waits itself for a worker further back "
+        "on the ring (worker{} {}) that is: each worker waits for the one before it",
+        left, further.size() > 1 ? "s" : "", fmt::join(further, ", "));
   }
 
   // Ring all-reduce of n elements at data: reduce-scatter (after step s, worker r has added
@@ -281,7 +309,11 @@ class MpiWorkerGroup final : public WorkerGroup {
     const int right = (rank_ + 1) % w, left = (rank_ + w - 1) % w;
     auto begin = [&](int c) { return n * static_cast<size_t>(c) / static_cast<size_t>(w); };
     auto length = [&](int c) { return begin(c + 1) - begin(c); };
-    const std::string from_left = fmt::format("worker {} did not answer", left);
+    const std::string from_left =
+        size_ <= 2 ? fmt::format("worker {} did not answer", left)
+                   : fmt::format(
+                         "worker {}, the one before this worker on the ring, did not answer", left);
+    const std::string suspects = ring_suspects(left);
     for (int s = 0; s < w - 1; ++s) {
       const int send_c = (rank_ - s + w) % w, recv_c = (rank_ - s - 1 + 2 * w) % w;
       if (incoming.size() < length(recv_c) * esize) incoming.resize(length(recv_c) * esize);
@@ -292,7 +324,7 @@ class MpiWorkerGroup final : public WorkerGroup {
       post(MPI_Isend(data + begin(send_c) * esize, static_cast<int>(length(send_c) * esize),
                      MPI_BYTE, right, kTagRing, comm_, &reqs[1]),
            what);
-      wait(reqs, what, from_left);
+      wait(reqs, what, from_left, MPI_STATUSES_IGNORE, suspects);
       add_into(data + begin(recv_c) * esize, incoming.data(), length(recv_c), dtype);
     }
     for (int s = 0; s < w - 1; ++s) {
@@ -304,7 +336,7 @@ class MpiWorkerGroup final : public WorkerGroup {
       post(MPI_Isend(data + begin(send_c) * esize, static_cast<int>(length(send_c) * esize),
                      MPI_BYTE, right, kTagRing, comm_, &reqs[1]),
            what);
-      wait(reqs, what, from_left);
+      wait(reqs, what, from_left, MPI_STATUSES_IGNORE, suspects);
     }
   }
 

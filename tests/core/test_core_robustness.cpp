@@ -4,10 +4,12 @@
 // DeviceScopes ended out of order, logical device limits, Variable updates, and freeing tensors
 // once the host memory has run out.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <new>
@@ -22,6 +24,7 @@
 #include "core/check.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "jit/function.h"
@@ -283,3 +286,19 @@ TEST_CASE("tensors freed after the host memory ran out are freed without an abor
   check_values(tf::zeros({3}) + 1.0f, {1, 1, 1});  // the allocator still works
 }
 #endif
+
+TEST_CASE("temporary files of atomic writes are unique to the writer and the write", "[cpu]") {
+  // Workers on several hosts or in containers (each with pid 1, say) may write into one shared
+  // folder: the name holds the host, the PID namespace and the pid, and a random token.
+  const std::string tag = tapeflow::detail::temporary_writer_tag();
+  CHECK(tag.size() > std::to_string(::getpid()).size() + 2);
+  CHECK(tag.substr(tag.size() - std::to_string(::getpid()).size()) == std::to_string(::getpid()));
+  const std::string a = tapeflow::detail::temporary_path_for("/some/folder/weights.safetensors");
+  const std::string b = tapeflow::detail::temporary_path_for("/some/folder/weights.safetensors");
+  CHECK(a != b);
+  CHECK(a.rfind("/some/folder/weights.safetensors.tmp-" + tag + "-", 0) == 0);
+  // Another host's file is never stale here, whatever its pid; a live writer's is not either.
+  CHECK_FALSE(tapeflow::detail::is_stale_temporary("w.tmp-otherhost-1-999999999-0123abcd"));
+  CHECK_FALSE(tapeflow::detail::is_stale_temporary(std::filesystem::path(a).filename().string()));
+  CHECK_FALSE(tapeflow::detail::is_stale_temporary("w.safetensors"));
+}

@@ -19,6 +19,7 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/checkpoint.h"
@@ -439,10 +440,28 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
   pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);
-  const std::string stale = dir / ("ckpt-9.safetensors.tmp-" + std::to_string(child));
+  const std::string stale =
+      dir / ("ckpt-9.safetensors.tmp-" + tf::detail::temporary_writer_tag(child) + "-0123abcd");
   write_bytes(stale, "torn");
+  // Another host's (or PID namespace's) writer with that pid may be alive: its file stays, as
+  // does an older "<path>.tmp-<pid>" of an unknown host, and a live writer's.
+  const std::string other_host =
+      dir / ("ckpt-9.safetensors.tmp-otherhost-1-" + std::to_string(child) + "-0123abcd");
+  std::string tag = tf::detail::temporary_writer_tag(child);  // "<host>-<namespace>-<pid>"
+  const size_t pid_at = tag.rfind('-'), namespace_at = tag.rfind('-', pid_at - 1);
+  tag.replace(namespace_at, pid_at - namespace_at, "-1");
+  const std::string other_namespace = dir / ("ckpt-9.safetensors.tmp-" + tag + "-0123abcd");
+  const std::string unknown_host = dir / ("ckpt-9.safetensors.tmp-" + std::to_string(child));
+  const std::string live = tf::detail::temporary_path_for(dir / "ckpt-9.safetensors");
+  for (const std::string& f : {other_host, other_namespace, unknown_host, live})
+    write_bytes(f, "in progress");
   tf::train::CheckpointManager manager2(ckpt2, dir.path.string(), 2);
   CHECK(!fs::exists(stale));
+  for (const std::string& f : {other_host, other_namespace, unknown_host, live}) {
+    INFO(f);
+    CHECK(fs::exists(f));
+    fs::remove(f);
+  }
   CHECK(manager2.checkpoints() == std::vector<std::string>{dir / "ckpt-4", dir / "ckpt-100"});
   CHECK(manager2.restore_or_initialize() == dir / "ckpt-100");
   CHECK(step2.value().item<int64_t>() == 40);

@@ -8,7 +8,9 @@
 #          worker 0 raises first).
 #   raises: worker 1's step throws at step 2; worker 0 raises UnavailableError with worker 1's
 #          message at once (not after the 60 s timeout), and the job ends (MPI_Abort).
-# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|absent|dies|raises
+#   ring:  3 workers, worker 1 stuck; worker 0 times out waiting for worker 2 (its neighbour on
+#          the ring, itself waiting for worker 1) and says that worker 1 may be the one.
+# cmake -DMPIRUN=<mpirun;args> -DPROGRAM=<binary> -DKIND=stuck|absent|dies|raises|ring
 #   -P run_failure.cmake
 string(TIMESTAMP start "%s")
 execute_process(COMMAND ${MPIRUN} ${PROGRAM} "[.failure_${KIND}]"
@@ -31,6 +33,8 @@ if(KIND STREQUAL "stuck")
   set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: worker 1 did not answer within 2 s")
 elseif(KIND STREQUAL "absent")
   set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[MultiWorkerMirroredStrategy\\] worker 0 of 2: the other workers did not create their strategy within 2 s")
+elseif(KIND STREQUAL "ring")
+  set(want "worker 0 raised DeadlineExceededError after [0-9.]+ s: \\[all_reduce\\] worker 0 of 3: worker 2, the one before this worker on the ring, did not answer within 2 s [^\n]*: worker 2 is gone or stuck, or it waits itself for a worker further back on the ring \\(worker 1\\)")
 elseif(KIND STREQUAL "raises")
   set(want "worker 0 raised at step 2 after [0-9.]+ s: \\[all_reduce\\] worker 0 of 2: the step ended because worker 1 of 2 failed: boom in worker 1's step")
 else()

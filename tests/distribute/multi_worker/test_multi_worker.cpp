@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +65,36 @@ std::vector<std::vector<float>> gather_floats(const tf::Tensor& t) {
     out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(n) * w,
                      all.begin() + static_cast<std::ptrdiff_t>(n) * (w + 1));
   return out;
+}
+
+// A folder for this job, the same path on every worker (named after worker 0's pid).
+std::filesystem::path job_folder(const std::string& name) {
+  auto& s = strategy();
+  std::vector<tf::Tensor> parts(s.devices().size(), tf::Tensor(int64_t{0}));
+  parts[0] = tf::Tensor(static_cast<int64_t>(s.worker_index() == 0 ? ::getpid() : 0));
+  const int64_t pid =
+      s.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>(parts)).item<int64_t>();
+  return std::filesystem::temp_directory_path() /
+         ("tapeflow_mw_" + name + "_" + std::to_string(pid));
+}
+
+// Calls fn(epoch) at the end of every epoch.
+struct AtEpochEnd final : tf::keras::callbacks::Callback {
+  explicit AtEpochEnd(std::function<void(int)> f) : fn(std::move(f)) {}
+  void on_epoch_end(int epoch, const tf::keras::Logs&) override { fn(epoch); }
+  std::function<void(int)> fn;
+};
+
+// The message of the InvalidArgumentError that f raises (a test failure when it raises none).
+template <class F>
+std::string invalid_argument_of(F&& f) {
+  try {
+    f();
+  } catch (const tf::InvalidArgumentError& e) {
+    return e.what();
+  }
+  FAIL("no InvalidArgumentError");
+  return {};
 }
 
 }  // namespace
@@ -194,16 +226,93 @@ TEST_CASE("multi-worker: reduce of different shapes or dtypes on the workers is 
                                       std::vector<tf::Tensor>(local, tf::ones({n})))),
       tf::InvalidArgumentError, "the workers reduce values of different dtypes or shapes");
   const tf::Tensor mixed = s.worker_index() == 0 ? tf::ones({2}) : tf::ones({2}, tf::float64);
-  TF_REQUIRE_THROWS_CONTAINING(
-      s.reduce(ds::ReduceOp::SUM,
-               ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, mixed))),
-      tf::InvalidArgumentError, "this worker");
+  // Both sides are named, on every worker.
+  const std::string m = invalid_argument_of([&] {
+    (void)s.reduce(ds::ReduceOp::SUM,
+                   ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, mixed)));
+  });
+  CHECK_THAT(m, Catch::Matchers::Contains("worker 0: SUM float32 (2,)") &&
+                    Catch::Matchers::Contains("worker 1: SUM float64 (2,)"));
   // The workers agree again afterwards.
   const double total = static_cast<double>(s.num_replicas_in_sync());
   tf::testing::check_values(
       s.reduce(ds::ReduceOp::SUM,
                ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>(local, tf::ones({2})))),
       {total, total}, 0, 0);
+}
+
+TEST_CASE("multi-worker: variables that differ between the workers are an error on every worker",
+          "[distribute][mpi]") {
+  using Catch::Matchers::Contains;
+  auto& s = strategy();
+  if (s.num_workers() < 2) return;  // needs a second worker to disagree with
+  const int rank = s.worker_index();
+  auto scope = s.scope();
+  // Another shape: worker 0's 4 values must not land in worker 1's 8 (nor the reverse).
+  std::string m = invalid_argument_of([&] { tf::Variable(tf::zeros({rank == 0 ? 4 : 8}), "vs"); });
+  CHECK_THAT(m, Contains("vs") && Contains("(4,)") && Contains("(8,)"));
+  // Another dtype: worker 0's float32 bits must not become worker 1's int32 values.
+  m = invalid_argument_of(
+      [&] { tf::Variable(rank == 0 ? tf::zeros({2}) : tf::zeros({2}, tf::int32), "vd"); });
+  CHECK_THAT(m, Contains("vd") && Contains("float32") && Contains("int32"));
+  // Worker 0 alone creates one more variable first: the variables must not pair up shifted.
+  m = invalid_argument_of([&] {
+    if (rank == 0)
+      tf::Variable(tf::fill({3}, tf::Tensor(7.0f)), "only_on_worker_0");
+    else
+      tf::Variable(tf::fill({3}, tf::Tensor(1.0f)), "everywhere");
+  });
+  CHECK_THAT(m, Contains("only_on_worker_0") && Contains("everywhere"));
+  // The workers agree again afterwards.
+  tf::Variable v(tf::random::normal({3}), "after");
+  const auto all = gather_floats(v.value());
+  for (const auto& w : all) CHECK(w == all[0]);
+}
+
+TEST_CASE("multi-worker: reduce with different ops on the workers is an error on every worker",
+          "[distribute][mpi]") {
+  using Catch::Matchers::Contains;
+  auto& s = strategy();
+  if (s.num_workers() < 2) return;  // needs a second worker to disagree with
+  const auto ones = s.run([] { return tf::constant(1.0f); });
+  const std::string m = invalid_argument_of([&] {
+    (void)s.reduce(s.worker_index() == 0 ? ds::ReduceOp::SUM : ds::ReduceOp::MEAN, ones);
+  });
+  CHECK_THAT(m, Contains("SUM") && Contains("MEAN"));
+  // The workers agree again afterwards.
+  tf::testing::check_values(s.reduce(ds::ReduceOp::MEAN, ones), {1.0}, 0, 0);
+}
+
+TEST_CASE("multi-worker: a worker that skips an all-reduce is an error on every worker at once",
+          "[distribute][mpi]") {
+  using Catch::Matchers::Contains;
+  if (strategy().num_workers() < 2) return;  // needs a second worker to disagree with
+  // A strategy of its own: its workers stay out of step afterwards. A timeout far above the
+  // test's expected time, so that an error by timeout fails the check below.
+  ds::MultiWorkerMirroredStrategy s(ds::experimental::CommunicationOptions{.timeout_seconds = 20});
+  const int rank = s.worker_index();
+  const auto start = std::chrono::steady_clock::now();
+  int raised_at = -1;
+  std::string message;
+  for (int step = 0; step < 3 && raised_at < 0; ++step) {
+    try {
+      auto r = s.run([&]() -> tf::Tensor {
+        if (rank == 1 && step == 1) return tf::constant(-1.0f);  // skips this step's all-reduce
+        return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM,
+                                                     tf::constant(static_cast<float>(step)));
+      });
+      // Never a sum that mixes two steps.
+      if (!(rank == 1 && step == 1))
+        CHECK(r[0].item<float>() == static_cast<float>(step * s.num_workers()));
+    } catch (const tf::InvalidArgumentError& e) {
+      raised_at = step;
+      message = e.what();
+    }
+  }
+  // Worker 1's third step meets the others' second: both raise there, without waiting.
+  CHECK(raised_at == (rank == 1 ? 2 : 1));
+  CHECK_THAT(message, Contains("strategy.run 2") && Contains("strategy.run 3"));
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 10);
 }
 
 TEST_CASE("multi-worker: integer all-reduces wrap around instead of overflowing",
@@ -269,6 +378,122 @@ TEST_CASE("multi-worker: keras fit under the strategy's scope matches one proces
   }
 }
 
+TEST_CASE("multi-worker: fit shuffles alike on every worker", "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  auto& s = strategy();
+  // Each worker with its own global seed: fit's shuffle must still give every worker the same
+  // order (each keeps its share of the same global batches), in every epoch.
+  tf::random::set_seed(1000 + s.worker_index());
+  // w[i] moves only when row i (one-hot) is trained on: rows trained on once per epoch all
+  // end equal, a row trained twice or never stands out. Global batches split evenly over the
+  // replicas (each averages its own rows' loss).
+  const int batch = 2 * s.num_replicas_in_sync();
+  const int64_t n = 4 * batch;
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(1, "", false, "zeros")}));
+    model->compile(K::optimizers::SGD(0.5), K::losses::MeanSquaredError());
+    model->fit(tf::eye(n), tf::ones({n, 1}), {.epochs = 2, .batch_size = batch, .verbose = 0});
+  }
+  const tf::Tensor w = model->get_weights()[0];
+  const auto values = w.numpy<float>();
+  for (float v : values) {
+    CHECK(v != 0.0f);
+    CHECK(v == values[0]);
+  }
+  const auto all = gather_floats(w);
+  for (const auto& other : all) CHECK(other == all[0]);
+  tf::random::set_seed(21);
+}
+
+TEST_CASE(
+    "multi-worker: BackupAndRestore is written by worker 0 alone and deleted when every "
+    "worker is done",
+    "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  namespace fs = std::filesystem;
+  auto& s = strategy();
+  const int rank = s.worker_index();
+  const fs::path dir = job_folder("backup");
+  const fs::path temp = dir / ("workertemp_" + std::to_string(rank));
+  const tf::Tensor x = tf::random::normal({24, 8}, 0, 1, tf::float32, 3);
+  const tf::Tensor y = tf::zeros({24}, tf::int32);
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)}));
+    model->compile(K::optimizers::Adam(1e-3), K::losses::SparseCategoricalCrossentropy(true));
+  }
+  // Worker 0 saves its first backup a second late: another worker's save must not have written
+  // backup_dir meanwhile, and must have deleted its own temporary folder.
+  AtEpochEnd late([&](int epoch) {
+    if (rank == 0 && epoch == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  });
+  AtEpochEnd look([&](int epoch) {
+    CHECK_FALSE(fs::exists(temp));
+    if (rank == 0)
+      CHECK(fs::exists(dir / "checkpoint"));
+    else if (epoch == 0)
+      CHECK_FALSE(fs::exists(dir / "checkpoint"));
+  });
+  model->fit(x, y,
+             {.epochs = 2,
+              .batch_size = 12,
+              .callbacks = {late, K::callbacks::BackupAndRestore(dir.string()), look},
+              .verbose = 0,
+              .shuffle = false});
+  // Gone on every worker once all are done (worker 0 deletes it after every worker's last save).
+  (void)job_folder("sync");
+  CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("multi-worker: BackupAndRestore resumes every worker from worker 0's backup",
+          "[distribute][mpi][keras]") {
+  namespace K = tf::keras;
+  namespace fs = std::filesystem;
+  auto& s = strategy();
+  const int rank = s.worker_index();
+  const fs::path dir = job_folder("resume");
+  const tf::Tensor x = tf::random::normal({24, 8}, 0, 1, tf::float32, 4);
+  const tf::Tensor y = tf::zeros({24}, tf::int32);
+  std::optional<K::Sequential> model;
+  {
+    auto scope = s.scope();
+    model.emplace(K::Sequential({K::layers::Dense(16, "relu"), K::layers::Dense(3)}));
+    model->compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true));
+  }
+  std::vector<int> epochs;
+  auto fit = [&](const fs::path& backup, std::optional<int> fail_after) {
+    epochs.clear();
+    AtEpochEnd note([&](int epoch) {
+      epochs.push_back(epoch);
+      if (fail_after && epoch == *fail_after) throw std::runtime_error("interrupted");
+    });
+    model->fit(x, y,
+               {.epochs = 4,
+                .batch_size = 12,
+                .callbacks = {K::callbacks::BackupAndRestore(backup.string()), note},
+                .verbose = 0,
+                .shuffle = false});
+  };
+  // Interrupted after epoch 1: the backup records it.
+  CHECK_THROWS_WITH(fit(dir, 1), "interrupted");
+  if (s.num_workers() > 1) {
+    // A worker that does not see worker 0's backup (another folder here; another machine's disk
+    // in a job) would start again from epoch 0: every worker raises instead.
+    const fs::path elsewhere = job_folder("elsewhere");
+    TF_REQUIRE_THROWS_CONTAINING(fit(rank == 0 ? dir : elsewhere, std::nullopt),
+                                 tf::FailedPreconditionError, "would resume from different epochs");
+    fs::remove_all(elsewhere);
+  }
+  // Every worker resumes after epoch 1.
+  fit(dir, std::nullopt);
+  CHECK(epochs == std::vector<int>{2, 3});
+  (void)job_folder("sync");
+  CHECK_FALSE(fs::exists(dir));
+}
+
 // ---- hidden: run by run_failure.cmake; each ends the job ----
 
 TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
@@ -286,6 +511,31 @@ TEST_CASE("multi-worker failure: a stuck worker", "[.failure_stuck]") {
     std::fprintf(stderr, "worker %d raised DeadlineExceededError after %.1f s: %s\n",
                  s.worker_index(), waited, e.what());
     CHECK(waited < 10);
+  }
+}
+
+TEST_CASE("multi-worker failure: a stuck worker among three", "[.failure_ring]") {
+  // Worker 1 is stuck; worker 2 waits for it and worker 0 for worker 2 (the ring), long enough
+  // that worker 0 times out first and ends the job. Its error must not call worker 2, alive and
+  // itself waiting, the culprit.
+  const int rank = [] {
+    ds::MultiWorkerMirroredStrategy probe(
+        ds::experimental::CommunicationOptions{.timeout_seconds = 60});
+    return probe.worker_index();
+  }();
+  ds::MultiWorkerMirroredStrategy s(
+      ds::experimental::CommunicationOptions{.timeout_seconds = rank == 0 ? 2.0 : 30.0});
+  REQUIRE(s.num_workers() == 3);
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(40));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.run([] { return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::ones({4})); });
+    FAIL("the all-reduce completed without the stuck worker");
+  } catch (const tf::DeadlineExceededError& e) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "worker %d raised DeadlineExceededError after %.1f s: %s\n", rank, waited,
+                 e.what());
   }
 }
 
