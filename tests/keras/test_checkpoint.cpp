@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "autograd/tape.h"
@@ -739,6 +740,43 @@ TEST_CASE("checkpoint: a mirrored model that is not built gets its values in eve
       tf::testing::check_close(c.value(), saved_vars[i].value(), 0, 0);
   }
   status.assert_consumed();
+}
+
+TEST_CASE("safetensors: two threads saving to one path each write a whole file", "[keras][cpu]") {
+  // Every save writes its own temporary file (they shared one per process before: interleaved
+  // writes, failed renames and files that mixed both models' tensors).
+  namespace K = tf::keras;
+  TempDir dir;
+  const std::string path = dir / "w.safetensors";
+  std::vector<K::Sequential> models;
+  for (float v : {1.0f, 2.0f}) {
+    auto m = K::Sequential({K::layers::Dense(8), K::layers::Dense(8), K::layers::Dense(8)});
+    (void)m(tf::zeros({1, 8}), false);
+    for (auto& w : m.variables()) w.assign(tf::fill(w.shape(), tf::Tensor(v)));
+    models.push_back(m);
+  }
+  std::vector<int> failures(2, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 30; ++round) {
+        try {
+          models[t].save_weights(path);
+        } catch (const tf::Error&) {
+          ++failures[t];
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(failures == std::vector<int>{0, 0});
+  auto loaded = K::Sequential({K::layers::Dense(8), K::layers::Dense(8), K::layers::Dense(8)});
+  (void)loaded(tf::zeros({1, 8}), false);
+  loaded.load_weights(path);
+  std::set<float> values;
+  for (const auto& w : loaded.variables())
+    for (float v : w.value().numpy<float>()) values.insert(v);
+  CHECK(values.size() == 1);  // one model's tensors, not a mix
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("checkpoint: optimizer slots that nothing can take are unused", "[keras][cpu]") {
