@@ -166,8 +166,22 @@ Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DTy
 
 namespace prims {
 
-// A traced random op: the first execution uses the traced seeds, execution n >= 1 continues the
-// stream with the n-th derived seed (the same rule as repeated eager calls with one op seed).
+namespace {
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// The seed2 of a traced random op's execution n >= 1: a hash of the pair. (Deriving it as eager
+// calls do, seed2 ^ f(n), made two ops with one op seed in a body repeat each other's numbers:
+// the second op's traced seed2 is itself op ^ f(1), so its first replay ran stream op.)
+uint64_t replay_stream(uint64_t seed2, uint64_t n) {
+  return mix64(seed2 ^ mix64(n * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull));
+}
+}  // namespace
+
+// A traced random op: the first execution uses the traced seeds (the numbers the eager op would
+// have drawn), execution n >= 1 a stream of its own derived from them.
 template <class P>
 static bool produce_next(const P& p, std::span<const Tensor> in, std::span<Tensor> out,
                          Device device) {
@@ -176,7 +190,7 @@ static bool produce_next(const P& p, std::span<const Tensor> in, std::span<Tenso
   if (n == 0) return false;
   P next(p);
   next.executions = nullptr;
-  next.seed2 = detail::continue_random_stream(p.seed2, n);
+  next.seed2 = replay_stream(p.seed2, n);
   out[0] = detail::empty(p.like ? in[0].shape() : p.shape, p.dtype, device);
   detail::run_kernel(next, device, in, out);
   return true;

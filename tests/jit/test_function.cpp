@@ -416,6 +416,20 @@ TEST_CASE("function: random ops draw new numbers at every call", "[jit]") {
   const auto eager = tf::random::normal({4}, 0, 1, tf::float32, 3).numpy<float>();
   CHECK(eager == a);
   CHECK(f.tracing_count() == 1);
+
+  // Two ops with one op seed in a body, also after an eager op with that seed: every call's
+  // numbers are new (replays repeated earlier numbers, the two ops' swapped).
+  tf::random::set_seed(42);
+  std::vector<std::vector<float>> seen{
+      tf::random::uniform({4}, 0, 1, tf::float32, 3).numpy<float>()};
+  auto two = tf::function([](const tf::Tensor& x) {
+    return std::vector<tf::Tensor>{x + tf::random::uniform({4}, 0, 1, tf::float32, 3),
+                                   x + tf::random::uniform({4}, 0, 1, tf::float32, 3)};
+  });
+  for (int call = 0; call < 4; ++call)
+    for (const tf::Tensor& t : two(zero)) seen.push_back(t.numpy<float>());
+  for (size_t i = 0; i < seen.size(); ++i)
+    for (size_t j = 0; j < i; ++j) CHECK(seen[i] != seen[j]);
 }
 
 TEST_CASE("function: traced graphs are optimised before replay", "[jit]") {
