@@ -532,7 +532,11 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
   const int64_t b = target.shape()[0];
   const int64_t per = b == 0 ? 0 : target.num_elements() / b;
   const TensorShape shape = jacobian_shape(op, target.shape(), source.shape(), 1);
-  return jacobian_rows(op, target, {source.id()}, source, per, per, 1, shape, unconnected);
+  // A source the target does not depend on gives zeros whatever `unconnected` asks, as TF's
+  // batch_jacobian (kept so for compatibility there; its jacobian gives None).
+  (void)unconnected;
+  return jacobian_rows(op, target, {source.id()}, source, per, per, 1, shape,
+                       UnconnectedGradients::ZERO);
 }
 
 // ---- stop_gradient and custom_gradient ----

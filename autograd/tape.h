@@ -96,7 +96,9 @@ class GradientTape final : public detail::TapeObserver {
   Tensor jacobian(const Tensor& target, const Variable& source,
                   UnconnectedGradients unconnected = UnconnectedGradients::NONE);
   // Per-example Jacobian: target (b, y...) and source (b, x...) -> (b, y..., x...), assuming
-  // example i of the target depends only on example i of the source (not checked, as TF).
+  // example i of the target depends only on example i of the source (not checked, as TF). An
+  // unconnected source gives zeros whatever `unconnected` says (TF's batch_jacobian), and
+  // targets or sources of rank 1 are allowed (TF asks for rank 2).
   Tensor batch_jacobian(const Tensor& target, const Tensor& source,
                         UnconnectedGradients unconnected = UnconnectedGradients::NONE);
 

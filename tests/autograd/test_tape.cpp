@@ -225,6 +225,13 @@ TEST_CASE("tape: jacobian and batch_jacobian", "[autograd][cuda]") {
     tf::Tensor y3 = tf::reduce_sum(xb, 0);
     tf::testing::require_error([&] { bad.batch_jacobian(tf::stack({y3, y3, y3}), xb); },
                                {"batch_jacobian", "(3, 2)", "(2, 2)"});
+    // A source the target does not depend on: zeros, as TF's batch_jacobian gives.
+    tf::GradientTape un;
+    un.watch(xb);
+    const tf::Tensor other = tf::constant({{1.0}, {2.0}}) * 3.0;
+    const tf::Tensor z = un.batch_jacobian(other, xb);
+    CHECK(z.shape() == tf::TensorShape{2, 1, 2});
+    check_values(z, {0, 0, 0, 0});
   }
 }
 
