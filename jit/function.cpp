@@ -86,12 +86,39 @@ std::string masked_dims_key(const std::vector<Tensor>& tensors,
   return k;
 }
 
-std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
-                                    const std::vector<std::vector<bool>>& mask) {
+std::vector<int64_t> open_sizes(std::span<const Tensor> tensors,
+                                const std::vector<std::vector<bool>>& mask,
+                                std::vector<int>* axes) {
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < tensors.size() && i < mask.size(); ++i)
     for (int d = 0; d < tensors[i].rank() && static_cast<size_t>(d) < mask[i].size(); ++d)
-      if (mask[i][static_cast<size_t>(d)]) sizes.push_back(tensors[i].shape()[d]);
+      if (mask[i][static_cast<size_t>(d)]) {
+        sizes.push_back(tensors[i].shape()[d]);
+        if (axes) axes->push_back(d);
+      }
+  return sizes;
+}
+
+std::vector<int> classes_by_axis(std::span<const Tensor> tensors,
+                                 const std::vector<std::vector<bool>>& mask,
+                                 const std::vector<int>& classes) {
+  std::vector<int> axes;
+  (void)open_sizes(tensors, mask, &axes);
+  std::vector<int> out(classes.size());
+  for (size_t k = 0; k < classes.size(); ++k) {
+    out[k] = static_cast<int>(k);
+    for (size_t j = 0; j < k; ++j)
+      if (classes[j] == classes[k] && axes[j] == axes[k]) {
+        out[k] = static_cast<int>(j);
+        break;
+      }
+  }
+  return out;
+}
+
+std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
+                                    const std::vector<std::vector<bool>>& mask) {
+  const std::vector<int64_t> sizes = open_sizes(tensors, mask);
   std::vector<int> classes(sizes.size());
   for (size_t k = 0; k < sizes.size(); ++k) {
     classes[k] = static_cast<int>(k);
@@ -104,16 +131,18 @@ std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
   return classes;
 }
 
-std::vector<Tensor> distinct_probe_tensors(const std::vector<Tensor>& tensors,
-                                           const std::vector<std::vector<bool>>& mask) {
-  int64_t next = 2;  // past every size of the other probes
+std::vector<Tensor> class_probe_tensors(const std::vector<Tensor>& tensors,
+                                        const std::vector<std::vector<bool>>& mask,
+                                        const std::vector<int>& classes) {
+  int64_t base = 2;  // past every size of the other probes
   for (const Tensor& t : tensors)
-    for (int d = 0; d < t.rank(); ++d) next = std::max(next, t.shape()[d] + 2);
+    for (int d = 0; d < t.rank(); ++d) base = std::max(base, t.shape()[d] + 2);
   std::vector<Tensor> out;
+  size_t k = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     TensorShape s = tensors[i].shape();
     for (int d = 0; d < s.rank(); ++d)
-      if (mask[i][static_cast<size_t>(d)]) s[d] = next++;
+      if (mask[i][static_cast<size_t>(d)]) s[d] = base + classes[k++];
     out.push_back(symbolic(s, tensors[i].dtype(), tensors[i].placement()));
   }
   return out;
@@ -241,7 +270,12 @@ void GenericTrace::validate(const Graph& b) {
 }
 
 bool GenericTrace::serves(std::span<const Tensor> args) const {
-  return equal_classes.empty() || equal_size_classes(args, mask) == equal_classes;
+  if (equal_classes.empty()) return true;
+  const std::vector<int64_t> sizes = open_sizes(args, mask);
+  if (sizes.size() != equal_classes.size()) return false;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    if (sizes[k] != sizes[static_cast<size_t>(equal_classes[k])]) return false;
+  return true;
 }
 
 std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const Tensor> args) {

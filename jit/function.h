@@ -85,10 +85,13 @@ struct GenericTrace {
   std::string mismatch(const Graph& probe) const;
   // Probe C gives every None dimension a size of its own. When it fails or traces another
   // graph (a gradient that sums a broadcast, a shape check), the graph holds only while the
-  // None dimensions equal at the first call stay equal: their equal_size_classes, and why.
+  // None dimensions equal at the first call stay equal (probe D: only those at one axis
+  // position, when it traces the same graph): for the k-th None dimension, the first one it
+  // must equal (itself when free), and why.
   std::vector<int> equal_classes;
   std::string equal_reason;
-  // Whether the graph holds for these arguments' None dimensions (see equal_classes).
+  // Whether the graph holds for these arguments' None dimensions: the equalities that
+  // equal_classes asks for hold (others may hold too).
   bool serves(std::span<const Tensor> args) const;
 
  private:
@@ -227,13 +230,22 @@ class FunctionCore {
 // None.
 std::string masked_dims_key(const std::vector<Tensor>& tensors,
                             const std::vector<std::vector<bool>>& mask);
-// For the k-th open dimension (arguments in order, then dimensions), the index of the first
-// open dimension of the same size.
+// The sizes of the open dimensions (arguments in order, then dimensions), and their axes.
+std::vector<int64_t> open_sizes(std::span<const Tensor> tensors,
+                                const std::vector<std::vector<bool>>& mask,
+                                std::vector<int>* axes = nullptr);
+// For the k-th open dimension, the index of the first open dimension of the same size.
 std::vector<int> equal_size_classes(std::span<const Tensor> tensors,
                                     const std::vector<std::vector<bool>>& mask);
-// Stand-ins for probe C: every open dimension a size of its own, larger than all others.
-std::vector<Tensor> distinct_probe_tensors(const std::vector<Tensor>& tensors,
-                                           const std::vector<std::vector<bool>>& mask);
+// `classes` split by axis: open dimensions stay together only at the same axis position.
+std::vector<int> classes_by_axis(std::span<const Tensor> tensors,
+                                 const std::vector<std::vector<bool>>& mask,
+                                 const std::vector<int>& classes);
+// Stand-ins whose open dimensions take one size per class (k-th open dimension: class
+// classes[k]), all larger than every size of the other probes.
+std::vector<Tensor> class_probe_tensors(const std::vector<Tensor>& tensors,
+                                        const std::vector<std::vector<bool>>& mask,
+                                        const std::vector<int>& classes);
 // Stand-ins for probe B: each open dimension one larger.
 std::vector<Tensor> probe_tensors(const std::vector<Tensor>& tensors,
                                   const std::vector<std::vector<bool>>& mask);
@@ -477,24 +489,33 @@ class Function {
     bool any_equal = false;
     for (size_t k = 0; k < classes.size(); ++k) any_equal |= classes[k] != static_cast<int>(k);
     if (!any_equal) return;
-    const std::vector<Tensor> probe = detail::distinct_probe_tensors(tensors, g.mask);
-    Graph c;
-    std::vector<size_t> structure_c;
-    std::string why;
-    try {
-      size_t next = 0;
-      auto substituted =
-          std::tuple<decltype(substitute(args, probe, next))...>{substitute(args, probe, next)...};
-      std::apply(
-          [&](auto&&... a) { trace_into<R>(c, structure_c, std::forward<decltype(a)>(a)...); },
-          std::move(substituted));
-      why = structure_c != g.output_structure ? "the result's structure changes" : g.mismatch(c);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
+    // Why a probe with these classes of sizes does not trace the same graph ("" when it does).
+    auto probe_with = [&](const std::vector<int>& probe_classes) -> std::string {
+      const std::vector<Tensor> probe = detail::class_probe_tensors(tensors, g.mask, probe_classes);
+      Graph c;
+      std::vector<size_t> structure_c;
+      try {
+        size_t next = 0;
+        auto substituted = std::tuple<decltype(substitute(args, probe, next))...>{
+            substitute(args, probe, next)...};
+        std::apply(
+            [&](auto&&... a) { trace_into<R>(c, structure_c, std::forward<decltype(a)>(a)...); },
+            std::move(substituted));
+        return structure_c != g.output_structure ? "the result's structure changes" : g.mismatch(c);
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+    };
+    std::vector<int> distinct(classes.size());
+    for (size_t k = 0; k < distinct.size(); ++k) distinct[k] = static_cast<int>(k);
+    const std::string why = probe_with(distinct);
     if (why.empty()) return;
     g.equal_classes = classes;
     g.equal_reason = why;
+    // Probe D: equal only at one axis position (get_concrete_function's stand-ins are all 2, so
+    // x (None, None) + y (None, None) needs x0 = y0 and x1 = y1, not all four equal).
+    const std::vector<int> by_axis = detail::classes_by_axis(tensors, g.mask, classes);
+    if (by_axis != classes && probe_with(by_axis).empty()) g.equal_classes = by_axis;
   }
 
   template <class A>

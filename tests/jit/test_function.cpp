@@ -811,6 +811,22 @@ TEST_CASE("function: None dimensions equal at the first call may differ later", 
               tf::constant({3.0f, 4.0f}), 0, 0);
   TF_REQUIRE_THROWS_CONTAINING(cf.call_flat(Args{tf::constant({1.0f}), tf::constant({3.0f, 4.0f})}),
                                tf::InvalidArgumentError, "depends on their equality");
+  // Only the equalities the graph needs: x + y over (None, None) twice needs x and y to match
+  // axis by axis, not all four sizes equal (every stand-in of get_concrete_function is 2).
+  auto sum = tf::function([](const tf::Tensor& x, const tf::Tensor& y) { return x + y; });
+  const tf::TensorSpec mat({tf::None, tf::None}, tf::float32);
+  const auto& scf = sum.get_concrete_function(mat, mat);
+  CHECK(scf.call_flat(Args{tf::ones({8, 16}), tf::ones({8, 16})})[0].shape() ==
+        tf::TensorShape({8, 16}));
+  TF_REQUIRE_THROWS_CONTAINING(scf.call_flat(Args{tf::ones({8, 16}), tf::ones({16, 8})}),
+                               tf::InvalidArgumentError, "depends on their equality");
+  // Sizes equal now that were not at the first call are fine (nothing relied on them).
+  auto pair = tf::function([](const tf::Tensor& x, const tf::Tensor& y) { return x + y; },
+                           tf::FunctionOptions{.reduce_retracing = true});
+  (void)pair(tf::ones({4, 4, 7}), tf::ones({4, 4, 7}));
+  (void)pair(tf::ones({5, 4, 7}), tf::ones({5, 4, 7}));  // opens axis 0: the generic trace
+  (void)pair(tf::ones({7, 4, 7}), tf::ones({7, 4, 7}));
+  CHECK(pair.tracing_count() == 2);
 }
 
 TEST_CASE("function: recursion while tracing", "[jit]") {
