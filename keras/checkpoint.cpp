@@ -282,9 +282,12 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   // `name` is under `key`: the layer's tracked name is what follows "<key>/".
   auto defer = [&](const std::string& file_name, const std::string& name, const std::string& key,
                    keras::detail::LayerImpl::DeferredRestore restore) {
+    {
+      std::lock_guard lock(status.deferred_state->mu);  // before the layer can take it
+      status.deferred_state->waiting.insert(file_name);
+    }
     deferring.at(key)->defer_restore(name.substr(key.size() + 1), std::move(restore));
     status.deferred.push_back(file_name);
-    status.deferred_state->waiting.insert(file_name);
     used.insert(file_name);
   };
   auto deferring_key = [&](const std::string& name) -> const std::string* {

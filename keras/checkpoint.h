@@ -72,7 +72,7 @@ struct CheckpointLoadStatus {
   std::vector<std::string> unused;
   // Tensors for the weights of layers and models that were not built (their optimizer slots
   // included): each is assigned when the layer that creates its weight is built. Those that the
-  // built layer turns out not to have are dropped with a warning.
+  // built model turns out not to have keep waiting (a warning names them once).
   std::vector<std::string> deferred;
   // The names of `deferred` that have not reached their variables yet (now, not at restore).
   std::vector<std::string> waiting() const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "autograd/tape.h"
@@ -23,6 +24,9 @@ DType g_floatx = float32;
 thread_local std::vector<detail::LayerImpl*> t_call_stack;
 // Layers this thread is building (build() may call sublayers, and a model itself).
 thread_local std::vector<const detail::LayerImpl*> t_building;
+// Layers this thread is publishing as built (set_built_shapes hands deferred checkpoint values
+// to their weights first): their weights are visible to this thread's checkpoint lookups.
+thread_local std::vector<const detail::LayerImpl*> t_publishing;
 // Nested layer calls beyond this depth are a layer that calls itself without end (or a cycle):
 // an error before the thread's stack overflows.
 constexpr size_t kMaxLayerNesting = 256;
@@ -155,12 +159,29 @@ void LayerImpl::set_built_shapes(const TensorShape& input_shape,
                                  const TensorShape& output_shape) {
   {
     std::lock_guard lock(shape_mu_);
-    if (built_.load(std::memory_order_relaxed)) return;
+    if (built_.load(std::memory_order_relaxed) || publishing_) return;
+    publishing_ = true;
     input_shape_ = input_shape;
     output_shape_ = output_shape;
-    built_.store(true, std::memory_order_release);
   }
-  after_build();
+  // Deferred checkpoint values reach the new weights before the layer is published as built: a
+  // thread that finds it built (ensure_built's fast path) computes with them. Meanwhile this
+  // thread sees the layer's weights (built_here). A value that fails is raised after the layer
+  // is published; it keeps waiting (the status's waiting() lists it).
+  t_publishing.push_back(this);
+  std::exception_ptr error;
+  try {
+    after_build();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  t_publishing.pop_back();
+  built_.store(true, std::memory_order_release);
+  if (error) std::rethrow_exception(error);
+}
+
+bool LayerImpl::built_here() const {
+  return built() || std::find(t_publishing.begin(), t_publishing.end(), this) != t_publishing.end();
 }
 
 void LayerImpl::defer_restore(std::string tracked_name, DeferredRestore restore) {
@@ -177,27 +198,34 @@ bool LayerImpl::fully_built() const {
     todo.pop_back();
     if (std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
     seen.push_back(l);
-    if (!l->built()) return false;
+    if (!l->built_here()) return false;
     for (const Layer& child : l->sublayers()) todo.push_back(&child.impl());
   }
   return true;
 }
 
 void LayerImpl::after_build() {
+  // Every holder gets its turn even when one fails; the first error is rethrown after.
+  std::exception_ptr first_error;
+  auto run = [&](LayerImpl* holder) {
+    try {
+      holder->restore_deferred();
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
   const std::vector<LayerImpl*> callers = t_call_stack;  // innermost last
   for (auto it = callers.rbegin(); it != callers.rend(); ++it)
-    if (*it != this && (*it)->has_deferred_.load(std::memory_order_acquire))
-      (*it)->restore_deferred();
-  restore_deferred();
+    if (*it != this && (*it)->has_deferred_.load(std::memory_order_acquire)) run(*it);
+  run(this);
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 void LayerImpl::restore_deferred() {
   if (!has_deferred_.load(std::memory_order_acquire)) return;
   const auto tracked = Layer(shared_from_this()).tracked_variables();
-  // Once every layer below is built, values that found no weight never will.
-  const bool drop_leftovers = fully_built();
-  std::vector<std::pair<DeferredRestore, Variable>> ready;
-  std::vector<std::string> dropped;
+  std::vector<std::tuple<std::string, DeferredRestore, Variable>> ready;
+  std::vector<std::string> leftovers;
   {
     std::lock_guard lock(deferred_mu_);
     for (auto it = deferred_.begin(); it != deferred_.end();) {
@@ -207,24 +235,27 @@ void LayerImpl::restore_deferred() {
         ++it;
         continue;
       }
-      ready.emplace_back(std::move(it->second), t->second);
+      ready.emplace_back(it->first, std::move(it->second), t->second);
       it = deferred_.erase(it);
     }
-    if (drop_leftovers) {
-      for (const auto& [name, fn] : deferred_) dropped.push_back(name);
-      deferred_.clear();
-    }
     if (deferred_.empty()) has_deferred_.store(false, std::memory_order_release);
+    // Values still waiting once everything below is built: say so once. They keep waiting (a
+    // subclassed model's layer that its calls have not reached yet may still create them).
+    if (!deferred_.empty() && !warned_leftovers_ && fully_built()) {
+      warned_leftovers_ = true;
+      for (const auto& [name, fn] : deferred_) leftovers.push_back(name);
+    }
   }
-  if (!dropped.empty())
+  if (!leftovers.empty())
     TF_LOG_WARN(
-        "\"{}\" ({}) was built without weights named {}: their checkpoint values are "
-        "not restored",
-        name(), class_name(), fmt::join(dropped, ", "));
-  // Every value is handed over even when one fails; the first error is rethrown after.
+        "\"{}\" ({}) was built without weights named {}: their checkpoint values wait for "
+        "layers that create them",
+        name(), class_name(), fmt::join(leftovers, ", "));
+  // Every value is handed over even when one fails (it keeps waiting, so the restore's status
+  // still lists it); the first error is rethrown after.
   BuildScope scope(mirror_spec_);
   std::exception_ptr first_error;
-  for (auto& [restore, variable] : ready) {
+  for (auto& [tracked_name, restore, variable] : ready) {
     try {
       restore(variable);
     } catch (...) {
@@ -338,7 +369,7 @@ void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& o
                                 bool root) const {
   if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
   seen_layers.push_back(this);
-  if (built())
+  if (built_here())
     for (const auto& w : weights_) out.emplace_back(path + "/" + w.name, w.variable);
   // Names by position among siblings, not the process-wide automatic names, so a second model
   // of the same architecture (or the same program in another process) matches a checkpoint.

@@ -415,11 +415,15 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::mutex deferred_mu_;
   std::vector<std::pair<std::string, DeferredRestore>> deferred_;  // guarded by deferred_mu_
   std::atomic<bool> has_deferred_{false};
+  bool warned_leftovers_ = false;  // guarded by deferred_mu_
+  bool publishing_ = false;        // guarded by shape_mu_: set_built_shapes' first caller
+  // built(), or being published as built by this thread (set_built_shapes).
+  bool built_here() const;
   // Hands deferred values to the weights just built: those of the layers being called on this
   // thread (a model whose member layer has just built) and this layer's own.
   void after_build();
   // Runs the deferred values whose weights exist now; once this layer and all below it are
-  // built, the others are dropped with a warning: nothing will create their weights.
+  // built, a warning names the others once (they keep waiting).
   void restore_deferred();
 };
 
