@@ -87,9 +87,11 @@ void Progbar::update(int64_t current, const Values& values, std::optional<bool> 
     if (opt_.verbose == 2) {
       line = target_ >= 0 ? fmt::format("{:>{}}/{}", current, digits, target_)
                           : fmt::format("{}", current);
+      // tf.keras 2's verbose-2 line: the epoch's time over its steps, the first included.
       line += fmt::format(" - {:.0f}s", elapsed) + values_text + " - " +
               format_time_per_unit(elapsed, "epoch") + " - " +
-              format_time_per_unit(per_unit, opt_.unit_name);
+              format_time_per_unit(current > 0 ? elapsed / static_cast<double>(current) : 0.0,
+                                   opt_.unit_name);
     } else {
       std::string bar = target_ >= 0 ? fmt::format("{:>{}}/{} [", current, digits, target_)
                                      : fmt::format("{:>7}/Unknown", current);
