@@ -429,9 +429,31 @@ void Strategy::check_per_replica_size(size_t n) const {
 void Strategy::run_replicas(const std::function<void(int)>& job) { core_->run(job); }
 
 namespace {
+// A variable's name without Keras' automatic numbering ("dense_3/kernel:0" -> "dense/kernel"):
+// a worker that made more auto-named layers elsewhere numbers the same layer differently.
+std::string name_without_numbering(const std::string& name) {
+  std::string out;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    std::string part = name.substr(start, end - start);
+    for (const char sep : {':', '_'}) {
+      const size_t at = part.rfind(sep);
+      if (at != std::string::npos && at + 1 < part.size() &&
+          part.find_first_not_of("0123456789", at + 1) == std::string::npos)
+        part.resize(at);
+    }
+    out += (out.empty() && start == 0 ? "" : "/") + part;
+    start = end + 1;
+  }
+  return out;
+}
+
 // Variables of a multi-worker strategy start from worker 0's initial value (TF broadcasts them
 // too): unseeded initialisers differ between processes. The workers first compare the variable's
-// name, dtype and shape: worker 0's bytes must not land in another variable, shape or dtype.
+// name (without automatic numbering), dtype and shape: worker 0's bytes must not land in another
+// variable, shape or dtype.
 // The spec may outlive the strategy (layers keep it for a later build): it shares the group.
 ::tapeflow::detail::MirrorSpec mirror_spec_of(Strategy& strategy, bool is_default,
                                               std::shared_ptr<detail::WorkerGroup> workers) {
@@ -442,7 +464,7 @@ namespace {
     spec.initial_value = [workers](const Tensor& value, const std::string& name) {
       detail::check_workers_agree(
           *workers, "Variable",
-          fmt::format("creates '{}' {} {}", name, dtype_name(value.dtype()),
+          fmt::format("creates '{}' {} {}", name_without_numbering(name), dtype_name(value.dtype()),
                       value.shape().to_string()),
           [](int w) {
             return fmt::format(
