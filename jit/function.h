@@ -461,12 +461,7 @@ class Function {
     Graph b;
     std::vector<size_t> structure_b;
     try {
-      size_t next = 0;
-      // Braced initialisation: the tensor arguments are substituted left to right.
-      auto substituted = std::tuple<decltype(substitute(args, probe, next))...>{
-          substitute(args, probe, next)...};
-      std::apply([&](auto&&... a) { trace_into<R>(b, structure_b, std::forward<decltype(a)>(a)...); },
-                 std::move(substituted));
+      trace_substituted<R>(probe, b, structure_b, args...);
     } catch (const std::exception& e) {
       g->reason = std::string("tracing again with the None dimensions one larger failed: ") + e.what();
       return g;
@@ -495,12 +490,7 @@ class Function {
       Graph c;
       std::vector<size_t> structure_c;
       try {
-        size_t next = 0;
-        auto substituted = std::tuple<decltype(substitute(args, probe, next))...>{
-            substitute(args, probe, next)...};
-        std::apply(
-            [&](auto&&... a) { trace_into<R>(c, structure_c, std::forward<decltype(a)>(a)...); },
-            std::move(substituted));
+        trace_substituted<R>(probe, c, structure_c, args...);
         return structure_c != g.output_structure ? "the result's structure changes" : g.mismatch(c);
       } catch (const std::exception& e) {
         return e.what();
@@ -516,6 +506,19 @@ class Function {
     // x (None, None) + y (None, None) needs x0 = y0 and x1 = y1, not all four equal).
     const std::vector<int> by_axis = detail::classes_by_axis(tensors, g.mask, classes);
     if (by_axis != classes && probe_with(by_axis).empty()) g.equal_classes = by_axis;
+  }
+
+  // Traces the callable with its tensor arguments replaced by `probe`, in order.
+  template <class R, class... Args>
+  void trace_substituted(const std::vector<Tensor>& probe, Graph& graph,
+                         std::vector<size_t>& structure, Args&&... args) const {
+    size_t next = 0;
+    // Braced initialisation: the tensor arguments are substituted left to right.
+    auto substituted =
+        std::tuple<decltype(substitute(args, probe, next))...>{substitute(args, probe, next)...};
+    std::apply(
+        [&](auto&&... a) { trace_into<R>(graph, structure, std::forward<decltype(a)>(a)...); },
+        std::move(substituted));
   }
 
   template <class A>
