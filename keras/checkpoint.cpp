@@ -304,12 +304,8 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   for (auto& [file_name, key, value] : values) {
     defer(file_name, file_name, *key,
           [value, name = file_name, file = path, state = status.deferred_state](Variable v) {
-            TF_CHECK_ARG(value.shape() == v.shape() && value.dtype() == v.dtype(), "Checkpoint",
-                         "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has "
-                         "shape {} and dtype {}",
-                         file, keras::safetensors::detail::printable(name),
-                         value.shape().to_string(), dtype_name(value.dtype()), v.name(),
-                         v.shape().to_string(), dtype_name(v.dtype()));
+            keras::safetensors::detail::check_fits("Checkpoint", file, name, value.shape(),
+                                                   value.dtype(), v);
             v.assign(value);
             state->done(name);
           });

@@ -78,6 +78,15 @@ void write_atomically(const std::string& path,
   tapeflow::detail::write_file_atomically(kOp, path, chunks);
 }
 
+void check_fits(const char* op, const std::string& path, std::string_view name,
+                const TensorShape& shape, DType dtype, const Variable& v) {
+  TF_CHECK_ARG(shape == v.shape() && dtype == v.dtype(), op,
+               "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has shape {} and "
+               "dtype {}",
+               path, printable(name), shape.to_string(), dtype_name(dtype), v.name(),
+               v.shape().to_string(), dtype_name(v.dtype()));
+}
+
 }  // namespace detail
 
 std::string_view dtype_code(DType d) {
@@ -364,11 +373,7 @@ std::vector<std::pair<std::string, Variable>> assign_present(
       absent.emplace_back(name, v);
       continue;
     }
-    TF_CHECK_ARG(info->shape == v.shape() && info->dtype == v.dtype(), kOp,
-                 "'{}': tensor '{}' has shape {} and dtype {}, the variable '{}' has shape {} and "
-                 "dtype {}",
-                 reader.path(), detail::printable(name), info->shape.to_string(),
-                 dtype_name(info->dtype), v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    detail::check_fits(kOp, reader.path(), name, info->shape, info->dtype, v);
     present.emplace_back(info, v);
   }
   // Read everything before assigning anything: a read error leaves every variable unchanged.

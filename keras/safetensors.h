@@ -95,6 +95,10 @@ namespace detail {
 // `text` (a name read from a file) for an error message: bytes outside printable ASCII and '\'
 // as \xNN, cut after max_chars characters with "...".
 std::string printable(std::string_view text, size_t max_chars = 64);
+// Throws InvalidArgumentError (op `op`) unless the tensor `name` of the file `path`, of `shape` and
+// `dtype`, fits the variable `v` (same shape and dtype); the message names both sides.
+void check_fits(const char* op, const std::string& path, std::string_view name,
+                const TensorShape& shape, DType dtype, const Variable& v);
 // Writes the chunks to tapeflow::detail::temporary_path_for(path) ("<path>.tmp-<writer>-<token>"),
 // fsyncs, renames over path, fsyncs the directory.
 void write_atomically(const std::string& path,
