@@ -97,7 +97,18 @@ thread_local ThreadAlive t_alive;
 void GradientTape::install() {
   if (recording_) return;
   auto& ctx = detail::thread_context();
-  ctx.tapes.push_back(this);
+  // Back where uninstall() found it when that list is still there (a pause, stop_recording or
+  // gradient inside a PauseTapes scope resumes inside it); a new tape goes innermost.
+  std::vector<detail::TapeObserver*>* list = &ctx.tapes;
+  if (home_ && owner_ == &ctx &&
+      std::find(ctx.paused_tapes.begin(), ctx.paused_tapes.end(), home_) != ctx.paused_tapes.end())
+    list = home_;
+  if (home_ == list)
+    list->insert(list->begin() + static_cast<std::ptrdiff_t>(std::min(home_index_, list->size())),
+                 this);
+  else
+    list->push_back(this);
+  home_ = nullptr;
   owner_ = &ctx;
   owner_alive_ = t_alive.flag;
   recording_ = true;
@@ -110,9 +121,19 @@ void GradientTape::uninstall() {
   // leaves its thread's list unless that thread has ended. That thread must not run ops
   // meanwhile (as for any object two threads use).
   if (owner_ != &detail::thread_context() && !owner_alive_->load()) return;
-  auto& tapes = owner_->tapes;
-  auto it = std::find(tapes.begin(), tapes.end(), this);
-  if (it != tapes.end()) tapes.erase(it);
+  // Its thread's active list, or one that a PauseTapes scope there holds until it ends.
+  auto leave = [&](std::vector<detail::TapeObserver*>& tapes) {
+    auto it = std::find(tapes.begin(), tapes.end(), this);
+    if (it == tapes.end()) return false;
+    home_ = &tapes;
+    home_index_ = static_cast<size_t>(it - tapes.begin());
+    tapes.erase(it);
+    return true;
+  };
+  home_ = nullptr;
+  if (leave(owner_->tapes)) return;
+  for (auto* paused : owner_->paused_tapes)
+    if (leave(*paused)) return;
 }
 
 bool GradientTape::pause_for_gradient(const char* op) {

@@ -146,6 +146,10 @@ class GradientTape final : public detail::TapeObserver {
   // The thread whose ops it records (while recording_) and whether that thread still runs.
   detail::ThreadContext* owner_ = nullptr;
   std::shared_ptr<std::atomic<bool>> owner_alive_;
+  // Where uninstall() found it: its thread's active list or a list that a PauseTapes scope set
+  // aside, and the position there. install() puts it back there (recording resumes in place).
+  std::vector<detail::TapeObserver*>* home_ = nullptr;
+  size_t home_index_ = 0;
   bool used_ = false;  // a non-persistent tape after gradient()
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_set<uint64_t> tracked_;  // ids of watched tensors and of recorded outputs
@@ -153,19 +157,7 @@ class GradientTape final : public detail::TapeObserver {
   std::unordered_map<const void*, std::vector<uint64_t>> var_reads_;  // variable -> read ids
 };
 
-namespace detail {
-// Pauses every tape of this thread while alive (ops run but are not recorded).
-class PauseTapes {
- public:
-  PauseTapes() { saved_.swap(thread_context().tapes); }
-  ~PauseTapes() { thread_context().tapes.swap(saved_); }
-  PauseTapes(const PauseTapes&) = delete;
-  PauseTapes& operator=(const PauseTapes&) = delete;
-
- private:
-  std::vector<TapeObserver*> saved_;
-};
-}  // namespace detail
+namespace detail {}  // namespace detail
 
 // Returns a tensor with x's value through which no gradient flows.
 Tensor stop_gradient(const Tensor& x);

@@ -127,21 +127,15 @@ Tensor stack_elements(const std::vector<Element>& elems, size_t c) {
 class UserFnScope {
  public:
   UserFnScope() : scope_(Device{}) {
-    auto& ctx = tapeflow::detail::thread_context();
-    tapes_.swap(ctx.tapes);
-    trace_ = std::exchange(ctx.trace, nullptr);
+    trace_ = std::exchange(tapeflow::detail::thread_context().trace, nullptr);
   }
-  ~UserFnScope() {
-    auto& ctx = tapeflow::detail::thread_context();
-    ctx.tapes.swap(tapes_);
-    ctx.trace = trace_;
-  }
+  ~UserFnScope() { tapeflow::detail::thread_context().trace = trace_; }
   UserFnScope(const UserFnScope&) = delete;
   UserFnScope& operator=(const UserFnScope&) = delete;
 
  private:
   DeviceScope scope_;
-  std::vector<tapeflow::detail::TapeObserver*> tapes_;
+  tapeflow::detail::PauseTapes pause_;
   tapeflow::detail::TraceObserver* trace_ = nullptr;
 };
 

@@ -113,22 +113,14 @@ void remove_unused_constants(Graph& graph) {
 // graph (a function traced inside another one), and no gradient tape records it.
 class SuspendRecording {
  public:
-  SuspendRecording() {
-    auto& ctx = detail::thread_context();
-    trace_ = std::exchange(ctx.trace, nullptr);
-    tapes_.swap(ctx.tapes);
-  }
-  ~SuspendRecording() {
-    auto& ctx = detail::thread_context();
-    ctx.trace = trace_;
-    ctx.tapes.swap(tapes_);
-  }
+  SuspendRecording() { trace_ = std::exchange(detail::thread_context().trace, nullptr); }
+  ~SuspendRecording() { detail::thread_context().trace = trace_; }
   SuspendRecording(const SuspendRecording&) = delete;
   SuspendRecording& operator=(const SuspendRecording&) = delete;
 
  private:
   detail::TraceObserver* trace_ = nullptr;
-  std::vector<detail::TapeObserver*> tapes_;
+  detail::PauseTapes pause_;
 };
 
 // A bucket key for common-subexpression elimination: op name, attributes, inputs and device

@@ -91,13 +91,9 @@ TensorShape with_unknown_batch(TensorShape shape) {
 BuildScope::BuildScope(const ::tapeflow::detail::MirrorSpec& mirror)
     : saved_trace_(std::exchange(::tapeflow::detail::thread_context().trace, nullptr)),
       mirror_(mirror),
-      replica_(-1) {
-  saved_tapes_.swap(::tapeflow::detail::thread_context().tapes);
-}
+      replica_(-1) {}
 BuildScope::~BuildScope() {
-  auto& ctx = ::tapeflow::detail::thread_context();
-  ctx.trace = saved_trace_;
-  ctx.tapes.swap(saved_tapes_);
+  ::tapeflow::detail::thread_context().trace = saved_trace_;
 }
 
 LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, std::string name)

@@ -457,7 +457,7 @@ class BuildScope {
 
  private:
   ::tapeflow::detail::TraceObserver* saved_trace_;
-  std::vector<::tapeflow::detail::TapeObserver*> saved_tapes_;
+  ::tapeflow::detail::PauseTapes pause_;
   ::tapeflow::detail::MirrorVariablesScope mirror_;
   ::tapeflow::detail::ReplicaComponentScope replica_;
 };

@@ -1,9 +1,11 @@
 // GradientTape behaviour, one case per rule of API.md "Variables and gradients" and TF2's tape.
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
 #include "core/allocator.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -327,6 +329,63 @@ TEST_CASE("tape: a tape used or destroyed on another thread", "[autograd]") {
     tape.reset();
     check_values(x * 2.0f, {2, 4});
   }
+}
+
+TEST_CASE("tape: a tape that ends or pauses while its thread's tapes are paused", "[autograd]") {
+  // Keras builds layers, datasets run their functions and constant folding evaluates with every
+  // tape of the thread set aside (detail::PauseTapes); a tape ended meanwhile must leave that list
+  // too, or the pause's end brings back a dangling pointer.
+  const tf::Tensor x = tf::constant({1.0f, 2.0f});
+  auto& ctx = tf::detail::thread_context();
+  REQUIRE(ctx.tapes.empty());
+  {
+    auto tape = std::make_unique<tf::GradientTape>();
+    {
+      tf::detail::PauseTapes pause;
+      tape.reset();
+    }
+    CHECK(ctx.tapes.empty());
+    check_values(x * 2.0f, {2, 4});
+  }
+  {
+    auto tape = std::make_unique<tf::GradientTape>();
+    {
+      tf::detail::PauseTapes pause;
+      std::thread([&] { tape.reset(); }).join();
+    }
+    CHECK(ctx.tapes.empty());
+    check_values(x * 2.0f, {2, 4});
+  }
+  // A persistent tape's gradient, and stop_recording, inside a pause: the tape records nothing
+  // until the pause ends, then records again.
+  {
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    const tf::Tensor y = tf::reduce_sum(x * x);
+    tf::Tensor in_pause, after_guard;
+    {
+      tf::detail::PauseTapes pause;
+      check_values(tape.gradient(y, x), {2, 4});
+      in_pause = tf::reduce_sum(x * 5.0f);
+      { auto guard = tape.stop_recording(); }
+      after_guard = tf::reduce_sum(x * 7.0f);
+    }
+    CHECK(ctx.tapes.size() == 1);
+    CHECK_FALSE(tape.gradient(in_pause, x).defined());
+    CHECK_FALSE(tape.gradient(after_guard, x).defined());
+    check_values(tape.gradient(tf::reduce_sum(x * 3.0f), x), {3, 3});
+  }
+  // Tapes keep their order (innermost last) through a gradient of the outer one.
+  {
+    tf::GradientTape outer(tf::TapeOptions{.persistent = true});
+    tf::GradientTape inner(tf::TapeOptions{.persistent = true});
+    outer.watch(x);
+    (void)outer.gradient(tf::reduce_sum(x * x), x);
+    REQUIRE(ctx.tapes.size() == 2);
+    CHECK(ctx.tapes[0] == &outer);
+    CHECK(ctx.tapes[1] == &inner);
+  }
+  CHECK(ctx.tapes.empty());
 }
 
 TEST_CASE("tape: reset forgets the recording", "[autograd]") {
