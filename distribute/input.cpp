@@ -1,5 +1,6 @@
 #include "distribute/input.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/check.h"
@@ -30,10 +31,15 @@ void throw_iterator_exhausted(const char* what, bool at_end) {
 
 std::vector<int64_t> replica_batch_sizes(int64_t global_batch, int num_replicas) {
   TF_CHECK_ARG(num_replicas > 0, "experimental_distribute_dataset", "{} replicas", num_replicas);
-  const int64_t floor = global_batch / num_replicas;
-  const int64_t num_ceil = global_batch - floor * num_replicas;
-  std::vector<int64_t> sizes(static_cast<size_t>(num_replicas), floor);
-  for (int64_t r = 0; r < num_ceil; ++r) ++sizes[static_cast<size_t>(r)];
+  // Every replica takes up to ceil(batch / replicas) rows, in order: the last ones get fewer or
+  // none (4 rows over 3 replicas: 2, 2, 0), as TF 2's experimental_distribute_dataset splits.
+  const int64_t share = (global_batch + num_replicas - 1) / num_replicas;
+  std::vector<int64_t> sizes(static_cast<size_t>(num_replicas), 0);
+  int64_t left = global_batch;
+  for (auto& size : sizes) {
+    size = std::min(share, left);
+    left -= size;
+  }
   return sizes;
 }
 

@@ -23,8 +23,8 @@ namespace detail {
 // FailedPreconditionError: a DistributedDataset iterator used (`what`) at the end of the data
 // or default-constructed (`at_end` false).
 [[noreturn]] void throw_iterator_exhausted(const char* what, bool at_end);
-// TF's split of a global batch over replicas: the first (global % n) replicas get one element
-// more than the others.
+// TF's split of a global batch over replicas: each takes up to ceil(global / n) rows in order, so
+// the last replicas get fewer or none (4 over 3: 2, 2, 0; TF's experimental_distribute_dataset).
 std::vector<int64_t> replica_batch_sizes(int64_t global_batch, int num_replicas);
 // One global batch split along axis 0: replica r takes the next sizes[r] rows (sizes sum to the
 // batch size; a zero gives an empty component with the trailing dimensions). Every tensor of
@@ -49,9 +49,9 @@ PerReplica<std::vector<Tensor>> split_global_batch(const std::vector<Tensor>& el
 }  // namespace detail
 
 // Yields a PerReplica<std::vector<Tensor>> per global batch of the wrapped range, each batch
-// split by replica_batch_sizes of its own size (a short last batch too: the first replicas get
-// one more, replicas left without rows an empty component). D is a value or an lvalue
-// reference (then the range must outlive this object).
+// split by replica_batch_sizes of its own size (a short last batch too: replicas left without
+// rows get an empty component). D is a value or an lvalue reference (then the range must outlive
+// this object).
 template <class D>
 class DistributedDataset {
  public:

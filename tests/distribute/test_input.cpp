@@ -72,14 +72,17 @@ TEST_CASE("distribute_dataset: uneven and short last batches", "[cpu][distribute
   ds::MirroredStrategy two(cpus(2));
   // TF's example: 6 items, batch 4, 2 replicas -> [0,1] [2,3] then [4] [5].
   CHECK(labels_of(two, batches(6, 4)) == Split{{{0, 1}, {2, 3}}, {{4}, {5}}});
-  // A last batch of 3: the first replica gets one more.
+  // A last batch of 3: the first replica takes ceil(3 / 2) = 2 rows.
   CHECK(labels_of(two, batches(7, 4)) == Split{{{0, 1}, {2, 3}}, {{4, 5}, {6}}});
   // A last batch of 1: the second replica gets an empty component.
   CHECK(labels_of(two, batches(5, 4)) == Split{{{0, 1}, {2, 3}}, {{4}, {}}});
   ds::MirroredStrategy three(cpus(3));
-  // A global batch of 4 on 3 replicas: 2, 1, 1 (TF's batch_sizes_for_worker).
-  CHECK(labels_of(three, batches(8, 4)) == Split{{{0, 1}, {2}, {3}}, {{4, 5}, {6}, {7}}});
-  CHECK(labels_of(three, batches(6, 4)) == Split{{{0, 1}, {2}, {3}}, {{4}, {5}, {}}});
+  // A global batch of 4 on 3 replicas: 2, 2, 0 (what TF 2.21's experimental_distribute_dataset
+  // yields; its helper batch_sizes_for_worker would say 2, 1, 1).
+  CHECK(labels_of(three, batches(8, 4)) == Split{{{0, 1}, {2, 3}, {}}, {{4, 5}, {6, 7}, {}}});
+  CHECK(labels_of(three, batches(6, 4)) == Split{{{0, 1}, {2, 3}, {}}, {{4}, {5}, {}}});
+  CHECK(labels_of(three, batches(15, 7)) ==
+        Split{{{0, 1, 2}, {3, 4, 5}, {6}}, {{7, 8, 9}, {10, 11, 12}, {13}}, {{14}, {}, {}}});
   ds::MirroredStrategy four(cpus(4));
   // Fewer items than replicas: one replica without data.
   CHECK(labels_of(four, batches(3, 4)) == Split{{{0}, {1}, {2}, {}}});
@@ -89,7 +92,9 @@ TEST_CASE("distribute_dataset: uneven and short last batches", "[cpu][distribute
     CHECK(element[3][0].shape() == (element[3][0].shape()[0] == 0 ? tf::TensorShape{0, 2}
                                                                   : tf::TensorShape{1, 2}));
   }
-  CHECK(ds::detail::replica_batch_sizes(10, 4) == std::vector<int64_t>{3, 3, 2, 2});
+  CHECK(ds::detail::replica_batch_sizes(10, 4) == std::vector<int64_t>{3, 3, 3, 1});
+  CHECK(ds::detail::replica_batch_sizes(6, 4) == std::vector<int64_t>{2, 2, 2, 0});
+  CHECK(ds::detail::replica_batch_sizes(0, 3) == std::vector<int64_t>{0, 0, 0});
 }
 
 TEST_CASE("distribute_dataset: any range of std::vector<Tensor>, moved in or referenced",
