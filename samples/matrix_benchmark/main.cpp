@@ -8,9 +8,11 @@
 // Threading: the main thread drives everything; `all_gpus` runs through a MirroredStrategy over
 // every GPU (one replica thread per GPU, each under its GPU's device scope) for the life of that
 // series.
+#include <tapeflow/tapeflow.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -31,8 +33,6 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
-
-#include <tapeflow/tapeflow.h>
 
 #include "core/allocator.h"  // allocator_for: cached bytes count as free memory
 #include "core/parallel.h"   // detail::set_num_threads: the library has no public thread setter yet
@@ -59,7 +59,8 @@ double seconds_since(Clock::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const char* const kUsage = R"(matrix_benchmark: N x N matrix multiplication and inversion, N = 2^0 ... 2^15
+const char* const kUsage =
+    R"(matrix_benchmark: N x N matrix multiplication and inversion, N = 2^0 ... 2^15
 
 Usage: matrix_benchmark [options]
   --ops LIST          matmul,inverse (default: both)
@@ -82,11 +83,14 @@ Usage: matrix_benchmark [options]
   --min-n N           smallest N, a power of two (default 1)
   --max-n N           largest N, a power of two up to 32768 (default 32768)
   --time-budget S     seconds per series (op, mode, dtype, transfers); a size whose predicted
-                      time would exceed it is not started (default 60)
-  --repeats R         timed runs per size, at least (default 5)
+                      time would exceed it is not started, and once it is spent a size makes
+                      no more runs after its first timed one (default 60)
+  --repeats R         timed runs per size, at least, 1 to 100000, unless the time budget is
+                      spent first (default 5)
   --min-time S        more timed runs (up to 1000) until they add up to S seconds (default 0.2)
-  --warmup W          untimed runs before the timed ones (default 1)
-  --threads T         threads of the cpu mode (default: OMP_NUM_THREADS, else all cores)
+  --warmup W          untimed runs before the timed ones, 0 to 1000 (default 1)
+  --threads T         threads of the cpu mode, 0 to 4096; 0: OMP_NUM_THREADS, else all cores
+                      (default 0)
   --check-max-n N     check results (sampled entries against float64) up to this N (default
                       2048; 0: never)
   --csv PATH          write the results as CSV to PATH
@@ -151,9 +155,19 @@ Options parse(int argc, char** argv) {
     const std::string v = argv[++i];
     auto to_int = [&](const std::string& s) -> int64_t {
       char* end = nullptr;
+      errno = 0;
       const long long x = std::strtoll(s.c_str(), &end, 10);
-      if (end == s.c_str() || *end != '\0') usage_error(a + ": not an integer: '" + s + "'");
+      if (end == s.c_str() || *end != '\0' || errno == ERANGE)
+        usage_error(a + ": not an integer: '" + s + "'");
       return x;
+    };
+    // An int option: checked against its range before the cast.
+    auto to_int_in = [&](const std::string& s, int lo, int hi) -> int {
+      const int64_t x = to_int(s);
+      if (x < lo || x > hi)
+        usage_error(a + " must be an integer in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got '" + s + "'");
+      return static_cast<int>(x);
     };
     auto to_double = [&](const std::string& s) -> double {
       char* end = nullptr;
@@ -168,10 +182,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--min-n") o.min_n = to_int(v);
     else if (a == "--max-n") o.max_n = to_int(v);
     else if (a == "--time-budget") o.time_budget = to_double(v);
-    else if (a == "--repeats") o.repeats = static_cast<int>(to_int(v));
+    else if (a == "--repeats")
+      o.repeats = to_int_in(v, 1, 100000);
     else if (a == "--min-time") o.min_time = to_double(v);
-    else if (a == "--warmup") o.warmup = static_cast<int>(to_int(v));
-    else if (a == "--threads") o.threads = static_cast<int>(to_int(v));
+    else if (a == "--warmup")
+      o.warmup = to_int_in(v, 0, 1000);
+    else if (a == "--threads")
+      o.threads = to_int_in(v, 0, 4096);  // 0: the default count
     else if (a == "--check-max-n") o.check_max_n = to_int(v);
     else if (a == "--csv") o.csv = v;
     else usage_error("unknown option '" + a + "'");
@@ -182,9 +199,6 @@ Options parse(int argc, char** argv) {
   check_members({o.transfers}, {"without", "with", "both"}, "--transfers");
   if (!is_power_of_two(o.min_n) || !is_power_of_two(o.max_n) || o.max_n > 32768 || o.min_n > o.max_n)
     usage_error("--min-n and --max-n must be powers of two with 1 <= min <= max <= 32768");
-  if (o.repeats < 1) usage_error("--repeats must be at least 1");
-  if (o.warmup < 0) usage_error("--warmup must be at least 0");
-  if (o.threads < 0) usage_error("--threads must be at least 1");
   return o;
 }
 
@@ -1081,7 +1095,7 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
     if (prev_per_run > 0 && elapsed + predicted > o.time_budget) {
       char msg[256];
       std::snprintf(msg, sizeof msg,
-                    "%s: stopping before N=%lld: about %.1f s more would pass the %.0f s time "
+                    "%s: stopping before N=%lld: about %.1f s more would pass the %g s time "
                     "budget (--time-budget)",
                     tag.c_str(), static_cast<long long>(n), predicted, o.time_budget);
       out.note(msg);
@@ -1091,7 +1105,11 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
     try {
       out.progress(tag + ": N=" + std::to_string(n) + " preparing");
       c.prepare(n);
+      // Once the series' time budget is spent, a size makes one warm-up run (if any) and one
+      // timed run, and no more.
+      auto budget_spent = [&] { return seconds_since(start) > o.time_budget; };
       for (int w = 0; w < o.warmup; ++w) {
+        if (w > 0 && budget_spent()) break;
         out.progress(tag + ": N=" + std::to_string(n) + " warm-up");
         c.run();
       }
@@ -1111,9 +1129,14 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
       }
       std::vector<double> times;
       double total = 0;
+      bool cut = false;  // stopped by the time budget before --repeats and --min-time were met
       Clock::time_point last_progress = Clock::now();
       while (static_cast<int>(times.size()) < o.repeats ||
              (total < o.min_time && times.size() < 1000)) {
+        if (!times.empty() && budget_spent()) {
+          cut = true;
+          break;
+        }
         const Clock::time_point t0 = Clock::now();
         c.run();
         const double t = seconds_since(t0);
@@ -1122,7 +1145,7 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
         if (seconds_since(last_progress) > 0.25) {
           last_progress = Clock::now();
           char msg[256];
-          std::snprintf(msg, sizeof msg, "%s: N=%lld run %zu, %.1f s of %.0f s budget used",
+          std::snprintf(msg, sizeof msg, "%s: N=%lld run %zu, %.1f s of %g s budget used",
                         tag.c_str(), static_cast<long long>(n), times.size() + 1,
                         seconds_since(start), o.time_budget);
           out.progress(msg);
@@ -1136,6 +1159,16 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
       r.max = *std::max_element(times.begin(), times.end());
       r.gflops = r.flops / r.median / 1e9;
       prev_per_run = r.median;
+      if (cut) {
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "%s: N=%lld: the %g s time budget (--time-budget) was spent after %zu timed "
+                      "run%s (--repeats %d, --min-time %g); its row is over %zu run%s",
+                      tag.c_str(), static_cast<long long>(n), o.time_budget, times.size(),
+                      times.size() == 1 ? "" : "s", o.repeats, o.min_time, times.size(),
+                      times.size() == 1 ? "" : "s");
+        out.note(msg);
+      }
       out.row(s, r);
     } catch (const tf::ResourceExhaustedError& e) {
       c.release();
