@@ -99,8 +99,8 @@ Usage: matrix_benchmark [options]
 GFLOP/s: 2 N^3 per product; 8 N^3 / 3 per inverse (LU 2/3 N^3 plus two triangular solves
 against the identity, 2 N^3: the nominal count of an LU-based inverse); seed_faithful's
 elementwise product does N^2 multiplications and is counted as such.
-Exit status: 0, or 1 when a result check failed or a series stopped on an unexpected error,
-2 on bad options.
+Exit status: 0, or 1 when a result check failed, a series stopped on an unexpected error or
+the CSV could not be written, 2 on bad options.
 )";
 
 struct Options {
@@ -980,7 +980,7 @@ struct Row {
 
 class Output {
  public:
-  explicit Output(const std::string& csv_path) {
+  explicit Output(const std::string& csv_path) : csv_path_(csv_path) {
     if (!csv_path.empty()) {
       csv_.open(csv_path);
       if (!csv_) {
@@ -992,15 +992,17 @@ class Output {
   }
   void header_comment(const std::string& line) {
     std::printf("# %s\n", line.c_str());
-    if (csv_) csv_ << "# " << line << "\n";
+    if (csv_.is_open()) csv_ << "# " << line << "\n";
   }
   void begin_table() {
     std::printf("%-8s %-14s %-9s %-5s %-8s %3s %6s %5s %12s %12s %12s %10s %9s\n", "op", "mode",
                 "dtype", "xfer", "device", "thr", "N", "runs", "median_s", "min_s", "max_s",
                 "GFLOP/s", "check");
-    if (csv_)
+    if (csv_.is_open()) {
       csv_ << "op,mode,dtype,transfers,device,threads,n,runs,median_s,min_s,max_s,gflops,"
               "flops_per_run,check_err\n";
+      flush_csv();  // a full disk or a bad path fails here, before any series runs
+    }
   }
   void row(const Series& s, const Row& r) {
     char check[32] = "-";
@@ -1010,20 +1012,39 @@ class Output {
                 s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median, r.min,
                 r.max, r.gflops, check);
     std::fflush(stdout);
-    if (csv_) {
+    if (csv_.is_open()) {
       char line[512];
       std::snprintf(line, sizeof line, "%s,%s,%s,%s,%s,%d,%lld,%d,%.6e,%.6e,%.6e,%.6g,%.6e,%s\n",
                     s.op_name.c_str(), s.mode.c_str(), s.dtype.c_str(), s.transfers ? "yes" : "no",
                     s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median,
                     r.min, r.max, r.gflops, r.flops, std::isnan(r.check) ? "" : check);
-      csv_ << line << std::flush;
+      csv_ << line;
+      flush_csv();
     }
   }
-  // A line for the reader between table rows (skips, stops, failures), on stdout.
+  // A line for the reader between table rows (skips, stops, failures), on stdout and as a
+  // comment in the CSV.
   void note(const std::string& msg) {
     progress_clear();
     std::printf("  -- %s\n", msg.c_str());
     std::fflush(stdout);
+    if (csv_.is_open()) {
+      csv_ << "# " << msg << "\n";
+      flush_csv();
+    }
+  }
+  // Closes the CSV; false (with a message on stderr) when it could not be written completely.
+  bool finish_csv() {
+    if (!csv_.is_open()) return true;
+    flush_csv();
+    csv_.close();
+    if (csv_.fail()) {
+      const int err = errno;
+      std::fprintf(stderr, "matrix_benchmark: writing %s failed: %s\n", csv_path_.c_str(),
+                   err ? std::strerror(err) : "close failed");
+      return false;
+    }
+    return true;
   }
   void progress(const std::string& msg) {
     if (tty_) {
@@ -1040,6 +1061,21 @@ class Output {
   }
 
  private:
+  // Every CSV write is flushed and checked: a write error (a full disk, /dev/full) stops the
+  // program with status 1 at once instead of after a long benchmark with nothing written.
+  void flush_csv() {
+    errno = 0;
+    csv_.flush();
+    if (!csv_) {
+      const int err = errno;
+      progress_clear();
+      std::fprintf(stderr, "matrix_benchmark: writing %s failed: %s\n", csv_path_.c_str(),
+                   err ? std::strerror(err) : "write error");
+      std::exit(1);
+    }
+  }
+
+  std::string csv_path_;
   std::ofstream csv_;
   bool tty_ = isatty(STDERR_FILENO) != 0;
   bool dirty_ = false;
@@ -1317,6 +1353,7 @@ int main(int argc, char** argv) {
     }
   }
   out.progress_clear();
+  if (!out.finish_csv()) return 1;
   if (!o.csv.empty()) std::printf("# wrote %s\n", o.csv.c_str());
   return ok ? 0 : 1;
 }
