@@ -71,10 +71,12 @@ Usage: matrix_benchmark [options]
                         all_gpus       multiplication split by row blocks through a
                                        MirroredStrategy over every GPU; inversion through
                                        cuSOLVER's multi-GPU solver (cusolverMg)
-                        seed_faithful  what the seed's GPU curve timed: a float64 host feed
-                                       converted to float32 every run, an ELEMENTWISE product
-                                       (or the inverse), the result copied back to the host;
-                                       on /GPU:0, or on the CPU when there is no GPU
+                        seed_faithful  the work of one run of the seed's GPU curve: a float64
+                                       host feed converted to float32 every run, an
+                                       ELEMENTWISE product (or the inverse), the result
+                                       copied back to the host; on /GPU:0, or on the CPU
+                                       when there is no GPU (it says so). Timed, and fed,
+                                       like every other mode (see README.md)
   --dtypes LIST       float32,float64,tf32,bfloat16 or all (default: float32). The CPU runs
                       float32 and float64 only; tf32 and bfloat16 need a GPU of compute
                       capability 8.0 or newer; inversion runs float32 and float64 only
@@ -1265,6 +1267,10 @@ int main(int argc, char** argv) {
       }
 #endif
       const bool on_gpu = gpu_mode || (mode == "seed_faithful" && gpus > 0);
+      if (mode == "seed_faithful" && !on_gpu)
+        out.note(op_name + " seed_faithful: runs on the CPU because there is " + kNoGpu +
+                 "; its transfers (xfer yes) are the float64-to-float32 conversion and host "
+                 "copies into and out of CPU tensors");
       for (const std::string& dname : o.dtypes) {
         const DTypeInfo dti = dtype_info(dname);
         const std::string dtag = op_name + " " + mode + " " + dname;
