@@ -426,7 +426,8 @@ class ResidentCase final : public Case {
  public:
   ResidentCase(Op op, tf::Device dev, tf::DType dt) : op_(op), dev_(dev), dt_(dt) {}
   Bytes bytes_needed(int64_t n) const override {
-    // matmul: A, B, C; inverse: A, X, the LU copy, the identity and a temporary.
+    // matmul: A, B, C; inverse: A, X, the LU copy, the identity and a temporary. run() frees the
+    // previous result before making the next, so it never adds one more.
     const double mats = op_ == Op::MatMul ? 3 : 5;
     const double b = mats * static_cast<double>(n * n) * static_cast<double>(tf::dtype_size(dt_));
     return dev_.is_gpu() ? Bytes{0, b} : Bytes{b, 0};
@@ -438,6 +439,7 @@ class ResidentCase final : public Case {
     if (op_ == Op::MatMul) b_ = make_input(op_, n, dt_, 2);
   }
   void run() override {
+    c_ = tf::Tensor();  // the last run's result: freed first, not alive beside the new one
     tf::DeviceScope scope(dev_);
     c_ = op_ == Op::MatMul ? tf::matmul(a_, b_) : tf::linalg::inv(a_);
     synchronise(c_);
@@ -474,6 +476,7 @@ class TransferCase final : public Case {
     if (op_ == Op::MatMul) hb_ = make_input(op_, n, dt_, 2).numpy<T>();
   }
   void run() override {
+    hc_ = std::vector<T>();  // the last run's result: freed first
     const tf::TensorShape shape{n_, n_};
     const tf::Tensor a = tf::detail::from_host<T>(ha_.data(), shape, dev_);
     tf::DeviceScope scope(dev_);
@@ -521,6 +524,7 @@ class SeedFaithfulCase final : public Case {
     fb_ = make_input(op_, n, tf::float64, 2).numpy<double>();
   }
   void run() override {
+    hc_ = std::vector<float>();  // the last run's result: freed first
     std::vector<float> a32(fa_.begin(), fa_.end()), b32;
     if (op_ == Op::MatMul) b32.assign(fb_.begin(), fb_.end());
     tf::DeviceScope scope(dev_);
@@ -589,6 +593,8 @@ class AllGpusMatMulCase final : public Case {
     }
   }
   void run() override {
+    for (auto& h : hc_) h = std::vector<T>();  // the last run's results: freed first
+    c_ = tf::distribute::PerReplica<tf::Tensor>();
     if (transfers_) {
       strategy_.run([&] {
         const int i = replica();
