@@ -8,6 +8,11 @@ to 0.2 s; the median). Prints a ratio table: median seconds of each and tapeflow
     /usr/bin/python3 bench/compare/compare.py [--threads 2] [--max-n 4096] [--rounds 2]
         [--build-dir build-bench] [--no-build] [--csv out.csv]
 
+The table goes to stdout; the only result file is --csv (relative paths are relative to the
+working directory): every measurement of every round. matrix_benchmark's own CSV for each size
+goes to a temporary folder, removed afterwards. Without --no-build the script configures and
+builds --build-dir (default build-bench) and writes nothing else there.
+
 With --gpu it compares on GPU 0 instead: tapeflow against cuBLAS and cuSOLVER called directly
 (bench/compare/compare_cuda.cpp, built with the CUDA backend), by device time (CUDA events
 around each run) and by wall time (each run waited for), the two alternating by round.
@@ -25,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -83,8 +89,16 @@ def numpy_worker(args):
 # ---- the three implementations ----
 
 def run_tapeflow(a, build, n, env):
-    out = os.path.join(build, "compare_tapeflow.csv")
-    cmd = [os.path.join(build, "samples", "matrix_benchmark"), "--modes", "cpu",
+    exe = os.path.join(build, "samples", "matrix_benchmark")
+    if not os.access(exe, os.X_OK):
+        sys.exit(f"compare.py: {exe} not built (build the matrix_benchmark target, or drop "
+                 "--no-build)")
+    with tempfile.TemporaryDirectory(prefix="compare-") as tmp:
+        return run_tapeflow_in(a, exe, n, env, os.path.join(tmp, "tapeflow.csv"))
+
+
+def run_tapeflow_in(a, exe, n, env, out):
+    cmd = [exe, "--modes", "cpu",
            "--ops", a.ops, "--dtypes", a.dtypes, "--min-n", str(n), "--max-n", str(n),
            "--threads", str(a.threads), "--check-max-n", "0", "--time-budget", "100000",
            "--repeats", str(a.repeats), "--min-time", str(a.min_time), "--csv", out]
@@ -187,7 +201,10 @@ def build_targets(build, targets):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", 0) or os.cpu_count()))
+    p.add_argument("--threads", type=int,
+                   default=int(os.environ.get("OMP_NUM_THREADS", 0) or os.cpu_count()),
+                   help="threads of each implementation, at least 1 (default: OMP_NUM_THREADS, "
+                        "else all cores)")
     p.add_argument("--min-n", type=int, default=64)
     p.add_argument("--max-n", type=int, default=4096)
     p.add_argument("--ops", default="matmul,inverse")
@@ -197,7 +214,7 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build-bench"))
     p.add_argument("--no-build", action="store_true")
-    p.add_argument("--csv", help="write every measurement (all rounds) here")
+    p.add_argument("--csv", help="write every measurement (all rounds) to this file")
     p.add_argument("--gpu", action="store_true",
                    help="compare on GPU 0 against cuBLAS and cuSOLVER called directly")
     p.add_argument("--numpy-worker", action="store_true", help=argparse.SUPPRESS)
@@ -206,7 +223,23 @@ def main():
     if a.numpy_worker:
         numpy_worker(a)
         return
+    if a.threads < 1:
+        p.error(f"--threads must be at least 1, got {a.threads}")
+    if not all(n >= 1 and n & (n - 1) == 0 for n in (a.min_n, a.max_n)) or a.max_n > 32768:
+        p.error(f"--min-n and --max-n must be powers of two up to 32768, got {a.min_n} and "
+                f"{a.max_n}")
+    if a.min_n > a.max_n:
+        p.error(f"--min-n {a.min_n} is above --max-n {a.max_n}")
+    if a.repeats < 1 or a.repeats > 100000:
+        p.error(f"--repeats must be in [1, 100000], got {a.repeats}")
+    if a.rounds < 1:
+        p.error(f"--rounds must be at least 1, got {a.rounds}")
+    if not a.min_time >= 0:
+        p.error(f"--min-time must be a number >= 0, got {a.min_time}")
     build = os.path.abspath(a.build_dir)
+    if a.no_build and not os.path.isdir(build):
+        sys.exit(f"compare.py: the build folder {build} does not exist (drop --no-build, or give "
+                 "--build-dir)")
     if not a.no_build:
         build_targets(build, ["compare_cuda"] if a.gpu else ["matrix_benchmark", "compare_torch"])
     sizes = []

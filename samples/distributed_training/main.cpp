@@ -3,8 +3,8 @@
 // without one; the CNN (Conv2D 32, pool, Conv2D 64, pool, Flatten, Dense 64, Dense 10) made in
 // the strategy's scope; 64 examples per replica; traced per-replica train and test steps run by
 // strategy.run; losses scaled by the global batch (compute_average_loss); a checkpoint every
-// 2 epochs; and at the end a restore of the last checkpoint into a model made without the
-// strategy, evaluated on the test set.
+// 2 epochs (and after the last epoch when it was not one of them); and at the end a restore of
+// the last checkpoint into a model made without the strategy, evaluated on the test set.
 //   build/samples/distributed_training [epochs [min_accuracy [max_steps_per_epoch]]]
 // Exits 1 when the restored model's test accuracy is below min_accuracy (default 0.90 after
 // 10 epochs), 77 without the data files.
@@ -84,8 +84,12 @@ int main(int argc, char** argv) {
   auto train_dist_dataset = strategy.experimental_distribute_dataset(train_dataset);
   auto test_dist_dataset = strategy.experimental_distribute_dataset(test_dataset);
 
+  // A fresh directory: an earlier run's checkpoints would be restored instead of this run's.
   const std::string checkpoint_dir = "./training_checkpoints";
-  std::filesystem::remove_all(checkpoint_dir);
+  if (std::filesystem::exists(checkpoint_dir)) {
+    std::printf("Removing %s (an earlier run's checkpoints)\n", checkpoint_dir.c_str());
+    std::filesystem::remove_all(checkpoint_dir);
+  }
 
   // Everything that holds variables is made in the strategy's scope: mirrored on every replica.
   std::optional<K::Sequential> model;
@@ -148,6 +152,7 @@ int main(int argc, char** argv) {
     strategy.run([&](const std::vector<tf::Tensor>& batch) { test_step(batch[0], batch[1]); }, in);
   };
 
+  bool saved_last_epoch = false;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     double total_loss = 0.0;
@@ -158,7 +163,8 @@ int main(int argc, char** argv) {
     }
     const double train_loss = total_loss / num_batches;
     for (const auto& x : test_dist_dataset) distributed_test_step(x);
-    if (epoch % 2 == 0) checkpoints.save();
+    saved_last_epoch = epoch % 2 == 0;
+    if (saved_last_epoch) checkpoints.save();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("Epoch %d, Loss: %.4f, Accuracy: %.2f, Test Loss: %.4f, Test Accuracy: %.2f "
@@ -170,7 +176,7 @@ int main(int argc, char** argv) {
     train_accuracy->reset_state();
     test_accuracy->reset_state();
   }
-  checkpoints.save();
+  if (!saved_last_epoch) checkpoints.save();  // the restore below reads the final weights
 
   // Restore the latest checkpoint into a model made without the strategy and test it.
   K::metrics::SparseCategoricalAccuracy eval_accuracy("eval_accuracy");

@@ -8,9 +8,11 @@
 // Threading: the main thread drives everything; `all_gpus` runs through a MirroredStrategy over
 // every GPU (one replica thread per GPU, each under its GPU's device scope) for the life of that
 // series.
+#include <tapeflow/tapeflow.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -31,8 +33,6 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
-
-#include <tapeflow/tapeflow.h>
 
 #include "core/allocator.h"  // allocator_for: cached bytes count as free memory
 #include "core/parallel.h"   // detail::set_num_threads: the library has no public thread setter yet
@@ -59,7 +59,8 @@ double seconds_since(Clock::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const char* const kUsage = R"(matrix_benchmark: N x N matrix multiplication and inversion, N = 2^0 ... 2^15
+const char* const kUsage =
+    R"(matrix_benchmark: N x N matrix multiplication and inversion, N = 2^0 ... 2^15
 
 Usage: matrix_benchmark [options]
   --ops LIST          matmul,inverse (default: both)
@@ -70,10 +71,12 @@ Usage: matrix_benchmark [options]
                         all_gpus       multiplication split by row blocks through a
                                        MirroredStrategy over every GPU; inversion through
                                        cuSOLVER's multi-GPU solver (cusolverMg)
-                        seed_faithful  what the seed's GPU curve timed: a float64 host feed
-                                       converted to float32 every run, an ELEMENTWISE product
-                                       (or the inverse), the result copied back to the host;
-                                       on /GPU:0, or on the CPU when there is no GPU
+                        seed_faithful  the work of one run of the seed's GPU curve: a float64
+                                       host feed converted to float32 every run, an
+                                       ELEMENTWISE product (or the inverse), the result
+                                       copied back to the host; on /GPU:0, or on the CPU
+                                       when there is no GPU (it says so). Timed, and fed,
+                                       like every other mode (see README.md)
   --dtypes LIST       float32,float64,tf32,bfloat16 or all (default: float32). The CPU runs
                       float32 and float64 only; tf32 and bfloat16 need a GPU of compute
                       capability 8.0 or newer; inversion runs float32 and float64 only
@@ -82,11 +85,14 @@ Usage: matrix_benchmark [options]
   --min-n N           smallest N, a power of two (default 1)
   --max-n N           largest N, a power of two up to 32768 (default 32768)
   --time-budget S     seconds per series (op, mode, dtype, transfers); a size whose predicted
-                      time would exceed it is not started (default 60)
-  --repeats R         timed runs per size, at least (default 5)
+                      time would exceed it is not started, and once it is spent a size makes
+                      no more runs after its first timed one (default 60)
+  --repeats R         timed runs per size, at least, 1 to 100000, unless the time budget is
+                      spent first (default 5)
   --min-time S        more timed runs (up to 1000) until they add up to S seconds (default 0.2)
-  --warmup W          untimed runs before the timed ones (default 1)
-  --threads T         threads of the cpu mode (default: OMP_NUM_THREADS, else all cores)
+  --warmup W          untimed runs before the timed ones, 0 to 1000 (default 1)
+  --threads T         threads of the cpu mode, 0 to 4096; 0: OMP_NUM_THREADS, else all cores
+                      (default 0)
   --check-max-n N     check results (sampled entries against float64) up to this N (default
                       2048; 0: never)
   --csv PATH          write the results as CSV to PATH
@@ -95,8 +101,8 @@ Usage: matrix_benchmark [options]
 GFLOP/s: 2 N^3 per product; 8 N^3 / 3 per inverse (LU 2/3 N^3 plus two triangular solves
 against the identity, 2 N^3: the nominal count of an LU-based inverse); seed_faithful's
 elementwise product does N^2 multiplications and is counted as such.
-Exit status: 0, or 1 when a result check failed or a series stopped on an unexpected error,
-2 on bad options.
+Exit status: 0, or 1 when a result check failed, a series stopped on an unexpected error or
+the CSV could not be written, 2 on bad options.
 )";
 
 struct Options {
@@ -151,9 +157,19 @@ Options parse(int argc, char** argv) {
     const std::string v = argv[++i];
     auto to_int = [&](const std::string& s) -> int64_t {
       char* end = nullptr;
+      errno = 0;
       const long long x = std::strtoll(s.c_str(), &end, 10);
-      if (end == s.c_str() || *end != '\0') usage_error(a + ": not an integer: '" + s + "'");
+      if (end == s.c_str() || *end != '\0' || errno == ERANGE)
+        usage_error(a + ": not an integer: '" + s + "'");
       return x;
+    };
+    // An int option: checked against its range before the cast.
+    auto to_int_in = [&](const std::string& s, int lo, int hi) -> int {
+      const int64_t x = to_int(s);
+      if (x < lo || x > hi)
+        usage_error(a + " must be an integer in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got '" + s + "'");
+      return static_cast<int>(x);
     };
     auto to_double = [&](const std::string& s) -> double {
       char* end = nullptr;
@@ -168,10 +184,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--min-n") o.min_n = to_int(v);
     else if (a == "--max-n") o.max_n = to_int(v);
     else if (a == "--time-budget") o.time_budget = to_double(v);
-    else if (a == "--repeats") o.repeats = static_cast<int>(to_int(v));
+    else if (a == "--repeats")
+      o.repeats = to_int_in(v, 1, 100000);
     else if (a == "--min-time") o.min_time = to_double(v);
-    else if (a == "--warmup") o.warmup = static_cast<int>(to_int(v));
-    else if (a == "--threads") o.threads = static_cast<int>(to_int(v));
+    else if (a == "--warmup")
+      o.warmup = to_int_in(v, 0, 1000);
+    else if (a == "--threads")
+      o.threads = to_int_in(v, 0, 4096);  // 0: the default count
     else if (a == "--check-max-n") o.check_max_n = to_int(v);
     else if (a == "--csv") o.csv = v;
     else usage_error("unknown option '" + a + "'");
@@ -182,9 +201,6 @@ Options parse(int argc, char** argv) {
   check_members({o.transfers}, {"without", "with", "both"}, "--transfers");
   if (!is_power_of_two(o.min_n) || !is_power_of_two(o.max_n) || o.max_n > 32768 || o.min_n > o.max_n)
     usage_error("--min-n and --max-n must be powers of two with 1 <= min <= max <= 32768");
-  if (o.repeats < 1) usage_error("--repeats must be at least 1");
-  if (o.warmup < 0) usage_error("--warmup must be at least 0");
-  if (o.threads < 0) usage_error("--threads must be at least 1");
   return o;
 }
 
@@ -410,7 +426,8 @@ class ResidentCase final : public Case {
  public:
   ResidentCase(Op op, tf::Device dev, tf::DType dt) : op_(op), dev_(dev), dt_(dt) {}
   Bytes bytes_needed(int64_t n) const override {
-    // matmul: A, B, C; inverse: A, X, the LU copy, the identity and a temporary.
+    // matmul: A, B, C; inverse: A, X, the LU copy, the identity and a temporary. run() frees the
+    // previous result before making the next, so it never adds one more.
     const double mats = op_ == Op::MatMul ? 3 : 5;
     const double b = mats * static_cast<double>(n * n) * static_cast<double>(tf::dtype_size(dt_));
     return dev_.is_gpu() ? Bytes{0, b} : Bytes{b, 0};
@@ -422,6 +439,7 @@ class ResidentCase final : public Case {
     if (op_ == Op::MatMul) b_ = make_input(op_, n, dt_, 2);
   }
   void run() override {
+    c_ = tf::Tensor();  // the last run's result: freed first, not alive beside the new one
     tf::DeviceScope scope(dev_);
     c_ = op_ == Op::MatMul ? tf::matmul(a_, b_) : tf::linalg::inv(a_);
     synchronise(c_);
@@ -458,6 +476,7 @@ class TransferCase final : public Case {
     if (op_ == Op::MatMul) hb_ = make_input(op_, n, dt_, 2).numpy<T>();
   }
   void run() override {
+    hc_ = std::vector<T>();  // the last run's result: freed first
     const tf::TensorShape shape{n_, n_};
     const tf::Tensor a = tf::detail::from_host<T>(ha_.data(), shape, dev_);
     tf::DeviceScope scope(dev_);
@@ -505,6 +524,7 @@ class SeedFaithfulCase final : public Case {
     fb_ = make_input(op_, n, tf::float64, 2).numpy<double>();
   }
   void run() override {
+    hc_ = std::vector<float>();  // the last run's result: freed first
     std::vector<float> a32(fa_.begin(), fa_.end()), b32;
     if (op_ == Op::MatMul) b32.assign(fb_.begin(), fb_.end());
     tf::DeviceScope scope(dev_);
@@ -573,6 +593,8 @@ class AllGpusMatMulCase final : public Case {
     }
   }
   void run() override {
+    for (auto& h : hc_) h = std::vector<T>();  // the last run's results: freed first
+    c_ = tf::distribute::PerReplica<tf::Tensor>();
     if (transfers_) {
       strategy_.run([&] {
         const int i = replica();
@@ -966,7 +988,7 @@ struct Row {
 
 class Output {
  public:
-  explicit Output(const std::string& csv_path) {
+  explicit Output(const std::string& csv_path) : csv_path_(csv_path) {
     if (!csv_path.empty()) {
       csv_.open(csv_path);
       if (!csv_) {
@@ -978,15 +1000,17 @@ class Output {
   }
   void header_comment(const std::string& line) {
     std::printf("# %s\n", line.c_str());
-    if (csv_) csv_ << "# " << line << "\n";
+    if (csv_.is_open()) csv_ << "# " << line << "\n";
   }
   void begin_table() {
     std::printf("%-8s %-14s %-9s %-5s %-8s %3s %6s %5s %12s %12s %12s %10s %9s\n", "op", "mode",
                 "dtype", "xfer", "device", "thr", "N", "runs", "median_s", "min_s", "max_s",
                 "GFLOP/s", "check");
-    if (csv_)
+    if (csv_.is_open()) {
       csv_ << "op,mode,dtype,transfers,device,threads,n,runs,median_s,min_s,max_s,gflops,"
               "flops_per_run,check_err\n";
+      flush_csv();  // a full disk or a bad path fails here, before any series runs
+    }
   }
   void row(const Series& s, const Row& r) {
     char check[32] = "-";
@@ -996,20 +1020,39 @@ class Output {
                 s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median, r.min,
                 r.max, r.gflops, check);
     std::fflush(stdout);
-    if (csv_) {
+    if (csv_.is_open()) {
       char line[512];
       std::snprintf(line, sizeof line, "%s,%s,%s,%s,%s,%d,%lld,%d,%.6e,%.6e,%.6e,%.6g,%.6e,%s\n",
                     s.op_name.c_str(), s.mode.c_str(), s.dtype.c_str(), s.transfers ? "yes" : "no",
                     s.device.c_str(), s.threads, static_cast<long long>(r.n), r.runs, r.median,
                     r.min, r.max, r.gflops, r.flops, std::isnan(r.check) ? "" : check);
-      csv_ << line << std::flush;
+      csv_ << line;
+      flush_csv();
     }
   }
-  // A line for the reader between table rows (skips, stops, failures), on stdout.
+  // A line for the reader between table rows (skips, stops, failures), on stdout and as a
+  // comment in the CSV.
   void note(const std::string& msg) {
     progress_clear();
     std::printf("  -- %s\n", msg.c_str());
     std::fflush(stdout);
+    if (csv_.is_open()) {
+      csv_ << "# " << msg << "\n";
+      flush_csv();
+    }
+  }
+  // Closes the CSV; false (with a message on stderr) when it could not be written completely.
+  bool finish_csv() {
+    if (!csv_.is_open()) return true;
+    flush_csv();
+    csv_.close();
+    if (csv_.fail()) {
+      const int err = errno;
+      std::fprintf(stderr, "matrix_benchmark: writing %s failed: %s\n", csv_path_.c_str(),
+                   err ? std::strerror(err) : "close failed");
+      return false;
+    }
+    return true;
   }
   void progress(const std::string& msg) {
     if (tty_) {
@@ -1026,6 +1069,21 @@ class Output {
   }
 
  private:
+  // Every CSV write is flushed and checked: a write error (a full disk, /dev/full) stops the
+  // program with status 1 at once instead of after a long benchmark with nothing written.
+  void flush_csv() {
+    errno = 0;
+    csv_.flush();
+    if (!csv_) {
+      const int err = errno;
+      progress_clear();
+      std::fprintf(stderr, "matrix_benchmark: writing %s failed: %s\n", csv_path_.c_str(),
+                   err ? std::strerror(err) : "write error");
+      std::exit(1);
+    }
+  }
+
+  std::string csv_path_;
   std::ofstream csv_;
   bool tty_ = isatty(STDERR_FILENO) != 0;
   bool dirty_ = false;
@@ -1081,7 +1139,7 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
     if (prev_per_run > 0 && elapsed + predicted > o.time_budget) {
       char msg[256];
       std::snprintf(msg, sizeof msg,
-                    "%s: stopping before N=%lld: about %.1f s more would pass the %.0f s time "
+                    "%s: stopping before N=%lld: about %.1f s more would pass the %g s time "
                     "budget (--time-budget)",
                     tag.c_str(), static_cast<long long>(n), predicted, o.time_budget);
       out.note(msg);
@@ -1091,7 +1149,11 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
     try {
       out.progress(tag + ": N=" + std::to_string(n) + " preparing");
       c.prepare(n);
+      // Once the series' time budget is spent, a size makes one warm-up run (if any) and one
+      // timed run, and no more.
+      auto budget_spent = [&] { return seconds_since(start) > o.time_budget; };
       for (int w = 0; w < o.warmup; ++w) {
+        if (w > 0 && budget_spent()) break;
         out.progress(tag + ": N=" + std::to_string(n) + " warm-up");
         c.run();
       }
@@ -1111,9 +1173,14 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
       }
       std::vector<double> times;
       double total = 0;
+      bool cut = false;  // stopped by the time budget before --repeats and --min-time were met
       Clock::time_point last_progress = Clock::now();
       while (static_cast<int>(times.size()) < o.repeats ||
              (total < o.min_time && times.size() < 1000)) {
+        if (!times.empty() && budget_spent()) {
+          cut = true;
+          break;
+        }
         const Clock::time_point t0 = Clock::now();
         c.run();
         const double t = seconds_since(t0);
@@ -1122,7 +1189,7 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
         if (seconds_since(last_progress) > 0.25) {
           last_progress = Clock::now();
           char msg[256];
-          std::snprintf(msg, sizeof msg, "%s: N=%lld run %zu, %.1f s of %.0f s budget used",
+          std::snprintf(msg, sizeof msg, "%s: N=%lld run %zu, %.1f s of %g s budget used",
                         tag.c_str(), static_cast<long long>(n), times.size() + 1,
                         seconds_since(start), o.time_budget);
           out.progress(msg);
@@ -1136,6 +1203,16 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
       r.max = *std::max_element(times.begin(), times.end());
       r.gflops = r.flops / r.median / 1e9;
       prev_per_run = r.median;
+      if (cut) {
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "%s: N=%lld: the %g s time budget (--time-budget) was spent after %zu timed "
+                      "run%s (--repeats %d, --min-time %g); its row is over %zu run%s",
+                      tag.c_str(), static_cast<long long>(n), o.time_budget, times.size(),
+                      times.size() == 1 ? "" : "s", o.repeats, o.min_time, times.size(),
+                      times.size() == 1 ? "" : "s");
+        out.note(msg);
+      }
       out.row(s, r);
     } catch (const tf::ResourceExhaustedError& e) {
       c.release();
@@ -1196,6 +1273,10 @@ int main(int argc, char** argv) {
       }
 #endif
       const bool on_gpu = gpu_mode || (mode == "seed_faithful" && gpus > 0);
+      if (mode == "seed_faithful" && !on_gpu)
+        out.note(op_name + " seed_faithful: runs on the CPU because there is " + kNoGpu +
+                 "; its transfers (xfer yes) are the float64-to-float32 conversion and host "
+                 "copies into and out of CPU tensors");
       for (const std::string& dname : o.dtypes) {
         const DTypeInfo dti = dtype_info(dname);
         const std::string dtag = op_name + " " + mode + " " + dname;
@@ -1284,6 +1365,7 @@ int main(int argc, char** argv) {
     }
   }
   out.progress_clear();
+  if (!out.finish_csv()) return 1;
   if (!o.csv.empty()) std::printf("# wrote %s\n", o.csv.c_str());
   return ok ? 0 : 1;
 }

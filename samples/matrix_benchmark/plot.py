@@ -9,10 +9,13 @@ dtype, with or without host-device transfers).
 Needs Debian's python3-matplotlib (run it with /usr/bin/python3). Writes
 matrix_benchmark_matmul.png and matrix_benchmark_inverse.png into --out.
 
---reference: optional CSV of points digitised from the seed's 2018 figures, drawn as dashed grey
-reference series. Columns: op (matmul or inverse), series (a label, e.g. "2018 NumPy + MKL"),
-n, seconds. Lines starting with '#' are comments. No such values ship with tapeflow (see the
-sample's README.md for where they must come from).
+--reference: optional CSV of points digitised from the seed's 2018 figures, drawn as dotted grey
+reference series. Columns: op (matmul or inverse), series (a name without the year, e.g.
+"NumPy + MKL": the legend shows "NumPy + MKL (2018, digitised)"), n, seconds. Lines starting
+with '#' are comments. No such values ship with tapeflow (see the sample's README.md for where
+they must come from).
+
+Exit status 2, with a one-line message, when a CSV cannot be read or lacks a column.
 """
 import argparse
 import csv
@@ -37,10 +40,29 @@ FLOPS = {
 }
 
 
-def read_rows(path):
-    with open(path, newline="") as f:
-        lines = [line for line in f if not line.startswith("#")]
-    return list(csv.DictReader(lines))
+RESULT_COLUMNS = ("op", "mode", "dtype", "transfers", "device", "threads", "n", "median_s",
+                  "min_s", "max_s")
+REFERENCE_COLUMNS = ("op", "series", "n", "seconds")
+
+
+def fail(msg):
+    print(f"plot.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_rows(path, columns, what):
+    """The CSV's rows ('#' lines skipped); exits 2 when it cannot be read or lacks a column."""
+    try:
+        with open(path, newline="") as f:
+            lines = [line for line in f if not line.startswith("#")]
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    reader = csv.DictReader(lines)
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        header = ",".join(reader.fieldnames or []) or "(empty)"
+        fail(f"{path} is not {what}: it lacks the column(s) {', '.join(missing)} (header: {header})")
+    return list(reader)
 
 
 def label_of(row):
@@ -58,11 +80,11 @@ def label_of(row):
 def read_reference(path):
     """{op: {series: [(n, seconds)]}} from the optional reference CSV."""
     out = {}
-    for row in read_rows(path):
+    for row in read_rows(path, REFERENCE_COLUMNS, "a reference CSV"):
         try:
             n, sec = int(row["n"]), float(row["seconds"])
-        except (KeyError, ValueError) as e:
-            sys.exit(f"plot.py: {path}: bad reference row {row}: {e}")
+        except (TypeError, ValueError) as e:
+            fail(f"{path}: bad reference row {row}: {e}")
         out.setdefault(row["op"], OrderedDict()).setdefault(row["series"], []).append((n, sec))
     return out
 
@@ -72,8 +94,11 @@ def plot(op, rows, reference, out_dir, suffix):
     for row in rows:
         if row["op"] != op:
             continue
-        series.setdefault(label_of(row), []).append((int(row["n"]), float(row["median_s"]),
-                                                     float(row["min_s"]), float(row["max_s"])))
+        try:
+            pt = (int(row["n"]), float(row["median_s"]), float(row["min_s"]), float(row["max_s"]))
+        except (TypeError, ValueError) as e:
+            fail(f"bad row {row}: {e}")
+        series.setdefault(label_of(row), []).append(pt)
     if not series and op not in reference:
         print(f"plot.py: no {op} rows; no figure", file=sys.stderr)
         return None
@@ -116,7 +141,7 @@ def main():
     p.add_argument("--reference", help="optional CSV of digitised 2018 points (op,series,n,seconds)")
     p.add_argument("--title-suffix", default="", help="second title line (machine, threads)")
     a = p.parse_args()
-    rows = read_rows(a.csv)
+    rows = read_rows(a.csv, RESULT_COLUMNS, "a matrix_benchmark CSV")
     reference = read_reference(a.reference) if a.reference else {}
     os.makedirs(a.out, exist_ok=True)
     for op in ("matmul", "inverse"):
