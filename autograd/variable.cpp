@@ -31,6 +31,7 @@ namespace {
 thread_local MirrorSpec t_mirror;
 thread_local int t_replica_component = -1;
 thread_local bool t_writes_in_place = false;
+thread_local const ReplicaVariableCreator* t_replica_creator = nullptr;
 }  // namespace
 VariableWritesInPlaceScope::VariableWritesInPlaceScope()
     : saved_(std::exchange(t_writes_in_place, true)) {}
@@ -38,8 +39,17 @@ VariableWritesInPlaceScope::~VariableWritesInPlaceScope() { t_writes_in_place = 
 MirrorVariablesScope::MirrorVariablesScope(std::vector<Device> devices)
     : MirrorVariablesScope(MirrorSpec{std::move(devices), {}}) {}
 MirrorVariablesScope::MirrorVariablesScope(MirrorSpec spec)
-    : saved_(std::exchange(t_mirror, std::move(spec))) {}
-MirrorVariablesScope::~MirrorVariablesScope() { t_mirror = std::move(saved_); }
+    : saved_(std::exchange(t_mirror, std::move(spec))),
+      saved_creator_(std::exchange(t_replica_creator, nullptr)) {}
+MirrorVariablesScope::~MirrorVariablesScope() {
+  t_mirror = std::move(saved_);
+  t_replica_creator = saved_creator_;
+}
+ReplicaVariableCreatorScope::ReplicaVariableCreatorScope(const ReplicaVariableCreator* creator)
+    : saved_(std::exchange(t_replica_creator, creator)) {}
+ReplicaVariableCreatorScope::~ReplicaVariableCreatorScope() {
+  t_replica_creator = saved_;
+}
 const MirrorSpec& mirror_spec() { return t_mirror; }
 const std::vector<Device>& mirror_devices() { return t_mirror.devices; }
 ReplicaComponentScope::ReplicaComponentScope(int index)
@@ -114,6 +124,11 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
              "ops at every call and would not create it again; create the variable outside the "
              "function and capture it",
              name);
+  if (const detail::ReplicaVariableCreator* create = detail::t_replica_creator) {
+    // Made in a replica function: every replica's call meets in one mirrored variable.
+    state_ = (*create)(initial_value, name, trainable).state_;
+    return;
+  }
   // TF names the variable's tensor "<name>:0".
   if (name.find(':') == std::string::npos) name += ":0";
   auto make = [&](const Tensor& value, Device device) {

@@ -94,6 +94,13 @@ struct MirrorSpec {
   std::vector<Device> devices;
   std::function<Tensor(const Tensor& value, const std::string& name)> initial_value;
 };
+// What a replica thread of strategy.run does with a Variable constructed there without a
+// MirrorVariablesScope of its own (TF: every replica makes it, and all get one mirrored variable
+// holding replica 0's initial value): called with the constructor's arguments.
+using ReplicaVariableCreator =
+    std::function<Variable(const Tensor& initial_value, const std::string& name, bool trainable)>;
+// A MirrorVariablesScope decides the mirroring itself (a layer's build, optimizer slots): the
+// thread's ReplicaVariableCreator is off while it lives.
 class MirrorVariablesScope {
  public:
   explicit MirrorVariablesScope(std::vector<Device> devices);
@@ -104,6 +111,19 @@ class MirrorVariablesScope {
 
  private:
   MirrorSpec saved_;
+  const ReplicaVariableCreator* saved_creator_;
+};
+// While it lives on this thread, Variables constructed outside any MirrorVariablesScope are made
+// by `creator` (which must outlive the scope).
+class ReplicaVariableCreatorScope {
+ public:
+  explicit ReplicaVariableCreatorScope(const ReplicaVariableCreator* creator);
+  ~ReplicaVariableCreatorScope();
+  ReplicaVariableCreatorScope(const ReplicaVariableCreatorScope&) = delete;
+  ReplicaVariableCreatorScope& operator=(const ReplicaVariableCreatorScope&) = delete;
+
+ private:
+  const ReplicaVariableCreator* saved_;
 };
 // The mirroring in force on this thread (no devices: not mirrored).
 const MirrorSpec& mirror_spec();

@@ -179,16 +179,37 @@ void StepBarrier::arrive_and_wait(const char* what, bool cancellable) {
              "replica must make the same collective calls (all_reduce) in the same order",
              finished_, n_);
   const uint64_t gen = generation_;
+  if (count_ == 0)
+    first_what_ = what;
+  else if (other_what_.empty() && first_what_ != what)
+    other_what_ = what;
+  // Every replica that met here raises the same error when they came from different collectives.
+  auto check_met = [&] {
+    TF_CHECK_T(FailedPreconditionError, met_different_.empty(), what,
+               "the replicas met at different collective calls ({}): every replica must make "
+               "the same collective calls (all_reduce, creating a variable) in the same order",
+               met_different_);
+  };
   if (++count_ == n_) {
     count_ = 0;
+    // In a fixed order (whichever replica arrived first).
+    met_different_ = other_what_.empty()
+                         ? std::string()
+                         : fmt::format("{} and {}", std::min(first_what_, other_what_),
+                                       std::max(first_what_, other_what_));
+    other_what_.clear();
     ++generation_;
     cv_.notify_all();
+    check_met();
     return;
   }
   cv_.wait(lock, [&] {
     return generation_ != gen || (cancellable && (cancelled_ || finished_ > 0));
   });
-  if (generation_ != gen) return;
+  if (generation_ != gen) {
+    check_met();
+    return;
+  }
   // Leaving early: this replica no longer counts as arrived.
   --count_;
   if (cancelled_) throw StepCancelled(cause_);
@@ -222,6 +243,9 @@ void StepBarrier::reset() {
   cancelled_ = false;
   cause_.clear();
   finished_ = 0;
+  first_what_.clear();
+  other_what_.clear();
+  met_different_.clear();
 }
 
 // ---- buckets ----

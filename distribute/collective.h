@@ -46,8 +46,10 @@ class StepCancelled final : public std::exception {
 class StepBarrier {
  public:
   explicit StepBarrier(int n) : n_(n) {}
-  // `what` names the collective for the mismatch error. A non-cancellable wait is for points
-  // that every replica is known to reach (after a barrier all have passed, with no throw between).
+  // `what` names the collective for the mismatch errors: replicas that meet at different
+  // collectives (one all-reduces, another creates a variable) all raise FailedPreconditionError.
+  // A non-cancellable wait is for points that every replica is known to reach (after a barrier
+  // all have passed, with no throw between).
   void arrive_and_wait(const char* what, bool cancellable = true);
   // `cause`: the failure's message, carried by the StepCancelled of the waiting replicas (the
   // first cause of a step is kept).
@@ -66,6 +68,10 @@ class StepBarrier {
   bool cancelled_ = false;
   std::string cause_;
   int finished_ = 0;
+  // The collective named by the first arrival of the current meeting, and the first other one.
+  std::string first_what_, other_what_;
+  // Of the last completed meeting: "<a> and <b>" when two collectives met there.
+  std::string met_different_;
 };
 
 // Fixed-order gradient buckets: tensors grouped per dtype (dtypes in order of first appearance,

@@ -150,8 +150,9 @@ Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_
   int64_t global = 0;
   if (global_batch_size) {
     global = *global_batch_size;
-    TF_CHECK_ARG(global > 0, name,
-                 "global_batch_size must be positive, got {} (the global_batch_size argument)",
+    TF_CHECK_ARG(global >= 0, name,
+                 "global_batch_size must not be negative, got {} (the global_batch_size "
+                 "argument)",
                  global);
   } else {
     TF_CHECK_T(FailedPreconditionError,
@@ -170,6 +171,32 @@ Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_
   // size of 0 here and contributes 0 (still connected to the loss, so its gradients are zeros).
   if (global == 0) return where(Tensor(false), sum, zeros_like(sum));
   return divide(sum, Tensor(static_cast<double>(global)));
+}
+
+Tensor scale_regularization_loss(const Tensor& regularization_loss) {
+  return scale_regularization_loss(std::vector<Tensor>{regularization_loss});
+}
+
+Tensor scale_regularization_loss(const std::vector<Tensor>& regularization_losses) {
+  const char* name = "scale_regularization_loss";
+  TF_CHECK_T(FailedPreconditionError,
+             !distribute::has_strategy() || !distribute::in_cross_replica_context(), name,
+             "called in the cross-replica context of a strategy; call it inside strategy.run");
+  TF_CHECK_ARG(!regularization_losses.empty(), name, "no regularization losses given");
+  Tensor sum;
+  for (size_t i = 0; i < regularization_losses.size(); ++i) {
+    const Tensor& loss = regularization_losses[i];
+    TF_CHECK_ARG(loss.defined(), name, "regularization loss {} is an undefined tensor", i);
+    TF_CHECK_ARG(is_floating(loss.dtype()), name,
+                 "regularization loss {} must be a floating tensor, got {} {}", i,
+                 dtype_name(loss.dtype()), loss.shape().to_string());
+    TF_CHECK_ARG(i == 0 || loss.dtype() == sum.dtype(), name,
+                 "regularization losses differ in dtype: {} for loss 0, {} for loss {}",
+                 dtype_name(sum.dtype()), dtype_name(loss.dtype()), i);
+    sum = i == 0 ? reduce_sum(loss) : add(sum, reduce_sum(loss));
+  }
+  const int replicas = distribute::get_strategy().num_replicas_in_sync();
+  return divide(sum, Tensor(static_cast<double>(replicas)));
 }
 
 }  // namespace nn

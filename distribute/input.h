@@ -128,6 +128,11 @@ namespace nn {
 Tensor compute_average_loss(const Tensor& per_example_loss,
                             std::optional<int64_t> global_batch_size = std::nullopt,
                             const Tensor& sample_weight = Tensor());
+// TF's tf.nn.scale_regularization_loss: the sum of the regularization losses divided by the
+// current strategy's num_replicas_in_sync (inside strategy.run; outside it, with a strategy in
+// scope, a FailedPreconditionError), so that summing the replicas' losses counts it once.
+Tensor scale_regularization_loss(const Tensor& regularization_loss);
+Tensor scale_regularization_loss(const std::vector<Tensor>& regularization_losses);
 }  // namespace nn
 
 }  // namespace tapeflow

@@ -90,6 +90,7 @@ class StrategyCore {
       : owner_(owner), devices_(std::move(devices)), inline_(inline_mode) {
     if (inline_) return;
     collectives_ = std::make_unique<Collectives>(devices_, kind, std::move(workers));
+    new_variable_slots_.resize(devices_.size());
     for (size_t i = 0; i < devices_.size(); ++i)
       contexts_.push_back(
           std::make_unique<MirroredReplicaContext>(static_cast<int>(i), collectives_.get()));
@@ -197,6 +198,11 @@ class StrategyCore {
         DeviceScope device(devices_[static_cast<size_t>(i)]);
         tapeflow::detail::ReplicaComponentScope component(i);
         ReplicaContextScope context(contexts_[static_cast<size_t>(i)].get());
+        const ::tapeflow::detail::ReplicaVariableCreator creator =
+            [this, i](const Tensor& initial_value, const std::string& name, bool trainable) {
+              return create_variable(i, initial_value, name, trainable);
+            };
+        ::tapeflow::detail::ReplicaVariableCreatorScope creating(&creator);
         t_in_replica = true;
         (*job)(i);
         t_in_replica = false;
@@ -225,6 +231,52 @@ class StrategyCore {
       }
       if (--pending_ == 0) done_cv_.notify_all();
     }
+  }
+
+  // A Variable constructed in the replica function (TF's rule): a collective in which every
+  // replica passes its initial value, and replica 0 makes one mirrored variable from its own
+  // under the strategy's scope (a multi-worker strategy: from worker 0's), which all return.
+  Variable create_variable(int replica, const Tensor& initial_value, const std::string& name,
+                           bool trainable) {
+    StepBarrier& barrier = collectives_->barrier();
+    new_variable_slots_[static_cast<size_t>(replica)] = {name, initial_value.dtype(),
+                                                         initial_value.shape()};
+    barrier.arrive_and_wait("Variable");
+    std::exception_ptr failed;
+    if (replica == 0) {
+      new_variable_ = Variable();
+      new_variable_error_.clear();
+      new_variable_mismatch_ = false;
+      const NewVariable& first = new_variable_slots_[0];
+      for (size_t r = 1; r < new_variable_slots_.size() && new_variable_error_.empty(); ++r) {
+        const NewVariable& other = new_variable_slots_[r];
+        new_variable_mismatch_ = other.dtype != first.dtype || other.shape != first.shape;
+        if (new_variable_mismatch_)
+          new_variable_error_ = fmt::format(
+              "replica 0 creates '{}' {} {} where replica {} creates '{}' {} {}; every replica "
+              "must create the same variables (dtypes and shapes) in the same order",
+              first.name, dtype_name(first.dtype), first.shape.to_string(), r, other.name,
+              dtype_name(other.dtype), other.shape.to_string());
+      }
+      if (new_variable_error_.empty()) {
+        try {
+          tapeflow::detail::ReplicaComponentScope cross_replica(-1);
+          Strategy::Scope scope(*owner_);
+          new_variable_ = Variable(initial_value, name, trainable);
+        } catch (const std::exception& e) {
+          failed = std::current_exception();
+          new_variable_error_ = e.what();
+        }
+      }
+    }
+    barrier.arrive_and_wait("Variable", /*cancellable=*/false);
+    if (failed) std::rethrow_exception(failed);
+    if (!new_variable_.defined()) {
+      // Replica 0 raises its own failure to create it; the others are cancelled.
+      if (!new_variable_mismatch_) throw StepCancelled(new_variable_error_);
+      TF_THROW(InvalidArgumentError, "Variable", "in strategy.run, {}", new_variable_error_);
+    }
+    return new_variable_;
   }
 
   // A failure of this worker's step: the other workers may be waiting for it in a collective.
@@ -256,6 +308,17 @@ class StrategyCore {
   int pending_ = 0;
   bool stop_ = false;
   std::exception_ptr first_error_;
+  // create_variable's: what each replica creates (written before the first barrier), and what
+  // replica 0 made of it (between the two barriers).
+  struct NewVariable {
+    std::string name;
+    DType dtype = float32;
+    TensorShape shape;
+  };
+  std::vector<NewVariable> new_variable_slots_;
+  Variable new_variable_;
+  std::string new_variable_error_;
+  bool new_variable_mismatch_ = false;
   // The replicas of this step that ended with StepCancelled, and the first one's cause.
   std::vector<int> cancelled_;
   std::string cancel_cause_;

@@ -193,6 +193,9 @@ class Strategy {
   std::vector<Variable> experimental_local_results(const Variable& v) const {
     return v.components();
   }
+  // A plain value is its own only component (TF returns (value,)); without this overload a
+  // Tensor would convert to a new Variable.
+  std::vector<Tensor> experimental_local_results(const Tensor& value) const { return {value}; }
 
   // Splits each global batch of `dataset` (any range of std::vector<Tensor>) over the replicas
   // (of every worker: each worker reads the whole dataset and keeps its replicas' rows, so the

@@ -322,9 +322,10 @@ TEST_CASE("robustness: compute_average_loss on a replica with an empty share is 
   });
   REQUIRE(grad.defined());
   CHECK(grad.shape() == tf::TensorShape{0, 3});
-  // An explicit global batch size must be positive, and the message says it was the argument.
-  require_error([] { tf::nn::compute_average_loss(tf::constant({1.0f}), -3); },
-                {"global_batch_size must be positive, got -3 (the global_batch_size argument)"});
+  // An explicit global batch size must not be negative, and the message says it was the argument.
+  require_error(
+      [] { tf::nn::compute_average_loss(tf::constant({1.0f}), -3); },
+      {"global_batch_size must not be negative, got -3 (the global_batch_size argument)"});
 }
 
 TEST_CASE("robustness: compute_average_loss squeezes (B, 1) weights and never grows the loss",

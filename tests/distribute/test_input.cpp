@@ -2,6 +2,8 @@
 // tf::nn::compute_average_loss.
 #include <list>
 
+#include "autograd/tape.h"
+#include "autograd/variable.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "distribute/strategy.h"
@@ -140,10 +142,47 @@ TEST_CASE("compute_average_loss: sum over the global batch", "[cpu][distribute]"
   }
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::compute_average_loss(tf::constant(1.0f), 4),
                                tf::InvalidArgumentError, "at least rank 1");
-  TF_REQUIRE_THROWS_CONTAINING(tf::nn::compute_average_loss(losses, 0), tf::InvalidArgumentError,
-                               "global_batch_size must be positive, got 0");
+  // TF's div_no_nan: a global batch of 0 gives 0; a negative one is an error here.
+  check_values(tf::nn::compute_average_loss(losses, 0), {0});
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::compute_average_loss(losses, -1), tf::InvalidArgumentError,
+                               "global_batch_size must not be negative, got -1");
   TF_REQUIRE_THROWS_CONTAINING(tf::nn::compute_average_loss(tf::constant({1, 2}), 2),
                                tf::InvalidArgumentError, "must be a floating tensor, got int32");
+}
+
+TEST_CASE("scale_regularization_loss: divided by the replicas inside run", "[cpu][distribute]") {
+  split_cpu();
+  // Without a strategy: the default strategy's one replica.
+  check_values(tf::nn::scale_regularization_loss(tf::constant({1.0f, 2.0f})), {3});
+  ds::MirroredStrategy strategy(cpus(4));
+  tf::Variable w = [&] {
+    auto scope = strategy.scope();
+    return tf::Variable(tf::constant({1.0f, 2.0f}), "w");
+  }();
+  // Summed over the replicas, the penalty counts once, and so does its gradient.
+  auto out = strategy.run([&] {
+    tf::GradientTape tape;
+    const tf::Tensor penalty =
+        tf::nn::scale_regularization_loss({tf::reduce_sum(w * w), tf::constant(1.0f)});
+    return std::vector<tf::Tensor>{penalty, tape.gradient(penalty, w)};
+  });
+  check_values(
+      strategy.reduce(ds::ReduceOp::SUM, ds::PerReplica<tf::Tensor>(std::vector<tf::Tensor>{
+                                             out[0][0], out[1][0], out[2][0], out[3][0]})),
+      {6});
+  for (int r = 0; r < 4; ++r) check_values(out[r][1], {0.5, 1.0});
+  {
+    auto scope = strategy.scope();
+    TF_REQUIRE_THROWS_CONTAINING(tf::nn::scale_regularization_loss(tf::constant(1.0f)),
+                                 tf::FailedPreconditionError, "cross-replica context");
+  }
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::scale_regularization_loss(tf::constant(1)),
+                               tf::InvalidArgumentError, "must be a floating tensor, got int32");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::scale_regularization_loss({tf::constant(1.0f), tf::constant(1.0)}),
+      tf::InvalidArgumentError, "differ in dtype: float32 for loss 0, float64 for loss 1");
+  TF_REQUIRE_THROWS_CONTAINING(tf::nn::scale_regularization_loss(std::vector<tf::Tensor>{}),
+                               tf::InvalidArgumentError, "no regularization losses given");
 }
 
 TEST_CASE("distribute_dataset: a tf::data::Dataset pipeline", "[cpu][distribute]") {

@@ -247,6 +247,70 @@ TEST_CASE("strategy: mirrored variables", "[cpu][distribute]") {
   CHECK(strategy.experimental_local_results(plain).size() == 1);
 }
 
+TEST_CASE("strategy: a variable made in a replica function is one mirrored variable",
+          "[cpu][distribute]") {
+  split_cpu();
+  ds::MirroredStrategy strategy(cpus(3));
+  // TF: every replica makes it, all get one MirroredVariable with replica 0's initial value.
+  std::vector<tf::Variable> made(3);
+  auto read = strategy.run([&] {
+    const int r = ds::get_replica_context()->replica_id_in_sync_group();
+    tf::Variable v(tf::constant({11.0f + static_cast<float>(r), 1.0f}), "made_in_run");
+    made[static_cast<size_t>(r)] = v;
+    v.assign_add(tf::fill({2}, tf::Tensor(static_cast<float>(r))));
+    return v.value();
+  });
+  for (int r = 0; r < 3; ++r) {
+    REQUIRE(made[r].is_mirrored());
+    CHECK(made[r].handle_id() == made[0].handle_id());
+    check_values(read[r], {11.0 + r, 1.0 + r}, 0, 0);
+  }
+  const auto copies = strategy.experimental_local_results(made[0]);
+  REQUIRE(copies.size() == 3);
+  for (int r = 0; r < 3; ++r) CHECK(copies[r].device() == "/device:CPU:" + std::to_string(r));
+  // Outside run it reads copy 0; trainable, and watched by a replica's tape.
+  check_values(made[0].value(), {11, 1}, 0, 0);
+  auto grads = strategy.run([&] {
+    tf::Variable w(tf::constant(3.0f), "w");
+    tf::GradientTape tape;
+    const tf::Tensor y = w * w;
+    return tape.gradient(y, w);
+  });
+  for (int r = 0; r < 3; ++r) check_values(grads[r], {6}, 0, 0);
+  // Every replica must make the same variables: shapes, then a missing one, then a variable
+  // where another replica all-reduces; the strategy stays usable.
+  TF_REQUIRE_THROWS_CONTAINING(strategy.run([] {
+    const int64_t n = ds::get_replica_context()->replica_id_in_sync_group() == 1 ? 3 : 2;
+    tf::Variable v(tf::zeros({n}), "odd");
+  }),
+                               tf::InvalidArgumentError,
+                               "replica 0 creates 'odd' float32 (2,) where replica 1 creates "
+                               "'odd' float32 (3,)");
+  TF_REQUIRE_THROWS_CONTAINING(strategy.run([] {
+    if (ds::get_replica_context()->replica_id_in_sync_group() != 2)
+      tf::Variable v(tf::zeros({2}), "missing");
+  }),
+                               tf::FailedPreconditionError, "same collective calls");
+  TF_REQUIRE_THROWS_CONTAINING(strategy.run([] {
+    auto* ctx = ds::get_replica_context();
+    if (ctx->replica_id_in_sync_group() == 0)
+      tf::Variable v(tf::zeros({2}), "here");
+    else
+      ctx->all_reduce(ds::ReduceOp::SUM, tf::zeros({2}));
+  }),
+                               tf::FailedPreconditionError,
+                               "met at different collective calls (Variable and all_reduce)");
+  auto ok = strategy.run([] {
+    return ds::get_replica_context()->all_reduce(ds::ReduceOp::SUM, tf::constant({2.0f}));
+  });
+  for (int r = 0; r < 3; ++r) check_values(ok[r], {6}, 0, 0);
+  // A plain tensor is its own only local result (no variable is made of it).
+  auto scope = strategy.scope();
+  const auto local = strategy.experimental_local_results(tf::constant({1.0f, 2.0f}));
+  REQUIRE(local.size() == 1);
+  check_values(local[0], {1, 2}, 0, 0);
+}
+
 TEST_CASE("strategy: scopes of two strategies do not mix", "[cpu][distribute]") {
   split_cpu();
   ds::MirroredStrategy a(cpus(2)), b({"/cpu:2", "/cpu:3"});

@@ -2,9 +2,9 @@
 // (one CPU replica per process) and alone (a one-worker strategy); every case holds for any
 // number of workers. The hidden [.failure] cases end the job on purpose (a stuck or a dying
 // worker); tests/distribute/multi_worker/run_failure.cmake runs them and checks the outcome.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/error.h"
+#include "distribute/sgd_mlp.h"
 #include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/model.h"
@@ -32,7 +34,6 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
-#include "distribute/sgd_mlp.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -165,6 +166,18 @@ TEST_CASE("multi-worker: variables start from worker 0's value", "[distribute][m
   }();
   const auto all = gather_floats(v.value());
   for (const auto& w : all) CHECK(w == all[0]);
+  // Made inside run: replica 0's initial value of worker 0, on every replica of every worker.
+  tf::Variable made;
+  std::mutex mu;
+  (void)s.run([&] {
+    const tf::Variable u(tf::fill({3}, tf::Tensor(static_cast<float>(s.worker_index() + 1))),
+                         "made_in_run");
+    std::lock_guard lock(mu);
+    made = u;
+    return u.value();
+  });
+  REQUIRE(made.is_mirrored());
+  for (const auto& w : gather_floats(made.value())) CHECK(w == std::vector<float>{1, 1, 1});
 }
 
 TEST_CASE("multi-worker: SGD over the workers matches one process at the same global batch",
