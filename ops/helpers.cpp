@@ -86,6 +86,11 @@ void check_value_fits(const char* op, const char* what, double v, DType dtype) {
                dtype_name(dtype));
 }
 
+void check_integer_fits(const char* op, const char* what, int64_t v, DType dtype) {
+  TF_CHECK_ARG(exact_in(v, dtype), op, "{} {} cannot be represented exactly as {}", what, v,
+               dtype_name(dtype));
+}
+
 Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op) {
   if (x.dtype() == dtype || !x.is_weak()) return x;
   check_exact(op, x, dtype);

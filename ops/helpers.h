@@ -36,6 +36,8 @@ Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op);
 // representable in an integer or bool dtype (a fraction, NaN, out of range); floating dtypes
 // take any value.
 void check_value_fits(const char* op, const char* what, double v, DType dtype);
+// The same for an integer value (exact beyond 2^53).
+void check_integer_fits(const char* op, const char* what, int64_t v, DType dtype);
 
 void check_dtype_floating(const char* op, const Tensor& x);
 void check_dtype_not_bool(const char* op, const Tensor& x);
