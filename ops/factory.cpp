@@ -74,9 +74,17 @@ Tensor constant(const Tensor& scalar) {
 Tensor constant(const Tensor& value, DType dtype) {
   TF_CHECK_ARG(value.defined(), "constant", "the value is an undefined tensor");
   if (value.dtype() == dtype) return constant(value);
-  if (dtype == int64 && is_integer(value.dtype())) {
+  // The rule for C++ scalars (docs/architecture.md), as TF's convert_to_tensor: an integer or
+  // bool dtype takes only values it holds exactly (TF: "Cannot convert 2.5 to EagerTensor of
+  // dtype int32"; NaN, 3e9 to int32 or 2 to bool are refused too, never truncated, saturated or
+  // wrapped), a floating dtype any value, rounded. tf::cast converts with truncation.
+  if (!is_floating(value.dtype())) {
     auto v = value.numpy<int64_t>();
-    return detail::constant_impl(v.data(), int64, value.shape());
+    for (int64_t x : v) detail::check_integer_fits("constant", "value", x, dtype);
+    if (dtype == int64) return detail::constant_impl(v.data(), int64, value.shape());
+  } else if (!is_floating(dtype)) {
+    for (double x : detail::to_double_vector(value))
+      detail::check_value_fits("constant", "value", x, dtype);
   }
   return detail::from_doubles(detail::to_double_vector(value), value.shape(), dtype);
 }

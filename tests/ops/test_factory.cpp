@@ -1,5 +1,7 @@
-// tf::range against TF's results for values a dtype cannot hold: integer ranges are exact in
-// int64 and refuse values outside the dtype, on every device under test.
+// tf::range and tf::constant(value, dtype) against TF's results for values a dtype cannot hold:
+// integer ranges are exact in int64 and refuse values outside the dtype, constant follows the
+// C++ scalar rule (a value an integer or bool dtype cannot hold exactly is an error), on every
+// device under test.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -79,5 +81,47 @@ TEST_CASE("range of C++ integers beyond 2^53 is exact", "[cpu][cuda][factory]") 
     CHECK(tf::range(-2147483648LL, -2147483647LL).dtype() == tf::int32);
     CHECK(tf::range(2147483647LL, 2147483649LL).dtype() == tf::int64);
     check_values(tf::range(3), {0, 1, 2});
+  }
+}
+
+// constant(value, dtype) converted like tf::cast: 2.5 to int32 gave 2, NaN 0, 3e9 saturated to
+// 2147483647 (where tf::cast wraps) and 2 to bool gave true. It now follows the C++ scalar rule.
+TEST_CASE("constant with a dtype refuses values the dtype cannot hold exactly",
+          "[cpu][cuda][factory]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    require_error([] { tf::constant(2.5f, tf::int32); },
+                  {"[constant]", "value 2.5 cannot be represented exactly as int32"});
+    require_error([] { tf::constant(std::nan(""), tf::int32); }, {"[constant]", "nan", "int32"});
+    require_error([] { tf::constant(int64_t{3000000000}, tf::int32); },
+                  {"[constant]", "value 3000000000", "int32"});
+    require_error([] { tf::constant(2, tf::bool_); }, {"[constant]", "value 2", "bool"});
+    require_error([] { tf::constant(-1, tf::uint8); }, {"[constant]", "value -1", "uint8"});
+    require_error([] { tf::constant(256.0, tf::uint8); }, {"[constant]", "256", "uint8"});
+    require_error([] { tf::constant(1e300, tf::int64); }, {"[constant]", "1e+300", "int64"});
+    // Every element of a tensor is checked.
+    require_error(
+        [] {
+          tf::constant(tf::constant({1.0f, 2.0f, 2.5f}), tf::int32);
+        },
+        {"[constant]", "2.5"});
+    // Values the dtype holds convert; floating dtypes take any value, rounded.
+    const tf::Tensor i = tf::constant(3.0, tf::int32);
+    CHECK(i.dtype() == tf::int32);
+    CHECK(i.item<int32_t>() == 3);
+    CHECK(tf::constant(int64_t{-2147483647 - 1}, tf::int32).item<int32_t>() == -2147483647 - 1);
+    CHECK(tf::constant(tf::constant({7}), tf::int64).item<int64_t>() == 7);
+    CHECK(tf::constant(1, tf::bool_).item<bool>());
+    CHECK_FALSE(tf::constant(0.0f, tf::bool_).item<bool>());
+    CHECK(tf::constant(true, tf::int32).item<int32_t>() == 1);
+    CHECK(tf::constant(255, tf::uint8).item<uint8_t>() == 255);
+    check_values(tf::constant(2.5, tf::float16), {2.5});
+    check_values(tf::constant(0.1, tf::float32), {0.1}, 1e-7);
+    CHECK(std::isnan(tf::constant(std::nan(""), tf::float32).item<float>()));
+    CHECK(tf::constant(int64_t{3000000000}, tf::float32).item<float>() == 3e9f);
+    CHECK(tf::constant(tf::constant({1.0, 2.0}), tf::int64).numpy<int64_t>() ==
+          std::vector<int64_t>{1, 2});
+    // tf::cast still converts with truncation and wrapping.
+    CHECK(tf::cast(tf::constant({2.5f}), tf::int32).numpy<int32_t>() == std::vector<int32_t>{2});
   }
 }
