@@ -74,9 +74,18 @@ Tensor constant(const Tensor& scalar) {
 Tensor constant(const Tensor& value, DType dtype) {
   TF_CHECK_ARG(value.defined(), "constant", "the value is an undefined tensor");
   if (value.dtype() == dtype) return constant(value);
-  if (dtype == int64 && is_integer(value.dtype())) {
+  detail::check_dtype_id("constant", dtype);
+  // The rule for C++ scalars (docs/architecture.md), as TF's convert_to_tensor: an integer or
+  // bool dtype takes only values it holds exactly (TF: "Cannot convert 2.5 to EagerTensor of
+  // dtype int32"; NaN, 3e9 to int32 or 2 to bool are refused too, never truncated, saturated or
+  // wrapped), a floating dtype any value, rounded. tf::cast converts with truncation.
+  if (!is_floating(value.dtype())) {
     auto v = value.numpy<int64_t>();
-    return detail::constant_impl(v.data(), int64, value.shape());
+    for (int64_t x : v) detail::check_integer_fits("constant", "value", x, dtype);
+    if (dtype == int64) return detail::constant_impl(v.data(), int64, value.shape());
+  } else if (!is_floating(dtype)) {
+    for (double x : detail::to_double_vector(value))
+      detail::check_value_fits("constant", "value", x, dtype);
   }
   return detail::from_doubles(detail::to_double_vector(value), value.shape(), dtype);
 }
@@ -169,9 +178,10 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
 Tensor eye(int64_t num_rows, DType dtype) { return eye(num_rows, num_rows, dtype); }
 
 namespace {
-// Host staging for a factory's `count` values (as doubles, then converted to `dtype`): refused
-// with the op's name when it cannot fit in this machine's memory.
-std::vector<double> staging(const char* op, int64_t count, DType dtype) {
+// Host staging for a factory's `count` values (as doubles or int64s, then converted to `dtype`):
+// refused with the op's name when it cannot fit in this machine's memory.
+template <class V = double>
+std::vector<V> staging(const char* op, int64_t count, DType dtype) {
   const double need = static_cast<double>(count) * static_cast<double>(8 + dtype_size(dtype));
   TF_CHECK_T(ResourceExhaustedError, need <= static_cast<double>(detail::host_memory_bytes()), op,
              "{} elements of {} need {:.1f} GiB of host memory to build, more than this "
@@ -179,7 +189,7 @@ std::vector<double> staging(const char* op, int64_t count, DType dtype) {
              count, dtype_name(dtype), need / (1 << 30),
              static_cast<double>(detail::host_memory_bytes()) / (1 << 30));
   try {
-    return std::vector<double>(static_cast<size_t>(count), 0.0);
+    return std::vector<V>(static_cast<size_t>(count), V(0));
   } catch (const std::bad_alloc&) {
     TF_THROW(ResourceExhaustedError, op, "out of host memory building {} elements of {}", count,
              dtype_name(dtype));
@@ -200,8 +210,60 @@ Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype) {
 
 namespace {
 
-Tensor range_impl(double start, double limit, double delta, std::optional<DType> dtype,
-                  bool integers) {
+void check_range_dtype(DType dtype) {
+  detail::check_dtype_id("range", dtype);
+  TF_CHECK_ARG(!is_bool(dtype), "range", "is not defined for dtype bool (as in TF)");
+}
+
+// start + i * delta for i in [0, n) of an integer range, exactly: the arithmetic wraps (unsigned),
+// and the true values lie between start and limit, so they are int64 values and come out
+// unchanged. Each must be representable in an integer dtype (InvalidArgumentError naming the first
+// or last value otherwise: the values are monotonic); a floating dtype takes each rounded once.
+// Without a dtype: int32 when the values fit, else int64 (TF infers int32 from Python ints).
+Tensor range_exact(int64_t start, int64_t limit, int64_t delta, std::optional<DType> dtype) {
+  if (dtype) check_range_dtype(*dtype);
+  TF_CHECK_ARG(delta != 0, "range", "delta must not be zero");
+  TF_CHECK_ARG((delta > 0 && start <= limit) || (delta < 0 && start >= limit), "range",
+               "requires start <= limit when delta > 0 (or >= when delta < 0), got start {}, "
+               "limit {}, delta {}",
+               start, limit, delta);
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const uint64_t span = delta > 0 ? u(limit) - u(start) : u(start) - u(limit);
+  const uint64_t step = delta > 0 ? u(delta) : uint64_t{0} - u(delta);
+  const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
+  TF_CHECK_ARG(count < (uint64_t{1} << 62), "range",
+               "start {}, limit {} and delta {} give {} elements", start, limit, delta, count);
+  const int64_t n = static_cast<int64_t>(count);
+  const auto value = [&](int64_t i) { return static_cast<int64_t>(u(start) + u(i) * u(delta)); };
+  const int64_t last = n > 0 ? value(n - 1) : start;
+  const auto fits_int32 = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
+  const DType dt = dtype.value_or(fits_int32(start) && fits_int32(last) ? int32 : int64);
+  if (is_floating(dt)) {
+    std::vector<double> v = staging("range", n, dt);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(value(i));
+    return detail::from_doubles(v, TensorShape{n}, dt);
+  }
+  if (n > 0) {
+    detail::check_integer_fits("range", "value", start, dt);
+    detail::check_integer_fits("range", "value", last, dt);
+  }
+  std::vector<int64_t> v = staging<int64_t>("range", n, dt);
+  for (int64_t i = 0; i < n; ++i) v[i] = value(i);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype_size(dt));
+  TF_DISPATCH_ALL_TYPES(dt, {
+    if constexpr (std::is_integral_v<T>) {
+      T* dst = reinterpret_cast<T*>(bytes.data());
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(v[i]);
+    }
+  });
+  return detail::constant_impl(bytes.data(), dt, TensorShape{n});
+}
+
+// Floating start, limit and delta: values start + i * delta computed in double and rounded once to
+// a floating dtype (float32 without one). An integer dtype takes whole numbers only, computed
+// exactly by range_exact.
+Tensor range_impl(double start, double limit, double delta, std::optional<DType> dtype) {
+  if (dtype) check_range_dtype(*dtype);
   TF_CHECK_ARG(delta != 0, "range", "delta must not be zero");
   TF_CHECK_ARG(std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta), "range",
                "start, limit and delta must be finite, got {}, {}, {}", start, limit, delta);
@@ -214,15 +276,17 @@ Tensor range_impl(double start, double limit, double delta, std::optional<DType>
                      delta == std::floor(delta),
                  "range", "start {}, limit {} and delta {} must be whole numbers for dtype {}",
                  start, limit, delta, dtype_name(*dtype));
+    detail::check_value_fits("range", "start", start, int64);
+    detail::check_value_fits("range", "limit", limit, int64);
+    detail::check_value_fits("range", "delta", delta, int64);
+    return range_exact(static_cast<int64_t>(start), static_cast<int64_t>(limit),
+                       static_cast<int64_t>(delta), dtype);
   }
   const double count = std::ceil(std::abs((limit - start) / delta));
   TF_CHECK_ARG(count < 0x1p62, "range", "start {}, limit {} and delta {} give {} elements", start,
                limit, delta, count);
   const int64_t n = static_cast<int64_t>(count);
-  // C++ integers give int32 as TF's Python ints do, or int64 where int32 cannot hold them.
-  const double last = start + static_cast<double>(std::max<int64_t>(n - 1, 0)) * delta;
-  const bool fits_int32 = std::max(std::abs(start), std::abs(last)) <= 0x1p31 - 1;
-  const DType dt = dtype.value_or(integers ? (fits_int32 ? int32 : int64) : float32);
+  const DType dt = dtype.value_or(float32);
   std::vector<double> v = staging("range", n, dt);
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * delta;
   return detail::from_doubles(v, TensorShape{n}, dt);
@@ -231,12 +295,20 @@ Tensor range_impl(double start, double limit, double delta, std::optional<DType>
 }  // namespace
 
 Tensor range(double start, double limit, double delta, DType dtype) {
-  return range_impl(start, limit, delta, dtype, false);
+  return range_impl(start, limit, delta, dtype);
 }
 
 namespace detail {
-Tensor range_inferred(double start, double limit, double delta, bool integers) {
-  return range_impl(start, limit, delta, std::nullopt, integers);
+Tensor range_inferred(double start, double limit, double delta) {
+  return range_impl(start, limit, delta, std::nullopt);
+}
+Tensor range_integers(int64_t start, int64_t limit, int64_t delta, std::optional<DType> dtype) {
+  return range_exact(start, limit, delta, dtype);
+}
+int64_t range_argument(unsigned long long v) {
+  TF_CHECK_ARG(v <= static_cast<unsigned long long>(INT64_MAX), "range",
+               "the argument {} does not fit in int64", v);
+  return static_cast<int64_t>(v);
 }
 }  // namespace detail
 

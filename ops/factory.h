@@ -48,26 +48,49 @@ Tensor eye(int64_t num_rows, DType dtype = float32);
 Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype = float32);
 // [start, limit) in steps of delta, with an explicit dtype. An integer dtype needs whole
 // start, limit and delta (an InvalidArgumentError otherwise, where TF would cast a fractional
-// delta to 0).
+// delta to 0); its values are computed exactly in integers and each must be representable in
+// the dtype (an InvalidArgumentError naming the value otherwise, never a wrapped or saturated
+// one). bool is an InvalidArgumentError, as in TF.
 Tensor range(double start, double limit, double delta, DType dtype);
 namespace detail {
-Tensor range_inferred(double start, double limit, double delta, bool integers);
+Tensor range_inferred(double start, double limit, double delta);
+Tensor range_integers(int64_t start, int64_t limit, int64_t delta, std::optional<DType> dtype);
+// An unsigned C++ integer as range's int64 argument (InvalidArgumentError above INT64_MAX).
+int64_t range_argument(unsigned long long v);
+template <class I>
+int64_t range_arg(I v) {
+  if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t))
+    return range_argument(v);
+  else
+    return static_cast<int64_t>(v);
+}
+}  // namespace detail
+// C++ integer start, limit and delta with an explicit dtype: exact in int64 (no double in
+// between, so int64 values beyond 2^53 stay exact).
+template <class A, class B, class C>
+requires(std::is_integral_v<A>&& std::is_integral_v<B>&& std::is_integral_v<C>) Tensor
+    range(A start, B limit, C delta, DType dtype) {
+  return detail::range_integers(detail::range_arg(start), detail::range_arg(limit),
+                                detail::range_arg(delta), dtype);
 }
 // Without a dtype, the dtype follows the C++ types as TF's follows Python's: int32 when all
-// three are integers (int64 when a value needs it), else float32 (range(0.0, 5.0) is float32).
+// three are integers (int64 when a value needs it; computed exactly in int64), else float32
+// (range(0.0, 5.0) is float32).
 template <class A, class B, class C = int>
   requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>)
 Tensor range(A start, B limit, C delta = 1) {
-  return detail::range_inferred(
-      static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta),
-      std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>);
+    if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>)
+      return detail::range_integers(detail::range_arg(start), detail::range_arg(limit),
+                                    detail::range_arg(delta), std::nullopt);
+    else
+      return detail::range_inferred(static_cast<double>(start), static_cast<double>(limit),
+                                    static_cast<double>(delta));
 }
-// range(limit): 0, 1, ..., limit - 1, int32 (int64 where the values need it). (C++ integers
-// pass through double: exact up to 2^53.)
+// range(limit): 0, 1, ..., limit - 1, int32 (int64 where the values need it).
 template <class I>
   requires std::is_integral_v<I>
 Tensor range(I limit) {
-  return detail::range_inferred(0.0, static_cast<double>(limit), 1.0, true);
+    return detail::range_integers(0, detail::range_arg(limit), 1, std::nullopt);
 }
 // num evenly spaced float32 values from start to stop inclusive.
 Tensor linspace(double start, double stop, int64_t num);

@@ -79,9 +79,16 @@ std::string gemm_backend_info();
 // for this CPU's OpenBLAS kernels and the current thread count (ops/cpu/matmul.cpp).
 double sgemm_openblas_max_mnk();
 
+// Raises a failed oneDNN call's status (a dnnl_status_t; dnnl_success returns): a
+// ResourceExhaustedError when oneDNN ran out of memory (dnnl_out_of_memory: the scratch space
+// its sgemm packs the operands into could not be allocated), an InternalError naming the status
+// otherwise. `op` names the op and `what` its operands' shapes. Call it outside OpenMP regions.
+void check_dnnl_status(int status, const char* op, const std::string& what);
+
 // Row-major host GEMM for other CPU kernels: C[M, N] = op(A) op(B), op = transpose when the flag
 // is set (A is M x K, or K x M when transposed, with leading dimension lda; likewise B).
-// C is overwritten. Uses several threads unless called inside a parallel region.
+// C is overwritten. Uses several threads unless called inside a parallel region. A failed
+// oneDNN call raises check_dnnl_status's error (so not inside a parallel region).
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const float* a,
           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const double* a,

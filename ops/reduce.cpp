@@ -37,32 +37,51 @@ void check_reduce_dtype(const char* op, Kind kind, DType d) {
   }
 }
 
+// s / n truncated toward zero (TF's integer division), exactly, for int64 s and a positive int64
+// scalar n, with elementwise ops only (so on every device and in traced functions). A quotient
+// through float64 is within about 2^11 / n + 1 of the true one (s and s / n rounded); a second
+// through the remainder, which is then small, is within 1; the remainder's sign settles it.
+// Products and differences wrap (as TF's integer ops), which keeps the remainders exact.
+Tensor truncate_divide_int64(const Tensor& s, const Tensor& n) {
+  const Tensor nf = cast(n, float64);
+  Tensor q = cast(divide(cast(s, float64), nf), int64);
+  q = q + cast(divide(cast(s - q * n, float64), nf), int64);
+  const Tensor r = s - q * n;
+  // Truncation leaves 0 <= r < n for s >= 0 and -n < r <= 0 for s < 0.
+  const Tensor nonnegative = greater_equal(s, 0);
+  const Tensor up = where(nonnegative, greater_equal(r, n), greater(r, 0));
+  const Tensor down = where(nonnegative, less(r, 0), less_equal(r, negative(n)));
+  return q + cast(up, int64) - cast(down, int64);
+}
 
 Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
   const int64_t count = detail::reduced_count(x.shape(), axes);
   const std::vector<int> axes_copy = axes;
   const DType d = x.dtype();
-  // Integers narrower than 64 bits are summed in int64, so the mean of values the type holds is
-  // one it holds (two int32 INT_MAX or uint8 200 and 101 wrapped before the division, as TF's
-  // do not).
-  const bool widen = !is_floating(d) && d != int64;
-  Tensor s =
-      detail::dispatch(prims::ReduceSum(std::move(axes), keepdims), {widen ? cast(x, int64) : x});
+  // A graph for None dimensions reads the count when it runs.
+  auto divisor = [&](DType dt) {
+    return detail::open_shapes() ? detail::element_count(x, axes_copy, dt)
+           : dt == int64         ? Tensor(count)
+                                 : Tensor(static_cast<double>(count));
+  };
   if (is_floating(d)) {
+    // Half types are summed and divided in float32, then rounded once: a sum in the half type is
+    // rounded to its grid (100000 float16 ones summed to inf; 100000 bfloat16 0.1s to a sum
+    // whose mean was 0.0996 instead of 0.1001).
     const bool half = d == float16 || d == bfloat16;
-    // A graph for None dimensions reads the count when it runs.
-    const Tensor n = detail::open_shapes()
-                         ? detail::element_count(x, axes_copy, half ? float32 : d)
-                         : Tensor(static_cast<double>(count));
-    // Half types: divide in float32, so counts above 2048 are not rounded to the half grid.
-    if (half) return cast(divide(cast(s, float32), n), d);
-    return divide(s, n);
+    const Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims),
+                                      {half ? cast(x, float32) : x});
+    const Tensor mean = divide(s, divisor(half ? float32 : d));
+    return half ? cast(mean, d) : mean;
   }
-  // Integers: TF divides in the integer type (truncation toward zero). The sum is divided in
-  // float64 (exact while |sum| < 2^53) and cast back, which truncates the same way. An empty
-  // reduction gives 0 rather than dividing by zero.
-  if (count == 0) return s;
-  return cast(divide(cast(s, float64), Tensor(static_cast<double>(count))), d);
+  // Integers: summed in int64 (narrower types too, so the mean of values the type holds is one
+  // it holds: two int32 INT_MAX or uint8 200 and 101 wrapped before the division, as TF's do
+  // not), divided exactly with truncation toward zero as TF's integer division, in the input's
+  // dtype. An empty reduction gives 0 (its sum, divided by 1).
+  const Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims),
+                                    {d == int64 ? x : cast(x, int64)});
+  const Tensor mean = truncate_divide_int64(s, maximum(divisor(int64), 1));
+  return d == int64 ? mean : cast(mean, d);
 }
 
 Tensor reduce_impl(const char* op, Kind kind, const Tensor& x, std::vector<int> axes,

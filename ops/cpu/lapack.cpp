@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
@@ -71,11 +72,19 @@ constexpr int kBlockedMinN = 384;
 constexpr int kLuBlock = 256;   // panel width of the LU
 constexpr int kInvBlock = 256;  // block-column width of the inverse
 
+// The first failed status of colmajor_sgemm on this thread (oneDNN fails with
+// dnnl_out_of_memory when it cannot allocate its packing scratch space), dnnl_success if none.
+// The blocked routines run on the kernel's calling thread (for_each_matrix runs matrices of
+// their order one after the other), so the kernel reads it there after the LAPACK work and
+// raises it (raise_sgemm_failure): a kernel must not throw inside a parallel region.
+thread_local dnnl_status_t t_sgemm_failure = dnnl_success;
+
 // Column-major C (m x n) = alpha A (m x k) B (k x n) + beta C, as oneDNN's row-major
 // C^T = B^T A^T.
 void colmajor_sgemm(int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                     int ldb, float beta, float* c, int ldc) {
-  (void)dnnl_sgemm('N', 'N', n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+  const dnnl_status_t status = dnnl_sgemm('N', 'N', n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+  if (status != dnnl_success && t_sgemm_failure == dnnl_success) t_sgemm_failure = status;
 }
 
 // Right-looking blocked LU with partial pivoting of the n x n column-major matrix a (getrf).
@@ -296,6 +305,38 @@ bool for_each_matrix(int64_t batches, int64_t n, size_t work_elems, F&& fn) {
   return ok.load();
 }
 
+// Failures of the libraries' calls, recorded on any thread and raised by the kernel after its
+// parallel region (raise_failures).
+struct Failures {
+  // The first LAPACK routine that returned a negative info (an invalid argument: a bug here).
+  std::atomic<const char*> routine{nullptr};
+  std::atomic<int> info{0};
+  // LAPACK's info: 0 -> true; > 0 (an exact zero pivot) -> false; < 0 is recorded, then false.
+  bool ok(const char* name, int i) {
+    if (i < 0) {
+      const char* none = nullptr;
+      if (routine.compare_exchange_strong(none, name)) info.store(i);
+    }
+    return i == 0;
+  }
+};
+
+// Raises the failures of a kernel's calls (before its own checks: a failed GEMM leaves garbage
+// that may look singular): oneDNN's status through detail::check_dnnl_status (out of memory ->
+// ResourceExhaustedError), a LAPACK error as an InternalError. Resets this thread's sgemm status.
+void raise_failures(const char* op, const Failures& f, std::span<const Tensor> in) {
+  const dnnl_status_t sgemm = std::exchange(t_sgemm_failure, dnnl_success);
+  std::string what =
+      fmt::format("{} input of shape {}", dtype_name(in[0].dtype()), in[0].shape().to_string());
+  if (in.size() > 1)
+    what += fmt::format(" and right-hand side of shape {}", in[1].shape().to_string());
+  detail::check_dnnl_status(sgemm, op, what);
+  const char* routine = f.routine.load();
+  TF_CHECK_T(InternalError, routine == nullptr, op,
+             "{}: LAPACK's {} failed: its argument {} is invalid (info {})", what,
+             routine ? routine : "", -f.info.load(), f.info.load());
+}
+
 // ---- the three kernels on float/double buffers (row-major, contiguous batches) ----
 
 // The inverse after the LU: getri from kGetriMinN on (and below 16), getrs against the identity
@@ -305,40 +346,39 @@ constexpr int64_t kGetriMinN = 384;
 bool inverse_by_getrs(int64_t n) { return n >= 16 && n < kGetriMinN; }
 
 template <class T>
-bool inverse(const T* a, T* out, int64_t batches, int64_t n) {
+bool inverse(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
   if (n == 0) return true;
   const int ni = static_cast<int>(n);
   if (inverse_by_getrs(n)) {
     return for_each_matrix<T>(batches, n, n * n, [&](int64_t b, T* lu, int* ipiv) {
       std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
-      if (Lapack<T>::getrf(ni, lu, ipiv) != 0) return false;
+      if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv))) return false;
       T* x = out + b * n * n;
       std::fill(x, x + n * n, T(0));
       for (int64_t i = 0; i < n; ++i) x[i * n + i] = T(1);
-      return Lapack<T>::getrs("N", ni, ni, lu, ipiv, x) == 0;
+      return f.ok("getrs", Lapack<T>::getrs("N", ni, ni, lu, ipiv, x));
     });
   }
   const int lwork = getri_lwork<T>(ni);
   return for_each_matrix<T>(batches, n, lwork, [&](int64_t b, T* work, int* ipiv) {
     T* x = out + b * n * n;
     std::memcpy(x, a + b * n * n, sizeof(T) * n * n);
-    if (Lapack<T>::getrf(ni, x, ipiv) != 0) return false;
-    return Lapack<T>::getri(ni, x, ipiv, work, lwork) == 0;
+    if (!f.ok("getrf", Lapack<T>::getrf(ni, x, ipiv))) return false;
+    return f.ok("getri", Lapack<T>::getri(ni, x, ipiv, work, lwork));
   });
 }
 
 template <class T>
-bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t k) {
+bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t k, Failures& f) {
   if (n == 0 || k == 0) return true;
   TF_CHECK_ARG(n <= INT32_MAX && k <= INT32_MAX, "solve",
                "matrices of order {} with {} right-hand sides exceed LAPACK's 32-bit sizes", n, k);
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
-  std::atomic<int> getrs_info{0};
-  const bool ok = for_each_matrix<T>(batches, n, n * n + n * k, [&](int64_t b, T* work, int* ipiv) {
+  return for_each_matrix<T>(batches, n, n * n + n * k, [&](int64_t b, T* work, int* ipiv) {
     T* lu = work;
     T* x = work + n * n;  // column-major n x k
     std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
-    if (Lapack<T>::getrf(ni, lu, ipiv) != 0) return false;
+    if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv))) return false;
     const T* src = rhs + b * n * k;
     T* dst = out + b * n * k;
     if (k == 1) {
@@ -348,8 +388,7 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
         for (int64_t j = 0; j < k; ++j) x[j * n + i] = src[i * k + j];
     }
     // (no throwing here: this may run on OpenMP threads)
-    if (const int info = Lapack<T>::getrs("T", ni, ki, lu, ipiv, x); info != 0)
-      getrs_info.store(info, std::memory_order_relaxed);
+    f.ok("getrs", Lapack<T>::getrs("T", ni, ki, lu, ipiv, x));
     if (k == 1) {
       std::memcpy(dst, x, sizeof(T) * n);
     } else {
@@ -358,13 +397,10 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
     }
     return true;
   });
-  TF_CHECK_T(InternalError, getrs_info.load() == 0, "solve", "LAPACK getrs failed (info {})",
-             getrs_info.load());
-  return ok;
 }
 
 template <class T>
-void determinant(const T* a, T* out, int64_t batches, int64_t n) {
+void determinant(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
   if (n == 0) {
     std::fill(out, out + batches, T(1));  // the empty product
     return;
@@ -373,7 +409,7 @@ void determinant(const T* a, T* out, int64_t batches, int64_t n) {
   for_each_matrix<T>(batches, n, n * n, [&](int64_t b, T* lu, int* ipiv) {
     std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
     const int info = Lapack<T>::getrf(ni, lu, ipiv);
-    if (info > 0) {  // an exact zero pivot
+    if (!f.ok("getrf", info)) {  // an exact zero pivot (or an error, raised after)
       out[b] = T(0);
       return true;
     }
@@ -432,17 +468,20 @@ void MatrixInverse::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) 
   int64_t batches, n;
   batch_and_order(in[0].shape(), &batches, &n);
   bool ok = true;
+  Failures failures;
+  t_sgemm_failure = dnnl_success;
   const DType dt = in[0].dtype();
   if (dt == float32) {
-    ok = inverse(in[0].data<float>(), out[0].data<float>(), batches, n);
+    ok = inverse(in[0].data<float>(), out[0].data<float>(), batches, n, failures);
   } else if (dt == float64) {
-    ok = inverse(in[0].data<double>(), out[0].data<double>(), batches, n);
+    ok = inverse(in[0].data<double>(), out[0].data<double>(), batches, n, failures);
   } else {
     const std::vector<float> a = half_to_float(in[0]);
     std::vector<float> x(a.size());
-    ok = inverse(a.data(), x.data(), batches, n);
+    ok = inverse(a.data(), x.data(), batches, n, failures);
     float_to_half(x, out[0]);
   }
+  raise_failures(name(), failures, in);
   TF_CHECK_ARG(ok, name(), "Input is not invertible.");
 }
 
@@ -451,34 +490,42 @@ void MatrixSolve::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) co
   batch_and_order(in[0].shape(), &batches, &n);
   const int64_t k = in[1].shape()[in[1].rank() - 1];
   bool ok = true;
+  Failures failures;
+  t_sgemm_failure = dnnl_success;
   const DType dt = in[0].dtype();
   if (dt == float32) {
-    ok = solve(in[0].data<float>(), in[1].data<float>(), out[0].data<float>(), batches, n, k);
+    ok = solve(in[0].data<float>(), in[1].data<float>(), out[0].data<float>(), batches, n, k,
+               failures);
   } else if (dt == float64) {
-    ok = solve(in[0].data<double>(), in[1].data<double>(), out[0].data<double>(), batches, n, k);
+    ok = solve(in[0].data<double>(), in[1].data<double>(), out[0].data<double>(), batches, n, k,
+               failures);
   } else {
     const std::vector<float> a = half_to_float(in[0]), b = half_to_float(in[1]);
     std::vector<float> x(b.size());
-    ok = solve(a.data(), b.data(), x.data(), batches, n, k);
+    ok = solve(a.data(), b.data(), x.data(), batches, n, k, failures);
     float_to_half(x, out[0]);
   }
+  raise_failures(name(), failures, in);
   TF_CHECK_ARG(ok, name(), "Input matrix is not invertible.");
 }
 
 void MatrixDeterminant::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   int64_t batches, n;
   batch_and_order(in[0].shape(), &batches, &n);
+  Failures failures;
+  t_sgemm_failure = dnnl_success;
   const DType dt = in[0].dtype();
   if (dt == float32) {
-    determinant(in[0].data<float>(), out[0].data<float>(), batches, n);
+    determinant(in[0].data<float>(), out[0].data<float>(), batches, n, failures);
   } else if (dt == float64) {
-    determinant(in[0].data<double>(), out[0].data<double>(), batches, n);
+    determinant(in[0].data<double>(), out[0].data<double>(), batches, n, failures);
   } else {
     const std::vector<float> a = half_to_float(in[0]);
     std::vector<float> d(static_cast<size_t>(batches));
-    determinant(a.data(), d.data(), batches, n);
+    determinant(a.data(), d.data(), batches, n, failures);
     float_to_half(d, out[0]);
   }
+  raise_failures(name(), failures, in);
 }
 
 }  // namespace prims

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <climits>
 #include <cstring>
@@ -35,6 +36,37 @@
 namespace tapeflow {
 
 namespace detail {
+
+namespace {
+const char* dnnl_status_name(int status) {
+  switch (status) {
+    case dnnl_success:
+      return "dnnl_success";
+    case dnnl_out_of_memory:
+      return "dnnl_out_of_memory";
+    case dnnl_invalid_arguments:
+      return "dnnl_invalid_arguments";
+    case dnnl_unimplemented:
+      return "dnnl_unimplemented";
+    case dnnl_runtime_error:
+      return "dnnl_runtime_error";
+    case dnnl_not_required:
+      return "dnnl_not_required";
+    default:
+      return "an unknown status";
+  }
+}
+}  // namespace
+
+void check_dnnl_status(int status, const char* op, const std::string& what) {
+  if (status == dnnl_success) [[likely]]
+    return;
+  TF_CHECK_T(ResourceExhaustedError, status != dnnl_out_of_memory, op,
+             "{}: oneDNN's sgemm ran out of memory for its scratch space (dnnl_out_of_memory)",
+             what);
+  TF_THROW(InternalError, op, "{}: oneDNN's sgemm failed with {} ({})", what,
+           dnnl_status_name(status), status);
+}
 
 // The largest float32 product (M*N*K) that runs on OpenBLAS's sgemm rather than oneDNN's, by the
 // kernels OpenBLAS picked for this CPU (OPENBLAS_CORETYPE may pin them) and the threads oneDNN
@@ -159,49 +191,58 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
 }
 
-void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* c, int64_t ldc, float alpha = 1.0f,
-              float beta = 0.0f) {
-  if (m == 0 || n == 0) return;
+// Returns oneDNN's status (dnnl_success on the other paths): the caller raises the error,
+// outside any parallel region (oneDNN fails with dnnl_out_of_memory when it cannot allocate the
+// scratch space for packing the operands).
+[[nodiscard]] dnnl_status_t gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                     const float* a, int64_t lda, const float* b, int64_t ldb,
+                                     float* c, int64_t ldc, float alpha = 1.0f, float beta = 0.0f) {
+  if (m == 0 || n == 0) return dnnl_success;
   if (k == 0) {
     if (beta == 0.0f) zero_rows(m, n, c, ldc, sizeof(float));
     else if (beta != 1.0f) scale_rows(m, n, beta, c, ldc);
-    return;
+    return dnnl_success;
   }
   if (static_cast<double>(m) * n * k <= detail::sgemm_openblas_max_mnk()) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 to_int(m), to_int(n), to_int(k), alpha, a, to_int(lda), b, to_int(ldb), beta, c,
                 to_int(ldc));
-    return;
+    return dnnl_success;
   }
-  // Arguments are valid by construction; oneDNN only fails on invalid ones.
-  (void)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-              const double* b, int64_t ldb, double* c, int64_t ldc, double alpha = 1.0,
-              double beta = 0.0) {
-  if (m == 0 || n == 0) return;
+[[nodiscard]] dnnl_status_t gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                     const double* a, int64_t lda, const double* b, int64_t ldb,
+                                     double* c, int64_t ldc, double alpha = 1.0,
+                                     double beta = 0.0) {
+  if (m == 0 || n == 0) return dnnl_success;
   if (k == 0) {
     if (beta == 0.0) zero_rows(m, n, c, ldc, sizeof(double));
     else if (beta != 1.0) scale_rows(m, n, beta, c, ldc);
-    return;
+    return dnnl_success;
   }
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               to_int(m), to_int(n), to_int(k), alpha, a, to_int(lda), b, to_int(ldb), beta, c,
               to_int(ldc));
+  return dnnl_success;
 }
 
 template <class T>
   requires std::is_integral_v<T>
-void gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-              const T* b, int64_t ldb, T* c, int64_t ldc) {
-  // The batch driver transposes integer operands up front.
-  TF_ASSERT(!ta && !tb);
-  if (m == 0 || n == 0) return;
-  if (k == 0) return zero_rows(m, n, c, ldc, sizeof(T));
-  int_gemm(m, n, k, a, lda, b, ldb, c, ldc);
-}
+  [[nodiscard]] dnnl_status_t gemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                       const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+                                       int64_t ldc) {
+    // The batch driver transposes integer operands up front.
+    TF_ASSERT(!ta && !tb);
+    if (m == 0 || n == 0) return dnnl_success;
+    if (k == 0) {
+      zero_rows(m, n, c, ldc, sizeof(T));
+      return dnnl_success;
+    }
+    int_gemm(m, n, k, a, lda, b, ldb, c, ldc);
+    return dnnl_success;
+  }
 
 // ---- batch driver ----
 
@@ -285,31 +326,32 @@ void for_batches(const Geometry& g, int64_t begin, int64_t end, F&& fn) {
   }
 }
 
+// Returns the first failed GEMM's status (dnnl_success when all succeeded).
 template <class T>
-void batched_gemm(const Geometry& g, const T* a, const T* b, T* c) {
-  if (g.num_batches == 0 || g.c_mat == 0) return;
-  if (g.num_batches == 1) {
-    gemm_one(g.ta, g.tb, g.m, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
-    return;
-  }
+[[nodiscard]] dnnl_status_t batched_gemm(const Geometry& g, const T* a, const T* b, T* c) {
+  if (g.num_batches == 0 || g.c_mat == 0) return dnnl_success;
+  if (g.num_batches == 1) return gemm_one(g.ta, g.tb, g.m, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
   // One shared right operand and a stack of left operands: one tall GEMM.
-  if (g.b_shared && !g.ta && g.a_full) {
-    gemm_one(false, g.tb, g.num_batches * g.m, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
-    return;
-  }
+  if (g.b_shared && !g.ta && g.a_full)
+    return gemm_one(false, g.tb, g.num_batches * g.m, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
   const double flops = 2.0 * g.m * g.n * g.k;
+  // (no throwing here: this may run on OpenMP threads)
+  std::atomic<int> failure{dnnl_success};
   auto one = [&](int64_t ao, int64_t bo, int64_t co) {
-    gemm_one(g.ta, g.tb, g.m, g.n, g.k, a + ao, g.lda, b + bo, g.ldb, c + co, g.n);
+    const dnnl_status_t s =
+        gemm_one(g.ta, g.tb, g.m, g.n, g.k, a + ao, g.lda, b + bo, g.ldb, c + co, g.n);
+    if (s != dnnl_success) failure.store(s, std::memory_order_relaxed);
   };
   if (flops >= kThreadedGemmMinFlops) {
     for_batches(g, 0, g.num_batches, one);
-    return;
+  } else {
+    // Small matrices: one batch range per thread; GEMMs inside the region run single-threaded.
+    const int64_t grain =
+        std::max<int64_t>(1, static_cast<int64_t>(kMinFlopsPerThread / std::max(flops, 1.0)));
+    detail::parallel_for(g.num_batches, grain,
+                         [&](int64_t b0, int64_t b1) { for_batches(g, b0, b1, one); });
   }
-  // Small matrices: one batch range per thread; GEMMs inside the region run single-threaded.
-  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinFlopsPerThread /
-                                                                    std::max(flops, 1.0)));
-  detail::parallel_for(g.num_batches, grain,
-                       [&](int64_t b0, int64_t b1) { for_batches(g, b0, b1, one); });
+  return static_cast<dnnl_status_t>(failure.load());
 }
 
 // Converts n elements (parallel for big arrays).
@@ -346,10 +388,11 @@ void MatMul::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (tc.num_elements() == 0) return;
   Geometry g = make_geometry(*this, ta.shape(), tb.shape(), tc.shape());
   const DType dt = ta.dtype();
+  dnnl_status_t status = dnnl_success;
   if (dt == float32) {
-    batched_gemm(g, ta.data<float>(), tb.data<float>(), tc.data<float>());
+    status = batched_gemm(g, ta.data<float>(), tb.data<float>(), tc.data<float>());
   } else if (dt == float64) {
-    batched_gemm(g, ta.data<double>(), tb.data<double>(), tc.data<double>());
+    status = batched_gemm(g, ta.data<double>(), tb.data<double>(), tc.data<double>());
   } else if (dt == float16 || dt == bfloat16) {
     Scratch fa(ta.num_elements() * sizeof(float)), fb(tb.num_elements() * sizeof(float));
     Scratch fc(tc.num_elements() * sizeof(float));
@@ -360,7 +403,7 @@ void MatMul::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
       convert(ta.data<bfloat16_t>(), fa.as<float>(), ta.num_elements());
       convert(tb.data<bfloat16_t>(), fb.as<float>(), tb.num_elements());
     }
-    batched_gemm(g, fa.as<float>(), fb.as<float>(), fc.as<float>());
+    status = batched_gemm(g, fa.as<float>(), fb.as<float>(), fc.as<float>());
     if (dt == float16) convert(fc.as<float>(), tc.data<half_t>(), tc.num_elements());
     else convert(fc.as<float>(), tc.data<bfloat16_t>(), tc.num_elements());
   } else {
@@ -386,35 +429,54 @@ void MatMul::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
         g.tb = false;
         g.ldb = g.n;
       }
-      batched_gemm(g, a, b, tc.data<T>());
+      status = batched_gemm(g, a, b, tc.data<T>());
     };
     if (dt == int32) run_int(static_cast<int32_t*>(nullptr));
     else if (dt == int64) run_int(static_cast<int64_t*>(nullptr));
     else TF_THROW(InvalidArgumentError, name(), "does not support dtype {}", dtype_name(dt));
   }
+  detail::check_dnnl_status(
+      status, name(),
+      fmt::format("{} product of {} and {}{}{}", dtype_name(dt), ta.shape().to_string(),
+                  tb.shape().to_string(), transpose_a ? ", transpose_a" : "",
+                  transpose_b ? ", transpose_b" : ""));
 }
 
 }  // namespace prims
 
 namespace detail {
 
+namespace {
+std::string gemm_what(const char* type, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                      int64_t k) {
+  return fmt::format("{} GEMM of [{}, {}]{} and [{}, {}]{}", type, m, k,
+                     transpose_a ? " (transposed)" : "", k, n, transpose_b ? " (transposed)" : "");
+}
+}  // namespace
+
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const float* a,
           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
+  check_dnnl_status(gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc), "matmul",
+                    gemm_what("float32", transpose_a, transpose_b, m, n, k));
 }
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const double* a,
           int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
+  check_dnnl_status(gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc), "matmul",
+                    gemm_what("float64", transpose_a, transpose_b, m, n, k));
 }
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                      float beta, float* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+  check_dnnl_status(
+      gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta), "matmul",
+      gemm_what("float32", transpose_a, transpose_b, m, n, k));
 }
 void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
                      double beta, double* c, int64_t ldc) {
-  gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+  check_dnnl_status(
+      gemm_one(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta), "matmul",
+      gemm_what("float64", transpose_a, transpose_b, m, n, k));
 }
 
 }  // namespace detail

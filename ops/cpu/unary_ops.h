@@ -511,8 +511,9 @@ struct SignOp : UnaryOpBase {
   static constexpr bool ok = is_float_v<T> || is_signed_int_v<T>;
   template <class C>
   C operator()(C x) const {
-    // Zeros (of either sign) and NaN map to themselves.
-    if constexpr (std::is_floating_point_v<C>) return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);
+    // Zeros of either sign give +0 (TF's sign(-0.0) is 0.0); NaN maps to itself.
+    if constexpr (std::is_floating_point_v<C>)
+      return x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x == C(0) ? C(0) : x));
     else return static_cast<C>((x > 0) - (x < 0));
   }
 };

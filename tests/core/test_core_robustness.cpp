@@ -116,6 +116,8 @@ TEST_CASE("a DType outside the listed ones is refused before any kernel runs", "
   require_error([&] { (void)tf::cast(tf::ones({2}), bad); }, {"dtype id 8"});
   require_error([&] { (void)tf::eye(2, bad); }, {"dtype id 8"});
   require_error([&] { (void)tf::range(0, 3, 1, bad); }, {"dtype id 8"});
+  require_error([&] { (void)tf::range(0.0, 3.0, 1.0, bad); }, {"dtype id 8"});
+  require_error([&] { (void)tf::constant(2, bad); }, {"[constant]", "dtype id 8"});
   auto f = tf::function([&](const tf::Tensor& x) { return tf::cast(x, bad); });
   require_error([&] { (void)f(tf::ones({2})); }, {"dtype id 8"});
 }

@@ -1,4 +1,6 @@
 // matmul, inv, solve and det against plain float64 reference loops.
+#include <dnnl_types.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -9,8 +11,11 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -776,4 +781,52 @@ TEST_CASE("set_num_threads reaches OpenBLAS and results do not depend on it", "[
   tf::detail::set_num_threads(before);
   CHECK(tf::detail::gemm_backend_info().find(", " + std::to_string(before) + " threads)") !=
         std::string::npos);
+}
+
+// oneDNN's sgemm returns dnnl_out_of_memory when it cannot allocate the scratch space it packs
+// the operands into; matmul and the blocked float32 LU / inverse used to discard the status and
+// return whatever the output buffer held. Every status goes through check_dnnl_status (the
+// allocation failure itself was checked by hand with an LD_PRELOAD shim that fails big
+// posix_memalign calls, which CTest cannot do portably).
+TEST_CASE("check_dnnl_status raises oneDNN failures naming the op and the shapes",
+          "[cpu][linalg]") {
+  tf::detail::check_dnnl_status(dnnl_success, "matmul", "float32 product");  // returns
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::detail::check_dnnl_status(dnnl_out_of_memory, "matmul",
+                                    "float32 product of (512, 512) and (512, 512)"),
+      tf::ResourceExhaustedError,
+      "[matmul] float32 product of (512, 512) and (512, 512): oneDNN's sgemm ran out of memory");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::detail::check_dnnl_status(dnnl_invalid_arguments, "matrix_inverse",
+                                    "float32 input of shape (400, 400)"),
+      tf::InternalError,
+      "[matrix_inverse] float32 input of shape (400, 400): oneDNN's sgemm failed with "
+      "dnnl_invalid_arguments (2)");
+  TF_REQUIRE_THROWS_CONTAINING(tf::detail::check_dnnl_status(99, "matmul", "x"), tf::InternalError,
+                               "an unknown status (99)");
+  // Not an InvalidArgumentError: a caller catching bad arguments must not swallow these.
+  CHECK_THROWS_AS(tf::detail::check_dnnl_status(dnnl_out_of_memory, "matmul", "x"),
+                  tf::ResourceExhaustedError);
+}
+
+// The paths that now check the status still compute: oneDNN products (above OpenBLAS's size),
+// batched small products spread over threads, and the blocked float32 inverse (order >= 384).
+TEST_CASE("float32 matmul and inverse on oneDNN's sgemm still match float64", "[cpu][linalg]") {
+  tf::DeviceScope scope("/cpu:0");
+  const int64_t n = 160;
+  const tf::Tensor a = tf::random::normal({n, n}, 0, 1, tf::float32, 3);
+  const tf::Tensor b = tf::random::normal({n, n}, 0, 1, tf::float32, 4);
+  tf::testing::check_close(
+      tf::cast(tf::matmul(a, b, false, true), tf::float64),
+      tf::matmul(tf::cast(a, tf::float64), tf::cast(b, tf::float64), false, true), 1e-4, 1e-3);
+  const tf::Tensor sa = tf::random::normal({64, 30, 40}, 0, 1, tf::float32, 5);
+  const tf::Tensor sb = tf::random::normal({64, 40, 50}, 0, 1, tf::float32, 6);
+  tf::testing::check_close(tf::cast(tf::matmul(sa, sb), tf::float64),
+                           tf::matmul(tf::cast(sa, tf::float64), tf::cast(sb, tf::float64)), 1e-4,
+                           1e-3);
+  const int64_t m = 400;
+  const tf::Tensor w = tf::random::normal({m, m}, 0, 1, tf::float32, 7) +
+                       tf::eye(m) * static_cast<float>(4 * std::sqrt(m));
+  const tf::Tensor ident = tf::matmul(w, tf::linalg::inv(w));
+  tf::testing::check_close(ident, tf::eye(m), 1e-3, 1e-3);
 }

@@ -8,8 +8,10 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -789,5 +791,112 @@ TEST_CASE("row reductions of every short length at every alignment", "[cpu][cuda
         }
       }
     }
+  }
+}
+
+// Half types were summed in their own dtype before the division: 100000 float16 ones summed to
+// inf, and a bfloat16 sum rounded to its 8-bit grid. Now summed and divided in float32, rounded
+// once, eagerly, in gradients and in traced functions with a None dimension.
+TEST_CASE("reduce_mean of float16 and bfloat16 sums and divides in float32",
+          "[cpu][cuda][reduce][reduce_mean]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor ones = tf::ones({100000}, tf::float16);
+    const tf::Tensor m = tf::reduce_mean(ones);
+    CHECK(m.dtype() == tf::float16);
+    check_values(m, {1.0}, 0, 0);
+    check_values(tf::reduce_mean(tf::fill({100}, tf::constant(1000.0f, tf::float16))), {1000.0}, 0,
+                 0);
+    // bfloat16(0.1) is 0.10009765625; TF gives 0.100098 too.
+    const tf::Tensor tenths = tf::cast(tf::fill({100000}, 0.1f), tf::bfloat16);
+    const tf::Tensor bm = tf::reduce_mean(tenths);
+    CHECK(bm.dtype() == tf::bfloat16);
+    check_values(bm, {0.10009765625}, 0, 0);
+    // Along an axis and with keepdims.
+    const tf::Tensor rows = tf::ones({2, 70000}, tf::float16);
+    const tf::Tensor rm = tf::reduce_mean(rows, 1, true);
+    CHECK(rm.shape() == tf::TensorShape({2, 1}));
+    check_values(rm, {1.0, 1.0}, 0, 0);
+    // The gradient is 1 / n in the input's dtype.
+    tf::GradientTape tape;
+    tape.watch(ones);
+    const tf::Tensor g = tape.gradient(tf::reduce_mean(ones), ones);
+    CHECK(g.dtype() == tf::float16);
+    check_values(tf::reduce_max(g), {1e-5}, 1e-2, 0);
+    // Traced with a None dimension: the count is read when the graph runs.
+    for (tf::DType d : {tf::float16, tf::bfloat16}) {
+      auto f =
+          tf::function([](const tf::Tensor& x) { return tf::reduce_mean(x); },
+                       tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None}, d)}});
+      const tf::Tensor r = f(tf::ones({100000}, d));
+      CHECK(r.dtype() == d);
+      check_values(r, {1.0}, 0, 0);
+    }
+  }
+}
+
+// int64 means were divided in float64 (2^60 + 1 and 2^60 + 3 gave 2^60); now exact, truncating
+// toward zero as TF's integer division.
+TEST_CASE("reduce_mean of int64 divides exactly and truncates toward zero",
+          "[cpu][cuda][reduce][reduce_mean]") {
+  const int64_t big = int64_t{1} << 60;
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto mean = [](std::vector<int64_t> v) {
+      const tf::Tensor m = tf::reduce_mean(tf::constant(v));
+      CHECK(m.dtype() == tf::int64);
+      return m.item<int64_t>();
+    };
+    CHECK(mean({big + 1, big + 3}) == big + 2);
+    CHECK(mean({(int64_t{1} << 53) + 1}) == (int64_t{1} << 53) + 1);
+    CHECK(mean({-big - 1, -big - 4}) == -big - 2);  // -(2^60 + 2.5) truncates to -(2^60 + 2)
+    CHECK(mean({-7, 0, 0}) == -2);
+    CHECK(mean({7, 0, 0}) == 2);
+    CHECK(mean({max}) == max);
+    CHECK(mean({min}) == min);
+    CHECK(mean({max / 3, max / 3, max / 3 - 1}) == max / 3 - 1);
+    // Against C++'s integer division (which truncates) for many sums and counts.
+    const auto r = tf::testing::random_values(70, -1.0, 1.0, 7);
+    for (size_t n = 1; n <= 6; ++n) {
+      std::vector<int64_t> v(n);
+      int64_t sum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<int64_t>(r[n * 10 + i] * 0x1p59) + static_cast<int64_t>(i);
+        sum += v[i];
+      }
+      CHECK(mean(v) == sum / static_cast<int64_t>(n));
+    }
+    // Rows of a matrix: each its own quotient.
+    const tf::Tensor m =
+        tf::reduce_mean(tf::constant(std::vector<int64_t>{big + 1, big + 2, big + 4, -5, -5, -6},
+                                     tf::TensorShape{2, 3}),
+                        1);
+    CHECK(m.numpy<int64_t>() == std::vector<int64_t>{big + 2, -5});
+  }
+}
+
+// An empty integer reduction returned the widened int64 sum: the mean keeps the input's dtype,
+// also traced with a None dimension (where int32 + the int64 mean failed).
+TEST_CASE("reduce_mean over an empty integer reduction keeps the dtype",
+          "[cpu][cuda][reduce][reduce_mean]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor i = tf::reduce_mean(tf::zeros({0, 3}, tf::int32), 0);
+    CHECK(i.dtype() == tf::int32);
+    check_values(i, {0, 0, 0});
+    const tf::Tensor u = tf::reduce_mean(tf::zeros({0}, tf::uint8));
+    CHECK(u.dtype() == tf::uint8);
+    check_values(u, {0});
+    CHECK(tf::reduce_mean(tf::zeros({0}, tf::int64)).dtype() == tf::int64);
+    auto f = tf::function(
+        [](const tf::Tensor& x) { return tf::zeros({3}, tf::int32) + tf::reduce_mean(x, 0); },
+        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3}, tf::int32)}});
+    const tf::Tensor e = f(tf::zeros({0, 3}, tf::int32));
+    CHECK(e.dtype() == tf::int32);
+    check_values(e, {0, 0, 0});
+    check_values(f(tf::constant({{1, 2, 3}, {4, 5, 7}})), {2, 3, 5});
+    check_values(f(tf::constant({{-1, -2, -3}, {-4, -6, -8}})), {-2, -4, -5});
   }
 }

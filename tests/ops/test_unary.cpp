@@ -833,3 +833,22 @@ TEST_CASE("unary primitives are elementwise and carry their attributes", "[cpu][
   CHECK(tf::prims::Cast{tf::int32}.is_equivalent(tf::prims::Cast{tf::int32}));
   CHECK_FALSE(tf::prims::Cast{tf::int32}.is_equivalent(tf::prims::Cast{tf::int64}));
 }
+
+// sign(-0.0) returned -0.0; TF's is +0 (sign of either zero is 0.0), on every floating dtype and
+// device. NaN stays NaN.
+TEST_CASE("sign of a negative zero is positive zero", "[cpu][cuda][unary]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : {tf::float16, tf::bfloat16, tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d) << " on " << dev.to_string());
+      const auto x = tf::detail::from_doubles({-0.0, 0.0, -2.0, 3.0, std::nan("")}, {5}, d);
+      const auto y = tf::detail::to_double_vector(tf::sign(x));
+      CHECK_FALSE(std::signbit(y[0]));
+      CHECK(y[0] == 0.0);
+      CHECK_FALSE(std::signbit(y[1]));
+      CHECK(y[2] == -1.0);
+      CHECK(y[3] == 1.0);
+      CHECK(std::isnan(y[4]));
+    }
+  }
+}
