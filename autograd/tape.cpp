@@ -671,6 +671,26 @@ Tensor record_custom(const std::vector<Tensor>& xs, const Tensor& y,
   return detail::dispatch(op, in);
 }
 
+// Runs fn(args) watching the trainable variables it reads: TF's custom_gradient raises when its
+// function uses variables and grad_fn takes no `variables` argument, which tapeflow's gradient
+// functions never do (such a variable would silently get no gradient).
+template <class Fn, class Arg>
+auto call_without_variables(const Fn& fn, const Arg& arg) {
+  detail::VariableReadWatcher watcher;
+  auto result = fn(arg);
+  if (!watcher.read().empty()) {
+    std::vector<std::string> names;
+    for (const Variable& v : watcher.read()) names.push_back("'" + v.name() + "'");
+    TF_THROW(InvalidArgumentError, "custom_gradient",
+             "the function reads the trainable variable(s) {}, which its gradient function "
+             "cannot give a gradient (TF's grad_fn would need a `variables` argument): pass "
+             "their values as inputs of the multi-input custom_gradient (their gradients then "
+             "reach the variables), or read them outside the function",
+             fmt::join(names, ", "));
+  }
+  return result;
+}
+
 }  // namespace
 
 std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
@@ -679,7 +699,7 @@ std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn) {
     // Recorded as TF's eager custom_gradient does: out's only recorded producer is the custom
     // op, so first-order gradients follow grad; a tape around a tape also sees how values that
     // grad captured (e = exp(x)) depend on x, and differentiates the gradient correctly.
-    auto [y, grad] = fn(x);
+    auto [y, grad] = call_without_variables(fn, x);
     TF_CHECK_ARG(grad != nullptr, "custom_gradient", "the function returned no gradient function");
     std::function<std::vector<Tensor>(const Tensor&)> g =
         [grad = std::move(grad)](const Tensor& dy) { return std::vector<Tensor>{grad(dy)}; };
@@ -693,7 +713,7 @@ std::function<Tensor(const std::vector<Tensor>&)> custom_gradient(CustomGradient
     for (size_t i = 0; i < xs.size(); ++i)
       TF_CHECK_ARG(xs[i].defined(), "custom_gradient",
                    "input {} of {} is an undefined tensor (TF's None)", i, xs.size());
-    auto [y, grad] = fn(xs);  // recorded, as in the one-input overload
+    auto [y, grad] = call_without_variables(fn, xs);  // recorded, as in the one-input overload
     return record_custom(xs, y, std::move(grad));
   };
 }

@@ -1,5 +1,6 @@
 #include "autograd/variable.h"
 
+#include <algorithm>
 #include <mutex>
 #include <ostream>
 #include <utility>
@@ -32,7 +33,20 @@ thread_local MirrorSpec t_mirror;
 thread_local int t_replica_component = -1;
 thread_local bool t_writes_in_place = false;
 thread_local const ReplicaVariableCreator* t_replica_creator = nullptr;
+thread_local VariableReadWatcher* t_read_watcher = nullptr;
 }  // namespace
+VariableReadWatcher::VariableReadWatcher() : outer_(std::exchange(t_read_watcher, this)) {}
+VariableReadWatcher::~VariableReadWatcher() {
+  t_read_watcher = outer_;
+}
+void VariableReadWatcher::note(const Variable& v) {
+  for (VariableReadWatcher* w = this; w != nullptr; w = w->outer_) {
+    const bool seen = std::any_of(w->read_.begin(), w->read_.end(), [&](const Variable& r) {
+      return r.handle_id() == v.handle_id();
+    });
+    if (!seen) w->read_.push_back(v);
+  }
+}
 VariableWritesInPlaceScope::VariableWritesInPlaceScope()
     : saved_(std::exchange(t_writes_in_place, true)) {}
 VariableWritesInPlaceScope::~VariableWritesInPlaceScope() { t_writes_in_place = saved_; }
@@ -191,6 +205,7 @@ std::vector<Variable> Variable::components() const {
 Tensor Variable::value() const {
   const auto& target = resolved(state_);
   auto& s = *target;
+  if (detail::t_read_watcher != nullptr && s.trainable) detail::t_read_watcher->note(*this);
   auto& ctx = detail::thread_context();
   if (ctx.trace) {
     // Tracing: a graph node that reads the variable at every replay.

@@ -99,6 +99,22 @@ struct MirrorSpec {
 // holding replica 0's initial value): called with the constructor's arguments.
 using ReplicaVariableCreator =
     std::function<Variable(const Tensor& initial_value, const std::string& name, bool trainable)>;
+// While it lives on this thread, collects the trainable variables read on it, each once, in order
+// of first read (TF's VariableWatcher: custom_gradient checks that its function reads none).
+// Watchers nest; a read is noted by every live one.
+class VariableReadWatcher {
+ public:
+  VariableReadWatcher();
+  ~VariableReadWatcher();
+  VariableReadWatcher(const VariableReadWatcher&) = delete;
+  VariableReadWatcher& operator=(const VariableReadWatcher&) = delete;
+  const std::vector<Variable>& read() const { return read_; }
+  void note(const Variable& v);
+
+ private:
+  std::vector<Variable> read_;
+  VariableReadWatcher* outer_;
+};
 // A MirrorVariablesScope decides the mirroring itself (a layer's build, optimizer slots): the
 // thread's ReplicaVariableCreator is off while it lives.
 class MirrorVariablesScope {

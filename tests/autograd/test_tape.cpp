@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "autograd/variable.h"
 #include "core/allocator.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -435,6 +436,45 @@ TEST_CASE("tape: piecewise-constant ops give zero gradients and cast goes back t
     CHECK(h.dtype() == tf::float32);
     check_values(h, {1, 1, 1});
   }
+}
+
+TEST_CASE("tape: custom_gradient refuses a function that reads trainable variables", "[autograd]") {
+  // TF raises unless grad_fn takes `variables`; here the variable would silently get no gradient.
+  tf::Variable w(tf::constant(3.0f), "w"), frozen(tf::constant(2.0f), "frozen", false);
+  auto uses_w = tf::custom_gradient([&](const tf::Tensor& x) {
+    std::function<tf::Tensor(const tf::Tensor&)> grad = [](const tf::Tensor& dy) { return dy; };
+    return std::make_pair(x * w * w, grad);
+  });
+  tf::Tensor x = tf::constant(1.0f);
+  TF_REQUIRE_THROWS_CONTAINING(uses_w(x), tf::InvalidArgumentError,
+                               "reads the trainable variable(s) 'w:0', which its gradient");
+  // A non-trainable variable is fine (TF watches trainable ones only).
+  auto uses_frozen = tf::custom_gradient([&](const tf::Tensor& x) {
+    std::function<tf::Tensor(const tf::Tensor&)> grad = [](const tf::Tensor& dy) { return dy; };
+    return std::make_pair(x * frozen, grad);
+  });
+  check_values(uses_frozen(x), {2});
+  // The way that works: the variable's value as an input; its gradient reaches the variable.
+  auto product = tf::custom_gradient([](const std::vector<tf::Tensor>& xs) {
+    const tf::Tensor a = xs[0], b = xs[1];
+    std::function<std::vector<tf::Tensor>(const tf::Tensor&)> grad = [a, b](const tf::Tensor& dy) {
+      return std::vector<tf::Tensor>{dy * b, dy * a};
+    };
+    return std::make_pair(a * b, grad);
+  });
+  tf::GradientTape tape;
+  const tf::Tensor y = product({x * 5.0f, w});
+  check_values(tape.gradient(y, w), {5});
+  // Watchers nest: a read inside an inner one is noted by the outer one too.
+  tf::detail::VariableReadWatcher outer;
+  {
+    tf::detail::VariableReadWatcher inner;
+    (void)w.value();
+    (void)w.value();
+    CHECK(inner.read().size() == 1);
+  }
+  REQUIRE(outer.read().size() == 1);
+  CHECK(outer.read()[0].handle_id() == w.handle_id());
 }
 
 TEST_CASE("tape: custom_gradient accepts API.md's spelling of the gradient function", "[autograd]") {
