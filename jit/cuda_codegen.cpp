@@ -18,7 +18,7 @@ constexpr const char* kPrelude = R"(// tapeflow fused elementwise kernel (genera
 #define TF_D static __device__ __forceinline__
 TF_D float tf_negative(float x) { return -x; }
 TF_D float tf_abs(float x) { return fabsf(x); }
-TF_D float tf_sign(float x) { return x > 0.f ? 1.f : (x < 0.f ? -1.f : x); }
+TF_D float tf_sign(float x) { return x > 0.f ? 1.f : (x < 0.f ? -1.f : (x == 0.f ? 0.f : x)); }
 TF_D float tf_exp(float x) {
   // Results below the normal range are rounded once, as the eager kernel's exp.
   return x < -87.3365447f ? __fmul_rn(expf(__fadd_rn(x, 64.0f)), 0x1.969d48p-93f) : expf(x);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -415,6 +416,19 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
   m2.run("tf_fused", xs.data<float>(), half.data<float>(), half.data<float>(), out.data(),
          static_cast<long long>(special.size()), 1);
   check_close(tf::constant(out, {static_cast<int64_t>(special.size())}), want2, 1e-6, 1e-30);
+  // sign, bit for bit with the eager op: +0 for either zero (TF's), NaN for NaN.
+  const std::vector<tf::jit::CudaFusedStep> sign_step = {{"sign", 0, -1}};
+  HostModule m3(tf::jit::cuda_fused_source("tf_fused", 3, {0, 1, 1}, sign_step));
+  INFO(m3.log());
+  REQUIRE(m3.ok());
+  std::vector<float> signs(special.size(), 1.0f);
+  m3.run("tf_fused", xs.data<float>(), half.data<float>(), half.data<float>(), signs.data(),
+         static_cast<long long>(special.size()), 1);
+  const std::vector<float> eager_signs = tf::sign(xs).numpy<float>();
+  for (size_t i = 0; i < special.size(); ++i) {
+    INFO("sign(" << special[i] << ")");
+    CHECK(std::memcmp(&signs[i], &eager_signs[i], sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("cuda codegen: NVRTC compiles every generated op for sm_80 and sm_90", "[jit]") {
