@@ -144,6 +144,7 @@ class StrategyCore {
     done_cv_.wait(lock, [&] { return pending_ == 0; });
     if (workers != nullptr) workers->end_step();
     job_ = nullptr;
+    new_variable_ = Variable();  // the strategy must not keep the step's last new variable alive
     collectives_->barrier().reset();
     if (first_error_) {
       std::exception_ptr e = std::exchange(first_error_, nullptr);

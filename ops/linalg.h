@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "ops/primitive.h"
 
@@ -82,8 +83,18 @@ double sgemm_openblas_max_mnk();
 // Raises a failed oneDNN call's status (a dnnl_status_t; dnnl_success returns): a
 // ResourceExhaustedError when oneDNN ran out of memory (dnnl_out_of_memory: the scratch space
 // its sgemm packs the operands into could not be allocated), an InternalError naming the status
-// otherwise. `op` names the op and `what` its operands' shapes. Call it outside OpenMP regions.
-void check_dnnl_status(int status, const char* op, const std::string& what);
+// otherwise. `op` names the op and `what` its operands' shapes: a string, or a callable returning
+// one (built only on failure: the check runs at every product). Call it outside OpenMP regions.
+[[noreturn]] void throw_dnnl_status(int status, const char* op, const std::string& what);
+template <class What>
+void check_dnnl_status(int status, const char* op, const What& what) {
+  if (status == 0) [[likely]]  // dnnl_success
+    return;
+  if constexpr (std::is_invocable_v<const What&>)
+    throw_dnnl_status(status, op, what());
+  else
+    throw_dnnl_status(status, op, std::string(what));
+}
 
 // Row-major host GEMM for other CPU kernels: C[M, N] = op(A) op(B), op = transpose when the flag
 // is set (A is M x K, or K x M when transposed, with leading dimension lda; likewise B).

@@ -80,6 +80,14 @@ Tensor reduce_mean_impl(const Tensor& x, std::vector<int> axes, bool keepdims) {
   // dtype. An empty reduction gives 0 (its sum, divided by 1).
   const Tensor s = detail::dispatch(prims::ReduceSum(std::move(axes), keepdims),
                                     {d == int64 ? x : cast(x, int64)});
+  // A sum below 2^53 in magnitude is exact in float64, and so is the truncation of its float64
+  // quotient (the rounding error, under |s / n| 2^-53, is below the 1 / n that separates a
+  // non-integer quotient from the next integer): three ops where the count bounds the sum.
+  const double max_abs = d == uint8 ? 255.0 : d == int32 ? 2147483648.0 : 0.0;
+  if (max_abs > 0 && !detail::open_shapes() &&
+      static_cast<double>(count) * max_abs < 9007199254740992.0)
+    return cast(divide(cast(s, float64), Tensor(static_cast<double>(std::max<int64_t>(count, 1)))),
+                d);
   const Tensor mean = truncate_divide_int64(s, maximum(divisor(int64), 1));
   return d == int64 ? mean : cast(mean, d);
 }

@@ -326,15 +326,16 @@ struct Failures {
 // ResourceExhaustedError), a LAPACK error as an InternalError. Resets this thread's sgemm status.
 void raise_failures(const char* op, const Failures& f, std::span<const Tensor> in) {
   const dnnl_status_t sgemm = std::exchange(t_sgemm_failure, dnnl_success);
+  const char* routine = f.routine.load();
+  if (sgemm == dnnl_success && routine == nullptr) [[likely]]
+    return;
   std::string what =
       fmt::format("{} input of shape {}", dtype_name(in[0].dtype()), in[0].shape().to_string());
   if (in.size() > 1)
     what += fmt::format(" and right-hand side of shape {}", in[1].shape().to_string());
   detail::check_dnnl_status(sgemm, op, what);
-  const char* routine = f.routine.load();
-  TF_CHECK_T(InternalError, routine == nullptr, op,
-             "{}: LAPACK's {} failed: its argument {} is invalid (info {})", what,
-             routine ? routine : "", -f.info.load(), f.info.load());
+  TF_THROW(InternalError, op, "{}: LAPACK's {} failed: its argument {} is invalid (info {})", what,
+           routine, -f.info.load(), f.info.load());
 }
 
 // ---- the three kernels on float/double buffers (row-major, contiguous batches) ----

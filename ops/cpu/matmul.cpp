@@ -58,9 +58,9 @@ const char* dnnl_status_name(int status) {
 }
 }  // namespace
 
-void check_dnnl_status(int status, const char* op, const std::string& what) {
-  if (status == dnnl_success) [[likely]]
-    return;
+static_assert(dnnl_success == 0, "check_dnnl_status compares with 0");
+
+void throw_dnnl_status(int status, const char* op, const std::string& what) {
   TF_CHECK_T(ResourceExhaustedError, status != dnnl_out_of_memory, op,
              "{}: oneDNN's sgemm ran out of memory for its scratch space (dnnl_out_of_memory)",
              what);
@@ -435,11 +435,11 @@ void MatMul::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
     else if (dt == int64) run_int(static_cast<int64_t*>(nullptr));
     else TF_THROW(InvalidArgumentError, name(), "does not support dtype {}", dtype_name(dt));
   }
-  detail::check_dnnl_status(
-      status, name(),
-      fmt::format("{} product of {} and {}{}{}", dtype_name(dt), ta.shape().to_string(),
-                  tb.shape().to_string(), transpose_a ? ", transpose_a" : "",
-                  transpose_b ? ", transpose_b" : ""));
+  detail::check_dnnl_status(status, name(), [&] {
+    return fmt::format("{} product of {} and {}{}{}", dtype_name(dt), ta.shape().to_string(),
+                       tb.shape().to_string(), transpose_a ? ", transpose_a" : "",
+                       transpose_b ? ", transpose_b" : "");
+  });
 }
 
 }  // namespace prims
@@ -447,10 +447,14 @@ void MatMul::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 namespace detail {
 
 namespace {
-std::string gemm_what(const char* type, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
-                      int64_t k) {
-  return fmt::format("{} GEMM of [{}, {}]{} and [{}, {}]{}", type, m, k,
-                     transpose_a ? " (transposed)" : "", k, n, transpose_b ? " (transposed)" : "");
+// The operands of a failed GEMM, for check_dnnl_status (built only on failure).
+auto gemm_what(const char* type, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+               int64_t k) {
+  return [=] {
+    return fmt::format("{} GEMM of [{}, {}]{} and [{}, {}]{}", type, m, k,
+                       transpose_a ? " (transposed)" : "", k, n,
+                       transpose_b ? " (transposed)" : "");
+  };
 }
 }  // namespace
 

@@ -270,6 +270,10 @@ TEST_CASE("strategy: a variable made in a replica function is one mirrored varia
   for (int r = 0; r < 3; ++r) CHECK(copies[r].device() == "/device:CPU:" + std::to_string(r));
   // Outside run it reads copy 0; trainable, and watched by a replica's tape.
   check_values(made[0].value(), {11, 1}, 0, 0);
+  // The strategy keeps none alive: the last handle gone, the variable is gone.
+  const std::weak_ptr<tf::Variable::State> state = made[0].weak_state();
+  made.clear();
+  CHECK(state.expired());
   auto grads = strategy.run([&] {
     tf::Variable w(tf::constant(3.0f), "w");
     tf::GradientTape tape;
