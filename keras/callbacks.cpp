@@ -189,34 +189,38 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
       best_weights_.push_back(v.value());
   };
   // Keep the first epoch's weights, so a run that never improves still restores something.
-  if (opt_.restore_best_weights && best_weights_.empty()) snapshot();
+  if (opt_.restore_best_weights && best_weights_.empty()) {
+    snapshot();
+    best_epoch_ = epoch;
+  }
   ++wait_;
   if (improved(*current, best_)) {
     best_ = *current;
     best_epoch_ = epoch;
     if (opt_.restore_best_weights) snapshot();
-    if (!opt_.baseline || improved(*current, *opt_.baseline)) {
-      wait_ = 0;
-      return;
-    }
+    // An improving epoch never stops training (Keras 3); it restarts the wait only if it beats
+    // the baseline as well, so patience counts the epochs that stay short of the baseline.
+    if (!opt_.baseline || improved(*current, *opt_.baseline)) wait_ = 0;
+    return;
   }
   if (wait_ >= opt_.patience && epoch > 0) {
     stopped_epoch_ = epoch;
     if (context().stop_training) *context().stop_training = true;
-    if (opt_.restore_best_weights && !best_weights_.empty()) {
-      if (opt_.verbose > 0)
-        TF_LOG_INFO("Restoring model weights from the end of the best epoch: {}.",
-                    best_epoch_ + 1);
-      auto vars = context().weights->tracked_variables();
-      for (size_t i = 0; i < vars.size() && i < best_weights_.size(); ++i)
-        vars[i].second.assign(best_weights_[i]);
-    }
   }
 }
 
 void EarlyStopping::on_train_end(const Logs&) {
   if (stopped_epoch_ > 0 && opt_.verbose > 0)
-    TF_LOG_INFO("Epoch {:05d}: early stopping", stopped_epoch_ + 1);
+    TF_LOG_INFO("Epoch {}: early stopping", stopped_epoch_ + 1);
+  // Keras 3 restores at the end of training, stopped early or not: the callbacks after this one
+  // (a ModelCheckpoint) see the stopping epoch's own weights.
+  if (opt_.restore_best_weights && !best_weights_.empty()) {
+    if (opt_.verbose > 0)
+      TF_LOG_INFO("Restoring model weights from the end of the best epoch: {}.", best_epoch_ + 1);
+    auto vars = context().weights->tracked_variables();
+    for (size_t i = 0; i < vars.size() && i < best_weights_.size(); ++i)
+      vars[i].second.assign(best_weights_[i]);
+  }
 }
 
 // ---- files under a MultiWorkerMirroredStrategy ----

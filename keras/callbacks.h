@@ -169,7 +169,10 @@ struct EarlyStoppingOptions {
   int start_from_epoch = 0;
 };
 
-// Stops training when the monitored value has not improved for `patience` epochs (Keras).
+// Stops training when the monitored value has not improved for `patience` epochs (Keras 3). An
+// improving epoch never stops training; with a baseline it restarts the wait only if it also
+// beats the baseline. restore_best_weights restores the best epoch's weights when training ends
+// (early stop or not), as Keras 3.
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});

@@ -205,13 +205,58 @@ TEST_CASE("EarlyStopping: max mode for accuracy, min_delta and baseline", "[cpu]
   CHECK(stop);
   CHECK(es.stopped_epoch() == 1);
 
+  // With a baseline, epochs that stay short of it count towards patience even when they
+  // improve, but only an epoch that does not improve stops training (Keras 3).
   stop = false;
   tf::keras::callbacks::EarlyStopping base({.monitor = "loss", .patience = 3, .baseline = 0.5});
   base.set_context(&ctx);
   base.on_train_begin({});
   for (int e = 0; e < 3; ++e) base.on_epoch_end(e, {{"loss", 0.9 - 0.1 * e}});  // never < 0.5
+  CHECK_FALSE(stop);  // improving every epoch: no stop, though the wait reached the patience
+  base.on_epoch_end(3, {{"loss", 0.75}});  // no improvement, 4 epochs short of the baseline
   CHECK(stop);
-  CHECK(base.stopped_epoch() == 2);
+  CHECK(base.stopped_epoch() == 3);
+}
+
+TEST_CASE("EarlyStopping: improving epochs short of the baseline never stop training",
+          "[cpu][keras]") {
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};
+  tf::keras::callbacks::EarlyStopping es({.monitor = "loss", .patience = 2, .baseline = 0.0});
+  es.set_context(&ctx);
+  es.on_train_begin({});
+  for (int e = 0; e < 6; ++e) es.on_epoch_end(e, {{"loss", 6.0 - e}});  // falls, never < 0
+  CHECK_FALSE(stop);
+  CHECK(es.stopped_epoch() == 0);
+  // Without the baseline's wait, the same patience lets one flat epoch pass.
+  tf::keras::callbacks::EarlyStopping plain({.monitor = "loss", .patience = 2});
+  plain.set_context(&ctx);
+  plain.on_train_begin({});
+  for (int e = 0; e < 3; ++e) plain.on_epoch_end(e, {{"loss", e == 2 ? 5.0 : 6.0 - e}});
+  CHECK_FALSE(stop);
+}
+
+TEST_CASE("EarlyStopping: restore_best_weights restores when training ends without a stop",
+          "[cpu][keras]") {
+  OneVariable model;
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 4, .weights = &model, .stop_training = &stop};
+  auto es = std::make_shared<tf::keras::callbacks::EarlyStopping>(
+      tf::keras::callbacks::EarlyStoppingOptions{
+          .monitor = "loss", .patience = 10, .restore_best_weights = true});
+  tf::keras::callbacks::CallbackList list({es}, &ctx);
+  list.on_train_begin();
+  const std::vector<double> losses = {1.0, 0.5, 0.7, 0.8};
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    model.v.assign(tf::constant(static_cast<float>(epoch)));
+    list.on_epoch_end(epoch, {{"loss", losses[epoch]}});
+    // Not restored at an epoch's end: callbacks after it see that epoch's weights.
+    CHECK(model.v.value().item<float>() == static_cast<float>(epoch));
+  }
+  CHECK_FALSE(stop);
+  list.on_train_end();
+  CHECK(es->stopped_epoch() == 0);
+  CHECK(model.v.value().item<float>() == 1.0f);
 }
 
 TEST_CASE("EarlyStopping: a missing metric warns and does not stop", "[cpu][keras]") {

@@ -1,6 +1,8 @@
 // Model::compile, fit, evaluate, predict and the weights files (keras/training.h).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -647,3 +649,142 @@ TEST_CASE("fit: BackupAndRestore rejects a backup whose epoch is out of range", 
       {"[BackupAndRestore]", backup, "2147483647"});
   std::filesystem::remove_all(dir);
 }
+
+// ---- callbacks against Keras 3.15 (the expected values were produced by Keras 3.15 on the same
+// data, model and settings) ----
+
+namespace {
+
+// 16 rows of 3 features and a linear target (as the differential probe against Keras).
+std::pair<tf::Tensor, tf::Tensor> linear_data() {
+  std::vector<float> x(16 * 3), y(16);
+  for (int i = 0; i < 16; ++i) {
+    double s = 0;
+    for (int j = 0; j < 3; ++j) {
+      x[i * 3 + j] = static_cast<float>(std::sin(i * 3.0 + j));
+      s += x[i * 3 + j] * (j + 1);
+    }
+    y[i] = static_cast<float>(s + 0.1 * std::cos(i * 7.0));
+  }
+  return {tf::constant(x, {16, 3}), tf::constant(y, {16, 1})};
+}
+
+K::Sequential linear_model(K::optimizers::LearningRate lr = 0.05) {
+  auto [x, y] = linear_data();
+  K::Sequential m({K::layers::Dense(1)});
+  m(x);
+  m.set_weights({tf::constant(std::vector<float>{0.1f, -0.2f, 0.3f}, {3, 1}),
+                 tf::constant(std::vector<float>{0.05f}, {1})});
+  m.compile(K::optimizers::SGD(lr), K::losses::MeanSquaredError());
+  return m;
+}
+
+std::vector<float> flat_weights(const K::Sequential& m) {
+  std::vector<float> out;
+  for (const auto& t : m.get_weights())
+    for (float v : t.numpy<float>()) out.push_back(v);
+  return out;
+}
+
+// Records the hooks it sees; may set the stop flag at a given point.
+struct Recorder : K::callbacks::Callback {
+  std::vector<std::string> events;
+  int stop_at_epoch_begin = -1;
+  bool stop_at_train_begin = false;
+  std::ostream* out = nullptr;
+  void on_train_begin(const K::Logs&) override {
+    if (stop_at_train_begin) *context().stop_training = true;
+  }
+  void on_epoch_begin(int e, const K::Logs&) override {
+    events.push_back("epoch_begin " + std::to_string(e));
+    if (out) *out << "user begin " << e << '\n';
+    if (e == stop_at_epoch_begin) *context().stop_training = true;
+  }
+  void on_train_batch_end(int64_t b, const K::Logs&) override {
+    events.push_back("batch_end " + std::to_string(b));
+  }
+  void on_epoch_end(int e, const K::Logs& logs) override {
+    std::string keys;
+    for (const auto& [k, v] : logs) keys += " " + k;
+    events.push_back("epoch_end " + std::to_string(e) + keys);
+    if (out) *out << "user end " << e << '\n';
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fit: EarlyStopping restores the best weights when training ends without a stop",
+          "[cpu][keras]") {
+  // Keras 3.15 (loss rises under mode max, so epoch 1 stays the best): weights of epoch 1.
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(
+      K::callbacks::EarlyStoppingOptions{.monitor = "loss",
+                                         .patience = 10,
+                                         .verbose = 1,
+                                         .mode = "max",
+                                         .restore_best_weights = true});
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(x, y,
+              {.epochs = 4, .batch_size = 4, .callbacks = {es}, .verbose = 0, .shuffle = false});
+  });
+  CHECK(es->stopped_epoch() == 0);
+  CHECK(es->best_epoch() == 0);
+  const std::vector<float> want = {0.14383f, 0.33040f, 0.82933f, 0.10229f};
+  const auto got = flat_weights(model);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(2e-5));
+  CHECK(err.find("Restoring model weights from the end of the best epoch: 1.") !=
+        std::string::npos);
+  CHECK(err.find("early stopping") == std::string::npos);
+}
+
+TEST_CASE("fit: a ModelCheckpoint after EarlyStopping saves the stopping epoch's own weights",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("es_checkpoint");
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(K::callbacks::EarlyStoppingOptions{
+      .monitor = "loss", .patience = 2, .verbose = 1, .mode = "max", .restore_best_weights = true});
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(
+        x, y,
+        {.epochs = 10,
+         .batch_size = 4,
+         .callbacks = {es, K::callbacks::ModelCheckpoint((dir / "last.safetensors").string())},
+         .verbose = 0,
+         .shuffle = false});
+  });
+  CHECK(es->stopped_epoch() == 2);
+  // The checkpoint holds epoch 3's weights (what 3 epochs without callbacks give); the model
+  // holds epoch 1's, restored when training ended.
+  auto three = linear_model();
+  three.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+  auto saved = linear_model();
+  saved.load_weights((dir / "last.safetensors").string());
+  CHECK(flat_weights(saved) == flat_weights(three));
+  const std::vector<float> best = {0.14383f, 0.33040f, 0.82933f, 0.10229f};
+  const auto got = flat_weights(model);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(best[i]).margin(2e-5));
+  // Keras 3's messages, in its order.
+  const size_t stop_at = err.find("Epoch 3: early stopping");
+  const size_t restore_at = err.find("Restoring model weights from the end of the best epoch: 1.");
+  REQUIRE(stop_at != std::string::npos);
+  REQUIRE(restore_at != std::string::npos);
+  CHECK(stop_at < restore_at);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: EarlyStopping with an unreached baseline does not stop while improving",
+          "[cpu][keras]") {
+  // Keras 3.15 runs all 6 epochs (the loss falls every epoch; baseline 0 is never beaten).
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(
+      K::callbacks::EarlyStoppingOptions{.monitor = "loss", .patience = 2, .baseline = 0.0});
+  K::History h = model.fit(
+      x, y, {.epochs = 6, .batch_size = 4, .callbacks = {es}, .verbose = 0, .shuffle = false});
+  CHECK(h.epoch.size() == 6);
+  CHECK(es->stopped_epoch() == 0);
+}
+
