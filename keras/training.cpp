@@ -525,7 +525,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
 
   Logs logs;
   std::optional<data::Dataset::Iterator> persistent;  // steps_per_epoch: continue across epochs
-  for (int epoch = first_epoch; epoch < options.epochs && !stop; ++epoch) {
+  // As Keras 3, the stop flag is read after each batch and each epoch: an epoch that begins
+  // stopped (set in on_train_begin or on_epoch_begin) still runs one batch.
+  for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
     reset_metrics();
     list.on_epoch_begin(epoch);
     int64_t step = 0;
@@ -540,7 +542,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     };
     if (options.steps_per_epoch > 0) {
       bool fresh = false;  // this epoch started a new pass over the dataset
-      for (; step < options.steps_per_epoch && !stop;) {
+      while (step < options.steps_per_epoch) {
         if (!persistent) {
           persistent = dataset.make_iterator();
           fresh = true;
@@ -558,6 +560,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
           break;
         }
         run_batch(*batch);
+        if (stop) break;
       }
     } else {
       for (const auto& batch : dataset) {
@@ -566,7 +569,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
     }
     // Keras raises here too ("Unexpected result of train_function (Empty logs)").
-    TF_CHECK_ARG(step > 0 || stop, "fit",
+    TF_CHECK_ARG(step > 0, "fit",
                  "the dataset yielded no batches in epoch {}: there is nothing to train on",
                  epoch + 1);
     if (ctx.steps < 0) ctx.steps = step;  // known after the first pass, as Keras
@@ -594,6 +597,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       logs.insert(logs.end(), vlogs.begin(), vlogs.end());
     }
     list.on_epoch_end(epoch, logs);
+    if (stop) break;
   }
   list.on_train_end(logs);
   return *history;

@@ -788,3 +788,44 @@ TEST_CASE("fit: EarlyStopping with an unreached baseline does not stop while imp
   CHECK(es->stopped_epoch() == 0);
 }
 
+TEST_CASE("fit: stop_training set before an epoch's batches still runs one batch", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("in on_epoch_begin with steps_per_epoch") {
+    // Keras 3.15: epoch 2 runs batch 0 and logs its loss 8.32252.
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_epoch_begin = 1;
+    K::History h = model.fit(x, y,
+                             {.epochs = 3,
+                              .batch_size = 8,
+                              .callbacks = {rec},
+                              .verbose = 0,
+                              .shuffle = false,
+                              .steps_per_epoch = 2});
+    CHECK(h.epoch == std::vector<int>{0, 1});
+    CHECK(h.history.at("loss")[0] == Approx(6.94713).epsilon(1e-5));
+    CHECK(h.history.at("loss")[1] == Approx(8.32252).epsilon(1e-5));
+    CHECK(rec->events == std::vector<std::string>{"epoch_begin 0", "batch_end 0", "batch_end 1",
+                                                  "epoch_end 0 loss", "epoch_begin 1",
+                                                  "batch_end 0", "epoch_end 1 loss"});
+  }
+  SECTION("in on_epoch_begin without steps_per_epoch") {
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_epoch_begin = 1;
+    K::History h = model.fit(
+        x, y, {.epochs = 3, .batch_size = 8, .callbacks = {rec}, .verbose = 0, .shuffle = false});
+    CHECK(h.history.at("loss")[1] == Approx(8.32252).epsilon(1e-5));
+  }
+  SECTION("in on_train_begin") {
+    // Keras 3.15: one epoch of one batch, loss 10.85.
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_train_begin = true;
+    K::History h = model.fit(
+        x, y, {.epochs = 3, .batch_size = 8, .callbacks = {rec}, .verbose = 0, .shuffle = false});
+    CHECK(h.epoch == std::vector<int>{0});
+    CHECK(h.history.at("loss")[0] == Approx(10.85).epsilon(1e-5));
+  }
+}
+
