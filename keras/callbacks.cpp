@@ -67,7 +67,21 @@ CallbackList::~CallbackList() {
 void CallbackList::on_train_begin(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_begin(l)); }
 void CallbackList::on_train_end(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_end(l)); }
 void CallbackList::on_epoch_begin(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_begin(e, l)); }
-void CallbackList::on_epoch_end(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_end(e, l)); }
+void CallbackList::on_epoch_end(int e, const Logs& l) {
+  // One copy that every callback sees in turn and may append to through the context (Keras 3
+  // passes its callbacks one logs dict; LearningRateScheduler adds "learning_rate" to it, which
+  // the callbacks after it see); the caller's logs stay as they were.
+  Logs logs = l;
+  Logs* previous = context_ ? context_->epoch_logs : nullptr;
+  if (context_) context_->epoch_logs = &logs;
+  try {
+    TF_FOR_EACH_CALLBACK(on_epoch_end(e, logs));
+  } catch (...) {
+    if (context_) context_->epoch_logs = previous;
+    throw;
+  }
+  if (context_) context_->epoch_logs = previous;
+}
 void CallbackList::on_train_batch_begin(int64_t b, const Logs& l) {
   TF_FOR_EACH_CALLBACK(on_train_batch_begin(b, l));
 }
@@ -377,8 +391,21 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
                "the schedule returned {} for epoch {}; it must be a finite number", lr, epoch);
   ctx.set_learning_rate(lr);
   if (verbose_ > 0)
-    TF_LOG_INFO("Epoch {:05d}: LearningRateScheduler setting learning rate to {}.", epoch + 1,
-                lr);
+    TF_LOG_INFO("Epoch {}: LearningRateScheduler setting learning rate to {}.", epoch + 1, lr);
+}
+
+void LearningRateScheduler::on_epoch_end(int, const Logs&) {
+  // Keras 3 adds the optimizer's rate to the epoch's logs: History records it, and the callbacks
+  // after this one (TensorBoard, the progress bar) see it.
+  auto& ctx = context();
+  if (!ctx.epoch_logs || !ctx.get_learning_rate) return;
+  const double lr = ctx.get_learning_rate();
+  for (auto& [name, value] : *ctx.epoch_logs)
+    if (name == "learning_rate") {
+      value = lr;
+      return;
+    }
+  ctx.epoch_logs->emplace_back("learning_rate", lr);
 }
 
 // ---- BackupAndRestore ----

@@ -51,6 +51,10 @@ struct TrainingContext {
   // With several workers: every worker's `value`, in worker order. A collective: every worker's
   // callbacks call it at the same point (`what` names the caller in its errors).
   std::function<std::vector<int64_t>(int64_t value, const char* what)> gather_over_workers = {};
+  // While a CallbackList runs on_epoch_end: the logs its callbacks see, which a callback may
+  // append to for the callbacks after it (Keras 3's shared logs dict; LearningRateScheduler adds
+  // "learning_rate"). Null otherwise.
+  Logs* epoch_logs = nullptr;
 };
 
 class Callback {
@@ -227,11 +231,13 @@ class ModelCheckpoint : public Callback {
   int64_t batches_ = 0;
 };
 
-// Sets the learning rate at the start of every epoch from schedule(epoch, current_lr).
+// Sets the learning rate at the start of every epoch from schedule(epoch, current_lr), and adds
+// the optimizer's rate to each epoch's logs as "learning_rate" (Keras 3), so History has it.
 class LearningRateScheduler : public Callback {
  public:
   explicit LearningRateScheduler(std::function<double(int, double)> schedule, int verbose = 0);
   void on_epoch_begin(int epoch, const Logs&) override;
+  void on_epoch_end(int epoch, const Logs&) override;
 
  private:
   std::function<double(int, double)> schedule_;

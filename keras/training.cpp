@@ -438,10 +438,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   ctx.verbose = options.verbose;
   ctx.weights = this;
   ctx.stop_training = &stop;
-  if (!st.optimizer.has_schedule()) {
-    ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+  // A schedule's rate is readable (TensorBoard's epoch_learning_rate) but not settable.
+  ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+  if (!st.optimizer.has_schedule())
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
-  }
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
   if (distribute::Strategy* strategy = live_strategy(st, "fit");
       strategy != nullptr && distribute::detail::num_workers(*strategy) > 1) {

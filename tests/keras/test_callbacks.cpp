@@ -320,6 +320,29 @@ TEST_CASE("ModelCheckpoint: path formatting and save_best_only", "[cpu][keras]")
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("CallbackList: on_epoch_end logs a scheduler adds are seen by later callbacks only",
+          "[cpu][keras]") {
+  double lr = 0.1;
+  tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; },
+                                            .set_learning_rate = [&](double v) { lr = v; }};
+  auto first = std::make_shared<tf::keras::callbacks::History>();
+  auto last = std::make_shared<tf::keras::callbacks::History>();
+  auto sched = std::make_shared<tf::keras::callbacks::LearningRateScheduler>(
+      [](int, double current) { return current * 0.5; });
+  tf::keras::callbacks::CallbackList list({first, sched, last}, &ctx);
+  list.on_train_begin();
+  const Logs logs = {{"loss", 1.0}};
+  for (int e = 0; e < 2; ++e) {
+    list.on_epoch_begin(e);
+    list.on_epoch_end(e, logs);
+  }
+  CHECK(logs.size() == 1);  // the caller's logs are not changed
+  CHECK(first->history.count("learning_rate") == 0);
+  REQUIRE(last->history.count("learning_rate") == 1);
+  CHECK(last->history.at("learning_rate") == std::vector<double>{0.05, 0.025});
+  CHECK(ctx.epoch_logs == nullptr);
+}
+
 TEST_CASE("LearningRateScheduler sets the rate at each epoch", "[cpu][keras]") {
   double lr = 0.1;
   tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; },

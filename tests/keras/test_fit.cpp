@@ -226,7 +226,9 @@ TEST_CASE("fit: callbacks stop, checkpoint, schedule and log", "[cpu][keras]") {
     files.push_back(e.path());
   REQUIRE(files.size() == 1);
   const auto events = K::summary::read_scalar_events(files[0].string());
-  CHECK(events.size() == 6);  // loss, accuracy, learning rate for 2 epochs
+  // loss, accuracy, learning rate for 2 epochs (the scheduler's "learning_rate" log is not
+  // written a second time).
+  CHECK(events.size() == 6);
   std::filesystem::remove_all(dir);
 }
 
@@ -827,5 +829,53 @@ TEST_CASE("fit: stop_training set before an epoch's batches still runs one batch
     CHECK(h.epoch == std::vector<int>{0});
     CHECK(h.history.at("loss")[0] == Approx(10.85).epsilon(1e-5));
   }
+}
+
+TEST_CASE("fit: LearningRateScheduler adds learning_rate to the epoch logs", "[cpu][keras]") {
+  // Keras 3.15: History's learning_rate is 0.1 0.03 0.009; a callback listed before the
+  // scheduler does not see the key, one after it does.
+  auto [x, y] = linear_data();
+  auto model = linear_model(0.1);
+  auto before = std::make_shared<Recorder>(), after = std::make_shared<Recorder>();
+  K::History h =
+      model.fit(x, y,
+                {.epochs = 3,
+                 .batch_size = 8,
+                 .callbacks = {before, K::callbacks::LearningRateScheduler([](int e, double lr) {
+                                 return e == 0 ? lr : lr * 0.3;
+                               }),
+                               after},
+                 .verbose = 0,
+                 .shuffle = false});
+  const auto& rates = h.history.at("learning_rate");
+  REQUIRE(rates.size() == 3);
+  CHECK(rates[0] == Approx(0.1));
+  CHECK(rates[1] == Approx(0.03));
+  CHECK(rates[2] == Approx(0.009));
+  CHECK(h.history.at("loss")[2] == Approx(3.60818).epsilon(1e-5));
+  CHECK(std::count(before->events.begin(), before->events.end(), "epoch_end 2 loss") == 1);
+  CHECK(std::count(after->events.begin(), after->events.end(), "epoch_end 2 loss learning_rate") ==
+        1);
+}
+
+TEST_CASE("fit: TensorBoard writes a schedule's learning rate", "[cpu][keras]") {
+  // Keras 3.15 with ExponentialDecay(0.1, 2, 0.5) and 2 steps an epoch: 0.05, then 0.025.
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("tensorboard_schedule");
+  auto model = linear_model(K::optimizers::schedules::ExponentialDecay(0.1, 2, 0.5));
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .callbacks = {K::callbacks::TensorBoard((dir / "logs").string())},
+             .verbose = 0,
+             .shuffle = false});
+  std::vector<float> rates;
+  for (const auto& f : std::filesystem::directory_iterator(dir / "logs" / "train"))
+    for (const auto& e : K::summary::read_scalar_events(f.path().string()))
+      if (e.tag == "epoch_learning_rate") rates.push_back(e.value);
+  REQUIRE(rates.size() == 2);
+  CHECK(rates[0] == Approx(0.05));
+  CHECK(rates[1] == Approx(0.025));
+  std::filesystem::remove_all(dir);
 }
 
