@@ -268,7 +268,8 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
                opt_.save_freq);
 }
 
-std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
+std::string ModelCheckpoint::format_path(int epoch, const Logs& logs,
+                                         std::optional<int64_t> batch) const {
   // Python's str.format subset Keras users write: {epoch}, {epoch:02d}, {val_loss:.2f}.
   std::string out;
   size_t i = 0;
@@ -304,10 +305,13 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
         out += fmt::format(fmt::runtime(f), epoch);
       } else if (auto v = find_log(logs, key)) {
         out += fmt::format(fmt::runtime(f), *v);
+      } else if (key == "batch" && batch) {
+        out += fmt::format(fmt::runtime(f), *batch);
       } else {
         TF_THROW(InvalidArgumentError, "ModelCheckpoint",
-                 "failed to format the file path \"{}\": no log named '{}' (available: epoch, {})",
-                 filepath_, key, available(logs));
+                 "failed to format the file path \"{}\": no log named '{}' (available: epoch, "
+                 "{}{})",
+                 filepath_, key, batch ? "batch, " : "", available(logs));
       }
     } catch (const fmt::format_error& e) {
       TF_THROW(InvalidArgumentError, "ModelCheckpoint",
@@ -325,31 +329,31 @@ void ModelCheckpoint::on_train_begin(const Logs&) {
   batches_ = 0;
 }
 
-void ModelCheckpoint::save(int epoch, const Logs& logs) {
-  const std::string path = format_path(epoch + 1, logs);
-  if (opt_.save_best_only) {
-    const auto current = find_log(logs, opt_.monitor);
-    if (!current) {
-      TF_LOG_WARN("Can save best model only with {} available, skipping.", opt_.monitor);
-      return;
-    }
+void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& logs) {
+  // {batch} is the batch's 1-based number in its epoch (Keras), known only for batch saves.
+  const std::string path = format_path(epoch + 1, logs, batch ? std::optional(*batch + 1) : batch);
+  const auto current = opt_.save_best_only ? find_log(logs, opt_.monitor) : std::nullopt;
+  if (opt_.save_best_only && !current) {
+    // Keras 3 saves anyway (as without save_best_only), after the warning.
+    TF_LOG_WARN("Can save best model only with {} available.", opt_.monitor);
+  } else if (opt_.save_best_only) {
     // A NaN never improves (Keras starts from +-inf and compares, so a NaN first value does
     // not become the best and block every later save).
     const bool better =
         !std::isnan(*current) && (!best_ || (maximize_ ? *current > *best_ : *current < *best_));
-    const double best = best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
-                                                 : std::numeric_limits<double>::infinity());
+    // Keras 3 names a best not yet seen "None".
+    const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
     if (!better) {
       if (opt_.verbose > 0)
-        TF_LOG_INFO("Epoch {:05d}: {} did not improve from {:.5f}", epoch + 1, opt_.monitor, best);
+        TF_LOG_INFO("Epoch {}: {} did not improve from {}", epoch + 1, opt_.monitor, best);
       return;
     }
     if (opt_.verbose > 0)
-      TF_LOG_INFO("Epoch {:05d}: {} improved from {:.5f} to {:.5f}, saving model to {}", epoch + 1,
+      TF_LOG_INFO("Epoch {}: {} improved from {} to {:.5f}, saving model to {}", epoch + 1,
                   opt_.monitor, best, *current, path);
     best_ = *current;
   } else if (opt_.verbose > 0) {
-    TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);
+    TF_LOG_INFO("Epoch {}: saving model to {}", epoch + 1, path);
   }
   const auto& ctx = context();
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
@@ -363,15 +367,16 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   }
   ctx.save_weights((written / std::filesystem::path(path).filename()).string());
   remove_worker_temp(ctx, written, "ModelCheckpoint");
+  if (opt_.verbose > 0) TF_LOG_INFO("Epoch {}: finished saving model to {}", epoch + 1, path);
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
-  if (opt_.save_freq == 0) save(epoch, logs);
+  if (opt_.save_freq == 0) save(epoch, std::nullopt, logs);
 }
 
-void ModelCheckpoint::on_train_batch_end(int64_t, const Logs& logs) {
+void ModelCheckpoint::on_train_batch_end(int64_t batch, const Logs& logs) {
   if (opt_.save_freq == 0) return;
-  if (++batches_ % opt_.save_freq == 0) save(epoch_, logs);
+  if (++batches_ % opt_.save_freq == 0) save(epoch_, batch, logs);
 }
 
 // ---- LearningRateScheduler ----

@@ -207,8 +207,10 @@ struct ModelCheckpointOptions {
   int64_t save_freq = 0;
 };
 
-// Saves the weights (safetensors) after each epoch, or only when the monitored value improves.
-// The path may hold Keras' placeholders {epoch}, {epoch:02d} and {<log name>:.4f} etc. Under a
+// Saves the weights (safetensors) after each epoch, or only when the monitored value improves
+// (when the monitored value is not in the logs it warns and saves, as Keras 3). The path may
+// hold Keras' placeholders {epoch}, {epoch:02d}, {<log name>:.4f} etc., and {batch} when saving
+// every save_freq batches. Under a
 // MultiWorkerMirroredStrategy only worker 0 writes the path; another worker writes the same
 // weights into <folder>/workertemp_<id>/ and deletes that at once (TF's rule).
 class ModelCheckpoint : public Callback {
@@ -218,11 +220,13 @@ class ModelCheckpoint : public Callback {
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  // The path for an epoch (1-based, as Keras formats it) and logs.
-  std::string format_path(int epoch, const Logs& logs) const;
+  // The path for an epoch (1-based, as Keras formats it) and logs; `batch` (1-based) fills a
+  // {batch} placeholder, which only saves every save_freq batches have.
+  std::string format_path(int epoch, const Logs& logs,
+                          std::optional<int64_t> batch = std::nullopt) const;
 
  private:
-  void save(int epoch, const Logs& logs);
+  void save(int epoch, std::optional<int64_t> batch, const Logs& logs);
   std::string filepath_;
   ModelCheckpointOptions opt_;
   std::optional<double> best_;

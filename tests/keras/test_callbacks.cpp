@@ -343,6 +343,13 @@ TEST_CASE("CallbackList: on_epoch_end logs a scheduler adds are seen by later ca
   CHECK(ctx.epoch_logs == nullptr);
 }
 
+TEST_CASE("ModelCheckpoint: a batch placeholder is filled for batch saves only", "[cpu][keras]") {
+  tf::keras::callbacks::ModelCheckpoint mc("w-{epoch}-{batch:02d}.safetensors");
+  CHECK(mc.format_path(2, {{"loss", 1.0}}, 3) == "w-2-03.safetensors");
+  TF_REQUIRE_THROWS_CONTAINING(mc.format_path(2, {{"loss", 1.0}}), tf::InvalidArgumentError,
+                               "no log named 'batch'");
+}
+
 TEST_CASE("LearningRateScheduler sets the rate at each epoch", "[cpu][keras]") {
   double lr = 0.1;
   tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; },

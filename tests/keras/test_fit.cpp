@@ -879,3 +879,69 @@ TEST_CASE("fit: TensorBoard writes a schedule's learning rate", "[cpu][keras]") 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("fit: ModelCheckpoint saves without its monitor and fills a batch placeholder",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("checkpoint_keras3");
+  auto names = [](const std::filesystem::path& d) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(d))
+      out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // Keras 3.15: save_best_only with val_loss missing warns and saves every epoch.
+  auto m1 = linear_model();
+  const std::string err = tf::testing::capture_stderr([&] {
+    m1.fit(x, y,
+           {.epochs = 2,
+            .batch_size = 4,
+            .callbacks = {K::callbacks::ModelCheckpoint(
+                (dir / "best" / "w-{epoch}.safetensors").string(),
+                {.monitor = "val_loss", .verbose = 1, .save_best_only = true})},
+            .verbose = 0,
+            .shuffle = false});
+  });
+  CHECK(names(dir / "best") == std::vector<std::string>{"w-1.safetensors", "w-2.safetensors"});
+  CHECK(err.find("Can save best model only with val_loss available.") != std::string::npos);
+  CHECK(err.find("skipping") == std::string::npos);
+  CHECK(err.find("Epoch 2: finished saving model to") != std::string::npos);
+  // Keras 3.15: {batch} is the batch's number (from 1) in its epoch: 4 batches an epoch, saved
+  // every 3 batches.
+  auto m2 = linear_model();
+  m2.fit(x, y,
+         {.epochs = 2,
+          .batch_size = 4,
+          .callbacks = {K::callbacks::ModelCheckpoint(
+              (dir / "batches" / "w-{epoch}-{batch}.safetensors").string(), {.save_freq = 3})},
+          .verbose = 0,
+          .shuffle = false});
+  CHECK(names(dir / "batches") ==
+        std::vector<std::string>{"w-1-3.safetensors", "w-2-2.safetensors"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("messages");
+  auto model = linear_model();
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(x, y,
+              {.epochs = 2,
+               .batch_size = 4,
+               .callbacks =
+                   {K::callbacks::ModelCheckpoint(
+                        (dir / "w-{epoch:02d}-{loss:.3f}.safetensors").string(),
+                        {.monitor = "loss", .verbose = 1, .save_best_only = true, .mode = "max"}),
+                    K::callbacks::LearningRateScheduler([](int, double lr) { return lr; }, 1)},
+               .verbose = 0,
+               .shuffle = false});
+  });
+  CHECK(err.find("Epoch 1: loss improved from None to 6.34523, saving model to") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 2: loss did not improve from 6.34523") != std::string::npos);
+  CHECK(err.find("Epoch 1: LearningRateScheduler setting learning rate to 0.05") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 0000") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
