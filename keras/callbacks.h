@@ -107,7 +107,8 @@ class History : public Callback {
   void on_epoch_end(int epoch, const Logs& logs) override;
 };
 
-// Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0).
+// Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0, after the user's
+// callbacks and History, as Keras 3).
 class ProgbarLogger : public Callback {
  public:
   explicit ProgbarLogger(utils::ProgbarOptions options = {}) : options_(std::move(options)) {}

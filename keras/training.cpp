@@ -322,14 +322,16 @@ Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tens
   return ensure_step(traced, body, batch, name, options)(batch);
 }
 
-// The callbacks of one loop: the progress bar first when verbose (as Keras), then the user's.
-callbacks::CallbackList callback_list(int verbose, const std::vector<callbacks::CallbackRef>& user,
-                                      callbacks::TrainingContext* ctx,
-                                      std::optional<callbacks::CallbackRef> last = std::nullopt) {
-  std::vector<callbacks::CallbackRef> cbs;
+// The callbacks of one loop in Keras 3's order: the user's, then History (fit's), then the
+// progress bar when verbose (Keras 3 appends its defaults after the user's callbacks, so "Epoch
+// i/n" follows their on_epoch_begin and the epoch's line their on_epoch_end; tf.keras 2 put the
+// bar first).
+callbacks::CallbackList callback_list(
+    int verbose, const std::vector<callbacks::CallbackRef>& user, callbacks::TrainingContext* ctx,
+    std::optional<callbacks::CallbackRef> history = std::nullopt) {
+  std::vector<callbacks::CallbackRef> cbs(user.begin(), user.end());
+  if (history) cbs.push_back(*history);
   if (verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
-  cbs.insert(cbs.end(), user.begin(), user.end());
-  if (last) cbs.push_back(*last);
   return callbacks::CallbackList(std::move(cbs), ctx);
 }
 

@@ -921,6 +921,30 @@ TEST_CASE("fit: ModelCheckpoint saves without its monitor and fills a batch plac
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("fit: the user's callbacks run before History and the progress bar as Keras 3",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  std::ostringstream out;
+  auto rec = std::make_shared<Recorder>();
+  rec->out = &out;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  model.fit(x, y,
+            {.epochs = 2, .batch_size = 8, .callbacks = {rec}, .verbose = 2, .shuffle = false});
+  std::cout.rdbuf(saved);
+  const std::string text = out.str();
+  const size_t begin0 = text.find("user begin 0"), head1 = text.find("Epoch 1/2");
+  const size_t end0 = text.find("user end 0"), line1 = text.find("2/2 - ");
+  const size_t begin1 = text.find("user begin 1");
+  REQUIRE(begin0 != std::string::npos);
+  REQUIRE(head1 != std::string::npos);
+  REQUIRE(line1 != std::string::npos);
+  CHECK(begin0 < head1);
+  CHECK(head1 < end0);
+  CHECK(end0 < line1);
+  CHECK(line1 < begin1);
+}
+
 TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
   auto [x, y] = linear_data();
   const auto dir = temp_dir("messages");
