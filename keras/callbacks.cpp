@@ -67,7 +67,21 @@ CallbackList::~CallbackList() {
 void CallbackList::on_train_begin(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_begin(l)); }
 void CallbackList::on_train_end(const Logs& l) { TF_FOR_EACH_CALLBACK(on_train_end(l)); }
 void CallbackList::on_epoch_begin(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_begin(e, l)); }
-void CallbackList::on_epoch_end(int e, const Logs& l) { TF_FOR_EACH_CALLBACK(on_epoch_end(e, l)); }
+void CallbackList::on_epoch_end(int e, const Logs& l) {
+  // One copy that every callback sees in turn and may append to through the context (Keras 3
+  // passes its callbacks one logs dict; LearningRateScheduler adds "learning_rate" to it, which
+  // the callbacks after it see); the caller's logs stay as they were.
+  Logs logs = l;
+  Logs* previous = context_ ? context_->epoch_logs : nullptr;
+  if (context_) context_->epoch_logs = &logs;
+  try {
+    TF_FOR_EACH_CALLBACK(on_epoch_end(e, logs));
+  } catch (...) {
+    if (context_) context_->epoch_logs = previous;
+    throw;
+  }
+  if (context_) context_->epoch_logs = previous;
+}
 void CallbackList::on_train_batch_begin(int64_t b, const Logs& l) {
   TF_FOR_EACH_CALLBACK(on_train_batch_begin(b, l));
 }
@@ -189,34 +203,38 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
       best_weights_.push_back(v.value());
   };
   // Keep the first epoch's weights, so a run that never improves still restores something.
-  if (opt_.restore_best_weights && best_weights_.empty()) snapshot();
+  if (opt_.restore_best_weights && best_weights_.empty()) {
+    snapshot();
+    best_epoch_ = epoch;
+  }
   ++wait_;
   if (improved(*current, best_)) {
     best_ = *current;
     best_epoch_ = epoch;
     if (opt_.restore_best_weights) snapshot();
-    if (!opt_.baseline || improved(*current, *opt_.baseline)) {
-      wait_ = 0;
-      return;
-    }
+    // An improving epoch never stops training (Keras 3); it restarts the wait only if it beats
+    // the baseline as well, so patience counts the epochs that stay short of the baseline.
+    if (!opt_.baseline || improved(*current, *opt_.baseline)) wait_ = 0;
+    return;
   }
   if (wait_ >= opt_.patience && epoch > 0) {
     stopped_epoch_ = epoch;
     if (context().stop_training) *context().stop_training = true;
-    if (opt_.restore_best_weights && !best_weights_.empty()) {
-      if (opt_.verbose > 0)
-        TF_LOG_INFO("Restoring model weights from the end of the best epoch: {}.",
-                    best_epoch_ + 1);
-      auto vars = context().weights->tracked_variables();
-      for (size_t i = 0; i < vars.size() && i < best_weights_.size(); ++i)
-        vars[i].second.assign(best_weights_[i]);
-    }
   }
 }
 
 void EarlyStopping::on_train_end(const Logs&) {
   if (stopped_epoch_ > 0 && opt_.verbose > 0)
-    TF_LOG_INFO("Epoch {:05d}: early stopping", stopped_epoch_ + 1);
+    TF_LOG_INFO("Epoch {}: early stopping", stopped_epoch_ + 1);
+  // Keras 3 restores at the end of training, stopped early or not: the callbacks after this one
+  // (a ModelCheckpoint) see the stopping epoch's own weights.
+  if (opt_.restore_best_weights && !best_weights_.empty()) {
+    if (opt_.verbose > 0)
+      TF_LOG_INFO("Restoring model weights from the end of the best epoch: {}.", best_epoch_ + 1);
+    auto vars = context().weights->tracked_variables();
+    for (size_t i = 0; i < vars.size() && i < best_weights_.size(); ++i)
+      vars[i].second.assign(best_weights_[i]);
+  }
 }
 
 // ---- files under a MultiWorkerMirroredStrategy ----
@@ -250,7 +268,8 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
                opt_.save_freq);
 }
 
-std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
+std::string ModelCheckpoint::format_path(int epoch, const Logs& logs,
+                                         std::optional<int64_t> batch) const {
   // Python's str.format subset Keras users write: {epoch}, {epoch:02d}, {val_loss:.2f}.
   std::string out;
   size_t i = 0;
@@ -286,10 +305,13 @@ std::string ModelCheckpoint::format_path(int epoch, const Logs& logs) const {
         out += fmt::format(fmt::runtime(f), epoch);
       } else if (auto v = find_log(logs, key)) {
         out += fmt::format(fmt::runtime(f), *v);
+      } else if (key == "batch" && batch) {
+        out += fmt::format(fmt::runtime(f), *batch);
       } else {
         TF_THROW(InvalidArgumentError, "ModelCheckpoint",
-                 "failed to format the file path \"{}\": no log named '{}' (available: epoch, {})",
-                 filepath_, key, available(logs));
+                 "failed to format the file path \"{}\": no log named '{}' (available: epoch, "
+                 "{}{})",
+                 filepath_, key, batch ? "batch, " : "", available(logs));
       }
     } catch (const fmt::format_error& e) {
       TF_THROW(InvalidArgumentError, "ModelCheckpoint",
@@ -307,31 +329,31 @@ void ModelCheckpoint::on_train_begin(const Logs&) {
   batches_ = 0;
 }
 
-void ModelCheckpoint::save(int epoch, const Logs& logs) {
-  const std::string path = format_path(epoch + 1, logs);
-  if (opt_.save_best_only) {
-    const auto current = find_log(logs, opt_.monitor);
-    if (!current) {
-      TF_LOG_WARN("Can save best model only with {} available, skipping.", opt_.monitor);
-      return;
-    }
+void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& logs) {
+  // {batch} is the batch's 1-based number in its epoch (Keras), known only for batch saves.
+  const std::string path = format_path(epoch + 1, logs, batch ? std::optional(*batch + 1) : batch);
+  const auto current = opt_.save_best_only ? find_log(logs, opt_.monitor) : std::nullopt;
+  if (opt_.save_best_only && !current) {
+    // Keras 3 saves anyway (as without save_best_only), after the warning.
+    TF_LOG_WARN("Can save best model only with {} available.", opt_.monitor);
+  } else if (opt_.save_best_only) {
     // A NaN never improves (Keras starts from +-inf and compares, so a NaN first value does
     // not become the best and block every later save).
     const bool better =
         !std::isnan(*current) && (!best_ || (maximize_ ? *current > *best_ : *current < *best_));
-    const double best = best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
-                                                 : std::numeric_limits<double>::infinity());
+    // Keras 3 names a best not yet seen "None".
+    const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
     if (!better) {
       if (opt_.verbose > 0)
-        TF_LOG_INFO("Epoch {:05d}: {} did not improve from {:.5f}", epoch + 1, opt_.monitor, best);
+        TF_LOG_INFO("Epoch {}: {} did not improve from {}", epoch + 1, opt_.monitor, best);
       return;
     }
     if (opt_.verbose > 0)
-      TF_LOG_INFO("Epoch {:05d}: {} improved from {:.5f} to {:.5f}, saving model to {}", epoch + 1,
+      TF_LOG_INFO("Epoch {}: {} improved from {} to {:.5f}, saving model to {}", epoch + 1,
                   opt_.monitor, best, *current, path);
     best_ = *current;
   } else if (opt_.verbose > 0) {
-    TF_LOG_INFO("Epoch {:05d}: saving model to {}", epoch + 1, path);
+    TF_LOG_INFO("Epoch {}: saving model to {}", epoch + 1, path);
   }
   const auto& ctx = context();
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
@@ -345,15 +367,16 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   }
   ctx.save_weights((written / std::filesystem::path(path).filename()).string());
   remove_worker_temp(ctx, written, "ModelCheckpoint");
+  if (opt_.verbose > 0) TF_LOG_INFO("Epoch {}: finished saving model to {}", epoch + 1, path);
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
-  if (opt_.save_freq == 0) save(epoch, logs);
+  if (opt_.save_freq == 0) save(epoch, std::nullopt, logs);
 }
 
-void ModelCheckpoint::on_train_batch_end(int64_t, const Logs& logs) {
+void ModelCheckpoint::on_train_batch_end(int64_t batch, const Logs& logs) {
   if (opt_.save_freq == 0) return;
-  if (++batches_ % opt_.save_freq == 0) save(epoch_, logs);
+  if (++batches_ % opt_.save_freq == 0) save(epoch_, batch, logs);
 }
 
 // ---- LearningRateScheduler ----
@@ -373,8 +396,21 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
                "the schedule returned {} for epoch {}; it must be a finite number", lr, epoch);
   ctx.set_learning_rate(lr);
   if (verbose_ > 0)
-    TF_LOG_INFO("Epoch {:05d}: LearningRateScheduler setting learning rate to {}.", epoch + 1,
-                lr);
+    TF_LOG_INFO("Epoch {}: LearningRateScheduler setting learning rate to {}.", epoch + 1, lr);
+}
+
+void LearningRateScheduler::on_epoch_end(int, const Logs&) {
+  // Keras 3 adds the optimizer's rate to the epoch's logs: History records it, and the callbacks
+  // after this one (TensorBoard, the progress bar) see it.
+  auto& ctx = context();
+  if (!ctx.epoch_logs || !ctx.get_learning_rate) return;
+  const double lr = ctx.get_learning_rate();
+  for (auto& [name, value] : *ctx.epoch_logs)
+    if (name == "learning_rate") {
+      value = lr;
+      return;
+    }
+  ctx.epoch_logs->emplace_back("learning_rate", lr);
 }
 
 // ---- BackupAndRestore ----

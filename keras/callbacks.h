@@ -51,6 +51,10 @@ struct TrainingContext {
   // With several workers: every worker's `value`, in worker order. A collective: every worker's
   // callbacks call it at the same point (`what` names the caller in its errors).
   std::function<std::vector<int64_t>(int64_t value, const char* what)> gather_over_workers = {};
+  // While a CallbackList runs on_epoch_end: the logs its callbacks see, which a callback may
+  // append to for the callbacks after it (Keras 3's shared logs dict; LearningRateScheduler adds
+  // "learning_rate"). Null otherwise.
+  Logs* epoch_logs = nullptr;
 };
 
 class Callback {
@@ -103,7 +107,8 @@ class History : public Callback {
   void on_epoch_end(int epoch, const Logs& logs) override;
 };
 
-// Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0).
+// Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0, after the user's
+// callbacks and History, as Keras 3).
 class ProgbarLogger : public Callback {
  public:
   explicit ProgbarLogger(utils::ProgbarOptions options = {}) : options_(std::move(options)) {}
@@ -169,7 +174,10 @@ struct EarlyStoppingOptions {
   int start_from_epoch = 0;
 };
 
-// Stops training when the monitored value has not improved for `patience` epochs (Keras).
+// Stops training when the monitored value has not improved for `patience` epochs (Keras 3). An
+// improving epoch never stops training; with a baseline it restarts the wait only if it also
+// beats the baseline. restore_best_weights restores the best epoch's weights when training ends
+// (early stop or not), as Keras 3.
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});
@@ -200,8 +208,10 @@ struct ModelCheckpointOptions {
   int64_t save_freq = 0;
 };
 
-// Saves the weights (safetensors) after each epoch, or only when the monitored value improves.
-// The path may hold Keras' placeholders {epoch}, {epoch:02d} and {<log name>:.4f} etc. Under a
+// Saves the weights (safetensors) after each epoch, or only when the monitored value improves
+// (when the monitored value is not in the logs it warns and saves, as Keras 3). The path may
+// hold Keras' placeholders {epoch}, {epoch:02d}, {<log name>:.4f} etc., and {batch} when saving
+// every save_freq batches. Under a
 // MultiWorkerMirroredStrategy only worker 0 writes the path; another worker writes the same
 // weights into <folder>/workertemp_<id>/ and deletes that at once (TF's rule).
 class ModelCheckpoint : public Callback {
@@ -211,11 +221,13 @@ class ModelCheckpoint : public Callback {
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  // The path for an epoch (1-based, as Keras formats it) and logs.
-  std::string format_path(int epoch, const Logs& logs) const;
+  // The path for an epoch (1-based, as Keras formats it) and logs; `batch` (1-based) fills a
+  // {batch} placeholder, which only saves every save_freq batches have.
+  std::string format_path(int epoch, const Logs& logs,
+                          std::optional<int64_t> batch = std::nullopt) const;
 
  private:
-  void save(int epoch, const Logs& logs);
+  void save(int epoch, std::optional<int64_t> batch, const Logs& logs);
   std::string filepath_;
   ModelCheckpointOptions opt_;
   std::optional<double> best_;
@@ -224,11 +236,13 @@ class ModelCheckpoint : public Callback {
   int64_t batches_ = 0;
 };
 
-// Sets the learning rate at the start of every epoch from schedule(epoch, current_lr).
+// Sets the learning rate at the start of every epoch from schedule(epoch, current_lr), and adds
+// the optimizer's rate to each epoch's logs as "learning_rate" (Keras 3), so History has it.
 class LearningRateScheduler : public Callback {
  public:
   explicit LearningRateScheduler(std::function<double(int, double)> schedule, int verbose = 0);
   void on_epoch_begin(int epoch, const Logs&) override;
+  void on_epoch_end(int epoch, const Logs&) override;
 
  private:
   std::function<double(int, double)> schedule_;

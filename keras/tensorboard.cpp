@@ -314,8 +314,11 @@ void TensorBoard::on_train_begin(const Logs&) {
 }
 
 void TensorBoard::on_epoch_end(int epoch, const Logs& logs) {
-  // Keras: "val_loss" goes to validation/ as "epoch_loss"; the learning rate to train/.
+  // Keras: "val_loss" goes to validation/ as "epoch_loss"; the optimizer's learning rate (a
+  // schedule's too) to train/, once, even when a LearningRateScheduler logged it already.
+  const bool own_rate = ctx_ && ctx_->get_learning_rate;
   for (const auto& [name, value] : logs) {
+    if (own_rate && name == "learning_rate") continue;
     if (name.starts_with("val_")) {
       if (!validation_)
         validation_ = std::make_shared<summary::EventFileWriter>(
@@ -325,8 +328,7 @@ void TensorBoard::on_epoch_end(int epoch, const Logs& logs) {
       train_->scalar("epoch_" + name, value, epoch);
     }
   }
-  if (train_ && ctx_ && ctx_->get_learning_rate)
-    train_->scalar("epoch_learning_rate", ctx_->get_learning_rate(), epoch);
+  if (train_ && own_rate) train_->scalar("epoch_learning_rate", ctx_->get_learning_rate(), epoch);
   if (train_) train_->flush();
   if (validation_) validation_->flush();
 }

@@ -322,14 +322,16 @@ Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tens
   return ensure_step(traced, body, batch, name, options)(batch);
 }
 
-// The callbacks of one loop: the progress bar first when verbose (as Keras), then the user's.
-callbacks::CallbackList callback_list(int verbose, const std::vector<callbacks::CallbackRef>& user,
-                                      callbacks::TrainingContext* ctx,
-                                      std::optional<callbacks::CallbackRef> last = std::nullopt) {
-  std::vector<callbacks::CallbackRef> cbs;
+// The callbacks of one loop in Keras 3's order: the user's, then History (fit's), then the
+// progress bar when verbose (Keras 3 appends its defaults after the user's callbacks, so "Epoch
+// i/n" follows their on_epoch_begin and the epoch's line their on_epoch_end; tf.keras 2 put the
+// bar first).
+callbacks::CallbackList callback_list(
+    int verbose, const std::vector<callbacks::CallbackRef>& user, callbacks::TrainingContext* ctx,
+    std::optional<callbacks::CallbackRef> history = std::nullopt) {
+  std::vector<callbacks::CallbackRef> cbs(user.begin(), user.end());
+  if (history) cbs.push_back(*history);
   if (verbose != 0) cbs.push_back(callbacks::ProgbarLogger());
-  cbs.insert(cbs.end(), user.begin(), user.end());
-  if (last) cbs.push_back(*last);
   return callbacks::CallbackList(std::move(cbs), ctx);
 }
 
@@ -438,10 +440,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   ctx.verbose = options.verbose;
   ctx.weights = this;
   ctx.stop_training = &stop;
-  if (!st.optimizer.has_schedule()) {
-    ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+  // A schedule's rate is readable (TensorBoard's epoch_learning_rate) but not settable.
+  ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+  if (!st.optimizer.has_schedule())
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
-  }
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
   if (distribute::Strategy* strategy = live_strategy(st, "fit");
       strategy != nullptr && distribute::detail::num_workers(*strategy) > 1) {
@@ -525,7 +527,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
 
   Logs logs;
   std::optional<data::Dataset::Iterator> persistent;  // steps_per_epoch: continue across epochs
-  for (int epoch = first_epoch; epoch < options.epochs && !stop; ++epoch) {
+  // As Keras 3, the stop flag is read after each batch and each epoch: an epoch that begins
+  // stopped (set in on_train_begin or on_epoch_begin) still runs one batch.
+  for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
     reset_metrics();
     list.on_epoch_begin(epoch);
     int64_t step = 0;
@@ -540,7 +544,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     };
     if (options.steps_per_epoch > 0) {
       bool fresh = false;  // this epoch started a new pass over the dataset
-      for (; step < options.steps_per_epoch && !stop;) {
+      while (step < options.steps_per_epoch) {
         if (!persistent) {
           persistent = dataset.make_iterator();
           fresh = true;
@@ -558,6 +562,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
           break;
         }
         run_batch(*batch);
+        if (stop) break;
       }
     } else {
       for (const auto& batch : dataset) {
@@ -566,7 +571,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
     }
     // Keras raises here too ("Unexpected result of train_function (Empty logs)").
-    TF_CHECK_ARG(step > 0 || stop, "fit",
+    TF_CHECK_ARG(step > 0, "fit",
                  "the dataset yielded no batches in epoch {}: there is nothing to train on",
                  epoch + 1);
     if (ctx.steps < 0) ctx.steps = step;  // known after the first pass, as Keras
@@ -594,6 +599,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       logs.insert(logs.end(), vlogs.begin(), vlogs.end());
     }
     list.on_epoch_end(epoch, logs);
+    if (stop) break;
   }
   list.on_train_end(logs);
   return *history;

@@ -205,13 +205,58 @@ TEST_CASE("EarlyStopping: max mode for accuracy, min_delta and baseline", "[cpu]
   CHECK(stop);
   CHECK(es.stopped_epoch() == 1);
 
+  // With a baseline, epochs that stay short of it count towards patience even when they
+  // improve, but only an epoch that does not improve stops training (Keras 3).
   stop = false;
   tf::keras::callbacks::EarlyStopping base({.monitor = "loss", .patience = 3, .baseline = 0.5});
   base.set_context(&ctx);
   base.on_train_begin({});
   for (int e = 0; e < 3; ++e) base.on_epoch_end(e, {{"loss", 0.9 - 0.1 * e}});  // never < 0.5
+  CHECK_FALSE(stop);  // improving every epoch: no stop, though the wait reached the patience
+  base.on_epoch_end(3, {{"loss", 0.75}});  // no improvement, 4 epochs short of the baseline
   CHECK(stop);
-  CHECK(base.stopped_epoch() == 2);
+  CHECK(base.stopped_epoch() == 3);
+}
+
+TEST_CASE("EarlyStopping: improving epochs short of the baseline never stop training",
+          "[cpu][keras]") {
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};
+  tf::keras::callbacks::EarlyStopping es({.monitor = "loss", .patience = 2, .baseline = 0.0});
+  es.set_context(&ctx);
+  es.on_train_begin({});
+  for (int e = 0; e < 6; ++e) es.on_epoch_end(e, {{"loss", 6.0 - e}});  // falls, never < 0
+  CHECK_FALSE(stop);
+  CHECK(es.stopped_epoch() == 0);
+  // Without the baseline's wait, the same patience lets one flat epoch pass.
+  tf::keras::callbacks::EarlyStopping plain({.monitor = "loss", .patience = 2});
+  plain.set_context(&ctx);
+  plain.on_train_begin({});
+  for (int e = 0; e < 3; ++e) plain.on_epoch_end(e, {{"loss", e == 2 ? 5.0 : 6.0 - e}});
+  CHECK_FALSE(stop);
+}
+
+TEST_CASE("EarlyStopping: restore_best_weights restores when training ends without a stop",
+          "[cpu][keras]") {
+  OneVariable model;
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.epochs = 4, .weights = &model, .stop_training = &stop};
+  auto es = std::make_shared<tf::keras::callbacks::EarlyStopping>(
+      tf::keras::callbacks::EarlyStoppingOptions{
+          .monitor = "loss", .patience = 10, .restore_best_weights = true});
+  tf::keras::callbacks::CallbackList list({es}, &ctx);
+  list.on_train_begin();
+  const std::vector<double> losses = {1.0, 0.5, 0.7, 0.8};
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    model.v.assign(tf::constant(static_cast<float>(epoch)));
+    list.on_epoch_end(epoch, {{"loss", losses[epoch]}});
+    // Not restored at an epoch's end: callbacks after it see that epoch's weights.
+    CHECK(model.v.value().item<float>() == static_cast<float>(epoch));
+  }
+  CHECK_FALSE(stop);
+  list.on_train_end();
+  CHECK(es->stopped_epoch() == 0);
+  CHECK(model.v.value().item<float>() == 1.0f);
 }
 
 TEST_CASE("EarlyStopping: a missing metric warns and does not stop", "[cpu][keras]") {
@@ -273,6 +318,36 @@ TEST_CASE("ModelCheckpoint: path formatting and save_best_only", "[cpu][keras]")
   TF_REQUIRE_THROWS_CONTAINING(precise.format_path(1, {{"val_loss", 0.5}}),
                                tf::InvalidArgumentError, "larger than a path");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("CallbackList: on_epoch_end logs a scheduler adds are seen by later callbacks only",
+          "[cpu][keras]") {
+  double lr = 0.1;
+  tf::keras::callbacks::TrainingContext ctx{.get_learning_rate = [&] { return lr; },
+                                            .set_learning_rate = [&](double v) { lr = v; }};
+  auto first = std::make_shared<tf::keras::callbacks::History>();
+  auto last = std::make_shared<tf::keras::callbacks::History>();
+  auto sched = std::make_shared<tf::keras::callbacks::LearningRateScheduler>(
+      [](int, double current) { return current * 0.5; });
+  tf::keras::callbacks::CallbackList list({first, sched, last}, &ctx);
+  list.on_train_begin();
+  const Logs logs = {{"loss", 1.0}};
+  for (int e = 0; e < 2; ++e) {
+    list.on_epoch_begin(e);
+    list.on_epoch_end(e, logs);
+  }
+  CHECK(logs.size() == 1);  // the caller's logs are not changed
+  CHECK(first->history.count("learning_rate") == 0);
+  REQUIRE(last->history.count("learning_rate") == 1);
+  CHECK(last->history.at("learning_rate") == std::vector<double>{0.05, 0.025});
+  CHECK(ctx.epoch_logs == nullptr);
+}
+
+TEST_CASE("ModelCheckpoint: a batch placeholder is filled for batch saves only", "[cpu][keras]") {
+  tf::keras::callbacks::ModelCheckpoint mc("w-{epoch}-{batch:02d}.safetensors");
+  CHECK(mc.format_path(2, {{"loss", 1.0}}, 3) == "w-2-03.safetensors");
+  TF_REQUIRE_THROWS_CONTAINING(mc.format_path(2, {{"loss", 1.0}}), tf::InvalidArgumentError,
+                               "no log named 'batch'");
 }
 
 TEST_CASE("LearningRateScheduler sets the rate at each epoch", "[cpu][keras]") {

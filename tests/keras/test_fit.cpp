@@ -1,6 +1,8 @@
 // Model::compile, fit, evaluate, predict and the weights files (keras/training.h).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -224,7 +226,9 @@ TEST_CASE("fit: callbacks stop, checkpoint, schedule and log", "[cpu][keras]") {
     files.push_back(e.path());
   REQUIRE(files.size() == 1);
   const auto events = K::summary::read_scalar_events(files[0].string());
-  CHECK(events.size() == 6);  // loss, accuracy, learning rate for 2 epochs
+  // loss, accuracy, learning rate for 2 epochs (the scheduler's "learning_rate" log is not
+  // written a second time).
+  CHECK(events.size() == 6);
   std::filesystem::remove_all(dir);
 }
 
@@ -645,5 +649,323 @@ TEST_CASE("fit: BackupAndRestore rejects a backup whose epoch is out of range", 
             {.epochs = 4, .callbacks = {K::callbacks::BackupAndRestore(backup)}, .verbose = 0});
       },
       {"[BackupAndRestore]", backup, "2147483647"});
+  std::filesystem::remove_all(dir);
+}
+
+// ---- callbacks against Keras 3.15 (the expected values were produced by Keras 3.15 on the same
+// data, model and settings) ----
+
+namespace {
+
+// 16 rows of 3 features and a linear target (as the differential probe against Keras).
+std::pair<tf::Tensor, tf::Tensor> linear_data() {
+  std::vector<float> x(16 * 3), y(16);
+  for (int i = 0; i < 16; ++i) {
+    double s = 0;
+    for (int j = 0; j < 3; ++j) {
+      x[i * 3 + j] = static_cast<float>(std::sin(i * 3.0 + j));
+      s += x[i * 3 + j] * (j + 1);
+    }
+    y[i] = static_cast<float>(s + 0.1 * std::cos(i * 7.0));
+  }
+  return {tf::constant(x, {16, 3}), tf::constant(y, {16, 1})};
+}
+
+K::Sequential linear_model(K::optimizers::LearningRate lr = 0.05) {
+  auto [x, y] = linear_data();
+  K::Sequential m({K::layers::Dense(1)});
+  m(x);
+  m.set_weights({tf::constant(std::vector<float>{0.1f, -0.2f, 0.3f}, {3, 1}),
+                 tf::constant(std::vector<float>{0.05f}, {1})});
+  m.compile(K::optimizers::SGD(lr), K::losses::MeanSquaredError());
+  return m;
+}
+
+std::vector<float> flat_weights(const K::Sequential& m) {
+  std::vector<float> out;
+  for (const auto& t : m.get_weights())
+    for (float v : t.numpy<float>()) out.push_back(v);
+  return out;
+}
+
+// Records the hooks it sees; may set the stop flag at a given point.
+struct Recorder : K::callbacks::Callback {
+  std::vector<std::string> events;
+  int stop_at_epoch_begin = -1;
+  bool stop_at_train_begin = false;
+  std::ostream* out = nullptr;
+  void on_train_begin(const K::Logs&) override {
+    if (stop_at_train_begin) *context().stop_training = true;
+  }
+  void on_epoch_begin(int e, const K::Logs&) override {
+    events.push_back("epoch_begin " + std::to_string(e));
+    if (out) *out << "user begin " << e << '\n';
+    if (e == stop_at_epoch_begin) *context().stop_training = true;
+  }
+  void on_train_batch_end(int64_t b, const K::Logs&) override {
+    events.push_back("batch_end " + std::to_string(b));
+  }
+  void on_epoch_end(int e, const K::Logs& logs) override {
+    std::string keys;
+    for (const auto& [k, v] : logs) keys += " " + k;
+    events.push_back("epoch_end " + std::to_string(e) + keys);
+    if (out) *out << "user end " << e << '\n';
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fit: EarlyStopping restores the best weights when training ends without a stop",
+          "[cpu][keras]") {
+  // Keras 3.15 (loss rises under mode max, so epoch 1 stays the best): weights of epoch 1.
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(
+      K::callbacks::EarlyStoppingOptions{.monitor = "loss",
+                                         .patience = 10,
+                                         .verbose = 1,
+                                         .mode = "max",
+                                         .restore_best_weights = true});
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(x, y,
+              {.epochs = 4, .batch_size = 4, .callbacks = {es}, .verbose = 0, .shuffle = false});
+  });
+  CHECK(es->stopped_epoch() == 0);
+  CHECK(es->best_epoch() == 0);
+  const std::vector<float> want = {0.14383f, 0.33040f, 0.82933f, 0.10229f};
+  const auto got = flat_weights(model);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(2e-5));
+  CHECK(err.find("Restoring model weights from the end of the best epoch: 1.") !=
+        std::string::npos);
+  CHECK(err.find("early stopping") == std::string::npos);
+}
+
+TEST_CASE("fit: a ModelCheckpoint after EarlyStopping saves the stopping epoch's own weights",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("es_checkpoint");
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(K::callbacks::EarlyStoppingOptions{
+      .monitor = "loss", .patience = 2, .verbose = 1, .mode = "max", .restore_best_weights = true});
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(
+        x, y,
+        {.epochs = 10,
+         .batch_size = 4,
+         .callbacks = {es, K::callbacks::ModelCheckpoint((dir / "last.safetensors").string())},
+         .verbose = 0,
+         .shuffle = false});
+  });
+  CHECK(es->stopped_epoch() == 2);
+  // The checkpoint holds epoch 3's weights (what 3 epochs without callbacks give); the model
+  // holds epoch 1's, restored when training ended.
+  auto three = linear_model();
+  three.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+  auto saved = linear_model();
+  saved.load_weights((dir / "last.safetensors").string());
+  CHECK(flat_weights(saved) == flat_weights(three));
+  const std::vector<float> best = {0.14383f, 0.33040f, 0.82933f, 0.10229f};
+  const auto got = flat_weights(model);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(best[i]).margin(2e-5));
+  // Keras 3's messages, in its order.
+  const size_t stop_at = err.find("Epoch 3: early stopping");
+  const size_t restore_at = err.find("Restoring model weights from the end of the best epoch: 1.");
+  REQUIRE(stop_at != std::string::npos);
+  REQUIRE(restore_at != std::string::npos);
+  CHECK(stop_at < restore_at);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: EarlyStopping with an unreached baseline does not stop while improving",
+          "[cpu][keras]") {
+  // Keras 3.15 runs all 6 epochs (the loss falls every epoch; baseline 0 is never beaten).
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  auto es = std::make_shared<K::callbacks::EarlyStopping>(
+      K::callbacks::EarlyStoppingOptions{.monitor = "loss", .patience = 2, .baseline = 0.0});
+  K::History h = model.fit(
+      x, y, {.epochs = 6, .batch_size = 4, .callbacks = {es}, .verbose = 0, .shuffle = false});
+  CHECK(h.epoch.size() == 6);
+  CHECK(es->stopped_epoch() == 0);
+}
+
+TEST_CASE("fit: stop_training set before an epoch's batches still runs one batch", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("in on_epoch_begin with steps_per_epoch") {
+    // Keras 3.15: epoch 2 runs batch 0 and logs its loss 8.32252.
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_epoch_begin = 1;
+    K::History h = model.fit(x, y,
+                             {.epochs = 3,
+                              .batch_size = 8,
+                              .callbacks = {rec},
+                              .verbose = 0,
+                              .shuffle = false,
+                              .steps_per_epoch = 2});
+    CHECK(h.epoch == std::vector<int>{0, 1});
+    CHECK(h.history.at("loss")[0] == Approx(6.94713).epsilon(1e-5));
+    CHECK(h.history.at("loss")[1] == Approx(8.32252).epsilon(1e-5));
+    CHECK(rec->events == std::vector<std::string>{"epoch_begin 0", "batch_end 0", "batch_end 1",
+                                                  "epoch_end 0 loss", "epoch_begin 1",
+                                                  "batch_end 0", "epoch_end 1 loss"});
+  }
+  SECTION("in on_epoch_begin without steps_per_epoch") {
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_epoch_begin = 1;
+    K::History h = model.fit(
+        x, y, {.epochs = 3, .batch_size = 8, .callbacks = {rec}, .verbose = 0, .shuffle = false});
+    CHECK(h.history.at("loss")[1] == Approx(8.32252).epsilon(1e-5));
+  }
+  SECTION("in on_train_begin") {
+    // Keras 3.15: one epoch of one batch, loss 10.85.
+    auto model = linear_model();
+    auto rec = std::make_shared<Recorder>();
+    rec->stop_at_train_begin = true;
+    K::History h = model.fit(
+        x, y, {.epochs = 3, .batch_size = 8, .callbacks = {rec}, .verbose = 0, .shuffle = false});
+    CHECK(h.epoch == std::vector<int>{0});
+    CHECK(h.history.at("loss")[0] == Approx(10.85).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("fit: LearningRateScheduler adds learning_rate to the epoch logs", "[cpu][keras]") {
+  // Keras 3.15: History's learning_rate is 0.1 0.03 0.009; a callback listed before the
+  // scheduler does not see the key, one after it does.
+  auto [x, y] = linear_data();
+  auto model = linear_model(0.1);
+  auto before = std::make_shared<Recorder>(), after = std::make_shared<Recorder>();
+  K::History h =
+      model.fit(x, y,
+                {.epochs = 3,
+                 .batch_size = 8,
+                 .callbacks = {before, K::callbacks::LearningRateScheduler([](int e, double lr) {
+                                 return e == 0 ? lr : lr * 0.3;
+                               }),
+                               after},
+                 .verbose = 0,
+                 .shuffle = false});
+  const auto& rates = h.history.at("learning_rate");
+  REQUIRE(rates.size() == 3);
+  CHECK(rates[0] == Approx(0.1));
+  CHECK(rates[1] == Approx(0.03));
+  CHECK(rates[2] == Approx(0.009));
+  CHECK(h.history.at("loss")[2] == Approx(3.60818).epsilon(1e-5));
+  CHECK(std::count(before->events.begin(), before->events.end(), "epoch_end 2 loss") == 1);
+  CHECK(std::count(after->events.begin(), after->events.end(), "epoch_end 2 loss learning_rate") ==
+        1);
+}
+
+TEST_CASE("fit: TensorBoard writes a schedule's learning rate", "[cpu][keras]") {
+  // Keras 3.15 with ExponentialDecay(0.1, 2, 0.5) and 2 steps an epoch: 0.05, then 0.025.
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("tensorboard_schedule");
+  auto model = linear_model(K::optimizers::schedules::ExponentialDecay(0.1, 2, 0.5));
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .callbacks = {K::callbacks::TensorBoard((dir / "logs").string())},
+             .verbose = 0,
+             .shuffle = false});
+  std::vector<float> rates;
+  for (const auto& f : std::filesystem::directory_iterator(dir / "logs" / "train"))
+    for (const auto& e : K::summary::read_scalar_events(f.path().string()))
+      if (e.tag == "epoch_learning_rate") rates.push_back(e.value);
+  REQUIRE(rates.size() == 2);
+  CHECK(rates[0] == Approx(0.05));
+  CHECK(rates[1] == Approx(0.025));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: ModelCheckpoint saves without its monitor and fills a batch placeholder",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("checkpoint_keras3");
+  auto names = [](const std::filesystem::path& d) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(d))
+      out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // Keras 3.15: save_best_only with val_loss missing warns and saves every epoch.
+  auto m1 = linear_model();
+  const std::string err = tf::testing::capture_stderr([&] {
+    m1.fit(x, y,
+           {.epochs = 2,
+            .batch_size = 4,
+            .callbacks = {K::callbacks::ModelCheckpoint(
+                (dir / "best" / "w-{epoch}.safetensors").string(),
+                {.monitor = "val_loss", .verbose = 1, .save_best_only = true})},
+            .verbose = 0,
+            .shuffle = false});
+  });
+  CHECK(names(dir / "best") == std::vector<std::string>{"w-1.safetensors", "w-2.safetensors"});
+  CHECK(err.find("Can save best model only with val_loss available.") != std::string::npos);
+  CHECK(err.find("skipping") == std::string::npos);
+  CHECK(err.find("Epoch 2: finished saving model to") != std::string::npos);
+  // Keras 3.15: {batch} is the batch's number (from 1) in its epoch: 4 batches an epoch, saved
+  // every 3 batches.
+  auto m2 = linear_model();
+  m2.fit(x, y,
+         {.epochs = 2,
+          .batch_size = 4,
+          .callbacks = {K::callbacks::ModelCheckpoint(
+              (dir / "batches" / "w-{epoch}-{batch}.safetensors").string(), {.save_freq = 3})},
+          .verbose = 0,
+          .shuffle = false});
+  CHECK(names(dir / "batches") ==
+        std::vector<std::string>{"w-1-3.safetensors", "w-2-2.safetensors"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: the user's callbacks run before History and the progress bar as Keras 3",
+          "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  std::ostringstream out;
+  auto rec = std::make_shared<Recorder>();
+  rec->out = &out;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  model.fit(x, y,
+            {.epochs = 2, .batch_size = 8, .callbacks = {rec}, .verbose = 2, .shuffle = false});
+  std::cout.rdbuf(saved);
+  const std::string text = out.str();
+  const size_t begin0 = text.find("user begin 0"), head1 = text.find("Epoch 1/2");
+  const size_t end0 = text.find("user end 0"), line1 = text.find("2/2 - ");
+  const size_t begin1 = text.find("user begin 1");
+  REQUIRE(begin0 != std::string::npos);
+  REQUIRE(head1 != std::string::npos);
+  REQUIRE(line1 != std::string::npos);
+  CHECK(begin0 < head1);
+  CHECK(head1 < end0);
+  CHECK(end0 < line1);
+  CHECK(line1 < begin1);
+}
+
+TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("messages");
+  auto model = linear_model();
+  const std::string err = tf::testing::capture_stderr([&] {
+    model.fit(x, y,
+              {.epochs = 2,
+               .batch_size = 4,
+               .callbacks =
+                   {K::callbacks::ModelCheckpoint(
+                        (dir / "w-{epoch:02d}-{loss:.3f}.safetensors").string(),
+                        {.monitor = "loss", .verbose = 1, .save_best_only = true, .mode = "max"}),
+                    K::callbacks::LearningRateScheduler([](int, double lr) { return lr; }, 1)},
+               .verbose = 0,
+               .shuffle = false});
+  });
+  CHECK(err.find("Epoch 1: loss improved from None to 6.34523, saving model to") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 2: loss did not improve from 6.34523") != std::string::npos);
+  CHECK(err.find("Epoch 1: LearningRateScheduler setting learning rate to 0.05") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 0000") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
