@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "core/check.h"
+
 namespace tapeflow {
 
 std::string_view dtype_name(DType d) {
@@ -19,5 +21,12 @@ std::string_view dtype_name(DType d) {
 }
 
 std::ostream& operator<<(std::ostream& os, DType d) { return os << dtype_name(d); }
+
+void check_dtype_id(const char* op, DType d) {
+  TF_CHECK_ARG(dtype_size(d) != 0, op,
+               "dtype id {} is not one of tapeflow's dtypes (float16, bfloat16, float32, "
+               "float64, int32, int64, uint8, bool)",
+               static_cast<int>(d.id));
+}
 
 }  // namespace tapeflow

@@ -29,6 +29,9 @@ inline constexpr DType bool_{DTypeId::Bool};
 // TF's names: "float32", "bool", ...
 std::string_view dtype_name(DType d);
 std::ostream& operator<<(std::ostream& os, DType d);
+// DType is an aggregate, so any DTypeId value can reach an op (a cast integer): an
+// InvalidArgumentError naming op unless d is one of the eight dtypes.
+void check_dtype_id(const char* op, DType d);
 
 constexpr size_t dtype_size(DType d) {
   switch (d.id) {

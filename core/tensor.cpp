@@ -19,20 +19,9 @@ uint64_t next_tensor_id() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-namespace {
-// DType is an aggregate, so any DTypeId value can reach here (a cast integer): refused before
-// a kernel dispatches on it.
-void check_dtype_id(DType dtype) {
-  TF_CHECK_ARG(dtype_size(dtype) != 0, "tensor",
-               "dtype id {} is not one of tapeflow's dtypes (float16, bfloat16, float32, "
-               "float64, int32, int64, uint8, bool)",
-               static_cast<int>(dtype.id));
-}
-}  // namespace
-
 Tensor empty(const TensorShape& shape, DType dtype, Device device) {
   TF_ASSERT(shape.is_fully_defined());
-  check_dtype_id(dtype);
+  check_dtype_id("tensor", dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -48,7 +37,7 @@ Tensor empty(const TensorShape& shape, DType dtype, Device device) {
 }
 
 Tensor symbolic(const TensorShape& shape, DType dtype, Device device) {
-  check_dtype_id(dtype);
+  check_dtype_id("tensor", dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;

@@ -74,7 +74,7 @@ Tensor constant(const Tensor& scalar) {
 Tensor constant(const Tensor& value, DType dtype) {
   TF_CHECK_ARG(value.defined(), "constant", "the value is an undefined tensor");
   if (value.dtype() == dtype) return constant(value);
-  detail::check_dtype_id("constant", dtype);
+  check_dtype_id("constant", dtype);
   // The rule for C++ scalars (docs/architecture.md), as TF's convert_to_tensor: an integer or
   // bool dtype takes only values it holds exactly (TF: "Cannot convert 2.5 to EagerTensor of
   // dtype int32"; NaN, 3e9 to int32 or 2 to bool are refused too, never truncated, saturated or
@@ -211,7 +211,7 @@ Tensor eye(int64_t num_rows, int64_t num_columns, DType dtype) {
 namespace {
 
 void check_range_dtype(DType dtype) {
-  detail::check_dtype_id("range", dtype);
+  check_dtype_id("range", dtype);
   TF_CHECK_ARG(!is_bool(dtype), "range", "is not defined for dtype bool (as in TF)");
 }
 

@@ -91,13 +91,6 @@ void check_integer_fits(const char* op, const char* what, int64_t v, DType dtype
                dtype_name(dtype));
 }
 
-void check_dtype_id(const char* op, DType dtype) {
-  TF_CHECK_ARG(dtype_size(dtype) != 0, op,
-               "dtype id {} is not one of tapeflow's dtypes (float16, bfloat16, float32, "
-               "float64, int32, int64, uint8, bool)",
-               static_cast<int>(dtype.id));
-}
-
 Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op) {
   if (x.dtype() == dtype || !x.is_weak()) return x;
   check_exact(op, x, dtype);

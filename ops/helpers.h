@@ -38,9 +38,6 @@ Tensor adopt_dtype(const Tensor& x, DType dtype, const char* op);
 void check_value_fits(const char* op, const char* what, double v, DType dtype);
 // The same for an integer value (exact beyond 2^53).
 void check_integer_fits(const char* op, const char* what, int64_t v, DType dtype);
-// An InvalidArgumentError naming op unless dtype is one of tapeflow's (DType is an aggregate: a
-// cast integer makes one), for checks that run before a tensor of that dtype is made.
-void check_dtype_id(const char* op, DType dtype);
 
 void check_dtype_floating(const char* op, const Tensor& x);
 void check_dtype_not_bool(const char* op, const Tensor& x);
