@@ -97,18 +97,19 @@ thread_local ThreadAlive t_alive;
 void GradientTape::install() {
   if (recording_) return;
   auto& ctx = detail::thread_context();
-  // Back where uninstall() found it when that list is still there (a pause, stop_recording or
-  // gradient inside a PauseTapes scope resumes inside it); a new tape goes innermost.
+  // Back in the list it left (a pause, stop_recording or gradient inside a PauseTapes scope
+  // resumes inside it; one begun outside a scope and ended inside it resumes in the list that
+  // scope set aside, so recording resumes when the scope ends); a new tape, or one whose list
+  // ended with its scope, goes innermost in the active list.
+  const size_t depth = ctx.paused_tapes.size();
   std::vector<detail::TapeObserver*>* list = &ctx.tapes;
-  if (home_ && owner_ == &ctx &&
-      std::find(ctx.paused_tapes.begin(), ctx.paused_tapes.end(), home_) != ctx.paused_tapes.end())
-    list = home_;
-  if (home_ == list)
+  if (owner_ == &ctx && home_depth_ < depth) list = ctx.paused_tapes[home_depth_];
+  if (owner_ == &ctx && home_depth_ <= depth)
     list->insert(list->begin() + static_cast<std::ptrdiff_t>(std::min(home_index_, list->size())),
                  this);
   else
     list->push_back(this);
-  home_ = nullptr;
+  home_depth_ = npos;
   owner_ = &ctx;
   owner_alive_ = t_alive.flag;
   recording_ = true;
@@ -122,18 +123,18 @@ void GradientTape::uninstall() {
   // meanwhile (as for any object two threads use).
   if (owner_ != &detail::thread_context() && !owner_alive_->load()) return;
   // Its thread's active list, or one that a PauseTapes scope there holds until it ends.
-  auto leave = [&](std::vector<detail::TapeObserver*>& tapes) {
+  auto leave = [&](std::vector<detail::TapeObserver*>& tapes, size_t depth) {
     auto it = std::find(tapes.begin(), tapes.end(), this);
     if (it == tapes.end()) return false;
-    home_ = &tapes;
+    home_depth_ = depth;
     home_index_ = static_cast<size_t>(it - tapes.begin());
     tapes.erase(it);
     return true;
   };
-  home_ = nullptr;
-  if (leave(owner_->tapes)) return;
-  for (auto* paused : owner_->paused_tapes)
-    if (leave(*paused)) return;
+  home_depth_ = npos;
+  if (leave(owner_->tapes, owner_->paused_tapes.size())) return;
+  for (size_t d = 0; d < owner_->paused_tapes.size(); ++d)
+    if (leave(*owner_->paused_tapes[d], d)) return;
 }
 
 bool GradientTape::pause_for_gradient(const char* op) {
@@ -189,7 +190,14 @@ void GradientTape::watch(const std::vector<Variable>& vs) {
   for (const Variable& v : vs) watch(v);
 }
 
-std::vector<Variable> GradientTape::watched_variables() const { return watched_vars_; }
+std::vector<Variable> GradientTape::watched_variables() const {
+  // In the order the variables were made, as TF's (which sorts them by id).
+  std::vector<Variable> out = watched_vars_;
+  std::stable_sort(out.begin(), out.end(), [](const Variable& a, const Variable& b) {
+    return a.creation_order() < b.creation_order();
+  });
+  return out;
+}
 
 void GradientTape::variable_read(const Variable& v, const Tensor& read) {
   if (!recording_ || !is_floating(v.dtype())) return;
@@ -373,39 +381,45 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
   return result;
 }
 
-std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
-                                                const Tensor* output_gradients,
-                                                const std::vector<std::vector<uint64_t>>& source_ids,
-                                                const std::vector<Tensor>& source_like,
-                                                UnconnectedGradients unconnected) {
+std::vector<Tensor> GradientTape::gradient_impl(
+    std::span<const Tensor> targets, std::span<const Tensor> output_gradients,
+    const std::vector<std::vector<uint64_t>>& source_ids, const std::vector<Tensor>& source_like,
+    UnconnectedGradients unconnected) {
   const char* op = "GradientTape.gradient";
   check_usable(op);
-  TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
-  Tensor seed;
-  if (output_gradients && output_gradients->defined()) {
-    TF_CHECK_ARG(output_gradients->shape() == target.shape(), op,
-                 "output_gradients has shape {}, the target has shape {}",
-                 output_gradients->shape().to_string(), target.shape().to_string());
-    seed = output_gradients->dtype() == target.dtype()
-               ? *output_gradients
-               : detail::adopt_dtype(*output_gradients, target.dtype(), op);
-    TF_CHECK_ARG(seed.dtype() == target.dtype(), op,
-                 "output_gradients has dtype {}, the target has dtype {}",
-                 dtype_name(output_gradients->dtype()), dtype_name(target.dtype()));
-  } else if (is_floating(target.dtype())) {
-    DeviceScope scope(target.placement());
-    seed = ones(target.shape(), target.dtype());
+  TF_CHECK_ARG(output_gradients.empty() || output_gradients.size() == targets.size(), op,
+               "{} output_gradients for {} targets (one per target)", output_gradients.size(),
+               targets.size());
+  // The floating targets and their seeds; an integer or bool target has no gradient.
+  std::vector<Tensor> floating, seeds;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Tensor& target = targets[i];
+    const std::string which = targets.size() == 1 ? "the target" : fmt::format("target {}", i);
+    TF_CHECK_ARG(target.defined(), op, "{} is an undefined tensor", which);
+    const Tensor* given = output_gradients.empty() ? nullptr : &output_gradients[i];
+    Tensor seed;
+    if (given && given->defined()) {
+      TF_CHECK_ARG(given->shape() == target.shape(), op,
+                   "output_gradients has shape {}, {} has shape {}", given->shape().to_string(),
+                   which, target.shape().to_string());
+      seed = given->dtype() == target.dtype() ? *given
+                                              : detail::adopt_dtype(*given, target.dtype(), op);
+      TF_CHECK_ARG(seed.dtype() == target.dtype(), op,
+                   "output_gradients has dtype {}, {} has dtype {}", dtype_name(given->dtype()),
+                   which, dtype_name(target.dtype()));
+    } else if (is_floating(target.dtype())) {
+      DeviceScope scope(target.placement());
+      seed = ones(target.shape(), target.dtype());
+    }
+    if (!is_floating(target.dtype())) continue;
+    floating.push_back(target);
+    seeds.push_back(std::move(seed));
   }
   // The tape never records its own gradient computation (an enclosing tape does: nest tapes
   // for higher orders); a non-persistent tape stops recording for good at its first gradient().
   const bool resume = pause_for_gradient(op);
-  std::vector<Tensor> result;
-  if (!is_floating(target.dtype())) {
-    // An integer or bool target has no gradient.
-    result = compute({}, {}, source_ids, source_like, unconnected, options_.persistent);
-  } else {
-    result = compute({target}, {seed}, source_ids, source_like, unconnected, options_.persistent);
-  }
+  std::vector<Tensor> result =
+      compute(floating, seeds, source_ids, source_like, unconnected, options_.persistent);
   if (resume) install();
   if (!options_.persistent) {
     used_ = true;
@@ -414,64 +428,101 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
   return result;
 }
 
+namespace {
+std::span<const Tensor> one(const Tensor* t) {
+  return t ? std::span<const Tensor>(t, 1) : std::span<const Tensor>();
+}
+}  // namespace
+
 Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
                               UnconnectedGradients unconnected) {
   TF_CHECK_ARG(source.defined(), "GradientTape.gradient", "the source is an undefined tensor");
-  return gradient_impl(target, nullptr, {{source.id()}}, {source}, unconnected)[0];
+  return gradient_impl(one(&target), {}, {{source.id()}}, {source}, unconnected)[0];
 }
 
 Tensor GradientTape::gradient(const Tensor& target, const Variable& source,
                               UnconnectedGradients unconnected) {
-  return gradient_impl(target, nullptr, {ids_of(source)},
-                       {placeholder_of(source)}, unconnected)[0];
-}
-
-Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
-                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
-  TF_CHECK_ARG(source.defined(), "GradientTape.gradient", "the source is an undefined tensor");
-  return gradient_impl(target, &output_gradients, {{source.id()}}, {source}, unconnected)[0];
-}
-
-Tensor GradientTape::gradient(const Tensor& target, const Variable& source,
-                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
-  return gradient_impl(target, &output_gradients, {ids_of(source)}, {placeholder_of(source)},
+  return gradient_impl(one(&target), {}, {ids_of(source)}, {placeholder_of(source)},
                        unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
+                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
+  TF_CHECK_ARG(source.defined(), "GradientTape.gradient", "the source is an undefined tensor");
+  return gradient_impl(one(&target), one(&output_gradients), {{source.id()}}, {source},
+                       unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const Variable& source,
+                              const Tensor& output_gradients, UnconnectedGradients unconnected) {
+  return gradient_impl(one(&target), one(&output_gradients), {ids_of(source)},
+                       {placeholder_of(source)}, unconnected)[0];
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target,
                                            const std::vector<Variable>& sources,
                                            UnconnectedGradients unconnected) {
-  std::vector<std::vector<uint64_t>> ids;
-  std::vector<Tensor> like;
-  for (const Variable& v : sources) {
-    ids.push_back(ids_of(v));
-    like.push_back(placeholder_of(v));
-  }
-  return gradient_impl(target, nullptr, ids, like, unconnected);
+  return gradient(std::vector<Tensor>{target}, sources, std::vector<Tensor>{}, unconnected);
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target,
                                            const std::vector<Variable>& sources,
                                            const Tensor& output_gradients,
                                            UnconnectedGradients unconnected) {
+  return gradient(std::vector<Tensor>{target}, sources, std::vector<Tensor>{output_gradients},
+                  unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected) {
+  return gradient(std::vector<Tensor>{target}, sources, std::vector<Tensor>{}, unconnected);
+}
+
+Tensor GradientTape::gradient(const std::vector<Tensor>& targets, const Tensor& source,
+                              UnconnectedGradients unconnected) {
+  return gradient(targets, std::vector<Tensor>{source}, std::vector<Tensor>{}, unconnected)[0];
+}
+
+Tensor GradientTape::gradient(const std::vector<Tensor>& targets, const Variable& source,
+                              UnconnectedGradients unconnected) {
+  return gradient(targets, std::vector<Variable>{source}, std::vector<Tensor>{}, unconnected)[0];
+}
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<Variable>& sources,
+                                           UnconnectedGradients unconnected) {
+  return gradient(targets, sources, std::vector<Tensor>{}, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected) {
+  return gradient(targets, sources, std::vector<Tensor>{}, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<Variable>& sources,
+                                           const std::vector<Tensor>& output_gradients,
+                                           UnconnectedGradients unconnected) {
   std::vector<std::vector<uint64_t>> ids;
   std::vector<Tensor> like;
   for (const Variable& v : sources) {
     ids.push_back(ids_of(v));
     like.push_back(placeholder_of(v));
   }
-  return gradient_impl(target, &output_gradients, ids, like, unconnected);
+  return gradient_impl(targets, output_gradients, ids, like, unconnected);
 }
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
                                            const std::vector<Tensor>& sources,
+                                           const std::vector<Tensor>& output_gradients,
                                            UnconnectedGradients unconnected) {
   std::vector<std::vector<uint64_t>> ids;
   for (const Tensor& s : sources) {
     TF_CHECK_ARG(s.defined(), "GradientTape.gradient", "a source is an undefined tensor");
     ids.push_back({s.id()});
   }
-  return gradient_impl(target, nullptr, ids, sources, unconnected);
+  return gradient_impl(targets, output_gradients, ids, sources, unconnected);
 }
 
 // ---- Jacobians: one backward sweep per target element, with the tape kept until the end ----

@@ -69,7 +69,7 @@ class GradientTape final : public detail::TapeObserver {
   void watch(const std::vector<Tensor>& ts);
   void watch(const Variable& v);
   void watch(const std::vector<Variable>& vs);
-  // Variables watched so far, in the order they were first watched or read.
+  // Variables watched so far, in the order they were made (TF's order).
   std::vector<Variable> watched_variables() const;
 
   // d(sum of target)/d(source), or the vector-Jacobian product with output_gradients (a tensor
@@ -88,6 +88,27 @@ class GradientTape final : public detail::TapeObserver {
                                UnconnectedGradients unconnected = UnconnectedGradients::NONE);
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable>& sources,
                                const Tensor& output_gradients,
+                               UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  // Several targets (TF's list of targets): the gradient of their sum; output_gradients, when
+  // given, seeds each target (one tensor per target, an undefined one meaning ones). Integer and
+  // bool targets contribute nothing.
+  Tensor gradient(const std::vector<Tensor>& targets, const Tensor& source,
+                  UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  Tensor gradient(const std::vector<Tensor>& targets, const Variable& source,
+                  UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Variable>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Tensor>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Variable>& sources,
+                               const std::vector<Tensor>& output_gradients,
+                               UnconnectedGradients unconnected = UnconnectedGradients::NONE);
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Tensor>& sources,
+                               const std::vector<Tensor>& output_gradients,
                                UnconnectedGradients unconnected = UnconnectedGradients::NONE);
 
   // Full Jacobian: shape target.shape + source.shape (one backward sweep per target element).
@@ -131,7 +152,8 @@ class GradientTape final : public detail::TapeObserver {
                               const std::vector<std::vector<uint64_t>>& source_ids,
                               const std::vector<Tensor>& source_like,
                               UnconnectedGradients unconnected, bool keep);
-  std::vector<Tensor> gradient_impl(const Tensor& target, const Tensor* output_gradients,
+  std::vector<Tensor> gradient_impl(std::span<const Tensor> targets,
+                                    std::span<const Tensor> output_gradients,
                                     const std::vector<std::vector<uint64_t>>& source_ids,
                                     const std::vector<Tensor>& source_like,
                                     UnconnectedGradients unconnected);
@@ -146,9 +168,12 @@ class GradientTape final : public detail::TapeObserver {
   // The thread whose ops it records (while recording_) and whether that thread still runs.
   detail::ThreadContext* owner_ = nullptr;
   std::shared_ptr<std::atomic<bool>> owner_alive_;
-  // Where uninstall() found it: its thread's active list or a list that a PauseTapes scope set
-  // aside, and the position there. install() puts it back there (recording resumes in place).
-  std::vector<detail::TapeObserver*>* home_ = nullptr;
+  // Where uninstall() found it, and the position there: the list of tapes that was active at
+  // PauseTapes depth home_depth_ (the thread's active list then, which a PauseTapes scope opened
+  // since holds), or none (npos). install() puts it back there: recording resumes in place, also
+  // when the pause scopes around it changed in between.
+  static constexpr size_t npos = static_cast<size_t>(-1);
+  size_t home_depth_ = npos;
   size_t home_index_ = 0;
   bool used_ = false;  // a non-persistent tape after gradient()
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -163,8 +188,10 @@ namespace detail {}  // namespace detail
 Tensor stop_gradient(const Tensor& x);
 
 // TF's @tf.custom_gradient for one input: fn(x) returns the value and the map from the upstream
-// gradient to x's gradient. The returned callable records one node whose vjp is that map; the
-// ops inside fn are not recorded.
+// gradient to x's gradient. The returned callable records one node from x to the result whose
+// vjp is that map. The ops inside fn are recorded too (as TF's eager custom_gradient), so a tape
+// around the one that computes the gradient sees how the values the map captured depend on x;
+// the result's only recorded producer is the custom node.
 using CustomGradientFn =
     std::function<std::pair<Tensor, std::function<Tensor(const Tensor&)>>(const Tensor&)>;
 std::function<Tensor(const Tensor&)> custom_gradient(CustomGradientFn fn);

@@ -1,6 +1,7 @@
 #include "autograd/variable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <ostream>
 #include <utility>
@@ -15,7 +16,12 @@
 
 namespace tapeflow {
 
+namespace {
+std::atomic<uint64_t> g_variables_made{0};
+}  // namespace
+
 struct Variable::State {
+  const uint64_t serial = g_variables_made.fetch_add(1, std::memory_order_relaxed);
   std::mutex mu;
   Tensor value;
   std::string name;
@@ -190,6 +196,10 @@ static const std::shared_ptr<Variable::State>& resolved(const std::shared_ptr<Va
              "scope of the strategy that runs it",
              s.name, s.mirrors.size(), r);
   return s.mirrors[static_cast<size_t>(r)];
+}
+
+uint64_t Variable::creation_order() const {
+  return checked(state_).serial;
 }
 
 bool Variable::is_mirrored() const { return !checked(state_).mirrors.empty(); }

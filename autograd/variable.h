@@ -46,6 +46,9 @@ class Variable {
   Device placement() const;
   // Identity of the shared state (same for all copies of this handle).
   const void* handle_id() const { return state_.get(); }
+  // Internal: increases with each variable made in the process (TF's variable ids: orders
+  // GradientTape::watched_variables).
+  uint64_t creation_order() const;
 
   // Mirrored variables (made under a strategy's scope, see detail::MirrorVariablesScope) hold
   // one copy per replica device. Inside a replica (detail::ReplicaComponentScope) every method

@@ -1,5 +1,7 @@
 // GradientTape behaviour, one case per rule of API.md "Variables and gradients" and TF2's tape.
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -35,6 +37,31 @@ TEST_CASE("tape: gradient of a watched tensor and of a trainable variable", "[au
     check_values(grads[0], {1, 4, 9});
     CHECK(grads[0].device() == w.device());
     CHECK(tape.watched_variables().size() == 1);
+  }
+}
+
+TEST_CASE("tape: watched_variables lists variables in the order they were made", "[autograd]") {
+  // TF sorts them by id: b, a, c below however they are read or watched.
+  tf::Variable b(tf::constant(1.0f), "b"), a(tf::constant(2.0f), "a"), c(tf::constant(3.0f), "c");
+  auto names = [](const std::vector<tf::Variable>& vs) {
+    std::vector<std::string> out;
+    for (const auto& v : vs) out.push_back(v.name());
+    return out;
+  };
+  const std::vector<std::string> made = {"b:0", "a:0", "c:0"};
+  {
+    tf::GradientTape tape;
+    (void)(c * 1.0f);
+    (void)(a * 1.0f);
+    (void)(b * 1.0f);
+    CHECK(names(tape.watched_variables()) == made);
+  }
+  {
+    tf::GradientTape tape;
+    tape.watch(a);
+    tape.watch(c);
+    tape.watch(b);
+    CHECK(names(tape.watched_variables()) == made);
   }
 }
 
@@ -107,6 +134,51 @@ TEST_CASE("tape: output_gradients seed the target", "[autograd]") {
   tf::Tensor y2 = x * x;
   tf::testing::require_error([&] { t2.gradient(y2, x, tf::constant({1.0f, 2.0f, 3.0f})); },
                              {"output_gradients", "(3,)", "(2,)"});
+}
+
+TEST_CASE("tape: several targets give the gradient of their sum", "[autograd][cuda]") {
+  for (tf::Device dev : devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::constant({1.0f, 2.0f});
+    tf::Variable w(tf::constant({3.0f, -1.0f}), "w");
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    const tf::Tensor a = x * x;                   // d/dx = 2x
+    const tf::Tensor b = tf::reduce_sum(x * w);   // d/dx = w, d/dw = x
+    const tf::Tensor n = tf::cast(x, tf::int32);  // an integer target adds nothing
+    check_values(tape.gradient(std::vector<tf::Tensor>{a, b, n}, x), {5, 3});
+    const auto gw = tape.gradient({a, b}, std::vector<tf::Variable>{w});
+    REQUIRE(gw.size() == 1);
+    check_values(gw[0], {1, 2});
+    check_values(tape.gradient({a, b}, w), {1, 2});
+    // A target listed twice counts twice; a target that another one depends on counts for both.
+    check_values(tape.gradient({b, b}, x), {6, -2});
+    const tf::Tensor c = a * 2.0f;
+    check_values(tape.gradient({a, c}, x), {6, 12});
+    // output_gradients seed each target; an undefined one means ones.
+    const auto seeded = tape.gradient({a, b}, std::vector<tf::Tensor>{x, tf::Tensor(w)},
+                                      {tf::constant({10.0f, 0.0f}), tf::Tensor()});
+    check_values(seeded[0], {23, -1});
+    CHECK_FALSE(seeded[1].defined());  // w's read here is not the one b used
+    check_values(tape.gradient(std::vector<tf::Tensor>{}, x, tf::UnconnectedGradients::ZERO),
+                 {0, 0});
+    tf::testing::require_error(
+        [&] {
+          (void)tape.gradient({a, b}, std::vector<tf::Tensor>{x}, {tf::constant(1.0f)});
+        },
+        {"1 output_gradients for 2 targets"});
+    tf::testing::require_error(
+        [&] {
+          (void)tape.gradient({a, b}, std::vector<tf::Tensor>{x},
+                              {tf::constant({1.0f, 2.0f, 3.0f}), tf::Tensor()});
+        },
+        {"output_gradients has shape (3,)", "target 0 has shape (2,)"});
+    tf::testing::require_error(
+        [&] {
+          (void)tape.gradient({a, tf::Tensor()}, x);
+        },
+        {"target 1 is an undefined tensor"});
+  }
 }
 
 TEST_CASE("tape: integer and bool paths carry no gradient", "[autograd]") {
@@ -374,6 +446,27 @@ TEST_CASE("tape: a tape that ends or pauses while its thread's tapes are paused"
     CHECK(ctx.tapes.size() == 1);
     CHECK_FALSE(tape.gradient(in_pause, x).defined());
     CHECK_FALSE(tape.gradient(after_guard, x).defined());
+    check_values(tape.gradient(tf::reduce_sum(x * 3.0f), x), {3, 3});
+  }
+  // A stop_recording guard opened before a pause and closed inside it: the tape resumes in the
+  // list the pause set aside (it records nothing inside the pause) and records after it.
+  {
+    tf::GradientTape outer(tf::TapeOptions{.persistent = true});
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    tf::Tensor in_pause;
+    {
+      std::optional<tf::StopRecording> guard;
+      guard.emplace(tape);
+      tf::detail::PauseTapes pause;
+      guard.reset();
+      CHECK(ctx.tapes.empty());
+      in_pause = tf::reduce_sum(x * 5.0f);
+    }
+    REQUIRE(ctx.tapes.size() == 2);
+    CHECK(ctx.tapes[0] == &outer);
+    CHECK(ctx.tapes[1] == &tape);
+    CHECK_FALSE(tape.gradient(in_pause, x).defined());
     check_values(tape.gradient(tf::reduce_sum(x * 3.0f), x), {3, 3});
   }
   // Tapes keep their order (innermost last) through a gradient of the outer one.
