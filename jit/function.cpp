@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -21,6 +22,18 @@
 #include "jit/tracer.h"
 #include "jit/variable_update.h"
 #include "ops/dispatch.h"
+
+namespace tapeflow::config {
+namespace {
+std::atomic<bool> g_run_functions_eagerly{false};
+}  // namespace
+void run_functions_eagerly(bool run_eagerly) {
+  g_run_functions_eagerly.store(run_eagerly, std::memory_order_relaxed);
+}
+bool functions_run_eagerly() {
+  return g_run_functions_eagerly.load(std::memory_order_relaxed);
+}
+}  // namespace tapeflow::config
 
 namespace tapeflow::detail {
 

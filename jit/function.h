@@ -44,6 +44,15 @@ namespace detail {
 struct GenericTrace;
 }
 
+namespace config {
+// TF's tf.config.run_functions_eagerly: while true, calling a tf::function runs its C++ body
+// eagerly at every call (no trace, no graph, no input_signature check), for debugging: C++
+// side effects, std::cout and a debugger's breakpoints then see every call. Process-wide;
+// get_concrete_function still traces. False by default.
+void run_functions_eagerly(bool run_eagerly);
+bool functions_run_eagerly();
+}  // namespace config
+
 // One traced graph (TF's ConcreteFunction). A shape-generic one (traced for tf::None
 // dimensions) shows those dimensions as None in graph() and specialises itself to each call's
 // shapes (shape inference over the graph, no new trace).
@@ -318,6 +327,7 @@ class Function {
   template <class... Args>
   auto operator()(Args&&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, Args...>>;
+    if (config::functions_run_eagerly()) return static_cast<R>(fn_(std::forward<Args>(args)...));
     std::vector<Tensor> tensors;
     const std::shared_ptr<ConcreteFunction> cf =
         find_or_trace<R>(tensors, nullptr, std::forward<Args>(args)...);

@@ -82,6 +82,40 @@ TEST_CASE("function: results can be a vector or a tuple", "[jit]") {
   CHECK(f.tracing_count() == 1);
 }
 
+TEST_CASE("function: run_functions_eagerly runs the body at every call", "[jit]") {
+  int body_runs = 0;
+  auto f = tf::function([&](const tf::Tensor& x, int k) {
+    ++body_runs;
+    return std::make_tuple(x * static_cast<float>(k), std::vector<tf::Tensor>{x + 1.0f});
+  });
+  const tf::Tensor x = tf::constant({1.0f, 2.0f});
+  CHECK_FALSE(tf::config::functions_run_eagerly());
+  (void)f(x, 2);
+  (void)f(x, 2);
+  CHECK(body_runs == 1);
+  tf::config::run_functions_eagerly(true);
+  struct Restore {
+    ~Restore() { tf::config::run_functions_eagerly(false); }
+  } restore;
+  CHECK(tf::config::functions_run_eagerly());
+  for (int i = 0; i < 2; ++i) {
+    auto [y, v] = f(x, 3);
+    check_values(y, {3, 6});
+    REQUIRE(v.size() == 1);
+    check_values(v[0], {2, 3});
+  }
+  CHECK(body_runs == 3);
+  CHECK(f.tracing_count() == 1);
+  // Gradients flow through the eager body as through any eager code.
+  tf::GradientTape tape;
+  tape.watch(x);
+  auto [y, v] = f(x, 4);
+  check_values(tape.gradient(y, x), {4, 4});
+  tf::config::run_functions_eagerly(false);
+  (void)f(x, 2);
+  CHECK(body_runs == 4);  // replays the graph traced before
+}
+
 TEST_CASE("function: input_signature checks every call", "[jit]") {
   auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x, 1); },
                         tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3},
