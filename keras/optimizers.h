@@ -70,6 +70,10 @@ class Optimizer : public Trackable {
   // shape or dtype differs from its variable's is an InvalidArgumentError naming the variable.
   // Order: (all-reduce in a replica), clipping, weight decay, the update, iterations += 1.
   void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  // Keras 3's spelling of apply_gradients (optimizer.apply(grads, trainable_variables)).
+  void apply(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
+    apply_gradients(grads, vars);
+  }
   // Records loss() on a tape, then applies its gradients; returns the loss.
   Tensor minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars);
   // Creates the slots of `vars` now (apply_gradients does it on first use).

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
@@ -574,4 +575,19 @@ TEST_CASE("optimizers: mirrored variables get mirrored slots and the replica pat
   opt::SGD sgd(0.5, 0.5);
   sgd.apply_gradients({tf::constant({1.0})}, {m});
   for (const auto& c : m.components()) check_values(c.value(), {0.5});
+}
+
+TEST_CASE("optimizers: apply is Keras 3's name for apply_gradients", "[keras]") {
+  tf::Variable a(tf::constant({1.0f, 2.0f}), "a");
+  tf::Variable b(tf::constant({1.0f, 2.0f}), "b");
+  opt::Adam first(0.1), second(0.1);
+  for (int step = 0; step < 3; ++step) {
+    const tf::Tensor g = tf::constant({0.5f, -1.0f}) * static_cast<float>(step + 1);
+    first.apply_gradients({g}, {a});
+    second.apply({g}, {b});
+  }
+  CHECK(b.value().numpy<float>() == a.value().numpy<float>());
+  CHECK(a.value().numpy<float>() != std::vector<float>{1.0f, 2.0f});
+  CHECK(second.iterations().value().item<int64_t>() == 3);
+  tf::testing::require_error([&] { second.apply({}, {b}); }, {"0 gradients for 1 variables"});
 }
