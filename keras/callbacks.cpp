@@ -28,6 +28,42 @@ std::string available(const Logs& logs) {
   for (const auto& [k, v] : logs) s += (s.empty() ? "" : ", ") + k;
   return s.empty() ? "none" : s;
 }
+
+// The log names as Keras' warnings list them ("loss,val_loss").
+std::string log_names(const Logs& logs) {
+  std::string s;
+  for (const auto& [k, v] : logs) s += (s.empty() ? "" : ",") + k;
+  return s;
+}
+
+// Keras 3's MonitorCallback: an unknown mode warns and means "auto".
+std::string checked_mode(const char* who, const std::string& mode) {
+  if (mode == "auto" || mode == "min" || mode == "max") return mode;
+  TF_LOG_WARN("{} mode '{}' is unknown, fallback to auto mode.", who, mode);
+  return "auto";
+}
+
+// Whether `monitor` is maximised. Keras 3's "auto" rule: "loss" and "val_loss" are minimised,
+// a compiled metric goes its own direction, and any other name is an error (a typo in the
+// monitor, or a metric that has no direction). Outside fit (no metric_direction) the name rule.
+bool resolve_maximize(const char* who, const std::string& monitor, const std::string& mode,
+                      const TrainingContext* ctx) {
+  if (mode != "auto") return mode == "max";
+  if (ctx == nullptr || !ctx->metric_direction) return metric_is_maximized(monitor, "auto");
+  const std::string name = monitor.starts_with("val_") ? monitor.substr(4) : monitor;
+  std::optional<bool> up;
+  if (name == "loss") up = false;
+  const std::string direction = ctx->metric_direction(name);
+  if (direction == "up") up = true;
+  if (direction == "down") up = false;
+  TF_CHECK_ARG(up.has_value(), who,
+               "cannot tell whether monitor \"{}\" should be maximized or minimized: it is "
+               "neither the loss nor a compiled metric with a known direction; give mode "
+               "\"max\" to monitor the highest value or mode \"min\" for the lowest",
+               monitor);
+  return *up;
+}
+
 }  // namespace
 
 bool metric_is_maximized(const std::string& monitor, const std::string& mode) {
@@ -169,31 +205,44 @@ void ProgbarLogger::on_predict_end(const Logs&) {
 // ---- EarlyStopping ----
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : opt_(std::move(options)) {
-  maximize_ = metric_is_maximized(opt_.monitor, opt_.mode);
+  opt_.mode = checked_mode("EarlyStopping", opt_.mode);
   opt_.min_delta = std::abs(opt_.min_delta);
 }
 
-bool EarlyStopping::improved(double current, double reference) const {
-  return maximize_ ? current - opt_.min_delta > reference : current + opt_.min_delta < reference;
+double EarlyStopping::best() const {
+  if (best_) return *best_;
+  return maximize_.value_or(false) ? -std::numeric_limits<double>::infinity()
+                                   : std::numeric_limits<double>::infinity();
+}
+
+bool EarlyStopping::improved(double current, std::optional<double> reference) const {
+  if (!reference) return true;
+  return *maximize_ ? current - opt_.min_delta > *reference : current + opt_.min_delta < *reference;
 }
 
 void EarlyStopping::on_train_begin(const Logs&) {
   wait_ = 0;
   stopped_epoch_ = 0;
   best_epoch_ = 0;
-  best_ = maximize_ ? -std::numeric_limits<double>::infinity()
-                    : std::numeric_limits<double>::infinity();
+  best_.reset();
+  maximize_.reset();  // the direction of this fit's metrics, at its first epoch's end
+  warned_ = false;
   best_weights_.clear();
   TF_CHECK_ARG(!opt_.restore_best_weights || context().weights != nullptr, "EarlyStopping",
                "restore_best_weights needs the model's weights, which this loop does not give");
 }
 
 void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
+  if (!maximize_) maximize_ = resolve_maximize("EarlyStopping", opt_.monitor, opt_.mode, ctx_);
   const auto current = find_log(logs, opt_.monitor);
   if (!current) {
-    TF_LOG_WARN("Early stopping conditioned on metric `{}` which is not available. Available "
-                "metrics are: {}",
-                opt_.monitor, available(logs));
+    // Python shows a warning once per place it is raised from.
+    if (!warned_)
+      TF_LOG_WARN(
+          "Early stopping conditioned on metric `{}` which is not available. Available "
+          "metrics are: {}",
+          opt_.monitor, log_names(logs));
+    warned_ = true;
     return;
   }
   if (epoch < opt_.start_from_epoch) return;
@@ -208,6 +257,7 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
     best_epoch_ = epoch;
   }
   ++wait_;
+  // The first value always improves on Keras' None (a NaN too, which then never improves).
   if (improved(*current, best_)) {
     best_ = *current;
     best_epoch_ = epoch;

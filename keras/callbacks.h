@@ -55,6 +55,11 @@ struct TrainingContext {
   // append to for the callbacks after it (Keras 3's shared logs dict; LearningRateScheduler adds
   // "learning_rate"). Null otherwise.
   Logs* epoch_logs = nullptr;
+  // In fit: which way the compiled metric `name` improves, as Keras 3's metric direction: "up"
+  // (accuracies), "down" (errors, crossentropies) or "" (a metric of unknown direction, or no
+  // compiled metric of that name). Callbacks in "auto" mode read it; without it they fall back
+  // to metric_is_maximized's name rule.
+  std::function<std::string(const std::string& name)> metric_direction = {};
 };
 
 class Callback {
@@ -168,7 +173,9 @@ struct EarlyStoppingOptions {
   double min_delta = 0.0;
   int patience = 0;
   int verbose = 0;
-  std::string mode = "auto";  // "min", "max" or "auto" (max for accuracy-like names)
+  // "min", "max" or "auto" (in fit: the loss falls and a compiled metric goes its direction();
+  // elsewhere metric_is_maximized's name rule). Another string warns and means "auto" (Keras 3).
+  std::string mode = "auto";
   std::optional<double> baseline = std::nullopt;
   bool restore_best_weights = false;
   int start_from_epoch = 0;
@@ -177,7 +184,10 @@ struct EarlyStoppingOptions {
 // Stops training when the monitored value has not improved for `patience` epochs (Keras 3). An
 // improving epoch never stops training; with a baseline it restarts the wait only if it also
 // beats the baseline. restore_best_weights restores the best epoch's weights when training ends
-// (early stop or not), as Keras 3.
+// (early stop or not), as Keras 3. A monitor missing from the logs warns (once per fit) and
+// never stops training; in "auto" mode a monitor whose direction fit cannot tell (neither the
+// loss nor a compiled metric of known direction) is an InvalidArgumentError at the first epoch's
+// end, as Keras 3's ValueError.
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});
@@ -186,16 +196,18 @@ class EarlyStopping : public Callback {
   void on_train_end(const Logs&) override;
   int stopped_epoch() const { return stopped_epoch_; }
   int best_epoch() const { return best_epoch_; }
-  double best() const { return best_; }
+  // The best value seen; +-inf before the first one.
+  double best() const;
 
  private:
-  bool improved(double current, double reference) const;
+  bool improved(double current, std::optional<double> reference) const;
   EarlyStoppingOptions opt_;
-  bool maximize_ = false;
+  std::optional<bool> maximize_;  // known at the first epoch's end (Keras 3)
   int wait_ = 0;
   int stopped_epoch_ = 0;
   int best_epoch_ = 0;
-  double best_ = 0;
+  std::optional<double> best_;  // Keras' None: the first value always improves on it
+  bool warned_ = false;
   std::vector<Tensor> best_weights_;
 };
 

@@ -969,3 +969,61 @@ TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
   CHECK(err.find("Epoch 0000") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("fit: EarlyStopping's monitor and mode as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("an unknown mode warns and is auto") {
+    auto model = linear_model();
+    auto es = std::make_shared<K::callbacks::EarlyStopping>(K::callbacks::EarlyStoppingOptions{
+        .monitor = "loss", .min_delta = 1.0, .mode = "sideways"});
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(
+          x, y, {.epochs = 5, .batch_size = 8, .callbacks = {es}, .verbose = 0, .shuffle = false});
+    });
+    CHECK(err.find("Early stopping conditioned") == std::string::npos);
+    CHECK(h.epoch.size() == 4);
+    CHECK(es->stopped_epoch() == 3);
+  }
+  SECTION("a compiled metric goes its own direction") {
+    auto model = linear_model();
+    model.compile(K::optimizers::SGD(0.05), K::losses::MeanSquaredError(), {"mse"});
+    auto es = std::make_shared<K::callbacks::EarlyStopping>(
+        K::callbacks::EarlyStoppingOptions{.monitor = "mse", .min_delta = 1.0});
+    K::History h = model.fit(
+        x, y, {.epochs = 5, .batch_size = 8, .callbacks = {es}, .verbose = 0, .shuffle = false});
+    CHECK(h.epoch.size() == 4);
+    CHECK(es->stopped_epoch() == 3);
+  }
+  SECTION("a missing val_loss warns once and never stops") {
+    auto model = linear_model();
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(x, y,
+                    {.epochs = 3,
+                     .batch_size = 8,
+                     .callbacks = {K::callbacks::EarlyStopping({.monitor = "val_loss"})},
+                     .verbose = 0,
+                     .shuffle = false});
+    });
+    CHECK(h.epoch.size() == 3);
+    const std::string warning =
+        "Early stopping conditioned on metric `val_loss` which is not available. Available "
+        "metrics are: loss";
+    CHECK(err.find(warning) != std::string::npos);
+    CHECK(err.find(warning, err.find(warning) + 1) == std::string::npos);
+  }
+  SECTION("auto with a monitor of unknown direction is an error") {
+    auto model = linear_model();
+    tf::testing::require_error(
+        [&] {
+          model.fit(x, y,
+                    {.epochs = 3,
+                     .batch_size = 8,
+                     .callbacks = {K::callbacks::EarlyStopping({.monitor = "accuracy"})},
+                     .verbose = 0,
+                     .shuffle = false});
+        },
+        {"[EarlyStopping]", "accuracy", "mode"});
+  }
+}
