@@ -261,6 +261,53 @@ class LearningRateScheduler : public Callback {
   int verbose_;
 };
 
+// The functions a LambdaCallback calls (Keras' argument names); those left empty do nothing.
+struct LambdaCallbackFunctions {
+  std::function<void(int epoch, const Logs&)> on_epoch_begin = {};
+  std::function<void(int epoch, const Logs&)> on_epoch_end = {};
+  std::function<void(const Logs&)> on_train_begin = {};
+  std::function<void(const Logs&)> on_train_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_train_batch_begin = {};
+  std::function<void(int64_t batch, const Logs&)> on_train_batch_end = {};
+  // Keras takes the other hooks as keyword arguments.
+  std::function<void(const Logs&)> on_test_begin = {};
+  std::function<void(const Logs&)> on_test_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_test_batch_end = {};
+  std::function<void(const Logs&)> on_predict_begin = {};
+  std::function<void(const Logs&)> on_predict_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_predict_batch_end = {};
+};
+
+// A callback made of functions (Keras' LambdaCallback):
+//   LambdaCallback({.on_epoch_end = [](int epoch, const Logs& logs) { ... }})
+class LambdaCallback : public Callback {
+ public:
+  explicit LambdaCallback(LambdaCallbackFunctions functions) : f_(std::move(functions)) {}
+  void on_train_begin(const Logs& l) override { call(f_.on_train_begin, l); }
+  void on_train_end(const Logs& l) override { call(f_.on_train_end, l); }
+  void on_epoch_begin(int e, const Logs& l) override { call(f_.on_epoch_begin, e, l); }
+  void on_epoch_end(int e, const Logs& l) override { call(f_.on_epoch_end, e, l); }
+  void on_train_batch_begin(int64_t b, const Logs& l) override {
+    call(f_.on_train_batch_begin, b, l);
+  }
+  void on_train_batch_end(int64_t b, const Logs& l) override { call(f_.on_train_batch_end, b, l); }
+  void on_test_begin(const Logs& l) override { call(f_.on_test_begin, l); }
+  void on_test_end(const Logs& l) override { call(f_.on_test_end, l); }
+  void on_test_batch_end(int64_t b, const Logs& l) override { call(f_.on_test_batch_end, b, l); }
+  void on_predict_begin(const Logs& l) override { call(f_.on_predict_begin, l); }
+  void on_predict_end(const Logs& l) override { call(f_.on_predict_end, l); }
+  void on_predict_batch_end(int64_t b, const Logs& l) override {
+    call(f_.on_predict_batch_end, b, l);
+  }
+
+ private:
+  template <class F, class... A>
+  static void call(const F& f, A&&... a) {
+    if (f) f(std::forward<A>(a)...);
+  }
+  LambdaCallbackFunctions f_;
+};
+
 // Fault tolerance: saves the training state into backup_dir at the end of every epoch and, when
 // fit starts and a backup exists, restores it and resumes after the saved epoch. The backup is
 // deleted when training finishes normally. Under a MultiWorkerMirroredStrategy (TF's rule) only

@@ -586,6 +586,33 @@ TEST_CASE("TensorBoard: read_scalar_events refuses a named pipe or a directory",
 // ---- callbacks against Keras 3.15 (the expected values and messages were produced by Keras 3.15
 // on the same scripted logs) ----
 
+TEST_CASE("LambdaCallback calls the functions it was given", "[cpu][keras]") {
+  std::vector<std::string> events;
+  tf::keras::callbacks::TrainingContext ctx;
+  tf::keras::callbacks::LambdaCallback lambda({
+      .on_epoch_begin = [&](int e,
+                            const Logs&) { events.push_back("epoch_begin " + std::to_string(e)); },
+      .on_epoch_end =
+          [&](int e, const Logs& l) {
+            events.push_back("epoch_end " + std::to_string(e) + " " + std::to_string(l.size()));
+          },
+      .on_train_begin = [&](const Logs&) { events.push_back("train_begin"); },
+      .on_train_batch_end =
+          [&](int64_t b, const Logs&) { events.push_back("batch_end " + std::to_string(b)); },
+      .on_predict_end = [&](const Logs&) { events.push_back("predict_end"); },
+  });
+  tf::keras::callbacks::CallbackList list({lambda}, &ctx);
+  list.on_train_begin();
+  list.on_epoch_begin(0);
+  list.on_train_batch_begin(0);  // not given: nothing
+  list.on_train_batch_end(0, {{"loss", 1.0}});
+  list.on_epoch_end(0, {{"loss", 1.0}, {"val_loss", 2.0}});
+  list.on_train_end();
+  list.on_predict_end();
+  CHECK(events == std::vector<std::string>{"train_begin", "epoch_begin 0", "batch_end 0",
+                                           "epoch_end 0 2", "predict_end"});
+}
+
 TEST_CASE("EarlyStopping: an unknown mode warns and is auto as Keras 3.15", "[cpu][keras]") {
   bool stop = false;
   tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};

@@ -18,6 +18,7 @@
 #include "keras/safetensors.h"
 #include "keras/tensorboard.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "support/testing.h"
@@ -968,6 +969,59 @@ TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
         std::string::npos);
   CHECK(err.find("Epoch 0000") == std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: LambdaCallback sees the hooks in Keras 3.15's order", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  std::vector<std::string> ev;
+  auto names = [](const K::Logs& logs) {
+    std::vector<std::string> k;
+    for (const auto& [n, v] : logs) k.push_back(n);
+    std::sort(k.begin(), k.end());
+    std::string s;
+    for (const auto& n : k) s += (s.empty() ? "" : ",") + n;
+    return s;
+  };
+  auto at = [&](const char* hook) {
+    return [&, hook](int64_t i, const K::Logs& l) {
+      ev.push_back(std::string(hook) + " " + std::to_string(i) + " " + names(l));
+    };
+  };
+  auto plain = [&](const char* hook) {
+    return [&, hook](const K::Logs& l) { ev.push_back(std::string(hook) + " " + names(l)); };
+  };
+  K::callbacks::LambdaCallback lambda({.on_epoch_begin = at("on_epoch_begin"),
+                                       .on_epoch_end = at("on_epoch_end"),
+                                       .on_train_begin = plain("on_train_begin"),
+                                       .on_train_end = plain("on_train_end"),
+                                       .on_train_batch_begin = at("on_train_batch_begin"),
+                                       .on_train_batch_end = at("on_train_batch_end"),
+                                       .on_test_begin = plain("on_test_begin"),
+                                       .on_test_end = plain("on_test_end"),
+                                       .on_test_batch_end = at("on_test_batch_end")});
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .validation_data = {tf::slice(x, {0, 0}, {8, 3}), tf::slice(y, {0, 0}, {8, 1})},
+             .callbacks = {lambda},
+             .verbose = 0,
+             .shuffle = false});
+  std::vector<std::string> keras;
+  keras.push_back("on_train_begin ");
+  for (int e = 0; e < 2; ++e) {
+    const std::string n = std::to_string(e);
+    for (const char* s :
+         {"on_epoch_begin E ", "on_train_batch_begin 0 ", "on_train_batch_end 0 loss",
+          "on_train_batch_begin 1 ", "on_train_batch_end 1 loss", "on_test_begin ",
+          "on_test_batch_end 0 loss", "on_test_end loss", "on_epoch_end E loss,val_loss"}) {
+      std::string line = s;
+      if (auto p = line.find(" E "); p != std::string::npos) line.replace(p + 1, 1, n);
+      keras.push_back(line);
+    }
+  }
+  keras.push_back("on_train_end loss,val_loss");
+  CHECK(ev == keras);
 }
 
 TEST_CASE("fit: EarlyStopping's monitor and mode as Keras 3.15", "[cpu][keras]") {
