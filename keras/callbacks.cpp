@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -64,7 +65,60 @@ bool resolve_maximize(const char* who, const std::string& monitor, const std::st
   return *up;
 }
 
+// Sets a log of the on_epoch_end logs the callbacks after this one see, as Keras 3's shared
+// logs dict (a name already there keeps its place).
+void set_epoch_log(const TrainingContext& ctx, const std::string& name, double value) {
+  if (!ctx.epoch_logs) return;
+  for (auto& [k, v] : *ctx.epoch_logs)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  ctx.epoch_logs->emplace_back(name, value);
+}
+
+// A double converted to float32 as NumPy does (out of range: +-inf), without the undefined
+// behaviour of a plain cast.
+double as_float32(double v) {
+  if (std::isnan(v)) return v;
+  if (v > std::numeric_limits<float>::max()) return std::numeric_limits<double>::infinity();
+  if (v < -std::numeric_limits<float>::max()) return -std::numeric_limits<double>::infinity();
+  return static_cast<float>(v);
+}
 }  // namespace
+
+namespace detail {
+std::string python_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // The shortest digits that read back as `value`, laid out as Python's repr: positional for
+  // decimal exponents -5 < e < 16 (with ".0" when integral), else d.ddde+XX.
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  const std::string sci(buf, r.ptr);  // "-1.2345e+16", "1e-05"
+  const size_t e_at = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e_at + 1));
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e_at; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  std::string out = negative ? "-" : "";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
+  } else if (exponent < 0) {
+    out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto whole = static_cast<size_t>(exponent) + 1;
+    if (digits.size() <= whole)
+      out += digits + std::string(whole - digits.size(), '0') + ".0";
+    else
+      out += digits.substr(0, whole) + "." + digits.substr(whole);
+  }
+  return out;
+}
+}  // namespace detail
 
 bool metric_is_maximized(const std::string& monitor, const std::string& mode) {
   if (mode == "max") return true;
@@ -461,6 +515,69 @@ void LearningRateScheduler::on_epoch_end(int, const Logs&) {
       return;
     }
   ctx.epoch_logs->emplace_back("learning_rate", lr);
+}
+
+// ---- ReduceLROnPlateau ----
+
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : opt_(std::move(options)) {
+  opt_.mode = checked_mode("ReduceLROnPlateau", opt_.mode);
+  TF_CHECK_ARG(opt_.factor < 1.0, "ReduceLROnPlateau",
+               "factor must be < 1.0 (the new rate is the rate times factor), got {}", opt_.factor);
+  TF_CHECK_ARG(!std::isnan(opt_.min_delta) && !std::isnan(opt_.min_lr), "ReduceLROnPlateau",
+               "min_delta and min_lr must be numbers, got {} and {}", opt_.min_delta, opt_.min_lr);
+  opt_.min_delta = std::abs(opt_.min_delta);
+}
+
+void ReduceLROnPlateau::on_train_begin(const Logs&) {
+  best_.reset();
+  cooldown_counter_ = 0;
+  wait_ = 0;
+  maximize_.reset();
+  warned_ = false;
+}
+
+void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
+  auto& ctx = context();
+  if (!maximize_) maximize_ = resolve_maximize("ReduceLROnPlateau", opt_.monitor, opt_.mode, ctx_);
+  TF_CHECK_ARG(static_cast<bool>(ctx.get_learning_rate), "ReduceLROnPlateau",
+               "this loop has no optimizer whose learning rate it could read");
+  // The optimizer's rate, before any reduction (Keras 3 logs it every epoch).
+  set_epoch_log(ctx, "learning_rate", ctx.get_learning_rate());
+  const Logs& seen = ctx.epoch_logs ? *ctx.epoch_logs : logs;
+  const auto current = find_log(seen, opt_.monitor);
+  if (!current) {
+    if (!warned_)
+      TF_LOG_WARN(
+          "Learning rate reduction is conditioned on metric `{}` which is not available. "
+          "Available metrics are: {}.",
+          opt_.monitor, log_names(seen));
+    warned_ = true;
+    return;
+  }
+  if (in_cooldown()) {
+    --cooldown_counter_;
+    wait_ = 0;
+  }
+  const bool improved = !best_ || (*maximize_ ? *current - opt_.min_delta > *best_
+                                              : *current + opt_.min_delta < *best_);
+  if (improved) {
+    best_ = *current;
+    wait_ = 0;
+    return;
+  }
+  if (in_cooldown() || ++wait_ < opt_.patience) return;
+  const double old_lr = ctx.get_learning_rate();
+  // Keras compares the float32 rate with min_lr as a float32: a rate at min_lr stays.
+  if (!(old_lr > as_float32(opt_.min_lr))) return;
+  const double new_lr = std::max(old_lr * opt_.factor, opt_.min_lr);
+  TF_CHECK_ARG(static_cast<bool>(ctx.set_learning_rate), "ReduceLROnPlateau",
+               "the optimizer's learning rate is not settable in this loop (is it a schedule?)");
+  ctx.set_learning_rate(new_lr);
+  if (opt_.verbose > 0)
+    TF_LOG_INFO("Epoch {}: ReduceLROnPlateau reducing learning rate to {}.", epoch + 1,
+                detail::python_float_repr(new_lr));
+  cooldown_counter_ = opt_.cooldown;
+  wait_ = 0;
 }
 
 // ---- BackupAndRestore ----

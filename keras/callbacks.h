@@ -261,6 +261,39 @@ class LearningRateScheduler : public Callback {
   int verbose_;
 };
 
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;  // new rate = rate * factor; must be < 1
+  int patience = 10;
+  int verbose = 0;
+  std::string mode = "auto";  // as EarlyStopping's
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0.0;
+};
+
+// Multiplies the learning rate by `factor` (not below min_lr) when the monitored value has not
+// improved by min_delta for `patience` epochs, then waits `cooldown` epochs before counting
+// again (Keras 3). Every epoch it adds the rate the epoch trained with to the logs as
+// "learning_rate" (the callbacks after it, History among them, see it). A monitor missing from
+// the logs warns (once per fit) and changes nothing. Reducing a schedule's rate is an
+// InvalidArgumentError, as in Keras.
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  bool in_cooldown() const { return cooldown_counter_ > 0; }
+
+ private:
+  ReduceLROnPlateauOptions opt_;
+  std::optional<bool> maximize_;
+  std::optional<double> best_;
+  int wait_ = 0;
+  int cooldown_counter_ = 0;
+  bool warned_ = false;
+};
+
 // The functions a LambdaCallback calls (Keras' argument names); those left empty do nothing.
 struct LambdaCallbackFunctions {
   std::function<void(int epoch, const Logs&)> on_epoch_begin = {};
@@ -332,6 +365,12 @@ class BackupAndRestore : public Callback {
 
 // Keras' metric-direction rule: accuracy-like names (and "auc", "f1") are maximised.
 bool metric_is_maximized(const std::string& monitor, const std::string& mode);
+
+namespace detail {
+// A double as Python's repr writes it (Keras' messages and CSV files): "0.1", "1.0", "1e-05",
+// "1e+16", "nan", "-inf".
+std::string python_float_repr(double value);
+}  // namespace detail
 
 }  // namespace callbacks
 }  // namespace tapeflow::keras

@@ -586,6 +586,195 @@ TEST_CASE("TensorBoard: read_scalar_events refuses a named pipe or a directory",
 // ---- callbacks against Keras 3.15 (the expected values and messages were produced by Keras 3.15
 // on the same scripted logs) ----
 
+namespace {
+
+// A float32 learning rate, as the optimizer keeps it (Keras' too): what reads back is rounded.
+struct Float32Rate {
+  float lr;
+  tf::keras::callbacks::TrainingContext context() {
+    return {.get_learning_rate = [this] { return static_cast<double>(lr); },
+            .set_learning_rate = [this](double v) { lr = static_cast<float>(v); }};
+  }
+};
+
+// Runs ReduceLROnPlateau over `values` of `monitor` (with a "loss" log before it) and returns
+// the "learning_rate" logs a History after it recorded; `err` gets its messages.
+std::vector<double> plateau_rates(tf::keras::callbacks::ReduceLROnPlateauOptions options, float lr,
+                                  const std::vector<double>& values, std::string* err,
+                                  const std::string& key = "val_loss") {
+  Float32Rate rate{lr};
+  auto ctx = rate.context();
+  auto history = std::make_shared<tf::keras::callbacks::History>();
+  std::vector<double> out;
+  *err = tf::testing::capture_stderr([&] {
+    tf::keras::callbacks::CallbackList list(
+        {tf::keras::callbacks::ReduceLROnPlateau(std::move(options)), history}, &ctx);
+    list.on_train_begin();
+    for (size_t e = 0; e < values.size(); ++e)
+      list.on_epoch_end(static_cast<int>(e), {{"loss", 1.0}, {key, values[e]}});
+    list.on_train_end();
+  });
+  if (history->history.count("learning_rate")) out = history->history.at("learning_rate");
+  return out;
+}
+
+double f32(double v) {
+  return static_cast<double>(static_cast<float>(v));
+}
+
+}  // namespace
+
+TEST_CASE("python_float_repr writes doubles as Python's repr", "[cpu][keras]") {
+  using tf::keras::callbacks::detail::python_float_repr;
+  const std::vector<std::pair<double, std::string>> cases = {
+      {1.0, "1.0"},
+      {0.1, "0.1"},
+      {1e-5, "1e-05"},
+      {1e-4, "0.0001"},
+      {1e15, "1000000000000000.0"},
+      {1e16, "1e+16"},
+      {1234567890123456.0, "1234567890123456.0"},
+      {12345678901234567.0, "1.2345678901234568e+16"},
+      {0.30000001192092896, "0.30000001192092896"},
+      {-0.0, "-0.0"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {100.0, "100.0"},
+      {1e22, "1e+22"},
+      {2.5e-7, "2.5e-07"},
+      {123456789.0, "123456789.0"},
+      {-0.05000000074505806, "-0.05000000074505806"},
+      {std::nan(""), "nan"},
+      {std::numeric_limits<double>::infinity(), "inf"},
+      {-std::numeric_limits<double>::infinity(), "-inf"}};
+  for (const auto& [v, text] : cases) CHECK(python_float_repr(v) == text);
+}
+
+TEST_CASE("ReduceLROnPlateau: patience cooldown min_delta and min_lr as Keras 3.15",
+          "[cpu][keras]") {
+  std::string err;
+  // Keras 3.15: the rate each epoch trained with, logged before any reduction at its end.
+  const auto rates =
+      plateau_rates({.factor = 0.5,
+                     .patience = 2,
+                     .verbose = 1,
+                     .min_delta = 0.01,
+                     .cooldown = 1,
+                     .min_lr = 0.02},
+                    0.1f, {1.0, 0.9, 0.95, 0.97, 0.99, 0.99, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9}, &err);
+  CHECK(rates == std::vector<double>{f32(0.1), f32(0.1), f32(0.1), f32(0.1), f32(0.05), f32(0.05),
+                                     f32(0.025), f32(0.025), f32(0.02), f32(0.02), f32(0.02),
+                                     f32(0.02)});
+  CHECK(rates[4] == 0.05000000074505806);
+  CHECK(err.find("Epoch 4: ReduceLROnPlateau reducing learning rate to 0.05000000074505806.") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 6: ReduceLROnPlateau reducing learning rate to 0.02500000037252903.") !=
+        std::string::npos);
+  // Reduced to min_lr itself, then no further: a float32 rate at min_lr is not above it.
+  CHECK(err.find("Epoch 8: ReduceLROnPlateau reducing learning rate to 0.02.") !=
+        std::string::npos);
+  CHECK(err.find("Epoch 9:") == std::string::npos);
+
+  // patience 0 reduces at every epoch that does not improve; the messages print the product
+  // before it is rounded to float32.
+  CHECK(plateau_rates({.factor = 0.1, .patience = 0, .verbose = 1}, 0.1f, {1.0, 1.0, 1.0, 1.0, 1.0},
+                      &err) == std::vector<double>{f32(0.1), f32(0.1), 0.009999999776482582,
+                                                   0.0009999999310821295, 9.99999901978299e-05});
+  for (const char* line :
+       {"Epoch 2: ReduceLROnPlateau reducing learning rate to 0.010000000149011612.",
+        "Epoch 3: ReduceLROnPlateau reducing learning rate to 0.0009999999776482583.",
+        "Epoch 4: ReduceLROnPlateau reducing learning rate to 9.999999310821295e-05.",
+        "Epoch 5: ReduceLROnPlateau reducing learning rate to 9.999999019782991e-06."})
+    CHECK(err.find(line) != std::string::npos);
+
+  // min_lr bounds the rate.
+  CHECK(plateau_rates({.factor = 0.5, .patience = 0, .verbose = 1, .min_lr = 0.0002}, 0.001f,
+                      std::vector<double>(8, 1.0), &err) ==
+        std::vector<double>{f32(0.001), f32(0.001), f32(0.0005), f32(0.00025), f32(0.0002),
+                            f32(0.0002), f32(0.0002), f32(0.0002)});
+  CHECK(err.find("Epoch 4: ReduceLROnPlateau reducing learning rate to 0.0002.") !=
+        std::string::npos);
+
+  // A cooldown of 2 with patience 1: a reduction every second epoch.
+  CHECK(plateau_rates({.factor = 0.5, .patience = 1, .cooldown = 2}, 1.0f,
+                      std::vector<double>(10, 1.0), &err) ==
+        std::vector<double>{1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.0625, 0.0625});
+  CHECK(err.empty());  // verbose 0
+}
+
+TEST_CASE("ReduceLROnPlateau: max mode and a NaN first value as Keras 3.15", "[cpu][keras]") {
+  std::string err;
+  CHECK(plateau_rates({.monitor = "val_accuracy", .factor = 0.5, .patience = 1, .mode = "max"},
+                      0.1f, {0.5, 0.6, 0.6, 0.55, 0.7, 0.7}, &err, "val_accuracy") ==
+        std::vector<double>{f32(0.1), f32(0.1), f32(0.1), f32(0.05), f32(0.025), f32(0.025)});
+  // A NaN first value becomes the best (Keras' None), and nothing improves on it.
+  CHECK(plateau_rates({.factor = 0.5, .patience = 1}, 0.1f, {std::nan(""), 1.0, 0.5, 0.4}, &err) ==
+        std::vector<double>{f32(0.1), f32(0.1), f32(0.05), f32(0.025)});
+}
+
+TEST_CASE("ReduceLROnPlateau: a missing monitor warns once and changes nothing", "[cpu][keras]") {
+  std::string err;
+  CHECK(plateau_rates({.factor = 0.5, .patience = 0}, 0.1f, {1.0, 1.0, 1.0}, &err, "loss2") ==
+        std::vector<double>(3, f32(0.1)));
+  const std::string warning =
+      "Learning rate reduction is conditioned on metric `val_loss` which is not available. "
+      "Available metrics are: loss,loss2,learning_rate.";
+  const size_t at = err.find(warning);
+  CHECK(at != std::string::npos);
+  CHECK(err.find(warning, at + 1) == std::string::npos);
+}
+
+TEST_CASE("ReduceLROnPlateau: options and the mode as Keras 3.15", "[cpu][keras]") {
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::callbacks::ReduceLROnPlateau({.factor = 1.0}),
+                               tf::InvalidArgumentError, "factor must be < 1.0");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::callbacks::ReduceLROnPlateau({.factor = std::nan("")}),
+                               tf::InvalidArgumentError, "factor must be < 1.0");
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::callbacks::ReduceLROnPlateau({.min_lr = std::nan("")}),
+                               tf::InvalidArgumentError, "min_lr");
+  // An unknown mode warns and is "auto" (val_loss: min).
+  std::string err;
+  const std::string construct = tf::testing::capture_stderr(
+      [] { tf::keras::callbacks::ReduceLROnPlateau({.mode = "sideways"}); });
+  CHECK(construct.find("ReduceLROnPlateau mode 'sideways' is unknown, fallback to auto mode.") !=
+        std::string::npos);
+  CHECK(plateau_rates({.factor = 0.5, .patience = 1, .mode = "sideways"}, 0.1f, {1.0, 1.0, 1.0},
+                      &err) == std::vector<double>{f32(0.1), f32(0.1), f32(0.05)});
+
+  // In fit ("auto" with the compiled metrics' directions) a monitor of unknown direction is an
+  // error, as Keras 3's ValueError; outside fit the name decides.
+  Float32Rate rate{0.1f};
+  auto ctx = rate.context();
+  ctx.metric_direction = [](const std::string& name) -> std::string {
+    return name == "accuracy" ? "up" : "";
+  };
+  tf::keras::callbacks::ReduceLROnPlateau unknown({.monitor = "val_foo"});
+  unknown.set_context(&ctx);
+  unknown.on_train_begin({});
+  tf::testing::require_error(
+      [&] {
+        unknown.on_epoch_end(0, {{"val_foo", 1.0}});
+      },
+      {"[ReduceLROnPlateau]", "val_foo", "mode"});
+  tf::keras::callbacks::ReduceLROnPlateau accuracy(
+      {.monitor = "val_accuracy", .factor = 0.5, .patience = 0});
+  accuracy.set_context(&ctx);
+  accuracy.on_train_begin({});
+  for (int e = 0; e < 3; ++e) accuracy.on_epoch_end(e, {{"val_accuracy", 0.5 + 0.1 * e}});
+  CHECK(rate.lr == 0.1f);  // rising accuracy improves
+
+  // Reducing a rate that cannot be set (a schedule) is an error, as in Keras.
+  tf::keras::callbacks::TrainingContext schedule{.get_learning_rate = [] { return 0.1; }};
+  tf::keras::callbacks::ReduceLROnPlateau on_schedule({.monitor = "loss", .patience = 0});
+  on_schedule.set_context(&schedule);
+  on_schedule.on_train_begin({});
+  on_schedule.on_epoch_end(0, {{"loss", 1.0}});
+  tf::testing::require_error(
+      [&] {
+        on_schedule.on_epoch_end(1, {{"loss", 1.0}});
+      },
+      {"[ReduceLROnPlateau]", "not settable"});
+}
+
 TEST_CASE("LambdaCallback calls the functions it was given", "[cpu][keras]") {
   std::vector<std::string> events;
   tf::keras::callbacks::TrainingContext ctx;

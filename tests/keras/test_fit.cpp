@@ -971,6 +971,65 @@ TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("fit: ReduceLROnPlateau reduces the rate and logs it as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("on the loss") {
+    auto model = linear_model();
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(
+          x, y,
+          {.epochs = 6,
+           .batch_size = 8,
+           .callbacks = {K::callbacks::ReduceLROnPlateau(
+               {.monitor = "loss", .factor = 0.5, .patience = 1, .verbose = 1, .min_delta = 1.0})},
+           .verbose = 0,
+           .shuffle = false});
+    });
+    const std::vector<double> keras_loss = {6.947125434875488,  5.440598487854004,
+                                            4.2779011726379395, 3.3755064010620117,
+                                            2.668532609939575,  2.3836312294006348};
+    const auto& loss = h.history.at("loss");
+    REQUIRE(loss.size() == keras_loss.size());
+    for (size_t i = 0; i < loss.size(); ++i) CHECK(loss[i] == Approx(keras_loss[i]).epsilon(1e-5));
+    CHECK(h.history.at("learning_rate") ==
+          std::vector<double>{0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+                              0.05000000074505806, 0.02500000037252903, 0.02500000037252903});
+    CHECK(model.optimizer().current_learning_rate() == static_cast<double>(0.0125f));
+    CHECK(err.find("Epoch 4: ReduceLROnPlateau reducing learning rate to 0.02500000037252903.") !=
+          std::string::npos);
+    CHECK(err.find("Epoch 6: ReduceLROnPlateau reducing learning rate to 0.012500000186264515.") !=
+          std::string::npos);
+  }
+  SECTION("on a compiled metric's validation value, with a cooldown") {
+    auto model = linear_model();
+    model.compile(K::optimizers::SGD(0.05), K::losses::MeanSquaredError(), {"mse"});
+    const tf::Tensor xv = tf::slice(x, {0, 0}, {8, 3}), yv = tf::slice(y, {0, 0}, {8, 1});
+    K::History h = model.fit(x, y,
+                             {.epochs = 5,
+                              .batch_size = 8,
+                              .validation_data = {xv, yv},
+                              .callbacks = {K::callbacks::ReduceLROnPlateau({.monitor = "val_mse",
+                                                                             .factor = 0.2,
+                                                                             .patience = 0,
+                                                                             .min_delta = 1.5,
+                                                                             .cooldown = 1})},
+                              .verbose = 0,
+                              .shuffle = false});
+    const std::vector<double> keras_val = {8.322517395019531, 6.408837795257568, 4.953418731689453,
+                                           4.715227127075195, 4.489070892333984};
+    const auto& val = h.history.at("val_mse");
+    REQUIRE(val.size() == keras_val.size());
+    for (size_t i = 0; i < val.size(); ++i) CHECK(val[i] == Approx(keras_val[i]).epsilon(1e-5));
+    CHECK(h.history.at("learning_rate") ==
+          std::vector<double>{0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+                              0.009999999776482582, 0.009999999776482582});
+    // Keras 3.15 sets 0.0019999999552965165 (0.01f * 0.2), which float32 keeps as below.
+    CHECK(model.optimizer().current_learning_rate() ==
+          static_cast<double>(static_cast<float>(0.0019999999552965165)));
+  }
+}
+
 TEST_CASE("fit: LambdaCallback sees the hooks in Keras 3.15's order", "[cpu][keras]") {
   auto [x, y] = linear_data();
   auto model = linear_model();
