@@ -580,6 +580,20 @@ void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
   wait_ = 0;
 }
 
+// ---- TerminateOnNaN ----
+
+void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
+  const auto loss = find_log(logs, "loss");
+  if (!loss || std::isfinite(*loss)) return;
+  if (raise_error_)
+    TF_THROW(InvalidArgumentError, "TerminateOnNaN",
+             "NaN or Inf loss encountered at batch {}. Loss value: {}. Terminating training "
+             "immediately.",
+             batch, detail::python_float_repr(*loss));
+  TF_LOG_INFO("Batch {}: Invalid loss, terminating training", batch);
+  if (context().stop_training) *context().stop_training = true;
+}
+
 // ---- BackupAndRestore ----
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir, bool delete_checkpoint)

@@ -294,6 +294,19 @@ class ReduceLROnPlateau : public Callback {
   bool warned_ = false;
 };
 
+// Stops training after a batch whose loss log is NaN or infinite (Keras 3): it logs "Batch 3:
+// Invalid loss, terminating training" and sets the stop flag, so fit ends that epoch there (its
+// validation and on_epoch_end still run, then on_train_end). With raise_error it throws an
+// InvalidArgumentError at once instead, and no on_train_end runs (Keras' RuntimeError).
+class TerminateOnNaN : public Callback {
+ public:
+  explicit TerminateOnNaN(bool raise_error = false) : raise_error_(raise_error) {}
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+
+ private:
+  bool raise_error_;
+};
+
 // The functions a LambdaCallback calls (Keras' argument names); those left empty do nothing.
 struct LambdaCallbackFunctions {
   std::function<void(int epoch, const Logs&)> on_epoch_begin = {};

@@ -775,6 +775,37 @@ TEST_CASE("ReduceLROnPlateau: options and the mode as Keras 3.15", "[cpu][keras]
       {"[ReduceLROnPlateau]", "not settable"});
 }
 
+TEST_CASE("TerminateOnNaN stops after a NaN or infinite loss", "[cpu][keras]") {
+  bool stop = false;
+  tf::keras::callbacks::TrainingContext ctx{.stop_training = &stop};
+  tf::keras::callbacks::TerminateOnNaN t;
+  t.set_context(&ctx);
+  t.on_train_batch_end(0, {{"loss", 1.0}});
+  t.on_train_batch_end(1, {{"accuracy", std::nan("")}});  // only the loss counts
+  CHECK_FALSE(stop);
+  std::string err = tf::testing::capture_stderr([&] {
+    t.on_train_batch_end(2, {{"loss", std::nan("")}});
+  });
+  CHECK(stop);
+  CHECK(err.find("Batch 2: Invalid loss, terminating training") != std::string::npos);
+  stop = false;
+  err = tf::testing::capture_stderr([&] {
+    t.on_train_batch_end(7, {{"loss", -std::numeric_limits<double>::infinity()}});
+  });
+  CHECK(stop);
+  CHECK(err.find("Batch 7: Invalid loss, terminating training") != std::string::npos);
+  // raise_error: an error at once, the flag untouched.
+  stop = false;
+  tf::keras::callbacks::TerminateOnNaN raising(true);
+  raising.set_context(&ctx);
+  tf::testing::require_error(
+      [&] {
+        raising.on_train_batch_end(0, {{"loss", std::nan("")}});
+      },
+      {"[TerminateOnNaN]", "at batch 0", "Loss value: nan"});
+  CHECK_FALSE(stop);
+}
+
 TEST_CASE("LambdaCallback calls the functions it was given", "[cpu][keras]") {
   std::vector<std::string> events;
   tf::keras::callbacks::TrainingContext ctx;

@@ -1030,6 +1030,64 @@ TEST_CASE("fit: ReduceLROnPlateau reduces the rate and logs it as Keras 3.15", "
   }
 }
 
+TEST_CASE("fit: TerminateOnNaN ends the epoch after the NaN batch as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  std::vector<float> xs = x.numpy<float>();
+  xs[9 * 3 + 1] = std::nanf("");  // row 9: the third batch of 4
+  const tf::Tensor xn = tf::constant(xs, {16, 3});
+  auto model = linear_model();
+  std::vector<std::string> events;
+  std::vector<double> batch_loss;
+  K::callbacks::LambdaCallback record({
+      .on_epoch_end =
+          [&](int e, const K::Logs& logs) {
+            std::string keys;
+            for (const auto& [k, v] : logs) keys += " " + k;
+            events.push_back("epoch_end " + std::to_string(e) + keys);
+          },
+      .on_train_end = [&](const K::Logs&) { events.push_back("train_end"); },
+      .on_train_batch_end =
+          [&](int64_t b, const K::Logs& logs) {
+            events.push_back("batch_end " + std::to_string(b));
+            batch_loss.push_back(*K::find_log(logs, "loss"));
+          },
+  });
+  K::History h;
+  const std::string err = tf::testing::capture_stderr([&] {
+    h = model.fit(xn, y,
+                  {.epochs = 3,
+                   .batch_size = 4,
+                   .validation_data = {tf::slice(x, {0, 0}, {4, 3}), tf::slice(y, {0, 0}, {4, 1})},
+                   .callbacks = {K::callbacks::TerminateOnNaN(), record},
+                   .verbose = 0,
+                   .shuffle = false});
+  });
+  CHECK(events == std::vector<std::string>{"batch_end 0", "batch_end 1", "batch_end 2",
+                                           "epoch_end 0 loss val_loss", "train_end"});
+  REQUIRE(batch_loss.size() == 3);
+  CHECK(batch_loss[0] == Approx(15.910802841186523).epsilon(1e-5));
+  CHECK(batch_loss[1] == Approx(9.829255104064941).epsilon(1e-5));
+  CHECK(std::isnan(batch_loss[2]));
+  CHECK(h.epoch == std::vector<int>{0});
+  CHECK(std::isnan(h.history.at("loss")[0]));
+  CHECK(std::isnan(h.history.at("val_loss")[0]));
+  CHECK(err.find("Batch 2: Invalid loss, terminating training") != std::string::npos);
+  // raise_error: fit raises, and the callbacks get no on_train_end.
+  auto again = linear_model();
+  events.clear();
+  tf::testing::require_error(
+      [&] {
+        again.fit(xn, y,
+                  {.epochs = 3,
+                   .batch_size = 4,
+                   .callbacks = {K::callbacks::TerminateOnNaN(true), record},
+                   .verbose = 0,
+                   .shuffle = false});
+      },
+      {"[TerminateOnNaN]", "at batch 2"});
+  CHECK(std::find(events.begin(), events.end(), "train_end") == events.end());
+}
+
 TEST_CASE("fit: LambdaCallback sees the hooks in Keras 3.15's order", "[cpu][keras]") {
   auto [x, y] = linear_data();
   auto model = linear_model();
