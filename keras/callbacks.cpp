@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -592,6 +595,140 @@ void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
              batch, detail::python_float_repr(*loss));
   TF_LOG_INFO("Batch {}: Invalid loss, terminating training", batch);
   if (context().stop_training) *context().stop_training = true;
+}
+
+// ---- CSVLogger ----
+
+// The open file; closed when the last copy of the callback lets go of it.
+struct CSVLogger::File {
+  std::string path;
+  std::FILE* f = nullptr;
+  File(std::string p, const char* mode) : path(std::move(p)) {
+    f = std::fopen(path.c_str(), mode);
+    if (f == nullptr) {
+      const int e = errno;
+      if (e == ENOENT || e == ENOTDIR)
+        TF_THROW(NotFoundError, "CSVLogger", "cannot open {} for writing: {}", path,
+                 std::strerror(e));
+      TF_THROW(FailedPreconditionError, "CSVLogger", "cannot open {} for writing: {}", path,
+               std::strerror(e));
+    }
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  void write(const std::string& text) {
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0) {
+      const int e = errno;
+      TF_THROW(InternalError, "CSVLogger", "writing {} failed: {}", path,
+               e ? std::strerror(e) : "a write error occurred");
+    }
+  }
+  // Throws when closing reports an error (reported earlier by write, usually).
+  void close() {
+    std::FILE* g = std::exchange(f, nullptr);
+    errno = 0;
+    if (g != nullptr && std::fclose(g) != 0) {
+      const int e = errno;
+      TF_THROW(InternalError, "CSVLogger", "closing {} failed: {}", path,
+               e ? std::strerror(e) : "a write error occurred");
+    }
+  }
+  ~File() {
+    if (f == nullptr) return;
+    // A destructor must not throw (training ended by an exception): the error goes to the log.
+    try {
+      close();
+    } catch (const std::exception& e) {
+      try {
+        TF_LOG_ERROR("{}", e.what());
+      } catch (...) {
+      }
+    }
+  }
+};
+
+CSVLogger::CSVLogger(std::string filename, std::string separator, bool append)
+    : filename_(std::move(filename)), separator_(','), append_(append) {
+  TF_CHECK_ARG(!filename_.empty(), "CSVLogger", "the file name is empty");
+  TF_CHECK_ARG(separator.size() == 1 && separator != "\"" && separator != "\r" && separator != "\n",
+               "CSVLogger",
+               "the separator must be one character other than a quote or a line break, got "
+               "\"{}\"",
+               separator);
+  separator_ = separator[0];
+}
+
+void CSVLogger::on_train_begin(const Logs&) {
+  if (file_) file_->close();
+  file_.reset();
+  keys_.reset();
+  if (context().worker_index != 0) return;  // the chief alone writes the file
+  if (append_) {
+    // A header only for a file that is new or empty (Keras reads its first line).
+    std::FILE* in = std::fopen(filename_.c_str(), "rb");
+    if (in == nullptr) {
+      const int e = errno;
+      TF_CHECK_T(FailedPreconditionError, e == ENOENT, "CSVLogger", "cannot read {}: {}", filename_,
+                 std::strerror(e));
+      header_ = true;
+    } else {
+      const int c = std::fgetc(in);
+      const bool failed = std::ferror(in) != 0;
+      const int e = errno;
+      std::fclose(in);
+      TF_CHECK_T(FailedPreconditionError, !failed, "CSVLogger", "cannot read {}: {}", filename_,
+                 std::strerror(e));
+      header_ = c == EOF;
+    }
+  }
+  file_ = std::make_shared<File>(filename_, append_ ? "ab" : "wb");
+}
+
+void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
+  if (context().worker_index != 0) return;
+  TF_CHECK_T(FailedPreconditionError, file_ != nullptr, "CSVLogger",
+             "on_epoch_end ran before on_train_begin opened {}", filename_);
+  // Python's csv (excel dialect): quote a field holding the separator, a quote or a line break.
+  auto field = [&](const std::string& s) {
+    if (s.find_first_of(std::string{separator_, '"', '\r', '\n'}) == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string text;
+  if (!keys_) {
+    // The first epoch's names fix the columns (Keras).
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : logs)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    const bool has_val = std::any_of(keys.begin(), keys.end(),
+                                     [](const std::string& k) { return k.starts_with("val_"); });
+    if (!has_val) {
+      const size_t n = keys.size();
+      for (size_t i = 0; i < n; ++i) keys.push_back("val_" + keys[i]);
+    }
+    keys_ = std::move(keys);
+    if (header_) {
+      text += "epoch";
+      for (const auto& k : *keys_) text += separator_ + field(k);
+      text += "\r\n";
+    }
+  }
+  text += std::to_string(epoch);
+  for (const auto& k : *keys_) {
+    const auto v = find_log(logs, k);
+    text += separator_ + field(v ? detail::python_float_repr(*v) : "NA");
+  }
+  text += "\r\n";
+  file_->write(text);
+}
+
+void CSVLogger::on_train_end(const Logs&) {
+  if (!file_) return;
+  const std::shared_ptr<File> file = std::move(file_);
+  file->close();
 }
 
 // ---- BackupAndRestore ----

@@ -307,6 +307,32 @@ class TerminateOnNaN : public Callback {
   bool raise_error_;
 };
 
+// Writes one row per epoch to a CSV file (Keras 3): "epoch" (from 0), then the first epoch's
+// log names in sorted order; when none starts with "val_", "val_<name>" columns follow for each,
+// which read "NA" (as do names a later epoch lacks). Values are written as Python writes floats
+// (0.10000000149011612, 1e-05, nan), fields holding the separator, a quote or a line break are
+// quoted, and lines end in "\r\n" (Python's csv). The file is rewritten when training begins,
+// or with `append` appended to, with a header only when it is new or empty; each row is flushed.
+// Under a MultiWorkerMirroredStrategy only worker 0 (the chief) writes the file. Errors opening
+// or writing it name the file.
+class CSVLogger : public Callback {
+ public:
+  // The separator is one character other than a quote or a line break.
+  explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false);
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_end(const Logs&) override;
+
+ private:
+  struct File;
+  std::string filename_;
+  char separator_;
+  bool append_;
+  std::shared_ptr<File> file_;  // open from on_train_begin to on_train_end (the chief only)
+  std::optional<std::vector<std::string>> keys_;
+  bool header_ = true;
+};
+
 // The functions a LambdaCallback calls (Keras' argument names); those left empty do nothing.
 struct LambdaCallbackFunctions {
   std::function<void(int epoch, const Logs&)> on_epoch_begin = {};

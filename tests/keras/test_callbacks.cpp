@@ -806,6 +806,96 @@ TEST_CASE("TerminateOnNaN stops after a NaN or infinite loss", "[cpu][keras]") {
   CHECK_FALSE(stop);
 }
 
+namespace {
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Runs a CSVLogger over the epochs' logs, as Keras' CSVLogger test scenarios.
+void csv_run(const std::string& file, const std::vector<Logs>& epochs, std::string sep = ",",
+             bool append = false, int worker_index = 0) {
+  tf::keras::callbacks::TrainingContext ctx{.worker_index = worker_index};
+  tf::keras::callbacks::CSVLogger logger(file, std::move(sep), append);
+  tf::keras::callbacks::CallbackList list({logger}, &ctx);
+  list.on_train_begin();
+  for (size_t e = 0; e < epochs.size(); ++e) list.on_epoch_end(static_cast<int>(e), epochs[e]);
+  list.on_train_end();
+}
+}  // namespace
+
+TEST_CASE("CSVLogger writes the file Keras 3.15 writes", "[cpu][keras]") {
+  const auto dir = temp_dir("csv");
+  const auto file = dir / "log.csv";
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  // Sorted names; without val_ names, NA columns for them.
+  csv_run(file.string(),
+          {{{"loss", 0.5}, {"accuracy", 0.25}}, {{"loss", 0.25}, {"accuracy", 1.0 / 3}}});
+  CHECK(read_file(file) ==
+        "epoch,accuracy,loss,val_accuracy,val_loss\r\n0,0.25,0.5,NA,NA\r\n1,0.3333333333333333,"
+        "0.25,NA,NA\r\n");
+  // Rewritten; the first epoch's names fix the columns.
+  csv_run(file.string(), {{{"val_loss", 0.1}, {"loss", 1e-5}, {"b", 1e16}, {"a", 123456789.0}},
+                          {{"loss", nan}, {"a", inf}, {"extra", 1.0}}});
+  const std::string first =
+      "epoch,a,b,loss,val_loss\r\n0,123456789.0,1e+16,1e-05,0.1\r\n1,inf,NA,nan,NA\r\n";
+  CHECK(read_file(file) == first);
+  // Appended without a header; an empty or new file gets one.
+  csv_run(file.string(), {{{"loss", 2.0}}}, ",", true);
+  CHECK(read_file(file) == first + "0,2.0,NA\r\n");
+  std::ofstream(file, std::ios::trunc).close();
+  csv_run(file.string(), {{{"loss", 2.0}}}, ",", true);
+  CHECK(read_file(file) == "epoch,loss,val_loss\r\n0,2.0,NA\r\n");
+  std::filesystem::remove(file);
+  csv_run(file.string(), {{{"loss", 3.0}}}, ",", true);
+  CHECK(read_file(file) == "epoch,loss,val_loss\r\n0,3.0,NA\r\n");
+  // Another separator; names holding it or a quote are quoted.
+  csv_run(file.string(), {{{"lo;ss", 2.0}, {"q\"x", 1.0}, {"loss", 0.1}}}, ";");
+  CHECK(read_file(file) ==
+        "epoch;\"lo;ss\";loss;\"q\"\"x\";\"val_lo;ss\";val_loss;\"val_q\"\"x\"\r\n0;2.0;0.1;1.0;NA;"
+        "NA;"
+        "NA\r\n");
+  csv_run(file.string(), {{{"loss", 2.0}}}, "\t");
+  CHECK(read_file(file) == "epoch\tloss\tval_loss\r\n0\t2.0\tNA\r\n");
+  // A first epoch without logs: the epoch column alone.
+  csv_run(file.string(), {{}, {{"loss", 1.0}}});
+  CHECK(read_file(file) == "epoch\r\n0\r\n1\r\n");
+  // Another worker than the chief writes nothing.
+  std::filesystem::remove(file);
+  csv_run(file.string(), {{{"loss", 1.0}}}, ",", false, 1);
+  CHECK_FALSE(std::filesystem::exists(file));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("CSVLogger: bad separators and files are errors naming them", "[cpu][keras]") {
+  tf::testing::require_error([] { tf::keras::callbacks::CSVLogger("a.csv", ",,"); },
+                             {"[CSVLogger]", "separator", ",,"});
+  tf::testing::require_error([] { tf::keras::callbacks::CSVLogger("a.csv", ""); },
+                             {"[CSVLogger]", "separator"});
+  tf::testing::require_error([] { tf::keras::callbacks::CSVLogger("a.csv", "\""); },
+                             {"[CSVLogger]", "separator"});
+  tf::testing::require_error([] { tf::keras::callbacks::CSVLogger(""); }, {"[CSVLogger]", "empty"});
+  const auto dir = temp_dir("csv_errors");
+  const std::string missing = (dir / "no" / "log.csv").string();
+  TF_REQUIRE_THROWS_CONTAINING(csv_run(missing, {}), tf::NotFoundError, missing);
+  TF_REQUIRE_THROWS_CONTAINING(csv_run(dir.string(), {}), tf::FailedPreconditionError,
+                               dir.string());
+  TF_REQUIRE_THROWS_CONTAINING(csv_run(dir.string(), {}, ",", true), tf::FailedPreconditionError,
+                               dir.string());
+  // A full disk: the row's write fails with the file's name.
+  if (std::filesystem::exists("/dev/full")) {
+    TF_REQUIRE_THROWS_CONTAINING(csv_run("/dev/full", {{{"loss", 1.0}}}), tf::InternalError,
+                                 "writing /dev/full failed");
+  }
+  // on_epoch_end before on_train_begin.
+  tf::keras::callbacks::TrainingContext ctx;
+  tf::keras::callbacks::CSVLogger early((dir / "x.csv").string());
+  early.set_context(&ctx);
+  TF_REQUIRE_THROWS_CONTAINING(early.on_epoch_end(0, {}), tf::FailedPreconditionError,
+                               "before on_train_begin");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("LambdaCallback calls the functions it was given", "[cpu][keras]") {
   std::vector<std::string> events;
   tf::keras::callbacks::TrainingContext ctx;

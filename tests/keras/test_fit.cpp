@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -1086,6 +1087,42 @@ TEST_CASE("fit: TerminateOnNaN ends the epoch after the NaN batch as Keras 3.15"
       },
       {"[TerminateOnNaN]", "at batch 2"});
   CHECK(std::find(events.begin(), events.end(), "train_end") == events.end());
+}
+
+TEST_CASE("fit: CSVLogger writes each epoch's logs as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("csv_logger");
+  const auto file = dir / "training.log";
+  auto model = linear_model();
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .validation_data = {tf::slice(x, {0, 0}, {8, 3}), tf::slice(y, {0, 0}, {8, 1})},
+             .callbacks = {K::callbacks::CSVLogger(file.string())},
+             .verbose = 0,
+             .shuffle = false});
+  // Keras 3.15: "epoch,loss,val_loss\r\n0,6.947125434875488,8.322517395019531\r\n1,
+  // 5.440598487854004,6.408837795257568\r\n" (float32 sums may differ in the last digits).
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = text.find("\r\n", at)) != std::string::npos; at = end + 2)
+    lines.push_back(text.substr(at, end - at));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == "epoch,loss,val_loss");
+  const double keras[2][2] = {{6.947125434875488, 8.322517395019531},
+                              {5.440598487854004, 6.408837795257568}};
+  for (int e = 0; e < 2; ++e) {
+    std::istringstream row(lines[e + 1]);
+    std::string epoch, loss, val;
+    std::getline(row, epoch, ',');
+    std::getline(row, loss, ',');
+    std::getline(row, val, ',');
+    CHECK(epoch == std::to_string(e));
+    CHECK(std::stod(loss) == Approx(keras[e][0]).epsilon(1e-5));
+    CHECK(std::stod(val) == Approx(keras[e][1]).epsilon(1e-5));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("fit: LambdaCallback sees the hooks in Keras 3.15's order", "[cpu][keras]") {
