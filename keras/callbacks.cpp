@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -28,7 +32,96 @@ std::string available(const Logs& logs) {
   for (const auto& [k, v] : logs) s += (s.empty() ? "" : ", ") + k;
   return s.empty() ? "none" : s;
 }
+
+// The log names as Keras' warnings list them ("loss,val_loss").
+std::string log_names(const Logs& logs) {
+  std::string s;
+  for (const auto& [k, v] : logs) s += (s.empty() ? "" : ",") + k;
+  return s;
+}
+
+// Keras 3's MonitorCallback: an unknown mode warns and means "auto".
+std::string checked_mode(const char* who, const std::string& mode) {
+  if (mode == "auto" || mode == "min" || mode == "max") return mode;
+  TF_LOG_WARN("{} mode '{}' is unknown, fallback to auto mode.", who, mode);
+  return "auto";
+}
+
+// Whether `monitor` is maximised. Keras 3's "auto" rule: "loss" and "val_loss" are minimised,
+// a compiled metric goes its own direction, and any other name is an error (a typo in the
+// monitor, or a metric that has no direction). Outside fit (no metric_direction) the name rule.
+bool resolve_maximize(const char* who, const std::string& monitor, const std::string& mode,
+                      const TrainingContext* ctx) {
+  if (mode != "auto") return mode == "max";
+  if (ctx == nullptr || !ctx->metric_direction) return metric_is_maximized(monitor, "auto");
+  const std::string name = monitor.starts_with("val_") ? monitor.substr(4) : monitor;
+  std::optional<bool> up;
+  if (name == "loss") up = false;
+  const std::string direction = ctx->metric_direction(name);
+  if (direction == "up") up = true;
+  if (direction == "down") up = false;
+  TF_CHECK_ARG(up.has_value(), who,
+               "cannot tell whether monitor \"{}\" should be maximized or minimized: it is "
+               "neither the loss nor a compiled metric with a known direction; give mode "
+               "\"max\" to monitor the highest value or mode \"min\" for the lowest",
+               monitor);
+  return *up;
+}
+
+// Sets a log of the on_epoch_end logs the callbacks after this one see, as Keras 3's shared
+// logs dict (a name already there keeps its place).
+void set_epoch_log(const TrainingContext& ctx, const std::string& name, double value) {
+  if (!ctx.epoch_logs) return;
+  for (auto& [k, v] : *ctx.epoch_logs)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  ctx.epoch_logs->emplace_back(name, value);
+}
+
+// A double converted to float32 as NumPy does (out of range: +-inf), without the undefined
+// behaviour of a plain cast.
+double as_float32(double v) {
+  if (std::isnan(v)) return v;
+  if (v > std::numeric_limits<float>::max()) return std::numeric_limits<double>::infinity();
+  if (v < -std::numeric_limits<float>::max()) return -std::numeric_limits<double>::infinity();
+  return static_cast<float>(v);
+}
 }  // namespace
+
+namespace detail {
+std::string python_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // The shortest digits that read back as `value`, laid out as Python's repr: positional for
+  // decimal exponents -5 < e < 16 (with ".0" when integral), else d.ddde+XX.
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  const std::string sci(buf, r.ptr);  // "-1.2345e+16", "1e-05"
+  const size_t e_at = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e_at + 1));
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e_at; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  std::string out = negative ? "-" : "";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
+  } else if (exponent < 0) {
+    out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto whole = static_cast<size_t>(exponent) + 1;
+    if (digits.size() <= whole)
+      out += digits + std::string(whole - digits.size(), '0') + ".0";
+    else
+      out += digits.substr(0, whole) + "." + digits.substr(whole);
+  }
+  return out;
+}
+}  // namespace detail
 
 bool metric_is_maximized(const std::string& monitor, const std::string& mode) {
   if (mode == "max") return true;
@@ -169,31 +262,44 @@ void ProgbarLogger::on_predict_end(const Logs&) {
 // ---- EarlyStopping ----
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : opt_(std::move(options)) {
-  maximize_ = metric_is_maximized(opt_.monitor, opt_.mode);
+  opt_.mode = checked_mode("EarlyStopping", opt_.mode);
   opt_.min_delta = std::abs(opt_.min_delta);
 }
 
-bool EarlyStopping::improved(double current, double reference) const {
-  return maximize_ ? current - opt_.min_delta > reference : current + opt_.min_delta < reference;
+double EarlyStopping::best() const {
+  if (best_) return *best_;
+  return maximize_.value_or(false) ? -std::numeric_limits<double>::infinity()
+                                   : std::numeric_limits<double>::infinity();
+}
+
+bool EarlyStopping::improved(double current, std::optional<double> reference) const {
+  if (!reference) return true;
+  return *maximize_ ? current - opt_.min_delta > *reference : current + opt_.min_delta < *reference;
 }
 
 void EarlyStopping::on_train_begin(const Logs&) {
   wait_ = 0;
   stopped_epoch_ = 0;
   best_epoch_ = 0;
-  best_ = maximize_ ? -std::numeric_limits<double>::infinity()
-                    : std::numeric_limits<double>::infinity();
+  best_.reset();
+  maximize_.reset();  // the direction of this fit's metrics, at its first epoch's end
+  warned_ = false;
   best_weights_.clear();
   TF_CHECK_ARG(!opt_.restore_best_weights || context().weights != nullptr, "EarlyStopping",
                "restore_best_weights needs the model's weights, which this loop does not give");
 }
 
 void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
+  if (!maximize_) maximize_ = resolve_maximize("EarlyStopping", opt_.monitor, opt_.mode, ctx_);
   const auto current = find_log(logs, opt_.monitor);
   if (!current) {
-    TF_LOG_WARN("Early stopping conditioned on metric `{}` which is not available. Available "
-                "metrics are: {}",
-                opt_.monitor, available(logs));
+    // Python shows a warning once per place it is raised from.
+    if (!warned_)
+      TF_LOG_WARN(
+          "Early stopping conditioned on metric `{}` which is not available. Available "
+          "metrics are: {}",
+          opt_.monitor, log_names(logs));
+    warned_ = true;
     return;
   }
   if (epoch < opt_.start_from_epoch) return;
@@ -208,6 +314,7 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
     best_epoch_ = epoch;
   }
   ++wait_;
+  // The first value always improves on Keras' None (a NaN too, which then never improves).
   if (improved(*current, best_)) {
     best_ = *current;
     best_epoch_ = epoch;
@@ -411,6 +518,217 @@ void LearningRateScheduler::on_epoch_end(int, const Logs&) {
       return;
     }
   ctx.epoch_logs->emplace_back("learning_rate", lr);
+}
+
+// ---- ReduceLROnPlateau ----
+
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : opt_(std::move(options)) {
+  opt_.mode = checked_mode("ReduceLROnPlateau", opt_.mode);
+  TF_CHECK_ARG(opt_.factor < 1.0, "ReduceLROnPlateau",
+               "factor must be < 1.0 (the new rate is the rate times factor), got {}", opt_.factor);
+  TF_CHECK_ARG(!std::isnan(opt_.min_delta) && !std::isnan(opt_.min_lr), "ReduceLROnPlateau",
+               "min_delta and min_lr must be numbers, got {} and {}", opt_.min_delta, opt_.min_lr);
+  opt_.min_delta = std::abs(opt_.min_delta);
+}
+
+void ReduceLROnPlateau::on_train_begin(const Logs&) {
+  best_.reset();
+  cooldown_counter_ = 0;
+  wait_ = 0;
+  maximize_.reset();
+  warned_ = false;
+}
+
+void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
+  auto& ctx = context();
+  if (!maximize_) maximize_ = resolve_maximize("ReduceLROnPlateau", opt_.monitor, opt_.mode, ctx_);
+  TF_CHECK_ARG(static_cast<bool>(ctx.get_learning_rate), "ReduceLROnPlateau",
+               "this loop has no optimizer whose learning rate it could read");
+  // The optimizer's rate, before any reduction (Keras 3 logs it every epoch).
+  set_epoch_log(ctx, "learning_rate", ctx.get_learning_rate());
+  const Logs& seen = ctx.epoch_logs ? *ctx.epoch_logs : logs;
+  const auto current = find_log(seen, opt_.monitor);
+  if (!current) {
+    if (!warned_)
+      TF_LOG_WARN(
+          "Learning rate reduction is conditioned on metric `{}` which is not available. "
+          "Available metrics are: {}.",
+          opt_.monitor, log_names(seen));
+    warned_ = true;
+    return;
+  }
+  if (in_cooldown()) {
+    --cooldown_counter_;
+    wait_ = 0;
+  }
+  const bool improved = !best_ || (*maximize_ ? *current - opt_.min_delta > *best_
+                                              : *current + opt_.min_delta < *best_);
+  if (improved) {
+    best_ = *current;
+    wait_ = 0;
+    return;
+  }
+  if (in_cooldown() || ++wait_ < opt_.patience) return;
+  const double old_lr = ctx.get_learning_rate();
+  // Keras compares the float32 rate with min_lr as a float32: a rate at min_lr stays.
+  if (!(old_lr > as_float32(opt_.min_lr))) return;
+  const double new_lr = std::max(old_lr * opt_.factor, opt_.min_lr);
+  TF_CHECK_ARG(static_cast<bool>(ctx.set_learning_rate), "ReduceLROnPlateau",
+               "the optimizer's learning rate is not settable in this loop (is it a schedule?)");
+  ctx.set_learning_rate(new_lr);
+  if (opt_.verbose > 0)
+    TF_LOG_INFO("Epoch {}: ReduceLROnPlateau reducing learning rate to {}.", epoch + 1,
+                detail::python_float_repr(new_lr));
+  cooldown_counter_ = opt_.cooldown;
+  wait_ = 0;
+}
+
+// ---- TerminateOnNaN ----
+
+void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
+  const auto loss = find_log(logs, "loss");
+  if (!loss || std::isfinite(*loss)) return;
+  if (raise_error_)
+    TF_THROW(InvalidArgumentError, "TerminateOnNaN",
+             "NaN or Inf loss encountered at batch {}. Loss value: {}. Terminating training "
+             "immediately.",
+             batch, detail::python_float_repr(*loss));
+  TF_LOG_INFO("Batch {}: Invalid loss, terminating training", batch);
+  if (context().stop_training) *context().stop_training = true;
+}
+
+// ---- CSVLogger ----
+
+// The open file; closed when the last copy of the callback lets go of it.
+struct CSVLogger::File {
+  std::string path;
+  std::FILE* f = nullptr;
+  File(std::string p, const char* mode) : path(std::move(p)) {
+    f = std::fopen(path.c_str(), mode);
+    if (f == nullptr) {
+      const int e = errno;
+      if (e == ENOENT || e == ENOTDIR)
+        TF_THROW(NotFoundError, "CSVLogger", "cannot open {} for writing: {}", path,
+                 std::strerror(e));
+      TF_THROW(FailedPreconditionError, "CSVLogger", "cannot open {} for writing: {}", path,
+               std::strerror(e));
+    }
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  void write(const std::string& text) {
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0) {
+      const int e = errno;
+      TF_THROW(InternalError, "CSVLogger", "writing {} failed: {}", path,
+               e ? std::strerror(e) : "a write error occurred");
+    }
+  }
+  // Throws when closing reports an error (reported earlier by write, usually).
+  void close() {
+    std::FILE* g = std::exchange(f, nullptr);
+    errno = 0;
+    if (g != nullptr && std::fclose(g) != 0) {
+      const int e = errno;
+      TF_THROW(InternalError, "CSVLogger", "closing {} failed: {}", path,
+               e ? std::strerror(e) : "a write error occurred");
+    }
+  }
+  ~File() {
+    if (f == nullptr) return;
+    // A destructor must not throw (training ended by an exception): the error goes to the log.
+    try {
+      close();
+    } catch (const std::exception& e) {
+      try {
+        TF_LOG_ERROR("{}", e.what());
+      } catch (...) {
+      }
+    }
+  }
+};
+
+CSVLogger::CSVLogger(std::string filename, std::string separator, bool append)
+    : filename_(std::move(filename)), separator_(','), append_(append) {
+  TF_CHECK_ARG(!filename_.empty(), "CSVLogger", "the file name is empty");
+  TF_CHECK_ARG(separator.size() == 1 && separator != "\"" && separator != "\r" && separator != "\n",
+               "CSVLogger",
+               "the separator must be one character other than a quote or a line break, got "
+               "\"{}\"",
+               separator);
+  separator_ = separator[0];
+}
+
+void CSVLogger::on_train_begin(const Logs&) {
+  if (file_) file_->close();
+  file_.reset();
+  keys_.reset();
+  if (context().worker_index != 0) return;  // the chief alone writes the file
+  if (append_) {
+    // A header only for a file that is new or empty (Keras reads its first line).
+    std::FILE* in = std::fopen(filename_.c_str(), "rb");
+    if (in == nullptr) {
+      const int e = errno;
+      TF_CHECK_T(FailedPreconditionError, e == ENOENT, "CSVLogger", "cannot read {}: {}", filename_,
+                 std::strerror(e));
+      header_ = true;
+    } else {
+      const int c = std::fgetc(in);
+      const bool failed = std::ferror(in) != 0;
+      const int e = errno;
+      std::fclose(in);
+      TF_CHECK_T(FailedPreconditionError, !failed, "CSVLogger", "cannot read {}: {}", filename_,
+                 std::strerror(e));
+      header_ = c == EOF;
+    }
+  }
+  file_ = std::make_shared<File>(filename_, append_ ? "ab" : "wb");
+}
+
+void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
+  if (context().worker_index != 0) return;
+  TF_CHECK_T(FailedPreconditionError, file_ != nullptr, "CSVLogger",
+             "on_epoch_end ran before on_train_begin opened {}", filename_);
+  // Python's csv (excel dialect): quote a field holding the separator, a quote or a line break.
+  auto field = [&](const std::string& s) {
+    if (s.find_first_of(std::string{separator_, '"', '\r', '\n'}) == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string text;
+  if (!keys_) {
+    // The first epoch's names fix the columns (Keras).
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : logs)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    const bool has_val = std::any_of(keys.begin(), keys.end(),
+                                     [](const std::string& k) { return k.starts_with("val_"); });
+    if (!has_val) {
+      const size_t n = keys.size();
+      for (size_t i = 0; i < n; ++i) keys.push_back("val_" + keys[i]);
+    }
+    keys_ = std::move(keys);
+    if (header_) {
+      text += "epoch";
+      for (const auto& k : *keys_) text += separator_ + field(k);
+      text += "\r\n";
+    }
+  }
+  text += std::to_string(epoch);
+  for (const auto& k : *keys_) {
+    const auto v = find_log(logs, k);
+    text += separator_ + field(v ? detail::python_float_repr(*v) : "NA");
+  }
+  text += "\r\n";
+  file_->write(text);
+}
+
+void CSVLogger::on_train_end(const Logs&) {
+  if (!file_) return;
+  const std::shared_ptr<File> file = std::move(file_);
+  file->close();
 }
 
 // ---- BackupAndRestore ----

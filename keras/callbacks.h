@@ -55,6 +55,11 @@ struct TrainingContext {
   // append to for the callbacks after it (Keras 3's shared logs dict; LearningRateScheduler adds
   // "learning_rate"). Null otherwise.
   Logs* epoch_logs = nullptr;
+  // In fit: which way the compiled metric `name` improves, as Keras 3's metric direction: "up"
+  // (accuracies), "down" (errors, crossentropies) or "" (a metric of unknown direction, or no
+  // compiled metric of that name). Callbacks in "auto" mode read it; without it they fall back
+  // to metric_is_maximized's name rule.
+  std::function<std::string(const std::string& name)> metric_direction = {};
 };
 
 class Callback {
@@ -168,7 +173,9 @@ struct EarlyStoppingOptions {
   double min_delta = 0.0;
   int patience = 0;
   int verbose = 0;
-  std::string mode = "auto";  // "min", "max" or "auto" (max for accuracy-like names)
+  // "min", "max" or "auto" (in fit: the loss falls and a compiled metric goes its direction();
+  // elsewhere metric_is_maximized's name rule). Another string warns and means "auto" (Keras 3).
+  std::string mode = "auto";
   std::optional<double> baseline = std::nullopt;
   bool restore_best_weights = false;
   int start_from_epoch = 0;
@@ -177,7 +184,10 @@ struct EarlyStoppingOptions {
 // Stops training when the monitored value has not improved for `patience` epochs (Keras 3). An
 // improving epoch never stops training; with a baseline it restarts the wait only if it also
 // beats the baseline. restore_best_weights restores the best epoch's weights when training ends
-// (early stop or not), as Keras 3.
+// (early stop or not), as Keras 3. A monitor missing from the logs warns (once per fit) and
+// never stops training; in "auto" mode a monitor whose direction fit cannot tell (neither the
+// loss nor a compiled metric of known direction) is an InvalidArgumentError at the first epoch's
+// end, as Keras 3's ValueError.
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});
@@ -186,16 +196,18 @@ class EarlyStopping : public Callback {
   void on_train_end(const Logs&) override;
   int stopped_epoch() const { return stopped_epoch_; }
   int best_epoch() const { return best_epoch_; }
-  double best() const { return best_; }
+  // The best value seen; +-inf before the first one.
+  double best() const;
 
  private:
-  bool improved(double current, double reference) const;
+  bool improved(double current, std::optional<double> reference) const;
   EarlyStoppingOptions opt_;
-  bool maximize_ = false;
+  std::optional<bool> maximize_;  // known at the first epoch's end (Keras 3)
   int wait_ = 0;
   int stopped_epoch_ = 0;
   int best_epoch_ = 0;
-  double best_ = 0;
+  std::optional<double> best_;  // Keras' None: the first value always improves on it
+  bool warned_ = false;
   std::vector<Tensor> best_weights_;
 };
 
@@ -249,6 +261,125 @@ class LearningRateScheduler : public Callback {
   int verbose_;
 };
 
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;  // new rate = rate * factor; must be < 1
+  int patience = 10;
+  int verbose = 0;
+  std::string mode = "auto";  // as EarlyStopping's
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0.0;
+};
+
+// Multiplies the learning rate by `factor` (not below min_lr) when the monitored value has not
+// improved by min_delta for `patience` epochs, then waits `cooldown` epochs before counting
+// again (Keras 3). Every epoch it adds the rate the epoch trained with to the logs as
+// "learning_rate" (the callbacks after it, History among them, see it). A monitor missing from
+// the logs warns (once per fit) and changes nothing. Reducing a schedule's rate is an
+// InvalidArgumentError, as in Keras.
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  bool in_cooldown() const { return cooldown_counter_ > 0; }
+
+ private:
+  ReduceLROnPlateauOptions opt_;
+  std::optional<bool> maximize_;
+  std::optional<double> best_;
+  int wait_ = 0;
+  int cooldown_counter_ = 0;
+  bool warned_ = false;
+};
+
+// Stops training after a batch whose loss log is NaN or infinite (Keras 3): it logs "Batch 3:
+// Invalid loss, terminating training" and sets the stop flag, so fit ends that epoch there (its
+// validation and on_epoch_end still run, then on_train_end). With raise_error it throws an
+// InvalidArgumentError at once instead, and no on_train_end runs (Keras' RuntimeError).
+class TerminateOnNaN : public Callback {
+ public:
+  explicit TerminateOnNaN(bool raise_error = false) : raise_error_(raise_error) {}
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+
+ private:
+  bool raise_error_;
+};
+
+// Writes one row per epoch to a CSV file (Keras 3): "epoch" (from 0), then the first epoch's
+// log names in sorted order; when none starts with "val_", "val_<name>" columns follow for each,
+// which read "NA" (as do names a later epoch lacks). Values are written as Python writes floats
+// (0.10000000149011612, 1e-05, nan), fields holding the separator, a quote or a line break are
+// quoted, and lines end in "\r\n" (Python's csv). The file is rewritten when training begins,
+// or with `append` appended to, with a header only when it is new or empty; each row is flushed.
+// Under a MultiWorkerMirroredStrategy only worker 0 (the chief) writes the file. Errors opening
+// or writing it name the file.
+class CSVLogger : public Callback {
+ public:
+  // The separator is one character other than a quote or a line break.
+  explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false);
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_end(const Logs&) override;
+
+ private:
+  struct File;
+  std::string filename_;
+  char separator_;
+  bool append_;
+  std::shared_ptr<File> file_;  // open from on_train_begin to on_train_end (the chief only)
+  std::optional<std::vector<std::string>> keys_;
+  bool header_ = true;
+};
+
+// The functions a LambdaCallback calls (Keras' argument names); those left empty do nothing.
+struct LambdaCallbackFunctions {
+  std::function<void(int epoch, const Logs&)> on_epoch_begin = {};
+  std::function<void(int epoch, const Logs&)> on_epoch_end = {};
+  std::function<void(const Logs&)> on_train_begin = {};
+  std::function<void(const Logs&)> on_train_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_train_batch_begin = {};
+  std::function<void(int64_t batch, const Logs&)> on_train_batch_end = {};
+  // Keras takes the other hooks as keyword arguments.
+  std::function<void(const Logs&)> on_test_begin = {};
+  std::function<void(const Logs&)> on_test_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_test_batch_end = {};
+  std::function<void(const Logs&)> on_predict_begin = {};
+  std::function<void(const Logs&)> on_predict_end = {};
+  std::function<void(int64_t batch, const Logs&)> on_predict_batch_end = {};
+};
+
+// A callback made of functions (Keras' LambdaCallback):
+//   LambdaCallback({.on_epoch_end = [](int epoch, const Logs& logs) { ... }})
+class LambdaCallback : public Callback {
+ public:
+  explicit LambdaCallback(LambdaCallbackFunctions functions) : f_(std::move(functions)) {}
+  void on_train_begin(const Logs& l) override { call(f_.on_train_begin, l); }
+  void on_train_end(const Logs& l) override { call(f_.on_train_end, l); }
+  void on_epoch_begin(int e, const Logs& l) override { call(f_.on_epoch_begin, e, l); }
+  void on_epoch_end(int e, const Logs& l) override { call(f_.on_epoch_end, e, l); }
+  void on_train_batch_begin(int64_t b, const Logs& l) override {
+    call(f_.on_train_batch_begin, b, l);
+  }
+  void on_train_batch_end(int64_t b, const Logs& l) override { call(f_.on_train_batch_end, b, l); }
+  void on_test_begin(const Logs& l) override { call(f_.on_test_begin, l); }
+  void on_test_end(const Logs& l) override { call(f_.on_test_end, l); }
+  void on_test_batch_end(int64_t b, const Logs& l) override { call(f_.on_test_batch_end, b, l); }
+  void on_predict_begin(const Logs& l) override { call(f_.on_predict_begin, l); }
+  void on_predict_end(const Logs& l) override { call(f_.on_predict_end, l); }
+  void on_predict_batch_end(int64_t b, const Logs& l) override {
+    call(f_.on_predict_batch_end, b, l);
+  }
+
+ private:
+  template <class F, class... A>
+  static void call(const F& f, A&&... a) {
+    if (f) f(std::forward<A>(a)...);
+  }
+  LambdaCallbackFunctions f_;
+};
+
 // Fault tolerance: saves the training state into backup_dir at the end of every epoch and, when
 // fit starts and a backup exists, restores it and resumes after the saved epoch. The backup is
 // deleted when training finishes normally. Under a MultiWorkerMirroredStrategy (TF's rule) only
@@ -273,6 +404,12 @@ class BackupAndRestore : public Callback {
 
 // Keras' metric-direction rule: accuracy-like names (and "auc", "f1") are maximised.
 bool metric_is_maximized(const std::string& monitor, const std::string& mode);
+
+namespace detail {
+// A double as Python's repr writes it (Keras' messages and CSV files): "0.1", "1.0", "1e-05",
+// "1e+16", "nan", "-inf".
+std::string python_float_repr(double value);
+}  // namespace detail
 
 }  // namespace callbacks
 }  // namespace tapeflow::keras

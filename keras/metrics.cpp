@@ -26,6 +26,7 @@ struct MetricImpl {
   Variable total;
   Variable count;  // not for Sum
   std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
+  std::string direction;                                   // "up", "down" or "" (Metric::direction)
   // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
   // otherwise lose increments (each assign_add is a read, an add and a write).
   std::mutex mu;
@@ -123,9 +124,10 @@ MetricImpl& checked(const std::shared_ptr<MetricImpl>& p) {
 }
 
 std::shared_ptr<MetricImpl> wrapper(std::function<Tensor(const Tensor&, const Tensor&)> fn,
-                                    std::string name) {
+                                    std::string name, std::string direction = "") {
   auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Wrapper, std::move(name));
   impl->fn = std::move(fn);
+  impl->direction = std::move(direction);
   return impl;
 }
 
@@ -236,6 +238,9 @@ void Metric::reset_state() {
 }
 
 const std::string& Metric::name() const { return checked(impl_).name; }
+const std::string& Metric::direction() const {
+  return checked(impl_).direction;
+}
 
 std::vector<std::pair<std::string, Variable>> Metric::tracked_variables() const {
   auto& m = checked(impl_);
@@ -270,22 +275,29 @@ MeanMetricWrapper::MeanMetricWrapper(std::function<Tensor(const Tensor&, const T
 }
 
 SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
-    : Metric(wrapper(sparse_categorical_accuracy, std::move(name))) {}
+    : Metric(wrapper(sparse_categorical_accuracy, std::move(name), "up")) {}
 CategoricalAccuracy::CategoricalAccuracy(std::string name)
-    : Metric(wrapper(categorical_accuracy, std::move(name))) {}
-Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name))) {}
+    : Metric(wrapper(categorical_accuracy, std::move(name), "up")) {}
+Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name), "up")) {}
 BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
-    : Metric(wrapper([threshold](const Tensor& t, const Tensor& p) {
-                       return binary_accuracy(t, p, threshold);
-                     },
-                     std::move(name))) {}
+    : Metric(wrapper([threshold](const Tensor& t,
+                                 const Tensor& p) { return binary_accuracy(t, p, threshold); },
+                     std::move(name), "up")) {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(std::string name, bool from_logits)
-    : Metric(wrapper([from_logits](const Tensor& t, const Tensor& p) {
-                       return losses::sparse_categorical_crossentropy(t, p, from_logits);
-                     },
-                     std::move(name))) {}
+    : Metric(wrapper(
+          [from_logits](const Tensor& t, const Tensor& p) {
+            return losses::sparse_categorical_crossentropy(t, p, from_logits);
+          },
+          std::move(name), "down")) {}
 MeanSquaredError::MeanSquaredError(std::string name)
-    : Metric(wrapper(losses::mean_squared_error, std::move(name))) {}
+    : Metric(wrapper(losses::mean_squared_error, std::move(name), "down")) {}
+
+namespace {
+// "accuracy" chosen from the shapes at the first update: every accuracy goes up.
+struct AutoAccuracy : Metric {
+  explicit AutoAccuracy(std::string name) : Metric(wrapper(auto_accuracy, std::move(name), "up")) {}
+};
+}  // namespace
 
 Metric get(const std::string& identifier, const losses::Loss& loss) {
   std::string id = identifier;
@@ -295,7 +307,7 @@ Metric get(const std::string& identifier, const losses::Loss& loss) {
     if (kind == "sparse_categorical_crossentropy") return SparseCategoricalAccuracy(identifier);
     if (kind == "categorical_crossentropy") return CategoricalAccuracy(identifier);
     if (kind == "binary_crossentropy") return BinaryAccuracy(identifier);
-    return MeanMetricWrapper(auto_accuracy, identifier);
+    return AutoAccuracy(identifier);
   }
   if (id == "sparse_categorical_accuracy") return SparseCategoricalAccuracy();
   if (id == "categorical_accuracy") return CategoricalAccuracy();

@@ -55,6 +55,10 @@ class Metric : public Trackable {
   Tensor result() const;
   void reset_state();
   const std::string& name() const;
+  // Which way the metric improves, as Keras 3's metric direction: "up" (the accuracies), "down"
+  // (mean squared error, crossentropy) or "" (Mean, Sum, a MeanMetricWrapper of your own).
+  // EarlyStopping and ReduceLROnPlateau read it in "auto" mode.
+  const std::string& direction() const;
   std::vector<Variable> variables() const;
   // "total", "count" (Sum: "total").
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;

@@ -445,6 +445,11 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   if (!st.optimizer.has_schedule())
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
+  ctx.metric_direction = [stp](const std::string& name) -> std::string {
+    for (const auto& m : stp->metrics)
+      if (m.name() == name) return m.direction();
+    return "";
+  };
   if (distribute::Strategy* strategy = live_strategy(st, "fit");
       strategy != nullptr && distribute::detail::num_workers(*strategy) > 1) {
     ctx.worker_index = distribute::detail::worker_index(*strategy);

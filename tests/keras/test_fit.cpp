@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -18,6 +19,7 @@
 #include "keras/safetensors.h"
 #include "keras/tensorboard.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "support/testing.h"
@@ -968,4 +970,268 @@ TEST_CASE("fit: callback messages are Keras 3's", "[cpu][keras]") {
         std::string::npos);
   CHECK(err.find("Epoch 0000") == std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: ReduceLROnPlateau reduces the rate and logs it as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("on the loss") {
+    auto model = linear_model();
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(
+          x, y,
+          {.epochs = 6,
+           .batch_size = 8,
+           .callbacks = {K::callbacks::ReduceLROnPlateau(
+               {.monitor = "loss", .factor = 0.5, .patience = 1, .verbose = 1, .min_delta = 1.0})},
+           .verbose = 0,
+           .shuffle = false});
+    });
+    const std::vector<double> keras_loss = {6.947125434875488,  5.440598487854004,
+                                            4.2779011726379395, 3.3755064010620117,
+                                            2.668532609939575,  2.3836312294006348};
+    const auto& loss = h.history.at("loss");
+    REQUIRE(loss.size() == keras_loss.size());
+    for (size_t i = 0; i < loss.size(); ++i) CHECK(loss[i] == Approx(keras_loss[i]).epsilon(1e-5));
+    CHECK(h.history.at("learning_rate") ==
+          std::vector<double>{0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+                              0.05000000074505806, 0.02500000037252903, 0.02500000037252903});
+    CHECK(model.optimizer().current_learning_rate() == static_cast<double>(0.0125f));
+    CHECK(err.find("Epoch 4: ReduceLROnPlateau reducing learning rate to 0.02500000037252903.") !=
+          std::string::npos);
+    CHECK(err.find("Epoch 6: ReduceLROnPlateau reducing learning rate to 0.012500000186264515.") !=
+          std::string::npos);
+  }
+  SECTION("on a compiled metric's validation value, with a cooldown") {
+    auto model = linear_model();
+    model.compile(K::optimizers::SGD(0.05), K::losses::MeanSquaredError(), {"mse"});
+    const tf::Tensor xv = tf::slice(x, {0, 0}, {8, 3}), yv = tf::slice(y, {0, 0}, {8, 1});
+    K::History h = model.fit(x, y,
+                             {.epochs = 5,
+                              .batch_size = 8,
+                              .validation_data = {xv, yv},
+                              .callbacks = {K::callbacks::ReduceLROnPlateau({.monitor = "val_mse",
+                                                                             .factor = 0.2,
+                                                                             .patience = 0,
+                                                                             .min_delta = 1.5,
+                                                                             .cooldown = 1})},
+                              .verbose = 0,
+                              .shuffle = false});
+    const std::vector<double> keras_val = {8.322517395019531, 6.408837795257568, 4.953418731689453,
+                                           4.715227127075195, 4.489070892333984};
+    const auto& val = h.history.at("val_mse");
+    REQUIRE(val.size() == keras_val.size());
+    for (size_t i = 0; i < val.size(); ++i) CHECK(val[i] == Approx(keras_val[i]).epsilon(1e-5));
+    CHECK(h.history.at("learning_rate") ==
+          std::vector<double>{0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+                              0.009999999776482582, 0.009999999776482582});
+    // Keras 3.15 sets 0.0019999999552965165 (0.01f * 0.2), which float32 keeps as below.
+    CHECK(model.optimizer().current_learning_rate() ==
+          static_cast<double>(static_cast<float>(0.0019999999552965165)));
+  }
+}
+
+TEST_CASE("fit: TerminateOnNaN ends the epoch after the NaN batch as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  std::vector<float> xs = x.numpy<float>();
+  xs[9 * 3 + 1] = std::nanf("");  // row 9: the third batch of 4
+  const tf::Tensor xn = tf::constant(xs, {16, 3});
+  auto model = linear_model();
+  std::vector<std::string> events;
+  std::vector<double> batch_loss;
+  K::callbacks::LambdaCallback record({
+      .on_epoch_end =
+          [&](int e, const K::Logs& logs) {
+            std::string keys;
+            for (const auto& [k, v] : logs) keys += " " + k;
+            events.push_back("epoch_end " + std::to_string(e) + keys);
+          },
+      .on_train_end = [&](const K::Logs&) { events.push_back("train_end"); },
+      .on_train_batch_end =
+          [&](int64_t b, const K::Logs& logs) {
+            events.push_back("batch_end " + std::to_string(b));
+            batch_loss.push_back(*K::find_log(logs, "loss"));
+          },
+  });
+  K::History h;
+  const std::string err = tf::testing::capture_stderr([&] {
+    h = model.fit(xn, y,
+                  {.epochs = 3,
+                   .batch_size = 4,
+                   .validation_data = {tf::slice(x, {0, 0}, {4, 3}), tf::slice(y, {0, 0}, {4, 1})},
+                   .callbacks = {K::callbacks::TerminateOnNaN(), record},
+                   .verbose = 0,
+                   .shuffle = false});
+  });
+  CHECK(events == std::vector<std::string>{"batch_end 0", "batch_end 1", "batch_end 2",
+                                           "epoch_end 0 loss val_loss", "train_end"});
+  REQUIRE(batch_loss.size() == 3);
+  CHECK(batch_loss[0] == Approx(15.910802841186523).epsilon(1e-5));
+  CHECK(batch_loss[1] == Approx(9.829255104064941).epsilon(1e-5));
+  CHECK(std::isnan(batch_loss[2]));
+  CHECK(h.epoch == std::vector<int>{0});
+  CHECK(std::isnan(h.history.at("loss")[0]));
+  CHECK(std::isnan(h.history.at("val_loss")[0]));
+  CHECK(err.find("Batch 2: Invalid loss, terminating training") != std::string::npos);
+  // raise_error: fit raises, and the callbacks get no on_train_end.
+  auto again = linear_model();
+  events.clear();
+  tf::testing::require_error(
+      [&] {
+        again.fit(xn, y,
+                  {.epochs = 3,
+                   .batch_size = 4,
+                   .callbacks = {K::callbacks::TerminateOnNaN(true), record},
+                   .verbose = 0,
+                   .shuffle = false});
+      },
+      {"[TerminateOnNaN]", "at batch 2"});
+  CHECK(std::find(events.begin(), events.end(), "train_end") == events.end());
+}
+
+TEST_CASE("fit: CSVLogger writes each epoch's logs as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("csv_logger");
+  const auto file = dir / "training.log";
+  auto model = linear_model();
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .validation_data = {tf::slice(x, {0, 0}, {8, 3}), tf::slice(y, {0, 0}, {8, 1})},
+             .callbacks = {K::callbacks::CSVLogger(file.string())},
+             .verbose = 0,
+             .shuffle = false});
+  // Keras 3.15: "epoch,loss,val_loss\r\n0,6.947125434875488,8.322517395019531\r\n1,
+  // 5.440598487854004,6.408837795257568\r\n" (float32 sums may differ in the last digits).
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = text.find("\r\n", at)) != std::string::npos; at = end + 2)
+    lines.push_back(text.substr(at, end - at));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == "epoch,loss,val_loss");
+  const double keras[2][2] = {{6.947125434875488, 8.322517395019531},
+                              {5.440598487854004, 6.408837795257568}};
+  for (int e = 0; e < 2; ++e) {
+    std::istringstream row(lines[e + 1]);
+    std::string epoch, loss, val;
+    std::getline(row, epoch, ',');
+    std::getline(row, loss, ',');
+    std::getline(row, val, ',');
+    CHECK(epoch == std::to_string(e));
+    CHECK(std::stod(loss) == Approx(keras[e][0]).epsilon(1e-5));
+    CHECK(std::stod(val) == Approx(keras[e][1]).epsilon(1e-5));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: LambdaCallback sees the hooks in Keras 3.15's order", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  auto model = linear_model();
+  std::vector<std::string> ev;
+  auto names = [](const K::Logs& logs) {
+    std::vector<std::string> k;
+    for (const auto& [n, v] : logs) k.push_back(n);
+    std::sort(k.begin(), k.end());
+    std::string s;
+    for (const auto& n : k) s += (s.empty() ? "" : ",") + n;
+    return s;
+  };
+  auto at = [&](const char* hook) {
+    return [&, hook](int64_t i, const K::Logs& l) {
+      ev.push_back(std::string(hook) + " " + std::to_string(i) + " " + names(l));
+    };
+  };
+  auto plain = [&](const char* hook) {
+    return [&, hook](const K::Logs& l) { ev.push_back(std::string(hook) + " " + names(l)); };
+  };
+  K::callbacks::LambdaCallback lambda({.on_epoch_begin = at("on_epoch_begin"),
+                                       .on_epoch_end = at("on_epoch_end"),
+                                       .on_train_begin = plain("on_train_begin"),
+                                       .on_train_end = plain("on_train_end"),
+                                       .on_train_batch_begin = at("on_train_batch_begin"),
+                                       .on_train_batch_end = at("on_train_batch_end"),
+                                       .on_test_begin = plain("on_test_begin"),
+                                       .on_test_end = plain("on_test_end"),
+                                       .on_test_batch_end = at("on_test_batch_end")});
+  model.fit(x, y,
+            {.epochs = 2,
+             .batch_size = 8,
+             .validation_data = {tf::slice(x, {0, 0}, {8, 3}), tf::slice(y, {0, 0}, {8, 1})},
+             .callbacks = {lambda},
+             .verbose = 0,
+             .shuffle = false});
+  std::vector<std::string> keras;
+  keras.push_back("on_train_begin ");
+  for (int e = 0; e < 2; ++e) {
+    const std::string n = std::to_string(e);
+    for (const char* s :
+         {"on_epoch_begin E ", "on_train_batch_begin 0 ", "on_train_batch_end 0 loss",
+          "on_train_batch_begin 1 ", "on_train_batch_end 1 loss", "on_test_begin ",
+          "on_test_batch_end 0 loss", "on_test_end loss", "on_epoch_end E loss,val_loss"}) {
+      std::string line = s;
+      if (auto p = line.find(" E "); p != std::string::npos) line.replace(p + 1, 1, n);
+      keras.push_back(line);
+    }
+  }
+  keras.push_back("on_train_end loss,val_loss");
+  CHECK(ev == keras);
+}
+
+TEST_CASE("fit: EarlyStopping's monitor and mode as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  SECTION("an unknown mode warns and is auto") {
+    auto model = linear_model();
+    auto es = std::make_shared<K::callbacks::EarlyStopping>(K::callbacks::EarlyStoppingOptions{
+        .monitor = "loss", .min_delta = 1.0, .mode = "sideways"});
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(
+          x, y, {.epochs = 5, .batch_size = 8, .callbacks = {es}, .verbose = 0, .shuffle = false});
+    });
+    CHECK(err.find("Early stopping conditioned") == std::string::npos);
+    CHECK(h.epoch.size() == 4);
+    CHECK(es->stopped_epoch() == 3);
+  }
+  SECTION("a compiled metric goes its own direction") {
+    auto model = linear_model();
+    model.compile(K::optimizers::SGD(0.05), K::losses::MeanSquaredError(), {"mse"});
+    auto es = std::make_shared<K::callbacks::EarlyStopping>(
+        K::callbacks::EarlyStoppingOptions{.monitor = "mse", .min_delta = 1.0});
+    K::History h = model.fit(
+        x, y, {.epochs = 5, .batch_size = 8, .callbacks = {es}, .verbose = 0, .shuffle = false});
+    CHECK(h.epoch.size() == 4);
+    CHECK(es->stopped_epoch() == 3);
+  }
+  SECTION("a missing val_loss warns once and never stops") {
+    auto model = linear_model();
+    K::History h;
+    const std::string err = tf::testing::capture_stderr([&] {
+      h = model.fit(x, y,
+                    {.epochs = 3,
+                     .batch_size = 8,
+                     .callbacks = {K::callbacks::EarlyStopping({.monitor = "val_loss"})},
+                     .verbose = 0,
+                     .shuffle = false});
+    });
+    CHECK(h.epoch.size() == 3);
+    const std::string warning =
+        "Early stopping conditioned on metric `val_loss` which is not available. Available "
+        "metrics are: loss";
+    CHECK(err.find(warning) != std::string::npos);
+    CHECK(err.find(warning, err.find(warning) + 1) == std::string::npos);
+  }
+  SECTION("auto with a monitor of unknown direction is an error") {
+    auto model = linear_model();
+    tf::testing::require_error(
+        [&] {
+          model.fit(x, y,
+                    {.epochs = 3,
+                     .batch_size = 8,
+                     .callbacks = {K::callbacks::EarlyStopping({.monitor = "accuracy"})},
+                     .verbose = 0,
+                     .shuffle = false});
+        },
+        {"[EarlyStopping]", "accuracy", "mode"});
+  }
 }
