@@ -39,9 +39,11 @@ bool IteratorBase::next_row(int64_t&) {
 }
 
 bool to_bool(const Tensor& t) {
-  TF_CHECK_ARG(t.defined() && t.num_elements() == 1, "Dataset.filter",
-               "the predicate must return a bool or a one-element tensor, got {}",
-               t.defined() ? t.shape().to_string() : std::string("an undefined tensor"));
+  TF_CHECK_ARG(t.defined() && t.num_elements() == 1 && is_bool(t.dtype()), "Dataset.filter",
+               "the predicate must return a bool or a one-element bool tensor, got {}",
+               t.defined() ? fmt::format("a tensor of dtype {} and shape {}", dtype_name(t.dtype()),
+                                         t.shape().to_string())
+                           : std::string("an undefined tensor"));
   return t.item<bool>();
 }
 

@@ -78,7 +78,8 @@ Element to_element(R&& r) {
 }
 
 [[noreturn]] void throw_arity_error(const char* op, size_t takes, size_t components);
-// A filter predicate's result: a bool, or a one-element tensor read as bool.
+// A filter predicate's result: a bool, or a one-element bool tensor (TF asks for a bool
+// scalar; another dtype is an InvalidArgumentError, not read as nonzero).
 bool to_bool(const Tensor& t);
 inline bool to_bool(bool b) {
   return b;

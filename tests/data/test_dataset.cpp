@@ -366,6 +366,11 @@ TEST_CASE("filter keeps matching elements and makes the cardinality unknown", "[
   Dataset big = ds.filter([](tf::Tensor v) { return tf::greater(v, int64_t{6}); });
   CHECK(flat(big) == std::vector<double>{7, 8, 9});
   CHECK(flat(even.batch(2)) == std::vector<double>{0, 2, 4, 6, 8});
+  // A tensor of another dtype is refused, as TF's "predicate must return a tf.bool scalar"
+  // (it was read as nonzero).
+  Dataset numbers = ds.filter([](tf::Tensor v) { return v; });
+  TF_REQUIRE_THROWS_CONTAINING(flat(numbers), tf::InvalidArgumentError,
+                               "one-element bool tensor, got a tensor of dtype int64 and shape ()");
 }
 
 TEST_CASE("cache replays the first complete iteration", "[cpu][data]") {
