@@ -119,6 +119,8 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
                fs[2], xs.to_string(), fs.to_string());
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
+  TF_CHECK_ARG(fs[2] != 0 && fs[3] != 0, op, "filter must not have zero elements, got {}",
+               fs.to_string());
   const int64_t oh = spatial_out(op, "height", xs[1], fs[0], stride_h, dilation_h, same, xs);
   const int64_t ow = spatial_out(op, "width", xs[2], fs[1], stride_w, dilation_w, same, xs);
   out[0] = {TensorShape{xs[0], oh, ow, fs[3]}, x.dtype()};
@@ -273,6 +275,36 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
   return detail::dispatch_multi(prim, in)[0];
 }
 
+namespace {
+// The taps of a SAME convolution's dilated filter that reach the input along one spatial
+// dimension, and the stretch of the (zero-padded) input they read: [start, start + length).
+struct UsefulTaps {
+  int64_t first = 0, last = 0;  // filter indices
+  int64_t start = 0, length = 0;
+  bool trimmed = false;  // some taps never reach the input
+};
+
+// With SAME padding and a dilation longer than the input, most taps of a dilated filter read only
+// padding at every output position (a 3x3 filter with dilation 10^8 over a 4x4 input: only the
+// centre tap reads the input), yet kernels walk the whole padded extent (oneDNN took seconds per
+// 10^7 of dilation). Those taps contribute zeros; dropping them gives the same values.
+std::optional<UsefulTaps> useful_taps(int64_t in, int64_t k, int stride, int dilation) {
+  if (in == None || k == None || in <= 0 || k <= 0 || stride <= 0 || dilation <= 0)
+    return std::nullopt;
+  const detail::WindowDim w = detail::window_dim(in, k, stride, dilation, /*same=*/true);
+  const int64_t reach = (w.out - 1) * int64_t{stride};  // the last output's offset
+  // Tap j reads positions j*d - pad_before + [0, reach]: some of them lie in [0, in) when
+  // j*d >= pad_before - reach and j*d <= in - 1 + pad_before.
+  const int64_t lo = w.pad_before - reach;
+  const int64_t first = lo <= 0 ? 0 : (lo + dilation - 1) / dilation;
+  const int64_t last = std::min(k - 1, (in - 1 + w.pad_before) / dilation);
+  if (first > last) return std::nullopt;
+  UsefulTaps t{first, last, first * dilation - w.pad_before, 0, first > 0 || last < k - 1};
+  t.length = reach + (last - first) * dilation + 1;
+  return t;
+}
+}  // namespace
+
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations) {
   const char* op = "conv2d";
@@ -281,7 +313,36 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
   const auto s = parse_hw(op, "strides", strides);
   const auto d = parse_hw(op, "dilations", dilations);
   const bool same = parse_padding(op, padding);
-  return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], same), {input, filters});
+  const prims::Conv2D conv(s[0], s[1], d[0], d[1], same);
+  // (Not in a trace for None dimensions: the taps that matter depend on the sizes.)
+  if (same && input.rank() == 4 && filters.rank() == 4 && !detail::open_shapes()) {
+    const std::optional<UsefulTaps> t[2] = {
+        useful_taps(input.shape()[1], filters.shape()[0], s[0], d[0]),
+        useful_taps(input.shape()[2], filters.shape()[1], s[1], d[1])};
+    if (t[0] && t[1] && (t[0]->trimmed || t[1]->trimmed)) {
+      // Checked as given first (the same errors as the untrimmed op), then the useful taps run
+      // as a VALID convolution over the stretch of the padded input they read.
+      const Tensor given[2] = {input, filters};
+      TensorMeta meta[1];
+      conv.infer(given, meta);
+      std::vector<std::pair<int64_t, int64_t>> pads(4, {0, 0});
+      std::vector<int64_t> begin(4, 0), size = input.shape().dims();
+      std::vector<int64_t> fbegin(4, 0), fsize = filters.shape().dims();
+      for (int i = 0; i < 2; ++i) {
+        const int64_t in = input.shape()[1 + i];
+        const int64_t end = t[i]->start + t[i]->length;
+        pads[1 + i] = {std::max<int64_t>(0, -t[i]->start), std::max<int64_t>(0, end - in)};
+        begin[1 + i] = std::max<int64_t>(0, t[i]->start);
+        size[1 + i] = std::min(in, end) - begin[1 + i];
+        fbegin[i] = t[i]->first;
+        fsize[i] = t[i]->last - t[i]->first + 1;
+      }
+      const Tensor x = tapeflow::pad(tapeflow::slice(input, begin, size), pads);
+      const Tensor f = tapeflow::slice(filters, fbegin, fsize);
+      return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false), {x, f});
+    }
+  }
+  return detail::dispatch(conv, {input, filters});
 }
 
 namespace {

@@ -604,6 +604,61 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][cuda][nn_grad]") {
   }
 }
 
+TEST_CASE("conv2d with SAME padding drops the dilated taps that read only padding",
+          "[cpu][cuda][nn_grad]") {
+  // Dilations longer than the input: the taps that never reach it are dropped (a VALID
+  // convolution of the useful taps over the stretch of padded input they read); values and
+  // gradients stay those of the whole filter.
+  const std::vector<ConvCase> cases = {
+      {{1, 4, 4, 2}, {3, 3, 2, 3}, 1, 1, 5, 5, true},  // only the centre tap
+      {{2, 7, 9, 3}, {3, 4, 3, 2}, 2, 1, 4, 3, true},  // some taps, strided rows
+      {{1, 5, 6, 2}, {5, 5, 2, 2}, 2, 3, 2, 4, true},  // rows whole, columns trimmed
+      {{1, 6, 3, 1}, {2, 3, 1, 2}, 1, 1, 1, 7, true},  // even kernel: pad 0 / more
+      {{1, 4, 4, 1}, {3, 3, 1, 1}, 1, 1, 100000000, 100000000, true},  // took minutes
+      {{1, 3, 5, 2}, {4, 3, 2, 1}, 1, 1, 2147483647, 1, true},         // INT_MAX
+  };
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const ConvCase& c = cases[i];
+      INFO("device " << dev.to_string() << ", case " << i);
+      const auto xv = tf::testing::random_values(numel(c.x), -1, 1, 70 + i);
+      const auto fv = tf::testing::random_values(numel(c.f), -1, 1, 80 + i);
+      const auto ys = conv_out_shape(c);
+      const auto dyv = tf::testing::random_values(numel(ys), -1, 1, 90 + i);
+      std::vector<double> want(static_cast<size_t>(numel(ys)), 0.0);
+      for_each_tap(c, [&](int64_t xi, int64_t fi, int64_t yi) { want[yi] += xv[xi] * fv[fi]; });
+      const tf::Tensor x = make(xv, tf::TensorShape(c.x), tf::float64);
+      const tf::Tensor f = make(fv, tf::TensorShape(c.f), tf::float64);
+      tf::GradientTape tape;
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv2d(x, f, {c.sh, c.sw}, "SAME", {c.dh, c.dw});
+      REQUIRE(y.shape() == tf::TensorShape(ys));
+      CHECK(y.placement() == dev);
+      check_values(y, want, 1e-12, 1e-12);
+      const auto g = tape.gradient({y}, std::vector<tf::Tensor>{x, f},
+                                   {make(dyv, tf::TensorShape(ys), tf::float64)});
+      check_values(g[0], backprop_input_ref(fv, dyv, c), 1e-12, 1e-12);
+      check_values(g[1], backprop_filter_ref(xv, dyv, c), 1e-12, 1e-12);
+    }
+  }
+  // The filter checks still see the filter as given.
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 3, 1}), {1}, "SAME", {9}),
+      tf::InvalidArgumentError, "input depth 2 does not match filter depth 3");
+}
+
+TEST_CASE("conv2d refuses a filter without elements", "[cpu][nn_grad]") {
+  // TF: "filter must not have zero elements" (an empty output or zeros were returned).
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({3, 3, 1, 0}), {1}, "SAME"),
+      tf::InvalidArgumentError, "filter must not have zero elements, got (3, 3, 1, 0)");
+  TF_REQUIRE_THROWS_CONTAINING(
+      tf::nn::conv2d(tf::ones({1, 4, 4, 0}), tf::ones({3, 3, 0, 1}), {1}, "VALID"),
+      tf::InvalidArgumentError, "filter must not have zero elements");
+}
+
 TEST_CASE("max_pool2d and avg_pool2d vjps match finite differences", "[cpu][cuda][nn_grad]") {
   const std::vector<PoolCase> cases = {
       {{2, 5, 5, 2}, 2, 2, 2, 2, true},   // pad 0 / 1
