@@ -346,6 +346,16 @@ void raise_failures(const char* op, const Failures& f, std::span<const Tensor> i
 constexpr int64_t kGetriMinN = 384;
 bool inverse_by_getrs(int64_t n) { return n >= 16 && n < kGetriMinN; }
 
+// Whether an LU factor's pivots (U's diagonal) are all nonzero and not NaN: TF's test that the
+// input is invertible (|u_ii| > 0). LAPACK's info reports exact zeros only; a NaN in the input
+// leaves NaN pivots, which TF refuses as not invertible too.
+template <class T>
+bool pivots_nonzero(const T* lu, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!(std::abs(lu[i * n + i]) > T(0))) return false;
+  return true;
+}
+
 template <class T>
 bool inverse(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
   if (n == 0) return true;
@@ -353,7 +363,7 @@ bool inverse(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
   if (inverse_by_getrs(n)) {
     return for_each_matrix<T>(batches, n, n * n, [&](int64_t b, T* lu, int* ipiv) {
       std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
-      if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv))) return false;
+      if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv)) || !pivots_nonzero(lu, n)) return false;
       T* x = out + b * n * n;
       std::fill(x, x + n * n, T(0));
       for (int64_t i = 0; i < n; ++i) x[i * n + i] = T(1);
@@ -364,7 +374,7 @@ bool inverse(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
   return for_each_matrix<T>(batches, n, lwork, [&](int64_t b, T* work, int* ipiv) {
     T* x = out + b * n * n;
     std::memcpy(x, a + b * n * n, sizeof(T) * n * n);
-    if (!f.ok("getrf", Lapack<T>::getrf(ni, x, ipiv))) return false;
+    if (!f.ok("getrf", Lapack<T>::getrf(ni, x, ipiv)) || !pivots_nonzero(x, n)) return false;
     return f.ok("getri", Lapack<T>::getri(ni, x, ipiv, work, lwork));
   });
 }
@@ -379,7 +389,7 @@ bool solve(const T* a, const T* rhs, T* out, int64_t batches, int64_t n, int64_t
     T* lu = work;
     T* x = work + n * n;  // column-major n x k
     std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
-    if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv))) return false;
+    if (!f.ok("getrf", Lapack<T>::getrf(ni, lu, ipiv)) || !pivots_nonzero(lu, n)) return false;
     const T* src = rhs + b * n * k;
     T* dst = out + b * n * k;
     if (k == 1) {

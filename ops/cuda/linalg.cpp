@@ -263,13 +263,15 @@ class LuBatch {
                         info_.data<int>() + batches_);
   }
 
-  // Raises InvalidArgumentError "[op] message" when some matrix had an exact zero pivot.
+  // Raises InvalidArgumentError "[op] message" when some matrix had a zero or NaN pivot (TF's
+  // test |u_ii| > 0; getrf's info reports the exact zeros, a kernel adds the NaNs).
   void require_invertible(const char* message) const {
     // The infos live on the device: reading them waits for the work queued so far (copy_bytes
     // synchronises the stream). This is the one host synchronisation of inv and solve, needed
     // to raise the CPU's error. During CUDA-graph capture nothing may synchronise and nothing is
     // computed yet, so the check is skipped there.
     if (capturing(dev_)) return;
+    lk::flag_nan_pivots(dev_, dtype_of<T>(), lu_, info_.data<int>(), batches_, n_);
     std::vector<int> infos(static_cast<size_t>(batches_));
     detail::copy_bytes(infos.data(), Device{}, info_.raw_data(), dev_, infos.size() * sizeof(int));
     const bool singular = std::any_of(infos.begin(), infos.end(), [](int i) { return i > 0; });

@@ -151,6 +151,20 @@ __global__ void transpose_kernel(const E* src, E* dst, int64_t total, int64_t ro
   }
 }
 
+// One thread per matrix: a NaN on U's diagonal marks the matrix singular (info n + 1).
+template <class T>
+__global__ void nan_pivots_kernel(const T* lu, int* info, int64_t batches, int64_t n) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < batches;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const T* m = lu + t * n * n;
+    for (int64_t i = 0; i < n; ++i)
+      if (m[i * n + i] != m[i * n + i]) {
+        info[t] = static_cast<int>(n) + 1;
+        break;
+      }
+  }
+}
+
 // One thread per matrix: n multiplications, as the CPU's loop.
 template <class T>
 __global__ void determinant_kernel(const T* lu, const int* ipiv, const int* info, T* out,
@@ -300,6 +314,21 @@ void transpose(Device dev, size_t elem, const void* src, void* dst, int64_t batc
     throw InternalError("linalg CUDA kernel transpose: unexpected element size " +
                         std::to_string(elem));
   cuda::check_launch("solve");
+}
+
+void flag_nan_pivots(Device dev, DType dt, const void* lu, int* info, int64_t batches,
+                     int64_t n) {
+  if (batches == 0 || n == 0) return;
+  cudaStream_t s = cuda::stream(dev);
+  if (dt == float32)
+    nan_pivots_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(static_cast<const float*>(lu),
+                                                                  info, batches, n);
+  else if (dt == float64)
+    nan_pivots_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(static_cast<const double*>(lu),
+                                                                  info, batches, n);
+  else
+    bad_dtype("flag_nan_pivots", dt);
+  cuda::check_launch("inv");
 }
 
 void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info, void* out,

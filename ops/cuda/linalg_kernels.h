@@ -64,6 +64,11 @@ void fill_identity(Device dev, DType dt, void* out, int64_t batches, int64_t n);
 void transpose(Device dev, size_t elem, const void* src, void* dst, int64_t batches, int64_t rows,
                int64_t cols);
 
+// Marks with a positive info (n + 1) each of `batches` LU factors (float32 or float64, n x n,
+// contiguous) that has a NaN on U's diagonal: TF refuses such inputs as not invertible, while
+// getrf's info reports exact zero pivots only. For inv and solve, not det (a NaN determinant).
+void flag_nan_pivots(Device dev, DType dt, const void* lu, int* info, int64_t batches, int64_t n);
+
 // Determinants (float32 or float64) from getrf's LU factors (each n x n, contiguous), 1-based
 // pivots (n per matrix) and infos (one per matrix; a positive info means an exact zero pivot, so
 // the determinant is 0), as ops/cpu/lapack.cpp computes them: the product of U's diagonal in

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -530,6 +531,23 @@ TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][cuda][linalg]") {
     for (int i = 0; i < 120; ++i) big[i * 120 + 50] = 0;
     TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(big, {120, 120}, tf::float64)),
                                  tf::InvalidArgumentError, "Input is not invertible.");
+    // A NaN input leaves a NaN pivot: not invertible, as TF's test |u_ii| > 0 (inv and solve
+    // returned NaNs), for every dtype and both CPU paths (getri below order 16, getrs above).
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (tf::DType dt : {tf::float32, tf::float64, tf::float16, tf::bfloat16}) {
+      INFO("dtype " << tf::dtype_name(dt));
+      TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make({nan, 0, 0, 1}, {2, 2}, dt)),
+                                   tf::InvalidArgumentError, "[inv] Input is not invertible.");
+      TF_REQUIRE_THROWS_CONTAINING(
+          tf::linalg::solve(make({nan, nan, nan, nan}, {2, 2}, dt), tf::ones({2, 1}, dt)),
+          tf::InvalidArgumentError, "[solve] Input matrix is not invertible.");
+    }
+    std::vector<double> with_nan = well_conditioned(40, 20, 11);
+    with_nan[(5 * 20 + 19) * 20 + 19] = nan;
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::inv(make(with_nan, {40, 20, 20}, tf::float64)),
+                                 tf::InvalidArgumentError, "[inv] Input is not invertible.");
+    // An infinite entry is no error (TF's too); det of a NaN matrix is NaN.
+    CHECK(std::isnan(tf::linalg::det(make({nan, 0, 0, 1}, {2, 2}, tf::float64)).item<double>()));
     // det's gradient goes through the inverse: at a singular matrix it says so, naming det.
     const tf::Tensor s = tf::constant<double>({{1, 2}, {2, 4}});
     tf::GradientTape tape;
