@@ -1,8 +1,10 @@
 #include "autograd/tape.h"
 
 #include <algorithm>
+#include <new>
 #include <unordered_set>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/binary.h"
@@ -548,14 +550,37 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
                                    const TensorShape& shape, UnconnectedGradients unconnected) {
   check_usable(op);
   TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
+  // The rows and the stacked result hold the Jacobian twice: refused up front when that cannot
+  // fit in the host's memory (else it failed after minutes, or std::bad_alloc escaped).
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(shape.num_elements()),
+                             2 * dtype_size(like.dtype()), &bytes) ||
+      (like.placement().is_cpu() && bytes > detail::host_memory_bytes()))
+    TF_THROW(ResourceExhaustedError, op,
+             "a Jacobian of shape {} ({}) needs {:.1f} GiB for its rows and result, more than "
+             "this machine's memory ({:.1f} GiB of RAM and swap)",
+             shape.to_string(), dtype_name(like.dtype()),
+             static_cast<double>(shape.num_elements()) * 2.0 *
+                 static_cast<double>(dtype_size(like.dtype())) / (1024.0 * 1024.0 * 1024.0),
+             static_cast<double>(detail::host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0));
   const bool resume = pause_for_gradient(op);
   std::vector<Tensor> rows;
   if (is_floating(target.dtype()) && !ids.empty()) {
-    for (int64_t i = 0; i < count; ++i) {
-      Tensor g = compute({target}, {one_hot_seed(target, i, period)}, {ids}, {like},
-                         UnconnectedGradients::NONE, /*keep=*/true)[0];
-      if (!g.defined()) break;
-      rows.push_back(std::move(g));
+    try {
+      for (int64_t i = 0; i < count; ++i) {
+        Tensor g = compute({target}, {one_hot_seed(target, i, period)}, {ids}, {like},
+                           UnconnectedGradients::NONE, /*keep=*/true)[0];
+        if (!g.defined()) break;
+        rows.push_back(std::move(g));
+      }
+    } catch (const std::bad_alloc&) {
+      if (resume) install();
+      TF_THROW(ResourceExhaustedError, op,
+               "out of memory after {} of the {} rows of a Jacobian of shape {}", rows.size(),
+               count, shape.to_string());
+    } catch (...) {
+      if (resume) install();
+      throw;
     }
   }
   if (resume) install();

@@ -628,6 +628,20 @@ TEST_CASE("custom_gradient: a gradient of the wrong dtype is an InvalidArgumentE
                              {"[custom_gradient]", "dtype float64", "float32"});
 }
 
+TEST_CASE("a Jacobian larger than the machine's memory is refused up front", "[autograd]") {
+  // (300000, 300000) float32 twice (rows and result): 670 GiB. It used to run for minutes and
+  // let std::bad_alloc escape.
+  const tf::Tensor x = tf::ones({300000});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = x * 2.0f;
+  TF_REQUIRE_THROWS_CONTAINING(tape.jacobian(y, x), tf::ResourceExhaustedError,
+                               "[GradientTape.jacobian] a Jacobian of shape (300000, 300000) "
+                               "(float32) needs");
+  // Refused before the tape was used: its one gradient still works.
+  CHECK(tape.gradient(tf::reduce_sum(y), x).shape() == tf::TensorShape({300000}));
+}
+
 TEST_CASE("jacobian and batch_jacobian past the maximum rank name both shapes", "[autograd]") {
   tf::Tensor x = tf::ones({1, 1, 1, 1});
   {
