@@ -176,7 +176,15 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
       !plan->matches(*this))
     plan = nullptr;
   // Declared before every tensor of the replay, so that they are gone when it ends.
-  const jit::ArenaLease arena(plan);
+  const jit::ArenaLease arena = [&] {
+    try {
+      return jit::ArenaLease(plan);
+    } catch (const ResourceExhaustedError& e) {
+      TF_THROW(ResourceExhaustedError, "function",
+               "the traced graph's arena for its planned intermediates ({} bytes): {}",
+               plan->stats().arena_bytes, e.what());
+    }
+  }();
 
   std::vector<std::vector<Tensor>> values(nodes.size());
   auto value_of = [&](const Ref& r) -> const Tensor& {
@@ -198,26 +206,38 @@ std::vector<Tensor> Graph::run_nodes(std::span<const Tensor> args, bool through_
     for (const Ref& r : n.inputs) in.push_back(value_of(r));
     if (log_placement)
       TF_LOG_INFO("Executing op {} in device {}", n.prim->name(), n.device.to_string());
-    if (through_dispatch) {
-      DeviceScope scope(n.device);
-      values[i] = detail::dispatch_multi(*n.prim, in);
-    } else {
-      std::vector<Tensor>& out = values[i];
-      out.resize(n.outputs.size());
-      if (!n.prim->produce(in, out, n.device)) {
-        for (size_t k = 0; k < out.size(); ++k) {
-          const TensorMeta& m = n.outputs[k];
-          const jit::MemoryPlan::Buffer* b =
-              plan ? plan->buffer(static_cast<int>(i), static_cast<int>(k)) : nullptr;
-          if (n.prim->is_view())
-            out[k] = detail::view(in[0], m.shape);
-          else if (b != nullptr && b->nbytes == m.nbytes())
-            out[k] = arena.tensor(m, n.device, b->offset);
-          else
-            out[k] = detail::empty(m.shape, m.dtype, n.device);
+    try {
+      if (through_dispatch) {
+        DeviceScope scope(n.device);
+        values[i] = detail::dispatch_multi(*n.prim, in);
+      } else {
+        std::vector<Tensor>& out = values[i];
+        out.resize(n.outputs.size());
+        if (!n.prim->produce(in, out, n.device)) {
+          for (size_t k = 0; k < out.size(); ++k) {
+            const TensorMeta& m = n.outputs[k];
+            const jit::MemoryPlan::Buffer* b =
+                plan ? plan->buffer(static_cast<int>(i), static_cast<int>(k)) : nullptr;
+            if (n.prim->is_view())
+              out[k] = detail::view(in[0], m.shape);
+            else if (b != nullptr && b->nbytes == m.nbytes())
+              out[k] = arena.tensor(m, n.device, b->offset);
+            else
+              out[k] = detail::empty(m.shape, m.dtype, n.device);
+          }
+          detail::run_kernel(*n.prim, n.device, in, out);
         }
-        detail::run_kernel(*n.prim, n.device, in, out);
       }
+    } catch (const ResourceExhaustedError& e) {
+      // Say which node's outputs did not fit, as eager ops do (unless the op said it already).
+      const std::string_view what = e.what();
+      if (what.starts_with(fmt::format("[{}]", n.prim->name()))) throw;
+      std::vector<std::string> outs;
+      for (const TensorMeta& m : n.outputs)
+        outs.push_back(fmt::format("{} {}", dtype_name(m.dtype), m.shape.to_string()));
+      TF_THROW(ResourceExhaustedError, n.prim->name(),
+               "node {} of the traced graph, with output{} {}: {}", i, outs.size() == 1 ? "" : "s",
+               fmt::join(outs, ", "), what);
     }
     // Free inputs that no later node reads, and outputs that nothing reads (a variable
     // written in place must be the only holder of its buffer by then).
