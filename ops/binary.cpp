@@ -67,6 +67,8 @@ TF_BINARY_INFER(Divide)
 TF_BINARY_INFER(Pow)
 TF_BINARY_INFER(Maximum)
 TF_BINARY_INFER(Minimum)
+TF_BINARY_INFER(FloorDiv)
+TF_BINARY_INFER(FloorMod)
 TF_BINARY_INFER(Equal)
 TF_BINARY_INFER(NotEqual)
 TF_BINARY_INFER(Less)
@@ -116,6 +118,12 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::Minimum>("minimum", a, b);
+}
+Tensor floordiv(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::FloorDiv>("floordiv", a, b);
+}
+Tensor floormod(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::FloorMod>("floormod", a, b);
 }
 Tensor equal(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::Equal>("equal", a, b);
@@ -168,6 +176,7 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return floormod(a, b); }
 
 }  // namespace tapeflow
 
@@ -225,6 +234,20 @@ std::vector<Tensor> Pow::vjp(Span p, Span cts, std::span<const int> argnums, Spa
     const Tensor safe_x = where(positive, p[0], ones_like(p[0]));
     return g * outs[0] * where(positive, log(safe_x), zeros_like(p[0]));
   });
+}
+
+// Piecewise constant: no gradient for either operand (TF registers None).
+uint32_t FloorDiv::vjp_saves() const { return 0; }
+std::vector<Tensor> FloorDiv::vjp(Span, Span, std::span<const int> argnums, Span) const {
+  return std::vector<Tensor>(argnums.size());
+}
+
+// a - floor(a / b) * b: (g, -floordiv(a, b) * g), TF's _FloorModGrad.
+uint32_t FloorMod::vjp_saves() const { return kBoth; }
+std::vector<Tensor> FloorMod::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor& g = cts[0];
+  return each_arg(p, argnums,
+                  [&](int k) { return k == 0 ? g : g * negative(floordiv(p[0], p[1])); });
 }
 
 // The cotangent goes to x where x wins (ties to x), else to y, as TF.

@@ -116,6 +116,8 @@ std::vector<Case> cases() {
       {"sigmoid", {{S23}}, [](V x) { return tf::sigmoid(x[0]); }},
       {"sin", {{S23}}, [](V x) { return tf::sin(x[0]); }},
       {"cos", {{S23}}, [](V x) { return tf::cos(x[0]); }},
+      {"erf", {{S23, -2, 2}}, [](V x) { return tf::erf(x[0]); }},
+      {"erfc", {{S23, -2, 2}}, [](V x) { return tf::erfc(x[0]); }},
       // binary, with broadcasting
       {"add", {{S23}, {S13}}, [](V x) { return tf::add(x[0], x[1]); }},
       {"subtract", {{S21}, {S3}}, [](V x) { return tf::subtract(x[0], x[1]); }},
@@ -124,6 +126,11 @@ std::vector<Case> cases() {
       {"pow", {{S23, 0.5, 2}, {S3, -2, 2}}, [](V x) { return tf::pow(x[0], x[1]); }},
       {"maximum", {{S23}, {S13}}, [](V x) { return tf::maximum(x[0], x[1]); }},
       {"minimum", {{S23}, {S21}}, [](V x) { return tf::minimum(x[0], x[1]); }},
+      // floormod: x / y away from the integers, where floor(x / y) jumps.
+      {"floormod", {{S23, -1, 1, true}, {S13, 1.5, 2}},
+       [](V x) { return tf::floormod(x[0], x[1]); }},
+      {"floormod_negative_divisor", {{S21, 2.2, 3.8}, {S3, -2, -1.5}},
+       [](V x) { return tf::floormod(x[0], x[1]); }},
       {"where", {{S23}, {S13}}, [](V x) { return tf::where(tf::greater(x[0], 0.0), x[0], x[1]); }},
       {"scalar_ops", {{S23}}, [](V x) { return (x[0] * 3.0 - 1.0) / 2.0 + x[0] * x[0]; }},
       // reductions
