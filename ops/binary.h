@@ -3,6 +3,9 @@
 // different dtypes are an InvalidArgumentError.
 #pragma once
 
+#include <initializer_list>
+#include <vector>
+
 #include "ops/primitive.h"
 
 namespace tapeflow {
@@ -40,6 +43,18 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
 // maximum(minimum(t, clip_value_max), clip_value_min), as TF computes it; the clip values may
 // broadcast to t's shape but not grow it.
 Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min, const Tensor& clip_value_max);
+// t * clip_norm / max(l2norm(t), clip_norm), as TF's tf.clip_by_norm, with the L2 norm over
+// every axis (no axes argument: TF's None), one axis, or a list of axes ({}: TF's axes=[], each
+// element alone, as the reductions take {}). A negative clip_norm counts as 0; a zero slice
+// stays zero with a finite gradient (TF's where trick); floating dtypes only. clip_norm (a
+// scalar, or a tensor that broadcasts to t's shape without growing it) is cast to t's dtype.
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm);
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, int axis);
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, const std::vector<int>& axes);
+inline Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm,
+                           std::initializer_list<int> axes) {
+  return clip_by_norm(t, clip_norm, std::vector<int>(axes));
+}
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
