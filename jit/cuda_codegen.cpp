@@ -36,6 +36,9 @@ TF_D float tf_sigmoid(float x) {
 }
 TF_D float tf_sin(float x) { return sinf(x); }
 TF_D float tf_cos(float x) { return cosf(x); }
+TF_D float tf_erf(float x) { return erff(x); }
+TF_D float tf_erfc(float x) { return erfcf(x); }
+TF_D float tf_softsign(float x) { return __fdiv_rn(x, __fadd_rn(1.f, fabsf(x))); }
 TF_D float tf_floor(float x) { return floorf(x); }
 TF_D float tf_ceil(float x) { return ceilf(x); }
 TF_D float tf_round(float x) { return rintf(x); }
@@ -49,9 +52,9 @@ TF_D float tf_maximum(float a, float b) { return (a > b || a != a) ? a : b; }
 TF_D float tf_minimum(float a, float b) { return (a < b || a != a) ? a : b; }
 )";
 
-constexpr std::array<std::string_view, 17> kUnary = {
-    "negative", "abs",     "sign", "exp", "log",   "log1p", "sqrt",  "rsqrt", "square",
-    "tanh",     "sigmoid", "sin",  "cos", "floor", "ceil",  "round", "relu"};
+constexpr std::array<std::string_view, 20> kUnary = {
+    "negative", "abs", "sign", "exp", "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
+    "sigmoid",  "sin", "cos",  "erf", "erfc", "softsign", "floor", "ceil",  "round",  "relu"};
 constexpr std::array<std::string_view, 7> kBinary = {"add", "subtract", "multiply", "divide",
                                                      "pow", "maximum",  "minimum"};
 

@@ -52,9 +52,20 @@ Activation get(const std::string& name) {
   if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x, -1); };
   if (name == "sigmoid") return [](const Tensor& x) { return tapeflow::sigmoid(x); };
   if (name == "tanh") return [](const Tensor& x) { return tapeflow::tanh(x); };
+  // Keras 3's functions with their defaults (elu alpha 1, gelu exact, leaky_relu
+  // negative_slope 0.2), on the TF backend: the tf.nn ops.
+  if (name == "softplus") return [](const Tensor& x) { return nn::softplus(x); };
+  if (name == "softsign") return [](const Tensor& x) { return nn::softsign(x); };
+  if (name == "elu") return [](const Tensor& x) { return nn::elu(x); };
+  if (name == "selu") return [](const Tensor& x) { return nn::selu(x); };
+  if (name == "gelu") return [](const Tensor& x) { return nn::gelu(x, false); };
+  if (name == "silu" || name == "swish") return [](const Tensor& x) { return nn::silu(x); };
+  if (name == "leaky_relu") return [](const Tensor& x) { return nn::leaky_relu(x, 0.2); };
+  if (name == "exponential") return [](const Tensor& x) { return tapeflow::exp(x); };
   TF_THROW(InvalidArgumentError, "activations",
            "unknown activation function '{}': expected one of relu, softmax, sigmoid, tanh, "
-           "linear or \"\"",
+           "softplus, softsign, elu, selu, gelu, silu, swish, leaky_relu, exponential, linear "
+           "or \"\"",
            name);
 }
 }  // namespace activations

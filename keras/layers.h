@@ -105,8 +105,10 @@ class Layer : public Trackable {
 
 namespace activations {
 using Activation = std::function<Tensor(const Tensor&)>;
-// "relu", "softmax", "sigmoid", "tanh", "linear" or "" (identity). Anything else is an
-// InvalidArgumentError naming the string.
+// Keras 3's names: "relu", "softmax", "sigmoid", "tanh", "softplus", "softsign", "elu", "selu",
+// "gelu" (exact), "silu" and "swish" (the same), "leaky_relu" (negative_slope 0.2),
+// "exponential", "linear" or "" (identity). Anything else is an InvalidArgumentError naming the
+// string.
 Activation get(const std::string& name);
 }  // namespace activations
 

@@ -67,6 +67,8 @@ TF_BINARY_INFER(Divide)
 TF_BINARY_INFER(Pow)
 TF_BINARY_INFER(Maximum)
 TF_BINARY_INFER(Minimum)
+TF_BINARY_INFER(FloorDiv)
+TF_BINARY_INFER(FloorMod)
 TF_BINARY_INFER(Equal)
 TF_BINARY_INFER(NotEqual)
 TF_BINARY_INFER(Less)
@@ -117,6 +119,12 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::Minimum>("minimum", a, b);
 }
+Tensor floordiv(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::FloorDiv>("floordiv", a, b);
+}
+Tensor floormod(const Tensor& a, const Tensor& b) {
+  return detail::binary<prims::FloorMod>("floormod", a, b);
+}
 Tensor equal(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::Equal>("equal", a, b);
 }
@@ -164,10 +172,47 @@ Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min,
   return maximum(minimum(v[0], v[2]), v[1]);
 }
 
+namespace {
+// TF's clip_by_norm: l2sum = sum(t * t) over the axes (kept); where l2sum is 0 the norm is
+// l2sum itself and sqrt reads 1 instead (the "two-tap where" that keeps the gradient finite);
+// then t * clip_norm / max(l2norm, clip_norm).
+Tensor clip_by_norm_impl(const Tensor& t, const Tensor& clip_norm, const std::vector<int>* axes) {
+  const char* op = "clip_by_norm";
+  TF_CHECK_ARG(t.defined() && clip_norm.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, t);
+  Tensor cn = cast(clip_norm, t.dtype());
+  TF_CHECK_ARG(detail::broadcast_shapes(op, t.shape(), cn.shape()) == t.shape(), op,
+               "clip_norm of shape {} does not broadcast to t's shape {}", cn.shape().to_string(),
+               t.shape().to_string());
+  cn = maximum(cn, zeros_like(cn));  // a negative clip_norm counts as 0
+  std::vector<int> all;
+  if (axes == nullptr)
+    for (int d = 0; d < t.rank(); ++d) all.push_back(d);
+  const Tensor l2sum = reduce_sum(t * t, axes != nullptr ? *axes : all, true);
+  const Tensor pred = greater(l2sum, zeros_like(l2sum));
+  const Tensor l2sum_safe = where(pred, l2sum, ones_like(l2sum));
+  const Tensor l2norm = where(pred, sqrt(l2sum_safe), l2sum);
+  return (t * cn) / maximum(l2norm, cn);
+}
+}  // namespace
+
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm) {
+  return clip_by_norm_impl(t, clip_norm, nullptr);
+}
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, int axis) {
+  const std::vector<int> axes{axis};
+  return clip_by_norm_impl(t, clip_norm, &axes);
+}
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, const std::vector<int>& axes) {
+  return clip_by_norm_impl(t, clip_norm, &axes);
+}
+
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return floormod(a, b); }
 
 }  // namespace tapeflow
 
@@ -225,6 +270,20 @@ std::vector<Tensor> Pow::vjp(Span p, Span cts, std::span<const int> argnums, Spa
     const Tensor safe_x = where(positive, p[0], ones_like(p[0]));
     return g * outs[0] * where(positive, log(safe_x), zeros_like(p[0]));
   });
+}
+
+// Piecewise constant: no gradient for either operand (TF registers None).
+uint32_t FloorDiv::vjp_saves() const { return 0; }
+std::vector<Tensor> FloorDiv::vjp(Span, Span, std::span<const int> argnums, Span) const {
+  return std::vector<Tensor>(argnums.size());
+}
+
+// a - floor(a / b) * b: (g, -floordiv(a, b) * g), TF's _FloorModGrad.
+uint32_t FloorMod::vjp_saves() const { return kBoth; }
+std::vector<Tensor> FloorMod::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor& g = cts[0];
+  return each_arg(p, argnums,
+                  [&](int k) { return k == 0 ? g : g * negative(floordiv(p[0], p[1])); });
 }
 
 // The cotangent goes to x where x wins (ties to x), else to y, as TF.

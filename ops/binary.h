@@ -3,6 +3,9 @@
 // different dtypes are an InvalidArgumentError.
 #pragma once
 
+#include <initializer_list>
+#include <vector>
+
 #include "ops/primitive.h"
 
 namespace tapeflow {
@@ -15,6 +18,15 @@ Tensor divide(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
+// TF's tf.math.floordiv and tf.math.floormod (Python's // and %), on numeric dtypes, the result
+// of the operands' dtype. Floats: floor(a / b), and fmod(a, b) moved to the divisor's sign
+// (floormod(-1, inf) is inf, floormod(-0.0, 3) is -0.0, a zero divisor gives +-inf or NaN).
+// Integers round toward -inf and the remainder has the divisor's sign; a zero divisor anywhere
+// in b is an InvalidArgumentError "Integer division by zero" (as TF's CPU kernel), and the most
+// negative value divided by -1 wraps around to itself (remainder 0), as TF. floordiv has no
+// gradient (TF's None); floormod's is (g, -floordiv(a, b) * g).
+Tensor floordiv(const Tensor& a, const Tensor& b);
+Tensor floormod(const Tensor& a, const Tensor& b);
 
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
@@ -31,16 +43,32 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
 // maximum(minimum(t, clip_value_max), clip_value_min), as TF computes it; the clip values may
 // broadcast to t's shape but not grow it.
 Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min, const Tensor& clip_value_max);
+// t * clip_norm / max(l2norm(t), clip_norm), as TF's tf.clip_by_norm, with the L2 norm over
+// every axis (no axes argument: TF's None), one axis, or a list of axes ({}: TF's axes=[], each
+// element alone, as the reductions take {}). A negative clip_norm counts as 0; a zero slice
+// stays zero with a finite gradient (TF's where trick); floating dtypes only. clip_norm (a
+// scalar, or a tensor that broadcasts to t's shape without growing it) is cast to t's dtype.
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm);
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, int axis);
+Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm, const std::vector<int>& axes);
+inline Tensor clip_by_norm(const Tensor& t, const Tensor& clip_norm,
+                           std::initializer_list<int> axes) {
+  return clip_by_norm(t, clip_norm, std::vector<int>(axes));
+}
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
+// floormod, as Python's % on TF tensors. (operator/ stays true division, as TF's /; floor
+// division has no C++ operator: call floordiv.)
+Tensor operator%(const Tensor& a, const Tensor& b);
 
 namespace detail {
 // The dtypes a binary op accepts, and its result dtype.
 enum class BinaryKind : uint8_t {
-  Arithmetic,  // add, subtract, multiply, maximum, minimum, pow: numeric, result of that dtype
+  Arithmetic,  // add, subtract, multiply, maximum, minimum, pow, floordiv, floormod: numeric,
+               // result of that dtype
   TrueDivide,  // divide: numeric; uint8 -> float32, int32/int64 -> float64, floating -> same
   Compare,     // less, ...: numeric, bool result
   Equality,    // equal, not_equal: every dtype, bool result
@@ -68,6 +96,8 @@ TF_DECLARE_BINARY_PRIMITIVE(Divide, "divide", TrueDivide)
 TF_DECLARE_BINARY_PRIMITIVE(Pow, "pow", Arithmetic)
 TF_DECLARE_BINARY_PRIMITIVE(Maximum, "maximum", Arithmetic)
 TF_DECLARE_BINARY_PRIMITIVE(Minimum, "minimum", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(FloorDiv, "floordiv", Arithmetic)
+TF_DECLARE_BINARY_PRIMITIVE(FloorMod, "floormod", Arithmetic)
 TF_DECLARE_BINARY_PRIMITIVE(Equal, "equal", Equality)
 TF_DECLARE_BINARY_PRIMITIVE(NotEqual, "not_equal", Equality)
 TF_DECLARE_BINARY_PRIMITIVE(Less, "less", Compare)

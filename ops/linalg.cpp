@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "core/check.h"
+#include "core/error.h"
 #include "ops/dispatch.h"
 #include "ops/binary.h"
 #include "ops/helpers.h"
@@ -131,6 +135,96 @@ void MatrixDeterminant::infer(std::span<const Tensor> in, std::span<TensorMeta> 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   auto [x, y] = detail::unify_dtypes("matmul", a, b);
   return detail::dispatch(prims::MatMul(transpose_a, transpose_b), {x, y});
+}
+
+NormOrder::NormOrder(const char* name) : name_(name == nullptr ? "" : name) {
+  TF_CHECK_ARG(name_ == "euclidean" || name_ == "fro", "norm",
+               "'ord' must be \"euclidean\", \"fro\" or a number, got \"{}\"",
+               name == nullptr ? "(null)" : name);
+}
+NormOrder::NormOrder(const std::string& name) : NormOrder(name.c_str()) {}
+std::string NormOrder::to_string() const {
+  if (!is_number()) return name_;
+  if (std::isinf(p_)) return p_ > 0 ? "inf" : "-inf";
+  return fmt::format("{}", p_);
+}
+
+namespace {
+
+// TF's linalg_ops.norm: the reductions keep their dimensions, then the reduced axes are
+// squeezed unless keepdims. `axes` empty: every axis (TF's axis=None).
+Tensor norm_impl(const Tensor& t, const NormOrder& ord, std::vector<int> axes, bool all,
+                 bool keepdims) {
+  const char* op = "norm";
+  TF_CHECK_ARG(t.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_not_bool(op, t);
+  const bool matrix = !all && axes.size() == 2;
+  TF_CHECK_ARG(all || axes.size() == 1 || axes.size() == 2, op,
+               "'axis' must be none, one axis or two distinct axes, got {}",
+               detail::vec_to_string(axes));
+  for (int& a : axes) a = detail::normalize_axis(op, a, t.shape());
+  if (matrix)
+    TF_CHECK_ARG(axes[0] != axes[1], op,
+                 "'axis' must be none, one axis or two distinct axes, got the same axis twice");
+  const double p = ord.p();
+  const bool inf = ord.is_number() && std::isinf(p) && p > 0;
+  if (matrix) {
+    TF_CHECK_ARG(!ord.is_number() || p == 1 || p == 2 || inf, op,
+                 "'ord' must be a supported matrix norm (euclidean, fro, 1, 2, inf), got {}",
+                 ord.to_string());
+    if (ord.is_number() && p == 2)
+      TF_THROW(UnimplementedError, op,
+               "the matrix 2-norm (the largest singular value) needs an SVD, which tapeflow "
+               "does not have; ord \"fro\", 1 and inf are supported");
+  } else {
+    TF_CHECK_ARG(!ord.is_fro(), op, "'ord' must be a supported vector norm, got fro");
+    TF_CHECK_ARG(!ord.is_number() || p > 0, op,
+                 "'ord' must be a supported vector norm (euclidean, 1, 2, inf or p > 0), got {}",
+                 ord.to_string());
+  }
+  std::vector<int> reduce_axes = axes;
+  if (all) {
+    reduce_axes.clear();
+    for (int d = 0; d < t.rank(); ++d) reduce_axes.push_back(d);
+  }
+  Tensor result;
+  if (!ord.is_number() || p == 2) {
+    TF_CHECK_ARG(is_floating(t.dtype()), op,
+                 "ord {} needs a floating-point tensor (float16, bfloat16, float32, float64), "
+                 "got {}",
+                 ord.to_string(), dtype_name(t.dtype()));
+    result = sqrt(reduce_sum(t * t, reduce_axes, true));
+  } else if (p == 1) {
+    result = abs(t);
+    result = reduce_sum(result, matrix ? std::vector<int>{axes[0]} : reduce_axes, true);
+    if (matrix) result = reduce_max(result, std::vector<int>{axes[1]}, true);
+  } else if (inf) {
+    result = abs(t);
+    if (matrix) result = reduce_sum(result, std::vector<int>{axes[1]}, true);
+    result = reduce_max(result, matrix ? std::vector<int>{axes[0]} : reduce_axes, true);
+  } else {
+    TF_CHECK_ARG(is_floating(t.dtype()), op,
+                 "ord {} needs a floating-point tensor (float16, bfloat16, float32, float64), "
+                 "got {}",
+                 ord.to_string(), dtype_name(t.dtype()));
+    // General p-norms, as TF: pow(sum(pow(|x|, p)), 1 / p).
+    result = pow(reduce_sum(pow(abs(t), p), reduce_axes, true), 1.0 / p);
+  }
+  if (keepdims) return result;
+  return all ? squeeze(result) : squeeze(result, axes);
+}
+
+}  // namespace
+
+Tensor norm(const Tensor& tensor, const NormOrder& ord) {
+  return norm_impl(tensor, ord, {}, true, false);
+}
+Tensor norm(const Tensor& tensor, const NormOrder& ord, int axis, bool keepdims) {
+  return norm_impl(tensor, ord, {axis}, false, keepdims);
+}
+Tensor norm(const Tensor& tensor, const NormOrder& ord, const std::vector<int>& axes,
+            bool keepdims) {
+  return norm_impl(tensor, ord, axes, false, keepdims);
 }
 
 namespace linalg {

@@ -1,5 +1,5 @@
-// Matrix multiplication (with leading batch dimensions that broadcast) and LU-based inverse,
-// solve and determinant.
+// Matrix multiplication (with leading batch dimensions that broadcast), LU-based inverse,
+// solve and determinant, and norm (a composite).
 //
 // CPU backends (chosen by measurement, see bench/bench_matmul.cpp and bench/bench_inverse.cpp):
 // float32 GEMM runs on oneDNN's sgemm (AVX-512 kernels) except for tiny products, float64 on
@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "ops/primitive.h"
 
@@ -19,7 +21,42 @@ namespace tapeflow {
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
+// TF's `ord` of tf.norm: "euclidean", "fro" (matrix norms only) or a number: 1, 2,
+// std::numeric_limits<double>::infinity(), or any p > 0 for vector norms.
+class NormOrder {
+ public:
+  NormOrder(const char* name);         // NOLINT: implicit, as TF's string ord
+  NormOrder(const std::string& name);  // NOLINT
+  NormOrder(double p) : p_(p) {}       // NOLINT: implicit, as TF's numeric ord
+  NormOrder(int p) : p_(p) {}          // NOLINT
+  bool is_euclidean() const { return name_ == "euclidean"; }
+  bool is_fro() const { return name_ == "fro"; }
+  bool is_number() const { return name_.empty(); }
+  double p() const { return p_; }
+  std::string to_string() const;
+
+ private:
+  std::string name_;
+  double p_ = 0;
+};
+
+// tf.norm (tf.linalg.norm). Without axes: the norm of all elements as one vector (a scalar). One
+// axis: vector norms along it; two distinct axes: matrix norms over them ("euclidean"/"fro":
+// sqrt of the sum of squares; 1: the largest column sum of |x| (summed over axes[0], max over
+// axes[1]); inf: the largest row sum; the spectral norm ord 2 is an UnimplementedError: no SVD).
+// "euclidean", 2 and p-norms need a floating dtype; 1 and inf also take integers (as TF). The
+// euclidean norm's gradient at a zero vector is NaN, as TF's (sqrt'(0) * 0).
+Tensor norm(const Tensor& tensor, const NormOrder& ord = "euclidean");
+Tensor norm(const Tensor& tensor, const NormOrder& ord, int axis, bool keepdims = false);
+Tensor norm(const Tensor& tensor, const NormOrder& ord, const std::vector<int>& axes,
+            bool keepdims = false);
+inline Tensor norm(const Tensor& tensor, const NormOrder& ord, std::initializer_list<int> axes,
+                   bool keepdims = false) {
+  return norm(tensor, ord, std::vector<int>(axes), keepdims);
+}
+
 namespace linalg {
+using tapeflow::norm;
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 // Inverse of each square matrix in the last two dimensions; "Input is not invertible." when
 // a matrix is singular.

@@ -210,6 +210,87 @@ Tensor relu(const Tensor& features) {
   return detail::dispatch(prims::Relu{}, {features});
 }
 
+namespace {
+// The checks every floating activation makes: a defined input of a floating dtype.
+void check_activation_input(const char* op, const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, x);
+}
+}  // namespace
+
+// max(x, 0) + log1p(exp(-|x|)) with one select on x >= 0 for both terms, as
+// sigmoid_cross_entropy_with_logits: the gradient is 1 - sigmoid(-x) = sigmoid(x) for x >= 0 and
+// sigmoid(x) below (0.5 at 0), and exp never overflows. TF thresholds instead (x itself above
+// -log(eps) - 2, exp(x) below log(eps) + 2); the values agree to a few ulps (docs/ops.md).
+Tensor softplus(const Tensor& features) {
+  check_activation_input("softplus", features);
+  const Tensor& x = features;
+  const Tensor zero = tapeflow::zeros_like(x);
+  const Tensor nonneg = tapeflow::greater_equal(x, zero);
+  return tapeflow::where(nonneg, x, zero) +
+         tapeflow::log1p(tapeflow::exp(tapeflow::where(nonneg, -x, x)));
+}
+
+// A primitive (ops/unary.h): the composite's gradient cancelled at large |x|.
+Tensor softsign(const Tensor& features) {
+  check_activation_input("softsign", features);
+  return detail::dispatch(prims::Softsign{}, {features});
+}
+
+namespace {
+// where(x < 0, scale_neg * (exp(x) - 1), scale_pos * x) (scales of 1 are skipped): TF's Elu and
+// Selu. exp reads x only where x < 0 (0 elsewhere), so a large positive x, whose exp is inf,
+// gives no 0 * inf = NaN in the gradient.
+Tensor exponential_linear(const Tensor& x, double scale_neg, double scale_pos) {
+  const Tensor zero = tapeflow::zeros_like(x);
+  const Tensor negative = tapeflow::less(x, zero);
+  Tensor neg = tapeflow::exp(tapeflow::where(negative, x, zero)) - 1;
+  if (scale_neg != 1.0) neg = scale_neg * neg;
+  return tapeflow::where(negative, neg, scale_pos != 1.0 ? scale_pos * x : x);
+}
+}  // namespace
+
+Tensor elu(const Tensor& features) {
+  check_activation_input("elu", features);
+  return exponential_linear(features, 1.0, 1.0);
+}
+
+Tensor selu(const Tensor& features) {
+  check_activation_input("selu", features);
+  // TF's constants (scale and scale * alpha), rounded to the input's dtype as TF's kernel does.
+  return exponential_linear(features, 1.7580993408473768599402175208123,
+                            1.0507009873554804934193349852946);
+}
+
+Tensor leaky_relu(const Tensor& features, double alpha) {
+  const char* op = "leaky_relu";
+  TF_CHECK_ARG(features.defined(), op, "the input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(!is_bool(features.dtype()), op,
+               "expects a floating-point or integer tensor (integers are cast to float32), got "
+               "bool");
+  const Tensor x = is_integer(features.dtype()) ? tapeflow::cast(features, float32) : features;
+  // A select, as TF's kernel (alpha may exceed 1): x where x > 0, else x * alpha.
+  return tapeflow::where(tapeflow::greater(x, tapeflow::zeros_like(x)), x, x * alpha);
+}
+
+Tensor gelu(const Tensor& features, bool approximate) {
+  check_activation_input("gelu", features);
+  const Tensor& x = features;
+  // TF's expressions, in TF's order of operations.
+  if (approximate)
+    return 0.5 * x *
+           (1.0 + tapeflow::tanh(0.7978845608028654 * (x + 0.044715 * tapeflow::pow(x, 3.0))));
+  return 0.5 * x * tapeflow::erfc(-x * 0.7071067811865476);
+}
+
+Tensor silu(const Tensor& features, double beta) {
+  check_activation_input("silu", features);
+  // beta * x is x itself for beta = 1 (TF multiplies; the product is exact).
+  return features * tapeflow::sigmoid(beta == 1.0 ? features : beta * features);
+}
+
+Tensor swish(const Tensor& features, double beta) { return silu(features, beta); }
+
 Tensor softmax(const Tensor& logits, int axis) {
   const char* op = "softmax";
   TF_CHECK_ARG(logits.defined(), op, "the input is an undefined tensor (TF's None)");

@@ -11,6 +11,27 @@
 namespace tapeflow::nn {
 
 Tensor relu(const Tensor& features);
+// Activations as TF's tf.nn ones, composites of primitives (so they fuse, run on every device
+// and differentiate to any order); floating dtypes only unless said otherwise.
+// log(1 + exp(x)) written as max(x, 0) + log1p(exp(-|x|)): no overflow for any x, and the
+// gradient is sigmoid(x) (TF's SoftplusGrad), 0.5 at x = 0.
+Tensor softplus(const Tensor& features);
+// x / (1 + |x|) (NaN at +-inf, as TF).
+Tensor softsign(const Tensor& features);
+// x where x >= 0 (and NaN), else exp(x) - 1 (TF's formula: exp(x) - 1, not expm1).
+Tensor elu(const Tensor& features);
+// scale * x where x >= 0, else scale * alpha * (exp(x) - 1), with TF's constants
+// scale = 1.0507009873554805, scale * alpha = 1.7580993408473769.
+Tensor selu(const Tensor& features);
+// x where x > 0, else alpha * x (alpha may be > 1 or negative: a select, not a maximum). Integer
+// inputs are cast to float32 first, as TF's leaky_relu; bool is rejected.
+Tensor leaky_relu(const Tensor& features, double alpha = 0.2);
+// 0.5 * x * erfc(-x / sqrt(2)) (TF 2.21's exact form), or with approximate the tanh form
+// 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x^3))).
+Tensor gelu(const Tensor& features, bool approximate = false);
+// x * sigmoid(beta * x) (TF's tf.nn.silu, also named swish).
+Tensor silu(const Tensor& features, double beta = 1.0);
+Tensor swish(const Tensor& features, double beta = 1.0);
 Tensor softmax(const Tensor& logits, int axis = -1);
 Tensor log_softmax(const Tensor& logits, int axis = -1);
 // max(x, 0) - x * z + log(1 + exp(-|x|)) with x = logits, z = labels (same shapes), as TF.

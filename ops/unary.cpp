@@ -57,6 +57,9 @@ TF_UNARY_INFER(Tanh)
 TF_UNARY_INFER(Sigmoid)
 TF_UNARY_INFER(Sin)
 TF_UNARY_INFER(Cos)
+TF_UNARY_INFER(Erf)
+TF_UNARY_INFER(Erfc)
+TF_UNARY_INFER(Softsign)
 TF_UNARY_INFER(Floor)
 TF_UNARY_INFER(Ceil)
 TF_UNARY_INFER(Round)
@@ -84,6 +87,8 @@ Tensor tanh(const Tensor& x) { return detail::dispatch(prims::Tanh{}, {x}); }
 Tensor sigmoid(const Tensor& x) { return detail::dispatch(prims::Sigmoid{}, {x}); }
 Tensor sin(const Tensor& x) { return detail::dispatch(prims::Sin{}, {x}); }
 Tensor cos(const Tensor& x) { return detail::dispatch(prims::Cos{}, {x}); }
+Tensor erf(const Tensor& x) { return detail::dispatch(prims::Erf{}, {x}); }
+Tensor erfc(const Tensor& x) { return detail::dispatch(prims::Erfc{}, {x}); }
 Tensor floor(const Tensor& x) { return detail::dispatch(prims::Floor{}, {x}); }
 Tensor ceil(const Tensor& x) { return detail::dispatch(prims::Ceil{}, {x}); }
 Tensor round(const Tensor& x) { return detail::dispatch(prims::Round{}, {x}); }
@@ -143,6 +148,11 @@ TF_UNARY_VJP(Tanh, kOut, g * (1 - y * y))
 TF_UNARY_VJP(Sigmoid, kOut, g * y * (1 - y))
 TF_UNARY_VJP(Sin, kIn, g * cos(x))
 TF_UNARY_VJP(Cos, kIn, negative(g) * sin(x))
+// d/dx erf(x) = 2 / sqrt(pi) exp(-x^2) (erfc: its negative), in TF's order of operations.
+TF_UNARY_VJP(Erf, kIn, g * 1.1283791670955126 * exp(negative(square(x))))
+TF_UNARY_VJP(Erfc, kIn, g * -1.1283791670955126 * exp(negative(square(x))))
+// TF's SoftsignGrad: g / (1 + |x|)^2 (0 at +-inf).
+TF_UNARY_VJP(Softsign, kIn, g / square(abs(x) + 1))
 // Piecewise constant: zero almost everywhere.
 TF_UNARY_VJP(Floor, kNone, zeros_like(g))
 TF_UNARY_VJP(Ceil, kNone, zeros_like(g))

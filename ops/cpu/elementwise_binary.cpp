@@ -305,6 +305,20 @@ void check_int_exponents(const Tensor& e) {
   else if (e.dtype() == int64) scan(e.data<int64_t>());
 }
 
+// Integer floordiv and floormod reject a zero divisor before computing anything, as TF's CPU
+// kernel ("Integer division by zero").
+void check_int_divisors(const char* op, const Tensor& b) {
+  auto scan = [&](auto* p) {
+    const int64_t n = b.num_elements();
+    bool zero = false;
+    for (int64_t i = 0; i < n; ++i) zero |= p[i] == 0;
+    TF_CHECK_ARG(!zero, op, "Integer division by zero ({} divisor)", dtype_name(b.dtype()));
+  };
+  if (b.dtype() == int32) scan(b.data<int32_t>());
+  else if (b.dtype() == int64) scan(b.data<int64_t>());
+  else if (b.dtype() == uint8) scan(b.data<uint8_t>());
+}
+
 }  // namespace
 
 namespace prims {
@@ -356,6 +370,23 @@ void Pow::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   check_int_exponents(in[1]);
   if (pow_by_constant(in[0], in[1], out[0])) return;
   binary_eval<cpu::PowOp>(in[0], in[1], out[0], kPowGrain);
+}
+
+void FloorDiv::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  check_int_divisors(name(), in[1]);
+  // The functor knows the storage type (half types round the quotient to it first).
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (cpu::FloorDivOp<T>::template ok<T>)
+      binary_typed<cpu::FloorDivOp<T>, cpu::storage_t<T>>(in[0], in[1], out[0], kPowGrain);
+    else TF_ASSERT(!"dtype was rejected by infer");
+  })
+}
+
+void FloorMod::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  check_int_divisors(name(), in[1]);
+  binary_eval<cpu::FloorModOp>(in[0], in[1], out[0], kPowGrain);
 }
 
 void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {

@@ -103,6 +103,44 @@ void check_int_exponents(const Tensor& e) {
                                std::string(dtype_name(e.dtype())) + " exponent)");
 }
 
+template <class T>
+__global__ void __launch_bounds__(cuda::kThreads)
+    any_zero_kernel(const T* __restrict__ e, int64_t n, int* __restrict__ flag) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  bool zero = false;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    zero = zero || e[i] == T(0);
+  if (zero) *flag = 1;
+}
+
+// Integer floordiv and floormod reject a zero divisor, as TF's CPU kernel (and ours) does; the
+// host reads the answer (this synchronises the stream). Inside a CUDA graph capture nothing is
+// checked, as for pow: a zero divisor then gives a / 1 and a % 1 (TF's GPU kernel does not
+// check either).
+void check_int_divisors(const char* op, const Tensor& b) {
+  const Device dev = b.placement();
+  if (detail::cuda::in_capture_scope(dev)) return;
+  if (b.dtype() != int32 && b.dtype() != int64 && b.dtype() != uint8) return;
+  cudaStream_t st = detail::cuda::stream(dev);
+  Tensor flag = detail::empty(TensorShape{}, int32, dev);
+  TF_CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int), st));
+  const int64_t n = b.num_elements();
+  const unsigned grid = cuda::grid_for(n, dev);
+  if (b.dtype() == int32)
+    any_zero_kernel<int32_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int32_t>(b), n,
+                                                                cuda::dptr<int>(flag));
+  else if (b.dtype() == int64)
+    any_zero_kernel<int64_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int64_t>(b), n,
+                                                                cuda::dptr<int>(flag));
+  else
+    any_zero_kernel<uint8_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<uint8_t>(b), n,
+                                                                cuda::dptr<int>(flag));
+  detail::cuda::check_launch(op);
+  if (flag.item<int32_t>() != 0)
+    throw InvalidArgumentError(std::string("[") + op + "] Integer division by zero (" +
+                               std::string(dtype_name(b.dtype())) + " divisor)");
+}
+
 template <class E>
 void select_typed(const Tensor& c, const Tensor& x, const Tensor& y, Tensor& out) {
   ew::launch<E, bool, E, E>("where", ew::SelectOp<E>{}, out, {&c, &x, &y});
@@ -137,6 +175,27 @@ void Pow::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (in[1].dtype() == int32) check_int_exponents<int32_t>(in[1]);
   else if (in[1].dtype() == int64) check_int_exponents<int64_t>(in[1]);
   binary_eval<kKind, ew::PowF>(name(), in[0], in[1], out[0]);
+}
+
+void FloorDiv::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  check_int_divisors(name(), in[1]);
+  // The functor takes the storage type (the half types round the quotient to it).
+  TF_CUDA_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (ew::is_numeric_v<T>) {
+      using C = cuda::dcompute_t<T>;
+      ew::launch<T, T, T>(name(), ew::Map2<ew::FloorDivF<T>, T, T, C>{}, out[0],
+                          {&in[0], &in[1]});
+    } else {
+      rejected_dtype(name(), in[0].dtype());
+    }
+  })
+}
+
+void FloorMod::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  check_int_divisors(name(), in[1]);
+  binary_eval<kKind, ew::FloorModF>(name(), in[0], in[1], out[0]);
 }
 
 void Select::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

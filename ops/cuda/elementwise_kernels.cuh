@@ -126,6 +126,8 @@ TF_EW_MATH1(m_sqrt, sqrt)
 TF_EW_MATH1(m_tanh, tanh)
 TF_EW_MATH1(m_sin, sin)
 TF_EW_MATH1(m_cos, cos)
+TF_EW_MATH1(m_erf, erf)
+TF_EW_MATH1(m_erfc, erfc)
 TF_EW_MATH1(m_floor, floor)
 TF_EW_MATH1(m_ceil, ceil)
 TF_EW_MATH1(m_rint, rint)  // round half to even (the default rounding mode)
@@ -140,6 +142,11 @@ TF_EW_HD C m_exp(C x) {
   if constexpr (std::is_same_v<C, float>)
     return x < -87.3365447f ? ::expf(x + 64.0f) * 0x1.969d48p-93f : ::expf(x);
   else return ::exp(x);
+}
+template <class C>
+TF_EW_HD C m_fmod(C a, C b) {
+  if constexpr (std::is_same_v<C, float>) return ::fmodf(a, b);
+  else return ::fmod(a, b);
 }
 template <class C>
 TF_EW_HD C m_pow(C a, C b) {
@@ -233,6 +240,18 @@ struct CosF {
   template <class C>
   TF_EW_HD C operator()(C x) const { return m_cos(x); }
 };
+struct ErfF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_erf(x); }
+};
+struct ErfcF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_erfc(x); }
+};
+struct SoftsignF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return x / (C(1) + m_fabs(x)); }
+};
 struct FloorF {
   template <class C>
   TF_EW_HD C operator()(C x) const { return m_floor(x); }
@@ -291,6 +310,55 @@ struct MinimumF {
   TF_EW_HD C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) return (a < b || a != a) ? a : b;
     else return a < b ? a : b;
+  }
+};
+// Floor division and modulo (TF's FloorDiv, FloorMod), as cpu::FloorDivOp and cpu::FloorModOp.
+// Integers: a zero divisor is replaced by 1 (the host checks for zeros before the launch, except
+// inside a CUDA graph capture), and -1 never reaches the division (the most negative value
+// wraps, as TF's result). S is the device storage type: the half types round the float quotient
+// to S before the floor, as TF's Eigen half arithmetic.
+template <class T>
+TF_EW_HD T safe_divisor(T b) {
+  if constexpr (std::is_signed_v<T>) return (b == T(0) || b == T(-1)) ? T(1) : b;
+  else return b == T(0) ? T(1) : b;
+}
+template <class S>
+struct FloorDivF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      C q = a / b;
+      if constexpr (is_half_v<S>) q = ld<C>(st<S>(q));
+      return m_floor(q);
+    } else {
+      const C d = safe_divisor(b);
+      const C q = static_cast<C>(a / d);
+      if constexpr (std::is_signed_v<C>) {
+        const C r = static_cast<C>(a % d);
+        const C fq = (r != 0 && ((r < 0) != (d < 0))) ? static_cast<C>(q - 1) : q;
+        return b == C(-1) ? wrap_sub(C(0), a) : fq;
+      } else {
+        return q;
+      }
+    }
+  }
+};
+struct FloorModF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      const C r = m_fmod(a, b);
+      return (r != C(0) && ((b < C(0)) != (r < C(0)))) ? r + b : r;
+    } else {
+      const C d = safe_divisor(b);
+      const C r = static_cast<C>(a % d);
+      if constexpr (std::is_signed_v<C>) {
+        const C fr = (r != 0 && ((r < 0) != (d < 0))) ? static_cast<C>(r + d) : r;
+        return b == C(-1) ? C(0) : fr;
+      } else {
+        return r;
+      }
+    }
   }
 };
 struct EqualF {

@@ -116,6 +116,8 @@ std::vector<Case> cases() {
       {"sigmoid", {{S23}}, [](V x) { return tf::sigmoid(x[0]); }},
       {"sin", {{S23}}, [](V x) { return tf::sin(x[0]); }},
       {"cos", {{S23}}, [](V x) { return tf::cos(x[0]); }},
+      {"erf", {{S23, -2, 2}}, [](V x) { return tf::erf(x[0]); }},
+      {"erfc", {{S23, -2, 2}}, [](V x) { return tf::erfc(x[0]); }},
       // binary, with broadcasting
       {"add", {{S23}, {S13}}, [](V x) { return tf::add(x[0], x[1]); }},
       {"subtract", {{S21}, {S3}}, [](V x) { return tf::subtract(x[0], x[1]); }},
@@ -124,6 +126,11 @@ std::vector<Case> cases() {
       {"pow", {{S23, 0.5, 2}, {S3, -2, 2}}, [](V x) { return tf::pow(x[0], x[1]); }},
       {"maximum", {{S23}, {S13}}, [](V x) { return tf::maximum(x[0], x[1]); }},
       {"minimum", {{S23}, {S21}}, [](V x) { return tf::minimum(x[0], x[1]); }},
+      // floormod: x / y away from the integers, where floor(x / y) jumps.
+      {"floormod", {{S23, -1, 1, true}, {S13, 1.5, 2}},
+       [](V x) { return tf::floormod(x[0], x[1]); }},
+      {"floormod_negative_divisor", {{S21, 2.2, 3.8}, {S3, -2, -1.5}},
+       [](V x) { return tf::floormod(x[0], x[1]); }},
       {"where", {{S23}, {S13}}, [](V x) { return tf::where(tf::greater(x[0], 0.0), x[0], x[1]); }},
       {"scalar_ops", {{S23}}, [](V x) { return (x[0] * 3.0 - 1.0) / 2.0 + x[0] * x[0]; }},
       // reductions
@@ -247,6 +254,25 @@ std::vector<Case> cases() {
              tf::constant(std::vector<int64_t>{1, 2, 0, 0}, tf::TensorShape{2, 2}), x[0]);
        }},
       {"bias_add", {{S23}, {S3}}, [](V x) { return tf::nn::bias_add(x[0], x[1]); }},
+      // activations (kinks away from 0 where the derivative jumps)
+      {"softplus", {{S23, -30, 30}}, [](V x) { return tf::nn::softplus(x[0]); }},
+      {"softsign", {{S23, -3, 3}}, [](V x) { return tf::nn::softsign(x[0]); }},
+      {"elu", {{S23, -3, 3}}, [](V x) { return tf::nn::elu(x[0]); }},
+      {"selu", {{S23, -3, 3, true}}, [](V x) { return tf::nn::selu(x[0]); }},
+      {"leaky_relu", {{S23, -1, 1, true}}, [](V x) { return tf::nn::leaky_relu(x[0], 0.3); }},
+      {"gelu", {{S23, -4, 4}}, [](V x) { return tf::nn::gelu(x[0]); }},
+      {"gelu_approximate", {{S23, -4, 4}}, [](V x) { return tf::nn::gelu(x[0], true); }},
+      {"silu", {{S23, -6, 6}}, [](V x) { return tf::nn::silu(x[0]); }},
+      {"swish_beta", {{S23, -3, 3}}, [](V x) { return tf::nn::swish(x[0], 1.7); }},
+      // norms
+      {"norm", {{S23}}, [](V x) { return tf::norm(x[0]); }},
+      {"norm_axis", {{S23}}, [](V x) { return tf::norm(x[0], "euclidean", 1, true); }},
+      {"norm_1", {{S23, -1, 1, true}}, [](V x) { return tf::norm(x[0], 1, 0); }},
+      {"norm_inf", {{S23}}, [](V x) { return tf::norm(x[0], INFINITY, {0, 1}); }},
+      {"norm_p3", {{S23, -1, 1, true}}, [](V x) { return tf::norm(x[0], 3, 1); }},
+      {"clip_by_norm_clipped", {{S23}}, [](V x) { return tf::clip_by_norm(x[0], 0.5); }},
+      {"clip_by_norm_axis", {{S23}}, [](V x) { return tf::clip_by_norm(x[0], 0.8, 1); }},
+      {"clip_by_norm_unclipped", {{S23}}, [](V x) { return tf::clip_by_norm(x[0], 10.0); }},
       {"clip_by_value",
        {{S23, -1, 1, true}},
        [](V x) { return tf::clip_by_value(x[0], -0.9, 0.9); }},
@@ -283,6 +309,15 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd][cuda]") {
       {"exp(x)/x^2", [](const tf::Tensor& x) { return tf::exp(x) / (x * x); }},
       {"sigmoid*log", [](const tf::Tensor& x) { return tf::sigmoid(x) * tf::log(x * x + 1.0); }},
       {"pow3", [](const tf::Tensor& x) { return tf::pow(x, 3.0); }},
+      {"erf", [](const tf::Tensor& x) { return tf::erf(x) * x; }},
+      {"softplus", [](const tf::Tensor& x) { return tf::nn::softplus(x) * x; }},
+      {"elu", [](const tf::Tensor& x) { return tf::nn::elu(x) * x; }},
+      {"selu", [](const tf::Tensor& x) { return tf::nn::selu(x); }},
+      {"gelu", [](const tf::Tensor& x) { return tf::nn::gelu(x); }},
+      {"gelu_approximate", [](const tf::Tensor& x) { return tf::nn::gelu(x, true); }},
+      {"silu", [](const tf::Tensor& x) { return tf::nn::silu(x); }},
+      {"softsign", [](const tf::Tensor& x) { return tf::nn::softsign(x); }},
+      {"norm", [](const tf::Tensor& x) { return tf::norm(x) * x; }},
       {"relu*x^2", [](const tf::Tensor& x) { return tf::nn::relu(x) * x * x; }},
       {"relu(sin)", [](const tf::Tensor& x) { return tf::nn::relu(tf::sin(x * 2.0)) * x; }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
@@ -417,6 +452,70 @@ TEST_CASE("gradients: values at special points agree with TF", "[autograd][cuda]
         grad(xs,
              [](const tf::Tensor& x) { return tf::where(tf::greater(x, 0.0f), tf::rsqrt(x), x); }),
         {1.0, 1.0, -0.0625}, 0, 0);
+    // The activations at their special points (TF 2.21's gradients, float32).
+    const tf::Tensor ax = tf::constant({0.0f, 14.0f, -14.0f, -1.0f, 1.0f, 100.0f, -100.0f});
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::softplus(x); }),
+                              {0.5, 0.9999991059303284, 8.315280410897685e-07, 0.26894140243530273,
+                               0.7310585379600525, 1.0, 0.0},
+                              1e-6, 1e-30);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::softsign(x); }),
+                              {1.0, 0.004444444552063942, 0.004444444552063942, 0.25, 0.25,
+                               9.802960266824812e-05, 9.802960266824812e-05},
+                              1e-6, 0);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::elu(x); }),
+                              {1.0, 1.0, 8.3e-07, 0.3678794503211975, 1.0, 1.0, 0.0}, 1e-2,
+                              1e-30);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::selu(x); }),
+                              {1.0507010221481323, 1.0507010221481323, 1.46e-06,
+                               0.6467685699462891, 1.0507010221481323, 1.0507010221481323, 0.0},
+                              2e-2, 1e-30);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::leaky_relu(x); }),
+                              {0.2, 1, 0.2, 0.2, 1, 1, 0.2}, 1e-7, 0);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::gelu(x); }),
+                              {0.5, 1.0, 0.0, -0.08331549167633057, 1.0833154916763306, 1.0, 0.0},
+                              1e-6, 1e-30);
+    tf::testing::check_values(grad(ax, [](const tf::Tensor& x) { return tf::nn::silu(x); }),
+                              {0.5, 1.0000108480453491, -1.0809854757098947e-05,
+                               0.07232947647571564, 0.927670419216156, 1.0, 0.0},
+                              1e-6, 1e-30);
+    // At +-inf: softplus 1 and 0, elu 1 and 0 (the exp branch never sees +inf: no 0 * inf).
+    const tf::Tensor infs = tf::constant({INFINITY, -INFINITY});
+    tf::testing::check_values(grad(infs, [](const tf::Tensor& x) { return tf::nn::softplus(x); }),
+                              {1.0, 0.0}, 0, 0);
+    tf::testing::check_values(grad(infs, [](const tf::Tensor& x) { return tf::nn::elu(x); }),
+                              {1.0, 0.0}, 0, 0);
+    // norm at a zero vector: NaN (TF); clip_by_norm of zeros: zeros with gradient 1 (TF).
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    tf::testing::check_values(grad(tf::zeros({3}), [](const tf::Tensor& x) { return tf::norm(x); }),
+                              {nan, nan, nan}, 0, 0);
+    tf::testing::check_values(
+        grad(tf::zeros({3}), [](const tf::Tensor& x) { return tf::norm(x, 1); }), {0, 0, 0}, 0,
+        0);
+    tf::testing::check_values(
+        grad(tf::zeros({2, 2}), [](const tf::Tensor& x) { return tf::clip_by_norm(x, 1.0f); }),
+        {1, 1, 1, 1}, 0, 0);
+    tf::testing::check_values(
+        grad(tf::constant({3.0f, -4.0f, 4.0f}),
+             [](const tf::Tensor& x) { return tf::norm(x, INFINITY); }),
+        {0.0, -0.5, 0.5}, 0, 0);
+    // floormod's gradient for the divisor, -floordiv(x, y): -inf at y = 0 (TF).
+    {
+      const tf::Tensor fx = tf::constant({7.0f, -7.0f, 7.5f, -7.5f, 3.0f});
+      const tf::Tensor fy = tf::constant({2.0f, 2.0f, -2.0f, 0.5f, 0.0f});
+      tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+      tape.watch(fx);
+      tape.watch(fy);
+      const tf::Tensor m = tf::reduce_sum(tf::floormod(fx, fy));
+      tf::testing::check_values(tape.gradient(m, fx), {1, 1, 1, 1, 1}, 0, 0);
+      tf::testing::check_values(tape.gradient(m, fy),
+                                {-3, 4, 4, 15, -std::numeric_limits<double>::infinity()}, 0, 0);
+      // floordiv has no gradient (TF's None), or zeros when asked for.
+      const tf::Tensor q = tf::reduce_sum(tf::floordiv(fx, fy));
+      CHECK_FALSE(tape.gradient(q, fx).defined());
+      tf::testing::check_values(tape.gradient(q, fy, tf::UnconnectedGradients::ZERO),
+                                {0, 0, 0, 0, 0}, 0, 0);
+      tf::testing::check_values(tape.gradient(q + tf::reduce_sum(fx), fx), {1, 1, 1, 1, 1}, 0, 0);
+    }
     // Where the upstream gradient is not 0 the derivative stays infinite.
     tf::testing::check_values(
         grad(tf::constant({0.0f}), [](const tf::Tensor& x) { return tf::sqrt(x); }),

@@ -48,9 +48,9 @@ std::vector<tf::jit::CudaFusedStep> sample_steps() {
 }
 
 // Every op with a generated form.
-const std::vector<std::string> kUnary = {"negative", "abs",   "sign",   "exp",   "log",     "log1p",
-                                         "sqrt",     "rsqrt", "square", "tanh",  "sigmoid", "sin",
-                                         "cos",      "floor", "ceil",   "round", "relu"};
+const std::vector<std::string> kUnary = {
+    "negative", "abs", "sign", "exp", "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
+    "sigmoid",  "sin", "cos",  "erf", "erfc", "softsign", "floor", "ceil",  "round",  "relu"};
 const std::vector<std::string> kBinary = {"add", "subtract", "multiply", "divide",
                                           "pow", "maximum",  "minimum"};
 
@@ -353,11 +353,15 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
   using Unary = tf::Tensor (*)(const tf::Tensor&);
   using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
   const std::map<std::string, Unary> unary_ops = {
-      {"negative", tf::negative}, {"abs", tf::abs},         {"sign", tf::sign},
-      {"exp", tf::exp},           {"log", tf::log},         {"log1p", tf::log1p},
-      {"sqrt", tf::sqrt},         {"rsqrt", tf::rsqrt},     {"square", tf::square},
-      {"tanh", tf::tanh},         {"sigmoid", tf::sigmoid}, {"sin", tf::sin},
-      {"cos", tf::cos},           {"floor", tf::floor},     {"ceil", tf::ceil},
+      {"negative", tf::negative}, {"abs", tf::abs},
+      {"sign", tf::sign},         {"exp", tf::exp},
+      {"log", tf::log},           {"log1p", tf::log1p},
+      {"sqrt", tf::sqrt},         {"rsqrt", tf::rsqrt},
+      {"square", tf::square},     {"tanh", tf::tanh},
+      {"sigmoid", tf::sigmoid},   {"sin", tf::sin},
+      {"cos", tf::cos},           {"erf", tf::erf},
+      {"erfc", tf::erfc},         {"softsign", tf::nn::softsign},
+      {"floor", tf::floor},       {"ceil", tf::ceil},
       {"round", tf::round},       {"relu", tf::nn::relu}};
   const std::map<std::string, Binary> binary_ops = {
       {"add", tf::add},        {"subtract", tf::subtract}, {"multiply", tf::multiply},

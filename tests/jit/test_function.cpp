@@ -555,11 +555,15 @@ TEST_CASE("function: every fusable elementwise op fuses and equals eager", "[jit
   using Unary = tf::Tensor (*)(const tf::Tensor&);
   using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
   const std::vector<std::pair<const char*, Unary>> unary = {
-      {"negative", &tf::negative}, {"abs", &tf::abs},         {"sign", &tf::sign},
-      {"exp", &tf::exp},           {"log", &tf::log},         {"log1p", &tf::log1p},
-      {"sqrt", &tf::sqrt},         {"rsqrt", &tf::rsqrt},     {"square", &tf::square},
-      {"tanh", &tf::tanh},         {"sigmoid", &tf::sigmoid}, {"sin", &tf::sin},
-      {"cos", &tf::cos},           {"floor", &tf::floor},     {"ceil", &tf::ceil},
+      {"negative", &tf::negative}, {"abs", &tf::abs},
+      {"sign", &tf::sign},         {"exp", &tf::exp},
+      {"log", &tf::log},           {"log1p", &tf::log1p},
+      {"sqrt", &tf::sqrt},         {"rsqrt", &tf::rsqrt},
+      {"square", &tf::square},     {"tanh", &tf::tanh},
+      {"sigmoid", &tf::sigmoid},   {"sin", &tf::sin},
+      {"cos", &tf::cos},           {"erf", &tf::erf},
+      {"erfc", &tf::erfc},         {"softsign", &tf::nn::softsign},
+      {"floor", &tf::floor},       {"ceil", &tf::ceil},
       {"round", &tf::round},       {"relu", &tf::nn::relu}};
   const std::vector<std::pair<const char*, Binary>> binary = {
       {"add", &tf::add},       {"subtract", &tf::subtract}, {"multiply", &tf::multiply},

@@ -179,6 +179,22 @@ TEST_CASE("activation strings: known names work and unknown ones name the string
                {1 / (1 + std::exp(1.0)), 1 / (1 + std::exp(-0.5))}, 1e-12);
   CHECK_FALSE(tf::keras::activations::get("linear"));
   CHECK_FALSE(tf::keras::activations::get(""));
+  // Keras 3.15's functions and defaults (its values on x = -1 and 0.5, float32 on TF).
+  const tf::Tensor x32 = tf::constant({-1.0f, 0.5f});
+  auto act = [&](const char* name) { return tf::keras::activations::get(name)(x32); };
+  check_values(act("softplus"), {0.3132616877555847, 0.9740769863128662}, 1e-6);
+  check_values(act("softsign"), {-0.5, 1.0 / 3.0}, 1e-6);
+  check_values(act("elu"), {-0.6321205496788025, 0.5}, 1e-6);
+  check_values(act("selu"), {-1.1113307476043701, 0.5253505110740662}, 1e-6);
+  check_values(act("gelu"), {-0.15865525603294373, 0.34573123}, 1e-6);  // exact, not tanh
+  check_values(act("silu"), {-0.2689414322376251, 0.3112296760082245}, 1e-6);
+  check_values(act("swish"), {-0.2689414322376251, 0.3112296760082245}, 1e-6);
+  check_values(act("leaky_relu"), {-0.2, 0.5}, 1e-6);  // negative_slope 0.2
+  check_values(act("exponential"), {std::exp(-1.0), std::exp(0.5)}, 1e-6);
+  layers::Dense gelu_dense(2, "gelu");
+  CHECK(gelu_dense(tf::ones({3, 4})).shape() == tf::TensorShape({3, 2}));
+  TF_REQUIRE_THROWS_CONTAINING(tf::keras::activations::get("mish"), tf::InvalidArgumentError,
+                               "leaky_relu, exponential, linear");
   TF_REQUIRE_THROWS_CONTAINING(layers::Dense(3, "relux"), tf::InvalidArgumentError, "'relux'");
   TF_REQUIRE_THROWS_CONTAINING(layers::Conv2D(3, 3, 1, "valid", "Relu"),
                                tf::InvalidArgumentError, "'Relu'");

@@ -92,6 +92,11 @@ const std::vector<BinaryCase>& binary_cases() {
        10, false},
       {"minimum", tf::minimum, [](double a, double b) { return std::min(a, b); }, kNumeric, -10,
        10, false},
+      // Whole-number operands (see operand()): the quotients' floors are exact in every dtype.
+      {"floordiv", tf::floordiv, [](double a, double b) { return std::floor(a / b); }, kNumeric,
+       -10, 10, false},
+      {"floormod", tf::floormod, [](double a, double b) { return a - std::floor(a / b) * b; },
+       kNumeric, -10, 10, false},
       {"equal", tf::equal, [](double a, double b) { return double(a == b); }, kAllDTypes, -2, 2,
        true},
       {"not_equal", tf::not_equal, [](double a, double b) { return double(a != b); }, kAllDTypes,
@@ -111,6 +116,11 @@ const std::vector<BinaryCase>& binary_cases() {
   return cases;
 }
 
+bool floors(const BinaryCase& c) {
+  return std::string(c.name) == "floordiv" || std::string(c.name) == "floormod";
+}
+bool divides(const BinaryCase& c) { return std::string(c.name) == "divide" || floors(c); }
+
 // Operand values for dtype d: floats in [lo, hi) (rounded to 1/4 so that comparisons see ties),
 // small integers, 0/1 for bool. Exponents of integer pow are non-negative.
 std::vector<double> operand(const BinaryCase& c, tf::DType d, int64_t n, unsigned seed,
@@ -123,9 +133,12 @@ std::vector<double> operand(const BinaryCase& c, tf::DType d, int64_t n, unsigne
       const bool nonneg = d == tf::uint8 || exponent || c.lo >= 0;
       x = std::floor(nonneg ? std::abs(x) * 2 : x * 2);
       if (exponent) x = std::min(x, 4.0);
-      if (std::string(c.name) == "divide" && x == 0) x = 3;
+      if (divides(c) && x == 0) x = 3;
     } else if (c.bool_result) {
       x = std::round(x * 4) / 4;
+    } else if (floors(c)) {
+      x = std::floor(x);  // whole numbers in [-10, 10), never 0
+      if (x == 0) x = 3;
     }
   }
   return v;
@@ -273,7 +286,8 @@ TEST_CASE("binary ops on odd sizes, offset views and scalars on either side",
     };
     const std::vector<Large> large = {{"add", tf::float32},     {"add", tf::float16},
                                       {"add", tf::uint8},       {"less", tf::float32},
-                                      {"logical_or", tf::bool_}, {"divide", tf::int32}};
+                                      {"logical_or", tf::bool_}, {"divide", tf::int32},
+                                      {"floordiv", tf::int64},   {"floormod", tf::float32}};
     for (const auto& l : large) {
       for (const auto& c : binary_cases()) {
         if (c.name != l.name) continue;
@@ -631,4 +645,136 @@ TEST_CASE("binary primitives are elementwise", "[cpu][binary]") {
   CHECK(std::string(tf::prims::GreaterEqual{}.name()) == "greater_equal");
   CHECK(tf::prims::Add{}.is_equivalent(tf::prims::Add{}));
   CHECK_FALSE(tf::prims::Add{}.is_equivalent(tf::prims::Subtract{}));
+}
+
+namespace {
+// The sign bit of each element, so that -0.0 and +0.0 differ (false for NaN, whose sign TF does
+// not define).
+std::vector<bool> sign_bits_of(const std::vector<double>& v) {
+  std::vector<bool> out;
+  for (double e : v) out.push_back(!std::isnan(e) && std::signbit(e));
+  return out;
+}
+std::vector<bool> sign_bits(const tf::Tensor& t) {
+  return sign_bits_of(tf::detail::to_double_vector(t));
+}
+}  // namespace
+
+TEST_CASE("floordiv and floormod give TensorFlow 2.21's values and signed zeros",
+          "[cpu][cuda][binary][floordiv]") {
+  // TF 2.21's results (CPU) on these operands, the same in float16, bfloat16, float32, float64.
+  const std::vector<double> a = {7,    -7,    7, -7, 0,  -0.0, 1,   -1,
+                                 kInf, -kInf, 1, 5,  -5, kNan, 7.5, -7.5};
+  const std::vector<double> b = {2, 2, -2, -2, 3, 3, kInf, kInf, 2, 2, 0, -0.0, 0, 2, 0.5, -0.5};
+  const std::vector<double> div = {3, -4, -4, 3, 0, -0.0, 0, -0.0, kInf, -kInf, kInf, -kInf, -kInf,
+                                   kNan, 15, 15};
+  const std::vector<double> mod = {1, 1, -1, -1, 0, -0.0, 1, kInf, kNan, kNan, kNan, kNan, kNan,
+                                   kNan, 0, -0.0};
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : {tf::float16, tf::bfloat16, tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d) << " on " << dev.to_string());
+      const int64_t n = static_cast<int64_t>(a.size());
+      const auto x = tf::detail::from_doubles(a, {n}, d), y = tf::detail::from_doubles(b, {n}, d);
+      const tf::Tensor q = tf::floordiv(x, y), r = tf::floormod(x, y);
+      CHECK(q.dtype() == d);
+      check_values(q, div, 0, 0);
+      check_values(r, mod, 0, 0);
+      CHECK(sign_bits(q) == sign_bits_of(div));
+      CHECK(sign_bits(r) == sign_bits_of(mod));
+      check_values(x % y, mod, 0, 0);
+    }
+    // Integers: floor toward -inf, the remainder takes the divisor's sign; the most negative
+    // value divided by -1 wraps to itself with remainder 0 (TF), and never traps.
+    for (const auto d : {tf::int32, tf::int64}) {
+      INFO(tf::dtype_name(d) << " on " << dev.to_string());
+      const auto x = tf::detail::from_doubles({7, -7, 7, -7, 0, 6, -6, 1, -1}, {9}, d);
+      const auto y = tf::detail::from_doubles({2, 2, -2, -2, 3, 3, -3, 5, 5}, {9}, d);
+      CHECK(tf::floordiv(x, y).dtype() == d);
+      check_values(tf::floordiv(x, y), {3, -4, -4, 3, 0, 2, 2, 0, -1}, 0, 0);
+      check_values(tf::floormod(x, y), {1, 1, -1, -1, 0, 0, 0, 1, 4}, 0, 0);
+      check_values(tf::floordiv(x, -1), {-7, 7, -7, 7, 0, -6, 6, -1, 1}, 0, 0);
+      check_values(tf::floormod(x, -1), {0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0);
+    }
+    const tf::Tensor min32 = tf::constant({std::numeric_limits<int32_t>::min(), 5});
+    const tf::Tensor m1 = tf::constant({-1, -1});
+    CHECK(tf::floordiv(min32, m1).numpy<int32_t>() ==
+          std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -5});
+    CHECK(tf::floormod(min32, m1).numpy<int32_t>() == std::vector<int32_t>{0, 0});
+    CHECK(tf::floordiv(min32, 1).numpy<int32_t>()[0] == std::numeric_limits<int32_t>::min());
+    const tf::Tensor min64 =
+        tf::constant(std::vector<int64_t>{std::numeric_limits<int64_t>::min()}, {1});
+    CHECK(tf::floordiv(min64, int64_t{-1}).numpy<int64_t>()[0] ==
+          std::numeric_limits<int64_t>::min());
+    CHECK(tf::floormod(min64, int64_t{-1}).numpy<int64_t>()[0] == 0);
+    CHECK(tf::floormod(min64, int64_t{3}).numpy<int64_t>()[0] == 1);  // -2^63 = 3 * q + 1
+    const auto u = tf::detail::from_doubles({7, 255, 0, 200}, {4}, tf::uint8);
+    const auto v = tf::detail::from_doubles({2, 3, 5, 7}, {4}, tf::uint8);
+    check_values(tf::floordiv(u, v), {3, 85, 0, 28}, 0, 0);
+    check_values(tf::floormod(u, v), {1, 0, 0, 4}, 0, 0);
+    // Broadcasting and C++ scalars (which take the tensor's dtype).
+    check_values(tf::floordiv(tf::constant({{7}, {-7}}), tf::constant({2, -2, 3})),
+                 {3, -4, 2, -4, 3, -3}, 0, 0);
+    check_values(tf::floordiv(tf::constant({7.5f}), 2), {3}, 0, 0);
+    check_values(tf::constant({-7}) % 3, {2}, 0, 0);
+  }
+}
+
+TEST_CASE("floordiv and floormod on fractional operands match a reference in the stored type",
+          "[cpu][cuda][binary][floordiv]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const auto d : {tf::float16, tf::bfloat16, tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d) << " on " << dev.to_string());
+      const int64_t n = 4099;
+      const auto x = tf::detail::from_doubles(tf::testing::random_values(n, -50, 50, 8), {n}, d);
+      auto bv = tf::testing::random_values(n, -3, 3, 9);
+      for (auto& e : bv)
+        if (std::abs(e) < 0.05) e = 0.3;
+      const auto y = tf::detail::from_doubles(bv, {n}, d);
+      const auto xa = tf::detail::to_double_vector(x), ya = tf::detail::to_double_vector(y);
+      // The quotient rounded to the stored type (exact division rounded once; the half types
+      // round the float quotient again, as TF's Eigen half arithmetic), then floored.
+      std::vector<double> quot(xa.size()), mod(xa.size());
+      for (size_t i = 0; i < xa.size(); ++i) {
+        quot[i] = d == tf::float64 ? xa[i] / ya[i]
+                                   : static_cast<double>(static_cast<float>(xa[i]) /
+                                                         static_cast<float>(ya[i]));
+        const double r = std::fmod(xa[i], ya[i]);  // exact
+        mod[i] = (r != 0 && ((ya[i] < 0) != (r < 0))) ? r + ya[i] : r;
+      }
+      quot = tf::detail::to_double_vector(tf::detail::from_doubles(quot, {n}, d));
+      for (auto& q : quot) q = std::floor(q);
+      mod = tf::detail::to_double_vector(tf::detail::from_doubles(mod, {n}, d));
+      check_values(tf::floordiv(x, y), quot, 0, 0);
+      check_values(tf::floormod(x, y), mod, 0, 0);
+    }
+    // float16's quotient rounding: 0.3 / 0.1 is 2.9998 in float but 3 in float16 (TF: 3).
+    const auto h = [](double v) { return tf::detail::from_doubles({v}, {1}, tf::float16); };
+    check_values(tf::floordiv(h(0.3), h(0.1)), {3}, 0, 0);
+  }
+}
+
+TEST_CASE("integer floordiv and floormod by zero are TF's InvalidArgumentError",
+          "[cpu][cuda][binary][floordiv]") {
+  for (const auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    for (const auto d : {tf::int32, tf::int64, tf::uint8}) {
+      const auto x = tf::detail::from_doubles({7, 8, 9}, {3}, d);
+      const auto y = tf::detail::from_doubles({1, 0, 2}, {3}, d);  // one zero is enough
+      require_error([&] { tf::floordiv(x, y); },
+                    {"[floordiv]", "Integer division by zero", std::string(tf::dtype_name(d))});
+      require_error([&] { tf::floormod(x, y); }, {"[floormod]", "Integer division by zero"});
+      require_error([&] { tf::floordiv(x, tf::detail::from_doubles({0}, {}, d)); },
+                    {"Integer division by zero"});
+    }
+    require_error([] { tf::constant({7, 8}) % 0; }, {"[floormod]", "Integer division by zero"});
+    // Floats divide by zero as IEEE does.
+    check_values(tf::floordiv(tf::constant({1.0f, -1.0f}), 0.0f), {kInf, -kInf}, 0, 0);
+    // Empty operands check nothing.
+    CHECK(tf::floordiv(tf::zeros({0}, tf::int32), tf::zeros({0}, tf::int32)).num_elements() == 0);
+  }
+  require_error([] { tf::floordiv(tf::constant({7}), tf::constant({2.0f})); },
+                {"[floordiv]", "dtypes differ: int32 and float32"});
 }

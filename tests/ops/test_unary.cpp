@@ -67,6 +67,8 @@ const std::vector<UnaryCase>& unary_cases() {
        -30, 30},
       {"sin", tf::sin, [](double x) { return std::sin(x); }, kFloating, -6, 6},
       {"cos", tf::cos, [](double x) { return std::cos(x); }, kFloating, -6, 6},
+      {"erf", tf::erf, [](double x) { return std::erf(x); }, kFloating, -4, 4},
+      {"erfc", tf::erfc, [](double x) { return std::erfc(x); }, kFloating, -3, 9},
       {"floor", tf::floor, [](double x) { return std::floor(x); }, kFloating, -10, 10},
       {"ceil", tf::ceil, [](double x) { return std::ceil(x); }, kFloating, -10, 10},
       {"round", tf::round, [](double x) { return std::nearbyint(x); },
