@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <regex>
 #include <tuple>
 #include <unordered_map>
@@ -23,13 +24,35 @@ DType g_floatx = float32;
 // The layers whose call is running on this thread, innermost last (for member tracking).
 thread_local std::vector<detail::LayerImpl*> t_call_stack;
 // Layers this thread is building (build() may call sublayers, and a model itself).
-thread_local std::vector<const detail::LayerImpl*> t_building;
+// Each with the depth of t_call_stack when its build began: a call of the layer opened after that
+// (a subclassed model's shape probe) is a call, not the build.
+thread_local std::vector<std::pair<const detail::LayerImpl*, size_t>> t_building;
+bool is_building(const detail::LayerImpl* l) {
+  return std::any_of(t_building.begin(), t_building.end(),
+                     [l](const auto& b) { return b.first == l; });
+}
+// Whether `l`'s innermost activity on this thread is its build (add_weight's place).
+bool in_build_proper(const detail::LayerImpl* l) {
+  for (auto it = t_building.rbegin(); it != t_building.rend(); ++it)
+    if (it->first == l)
+      return std::find(t_call_stack.begin() + static_cast<std::ptrdiff_t>(it->second),
+                       t_call_stack.end(), l) == t_call_stack.end();
+  return false;
+}
 // Layers this thread is publishing as built (set_built_shapes hands deferred checkpoint values
 // to their weights first): their weights are visible to this thread's checkpoint lookups.
 thread_local std::vector<const detail::LayerImpl*> t_publishing;
 // Nested layer calls beyond this depth are a layer that calls itself without end (or a cycle):
 // an error before the thread's stack overflows.
 constexpr size_t kMaxLayerNesting = 256;
+// Outermost layer calls, numbered across threads: add_loss records belong to one of them.
+std::atomic<uint64_t> g_outer_calls{0};
+thread_local uint64_t t_outer_call = 0;  // this thread's current (or latest) outermost call
+// BuildScopes open on this thread: calls inside one (a subclassed model's shape probe) are no
+// forward pass of the user's, so their add_loss records are dropped.
+thread_local int t_build_scopes = 0;
+// Records kept per layer beyond this many threads drop the oldest.
+constexpr size_t kMaxLossThreads = 64;
 }  // namespace
 
 namespace backend {
@@ -102,8 +125,11 @@ TensorShape with_unknown_batch(TensorShape shape) {
 BuildScope::BuildScope(const ::tapeflow::detail::MirrorSpec& mirror)
     : saved_trace_(std::exchange(::tapeflow::detail::thread_context().trace, nullptr)),
       mirror_(mirror),
-      replica_(-1) {}
+      replica_(-1) {
+  ++t_build_scopes;
+}
 BuildScope::~BuildScope() {
+  --t_build_scopes;
   ::tapeflow::detail::thread_context().trace = saved_trace_;
 }
 
@@ -124,6 +150,10 @@ Tensor LayerImpl::invoke(const Tensor& x, bool training) {
              t_call_stack.size(), name());
   if (!t_call_stack.empty() && t_call_stack.back() != this)
     t_call_stack.back()->on_sublayer_called(*this);
+  // Keras clears a layer's add_loss records when a call begins that is not part of the
+  // outermost call that recorded them.
+  if (t_call_stack.empty()) t_outer_call = ++g_outer_calls;
+  note_call(t_outer_call);
   CallFrame frame(this);
   return run(x, training);
 }
@@ -142,24 +172,53 @@ void LayerImpl::ensure_built(const TensorShape& input_shape) {
   // Called again while this thread builds it (a subclassed model's build calls call(), which
   // may call the model itself): that call runs as the build does, without building again (it
   // deadlocked on build_mu_). A cycle of layers then recurses until the nesting limit.
-  if (std::find(t_building.begin(), t_building.end(), this) != t_building.end()) return;
+  if (is_building(this)) return;
   // Replica threads may arrive together: one builds, the others wait here and then reuse it.
   std::lock_guard lock(build_mu_);
   if (built_.load(std::memory_order_relaxed)) return;
   const TensorShape s = with_unknown_batch(input_shape);
-  BuildScope scope(mirror_spec_);
   TensorShape out;
-  t_building.push_back(this);
-  try {
+  // A failed build removes its weights: a later call retries from scratch.
+  run_as_build([&] {
     build(s);
     out = compute_output_shape(s);
-  } catch (...) {
+  });
+  set_built_shapes(s, out);
+}
+
+bool LayerImpl::building_here() const {
+  return is_building(this);
+}
+
+void LayerImpl::run_as_build(const std::function<void()>& fn) {
+  BuildScope scope(mirror_spec_);
+  uint64_t pass = 0, outer_pass = 0;
+  {
+    std::lock_guard lock(weights_mu_);
+    outer_pass = build_pass_;
+    pass = build_pass_ = ++build_passes_;
+  }
+  t_building.emplace_back(this, t_call_stack.size());
+  auto finish = [&](bool ok) {
     t_building.pop_back();
-    weights_.clear();  // a later call retries from scratch
+    std::lock_guard lock(weights_mu_);
+    if (ok) {
+      for (auto& w : weights_)
+        if (w.pass == pass) w.published = true;
+    } else {
+      std::erase_if(weights_, [&](const Weight& w) { return w.pass == pass && !w.outside_build; });
+      for (auto& w : weights_)
+        if (w.pass == pass) w.pass = 0;
+    }
+    build_pass_ = outer_pass;
+  };
+  try {
+    fn();
+  } catch (...) {
+    finish(false);
     throw;
   }
-  t_building.pop_back();
-  set_built_shapes(s, out);
+  finish(true);
 }
 
 void LayerImpl::set_built_shapes(const TensorShape& input_shape,
@@ -323,10 +382,147 @@ void LayerImpl::incompatible(const TensorShape& got, const std::string& expectat
 Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape,
                                const Initializer& initializer, bool trainable,
                                const Regularizer& regularizer) {
-  Tensor init = initializer(shape, dtype_);
-  Variable v(init, name_ + "/" + name, trainable);
-  weights_.push_back({name, v, regularizer});
+  const std::string n = this->name();
+  const bool in_build = in_build_proper(this);
+  if (!in_build) {
+    TF_CHECK_T(FailedPreconditionError,
+               std::find(t_call_stack.begin(), t_call_stack.end(), this) == t_call_stack.end(),
+               n.c_str(),
+               "add_weight('{}') inside a call of layer \"{}\": create weights in build() (or "
+               "the constructor), not in call()",
+               name, n);
+    TF_CHECK_T(FailedPreconditionError, !built(), n.c_str(),
+               "add_weight('{}'): layer \"{}\" is already built; weights are created in build() "
+               "(or the constructor)",
+               name, n);
+  }
+  TF_CHECK_ARG(!name.empty() && name.find('/') == std::string::npos, n.c_str(),
+               "add_weight: a weight name must be non-empty and without '/', got '{}'", name);
+  for (int64_t d : shape.dims())
+    TF_CHECK_ARG(d >= 0, n.c_str(),
+                 "add_weight('{}'): the shape must be fully defined (no tf::None), got {}", name,
+                 shape.to_string());
+  {
+    std::lock_guard lock(weights_mu_);
+    for (auto& w : weights_) {
+      if (w.name != name) continue;
+      // A weight made before the build (a direct call of the build override) is the one the
+      // build asks for again.
+      const bool reusable = in_build && w.outside_build && w.pass != build_pass_ &&
+                            w.variable.shape() == shape && w.variable.trainable() == trainable;
+      TF_CHECK_ARG(reusable, n.c_str(),
+                   "layer \"{}\" ({}) already has a weight named '{}': weight names must be "
+                   "unique within a layer",
+                   n, class_name(), name);
+      w.pass = build_pass_;
+      return w.variable;
+    }
+  }
+  Variable v;
+  {
+    // Outside a build (a constructor) the initial value is still computed eagerly, mirrored as
+    // the layer's weights are.
+    std::optional<BuildScope> scope;
+    if (!in_build) scope.emplace(mirror_spec_);
+    const Initializer& init = initializer.defined() ? initializer : Initializer("glorot_uniform");
+    v = Variable(init(shape, dtype_), n + "/" + name, trainable);
+  }
+  std::lock_guard lock(weights_mu_);
+  weights_.push_back({.name = name,
+                      .variable = v,
+                      .regularizer = regularizer,
+                      .outside_build = !in_build,
+                      .published = !in_build,
+                      .pass = in_build ? build_pass_ : 0});
   return v;
+}
+
+std::vector<Weight> LayerImpl::visible_weights() const {
+  if (built()) return weights_;
+  std::lock_guard lock(weights_mu_);
+  std::vector<Weight> out;
+  for (const auto& w : weights_)
+    if (visible(w)) out.push_back(w);
+  return out;
+}
+
+void LayerImpl::note_call(uint64_t call) {
+  const auto me = std::this_thread::get_id();
+  std::lock_guard lock(losses_mu_);
+  for (auto& r : call_losses_) {
+    if (r.thread != me) continue;
+    if (r.call != call) {
+      r.call = call;
+      r.losses.clear();
+    }
+    return;
+  }
+  if (call_losses_.size() >= kMaxLossThreads) {
+    auto oldest = std::min_element(call_losses_.begin(), call_losses_.end(),
+                                   [](const auto& a, const auto& b) { return a.call < b.call; });
+    call_losses_.erase(oldest);
+  }
+  call_losses_.push_back({me, call, {}});
+}
+
+void LayerImpl::add_loss(const Tensor& loss) {
+  const std::string n = name();
+  TF_CHECK_ARG(loss.defined(), n.c_str(), "add_loss: the loss is an undefined tensor");
+  TF_CHECK_T(FailedPreconditionError,
+             std::find(t_call_stack.begin(), t_call_stack.end(), this) != t_call_stack.end(),
+             n.c_str(),
+             "add_loss() outside a call of layer \"{}\": call it inside call(), where Keras "
+             "records the losses of the forward pass",
+             n);
+  if (t_build_scopes > 0) return;  // a shape probe, not the user's forward pass
+  const auto me = std::this_thread::get_id();
+  std::lock_guard lock(losses_mu_);
+  for (auto& r : call_losses_)
+    if (r.thread == me) {
+      r.losses.push_back(loss);
+      return;
+    }
+}
+
+std::vector<Tensor> LayerImpl::added_losses() const {
+  // The call to report: this thread's latest, else the latest on any thread.
+  std::thread::id thread;
+  uint64_t call = 0;
+  {
+    const auto me = std::this_thread::get_id();
+    std::lock_guard lock(losses_mu_);
+    for (const auto& r : call_losses_)
+      if (r.thread == me || (thread != me && r.call > call)) {
+        thread = r.thread;
+        call = r.call;
+      }
+  }
+  if (call == 0) return {};
+  // Keras' _flatten_layers: this layer, then a deque of sub-layers where each visited layer's
+  // own sub-layers go to the front (extendleft, so in reverse order).
+  std::vector<const LayerImpl*> order{this};
+  std::vector<const void*> seen;
+  std::deque<Layer> todo;
+  for (const Layer& l : sublayers()) todo.push_back(l);
+  while (!todo.empty()) {
+    const Layer l = todo.front();
+    todo.pop_front();
+    if (std::find(seen.begin(), seen.end(), l.id()) != seen.end()) continue;
+    seen.push_back(l.id());
+    order.push_back(&l.impl());
+    for (const Layer& child : l.impl().sublayers()) todo.push_front(child);
+  }
+  // Graph values of another trace (or of a finished one, seen eagerly) are not this caller's.
+  const bool tracing = ::tapeflow::detail::thread_context().trace != nullptr;
+  std::vector<Tensor> out;
+  for (const LayerImpl* l : order) {
+    std::lock_guard lock(l->losses_mu_);
+    for (const auto& r : l->call_losses_)
+      if (r.thread == thread && r.call == call)
+        for (const Tensor& t : r.losses)
+          if (tracing || !t.is_symbolic()) out.push_back(t);
+  }
+  return out;
 }
 
 const Variable& LayerImpl::weight(const std::string& name) const {
@@ -345,19 +541,19 @@ void LayerImpl::set_trainable(bool t) {
   for (const Layer& child : sublayers()) child.impl().set_trainable(t);
 }
 
-void LayerImpl::collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
+void LayerImpl::collect(std::vector<std::pair<Variable, bool>>& out, bool parent_trainable,
                         std::vector<const void*>& seen) const {
   const bool effective = parent_trainable && trainable();
-  // The weights are complete (and immutable) once built() is true; before, there are none.
-  const std::vector<Weight> none;
-  for (const auto& w : built() ? weights_ : none) {
-    const bool is_trainable = effective && w.variable.trainable();
-    if (is_trainable != want_trainable) continue;
-    if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
-    seen.push_back(w.variable.handle_id());
-    out.push_back(w.variable);
-  }
-  for (const Layer& child : sublayers()) child.impl().collect(out, want_trainable, effective, seen);
+  // Keras 3's layer.weights: own trainable weights, own non-trainable ones, then sub-layers.
+  const std::vector<Weight> own = visible_weights();
+  for (const bool trainable_group : {true, false})
+    for (const auto& w : own) {
+      if (w.variable.trainable() != trainable_group) continue;
+      if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
+      seen.push_back(w.variable.handle_id());
+      out.emplace_back(w.variable, effective && w.variable.trainable());
+    }
+  for (const Layer& child : sublayers()) child.impl().collect(out, effective, seen);
 }
 
 std::string LayerImpl::local_base_name() const {
@@ -376,8 +572,8 @@ void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& o
                                 bool root) const {
   if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
   seen_layers.push_back(this);
-  if (built_here())
-    for (const auto& w : weights_) out.emplace_back(path + "/" + w.name, w.variable);
+  for (const auto& w : built_here() ? weights_ : visible_weights())
+    out.emplace_back(path + "/" + w.name, w.variable);
   // Names by position among siblings, not the process-wide automatic names, so a second model
   // of the same architecture (or the same program in another process) matches a checkpoint.
   // Explicit names are kept (two equal ones clash below, as Keras refuses them); automatic
@@ -398,13 +594,17 @@ void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& o
   }
 }
 
-void LayerImpl::collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const {
-  if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;
-  seen.push_back(this);
-  if (built())
-    for (const auto& w : weights_)
-      if (w.regularizer.defined()) out.push_back(w.regularizer(w.variable.value()));
-  for (const Layer& child : sublayers()) child.impl().collect_losses(out, seen);
+void LayerImpl::collect_losses(std::vector<Tensor>& out, bool parent_trainable,
+                               std::vector<const void*>& seen) const {
+  const bool effective = parent_trainable && trainable();
+  if (!effective) return;  // Keras 3 penalises trainable weights only
+  for (const auto& w : visible_weights()) {
+    if (!w.variable.trainable()) continue;
+    if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
+    seen.push_back(w.variable.handle_id());
+    if (w.regularizer.defined()) out.push_back(w.regularizer(w.variable.value()));
+  }
+  for (const Layer& child : sublayers()) child.impl().collect_losses(out, effective, seen);
 }
 
 }  // namespace detail
@@ -428,22 +628,27 @@ void Layer::build(const TensorShape& input_shape) const { impl().ensure_built(in
 TensorShape Layer::input_shape() const { return impl().built_input_shape(); }
 TensorShape Layer::output_shape() const { return impl().built_output_shape(); }
 
-std::vector<Variable> Layer::trainable_variables() const {
-  std::vector<Variable> out;
+namespace {
+// variables() with each one's effective trainability; `which`: 1 trainable, 0 not, -1 all.
+std::vector<Variable> weight_list(const detail::LayerImpl& l, int which) {
+  std::vector<std::pair<Variable, bool>> all;
   std::vector<const void*> seen;
-  impl().collect(out, true, true, seen);
+  l.collect(all, true, seen);
+  std::vector<Variable> out;
+  for (auto& [v, t] : all)
+    if (which < 0 || t == (which == 1)) out.push_back(v);
   return out;
+}
+}  // namespace
+
+std::vector<Variable> Layer::trainable_variables() const {
+  return weight_list(impl(), 1);
 }
 std::vector<Variable> Layer::non_trainable_variables() const {
-  std::vector<Variable> out;
-  std::vector<const void*> seen;
-  impl().collect(out, false, true, seen);
-  return out;
+  return weight_list(impl(), 0);
 }
 std::vector<Variable> Layer::variables() const {
-  std::vector<Variable> out = trainable_variables();
-  for (auto& v : non_trainable_variables()) out.push_back(v);
-  return out;
+  return weight_list(impl(), -1);
 }
 std::vector<Tensor> Layer::get_weights() const {
   std::vector<Tensor> out;
@@ -469,9 +674,9 @@ int64_t Layer::count_params() const {
   return n;
 }
 std::vector<Tensor> Layer::losses() const {
-  std::vector<Tensor> out;
+  std::vector<Tensor> out = impl().added_losses();
   std::vector<const void*> seen;
-  impl().collect_losses(out, seen);
+  impl().collect_losses(out, true, seen);
   return out;
 }
 bool Layer::trainable() const { return impl().trainable(); }

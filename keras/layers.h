@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -71,8 +72,9 @@ class Layer : public Trackable {
   TensorShape input_shape() const;
   TensorShape output_shape() const;
 
-  // Keras' weight lists: trainable_variables in creation order (sub-layers in order), then
-  // non_trainable_variables; variables() is both, in that order.
+  // Keras 3's weight lists. variables() (= weights()): the layer's own trainable weights, then
+  // its own non-trainable ones (each in creation order), then each sub-layer's variables() in
+  // turn; trainable_variables() and non_trainable_variables() keep that order.
   std::vector<Variable> trainable_variables() const;
   std::vector<Variable> non_trainable_variables() const;
   std::vector<Variable> variables() const;
@@ -83,7 +85,9 @@ class Layer : public Trackable {
   void set_weights(const std::vector<Tensor>& values) const;
   // Number of scalars in all weights (trainable or not), as Keras' count_params().
   int64_t count_params() const;
-  // The regularization penalties of the weights, evaluated now (Keras' layer.losses).
+  // Keras 3's layer.losses: the losses that add_loss() recorded during the latest call of this
+  // layer on this thread (its own, then its sub-layers', in Keras' order), then the
+  // regularization penalties of its trainable weights, evaluated now. See docs/keras.md.
   std::vector<Tensor> losses() const;
   // Keras' layer.trainable: a frozen layer's weights count as non-trainable and a frozen
   // BatchNormalization runs in inference mode. Setting it on a model sets it on all its layers.
@@ -293,6 +297,9 @@ struct Weight {
   std::string name;  // "kernel"
   Variable variable;
   Regularizer regularizer;
+  bool outside_build = false;  // made before the build (a constructor, a direct build() call)
+  bool published = false;      // visible to the weight lists before the layer is built
+  uint64_t pass = 0;           // the build pass that made or reused it (0: none)
 };
 
 // The shared state behind a Layer handle. Concrete layers override build(), call() and
@@ -328,13 +335,24 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // The input_shape given at construction (batch dimension None), if any.
   const std::optional<TensorShape>& declared_input_shape() const { return declared_input_shape_; }
 
-  // Weights of this layer only, in creation order.
+  // Weights of this layer only, in creation order (complete once built()).
   const std::vector<Weight>& own_weights() const { return weights_; }
+  // Whether this thread is building this layer now (inside its build()).
+  bool building_here() const;
+  // Keras' add_loss: records `loss` for the current call of this layer on this thread.
+  // FailedPreconditionError outside a call of this layer; ignored while the layer builds (a
+  // subclassed model's shape probe).
+  void add_loss(const Tensor& loss);
+  // The losses add_loss recorded during the latest call of this layer on this thread (or, on a
+  // thread that never called it, the latest call on any thread), this layer's first and then
+  // its sub-layers' in Keras 3's order (_flatten_layers).
+  std::vector<Tensor> added_losses() const;
   // Sub-layers whose weights belong to this layer (models' layers), in order.
   virtual std::vector<Layer> sublayers() const { return {}; }
 
-  // Keras' weight lists (see Layer); `seen` deduplicates shared layers and weights.
-  void collect(std::vector<Variable>& out, bool want_trainable, bool parent_trainable,
+  // Keras 3's layer.weights with each weight's effective trainability (see Layer); `seen`
+  // deduplicates shared weights.
+  void collect(std::vector<std::pair<Variable, bool>>& out, bool parent_trainable,
                std::vector<const void*>& seen) const;
   // Checkpoint names: this layer's weights as "<path>/<weight>", its sub-layers under
   // "<path>/<local name>" (the root's sub-layers directly under their local names).
@@ -344,7 +362,10 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // The name this layer has among its siblings: an explicit name as given, an automatic one as
   // its base ("dense" for "dense_12"); the parent numbers repeats ("dense", "dense_1").
   std::string local_base_name() const;
-  void collect_losses(std::vector<Tensor>& out, std::vector<const void*>& seen) const;
+  // The weight regularization penalties of the trainable weights, in trainable_variables()
+  // order (Keras 3 leaves out the frozen ones).
+  void collect_losses(std::vector<Tensor>& out, bool parent_trainable,
+                      std::vector<const void*>& seen) const;
 
   bool trainable() const { return trainable_.load(std::memory_order_relaxed); }
   // Sets the flag on this layer and every sub-layer (Keras' trainable setter).
@@ -383,9 +404,19 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // Registers with the calling layer, builds, checks and calls; models override it.
   virtual Tensor run(const Tensor& x, bool training);
 
+  // Creates a weight "<layer>/<name>". Inside build(); or before the layer is built and outside
+  // its calls (a custom layer's constructor, or a direct call of its build override): such a
+  // weight is kept, and the build reuses it when it asks for the same name and shape again.
+  // Refused inside a call and after the build; a name used twice in one build is an error.
   Variable add_weight(const std::string& name, const TensorShape& shape,
                       const Initializer& initializer, bool trainable,
                       const Regularizer& regularizer = {});
+  // Runs `fn` as a build of this layer on this thread: eagerly (BuildScope), with add_weight
+  // allowed; the weights it made are published when it returns, and removed if it throws.
+  void run_as_build(const std::function<void()>& fn);
+  // Hands deferred checkpoint values to the weights that exist now (a subclassed model's own
+  // weights, made by its build() before its first call computes).
+  void restore_deferred_now() { after_build(); }
   // Records the build's shapes and marks the layer built (the first writer wins); models that
   // build by being called use it. set_output_shape replaces the output shape (Sequential::add).
   void set_built_shapes(const TensorShape& input_shape, const TensorShape& output_shape);
@@ -412,7 +443,25 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::atomic<bool> trainable_{true};
   mutable std::mutex shape_mu_;
   TensorShape input_shape_, output_shape_;  // guarded by shape_mu_
-  std::vector<Weight> weights_;              // written during the build only
+  // Written before and during the build only, under weights_mu_; read without it once built.
+  mutable std::mutex weights_mu_;
+  std::vector<Weight> weights_;
+  uint64_t build_pass_ = 0;    // the running build pass (guarded by weights_mu_)
+  uint64_t build_passes_ = 0;  // passes so far (guarded by weights_mu_)
+  bool visible(const Weight& w) const { return w.published || building_here(); }
+  // The weights the lists show now: all once built, else the published ones (and, to the thread
+  // that builds, those of its build).
+  std::vector<Weight> visible_weights() const;
+  // add_loss records, one per thread that called the layer: the outermost call it belonged to
+  // and the losses added since.
+  struct CallLosses {
+    std::thread::id thread;
+    uint64_t call = 0;
+    std::vector<Tensor> losses;
+  };
+  mutable std::mutex losses_mu_;
+  std::vector<CallLosses> call_losses_;  // guarded by losses_mu_
+  void note_call(uint64_t call);
   // Deferred checkpoint values (defer_restore) and the step that hands them to new weights.
   std::mutex deferred_mu_;
   std::vector<std::pair<std::string, DeferredRestore>> deferred_;  // guarded by deferred_mu_

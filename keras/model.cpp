@@ -17,6 +17,12 @@ namespace detail {
 
 namespace {
 
+// Models whose build override this thread is running (run_build_hook).
+thread_local std::vector<const ModelImpl*> t_hooks;
+bool in_hook(const ModelImpl* m) {
+  return std::find(t_hooks.begin(), t_hooks.end(), m) != t_hooks.end();
+}
+
 // "MyModel" from a mangled "N2ns7MyModelE": the unqualified class name, as Python's __name__.
 std::string demangled_class_name(const std::type_info& t) {
   int status = 0;
@@ -240,8 +246,31 @@ Tensor ModelImpl::call(const Tensor& x, bool training) {
   return owner->call(x, training);
 }
 
+void ModelImpl::run_build_hook(const TensorShape& input_shape) {
+  if (hook_done_.load(std::memory_order_acquire) || in_hook(this)) return;
+  // Replica threads may arrive together: one runs the override, the others wait for it.
+  std::lock_guard lock(hook_mu_);
+  if (hook_done_.load(std::memory_order_relaxed)) return;
+  Model* owner = live_subclass_object();
+  if (owner == nullptr) return;  // call() reports it
+  const TensorShape s = with_unknown_batch(input_shape);
+  t_hooks.push_back(this);
+  try {
+    run_as_build([&] { owner->build(s); });
+  } catch (...) {
+    t_hooks.pop_back();
+    throw;
+  }
+  t_hooks.pop_back();
+  hook_done_.store(true, std::memory_order_release);
+  // Checkpoint values waiting for the new weights reach them before the first call computes.
+  restore_deferred_now();
+}
+
 Tensor ModelImpl::run(const Tensor& x, bool training) {
-  // A subclassed model is built by its first call (Keras): its layers build themselves.
+  // A subclassed model is built by its first call (Keras): its build() override runs first,
+  // then the call, in which its layers build themselves.
+  if (!built()) run_build_hook(x.shape());
   Tensor y = call(x, training);
   if (!built()) set_built_shapes(with_unknown_batch(x.shape()), with_unknown_batch(y.shape()));
   return y;
@@ -259,7 +288,10 @@ TensorShape ModelImpl::probe_output_shape(const TensorShape& input_shape) {
   return out;
 }
 
-void ModelImpl::build(const TensorShape& s) { (void)probe_output_shape(s); }
+void ModelImpl::build(const TensorShape& s) {
+  run_build_hook(s);
+  (void)probe_output_shape(s);
+}
 
 TensorShape ModelImpl::compute_output_shape(const TensorShape& s) const {
   if (built()) {
@@ -342,6 +374,22 @@ Tensor Model::call(const Tensor&, bool) {
            "model \"{}\" ({}) does not override call(x, training): subclass tf::keras::Model and "
            "override it, or use tf::keras::Sequential",
            n, class_name());
+}
+
+void Model::build(const TensorShape& input_shape) {
+  // Inside the library's run of the override (or of this default): no weights of its own.
+  if (detail::in_hook(&model_impl())) return;
+  impl().ensure_built(input_shape);
+}
+
+Variable Model::add_weight(const std::string& name, const TensorShape& shape,
+                           const Initializer& initializer, bool trainable,
+                           const Regularizer& regularizer) {
+  return model_impl().add_custom_weight(name, shape, initializer, trainable, regularizer);
+}
+
+void Model::add_loss(const Tensor& loss) {
+  model_impl().add_loss(loss);
 }
 
 std::vector<Layer> Model::layers() const { return model_impl().sublayers(); }

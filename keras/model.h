@@ -28,6 +28,7 @@
 // concurrently with calls; Sequential::add must not.
 #pragma once
 
+#include <atomic>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,16 @@ class ModelImpl : public LayerImpl {
   // Keras' summary table (the text summary() prints).
   std::string summary(int line_length) const;
 
+  // Runs the subclass's build(input_shape) override once (Keras' build, before the first
+  // call), eagerly and mirrored as layers build; a no-op once it ran or while it runs here.
+  void run_build_hook(const TensorShape& input_shape);
+  // For Model::add_weight (LayerImpl::add_weight's rules).
+  Variable add_custom_weight(const std::string& name, const TensorShape& shape,
+                             const Initializer& initializer, bool trainable,
+                             const Regularizer& regularizer) {
+    return add_weight(name, shape, initializer, trainable, regularizer);
+  }
+
   // ---- training (keras/training.cpp): shared by every copy of the model handle ----
   std::shared_ptr<TrainingState> training_;
 
@@ -82,6 +93,8 @@ class ModelImpl : public LayerImpl {
   // A live object of the user's subclass sharing this state, or nullptr.
   Model* live_subclass_object() const;
 
+  std::mutex hook_mu_;  // serialises run_build_hook
+  std::atomic<bool> hook_done_{false};
   mutable std::mutex mu_;  // guards the members below
   std::vector<Layer> tracked_;
   std::vector<Model*> instances_;
@@ -100,6 +113,20 @@ class Model : public Layer {
   // The forward pass of a subclassed model (Keras' call). Call the model through operator(),
   // which builds, tracks and checks; the base version throws UnimplementedError.
   virtual Tensor call(const Tensor& x, bool training);
+
+  // Keras' build(input_shape), both ways:
+  // - From outside, model.build(shape) builds the model (as Layer::build): a subclassed model
+  //   runs its build override, then calls itself once on zeros to learn its output shape.
+  // - A subclass may override it to create its own weights with add_weight (a custom layer,
+  //   Keras' Layer.build). The library runs the override once, before the first call or on a
+  //   build from outside, with the batch dimension None, eagerly (outside tapes and traces),
+  //   mirrored under a distribution strategy, as built-in layers build.
+  //   C++ cannot wrap an override as Keras wraps build, so `model.build(shape)` on an object of
+  //   the subclass calls the override directly: end it with `Model::build(input_shape)`
+  //   (Keras' super().build) and that call completes the build; without it the weights exist
+  //   and the model counts as built at its first call.
+  virtual void build(const TensorShape& input_shape);
+  using Layer::build;  // the const form, for const handles
 
   // The model's layers: Sequential's list, or a subclassed model's tracked layers.
   std::vector<Layer> layers() const;
@@ -157,6 +184,20 @@ class Model : public Layer {
     model_impl().track(layer);
     return layer;
   }
+
+  // Keras' add_weight for a custom layer: a weight "<model>/<name>" of `shape` (fully defined)
+  // and the model's dtype, initialised by `initializer` (a name such as "zeros" or an
+  // Initializer; none: "glorot_uniform", Keras' default for floating weights), trainable or
+  // not, with an optional regularizer whose penalty joins losses(). Call it in build() (or in
+  // the constructor, when the shape is known there); inside call() or after the build it is a
+  // FailedPreconditionError, and a name used twice an InvalidArgumentError.
+  Variable add_weight(const std::string& name, const TensorShape& shape,
+                      const Initializer& initializer = {}, bool trainable = true,
+                      const Regularizer& regularizer = {});
+  // Keras' add_loss inside call(): `loss` (summed if not a scalar) is added to the compiled loss
+  // by fit, train_on_batch, evaluate and test_on_batch, and is listed by losses() until the
+  // next call. FailedPreconditionError outside a call of this model.
+  void add_loss(const Tensor& loss);
   detail::ModelImpl& model_impl() const;
 };
 

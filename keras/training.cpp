@@ -24,6 +24,7 @@
 #include "ops/dynamic_shape.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -73,9 +74,16 @@ double replicas() {
   return ctx ? static_cast<double>(ctx->num_replicas_in_sync()) : 1.0;
 }
 
-// The regularization losses of the model, scaled for distribution as the compiled loss is.
+// Keras 3's compute_loss: the compiled loss plus every entry of model.losses() (the add_loss
+// losses of the call just made, then the weight regularization penalties), each summed to a
+// scalar; scaled for distribution as the compiled loss is. Inside a traced step the added
+// losses are values of the same trace.
 Tensor add_regularization(const Layer& model, Tensor loss) {
-  for (const Tensor& r : model.losses()) loss = add(loss, multiply(r, Tensor(1.0 / replicas())));
+  for (Tensor r : model.losses()) {
+    if (r.rank() > 0) r = reduce_sum(r);
+    if (r.dtype() != loss.dtype()) r = cast(r, loss.dtype());
+    loss = add(loss, multiply(r, Tensor(1.0 / replicas())));
+  }
   return loss;
 }
 
@@ -492,7 +500,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       distribute::Strategy* strategy = live_strategy(*stp, "fit");
       std::optional<distribute::Strategy::Scope> scope;
       if (strategy != nullptr && !distribute::has_strategy()) scope.emplace(*strategy);
-      build((*first)[0].shape());
+      Layer::build((*first)[0].shape());
     }
     ckpt.restore(latest);
     const int64_t epoch = backup_epoch.value().item<int64_t>();
