@@ -27,6 +27,7 @@
 #include "keras/tensorboard.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
+#include "ops/einsum.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
