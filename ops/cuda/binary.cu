@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "core/cuda/context.h"
 #include "core/error.h"
@@ -72,71 +73,71 @@ void binary_eval(const char* name, const Tensor& a, const Tensor& b, Tensor& out
   })
 }
 
-template <class T>
+struct IsNegative {
+  template <class T>
+  __device__ bool operator()(T v) const {
+    if constexpr (std::is_signed_v<T>)
+      return v < T(0);
+    else
+      return false;
+  }
+};
+struct IsZero {
+  template <class T>
+  __device__ bool operator()(T v) const {
+    return v == T(0);
+  }
+};
+
+template <class T, class Pred>
 __global__ void __launch_bounds__(cuda::kThreads)
-    any_negative_kernel(const T* __restrict__ e, int64_t n, int* __restrict__ flag) {
+    any_kernel(const T* __restrict__ e, int64_t n, Pred pred, int* __restrict__ flag) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  bool neg = false;
+  bool hit = false;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    neg = neg || e[i] < 0;
-  if (neg) *flag = 1;
+    hit = hit || pred(e[i]);
+  if (hit) *flag = 1;
 }
 
-// Integer pow rejects negative exponents before computing anything, as TF (and the CPU kernel)
-// does. The host must read the answer: this synchronises the stream. Recorded into a CUDA graph,
-// where nothing may be read on the host, it checks nothing (a negative exponent gives 1, the
-// kernel's power by squaring; TF's GPU kernel does not check either).
-template <class T>
-void check_int_exponents(const Tensor& e) {
+// Whether some element of the int32/int64/uint8 tensor e satisfies pred, read on the host: this
+// synchronises the stream. Integer pow (negative exponents) and integer floordiv and floormod
+// (zero divisors) check their operands before computing anything, as TF's CPU kernels (and
+// ours) do. Inside a CUDA graph capture nothing may be read on the host, so it answers false:
+// a negative exponent then gives 1 (the kernel's power by squaring), a zero divisor a / 1 and
+// a % 1 (TF's GPU kernels do not check either).
+template <class Pred>
+bool any_element(const char* op, const Tensor& e, Pred pred) {
   const Device dev = e.placement();
-  if (detail::cuda::in_capture_scope(dev)) return;
+  if (detail::cuda::in_capture_scope(dev)) return false;
   cudaStream_t st = detail::cuda::stream(dev);
   Tensor flag = detail::empty(TensorShape{}, int32, dev);
   TF_CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int), st));
   const int64_t n = e.num_elements();
-  any_negative_kernel<T><<<cuda::grid_for(n, dev), cuda::kThreads, 0, st>>>(
-      cuda::dptr<T>(e), n, cuda::dptr<int>(flag));
-  detail::cuda::check_launch("pow");
-  if (flag.item<int32_t>() != 0)  // copies to the host after the stream's work (synchronises)
+  const unsigned grid = cuda::grid_for(n, dev);
+  if (e.dtype() == int32)
+    any_kernel<<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int32_t>(e), n, pred,
+                                                cuda::dptr<int>(flag));
+  else if (e.dtype() == int64)
+    any_kernel<<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int64_t>(e), n, pred,
+                                                cuda::dptr<int>(flag));
+  else if (e.dtype() == uint8)
+    any_kernel<<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<uint8_t>(e), n, pred,
+                                                cuda::dptr<int>(flag));
+  else
+    return false;
+  detail::cuda::check_launch(op);
+  return flag.item<int32_t>() != 0;  // copies to the host after the stream's work
+}
+
+void check_int_exponents(const Tensor& e) {
+  if (any_element("pow", e, IsNegative{}))
     throw InvalidArgumentError(std::string("[pow] Integers to negative integer powers are not "
                                            "allowed (") +
                                std::string(dtype_name(e.dtype())) + " exponent)");
 }
 
-template <class T>
-__global__ void __launch_bounds__(cuda::kThreads)
-    any_zero_kernel(const T* __restrict__ e, int64_t n, int* __restrict__ flag) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  bool zero = false;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    zero = zero || e[i] == T(0);
-  if (zero) *flag = 1;
-}
-
-// Integer floordiv and floormod reject a zero divisor, as TF's CPU kernel (and ours) does; the
-// host reads the answer (this synchronises the stream). Inside a CUDA graph capture nothing is
-// checked, as for pow: a zero divisor then gives a / 1 and a % 1 (TF's GPU kernel does not
-// check either).
 void check_int_divisors(const char* op, const Tensor& b) {
-  const Device dev = b.placement();
-  if (detail::cuda::in_capture_scope(dev)) return;
-  if (b.dtype() != int32 && b.dtype() != int64 && b.dtype() != uint8) return;
-  cudaStream_t st = detail::cuda::stream(dev);
-  Tensor flag = detail::empty(TensorShape{}, int32, dev);
-  TF_CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int), st));
-  const int64_t n = b.num_elements();
-  const unsigned grid = cuda::grid_for(n, dev);
-  if (b.dtype() == int32)
-    any_zero_kernel<int32_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int32_t>(b), n,
-                                                                cuda::dptr<int>(flag));
-  else if (b.dtype() == int64)
-    any_zero_kernel<int64_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int64_t>(b), n,
-                                                                cuda::dptr<int>(flag));
-  else
-    any_zero_kernel<uint8_t><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<uint8_t>(b), n,
-                                                                cuda::dptr<int>(flag));
-  detail::cuda::check_launch(op);
-  if (flag.item<int32_t>() != 0)
+  if (any_element(op, b, IsZero{}))
     throw InvalidArgumentError(std::string("[") + op + "] Integer division by zero (" +
                                std::string(dtype_name(b.dtype())) + " divisor)");
 }
@@ -172,8 +173,7 @@ TF_BINARY_CUDA(LogicalOr, LogicalOrF, false)
 
 void Pow::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
-  if (in[1].dtype() == int32) check_int_exponents<int32_t>(in[1]);
-  else if (in[1].dtype() == int64) check_int_exponents<int64_t>(in[1]);
+  if (in[1].dtype() == int32 || in[1].dtype() == int64) check_int_exponents(in[1]);
   binary_eval<kKind, ew::PowF>(name(), in[0], in[1], out[0]);
 }
 
