@@ -370,7 +370,7 @@ void remove_worker_temp(const TrainingContext& ctx, const std::filesystem::path&
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
     : filepath_(std::move(filepath)), opt_(std::move(options)) {
   TF_CHECK_ARG(!filepath_.empty(), "ModelCheckpoint", "the file path is empty");
-  maximize_ = metric_is_maximized(opt_.monitor, opt_.mode);
+  opt_.mode = checked_mode("ModelCheckpoint", opt_.mode);
   TF_CHECK_ARG(opt_.save_freq >= 0, "ModelCheckpoint", "save_freq must be >= 0, got {}",
                opt_.save_freq);
 }
@@ -434,6 +434,7 @@ void ModelCheckpoint::on_train_begin(const Logs&) {
   TF_CHECK_ARG(static_cast<bool>(context().save_weights), "ModelCheckpoint",
                "this loop cannot save weights");
   batches_ = 0;
+  maximize_.reset();  // this fit's metrics decide "auto" (Keras 3, as EarlyStopping)
 }
 
 void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& logs) {
@@ -444,10 +445,12 @@ void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& 
     // Keras 3 saves anyway (as without save_best_only), after the warning.
     TF_LOG_WARN("Can save best model only with {} available.", opt_.monitor);
   } else if (opt_.save_best_only) {
+    // (A batch save before the first epoch's end resolves the direction here.)
+    if (!maximize_) maximize_ = resolve_maximize("ModelCheckpoint", opt_.monitor, opt_.mode, ctx_);
     // A NaN never improves (Keras starts from +-inf and compares, so a NaN first value does
     // not become the best and block every later save).
     const bool better =
-        !std::isnan(*current) && (!best_ || (maximize_ ? *current > *best_ : *current < *best_));
+        !std::isnan(*current) && (!best_ || (*maximize_ ? *current > *best_ : *current < *best_));
     // Keras 3 names a best not yet seen "None".
     const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
     if (!better) {
@@ -478,6 +481,9 @@ void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& 
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
+  // Keras 3 settles the direction here, whether or not it saves the best only: in "auto" a
+  // monitor that is neither the loss nor a compiled metric with a direction is an error.
+  if (!maximize_) maximize_ = resolve_maximize("ModelCheckpoint", opt_.monitor, opt_.mode, ctx_);
   if (opt_.save_freq == 0) save(epoch, std::nullopt, logs);
 }
 

@@ -243,7 +243,7 @@ class ModelCheckpoint : public Callback {
   std::string filepath_;
   ModelCheckpointOptions opt_;
   std::optional<double> best_;
-  bool maximize_ = false;
+  std::optional<bool> maximize_;  // the monitor's direction, resolved at the first epoch's end
   int epoch_ = 0;
   int64_t batches_ = 0;
 };

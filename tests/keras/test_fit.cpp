@@ -1235,3 +1235,40 @@ TEST_CASE("fit: EarlyStopping's monitor and mode as Keras 3.15", "[cpu][keras]")
         {"[EarlyStopping]", "accuracy", "mode"});
   }
 }
+
+TEST_CASE("fit: ModelCheckpoint's monitor and mode as Keras 3.15", "[cpu][keras]") {
+  auto [x, y] = linear_data();
+  const auto dir = temp_dir("checkpoint_mode");
+  auto fit_with = [&](K::Model& model, K::callbacks::ModelCheckpointOptions o) {
+    return tf::testing::capture_stderr([&] {
+      model.fit(x, y,
+                {.epochs = 2,
+                 .batch_size = 4,
+                 .callbacks = {K::callbacks::ModelCheckpoint(
+                     (dir / "w-{epoch}.safetensors").string(), o)},
+                 .verbose = 0,
+                 .shuffle = false});
+    });
+  };
+  SECTION("a compiled metric goes its own direction (mse falls)") {
+    auto model = linear_model();
+    model.compile(K::optimizers::SGD(0.05), K::losses::MeanSquaredError(), {"mse"});
+    const std::string err =
+        fit_with(model, {.monitor = "mse", .verbose = 1, .save_best_only = true});
+    CHECK(err.find("Epoch 2: mse improved from") != std::string::npos);
+  }
+  SECTION("an unknown mode warns and is auto") {
+    auto model = linear_model();
+    const std::string err = fit_with(
+        model, {.monitor = "loss", .verbose = 1, .save_best_only = true, .mode = "sideways"});
+    CHECK(err.find("ModelCheckpoint mode 'sideways' is unknown, fallback to auto mode.") !=
+          std::string::npos);
+    CHECK(err.find("Epoch 2: loss improved from") != std::string::npos);
+  }
+  SECTION("auto with a monitor of unknown direction is an error, as in Keras") {
+    auto model = linear_model();
+    tf::testing::require_error([&] { fit_with(model, {.monitor = "custom_thing"}); },
+                               {"[ModelCheckpoint]", "custom_thing", "mode"});
+  }
+  std::filesystem::remove_all(dir);
+}
