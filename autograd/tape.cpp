@@ -420,8 +420,14 @@ std::vector<Tensor> GradientTape::gradient_impl(
   // The tape never records its own gradient computation (an enclosing tape does: nest tapes
   // for higher orders); a non-persistent tape stops recording for good at its first gradient().
   const bool resume = pause_for_gradient(op);
-  std::vector<Tensor> result =
-      compute(floating, seeds, source_ids, source_like, unconnected, options_.persistent);
+  std::vector<Tensor> result;
+  try {
+    result = compute(floating, seeds, source_ids, source_like, unconnected, options_.persistent);
+  } catch (...) {
+    // A failed gradient (a vjp's error, out of memory) leaves a persistent tape recording.
+    if (resume) install();
+    throw;
+  }
   if (resume) install();
   if (!options_.persistent) {
     used_ = true;

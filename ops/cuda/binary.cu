@@ -99,15 +99,16 @@ __global__ void __launch_bounds__(cuda::kThreads)
   if (hit) *flag = 1;
 }
 
-// Whether some element of the int32/int64/uint8 tensor e satisfies pred, read on the host: this
-// synchronises the stream. Integer pow (negative exponents) and integer floordiv and floormod
-// (zero divisors) check their operands before computing anything, as TF's CPU kernels (and
-// ours) do. Inside a CUDA graph capture nothing may be read on the host, so it answers false:
+// Whether some element of e satisfies pred, for int32/int64/uint8 tensors (other dtypes: false,
+// with no device work), read on the host: this synchronises the stream. Integer pow (negative
+// exponents) and integer floordiv and floormod (zero divisors) check their operands before
+// computing anything, as TF's CPU kernels (and ours) do. Inside a CUDA graph capture nothing may be read on the host, so it answers false:
 // a negative exponent then gives 1 (the kernel's power by squaring), a zero divisor a / 1 and
 // a % 1 (TF's GPU kernels do not check either).
 template <class Pred>
 bool any_element(const char* op, const Tensor& e, Pred pred) {
   const Device dev = e.placement();
+  if (e.dtype() != int32 && e.dtype() != int64 && e.dtype() != uint8) return false;
   if (detail::cuda::in_capture_scope(dev)) return false;
   cudaStream_t st = detail::cuda::stream(dev);
   Tensor flag = detail::empty(TensorShape{}, int32, dev);
@@ -120,11 +121,9 @@ bool any_element(const char* op, const Tensor& e, Pred pred) {
   else if (e.dtype() == int64)
     any_kernel<<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<int64_t>(e), n, pred,
                                                 cuda::dptr<int>(flag));
-  else if (e.dtype() == uint8)
+  else
     any_kernel<<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<uint8_t>(e), n, pred,
                                                 cuda::dptr<int>(flag));
-  else
-    return false;
   detail::cuda::check_launch(op);
   return flag.item<int32_t>() != 0;  // copies to the host after the stream's work
 }

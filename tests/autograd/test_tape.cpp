@@ -1,4 +1,5 @@
 // GradientTape behaviour, one case per rule of API.md "Variables and gradients" and TF2's tape.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -626,6 +627,23 @@ TEST_CASE("custom_gradient: a gradient of the wrong dtype is an InvalidArgumentE
   tf::Tensor y = tf::reduce_sum(f(x));
   tf::testing::require_error([&] { (void)tape.gradient(y, x); },
                              {"[custom_gradient]", "dtype float64", "float32"});
+}
+
+TEST_CASE("tape: a persistent tape keeps recording after a gradient that failed", "[autograd]") {
+  const tf::Tensor x = tf::constant({1.0f, 2.0f});
+  auto failing = tf::custom_gradient([](const tf::Tensor& v) {
+    std::function<tf::Tensor(const tf::Tensor&)> grad = [](const tf::Tensor&) -> tf::Tensor {
+      throw tf::InvalidArgumentError("boom");
+    };
+    return std::make_pair(v * 1.0f, grad);
+  });
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  const tf::Tensor y = tf::reduce_sum(failing(x));
+  TF_REQUIRE_THROWS_CONTAINING(tape.gradient(y, x), tf::InvalidArgumentError, "boom");
+  CHECK(tape.recording());
+  const tf::Tensor z = tf::reduce_sum(x * x);  // recorded: the tape resumed
+  check_values(tape.gradient(z, x), {2, 4});
 }
 
 TEST_CASE("a Jacobian larger than the machine's memory is refused up front", "[autograd]") {
