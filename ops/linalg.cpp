@@ -187,12 +187,13 @@ Tensor norm_impl(const Tensor& t, const NormOrder& ord, std::vector<int> axes, b
     reduce_axes.clear();
     for (int d = 0; d < t.rank(); ++d) reduce_axes.push_back(d);
   }
+  // Only the 1 and inf norms (sums and maxima of absolute values) take integer tensors.
+  TF_CHECK_ARG(is_floating(t.dtype()) || (ord.is_number() && (p == 1 || inf)), op,
+               "ord {} needs a floating-point tensor (float16, bfloat16, float32, float64), "
+               "got {}",
+               ord.to_string(), dtype_name(t.dtype()));
   Tensor result;
   if (!ord.is_number() || p == 2) {
-    TF_CHECK_ARG(is_floating(t.dtype()), op,
-                 "ord {} needs a floating-point tensor (float16, bfloat16, float32, float64), "
-                 "got {}",
-                 ord.to_string(), dtype_name(t.dtype()));
     result = sqrt(reduce_sum(t * t, reduce_axes, true));
   } else if (p == 1) {
     result = abs(t);
@@ -203,10 +204,6 @@ Tensor norm_impl(const Tensor& t, const NormOrder& ord, std::vector<int> axes, b
     if (matrix) result = reduce_sum(result, std::vector<int>{axes[1]}, true);
     result = reduce_max(result, matrix ? std::vector<int>{axes[0]} : reduce_axes, true);
   } else {
-    TF_CHECK_ARG(is_floating(t.dtype()), op,
-                 "ord {} needs a floating-point tensor (float16, bfloat16, float32, float64), "
-                 "got {}",
-                 ord.to_string(), dtype_name(t.dtype()));
     // General p-norms, as TF: pow(sum(pow(|x|, p)), 1 / p).
     result = pow(reduce_sum(pow(abs(t), p), reduce_axes, true), 1.0 / p);
   }
