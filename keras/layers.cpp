@@ -437,13 +437,13 @@ Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape
   return v;
 }
 
-std::vector<Weight> LayerImpl::visible_weights() const {
+const std::vector<Weight>& LayerImpl::visible_weights(std::vector<Weight>& scratch) const {
   if (built()) return weights_;
   std::lock_guard lock(weights_mu_);
-  std::vector<Weight> out;
+  scratch.clear();
   for (const auto& w : weights_)
-    if (visible(w)) out.push_back(w);
-  return out;
+    if (visible(w)) scratch.push_back(w);
+  return scratch;
 }
 
 void LayerImpl::note_call(uint64_t call) {
@@ -545,7 +545,8 @@ void LayerImpl::collect(std::vector<std::pair<Variable, bool>>& out, bool parent
                         std::vector<const void*>& seen) const {
   const bool effective = parent_trainable && trainable();
   // Keras 3's layer.weights: own trainable weights, own non-trainable ones, then sub-layers.
-  const std::vector<Weight> own = visible_weights();
+  std::vector<Weight> scratch;
+  const std::vector<Weight>& own = visible_weights(scratch);
   for (const bool trainable_group : {true, false})
     for (const auto& w : own) {
       if (w.variable.trainable() != trainable_group) continue;
@@ -572,7 +573,8 @@ void LayerImpl::collect_tracked(std::vector<std::pair<std::string, Variable>>& o
                                 bool root) const {
   if (std::find(seen_layers.begin(), seen_layers.end(), this) != seen_layers.end()) return;
   seen_layers.push_back(this);
-  for (const auto& w : built_here() ? weights_ : visible_weights())
+  std::vector<Weight> scratch;
+  for (const auto& w : built_here() ? weights_ : visible_weights(scratch))
     out.emplace_back(path + "/" + w.name, w.variable);
   // Names by position among siblings, not the process-wide automatic names, so a second model
   // of the same architecture (or the same program in another process) matches a checkpoint.
@@ -598,7 +600,8 @@ void LayerImpl::collect_losses(std::vector<Tensor>& out, bool parent_trainable,
                                std::vector<const void*>& seen) const {
   const bool effective = parent_trainable && trainable();
   if (!effective) return;  // Keras 3 penalises trainable weights only
-  for (const auto& w : visible_weights()) {
+  std::vector<Weight> scratch;
+  for (const auto& w : visible_weights(scratch)) {
     if (!w.variable.trainable()) continue;
     if (std::find(seen.begin(), seen.end(), w.variable.handle_id()) != seen.end()) continue;
     seen.push_back(w.variable.handle_id());

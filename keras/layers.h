@@ -451,7 +451,8 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   bool visible(const Weight& w) const { return w.published || building_here(); }
   // The weights the lists show now: all once built, else the published ones (and, to the thread
   // that builds, those of its build).
-  std::vector<Weight> visible_weights() const;
+  // (weights_ itself once built, with no copy; else the visible ones, copied into `scratch`.)
+  const std::vector<Weight>& visible_weights(std::vector<Weight>& scratch) const;
   // add_loss records, one per thread that called the layer: the outermost call it belonged to
   // and the losses added since.
   struct CallLosses {
