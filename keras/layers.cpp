@@ -447,15 +447,21 @@ const std::vector<Weight>& LayerImpl::visible_weights(std::vector<Weight>& scrat
 }
 
 void LayerImpl::note_call(uint64_t call) {
-  const auto me = std::this_thread::get_id();
+  // Most layers never see add_loss: their calls skip the lock (records start in add_loss).
+  if (!has_call_records_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(losses_mu_);
+  note_call_locked(call);
+}
+
+LayerImpl::CallLosses& LayerImpl::note_call_locked(uint64_t call) {
+  const auto me = std::this_thread::get_id();
   for (auto& r : call_losses_) {
     if (r.thread != me) continue;
     if (r.call != call) {
       r.call = call;
       r.losses.clear();
     }
-    return;
+    return r;
   }
   if (call_losses_.size() >= kMaxLossThreads) {
     auto oldest = std::min_element(call_losses_.begin(), call_losses_.end(),
@@ -463,6 +469,7 @@ void LayerImpl::note_call(uint64_t call) {
     call_losses_.erase(oldest);
   }
   call_losses_.push_back({me, call, {}});
+  return call_losses_.back();
 }
 
 void LayerImpl::add_loss(const Tensor& loss) {
@@ -475,13 +482,18 @@ void LayerImpl::add_loss(const Tensor& loss) {
              "records the losses of the forward pass",
              n);
   if (t_build_scopes > 0) return;  // a shape probe, not the user's forward pass
-  const auto me = std::this_thread::get_id();
+  // Notes the current call in this layer and in its callers on this thread. The first loss
+  // starts their records (until then their calls note nothing); a caller whose records another
+  // thread began during this call gets its record for this thread here.
+  for (LayerImpl* l : t_call_stack) {
+    if (l == this) continue;
+    std::lock_guard lock(l->losses_mu_);
+    l->note_call_locked(t_outer_call);
+    l->has_call_records_.store(true, std::memory_order_release);
+  }
   std::lock_guard lock(losses_mu_);
-  for (auto& r : call_losses_)
-    if (r.thread == me) {
-      r.losses.push_back(loss);
-      return;
-    }
+  note_call_locked(t_outer_call).losses.push_back(loss);
+  has_call_records_.store(true, std::memory_order_release);
 }
 
 std::vector<Tensor> LayerImpl::added_losses() const {

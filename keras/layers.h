@@ -462,7 +462,12 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   };
   mutable std::mutex losses_mu_;
   std::vector<CallLosses> call_losses_;  // guarded by losses_mu_
+  // Set once add_loss ran in a call of this layer (or of one it called): until then a call
+  // notes nothing and takes no lock, since there is nothing to clear.
+  std::atomic<bool> has_call_records_{false};
   void note_call(uint64_t call);
+  // This thread's record, moved to `call` (its losses cleared) if it was older.
+  CallLosses& note_call_locked(uint64_t call);
   // Deferred checkpoint values (defer_restore) and the step that hands them to new weights.
   std::mutex deferred_mu_;
   std::vector<std::pair<std::string, DeferredRestore>> deferred_;  // guarded by deferred_mu_

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -421,6 +422,51 @@ TEST_CASE("add_loss in a custom training loop and a traced step", "[cpu][keras]"
   K::Sequential outer({model});
   (void)outer(x);
   CHECK(outer.losses().size() == 1);
+}
+
+namespace {
+// Adds a loss only when asked: a call without one must clear the previous call's.
+class Sometimes : public K::Model {
+ public:
+  tf::Tensor call(const tf::Tensor& x, bool) override {
+    if (add) add_loss(tf::reduce_sum(x));
+    return x;
+  }
+  bool add = false;
+};
+}  // namespace
+
+TEST_CASE("add_loss: records start with the first loss and later calls clear them",
+          "[cpu][keras]") {
+  Sometimes s;
+  K::Sequential parent({K::layers::Dense(2, {.kernel_initializer = "ones"}), s});
+  const tf::Tensor x = tf::ones({1, 2});
+  (void)parent(x);  // no loss yet: no layer keeps call records
+  CHECK(parent.losses().empty());
+  CHECK(s.losses().empty());
+  s.add = true;
+  (void)parent(x);  // dense gives [2, 2]: the loss is 4
+  REQUIRE(parent.losses().size() == 1);
+  CHECK(parent.losses()[0].item<float>() == 4.0f);
+  REQUIRE(s.losses().size() == 1);
+  s.add = false;
+  (void)parent(x);  // the parent's and the layer's records move to this call: no losses
+  CHECK(parent.losses().empty());
+  CHECK(s.losses().empty());
+  s.add = true;
+  (void)s(tf::fill({1, 3}, 2.0f));  // a direct call: the layer's own latest call
+  REQUIRE(s.losses().size() == 1);
+  CHECK(s.losses()[0].item<float>() == 6.0f);
+  // Each thread sees the losses of its own latest call.
+  std::vector<float> seen(2, -1.0f);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      (void)parent(tf::fill({1, 2}, static_cast<float>(t + 1)));
+      seen[static_cast<size_t>(t)] = parent.losses().at(0).item<float>();
+    });
+  for (auto& th : threads) th.join();
+  CHECK(seen == std::vector<float>{4.0f, 8.0f});
 }
 
 TEST_CASE(
