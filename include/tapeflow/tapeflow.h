@@ -29,6 +29,7 @@
 #include "ops/copy.h"
 #include "ops/einsum.h"
 #include "ops/factory.h"
+#include "ops/indexing.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"

@@ -1,0 +1,369 @@
+// gather_nd, scatter_nd, tensor_scatter_nd_add/_sub, boolean_mask, global_norm and
+// clip_by_global_norm (ops/indexing.h) on every device of devices_under_test(): values against
+// plain loops and TF 2.21's results, gradients against central differences, traced equals eager,
+// and the errors TF raises for bad indices and shapes.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/copy.h"
+#include "ops/factory.h"
+#include "ops/indexing.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_values;
+using tf::testing::random_values;
+using tf::testing::require_error;
+
+namespace {
+
+tf::Tensor iota(const tf::TensorShape& shape, tf::DType dtype = tf::float32) {
+  return tf::reshape(tf::range(0.0, static_cast<double>(shape.num_elements()), 1.0, dtype), shape);
+}
+
+tf::Tensor idx(std::vector<int64_t> values, const tf::TensorShape& shape,
+               tf::DType dtype = tf::int32) {
+  return tf::cast(tf::constant(values, shape), dtype);
+}
+
+// The gradient of sum(f(x) * w) for a float64 x against central differences.
+void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
+                    const tf::TensorShape& shape) {
+  const auto data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
+  const tf::Tensor x = tf::detail::from_doubles(data, shape, tf::float64);
+  const tf::Tensor y0 = f(x);
+  const auto wv = random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
+  const tf::Tensor w = tf::detail::from_doubles(wv, y0.shape(), tf::float64);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor loss = tf::reduce_sum(f(x) * w);
+  const tf::Tensor g = tape.gradient(loss, x);
+  REQUIRE(g.defined());
+  auto at = [&](const std::vector<double>& d) {
+    const auto y = tf::detail::to_double_vector(f(tf::detail::from_doubles(d, shape, tf::float64)));
+    double s = 0;
+    for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
+    return s;
+  };
+  std::vector<double> want(data.size());
+  const double h = 1e-6;
+  for (size_t i = 0; i < data.size(); ++i) {
+    auto p = data, m = data;
+    p[i] += h;
+    m[i] -= h;
+    want[i] = (at(p) - at(m)) / (2 * h);
+  }
+  check_values(g, want, 1e-7, 1e-8);
+}
+
+}  // namespace
+
+TEST_CASE("gather_nd gives TF's values", "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor p = iota({3, 4});
+    for (tf::DType it : {tf::int32, tf::int64}) {
+      // Full indices give elements; shorter ones give rows.
+      check_values(tf::gather_nd(p, idx({0, 1, 2, 3, 1, 0}, {3, 2}, it)), {1, 11, 4}, 0, 0);
+      check_values(tf::gather_nd(p, idx({2, 0}, {2, 1}, it)), {8, 9, 10, 11, 0, 1, 2, 3}, 0, 0);
+      CHECK(tf::gather_nd(p, idx({2, 0}, {2, 1}, it)).shape() == tf::TensorShape({2, 4}));
+      // Leading index dimensions stay: indices (2, 1, 2) give (2, 1).
+      const tf::Tensor g = tf::gather_nd(p, idx({1, 1, 2, 2}, {2, 1, 2}, it));
+      CHECK(g.shape() == tf::TensorShape({2, 1}));
+      check_values(g, {5, 10}, 0, 0);
+    }
+    // An empty index picks the whole tensor; no indices give an empty result (TF 2.21).
+    CHECK(tf::gather_nd(p, tf::zeros({2, 0}, tf::int32)).shape() == tf::TensorShape({2, 3, 4}));
+    CHECK(tf::gather_nd(p, tf::zeros({0, 2}, tf::int32)).shape() == tf::TensorShape({0}));
+    // batch_dims = 1 (TF 2.21: [[4..7], [12..15]] and [[6], [15]]).
+    const tf::Tensor q = iota({2, 3, 4}, tf::int32);
+    check_values(tf::gather_nd(q, idx({1, 0}, {2, 1}), 1), {4, 5, 6, 7, 12, 13, 14, 15}, 0, 0);
+    const tf::Tensor b = tf::gather_nd(q, idx({1, 2, 0, 3}, {2, 1, 2}), 1);
+    CHECK(b.shape() == tf::TensorShape({2, 1}));
+    check_values(b, {6, 15}, 0, 0);
+    // Every dtype gathers.
+    for (tf::DType d : tf::testing::kAllDTypes) {
+      INFO(tf::dtype_name(d));
+      const tf::Tensor t = tf::cast(iota({2, 2}), d);
+      check_values(tf::cast(tf::gather_nd(t, idx({1, 1}, {1, 2})), tf::float64),
+                   {d == tf::bool_ ? 1.0 : 3.0}, 0, 0);
+    }
+  }
+}
+
+TEST_CASE("gather_nd against a loop over random indices", "[cpu][cuda][indexing]") {
+  const std::vector<int64_t> dims{4, 3, 5, 2};
+  const tf::Tensor p = iota(tf::TensorShape(dims), tf::float64);
+  const auto r = random_values(6 * 2, 0, 1, 11);
+  std::vector<int64_t> ix;
+  std::vector<double> want;
+  for (size_t i = 0; i < 6; ++i) {
+    const int64_t a = static_cast<int64_t>(r[2 * i] * 4),
+                  c = static_cast<int64_t>(r[2 * i + 1] * 3);
+    ix.insert(ix.end(), {a, c});
+    for (int64_t k = 0; k < 10; ++k) want.push_back(static_cast<double>((a * 3 + c) * 10 + k));
+  }
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor g = tf::gather_nd(tf::identity(p), idx(ix, {3, 2, 2}, tf::int64));
+    CHECK(g.shape() == tf::TensorShape({3, 2, 5, 2}));
+    check_values(g, want, 0, 0);
+  }
+}
+
+TEST_CASE("scatter_nd and tensor_scatter_nd_add give TF's values", "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // Duplicates add up (TF 2.21: [0, 3, 0, 3]).
+    check_values(tf::scatter_nd(idx({1, 1, 3}, {3, 1}), tf::constant({1.f, 2.f, 3.f}), {4}),
+                 {0, 3, 0, 3}, 0, 0);
+    // Slices: rows of a (3, 2) tensor.
+    check_values(tf::scatter_nd(idx({2, 0}, {2, 1}, tf::int64),
+                                tf::constant({{1.0, 2.0}, {3.0, 4.0}}), {3, 2}),
+                 {3, 4, 0, 0, 1, 2}, 0, 0);
+    // Integers add exactly (TF 2.21: [0, 3, 0]); bools or together (TF: [False, True, False]).
+    const tf::Tensor ints = tf::scatter_nd(idx({1, 1}, {2, 1}), tf::constant({1, 2}), {3});
+    CHECK(ints.dtype() == tf::int32);
+    check_values(ints, {0, 3, 0}, 0, 0);
+    const tf::Tensor bools =
+        tf::scatter_nd(idx({1, 1}, {2, 1}), tf::cast(tf::constant({1, 1}), tf::bool_), {3});
+    CHECK(bools.dtype() == tf::bool_);
+    CHECK(bools.numpy<bool>() == std::vector<bool>{false, true, false});
+    // uint8 sums wrap as TF's: 200 + 100 = 44.
+    check_values(
+        tf::scatter_nd(idx({0, 0}, {2, 1}), tf::cast(tf::constant({200, 100}), tf::uint8), {1}),
+        {44}, 0, 0);
+    const tf::Tensor t = tf::ones({2, 2});
+    check_values(tf::tensor_scatter_nd_add(t, idx({0, 1, 0, 1}, {2, 2}), tf::constant({5.f, 6.f})),
+                 {1, 12, 1, 1}, 0, 0);
+    check_values(tf::tensor_scatter_nd_sub(t, idx({1}, {1, 1}), tf::constant({{2.f, 3.f}})),
+                 {1, 1, -1, -2}, 0, 0);
+  }
+}
+
+TEST_CASE("boolean_mask gives TF's values", "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor p = iota({3, 4});
+    auto mask = [](std::vector<int> v, const tf::TensorShape& s) {
+      return tf::cast(tf::constant(v, s), tf::bool_);
+    };
+    const tf::Tensor rows = tf::boolean_mask(p, mask({1, 0, 1}, {3}));
+    CHECK(rows.shape() == tf::TensorShape({2, 4}));
+    check_values(rows, {0, 1, 2, 3, 8, 9, 10, 11}, 0, 0);
+    const tf::Tensor elems =
+        tf::boolean_mask(p, mask({1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1}, {3, 4}));
+    CHECK(elems.shape() == tf::TensorShape({6}));
+    check_values(elems, {0, 3, 4, 7, 8, 11}, 0, 0);
+    const tf::Tensor cols = tf::boolean_mask(p, mask({1, 0, 0, 1}, {4}), 1);
+    CHECK(cols.shape() == tf::TensorShape({3, 2}));
+    check_values(cols, {0, 3, 4, 7, 8, 11}, 0, 0);
+    const tf::Tensor none = tf::boolean_mask(p, mask({0, 0, 0}, {3}));
+    CHECK(none.shape() == tf::TensorShape({0, 4}));
+  }
+}
+
+TEST_CASE("global_norm and clip_by_global_norm give TF's values", "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // TF 2.21: ([1.5, 2], None, [6]) and 13.
+    auto [out, norm] = tf::clip_by_global_norm(
+        {tf::constant({3.f, 4.f}), tf::Tensor(), tf::constant({12.f})}, 6.5);
+    REQUIRE(out.size() == 3);
+    check_values(out[0], {1.5, 2}, 1e-6, 0);
+    CHECK_FALSE(out[1].defined());
+    check_values(out[2], {6}, 1e-6, 0);
+    check_values(norm, {13}, 0, 0);
+    CHECK(norm.dtype() == tf::float32);
+    // Below the limit nothing changes.
+    auto [same, n2] = tf::clip_by_global_norm({tf::constant({3.0, 4.0})}, 10.0);
+    check_values(same[0], {3, 4}, 0, 0);
+    check_values(n2, {5}, 0, 0);
+    // An infinite norm gives NaNs (TF 2.21: [nan, nan] and inf).
+    const float inf = std::numeric_limits<float>::infinity();
+    auto [nans, n3] = tf::clip_by_global_norm({tf::constant({inf, 4.f})}, 1.0);
+    CHECK(std::isnan(nans[0].numpy<float>()[0]));
+    CHECK(std::isnan(nans[0].numpy<float>()[1]));
+    CHECK(std::isinf(n3.item<float>()));
+    // use_norm replaces the computed norm.
+    auto [used, n4] = tf::clip_by_global_norm({tf::constant({3.f, 4.f})}, 1.0, tf::Tensor(10.f));
+    check_values(used[0], {0.3, 0.4}, 1e-6, 0);
+    check_values(n4, {10}, 0, 0);
+    check_values(tf::linalg::global_norm({tf::constant({1.0, 2.0}), tf::constant({{2.0}})}), {3},
+                 1e-15, 0);
+  }
+}
+
+TEST_CASE("gather_nd scatter_nd boolean_mask and clip_by_global_norm gradients",
+          "[cpu][cuda][indexing][autograd]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // Repeated indices: their gradients add up.
+    check_gradient(
+        [](const tf::Tensor& x) {
+          return tf::gather_nd(x, idx({0, 1, 2, 3, 0, 1}, {3, 2}));
+        },
+        {3, 4});
+    check_gradient(
+        [](const tf::Tensor& x) {
+          return tf::gather_nd(x, idx({2, 0, 2}, {3, 1}));
+        },
+        {3, 4});
+    check_gradient(
+        [](const tf::Tensor& x) {
+          return tf::gather_nd(x, idx({1, 2, 0, 3}, {2, 1, 2}), 1);
+        },
+        {2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& u) {
+          return tf::scatter_nd(idx({1, 1, 3}, {3, 1}), u, {5, 2});
+        },
+        {3, 2});
+    check_gradient(
+        [](const tf::Tensor& t) {
+          return tf::tensor_scatter_nd_add(t, idx({0, 2}, {2, 1}), tf::ones({2, 3}, tf::float64));
+        },
+        {3, 3});
+    check_gradient(
+        [](const tf::Tensor& x) {
+          return tf::boolean_mask(x, tf::cast(tf::constant({1, 0, 1}), tf::bool_), 1);
+        },
+        {2, 3});
+    check_gradient(
+        [](const tf::Tensor& x) {
+          return tf::clip_by_global_norm({x, tf::square(x)}, 0.5).first[1];
+        },
+        {2, 2});
+  }
+}
+
+TEST_CASE("gather_nd and scatter_nd inside a traced function equal eager",
+          "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    auto f = tf::function([](const tf::Tensor& p, const tf::Tensor& i) {
+      return tf::scatter_nd(i, tf::gather_nd(p, i) * 2.0f, {3, 4});
+    });
+    const tf::Tensor p = iota({3, 4});
+    const tf::Tensor i1 = idx({0, 1, 2, 3}, {2, 2}), i2 = idx({1, 1, 0, 0}, {2, 2});
+    for (const tf::Tensor& i : {i1, i2, i1}) {
+      const tf::Tensor eager = tf::scatter_nd(i, tf::gather_nd(p, i) * 2.0f, {3, 4});
+      tf::testing::check_close(f(p, i), eager, 0, 0);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+  // On the CPU an out-of-range index still fails at replay, from the check of the gather that
+  // reads the flattened (12,) params: a bad index shows there as position 12.
+  auto g =
+      tf::function([](const tf::Tensor& p, const tf::Tensor& i) { return tf::gather_nd(p, i); });
+  (void)g(iota({3, 4}), idx({0, 1}, {1, 2}));
+  require_error(
+      [&] {
+        (void)g(iota({3, 4}), idx({0, 7}, {1, 2}));
+      },
+      {"[gather] indices[0] = 12 is not in [0, 12)"});
+  // With a None batch of indices.
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({3, 4}), tf::TensorSpec({tf::None, 2}, tf::int32)};
+  auto h = tf::function(
+      [](const tf::Tensor& p, const tf::Tensor& i) { return tf::gather_nd(p, i); }, opts);
+  check_values(h(iota({3, 4}), idx({2, 3}, {1, 2})), {11}, 0, 0);
+  check_values(h(iota({3, 4}), idx({2, 3, 0, 0, 1, 1}, {3, 2})), {11, 0, 5}, 0, 0);
+}
+
+TEST_CASE("indexing ops reject bad indices and shapes as TF does", "[cpu][indexing]") {
+  const tf::Tensor p = iota({3, 4});
+  // TF 2.21: "indices[0] = [0, 5] does not index into param shape [3,4]".
+  require_error(
+      [&] {
+        tf::gather_nd(p, idx({0, 5}, {1, 2}));
+      },
+      {"[gather_nd]", "indices[0] = [0, 5] does not index into param shape [3,4]"});
+  require_error(
+      [&] {
+        tf::gather_nd(p, idx({0, 0, -1, 0}, {2, 2}));
+      },
+      {"indices[1] = [-1, 0] does not index into param shape [3,4]"});
+  require_error(
+      [&] {
+        tf::gather_nd(p, tf::constant({{0.f, 1.f}}));
+      },
+      {"indices must be int32 or int64, got float32"});
+  require_error(
+      [&] {
+        tf::gather_nd(p, idx({0, 1, 2}, {1, 3}));
+      },
+      {"index innermost dimension length must be <= params rank"});
+  require_error([&] { tf::gather_nd(p, tf::Tensor(int32_t{1})); }, {"rank at least 1"});
+  require_error([&] { tf::gather_nd(p, idx({0}, {1, 1}), 2); }, {"batch_dims must be in"});
+  require_error(
+      [&] {
+        tf::gather_nd(iota({2, 3}), idx({0, 0, 0}, {3, 1}), 1);
+      },
+      {"batch dimension 0 differs"});
+  require_error(
+      [&] {
+        tf::scatter_nd(idx({5}, {1, 1}), tf::constant({1.f}), {4});
+      },
+      {"[scatter_nd]", "indices[0] = [5] does not index into shape [4]"});
+  require_error(
+      [&] {
+        tf::scatter_nd(idx({1}, {1, 1}), tf::constant({1.f, 2.f}), {4});
+      },
+      {"updates of shape (2,) must have shape (1,)"});
+  require_error(
+      [&] {
+        tf::scatter_nd(idx({1}, {1, 1}), tf::constant({int64_t{1}}), {4});
+      },
+      {"int64 updates are not supported"});
+  require_error(
+      [&] {
+        tf::scatter_nd(idx({1}, {1, 1}), tf::constant({1.f}), {tf::None});
+      },
+      {"shape must be fully known"});
+  require_error(
+      [&] {
+        tf::boolean_mask(p, tf::cast(tf::constant({1, 0}), tf::bool_));
+      },
+      {"[boolean_mask]", "the mask of shape (2,) does not match dimensions [0, 1)"});
+  require_error([&] { tf::boolean_mask(p, tf::constant({1, 0, 1})); }, {"the mask must be bool"});
+  require_error(
+      [&] {
+        tf::boolean_mask(p, tf::cast(tf::constant({1, 0, 1, 1}), tf::bool_), 2);
+      },
+      {"axis 2 with a mask of rank 1 does not fit"});
+  auto traced =
+      tf::function([](const tf::Tensor& x, const tf::Tensor& m) { return tf::boolean_mask(x, m); });
+  require_error(
+      [&] {
+        traced(p, tf::cast(tf::constant({1, 0, 1}), tf::bool_));
+      },
+      {"depends on the mask's values", "tf::where"});
+  require_error([&] { tf::clip_by_global_norm({tf::Tensor()}, 1.0); }, {"no defined tensor"});
+  require_error([&] { tf::clip_by_global_norm({tf::ones({1})}, -1.0); },
+                {"clip_norm must be a non-negative number"});
+  require_error(
+      [&] {
+        tf::global_norm({tf::ones({1}), tf::ones({1}, tf::float64)});
+      },
+      {"must share a dtype"});
+  require_error([&] { tf::global_norm({tf::constant({1})}); }, {"must be floating"});
+}
