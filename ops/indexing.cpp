@@ -10,6 +10,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -193,6 +194,46 @@ Tensor tensor_scatter_nd_sub(const Tensor& tensor, const Tensor& indices, const 
   TF_CHECK_ARG(tensor.shape().is_fully_defined(), "tensor_scatter_nd_sub",
                "the tensor's shape must be fully known, got {}", tensor.shape().to_string());
   return subtract(tensor, scatter_nd(indices, updates, tensor.shape()));
+}
+
+Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
+                                const Tensor& updates) {
+  const char* op = "tensor_scatter_nd_update";
+  check_defined(op, tensor, "tensor");
+  check_indices(op, indices);
+  check_defined(op, updates, "updates");
+  const TensorShape& ts = tensor.shape();
+  TF_CHECK_ARG(ts.is_fully_defined(), op, "the tensor's shape must be fully known, got {}",
+               ts.to_string());
+  TF_CHECK_ARG(updates.dtype() == tensor.dtype(), op,
+               "updates are {} but the tensor is {}: they must match", dtype_name(updates.dtype()),
+               dtype_name(tensor.dtype()));
+  const TensorShape& is = indices.shape();
+  const int64_t m = is[-1];
+  TF_CHECK_ARG(m <= ts.rank(), op,
+               "indices of shape {} hold {} coordinates, more than the {} dimensions of the "
+               "tensor of shape {}",
+               is.to_string(), m, ts.rank(), ts.to_string());
+  std::vector<int64_t> want(is.begin(), is.end() - 1);
+  want.insert(want.end(), ts.begin() + m, ts.end());
+  bool match = static_cast<int>(want.size()) == updates.rank();
+  for (int i = 0; match && i < updates.rank(); ++i)
+    match = updates.shape()[i] == want[static_cast<size_t>(i)] || updates.shape()[i] == None ||
+            want[static_cast<size_t>(i)] == None;
+  TF_CHECK_ARG(match, op,
+               "updates of shape {} must have shape {} (indices.shape[:-1] + tensor.shape[{}:]) "
+               "for indices of shape {} and a tensor of shape {}",
+               updates.shape().to_string(), TensorShape(want).to_string(), m, is.to_string(),
+               ts.to_string());
+  const std::vector<int64_t> dims = ts.dims();
+  const std::vector<int64_t> addressed(dims.begin(), dims.begin() + m);
+  const int64_t rows = product(addressed);
+  const int64_t width = product(std::vector<int64_t>(dims.begin() + m, dims.end()));
+  const Tensor pos = reshape(flat_positions(op, indices, addressed, "shape", rows), {-1});
+  const Tensor out =
+      detail::dispatch(prims::ScatterRowsUpdate{},
+                       {reshape(tensor, {rows, width}), pos, reshape(updates, {-1, width})});
+  return reshape(out, ts);
 }
 
 Tensor boolean_mask(const Tensor& tensor, const Tensor& mask, int axis) {

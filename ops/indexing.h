@@ -1,7 +1,8 @@
-// N-dimensional indexing: TF's gather_nd, scatter_nd, tensor_scatter_nd_add/_sub,
-// boolean_mask and clip_by_global_norm. All are composites of gather, unsorted_segment_sum,
-// reshape and elementwise ops, so they run on every device and are differentiable where those
-// are (gradients reach params and updates; indices and masks get none). See docs/ops.md.
+// N-dimensional indexing: TF's gather_nd, scatter_nd, tensor_scatter_nd_add/_sub/_update,
+// boolean_mask and clip_by_global_norm. All but tensor_scatter_nd_update (primitive
+// ScatterRowsUpdate, ops/scatter.h) are composites of gather, unsorted_segment_sum, reshape and
+// elementwise ops; all run on every device and are differentiable (gradients reach params,
+// tensors and updates; indices and masks get none). See docs/ops.md.
 #pragma once
 
 #include <utility>
@@ -29,6 +30,12 @@ Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const TensorShap
 // tf.tensor_scatter_nd_add and tf.tensor_scatter_nd_sub.
 Tensor tensor_scatter_nd_add(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
 Tensor tensor_scatter_nd_sub(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
+
+// TF's tf.tensor_scatter_nd_update: tensor with the slices at indices replaced by updates (shape
+// indices.shape[:-1] + tensor.shape[M:]); when indices repeat, the last update wins, on every
+// device (TF leaves the order unspecified). Every dtype; gradients reach tensor (zero where
+// replaced) and the updates that won.
+Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
 
 // TF's tf.boolean_mask: the elements (or slices) of tensor where the bool mask is true. The mask
 // covers dimensions [axis, axis + mask.rank()) of tensor, which collapse into one dimension as

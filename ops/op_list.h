@@ -23,7 +23,7 @@
 #define TF_NN_GRAD_PRIMITIVES(X) \
   X(Conv2DBackpropInput)         \
   X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(MaxPool2DGradGrad) X(AvgPool2DGrad)
-#define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum)
+#define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum) X(ScatterRowsUpdate)
 #define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
 // Fused row kernels (softmax, log_softmax, sparse softmax cross-entropy); each names its
 // composite fallback in ops/loss.h.

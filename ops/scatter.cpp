@@ -41,6 +41,53 @@ std::vector<Tensor> UnsortedSegmentSum::vjp(std::span<const Tensor> p,
   return out;
 }
 
+void ScatterRowsUpdate::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const TensorShape &t = in[0].shape(), &p = in[1].shape(), &u = in[2].shape();
+  TF_CHECK_ARG(t.rank() == 2 && p.rank() == 1 && u.rank() == 2 && u[0] == p[0] && u[1] == t[1] &&
+                   in[1].dtype() == int64 && in[2].dtype() == in[0].dtype(),
+               name(),
+               "expects tensor (R, D), int64 positions (N) and updates (N, D) of its dtype, "
+               "got {} {}, {} {} and {} {}",
+               t.to_string(), dtype_name(in[0].dtype()), p.to_string(), dtype_name(in[1].dtype()),
+               u.to_string(), dtype_name(in[2].dtype()));
+  out[0] = {t, in[0].dtype()};
+}
+
+// The replaced rows pass no gradient to the tensor; an update gets its row's cotangent only if
+// it won (a later update at the same position overwrote it otherwise). The winners come from the
+// primitive itself: scattering each update's index leaves the last one at every position.
+uint32_t ScatterRowsUpdate::vjp_saves() const {
+  return save_input(1);
+}
+std::vector<Tensor> ScatterRowsUpdate::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                                           std::span<const int> argnums,
+                                           std::span<const Tensor>) const {
+  const Tensor& pos = p[1];
+  const Tensor& ct = cts[0];
+  const int64_t n = pos.shape()[0], rows = ct.shape()[0];
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k == 0) {
+      out.push_back(
+          detail::dispatch(ScatterRowsUpdate{}, {ct, pos, zeros({n, ct.shape()[1]}, ct.dtype())}));
+    } else if (k == 2) {
+      const Tensor ids = reshape(range(int64_t{0}, n, int64_t{1}, int64), {n, 1});
+      const Tensor last =
+          detail::dispatch(ScatterRowsUpdate{}, {fill({rows, 1}, Tensor(int64_t{-1})), pos, ids});
+      // Positions outside [0, rows) were skipped (a GPU in a trace): they get no gradient.
+      const Tensor inside =
+          logical_and(greater_equal(pos, zeros_like(pos)), less(pos, fill({n}, Tensor(rows))));
+      const Tensor safe = where(inside, pos, zeros_like(pos));
+      const Tensor won = logical_and(equal(gather(last, safe, 0), ids), expand_dims(inside, 1));
+      const Tensor rows_ct = gather(ct, safe, 0);
+      out.push_back(where(won, rows_ct, zeros_like(rows_ct)));
+    } else {
+      out.push_back(Tensor());
+    }
+  }
+  return out;
+}
+
 }  // namespace prims
 
 Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64_t num_segments) {

@@ -2,7 +2,7 @@
 // into row ids[i] of an (n, ...) zero tensor, as TF's tf.math.unsorted_segment_sum (one id per
 // leading row). As in TF, a row with a negative id is dropped (its gradient is zero); an id >= n
 // is an InvalidArgumentError, except on a GPU inside a traced function, where the kernel drops
-// it as TF's GPU kernel does.
+// it as TF's GPU kernel does. ScatterRowsUpdate replaces rows: tensor_scatter_nd_update's kernel.
 #pragma once
 
 #include "ops/primitive.h"
@@ -25,6 +25,17 @@ struct UnsortedSegmentSum final : PrimitiveBase<UnsortedSegmentSum> {
   std::string attributes() const override {
     return "num_segments=" + std::to_string(num_segments);
   }
+};
+
+// Inputs: tensor (R, D) of any dtype, positions (N) int64, updates (N, D) of the tensor's
+// dtype. Output: the tensor with row positions[i] replaced by updates row i; when positions
+// repeat, the last update wins (on every device). A position outside [0, R): the CPU kernel
+// raises, the CUDA kernel skips it (inside a traced function; eager callers check first).
+struct ScatterRowsUpdate final : PrimitiveBase<ScatterRowsUpdate> {
+  const char* name() const override { return "tensor_scatter_nd_update"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
 };
 
 }  // namespace prims

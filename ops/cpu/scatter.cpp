@@ -1,5 +1,5 @@
-// CPU kernel of UnsortedSegmentSum: rows are added in order (deterministic); columns are split
-// over the thread pool.
+// CPU kernels of UnsortedSegmentSum (rows are added in order, deterministic; columns are split
+// over the thread pool) and ScatterRowsUpdate (rows copied in order).
 #include <algorithm>
 #include <cstring>
 
@@ -44,6 +44,25 @@ void UnsortedSegmentSum::eval_cpu(std::span<const Tensor> in, std::span<Tensor> 
     if (in[1].dtype() == int32) segment_sum<T, int32_t>(in[0], in[1], out[0]);
     else segment_sum<T, int64_t>(in[0], in[1], out[0]);
   });
+}
+
+void ScatterRowsUpdate::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const int64_t rows = in[0].shape()[0], n = in[1].shape()[0];
+  const size_t row_bytes = static_cast<size_t>(in[0].shape()[1]) * dtype_size(in[0].dtype());
+  const int64_t* pos = in[1].data<int64_t>();
+  // The public op checks eager indices on the host; traced ones arrive here unchecked.
+  for (int64_t i = 0; i < n; ++i)
+    TF_CHECK_ARG(pos[i] >= 0 && pos[i] < rows, "tensor_scatter_nd_update",
+                 "update {} goes to flat row {}, outside the tensor's {} rows (an index out of "
+                 "range)",
+                 i, pos[i], rows);
+  auto* dst = static_cast<char*>(out[0].raw_data());
+  if (in[0].nbytes() > 0) std::memcpy(dst, in[0].raw_data(), in[0].nbytes());
+  const auto* src = static_cast<const char*>(in[2].raw_data());
+  // In order: the last update at a position wins.
+  for (int64_t i = 0; i < n && row_bytes > 0; ++i)
+    std::memcpy(dst + static_cast<size_t>(pos[i]) * row_bytes,
+                src + static_cast<size_t>(i) * row_bytes, row_bytes);
 }
 
 }  // namespace tapeflow::prims

@@ -155,6 +155,46 @@ TEST_CASE("scatter_nd and tensor_scatter_nd_add give TF's values", "[cpu][cuda][
   }
 }
 
+TEST_CASE("tensor_scatter_nd_update gives TF's values with the last duplicate winning",
+          "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // TF 2.21 (CPU): [1, 8, 3, 4].
+    check_values(tf::tensor_scatter_nd_update(tf::constant({1.f, 2.f, 3.f, 4.f}),
+                                              idx({1, 1}, {2, 1}), tf::constant({7.f, 8.f})),
+                 {1, 8, 3, 4}, 0, 0);
+    // Rows of an int matrix, bools, every dtype.
+    check_values(tf::tensor_scatter_nd_update(tf::constant({{1, 2}, {3, 4}}), idx({1}, {1, 1}),
+                                              tf::constant({{7, 8}})),
+                 {1, 2, 7, 8}, 0, 0);
+    const tf::Tensor b =
+        tf::tensor_scatter_nd_update(tf::cast(tf::constant({1, 0}), tf::bool_), idx({1}, {1, 1}),
+                                     tf::cast(tf::constant({1}), tf::bool_));
+    CHECK(b.numpy<bool>() == std::vector<bool>{true, true});
+    for (tf::DType d : tf::testing::kAllDTypes) {
+      INFO(tf::dtype_name(d));
+      const tf::Tensor t = tf::zeros({3, 2}, d);
+      const tf::Tensor u = tf::ones({2, 2}, d);
+      check_values(tf::cast(tf::tensor_scatter_nd_update(t, idx({2, 0}, {2, 1}), u), tf::float64),
+                   {1, 1, 0, 0, 1, 1}, 0, 0);
+    }
+    // Many duplicates: the last of each wins (deterministic on a GPU too).
+    const int64_t n = 5000;
+    std::vector<int64_t> where;
+    std::vector<double> vals, want(7, -1.0);
+    for (int64_t i = 0; i < n; ++i) {
+      where.push_back((i * 5) % 7);
+      vals.push_back(static_cast<double>(i));
+      want[static_cast<size_t>((i * 5) % 7)] = static_cast<double>(i);
+    }
+    check_values(
+        tf::tensor_scatter_nd_update(tf::fill({7}, tf::Tensor(-1.0)), idx(where, {n, 1}, tf::int64),
+                                     tf::constant(vals, {n})),
+        want, 0, 0);
+  }
+}
+
 TEST_CASE("boolean_mask gives TF's values", "[cpu][cuda][indexing]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
@@ -241,6 +281,29 @@ TEST_CASE("gather_nd scatter_nd boolean_mask and clip_by_global_norm gradients",
           return tf::tensor_scatter_nd_add(t, idx({0, 2}, {2, 1}), tf::ones({2, 3}, tf::float64));
         },
         {3, 3});
+    // The replaced entries pass nothing to the tensor; an overwritten update gets nothing (TF
+    // 2.21 gives both duplicates the row's gradient: [2, 2] where this gives [0, 2]).
+    check_gradient(
+        [](const tf::Tensor& t) {
+          return tf::tensor_scatter_nd_update(t, idx({1, 1}, {2, 1}), tf::constant({7.0, 8.0}));
+        },
+        {4});
+    check_gradient(
+        [](const tf::Tensor& u) {
+          return tf::tensor_scatter_nd_update(tf::ones({3, 2}, tf::float64), idx({1, 2, 1}, {3, 1}),
+                                              u);
+        },
+        {3, 2});
+    {
+      const tf::Tensor x = tf::constant({1.f, 2.f, 3.f, 4.f}), u = tf::constant({7.f, 8.f});
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(u);
+      const tf::Tensor l = tf::reduce_sum(tf::tensor_scatter_nd_update(x, idx({1, 1}, {2, 1}), u) *
+                                          tf::constant({1.f, 2.f, 3.f, 4.f}));
+      check_values(tape.gradient(l, x), {1, 0, 3, 4}, 0, 0);
+      check_values(tape.gradient(l, u), {0, 2}, 0, 0);
+    }
     check_gradient(
         [](const tf::Tensor& x) {
           return tf::boolean_mask(x, tf::cast(tf::constant({1, 0, 1}), tf::bool_), 1);
@@ -269,7 +332,23 @@ TEST_CASE("gather_nd and scatter_nd inside a traced function equal eager",
       tf::testing::check_close(f(p, i), eager, 0, 0);
     }
     CHECK(f.tracing_count() == 1);
+    auto up = tf::function([](const tf::Tensor& t, const tf::Tensor& i, const tf::Tensor& u) {
+      return tf::tensor_scatter_nd_update(t, i, u);
+    });
+    for (const tf::Tensor& i : {i1, i2})
+      tf::testing::check_close(up(p, i, tf::constant({5.f, 6.f})),
+                               tf::tensor_scatter_nd_update(p, i, tf::constant({5.f, 6.f})), 0, 0);
   }
+  // A traced update with an index out of range fails at replay on the CPU.
+  auto up = tf::function([](const tf::Tensor& t, const tf::Tensor& i) {
+    return tf::tensor_scatter_nd_update(t, i, tf::constant({1.f}));
+  });
+  (void)up(tf::zeros({3}), idx({1}, {1, 1}));
+  require_error(
+      [&] {
+        (void)up(tf::zeros({3}), idx({3}, {1, 1}));
+      },
+      {"[tensor_scatter_nd_update]", "outside the tensor's 3 rows"});
   // On the CPU an out-of-range index still fails at replay, from the check of the gather that
   // reads the flattened (12,) params: a bad index shows there as position 12.
   auto g =
@@ -339,6 +418,22 @@ TEST_CASE("indexing ops reject bad indices and shapes as TF does", "[cpu][indexi
         tf::scatter_nd(idx({1}, {1, 1}), tf::constant({1.f}), {tf::None});
       },
       {"shape must be fully known"});
+  require_error(
+      [&] {
+        tf::tensor_scatter_nd_update(tf::constant({1.f, 2.f}), idx({5}, {1, 1}),
+                                     tf::constant({1.f}));
+      },
+      {"[tensor_scatter_nd_update]", "indices[0] = [5] does not index into shape [2]"});
+  require_error(
+      [&] {
+        tf::tensor_scatter_nd_update(tf::constant({1.f, 2.f}), idx({1}, {1, 1}), tf::constant({1}));
+      },
+      {"updates are int32 but the tensor is float32"});
+  require_error(
+      [&] {
+        tf::tensor_scatter_nd_update(p, idx({1}, {1, 1}), tf::ones({1, 3}));
+      },
+      {"updates of shape (1, 3) must have shape (1, 4)"});
   require_error(
       [&] {
         tf::boolean_mask(p, tf::cast(tf::constant({1, 0}), tf::bool_));
