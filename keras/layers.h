@@ -203,6 +203,48 @@ class Conv2D : public Layer {
   Variable bias() const;
 };
 
+struct Conv2DTransposeOptions {
+  Size2 strides = 1;
+  std::string padding = "valid";  // "valid" or "same", any case
+  // Extra rows/columns at the bottom/right of the output (each less than the stride); none:
+  // Keras' default output size (below).
+  std::optional<Size2> output_padding = std::nullopt;
+  Size2 dilation_rate = 1;
+  std::string activation = "";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};
+  Initializer bias_initializer = {};
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
+  std::string name = "";
+};
+
+// Transposed 2-D convolution (Keras' Conv2DTranspose, "deconvolution") of NHWC inputs, through
+// tf::nn::conv2d_transpose; kernel (kh, kw, filters, in_channels) as Keras'. The output height
+// is Keras': in * stride + max(k - stride, 0) with "valid" and in * stride with "same" (k the
+// dilated kernel size), or (in - 1) * stride + k - 2 * pad + output_padding when output_padding
+// is given (pad = k / 2 with "same", 0 with "valid"); the same for the width.
+//   Conv2DTranspose(32, 3, 2, "same")  Conv2DTranspose(1, {4, 4}, {.strides = 2, .padding =
+//   "same"})
+class Conv2DTranspose : public Layer {
+ public:
+  Conv2DTranspose(int64_t filters, Size2 kernel_size)
+      : Conv2DTranspose(filters, kernel_size, Conv2DTransposeOptions{}) {}
+  template <class St>
+  requires std::is_convertible_v<St, Size2> Conv2DTranspose(int64_t filters, Size2 kernel_size,
+                                                            St&& strides,
+                                                            std::string padding = "valid",
+                                                            std::string activation = "")
+      : Conv2DTranspose(filters, kernel_size,
+                        Conv2DTransposeOptions{.strides = Size2(std::forward<St>(strides)),
+                                               .padding = std::move(padding),
+                                               .activation = std::move(activation)}) {}
+  Conv2DTranspose(int64_t filters, Size2 kernel_size, Conv2DTransposeOptions options);
+  Variable kernel() const;
+  Variable bias() const;
+};
+
 // Pooling over NHWC windows; strides default to the pool size (Keras').
 class MaxPooling2D : public Layer {
  public:

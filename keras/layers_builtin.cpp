@@ -1,5 +1,6 @@
-// The built-in layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
-// BatchNormalization, ReLU, Softmax. Each is a LayerImpl (state, build, call) behind its handle.
+// The built-in layers: Dense, Conv2D, Conv2DTranspose, MaxPooling2D, AveragePooling2D, Flatten,
+// Dropout, BatchNormalization, ReLU, Softmax. Each is a LayerImpl (state, build, call) behind its
+// handle.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -24,6 +25,7 @@ namespace {
 using detail::LayerImpl;
 using layers::BatchNormalizationOptions;
 using layers::Conv2DOptions;
+using layers::Conv2DTransposeOptions;
 using layers::DenseOptions;
 
 // "valid"/"same" in any case -> true for "same"; anything else is an InvalidArgumentError.
@@ -157,6 +159,96 @@ class Conv2DImpl final : public LayerImpl {
   friend class layers::Conv2D;
   int64_t filters_;
   Size2 kernel_size_, strides_;
+  bool same_;
+  activations::Activation activation_;
+  bool use_bias_;
+  Initializer kernel_init_, bias_init_;
+  Regularizer kernel_reg_, bias_reg_;
+  int64_t channels_ = 0;
+  Variable kernel_, bias_;
+};
+
+// ---- Conv2DTranspose ----
+class Conv2DTransposeImpl final : public LayerImpl {
+ public:
+  Conv2DTransposeImpl(int64_t filters, Size2 kernel, Conv2DTransposeOptions o)
+      : LayerImpl("Conv2DTranspose", "conv2d_transpose", o.name),
+        filters_(filters),
+        kernel_size_(kernel),
+        strides_(o.strides),
+        dilation_(o.dilation_rate),
+        output_padding_(o.output_padding),
+        same_(parse_padding("Conv2DTranspose", o.padding)),
+        activation_(activations::get(o.activation)),
+        use_bias_(o.use_bias),
+        kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
+                                                    : initializers::GlorotUniform()),
+        bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
+        kernel_reg_(o.kernel_regularizer),
+        bias_reg_(o.bias_regularizer) {
+    const char* op = "Conv2DTranspose";
+    TF_CHECK_ARG(filters > 0, op, "filters must be positive, got {}", filters);
+    check_size2(op, "kernel_size", kernel);
+    check_size2(op, "strides", o.strides);
+    check_size2(op, "dilation_rate", o.dilation_rate);
+    if (output_padding_) {
+      const Size2 p = *output_padding_;
+      TF_CHECK_ARG(p.h >= 0 && p.w >= 0 && p.h < strides_.h && p.w < strides_.w, op,
+                   "output_padding ({}, {}) must be non-negative and less than strides ({}, {})",
+                   p.h, p.w, strides_.h, strides_.w);
+    }
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() == 4 && s[3] != None, name_.c_str(),
+                 "layer \"{}\" (Conv2DTranspose) needs NHWC inputs of rank 4 with a known "
+                 "channel dimension, got shape {}",
+                 name_, shape_str(s));
+    channels_ = s[3];
+    const TensorShape kshape({kernel_size_.h, kernel_size_.w, filters_, channels_});
+    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
+    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+  }
+  // Keras' deconv_output_length for one spatial dimension.
+  int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
+    if (in == None) return None;
+    const int64_t eff = static_cast<int64_t>(k - 1) * dilation + 1;
+    if (!pad) return same_ ? in * stride : in * stride + std::max<int64_t>(eff - stride, 0);
+    const int64_t p = same_ ? eff / 2 : 0;
+    return (in - 1) * stride + eff - 2 * p + *pad;
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    const std::optional<int> ph =
+        output_padding_ ? std::optional<int>(output_padding_->h) : std::nullopt;
+    const std::optional<int> pw =
+        output_padding_ ? std::optional<int>(output_padding_->w) : std::nullopt;
+    o[1] = out_length(s[1], kernel_size_.h, strides_.h, dilation_.h, ph);
+    o[2] = out_length(s[2], kernel_size_.w, strides_.w, dilation_.w, pw);
+    o[3] = filters_;
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 4 || (s[3] != channels_ && s[3] != None))
+      incompatible(s, fmt::format("expected ndim=4 and axis -1 of input shape to have value {} "
+                                  "(the layer was built for input shape {})",
+                                  channels_, shape_str(built_input_shape())));
+  }
+  Tensor call(const Tensor& x, bool) override {
+    TensorShape out = compute_output_shape(x.shape());
+    Tensor y = nn::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
+                                    same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w});
+    if (use_bias_) y = nn::bias_add(y, bias_.value());
+    return activation_ ? activation_(y) : y;
+  }
+
+ private:
+  friend class layers::Conv2DTranspose;
+  int64_t filters_;
+  Size2 kernel_size_, strides_, dilation_;
+  std::optional<Size2> output_padding_;
   bool same_;
   activations::Activation activation_;
   bool use_bias_;
@@ -507,6 +599,20 @@ Conv2D::Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options) {
 }
 Variable Conv2D::kernel() const { return impl().weight("kernel"); }
 Variable Conv2D::bias() const { return impl().weight("bias"); }
+
+Conv2DTranspose::Conv2DTranspose(int64_t filters, Size2 kernel_size,
+                                 Conv2DTransposeOptions options) {
+  auto input_shape = options.input_shape;
+  auto impl = std::make_shared<Conv2DTransposeImpl>(filters, kernel_size, std::move(options));
+  impl_ = impl;
+  if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
+}
+Variable Conv2DTranspose::kernel() const {
+  return impl().weight("kernel");
+}
+Variable Conv2DTranspose::bias() const {
+  return impl().weight("bias");
+}
 
 MaxPooling2D::MaxPooling2D(Size2 pool_size, std::optional<Size2> strides, std::string padding,
                            std::string name)

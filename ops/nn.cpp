@@ -426,6 +426,51 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
   return detail::dispatch(conv, {input, filters});
 }
 
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations) {
+  const char* op = "conv2d_transpose";
+  TF_CHECK_ARG(input.defined() && filters.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  const auto s = parse_hw(op, "strides", strides);
+  const auto d = parse_hw(op, "dilations", dilations);
+  const bool same = parse_padding(op, padding);
+  const TensorShape &xs = input.shape(), &fs = filters.shape(), &os = output_shape;
+  TF_CHECK_ARG(xs.rank() == 4, op, "the input must be NHWC of rank 4, got shape {}",
+               xs.to_string());
+  TF_CHECK_ARG(fs.rank() == 4, op,
+               "filters must be (height, width, out_channels, in_channels) of rank 4, got shape {}",
+               fs.to_string());
+  TF_CHECK_ARG(os.rank() == 4, op, "output_shape must be NHWC of rank 4, got {}", os.to_string());
+  auto differ = [](int64_t a, int64_t b) { return a != None && b != None && a != b; };
+  TF_CHECK_ARG(!differ(fs[3], xs[3]), op,
+               "the input has {} channels but filters {} expect {} (their last dimension)", xs[3],
+               fs.to_string(), fs[3]);
+  TF_CHECK_ARG(!differ(os[3], fs[2]), op,
+               "output_shape {} has {} channels but filters {} give {} (their third dimension)",
+               os.to_string(), os[3], fs.to_string(), fs[2]);
+  TF_CHECK_ARG(!differ(os[0], xs[0]), op, "output_shape {} has batch {} but the input {} has {}",
+               os.to_string(), os[0], xs.to_string(), xs[0]);
+  for (int i = 0; i < 2; ++i) {
+    TF_CHECK_ARG(os[1 + i] != None && os[1 + i] >= 0, op,
+                 "output_shape {} needs a known, non-negative height and width", os.to_string());
+    const int64_t eff = (fs[i] - 1) * d[i] + 1;
+    const int64_t back =
+        same || os[1 + i] >= eff ? detail::window_dim(os[1 + i], fs[i], s[i], d[i], same).out : 0;
+    TF_CHECK_ARG(!differ(back, xs[1 + i]), op,
+                 "output_shape {} does not fit the input {}: a conv2d of that output with filters "
+                 "{}, strides {}, dilations {} and {} padding gives {} {}, not {}",
+                 os.to_string(), xs.to_string(), fs.to_string(), detail::vec_to_string(strides),
+                 detail::vec_to_string(dilations), padding, i == 0 ? "height" : "width", back,
+                 xs[1 + i]);
+  }
+  // The batch always equals the input's: in a trace for None dimensions it is left open, so that
+  // one graph serves every batch size.
+  TensorShape out = os;
+  if (detail::open_shapes()) out[0] = None;
+  return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+}
+
 namespace {
 // A SAME window longer than in + (out - 1) * stride covers the whole input at every output
 // position once clipped (pooling ignores the padding), so that length gives the same result

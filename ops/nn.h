@@ -43,6 +43,13 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 // float32 runs on oneDNN; float16/bfloat16 go through float32; float64 uses a direct loop.
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
+// TF's tf.nn.conv2d_transpose (a "deconvolution"): the gradient of conv2d with respect to its
+// input, as a forward op. filters are (KH, KW, out_channels, in_channels), as TF's; output_shape
+// is the NHWC output shape, which a conv2d with these filters, strides, padding and dilations
+// must map back to the input's height and width (else an InvalidArgumentError naming both).
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding = "SAME",
+                        const std::vector<int>& dilations = {1});
 // ksize and strides: 1, 2 or 4 values, as for conv2d. SAME windows ignore the padding: max_pool
 // takes the maximum of the valid elements and avg_pool divides by their count, as TF.
 Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
