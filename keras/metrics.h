@@ -60,7 +60,7 @@ class Metric : public Trackable {
   // EarlyStopping and ReduceLROnPlateau read it in "auto" mode.
   const std::string& direction() const;
   std::vector<Variable> variables() const;
-  // "total", "count" (Sum: "total").
+  // "total", "count" (Sum: "total"; Precision, Recall and AUC: their confusion counts).
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
   const detail::MetricImpl* impl() const { return impl_.get(); }
 
