@@ -54,8 +54,10 @@ void check_inputs(const char* op, const Tensor& y_true, const Tensor& y_pred) {
                dtype_name(y_pred.dtype()), y_pred.shape().to_string());
 }
 
-// y_true in y_pred's dtype, same shape (a trailing 1 squeezed or expanded as Keras).
-std::pair<Tensor, Tensor> same_shape(const char* op, const Tensor& y_true, const Tensor& y_pred) {
+}  // namespace
+
+std::pair<Tensor, Tensor> detail::same_shape(const char* op, const Tensor& y_true,
+                                             const Tensor& y_pred) {
   check_inputs(op, y_true, y_pred);
   auto [t, p] = detail::squeeze_or_expand_to_same_rank(cast(y_true, y_pred.dtype()), y_pred);
   TF_CHECK_ARG(t.shape() == p.shape(), op,
@@ -63,6 +65,10 @@ std::pair<Tensor, Tensor> same_shape(const char* op, const Tensor& y_true, const
                y_true.shape().to_string(), y_pred.shape().to_string());
   return {t, p};
 }
+
+namespace {
+
+using detail::same_shape;
 
 Tensor clip_probabilities(const Tensor& p) {
   return clip_by_value(p, Tensor(detail::kEpsilon), Tensor(1.0 - detail::kEpsilon));
@@ -285,10 +291,11 @@ Loss get(const std::string& identifier) {
   if (id == "categorical_crossentropy") return CategoricalCrossentropy();
   if (id == "mse" || id == "mean_squared_error") return MeanSquaredError();
   if (id == "binary_crossentropy") return BinaryCrossentropy();
+  if (Loss more = detail::get_more(id); more.defined()) return more;
   TF_THROW(InvalidArgumentError, "losses.get",
            "unknown loss '{}' (known: sparse_categorical_crossentropy, categorical_crossentropy, "
-           "mse, mean_squared_error, binary_crossentropy)",
-           identifier);
+           "mse, mean_squared_error, binary_crossentropy, {})",
+           identifier, detail::kMoreLossNames);
 }
 
 }  // namespace tapeflow::keras::losses

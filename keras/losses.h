@@ -103,7 +103,7 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
                            double label_smoothing = 0.0);
 
 // "sparse_categorical_crossentropy", "categorical_crossentropy", "mse"/"mean_squared_error",
-// "binary_crossentropy", as compile("...") resolves them.
+// "binary_crossentropy", as compile("...") resolves them; and the strings of detail::get_more.
 Loss get(const std::string& identifier);
 
 namespace detail {
@@ -114,6 +114,100 @@ std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(Tensor a, Tensor b);
 bool broadcastable(const TensorShape& a, const TensorShape& b);
 // The fuzz factor Keras clips probabilities with (backend.epsilon()).
 inline constexpr double kEpsilon = 1e-7;
+// y_true cast to y_pred's dtype, both of one shape after squeeze_or_expand_to_same_rank; else
+// an InvalidArgumentError naming `op` and both shapes.
+std::pair<Tensor, Tensor> same_shape(const char* op, const Tensor& y_true, const Tensor& y_pred);
+}  // namespace detail
+
+// ---- More losses (keras/losses_more.cpp) ----
+// Each reduces the last axis to per-sample losses (a scalar pair gives a scalar), takes the
+// Reduction and sample weights as above, and casts y_true to y_pred's dtype; y_true and y_pred
+// must have the same shape after Keras' trailing-1 adjustment. Defaults and names as Keras 3.
+
+// mean(abs(y_true - y_pred), axis=-1).
+class MeanAbsoluteError : public Loss {
+ public:
+  explicit MeanAbsoluteError(Reduction reduction = Reduction::AUTO,
+                             std::string name = "mean_absolute_error");
+};
+// 100 * mean(abs((y_true - y_pred) / maximum(abs(y_true), 1e-7)), axis=-1).
+class MeanAbsolutePercentageError : public Loss {
+ public:
+  explicit MeanAbsolutePercentageError(Reduction reduction = Reduction::AUTO,
+                                       std::string name = "mean_absolute_percentage_error");
+};
+// mean(square(log(maximum(y_pred, 1e-7) + 1) - log(maximum(y_true, 1e-7) + 1)), axis=-1).
+class MeanSquaredLogarithmicError : public Loss {
+ public:
+  explicit MeanSquaredLogarithmicError(Reduction reduction = Reduction::AUTO,
+                                       std::string name = "mean_squared_logarithmic_error");
+};
+// e = y_pred - y_true: mean(|e| <= delta ? e^2 / 2 : delta * |e| - delta^2 / 2, axis=-1).
+class Huber : public Loss {
+ public:
+  explicit Huber(double delta = 1.0, Reduction reduction = Reduction::AUTO,
+                 std::string name = "huber_loss");
+};
+// mean(log(cosh(y_pred - y_true)), axis=-1), as x + softplus(-2x) - log(2) (no overflow).
+class LogCosh : public Loss {
+ public:
+  explicit LogCosh(Reduction reduction = Reduction::AUTO, std::string name = "log_cosh");
+};
+// sum(t * log(t / p), axis=-1) with t and p clipped to [1e-7, 1].
+class KLDivergence : public Loss {
+ public:
+  explicit KLDivergence(Reduction reduction = Reduction::AUTO, std::string name = "kl_divergence");
+};
+// mean(y_pred - y_true * log(y_pred + 1e-7), axis=-1).
+class Poisson : public Loss {
+ public:
+  explicit Poisson(Reduction reduction = Reduction::AUTO, std::string name = "poisson");
+};
+// -sum(l2_normalize(y_true) * l2_normalize(y_pred), axis): -1 for parallel vectors, 0 when
+// either is all zeros. The per-sample losses drop `axis` (not necessarily the last).
+class CosineSimilarity : public Loss {
+ public:
+  explicit CosineSimilarity(int axis = -1, Reduction reduction = Reduction::AUTO,
+                            std::string name = "cosine_similarity");
+};
+// mean(maximum(1 - y_true * y_pred, 0), axis=-1); labels expected in {-1, 1}: when every label
+// of the batch is 0 or 1 they are mapped to -1 and 1 first (Keras).
+class Hinge : public Loss {
+ public:
+  explicit Hinge(Reduction reduction = Reduction::AUTO, std::string name = "hinge");
+};
+// mean(square(maximum(1 - y_true * y_pred, 0)), axis=-1), labels as Hinge.
+class SquaredHinge : public Loss {
+ public:
+  explicit SquaredHinge(Reduction reduction = Reduction::AUTO, std::string name = "squared_hinge");
+};
+// maximum(max((1 - y_true) * y_pred, axis=-1) - sum(y_true * y_pred, axis=-1) + 1, 0).
+class CategoricalHinge : public Loss {
+ public:
+  explicit CategoricalHinge(Reduction reduction = Reduction::AUTO,
+                            std::string name = "categorical_hinge");
+};
+
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
+Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred);
+Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred);
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, double delta = 1.0);
+Tensor log_cosh(const Tensor& y_true, const Tensor& y_pred);
+Tensor kl_divergence(const Tensor& y_true, const Tensor& y_pred);
+Tensor poisson(const Tensor& y_true, const Tensor& y_pred);
+Tensor cosine_similarity(const Tensor& y_true, const Tensor& y_pred, int axis = -1);
+Tensor hinge(const Tensor& y_true, const Tensor& y_pred);
+Tensor squared_hinge(const Tensor& y_true, const Tensor& y_pred);
+Tensor categorical_hinge(const Tensor& y_true, const Tensor& y_pred);
+
+namespace detail {
+// The losses of keras/losses_more.cpp by compile() string (lower case): an empty handle for
+// another string. get() falls back to it; kMoreLossNames lists the strings for its error.
+Loss get_more(const std::string& id);
+inline constexpr const char* kMoreLossNames =
+    "mae, mean_absolute_error, mape, mean_absolute_percentage_error, msle, "
+    "mean_squared_logarithmic_error, huber, log_cosh, kl_divergence, kld, poisson, "
+    "cosine_similarity, hinge, squared_hinge, categorical_hinge";
 }  // namespace detail
 
 }  // namespace tapeflow::keras::losses

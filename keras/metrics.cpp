@@ -1,7 +1,5 @@
 #include "keras/metrics.h"
 
-#include "ops/dynamic_shape.h"
-
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -9,36 +7,15 @@
 
 #include "core/check.h"
 #include "distribute/strategy.h"
+#include "keras/metrics_impl.h"
 #include "ops/binary.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras::metrics {
-
-namespace detail {
-
-struct MetricImpl {
-  enum class Kind { Mean, Sum, Wrapper };
-  Kind kind = Kind::Mean;
-  std::string name;
-  Variable total;
-  Variable count;  // not for Sum
-  std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
-  std::string direction;                                   // "up", "down" or "" (Metric::direction)
-  // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
-  // otherwise lose increments (each assign_add is a read, an add and a write).
-  std::mutex mu;
-
-  MetricImpl(Kind k, std::string n) : kind(k), name(std::move(n)) {
-    // Made where the metric is made: mirrored under a strategy's scope.
-    total = Variable(zeros({}, float32), name + "/total", false);
-    if (kind != Kind::Sum) count = Variable(zeros({}, float32), name + "/count", false);
-  }
-};
-
-}  // namespace detail
 
 namespace {
 
@@ -206,6 +183,14 @@ Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double thresh
 void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
                           const Tensor& sample_weight) {
   auto& m = checked(impl_);
+  if (m.kind == MetricImpl::Kind::Custom) {
+    TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
+                 "update_state needs y_true and y_pred");
+    const std::vector<Tensor> inc = m.increments(y_true, y_pred, sample_weight);
+    std::lock_guard lock(m.mu);
+    for (size_t i = 0; i < inc.size(); ++i) local(m.state[i].second).assign_add(inc[i]);
+    return;
+  }
   if (m.kind != MetricImpl::Kind::Wrapper) {
     // Mean and Sum through the base handle: (values, sample_weight).
     TF_CHECK_ARG(!sample_weight.defined(), m.name.c_str(),
@@ -224,15 +209,23 @@ detail::ResultsOverWorkersScope::~ResultsOverWorkersScope() { t_over_workers = s
 
 Tensor Metric::result() const {
   auto& m = checked(impl_);
+  if (m.kind == MetricImpl::Kind::Custom) {
+    std::vector<Tensor> values;
+    for (const auto& [n, v] : m.state) values.push_back(aggregated(v));
+    return m.compute(values);
+  }
   Tensor total = aggregated(m.total);
   if (m.kind == MetricImpl::Kind::Sum) return total;
   Tensor count = aggregated(m.count);
   // divide_no_nan: 0 before the first update.
-  return where(equal(count, Tensor(0.0f)), zeros_like(total), divide(total, count));
+  Tensor mean = where(equal(count, Tensor(0.0f)), zeros_like(total), divide(total, count));
+  return m.transform ? m.transform(mean) : mean;
 }
 
 void Metric::reset_state() {
   auto& m = checked(impl_);
+  for (auto& [n, v] : m.state) v.assign(zeros(v.shape(), float32));
+  if (m.kind == MetricImpl::Kind::Custom) return;
   m.total.assign(zeros({}, float32));
   if (m.count.defined()) m.count.assign(zeros({}, float32));
 }
@@ -244,6 +237,7 @@ const std::string& Metric::direction() const {
 
 std::vector<std::pair<std::string, Variable>> Metric::tracked_variables() const {
   auto& m = checked(impl_);
+  if (m.kind == MetricImpl::Kind::Custom) return m.state;
   std::vector<std::pair<std::string, Variable>> out{{"total", m.total}};
   if (m.count.defined()) out.emplace_back("count", m.count);
   return out;
@@ -315,11 +309,12 @@ Metric get(const std::string& identifier, const losses::Loss& loss) {
   if (id == "mse" || id == "mean_squared_error") return MeanSquaredError(identifier);
   // As Keras: the metric string gives the default metric (from_logits = false), whatever the loss.
   if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy(identifier);
+  if (Metric more = detail::get_more(id, identifier); more.defined()) return more;
   TF_THROW(InvalidArgumentError, "metrics.get",
            "unknown metric '{}' (known: accuracy, acc, sparse_categorical_accuracy, "
            "categorical_accuracy, binary_accuracy, mse, mean_squared_error, "
-           "sparse_categorical_crossentropy)",
-           identifier);
+           "sparse_categorical_crossentropy, {})",
+           identifier, detail::kMoreMetricNames);
 }
 
 }  // namespace tapeflow::keras::metrics

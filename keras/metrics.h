@@ -60,7 +60,7 @@ class Metric : public Trackable {
   // EarlyStopping and ReduceLROnPlateau read it in "auto" mode.
   const std::string& direction() const;
   std::vector<Variable> variables() const;
-  // "total", "count" (Sum: "total").
+  // "total", "count" (Sum: "total"; Precision, Recall and AUC: their confusion counts).
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
   const detail::MetricImpl* impl() const { return impl_.get(); }
 
@@ -129,13 +129,88 @@ Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred);
 Tensor accuracy(const Tensor& y_true, const Tensor& y_pred);
 Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold = 0.5);
 
+// ---- More metrics (keras/metrics_more.cpp) ----
+// Means of per-sample functions (as MeanMetricWrapper; direction "down" for the errors and
+// crossentropies, "up" for the top-k accuracies).
+class MeanAbsoluteError : public Metric {
+ public:
+  explicit MeanAbsoluteError(std::string name = "mean_absolute_error");
+};
+class MeanAbsolutePercentageError : public Metric {
+ public:
+  explicit MeanAbsolutePercentageError(std::string name = "mean_absolute_percentage_error");
+};
+// sqrt of the weighted mean of square(y_pred - y_true) (each element a value, averaged per
+// sample as Mean does).
+class RootMeanSquaredError : public Metric {
+ public:
+  explicit RootMeanSquaredError(std::string name = "root_mean_squared_error");
+};
+class BinaryCrossentropy : public Metric {
+ public:
+  explicit BinaryCrossentropy(std::string name = "binary_crossentropy", bool from_logits = false,
+                              double label_smoothing = 0.0);
+};
+class CategoricalCrossentropy : public Metric {
+ public:
+  explicit CategoricalCrossentropy(std::string name = "categorical_crossentropy",
+                                   bool from_logits = false, double label_smoothing = 0.0);
+};
+// Whether argmax(y_true) (one-hot labels) is among the k largest predictions; ties at the k-th
+// value count as in (TF's in_top_k), a non-finite prediction for the label never does.
+class TopKCategoricalAccuracy : public Metric {
+ public:
+  explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy");
+};
+// The same with integer labels of y_pred's shape without its class axis (or with a trailing 1).
+class SparseTopKCategoricalAccuracy : public Metric {
+ public:
+  explicit SparseTopKCategoricalAccuracy(int k = 5,
+                                         std::string name = "sparse_top_k_categorical_accuracy");
+};
+
+// Confusion-matrix metrics (direction "up"). y_true of y_pred's shape (a trailing 1 squeezed or
+// expanded), nonzero meaning positive; y_pred a probability, positive when > threshold; every
+// element counts (multi-label outputs are flattened). sample_weight: a scalar, per sample, or
+// any shape that broadcasts to y_pred's. State: float32 variables "true_positives" and
+// "false_positives" (Precision) or "false_negatives" (Recall); result() is
+// tp / (tp + fp) (or tp / (tp + fn)), 0 when the denominator is 0.
+class Precision : public Metric {
+ public:
+  explicit Precision(double thresholds = 0.5, std::string name = "precision");
+};
+class Recall : public Metric {
+ public:
+  explicit Recall(double thresholds = 0.5, std::string name = "recall");
+};
+// The area under the ROC (or precision-recall) curve, approximated over num_thresholds
+// thresholds evenly spaced in [0, 1] (the first just below 0, the last just above 1) as Keras:
+// predictions are clipped to [0, 1] (from_logits: sigmoid first), each falls in one bucket, and
+// the curve's points come from the cumulative "true_positives", "false_positives",
+// "true_negatives", "false_negatives" (variables of shape (num_thresholds,)). curve "ROC" or
+// "PR"; summation_method "interpolation" (trapezoids; for PR Davis & Goadrich's interpolation),
+// "minoring" or "majoring". A NaN prediction counts as negative at every threshold (Keras).
+class AUC : public Metric {
+ public:
+  explicit AUC(int num_thresholds = 200, const std::string& curve = "ROC",
+               const std::string& summation_method = "interpolation", std::string name = "auc",
+               bool from_logits = false);
+};
+
+Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k = 5);
+Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k = 5);
+
 // A metric from its compile() string: "accuracy"/"acc" resolve as Keras does with the loss:
 // sparse categorical crossentropy -> SparseCategoricalAccuracy, categorical ->
 // CategoricalAccuracy, binary -> BinaryAccuracy; with another loss (or none) the choice is made
 // from the shapes at the first update, as Keras' compile does (y_pred's last axis 1: binary;
 // y_true of lower rank or with a trailing 1: sparse; else categorical). The metric keeps the
 // name given ("accuracy"). Also "sparse_categorical_accuracy", "categorical_accuracy",
-// "binary_accuracy", "mse"/"mean_squared_error", "sparse_categorical_crossentropy".
+// "binary_accuracy", "mse"/"mean_squared_error", "sparse_categorical_crossentropy", and
+// "mae"/"mean_absolute_error", "root_mean_squared_error", "mape"/
+// "mean_absolute_percentage_error", "precision", "recall", "auc", "top_k_categorical_accuracy",
+// "sparse_top_k_categorical_accuracy", "binary_crossentropy", "categorical_crossentropy" (Keras
+// 3 has no "rmse"). Metrics from strings keep the string as their name, as compile() logs them.
 Metric get(const std::string& identifier, const losses::Loss& loss = losses::Loss());
 
 }  // namespace tapeflow::keras::metrics

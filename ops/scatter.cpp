@@ -126,8 +126,11 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
     inner *= ds[d];
     rest.push_back(ds[d]);
   }
-  Tensor flat = reshape(data, TensorShape{n, inner});
-  Tensor flat_ids = reshape(segment_ids, TensorShape{n});
+  // The row count as -1 where it can be inferred: a graph traced for None dimensions then
+  // serves every batch size (a fixed n made it retrace per size).
+  const int64_t rows = inner > 0 ? -1 : n;
+  Tensor flat = reshape(data, TensorShape{rows, inner});
+  Tensor flat_ids = reshape(segment_ids, TensorShape{-1});
   return reshape(detail::dispatch(prims::UnsortedSegmentSum(num_segments), {flat, flat_ids}), rest);
 }
 

@@ -1,0 +1,54 @@
+// The state behind a keras::metrics::Metric handle (internal to keras/metrics*.cpp). Mean, Sum
+// and MeanMetricWrapper keep "total" and "count"; a Custom metric (Precision, Recall, AUC) keeps
+// its own named variables, accumulated by assign_add of what `increments` returns and read back
+// (summed over replicas and workers, as total and count are) by `compute`.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "keras/metrics.h"
+#include "ops/factory.h"
+
+namespace tapeflow::keras::metrics::detail {
+
+struct MetricImpl {
+  enum class Kind { Mean, Sum, Wrapper, Custom };
+  Kind kind = Kind::Mean;
+  std::string name;
+  Variable total;                                          // not for Custom
+  Variable count;                                          // not for Sum and Custom
+  std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
+  // Wrapper: applied to total / count (RootMeanSquaredError's sqrt); none: the mean itself.
+  std::function<Tensor(const Tensor&)> transform;
+  std::string direction;  // "up", "down" or "" (Metric::direction)
+  // Custom: the state, one increment per variable from (y_true, y_pred, sample_weight), and the
+  // result from the (aggregated) values in the same order.
+  std::vector<std::pair<std::string, Variable>> state;
+  std::function<std::vector<Tensor>(const Tensor&, const Tensor&, const Tensor&)> increments;
+  std::function<Tensor(const std::vector<Tensor>&)> compute;
+  // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
+  // otherwise lose increments (each assign_add is a read, an add and a write).
+  std::mutex mu;
+
+  MetricImpl(Kind k, std::string n) : kind(k), name(std::move(n)) {
+    // Made where the metric is made: mirrored under a strategy's scope.
+    if (kind == Kind::Custom) return;
+    total = Variable(zeros({}, float32), name + "/total", false);
+    if (kind != Kind::Sum) count = Variable(zeros({}, float32), name + "/count", false);
+  }
+};
+
+// The metrics of keras/metrics_more.cpp by compile() string (lower case, `name` the string as
+// given): an empty handle for another string. get() falls back to it.
+Metric get_more(const std::string& id, const std::string& name);
+inline constexpr const char* kMoreMetricNames =
+    "mae, mean_absolute_error, root_mean_squared_error, mape, mean_absolute_percentage_error, "
+    "precision, recall, auc, top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, "
+    "binary_crossentropy, categorical_crossentropy";
+
+}  // namespace tapeflow::keras::metrics::detail

@@ -1,0 +1,354 @@
+// Keras 3's regression, crossentropy, top-k and confusion-matrix metrics (keras/metrics.h, "More
+// metrics"). The means are MeanMetricWrapper-style; Precision, Recall and AUC keep their own
+// counts (metrics_impl.h's Custom kind), summed over replicas and workers on read.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/check.h"
+#include "keras/losses.h"
+#include "keras/metrics.h"
+#include "keras/metrics_impl.h"
+#include "ops/binary.h"
+#include "ops/dynamic_shape.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/scatter.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::metrics {
+
+namespace {
+
+using detail::MetricImpl;
+
+std::shared_ptr<MetricImpl> mean_of(std::function<Tensor(const Tensor&, const Tensor&)> fn,
+                                    std::string name, std::string direction) {
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Wrapper, std::move(name));
+  impl->fn = std::move(fn);
+  impl->direction = std::move(direction);
+  return impl;
+}
+
+// Shapes equal where both are known (a traced None dimension is -1 on both sides).
+bool same_dims(const TensorShape& a, const TensorShape& b) {
+  return a == b;
+}
+
+// Whether `w` broadcasts to `p` without growing it (dimensions of -1 are unknown: allowed).
+bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
+  if (w.rank() > p.rank()) return false;
+  for (int i = 1; i <= w.rank(); ++i) {
+    const int64_t dw = w[w.rank() - i], dp = p[p.rank() - i];
+    if (dw != dp && dw != 1 && dw != -1 && dp != -1) return false;
+  }
+  return true;
+}
+
+// TF's in_top_k over the last axis: the label's prediction is finite and fewer than k
+// predictions are strictly greater (ties at the boundary count as in). Labels int64.
+Tensor in_top_k(const Tensor& labels, const Tensor& pred, int k) {
+  const int64_t classes = pred.shape()[pred.rank() - 1];
+  const Tensor ids = cast(range(int64_t{0}, classes, int64_t{1}), int64);
+  const Tensor hit = equal(expand_dims(labels, -1), ids);
+  const Tensor lowest = constant(Tensor(-std::numeric_limits<double>::infinity()), pred.dtype());
+  // An out-of-range label hits nothing: -inf, not finite, so not in the top k.
+  const Tensor target = reduce_max(where(hit, pred, lowest), -1);
+  const Tensor finite = equal(subtract(target, target), constant(Tensor(0.0), pred.dtype()));
+  const Tensor above = reduce_sum(cast(greater(pred, expand_dims(target, -1)), int32), -1);
+  return cast(logical_and(finite, less(above, Tensor(k))), float32);
+}
+
+void check_k(const char* op, int k) {
+  TF_CHECK_ARG(k >= 1, op, "k must be at least 1, got {}", k);
+}
+
+void check_class_axis(const char* op, const Tensor& y_pred) {
+  TF_CHECK_ARG(is_floating(y_pred.dtype()) && y_pred.rank() >= 1, op,
+               "y_pred must be floating point with a class axis, got {} of shape {}",
+               dtype_name(y_pred.dtype()), y_pred.shape().to_string());
+}
+
+// ---- confusion matrices ----
+
+// y_true as positives (bool), y_pred (float32) and the weights (float32, broadcastable to
+// y_pred; undefined without sample weights), as Keras' update_confusion_matrix_variables
+// prepares them.
+struct Confusion {
+  Tensor positive, pred, weight;
+};
+
+Confusion prepare(const char* op, const Tensor& y_true, const Tensor& y_pred,
+                  const Tensor& sample_weight) {
+  TF_CHECK_ARG(is_floating(y_pred.dtype()) || y_pred.dtype() == int32 || y_pred.dtype() == int64 ||
+                   y_pred.dtype() == uint8 || y_pred.dtype() == bool_,
+               op, "y_pred must be numeric, got {}", dtype_name(y_pred.dtype()));
+  auto [p, t] =
+      losses::detail::squeeze_or_expand_to_same_rank(cast(y_pred, float32), cast(y_true, float32));
+  TF_CHECK_ARG(same_dims(p.shape(), t.shape()), op,
+               "y_true and y_pred must have the same shape, got y_true {} and y_pred {}",
+               y_true.shape().to_string(), y_pred.shape().to_string());
+  Confusion c{not_equal(t, Tensor(0.0f)), p, Tensor()};
+  if (sample_weight.defined()) {
+    Tensor w = expand_dims(cast(sample_weight, float32), -1);
+    if (w.rank() == t.rank() + 1) w = squeeze(w, {-1});
+    TF_CHECK_ARG(broadcasts_to(w.shape(), p.shape()), op,
+                 "sample_weight of shape {} does not broadcast to y_pred of shape {}",
+                 sample_weight.shape().to_string(), y_pred.shape().to_string());
+    c.weight = w;
+  }
+  return c;
+}
+
+// The (weighted) number of elements where `cond` holds.
+Tensor count_where(const Tensor& cond, const Tensor& weight) {
+  if (!weight.defined()) return reduce_sum(cast(cond, float32));
+  return reduce_sum(where(cond, weight, Tensor(0.0f)));
+}
+
+Tensor divide_no_nan(const Tensor& a, const Tensor& b) {
+  return where(equal(b, Tensor(0.0f)), zeros_like(a), divide(a, b));
+}
+
+std::shared_ptr<MetricImpl> confusion_impl(std::string name,
+                                           const std::vector<std::string>& variables,
+                                           const std::vector<int64_t>& shape) {
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Custom, std::move(name));
+  impl->direction = "up";
+  for (const std::string& v : variables)
+    impl->state.emplace_back(
+        v, Variable(zeros(TensorShape(shape), float32), impl->name + "/" + v, false));
+  return impl;
+}
+
+std::shared_ptr<MetricImpl> precision_or_recall(double threshold, std::string name,
+                                                bool precision) {
+  const char* op = precision ? "Precision" : "Recall";
+  TF_CHECK_ARG(std::isfinite(threshold) && threshold >= 0 && threshold <= 1, op,
+               "thresholds must be in [0, 1], got {}", threshold);
+  auto impl = confusion_impl(
+      std::move(name), {"true_positives", precision ? "false_positives" : "false_negatives"}, {});
+  const std::string op_name = impl->name;
+  impl->increments = [threshold, precision, op_name](const Tensor& t, const Tensor& p,
+                                                     const Tensor& sw) {
+    Confusion c = prepare(op_name.c_str(), t, p, sw);
+    const Tensor predicted = greater(c.pred, Tensor(static_cast<float>(threshold)));
+    const Tensor tp = count_where(logical_and(c.positive, predicted), c.weight);
+    const Tensor other =
+        precision ? count_where(logical_and(logical_not(c.positive), predicted), c.weight)
+                  : count_where(logical_and(c.positive, logical_not(predicted)), c.weight);
+    return std::vector<Tensor>{tp, other};
+  };
+  impl->compute = [](const std::vector<Tensor>& v) { return divide_no_nan(v[0], add(v[0], v[1])); };
+  return impl;
+}
+
+enum class Curve { ROC, PR };
+enum class Summation { Interpolation, Minoring, Majoring };
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// x[lo : lo + n - 1] of a vector of length n.
+Tensor part(const Tensor& x, int64_t lo, int64_t n) {
+  return slice(x, {lo}, {n - 1});
+}
+
+// Davis & Goadrich's interpolation between the PR points, in Keras' closed form.
+Tensor interpolate_pr_auc(const Tensor& tp, const Tensor& fp, const Tensor& fn, int64_t n) {
+  const Tensor zero = Tensor(0.0f);
+  const Tensor dtp = subtract(part(tp, 0, n), part(tp, 1, n));
+  const Tensor p = add(tp, fp);
+  const Tensor p0 = part(p, 0, n), p1 = part(p, 1, n);
+  const Tensor slope = divide_no_nan(dtp, maximum(subtract(p0, p1), zero));
+  const Tensor intercept = subtract(part(tp, 1, n), multiply(slope, p1));
+  const Tensor ratio = where(logical_and(greater(p0, zero), greater(p1, zero)),
+                             divide_no_nan(p0, maximum(p1, zero)), ones_like(p1));
+  const Tensor num = multiply(slope, add(dtp, multiply(intercept, log(ratio))));
+  return reduce_sum(divide_no_nan(num, maximum(add(part(tp, 1, n), part(fn, 1, n)), zero)));
+}
+
+}  // namespace
+
+// ---- per-sample functions ----
+
+Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k) {
+  const char* op = "top_k_categorical_accuracy";
+  check_k(op, k);
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), op, "inputs must be defined");
+  check_class_axis(op, y_pred);
+  TF_CHECK_ARG(y_true.shape() == y_pred.shape(), op,
+               "y_true and y_pred must have the same shape, got {} and {}",
+               y_true.shape().to_string(), y_pred.shape().to_string());
+  return in_top_k(argmax(cast(y_true, y_pred.dtype()), -1), y_pred, k);
+}
+
+Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k) {
+  const char* op = "sparse_top_k_categorical_accuracy";
+  check_k(op, k);
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), op, "inputs must be defined");
+  check_class_axis(op, y_pred);
+  Tensor t = y_true;
+  const bool trailing_one = t.rank() == y_pred.rank() && t.shape()[t.rank() - 1] == 1;
+  if (trailing_one) t = squeeze(t, {-1});
+  TensorShape lead = y_pred.shape();
+  lead.pop_back();
+  TF_CHECK_ARG(t.shape() == lead, op,
+               "y_true of shape {} does not match y_pred of shape {}: expected labels of shape {} "
+               "(or with a trailing 1)",
+               y_true.shape().to_string(), y_pred.shape().to_string(), lead.to_string());
+  // Keras casts the labels to int32: a fractional label truncates, a NaN matches nothing.
+  if (is_floating(t.dtype())) t = where(equal(t, t), t, constant(Tensor(-1.0), t.dtype()));
+  Tensor matches = in_top_k(cast(t, int64), y_pred, k);
+  if (trailing_one) matches = tapeflow::detail::reshape_like(matches, y_true);
+  return matches;
+}
+
+// ---- classes ----
+
+MeanAbsoluteError::MeanAbsoluteError(std::string name)
+    : Metric(mean_of(losses::mean_absolute_error, std::move(name), "down")) {}
+MeanAbsolutePercentageError::MeanAbsolutePercentageError(std::string name)
+    : Metric(mean_of(losses::mean_absolute_percentage_error, std::move(name), "down")) {}
+
+RootMeanSquaredError::RootMeanSquaredError(std::string name)
+    : Metric(mean_of(
+          [](const Tensor& y_true, const Tensor& y_pred) {
+            auto [t, p] = losses::detail::same_shape("root_mean_squared_error", y_true, y_pred);
+            return square(subtract(p, t));
+          },
+          std::move(name), "down")) {
+  impl_->transform = [](const Tensor& mean) { return sqrt(mean); };
+}
+
+BinaryCrossentropy::BinaryCrossentropy(std::string name, bool from_logits, double label_smoothing)
+    : Metric(mean_of(
+          [from_logits, label_smoothing](const Tensor& t, const Tensor& p) {
+            return losses::binary_crossentropy(t, p, from_logits, label_smoothing);
+          },
+          std::move(name), "down")) {
+  TF_CHECK_ARG(label_smoothing >= 0 && label_smoothing <= 1, "BinaryCrossentropy",
+               "label_smoothing must be in [0, 1], got {}", label_smoothing);
+}
+
+CategoricalCrossentropy::CategoricalCrossentropy(std::string name, bool from_logits,
+                                                 double label_smoothing)
+    : Metric(mean_of(
+          [from_logits, label_smoothing](const Tensor& t, const Tensor& p) {
+            return losses::categorical_crossentropy(t, p, from_logits, label_smoothing);
+          },
+          std::move(name), "down")) {
+  TF_CHECK_ARG(label_smoothing >= 0 && label_smoothing <= 1, "CategoricalCrossentropy",
+               "label_smoothing must be in [0, 1], got {}", label_smoothing);
+}
+
+TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name)
+    : Metric(mean_of(
+          [k](const Tensor& t, const Tensor& p) { return top_k_categorical_accuracy(t, p, k); },
+          std::move(name), "up")) {
+  check_k("TopKCategoricalAccuracy", k);
+}
+
+SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(int k, std::string name)
+    : Metric(mean_of([k](const Tensor& t,
+                         const Tensor& p) { return sparse_top_k_categorical_accuracy(t, p, k); },
+                     std::move(name), "up")) {
+  check_k("SparseTopKCategoricalAccuracy", k);
+}
+
+Precision::Precision(double thresholds, std::string name)
+    : Metric(precision_or_recall(thresholds, std::move(name), true)) {}
+Recall::Recall(double thresholds, std::string name)
+    : Metric(precision_or_recall(thresholds, std::move(name), false)) {}
+
+AUC::AUC(int num_thresholds, const std::string& curve, const std::string& summation_method,
+         std::string name, bool from_logits) {
+  const char* op = "AUC";
+  TF_CHECK_ARG(num_thresholds > 1, op, "num_thresholds must be an integer > 1, got {}",
+               num_thresholds);
+  const std::string c = lower(curve), s = lower(summation_method);
+  TF_CHECK_ARG(c == "roc" || c == "pr", op, "curve must be 'ROC' or 'PR', got '{}'", curve);
+  TF_CHECK_ARG(s == "interpolation" || s == "minoring" || s == "majoring", op,
+               "summation_method must be 'interpolation', 'minoring' or 'majoring', got '{}'",
+               summation_method);
+  const Curve kind = c == "roc" ? Curve::ROC : Curve::PR;
+  const Summation sum = s == "interpolation" ? Summation::Interpolation
+                        : s == "minoring"    ? Summation::Minoring
+                                             : Summation::Majoring;
+  const int64_t n = num_thresholds;
+  impl_ = confusion_impl(std::move(name),
+                         {"true_positives", "false_positives", "true_negatives", "false_negatives"},
+                         {n});
+  const std::string op_name = impl_->name;
+  impl_->increments = [n, from_logits, op_name](const Tensor& y_true, const Tensor& y_pred,
+                                                const Tensor& sw) {
+    Confusion c = prepare(op_name.c_str(), y_true, y_pred, sw);
+    Tensor p = from_logits ? sigmoid(c.pred) : c.pred;
+    const Tensor w =
+        c.weight.defined() ? tapeflow::detail::broadcast_like(c.weight, p) : ones_like(p);
+    p = reshape(clip_by_value(p, Tensor(0.0f), Tensor(1.0f)), TensorShape({-1}));
+    const Tensor pos = reshape(cast(c.positive, float32), TensorShape({-1}));
+    const Tensor wf = reshape(w, TensorShape({-1}));
+    const Tensor true_w = multiply(pos, wf);
+    const Tensor false_w = multiply(subtract(Tensor(1.0f), pos), wf);
+    // The bucket of each prediction: above thresholds 0..b, max(ceil(p * (n - 1)) - 1, 0).
+    // A NaN gets -1, which unsorted_segment_sum drops: it is then a negative prediction at
+    // every threshold (tn and fn below), as in Keras.
+    Tensor bucket = maximum(
+        subtract(ceil(multiply(p, Tensor(static_cast<float>(n - 1)))), Tensor(1.0f)), Tensor(0.0f));
+    bucket = cast(where(equal(p, p), bucket, Tensor(-1.0f)), int32);
+    // Counts above each threshold: the reversed cumulative sum of the bucket sums, as a sum
+    // over the triangle [i >= j].
+    const Tensor idx = cast(range(int64_t{0}, n, int64_t{1}), int64);
+    const Tensor upper =
+        cast(greater_equal(expand_dims(idx, 0), expand_dims(idx, 1)), float32);  // [j][i]
+    auto above = [&](const Tensor& weights) {
+      const Tensor sums = unsorted_segment_sum(weights, bucket, n);  // (n,)
+      return reduce_sum(multiply(upper, expand_dims(sums, 0)), 1);
+    };
+    const Tensor tp = above(true_w), fp = above(false_w);
+    const Tensor tn = subtract(reduce_sum(false_w), fp);
+    const Tensor fn = subtract(reduce_sum(true_w), tp);
+    return std::vector<Tensor>{tp, fp, tn, fn};
+  };
+  impl_->compute = [n, kind, sum](const std::vector<Tensor>& v) {
+    const Tensor &tp = v[0], &fp = v[1], &tn = v[2], &fn = v[3];
+    if (kind == Curve::PR && sum == Summation::Interpolation)
+      return interpolate_pr_auc(tp, fp, fn, n);
+    const Tensor recall = divide_no_nan(tp, add(tp, fn));
+    Tensor x, y;
+    if (kind == Curve::ROC) {
+      x = divide_no_nan(fp, add(fp, tn));
+      y = recall;
+    } else {
+      x = recall;
+      y = divide_no_nan(tp, add(tp, fp));
+    }
+    const Tensor y0 = part(y, 0, n), y1 = part(y, 1, n);
+    const Tensor heights = sum == Summation::Interpolation ? multiply(add(y0, y1), Tensor(0.5f))
+                           : sum == Summation::Minoring    ? minimum(y0, y1)
+                                                           : maximum(y0, y1);
+    return reduce_sum(multiply(subtract(part(x, 0, n), part(x, 1, n)), heights));
+  };
+}
+
+Metric detail::get_more(const std::string& id, const std::string& name) {
+  if (id == "mae" || id == "mean_absolute_error") return MeanAbsoluteError(name);
+  if (id == "root_mean_squared_error") return RootMeanSquaredError(name);
+  if (id == "mape" || id == "mean_absolute_percentage_error")
+    return MeanAbsolutePercentageError(name);
+  if (id == "precision") return Precision(0.5, name);
+  if (id == "recall") return Recall(0.5, name);
+  if (id == "auc") return AUC(200, "ROC", "interpolation", name);
+  if (id == "top_k_categorical_accuracy") return TopKCategoricalAccuracy(5, name);
+  if (id == "sparse_top_k_categorical_accuracy") return SparseTopKCategoricalAccuracy(5, name);
+  if (id == "binary_crossentropy") return BinaryCrossentropy(name);
+  if (id == "categorical_crossentropy") return CategoricalCrossentropy(name);
+  return Metric();
+}
+
+}  // namespace tapeflow::keras::metrics
