@@ -27,6 +27,7 @@
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -222,4 +223,281 @@ TEST_CASE("recurrent layers match Keras 3.15 on identical weights", "[cpu][cuda]
       }
     }
   }
+}
+
+TEST_CASE("recurrent layers: gradients match central finite differences", "[cpu][keras]") {
+  Float64Layers f64;
+  for (const std::string name : {"simple_rnn_state", "lstm_seq_back", "lstm_state",
+                                 "gru_reset_before_seq", "gru_state", "bidirectional_lstm_seq"}) {
+    CAPTURE(name);
+    CaseLayer l = make_case_layer(name);
+    l.layer.build({tf::None, kT, kF});
+    std::vector<tf::Tensor> weights;
+    for (const tf::Variable& w : l.layer.variables())
+      weights.push_back(pattern(w.shape(), static_cast<int>(weights.size())));
+    l.layer.set_weights(weights);
+    const bool with_state = name.find("_state") != std::string::npos;
+    std::vector<tf::Tensor> init;
+    if (with_state)
+      for (int s = 0; s < (name == "lstm_state" ? 2 : 1); ++s) init.push_back(pattern({kB, kU}, 10 + s));
+    auto loss_of = [&](const tf::Tensor& x) {
+      const auto outs =
+          with_state ? l.call_with_state(x, init) : std::vector<tf::Tensor>{l.layer(x)};
+      tf::Tensor loss = tf::zeros({}, tf::float64);
+      for (size_t j = 0; j < outs.size(); ++j)
+        loss = loss + tf::reduce_sum(outs[j] * pattern(outs[j].shape(), 20 + static_cast<int>(j)));
+      return loss;
+    };
+    const tf::Tensor x = sequence_input();
+    std::vector<tf::Variable> wanted = l.layer.trainable_variables();
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(x);
+    const tf::Tensor loss = loss_of(x);
+    const tf::Tensor gx = tape.gradient(loss, x);
+    const std::vector<tf::Tensor> wgrads = tape.gradient(loss, wanted);
+    // Inputs.
+    const double eps = 1e-6;
+    std::vector<double> xv = vals(x), num(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) {
+      auto at = [&](double d) {
+        std::vector<double> v = xv;
+        v[i] += d;
+        return loss_of(tf::convert_to_tensor(v, x.shape())).item<double>();
+      };
+      num[i] = (at(eps) - at(-eps)) / (2 * eps);
+    }
+    check_values(gx, num, 1e-6, 1e-8);
+    // Every weight.
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      CAPTURE(wanted[w].name());
+      const tf::Tensor orig = wanted[w].value();
+      std::vector<double> wv = vals(orig), wn(wv.size());
+      for (size_t i = 0; i < wv.size(); ++i) {
+        auto at = [&](double d) {
+          std::vector<double> v = wv;
+          v[i] += d;
+          wanted[w].assign(tf::convert_to_tensor(v, orig.shape()));
+          return loss_of(x).item<double>();
+        };
+        wn[i] = (at(eps) - at(-eps)) / (2 * eps);
+      }
+      wanted[w].assign(orig);
+      check_values(wgrads[w], wn, 1e-6, 1e-8);
+    }
+  }
+}
+
+TEST_CASE("recurrent layers: a traced call equals the eager one", "[cpu][cuda][keras]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    tf::random::set_seed(11);
+    layers::LSTM lstm(5, {.return_sequences = true});
+    layers::GRU gru(4);
+    layers::Bidirectional bi(layers::SimpleRNN(3));
+    auto forward = [&](const tf::Tensor& x) {
+      const std::vector<tf::Tensor> s = lstm.call_with_state(x);
+      return std::vector<tf::Tensor>{gru(s[0]), s[1], s[2], bi(x)};
+    };
+    auto traced = tf::function(forward, {.input_signature = {tf::TensorSpec({tf::None, 6, 3})}});
+    auto grad_step = tf::function(
+        [&](const tf::Tensor& x) {
+          tf::GradientTape tape;
+          const auto outs = forward(x);
+          tf::Tensor loss = tf::reduce_sum(tf::square(outs[0])) + tf::reduce_sum(outs[3]);
+          auto vars = gru.trainable_variables();
+          for (const auto& v : lstm.trainable_variables()) vars.push_back(v);
+          for (const auto& v : bi.trainable_variables()) vars.push_back(v);
+          return tape.gradient(loss, vars);
+        },
+        {.input_signature = {tf::TensorSpec({tf::None, 6, 3})}});
+    // Each timestep's slice has a fixed size, so a None batch traces once per batch size.
+    for (int64_t batch : {2, 5, 2}) {
+      const tf::Tensor x = tf::random::normal({batch, 6, 3});
+      const auto eager = forward(x);
+      const auto graph = traced(x);
+      REQUIRE(eager.size() == graph.size());
+      for (size_t i = 0; i < eager.size(); ++i)
+        tf::testing::check_close(graph[i], eager[i], 1e-5, 1e-6);
+      const auto g_graph = grad_step(x);
+      tf::GradientTape tape;
+      const auto outs = forward(x);
+      tf::Tensor loss = tf::reduce_sum(tf::square(outs[0])) + tf::reduce_sum(outs[3]);
+      auto vars = gru.trainable_variables();
+      for (const auto& v : lstm.trainable_variables()) vars.push_back(v);
+      for (const auto& v : bi.trainable_variables()) vars.push_back(v);
+      const auto g_eager = tape.gradient(loss, vars);
+      REQUIRE(g_graph.size() == g_eager.size());
+      REQUIRE(g_graph.size() == 12);
+      for (size_t i = 0; i < g_eager.size(); ++i)
+        tf::testing::check_close(g_graph[i], g_eager[i], 1e-4, 1e-5);
+    }
+    CHECK(traced.tracing_count() == 2);
+    CHECK(grad_step.tracing_count() == 2);
+  }
+}
+
+TEST_CASE("recurrent layers: default initializers and weight shapes are Keras'", "[cpu][keras]") {
+  tf::random::set_seed(5);
+  layers::LSTM lstm(3);
+  lstm.build({tf::None, 7, 4});
+  CHECK(lstm.kernel().shape() == tf::TensorShape({4, 12}));
+  CHECK(lstm.recurrent_kernel().shape() == tf::TensorShape({3, 12}));
+  // unit_forget_bias: zeros for i, ones for f, zeros for c and o.
+  check_values(lstm.bias().value(), {0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0}, 0, 0);
+  // The orthogonal recurrent kernel (3, 12) has orthonormal rows.
+  tf::testing::check_close(
+      tf::matmul(lstm.recurrent_kernel().value(), lstm.recurrent_kernel().value(), false, true),
+      tf::eye(3), 1e-5, 1e-6);
+  // Glorot-uniform kernel: |w| <= sqrt(6 / (4 + 12)).
+  for (double v : vals(lstm.kernel().value())) CHECK(std::abs(v) <= std::sqrt(6.0 / 16) + 1e-7);
+  CHECK(lstm.count_params() == 4 * 12 + 3 * 12 + 12);
+  layers::LSTM no_forget(2, {.unit_forget_bias = false});
+  no_forget.build({tf::None, 2, 1});
+  check_values(no_forget.bias().value(), std::vector<double>(8, 0.0), 0, 0);
+
+  layers::GRU gru(3);
+  gru.build({tf::None, 7, 4});
+  CHECK(gru.bias().shape() == tf::TensorShape({2, 9}));
+  CHECK(gru.count_params() == 4 * 9 + 3 * 9 + 18);
+  layers::GRU gru_before(3, {.reset_after = false});
+  gru_before.build({tf::None, 7, 4});
+  CHECK(gru_before.bias().shape() == tf::TensorShape({9}));
+  CHECK(gru_before.count_params() == 72);  // Keras 3.15's count
+  layers::SimpleRNN rnn(6, "relu", /*use_bias=*/false);
+  rnn.build({tf::None, 7, 4});
+  CHECK(rnn.count_params() == 4 * 6 + 6 * 6);
+  tf::testing::check_close(
+      tf::matmul(rnn.recurrent_kernel().value(), rnn.recurrent_kernel().value(), true, false),
+      tf::eye(6), 1e-5, 1e-6);
+  TF_REQUIRE_THROWS_CONTAINING(rnn.bias(), tf::FailedPreconditionError, "bias");
+  // Names and classes.
+  CHECK(rnn.class_name() == "SimpleRNN");
+  CHECK(rnn.name().rfind("simple_rnn", 0) == 0);
+  CHECK(lstm.name().rfind("lstm", 0) == 0);
+  CHECK(gru.name().rfind("gru", 0) == 0);
+  CHECK(lstm.units() == 3);
+  CHECK(lstm.num_states() == 2);
+  CHECK(gru.num_states() == 1);
+  // A Keras identifier works as a recurrent initializer too.
+  layers::SimpleRNN z(2, {.recurrent_initializer = "zeros"});
+  z.build({tf::None, 1, 1});
+  check_values(z.recurrent_kernel().value(), {0, 0, 0, 0}, 0, 0);
+}
+
+TEST_CASE("Orthogonal initializer gives orthonormal rows or columns", "[cpu][keras]") {
+  tf::random::set_seed(2);
+  for (const tf::TensorShape& s : {tf::TensorShape({5, 3}), tf::TensorShape({3, 5}),
+                                   tf::TensorShape({4, 4}), tf::TensorShape({2, 3, 4})}) {
+    CAPTURE(s.to_string());
+    const tf::Tensor w = K::initializers::Orthogonal(2.0)(s, tf::float64);
+    CHECK(w.shape() == s);
+    const int64_t cols = s[s.rank() - 1], rows = s.num_elements() / cols;
+    const tf::Tensor m = tf::reshape(w, {rows, cols});
+    if (rows >= cols)
+      tf::testing::check_close(tf::matmul(m, m, true, false), tf::eye(cols, tf::float64) * 4.0,
+                               1e-12, 1e-12);
+    else
+      tf::testing::check_close(tf::matmul(m, m, false, true), tf::eye(rows, tf::float64) * 4.0,
+                               1e-12, 1e-12);
+  }
+  // Same global seed, same matrix; float32 by default; rank 1 refused.
+  tf::random::set_seed(3);
+  const tf::Tensor a = K::initializers::Orthogonal()({4, 4});
+  tf::random::set_seed(3);
+  tf::testing::check_close(K::initializers::Orthogonal()({4, 4}), a, 0, 0);
+  CHECK(K::initializers::get("orthogonal")({3, 3}).dtype() == tf::float32);
+  tf::testing::require_error([] { (void)K::initializers::Orthogonal()({3}); },
+                             {"orthogonal", "rank >= 2", "(3,)"});
+}
+
+TEST_CASE("recurrent layers: shape errors and bad arguments", "[cpu][keras]") {
+  tf::testing::require_error([] { layers::LSTM(0); }, {"LSTM", "units must be positive"});
+  tf::testing::require_error([] { layers::GRU(2, "nope"); }, {"unknown activation", "nope"});
+  tf::testing::require_error([] { layers::Bidirectional(layers::GRU(2), "max"); },
+                             {"Bidirectional", "merge_mode", "max"});
+  layers::LSTM lstm(3);
+  tf::testing::require_error([&] { (void)lstm(tf::ones({2, 4})); },
+                             {"LSTM", "(batch, timesteps, features)", "(None, 4)"});
+  (void)lstm(tf::ones({2, 5, 4}));
+  tf::testing::require_error([&] { (void)lstm(tf::ones({2, 5, 6})); },
+                             {"expected ndim=3", "value 4", "(2, 5, 6)"});
+  tf::testing::require_error([&] { (void)lstm.call_with_state(tf::ones({2, 5, 4}), {tf::ones({2, 3})}); },
+                             {"has 2 state(s), got 1"});
+  tf::testing::require_error(
+      [&] { (void)lstm.call_with_state(tf::ones({2, 5, 4}), {tf::ones({2, 3}), tf::ones({3, 3})}); },
+      {"initial state 1", "(2, 3)", "(3, 3)"});
+  tf::testing::require_error(
+      [&] { (void)lstm.call_with_state(tf::ones({2, 5, 4}), {tf::ones({2, 3}), tf::ones({2, 2})}); },
+      {"initial state 1", "(2, 2)"});
+  // The timesteps are unrolled: a signature with None timesteps traces once per length.
+  auto f = tf::function([&](const tf::Tensor& x) { return lstm(x); },
+                        {.input_signature = {tf::TensorSpec({2, tf::None, 4})}});
+  for (int64_t steps : {5, 7}) {
+    const tf::Tensor x = tf::random::normal({2, steps, 4});
+    tf::testing::check_close(f(x), lstm(x), 1e-5, 1e-6);
+  }
+  CHECK(f.tracing_count() == 2);
+  layers::Bidirectional bi(layers::LSTM(2));
+  tf::testing::require_error(
+      [&] { (void)bi.call_with_state(tf::ones({1, 2, 2}), {tf::ones({1, 2})}); },
+      {"takes 4 initial states", "got 1"});
+}
+
+TEST_CASE("recurrent layers in a Sequential: summary, save_weights and load_weights",
+          "[cpu][keras]") {
+  // Keras 3.15: lstm (LSTM) (None, 5, 8) 416; bidirectional (Bidirectional) (None, 6) 234;
+  // dense (Dense) (None, 1) 7; Total params: 657.
+  auto make = [] {
+    return K::Sequential({layers::LSTM(8, {.return_sequences = true, .input_shape = {5, 4}}),
+                          layers::Bidirectional(layers::GRU(3)), layers::Dense(1)});
+  };
+  K::Sequential a = make();
+  const std::string s = a.summary_string();
+  CAPTURE(s);
+  CHECK(s.find("(LSTM)") != std::string::npos);
+  CHECK(s.find("(None, 5, 8)              416") != std::string::npos);
+  // (tf.keras 2's layout wraps the long name "bidirectional_N (Bidirectional)".)
+  CHECK(s.find("(Bidirectio") != std::string::npos);
+  CHECK(s.find("(None, 6)                234") != std::string::npos);
+  CHECK(s.find("Total params: 657\n") != std::string::npos);
+  std::vector<std::string> names;
+  for (const auto& [n, v] : a.tracked_variables()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{
+                     "lstm/kernel", "lstm/recurrent_kernel", "lstm/bias",
+                     "bidirectional/forward_gru/kernel", "bidirectional/forward_gru/recurrent_kernel",
+                     "bidirectional/forward_gru/bias", "bidirectional/backward_gru/kernel",
+                     "bidirectional/backward_gru/recurrent_kernel",
+                     "bidirectional/backward_gru/bias", "dense/kernel", "dense/bias"});
+  TempFile f;
+  a.save_weights(f.path);
+  K::Sequential b = make();
+  b.load_weights(f.path);
+  const auto wa = a.get_weights(), wb = b.get_weights();
+  REQUIRE(wa.size() == wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) tf::testing::check_close(wb[i], wa[i], 0, 0);
+  const tf::Tensor x = tf::random::normal({3, 5, 4});
+  tf::testing::check_close(b(x), a(x), 0, 0);
+  CHECK(a(x).shape() == tf::TensorShape({3, 1}));
+}
+
+TEST_CASE("LSTM and Dense fit a sequence regression", "[cpu][keras]") {
+  // y = the mean of each sequence's first feature, plus its last value of the second.
+  tf::random::set_seed(4);
+  const int64_t n = 128, steps = 6;
+  const tf::Tensor x = tf::random::uniform({n, steps, 2}, -1.0, 1.0);
+  const std::vector<float> xv = x.numpy<float>();
+  std::vector<float> yv(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float s = 0;
+    for (int64_t t = 0; t < steps; ++t) s += xv[(i * steps + t) * 2];
+    yv[i] = s / steps + xv[(i * steps + steps - 1) * 2 + 1];
+  }
+  const tf::Tensor y = tf::convert_to_tensor(yv, {n, 1});
+  K::Sequential model({layers::LSTM(16), layers::Dense(1)});
+  model.compile(K::optimizers::Adam(0.02), K::losses::MeanSquaredError());
+  const K::History h = model.fit(x, y, {.epochs = 30, .batch_size = 32, .verbose = 0});
+  const auto& loss = h.history.at("loss");
+  CHECK(loss.back() < 0.2 * loss.front());
+  CHECK(model.evaluate(x, y, {.verbose = 0})[0] < 0.05);
 }
