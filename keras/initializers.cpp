@@ -123,13 +123,13 @@ Initializer HeNormal(std::optional<int64_t> seed) {
 Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
   return Initializer("orthogonal", [=](const TensorShape& s, DType d) {
     check_floating("orthogonal", d);
-    TF_CHECK_ARG(s.rank() >= 2, "orthogonal", "needs a shape of rank >= 2, got {}",
-                 s.to_string());
+    TF_CHECK_ARG(s.rank() >= 2, "orthogonal", "needs a shape of rank >= 2, got {}", s.to_string());
     const int64_t cols = s[s.rank() - 1], rows = s.num_elements() / std::max<int64_t>(cols, 1);
     const int64_t m = std::max(rows, cols), n = std::min(rows, cols);
     // Modified Gram-Schmidt of the columns of a normal (m, n) matrix, in float64 on the host:
     // the Q of its QR decomposition with R's diagonal made positive (Keras' q * sign(diag(r))).
-    std::vector<double> a = ::tapeflow::detail::to_double_vector(random::normal({m, n}, 0.0, 1.0, float64, seed));
+    std::vector<double> a =
+        ::tapeflow::detail::to_double_vector(random::normal({m, n}, 0.0, 1.0, float64, seed));
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t k = 0; k < j; ++k) {
         double dot = 0.0;
@@ -145,8 +145,10 @@ Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         const double v = gain * a[i * n + j];
-        if (rows < cols) q[j * m + i] = v;  // the transpose: (n, m) = (rows, cols)
-        else q[i * n + j] = v;
+        if (rows < cols)
+          q[j * m + i] = v;  // the transpose: (n, m) = (rows, cols)
+        else
+          q[i * n + j] = v;
       }
     return cast(convert_to_tensor(q, s), d);
   });

@@ -44,9 +44,13 @@ const char* class_of(Cell c) {
 const char* generic_of(Cell c) {
   return c == Cell::simple ? "simple_rnn" : c == Cell::lstm ? "lstm" : "gru";
 }
-int64_t gates_of(Cell c) { return c == Cell::simple ? 1 : c == Cell::lstm ? 4 : 3; }
+int64_t gates_of(Cell c) {
+  return c == Cell::simple ? 1 : c == Cell::lstm ? 4 : 3;
+}
 
-Tensor activate(const activations::Activation& f, const Tensor& x) { return f ? f(x) : x; }
+Tensor activate(const activations::Activation& f, const Tensor& x) {
+  return f ? f(x) : x;
+}
 
 // call_with_state's request to the layer it calls: the initial states going in, the final ones
 // coming out. One per thread and call (replica threads call a layer at once), found by layer.
@@ -94,8 +98,7 @@ class RecurrentImpl final : public LayerImpl {
         recurrent_activation_(activations::get(c_.recurrent_activation)) {
     TF_CHECK_ARG(c_.units > 0, class_of(c_.cell), "units must be positive, got {}", c_.units);
     if (!c_.kernel_initializer.defined()) c_.kernel_initializer = initializers::GlorotUniform();
-    if (!c_.recurrent_initializer.defined())
-      c_.recurrent_initializer = initializers::Orthogonal();
+    if (!c_.recurrent_initializer.defined()) c_.recurrent_initializer = initializers::Orthogonal();
     if (!c_.bias_initializer.defined()) c_.bias_initializer = initializers::Zeros();
   }
   const RecurrentConfig& config() const { return c_; }
@@ -124,22 +127,20 @@ class RecurrentImpl final : public LayerImpl {
     const int64_t u = c_.units, k = gates_of(c_.cell);
     kernel_ = add_weight("kernel", TensorShape({features_, k * u}), c_.kernel_initializer, true,
                          c_.kernel_regularizer);
-    recurrent_ = add_weight("recurrent_kernel", TensorShape({u, k * u}),
-                            c_.recurrent_initializer, true, c_.recurrent_regularizer);
+    recurrent_ = add_weight("recurrent_kernel", TensorShape({u, k * u}), c_.recurrent_initializer,
+                            true, c_.recurrent_regularizer);
     if (!c_.use_bias) return;
     Initializer init = c_.bias_initializer;
     if (c_.cell == Cell::lstm && c_.unit_forget_bias) {
       // Keras: the bias initializer for i, ones for f, the bias initializer for c and o.
       const Initializer b = c_.bias_initializer;
       init = Initializer("unit_forget_bias", [b, u](const TensorShape&, DType d) {
-        return concat({b(TensorShape({u}), d), ones(TensorShape({u}), d),
-                       b(TensorShape({2 * u}), d)},
-                      0);
+        return concat(
+            {b(TensorShape({u}), d), ones(TensorShape({u}), d), b(TensorShape({2 * u}), d)}, 0);
       });
     }
-    const TensorShape bshape = c_.cell == Cell::gru && c_.reset_after
-                                   ? TensorShape({2, k * u})
-                                   : TensorShape({k * u});
+    const TensorShape bshape =
+        c_.cell == Cell::gru && c_.reset_after ? TensorShape({2, k * u}) : TensorShape({k * u});
     bias_ = add_weight("bias", bshape, init, true, c_.bias_regularizer);
   }
   void check_input(const TensorShape& s) const override {
@@ -178,8 +179,8 @@ std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
   for (size_t i = 0; i < initial.size(); ++i) {
     const Tensor& s = initial[i];
     TF_CHECK_ARG(s.defined(), name_.c_str(),
-                 "layer \"{}\" ({}): initial state {} is an undefined tensor", name_,
-                 class_name_, i);
+                 "layer \"{}\" ({}): initial state {} is an undefined tensor", name_, class_name_,
+                 i);
     const TensorShape& sh = s.shape();
     TF_CHECK_ARG(sh.rank() == 2 && (sh[1] == c_.units || sh[1] == None) &&
                      (sh[0] == batch || sh[0] == None || batch == None),
@@ -291,12 +292,12 @@ class BidirectionalImpl final : public LayerImpl {
  public:
   BidirectionalImpl(const RecurrentImpl& layer, const std::string& merge_mode, std::string name)
       : LayerImpl("Bidirectional", "bidirectional", std::move(name)), merge_mode_(merge_mode) {
-    TF_CHECK_ARG(merge_mode == "concat" || merge_mode == "sum" || merge_mode == "mul" ||
-                     merge_mode == "ave",
-                 "Bidirectional",
-                 "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got \"{}\" (Keras' "
-                 "None, two outputs, is not offered)",
-                 merge_mode);
+    TF_CHECK_ARG(
+        merge_mode == "concat" || merge_mode == "sum" || merge_mode == "mul" || merge_mode == "ave",
+        "Bidirectional",
+        "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got \"{}\" (Keras' "
+        "None, two outputs, is not offered)",
+        merge_mode);
     const std::string base = layer.local_base_name();
     RecurrentConfig f = layer.config(), b = layer.config();
     f.name = "forward_" + base;
@@ -336,10 +337,8 @@ class BidirectionalImpl final : public LayerImpl {
       fw_init.assign(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(n));
       bw_init.assign(init.begin() + static_cast<std::ptrdiff_t>(n), init.end());
     }
-    const std::vector<Tensor> fw =
-        detail::call_with_state(forward_, x, fw_init, training);
-    const std::vector<Tensor> bw =
-        detail::call_with_state(backward_, x, bw_init, training);
+    const std::vector<Tensor> fw = detail::call_with_state(forward_, x, fw_init, training);
+    const std::vector<Tensor> bw = detail::call_with_state(backward_, x, bw_init, training);
     Tensor yb = bw[0];
     if (backward_->config().return_sequences) yb = reverse_time(yb);
     if (request) {
@@ -429,16 +428,32 @@ std::shared_ptr<RecurrentImpl> make_recurrent(Cell cell, int64_t units, const Op
 namespace layers {
 
 namespace {
-RecurrentImpl& rnn(const Layer& l) { return impl_as<RecurrentImpl>(l, "RecurrentLayer"); }
+RecurrentImpl& rnn(const Layer& l) {
+  return impl_as<RecurrentImpl>(l, "RecurrentLayer");
+}
 }  // namespace
 
-int64_t RecurrentLayer::units() const { return rnn(*this).config().units; }
-bool RecurrentLayer::return_sequences() const { return rnn(*this).config().return_sequences; }
-bool RecurrentLayer::go_backwards() const { return rnn(*this).config().go_backwards; }
-int RecurrentLayer::num_states() const { return rnn(*this).num_states(); }
-Variable RecurrentLayer::kernel() const { return impl().weight("kernel"); }
-Variable RecurrentLayer::recurrent_kernel() const { return impl().weight("recurrent_kernel"); }
-Variable RecurrentLayer::bias() const { return impl().weight("bias"); }
+int64_t RecurrentLayer::units() const {
+  return rnn(*this).config().units;
+}
+bool RecurrentLayer::return_sequences() const {
+  return rnn(*this).config().return_sequences;
+}
+bool RecurrentLayer::go_backwards() const {
+  return rnn(*this).config().go_backwards;
+}
+int RecurrentLayer::num_states() const {
+  return rnn(*this).num_states();
+}
+Variable RecurrentLayer::kernel() const {
+  return impl().weight("kernel");
+}
+Variable RecurrentLayer::recurrent_kernel() const {
+  return impl().weight("recurrent_kernel");
+}
+Variable RecurrentLayer::bias() const {
+  return impl().weight("bias");
+}
 
 std::vector<Tensor> RecurrentLayer::call_with_state(const Tensor& x,
                                                     const std::vector<Tensor>& initial_state,
@@ -449,11 +464,11 @@ std::vector<Tensor> RecurrentLayer::call_with_state(const Tensor& x,
 
 }  // namespace layers
 
-std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& impl,
-                                            const Tensor& x,
+std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& impl, const Tensor& x,
                                             const std::vector<Tensor>& initial_state,
                                             bool training) {
-  StateRequest request{.layer = impl.get(), .initial = &initial_state, .states = {}, .served = false};
+  StateRequest request{
+      .layer = impl.get(), .initial = &initial_state, .states = {}, .served = false};
   Tensor output;
   {
     RequestScope scope(&request);
@@ -475,8 +490,7 @@ LSTM::LSTM(int64_t units, LSTMOptions options)
 GRU::GRU(int64_t units, GRUOptions options)
     : RecurrentLayer(make_recurrent(Cell::gru, units, options)) {}
 
-Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode,
-                             std::string name)
+Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode, std::string name)
     : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {}
 RecurrentLayer Bidirectional::forward_layer() const {
   return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());

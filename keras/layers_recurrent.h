@@ -32,8 +32,8 @@ struct SimpleRNNOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
-  bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
-  bool go_backwards = false;      // run the timesteps last to first
+  bool return_sequences = false;          // (batch, timesteps, units) instead of the last output
+  bool go_backwards = false;              // run the timesteps last to first
   std::vector<int64_t> input_shape = {};  // (timesteps, features), builds at construction
   std::string name = "";
 };
@@ -90,7 +90,8 @@ class RecurrentLayer : public Layer {
   // Keras' layer(x, initial_state=..., return_state=True): {output, final states...} (LSTM:
   // {output, h, c}; else {output, h}). `initial_state` is empty (zeros) or one (batch, units)
   // tensor per state. Builds, casts and records like operator().
-  std::vector<Tensor> call_with_state(const Tensor& x, const std::vector<Tensor>& initial_state = {},
+  std::vector<Tensor> call_with_state(const Tensor& x,
+                                      const std::vector<Tensor>& initial_state = {},
                                       bool training = false) const;
 
  protected:
@@ -104,8 +105,8 @@ class SimpleRNN : public RecurrentLayer {
  public:
   explicit SimpleRNN(int64_t units) : SimpleRNN(units, SimpleRNNOptions{}) {}
   template <class S>
-    requires std::is_convertible_v<S, std::string>
-  SimpleRNN(int64_t units, S&& activation, bool use_bias = true)
+  requires std::is_convertible_v<S, std::string> SimpleRNN(int64_t units, S&& activation,
+                                                           bool use_bias = true)
       : SimpleRNN(units, SimpleRNNOptions{.activation = std::string(std::forward<S>(activation)),
                                           .use_bias = use_bias}) {}
   SimpleRNN(int64_t units, SimpleRNNOptions options);
@@ -119,9 +120,9 @@ class LSTM : public RecurrentLayer {
  public:
   explicit LSTM(int64_t units) : LSTM(units, LSTMOptions{}) {}
   template <class S>
-    requires std::is_convertible_v<S, std::string>
-  LSTM(int64_t units, S&& activation, std::string recurrent_activation = "sigmoid",
-       bool use_bias = true)
+  requires std::is_convertible_v<S, std::string> LSTM(int64_t units, S&& activation,
+                                                      std::string recurrent_activation = "sigmoid",
+                                                      bool use_bias = true)
       : LSTM(units, LSTMOptions{.activation = std::string(std::forward<S>(activation)),
                                 .recurrent_activation = std::move(recurrent_activation),
                                 .use_bias = use_bias}) {}
@@ -135,9 +136,9 @@ class GRU : public RecurrentLayer {
  public:
   explicit GRU(int64_t units) : GRU(units, GRUOptions{}) {}
   template <class S>
-    requires std::is_convertible_v<S, std::string>
-  GRU(int64_t units, S&& activation, std::string recurrent_activation = "sigmoid",
-      bool use_bias = true)
+  requires std::is_convertible_v<S, std::string> GRU(int64_t units, S&& activation,
+                                                     std::string recurrent_activation = "sigmoid",
+                                                     bool use_bias = true)
       : GRU(units, GRUOptions{.activation = std::string(std::forward<S>(activation)),
                               .recurrent_activation = std::move(recurrent_activation),
                               .use_bias = use_bias}) {}
@@ -156,7 +157,8 @@ class Bidirectional : public Layer {
   RecurrentLayer backward_layer() const;
   // {output, forward states..., backward states...}; `initial_state` is empty or the forward
   // states followed by the backward ones (Keras' order).
-  std::vector<Tensor> call_with_state(const Tensor& x, const std::vector<Tensor>& initial_state = {},
+  std::vector<Tensor> call_with_state(const Tensor& x,
+                                      const std::vector<Tensor>& initial_state = {},
                                       bool training = false) const;
 };
 
