@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct RecurrentConfig {
   bool return_sequences = false;
   bool go_backwards = false;
   bool reset_after = true;
+  double dropout = 0.0, recurrent_dropout = 0.0;
+  std::optional<int64_t> seed;
   std::string name;
 };
 
@@ -97,6 +100,11 @@ class RecurrentImpl final : public LayerImpl {
         activation_(activations::get(c_.activation)),
         recurrent_activation_(activations::get(c_.recurrent_activation)) {
     TF_CHECK_ARG(c_.units > 0, class_of(c_.cell), "units must be positive, got {}", c_.units);
+    TF_CHECK_ARG(c_.dropout >= 0.0 && c_.dropout < 1.0 && c_.recurrent_dropout >= 0.0 &&
+                     c_.recurrent_dropout < 1.0,
+                 class_of(c_.cell),
+                 "dropout and recurrent_dropout must be in the range [0, 1), got {} and {}",
+                 c_.dropout, c_.recurrent_dropout);
     if (!c_.kernel_initializer.defined()) c_.kernel_initializer = initializers::GlorotUniform();
     if (!c_.recurrent_initializer.defined()) c_.recurrent_initializer = initializers::Orthogonal();
     if (!c_.bias_initializer.defined()) c_.bias_initializer = initializers::Zeros();
@@ -107,7 +115,8 @@ class RecurrentImpl final : public LayerImpl {
   // The output and the final states for `x` (batch, timesteps, features), from `initial`
   // (empty: zeros).
   std::pair<Tensor, std::vector<Tensor>> run_sequence(const Tensor& x,
-                                                      const std::vector<Tensor>& initial) const;
+                                                      const std::vector<Tensor>& initial,
+                                                      bool training) const;
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
                  "layer \"{}\" ({}) needs inputs of shape (batch, timesteps, features), got "
@@ -150,10 +159,10 @@ class RecurrentImpl final : public LayerImpl {
                                   "(the layer was built for input shape {})",
                                   features_, built_input_shape().to_string()));
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& x, bool training) override {
     StateRequest* request = take_request(this);
     static const std::vector<Tensor> kNone;
-    auto [output, states] = run_sequence(x, request ? *request->initial : kNone);
+    auto [output, states] = run_sequence(x, request ? *request->initial : kNone, training);
     if (request) request->states = std::move(states);
     return output;
   }
@@ -198,7 +207,7 @@ std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
 }
 
 std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
-    const Tensor& x, const std::vector<Tensor>& initial_state) const {
+    const Tensor& x, const std::vector<Tensor>& initial_state, bool training) const {
   const int64_t steps = x.shape()[1];
   TF_CHECK_ARG(steps != None && steps >= 1, name_.c_str(),
                "layer \"{}\" ({}) unrolls its timesteps and needs a known number of them (at "
@@ -209,8 +218,34 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
   const int64_t k = gates_of(c_.cell);
   const bool gru_after = c_.cell == Cell::gru && c_.reset_after;
 
+  // Dropout (training only), as Keras 3: masks drawn once per call and shared by every timestep;
+  // one input mask for all gates, except that recurrent_dropout switches LSTM and GRU to Keras'
+  // implementation 1, with one input mask and one recurrent mask per gate.
+  const bool drop_in = training && c_.dropout > 0.0;
+  const bool drop_rec = training && c_.recurrent_dropout > 0.0;
+  const int64_t n_masks = drop_rec && c_.cell != Cell::simple ? k : 1;
+  const Tensor kernel = kernel_.value();
+  const Tensor rk = recurrent_.value();
+  std::vector<Tensor> kernel_parts, rk_parts;  // per gate, when the masks are
+  if (n_masks > 1) {
+    kernel_parts = split(kernel, static_cast<int>(k), 1);
+    rk_parts = split(rk, static_cast<int>(k), 1);
+  }
+
   // The input projection of every timestep at once: (batch, timesteps, k * units).
-  Tensor xp = matmul(x, kernel_.value());
+  Tensor xp;
+  if (drop_in) {
+    const Tensor ones_bf = ones_like(squeeze(slice(x, {0, 0, 0}, {-1, 1, -1}), {1}));
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < n_masks; ++g) {
+      const Tensor mask = expand_dims(nn::dropout(ones_bf, c_.dropout, c_.seed), 1);
+      parts.push_back(
+          matmul(x * mask, n_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
+    }
+    xp = parts.size() == 1 ? parts[0] : concat(parts, -1);
+  } else {
+    xp = matmul(x, kernel);
+  }
   Tensor recurrent_bias;  // GRU with reset_after only
   if (c_.use_bias) {
     Tensor b = bias_.value();
@@ -222,7 +257,6 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     xp = nn::bias_add(xp, b);
   }
   std::vector<Tensor> inputs = split(xp, static_cast<int>(steps), 1);
-  const Tensor rk = recurrent_.value();
   Tensor rk_zr, rk_h;  // GRU without reset_after: h multiplies [U_z U_r], r * h multiplies U_h
   if (c_.cell == Cell::gru && !c_.reset_after) {
     std::vector<Tensor> parts = split(rk, std::vector<int64_t>{2 * u, u}, 1);
@@ -233,6 +267,22 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
   // Undefined states stand for zeros: the first step skips their terms (same values).
   Tensor h = initial.empty() ? Tensor() : initial[0];
   Tensor c = initial.size() > 1 ? initial[1] : Tensor();
+  std::vector<Tensor> rec_masks;  // drawn at the first step that has a state
+  auto masked = [&](const Tensor& state, int64_t g) {
+    if (!drop_rec) return state;
+    if (rec_masks.empty())
+      for (int64_t m = 0; m < n_masks; ++m)
+        rec_masks.push_back(nn::dropout(ones_like(state), c_.recurrent_dropout, c_.seed));
+    return state * rec_masks[static_cast<size_t>(g)];
+  };
+  // h @ recurrent_kernel, each gate's block from its masked h when there are several masks.
+  auto project = [&](const Tensor& state) {
+    if (n_masks == 1) return matmul(masked(state, 0), rk);
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < k; ++g)
+      parts.push_back(matmul(masked(state, g), rk_parts[static_cast<size_t>(g)]));
+    return concat(parts, 1);
+  };
   std::vector<Tensor> outputs;
   outputs.reserve(static_cast<size_t>(steps));
   const auto& act = activation_;
@@ -242,10 +292,10 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     const Tensor xt = squeeze(inputs[static_cast<size_t>(t)], {1});
     switch (c_.cell) {
       case Cell::simple:
-        h = activate(act, h.defined() ? xt + matmul(h, rk) : xt);
+        h = activate(act, h.defined() ? xt + project(h) : xt);
         break;
       case Cell::lstm: {
-        const std::vector<Tensor> g = split(h.defined() ? xt + matmul(h, rk) : xt, 4, 1);
+        const std::vector<Tensor> g = split(h.defined() ? xt + project(h) : xt, 4, 1);
         const Tensor i = activate(ract, g[0]), f = activate(ract, g[1]), o = activate(ract, g[3]);
         const Tensor ig = i * activate(act, g[2]);
         c = c.defined() ? f * c + ig : ig;
@@ -256,7 +306,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
         const std::vector<Tensor> xg = split(xt, 3, 1);
         Tensor z, hh;
         if (c_.reset_after) {
-          Tensor rec = h.defined() ? matmul(h, rk) : Tensor();
+          Tensor rec = h.defined() ? project(h) : Tensor();
           if (recurrent_bias.defined()) rec = rec.defined() ? rec + recurrent_bias : recurrent_bias;
           if (rec.defined()) {
             const std::vector<Tensor> rg = split(rec, 3, rec.rank() - 1);
@@ -268,10 +318,18 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
             hh = activate(act, xg[2]);
           }
         } else if (h.defined()) {
-          const std::vector<Tensor> rg = split(matmul(h, rk_zr), 2, 1);
-          z = activate(ract, xg[0] + rg[0]);
-          const Tensor r = activate(ract, xg[1] + rg[1]);
-          hh = activate(act, xg[2] + matmul(r * h, rk_h));
+          Tensor rz, rr;
+          if (n_masks == 1) {
+            const std::vector<Tensor> rg = split(matmul(masked(h, 0), rk_zr), 2, 1);
+            rz = rg[0];
+            rr = rg[1];
+          } else {
+            rz = matmul(masked(h, 0), rk_parts[0]);
+            rr = matmul(masked(h, 1), rk_parts[1]);
+          }
+          z = activate(ract, xg[0] + rz);
+          const Tensor r = activate(ract, xg[1] + rr);
+          hh = activate(act, xg[2] + matmul(r * masked(h, n_masks > 1 ? 2 : 0), rk_h));
         } else {
           z = activate(ract, xg[0]);
           hh = activate(act, xg[2]);
@@ -379,6 +437,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptio
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
                          .name = o.name};
 }
 RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o) {
@@ -396,6 +457,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
                          .name = o.name};
 }
 RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o) {
@@ -413,6 +477,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o)
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
                          .reset_after = o.reset_after,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
                          .name = o.name};
 }
 
@@ -491,7 +558,13 @@ GRU::GRU(int64_t units, GRUOptions options)
     : RecurrentLayer(make_recurrent(Cell::gru, units, options)) {}
 
 Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode, std::string name)
-    : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {}
+    : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {
+  // Keras passes the wrapped layer's input_shape on: the wrapper builds at once.
+  if (const auto& declared = layer.impl().declared_input_shape()) {
+    const std::vector<int64_t> dims = declared->dims();
+    impl().build_from_declared_shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+  }
+}
 RecurrentLayer Bidirectional::forward_layer() const {
   return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());
 }

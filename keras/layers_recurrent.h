@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -32,8 +33,13 @@ struct SimpleRNNOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
-  bool return_sequences = false;          // (batch, timesteps, units) instead of the last output
-  bool go_backwards = false;              // run the timesteps last to first
+  bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
+  bool go_backwards = false;      // run the timesteps last to first
+  // Keras' dropout of the inputs and of the recurrent state, in training only (see
+  // docs/keras_recurrent.md); seed as tf::nn::dropout's.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::vector<int64_t> input_shape = {};  // (timesteps, features), builds at construction
   std::string name = "";
 };
@@ -51,6 +57,9 @@ struct LSTMOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::vector<int64_t> input_shape = {};
   std::string name = "";
 };
@@ -70,6 +79,9 @@ struct GRUOptions {
   // Keras 3's default: the reset gate multiplies the recurrent projection (h @ U_h + b_h) and
   // the bias is (2, 3 * units), input and recurrent; false: it multiplies h before the matmul.
   bool reset_after = true;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::vector<int64_t> input_shape = {};
   std::string name = "";
 };

@@ -1068,6 +1068,17 @@ TEST_CASE("recurrent layers in a Sequential: summary, save_weights and load_weig
   const tf::Tensor x = tf::random::normal({3, 5, 4});
   tf::testing::check_close(b(x), a(x), 0, 0);
   CHECK(a(x).shape() == tf::TensorShape({3, 1}));
+  // A wrapped layer's input_shape builds the wrapper (and a Sequential that starts with it).
+  K::Sequential c(
+      {layers::Bidirectional(layers::SimpleRNN(2, {.input_shape = {7, 3}}), "concat", "bi")});
+  CHECK(c.built());
+  CHECK(c.output_shape() == tf::TensorShape({tf::None, 4}));
+  CHECK(c.count_params() == 2 * (3 * 2 + 2 * 2 + 2));
+  layers::Bidirectional bi = layers::Bidirectional(layers::GRU(2));
+  CHECK(bi.forward_layer().name() == "forward_gru");
+  CHECK(bi.backward_layer().name() == "backward_gru");
+  CHECK_FALSE(bi.forward_layer().go_backwards());
+  CHECK(bi.backward_layer().go_backwards());
 }
 
 TEST_CASE("LSTM and Dense fit a sequence regression", "[cpu][keras]") {
@@ -1089,4 +1100,119 @@ TEST_CASE("LSTM and Dense fit a sequence regression", "[cpu][keras]") {
   const auto& loss = h.history.at("loss");
   CHECK(loss.back() < 0.2 * loss.front());
   CHECK(model.evaluate(x, y, {.verbose = 0})[0] < 0.05);
+}
+
+TEST_CASE("recurrent dropout: masks shared by the timesteps, training only", "[cpu][keras]") {
+  Float64Layers f64;
+  tf::random::set_seed(8);
+  // A linear SimpleRNN with an identity kernel and a zero recurrent kernel returns its masked
+  // inputs: each (sample, feature) is dropped at every timestep or at none, and scaled by 1 / 0.6.
+  layers::SimpleRNN rnn(4, {.activation = "linear",
+                            .use_bias = false,
+                            .kernel_initializer = K::initializers::Constant(0.0),
+                            .recurrent_initializer = "zeros",
+                            .return_sequences = true,
+                            .dropout = 0.4});
+  rnn.build({tf::None, 5, 4});
+  rnn.kernel().assign(tf::eye(4, tf::float64));
+  const tf::Tensor x = tf::random::uniform({64, 5, 4}, 1.0, 2.0, tf::float64);
+  tf::testing::check_close(rnn(x), x, 0, 0);  // inference: no dropout
+  const std::vector<double> y = vals(rnn(x, true)), xv = vals(x);
+  int dropped = 0;
+  for (int64_t b = 0; b < 64; ++b)
+    for (int64_t f = 0; f < 4; ++f) {
+      const bool zero = y[(b * 5) * 4 + f] == 0.0;
+      dropped += zero;
+      for (int64_t t = 0; t < 5; ++t) {
+        const size_t i = static_cast<size_t>((b * 5 + t) * 4 + f);
+        CHECK(y[i] == Approx(zero ? 0.0 : xv[i] / 0.6).margin(1e-12));
+      }
+    }
+  CHECK(dropped > 256 * 0.25);
+  CHECK(dropped < 256 * 0.55);
+  // A traced call draws new masks at every replay.
+  auto train_call = tf::function([&](const tf::Tensor& t) { return rnn(t, true); });
+  const tf::Tensor first = train_call(x), second = train_call(x);
+  CHECK(train_call.tracing_count() == 1);
+  CHECK(vals(first) != vals(second));
+
+  // recurrent_dropout: h_t = x_t + mask * h_{t-1} with identity kernels, one mask per call.
+  layers::SimpleRNN rec(3, {.activation = "linear",
+                            .use_bias = false,
+                            .return_sequences = true,
+                            .recurrent_dropout = 0.5});
+  rec.build({tf::None, 4, 3});
+  rec.kernel().assign(tf::eye(3, tf::float64));
+  rec.recurrent_kernel().assign(tf::eye(3, tf::float64));
+  const tf::Tensor xr = tf::ones({32, 4, 3}, tf::float64);
+  const std::vector<double> yr = vals(rec(xr, true));
+  for (int64_t b = 0; b < 32; ++b)
+    for (int64_t f = 0; f < 3; ++f) {
+      // Kept: h = 1, 3, 7, 15 (scaled by 2); dropped: 1, 1, 1, 1.
+      const bool kept = yr[static_cast<size_t>((b * 4 + 1) * 3 + f)] > 2.0;
+      double h = 0;
+      for (int64_t t = 0; t < 4; ++t) {
+        h = 1.0 + (kept ? 2.0 * h : 0.0);
+        CHECK(yr[static_cast<size_t>((b * 4 + t) * 3 + f)] == Approx(h));
+      }
+    }
+  tf::testing::require_error([] { layers::LSTM(2, {.dropout = 1.0}); },
+                             {"LSTM", "dropout and recurrent_dropout", "[0, 1)"});
+}
+
+TEST_CASE("recurrent dropout: gradients with fixed masks match finite differences",
+          "[cpu][keras]") {
+  Float64Layers f64;
+  // The same global seed before each call draws the same masks, so the loss is a smooth function
+  // of the weights. recurrent_dropout gives LSTM and GRU one mask per gate (Keras'
+  // implementation 1); dropout alone, one mask.
+  std::vector<std::pair<std::string, K::Layer>> cases;
+  cases.emplace_back(
+      "lstm both",
+      layers::LSTM(kU, {.return_sequences = true, .dropout = 0.3, .recurrent_dropout = 0.4}));
+  cases.emplace_back("lstm input", layers::LSTM(kU, {.dropout = 0.3}));
+  cases.emplace_back("gru both", layers::GRU(kU, {.dropout = 0.3, .recurrent_dropout = 0.4}));
+  cases.emplace_back("gru before", layers::GRU(kU, {.return_sequences = true,
+                                                    .reset_after = false,
+                                                    .dropout = 0.2,
+                                                    .recurrent_dropout = 0.3}));
+  cases.emplace_back("simple", layers::SimpleRNN(kU, {.dropout = 0.3, .recurrent_dropout = 0.3}));
+  for (auto& [name, layer] : cases) {
+    CAPTURE(name);
+    layer.build({tf::None, kT, kF});
+    std::vector<tf::Tensor> weights;
+    for (const tf::Variable& w : layer.variables())
+      weights.push_back(pattern(w.shape(), static_cast<int>(weights.size())));
+    layer.set_weights(weights);
+    const tf::Tensor x = sequence_input();
+    auto loss_of = [&, &layer = layer] {
+      tf::random::set_seed(21);
+      const tf::Tensor y = layer(x, true);
+      return tf::reduce_sum(y * pattern(y.shape(), 20));
+    };
+    // Training draws masks: the loss differs from inference's.
+    const tf::Tensor y0 = layer(x);
+    CHECK(loss_of().item<double>() != tf::reduce_sum(y0 * pattern(y0.shape(), 20)).item<double>());
+    std::vector<tf::Variable> vars = layer.trainable_variables();
+    tf::GradientTape tape;
+    const tf::Tensor loss = loss_of();
+    const std::vector<tf::Tensor> grads = tape.gradient(loss, vars);
+    for (size_t w = 0; w < vars.size(); ++w) {
+      CAPTURE(vars[w].name());
+      const tf::Tensor orig = vars[w].value();
+      const std::vector<double> wv = vals(orig);
+      std::vector<double> num(wv.size());
+      for (size_t i = 0; i < wv.size(); ++i) {
+        auto at = [&](double d) {
+          std::vector<double> v = wv;
+          v[i] += d;
+          vars[w].assign(tf::convert_to_tensor(v, orig.shape()));
+          return loss_of().item<double>();
+        };
+        num[i] = (at(1e-6) - at(-1e-6)) / 2e-6;
+      }
+      vars[w].assign(orig);
+      check_values(grads[w], num, 1e-6, 1e-8);
+    }
+  }
 }
