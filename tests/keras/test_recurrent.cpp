@@ -21,6 +21,7 @@
 #include "keras/losses.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
+#include "keras/regularizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -953,6 +954,12 @@ TEST_CASE("recurrent layers: default initializers and weight shapes are Keras'",
   CHECK(lstm.units() == 3);
   CHECK(lstm.num_states() == 2);
   CHECK(gru.num_states() == 1);
+  // The recurrent kernel's regularizer joins losses(), as Keras' (0.1 * sum(U^2)).
+  layers::GRU reg(2, {.recurrent_regularizer = K::regularizers::L2(0.1)});
+  reg.build({tf::None, 3, 2});
+  REQUIRE(reg.losses().size() == 1);
+  CHECK(reg.losses()[0].item<float>() ==
+        Approx(0.1 * tf::reduce_sum(tf::square(reg.recurrent_kernel().value())).item<float>()));
   // A Keras identifier works as a recurrent initializer too.
   layers::SimpleRNN z(2, {.recurrent_initializer = "zeros"});
   z.build({tf::None, 1, 1});
