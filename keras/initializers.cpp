@@ -1,6 +1,8 @@
 #include "keras/initializers.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/check.h"
 #include "ops/binary.h"
@@ -118,6 +120,40 @@ Initializer HeNormal(std::optional<int64_t> seed) {
   return variance_scaling("he_normal", 2.0, true, false, seed);
 }
 
+Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
+  return Initializer("orthogonal", [=](const TensorShape& s, DType d) {
+    check_floating("orthogonal", d);
+    TF_CHECK_ARG(s.rank() >= 2, "orthogonal", "needs a shape of rank >= 2, got {}", s.to_string());
+    const int64_t cols = s[s.rank() - 1], rows = s.num_elements() / std::max<int64_t>(cols, 1);
+    const int64_t m = std::max(rows, cols), n = std::min(rows, cols);
+    // Modified Gram-Schmidt of the columns of a normal (m, n) matrix, in float64 on the host:
+    // the Q of its QR decomposition with R's diagonal made positive (Keras' q * sign(diag(r))).
+    std::vector<double> a =
+        ::tapeflow::detail::to_double_vector(random::normal({m, n}, 0.0, 1.0, float64, seed));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t k = 0; k < j; ++k) {
+        double dot = 0.0;
+        for (int64_t i = 0; i < m; ++i) dot += a[i * n + k] * a[i * n + j];
+        for (int64_t i = 0; i < m; ++i) a[i * n + j] -= dot * a[i * n + k];
+      }
+      double norm = 0.0;
+      for (int64_t i = 0; i < m; ++i) norm += a[i * n + j] * a[i * n + j];
+      norm = std::sqrt(norm);
+      for (int64_t i = 0; i < m; ++i) a[i * n + j] = norm > 0.0 ? a[i * n + j] / norm : 0.0;
+    }
+    std::vector<double> q(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double v = gain * a[i * n + j];
+        if (rows < cols)
+          q[j * m + i] = v;  // the transpose: (n, m) = (rows, cols)
+        else
+          q[i * n + j] = v;
+      }
+    return cast(convert_to_tensor(q, s), d);
+  });
+}
+
 Initializer get(const std::string& id) {
   if (id == "glorot_uniform") return GlorotUniform();
   if (id == "glorot_normal") return GlorotNormal();
@@ -128,9 +164,10 @@ Initializer get(const std::string& id) {
   if (id == "random_normal") return RandomNormal();
   if (id == "random_uniform") return RandomUniform();
   if (id == "truncated_normal") return TruncatedNormal();
+  if (id == "orthogonal") return Orthogonal();
   TF_THROW(InvalidArgumentError, "initializers",
            "unknown initializer '{}': expected one of glorot_uniform, glorot_normal, he_uniform, "
-           "he_normal, zeros, ones, random_normal, random_uniform, truncated_normal",
+           "he_normal, zeros, ones, random_normal, random_uniform, truncated_normal, orthogonal",
            id);
 }
 

@@ -24,7 +24,8 @@ class Initializer {
   Initializer() = default;
   Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   // Keras' string identifiers: "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
-  // "zeros", "ones", "random_normal", "random_uniform". Anything else is an InvalidArgumentError.
+  // "zeros", "ones", "random_normal", "random_uniform", "truncated_normal", "orthogonal". Anything
+  // else is an InvalidArgumentError.
   Initializer(const char* identifier);         // NOLINT(google-explicit-constructor): as Keras
   Initializer(const std::string& identifier);  // NOLINT(google-explicit-constructor)
 
@@ -57,6 +58,11 @@ Initializer GlorotNormal(std::optional<int64_t> seed = std::nullopt);
 Initializer HeUniform(std::optional<int64_t> seed = std::nullopt);
 // Truncated normal with stddev = sqrt(2 / fan_in) / 0.8796...
 Initializer HeNormal(std::optional<int64_t> seed = std::nullopt);
+// A (semi-)orthogonal matrix times `gain`, as Keras' Orthogonal: the shape is flattened to
+// (prod(shape[:-1]), shape[-1]), a normal matrix of (max, min) of those is orthonormalised (its
+// QR's Q with the signs that make R's diagonal positive) and transposed when it has fewer rows
+// than columns. Rank >= 2 (the recurrent kernels' default initializer).
+Initializer Orthogonal(double gain = 1.0, std::optional<int64_t> seed = std::nullopt);
 // The initializer named by a Keras identifier (see Initializer(const char*)).
 Initializer get(const std::string& identifier);
 }  // namespace initializers

@@ -1,0 +1,582 @@
+// SimpleRNN, LSTM, GRU and Bidirectional (keras/layers_recurrent.h): one LayerImpl for the three
+// cells, whose call unrolls the timesteps into ops, and the wrapper that runs two of them.
+#include "keras/layers_recurrent.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+namespace {
+
+using detail::LayerImpl;
+
+enum class Cell { simple, lstm, gru };
+
+// Every option of the three layers (the options structs are the per-layer views of it).
+struct RecurrentConfig {
+  Cell cell = Cell::simple;
+  int64_t units = 0;
+  std::string activation = "tanh";
+  std::string recurrent_activation = "sigmoid";
+  bool use_bias = true;
+  Initializer kernel_initializer, recurrent_initializer, bias_initializer;
+  bool unit_forget_bias = true;
+  Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
+  bool return_sequences = false;
+  bool go_backwards = false;
+  bool reset_after = true;
+  double dropout = 0.0, recurrent_dropout = 0.0;
+  std::optional<int64_t> seed;
+  std::string name;
+};
+
+const char* class_of(Cell c) {
+  return c == Cell::simple ? "SimpleRNN" : c == Cell::lstm ? "LSTM" : "GRU";
+}
+const char* generic_of(Cell c) {
+  return c == Cell::simple ? "simple_rnn" : c == Cell::lstm ? "lstm" : "gru";
+}
+int64_t gates_of(Cell c) {
+  return c == Cell::simple ? 1 : c == Cell::lstm ? 4 : 3;
+}
+
+Tensor activate(const activations::Activation& f, const Tensor& x) {
+  return f ? f(x) : x;
+}
+
+// call_with_state's request to the layer it calls: the initial states going in, the final ones
+// coming out. One per thread and call (replica threads call a layer at once), found by layer.
+struct StateRequest {
+  const LayerImpl* layer = nullptr;
+  const std::vector<Tensor>* initial = nullptr;
+  std::vector<Tensor> states;
+  bool served = false;
+};
+thread_local std::vector<StateRequest*> t_requests;
+
+class RequestScope {
+ public:
+  explicit RequestScope(StateRequest* r) { t_requests.push_back(r); }
+  ~RequestScope() { t_requests.pop_back(); }
+  RequestScope(const RequestScope&) = delete;
+  RequestScope& operator=(const RequestScope&) = delete;
+};
+
+// The innermost unserved request for `layer` on this thread, or null (a plain call).
+StateRequest* take_request(const LayerImpl* layer) {
+  for (auto it = t_requests.rbegin(); it != t_requests.rend(); ++it)
+    if ((*it)->layer == layer && !(*it)->served) {
+      (*it)->served = true;
+      return *it;
+    }
+  return nullptr;
+}
+
+// Reverses the time axis (1) of a (batch, timesteps, units) tensor.
+Tensor reverse_time(const Tensor& y) {
+  const int64_t steps = y.shape()[1];
+  if (steps <= 1) return y;
+  std::vector<Tensor> parts = split(y, static_cast<int>(steps), 1);
+  std::reverse(parts.begin(), parts.end());
+  return concat(parts, 1);
+}
+
+class RecurrentImpl final : public LayerImpl {
+ public:
+  explicit RecurrentImpl(RecurrentConfig c)
+      : LayerImpl(class_of(c.cell), generic_of(c.cell), c.name),
+        c_(std::move(c)),
+        activation_(activations::get(c_.activation)),
+        recurrent_activation_(activations::get(c_.recurrent_activation)) {
+    TF_CHECK_ARG(c_.units > 0, class_of(c_.cell), "units must be positive, got {}", c_.units);
+    TF_CHECK_ARG(c_.dropout >= 0.0 && c_.dropout < 1.0 && c_.recurrent_dropout >= 0.0 &&
+                     c_.recurrent_dropout < 1.0,
+                 class_of(c_.cell),
+                 "dropout and recurrent_dropout must be in the range [0, 1), got {} and {}",
+                 c_.dropout, c_.recurrent_dropout);
+    if (!c_.kernel_initializer.defined()) c_.kernel_initializer = initializers::GlorotUniform();
+    if (!c_.recurrent_initializer.defined()) c_.recurrent_initializer = initializers::Orthogonal();
+    if (!c_.bias_initializer.defined()) c_.bias_initializer = initializers::Zeros();
+  }
+  const RecurrentConfig& config() const { return c_; }
+  int num_states() const { return c_.cell == Cell::lstm ? 2 : 1; }
+
+  // The output and the final states for `x` (batch, timesteps, features), from `initial`
+  // (empty: zeros).
+  std::pair<Tensor, std::vector<Tensor>> run_sequence(const Tensor& x,
+                                                      const std::vector<Tensor>& initial,
+                                                      bool training) const;
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
+                 "layer \"{}\" ({}) needs inputs of shape (batch, timesteps, features), got "
+                 "shape {}",
+                 name_, class_name_, s.to_string());
+    return c_.return_sequences ? TensorShape({s[0], s[1], c_.units})
+                               : TensorShape({s[0], c_.units});
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() == 3 && s[2] != None, name_.c_str(),
+                 "layer \"{}\" ({}) needs inputs of shape (batch, timesteps, features) with "
+                 "known features, got shape {}",
+                 name_, class_name_, s.to_string());
+    features_ = s[2];
+    const int64_t u = c_.units, k = gates_of(c_.cell);
+    kernel_ = add_weight("kernel", TensorShape({features_, k * u}), c_.kernel_initializer, true,
+                         c_.kernel_regularizer);
+    recurrent_ = add_weight("recurrent_kernel", TensorShape({u, k * u}), c_.recurrent_initializer,
+                            true, c_.recurrent_regularizer);
+    if (!c_.use_bias) return;
+    Initializer init = c_.bias_initializer;
+    if (c_.cell == Cell::lstm && c_.unit_forget_bias) {
+      // Keras: the bias initializer for i, ones for f, the bias initializer for c and o.
+      const Initializer b = c_.bias_initializer;
+      init = Initializer("unit_forget_bias", [b, u](const TensorShape&, DType d) {
+        return concat(
+            {b(TensorShape({u}), d), ones(TensorShape({u}), d), b(TensorShape({2 * u}), d)}, 0);
+      });
+    }
+    const TensorShape bshape =
+        c_.cell == Cell::gru && c_.reset_after ? TensorShape({2, k * u}) : TensorShape({k * u});
+    bias_ = add_weight("bias", bshape, init, true, c_.bias_regularizer);
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 3 || (s[2] != features_ && s[2] != None))
+      incompatible(s, fmt::format("expected ndim=3 and axis -1 of input shape to have value {} "
+                                  "(the layer was built for input shape {})",
+                                  features_, built_input_shape().to_string()));
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    StateRequest* request = take_request(this);
+    static const std::vector<Tensor> kNone;
+    auto [output, states] = run_sequence(x, request ? *request->initial : kNone, training);
+    if (request) request->states = std::move(states);
+    return output;
+  }
+
+ private:
+  friend class layers::RecurrentLayer;
+  std::vector<Tensor> checked_initial(const Tensor& x, const std::vector<Tensor>& initial) const;
+
+  RecurrentConfig c_;
+  activations::Activation activation_, recurrent_activation_;
+  int64_t features_ = 0;
+  Variable kernel_, recurrent_, bias_;  // set by build, read after built() (acquire)
+};
+
+std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
+                                                   const std::vector<Tensor>& initial) const {
+  if (initial.empty()) return {};
+  TF_CHECK_ARG(static_cast<int>(initial.size()) == num_states(), name_.c_str(),
+               "layer \"{}\" ({}) has {} state(s), got {} initial state tensor(s)", name_,
+               class_name_, num_states(), initial.size());
+  std::vector<Tensor> out;
+  const int64_t batch = x.shape()[0];
+  for (size_t i = 0; i < initial.size(); ++i) {
+    const Tensor& s = initial[i];
+    TF_CHECK_ARG(s.defined(), name_.c_str(),
+                 "layer \"{}\" ({}): initial state {} is an undefined tensor", name_, class_name_,
+                 i);
+    const TensorShape& sh = s.shape();
+    TF_CHECK_ARG(sh.rank() == 2 && (sh[1] == c_.units || sh[1] == None) &&
+                     (sh[0] == batch || sh[0] == None || batch == None),
+                 name_.c_str(),
+                 "layer \"{}\" ({}): initial state {} must have shape (batch, units) = ({}, {}), "
+                 "got {}",
+                 name_, class_name_, i, batch == None ? std::string("None") : std::to_string(batch),
+                 c_.units, sh.to_string());
+    TF_CHECK_ARG(is_floating(s.dtype()), name_.c_str(),
+                 "layer \"{}\" ({}): initial state {} must be floating, got dtype {}", name_,
+                 class_name_, i, dtype_name(s.dtype()));
+    out.push_back(s.dtype() == dtype_ ? s : cast(s, dtype_));
+  }
+  return out;
+}
+
+std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
+    const Tensor& x, const std::vector<Tensor>& initial_state, bool training) const {
+  const int64_t steps = x.shape()[1];
+  TF_CHECK_ARG(steps != None && steps >= 1, name_.c_str(),
+               "layer \"{}\" ({}) unrolls its timesteps and needs a known number of them (at "
+               "least 1), got input shape {}",
+               name_, class_name_, x.shape().to_string());
+  const std::vector<Tensor> initial = checked_initial(x, initial_state);
+  const int64_t u = c_.units;
+  const int64_t k = gates_of(c_.cell);
+  const bool gru_after = c_.cell == Cell::gru && c_.reset_after;
+
+  // Dropout (training only), as Keras 3: masks drawn once per call and shared by every timestep;
+  // one input mask for all gates, except that recurrent_dropout switches LSTM and GRU to Keras'
+  // implementation 1, with one input mask and one recurrent mask per gate.
+  const bool drop_in = training && c_.dropout > 0.0;
+  const bool drop_rec = training && c_.recurrent_dropout > 0.0;
+  const int64_t n_masks = drop_rec && c_.cell != Cell::simple ? k : 1;
+  const Tensor kernel = kernel_.value();
+  const Tensor rk = recurrent_.value();
+  std::vector<Tensor> kernel_parts, rk_parts;  // per gate, when the masks are
+  if (n_masks > 1) {
+    kernel_parts = split(kernel, static_cast<int>(k), 1);
+    rk_parts = split(rk, static_cast<int>(k), 1);
+  }
+
+  // The input projection of every timestep at once: (batch, timesteps, k * units).
+  Tensor xp;
+  if (drop_in) {
+    const Tensor ones_bf = ones_like(squeeze(slice(x, {0, 0, 0}, {-1, 1, -1}), {1}));
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < n_masks; ++g) {
+      const Tensor mask = expand_dims(nn::dropout(ones_bf, c_.dropout, c_.seed), 1);
+      parts.push_back(
+          matmul(x * mask, n_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
+    }
+    xp = parts.size() == 1 ? parts[0] : concat(parts, -1);
+  } else {
+    xp = matmul(x, kernel);
+  }
+  Tensor recurrent_bias;  // GRU with reset_after only
+  if (c_.use_bias) {
+    Tensor b = bias_.value();
+    if (gru_after) {
+      std::vector<Tensor> rows = split(b, 2, 0);
+      b = reshape(rows[0], TensorShape({k * u}));
+      recurrent_bias = reshape(rows[1], TensorShape({k * u}));
+    }
+    xp = nn::bias_add(xp, b);
+  }
+  std::vector<Tensor> inputs = split(xp, static_cast<int>(steps), 1);
+  Tensor rk_zr, rk_h;  // GRU without reset_after: h multiplies [U_z U_r], r * h multiplies U_h
+  if (c_.cell == Cell::gru && !c_.reset_after) {
+    std::vector<Tensor> parts = split(rk, std::vector<int64_t>{2 * u, u}, 1);
+    rk_zr = parts[0];
+    rk_h = parts[1];
+  }
+
+  // Undefined states stand for zeros: the first step skips their terms (same values).
+  Tensor h = initial.empty() ? Tensor() : initial[0];
+  Tensor c = initial.size() > 1 ? initial[1] : Tensor();
+  std::vector<Tensor> rec_masks;  // drawn at the first step that has a state
+  auto masked = [&](const Tensor& state, int64_t g) {
+    if (!drop_rec) return state;
+    if (rec_masks.empty())
+      for (int64_t m = 0; m < n_masks; ++m)
+        rec_masks.push_back(nn::dropout(ones_like(state), c_.recurrent_dropout, c_.seed));
+    return state * rec_masks[static_cast<size_t>(g)];
+  };
+  // h @ recurrent_kernel, each gate's block from its masked h when there are several masks.
+  auto project = [&](const Tensor& state) {
+    if (n_masks == 1) return matmul(masked(state, 0), rk);
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < k; ++g)
+      parts.push_back(matmul(masked(state, g), rk_parts[static_cast<size_t>(g)]));
+    return concat(parts, 1);
+  };
+  std::vector<Tensor> outputs;
+  outputs.reserve(static_cast<size_t>(steps));
+  const auto& act = activation_;
+  const auto& ract = recurrent_activation_;
+  for (int64_t n = 0; n < steps; ++n) {
+    const int64_t t = c_.go_backwards ? steps - 1 - n : n;
+    const Tensor xt = squeeze(inputs[static_cast<size_t>(t)], {1});
+    switch (c_.cell) {
+      case Cell::simple:
+        h = activate(act, h.defined() ? xt + project(h) : xt);
+        break;
+      case Cell::lstm: {
+        const std::vector<Tensor> g = split(h.defined() ? xt + project(h) : xt, 4, 1);
+        const Tensor i = activate(ract, g[0]), f = activate(ract, g[1]), o = activate(ract, g[3]);
+        const Tensor ig = i * activate(act, g[2]);
+        c = c.defined() ? f * c + ig : ig;
+        h = o * activate(act, c);
+        break;
+      }
+      case Cell::gru: {
+        const std::vector<Tensor> xg = split(xt, 3, 1);
+        Tensor z, hh;
+        if (c_.reset_after) {
+          Tensor rec = h.defined() ? project(h) : Tensor();
+          if (recurrent_bias.defined()) rec = rec.defined() ? rec + recurrent_bias : recurrent_bias;
+          if (rec.defined()) {
+            const std::vector<Tensor> rg = split(rec, 3, rec.rank() - 1);
+            z = activate(ract, xg[0] + rg[0]);
+            const Tensor r = activate(ract, xg[1] + rg[1]);
+            hh = activate(act, xg[2] + r * rg[2]);
+          } else {
+            z = activate(ract, xg[0]);
+            hh = activate(act, xg[2]);
+          }
+        } else if (h.defined()) {
+          Tensor rz, rr;
+          if (n_masks == 1) {
+            const std::vector<Tensor> rg = split(matmul(masked(h, 0), rk_zr), 2, 1);
+            rz = rg[0];
+            rr = rg[1];
+          } else {
+            rz = matmul(masked(h, 0), rk_parts[0]);
+            rr = matmul(masked(h, 1), rk_parts[1]);
+          }
+          z = activate(ract, xg[0] + rz);
+          const Tensor r = activate(ract, xg[1] + rr);
+          hh = activate(act, xg[2] + matmul(r * masked(h, n_masks > 1 ? 2 : 0), rk_h));
+        } else {
+          z = activate(ract, xg[0]);
+          hh = activate(act, xg[2]);
+        }
+        h = h.defined() ? z * h + (1.0 - z) * hh : (1.0 - z) * hh;
+        break;
+      }
+    }
+    outputs.push_back(h);
+  }
+  std::vector<Tensor> states{h};
+  if (c_.cell == Cell::lstm) states.push_back(c);
+  return {c_.return_sequences ? stack(outputs, 1) : h, std::move(states)};
+}
+
+// ---- Bidirectional ----
+class BidirectionalImpl final : public LayerImpl {
+ public:
+  BidirectionalImpl(const RecurrentImpl& layer, const std::string& merge_mode, std::string name)
+      : LayerImpl("Bidirectional", "bidirectional", std::move(name)), merge_mode_(merge_mode) {
+    TF_CHECK_ARG(
+        merge_mode == "concat" || merge_mode == "sum" || merge_mode == "mul" || merge_mode == "ave",
+        "Bidirectional",
+        "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got \"{}\" (Keras' "
+        "None, two outputs, is not offered)",
+        merge_mode);
+    const std::string base = layer.local_base_name();
+    RecurrentConfig f = layer.config(), b = layer.config();
+    f.name = "forward_" + base;
+    b.name = "backward_" + base;
+    b.go_backwards = !b.go_backwards;
+    forward_ = std::make_shared<RecurrentImpl>(std::move(f));
+    backward_ = std::make_shared<RecurrentImpl>(std::move(b));
+  }
+  std::vector<Layer> sublayers() const override { return {Layer(forward_), Layer(backward_)}; }
+  const std::shared_ptr<RecurrentImpl>& forward() const { return forward_; }
+  const std::shared_ptr<RecurrentImpl>& backward() const { return backward_; }
+
+ protected:
+  void build(const TensorShape& s) override {
+    forward_->ensure_built(s);
+    backward_->ensure_built(s);
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = forward_->compute_output_shape(s);
+    if (merge_mode_ == "concat") o[o.rank() - 1] = 2 * forward_->config().units;
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    forward_->validate_input(s);
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    StateRequest* request = take_request(this);
+    std::vector<Tensor> fw_init, bw_init;
+    if (request && !request->initial->empty()) {
+      const auto& init = *request->initial;
+      const size_t n = static_cast<size_t>(forward_->num_states());
+      TF_CHECK_ARG(init.size() == 2 * n, name_.c_str(),
+                   "layer \"{}\" (Bidirectional) takes {} initial states (forward's, then "
+                   "backward's), got {}",
+                   name_, 2 * n, init.size());
+      fw_init.assign(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(n));
+      bw_init.assign(init.begin() + static_cast<std::ptrdiff_t>(n), init.end());
+    }
+    const std::vector<Tensor> fw = detail::call_with_state(forward_, x, fw_init, training);
+    const std::vector<Tensor> bw = detail::call_with_state(backward_, x, bw_init, training);
+    Tensor yb = bw[0];
+    if (backward_->config().return_sequences) yb = reverse_time(yb);
+    if (request) {
+      request->states.assign(fw.begin() + 1, fw.end());
+      request->states.insert(request->states.end(), bw.begin() + 1, bw.end());
+    }
+    if (merge_mode_ == "concat") return concat({fw[0], yb}, -1);
+    if (merge_mode_ == "sum") return fw[0] + yb;
+    if (merge_mode_ == "mul") return fw[0] * yb;
+    return (fw[0] + yb) * 0.5;
+  }
+
+ private:
+  std::string merge_mode_;
+  std::shared_ptr<RecurrentImpl> forward_, backward_;
+};
+
+template <class Impl>
+Impl& impl_as(const Layer& l, const char* cls) {
+  auto* p = dynamic_cast<Impl*>(&l.impl());
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
+             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
+             "assigned to it through a Layer reference?)",
+             cls, l.impl().name(), l.impl().class_name(), cls);
+  return *p;
+}
+
+RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptions& o) {
+  return RecurrentConfig{.cell = cell,
+                         .units = units,
+                         .activation = o.activation,
+                         .use_bias = o.use_bias,
+                         .kernel_initializer = o.kernel_initializer,
+                         .recurrent_initializer = o.recurrent_initializer,
+                         .bias_initializer = o.bias_initializer,
+                         .kernel_regularizer = o.kernel_regularizer,
+                         .recurrent_regularizer = o.recurrent_regularizer,
+                         .bias_regularizer = o.bias_regularizer,
+                         .return_sequences = o.return_sequences,
+                         .go_backwards = o.go_backwards,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
+                         .name = o.name};
+}
+RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o) {
+  return RecurrentConfig{.cell = cell,
+                         .units = units,
+                         .activation = o.activation,
+                         .recurrent_activation = o.recurrent_activation,
+                         .use_bias = o.use_bias,
+                         .kernel_initializer = o.kernel_initializer,
+                         .recurrent_initializer = o.recurrent_initializer,
+                         .bias_initializer = o.bias_initializer,
+                         .unit_forget_bias = o.unit_forget_bias,
+                         .kernel_regularizer = o.kernel_regularizer,
+                         .recurrent_regularizer = o.recurrent_regularizer,
+                         .bias_regularizer = o.bias_regularizer,
+                         .return_sequences = o.return_sequences,
+                         .go_backwards = o.go_backwards,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
+                         .name = o.name};
+}
+RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o) {
+  return RecurrentConfig{.cell = cell,
+                         .units = units,
+                         .activation = o.activation,
+                         .recurrent_activation = o.recurrent_activation,
+                         .use_bias = o.use_bias,
+                         .kernel_initializer = o.kernel_initializer,
+                         .recurrent_initializer = o.recurrent_initializer,
+                         .bias_initializer = o.bias_initializer,
+                         .kernel_regularizer = o.kernel_regularizer,
+                         .recurrent_regularizer = o.recurrent_regularizer,
+                         .bias_regularizer = o.bias_regularizer,
+                         .return_sequences = o.return_sequences,
+                         .go_backwards = o.go_backwards,
+                         .reset_after = o.reset_after,
+                         .dropout = o.dropout,
+                         .recurrent_dropout = o.recurrent_dropout,
+                         .seed = o.seed,
+                         .name = o.name};
+}
+
+template <class Options>
+std::shared_ptr<RecurrentImpl> make_recurrent(Cell cell, int64_t units, const Options& o) {
+  auto impl = std::make_shared<RecurrentImpl>(config_of(cell, units, o));
+  if (!o.input_shape.empty()) impl->build_from_declared_shape(o.input_shape);
+  return impl;
+}
+
+}  // namespace
+
+namespace layers {
+
+namespace {
+RecurrentImpl& rnn(const Layer& l) {
+  return impl_as<RecurrentImpl>(l, "RecurrentLayer");
+}
+}  // namespace
+
+int64_t RecurrentLayer::units() const {
+  return rnn(*this).config().units;
+}
+bool RecurrentLayer::return_sequences() const {
+  return rnn(*this).config().return_sequences;
+}
+bool RecurrentLayer::go_backwards() const {
+  return rnn(*this).config().go_backwards;
+}
+int RecurrentLayer::num_states() const {
+  return rnn(*this).num_states();
+}
+Variable RecurrentLayer::kernel() const {
+  return impl().weight("kernel");
+}
+Variable RecurrentLayer::recurrent_kernel() const {
+  return impl().weight("recurrent_kernel");
+}
+Variable RecurrentLayer::bias() const {
+  return impl().weight("bias");
+}
+
+std::vector<Tensor> RecurrentLayer::call_with_state(const Tensor& x,
+                                                    const std::vector<Tensor>& initial_state,
+                                                    bool training) const {
+  (void)rnn(*this);
+  return detail::call_with_state(impl_, x, initial_state, training);
+}
+
+}  // namespace layers
+
+std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& impl, const Tensor& x,
+                                            const std::vector<Tensor>& initial_state,
+                                            bool training) {
+  StateRequest request{
+      .layer = impl.get(), .initial = &initial_state, .states = {}, .served = false};
+  Tensor output;
+  {
+    RequestScope scope(&request);
+    output = impl->invoke(x, training);
+  }
+  TF_CHECK_T(InternalError, request.served, impl->name().c_str(),
+             "layer \"{}\" returned without serving its state request", impl->name());
+  std::vector<Tensor> out{output};
+  out.insert(out.end(), request.states.begin(), request.states.end());
+  return out;
+}
+
+namespace layers {
+
+SimpleRNN::SimpleRNN(int64_t units, SimpleRNNOptions options)
+    : RecurrentLayer(make_recurrent(Cell::simple, units, options)) {}
+LSTM::LSTM(int64_t units, LSTMOptions options)
+    : RecurrentLayer(make_recurrent(Cell::lstm, units, options)) {}
+GRU::GRU(int64_t units, GRUOptions options)
+    : RecurrentLayer(make_recurrent(Cell::gru, units, options)) {}
+
+Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode, std::string name)
+    : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {
+  // Keras passes the wrapped layer's input_shape on: the wrapper builds at once.
+  if (const auto& declared = layer.impl().declared_input_shape()) {
+    const std::vector<int64_t> dims = declared->dims();
+    impl().build_from_declared_shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+  }
+}
+RecurrentLayer Bidirectional::forward_layer() const {
+  return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());
+}
+RecurrentLayer Bidirectional::backward_layer() const {
+  return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").backward());
+}
+std::vector<Tensor> Bidirectional::call_with_state(const Tensor& x,
+                                                   const std::vector<Tensor>& initial_state,
+                                                   bool training) const {
+  (void)impl_as<BidirectionalImpl>(*this, "Bidirectional");
+  return detail::call_with_state(impl_, x, initial_state, training);
+}
+
+}  // namespace layers
+}  // namespace tapeflow::keras

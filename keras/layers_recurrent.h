@@ -1,0 +1,184 @@
+// Keras 3's recurrent layers (keras.layers.SimpleRNN, LSTM, GRU) and the Bidirectional wrapper,
+// on (batch, timesteps, features) inputs. See docs/keras_recurrent.md.
+//
+// Weights follow Keras 3.15's layout, so get_weights/set_weights exchange values with Keras:
+// kernel (features, k * units), recurrent_kernel (units, k * units) and bias, with k = 1
+// (SimpleRNN), 4 (LSTM: gates i, f, c, o) or 3 (GRU: gates z, r, h; bias (2, 3 * units) with
+// reset_after, (3 * units) without). A call projects every timestep's input with one matmul,
+// then runs the timesteps as an unrolled loop of ops, so it works eagerly, under a GradientTape
+// and inside a traced tf::function alike (the number of timesteps must be known there).
+//
+// Keras' return_state (several outputs) is call_with_state(): {output, states...}, which also
+// takes initial states. Threading: as every layer (keras/layers.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "keras/layers.h"
+
+namespace tapeflow::keras::layers {
+
+struct SimpleRNNOptions {
+  std::string activation = "tanh";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};     // glorot_uniform
+  Initializer recurrent_initializer = {};  // orthogonal
+  Initializer bias_initializer = {};       // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer recurrent_regularizer = {};
+  Regularizer bias_regularizer = {};
+  bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
+  bool go_backwards = false;      // run the timesteps last to first
+  // Keras' dropout of the inputs and of the recurrent state, in training only (see
+  // docs/keras_recurrent.md); seed as tf::nn::dropout's.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
+  std::vector<int64_t> input_shape = {};  // (timesteps, features), builds at construction
+  std::string name = "";
+};
+
+struct LSTMOptions {
+  std::string activation = "tanh";
+  std::string recurrent_activation = "sigmoid";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};     // glorot_uniform
+  Initializer recurrent_initializer = {};  // orthogonal
+  Initializer bias_initializer = {};       // zeros
+  bool unit_forget_bias = true;            // the forget gate's bias starts at 1
+  Regularizer kernel_regularizer = {};
+  Regularizer recurrent_regularizer = {};
+  Regularizer bias_regularizer = {};
+  bool return_sequences = false;
+  bool go_backwards = false;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
+  std::vector<int64_t> input_shape = {};
+  std::string name = "";
+};
+
+struct GRUOptions {
+  std::string activation = "tanh";
+  std::string recurrent_activation = "sigmoid";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};     // glorot_uniform
+  Initializer recurrent_initializer = {};  // orthogonal
+  Initializer bias_initializer = {};       // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer recurrent_regularizer = {};
+  Regularizer bias_regularizer = {};
+  bool return_sequences = false;
+  bool go_backwards = false;
+  // Keras 3's default: the reset gate multiplies the recurrent projection (h @ U_h + b_h) and
+  // the bias is (2, 3 * units), input and recurrent; false: it multiplies h before the matmul.
+  bool reset_after = true;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
+  std::vector<int64_t> input_shape = {};
+  std::string name = "";
+};
+
+// What SimpleRNN, LSTM and GRU share: the weights and the call that returns states.
+class RecurrentLayer : public Layer {
+ public:
+  RecurrentLayer() = default;
+  int64_t units() const;
+  bool return_sequences() const;
+  bool go_backwards() const;
+  // The number of states: 2 for LSTM (h, c), 1 otherwise (h).
+  int num_states() const;
+  // The weights (FailedPreconditionError before the build; bias also without use_bias).
+  Variable kernel() const;
+  Variable recurrent_kernel() const;
+  Variable bias() const;
+  // Keras' layer(x, initial_state=..., return_state=True): {output, final states...} (LSTM:
+  // {output, h, c}; else {output, h}). `initial_state` is empty (zeros) or one (batch, units)
+  // tensor per state. Builds, casts and records like operator().
+  std::vector<Tensor> call_with_state(const Tensor& x,
+                                      const std::vector<Tensor>& initial_state = {},
+                                      bool training = false) const;
+
+ protected:
+  friend class Bidirectional;
+  explicit RecurrentLayer(std::shared_ptr<detail::LayerImpl> impl) : Layer(std::move(impl)) {}
+};
+
+// h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias).
+//   SimpleRNN(8)  SimpleRNN(8, "relu")  SimpleRNN(8, {.return_sequences = true})
+class SimpleRNN : public RecurrentLayer {
+ public:
+  explicit SimpleRNN(int64_t units) : SimpleRNN(units, SimpleRNNOptions{}) {}
+  template <class S>
+  requires std::is_convertible_v<S, std::string> SimpleRNN(int64_t units, S&& activation,
+                                                           bool use_bias = true)
+      : SimpleRNN(units, SimpleRNNOptions{.activation = std::string(std::forward<S>(activation)),
+                                          .use_bias = use_bias}) {}
+  SimpleRNN(int64_t units, SimpleRNNOptions options);
+};
+
+// Long short-term memory (Hochreiter 1997) with Keras' gate order i, f, c, o:
+//   c_t = f * c_{t-1} + i * activation(c~),  h_t = o * activation(c_t),
+// i, f, o = recurrent_activation(...). States {h, c}.
+//   LSTM(32)  LSTM(32, {.return_sequences = true})
+class LSTM : public RecurrentLayer {
+ public:
+  explicit LSTM(int64_t units) : LSTM(units, LSTMOptions{}) {}
+  template <class S>
+  requires std::is_convertible_v<S, std::string> LSTM(int64_t units, S&& activation,
+                                                      std::string recurrent_activation = "sigmoid",
+                                                      bool use_bias = true)
+      : LSTM(units, LSTMOptions{.activation = std::string(std::forward<S>(activation)),
+                                .recurrent_activation = std::move(recurrent_activation),
+                                .use_bias = use_bias}) {}
+  LSTM(int64_t units, LSTMOptions options);
+};
+
+// Gated recurrent unit (Cho 2014), Keras' gate order z, r, h:
+//   h_t = z * h_{t-1} + (1 - z) * activation(x_h + r * (h_{t-1} @ U_h + b_h))   (reset_after)
+//   GRU(32)  GRU(32, {.reset_after = false})
+class GRU : public RecurrentLayer {
+ public:
+  explicit GRU(int64_t units) : GRU(units, GRUOptions{}) {}
+  template <class S>
+  requires std::is_convertible_v<S, std::string> GRU(int64_t units, S&& activation,
+                                                     std::string recurrent_activation = "sigmoid",
+                                                     bool use_bias = true)
+      : GRU(units, GRUOptions{.activation = std::string(std::forward<S>(activation)),
+                              .recurrent_activation = std::move(recurrent_activation),
+                              .use_bias = use_bias}) {}
+  GRU(int64_t units, GRUOptions options);
+};
+
+// Runs a copy of `layer` forwards ("forward_<name>") and another backwards ("backward_<name>",
+// go_backwards flipped) and merges their outputs: "concat" (last axis), "sum", "mul" or "ave".
+// As Keras, the copies are new layers with the given layer's configuration (not its weights);
+// with return_sequences the backward outputs are put back in time order before the merge.
+class Bidirectional : public Layer {
+ public:
+  explicit Bidirectional(const RecurrentLayer& layer, std::string merge_mode = "concat",
+                         std::string name = "");
+  RecurrentLayer forward_layer() const;
+  RecurrentLayer backward_layer() const;
+  // {output, forward states..., backward states...}; `initial_state` is empty or the forward
+  // states followed by the backward ones (Keras' order).
+  std::vector<Tensor> call_with_state(const Tensor& x,
+                                      const std::vector<Tensor>& initial_state = {},
+                                      bool training = false) const;
+};
+
+}  // namespace tapeflow::keras::layers
+
+namespace tapeflow::keras::detail {
+// call_with_state of a recurrent layer or a Bidirectional: invokes `layer` (as Layer's
+// operator() does) with `initial_state` and returns {output, final states...}.
+std::vector<Tensor> call_with_state(const std::shared_ptr<LayerImpl>& layer, const Tensor& x,
+                                    const std::vector<Tensor>& initial_state, bool training);
+}  // namespace tapeflow::keras::detail
