@@ -18,6 +18,7 @@
 #include "keras/callbacks.h"
 #include "keras/checkpoint.h"
 #include "keras/layers.h"
+#include "keras/layers_more.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/model.h"
