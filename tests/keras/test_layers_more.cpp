@@ -144,6 +144,7 @@ TEST_CASE("Embedding looks up rows and matches Keras' values and table gradient"
   CHECK(e.embeddings().shape() == tf::TensorShape({5, 3}));
   // Keras' "uniform" initializer: U(-0.05, 0.05).
   for (double v : vals(e.embeddings())) CHECK(std::abs(v) <= 0.05);
+  CHECK(tf::keras::Initializer("uniform").name() == "random_uniform");
   e.set_weights({seq({5, 3}, 0.7, 0.3, 0.5)});
   // TF 2.21 / Keras 3.15: the rows, and the gradient of sum(y * cos(0.3 i)) w.r.t. the table
   // (ids 3 twice: its row sums two cotangents; no id 5 rows).
@@ -690,13 +691,17 @@ TEST_CASE("the new layers traced with an unknown batch match the eager calls", "
   auto f = tf::function(
       [&](tf::Tensor x) { return text(x); },
       tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 6}, tf::int32)}});
-  K::Sequential image({layers::UpSampling2D({2, 1}), layers::GlobalAveragePooling2D(),
+  // (n, 2, 2, 3) -> (n, 4, 2, 3) -> (n, 8, 3) -> (n, 4, 3) -> (n, 1, 3) -> (n, 1, 1, 3) -> (n, 3)
+  K::Sequential image({layers::UpSampling2D({2, 1}), layers::Reshape({8, 3}),
+                       layers::MaxPooling1D(), layers::GlobalAveragePooling1D({.keepdims = true}),
+                       layers::Reshape({1, 1, 3}), layers::GlobalMaxPooling2D(),
                        layers::Reshape({3, 1}), layers::Dense(2)});
+  layers::GlobalAveragePooling2D gap;
   auto g = tf::function(
       [&](tf::Tensor x) {
         tf::GradientTape tape;
         tape.watch(x);
-        tf::Tensor loss = tf::reduce_sum(tf::square(image(x)));
+        tf::Tensor loss = tf::reduce_sum(tf::square(image(x))) + tf::reduce_sum(gap(x));
         return tape.gradient(loss, x);
       },
       tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 2, 2, 3})}});
@@ -710,7 +715,7 @@ TEST_CASE("the new layers traced with an unknown batch match the eager calls", "
     const tf::Tensor x = tf::random::normal({n, 2, 2, 3}, 0, 1, tf::float32, n);
     tf::GradientTape tape;
     tape.watch(x);
-    tf::Tensor loss = tf::reduce_sum(tf::square(image(x)));
+    tf::Tensor loss = tf::reduce_sum(tf::square(image(x))) + tf::reduce_sum(gap(x));
     check_values(g(x), vals(tape.gradient(loss, x)), 1e-5, 1e-6);
   }
   CHECK(f.tracing_count() == 1);
