@@ -92,20 +92,41 @@ struct GlobalPoolingOptions {
   std::string name = "";
 };
 
-#define TAPEFLOW_GLOBAL_POOLING_LAYER(Class)                                \
-  class Class : public Layer {                                              \
-   public:                                                                  \
-    Class() : Class(GlobalPoolingOptions{}) {}                              \
-    explicit Class(std::string data_format, bool keepdims = false)          \
-        : Class(GlobalPoolingOptions{.data_format = std::move(data_format), \
-                                     .keepdims = keepdims}) {}              \
-    explicit Class(GlobalPoolingOptions options);                           \
-  };
-TAPEFLOW_GLOBAL_POOLING_LAYER(GlobalAveragePooling1D)
-TAPEFLOW_GLOBAL_POOLING_LAYER(GlobalMaxPooling1D)
-TAPEFLOW_GLOBAL_POOLING_LAYER(GlobalAveragePooling2D)
-TAPEFLOW_GLOBAL_POOLING_LAYER(GlobalMaxPooling2D)
-#undef TAPEFLOW_GLOBAL_POOLING_LAYER
+class GlobalAveragePooling1D : public Layer {
+ public:
+  GlobalAveragePooling1D() : GlobalAveragePooling1D(GlobalPoolingOptions{}) {}
+  explicit GlobalAveragePooling1D(std::string data_format, bool keepdims = false)
+      : GlobalAveragePooling1D(
+            GlobalPoolingOptions{.data_format = std::move(data_format), .keepdims = keepdims}) {}
+  explicit GlobalAveragePooling1D(GlobalPoolingOptions options);
+};
+
+class GlobalMaxPooling1D : public Layer {
+ public:
+  GlobalMaxPooling1D() : GlobalMaxPooling1D(GlobalPoolingOptions{}) {}
+  explicit GlobalMaxPooling1D(std::string data_format, bool keepdims = false)
+      : GlobalMaxPooling1D(
+            GlobalPoolingOptions{.data_format = std::move(data_format), .keepdims = keepdims}) {}
+  explicit GlobalMaxPooling1D(GlobalPoolingOptions options);
+};
+
+class GlobalAveragePooling2D : public Layer {
+ public:
+  GlobalAveragePooling2D() : GlobalAveragePooling2D(GlobalPoolingOptions{}) {}
+  explicit GlobalAveragePooling2D(std::string data_format, bool keepdims = false)
+      : GlobalAveragePooling2D(
+            GlobalPoolingOptions{.data_format = std::move(data_format), .keepdims = keepdims}) {}
+  explicit GlobalAveragePooling2D(GlobalPoolingOptions options);
+};
+
+class GlobalMaxPooling2D : public Layer {
+ public:
+  GlobalMaxPooling2D() : GlobalMaxPooling2D(GlobalPoolingOptions{}) {}
+  explicit GlobalMaxPooling2D(std::string data_format, bool keepdims = false)
+      : GlobalMaxPooling2D(
+            GlobalPoolingOptions{.data_format = std::move(data_format), .keepdims = keepdims}) {}
+  explicit GlobalMaxPooling2D(GlobalPoolingOptions options);
+};
 
 // (batch, ...) -> (batch,) + target_shape; one entry of target_shape may be -1 (inferred from
 // the input's size). Keeps the dtype.
@@ -175,8 +196,8 @@ class AveragePooling1D : public Layer {
                             std::string padding = "valid", std::string name = "");
 };
 
-// Repeats each row size.h times and each column size.w times of NHWC inputs (nearest-neighbour
-// upsampling; "nearest" is the only interpolation offered).
+// Repeats each row size.h times and each column size.w times of NHWC inputs with known height,
+// width and channels (nearest-neighbour upsampling; "nearest" is the only interpolation offered).
 class UpSampling2D : public Layer {
  public:
   explicit UpSampling2D(Size2 size = 2, std::string interpolation = "nearest",

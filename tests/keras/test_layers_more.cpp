@@ -791,6 +791,46 @@ TEST_CASE("the new layers give Keras' values on every device", "[cpu][cuda][kera
   }
 }
 
+TEST_CASE("the constructor spellings of docs/keras.md configure the new layers", "[cpu][keras]") {
+  using namespace tf::keras::layers;
+  const tf::Tensor ids = tf::zeros({2, 200}, tf::int32);
+  CHECK(Embedding(10000, 16)(ids).shape() == tf::TensorShape({2, 200, 16}));
+  Embedding declared(10000, 16, {.embeddings_initializer = "glorot_uniform", .input_shape = {200}});
+  CHECK(declared.output_shape() == tf::TensorShape({tf::None, 200, 16}));
+  const tf::Tensor x = tf::ones({2, 3, 4});
+  LayerNormalization ln1, ln2(-1, 1e-6), ln3({.axis = {1, 2}});
+  for (auto* ln : {&ln1, &ln2, &ln3}) CHECK((*ln)(x).shape() == x.shape());
+  CHECK(ln3.gamma().shape() == tf::TensorShape({3, 4}));
+  CHECK(GlobalAveragePooling1D()(x).shape() == tf::TensorShape({2, 4}));
+  const tf::Tensor img = tf::ones({2, 6, 6, 3});
+  CHECK(GlobalMaxPooling2D("channels_last", /*keepdims=*/true)(img).shape() ==
+        tf::TensorShape({2, 1, 1, 3}));
+  CHECK(GlobalAveragePooling2D({.keepdims = true})(img).shape() == tf::TensorShape({2, 1, 1, 3}));
+  CHECK(Reshape({7, 7, 64})(tf::ones({1, 3136})).shape() == tf::TensorShape({1, 7, 7, 64}));
+  CHECK(Reshape({-1, 2})(x).shape() == tf::TensorShape({2, 6, 2}));
+  CHECK(Activation("relu")(x).shape() == x.shape());
+  check_values(Rescaling(1.0 / 255)(tf::fill({1}, tf::Tensor(255.0f))), {1.0});
+  check_values(Rescaling(1.0 / 127.5, -1.0)(tf::fill({1}, tf::Tensor(255.0f))), {1.0});
+  const tf::Tensor seq3 = tf::ones({2, 20, 3});
+  CHECK(Conv1D(32, 3)(seq3).shape() == tf::TensorShape({2, 18, 32}));
+  CHECK(Conv1D(32, 5, 2, "same", "relu")(seq3).shape() == tf::TensorShape({2, 10, 32}));
+  CHECK(Conv1D(32, 3, {.padding = "causal"})(seq3).shape() == tf::TensorShape({2, 20, 32}));
+  tf::testing::require_error([] { Conv1D(4, 3, {.strides = 2, .dilation_rate = 2}); },
+                             {"Conv1D", "dilation_rate"});
+  CHECK(MaxPooling1D()(seq3).shape() == tf::TensorShape({2, 10, 3}));
+  CHECK(AveragePooling1D(3, 2, "same")(seq3).shape() == tf::TensorShape({2, 10, 3}));
+  CHECK(UpSampling2D()(img).shape() == tf::TensorShape({2, 12, 12, 3}));
+  CHECK(UpSampling2D({2, 3})(img).shape() == tf::TensorShape({2, 12, 18, 3}));
+  // The text-classification model of the docs compiles and trains a step.
+  auto model = tf::keras::Sequential(
+      {Embedding(10000, 16), Dropout(0.2), GlobalAveragePooling1D(), Dropout(0.2), Dense(1)});
+  model.compile(tf::keras::optimizers::Adam(1e-3),
+                tf::keras::losses::BinaryCrossentropy(/*from_logits=*/true), {"accuracy"});
+  const tf::Tensor labels = tf::zeros({2, 1});
+  K::History h = model.fit(ids, labels, {.epochs = 1, .verbose = 0});
+  CHECK(h.history.at("loss").size() == 1);
+}
+
 TEST_CASE("fit trains an Embedding GlobalAveragePooling1D Dense text classifier", "[cpu][keras]") {
   // Synthetic "reviews": sequences of 10 word ids; positive ones hold more words from [0, 25),
   // negative ones more from [25, 50).
