@@ -161,8 +161,8 @@ Initializer get(const std::string& id) {
   if (id == "he_normal") return HeNormal();
   if (id == "zeros") return Zeros();
   if (id == "ones") return Ones();
-  if (id == "random_normal") return RandomNormal();
-  if (id == "random_uniform") return RandomUniform();
+  if (id == "random_normal" || id == "normal") return RandomNormal();
+  if (id == "random_uniform" || id == "uniform") return RandomUniform();
   if (id == "truncated_normal") return TruncatedNormal();
   if (id == "orthogonal") return Orthogonal();
   TF_THROW(InvalidArgumentError, "initializers",

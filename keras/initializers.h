@@ -24,8 +24,8 @@ class Initializer {
   Initializer() = default;
   Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   // Keras' string identifiers: "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
-  // "zeros", "ones", "random_normal", "random_uniform", "truncated_normal", "orthogonal". Anything
-  // else is an InvalidArgumentError.
+  // "zeros", "ones", "random_normal", "random_uniform" (and Keras' aliases "normal", "uniform"),
+  // "truncated_normal", "orthogonal". Anything else is an InvalidArgumentError.
   Initializer(const char* identifier);         // NOLINT(google-explicit-constructor): as Keras
   Initializer(const std::string& identifier);  // NOLINT(google-explicit-constructor)
 

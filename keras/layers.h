@@ -1,6 +1,6 @@
 // Keras layers (tf.keras.layers): Layer, the shared handle every layer and model is, and the
 // built-in layers Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
-// BatchNormalization, ReLU and Softmax. See docs/keras.md.
+// BatchNormalization, ReLU and Softmax (more layers in keras/layers_more.h). See docs/keras.md.
 //
 // A layer object is a handle on shared state (detail::LayerImpl): copying a layer refers to the
 // same layer and the same weights, so layers go into initializer lists and containers by value.
