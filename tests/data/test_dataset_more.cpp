@@ -210,6 +210,19 @@ TEST_CASE("from_generator calls a fresh generator per iteration and checks its s
   CHECK(all(ds.prefetch(2)) == want);
   CHECK(all(ds.repeat(2)).size() == 6);
 
+  // docs/data.md's example.
+  auto make_gen = [] {
+    return [i = int64_t{0}]() mutable -> std::optional<tf::data::Element> {
+      if (i == 3) return std::nullopt;
+      auto e = tf::data::Element{tf::fill({i}, tf::constant(i)), tf::constant(float(i))};
+      ++i;
+      return e;
+    };
+  };
+  auto doc = Dataset::from_generator(
+      make_gen, {tf::TensorSpec({tf::None}, tf::int64), tf::TensorSpec({}, tf::float32)});
+  CHECK(all(doc) == Rows{{{}, {0}}, {{1}, {1}}, {{2, 2}, {2}}});
+
   auto one = [](tf::Tensor t) {
     return [t]() -> Dataset::Generator {
       return [t, done = false]() mutable -> std::optional<Element> {
