@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/device.h"
+#include "data/dataset_internal.h"
 #include "ops/random.h"
 
 namespace tapeflow::data {
@@ -123,23 +124,6 @@ Tensor stack_elements(const std::vector<Element>& elems, size_t c) {
   }
   return out;
 }
-
-// Runs a user function as TF runs dataset functions: eagerly, on the CPU, unseen by the
-// caller's gradient tapes and traces (they belong to the model code around the loop).
-class UserFnScope {
- public:
-  UserFnScope() : scope_(Device{}) {
-    trace_ = std::exchange(tapeflow::detail::thread_context().trace, nullptr);
-  }
-  ~UserFnScope() { tapeflow::detail::thread_context().trace = trace_; }
-  UserFnScope(const UserFnScope&) = delete;
-  UserFnScope& operator=(const UserFnScope&) = delete;
-
- private:
-  DeviceScope scope_;
-  tapeflow::detail::PauseTapes pause_;
-  tapeflow::detail::TraceObserver* trace_ = nullptr;
-};
 
 // splitmix64: a small, portable generator (std::uniform_int_distribution differs between
 // standard libraries, and a seeded shuffle must give the same order everywhere).

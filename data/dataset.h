@@ -1,5 +1,6 @@
-// tf::data::Dataset: TF2's input pipeline (from_tensor_slices, shuffle, batch, map, filter,
-// repeat, take, skip, cache, prefetch) and its iterator. A Dataset is an immutable value: each
+// tf::data::Dataset: TF2's input pipeline (from_tensor_slices, from_generator, zip, shuffle,
+// batch, padded_batch, map, filter, flat_map, interleave, repeat, take, skip, cache, prefetch,
+// ...) and its iterator. A Dataset is an immutable value: each
 // transformation returns a new Dataset that shares its input, and each iteration (begin() or
 // make_iterator()) starts from the beginning with its own state.
 // Threading: a Dataset may be shared and iterated from several threads at once (the only shared
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/tensor_spec.h"
 
 namespace tapeflow::data {
 
@@ -32,6 +34,8 @@ inline constexpr int64_t INFINITE_CARDINALITY = -1;
 inline constexpr int64_t UNKNOWN_CARDINALITY = -2;
 // tf.data.AUTOTUNE for prefetch's buffer size (tapeflow uses a fixed buffer of 2 elements).
 inline constexpr int64_t AUTOTUNE = -1;
+
+class Dataset;
 
 namespace detail {
 
@@ -60,6 +64,8 @@ class DatasetBase {
 };
 
 using MapFn = std::function<Element(Element)>;
+// flat_map's and interleave's function: an element to a dataset (Dataset is declared below).
+using DatasetFn = std::function<Dataset(Element)>;
 using PredicateFn = std::function<bool(const Element&)>;
 
 // Wraps the ways a user may write a map function: fn(Element), fn(Tensor), fn(Tensor, Tensor),
@@ -165,6 +171,17 @@ class Dataset {
   // int64 scalars start, start + step, ... before stop (TF's Dataset.range).
   static Dataset range(int64_t stop);
   static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
+  // TF's Dataset.from_generator with an output_signature. A generator returns the next element,
+  // or nullopt at the end. Python calls the generator function anew for every iteration; here
+  // make_generator plays that part: each iteration (begin(), each epoch) calls it once for a
+  // fresh generator, so a dataset can be iterated again. Each element is checked against
+  // output_signature (number of components, dtype, shape with tf::None for any size).
+  using Generator = std::function<std::optional<Element>()>;
+  static Dataset from_generator(std::function<Generator()> make_generator,
+                                std::vector<TensorSpec> output_signature);
+  // TF's Dataset.zip: element i is the components of element i of every dataset, concatenated
+  // ({a, b} zipped with {c} gives {a, b, c}); ends with the shortest dataset.
+  static Dataset zip(const std::vector<Dataset>& datasets);
 
   // ---- transformations (each returns a new dataset sharing this one) ----
   // TF's buffered shuffle: fills a buffer of buffer_size elements, then emits a uniformly chosen
@@ -200,6 +217,39 @@ class Dataset {
   Dataset take(int64_t count) const;
   // All but the first count elements (none when count is -1).
   Dataset skip(int64_t count) const;
+  // This dataset's elements followed by other's. Elements must have the same number of
+  // components and dtypes (checked while iterating); shapes may differ.
+  Dataset concatenate(const Dataset& other) const;
+  // Prepends an int64 scalar counter start, start + 1, ... to each element.
+  Dataset enumerate(int64_t start = 0) const;
+  // Splits each element along its first dimension into that many elements (every component
+  // must have the same first dimension); the inverse of batch().
+  Dataset unbatch() const;
+  // Every num_shards-th element, starting at element index (TF's Dataset.shard).
+  Dataset shard(int64_t num_shards, int64_t index) const;
+  // batch() for elements whose shapes differ: each component is padded at the end of every
+  // dimension with its padding value (0 by default) to padded_shapes[c] (tf::None, or no
+  // padded_shapes, pads to the largest element of the batch in that dimension).
+  Dataset padded_batch(int64_t batch_size, std::vector<TensorShape> padded_shapes = {},
+                       std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const;
+  // fn maps an element (taken as map's function takes it) to a Dataset; the result is the
+  // elements of those datasets, one after another.
+  template <class F>
+  Dataset flat_map(F fn) const {
+    return flat_map_impl([fn = std::move(fn)](Element e) mutable -> Dataset {
+      return detail::invoke_element_fn("Dataset.flat_map", fn, e);
+    });
+  }
+  // flat_map that cycles through cycle_length of the datasets at a time, block_length elements
+  // from each in turn, in TF's deterministic order. AUTOTUNE: the number of CPU cores, as TF.
+  template <class F>
+  Dataset interleave(F fn, int64_t cycle_length = AUTOTUNE, int64_t block_length = 1) const {
+    return interleave_impl(
+        [fn = std::move(fn)](Element e) mutable -> Dataset {
+          return detail::invoke_element_fn("Dataset.interleave", fn, e);
+        },
+        cycle_length, block_length);
+  }
   // Keeps the elements of the first complete iteration in memory; later iterations replay them.
   Dataset cache() const;
   // Produces up to buffer_size elements ahead on a background thread.
@@ -218,6 +268,8 @@ class Dataset {
  private:
   Dataset map_impl(detail::MapFn fn) const;
   Dataset filter_impl(detail::PredicateFn pred) const;
+  Dataset flat_map_impl(detail::DatasetFn fn) const;
+  Dataset interleave_impl(detail::DatasetFn fn, int64_t cycle_length, int64_t block_length) const;
   std::shared_ptr<const detail::DatasetBase> node_;
 };
 
