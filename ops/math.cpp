@@ -3,7 +3,6 @@
 #include <limits>
 #include <numeric>
 
-#include "autograd/tape.h"
 #include "core/check.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -30,10 +29,12 @@ Tensor logsumexp_impl(const Tensor& x, const std::vector<int>* axes_in, bool kee
   check_defined(op, x);
   detail::check_dtype_floating(op, x);
   const std::vector<int> axes = reduction_axes(op, x, axes_in);
-  // The largest element of each slice, where finite (else 0), as a constant: subtracting it
-  // keeps exp from overflowing and does not change the value or the gradient.
+  // The largest element of each slice, where finite (else 0): subtracting it keeps exp from
+  // overflowing and does not change the value. TF stops the gradient through it; ops cannot
+  // call stop_gradient (autograd sits above them), and the gradient that flows through it,
+  // g * (1 - sum(softmax)), is zero up to rounding.
   const Tensor raw_max = reduce_max(x, axes, true);
-  const Tensor shift = stop_gradient(where(math::is_finite(raw_max), raw_max, zeros_like(raw_max)));
+  const Tensor shift = where(math::is_finite(raw_max), raw_max, zeros_like(raw_max));
   const Tensor sum = reduce_sum(exp(x - shift), axes, keepdims);
   return log(sum) + (keepdims || axes.empty() ? shift : squeeze(shift, axes));
 }
@@ -135,7 +136,9 @@ std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int>& axes,
   const bool half = d == float16 || d == bfloat16;
   const Tensor y = half ? cast(x, float32) : x;
   const Tensor mean = reduce_mean(y, norm, true);
-  Tensor variance = reduce_mean(math::squared_difference(y, stop_gradient(mean)), norm, true);
+  // TF stops the gradient through this mean; here it flows, and its term, -2 mean(x - mean),
+  // is zero up to rounding (ops cannot call autograd's stop_gradient).
+  Tensor variance = reduce_mean(math::squared_difference(y, mean), norm, true);
   Tensor m = mean;
   if (!keepdims && !norm.empty()) {
     m = squeeze(m, norm);

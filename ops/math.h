@@ -117,7 +117,8 @@ using tapeflow::tanh;
 
 namespace nn {
 // Mean and population variance of x over axes, as TF's tf.nn.moments (the variance is the mean
-// of squared_difference(x, mean) with no gradient through that mean, as TF); float16 and
+// of squared_difference(x, mean); TF stops the gradient through that mean, whose term is zero up
+// to rounding: here it flows); float16 and
 // bfloat16 are computed in float32 and rounded once. Floating dtypes, int32 and int64 (integer
 // means truncate toward zero, as TF's).
 std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int>& axes,

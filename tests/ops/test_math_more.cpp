@@ -601,3 +601,24 @@ TEST_CASE("math ops traced in a function equal eager", "[cpu][cuda][jit][math]")
     }
   }
 }
+
+TEST_CASE("math ops in a function whose signature has a None dimension", "[cpu][jit][math]") {
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 3})};
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return tf::reverse(x, {0, 1}) + tf::cumsum(x, 0, true) + tf::reduce_logsumexp(x, 0, true) +
+               tf::math::reduce_variance(x, {0}, true);
+      },
+      opts);
+  for (int64_t rows : {2, 5}) {
+    INFO("rows " << rows);
+    const tf::Tensor x = tf::detail::from_doubles(
+        tf::testing::random_values(static_cast<size_t>(rows * 3), -1, 1, 9), {rows, 3},
+        tf::float32);
+    const tf::Tensor want = tf::reverse(x, {0, 1}) + tf::cumsum(x, 0, true) +
+                            tf::reduce_logsumexp(x, 0, true) +
+                            tf::math::reduce_variance(x, {0}, true);
+    check_close(f(x), want, 1e-6, 1e-6);
+  }
+}
