@@ -1,9 +1,9 @@
 // CUDA kernels of Cumsum and Cumprod: the input is read as (outer, n, inner) around the scanned
 // axis, one thread per (outer, inner) column runs the scan along n sequentially in the compute
-// type (float for the half types), as the CPU kernel does, so both devices give the same sums.
-// Neighbouring threads read neighbouring columns (coalesced when inner is large); a scan along
-// the last axis (inner = 1) runs one thread per row, which is slow for a few long rows (no
-// block-level parallel scan yet).
+// type (float for the half types), in the CPU kernel's order, so both devices add the same
+// terms in the same order. Neighbouring threads read neighbouring columns (coalesced when inner
+// is large); a scan along the last axis (inner = 1) has one thread per row, so a few long rows
+// use few threads (no block-level parallel scan yet).
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/elementwise_kernels.cuh"
 #include "ops/scan.h"
