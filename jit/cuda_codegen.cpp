@@ -38,6 +38,16 @@ TF_D float tf_sin(float x) { return sinf(x); }
 TF_D float tf_cos(float x) { return cosf(x); }
 TF_D float tf_erf(float x) { return erff(x); }
 TF_D float tf_erfc(float x) { return erfcf(x); }
+TF_D float tf_tan(float x) { return tanf(x); }
+TF_D float tf_asin(float x) { return asinf(x); }
+TF_D float tf_acos(float x) { return acosf(x); }
+TF_D float tf_atan(float x) { return atanf(x); }
+TF_D float tf_sinh(float x) { return sinhf(x); }
+TF_D float tf_cosh(float x) { return coshf(x); }
+TF_D float tf_asinh(float x) { return asinhf(x); }
+TF_D float tf_acosh(float x) { return acoshf(x); }
+TF_D float tf_atanh(float x) { return atanhf(x); }
+TF_D float tf_expm1(float x) { return expm1f(x); }
 TF_D float tf_softsign(float x) { return __fdiv_rn(x, __fadd_rn(1.f, fabsf(x))); }
 TF_D float tf_floor(float x) { return floorf(x); }
 TF_D float tf_ceil(float x) { return ceilf(x); }
@@ -50,13 +60,15 @@ TF_D float tf_divide(float a, float b) { return __fdiv_rn(a, b); }
 TF_D float tf_pow(float a, float b) { return powf(a, b); }
 TF_D float tf_maximum(float a, float b) { return (a > b || a != a) ? a : b; }
 TF_D float tf_minimum(float a, float b) { return (a < b || a != a) ? a : b; }
+TF_D float tf_atan2(float a, float b) { return atan2f(a, b); }
 )";
 
-constexpr std::array<std::string_view, 20> kUnary = {
-    "negative", "abs", "sign", "exp", "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
-    "sigmoid",  "sin", "cos",  "erf", "erfc", "softsign", "floor", "ceil",  "round",  "relu"};
-constexpr std::array<std::string_view, 7> kBinary = {"add", "subtract", "multiply", "divide",
-                                                     "pow", "maximum",  "minimum"};
+constexpr std::array<std::string_view, 30> kUnary = {
+    "negative", "abs",  "sign", "exp",  "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
+    "sigmoid",  "sin",  "cos",  "erf",  "erfc", "softsign", "floor", "ceil",  "round",  "relu",
+    "tan",      "asin", "acos", "atan", "sinh", "cosh",     "asinh", "acosh", "atanh",  "expm1"};
+constexpr std::array<std::string_view, 8> kBinary = {"add",     "subtract", "multiply", "divide",
+                                                     "pow",     "maximum",  "minimum",  "atan2"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& list, std::string_view op) {

@@ -39,6 +39,11 @@ void binary_infer(const char* op, BinaryKind kind, std::span<const Tensor> in,
     case BinaryKind::Logical:
       TF_CHECK_ARG(is_bool(da), op, "expects bool tensors, got {}", dtype_name(da));
       break;
+    case BinaryKind::Floating:
+      TF_CHECK_ARG(is_floating(da), op,
+                   "expects floating-point tensors (float16, bfloat16, float32, float64), got {}",
+                   dtype_name(da));
+      break;
   }
   out[0] = {broadcast_shapes(op, in[0].shape(), in[1].shape()), result};
 }
@@ -77,6 +82,7 @@ TF_BINARY_INFER(Greater)
 TF_BINARY_INFER(GreaterEqual)
 TF_BINARY_INFER(LogicalAnd)
 TF_BINARY_INFER(LogicalOr)
+TF_BINARY_INFER(Atan2)
 #undef TF_BINARY_INFER
 
 void Select::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
@@ -124,6 +130,9 @@ Tensor floordiv(const Tensor& a, const Tensor& b) {
 }
 Tensor floormod(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::FloorMod>("floormod", a, b);
+}
+Tensor atan2(const Tensor& y, const Tensor& x) {
+  return detail::binary<prims::Atan2>("atan2", y, x);
 }
 Tensor equal(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::Equal>("equal", a, b);
@@ -284,6 +293,14 @@ std::vector<Tensor> FloorMod::vjp(Span p, Span cts, std::span<const int> argnums
   const Tensor& g = cts[0];
   return each_arg(p, argnums,
                   [&](int k) { return k == 0 ? g : g * negative(floordiv(p[0], p[1])); });
+}
+
+// atan2(y, x): (x g, -y g) / (x^2 + y^2), TF's _Atan2Grad.
+uint32_t Atan2::vjp_saves() const { return kBoth; }
+std::vector<Tensor> Atan2::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  const Tensor grad_inv = cts[0] / (square(p[1]) + square(p[0]));
+  return each_arg(p, argnums,
+                  [&](int k) { return k == 0 ? p[1] * grad_inv : negative(p[0]) * grad_inv; });
 }
 
 // The cotangent goes to x where x wins (ties to x), else to y, as TF.

@@ -27,6 +27,10 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 // gradient (TF's None); floormod's is (g, -floordiv(a, b) * g).
 Tensor floordiv(const Tensor& a, const Tensor& b);
 Tensor floormod(const Tensor& a, const Tensor& b);
+// The angle of the point (x, y) in radians, in [-pi, pi], elementwise with broadcasting, as TF's
+// tf.math.atan2(y, x): floating dtypes; C99's special values (atan2(0, -0) = pi,
+// atan2(inf, -inf) = 3 pi / 4). Gradient (x g, -y g) / (x^2 + y^2), as TF (NaN at the origin).
+Tensor atan2(const Tensor& y, const Tensor& x);
 
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
@@ -73,6 +77,7 @@ enum class BinaryKind : uint8_t {
   Compare,     // less, ...: numeric, bool result
   Equality,    // equal, not_equal: every dtype, bool result
   Logical,     // logical_and, logical_or: bool
+  Floating,    // atan2: floating, result of that dtype
 };
 }  // namespace detail
 
@@ -106,6 +111,7 @@ TF_DECLARE_BINARY_PRIMITIVE(Greater, "greater", Compare)
 TF_DECLARE_BINARY_PRIMITIVE(GreaterEqual, "greater_equal", Compare)
 TF_DECLARE_BINARY_PRIMITIVE(LogicalAnd, "logical_and", Logical)
 TF_DECLARE_BINARY_PRIMITIVE(LogicalOr, "logical_or", Logical)
+TF_DECLARE_BINARY_PRIMITIVE(Atan2, "atan2", Floating)
 #undef TF_DECLARE_BINARY_PRIMITIVE
 
 // where(cond, x, y): inputs {cond (bool), x, y}, all three broadcast; x and y share a dtype.

@@ -7,15 +7,17 @@
 #define TF_UNARY_PRIMITIVES(X)                                                                \
   X(Negative) X(Abs) X(Sign) X(Exp) X(Log) X(Log1p) X(Sqrt) X(Rsqrt) X(Square) X(Tanh)        \
   X(Sigmoid) X(Sin) X(Cos) X(Erf) X(Erfc) X(Softsign) X(Floor) X(Ceil) X(Round) X(LogicalNot)  \
-  X(Cast)
+  X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Expm1) X(Cast)
 #define TF_BINARY_PRIMITIVES(X)                                                               \
   X(Add) X(Subtract) X(Multiply) X(Divide) X(Pow) X(Maximum) X(Minimum) X(FloorDiv) X(FloorMod) \
   X(Equal) X(NotEqual) X(Less) X(LessEqual) X(Greater) X(GreaterEqual) X(LogicalAnd)          \
-  X(LogicalOr) X(Select)
+  X(LogicalOr) X(Select) X(Atan2)
 #define TF_REDUCE_PRIMITIVES(X) \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin) X(ArgMax) X(ArgMin)
 #define TF_MOVEMENT_PRIMITIVES(X) \
   X(Transpose) X(BroadcastTo) X(Slice) X(Concat) X(Pad) X(Gather)
+// Inclusive / exclusive, forward / reverse running sums and products along one axis.
+#define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod)
 #define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
 #define TF_NN_PRIMITIVES(X) X(Conv2D) X(MaxPool2D) X(AvgPool2D)
 #define TF_RANDOM_PRIMITIVES(X) X(RandomNormal) X(RandomUniform)
@@ -34,7 +36,7 @@
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
-  TF_LOSS_PRIMITIVES(X)
+  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

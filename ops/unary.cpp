@@ -60,6 +60,16 @@ TF_UNARY_INFER(Cos)
 TF_UNARY_INFER(Erf)
 TF_UNARY_INFER(Erfc)
 TF_UNARY_INFER(Softsign)
+TF_UNARY_INFER(Tan)
+TF_UNARY_INFER(Asin)
+TF_UNARY_INFER(Acos)
+TF_UNARY_INFER(Atan)
+TF_UNARY_INFER(Sinh)
+TF_UNARY_INFER(Cosh)
+TF_UNARY_INFER(Asinh)
+TF_UNARY_INFER(Acosh)
+TF_UNARY_INFER(Atanh)
+TF_UNARY_INFER(Expm1)
 TF_UNARY_INFER(Floor)
 TF_UNARY_INFER(Ceil)
 TF_UNARY_INFER(Round)
@@ -89,6 +99,16 @@ Tensor sin(const Tensor& x) { return detail::dispatch(prims::Sin{}, {x}); }
 Tensor cos(const Tensor& x) { return detail::dispatch(prims::Cos{}, {x}); }
 Tensor erf(const Tensor& x) { return detail::dispatch(prims::Erf{}, {x}); }
 Tensor erfc(const Tensor& x) { return detail::dispatch(prims::Erfc{}, {x}); }
+Tensor tan(const Tensor& x) { return detail::dispatch(prims::Tan{}, {x}); }
+Tensor asin(const Tensor& x) { return detail::dispatch(prims::Asin{}, {x}); }
+Tensor acos(const Tensor& x) { return detail::dispatch(prims::Acos{}, {x}); }
+Tensor atan(const Tensor& x) { return detail::dispatch(prims::Atan{}, {x}); }
+Tensor sinh(const Tensor& x) { return detail::dispatch(prims::Sinh{}, {x}); }
+Tensor cosh(const Tensor& x) { return detail::dispatch(prims::Cosh{}, {x}); }
+Tensor asinh(const Tensor& x) { return detail::dispatch(prims::Asinh{}, {x}); }
+Tensor acosh(const Tensor& x) { return detail::dispatch(prims::Acosh{}, {x}); }
+Tensor atanh(const Tensor& x) { return detail::dispatch(prims::Atanh{}, {x}); }
+Tensor expm1(const Tensor& x) { return detail::dispatch(prims::Expm1{}, {x}); }
 Tensor floor(const Tensor& x) { return detail::dispatch(prims::Floor{}, {x}); }
 Tensor ceil(const Tensor& x) { return detail::dispatch(prims::Ceil{}, {x}); }
 Tensor round(const Tensor& x) { return detail::dispatch(prims::Round{}, {x}); }
@@ -153,6 +173,20 @@ TF_UNARY_VJP(Erf, kIn, g * 1.1283791670955126 * exp(negative(square(x))))
 TF_UNARY_VJP(Erfc, kIn, g * -1.1283791670955126 * exp(negative(square(x))))
 // TF's SoftsignGrad: g / (1 + |x|)^2 (0 at +-inf).
 TF_UNARY_VJP(Softsign, kIn, g / square(abs(x) + 1))
+// The derivatives in TF's forms (its TanGrad ... AtanhGrad, Expm1Grad): tan' = sec(x)^2 with
+// sec = 1 / cos(x), asin' = 1 / sqrt(1 - x^2), acos' = -asin', atan' = 1 / (1 + x^2),
+// sinh' = cosh, cosh' = sinh, asinh' = 1 / cosh(y), acosh' = 1 / sinh(y),
+// atanh' = 1 / (1 - x^2), expm1' = exp(x).
+TF_UNARY_VJP(Tan, kIn, g * square(1 / cos(x)))
+TF_UNARY_VJP(Asin, kIn, g * (1 / sqrt(1 - square(x))))
+TF_UNARY_VJP(Acos, kIn, negative(g) * (1 / sqrt(1 - square(x))))
+TF_UNARY_VJP(Atan, kIn, g * (1 / (1 + square(x))))
+TF_UNARY_VJP(Sinh, kIn, g * cosh(x))
+TF_UNARY_VJP(Cosh, kIn, g * sinh(x))
+TF_UNARY_VJP(Asinh, kOut, g / cosh(y))
+TF_UNARY_VJP(Acosh, kOut, g / sinh(y))
+TF_UNARY_VJP(Atanh, kIn, g * (1 / (1 - square(x))))
+TF_UNARY_VJP(Expm1, kIn, g * exp(x))
 // Piecewise constant: zero almost everywhere.
 TF_UNARY_VJP(Floor, kNone, zeros_like(g))
 TF_UNARY_VJP(Ceil, kNone, zeros_like(g))

@@ -23,6 +23,20 @@ Tensor cos(const Tensor& x);
 // its relative accuracy where erf(x) is close to 1.
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
+// Trigonometric and hyperbolic functions and their inverses, and exp(x) - 1 (accurate near 0),
+// as TF's tf.math.tan ... tf.math.atanh and tf.math.expm1; floating dtypes. Outside an inverse's
+// domain the result is NaN (asin(2), acosh(0.5)), at its poles +-inf (atanh(1)), as TF.
+// Also exported in namespace tf::math (ops/math.h).
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor expm1(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
 // Rounds half to even, as TF's tf.round.
@@ -76,6 +90,16 @@ TF_DECLARE_UNARY_PRIMITIVE(Erfc, "erfc", Floating)
 // g / (1 + |x|)^2: the composite's differentiated form cancelled (4e-6 relative at x = 100 in
 // float32, 6e-4 at 1e4) and gave NaN at +-inf.
 TF_DECLARE_UNARY_PRIMITIVE(Softsign, "softsign", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Tan, "tan", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Asin, "asin", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Acos, "acos", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Atan, "atan", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Sinh, "sinh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Cosh, "cosh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Asinh, "asinh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Acosh, "acosh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Atanh, "atanh", Floating)
+TF_DECLARE_UNARY_PRIMITIVE(Expm1, "expm1", Floating)
 TF_DECLARE_UNARY_PRIMITIVE(Floor, "floor", Floating)
 TF_DECLARE_UNARY_PRIMITIVE(Ceil, "ceil", Floating)
 TF_DECLARE_UNARY_PRIMITIVE(Round, "round", Numeric)

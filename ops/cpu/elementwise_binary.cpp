@@ -389,6 +389,11 @@ void FloorMod::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const
   binary_eval<cpu::FloorModOp>(in[0], in[1], out[0], kPowGrain);
 }
 
+void Atan2::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  binary_eval<cpu::Atan2Op>(in[0], in[1], out[0], kPowGrain);
+}
+
 void Select::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
   switch (dtype_size(in[1].dtype())) {
@@ -431,6 +436,7 @@ BinaryRanges<T> binary_ranges(const Primitive& p, bool short_spans) {
   else if (typeid(p) == typeid(prims::Divide)) pick(cpu::DivideOp{});
   else if (typeid(p) == typeid(prims::Maximum)) pick(cpu::MaximumOp{});
   else if (typeid(p) == typeid(prims::Minimum)) pick(cpu::MinimumOp{});
+  else if (typeid(p) == typeid(prims::Atan2)) pick(cpu::Atan2Op{});
   return r;
 }
 template BinaryRanges<float> binary_ranges<float>(const Primitive&, bool);

@@ -633,6 +633,91 @@ struct ErfcOp : UnaryOpBase {
     return std::erfc(x);
   }
 };
+// tan, the inverse trigonometric and the (inverse) hyperbolic functions and expm1: the C
+// library's scalar functions, as erf's (not vectorised; glibc's published error bounds are a
+// few ulp at most; tests/ops/test_math_more.cpp checks them against float64 and TF 2.21).
+// Special values are C99's: asin(2) = NaN, atanh(+-1) = +-inf, acosh(x < 1) = NaN,
+// sinh(+-inf) = +-inf, cosh(+-inf) = inf, expm1(-inf) = -1.
+struct TanOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::tan(x);
+  }
+};
+struct AsinOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::asin(x);
+  }
+};
+struct AcosOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::acos(x);
+  }
+};
+struct AtanOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::atan(x);
+  }
+};
+struct SinhOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::sinh(x);
+  }
+};
+struct CoshOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::cosh(x);
+  }
+};
+struct AsinhOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::asinh(x);
+  }
+};
+struct AcoshOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::acosh(x);
+  }
+};
+struct AtanhOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::atanh(x);
+  }
+};
+struct Expm1Op : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return std::expm1(x);
+  }
+};
 struct SoftsignOp : UnaryOpBase {
   template <class T>
   static constexpr bool ok = is_float_v<T>;
@@ -885,6 +970,16 @@ struct FloorModOp : BinaryOpBase {
     } else {
       return floor_mod_int(a, b);
     }
+  }
+};
+// atan2(y, x): the angle of the point (x, y) in [-pi, pi], the C library's (C99's special
+// values: atan2(+-0, -0) = +-pi, atan2(+-inf, +-inf) = +-pi/4 or +-3pi/4; NaN propagates).
+struct Atan2Op : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_float_v<T>;
+  template <class C>
+  C operator()(C y, C x) const {
+    return std::atan2(y, x);
   }
 };
 // NaN propagates (either operand), as numpy's and TF's maximum.

@@ -24,6 +24,7 @@ template <BinaryKind K, class T>
 constexpr bool accepts() {
   if constexpr (K == BinaryKind::Equality) return true;
   else if constexpr (K == BinaryKind::Logical) return std::is_same_v<T, bool>;
+  else if constexpr (K == BinaryKind::Floating) return ew::is_float_v<T>;
   else return ew::is_numeric_v<T>;
 }
 
@@ -168,6 +169,7 @@ TF_BINARY_CUDA(Greater, LessF, true)
 TF_BINARY_CUDA(GreaterEqual, LessEqualF, true)
 TF_BINARY_CUDA(LogicalAnd, LogicalAndF, false)
 TF_BINARY_CUDA(LogicalOr, LogicalOrF, false)
+TF_BINARY_CUDA(Atan2, Atan2F, false)
 #undef TF_BINARY_CUDA
 
 void Pow::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

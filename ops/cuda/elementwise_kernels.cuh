@@ -132,6 +132,16 @@ TF_EW_MATH1(m_floor, floor)
 TF_EW_MATH1(m_ceil, ceil)
 TF_EW_MATH1(m_rint, rint)  // round half to even (the default rounding mode)
 TF_EW_MATH1(m_fabs, fabs)
+TF_EW_MATH1(m_tan, tan)
+TF_EW_MATH1(m_asin, asin)
+TF_EW_MATH1(m_acos, acos)
+TF_EW_MATH1(m_atan, atan)
+TF_EW_MATH1(m_sinh, sinh)
+TF_EW_MATH1(m_cosh, cosh)
+TF_EW_MATH1(m_asinh, asinh)
+TF_EW_MATH1(m_acosh, acosh)
+TF_EW_MATH1(m_atanh, atanh)
+TF_EW_MATH1(m_expm1, expm1)
 #undef TF_EW_MATH1
 // exp with subnormal float results rounded once: where e^x is below the normal range (x < ln
 // 2^-126) it is computed as e^(x + 64) * e^-64, both normal numbers (relative error ~3e-7), so
@@ -147,6 +157,11 @@ template <class C>
 TF_EW_HD C m_fmod(C a, C b) {
   if constexpr (std::is_same_v<C, float>) return ::fmodf(a, b);
   else return ::fmod(a, b);
+}
+template <class C>
+TF_EW_HD C m_atan2(C y, C x) {
+  if constexpr (std::is_same_v<C, float>) return ::atan2f(y, x);
+  else return ::atan2(y, x);
 }
 template <class C>
 TF_EW_HD C m_pow(C a, C b) {
@@ -248,6 +263,48 @@ struct ErfcF {
   template <class C>
   TF_EW_HD C operator()(C x) const { return m_erfc(x); }
 };
+// tan ... atanh and expm1: CUDA's math library functions (its documented error bounds are
+// a few ulp).
+struct TanF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_tan(x); }
+};
+struct AsinF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_asin(x); }
+};
+struct AcosF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_acos(x); }
+};
+struct AtanF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_atan(x); }
+};
+struct SinhF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_sinh(x); }
+};
+struct CoshF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_cosh(x); }
+};
+struct AsinhF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_asinh(x); }
+};
+struct AcoshF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_acosh(x); }
+};
+struct AtanhF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_atanh(x); }
+};
+struct Expm1F {
+  template <class C>
+  TF_EW_HD C operator()(C x) const { return m_expm1(x); }
+};
 struct SoftsignF {
   template <class C>
   TF_EW_HD C operator()(C x) const { return x / (C(1) + m_fabs(x)); }
@@ -289,6 +346,11 @@ struct MultiplyF {
 struct DivideF {
   template <class C>
   TF_EW_HD C operator()(C a, C b) const { return a / b; }
+};
+// atan2(y, x), the first operand y.
+struct Atan2F {
+  template <class C>
+  TF_EW_HD C operator()(C y, C x) const { return m_atan2(y, x); }
 };
 struct PowF {
   template <class C>

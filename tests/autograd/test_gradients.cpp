@@ -11,10 +11,12 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/scatter.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -264,6 +266,42 @@ std::vector<Case> cases() {
       {"gelu_approximate", {{S23, -4, 4}}, [](V x) { return tf::nn::gelu(x[0], true); }},
       {"silu", {{S23, -6, 6}}, [](V x) { return tf::nn::silu(x[0]); }},
       {"swish_beta", {{S23, -3, 3}}, [](V x) { return tf::nn::swish(x[0], 1.7); }},
+      // tf.math (ops/math.h, ops/scan.h): trigonometric, hyperbolic, expm1, atan2, reductions,
+      // scans and reverse
+      {"tan", {{S23, -1.3, 1.3}}, [](V x) { return tf::tan(x[0]); }},
+      {"asin", {{S23, -0.9, 0.9}}, [](V x) { return tf::asin(x[0]); }},
+      {"acos", {{S23, -0.9, 0.9}}, [](V x) { return tf::acos(x[0]); }},
+      {"atan", {{S23, -3, 3}}, [](V x) { return tf::atan(x[0]); }},
+      {"sinh", {{S23, -3, 3}}, [](V x) { return tf::sinh(x[0]); }},
+      {"cosh", {{S23, -3, 3}}, [](V x) { return tf::cosh(x[0]); }},
+      {"asinh", {{S23, -5, 5}}, [](V x) { return tf::asinh(x[0]); }},
+      {"acosh", {{S23, 1.2, 5}}, [](V x) { return tf::acosh(x[0]); }},
+      {"atanh", {{S23, -0.9, 0.9}}, [](V x) { return tf::atanh(x[0]); }},
+      {"expm1", {{S23, -3, 3}}, [](V x) { return tf::math::expm1(x[0]); }},
+      {"reciprocal", {{S23, 0.5, 2}}, [](V x) { return tf::math::reciprocal(x[0]); }},
+      {"squared_difference", {{S23}, {S13}},
+       [](V x) { return tf::math::squared_difference(x[0], x[1]); }},
+      {"atan2", {{S23, -1, 1, true}, {S13, -1, 1, true}},
+       [](V x) { return tf::atan2(x[0], x[1]); }},
+      {"reduce_logsumexp", {{S23, -3, 3}}, [](V x) { return tf::reduce_logsumexp(x[0], 1); }},
+      {"reduce_logsumexp_all", {{S23, -3, 3}}, [](V x) { return tf::reduce_logsumexp(x[0]); }},
+      {"reduce_variance", {{S23}}, [](V x) { return tf::math::reduce_variance(x[0], 0, true); }},
+      {"reduce_std", {{S23}}, [](V x) { return tf::math::reduce_std(x[0], {0, 1}); }},
+      {"reduce_euclidean_norm", {{S23}},
+       [](V x) { return tf::math::reduce_euclidean_norm(x[0], 1); }},
+      {"moments", {{S23}},
+       [](V x) {
+         auto [m, v] = tf::nn::moments(x[0], {1});
+         return tf::concat({m, v * 2.0}, 0);
+       }},
+      {"cumsum", {{S23}}, [](V x) { return tf::cumsum(x[0], 1); }},
+      {"cumsum_exclusive_reverse", {{S23}}, [](V x) { return tf::cumsum(x[0], 0, true, true); }},
+      {"cumprod", {{S23, -2, 2, true}}, [](V x) { return tf::math::cumprod(x[0], 1); }},
+      {"cumprod_exclusive", {{S23, -2, 2, true}},
+       [](V x) { return tf::math::cumprod(x[0], -1, true); }},
+      {"cumprod_reverse", {{S33, -2, 2, true}},
+       [](V x) { return tf::math::cumprod(x[0], 0, false, true); }},
+      {"reverse", {{S23}}, [](V x) { return tf::reverse(x[0], {0, -1}) * x[0]; }},
       // norms
       {"norm", {{S23}}, [](V x) { return tf::norm(x[0]); }},
       {"norm_axis", {{S23}}, [](V x) { return tf::norm(x[0], "euclidean", 1, true); }},
@@ -318,6 +356,17 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd][cuda]") {
       {"silu", [](const tf::Tensor& x) { return tf::nn::silu(x); }},
       {"softsign", [](const tf::Tensor& x) { return tf::nn::softsign(x); }},
       {"norm", [](const tf::Tensor& x) { return tf::norm(x) * x; }},
+      {"tan", [](const tf::Tensor& x) { return tf::tan(x * 0.5); }},
+      {"asin", [](const tf::Tensor& x) { return tf::asin(x * 0.4); }},
+      {"atanh", [](const tf::Tensor& x) { return tf::atanh(x * 0.4); }},
+      {"asinh", [](const tf::Tensor& x) { return tf::asinh(x) * x; }},
+      {"acosh", [](const tf::Tensor& x) { return tf::acosh(x * x + 1.5); }},
+      {"cosh", [](const tf::Tensor& x) { return tf::cosh(x) * x; }},
+      {"expm1", [](const tf::Tensor& x) { return tf::math::expm1(x) * x; }},
+      {"atan2", [](const tf::Tensor& x) { return tf::atan2(x, x * x + 1.0); }},
+      {"reduce_logsumexp", [](const tf::Tensor& x) { return tf::reduce_logsumexp(x * x); }},
+      {"reduce_std", [](const tf::Tensor& x) { return tf::math::reduce_std(x); }},
+      {"cumprod", [](const tf::Tensor& x) { return tf::math::cumprod(x); }},
       {"relu*x^2", [](const tf::Tensor& x) { return tf::nn::relu(x) * x * x; }},
       {"relu(sin)", [](const tf::Tensor& x) { return tf::nn::relu(tf::sin(x * 2.0)) * x; }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},

@@ -49,10 +49,11 @@ std::vector<tf::jit::CudaFusedStep> sample_steps() {
 
 // Every op with a generated form.
 const std::vector<std::string> kUnary = {
-    "negative", "abs", "sign", "exp", "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
-    "sigmoid",  "sin", "cos",  "erf", "erfc", "softsign", "floor", "ceil",  "round",  "relu"};
-const std::vector<std::string> kBinary = {"add", "subtract", "multiply", "divide",
-                                          "pow", "maximum",  "minimum"};
+    "negative", "abs",  "sign", "exp",  "log",  "log1p",    "sqrt",  "rsqrt", "square", "tanh",
+    "sigmoid",  "sin",  "cos",  "erf",  "erfc", "softsign", "floor", "ceil",  "round",  "relu",
+    "tan",      "asin", "acos", "atan", "sinh", "cosh",     "asinh", "acosh", "atanh",  "expm1"};
+const std::vector<std::string> kBinary = {"add",     "subtract", "multiply", "divide",
+                                          "pow",     "maximum",  "minimum",  "atan2"};
 
 bool nvrtc_or_warn() {
   std::string why;
@@ -335,12 +336,25 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
     acc = last();
   };
   for (const auto& op : kUnary) {
-    steps.push_back({op, 0, -1});
+    // The inverse functions and tan on arguments inside their domain and away from tan's poles:
+    // tanh's (-1, 1) for tan, asin, acos, atanh; cosh's [1, inf) for acosh.
+    const bool unit = op == "tan" || op == "asin" || op == "acos" || op == "atanh";
+    const char* guard = unit ? "tanh" : (op == "acosh" ? "cosh" : nullptr);
+    auto apply = [&](int arg) {
+      if (guard) {
+        steps.push_back({guard, arg, -1});
+        arg = last();
+      }
+      steps.push_back({op, arg, -1});
+    };
+    apply(0);
     accumulate(last());
     // Negative arguments too (sign, abs, relu, floor, ... and sigmoid's other branch).
     steps.push_back({"negative", 1, -1});
-    steps.push_back(
-        {op == "log" || op == "log1p" || op == "sqrt" || op == "rsqrt" ? "abs" : op, last(), -1});
+    if (op == "log" || op == "log1p" || op == "sqrt" || op == "rsqrt")
+      steps.push_back({"abs", last(), -1});
+    else
+      apply(last());
     accumulate(last());
   }
   for (size_t i = 0; i < kBinary.size(); ++i) {
@@ -362,11 +376,16 @@ TEST_CASE("cuda codegen: the generated kernels compute their graphs (compiled fo
       {"cos", tf::cos},           {"erf", tf::erf},
       {"erfc", tf::erfc},         {"softsign", tf::nn::softsign},
       {"floor", tf::floor},       {"ceil", tf::ceil},
-      {"round", tf::round},       {"relu", tf::nn::relu}};
+      {"round", tf::round},       {"relu", tf::nn::relu},
+      {"tan", tf::tan},           {"asin", tf::asin},
+      {"acos", tf::acos},         {"atan", tf::atan},
+      {"sinh", tf::sinh},         {"cosh", tf::cosh},
+      {"asinh", tf::asinh},       {"acosh", tf::acosh},
+      {"atanh", tf::atanh},       {"expm1", tf::expm1}};
   const std::map<std::string, Binary> binary_ops = {
       {"add", tf::add},        {"subtract", tf::subtract}, {"multiply", tf::multiply},
       {"divide", tf::divide},  {"pow", tf::pow},           {"maximum", tf::maximum},
-      {"minimum", tf::minimum}};
+      {"minimum", tf::minimum}, {"atan2", tf::atan2}};
   auto eager = [&](const tf::Tensor& x, const tf::Tensor& y, const tf::Tensor& s) {
     std::vector<tf::Tensor> v{x, y, s};
     for (const auto& st : steps) {

@@ -1,0 +1,107 @@
+#include "ops/scan.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+
+namespace tapeflow {
+
+namespace {
+
+// TF's scan axis check: in [-rank, rank), so a scalar has no axis to scan.
+int scan_axis(const char* op, const Tensor& x, int axis) {
+  const int rank = x.rank();
+  TF_CHECK_ARG(axis >= -rank && axis < rank, op,
+               "axis {} is out of range [{}, {}) for a tensor of shape {}", axis, -rank, rank,
+               x.shape().to_string());
+  return axis < 0 ? axis + rank : axis;
+}
+
+template <class P>
+Tensor scan(const char* op, const Tensor& x, int axis, bool exclusive, bool reverse) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_not_bool(op, x);
+  return detail::dispatch(P(scan_axis(op, x, axis), exclusive, reverse), {x});
+}
+
+}  // namespace
+
+namespace prims {
+
+#define TF_SCAN_INFER(STRUCT)                                                                    \
+  void STRUCT::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {              \
+    TF_CHECK_ARG(!is_bool(in[0].dtype()), name(), "expects a numeric tensor (not bool), got {}", \
+                 dtype_name(in[0].dtype()));                                                     \
+    TF_CHECK_ARG(axis >= 0 && axis < in[0].rank(), name(),                                       \
+                 "axis {} is out of range for a tensor of shape {}", axis,                       \
+                 in[0].shape().to_string());                                                     \
+    out[0] = {in[0].shape(), in[0].dtype()};                                                     \
+  }                                                                                              \
+  std::string STRUCT::attributes() const {                                                       \
+    return fmt::format("axis={}, exclusive={}, reverse={}", axis, exclusive, reverse);           \
+  }
+TF_SCAN_INFER(Cumsum)
+TF_SCAN_INFER(Cumprod)
+#undef TF_SCAN_INFER
+
+// Linear: each input element reaches the results after it (before it, reversed), so its
+// cotangent is the sum of theirs, a cumsum the other way round with the same exclusiveness.
+uint32_t Cumsum::vjp_saves() const {
+  return 0;
+}
+std::vector<Tensor> Cumsum::vjp(std::span<const Tensor>, std::span<const Tensor> cts,
+                                std::span<const int> argnums, std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < argnums.size(); ++k)
+    out.push_back(cumsum(cts[0], axis, exclusive, !reverse));
+  return out;
+}
+
+// TF's _CumprodGrad: cumsum(cumprod(x) * g) the other way round, divided by x with 0 where x is
+// 0 (div_no_nan). Right wherever x has no zero; at a zero it gives 0 (as TF) where the true
+// derivative is the product of the other factors.
+uint32_t Cumprod::vjp_saves() const {
+  return save_input(0);
+}
+std::vector<Tensor> Cumprod::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                                 std::span<const int> argnums, std::span<const Tensor>) const {
+  const Tensor& x = p[0];
+  const Tensor prod = cumprod(x, axis, exclusive, reverse);
+  const Tensor sums = cumsum(prod * cts[0], axis, exclusive, !reverse);
+  const Tensor zero = zeros_like(x);
+  const Tensor is_zero = equal(x, zero);
+  const Tensor grad = where(is_zero, zero, sums / where(is_zero, ones_like(x), x));
+  return std::vector<Tensor>(argnums.size(), grad);
+}
+
+}  // namespace prims
+
+Tensor cumsum(const Tensor& x, int axis, bool exclusive, bool reverse) {
+  return scan<prims::Cumsum>("cumsum", x, axis, exclusive, reverse);
+}
+
+Tensor cumprod(const Tensor& x, int axis, bool exclusive, bool reverse) {
+  return scan<prims::Cumprod>("cumprod", x, axis, exclusive, reverse);
+}
+
+Tensor reverse(const Tensor& x, const std::vector<int>& axes) {
+  const char* op = "reverse";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  const std::vector<int> norm = detail::normalize_axes(op, axes, x.shape());
+  Tensor y = x;
+  for (int a : norm) {
+    const int64_t n = x.shape()[a];
+    TF_CHECK_ARG(n >= 0, op, "axis {} of the input of shape {} has an unknown size", a,
+                 x.shape().to_string());
+    if (n <= 1) continue;  // nothing to reverse
+    y = gather(y, range(n - 1, int64_t{-1}, int64_t{-1}, int64), a);
+  }
+  return y;
+}
+
+}  // namespace tapeflow

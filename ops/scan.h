@@ -1,0 +1,57 @@
+// Running sums and products along an axis (TF's tf.math.cumsum, tf.math.cumprod) and
+// tf.reverse. Primitives: Cumsum, Cumprod (one axis, exclusive / reverse flags). reverse is a
+// composite (one gather per reversed axis). Everything here is stateless and thread-safe.
+#pragma once
+
+#include <initializer_list>
+#include <vector>
+
+#include "ops/primitive.h"
+
+namespace tapeflow {
+
+// x[..., 0] + ... + x[..., i] along axis, as TF's tf.math.cumsum: exclusive leaves the element
+// itself out (the first result is 0), reverse runs from the end. Numeric dtypes (integers wrap
+// around on overflow, as TF); axis in [-rank, rank), so a scalar is rejected as in TF. float16
+// and bfloat16 accumulate in float32 and round each result once (TF rounds each partial sum to
+// the half type). The gradient is the cumsum of the cotangent the other way round.
+Tensor cumsum(const Tensor& x, int axis = 0, bool exclusive = false, bool reverse = false);
+// The running product, as TF's tf.math.cumprod (exclusive: the first result is 1). Gradient as
+// TF's: cumsum(cumprod(x) * g) the other way round, divided by x, 0 where x is 0 (TF's
+// div_no_nan, so the gradient with respect to a zero element is 0, not its true value).
+Tensor cumprod(const Tensor& x, int axis = 0, bool exclusive = false, bool reverse = false);
+
+// x with the order of the elements along each of `axes` reversed, as TF's tf.reverse: any dtype;
+// axes in [-rank, rank), each at most once ({}: x unchanged). A composite of gathers.
+Tensor reverse(const Tensor& x, const std::vector<int>& axes);
+inline Tensor reverse(const Tensor& x, std::initializer_list<int> axes) {
+  return reverse(x, std::vector<int>(axes));
+}
+
+namespace math {
+using tapeflow::cumprod;
+using tapeflow::cumsum;
+}  // namespace math
+
+namespace prims {
+
+// axis normalised to [0, rank); the output has the input's shape and dtype (numeric).
+#define TF_SCAN_PRIMITIVE(STRUCT, OPNAME)                                             \
+  struct STRUCT final : PrimitiveBase<STRUCT> {                                       \
+    int axis = 0;                                                                     \
+    bool exclusive = false;                                                           \
+    bool reverse = false;                                                             \
+    STRUCT(int a, bool e, bool r) : axis(a), exclusive(e), reverse(r) {}              \
+    const char* name() const override { return OPNAME; }                              \
+    void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override; \
+    TF_DECLARE_KERNELS                                                                \
+    TF_DECLARE_VJP                                                                    \
+    std::string attributes() const override;                                          \
+  };
+TF_SCAN_PRIMITIVE(Cumsum, "cumsum")
+TF_SCAN_PRIMITIVE(Cumprod, "cumprod")
+#undef TF_SCAN_PRIMITIVE
+
+}  // namespace prims
+
+}  // namespace tapeflow
