@@ -7,6 +7,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/scan.h"
 
 namespace tapeflow {
 
@@ -57,26 +58,28 @@ void ScatterRowsUpdate::infer(std::span<const Tensor> in, std::span<TensorMeta> 
 // it won (a later update at the same position overwrote it otherwise). The winners come from the
 // primitive itself: scattering each update's index leaves the last one at every position.
 uint32_t ScatterRowsUpdate::vjp_saves() const {
-  return save_input(1);
+  return save_input(1) | save_input(2);
 }
+// Built from values, not host sizes: in a trace for None dimensions the number of updates is
+// unknown (only the tensor's rows are fixed).
 std::vector<Tensor> ScatterRowsUpdate::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
                                            std::span<const int> argnums,
                                            std::span<const Tensor>) const {
   const Tensor& pos = p[1];
   const Tensor& ct = cts[0];
-  const int64_t n = pos.shape()[0], rows = ct.shape()[0];
+  const int64_t rows = ct.shape()[0];
   std::vector<Tensor> out;
   for (int k : argnums) {
     if (k == 0) {
-      out.push_back(
-          detail::dispatch(ScatterRowsUpdate{}, {ct, pos, zeros({n, ct.shape()[1]}, ct.dtype())}));
+      out.push_back(detail::dispatch(ScatterRowsUpdate{}, {ct, pos, zeros_like(p[2])}));
     } else if (k == 2) {
-      const Tensor ids = reshape(range(int64_t{0}, n, int64_t{1}, int64), {n, 1});
+      // Each update's index 0, 1, ... as an (n, 1) column.
+      const Tensor ids = expand_dims(cumsum(ones_like(pos), 0, /*exclusive=*/true), 1);
       const Tensor last =
           detail::dispatch(ScatterRowsUpdate{}, {fill({rows, 1}, Tensor(int64_t{-1})), pos, ids});
       // Positions outside [0, rows) were skipped (a GPU in a trace): they get no gradient.
       const Tensor inside =
-          logical_and(greater_equal(pos, zeros_like(pos)), less(pos, fill({n}, Tensor(rows))));
+          logical_and(greater_equal(pos, zeros_like(pos)), less(pos, constant(Tensor(rows))));
       const Tensor safe = where(inside, pos, zeros_like(pos));
       const Tensor won = logical_and(equal(gather(last, safe, 0), ids), expand_dims(inside, 1));
       const Tensor rows_ct = gather(ct, safe, 0);

@@ -339,6 +339,28 @@ TEST_CASE("gather_nd and scatter_nd inside a traced function equal eager",
       tf::testing::check_close(up(p, i, tf::constant({5.f, 6.f})),
                                tf::tensor_scatter_nd_update(p, i, tf::constant({5.f, 6.f})), 0, 0);
   }
+  // Gradients inside a function traced for a None number of indices (one graph, exact values).
+  tf::FunctionOptions gopts;
+  gopts.input_signature = {tf::TensorSpec({4}), tf::TensorSpec({tf::None, 1}, tf::int32),
+                           tf::TensorSpec({tf::None})};
+  auto grads = tf::function(
+      [](const tf::Tensor& t, const tf::Tensor& i, const tf::Tensor& u) {
+        tf::GradientTape tape;
+        tape.watch(t);
+        tape.watch(u);
+        const tf::Tensor l = tf::reduce_sum(tf::tensor_scatter_nd_update(t, i, u) *
+                                            tf::constant({1.f, 2.f, 3.f, 4.f}));
+        return tape.gradient(l, std::vector<tf::Tensor>{t, u});
+      },
+      gopts);
+  const tf::Tensor t4 = tf::constant({1.f, 2.f, 3.f, 4.f});
+  auto g2 = grads(t4, idx({1, 1}, {2, 1}), tf::constant({7.f, 8.f}));
+  check_values(g2[0], {1, 0, 3, 4}, 0, 0);
+  check_values(g2[1], {0, 2}, 0, 0);
+  auto g3 = grads(t4, idx({3, 0, 3}, {3, 1}), tf::constant({7.f, 8.f, 9.f}));
+  check_values(g3[0], {0, 2, 3, 0}, 0, 0);
+  check_values(g3[1], {0, 1, 4}, 0, 0);
+  CHECK(grads.tracing_count() == 1);
   // A traced update with an index out of range fails at replay on the CPU.
   auto up = tf::function([](const tf::Tensor& t, const tf::Tensor& i) {
     return tf::tensor_scatter_nd_update(t, i, tf::constant({1.f}));
