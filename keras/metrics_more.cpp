@@ -15,6 +15,7 @@
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/scatter.h"
 #include "ops/unary.h"
 
@@ -47,8 +48,9 @@ bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
   return true;
 }
 
-// TF's in_top_k over the last axis: the label's prediction is finite and fewer than k
-// predictions are strictly greater (ties at the boundary count as in). Labels int64.
+// TF's in_top_k over the last axis: every prediction of the row is finite (a NaN or an inf
+// anywhere makes the row false, as TF's kernel) and fewer than k predictions are strictly
+// greater than the label's (ties at the boundary count as in). Labels int64.
 Tensor in_top_k(const Tensor& labels, const Tensor& pred, int k) {
   const int64_t classes = pred.shape()[pred.rank() - 1];
   const Tensor ids = cast(range(int64_t{0}, classes, int64_t{1}), int64);
@@ -56,7 +58,9 @@ Tensor in_top_k(const Tensor& labels, const Tensor& pred, int k) {
   const Tensor lowest = constant(Tensor(-std::numeric_limits<double>::infinity()), pred.dtype());
   // An out-of-range label hits nothing: -inf, not finite, so not in the top k.
   const Tensor target = reduce_max(where(hit, pred, lowest), -1);
-  const Tensor finite = equal(subtract(target, target), constant(Tensor(0.0), pred.dtype()));
+  const Tensor zero = constant(Tensor(0.0), pred.dtype());
+  const Tensor finite = logical_and(equal(subtract(target, target), zero),
+                                    reduce_all(equal(subtract(pred, pred), zero), -1));
   const Tensor above = reduce_sum(cast(greater(pred, expand_dims(target, -1)), int32), -1);
   return cast(logical_and(finite, less(above, Tensor(k))), float32);
 }
@@ -301,14 +305,11 @@ AUC::AUC(int num_thresholds, const std::string& curve, const std::string& summat
     Tensor bucket = maximum(
         subtract(ceil(multiply(p, Tensor(static_cast<float>(n - 1)))), Tensor(1.0f)), Tensor(0.0f));
     bucket = cast(where(equal(p, p), bucket, Tensor(-1.0f)), int32);
-    // Counts above each threshold: the reversed cumulative sum of the bucket sums, as a sum
-    // over the triangle [i >= j].
-    const Tensor idx = cast(range(int64_t{0}, n, int64_t{1}), int64);
-    const Tensor upper =
-        cast(greater_equal(expand_dims(idx, 0), expand_dims(idx, 1)), float32);  // [j][i]
+    // Counts above each threshold j: the bucket sums of buckets i >= j, a reversed cumulative
+    // sum (O(n) memory, as Keras' flip(cumsum(flip))).
     auto above = [&](const Tensor& weights) {
       const Tensor sums = unsorted_segment_sum(weights, bucket, n);  // (n,)
-      return reduce_sum(multiply(upper, expand_dims(sums, 0)), 1);
+      return cumsum(sums, 0, /*exclusive=*/false, /*reverse=*/true);
     };
     const Tensor tp = above(true_w), fp = above(false_w);
     const Tensor tn = subtract(reduce_sum(false_w), fp);

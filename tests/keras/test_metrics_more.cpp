@@ -3,6 +3,7 @@
 // methods, weights, NaN and empty states), traced updates, mirrored state, compile() strings and
 // directions, and the metrics in fit() and evaluate().
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -168,6 +169,16 @@ TEST_CASE("metrics more: top-k accuracies with ties and NaN as Keras 3.15", "[ke
     CHECK(metrics::sparse_top_k_categorical_accuracy(labels, p, 2).shape() ==
           tf::TensorShape({4, 1}));
     check_values(metrics::top_k_categorical_accuracy(onehot, p, 2), {1, 1, 0, 0});
+    // A NaN or an inf anywhere in a row makes the row miss, even when the label's prediction
+    // leads (TF 2.21's in_top_k and Keras 3.15: [False, False, True], 1/3).
+    const float inf = std::numeric_limits<float>::infinity();
+    const tf::Tensor q = tf::constant({{1.f, nan, 0.5f}, {1.f, 0.2f, inf}, {1.f, 2.f, 0.f}});
+    metrics::SparseTopKCategoricalAccuracy rows(2);
+    rows.update_state(tf::constant({0, 0, 1}), q);
+    check_values(rows.result(), {0.333333343}, 1e-6);
+    metrics::TopKCategoricalAccuracy dense_rows(2);
+    dense_rows.update_state(tf::constant({{1.f, 0.f, 0.f}, {1.f, 0.f, 0.f}, {0.f, 1.f, 0.f}}), q);
+    check_values(dense_rows.result(), {0.333333343}, 1e-6);
   }
 }
 
