@@ -133,7 +133,8 @@ std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int>& axes,
   TF_CHECK_ARG(is_floating(d) || d == int32 || d == int64, op,
                "expects a floating-point, int32 or int64 tensor, got {}", dtype_name(d));
   const std::vector<int> norm = detail::normalize_axes(op, axes, x.shape());
-  const bool half = d == float16 || d == bfloat16;
+  // As TF: float16 (only) is computed in float32 and cast back.
+  const bool half = d == float16;
   const Tensor y = half ? cast(x, float32) : x;
   const Tensor mean = reduce_mean(y, norm, true);
   // TF stops the gradient through this mean; here it flows, and its term, -2 mean(x - mean),
