@@ -93,6 +93,42 @@ int64_t product(const std::vector<int64_t>& dims) {
   return p;
 }
 
+// Where scatter_nd and tensor_scatter_nd_update write in a target of the fully known `shape`:
+// indices (..., M) address its first M dimensions, and updates must be indices.shape[:-1] +
+// shape[M:] (messages name the target as `shape` or, of_tensor, as the tensor's). rows: the
+// number of addressed slices; slice: shape[M:]; pos: each update's flat row, as a vector.
+struct ScatterRows {
+  int64_t rows;
+  std::vector<int64_t> slice;
+  Tensor pos;
+};
+ScatterRows scatter_rows(const char* op, const Tensor& indices, const Tensor& updates,
+                         const TensorShape& shape, bool of_tensor) {
+  const TensorShape& is = indices.shape();
+  const int64_t m = is[-1];
+  TF_CHECK_ARG(m <= shape.rank(), op,
+               "indices of shape {} hold {} coordinates, more than the {} dimensions of {} {}",
+               is.to_string(), m, shape.rank(), of_tensor ? "the tensor of shape" : "shape",
+               shape.to_string());
+  std::vector<int64_t> want(is.begin(), is.end() - 1);
+  want.insert(want.end(), shape.begin() + m, shape.end());
+  bool match = static_cast<int>(want.size()) == updates.rank();
+  for (int i = 0; match && i < updates.rank(); ++i)
+    match = updates.shape()[i] == want[static_cast<size_t>(i)] || updates.shape()[i] == None ||
+            want[static_cast<size_t>(i)] == None;
+  TF_CHECK_ARG(match, op,
+               "updates of shape {} must have shape {} (indices.shape[:-1] + {}[{}:]) for "
+               "indices of shape {} and {} {}",
+               updates.shape().to_string(), TensorShape(want).to_string(),
+               of_tensor ? "tensor.shape" : "shape", m, is.to_string(),
+               of_tensor ? "a tensor of shape" : "shape", shape.to_string());
+  const std::vector<int64_t> dims = shape.dims();
+  const std::vector<int64_t> addressed(dims.begin(), dims.begin() + m);
+  const int64_t rows = product(addressed);
+  return {rows, std::vector<int64_t>(dims.begin() + m, dims.end()),
+          reshape(flat_positions(op, indices, addressed, "shape", rows), {-1})};
+}
+
 }  // namespace
 
 Tensor gather_nd(const Tensor& params, const Tensor& indices, int batch_dims) {
@@ -149,29 +185,11 @@ Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const TensorShap
   TF_CHECK_ARG(d != int64, op,
                "int64 updates are not supported (their sums go through float64, exact only "
                "below 2^53): cast them to float64 or int32");
-  const TensorShape& is = indices.shape();
-  const int64_t m = is[-1];
-  TF_CHECK_ARG(m <= shape.rank(), op,
-               "indices of shape {} hold {} coordinates, more than the {} dimensions of shape {}",
-               is.to_string(), m, shape.rank(), shape.to_string());
-  // updates must be indices.shape[:-1] + shape[m:].
-  std::vector<int64_t> want(is.begin(), is.end() - 1);
-  want.insert(want.end(), shape.begin() + m, shape.end());
-  bool match = static_cast<int>(want.size()) == updates.rank();
-  for (int i = 0; match && i < updates.rank(); ++i)
-    match = updates.shape()[i] == want[static_cast<size_t>(i)] || updates.shape()[i] == None ||
-            want[static_cast<size_t>(i)] == None;
-  TF_CHECK_ARG(match, op,
-               "updates of shape {} must have shape {} (indices.shape[:-1] + shape[{}:]) for "
-               "indices of shape {} and shape {}",
-               updates.shape().to_string(), TensorShape(want).to_string(), m, is.to_string(),
-               shape.to_string());
-  const std::vector<int64_t> dims = shape.dims();
-  const std::vector<int64_t> addressed(dims.begin(), dims.begin() + m);
-  const int64_t slices = product(addressed);
-  const Tensor pos = reshape(flat_positions(op, indices, addressed, "shape", slices), {-1});
+  const ScatterRows target = scatter_rows(op, indices, updates, shape, /*of_tensor=*/false);
+  const int64_t slices = target.rows;
+  const Tensor& pos = target.pos;
   std::vector<int64_t> rows{-1};
-  rows.insert(rows.end(), dims.begin() + m, dims.end());
+  rows.insert(rows.end(), target.slice.begin(), target.slice.end());
   // The segment sum adds floating rows: integers go through float64 (exact for int32 sums),
   // bools through float32 (any true makes a true).
   const bool floating = is_floating(d);
@@ -208,28 +226,9 @@ Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
   TF_CHECK_ARG(updates.dtype() == tensor.dtype(), op,
                "updates are {} but the tensor is {}: they must match", dtype_name(updates.dtype()),
                dtype_name(tensor.dtype()));
-  const TensorShape& is = indices.shape();
-  const int64_t m = is[-1];
-  TF_CHECK_ARG(m <= ts.rank(), op,
-               "indices of shape {} hold {} coordinates, more than the {} dimensions of the "
-               "tensor of shape {}",
-               is.to_string(), m, ts.rank(), ts.to_string());
-  std::vector<int64_t> want(is.begin(), is.end() - 1);
-  want.insert(want.end(), ts.begin() + m, ts.end());
-  bool match = static_cast<int>(want.size()) == updates.rank();
-  for (int i = 0; match && i < updates.rank(); ++i)
-    match = updates.shape()[i] == want[static_cast<size_t>(i)] || updates.shape()[i] == None ||
-            want[static_cast<size_t>(i)] == None;
-  TF_CHECK_ARG(match, op,
-               "updates of shape {} must have shape {} (indices.shape[:-1] + tensor.shape[{}:]) "
-               "for indices of shape {} and a tensor of shape {}",
-               updates.shape().to_string(), TensorShape(want).to_string(), m, is.to_string(),
-               ts.to_string());
-  const std::vector<int64_t> dims = ts.dims();
-  const std::vector<int64_t> addressed(dims.begin(), dims.begin() + m);
-  const int64_t rows = product(addressed);
-  const int64_t width = product(std::vector<int64_t>(dims.begin() + m, dims.end()));
-  const Tensor pos = reshape(flat_positions(op, indices, addressed, "shape", rows), {-1});
+  const ScatterRows target = scatter_rows(op, indices, updates, ts, /*of_tensor=*/true);
+  const int64_t rows = target.rows, width = product(target.slice);
+  const Tensor& pos = target.pos;
   const Tensor out =
       detail::dispatch(prims::ScatterRowsUpdate{},
                        {reshape(tensor, {rows, width}), pos, reshape(updates, {-1, width})});
