@@ -379,6 +379,14 @@ void LayerImpl::incompatible(const TensorShape& got, const std::string& expectat
            class_name(), expectation, got.to_string());
 }
 
+void LayerImpl::require_rank_and_channels(const TensorShape& got, int rank,
+                                          int64_t channels) const {
+  if (got.rank() != rank || (got[rank - 1] != channels && got[rank - 1] != None))
+    incompatible(got, fmt::format("expected ndim={} and axis -1 of input shape to have value {} "
+                                  "(the layer was built for input shape {})",
+                                  rank, channels, built_input_shape().to_string()));
+}
+
 Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape,
                                const Initializer& initializer, bool trainable,
                                const Regularizer& regularizer) {

@@ -471,6 +471,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
  protected:
   // The "[name] input of layer ..." prefix of shape errors.
   [[noreturn]] void incompatible(const TensorShape& got, const std::string& expectation) const;
+  // Keras' input check of a layer built for `rank`-d inputs with `channels` in the last axis
+  // (a None last axis passes): incompatible() with Keras' wording otherwise.
+  void require_rank_and_channels(const TensorShape& got, int rank, int64_t channels) const;
   std::string class_name_;
   std::string name_;
   bool auto_named_ = false;

@@ -144,10 +144,7 @@ class Conv2DImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 4 || (s[3] != channels_ && s[3] != None))
-      incompatible(s, fmt::format("expected ndim=4 and axis -1 of input shape to have value {} "
-                                  "(the layer was built for input shape {})",
-                                  channels_, shape_str(built_input_shape())));
+    require_rank_and_channels(s, 4, channels_);
   }
   Tensor call(const Tensor& x, bool) override {
     Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID");
@@ -231,10 +228,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 4 || (s[3] != channels_ && s[3] != None))
-      incompatible(s, fmt::format("expected ndim=4 and axis -1 of input shape to have value {} "
-                                  "(the layer was built for input shape {})",
-                                  channels_, shape_str(built_input_shape())));
+    require_rank_and_channels(s, 4, channels_);
   }
   Tensor call(const Tensor& x, bool) override {
     TensorShape out = compute_output_shape(x.shape());

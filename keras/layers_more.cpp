@@ -423,10 +423,7 @@ class Conv1DImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 3 || (s[2] != channels_ && s[2] != None))
-      incompatible(s, fmt::format("expected ndim=3 and axis -1 of input shape to have value {} "
-                                  "(the layer was built for input shape {})",
-                                  channels_, shape_str(built_input_shape())));
+    require_rank_and_channels(s, 3, channels_);
   }
   Tensor call(const Tensor& x, bool) override {
     Tensor in = x;

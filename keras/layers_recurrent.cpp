@@ -154,10 +154,7 @@ class RecurrentImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 3 || (s[2] != features_ && s[2] != None))
-      incompatible(s, fmt::format("expected ndim=3 and axis -1 of input shape to have value {} "
-                                  "(the layer was built for input shape {})",
-                                  features_, built_input_shape().to_string()));
+    require_rank_and_channels(s, 3, features_);
   }
   Tensor call(const Tensor& x, bool training) override {
     StateRequest* request = take_request(this);
