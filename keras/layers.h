@@ -40,6 +40,7 @@ namespace tapeflow::keras {
 namespace detail {
 class LayerImpl;
 }
+class KerasTensor;  // keras/functional.h
 
 // The base of every layer and model: a shared handle (TF's tf.keras.layers.Layer).
 class Layer : public Trackable {
@@ -55,6 +56,10 @@ class Layer : public Trackable {
   // against the build, and calls it. `training` selects Dropout's and BatchNormalization's
   // training behaviour.
   Tensor operator()(const Tensor& x, bool training = false) const;
+  // The functional API (keras/functional.h): calls the layer on a symbolic input, building it
+  // for that shape, and returns the symbolic output. `training`, when given, pins the flag for
+  // this call in the model; otherwise the model's call passes its own.
+  KerasTensor operator()(const KerasTensor& x, std::optional<bool> training = std::nullopt) const;
 
   bool defined() const { return impl_ != nullptr; }
   // Keras' automatic names: "dense", "dense_1", ... per process, unless one was given.

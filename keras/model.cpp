@@ -311,16 +311,30 @@ std::string ModelImpl::summary(int line_length) const {
              n);
   TF_CHECK_ARG(line_length >= 20, "summary", "line_length must be at least 20, got {}",
                line_length);
-  const std::vector<int> positions = {static_cast<int>(line_length * 0.45),
-                                      static_cast<int>(line_length * 0.85), line_length};
+  // A functional model that is not a chain gets Keras 3's "Connected to" column (its
+  // positions: 0.3, 0.56, 0.74 of the line).
+  const std::vector<std::string> connections = summary_connections();
+  const bool connected = !connections.empty();
+  const std::vector<int> positions =
+      connected ? std::vector<int>{static_cast<int>(line_length * 0.3),
+                                   static_cast<int>(line_length * 0.56),
+                                   static_cast<int>(line_length * 0.74), line_length}
+                : std::vector<int>{static_cast<int>(line_length * 0.45),
+                                   static_cast<int>(line_length * 0.85), line_length};
   std::string out = "Model: \"" + n + "\"\n";
   out += std::string(static_cast<size_t>(line_length), '_') + "\n";
-  print_row({"Layer (type)", "Output Shape", "Param #"}, positions, out);
+  std::vector<std::string> header = {"Layer (type)", "Output Shape", "Param #"};
+  if (connected) header.push_back("Connected to");
+  print_row(header, positions, out);
   out += std::string(static_cast<size_t>(line_length), '=') + "\n";
-  for (const Layer& l : sublayers()) {
+  const std::vector<Layer> layers = sublayers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
     const std::string shape = l.built() ? l.output_shape().to_string() : "?";
-    print_row({l.name() + " (" + l.class_name() + ")", shape, std::to_string(l.count_params())},
-              positions, out);
+    std::vector<std::string> row = {l.name() + " (" + l.class_name() + ")", shape,
+                                    std::to_string(l.count_params())};
+    if (connected) row.push_back(i < connections.size() ? connections[i] : "-");
+    print_row(row, positions, out);
     out += std::string(static_cast<size_t>(line_length), ' ') + "\n";
   }
   out += std::string(static_cast<size_t>(line_length), '=') + "\n";

@@ -68,6 +68,9 @@ class ModelImpl : public LayerImpl {
 
   // Keras' summary table (the text summary() prints).
   std::string summary(int line_length) const;
+  // The "Connected to" column of a functional model that is not a plain chain, one entry per
+  // sublayers() entry (Keras' 4-column summary); empty for the 3-column table.
+  virtual std::vector<std::string> summary_connections() const { return {}; }
 
   // Runs the subclass's build(input_shape) override once (Keras' build, before the first
   // call), eagerly and mirrored as layers build; a no-op once it ran or while it runs here.
@@ -106,6 +109,11 @@ class ModelImpl : public LayerImpl {
 
 class Model : public Layer {
  public:
+  // Keras' functional API (keras/functional.h): the model that computes `outputs` from
+  // `inputs` (tensors made by tf::keras::Input and layer calls on them). Built at once.
+  Model(const KerasTensor& inputs, const KerasTensor& outputs, std::string name = "");
+  Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
+        std::string name = "");
   Model(const Model& other);
   Model& operator=(const Model& other);
   ~Model() override;
@@ -113,6 +121,10 @@ class Model : public Layer {
   // The forward pass of a subclassed model (Keras' call). Call the model through operator(),
   // which builds, tracks and checks; the base version throws UnimplementedError.
   virtual Tensor call(const Tensor& x, bool training);
+  // Calls a model on several inputs (a functional model's, in its inputs' order) and returns
+  // every output; other models take a one-element list. See keras/functional.h.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false) const;
+  using Layer::operator();
 
   // Keras' build(input_shape), both ways:
   // - From outside, model.build(shape) builds the model (as Layer::build): a subclassed model

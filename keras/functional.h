@@ -1,0 +1,140 @@
+// Keras' functional API (tf.keras.Input, layer calls on symbolic tensors, tf.keras.Model(inputs,
+// outputs)). See docs/keras.md, "Functional API".
+//
+//   auto inputs = tf::keras::Input({784});                  // shape (None, 784)
+//   auto x = tf::keras::layers::Dense(64, "relu")(inputs);   // builds the layer for (None, 784)
+//   auto outputs = tf::keras::layers::Dense(10)(x);
+//   tf::keras::Model model(inputs, outputs);                 // built at once
+//
+// A KerasTensor is a symbolic value: a shape (batch dimension None unless Input's batch_size
+// fixes it), a dtype, a name, and the layer call (node) that produced it. Calling a layer on one
+// builds the layer for that shape (as Sequential builds its layers) and records the call; a
+// layer called twice is one layer with one set of weights (Keras' shared layers). Model(inputs,
+// outputs) walks the calls back from the outputs and runs them in topological order on every
+// call of the model, with the model's training flag unless a call pinned its own.
+//
+// Differences from Keras: inputs and outputs are single tensors or flat lists (no dicts or
+// nested structures); layers take one input, merge layers (keras/layers_merge.h) a list; a
+// model with several inputs is called with a std::vector<Tensor>, and fit/evaluate/predict take
+// single-input, single-output models only (the training loop feeds one x and one y).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "keras/layers.h"
+#include "keras/model.h"
+
+namespace tapeflow::keras {
+
+namespace detail {
+struct KerasTensorData;
+}
+
+// A symbolic tensor of the functional API (Keras 3's KerasTensor).
+class KerasTensor {
+ public:
+  // An empty handle; every accessor but defined() throws.
+  KerasTensor() = default;
+  explicit KerasTensor(std::shared_ptr<detail::KerasTensorData> data) : data_(std::move(data)) {}
+
+  bool defined() const { return data_ != nullptr; }
+  // The shape with the batch dimension (tf::None unless Input's batch_size gave it).
+  const TensorShape& shape() const;
+  int rank() const { return shape().rank(); }
+  DType dtype() const;
+  // "keras_tensor", "keras_tensor_1", ... (an Input's name when one was given).
+  const std::string& name() const;
+  // Keras' _keras_history: the layer whose call made it (an InputLayer for Input()) and the
+  // index of that call among the layer's calls on symbolic tensors.
+  Layer layer() const;
+  int node_index() const;
+  // "<KerasTensor shape=(None, 4), dtype=float32, name=keras_tensor>"
+  std::string to_string() const;
+
+  const std::shared_ptr<detail::KerasTensorData>& data() const { return data_; }
+
+ private:
+  const detail::KerasTensorData& checked() const;
+  std::shared_ptr<detail::KerasTensorData> data_;
+};
+
+// Keras' Input: a symbolic model input of `shape` (without the batch dimension; tf::None for an
+// unknown size) and `dtype`, made by a new InputLayer named `name` (automatic names:
+// "input_layer", "input_layer_1", ...). `batch_size` fixes the batch dimension.
+KerasTensor Input(const std::vector<int64_t>& shape, DType dtype = float32, std::string name = "",
+                  std::optional<int64_t> batch_size = std::nullopt);
+
+namespace detail {
+
+class MergeImpl;
+
+// One recorded layer call.
+struct KerasNode {
+  Layer layer;
+  std::vector<KerasTensor> inputs;  // empty for an InputLayer
+  bool list_call = false;           // a merge layer's list of inputs
+  std::optional<bool> training;     // pinned by the call, else the model's
+  int node_index = 0;
+  bool is_input() const { return inputs.empty(); }
+};
+
+struct KerasTensorData {
+  TensorShape shape;
+  DType dtype = float32;
+  std::string name;
+  std::shared_ptr<KerasNode> node;
+};
+
+// Records a call of `layer` on symbolic `inputs` (one, or a merge layer's list) and returns
+// its symbolic output.
+KerasTensor call_symbolic(const Layer& layer, const std::vector<KerasTensor>& inputs,
+                          bool list_call, std::optional<bool> training);
+
+// The state of a functional model: the recorded calls between its inputs and outputs.
+class FunctionalImpl final : public ModelImpl {
+ public:
+  FunctionalImpl(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
+                 std::string name);
+
+  std::vector<Layer> sublayers() const override { return layers_; }
+  void on_sublayer_called(LayerImpl&) override {}
+  void track(const Layer&) override {}
+  TensorShape compute_output_shape(const TensorShape& input_shape) const override;
+  std::vector<std::string> summary_connections() const override;
+
+  const std::vector<KerasTensor>& inputs() const { return inputs_; }
+  const std::vector<KerasTensor>& outputs() const { return outputs_; }
+  // Runs the model on every input, returning every output (Model's vector call).
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training);
+
+ protected:
+  void build(const TensorShape&) override {}
+  Tensor run(const Tensor& x, bool training) override;
+  Tensor call(const Tensor& x, bool training) override { return run(x, training); }
+
+ private:
+  struct Step {
+    Layer layer;
+    MergeImpl* merge = nullptr;  // set for merge layers (list calls)
+    std::vector<size_t> in;      // value slots
+    size_t out = 0;
+    std::optional<bool> training;
+  };
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, bool training) const;
+  void check_inputs(const std::vector<Tensor>& inputs) const;
+
+  std::vector<KerasTensor> inputs_, outputs_;
+  std::vector<Step> steps_;
+  std::vector<size_t> input_slots_, output_slots_;
+  size_t slots_ = 0;
+  std::vector<Layer> layers_;  // Keras' order: by decreasing depth, then traversal order
+  std::vector<std::string> connections_;
+  bool sequential_like_ = true;
+};
+
+}  // namespace detail
+}  // namespace tapeflow::keras
