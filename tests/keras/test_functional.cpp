@@ -77,6 +77,17 @@ struct TwoInput {
   }
 };
 
+// A user-defined layer (the Keras guide's Linear): weights made in build() by add_weight.
+class Scale : public K::Model {
+ public:
+  tf::Tensor call(const tf::Tensor& x, bool) override { return tf::add(tf::multiply(x, k), 1.0f); }
+  void build(const tf::TensorShape& input_shape) override {
+    k = add_weight("k", {input_shape[-1]}, "ones");
+    Model::build(input_shape);
+  }
+  tf::Variable k;
+};
+
 }  // namespace
 
 TEST_CASE("functional: Input and symbolic layer calls give Keras' shapes dtypes and names",
@@ -435,6 +446,29 @@ TEST_CASE("functional: a subclassed model and a Sequential are layers of a funct
   auto in2 = K::Input({4});
   K::Model twice(in2, outer(in2));
   tf::testing::check_close(twice(x), outer(x), 0, 0);
+}
+
+TEST_CASE("functional: a user-defined layer builds from the KerasTensor and trains in the graph",
+          "[cpu][keras][functional]") {
+  Scale scale;
+  auto in = K::Input({3});
+  auto h = scale(in);
+  CHECK(scale.built());
+  CHECK(scale.k.shape() == tf::TensorShape({3}));
+  CHECK(h.shape() == tf::TensorShape({tf::None, 3}));
+  K::Model m(in, L::Dense(1, {.name = "head"})(h));
+  CHECK(m.trainable_variables().size() == 3);
+  CHECK(m.trainable_variables()[0].name() == scale.k.name());
+  const tf::Tensor x = xin({2, 3});
+  tf::Tensor g;
+  {
+    tf::GradientTape tape;
+    g = tape.gradient(sum_of_squares(m(x)), scale.k);
+  }
+  REQUIRE(g.defined());
+  CHECK(g.shape() == tf::TensorShape({3}));
+  // y = head((x * k + 1)): with k = 1 the model equals the head on x + 1.
+  tf::testing::check_close(m(x), m.get_layer("head")(tf::add(x, 1.0f)), 1e-6, 1e-7);
 }
 
 TEST_CASE("functional: a pinned training flag and the model's flag reach Dropout",
