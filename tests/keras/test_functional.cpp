@@ -319,6 +319,29 @@ TEST_CASE("functional: merge layers' gradients match central differences in floa
   }
 }
 
+TEST_CASE("functional: layers and weights follow Keras 3's depth order with an unused input",
+          "[cpu][keras][functional]") {
+  // Keras 3: p = Dense(2)(i); r = Dense(2)(Dense(3)(i)); out = Dense(1)(Concatenate()([p, r]));
+  // keras.Model([i, unused], out): [l.name for l in m.layers], [v.path for v in
+  // m.trainable_variables].
+  auto i = K::Input({4}, tf::float32, "i");
+  auto p = L::Dense(2, {.name = "p"})(i);
+  auto q = L::Dense(3, {.name = "q"})(i);
+  auto r = L::Dense(2, {.name = "r"})(q);
+  auto c = L::Concatenate(-1, "c")({p, r});
+  auto unused = K::Input({1}, tf::float32, "unused");
+  K::Model m({i, unused}, {L::Dense(1, {.name = "out"})(c)});
+  std::vector<std::string> names, vars;
+  for (const K::Layer& l : m.layers()) names.push_back(l.name());
+  for (const auto& [n, v] : m.tracked_variables()) vars.push_back(n);
+  CHECK(names == std::vector<std::string>{"i", "q", "p", "r", "c", "unused", "out"});
+  CHECK(vars == std::vector<std::string>{"q/kernel", "q/bias", "p/kernel", "p/bias", "r/kernel",
+                                         "r/bias", "out/kernel", "out/bias"});
+  // The unused input is still one of the model's.
+  CHECK(m(std::vector<tf::Tensor>{xin({2, 4}), tf::zeros({2, 1})}).at(0).shape() ==
+        tf::TensorShape({2, 1}));
+}
+
 TEST_CASE("functional: a shared layer has one set of weights and Keras' node indices",
           "[cpu][keras][functional]") {
   auto a = K::Input({4}, tf::float32, "sa"), c = K::Input({4}, tf::float32, "sc");
