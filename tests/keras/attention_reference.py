@@ -1,4 +1,7 @@
-# Keras 3.15.1 / TF 2.21 reference values for tests/keras/test_attention.cpp.
+# Keras 3.15.1 / TF 2.21 reference values for tests/keras/test_attention.cpp (the tests do not
+# run it). Run with TensorFlow 2.21 and Keras 3.15 installed:
+#   python tests/keras/attention_reference.py > ref.txt
+# and paste the "// MHA" entries into kMha, the "// Attention" ones into kAttention.
 import numpy as np, keras, tensorflow as tf
 from keras.src import backend
 keras.config.set_floatx("float64")
