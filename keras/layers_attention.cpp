@@ -5,6 +5,7 @@
 // every layer's does (build once, cast, record with the calling model).
 #include "keras/layers_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "ops/einsum.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
@@ -93,20 +95,19 @@ Tensor bool_mask(const Tensor& m, const std::string& layer, const char* what) {
   return not_equal(m, Tensor(0));
 }
 
-// Requires `m`'s shape to broadcast to `target` without growing it (each dimension 1 or equal,
-// rank at most target's), as Keras' Softmax checks its mask.
-void check_mask_shape(const Tensor& m, const TensorShape& target, const std::string& layer,
-                      const char* what) {
-  const TensorShape& s = m.shape();
-  bool ok = s.rank() <= target.rank();
-  for (int i = 1; ok && i <= s.rank(); ++i) {
-    const int64_t md = s[s.rank() - i], td = target[target.rank() - i];
+// Requires a mask (`expanded`: `m` brought to the scores' rank) to broadcast to `target`
+// without growing it (each dimension 1 or equal), as Keras' Softmax checks its mask.
+void check_mask_shape(const Tensor& m, const TensorShape& expanded, const TensorShape& target,
+                      const std::string& layer, const char* what) {
+  bool ok = expanded.rank() == target.rank();
+  for (int i = 0; ok && i < target.rank(); ++i) {
+    const int64_t md = expanded[i], td = target[i];
     ok = md == None || td == None || md == 1 || md == td;
   }
   TF_CHECK_ARG(ok, layer.c_str(),
                "layer \"{}\": {} of shape {} does not broadcast to the attention shape {} (each "
                "dimension must be 1 or match)",
-               layer, what, dims_str(s), dims_str(target));
+               layer, what, dims_str(m.shape()), dims_str(target));
 }
 
 // (1, T, S): true where the query position is at or after the key position.
@@ -120,10 +121,11 @@ Tensor to_dtype(const Tensor& x, DType d) {
   return x.dtype() == d ? x : cast(x, d);
 }
 
-// The checks every attention layer makes of its query, value and key: defined, floating, rank
-// 3, equal batch sizes and equal value/key lengths.
+// The checks every attention layer makes of its query, value and key: defined, floating, of
+// rank `rank` (3: (batch, sequence, features)), equal batch sizes, and value and key alike but
+// for their last dimension.
 void check_qkv(const Tensor& q, const Tensor& v, const Tensor& k, const std::string& layer,
-               const std::string& cls) {
+               const std::string& cls, int rank = 3) {
   TF_CHECK_ARG(v.defined(), layer.c_str(), "layer \"{}\" ({}): the value is an undefined tensor",
                layer, cls);
   const char* names[] = {"query", "value", "key"};
@@ -133,9 +135,9 @@ void check_qkv(const Tensor& q, const Tensor& v, const Tensor& k, const std::str
     TF_CHECK_ARG(is_floating(t.dtype()), layer.c_str(),
                  "layer \"{}\" ({}): the {} must be floating, got dtype {}", layer, cls, names[i],
                  dtype_name(t.dtype()));
-    TF_CHECK_ARG(t.shape().rank() == 3, layer.c_str(),
-                 "layer \"{}\" ({}) needs a {} of shape (batch, sequence, features), got shape {}",
-                 layer, cls, names[i], dims_str(t.shape()));
+    TF_CHECK_ARG(t.shape().rank() == rank, layer.c_str(),
+                 "layer \"{}\" ({}) needs a {} of rank {} (batch, ..., features), got shape {}",
+                 layer, cls, names[i], rank, dims_str(t.shape()));
   }
   const TensorShape &qs = q.shape(), &vs = v.shape(), &ks = k.shape();
   auto same = [](int64_t a, int64_t b) { return a == None || b == None || a == b; };
@@ -143,7 +145,9 @@ void check_qkv(const Tensor& q, const Tensor& v, const Tensor& k, const std::str
                "layer \"{}\" ({}): query, value and key must have the same batch size, got "
                "shapes {}, {} and {}",
                layer, cls, dims_str(qs), dims_str(vs), dims_str(ks));
-  TF_CHECK_ARG(same(vs[1], ks[1]), layer.c_str(),
+  bool alike = true;
+  for (int i = 1; i + 1 < rank; ++i) alike = alike && same(vs[i], ks[i]);
+  TF_CHECK_ARG(alike, layer.c_str(),
                "layer \"{}\" ({}): value and key must have the same sequence length, got shapes "
                "{} and {}",
                layer, cls, dims_str(vs), dims_str(ks));
@@ -226,12 +230,6 @@ class MultiHeadAttentionImpl final : public LayerImpl {
       TF_CHECK_ARG(d > 0, "MultiHeadAttention",
                    "output_shape must have positive dimensions, got {}",
                    TensorShape(o_.output_shape).to_string());
-    const auto& ax = o_.attention_axes;
-    TF_CHECK_T(UnimplementedError, ax.empty() || (ax.size() == 1 && (ax[0] == 1 || ax[0] == -2)),
-               "MultiHeadAttention",
-               "only the default attention_axes (the sequence axis 1 of (batch, T, dim) inputs) "
-               "are supported, got {} axes",
-               ax.size());
     if (!o_.kernel_initializer.defined()) o_.kernel_initializer = initializers::GlorotUniform();
     if (!o_.bias_initializer.defined()) o_.bias_initializer = initializers::Zeros();
     auto dense = [&](const char* n, int bound) {
@@ -251,13 +249,14 @@ class MultiHeadAttentionImpl final : public LayerImpl {
     return {Layer(query_), Layer(key_), Layer(value_), Layer(output_)};
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
-                 "layer \"{}\" (MultiHeadAttention) needs a query of shape (batch, T, dim), got "
-                 "shape {}",
+    TF_CHECK_ARG(s.rank() >= 3, name_.c_str(),
+                 "layer \"{}\" (MultiHeadAttention) needs a query of shape (batch, ..., dim) of "
+                 "rank 3 or more, got shape {}",
                  name_, dims_str(s));
-    std::vector<int64_t> d{s[0], s[1]};
+    std::vector<int64_t> d = s.dims();
+    d.pop_back();
     if (o_.output_shape.empty())
-      d.push_back(s[2]);
+      d.push_back(s[s.rank() - 1]);
     else
       d.insert(d.end(), o_.output_shape.begin(), o_.output_shape.end());
     return TensorShape(d);
@@ -277,26 +276,84 @@ class MultiHeadAttentionImpl final : public LayerImpl {
     const TensorShape ks = r ? r->key_shape : vs;
     const char* names[] = {"query", "value", "key"};
     const TensorShape* shapes[] = {&qs, &vs, &ks};
+    const int rank = qs.rank();
     for (int i = 0; i < 3; ++i)
-      TF_CHECK_ARG(shapes[i]->rank() == 3 && (*shapes[i])[2] != None, name_.c_str(),
-                   "layer \"{}\" (MultiHeadAttention) needs a {} of shape (batch, sequence, "
-                   "features) with known features, got shape {}",
-                   name_, names[i], dims_str(*shapes[i]));
-    query_dim_ = qs[2];
-    value_in_dim_ = vs[2];
-    key_in_dim_ = ks[2];
+      TF_CHECK_ARG(shapes[i]->rank() == rank && rank >= 3 && (*shapes[i])[rank - 1] != None,
+                   name_.c_str(),
+                   "layer \"{}\" (MultiHeadAttention) needs query, value and key of one rank "
+                   "(3 or more: (batch, ..., features)) with known features, got {} shape {} "
+                   "and query shape {}",
+                   name_, names[i], dims_str(*shapes[i]), dims_str(qs));
+    for (int i = 1; i + 1 < rank; ++i)
+      TF_CHECK_ARG(vs[i] == ks[i], name_.c_str(),
+                   "layer \"{}\" (MultiHeadAttention): all dimensions of value and key but the "
+                   "last must be equal, got value shape {} and key shape {}",
+                   name_, dims_str(vs), dims_str(ks));
+    rank_ = rank;
+    query_dim_ = qs[rank - 1];
+    value_in_dim_ = vs[rank - 1];
+    key_in_dim_ = ks[rank - 1];
+    build_attention_equations();
     output_->set_out_dims(o_.output_shape.empty() ? std::vector<int64_t>{query_dim_}
                                                   : o_.output_shape);
     // Keras' order: query, key, value, then the output projection.
     query_->ensure_built(qs);
     key_->ensure_built(ks);
     value_->ensure_built(vs);
-    output_->ensure_built(TensorShape({None, qs[1], num_heads_, value_dim_}));
+    std::vector<int64_t> od = qs.dims();
+    od.back() = num_heads_;
+    od.push_back(value_dim_);
+    output_->ensure_built(TensorShape(od));
+  }
+  // The attention axes (of the projected (batch, ..., heads, head_dim) tensors) and the two
+  // einsums over them, as Keras' _build_attention_equation: the key-query product into scores
+  // (batch and other axes, heads, query attention axes, key attention axes) and the weighted
+  // sum of the values back.
+  void build_attention_equations() {
+    const int r = rank_ + 1;  // projected rank
+    axes_.clear();
+    if (o_.attention_axes.empty())
+      for (int i = 1; i < r - 2; ++i) axes_.push_back(i);
+    for (int a : o_.attention_axes) {
+      const int ax = a >= 0 ? a : (r - 1) + a;
+      TF_CHECK_ARG(
+          ax >= 1 && ax <= r - 3 && std::find(axes_.begin(), axes_.end(), ax) == axes_.end(),
+          name_.c_str(),
+          "layer \"{}\" (MultiHeadAttention): attention_axes must be distinct axes "
+          "among 1 .. {} of inputs of rank {} (neither the batch nor the features), "
+          "got {}",
+          name_, rank_ - 2, rank_, a);
+      axes_.push_back(ax);
+    }
+    auto in_axes = [&](int i) { return std::find(axes_.begin(), axes_.end(), i) != axes_.end(); };
+    std::string target, source, product;
+    char next = static_cast<char>('a' + r);
+    for (int i = 0; i < r; ++i) {
+      target += static_cast<char>('a' + i);
+      source += in_axes(i) ? next++ : static_cast<char>('a' + i);
+    }
+    for (int i = 0; i < r - 1; ++i)
+      if (!in_axes(i)) product += target[static_cast<size_t>(i)];
+    for (int a : axes_) product += target[static_cast<size_t>(a)];
+    for (int a : axes_) product += source[static_cast<size_t>(a)];
+    dot_equation_ = source + "," + target + "->" + product;
+    combine_equation_ = product + "," + source + "->" + target;
+  }
+  // The scores' shape for projected queries `q` and keys `k`.
+  TensorShape scores_shape(const TensorShape& q, const TensorShape& k) const {
+    const int r = rank_ + 1;
+    std::vector<int64_t> d;
+    auto in_axes = [&](int i) { return std::find(axes_.begin(), axes_.end(), i) != axes_.end(); };
+    for (int i = 0; i < r - 1; ++i)
+      if (!in_axes(i)) d.push_back(q[i]);
+    for (int a : axes_) d.push_back(q[a]);
+    for (int a : axes_) d.push_back(k[a]);
+    return TensorShape(d);
   }
   bool casts_all_inputs() const override { return false; }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 3, query_dim_);
+    require_rank_and_channels(s, rank_, query_dim_);
   }
   Tensor call(const Tensor& query, bool training) override;
 
@@ -304,7 +361,11 @@ class MultiHeadAttentionImpl final : public LayerImpl {
   int64_t num_heads_, key_dim_, value_dim_;
   layers::MultiHeadAttentionOptions o_;
   std::shared_ptr<EinsumDenseImpl> query_, key_, value_, output_;
-  int64_t query_dim_ = 0, value_in_dim_ = 0, key_in_dim_ = 0;  // set by build
+  // Set by build.
+  int rank_ = 3;
+  int64_t query_dim_ = 0, value_in_dim_ = 0, key_in_dim_ = 0;
+  std::vector<int> axes_;
+  std::string dot_equation_, combine_equation_;
 };
 
 Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
@@ -314,22 +375,28 @@ Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
   Tensor key = r && r->key.defined() ? r->key : value;
   TF_CHECK_ARG(value.defined(), n.c_str(),
                "layer \"{}\" (MultiHeadAttention): the value is an undefined tensor", n);
-  check_qkv(query, value, key, n, class_name_);
-  TF_CHECK_ARG(value.shape()[2] == value_in_dim_ && key.shape()[2] == key_in_dim_, n.c_str(),
-               "layer \"{}\" (MultiHeadAttention) was built for query, value and key features "
-               "{}, {} and {}, got value shape {} and key shape {}",
-               n, query_dim_, value_in_dim_, key_in_dim_, dims_str(value.shape()),
-               dims_str(key.shape()));
+  check_qkv(query, value, key, n, class_name_, rank_);
+  TF_CHECK_ARG(
+      value.shape()[rank_ - 1] == value_in_dim_ && key.shape()[rank_ - 1] == key_in_dim_, n.c_str(),
+      "layer \"{}\" (MultiHeadAttention) was built for query, value and key features "
+      "{}, {} and {}, got value shape {} and key shape {}",
+      n, query_dim_, value_in_dim_, key_in_dim_, dims_str(value.shape()), dims_str(key.shape()));
   value = to_dtype(value, dtype_);
   key = to_dtype(key, dtype_);
   const int64_t b = query.shape()[0], t = query.shape()[1], s = value.shape()[1];
-  const TensorShape att({b, num_heads_, t, s});  // the scores' shape
 
-  // Keras' _compute_attention_mask: the inputs' masks, the causal mask and attention_mask,
-  // and-ed into one (batch, T, S) mask (or undefined: no mask).
+  // Keras' _compute_attention_mask: the inputs' masks and the causal mask, (batch, T, S), for
+  // (batch, sequence, features) inputs; attention_mask and-ed in below.
   Tensor mask;
   auto merge = [&mask](const Tensor& m) { mask = mask.defined() ? logical_and(mask, m) : m; };
   if (r) {
+    const bool extra = r->query_mask.defined() || r->value_mask.defined() ||
+                       r->key_mask.defined() || r->use_causal_mask;
+    TF_CHECK_ARG(!extra || rank_ == 3, n.c_str(),
+                 "layer \"{}\" (MultiHeadAttention): query_mask, value_mask, key_mask and "
+                 "use_causal_mask need (batch, sequence, features) inputs, got query shape {}; "
+                 "pass an attention_mask",
+                 n, dims_str(query.shape()));
     auto input_mask = [&](const Tensor& m, const char* what, int64_t len, int axis) {
       if (!m.defined()) return;
       const TensorShape& ms = m.shape();
@@ -351,51 +418,61 @@ Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
                    n, dims_str(query.shape()), dims_str(value.shape()));
       merge(causal_mask(t, s));
     }
-    if (r->attention_mask.defined()) {
-      check_mask_shape(r->attention_mask, att, n, "attention_mask");
-      TF_CHECK_ARG(r->attention_mask.shape().rank() >= 2, n.c_str(),
-                   "layer \"{}\" (MultiHeadAttention): attention_mask must have shape (batch, "
-                   "T, S) or (T, S), got shape {}",
-                   n, dims_str(r->attention_mask.shape()));
-      Tensor am = bool_mask(r->attention_mask, n, "attention_mask");
-      // (B, N, T, S) masks stay; lower ranks broadcast from (B, T, S) after the head axis
-      // is added.
-      if (am.shape().rank() == 4) {
-        mask = mask.defined() ? logical_and(expand_dims(mask, 1), am) : am;
-      } else {
-        merge(am);
-      }
-    }
   }
 
-  const Tensor q = query_->invoke(query, training);  // (B, T, N, key_dim)
-  const Tensor k = key_->invoke(key, training);      // (B, S, N, key_dim)
-  const Tensor v = value_->invoke(value, training);  // (B, S, N, value_dim)
-  Tensor m4;  // the mask with the head axis: (B or 1, 1 or N, T or 1, S or 1)
-  if (mask.defined()) m4 = mask.shape().rank() == 4 ? mask : expand_dims(mask, -3);
+  const Tensor q = query_->invoke(query, training);  // (B, ..., N, key_dim)
+  const Tensor k = key_->invoke(key, training);      // (B, ..., N, key_dim)
+  const Tensor v = value_->invoke(value, training);  // (B, ..., N, value_dim)
+  const TensorShape att = scores_shape(q.shape(), k.shape());
+  // Masks get the scores' rank as Keras': new axes (the heads') inserted before the query's
+  // attention axes; then each dimension must be 1 or the scores'.
+  const int expand_at = -2 * static_cast<int>(axes_.size()) - 1;
+  auto to_scores_rank = [&](Tensor m, const char* what) {
+    TF_CHECK_ARG(m.shape().rank() <= att.rank(), n.c_str(),
+                 "layer \"{}\" (MultiHeadAttention): {} of shape {} has more dimensions than the "
+                 "attention scores {}",
+                 n, what, dims_str(m.shape()), dims_str(att));
+    while (m.shape().rank() < att.rank()) m = expand_dims(m, expand_at);
+    return m;
+  };
+  if (mask.defined()) mask = to_scores_rank(mask, "the mask");
+  if (r && r->attention_mask.defined()) {
+    const Tensor am =
+        to_scores_rank(bool_mask(r->attention_mask, n, "attention_mask"), "attention_mask");
+    check_mask_shape(r->attention_mask, am.shape(), att, n, "attention_mask");
+    mask = mask.defined() ? logical_and(mask, am) : am;
+  }
   // Keras 3.15 converts its Python float 1 / sqrt(key_dim) to a float32 tensor before casting
   // it to the compute dtype, so float64 layers scale by the float32-rounded value; so do we.
   const double scale = double(static_cast<float>(1.0 / std::sqrt(double(key_dim_))));
   const bool want_scores = r && r->want_scores;
   Tensor out, scores;
-  if (o_.dropout > 0.0 || want_scores) {
+  if (o_.dropout > 0.0 || want_scores || rank_ != 3) {
     // Keras' explicit path: the query scaled first, masked positions -1e9 (-3e4 in float16)
     // before the softmax and 0 after it, so a fully masked row attends to nothing.
     const Tensor qs = q * Tensor(scale);
-    Tensor logits = einsum("aecd,abcd->acbe", k, qs);  // (B, N, T, S)
-    if (m4.defined()) logits = where(m4, logits, Tensor(dtype_ == float16 ? -3e4 : -1e9));
-    scores = nn::softmax(logits, -1);
-    if (m4.defined()) scores = where(m4, scores, Tensor(0.0));
+    Tensor logits = einsum(dot_equation_, k, qs);
+    if (mask.defined()) logits = where(mask, logits, Tensor(dtype_ == float16 ? -3e4 : -1e9));
+    if (axes_.size() == 1) {
+      scores = nn::softmax(logits, -1);
+    } else {
+      // A softmax over the key attention axes (the last ones), as Keras': exp(x - logsumexp).
+      std::vector<int> last;
+      for (size_t i = 0; i < axes_.size(); ++i)
+        last.push_back(att.rank() - static_cast<int>(axes_.size()) + static_cast<int>(i));
+      scores = exp(logits - reduce_logsumexp(logits, last, true));
+    }
+    if (mask.defined()) scores = where(mask, scores, Tensor(0.0));
     const Tensor p =
         training && o_.dropout > 0.0 ? nn::dropout(scores, o_.dropout, o_.seed) : scores;
-    out = einsum("acbe,aecd->abcd", p, v);  // (B, T, N, value_dim)
+    out = einsum(combine_equation_, p, v);  // (B, ..., N, value_dim)
   } else {
-    // Keras' fused path (ops.dot_product_attention): the logits scaled after the product,
-    // masked positions -0.7 * 3.38953e38 (-0.7 * 65500 in float16), no zeroing after the
-    // softmax, so a fully masked row averages the values uniformly.
+    // Keras' fused path (ops.dot_product_attention, (batch, T, dim) inputs): the logits scaled
+    // after the product, masked positions -0.7 * 3.38953e38 (-0.7 * 65500 in float16), no
+    // zeroing after the softmax, so a fully masked row averages the values uniformly.
     Tensor logits = einsum("abcd,aecd->acbe", q, k) * Tensor(scale);
-    if (m4.defined())
-      logits = where(m4, logits, Tensor(dtype_ == float16 ? 65500.0 * -0.7 : 3.38953e38 * -0.7));
+    if (mask.defined())
+      logits = where(mask, logits, Tensor(dtype_ == float16 ? 65500.0 * -0.7 : 3.38953e38 * -0.7));
     out = einsum("acbe,aecd->abcd", nn::softmax(logits, -1), v);
   }
   if (r) r->scores = scores;

@@ -41,8 +41,10 @@ struct MultiHeadAttentionOptions {
   // The output's trailing dimensions (kernel (num_heads, value_dim, *output_shape)); empty: the
   // query's last dimension.
   std::vector<int64_t> output_shape = {};
-  // Keras' attention_axes: only the default is offered (empty, or {1} / {-2}, the sequence
-  // axis of (batch, T, dim) inputs).
+  // The axes attention runs over (Keras' attention_axes; negative ones count from the end of
+  // the projected (batch, ..., heads, head_dim) tensors, so -2 is the last input axis but the
+  // features). Empty: every axis but the batch and the features, i.e. the sequence axis 1 of
+  // (batch, T, dim) inputs.
   std::vector<int> attention_axes = {};
   Initializer kernel_initializer = {};  // glorot_uniform
   Initializer bias_initializer = {};    // zeros
@@ -52,7 +54,9 @@ struct MultiHeadAttentionOptions {
   std::string name = "";
 };
 
-// MultiHeadAttention's call arguments beyond query and value. Masks are bool (or numeric,
+// MultiHeadAttention's call arguments beyond query and value. With inputs of rank > 3 (several
+// attention axes) only attention_mask is taken; it broadcasts to the scores' shape after Keras'
+// expansion (new axes inserted before the query's attention axes). Masks are bool (or numeric,
 // nonzero keeps) with true where attention is allowed; undefined tensors are Keras' None.
 struct MultiHeadAttentionCall {
   Tensor key = {};             // (batch, S, key features); default: value
@@ -77,7 +81,8 @@ struct MultiHeadAttentionCall {
 //   Tensor z = mha(q, v, {.use_causal_mask = true});    // query and value (= key)
 //   auto [out, scores] = mha.call_with_scores(q, v, {.key = k, .attention_mask = m});
 // Masked positions: see docs/keras_attention.md (Keras 3.15 fills them differently depending
-// on whether scores are returned or dropout is set, and so does this layer).
+// on whether scores are returned or dropout is set, and so does this layer). Inputs of rank > 3
+// (batch, d1, ..., features) attend over attention_axes (default: all of d1, ...).
 class MultiHeadAttention : public Layer {
  public:
   MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options = {});

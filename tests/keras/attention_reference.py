@@ -30,9 +30,11 @@ AM = np.ones((B, T, S)); AM[1, 2, :] = 0; AM[0, 1, 3] = 0; AM[0, 0, 1] = 0
 VM = np.array([[1, 1, 1, 0], [0, 1, 1, 1]], bool)
 QM = np.array([[1, 1, 0], [1, 0, 0]], bool)
 
-def mha_case(name, kw, self_attn, key, scores, **call):
+def mha_case(name, kw, self_attn, key, scores, q_in=None, v_in=None, **call):
     layer = keras.layers.MultiHeadAttention(2, 2, **kw)
-    q = tf.constant(Q); v = q if self_attn else tf.constant(V); k = tf.constant(K) if key else None
+    q = tf.constant(Q if q_in is None else q_in)
+    v = q if self_attn else tf.constant(V if v_in is None else v_in)
+    k = tf.constant(K) if key else None
     if "query_mask" in call:
         qm = call.pop("query_mask")
     else:
@@ -72,6 +74,12 @@ mha_case("causal_self", {}, True, False, False, use_causal_mask=True)
 mha_case("output_shape_no_bias", {"value_dim": 3, "output_shape": 7, "use_bias": False}, True, False, False)
 mha_case("query_mask", {"value_dim": 3}, False, True, False, query_mask=QM, key_mask=VM)
 mha_case("query_mask_scores", {"value_dim": 3}, False, True, True, query_mask=QM, key_mask=VM)
+# Rank-4 inputs (batch, 2, T|S, features): the default attention axes (1, 2) and axis 2 alone.
+Q4 = inp((B, 2, T, 4), 6); V4 = inp((B, 2, S, 5), 7)
+AM4 = np.ones((B, 2, T, S)); AM4[1, 0, 2, :] = 0; AM4[0, 1, 0, 2] = 0
+mha_case("rank4_default_scores", {"value_dim": 3}, False, False, True, q_in=Q4, v_in=V4)
+mha_case("rank4_axis2_mask", {"value_dim": 3, "attention_axes": (2,)}, False, False, False,
+         q_in=Q4, v_in=V4, attention_mask=AM4)
 
 QA = inp((B, T, 4), 3); VA = inp((B, S, 3), 4); KA = inp((B, S, 4), 5)
 VMA = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], bool)
