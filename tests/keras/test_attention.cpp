@@ -2319,6 +2319,12 @@ TEST_CASE("attention layers: shape and dtype errors name the layer and the shape
       },
       {"r4", "attention_mask", "(2, 2, 3, 2, 4)", "(2, 2, 2, 3, 2, 3)"});
 
+  // A (batch, T, S) mask broadcasts whatever the number of heads (3 here, batch 2).
+  layers::MultiHeadAttention h3(3, 2);
+  const tf::Tensor all = tf::ones({2, 3, 5});
+  tf::testing::check_close(h3(q, v, {.attention_mask = all}), h3(q, v), 1e-6, 1e-6);
+  tf::testing::check_close(h3(q, v, {.attention_mask = tf::ones({3, 5})}), h3(q, v), 1e-6, 1e-6);
+
   layers::Attention att({.name = "dotatt"});
   require_error([&] { (void)att(q, v); },
                 {"dotatt", "Attention", "last dimension", "(2, 3, 4)", "(2, 5, 6)"});
