@@ -19,6 +19,7 @@
 #include "keras/checkpoint.h"
 #include "keras/functional.h"
 #include "keras/layers.h"
+#include "keras/layers_attention.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
