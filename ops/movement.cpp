@@ -47,7 +47,8 @@ Tensor reshape_to(const Tensor& x, const TensorShape& s) {
 
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0);
-  std::vector<int64_t> size = x.shape().dims();
+  // Whole in every other dimension: -1, so that the pieces of a None batch stay open in a trace.
+  std::vector<int64_t> size(static_cast<size_t>(x.rank()), -1);
   std::vector<Tensor> out;
   out.reserve(sizes.size());
   for (int64_t s : sizes) {
@@ -250,7 +251,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
     TF_CHECK_ARG(b >= 0 && b <= d, "slice",
                  "begin[{}] = {} is out of bounds for dimension {} of shape {} (expected [0, {}])",
                  i, b, i, x.shape().to_string(), d);
-    if (sz[i] == -1) sz[i] = d - b;
+    if (sz[i] == -1) continue;  // the rest of the dimension: the primitive keeps the -1
     TF_CHECK_ARG(sz[i] >= 0 && sz[i] <= d - b, "slice",
                  "size[{}] = {} is out of bounds for dimension {} of shape {} with begin[{}] = {} "
                  "(expected -1 or [0, {}])",
@@ -450,11 +451,17 @@ void Slice::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   TF_CHECK_ARG(begin.size() == static_cast<size_t>(r) && size.size() == static_cast<size_t>(r),
                name(), "begin {} and size {} need one entry per dimension of shape {}",
                detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
-  for (int i = 0; i < r; ++i)
-    TF_CHECK_ARG(begin[i] >= 0 && size[i] >= 0 && size[i] <= x.shape()[i] - begin[i], name(),
-                 "begin {} and size {} are out of bounds for shape {}",
-                 detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
-  out[0] = {TensorShape(size), x.dtype()};
+  TensorShape os(size);
+  for (int i = 0; i < r; ++i) {
+    const int64_t d = x.shape()[i];
+    // A symbolic tensor's unknown dimension (-1) is checked when the graph runs.
+    TF_CHECK_ARG(
+        begin[i] >= 0 && size[i] >= -1 && (d < 0 || (begin[i] <= d && size[i] <= d - begin[i])),
+        name(), "begin {} and size {} are out of bounds for shape {}", detail::vec_to_string(begin),
+        detail::vec_to_string(size), x.shape().to_string());
+    if (size[i] == -1) os[i] = d < 0 ? -1 : d - begin[i];
+  }
+  out[0] = {os, x.dtype()};
 }
 std::string Slice::attributes() const {
   return fmt::format("begin={}, size={}", detail::vec_to_string(begin),
@@ -571,7 +578,7 @@ uint32_t Slice::vjp_saves() const { return 0; }
 std::vector<Tensor> Slice::vjp(Span p, Span cts, std::span<const int>, Span) const {
   std::vector<std::pair<int64_t, int64_t>> paddings;
   for (int d = 0; d < p[0].rank(); ++d)
-    paddings.emplace_back(begin[d], p[0].shape()[d] - begin[d] - size[d]);
+    paddings.emplace_back(begin[d], size[d] == -1 ? 0 : p[0].shape()[d] - begin[d] - size[d]);
   return {pad(cts[0], paddings)};
 }
 
@@ -581,8 +588,10 @@ std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, 
   for (size_t i = 0; i < p.size(); ++i) offsets[i + 1] = offsets[i] + p[i].shape()[axis];
   std::vector<Tensor> out;
   for (int k : argnums) {
-    std::vector<int64_t> b(p[k].rank(), 0), s = p[k].shape().dims();
+    // -1 (the whole dimension) off the axis: a None batch stays open in a traced gradient.
+    std::vector<int64_t> b(p[k].rank(), 0), s(static_cast<size_t>(p[k].rank()), -1);
     b[axis] = offsets[k];
+    s[axis] = p[k].shape()[axis];
     out.push_back(slice(cts[0], b, s));
   }
   return out;
@@ -590,9 +599,14 @@ std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, 
 
 uint32_t Pad::vjp_saves() const { return 0; }
 std::vector<Tensor> Pad::vjp(Span p, Span cts, std::span<const int>, Span) const {
-  std::vector<int64_t> b;
-  for (const auto& pd : paddings) b.push_back(pd.first);
-  return {slice(cts[0], b, p[0].shape().dims())};
+  // The input's window; -1 (the rest) where nothing was padded after, so that a None batch
+  // (never padded) stays open in a traced gradient.
+  std::vector<int64_t> b, s = p[0].shape().dims();
+  for (size_t d = 0; d < paddings.size(); ++d) {
+    b.push_back(paddings[d].first);
+    if (paddings[d].second == 0) s[d] = -1;
+  }
+  return {slice(cts[0], b, s)};
 }
 
 // Rows gathered several times sum their cotangents: a segment sum over the gather axis.
@@ -621,12 +635,18 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
         rest *= ps[d];
         seg_shape.push_back(ps[d]);
       }
-    // The number of indices as -1: a graph for a None batch of indices stays open (a fixed
-    // count made a traced gradient retrace at every batch size).
-    const int64_t n = ps.is_fully_defined() && rest > 0 ? -1 : idx.num_elements();
+    // Sizes that a graph traced for a None dimension must not bake in are left -1. Along axis 0
+    // (an embedding lookup) that is the number of indices (a None batch of ids). Along another
+    // axis the indices are usually fixed and params' leading dimension is the None batch (a
+    // gather over the features of activations): the count stays, ps[0] is left to the reshapes.
+    const int64_t count = idx.num_elements();
+    const bool open_lead = axis > 0 && ps.is_fully_defined() && count > 0 && rest > 0;
+    const int64_t n = open_lead ? count : ps.is_fully_defined() && rest > 0 ? -1 : count;
+    if (open_lead) seg_shape[1] = -1;
     // The indices were checked by the forward gather: call the kernel without the host check.
-    Tensor summed = detail::dispatch(UnsortedSegmentSum(ps[axis]),
-                                     {reshape(g, TensorShape{n, rest}), reshape(idx, TensorShape{n})});
+    Tensor summed = detail::dispatch(
+        UnsortedSegmentSum(ps[axis]),
+        {reshape(g, TensorShape{n, open_lead ? -1 : rest}), reshape(idx, TensorShape{n})});
     summed = reshape(summed, seg_shape);  // (ps[axis], ps[:axis], ps[axis+1:])
     std::vector<int> back;
     for (int d = 1; d <= axis; ++d) back.push_back(d);

@@ -990,6 +990,41 @@ TEST_CASE("function: gradients of reduce_prod and gather trace once for a None b
   }
 }
 
+TEST_CASE("function: split slice concat pad and gather on axis 1 trace once for a None batch",
+          "[jit][cuda]") {
+  // Their pieces and gradients take the whole of every other dimension as -1 (the rest of it),
+  // so the batch size is not baked into the graph (a recurrent layer's timesteps are slices).
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor idx = tf::constant(std::vector<int32_t>{0, 5, 5, 2}, {4});
+    auto body = [&](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      const std::vector<tf::Tensor> parts = tf::split(x, 3, 1);
+      const std::vector<tf::Tensor> uneven = tf::split(x, std::vector<int64_t>{1, -1}, 1);
+      const tf::Tensor joined = tf::concat({parts[2], parts[0] * 2.0f, uneven[0]}, 1);
+      const tf::Tensor window = tf::slice(x, {0, 1}, {-1, 3});
+      const tf::Tensor picked = tf::gather(x, idx, 1);
+      const tf::Tensor padded = tf::pad(x, {{0, 0}, {2, 1}});
+      const tf::Tensor y = tf::reduce_sum(joined * joined) + tf::reduce_sum(window * window) +
+                           tf::reduce_sum(picked * picked * picked) + tf::reduce_sum(uneven[1]) +
+                           tf::reduce_sum(padded * padded * padded);
+      return std::vector<tf::Tensor>{y, tape.gradient(y, x)};
+    };
+    auto f =
+        tf::function(body, tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 6})}});
+    for (int64_t n : {3, 1, 5, 2}) {
+      const std::vector<double> v =
+          tf::testing::random_values(static_cast<size_t>(n * 6), -1, 1, static_cast<unsigned>(n));
+      const tf::Tensor x = tf::constant(std::vector<float>(v.begin(), v.end()), {n, 6});
+      const auto got = f(x), want = body(x);
+      check_close(got[0], want[0]);
+      check_close(got[1], want[1]);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
 TEST_CASE("function: a body that computes shapes from a None dimension traces per shape", "[jit]") {
   auto f = tf::function(
       [](const tf::Tensor& x) { return tf::reshape(x, {x.shape()[0] * 2}) * 2.0f; },
