@@ -22,6 +22,7 @@
 #include "keras/safetensors.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
+#include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -370,11 +371,65 @@ void check_xy(const char* op, const Tensor& x, const Tensor& y) {
                x.shape().to_string(), y.shape().to_string(), op);
 }
 
+// fit's and evaluate's sample_weight for tensor x and y: one row per sample.
+void check_sample_weight(const char* op, const Tensor& x, const Tensor& sample_weight) {
+  if (!sample_weight.defined()) return;
+  TF_CHECK_ARG(sample_weight.rank() >= 1 && sample_weight.shape()[0] == x.shape()[0], op,
+               "sample_weight must have one row per sample (first dimension {}, as x {}), got "
+               "shape {}",
+               x.shape()[0], x.shape().to_string(), sample_weight.shape().to_string());
+}
+
+// Keras' class_weight_to_sample_weights: a float32 weight per row of y, its class's weight
+// (1 for a class not in the map). The class is y (rank 1 or (n, 1), rounded half to even as
+// NumPy) or argmax(y, -1) (one-hot rows).
+Tensor class_weights_of(const Tensor& y, const std::map<int64_t, double>& class_weight) {
+  TF_CHECK_ARG(y.rank() == 1 || y.rank() == 2, "fit",
+               "class_weight needs targets of rank 1 (class ids) or 2 ((n, 1) class ids or (n, "
+               "classes) one-hot rows), got y of shape {}",
+               y.shape().to_string());
+  std::vector<int64_t> ids;
+  if (y.rank() == 2 && y.shape()[1] != 1) {
+    ids = cast(argmax(y, -1), int64).numpy<int64_t>();
+  } else {
+    for (double v : cast(y, float64).numpy<double>()) {
+      TF_CHECK_ARG(std::isfinite(v) && std::fabs(v) < 9.0e18, "fit",
+                   "class_weight: the target {} is not a class id", v);
+      ids.push_back(static_cast<int64_t>(std::nearbyint(v)));
+    }
+  }
+  std::vector<float> w(ids.size(), 1.0f);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (auto it = class_weight.find(ids[i]); it != class_weight.end())
+      w[i] = static_cast<float>(it->second);
+  return constant(w, TensorShape{static_cast<int64_t>(w.size())});
+}
+
+// A Dataset of (x, y) batches with their class weights as the third component.
+data::Dataset with_class_weights(const data::Dataset& ds, std::map<int64_t, double> cw) {
+  return ds.map([cw = std::move(cw)](std::vector<Tensor> batch) {
+    TF_CHECK_ARG(batch.size() != 3, "fit",
+                 "You cannot `class_weight` and `sample_weight` at the same time: the dataset "
+                 "yields (x, y, sample_weight) batches");
+    TF_CHECK_ARG(batch.size() == 2, "fit", "class_weight needs (x, y) batches, got {} components",
+                 batch.size());
+    batch.push_back(class_weights_of(batch[1], cw));
+    return batch;
+  });
+}
+
+// (x, y) slices, or (x, y, sample_weight) ones when the weights are defined.
+data::Dataset slices_of(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+  return sample_weight.defined() ? data::Dataset::from_tensor_slices({x, y, sample_weight})
+                                 : data::Dataset::from_tensor_slices({x, y});
+}
+
 // `seeds`: the shuffle's (seed, seed2) pair, when it must be the same in every process.
-data::Dataset xy_dataset(const Tensor& x, const Tensor& y, int batch_size, bool shuffle,
+data::Dataset xy_dataset(const Tensor& x, const Tensor& y, const Tensor& sample_weight,
+                         int batch_size, bool shuffle,
                          std::optional<std::pair<uint64_t, uint64_t>> seeds = std::nullopt) {
   TF_CHECK_ARG(batch_size > 0, "fit", "batch_size must be positive, got {}", batch_size);
-  data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
+  data::Dataset ds = slices_of(x, y, sample_weight);
   if (shuffle && seeds)
     ds = data::detail::shuffle_with_seeds(ds, x.shape()[0], seeds->first, seeds->second);
   else if (shuffle)
@@ -407,7 +462,12 @@ void check_steps(const char* op, int64_t steps, int64_t cardinality) {
 }  // namespace
 
 // The training loop proper (fit for tensors and datasets).
-History Model::fit(const data::Dataset& dataset, FitOptions options) {
+History Model::fit(const data::Dataset& given, FitOptions options) {
+  TF_CHECK_ARG(!options.sample_weight.defined(), "fit",
+               "sample_weight is for tensor x and y: a Dataset yields (x, y, sample_weight) "
+               "batches instead");
+  const data::Dataset dataset =
+      options.class_weight.empty() ? given : with_class_weights(given, options.class_weight);
   const auto held = held_state_of(*this, "fit");
   auto& st = *held;
   TF_CHECK_ARG(options.epochs >= 0, "fit", "epochs must be >= 0, got {}", options.epochs);
@@ -520,12 +580,12 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     if (options.validation_data.dataset) {
       val = *options.validation_data.dataset;
     } else {
-      check_xy("fit", options.validation_data.x, options.validation_data.y);
+      const ValidationData& vd = options.validation_data;
+      check_xy("fit", vd.x, vd.y);
+      check_sample_weight("fit", vd.x, vd.sample_weight);
       const int vbs = options.validation_batch_size > 0 ? options.validation_batch_size
                                                         : options.batch_size;
-      val = data::Dataset::from_tensor_slices({options.validation_data.x,
-                                                options.validation_data.y})
-                .batch(vbs);
+      val = slices_of(vd.x, vd.y, vd.sample_weight).batch(vbs);
     }
   }
 
@@ -622,7 +682,10 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
   check_xy("fit", x, y);
   TF_CHECK_ARG(options.validation_split >= 0.0 && options.validation_split < 1.0, "fit",
                "validation_split must be in [0, 1), got {}", options.validation_split);
-  Tensor xt = x, yt = y;
+  check_sample_weight("fit", x, options.sample_weight);
+  TF_CHECK_ARG(options.class_weight.empty() || !options.sample_weight.defined(), "fit",
+               "You cannot `class_weight` and `sample_weight` at the same time");
+  Tensor xt = x, yt = y, wt = options.sample_weight;
   if (options.validation_split > 0.0) {
     TF_CHECK_ARG(!options.validation_data.defined(), "fit",
                  "give validation_data or validation_split, not both");
@@ -638,18 +701,28 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
       s[0] = count;
       return slice(t, b, s);
     };
-    options.validation_data = ValidationData(rows(x, split, n - split), rows(y, split, n - split));
+    // The sample weights split with the rows; class weights are for the training rows only.
+    options.validation_data = ValidationData(rows(x, split, n - split), rows(y, split, n - split),
+                                             wt.defined() ? rows(wt, split, n - split) : Tensor());
     options.validation_split = 0.0;  // done: the dataset fit below must not see it
     xt = rows(x, 0, split);
     yt = rows(y, 0, split);
+    if (wt.defined()) wt = rows(wt, 0, split);
   }
+  if (!options.class_weight.empty()) wt = class_weights_of(yt, options.class_weight);
+  // Done: the dataset fit below must not see them.
+  options.class_weight.clear();
+  options.sample_weight = Tensor();
   const data::Dataset ds =
-      xy_dataset(xt, yt, options.batch_size, options.shuffle,
+      xy_dataset(xt, yt, wt, options.batch_size, options.shuffle,
                  options.shuffle ? shuffle_seeds_over_workers(*this) : std::nullopt);
   return fit(ds, std::move(options));
 }
 
 std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
+  TF_CHECK_ARG(!options.sample_weight.defined(), "evaluate",
+               "sample_weight is for tensor x and y: a Dataset yields (x, y, sample_weight) "
+               "batches instead");
   const auto held = held_state_of(*this, "evaluate");
   auto& st = *held;
   const auto test = test_fn(&st, impl_);
@@ -682,8 +755,10 @@ std::vector<double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOp
   check_xy("evaluate", x, y);
   TF_CHECK_ARG(options.batch_size > 0, "evaluate", "batch_size must be positive, got {}",
                options.batch_size);
-  return evaluate(data::Dataset::from_tensor_slices({x, y}).batch(options.batch_size),
-                  std::move(options));
+  check_sample_weight("evaluate", x, options.sample_weight);
+  const data::Dataset ds = slices_of(x, y, options.sample_weight).batch(options.batch_size);
+  options.sample_weight = Tensor();
+  return evaluate(ds, std::move(options));
 }
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,13 +22,15 @@ namespace tapeflow::keras {
 
 using History = callbacks::History;
 
-// fit's validation_data: (x, y) tensors, or a Dataset of (x, y) batches.
+// fit's validation_data: (x, y) or (x, y, sample_weight) tensors, or a Dataset of (x, y) or
+// (x, y, sample_weight) batches.
 struct ValidationData {
   ValidationData() = default;
-  ValidationData(Tensor x_, Tensor y_) : x(std::move(x_)), y(std::move(y_)) {}
+  ValidationData(Tensor x_, Tensor y_, Tensor sample_weight_ = {})
+      : x(std::move(x_)), y(std::move(y_)), sample_weight(std::move(sample_weight_)) {}
   ValidationData(data::Dataset d) : dataset(std::move(d)) {}  // NOLINT: implicit
   bool defined() const { return x.defined() || dataset.has_value(); }
-  Tensor x, y;
+  Tensor x, y, sample_weight;
   std::optional<data::Dataset> dataset;
 };
 
@@ -45,6 +48,13 @@ struct FitOptions {
   int64_t steps_per_epoch = -1;   // -1: the whole data (required for an infinite Dataset)
   int validation_freq = 1;        // validate every this many epochs
   int validation_batch_size = 0;  // 0: batch_size
+  // Per-sample loss weights for tensor x and y: first dimension = the number of samples (split
+  // with validation_split as x and y). A Dataset carries them as a third component instead.
+  Tensor sample_weight = {};
+  // Keras' class_weight: {class id: weight}; a sample's weight is its class's (1 for a class
+  // not listed). The class is y itself (rank 1, or (n, 1): rounded) or argmax(y, -1) (one-hot,
+  // (n, classes)). Tensors or a Dataset of (x, y) batches; not with sample weights (Keras).
+  std::map<int64_t, double> class_weight = {};
 };
 
 struct EvaluateOptions {
@@ -52,6 +62,7 @@ struct EvaluateOptions {
   int verbose = 1;
   int64_t steps = -1;
   std::vector<callbacks::CallbackRef> callbacks = {};
+  Tensor sample_weight = {};  // for tensor x and y, as fit's
 };
 
 struct PredictOptions {
