@@ -298,6 +298,12 @@ TEST_CASE("losses more: a traced train step equals the eager one", "[keras][cpu]
       // the probability losses, which need positive predictions).
       auto t3 = kTrue[c.inputs];
       t3.push_back(t3[0]);
+      // MAPE divides by max(|y_true|, 1e-7): a zero target makes the first step about 1e7 in
+      // size, after which a prediction that is zero in exact arithmetic takes its sign (and the
+      // next step's) from rounding, which differs between fused and unfused kernels. Off zero.
+      if (c.name == "mape")
+        for (auto& row : t3)
+          for (float& v : row) v += 0.25f;
       const tf::Tensor y = rows(t3);
       const losses::Loss loss = c.make(Reduction::AUTO);
       const tf::Tensor w0 = tf::constant({{0.3f, -0.2f, 0.1f}, {0.05f, 0.15f, -0.1f}});
