@@ -248,8 +248,6 @@ namespace {
 
 using detail::OptimizerImpl;
 
-Tensor scalar_like(double v, DType d) { return constant(Tensor(v), d); }
-
 // Keras 3's clip_by_norm: g * clipnorm / max(||g||, clipnorm), safe at ||g|| = 0.
 Tensor clip_by_norm(const Tensor& g, double clipnorm) {
   Tensor l2sum = reduce_sum(square(g));
@@ -303,7 +301,7 @@ struct SGDImpl final : OptimizerImpl {
       return;
     }
     Variable& m = slots[0];
-    const Tensor mom = scalar_like(momentum, var.dtype());
+    const Tensor mom = keras_cast(momentum, var.dtype());  // Keras: ops.cast(momentum, dtype)
     m.assign(subtract(multiply(m.value(), mom), multiply(g, lr)));
     if (nesterov)
       var.assign_add(subtract(multiply(m.value(), mom), multiply(g, lr)));

@@ -54,8 +54,8 @@ struct Ref {
           if (momentum == 0) {
             x[i] -= g * a;
           } else {
-            m[i] = m[i] * momentum - g * a;
-            x[i] += nesterov ? m[i] * momentum - g * a : m[i];
+            m[i] = m[i] * f32(momentum) - g * a;  // Keras casts momentum through float32
+            x[i] += nesterov ? m[i] * f32(momentum) - g * a : m[i];
           }
         } else if (kind == "adam") {
           // Keras casts the betas to the variable's dtype through float32 (ops.cast).
@@ -522,7 +522,7 @@ TEST_CASE("optimizers: mirrored variables get mirrored slots and the replica pat
           const double g = 3 * kGrads[static_cast<size_t>(s)][static_cast<size_t>(i)];
           const double a = f32(is_sgd ? 0.1 : 0.01);
           if (is_sgd) {
-            m[static_cast<size_t>(i)] = m[static_cast<size_t>(i)] * 0.9 - g * a;
+            m[static_cast<size_t>(i)] = m[static_cast<size_t>(i)] * f32(0.9) - g * a;
             x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
           } else {
             const double t = s + 1;
