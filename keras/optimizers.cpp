@@ -520,8 +520,8 @@ struct NadamImpl final : OptimizerImpl {
     const Tensor u_product_t_1 = multiply(u_product_t, u_t_1);
     const Tensor beta_2_power = pow(keras_cast(beta_2, d), k.step);
     const Tensor one = keras_cast(1.0, d);
-    // 0: u_t_1 / (1 - u_product_t_1) factor parts, kept separate as Keras divides after
-    // multiplying by m.
+    // The per-dtype factors of the update, each kept whole (Keras multiplies m by u_t_1 before
+    // dividing by 1 - u_product_t_1; folding them into one factor would round differently).
     k.more = {u_t_1,
               subtract(one, u_product_t_1),
               subtract(one, u_t),
