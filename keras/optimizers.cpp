@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -32,6 +33,12 @@ void check_learning_rate(const char* op, double v) {
                "learning_rate must be >= 0 and a finite float32, got {}", v);
 }
 
+// Keras' ops.cast(python_float, dtype): the float becomes a float32 tensor first, so a float64
+// update sees float32(0.9), not 0.9 (Keras' Constant initializer rounds the same way). Python
+// floats used directly in arithmetic with a tensor keep their double value (Tensor(x) here).
+Tensor keras_cast(double v, DType d) {
+  return cast(constant(Tensor(v), float32), d);
+}
 }  // namespace
 
 namespace detail {
@@ -116,12 +123,27 @@ struct OptimizerImpl {
 
   virtual ~OptimizerImpl() = default;
   virtual std::vector<std::string> slot_names() const = 0;
+  // The value every element of slot `s` starts from (Adagrad's and Ftrl's accumulators: not 0).
+  virtual double slot_initial_value(size_t /*s*/) const { return 0.0; }
+  // Optimizer-level variables besides iterations and learning_rate, made by the constructor
+  // (so mirrored under a strategy's scope and restored by name): Nadam's "u_product". They are
+  // float64, which holds exactly the values of the dtype advance() computes them in.
+  std::vector<std::pair<std::string, Variable>> step_variables;
+  // Their new values for the update about to run, from the values read before it, `it`
+  // (iterations before the update) and the dtype of the first variable updated (Keras keeps
+  // them in the dtype of the first variable it was built with).
+  virtual std::vector<Tensor> advance(const std::vector<Tensor>& /*old*/, const Tensor& /*it*/,
+                                      DType /*first*/) const {
+    return {};
+  }
   // Scalars shared by every variable of one dtype and device (Adam's bias-corrected rate):
   // computed once per apply_gradients rather than once per variable.
   struct Scalars {
-    Tensor lr;     // the learning rate in the variables' dtype
-    Tensor step;   // iterations + 1, same dtype
-    Tensor alpha;  // optimizer-specific
+    Tensor lr;                  // the learning rate in the variables' dtype
+    Tensor step;                // iterations + 1, same dtype
+    Tensor alpha;               // optimizer-specific
+    std::vector<Tensor> more;   // optimizer-specific
+    std::vector<Tensor> state;  // advance()'s new values (float64)
   };
   virtual void prepare(Scalars&) const {}
   // One variable's update.
@@ -200,8 +222,10 @@ struct OptimizerImpl {
       tapeflow::detail::MirrorVariablesScope mirror(devices);
       DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
       for (size_t s = 0; s < names.size(); ++s)
-        e.slots.emplace_back(restored[s] ? *restored[s] : zeros(var.shape(), var.dtype()),
-                             name + "/" + prefix + "/" + names[s], false);
+        e.slots.emplace_back(
+            restored[s] ? *restored[s]
+                        : fill(var.shape(), keras_cast(slot_initial_value(s), var.dtype())),
+            name + "/" + prefix + "/" + names[s], false);
     }
     // The slots exist: now take the name and drop the values they consumed.
     prefixes.insert(prefix);
@@ -223,8 +247,6 @@ struct OptimizerImpl {
 namespace {
 
 using detail::OptimizerImpl;
-
-Tensor scalar_like(double v, DType d) { return constant(Tensor(v), d); }
 
 // Keras 3's clip_by_norm: g * clipnorm / max(||g||, clipnorm), safe at ||g|| = 0.
 Tensor clip_by_norm(const Tensor& g, double clipnorm) {
@@ -279,7 +301,7 @@ struct SGDImpl final : OptimizerImpl {
       return;
     }
     Variable& m = slots[0];
-    const Tensor mom = scalar_like(momentum, var.dtype());
+    const Tensor mom = keras_cast(momentum, var.dtype());  // Keras: ops.cast(momentum, dtype)
     m.assign(subtract(multiply(m.value(), mom), multiply(g, lr)));
     if (nesterov)
       var.assign_add(subtract(multiply(m.value(), mom), multiply(g, lr)));
@@ -308,8 +330,8 @@ struct AdamImpl final : OptimizerImpl {
   }
   void prepare(Scalars& k) const override {
     const DType d = k.lr.dtype();
-    Tensor beta_1_power = pow(scalar_like(beta_1, d), k.step);
-    Tensor beta_2_power = pow(scalar_like(beta_2, d), k.step);
+    Tensor beta_1_power = pow(keras_cast(beta_1, d), k.step);
+    Tensor beta_2_power = pow(keras_cast(beta_2, d), k.step);
     k.alpha = divide(multiply(k.lr, sqrt(subtract(Tensor(1.0), beta_2_power))),
                      subtract(Tensor(1.0), beta_1_power));
   }
@@ -375,6 +397,231 @@ struct RMSpropImpl final : OptimizerImpl {
   }
 };
 
+// The rest of Keras 3's optimizers. Each writes Keras' update op by op, in its order: a Python
+// float in Keras becomes a weak scalar here (Tensor(x), taking the variable's dtype), and a
+// hyperparameter Keras casts to the variable's dtype first is keras_cast(x, dtype), so that
+// expressions such as 1 - beta_1 round as Keras rounds them in float32.
+
+void check_range(const std::string& op, const char* what, double v, double lo, double hi,
+                 bool lo_open, bool hi_open) {
+  const bool ok = (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+  TF_CHECK_ARG(ok, op.c_str(), "{} must be in {}{}, {}{}, got {}", what, lo_open ? "(" : "[", lo,
+               hi, hi_open ? ")" : "]", v);
+}
+void check_epsilon(const std::string& op, double epsilon) {
+  TF_CHECK_ARG(epsilon >= 0 && std::isfinite(epsilon), op.c_str(),
+               "epsilon must be finite and >= 0, got {}", epsilon);
+}
+
+// accumulator += g^2; var -= lr * g / sqrt(accumulator + epsilon). Slot "accumulator", starting
+// at initial_accumulator_value.
+struct AdagradImpl final : OptimizerImpl {
+  double initial, epsilon;
+  AdagradImpl(const LearningRate& lr, double init, double eps, OptimizerOptions o)
+      : OptimizerImpl("Adagrad", lr, std::move(o)), initial(init), epsilon(eps) {
+    TF_CHECK_ARG(initial >= 0 && std::isfinite(initial), name.c_str(),
+                 "initial_accumulator_value must be finite and >= 0, got {}", initial);
+    check_epsilon(name, epsilon);
+  }
+  std::vector<std::string> slot_names() const override { return {"accumulator"}; }
+  double slot_initial_value(size_t) const override { return initial; }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& acc = slots[0];
+    acc.assign_add(square(g));
+    var.assign_sub(divide(multiply(k.lr, g), sqrt(add(acc.value(), Tensor(epsilon)))));
+  }
+};
+
+// accumulated_grad = rho * ag + (1 - rho) * g^2;
+// delta = -sqrt(accumulated_delta_var + eps) * g / sqrt(ag + eps);
+// accumulated_delta_var = rho * adv + (1 - rho) * delta^2; var += lr * delta.
+struct AdadeltaImpl final : OptimizerImpl {
+  double rho, epsilon;
+  AdadeltaImpl(const LearningRate& lr, double r, double eps, OptimizerOptions o)
+      : OptimizerImpl("Adadelta", lr, std::move(o)), rho(r), epsilon(eps) {
+    check_range(name, "rho", rho, 0, 1, false, false);
+    check_epsilon(name, epsilon);
+  }
+  std::vector<std::string> slot_names() const override {
+    return {"accumulated_grad", "accumulated_delta_var"};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& ag = slots[0];
+    Variable& adv = slots[1];
+    auto rms = [&](const Tensor& x) { return sqrt(add(x, Tensor(epsilon))); };
+    ag.assign(add(multiply(Tensor(rho), ag.value()), multiply(Tensor(1.0 - rho), square(g))));
+    Tensor delta = negative(divide(multiply(rms(adv.value()), g), rms(ag.value())));
+    adv.assign(add(multiply(Tensor(rho), adv.value()), multiply(Tensor(1.0 - rho), square(delta))));
+    var.assign_add(multiply(k.lr, delta));
+  }
+};
+
+// m += (g - m) * (1 - beta_1); u = max(beta_2 * u, |g|);
+// var -= lr * m / ((1 - beta_1^t) * (u + epsilon)). Slots "momentum", "norm".
+struct AdamaxImpl final : OptimizerImpl {
+  double beta_1, beta_2, epsilon;
+  AdamaxImpl(const LearningRate& lr, double b1, double b2, double eps, OptimizerOptions o)
+      : OptimizerImpl("Adamax", lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps) {
+    // beta_1 = 1 divides by zero in 1 - beta_1^t; beta_2 = 1 keeps the largest |g| seen.
+    check_range(name, "beta_1", beta_1, 0, 1, false, true);
+    check_range(name, "beta_2", beta_2, 0, 1, false, false);
+    check_epsilon(name, epsilon);
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum", "norm"}; }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    k.alpha = subtract(Tensor(1.0), pow(keras_cast(beta_1, d), k.step));  // 1 - beta_1^t
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& m = slots[0];
+    Variable& u = slots[1];
+    m.assign_add(multiply(subtract(g, m.value()), Tensor(1.0 - beta_1)));
+    u.assign(maximum(multiply(Tensor(beta_2), u.value()), abs(g)));
+    var.assign_sub(
+        divide(multiply(k.lr, m.value()), multiply(k.alpha, add(u.value(), Tensor(epsilon)))));
+  }
+};
+
+// Adam with Nesterov momentum and Dozat's momentum schedule u_t = beta_1 (1 - 0.5 * 0.96^t),
+// whose running product is the optimizer variable "u_product". Slots "momentum", "velocity".
+struct NadamImpl final : OptimizerImpl {
+  double beta_1, beta_2, epsilon;
+  NadamImpl(const LearningRate& lr, double b1, double b2, double eps, OptimizerOptions o)
+      : OptimizerImpl("Nadam", lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps) {
+    // beta_2 = 1 divides by zero in 1 - beta_2^t.
+    check_range(name, "beta_1", beta_1, 0, 1, false, true);
+    check_range(name, "beta_2", beta_2, 0, 1, false, true);
+    check_epsilon(name, epsilon);
+    step_variables.emplace_back(
+        "u_product", Variable(constant(Tensor(1.0), float64), name + "/u_product", false));
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
+  // u_t in dtype d at the step `t` (a tensor of dtype d).
+  Tensor u_at(const Tensor& t, DType d) const {
+    return multiply(keras_cast(beta_1, d),
+                    subtract(Tensor(1.0), multiply(Tensor(0.5), pow(keras_cast(0.96, d), t))));
+  }
+  std::vector<Tensor> advance(const std::vector<Tensor>& old, const Tensor& it,
+                              DType d) const override {
+    // u_product *= beta_1 * (1 - 0.5 * 0.96^(iterations + 1)), in that order, before the update.
+    Tensor t = cast(add(it, constant(Tensor(int64_t{1}), int64)), d);
+    // Here Keras writes ops.power(0.96, t): the float keeps its double value.
+    Tensor factor = subtract(Tensor(1.0), multiply(Tensor(0.5), pow(Tensor(0.96), t)));
+    return {cast(multiply(multiply(cast(old[0], d), Tensor(beta_1)), factor), float64)};
+  }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    const Tensor u_t = u_at(k.step, d);
+    const Tensor u_t_1 = u_at(add(k.step, Tensor(1.0)), d);
+    const Tensor u_product_t = cast(k.state[0], d);
+    const Tensor u_product_t_1 = multiply(u_product_t, u_t_1);
+    const Tensor beta_2_power = pow(keras_cast(beta_2, d), k.step);
+    const Tensor one = keras_cast(1.0, d);
+    // The per-dtype factors of the update, each kept whole (Keras multiplies m by u_t_1 before
+    // dividing by 1 - u_product_t_1; folding them into one factor would round differently).
+    k.more = {u_t_1,
+              subtract(one, u_product_t_1),
+              subtract(one, u_t),
+              subtract(one, u_product_t),
+              subtract(one, beta_2_power),
+              subtract(one, keras_cast(beta_1, d)),
+              subtract(one, keras_cast(beta_2, d))};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& m = slots[0];
+    Variable& v = slots[1];
+    const auto& c = k.more;
+    m.assign_add(multiply(subtract(g, m.value()), c[5]));
+    v.assign_add(multiply(subtract(square(g), v.value()), c[6]));
+    Tensor m_hat = add(divide(multiply(c[0], m.value()), c[1]), divide(multiply(c[2], g), c[3]));
+    Tensor v_hat = divide(v.value(), c[4]);
+    var.assign_sub(divide(multiply(m_hat, k.lr), add(sqrt(v_hat), Tensor(epsilon))));
+  }
+};
+
+// Follow The Regularized Leader (McMahan et al.), Keras 3's form: with p = -learning_rate_power,
+// l2' = l2 + beta / (2 lr), g' = g + 2 * l2_shrinkage * var, n' = n + g^2:
+// linear += g' - (n'^p - n^p) / lr * var; quadratic = n'^p / lr + 2 l2';
+// var = (clip(linear, -l1, l1) - linear) / quadratic; n = n'. Slots "accumulator" (starting at
+// initial_accumulator_value) and "linear".
+struct FtrlImpl final : OptimizerImpl {
+  double lr_power, initial, l1, l2, l2_shrinkage, beta;
+  FtrlImpl(const LearningRate& lr, double power, double init, double l1_, double l2_, double shrink,
+           double b, OptimizerOptions o)
+      : OptimizerImpl("Ftrl", lr, std::move(o)),
+        lr_power(power),
+        initial(init),
+        l1(l1_),
+        l2(l2_),
+        l2_shrinkage(shrink),
+        beta(b) {
+    auto nonnegative = [&](const char* what, double v) {
+      TF_CHECK_ARG(v >= 0 && std::isfinite(v), name.c_str(), "{} must be finite and >= 0, got {}",
+                   what, v);
+    };
+    nonnegative("initial_accumulator_value", initial);
+    TF_CHECK_ARG(lr_power <= 0 && std::isfinite(lr_power), name.c_str(),
+                 "learning_rate_power must be finite and <= 0, got {}", lr_power);
+    nonnegative("l1_regularization_strength", l1);
+    nonnegative("l2_regularization_strength", l2);
+    nonnegative("l2_shrinkage_regularization_strength", l2_shrinkage);
+    nonnegative("beta", beta);
+    // The update divides by the learning rate.
+    TF_CHECK_ARG(lr.is_schedule() || lr.value() > 0, name.c_str(),
+                 "learning_rate must be > 0 (Ftrl divides by it), got {}", lr.value());
+  }
+  std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
+  double slot_initial_value(size_t s) const override { return s == 0 ? initial : 0.0; }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& accum = slots[0];
+    Variable& linear = slots[1];
+    const Tensor& lr = k.lr;
+    const Tensor l2_reg = add(Tensor(l2), divide(Tensor(beta), multiply(Tensor(2.0), lr)));
+    const Tensor grad_to_use = add(g, multiply(Tensor(2 * l2_shrinkage), var.value()));
+    const Tensor accum_before = accum.value();
+    const Tensor new_accum = add(accum_before, square(g));
+    const Tensor p = Tensor(-lr_power);
+    const Tensor new_pow = pow(new_accum, p);
+    linear.assign_add(subtract(
+        grad_to_use, multiply(divide(subtract(new_pow, pow(accum_before, p)), lr), var.value())));
+    const Tensor quadratic = add(divide(new_pow, lr), multiply(Tensor(2.0), l2_reg));
+    const Tensor lin = linear.value();
+    const Tensor clipped = clip_by_value(lin, Tensor(-l1), Tensor(l1));
+    var.assign(divide(subtract(clipped, lin), quadratic));
+    accum.assign(new_accum);
+  }
+};
+
+// var -= lr * sign(m * beta_1 + g * (1 - beta_1)); m = m * beta_2 + g * (1 - beta_2).
+// Slot "momentum".
+struct LionImpl final : OptimizerImpl {
+  double beta_1, beta_2;
+  LionImpl(const LearningRate& lr, double b1, double b2, OptimizerOptions o)
+      : OptimizerImpl("Lion", lr, std::move(o)), beta_1(b1), beta_2(b2) {
+    // Keras' check for beta_1; beta_1 = 0 would make the update sign(g), ignoring momentum.
+    check_range(name, "beta_1", beta_1, 0, 1, true, false);
+    check_range(name, "beta_2", beta_2, 0, 1, false, false);
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum"}; }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    const Tensor b1 = keras_cast(beta_1, d), b2 = keras_cast(beta_2, d);
+    k.more = {b1, subtract(Tensor(1.0), b1), b2, subtract(Tensor(1.0), b2)};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& m = slots[0];
+    const auto& c = k.more;
+    var.assign_sub(multiply(k.lr, sign(add(multiply(m.value(), c[0]), multiply(g, c[1])))));
+    m.assign(add(multiply(m.value(), c[2]), multiply(g, c[3])));
+  }
+};
+
 }  // namespace
 
 // ---- Optimizer ----
@@ -428,6 +675,8 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
   // Read before the all-reduce: a replica that increments a shared (non-mirrored) counter can
   // only do so after every replica has joined the all-reduce, hence after every read.
   Tensor it = impl.iterations.value();
+  std::vector<Tensor> state_before;
+  for (const auto& sv : impl.step_variables) state_before.push_back(sv.second.value());
   auto* ctx = distribute::get_replica_context();
   if (ctx != nullptr && ctx->num_replicas_in_sync() > 1) {
     // Every replica would apply its update to one shared copy: N updates instead of one.
@@ -458,6 +707,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
 
   Tensor lr32 = impl.current_lr(it);
   Tensor step64 = add(cast(it, float64), Tensor(1.0));
+  const std::vector<Tensor> state = impl.advance(state_before, it, vars.front().dtype());
   std::vector<std::pair<std::pair<DType, Device>, OptimizerImpl::Scalars>> cache;
   for (size_t i = 0; i < vars.size(); ++i) {
     Variable& var = vars[i];
@@ -469,6 +719,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       OptimizerImpl::Scalars k;
       k.lr = cast(lr32, var.dtype());
       k.step = cast(step64, var.dtype());
+      k.state = state;
       impl.prepare(k);
       cache.emplace_back(key, std::move(k));
       found = cache.end() - 1;
@@ -478,16 +729,23 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       bool excluded = false;
       for (const auto& s : impl.options.exclude_from_weight_decay)
         if (var.name().find(s) != std::string::npos) excluded = true;
+      // Keras: var -= var * tf.cast(weight_decay, dtype) * lr (the cast goes through float32).
       if (!excluded)
-        var.assign(subtract(var.value(),
-                            multiply(multiply(var.value(), Tensor(*impl.options.weight_decay)),
-                                     k.lr)));
+        var.assign(subtract(
+            var.value(),
+            multiply(multiply(var.value(), keras_cast(*impl.options.weight_decay, var.dtype())),
+                     k.lr)));
     }
     impl.update(grads[i], var, slots[i], k);
   }
-  const bool shared_counter = !impl.iterations.is_mirrored() && ctx != nullptr;
-  if (!shared_counter || ctx->replica_id_in_sync_group() == 0)
-    impl.iterations.assign_add(constant(Tensor(int64_t{1}), int64));
+  // A variable shared by the replicas (not mirrored) is written by replica 0 alone; every
+  // replica computed the same value from what it read before the all-reduce.
+  auto writes = [&](const Variable& v) {
+    return v.is_mirrored() || ctx == nullptr || ctx->replica_id_in_sync_group() == 0;
+  };
+  for (size_t i = 0; i < state.size(); ++i)
+    if (writes(impl.step_variables[i].second)) impl.step_variables[i].second.assign(state[i]);
+  if (writes(impl.iterations)) impl.iterations.assign_add(constant(Tensor(int64_t{1}), int64));
 }
 
 Tensor Optimizer::minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars) {
@@ -531,6 +789,7 @@ std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() con
   std::vector<std::pair<std::string, Variable>> out;
   out.emplace_back("iterations", impl.iterations);
   if (!impl.schedule) out.emplace_back("learning_rate", impl.lr_var);
+  for (const auto& sv : impl.step_variables) out.push_back(sv);
   std::lock_guard lock(impl.mu);
   const auto names = impl.slot_names();
   for (const auto& e : impl.entries) {
@@ -600,6 +859,35 @@ RMSprop::RMSprop(LearningRate learning_rate, double rho, double momentum, double
     : Optimizer(std::make_shared<RMSpropImpl>(learning_rate, rho, momentum, epsilon, centered,
                                               std::move(options))) {}
 
+Adagrad::Adagrad(LearningRate learning_rate, double initial_accumulator_value, double epsilon,
+                 OptimizerOptions options)
+    : Optimizer(std::make_shared<AdagradImpl>(learning_rate, initial_accumulator_value, epsilon,
+                                              std::move(options))) {}
+
+Adadelta::Adadelta(LearningRate learning_rate, double rho, double epsilon, OptimizerOptions options)
+    : Optimizer(std::make_shared<AdadeltaImpl>(learning_rate, rho, epsilon, std::move(options))) {}
+
+Adamax::Adamax(LearningRate learning_rate, double beta_1, double beta_2, double epsilon,
+               OptimizerOptions options)
+    : Optimizer(std::make_shared<AdamaxImpl>(learning_rate, beta_1, beta_2, epsilon,
+                                             std::move(options))) {}
+
+Nadam::Nadam(LearningRate learning_rate, double beta_1, double beta_2, double epsilon,
+             OptimizerOptions options)
+    : Optimizer(std::make_shared<NadamImpl>(learning_rate, beta_1, beta_2, epsilon,
+                                            std::move(options))) {}
+
+Ftrl::Ftrl(LearningRate learning_rate, double learning_rate_power, double initial_accumulator_value,
+           double l1_regularization_strength, double l2_regularization_strength,
+           double l2_shrinkage_regularization_strength, double beta, OptimizerOptions options)
+    : Optimizer(std::make_shared<FtrlImpl>(
+          learning_rate, learning_rate_power, initial_accumulator_value, l1_regularization_strength,
+          l2_regularization_strength, l2_shrinkage_regularization_strength, beta,
+          std::move(options))) {}
+
+Lion::Lion(LearningRate learning_rate, double beta_1, double beta_2, OptimizerOptions options)
+    : Optimizer(std::make_shared<LionImpl>(learning_rate, beta_1, beta_2, std::move(options))) {}
+
 Optimizer get(const std::string& identifier) {
   std::string id = identifier;
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -607,8 +895,16 @@ Optimizer get(const std::string& identifier) {
   if (id == "adam") return Adam();
   if (id == "adamw") return AdamW();
   if (id == "rmsprop") return RMSprop();
+  if (id == "adagrad") return Adagrad();
+  if (id == "adadelta") return Adadelta();
+  if (id == "adamax") return Adamax();
+  if (id == "nadam") return Nadam();
+  if (id == "ftrl") return Ftrl();
+  if (id == "lion") return Lion();
   TF_THROW(InvalidArgumentError, "optimizers.get",
-           "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop)", identifier);
+           "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax, "
+           "nadam, ftrl, lion)",
+           identifier);
 }
 
 }  // namespace tapeflow::keras::optimizers

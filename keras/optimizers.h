@@ -1,4 +1,5 @@
-// Optimizers (tf.keras.optimizers, Keras 3 / TF 2.11+ formulas): SGD, Adam, AdamW, RMSprop.
+// Optimizers (tf.keras.optimizers, Keras 3 / TF 2.11+ formulas): SGD, Adam, AdamW, RMSprop,
+// Adagrad, Adadelta, Adamax, Nadam, Ftrl, Lion.
 //
 // An optimizer is a shared handle: copies refer to the same state (iterations, slots), so it is
 // passed by value to compile() and captured by value in traced functions. Updates are written
@@ -88,7 +89,7 @@ class Optimizer : public Trackable {
   void set_learning_rate(double value);
   bool has_schedule() const;
   std::string name() const;
-  // "iterations", "learning_rate" (constant rates only), then each slot as
+  // "iterations", "learning_rate" (constant rates only), Nadam's "u_product", then each slot as
   // "<variable name>/<slot>", e.g. "dense/kernel/m", in creation order.
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
   std::vector<Variable> variables() const;
@@ -145,7 +146,66 @@ class RMSprop : public Optimizer {
           double epsilon = 1e-7, bool centered = false, OptimizerOptions options = {});
 };
 
-// "sgd", "adam", "adamw", "rmsprop" (case-insensitive) with Keras' defaults, as compile("adam").
+// accumulator += g^2; var -= lr * g / sqrt(accumulator + epsilon). Slot "accumulator", starting
+// at initial_accumulator_value.
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(LearningRate learning_rate = 0.001, double initial_accumulator_value = 0.1,
+          double epsilon = 1e-7, OptimizerOptions options = {});
+};
+
+// accumulated_grad = rho * ag + (1 - rho) * g^2;
+// delta = -sqrt(accumulated_delta_var + epsilon) * g / sqrt(accumulated_grad + epsilon);
+// accumulated_delta_var = rho * adv + (1 - rho) * delta^2; var += lr * delta.
+// Slots "accumulated_grad", "accumulated_delta_var". Keras' default learning rate is 0.001
+// (Zeiler's paper uses 1).
+class Adadelta : public Optimizer {
+ public:
+  Adadelta(LearningRate learning_rate = 0.001, double rho = 0.95, double epsilon = 1e-7,
+           OptimizerOptions options = {});
+};
+
+// Adam with the infinity norm: m += (g - m) * (1 - beta_1); u = max(beta_2 * u, |g|);
+// var -= lr * m / ((1 - beta_1^t) * (u + epsilon)). Slots "momentum", "norm".
+class Adamax : public Optimizer {
+ public:
+  Adamax(LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.999,
+         double epsilon = 1e-7, OptimizerOptions options = {});
+};
+
+// Adam with Nesterov momentum (Dozat): u_t = beta_1 * (1 - 0.5 * 0.96^t), the optimizer variable
+// "u_product" = u_1 * ... * u_t (updated first, at each step); m and v as Adam's;
+// m_hat = u_{t+1} * m / (1 - u_product * u_{t+1}) + (1 - u_t) * g / (1 - u_product);
+// v_hat = v / (1 - beta_2^t); var -= m_hat * lr / (sqrt(v_hat) + epsilon).
+// Slots "momentum", "velocity".
+class Nadam : public Optimizer {
+ public:
+  Nadam(LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.999,
+        double epsilon = 1e-7, OptimizerOptions options = {});
+};
+
+// Follow The Regularized Leader, Keras 3's update (with p = -learning_rate_power):
+// l2' = l2 + beta / (2 lr); g' = g + 2 * l2_shrinkage * var; n' = n + g^2;
+// linear += g' - (n'^p - n^p) / lr * var; var = (clip(linear, -l1, l1) - linear) /
+// (n'^p / lr + 2 l2'); n = n'. Slots "accumulator" (from initial_accumulator_value), "linear".
+class Ftrl : public Optimizer {
+ public:
+  Ftrl(LearningRate learning_rate = 0.001, double learning_rate_power = -0.5,
+       double initial_accumulator_value = 0.1, double l1_regularization_strength = 0.0,
+       double l2_regularization_strength = 0.0, double l2_shrinkage_regularization_strength = 0.0,
+       double beta = 0.0, OptimizerOptions options = {});
+};
+
+// Lion (Chen et al., 2023): var -= lr * sign(m * beta_1 + g * (1 - beta_1));
+// m = m * beta_2 + g * (1 - beta_2). Slot "momentum".
+class Lion : public Optimizer {
+ public:
+  Lion(LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.99,
+       OptimizerOptions options = {});
+};
+
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion"
+// (case-insensitive) with Keras' defaults, as compile("adam").
 Optimizer get(const std::string& identifier);
 
 }  // namespace tapeflow::keras::optimizers

@@ -126,6 +126,76 @@ struct InverseTime final : detail::ScheduleImpl {
   std::string name() const override { return "InverseTimeDecay"; }
 };
 
+struct Polynomial final : detail::ScheduleImpl {
+  double initial, end, power;
+  int64_t decay_steps;
+  bool cycle;
+  double value(double step) const override {
+    double ds = static_cast<double>(decay_steps);
+    if (cycle)
+      ds *= step == 0 ? 1.0 : std::ceil(step / ds);
+    else
+      step = std::min(step, ds);
+    const double p = step / ds;
+    return (initial - end) * std::pow(1.0 - p, power) + end;
+  }
+  Tensor value(const Tensor& step) const override {
+    Tensor s = step_f32(step);
+    Tensor ds = f32(static_cast<double>(decay_steps));
+    if (cycle) {
+      Tensor multiplier = where(equal(s, f32(0.0)), f32(1.0), ceil(divide(s, ds)));
+      ds = multiply(ds, multiplier);
+    } else {
+      s = minimum(s, ds);
+    }
+    Tensor p = divide(s, ds);
+    return add(multiply(subtract(f32(initial), f32(end)), pow(subtract(f32(1.0), p), f32(power))),
+               f32(end));
+  }
+  std::string name() const override { return "PolynomialDecay"; }
+};
+
+struct CosineRestarts final : detail::ScheduleImpl {
+  double initial, t_mul, m_mul, alpha;
+  int64_t first_decay_steps;
+  // Keras picks the branch by t_mul == 1 in float32.
+  bool geometric() const { return static_cast<float>(t_mul) != 1.0f; }
+  double value(double step) const override {
+    double frac = step / static_cast<double>(first_decay_steps);
+    double i_restart;
+    if (geometric()) {
+      i_restart = std::floor(std::log(1.0 - frac * (1.0 - t_mul)) / std::log(t_mul));
+      const double sum_r = (1.0 - std::pow(t_mul, i_restart)) / (1.0 - t_mul);
+      frac = (frac - sum_r) / std::pow(t_mul, i_restart);
+    } else {
+      i_restart = std::floor(frac);
+      frac -= i_restart;
+    }
+    const double cosine =
+        0.5 * std::pow(m_mul, i_restart) * (1.0 + std::cos(std::numbers::pi * frac));
+    return initial * ((1.0 - alpha) * cosine + alpha);
+  }
+  Tensor value(const Tensor& step) const override {
+    Tensor frac = divide(step_f32(step), f32(static_cast<double>(first_decay_steps)));
+    const Tensor tm = f32(t_mul);
+    Tensor i_restart;
+    if (geometric()) {
+      i_restart =
+          floor(divide(log(subtract(f32(1.0), multiply(frac, subtract(f32(1.0), tm)))), log(tm)));
+      Tensor sum_r = divide(subtract(f32(1.0), pow(tm, i_restart)), subtract(f32(1.0), tm));
+      frac = divide(subtract(frac, sum_r), pow(tm, i_restart));
+    } else {
+      i_restart = floor(frac);
+      frac = subtract(frac, i_restart);
+    }
+    Tensor cosine = multiply(multiply(f32(0.5), pow(f32(m_mul), i_restart)),
+                             add(f32(1.0), cos(multiply(f32(std::numbers::pi), frac))));
+    Tensor decayed = add(multiply(subtract(f32(1.0), f32(alpha)), cosine), f32(alpha));
+    return multiply(f32(initial), decayed);
+  }
+  std::string name() const override { return "CosineDecayRestarts"; }
+};
+
 void check_steps(const char* op, int64_t decay_steps) {
   TF_CHECK_ARG(decay_steps > 0, op, "decay_steps must be positive, got {}", decay_steps);
 }
@@ -214,6 +284,47 @@ InverseTimeDecay::InverseTimeDecay(double initial_learning_rate, int64_t decay_s
   impl->decay_rate = decay_rate;
   impl->decay_steps = decay_steps;
   impl->staircase = staircase;
+  impl_ = std::move(impl);
+}
+
+}  // namespace tapeflow::keras::optimizers::schedules
+
+namespace tapeflow::keras::optimizers::schedules {
+
+PolynomialDecay::PolynomialDecay(double initial_learning_rate, int64_t decay_steps,
+                                 double end_learning_rate, double power, bool cycle)
+    : LearningRateSchedule() {
+  check_steps("PolynomialDecay", decay_steps);
+  check_nonnegative("PolynomialDecay", "initial_learning_rate", initial_learning_rate);
+  check_nonnegative("PolynomialDecay", "end_learning_rate", end_learning_rate);
+  // A negative power makes the rate infinite at step decay_steps (0 to a negative power).
+  check_nonnegative("PolynomialDecay", "power", power);
+  auto impl = std::make_shared<Polynomial>();
+  impl->initial = initial_learning_rate;
+  impl->end = end_learning_rate;
+  impl->power = power;
+  impl->decay_steps = decay_steps;
+  impl->cycle = cycle;
+  impl_ = std::move(impl);
+}
+
+CosineDecayRestarts::CosineDecayRestarts(double initial_learning_rate, int64_t first_decay_steps,
+                                         double t_mul, double m_mul, double alpha)
+    : LearningRateSchedule() {
+  TF_CHECK_ARG(first_decay_steps > 0, "CosineDecayRestarts",
+               "first_decay_steps must be positive, got {}", first_decay_steps);
+  check_nonnegative("CosineDecayRestarts", "initial_learning_rate", initial_learning_rate);
+  check_nonnegative("CosineDecayRestarts", "m_mul", m_mul);
+  check_nonnegative("CosineDecayRestarts", "alpha", alpha);
+  // The period index is a logarithm in base t_mul: t_mul must be positive.
+  TF_CHECK_ARG(std::isfinite(t_mul) && t_mul > 0, "CosineDecayRestarts",
+               "t_mul must be finite and > 0, got {}", t_mul);
+  auto impl = std::make_shared<CosineRestarts>();
+  impl->initial = initial_learning_rate;
+  impl->first_decay_steps = first_decay_steps;
+  impl->t_mul = t_mul;
+  impl->m_mul = m_mul;
+  impl->alpha = alpha;
   impl_ = std::move(impl);
 }
 

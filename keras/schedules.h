@@ -1,9 +1,10 @@
-// Learning-rate schedules (tf.keras.optimizers.schedules): ExponentialDecay, PiecewiseConstantDecay,
-// CosineDecay (with Keras 3's linear warmup) and InverseTimeDecay. A schedule is an immutable,
-// shared handle (copies share one definition) and may be used from several threads at once.
-// It evaluates two ways: schedule(int64_t step) computes a double on the host (callbacks, logs),
-// schedule(Tensor step) builds the value with ops (float32 scalar), so inside a traced
-// tf::function the learning rate follows the optimizer's `iterations` variable at every replay.
+// Learning-rate schedules (tf.keras.optimizers.schedules): ExponentialDecay,
+// PiecewiseConstantDecay, CosineDecay (with Keras 3's linear warmup), InverseTimeDecay,
+// PolynomialDecay and CosineDecayRestarts. A schedule is an immutable, shared handle (copies share
+// one definition) and may be used from several threads at once. It evaluates two ways:
+// schedule(int64_t step) computes a double on the host (callbacks, logs), schedule(Tensor step)
+// builds the value with ops (float32 scalar), so inside a traced tf::function the learning rate
+// follows the optimizer's `iterations` variable at every replay.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,26 @@ class InverseTimeDecay : public LearningRateSchedule {
  public:
   InverseTimeDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate,
                    bool staircase = false);
+};
+
+// (initial_learning_rate - end_learning_rate) * (1 - step / decay_steps)^power +
+// end_learning_rate, with step capped at decay_steps. With cycle the decay restarts: decay_steps
+// is multiplied by ceil(step / decay_steps) (by 1 at step 0), so the rate jumps back up at each
+// multiple of decay_steps and decays to end_learning_rate over a longer span each time.
+class PolynomialDecay : public LearningRateSchedule {
+ public:
+  PolynomialDecay(double initial_learning_rate, int64_t decay_steps,
+                  double end_learning_rate = 0.0001, double power = 1.0, bool cycle = false);
+};
+
+// SGDR (Loshchilov & Hutter): a cosine from initial_learning_rate down to alpha * it over
+// first_decay_steps, then restarts, period i lasting first_decay_steps * t_mul^i steps and
+// starting from initial_learning_rate * m_mul^i:
+// initial * ((1 - alpha) * 0.5 * m_mul^i * (1 + cos(pi * fraction of period i)) + alpha).
+class CosineDecayRestarts : public LearningRateSchedule {
+ public:
+  CosineDecayRestarts(double initial_learning_rate, int64_t first_decay_steps, double t_mul = 2.0,
+                      double m_mul = 1.0, double alpha = 0.0);
 };
 
 }  // namespace tapeflow::keras::optimizers::schedules

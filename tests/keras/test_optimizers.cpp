@@ -49,16 +49,17 @@ struct Ref {
       const double t = s + 1;
       for (int i = 0; i < 3; ++i) {
         const double g = kGrads[static_cast<size_t>(s)][static_cast<size_t>(i)];
-        if (wd > 0) x[i] = x[i] - x[i] * wd * a;
+        if (wd > 0) x[i] = x[i] - x[i] * f32(wd) * a;  // Keras casts wd through float32
         if (kind == "sgd") {
           if (momentum == 0) {
             x[i] -= g * a;
           } else {
-            m[i] = m[i] * momentum - g * a;
-            x[i] += nesterov ? m[i] * momentum - g * a : m[i];
+            m[i] = m[i] * f32(momentum) - g * a;  // Keras casts momentum through float32
+            x[i] += nesterov ? m[i] * f32(momentum) - g * a : m[i];
           }
         } else if (kind == "adam") {
-          const double alpha = a * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+          // Keras casts the betas to the variable's dtype through float32 (ops.cast).
+          const double alpha = a * std::sqrt(1 - std::pow(f32(b2), t)) / (1 - std::pow(f32(b1), t));
           m[i] += (g - m[i]) * (1 - b1);
           v[i] += (g * g - v[i]) * (1 - b2);
           double vv = v[i];
@@ -174,7 +175,7 @@ TEST_CASE("optimizers: defaults follow Keras", "[keras][cpu]") {
   CHECK(opt::AdamW().name() == "AdamW");
   CHECK(opt::get("adam").name() == "Adam");
   CHECK(opt::get("RMSprop").name() == "RMSprop");
-  TF_REQUIRE_THROWS_CONTAINING(opt::get("adagrad"), tf::InvalidArgumentError, "adagrad");
+  TF_REQUIRE_THROWS_CONTAINING(opt::get("adagradd"), tf::InvalidArgumentError, "adagradd");
   // AdamW's default decay 0.004 against Adam: one step from x = 1 with g = 0.
   opt::Adam adam(0.1);
   opt::AdamW adamw(0.1);
@@ -182,7 +183,7 @@ TEST_CASE("optimizers: defaults follow Keras", "[keras][cpu]") {
   adam.apply_gradients({tf::constant({0.0})}, {a});
   adamw.apply_gradients({tf::constant({0.0})}, {b});
   check_values(a, {1.0});
-  check_values(b, {1.0 - 1.0 * 0.004 * f32(0.1)}, 1e-12, 0);
+  check_values(b, {1.0 - 1.0 * f32(0.004) * f32(0.1)}, 1e-12, 0);
   // exclude_from_weight_decay matches substrings of variable names; mixed dtypes in one call.
   opt::AdamW excl(0.1, 0.5, 0.9, 0.999, 1e-7, false, {.exclude_from_weight_decay = {"bias"}});
   tf::Variable k(tf::constant({2.0}), "dense/kernel"), bias(tf::constant({2.0f}), "dense/bias");
@@ -521,11 +522,12 @@ TEST_CASE("optimizers: mirrored variables get mirrored slots and the replica pat
           const double g = 3 * kGrads[static_cast<size_t>(s)][static_cast<size_t>(i)];
           const double a = f32(is_sgd ? 0.1 : 0.01);
           if (is_sgd) {
-            m[static_cast<size_t>(i)] = m[static_cast<size_t>(i)] * 0.9 - g * a;
+            m[static_cast<size_t>(i)] = m[static_cast<size_t>(i)] * f32(0.9) - g * a;
             x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
           } else {
             const double t = s + 1;
-            const double alpha = a * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+            const double alpha =
+                a * std::sqrt(1 - std::pow(f32(0.999), t)) / (1 - std::pow(f32(0.9), t));
             m[static_cast<size_t>(i)] += (g - m[static_cast<size_t>(i)]) * 0.1;
             v[static_cast<size_t>(i)] += (g * g - v[static_cast<size_t>(i)]) * (1 - 0.999);
             x[static_cast<size_t>(i)] -=
