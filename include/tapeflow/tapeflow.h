@@ -18,6 +18,7 @@
 #include "keras/callbacks.h"
 #include "keras/checkpoint.h"
 #include "keras/layers.h"
+#include "keras/layers_misc.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/losses.h"
