@@ -256,6 +256,11 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
                  "(expected -1 or [0, {}])",
                  i, size[i], i, x.shape().to_string(), i, b, d - b);
   }
+  // In a graph for None dimensions a -1 stays -1 (to the end, whatever the size when the graph
+  // runs), so slicing everything of a None batch does not bake the traced batch size in.
+  if (detail::open_shapes())
+    for (int i = 0; i < r; ++i)
+      if (size[i] == -1) sz[i] = -1;
   return detail::dispatch(prims::Slice(begin, std::move(sz)), {x});
 }
 
@@ -450,11 +455,15 @@ void Slice::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   TF_CHECK_ARG(begin.size() == static_cast<size_t>(r) && size.size() == static_cast<size_t>(r),
                name(), "begin {} and size {} need one entry per dimension of shape {}",
                detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
-  for (int i = 0; i < r; ++i)
-    TF_CHECK_ARG(begin[i] >= 0 && size[i] >= 0 && size[i] <= x.shape()[i] - begin[i], name(),
+  TensorShape o;
+  for (int i = 0; i < r; ++i) {
+    const int64_t n = size[i] == -1 ? x.shape()[i] - begin[i] : size[i];
+    TF_CHECK_ARG(begin[i] >= 0 && n >= 0 && n <= x.shape()[i] - begin[i], name(),
                  "begin {} and size {} are out of bounds for shape {}",
                  detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
-  out[0] = {TensorShape(size), x.dtype()};
+    o.push_back(n);
+  }
+  out[0] = {o, x.dtype()};
 }
 std::string Slice::attributes() const {
   return fmt::format("begin={}, size={}", detail::vec_to_string(begin),
@@ -571,7 +580,7 @@ uint32_t Slice::vjp_saves() const { return 0; }
 std::vector<Tensor> Slice::vjp(Span p, Span cts, std::span<const int>, Span) const {
   std::vector<std::pair<int64_t, int64_t>> paddings;
   for (int d = 0; d < p[0].rank(); ++d)
-    paddings.emplace_back(begin[d], p[0].shape()[d] - begin[d] - size[d]);
+    paddings.emplace_back(begin[d], size[d] == -1 ? 0 : p[0].shape()[d] - begin[d] - size[d]);
   return {pad(cts[0], paddings)};
 }
 
@@ -590,9 +599,13 @@ std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, 
 
 uint32_t Pad::vjp_saves() const { return 0; }
 std::vector<Tensor> Pad::vjp(Span p, Span cts, std::span<const int>, Span) const {
-  std::vector<int64_t> b;
-  for (const auto& pd : paddings) b.push_back(pd.first);
-  return {slice(cts[0], b, p[0].shape().dims())};
+  // -1 (to the end) where nothing was padded after: a graph for a None batch keeps it open.
+  std::vector<int64_t> b, s = p[0].shape().dims();
+  for (size_t d = 0; d < paddings.size(); ++d) {
+    b.push_back(paddings[d].first);
+    if (paddings[d].second == 0) s[d] = -1;
+  }
+  return {slice(cts[0], b, s)};
 }
 
 // Rows gathered several times sum their cotangents: a segment sum over the gather axis.

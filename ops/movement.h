@@ -74,7 +74,8 @@ struct BroadcastTo final : PrimitiveBase<BroadcastTo> {
   std::string attributes() const override { return "shape=" + shape.to_string(); }
 };
 
-// begin and size resolved by the frontend (no -1): 0 <= begin[i] <= begin[i] + size[i] <= dim.
+// begin and size resolved by the frontend: 0 <= begin[i] <= begin[i] + size[i] <= dim, or
+// size[i] = -1 (to the end, resolved by infer) in a graph traced for None dimensions.
 struct Slice final : PrimitiveBase<Slice> {
   std::vector<int64_t> begin, size;
   Slice(std::vector<int64_t> b, std::vector<int64_t> s) : begin(std::move(b)), size(std::move(s)) {}

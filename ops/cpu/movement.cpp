@@ -452,7 +452,7 @@ void BroadcastTo::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) co
 }
 
 void Slice::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
-  box_copy(in[0].shape(), begin, size, dtype_size(in[0].dtype()),
+  box_copy(in[0].shape(), begin, out[0].shape().dims(), dtype_size(in[0].dtype()),
            static_cast<char*>(in[0].raw_data()), static_cast<char*>(out[0].raw_data()), true);
 }
 

@@ -664,7 +664,7 @@ void Slice::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   b.rank = x.rank();
   int64_t start = 0;
   for (int i = 0; i < b.rank; ++i) {
-    b.size[i] = size[i];
+    b.size[i] = out[0].shape()[i];  // size with its -1 entries resolved
     b.ss[i] = xs[i];
     start += begin[i] * xs[i];
   }
