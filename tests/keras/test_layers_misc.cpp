@@ -1239,3 +1239,51 @@ TEST_CASE("the constructor spellings of docs/keras.md configure the misc layers"
   // Keras' cropping of the whole width is refused: Cropping2D({2, 4}) on 8 columns.
   tf::testing::require_error([&] { (void)Cropping2D({2, 4})(img); }, {"(Cropping2D)"});
 }
+
+TEST_CASE("one trace of the misc layers serves every batch size", "[cpu][keras]") {
+  struct Case {
+    tf::keras::Layer layer;
+    tf::TensorShape example;
+    bool training;
+  };
+  const std::vector<Case> cases = {
+      {layers::ZeroPadding1D({1, 2}), {6, 4}, false},
+      {layers::ZeroPadding2D({{1, 0}, {0, 2}}), {3, 3, 2}, false},
+      {layers::Cropping1D({1, 2}), {6, 4}, false},
+      {layers::Cropping2D({{1, 0}, {0, 1}}), {3, 3, 2}, false},
+      {layers::LeakyReLU(), {6, 4}, false},
+      {layers::ELU(0.5), {6, 4}, false},
+      {layers::PReLU({.alpha_initializer = "random_normal"}), {6, 4}, false},
+      {layers::Permute({2, 1}), {6, 4}, false},
+      {layers::RepeatVector(3), {4}, false},
+      {layers::UpSampling1D(2), {6, 4}, false},
+      {layers::SpatialDropout1D(0.5), {6, 4}, true},
+      {layers::SpatialDropout2D(0.5), {3, 3, 2}, true},
+      {layers::GaussianNoise(0.5), {6, 4}, true},
+      {layers::GaussianDropout(0.5), {6, 4}, true},
+      {layers::ActivityRegularization(0.1, 0.1), {6, 4}, false},
+      {layers::GroupNormalization(2), {6, 4}, false},
+      {layers::UnitNormalization(), {6, 4}, false},
+      {layers::TimeDistributed(layers::Dense(3)), {6, 4}, false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.layer.class_name());
+    tf::TensorShape sig({tf::None});
+    for (int64_t d : c.example.dims()) sig.push_back(d);
+    auto f = tf::function(
+        [&](tf::Tensor x) {
+          tf::GradientTape tape;
+          tape.watch(x);
+          tf::Tensor loss = tf::reduce_sum(tf::square(c.layer(x, c.training)));
+          for (const tf::Tensor& l : c.layer.losses()) loss = loss + l;
+          return tape.gradient(loss, x);
+        },
+        tf::FunctionOptions{.input_signature = {tf::TensorSpec(sig)}});
+    for (int64_t n : {3, 5, 2}) {
+      tf::TensorShape s({n});
+      for (int64_t d : c.example.dims()) s.push_back(d);
+      CHECK(f(tf::random::normal(s, 0, 1, tf::float32, n)).shape() == s);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
