@@ -4,7 +4,10 @@
 // gradients on the same inputs and weights (layer(x) in Python, and tf.GradientTape gradients of
 // sum(y * cos(0.3 i))), float64 finite differences, output shapes with a None batch, weight
 // names, traced functions with a None batch, and every device.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <set>
 #include <string>
@@ -1286,4 +1289,49 @@ TEST_CASE("one trace of the misc layers serves every batch size", "[cpu][keras]"
     }
     CHECK(f.tracing_count() == 1);
   }
+}
+
+TEST_CASE("the misc layers in a Sequential: summary and a save_weights round trip",
+          "[cpu][keras]") {
+  auto make = [] {
+    return K::Sequential(
+        {layers::TimeDistributed(layers::Dense(4)), layers::PReLU({.shared_axes = {1}}),
+         layers::GroupNormalization({.groups = 2,
+                                     .beta_initializer = "random_normal",
+                                     .gamma_initializer = "random_uniform"}),
+         layers::ZeroPadding1D(1), layers::Cropping1D({0, 1}), layers::Flatten(), layers::Dense(1)},
+        "misc");
+  };
+  K::Sequential model = make();
+  const tf::Tensor x = tf::random::normal({3, 5, 2}, 0, 1, tf::float32, 5);
+  const tf::Tensor y = model(x);
+  CHECK(y.shape() == tf::TensorShape({3, 1}));
+  // Keras 3.15.1's output shapes and parameter counts for this stack.
+  const std::vector<std::pair<std::string, int64_t>> keras_rows = {
+      {"(None, 5, 4)", 12}, {"(None, 5, 4)", 4}, {"(None, 5, 4)", 8}, {"(None, 7, 4)", 0},
+      {"(None, 6, 4)", 0},  {"(None, 24)", 0},   {"(None, 1)", 25}};
+  const auto stack = model.layers();
+  REQUIRE(stack.size() == keras_rows.size());
+  const std::string s = model.summary_string();
+  for (size_t i = 0; i < stack.size(); ++i) {
+    CAPTURE(i, stack[i].name(), s);
+    CHECK(stack[i].output_shape().to_string() == keras_rows[i].first);
+    CHECK(stack[i].count_params() == keras_rows[i].second);
+    CHECK(s.find(stack[i].name()) != std::string::npos);
+  }
+  const auto names = weight_names(model);
+  CHECK(names == std::vector<std::string>{"time_distributed/dense/kernel",
+                                          "time_distributed/dense/bias", "p_re_lu/alpha",
+                                          "group_normalization/gamma", "group_normalization/beta",
+                                          "dense/kernel", "dense/bias"});
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tapeflow_layers_misc_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "w.safetensors").string();
+  model.save_weights(path);
+  K::Sequential copy = make();
+  CHECK(vals(copy(x)) != vals(y));
+  copy.load_weights(path);
+  check_values(copy(x), vals(y), 0, 0);
+  std::filesystem::remove_all(dir);
 }
