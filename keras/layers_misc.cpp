@@ -354,10 +354,11 @@ class NoiseImpl final : public LayerImpl {
     if (kind_ == Kind::kSpatial2D) spatial_axes.push_back(2);
     Tensor u;
     if (::tapeflow::detail::open_shapes()) {
-      // The shape of the mask is read from a (b, 1, [1,] c) tensor when the graph runs.
+      // The shape of the mask is read from a (b, 1, [1,] c) tensor when the graph runs (a sum
+      // the tapes do not record: the mask is no function of x).
       ::tapeflow::detail::PauseTapes pause;
-      u = ::tapeflow::detail::random_uniform_like(stop_gradient(reduce_sum(x, spatial_axes, true)),
-                                                  0.0, 1.0, x.dtype(), seed_);
+      u = ::tapeflow::detail::random_uniform_like(reduce_sum(x, spatial_axes, true), 0.0, 1.0,
+                                                  x.dtype(), seed_);
     } else {
       TensorShape ms = x.shape();
       for (int a : spatial_axes) ms[a] = 1;
