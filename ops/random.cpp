@@ -162,6 +162,21 @@ Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DTy
   const Tensor in[1] = {like};
   return dispatch(prim, in);
 }
+Tensor random_normal_like(const Tensor& like, double mean, double stddev, DType dtype,
+                          std::optional<int64_t> seed) {
+  if (!thread_context().open_shapes) return random::normal(like.shape(), mean, stddev, dtype, seed);
+  TF_CHECK_ARG(is_floating(dtype), "random_normal", "random_normal_like takes float dtypes, got {}",
+               dtype_name(dtype));
+  TF_CHECK_ARG(stddev >= 0 && std::isfinite(mean) && std::isfinite(stddev), "random_normal",
+               "needs a finite mean and a finite, non-negative stddev, got mean {} and stddev {}",
+               mean, stddev);
+  const auto [k, k2] = resolve_random_seeds(seed);
+  prims::RandomNormal prim(TensorShape{}, dtype, mean, stddev, k, k2);
+  prim.like = true;
+  if (thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
+  const Tensor in[1] = {like};
+  return dispatch(prim, in);
+}
 }  // namespace detail
 
 namespace prims {

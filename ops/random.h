@@ -50,6 +50,9 @@ std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_see
 // random::uniform(like.shape(), ...) whose shape is read from `like` when it runs.
 Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DType dtype,
                            std::optional<int64_t> seed);
+// random::normal(like.shape(), ...) whose shape is read from `like` when it runs.
+Tensor random_normal_like(const Tensor& like, double mean, double stddev, DType dtype,
+                          std::optional<int64_t> seed);
 // The seed set by tf::random::set_seed, if any (reading it advances no stream).
 std::optional<int64_t> global_random_seed();
 // TF's DEFAULT_GRAPH_SEED, used with an op seed when no global seed is set.

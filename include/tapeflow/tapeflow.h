@@ -21,6 +21,7 @@
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
 #include "keras/layers_merge.h"
+#include "keras/layers_misc.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/losses.h"
