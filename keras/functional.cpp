@@ -406,7 +406,10 @@ std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs,
       for (size_t i : s.in) list.push_back(values[i]);
       values[s.out] = s.merge->invoke_list(list);
     } else {
-      values[s.out] = s.layer(values[s.in[0]], s.training.value_or(training));
+      // Keras 3 passes the model's training flag to every layer whenever it is given, over a
+      // flag pinned at the layer's call (fit trains a layer pinned to false); a C++ call has no
+      // "not given", so the model's false (the default) leaves a pinned true in force.
+      values[s.out] = s.layer(values[s.in[0]], training || s.training.value_or(false));
     }
     // A value no later step reads could be dropped here; models are small enough to keep all.
   }
@@ -448,8 +451,9 @@ std::vector<Tensor> FunctionalImpl::call_all(const std::vector<Tensor>& inputs, 
 
 // ---- Input, the symbolic layer call, the Model constructors ----
 
-KerasTensor Input(const std::vector<int64_t>& shape, DType dtype, std::string name,
-                  std::optional<int64_t> batch_size) {
+KerasTensor Input(const std::vector<int64_t>& shape, std::optional<DType> dtype_or_floatx,
+                  std::string name, std::optional<int64_t> batch_size) {
+  const DType dtype = dtype_or_floatx.value_or(backend::floatx());
   TensorShape s;
   TF_CHECK_ARG(!batch_size || *batch_size > 0, "Input", "batch_size must be positive, got {}",
                batch_size.value_or(0));

@@ -11,7 +11,7 @@
 // builds the layer for that shape (as Sequential builds its layers) and records the call; a
 // layer called twice is one layer with one set of weights (Keras' shared layers). Model(inputs,
 // outputs) walks the calls back from the outputs and runs them in topological order on every
-// call of the model, with the model's training flag unless a call pinned its own.
+// call of the model, with the model's training flag (a call that pinned true stays in training).
 //
 // Differences from Keras: inputs and outputs are single tensors or flat lists (no dicts or
 // nested structures); layers take one input, merge layers (keras/layers_merge.h) a list; a
@@ -63,10 +63,11 @@ class KerasTensor {
 };
 
 // Keras' Input: a symbolic model input of `shape` (without the batch dimension; tf::None for an
-// unknown size) and `dtype`, made by a new InputLayer named `name` (automatic names:
-// "input_layer", "input_layer_1", ...). `batch_size` fixes the batch dimension.
-KerasTensor Input(const std::vector<int64_t>& shape, DType dtype = float32, std::string name = "",
-                  std::optional<int64_t> batch_size = std::nullopt);
+// unknown size) and `dtype` (default backend::floatx(), as Keras), made by a new InputLayer
+// named `name` (automatic names: "input_layer", "input_layer_1", ...). `batch_size` fixes the
+// batch dimension.
+KerasTensor Input(const std::vector<int64_t>& shape, std::optional<DType> dtype = std::nullopt,
+                  std::string name = "", std::optional<int64_t> batch_size = std::nullopt);
 
 namespace detail {
 

@@ -57,8 +57,9 @@ class Layer : public Trackable {
   // training behaviour.
   Tensor operator()(const Tensor& x, bool training = false) const;
   // The functional API (keras/functional.h): calls the layer on a symbolic input, building it
-  // for that shape, and returns the symbolic output. `training`, when given, pins the flag for
-  // this call in the model; otherwise the model's call passes its own.
+  // for that shape, and returns the symbolic output. The model passes its training flag to the
+  // layer, as Keras 3 passes a given one; `training = true` keeps this call in training mode
+  // when the model's flag is false (a C++ call cannot leave the flag out, as Keras' can).
   KerasTensor operator()(const KerasTensor& x, std::optional<bool> training = std::nullopt) const;
 
   bool defined() const { return impl_ != nullptr; }

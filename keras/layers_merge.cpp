@@ -297,10 +297,11 @@ class DotImpl final : public MergeImpl {
     if (b < 0) b += rank_b;
     return {a, b};
   }
-  // x / sqrt(max(sum(x^2), 1e-12)) along `axis` (tf.math.l2_normalize's epsilon).
+  // Keras 3's ops.normalize(x, axis) with its default epsilon (backend.epsilon(), 1e-7):
+  // x * min(rsqrt(sum(x^2)), 1 / epsilon) along `axis`.
   static Tensor l2_normalize(const Tensor& x, int axis) {
     const Tensor ss = reduce_sum(square(x), axis, true);
-    return multiply(x, rsqrt(maximum(ss, cast(Tensor(1e-12), x.dtype()))));
+    return multiply(x, minimum(rsqrt(ss), cast(Tensor(1e7), x.dtype())));
   }
 
   std::pair<int, int> axes_;

@@ -503,6 +503,33 @@ TEST_CASE("functional: a pinned training flag and the model's flag reach Dropout
   tf::testing::check_close(free(x, false), x, 0, 0);
   CHECK(tf::reduce_min(free(x, true)).item<float>() == 0.0f);
   CHECK(tf::reduce_min(pinned(x, false)).item<float>() == 0.0f);
+  CHECK(tf::reduce_min(pinned(x, true)).item<float>() == 0.0f);
+  // Keras 3.15: a call pinned to training=False still drops when the model trains (fit passes
+  // training=True to every layer): Dropout(0.5)(inp, training=False) in m(x, training=True)
+  // zeroed 518 of 1000 values.
+  K::Model frozen(in, L::Dropout(0.5)(in, false));
+  tf::testing::check_close(frozen(x, false), x, 0, 0);
+  CHECK(tf::reduce_min(frozen(x, true)).item<float>() == 0.0f);
+}
+
+TEST_CASE("functional: Input takes floatx and Dot normalizes with Keras' epsilon",
+          "[cpu][keras][functional]") {
+  K::backend::set_floatx(tf::float64);
+  const auto in = K::Input({3});
+  L::Activation linear("linear");  // a float64 layer
+  K::backend::set_floatx(tf::float32);
+  CHECK(in.dtype() == tf::float64);
+  CHECK(K::Input({3}).dtype() == tf::float32);
+  // The model casts a float32 input to its Input's float64, which the layer keeps.
+  K::Model id(in, linear(in));
+  CHECK(id(tf::ones({2, 3})).dtype() == tf::float64);
+  // Keras 3.15: Dot(axes=1, normalize=True)([[1e-7, 0, 0]], [[1, 0, 0]]) is [[1.0]]: the
+  // inverse norm is capped at 1 / backend.epsilon() = 1e7 (a floor of 1e-12 on the sum of
+  // squares, tf.math.l2_normalize's, gives 0.1).
+  const tf::Tensor a = tf::constant({{1e-7f, 0.0f, 0.0f}}), b = tf::constant({{1.0f, 0.0f, 0.0f}});
+  tf::testing::check_values(L::Dot(1, true)({a, b}), {1.0}, 1e-6);
+  // A zero row: the cap gives 0 (not NaN).
+  tf::testing::check_values(L::Dot(1, true)({tf::zeros({1, 3}), b}), {0.0}, 0);
 }
 
 TEST_CASE("functional: errors name the tensors layers and shapes as Keras does",
