@@ -629,8 +629,8 @@ AttentionRequest mha_request(const Tensor& query, const Tensor& value,
   r.attention_mask = a.attention_mask;
   r.query_mask = a.query_mask;
   r.value_mask = a.value_mask;
-  // Keras ignores the key's mask when there is no separate key.
-  r.key_mask = a.key.defined() ? a.key_mask : Tensor();
+  // Keras 3.15 applies key_mask whether or not a separate key is given (the key is the value).
+  r.key_mask = a.key_mask;
   r.use_causal_mask = a.use_causal_mask;
   r.want_scores = want_scores;
   return r;

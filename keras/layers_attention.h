@@ -63,7 +63,7 @@ struct MultiHeadAttentionCall {
   Tensor attention_mask = {};  // (batch, T, S), or any shape that broadcasts to it
   // Keras' masks of the inputs (what masking layers attach): (batch, T), (batch, S), (batch, S).
   // In Keras the query's mask is read off the query tensor (an explicit query_mask argument is
-  // ignored); here it is passed. key_mask counts only with a separate key, as Keras'.
+  // ignored); here it is passed. key_mask applies without a separate key too, as Keras'.
   Tensor query_mask = {};
   Tensor value_mask = {};
   Tensor key_mask = {};

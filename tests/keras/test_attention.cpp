@@ -2114,6 +2114,22 @@ TEST_CASE("attention layers: fully masked rows as Keras 3.15", "[cpu][keras]") {
   }
 }
 
+TEST_CASE("MultiHeadAttention: key_mask applies without a separate key as Keras 3.15",
+          "[cpu][keras]") {
+  // Keras 3.15: MultiHeadAttention(1, 2)(q, q, key_mask=[[True, False]],
+  // return_attention_scores=True) gives scores [[1, 0], [1, 0]] for any weights (one position
+  // left), and the same as with key=q given.
+  layers::MultiHeadAttention mha(1, 2);
+  const tf::Tensor q = input({1, 2, 2}, 7);
+  const tf::Tensor key_mask = bool_tensor({1, 0}, {1, 2});
+  const auto without_key = mha.call_with_scores(q, q, {.key_mask = key_mask});
+  tf::testing::check_values(without_key.scores, {1, 0, 1, 0}, 0);
+  const auto with_key = mha.call_with_scores(q, q, {.key = q, .key_mask = key_mask});
+  tf::testing::check_close(without_key.output, with_key.output, 0, 0);
+  const auto unmasked = mha.call_with_scores(q, q);
+  CHECK(vals(unmasked.scores)[1] > 0.0);
+}
+
 TEST_CASE("attention layers: a traced call equals the eager one", "[cpu][cuda][keras]") {
   for (const tf::Device& device : tf::testing::devices_under_test()) {
     CAPTURE(device.to_string());
