@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/call_request.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
 #include "ops/factory.h"
@@ -42,28 +43,7 @@ struct AttentionRequest {
   Tensor scores;  // out
   bool served = false;
 };
-thread_local std::vector<AttentionRequest*> t_requests;
-
-class RequestScope {
- public:
-  explicit RequestScope(AttentionRequest* r) { t_requests.push_back(r); }
-  ~RequestScope() { t_requests.pop_back(); }
-  RequestScope(const RequestScope&) = delete;
-  RequestScope& operator=(const RequestScope&) = delete;
-};
-
-// The innermost unserved request for `layer` on this thread, or null (a plain call: self-
-// attention). take() marks it served (the call's); peek() leaves it (the build's).
-AttentionRequest* peek_request(const LayerImpl* layer) {
-  for (auto it = t_requests.rbegin(); it != t_requests.rend(); ++it)
-    if ((*it)->layer == layer && !(*it)->served) return *it;
-  return nullptr;
-}
-AttentionRequest* take_request(const LayerImpl* layer) {
-  AttentionRequest* r = peek_request(layer);
-  if (r) r->served = true;
-  return r;
-}
+using Requests = detail::CallRequests<AttentionRequest>;
 
 // Invokes `layer` on `query` with the request's extra inputs; {output, scores}.
 layers::AttentionOutputs invoke_with(const std::shared_ptr<LayerImpl>& layer, const Tensor& query,
@@ -71,7 +51,7 @@ layers::AttentionOutputs invoke_with(const std::shared_ptr<LayerImpl>& layer, co
   request.layer = layer.get();
   Tensor output;
   {
-    RequestScope scope(&request);
+    Requests::Scope scope(&request);
     output = layer->invoke(query, training);
   }
   TF_CHECK_T(InternalError, request.served, layer->name().c_str(),
@@ -271,7 +251,7 @@ class MultiHeadAttentionImpl final : public LayerImpl {
 
  protected:
   void build(const TensorShape& qs) override {
-    const AttentionRequest* r = peek_request(this);
+    const AttentionRequest* r = Requests::peek(this);
     const TensorShape vs = r ? r->value_shape : qs;
     const TensorShape ks = r ? r->key_shape : vs;
     const char* names[] = {"query", "value", "key"};
@@ -369,7 +349,7 @@ class MultiHeadAttentionImpl final : public LayerImpl {
 };
 
 Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
-  AttentionRequest* r = take_request(this);
+  AttentionRequest* r = Requests::take(this);
   const std::string& n = name_;
   Tensor value = r ? r->value : query;
   Tensor key = r && r->key.defined() ? r->key : value;
@@ -500,7 +480,7 @@ class DotAttentionImpl final : public LayerImpl {
     TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
                  "layer \"{}\" ({}) needs a query of shape (batch, Tq, dim), got shape {}", name_,
                  class_name_, dims_str(s));
-    const AttentionRequest* r = peek_request(this);
+    const AttentionRequest* r = Requests::peek(this);
     TensorShape o = s;
     if (r && r->value_shape.rank() == 3) o[2] = r->value_shape[2];
     return o;
@@ -536,7 +516,7 @@ class DotAttentionImpl final : public LayerImpl {
 };
 
 Tensor DotAttentionImpl::call(const Tensor& query, bool training) {
-  AttentionRequest* r = take_request(this);
+  AttentionRequest* r = Requests::take(this);
   const std::string& n = name_;
   Tensor value = r ? r->value : query;
   Tensor key = r && r->key.defined() ? r->key : value;
@@ -688,7 +668,7 @@ void MultiHeadAttention::build(const TensorShape& query_shape, const TensorShape
   r.layer = &m;
   r.value_shape = value_shape;
   r.key_shape = key_shape.value_or(value_shape);
-  RequestScope scope(&r);
+  Requests::Scope scope(&r);
   m.ensure_built(query_shape);
 }
 int64_t MultiHeadAttention::num_heads() const {

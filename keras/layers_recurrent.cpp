@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "keras/call_request.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -63,25 +64,7 @@ struct StateRequest {
   std::vector<Tensor> states;
   bool served = false;
 };
-thread_local std::vector<StateRequest*> t_requests;
-
-class RequestScope {
- public:
-  explicit RequestScope(StateRequest* r) { t_requests.push_back(r); }
-  ~RequestScope() { t_requests.pop_back(); }
-  RequestScope(const RequestScope&) = delete;
-  RequestScope& operator=(const RequestScope&) = delete;
-};
-
-// The innermost unserved request for `layer` on this thread, or null (a plain call).
-StateRequest* take_request(const LayerImpl* layer) {
-  for (auto it = t_requests.rbegin(); it != t_requests.rend(); ++it)
-    if ((*it)->layer == layer && !(*it)->served) {
-      (*it)->served = true;
-      return *it;
-    }
-  return nullptr;
-}
+using Requests = detail::CallRequests<StateRequest>;
 
 // Reverses the time axis (1) of a (batch, timesteps, units) tensor.
 Tensor reverse_time(const Tensor& y) {
@@ -157,7 +140,7 @@ class RecurrentImpl final : public LayerImpl {
     require_rank_and_channels(s, 3, features_);
   }
   Tensor call(const Tensor& x, bool training) override {
-    StateRequest* request = take_request(this);
+    StateRequest* request = Requests::take(this);
     static const std::vector<Tensor> kNone;
     auto [output, states] = run_sequence(x, request ? *request->initial : kNone, training);
     if (request) request->states = std::move(states);
@@ -380,7 +363,7 @@ class BidirectionalImpl final : public LayerImpl {
     forward_->validate_input(s);
   }
   Tensor call(const Tensor& x, bool training) override {
-    StateRequest* request = take_request(this);
+    StateRequest* request = Requests::take(this);
     std::vector<Tensor> fw_init, bw_init;
     if (request && !request->initial->empty()) {
       const auto& init = *request->initial;
@@ -535,7 +518,7 @@ std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& im
       .layer = impl.get(), .initial = &initial_state, .states = {}, .served = false};
   Tensor output;
   {
-    RequestScope scope(&request);
+    Requests::Scope scope(&request);
     output = impl->invoke(x, training);
   }
   TF_CHECK_T(InternalError, request.served, impl->name().c_str(),
