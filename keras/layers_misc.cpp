@@ -507,19 +507,28 @@ class GroupNormImpl final : public LayerImpl {
       if (i > 0) rest *= s[i];
     }
     g[0] = batch_dim(s, rest);
-    const Tensor xg = reshape(x, g);
+    // As Keras: float16 and bfloat16 are normalised in float32 (a squared deviation above
+    // about 256 overflows float16) and the result cast back.
+    const DType dt = x.dtype();
+    const bool half = dt == float16 || dt == bfloat16;
+    const Tensor xg = half ? cast(reshape(x, g), float32) : reshape(x, g);
+    const auto weight = [&](const Variable& v) {
+      const Tensor w = reshape(v.value(), bshape);
+      return w.dtype() == xg.dtype() ? w : cast(w, xg.dtype());
+    };
     std::vector<int> axes;
     for (int i = 1; i <= rank_; ++i)
       if (i != axis_) axes.push_back(i);
     const Tensor mean = reduce_mean(xg, axes, true);
     const Tensor var = reduce_mean(square(xg - stop_gradient(mean)), axes, true);
     Tensor inv = rsqrt(var + o_.epsilon);
-    if (o_.scale) inv = inv * reshape(gamma_.value(), bshape);
+    if (o_.scale) inv = inv * weight(gamma_);
     Tensor shift = -(mean * inv);
-    if (o_.center) shift = shift + reshape(beta_.value(), bshape);
+    if (o_.center) shift = shift + weight(beta_);
     TensorShape out = s;
     out[0] = batch_dim(s, rest);
-    return reshape(xg * inv + shift, out);
+    const Tensor y = reshape(xg * inv + shift, out);
+    return half ? cast(y, dt) : y;
   }
 
  private:

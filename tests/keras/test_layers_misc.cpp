@@ -1335,3 +1335,21 @@ TEST_CASE("the misc layers in a Sequential: summary and a save_weights round tri
   check_values(copy(x), vals(y), 0, 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("GroupNormalization normalises float16 in float32 as Keras", "[cpu][cuda][keras]") {
+  // Deviations of about 1000: their squares overflow float16 (65504), which made rsqrt(var) 0
+  // and the output beta alone before the float32 upcast (Keras: result_type(dtype, float32)).
+  const std::vector<float> v = {1000, -1000, 500, -250, 0, 800, -600, 100};
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    layers::GroupNormalization full(2);
+    const tf::Tensor want = full(tf::constant(v, {2, 4}));
+    tf::keras::backend::set_floatx(tf::float16);
+    layers::GroupNormalization half(2);
+    tf::keras::backend::set_floatx(tf::float32);
+    const tf::Tensor got = half(tf::cast(tf::constant(v, {2, 4}), tf::float16));
+    CHECK(got.dtype() == tf::float16);
+    tf::testing::check_close(tf::cast(got, tf::float32), want, 2e-3, 2e-3);
+  }
+}
