@@ -276,13 +276,15 @@ TEST_CASE("optimizers more: 4 steps match Keras 3.15 in float32 and float64", "[
             check_values(x.value(), want, 1e-6, 1e-8);
           else
             check_values(x.value(), want, 1e-13, 1e-15);
-          // On the CPU the same roundings as Keras': bit-identical, but for Ftrl in float64,
-          // whose pow(n, 0.5) differs from TF's in the last bit and whose (clip(linear) -
-          // linear) cancels (up to 73 ulps seen). A GPU's pow, sqrt and divide may differ by
-          // an ulp, which the tolerances above allow.
+          // On the CPU the same roundings as Keras': bit-identical where this was written (an
+          // AVX2 and an AVX-512 machine), but for Ftrl in float64, whose pow(n, 0.5) differs
+          // from TF's in the last bit and whose (clip(linear) - linear) cancels (up to 73 ulps
+          // seen). 4 ulps leave room for a C library whose pow or exp picks another code path
+          // on another CPU, while a different order of operations still shows. A GPU's pow,
+          // sqrt and divide may differ by an ulp, which the tolerances above allow.
           if (!device.is_gpu()) {
             const bool ftrl64 = dtype == tf::float64 && c.label.rfind("Ftrl", 0) == 0;
-            CHECK(max_ulps(x.value(), want) <= (ftrl64 ? 256 : 0));
+            CHECK(max_ulps(x.value(), want) <= (ftrl64 ? 256 : 4));
           }
         }
         CHECK(o.iterations().value().item<int64_t>() == 4);
