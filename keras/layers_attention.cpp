@@ -447,13 +447,19 @@ Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
         training && o_.dropout > 0.0 ? nn::dropout(scores, o_.dropout, o_.seed) : scores;
     out = einsum(combine_equation_, p, v);  // (B, ..., N, value_dim)
   } else {
-    // Keras' fused path (ops.dot_product_attention, (batch, T, dim) inputs): the logits scaled
-    // after the product, masked positions -0.7 * 3.38953e38 (-0.7 * 65500 in float16), no
-    // zeroing after the softmax, so a fully masked row averages the values uniformly.
-    Tensor logits = einsum("abcd,aecd->acbe", q, k) * Tensor(scale);
-    if (mask.defined())
-      logits = where(mask, logits, Tensor(dtype_ == float16 ? 65500.0 * -0.7 : 3.38953e38 * -0.7));
-    out = einsum("acbe,aecd->abcd", nn::softmax(logits, -1), v);
+    // Keras' fused path (ops.dot_product_attention, (batch, T, dim) inputs): the logits cast
+    // to float32 for float16 and bfloat16 (result_type(dtype, float32)), scaled after the
+    // product, masked positions -0.7 * 3.38953e38, the softmax in that precision and cast back;
+    // no zeroing after the softmax, so a fully masked row averages the values uniformly.
+    const DType dt = q.dtype();
+    const bool half = dt == float16 || dt == bfloat16;
+    Tensor logits = einsum("abcd,aecd->acbe", q, k);
+    if (half) logits = cast(logits, float32);
+    logits = logits * Tensor(scale);
+    if (mask.defined()) logits = where(mask, logits, Tensor(3.38953e38 * -0.7));
+    Tensor probs = nn::softmax(logits, -1);
+    if (half) probs = cast(probs, dt);
+    out = einsum("acbe,aecd->abcd", probs, v);
   }
   if (r) r->scores = scores;
   return output_->invoke(out, training);

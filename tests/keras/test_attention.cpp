@@ -2428,3 +2428,32 @@ TEST_CASE("a transformer block with MultiHeadAttention learns a sequence task", 
   CHECK(loss.back() < 0.05 * loss.front());
   CHECK(model.trainable_variables().size() == 2 + 8 + 2 + 2 + 4 + 2);
 }
+
+TEST_CASE("MultiHeadAttention in float16 computes the softmax in float32 as Keras 3.15",
+          "[cpu][cuda][keras]") {
+  // Keras' fused path casts float16 logits to float32 (result_type(dtype, float32)), masks them
+  // with -0.7 * 3.38953e38, takes the softmax there and casts the probabilities back. A float16
+  // layer with a float32 layer's weights then agrees with it to float16's precision, a fully
+  // masked row included.
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    layers::MultiHeadAttention full(2, 3);
+    tf::keras::backend::set_floatx(tf::float16);
+    layers::MultiHeadAttention half(2, 3);
+    tf::keras::backend::set_floatx(tf::float32);
+    const tf::Tensor q = tf::cast(input({kB, kT, 4}, 11), tf::float32) * 4.0f;
+    const tf::Tensor v = tf::cast(input({kB, kS, 4}, 12), tf::float32) * 4.0f;
+    const tf::Tensor mask = bool_tensor({1, 1, 0, 1, 0, 0, 0, 0}, {kB, 1, kS});
+    (void)full(q, v);
+    (void)half(tf::cast(q, tf::float16), tf::cast(v, tf::float16));
+    std::vector<tf::Tensor> w;
+    for (const tf::Tensor& t : full.get_weights()) w.push_back(tf::cast(t, tf::float16));
+    half.set_weights(w);
+    const tf::Tensor want = full(q, v, {.attention_mask = mask});
+    const tf::Tensor got =
+        half(tf::cast(q, tf::float16), tf::cast(v, tf::float16), {.attention_mask = mask});
+    CHECK(got.dtype() == tf::float16);
+    tf::testing::check_close(tf::cast(got, tf::float32), want, 2e-2, 2e-2);
+  }
+}
