@@ -1,6 +1,7 @@
 // Input pipelines over a Fashion-MNIST-sized source (60000 x 28 x 28 uint8 images and 60000
 // uint8 labels, synthetic so that the benchmark needs no dataset files): one full epoch per
-// iteration, batched by 32, with and without shuffle, prefetch and a per-element map; plus
+// iteration, batched by 32, with and without shuffle, prefetch and a per-element map (also on
+// several threads); plus
 // reading the real IDX files when the Debian package's files are installed.
 //
 //   OMP_NUM_THREADS=2 ./bench_data --benchmark_repetitions=5 \
@@ -16,6 +17,7 @@
 
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
 
@@ -78,6 +80,18 @@ void BM_ShuffleBatch32Map(benchmark::State& state) {
   }));
 }
 
+// A heavier per-element map (cast, scale, tanh: a stand-in for per-image augmentation), Arg =
+// num_parallel_calls (0: the plain sequential map).
+void BM_ShuffleMapParallelBatch32(benchmark::State& state) {
+  auto fn = [](tf::Tensor x, tf::Tensor y) {
+    tf::Tensor f = tf::multiply(tf::cast(x, tf::float32), tf::constant(1.0f / 255));
+    return std::make_pair(tf::tanh(tf::exp(f)), y);
+  };
+  const Dataset shuffled = source().shuffle(kImages, 1);
+  const int64_t threads = state.range(0);
+  run_epoch(state, (threads == 0 ? shuffled.map(fn) : shuffled.map(fn, threads)).batch(32));
+}
+
 // A training loop's view: each batch costs the consumer about 25 us of work (a busy wait
 // standing in for a small model's step) while the pipeline maps every element. Arg = prefetch
 // buffer (0: none), so the two rows show how much of the input work prefetch hides.
@@ -116,6 +130,13 @@ BENCHMARK(BM_ShuffleBatch32Prefetch)->Arg(2)->Arg(16)->Unit(benchmark::kMillisec
 BENCHMARK(BM_Elements)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ShuffleMapBatch32)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ShuffleBatch32Map)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ShuffleMapParallelBatch32)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_MapBatchWithStep)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadFashionMnist)->Unit(benchmark::kMillisecond);
 

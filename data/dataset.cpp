@@ -97,16 +97,18 @@ Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& idx) {
   return out;
 }
 
+}  // namespace
+
 // TF's error text for elements that cannot be stacked.
-Tensor stack_elements(const std::vector<Element>& elems, size_t c) {
+Tensor stack_elements(const std::vector<Element>& elems, size_t c, const char* op) {
   const Tensor& first = elems[0][c];
   for (size_t i = 1; i < elems.size(); ++i) {
     const Tensor& t = elems[i][c];
-    TF_CHECK_ARG(t.dtype() == first.dtype(), "Dataset.batch",
+    TF_CHECK_ARG(t.dtype() == first.dtype(), op,
                  "cannot batch tensors of different dtypes in component {}: the first element "
                  "is {} and element {} is {}",
                  c, dtype_name(first.dtype()), i, dtype_name(t.dtype()));
-    TF_CHECK_ARG(t.shape() == first.shape(), "Dataset.batch",
+    TF_CHECK_ARG(t.shape() == first.shape(), op,
                  "cannot batch tensors with different shapes in component {}: the first element "
                  "has shape {} and element {} has shape {}",
                  c, first.shape().to_string(), i, t.shape().to_string());
@@ -124,6 +126,8 @@ Tensor stack_elements(const std::vector<Element>& elems, size_t c) {
   }
   return out;
 }
+
+namespace {
 
 // splitmix64: a small, portable generator (std::uniform_int_distribution differs between
 // standard libraries, and a seeded shuffle must give the same order everywhere).
@@ -224,6 +228,14 @@ class ElementsDataset final : public DatasetBase {
  private:
   std::shared_ptr<const std::vector<Element>> elems_;
 };
+
+}  // namespace
+
+Dataset elements_dataset(std::vector<Element> elements) {
+  return Dataset(std::make_shared<ElementsDataset>(std::move(elements)));
+}
+
+namespace {
 
 // ---- range ----
 

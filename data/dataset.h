@@ -121,6 +121,61 @@ decltype(auto) invoke_element_fn(const char* op, F& fn, Element& e) {
   }
 }
 
+// reduce's and scan's function: (state, element) to the new state (and scan's output).
+using StateFn = std::function<Element(Element, Element)>;
+using ScanFn = std::function<std::pair<Element, Element>(Element, Element)>;
+// group_by_window's key and bucket_by_sequence_length's length function.
+using KeyFn = std::function<int64_t(const Element&)>;
+
+// An integer key: an integral value, or an integer scalar tensor (op names the caller).
+int64_t to_key(const char* op, const Tensor& t);
+inline int64_t to_key(const char*, std::integral auto v) {
+  return static_cast<int64_t>(v);
+}
+// One component from a one-component element (the Tensor overloads of reduce and scan).
+const Tensor& single_component(const char* op, const Element& e, const char* what);
+
+template <class F>
+StateFn state_fn(const char* op, F& fn) {
+  return [fn, op](Element state, Element e) mutable -> Element {
+    if constexpr (std::invocable<F&, Element, Element>) {
+      return to_element(fn(std::move(state), std::move(e)));
+    } else {
+      static_assert(std::invocable<F&, Tensor, Tensor>,
+                    "a reduce function takes (std::vector<tf::Tensor> state, "
+                    "std::vector<tf::Tensor> element) or (tf::Tensor state, tf::Tensor element)");
+      return to_element(
+          fn(single_component(op, state, "state"), single_component(op, e, "element")));
+    }
+  };
+}
+
+template <class F>
+ScanFn scan_fn(F& fn) {
+  constexpr const char* op = "Dataset.scan";
+  return [fn](Element state, Element e) mutable -> std::pair<Element, Element> {
+    if constexpr (std::invocable<F&, Element, Element>) {
+      auto r = fn(std::move(state), std::move(e));
+      return {to_element(std::move(r.first)), to_element(std::move(r.second))};
+    } else {
+      static_assert(std::invocable<F&, Tensor, Tensor>,
+                    "a scan function takes (std::vector<tf::Tensor> state, std::vector<tf::Tensor> "
+                    "element) or (tf::Tensor, tf::Tensor) and returns a std::pair (new state, "
+                    "output)");
+      auto r = fn(single_component(op, state, "state"), single_component(op, e, "element"));
+      return {to_element(std::move(r.first)), to_element(std::move(r.second))};
+    }
+  };
+}
+
+template <class K>
+KeyFn key_fn(const char* op, K& fn) {
+  return [fn, op](const Element& e) mutable -> int64_t {
+    Element copy = e;
+    return to_key(op, invoke_element_fn(op, fn, copy));
+  };
+}
+
 }  // namespace detail
 
 class Dataset {
@@ -255,6 +310,119 @@ class Dataset {
   // Produces up to buffer_size elements ahead on a background thread.
   Dataset prefetch(int64_t buffer_size = AUTOTUNE) const;
 
+  // ---- more transformations (data/dataset_extra.cpp) ----
+  // TF's map(fn, num_parallel_calls, deterministic): fn runs on num_parallel_calls threads
+  // (AUTOTUNE: one per CPU core) that the iterator owns and joins when destroyed. deterministic
+  // (TF's default) yields the results in input order; false yields each one as soon as it is
+  // ready. Each thread calls its own copy of fn, so state fn captures by value is per thread;
+  // whatever it reaches through references or pointers must be safe to use from several
+  // threads. An exception thrown by fn is rethrown by the iterator at that element's place.
+  template <class F>
+  Dataset map(F fn, int64_t num_parallel_calls, bool deterministic = true) const {
+    return parallel_map_impl(
+        [fn = std::move(fn)](Element e) mutable -> Element {
+          return detail::to_element(detail::invoke_element_fn("Dataset.map", fn, e));
+        },
+        num_parallel_calls, deterministic);
+  }
+  // The elements up to the first one for which pred (as filter's) is false (TF's take_while).
+  template <class F>
+  Dataset take_while(F pred) const {
+    return take_while_impl([pred = std::move(pred)](const Element& e) mutable -> bool {
+      Element copy = e;
+      return detail::to_bool(detail::invoke_element_fn("Dataset.take_while", pred, copy));
+    });
+  }
+  // TF's reduce: state = fn(state, element) for every element, in order; returns the final
+  // state (initial_state for an empty dataset). fn takes (std::vector<tf::Tensor> state,
+  // std::vector<tf::Tensor> element) and returns the new state (a vector or one tensor); the
+  // Tensor overload takes fn(tf::Tensor state, tf::Tensor element) for one-component elements.
+  // The state must keep its number of components and their dtypes. Runs eagerly on the CPU.
+  template <class F>
+  Element reduce(Element initial_state, F fn) const {
+    return reduce_impl(std::move(initial_state), detail::state_fn<F>("Dataset.reduce", fn));
+  }
+  template <class F>
+  Tensor reduce(const Tensor& initial_state, F fn) const {
+    return reduce_impl({initial_state}, detail::state_fn<F>("Dataset.reduce", fn))[0];
+  }
+  // TF's scan: fn(state, element) returns {new state, output element} (a std::pair of
+  // vectors, or of tensors in the Tensor overload); the dataset yields the output elements.
+  template <class F>
+  Dataset scan(Element initial_state, F fn) const {
+    return scan_impl(std::move(initial_state), detail::scan_fn<F>(fn));
+  }
+  template <class F>
+  Dataset scan(const Tensor& initial_state, F fn) const {
+    return scan_impl({initial_state}, detail::scan_fn<F>(fn));
+  }
+  // Sliding windows: window k holds elements k*shift, k*shift + stride, ... (size of them; shift
+  // -1 means size), each component stacked along a new first axis, as a batch. Unlike TF, whose
+  // window() yields a dataset of datasets that one then batches, this yields the batches:
+  // TF's ds.window(n, shift, stride, drop).flat_map(lambda w: w.batch(n)) is
+  // ds.window(n, shift, stride, drop) here. The last windows are shorter unless drop_remainder.
+  Dataset window(int64_t size, int64_t shift = -1, int64_t stride = 1,
+                 bool drop_remainder = false) const;
+  // TF's rebatch(batch_size, drop_remainder): the batches' rows regrouped into batches of
+  // batch_size (unbatch().batch(batch_size, drop_remainder) without the per-row copies).
+  Dataset rebatch(int64_t batch_size, bool drop_remainder = false) const;
+  // TF's group_by_window: key_func (taking the element as map's function does) gives each
+  // element an integer key (an int64_t or an integer scalar tensor; TF asks for int64); the
+  // elements of each key gather in a window, and when a key's window holds window_size (or
+  // window_size_func(key)) elements, reduce_func(key, the window as a dataset) is called and
+  // its dataset's elements are yielded. At the end of the input the partial windows are
+  // reduced in increasing key order, as TF.
+  using GroupReduceFn = std::function<Dataset(int64_t key, Dataset window)>;
+  template <class K>
+  Dataset group_by_window(K key_func, GroupReduceFn reduce_func, int64_t window_size) const {
+    return group_by_window_impl(detail::key_fn<K>("Dataset.group_by_window", key_func),
+                                std::move(reduce_func), nullptr, window_size);
+  }
+  template <class K>
+  Dataset group_by_window(K key_func, GroupReduceFn reduce_func,
+                          std::function<int64_t(int64_t key)> window_size_func) const {
+    return group_by_window_impl(detail::key_fn<K>("Dataset.group_by_window", key_func),
+                                std::move(reduce_func), std::move(window_size_func), 0);
+  }
+  // TF's bucket_by_sequence_length: element_length_func (as group_by_window's key_func) gives
+  // each element a length; bucket i holds lengths in [bucket_boundaries[i - 1],
+  // bucket_boundaries[i]) (n boundaries, n + 1 buckets) and is padded_batch'ed with
+  // bucket_batch_sizes[i] (padded_shapes and padding_values as padded_batch's;
+  // pad_to_bucket_boundary pads the unknown dimensions to bucket_boundaries[i] - 1; no_padding
+  // batches without padding).
+  template <class L>
+  Dataset bucket_by_sequence_length(L element_length_func, std::vector<int64_t> bucket_boundaries,
+                                    std::vector<int64_t> bucket_batch_sizes,
+                                    std::vector<TensorShape> padded_shapes = {},
+                                    std::vector<Tensor> padding_values = {},
+                                    bool pad_to_bucket_boundary = false, bool no_padding = false,
+                                    bool drop_remainder = false) const {
+    return bucket_impl(detail::key_fn<L>("Dataset.bucket_by_sequence_length", element_length_func),
+                       std::move(bucket_boundaries), std::move(bucket_batch_sizes),
+                       std::move(padded_shapes), std::move(padding_values), pad_to_bucket_boundary,
+                       no_padding, drop_remainder);
+  }
+  // TF's apply: fn(*this).
+  template <class F>
+  Dataset apply(F fn) const {
+    return fn(*this);
+  }
+  // TF's choose_from_datasets: element i comes from datasets[choice_i], where choice_dataset
+  // yields int64 scalars. An exhausted dataset ends the result when stop_on_empty_dataset (TF's
+  // default), else its choices are skipped.
+  static Dataset choose_from_datasets(std::vector<Dataset> datasets, const Dataset& choice_dataset,
+                                      bool stop_on_empty_dataset = true);
+  // TF's sample_from_datasets: each element comes from a dataset drawn at random with the given
+  // weights (equal when empty; normalised); exhausted datasets drop out of the draw unless
+  // stop_on_empty_dataset, which ends the result at the first one. The draws are reproducible
+  // with a seed (or a global tf::random::set_seed) but are not TF's random stream.
+  static Dataset sample_from_datasets(std::vector<Dataset> datasets,
+                                      std::vector<double> weights = {},
+                                      std::optional<int64_t> seed = std::nullopt,
+                                      bool stop_on_empty_dataset = false);
+  // int64 scalars start, start + step, ... forever (TF's Dataset.counter).
+  static Dataset counter(int64_t start = 0, int64_t step = 1);
+
   // Number of elements, or INFINITE_CARDINALITY / UNKNOWN_CARDINALITY.
   int64_t cardinality() const;
 
@@ -270,6 +438,17 @@ class Dataset {
   Dataset filter_impl(detail::PredicateFn pred) const;
   Dataset flat_map_impl(detail::DatasetFn fn) const;
   Dataset interleave_impl(detail::DatasetFn fn, int64_t cycle_length, int64_t block_length) const;
+  Dataset parallel_map_impl(detail::MapFn fn, int64_t num_parallel_calls, bool deterministic) const;
+  Dataset take_while_impl(detail::PredicateFn pred) const;
+  Element reduce_impl(Element state, detail::StateFn fn) const;
+  Dataset scan_impl(Element state, detail::ScanFn fn) const;
+  Dataset group_by_window_impl(detail::KeyFn key_func, GroupReduceFn reduce_func,
+                               std::function<int64_t(int64_t)> window_size_func,
+                               int64_t window_size) const;
+  Dataset bucket_impl(detail::KeyFn length_func, std::vector<int64_t> boundaries,
+                      std::vector<int64_t> batch_sizes, std::vector<TensorShape> padded_shapes,
+                      std::vector<Tensor> padding_values, bool pad_to_bucket_boundary,
+                      bool no_padding, bool drop_remainder) const;
   std::shared_ptr<const detail::DatasetBase> node_;
 };
 

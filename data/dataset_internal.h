@@ -1,7 +1,9 @@
 // Internals shared by the files that implement tf::data::Dataset (not part of the public API).
 #pragma once
 
+#include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "core/context.h"
 #include "core/device.h"
@@ -25,5 +27,13 @@ class UserFnScope {
   tapeflow::detail::PauseTapes pause_;
   tapeflow::detail::TraceObserver* trace_ = nullptr;
 };
+
+// Component c of the elements stacked along a new first axis (batch's stacking; op names the
+// transformation in the error when the elements' dtypes or shapes differ).
+Tensor stack_elements(const std::vector<Element>& elems, size_t c,
+                      const char* op = "Dataset.batch");
+
+// A dataset of these elements, in order (Dataset() is the empty one).
+Dataset elements_dataset(std::vector<Element> elements);
 
 }  // namespace tapeflow::data::detail
