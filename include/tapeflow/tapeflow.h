@@ -31,6 +31,7 @@
 #include "keras/safetensors.h"
 #include "keras/schedules.h"
 #include "keras/tensorboard.h"
+#include "keras/utils.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/einsum.h"
