@@ -293,3 +293,14 @@ std::string ImageProjectiveTransform::attributes() const {
 }
 
 }  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+
+void check_transform_batch(const char* op, const Tensor& images, const Tensor& transforms) {
+  TF_CHECK_ARG(transforms.shape()[0] == 1 || transforms.shape()[0] == images.shape()[0], op,
+               "transforms of shape {} do not match images of shape {} (one transform per image, "
+               "or one for all)",
+               transforms.shape().to_string(), images.shape().to_string());
+}
+
+}  // namespace tapeflow::detail

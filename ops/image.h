@@ -84,3 +84,9 @@ struct ImageProjectiveTransform final : PrimitiveBase<ImageProjectiveTransform> 
 };
 
 }  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+// The kernels' run-time check that transforms has one row per image or one for all (a traced
+// graph may have left the batch None when infer ran); InvalidArgumentError naming both shapes.
+void check_transform_batch(const char* op, const Tensor& images, const Tensor& transforms);
+}  // namespace tapeflow::detail

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "core/check.h"
 #include "core/parallel.h"
 #include "ops/image_kernels.h"
 
@@ -41,11 +40,7 @@ void transform_cpu(const Tensor& x, const Tensor& t, Tensor& y, int interpolatio
 }  // namespace
 
 void ImageProjectiveTransform::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
-  // Checked again here: a traced graph may have left the batch None when infer ran.
-  TF_CHECK_ARG(in[1].shape()[0] == 1 || in[1].shape()[0] == in[0].shape()[0], name(),
-               "transforms of shape {} do not match images of shape {} (one transform per image, "
-               "or one for all)",
-               in[1].shape().to_string(), in[0].shape().to_string());
+  detail::check_transform_batch(name(), in[0], in[1]);
   if (out[0].num_elements() == 0) return;
   const auto fv = static_cast<float>(fill_value);
   TF_DISPATCH_ALL_TYPES(in[0].dtype(), {

@@ -1,7 +1,6 @@
 // CUDA kernel of ImageProjectiveTransform: one thread per output element (grid-stride), the
 // per-pixel body shared with the CPU kernel (ops/image_kernels.h), so both devices compute the
 // same float32 coordinates and weights.
-#include "core/check.h"
 #include "ops/cuda/common.cuh"
 #include "ops/image.h"
 #include "ops/image_kernels.h"
@@ -34,13 +33,22 @@ __global__ void transform_kernel(const T* in, const float* tr, T* out, int64_t t
   }
 }
 
+// bool images never get here (infer rejects them); the branch inside a template keeps the
+// kernel from being instantiated for bool.
+template <class T>
+void launch(const Tensor& x, const Tensor& t, Tensor& y, int64_t total, int64_t oh, int64_t ow,
+            bool shared, int interpolation, int fill_mode, float fill_value, unsigned grid,
+            cudaStream_t st) {
+  if constexpr (!std::is_same_v<T, bool>)
+    transform_kernel<T><<<grid, cuda::kThreads, 0, st>>>(
+        cuda::dptr<T>(x), cuda::dptr<float>(t), cuda::dptr<T>(y), total, x.shape()[1], x.shape()[2],
+        oh, ow, x.shape()[3], shared, interpolation, fill_mode, fill_value);
+}
+
 }  // namespace
 
 void ImageProjectiveTransform::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  TF_CHECK_ARG(in[1].shape()[0] == 1 || in[1].shape()[0] == in[0].shape()[0], name(),
-               "transforms of shape {} do not match images of shape {} (one transform per image, "
-               "or one for all)",
-               in[1].shape().to_string(), in[0].shape().to_string());
+  detail::check_transform_batch(name(), in[0], in[1]);
   Tensor& y = out[0];
   const int64_t total = y.num_elements();
   if (total == 0) return;
@@ -50,12 +58,8 @@ void ImageProjectiveTransform::eval_cuda(std::span<const Tensor> in, std::span<T
   const unsigned grid = cuda::grid_for(total, dev);
   const bool shared = in[1].shape()[0] == 1;
   const auto fv = static_cast<float>(fill_value);
-  TF_CUDA_DISPATCH_ALL_TYPES(x.dtype(), {
-    if constexpr (!std::is_same_v<T, bool>)
-      transform_kernel<T><<<grid, cuda::kThreads, 0, st>>>(
-          cuda::dptr<T>(x), cuda::dptr<float>(in[1]), cuda::dptr<T>(y), total, x.shape()[1],
-          x.shape()[2], out_height, out_width, x.shape()[3], shared, interpolation, fill_mode, fv);
-  })
+  TF_CUDA_DISPATCH_ALL_TYPES(x.dtype(), launch<T>(x, in[1], y, total, out_height, out_width, shared,
+                                                  interpolation, fill_mode, fv, grid, st))
   detail::cuda::check_launch(name());
 }
 
