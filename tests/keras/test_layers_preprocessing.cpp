@@ -4,6 +4,7 @@
 // and the layers in front of a Conv2D model trained with fit, on every device.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -772,4 +773,20 @@ TEST_CASE("preprocessing layers reject bad arguments and shapes", "[cpu][keras][
         layers::Normalization({.mean = {1}, .variance = {1}}).adapt(tf::zeros({2, 2}));
       },
       {"Normalization", "adapt() cannot change"});
+}
+
+TEST_CASE("the docs rotation matrix equals RandomRotation with that angle",
+          "[cpu][cuda][keras][preprocessing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // docs/ops.md's example: 30 degrees about the centre of 64 x 64 images.
+    const tf::Tensor small = f32(random_values(2 * 64 * 64, 0, 1, 29), {2, 64, 64, 1});
+    const float c = std::cos(0.5236f), s = std::sin(0.5236f), cx = 31.5f, cy = 31.5f;
+    const tf::Tensor t =
+        tf::constant({{c, -s, cx - c * cx + s * cy, s, c, cy - s * cx - c * cy, 0.f, 0.f}});
+    const tf::Tensor rotated = tf::image::transform(small, t, "bilinear", "reflect");
+    const double f = 0.5236 / (2 * std::numbers::pi);
+    check_values(layers::RandomRotation({f, f})(small, true), vals(rotated), 1e-4, 1e-4);
+  }
 }
