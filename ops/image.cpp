@@ -12,6 +12,7 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/image_kernels.h"
+#include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -285,6 +286,34 @@ void ImageProjectiveTransform::infer(std::span<const Tensor> in, std::span<Tenso
   TF_CHECK_ARG(x.shape()[1] >= 0 && x.shape()[2] >= 0, name(),
                "the height and width of images must be known, got shape {}", x.shape().to_string());
   out[0] = {TensorShape{b, out_height, out_width, x.shape()[3]}, d};
+}
+
+uint32_t ImageProjectiveTransform::vjp_saves() const {
+  return save_input(1);
+}
+
+// TF's _image_projective_transform_v3_grad: the transforms as 3 x 3 matrices (last entry 1),
+// inverted, normalised by their last entry, and applied to the cotangent at the input's size.
+std::vector<Tensor> ImageProjectiveTransform::vjp(std::span<const Tensor> primals,
+                                                  std::span<const Tensor> cts,
+                                                  std::span<const int> argnums,
+                                                  std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k != 0) {
+      out.emplace_back();
+      continue;
+    }
+    const Tensor& t = primals[1];
+    const Tensor m =
+        reshape(concat({t, ones_like(slice(t, {0, 0}, {-1, 1}))}, 1), TensorShape({-1, 3, 3}));
+    const Tensor flat = reshape(linalg::inv(m), TensorShape({-1, 9}));
+    const Tensor inv_t = slice(flat, {0, 0}, {-1, 8}) / slice(flat, {0, 8}, {-1, 1});
+    const TensorShape& s = primals[0].shape();
+    out.push_back(detail::dispatch(
+        ImageProjectiveTransform(s[1], s[2], interpolation, fill_mode, 0.0), {cts[0], inv_t}));
+  }
+  return out;
 }
 
 std::string ImageProjectiveTransform::attributes() const {

@@ -56,9 +56,10 @@ Tensor rgb_to_grayscale(const Tensor& images);
 // (d c b a | a b c d | d c b a), "wrap" (a b c d | a b c d), "nearest" (a a a a | a b c d) or
 // "constant" (fill_value); interpolation "bilinear" or "nearest". Interpolation reads pixels
 // outside the image as fill_value in "constant" mode, as TF's kernel does. images must be rank
-// 4; output_shape {height, width} defaults to the input's. Not differentiable (TF's registered
-// gradient is the transform by the inverse matrix, which is not the adjoint; asking for it here
-// raises InvalidArgumentError).
+// 4; output_shape {height, width} defaults to the input's. The gradient with respect to images
+// is TF's registered one: the cotangent transformed by the inverse matrices (fill_value 0), which
+// is exact for pixel permutations (whole-pixel translations, flips, quarter turns) and an
+// approximation of the adjoint otherwise; transforms get no gradient (TF's None).
 Tensor transform(const Tensor& images, const Tensor& transforms,
                  const std::string& interpolation = "bilinear",
                  const std::string& fill_mode = "constant", double fill_value = 0.0,
@@ -80,6 +81,7 @@ struct ImageProjectiveTransform final : PrimitiveBase<ImageProjectiveTransform> 
   const char* name() const override { return "image_projective_transform"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
   std::string attributes() const override;
 };
 

@@ -31,9 +31,10 @@ tf::Tensor f32(const std::vector<double>& v, const tf::TensorShape& s) {
   return tf::detail::from_doubles(v, s, tf::float32);
 }
 
-// sum(f(x) * w) differentiated by the tape and by central differences, in float64.
+// sum(f(x) * w) differentiated by the tape and by central differences of step h, in float64.
 void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
-                    const tf::TensorShape& shape) {
+                    const tf::TensorShape& shape, double h = 1e-6, double rtol = 1e-7,
+                    double atol = 1e-8) {
   const auto data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
   const tf::Tensor x = tf::detail::from_doubles(data, shape, tf::float64);
   const tf::Tensor y0 = f(x);
@@ -51,14 +52,13 @@ void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
     return s;
   };
   std::vector<double> want(data.size());
-  const double h = 1e-6;
   for (size_t i = 0; i < data.size(); ++i) {
     auto p = data, m = data;
     p[i] += h;
     m[i] -= h;
     want[i] = (at(p) - at(m)) / (2 * h);
   }
-  check_values(g, want, 1e-7, 1e-8);
+  check_values(g, want, rtol, atol);
 }
 
 // (1, 3, 5, 2) input of the resize literals: (arange(30) * 0.37) % 5 in float32.
@@ -1059,10 +1059,102 @@ TEST_CASE("image ops reject bad shapes dtypes and arguments", "[cpu][image]") {
   require_error([&] { tf::image::transform(x, t, "cubic"); }, {"[transform]", "cubic"});
   require_error([&] { tf::image::transform(x, t, "bilinear", "mirror"); },
                 {"[transform]", "mirror"});
-  // TF's registered gradient of the transform is not its adjoint; tapeflow has none.
-  tf::GradientTape tape;
-  tape.watch(x);
-  const tf::Tensor y =
-      tf::reduce_sum(tf::image::transform(x, f32({1, 0, 0, 0, 1, 0, 0, 0}, {1, 8})));
-  require_error([&] { tape.gradient(y, x); }, {"image_projective_transform", "no gradient"});
+}
+
+TEST_CASE("image transform gradients are TF's", "[cpu][cuda][image]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor img = f32(kTransformImages, {2, 4, 5, 1});
+    const tf::Tensor t = f32(kTransforms, {2, 8});
+    // w = ((arange(40) * 0.7) % 3 - 1) as (2, 4, 5, 1); TF's
+    // tape.gradient(reduce_sum(ImageProjectiveTransformV3(img, t, ...) * w), img).
+    std::vector<double> wv;
+    for (int i = 0; i < 40; ++i)
+      wv.push_back(static_cast<double>(std::fmod(static_cast<float>(i) * 0.7f, 3.0f)) - 1.0);
+    const tf::Tensor w = f32(wv, {2, 4, 5, 1});
+    struct Case {
+      const char* fill_mode;
+      const char* interpolation;
+      std::vector<double> want;
+    };
+    const std::vector<Case> cases = {
+        {"reflect",
+         "bilinear",
+         {-0.5338028073310852,  -0.6807512044906616, -0.08169031888246536, 0.5239434838294983,
+          1.1624412536621094,   -0.1408451795578003, -0.06760581582784653, 0.5380278825759888,
+          1.1293790340423584,   0.8821396827697754,  0.28169000148773193,  0.5521124005317688,
+          1.1577459573745728,   0.16607841849327087, -0.23952923715114594, 0.5,
+          1.084976315498352,    1.7774641513824463,  -0.3211279809474945,  -0.01126757264137268,
+          0.1699998527765274,   0.9335707426071167,  1.1499992609024048,   0.4418092966079712,
+          -0.20043545961380005, -0.1800001561641693, 0.575857937335968,    0.7999992370605469,
+          0.11694800108671188,  -0.1449480950832367, 0.01803906261920929,  0.787299394607544,
+          1.0408155918121338,   0.40510469675064087, -0.2268909215927124,  0.5267962217330933,
+          1.2985143661499023,   1.569696307182312,   0.9687634110450745,   0.16715800762176514}},
+        {"constant",
+         "nearest",
+         {0,
+          -0.5,
+          -0.30000001192092896,
+          0.3999999761581421,
+          1.0999999046325684,
+          0,
+          -0.5,
+          0.19999980926513672,
+          0.9000000953674316,
+          1.5999999046325684,
+          0.5,
+          0.6999998092651367,
+          1.3999996185302734,
+          -0.9000005722045898,
+          -0.19999980926513672,
+          0.5,
+          1.1999998092651367,
+          1.8999996185302734,
+          -0.40000057220458984,
+          -0.19999980926513672,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0.10000038146972656,
+          0.7999992370605469,
+          0,
+          0,
+          0,
+          0.6000003814697266,
+          1.2999992370605469,
+          0,
+          0,
+          0}},
+    };
+    for (const auto& c : cases) {
+      INFO(c.fill_mode << " " << c.interpolation);
+      tf::GradientTape tape;
+      tape.watch(img);
+      const tf::Tensor l =
+          tf::reduce_sum(tf::image::transform(img, t, c.interpolation, c.fill_mode, -1.5) * w);
+      check_values(tape.gradient(l, img), c.want, 1e-4, 1e-5);
+    }
+    // For pixel permutations TF's rule is the exact gradient: whole-pixel translations (constant
+    // fill) and a left-right flip, against central differences. The kernel computes in float32
+    // (as TF's) and the transform is linear in the images, so the differences take a wide step.
+    for (const char* interp : {"nearest", "bilinear"}) {
+      INFO(interp);
+      const tf::Tensor shift = f32({1, 0, 2, 0, 1, -1, 0, 0, 1, 0, -1, 0, 1, 1, 0, 0}, {2, 8});
+      check_gradient(
+          [&](const tf::Tensor& x) { return tf::image::transform(x, shift, interp, "constant"); },
+          {2, 4, 5, 2}, 0.25, 1e-5, 1e-5);
+      const tf::Tensor flip = f32({-1, 0, 4, 0, 1, 0, 0, 0}, {1, 8});
+      check_gradient(
+          [&](const tf::Tensor& x) { return tf::image::transform(x, flip, interp, "reflect"); },
+          {2, 4, 5, 1}, 0.25, 1e-5, 1e-5);
+    }
+  }
 }
