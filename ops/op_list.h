@@ -32,11 +32,14 @@
 #define TF_LOSS_PRIMITIVES(X) \
   X(Softmax) X(LogSoftmax) X(SparseSoftmaxCrossEntropy) X(SparseSoftmaxCrossEntropyGrad)
 
+// TF's ImageProjectiveTransformV3 (ops/image.h).
+#define TF_IMAGE_PRIMITIVES(X) X(ImageProjectiveTransform)
+
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
-  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X)
+  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
