@@ -18,7 +18,9 @@
 #include "keras/layers_masking.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
+#include "keras/losses.h"
 #include "keras/model.h"
+#include "keras/optimizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -52,6 +54,8 @@ namespace {
 //   att / add_att: Embedding(10, 3, mask_zero) -> Attention()([e, e]) / AdditiveAttention()
 //   masking_*: Input((3, 2)) -> Masking(-1.0) -> SimpleRNN(2, return_sequences=True) on kSeq.
 // *_mask: the output's _keras_mask (as 0/1).
+// (Bidirectional layers get explicit names here: other tests' summaries depend on the automatic
+// numbering of "bidirectional_N".)
 const std::map<std::string, std::vector<double>> kKeras = {
     {"imdb_y", {-0.4860914, -0.4865133, -0.486949}},
     {"imdb_grad_embeddings",
@@ -294,8 +298,10 @@ TEST_CASE("masking: recurrent layers with masks match Keras", "[cpu][cuda][keras
         {"lstm_zero_last", layers::LSTM(2, {.zero_output_for_mask = true}), false},
         {"lstm_zero_seq", layers::LSTM(2, {.return_sequences = true, .zero_output_for_mask = true}),
          true},
-        {"bidi_seq", layers::Bidirectional(layers::LSTM(2, {.return_sequences = true})), true},
-        {"bidi_gru_sum", layers::Bidirectional(layers::GRU(2), "sum"), false},
+        {"bidi_seq",
+         layers::Bidirectional(layers::LSTM(2, {.return_sequences = true}), "concat", "bidi_seq"),
+         true},
+        {"bidi_gru_sum", layers::Bidirectional(layers::GRU(2), "sum", "bidi_gru_sum"), false},
     };
     for (const Case& c : cases) {
       CAPTURE(c.name);
@@ -529,9 +535,10 @@ TEST_CASE("masking: masked LSTM gradients match central finite differences", "[c
   const tf::Tensor x = tf::convert_to_tensor(xv, {2, 4, 3});
   for (bool bidirectional : {false, true}) {
     CAPTURE(bidirectional);
-    K::Layer rnn =
-        bidirectional ? K::Layer(layers::Bidirectional(layers::LSTM(2, {.return_sequences = true})))
-                      : K::Layer(layers::LSTM(3, {.return_sequences = true}));
+    K::Layer rnn = bidirectional
+                       ? K::Layer(layers::Bidirectional(layers::LSTM(2, {.return_sequences = true}),
+                                                        "concat", "bidi_fd"))
+                       : K::Layer(layers::LSTM(3, {.return_sequences = true}));
     K::Sequential model({layers::Masking(), rnn});
     model.build({tf::None, 4, 3});
     set_pattern_weights(model);
@@ -585,7 +592,8 @@ TEST_CASE("masking: a traced masked model equals the eager one with one trace",
     tf::DeviceScope scope(device.to_string());
     K::KerasTensor in = K::Input({5}, tf::int32);
     K::KerasTensor h = layers::Embedding(10, 3, {.mask_zero = true})(in);
-    h = layers::Bidirectional(layers::GRU(2, {.return_sequences = true}))(h);
+    h = layers::Bidirectional(layers::GRU(2, {.return_sequences = true}), "concat",
+                              "bidi_traced")(h);
     h = layers::GlobalAveragePooling1D()(h);
     K::Model model(in, layers::Dense(1)(h));
     set_pattern_weights(model);
@@ -611,4 +619,47 @@ TEST_CASE("masking: a traced masked model equals the eager one with one trace",
     }
     REQUIRE(traced.tracing_count() == 1);
   }
+}
+
+TEST_CASE("masking: fit and evaluate weigh the loss with the output mask as Keras",
+          "[cpu][keras]") {
+  // TF 2.21 / Keras 3.15.1 (/tmp/masking/ref_fit.py): Sequential([Input((5,), int32),
+  // Embedding(10, 2, mask_zero=True), GRU(3, return_sequences=True), Dense(3)]) with the
+  // pattern weights, SGD(0.1), SparseCategoricalCrossentropy(from_logits=True), on kIds and the
+  // labels below: evaluate (batch_size 3), with sample_weight rows 1, 0.5, 2 tiled over the
+  // steps, with reduction "sum", then train_on_batch's loss and evaluate after that step.
+  const tf::Tensor y = tf::convert_to_tensor(
+      std::vector<int32_t>{0, 1, 2, 0, 1, 2, 2, 1, 0, 1, 1, 0, 2, 2, 0}, {3, 5});
+  std::vector<float> swv;
+  for (float w : {1.0f, 0.5f, 2.0f})
+    for (int t = 0; t < 5; ++t) swv.push_back(w);
+  const tf::Tensor sw = tf::convert_to_tensor(swv, {3, 5});
+  K::Sequential model({layers::Embedding(10, 2, {.mask_zero = true}),
+                       layers::GRU(3, {.return_sequences = true}), layers::Dense(3)});
+  model.build({tf::None, 5});
+  set_pattern_weights(model);
+  model.compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true));
+  const K::EvaluateOptions quiet{.batch_size = 3, .verbose = 0};
+  CHECK(model.evaluate(ids(), y, quiet)[0] == Approx(1.0877519).epsilon(1e-5));
+  K::EvaluateOptions weighted = quiet;
+  weighted.sample_weight = sw;
+  CHECK(model.evaluate(ids(), y, weighted)[0] == Approx(1.2025969).epsilon(1e-5));
+  // Without the mask (a model on the same weights that reads id 0 as a token) the loss differs.
+  K::Sequential unmasked(
+      {layers::Embedding(10, 2), layers::GRU(3, {.return_sequences = true}), layers::Dense(3)});
+  unmasked.build({tf::None, 5});
+  set_pattern_weights(unmasked);
+  unmasked.compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true));
+  CHECK(std::abs(unmasked.evaluate(ids(), y, quiet)[0] - 1.0877519) > 1e-3);
+  // One SGD step on the masked loss: its loss, then the loss after it.
+  CHECK(model.train_on_batch(ids(), y)[0] == Approx(1.0877519).epsilon(1e-5));
+  CHECK(model.evaluate(ids(), y, quiet)[0] == Approx(1.0838743).epsilon(1e-5));
+
+  K::Sequential summed({layers::Embedding(10, 2, {.mask_zero = true}),
+                        layers::GRU(3, {.return_sequences = true}), layers::Dense(3)});
+  summed.build({tf::None, 5});
+  set_pattern_weights(summed);
+  summed.compile(K::optimizers::SGD(0.1),
+                 K::losses::SparseCategoricalCrossentropy(true, K::losses::Reduction::SUM));
+  CHECK(summed.evaluate(ids(), y, quiet)[0] == Approx(9.7897663).epsilon(1e-5));
 }
