@@ -16,6 +16,7 @@
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
 #include "keras/layers_masking.h"
+#include "keras/layers_merge.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/losses.h"
@@ -409,6 +410,36 @@ TEST_CASE("masking: attention layers take the padded inputs' masks as Keras",
       check_values(r.output, keras(c.name + "_y"), 1e-5, 1e-6);
       check_mask(r.mask, kIdsMask);  // the query's mask
     }
+  }
+}
+
+TEST_CASE("masking: a functional model carries masks through branches and merges",
+          "[cpu][cuda][keras]") {
+  // TF 2.21 / Keras 3.15.1 (/tmp/masking/ref_merge.py), pattern weights in model.weights order
+  // (embeddings, Dense, LayerNormalization, SimpleRNN): e = Embedding(10, 3, mask_zero=True)(ids);
+  // s = Add()([Dense(3)(e), LayerNormalization()(Dropout(0.5)(e))]);
+  // SimpleRNN(2, return_sequences=True)(s) on kIds (inference).
+  const std::vector<double> want = {0.1797791,  0.3666315,   -0.06367726, 0.2648916,   -0.01725275,
+                                    0.03436713, -0.01725275, 0.03436713,  -0.01725275, 0.03436713,
+                                    0,          0,           0,           0,           0.1792181,
+                                    0.3672777,  -0.06610038, 0.2583675,   -0.01989342, 0.030938,
+                                    0.1786842,  0.3679163,   0.1786842,   0.3679163,   -0.0678193,
+                                    0.2524312,  -0.02233345, 0.02796782,  -0.02233345, 0.02796782};
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    K::Model m = id_model([](const K::KerasTensor& x) {
+      const K::KerasTensor e = layers::Embedding(10, 3, {.mask_zero = true})(x);
+      const K::KerasTensor a = layers::Dense(3)(e);
+      const K::KerasTensor b = layers::LayerNormalization()(layers::Dropout(0.5)(e));
+      return layers::SimpleRNN(2, {.return_sequences = true})(layers::Add()({a, b}));
+    });
+    const K::MaskedTensor r = K::Layer(m).call_with_mask(ids(), tf::Tensor());
+    check_values(r.output, want, 1e-5, 1e-6);
+    check_mask(r.mask, kIdsMask);
+    check_mask(m.compute_mask(ids()), kIdsMask);
+    // The plain call computes the same output.
+    check_values(m(ids()), want, 1e-5, 1e-6);
   }
 }
 
