@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "keras/layers_merge.h"
+#include "ops/binary.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -390,31 +391,52 @@ void FunctionalImpl::check_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
-std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs,
-                                            bool training) const {
+std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs, bool training,
+                                            const Tensor& input_mask,
+                                            std::vector<Tensor>* output_masks) const {
   check_inputs(inputs);
   std::vector<Tensor> values(slots_);
+  // Keras' masks travel with the values: each layer gets its input's mask and gives its
+  // output one (LayerImpl::invoke_masked); the model's own mask argument is the first input's.
+  std::vector<Tensor> masks(slots_);
   for (size_t i = 0; i < inputs.size(); ++i) {
     // Keras converts each input to its Input's dtype.
     const Tensor& x = inputs[i];
     values[input_slots_[i]] = x.dtype() == inputs_[i].dtype() ? x : cast(x, inputs_[i].dtype());
   }
+  if (input_mask.defined() && !input_slots_.empty()) masks[input_slots_[0]] = input_mask;
   std::vector<Tensor> list;
   for (const Step& s : steps_) {
     if (s.merge != nullptr) {
       list.clear();
       for (size_t i : s.in) list.push_back(values[i]);
       values[s.out] = s.merge->invoke_list(list);
+      // Keras' merge layers (Add, Multiply, ..., Concatenate on the features): the output is
+      // kept where every masked input is kept.
+      Tensor m;
+      for (size_t i : s.in)
+        if (masks[i].defined()) m = m.defined() ? logical_and(m, masks[i]) : masks[i];
+      masks[s.out] = m;
     } else {
       // Keras 3 passes the model's training flag to every layer whenever it is given, over a
       // flag pinned at the layer's call (fit trains a layer pinned to false); a C++ call has no
       // "not given", so the model's false (the default) leaves a pinned true in force.
-      values[s.out] = s.layer(values[s.in[0]], training || s.training.value_or(false));
+      const bool t = training || s.training.value_or(false);
+      const Tensor& in_mask = masks[s.in[0]];
+      if (!in_mask.defined() && !s.layer.impl().supports_masking()) {
+        values[s.out] = s.layer(values[s.in[0]], t);
+      } else {
+        MaskedTensor r = s.layer.impl().invoke_masked(values[s.in[0]], in_mask, t);
+        values[s.out] = std::move(r.output);
+        masks[s.out] = std::move(r.mask);
+      }
     }
     // A value no later step reads could be dropped here; models are small enough to keep all.
   }
   std::vector<Tensor> out;
   for (size_t i : output_slots_) out.push_back(values[i]);
+  if (output_masks != nullptr)
+    for (size_t i : output_slots_) output_masks->push_back(masks[i]);
   return out;
 }
 
@@ -429,7 +451,18 @@ Tensor FunctionalImpl::run(const Tensor& x, bool training) {
                "model \"{}\" has {} outputs: call it with a std::vector<Tensor> of inputs, which "
                "returns every output",
                n, outputs_.size());
-  return execute({x}, training).front();
+  std::vector<Tensor> masks;
+  Tensor y = execute({x}, training, call_mask(), &masks).front();
+  set_output_mask(masks.front());
+  return y;
+}
+
+Tensor FunctionalImpl::compute_mask(const Tensor& x, const Tensor& mask) const {
+  // Keras' Functional.compute_mask runs the graph too: a layer's mask may need its input's
+  // values (Masking).
+  std::vector<Tensor> masks;
+  (void)execute({x}, false, mask, &masks);
+  return masks.front();
 }
 
 std::vector<Tensor> FunctionalImpl::call_all(const std::vector<Tensor>& inputs, bool training) {

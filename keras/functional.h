@@ -104,6 +104,9 @@ class FunctionalImpl final : public ModelImpl {
   std::vector<Layer> sublayers() const override { return layers_; }
   void on_sublayer_called(LayerImpl&) override {}
   void track(const Layer&) override {}
+  // Masks flow through the model (execute); its output's mask is the output layer's.
+  bool supports_masking() const override { return true; }
+  Tensor compute_mask(const Tensor& x, const Tensor& mask) const override;
   TensorShape compute_output_shape(const TensorShape& input_shape) const override;
   std::vector<std::string> summary_connections() const override;
 
@@ -125,7 +128,10 @@ class FunctionalImpl final : public ModelImpl {
     size_t out = 0;
     std::optional<bool> training;
   };
-  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, bool training) const;
+  // `input_mask`: the first input's mask; `output_masks` (if given) receives each output's.
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, bool training,
+                              const Tensor& input_mask = {},
+                              std::vector<Tensor>* output_masks = nullptr) const;
   void check_inputs(const std::vector<Tensor>& inputs) const;
 
   std::vector<KerasTensor> inputs_, outputs_;

@@ -12,6 +12,8 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
 #include "ops/nn.h"
 #include "ops/unary.h"
 
@@ -23,6 +25,26 @@ DType g_floatx = float32;
 
 // The layers whose call is running on this thread, innermost last (for member tracking).
 thread_local std::vector<detail::LayerImpl*> t_call_stack;
+
+// The masks of the masked calls running on this thread (LayerImpl::invoke_masked), innermost
+// last; `depth` is t_call_stack's size when the call began, so that a layer reads a mask only in
+// the call it was given to (not in a plain call nested inside it).
+struct MaskFrame {
+  const detail::LayerImpl* layer = nullptr;
+  size_t depth = 0;
+  Tensor mask;
+  Tensor output_mask;
+  bool output_mask_set = false;
+};
+thread_local std::vector<MaskFrame*> t_mask_frames;
+
+MaskFrame* current_mask_frame(const detail::LayerImpl* layer) {
+  if (t_mask_frames.empty()) return nullptr;
+  MaskFrame* f = t_mask_frames.back();
+  if (f->layer != layer || f->depth + 1 != t_call_stack.size() || t_call_stack.back() != layer)
+    return nullptr;
+  return f;
+}
 // Layers this thread is building (build() may call sublayers, and a model itself).
 // Each with the depth of t_call_stack when its build began: a call of the layer opened after that
 // (a subclassed model's shape probe) is a call, not the build.
@@ -156,6 +178,56 @@ Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   note_call(t_outer_call);
   CallFrame frame(this);
   return run(x, training);
+}
+
+MaskedTensor LayerImpl::invoke_masked(const Tensor& x, const Tensor& mask, bool training) {
+  TF_CHECK_ARG(x.defined(), name().c_str(),
+               "the input of layer \"{}\" is an undefined tensor (TF's None)", name());
+  Tensor m = mask;
+  if (m.defined()) {
+    const TensorShape& ms = m.shape();
+    const TensorShape& xs = x.shape();
+    bool ok = ms.rank() >= 1 && ms.rank() <= xs.rank();
+    for (int i = 0; ok && i < ms.rank(); ++i) ok = ms[i] == xs[i] || ms[i] == None || xs[i] == None;
+    TF_CHECK_ARG(ok, name().c_str(),
+                 "layer \"{}\" ({}) was given a mask of shape {} for an input of shape {}: the "
+                 "mask must have the input's leading dimensions, e.g. (batch, timesteps)",
+                 name(), class_name(), ms.to_string(), xs.to_string());
+    if (m.dtype() != bool_) m = not_equal(m, zeros_like(m));
+  }
+  MaskFrame frame;
+  frame.layer = this;
+  frame.depth = t_call_stack.size();
+  frame.mask = m;
+  t_mask_frames.push_back(&frame);
+  Tensor y;
+  try {
+    y = invoke(x, training);
+  } catch (...) {
+    t_mask_frames.pop_back();
+    throw;
+  }
+  t_mask_frames.pop_back();
+  if (frame.output_mask_set) return {y, frame.output_mask};
+  if (supports_masking()) return {y, compute_mask(x, m)};
+  if (m.defined() && !warned_mask_drop_.exchange(true))
+    TF_LOG_WARN(
+        "Layer \"{}\" ({}) was passed an input with a mask attached to it, but does not "
+        "support masking and drops the mask: downstream layers will not see it",
+        name(), class_name());
+  return {y, Tensor()};
+}
+
+Tensor LayerImpl::call_mask() const {
+  const MaskFrame* f = current_mask_frame(this);
+  return f != nullptr ? f->mask : Tensor();
+}
+
+void LayerImpl::set_output_mask(const Tensor& mask) {
+  MaskFrame* f = current_mask_frame(this);
+  if (f == nullptr) return;  // a plain call: nobody asks for the mask
+  f->output_mask = mask;
+  f->output_mask_set = true;
 }
 
 Tensor LayerImpl::run(const Tensor& x, bool training) {
@@ -642,6 +714,15 @@ detail::LayerImpl& Layer::impl() const {
 
 Tensor Layer::operator()(const Tensor& x, bool training) const {
   return impl().invoke(x, training);
+}
+MaskedTensor Layer::call_with_mask(const Tensor& x, const Tensor& mask, bool training) const {
+  return impl().invoke_masked(x, mask, training);
+}
+bool Layer::supports_masking() const {
+  return impl().supports_masking();
+}
+Tensor Layer::compute_mask(const Tensor& x, const Tensor& mask) const {
+  return impl().supports_masking() ? impl().compute_mask(x, mask) : Tensor();
 }
 std::string Layer::name() const { return impl().name(); }
 std::string Layer::class_name() const { return impl().class_name(); }

@@ -42,6 +42,14 @@ class LayerImpl;
 }
 class KerasTensor;  // keras/functional.h
 
+// A layer's output with its Keras mask (Keras 3 attaches it to the tensor as _keras_mask): a
+// bool tensor of the input's leading dimensions, (batch, timesteps) for sequences, true where a
+// timestep is real and false where it is padding. An undefined mask is Keras' None.
+struct MaskedTensor {
+  Tensor output;
+  Tensor mask;
+};
+
 // The base of every layer and model: a shared handle (TF's tf.keras.layers.Layer).
 class Layer : public Trackable {
  public:
@@ -61,6 +69,18 @@ class Layer : public Trackable {
   // layer, as Keras 3 passes a given one; `training = true` keeps this call in training mode
   // when the model's flag is false (a C++ call cannot leave the flag out, as Keras' can).
   KerasTensor operator()(const KerasTensor& x, std::optional<bool> training = std::nullopt) const;
+
+  // Masking (docs/keras_recurrent.md, "Masking and padding"). Keras' layer(x, mask=mask): calls
+  // the layer with `mask` (undefined: none) and returns the output with its mask, which the
+  // layer computes when it supports masking; a layer that does not drops the mask, as Keras 3
+  // (with a warning, once per layer). The mask must be bool (anything else: nonzero is true) and
+  // match the input's leading dimensions, else InvalidArgumentError naming the layer and shapes.
+  MaskedTensor call_with_mask(const Tensor& x, const Tensor& mask, bool training = false) const;
+  // Keras' layer.supports_masking: whether the layer passes a mask on (or makes one).
+  bool supports_masking() const;
+  // Keras' layer.compute_mask(x, mask): the mask the layer's output gets for input `x` with
+  // `mask` (undefined when the layer does not support masking or gives none).
+  Tensor compute_mask(const Tensor& x, const Tensor& mask = {}) const;
 
   bool defined() const { return impl_ != nullptr; }
   // Keras' automatic names: "dense", "dense_1", ... per process, unless one was given.
@@ -367,6 +387,17 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
 
   // Keras' __call__ (see Layer::operator()).
   Tensor invoke(const Tensor& x, bool training);
+  // Keras' __call__ with a mask (see Layer::call_with_mask): invoke() with `mask` readable by
+  // call() through call_mask(), then the output's mask.
+  MaskedTensor invoke_masked(const Tensor& x, const Tensor& mask, bool training);
+
+  // Masking. A layer that supports masking overrides supports_masking() to return true (Keras'
+  // self.supports_masking = True); it then passes the mask on unchanged unless it overrides
+  // compute_mask too (Keras' compute_mask(inputs, previous_mask); `mask` undefined = None).
+  // Layers that do not support masking drop a mask they are given (Keras 3). A layer that
+  // consumes a mask reads it in call() with call_mask(), whether or not it supports masking.
+  virtual bool supports_masking() const { return false; }
+  virtual Tensor compute_mask(const Tensor& /*x*/, const Tensor& mask) const { return mask; }
   // Builds once (thread-safe); `input_shape` gets batch dimension None.
   void ensure_built(const TensorShape& input_shape);
   bool built() const { return built_.load(std::memory_order_acquire); }
@@ -451,6 +482,13 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual bool casts_all_inputs() const { return true; }
   // Registers with the calling layer, builds, checks and calls; models override it.
   virtual Tensor run(const Tensor& x, bool training);
+  // The mask this call of the layer was given (Layer::call_with_mask, a Sequential or functional
+  // model passing a mask on, or an explicit mask argument), or an undefined tensor: Keras' mask
+  // argument of call(). Only inside this layer's own call(), on the calling thread.
+  Tensor call_mask() const;
+  // For a layer whose call computes its output mask itself (models): the mask of the output of
+  // this call, used instead of compute_mask().
+  void set_output_mask(const Tensor& mask);
 
   // Creates a weight "<layer>/<name>". Inside build(); or before the layer is built and outside
   // its calls (a custom layer's constructor, or a direct call of its build override): such a
@@ -525,6 +563,7 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::atomic<bool> has_deferred_{false};
   bool warned_leftovers_ = false;  // guarded by deferred_mu_
   bool publishing_ = false;        // guarded by shape_mu_: set_built_shapes' first caller
+  std::atomic<bool> warned_mask_drop_{false};  // the "drops the mask" warning went out
   // built(), or being published as built by this thread (set_built_shapes).
   bool built_here() const;
   // Hands deferred values to the weights just built: those of the layers being called on this

@@ -46,6 +46,17 @@ struct AttentionRequest {
 using Requests = detail::CallRequests<AttentionRequest>;
 
 // Invokes `layer` on `query` with the request's extra inputs; {output, scores}.
+// A plain (self-attention) call given a mask (Layer::call_with_mask, or a model passing one
+// on): Keras' layer(x, x) with x's mask, i.e. the mask as the query's and the value's.
+AttentionRequest* self_attention_request(AttentionRequest* r, const Tensor& query,
+                                         const Tensor& mask, AttentionRequest& local) {
+  if (r != nullptr || !mask.defined()) return r;
+  local.value = query;
+  local.query_mask = mask;
+  local.value_mask = mask;
+  return &local;
+}
+
 layers::AttentionOutputs invoke_with(const std::shared_ptr<LayerImpl>& layer, const Tensor& query,
                                      AttentionRequest& request, bool training) {
   request.layer = layer.get();
@@ -193,6 +204,8 @@ class EinsumDenseImpl final : public LayerImpl {
 
 class MultiHeadAttentionImpl final : public LayerImpl {
  public:
+  // Keras: the output carries the query's mask.
+  bool supports_masking() const override { return true; }
   MultiHeadAttentionImpl(int64_t num_heads, int64_t key_dim, layers::MultiHeadAttentionOptions o)
       : LayerImpl("MultiHeadAttention", "multi_head_attention", o.name),
         num_heads_(num_heads),
@@ -349,7 +362,8 @@ class MultiHeadAttentionImpl final : public LayerImpl {
 };
 
 Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
-  AttentionRequest* r = Requests::take(this);
+  AttentionRequest local;
+  AttentionRequest* r = self_attention_request(Requests::take(this), query, call_mask(), local);
   const std::string& n = name_;
   Tensor value = r ? r->value : query;
   Tensor key = r && r->key.defined() ? r->key : value;
@@ -471,6 +485,8 @@ enum class Score { dot, concat, additive };
 
 class DotAttentionImpl final : public LayerImpl {
  public:
+  // Keras: the output carries the query's mask.
+  bool supports_masking() const override { return true; }
   DotAttentionImpl(Score score, bool use_scale, double dropout, std::optional<int64_t> seed,
                    std::string name)
       : LayerImpl(score == Score::additive ? "AdditiveAttention" : "Attention",
@@ -522,7 +538,8 @@ class DotAttentionImpl final : public LayerImpl {
 };
 
 Tensor DotAttentionImpl::call(const Tensor& query, bool training) {
-  AttentionRequest* r = Requests::take(this);
+  AttentionRequest local;
+  AttentionRequest* r = self_attention_request(Requests::take(this), query, call_mask(), local);
   const std::string& n = name_;
   Tensor value = r ? r->value : query;
   Tensor key = r && r->key.defined() ? r->key : value;

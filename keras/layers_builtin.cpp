@@ -46,6 +46,7 @@ std::string shape_str(const TensorShape& s) { return s.to_string(); }
 // ---- Dense ----
 class DenseImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   DenseImpl(int64_t units, DenseOptions o)
       : LayerImpl("Dense", "dense", o.name),
         units_(units),
@@ -342,6 +343,7 @@ class FlattenImpl final : public LayerImpl {
 // ---- Dropout ----
 class DropoutImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   DropoutImpl(double rate, std::optional<int64_t> seed, std::string name)
       : LayerImpl("Dropout", "dropout", std::move(name)), rate_(rate), seed_(seed) {
     TF_CHECK_ARG(rate >= 0.0 && rate < 1.0, "Dropout", "rate must be in the range [0, 1), got {}",
@@ -364,6 +366,7 @@ class DropoutImpl final : public LayerImpl {
 // ---- ReLU and Softmax ----
 class ReLUImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   ReLUImpl(std::optional<double> max_value, double slope, double threshold, std::string name)
       : LayerImpl("ReLU", "re_lu", std::move(name)),
         max_value_(max_value),

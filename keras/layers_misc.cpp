@@ -121,6 +121,7 @@ class PadCropImpl final : public LayerImpl {
 // ---- LeakyReLU and ELU ----
 class LeakyReLUImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   LeakyReLUImpl(double slope, std::string name)
       : LayerImpl("LeakyReLU", "leaky_re_lu", std::move(name)), slope_(slope) {
     TF_CHECK_ARG(slope >= 0.0 && std::isfinite(slope), "LeakyReLU",
@@ -136,6 +137,7 @@ class LeakyReLUImpl final : public LayerImpl {
 
 class ELUImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   ELUImpl(double alpha, std::string name)
       : LayerImpl("ELU", "elu", std::move(name)), alpha_(alpha) {
     TF_CHECK_ARG(std::isfinite(alpha), "ELU", "alpha must be finite, got {}", alpha);
@@ -157,6 +159,7 @@ class ELUImpl final : public LayerImpl {
 // ---- PReLU ----
 class PReLUImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   explicit PReLUImpl(layers::PReLUOptions o)
       : LayerImpl("PReLU", "p_re_lu", o.name),
         init_(o.alpha_initializer.defined() ? o.alpha_initializer : initializers::Zeros()),
@@ -312,6 +315,7 @@ class UpSampling1DImpl final : public LayerImpl {
 // replay of a traced function), reproducible after tf::random::set_seed.
 class NoiseImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   enum class Kind { kSpatial1D, kSpatial2D, kGaussianNoise, kGaussianDropout };
   NoiseImpl(Kind kind, double amount, std::optional<int64_t> seed, std::string name)
       : LayerImpl(class_of(kind), generic_of(kind), std::move(name)),
@@ -406,6 +410,7 @@ class NoiseImpl final : public LayerImpl {
 // ---- ActivityRegularization ----
 class ActivityRegularizationImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   ActivityRegularizationImpl(double l1, double l2, std::string name)
       : LayerImpl("ActivityRegularization", "activity_regularization", std::move(name)),
         l1_(l1),
@@ -542,6 +547,7 @@ class GroupNormImpl final : public LayerImpl {
 // ---- UnitNormalization ----
 class UnitNormImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   UnitNormImpl(std::vector<int> axis, std::string name)
       : LayerImpl("UnitNormalization", "unit_normalization", std::move(name)),
         axis_(std::move(axis)) {

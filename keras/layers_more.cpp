@@ -79,13 +79,21 @@ class EmbeddingImpl final : public LayerImpl {
         output_dim_(output_dim),
         init_(o.embeddings_initializer.defined() ? o.embeddings_initializer
                                                  : initializers::RandomUniform(-0.05, 0.05)),
-        reg_(o.embeddings_regularizer) {
+        reg_(o.embeddings_regularizer),
+        mask_zero_(o.mask_zero) {
     TF_CHECK_ARG(input_dim > 0 && output_dim > 0, "Embedding",
                  "input_dim and output_dim must be positive, got input_dim={}, output_dim={}",
                  input_dim, output_dim);
   }
   int64_t input_dim() const { return input_dim_; }
   int64_t output_dim() const { return output_dim_; }
+  bool mask_zero() const { return mask_zero_; }
+  // Keras: supports_masking = mask_zero; the mask is ids != 0 (an incoming mask is replaced).
+  bool supports_masking() const override { return mask_zero_; }
+  Tensor compute_mask(const Tensor& x, const Tensor&) const override {
+    if (!mask_zero_) return Tensor();
+    return not_equal(x, zeros_like(x));
+  }
 
  protected:
   void build(const TensorShape&) override {
@@ -125,12 +133,14 @@ class EmbeddingImpl final : public LayerImpl {
   int64_t input_dim_, output_dim_;
   Initializer init_;
   Regularizer reg_;
+  bool mask_zero_ = false;
   Variable table_;
 };
 
 // ---- LayerNormalization ----
 class LayerNormImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   explicit LayerNormImpl(layers::LayerNormalizationOptions o)
       : LayerImpl("LayerNormalization", "layer_normalization", o.name), o_(std::move(o)) {
     TF_CHECK_ARG(!o_.axis.empty(), "LayerNormalization", "axis must name at least one axis");
@@ -237,7 +247,22 @@ class GlobalPoolingImpl final : public LayerImpl {
     if (s.rank() != spatial_ + 2)
       incompatible(s, fmt::format("expected ndim={} ({})", spatial_ + 2, layout()));
   }
+  // Keras 3.15: GlobalAveragePooling1D supports masking (a masked mean, and no mask after it);
+  // GlobalMaxPooling1D and the 2-D layers do not (the mask is dropped, the max unmasked).
+  bool supports_masking() const override { return !max_ && spatial_ == 1; }
+  Tensor compute_mask(const Tensor&, const Tensor&) const override { return Tensor(); }
   Tensor call(const Tensor& x, bool) override {
+    const Tensor mask = supports_masking() ? call_mask() : Tensor();
+    if (mask.defined()) {
+      TF_CHECK_ARG(mask.rank() == 2, name_.c_str(),
+                   "layer \"{}\" ({}) takes a mask of shape (batch, steps), got {} for an input "
+                   "of shape {}",
+                   name_, class_name_, shape_str(mask.shape()), shape_str(x.shape()));
+      const Tensor m = expand_dims(mask, channels_first_ ? 1 : 2);
+      // Keras: the sum of the kept steps over their number (0 / 0 = nan for an all-masked row).
+      const Tensor kept = where(m, x, zeros_like(x));
+      return reduce_sum(kept, axes_, keepdims_) / reduce_sum(cast(m, x.dtype()), axes_, keepdims_);
+    }
     return max_ ? reduce_max(x, axes_, keepdims_) : reduce_mean(x, axes_, keepdims_);
   }
 
@@ -344,6 +369,7 @@ class ReshapeImpl final : public LayerImpl {
 // ---- Activation and Rescaling ----
 class ActivationImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   ActivationImpl(const std::string& activation, std::string name)
       : LayerImpl("Activation", "activation", std::move(name)), fn_(activations::get(activation)) {}
 
@@ -356,6 +382,7 @@ class ActivationImpl final : public LayerImpl {
 
 class RescalingImpl final : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   RescalingImpl(double scale, double offset, std::string name)
       : LayerImpl("Rescaling", "rescaling", std::move(name)), scale_(scale), offset_(offset) {
     TF_CHECK_ARG(std::isfinite(scale) && std::isfinite(offset), "Rescaling",
@@ -550,6 +577,9 @@ Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions opt
 }
 int64_t Embedding::input_dim() const {
   return impl_as<EmbeddingImpl>(*this, "Embedding").input_dim();
+}
+bool Embedding::mask_zero() const {
+  return impl_as<EmbeddingImpl>(*this, "Embedding").mask_zero();
 }
 int64_t Embedding::output_dim() const {
   return impl_as<EmbeddingImpl>(*this, "Embedding").output_dim();

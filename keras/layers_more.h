@@ -23,6 +23,9 @@ namespace tapeflow::keras::layers {
 struct EmbeddingOptions {
   Initializer embeddings_initializer = {};  // Keras' "uniform": RandomUniform(-0.05, 0.05)
   Regularizer embeddings_regularizer = {};
+  // Keras' mask_zero: id 0 is padding, and the output carries the mask ids != 0 (see
+  // Layer::call_with_mask); input_dim stays the vocabulary size plus one, as in Keras.
+  bool mask_zero = false;
   // Keras' input_shape (without the batch dimension): builds the layer at construction.
   std::vector<int64_t> input_shape = {};
   std::string name = "";
@@ -47,6 +50,7 @@ class Embedding : public Layer {
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options);
   int64_t input_dim() const;
   int64_t output_dim() const;
+  bool mask_zero() const;
   Variable embeddings() const;
 };
 

@@ -36,6 +36,7 @@ struct RecurrentConfig {
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
   bool return_sequences = false;
   bool go_backwards = false;
+  bool zero_output_for_mask = false;
   bool reset_after = true;
   double dropout = 0.0, recurrent_dropout = 0.0;
   std::optional<int64_t> seed;
@@ -97,9 +98,16 @@ class RecurrentImpl final : public LayerImpl {
 
   // The output and the final states for `x` (batch, timesteps, features), from `initial`
   // (empty: zeros).
+  // `mask` (batch, timesteps), undefined for none: masked steps keep the states and give the
+  // previous output (zeros with zero_output_for_mask), as Keras' backend rnn.
   std::pair<Tensor, std::vector<Tensor>> run_sequence(const Tensor& x,
                                                       const std::vector<Tensor>& initial,
-                                                      bool training) const;
+                                                      bool training, const Tensor& mask) const;
+  // Keras: a mask passes on with return_sequences and ends here otherwise.
+  bool supports_masking() const override { return true; }
+  Tensor compute_mask(const Tensor&, const Tensor& mask) const override {
+    return c_.return_sequences ? mask : Tensor();
+  }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
                  "layer \"{}\" ({}) needs inputs of shape (batch, timesteps, features), got "
@@ -142,7 +150,8 @@ class RecurrentImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     StateRequest* request = Requests::take(this);
     static const std::vector<Tensor> kNone;
-    auto [output, states] = run_sequence(x, request ? *request->initial : kNone, training);
+    auto [output, states] =
+        run_sequence(x, request ? *request->initial : kNone, training, call_mask());
     if (request) request->states = std::move(states);
     return output;
   }
@@ -187,12 +196,21 @@ std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
 }
 
 std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
-    const Tensor& x, const std::vector<Tensor>& initial_state, bool training) const {
+    const Tensor& x, const std::vector<Tensor>& initial_state, bool training,
+    const Tensor& mask) const {
   const int64_t steps = x.shape()[1];
   TF_CHECK_ARG(steps != None && steps >= 1, name_.c_str(),
                "layer \"{}\" ({}) unrolls its timesteps and needs a known number of them (at "
                "least 1), got input shape {}",
                name_, class_name_, x.shape().to_string());
+  std::vector<Tensor> step_masks;  // (batch, 1) bool per timestep
+  if (mask.defined()) {
+    TF_CHECK_ARG(mask.rank() == 2, name_.c_str(),
+                 "layer \"{}\" ({}) takes a mask of shape (batch, timesteps), got {} for an "
+                 "input of shape {}",
+                 name_, class_name_, mask.shape().to_string(), x.shape().to_string());
+    step_masks = split(mask, static_cast<int>(steps), 1);
+  }
   const std::vector<Tensor> initial = checked_initial(x, initial_state);
   const int64_t u = c_.units;
   const int64_t k = gates_of(c_.cell);
@@ -267,9 +285,11 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
   outputs.reserve(static_cast<size_t>(steps));
   const auto& act = activation_;
   const auto& ract = recurrent_activation_;
+  Tensor prev_output;  // the output a masked step repeats (undefined: zeros)
   for (int64_t n = 0; n < steps; ++n) {
     const int64_t t = c_.go_backwards ? steps - 1 - n : n;
     const Tensor xt = squeeze(inputs[static_cast<size_t>(t)], {1});
+    const Tensor h_prev = h, c_prev = c;
     switch (c_.cell) {
       case Cell::simple:
         h = activate(act, h.defined() ? xt + project(h) : xt);
@@ -318,7 +338,26 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
         break;
       }
     }
-    outputs.push_back(h);
+    if (step_masks.empty()) {
+      outputs.push_back(h);
+      continue;
+    }
+    // Keras' masked step: the states stay (zeros before the first kept step), and the output
+    // is the previous step's (or zeros with zero_output_for_mask).
+    const Tensor& keep = step_masks[static_cast<size_t>(t)];
+    auto hold = [&](const Tensor& now, const Tensor& before) {
+      return where(keep, now, before.defined() ? before : zeros_like(now));
+    };
+    const Tensor out = hold(h, c_.zero_output_for_mask ? Tensor() : prev_output);
+    h = hold(h, h_prev);
+    if (c.defined()) c = hold(c, c_prev);
+    prev_output = out;
+    outputs.push_back(out);
+  }
+  if (!step_masks.empty()) {
+    std::vector<Tensor> states{h};
+    if (c_.cell == Cell::lstm) states.push_back(c);
+    return {c_.return_sequences ? stack(outputs, 1) : outputs.back(), std::move(states)};
   }
   std::vector<Tensor> states{h};
   if (c_.cell == Cell::lstm) states.push_back(c);
@@ -341,12 +380,19 @@ class BidirectionalImpl final : public LayerImpl {
     f.name = "forward_" + base;
     b.name = "backward_" + base;
     b.go_backwards = !b.go_backwards;
+    // Keras: the copies give zeros at masked steps when they return sequences.
+    f.zero_output_for_mask = f.return_sequences;
+    b.zero_output_for_mask = b.return_sequences;
     forward_ = std::make_shared<RecurrentImpl>(std::move(f));
     backward_ = std::make_shared<RecurrentImpl>(std::move(b));
   }
   std::vector<Layer> sublayers() const override { return {Layer(forward_), Layer(backward_)}; }
   const std::shared_ptr<RecurrentImpl>& forward() const { return forward_; }
   const std::shared_ptr<RecurrentImpl>& backward() const { return backward_; }
+  bool supports_masking() const override { return true; }
+  Tensor compute_mask(const Tensor&, const Tensor& mask) const override {
+    return forward_->config().return_sequences ? mask : Tensor();
+  }
 
  protected:
   void build(const TensorShape& s) override {
@@ -375,8 +421,9 @@ class BidirectionalImpl final : public LayerImpl {
       fw_init.assign(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(n));
       bw_init.assign(init.begin() + static_cast<std::ptrdiff_t>(n), init.end());
     }
-    const std::vector<Tensor> fw = detail::call_with_state(forward_, x, fw_init, training);
-    const std::vector<Tensor> bw = detail::call_with_state(backward_, x, bw_init, training);
+    const Tensor mask = call_mask();
+    const std::vector<Tensor> fw = detail::call_with_state(forward_, x, fw_init, training, mask);
+    const std::vector<Tensor> bw = detail::call_with_state(backward_, x, bw_init, training, mask);
     Tensor yb = bw[0];
     if (backward_->config().return_sequences) yb = reverse_time(yb);
     if (request) {
@@ -417,6 +464,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptio
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
                          .recurrent_dropout = o.recurrent_dropout,
                          .seed = o.seed,
@@ -437,6 +485,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
                          .recurrent_dropout = o.recurrent_dropout,
                          .seed = o.seed,
@@ -456,6 +505,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o)
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .zero_output_for_mask = o.zero_output_for_mask,
                          .reset_after = o.reset_after,
                          .dropout = o.dropout,
                          .recurrent_dropout = o.recurrent_dropout,
@@ -504,22 +554,23 @@ Variable RecurrentLayer::bias() const {
 
 std::vector<Tensor> RecurrentLayer::call_with_state(const Tensor& x,
                                                     const std::vector<Tensor>& initial_state,
-                                                    bool training) const {
+                                                    bool training, const Tensor& mask) const {
   (void)rnn(*this);
-  return detail::call_with_state(impl_, x, initial_state, training);
+  return detail::call_with_state(impl_, x, initial_state, training, mask);
 }
 
 }  // namespace layers
 
 std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& impl, const Tensor& x,
-                                            const std::vector<Tensor>& initial_state,
-                                            bool training) {
+                                            const std::vector<Tensor>& initial_state, bool training,
+                                            const Tensor& mask) {
   StateRequest request{
       .layer = impl.get(), .initial = &initial_state, .states = {}, .served = false};
   Tensor output;
   {
     Requests::Scope scope(&request);
-    output = impl->invoke(x, training);
+    output =
+        mask.defined() ? impl->invoke_masked(x, mask, training).output : impl->invoke(x, training);
   }
   TF_CHECK_T(InternalError, request.served, impl->name().c_str(),
              "layer \"{}\" returned without serving its state request", impl->name());
@@ -553,9 +604,9 @@ RecurrentLayer Bidirectional::backward_layer() const {
 }
 std::vector<Tensor> Bidirectional::call_with_state(const Tensor& x,
                                                    const std::vector<Tensor>& initial_state,
-                                                   bool training) const {
+                                                   bool training, const Tensor& mask) const {
   (void)impl_as<BidirectionalImpl>(*this, "Bidirectional");
-  return detail::call_with_state(impl_, x, initial_state, training);
+  return detail::call_with_state(impl_, x, initial_state, training, mask);
 }
 
 }  // namespace layers

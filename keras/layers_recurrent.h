@@ -35,6 +35,9 @@ struct SimpleRNNOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
   bool go_backwards = false;      // run the timesteps last to first
+  // With a mask (docs/keras_recurrent.md, "Masking and padding"): masked steps output zeros
+  // instead of repeating the previous output (Keras' zero_output_for_mask).
+  bool zero_output_for_mask = false;
   // Keras' dropout of the inputs and of the recurrent state, in training only (see
   // docs/keras_recurrent.md); seed as tf::nn::dropout's.
   double dropout = 0.0;
@@ -57,6 +60,7 @@ struct LSTMOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool zero_output_for_mask = false;
   double dropout = 0.0;
   double recurrent_dropout = 0.0;
   std::optional<int64_t> seed = std::nullopt;
@@ -76,6 +80,7 @@ struct GRUOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool zero_output_for_mask = false;
   // Keras 3's default: the reset gate multiplies the recurrent projection (h @ U_h + b_h) and
   // the bias is (2, 3 * units), input and recurrent; false: it multiplies h before the matmul.
   bool reset_after = true;
@@ -101,10 +106,11 @@ class RecurrentLayer : public Layer {
   Variable bias() const;
   // Keras' layer(x, initial_state=..., return_state=True): {output, final states...} (LSTM:
   // {output, h, c}; else {output, h}). `initial_state` is empty (zeros) or one (batch, units)
-  // tensor per state. Builds, casts and records like operator().
+  // tensor per state. Builds, casts and records like operator(). `mask` (batch, timesteps) is
+  // Keras' mask argument (undefined: none; see Layer::call_with_mask).
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
-                                      bool training = false) const;
+                                      bool training = false, const Tensor& mask = {}) const;
 
  protected:
   friend class Bidirectional;
@@ -168,10 +174,10 @@ class Bidirectional : public Layer {
   RecurrentLayer forward_layer() const;
   RecurrentLayer backward_layer() const;
   // {output, forward states..., backward states...}; `initial_state` is empty or the forward
-  // states followed by the backward ones (Keras' order).
+  // states followed by the backward ones (Keras' order). `mask` as RecurrentLayer's.
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
-                                      bool training = false) const;
+                                      bool training = false, const Tensor& mask = {}) const;
 };
 
 }  // namespace tapeflow::keras::layers
@@ -180,5 +186,6 @@ namespace tapeflow::keras::detail {
 // call_with_state of a recurrent layer or a Bidirectional: invokes `layer` (as Layer's
 // operator() does) with `initial_state` and returns {output, final states...}.
 std::vector<Tensor> call_with_state(const std::shared_ptr<LayerImpl>& layer, const Tensor& x,
-                                    const std::vector<Tensor>& initial_state, bool training);
+                                    const std::vector<Tensor>& initial_state, bool training,
+                                    const Tensor& mask = {});
 }  // namespace tapeflow::keras::detail

@@ -145,10 +145,27 @@ class SequentialImpl final : public ModelImpl {
     return cur;
   }
 
+  // Keras' Sequential call: each layer gets the mask the previous one gave its output (the
+  // model's own mask argument for the first), and the model's output carries the last one.
   Tensor run_layers(const Tensor& x, bool training) {
     Tensor h = x;
-    for (const Layer& l : sublayers()) h = l(h, training);
+    Tensor mask = call_mask();
+    for (const Layer& l : sublayers()) {
+      if (!mask.defined() && !l.impl().supports_masking()) {
+        h = l(h, training);
+        continue;
+      }
+      MaskedTensor r = l.impl().invoke_masked(h, mask, training);
+      h = std::move(r.output);
+      mask = std::move(r.mask);
+    }
+    set_output_mask(mask);
     return h;
+  }
+  bool supports_masking() const override { return true; }
+  // Keras runs the layers for it: a layer's mask may need its input's values (Masking).
+  Tensor compute_mask(const Tensor& x, const Tensor& mask) const override {
+    return const_cast<SequentialImpl*>(this)->invoke_masked(x, mask, false).mask;
   }
 
  protected:
@@ -234,6 +251,11 @@ void ModelImpl::add_instance(Model* m) {
 void ModelImpl::remove_instance(Model* m) {
   std::lock_guard lock(mu_);
   instances_.erase(std::remove(instances_.begin(), instances_.end(), m), instances_.end());
+}
+
+Tensor ModelImpl::compute_mask(const Tensor& x, const Tensor& mask) const {
+  const Model* owner = live_subclass_object();
+  return owner != nullptr ? owner->compute_output_mask(x, mask) : mask;
 }
 
 Tensor ModelImpl::call(const Tensor& x, bool training) {
@@ -380,6 +402,16 @@ detail::ModelImpl& Model::model_impl() const {
              "assigned to it through a Layer reference?)",
              impl().name(), impl().class_name());
   return *m;
+}
+
+Tensor Model::compute_output_mask(const Tensor&, const Tensor& mask) const {
+  return mask;
+}
+void Model::set_supports_masking(bool value) {
+  model_impl().set_supports_masking(value);
+}
+Tensor Model::call_mask() const {
+  return model_impl().current_call_mask();
 }
 
 Tensor Model::call(const Tensor&, bool) {

@@ -82,6 +82,18 @@ class ModelImpl : public LayerImpl {
     return add_weight(name, shape, initializer, trainable, regularizer);
   }
 
+  // Masking of a subclassed model (custom layer): Model::set_supports_masking's flag, and its
+  // compute_output_mask override.
+  bool supports_masking() const override {
+    return supports_masking_.load(std::memory_order_relaxed);
+  }
+  Tensor compute_mask(const Tensor& x, const Tensor& mask) const override;
+  void set_supports_masking(bool value) {
+    supports_masking_.store(value, std::memory_order_relaxed);
+  }
+  // For Model::call_mask (LayerImpl::call_mask's rules).
+  Tensor current_call_mask() const { return call_mask(); }
+
   // ---- training (keras/training.cpp): shared by every copy of the model handle ----
   std::shared_ptr<TrainingState> training_;
 
@@ -96,6 +108,7 @@ class ModelImpl : public LayerImpl {
   // A live object of the user's subclass sharing this state, or nullptr.
   Model* live_subclass_object() const;
 
+  std::atomic<bool> supports_masking_{false};
   std::mutex hook_mu_;  // serialises run_build_hook
   std::atomic<bool> hook_done_{false};
   mutable std::mutex mu_;  // guards the members below
@@ -139,6 +152,12 @@ class Model : public Layer {
   //   and the model counts as built at its first call.
   virtual void build(const TensorShape& input_shape);
   using Layer::build;  // the const form, for const handles
+
+  // Keras' compute_mask override point of a custom layer (a model subclass): the mask of the
+  // output for input `x` with mask `mask`, asked for only once the subclass declared
+  // set_supports_masking(true). Default: `mask` unchanged (Keras'). (Layer::compute_mask is the
+  // caller's side, which also applies supports_masking.)
+  virtual Tensor compute_output_mask(const Tensor& x, const Tensor& mask) const;
 
   // The model's layers: Sequential's list, or a subclassed model's tracked layers.
   std::vector<Layer> layers() const;
@@ -210,6 +229,13 @@ class Model : public Layer {
   // by fit, train_on_batch, evaluate and test_on_batch, and is listed by losses() until the
   // next call. FailedPreconditionError outside a call of this model.
   void add_loss(const Tensor& loss);
+  // Masking for a custom layer. Keras' self.supports_masking = True: the layer passes a mask on
+  // (through compute_output_mask) instead of dropping it; call it in the constructor.
+  void set_supports_masking(bool value);
+  // Keras' mask argument of call(): inside call(), the mask this call of the model was given
+  // (Layer::call_with_mask, or a Sequential or functional model passing one on), or an
+  // undefined tensor. A layer reads it whether or not it supports masking.
+  Tensor call_mask() const;
   detail::ModelImpl& model_impl() const;
 };
 

@@ -102,6 +102,29 @@ void update_metrics(TrainingState& st, const Tensor& y, const Tensor& y_pred, co
     st.metrics[i].update_state(y, y_pred, st.weighted[i] ? sw : Tensor());
 }
 
+// Keras 3's loss of a prediction that carries a mask (losses/loss.py, apply_mask): the mask
+// becomes a sample weight, scaled under the mean reductions by total / valid (0 when nothing is
+// kept) so that the mean runs over the kept entries, and multiplied into a given sample_weight
+// (after squeeze_or_expand_to_same_rank, as Keras). Metrics see no mask (a difference).
+Tensor with_output_mask(const losses::Loss& loss, const MaskedTensor& out, const Tensor& sw) {
+  if (!out.mask.defined()) return sw;
+  const DType dt = out.output.dtype();
+  Tensor w = cast(out.mask, dt);
+  const losses::Reduction r = loss.reduction();
+  if (r == losses::Reduction::AUTO || r == losses::Reduction::SUM_OVER_BATCH_SIZE) {
+    std::vector<int> all(static_cast<size_t>(w.rank()));
+    for (int i = 0; i < w.rank(); ++i) all[static_cast<size_t>(i)] = i;
+    // Counted when the step runs, so one trace serves every batch size.
+    const Tensor total = tapeflow::detail::element_count(w, all, dt);
+    const Tensor valid = reduce_sum(w);
+    w = multiply(w,
+                 where(greater(valid, 0.0), divide(total, maximum(valid, 1.0)), zeros_like(valid)));
+  }
+  if (!sw.defined()) return w;
+  auto [a, b] = losses::detail::squeeze_or_expand_to_same_rank(w, cast(sw, dt));
+  return multiply(a, b);
+}
+
 Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
   const Tensor& x = v[0];
   const Tensor& y = v[1];
@@ -111,8 +134,9 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
   std::vector<Tensor> grads;
   {
     GradientTape tape;
-    y_pred = model(x, true);
-    loss = add_regularization(model, st.loss(y, y_pred, sw));
+    const MaskedTensor out = model.call_with_mask(x, Tensor(), true);
+    y_pred = out.output;
+    loss = add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
     vars = model.trainable_variables();
     grads = tape.gradient(loss, vars);
   }
@@ -126,8 +150,10 @@ Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor
   const Tensor& x = v[0];
   const Tensor& y = v[1];
   const Tensor sw = v.size() > 2 ? v[2] : Tensor();
-  const Tensor y_pred = model(x, false);
-  const Tensor loss = add_regularization(model, st.loss(y, y_pred, sw));
+  const MaskedTensor out = model.call_with_mask(x, Tensor(), false);
+  const Tensor& y_pred = out.output;
+  const Tensor loss =
+      add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
   track_loss(st, x, loss);
   update_metrics(st, y, y_pred, sw);
   return loss;

@@ -20,6 +20,7 @@
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_masking.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_misc.h"
 #include "keras/layers_more.h"
