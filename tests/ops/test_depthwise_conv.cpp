@@ -413,6 +413,9 @@ TEST_CASE("grouped_conv2d gives TF 2.21's values and its gradients match differe
           tf::nn::grouped_conv2d(pat_x({1, 4, 5, 4}, d), pat_f({3, 3, 2, 6}, d), {1}, "VALID");
       CHECK(y.shape() == tf::TensorShape{1, 2, 3, 6});
       check_values(y, tf221, 1e-6, 1e-6);
+      // tf::nn::conv2d takes the same filters as TF's: a grouped convolution.
+      tf::testing::check_close(
+          tf::nn::conv2d(pat_x({1, 4, 5, 4}, d), pat_f({3, 3, 2, 6}, d), {1}, "VALID"), y, 0, 0);
     }
     // Gradients: a 3-group SAME stride-2 case, against differences of the op itself (float64).
     const tf::TensorShape xs{2, 5, 4, 6}, fs{3, 2, 2, 9};
