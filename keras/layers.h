@@ -200,6 +200,11 @@ class Dense : public Layer {
 struct Conv2DOptions {
   Size2 strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
+  // Keras forbids strides > 1 together with dilation_rate > 1.
+  Size2 dilation_rate = 1;
+  // Grouped convolution: input channels and filters split into `groups` groups, each group
+  // convolved with its own filters / groups kernels (kernel (kh, kw, in / groups, filters)).
+  int groups = 1;
   std::string activation = "";
   bool use_bias = true;
   Initializer kernel_initializer = {};
@@ -210,7 +215,7 @@ struct Conv2DOptions {
   std::string name = "";
 };
 
-// 2-D convolution of NHWC inputs with an HWIO kernel (kh, kw, in_channels, filters).
+// 2-D convolution of NHWC inputs with an HWIO kernel (kh, kw, in_channels / groups, filters).
 //   Conv2D(32, 3)  Conv2D(32, {3, 3}, 2, "same", "relu")  Conv2D(32, 3, {.activation = "relu"})
 // (Positional strides are an int or a Size2(h, w); a braced list there is the options.)
 class Conv2D : public Layer {

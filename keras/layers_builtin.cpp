@@ -111,6 +111,8 @@ class Conv2DImpl final : public LayerImpl {
         filters_(filters),
         kernel_size_(kernel),
         strides_(o.strides),
+        dilation_(o.dilation_rate),
+        groups_(o.groups),
         same_(parse_padding("Conv2D", o.padding)),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
@@ -122,6 +124,19 @@ class Conv2DImpl final : public LayerImpl {
     TF_CHECK_ARG(filters > 0, "Conv2D", "filters must be positive, got {}", filters);
     check_size2("Conv2D", "kernel_size", kernel);
     check_size2("Conv2D", "strides", o.strides);
+    check_size2("Conv2D", "dilation_rate", o.dilation_rate);
+    TF_CHECK_ARG(o.groups > 0, "Conv2D",
+                 "the number of groups must be a positive integer, got groups={}", o.groups);
+    TF_CHECK_ARG(filters % o.groups == 0, "Conv2D",
+                 "the number of filters must be evenly divisible by the number of groups, got "
+                 "groups={}, filters={}",
+                 o.groups, filters);
+    TF_CHECK_ARG(std::max(o.strides.h, o.strides.w) == 1 ||
+                     std::max(o.dilation_rate.h, o.dilation_rate.w) == 1,
+                 "Conv2D",
+                 "strides > 1 together with dilation_rate > 1 is not supported (as Keras), got "
+                 "strides=({}, {}), dilation_rate=({}, {})",
+                 o.strides.h, o.strides.w, o.dilation_rate.h, o.dilation_rate.w);
   }
 
  protected:
@@ -130,16 +145,21 @@ class Conv2DImpl final : public LayerImpl {
                  "layer \"{}\" (Conv2D) needs NHWC inputs of rank 4 with a known channel "
                  "dimension, got shape {}",
                  name_, shape_str(s));
+    TF_CHECK_ARG(s[3] % groups_ == 0, name_.c_str(),
+                 "layer \"{}\" (Conv2D): the number of input channels must be evenly divisible "
+                 "by the number of groups, got groups={} but the input has {} channels (full "
+                 "input shape {})",
+                 name_, groups_, s[3], shape_str(s));
     channels_ = s[3];
-    const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_, filters_});
+    const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_ / groups_, filters_});
     kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
     if (use_bias_)
       bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TensorShape o = s;
-    o[1] = ::tapeflow::detail::window_dim(s[1], kernel_size_.h, strides_.h, 1, same_).out;
-    o[2] = ::tapeflow::detail::window_dim(s[2], kernel_size_.w, strides_.w, 1, same_).out;
+    o[1] = ::tapeflow::detail::window_dim(s[1], kernel_size_.h, strides_.h, dilation_.h, same_).out;
+    o[2] = ::tapeflow::detail::window_dim(s[2], kernel_size_.w, strides_.w, dilation_.w, same_).out;
     o[3] = filters_;
     return o;
   }
@@ -148,7 +168,9 @@ class Conv2DImpl final : public LayerImpl {
     require_rank_and_channels(s, 4, channels_);
   }
   Tensor call(const Tensor& x, bool) override {
-    Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID");
+    // With groups > 1 the kernel's depth is in / groups: conv2d runs it as a grouped one.
+    Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
+                          {dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
     return activation_ ? activation_(y) : y;
   }
@@ -156,7 +178,8 @@ class Conv2DImpl final : public LayerImpl {
  private:
   friend class layers::Conv2D;
   int64_t filters_;
-  Size2 kernel_size_, strides_;
+  Size2 kernel_size_, strides_, dilation_;
+  int groups_;
   bool same_;
   activations::Activation activation_;
   bool use_bias_;

@@ -408,6 +408,7 @@ class Conv1DImpl final : public LayerImpl {
         kernel_size_(kernel),
         strides_(o.strides),
         dilation_(o.dilation_rate),
+        groups_(o.groups),
         padding_(parse_padding("Conv1D", o.padding, true)),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
@@ -425,6 +426,12 @@ class Conv1DImpl final : public LayerImpl {
                  "strides > 1 together with dilation_rate > 1 is not supported (as Keras), got "
                  "strides={}, dilation_rate={}",
                  o.strides, o.dilation_rate);
+    TF_CHECK_ARG(o.groups > 0, "Conv1D",
+                 "the number of groups must be a positive integer, got groups={}", o.groups);
+    TF_CHECK_ARG(filters % o.groups == 0, "Conv1D",
+                 "the number of filters must be evenly divisible by the number of groups, got "
+                 "groups={}, filters={}",
+                 o.groups, filters);
   }
 
  protected:
@@ -433,9 +440,14 @@ class Conv1DImpl final : public LayerImpl {
                  "layer \"{}\" (Conv1D) needs inputs (batch, steps, channels) of rank 3 with a "
                  "known channel dimension, got shape {}",
                  name_, shape_str(s));
+    TF_CHECK_ARG(s[2] % groups_ == 0, name_.c_str(),
+                 "layer \"{}\" (Conv1D): the number of input channels must be evenly divisible "
+                 "by the number of groups, got groups={} but the input has {} channels (full "
+                 "input shape {})",
+                 name_, groups_, s[2], shape_str(s));
     channels_ = s[2];
-    kernel_ = add_weight("kernel", TensorShape({kernel_size_, channels_, filters_}), kernel_init_,
-                         true, kernel_reg_);
+    kernel_ = add_weight("kernel", TensorShape({kernel_size_, channels_ / groups_, filters_}),
+                         kernel_init_, true, kernel_reg_);
     if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
@@ -467,7 +479,7 @@ class Conv1DImpl final : public LayerImpl {
  private:
   friend class layers::Conv1D;
   int64_t filters_;
-  int kernel_size_, strides_, dilation_;
+  int kernel_size_, strides_, dilation_, groups_;
   std::string padding_;
   activations::Activation activation_;
   bool use_bias_;

@@ -158,6 +158,7 @@ struct Conv1DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid", "same" or "causal", any case
   int dilation_rate = 1;
+  int groups = 1;  // kernel (kernel_size, in_channels / groups, filters), as Conv2D's groups
   std::string activation = "";
   bool use_bias = true;
   Initializer kernel_initializer = {};  // glorot_uniform

@@ -8,6 +8,7 @@
 #include "core/context.h"
 #include "ops/binary.h"
 #include "ops/activation.h"
+#include "ops/depthwise.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -391,6 +392,12 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
   const char* op = "conv2d";
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
+  // Filters whose depth divides the input's: a grouped convolution, as TF's conv2d.
+  if (input.rank() == 4 && filters.rank() == 4) {
+    const int64_t c = input.shape()[3], fc = filters.shape()[2];
+    if (c != None && fc != None && fc > 0 && c != fc && c % fc == 0)
+      return grouped_conv2d(input, filters, strides, padding, dilations);
+  }
   const auto s = parse_hw(op, "strides", strides);
   const auto d = parse_hw(op, "dilations", dilations);
   const bool same = parse_padding(op, padding);

@@ -41,6 +41,8 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
 // strides: 1, 2 or 4 values as TF (a single value applies to both spatial dimensions).
 // float32 runs on oneDNN; float16/bfloat16 go through float32; float64 uses a direct loop.
+// Filters of depth C / G for an input of C channels are a grouped convolution of G groups, as
+// TF's (nn::grouped_conv2d, ops/depthwise.h).
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
 // TF's tf.nn.conv2d_transpose (a "deconvolution"): the gradient of conv2d with respect to its

@@ -20,6 +20,9 @@
 #define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod)
 #define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
 #define TF_NN_PRIMITIVES(X) X(Conv2D) X(MaxPool2D) X(AvgPool2D)
+// Depthwise convolution and its two gradients (ops/depthwise.h).
+#define TF_DEPTHWISE_PRIMITIVES(X) \
+  X(DepthwiseConv2D) X(DepthwiseConv2DBackpropInput) X(DepthwiseConv2DBackpropFilter)
 #define TF_RANDOM_PRIMITIVES(X) X(RandomNormal) X(RandomUniform)
 // Gradient kernels (used by vjps): backward convolution and pooling, segment sums for gather.
 #define TF_NN_GRAD_PRIMITIVES(X) \
@@ -39,7 +42,7 @@
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
-  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X)
+  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

@@ -1,0 +1,266 @@
+// DepthwiseConv2D, SeparableConv2D, DepthwiseConv1D and SeparableConv1D: one LayerImpl for the
+// four, as Keras' base classes (the 1-D layers are the 2-D ones over a height of 1).
+#include "keras/layers_conv.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "ops/depthwise.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+
+namespace tapeflow::keras {
+
+namespace {
+
+using detail::LayerImpl;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Everything the four layers are configured with, 1-D sizes as (1, k).
+struct Config {
+  int rank = 2;            // spatial dimensions of the input
+  bool separable = false;  // a pointwise kernel follows
+  int64_t filters = 0;     // separable only
+  Size2 kernel = 1, strides = 1, dilation = 1;
+  std::string padding = {}, data_format = {}, activation = {};
+  int depth_multiplier = 1;
+  bool use_bias = true;
+  Initializer depthwise_init = {}, pointwise_init = {}, bias_init = {};
+  Regularizer depthwise_reg = {}, pointwise_reg = {}, bias_reg = {};
+  std::string name = {};
+};
+
+class DepthwiseImpl final : public LayerImpl {
+ public:
+  DepthwiseImpl(const char* cls, const char* base_name, Config c)
+      : LayerImpl(cls, base_name, c.name),
+        c_(std::move(c)),
+        same_(lower(c_.padding) == "same"),
+        activation_(activations::get(c_.activation)) {
+    if (!c_.depthwise_init.defined()) c_.depthwise_init = initializers::GlorotUniform();
+    if (!c_.pointwise_init.defined()) c_.pointwise_init = initializers::GlorotUniform();
+    if (!c_.bias_init.defined()) c_.bias_init = initializers::Zeros();
+    const std::string p = lower(c_.padding);
+    TF_CHECK_ARG(p == "valid" || p == "same", cls,
+                 "padding must be \"valid\" or \"same\", got \"{}\"", c_.padding);
+    const std::string f = lower(c_.data_format);
+    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
+                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
+                 c_.data_format);
+    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
+               "data_format=\"channels_first\" is not supported: tapeflow's depthwise "
+               "convolution takes channels_last inputs (transpose them first)");
+    TF_CHECK_ARG(c_.depth_multiplier > 0, cls,
+                 "depth_multiplier must be a strictly positive value, got {}", c_.depth_multiplier);
+    TF_CHECK_ARG(!c_.separable || c_.filters > 0, cls, "filters must be positive, got {}",
+                 c_.filters);
+    TF_CHECK_ARG(c_.kernel.h > 0 && c_.kernel.w > 0, cls, "kernel_size must be positive, got {}",
+                 sizes(c_.kernel));
+    TF_CHECK_ARG(c_.strides.h > 0 && c_.strides.w > 0, cls, "strides must be positive, got {}",
+                 sizes(c_.strides));
+    TF_CHECK_ARG(c_.dilation.h > 0 && c_.dilation.w > 0, cls,
+                 "dilation_rate must be positive, got {}", sizes(c_.dilation));
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    const int rank = c_.rank + 2;
+    TF_CHECK_ARG(s.rank() == rank && s[rank - 1] != None, name_.c_str(),
+                 "layer \"{}\" ({}) needs channels_last inputs of rank {} with a known channel "
+                 "dimension, got shape {}",
+                 name_, class_name_, rank, s.to_string());
+    channels_ = s[rank - 1];
+    const int64_t dm = c_.depth_multiplier;
+    const TensorShape dshape = c_.rank == 2 ? TensorShape({c_.kernel.h, c_.kernel.w, channels_, dm})
+                                            : TensorShape({c_.kernel.w, channels_, dm});
+    depthwise_ = add_weight(c_.separable ? "depthwise_kernel" : "kernel", dshape, c_.depthwise_init,
+                            true, c_.depthwise_reg);
+    if (c_.separable) {
+      const TensorShape pshape = c_.rank == 2 ? TensorShape({1, 1, channels_ * dm, c_.filters})
+                                              : TensorShape({1, channels_ * dm, c_.filters});
+      pointwise_ =
+          add_weight("pointwise_kernel", pshape, c_.pointwise_init, true, c_.pointwise_reg);
+    }
+    if (c_.use_bias)
+      bias_ = add_weight("bias", TensorShape({out_channels()}), c_.bias_init, true, c_.bias_reg);
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    const int r = s.rank();
+    if (c_.rank == 2) {
+      o[1] =
+          ::tapeflow::detail::window_dim(s[1], c_.kernel.h, c_.strides.h, c_.dilation.h, same_).out;
+    }
+    o[r - 2] =
+        ::tapeflow::detail::window_dim(s[r - 2], c_.kernel.w, c_.strides.w, c_.dilation.w, same_)
+            .out;
+    o[r - 1] =
+        c_.separable ? c_.filters : (s[r - 1] == None ? None : s[r - 1] * c_.depth_multiplier);
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    require_rank_and_channels(s, c_.rank + 2, channels_);
+  }
+  Tensor call(const Tensor& x, bool) override {
+    // The 1-D layers: (batch, 1, steps, channels) with (1, k, in, m) kernels.
+    const Tensor in = c_.rank == 1 ? expand_dims(x, 1) : x;
+    const Tensor dk = c_.rank == 1 ? expand_dims(depthwise_.value(), 0) : depthwise_.value();
+    Tensor y = nn::depthwise_conv2d(in, dk, {c_.strides.h, c_.strides.w}, same_ ? "SAME" : "VALID",
+                                    {c_.dilation.h, c_.dilation.w});
+    if (c_.separable) {
+      const Tensor pk = c_.rank == 1 ? expand_dims(pointwise_.value(), 0) : pointwise_.value();
+      y = nn::conv2d(y, pk, {1}, "VALID");
+    }
+    if (c_.rank == 1) y = squeeze(y, {1});
+    if (c_.use_bias) y = nn::bias_add(y, bias_.value());
+    return activation_ ? activation_(y) : y;
+  }
+
+ private:
+  static std::string sizes(Size2 s) { return fmt::format("({}, {})", s.h, s.w); }
+  int64_t out_channels() const {
+    return c_.separable ? c_.filters : channels_ * c_.depth_multiplier;
+  }
+
+  Config c_;
+  bool same_;
+  activations::Activation activation_;
+  int64_t channels_ = 0;
+  Variable depthwise_, pointwise_, bias_;
+};
+
+// Builds at construction when an input_shape was declared.
+std::shared_ptr<DepthwiseImpl> make(const char* cls, const char* base, Config c,
+                                    const std::vector<int64_t>& input_shape) {
+  auto impl = std::make_shared<DepthwiseImpl>(cls, base, std::move(c));
+  if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
+  return impl;
+}
+
+}  // namespace
+
+namespace layers {
+
+DepthwiseConv2D::DepthwiseConv2D(Size2 kernel_size, DepthwiseConv2DOptions o) {
+  Config c{.rank = 2,
+           .separable = false,
+           .kernel = kernel_size,
+           .strides = o.strides,
+           .dilation = o.dilation_rate,
+           .padding = o.padding,
+           .data_format = o.data_format,
+           .activation = o.activation,
+           .depth_multiplier = o.depth_multiplier,
+           .use_bias = o.use_bias,
+           .depthwise_init = o.depthwise_initializer,
+           .bias_init = o.bias_initializer,
+           .depthwise_reg = o.depthwise_regularizer,
+           .bias_reg = o.bias_regularizer,
+           .name = o.name};
+  impl_ = make("DepthwiseConv2D", "depthwise_conv2d", std::move(c), o.input_shape);
+}
+Variable DepthwiseConv2D::kernel() const {
+  return impl().weight("kernel");
+}
+Variable DepthwiseConv2D::bias() const {
+  return impl().weight("bias");
+}
+
+SeparableConv2D::SeparableConv2D(int64_t filters, Size2 kernel_size, SeparableConv2DOptions o) {
+  Config c{.rank = 2,
+           .separable = true,
+           .filters = filters,
+           .kernel = kernel_size,
+           .strides = o.strides,
+           .dilation = o.dilation_rate,
+           .padding = o.padding,
+           .data_format = o.data_format,
+           .activation = o.activation,
+           .depth_multiplier = o.depth_multiplier,
+           .use_bias = o.use_bias,
+           .depthwise_init = o.depthwise_initializer,
+           .pointwise_init = o.pointwise_initializer,
+           .bias_init = o.bias_initializer,
+           .depthwise_reg = o.depthwise_regularizer,
+           .pointwise_reg = o.pointwise_regularizer,
+           .bias_reg = o.bias_regularizer,
+           .name = o.name};
+  impl_ = make("SeparableConv2D", "separable_conv2d", std::move(c), o.input_shape);
+}
+Variable SeparableConv2D::depthwise_kernel() const {
+  return impl().weight("depthwise_kernel");
+}
+Variable SeparableConv2D::pointwise_kernel() const {
+  return impl().weight("pointwise_kernel");
+}
+Variable SeparableConv2D::bias() const {
+  return impl().weight("bias");
+}
+
+DepthwiseConv1D::DepthwiseConv1D(int kernel_size, DepthwiseConv1DOptions o) {
+  Config c{.rank = 1,
+           .separable = false,
+           .kernel = Size2(1, kernel_size),
+           .strides = Size2(1, o.strides),
+           .dilation = Size2(1, o.dilation_rate),
+           .padding = o.padding,
+           .data_format = o.data_format,
+           .activation = o.activation,
+           .depth_multiplier = o.depth_multiplier,
+           .use_bias = o.use_bias,
+           .depthwise_init = o.depthwise_initializer,
+           .bias_init = o.bias_initializer,
+           .depthwise_reg = o.depthwise_regularizer,
+           .bias_reg = o.bias_regularizer,
+           .name = o.name};
+  impl_ = make("DepthwiseConv1D", "depthwise_conv1d", std::move(c), o.input_shape);
+}
+Variable DepthwiseConv1D::kernel() const {
+  return impl().weight("kernel");
+}
+Variable DepthwiseConv1D::bias() const {
+  return impl().weight("bias");
+}
+
+SeparableConv1D::SeparableConv1D(int64_t filters, int kernel_size, SeparableConv1DOptions o) {
+  Config c{.rank = 1,
+           .separable = true,
+           .filters = filters,
+           .kernel = Size2(1, kernel_size),
+           .strides = Size2(1, o.strides),
+           .dilation = Size2(1, o.dilation_rate),
+           .padding = o.padding,
+           .data_format = o.data_format,
+           .activation = o.activation,
+           .depth_multiplier = o.depth_multiplier,
+           .use_bias = o.use_bias,
+           .depthwise_init = o.depthwise_initializer,
+           .pointwise_init = o.pointwise_initializer,
+           .bias_init = o.bias_initializer,
+           .depthwise_reg = o.depthwise_regularizer,
+           .pointwise_reg = o.pointwise_regularizer,
+           .bias_reg = o.bias_regularizer,
+           .name = o.name};
+  impl_ = make("SeparableConv1D", "separable_conv1d", std::move(c), o.input_shape);
+}
+Variable SeparableConv1D::depthwise_kernel() const {
+  return impl().weight("depthwise_kernel");
+}
+Variable SeparableConv1D::pointwise_kernel() const {
+  return impl().weight("pointwise_kernel");
+}
+Variable SeparableConv1D::bias() const {
+  return impl().weight("bias");
+}
+
+}  // namespace layers
+
+}  // namespace tapeflow::keras
