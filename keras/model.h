@@ -160,12 +160,12 @@ class Model : public Layer {
   // output, optional loss_weights (the loss is their weighted sum) and metrics per output. The
   // forms above give one loss to every output (Keras' rule) and take no metrics then.
   void compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
-               PerOutput<double> loss_weights = {},
-               PerOutput<std::vector<MetricSpec>> metrics = {}, CompileOptions options = {});
+               PerOutput<double> loss_weights = {}, PerOutput<std::vector<MetricSpec>> metrics = {},
+               CompileOptions options = {});
   // The braced list form, {"mse", "mse"} or {bce, cce} (a std::string overload would take it).
   void compile(optimizers::Optimizer optimizer, std::initializer_list<LossSpec> loss,
-               PerOutput<double> loss_weights = {},
-               PerOutput<std::vector<MetricSpec>> metrics = {}, CompileOptions options = {});
+               PerOutput<double> loss_weights = {}, PerOutput<std::vector<MetricSpec>> metrics = {},
+               CompileOptions options = {});
   // Trains on x and y (first dimensions equal) or on a Dataset of (x, y[, sample_weight])
   // batches; returns the History of epoch logs (loss, metrics, val_ ones).
   History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
@@ -191,8 +191,7 @@ class Model : public Layer {
                                const std::map<std::string, Tensor>& ys,
                                EvaluateOptions options = {});
   std::vector<Tensor> predict(const std::vector<Tensor>& xs, PredictOptions options = {});
-  std::vector<Tensor> predict(const std::map<std::string, Tensor>& xs,
-                              PredictOptions options = {});
+  std::vector<Tensor> predict(const std::map<std::string, Tensor>& xs, PredictOptions options = {});
   std::vector<Tensor> predict(std::initializer_list<Tensor> xs, PredictOptions options = {});
   // Every output for a Dataset whose elements start with the model's inputs.
   std::vector<Tensor> predict_outputs(const data::Dataset& dataset, PredictOptions options = {});

@@ -36,7 +36,9 @@ metrics::Metric MetricSpec::resolve(const losses::Loss& loss) const {
   return metrics::get(name_, loss);
 }
 
-losses::Loss LossSpec::resolve() const { return loss_.defined() ? loss_ : losses::get(name_); }
+losses::Loss LossSpec::resolve() const {
+  return loss_.defined() ? loss_ : losses::get(name_);
+}
 
 namespace detail {
 
@@ -145,8 +147,7 @@ Roles roles_of(const TrainingState& st, const std::vector<Tensor>& v) {
 }
 
 // The outputs for the inputs (a functional model's vector call; other models take one input).
-std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& xs,
-                                 bool training) {
+std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& xs, bool training) {
   if (auto* f = dynamic_cast<detail::FunctionalImpl*>(&model.impl()))
     return f->call_all(xs, training);
   return {model(xs.at(0), training)};
@@ -283,8 +284,8 @@ constexpr size_t kMaxBatchComponents = 12;
 // A step for `components` tensors: traced with a None batch dimension (and compile's
 // jit_compile), or eager (run_eagerly).
 template <class Body>
-StepFor<Body> make_step(Body body, const std::vector<TensorSpec>& signature, const std::string& name,
-               const CompileOptions& options) {
+StepFor<Body> make_step(Body body, const std::vector<TensorSpec>& signature,
+                        const std::string& name, const CompileOptions& options) {
   if (options.run_eagerly) return body;
   FunctionOptions opts{
       .input_signature = signature, .jit_compile = options.jit_compile, .name = name};
@@ -388,8 +389,8 @@ std::vector<T> per_output(const PerOutput<T>& given, const std::vector<std::stri
   }
   for (const std::string& k : keys)
     TF_CHECK_ARG(std::find(outputs.begin(), outputs.end(), k) != outputs.end(), "compile",
-                 "`{}` names '{}', which is not an output of model '{}': its outputs are {}",
-                 what, k, model, names_text(outputs));
+                 "`{}` names '{}', which is not an output of model '{}': its outputs are {}", what,
+                 k, model, names_text(outputs));
   return out;
 }
 
@@ -446,8 +447,7 @@ void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
     TF_CHECK_ARG(per_loss.back().defined(), "compile", "a loss is an empty handle");
   }
   const auto weights = per_output(loss_weights, out, n, "loss_weights", 1.0, false);
-  const auto per_metrics =
-      per_output(metrics, out, n, "metrics", std::vector<MetricSpec>{}, false);
+  const auto per_metrics = per_output(metrics, out, n, "metrics", std::vector<MetricSpec>{}, false);
   TF_CHECK_ARG(out.size() == 1 || options.weighted_metrics.empty(), "compile",
                "weighted_metrics of a model with several outputs (model '{}') are not supported",
                n);
@@ -589,7 +589,7 @@ std::vector<double> values_of(const Logs& logs) {
 // `traced` for batches like `batch`, (re)built when their signature changed.
 template <class Body, class Traced>
 StepFor<Body> ensure_step(Traced& traced, Body body, const std::vector<Tensor>& batch,
-                 const std::string& name, const CompileOptions& options) {
+                          const std::string& name, const CompileOptions& options) {
   const auto sig = batch_signature(batch);
   std::lock_guard lock(traced.mu);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
@@ -600,8 +600,8 @@ StepFor<Body> ensure_step(Traced& traced, Body body, const std::vector<Tensor>& 
 }
 
 template <class Body, class Traced>
-auto run_step(Traced& traced, Body body, const std::vector<Tensor>& batch,
-                const std::string& name, const CompileOptions& options) {
+auto run_step(Traced& traced, Body body, const std::vector<Tensor>& batch, const std::string& name,
+              const CompileOptions& options) {
   return ensure_step(traced, body, batch, name, options)(batch);
 }
 
@@ -771,11 +771,11 @@ MultiData multi_data(const Model& m, const char* op, const std::vector<Tensor>& 
   const auto [in, out] = io_names(m);
   const std::string n = m.name();
   TF_CHECK_ARG(xs.size() == in.size(), op,
-               "model '{}' expects {} input(s) {}, but it received {} input tensors", n,
-               in.size(), names_text(in), xs.size());
+               "model '{}' expects {} input(s) {}, but it received {} input tensors", n, in.size(),
+               names_text(in), xs.size());
   TF_CHECK_ARG(!with_targets || ys.size() == out.size(), op,
-               "model '{}' has {} output(s) {}, but it received {} target tensors", n,
-               out.size(), names_text(out), ys.size());
+               "model '{}' has {} output(s) {}, but it received {} target tensors", n, out.size(),
+               names_text(out), ys.size());
   TF_CHECK_ARG(weights.empty() || weights.size() == out.size(), op,
                "sample_weights must have one tensor per output of model '{}' {}, got {}", n,
                names_text(out), weights.size());
@@ -784,8 +784,8 @@ MultiData multi_data(const Model& m, const char* op, const std::vector<Tensor>& 
                "not both");
   MultiData d{xs, with_targets ? ys : std::vector<Tensor>{}, {}, 0};
   auto check = [&](const Tensor& t, const std::string& what) {
-    TF_CHECK_ARG(t.defined() && t.rank() >= 1, op, "{} must be a tensor of rank >= 1, got {}",
-                 what, t.defined() ? t.shape().to_string() : "an undefined tensor");
+    TF_CHECK_ARG(t.defined() && t.rank() >= 1, op, "{} must be a tensor of rank >= 1, got {}", what,
+                 t.defined() ? t.shape().to_string() : "an undefined tensor");
     if (d.samples == 0) d.samples = t.shape()[0];
     TF_CHECK_ARG(t.shape()[0] == d.samples, op,
                  "every input, target and sample weight must have the same number of samples "
@@ -949,8 +949,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
       val = *options.validation_data.dataset;
     } else if (!options.validation_data.xs.empty()) {
       const ValidationData& vd = options.validation_data;
-      const int vbs = options.validation_batch_size > 0 ? options.validation_batch_size
-                                                        : options.batch_size;
+      const int vbs =
+          options.validation_batch_size > 0 ? options.validation_batch_size : options.batch_size;
       const MultiData d = multi_data(*this, "fit", vd.xs, vd.ys, Tensor(), vd.sample_weights);
       val = data::Dataset::from_tensor_slices(d.flat()).batch(vbs);
     } else {
@@ -1187,8 +1187,7 @@ History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
   const auto held = held_state_of(*this, "fit");
   TF_CHECK_ARG(options.validation_split >= 0.0 && options.validation_split < 1.0, "fit",
                "validation_split must be in [0, 1), got {}", options.validation_split);
-  MultiData d =
-      multi_data(*this, "fit", xs, ys, options.sample_weight, options.sample_weights);
+  MultiData d = multi_data(*this, "fit", xs, ys, options.sample_weight, options.sample_weights);
   if (!options.class_weight.empty()) {
     // As Keras: class weights need a single output.
     TF_CHECK_ARG(d.ys.size() == 1, "fit",
@@ -1202,8 +1201,8 @@ History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
     TF_CHECK_ARG(!options.validation_data.defined(), "fit",
                  "give validation_data or validation_split, not both");
     const int64_t n = d.samples;
-    const auto split = static_cast<int64_t>(std::floor(static_cast<double>(n) *
-                                                       (1.0 - options.validation_split)));
+    const auto split =
+        static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - options.validation_split)));
     TF_CHECK_ARG(split > 0 && split < n, "fit",
                  "validation_split {} of {} samples leaves no training or no validation data",
                  options.validation_split, n);
@@ -1217,8 +1216,8 @@ History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
       }
       return v;
     };
-    options.validation_data = ValidationData(rows(d.xs, split, n - split),
-                                             rows(d.ys, split, n - split), {});
+    options.validation_data =
+        ValidationData(rows(d.xs, split, n - split), rows(d.ys, split, n - split), {});
     if (!d.sws.empty()) {
       // One shared weight is repeated for the validation data's every output.
       std::vector<Tensor> vsw = rows(d.sws, split, n - split);
@@ -1247,8 +1246,8 @@ History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
   return fit(ds.batch(options.batch_size), std::move(options));
 }
 
-History Model::fit(const std::map<std::string, Tensor>& xs,
-                   const std::map<std::string, Tensor>& ys, FitOptions options) {
+History Model::fit(const std::map<std::string, Tensor>& xs, const std::map<std::string, Tensor>& ys,
+                   FitOptions options) {
   const auto [in, out] = io_names(*this);
   return fit(by_names(xs, in, "fit", "input"), by_names(ys, out, "fit", "output"),
              std::move(options));
@@ -1274,8 +1273,7 @@ std::vector<double> Model::evaluate(const std::map<std::string, Tensor>& xs,
                   std::move(options));
 }
 
-std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset,
-                                           PredictOptions options) {
+std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
   const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
   const auto [in, out] = io_names(*this);
   const size_t ni = in.size();

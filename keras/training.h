@@ -102,8 +102,8 @@ class MetricSpec {
 // A compile() loss given by name ("mse", resolved by losses::get) or as a Loss object.
 class LossSpec {
  public:
-  LossSpec(const char* name) : name_(name) {}             // NOLINT: implicit, as Keras' strings
-  LossSpec(std::string name) : name_(std::move(name)) {}  // NOLINT
+  LossSpec(const char* name) : name_(name) {}              // NOLINT: implicit, as Keras' strings
+  LossSpec(std::string name) : name_(std::move(name)) {}   // NOLINT
   LossSpec(losses::Loss loss) : loss_(std::move(loss)) {}  // NOLINT
   losses::Loss resolve() const;
 
@@ -121,7 +121,7 @@ template <class T>
 class PerOutput {
  public:
   PerOutput() = default;
-  PerOutput(std::initializer_list<T> list) : list_(list), given_(true) {}  // NOLINT: implicit
+  PerOutput(std::initializer_list<T> list) : list_(list), given_(true) {}   // NOLINT: implicit
   PerOutput(std::vector<T> list) : list_(std::move(list)), given_(true) {}  // NOLINT
   PerOutput(std::map<std::string, T> by_name)                               // NOLINT
       : by_name_(std::move(by_name)), given_(true), is_map_(true) {}
