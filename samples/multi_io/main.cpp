@@ -52,16 +52,15 @@ int main(int argc, char** argv) {
       tf::random::uniform({samples, 20}, 0, static_cast<double>(num_words), tf::int32);
   const tf::Tensor tags_data = tf::round(tf::random::uniform({samples, num_tags}));
   const tf::Tensor priority_targets = tf::slice(tags_data, {0, 0}, {samples, 1});
-  const tf::Tensor department_targets =
-      tf::one_hot(tf::argmax(tf::slice(tags_data, {0, 0}, {samples, num_departments}), 1),
-                  num_departments);
+  const tf::Tensor department_targets = tf::one_hot(
+      tf::argmax(tf::slice(tags_data, {0, 0}, {samples, num_departments}), 1), num_departments);
 
   // model.fit({"title": ..., "body": ..., "tags": ...}, {"priority": ..., "department": ...})
   const K::History history = model.fit(
       std::map<std::string, tf::Tensor>{
           {"title", title_data}, {"body", body_data}, {"tags", tags_data}},
-      std::map<std::string, tf::Tensor>{
-          {"priority", priority_targets}, {"department", department_targets}},
+      std::map<std::string, tf::Tensor>{{"priority", priority_targets},
+                                        {"department", department_targets}},
       {.epochs = epochs, .batch_size = 32, .verbose = 2, .validation_split = 0.2});
 
   // The same model on lists, in model.inputs' order; predict returns one tensor per output.
