@@ -15,8 +15,8 @@
 //
 // Differences from Keras: inputs and outputs are single tensors or flat lists (no dicts or
 // nested structures); layers take one input, merge layers (keras/layers_merge.h) a list; a
-// model with several inputs is called with a std::vector<Tensor>, and fit/evaluate/predict take
-// single-input, single-output models only (the training loop feeds one x and one y).
+// model with several inputs is called with a std::vector<Tensor>; fit/evaluate/predict take
+// lists or maps by name for several inputs or outputs (keras/model.h, docs/keras_fit.md).
 #pragma once
 
 #include <cstdint>

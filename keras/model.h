@@ -175,6 +175,16 @@ class Model : public Layer {
                std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
   void compile(optimizers::Optimizer optimizer, const std::string& loss,
                std::vector<MetricSpec> metrics = {}, CompileOptions options = {});
+  // A model with several outputs (Keras' lists and dicts, docs/keras_fit.md): one loss per
+  // output, optional loss_weights (the loss is their weighted sum) and metrics per output. The
+  // forms above give one loss to every output (Keras' rule) and take no metrics then.
+  void compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
+               PerOutput<double> loss_weights = {}, PerOutput<std::vector<MetricSpec>> metrics = {},
+               CompileOptions options = {});
+  // The braced list form, {"mse", "mse"} or {bce, cce} (a std::string overload would take it).
+  void compile(optimizers::Optimizer optimizer, std::initializer_list<LossSpec> loss,
+               PerOutput<double> loss_weights = {}, PerOutput<std::vector<MetricSpec>> metrics = {},
+               CompileOptions options = {});
   // Trains on x and y (first dimensions equal) or on a Dataset of (x, y[, sample_weight])
   // batches; returns the History of epoch logs (loss, metrics, val_ ones).
   History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
@@ -185,6 +195,25 @@ class Model : public Layer {
   // The model's outputs for every row of x (or every batch's first component), concatenated.
   Tensor predict(const Tensor& x, PredictOptions options = {});
   Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  // A model with several inputs or outputs: one tensor per input and per output, in the
+  // orders of the functional model's inputs and outputs, or maps keyed by the Input names and
+  // the output names (Keras' dicts). A Dataset for such a model yields flat elements: the
+  // inputs, then the targets, then no, one shared or one per output sample weights.
+  // predict returns one tensor per output.
+  History fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+              FitOptions options = {});
+  History fit(const std::map<std::string, Tensor>& xs, const std::map<std::string, Tensor>& ys,
+              FitOptions options = {});
+  std::vector<double> evaluate(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+                               EvaluateOptions options = {});
+  std::vector<double> evaluate(const std::map<std::string, Tensor>& xs,
+                               const std::map<std::string, Tensor>& ys,
+                               EvaluateOptions options = {});
+  std::vector<Tensor> predict(const std::vector<Tensor>& xs, PredictOptions options = {});
+  std::vector<Tensor> predict(const std::map<std::string, Tensor>& xs, PredictOptions options = {});
+  std::vector<Tensor> predict(std::initializer_list<Tensor> xs, PredictOptions options = {});
+  // Every output for a Dataset whose elements start with the model's inputs.
+  std::vector<Tensor> predict_outputs(const data::Dataset& dataset, PredictOptions options = {});
   // One step on one batch; the logs' values (loss, then metrics) after it.
   std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
   std::vector<double> test_on_batch(const Tensor& x, const Tensor& y);

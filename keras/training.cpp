@@ -18,6 +18,7 @@
 #include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/checkpoint.h"
+#include "keras/functional.h"
 #include "keras/model.h"
 #include "keras/safetensors.h"
 #include "ops/binary.h"
@@ -33,6 +34,10 @@ namespace tapeflow::keras {
 metrics::Metric MetricSpec::resolve(const losses::Loss& loss) const {
   if (metric_) return *metric_;
   return metrics::get(name_, loss);
+}
+
+losses::Loss LossSpec::resolve() const {
+  return loss_.defined() ? loss_ : losses::get(name_);
 }
 
 namespace detail {
@@ -51,15 +56,35 @@ struct TrainingState {
   distribute::Strategy* strategy = nullptr;
   std::weak_ptr<const void> strategy_alive;
 
-  using Step = std::function<Tensor(const std::vector<Tensor>&)>;
+  // A functional model with several inputs or outputs (multi): batches are the inputs, the
+  // targets, then no, one shared or one sample weight per output; the loss is the weighted sum
+  // of the outputs' losses. Metric i watches output metric_output[i] and logs as
+  // metric_log_names[i] ("<output>_<metric>" with several outputs); logs list the loss, the
+  // outputs' losses, then the metrics in log_order (by name, as Keras 3.15).
+  bool multi = false;
+  size_t n_inputs = 1, n_outputs = 1;
+  std::vector<std::string> input_names, output_names;
+  std::vector<losses::Loss> output_losses;
+  std::vector<double> loss_weights;
+  std::vector<metrics::Mean> output_loss_trackers;  // "<output>_loss", with several outputs
+  std::vector<size_t> metric_output;
+  std::vector<std::string> metric_log_names;
+  std::vector<size_t> log_order;
+
+  template <class R>
+  using StepOf = std::function<R(const std::vector<Tensor>&)>;
+  using Step = StepOf<Tensor>;
   // predict and evaluate may run on several threads at once: the step is swapped under mu and
   // each caller replays its own copy of the handle.
-  struct Traced {
+  template <class R>
+  struct TracedOf {
     std::mutex mu;
-    Step fn;                            // guarded by mu
+    StepOf<R> fn;                       // guarded by mu
     std::vector<TensorSpec> signature;  // guarded by mu
   };
+  using Traced = TracedOf<Tensor>;
   Traced train, test, predict;
+  TracedOf<std::vector<Tensor>> predict_all;  // every output of a multi-output model
 };
 
 }  // namespace detail
@@ -125,7 +150,91 @@ Tensor with_output_mask(const losses::Loss& loss, const MaskedTensor& out, const
   return multiply(a, b);
 }
 
+// ---- models with several inputs or outputs ----
+
+// A batch's components by role: the inputs, the targets and one sample weight per output
+// (undefined: none; one shared weight is repeated).
+struct Roles {
+  std::vector<Tensor> xs, ys, sws;
+};
+Roles roles_of(const TrainingState& st, const std::vector<Tensor>& v) {
+  Roles r;
+  const auto ni = static_cast<std::ptrdiff_t>(st.n_inputs);
+  const auto no = static_cast<std::ptrdiff_t>(st.n_outputs);
+  r.xs.assign(v.begin(), v.begin() + ni);
+  r.ys.assign(v.begin() + ni, v.begin() + ni + no);
+  const size_t rest = v.size() - st.n_inputs - st.n_outputs;
+  for (size_t i = 0; i < st.n_outputs; ++i)
+    r.sws.push_back(rest == 0 ? Tensor() : v[st.n_inputs + st.n_outputs + (rest == 1 ? 0 : i)]);
+  return r;
+}
+
+// The outputs for the inputs (a functional model's vector call; other models take one input).
+std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& xs, bool training) {
+  if (auto* f = dynamic_cast<detail::FunctionalImpl*>(&model.impl()))
+    return f->call_all(xs, training);
+  return {model(xs.at(0), training)};
+}
+
+// Keras' CompileLoss: the loss_weights-weighted sum of the outputs' losses (each output's own
+// loss, unweighted, in `per_output`).
+Tensor multi_loss(TrainingState& st, const Roles& r, const std::vector<Tensor>& preds,
+                  std::vector<Tensor>& per_output) {
+  Tensor total;
+  for (size_t i = 0; i < st.n_outputs; ++i) {
+    const Tensor li = st.output_losses[i](r.ys[i], preds[i], r.sws[i]);
+    per_output.push_back(li);
+    const Tensor wi =
+        st.loss_weights[i] == 1.0 ? li : multiply(li, cast(Tensor(st.loss_weights[i]), li.dtype()));
+    total = total.defined() ? add(total, wi) : wi;
+  }
+  return total;
+}
+
+void track_multi(TrainingState& st, const Roles& r, const std::vector<Tensor>& preds,
+                 const Tensor& loss, const std::vector<Tensor>& per_output) {
+  track_loss(st, r.xs[0], loss);
+  if (st.n_outputs > 1) {
+    const Tensor n = tapeflow::detail::element_count(r.xs[0], {0}, float32);
+    for (size_t i = 0; i < st.n_outputs; ++i)
+      st.output_loss_trackers[i].update_state(
+          multiply(cast(per_output[i], float32), Tensor(static_cast<float>(replicas()))), n);
+  }
+  for (size_t i = 0; i < st.metrics.size(); ++i) {
+    const size_t o = st.metric_output[i];
+    st.metrics[i].update_state(r.ys[o], preds[o], st.weighted[i] ? r.sws[o] : Tensor());
+  }
+}
+
+Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  const Roles r = roles_of(st, v);
+  std::vector<Tensor> preds, per_output;
+  Tensor loss;
+  std::vector<Variable> vars;
+  std::vector<Tensor> grads;
+  {
+    GradientTape tape;
+    preds = call_outputs(model, r.xs, true);
+    loss = add_regularization(model, multi_loss(st, r, preds, per_output));
+    vars = model.trainable_variables();
+    grads = tape.gradient(loss, vars);
+  }
+  st.optimizer.apply_gradients(grads, vars);
+  track_multi(st, r, preds, loss, per_output);
+  return loss;
+}
+
+Tensor test_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  const Roles r = roles_of(st, v);
+  std::vector<Tensor> per_output;
+  const std::vector<Tensor> preds = call_outputs(model, r.xs, false);
+  const Tensor loss = add_regularization(model, multi_loss(st, r, preds, per_output));
+  track_multi(st, r, preds, loss, per_output);
+  return loss;
+}
+
 Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  if (st.multi) return train_body_multi(st, model, v);
   const Tensor& x = v[0];
   const Tensor& y = v[1];
   const Tensor sw = v.size() > 2 ? v[2] : Tensor();
@@ -147,6 +256,7 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
 }
 
 Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
+  if (st.multi) return test_body_multi(st, model, v);
   const Tensor& x = v[0];
   const Tensor& y = v[1];
   const Tensor sw = v.size() > 2 ? v[2] : Tensor();
@@ -173,35 +283,44 @@ auto test_fn(TrainingState* st, std::weak_ptr<tapeflow::keras::detail::LayerImpl
   return [st, weak](const std::vector<Tensor>& v) { return test_body(*st, lock_model(weak), v); };
 }
 
+// A traced step of N tensor arguments, one per batch component (tf::function takes tensors as
+// separate arguments).
+template <size_t>
+using TensorArg = Tensor;
+template <class Body>
+using StepFor = TrainingState::StepOf<std::invoke_result_t<Body, const std::vector<Tensor>&>>;
+template <class Body, size_t... I>
+StepFor<Body> traced_step(Body body, const FunctionOptions& opts, std::index_sequence<I...>) {
+  auto f = tapeflow::function(
+      [body](const TensorArg<I>&... a) { return body(std::vector<Tensor>{a...}); }, opts);
+  return [f](const std::vector<Tensor>& v) { return f(v[I]...); };
+}
+template <class Body, size_t... N>
+StepFor<Body> traced_step_of_size(size_t n, Body body, const FunctionOptions& opts,
+                                  std::index_sequence<N...>) {
+  StepFor<Body> step;
+  (void)((n == N + 1 ? (step = traced_step(body, opts, std::make_index_sequence<N + 1>{}), true)
+                     : false) ||
+         ...);
+  return step;
+}
+// The most components a batch may have (inputs, targets and sample weights together).
+constexpr size_t kMaxBatchComponents = 12;
+
 // A step for `components` tensors: traced with a None batch dimension (and compile's
 // jit_compile), or eager (run_eagerly).
 template <class Body>
-Step make_step(Body body, const std::vector<TensorSpec>& signature, const std::string& name,
-               const CompileOptions& options) {
+StepFor<Body> make_step(Body body, const std::vector<TensorSpec>& signature,
+                        const std::string& name, const CompileOptions& options) {
   if (options.run_eagerly) return body;
   FunctionOptions opts{
       .input_signature = signature, .jit_compile = options.jit_compile, .name = name};
-  switch (signature.size()) {
-    case 1: {
-      auto f = tapeflow::function([body](const Tensor& a) { return body({a}); }, opts);
-      return [f](const std::vector<Tensor>& v) { return f(v[0]); };
-    }
-    case 2: {
-      auto f = tapeflow::function(
-          [body](const Tensor& a, const Tensor& b) { return body({a, b}); }, opts);
-      return [f](const std::vector<Tensor>& v) { return f(v[0], v[1]); };
-    }
-    case 3: {
-      auto f = tapeflow::function(
-          [body](const Tensor& a, const Tensor& b, const Tensor& c) { return body({a, b, c}); },
-          opts);
-      return [f](const std::vector<Tensor>& v) { return f(v[0], v[1], v[2]); };
-    }
-    default:
-      TF_THROW(InvalidArgumentError, name.c_str(),
-               "expects (x), (x, y) or (x, y, sample_weight) batches, got {} components",
-               signature.size());
-  }
+  TF_CHECK_ARG(!signature.empty() && signature.size() <= kMaxBatchComponents, name.c_str(),
+               "expects batches of 1 to {} components (inputs, targets and sample weights), got "
+               "{}",
+               kMaxBatchComponents, signature.size());
+  return traced_step_of_size(signature.size(), body, opts,
+                             std::make_index_sequence<kMaxBatchComponents>{});
 }
 
 std::vector<TensorSpec> batch_signature(const std::vector<Tensor>& batch) {
@@ -247,6 +366,148 @@ std::shared_ptr<TrainingState> held_state_of(const Model& m, const char* op) {
 }
 }  // namespace
 
+namespace {
+
+// The names of a model's inputs and outputs (Keras' input_names and output_names: the Input
+// layers' names and the names of the layers that made the outputs); one of each for a model
+// that is not functional.
+std::pair<std::vector<std::string>, std::vector<std::string>> io_names(const Model& m) {
+  std::vector<std::string> in, out;
+  if (auto* f = dynamic_cast<const detail::FunctionalImpl*>(&m.impl())) {
+    for (const KerasTensor& t : f->inputs()) in.push_back(t.layer().name());
+    for (const KerasTensor& t : f->outputs()) out.push_back(t.layer().name());
+  } else {
+    in.push_back(m.name());
+    out.push_back(m.name());
+  }
+  return {in, out};
+}
+
+std::string names_text(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "'" : ", '") + n + "'";
+  return "[" + s + "]";
+}
+
+// A compile() argument given per output, as one entry per output (`fill` where not given;
+// `all_keys`: a map must name every output, as Keras asks of the loss).
+template <class T>
+std::vector<T> per_output(const PerOutput<T>& given, const std::vector<std::string>& outputs,
+                          const std::string& model, const char* what, const T& fill,
+                          bool all_keys) {
+  if (!given.given()) return std::vector<T>(outputs.size(), fill);
+  if (!given.is_map()) {
+    TF_CHECK_ARG(given.list().size() == outputs.size(), "compile",
+                 "`{}` has {} entries but model '{}' has {} outputs {}: give one per output (in "
+                 "that order) or a map by output name",
+                 what, given.list().size(), model, outputs.size(), names_text(outputs));
+    return given.list();
+  }
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : given.by_name()) keys.push_back(k);
+  std::vector<T> out;
+  for (const std::string& o : outputs) {
+    auto it = given.by_name().find(o);
+    TF_CHECK_ARG(it != given.by_name().end() || !all_keys, "compile",
+                 "Expected keys {} in {} dict, but found {}.keys()={} (model '{}')",
+                 names_text(outputs), what, what, names_text(keys), model);
+    out.push_back(it != given.by_name().end() ? it->second : fill);
+  }
+  for (const std::string& k : keys)
+    TF_CHECK_ARG(std::find(outputs.begin(), outputs.end(), k) != outputs.end(), "compile",
+                 "`{}` names '{}', which is not an output of model '{}': its outputs are {}", what,
+                 k, model, names_text(outputs));
+  return out;
+}
+
+// The multi-output part of compile(): the model's inputs and outputs, one loss and weight per
+// output, each metric's output and log name, and the logs' order. `metric_output` gives the
+// output of every metric already in st.metrics.
+void configure_outputs(const Model& m, TrainingState& st, std::vector<losses::Loss> losses,
+                       std::vector<double> weights, std::vector<size_t> metric_output) {
+  auto [in, out] = io_names(m);
+  st.n_inputs = in.size();
+  st.n_outputs = out.size();
+  st.multi = st.n_inputs > 1 || st.n_outputs > 1;
+  st.input_names = std::move(in);
+  st.output_names = std::move(out);
+  st.output_losses = std::move(losses);
+  st.loss_weights = std::move(weights);
+  st.metric_output = std::move(metric_output);
+  for (size_t i = 0; i < st.n_outputs && st.n_outputs > 1; ++i)
+    st.output_loss_trackers.emplace_back(st.output_names[i] + "_loss");
+  std::set<std::string> names{"loss"};
+  for (const auto& t : st.output_loss_trackers) names.insert(t.name());
+  for (size_t i = 0; i < st.metrics.size(); ++i) {
+    const std::string n = st.n_outputs > 1
+                              ? st.output_names[st.metric_output[i]] + "_" + st.metrics[i].name()
+                              : st.metrics[i].name();
+    TF_CHECK_ARG(n.rfind("val_", 0) != 0, "compile",
+                 "metric name '{}' starts with 'val_', which fit's validation logs use", n);
+    TF_CHECK_ARG(names.insert(n).second, "compile",
+                 "two metrics (or a metric and a loss) are both logged as '{}': give them "
+                 "different names",
+                 n);
+    st.metric_log_names.push_back(n);
+    st.log_order.push_back(i);
+  }
+  // Keras 3.15 lists a multi-output model's metrics by name.
+  if (st.n_outputs > 1)
+    std::stable_sort(st.log_order.begin(), st.log_order.end(), [&st](size_t a, size_t b) {
+      return st.metric_log_names[a] < st.metric_log_names[b];
+    });
+}
+
+}  // namespace
+
+void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
+                    PerOutput<double> loss_weights, PerOutput<std::vector<MetricSpec>> metrics,
+                    CompileOptions options) {
+  TF_CHECK_ARG(optimizer.defined(), "compile", "the optimizer is an empty handle");
+  TF_CHECK_ARG(loss.given(), "compile", "give a loss (one, or one per output)");
+  const auto [in, out] = io_names(*this);
+  const std::string n = name();
+  std::vector<losses::Loss> per_loss;
+  for (const LossSpec& l : per_output(loss, out, n, "loss", LossSpec(losses::Loss()), true)) {
+    per_loss.push_back(l.resolve());
+    TF_CHECK_ARG(per_loss.back().defined(), "compile", "a loss is an empty handle");
+  }
+  const auto weights = per_output(loss_weights, out, n, "loss_weights", 1.0, false);
+  const auto per_metrics = per_output(metrics, out, n, "metrics", std::vector<MetricSpec>{}, false);
+  TF_CHECK_ARG(out.size() == 1 || options.weighted_metrics.empty(), "compile",
+               "weighted_metrics of a model with several outputs (model '{}') are not supported",
+               n);
+  auto st = std::make_shared<TrainingState>();
+  st->optimizer = std::move(optimizer);
+  st->loss = per_loss[0];
+  std::vector<size_t> metric_output;
+  for (size_t o = 0; o < per_metrics.size(); ++o)
+    for (const MetricSpec& m : per_metrics[o]) {
+      st->metrics.push_back(m.resolve(per_loss[o]));
+      metric_output.push_back(o);
+    }
+  st->weighted.assign(st->metrics.size(), false);
+  for (const MetricSpec& m : options.weighted_metrics) {
+    st->metrics.push_back(m.resolve(st->loss));
+    st->weighted.push_back(true);
+    metric_output.push_back(0);
+  }
+  st->options = options;
+  if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1) {
+    st->strategy = &distribute::get_strategy();
+    st->strategy_alive = distribute::detail::strategy_lifetime(*st->strategy);
+  }
+  configure_outputs(*this, *st, std::move(per_loss), weights, std::move(metric_output));
+  model_impl_for_training() = std::move(st);
+}
+
+void Model::compile(optimizers::Optimizer optimizer, std::initializer_list<LossSpec> loss,
+                    PerOutput<double> loss_weights, PerOutput<std::vector<MetricSpec>> metrics,
+                    CompileOptions options) {
+  compile(std::move(optimizer), PerOutput<LossSpec>(std::vector<LossSpec>(loss)),
+          std::move(loss_weights), std::move(metrics), std::move(options));
+}
+
 void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
                     std::vector<MetricSpec> metrics, CompileOptions options) {
   TF_CHECK_ARG(optimizer.defined(), "compile", "the optimizer is an empty handle");
@@ -277,6 +538,14 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
     st->strategy = &distribute::get_strategy();
     st->strategy_alive = distribute::detail::strategy_lifetime(*st->strategy);
   }
+  // Several outputs: the one loss serves every output (Keras' rule); metrics need an output.
+  const size_t outputs = io_names(*this).second.size();
+  TF_CHECK_ARG(outputs == 1 || st->metrics.empty(), "compile",
+               "model '{}' has {} outputs {}: give its metrics per output (a list of lists or a "
+               "map by output name, with a loss per output or one loss)",
+               name(), outputs, names_text(io_names(*this).second));
+  configure_outputs(*this, *st, std::vector<losses::Loss>(outputs, st->loss),
+                    std::vector<double>(outputs, 1.0), std::vector<size_t>(st->metrics.size(), 0));
   model_impl_for_training() = std::move(st);
 }
 
@@ -292,13 +561,15 @@ optimizers::Optimizer Model::optimizer() const { return state_of(*this, "optimiz
 std::vector<std::string> Model::metrics_names() const {
   auto& st = state_of(*this, "metrics_names");
   std::vector<std::string> names{"loss"};
-  for (const auto& m : st.metrics) names.push_back(m.name());
+  for (const auto& t : st.output_loss_trackers) names.push_back(t.name());
+  for (size_t i : st.log_order) names.push_back(st.metric_log_names[i]);
   return names;
 }
 
 void Model::reset_metrics() {
   auto& st = state_of(*this, "reset_metrics");
   st.loss_tracker.reset_state();
+  for (auto& t : st.output_loss_trackers) t.reset_state();
   for (auto& m : st.metrics) m.reset_state();
 }
 
@@ -307,7 +578,10 @@ namespace {
 Logs current_logs(TrainingState& st, const std::string& prefix = "") {
   Logs logs;
   logs.emplace_back(prefix + "loss", st.loss_tracker.result().item<float>());
-  for (const auto& m : st.metrics) logs.emplace_back(prefix + m.name(), m.result().item<float>());
+  for (const auto& t : st.output_loss_trackers)
+    logs.emplace_back(prefix + t.name(), t.result().item<float>());
+  for (size_t i : st.log_order)
+    logs.emplace_back(prefix + st.metric_log_names[i], st.metrics[i].result().item<float>());
   return logs;
 }
 
@@ -339,9 +613,9 @@ std::vector<double> values_of(const Logs& logs) {
 }
 
 // `traced` for batches like `batch`, (re)built when their signature changed.
-template <class Body>
-Step ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                 const std::string& name, const CompileOptions& options) {
+template <class Body, class Traced>
+StepFor<Body> ensure_step(Traced& traced, Body body, const std::vector<Tensor>& batch,
+                          const std::string& name, const CompileOptions& options) {
   const auto sig = batch_signature(batch);
   std::lock_guard lock(traced.mu);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
@@ -351,9 +625,9 @@ Step ensure_step(TrainingState::Traced& traced, Body body, const std::vector<Ten
   return traced.fn;
 }
 
-template <class Body>
-Tensor run_step(TrainingState::Traced& traced, Body body, const std::vector<Tensor>& batch,
-                const std::string& name, const CompileOptions& options) {
+template <class Body, class Traced>
+auto run_step(Traced& traced, Body body, const std::vector<Tensor>& batch, const std::string& name,
+              const CompileOptions& options) {
   return ensure_step(traced, body, batch, name, options)(batch);
 }
 
@@ -487,9 +761,103 @@ void check_steps(const char* op, int64_t steps, int64_t cardinality) {
 
 }  // namespace
 
+// ---- several inputs or outputs: the data ----
+
+// A batch of a model with several inputs or outputs: the inputs, the targets, then no, one
+// shared or one per output sample weight. No-op for other models.
+void check_multi_batch(const TrainingState& st, const char* op, const std::vector<Tensor>& batch,
+                       const char* what) {
+  if (!st.multi) return;
+  const size_t base = st.n_inputs + st.n_outputs;
+  const size_t rest = batch.size() >= base ? batch.size() - base : 0;
+  TF_CHECK_ARG(batch.size() >= base && (rest <= 1 || rest == st.n_outputs), op,
+               "a model with inputs {} and outputs {} expects {}batches of its {} inputs, then "
+               "its {} targets, then optionally one shared or one per output sample weight; got "
+               "{} components ({})",
+               names_text(st.input_names), names_text(st.output_names), what, st.n_inputs,
+               st.n_outputs, batch.size(), shapes_text(batch));
+}
+
+// Tensors for a model with several inputs or outputs, checked: one per input and per output,
+// every one with the same number of samples, and the sample weights (none, one shared or one
+// per output; an undefined one of several weighs 1).
+struct MultiData {
+  std::vector<Tensor> xs, ys, sws;
+  int64_t samples = 0;
+  std::vector<Tensor> flat() const {
+    std::vector<Tensor> v = xs;
+    v.insert(v.end(), ys.begin(), ys.end());
+    v.insert(v.end(), sws.begin(), sws.end());
+    return v;
+  }
+};
+MultiData multi_data(const Model& m, const char* op, const std::vector<Tensor>& xs,
+                     const std::vector<Tensor>& ys, const Tensor& shared_weight,
+                     const std::vector<Tensor>& weights, bool with_targets = true) {
+  const auto [in, out] = io_names(m);
+  const std::string n = m.name();
+  TF_CHECK_ARG(xs.size() == in.size(), op,
+               "model '{}' expects {} input(s) {}, but it received {} input tensors", n, in.size(),
+               names_text(in), xs.size());
+  TF_CHECK_ARG(!with_targets || ys.size() == out.size(), op,
+               "model '{}' has {} output(s) {}, but it received {} target tensors", n, out.size(),
+               names_text(out), ys.size());
+  TF_CHECK_ARG(weights.empty() || weights.size() == out.size(), op,
+               "sample_weights must have one tensor per output of model '{}' {}, got {}", n,
+               names_text(out), weights.size());
+  TF_CHECK_ARG(!shared_weight.defined() || weights.empty(), op,
+               "give sample_weight (shared by every output) or sample_weights (one per output), "
+               "not both");
+  MultiData d{xs, with_targets ? ys : std::vector<Tensor>{}, {}, 0};
+  auto check = [&](const Tensor& t, const std::string& what) {
+    TF_CHECK_ARG(t.defined() && t.rank() >= 1, op, "{} must be a tensor of rank >= 1, got {}", what,
+                 t.defined() ? t.shape().to_string() : "an undefined tensor");
+    if (d.samples == 0) d.samples = t.shape()[0];
+    TF_CHECK_ARG(t.shape()[0] == d.samples, op,
+                 "every input, target and sample weight must have the same number of samples "
+                 "(first dimension): {} is {}, input '{}' is {}",
+                 what, t.shape().to_string(), in[0], xs[0].shape().to_string());
+  };
+  for (size_t i = 0; i < xs.size(); ++i) check(xs[i], "input '" + in[i] + "'");
+  for (size_t i = 0; i < d.ys.size(); ++i) check(d.ys[i], "target '" + out[i] + "'");
+  TF_CHECK_ARG(d.samples > 0, op, "the data has no samples: there is nothing to {}", op);
+  if (shared_weight.defined()) {
+    check(shared_weight, "sample_weight");
+    d.sws.push_back(shared_weight);
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i].defined()) check(weights[i], "sample weight of output '" + out[i] + "'");
+    d.sws.push_back(weights[i].defined() ? weights[i] : ones({d.samples}, float32));
+  }
+  return d;
+}
+
+// Keras' dicts: the tensors of `given` in the order of `names` (every name present, no other).
+std::vector<Tensor> by_names(const std::map<std::string, Tensor>& given,
+                             const std::vector<std::string>& names, const char* op,
+                             const char* what) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : given) keys.push_back(k);
+  std::vector<Tensor> out;
+  for (const std::string& n : names) {
+    auto it = given.find(n);
+    TF_CHECK_ARG(it != given.end(), op,
+                 "Missing data for {} \"{}\". You passed a data dictionary with keys {}. "
+                 "Expected the following keys: {}",
+                 what, n, names_text(keys), names_text(names));
+    out.push_back(it->second);
+  }
+  for (const std::string& k : keys)
+    TF_CHECK_ARG(std::find(names.begin(), names.end(), k) != names.end(), op,
+                 "the data dictionary has a key '{}' that is no {} of the model; expected the "
+                 "keys {}",
+                 k, what, names_text(names));
+  return out;
+}
+
 // The training loop proper (fit for tensors and datasets).
 History Model::fit(const data::Dataset& given, FitOptions options) {
-  TF_CHECK_ARG(!options.sample_weight.defined(), "fit",
+  TF_CHECK_ARG(!options.sample_weight.defined() && options.sample_weights.empty(), "fit",
                "sample_weight is for tensor x and y: a Dataset yields (x, y, sample_weight) "
                "batches instead");
   const data::Dataset dataset =
@@ -540,8 +908,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
   ctx.save_weights = [this](const std::string& p) { save_weights(p); };
   ctx.metric_direction = [stp](const std::string& name) -> std::string {
-    for (const auto& m : stp->metrics)
-      if (m.name() == name) return m.direction();
+    for (size_t i = 0; i < stp->metrics.size(); ++i)
+      if (stp->metric_log_names[i] == name) return stp->metrics[i].direction();
     return "";
   };
   if (distribute::Strategy* strategy = live_strategy(st, "fit");
@@ -605,6 +973,12 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
   if (options.validation_data.defined()) {
     if (options.validation_data.dataset) {
       val = *options.validation_data.dataset;
+    } else if (!options.validation_data.xs.empty()) {
+      const ValidationData& vd = options.validation_data;
+      const int vbs =
+          options.validation_batch_size > 0 ? options.validation_batch_size : options.batch_size;
+      const MultiData d = multi_data(*this, "fit", vd.xs, vd.ys, Tensor(), vd.sample_weights);
+      val = data::Dataset::from_tensor_slices(d.flat()).batch(vbs);
     } else {
       const ValidationData& vd = options.validation_data;
       check_xy("fit", vd.x, vd.y);
@@ -633,7 +1007,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
     list.on_epoch_begin(epoch);
     int64_t step = 0;
     auto run_batch = [&](const std::vector<Tensor>& batch) {
-      TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "fit",
+      check_multi_batch(st, "fit", batch, "");
+      TF_CHECK_ARG(st.multi || batch.size() == 2 || batch.size() == 3, "fit",
                    "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                    batch.size(), shapes_text(batch));
       list.on_train_batch_begin(step);
@@ -680,7 +1055,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
       list.on_test_begin();
       int64_t vstep = 0;
       for (const auto& batch : *val) {
-        TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "fit",
+        check_multi_batch(st, "fit", batch, "validation ");
+        TF_CHECK_ARG(st.multi || batch.size() == 2 || batch.size() == 3, "fit",
                      "expects validation batches of (x, y) or (x, y, sample_weight), got {} "
                      "components ({})",
                      batch.size(), shapes_text(batch));
@@ -746,7 +1122,7 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
 }
 
 std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
-  TF_CHECK_ARG(!options.sample_weight.defined(), "evaluate",
+  TF_CHECK_ARG(!options.sample_weight.defined() && options.sample_weights.empty(), "evaluate",
                "sample_weight is for tensor x and y: a Dataset yields (x, y, sample_weight) "
                "batches instead");
   const auto held = held_state_of(*this, "evaluate");
@@ -764,7 +1140,8 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
   int64_t step = 0;
   for (const auto& batch : dataset) {
     if (options.steps > 0 && step >= options.steps) break;
-    TF_CHECK_ARG(batch.size() == 2 || batch.size() == 3, "evaluate",
+    check_multi_batch(st, "evaluate", batch, "");
+    TF_CHECK_ARG(st.multi || batch.size() == 2 || batch.size() == 3, "evaluate",
                  "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                  batch.size(), shapes_text(batch));
     run_step(st.test, test, batch, "test_function", st.options);
@@ -788,6 +1165,13 @@ std::vector<double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOp
 }
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
+  if (const auto [in, out] = io_names(*this); in.size() > 1 || out.size() > 1) {
+    TF_CHECK_ARG(out.size() == 1, "predict",
+                 "model '{}' has {} outputs {}: call predict_outputs (or predict with a vector "
+                 "of inputs), which returns every output",
+                 name(), out.size(), names_text(out));
+    return predict_outputs(dataset, std::move(options)).front();
+  }
   const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
   auto pred = [weak](const std::vector<Tensor>& v) { return lock_model(weak)(v[0], false); };
   // predict needs no compile(): its step lives in a state of its own when not compiled.
@@ -820,6 +1204,153 @@ Tensor Model::predict(const Tensor& x, PredictOptions options) {
                options.batch_size);
   return predict(data::Dataset::from_tensor_slices(x).batch(options.batch_size),
                  std::move(options));
+}
+
+// ---- several inputs or outputs ----
+
+History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+                   FitOptions options) {
+  const auto held = held_state_of(*this, "fit");
+  TF_CHECK_ARG(options.validation_split >= 0.0 && options.validation_split < 1.0, "fit",
+               "validation_split must be in [0, 1), got {}", options.validation_split);
+  MultiData d = multi_data(*this, "fit", xs, ys, options.sample_weight, options.sample_weights);
+  if (!options.class_weight.empty()) {
+    // As Keras: class weights need a single output.
+    TF_CHECK_ARG(d.ys.size() == 1, "fit",
+                 "`class_weight` is only supported for Models with a single output (model '{}' "
+                 "has {})",
+                 name(), d.ys.size());
+    TF_CHECK_ARG(d.sws.empty(), "fit",
+                 "You cannot `class_weight` and `sample_weight` at the same time");
+  }
+  if (options.validation_split > 0.0) {
+    TF_CHECK_ARG(!options.validation_data.defined(), "fit",
+                 "give validation_data or validation_split, not both");
+    const int64_t n = d.samples;
+    const auto split =
+        static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - options.validation_split)));
+    TF_CHECK_ARG(split > 0 && split < n, "fit",
+                 "validation_split {} of {} samples leaves no training or no validation data",
+                 options.validation_split, n);
+    // The last rows of every input, target and sample weight validate (before shuffling).
+    auto rows = [](std::vector<Tensor> v, int64_t begin, int64_t count) {
+      for (Tensor& t : v) {
+        std::vector<int64_t> b(static_cast<size_t>(t.rank()), 0), sz = t.shape().dims();
+        b[0] = begin;
+        sz[0] = count;
+        t = slice(t, b, sz);
+      }
+      return v;
+    };
+    options.validation_data =
+        ValidationData(rows(d.xs, split, n - split), rows(d.ys, split, n - split), {});
+    if (!d.sws.empty()) {
+      // One shared weight is repeated for the validation data's every output.
+      std::vector<Tensor> vsw = rows(d.sws, split, n - split);
+      if (vsw.size() == 1) vsw.assign(d.ys.size(), vsw[0]);
+      options.validation_data.sample_weights = vsw;
+    }
+    d.xs = rows(d.xs, 0, split);
+    d.ys = rows(d.ys, 0, split);
+    d.sws = rows(d.sws, 0, split);
+    d.samples = split;
+    options.validation_split = 0.0;  // done: the dataset fit below must not see it
+  }
+  if (!options.class_weight.empty()) d.sws = {class_weights_of(d.ys[0], options.class_weight)};
+  options.class_weight.clear();
+  options.sample_weight = Tensor();
+  options.sample_weights.clear();
+  TF_CHECK_ARG(options.batch_size > 0, "fit", "batch_size must be positive, got {}",
+               options.batch_size);
+  data::Dataset ds = data::Dataset::from_tensor_slices(d.flat());
+  if (options.shuffle) {
+    if (const auto seeds = shuffle_seeds_over_workers(*this))
+      ds = data::detail::shuffle_with_seeds(ds, d.samples, seeds->first, seeds->second);
+    else
+      ds = ds.shuffle(d.samples);
+  }
+  return fit(ds.batch(options.batch_size), std::move(options));
+}
+
+History Model::fit(const std::map<std::string, Tensor>& xs, const std::map<std::string, Tensor>& ys,
+                   FitOptions options) {
+  const auto [in, out] = io_names(*this);
+  return fit(by_names(xs, in, "fit", "input"), by_names(ys, out, "fit", "output"),
+             std::move(options));
+}
+
+std::vector<double> Model::evaluate(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+                                    EvaluateOptions options) {
+  TF_CHECK_ARG(options.batch_size > 0, "evaluate", "batch_size must be positive, got {}",
+               options.batch_size);
+  const MultiData d =
+      multi_data(*this, "evaluate", xs, ys, options.sample_weight, options.sample_weights);
+  options.sample_weight = Tensor();
+  options.sample_weights.clear();
+  return evaluate(data::Dataset::from_tensor_slices(d.flat()).batch(options.batch_size),
+                  std::move(options));
+}
+
+std::vector<double> Model::evaluate(const std::map<std::string, Tensor>& xs,
+                                    const std::map<std::string, Tensor>& ys,
+                                    EvaluateOptions options) {
+  const auto [in, out] = io_names(*this);
+  return evaluate(by_names(xs, in, "evaluate", "input"), by_names(ys, out, "evaluate", "output"),
+                  std::move(options));
+}
+
+std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
+  const std::weak_ptr<tapeflow::keras::detail::LayerImpl> weak = impl_;
+  const auto [in, out] = io_names(*this);
+  const size_t ni = in.size();
+  auto pred = [weak](const std::vector<Tensor>& v) {
+    return call_outputs(lock_model(weak), v, false);
+  };
+  auto& slot = model_impl_for_training();
+  std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
+  callbacks::TrainingContext ctx;
+  const int64_t card = dataset.cardinality();
+  check_steps("predict", options.steps, card);
+  ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
+  ctx.verbose = options.verbose;
+  callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx);
+  list.on_predict_begin();
+  std::vector<std::vector<Tensor>> outs(out.size());
+  int64_t step = 0;
+  for (const auto& batch : dataset) {
+    if (options.steps > 0 && step >= options.steps) break;
+    TF_CHECK_ARG(batch.size() >= ni, "predict",
+                 "model '{}' has {} inputs {}: the batches must start with them, got {} "
+                 "components ({})",
+                 name(), ni, names_text(in), batch.size(), shapes_text(batch));
+    const std::vector<Tensor> xs(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(ni));
+    const std::vector<Tensor> ys =
+        run_step(st->predict_all, pred, xs, "predict_function", st->options);
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].push_back(ys[i]);
+    list.on_predict_batch_end(step++);
+  }
+  list.on_predict_end();
+  TF_CHECK_ARG(step > 0, "predict", "the input has no samples");
+  std::vector<Tensor> result;
+  for (auto& o : outs) result.push_back(o.size() == 1 ? o[0] : concat(o, 0));
+  return result;
+}
+
+std::vector<Tensor> Model::predict(const std::vector<Tensor>& xs, PredictOptions options) {
+  TF_CHECK_ARG(options.batch_size > 0, "predict", "batch_size must be positive, got {}",
+               options.batch_size);
+  const MultiData d = multi_data(*this, "predict", xs, {}, Tensor(), {}, false);
+  return predict_outputs(data::Dataset::from_tensor_slices(d.xs).batch(options.batch_size),
+                         std::move(options));
+}
+
+std::vector<Tensor> Model::predict(const std::map<std::string, Tensor>& xs,
+                                   PredictOptions options) {
+  return predict(by_names(xs, io_names(*this).first, "predict", "input"), std::move(options));
+}
+
+std::vector<Tensor> Model::predict(std::initializer_list<Tensor> xs, PredictOptions options) {
+  return predict(std::vector<Tensor>(xs), std::move(options));
 }
 
 std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {

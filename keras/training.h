@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,8 +30,14 @@ struct ValidationData {
   ValidationData(Tensor x_, Tensor y_, Tensor sample_weight_ = {})
       : x(std::move(x_)), y(std::move(y_)), sample_weight(std::move(sample_weight_)) {}
   ValidationData(data::Dataset d) : dataset(std::move(d)) {}  // NOLINT: implicit
-  bool defined() const { return x.defined() || dataset.has_value(); }
+  // A model with several inputs or outputs: one tensor per input and per output (the orders of
+  // model.inputs and model.outputs), and no, one shared or one per output sample weights.
+  ValidationData(std::vector<Tensor> xs_, std::vector<Tensor> ys_,
+                 std::vector<Tensor> sample_weights_ = {})
+      : xs(std::move(xs_)), ys(std::move(ys_)), sample_weights(std::move(sample_weights_)) {}
+  bool defined() const { return x.defined() || dataset.has_value() || !xs.empty(); }
   Tensor x, y, sample_weight;
+  std::vector<Tensor> xs, ys, sample_weights;
   std::optional<data::Dataset> dataset;
 };
 
@@ -51,6 +58,10 @@ struct FitOptions {
   // Per-sample loss weights for tensor x and y: first dimension = the number of samples (split
   // with validation_split as x and y). A Dataset carries them as a third component instead.
   Tensor sample_weight = {};
+  // A model with several outputs: one sample weight tensor per output (model.outputs' order;
+  // an undefined one weighs that output's samples 1). `sample_weight` instead is shared by
+  // every output, as Keras applies a single array to each output's loss.
+  std::vector<Tensor> sample_weights = {};
   // Keras' class_weight: {class id: weight}; a sample's weight is its class's (1 for a class
   // not listed). The class is y itself (rank 1, or (n, 1): rounded) or argmax(y, -1) (one-hot,
   // (n, classes)). Tensors or a Dataset of (x, y) batches; not with sample weights (Keras).
@@ -63,6 +74,7 @@ struct EvaluateOptions {
   int64_t steps = -1;
   std::vector<callbacks::CallbackRef> callbacks = {};
   Tensor sample_weight = {};  // for tensor x and y, as fit's
+  std::vector<Tensor> sample_weights = {};  // one per output, as fit's
 };
 
 struct PredictOptions {
@@ -85,6 +97,43 @@ class MetricSpec {
  private:
   std::string name_;
   std::optional<metrics::Metric> metric_;
+};
+
+// A compile() loss given by name ("mse", resolved by losses::get) or as a Loss object.
+class LossSpec {
+ public:
+  LossSpec(const char* name) : name_(name) {}              // NOLINT: implicit, as Keras' strings
+  LossSpec(std::string name) : name_(std::move(name)) {}   // NOLINT
+  LossSpec(losses::Loss loss) : loss_(std::move(loss)) {}  // NOLINT
+  losses::Loss resolve() const;
+
+ private:
+  std::string name_;
+  losses::Loss loss_;
+};
+
+// A compile() argument of a model with several outputs (Keras' list or dict forms): a list in
+// the order of model.outputs, or a map keyed by output name (the name of the layer that made
+// the output). Empty: not given.
+//   {bce, cce}                                              // a list
+//   std::map<std::string, tf::keras::LossSpec>{{"priority", bce}, {"department", cce}}
+template <class T>
+class PerOutput {
+ public:
+  PerOutput() = default;
+  PerOutput(std::initializer_list<T> list) : list_(list), given_(true) {}   // NOLINT: implicit
+  PerOutput(std::vector<T> list) : list_(std::move(list)), given_(true) {}  // NOLINT
+  PerOutput(std::map<std::string, T> by_name)                               // NOLINT
+      : by_name_(std::move(by_name)), given_(true), is_map_(true) {}
+  bool given() const { return given_; }
+  bool is_map() const { return is_map_; }
+  const std::vector<T>& list() const { return list_; }
+  const std::map<std::string, T>& by_name() const { return by_name_; }
+
+ private:
+  std::vector<T> list_;
+  std::map<std::string, T> by_name_;
+  bool given_ = false, is_map_ = false;
 };
 
 struct CompileOptions {
