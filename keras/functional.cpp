@@ -409,14 +409,16 @@ std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs, b
   for (const Step& s : steps_) {
     if (s.merge != nullptr) {
       list.clear();
-      for (size_t i : s.in) list.push_back(values[i]);
-      values[s.out] = s.merge->invoke_list(list);
-      // Keras' merge layers (Add, Multiply, ..., Concatenate on the features): the output is
-      // kept where every masked input is kept.
-      Tensor m;
-      for (size_t i : s.in)
-        if (masks[i].defined()) m = m.defined() ? logical_and(m, masks[i]) : masks[i];
-      masks[s.out] = m;
+      std::vector<Tensor> in_masks;
+      for (size_t i : s.in) {
+        list.push_back(values[i]);
+        in_masks.push_back(masks[i]);
+      }
+      // Keras' merge masks (MergeImpl::merged_mask): the OR of the inputs' masks, none when an
+      // input has none; Concatenate's and Dot's own rules.
+      MaskedTensor r = s.merge->invoke_masked_list(list, in_masks);
+      values[s.out] = std::move(r.output);
+      masks[s.out] = std::move(r.mask);
     } else {
       // Keras 3 passes the model's training flag to every layer whenever it is given, over a
       // flag pinned at the layer's call (fit trains a layer pinned to false); a C++ call has no

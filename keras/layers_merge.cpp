@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -97,7 +98,7 @@ Tensor MergeImpl::run(const Tensor& x, bool) {
            x.shape().to_string(), n, class_name());
 }
 
-Tensor MergeImpl::invoke_list(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> MergeImpl::prepare(const std::vector<Tensor>& inputs) {
   const std::string n = name();
   std::vector<TensorShape> shapes;
   std::vector<Tensor> xs;
@@ -112,8 +113,38 @@ Tensor MergeImpl::invoke_list(const std::vector<Tensor>& inputs) {
   }
   const TensorShape out = merged_shape(shapes);
   mark_built(shapes[0], out);
+  return xs;
+}
+
+Tensor MergeImpl::invoke_list(const std::vector<Tensor>& inputs) {
+  const std::vector<Tensor> xs = prepare(inputs);
   CallFrame frame(this);
   return merge(xs);
+}
+
+MaskedTensor MergeImpl::invoke_masked_list(const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>& masks) {
+  TF_CHECK_ARG(masks.size() == inputs.size(), name().c_str(),
+               "got {} masks for {} inputs (layer \"{}\")", masks.size(), inputs.size(), name());
+  if (std::none_of(masks.begin(), masks.end(), [](const Tensor& m) { return m.defined(); }))
+    return {invoke_list(inputs), Tensor()};
+  std::vector<Tensor> bool_masks;
+  for (const Tensor& m : masks)
+    bool_masks.push_back(!m.defined() || m.dtype() == bool_ ? m : not_equal(m, Tensor(0.0)));
+  const std::vector<Tensor> xs = prepare(inputs);
+  CallFrame frame(this);
+  Tensor out = merge_masked(xs, bool_masks);
+  return {std::move(out), merged_mask(xs, bool_masks)};
+}
+
+Tensor MergeImpl::merged_mask(const std::vector<Tensor>& /*inputs*/,
+                              const std::vector<Tensor>& masks) const {
+  Tensor m;
+  for (const Tensor& mi : masks) {
+    if (!mi.defined()) return Tensor();
+    m = m.defined() ? logical_or(m, mi) : mi;
+  }
+  return m;
 }
 
 namespace {
@@ -127,7 +158,10 @@ class ElementwiseImpl final : public MergeImpl {
       : MergeImpl(class_name, to_snake_case(class_name), std::move(name)),
         op_(std::move(op)),
         exactly_(exactly),
-        average_(average) {}
+        average_(average),
+        rule_(class_name == "Multiply"                             ? MaskRule::kMultiply
+              : class_name == "Maximum" || class_name == "Minimum" ? MaskRule::kMinMax
+                                                                   : MaskRule::kPlain) {}
 
   TensorShape merged_shape(const std::vector<TensorShape>& shapes) const override {
     if (exactly_ > 0) require_count(shapes, exactly_, exactly_);
@@ -149,10 +183,58 @@ class ElementwiseImpl final : public MergeImpl {
     return acc;
   }
 
+  // Keras 3.15's masked Multiply (masked entries count as 1, and the output is 0 where no input
+  // is kept, when every input has a mask) and Maximum / Minimum (a masked entry takes the other
+  // operand's value); Add, Subtract and Average ignore the masks.
+  Tensor merge_masked(const std::vector<Tensor>& inputs,
+                      const std::vector<Tensor>& masks) const override {
+    if (rule_ == MaskRule::kPlain) return merge(inputs);
+    int max_rank = 0;
+    for (const Tensor& x : inputs) max_rank = std::max(max_rank, x.rank());
+    auto expanded = [&](Tensor x) {
+      while (x.rank() < max_rank) x = expand_dims(x, 1);
+      return x;
+    };
+    // A [batch, steps] mask against [batch, steps, features] values.
+    auto feature_mask = [](const Tensor& m) { return m.defined() ? expand_dims(m, -1) : m; };
+    Tensor out, out_mask;
+    if (rule_ == MaskRule::kMultiply) {
+      const bool all_masked =
+          std::all_of(masks.begin(), masks.end(), [](const Tensor& m) { return m.defined(); });
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        Tensor x = expanded(inputs[i]);
+        const Tensor m = feature_mask(masks[i]);
+        if (m.defined()) {
+          x = where(m, x, cast(Tensor(1.0), x.dtype()));
+          if (all_masked) out_mask = out_mask.defined() ? logical_or(out_mask, m) : m;
+        }
+        out = out.defined() ? multiply(out, x) : x;
+      }
+      if (all_masked) out = where(out_mask, out, zeros_like(out));
+      return out;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor x = expanded(inputs[i]);
+      const Tensor m = feature_mask(masks[i]);
+      if (i == 0) {
+        out = x;
+        out_mask = m;
+        continue;
+      }
+      if (m.defined()) x = where(m, x, out);
+      if (out_mask.defined()) out = where(out_mask, out, x);
+      out_mask = m.defined() && out_mask.defined() ? logical_or(out_mask, m) : Tensor();
+      out = op_(out, x);
+    }
+    return out;
+  }
+
  private:
+  enum class MaskRule { kPlain, kMultiply, kMinMax };
   Op op_;
   size_t exactly_;
   bool average_;
+  MaskRule rule_;
 };
 
 class ConcatenateImpl final : public MergeImpl {
@@ -203,6 +285,25 @@ class ConcatenateImpl final : public MergeImpl {
   Tensor merge(const std::vector<Tensor>& inputs) const override {
     return concat(inputs, axis_ < 0 ? axis_ + inputs[0].rank() : axis_);
   }
+  // Keras 3.15's Concatenate.compute_mask: an unmasked input counts as kept everywhere, each
+  // mask is broadcast over its input's last axis, the masks are concatenated along the axis and
+  // reduced with any over the last one.
+  Tensor merged_mask(const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor>& masks) const override {
+    std::vector<Tensor> full;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& x = inputs[i];
+      const Tensor& m = masks[i];
+      if (!m.defined())
+        full.push_back(ones_like(x, bool_));
+      else if (m.rank() < x.rank())
+        full.push_back(logical_or(expand_dims(m, -1), zeros_like(x, bool_)));
+      else
+        full.push_back(m);
+    }
+    const int rank = inputs[0].rank();
+    return reduce_any(concat(full, axis_ < 0 ? axis_ + rank : axis_), -1);
+  }
 
  private:
   int axis_;
@@ -210,6 +311,11 @@ class ConcatenateImpl final : public MergeImpl {
 
 class DotImpl final : public MergeImpl {
  public:
+  // Keras' Dot gives no mask.
+  Tensor merged_mask(const std::vector<Tensor>&, const std::vector<Tensor>&) const override {
+    return Tensor();
+  }
+
   DotImpl(std::pair<int, int> axes, bool normalize, std::string name)
       : MergeImpl("Dot", "dot", std::move(name)), axes_(axes), normalize_(normalize) {}
 

@@ -32,6 +32,11 @@ class MergeImpl : public LayerImpl {
   // Keras' __call__ on a list: checks the shapes, marks the layer built (first call) and
   // merges.
   Tensor invoke_list(const std::vector<Tensor>& inputs);
+  // invoke_list with Keras' masks (one per input, undefined for an unmasked one): Multiply,
+  // Maximum and Minimum let masked entries drop out of the values as Keras 3.15 does; the
+  // output's mask is merged_mask's.
+  MaskedTensor invoke_masked_list(const std::vector<Tensor>& inputs,
+                                  const std::vector<Tensor>& masks);
   // The output shape for the inputs' shapes (with their batch dimension), raising Keras'
   // errors for shapes that do not merge.
   virtual TensorShape merged_shape(const std::vector<TensorShape>& shapes) const;
@@ -44,11 +49,21 @@ class MergeImpl : public LayerImpl {
 
  protected:
   virtual Tensor merge(const std::vector<Tensor>& inputs) const = 0;
+  // The merge given the inputs' masks (the default ignores them).
+  virtual Tensor merge_masked(const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& /*masks*/) const {
+    return merge(inputs);
+  }
+  // Keras' compute_mask for a merge: the OR of the masks, none when an input has none.
+  virtual Tensor merged_mask(const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& masks) const;
   // A single tensor is not a list: Keras' error.
   Tensor run(const Tensor& x, bool training) override;
   Tensor call(const Tensor& x, bool training) override { return run(x, training); }
   // The shapes as Keras prints a list of them: "[(None, 3), (None, 4)]".
   static std::string shapes_text(const std::vector<TensorShape>& shapes);
+  // The inputs cast to the layer's dtype, checked and recorded as the build.
+  std::vector<Tensor> prepare(const std::vector<Tensor>& inputs);
   void require_count(const std::vector<TensorShape>& shapes, size_t at_least, size_t at_most) const;
 };
 

@@ -694,3 +694,80 @@ TEST_CASE("masking: fit and evaluate weigh the loss with the output mask as Kera
                  K::losses::SparseCategoricalCrossentropy(true, K::losses::Reduction::SUM));
   CHECK(summed.evaluate(ids(), y, quiet)[0] == Approx(9.7897663).epsilon(1e-5));
 }
+
+TEST_CASE("masking: merge layers OR their masks and mask values as Keras", "[cpu][cuda][keras]") {
+  // TF 2.21 / Keras 3.15.1 (/tmp/mm/ref.py): x = [[[2,3],[0,0],[1,1],[0,0]]], a = Masking(0)(in)
+  // (steps 1 and 3 masked), b = Masking(1)(in) (step 2 masked); model(x) and its _keras_mask.
+  struct Case {
+    std::string name;
+    std::function<K::KerasTensor(const K::KerasTensor&, const K::KerasTensor&,
+                                 const K::KerasTensor&)>
+        merge;
+    std::vector<double> y;
+    std::vector<double> mask;  // empty: no mask
+  };
+  using KT = const K::KerasTensor&;
+  const std::vector<Case> cases = {
+      {"add_ab",
+       [](KT a, KT b, KT) {
+         return layers::Add()({a, b});
+       },
+       {4, 6, 0, 0, 1, 1, 0, 0},
+       {1, 1, 1, 1}},
+      {"add_a_in",
+       [](KT a, KT, KT in) {
+         return layers::Add()({a, in});
+       },
+       {4, 6, 0, 0, 2, 2, 0, 0},
+       {}},
+      {"mul_ab",
+       [](KT a, KT b, KT) {
+         return layers::Multiply()({a, b});
+       },
+       {4, 9, 0, 0, 1, 1, 0, 0},
+       {1, 1, 1, 1}},
+      {"max_ab",
+       [](KT a, KT b, KT) {
+         return layers::Maximum()({a, b});
+       },
+       {2, 3, 0, 0, 1, 1, 0, 0},
+       {1, 1, 1, 1}},
+      {"min_ab",
+       [](KT a, KT b, KT) {
+         return layers::Minimum()({a, b});
+       },
+       {2, 3, 0, 0, 1, 1, 0, 0},
+       {1, 1, 1, 1}},
+      {"cat_a_in",
+       [](KT a, KT, KT in) {
+         return layers::Concatenate()({a, in});
+       },
+       {2, 3, 2, 3, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0},
+       {1, 1, 1, 1}},
+      {"cat_t_ab",
+       [](KT a, KT b, KT) {
+         return layers::Concatenate(1)({a, b});
+       },
+       {2, 3, 0, 0, 1, 1, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0},
+       {1, 0, 1, 0, 1, 1, 0, 1}},
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const tf::Tensor x =
+        tf::convert_to_tensor(std::vector<float>{2, 3, 0, 0, 1, 1, 0, 0}, {1, 4, 2});
+    for (const Case& c : cases) {
+      CAPTURE(c.name);
+      K::KerasTensor in = K::Input({4, 2});
+      K::KerasTensor a = layers::Masking(0.0)(in), b = layers::Masking(1.0)(in);
+      K::Model m(in, c.merge(a, b, in));
+      const K::MaskedTensor r = K::Layer(m).call_with_mask(x, tf::Tensor());
+      check_values(r.output, c.y, 0, 0);
+      if (c.mask.empty()) {
+        CHECK_FALSE(r.mask.defined());
+      } else {
+        check_mask(r.mask, c.mask);
+      }
+    }
+  }
+}
