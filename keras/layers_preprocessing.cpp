@@ -199,7 +199,19 @@ class RandomCropImpl final : public ImageLayerImpl {
       Tensor y = gather(x, hs + range(0.0, static_cast<double>(h_), 1.0, int64), h);
       return gather(y, ws + range(0.0, static_cast<double>(w_), 1.0, int64), h + 1);
     }
-    Tensor y = crop_to_aspect(x, h_, w_, true);
+    // Keras 3.15: the offsets of the centred aspect-ratio box, then a window of the target's size
+    // from there (cut short by the image's edge), resized to the target.
+    const int64_t ch = std::max<int64_t>(
+        std::min<int64_t>(H, static_cast<int64_t>(static_cast<double>(W * h_) / w_)), 1);
+    const int64_t cw = std::max<int64_t>(
+        std::min<int64_t>(W, static_cast<int64_t>(static_cast<double>(H * w_) / h_)), 1);
+    const int64_t h0 = (H - ch) / 2, w0 = (W - cw) / 2;
+    std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
+    begin[static_cast<size_t>(h)] = h0;
+    begin[static_cast<size_t>(h + 1)] = w0;
+    size[static_cast<size_t>(h)] = std::min(h_, H - h0);
+    size[static_cast<size_t>(h + 1)] = std::min(w_, W - w0);
+    Tensor y = slice(x, begin, size);
     if (y.shape()[h] != h_ || y.shape()[h + 1] != w_) y = image::resize(y, {h_, w_});
     return y;
   }

@@ -109,6 +109,10 @@ Tensor resize(const Tensor& images, const std::vector<int64_t>& size, const std:
   TF_CHECK_ARG(size[0] > 0 && size[1] > 0, "resize",
                "size must be positive, got ({}, {}) for images of shape {}", size[0], size[1],
                images.shape().to_string());
+  // (An unknown size, tf::None while tracing, is checked when the graph runs.)
+  TF_CHECK_ARG(images.shape()[h] != 0 && images.shape()[h + 1] != 0, "resize",
+               "images must have a positive height and width, got shape {}",
+               images.shape().to_string());
   const DType d = images.dtype();
   if (method == "nearest") {
     TF_CHECK_ARG(d != bool_, "resize", "images must be numeric, got {}", dtype_name(d));

@@ -601,6 +601,14 @@ TEST_CASE("random layers draw per image within their ranges", "[cpu][cuda][keras
     check_values(layers::RandomCrop(8, 4)(big, true),
                  vals(tf::image::resize(tf::image::crop_to_bounding_box(big, 0, 2, 8, 4), {8, 4})),
                  1e-6, 1e-6);
+    // Keras 3.15.1: RandomCrop(5, 5)(arange(24).reshape(1, 4, 6, 1), training=True) slices the
+    // 4x5 window at (0, 1), not the 4x4 aspect-ratio box, and resizes it to 5x5.
+    std::vector<float> ramp(24);
+    for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i);
+    check_values(layers::RandomCrop(5, 5)(tf::convert_to_tensor(ramp, {1, 4, 6, 1}), true),
+                 {1,  2,  3,    4,    5,    5.2,  6.2,  7.2, 8.2, 9.2, 10, 11, 12,
+                  13, 14, 14.8, 15.8, 16.8, 17.8, 18.8, 19,  20,  21,  22, 23},
+                 1e-5, 1e-5);
     tf::detail::clear_random_seed();
   }
 }
