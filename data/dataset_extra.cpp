@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/device.h"
+#include "core/error.h"
 #include "data/dataset.h"
 #include "data/dataset_internal.h"
 #include "ops/random.h"
@@ -102,16 +104,19 @@ class ParallelMapIterator final : public IteratorBase {
         cap_(4 * static_cast<size_t>(threads) + 4),
         deterministic_(deterministic) {
     workers_.reserve(static_cast<size_t>(threads));
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this, f = fn]() mutable { work(f); });
-  }
-  ~ParallelMapIterator() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
+    try {
+      for (int i = 0; i < threads; ++i)
+        workers_.emplace_back([this, f = fn]() mutable { work(f); });
+    } catch (const std::system_error& e) {
+      // Out of threads: stop the ones started, then fail the iteration with a tf::Error.
+      const size_t started = workers_.size();
+      stop_all();
+      TF_THROW(ResourceExhaustedError, "Dataset.map",
+               "could not start thread {} of {} for num_parallel_calls: {}", started + 1, threads,
+               e.what());
     }
-    space_.notify_all();
-    for (std::thread& t : workers_) t.join();
   }
+  ~ParallelMapIterator() override { stop_all(); }
   bool next(Element& out) override {
     // A consumer about as fast as the workers would otherwise sleep and be woken for most
     // elements (tens of microseconds each on a busy machine): wait briefly without blocking.
@@ -150,6 +155,16 @@ class ParallelMapIterator final : public IteratorBase {
     Element value;
     std::exception_ptr error;
   };
+
+  void stop_all() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    space_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  }
 
   // Whether the consumer's next element is ready (under mu_; read without it by the spin).
   void update_hint() {
@@ -926,11 +941,17 @@ Dataset Dataset::sample_from_datasets(std::vector<Dataset> datasets, std::vector
     total += w;
   }
   TF_CHECK_ARG(total > 0, op, "the weights sum to zero; at least one must be positive");
+  // TF's seed rules for datasets (random_seed.get_seed): an op seed with the global seed (or
+  // TF's default graph seed) gives the same draws every time; the global seed alone takes the
+  // next op seed from its counter, so two such datasets draw differently; neither: entropy.
   uint64_t s = 0;
   if (seed) {
-    s = static_cast<uint64_t>(*seed) * 0x9E3779B97F4A7C15ull + 1;
-  } else if (auto g = tapeflow::detail::global_random_seed()) {
-    s = static_cast<uint64_t>(*g) * 0xD1B54A32D192ED03ull + 2;
+    const uint64_t g = static_cast<uint64_t>(
+        tapeflow::detail::global_random_seed().value_or(tapeflow::detail::default_graph_seed()));
+    s = g * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(*seed) + 0xD1B54A32D192ED03ull);
+  } else if (tapeflow::detail::global_random_seed()) {
+    const auto [a, b] = tapeflow::detail::resolve_random_seeds(std::nullopt);
+    s = a * 0x9E3779B97F4A7C15ull ^ (b + 0xD1B54A32D192ED03ull);
   } else {
     s = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   }

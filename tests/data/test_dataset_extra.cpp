@@ -20,6 +20,7 @@
 #include "ops/factory.h"
 #include "ops/math.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -421,6 +422,17 @@ TEST_CASE("choose_from_datasets and sample_from_datasets select among datasets",
     from_first += v == 0;
   CHECK(from_first > 2850);
   CHECK(from_first < 3150);
+  // With a global seed and no op seed, TF's op-seed counter makes two datasets draw differently,
+  // and set_seed repeats both.
+  tf::random::set_seed(5);
+  const std::vector<double> s1 =
+      firsts(Dataset::sample_from_datasets({ones, twos}, {1, 1}).take(40));
+  const std::vector<double> s2 =
+      firsts(Dataset::sample_from_datasets({ones, twos}, {1, 1}).take(40));
+  CHECK(s1 != s2);
+  tf::random::set_seed(5);
+  CHECK(firsts(Dataset::sample_from_datasets({ones, twos}, {1, 1}).take(40)) == s1);
+  tf::detail::clear_random_seed();
   // A zero weight is never drawn.
   CHECK(firsts(Dataset::sample_from_datasets({ones, twos}, {0, 1}, 7).take(50)) ==
         std::vector<double>(50, 1));
