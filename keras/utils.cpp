@@ -1,6 +1,7 @@
 #include "keras/utils.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <utility>
@@ -39,7 +40,7 @@ Tensor pad_int_sequences(const std::vector<std::vector<T>>& sequences,
 Tensor to_categorical(const Tensor& y, int64_t num_classes) {
   constexpr const char* op = "to_categorical";
   TF_CHECK_ARG(
-      y.defined() && is_integer(y.dtype()), op, "class ids must be an integer tensor, got {}",
+      y.defined() && y.dtype() != bool_, op, "class ids must be a numeric tensor, got {}",
       y.defined() ? std::string(dtype_name(y.dtype())) : std::string("an undefined tensor"));
   TF_CHECK_ARG(num_classes > 0 || num_classes == -1, op,
                "num_classes must be positive (or -1 for the largest id + 1), got {}", num_classes);
@@ -49,6 +50,9 @@ Tensor to_categorical(const Tensor& y, int64_t num_classes) {
   const std::vector<double> v = detail::to_double_vector(ids);
   int64_t largest = -1;
   for (size_t i = 0; i < v.size(); ++i) {
+    // Keras casts float ids to integers (truncating); a fractional id is more likely a mistake.
+    TF_CHECK_ARG(v[i] == std::floor(v[i]), op, "class id {} (element {}) is not an integer", v[i],
+                 i);
     TF_CHECK_ARG(v[i] >= 0 && (num_classes == -1 || v[i] < static_cast<double>(num_classes)), op,
                  "class id {} (element {} of shape {}) is outside [0, {})", v[i], i,
                  y.shape().to_string(),
@@ -136,11 +140,11 @@ data::Dataset timeseries_dataset_from_array(const Tensor& data,
   TF_CHECK_ARG(sequence_length > 0, op, "sequence_length must be positive, got {}",
                sequence_length);
   if (targets) {
-    TF_CHECK_ARG(targets->defined() && targets->rank() >= 1 && targets->shape()[0] == len, op,
-                 "data and targets must have the same number of time steps: data has shape {}, "
-                 "targets {}",
-                 data.shape().to_string(),
-                 targets->defined() ? targets->shape().to_string() : std::string("undefined"));
+    // Keras: fewer targets than time steps limit the number of sequences.
+    TF_CHECK_ARG(
+        targets->defined() && targets->rank() >= 1, op,
+        "targets must have rank >= 1 (time steps first), got {}",
+        targets->defined() ? "shape " + targets->shape().to_string() : std::string("undefined"));
   }
   const int64_t start = options.start_index.value_or(0);
   TF_CHECK_ARG(start >= 0 && start < len, op,
@@ -161,7 +165,8 @@ data::Dataset timeseries_dataset_from_array(const Tensor& data,
                  *options.batch_size);
 
   // Keras' start positions: 0, stride, ... below end - start - (length - 1) * rate.
-  const int64_t num_seqs = end - start - (sequence_length - 1) * options.sampling_rate;
+  int64_t num_seqs = end - start - (sequence_length - 1) * options.sampling_rate;
+  if (targets) num_seqs = std::min(num_seqs, targets->shape()[0]);
   std::vector<int64_t> starts;
   for (int64_t s = 0; s < num_seqs; s += options.sequence_stride) starts.push_back(s);
   std::vector<int64_t> steps(static_cast<size_t>(sequence_length));
@@ -172,7 +177,10 @@ data::Dataset timeseries_dataset_from_array(const Tensor& data,
   const Tensor window = rows(data, start, end - start);
   const Tensor offsets = convert_to_tensor(steps, {1, sequence_length});
   std::optional<Tensor> labels;
-  if (targets) labels = rows(*targets, start, end - start);
+  // Sequence s's target is targets[start + s] (Keras slices the targets as the data).
+  if (targets)
+    labels = rows(*targets, std::min(start, targets->shape()[0]),
+                  std::max<int64_t>(0, std::min(end, targets->shape()[0]) - start));
 
   data::Dataset positions = data::Dataset::from_tensor_slices(
       convert_to_tensor(starts, {static_cast<int64_t>(starts.size())}));

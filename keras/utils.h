@@ -12,10 +12,10 @@
 
 namespace tapeflow::keras::utils {
 
-// Keras' to_categorical: integer class ids to one-hot float32 rows (a trailing dimension of 1 is
-// squeezed first, as Keras). num_classes -1 means the largest id + 1. Ids must be integers in
-// [0, num_classes): an InvalidArgumentError names the first one outside (Keras' one_hot gives a
-// zero row instead).
+// Keras' to_categorical: class ids (an integer tensor, or floats with integer values) to
+// one-hot float32 rows (a trailing dimension of 1 is squeezed first, as Keras). num_classes -1
+// means the largest id + 1. Ids must be integers in [0, num_classes): an InvalidArgumentError
+// names the first one outside (Keras' one_hot gives a zero row instead) or with a fraction.
 Tensor to_categorical(const Tensor& y, int64_t num_classes = -1);
 
 struct PadSequencesOptions {
@@ -50,7 +50,8 @@ struct TimeseriesOptions {
 
 // Keras' timeseries_dataset_from_array: sequence i is data rows s_i, s_i + sampling_rate, ...
 // (sequence_length of them) from start_index on, with s_i = i * sequence_stride; with targets,
-// each element is {sequences, targets[start_index + s_i]}. Each batch is one gather from data.
+// each element is {sequences, targets[start_index + s_i]} (fewer targets than steps limit the
+// number of sequences, as Keras). Each batch is one gather from data.
 // shuffle shuffles the start positions anew every epoch (Keras shuffles them once with NumPy
 // and then within a buffer of 8 batches; the orders differ).
 data::Dataset timeseries_dataset_from_array(const Tensor& data,
