@@ -97,6 +97,7 @@ struct PendingCall {
   const FunctionalImpl* model = nullptr;
   const std::vector<Tensor>* inputs = nullptr;
   std::vector<Tensor>* outputs = nullptr;
+  std::vector<Tensor>* output_masks = nullptr;  // when the caller wants the outputs' masks
 };
 thread_local PendingCall t_pending;
 
@@ -445,7 +446,7 @@ std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs, b
 Tensor FunctionalImpl::run(const Tensor& x, bool training) {
   if (t_pending.model == this) {
     const PendingCall p = std::exchange(t_pending, PendingCall{});
-    *p.outputs = execute(*p.inputs, training);
+    *p.outputs = execute(*p.inputs, training, Tensor(), p.output_masks);
     return p.outputs->front();
   }
   const std::string n = name();
@@ -467,10 +468,11 @@ Tensor FunctionalImpl::compute_mask(const Tensor& x, const Tensor& mask) const {
   return masks.front();
 }
 
-std::vector<Tensor> FunctionalImpl::call_all(const std::vector<Tensor>& inputs, bool training) {
+std::vector<Tensor> FunctionalImpl::call_all(const std::vector<Tensor>& inputs, bool training,
+                                             std::vector<Tensor>* output_masks) {
   check_inputs(inputs);
   std::vector<Tensor> outputs;
-  t_pending = PendingCall{this, &inputs, &outputs};
+  t_pending = PendingCall{this, &inputs, &outputs, output_masks};
   try {
     // Through invoke: the call is numbered and framed as every layer call is.
     (void)invoke(inputs.front(), training);

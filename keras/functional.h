@@ -113,7 +113,9 @@ class FunctionalImpl final : public ModelImpl {
   const std::vector<KerasTensor>& inputs() const { return inputs_; }
   const std::vector<KerasTensor>& outputs() const { return outputs_; }
   // Runs the model on every input, returning every output (Model's vector call).
-  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training);
+  // output_masks (if given) receives each output's Keras mask (undefined: none).
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training,
+                               std::vector<Tensor>* output_masks = nullptr);
 
  protected:
   void build(const TensorShape&) override {}

@@ -204,11 +204,21 @@ class Model : public Layer {
               FitOptions options = {});
   History fit(const std::map<std::string, Tensor>& xs, const std::map<std::string, Tensor>& ys,
               FitOptions options = {});
+  // Braced lists, fit({x1, x2}, {y1, y2}): without these, a list of two tensors is ambiguous
+  // between the vector and the map (std::map's iterator-pair constructor).
+  History fit(std::initializer_list<Tensor> xs, std::initializer_list<Tensor> ys,
+              FitOptions options = {}) {
+    return fit(std::vector<Tensor>(xs), std::vector<Tensor>(ys), std::move(options));
+  }
   std::vector<double> evaluate(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
                                EvaluateOptions options = {});
   std::vector<double> evaluate(const std::map<std::string, Tensor>& xs,
                                const std::map<std::string, Tensor>& ys,
                                EvaluateOptions options = {});
+  std::vector<double> evaluate(std::initializer_list<Tensor> xs, std::initializer_list<Tensor> ys,
+                               EvaluateOptions options = {}) {
+    return evaluate(std::vector<Tensor>(xs), std::vector<Tensor>(ys), std::move(options));
+  }
   std::vector<Tensor> predict(const std::vector<Tensor>& xs, PredictOptions options = {});
   std::vector<Tensor> predict(const std::map<std::string, Tensor>& xs, PredictOptions options = {});
   std::vector<Tensor> predict(std::initializer_list<Tensor> xs, PredictOptions options = {});

@@ -158,6 +158,9 @@ struct Roles {
   std::vector<Tensor> xs, ys, sws;
 };
 Roles roles_of(const TrainingState& st, const std::vector<Tensor>& v) {
+  TF_CHECK_ARG(v.size() >= st.n_inputs + st.n_outputs, "fit",
+               "a batch of {} components for a model of {} inputs and {} outputs", v.size(),
+               st.n_inputs, st.n_outputs);
   Roles r;
   const auto ni = static_cast<std::ptrdiff_t>(st.n_inputs);
   const auto no = static_cast<std::ptrdiff_t>(st.n_outputs);
@@ -170,19 +173,27 @@ Roles roles_of(const TrainingState& st, const std::vector<Tensor>& v) {
 }
 
 // The outputs for the inputs (a functional model's vector call; other models take one input).
-std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& xs, bool training) {
+// `masks` (if given) receives each output's Keras mask (undefined: none).
+std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& xs, bool training,
+                                 std::vector<Tensor>* masks = nullptr) {
   if (auto* f = dynamic_cast<detail::FunctionalImpl*>(&model.impl()))
-    return f->call_all(xs, training);
-  return {model(xs.at(0), training)};
+    return f->call_all(xs, training, masks);
+  if (masks == nullptr) return {model(xs.at(0), training)};
+  MaskedTensor r = model.call_with_mask(xs.at(0), Tensor(), training);
+  masks->assign(1, r.mask);
+  return {r.output};
 }
 
 // Keras' CompileLoss: the loss_weights-weighted sum of the outputs' losses (each output's own
 // loss, unweighted, in `per_output`).
+// Each output's mask weighs its loss, as the single-output path (with_output_mask).
 Tensor multi_loss(TrainingState& st, const Roles& r, const std::vector<Tensor>& preds,
-                  std::vector<Tensor>& per_output) {
+                  const std::vector<Tensor>& masks, std::vector<Tensor>& per_output) {
   Tensor total;
   for (size_t i = 0; i < st.n_outputs; ++i) {
-    const Tensor li = st.output_losses[i](r.ys[i], preds[i], r.sws[i]);
+    const Tensor mask = i < masks.size() ? masks[i] : Tensor();
+    const Tensor li = st.output_losses[i](
+        r.ys[i], preds[i], with_output_mask(st.output_losses[i], {preds[i], mask}, r.sws[i]));
     per_output.push_back(li);
     const Tensor wi =
         st.loss_weights[i] == 1.0 ? li : multiply(li, cast(Tensor(st.loss_weights[i]), li.dtype()));
@@ -214,8 +225,9 @@ Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector
   std::vector<Tensor> grads;
   {
     GradientTape tape;
-    preds = call_outputs(model, r.xs, true);
-    loss = add_regularization(model, multi_loss(st, r, preds, per_output));
+    std::vector<Tensor> masks;
+    preds = call_outputs(model, r.xs, true, &masks);
+    loss = add_regularization(model, multi_loss(st, r, preds, masks, per_output));
     vars = model.trainable_variables();
     grads = tape.gradient(loss, vars);
   }
@@ -227,8 +239,9 @@ Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector
 Tensor test_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
   const Roles r = roles_of(st, v);
   std::vector<Tensor> per_output;
-  const std::vector<Tensor> preds = call_outputs(model, r.xs, false);
-  const Tensor loss = add_regularization(model, multi_loss(st, r, preds, per_output));
+  std::vector<Tensor> masks;
+  const std::vector<Tensor> preds = call_outputs(model, r.xs, false, &masks);
+  const Tensor loss = add_regularization(model, multi_loss(st, r, preds, masks, per_output));
   track_multi(st, r, preds, loss, per_output);
   return loss;
 }
@@ -977,7 +990,12 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
       const ValidationData& vd = options.validation_data;
       const int vbs =
           options.validation_batch_size > 0 ? options.validation_batch_size : options.batch_size;
-      const MultiData d = multi_data(*this, "fit", vd.xs, vd.ys, Tensor(), vd.sample_weights);
+      // One weight for a model of several outputs is shared by them (Keras'
+      // validation_data=(xs, ys, w)).
+      const bool shared = vd.sample_weights.size() == 1 && vd.ys.size() > 1;
+      const MultiData d =
+          multi_data(*this, "fit", vd.xs, vd.ys, shared ? vd.sample_weights[0] : Tensor(),
+                     shared ? std::vector<Tensor>{} : vd.sample_weights);
       val = data::Dataset::from_tensor_slices(d.flat()).batch(vbs);
     } else {
       const ValidationData& vd = options.validation_data;
@@ -1357,6 +1375,11 @@ std::vector<double> Model::train_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("train_on_batch", x, y);
   const auto held = held_state_of(*this, "train_on_batch");
   auto& st = *held;
+  TF_CHECK_ARG(
+      !st.multi, "train_on_batch",
+      "model '{}' has several inputs or outputs; train_on_batch takes models of one input and "
+      "one output (use fit with lists of tensors)",
+      name());
   reset_metrics();
   run_train_step(st, train_fn(&st, impl_), {x, y});
   return values_of(training_logs(st));
@@ -1366,6 +1389,11 @@ std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
   check_xy("test_on_batch", x, y);
   const auto held = held_state_of(*this, "test_on_batch");
   auto& st = *held;
+  TF_CHECK_ARG(
+      !st.multi, "test_on_batch",
+      "model '{}' has several inputs or outputs; test_on_batch takes models of one input and "
+      "one output (use evaluate with lists of tensors)",
+      name());
   reset_metrics();
   run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options);
   return values_of(current_logs(st));

@@ -472,6 +472,14 @@ TEST_CASE("fit multi io: several inputs and one output log as a single output mo
   // predict of a single output model gives one tensor, from a Dataset too.
   const tf::Tensor p = two_inputs.predict(tf::data::Dataset::from_tensor_slices({xa, xb}).batch(4));
   tf::testing::check_close(p, two_inputs.predict({xa, xb})[0], 0, 0);
+  // Braced lists of two tensors on both sides (a std::map's iterator-pair constructor made
+  // fit({x1, x2}, {y1, y2}) ambiguous): a model with two outputs, fit and evaluate.
+  auto o2 = L::Dense(1, {.name = "o2"})(b);
+  K::Model two_outputs({a, b}, {out, o2});
+  two_outputs.compile(K::optimizers::SGD(0.1), "mse");
+  const K::History h = two_outputs.fit({xa, xb}, {y, y}, opts);
+  CHECK(h.history.at("loss").size() == 3);
+  CHECK(two_outputs.evaluate({xa, xb}, {y, y}, {.verbose = 0}).size() == 3);
 }
 
 TEST_CASE("fit multi io: under a MirroredStrategy the ticket model trains as on one device",
@@ -595,4 +603,51 @@ TEST_CASE("fit multi io: mismatched losses metrics data and names are errors", "
   require_error(
       [&] { (void)model.predict(tf::data::Dataset::from_tensor_slices(d.xs()).batch(4)); },
       {"has 2 outputs", "predict_outputs"});
+}
+
+TEST_CASE("fit multi io: output masks weigh each output's loss", "[cpu][keras]") {
+  // Keras 3.15.1: ids = Input((4,), int32), aux = Input((1,)); e = Embedding(5, 2,
+  // mask_zero=True) with rows [0, 0], [1, 1], ...; o1 = Dense(1, ones)(e), o2 = Dense(1,
+  // ones)(e); Model([ids, aux], [o1, o2]).compile("sgd", ["mse", "mse"]).evaluate(
+  // [[[1, 2, 0, 0], [3, 0, 0, 0]], zeros], [zeros(2, 4, 1)] * 2) -> [8.0, 4.0, 4.0]: each loss
+  // is the mean over the 3 kept steps (the unmasked mean would be 1.5).
+  auto ids = K::Input({4}, tf::int32, "ids");
+  auto aux = K::Input({1}, std::nullopt, "aux");
+  L::Embedding emb(5, 2, {.mask_zero = true, .name = "emb"});
+  auto e = emb(ids);
+  auto o1 = L::Dense(1, {.name = "o1"})(e);
+  auto o2 = L::Dense(1, {.name = "o2"})(e);
+  K::Model m({ids, aux}, {o1, o2});
+  m.compile(K::optimizers::SGD(0.1), {"mse", "mse"});
+  emb.set_weights(
+      {tf::convert_to_tensor(std::vector<float>{0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, {5, 2})});
+  for (const char* head : {"o1", "o2"})
+    m.get_layer(head).set_weights({tf::ones({2, 1}), tf::zeros({1})});
+  const tf::Tensor x = tf::convert_to_tensor(std::vector<int32_t>{1, 2, 0, 0, 3, 0, 0, 0}, {2, 4});
+  const tf::Tensor a = tf::zeros({2, 1}), y = tf::zeros({2, 4, 1});
+  const std::vector<double> got = m.evaluate({x, a}, {y, y}, {.verbose = 0});
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == Approx(8.0));
+  CHECK(got[1] == Approx(4.0));
+  CHECK(got[2] == Approx(4.0));
+  // train_on_batch and test_on_batch take one input and one output: a clear error.
+  tf::testing::require_error([&] { (void)m.train_on_batch(x, y); },
+                             {"train_on_batch", "several inputs or outputs"});
+  tf::testing::require_error([&] { (void)m.test_on_batch(x, y); },
+                             {"test_on_batch", "several inputs or outputs"});
+}
+
+TEST_CASE("fit multi io: one validation sample weight is shared by every output", "[cpu][keras]") {
+  // Keras 3.15 accepts validation_data=(x, [y1, y2], w) with one w for both outputs.
+  auto in = K::Input({3}, std::nullopt, "a");
+  K::Model m({in}, {L::Dense(1, {.name = "o1"})(in), L::Dense(2, {.name = "o2"})(in)});
+  m.compile(K::optimizers::SGD(0.1), {"mse", "mse"});
+  const tf::Tensor x = tf::ones({4, 3}), y1 = tf::ones({4, 1}), y2 = tf::ones({4, 2});
+  const K::History h = m.fit({x}, {y1, y2},
+                             {.epochs = 1,
+                              .validation_data = K::ValidationData({x}, {y1, y2}, {tf::ones({4})}),
+                              .verbose = 0});
+  REQUIRE(h.history.count("val_loss") == 1);
+  // Weights of one: the validation loss is the unweighted loss of the trained model.
+  CHECK(h.history.at("val_loss")[0] == Approx(m.evaluate({x}, {y1, y2}, {.verbose = 0})[0]));
 }
