@@ -348,6 +348,11 @@ Tensor grouped_conv2d(const Tensor& input, const Tensor& filters, const std::vec
                "the filters' {} output channels must be divisible by the {} groups (input {}, "
                "filters {})",
                fs[3], groups, xs.to_string(), fs.to_string());
+  // One input channel per group is a depthwise convolution: output channel o = c * M + m of
+  // group c is filter[:, :, 0, o], which is the depthwise filter[:, :, c, m] after a reshape.
+  if (fs[2] == 1)
+    return depthwise_conv2d(input, reshape(filters, {fs[0], fs[1], groups, fs[3] / groups}),
+                            strides, padding, dilations);
   // One conv2d per group: each reads its own slice of channels and filters.
   const std::vector<Tensor> xg = split(input, static_cast<int>(groups), 3);
   const std::vector<Tensor> fg = split(filters, static_cast<int>(groups), 3);

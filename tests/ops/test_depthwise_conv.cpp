@@ -230,6 +230,50 @@ TEST_CASE("depthwise_conv2d gradients give TF 2.21's values", "[cpu][cuda][nn][a
   }
 }
 
+TEST_CASE("depthwise_conv2d filter gradient sums many positions in parts",
+          "[cpu][cuda][nn][autograd]") {
+  // Shapes large enough that the filter gradient is reduced in parts (several CPU chunks of
+  // output rows, several CUDA slices of positions added with atomics), checked against the
+  // plain sum: dL/df[kh, kw, c, m] = sum over n, oh, ow of x[n, ih, iw, c] * up[n, oh, ow, cM+m],
+  // for L = sum(depthwise_conv2d(x, f, stride 2, SAME) * up).
+  const int64_t N = 4, H = 64, W = 48, C = 16, M = 2, KH = 3, KW = 3, OH = 32, OW = 24;
+  const auto xv = random_values(static_cast<size_t>(N * H * W * C));
+  const auto uv = random_values(static_cast<size_t>(N * OH * OW * C * M), -1, 1, 9);
+  const auto fv = random_values(static_cast<size_t>(KH * KW * C * M), -1, 1, 5);
+  // SAME with stride 2: 64 -> 32 and 48 -> 24 rows and columns, padded only at the end.
+  std::vector<double> want(fv.size(), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t ih = oh * 2 + kh, iw = ow * 2 + kw;
+            if (ih >= H || iw >= W) continue;
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t m = 0; m < M; ++m)
+                want[static_cast<size_t>(((kh * KW + kw) * C + c) * M + m)] +=
+                    xv[static_cast<size_t>(((n * H + ih) * W + iw) * C + c)] *
+                    uv[static_cast<size_t>(((n * OH + oh) * OW + ow) * C * M + c * M + m)];
+          }
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float32, tf::float64}) {
+      INFO(tf::dtype_name(d));
+      const tf::Tensor x = tf::detail::from_doubles(xv, {N, H, W, C}, d);
+      const tf::Tensor f = tf::detail::from_doubles(fv, {KH, KW, C, M}, d);
+      const tf::Tensor up = tf::detail::from_doubles(uv, {N, OH, OW, C * M}, d);
+      tf::GradientTape tape;
+      tape.watch(f);
+      const tf::Tensor loss =
+          tf::reduce_sum(tf::nn::depthwise_conv2d(x, f, {2, 2}, "SAME", {1, 1}) * up);
+      // Sums of about 3000 products of magnitude 1 in float32: about 1e-3 absolute.
+      const bool f64 = d == tf::float64;
+      check_values(tape.gradient(loss, f), want, f64 ? 1e-10 : 1e-2, f64 ? 1e-10 : 1e-3);
+    }
+  }
+}
+
 TEST_CASE("depthwise_conv2d gradients match central differences", "[cpu][cuda][nn][autograd]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
@@ -416,6 +460,16 @@ TEST_CASE("grouped_conv2d gives TF 2.21's values and its gradients match differe
       // tf::nn::conv2d takes the same filters as TF's: a grouped convolution.
       tf::testing::check_close(
           tf::nn::conv2d(pat_x({1, 4, 5, 4}, d), pat_f({3, 3, 2, 6}, d), {1}, "VALID"), y, 0, 0);
+      // One input channel per group (groups = 4, two outputs each) runs as a depthwise
+      // convolution: equal to a conv2d per group.
+      const tf::Tensor x4 = pat_x({1, 5, 6, 4}, d), f1 = pat_f({3, 3, 1, 8}, d);
+      std::vector<tf::Tensor> per_group;
+      const auto xg = tf::split(x4, 4, 3);
+      const auto fg = tf::split(f1, 4, 3);
+      for (size_t g = 0; g < 4; ++g)
+        per_group.push_back(tf::nn::conv2d(xg[g], fg[g], {2}, "SAME", {1}));
+      tf::testing::check_close(tf::nn::conv2d(x4, f1, {2}, "SAME"), tf::concat(per_group, 3), 1e-6,
+                               1e-6);
     }
     // Gradients: a 3-group SAME stride-2 case, against differences of the op itself (float64).
     const tf::TensorShape xs{2, 5, 4, 6}, fs{3, 2, 2, 9};
