@@ -61,13 +61,6 @@ using Node = std::shared_ptr<const DatasetBase>;
 using tapeflow::detail::empty;
 using tapeflow::detail::host_bytes;
 
-std::string signature_of(const Element& e) {
-  std::string s;
-  for (size_t c = 0; c < e.size(); ++c)
-    s += (c ? ", " : "") + std::string(dtype_name(e[c].dtype()));
-  return "(" + s + ")";
-}
-
 // A function's result as a dataset element: defined tensors with values, on the CPU.
 void check_result(const char* op, Element& e, const char* what) {
   for (size_t c = 0; c < e.size(); ++c) {
@@ -87,7 +80,7 @@ void check_state(const char* op, const Element& initial, const Element& state) {
   TF_CHECK_ARG(same, op,
                "the function's new state {} does not match the initial state {}: the state must "
                "keep its number of components and their dtypes",
-               signature_of(state), signature_of(initial));
+               dtypes_of(state), dtypes_of(initial));
 }
 
 // ---- map with num_parallel_calls ----
@@ -650,7 +643,7 @@ class SelectIterator final : public IteratorBase {
 
  private:
   void check_signature(const Element& e) {
-    const std::string sig = signature_of(e);
+    const std::string sig = dtypes_of(e);
     if (signature_.empty()) signature_ = sig;
     TF_CHECK_ARG(sig == signature_, op_,
                  "the datasets' elements differ: {} and {} (every dataset must yield the same "
@@ -681,7 +674,7 @@ class ChooseDataset final : public DatasetBase {
       Element c;
       if (!choice->next(c)) return std::nullopt;
       TF_CHECK_ARG(c.size() == 1 && c[0].rank() == 0 && c[0].dtype() == int64, op,
-                   "choice_dataset must yield int64 scalars, got {} with shape {}", signature_of(c),
+                   "choice_dataset must yield int64 scalars, got {} with shape {}", dtypes_of(c),
                    c.size() == 1 ? c[0].shape().to_string() : "(several)");
       const int64_t k = c[0].item<int64_t>();
       TF_CHECK_ARG(k >= 0 && k < static_cast<int64_t>(n), op,

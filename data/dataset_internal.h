@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,9 @@ class UserFnScope {
 // transformation in the error when the elements' dtypes or shapes differ).
 Tensor stack_elements(const std::vector<Element>& elems, size_t c,
                       const char* op = "Dataset.batch");
+
+// An element's dtypes as "(int64, float32)", for errors (data/dataset_more.cpp).
+std::string dtypes_of(const Element& e);
 
 // A dataset of these elements, in order (Dataset() is the empty one).
 Dataset elements_dataset(std::vector<Element> elements);

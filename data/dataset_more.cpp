@@ -20,16 +20,16 @@
 
 namespace tapeflow::data {
 namespace detail {
-namespace {
-
-using Node = std::shared_ptr<const DatasetBase>;
-
 std::string dtypes_of(const Element& e) {
   std::string s;
   for (size_t c = 0; c < e.size(); ++c)
     s += (c ? ", " : "") + std::string(dtype_name(e[c].dtype()));
   return "(" + s + ")";
 }
+
+namespace {
+
+using Node = std::shared_ptr<const DatasetBase>;
 
 // An element that a user function produced, on the CPU (a generator may return GPU tensors).
 void check_user_element(const char* op, Element& e) {
