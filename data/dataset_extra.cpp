@@ -85,17 +85,24 @@ void check_state(const char* op, const Element& initial, const Element& state) {
 
 // ---- map with num_parallel_calls ----
 
-// Worker threads take input elements in order (one at a time, under in_mu_), number them and
-// apply their own copy of the function outside every lock; results wait in done_ until the
-// consumer takes them, in input order (deterministic) or as they come. At most cap_ elements
-// (4 per thread, plus 4) are taken and not yet consumed, so a slow consumer stops the workers.
+// Worker threads take runs of consecutive input elements (under in_mu_), number them and apply
+// their own copy of the function outside every lock; results wait in done_ until the consumer
+// takes them, in input order (deterministic) or as they come. A run is one element until the
+// function's cost is known, then as many as take about kRunTarget (at most kMaxRun): a cheap
+// function (a few microseconds, e.g. a cast and a scale of a small image) would otherwise pay a
+// lock hand-off and a consumer wake-up per element, which costs more than the function itself
+// on a busy machine. has_space() bounds the elements taken and not yet consumed, so a slow
+// consumer stops the workers.
 class ParallelMapIterator final : public IteratorBase {
  public:
   ParallelMapIterator(std::unique_ptr<IteratorBase> in, const MapFn& fn, int threads,
                       bool deterministic)
       : in_(std::move(in)),
-        cap_(4 * static_cast<size_t>(threads) + 4),
-        deterministic_(deterministic) {
+        threads_(static_cast<size_t>(threads)),
+        deterministic_(deterministic),
+        // The consumer spins briefly before sleeping only where a core is left for it: on a
+        // machine whose cores all run workers the spin steals their time.
+        spin_(static_cast<unsigned>(threads) < std::thread::hardware_concurrency()) {
     workers_.reserve(static_cast<size_t>(threads));
     try {
       for (int i = 0; i < threads; ++i)
@@ -113,7 +120,7 @@ class ParallelMapIterator final : public IteratorBase {
   bool next(Element& out) override {
     // A consumer about as fast as the workers would otherwise sleep and be woken for most
     // elements (tens of microseconds each on a busy machine): wait briefly without blocking.
-    if (!ready_hint_.load(std::memory_order_acquire)) {
+    if (spin_ && !ready_hint_.load(std::memory_order_acquire)) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
       while (!ready_hint_.load(std::memory_order_acquire) &&
              std::chrono::steady_clock::now() < until)
@@ -128,14 +135,15 @@ class ParallelMapIterator final : public IteratorBase {
         if (deterministic_) ++next_seq_;
         update_hint();
         --outstanding_;
-        const bool wake = waiting_workers_ > 0;
+        const bool wake = waiting_workers_ > 0 && has_space();
         lock.unlock();
         if (wake) space_.notify_one();
         if (r.error) std::rethrow_exception(r.error);
         out = std::move(r.value);
         return true;
       }
-      // Every element taken is either in done_ or being mapped (active_).
+      // Every element taken is either in done_ or being mapped (active_ counts the workers
+      // holding a run).
       if (input_end_ && active_ == 0) return false;
       consumer_waiting_ = true;
       ready_.wait(lock);
@@ -144,6 +152,9 @@ class ParallelMapIterator final : public IteratorBase {
   }
 
  private:
+  static constexpr size_t kMaxRun = 16;
+  static constexpr int64_t kRunTargetNs = 100'000;
+
   struct Result {
     Element value;
     std::exception_ptr error;
@@ -165,24 +176,45 @@ class ParallelMapIterator final : public IteratorBase {
     ready_hint_.store(ready || (input_end_ && active_ == 0), std::memory_order_release);
   }
 
+  // Whether a worker may take a run (under mu_): at most 4 elements per thread, plus 4, plus a
+  // run per thread are taken and not yet consumed. A worker waits for room for a whole run, so
+  // that a consumer faster than the workers does not cut the runs down to single elements.
+  bool has_space() const {
+    const size_t run = run_length();
+    return outstanding_ + run <= 4 * threads_ + 4 + threads_ * run;
+  }
+
+  // The run length for the function's average cost so far (1 until one call was timed).
+  size_t run_length() const {
+    const int64_t ns = avg_ns_.load(std::memory_order_relaxed);
+    if (ns <= 0) return 1;
+    return std::clamp<size_t>(static_cast<size_t>(kRunTargetNs / ns), 1, kMaxRun);
+  }
+
   void work(MapFn& fn) {
+    std::vector<std::pair<int64_t, Result>> run;
+    std::vector<Element> inputs;
     for (;;) {
+      size_t want = 0;
       {
         std::unique_lock lock(mu_);
         ++waiting_workers_;
-        space_.wait(lock, [&] { return stop_ || input_end_ || outstanding_ < cap_; });
+        space_.wait(lock, [&] { return stop_ || input_end_ || has_space(); });
         --waiting_workers_;
         if (stop_ || input_end_) return;
-        ++outstanding_;
+        want = run_length();
+        outstanding_ += want;
         ++active_;
       }
-      Element e;
-      Result r;
-      int64_t seq = 0;
-      bool got = false;
+      run.clear();
+      inputs.clear();
+      bool input_done = false;
       {
         std::lock_guard in_lock(in_mu_);
-        if (!input_exhausted_) {
+        while (run.size() < want && !input_exhausted_) {
+          Element e;
+          Result r;
+          bool got = false;
           try {
             got = in_->next(e);
             if (!got) input_exhausted_ = true;
@@ -191,37 +223,51 @@ class ParallelMapIterator final : public IteratorBase {
             r.error = std::current_exception();
             input_exhausted_ = true;
           }
-          if (got || r.error) seq = taken_++;
+          if (!got && !r.error) break;
+          run.emplace_back(taken_++, std::move(r));
+          inputs.push_back(std::move(e));
         }
+        input_done = input_exhausted_;
       }
-      if (got) {
+      const auto t0 = std::chrono::steady_clock::now();
+      size_t mapped = 0;
+      for (size_t i = 0; i < run.size(); ++i) {
+        Result& r = run[i].second;
+        if (r.error) continue;
         try {
           UserFnScope scope;
-          r.value = fn(std::move(e));
+          r.value = fn(std::move(inputs[i]));
           check_result("Dataset.map", r.value, "result");
         } catch (...) {
           r.error = std::current_exception();
         }
+        ++mapped;
+      }
+      if (mapped > 0) {
+        const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count() /
+                           static_cast<int64_t>(mapped);
+        // A running average (weight 1/4 for the newest run); races between workers only
+        // lose an update, which the next run repeats.
+        const int64_t old = avg_ns_.load(std::memory_order_relaxed);
+        avg_ns_.store(old <= 0 ? std::max<int64_t>(ns, 1) : std::max<int64_t>((3 * old + ns) / 4, 1),
+                      std::memory_order_relaxed);
       }
       bool wake_consumer = false;
       {
         std::lock_guard lock(mu_);
         --active_;
-        if (got || r.error) {
-          done_.emplace(seq, std::move(r));
-        } else {
-          --outstanding_;
-        }
-        if (!got) input_end_ = true;
+        outstanding_ -= want - run.size();
+        for (auto& [seq, r] : run) done_.emplace(seq, std::move(r));
+        if (input_done) input_end_ = true;
         update_hint();
         // Wake the consumer only for the element it waits for (or for the end).
         wake_consumer = consumer_waiting_ && ready_hint_.load(std::memory_order_relaxed);
       }
       if (wake_consumer) ready_.notify_one();
-      if (!got) {
-        space_.notify_all();  // the other workers stop too
-        return;
-      }
+      if (want > run.size() || input_done) space_.notify_all();  // the other workers stop too
+      if (input_done) return;
     }
   }
 
@@ -230,17 +276,19 @@ class ParallelMapIterator final : public IteratorBase {
   int64_t taken_ = 0;
   bool input_exhausted_ = false;
 
-  std::mutex mu_;  // guards everything below
+  std::mutex mu_;  // guards everything below but the atomics
   std::condition_variable ready_, space_;
   std::map<int64_t, Result> done_;
   size_t outstanding_ = 0;  // taken by a worker and not yet consumed
-  size_t active_ = 0;       // being read or mapped by a worker
+  size_t active_ = 0;       // workers holding a run they read or map
   int waiting_workers_ = 0;
   int64_t next_seq_ = 0;
   bool input_end_ = false, stop_ = false, consumer_waiting_ = false;
   std::atomic<bool> ready_hint_{false};
-  const size_t cap_;
+  std::atomic<int64_t> avg_ns_{0};  // the function's average cost per element
+  const size_t threads_;
   const bool deterministic_;
+  const bool spin_;
   std::vector<std::thread> workers_;  // started last, once every member exists
 };
 

@@ -482,3 +482,62 @@ TEST_CASE("parallel map runs tensor ops on several threads at once", "[cpu][data
   CHECK(par == seq);
   CHECK(most.load() >= 2);
 }
+
+TEST_CASE("parallel map of a cheap function takes runs of elements and keeps every rule",
+          "[cpu][data]") {
+  // A function of a few microseconds makes the workers take runs of consecutive elements
+  // (data/dataset_extra.cpp); order, completeness, errors and the input's end stay as for one
+  // element at a time.
+  auto cheap = [](tf::Tensor x) { return tf::add(tf::multiply(x, x), x); };
+  const Dataset in = Dataset::range(3000);
+  const std::vector<double> want = firsts(in.map(cheap));
+  for (int64_t threads : {int64_t{1}, int64_t{2}, int64_t{4}}) {
+    CHECK(firsts(in.map(cheap, threads)) == want);
+    std::vector<double> any = firsts(in.map(cheap, threads, false));
+    std::sort(any.begin(), any.end());
+    CHECK(any == want);
+    // A function that turns slow after cheap elements: runs shrink back, values stay.
+    auto mixed = [](tf::Tensor x) {
+      if (x.item<int64_t>() >= 2960) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      return tf::add(tf::multiply(x, x), x);
+    };
+    CHECK(firsts(in.map(mixed, threads)) == want);
+    // The function's error at element 2001 arrives after exactly the 2001 elements before it.
+    Dataset bad = in.map(
+        [](tf::Tensor x) {
+          if (x.item<int64_t>() == 2001) throw tf::InvalidArgumentError("element 2001 is bad");
+          return x;
+        },
+        threads);
+    int64_t seen = 0;
+    TF_REQUIRE_THROWS_CONTAINING(
+        [&] {
+          for (const Element& e : bad) {
+            CHECK(e[0].item<int64_t>() == seen);
+            ++seen;
+          }
+        }(),
+        tf::InvalidArgumentError, "element 2001 is bad");
+    CHECK(seen == 2001);
+  }
+  // The input's error (a generator failing at its 1500th element) ends a run early and
+  // arrives in its place.
+  auto make = []() -> Dataset::Generator {
+    return [i = int64_t{0}]() mutable -> std::optional<Element> {
+      if (i == 1500) throw tf::FailedPreconditionError("the generator broke");
+      return Element{tf::constant(i++)};
+    };
+  };
+  Dataset broken =
+      Dataset::from_generator(make, {tf::TensorSpec({}, tf::int64)}).map(cheap, 2);
+  int64_t seen = 0;
+  TF_REQUIRE_THROWS_CONTAINING(
+      [&] {
+        for (const Element& e : broken) {
+          CHECK(e[0].item<int64_t>() == seen * seen + seen);
+          ++seen;
+        }
+      }(),
+      tf::FailedPreconditionError, "the generator broke");
+  CHECK(seen == 1500);
+}
