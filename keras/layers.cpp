@@ -188,7 +188,19 @@ MaskedTensor LayerImpl::invoke_masked(const Tensor& x, const Tensor& mask, bool 
     const TensorShape& ms = m.shape();
     const TensorShape& xs = x.shape();
     bool ok = ms.rank() >= 1 && ms.rank() <= xs.rank();
-    for (int i = 0; ok && i < ms.rank(); ++i) ok = ms[i] == xs[i] || ms[i] == None || xs[i] == None;
+    if (mask_broadcasts_from_last_axis()) {
+      for (int j = 1; ok && j <= ms.rank(); ++j) {
+        const int64_t md = ms[ms.rank() - j], xd = xs[xs.rank() - j];
+        ok = md == xd || md == 1 || md == None || xd == None;
+      }
+      TF_CHECK_ARG(ok, name().c_str(),
+                   "layer \"{}\" ({}) was given a mask of shape {} for an input of shape {}: "
+                   "the mask must broadcast against the input from its last axis (each "
+                   "dimension 1 or the input's), as Keras' Softmax",
+                   name(), class_name(), ms.to_string(), xs.to_string());
+    }
+    for (int i = 0; ok && !mask_broadcasts_from_last_axis() && i < ms.rank(); ++i)
+      ok = ms[i] == xs[i] || ms[i] == None || xs[i] == None;
     TF_CHECK_ARG(ok, name().c_str(),
                  "layer \"{}\" ({}) was given a mask of shape {} for an input of shape {}: the "
                  "mask must have the input's leading dimensions, e.g. (batch, timesteps)",

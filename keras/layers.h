@@ -403,6 +403,10 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // consumes a mask reads it in call() with call_mask(), whether or not it supports masking.
   virtual bool supports_masking() const { return false; }
   virtual Tensor compute_mask(const Tensor& /*x*/, const Tensor& mask) const { return mask; }
+  // Whether a mask given to this layer broadcasts against its input from the last axis, numpy's
+  // rule (Keras' Softmax: a (batch, 1, keys) mask for (batch, queries, keys) scores), instead of
+  // covering the input's leading dimensions (every other layer).
+  virtual bool mask_broadcasts_from_last_axis() const { return false; }
   // Builds once (thread-safe); `input_shape` gets batch dimension None.
   void ensure_built(const TensorShape& input_shape);
   bool built() const { return built_.load(std::memory_order_acquire); }

@@ -445,7 +445,17 @@ class SoftmaxImpl final : public LayerImpl {
                  "layer \"{}\" (Softmax): axis {} is out of range for inputs of shape {}", name_,
                  axis_, shape_str(s));
   }
-  Tensor call(const Tensor& x, bool) override { return nn::softmax(x, axis_); }
+  // Keras 3.15: masked entries take a large negative logit (-3e4 in float16, -1e9 otherwise)
+  // and a zero output, so a row with every entry masked gives zeros, not a uniform row.
+  bool supports_masking() const override { return true; }
+  bool mask_broadcasts_from_last_axis() const override { return true; }
+  Tensor call(const Tensor& x, bool) override {
+    const Tensor mask = call_mask();
+    if (!mask.defined()) return nn::softmax(x, axis_);
+    const double large_negative = x.dtype() == float16 ? -3e4 : -1e9;
+    const Tensor y = nn::softmax(where(mask, x, constant(large_negative, x.dtype())), axis_);
+    return where(mask, y, zeros({}, y.dtype()));
+  }
 
  private:
   int axis_;
@@ -490,6 +500,7 @@ class BatchNormImpl final : public LayerImpl {
         add_weight("moving_variance", c,
                    pick(o_.moving_variance_initializer, initializers::Ones()), false);
   }
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   void check_input(const TensorShape& s) const override {
     if (s.rank() != rank_ || (s[axis_] != channels_ && s[axis_] != None))
       incompatible(s, fmt::format("expected ndim={} and axis {} of input shape to have value {} "
@@ -506,7 +517,21 @@ class BatchNormImpl final : public LayerImpl {
     auto b = [&](const Tensor& v) { return axis_ == rank_ - 1 ? v : reshape(v, bshape); };
 
     Tensor mean, var;
-    if (training && trainable()) {
+    const Tensor mask = call_mask();
+    if (mask.defined())
+      TF_CHECK_ARG(mask.rank() == rank_ - 1, name_.c_str(),
+                   "layer \"{}\" (BatchNormalization): the mask must have one dimension less "
+                   "than the inputs, got mask shape {} for inputs of shape {}",
+                   name_, shape_str(mask.shape()), shape_str(x.shape()));
+    if (training && trainable() && mask.defined()) {
+      // Keras 3.15's masked moments: the masked positions count for nothing, and Keras adds
+      // its epsilon (1e-7) to the number of kept positions. The moving statistics follow them.
+      const Tensor keep = expand_dims(mask, -1);  // broadcasts against x in where()
+      const Tensor n = reduce_sum(where(keep, ones_like(x), zeros_like(x)), axes) + 1e-7;
+      mean = reduce_sum(where(keep, x, zeros_like(x)), axes) / n;
+      var = reduce_sum(square(where(keep, x - b(mean), zeros_like(x))), axes) / n;
+      update_moving_statistics(x, axes, mean, var, false, std::nullopt);
+    } else if (training && trainable()) {
       mean = reduce_mean(x, axes);
       var = reduce_mean(square(x - b(mean)), axes);
       // The statistics of an empty batch are NaN (0 / 0): the moving update skips them, and 0

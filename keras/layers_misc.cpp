@@ -484,6 +484,7 @@ class GroupNormImpl final : public LayerImpl {
       beta_ = add_weight("beta", c, pick(o_.beta_initializer, initializers::Zeros()), true,
                          o_.beta_regularizer);
   }
+  bool supports_masking() const override { return true; }  // Keras: passes masks on
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != rank_ || (s[axis_] != channels_ && s[axis_] != None))
@@ -617,6 +618,9 @@ class TimeDistributedImpl final : public LayerImpl {
     inner_.impl().validate_input(child_shape(s));
   }
   bool casts_all_inputs() const override { return false; }  // the wrapped layer decides
+  // Keras 3.15: the mask passes on unchanged, and a wrapped layer that supports masking gets
+  // each step's share of it ((batch, steps, ...) folded as the input is).
+  bool supports_masking() const override { return true; }
   Tensor call(const Tensor& x, bool training) override {
     const TensorShape& s = x.shape();
     int64_t rest = s[1];
@@ -626,7 +630,21 @@ class TimeDistributedImpl final : public LayerImpl {
       rest *= s[i];
     }
     folded[0] = rest > 0 ? -1 : s[0] * s[1];
-    const Tensor y = inner_.impl().invoke(reshape(x, folded), training);
+    const Tensor mask = call_mask();
+    if (mask.defined())
+      TF_CHECK_ARG(mask.rank() >= 2, name_.c_str(),
+                   "layer \"{}\" (TimeDistributed): the mask must be at least 2-D (batch, "
+                   "timesteps), got shape {}",
+                   name_, shape_str(mask.shape()));
+    Tensor y;
+    if (mask.defined() && mask.rank() >= 3 && inner_.supports_masking()) {
+      TensorShape mfolded({-1});
+      for (int i = 2; i < mask.rank(); ++i) mfolded.push_back(mask.shape()[i]);
+      if (rest == 0) mfolded[0] = s[0] * s[1];
+      y = inner_.impl().invoke_masked(reshape(x, folded), reshape(mask, mfolded), training).output;
+    } else {
+      y = inner_.impl().invoke(reshape(x, folded), training);
+    }
     TensorShape out({0, s[1]});
     int64_t out_rest = s[1];
     for (int i = 1; i < y.rank(); ++i) {

@@ -17,6 +17,7 @@
 #include "keras/layers_attention.h"
 #include "keras/layers_masking.h"
 #include "keras/layers_merge.h"
+#include "keras/layers_misc.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/losses.h"
@@ -185,6 +186,25 @@ const std::map<std::string, std::vector<double>> kKeras = {
       0,          0.06942544, 0.09471531, 0.07545909, 0.08702278, 0.1042325,  0.07242012,
       0,          0,          0}},
     {"add_att_mask", {1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 0}},
+    // /tmp/mk/ref2.py, same weights: bn: Embedding(10, 3, mask_zero) -> BatchNormalization(
+    //   momentum=0.9) called with training=True (output, moving statistics after the call);
+    // gn_lstm: Embedding(10, 4, mask_zero) -> GroupNormalization(2) -> LSTM(2);
+    // softmax_*: Softmax()(x, mask=...) on x = 2 sin(1.3 i) (2, 3, 4) with a (2, 1, 4) mask
+    //   (softmax_b) or the full mask cos(0.9 i) > 0 (softmax_full; softmax_axis1: axis=1);
+    // td: Input((2, 3), int32) -> Embedding(10, 4, mask_zero) -> TimeDistributed(LSTM(3)) on
+    //   kIds3; td_dense_lstm: Embedding(10, 3, mask_zero) -> TimeDistributed(Dense(4)) ->
+    //   LSTM(2).
+    {"bn_y", {0.9636476, 0.4447654, -0.2957253, -0.06266227, -0.4726707, -0.4292603, 0.4629147, 0.6689979, 0.3417347, 0.4529675, 0.6601059, 0.3404405, 0.4529675, 0.6601059, 0.3404405, 0.4529675, 0.6601059, 0.3404405, 0.4529675, 0.6601059, 0.3404405, 0.9585537, 0.4337001, -0.3031979, -0.06746611, -0.4703901, -0.4230095, 0.4728591, 0.6777605, 0.342896, 0.9533167, 0.422572, -0.3106212, 0.4529675, 0.6601059, 0.3404405, -0.07212284, -0.4679168, -0.4166754, 0.4827979, 0.6863913, 0.3439239, 0.4529675, 0.6601059, 0.3404405}},
+    {"bn_moving_mean", {0.06364609, -0.2382681, -0.4281211}},
+    {"bn_moving_variance", {-0.3280169, -0.4373913, -0.3352633}},
+    {"bn_mask", {1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 0}},
+    {"gn_lstm_y", {0.1541344, 0.2118577, 0.1477073, 0.1657238, 0.09865314, 0.1887337}},
+    {"softmax_b", {0.1231167, 0.8457711, 0, 0.03111221, 0.04744074, 0.4269346, 0, 0.5256247, 0.02511094, 0.0286453, 0, 0.9462438, 0, 0.3433091, 0.656691, 0, 0, 0.8527781, 0.147222, 0, 0, 0.9084235, 0.09157653, 0}},
+    {"softmax_full_mask", {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0}},
+    {"softmax_full", {0.1270701, 0.8729299, 0, 0, 0, 0, 0.7955792, 0.2044208, 1, 0, 0, 0, 0, 0.0409161, 0.07826544, 0.8808184, 0, 0, 0, 0, 0.4438421, 0.5052269, 0.05093101, 0}},
+    {"softmax_axis1", {0.8396536, 0.9999999, 0, 0, 0, 0, 0.9999999, 0.9999999, 0.1603464, 0, 0, 0, 0, 0.0289473, 0.3612863, 0.9999999, 0, 0, 0, 0, 0.9999999, 0.9710528, 0.6387137, 0}},
+    {"td_y", {0.128132, 0.1171236, 0.07568732, 0.1212322, 0.09966091, 0.05832956, 0.1485646, 0.1348131, 0.08937848, 0, 0, 0}},
+    {"td_dense_lstm_y", {0.1449466, 0.1910314, 0.1447833, 0.1910755, 0.1446223, 0.1911201}},
     {"masking_out", {1, 2, 0, 0, 3, -1, 0, 0, 0, 0, 0.5, 0.25}},
     {"masking_mask", {1, 0, 1, 0, 0, 1}},
     {"masking_rnn",
@@ -770,4 +790,80 @@ TEST_CASE("masking: merge layers OR their masks and mask values as Keras", "[cpu
       }
     }
   }
+}
+
+TEST_CASE("masking: BatchNormalization GroupNormalization Softmax and TimeDistributed as Keras",
+          "[cpu][cuda][keras]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    // BatchNormalization: the batch moments leave the masked steps out; the mask passes on.
+    layers::BatchNormalization bn({.momentum = 0.9});
+    K::Model a = id_model([&](const K::KerasTensor& x) {
+      return bn(layers::Embedding(10, 3, {.mask_zero = true})(x));
+    });
+    K::MaskedTensor r = K::Layer(a).call_with_mask(ids(), tf::Tensor(), /*training=*/true);
+    check_values(r.output, keras("bn_y"), 1e-5, 1e-5);
+    check_values(bn.moving_mean().value(), keras("bn_moving_mean"), 1e-5, 1e-6);
+    check_values(bn.moving_variance().value(), keras("bn_moving_variance"), 1e-5, 1e-6);
+    check_mask(r.mask, kIdsMask);
+    // GroupNormalization passes the mask on to the LSTM.
+    K::Model b = id_model([](const K::KerasTensor& x) {
+      K::KerasTensor e = layers::Embedding(10, 4, {.mask_zero = true})(x);
+      return layers::LSTM(2)(layers::GroupNormalization(2)(e));
+    });
+    check_values(b(ids()), keras("gn_lstm_y"), 1e-5, 1e-6);
+    // Softmax: masked logits count for nothing and give zeros; the mask broadcasts from the
+    // last axis.
+    std::vector<double> xv(24);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = 2 * std::sin(1.3 * double(i));
+    const tf::Tensor x = tf::cast(tf::convert_to_tensor(xv, {2, 3, 4}), tf::float32);
+    const tf::Tensor mb = tf::convert_to_tensor(
+        std::vector<bool>{true, true, false, true, false, true, true, false}, {2, 1, 4});
+    std::vector<bool> full;
+    for (double v : keras("softmax_full_mask")) full.push_back(v != 0);
+    const tf::Tensor mf = tf::convert_to_tensor(full, {2, 3, 4});
+    r = layers::Softmax().call_with_mask(x, mb);
+    check_values(r.output, keras("softmax_b"), 1e-6, 1e-6);
+    REQUIRE(r.mask.shape() == tf::TensorShape({2, 1, 4}));
+    check_values(layers::Softmax().call_with_mask(x, mf).output, keras("softmax_full"), 1e-6,
+                 1e-6);
+    check_values(layers::Softmax(1).call_with_mask(x, mf).output, keras("softmax_axis1"), 1e-6,
+                 1e-6);
+    // TimeDistributed gives a wrapped LSTM each step's mask; the mask passes on unchanged.
+    const tf::Tensor ids3 = tf::convert_to_tensor(
+        std::vector<int32_t>{1, 2, 0, 3, 0, 0, 4, 5, 6, 0, 0, 0}, {2, 2, 3});
+    K::KerasTensor in3 = K::Input({2, 3}, tf::int32);
+    K::Model c(in3, layers::TimeDistributed(layers::LSTM(3))(
+                        layers::Embedding(10, 4, {.mask_zero = true})(in3)));
+    set_pattern_weights(c);
+    r = K::Layer(c).call_with_mask(ids3, tf::Tensor());
+    check_values(r.output, keras("td_y"), 1e-5, 1e-6);
+    REQUIRE(r.mask.shape() == tf::TensorShape({2, 2, 3}));
+    K::Model d = id_model([](const K::KerasTensor& x) {
+      K::KerasTensor e = layers::Embedding(10, 3, {.mask_zero = true})(x);
+      return layers::LSTM(2)(layers::TimeDistributed(layers::Dense(4))(e));
+    });
+    check_values(d(ids()), keras("td_dense_lstm_y"), 1e-5, 1e-6);
+  }
+  // Keras' errors: a Softmax mask that does not broadcast from the last axis (Keras raises for
+  // the (batch, steps) mask of a (batch, steps, features) Sequential too); a BatchNormalization
+  // mask of the wrong rank; a 1-D TimeDistributed mask.
+  const tf::Tensor x = tf::zeros({2, 4, 5});
+  tf::testing::require_error([&] { (void)layers::Softmax().call_with_mask(x, tf::ones({2, 4}, tf::bool_)); },
+                {"(Softmax) was given a mask of shape (2, 4) for an input of shape (2, 4, 5)",
+                 "broadcast against the input from its last axis"});
+  tf::testing::require_error(
+      [&] {
+        layers::BatchNormalization bn;
+        (void)bn.call_with_mask(x, tf::ones({2}, tf::bool_), true);
+      },
+      {"(BatchNormalization): the mask must have one dimension less than the inputs",
+       "mask shape (2,) for inputs of shape (2, 4, 5)"});
+  tf::testing::require_error(
+      [&] {
+        layers::TimeDistributed td(layers::Dense(2));
+        (void)td.call_with_mask(x, tf::ones({2}, tf::bool_));
+      },
+      {"(TimeDistributed): the mask must be at least 2-D"});
 }
