@@ -36,6 +36,7 @@
 #include "keras/tensorboard.h"
 #include "keras/utils.h"
 #include "ops/binary.h"
+#include "ops/conv3d.h"
 #include "ops/copy.h"
 #include "ops/depthwise.h"
 #include "ops/einsum.h"

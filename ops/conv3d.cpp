@@ -1,0 +1,208 @@
+#include "ops/conv3d.h"
+
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/movement.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::nn {
+
+namespace {
+
+// 1, 3 or 5 values (TF's forms) -> {depth, height, width}.
+std::array<int, 3> parse_dhw(const char* op, const char* what, const std::vector<int>& v) {
+  std::array<int, 3> dhw{};
+  if (v.size() == 1) {
+    dhw = {v[0], v[0], v[0]};
+  } else if (v.size() == 3) {
+    dhw = {v[0], v[1], v[2]};
+  } else if (v.size() == 5) {
+    TF_CHECK_ARG(v[0] == 1 && v[4] == 1, op,
+                 "{} {} must be 1 in the batch and channel dimensions (NDHWC)", what,
+                 detail::vec_to_string(v));
+    dhw = {v[1], v[2], v[3]};
+  } else {
+    TF_THROW(InvalidArgumentError, op, "{} must have 1, 3 or 5 values, got {}", what,
+             detail::vec_to_string(v));
+  }
+  TF_CHECK_ARG(dhw[0] >= 1 && dhw[1] >= 1 && dhw[2] >= 1, op, "{} must be positive, got {}", what,
+               detail::vec_to_string(v));
+  return dhw;
+}
+
+bool parse_padding(const char* op, const std::string& padding) {
+  TF_CHECK_ARG(padding == "SAME" || padding == "VALID", op,
+               "padding must be \"SAME\" or \"VALID\", got \"{}\"", padding);
+  return padding == "SAME";
+}
+
+// Rank 5, a floating dtype and known depth, height and width (the batch may be None: it is
+// folded with the depth through reshapes to -1).
+void check_input(const char* op, const Tensor& x) {
+  const TensorShape& s = x.shape();
+  TF_CHECK_ARG(x.rank() == 5, op, "input must be rank 5 (NDHWC), got shape {}", s.to_string());
+  TF_CHECK_ARG(is_floating(x.dtype()), op,
+               "expects float16, bfloat16, float32 or float64 tensors, got {} (input is {})",
+               dtype_name(x.dtype()), s.to_string());
+  TF_CHECK_ARG(s[1] != None && s[2] != None && s[3] != None && s[4] != None, op,
+               "needs known depth, height, width and channels, got input shape {}", s.to_string());
+}
+
+// The output size of one dimension; a VALID window larger than the input is an error.
+int64_t out_size(const char* op, const char* dim, int64_t in, int64_t k, int stride, int dilation,
+                 bool same, const TensorShape& input, const TensorShape& window) {
+  const int64_t eff = (k - 1) * dilation + 1;
+  TF_CHECK_ARG(same || in >= eff, op,
+               "the window's effective {} {} (size {}, dilation {}) exceeds the input {} {} with "
+               "VALID padding (input is {}, window {})",
+               dim, eff, k, dilation, dim, in, input.to_string(), window.to_string());
+  return detail::window_dim(in, k, stride, dilation, same).out;
+}
+
+// Constants (indices, counts) go where the input lives unless a DeviceScope says otherwise.
+void enter_scope(std::optional<DeviceScope>& scope, const Tensor& x) {
+  if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
+}
+
+// x's slices along axis 1 at start, start + stride, ... (count of them).
+Tensor depth_slices(const Tensor& x, int64_t start, int64_t count, int stride) {
+  if (stride == 1) return tapeflow::slice(x, {0, start, 0, 0, 0}, {-1, count, -1, -1, -1});
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) idx[static_cast<size_t>(i)] = start + i * stride;
+  std::optional<DeviceScope> scope;
+  enter_scope(scope, x);
+  return tapeflow::gather(x, constant(idx), 1);
+}
+
+// The depth windows of a pooling: x (N, D, ...) padded by wd's pads -> (N, OD, KD, ...), the
+// window of output depth o at [o, :].
+Tensor depth_windows(const Tensor& x, const detail::WindowDim& wd, int kd, int sd) {
+  std::vector<int64_t> idx(static_cast<size_t>(wd.out * kd));
+  for (int64_t o = 0; o < wd.out; ++o)
+    for (int k = 0; k < kd; ++k) idx[static_cast<size_t>(o * kd + k)] = o * sd + k;
+  std::optional<DeviceScope> scope;
+  enter_scope(scope, x);
+  return tapeflow::gather(x, constant(idx, TensorShape{wd.out, kd}), 1);
+}
+
+enum class Pool { kMax, kAvg };
+
+Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<int>& ksize,
+              const std::vector<int>& strides, const std::string& padding) {
+  TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
+  const auto k = parse_dhw(op, "ksize", ksize);
+  const auto s = parse_dhw(op, "strides", strides);
+  const bool same = parse_padding(op, padding);
+  check_input(op, input);
+  const TensorShape& xs = input.shape();
+  const TensorShape window{k[0], k[1], k[2]};
+  const char* dims[3] = {"depth", "height", "width"};
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i)
+    out[i] = out_size(op, dims[i], xs[1 + i], k[i], s[i], 1, same, xs, window);
+  const int64_t d = xs[1], c = xs[4];
+  // Each depth slice pooled in 2-D: (N * D, H, W, C) -> (N, D, OH, OW, C).
+  const Tensor flat = tapeflow::reshape(input, {-1, xs[2], xs[3], c});
+  const Tensor p2 = kind == Pool::kMax ? max_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding)
+                                       : avg_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding);
+  const Tensor p = tapeflow::reshape(p2, {-1, d, out[1], out[2], c});
+  if (k[0] == 1 && s[0] == 1) return p;
+  const auto wd = detail::window_dim(d, k[0], s[0], 1, same);
+  // Padding that no window result sees: -inf for the maximum (every SAME window holds at least
+  // one valid element), 0 for the sum.
+  std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
+  pads[1] = {wd.pad_before, wd.pad_after};
+  if (kind == Pool::kMax) {
+    const Tensor padded = wd.pad_before + wd.pad_after > 0
+                              ? tapeflow::pad(p, pads, -std::numeric_limits<double>::infinity())
+                              : p;
+    return reduce_max(depth_windows(padded, wd, k[0], s[0]), 2);
+  }
+  const Tensor padded = wd.pad_before + wd.pad_after > 0 ? tapeflow::pad(p, pads) : p;
+  const Tensor sum = reduce_sum(depth_windows(padded, wd, k[0], s[0]), 2);
+  // 1 / (the number of valid depth slices in each window), per output depth.
+  std::vector<double> inv(static_cast<size_t>(wd.out));
+  for (int64_t o = 0; o < wd.out; ++o) {
+    const int64_t lo = std::max<int64_t>(o * s[0] - wd.pad_before, 0);
+    const int64_t hi = std::min<int64_t>(o * s[0] - wd.pad_before + k[0], d);
+    inv[static_cast<size_t>(o)] = hi > lo ? 1.0 / static_cast<double>(hi - lo) : 0.0;
+  }
+  std::optional<DeviceScope> scope;
+  enter_scope(scope, input);
+  const Tensor scale = cast(constant(inv, TensorShape{wd.out, 1, 1, 1}), input.dtype());
+  return sum * scale;
+}
+
+}  // namespace
+
+Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
+              const std::string& padding, const std::vector<int>& dilations) {
+  const char* op = "conv3d";
+  TF_CHECK_ARG(input.defined() && filters.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  const auto s = parse_dhw(op, "strides", strides);
+  const auto dl = parse_dhw(op, "dilations", dilations);
+  const bool same = parse_padding(op, padding);
+  const bool strided = s[0] > 1 || s[1] > 1 || s[2] > 1;
+  const bool dilated = dl[0] > 1 || dl[1] > 1 || dl[2] > 1;
+  TF_CHECK_ARG(!(strided && dilated), op,
+               "strides {} above 1 cannot be combined with dilations {} above 1",
+               detail::vec_to_string(strides), detail::vec_to_string(dilations));
+  check_input(op, input);
+  const TensorShape &xs = input.shape(), &fs = filters.shape();
+  TF_CHECK_ARG(filters.rank() == 5, op,
+               "filters must be rank 5 (depth, height, width, in, out), got shape {} (input is {})",
+               fs.to_string(), xs.to_string());
+  TF_CHECK_ARG(filters.dtype() == input.dtype(), op,
+               "input and filters dtypes differ: {} and {} (input is {}, filters {})",
+               dtype_name(input.dtype()), dtype_name(filters.dtype()), xs.to_string(),
+               fs.to_string());
+  TF_CHECK_ARG(fs.is_fully_defined(), op, "filters need a known shape, got {}", fs.to_string());
+  TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1 && fs[2] >= 1 && fs[3] >= 1 && fs[4] >= 1, op,
+               "filters must have a positive size in every dimension, got {}", fs.to_string());
+  const int64_t c = xs[4], fc = fs[3], o = fs[4];
+  TF_CHECK_ARG(c % fc == 0 && o % (c / fc) == 0, op,
+               "input depth {} does not match filter depth {}: input is {}, filters {} (a filter "
+               "depth that divides the input's gives groups, whose count must divide the {} "
+               "output channels)",
+               c, fc, xs.to_string(), fs.to_string(), o);
+  const char* dims[3] = {"depth", "height", "width"};
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i)
+    out[i] = out_size(op, dims[i], xs[1 + i], fs[i], s[i], dl[i], same, xs, fs);
+  const auto wd = detail::window_dim(xs[1], fs[0], s[0], dl[0], same);
+  std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
+  pads[1] = {wd.pad_before, wd.pad_after};
+  const Tensor padded = wd.pad_before + wd.pad_after > 0 ? tapeflow::pad(input, pads) : input;
+  const std::vector<Tensor> taps = tapeflow::split(filters, static_cast<int>(fs[0]), 0);
+  std::optional<Tensor> sum;
+  for (int64_t k = 0; k < fs[0]; ++k) {
+    const Tensor slices = depth_slices(padded, k * dl[0], out[0], s[0]);
+    const Tensor y = conv2d(tapeflow::reshape(slices, {-1, xs[2], xs[3], c}),
+                            tapeflow::reshape(taps[static_cast<size_t>(k)], {fs[1], fs[2], fc, o}),
+                            {s[1], s[2]}, padding, {dl[1], dl[2]});
+    sum = sum ? *sum + y : y;
+  }
+  return tapeflow::reshape(*sum, {-1, out[0], out[1], out[2], o});
+}
+
+Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,
+                  const std::vector<int>& strides, const std::string& padding) {
+  return pool3d("max_pool3d", Pool::kMax, input, ksize, strides, padding);
+}
+
+Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
+                  const std::vector<int>& strides, const std::string& padding) {
+  return pool3d("avg_pool3d", Pool::kAvg, input, ksize, strides, padding);
+}
+
+}  // namespace tapeflow::nn
