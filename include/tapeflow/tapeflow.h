@@ -21,6 +21,7 @@
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
 #include "keras/layers_conv.h"
+#include "keras/layers_conv3d.h"
 #include "keras/layers_masking.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_misc.h"
