@@ -1,5 +1,6 @@
 #include "ops/conv3d.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <optional>
@@ -193,6 +194,81 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
     sum = sum ? *sum + y : y;
   }
   return tapeflow::reshape(*sum, {-1, out[0], out[1], out[2], o});
+}
+
+Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations) {
+  const char* op = "conv3d_transpose";
+  TF_CHECK_ARG(input.defined() && filters.defined(), op,
+               "an input is an undefined tensor (TF's None)");
+  const auto s = parse_dhw(op, "strides", strides);
+  const auto dl = parse_dhw(op, "dilations", dilations);
+  const bool same = parse_padding(op, padding);
+  TF_CHECK_ARG(std::max({s[0], s[1], s[2]}) == 1 || std::max({dl[0], dl[1], dl[2]}) == 1, op,
+               "strides {} above 1 cannot be combined with dilations {} above 1",
+               detail::vec_to_string(strides), detail::vec_to_string(dilations));
+  check_input(op, input);
+  const TensorShape &xs = input.shape(), &fs = filters.shape(), &os = output_shape;
+  TF_CHECK_ARG(filters.rank() == 5, op,
+               "filters must be (depth, height, width, out_channels, in_channels) of rank 5, got "
+               "shape {}",
+               fs.to_string());
+  TF_CHECK_ARG(filters.dtype() == input.dtype(), op,
+               "input and filters dtypes differ: {} and {} (input is {}, filters {})",
+               dtype_name(input.dtype()), dtype_name(filters.dtype()), xs.to_string(),
+               fs.to_string());
+  TF_CHECK_ARG(
+      fs.is_fully_defined() && fs[0] >= 1 && fs[1] >= 1 && fs[2] >= 1 && fs[3] >= 1 && fs[4] >= 1,
+      op, "filters need a known, positive size in every dimension, got {}", fs.to_string());
+  TF_CHECK_ARG(fs[4] == xs[4], op,
+               "the input has {} channels but filters {} expect {} (their last dimension)", xs[4],
+               fs.to_string(), fs[4]);
+  TF_CHECK_ARG(os.rank() == 5, op, "output_shape must be NDHWC of rank 5, got {}", os.to_string());
+  TF_CHECK_ARG(os[4] == None || os[4] == fs[3], op,
+               "output_shape {} has {} channels but filters {} give {} (their fourth dimension)",
+               os.to_string(), os[4], fs.to_string(), fs[3]);
+  TF_CHECK_ARG(os[0] == None || xs[0] == None || os[0] == xs[0], op,
+               "output_shape {} has batch {} but the input {} has {}", os.to_string(), os[0],
+               xs.to_string(), xs[0]);
+  const char* dims[3] = {"depth", "height", "width"};
+  for (int i = 0; i < 3; ++i) {
+    TF_CHECK_ARG(os[1 + i] != None && os[1 + i] >= 0, op,
+                 "output_shape {} needs a known, non-negative depth, height and width",
+                 os.to_string());
+    const int64_t eff = (fs[i] - 1) * dl[i] + 1;
+    const int64_t back =
+        same || os[1 + i] >= eff ? detail::window_dim(os[1 + i], fs[i], s[i], dl[i], same).out : 0;
+    TF_CHECK_ARG(back == xs[1 + i], op,
+                 "output_shape {} does not fit the input {}: a conv3d of that output with filters "
+                 "{}, strides {}, dilations {} and {} padding gives {} {}, not {}",
+                 os.to_string(), xs.to_string(), fs.to_string(), detail::vec_to_string(strides),
+                 detail::vec_to_string(dilations), padding, dims[i], back, xs[1 + i]);
+  }
+  const int64_t di = xs[1], od = os[1], oh = os[2], ow = os[3], oc = fs[3];
+  const int64_t rest = oh * ow * oc;
+  const auto wd = detail::window_dim(od, fs[0], s[0], dl[0], same);
+  // Output depth p (padded coordinates) receives input slice i through tap k where
+  // p = i * stride + k * dilation; the output is [pad_before, pad_before + od) of that.
+  const int64_t length = std::max(di * s[0] + (fs[0] - 1) * dl[0], wd.pad_before + od);
+  const Tensor flat = tapeflow::reshape(input, {-1, xs[2], xs[3], xs[4]});
+  const TensorShape tap_out{xs[0] == None ? None : xs[0] * di, oh, ow, oc};
+  const std::vector<Tensor> taps = tapeflow::split(filters, static_cast<int>(fs[0]), 0);
+  std::optional<Tensor> sum;
+  for (int64_t k = 0; k < fs[0]; ++k) {
+    const Tensor f2 = tapeflow::reshape(taps[static_cast<size_t>(k)], {fs[1], fs[2], oc, fs[4]});
+    Tensor z = tapeflow::reshape(
+        conv2d_transpose(flat, f2, tap_out, {s[1], s[2]}, padding, {dl[1], dl[2]}),
+        {-1, di, 1, rest});
+    // Spread out by the stride: s - 1 zero slices after each input slice.
+    if (s[0] > 1) z = tapeflow::pad(z, {{0, 0}, {0, 0}, {0, s[0] - 1}, {0, 0}});
+    z = tapeflow::reshape(z, {-1, di * s[0], rest});
+    const int64_t front = k * dl[0];
+    z = tapeflow::pad(z, {{0, 0}, {front, length - front - di * s[0]}, {0, 0}});
+    sum = sum ? *sum + z : z;
+  }
+  const Tensor y = tapeflow::slice(*sum, {0, wd.pad_before, 0}, {-1, od, -1});
+  return tapeflow::reshape(y, {-1, od, oh, ow, oc});
 }
 
 Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,

@@ -21,6 +21,15 @@ namespace tapeflow::nn {
 // the depth padding) folded into the batch, and the taps are summed.
 Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
+// TF's tf.nn.conv3d_transpose: the gradient of conv3d with respect to its input, as a forward
+// op. filters are (KD, KH, KW, out_channels, in_channels), as TF's; output_shape is the NDHWC
+// output shape (depth, height and width known), which a conv3d with these filters, strides,
+// padding and dilations must map back to the input's depth, height and width (else an
+// InvalidArgumentError naming both). Each depth tap is a conv2d_transpose of the input's depth
+// slices folded into the batch, spread out by the stride and shifted by the tap.
+Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding = "SAME",
+                        const std::vector<int>& dilations = {1});
 // ksize and strides: 1, 3 or 5 values, as conv3d's strides. SAME windows ignore the padding:
 // max_pool3d takes the maximum of the valid elements and avg_pool3d divides by their count, as
 // TF. Both pool each depth slice in 2-D (ops/nn.h) and then combine the depth window (a box

@@ -241,6 +241,94 @@ const std::vector<double> kAvgSame3 = {
     -0.28125,
 };
 
+// TF 2.21 tf.nn.conv3d_transpose x(1, 2, 3, 2, 3) f(2, 2, 3, 2, 3) output_shape (1, 3, 4, 4, 2)
+// strides (1, 1, 1) VALID dilations (1, 1, 1) (filter taps spread out by zeros)
+const std::vector<double> kTransValid = {
+    0.46875,  0.3125,   1.03125,  1.34375,  -0.375,   -0.0625,  -0.90625, -0.84375, 0.8125,
+    1.34375,  1.96875,  2.65625,  -0.71875, -0.84375, -1.71875, -1.96875, -0.71875, 0.5625,
+    0.40625,  1.78125,  0.71875,  0.46875,  -0.25,    -0.5625,  -1.34375, -1.15625, -1,
+    -0.8125,  0.59375,  0.78125,  0.375,    0.375,    -1.84375, 1.0625,   0.375,    0,
+    0.84375,  -0.75,    1.15625,  -0.09375, -2.4375,  -1.5625,  -0.375,   1.3125,   1.78125,
+    -1.40625, 1.9375,   -0.5,     0.5,      -0.78125, -1,       -0.78125, 2.6875,   1.6875,
+    0.5625,   -0.375,   1.09375,  -1,       -1.15625, -1.375,   0.4375,   1.84375,  -0.71875,
+    -0.46875, 0.15625,  -1.25,    1.5625,   0.875,    -1.03125, -0.5,     -0.625,   0.5,
+    1,        -0.6875,  -1.03125, 0.375,    -0.65625, -0.875,   -1.71875, 0.96875,  1,
+    0.875,    -0.09375, -0.84375, -1.1875,  0.90625,  -0.09375, -0.3125,  0.4375,   0.59375,
+    -0.375,   -0.375,   -0.375,   1.25,     0.6875,   -1.09375,
+};
+// TF 2.21 tf.nn.conv3d_transpose x(2, 2, 3, 2, 2) f(3, 2, 2, 3, 2) output_shape (2, 4, 6, 2, 3)
+// strides (2, 2, 1) SAME dilations (1, 1, 1) (filter taps spread out by zeros)
+const std::vector<double> kTransSameStrided = {
+    0.3125,   -0.78125, -1.0625,  0.53125,  0.84375,  -0.0625,  -0.96875, 0.78125,  0.5,
+    0.78125,  -1.34375, 0.59375,  -0.625,   0.625,    0.25,     0.5,      -1.40625, -0.0625,
+    0.375,    0,        -0.375,   -1.59375, 0.96875,  0.6875,   0.15625,  0.3125,   0.875,
+    -0.90625, 0.46875,  0.625,    0.6875,   -0.78125, -0.21875, 0.84375,  0.1875,   -1.28125,
+    0.59375,  0.3125,   -0.78125, -1.40625, 0.53125,  0.84375,  -0.6875,  -0.96875, 0.78125,
+    0.875,    0.78125,  -1.34375, -0.25,    -0.625,   0.625,    0.78125,  0.5,      -1.40625,
+    0.75,     0.375,    0,        -1.3125,  -1.59375, 0.96875,  -0.40625, 0.15625,  0.3125,
+    0.5625,   -0.90625, 0.46875,  0.125,    0.6875,   -0.78125, 0.28125,  0.84375,  0.1875,
+    0.09375,  1.28125,  0.4375,   -0.875,   -2.84375, 0.46875,  0.71875,  -0.53125, -1.375,
+    -1.3125,  2,        1.65625,  0.125,    0.125,    0.125,    0.09375,  1.21875,  1.125,
+    0.125,    0.125,    0.125,    1.15625,  -0.96875, -2.6875,  -0.1875,  -1.375,   -0.53125,
+    0.71875,  0.46875,  -3.03125, -0.8125,  0.4375,   1.28125,  -1.1875,  0.1875,   1.5625,
+    -0.21875, -0.78125, 0.6875,   0.6875,   0.4375,   -1.4375,  0.875,    0.3125,   0.15625,
+    -1.21875, -1.875,   1.125,    -0.375,   0,        0.375,    0.46875,  -0.96875, 0.4375,
+    0.25,     0.625,    -0.625,   0.375,    0.5625,   0.34375,  0.5,      0.78125,  -0.96875,
+    -0.09375, 0.71875,  -0.09375, -1.0625,  -0.78125, 0.3125,   -0.09375, -0.09375, -0.09375,
+    -0.15625, 0.4375,   0.625,    -1.03125, 0.40625,  0.625,    0.5625,   -0.46875, -0.28125,
+    0.28125,  0.5,      -0.90625, 0.625,    -0.90625, -0.8125,  0.65625,  0.90625,  -0.0625,
+    -0.84375, 0.46875,  0.5625,   1.34375,  -1.65625, 0.21875,  -0.3125,  0.5,      0.5,
+    -1.09375, 0.375,    0.625,    0.5,      -0.3125,  -0.3125,  0,        0.65625,  -0.71875,
+    -0.34375, -0.15625, 0.4375,   0.375,    -1.03125, 0.40625,  0.375,    0.5625,   -0.46875,
+    0.46875,  0.28125,  0.5,      0.53125,  0.625,    -0.90625, -1.21875, 0.65625,  0.90625,
+    -0.9375,  -0.84375, 0.46875,  0.6875,   1.34375,  -1.65625, -0.3125,  -0.3125,  0.5,
+    0.28125,  -1.09375, 0.375,    0.5,      0.5,      -0.3125,  0.5625,   0,        0.65625,
+    -0.0625,  -1.1875,  -1.09375, 1.15625,  1.25,     -1.09375, -1.125,   1,        1.09375,
+    0.09375,  -1.03125, 0.6875,   -0.03125, 1.09375,  1,        -1.3125,  -2.59375, 0.59375,
+    1.03125,  -1.09375, -1.1875,  -0.875,   1.5,      1.84375,  0,        -1.09375, -1.375,
+    1.375,    1.125,    -1.15625, -1.28125, 1.28125,  1,        -0.125,   -0.78125, 0.59375,
+    0.5625,   0.46875,  -0.84375, -1.3125,  0.59375,  0.875,    -0.8125,  -0.90625, 0.625,
+    0.78125,  1.0625,   -1.5,     -0.28125, -0.46875, 0.5625,   0.875,    0.5625,   -1.375,
+    0.625,    0.4375,   -0.15625, -1.40625, -1.3125,  0.8125,   0.59375,  0.3125,   -0.78125,
+    -1.40625, 0.53125,  0.84375,  -0.6875,  -0.96875, 0.78125,  0.875,    0.78125,  -1.34375,
+};
+// TF 2.21 tf.nn.conv3d_transpose x(1, 2, 2, 2, 1) f(2, 3, 2, 2, 1) output_shape (1, 5, 4, 5, 2)
+// strides (2, 1, 2) VALID dilations (1, 1, 1) (filter taps spread out by zeros)
+const std::vector<double> kTransValidOdd = {
+    0.3125,   0,        -0.3125,  0.1875,   -0.78125, 0,        0.78125,  -0.46875, 0, 0,
+    -0.28125, 0.375,    0.21875,  -0.34375, 0.78125,  -0.9375,  -0.625,   0.90625,  0, 0,
+    0.3125,   -0.25,    -0.40625, 0.25,     -0.8125,  0.71875,  1.03125,  -0.6875,  0, 0,
+    -0.125,   0.03125,  0.1875,   -0.0625,  0.375,    -0.09375, -0.5625,  0.1875,   0, 0,
+    -0.1875,  0.3125,   0,        -0.3125,  0.46875,  -0.78125, 0,        0.78125,  0, 0,
+    0.28125,  -0.28125, 0.375,    0.21875,  -0.75,    0.78125,  -0.9375,  -0.625,   0, 0,
+    -0.34375, 0.3125,   -0.25,    -0.40625, 0.90625,  -0.8125,  0.71875,  1.03125,  0, 0,
+    0.125,    -0.125,   0.03125,  0.1875,   -0.375,   0.375,    -0.09375, -0.5625,  0, 0,
+    -0.625,   0,        0.625,    -0.375,   0,        0,        0,        0,        0, 0,
+    0.875,    -0.75,    -0.75,    0.875,    -0.46875, 0,        0.46875,  -0.28125, 0, 0,
+    -0.75,    0.875,    0.875,    -0.75,    0.1875,   -0.5625,  -0.09375, 0.375,    0, 0,
+    0.5,      -0.125,   -0.75,    0.25,     -0.375,   0.09375,  0.5625,   -0.1875,  0, 0,
+    0.375,    -0.625,   0,        0.625,    0,        0,        0,        0,        0, 0,
+    -0.75,    0.875,    -0.75,    -0.75,    0.28125,  -0.46875, 0,        0.46875,  0, 0,
+    0.875,    -0.75,    0.875,    0.875,    -0.28125, 0.1875,   -0.5625,  -0.09375, 0, 0,
+    -0.5,     0.5,      -0.125,   -0.75,    0.375,    -0.375,   0.09375,  0.5625,   0, 0,
+    0,        0,        0,        0,        0,        0,        0,        0,        0, 0,
+    0,        0,        0,        0,        0,        0,        0,        0,        0, 0,
+    0,        0,        0,        0,        0,        0,        0,        0,        0, 0,
+    0,        0,        0,        0,        0,        0,        0,        0,        0, 0,
+};
+// TF 2.21 tf.nn.conv3d_transpose x(1, 4, 3, 3, 2) f(2, 2, 2, 2, 2) output_shape (1, 4, 3, 3, 2)
+// strides (1, 1, 1) SAME dilations (2, 1, 1) (filter taps spread out by zeros)
+const std::vector<double> kTransSameDilated = {
+    -0.46875, 0.5625,   1.15625,  -1.1875, -0.375,   -0.375,   -0.5625,  1.0625,   1.125,
+    -1,       0.5,      -1.40625, -0.0625, 0.6875,   0.625,    0.1875,   0.6875,   -0.5625,
+    0.96875,  -0.625,   -2.09375, 1.75,    0.40625,  -1.21875, 2.4375,   -0.8125,  -3.625,
+    0.0625,   -0.625,   -0.15625, 0.1875,  -0.78125, 0.21875,  -1.28125, -2.96875, 3.3125,
+    -0.65625, -0.03125, 0.8125,   1.15625, 0.21875,  -0.4375,  -0.875,   0.3125,   1.375,
+    0.5,      2.65625,  -1.4375,  -0.375,  -0.34375, -0.625,   -0.15625, 2.375,    -1.40625,
+    0.53125,  0.4375,   -1.125,   0.78125, 0.15625,  -1.28125, 1.15625,  1.34375,  -1.59375,
+    -0.5,     -1.0625,  1.0625,   0.125,   0.03125,  0.6875,   0.40625,  -2.21875, -0.4375,
+};
+
 struct ConvCase {
   std::vector<int64_t> x, f;  // NDHWC input, (KD, KH, KW, C / G, O) filters
   std::vector<int> s, d;      // depth, height, width
@@ -315,6 +403,57 @@ Ref conv_ref(const ConvCase& c, const std::vector<double>& x, const std::vector<
             r.y[at] = s;
           }
   return r;
+}
+
+struct TransCase {
+  std::vector<int64_t> x, f, out;  // NDHWC input, (KD, KH, KW, O, C) filters, NDHWC output
+  std::vector<int> s, d;
+  std::string padding;
+};
+
+const TransCase kTransCases[] = {
+    {{1, 2, 3, 2, 3}, {2, 2, 3, 2, 3}, {1, 3, 4, 4, 2}, {1, 1, 1}, {1, 1, 1}, "VALID"},
+    {{2, 2, 3, 2, 2}, {3, 2, 2, 3, 2}, {2, 4, 6, 2, 3}, {2, 2, 1}, {1, 1, 1}, "SAME"},
+    {{1, 2, 2, 2, 1}, {2, 3, 2, 2, 1}, {1, 5, 4, 5, 2}, {2, 1, 2}, {1, 1, 1}, "VALID"},
+    {{1, 4, 3, 3, 2}, {2, 2, 2, 2, 2}, {1, 4, 3, 3, 2}, {1, 1, 1}, {2, 1, 1}, "SAME"},
+    {{1, 3, 2, 3, 2}, {3, 2, 3, 1, 2}, {1, 7, 4, 3, 1}, {3, 2, 1}, {1, 1, 1}, "SAME"},
+};
+
+// The plain definition: every input element x[n, i, j, k, c] adds x * f[kd, kh, kw, o, c] to
+// y[n, i * sd - pd + kd * dd, ..., o] where that lies inside the output.
+std::vector<double> trans_ref(const TransCase& c, const std::vector<double>& x,
+                              const std::vector<double>& f) {
+  const bool same = c.padding == "SAME";
+  int64_t pad[3];
+  for (int i = 0; i < 3; ++i) pad[i] = geom(c.out[1 + i], c.f[i], c.s[i], c.d[i], same).pad;
+  const int64_t oc = c.f[3], ic = c.f[4];
+  std::vector<double> y(static_cast<size_t>(tf::TensorShape(c.out).num_elements()), 0.0);
+  for (int64_t b = 0; b < c.x[0]; ++b)
+    for (int64_t i = 0; i < c.x[1]; ++i)
+      for (int64_t j = 0; j < c.x[2]; ++j)
+        for (int64_t k = 0; k < c.x[3]; ++k)
+          for (int64_t kd = 0; kd < c.f[0]; ++kd)
+            for (int64_t kh = 0; kh < c.f[1]; ++kh)
+              for (int64_t kw = 0; kw < c.f[2]; ++kw) {
+                const int64_t p = i * c.s[0] - pad[0] + kd * c.d[0];
+                const int64_t q = j * c.s[1] - pad[1] + kh * c.d[1];
+                const int64_t r = k * c.s[2] - pad[2] + kw * c.d[2];
+                if (p < 0 || p >= c.out[1] || q < 0 || q >= c.out[2] || r < 0 || r >= c.out[3])
+                  continue;
+                for (int64_t o = 0; o < oc; ++o)
+                  for (int64_t ci = 0; ci < ic; ++ci)
+                    y[static_cast<size_t>(
+                        (((b * c.out[1] + p) * c.out[2] + q) * c.out[3] + r) * oc + o)] +=
+                        x[static_cast<size_t>((((b * c.x[1] + i) * c.x[2] + j) * c.x[3] + k) * ic +
+                                              ci)] *
+                        f[static_cast<size_t>((((kd * c.f[1] + kh) * c.f[2] + kw) * oc + o) * ic +
+                                              ci)];
+              }
+  return y;
+}
+
+tf::Tensor run_trans(const TransCase& c, const tf::Tensor& x, const tf::Tensor& f) {
+  return tf::nn::conv3d_transpose(x, f, tf::TensorShape(c.out), c.s, c.padding, c.d);
 }
 
 struct PoolCase {
@@ -579,6 +718,157 @@ TEST_CASE("conv3d and 3-D pooling inside a traced function equal eager", "[cpu][
     const tf::Tensor eager = step(x, f);
     for (int rep = 0; rep < 2; ++rep) tf::testing::check_close(g(x, f), eager, 1e-6, 1e-6);
   }
+}
+
+TEST_CASE("conv3d_transpose gives TF 2.21's values and matches a reference loop",
+          "[cpu][cuda][nn]") {
+  const std::vector<double>* want[] = {&kTransValid, &kTransSameStrided, &kTransValidOdd,
+                                       &kTransSameDilated};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (int i = 0; i < 4; ++i) {
+      const TransCase& c = kTransCases[i];
+      INFO(tf::TensorShape(c.out).to_string() << " " << c.padding);
+      CHECK_THAT(trans_ref(c, pat_x(c.x), pat_f(c.f)),
+                 Catch::Matchers::Approx(*want[i]).epsilon(1e-12).margin(1e-12));
+      for (tf::DType d : {tf::float32, tf::float64}) {
+        const tf::Tensor y = run_trans(c, tf::detail::from_doubles(pat_x(c.x), c.x, d),
+                                       tf::detail::from_doubles(pat_f(c.f), c.f, d));
+        CHECK(y.shape() == tf::TensorShape(c.out));
+        check_values(y, *want[i], 1e-6, 1e-6);
+      }
+    }
+    for (const TransCase& c : kTransCases) {
+      const auto xv = random_values(static_cast<size_t>(tf::TensorShape(c.x).num_elements()));
+      const auto fv =
+          random_values(static_cast<size_t>(tf::TensorShape(c.f).num_elements()), -1, 1, 4);
+      const auto want_y = trans_ref(c, xv, fv);
+      for (tf::DType d : kFloating) {
+        INFO(tf::TensorShape(c.out).to_string() << " dtype " << tf::dtype_name(d));
+        const tf::Tensor y = run_trans(c, tf::detail::from_doubles(xv, c.x, d),
+                                       tf::detail::from_doubles(fv, c.f, d));
+        CHECK(y.dtype() == d);
+        const double tol = d == tf::float64   ? 1e-12
+                           : d == tf::float32 ? 1e-5
+                           : d == tf::float16 ? 3e-2
+                                              : 2e-1;
+        check_values(y, want_y, tol, tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("conv3d_transpose gradients match central differences", "[cpu][cuda][nn][autograd]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const TransCase& c : kTransCases) {
+      INFO(tf::TensorShape(c.out).to_string() << " " << c.padding);
+      const auto xv = random_values(static_cast<size_t>(tf::TensorShape(c.x).num_elements()));
+      const auto fv =
+          random_values(static_cast<size_t>(tf::TensorShape(c.f).num_elements()), -1, 1, 5);
+      const auto wv =
+          random_values(static_cast<size_t>(tf::TensorShape(c.out).num_elements()), -1, 1, 9);
+      auto loss_of = [&](const std::vector<double>& xs, const std::vector<double>& fs) {
+        const auto y = trans_ref(c, xs, fs);
+        double s = 0;
+        for (size_t i = 0; i < y.size(); ++i) s += y[i] * wv[i];
+        return s;
+      };
+      const tf::Tensor x = tf::detail::from_doubles(xv, c.x, tf::float64);
+      const tf::Tensor f = tf::detail::from_doubles(fv, c.f, tf::float64);
+      const tf::Tensor w = tf::detail::from_doubles(wv, c.out, tf::float64);
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor loss = tf::reduce_sum(run_trans(c, x, f) * w);
+      const double h = 1e-6;
+      std::vector<double> gx(xv.size()), gf(fv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        auto p = xv, m = xv;
+        p[i] += h;
+        m[i] -= h;
+        gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
+      }
+      for (size_t i = 0; i < fv.size(); ++i) {
+        auto p = fv, m = fv;
+        p[i] += h;
+        m[i] -= h;
+        gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
+      }
+      check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
+      check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
+    }
+  }
+}
+
+TEST_CASE("conv3d_transpose inside a traced function equals eager", "[cpu][cuda][nn]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const TransCase& c = kTransCases[1];
+    const tf::Tensor x = tf::detail::from_doubles(random_values(48), c.x, tf::float32);
+    const tf::Tensor f = tf::detail::from_doubles(random_values(72, -1, 1, 3), c.f, tf::float32);
+    auto step = [&](const tf::Tensor& xi, const tf::Tensor& fi) {
+      tf::GradientTape t({.persistent = true});
+      t.watch(xi);
+      t.watch(fi);
+      const tf::Tensor y = run_trans(c, xi, fi);
+      const tf::Tensor l = tf::reduce_sum(y * y);
+      return tf::concat({tf::reshape(y, {-1}), tf::reshape(t.gradient(l, xi), {-1}),
+                         tf::reshape(t.gradient(l, fi), {-1})},
+                        0);
+    };
+    auto g = tf::function([&](const tf::Tensor& xi, const tf::Tensor& fi) { return step(xi, fi); });
+    const tf::Tensor eager = step(x, f);
+    for (int rep = 0; rep < 2; ++rep) tf::testing::check_close(g(x, f), eager, 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("conv3d_transpose rejects bad arguments", "[cpu][nn]") {
+  const tf::Tensor x = tf::zeros({1, 2, 2, 2, 3});
+  const tf::Tensor f = tf::zeros({2, 2, 2, 4, 3});
+  const tf::TensorShape out{1, 3, 3, 3, 4};
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(tf::zeros({2, 2, 2, 3}), f, out, {1}, "VALID");
+      },
+      {"conv3d_transpose", "rank 5", "(2, 2, 2, 3)"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, tf::zeros({2, 2, 4, 3}), out, {1}, "VALID");
+      },
+      {"conv3d_transpose", "filters must be", "rank 5"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, tf::zeros({2, 2, 2, 4, 2}), out, {1}, "VALID");
+      },
+      {"conv3d_transpose", "the input has 3 channels", "expect 2"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, f, {1, 3, 3, 3, 5}, {1}, "VALID");
+      },
+      {"conv3d_transpose", "has 5 channels", "give 4"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, f, {1, 4, 3, 3, 4}, {1}, "VALID");
+      },
+      {"conv3d_transpose", "does not fit the input", "gives depth 3, not 2"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, f, {2, 3, 3, 3, 4}, {1}, "VALID");
+      },
+      {"conv3d_transpose", "batch 2", "has 1"});
+  require_error(
+      [&] {
+        tf::nn::conv3d_transpose(x, f, {1, 3, 3, 4}, {1}, "VALID");
+      },
+      {"conv3d_transpose", "output_shape must be NDHWC of rank 5"});
+  require_error([&] { tf::nn::conv3d_transpose(x, f, out, {2}, "VALID", {2}); },
+                {"conv3d_transpose", "cannot be combined with dilations"});
+  require_error([&] { tf::nn::conv3d_transpose(x, f, out, {1}, "valid"); },
+                {"conv3d_transpose", "padding"});
 }
 
 TEST_CASE("conv3d and 3-D pooling reject bad arguments", "[cpu][nn]") {
