@@ -141,6 +141,103 @@ class Conv3DImpl final : public LayerImpl {
   Variable kernel_var_, bias_;
 };
 
+// ---- Conv3DTranspose ----
+class Conv3DTransposeImpl final : public LayerImpl {
+ public:
+  Conv3DTransposeImpl(int64_t filters, Size3 kernel, const layers::Conv3DTransposeOptions& o)
+      : LayerImpl("Conv3DTranspose", "conv3d_transpose", o.name),
+        filters_(filters),
+        kernel_(kernel),
+        strides_(o.strides),
+        dilation_(o.dilation_rate),
+        output_padding_(o.output_padding),
+        same_(parse_padding("Conv3DTranspose", o.padding)),
+        activation_(activations::get(o.activation)),
+        use_bias_(o.use_bias),
+        kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
+                                                    : initializers::GlorotUniform()),
+        bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
+        kernel_reg_(o.kernel_regularizer),
+        bias_reg_(o.bias_regularizer) {
+    const char* cls = "Conv3DTranspose";
+    TF_CHECK_ARG(filters > 0, cls, "filters must be positive, got {}", filters);
+    check_size3(cls, "kernel_size", kernel);
+    check_size3(cls, "strides", o.strides);
+    check_size3(cls, "dilation_rate", o.dilation_rate);
+    const std::string f = lower(o.data_format);
+    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
+                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
+                 o.data_format);
+    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
+               "data_format=\"channels_first\" is not supported: tf::nn::conv3d_transpose takes "
+               "NDHWC inputs (transpose them first)");
+    const Size3 s = o.strides, d = o.dilation_rate;
+    TF_CHECK_ARG(std::max({s.d, s.h, s.w}) == 1 || std::max({d.d, d.h, d.w}) == 1, cls,
+                 "strides > 1 together with dilation_rate > 1 is not supported, got strides={}, "
+                 "dilation_rate={}",
+                 size_str(s), size_str(d));
+    if (output_padding_) {
+      const Size3 p = *output_padding_;
+      TF_CHECK_ARG(p.d >= 0 && p.h >= 0 && p.w >= 0 && p.d < s.d && p.h < s.h && p.w < s.w, cls,
+                   "output_padding {} must be non-negative and less than strides {}", size_str(p),
+                   size_str(s));
+    }
+  }
+
+ protected:
+  void build(const TensorShape& s) override {
+    TF_CHECK_ARG(s.rank() == 5 && s[4] != None, name_.c_str(),
+                 "layer \"{}\" (Conv3DTranspose) needs NDHWC inputs of rank 5 with a known "
+                 "channel dimension, got shape {}",
+                 name_, s.to_string());
+    channels_ = s[4];
+    const TensorShape kshape({kernel_.d, kernel_.h, kernel_.w, filters_, channels_});
+    kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
+    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+  }
+  // Keras' deconv_output_length for one spatial dimension.
+  int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
+    if (in == None) return None;
+    const int64_t eff = static_cast<int64_t>(k - 1) * dilation + 1;
+    if (!pad) return same_ ? in * stride : in * stride + std::max<int64_t>(eff - stride, 0);
+    const int64_t p = same_ ? eff / 2 : 0;
+    return (in - 1) * stride + eff - 2 * p + *pad;
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
+    auto op = [&](int Size3::*m) {
+      return output_padding_ ? std::optional<int>((*output_padding_).*m) : std::nullopt;
+    };
+    return TensorShape({s[0], out_length(s[1], kernel_.d, strides_.d, dilation_.d, op(&Size3::d)),
+                        out_length(s[2], kernel_.h, strides_.h, dilation_.h, op(&Size3::h)),
+                        out_length(s[3], kernel_.w, strides_.w, dilation_.w, op(&Size3::w)),
+                        filters_});
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    require_rank_and_channels(s, 5, channels_);
+  }
+  Tensor call(const Tensor& x, bool) override {
+    Tensor y = nn::conv3d_transpose(x, kernel_var_.value(), compute_output_shape(x.shape()),
+                                    {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
+                                    {dilation_.d, dilation_.h, dilation_.w});
+    if (use_bias_) y = nn::bias_add(y, bias_.value());
+    return activation_ ? activation_(y) : y;
+  }
+
+ private:
+  int64_t filters_;
+  Size3 kernel_, strides_, dilation_;
+  std::optional<Size3> output_padding_;
+  bool same_;
+  activations::Activation activation_;
+  bool use_bias_;
+  Initializer kernel_init_, bias_init_;
+  Regularizer kernel_reg_, bias_reg_;
+  int64_t channels_ = 0;
+  Variable kernel_var_, bias_;
+};
+
 // ---- MaxPooling3D and AveragePooling3D ----
 class Pooling3DImpl final : public LayerImpl {
  public:
@@ -349,6 +446,19 @@ Variable Conv3D::kernel() const {
   return impl().weight("kernel");
 }
 Variable Conv3D::bias() const {
+  return impl().weight("bias");
+}
+
+Conv3DTranspose::Conv3DTranspose(int64_t filters, Size3 kernel_size,
+                                 Conv3DTransposeOptions options) {
+  auto impl = std::make_shared<Conv3DTransposeImpl>(filters, kernel_size, options);
+  impl_ = impl;
+  if (!options.input_shape.empty()) impl->build_from_declared_shape(options.input_shape);
+}
+Variable Conv3DTranspose::kernel() const {
+  return impl().weight("kernel");
+}
+Variable Conv3DTranspose::bias() const {
   return impl().weight("bias");
 }
 

@@ -1,7 +1,8 @@
 // 3-D convolution, pooling and shaping layers (Keras 3.15's Conv3D, MaxPooling3D,
 // AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, UpSampling3D, ZeroPadding3D,
-// Cropping3D), channels_last (batch, depth, height, width, channels) inputs, through
-// tf::nn::conv3d / max_pool3d / avg_pool3d (ops/conv3d.h). See docs/keras.md.
+// Cropping3D, Conv3DTranspose), channels_last (batch, depth, height, width, channels) inputs,
+// through tf::nn::conv3d / conv3d_transpose / max_pool3d / avg_pool3d (ops/conv3d.h). See
+// docs/keras.md.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,48 @@ class Conv3D : public Layer {
                              .padding = std::move(padding),
                              .activation = std::move(activation)}) {}
   Conv3D(int64_t filters, Size3 kernel_size, Conv3DOptions options);
+  Variable kernel() const;
+  Variable bias() const;
+};
+
+struct Conv3DTransposeOptions {
+  Size3 strides = 1;
+  std::string padding = "valid";  // "valid" or "same", any case
+  // Extra slices at the back/bottom/right of the output (each less than the stride); none:
+  // Keras' default output size (below).
+  std::optional<Size3> output_padding = std::nullopt;
+  std::string data_format = "";  // "" or "channels_last" ("channels_first" is not supported)
+  Size3 dilation_rate = 1;
+  std::string activation = "";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};  // glorot_uniform
+  Initializer bias_initializer = {};    // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  std::vector<int64_t> input_shape = {};  // (D, H, W, C), builds at construction
+  std::string name = "";
+};
+
+// Transposed 3-D convolution of NDHWC inputs through tf::nn::conv3d_transpose; kernel
+// (kd, kh, kw, filters, in_channels) as Keras'. Each output size is Keras':
+// in * stride + max(k - stride, 0) with "valid" and in * stride with "same" (k the dilated
+// kernel size), or (in - 1) * stride + k - 2 * pad + output_padding when output_padding is given
+// (pad = k / 2 with "same", 0 with "valid").
+//   Conv3DTranspose(8, 3, 2, "same")  Conv3DTranspose(1, {2, 4, 4}, {.strides = {1, 2, 2}})
+class Conv3DTranspose : public Layer {
+ public:
+  Conv3DTranspose(int64_t filters, Size3 kernel_size)
+      : Conv3DTranspose(filters, kernel_size, Conv3DTransposeOptions{}) {}
+  template <class St>
+  requires std::is_convertible_v<St, Size3> Conv3DTranspose(int64_t filters, Size3 kernel_size,
+                                                            St&& strides,
+                                                            std::string padding = "valid",
+                                                            std::string activation = "")
+      : Conv3DTranspose(filters, kernel_size,
+                        Conv3DTransposeOptions{.strides = Size3(std::forward<St>(strides)),
+                                               .padding = std::move(padding),
+                                               .activation = std::move(activation)}) {}
+  Conv3DTranspose(int64_t filters, Size3 kernel_size, Conv3DTransposeOptions options);
   Variable kernel() const;
   Variable bias() const;
 };

@@ -1,8 +1,8 @@
 // keras::layers::Conv3D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D,
-// GlobalMaxPooling3D, UpSampling3D, ZeroPadding3D and Cropping3D against Keras 3.15 on the same
-// inputs and weights: weight names and shapes, parameter counts, output shapes and values on
-// every device; automatic names and summary rows; a small model that fits; traced equals eager
-// for a None batch; the errors.
+// GlobalMaxPooling3D, UpSampling3D, ZeroPadding3D, Cropping3D and Conv3DTranspose against
+// Keras 3.15 on the same inputs and weights: weight names and shapes, parameter counts, output
+// shapes and values on every device; automatic names and summary rows; a small model that fits;
+// traced equals eager for a None batch; the errors.
 #include <string>
 #include <vector>
 
@@ -330,6 +330,89 @@ std::vector<Row> rows() {
            0.75,
            -0.25,
        }},
+      // keras.layers.Conv3DTranspose(2, (2, 3, 2))
+      {"Conv3DTranspose(2, (2, 3, 2))",
+       L::Conv3DTranspose(2, {2, 3, 2}),
+       {1, 2, 3, 2, 3},
+       {1, 3, 5, 3, 2},
+       {{"kernel", {2, 3, 2, 2, 3}}, {"bias", {2}}},
+       74,
+       {
+           0.34375,  0.5625,   0.90625,  1.59375,  0.46875,  0.90625,  -0.625,   0.28125,  0.40625,
+           1.46875,  0.96875,  1.09375,  -1.78125, 0.125,    -1.8125,  0.25,     -0.0625,  0.0625,
+           0.875,    1.3125,   -1.0625,  -0.9375,  -2,       -1.9375,  0.125,    0.6875,   0.46875,
+           1.03125,  0.25,     0.625,    -1.96875, 1.3125,   0.25,     0.25,     -0.53125, 0.21875,
+           0.5625,   -1.03125, -1.78125, -1.34375, -0.5625,  1.03125,  3.09375,  -1,       1.0625,
+           -1.5625,  1.1875,   2.21875,  0.53125,  0.84375,  0.90625,  -1.34375, 1.75,     -0.4375,
+           -2,       -0.46875, 0.3125,   2.09375,  -0.84375, -0.21875, 0.03125,  -1,       1.4375,
+           1.125,    -1.375,   -0.6875,  0.84375,  1.15625,  -1,       -0.84375, -0.125,   -0.3125,
+           -1.9375,  1.78125,  -0.625,   0.34375,  -0.03125, 1.65625,  -0.6875,  -0.03125, 0.71875,
+           -0.46875, -1.75,    1.25,     0.21875,  -0.46875, -0.5,     1.5,      0.5625,   -0.84375,
+       }},
+      // keras.layers.Conv3DTranspose(3, 3, strides=2, padding='same', activation='relu')
+      {"Conv3DTranspose(3, 3, strides=2, padding=\"same\", activation=\"relu\")",
+       L::Conv3DTranspose(3, 3, 2, "same", "relu"),
+       {1, 2, 2, 3, 2},
+       {1, 4, 4, 6, 3},
+       {{"kernel", {3, 3, 3, 3, 2}}, {"bias", {3}}},
+       165,
+       {
+           0.1875,  0,       0,       0.5625,  0.65625, 0,       0,       1.46875, 1.125,   0,
+           0.03125, 0.375,   0,       0.40625, 0,       0,       0,       0.75,    0.09375, 0,
+           0.875,   0.46875, 0.5625,  0,       0,       1.4375,  0,       0,       0.09375, 0.4375,
+           0,       0.34375, 0,       0,       0,       0.625,   0,       0,       0,       0.875,
+           1.0625,  0,       0.4375,  2.1875,  1.28125, 0,       0.125,   0.625,   0.46875, 0,
+           0.125,   0,       0,       1,       0.53125, 0,       0.4375,  0.40625, 0.875,   0,
+           0,       1.25,    0,       0,       0.40625, 0.3125,  0.4375,  0.15625, 0,       0,
+           0,       0.5,     0,       0,       0.6875,  0.28125, 0,       0,       1.09375, 1.375,
+           0,       0,       0.625,   0.5625,  0.03125, 0.21875, 0,       0,       1,       0.375,
+           0,       1.125,   0.59375, 0.1875,  0,       0,       1.0625,  0.125,   0,       0,
+           0.6875,  0.625,   0,       0.15625, 0.125,   0,       0.875,   0.25,    0,       0.21875,
+           1,       0.6875,  0,       0.03125, 1.8125,  1.53125, 0,       0,       0.875,   0.15625,
+           0,       0.375,   0.09375, 0,       1.25,    0.625,   0,       0.6875,  0.53125, 0.5,
+           0,       0,       0.875,   0,       0,       0.03125, 0.5625,  0.875,   0,       0,
+           0,       0,       0.75,    0.5,     0,       1.625,   0.53125, 0,       0,       1.65625,
+           1.78125, 0,       0,       0.84375, 1.3125,  0,       0,       1.03125, 1.28125, 0.125,
+           0.5,     0.25,    0,       1.34375, 0.65625, 0,       0,       1.375,   0.3125,  0,
+           0,       0.875,   1.34375, 0,       0,       1.46875, 0,       0.125,   0.5,     0.25,
+           0.25,    2.125,   1.34375, 0,       0,       2.1875,  1.90625, 0,       0,       1.4375,
+           1.53125, 0,       0.4375,  1.0625,  0,       1.3125,  1.40625, 0,       0,       1.28125,
+           0.53125, 0,       0,       1.0625,  0.75,    0,       0,       0.6875,  1.90625, 0,
+           0,       0,       1.9375,  0.96875, 1.0625,  0,       0.5625,  0.375,   0,       0,
+           1.125,   0.3125,  0,       0,       0,       0.375,   0,       0,       0.875,   1.53125,
+           0,       0,       0.5,     0.625,   0.375,   0.59375, 0,       0,       0.9375,  0.125,
+           0,       0.3125,  1.4375,  0.34375, 0,       0,       0.96875, 0,       0,       0,
+           0.625,   0.75,    0.75,    0.78125, 0,       0,       1.375,   0.78125, 0,       0,
+           1.09375, 1,       0,       0,       0.59375, 0,       0.46875, 0.40625, 0.0625,  0,
+           0.375,   0.15625, 0,       0,       0.8125,  0.375,   0,       0.0625,  1.125,   0.65625,
+           0,       0,       0,       1.8125,  0,       0.1875,  0,       0,
+       }},
+      // keras.layers.Conv3DTranspose(2, 2, strides=(2, 1, 2), output_padding=(1, 0, 1))
+      {"Conv3DTranspose(2, 2, strides=(2, 1, 2), output_padding=(1, 0, 1))",
+       L::Conv3DTranspose(2, 2, {.strides = {2, 1, 2}, .output_padding = L::Size3(1, 0, 1)}),
+       {1, 2, 2, 2, 1},
+       {1, 5, 3, 5, 2},
+       {{"kernel", {2, 2, 2, 2, 1}}, {"bias", {2}}},
+       18,
+       {
+           0.1875,   0.25,     -0.4375,  0.4375,   -0.90625, 0.25,     0.65625, -0.21875, -0.125,
+           0.25,     -0.40625, 0.625,    0.09375,  -0.09375, 0.65625,  -0.6875, -0.75,    1.15625,
+           -0.125,   0.25,     -0.0625,  0.0625,   -0.15625, 0.375,    -0.3125, 0.8125,   -0.03125,
+           -0.125,   -0.125,   0.25,     0.125,    0.1875,   -0.5,     0.375,   -0.75,    0.40625,
+           0.8125,   -0.0625,  -0.125,   0.25,     -0.4375,  0.59375,  0.0625,  -0.125,   0.71875,
+           -0.625,   -0.6875,  1.21875,  -0.125,   0.25,     -0.03125, 0.09375, -0.125,   0.40625,
+           -0.40625, 0.71875,  -0.125,   -0.21875, -0.125,   0.25,     -0.75,   0.25,     0.5,
+           -0.125,   -0.125,   0.25,     -0.125,   0.25,     -0.125,   0.25,    0.75,     -0.5,
+           -0.875,   1.125,    -0.59375, 0.25,     0.34375,  -0.03125, -0.125,  0.25,     -0.375,
+           1,        0,        -0.25,    0.0625,   -0.3125,  -0.21875, 0.625,   -0.125,   0.25,
+           -0.625,   0.375,    0.625,    0,        -0.125,   0.25,     -0.125,  0.25,     -0.125,
+           0.25,     0.75,     -0.5,     -0.875,   1.125,    -0.5,     0.34375, 0.4375,   0.0625,
+           -0.125,   0.25,     -0.5,     0.875,    -0.125,   -0.375,   0.15625, -0.21875, -0.125,
+           0.71875,  -0.125,   0.25,     -0.125,   0.25,     -0.125,   0.25,    -0.125,   0.25,
+           -0.125,   0.25,     -0.125,   0.25,     -0.125,   0.25,     -0.125,  0.25,     -0.125,
+           0.25,     -0.125,   0.25,     -0.125,   0.25,     -0.125,   0.25,    -0.125,   0.25,
+           -0.125,   0.25,     -0.125,   0.25,     -0.125,   0.25,
+       }},
   };
 }
 
@@ -394,7 +477,8 @@ TEST_CASE("3-D keras layers names summary and errors", "[cpu][keras]") {
       {L::GlobalMaxPooling3D(), "global_max_pooling3d"},
       {L::UpSampling3D(), "up_sampling3d"},
       {L::ZeroPadding3D(), "zero_padding3d"},
-      {L::Cropping3D(), "cropping3d"}};
+      {L::Cropping3D(), "cropping3d"},
+      {L::Conv3DTranspose(2, 2), "conv3d_transpose"}};
   for (const auto& [layer, base] : names) {
     INFO(layer.name());
     CHECK(layer.name().rfind(base, 0) == 0);
@@ -434,6 +518,17 @@ TEST_CASE("3-D keras layers names summary and errors", "[cpu][keras]") {
         (void)L::Conv3D(2, 4)(tf::ones({1, 3, 5, 5, 1}));
       },
       {"conv3d", "effective depth 4", "exceeds the input depth 3"});
+  require_error([] { L::Conv3DTranspose(2, 3, {.strides = 2, .output_padding = L::Size3(2)}); },
+                {"[Conv3DTranspose]",
+                 "output_padding (2, 2, 2) must be non-negative and less than "
+                 "strides (2, 2, 2)"});
+  require_error([] { L::Conv3DTranspose(2, 3, {.strides = 2, .dilation_rate = 2}); },
+                {"[Conv3DTranspose]", "strides > 1 together with dilation_rate > 1"});
+  require_error(
+      [] {
+        (void)L::Conv3DTranspose(2, 3)(tf::ones({1, 4, 4, 2}));
+      },
+      {"(Conv3DTranspose) needs NDHWC inputs of rank 5"});
   require_error([] { L::MaxPooling3D(0); }, {"[MaxPooling3D]", "pool_size must be positive"});
   require_error([] { L::AveragePooling3D(2, L::Size3(1, 0, 1)); },
                 {"[AveragePooling3D]", "strides must be positive"});
@@ -461,7 +556,8 @@ TEST_CASE("a 3-D conv model trains and a traced call equals eager", "[cpu][keras
       {L::Conv3D(4, 3, {.padding = "same", .activation = "relu", .input_shape = {6, 6, 6, 1}}),
        L::MaxPooling3D(2), L::Conv3D(4, 2, {.groups = 2}), L::UpSampling3D({1, 2, 2}),
        L::ZeroPadding3D({{0, 1}, {0, 0}, {1, 0}}), L::Cropping3D({{1, 0}, {0, 0}, {0, 1}}),
-       L::AveragePooling3D(2, std::nullopt, "same"), L::GlobalAveragePooling3D()});
+       L::AveragePooling3D(2, std::nullopt, "same"),
+       L::Conv3DTranspose(4, 2, {.strides = {1, 2, 1}}), L::GlobalAveragePooling3D()});
   CHECK(model.output_shape() == tf::TensorShape({tf::None, 4}));
   const tf::Tensor x = tf::random::normal({16, 6, 6, 6, 1}, 0, 1, tf::float32, 1);
   const tf::Tensor y = tf::random::normal({16, 4}, 0, 0.5, tf::float32, 2);
