@@ -60,12 +60,12 @@ void check_input(const char* op, const Tensor& x) {
 
 // The output size of one dimension; a VALID window larger than the input is an error.
 int64_t out_size(const char* op, const char* dim, int64_t in, int64_t k, int stride, int dilation,
-                 bool same, const TensorShape& input, const TensorShape& window) {
+                 bool same, const TensorShape& input, const std::string& window) {
   const int64_t eff = (k - 1) * dilation + 1;
   TF_CHECK_ARG(same || in >= eff, op,
                "the window's effective {} {} (size {}, dilation {}) exceeds the input {} {} with "
                "VALID padding (input is {}, window {})",
-               dim, eff, k, dilation, dim, in, input.to_string(), window.to_string());
+               dim, eff, k, dilation, dim, in, input.to_string(), window);
   return detail::window_dim(in, k, stride, dilation, same).out;
 }
 
@@ -105,7 +105,8 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
   const bool same = parse_padding(op, padding);
   check_input(op, input);
   const TensorShape& xs = input.shape();
-  const TensorShape window{k[0], k[1], k[2]};
+  // (A string: a huge SAME window's sizes overflow a TensorShape's element count.)
+  const std::string window = detail::vec_to_string(k);
   const char* dims[3] = {"depth", "height", "width"};
   int64_t out[3];
   for (int i = 0; i < 3; ++i)
@@ -117,7 +118,12 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
                                        : avg_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding);
   const Tensor p = tapeflow::reshape(p2, {-1, d, out[1], out[2], c});
   if (k[0] == 1 && s[0] == 1) return p;
-  const auto wd = detail::window_dim(d, k[0], s[0], 1, same);
+  // A SAME depth window longer than d + (out - 1) * stride covers the whole depth at every
+  // output once clipped: that length gives the same result without an index table of, say,
+  // 2^30 mostly padded taps (max_pool2d clamps its windows alike).
+  const int kd =
+      same && d > 0 ? static_cast<int>(std::min<int64_t>(k[0], d + (out[0] - 1) * s[0] + 1)) : k[0];
+  const auto wd = detail::window_dim(d, kd, s[0], 1, same);
   // Padding that no window result sees: -inf for the maximum (every SAME window holds at least
   // one valid element), 0 for the sum.
   std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
@@ -126,15 +132,15 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
     const Tensor padded = wd.pad_before + wd.pad_after > 0
                               ? tapeflow::pad(p, pads, -std::numeric_limits<double>::infinity())
                               : p;
-    return reduce_max(depth_windows(padded, wd, k[0], s[0]), 2);
+    return reduce_max(depth_windows(padded, wd, kd, s[0]), 2);
   }
   const Tensor padded = wd.pad_before + wd.pad_after > 0 ? tapeflow::pad(p, pads) : p;
-  const Tensor sum = reduce_sum(depth_windows(padded, wd, k[0], s[0]), 2);
+  const Tensor sum = reduce_sum(depth_windows(padded, wd, kd, s[0]), 2);
   // 1 / (the number of valid depth slices in each window), per output depth.
   std::vector<double> inv(static_cast<size_t>(wd.out));
   for (int64_t o = 0; o < wd.out; ++o) {
     const int64_t lo = std::max<int64_t>(o * s[0] - wd.pad_before, 0);
-    const int64_t hi = std::min<int64_t>(o * s[0] - wd.pad_before + k[0], d);
+    const int64_t hi = std::min<int64_t>(o * s[0] - wd.pad_before + kd, d);
     inv[static_cast<size_t>(o)] = hi > lo ? 1.0 / static_cast<double>(hi - lo) : 0.0;
   }
   std::optional<DeviceScope> scope;
@@ -179,7 +185,7 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
   const char* dims[3] = {"depth", "height", "width"};
   int64_t out[3];
   for (int i = 0; i < 3; ++i)
-    out[i] = out_size(op, dims[i], xs[1 + i], fs[i], s[i], dl[i], same, xs, fs);
+    out[i] = out_size(op, dims[i], xs[1 + i], fs[i], s[i], dl[i], same, xs, fs.to_string());
   const auto wd = detail::window_dim(xs[1], fs[0], s[0], dl[0], same);
   std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
   pads[1] = {wd.pad_before, wd.pad_after};

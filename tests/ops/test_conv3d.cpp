@@ -720,6 +720,22 @@ TEST_CASE("conv3d and 3-D pooling inside a traced function equal eager", "[cpu][
   }
 }
 
+TEST_CASE("3-D pooling with a huge SAME window pools the whole valid window", "[cpu][cuda][nn]") {
+  // ksize 2^30 in every dimension: each SAME window covers the whole input, as ksize 9 does here
+  // (the reference loop runs the latter).
+  const PoolCase small{{1, 3, 4, 5, 2}, {9, 9, 9}, {1, 2, 3}, "SAME"};
+  const auto xv = random_values(120);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::detail::from_doubles(xv, small.x, tf::float64);
+    const std::vector<int> huge{1 << 30};
+    check_values(tf::nn::max_pool3d(x, huge, small.s, "SAME"), pool_ref(small, xv, true).y, 0, 0);
+    check_values(tf::nn::avg_pool3d(x, huge, small.s, "SAME"), pool_ref(small, xv, false).y, 1e-12,
+                 1e-12);
+  }
+}
+
 TEST_CASE("conv3d_transpose gives TF 2.21's values and matches a reference loop",
           "[cpu][cuda][nn]") {
   const std::vector<double>* want[] = {&kTransValid, &kTransSameStrided, &kTransValidOdd,
