@@ -200,6 +200,11 @@ std::vector<double> resize_weights(const std::string& method, bool antialias, in
   return scale_translate_weights(k, antialias, in_size, out_size);
 }
 
+Tensor apply_axis_weights(const Tensor& x, int axis, const std::vector<double>& weights,
+                          int64_t out) {
+  return image::apply_axis(x, axis, weights, out);
+}
+
 Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>& size,
                         const std::string& method, bool antialias) {
   const DType d = images.dtype();

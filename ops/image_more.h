@@ -32,6 +32,11 @@ namespace tapeflow::image_detail {
 Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>& size,
                         const std::string& method, bool antialias);
 
+// x with the (out, x.shape()[axis]) row-major weights applied along axis (the height, rank - 3,
+// or the width, rank - 2) by a broadcast matmul; weights are converted to x's dtype.
+Tensor apply_axis_weights(const Tensor& x, int axis, const std::vector<double>& weights,
+                          int64_t out);
+
 // The (out_size, in_size) row-major weight matrix of one axis for `method` (as resize), in the
 // float32 arithmetic of TF's kernels. Exposed for the tests.
 std::vector<double> resize_weights(const std::string& method, bool antialias, int64_t in_size,
