@@ -160,32 +160,13 @@ Tensor grayscale_to_rgb(const Tensor& images) {
 }
 
 Tensor adjust_saturation(const Tensor& images, double saturation_factor) {
-  check_channels("adjust_saturation", images, 3, false);
-  TF_CHECK_ARG(image_dtype(images.dtype()), "adjust_saturation",
-               "images must be floating, uint8, int32 or int64, got {}",
-               dtype_name(images.dtype()));
-  return in_float(images, false, [&](const Tensor& x) {
-    const Tensor hsv = rgb_to_hsv(x);
-    const DType d = x.dtype();
-    const Tensor s =
-        clip_by_value(channel(hsv, 1) * scalar(saturation_factor, d), scalar(0, d), scalar(1, d));
-    return hsv_to_rgb(concat({channel(hsv, 0), s, channel(hsv, 2)}, x.rank() - 1));
-  });
+  return image_detail::adjust_saturation_by(images, scalar(saturation_factor, float64));
 }
 
 Tensor adjust_hue(const Tensor& images, double delta) {
-  check_channels("adjust_hue", images, 3, false);
-  TF_CHECK_ARG(image_dtype(images.dtype()), "adjust_hue",
-               "images must be floating, uint8, int32 or int64, got {}",
-               dtype_name(images.dtype()));
   TF_CHECK_ARG(delta >= -1.0 && delta <= 1.0, "adjust_hue", "delta must be in [-1, 1], got {}",
                delta);
-  return in_float(images, false, [&](const Tensor& x) {
-    const Tensor hsv = rgb_to_hsv(x);
-    const DType d = x.dtype();
-    const Tensor h = floormod(channel(hsv, 0) + scalar(delta, d), scalar(1, d));
-    return hsv_to_rgb(concat({h, channel(hsv, 1), channel(hsv, 2)}, x.rank() - 1));
-  });
+  return image_detail::adjust_hue_by(images, scalar(delta, float64));
 }
 
 Tensor adjust_gamma(const Tensor& images, double gamma, double gain) {
@@ -220,3 +201,36 @@ Tensor per_image_standardization(const Tensor& images) {
 }
 
 }  // namespace tapeflow::image
+
+namespace tapeflow::image_detail {
+
+Tensor adjust_saturation_by(const Tensor& images, const Tensor& saturation_factor) {
+  using namespace image;  // the helpers above
+  check_channels("adjust_saturation", images, 3, false);
+  TF_CHECK_ARG(image_dtype(images.dtype()), "adjust_saturation",
+               "images must be floating, uint8, int32 or int64, got {}",
+               dtype_name(images.dtype()));
+  return in_float(images, false, [&](const Tensor& x) {
+    const Tensor hsv = rgb_to_hsv(x);
+    const DType d = x.dtype();
+    const Tensor s =
+        clip_by_value(channel(hsv, 1) * cast(saturation_factor, d), scalar(0, d), scalar(1, d));
+    return hsv_to_rgb(concat({channel(hsv, 0), s, channel(hsv, 2)}, x.rank() - 1));
+  });
+}
+
+Tensor adjust_hue_by(const Tensor& images, const Tensor& delta) {
+  using namespace image;
+  check_channels("adjust_hue", images, 3, false);
+  TF_CHECK_ARG(image_dtype(images.dtype()), "adjust_hue",
+               "images must be floating, uint8, int32 or int64, got {}",
+               dtype_name(images.dtype()));
+  return in_float(images, false, [&](const Tensor& x) {
+    const Tensor hsv = rgb_to_hsv(x);
+    const DType d = x.dtype();
+    const Tensor h = floormod(channel(hsv, 0) + cast(delta, d), scalar(1, d));
+    return hsv_to_rgb(concat({h, channel(hsv, 1), channel(hsv, 2)}, x.rank() - 1));
+  });
+}
+
+}  // namespace tapeflow::image_detail

@@ -38,3 +38,10 @@ Tensor adjust_gamma(const Tensor& images, double gamma = 1.0, double gain = 1.0)
 Tensor per_image_standardization(const Tensor& images);
 
 }  // namespace tapeflow::image
+
+namespace tapeflow::image_detail {
+// adjust_saturation and adjust_hue with the factor or delta as a scalar tensor (the random_*
+// ops draw it); the same checks.
+Tensor adjust_saturation_by(const Tensor& images, const Tensor& saturation_factor);
+Tensor adjust_hue_by(const Tensor& images, const Tensor& delta);
+}  // namespace tapeflow::image_detail

@@ -278,4 +278,69 @@ Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int6
   return pad_to_bounding_box(cropped, pad_h, pad_w, target_height, target_width);
 }
 
+Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,
+                       const std::vector<int64_t>& strides, const std::vector<int64_t>& rates,
+                       const std::string& padding) {
+  const char* op = "extract_patches";
+  TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(images.rank() == 4, op,
+               "images must have rank 4 (batch, height, width, channels), got shape {}",
+               images.shape().to_string());
+  const int64_t H = images.shape()[1], W = images.shape()[2];
+  TF_CHECK_ARG(H >= 0 && W >= 0, op, "the height and width of images must be known, got {}",
+               images.shape().to_string());
+  const auto pair_ok = [](const std::vector<int64_t>& v) {
+    return v.size() == 2 && v[0] > 0 && v[1] > 0;
+  };
+  TF_CHECK_ARG(pair_ok(sizes) && pair_ok(strides) && pair_ok(rates), op,
+               "sizes, strides and rates must be 2 positive values {{height, width}}, got sizes "
+               "of {} elements, strides of {}, rates of {}",
+               sizes.size(), strides.size(), rates.size());
+  TF_CHECK_ARG(padding == "VALID" || padding == "SAME", op,
+               "padding must be \"VALID\" or \"SAME\", got \"{}\"", padding);
+  // Per axis: the output size, the zeros before, and the input positions of tap k of output o.
+  struct Axis {
+    int64_t out = 0, before = 0, padded = 0;
+  };
+  const auto plan = [&](int64_t n, int64_t k, int64_t s, int64_t r) {
+    const int64_t eff = (k - 1) * r + 1;
+    Axis a;
+    if (padding == "VALID") {
+      a.out = n >= eff ? (n - eff) / s + 1 : 0;
+    } else {
+      a.out = (n + s - 1) / s;
+      const int64_t total = std::max<int64_t>((a.out - 1) * s + eff - n, 0);
+      a.before = total / 2;
+      a.padded = total;
+    }
+    return a;
+  };
+  const Axis ah = plan(H, sizes[0], strides[0], rates[0]);
+  const Axis aw = plan(W, sizes[1], strides[1], rates[1]);
+  TF_CHECK_ARG(ah.out > 0 && aw.out > 0, op,
+               "the windows ({}, {}) with rates ({}, {}) do not fit in images of shape {} "
+               "(padding VALID)",
+               sizes[0], sizes[1], rates[0], rates[1], images.shape().to_string());
+  Tensor x = images;
+  if (ah.padded > 0 || aw.padded > 0)
+    x = pad(
+        images,
+        {{0, 0}, {ah.before, ah.padded - ah.before}, {aw.before, aw.padded - aw.before}, {0, 0}});
+  std::vector<Tensor> taps;
+  for (int64_t i = 0; i < sizes[0]; ++i) {
+    std::vector<int64_t> rows(static_cast<size_t>(ah.out));
+    for (int64_t o = 0; o < ah.out; ++o)
+      rows[static_cast<size_t>(o)] = o * strides[0] + i * rates[0];
+    const Tensor xr = gather(x, constant(rows), 1);
+    for (int64_t j = 0; j < sizes[1]; ++j) {
+      std::vector<int64_t> cols(static_cast<size_t>(aw.out));
+      for (int64_t o = 0; o < aw.out; ++o)
+        cols[static_cast<size_t>(o)] = o * strides[1] + j * rates[1];
+      taps.push_back(gather(xr, constant(cols), 2));
+    }
+  }
+  // Concatenating the taps along channels gives TF's (row, column, channel) order.
+  return taps.size() == 1 ? taps[0] : concat(taps, 3);
+}
+
 }  // namespace tapeflow::image

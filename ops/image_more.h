@@ -23,6 +23,15 @@ Tensor resize_with_pad(const Tensor& images, int64_t target_height, int64_t targ
 // target_height x target_width; keeps the dtype.
 Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int64_t target_width);
 
+// TF's tf.image.extract_patches on (batch, height, width, channels): the sizes[0] x sizes[1]
+// windows (taps rates apart) every strides pixels, each flattened in (row, column, channel) order
+// into the last axis: (batch, out_height, out_width, sizes[0] * sizes[1] * channels). padding
+// "VALID" keeps the windows inside the image; "SAME" pads with zeros so that out = ceil(in /
+// stride). sizes, strides and rates are {height, width} (TF's [1, h, w, 1]), all positive.
+Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,
+                       const std::vector<int64_t>& strides, const std::vector<int64_t>& rates,
+                       const std::string& padding);
+
 }  // namespace tapeflow::image
 
 namespace tapeflow::image_detail {
