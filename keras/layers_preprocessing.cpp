@@ -97,8 +97,13 @@ class ResizingImpl final : public ImageLayerImpl {
       : ImageLayerImpl("Resizing", "resizing", o.name), h_(h), w_(w), o_(std::move(o)) {
     TF_CHECK_ARG(h > 0 && w > 0, "Resizing", "height and width must be positive, got ({}, {})", h,
                  w);
-    TF_CHECK_ARG(o_.interpolation == "bilinear" || o_.interpolation == "nearest", "Resizing",
-                 "interpolation must be \"bilinear\" or \"nearest\", got \"{}\"", o_.interpolation);
+    const std::string& m = o_.interpolation;
+    TF_CHECK_ARG(m == "bilinear" || m == "nearest" || m == "bicubic" || m == "area" ||
+                     m == "lanczos3" || m == "lanczos5",
+                 "Resizing",
+                 "interpolation must be \"bilinear\", \"nearest\", \"bicubic\", \"area\", "
+                 "\"lanczos3\" or \"lanczos5\", got \"{}\"",
+                 m);
     TF_CHECK_ARG(o_.fill_mode == "constant", "Resizing",
                  "fill_mode must be \"constant\" (the only one Keras offers), got \"{}\"",
                  o_.fill_mode);
@@ -116,7 +121,7 @@ class ResizingImpl final : public ImageLayerImpl {
     Tensor y = x;
     if (o_.crop_to_aspect_ratio) y = crop_to_aspect(y, h_, w_, true);
     if (o_.pad_to_aspect_ratio) y = pad_to_aspect(y);
-    y = image::resize(y, {h_, w_}, o_.interpolation);
+    y = image::resize(y, {h_, w_}, o_.interpolation, o_.antialias);
     if (y.dtype() == x.dtype()) return y;
     if (is_floating(x.dtype())) return cast(y, x.dtype());
     // Keras' _saturate_cast: round, clip to the integer dtype's range, cast.

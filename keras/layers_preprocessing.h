@@ -32,15 +32,17 @@ struct Factor {
 };
 
 struct ResizingOptions {
-  std::string interpolation = "bilinear";  // or "nearest"
+  // "bilinear", "nearest", "bicubic", "area", "lanczos3" or "lanczos5" (tf::image::resize's)
+  std::string interpolation = "bilinear";
   bool crop_to_aspect_ratio = false;       // centre crop to the target's aspect ratio first
   bool pad_to_aspect_ratio = false;        // or pad evenly with fill_value to it
   std::string fill_mode = "constant";      // the only one Keras offers
   double fill_value = 0.0;
+  bool antialias = false;  // tf::image::resize's antialias (downscaling)
   std::string name = "";
 };
 
-// Resizes to (height, width) with tf::image::resize (antialias off, as Keras' default).
+// Resizes to (height, width) with tf::image::resize (antialias off by default, as Keras).
 //   Resizing(180, 180)  Resizing(64, 64, {.crop_to_aspect_ratio = true})
 class Resizing : public Layer {
  public:
@@ -74,7 +76,8 @@ class RandomFlip : public Layer {
 // Options of the layers built on tf::image::transform.
 struct RandomTransformOptions {
   std::string fill_mode = "reflect";       // "reflect", "wrap", "constant" or "nearest"
-  std::string interpolation = "bilinear";  // or "nearest"
+  // "bilinear", "nearest", "bicubic", "area", "lanczos3" or "lanczos5" (tf::image::resize's)
+  std::string interpolation = "bilinear";
   std::optional<int64_t> seed = std::nullopt;
   double fill_value = 0.0;  // for fill_mode "constant"
   std::string name = "";
