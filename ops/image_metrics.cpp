@@ -4,6 +4,7 @@
 // outer product.
 #include "ops/image_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -113,18 +114,20 @@ Tensor psnr(const Tensor& a, const Tensor& b, double max_val) {
          scalar(10 / std::log(10.0), d) * log(mse);
 }
 
-Tensor ssim(const Tensor& a, const Tensor& b, double max_val, int64_t filter_size,
-            double filter_sigma, double k1, double k2) {
-  const char* op = "ssim";
-  const FloatPair p = float_pair(op, a, b, max_val);
-  TF_CHECK_ARG(filter_size > 0 && filter_sigma > 0, op,
-               "filter_size and filter_sigma must be positive, got {} and {}", filter_size,
-               filter_sigma);
-  const int r = p.a.rank(), h = r - 3;
-  const int64_t H = p.a.shape()[h], W = p.a.shape()[h + 1];
+namespace {
+
+// TF's _ssim_per_channel: {ssim, contrast-structure} per channel, averaged over the valid
+// positions of the filter_size x filter_size Gaussian window.
+std::pair<Tensor, Tensor> ssim_per_channel(const char* op, const Tensor& a, const Tensor& b,
+                                           const Tensor& shape_of, double max_val,
+                                           int64_t filter_size, double filter_sigma, double k1,
+                                           double k2) {
+  const int r = a.rank(), h = r - 3;
+  const int64_t H = a.shape()[h], W = a.shape()[h + 1];
   TF_CHECK_ARG(H >= filter_size && W >= filter_size, op,
-               "the height and width of images must be >= filter_size {}, got shape {}",
-               filter_size, a.shape().to_string());
+               "the height and width of images must be >= filter_size {} at every scale, got {} "
+               "for images of shape {}",
+               filter_size, a.shape().to_string(), shape_of.shape().to_string());
   // The normalised 1-D Gaussian; TF's 2-D window is its outer product.
   std::vector<double> g(static_cast<size_t>(filter_size));
   double total = 0;
@@ -140,18 +143,82 @@ Tensor ssim(const Tensor& a, const Tensor& b, double max_val, int64_t filter_siz
         image_detail::apply_axis_weights(x, h + 1, ww, W - filter_size + 1), h, wh,
         H - filter_size + 1);
   };
-  const DType d = p.a.dtype();
-  const Tensor c1 = scalar((k1 * p.max_val) * (k1 * p.max_val), d);
-  const Tensor c2 = scalar((k2 * p.max_val) * (k2 * p.max_val), d);
+  const DType d = a.dtype();
+  const Tensor c1 = scalar((k1 * max_val) * (k1 * max_val), d);
+  const Tensor c2 = scalar((k2 * max_val) * (k2 * max_val), d);
   const Tensor two = scalar(2, d);
-  const Tensor mean0 = blur(p.a), mean1 = blur(p.b);
+  const Tensor mean0 = blur(a), mean1 = blur(b);
   const Tensor num0 = mean0 * mean1 * two;
   const Tensor den0 = square(mean0) + square(mean1);
   const Tensor luminance = (num0 + c1) / (den0 + c1);
-  const Tensor num1 = blur(p.a * p.b) * two;
-  const Tensor den1 = blur(square(p.a) + square(p.b));
+  const Tensor num1 = blur(a * b) * two;
+  const Tensor den1 = blur(square(a) + square(b));
   const Tensor cs = (num1 - num0 + c2) / (den1 - den0 + c2);
-  return reduce_mean(luminance * cs, {h, h + 1, h + 2});
+  return {reduce_mean(luminance * cs, {h, h + 1}), reduce_mean(cs, {h, h + 1})};
+}
+
+void check_filter(const char* op, int64_t filter_size, double filter_sigma) {
+  TF_CHECK_ARG(filter_size > 0 && filter_sigma > 0, op,
+               "filter_size and filter_sigma must be positive, got {} and {}", filter_size,
+               filter_sigma);
+}
+
+// The 2x average pool of one axis after TF's symmetric pad of an odd size: (ceil(n / 2), n).
+std::vector<double> halve(int64_t n) {
+  const int64_t out = (n + 1) / 2;
+  std::vector<double> w(static_cast<size_t>(out * n), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    w[static_cast<size_t>(o * n + 2 * o)] += 0.5;
+    w[static_cast<size_t>(o * n + std::min(2 * o + 1, n - 1))] += 0.5;
+  }
+  return w;
+}
+
+}  // namespace
+
+Tensor ssim(const Tensor& a, const Tensor& b, double max_val, int64_t filter_size,
+            double filter_sigma, double k1, double k2) {
+  const char* op = "ssim";
+  const FloatPair p = float_pair(op, a, b, max_val);
+  check_filter(op, filter_size, filter_sigma);
+  const Tensor s =
+      ssim_per_channel(op, p.a, p.b, a, p.max_val, filter_size, filter_sigma, k1, k2).first;
+  return reduce_mean(s, -1);
+}
+
+Tensor ssim_multiscale(const Tensor& a, const Tensor& b, double max_val,
+                       const std::vector<double>& power_factors, int64_t filter_size,
+                       double filter_sigma, double k1, double k2) {
+  const char* op = "ssim_multiscale";
+  const FloatPair p = float_pair(op, a, b, max_val);
+  check_filter(op, filter_size, filter_sigma);
+  TF_CHECK_ARG(!power_factors.empty(), op, "power_factors must not be empty");
+  const int h = p.a.rank() - 3;
+  const DType d = p.a.dtype();
+  Tensor x = p.a, y = p.b;
+  std::vector<Tensor> terms;
+  for (size_t k = 0; k < power_factors.size(); ++k) {
+    if (k > 0) {
+      // Halve height and width (2x2 average pool, an odd size padded by repeating its edge).
+      const int64_t H = x.shape()[h], W = x.shape()[h + 1];
+      const auto down = [&](const Tensor& t) {
+        using image_detail::apply_axis_weights;
+        return apply_axis_weights(apply_axis_weights(t, h + 1, halve(W), (W + 1) / 2), h, halve(H),
+                                  (H + 1) / 2);
+      };
+      x = down(x);
+      y = down(y);
+    }
+    const auto [s, cs] =
+        ssim_per_channel(op, x, y, a, p.max_val, filter_size, filter_sigma, k1, k2);
+    // The contrast-structure term of every scale but the last, whose full ssim is used instead.
+    const Tensor term = k + 1 < power_factors.size() ? cs : s;
+    const Tensor rect = maximum(term, scalar(0, d));
+    terms.push_back(pow(rect, scalar(power_factors[k], d)));
+  }
+  Tensor ms = terms[0];
+  for (size_t k = 1; k < terms.size(); ++k) ms = ms * terms[k];
+  return reduce_mean(ms, -1);
 }
 
 Tensor total_variation(const Tensor& images) {

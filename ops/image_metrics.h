@@ -4,7 +4,9 @@
 // and thread-safe. See docs/ops.md.
 #pragma once
 
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "ops/primitive.h"
 
@@ -22,6 +24,16 @@ Tensor psnr(const Tensor& a, const Tensor& b, double max_val);
 // are converted as psnr.
 Tensor ssim(const Tensor& a, const Tensor& b, double max_val, int64_t filter_size = 11,
             double filter_sigma = 1.5, double k1 = 0.01, double k2 = 0.03);
+
+// TF's tf.image.ssim_multiscale: the product over scales (each halving height and width with a
+// 2x2 average pool) of relu(contrast-structure) ** power_factors[k], with relu(ssim) at the last
+// scale, averaged over channels. Every scale must be >= filter_size (11 * 16 = 176 pixels for
+// TF's five default factors).
+Tensor ssim_multiscale(const Tensor& a, const Tensor& b, double max_val,
+                       const std::vector<double>& power_factors = {0.0448, 0.2856, 0.3001, 0.2363,
+                                                                   0.1333},
+                       int64_t filter_size = 11, double filter_sigma = 1.5, double k1 = 0.01,
+                       double k2 = 0.03);
 
 // TF's tf.image.total_variation: the sum of absolute differences of neighbouring pixels along
 // height and width; a scalar for a rank-3 image, (batch,) for rank 4. Keeps the dtype.

@@ -42,6 +42,11 @@ const std::vector<double> kGradDy = {0.670000017, -0.340000004, -0.340000004, 0.
 const std::vector<double> kGradDx = {0.74000001, -0.270000011, -0.270000011, 0.73999995, -0.269999981, -0.269999981, 0.74000001, -0.269999981, 0, 0, -0.270000011, 0.74000001, -0.270000011, -0.269999981, 0.74000001, -0.269999981, -0.269999981, 0.74000001, 0, 0, -0.270000011, -0.269999981, 0.74000001, -0.270000011, -0.270000041, 0.74000001, -0.269999981, -0.269999981, 0, 0, -0.269999981, -0.270000011, -0.270000011, 0.74000001, -0.270000011, -0.269999981, 0.74000001, -0.270000011, 0, 0};
 // sobel_edges(s)
 const std::vector<double> kSobel = {-8.94069672e-08, 0, 5.96046448e-08, 0, 0, -0.140000045, 0, 1.88, 0, -0.139999986, -1.49011612e-08, -0.139999941, -1.1920929e-07, 1.88000011, 0, -0.139999866, -1.1920929e-07, 0, -1.49011612e-08, 0, -0.700000048, 0, 1.31999993, 0, -0.699999988, -0.140000045, 0.310000032, 0.870000005, 0.309999824, 0.869999945, -0.699999928, -0.139999986, 0.309999943, 0.870000064, 0.310000062, 0.870000124, -0.700000048, 0, 1.31999993, 0, 1.31999993, 0, -0.699999809, 0, 1.32000005, -0.140000015, -0.699999988, -0.139999986, 0.310000062, 0.869999945, 0.310000002, 0.870000005, -0.699999988, -0.140000045, 0.309999853, 0.870000124, -0.699999988, 0, -0.700000226, 0, -3.7252903e-09, 0, 5.96046448e-08, 0, 5.96046448e-08, -0.139999926, 2.98023224e-08, -0.140000015, -1.1920929e-07, -0.140000105, -5.96046448e-08, 1.87999988, 0, -0.140000045, 1.1920929e-07, -0.139999986, 0, 0, 1.1920929e-07, 0};
+// ssim_multiscale(a, b, 1.0, power_factors=(0.3, 0.5, 0.2), filter_size=3, filter_sigma=0.9)
+const std::vector<double> kMsSsim = {0.833782732, 0.876832128};
+// ssim_multiscale(A, B, 1.0) with TF's defaults; A, B (1, 177, 181, 1): a, b's formulas with
+// weights 0.6 and 0.4.
+const std::vector<double> kMsSsimDefault = {0.806098998};
 // clang-format on
 
 // The (2, 12, 13, 2) pair of the literals: a = ((i * 53) % 97) / 96, b = 0.7 a + 0.3 ((i * 31 +
@@ -119,6 +124,20 @@ TEST_CASE("image metrics and filters give TF's values", "[cpu][cuda][image]") {
     CHECK(p0.rank() == 0);
     check_values(p0, {kPsnr[0]}, 1e-5, 0);
     check_values(tf::image::ssim(a0, b0, 1.0), {kSsim[0]}, 1e-5, 0);
+    const tf::Tensor ms = tf::image::ssim_multiscale(a, b, 1.0, {0.3, 0.5, 0.2}, 3, 0.9);
+    CHECK(ms.shape() == tf::TensorShape({2}));
+    check_values(ms, kMsSsim, 1e-5, 0);
+    {
+      std::vector<double> va(177 * 181), vb(va.size());
+      for (size_t i = 0; i < va.size(); ++i) {
+        va[i] = static_cast<double>((i * 53) % 97) / 96.0;
+        vb[i] = 0.6 * va[i] + 0.4 * (static_cast<double>((i * 31 + 7) % 89) / 88.0);
+      }
+      check_values(tf::image::ssim_multiscale(
+                       tf::detail::from_doubles(va, {1, 177, 181, 1}, tf::float32),
+                       tf::detail::from_doubles(vb, {1, 177, 181, 1}, tf::float32), 1.0),
+                   kMsSsimDefault, 1e-5, 0);
+    }
     const tf::Tensor tv = tf::image::total_variation(a);
     CHECK(tv.shape() == tf::TensorShape({2}));
     check_values(tv, kTotalVariation, 1e-5, 0);
@@ -142,6 +161,11 @@ TEST_CASE("image metric and filter gradients match finite differences", "[cpu][c
     check_gradient([&](const tf::Tensor& x) { return tf::image::psnr(x, ref, 1.0); }, {2, 6, 7, 2});
     check_gradient([&](const tf::Tensor& x) { return tf::image::ssim(x, ref, 1.0, 5, 1.0); },
                    {2, 6, 7, 2});
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          return tf::image::ssim_multiscale(x, ref, 1.0, {0.4, 0.6}, 3, 1.0);
+        },
+        {2, 6, 7, 2});
     check_gradient([](const tf::Tensor& x) { return tf::image::total_variation(x); }, {2, 4, 5, 2});
     check_gradient([](const tf::Tensor& x) { return tf::image::image_gradients(x).second; },
                    {2, 4, 5, 2});
@@ -194,6 +218,13 @@ TEST_CASE("image metrics reject bad shapes and dtypes", "[cpu][image]") {
         tf::image::ssim(tf::zeros({1, 8, 12, 3}), tf::zeros({1, 8, 12, 3}), 1.0);
       },
       {"[ssim]", "filter_size 11", "(1, 8, 12, 3)"});
+  require_error(
+      [&] {
+        tf::image::ssim_multiscale(tf::zeros({1, 40, 40, 1}), tf::zeros({1, 40, 40, 1}), 1.0);
+      },
+      {"[ssim_multiscale]", "filter_size 11", "(1, 10, 10, 1)", "(1, 40, 40, 1)"});
+  require_error([&] { tf::image::ssim_multiscale(x, x, 1.0, {}); },
+                {"[ssim_multiscale]", "power_factors"});
   require_error(
       [&] {
         tf::image::total_variation(tf::zeros({5, 5}));
