@@ -442,6 +442,36 @@ class RandomBrightnessImpl final : public ImageLayerImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- RandomGrayscale ----
+class RandomGrayscaleImpl final : public ImageLayerImpl {
+ public:
+  RandomGrayscaleImpl(double factor, std::optional<int64_t> seed, std::string name)
+      : ImageLayerImpl("RandomGrayscale", "random_grayscale", std::move(name)),
+        factor_(factor),
+        seed_(seed) {
+    TF_CHECK_ARG(factor >= 0.0 && factor <= 1.0, "RandomGrayscale",
+                 "factor must be between 0 and 1, got {}", factor);
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomGrayscale",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // One draw per image; the grey value is repeated in the three channels.
+    const Tensor u = draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), 0.0, 1.0, seed_);
+    const Tensor gray = image::rgb_to_grayscale(x4);
+    const Tensor apply = less(u, constant(Tensor(static_cast<float>(factor_))));
+    return like_input(where(apply, concat({gray, gray, gray}, 3), x4), x);
+  }
+
+ private:
+  double factor_;
+  std::optional<int64_t> seed_;
+};
+
 // ---- Normalization ----
 class NormalizationImpl final : public LayerImpl {
  public:
@@ -608,6 +638,9 @@ RandomContrast::RandomContrast(Factor factor, std::pair<double, double> value_ra
 RandomBrightness::RandomBrightness(Factor factor, std::pair<double, double> value_range,
                                    std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomBrightnessImpl>(factor, value_range, seed, std::move(name))) {}
+
+RandomGrayscale::RandomGrayscale(double factor, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomGrayscaleImpl>(factor, seed, std::move(name))) {}
 
 Normalization::Normalization(NormalizationOptions options)
     : Layer(std::make_shared<NormalizationImpl>(std::move(options))) {}

@@ -124,6 +124,15 @@ class RandomBrightness : public Layer {
                             std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
+// Keras 3.15's RandomGrayscale: each image (one draw per image) becomes its grey value
+// (tf::image::rgb_to_grayscale's weights) in all three channels with probability factor (in
+// [0, 1]); inputs need 3 channels.
+class RandomGrayscale : public Layer {
+ public:
+  explicit RandomGrayscale(double factor = 0.5, std::optional<int64_t> seed = std::nullopt,
+                           std::string name = "");
+};
+
 struct NormalizationOptions {
   // The axis kept (one mean and variance per position along it); std::nullopt for one mean and
   // variance over everything (Keras' axis=None).
