@@ -1,6 +1,6 @@
 // Keras 3's image preprocessing and augmentation layers (keras.layers.Resizing, CenterCrop,
 // RandomCrop, RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast,
-// RandomBrightness) and Normalization, on NHWC images (rank 4, or a single rank-3 image) with
+// RandomBrightness, RandomGrayscale) and Normalization, on NHWC images (rank 4, or a single rank-3 image) with
 // Keras 3.15's options and semantics. Built on tf::image (ops/image.h). See docs/keras.md.
 //
 // The random layers act only when called with training = true and are the identity otherwise,
