@@ -12,6 +12,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
+#include "ops/image_color.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -472,6 +473,40 @@ class RandomGrayscaleImpl final : public ImageLayerImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- RandomSaturation ----
+class RandomSaturationImpl final : public ImageLayerImpl {
+ public:
+  RandomSaturationImpl(const layers::Factor& f, std::pair<double, double> vr,
+                       std::optional<int64_t> seed, std::string name)
+      : ImageLayerImpl("RandomSaturation", "random_saturation", std::move(name)),
+        vr_(sorted_range("RandomSaturation", vr)),
+        range_(symmetric_range("RandomSaturation", "factor", f, -1.0, false)),
+        seed_(seed) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomSaturation",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // Keras 3.15: a draw u per image becomes the multiplier u / (1 - u + epsilon) of the HSV
+    // saturation, which is then clipped to value_range (not to [0, 1]) on the unscaled image.
+    const Tensor u =
+        draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), range_.first, range_.second, seed_);
+    const Tensor m = u / (1.0f - u + 1e-7f);
+    const Tensor hsv = image::rgb_to_hsv(x4);
+    const auto ch = [&](int64_t c) { return slice(hsv, {0, 0, 0, c}, {-1, -1, -1, 1}); };
+    const Tensor sat = clip_by_value(ch(1) * m, constant(Tensor(static_cast<float>(vr_.first))),
+                                     constant(Tensor(static_cast<float>(vr_.second))));
+    return like_input(image::hsv_to_rgb(concat({ch(0), sat, ch(2)}, 3)), x);
+  }
+
+ private:
+  std::pair<double, double> vr_, range_;
+  std::optional<int64_t> seed_;
+};
+
 // ---- Normalization ----
 class NormalizationImpl final : public LayerImpl {
  public:
@@ -641,6 +676,10 @@ RandomBrightness::RandomBrightness(Factor factor, std::pair<double, double> valu
 
 RandomGrayscale::RandomGrayscale(double factor, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomGrayscaleImpl>(factor, seed, std::move(name))) {}
+
+RandomSaturation::RandomSaturation(Factor factor, std::pair<double, double> value_range,
+                                   std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomSaturationImpl>(factor, value_range, seed, std::move(name))) {}
 
 Normalization::Normalization(NormalizationOptions options)
     : Layer(std::make_shared<NormalizationImpl>(std::move(options))) {}

@@ -1,7 +1,8 @@
 // Keras 3's image preprocessing and augmentation layers (keras.layers.Resizing, CenterCrop,
 // RandomCrop, RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast,
-// RandomBrightness, RandomGrayscale) and Normalization, on NHWC images (rank 4, or a single rank-3 image) with
-// Keras 3.15's options and semantics. Built on tf::image (ops/image.h). See docs/keras.md.
+// RandomBrightness, RandomGrayscale, RandomSaturation) and Normalization, on NHWC images (rank
+// 4, or a single rank-3 image) with Keras 3.15's options and semantics. Built on tf::image
+// (ops/image.h). See docs/keras.md.
 //
 // The random layers act only when called with training = true and are the identity otherwise,
 // as Keras. They draw from tapeflow's random ops (uniform) with the layer's seed as the op seed,
@@ -131,6 +132,15 @@ class RandomGrayscale : public Layer {
  public:
   explicit RandomGrayscale(double factor = 0.5, std::optional<int64_t> seed = std::nullopt,
                            std::string name = "");
+};
+
+// Keras 3.15's RandomSaturation: per image, u drawn from the factor's range (f gives (-|f|,
+// |f|), in [-1, 1]) scales the HSV saturation by u / (1 - u + 1e-7), clipped to value_range
+// as Keras does (on the unscaled image); inputs need 3 channels.
+class RandomSaturation : public Layer {
+ public:
+  explicit RandomSaturation(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                            std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 struct NormalizationOptions {

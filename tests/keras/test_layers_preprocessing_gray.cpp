@@ -1,5 +1,6 @@
-// keras.layers.RandomGrayscale: Keras 3.15's values with factor 1, the identity with factor 0
-// and at inference, each image grey or unchanged by its own draw, traced against eager, errors.
+// keras.layers.RandomGrayscale and RandomSaturation: Keras 3.15's values (RandomGrayscale with
+// factor 1, RandomSaturation with an empty factor range, which fixes the draw), the identity at
+// inference, each image grey or unchanged by its own draw, traced against eager, errors.
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "jit/function.h"
 #include "keras/layers.h"
 #include "keras/layers_preprocessing.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/movement.h"
@@ -24,6 +26,10 @@ namespace {
 // clang-format off
 // keras.layers.RandomGrayscale(factor=1.0)(x, training=True) (Keras 3.15), x = (2, 2, 3, 3) ((i * 53) % 97) / 96 * 255
 const std::vector<double> kGray = {85.3639069, 85.3639069, 85.3639069, 98.7907181, 98.7907181, 98.7907181, 157.075485, 157.075485, 157.075485, 141.129486, 141.129486, 141.129486, 77.5428467, 77.5428467, 77.5428467, 135.827606, 135.827606, 135.827606, 149.254425, 149.254425, 149.254425, 56.2949677, 56.2949677, 56.2949677, 114.579735, 114.579735, 114.579735, 128.006546, 128.006546, 128.006546, 186.291336, 186.291336, 186.291336, 93.3318634, 93.3318634, 93.3318634};
+// keras.layers.RandomSaturation((0.3, 0.3))(x, training=True) (Keras 3.15), x as kGray's input
+const std::vector<double> kSaturation = {80.4464417, 140.78125, 90.6919785, 178.348221, 128.258942, 188.59375, 152.165192, 212.5, 162.410736, 236.40625, 186.316971, 136.227676, 157.098221, 107.008934, 167.34375, 130.915176, 191.25, 141.160721, 228.816971, 178.727692, 239.0625, 135.848221, 85.7589417, 146.09375, 109.665184, 170, 119.910736, 207.566986, 157.477692, 217.8125, 181.383942, 241.71875, 191.629486, 88.415184, 148.75, 98.6607208};
+// keras.layers.RandomSaturation((0.8, 0.8), value_range=(0, 1))(x / 255, training=True)
+const std::vector<double> kSaturationUnit = {0, 0.552083313, 0.0937500894, 0.613993764, 0, 0.739583313, 0, 0.833333313, 0.141509563, 0.927083313, 0.463541657, 0, 0.544811368, 0, 0.65625, 0, 0.75, 0.127358615, 0.778301954, 0, 0.9375, 0.475629002, 0, 0.572916687, 0, 0.666666687, 0.113207661, 0.709119558, 0, 0.854166687, 0, 0.947916687, 0.160967141, 0, 0.583333313, 0.0990566984};
 // clang-format on
 
 tf::Tensor gray_input(int64_t n = 2) {
@@ -90,4 +96,58 @@ TEST_CASE("RandomGrayscale traced equals eager and rejects bad arguments",
         layer(tf::zeros({1, 2, 2, 4}), true);
       },
       {"[RandomGrayscale]", "3 channels", "(1, 2, 2, 4)"});
+}
+
+TEST_CASE("RandomSaturation gives Keras values for a fixed factor",
+          "[cpu][cuda][keras][preprocessing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = gray_input();
+    const tf::Tensor y = layers::RandomSaturation(layers::Factor{0.3, 0.3}, {0, 255}, 1)(x, true);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kSaturation, 1e-5, 1e-3);
+    const tf::Tensor unit = x * tf::detail::from_doubles({1.0 / 255}, {}, tf::float32);
+    check_values(layers::RandomSaturation(layers::Factor{0.8, 0.8}, {0, 1})(unit, true),
+                 kSaturationUnit, 1e-5, 1e-5);
+    check_close(layers::RandomSaturation(0.5)(x, false), x, 0, 0);
+    // A single image (rank 3).
+    const tf::Tensor x3 = tf::reshape(tf::slice(x, {0, 0, 0, 0}, {1, -1, -1, -1}), {2, 3, 3});
+    check_values(layers::RandomSaturation(layers::Factor{0.3, 0.3})(x3, true),
+                 std::vector<double>(kSaturation.begin(), kSaturation.begin() + 18), 1e-5, 1e-3);
+    // A random factor: image b uses the layer's draw u_b, mapped onto (-0.6, 0.6).
+    const int64_t n = 4;
+    const tf::Tensor xb = gray_input(n);
+    tf::random::set_seed(13);
+    const auto u =
+        tf::detail::to_double_vector(tf::random::uniform({n, 1, 1, 1}, 0, 1, tf::float32, 6));
+    tf::random::set_seed(13);
+    const tf::Tensor yb = layers::RandomSaturation(0.6, {0, 255}, 6)(xb, true);
+    for (int64_t b = 0; b < n; ++b) {
+      const auto pick = [b](const tf::Tensor& t) {
+        return tf::slice(t, {b, 0, 0, 0}, {1, -1, -1, -1});
+      };
+      const double ub =
+          static_cast<double>(static_cast<float>(u[static_cast<size_t>(b)]) * 1.2f - 0.6f);
+      check_close(pick(yb), pick(layers::RandomSaturation(layers::Factor{ub, ub})(xb, true)), 1e-5,
+                  1e-3);
+    }
+    // Traced (None batch) equals eager for a fixed factor.
+    const layers::RandomSaturation layer(layers::Factor{0.6, 0.6}, {0, 255}, 4);
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None, 2, 3, 3})};
+    auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+    for (int64_t n : {1, 3}) {
+      const tf::Tensor xn = gray_input(n);
+      check_close(f(xn), layer(xn, true), 1e-6, 1e-4);
+    }
+    CHECK(f.tracing_count() == 1);
+    using tf::testing::require_error;
+    require_error([] { layers::RandomSaturation(1.5); }, {"[RandomSaturation]", "factor"});
+    require_error(
+        [&] {
+          layers::RandomSaturation(0.5)(tf::zeros({1, 2, 2, 1}), true);
+        },
+        {"[RandomSaturation]", "3 channels", "(1, 2, 2, 1)"});
+  }
 }
