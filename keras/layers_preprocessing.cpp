@@ -507,6 +507,58 @@ class RandomSaturationImpl final : public ImageLayerImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- RandomHue ----
+class RandomHueImpl final : public ImageLayerImpl {
+ public:
+  RandomHueImpl(const layers::Factor& f, std::pair<double, double> vr, std::optional<int64_t> seed,
+                std::string name)
+      : ImageLayerImpl("RandomHue", "random_hue", std::move(name)),
+        vr_(sorted_range("RandomHue", vr)),
+        seed_(seed) {
+    // Keras' factor bounds for RandomHue are [0, 1]: f gives (0, |f|).
+    if (f.single) {
+      TF_CHECK_ARG(f.lower >= 0.0 && f.lower <= 1.0, "RandomHue",
+                   "factor must be in [0, 1], got {}", f.lower);
+      range_ = {0.0, std::abs(f.lower)};
+    } else {
+      TF_CHECK_ARG(f.lower <= 1.0 && f.upper >= 0.0, "RandomHue",
+                   "factor bounds must overlap [0, 1], got ({}, {})", f.lower, f.upper);
+      range_ = {f.lower, f.upper};
+    }
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomHue",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // Keras 3.15: per image a sign (-1 where a first draw is > 0.5) times a factor from the
+    // range, halved, shifts the hue of the image scaled to [0, 1]; the result is clipped to
+    // [0, 1] and scaled back to value_range.
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor flip = draw(col, 0.0, 1.0, seed_);
+    const Tensor f = draw(col, range_.first, range_.second, seed_);
+    const Tensor delta = where(greater(flip, constant(Tensor(0.5f))), -f, f) * 0.5f;
+    const auto lo = static_cast<float>(vr_.first),
+               span = static_cast<float>(vr_.second - vr_.first);
+    const Tensor unit = (x4 - lo) / span;
+    const Tensor hsv = image::rgb_to_hsv(unit);
+    const auto ch = [&](int64_t c) { return slice(hsv, {0, 0, 0, c}, {-1, -1, -1, 1}); };
+    Tensor h = ch(0) + delta;
+    h = where(greater(h, constant(Tensor(1.0f))), h - 1.0f, h);
+    h = where(less(h, constant(Tensor(0.0f))), h + 1.0f, h);
+    const Tensor rgb = clip_by_value(image::hsv_to_rgb(concat({h, ch(1), ch(2)}, 3)),
+                                     constant(Tensor(0.0f)), constant(Tensor(1.0f)));
+    return like_input(rgb * span + lo, x);
+  }
+
+ private:
+  std::pair<double, double> vr_, range_;
+  std::optional<int64_t> seed_;
+};
+
 // ---- Normalization ----
 class NormalizationImpl final : public LayerImpl {
  public:
@@ -680,6 +732,10 @@ RandomGrayscale::RandomGrayscale(double factor, std::optional<int64_t> seed, std
 RandomSaturation::RandomSaturation(Factor factor, std::pair<double, double> value_range,
                                    std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomSaturationImpl>(factor, value_range, seed, std::move(name))) {}
+
+RandomHue::RandomHue(Factor factor, std::pair<double, double> value_range,
+                     std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomHueImpl>(factor, value_range, seed, std::move(name))) {}
 
 Normalization::Normalization(NormalizationOptions options)
     : Layer(std::make_shared<NormalizationImpl>(std::move(options))) {}

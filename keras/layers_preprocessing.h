@@ -1,8 +1,8 @@
 // Keras 3's image preprocessing and augmentation layers (keras.layers.Resizing, CenterCrop,
 // RandomCrop, RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast,
-// RandomBrightness, RandomGrayscale, RandomSaturation) and Normalization, on NHWC images (rank
-// 4, or a single rank-3 image) with Keras 3.15's options and semantics. Built on tf::image
-// (ops/image.h). See docs/keras.md.
+// RandomBrightness, RandomGrayscale, RandomSaturation, RandomHue) and Normalization, on NHWC
+// images (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics. Built on
+// tf::image (ops/image.h). See docs/keras.md.
 //
 // The random layers act only when called with training = true and are the identity otherwise,
 // as Keras. They draw from tapeflow's random ops (uniform) with the layer's seed as the op seed,
@@ -141,6 +141,15 @@ class RandomSaturation : public Layer {
  public:
   explicit RandomSaturation(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
                             std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Keras 3.15's RandomHue: per image, a factor from the range (f gives (0, f), in [0, 1]) with a
+// random sign, halved, shifts the HSV hue of the image scaled from value_range to [0, 1]; the
+// result is clipped to [0, 1] and scaled back. Inputs need 3 channels.
+class RandomHue : public Layer {
+ public:
+  explicit RandomHue(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                     std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 struct NormalizationOptions {
