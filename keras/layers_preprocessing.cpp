@@ -12,6 +12,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
+#include "ops/image_color.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -97,8 +98,13 @@ class ResizingImpl final : public ImageLayerImpl {
       : ImageLayerImpl("Resizing", "resizing", o.name), h_(h), w_(w), o_(std::move(o)) {
     TF_CHECK_ARG(h > 0 && w > 0, "Resizing", "height and width must be positive, got ({}, {})", h,
                  w);
-    TF_CHECK_ARG(o_.interpolation == "bilinear" || o_.interpolation == "nearest", "Resizing",
-                 "interpolation must be \"bilinear\" or \"nearest\", got \"{}\"", o_.interpolation);
+    const std::string& m = o_.interpolation;
+    TF_CHECK_ARG(m == "bilinear" || m == "nearest" || m == "bicubic" || m == "area" ||
+                     m == "lanczos3" || m == "lanczos5",
+                 "Resizing",
+                 "interpolation must be \"bilinear\", \"nearest\", \"bicubic\", \"area\", "
+                 "\"lanczos3\" or \"lanczos5\", got \"{}\"",
+                 m);
     TF_CHECK_ARG(o_.fill_mode == "constant", "Resizing",
                  "fill_mode must be \"constant\" (the only one Keras offers), got \"{}\"",
                  o_.fill_mode);
@@ -116,7 +122,7 @@ class ResizingImpl final : public ImageLayerImpl {
     Tensor y = x;
     if (o_.crop_to_aspect_ratio) y = crop_to_aspect(y, h_, w_, true);
     if (o_.pad_to_aspect_ratio) y = pad_to_aspect(y);
-    y = image::resize(y, {h_, w_}, o_.interpolation);
+    y = image::resize(y, {h_, w_}, o_.interpolation, o_.antialias);
     if (y.dtype() == x.dtype()) return y;
     if (is_floating(x.dtype())) return cast(y, x.dtype());
     // Keras' _saturate_cast: round, clip to the integer dtype's range, cast.
@@ -437,6 +443,122 @@ class RandomBrightnessImpl final : public ImageLayerImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- RandomGrayscale ----
+class RandomGrayscaleImpl final : public ImageLayerImpl {
+ public:
+  RandomGrayscaleImpl(double factor, std::optional<int64_t> seed, std::string name)
+      : ImageLayerImpl("RandomGrayscale", "random_grayscale", std::move(name)),
+        factor_(factor),
+        seed_(seed) {
+    TF_CHECK_ARG(factor >= 0.0 && factor <= 1.0, "RandomGrayscale",
+                 "factor must be between 0 and 1, got {}", factor);
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomGrayscale",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // One draw per image; the grey value is repeated in the three channels.
+    const Tensor u = draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), 0.0, 1.0, seed_);
+    const Tensor gray = image::rgb_to_grayscale(x4);
+    const Tensor apply = less(u, constant(Tensor(static_cast<float>(factor_))));
+    return like_input(where(apply, concat({gray, gray, gray}, 3), x4), x);
+  }
+
+ private:
+  double factor_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomSaturation ----
+class RandomSaturationImpl final : public ImageLayerImpl {
+ public:
+  RandomSaturationImpl(const layers::Factor& f, std::pair<double, double> vr,
+                       std::optional<int64_t> seed, std::string name)
+      : ImageLayerImpl("RandomSaturation", "random_saturation", std::move(name)),
+        vr_(sorted_range("RandomSaturation", vr)),
+        range_(symmetric_range("RandomSaturation", "factor", f, -1.0, false)),
+        seed_(seed) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomSaturation",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // Keras 3.15: a draw u per image becomes the multiplier u / (1 - u + epsilon) of the HSV
+    // saturation, which is then clipped to value_range (not to [0, 1]) on the unscaled image.
+    const Tensor u =
+        draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), range_.first, range_.second, seed_);
+    const Tensor m = u / (1.0f - u + 1e-7f);
+    const Tensor hsv = image::rgb_to_hsv(x4);
+    const auto ch = [&](int64_t c) { return slice(hsv, {0, 0, 0, c}, {-1, -1, -1, 1}); };
+    const Tensor sat = clip_by_value(ch(1) * m, constant(Tensor(static_cast<float>(vr_.first))),
+                                     constant(Tensor(static_cast<float>(vr_.second))));
+    return like_input(image::hsv_to_rgb(concat({ch(0), sat, ch(2)}, 3)), x);
+  }
+
+ private:
+  std::pair<double, double> vr_, range_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomHue ----
+class RandomHueImpl final : public ImageLayerImpl {
+ public:
+  RandomHueImpl(const layers::Factor& f, std::pair<double, double> vr, std::optional<int64_t> seed,
+                std::string name)
+      : ImageLayerImpl("RandomHue", "random_hue", std::move(name)),
+        vr_(sorted_range("RandomHue", vr)),
+        seed_(seed) {
+    // Keras' factor bounds for RandomHue are [0, 1]: f gives (0, |f|).
+    if (f.single) {
+      TF_CHECK_ARG(f.lower >= 0.0 && f.lower <= 1.0, "RandomHue",
+                   "factor must be in [0, 1], got {}", f.lower);
+      range_ = {0.0, std::abs(f.lower)};
+    } else {
+      TF_CHECK_ARG(f.lower <= 1.0 && f.upper >= 0.0, "RandomHue",
+                   "factor bounds must overlap [0, 1], got ({}, {})", f.lower, f.upper);
+      range_ = {f.lower, f.upper};
+    }
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (!training) return x;
+    TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomHue",
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x.shape().to_string());
+    const Tensor x4 = as_batch(x);
+    // Keras 3.15: per image a sign (-1 where a first draw is > 0.5) times a factor from the
+    // range, halved, shifts the hue of the image scaled to [0, 1]; the result is clipped to
+    // [0, 1] and scaled back to value_range.
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor flip = draw(col, 0.0, 1.0, seed_);
+    const Tensor f = draw(col, range_.first, range_.second, seed_);
+    const Tensor delta = where(greater(flip, constant(Tensor(0.5f))), -f, f) * 0.5f;
+    const auto lo = static_cast<float>(vr_.first),
+               span = static_cast<float>(vr_.second - vr_.first);
+    const Tensor unit = (x4 - lo) / span;
+    const Tensor hsv = image::rgb_to_hsv(unit);
+    const auto ch = [&](int64_t c) { return slice(hsv, {0, 0, 0, c}, {-1, -1, -1, 1}); };
+    Tensor h = ch(0) + delta;
+    h = where(greater(h, constant(Tensor(1.0f))), h - 1.0f, h);
+    h = where(less(h, constant(Tensor(0.0f))), h + 1.0f, h);
+    const Tensor rgb = clip_by_value(image::hsv_to_rgb(concat({h, ch(1), ch(2)}, 3)),
+                                     constant(Tensor(0.0f)), constant(Tensor(1.0f)));
+    return like_input(rgb * span + lo, x);
+  }
+
+ private:
+  std::pair<double, double> vr_, range_;
+  std::optional<int64_t> seed_;
+};
+
 // ---- Normalization ----
 class NormalizationImpl final : public LayerImpl {
  public:
@@ -603,6 +725,17 @@ RandomContrast::RandomContrast(Factor factor, std::pair<double, double> value_ra
 RandomBrightness::RandomBrightness(Factor factor, std::pair<double, double> value_range,
                                    std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomBrightnessImpl>(factor, value_range, seed, std::move(name))) {}
+
+RandomGrayscale::RandomGrayscale(double factor, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomGrayscaleImpl>(factor, seed, std::move(name))) {}
+
+RandomSaturation::RandomSaturation(Factor factor, std::pair<double, double> value_range,
+                                   std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomSaturationImpl>(factor, value_range, seed, std::move(name))) {}
+
+RandomHue::RandomHue(Factor factor, std::pair<double, double> value_range,
+                     std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomHueImpl>(factor, value_range, seed, std::move(name))) {}
 
 Normalization::Normalization(NormalizationOptions options)
     : Layer(std::make_shared<NormalizationImpl>(std::move(options))) {}

@@ -1,7 +1,8 @@
 // Keras 3's image preprocessing and augmentation layers (keras.layers.Resizing, CenterCrop,
 // RandomCrop, RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast,
-// RandomBrightness) and Normalization, on NHWC images (rank 4, or a single rank-3 image) with
-// Keras 3.15's options and semantics. Built on tf::image (ops/image.h). See docs/keras.md.
+// RandomBrightness, RandomGrayscale, RandomSaturation, RandomHue) and Normalization, on NHWC
+// images (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics. Built on
+// tf::image (ops/image.h). See docs/keras.md.
 //
 // The random layers act only when called with training = true and are the identity otherwise,
 // as Keras. They draw from tapeflow's random ops (uniform) with the layer's seed as the op seed,
@@ -32,15 +33,17 @@ struct Factor {
 };
 
 struct ResizingOptions {
-  std::string interpolation = "bilinear";  // or "nearest"
+  // "bilinear", "nearest", "bicubic", "area", "lanczos3" or "lanczos5" (tf::image::resize's)
+  std::string interpolation = "bilinear";
   bool crop_to_aspect_ratio = false;       // centre crop to the target's aspect ratio first
   bool pad_to_aspect_ratio = false;        // or pad evenly with fill_value to it
   std::string fill_mode = "constant";      // the only one Keras offers
   double fill_value = 0.0;
+  bool antialias = false;  // tf::image::resize's antialias (downscaling)
   std::string name = "";
 };
 
-// Resizes to (height, width) with tf::image::resize (antialias off, as Keras' default).
+// Resizes to (height, width) with tf::image::resize (antialias off by default, as Keras).
 //   Resizing(180, 180)  Resizing(64, 64, {.crop_to_aspect_ratio = true})
 class Resizing : public Layer {
  public:
@@ -74,7 +77,8 @@ class RandomFlip : public Layer {
 // Options of the layers built on tf::image::transform.
 struct RandomTransformOptions {
   std::string fill_mode = "reflect";       // "reflect", "wrap", "constant" or "nearest"
-  std::string interpolation = "bilinear";  // or "nearest"
+  // "bilinear", "nearest", "bicubic", "area", "lanczos3" or "lanczos5" (tf::image::resize's)
+  std::string interpolation = "bilinear";
   std::optional<int64_t> seed = std::nullopt;
   double fill_value = 0.0;  // for fill_mode "constant"
   std::string name = "";
@@ -119,6 +123,33 @@ class RandomBrightness : public Layer {
  public:
   explicit RandomBrightness(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
                             std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Keras 3.15's RandomGrayscale: each image (one draw per image) becomes its grey value
+// (tf::image::rgb_to_grayscale's weights) in all three channels with probability factor (in
+// [0, 1]); inputs need 3 channels.
+class RandomGrayscale : public Layer {
+ public:
+  explicit RandomGrayscale(double factor = 0.5, std::optional<int64_t> seed = std::nullopt,
+                           std::string name = "");
+};
+
+// Keras 3.15's RandomSaturation: per image, u drawn from the factor's range (f gives (-|f|,
+// |f|), in [-1, 1]) scales the HSV saturation by u / (1 - u + 1e-7), clipped to value_range
+// as Keras does (on the unscaled image); inputs need 3 channels.
+class RandomSaturation : public Layer {
+ public:
+  explicit RandomSaturation(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                            std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Keras 3.15's RandomHue: per image, a factor from the range (f gives (0, f), in [0, 1]) with a
+// random sign, halved, shifts the HSV hue of the image scaled from value_range to [0, 1]; the
+// result is clipped to [0, 1] and scaled back. Inputs need 3 channels.
+class RandomHue : public Layer {
+ public:
+  explicit RandomHue(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                     std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 struct NormalizationOptions {

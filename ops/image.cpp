@@ -12,6 +12,7 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/image_kernels.h"
+#include "ops/image_more.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -102,7 +103,8 @@ std::vector<int64_t> window(const Tensor& images, int64_t h, int64_t w) {
 
 }  // namespace
 
-Tensor resize(const Tensor& images, const std::vector<int64_t>& size, const std::string& method) {
+Tensor resize(const Tensor& images, const std::vector<int64_t>& size, const std::string& method,
+              bool antialias) {
   const int h = height_axis("resize", images);
   TF_CHECK_ARG(size.size() == 2, "resize",
                "size must have 2 elements (new_height, new_width), got {}", size.size());
@@ -118,9 +120,9 @@ Tensor resize(const Tensor& images, const std::vector<int64_t>& size, const std:
     TF_CHECK_ARG(d != bool_, "resize", "images must be numeric, got {}", dtype_name(d));
     return resize_nearest_axis(resize_nearest_axis(images, h, size[0]), h + 1, size[1]);
   }
-  TF_CHECK_ARG(method == "bilinear", "resize",
-               "method must be \"bilinear\" or \"nearest\", got \"{}\"", method);
   TF_CHECK_ARG(d != bool_, "resize", "images must be numeric, got {}", dtype_name(d));
+  if (method != "bilinear" || antialias)
+    return image_detail::resize_resampled(images, h, size, method, antialias);
   // TF's ResizeBilinear computes and returns float32; float64 stays float64 here so that its
   // gradients can be checked in float64.
   const Tensor x = d == float64 || d == float32 ? images : cast(images, float32);

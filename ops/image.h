@@ -16,12 +16,17 @@
 
 namespace tapeflow::image {
 
-// TF's tf.image.resize(images, size, method) with antialias=False: "bilinear" (half-pixel
-// centres, as TF2) or "nearest" (half-pixel centres, rounding down, as TF2's
-// ResizeNearestNeighbor). size = {new_height, new_width}, both positive. Bilinear returns
-// float32 (float64 stays float64, where TF gives float32); nearest keeps the dtype.
+// TF's tf.image.resize(images, size, method, antialias): "bilinear" (half-pixel centres, as
+// TF2), "nearest" (half-pixel centres, rounding down, as TF2's ResizeNearestNeighbor),
+// "bicubic" (TF's ResizeBicubic: Keys' cubic, a = -0.5), "area" (TF's ResizeArea), "lanczos3",
+// "lanczos5", "gaussian" and "mitchellcubic" (TF's ScaleAndTranslate kernels). antialias widens
+// the kernel of bilinear, bicubic, lanczos, gaussian and mitchellcubic when downscaling (TF's
+// ScaleAndTranslate with antialias); nearest and area ignore it. size = {new_height, new_width},
+// both positive. Every method but nearest returns float32 (float64 stays float64, where TF gives
+// float32); nearest keeps the dtype. The methods besides bilinear and nearest are in
+// ops/image_more.cpp.
 Tensor resize(const Tensor& images, const std::vector<int64_t>& size,
-              const std::string& method = "bilinear");
+              const std::string& method = "bilinear", bool antialias = false);
 
 // Mirror images along the width (left_right) or the height (up_down) axis.
 Tensor flip_left_right(const Tensor& images);

@@ -1,0 +1,54 @@
+// More of TF's tf.image: the resampling resize methods (bicubic, area, lanczos, gaussian,
+// mitchellcubic, antialiasing) and the resize-to-fit helpers. Resampling is separable: each axis
+// is a (new_size, size) weight matrix built on the host with TF's kernel arithmetic (float32, as
+// TF's ResizeBicubic, ResizeArea and ScaleAndTranslate kernels) and applied with matmul, so every
+// method runs on every device and its gradient is the exact adjoint (matmul's). See docs/ops.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/image.h"
+
+namespace tapeflow::image {
+
+// TF's tf.image.resize_with_pad: resizes images (keeping the aspect ratio) to fit inside
+// target_height x target_width with `method` and `antialias` (as resize), then pads the rest with
+// zeros around the centre. Returns resize's dtype.
+Tensor resize_with_pad(const Tensor& images, int64_t target_height, int64_t target_width,
+                       const std::string& method = "bilinear", bool antialias = false);
+
+// TF's tf.image.resize_with_crop_or_pad: crops the centre of or pads (with zeros) each image to
+// target_height x target_width; keeps the dtype.
+Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int64_t target_width);
+
+// TF's tf.image.extract_patches on (batch, height, width, channels): the sizes[0] x sizes[1]
+// windows (taps rates apart) every strides pixels, each flattened in (row, column, channel) order
+// into the last axis: (batch, out_height, out_width, sizes[0] * sizes[1] * channels). padding
+// "VALID" keeps the windows inside the image; "SAME" pads with zeros so that out = ceil(in /
+// stride). sizes, strides and rates are {height, width} (TF's [1, h, w, 1]), all positive.
+Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,
+                       const std::vector<int64_t>& strides, const std::vector<int64_t>& rates,
+                       const std::string& padding);
+
+}  // namespace tapeflow::image
+
+namespace tapeflow::image_detail {
+
+// resize for every method and antialias setting except antialias-free "bilinear" and "nearest"
+// (ops/image.cpp has those); h is the height axis; the arguments are already checked.
+Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>& size,
+                        const std::string& method, bool antialias);
+
+// x with the (out, x.shape()[axis]) row-major weights applied along axis (the height, rank - 3,
+// or the width, rank - 2) by a broadcast matmul; weights are converted to x's dtype.
+Tensor apply_axis_weights(const Tensor& x, int axis, const std::vector<double>& weights,
+                          int64_t out);
+
+// The (out_size, in_size) row-major weight matrix of one axis for `method` (as resize), in the
+// float32 arithmetic of TF's kernels. Exposed for the tests.
+std::vector<double> resize_weights(const std::string& method, bool antialias, int64_t in_size,
+                                   int64_t out_size);
+
+}  // namespace tapeflow::image_detail
