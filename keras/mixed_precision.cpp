@@ -87,6 +87,10 @@ void apply_loss_scaled(optimizers::Optimizer inner, LossScaleState& state,
   Tensor finite = constant(Tensor(true), bool_);
   for (const Tensor& g : grads)
     if (g.defined()) finite = logical_and(finite, reduce_all(math::is_finite(g)));
+  // Read before any all-reduce: a replica that writes a shared (not mirrored) scale or counter
+  // does so only after every replica has joined the all-reduces, hence after every read.
+  const Tensor scale = state.dynamic_scale.read_value();
+  const Tensor counter = state.step_counter.read_value();
   auto* ctx = distribute::get_replica_context();
   const bool replicated = ctx != nullptr && ctx->num_replicas_in_sync() > 1;
   if (replicated) {
@@ -96,8 +100,6 @@ void apply_loss_scaled(optimizers::Optimizer inner, LossScaleState& state,
         ctx->all_reduce(distribute::ReduceOp::SUM, cast(logical_not(finite), float32));
     finite = equal(bad, constant(Tensor(0.0f), float32));
   }
-  const Tensor scale = state.dynamic_scale.read_value();
-
   // Keras divides each gradient by the scale. Non-finite elements become zeros so that the
   // update the inner optimizer computes stays finite; it is undone below when `finite` is false.
   std::vector<Tensor> unscaled(grads.size());
@@ -132,7 +134,6 @@ void apply_loss_scaled(optimizers::Optimizer inner, LossScaleState& state,
 
   // Finite: count the step, doubling the scale after growth_steps of them in a row (Keras'
   // upscale when step_counter == growth_steps - 1). Not finite: halve it and reset the count.
-  const Tensor counter = state.step_counter.read_value();
   const Tensor grow =
       logical_and(finite, equal(counter, constant(Tensor(state.growth_steps - 1), int64)));
   const Tensor two = constant(Tensor(2.0f), float32), half = constant(Tensor(0.5f), float32);

@@ -11,6 +11,8 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "distribute/replica_context.h"
+#include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/callbacks.h"
 #include "keras/checkpoint.h"
@@ -32,6 +34,7 @@ namespace K = tapeflow::keras;
 namespace L = tapeflow::keras::layers;
 namespace mp = tapeflow::keras::mixed_precision;
 namespace opt = tapeflow::keras::optimizers;
+namespace ds = tapeflow::distribute;
 using tf::testing::check_close;
 using tf::testing::check_values;
 
@@ -429,4 +432,40 @@ TEST_CASE("mixed precision: compile wraps the optimizer and fit matches Keras",
     model.compile(lso, "mse");
     CHECK(model.optimizer().loss_scale_state() == lso.loss_scale_state());
   }
+}
+
+TEST_CASE("mixed precision: LossScaleOptimizer under MirroredStrategy",
+          "[keras][mixed_precision][cpu][multi_device]") {
+  if (!tf::testing::split_cpu_in_two()) return;
+  ds::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
+  tf::Variable w;
+  opt::Optimizer mirrored;
+  {
+    auto scope = strategy.scope();
+    w = tf::Variable(tf::constant({1.0f, 2.0f}), "w");
+    mirrored =
+        mp::LossScaleOptimizer(opt::SGD(0.5), {.initial_scale = 4, .dynamic_growth_steps = 2});
+  }
+  const mp::LossScaleOptimizer lso = mp::LossScaleOptimizer::from(mirrored);
+  REQUIRE(lso.dynamic_scale().is_mirrored());
+  // Replica r's scaled gradient is row * (r + 1); in step 2 only replica 1 has an inf, so both
+  // replicas must skip.
+  const std::vector<std::vector<float>> rows = {{4.0f, -4.0f}, {2.0f, 2.0f}, {1.0f, 3.0f}};
+  for (size_t s = 0; s < rows.size(); ++s)
+    strategy.run([&] {
+      const int r = ds::get_replica_context()->replica_id_in_sync_group();
+      std::vector<float> g = rows[s];
+      for (float& e : g) e *= static_cast<float>(r + 1);
+      if (s == 1 && r == 1) g[0] = INFINITY;
+      mirrored.apply_gradients({tf::convert_to_tensor(g, {2})}, {w});
+      return 0;
+    });
+  // Summed gradients: 3 * row; step 1 with scale 4, step 2 skipped (scale 2), step 3 with 2.
+  // w = [1, 2] - 0.5 * 3 * [4, -4] / 4 - 0.5 * 3 * [1, 3] / 2 = [-1.25, 1.25].
+  for (const tf::Variable& copy : strategy.experimental_local_results(w))
+    check_values(copy.value(), {-1.25, 1.25}, 1e-6, 1e-6);
+  for (const tf::Variable& copy : strategy.experimental_local_results(lso.dynamic_scale()))
+    check_values(copy.value(), {2.0}, 0, 0);
+  for (const tf::Variable& copy : strategy.experimental_local_results(lso.iterations()))
+    CHECK(copy.value().item<int64_t>() == 2);
 }
