@@ -469,3 +469,40 @@ TEST_CASE("mixed precision: LossScaleOptimizer under MirroredStrategy",
   for (const tf::Variable& copy : strategy.experimental_local_results(lso.iterations()))
     CHECK(copy.value().item<int64_t>() == 2);
 }
+
+TEST_CASE("mixed precision: autocast scopes cast floating variable reads",
+          "[keras][mixed_precision]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    tf::Variable w(tf::constant({1.5f, -2.0f}), "w");
+    tf::Variable n(tf::constant({int64_t{3}}), "n", false);
+    tf::Tensor g;
+    {
+      tf::GradientTape tape;
+      tf::detail::AutocastScope cast16(tf::float16);
+      CHECK(w.value().dtype() == tf::float16);
+      CHECK(w.read_value().dtype() == tf::float32);
+      CHECK(n.value().dtype() == tf::int64);  // only floating variables are cast
+      {
+        // A layer that does not autocast clears the outer scope (Keras' AutocastScope(None)).
+        tf::detail::AutocastScope none(std::nullopt);
+        CHECK(w.value().dtype() == tf::float32);
+      }
+      const tf::Tensor loss = tf::reduce_sum(tf::cast(tf::square(w.value()), tf::float32));
+      g = tape.gradient(loss, std::vector<tf::Variable>{w})[0];
+    }
+    CHECK(w.value().dtype() == tf::float32);
+    REQUIRE(g.defined());
+    CHECK(g.dtype() == tf::float32);
+    check_values(g, {3.0, -4.0}, 0, 0);
+    // Traced: the cast is part of the graph and the variable's new values are read at replay.
+    auto f = tf::function([&] {
+      tf::detail::AutocastScope cast16(tf::float16);
+      return w.value();
+    });
+    CHECK(f().dtype() == tf::float16);
+    w.assign(tf::constant({0.25f, 4.0f}));
+    check_values(f(), {0.25, 4.0}, 0, 0);
+  }
+}
