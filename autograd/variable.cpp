@@ -13,6 +13,7 @@
 #include "ops/copy.h"
 #include "ops/dispatch.h"
 #include "ops/helpers.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -40,11 +41,21 @@ thread_local int t_replica_component = -1;
 thread_local bool t_writes_in_place = false;
 thread_local const ReplicaVariableCreator* t_replica_creator = nullptr;
 thread_local VariableReadWatcher* t_read_watcher = nullptr;
+thread_local std::optional<DType> t_autocast;
 }  // namespace
 VariableReadWatcher::VariableReadWatcher() : outer_(std::exchange(t_read_watcher, this)) {}
 VariableReadWatcher::~VariableReadWatcher() {
   t_read_watcher = outer_;
 }
+AutocastScope::AutocastScope(std::optional<DType> dtype)
+    : saved_(std::exchange(t_autocast, dtype)) {}
+AutocastScope::~AutocastScope() {
+  t_autocast = saved_;
+}
+std::optional<DType> autocast_dtype() {
+  return t_autocast;
+}
+
 void VariableReadWatcher::note(const Variable& v) {
   for (VariableReadWatcher* w = this; w != nullptr; w = w->outer_) {
     const bool seen = std::any_of(w->read_.begin(), w->read_.end(), [&](const Variable& r) {
@@ -213,6 +224,14 @@ std::vector<Variable> Variable::components() const {
 }
 
 Tensor Variable::value() const {
+  Tensor v = read_value();
+  // Keras' autocasting inside a mixed-precision layer's call (detail::AutocastScope).
+  if (detail::t_autocast && is_floating(v.dtype()) && v.dtype() != *detail::t_autocast)
+    return cast(v, *detail::t_autocast);
+  return v;
+}
+
+Tensor Variable::read_value() const {
   const auto& target = resolved(state_);
   auto& s = *target;
   if (detail::t_read_watcher != nullptr && s.trainable) detail::t_read_watcher->note(*this);

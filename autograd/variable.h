@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,11 @@ class Variable {
   // A snapshot of the current value (later assignments do not change it). While a
   // GradientTape records, each read is a fresh tensor that the tape may watch. Inside a traced
   // tf::function, reads and assignments become graph nodes that run at every replay.
+  // Inside a detail::AutocastScope a floating variable's read comes cast to the scope's dtype.
   Tensor value() const;
   operator Tensor() const { return value(); }
+  // value() in the variable's own dtype, whatever AutocastScope is open.
+  Tensor read_value() const;
 
   // Assignments return *this, as TF's return the updated variable.
   Variable& assign(const Tensor& value);
@@ -162,6 +166,24 @@ class ReplicaComponentScope {
   int saved_;
 };
 int replica_component();
+
+// Keras' AutocastScope (keras/mixed_precision.h): while one with a dtype lives on this thread,
+// Variable::value() returns reads of floating variables of another dtype cast to it (the cast is
+// an op after the read, so a tape sends the gradient back to the variable in its own dtype). A
+// scope without a dtype turns autocasting off inside an outer one. Keras layers open one around
+// their call under a mixed dtype policy.
+class AutocastScope {
+ public:
+  explicit AutocastScope(std::optional<DType> dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  std::optional<DType> saved_;
+};
+// The dtype of the innermost AutocastScope on this thread (none: no autocasting).
+std::optional<DType> autocast_dtype();
 
 // The variable state that a traced read (read_variable) or assignment (assign_variable) graph
 // node acts on; null for every other primitive.

@@ -160,8 +160,28 @@ LayerImpl::LayerImpl(std::string class_name, const std::string& generic_name, st
       name_(name.empty() ? (generic_name.empty() ? std::string() : unique_name(generic_name))
                          : name),
       auto_named_(name.empty()),
-      dtype_(backend::floatx()),
-      mirror_spec_(::tapeflow::detail::mirror_spec()) {}
+      mirror_spec_(::tapeflow::detail::mirror_spec()) {
+  // Keras 3: a layer keeps the global policy of its construction.
+  const mixed_precision::Policy policy = mixed_precision::global_policy();
+  dtype_ = policy.variable_dtype();
+  compute_dtype_ = policy.compute_dtype();
+  policy_name_ = policy.name();
+}
+
+void LayerImpl::set_dtype_policy(const mixed_precision::Policy& policy) {
+  bool has_weights = false;
+  {
+    std::lock_guard lock(weights_mu_);
+    has_weights = !weights_.empty();
+  }
+  TF_CHECK_T(FailedPreconditionError, !built() && !has_weights, name().c_str(),
+             "layer \"{}\" ({}) already has weights in {}: set its dtype policy (to \"{}\") "
+             "before it is built",
+             name(), class_name(), dtype_name(dtype_), policy.name());
+  dtype_ = policy.variable_dtype();
+  compute_dtype_ = policy.compute_dtype();
+  policy_name_ = policy.name();
+}
 
 Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   TF_CHECK_ARG(x.defined(), name().c_str(),
@@ -243,12 +263,32 @@ void LayerImpl::set_output_mask(const Tensor& mask) {
 }
 
 Tensor LayerImpl::run(const Tensor& x, bool training) {
+  // Keras' convert_input: floating inputs to the compute dtype (to the variable dtype for a
+  // layer that does not autocast, which computes in it).
+  const DType in_dtype = autocast() ? compute_dtype_ : dtype_;
   Tensor in = x;
-  if (in.dtype() != dtype_ && (is_floating(in.dtype()) || casts_all_inputs()))
-    in = cast(in, dtype_);
+  if (in.dtype() != in_dtype && (is_floating(in.dtype()) || casts_all_inputs()))
+    in = cast(in, in_dtype);
   ensure_built(in.shape());
   check_input(in.shape());
-  return call(in, training);
+  // Keras' autocast scope around the call: variable reads come as the compute dtype in a mixed
+  // layer; a layer that does not autocast (or does not compute in a floating dtype) clears an
+  // outer layer's scope, and a layer of another compute dtype replaces it.
+  std::optional<::tapeflow::detail::AutocastScope> scope;
+  const auto outer = ::tapeflow::detail::autocast_dtype();
+  if (outer) {
+    if (!autocast() || !is_floating(compute_dtype_))
+      scope.emplace(std::nullopt);
+    else if (*outer != compute_dtype_)
+      scope.emplace(compute_dtype_);
+  } else if (compute_dtype_ != dtype_ && autocast()) {
+    scope.emplace(compute_dtype_);
+  }
+  Tensor y = call(in, training);
+  if (!autocast() && compute_dtype_ != dtype_ && y.defined() && is_floating(y.dtype()) &&
+      y.dtype() != compute_dtype_)
+    y = cast(y, compute_dtype_);
+  return y;
 }
 
 void LayerImpl::ensure_built(const TensorShape& input_shape) {
@@ -740,6 +780,15 @@ std::string Layer::name() const { return impl().name(); }
 std::string Layer::class_name() const { return impl().class_name(); }
 bool Layer::built() const { return impl().built(); }
 DType Layer::dtype() const { return impl().dtype(); }
+DType Layer::compute_dtype() const {
+  return impl().compute_dtype();
+}
+mixed_precision::Policy Layer::dtype_policy() const {
+  return mixed_precision::Policy(impl().policy_name());
+}
+void Layer::set_dtype_policy(const mixed_precision::Policy& policy) const {
+  impl().set_dtype_policy(policy);
+}
 void Layer::build(const TensorShape& input_shape) const { impl().ensure_built(input_shape); }
 TensorShape Layer::input_shape() const { return impl().built_input_shape(); }
 TensorShape Layer::output_shape() const { return impl().built_output_shape(); }

@@ -32,6 +32,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "keras/initializers.h"
+#include "keras/mixed_precision.h"
 #include "keras/regularizers.h"
 #include "keras/trackable.h"
 
@@ -88,8 +89,18 @@ class Layer : public Trackable {
   // The Keras class name: "Dense", "Conv2D", "Sequential", or a subclassed model's C++ class.
   std::string class_name() const;
   bool built() const;
-  // The dtype of the layer's weights (backend::floatx() when it was constructed).
+  // The dtype of the layer's weights (Keras' layer.dtype): its policy's variable dtype
+  // (backend::floatx() when no policy was set).
   DType dtype() const;
+  // Mixed precision (keras/mixed_precision.h): the dtype policy the layer was constructed under
+  // (the global policy then) or was given, and its dtypes. Keras' layer.dtype_policy,
+  // layer.compute_dtype (inputs, outputs and weight reads in call) and layer.variable_dtype.
+  mixed_precision::Policy dtype_policy() const;
+  DType compute_dtype() const;
+  DType variable_dtype() const { return dtype(); }
+  // Keras' layer.dtype_policy = policy (or a layer's dtype= argument): before the build only,
+  // since the weights are made in the variable dtype (FailedPreconditionError after it).
+  void set_dtype_policy(const mixed_precision::Policy& policy) const;
   // Creates the weights for inputs of `input_shape` (tf::None for unknown dimensions, the batch
   // dimension included) without calling the layer, as Keras' layer.build(input_shape).
   void build(const TensorShape& input_shape) const;
@@ -356,9 +367,12 @@ class ReLU : public Layer {
                 double threshold = 0.0, std::string name = "");
 };
 
+// `dtype`: Keras' dtype argument, a policy (Softmax(-1, "", "float32"): a float32 output layer
+// in a mixed-precision model).
 class Softmax : public Layer {
  public:
-  explicit Softmax(int axis = -1, std::string name = "");
+  explicit Softmax(int axis = -1, std::string name = "",
+                   std::optional<mixed_precision::Policy> dtype = std::nullopt);
 };
 
 }  // namespace layers
@@ -389,6 +403,10 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::string name() const { return name_; }
   virtual std::string class_name() const { return class_name_; }
   DType dtype() const { return dtype_; }
+  DType compute_dtype() const { return compute_dtype_; }
+  const std::string& policy_name() const { return policy_name_; }
+  // See Layer::set_dtype_policy.
+  void set_dtype_policy(const mixed_precision::Policy& policy);
 
   // Keras' __call__ (see Layer::operator()).
   Tensor invoke(const Tensor& x, bool training);
@@ -489,6 +507,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // Whether inputs are cast to the layer's dtype (floating inputs always are; other dtypes only
   // when this is true).
   virtual bool casts_all_inputs() const { return true; }
+  // Keras' layer.autocast. A layer that returns false (BatchNormalization, LayerNormalization,
+  // Embedding, as Keras) computes in its variable dtype under a mixed policy: its inputs are cast
+  // to the variable dtype instead of the compute dtype, its weights are read uncast, and its
+  // output is cast to the compute dtype (Keras keeps normalization statistics in float32).
+  virtual bool autocast() const { return true; }
   // Registers with the calling layer, builds, checks and calls; models override it.
   virtual Tensor run(const Tensor& x, bool training);
   // The mask this call of the layer was given (Layer::call_with_mask, a Sequential or functional
@@ -530,7 +553,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::string class_name_;
   std::string name_;
   bool auto_named_ = false;
-  DType dtype_;
+  DType dtype_;          // the variable dtype
+  DType compute_dtype_;  // the compute dtype (the same unless the policy is mixed)
+  std::string policy_name_;
   ::tapeflow::detail::MirrorSpec mirror_spec_;      // captured at construction
   std::optional<TensorShape> declared_input_shape_;  // with batch dimension None
 

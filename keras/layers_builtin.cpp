@@ -464,6 +464,8 @@ class SoftmaxImpl final : public LayerImpl {
 // ---- BatchNormalization ----
 class BatchNormImpl final : public LayerImpl {
  public:
+  // Keras: computes in the variable dtype under a mixed policy (float32 statistics).
+  bool autocast() const override { return false; }
   explicit BatchNormImpl(BatchNormalizationOptions o)
       : LayerImpl("BatchNormalization", "batch_normalization", o.name), o_(std::move(o)) {
     TF_CHECK_ARG(o_.momentum >= 0.0 && o_.momentum <= 1.0, "BatchNormalization",
@@ -689,8 +691,10 @@ ReLU::ReLU(std::optional<double> max_value, double negative_slope, double thresh
            std::string name)
     : Layer(std::make_shared<ReLUImpl>(max_value, negative_slope, threshold, std::move(name))) {}
 
-Softmax::Softmax(int axis, std::string name)
-    : Layer(std::make_shared<SoftmaxImpl>(axis, std::move(name))) {}
+Softmax::Softmax(int axis, std::string name, std::optional<mixed_precision::Policy> dtype)
+    : Layer(std::make_shared<SoftmaxImpl>(axis, std::move(name))) {
+  if (dtype) set_dtype_policy(*dtype);
+}
 
 }  // namespace layers
 }  // namespace tapeflow::keras

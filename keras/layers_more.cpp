@@ -73,6 +73,8 @@ std::string target_str(const std::vector<int64_t>& t) {
 // ---- Embedding ----
 class EmbeddingImpl final : public LayerImpl {
  public:
+  // Keras: looks up in the variable dtype under a mixed policy, then casts the output.
+  bool autocast() const override { return false; }
   EmbeddingImpl(int64_t input_dim, int64_t output_dim, const layers::EmbeddingOptions& o)
       : LayerImpl("Embedding", "embedding", o.name),
         input_dim_(input_dim),
@@ -140,6 +142,8 @@ class EmbeddingImpl final : public LayerImpl {
 // ---- LayerNormalization ----
 class LayerNormImpl final : public LayerImpl {
  public:
+  // Keras: computes in the variable dtype under a mixed policy (float32 statistics).
+  bool autocast() const override { return false; }
   bool supports_masking() const override { return true; }  // Keras: passes masks on
   explicit LayerNormImpl(layers::LayerNormalizationOptions o)
       : LayerImpl("LayerNormalization", "layer_normalization", o.name), o_(std::move(o)) {
@@ -624,8 +628,11 @@ const std::vector<int64_t>& Reshape::target_shape() const {
   return impl_as<ReshapeImpl>(*this, "Reshape").target_shape();
 }
 
-Activation::Activation(const std::string& activation, std::string name)
-    : Layer(std::make_shared<ActivationImpl>(activation, std::move(name))) {}
+Activation::Activation(const std::string& activation, std::string name,
+                       std::optional<mixed_precision::Policy> dtype)
+    : Layer(std::make_shared<ActivationImpl>(activation, std::move(name))) {
+  if (dtype) set_dtype_policy(*dtype);
+}
 
 Rescaling::Rescaling(double scale, double offset, std::string name)
     : Layer(std::make_shared<RescalingImpl>(scale, offset, std::move(name))) {}

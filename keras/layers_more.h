@@ -141,10 +141,13 @@ class Reshape : public Layer {
   const std::vector<int64_t>& target_shape() const;
 };
 
-// Applies an activation by its Keras name (activations::get): Activation("relu").
+// Applies an activation by its Keras name (activations::get): Activation("relu"). `dtype` is
+// Keras' dtype argument, a policy: Activation("softmax", "", "float32") is the mixed-precision
+// guide's float32 output layer.
 class Activation : public Layer {
  public:
-  explicit Activation(const std::string& activation, std::string name = "");
+  explicit Activation(const std::string& activation, std::string name = "",
+                      std::optional<mixed_precision::Policy> dtype = std::nullopt);
 };
 
 // y = x * scale + offset, in the layer's dtype (uint8 images go straight in):

@@ -220,7 +220,10 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
                         const Tensor& sample_weight) const {
   const auto& impl = checked(impl_);
   const char* op = impl.name.c_str();
-  Tensor values = impl.call(y_true, y_pred);
+  // Keras' losses convert y_pred to their dtype (floatx): a mixed-precision model's float16 or
+  // bfloat16 predictions give a float32 loss. (Other dtypes keep theirs, as before.)
+  const bool half = y_pred.defined() && (y_pred.dtype() == float16 || y_pred.dtype() == bfloat16);
+  Tensor values = impl.call(y_true, half ? cast(y_pred, float32) : y_pred);
   TF_CHECK_ARG(values.defined(), op, "the loss function returned an undefined tensor");
   if (sample_weight.defined()) {
     auto [v, w] = detail::squeeze_or_expand_to_same_rank(values, cast(sample_weight, values.dtype()));

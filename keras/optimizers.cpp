@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "distribute/replica_context.h"
+#include "keras/mixed_precision.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -635,6 +636,10 @@ void Optimizer::build(const std::vector<Variable>& vars) {
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
                                 const std::vector<Variable>& vars_in) {
   auto& impl = checked(impl_);
+  if (loss_scale_) {
+    mixed_precision::detail::apply_loss_scaled(Optimizer(impl_), *loss_scale_, grads_in, vars_in);
+    return;
+  }
   const char* op = impl.name.c_str();
   TF_CHECK_ARG(grads_in.size() == vars_in.size(), op,
                "apply_gradients got {} gradients for {} variables", grads_in.size(),
@@ -787,6 +792,7 @@ std::string Optimizer::name() const { return checked(impl_).name; }
 std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() const {
   auto& impl = checked(impl_);
   std::vector<std::pair<std::string, Variable>> out;
+  if (loss_scale_) out = mixed_precision::detail::loss_scale_variables(*loss_scale_);
   out.emplace_back("iterations", impl.iterations);
   if (!impl.schedule) out.emplace_back("learning_rate", impl.lr_var);
   for (const auto& sv : impl.step_variables) out.push_back(sv);

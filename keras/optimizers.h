@@ -25,6 +25,10 @@
 #include "keras/schedules.h"
 #include "keras/trackable.h"
 
+namespace tapeflow::keras::mixed_precision::detail {
+struct LossScaleState;  // keras/mixed_precision.h
+}
+
 namespace tapeflow::keras::optimizers {
 
 using schedules::LearningRateSchedule;
@@ -104,10 +108,21 @@ class Optimizer : public Trackable {
   // Each variable that has slots, with its slots in slot_names() order, in creation order.
   std::vector<std::pair<Variable, std::vector<Variable>>> slots() const;
   const void* handle_id() const { return impl_.get(); }
+  // Whether this is a mixed_precision::LossScaleOptimizer (keras/mixed_precision.h).
+  bool is_loss_scaled() const { return loss_scale_ != nullptr; }
+  const std::shared_ptr<mixed_precision::detail::LossScaleState>& loss_scale_state() const {
+    return loss_scale_;
+  }
+  // The same optimizer state without the loss scaling (a LossScaleOptimizer's inner optimizer).
+  Optimizer without_loss_scale() const { return Optimizer(impl_); }
 
  protected:
-  explicit Optimizer(std::shared_ptr<detail::OptimizerImpl> impl) : impl_(std::move(impl)) {}
+  explicit Optimizer(std::shared_ptr<detail::OptimizerImpl> impl,
+                     std::shared_ptr<mixed_precision::detail::LossScaleState> loss_scale = {})
+      : impl_(std::move(impl)), loss_scale_(std::move(loss_scale)) {}
   std::shared_ptr<detail::OptimizerImpl> impl_;
+  // Set on a LossScaleOptimizer: apply_gradients unscales and skips non-finite steps.
+  std::shared_ptr<mixed_precision::detail::LossScaleState> loss_scale_;
 };
 
 // m = momentum * m - lr * g; var += m (nesterov: var += momentum * m - lr * g);

@@ -217,6 +217,14 @@ void track_multi(TrainingState& st, const Roles& r, const std::vector<Tensor>& p
   }
 }
 
+// Keras 3's optimizer.scale_loss in the train step: a LossScaleOptimizer multiplies the loss by
+// its scale (its apply_gradients divides the gradients by it); other optimizers leave it. The
+// loss the step reports stays unscaled.
+static Tensor scaled_loss(const TrainingState& st, const Tensor& loss) {
+  if (!st.optimizer.is_loss_scaled()) return loss;
+  return mixed_precision::LossScaleOptimizer::from(st.optimizer).scale_loss(loss);
+}
+
 Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
   const Roles r = roles_of(st, v);
   std::vector<Tensor> preds, per_output;
@@ -229,7 +237,7 @@ Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector
     preds = call_outputs(model, r.xs, true, &masks);
     loss = add_regularization(model, multi_loss(st, r, preds, masks, per_output));
     vars = model.trainable_variables();
-    grads = tape.gradient(loss, vars);
+    grads = tape.gradient(scaled_loss(st, loss), vars);
   }
   st.optimizer.apply_gradients(grads, vars);
   track_multi(st, r, preds, loss, per_output);
@@ -260,7 +268,7 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
     y_pred = out.output;
     loss = add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
     vars = model.trainable_variables();
-    grads = tape.gradient(loss, vars);
+    grads = tape.gradient(scaled_loss(st, loss), vars);
   }
   st.optimizer.apply_gradients(grads, vars);
   track_loss(st, x, loss);
@@ -473,6 +481,13 @@ void configure_outputs(const Model& m, TrainingState& st, std::vector<losses::Lo
 
 }  // namespace
 
+// Keras 3's compile: a model whose dtype policy is mixed_float16 gets its optimizer wrapped in a
+// LossScaleOptimizer unless it is one already (mixed_bfloat16 needs no loss scaling).
+static optimizers::Optimizer loss_scaled_for(const Layer& model, optimizers::Optimizer optimizer) {
+  if (optimizer.is_loss_scaled() || model.impl().policy_name() != "mixed_float16") return optimizer;
+  return mixed_precision::LossScaleOptimizer(std::move(optimizer));
+}
+
 void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
                     PerOutput<double> loss_weights, PerOutput<std::vector<MetricSpec>> metrics,
                     CompileOptions options) {
@@ -491,7 +506,7 @@ void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
                "weighted_metrics of a model with several outputs (model '{}') are not supported",
                n);
   auto st = std::make_shared<TrainingState>();
-  st->optimizer = std::move(optimizer);
+  st->optimizer = loss_scaled_for(*this, std::move(optimizer));
   st->loss = per_loss[0];
   std::vector<size_t> metric_output;
   for (size_t o = 0; o < per_metrics.size(); ++o)
@@ -526,7 +541,7 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
   TF_CHECK_ARG(optimizer.defined(), "compile", "the optimizer is an empty handle");
   TF_CHECK_ARG(loss.defined(), "compile", "the loss is an empty handle");
   auto st = std::make_shared<TrainingState>();
-  st->optimizer = std::move(optimizer);
+  st->optimizer = loss_scaled_for(*this, std::move(optimizer));
   st->loss = std::move(loss);
   for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
   st->weighted.assign(st->metrics.size(), false);

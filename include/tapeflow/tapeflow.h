@@ -30,6 +30,7 @@
 #include "keras/layers_recurrent.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
+#include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
