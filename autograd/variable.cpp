@@ -118,7 +118,7 @@ struct ReadVariableOp final : PrimitiveBase<ReadVariableOp> {
   void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override;
   void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override;
   bool produce(std::span<const Tensor>, std::span<Tensor> out, Device) const override {
-    out[0] = Variable::from_state(state).value();
+    out[0] = Variable::from_state(state).read_value();  // the trace recorded any autocast
     return true;
   }
   bool has_side_effects() const override { return true; }
@@ -362,7 +362,7 @@ Variable& Variable::update_by(const Tensor& delta, bool sub) {
   }
   if (detail::thread_context().trace) {
     // Traced: a read, the op and a write, graph nodes in program order.
-    const Tensor current = value();
+    const Tensor current = read_value();
     return assign(sub ? subtract(current, delta) : add(current, delta));
   }
   // Eager: read, combine and write under the variable's lock, so that updates from several
@@ -444,7 +444,7 @@ void unshare_variable(const void* handle) {
 }  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
-  Tensor t = v.value();
+  Tensor t = v.read_value();
   return os << "<tf.Variable '" << v.name() << "' shape=" << t.shape().to_string()
             << " dtype=" << dtype_name(t.dtype()) << ", numpy=" << detail::numpy_repr(t) << ">";
 }

@@ -375,8 +375,8 @@ Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
       "layer \"{}\" (MultiHeadAttention) was built for query, value and key features "
       "{}, {} and {}, got value shape {} and key shape {}",
       n, query_dim_, value_in_dim_, key_in_dim_, dims_str(value.shape()), dims_str(key.shape()));
-  value = to_dtype(value, dtype_);
-  key = to_dtype(key, dtype_);
+  value = to_dtype(value, compute_dtype_);
+  key = to_dtype(key, compute_dtype_);
   const int64_t b = query.shape()[0], t = query.shape()[1], s = value.shape()[1];
 
   // Keras' _compute_attention_mask: the inputs' masks and the causal mask, (batch, T, S), for
@@ -446,7 +446,8 @@ Tensor MultiHeadAttentionImpl::call(const Tensor& query, bool training) {
     // before the softmax and 0 after it, so a fully masked row attends to nothing.
     const Tensor qs = q * Tensor(scale);
     Tensor logits = einsum(dot_equation_, k, qs);
-    if (mask.defined()) logits = where(mask, logits, Tensor(dtype_ == float16 ? -3e4 : -1e9));
+    if (mask.defined())
+      logits = where(mask, logits, Tensor(compute_dtype_ == float16 ? -3e4 : -1e9));
     if (axes_.size() == 1) {
       scores = nn::softmax(logits, -1);
     } else {
@@ -555,8 +556,8 @@ Tensor DotAttentionImpl::call(const Tensor& query, bool training) {
     TF_CHECK_ARG(dim == query_dim_, n.c_str(),
                  "layer \"{}\" ({}) was built for query dim {}, got query shape {}", n, class_name_,
                  query_dim_, dims_str(query.shape()));
-  value = to_dtype(value, dtype_);
-  key = to_dtype(key, dtype_);
+  value = to_dtype(value, compute_dtype_);
+  key = to_dtype(key, compute_dtype_);
   const int64_t b = query.shape()[0], tq = query.shape()[1], tv = value.shape()[1];
 
   Tensor scores;  // (B, Tq, Tv)
@@ -598,7 +599,8 @@ Tensor DotAttentionImpl::call(const Tensor& query, bool training) {
     }
   }
   if (mask.defined())
-    scores = where(mask, scores, scores - Tensor(dtype_ == float16 ? 65504.0 : 1.0e9));
+    scores =
+        where(mask, scores, scores - Tensor(compute_dtype_ == float16 ? 65504.0 : 1.0e9));
   const Tensor weights = nn::softmax(scores, -1);
   const Tensor p = training && dropout_ > 0.0 ? nn::dropout(weights, dropout_, seed_) : weights;
   Tensor out = matmul(p, value);

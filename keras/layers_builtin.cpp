@@ -519,7 +519,9 @@ class BatchNormImpl final : public LayerImpl {
     auto b = [&](const Tensor& v) { return axis_ == rank_ - 1 ? v : reshape(v, bshape); };
 
     Tensor mean, var;
-    const Tensor mask = call_mask();
+    // Keras reads the mask only for the training moments (inference and a frozen layer pass it
+    // on whatever its rank).
+    const Tensor mask = training && trainable() ? call_mask() : Tensor();
     if (mask.defined())
       TF_CHECK_ARG(mask.rank() == rank_ - 1, name_.c_str(),
                    "layer \"{}\" (BatchNormalization): the mask must have one dimension less "

@@ -86,8 +86,8 @@ TensorShape MergeImpl::merged_shape(const std::vector<TensorShape>& shapes) cons
 }
 
 DType MergeImpl::merged_dtype(const std::vector<DType>& dtypes) const {
-  if (dtypes.empty()) return dtype_;
-  return is_floating(dtypes[0]) ? dtype_ : dtypes[0];
+  if (dtypes.empty()) return compute_dtype_;
+  return is_floating(dtypes[0]) ? compute_dtype_ : dtypes[0];
 }
 
 Tensor MergeImpl::run(const Tensor& x, bool) {
@@ -106,8 +106,8 @@ std::vector<Tensor> MergeImpl::prepare(const std::vector<Tensor>& inputs) {
     TF_CHECK_ARG(inputs[i].defined(), n.c_str(),
                  "input {} of layer \"{}\" is an undefined tensor (TF's None)", i, n);
     // Keras' autocast: floating inputs compute in the layer's dtype.
-    xs.push_back(is_floating(inputs[i].dtype()) && inputs[i].dtype() != dtype_
-                     ? cast(inputs[i], dtype_)
+    xs.push_back(is_floating(inputs[i].dtype()) && inputs[i].dtype() != compute_dtype_
+                     ? cast(inputs[i], compute_dtype_)
                      : inputs[i]);
     shapes.push_back(xs.back().shape());
   }

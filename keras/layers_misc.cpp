@@ -484,6 +484,8 @@ class GroupNormImpl final : public LayerImpl {
       beta_ = add_weight("beta", c, pick(o_.beta_initializer, initializers::Zeros()), true,
                          o_.beta_regularizer);
   }
+  // Keras: autocast = False, so gamma and beta are read in float32 under a mixed policy.
+  bool autocast() const override { return false; }
   bool supports_masking() const override { return true; }  // Keras: passes masks on
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);

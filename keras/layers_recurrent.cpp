@@ -190,7 +190,7 @@ std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
     TF_CHECK_ARG(is_floating(s.dtype()), name_.c_str(),
                  "layer \"{}\" ({}): initial state {} must be floating, got dtype {}", name_,
                  class_name_, i, dtype_name(s.dtype()));
-    out.push_back(s.dtype() == dtype_ ? s : cast(s, dtype_));
+    out.push_back(s.dtype() == compute_dtype_ ? s : cast(s, compute_dtype_));
   }
   return out;
 }

@@ -73,6 +73,10 @@ struct LossScaleState {
   Variable step_counter;   // int64 scalar
 };
 
+Tensor scaled_loss(const LossScaleState& state, const Tensor& loss) {
+  return multiply(loss, cast(state.dynamic_scale.read_value(), loss.dtype()));
+}
+
 std::vector<std::pair<std::string, Variable>> loss_scale_variables(const LossScaleState& state) {
   return {{"step_counter", state.step_counter}, {"dynamic_scale", state.dynamic_scale}};
 }

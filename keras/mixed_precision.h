@@ -104,6 +104,8 @@ namespace detail {
 void apply_loss_scaled(optimizers::Optimizer inner, LossScaleState& state,
                        const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
 std::vector<std::pair<std::string, Variable>> loss_scale_variables(const LossScaleState& state);
+// loss * the current scale, in the loss's dtype (what minimize() differentiates).
+Tensor scaled_loss(const LossScaleState& state, const Tensor& loss);
 }  // namespace detail
 
 }  // namespace tapeflow::keras::mixed_precision

@@ -758,7 +758,11 @@ Tensor Optimizer::minimize(const std::function<Tensor()>& loss, const std::vecto
   TF_CHECK_ARG(static_cast<bool>(loss), impl.name.c_str(), "minimize: the loss function is empty");
   GradientTape tape;
   Tensor value = loss();
-  std::vector<Tensor> grads = tape.gradient(value, vars);
+  // A LossScaleOptimizer differentiates the scaled loss; its apply_gradients unscales.
+  const Tensor target = loss_scale_ && is_floating(value.dtype())
+                            ? mixed_precision::detail::scaled_loss(*loss_scale_, value)
+                            : value;
+  std::vector<Tensor> grads = tape.gradient(target, vars);
   apply_gradients(grads, vars);
   return value;
 }

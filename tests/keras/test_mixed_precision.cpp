@@ -18,6 +18,7 @@
 #include "keras/checkpoint.h"
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_merge.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/mixed_precision.h"
@@ -25,6 +26,7 @@
 #include "keras/optimizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -505,4 +507,39 @@ TEST_CASE("mixed precision: autocast scopes cast floating variable reads",
     w.assign(tf::constant({0.25f, 4.0f}));
     check_values(f(), {0.25, 4.0}, 0, 0);
   }
+}
+
+TEST_CASE("mixed precision: attention merges initial states and minimize under mixed_float16",
+          "[keras][mixed_precision]") {
+  // Review findings: these layers computed in the variable dtype (float32) and failed on the
+  // float16 activations or gave float32 outputs; Keras 3.15 gives float16.
+  {
+    GlobalPolicy policy("mixed_float16");
+    const tf::Tensor q = tf::random::normal({2, 3, 4}, 0.0, 1.0, tf::float32, 1);
+    const tf::Tensor v = tf::random::normal({2, 5, 4}, 0.0, 1.0, tf::float32, 2);
+    L::Attention att;
+    const tf::Tensor a = att(q, v);
+    CHECK(a.dtype() == tf::float16);
+    const tf::Tensor want = L::Attention()(tf::cast(tf::cast(q, tf::float16), tf::float32),
+                                           tf::cast(tf::cast(v, tf::float16), tf::float32));
+    check_close(tf::cast(a, tf::float32), tf::cast(want, tf::float32), 2e-2, 2e-2);
+    L::AdditiveAttention add_att;
+    CHECK(add_att(q, v).dtype() == tf::float16);
+    L::MultiHeadAttention mha(2, 3);
+    CHECK(mha(q, v).dtype() == tf::float16);
+    L::Add add;
+    CHECK(add({q, q}).dtype() == tf::float16);
+    L::LSTM lstm(3);
+    const auto out = lstm.call_with_state(q, {tf::zeros({2, 3}), tf::zeros({2, 3})});
+    CHECK(out[0].dtype() == tf::float16);
+  }
+  // minimize differentiates the scaled loss and the update unscales it: one step equals SGD's.
+  tf::Variable x(tf::constant({1.0f, -2.0f}), "x");
+  tf::Variable y(tf::constant({1.0f, -2.0f}), "y");
+  mp::LossScaleOptimizer lso(opt::SGD(0.1), {.initial_scale = 1024});
+  opt::SGD sgd(0.1);
+  lso.minimize([&] { return tf::reduce_sum(tf::square(x.value())); }, {x});
+  sgd.minimize([&] { return tf::reduce_sum(tf::square(y.value())); }, {y});
+  check_values(x.value(), {0.8, -1.6}, 1e-6, 1e-6);
+  check_close(x.value(), y.value(), 1e-6, 1e-7);
 }
