@@ -218,13 +218,14 @@ MaskedTensor LayerImpl::invoke_masked(const Tensor& x, const Tensor& mask, bool 
                    "the mask must broadcast against the input from its last axis (each "
                    "dimension 1 or the input's), as Keras' Softmax",
                    name(), class_name(), ms.to_string(), xs.to_string());
+    } else {
+      for (int i = 0; ok && i < ms.rank(); ++i)
+        ok = ms[i] == xs[i] || ms[i] == None || xs[i] == None;
+      TF_CHECK_ARG(ok, name().c_str(),
+                   "layer \"{}\" ({}) was given a mask of shape {} for an input of shape {}: "
+                   "the mask must have the input's leading dimensions, e.g. (batch, timesteps)",
+                   name(), class_name(), ms.to_string(), xs.to_string());
     }
-    for (int i = 0; ok && !mask_broadcasts_from_last_axis() && i < ms.rank(); ++i)
-      ok = ms[i] == xs[i] || ms[i] == None || xs[i] == None;
-    TF_CHECK_ARG(ok, name().c_str(),
-                 "layer \"{}\" ({}) was given a mask of shape {} for an input of shape {}: the "
-                 "mask must have the input's leading dimensions, e.g. (batch, timesteps)",
-                 name(), class_name(), ms.to_string(), xs.to_string());
     if (m.dtype() != bool_) m = not_equal(m, zeros_like(m));
   }
   MaskFrame frame;
