@@ -316,7 +316,7 @@ class UpSampling1DImpl final : public LayerImpl {
 class NoiseImpl final : public LayerImpl {
  public:
   bool supports_masking() const override { return true; }  // Keras: passes masks on
-  enum class Kind { kSpatial1D, kSpatial2D, kGaussianNoise, kGaussianDropout };
+  enum class Kind { kSpatial1D, kSpatial2D, kSpatial3D, kGaussianNoise, kGaussianDropout };
   NoiseImpl(Kind kind, double amount, std::optional<int64_t> seed, std::string name)
       : LayerImpl(class_of(kind), generic_of(kind), std::move(name)),
         kind_(kind),
@@ -332,8 +332,10 @@ class NoiseImpl final : public LayerImpl {
   }
 
  protected:
-  int rank() const { return kind_ == Kind::kSpatial1D ? 3 : 4; }
-  bool spatial() const { return kind_ == Kind::kSpatial1D || kind_ == Kind::kSpatial2D; }
+  int rank() const { return kind_ == Kind::kSpatial1D ? 3 : kind_ == Kind::kSpatial3D ? 5 : 4; }
+  bool spatial() const {
+    return kind_ == Kind::kSpatial1D || kind_ == Kind::kSpatial2D || kind_ == Kind::kSpatial3D;
+  }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (spatial() && s.rank() != rank()) incompatible(s, expectation());
     return s;
@@ -355,7 +357,8 @@ class NoiseImpl final : public LayerImpl {
     }
     // One uniform per example and channel: the mask's shape is x's with the spatial axes 1.
     std::vector<int> spatial_axes{1};
-    if (kind_ == Kind::kSpatial2D) spatial_axes.push_back(2);
+    if (kind_ != Kind::kSpatial1D) spatial_axes.push_back(2);
+    if (kind_ == Kind::kSpatial3D) spatial_axes.push_back(3);
     Tensor u;
     if (::tapeflow::detail::open_shapes()) {
       // The shape of the mask is read from a (b, 1, [1,] c) tensor when the graph runs (a sum
@@ -379,6 +382,8 @@ class NoiseImpl final : public LayerImpl {
         return "SpatialDropout1D";
       case Kind::kSpatial2D:
         return "SpatialDropout2D";
+      case Kind::kSpatial3D:
+        return "SpatialDropout3D";
       case Kind::kGaussianNoise:
         return "GaussianNoise";
       case Kind::kGaussianDropout:
@@ -392,6 +397,8 @@ class NoiseImpl final : public LayerImpl {
         return "spatial_dropout1d";
       case Kind::kSpatial2D:
         return "spatial_dropout2d";
+      case Kind::kSpatial3D:
+        return "spatial_dropout3d";
       case Kind::kGaussianNoise:
         return "gaussian_noise";
       case Kind::kGaussianDropout:
@@ -400,6 +407,7 @@ class NoiseImpl final : public LayerImpl {
     return "";
   }
   std::string expectation() const {
+    if (rank() == 5) return "expected ndim=5 (batch, depth, height, width, channels)";
     return rank() == 3 ? "expected ndim=3 (batch, steps, channels)" : "expected ndim=4 (NHWC)";
   }
   Kind kind_;
@@ -701,6 +709,9 @@ SpatialDropout1D::SpatialDropout1D(double rate, std::optional<int64_t> seed, std
 }
 SpatialDropout2D::SpatialDropout2D(double rate, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial2D, rate, seed, std::move(name))) {
+}
+SpatialDropout3D::SpatialDropout3D(double rate, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial3D, rate, seed, std::move(name))) {
 }
 GaussianNoise::GaussianNoise(double stddev, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kGaussianNoise, stddev, seed,

@@ -1,6 +1,6 @@
 // Keras 3's padding, cropping, activation, reshaping, noise and normalization layers beyond
 // keras/layers.h and keras/layers_more.h: ZeroPadding1D/2D, Cropping1D/2D, LeakyReLU, PReLU, ELU,
-// Permute, RepeatVector, UpSampling1D, SpatialDropout1D/2D, GaussianNoise, GaussianDropout,
+// Permute, RepeatVector, UpSampling1D, SpatialDropout1D/2D/3D, GaussianNoise, GaussianDropout,
 // ActivityRegularization, GroupNormalization, UnitNormalization and the TimeDistributed wrapper.
 // See docs/keras.md.
 //
@@ -142,6 +142,12 @@ class SpatialDropout1D : public Layer {
 class SpatialDropout2D : public Layer {
  public:
   explicit SpatialDropout2D(double rate, std::optional<int64_t> seed = std::nullopt,
+                            std::string name = "");
+};
+// SpatialDropout2D for (batch, depth, height, width, channels) inputs.
+class SpatialDropout3D : public Layer {
+ public:
+  explicit SpatialDropout3D(double rate, std::optional<int64_t> seed = std::nullopt,
                             std::string name = "");
 };
 // x + N(0, stddev^2) noise with training = true (stddev in [0, 1], as Keras); the identity
