@@ -559,3 +559,31 @@ TEST_CASE("Lambda applies its function and infers output shapes", "[cpu][keras]"
       },
       {broken.name(), "output_shape"});
 }
+
+TEST_CASE("the constructor spellings of docs/keras.md configure the extra layers",
+          "[cpu][keras]") {
+  using namespace tf::keras::layers;
+  const tf::Tensor img = tf::ones({2, 9, 9, 3});
+  CHECK(SpatialDropout3D(0.2)(tf::ones({2, 3, 3, 3, 2}), true).shape() ==
+        tf::TensorShape({2, 3, 3, 3, 2}));
+  CHECK(AlphaDropout(0.1)(img, true).shape() == img.shape());
+  CHECK(RMSNormalization()(img).shape() == img.shape());
+  RMSNormalization both(std::vector<int>{1, 2}, 1e-5);
+  CHECK(both(img).shape() == img.shape());
+  CHECK(both.scale().shape() == tf::TensorShape({9, 9}));
+  CHECK(AdaptiveAveragePooling2D({7, 7})(img).shape() == tf::TensorShape({2, 7, 7, 3}));
+  CHECK(AdaptiveMaxPooling1D(4)(tf::ones({2, 10, 3})).shape() == tf::TensorShape({2, 4, 3}));
+  CHECK(Lambda([](const tf::Tensor& x) { return tf::square(x); })(img).shape() == img.shape());
+  CHECK(CategoryEncoding(10, "one_hot")(tf::constant<int64_t>({3, 9}, {2})).shape() ==
+        tf::TensorShape({2, 10}));
+  CHECK(Discretization({0.0, 1.0, 2.5})(img).dtype() == tf::int64);
+  CHECK(IntegerLookup({12, 36, 1138})(tf::constant<int64_t>({36}, {1})).item<int64_t>() == 2);
+  CHECK(IntegerLookup({.vocabulary = {12, 36}, .invert = true})(tf::constant<int64_t>({2}, {1}))
+            .item<int64_t>() == 36);
+  MaxPool2D pool;
+  AvgPool1D avg;
+  GlobalAvgPool2D gap;
+  CHECK(gap(img).shape() == tf::TensorShape({2, 3}));
+  CHECK(pool(img).shape() == tf::TensorShape({2, 4, 4, 3}));
+  CHECK(avg(tf::ones({2, 10, 3})).shape() == tf::TensorShape({2, 5, 3}));
+}
