@@ -19,6 +19,7 @@
 #include "jit/function.h"
 #include "keras/checkpoint.h"
 #include "keras/functional.h"
+#include "keras/metrics_impl.h"
 #include "keras/model.h"
 #include "keras/safetensors.h"
 #include "ops/binary.h"
@@ -121,16 +122,30 @@ void track_loss(TrainingState& st, const Tensor& x, const Tensor& loss) {
                                n);
 }
 
-// compile()'s metrics see no sample weights (Keras' metrics=), weighted_metrics do.
-void update_metrics(TrainingState& st, const Tensor& y, const Tensor& y_pred, const Tensor& sw) {
+// The sample weight a compiled metric sees: compile()'s metrics none (Keras' metrics=),
+// weighted_metrics the data's. A prediction's Keras mask multiplies in (Keras 3's
+// MeanMetricWrapper: apply_mask with reduction "sum", for metrics= and weighted_metrics= alike),
+// so masked steps count nowhere; Precision, Recall and AUC ignore masks, as Keras'.
+Tensor metric_weight(const metrics::Metric& m, bool weighted, const Tensor& sw,
+                     const Tensor& mask) {
+  const Tensor w = weighted ? sw : Tensor();
+  if (!mask.defined() || m.impl()->kind != metrics::detail::MetricImpl::Kind::Wrapper) return w;
+  const Tensor mw = cast(mask, float32);
+  if (!w.defined()) return mw;
+  auto [a, b] = losses::detail::squeeze_or_expand_to_same_rank(mw, cast(w, float32));
+  return multiply(a, b);
+}
+
+void update_metrics(TrainingState& st, const Tensor& y, const Tensor& y_pred, const Tensor& sw,
+                    const Tensor& mask) {
   for (size_t i = 0; i < st.metrics.size(); ++i)
-    st.metrics[i].update_state(y, y_pred, st.weighted[i] ? sw : Tensor());
+    st.metrics[i].update_state(y, y_pred, metric_weight(st.metrics[i], st.weighted[i], sw, mask));
 }
 
 // Keras 3's loss of a prediction that carries a mask (losses/loss.py, apply_mask): the mask
 // becomes a sample weight, scaled under the mean reductions by total / valid (0 when nothing is
 // kept) so that the mean runs over the kept entries, and multiplied into a given sample_weight
-// (after squeeze_or_expand_to_same_rank, as Keras). Metrics see no mask (a difference).
+// (after squeeze_or_expand_to_same_rank, as Keras). Metrics see it too (metric_weight).
 Tensor with_output_mask(const losses::Loss& loss, const MaskedTensor& out, const Tensor& sw) {
   if (!out.mask.defined()) return sw;
   const DType dt = out.output.dtype();
@@ -203,7 +218,8 @@ Tensor multi_loss(TrainingState& st, const Roles& r, const std::vector<Tensor>& 
 }
 
 void track_multi(TrainingState& st, const Roles& r, const std::vector<Tensor>& preds,
-                 const Tensor& loss, const std::vector<Tensor>& per_output) {
+                 const Tensor& loss, const std::vector<Tensor>& per_output,
+                 const std::vector<Tensor>& masks) {
   track_loss(st, r.xs[0], loss);
   if (st.n_outputs > 1) {
     const Tensor n = tapeflow::detail::element_count(r.xs[0], {0}, float32);
@@ -213,7 +229,9 @@ void track_multi(TrainingState& st, const Roles& r, const std::vector<Tensor>& p
   }
   for (size_t i = 0; i < st.metrics.size(); ++i) {
     const size_t o = st.metric_output[i];
-    st.metrics[i].update_state(r.ys[o], preds[o], st.weighted[i] ? r.sws[o] : Tensor());
+    const Tensor mask = o < masks.size() ? masks[o] : Tensor();
+    st.metrics[i].update_state(r.ys[o], preds[o],
+                               metric_weight(st.metrics[i], st.weighted[i], r.sws[o], mask));
   }
 }
 
@@ -227,20 +245,19 @@ static Tensor scaled_loss(const TrainingState& st, const Tensor& loss) {
 
 Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
   const Roles r = roles_of(st, v);
-  std::vector<Tensor> preds, per_output;
+  std::vector<Tensor> preds, per_output, masks;
   Tensor loss;
   std::vector<Variable> vars;
   std::vector<Tensor> grads;
   {
     GradientTape tape;
-    std::vector<Tensor> masks;
     preds = call_outputs(model, r.xs, true, &masks);
     loss = add_regularization(model, multi_loss(st, r, preds, masks, per_output));
     vars = model.trainable_variables();
     grads = tape.gradient(scaled_loss(st, loss), vars);
   }
   st.optimizer.apply_gradients(grads, vars);
-  track_multi(st, r, preds, loss, per_output);
+  track_multi(st, r, preds, loss, per_output, masks);
   return loss;
 }
 
@@ -250,7 +267,7 @@ Tensor test_body_multi(TrainingState& st, const Layer& model, const std::vector<
   std::vector<Tensor> masks;
   const std::vector<Tensor> preds = call_outputs(model, r.xs, false, &masks);
   const Tensor loss = add_regularization(model, multi_loss(st, r, preds, masks, per_output));
-  track_multi(st, r, preds, loss, per_output);
+  track_multi(st, r, preds, loss, per_output, masks);
   return loss;
 }
 
@@ -259,20 +276,21 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
   const Tensor& x = v[0];
   const Tensor& y = v[1];
   const Tensor sw = v.size() > 2 ? v[2] : Tensor();
-  Tensor y_pred, loss;
+  Tensor y_pred, y_mask, loss;
   std::vector<Variable> vars;
   std::vector<Tensor> grads;
   {
     GradientTape tape;
     const MaskedTensor out = model.call_with_mask(x, Tensor(), true);
     y_pred = out.output;
+    y_mask = out.mask;
     loss = add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
     vars = model.trainable_variables();
     grads = tape.gradient(scaled_loss(st, loss), vars);
   }
   st.optimizer.apply_gradients(grads, vars);
   track_loss(st, x, loss);
-  update_metrics(st, y, y_pred, sw);
+  update_metrics(st, y, y_pred, sw, y_mask);
   return loss;
 }
 
@@ -286,7 +304,7 @@ Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor
   const Tensor loss =
       add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
   track_loss(st, x, loss);
-  update_metrics(st, y, y_pred, sw);
+  update_metrics(st, y, y_pred, sw, out.mask);
   return loss;
 }
 

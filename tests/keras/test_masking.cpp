@@ -867,3 +867,58 @@ TEST_CASE("masking: BatchNormalization GroupNormalization Softmax and TimeDistri
       },
       {"(TimeDistributed): the mask must be at least 2-D"});
 }
+
+TEST_CASE("masking: compiled metrics skip masked steps as Keras", "[cpu][keras]") {
+  // TF 2.21 / Keras 3.15.1: Model(Input((5,)), Dense(3)(Embedding(7, 3, mask_zero=True)(in)))
+  // with embeddings cos(i) (7, 3), kernel sin(0.7 i) (3, 3), bias (0.1, -0.2, 0.05);
+  // compile(loss=SparseCategoricalCrossentropy(from_logits=True),
+  // metrics=["sparse_categorical_accuracy"], weighted_metrics=["sparse_categorical_accuracy"]),
+  // evaluate(ids, y) and evaluate(ids, y, sample_weight=1 + 0.5 cos(i) over (4, 5)). Keras'
+  // MeanMetricWrapper weighs the values with the mask: 3 of the 11 unmasked steps are right.
+  // Then Dense(1) with kernel 0.3 on the embeddings, loss "mse", metrics ["mae"].
+  const tf::Tensor ids = tf::convert_to_tensor(
+      std::vector<int32_t>{3, 1, 4, 0, 0, 2, 5, 0, 0, 0, 1, 1, 2, 3, 6, 4, 0, 0, 0, 0}, {4, 5});
+  const tf::Tensor y = tf::convert_to_tensor(
+      std::vector<int32_t>{1, 0, 2, 1, 2, 0, 2, 1, 1, 0, 2, 2, 1, 0, 1, 1, 0, 0, 2, 2}, {4, 5});
+  std::vector<float> emb(21), kern(9), swv(20), yr(20);
+  for (int i = 0; i < 21; ++i) emb[i] = static_cast<float>(std::cos(double(i)));
+  for (int i = 0; i < 9; ++i) kern[i] = static_cast<float>(std::sin(0.7 * i));
+  for (int i = 0; i < 20; ++i) {
+    swv[i] = static_cast<float>(1.0 + 0.5 * std::cos(double(i)));
+    yr[i] = static_cast<float>(std::sin(double(i)));
+  }
+  K::KerasTensor in = K::Input({5}, tf::int32);
+  layers::Embedding embedding(7, 3, {.mask_zero = true});
+  K::KerasTensor h = embedding(in);
+  K::Model model(in, layers::Dense(3)(h));
+  model.set_weights({tf::constant(emb, {7, 3}), tf::constant(kern, {3, 3}),
+                     tf::constant<float>({0.1f, -0.2f, 0.05f}, {3})});
+  model.compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true),
+                {"sparse_categorical_accuracy"},
+                {.weighted_metrics = {K::metrics::SparseCategoricalAccuracy(
+                     "weighted_sparse_categorical_accuracy")}});
+  const K::EvaluateOptions quiet{.verbose = 0};
+  auto plain = model.evaluate(ids, y, quiet);
+  REQUIRE(plain.size() == 3);
+  CHECK(plain[0] == Approx(1.0952017307281494).epsilon(1e-5));
+  CHECK(plain[1] == Approx(0.27272728085517883).epsilon(1e-6));
+  CHECK(plain[2] == Approx(0.27272728085517883).epsilon(1e-6));
+  K::EvaluateOptions weighted = quiet;
+  weighted.sample_weight = tf::constant(swv, {4, 5});
+  auto w = model.evaluate(ids, y, weighted);
+  CHECK(w[0] == Approx(1.2217426300048828).epsilon(1e-5));
+  CHECK(w[1] == Approx(0.27272728085517883).epsilon(1e-6));
+  CHECK(w[2] == Approx(0.31563669443130493).epsilon(1e-5));
+  // The same numbers from fit's traced step: one epoch of SGD(0) leaves the weights alone.
+  model.compile(K::optimizers::SGD(0.0), K::losses::SparseCategoricalCrossentropy(true),
+                {"sparse_categorical_accuracy"});
+  const auto hist = model.fit(ids, y, {.epochs = 1, .batch_size = 4, .verbose = 0});
+  CHECK(hist.history.at("sparse_categorical_accuracy")[0] ==
+        Approx(0.27272728085517883).epsilon(1e-6));
+
+  K::Model reg(in, layers::Dense(1, {.kernel_initializer = K::initializers::Constant(0.3)})(h));
+  reg.compile(K::optimizers::SGD(0.1), "mse", {"mae"});
+  auto r = reg.evaluate(ids, tf::constant(yr, {4, 5, 1}), quiet);
+  CHECK(r[0] == Approx(0.592599630355835).epsilon(1e-5));
+  CHECK(r[1] == Approx(0.6363945007324219).epsilon(1e-5));
+}
