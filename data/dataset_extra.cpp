@@ -128,6 +128,8 @@ class ParallelMapIterator final : public IteratorBase {
     }
     std::unique_lock lock(mu_);
     for (;;) {
+      // A worker that could not store its results (out of memory) ended the iteration.
+      if (fatal_) std::rethrow_exception(fatal_);
       auto it = deterministic_ ? done_.find(next_seq_) : done_.begin();
       if (it != done_.end()) {
         Result r = std::move(it->second);
@@ -173,7 +175,8 @@ class ParallelMapIterator final : public IteratorBase {
   // Whether the consumer's next element is ready (under mu_; read without it by the spin).
   void update_hint() {
     const bool ready = deterministic_ ? done_.count(next_seq_) > 0 : !done_.empty();
-    ready_hint_.store(ready || (input_end_ && active_ == 0), std::memory_order_release);
+    ready_hint_.store(ready || (input_end_ && active_ == 0) || fatal_ != nullptr,
+                      std::memory_order_release);
   }
 
   // Whether a worker may take a run (under mu_): at most 4 elements per thread, plus 4, plus a
@@ -191,9 +194,29 @@ class ParallelMapIterator final : public IteratorBase {
     return std::clamp<size_t>(static_cast<size_t>(kRunTargetNs / ns), 1, kMaxRun);
   }
 
+  // Ends the iteration with `error` (under mu_): the consumer rethrows it, the workers stop.
+  void fail_locked(std::exception_ptr error) {
+    if (!fatal_) fatal_ = std::move(error);
+    stop_ = true;
+    update_hint();
+  }
+
   void work(MapFn& fn) {
     std::vector<std::pair<int64_t, Result>> run;
     std::vector<Element> inputs;
+    try {
+      // Room for the longest run, so that filling a run allocates nothing.
+      run.reserve(kMaxRun);
+      inputs.reserve(kMaxRun);
+    } catch (...) {
+      {
+        std::lock_guard lock(mu_);
+        fail_locked(std::current_exception());
+      }
+      ready_.notify_all();
+      space_.notify_all();
+      return;
+    }
     for (;;) {
       size_t want = 0;
       {
@@ -259,7 +282,14 @@ class ParallelMapIterator final : public IteratorBase {
         std::lock_guard lock(mu_);
         --active_;
         outstanding_ -= want - run.size();
-        for (auto& [seq, r] : run) done_.emplace(seq, std::move(r));
+        try {
+          for (auto& [seq, r] : run) done_.emplace(seq, std::move(r));
+        } catch (...) {
+          // Out of memory for the map's nodes: an element would be lost (and an ordered
+          // consumer would wait for it forever), so the iteration ends with the error.
+          fail_locked(std::current_exception());
+          input_done = true;
+        }
         if (input_done) input_end_ = true;
         update_hint();
         // Wake the consumer only for the element it waits for (or for the end).
@@ -284,6 +314,7 @@ class ParallelMapIterator final : public IteratorBase {
   int waiting_workers_ = 0;
   int64_t next_seq_ = 0;
   bool input_end_ = false, stop_ = false, consumer_waiting_ = false;
+  std::exception_ptr fatal_;  // a worker's failure to store its results
   std::atomic<bool> ready_hint_{false};
   std::atomic<int64_t> avg_ns_{0};  // the function's average cost per element
   const size_t threads_;
