@@ -305,6 +305,24 @@ class Dataset {
         },
         cycle_length, block_length);
   }
+  // TF's interleave(fn, cycle_length, block_length, num_parallel_calls, deterministic): the
+  // cycle's datasets are opened (fn) and read ahead on num_parallel_calls threads (AUTOTUNE: one
+  // per CPU core; at most cycle_length) that the iterator owns and joins when destroyed, each
+  // slot up to max(2, block_length) elements ahead. deterministic (TF's default) gives the
+  // order of the interleave above; false takes an element from any slot that has one ready
+  // when the current slot has none. The input is read ahead to fill the cycle, so an error of
+  // the input itself can come before elements the sequential interleave would give first. Each
+  // thread calls its own copy of fn; the datasets fn returns are each read by one thread at a
+  // time. An exception from fn or an inner dataset is rethrown at its element's place.
+  template <class F>
+  Dataset interleave(F fn, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
+                     bool deterministic = true) const {
+    return parallel_interleave_impl(
+        [fn = std::move(fn)](Element e) mutable -> Dataset {
+          return detail::invoke_element_fn("Dataset.interleave", fn, e);
+        },
+        cycle_length, block_length, num_parallel_calls, deterministic);
+  }
   // Keeps the elements of the first complete iteration in memory; later iterations replay them.
   Dataset cache() const;
   // Produces up to buffer_size elements ahead on a background thread.
@@ -438,6 +456,8 @@ class Dataset {
   Dataset filter_impl(detail::PredicateFn pred) const;
   Dataset flat_map_impl(detail::DatasetFn fn) const;
   Dataset interleave_impl(detail::DatasetFn fn, int64_t cycle_length, int64_t block_length) const;
+  Dataset parallel_interleave_impl(detail::DatasetFn fn, int64_t cycle_length, int64_t block_length,
+                                   int64_t num_parallel_calls, bool deterministic) const;
   Dataset parallel_map_impl(detail::MapFn fn, int64_t num_parallel_calls, bool deterministic) const;
   Dataset take_while_impl(detail::PredicateFn pred) const;
   Element reduce_impl(Element state, detail::StateFn fn) const;
