@@ -62,8 +62,8 @@ void copy_device(Device dev, void* dst, const void* src, size_t nbytes) {
 }
 
 // For each of `count` blocks: `width` bytes from src + t * spitch to dst + t * dpitch.
-void copy_blocks(Device dev, void* dst, size_t dpitch, const void* src, size_t spitch,
-                 size_t width, int64_t count) {
+void copy_blocks(Device dev, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                 int64_t count) {
   if (width == 0 || count == 0) return;
   TF_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, static_cast<size_t>(count),
                                   cudaMemcpyDeviceToDevice, cu::stream(dev)));
@@ -79,12 +79,13 @@ std::pair<int64_t, int> first_failure(Device dev, const Tensor& info, int64_t ba
   return {-1, 0};
 }
 
-void raise_info(const char* op, const char* routine, std::pair<int64_t, int> r,
-                const Tensor& in) {
+void raise_info(const char* op, const char* routine, std::pair<int64_t, int> r, const Tensor& in) {
   if (r.first < 0) return;
   if (r.second < 0)
-    TF_THROW(InternalError, op, "cuSOLVER's {} failed on the {} input of shape {}: argument {} "
-             "is invalid", routine, dtype_name(in.dtype()), in.shape().to_string(), -r.second);
+    TF_THROW(InternalError, op,
+             "cuSOLVER's {} failed on the {} input of shape {}: argument {} "
+             "is invalid",
+             routine, dtype_name(in.dtype()), in.shape().to_string(), -r.second);
   TF_THROW(InvalidArgumentError, op,
            "cuSOLVER's {} did not converge for matrix {} of the input of shape {} (info {})",
            routine, r.first, in.shape().to_string(), r.second);
@@ -105,12 +106,11 @@ struct Solver<float> {
   }
   static int syevd_size(cusolverDnHandle_t h, cusolverEigMode_t j, int n, float* a, float* w) {
     int l = 0;
-    TF_CUSOLVER_CHECK(
-        cusolverDnSsyevd_bufferSize(h, j, CUBLAS_FILL_MODE_UPPER, n, a, n, w, &l));
+    TF_CUSOLVER_CHECK(cusolverDnSsyevd_bufferSize(h, j, CUBLAS_FILL_MODE_UPPER, n, a, n, w, &l));
     return l;
   }
-  static void syevd(cusolverDnHandle_t h, cusolverEigMode_t j, int n, float* a, float* e,
-                    float* w, int l, int* info) {
+  static void syevd(cusolverDnHandle_t h, cusolverEigMode_t j, int n, float* a, float* e, float* w,
+                    int l, int* info) {
     TF_CUSOLVER_CHECK(cusolverDnSsyevd(h, j, CUBLAS_FILL_MODE_UPPER, n, a, n, e, w, l, info));
   }
   static int geqrf_size(cusolverDnHandle_t h, int m, int n, float* a) {
@@ -137,8 +137,7 @@ struct Solver<float> {
     return l;
   }
   static void gesvd(cusolverDnHandle_t h, signed char ju, signed char jv, int m, int n, float* a,
-                    float* s, float* u, int ldu, float* vt, int ldvt, float* w, int l,
-                    int* info) {
+                    float* s, float* u, int ldu, float* vt, int ldvt, float* w, int l, int* info) {
     TF_CUSOLVER_CHECK(
         cusolverDnSgesvd(h, ju, jv, m, n, a, m, s, u, ldu, vt, ldvt, w, l, nullptr, info));
   }
@@ -156,8 +155,7 @@ struct Solver<double> {
   }
   static int syevd_size(cusolverDnHandle_t h, cusolverEigMode_t j, int n, double* a, double* w) {
     int l = 0;
-    TF_CUSOLVER_CHECK(
-        cusolverDnDsyevd_bufferSize(h, j, CUBLAS_FILL_MODE_UPPER, n, a, n, w, &l));
+    TF_CUSOLVER_CHECK(cusolverDnDsyevd_bufferSize(h, j, CUBLAS_FILL_MODE_UPPER, n, a, n, w, &l));
     return l;
   }
   static void syevd(cusolverDnHandle_t h, cusolverEigMode_t j, int n, double* a, double* e,
@@ -241,8 +239,8 @@ void eigh(const Tensor& in, std::span<Tensor> out, bool compute_v, const char* o
     const int l = std::max(Solver<T>::syevd_size(h, job, ni, ptr<T>(v), ptr<T>(out[0])), 1);
     const Tensor work = cu::workspace(dev, sizeof(T) * static_cast<size_t>(l));
     for (int64_t b = 0; b < batches; ++b)
-      Solver<T>::syevd(h, job, ni, ptr<T>(v) + b * n * n, ptr<T>(out[0]) + b * n, ptr<T>(work),
-                       l, ptr<int>(info) + b);
+      Solver<T>::syevd(h, job, ni, ptr<T>(v) + b * n * n, ptr<T>(out[0]) + b * n, ptr<T>(work), l,
+                       ptr<int>(info) + b);
   }
   if (compute_v) lk::transpose(dev, sizeof(T), v.raw_data(), out[1].raw_data(), batches, n, n);
   raise_info(op, "syevd", first_failure(dev, info, batches), in);
@@ -281,8 +279,8 @@ void qr(const Tensor& in, std::span<Tensor> out, bool full, const char* op) {
     copy_blocks(dev, q.raw_data(), sizeof(T) * m * kq, f.raw_data(), sizeof(T) * m * n,
                 sizeof(T) * m * std::min(kq, n), batches);
     for (int64_t b = 0; b < batches; ++b)
-      Solver<T>::orgqr(h, mi, kqi, ki, ptr<T>(q) + b * m * kq, ptr<T>(tau) + b * k, ptr<T>(work),
-                       l, ptr<int>(info) + batches + b);
+      Solver<T>::orgqr(h, mi, kqi, ki, ptr<T>(q) + b * m * kq, ptr<T>(tau) + b * k, ptr<T>(work), l,
+                       ptr<int>(info) + batches + b);
   }
   lk::transpose(dev, sizeof(T), q.raw_data(), out[0].raw_data(), batches, kq, m);
   // R: the first kr rows of the factor transposed back, its lower triangle zeroed.
@@ -352,23 +350,31 @@ void svd(const Tensor& in, std::span<Tensor> out, bool full, bool uv, const char
 namespace prims {
 
 void Cholesky::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  if (in[0].dtype() == float32) cholesky<float>(in[0], out[0], name());
-  else cholesky<double>(in[0], out[0], name());
+  if (in[0].dtype() == float32)
+    cholesky<float>(in[0], out[0], name());
+  else
+    cholesky<double>(in[0], out[0], name());
 }
 
 void SelfAdjointEig::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  if (in[0].dtype() == float32) eigh<float>(in[0], out, compute_v, name());
-  else eigh<double>(in[0], out, compute_v, name());
+  if (in[0].dtype() == float32)
+    eigh<float>(in[0], out, compute_v, name());
+  else
+    eigh<double>(in[0], out, compute_v, name());
 }
 
 void Qr::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  if (in[0].dtype() == float32) qr<float>(in[0], out, full_matrices, name());
-  else qr<double>(in[0], out, full_matrices, name());
+  if (in[0].dtype() == float32)
+    qr<float>(in[0], out, full_matrices, name());
+  else
+    qr<double>(in[0], out, full_matrices, name());
 }
 
 void Svd::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  if (in[0].dtype() == float32) svd<float>(in[0], out, full_matrices, compute_uv, name());
-  else svd<double>(in[0], out, full_matrices, compute_uv, name());
+  if (in[0].dtype() == float32)
+    svd<float>(in[0], out, full_matrices, compute_uv, name());
+  else
+    svd<double>(in[0], out, full_matrices, compute_uv, name());
 }
 
 }  // namespace prims

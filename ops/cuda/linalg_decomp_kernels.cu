@@ -17,8 +17,7 @@ using tcu::grid_for;
 using tcu::kThreads;
 
 template <class T>
-__global__ void zero_triangle_kernel(T* x, int64_t total, int64_t rows, int64_t cols,
-                                     bool upper) {
+__global__ void zero_triangle_kernel(T* x, int64_t total, int64_t rows, int64_t cols, bool upper) {
   const int64_t mat = rows * cols;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total;
        o += int64_t{gridDim.x} * blockDim.x) {

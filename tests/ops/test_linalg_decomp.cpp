@@ -15,6 +15,7 @@
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/linalg_decomp.h"
+#include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -522,5 +523,33 @@ TEST_CASE("traced decompositions equal eager ones", "[cpu][cuda][linalg]") {
                              tf::reduce_sum(tf::linalg::cholesky(spd)) +
                              tf::reduce_sum(tf::linalg::eigvalsh(spd));
     for (int rep = 0; rep < 2; ++rep) check_close(f(x), eager, 1e-12, 1e-12);
+  }
+}
+
+TEST_CASE("decompositions of bigger matrices and long batches reconstruct their inputs",
+          "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // One 120 x 120 matrix (the threaded library) and 40 small ones (spread over the threads).
+    for (const tf::TensorShape& shape : {tf::TensorShape{120, 120}, tf::TensorShape{40, 6, 6}}) {
+      INFO("shape " << shape.to_string());
+      const int64_t n = shape[shape.rank() - 1];
+      const tf::Tensor x =
+          make(random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 23), shape);
+      const tf::Tensor eye = tf::broadcast_to(tf::eye(n, tf::float64), shape);
+      const tf::Tensor spd = tf::matmul(x, x, false, true) + static_cast<double>(n) * eye;
+      const tf::Tensor l = tf::linalg::cholesky(spd);
+      check_close(tf::matmul(l, l, false, true), spd, 1e-10, 1e-10);
+      const auto e = tf::linalg::eigh(spd);
+      check_close(tf::matmul(e.eigenvectors,
+                             tf::matmul(diag(e.eigenvalues), e.eigenvectors, false, true)),
+                  spd, 1e-10, 1e-10);
+      const auto q = tf::linalg::qr(x);
+      check_close(tf::matmul(q.q, q.r), x, 1e-10, 1e-10);
+      const auto s = tf::linalg::svd(x);
+      check_close(tf::matmul(s.u, tf::matmul(diag(s.s), s.v, false, true)), x, 1e-10, 1e-10);
+      check_close(tf::linalg::logdet(spd), tf::math::log(tf::linalg::det(spd)), 1e-10, 1e-10);
+    }
   }
 }
