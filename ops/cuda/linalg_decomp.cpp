@@ -70,8 +70,13 @@ void copy_blocks(Device dev, void* dst, size_t dpitch, const void* src, size_t s
 }
 
 // The infos of `batches` factorisations, read on the host (waits for the queued work).
-// Returns the first matrix with a nonzero info and that info, or {-1, 0}.
+// Returns the first matrix with a nonzero info and that info, or {-1, 0}. While the stream is
+// captured into a CUDA graph (jit_compile) nothing may synchronise and nothing has run yet: the
+// check is skipped there, as inv's and solve's.
 std::pair<int64_t, int> first_failure(Device dev, const Tensor& info, int64_t batches) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TF_CUDA_CHECK(cudaStreamIsCapturing(cu::stream(dev), &capture));
+  if (capture != cudaStreamCaptureStatusNone) return {-1, 0};
   std::vector<int> infos(static_cast<size_t>(batches));
   detail::copy_bytes(infos.data(), Device{}, info.raw_data(), dev, infos.size() * sizeof(int));
   for (int64_t b = 0; b < batches; ++b)
