@@ -102,6 +102,12 @@ Tensor lower_gradient(const Tensor& g) {
   return where(equal(rows, cols), g, where(greater(rows, cols), sym, zeros_like(g)));
 }
 
+// TF's _SafeReciprocal: x / (x^2 + 1e-20), 0 (not inf) at x = 0 (equal eigen- or singular
+// values).
+Tensor safe_reciprocal(const Tensor& x) {
+  return x * math::reciprocal(x * x + 1e-20);
+}
+
 // x r^{-T} for an upper-triangular r (TF's _TriangularSolve), through the LU solve.
 Tensor solve_right_transposed(const Tensor& x, const Tensor& r) {
   return mT(linalg::solve(r, mT(x)));
@@ -302,8 +308,8 @@ std::vector<Tensor> Cholesky::vjp(Span, Span cts, std::span<const int>, Span out
 }
 
 // a = V diag(e) V^T: da = V (diag(ge) + F o (V^T gV)) V^T with F_ij = 1 / (e_j - e_i) off the
-// diagonal, then folded onto the lower triangle (the part the op reads). eigvalsh's gradient
-// recomputes the eigenvectors.
+// diagonal (TF's safe reciprocal: 0 for equal eigenvalues), then folded onto the lower triangle
+// (the part the op reads). eigvalsh's gradient recomputes the eigenvectors.
 bool SelfAdjointEig::vjp_accepts_undefined_cotangents() const {
   return true;
 }
@@ -323,9 +329,8 @@ std::vector<Tensor> SelfAdjointEig::vjp(Span p, Span cts, std::span<const int>, 
   Tensor inner = cts[0].defined() ? matrix_diag(cts[0]) : zeros_like(v);
   if (compute_v && cts[1].defined()) {
     const Tensor diff = expand_dims(e, -2) - expand_dims(e, -1);
-    const Tensor on_diag = equal(row_numbers(diff), col_numbers(diff));
     const Tensor f =
-        where(on_diag, zeros_like(diff), math::reciprocal(where(on_diag, ones_like(diff), diff)));
+        where(equal(row_numbers(diff), col_numbers(diff)), zeros_like(diff), safe_reciprocal(diff));
     inner = inner + f * tapeflow::matmul(v, cts[1], true, false);
   }
   return {lower_gradient(tapeflow::matmul(v, tapeflow::matmul(inner, v, false, true)))};
@@ -405,8 +410,6 @@ std::vector<Tensor> Svd::vjp(Span p, Span cts, std::span<const int>, Span outs) 
     sz[rank - 1] = size;
     return slice(t, b, sz);
   };
-  // TF's _SafeReciprocal: x / (x^2 + 1e-20).
-  auto safe_reciprocal = [](const Tensor& x) { return x * math::reciprocal(x * x + 1e-20); };
   const Tensor s_mat = matrix_diag(s);
   const Tensor s2 = s * s;
   const Tensor diff = expand_dims(s2, -2) - expand_dims(s2, -1);

@@ -413,6 +413,14 @@ TEST_CASE("eigh and eigvalsh gradients match finite differences", "[cpu][cuda][l
     CHECK(gv[1] == 0);
     CHECK(gv[2] == 0);
     CHECK(gv[5] == 0);
+    // Equal eigenvalues: TF's safe reciprocal keeps the gradient finite (d trace / da = I).
+    const tf::Tensor twice_eye = 2.0 * tf::eye(3, tf::float64);
+    tf::GradientTape tape2;
+    tape2.watch(twice_eye);
+    const auto d = tf::linalg::eigh(twice_eye);
+    const tf::Tensor loss =
+        tf::reduce_sum(d.eigenvalues) + 0.0 * tf::reduce_sum(d.eigenvectors * d.eigenvectors);
+    check_values(tape2.gradient(loss, twice_eye), {1, 0, 0, 0, 1, 0, 0, 0, 1}, 1e-12, 1e-12);
   }
 }
 
