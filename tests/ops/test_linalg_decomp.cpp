@@ -498,6 +498,13 @@ TEST_CASE("svd pinv and spectral norm gradients match finite differences", "[cpu
           return tf::norm(x, 2, {-2, -1});
         },
         random_values(12, -1, 1, 19), {4, 3});
+    // full_matrices with |m - n| > 1 has no gradient through u and v, as TF.
+    const tf::Tensor a = make(random_values(10, -1, 1, 24), {5, 2});
+    tf::GradientTape tape;
+    tape.watch(a);
+    const auto d = tf::linalg::svd(a, true);
+    TF_REQUIRE_THROWS_CONTAINING(tape.gradient(tf::reduce_sum(d.u * d.u), a),
+                                 tf::UnimplementedError, "(5, 2)");
   }
 }
 
