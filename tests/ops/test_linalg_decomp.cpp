@@ -568,3 +568,50 @@ TEST_CASE("decompositions of bigger matrices and long batches reconstruct their 
     }
   }
 }
+
+TEST_CASE("gradients at unconstrained inputs equal TF's", "[cpu][cuda][linalg]") {
+  // TF's own folding of the gradient onto what the op reads (cholesky: symmetric, eigh: the
+  // lower triangle), which central differences of a symmetric parametrisation cannot tell.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor w3 = make({1, 2, 3}, {3});
+    const tf::Tensor w = make({0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}, {3, 3});
+    auto grad = [](const std::function<tf::Tensor(const tf::Tensor&)>& f, const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      return tape.gradient(f(x), x);
+    };
+    const tf::Tensor a = make(kSpd, {3, 3}), s = make(kSym, {3, 3}), m = make(kTall, {4, 3});
+    // tape.gradient(reduce_sum(tf.linalg.cholesky(a) * w), a)
+    check_values(
+        grad([&](const tf::Tensor& x) { return tf::reduce_sum(tf::linalg::cholesky(x) * w); }, a),
+        {-0.01547038633088206, 0.01668291827353021, 0.047526181294113026, 0.01668291827353021,
+         0.07671217116588462, 0.13307330762351638, 0.047526181294113026, 0.13307330762351638,
+         0.23958109929419194},
+        1e-10, 1e-12);
+    // tape.gradient(reduce_sum(tf.linalg.eigvalsh(s) * [1, 2, 3]), s)
+    check_values(
+        grad([&](const tf::Tensor& x) { return tf::reduce_sum(tf::linalg::eigvalsh(x) * w3); }, s),
+        {1.4226497308103738, 0.0, 0.0, 1.1547005383792512, 1.9999999999999996, 0.0, 0.0,
+         1.1547005383792515, 2.5773502691896266},
+        1e-10, 1e-12);
+    // tape.gradient(reduce_sum(tf.linalg.svd(m, compute_uv=False) * [1, 2, 3]), m)
+    check_values(
+        grad(
+            [&](const tf::Tensor& x) {
+              return tf::reduce_sum(tf::linalg::svd(x, false, false).s * w3);
+            },
+            m),
+        {-1.9842310160689909, 0.45693071652720285, 1.3138692095108775, -0.6148001475822468,
+         0.26197540564849703, 0.992909572155336, 1.3880464626487425, 0.5598065175301301,
+         -0.22951421137093792, 0.9855639743450402, -1.6531097737120444, 0.8357440865015369},
+        1e-10, 1e-12);
+    // tape.gradient(tf.linalg.logdet(a), a)
+    check_values(grad([](const tf::Tensor& x) { return tf::linalg::logdet(x); }, a),
+                 {0.31390134529147984, -0.1210762331838565, -0.022421524663677132,
+                  -0.1210762331838565, 0.2609865470852018, -0.06278026905829596,
+                  -0.022421524663677132, -0.06278026905829596, 0.3587443946188341},
+                 1e-10, 1e-12);
+  }
+}
