@@ -9,6 +9,7 @@
 #include "ops/dispatch.h"
 #include "ops/binary.h"
 #include "ops/helpers.h"
+#include "ops/linalg_decomp.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -172,10 +173,6 @@ Tensor norm_impl(const Tensor& t, const NormOrder& ord, std::vector<int> axes, b
     TF_CHECK_ARG(!ord.is_number() || p == 1 || p == 2 || inf, op,
                  "'ord' must be a supported matrix norm (euclidean, fro, 1, 2, inf), got {}",
                  ord.to_string());
-    if (ord.is_number() && p == 2)
-      TF_THROW(UnimplementedError, op,
-               "the matrix 2-norm (the largest singular value) needs an SVD, which tapeflow "
-               "does not have; ord \"fro\", 1 and inf are supported");
   } else {
     TF_CHECK_ARG(!ord.is_fro(), op, "'ord' must be a supported vector norm, got fro");
     TF_CHECK_ARG(!ord.is_number() || p > 0, op,
@@ -193,7 +190,18 @@ Tensor norm_impl(const Tensor& t, const NormOrder& ord, std::vector<int> axes, b
                "got {}",
                ord.to_string(), dtype_name(t.dtype()));
   Tensor result;
-  if (!ord.is_number() || p == 2) {
+  if (matrix && ord.is_number() && p == 2) {
+    // The spectral norm: the largest singular value of the matrices over the two axes (moved
+    // last), then size-1 dimensions back at the axes' places, as the other reductions keep.
+    std::vector<int> perm;
+    for (int d = 0; d < t.rank(); ++d)
+      if (d != axes[0] && d != axes[1]) perm.push_back(d);
+    perm.push_back(axes[0]);
+    perm.push_back(axes[1]);
+    result = reduce_max(linalg::svd(transpose(t, perm), false, false).s, -1);
+    result =
+        expand_dims(expand_dims(result, std::min(axes[0], axes[1])), std::max(axes[0], axes[1]));
+  } else if (!ord.is_number() || p == 2) {
     result = sqrt(reduce_sum(t * t, reduce_axes, true));
   } else if (p == 1) {
     result = abs(t);

@@ -43,7 +43,7 @@ class NormOrder {
 // tf.norm (tf.linalg.norm). Without axes: the norm of all elements as one vector (a scalar). One
 // axis: vector norms along it; two distinct axes: matrix norms over them ("euclidean"/"fro":
 // sqrt of the sum of squares; 1: the largest column sum of |x| (summed over axes[0], max over
-// axes[1]); inf: the largest row sum; the spectral norm ord 2 is an UnimplementedError: no SVD).
+// axes[1]); inf: the largest row sum; 2: the spectral norm, the largest singular value (svd)).
 // "euclidean", 2 and p-norms need a floating dtype; 1 and inf also take integers (as TF). The
 // euclidean norm's gradient at a zero vector is NaN, as TF's (sqrt'(0) * 0).
 Tensor norm(const Tensor& tensor, const NormOrder& ord = "euclidean");

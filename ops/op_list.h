@@ -37,6 +37,9 @@
 
 // TF's ImageProjectiveTransformV3 (ops/image.h).
 #define TF_IMAGE_PRIMITIVES(X) X(ImageProjectiveTransform)
+// cholesky, eigh/eigvalsh, qr, svd (ops/linalg_decomp.h; not in TF_PRIMITIVES, which would need
+// every family's header).
+#define TF_LINALG_DECOMP_PRIMITIVES(X) X(Cholesky) X(SelfAdjointEig) X(Qr) X(Svd)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \

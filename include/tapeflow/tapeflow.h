@@ -47,6 +47,7 @@
 #include "ops/image.h"
 #include "ops/indexing.h"
 #include "ops/linalg.h"
+#include "ops/linalg_decomp.h"
 #include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
