@@ -46,6 +46,7 @@
 #include "ops/image.h"
 #include "ops/indexing.h"
 #include "ops/linalg.h"
+#include "ops/linalg_more.h"
 #include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"

@@ -1,0 +1,444 @@
+// tf.linalg's structure ops, triangular_solve, slogdet and lu (ops/linalg_more.h): values against
+// TF 2.21 literals (tf.linalg.X / tf.tensordot / tf.math.l2_normalize on the same inputs, in
+// /tmp/tfvenv), gradients against central finite differences in float64, the arguments TF
+// rejects, and traced against eager; on every device under test.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/linalg_more.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_close;
+using tf::testing::check_values;
+using tf::testing::require_error;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s,
+                tf::DType dt = tf::float64) {
+  return tf::detail::from_doubles(v, s, dt);
+}
+
+tf::Tensor iota(const tf::TensorShape& s, tf::DType dt = tf::float32) {
+  std::vector<double> v(static_cast<size_t>(s.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  return make(v, s, dt);
+}
+
+// The matrices of the TF reference script.
+tf::Tensor mat_a() {
+  return make({2, -1, 0.5, 1, 3, -2, 0.5, 1, 4}, {3, 3});
+}
+tf::Tensor mat_b() {
+  return make({1, 2, 0, 3, 1, 4, 0, 2, 5, 0, 1, 2, 1, 0, 3, 4, -3, 8}, {2, 3, 3});
+}
+tf::Tensor rhs_r() {
+  return make({1, 2, -1, 0.5, 3, -2}, {3, 2});
+}
+
+// Checks d sum(w * f(x)) / dx from the tape against central differences (float64), w fixed
+// pseudo-random weights so that every output element matters.
+void check_gradient(const char* what, const std::function<tf::Tensor(const tf::Tensor&)>& f,
+                    const tf::Tensor& x, double tol = 1e-6) {
+  INFO(what);
+  const tf::Tensor y0 = f(x);
+  const tf::Tensor w = make(
+      tf::testing::random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7), y0.shape());
+  auto loss = [&](const tf::Tensor& v) { return tf::reduce_sum(f(v) * w); };
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor l = loss(x);
+  const tf::Tensor g = tape.gradient(l, x);
+  REQUIRE(g.shape() == x.shape());
+  std::vector<double> xv = tf::detail::to_double_vector(x), want(xv.size());
+  const double h = 1e-6;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    std::vector<double> p = xv, m = xv;
+    p[i] += h;
+    m[i] -= h;
+    const double lp = loss(make(p, x.shape())).item<double>();
+    const double lm = loss(make(m, x.shape())).item<double>();
+    want[i] = (lp - lm) / (2 * h);
+  }
+  check_values(g, want, tol, tol);
+}
+
+}  // namespace
+
+TEST_CASE("linalg_more: band_part diag diag_part set_diag trace match TF", "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const tf::Tensor x = iota({2, 3, 4});
+    // tf.linalg.band_part(tf.reshape(tf.range(24.), [2, 3, 4]), 1, 0) / (0, -1) / (-1, 1)
+    check_values(tf::linalg::band_part(x, 1, 0),
+                 {0, 0, 0, 0, 4, 5, 0, 0, 0, 9, 10, 0, 12, 0, 0, 0, 16, 17, 0, 0, 0, 21, 22, 0}, 0,
+                 0);
+    check_values(
+        tf::linalg::band_part(x, 0, -1),
+        {0, 1, 2, 3, 0, 5, 6, 7, 0, 0, 10, 11, 12, 13, 14, 15, 0, 17, 18, 19, 0, 0, 22, 23}, 0, 0);
+    check_values(
+        tf::linalg::band_part(x, -1, 1),
+        {0, 1, 0, 0, 4, 5, 6, 0, 8, 9, 10, 11, 12, 13, 0, 0, 16, 17, 18, 0, 20, 21, 22, 23}, 0, 0);
+    CHECK(tf::linalg::band_part(iota({2, 2}, tf::int32), 0, 0).dtype() == tf::int32);
+    // tf.linalg.diag([[1, 2, 3], [4, 5, 6]], k=0 / 1 / -2)
+    const tf::Tensor v = make({1, 2, 3, 4, 5, 6}, {2, 3}, tf::float32);
+    check_values(tf::linalg::diag(v), {1, 0, 0, 0, 2, 0, 0, 0, 3, 4, 0, 0, 0, 5, 0, 0, 0, 6}, 0, 0);
+    const tf::Tensor d1 = tf::linalg::diag(v, 1);
+    REQUIRE(d1.shape() == tf::TensorShape{2, 4, 4});
+    check_values(d1, {0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0,
+                      0, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 6, 0, 0, 0, 0},
+                 0, 0);
+    const tf::Tensor dm2 = tf::linalg::diag(v, -2);
+    REQUIRE(dm2.shape() == tf::TensorShape{2, 5, 5});
+    const auto dm2v = tf::detail::to_double_vector(dm2);
+    CHECK(dm2v[10] == 1);  // [0, 2, 0]
+    CHECK(dm2v[16] == 2);  // [0, 3, 1]
+    CHECK(dm2v[22] == 3);  // [0, 4, 2]
+    CHECK(dm2v[25 + 10] == 4);
+    CHECK(tf::reduce_sum(dm2).item<float>() == 21);
+    // tf.linalg.diag_part(x, k=0 / 1 / -1 / 3)
+    check_values(tf::linalg::diag_part(x), {0, 5, 10, 12, 17, 22}, 0, 0);
+    check_values(tf::linalg::diag_part(x, 1), {1, 6, 11, 13, 18, 23}, 0, 0);
+    check_values(tf::linalg::diag_part(x, -1), {4, 9, 16, 21}, 0, 0);
+    check_values(tf::linalg::diag_part(x, 3), {3, 15}, 0, 0);
+    // tf.linalg.set_diag(tf.reshape(tf.range(12.), [3, 4]), d, k=0 / 1 / -1)
+    const tf::Tensor y = iota({3, 4});
+    check_values(tf::linalg::set_diag(y, make({10, 20, 30}, {3}, tf::float32)),
+                 {10, 1, 2, 3, 4, 20, 6, 7, 8, 9, 30, 11}, 0, 0);
+    check_values(tf::linalg::set_diag(y, make({10, 20, 30}, {3}, tf::float32), 1),
+                 {0, 10, 2, 3, 4, 5, 20, 7, 8, 9, 10, 30}, 0, 0);
+    check_values(tf::linalg::set_diag(y, make({10, 20}, {2}, tf::float32), -1),
+                 {0, 1, 2, 3, 10, 5, 6, 7, 8, 20, 10, 11}, 0, 0);
+    // tf.linalg.trace(x)
+    check_values(tf::linalg::trace(x), {15, 51}, 0, 0);
+    check_values(tf::linalg::trace(iota({2, 3}, tf::int32)), {4}, 0, 0);
+    // Empty matrices.
+    CHECK(tf::linalg::diag_part(tf::zeros({2, 0, 3})).shape() == tf::TensorShape{2, 0});
+    CHECK(tf::linalg::band_part(tf::zeros({0, 4, 4}), 1, 1).shape() == tf::TensorShape{0, 4, 4});
+    CHECK(tf::linalg::matrix_transpose(x).shape() == tf::TensorShape{2, 4, 3});
+    check_close(tf::linalg::adjoint(x), tf::linalg::matrix_transpose(x), 0, 0);
+  }
+}
+
+TEST_CASE("linalg_more: matvec tensordot cross l2_normalize match TF", "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const tf::Tensor x = iota({2, 3, 4});
+    // tf.linalg.matvec(x, [1, -1, 2, 0.5]); transpose_a with [1, -1, 2]
+    check_values(tf::linalg::matvec(x, make({1, -1, 2, 0.5}, {4}, tf::float32)),
+                 {4.5, 14.5, 24.5, 34.5, 44.5, 54.5}, 0, 0);
+    check_values(tf::linalg::matvec(x, make({1, -1, 2}, {3}, tf::float32), true),
+                 {12, 14, 16, 18, 36, 38, 40, 42}, 0, 0);
+    // tf.tensordot(x, tf.reshape(tf.range(8.), [4, 2]), 1) and the pairs forms
+    check_values(tf::linalg::tensordot(x, iota({4, 2}), 1),
+                 {28, 34, 76, 98, 124, 162, 172, 226, 220, 290, 268, 354}, 0, 0);
+    const tf::Tensor pairs = tf::linalg::tensordot(x, iota({3, 2}), {1}, {0});
+    REQUIRE(pairs.shape() == tf::TensorShape{2, 4, 2});
+    check_values(pairs, {40, 52, 46, 61, 52, 70, 58, 79, 112, 160, 118, 169, 124, 178, 130, 187}, 0,
+                 0);
+    check_values(
+        tf::linalg::tensordot(make({1, 2}, {2}, tf::float32), make({3, 4, 5}, {3}, tf::float32), 0),
+        {3, 4, 5, 6, 8, 10}, 0, 0);
+    check_values(tf::linalg::tensordot(x, iota({3, 4, 2}), {1, 2}, {0, 1}),
+                 {1012, 1078, 2596, 2806}, 0, 0);
+    // tf.linalg.cross
+    check_values(tf::linalg::cross(make({1, 2, 3, -1, 0.5, 2}, {2, 3}, tf::float32),
+                                   make({4, 5, 6, 3, -2, 1}, {2, 3}, tf::float32)),
+                 {-3, 6, -3, 4.5, 7, 0.5}, 0, 0);
+    // tf.math.l2_normalize([[3, 4], [0, 0], [1, -2]], axis=-1)
+    check_values(
+        tf::linalg::l2_normalize(make({3, 4, 0, 0, 1, -2}, {3, 2}, tf::float32)),
+        {0.6000000238418579, 0.800000011920929, 0, 0, 0.4472135901451111, -0.8944271802902222},
+        1e-6, 1e-7);
+  }
+}
+
+TEST_CASE("linalg_more: triangular_solve matches TF with broadcast batches",
+          "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    // tf.linalg.triangular_solve(A, R, lower=..., adjoint=...)
+    struct Case {
+      bool lower, adjoint;
+      std::vector<double> want;
+    };
+    for (const Case& c :
+         {Case{true, false, {0.5, 1.0, -0.5, -0.16666666666666666, 0.8125, -0.5833333333333334}},
+          Case{true,
+               true,
+               {0.6041666666666666, 0.9583333333333334, -0.5833333333333333, 0.3333333333333333,
+                0.75, -0.5}},
+          Case{false,
+               false,
+               {0.39583333333333337, 1.0416666666666665, 0.16666666666666666, -0.16666666666666666,
+                0.75, -0.5}},
+          Case{false, true, {0.5, 1.0, -0.16666666666666666, 0.5, 0.6041666666666666, -0.375}}}) {
+      INFO("lower " << c.lower << " adjoint " << c.adjoint);
+      for (tf::DType dt : {tf::float64, tf::float32}) {
+        const tf::Tensor got = tf::linalg::triangular_solve(
+            tf::cast(mat_a(), dt), tf::cast(rhs_r(), dt), c.lower, c.adjoint);
+        CHECK(got.dtype() == dt);
+        check_values(got, c.want, dt == tf::float64 ? 1e-14 : 1e-6, 1e-14);
+      }
+    }
+    // Batched matrix, one shared rhs: tf.linalg.triangular_solve(B, R) (B[1] has a zero on its
+    // diagonal: infinities, no error).
+    check_values(tf::linalg::triangular_solve(mat_b(), rhs_r()),
+                 {1, 2, -4, -5.5, 2.2, 1.8, kInf, kInf, -kInf, -kInf, -kInf, -kInf}, 1e-14, 1e-14);
+    // TF 2.x broadcasting: [2, 1, 3, 3] with [4, 3, 2] -> [2, 4, 3, 2].
+    const tf::Tensor m = tf::ones({2, 1, 3, 3}) + tf::eye(3);
+    CHECK(tf::linalg::triangular_solve(m, tf::ones({4, 3, 2})).shape() ==
+          tf::TensorShape{2, 4, 3, 2});
+    CHECK(tf::linalg::triangular_solve(tf::zeros({0, 3, 3}), tf::ones({3, 2})).shape() ==
+          tf::TensorShape{0, 3, 2});
+    CHECK(tf::linalg::triangular_solve(tf::zeros({0, 0}), tf::ones({0, 2})).shape() ==
+          tf::TensorShape{0, 2});
+    require_error(
+        [] {
+          tf::linalg::triangular_solve(tf::ones({2, 3}), tf::ones({2, 1}));
+        },
+        {"[triangular_solve]", "square", "(2, 3)"});
+    require_error(
+        [] {
+          tf::linalg::triangular_solve(tf::ones({3, 3}), tf::ones({2, 1}));
+        },
+        {"[triangular_solve]", "(3, 3)", "(2, 1)"});
+    require_error(
+        [] {
+          tf::linalg::triangular_solve(tf::ones({3, 3}, tf::int32), tf::ones({3, 1}, tf::int32));
+        },
+        {"[triangular_solve]", "int32"});
+    require_error(
+        [] {
+          tf::linalg::triangular_solve(tf::ones({3, 3}), tf::ones({3, 1}, tf::float64));
+        },
+        {"[triangular_solve]", "float32", "float64"});
+    require_error(
+        [] {
+          tf::linalg::triangular_solve(tf::ones({2, 3, 3}), tf::ones({4, 3, 1}));
+        },
+        {"[triangular_solve]", "(2, 3, 3)", "(4, 3, 1)"});
+  }
+}
+
+TEST_CASE("linalg_more: slogdet and lu match TF", "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    for (tf::DType dt : {tf::float64, tf::float32}) {
+      const double tol = dt == tf::float64 ? 1e-14 : 1e-6;
+      // tf.linalg.slogdet(A), (B)
+      auto [s, l] = tf::linalg::slogdet(tf::cast(mat_a(), dt));
+      check_values(s, {1}, 0, 0);
+      check_values(l, {3.4889029620812613}, tol, tol);
+      auto [sb, lb] = tf::linalg::slogdet(tf::cast(mat_b(), dt));
+      check_values(sb, {-1, -1}, 0, 0);
+      check_values(lb, {3.4965075614664802, 0.6931471805599453}, tol, tol);
+      // tf.linalg.lu(A), (B)
+      auto [lu, p] = tf::linalg::lu(tf::cast(mat_a(), dt));
+      CHECK(p.dtype() == tf::int32);
+      check_values(lu, {2, -1, 0.5, 0.5, 3.5, -2.25, 0.25, 0.35714285714285715, 4.678571428571429},
+                   tol, tol);
+      check_values(p, {0, 1, 2}, 0, 0);
+      auto [lub, pb] = tf::linalg::lu(tf::cast(mat_b(), dt), tf::int64);
+      CHECK(pb.dtype() == tf::int64);
+      check_values(lub,
+                   {3, 1, 4, 0, 2, 5, 0.3333333333333333, 0.8333333333333334, -5.5, 4, -3, 8, 0, 1,
+                    2, 0.25, 0.75, -0.5},
+                   tol, tol);
+      check_values(pb, {1, 2, 0, 2, 0, 1}, 0, 0);
+      // tf.linalg.lu_solve(lu, p, tf.stack([R, 2 R])), lu_matrix_inverse, lu_reconstruct
+      const tf::Tensor r = tf::cast(rhs_r(), dt);
+      check_values(tf::linalg::lu_solve(lub, pb, tf::stack({r, r * 2.0})),
+                   {-0.9393939393939394, 0.8181818181818181, 0.9696969696969697, 0.5909090909090908,
+                    0.21212121212121213, -0.6363636363636364, -32, -5, -18, 0, 10, 2},
+                   tol * 100, tol * 100);
+      check_values(
+          tf::linalg::lu_matrix_inverse(lub, pb),
+          {0.0909090909090909, 0.30303030303030304, -0.24242424242424243, 0.4545454545454546,
+           -0.15151515151515152, 0.12121212121212122, -0.18181818181818182, 0.06060606060606061,
+           0.15151515151515152, -4.5, 7, -1.5, -2, 4, -1, 1.5, -2, 0.5},
+          tol * 100, tol * 100);
+      check_values(tf::linalg::lu_reconstruct(lub, pb),
+                   {1, 2, 0, 3, 1, 4, 0, 2, 5, 0, 1, 2, 1, 0, 3, 4, -3, 8}, tol, tol);
+    }
+    // Singular: slogdet gives {0, -inf} (TF's), lu refuses it (TF's message).
+    auto [s, l] = tf::linalg::slogdet(make({1, 2, 2, 4}, {2, 2}));
+    check_values(s, {0}, 0, 0);
+    check_values(l, {-kInf}, 0, 0);
+    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::lu(make({1, 2, 2, 4}, {2, 2})),
+                                 tf::InvalidArgumentError, "[lu] Input is not invertible.");
+    // Empty matrices: slogdet {1, 0}; lu's outputs are empty.
+    auto [se, le] = tf::linalg::slogdet(tf::zeros({2, 0, 0}, tf::float64));
+    check_values(se, {1, 1}, 0, 0);
+    check_values(le, {0, 0}, 0, 0);
+    auto [lue, pe] = tf::linalg::lu(tf::zeros({2, 0, 0}));
+    CHECK(lue.shape() == tf::TensorShape{2, 0, 0});
+    CHECK(pe.shape() == tf::TensorShape{2, 0});
+    require_error([] { tf::linalg::lu(tf::ones({2, 3})); }, {"[lu]", "square", "(2, 3)"});
+    require_error([] { tf::linalg::slogdet(tf::ones({3})); }, {"[slogdet]", "rank", "(3,)"});
+    require_error([] { tf::linalg::slogdet(tf::ones({2, 2}, tf::int32)); }, {"[slogdet]", "int32"});
+    require_error([] { tf::linalg::lu(tf::ones({2, 2}, tf::bfloat16)); }, {"[lu]", "bfloat16"});
+  }
+}
+
+TEST_CASE("linalg_more: structure ops reject bad arguments", "[cpu][linalg]") {
+  require_error([] { tf::linalg::band_part(tf::ones({3}), 1, 1); },
+                {"[band_part]", "rank", "(3,)"});
+  require_error(
+      [] {
+        tf::linalg::diag_part(tf::ones({3, 3}), 3);
+      },
+      {"[diag_part]", "k = 3", "3 x 3"});
+  require_error([] { tf::linalg::diag_part(tf::ones({3, 3}), -3); }, {"[diag_part]", "k = -3"});
+  require_error(
+      [] {
+        tf::linalg::set_diag(tf::ones({2, 3, 3}), tf::ones({3}));
+      },
+      {"[set_diag]", "(2, 3)", "(3,)"});
+  require_error([] { tf::linalg::diag(tf::ones(tf::TensorShape{})); }, {"[diag]", "rank"});
+  require_error(
+      [] {
+        tf::linalg::cross(tf::ones({2, 3}), tf::ones({3}));
+      },
+      {"[cross]", "(2, 3)", "(3,)"});
+  require_error([] { tf::linalg::cross(tf::ones({2, 4}), tf::ones({2, 4})); }, {"[cross]", "3"});
+  require_error(
+      [] {
+        tf::linalg::tensordot(tf::ones({2, 3}), tf::ones({4, 2}), 1);
+      },
+      {"[tensordot]", "(2, 3)", "(4, 2)"});
+  require_error(
+      [] {
+        tf::linalg::tensordot(tf::ones({2, 3}), tf::ones({3}), 3);
+      },
+      {"[tensordot]", "axes = 3"});
+  require_error([] { tf::linalg::matvec(tf::ones({3}), tf::ones({3})); }, {"[matvec]", "rank"});
+  require_error([] { tf::linalg::l2_normalize(tf::ones({3}, tf::int32)); }, {"l2_normalize"});
+  require_error([] { tf::linalg::trace(tf::ones({3})); }, {"[trace]", "rank"});
+  require_error(
+      [] {
+        auto [lu, p] = tf::linalg::lu(tf::eye(3));
+        tf::linalg::lu_solve(lu, p, tf::ones({2, 1}));
+      },
+      {"[lu_solve]", "(2, 1)"});
+  require_error([] { tf::linalg::lu_reconstruct(tf::eye(3), tf::ones({3})); },
+                {"[lu_reconstruct]", "perm", "float32"});
+}
+
+TEST_CASE("linalg_more: gradients match finite differences", "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const tf::Tensor a = mat_a(), b = mat_b(), r = rhs_r();
+    const tf::Tensor x = make(tf::testing::random_values(24, -1, 1, 3), {2, 3, 4});
+    const tf::Tensor other = make(tf::testing::random_values(24, -1, 1, 4), {2, 3, 4});
+    check_gradient(
+        "band_part", [](const tf::Tensor& t) { return tf::linalg::band_part(t, 1, 0); }, x);
+    check_gradient(
+        "diag", [](const tf::Tensor& t) { return tf::linalg::diag(t, -1); }, x);
+    check_gradient(
+        "diag_part", [](const tf::Tensor& t) { return tf::linalg::diag_part(t, 1); }, x);
+    check_gradient(
+        "trace", [](const tf::Tensor& t) { return tf::linalg::trace(t); }, x);
+    check_gradient(
+        "set_diag input",
+        [&](const tf::Tensor& t) {
+          return tf::linalg::set_diag(t, make({1, 2, 3, 4}, {2, 2}), -1) * t;
+        },
+        x);
+    check_gradient(
+        "set_diag diagonal",
+        [&](const tf::Tensor& d) { return tf::linalg::set_diag(x, d, -1) * x; },
+        make({1, 2, 3, 4}, {2, 2}));
+    check_gradient(
+        "tensordot",
+        [&](const tf::Tensor& t) {
+          return tf::linalg::tensordot(t, other, {0, 2}, {0, 2});
+        },
+        x);
+    check_gradient(
+        "matvec", [&](const tf::Tensor& t) { return tf::linalg::matvec(x, t, true); },
+        make({1, -2, 0.5}, {3}));
+    check_gradient(
+        "cross",
+        [&](const tf::Tensor& t) {
+          return tf::linalg::cross(t, make({4, 5, 6}, {1, 3}));
+        },
+        make({1, 2, 3}, {1, 3}));
+    check_gradient(
+        "l2_normalize", [](const tf::Tensor& t) { return tf::linalg::l2_normalize(t, 1); }, x);
+    for (bool lower : {true, false})
+      for (bool adjoint : {false, true}) {
+        INFO("triangular_solve lower " << lower << " adjoint " << adjoint);
+        check_gradient(
+            "triangular_solve matrix",
+            [&](const tf::Tensor& m) { return tf::linalg::triangular_solve(m, r, lower, adjoint); },
+            a);
+        check_gradient(
+            "triangular_solve rhs",
+            [&](const tf::Tensor& y) { return tf::linalg::triangular_solve(a, y, lower, adjoint); },
+            r);
+      }
+    // Broadcast batches: one matrix for two right-hand sides, gradient summed over the batch.
+    const tf::Tensor well = b + tf::eye(3, tf::float64) * 6.0;
+    check_gradient(
+        "triangular_solve broadcast",
+        [&](const tf::Tensor& m) { return tf::linalg::triangular_solve(m, well); }, a);
+    check_gradient(
+        "slogdet", [](const tf::Tensor& m) { return tf::linalg::slogdet(m).second; }, b);
+    check_gradient(
+        "lu 2-D", [](const tf::Tensor& m) { return tf::linalg::lu(m).first; }, a);
+    check_gradient(
+        "lu batched", [](const tf::Tensor& m) { return tf::linalg::lu(m).first; }, b);
+    check_gradient(
+        "lu_solve",
+        [&](const tf::Tensor& m) {
+          auto [lu, p] = tf::linalg::lu(m);
+          return tf::linalg::lu_solve(lu, p, r);
+        },
+        b);
+  }
+}
+
+TEST_CASE("linalg_more: traced equals eager", "[cpu][cuda][jit][linalg]") {
+  auto body = [](const tf::Tensor& m, const tf::Tensor& y) {
+    auto [s, l] = tf::linalg::slogdet(m);
+    auto [lu, p] = tf::linalg::lu(m);
+    const tf::Tensor x =
+        tf::linalg::triangular_solve(m, y, false, true) + tf::linalg::lu_solve(lu, p, y) +
+        tf::expand_dims(
+            tf::linalg::matvec(tf::linalg::band_part(m, 1, 0), tf::linalg::diag_part(m)), -1);
+    return x * tf::expand_dims(tf::expand_dims(s * l + tf::linalg::trace(m), -1), -1);
+  };
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    auto f = tf::function(body);
+    for (tf::DType dt : {tf::float32, tf::float64}) {
+      const tf::Tensor m = tf::cast(mat_b(), dt);
+      const tf::Tensor y = make(tf::testing::random_values(12, -1, 1, 5), {2, 3, 2}, dt);
+      const tf::Tensor want = body(m, y);
+      for (int rep = 0; rep < 2; ++rep) check_close(f(m, y), want, 1e-5, 1e-5);
+    }
+  }
+}
