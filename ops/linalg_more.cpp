@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/check.h"
@@ -299,6 +300,62 @@ Tensor l2_normalize(const Tensor& x, const std::vector<int>& axes, double epsilo
 
 Tensor l2_normalize(const Tensor& x, int axis, double epsilon) {
   return l2_normalize(x, std::vector<int>{axis}, epsilon);
+}
+
+Tensor expm(const Tensor& input) {
+  const char* op = "expm";
+  check_defined(op, {&input});
+  check_square_float(op, input.shape(), input.dtype());
+  const auto [n, unused] = matrix_dims(op, input);
+  (void)unused;
+  TF_CHECK_T(UnimplementedError, !input.is_symbolic(), op,
+             "the number of squarings depends on the input's values, which a traced function "
+             "does not have: call expm eagerly (input {})",
+             input.shape().to_string());
+  if (input.num_elements() == 0) return input;
+  const DType dt = input.dtype();
+  const bool f64 = dt == float64;
+  // Higham's bounds on the 1-norm for Pade orders 13 (float64) and 7 (float32).
+  const double theta = f64 ? 5.371920351148152 : 3.925724783138660;
+  const Tensor l1 = reduce_max(reduce_sum(abs(input), {-2}), {-1});
+  const Tensor s = maximum(ceil(log(l1 / theta) / std::log(2.0)), scalar_of(0, dt));
+  const Tensor s_mat = expand_dims(expand_dims(s, -1), -1);
+  const Tensor a = input / pow(scalar_of(2, dt), s_mat);
+  const Tensor ident = eye(n, dt);
+  const Tensor a2 = tapeflow::matmul(a, a), a4 = tapeflow::matmul(a2, a2),
+               a6 = tapeflow::matmul(a4, a2);
+  Tensor u, v;
+  if (f64) {
+    const double b[] = {64764752532480000.,
+                        32382376266240000.,
+                        7771770303897600.,
+                        1187353796428800.,
+                        129060195264000.,
+                        10559470521600.,
+                        670442572800.,
+                        33522128640.,
+                        1323241920.,
+                        40840800.,
+                        960960.,
+                        16380.,
+                        182.,
+                        1.};
+    const Tensor inner_u = tapeflow::matmul(a6, a6 * b[13] + a4 * b[11] + a2 * b[9]);
+    u = tapeflow::matmul(a, inner_u + a6 * b[7] + a4 * b[5] + a2 * b[3] + ident * b[1]);
+    v = tapeflow::matmul(a6, a6 * b[12] + a4 * b[10] + a2 * b[8]) + a6 * b[6] + a4 * b[4] +
+        a2 * b[2] + ident * b[0];
+  } else {
+    const double b[] = {17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.};
+    u = tapeflow::matmul(a, a6 * b[7] + a4 * b[5] + a2 * b[3] + ident * b[1]);
+    v = a6 * b[6] + a4 * b[4] + a2 * b[2] + ident * b[0];
+  }
+  Tensor r = solve(v - u, v + u);
+  // Each matrix squares its own s times (NaN norms: none).
+  const double most = reduce_max(s).item<double>();
+  const int64_t squarings = std::isnan(most) ? 0 : static_cast<int64_t>(most);
+  for (int64_t i = 0; i < squarings; ++i)
+    r = where(less(scalar_of(static_cast<double>(i), dt), s_mat), tapeflow::matmul(r, r), r);
+  return r;
 }
 
 Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, bool adjoint) {

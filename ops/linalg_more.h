@@ -42,6 +42,13 @@ Tensor cross(const Tensor& a, const Tensor& b);
 Tensor l2_normalize(const Tensor& x, int axis = -1, double epsilon = 1e-12);
 Tensor l2_normalize(const Tensor& x, const std::vector<int>& axes, double epsilon = 1e-12);
 
+// Matrix exponential of each square matrix (float32/float64) by scaling and squaring with a
+// Pade approximant (Higham 2005): order 13 for float64, 7 for float32, after scaling by 2^-s so
+// that the 1-norm is below the order's bound, then s squarings. TF picks lower orders for
+// small norms; the results agree to rounding. The number of squarings depends on the values, so
+// inside tf::function (symbolic inputs) it is an UnimplementedError: call it eagerly.
+Tensor expm(const Tensor& input);
+
 // x with op(matrix) x = rhs, op = transpose when adjoint; only the lower (or upper) triangle of
 // matrix is read. matrix [..., M, M], rhs [..., M, K]; batch dimensions broadcast (TF 2.x).
 // float32/float64 (TF has no CPU kernel for the half types). A zero on the diagonal gives

@@ -301,6 +301,33 @@ TEST_CASE("linalg_more: slogdet and lu match TF", "[cpu][cuda][linalg]") {
   }
 }
 
+TEST_CASE("linalg_more: expm matches TF", "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    // tf.linalg.expm(A) (1-norm 7.5: one squaring in float64, two in float32)
+    check_values(tf::linalg::expm(mat_a()),
+                 {8.718118182517667, -1.984651635241942, 25.0220866226613, -2.3843957838563,
+                  -4.58889614908423, -43.29073004236811, 16.283991784464842, 19.460841311634955,
+                  30.16361112939459},
+                 1e-13, 1e-13);
+    check_values(tf::linalg::expm(tf::cast(mat_a(), tf::float32)),
+                 {8.718122482299805, -1.9846463203430176, 25.0220947265625, -2.3844046592712402,
+                  -4.5889081954956055, -43.29075241088867, 16.28400230407715, 19.460851669311523,
+                  30.163616180419922},
+                 2e-6, 2e-6);
+    // A batch of a small-norm and a large-norm matrix (different squaring counts).
+    check_values(tf::linalg::expm(make({0.1, 0.2, -0.3, 0.05, 6, -5, 4, -3}, {2, 2, 2})),
+                 {1.072723714165671, 0.21344984212019538, -0.3201747631802931, 1.0193612536356218,
+                  26.072153180817153, -23.3538713523581, 18.68309708188648, -15.964815253427426},
+                 1e-13, 1e-13);
+    check_values(tf::linalg::expm(tf::zeros({2, 2}, tf::float64)), {1, 0, 0, 1}, 1e-15, 1e-15);
+    CHECK(tf::linalg::expm(tf::zeros({2, 0, 0})).shape() == tf::TensorShape{2, 0, 0});
+    require_error([] { tf::linalg::expm(tf::ones({2, 3})); }, {"[expm]", "square", "(2, 3)"});
+    require_error([] { tf::linalg::expm(tf::ones({2, 2}, tf::int32)); }, {"[expm]", "int32"});
+  }
+}
+
 TEST_CASE("linalg_more: structure ops reject bad arguments", "[cpu][linalg]") {
   require_error([] { tf::linalg::band_part(tf::ones({3}), 1, 1); },
                 {"[band_part]", "rank", "(3,)"});
@@ -440,5 +467,9 @@ TEST_CASE("linalg_more: traced equals eager", "[cpu][cuda][jit][linalg]") {
       const tf::Tensor want = body(m, y);
       for (int rep = 0; rep < 2; ++rep) check_close(f(m, y), want, 1e-5, 1e-5);
     }
+    // expm's squarings depend on values a trace does not have.
+    auto g = tf::function([](const tf::Tensor& m) { return tf::linalg::expm(m); });
+    TF_REQUIRE_THROWS_CONTAINING(g(mat_a()), tf::UnimplementedError,
+                                 "[expm] the number of squarings depends");
   }
 }
