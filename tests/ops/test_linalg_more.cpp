@@ -473,3 +473,17 @@ TEST_CASE("linalg_more: traced equals eager", "[cpu][cuda][jit][linalg]") {
                                  "[expm] the number of squarings depends");
   }
 }
+
+TEST_CASE("linalg_more: the docs example", "[cpu][linalg]") {
+  // docs/ops.md's example, checked.
+  tf::Tensor a = tf::constant<double>({{4, 1}, {2, 3}});
+  auto [lu, p] = tf::linalg::lu(a);
+  tf::Tensor x = tf::linalg::lu_solve(lu, p, tf::constant<double>({{1}, {2}}));  // a x = b
+  auto [sign, logdet] = tf::linalg::slogdet(a);                                  // 1, log(10)
+  tf::Tensor l = tf::linalg::band_part(a, -1, 0);                                // lower triangle
+  tf::Tensor y = tf::linalg::triangular_solve(l, tf::constant<double>({{4}, {5}}));  // {1, 1}
+  check_values(x, {0.1, 0.6}, 1e-15, 1e-15);
+  check_values(sign, {1}, 0, 0);
+  check_values(logdet, {std::log(10.0)}, 1e-15, 1e-15);
+  check_values(y, {1, 1}, 1e-15, 1e-15);
+}
