@@ -456,6 +456,60 @@ Tensor lu_reconstruct(const Tensor& lower_upper, const Tensor& perm) {
                           false);
 }
 
+Tensor tridiagonal_solve(const Tensor& diagonals, const Tensor& rhs,
+                         const std::string& diagonals_format, bool transpose_rhs,
+                         bool partial_pivoting) {
+  const char* op = "tridiagonal_solve";
+  check_defined(op, {&diagonals, &rhs});
+  TF_CHECK_ARG(diagonals_format == "compact" || diagonals_format == "matrix", op,
+               "diagonals_format must be \"compact\" or \"matrix\" for one tensor (\"sequence\" "
+               "takes three), got \"{}\"",
+               diagonals_format);
+  Tensor compact = diagonals;
+  if (diagonals_format == "matrix") {
+    const auto [m, n] = matrix_dims(op, diagonals);
+    TF_CHECK_ARG(m == n, op, "expects square matrices, got shape {}",
+                 diagonals.shape().to_string());
+    if (m == 0) {
+      compact = zeros(with_tail(batch_of(diagonals.shape(), 2), {3, 0}), diagonals.dtype());
+    } else {
+      const Tensor main = diag_part(diagonals);
+      const Tensor super = m > 1 ? pad_last(diag_part(diagonals, 1), 0, 1) : zeros_like(main);
+      const Tensor sub = m > 1 ? pad_last(diag_part(diagonals, -1), 1, 0) : zeros_like(main);
+      compact = stack({super, main, sub}, -2);
+    }
+  }
+  TF_CHECK_ARG(compact.rank() >= 2 && compact.shape()[compact.rank() - 2] == 3, op,
+               "expects diagonals of shape [..., 3, M] in the compact format, got {}",
+               compact.shape().to_string());
+  TF_CHECK_ARG(compact.dtype() == rhs.dtype(), op, "dtypes differ: diagonals {} and rhs {}",
+               dtype_name(compact.dtype()), dtype_name(rhs.dtype()));
+  // A vector per system: rhs [..., M] has one dimension less than the compact diagonals.
+  const bool vector = rhs.rank() == compact.rank() - 1;
+  Tensor b = rhs;
+  if (vector) {
+    b = expand_dims(rhs, -1);
+  } else if (transpose_rhs) {
+    b = matrix_transpose(rhs);
+  }
+  const Tensor x = detail::dispatch(prims::TridiagonalSolve(partial_pivoting), {compact, b});
+  return vector ? squeeze(x, {-1}) : x;
+}
+
+Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs,
+                         bool transpose_rhs, bool partial_pivoting) {
+  const char* op = "tridiagonal_solve";
+  TF_CHECK_ARG(diagonals.size() == 3, op,
+               "the sequence format takes 3 diagonals (super, main, sub), got {}",
+               diagonals.size());
+  for (const Tensor& t : diagonals) check_defined(op, {&t});
+  const TensorShape& s = diagonals[1].shape();
+  TF_CHECK_ARG(diagonals[0].shape() == s && diagonals[2].shape() == s, op,
+               "the three diagonals need one shape [..., M], got {}, {} and {}",
+               diagonals[0].shape().to_string(), s.to_string(), diagonals[2].shape().to_string());
+  return tridiagonal_solve(stack(diagonals, -2), rhs, "compact", transpose_rhs, partial_pivoting);
+}
+
 }  // namespace linalg
 
 namespace prims {
@@ -491,6 +545,32 @@ void Lu::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   check_square_float(name(), in[0].shape(), in[0].dtype());
   out[0] = {in[0].shape(), in[0].dtype()};
   out[1] = {batch_of(in[0].shape(), 1), index_dtype};
+}
+
+void TridiagonalSolve::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const TensorShape& sd = in[0].shape();
+  const TensorShape& sb = in[1].shape();
+  const DType dt = in[0].dtype();
+  TF_CHECK_ARG(dt == in[1].dtype(), name(), "dtypes differ: diagonals {} and rhs {}",
+               dtype_name(dt), dtype_name(in[1].dtype()));
+  TF_CHECK_ARG(dt == float32 || dt == float64, name(), "expects float32 or float64, got {}",
+               dtype_name(dt));
+  TF_CHECK_ARG(sd.rank() >= 2 && sd[sd.rank() - 2] == 3, name(),
+               "expects diagonals of shape [..., 3, M], got {}", sd.to_string());
+  bool ok = sb.rank() == sd.rank();
+  for (int i = 0; ok && i + 2 < sd.rank(); ++i)
+    ok = sd[i] == sb[i] || !known(sd[i]) || !known(sb[i]);
+  const int64_t m = sd[sd.rank() - 1];
+  ok = ok && (sb[sb.rank() - 2] == m || !known(m) || !known(sb[sb.rank() - 2]));
+  TF_CHECK_ARG(ok, name(),
+               "diagonals {} and rhs {}: rhs must be [..., M, K] (or [..., M]) with the "
+               "diagonals' batch dimensions",
+               sd.to_string(), sb.to_string());
+  out[0] = {sb, dt};
+}
+
+std::string TridiagonalSolve::attributes() const {
+  return fmt::format("partial_pivoting={}", partial_pivoting);
 }
 
 std::string Lu::attributes() const {
@@ -541,6 +621,51 @@ std::vector<Tensor> LogMatrixDeterminant::vjp(Span p, Span cts, std::span<const 
              e.what());
   }
   return {expand_matrix(cts[1]) * linalg::matrix_transpose(inverse)};
+}
+
+// A x = b: gb = A^-T g, the tridiagonal A^T in compact form (its superdiagonal is A's subdiagonal
+// shifted left, its subdiagonal A's superdiagonal shifted right); gA = -gb x^T on the three
+// diagonals: super[i] = -gb[i] . x[i + 1], main[i] = -gb[i] . x[i], sub[i] = -gb[i] . x[i - 1].
+uint32_t TridiagonalSolve::vjp_saves() const {
+  return save_input(0) | save_output(0);
+}
+std::vector<Tensor> TridiagonalSolve::vjp(Span p, Span cts, std::span<const int> argnums,
+                                          Span outs) const {
+  const Tensor& diags = p[0];
+  const Tensor& x = outs[0];
+  const int64_t m = diags.shape()[diags.rank() - 1];
+  if (m == 0) {
+    std::vector<Tensor> out;
+    for (int k : argnums) out.push_back(zeros_like(p[k]));
+    return out;
+  }
+  const int r = diags.rank();
+  auto row = [&](int64_t i) { return squeeze(slice_axis(diags, r - 2, i, 1), {-2}); };
+  const Tensor super = row(0), main = row(1), sub = row(2);
+  const Tensor super_t = pad_last(slice_axis(sub, -1, 1, m - 1), 0, 1);
+  const Tensor sub_t = pad_last(slice_axis(super, -1, 0, m - 1), 1, 0);
+  const Tensor gb = detail::dispatch(TridiagonalSolve(partial_pivoting),
+                                     {stack({super_t, main, sub_t}, -2), cts[0]});
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k == 1) {
+      out.push_back(gb);
+      continue;
+    }
+    // x shifted by one row either way (zeros past the ends).
+    auto pad_rows = [](const Tensor& t, int64_t before, int64_t after) {
+      std::vector<std::pair<int64_t, int64_t>> pp(t.rank(), {0, 0});
+      pp[t.rank() - 2] = {before, after};
+      return pad(t, pp);
+    };
+    const Tensor x_next = pad_rows(slice_axis(x, -2, 1, m - 1), 0, 1);
+    const Tensor x_prev = pad_rows(slice_axis(x, -2, 0, m - 1), 1, 0);
+    const Tensor g_super = negative(reduce_sum(gb * x_next, {-1}));
+    const Tensor g_main = negative(reduce_sum(gb * x, {-1}));
+    const Tensor g_sub = negative(reduce_sum(gb * x_prev, {-1}));
+    out.push_back(stack({g_super, g_main, g_sub}, -2));
+  }
+  return out;
 }
 
 // P A = L U. With the cotangent G of the packed factors split into G_L (strictly lower) and

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -68,9 +69,33 @@ Tensor lu_matrix_inverse(const Tensor& lower_upper, const Tensor& perm);
 // The matrix lu(a) factored: P^T L U.
 Tensor lu_reconstruct(const Tensor& lower_upper, const Tensor& perm);
 
+// x with A x = rhs for tridiagonal A (float32/float64). diagonals_format "compact": diagonals
+// [..., 3, M] (superdiagonal, its last entry ignored; main diagonal; subdiagonal, its first
+// entry ignored); "matrix": diagonals is A itself [..., M, M] (only its three diagonals are
+// read). rhs [..., M, K] with the same batch dimensions, or [..., M] (one vector per system);
+// transpose_rhs: rhs is [..., K, M]. Gaussian elimination with partial pivoting (or none), O(M K)
+// per system; a singular system gives infinities or NaNs, as TF's.
+Tensor tridiagonal_solve(const Tensor& diagonals, const Tensor& rhs,
+                         const std::string& diagonals_format = "compact",
+                         bool transpose_rhs = false, bool partial_pivoting = true);
+// diagonals_format "sequence": {superdiagonal, main diagonal, subdiagonal}, each [..., M].
+Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs,
+                         bool transpose_rhs = false, bool partial_pivoting = true);
+
 }  // namespace linalg
 
 namespace prims {
+
+// diagonals [..., 3, M] (compact) and rhs [..., M, K] with the same batch dimensions -> x.
+struct TridiagonalSolve final : PrimitiveBase<TridiagonalSolve> {
+  bool partial_pivoting = true;
+  explicit TridiagonalSolve(bool pivoting) : partial_pivoting(pivoting) {}
+  const char* name() const override { return "tridiagonal_solve"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
+  std::string attributes() const override;
+};
 
 // matrix [..., M, M] and rhs [..., M, K] with the same batch dimensions (the frontend broadcasts
 // them) -> x [..., M, K].

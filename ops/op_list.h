@@ -19,8 +19,9 @@
 // Inclusive / exclusive, forward / reverse running sums and products along one axis.
 #define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod)
 #define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
-// triangular_solve, slogdet and lu (ops/linalg_more.h).
-#define TF_LINALG_MORE_PRIMITIVES(X) X(MatrixTriangularSolve) X(LogMatrixDeterminant) X(Lu)
+// triangular_solve, slogdet, lu and tridiagonal_solve (ops/linalg_more.h).
+#define TF_LINALG_MORE_PRIMITIVES(X) \
+  X(MatrixTriangularSolve) X(LogMatrixDeterminant) X(Lu) X(TridiagonalSolve)
 #define TF_NN_PRIMITIVES(X) X(Conv2D) X(MaxPool2D) X(AvgPool2D)
 // Depthwise convolution and its two gradients (ops/depthwise.h).
 #define TF_DEPTHWISE_PRIMITIVES(X) \

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/linalg_more.h"
+#include "ops/tridiagonal_solve_impl.h"
 
 extern "C" {
 void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
@@ -136,6 +137,19 @@ bool lu(const T* a, T* out, I* perm, int64_t batches, int64_t n) {
   return ok.load();
 }
 
+template <class T>
+void tridiagonal_solve(const T* diagonals, const T* b, T* x, int64_t batches, int64_t m, int64_t k,
+                       bool partial_pivoting) {
+  if (m == 0 || k == 0) return;
+  std::memcpy(x, b, sizeof(T) * batches * m * k);
+  detail::parallel_for(batches, std::max<int64_t>(1, 16384 / (m * k)), [&](int64_t b0, int64_t b1) {
+    std::vector<T> scratch(static_cast<size_t>(4 * m));
+    for (int64_t t = b0; t < b1; ++t)
+      detail::tridiagonal_solve_one(diagonals + t * 3 * m, x + t * m * k, m, k, partial_pivoting,
+                                    scratch.data());
+  });
+}
+
 }  // namespace
 
 namespace prims {
@@ -159,6 +173,18 @@ void LogMatrixDeterminant::eval_cpu(std::span<const Tensor> in, std::span<Tensor
     slogdet(in[0].data<double>(), out[0].data<double>(), out[1].data<double>(), batches, n);
   else
     slogdet(in[0].data<float>(), out[0].data<float>(), out[1].data<float>(), batches, n);
+}
+
+void TridiagonalSolve::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const TensorShape& s = in[1].shape();
+  const int64_t m = s[s.rank() - 2], k = s[s.rank() - 1];
+  const int64_t batches = m * k == 0 ? 0 : out[0].num_elements() / (m * k);
+  if (in[0].dtype() == float64)
+    tridiagonal_solve(in[0].data<double>(), in[1].data<double>(), out[0].data<double>(), batches, m,
+                      k, partial_pivoting);
+  else
+    tridiagonal_solve(in[0].data<float>(), in[1].data<float>(), out[0].data<float>(), batches, m, k,
+                      partial_pivoting);
 }
 
 void Lu::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {

@@ -1,5 +1,5 @@
-// CUDA kernels of triangular_solve, slogdet and lu (host code; the small kernels are in
-// linalg_more.cu).
+// CUDA kernels of triangular_solve, slogdet, lu and tridiagonal_solve (host code; the small kernels
+// are in linalg_more.cu).
 //
 // triangular_solve: cuBLAS trsm. Row-major X (M x K) is column-major X^T, and the row-major
 // matrix A is column-major A^T, so op(A) X = B is the right-sided column-major solve
@@ -12,7 +12,8 @@
 // batched getrf for batches of small matrices (and during CUDA-graph capture), cuSOLVER's getrf
 // one matrix after the other otherwise (as ops/cuda/linalg.cpp). lu raises TF's error for a
 // singular input, which needs the infos on the host (its one synchronisation; skipped during
-// capture, when nothing has run yet).
+// capture, when nothing has run yet). tridiagonal_solve: one thread per system in a kernel
+// (ops/tridiagonal_solve_impl.h, the CPU's elimination).
 #include "ops/linalg_more.h"
 
 #include <cublas_v2.h>
@@ -233,6 +234,19 @@ void LogMatrixDeterminant::eval_cuda(std::span<const Tensor> in, std::span<Tenso
     slogdet<double>(dev, in[0], out[0], out[1], batches, n);
   else
     slogdet<float>(dev, in[0], out[0], out[1], batches, n);
+}
+
+void TridiagonalSolve::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (out[0].num_elements() == 0) return;
+  const TensorShape& s = in[1].shape();
+  const int64_t m = s[s.rank() - 2], k = s[s.rank() - 1];
+  const int64_t batches = out[0].num_elements() / (m * k);
+  const Device dev = out[0].placement();
+  TF_CUDA_CHECK(cudaMemcpyAsync(out[0].raw_data(), in[1].raw_data(), in[1].nbytes(),
+                                cudaMemcpyDeviceToDevice, cu::stream(dev)));
+  Tensor scratch = detail::empty(TensorShape{batches * 4 * m}, in[0].dtype(), dev);
+  lm::tridiagonal_solve(dev, in[0].dtype(), in[0].raw_data(), out[0].raw_data(), scratch.raw_data(),
+                        batches, m, k, partial_pivoting);
 }
 
 void Lu::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

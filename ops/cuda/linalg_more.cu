@@ -5,6 +5,7 @@
 
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/linalg_more_kernels.h"
+#include "ops/tridiagonal_solve_impl.h"
 
 namespace tapeflow::detail::cuda_linalg_more {
 
@@ -63,7 +64,31 @@ __global__ void slogdet_kernel(const T* lu, const int* ipiv, const int* info, T*
   }
 }
 
+template <class T>
+__global__ void tridiagonal_kernel(const T* diagonals, T* x, T* scratch, int64_t batches, int64_t m,
+                                   int64_t k, bool partial_pivoting) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < batches;
+       t += int64_t{gridDim.x} * blockDim.x)
+    tridiagonal_solve_one(diagonals + t * 3 * m, x + t * m * k, m, k, partial_pivoting,
+                          scratch + t * 4 * m);
+}
+
 }  // namespace
+
+void tridiagonal_solve(Device dev, DType dt, const void* diagonals, void* x, void* scratch,
+                       int64_t batches, int64_t m, int64_t k, bool partial_pivoting) {
+  if (batches == 0 || m == 0 || k == 0) return;
+  cudaStream_t s = ::tapeflow::detail::cuda::stream(dev);
+  if (dt == float64)
+    tridiagonal_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(
+        static_cast<const double*>(diagonals), static_cast<double*>(x),
+        static_cast<double*>(scratch), batches, m, k, partial_pivoting);
+  else
+    tridiagonal_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(
+        static_cast<const float*>(diagonals), static_cast<float*>(x), static_cast<float*>(scratch),
+        batches, m, k, partial_pivoting);
+  ::tapeflow::detail::cuda::check_launch("tridiagonal_solve");
+}
 
 void pivots_to_permutation(Device dev, const int* ipiv, void* perm, DType index_dtype,
                            int64_t batches, int64_t n) {

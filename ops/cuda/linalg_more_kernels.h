@@ -22,4 +22,10 @@ void pivots_to_permutation(Device dev, const int* ipiv, void* perm, DType index_
 void slogdet_from_lu(Device dev, DType dt, const void* lu, const int* ipiv, const int* info,
                      void* sign, void* logdet, int64_t batches, int64_t n);
 
+// Solves `batches` tridiagonal systems in place, one thread each: diagonals [batches, 3, m]
+// (compact), x [batches, m, k] (the right-hand sides in, the solutions out), scratch 4 m
+// elements per system; float32 or float64.
+void tridiagonal_solve(Device dev, DType dt, const void* diagonals, void* x, void* scratch,
+                       int64_t batches, int64_t m, int64_t k, bool partial_pivoting);
+
 }  // namespace tapeflow::detail::cuda_linalg_more

@@ -328,6 +328,88 @@ TEST_CASE("linalg_more: expm matches TF", "[cpu][cuda][linalg]") {
   }
 }
 
+TEST_CASE("linalg_more: tridiagonal_solve matches TF", "[cpu][cuda][linalg]") {
+  // diagonals [2, 3, 4] (compact); the second system needs a row interchange (main[0] = 0).
+  const tf::Tensor diags =
+      make({2, -1, 0.5, 9, 1, 3, -2, 4, 7, 0.5, 1, 4, 0.1, 1, 2, 9, 0, 1e-3, 3, 1, 7, 5, 1, -2},
+           {2, 3, 4});
+  const tf::Tensor r = make({1, 2, -1, 0.5, 3, -2, 0.25, 1}, {4, 2});
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    const tf::Tensor rhs = tf::stack({r, r * 2.0});
+    // tf.linalg.tridiagonal_solve(D, tf.stack([R, 2 R]))
+    const std::vector<double> want = {4.359375,
+                                      1.5625,
+                                      -1.6796875,
+                                      0.21875,
+                                      -1.859375,
+                                      0.9375,
+                                      1.921875,
+                                      -0.6875,
+                                      0.024571428571428466,
+                                      1.5634285714285716,
+                                      19.999999999999996,
+                                      40.0,
+                                      -2.1428571428571423,
+                                      -6.857142857142858,
+                                      -3.785714285714285,
+                                      -11.714285714285715};
+    check_values(tf::linalg::tridiagonal_solve(diags, rhs), want, 1e-12, 1e-12);
+    check_values(
+        tf::linalg::tridiagonal_solve(tf::cast(diags, tf::float32), tf::cast(rhs, tf::float32)),
+        want, 1e-4, 1e-4);
+    // partial_pivoting=False: the zero pivot of the second system gives NaNs, as TF.
+    const tf::Tensor np = tf::linalg::tridiagonal_solve(diags, rhs, "compact", false, false);
+    const auto npv = tf::detail::to_double_vector(np);
+    check_values(tf::slice(np, {0, 0, 0}, {1, 4, 2}),
+                 std::vector<double>(want.begin(), want.begin() + 8), 1e-12, 1e-12);
+    for (size_t i = 8; i < 16; ++i) CHECK(std::isnan(npv[i]));
+    // Vectors: tf.linalg.tridiagonal_solve(D, [[1, 2, 3, 4], [0, 1, 0, 1]])
+    check_values(tf::linalg::tridiagonal_solve(diags, make({1, 2, 3, 4, 0, 1, 0, 1}, {2, 4})),
+                 {0.375, 0.3125, -0.875, 1.875, 0.2571428571428571, -1.1102230246251565e-16,
+                  -0.2857142857142857, 0.4285714285714286},
+                 1e-12, 1e-12);
+    // The matrix and sequence formats, and transpose_rhs, give the same.
+    // The first system as a matrix (the 9 off the three diagonals is not read).
+    const tf::Tensor dense = make({1, 2, 0, 9, 0.5, 3, -1, 0, 0, 1, -2, 0.5, 0, 0, 4, 4}, {4, 4});
+    check_values(tf::linalg::tridiagonal_solve(dense, r, "matrix"),
+                 std::vector<double>(want.begin(), want.begin() + 8), 1e-12, 1e-12);
+    std::vector<tf::Tensor> seq;
+    for (int64_t i = 0; i < 3; ++i)
+      seq.push_back(tf::squeeze(tf::slice(diags, {0, i, 0}, {2, 1, 4}), {1}));
+    check_values(tf::linalg::tridiagonal_solve(seq, rhs), want, 1e-12, 1e-12);
+    check_values(tf::linalg::tridiagonal_solve(seq, tf::linalg::matrix_transpose(rhs), true), want,
+                 1e-12, 1e-12);
+    // Singular with pivoting: NaNs, no error (TF's).
+    const auto sing = tf::detail::to_double_vector(tf::linalg::tridiagonal_solve(
+        make({1, 1, 9, 0, 0, 4, 7, 0, 1}, {3, 3}), tf::ones({3, 1}, tf::float64)));
+    for (double v : sing) CHECK(std::isnan(v));
+    CHECK(tf::linalg::tridiagonal_solve(tf::zeros({2, 3, 0}), tf::zeros({2, 0, 2})).shape() ==
+          tf::TensorShape{2, 0, 2});
+    require_error(
+        [] {
+          tf::linalg::tridiagonal_solve(tf::ones({2, 3}), tf::ones({3, 1}));
+        },
+        {"[tridiagonal_solve]", "[..., 3, M]", "(2, 3)"});
+    require_error(
+        [] {
+          tf::linalg::tridiagonal_solve(tf::ones({3, 3}, tf::int32), tf::ones({3, 1}, tf::int32));
+        },
+        {"[tridiagonal_solve]", "int32"});
+    require_error(
+        [] {
+          tf::linalg::tridiagonal_solve(tf::ones({2, 3, 4}), tf::ones({4, 4, 2}));
+        },
+        {"[tridiagonal_solve]", "(2, 3, 4)", "(4, 4, 2)"});
+    require_error(
+        [] {
+          tf::linalg::tridiagonal_solve(tf::ones({3, 4}), tf::ones({4, 1}), "band");
+        },
+        {"[tridiagonal_solve]", "band"});
+  }
+}
+
 TEST_CASE("linalg_more: structure ops reject bad arguments", "[cpu][linalg]") {
   require_error([] { tf::linalg::band_part(tf::ones({3}), 1, 1); },
                 {"[band_part]", "rank", "(3,)"});
