@@ -67,17 +67,20 @@ TensorShape with_tail(TensorShape s, std::initializer_list<int64_t> tail) {
   return s;
 }
 
-// A [m, n] bool mask with pred(i, j), as a constant (the shapes are static).
-template <class Pred>
-Tensor mask(int64_t m, int64_t n, Pred pred) {
-  std::vector<double> v(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) v[i * n + j] = pred(i, j) ? 1.0 : 0.0;
-  return detail::from_doubles(v, {m, n}, bool_);
-}
-
 Tensor scalar_of(double v, DType dt) {
   return detail::from_doubles({v}, {}, dt);
+}
+
+// j - i for the elements (i, j) of an [m, n] matrix, int64, computed where the ops run (masks
+// for the structure ops: nothing of size m n built on the host).
+Tensor diagonal_offsets(int64_t m, int64_t n) {
+  const Tensor rows = reshape(detail::range_integers(0, m, 1, int64), {m, 1});
+  return detail::range_integers(0, n, 1, int64) - rows;
+}
+
+// The [m, n] bool mask of diagonal k.
+Tensor diagonal_mask(int64_t m, int64_t n, int64_t k) {
+  return equal(diagonal_offsets(m, n), scalar_of(static_cast<double>(k), int64));
 }
 
 // x[..., lo:lo+len] along `axis` (negative counts from the end).
@@ -125,9 +128,16 @@ Tensor band_part(const Tensor& input, int64_t num_lower, int64_t num_upper) {
   const char* op = "band_part";
   check_defined(op, {&input});
   const auto [m, n] = matrix_dims(op, input);
-  const Tensor keep = mask(m, n, [&](int64_t i, int64_t j) {
-    return (num_lower < 0 || i - j <= num_lower) && (num_upper < 0 || j - i <= num_upper);
-  });
+  if (num_lower < 0 && num_upper < 0) return input;  // the whole matrix
+  // Keep (i, j) when i - j <= num_lower and j - i <= num_upper (a negative bound: no limit).
+  const Tensor offsets = diagonal_offsets(m, n);
+  Tensor keep;
+  if (num_lower >= 0)
+    keep = greater_equal(offsets, scalar_of(-static_cast<double>(num_lower), int64));
+  if (num_upper >= 0) {
+    const Tensor upper = less_equal(offsets, scalar_of(static_cast<double>(num_upper), int64));
+    keep = keep.defined() ? logical_and(keep, upper) : upper;
+  }
   return where(keep, input, scalar_of(0, input.dtype()));
 }
 
@@ -144,8 +154,7 @@ Tensor diag(const Tensor& diagonal, int64_t k) {
   // value per column, which the mask keeps on the diagonal.
   const Tensor columns =
       expand_dims(k >= 0 ? pad_last(diagonal, k, 0) : pad_last(diagonal, 0, -k), -2);
-  const Tensor on = mask(size, size, [&](int64_t i, int64_t j) { return j - i == k; });
-  return where(on, columns, scalar_of(0, diagonal.dtype()));
+  return where(diagonal_mask(size, size, k), columns, scalar_of(0, diagonal.dtype()));
 }
 
 Tensor diag_part(const Tensor& input, int64_t k) {
@@ -153,8 +162,7 @@ Tensor diag_part(const Tensor& input, int64_t k) {
   check_defined(op, {&input});
   const auto [m, n] = matrix_dims(op, input);
   check_diag_index(op, k, m, n);
-  const Tensor on = mask(m, n, [&](int64_t i, int64_t j) { return j - i == k; });
-  const Tensor masked = where(on, input, scalar_of(0, input.dtype()));
+  const Tensor masked = where(diagonal_mask(m, n, k), input, scalar_of(0, input.dtype()));
   // One element per row (k >= 0) or column (k < 0) survives; sum it out, keep the first rows.
   const Tensor line = input.dtype() == bool_ ? reduce_any(masked, {k >= 0 ? -1 : -2})
                                              : reduce_sum(masked, {k >= 0 ? -1 : -2});
@@ -178,8 +186,7 @@ Tensor set_diag(const Tensor& input, const Tensor& diagonal, int64_t k) {
   // One value per row (k >= 0) or per column (k < 0), broadcast along the other axis.
   const Tensor values = k >= 0 ? expand_dims(pad_last(diagonal, 0, m - len), -1)
                                : expand_dims(pad_last(diagonal, 0, n - len), -2);
-  const Tensor on = mask(m, n, [&](int64_t i, int64_t j) { return j - i == k; });
-  return where(on, values, input);
+  return where(diagonal_mask(m, n, k), values, input);
 }
 
 Tensor trace(const Tensor& x) {
