@@ -18,6 +18,7 @@
 #include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -407,6 +408,57 @@ TEST_CASE("linalg_more: tridiagonal_solve matches TF", "[cpu][cuda][linalg]") {
           tf::linalg::tridiagonal_solve(tf::ones({3, 4}), tf::ones({4, 1}), "band");
         },
         {"[tridiagonal_solve]", "band"});
+  }
+}
+
+TEST_CASE("linalg_more: primitives agree with inv and det at larger sizes", "[cpu][cuda][linalg]") {
+  // Batches of small matrices (the CUDA batched paths) and single big ones (the blocked /
+  // cuSOLVER paths), against the existing LU-based ops.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    INFO(dev.to_string());
+    struct Case {
+      int64_t batches, n;
+    };
+    for (const Case& c : {Case{16, 5}, Case{3, 40}, Case{1, 150}}) {
+      INFO("batches " << c.batches << " n " << c.n);
+      const tf::TensorShape s{c.batches, c.n, c.n};
+      // Diagonally dominant and well conditioned, for the triangular solves.
+      // (Scaled by 1 / n so that det stays finite at n = 150.)
+      tf::Tensor a = (make(tf::testing::random_values(s.num_elements(), -1, 1, 21), s) +
+                      tf::eye(c.n, tf::float64) * static_cast<double>(c.n)) /
+                     static_cast<double>(c.n);
+      a = tf::linalg::matrix_transpose(a) * 0.5 + a;
+      const tf::Tensor b =
+          make(tf::testing::random_values(c.batches * c.n * 3, -1, 1, 22), {c.batches, c.n, 3});
+      // triangular_solve against solve on the triangle.
+      for (bool lower : {true, false})
+        for (bool adjoint : {false, true}) {
+          INFO("lower " << lower << " adjoint " << adjoint);
+          const tf::Tensor t =
+              lower ? tf::linalg::band_part(a, -1, 0) : tf::linalg::band_part(a, 0, -1);
+          const tf::Tensor want =
+              tf::linalg::solve(adjoint ? tf::linalg::matrix_transpose(t) : t, b);
+          check_close(tf::linalg::triangular_solve(a, b, lower, adjoint), want, 1e-10, 1e-10);
+        }
+      // lu reconstructs its input; lu_matrix_inverse is inv; slogdet is det's. The rows
+      // reversed, so that pivoting exchanges rows.
+      const tf::Tensor ar = tf::reverse(a, {1});
+      auto [lu, p] = tf::linalg::lu(ar);
+      CHECK(
+          tf::reduce_sum(tf::cast(tf::not_equal(p, tf::cast(tf::range(c.n), tf::int32)), tf::int32))
+              .item<int32_t>() > 0);
+      check_close(tf::linalg::lu_reconstruct(lu, p), ar, 1e-12, 1e-12);
+      check_close(tf::linalg::lu_matrix_inverse(lu, p), tf::linalg::inv(ar), 1e-10, 1e-12);
+      auto [sign, logdet] = tf::linalg::slogdet(ar);
+      const tf::Tensor d = tf::linalg::det(ar);
+      check_close(sign, tf::sign(d), 0, 0);
+      check_close(logdet, tf::log(tf::abs(d)), 1e-12, 1e-12);
+      // Tridiagonal: the same system as a dense matrix.
+      const tf::Tensor tri = tf::linalg::band_part(a, 1, 1);
+      check_close(tf::linalg::tridiagonal_solve(tri, b, "matrix"), tf::linalg::solve(tri, b), 1e-10,
+                  1e-10);
+    }
   }
 }
 
