@@ -119,6 +119,10 @@ TEST_CASE("linalg_more: band_part diag diag_part set_diag trace match TF", "[cpu
     check_values(tf::linalg::diag_part(x, 1), {1, 6, 11, 13, 18, 23}, 0, 0);
     check_values(tf::linalg::diag_part(x, -1), {4, 9, 16, 21}, 0, 0);
     check_values(tf::linalg::diag_part(x, 3), {3, 15}, 0, 0);
+    // bool (TF's diag_part takes it): [[0, 1, 2], [3, 4, 5]] != 0 -> {false, true}.
+    const tf::Tensor flags = tf::linalg::diag_part(tf::cast(iota({2, 3}), tf::bool_));
+    CHECK(flags.dtype() == tf::bool_);
+    check_values(flags, {0, 1}, 0, 0);
     // tf.linalg.set_diag(tf.reshape(tf.range(12.), [3, 4]), d, k=0 / 1 / -1)
     const tf::Tensor y = iota({3, 4});
     check_values(tf::linalg::set_diag(y, make({10, 20, 30}, {3}, tf::float32)),
