@@ -19,6 +19,9 @@
 // Inclusive / exclusive, forward / reverse running sums and products along one axis.
 #define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod)
 #define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
+// triangular_solve, slogdet, lu and tridiagonal_solve (ops/linalg_more.h).
+#define TF_LINALG_MORE_PRIMITIVES(X) \
+  X(MatrixTriangularSolve) X(LogMatrixDeterminant) X(Lu) X(TridiagonalSolve)
 #define TF_NN_PRIMITIVES(X) X(Conv2D) X(MaxPool2D) X(AvgPool2D)
 // Depthwise convolution and its two gradients (ops/depthwise.h).
 #define TF_DEPTHWISE_PRIMITIVES(X) \
@@ -45,7 +48,8 @@
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
-  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X)
+  TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
+  TF_LINALG_MORE_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

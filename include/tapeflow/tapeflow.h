@@ -48,6 +48,7 @@
 #include "ops/indexing.h"
 #include "ops/linalg.h"
 #include "ops/linalg_decomp.h"
+#include "ops/linalg_more.h"
 #include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
