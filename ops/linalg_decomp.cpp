@@ -13,6 +13,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/linalg.h"
+#include "ops/linalg_more.h"
 #include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -85,10 +86,6 @@ Tensor lower_part(const Tensor& x) {
 Tensor eye_like(const Tensor& x) {
   return cast(equal(row_numbers(x), col_numbers(x)), x.dtype());
 }
-// x's diagonal, [..., n].
-Tensor diag_part(const Tensor& x) {
-  return reduce_sum(where(equal(row_numbers(x), col_numbers(x)), x, zeros_like(x)), -1);
-}
 // [..., n] -> [..., n, n] with v on the diagonal.
 Tensor matrix_diag(const Tensor& v) {
   const Tensor col = expand_dims(v, -1);
@@ -108,9 +105,9 @@ Tensor safe_reciprocal(const Tensor& x) {
   return x * math::reciprocal(x * x + 1e-20);
 }
 
-// x r^{-T} for an upper-triangular r (TF's _TriangularSolve), through the LU solve.
+// x r^{-T} for an upper-triangular r (TF's _TriangularSolve).
 Tensor solve_right_transposed(const Tensor& x, const Tensor& r) {
-  return mT(linalg::solve(r, mT(x)));
+  return mT(linalg::triangular_solve(r, mT(x), /*lower=*/false));
 }
 
 }  // namespace
@@ -183,8 +180,9 @@ Tensor cholesky_solve(const Tensor& chol, const Tensor& rhs) {
                "chol is {} and rhs is {}: rhs must be [..., n, k] with chol's batch "
                "dimensions and n rows",
                sc.to_string(), sr.to_string());
-  // chol chol^T x = rhs: forward, then backward substitution (LU solves of triangular systems).
-  return solve(mT(chol), solve(chol, rhs));
+  // chol chol^T x = rhs: forward, then backward substitution (as TF).
+  return triangular_solve(chol, triangular_solve(chol, rhs, /*lower=*/true), /*lower=*/true,
+                          /*adjoint=*/true);
 }
 
 Tensor logdet(const Tensor& a) {
