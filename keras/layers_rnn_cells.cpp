@@ -92,6 +92,49 @@ struct SequenceRequest {
 };
 using SequenceRequests = CallRequests<SequenceRequest>;
 
+// The dropout masks of one RNN call (Keras caches them in the cell and the RNN resets them per
+// call; here they live in the call, per thread, since replica threads share the cell).
+struct DropoutFrame {
+  struct Entry {
+    const LayerImpl* cell;
+    int slot;
+    std::vector<Tensor> masks;
+  };
+  std::vector<Entry> entries;
+};
+std::vector<DropoutFrame*>& dropout_frames() {
+  thread_local std::vector<DropoutFrame*> frames;
+  return frames;
+}
+class DropoutScope {
+ public:
+  DropoutScope() { dropout_frames().push_back(&frame_); }
+  ~DropoutScope() { dropout_frames().pop_back(); }
+  DropoutScope(const DropoutScope&) = delete;
+  DropoutScope& operator=(const DropoutScope&) = delete;
+
+ private:
+  DropoutFrame frame_;
+};
+
+// x @ kernel with dropout masks on x: none, one for every gate, or one per gate (the kernel's
+// column blocks).
+Tensor masked_matmul(const Tensor& x, const Tensor& kernel, const std::vector<Tensor>& masks) {
+  if (masks.empty()) return matmul(x, kernel);
+  if (masks.size() == 1) return matmul(x * masks[0], kernel);
+  const std::vector<Tensor> blocks = split(kernel, static_cast<int>(masks.size()), 1);
+  std::vector<Tensor> parts;
+  for (size_t g = 0; g < masks.size(); ++g) parts.push_back(matmul(x * masks[g], blocks[g]));
+  return concat(parts, -1);
+}
+
+void check_rates(const char* cls, double dropout, double recurrent_dropout) {
+  TF_CHECK_ARG(
+      dropout >= 0.0 && dropout < 1.0 && recurrent_dropout >= 0.0 && recurrent_dropout < 1.0, cls,
+      "dropout and recurrent_dropout must be in the range [0, 1), got {} and {}", dropout,
+      recurrent_dropout);
+}
+
 // Calls `cell` (as a layer: build, tracking, casts) on one step with `states`.
 std::pair<Tensor, std::vector<Tensor>> cell_step(LayerImpl& cell, const Tensor& x,
                                                  const std::vector<Tensor>& states, bool training) {
@@ -145,6 +188,21 @@ TensorShape RNNCell::step_output_shape(const TensorShape& s) const {
   return TensorShape({s.rank() > 0 ? s[0] : None, output_size()});
 }
 
+std::vector<Tensor> RNNCell::dropout_masks(const Tensor& like, double rate, int count, int slot,
+                                           std::optional<int64_t> seed) const {
+  const detail::LayerImpl* me = &impl();
+  detail::DropoutFrame* frame =
+      detail::dropout_frames().empty() ? nullptr : detail::dropout_frames().back();
+  if (frame != nullptr)
+    for (const auto& e : frame->entries)
+      if (e.cell == me && e.slot == slot) return e.masks;
+  std::vector<Tensor> masks;
+  const Tensor ones = ones_like(like);
+  for (int i = 0; i < count; ++i) masks.push_back(nn::dropout(ones, rate, seed));
+  if (frame != nullptr) frame->entries.push_back({me, slot, masks});
+  return masks;
+}
+
 std::pair<Tensor, std::vector<Tensor>> RNNCell::operator()(const Tensor& x,
                                                            const std::vector<Tensor>& states,
                                                            bool training) const {
@@ -191,12 +249,27 @@ void check_step_input(const Layer& l, const TensorShape& s) {
                "got {}",
                l.impl().name(), l.impl().class_name(), s.to_string());
 }
+// Keras' cells' masks: with recurrent_dropout, one per gate for the inputs and for the state
+// (implementation 1); with dropout alone, one input mask for every gate.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> cell_masks(const RNNCell& cell, const Tensor& x,
+                                                               const Tensor& h, double dropout,
+                                                               double recurrent_dropout, int gates,
+                                                               std::optional<int64_t> seed,
+                                                               bool training) {
+  std::vector<Tensor> dm, rm;
+  if (!training) return {dm, rm};
+  const int count = recurrent_dropout > 0.0 ? gates : 1;
+  if (dropout > 0.0) dm = cell.dropout_masks(x, dropout, count, 0, seed);
+  if (recurrent_dropout > 0.0) rm = cell.dropout_masks(h, recurrent_dropout, count, 1, seed);
+  return {dm, rm};
+}
 }  // namespace
 
 // ---- SimpleRNNCell ----
 SimpleRNNCell::SimpleRNNCell(int64_t units, SimpleRNNCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("SimpleRNNCell", units);
+  detail::check_rates("SimpleRNNCell", o_.dropout, o_.recurrent_dropout);
   (void)activations::get(o_.activation);
 }
 
@@ -217,12 +290,16 @@ void SimpleRNNCell::build(const TensorShape& s) {
 
 std::pair<Tensor, std::vector<Tensor>> SimpleRNNCell::call(const Tensor& x,
                                                            const std::vector<Tensor>& states,
-                                                           bool) {
+                                                           bool training) {
   check_step_input(*this, x.shape());
-  Tensor xp = matmul(x, read(*this, "kernel"));
+  std::vector<Tensor> dm, rm;
+  if (training && o_.dropout > 0.0) dm = dropout_masks(x, o_.dropout, 1, 0, o_.seed);
+  if (training && o_.recurrent_dropout > 0.0)
+    rm = dropout_masks(states[0], o_.recurrent_dropout, 1, 1, o_.seed);
+  Tensor xp = detail::masked_matmul(x, read(*this, "kernel"), dm);
   if (o_.use_bias) xp = nn::bias_add(xp, read(*this, "bias"));
   const activations::Activation act = activations::get(o_.activation);
-  Tensor h = xp + matmul(states[0], read(*this, "recurrent_kernel"));
+  Tensor h = xp + detail::masked_matmul(states[0], read(*this, "recurrent_kernel"), rm);
   if (act) h = act(h);
   return {h, {h}};
 }
@@ -231,6 +308,7 @@ std::pair<Tensor, std::vector<Tensor>> SimpleRNNCell::call(const Tensor& x,
 LSTMCell::LSTMCell(int64_t units, LSTMCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("LSTMCell", units);
+  detail::check_rates("LSTMCell", o_.dropout, o_.recurrent_dropout);
   (void)activations::get(o_.activation);
   (void)activations::get(o_.recurrent_activation);
 }
@@ -252,11 +330,14 @@ void LSTMCell::build(const TensorShape& s) {
 }
 
 std::pair<Tensor, std::vector<Tensor>> LSTMCell::call(const Tensor& x,
-                                                      const std::vector<Tensor>& states, bool) {
+                                                      const std::vector<Tensor>& states,
+                                                      bool training) {
   check_step_input(*this, x.shape());
-  Tensor z = matmul(x, read(*this, "kernel"));
+  auto [dm, rm] =
+      cell_masks(*this, x, states[0], o_.dropout, o_.recurrent_dropout, 4, o_.seed, training);
+  Tensor z = detail::masked_matmul(x, read(*this, "kernel"), dm);
   if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
-  z = z + matmul(states[0], read(*this, "recurrent_kernel"));
+  z = z + detail::masked_matmul(states[0], read(*this, "recurrent_kernel"), rm);
   auto [h, c] = detail::lstm_gates(activations::get(o_.activation),
                                    activations::get(o_.recurrent_activation), z, states[1]);
   return {h, {h, c}};
@@ -266,6 +347,7 @@ std::pair<Tensor, std::vector<Tensor>> LSTMCell::call(const Tensor& x,
 GRUCell::GRUCell(int64_t units, GRUCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("GRUCell", units);
+  detail::check_rates("GRUCell", o_.dropout, o_.recurrent_dropout);
   (void)activations::get(o_.activation);
   (void)activations::get(o_.recurrent_activation);
 }
@@ -286,16 +368,18 @@ void GRUCell::build(const TensorShape& s) {
 }
 
 std::pair<Tensor, std::vector<Tensor>> GRUCell::call(const Tensor& x,
-                                                     const std::vector<Tensor>& states, bool) {
+                                                     const std::vector<Tensor>& states,
+                                                     bool training) {
   check_step_input(*this, x.shape());
   const auto act = activations::get(o_.activation);
   const auto ract = activations::get(o_.recurrent_activation);
   const Tensor& h = states[0];
+  auto [dm, rm] = cell_masks(*this, x, h, o_.dropout, o_.recurrent_dropout, 3, o_.seed, training);
   const Tensor rk = read(*this, "recurrent_kernel");
-  Tensor xp = matmul(x, read(*this, "kernel"));
+  Tensor xp = detail::masked_matmul(x, read(*this, "kernel"), dm);
   Tensor out;
   if (o_.reset_after) {
-    Tensor hp = matmul(h, rk);
+    Tensor hp = detail::masked_matmul(h, rk, rm);
     if (o_.use_bias) {
       const std::vector<Tensor> rows = split(read(*this, "bias"), 2, 0);
       xp = nn::bias_add(xp, reshape(rows[0], TensorShape({3 * units_})));
@@ -303,12 +387,14 @@ std::pair<Tensor, std::vector<Tensor>> GRUCell::call(const Tensor& x,
     }
     out = detail::gru_gates_reset_after(act, ract, xp, hp, h);
   } else {
+    // h U_z and h U_r, then (r h) U_h, each from its gate's masked state.
     if (o_.use_bias) xp = nn::bias_add(xp, read(*this, "bias"));
-    const std::vector<Tensor> parts = split(rk, std::vector<int64_t>{2 * units_, units_}, 1);
-    const std::vector<Tensor> rg = split(matmul(h, parts[0]), 2, 1);
-    const Tensor rk_h = parts[1];
+    const std::vector<Tensor> u = split(rk, 3, 1);
+    auto state = [&](size_t g) { return rm.empty() ? h : h * rm[rm.size() == 1 ? 0 : g]; };
+    const Tensor rz = matmul(state(0), u[0]), rr = matmul(state(1), u[1]);
+    const Tensor hh = state(2);
     out = detail::gru_gates_reset_before(
-        act, ract, xp, rg[0], rg[1], [&](const Tensor& r) { return matmul(r * h, rk_h); }, h);
+        act, ract, xp, rz, rr, [&](const Tensor& r) { return matmul(r * hh, u[2]); }, h);
   }
   return {out, {out}};
 }
@@ -508,6 +594,7 @@ std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
     step_masks = split(mask, static_cast<int>(steps), 1);
   }
   std::vector<Tensor> states = checked_initial(x, initial);
+  const detail::DropoutScope dropout_scope;  // the cells' dropout masks of this call
   const std::vector<Tensor> inputs = split(x, static_cast<int>(steps), 1);
   std::vector<Tensor> outputs;
   outputs.reserve(static_cast<size_t>(steps));
@@ -626,6 +713,7 @@ class ConvLSTMCell final : public RNNCell {
                  detail::dims_string(strides_), detail::dims_string(dilation_));
     (void)activations::get(o.activation);
     (void)activations::get(o.recurrent_activation);
+    detail::check_rates(cls.c_str(), o.dropout, o.recurrent_dropout);
   }
   std::vector<int64_t> state_size() const override { return {filters_, filters_}; }
   int64_t output_size() const override { return filters_; }
@@ -689,11 +777,16 @@ class ConvLSTMCell final : public RNNCell {
   }
 
   std::pair<Tensor, std::vector<Tensor>> call(const Tensor& x, const std::vector<Tensor>& states,
-                                              bool) override {
-    Tensor z = conv(x, read(*this, "kernel"), strides_, padding_, dilation_);
-    if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
+                                              bool training) override {
+    // Keras' ConvLSTMCell: with dropout, one mask per gate for the inputs and for the state.
+    std::vector<Tensor> dm, rm;
+    if (training && o_.dropout > 0.0) dm = dropout_masks(x, o_.dropout, 4, 0, o_.seed);
+    if (training && o_.recurrent_dropout > 0.0)
+      rm = dropout_masks(states[0], o_.recurrent_dropout, 4, 1, o_.seed);
     const std::vector<int64_t> one(static_cast<size_t>(rank_), 1);
-    z = z + conv(states[0], read(*this, "recurrent_kernel"), one, "SAME", one);
+    Tensor z = masked_conv(x, read(*this, "kernel"), dm, strides_, padding_, dilation_);
+    if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
+    z = z + masked_conv(states[0], read(*this, "recurrent_kernel"), rm, one, "SAME", one);
     auto [h, c] = detail::lstm_gates(activations::get(o_.activation),
                                      activations::get(o_.recurrent_activation), z, states[1]);
     return {h, {h, c}};
@@ -708,6 +801,17 @@ class ConvLSTMCell final : public RNNCell {
       TF_CHECK_ARG(e >= 1, cls.c_str(), "{} must be positive, got {}", what,
                    detail::dims_string(v));
     return v.size() == 1 ? std::vector<int64_t>(static_cast<size_t>(rank_), v[0]) : v;
+  }
+  // conv(x, w), or with masks the per-gate convolutions of the masked x (w's output blocks).
+  Tensor masked_conv(const Tensor& x, const Tensor& w, const std::vector<Tensor>& masks,
+                     const std::vector<int64_t>& strides, const std::string& padding,
+                     const std::vector<int64_t>& dilation) const {
+    if (masks.empty()) return conv(x, w, strides, padding, dilation);
+    const std::vector<Tensor> blocks = split(w, static_cast<int>(masks.size()), w.rank() - 1);
+    std::vector<Tensor> parts;
+    for (size_t g = 0; g < masks.size(); ++g)
+      parts.push_back(conv(x * masks[g], blocks[g], strides, padding, dilation));
+    return concat(parts, -1);
   }
   Tensor conv(const Tensor& x, const Tensor& w, const std::vector<int64_t>& strides,
               const std::string& padding, const std::vector<int64_t>& dilation) const {

@@ -57,6 +57,13 @@ class RNNCell : public Model {
   // A call without states (Layer::operator()(x)): the output from get_initial_state's states.
   Tensor call(const Tensor& x, bool training) final;
 
+  // Keras' DropoutRNNCell: `count` dropout masks of ones_like(like) at `rate` (nn::dropout,
+  // scaled by 1 / (1 - rate)), drawn at the first step of an RNN call and reused by its later
+  // steps; `slot` tells masks apart (0: inputs, 1: recurrent state). Outside an RNN call
+  // (the cell called by hand) every call draws new ones.
+  std::vector<Tensor> dropout_masks(const Tensor& like, double rate, int count, int slot,
+                                    std::optional<int64_t> seed) const;
+
  protected:
   explicit RNNCell(std::string name = "") : Model(std::move(name)) {}
 };
@@ -72,6 +79,12 @@ struct SimpleRNNCellOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
+  // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
+  // Keras' implementation 1); seed as tf::nn::dropout's.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::string name = "";
 };
 struct LSTMCellOptions {
@@ -85,6 +98,12 @@ struct LSTMCellOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
+  // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
+  // Keras' implementation 1); seed as tf::nn::dropout's.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::string name = "";
 };
 struct GRUCellOptions {
@@ -98,6 +117,12 @@ struct GRUCellOptions {
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
   bool reset_after = true;  // Keras 3's default, as GRU's
+  // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
+  // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
+  // Keras' implementation 1); seed as tf::nn::dropout's.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::string name = "";
 };
 
@@ -226,6 +251,10 @@ struct ConvLSTMOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  // As the cells' (one mask per gate for each, as Keras' ConvLSTM).
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<int64_t> seed = std::nullopt;
   std::vector<int64_t> input_shape = {};  // (timesteps, spatial..., channels)
   std::string name = "";
 };

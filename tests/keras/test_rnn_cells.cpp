@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -647,4 +648,109 @@ TEST_CASE("RNN cells and ConvLSTM: shape errors and bad arguments", "[cpu][keras
   // A cell called on a step of the wrong rank.
   layers::LSTMCell cell(2, {.name = "lc"});
   require_error([&] { (void)cell(tf::zeros({2, 3, 4}), {}); }, {"lc", "(batch, features)"});
+}
+
+namespace {
+
+// The Keras cases' layers again, with dropout and recurrent_dropout `rate` in every cell.
+Case make_dropout_case(const std::string& name, double rate) {
+  const tf::TensorShape seq{2, 3, 4};
+  const std::optional<int64_t> seed = 7;
+  if (name == "simple")
+    return {layers::RNN(layers::SimpleRNNCell(
+                            3, {.dropout = rate, .recurrent_dropout = rate, .seed = seed}),
+                        {.return_sequences = true}),
+            seq,
+            {},
+            {}};
+  if (name == "lstm")
+    return {layers::RNN(
+                layers::LSTMCell(3, {.dropout = rate, .recurrent_dropout = rate, .seed = seed})),
+            seq,
+            {pattern({2, 3}, 10), pattern({2, 3}, 11)},
+            {}};
+  if (name == "gru")
+    return {
+        layers::RNN(layers::GRUCell(3, {.dropout = rate, .recurrent_dropout = rate, .seed = seed}),
+                    {.return_sequences = true, .go_backwards = true}),
+        seq,
+        {},
+        {}};
+  if (name == "gru_before")
+    return {
+        layers::RNN(layers::GRUCell(
+            3, {.reset_after = false, .dropout = rate, .recurrent_dropout = rate, .seed = seed})),
+        seq,
+        {pattern({2, 3}, 10)},
+        {}};
+  if (name == "conv2d_same")
+    return {layers::ConvLSTM2D(2, {3},
+                               {.padding = "same",
+                                .return_sequences = true,
+                                .dropout = rate,
+                                .recurrent_dropout = rate,
+                                .seed = seed}),
+            {2, 3, 4, 4, 2},
+            {},
+            {}};
+  throw std::runtime_error("no dropout case " + name);
+}
+
+}  // namespace
+
+TEST_CASE("RNN cells and ConvLSTM2D: dropout is off in inference and per gate in training",
+          "[cpu][keras]") {
+  Float64Layers f64;
+  for (const KerasCase& k : kKeras) {
+    if (k.name != "simple" && k.name != "lstm" && k.name != "gru" && k.name != "gru_before" &&
+        k.name != "conv2d_same")
+      continue;
+    CAPTURE(k.name);
+    // Inference ignores the rates: Keras' values without dropout.
+    Case c = make_dropout_case(k.name, 0.5);
+    set_pattern_weights(c);
+    const tf::Tensor x = sequence(c.x_shape);
+    std::vector<tf::Tensor> outs = c.layer.call_with_state(x, c.initial, false);
+    REQUIRE(outs.size() == k.outputs.size());
+    for (size_t j = 0; j < outs.size(); ++j) check_values(outs[j], k.outputs[j], 1e-9, 1e-12);
+    // Training with a vanishing rate: masks of 1 / (1 - 1e-12), so the per-gate projections
+    // (recurrent_dropout's implementation 1) must give Keras' values too.
+    Case t = make_dropout_case(k.name, 1e-12);
+    set_pattern_weights(t);
+    outs = t.layer.call_with_state(x, t.initial, true);
+    for (size_t j = 0; j < outs.size(); ++j) check_values(outs[j], k.outputs[j], 1e-9, 1e-11);
+  }
+}
+
+TEST_CASE("RNN cells: dropout masks are drawn once per call and shared by the timesteps",
+          "[cpu][keras]") {
+  tf::random::set_seed(9);
+  // output_t = (x_t * mask) @ I: with x all ones, each step shows the input mask itself.
+  layers::RNN rnn(layers::SimpleRNNCell(4, {.activation = "linear",
+                                            .use_bias = false,
+                                            .recurrent_initializer = "zeros",
+                                            .dropout = 0.5}),
+                  {.return_sequences = true});
+  const tf::Tensor x = tf::ones({8, 5, 4});
+  (void)rnn(x);
+  rnn.cell().variables()[0].assign(tf::eye(4));
+  const std::vector<double> y = vals(rnn(x, true));
+  size_t zeros = 0, twos = 0;
+  for (size_t b = 0; b < 8; ++b)
+    for (size_t t = 0; t < 5; ++t)
+      for (size_t f = 0; f < 4; ++f) {
+        const double v = y[(b * 5 + t) * 4 + f];
+        CHECK(v == y[(b * 5) * 4 + f]);  // the same mask at every step
+        zeros += v == 0.0;
+        twos += v == 2.0;
+      }
+  CHECK(zeros + twos == 8 * 5 * 4);
+  CHECK(zeros > 0);
+  CHECK(twos > 0);
+  // Inference: no dropout.
+  tf::testing::check_close(rnn(x, false), tf::ones({8, 5, 4}), 0, 0);
+  tf::testing::require_error([] { (void)layers::LSTMCell(2, {.dropout = 1.0}); },
+                             {"LSTMCell", "dropout", "[0, 1)"});
+  tf::testing::require_error([] { (void)layers::ConvLSTM2D(2, {3}, {.recurrent_dropout = -0.1}); },
+                             {"ConvLSTM2D", "recurrent_dropout"});
 }
