@@ -218,6 +218,10 @@ Tensor RNNCell::call(const Tensor& x, bool training) {
     TF_CHECK_ARG(x.rank() >= 1, name().c_str(), "cell \"{}\" ({}) needs a batch axis, got {}",
                  name(), class_name(), x.shape().to_string());
     states = get_initial_state(x.shape()[0]);
+    // A call outside an RNN (the build's shape probe runs on zeros of the variable dtype, with
+    // no autocasting): the zero states follow the input's dtype.
+    for (Tensor& s : states)
+      if (s.dtype() != x.dtype() && is_floating(x.dtype())) s = cast(s, x.dtype());
   }
   TF_CHECK_ARG(states.size() == n, name().c_str(),
                "cell \"{}\" ({}) has {} state(s) (state_size {}), got {}", name(), class_name(), n,
@@ -270,7 +274,7 @@ SimpleRNNCell::SimpleRNNCell(int64_t units, SimpleRNNCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("SimpleRNNCell", units);
   detail::check_rates("SimpleRNNCell", o_.dropout, o_.recurrent_dropout);
-  (void)activations::get(o_.activation);
+  act_ = activations::get(o_.activation);
 }
 
 void SimpleRNNCell::build(const TensorShape& s) {
@@ -298,9 +302,8 @@ std::pair<Tensor, std::vector<Tensor>> SimpleRNNCell::call(const Tensor& x,
     rm = dropout_masks(states[0], o_.recurrent_dropout, 1, 1, o_.seed);
   Tensor xp = detail::masked_matmul(x, read(*this, "kernel"), dm);
   if (o_.use_bias) xp = nn::bias_add(xp, read(*this, "bias"));
-  const activations::Activation act = activations::get(o_.activation);
   Tensor h = xp + detail::masked_matmul(states[0], read(*this, "recurrent_kernel"), rm);
-  if (act) h = act(h);
+  if (act_) h = act_(h);
   return {h, {h}};
 }
 
@@ -309,8 +312,8 @@ LSTMCell::LSTMCell(int64_t units, LSTMCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("LSTMCell", units);
   detail::check_rates("LSTMCell", o_.dropout, o_.recurrent_dropout);
-  (void)activations::get(o_.activation);
-  (void)activations::get(o_.recurrent_activation);
+  act_ = activations::get(o_.activation);
+  ract_ = activations::get(o_.recurrent_activation);
 }
 
 void LSTMCell::build(const TensorShape& s) {
@@ -338,8 +341,7 @@ std::pair<Tensor, std::vector<Tensor>> LSTMCell::call(const Tensor& x,
   Tensor z = detail::masked_matmul(x, read(*this, "kernel"), dm);
   if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
   z = z + detail::masked_matmul(states[0], read(*this, "recurrent_kernel"), rm);
-  auto [h, c] = detail::lstm_gates(activations::get(o_.activation),
-                                   activations::get(o_.recurrent_activation), z, states[1]);
+  auto [h, c] = detail::lstm_gates(act_, ract_, z, states[1]);
   return {h, {h, c}};
 }
 
@@ -348,8 +350,8 @@ GRUCell::GRUCell(int64_t units, GRUCellOptions options)
     : RNNCell(options.name), units_(units), o_(std::move(options)) {
   check_units("GRUCell", units);
   detail::check_rates("GRUCell", o_.dropout, o_.recurrent_dropout);
-  (void)activations::get(o_.activation);
-  (void)activations::get(o_.recurrent_activation);
+  act_ = activations::get(o_.activation);
+  ract_ = activations::get(o_.recurrent_activation);
 }
 
 void GRUCell::build(const TensorShape& s) {
@@ -371,8 +373,8 @@ std::pair<Tensor, std::vector<Tensor>> GRUCell::call(const Tensor& x,
                                                      const std::vector<Tensor>& states,
                                                      bool training) {
   check_step_input(*this, x.shape());
-  const auto act = activations::get(o_.activation);
-  const auto ract = activations::get(o_.recurrent_activation);
+  const auto& act = act_;
+  const auto& ract = ract_;
   const Tensor& h = states[0];
   auto [dm, rm] = cell_masks(*this, x, h, o_.dropout, o_.recurrent_dropout, 3, o_.seed, training);
   const Tensor rk = read(*this, "recurrent_kernel");
@@ -711,8 +713,8 @@ class ConvLSTMCell final : public RNNCell {
                  "strides > 1 together with dilation_rate > 1 are not supported (as Keras), got "
                  "strides {} and dilation_rate {}",
                  detail::dims_string(strides_), detail::dims_string(dilation_));
-    (void)activations::get(o.activation);
-    (void)activations::get(o.recurrent_activation);
+    act_ = activations::get(o.activation);
+    ract_ = activations::get(o.recurrent_activation);
     detail::check_rates(cls.c_str(), o.dropout, o.recurrent_dropout);
   }
   std::vector<int64_t> state_size() const override { return {filters_, filters_}; }
@@ -787,8 +789,7 @@ class ConvLSTMCell final : public RNNCell {
     Tensor z = masked_conv(x, read(*this, "kernel"), dm, strides_, padding_, dilation_);
     if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
     z = z + masked_conv(states[0], read(*this, "recurrent_kernel"), rm, one, "SAME", one);
-    auto [h, c] = detail::lstm_gates(activations::get(o_.activation),
-                                     activations::get(o_.recurrent_activation), z, states[1]);
+    auto [h, c] = detail::lstm_gates(act_, ract_, z, states[1]);
     return {h, {h, c}};
   }
 
@@ -829,6 +830,7 @@ class ConvLSTMCell final : public RNNCell {
   ConvLSTMOptions o_;
   std::vector<int64_t> kernel_, strides_, dilation_;
   std::string padding_;
+  activations::Activation act_, ract_;
   std::vector<int64_t> out_dims_;  // the states' shape (batch first), set by build
 };
 

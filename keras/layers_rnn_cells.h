@@ -140,6 +140,7 @@ class SimpleRNNCell : public RNNCell {
  private:
   int64_t units_;
   SimpleRNNCellOptions o_;
+  activations::Activation act_, ract_;  // resolved once, not at every step
 };
 
 // LSTM's step (gates i, f, c, o; weights as LSTM's); states {h, c}.
@@ -156,6 +157,7 @@ class LSTMCell : public RNNCell {
  private:
   int64_t units_;
   LSTMCellOptions o_;
+  activations::Activation act_, ract_;  // resolved once, not at every step
 };
 
 // GRU's step (gates z, r, h; weights as GRU's); states {h}.
@@ -172,6 +174,7 @@ class GRUCell : public RNNCell {
  private:
   int64_t units_;
   GRUCellOptions o_;
+  activations::Activation act_, ract_;  // resolved once, not at every step
 };
 
 // Keras' StackedRNNCells: the cells one after another within a timestep (each one's output is

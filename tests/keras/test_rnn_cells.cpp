@@ -17,10 +17,12 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "jit/function.h"
+#include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_more.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/losses.h"
+#include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "ops/binary.h"
@@ -753,4 +755,39 @@ TEST_CASE("RNN cells: dropout masks are drawn once per call and shared by the ti
                              {"LSTMCell", "dropout", "[0, 1)"});
   tf::testing::require_error([] { (void)layers::ConvLSTM2D(2, {3}, {.recurrent_dropout = -0.1}); },
                              {"ConvLSTM2D", "recurrent_dropout"});
+}
+
+TEST_CASE("RNN cells in functional and masked models and under mixed_float16", "[cpu][keras]") {
+  tf::random::set_seed(12);
+  // Functional API: the cells build from the symbolic shapes.
+  const K::KerasTensor in = K::Input({5, 3});
+  const K::KerasTensor h = layers::RNN(layers::GRUCell(4), {.return_sequences = true})(in);
+  K::Model m(in, layers::Dense(1)(layers::RNN(layers::SimpleRNNCell(2))(h)));
+  CHECK(m.output_shape() == tf::TensorShape({tf::None, 1}));
+  CHECK(m.count_params() == (3 * 12 + 4 * 12 + 2 * 12) + (4 * 2 + 2 * 2 + 2) + 3);
+  CHECK(m(tf::random::normal({2, 5, 3})).shape() == tf::TensorShape({2, 1}));
+
+  // Embedding(mask_zero) masks the padding: a padded sequence gives the unpadded one's output.
+  K::Sequential s({layers::Embedding(10, 3, {.mask_zero = true}), layers::RNN(layers::LSTMCell(4)),
+                   layers::Dense(2)});
+  const tf::Tensor padded = tf::constant(std::vector<int32_t>{4, 2, 7, 0, 0}, {1, 5});
+  const tf::Tensor unpadded = tf::constant(std::vector<int32_t>{4, 2, 7}, {1, 3});
+  tf::testing::check_close(s(padded), s(unpadded), 1e-6, 1e-6);
+
+  // mixed_float16: float32 weights, float16 computation and output.
+  K::mixed_precision::set_global_policy("mixed_float16");
+  try {
+    layers::RNN mixed(layers::LSTMCell(4), {.return_sequences = true});
+    layers::ConvLSTM2D conv(2, {3});
+    const tf::Tensor y = mixed(tf::random::normal({2, 3, 5}));
+    const tf::Tensor yc = conv(tf::random::normal({2, 2, 5, 5, 1}));
+    CHECK(y.dtype() == tf::float16);
+    CHECK(yc.dtype() == tf::float16);
+    CHECK(mixed.variables()[0].dtype() == tf::float32);
+    CHECK(conv.variables()[0].dtype() == tf::float32);
+  } catch (...) {
+    K::mixed_precision::set_global_policy("float32");
+    throw;
+  }
+  K::mixed_precision::set_global_policy("float32");
 }
