@@ -495,6 +495,12 @@ class RNNImpl final : public LayerImpl {
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     check_rank(s);
+    // The cell's weights fix the dimensions of a step after the batch.
+    const TensorShape b = built_input_shape();
+    if (b.rank() != s.rank()) return;
+    for (int i = 2; i < s.rank(); ++i)
+      if (b[i] != None && s[i] != None && b[i] != s[i])
+        incompatible(s, "a step of shape " + step_shape(b).to_string() + " (the build's)");
   }
   Tensor call(const Tensor& x, bool training) override {
     detail::SequenceRequest* request = detail::SequenceRequests::take(this);
@@ -630,10 +636,6 @@ std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
   return {o_.return_sequences ? stack(outputs, 1) : outputs.back(), std::move(states)};
 }
 
-layers::RNNOptions checked_rnn(layers::RNNOptions o) {
-  return o;
-}
-
 RNNImpl& rnn_of(const Layer& l) {
   auto* p = dynamic_cast<RNNImpl*>(&l.impl());
   TF_CHECK_T(FailedPreconditionError, p != nullptr, "RNN",
@@ -653,8 +655,7 @@ std::string upper(std::string s) {
 namespace layers {
 
 RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options)
-    : Layer(std::make_shared<RNNImpl>(std::move(cell), checked_rnn(std::move(options)), "RNN",
-                                      "rnn", 0)) {
+    : Layer(std::make_shared<RNNImpl>(std::move(cell), std::move(options), "RNN", "rnn", 0)) {
   const auto& shape = rnn_of(*this).options().input_shape;
   if (!shape.empty()) impl().build_from_declared_shape(shape);
 }

@@ -627,6 +627,13 @@ TEST_CASE("RNN cells and ConvLSTM: shape errors and bad arguments", "[cpu][keras
         (void)rnn.call_with_state(tf::zeros({2, 3, 4}), {tf::zeros({2, 3}), tf::zeros({2, 3})});
       },
       {"seq", "1 state(s)", "got 2"});
+  // Built for 4 features, called with 5.
+  (void)rnn(tf::zeros({2, 3, 4}));
+  require_error(
+      [&] {
+        (void)rnn(tf::zeros({2, 3, 5}));
+      },
+      {"seq", "RNN", "incompatible", "(None, 4)", "(2, 3, 5)"});
   layers::ConvLSTM2D conv(2, {3}, {.name = "clstm"});
   require_error(
       [&] {
