@@ -178,8 +178,10 @@ class GRUCell : public RNNCell {
 };
 
 // Keras' StackedRNNCells: the cells one after another within a timestep (each one's output is
-// the next one's input). Its states are the cells' states in order, flattened (Keras nests
-// them per cell; RNN's return_state flattens them too). Its output is the last cell's.
+// the next one's input). Its states are the cells' states in order, flattened: Keras nests
+// them (one list per cell, in return_state's result and initial_state too); here
+// call_with_state gives {output, states of cell 1..., states of cell 2...}. Its output is the
+// last cell's.
 class StackedRNNCells : public RNNCell {
  public:
   explicit StackedRNNCells(std::vector<std::shared_ptr<RNNCell>> cells, std::string name = "");
