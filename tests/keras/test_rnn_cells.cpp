@@ -16,6 +16,7 @@
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/functional.h"
 #include "keras/layers.h"
@@ -797,4 +798,46 @@ TEST_CASE("RNN cells in functional and masked models and under mixed_float16", "
     throw;
   }
   K::mixed_precision::set_global_policy("float32");
+}
+
+TEST_CASE("RNN cells under a MirroredStrategy: mirrored weights and fit match one device",
+          "[cpu][keras][multi_device]") {
+  if (!tf::testing::split_cpu_in_two()) return;
+  std::vector<float> xv(8 * 4 * 3), yv(8);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::cos(0.37 * double(i)));
+  for (size_t i = 0; i < yv.size(); ++i) yv[i] = static_cast<float>(std::sin(0.5 * double(i)));
+  const tf::Tensor x = tf::constant(xv, {8, 4, 3}), y = tf::constant(yv, {8, 1});
+  auto train = [&](std::optional<K::Sequential>& model) {
+    model.emplace(K::Sequential(
+        {layers::RNN(layers::StackedRNNCells(layers::LSTMCell(3), layers::GRUCell(2))),
+         layers::Dense(1)}));
+    model->build({tf::None, 4, 3});
+    std::vector<tf::Tensor> weights;
+    for (const tf::Variable& w : model->variables())
+      weights.push_back(
+          tf::cast(pattern(w.shape(), static_cast<int>(weights.size())), tf::float32));
+    model->set_weights(weights);
+    model->compile(K::optimizers::SGD(0.1), "mse");
+    return model->fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  };
+  std::optional<K::Sequential> m1, m2;
+  const K::History h1 = train(m1);
+  tf::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
+  K::History h2;
+  {
+    auto scope = strategy.scope();
+    h2 = train(m2);
+  }
+  const std::vector<tf::Variable> v1 = m1->variables(), v2 = m2->variables();
+  REQUIRE(v1.size() == v2.size());
+  REQUIRE(v1.size() == 8);
+  for (size_t i = 0; i < v1.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(v2[i].is_mirrored());
+    const auto c = v2[i].components();
+    tf::testing::check_close(c[0].value(), c[1].value(), 0, 0);
+    tf::testing::check_close(v2[i].value(), v1[i].value(), 1e-5, 1e-6);
+  }
+  for (size_t e = 0; e < 2; ++e)
+    CHECK(h2.history.at("loss")[e] == Approx(h1.history.at("loss")[e]).epsilon(1e-5));
 }
