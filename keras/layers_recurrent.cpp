@@ -6,10 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
 #include "keras/call_request.h"
+#include "keras/layers_rnn_cells.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -294,47 +296,30 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
       case Cell::simple:
         h = activate(act, h.defined() ? xt + project(h) : xt);
         break;
-      case Cell::lstm: {
-        const std::vector<Tensor> g = split(h.defined() ? xt + project(h) : xt, 4, 1);
-        const Tensor i = activate(ract, g[0]), f = activate(ract, g[1]), o = activate(ract, g[3]);
-        const Tensor ig = i * activate(act, g[2]);
-        c = c.defined() ? f * c + ig : ig;
-        h = o * activate(act, c);
+      case Cell::lstm:
+        std::tie(h, c) = detail::lstm_gates(act, ract, h.defined() ? xt + project(h) : xt, c);
         break;
-      }
       case Cell::gru: {
-        const std::vector<Tensor> xg = split(xt, 3, 1);
-        Tensor z, hh;
         if (c_.reset_after) {
           Tensor rec = h.defined() ? project(h) : Tensor();
           if (recurrent_bias.defined()) rec = rec.defined() ? rec + recurrent_bias : recurrent_bias;
-          if (rec.defined()) {
-            const std::vector<Tensor> rg = split(rec, 3, rec.rank() - 1);
-            z = activate(ract, xg[0] + rg[0]);
-            const Tensor r = activate(ract, xg[1] + rg[1]);
-            hh = activate(act, xg[2] + r * rg[2]);
-          } else {
-            z = activate(ract, xg[0]);
-            hh = activate(act, xg[2]);
-          }
-        } else if (h.defined()) {
-          Tensor rz, rr;
-          if (n_masks == 1) {
-            const std::vector<Tensor> rg = split(matmul(masked(h, 0), rk_zr), 2, 1);
-            rz = rg[0];
-            rr = rg[1];
-          } else {
-            rz = matmul(masked(h, 0), rk_parts[0]);
-            rr = matmul(masked(h, 1), rk_parts[1]);
-          }
-          z = activate(ract, xg[0] + rz);
-          const Tensor r = activate(ract, xg[1] + rr);
-          hh = activate(act, xg[2] + matmul(r * masked(h, n_masks > 1 ? 2 : 0), rk_h));
-        } else {
-          z = activate(ract, xg[0]);
-          hh = activate(act, xg[2]);
+          h = detail::gru_gates_reset_after(act, ract, xt, rec, h);
+          break;
         }
-        h = h.defined() ? z * h + (1.0 - z) * hh : (1.0 - z) * hh;
+        Tensor rz, rr;
+        if (h.defined() && n_masks == 1) {
+          const std::vector<Tensor> rg = split(matmul(masked(h, 0), rk_zr), 2, 1);
+          rz = rg[0];
+          rr = rg[1];
+        } else if (h.defined()) {
+          rz = matmul(masked(h, 0), rk_parts[0]);
+          rr = matmul(masked(h, 1), rk_parts[1]);
+        }
+        const Tensor h_in = h;
+        h = detail::gru_gates_reset_before(
+            act, ract, xt, rz, rr,
+            [&](const Tensor& r) { return matmul(r * masked(h_in, n_masks > 1 ? 2 : 0), rk_h); },
+            h);
         break;
       }
     }

@@ -29,6 +29,7 @@
 #include "keras/layers_more.h"
 #include "keras/layers_preprocessing.h"
 #include "keras/layers_recurrent.h"
+#include "keras/layers_rnn_cells.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/mixed_precision.h"
