@@ -53,6 +53,22 @@ TensorShape window_shape(const TensorShape& s, Size3 k, Size3 st, Size3 dl, bool
                       td::window_dim(s[3], k.w, st.w, dl.w, same).out, channels});
 }
 
+// channels_first (NCDHW) shapes to NDHWC and back; unchanged for channels_last.
+TensorShape to_last(const TensorShape& s, bool channels_first) {
+  if (!channels_first || s.rank() != 5) return s;
+  return TensorShape({s[0], s[2], s[3], s[4], s[1]});
+}
+TensorShape to_first(const TensorShape& s, bool channels_first) {
+  if (!channels_first || s.rank() != 5) return s;
+  return TensorShape({s[0], s[4], s[1], s[2], s[3]});
+}
+const char* layout(bool channels_first) {
+  return channels_first ? "NCDHW (channels_first)" : "NDHWC";
+}
+std::string expected_rank5(bool channels_first) {
+  return fmt::format("expected ndim=5 ({})", layout(channels_first));
+}
+
 // ---- Conv3D ----
 class Conv3DImpl final : public LayerImpl {
  public:
@@ -80,9 +96,7 @@ class Conv3DImpl final : public LayerImpl {
     TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
                  "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
                  o.data_format);
-    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
-               "data_format=\"channels_first\" is not supported: tf::nn::conv3d takes NDHWC "
-               "inputs (transpose them first)");
+    channels_first_ = f == "channels_first";
     TF_CHECK_ARG(o.groups > 0, cls,
                  "the number of groups must be a positive integer, got groups={}", o.groups);
     TF_CHECK_ARG(filters % o.groups == 0, cls,
@@ -97,11 +111,14 @@ class Conv3DImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
-    TF_CHECK_ARG(s.rank() == 5 && s[4] != None, name_.c_str(),
-                 "layer \"{}\" (Conv3D) needs NDHWC inputs of rank 5 with a known channel "
-                 "dimension, got shape {}",
-                 name_, s.to_string());
+  void build(const TensorShape& input) override {
+    TF_CHECK_ARG(input.rank() == 5, name_.c_str(),
+                 "layer \"{}\" (Conv3D) needs {} inputs of rank 5, got shape {}", name_,
+                 layout(channels_first_), input.to_string());
+    const TensorShape s = to_last(input, channels_first_);
+    TF_CHECK_ARG(s[4] != None, name_.c_str(),
+                 "layer \"{}\" (Conv3D) needs a known channel dimension, got shape {}", name_,
+                 input.to_string());
     TF_CHECK_ARG(s[4] % groups_ == 0, name_.c_str(),
                  "layer \"{}\" (Conv3D): the number of input channels must be evenly divisible "
                  "by the number of groups, got groups={} but the input has {} channels (full "
@@ -113,22 +130,35 @@ class Conv3DImpl final : public LayerImpl {
     if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
-    return window_shape(s, kernel_, strides_, dilation_, same_, filters_);
+    if (s.rank() != 5) incompatible(s, expected_rank5(channels_first_));
+    return to_first(
+        window_shape(to_last(s, channels_first_), kernel_, strides_, dilation_, same_, filters_),
+        channels_first_);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 5, channels_);
+    check_rank5_channels(s, channels_first_, channels_);
   }
   Tensor call(const Tensor& x, bool) override {
+    // channels_first runs on the NDHWC ops between two transposes.
+    const Tensor in = channels_first_ ? transpose(x, {0, 2, 3, 4, 1}) : x;
     // With groups > 1 the kernel's depth is in / groups: conv3d runs it as a grouped one.
-    Tensor y = nn::conv3d(x, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
+    Tensor y = nn::conv3d(in, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
                           same_ ? "SAME" : "VALID", {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    if (activation_) y = activation_(y);
+    return channels_first_ ? transpose(y, {0, 4, 1, 2, 3}) : y;
   }
 
  private:
+  // Keras' input check with the channels at axis 1 (channels_first) or 4.
+  void check_rank5_channels(const TensorShape& s, bool cf, int64_t channels) const {
+    if (!cf) return require_rank_and_channels(s, 5, channels);
+    if (s.rank() != 5) incompatible(s, expected_rank5(true));
+    if (s[1] != None && s[1] != channels)
+      incompatible(s, fmt::format("expected axis 1 of input shape to have value {}", channels));
+  }
+  bool channels_first_ = false;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   int groups_;
@@ -168,9 +198,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
     TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
                  "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
                  o.data_format);
-    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
-               "data_format=\"channels_first\" is not supported: tf::nn::conv3d_transpose takes "
-               "NDHWC inputs (transpose them first)");
+    channels_first_ = f == "channels_first";
     const Size3 s = o.strides, d = o.dilation_rate;
     TF_CHECK_ARG(std::max({s.d, s.h, s.w}) == 1 || std::max({d.d, d.h, d.w}) == 1, cls,
                  "strides > 1 together with dilation_rate > 1 is not supported, got strides={}, "
@@ -185,11 +213,14 @@ class Conv3DTransposeImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
-    TF_CHECK_ARG(s.rank() == 5 && s[4] != None, name_.c_str(),
-                 "layer \"{}\" (Conv3DTranspose) needs NDHWC inputs of rank 5 with a known "
-                 "channel dimension, got shape {}",
-                 name_, s.to_string());
+  void build(const TensorShape& input) override {
+    TF_CHECK_ARG(input.rank() == 5, name_.c_str(),
+                 "layer \"{}\" (Conv3DTranspose) needs {} inputs of rank 5, got shape {}", name_,
+                 layout(channels_first_), input.to_string());
+    const TensorShape s = to_last(input, channels_first_);
+    TF_CHECK_ARG(s[4] != None, name_.c_str(),
+                 "layer \"{}\" (Conv3DTranspose) needs a known channel dimension, got shape {}",
+                 name_, input.to_string());
     channels_ = s[4];
     const TensorShape kshape({kernel_.d, kernel_.h, kernel_.w, filters_, channels_});
     kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
@@ -204,7 +235,10 @@ class Conv3DTransposeImpl final : public LayerImpl {
     return (in - 1) * stride + eff - 2 * p + *pad;
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
+    if (s.rank() != 5) incompatible(s, expected_rank5(channels_first_));
+    return to_first(ndhwc_output_shape(to_last(s, channels_first_)), channels_first_);
+  }
+  TensorShape ndhwc_output_shape(const TensorShape& s) const {
     auto op = [&](int Size3::*m) {
       return output_padding_ ? std::optional<int>((*output_padding_).*m) : std::nullopt;
     };
@@ -215,17 +249,24 @@ class Conv3DTransposeImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 5, channels_);
+    if (!channels_first_) return require_rank_and_channels(s, 5, channels_);
+    if (s.rank() != 5) incompatible(s, expected_rank5(true));
+    if (s[1] != None && s[1] != channels_)
+      incompatible(s, fmt::format("expected axis 1 of input shape to have value {}", channels_));
   }
   Tensor call(const Tensor& x, bool) override {
-    Tensor y = nn::conv3d_transpose(x, kernel_var_.value(), compute_output_shape(x.shape()),
+    // channels_first runs on the NDHWC ops between two transposes.
+    const Tensor in = channels_first_ ? transpose(x, {0, 2, 3, 4, 1}) : x;
+    Tensor y = nn::conv3d_transpose(in, kernel_var_.value(), ndhwc_output_shape(in.shape()),
                                     {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
                                     {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    if (activation_) y = activation_(y);
+    return channels_first_ ? transpose(y, {0, 4, 1, 2, 3}) : y;
   }
 
  private:
+  bool channels_first_ = false;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   std::optional<Size3> output_padding_;

@@ -28,7 +28,7 @@ struct Size3 {
 struct Conv3DOptions {
   Size3 strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
-  std::string data_format = "";   // "" or "channels_last" ("channels_first" is not supported)
+  std::string data_format = "";   // "" or "channels_last" (NDHWC), or "channels_first" (NCDHW)
   // Keras forbids strides > 1 together with dilation_rate > 1.
   Size3 dilation_rate = 1;
   // Grouped convolution: kernel (kd, kh, kw, in / groups, filters); groups divides both.
@@ -68,7 +68,7 @@ struct Conv3DTransposeOptions {
   // Extra slices at the back/bottom/right of the output (each less than the stride); none:
   // Keras' default output size (below).
   std::optional<Size3> output_padding = std::nullopt;
-  std::string data_format = "";  // "" or "channels_last" ("channels_first" is not supported)
+  std::string data_format = "";  // "" or "channels_last" (NDHWC), or "channels_first" (NCDHW)
   Size3 dilation_rate = 1;
   std::string activation = "";
   bool use_bias = true;

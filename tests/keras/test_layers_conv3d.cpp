@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/error.h"
 #include "jit/function.h"
 #include "keras/layers.h"
@@ -17,6 +18,8 @@
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -505,8 +508,13 @@ TEST_CASE("3-D keras layers names summary and errors", "[cpu][keras]") {
         L::Conv3D(4, 3, {.groups = 2}).build({tf::None, 5, 5, 5, 3});
       },
       {"input channels must be evenly divisible", "groups=2 but the input has 3"});
-  TF_REQUIRE_THROWS_CONTAINING(L::Conv3D(4, 3, {.data_format = "channels_first"}),
-                               tf::UnimplementedError, "channels_first");
+  require_error([] { L::Conv3D(4, 3, {.data_format = "channels_middle"}); },
+                {"[Conv3D]", "channels_middle"});
+  require_error(
+      [] {
+        (void)L::Conv3D(2, 3, {.data_format = "channels_first"})(tf::ones({1, 5, 5, 2}));
+      },
+      {"needs NCDHW (channels_first) inputs of rank 5"});
   require_error(
       [] {
         (void)L::Conv3D(2, 3)(tf::ones({1, 5, 5, 2}));
@@ -571,4 +579,62 @@ TEST_CASE("a 3-D conv model trains and a traced call equals eager", "[cpu][keras
   tf::testing::check_close(f(x), model(x), 1e-6, 1e-6);
   const tf::Tensor part = tf::slice(x, {0, 0, 0, 0, 0}, {3, 6, 6, 6, 1});
   tf::testing::check_close(f(part), model(part), 1e-6, 1e-6);
+}
+
+TEST_CASE("Conv3D and Conv3DTranspose with channels_first equal the transposed channels_last",
+          "[cpu][cuda][keras]") {
+  // Keras 3.15 keeps the kernel layout (kd, kh, kw, in, out) for both data formats, so the same
+  // weights give the same numbers on transposed inputs.
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const tf::Tensor x = tf::random::normal({2, 4, 5, 6, 7}, 0, 1, tf::float32, 5);  // NCDHW
+    const tf::Tensor x_last = tf::transpose(x, {0, 2, 3, 4, 1});
+    struct Case {
+      L::Conv3D first, last;
+    };
+    std::vector<Case> convs;
+    convs.push_back(
+        {L::Conv3D(6, {2, 3, 2}, {.data_format = "channels_first"}), L::Conv3D(6, {2, 3, 2})});
+    convs.push_back(
+        {L::Conv3D(4, 3,
+                   {.strides = 2,
+                    .padding = "same",
+                    .data_format = "channels_first",
+                    .groups = 2,
+                    .activation = "relu"}),
+         L::Conv3D(4, 3, {.strides = 2, .padding = "same", .groups = 2, .activation = "relu"})});
+    for (Case& c : convs) {
+      c.first.build({tf::None, 4, 5, 6, 7});
+      c.last.build({tf::None, 5, 6, 7, 4});
+      c.first.set_weights(c.last.get_weights());
+      CHECK(c.first.impl().compute_output_shape({tf::None, 4, 5, 6, 7}) == [&] {
+        const tf::TensorShape l = c.last.impl().compute_output_shape({tf::None, 5, 6, 7, 4});
+        return tf::TensorShape({l[0], l[4], l[1], l[2], l[3]});
+      }());
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(x_last);
+      const tf::Tensor y_first = c.first(x);
+      const tf::Tensor y_last = c.last(x_last);
+      tf::testing::check_close(y_first, tf::transpose(y_last, {0, 4, 1, 2, 3}), 1e-5, 1e-5);
+      const tf::Tensor g_first = tape.gradient(tf::reduce_sum(tf::square(y_first)), x);
+      const tf::Tensor g_last = tape.gradient(tf::reduce_sum(tf::square(y_last)), x_last);
+      tf::testing::check_close(g_first, tf::transpose(g_last, {0, 4, 1, 2, 3}), 1e-4, 1e-4);
+    }
+    L::Conv3DTranspose tf_first(3, 3,
+                                {.strides = 2, .padding = "same", .data_format = "channels_first"});
+    L::Conv3DTranspose tf_last(3, 3, 2, "same");
+    tf_first.build({tf::None, 4, 5, 6, 7});
+    tf_last.build({tf::None, 5, 6, 7, 4});
+    tf_first.set_weights(tf_last.get_weights());
+    const tf::Tensor t_first = tf_first(x);
+    CHECK(t_first.shape() == tf::TensorShape({2, 3, 10, 12, 14}));
+    tf::testing::check_close(t_first, tf::transpose(tf_last(x_last), {0, 4, 1, 2, 3}), 1e-5, 1e-5);
+    tf::testing::require_error(
+        [&] {
+          (void)tf_first(tf::ones({1, 5, 5, 6, 7}));
+        },
+        {"expected axis 1 of input shape to have value 4"});
+  }
 }
