@@ -369,14 +369,75 @@ class CategoryEncodingImpl final : public LayerImpl {
   std::string mode_;
 };
 
+// Keras 3's approximate quantiles (discretization.py): the data (as float32) is reduced to a
+// summary of about 1 / epsilon (value, weight) pairs, compressed, and the boundaries are the
+// summary's 1 / num_bins, 2 / num_bins, ... quantiles, interpolated on the cumulative weights.
+// For data of fewer than 1 / epsilon values this is numpy's quantile at position q n - 1 (and
+// with fewer values than bins, the sorted values but the last).
+struct Summary {
+  std::vector<double> values, weights;  // float32 values, as Keras keeps them
+};
+// numpy.interp: linear in the points (xp increasing), clamped at the ends.
+double interp(double x, const std::vector<double>& xp, const std::vector<double>& fp) {
+  if (x <= xp.front()) return fp.front();
+  if (x >= xp.back()) return fp.back();
+  const size_t j = static_cast<size_t>(std::upper_bound(xp.begin(), xp.end(), x) - xp.begin()) - 1;
+  const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+  return fp[j] + slope * (x - xp[j]);
+}
+float f32(double v) {
+  return static_cast<float>(v);
+}
+Summary compress(const Summary& s, double epsilon) {
+  if (static_cast<double>(s.values.size()) * epsilon < 1.0) return s;
+  // numpy.arange(0, 1, epsilon) has ceil(1 / epsilon) elements.
+  const auto count = static_cast<size_t>(std::ceil(1.0 / epsilon));
+  std::vector<double> cum(s.weights.size()), pct(s.weights.size());
+  float acc = 0.0f;  // float32 cumsum, as numpy's on the float32 summary
+  for (size_t i = 0; i < cum.size(); ++i) cum[i] = acc = f32(double(acc) + s.weights[i]);
+  for (size_t i = 0; i < cum.size(); ++i) pct[i] = f32(cum[i] / cum.back());
+  Summary out;
+  double prev = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    const double p = epsilon + static_cast<double>(i) * epsilon;
+    out.values.push_back(f32(interp(p, pct, s.values)));
+    const double c = interp(p, pct, cum);
+    out.weights.push_back(f32(c - prev));
+    prev = c;
+  }
+  return out;
+}
+std::vector<double> quantile_boundaries(std::vector<double> data, int64_t num_bins,
+                                        double epsilon) {
+  for (double& d : data) d = f32(d);
+  std::sort(data.begin(), data.end());
+  // summarize(): every step-th value (step = n epsilon, at least 1) with weight step.
+  const double n = static_cast<double>(data.size());
+  const double step = std::max(n / (1.0 / epsilon), 1.0);
+  const auto first = static_cast<size_t>(step - 1.0), stride = static_cast<size_t>(step);
+  Summary s;
+  for (size_t i = first; i < data.size(); i += stride) {
+    s.values.push_back(data[i]);
+    s.weights.push_back(f32(step));
+  }
+  s = compress(s, epsilon);  // merge_summaries with the empty summary
+  s = compress(s, 1.0 / static_cast<double>(num_bins));
+  s.values.pop_back();
+  return s.values;
+}
+
 // ---- Discretization ----
 class DiscretizationImpl final : public LayerImpl {
  public:
-  DiscretizationImpl(std::vector<double> bounds, int64_t num_bins, std::string name)
+  DiscretizationImpl(std::vector<double> bounds, int64_t num_bins, double epsilon,
+                     std::string name)
       : LayerImpl("Discretization", "discretization", std::move(name)),
         bounds_(std::move(bounds)),
-        num_bins_(num_bins) {
+        num_bins_(num_bins),
+        epsilon_(epsilon) {
     check_bounds(bounds_);
+    TF_CHECK_ARG(epsilon > 0.0 && epsilon < 1.0, "Discretization",
+                 "epsilon must be in (0, 1), got {}", epsilon);
   }
   void adapt(const Tensor& data) {
     TF_CHECK_ARG(num_bins_ > 0, name_.c_str(),
@@ -385,23 +446,12 @@ class DiscretizationImpl final : public LayerImpl {
                  name_);
     std::vector<double> v = ::tapeflow::detail::to_double_vector(data);
     TF_CHECK_ARG(!v.empty(), name_.c_str(),
-                 "layer \"{}\" (Discretization): adapt() got no data "
-                 "(shape {})",
-                 name_, shape_str(data.shape()));
+                 "layer \"{}\" (Discretization): adapt() got no data (shape {})", name_,
+                 shape_str(data.shape()));
     for (double d : v)
       TF_CHECK_ARG(!std::isnan(d), name_.c_str(),
                    "layer \"{}\" (Discretization): adapt() data holds NaN", name_);
-    std::sort(v.begin(), v.end());
-    // Quantile q sits at position q n - 1 of the sorted data, interpolated linearly (Keras 3's
-    // quantile summary gives these for data that fits in one summary).
-    const double n = static_cast<double>(v.size());
-    std::vector<double> b;
-    for (int64_t i = 1; i < num_bins_; ++i) {
-      const double pos = std::clamp(double(i) / double(num_bins_) * n - 1.0, 0.0, n - 1.0);
-      const auto lo = static_cast<size_t>(std::floor(pos));
-      const size_t hi = std::min(lo + 1, v.size() - 1);
-      b.push_back(v[lo] + (pos - double(lo)) * (v[hi] - v[lo]));
-    }
+    std::vector<double> b = quantile_boundaries(std::move(v), num_bins_, epsilon_);
     std::lock_guard<std::mutex> lock(mu_);
     bounds_ = std::move(b);
   }
@@ -435,6 +485,7 @@ class DiscretizationImpl final : public LayerImpl {
   mutable std::mutex mu_;
   std::vector<double> bounds_;
   int64_t num_bins_;
+  double epsilon_;
 };
 
 // ---- IntegerLookup ----
@@ -460,7 +511,10 @@ class IntegerLookupImpl final : public LayerImpl {
                  o_.max_tokens.value_or(0), reserved());
     set_vocabulary(o_.vocabulary);
   }
-  int64_t reserved() const { return (o_.mask_token ? 1 : 0) + o_.num_oov_indices; }
+  // Keras gives the mask token an index only with output_mode "int"; the encodings leave it out
+  // (a masked token encodes to nothing).
+  bool mask_indexed() const { return o_.mask_token && o_.output_mode == "int"; }
+  int64_t reserved() const { return (mask_indexed() ? 1 : 0) + o_.num_oov_indices; }
   void set_vocabulary(const std::vector<int64_t>& vocab) {
     for (size_t i = 0; i < vocab.size(); ++i) {
       TF_CHECK_ARG(!o_.mask_token || vocab[i] != *o_.mask_token, name_.c_str(),
@@ -501,10 +555,10 @@ class IntegerLookupImpl final : public LayerImpl {
     }
     set_vocabulary(vocab);
   }
-  // The full index table: mask token, OOV token, vocabulary.
+  // The full index table: mask token ("int" mode), OOV token, vocabulary.
   std::vector<int64_t> table() const {
     std::vector<int64_t> t;
-    if (o_.mask_token) t.push_back(*o_.mask_token);
+    if (mask_indexed()) t.push_back(*o_.mask_token);
     if (o_.num_oov_indices > 0) t.push_back(o_.oov_token);
     std::lock_guard<std::mutex> lock(mu_);
     t.insert(t.end(), vocab_.begin(), vocab_.end());
@@ -544,7 +598,9 @@ class IntegerLookupImpl final : public LayerImpl {
     const Tensor eq = equal(expand_dims(tokens, -1), vocab_t);
     const Tensor found = reduce_any(eq, -1);
     const Tensor index = argmax(cast(eq, int32), -1) + reserved();
-    const int64_t oov_index = o_.mask_token ? 1 : 0;
+    // Without an OOV index an unknown token is an error in eager calls (Keras asserts); a traced
+    // call, which cannot check values, gives it -1, which encodes to nothing.
+    const int64_t oov_index = o_.num_oov_indices == 0 ? -1 : (mask_indexed() ? 1 : 0);
     if (o_.num_oov_indices == 0 && !tokens.is_symbolic()) {
       ::tapeflow::detail::PauseTapes pause;
       const bool all = ::tapeflow::detail::to_double_vector(
@@ -555,7 +611,8 @@ class IntegerLookupImpl final : public LayerImpl {
                    name_, shape_str(tokens.shape()));
     }
     Tensor ids = where(found, index, fill_like_int(tokens, oov_index));
-    if (o_.mask_token) ids = where(mask_of(tokens), zeros_like(ids), ids);
+    if (o_.mask_token)
+      ids = where(mask_of(tokens), fill_like_int(ids, mask_indexed() ? 0 : -1), ids);
     if (o_.output_mode == "int") return ids;
     return encode(ids, size, o_.output_mode, int64, Tensor(), name_, "IntegerLookup");
   }
@@ -623,12 +680,13 @@ Tensor CategoryEncoding::operator()(const Tensor& ids, const Tensor& count_weigh
 }
 
 Discretization::Discretization(std::vector<double> bin_boundaries, std::string name)
-    : Layer(std::make_shared<detail::DiscretizationImpl>(std::move(bin_boundaries), 0,
+    : Layer(std::make_shared<detail::DiscretizationImpl>(std::move(bin_boundaries), 0, 0.01,
                                                          std::move(name))) {}
-Discretization Discretization::with_num_bins(int64_t num_bins, std::string name) {
+Discretization Discretization::with_num_bins(int64_t num_bins, double epsilon,
+                                             std::string name) {
   TF_CHECK_ARG(num_bins >= 2, "Discretization", "num_bins must be >= 2, got {}", num_bins);
-  return Discretization(std::make_shared<detail::DiscretizationImpl>(std::vector<double>{},
-                                                                     num_bins, std::move(name)));
+  return Discretization(std::make_shared<detail::DiscretizationImpl>(
+      std::vector<double>{}, num_bins, epsilon, std::move(name)));
 }
 void Discretization::adapt(const Tensor& data) {
   static_cast<detail::DiscretizationImpl&>(impl()).adapt(data);

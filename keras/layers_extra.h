@@ -100,14 +100,16 @@ class CategoryEncoding : public Layer {
 };
 
 // Keras' Discretization: the index of the bucket each value falls in (int64), bucket i holding
-// [bin_boundaries[i - 1], bin_boundaries[i]). Either give the boundaries, or num_bins and call
-// adapt() on data: the boundaries become the data's (i / num_bins) quantiles, i = 1 ..
-// num_bins - 1, taken as the sorted value at index floor(q (n - 1)) (Keras computes approximate
-// quantiles; for small data they agree).
+// [bin_boundaries[i - 1], bin_boundaries[i]). Either give the boundaries, or num_bins (and
+// Keras' epsilon, 0.01) and call adapt() on data: the boundaries become Keras 3's approximate
+// (1 / num_bins, ..., (num_bins - 1) / num_bins) quantiles, computed as Keras computes them
+// (exact for fewer than 1 / epsilon values: the sorted value at position q n - 1, interpolated;
+// with fewer values than bins, the sorted values but the last).
 class Discretization : public Layer {
  public:
   explicit Discretization(std::vector<double> bin_boundaries, std::string name = "");
-  static Discretization with_num_bins(int64_t num_bins, std::string name = "");
+  static Discretization with_num_bins(int64_t num_bins, double epsilon = 0.01,
+                                      std::string name = "");
   void adapt(const Tensor& data);
   std::vector<double> bin_boundaries() const;
 
@@ -126,9 +128,12 @@ struct IntegerLookupOptions {
   std::string name = "";
 };
 // Keras' IntegerLookup: integer tokens to indices in a vocabulary. Indices: the mask token (if
-// any) is 0, then the OOV index, then the vocabulary in order; get_vocabulary() lists them that
-// way. adapt() builds the vocabulary from data, most frequent first (ties: the smaller token
-// first).
+// any, output_mode "int" only) is 0, then the OOV index, then the vocabulary in order;
+// get_vocabulary() lists them that way. With "one_hot", "multi_hot" or "count" the mask token
+// has no index and masked tokens encode to nothing, as Keras. num_oov_indices = 0: an unknown
+// token is an InvalidArgumentError in eager calls; a traced call gives it -1 (nothing when
+// encoded). adapt() builds the vocabulary from data, most frequent first (ties: the larger token
+// first, as Keras 3.15).
 class IntegerLookup : public Layer {
  public:
   IntegerLookup() : IntegerLookup(IntegerLookupOptions{}) {}

@@ -374,6 +374,34 @@ TEST_CASE("Discretization buckets and adapts as Keras", "[cpu][cuda][keras]") {
   CHECK(b5[2] == Approx(5.0));
   CHECK(b5[3] == Approx(5.6));
   check_values(d5(tf::constant<float>({1.0f, 1.4f, 6.0f}, {3})), {0, 1, 4});
+  // Fewer values than bins: Keras keeps the sorted values but the last.
+  auto few = layers::Discretization::with_num_bins(5);
+  few.adapt(tf::constant<double>({3, 1, 2}, {3}));
+  CHECK(few.bin_boundaries() == std::vector<double>{1.0, 2.0});
+  auto ties = layers::Discretization::with_num_bins(2);
+  ties.adapt(tf::constant<double>({5, 5, 5, 1, 1}, {5}));
+  REQUIRE(ties.bin_boundaries().size() == 1);
+  CHECK(ties.bin_boundaries()[0] == Approx(2.999999761581421).epsilon(1e-7));
+  // More values than 1 / epsilon: Keras' summary of every step-th value.
+  std::vector<float> big(1000);
+  for (int i = 0; i < 1000; ++i)
+    big[i] = static_cast<float>(std::sin(0.37 * i) * 3.0) + 0.01f * static_cast<float>(i);
+  auto q4 = layers::Discretization::with_num_bins(4);
+  q4.adapt(tf::constant(big, {1000}));
+  check_values(tf::constant(q4.bin_boundaries(), {3}),
+               {2.416982412338257, 4.982864856719971, 7.532996654510498}, 1e-6, 1e-6);
+  auto q7 = layers::Discretization::with_num_bins(7, /*epsilon=*/0.05);
+  q7.adapt(tf::constant(big, {1000}));
+  check_values(tf::constant(q7.bin_boundaries(), {6}),
+               {0.859158992767334, 2.8227105140686035, 4.275924205780029, 5.692317485809326,
+                7.143681049346924, 9.111783981323242},
+               1e-6, 1e-6);
+  std::vector<float> ramp(250);
+  for (int i = 0; i < 250; ++i) ramp[i] = static_cast<float>(i);
+  auto q3 = layers::Discretization::with_num_bins(3);
+  q3.adapt(tf::constant(ramp, {250}));
+  check_values(tf::constant(q3.bin_boundaries(), {2}), {82.3333511352539, 165.6666717529297},
+               1e-6, 1e-6);
   tf::testing::require_error(
       [] {
         layers::Discretization({1.0, 0.0});
@@ -417,6 +445,26 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
     layers::IntegerLookup masked({.vocabulary = {12, 36}, .mask_token = 0});
     CHECK(masked.get_vocabulary() == std::vector<int64_t>{0, -1, 12, 36});
     check_values(masked(tf::constant<int64_t>({12, 0, 7}, {1, 3})), {2, 0, 1});
+    // With an encoding the mask token has no index and masked tokens encode to nothing:
+    // keras.layers.IntegerLookup(vocabulary=[10, 20, 30], mask_token=0, output_mode=...).
+    layers::IntegerLookup mmh(
+        {.vocabulary = {10, 20, 30}, .mask_token = 0, .output_mode = "multi_hot"});
+    CHECK(mmh.get_vocabulary() == std::vector<int64_t>{-1, 10, 20, 30});
+    CHECK(mmh.vocabulary_size() == 4);
+    check_values(mmh(tf::constant<int64_t>({10, 0, 7, 30, 30, 0}, {2, 3})),
+                 {1, 1, 0, 0, 0, 0, 0, 1});
+    layers::IntegerLookup mcount(
+        {.vocabulary = {10, 20, 30}, .mask_token = 0, .output_mode = "count"});
+    check_values(mcount(tf::constant<int64_t>({10, 0, 7, 30, 30, 0}, {2, 3})),
+                 {1, 1, 0, 0, 0, 0, 0, 2});
+    layers::IntegerLookup moh(
+        {.vocabulary = {10, 20, 30}, .mask_token = 0, .output_mode = "one_hot"});
+    check_values(moh(tf::constant<int64_t>({10, 0, 7, 30}, {4})),
+                 {0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+    layers::IntegerLookup mstrict({.vocabulary = {10, 20, 30}, .num_oov_indices = 0,
+                                   .mask_token = 0});
+    CHECK(mstrict.get_vocabulary() == std::vector<int64_t>{0, 10, 20, 30});
+    check_values(mstrict(tf::constant<int64_t>({10, 30, 0}, {1, 3})), {1, 3, 0});
     layers::IntegerLookup strict({.vocabulary = {12, 36}, .num_oov_indices = 0});
     check_values(strict(tf::constant<int64_t>({36, 12}, {2})), {1, 0});
     tf::testing::require_error(
@@ -441,6 +489,12 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
       tf::function([&](tf::Tensor x) { return t(x); },
                    tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None}, tf::int64)}});
   check_values(f(tf::constant<int64_t>({42, 5, 36}, {3})), {4, 0, 2});
+  // num_oov_indices = 0 traced: an unknown token is -1 (no check is possible on symbols).
+  layers::IntegerLookup strict_t({.vocabulary = {12, 36}, .num_oov_indices = 0});
+  auto g = tf::function([&](tf::Tensor x) { return strict_t(x); },
+                        tf::FunctionOptions{.input_signature = {
+                                                tf::TensorSpec({tf::None}, tf::int64)}});
+  check_values(g(tf::constant<int64_t>({36, 5, 12}, {3})), {1, -1, 0});
   // Errors.
   tf::testing::require_error([] { layers::IntegerLookup({.num_oov_indices = 2}); },
                              {"IntegerLookup", "num_oov_indices"});
