@@ -114,6 +114,11 @@ class ParallelMapIterator final : public IteratorBase {
       TF_THROW(ResourceExhaustedError, "Dataset.map",
                "could not start thread {} of {} for num_parallel_calls: {}", started + 1, threads,
                e.what());
+    } catch (...) {
+      // Out of memory for a thread's state: the started threads must be joined first (a
+      // joinable std::thread destroyed would terminate the process).
+      stop_all();
+      throw;
     }
   }
   ~ParallelMapIterator() override { stop_all(); }

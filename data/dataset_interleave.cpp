@@ -49,6 +49,11 @@ class ParallelInterleaveIterator final : public IteratorBase {
       TF_THROW(ResourceExhaustedError, "Dataset.interleave",
                "could not start thread {} of {} for num_parallel_calls: {}", started + 1, threads,
                e.what());
+    } catch (...) {
+      // Out of memory for a thread's state: the started threads must be joined first (a
+      // joinable std::thread destroyed would terminate the process).
+      stop_all();
+      throw;
     }
   }
   ~ParallelInterleaveIterator() override { stop_all(); }

@@ -296,7 +296,7 @@ uint32_t Cholesky::vjp_saves() const {
 }
 std::vector<Tensor> Cholesky::vjp(Span, Span cts, std::span<const int>, Span outs) const {
   const Tensor& l = outs[0];
-  const Tensor l_inv = linalg::inv(l);
+  const Tensor l_inv = linalg::triangular_solve(l, eye_like(l), /*lower=*/true);  // as TF
   Tensor middle = tapeflow::matmul(l, cts[0], true, false);
   const Tensor rows = row_numbers(middle), cols = col_numbers(middle);
   middle = where(equal(rows, cols), 0.5 * middle,

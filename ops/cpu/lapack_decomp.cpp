@@ -124,6 +124,14 @@ int lapack_int(const char* op, int64_t v, const TensorShape& s) {
   return static_cast<int>(v);
 }
 
+// A workspace size from LAPACK's query (a floating value, which in float32 can round below the
+// exact integer for large n: up with a margin).
+template <class T>
+int work_size(T wq) {
+  const double w = std::ceil(static_cast<double>(wq) * (1.0 + 1e-6)) + 1.0;
+  return static_cast<int>(std::clamp(w, 1.0, static_cast<double>(INT32_MAX)));
+}
+
 // Runs fn(b) for every matrix b of the batch, spread over the threads when there are several;
 // returns the first matrix whose fn returned a nonzero LAPACK info (and that info), or -1.
 template <class F>
@@ -209,7 +217,9 @@ void eigh(const Tensor& in, std::span<Tensor> out, bool compute_v, const char* o
     T wq = 0, dummy = 0;
     int iq = 0;
     Lapack<T>::syevd(jobz, ni, &dummy, &dummy, &wq, -1, &iq, -1);
-    lwork = static_cast<int>(wq) + 1;
+    // At least LAPACK's documented minimum (1 + 6n + 2n^2 with vectors, 2n + 1 without).
+    const int64_t minimum = compute_v ? 1 + 6 * n + 2 * n * n : 2 * n + 1;
+    lwork = std::max(work_size(wq), static_cast<int>(std::min<int64_t>(minimum, INT32_MAX)));
     liwork = std::max(iq, 1);
   }
   const T* a = in.data<T>();
@@ -247,9 +257,9 @@ void qr(const Tensor& in, std::span<Tensor> out, bool full, const char* op) {
   {
     T wq = 0, dummy = 0;
     Lapack<T>::geqrf(mi, ni, &dummy, &dummy, &wq, -1);
-    lwork = static_cast<int>(wq);
+    lwork = work_size(wq);
     Lapack<T>::orgqr(mi, kqi, ki, &dummy, &dummy, &wq, -1);
-    lwork = std::max({lwork, static_cast<int>(wq), 1});
+    lwork = std::max(lwork, work_size(wq));
   }
   const T* a = in.data<T>();
   std::atomic<int> orgqr_info{0};
@@ -298,7 +308,7 @@ void svd(const Tensor& in, std::span<Tensor> out, bool full, bool uv, const char
     T wq = 0, dummy = 0;
     int iq = 0;
     Lapack<T>::gesdd(jobz, mi, ni, &dummy, &dummy, &dummy, ldu, &dummy, ldvt, &wq, -1, &iq);
-    lwork = std::max(static_cast<int>(wq) + 1, 1);
+    lwork = work_size(wq);
   }
   const T* a = in.data<T>();
   const auto res = for_each_matrix(batches, [&](int64_t b) {
