@@ -103,23 +103,10 @@ class ParallelMapIterator final : public IteratorBase {
         // The consumer spins briefly before sleeping only where a core is left for it: on a
         // machine whose cores all run workers the spin steals their time.
         spin_(static_cast<unsigned>(threads) < std::thread::hardware_concurrency()) {
-    workers_.reserve(static_cast<size_t>(threads));
-    try {
-      for (int i = 0; i < threads; ++i)
-        workers_.emplace_back([this, f = fn]() mutable { work(f); });
-    } catch (const std::system_error& e) {
-      // Out of threads: stop the ones started, then fail the iteration with a tf::Error.
-      const size_t started = workers_.size();
-      stop_all();
-      TF_THROW(ResourceExhaustedError, "Dataset.map",
-               "could not start thread {} of {} for num_parallel_calls: {}", started + 1, threads,
-               e.what());
-    } catch (...) {
-      // Out of memory for a thread's state: the started threads must be joined first (a
-      // joinable std::thread destroyed would terminate the process).
-      stop_all();
-      throw;
-    }
+    start_threads(
+        workers_, threads, "Dataset.map",
+        [&] { return std::function<void()>([this, f = fn]() mutable { work(f); }); },
+        [this] { stop_all(); });
   }
   ~ParallelMapIterator() override { stop_all(); }
   bool next(Element& out) override {

@@ -39,22 +39,10 @@ class ParallelInterleaveIterator final : public IteratorBase {
         block_(block),
         capacity_(static_cast<size_t>(std::max<int64_t>(2, block))),
         deterministic_(deterministic) {
-    workers_.reserve(static_cast<size_t>(threads));
-    try {
-      for (int i = 0; i < threads; ++i)
-        workers_.emplace_back([this, f = fn]() mutable { work(f); });
-    } catch (const std::system_error& e) {
-      const size_t started = workers_.size();
-      stop_all();
-      TF_THROW(ResourceExhaustedError, "Dataset.interleave",
-               "could not start thread {} of {} for num_parallel_calls: {}", started + 1, threads,
-               e.what());
-    } catch (...) {
-      // Out of memory for a thread's state: the started threads must be joined first (a
-      // joinable std::thread destroyed would terminate the process).
-      stop_all();
-      throw;
-    }
+    start_threads(
+        workers_, threads, "Dataset.interleave",
+        [&] { return std::function<void()>([this, f = fn]() mutable { work(f); }); },
+        [this] { stop_all(); });
   }
   ~ParallelInterleaveIterator() override { stop_all(); }
 
