@@ -12,11 +12,15 @@
 #include "jit/function.h"
 #include "keras/layers.h"
 #include "keras/layers_kerasmore.h"
+#include "keras/layers_more.h"
+#include "keras/losses.h"
 #include "keras/model.h"
+#include "keras/optimizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -618,4 +622,85 @@ TEST_CASE("SpectralNormalization traced training summary and errors", "[cpu][ker
   require_error([] { L::SpectralNormalization(L::Dense(2), 0); },
                 {"[SpectralNormalization]", "power_iterations must be positive"});
   require_error([] { L::SpectralNormalization(K::Layer()); }, {"needs a layer to wrap"});
+}
+
+TEST_CASE("GroupQueryAttention self-attention masks and dropout", "[cpu][keras]") {
+  const GqaInputs in;
+  L::GroupQueryAttention gqa(2, 4, 2, {.dropout = 0.5, .seed = 7});
+  gqa.build(in.q.shape(), in.q.shape());
+  set_pattern_weights(gqa, 0.5);
+  L::GroupQueryAttention plain(2, 4, 2);
+  plain.build(in.q.shape(), in.q.shape());
+  set_pattern_weights(plain, 0.5);
+  // The plain call is self-attention; with a mask (Keras' layer(x, x) on a masked x) the mask is
+  // the query's and the value's: Keras 3.15's "self" literal.
+  tf::testing::check_values(plain.call_with_mask(in.q, in.qm, false).output, kGqa_self, 1e-5, 1e-6);
+  tf::testing::check_close(plain(in.q), plain(in.q, in.q), 0, 0);
+  // Dropout only in training: inference equals the layer without dropout (Keras' explicit path,
+  // so the fully masked row's output is the output bias alone), training differs from it and
+  // its scores are those of inference.
+  const L::MultiHeadAttentionCall masked{.query_mask = in.qm, .value_mask = in.qm};
+  const auto ref = plain.call_with_scores(in.q, in.q, masked);
+  tf::testing::check_close(gqa(in.q, in.q, masked), ref.output, 1e-6, 1e-6);
+  L::MultiHeadAttentionCall train = masked;
+  train.training = true;
+  const auto dropped = gqa.call_with_scores(in.q, in.q, train);
+  tf::testing::check_close(dropped.scores, ref.scores, 1e-6, 1e-6);
+  CHECK(tf::reduce_max(tf::abs(dropped.output - ref.output)).item<float>() > 1e-3f);
+  const std::vector<double> y = vals(ref.output), bias = vals(plain.output_dense().weights()[1]);
+  for (size_t e = 0; e < 5; ++e) CHECK(y[2 * 5 + e] == Approx(bias[e]).epsilon(1e-6));
+}
+
+TEST_CASE("SpectralNormalization wraps Embedding and trains in a model", "[cpu][keras]") {
+  L::Embedding emb(6, 4);
+  L::SpectralNormalization sn(emb);
+  const tf::Tensor ids = tf::cast(
+      tf::convert_to_tensor(std::vector<double>{0, 5, 2, 3}, tf::TensorShape({2, 2})), tf::int32);
+  const tf::Tensor eager = sn(ids);
+  CHECK(eager.shape() == tf::TensorShape({2, 2, 4}));
+  CHECK(sn.vector_u().shape() == tf::TensorShape({1, 4}));
+  // In training the embeddings are divided by their largest singular value: afterwards the
+  // power iteration from the new vector_u sees sigma close to 1.
+  for (int i = 0; i < 30; ++i) (void)sn(ids, true);
+  const tf::Tensor w = emb.weights()[0].value();
+  const tf::Tensor u = sn.vector_u().value();
+  const tf::Tensor v = tf::matmul(u, w, false, true);
+  const double sigma = tf::reduce_sum(tf::matmul(v, w) * u).item<float>() /
+                       tf::reduce_sum(tf::square(v)).item<float>();
+  CHECK(sigma == Approx(1.0).epsilon(1e-3));
+
+  // fit runs the training assignments inside its traced step; the loss goes down and vector_u
+  // moves.
+  tf::random::set_seed(5);
+  K::Sequential model({L::SpectralNormalization(L::Dense(8, {.activation = "tanh"})),
+                       L::SpectralNormalization(L::Dense(1))});
+  model.build({tf::None, 3});
+  const tf::Tensor x = tf::random::normal({32, 3}, 0, 1, tf::float32, 1);
+  const tf::Tensor y = tf::reduce_sum(x, {1}, true) * tf::Tensor(0.3f);
+  const tf::Tensor u0 = model.non_trainable_variables()[0].value();
+  model.compile(K::optimizers::Adam(1e-2), K::losses::MeanSquaredError());
+  const auto h = model.fit(x, y, {.epochs = 20, .batch_size = 8, .verbose = 0});
+  const auto& loss = h.history.at("loss");
+  CHECK(loss.back() < 0.7 * loss.front());
+  CHECK(tf::reduce_max(tf::abs(model.non_trainable_variables()[0].value() - u0)).item<float>() >
+        1e-4f);
+}
+
+TEST_CASE("the constructor spellings of docs/keras.md configure the kerasmore layers",
+          "[cpu][keras]") {
+  L::Conv1DTranspose c(8, 3, {.strides = 2, .padding = "same"});
+  CHECK(c(tf::ones({1, 5, 2})).shape() == tf::TensorShape({1, 10, 8}));
+  L::SpectralNormalization d(L::Dense(10));
+  CHECK(d(tf::ones({2, 3})).shape() == tf::TensorShape({2, 10}));
+  L::SpectralNormalization e(L::Conv2D(8, 3), /*power_iterations=*/2);
+  CHECK(e(tf::ones({1, 5, 5, 2}), true).shape() == tf::TensorShape({1, 3, 3, 8}));
+  L::GroupQueryAttention g(16, 8, 2);
+  const tf::Tensor q = tf::ones({2, 3, 4}), v = tf::ones({2, 5, 4});
+  const auto [out, scores] = g.call_with_scores(q, v);
+  CHECK(out.shape() == tf::TensorShape({2, 3, 4}));
+  CHECK(scores.shape() == tf::TensorShape({2, 8, 3, 5}));
+  CHECK(g(q, v, {.key = v, .use_causal_mask = true}).shape() == tf::TensorShape({2, 3, 4}));
+  CHECK(g.query_dense().weights()[0].shape() == tf::TensorShape({4, 8, 16}));
+  CHECK(g.key_dense().weights()[0].shape() == tf::TensorShape({4, 2, 16}));
+  CHECK(g.output_dense().weights()[0].shape() == tf::TensorShape({8, 16, 4}));
 }
