@@ -505,7 +505,9 @@ class SpectralNormalizationImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     if (training) normalize_kernel();
     Tensor y = inner_.impl().invoke(x, training);
-    return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
+    // Keras casts the output to the input's dtype, also integer ids into an Embedding (whose
+    // float output would then be truncated); only floating inputs set the dtype here.
+    return y.dtype() == x.dtype() || !is_floating(x.dtype()) ? y : cast(y, x.dtype());
   }
 
  private:

@@ -355,6 +355,33 @@ TEST_CASE("Conv1DTranspose gradients match central finite differences", "[cpu][k
   }
 }
 
+// TF's CPU kernel has no dilated transposed convolution (Keras 3.15 raises there), so the dilated
+// layer is checked against the undilated one whose kernel has the dilation's zeros in it.
+TEST_CASE("Conv1DTranspose with dilation equals a kernel with zeros inserted",
+          "[cpu][cuda][keras]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const char* padding : {"valid", "same"}) {
+      INFO(padding);
+      L::Conv1DTranspose dilated(2, 3, {.padding = padding, .dilation_rate = 2});
+      L::Conv1DTranspose wide(2, 5, {.padding = padding});
+      dilated.build({tf::None, 4, 3});
+      wide.build({tf::None, 4, 3});
+      set_pattern_weights(dilated);
+      const std::vector<double> k = vals(dilated.kernel().value());  // (3, 2, 3)
+      std::vector<double> kw(5 * 6, 0.0);
+      for (size_t t = 0; t < 3; ++t)
+        for (size_t j = 0; j < 6; ++j) kw[2 * t * 6 + j] = k[t * 6 + j];
+      wide.set_weights({f32(kw, {5, 2, 3}), dilated.bias().value()});
+      const tf::Tensor x = X({2, 4, 3});
+      const tf::Tensor y = dilated(x);
+      CHECK(y.shape() == tf::TensorShape({2, std::string(padding) == "same" ? 4 : 8, 2}));
+      tf::testing::check_close(y, wide(x), 1e-6, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("Conv1DTranspose names summary traced and errors", "[cpu][keras]") {
   // Keras 3.15: Sequential([Input((5, 3)), Conv1DTranspose(2, 3, strides=2)]).summary():
   // (None, 11, 2), 20 parameters.
@@ -658,6 +685,9 @@ TEST_CASE("SpectralNormalization wraps Embedding and trains in a model", "[cpu][
       tf::convert_to_tensor(std::vector<double>{0, 5, 2, 3}, tf::TensorShape({2, 2})), tf::int32);
   const tf::Tensor eager = sn(ids);
   CHECK(eager.shape() == tf::TensorShape({2, 2, 4}));
+  // Keras 3.15 casts the output to the ids' int32; tapeflow keeps the float embeddings.
+  CHECK(eager.dtype() == tf::float32);
+  tf::testing::check_close(eager, emb(ids), 0, 0);
   CHECK(sn.vector_u().shape() == tf::TensorShape({1, 4}));
   // In training the embeddings are divided by their largest singular value: afterwards the
   // power iteration from the new vector_u sees sigma close to 1.
