@@ -23,6 +23,7 @@
 #include "keras/layers_conv.h"
 #include "keras/layers_conv3d.h"
 #include "keras/layers_extra.h"
+#include "keras/layers_kerasmore.h"
 #include "keras/layers_masking.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_misc.h"

@@ -1,0 +1,104 @@
+// Keras 3.15's Conv1DTranspose, GroupQueryAttention and SpectralNormalization. See docs/keras.md
+// (Conv1DTranspose, SpectralNormalization) and docs/keras_attention.md (GroupQueryAttention).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "keras/initializers.h"
+#include "keras/layers.h"
+#include "keras/layers_attention.h"
+#include "keras/regularizers.h"
+
+namespace tapeflow::keras::layers {
+
+struct Conv1DTransposeOptions {
+  int strides = 1;
+  std::string padding = "valid";  // "valid" or "same", any case
+  // Extra steps at the end of the output (less than strides); none: Keras' default length.
+  std::optional<int> output_padding = std::nullopt;
+  std::string data_format = "";  // "" or "channels_last" ("channels_first" is not supported)
+  int dilation_rate = 1;         // strides > 1 together with dilation_rate > 1 is refused
+  std::string activation = "";
+  bool use_bias = true;
+  Initializer kernel_initializer = {};  // glorot_uniform
+  Initializer bias_initializer = {};    // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  std::vector<int64_t> input_shape = {};  // (steps, channels), builds at construction
+  std::string name = "";
+};
+
+// Transposed 1-D convolution of (batch, steps, channels) inputs, a conv2d_transpose of height
+// 1; kernel (kernel_size, filters, in_channels), bias (filters,), as Keras'. The output length is
+// Keras': steps * stride + max(k - stride, 0) with "valid", steps * stride with "same" (k the
+// dilated kernel size), or (steps - 1) * stride + k - 2 * pad + output_padding when
+// output_padding is given (pad = k / 2 with "same", 0 with "valid").
+//   Conv1DTranspose(8, 3)  Conv1DTranspose(4, 3, {.strides = 2, .padding = "same"})
+class Conv1DTranspose : public Layer {
+ public:
+  Conv1DTranspose(int64_t filters, int kernel_size, Conv1DTransposeOptions options = {});
+  Variable kernel() const;
+  Variable bias() const;
+};
+using Convolution1DTranspose = Conv1DTranspose;  // Keras' alias
+
+struct GroupQueryAttentionOptions {
+  double dropout = 0.0;  // of the attention probabilities, in training only
+  bool use_bias = true;
+  Initializer kernel_initializer = {};  // glorot_uniform
+  Initializer bias_initializer = {};    // zeros
+  Regularizer kernel_regularizer = {};
+  Regularizer bias_regularizer = {};
+  std::optional<int64_t> seed = std::nullopt;  // of the dropout
+  std::string name = "";
+};
+
+// Grouped-query attention (Ainslie et al. 2023), as Keras 3.15's GroupQueryAttention (alias
+// GroupedQueryAttention): the sub-layers "query" (kernel (dim, num_query_heads, head_dim)),
+// "key" and "value" (kernels (dim, num_key_value_heads, head_dim)), biases (heads, head_dim),
+// each key/value head repeated num_query_heads / num_key_value_heads times, softmax(q k^T /
+// sqrt(head_dim)) over the key positions, and "attention_output" (kernel (num_query_heads,
+// head_dim, query dim), bias (query dim)). Inputs (batch, T, dim); scores (batch,
+// num_query_heads, T, S). Call arguments and masks as MultiHeadAttention's (layers_attention.h);
+// Keras' flash_attention, sliding_window and use_gate are not taken.
+//   GroupQueryAttention gqa(16, 8, 2);
+//   Tensor y = gqa(q, v, {.use_causal_mask = true});
+class GroupQueryAttention : public Layer {
+ public:
+  GroupQueryAttention(int64_t head_dim, int64_t num_query_heads, int64_t num_key_value_heads,
+                      GroupQueryAttentionOptions options = {});
+  using Layer::operator();  // gqa(x, training): self-attention
+  Tensor operator()(const Tensor& query, const Tensor& value,
+                    const MultiHeadAttentionCall& args = {}) const;
+  AttentionOutputs call_with_scores(const Tensor& query, const Tensor& value,
+                                    const MultiHeadAttentionCall& args = {}) const;
+  using Layer::build;
+  void build(const TensorShape& query_shape, const TensorShape& value_shape,
+             const std::optional<TensorShape>& key_shape = std::nullopt) const;
+  Layer query_dense() const;
+  Layer key_dense() const;
+  Layer value_dense() const;
+  Layer output_dense() const;
+};
+using GroupedQueryAttention = GroupQueryAttention;  // Keras' alias
+
+// Keras 3.15's SpectralNormalization wrapper: the wrapped layer's "kernel" (or "embeddings")
+// divided by its largest singular value sigma, estimated by power iteration with the
+// non-trainable weight "vector_u" (1, kernel.shape[-1]) (truncated normal, stddev 0.02). In
+// training each call runs power_iterations steps on the kernel reshaped to (-1, last), assigns
+// the new vector_u and kernel / sigma to the variables (no gradient flows through sigma, as in
+// Keras, where the assignment happens before the wrapped layer reads its kernel) and calls the
+// wrapped layer; in inference it calls the wrapped layer with the stored kernel. An all-zero
+// kernel is left as it is.
+//   SpectralNormalization(Dense(10))  SpectralNormalization(Conv2D(8, 3), 2)
+class SpectralNormalization : public Layer {
+ public:
+  explicit SpectralNormalization(Layer layer, int power_iterations = 1, std::string name = "");
+  Layer layer() const;
+  Variable vector_u() const;
+};
+
+}  // namespace tapeflow::keras::layers
