@@ -1,0 +1,287 @@
+// The layers of keras/layers_augment.h: LayerImpls composed of tf::image, elementwise and random
+// ops. Per-image draws are shaped (batch, 1, 1, 1) from the input (random_uniform_like), so a
+// graph traced for a None batch serves every batch size and draws anew on every run.
+#include "keras/layers_augment.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/image.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+namespace {
+
+using detail::LayerImpl;
+using layers::Factor;
+using Range = std::pair<double, double>;
+
+Tensor scalar(double v) {
+  return constant(Tensor(static_cast<float>(v)));
+}
+
+// Base of these layers: rank-3 or rank-4 NHWC inputs with known height and width, computed as a
+// rank-4 batch.
+class AugmentImpl : public LayerImpl {
+ public:
+  using LayerImpl::LayerImpl;
+
+ protected:
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 3 && s.rank() != 4)
+      incompatible(s,
+                   "expected images of rank 3 (height, width, channels) or 4 (batch, "
+                   "height, width, channels)");
+    if (s[s.rank() - 3] == None || s[s.rank() - 2] == None)
+      incompatible(s, "expected images with known height and width");
+  }
+  Tensor call(const Tensor& x, bool training) final {
+    if (!training && !acts_in_inference()) return x;
+    const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
+    const Tensor y = apply(x4);
+    return x.rank() == 3 ? squeeze(y, {0}) : y;
+  }
+  virtual bool acts_in_inference() const { return false; }
+  virtual Tensor apply(const Tensor& x4) = 0;
+  // lower + (upper - lower) * u, u uniform in [0, 1), one per image: (batch, 1, 1, 1) float32.
+  // An empty range gives exactly lower, as Keras' uniform(lower, lower).
+  static Tensor draw(const Tensor& x4, double lower, double upper, std::optional<int64_t> seed) {
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
+    return u * static_cast<float>(upper - lower) + static_cast<float>(lower);
+  }
+  void check_rgb(const Tensor& x4) const {
+    TF_CHECK_ARG(x4.shape()[3] == 3, class_name().c_str(),
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x4.shape().to_string());
+  }
+};
+
+// Keras' value_range: two finite numbers, sorted; an empty range cannot be scaled from.
+Range value_range(const char* cls, Range r) {
+  TF_CHECK_ARG(std::isfinite(r.first) && std::isfinite(r.second) && r.first != r.second, cls,
+               "value_range must be two different finite numbers, got ({}, {})", r.first, r.second);
+  if (r.first > r.second) std::swap(r.first, r.second);
+  return r;
+}
+
+// x from `from` to `to` (Keras' _transform_value_range; the identity when they are equal).
+Tensor rescale(const Tensor& x, Range from, Range to) {
+  if (from == to) return x;
+  return (x - static_cast<float>(from.first)) *
+             static_cast<float>((to.second - to.first) / (from.second - from.first)) +
+         static_cast<float>(to.first);
+}
+
+// Keras' BaseImagePreprocessingLayer._set_factor with bounds [lo, hi]: f (in [lo, hi]) gives
+// (max(-|f|, lo), |f|); a pair must overlap [lo, hi].
+Range base_factor(const char* cls, const char* arg, const Factor& f, double lo, double hi) {
+  if (f.single) {
+    TF_CHECK_ARG(f.lower >= lo && f.lower <= hi, cls, "{} must be in [{}, {}], got {}", arg, lo, hi,
+                 f.lower);
+    return {std::max(-std::abs(f.lower), lo), std::abs(f.lower)};
+  }
+  TF_CHECK_ARG(f.lower <= hi && f.upper >= lo, cls, "{} bounds must overlap [{}, {}], got ({}, {})",
+               arg, lo, hi, f.lower, f.upper);
+  return {f.lower, f.upper};
+}
+
+// ---- Solarization ----
+class SolarizationImpl final : public AugmentImpl {
+ public:
+  SolarizationImpl(const Factor& add, const Factor& thr, Range vr, std::optional<int64_t> seed,
+                   std::string name)
+      : AugmentImpl("Solarization", "solarization", std::move(name)),
+        add_(unit_factor("addition_factor", add)),
+        thr_(unit_factor("threshold_factor", thr)),
+        vr_(value_range("Solarization", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras 3.15 draws from [lower, upper * 255): only the upper bound is scaled.
+    const Tensor add = draw(x4, add_.first, add_.second * 255.0, seed_);
+    const Tensor thr = draw(x4, thr_.first, thr_.second * 255.0, seed_);
+    const Tensor v = clip_by_value(rescale(x4, vr_, {0.0, 255.0}) + add, scalar(0), scalar(255));
+    return rescale(where(less(v, thr), v, 255.0f - v), {0.0, 255.0}, vr_);
+  }
+
+ private:
+  // Solarization's own check: every bound in [0, 1]; f gives (0, f).
+  static Range unit_factor(const char* arg, const Factor& f) {
+    const auto ok = [](double v) { return v >= 0.0 && v <= 1.0; };
+    if (f.single) {
+      TF_CHECK_ARG(ok(f.lower), "Solarization", "{} must be in [0, 1], got {}", arg, f.lower);
+      return {0.0, f.lower};
+    }
+    TF_CHECK_ARG(ok(f.lower) && ok(f.upper), "Solarization",
+                 "{} bounds must be in [0, 1], got ({}, {})", arg, f.lower, f.upper);
+    return {f.lower, f.upper};
+  }
+  Range add_, thr_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomInvert ----
+class RandomInvertImpl final : public AugmentImpl {
+ public:
+  RandomInvertImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomInvert", "random_invert", std::move(name)),
+        range_(base_factor("RandomInvert", "factor", f, 0.0, 1.0)),
+        vr_(value_range("RandomInvert", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras: a probability from the factor's range, then a threshold in [0, 1) below it.
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor u = draw(x4, 0.0, 1.0, seed_);
+    return where(less(u, p), static_cast<float>(vr_.second) - x4, x4);
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomPosterization ----
+class RandomPosterizationImpl final : public AugmentImpl {
+ public:
+  RandomPosterizationImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomPosterization", "random_posterization", std::move(name)),
+        range_(base_factor("RandomPosterization", "factor", f, 1.0, 8.0)),
+        vr_(value_range("RandomPosterization", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Bits kept: Keras' randint(lower, upper) (upper excluded), or lower when they are equal.
+    const Tensor bits =
+        range_.first == range_.second
+            ? draw(x4, range_.first, range_.first, seed_)
+            : floor(draw(x4, std::ceil(range_.first), std::ceil(range_.second), seed_));
+    const Tensor step = pow(scalar(2), 8.0f - floor(bits));
+    const Tensor v = floor(clip_by_value(rescale(x4, vr_, {0.0, 255.0}), scalar(0), scalar(255)));
+    return rescale(floor(v / step) * step, {0.0, 255.0}, vr_);
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- AutoContrast ----
+class AutoContrastImpl final : public AugmentImpl {
+ public:
+  AutoContrastImpl(Range vr, std::string name)
+      : AugmentImpl("AutoContrast", "auto_contrast", std::move(name)),
+        vr_(value_range("AutoContrast", vr)) {}
+
+ protected:
+  bool acts_in_inference() const override { return true; }
+  Tensor apply(const Tensor& x4) override {
+    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    const Tensor lo = reduce_min(v, {1, 2}, true), hi = reduce_max(v, {1, 2}, true);
+    // Keras computes 255 / 0 for a constant channel and keeps the input where that gives NaN; a
+    // positive span gives the same values without the division by zero.
+    const Tensor flat = less_equal(hi - lo, scalar(0));
+    const Tensor span = where(flat, ones_like(hi), hi - lo);
+    const Tensor y = clip_by_value((v - lo) * (255.0f / span), scalar(0), scalar(255));
+    return where(flat, x4, rescale(y, {0.0, 255.0}, vr_));
+  }
+
+ private:
+  Range vr_;
+};
+
+// ---- RandomSharpness ----
+class RandomSharpnessImpl final : public AugmentImpl {
+ public:
+  RandomSharpnessImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomSharpness", "random_sharpness", std::move(name)),
+        range_(base_factor("RandomSharpness", "factor", f, 0.0, 1.0)),
+        vr_(value_range("RandomSharpness", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const Tensor s = draw(x4, range_.first, range_.second, seed_) * 2.0f;
+    // The 3x3 smoothing kernel as nine shifted copies of the zero-padded image.
+    const int64_t H = x4.shape()[1], W = x4.shape()[2];
+    const Tensor p = pad(x4, {{0, 0}, {1, 1}, {1, 1}, {0, 0}}, 0.0);
+    Tensor sum;
+    for (int64_t dy = 0; dy < 3; ++dy)
+      for (int64_t dx = 0; dx < 3; ++dx) {
+        if (dy == 1 && dx == 1) continue;
+        const Tensor t = slice(p, {0, dy, dx, 0}, {-1, H, W, -1});
+        sum = sum.defined() ? sum + t : t;
+      }
+    const Tensor smooth = (sum + x4 * 5.0f) * static_cast<float>(1.0 / 13.0);
+    return clip_by_value(x4 + (1.0f - s) * (smooth - x4), scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomColorDegeneration ----
+class RandomColorDegenerationImpl final : public AugmentImpl {
+ public:
+  RandomColorDegenerationImpl(const Factor& f, Range vr, std::optional<int64_t> seed,
+                              std::string name)
+      : AugmentImpl("RandomColorDegeneration", "random_color_degeneration", std::move(name)),
+        range_(base_factor("RandomColorDegeneration", "factor", f, -1.0, 1.0)),
+        vr_(value_range("RandomColorDegeneration", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    check_rgb(x4);
+    const Tensor u = draw(x4, range_.first, range_.second, seed_);
+    const Tensor y = x4 + u * (image::rgb_to_grayscale(x4) - x4);
+    return clip_by_value(y, scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+}  // namespace
+
+namespace layers {
+
+Solarization::Solarization(Factor addition_factor, Factor threshold_factor,
+                           std::pair<double, double> value_range, std::optional<int64_t> seed,
+                           std::string name)
+    : Layer(std::make_shared<SolarizationImpl>(addition_factor, threshold_factor, value_range, seed,
+                                               std::move(name))) {}
+RandomInvert::RandomInvert(Factor factor, std::pair<double, double> value_range,
+                           std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomInvertImpl>(factor, value_range, seed, std::move(name))) {}
+RandomPosterization::RandomPosterization(Factor factor, std::pair<double, double> value_range,
+                                         std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomPosterizationImpl>(factor, value_range, seed, std::move(name))) {
+}
+AutoContrast::AutoContrast(std::pair<double, double> value_range, std::string name)
+    : Layer(std::make_shared<AutoContrastImpl>(value_range, std::move(name))) {}
+RandomSharpness::RandomSharpness(Factor factor, std::pair<double, double> value_range,
+                                 std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomSharpnessImpl>(factor, value_range, seed, std::move(name))) {}
+RandomColorDegeneration::RandomColorDegeneration(Factor factor,
+                                                 std::pair<double, double> value_range,
+                                                 std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomColorDegenerationImpl>(factor, value_range, seed,
+                                                          std::move(name))) {}
+
+}  // namespace layers
+}  // namespace tapeflow::keras

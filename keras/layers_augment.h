@@ -1,0 +1,82 @@
+// More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
+// RandomPosterization, AutoContrast, RandomSharpness, RandomColorDegeneration) on NHWC images
+// (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of
+// existing ops (so every device and traced functions with a None batch work). See docs/keras.md.
+//
+// As in keras/layers_preprocessing.h: the random layers act only with training = true and are
+// the identity otherwise (AutoContrast, which draws nothing, always acts, as Keras); they draw
+// tapeflow's uniform random op with the layer's seed as the op seed (new values on every call,
+// the sequence repeats after tf::random::set_seed, not Keras' numbers); outputs are float32.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "keras/layers.h"
+#include "keras/layers_preprocessing.h"
+
+namespace tapeflow::keras::layers {
+
+// Per image: the image scaled from value_range to [0, 255], plus an addition drawn from
+// [addition_factor.lower, addition_factor.upper * 255), clipped to [0, 255]; pixels at or above a
+// threshold drawn from [threshold_factor.lower, threshold_factor.upper * 255) become 255 - v;
+// scaled back. A single f gives (0, f); every bound must be in [0, 1]. Keras 3.15 scales only
+// the upper bounds by 255, and the defaults (0, 0) invert every pixel; both as Keras.
+class Solarization : public Layer {
+ public:
+  explicit Solarization(Factor addition_factor = 0.0, Factor threshold_factor = 0.0,
+                        std::pair<double, double> value_range = {0.0, 255.0},
+                        std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// value_range.second - x (Keras 3.15 subtracts from the upper bound only, not lower + upper).
+class RandomInvert : public Layer {
+ public:
+  explicit RandomInvert(Factor factor = 1.0, std::pair<double, double> value_range = {0.0, 255.0},
+                        std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, b bits (an integer drawn from [lower, upper), or lower when they are equal; f
+// gives (1, f), bounds in [1, 8]) of each value scaled from value_range to [0, 255] and
+// truncated to an integer are kept: v >> (8 - b) << (8 - b), scaled back. Values outside
+// value_range are clipped to it first (Keras casts them to uint8, which wraps or saturates).
+class RandomPosterization : public Layer {
+ public:
+  explicit RandomPosterization(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                               std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Stretches each image's channels to the full value_range: (v - min) * 255 / (max - min) on the
+// image scaled to [0, 255] (min and max per image and channel), clipped and scaled back; a
+// constant channel keeps its values. Acts in training and inference, as Keras.
+class AutoContrast : public Layer {
+ public:
+  explicit AutoContrast(std::pair<double, double> value_range = {0.0, 255.0},
+                        std::string name = "");
+};
+
+// Per image, s = 2 * u with u drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// x + (1 - s) * (smooth(x) - x), clipped to value_range, where smooth is the 3x3 kernel
+// [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13 per channel with zero padding (as Keras' depthwise
+// convolution with padding "same").
+class RandomSharpness : public Layer {
+ public:
+  explicit RandomSharpness(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                           std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, u drawn from the factor's range (f gives (-|f|, |f|), bounds in [-1, 1]):
+// x + u * (grey(x) - x), clipped to value_range; grey is tf::image::rgb_to_grayscale (inputs
+// need 3 channels).
+class RandomColorDegeneration : public Layer {
+ public:
+  explicit RandomColorDegeneration(Factor factor,
+                                   std::pair<double, double> value_range = {0.0, 255.0},
+                                   std::optional<int64_t> seed = std::nullopt,
+                                   std::string name = "");
+};
+
+}  // namespace tapeflow::keras::layers

@@ -1,0 +1,539 @@
+// keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness and
+// RandomColorDegeneration (keras/layers_augment.h): Keras 3.15's values where the draw is fixed
+// (a factor at an extreme or an empty range), plain references on the layer's own draws where it
+// is not, the identity at inference, new draws per call, traced against eager, errors.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "jit/function.h"
+#include "keras/layers.h"
+#include "keras/layers_augment.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace layers = tf::keras::layers;
+using layers::Factor;
+using tf::testing::check_close;
+using tf::testing::check_values;
+using tf::testing::require_error;
+
+namespace {
+
+// Inputs: x = ((i * 53) % 97) / 96 * 255 shaped (n, h, w, c), as the Python script that made the
+// literals below.
+tf::Tensor input(int64_t n = 2, int64_t h = 2, int64_t w = 3, int64_t c = 3) {
+  std::vector<double> v(static_cast<size_t>(n * h * w * c));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 53) % 97) / 96.0 * 255;
+  return tf::detail::from_doubles(v, {n, h, w, c}, tf::float32);
+}
+tf::Tensor scaled(const tf::Tensor& x, double a, double b = 0.0) {
+  return x * tf::detail::from_doubles({a}, {}, tf::float32) +
+         tf::detail::from_doubles({b}, {}, tf::float32);
+}
+std::vector<double> values(const tf::Tensor& t) {
+  return tf::detail::to_double_vector(t);
+}
+// The k-th (k = 0, 1, ...) per-image uniform draw in [0, 1) of a layer seeded `seed` right after
+// tf::random::set_seed(global): the same ops in the same order.
+std::vector<std::vector<double>> draws(int64_t global, int64_t seed, int64_t n, int k) {
+  tf::random::set_seed(global);
+  std::vector<std::vector<double>> d;
+  for (int i = 0; i < k; ++i)
+    d.push_back(values(tf::random::uniform({n, 1, 1, 1}, 0, 1, tf::float32, seed)));
+  tf::random::set_seed(global);
+  return d;
+}
+// Traced with a None batch: one trace serves batches of 1 and 3, equal to eager (a layer whose
+// draws are fixed by its factor).
+void check_traced(const tf::keras::Layer& layer, int64_t h, int64_t w, int64_t c) {
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, h, w, c})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 3}) {
+    const tf::Tensor x = input(n, h, w, c);
+    check_close(f(x), layer(x, true), 1e-6, 1e-4);
+  }
+  CHECK(f.tracing_count() == 1);
+}
+tf::Tensor image(const tf::Tensor& t, int64_t b) {
+  return tf::slice(t, {b, 0, 0, 0}, {1, -1, -1, -1});
+}
+
+// Solarization(value_range=(0, 1))(x / 255 - 0.1, training=True) (Keras 3.15)
+const std::vector<double> kSolarUnit = {
+    1,           0.547916651, 1,           0.45416674,  0.912500024, 0.36041674,
+    0.818750024, 0.26666674,  0.725000024, 0.172916725, 0.631250024, 1,
+    0.537500024, 0.995833337, 0.443749994, 0.902083337, 0.349999994, 0.808333337,
+    0.256249994, 0.714583337, 0.162499994, 0.620833337, 1,           0.527083337,
+    0.985416651, 0.433333337, 0.891666651, 0.339583337, 0.797916651, 0.245833337,
+    0.704166651, 0.152083337, 0.610416651, 1,           0.516666651, 0.975000024};
+// RandomInvert((1, 1), value_range=(0, 200))(x, training=True) (Keras 3.15)
+const std::vector<double> kInvert = {
+    200,       59.21875,  176.09375, 35.3125, 152.1875,  11.40625, 128.28125, -12.5, 104.375,
+    -36.40625, 80.46875,  197.34375, 56.5625, 173.4375,  32.65625, 149.53125, 8.75,  125.625,
+    -15.15625, 101.71875, -39.0625,  77.8125, 194.6875,  53.90625, 170.78125, 30,    146.875,
+    6.09375,   122.96875, -17.8125,  99.0625, -41.71875, 75.15625, 192.03125, 51.25, 168.125};
+// RandomPosterization((3, 3))(x, training=True) (Keras 3.15)
+const std::vector<double> kPoster = {0,   128, 0,   160, 32,  160, 64,  192, 64,  224, 96,  0,
+                                     128, 0,   160, 32,  160, 64,  192, 96,  224, 96,  0,   128,
+                                     0,   160, 32,  192, 64,  192, 96,  224, 96,  0,   128, 0};
+// RandomPosterization((5, 5), value_range=(0, 1))(x / 255, training=True) (Keras 3.15)
+const std::vector<double> kPosterUnit = {
+    0,           0.533333361, 0.0627451017, 0.627451003,  0.156862751, 0.721568644, 0.250980407,
+    0.815686285, 0.345098048, 0.909803927,  0.43921569,   0,           0.533333361, 0.0941176489,
+    0.627451003, 0.188235298, 0.721568644,  0.282352954,  0.815686285, 0.376470596, 0.909803927,
+    0.470588237, 0,           0.564705908,  0.0941176489, 0.65882355,  0.188235298, 0.752941191,
+    0.282352954, 0.847058833, 0.376470596,  0.941176474,  0.470588237, 0,           0.564705908,
+    0.0941176489};
+// AutoContrast()(xc, training=False) (Keras 3.15)
+const std::vector<double> kAuto = {
+    0,          146.123596, 22.9213524, 177.640442, 45.8426971, 200.561798, 77.3595505, 223.483154,
+    100.280899, 255,        123.20224,  0,          154.719086, 22.9213486, 177.640457, 54.4382019,
+    200.561798, 77.3595428, 232.078644, 100.280899, 255,        131.79776,  0,          154.719101,
+    31.5168533, 177.640442, 54.4382057, 209.157288, 77.3595505, 232.078644, 108.876411, 255,
+    131.79776,  8.59550858, 154.719101, 31.5168571, 174.941864, 23.5,       200.561798, 71.162796,
+    23.5,       100.280899, 255,        23.5,       0,          151.220932, 23.5,       177.640457,
+    47.441864,  23.5,       77.3595581, 231.279083, 23.5,       255,        127.5,      23.5,
+    154.719101, 23.720932,  23.5,       54.4382057, 207.558136, 23.5,       232.078659, 103.779068,
+    23.5,       131.79776,  0,          23.5,       31.5168571, 183.837219, 23.5,       209.157303};
+// AutoContrast(value_range=(0, 1))(xc / 255) (Keras 3.15)
+const std::vector<double> kAutoUnit = {0,
+                                       0.57303369,
+                                       0.0898876265,
+                                       0.696629167,
+                                       0.179775283,
+                                       0.786516845,
+                                       0.303370774,
+                                       0.876404524,
+                                       0.393258423,
+                                       1,
+                                       0.483146042,
+                                       0,
+                                       0.606741488,
+                                       0.0898876414,
+                                       0.696629226,
+                                       0.21348314,
+                                       0.786516845,
+                                       0.303370744,
+                                       0.910112321,
+                                       0.393258423,
+                                       1,
+                                       0.516853988,
+                                       0,
+                                       0.606741548,
+                                       0.123595506,
+                                       0.696629167,
+                                       0.213483155,
+                                       0.820224643,
+                                       0.303370774,
+                                       0.910112321,
+                                       0.42696631,
+                                       1,
+                                       0.516853988,
+                                       0.0337078758,
+                                       0.606741548,
+                                       0.123595521,
+                                       0.686046541,
+                                       0.0921568647,
+                                       0.786516845,
+                                       0.279069781,
+                                       0.0921568647,
+                                       0.393258423,
+                                       1,
+                                       0.0921568647,
+                                       0,
+                                       0.593023241,
+                                       0.0921568647,
+                                       0.696629226,
+                                       0.186046526,
+                                       0.0921568647,
+                                       0.303370804,
+                                       0.906976819,
+                                       0.0921568647,
+                                       1,
+                                       0.5,
+                                       0.0921568647,
+                                       0.606741548,
+                                       0.0930232629,
+                                       0.0921568647,
+                                       0.213483155,
+                                       0.813953459,
+                                       0.0921568647,
+                                       0.910112381,
+                                       0.40697673,
+                                       0.0921568647,
+                                       0.516853988,
+                                       0,
+                                       0.0921568647,
+                                       0.123595521,
+                                       0.720930278,
+                                       0.0921568647,
+                                       0.820224702};
+// RandomSharpness((0.2, 0.2))(xs, training=True) (Keras 3.15)
+const std::vector<double> kSharp = {
+    19.8605785, 104.370193, 38.25,      125.088943, 60.0721169, 145.685089, 80.6682739, 154.389435,
+    89.3725967, 174.98558,  98.0769196, 33.0600967, 111.685089, 33.6730804, 118.182693, 54.3918304,
+    151.896637, 74.9879761, 167.588943, 110.17308,  191.495178, 122.187508, 52.8798103, 134.20192,
+    76.7860565, 146.216339, 76.9086609, 156.146637, 79.2379837, 152.959137, 85.9807739, 183.48558,
+    106.57692,  55.5360603, 136.858185, 79.4423141, 148.872589, 79.5649109, 172.778854, 103.471161,
+    172.901459, 115.48558,  175.84375,  110.82692,  33.9182701, 103.225967, 48.9975967, 121.615387,
+    67.1418304, 152.754807, 87.7379837, 161.459137, 96.4423141, 182.055298, 117.038467, 40.1298065,
+    125.74279,  44.4206734, 128.930283, 50.9182701, 151.365387, 73.353363,  157.862976, 100.814903,
+    186.427887, 109.519226, 44.5024071, 130.115387, 65.0985565, 138.819717, 73.802887,  159.415863,
+    80.6682663, 153.286057, 99.0576935, 192.639435, 115.730774, 50.7139473, 147.483185, 78.1754837,
+    159.497589, 90.1899109, 171.512024, 114.096161, 183.526443, 114.21875,  207.432709, 119.980774,
+    43.0721169, 140.57692,  61.7067261, 147.319717, 70.4110565, 174.168274, 104.86058,  186.182693,
+    116.875008, 47.5673141, 140.78125,  71.4735565, 140.903854, 83.4879837, 151.569717, 74.6610641,
+    160.274033, 72.209137,  168.610565, 90.5985565, 30.9759636, 116.588943, 51.5721169, 125.293274,
+    60.2764473, 145.88942,  80.8725967, 154.59375,  89.5769196, 164.033661, 97.9134674, 19.9014435};
+// RandomSharpness((0.9, 0.9), value_range=(0, 1))(xs / 255, training=True) (Keras 3.15)
+const std::vector<double> kSharpUnit = {0,
+                                        0.74246788,
+                                        0.0187500045,
+                                        0.852884531,
+                                        0.123397425,
+                                        0.963942289,
+                                        0.234455138,
+                                        1,
+                                        0.407692313,
+                                        1,
+                                        0.580929518,
+                                        0,
+                                        0.728525639,
+                                        0.0669871718,
+                                        0.913301229,
+                                        0.177403837,
+                                        0.955769181,
+                                        0.288461506,
+                                        1,
+                                        0.323237181,
+                                        1,
+                                        0.479166627,
+                                        0,
+                                        0.635096133,
+                                        0,
+                                        0.791025639,
+                                        0.0839743614,
+                                        0.957852602,
+                                        0.290544897,
+                                        1,
+                                        0.474038482,
+                                        1,
+                                        0.585096121,
+                                        0,
+                                        0.64551276,
+                                        0,
+                                        0.801442266,
+                                        0.0943910182,
+                                        0.895192266,
+                                        0.188141018,
+                                        1,
+                                        0.344070494,
+                                        1,
+                                        0.587179482,
+                                        0,
+                                        0.845673084,
+                                        0.0597756431,
+                                        0.968269229,
+                                        0.183653846,
+                                        1,
+                                        0.29471153,
+                                        1,
+                                        0.467948675,
+                                        1,
+                                        0.579006433,
+                                        0,
+                                        0.752243638,
+                                        0.108012795,
+                                        0.954326928,
+                                        0.292788446,
+                                        1,
+                                        0.394230753,
+                                        1,
+                                        0.469391018,
+                                        1,
+                                        0.642628193,
+                                        0,
+                                        0.753685832,
+                                        0.0241987258,
+                                        0.926923037,
+                                        0.197435886,
+                                        1,
+                                        0.380288452,
+                                        1,
+                                        0.502884626,
+                                        1,
+                                        0.634455085,
+                                        0,
+                                        0.687179446,
+                                        0,
+                                        0.843108952,
+                                        0.136057645,
+                                        0.999038398,
+                                        0.229807645,
+                                        1,
+                                        0.447916657,
+                                        1,
+                                        0.636538506,
+                                        0,
+                                        0.747596145,
+                                        0.0905448645,
+                                        0.931089759,
+                                        0.263782054,
+                                        1,
+                                        0.302403867,
+                                        1,
+                                        0.458333313,
+                                        0,
+                                        0.552083313,
+                                        0,
+                                        0.770192266,
+                                        0.000961527228,
+                                        0.933173001,
+                                        0.265865386,
+                                        1,
+                                        0.497435868,
+                                        1,
+                                        0.620032012,
+                                        0,
+                                        0.702884614,
+                                        0,
+                                        0.876121759,
+                                        0.146634609,
+                                        0.987179458,
+                                        0.257692307,
+                                        1,
+                                        0.430929482,
+                                        1,
+                                        0.606089711,
+                                        0};
+// RandomColorDegeneration((0.3, 0.3))(x, training=True) (Keras 3.15)
+const std::vector<double> kDegen = {
+    25.6091728, 124.156044, 42.3435478, 144.918457, 63.1059647, 161.652832, 97.3257751, 195.87265,
+    114.06015,  207.823212, 126.010719, 44.1982231, 123.669106, 41.8566055, 140.403473, 76.0764084,
+    174.623276, 92.8107834, 195.385696, 113.573204, 212.120071, 102.419739, 20.6072407, 119.154114,
+    54.8270493, 153.373917, 71.5614166, 174.136337, 92.3238373, 190.870712, 126.543655, 225.09053,
+    143.27803,  33.5776825, 132.124557, 50.3120575};
+// RandomColorDegeneration((-0.9, -0.9))(x, training=True) (Keras 3.15)
+const std::vector<double> kDegenNeg = {
+    0,          190.65686,  0,   223.994598, 1.93210602, 255,        0, 255,        40.3195648,
+    255,        100.092834, 0,   202.742691, 0,          248.164551, 0, 241.130157, 19.0676575,
+    255,        52.4053955, 255, 181.490784, 0,          226.912659, 0, 219.878235, 0,
+    253.215973, 31.1534843, 255, 24.1190491, 255,        69.5409241, 0, 198.626312, 0};
+
+}  // namespace
+
+TEST_CASE("Solarization inverts above the threshold as Keras", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input();
+    // The defaults (threshold 0, no addition) invert every pixel.
+    const tf::Tensor y = layers::Solarization()(x, true);
+    CHECK(y.shape() == x.shape());
+    CHECK(y.dtype() == tf::float32);
+    check_close(y, scaled(x, -1, 255), 1e-6, 1e-4);
+    check_values(layers::Solarization(0.0, 0.0, {0, 1})(scaled(x, 1 / 255.0, -0.1), true),
+                 kSolarUnit, 1e-5, 1e-5);
+    check_close(layers::Solarization(0.5, 0.5)(x, false), x, 0, 0);
+    // Random addition and threshold: a plain reference on the layer's two draws.
+    const int64_t n = 4;
+    const tf::Tensor xb = input(n);
+    const auto d = draws(21, 7, n, 2);
+    const tf::Tensor yb = layers::Solarization(Factor{0.1, 0.3}, 0.8, {0, 255}, 7)(xb, true);
+    const auto xv = values(xb), yv = values(yb);
+    int inverted = 0, kept = 0;
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const size_t b = i / 18;
+      const double add = 0.1 + (0.3 * 255 - 0.1) * d[0][b], thr = 0.8 * 255 * d[1][b];
+      const double v = std::clamp(xv[i] + add, 0.0, 255.0);
+      const double want = v < thr ? v : 255 - v;
+      (v < thr ? kept : inverted) += 1;
+      CHECK(yv[i] == Approx(want).epsilon(1e-4).margin(1e-3));
+    }
+    CHECK(kept > 0);
+    CHECK(inverted > 0);
+  }
+  check_traced(layers::Solarization(), 2, 3, 3);
+  require_error([] { layers::Solarization(1.5); }, {"[Solarization]", "addition_factor", "1.5"});
+  require_error(
+      [] {
+        layers::Solarization(0.0, Factor{-0.5, 0.5});
+      },
+      {"[Solarization]", "threshold_factor", "-0.5"});
+  require_error([] { layers::Solarization(0.0, 0.0, {1, 1}); }, {"[Solarization]", "value_range"});
+  require_error([] { layers::Solarization()(tf::zeros({2, 3}), true); }, {"rank 3"});
+}
+
+TEST_CASE("RandomInvert inverts whole images with the drawn probability",
+          "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input();
+    check_values(layers::RandomInvert(Factor{1, 1}, {0, 200})(x, true), kInvert, 1e-6, 1e-4);
+    check_close(layers::RandomInvert(0.0)(x, true), x, 0, 0);
+    check_close(layers::RandomInvert(Factor{1, 1})(x, false), x, 0, 0);
+    // Factor 1 gives a probability p in [0, 1) and a threshold u: image b inverts when u < p.
+    const int64_t n = 16;
+    const tf::Tensor xb = input(n);
+    const auto d = draws(5, 3, n, 2);
+    const tf::Tensor yb = layers::RandomInvert(1.0, {0, 255}, 3)(xb, true);
+    const tf::Tensor inv = scaled(xb, -1, 255);
+    int count = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const bool flip = d[1][static_cast<size_t>(b)] < d[0][static_cast<size_t>(b)];
+      count += flip ? 1 : 0;
+      check_close(image(yb, b), image(flip ? inv : xb, b), 0, 0);
+    }
+    CHECK(count > 0);
+    CHECK(count < n);
+    // Unseeded calls draw anew: over 8 calls of a batch of 16, not all the same.
+    const layers::RandomInvert layer(Factor{0.5, 0.5});
+    const auto first = values(layer(xb, true));
+    bool differs = false;
+    for (int i = 0; i < 8 && !differs; ++i) differs = values(layer(xb, true)) != first;
+    CHECK(differs);
+  }
+  check_traced(layers::RandomInvert(Factor{1, 1}), 2, 3, 3);
+  require_error([] { layers::RandomInvert(1.5); }, {"[RandomInvert]", "factor", "1.5"});
+  require_error([] { layers::RandomInvert(Factor{2, 3}); }, {"[RandomInvert]", "(2, 3)"});
+}
+
+TEST_CASE("RandomPosterization keeps the drawn number of bits", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input();
+    check_values(layers::RandomPosterization(Factor{3, 3})(x, true), kPoster, 0, 1e-4);
+    check_values(layers::RandomPosterization(Factor{5, 5}, {0, 1})(scaled(x, 1 / 255.0), true),
+                 kPosterUnit, 1e-5, 1e-6);
+    check_close(layers::RandomPosterization(Factor{8, 8})(x, true), tf::floor(x), 0, 0);
+    check_close(layers::RandomPosterization(3)(x, false), x, 0, 0);
+    // Factor 4 keeps 1, 2 or 3 bits per image: floor(u * 3) + 1 from the layer's draw.
+    const int64_t n = 12;
+    const tf::Tensor xb = input(n);
+    const auto d = draws(9, 2, n, 1);
+    const auto yv = values(layers::RandomPosterization(4, {0, 255}, 2)(xb, true));
+    const auto xv = values(xb);
+    std::vector<int> seen(4, 0);
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const int bits = 1 + static_cast<int>(std::floor(static_cast<float>(d[0][i / 18]) * 3.0f));
+      seen[static_cast<size_t>(std::min(bits, 3))] = 1;
+      const double step = std::ldexp(1.0, 8 - bits);
+      CHECK(yv[i] == std::floor(std::floor(xv[i]) / step) * step);
+    }
+    CHECK(seen[1] + seen[2] + seen[3] >= 2);
+  }
+  check_traced(layers::RandomPosterization(Factor{2, 2}), 2, 3, 3);
+  require_error([] { layers::RandomPosterization(9); }, {"[RandomPosterization]", "9"});
+  require_error(
+      [] {
+        layers::RandomPosterization(Factor{9, 10});
+      },
+      {"[RandomPosterization]", "(9, 10)"});
+}
+
+TEST_CASE("AutoContrast stretches each channel as Keras", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // Image 1's channel 1 is constant (kept as it is).
+    std::vector<double> v = values(input(2, 3, 4, 3));
+    for (size_t i = 36; i < 72; i += 3) v[i + 1] = 7.0;
+    for (double& e : v) e = e * 0.5 + 20;
+    const tf::Tensor x = tf::detail::from_doubles(v, {2, 3, 4, 3}, tf::float32);
+    const tf::Tensor y = layers::AutoContrast()(x, false);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kAuto, 1e-5, 1e-3);
+    check_close(layers::AutoContrast()(x, true), y, 0, 0);
+    check_values(layers::AutoContrast({0, 1})(scaled(x, 1 / 255.0), true), kAutoUnit, 1e-5, 1e-5);
+    // A single image (rank 3).
+    const tf::Tensor x3 = tf::squeeze(image(x, 0), {0});
+    check_values(layers::AutoContrast()(x3, true),
+                 std::vector<double>(kAuto.begin(), kAuto.begin() + 36), 1e-5, 1e-3);
+  }
+  check_traced(layers::AutoContrast(), 3, 4, 3);
+  require_error([] { layers::AutoContrast({5, 5}); }, {"[AutoContrast]", "value_range", "(5, 5)"});
+}
+
+TEST_CASE("RandomSharpness blends with the smoothed image as Keras",
+          "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input(2, 4, 5, 3);
+    const tf::Tensor y = layers::RandomSharpness(Factor{0.2, 0.2})(x, true);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kSharp, 1e-5, 1e-3);
+    check_values(layers::RandomSharpness(Factor{0.9, 0.9}, {0, 1})(scaled(x, 1 / 255.0), true),
+                 kSharpUnit, 1e-5, 1e-5);
+    // Factor 0.5 exactly: s = 1 leaves the image as it is.
+    check_close(layers::RandomSharpness(Factor{0.5, 0.5})(x, true), x, 1e-6, 1e-4);
+    check_close(layers::RandomSharpness(0.5)(x, false), x, 0, 0);
+    // Random factors stay inside value_range.
+    for (double e : values(layers::RandomSharpness(1.0, {0, 255}, 3)(input(6, 4, 5, 3), true)))
+      CHECK((e >= 0 && e <= 255));
+  }
+  check_traced(layers::RandomSharpness(Factor{0.3, 0.3}), 4, 5, 3);
+  require_error([] { layers::RandomSharpness(-0.5); }, {"[RandomSharpness]", "-0.5"});
+}
+
+TEST_CASE("RandomColorDegeneration blends towards grey as Keras", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input();
+    check_values(layers::RandomColorDegeneration(Factor{0.3, 0.3})(x, true), kDegen, 1e-5, 1e-3);
+    check_values(layers::RandomColorDegeneration(Factor{-0.9, -0.9})(x, true), kDegenNeg, 1e-5,
+                 1e-3);
+    check_close(layers::RandomColorDegeneration(0.5)(x, false), x, 0, 0);
+    // A random factor in (-0.6, 0.6): image b uses the layer's draw.
+    const int64_t n = 4;
+    const tf::Tensor xb = input(n);
+    const auto d = draws(13, 6, n, 1);
+    const tf::Tensor yb = layers::RandomColorDegeneration(0.6, {0, 255}, 6)(xb, true);
+    for (int64_t b = 0; b < n; ++b) {
+      const double u = static_cast<float>(d[0][static_cast<size_t>(b)]) * 1.2f - 0.6f;
+      check_close(image(yb, b), image(layers::RandomColorDegeneration(Factor{u, u})(xb, true), b),
+                  1e-5, 1e-3);
+    }
+  }
+  check_traced(layers::RandomColorDegeneration(Factor{0.4, 0.4}), 2, 3, 3);
+  require_error([] { layers::RandomColorDegeneration(2.0); }, {"[RandomColorDegeneration]", "2"});
+  require_error(
+      [] {
+        layers::RandomColorDegeneration(0.5)(tf::zeros({1, 2, 2, 4}), true);
+      },
+      {"[RandomColorDegeneration]", "3 channels", "(1, 2, 2, 4)"});
+}
+
+TEST_CASE("Augmentation layers repeat their draws after set_seed", "[cpu][keras][augment]") {
+  const tf::Tensor x = input(8);
+  const auto run = [&](const tf::keras::Layer& l) {
+    tf::random::set_seed(42);
+    const auto a = values(l(x, true));
+    const auto b = values(l(x, true));
+    tf::random::set_seed(42);
+    CHECK(values(l(x, true)) == a);
+    CHECK(values(l(x, true)) == b);
+    return a != b;
+  };
+  int changed = 0;
+  changed += run(layers::Solarization(0.5, 0.5, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomInvert(1.0, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomPosterization(8, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomSharpness(1.0, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomColorDegeneration(1.0, {0, 255}, 1)) ? 1 : 0;
+  // Each layer draws anew on its second call.
+  CHECK(changed == 5);
+}
