@@ -233,6 +233,115 @@ class RandomSharpnessImpl final : public AugmentImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- RandomErasing ----
+class RandomErasingImpl final : public AugmentImpl {
+ public:
+  RandomErasingImpl(const Factor& f, const Factor& scale, std::vector<double> fill, Range vr,
+                    std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomErasing", "random_erasing", std::move(name)),
+        range_(base_factor("RandomErasing", "factor", f, 0.0, 1.0)),
+        scale_(base_factor("RandomErasing", "scale", scale, 0.0, 1.0)),
+        fill_(std::move(fill)),
+        vr_(value_range("RandomErasing", vr)),
+        seed_(seed) {
+    TF_CHECK_ARG(fill_.size() <= 1 || fill_.size() == 3, "RandomErasing",
+                 "fill_value must be empty (noise), one value or three, got {} values",
+                 fill_.size());
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const int64_t H = x4.shape()[1], W = x4.shape()[2], C = x4.shape()[3];
+    TF_CHECK_ARG(fill_.size() != 3 || C == 3, "RandomErasing",
+                 "three fill values need 3 channels, got inputs of shape {}",
+                 x4.shape().to_string());
+    // Keras' order: the two sides' scales, the x and y offsets, the probability, the threshold.
+    const Tensor rw = sqrt(draw(x4, scale_.first, scale_.second, seed_));
+    const Tensor rh = sqrt(draw(x4, scale_.first, scale_.second, seed_));
+    const auto bounds = [&](const Tensor& r, int64_t n) {
+      const Tensor len = r * static_cast<float>(n);
+      const Tensor start = draw(x4, 0.0, 1.0, seed_) * (static_cast<float>(n) - len);
+      return std::pair{start, start + len};
+    };
+    const auto [x0, x1] = bounds(rw, W);
+    const auto [y0, y1] = bounds(rh, H);
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor apply = less(draw(x4, 0.0, 1.0, seed_), p);
+    const Tensor gx = reshape(range(0.0, static_cast<double>(W), 1.0, float32), {1, 1, W, 1});
+    const Tensor gy = reshape(range(0.0, static_cast<double>(H), 1.0, float32), {1, H, 1, 1});
+    const Tensor in_box = logical_and(logical_and(greater_equal(gx, x0), less(gx, x1)),
+                                      logical_and(greater_equal(gy, y0), less(gy, y1)));
+    Tensor fill;
+    if (fill_.empty())
+      fill = ::tapeflow::detail::random_normal_like(x4, 0.0, 1.0, float32, seed_) *
+             static_cast<float>(vr_.second);
+    else if (fill_.size() == 1)
+      fill = zeros_like(x4) + static_cast<float>(fill_[0]);
+    else
+      fill = zeros_like(x4) + ::tapeflow::detail::from_doubles(fill_, {3}, float32);
+    fill = clip_by_value(fill, scalar(vr_.first), scalar(vr_.second));
+    return where(logical_and(in_box, apply), fill, x4);
+  }
+
+ private:
+  Range range_, scale_;
+  std::vector<double> fill_;
+  Range vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomGaussianBlur ----
+class RandomGaussianBlurImpl final : public AugmentImpl {
+ public:
+  RandomGaussianBlurImpl(const Factor& f, int64_t k, const Factor& sigma, Range vr,
+                         std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomGaussianBlur", "random_gaussian_blur", std::move(name)),
+        range_(base_factor("RandomGaussianBlur", "factor", f, 0.0, 1.0)),
+        k_(k),
+        sigma_(base_factor("RandomGaussianBlur", "sigma", sigma, 0.0, 1.0)),
+        vr_(value_range("RandomGaussianBlur", vr)),
+        seed_(seed) {
+    TF_CHECK_ARG(k > 0 && k % 2 == 1, "RandomGaussianBlur",
+                 "kernel_size must be a positive odd number, got {}", k);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor apply = less(draw(x4, 0.0, 1.0, seed_), p);
+    // One (width, height) pair of sigmas for the call, as Keras.
+    const Tensor sig = random::uniform({2}, 0.0, 1.0, float32, seed_) *
+                           static_cast<float>(sigma_.second - sigma_.first) +
+                       static_cast<float>(sigma_.first + 1e-6);
+    const Tensor pos = range(0.0, static_cast<double>(k_), 1.0, float32) -
+                       static_cast<float>(static_cast<double>(k_ - 1) / 2.0);
+    const auto kernel = [&](int64_t i) {
+      const Tensor g = exp(square(pos / slice(sig, {i}, {1})) * -0.5f);
+      return g / reduce_sum(g);
+    };
+    const Tensor kx = kernel(0), ky = kernel(1);
+    // The separable blur of the zero-padded image: along the width, then the height.
+    const int64_t H = x4.shape()[1], W = x4.shape()[2], r = (k_ - 1) / 2;
+    const Tensor padded = pad(x4, {{0, 0}, {r, r}, {r, r}, {0, 0}}, 0.0);
+    Tensor rows, out;
+    for (int64_t j = 0; j < k_; ++j) {
+      const Tensor t = slice(padded, {0, 0, j, 0}, {-1, -1, W, -1}) * slice(kx, {j}, {1});
+      rows = rows.defined() ? rows + t : t;
+    }
+    for (int64_t i = 0; i < k_; ++i) {
+      const Tensor t = slice(rows, {0, i, 0, 0}, {-1, H, -1, -1}) * slice(ky, {i}, {1});
+      out = out.defined() ? out + t : t;
+    }
+    return clip_by_value(where(apply, out, x4), scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_;
+  int64_t k_;
+  Range sigma_, vr_;
+  std::optional<int64_t> seed_;
+};
+
 // ---- RandomColorDegeneration ----
 class RandomColorDegenerationImpl final : public AugmentImpl {
  public:
@@ -272,6 +381,16 @@ RandomPosterization::RandomPosterization(Factor factor, std::pair<double, double
                                          std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomPosterizationImpl>(factor, value_range, seed, std::move(name))) {
 }
+RandomErasing::RandomErasing(Factor factor, Factor scale, std::vector<double> fill_value,
+                             std::pair<double, double> value_range, std::optional<int64_t> seed,
+                             std::string name)
+    : Layer(std::make_shared<RandomErasingImpl>(factor, scale, std::move(fill_value), value_range,
+                                                seed, std::move(name))) {}
+RandomGaussianBlur::RandomGaussianBlur(Factor factor, int64_t kernel_size, Factor sigma,
+                                       std::pair<double, double> value_range,
+                                       std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomGaussianBlurImpl>(factor, kernel_size, sigma, value_range, seed,
+                                                     std::move(name))) {}
 AutoContrast::AutoContrast(std::pair<double, double> value_range, std::string name)
     : Layer(std::make_shared<AutoContrastImpl>(value_range, std::move(name))) {}
 RandomSharpness::RandomSharpness(Factor factor, std::pair<double, double> value_range,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "keras/layers.h"
 #include "keras/layers_preprocessing.h"
@@ -66,6 +67,31 @@ class RandomSharpness : public Layer {
  public:
   explicit RandomSharpness(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
                            std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// a box is erased. Its sides are sqrt(a) * width and sqrt(b) * height (a and b drawn from
+// scale's range, s gives (0, s), bounds in [0, 1]) at a uniformly drawn offset; it is filled with
+// fill_value (one value, or one per channel), or when fill_value is empty with Gaussian noise
+// times value_range.second, clipped to value_range (as Keras' fill_value=None).
+class RandomErasing : public Layer {
+ public:
+  explicit RandomErasing(Factor factor = 1.0, Factor scale = Factor{0.02, 0.33},
+                         std::vector<double> fill_value = {},
+                         std::pair<double, double> value_range = {0.0, 255.0},
+                         std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// a Gaussian blur with an odd kernel_size square kernel (zero padding, as Keras' depthwise
+// convolution with padding "same"), clipped to value_range. The two sigmas (width, height) are
+// drawn once per call from sigma's range (s gives (0, s), bounds in [0, 1], as Keras 3.15) plus
+// 1e-6. Keras also takes a (width, height) kernel_size pair; only a square kernel here.
+class RandomGaussianBlur : public Layer {
+ public:
+  explicit RandomGaussianBlur(Factor factor = 1.0, int64_t kernel_size = 3, Factor sigma = 1.0,
+                              std::pair<double, double> value_range = {0.0, 255.0},
+                              std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 // Per image, u drawn from the factor's range (f gives (-|f|, |f|), bounds in [-1, 1]):

@@ -1,7 +1,8 @@
-// keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness and
-// RandomColorDegeneration (keras/layers_augment.h): Keras 3.15's values where the draw is fixed
-// (a factor at an extreme or an empty range), plain references on the layer's own draws where it
-// is not, the identity at inference, new draws per call, traced against eager, errors.
+// keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness,
+// RandomErasing, RandomGaussianBlur and RandomColorDegeneration (keras/layers_augment.h):
+// Keras 3.15's values where the draw is fixed (a factor at an extreme or an empty range), plain
+// references on the layer's own draws where it is not, the identity at inference, new draws per
+// call, traced against eager, errors.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -330,6 +331,49 @@ const std::vector<double> kDegenNeg = {
     255,        52.4053955, 255, 181.490784, 0,          226.912659, 0, 219.878235, 0,
     253.215973, 31.1534843, 255, 24.1190491, 255,        69.5409241, 0, 198.626312, 0};
 
+// RandomGaussianBlur((1, 1), 3, (0.8, 0.8))(xs, training=True) (Keras 3.15)
+const std::vector<double> kBlur = {
+    39.1317863, 73.8008194, 52.9766006, 90.5283279, 80.5919571, 108.721115, 98.7847366, 94.7692795,
+    84.8329086, 112.962067, 88.3087845, 60.9446983, 94.4398193, 41.4709816, 76.1400146, 63.0494957,
+    123.323288, 81.2422867, 121.433212, 112.998154, 145.339462, 122.187492, 99.035553,  131.376831,
+    122.941803, 123.138481, 99.9865265, 122.921227, 80.8402328, 94.2524872, 69.3118744, 129.585663,
+    87.5046616, 101.691795, 134.033096, 125.598045, 125.794724, 102.642776, 149.700989, 126.549034,
+    126.745705, 118.310661, 114.46669,  104.530312, 62.4493217, 61.5959473, 72.9163437, 75.4407654,
+    79.2710266, 107.400192, 97.4638214, 110.876083, 83.5119781, 129.068863, 101.704773, 77.0514908,
+    105.180649, 61.4107285, 78.6520462, 43.11092,   109.182007, 73.6408768, 90.8822021, 94.9400101,
+    123.069176, 98.4158936, 71.0518036, 116.608673, 89.2445908, 102.656853, 92.7204819, 120.84964,
+    76.8521729, 79.3765793, 90.6969757, 137.671341, 95.5903549, 85.6539688, 144.658096, 121.506126,
+    136.419739, 113.267776, 128.181366, 137.174026, 137.370712, 114.218742, 161.276962, 112.616005,
+    70.5350037, 130.808777, 91.1512756, 119.280441, 77.1994476, 130.837616, 107.685661, 140.026962,
+    116.875,    93.7230453, 140.78125,  117.629303, 117.825981, 126.818642, 118.878372, 76.7973785,
+    104.926544, 44.0082932, 110.821945, 57.8531036, 68.9658051, 97.0949707, 87.1585922, 83.1431427,
+    73.2067642, 101.335938, 91.3995514, 104.811813, 77.4477234, 99.31633,   78.4921036, 42.9509773};
+// RandomGaussianBlur((1, 1), 5, (0.5, 0.5), value_range=(0, 1))(xs / 255, training=True)
+// (Keras 3.15)
+const std::vector<double> kBlur5 = {
+    0.0803646296, 0.424821645, 0.155173153, 0.501674294, 0.273283988, 0.585187912, 0.356984526,
+    0.584443271,  0.356126219, 0.668136418, 0.428239435, 0.126695395, 0.490888745, 0.136846229,
+    0.480883867,  0.234170184, 0.630706131, 0.317893505, 0.650899887, 0.396813452, 0.744572043,
+    0.479116172,  0.21330598,  0.561363101, 0.306898415, 0.570053399, 0.304545313, 0.62161696,
+    0.308594525,  0.609286606, 0.3261576,   0.722846568, 0.409880877, 0.223548666, 0.571545422,
+    0.317249089,  0.580746591, 0.315117717, 0.674233735, 0.408476621, 0.671841264, 0.417363733,
+    0.702364028,  0.473707289, 0.160922974, 0.420299709, 0.235436171, 0.495108217, 0.279847682,
+    0.591780007,  0.363570988, 0.664187789, 0.362535745, 0.747904897, 0.446071833, 0.206412807,
+    0.518345177,  0.217109323, 0.487993181, 0.207314178, 0.615579665, 0.334900439, 0.605784416,
+    0.402611554,  0.714515626, 0.474884897, 0.173294947, 0.558454275, 0.257012039, 0.557385743,
+    0.329148293,  0.641109109, 0.327785462, 0.587457359, 0.40259397,  0.760005414, 0.447221071,
+    0.218592674,  0.613132238, 0.347414553, 0.622229099, 0.356715709, 0.63125658,  0.450231105,
+    0.713456631,  0.447710514, 0.807128727, 0.511075854, 0.198081791, 0.594589472, 0.300220191,
+    0.612152517,  0.299339861, 0.641556799, 0.376048744, 0.723807454, 0.458164781, 0.192535862,
+    0.551833332,  0.286105365, 0.54928875,  0.368355989, 0.603063166, 0.29004088,  0.602182806,
+    0.257406145,  0.686019063, 0.332004964, 0.169125319, 0.481267333, 0.252820253, 0.480469882,
+    0.25215283,   0.564005554, 0.3355591,   0.63622278,  0.334678799, 0.667720497, 0.398043662,
+    0.117393009};
+// RandomErasing((1, 1), (1, 1), fill_value=[10, 300, -5])(x, training=True) (Keras 3.15)
+const std::vector<double> kErase = {10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255, 0,
+                                    10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255, 0,
+                                    10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255, 0};
+
 }  // namespace
 
 TEST_CASE("Solarization inverts above the threshold as Keras", "[cpu][cuda][keras][augment]") {
@@ -534,6 +578,110 @@ TEST_CASE("Augmentation layers repeat their draws after set_seed", "[cpu][keras]
   changed += run(layers::RandomPosterization(8, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomSharpness(1.0, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomColorDegeneration(1.0, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomErasing(1.0, 0.5, {}, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomGaussianBlur(1.0, 3, 1.0, {0, 255}, 1)) ? 1 : 0;
   // Each layer draws anew on its second call.
-  CHECK(changed == 5);
+  CHECK(changed == 7);
+}
+
+TEST_CASE("RandomErasing fills the drawn box of the chosen images", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input();
+    // Scale 1 erases the whole image; fill values are clipped to value_range.
+    const tf::Tensor y = layers::RandomErasing(Factor{1, 1}, Factor{1, 1}, {10, 300, -5})(x, true);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kErase, 0, 0);
+    check_close(layers::RandomErasing(0.0)(x, true), x, 0, 0);
+    check_close(layers::RandomErasing()(x, false), x, 0, 0);
+    // Random boxes and choices: a plain reference on the layer's six draws (width and height
+    // scales, x and y offsets, probability, threshold).
+    const int64_t n = 8, H = 6, W = 7;
+    const tf::Tensor xb = input(n, H, W, 3);
+    const auto d = draws(3, 11, n, 6);
+    const auto yv =
+        values(layers::RandomErasing(1.0, Factor{0.1, 0.6}, {-1}, {0, 255}, 11)(xb, true));
+    const auto xv = values(xb);
+    int erased = 0, images = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const auto u = [&](int k) { return d[static_cast<size_t>(k)][static_cast<size_t>(b)]; };
+      const double rw = std::sqrt(0.1 + 0.5 * u(0)) * W, rh = std::sqrt(0.1 + 0.5 * u(1)) * H;
+      const double x0 = u(2) * (W - rw), y0 = u(3) * (H - rh);
+      const bool on = u(5) < u(4);
+      images += on ? 1 : 0;
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j)
+          for (int64_t c = 0; c < 3; ++c) {
+            const auto at = static_cast<size_t>(((b * H + i) * W + j) * 3 + c);
+            // Pixels on a box edge may round either way in float32: skip them.
+            const double ex = std::min(std::abs(j - x0), std::abs(j - x0 - rw));
+            const double ey = std::min(std::abs(i - y0), std::abs(i - y0 - rh));
+            if (ex < 1e-4 || ey < 1e-4) continue;
+            const bool in = on && j >= x0 && j < x0 + rw && i >= y0 && i < y0 + rh;
+            erased += in ? 1 : 0;
+            CHECK(yv[at] == (in ? 0.0 : xv[at]));
+          }
+    }
+    CHECK(images > 0);
+    CHECK(images < n);
+    CHECK(erased > 0);
+    // Noise fill (fill_value empty) stays inside value_range and changes the erased pixels.
+    const auto noisy = values(layers::RandomErasing(Factor{1, 1}, Factor{1, 1})(xb, true));
+    int changed = 0;
+    for (size_t i = 0; i < noisy.size(); ++i) {
+      CHECK((noisy[i] >= 0 && noisy[i] <= 255));
+      changed += noisy[i] != xv[i] ? 1 : 0;
+    }
+    CHECK(changed > static_cast<int>(noisy.size()) / 4);
+  }
+  check_traced(layers::RandomErasing(Factor{1, 1}, Factor{1, 1}, {7}), 2, 3, 3);
+  require_error([] { layers::RandomErasing(1.5); }, {"[RandomErasing]", "factor", "1.5"});
+  require_error([] { layers::RandomErasing(1.0, 2.0); }, {"[RandomErasing]", "scale", "2"});
+  require_error(
+      [] {
+        layers::RandomErasing(1.0, 0.5, {1, 2});
+      },
+      {"[RandomErasing]", "fill_value", "2 values"});
+  require_error(
+      [] {
+        layers::RandomErasing(1.0, 0.5, {1, 2, 3})(tf::zeros({1, 2, 2, 1}), true);
+      },
+      {"[RandomErasing]", "3 channels", "(1, 2, 2, 1)"});
+}
+
+TEST_CASE("RandomGaussianBlur blurs as Keras with a fixed sigma", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = input(2, 4, 5, 3);
+    const tf::Tensor y = layers::RandomGaussianBlur(Factor{1, 1}, 3, Factor{0.8, 0.8})(x, true);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kBlur, 1e-5, 1e-3);
+    check_values(layers::RandomGaussianBlur(Factor{1, 1}, 5, Factor{0.5, 0.5}, {0, 1})(
+                     scaled(x, 1 / 255.0), true),
+                 kBlur5, 1e-5, 1e-6);
+    check_close(layers::RandomGaussianBlur(0.0)(x, true), x, 0, 0);
+    check_close(layers::RandomGaussianBlur()(x, false), x, 0, 0);
+    // Factor 1: image b is blurred when the threshold draw is below the probability draw.
+    const int64_t n = 12;
+    const tf::Tensor xb = input(n, 4, 5, 3);
+    const auto d = draws(8, 4, n, 2);
+    const tf::Tensor yb =
+        layers::RandomGaussianBlur(1.0, 3, Factor{0.8, 0.8}, {0, 255}, 4)(xb, true);
+    const tf::Tensor all = layers::RandomGaussianBlur(Factor{1, 1}, 3, Factor{0.8, 0.8})(xb, true);
+    int blurred = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const bool on = d[1][static_cast<size_t>(b)] < d[0][static_cast<size_t>(b)];
+      blurred += on ? 1 : 0;
+      check_close(image(yb, b), image(on ? all : xb, b), 1e-6, 1e-4);
+    }
+    CHECK(blurred > 0);
+    CHECK(blurred < n);
+  }
+  check_traced(layers::RandomGaussianBlur(Factor{1, 1}, 3, Factor{0.7, 0.7}), 4, 5, 3);
+  require_error([] { layers::RandomGaussianBlur(1.0, 4); },
+                {"[RandomGaussianBlur]", "kernel_size", "4"});
+  require_error([] { layers::RandomGaussianBlur(1.0, 3, 1.5); },
+                {"[RandomGaussianBlur]", "sigma", "1.5"});
 }
