@@ -14,6 +14,8 @@
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/scatter.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -365,6 +367,106 @@ class RandomColorDegenerationImpl final : public AugmentImpl {
   std::optional<int64_t> seed_;
 };
 
+// ---- Equalization ----
+class EqualizationImpl final : public AugmentImpl {
+ public:
+  EqualizationImpl(Range vr, int64_t bins, std::string name)
+      : AugmentImpl("Equalization", "equalization", std::move(name)),
+        vr_(value_range("Equalization", vr)),
+        bins_(bins) {
+    TF_CHECK_ARG(bins >= 1 && bins <= (int64_t{1} << 24), "Equalization",
+                 "bins must be in [1, 2^24], got {}", bins);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const int64_t C = x4.shape()[3];
+    const auto nb = static_cast<float>(bins_ - 1);
+    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    // Keras' two bin indices: the histogram's v * (bins - 1) / 255 and the lookup's
+    // v / 255 * (bins - 1), each truncated and clipped to [0, bins - 1].
+    const auto bin = [&](const Tensor& scaled) {
+      return cast(clip_by_value(scaled, scalar(0), scalar(nb)), int32);
+    };
+    const Tensor hist_bin = bin(v * nb / 255.0f), lut_bin = bin(v / 255.0f * nb);
+    // Channel c's bins are segments c * bins .. c * bins + bins - 1.
+    const Tensor offset =
+        reshape(range(0.0, static_cast<double>(C * bins_), static_cast<double>(bins_), int32),
+                {1, 1, 1, C});
+    const Tensor hist =
+        reshape(unsorted_segment_sum(ones_like(v), hist_bin + offset, C * bins_), {C, bins_});
+    const Tensor cdf = cumsum(hist, 1);
+    const Tensor total = slice(cdf, {0, bins_ - 1}, {-1, 1});
+    // The first non-zero entry of the cdf is its smallest positive one.
+    const Tensor cdf_min =
+        reduce_min(where(greater(cdf, scalar(0)), cdf, zeros_like(cdf) + total), {1}, true);
+    Tensor den = total - cdf_min;
+    den = where(equal(den, scalar(0)), ones_like(den), den);
+    const Tensor lut = clip_by_value(round((cdf - cdf_min) * 255.0f / den), scalar(0), scalar(255));
+    const Tensor eq = reshape(gather(reshape(lut, {C * bins_}), lut_bin + offset),
+                              {-1, x4.shape()[1], x4.shape()[2], C});
+    // A channel with at most one non-empty bin keeps its values.
+    const Tensor filled = reduce_sum(cast(greater(hist, scalar(0)), float32), {1});
+    const Tensor keep = reshape(less_equal(filled, scalar(1)), {1, 1, 1, C});
+    return rescale(where(keep, v, eq), {0.0, 255.0}, vr_);
+  }
+
+ private:
+  Range vr_;
+  int64_t bins_;
+};
+
+// ---- RandomShear ----
+class RandomShearImpl final : public AugmentImpl {
+ public:
+  RandomShearImpl(const Factor& xf, const Factor& yf, layers::RandomTransformOptions o)
+      : AugmentImpl("RandomShear", "random_shear", o.name),
+        x_(shear_factor("x_factor", xf)),
+        y_(shear_factor("y_factor", yf)),
+        o_(std::move(o)) {
+    const std::string& f = o_.fill_mode;
+    TF_CHECK_ARG(f == "reflect" || f == "wrap" || f == "constant" || f == "nearest", "RandomShear",
+                 "fill_mode must be \"reflect\", \"wrap\", \"constant\" or \"nearest\", got "
+                 "\"{}\"",
+                 f);
+    TF_CHECK_ARG(o_.interpolation == "bilinear" || o_.interpolation == "nearest", "RandomShear",
+                 "interpolation must be \"bilinear\" or \"nearest\", got \"{}\"", o_.interpolation);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras' order: the sign, then y, then x; each (batch, 1).
+    const Tensor col = reshape(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), {-1, 1});
+    const auto uniform = [&](double lo, double hi) {
+      return ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, o_.seed) *
+                 static_cast<float>(hi - lo) +
+             static_cast<float>(lo);
+    };
+    const Tensor sign =
+        where(greater(uniform(0.0, 1.0), scalar(0.5)), -ones_like(col), ones_like(col));
+    const Tensor sy = uniform(y_.first, y_.second) * sign;
+    const Tensor sx = uniform(x_.first, x_.second) * sign;
+    const Tensor one = ones_like(sx), z = zeros_like(sx);
+    const Tensor t = concat({one, sx, z, sy, one, z, z, z}, 1);
+    return image::transform(x4, t, o_.interpolation, o_.fill_mode, o_.fill_value);
+  }
+
+ private:
+  // RandomShear's own check: every bound in [0, 1]; f gives (-f, f).
+  static Range shear_factor(const char* arg, const Factor& f) {
+    const auto ok = [](double v) { return v >= 0.0 && v <= 1.0; };
+    if (f.single) {
+      TF_CHECK_ARG(ok(f.lower), "RandomShear", "{} must be in [0, 1], got {}", arg, f.lower);
+      return {-f.lower, f.lower};
+    }
+    TF_CHECK_ARG(ok(f.lower) && ok(f.upper), "RandomShear",
+                 "{} bounds must be in [0, 1], got ({}, {})", arg, f.lower, f.upper);
+    return {f.lower, f.upper};
+  }
+  Range x_, y_;
+  layers::RandomTransformOptions o_;
+};
+
 }  // namespace
 
 namespace layers {
@@ -401,6 +503,10 @@ RandomColorDegeneration::RandomColorDegeneration(Factor factor,
                                                  std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomColorDegenerationImpl>(factor, value_range, seed,
                                                           std::move(name))) {}
+Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
+    : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+RandomShear::RandomShear(Factor x_factor, Factor y_factor, RandomTransformOptions options)
+    : Layer(std::make_shared<RandomShearImpl>(x_factor, y_factor, std::move(options))) {}
 
 }  // namespace layers
 }  // namespace tapeflow::keras

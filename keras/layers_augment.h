@@ -105,4 +105,25 @@ class RandomColorDegeneration : public Layer {
                                    std::string name = "");
 };
 
+// Histogram equalization per channel, as Keras 3.15: the image scaled from value_range to
+// [0, 255] falls into `bins` bins counted over the whole batch (Keras' histogram takes every
+// image of the channel together), each value is replaced by round(255 * (cdf - cdf_min) /
+// (total - cdf_min)) of its bin, clipped to [0, 255] and scaled back; a channel whose values fill
+// at most one bin keeps them. The identity at inference, as Keras.
+class Equalization : public Layer {
+ public:
+  explicit Equalization(std::pair<double, double> value_range = {0.0, 255.0}, int64_t bins = 256,
+                        std::string name = "");
+};
+
+// Shears each image by tf::image::transform with [1, sx, 0, sy, 1, 0, 0, 0]: sx and sy drawn
+// from x_factor's and y_factor's ranges (f gives (-f, f), every bound in [0, 1]), both negated
+// when a first draw is above 0.5, as Keras. Options as RandomRotation's (fill_mode "reflect",
+// "wrap", "constant" or "nearest"; interpolation "bilinear" or "nearest").
+class RandomShear : public Layer {
+ public:
+  explicit RandomShear(Factor x_factor = 0.0, Factor y_factor = 0.0,
+                       RandomTransformOptions options = {});
+};
+
 }  // namespace tapeflow::keras::layers

@@ -1,5 +1,6 @@
 // keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness,
-// RandomErasing, RandomGaussianBlur and RandomColorDegeneration (keras/layers_augment.h):
+// RandomErasing, RandomGaussianBlur, RandomColorDegeneration, Equalization and RandomShear
+// (keras/layers_augment.h):
 // Keras 3.15's values where the draw is fixed (a factor at an extreme or an empty range), plain
 // references on the layer's own draws where it is not, the identity at inference, new draws per
 // call, traced against eager, errors.
@@ -15,6 +16,7 @@
 #include "keras/layers_augment.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/image.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/unary.h"
@@ -374,6 +376,94 @@ const std::vector<double> kErase = {10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255,
                                     10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255, 0,
                                     10, 255, 0, 10, 255, 0, 10, 255, 0, 10, 255, 0};
 
+// Equalization()(xe, training=True) (Keras 3.15)
+const std::vector<double> kEqual = {
+    0,   100, 0,   163, 100, 216, 72,  100, 70,  235, 100, 0,   144, 100, 216, 52,  100, 70,
+    216, 100, 255, 124, 100, 139, 33,  100, 70,  196, 100, 216, 105, 100, 139, 13,  100, 0,
+    177, 100, 216, 85,  100, 139, 248, 100, 0,   150, 100, 216, 59,  100, 70,  222, 100, 255,
+    131, 100, 139, 39,  100, 70,  203, 100, 255, 111, 100, 139, 20,  100, 70,  183, 100, 216,
+    92,  100, 139, 255, 100, 0,   157, 100, 216, 65,  100, 70,  229, 100, 255, 137, 100, 216,
+    46,  100, 70,  209, 100, 255, 118, 100, 139, 26,  100, 70,  190, 100, 216, 98,  100, 139,
+    7,   100, 0,   170, 100, 216, 78,  100, 139, 242, 100, 0};
+// Equalization(value_range=(0, 1), bins=16)(xe / 255, training=True) (Keras 3.15)
+const std::vector<double> kEqual16 = {
+    0,           0.392156869, 0,           0.639215708, 0.392156869,
+    0.847058833, 0.278431386, 0.392156869, 0.274509817, 0.917647064,
+    0.392156869, 0,           0.556862772, 0.392156869, 0.847058833,
+    0.137254909, 0.392156869, 0.274509817, 0.831372559, 0.392156869,
+    1,           0.470588237, 0.392156869, 0.545098066, 0.0549019612,
+    0.392156869, 0.274509817, 0.776470602, 0.392156869, 0.847058833,
+    0.360784322, 0.392156869, 0.545098066, 0,           0.392156869,
+    0,           0.694117665, 0.392156869, 0.847058833, 0.278431386,
+    0.392156869, 0.545098066, 1,           0.392156869, 0,
+    0.556862772, 0.392156869, 0.847058833, 0.196078435, 0.392156869,
+    0.274509817, 0.917647064, 0.392156869, 1,           0.470588237,
+    0.392156869, 0.545098066, 0.137254909, 0.392156869, 0.274509817,
+    0.776470602, 0.392156869, 1,           0.41568628,  0.392156869,
+    0.545098066, 0,           0.392156869, 0.274509817, 0.694117665,
+    0.392156869, 0.847058833, 0.360784322, 0.392156869, 0.545098066,
+    1,           0.392156869, 0,           0.639215708, 0.392156869,
+    0.847058833, 0.196078435, 0.392156869, 0.274509817, 0.917647064,
+    0.392156869, 1,           0.556862772, 0.392156869, 0.847058833,
+    0.137254909, 0.392156869, 0.274509817, 0.831372559, 0.392156869,
+    1,           0.41568628,  0.392156869, 0.545098066, 0.0549019612,
+    0.392156869, 0.274509817, 0.776470602, 0.392156869, 0.847058833,
+    0.360784322, 0.392156869, 0.545098066, 0,           0.392156869,
+    0,           0.639215708, 0.392156869, 0.847058833, 0.278431386,
+    0.392156869, 0.545098066, 1,           0.392156869, 0};
+// RandomShear(0.3, 0.2).transform_images(x, shear_factor (0.3, 0.2) per image) (Keras 3.15)
+const std::vector<double> kShearPlus = {
+    0,          140.78125,  23.90625,   174.78125,  57.90625,   198.6875,   91.90625,   129.625,
+    115.8125,   112.093742, 149.8125,   32.9375,    183.8125,   66.9375,    207.71875,  99.875,
+    163.359375, 123.78125,  161.287491, 80.4843903, 185.193741, 114.484375, 74.9062424, 138.390625,
+    108.906242, 172.390625, 86.4343796, 234.28125,  117.40625,  52.0625114, 45.1562462, 185.9375,
+    69.0625,    116.875015, 103.0625,   140.78125,  137.0625,   112.943733, 160.96875,  116.024994,
+    133.131256, 78.0937576, 78.6250076, 167.874985, 50.9999962, 67.734375,  182.75,     91.6406174,
+    206.656265, 115.54686,  230.562531, 139.453125, 22.5781155, 163.359375, 46.4843674, 161.500015,
+    70.3906174, 37.1875,    177.96875,  61.09375,   201.875,    85,         225.78125,  119,
+    208.25,     142.90625,  36.125,     176.90625,  60.03125,   210.90625,  94.03125,   234.8125,
+    128.03125,  62.6874962, 151.9375,   224.453125, 107.578125, 68,         141.578125, 86.5406189,
+    165.48439,  105.081253, 127.340637, 128.987488, 125.268738, 116.609375, 149.174988, 178.499985,
+    61.6249962, 202.40625,  143.96875,  130.15625,  167.875,    143.543747, 47.28125,   167.449997,
+    81.2812653, 118.999992, 105.187515, 152.999985, 139.1875,   84.1500092, 228.96875,  112.09375,
+    46.7500114, 11.9531212, 152.734375, 35.8593712, 150.875015, 59.7656174, 174.781265, 83.6718674,
+    198.687515, 107.57811,  222.593765, 131.484375, 14.6093655, 239.0625,   122.1875,   5.3125};
+// RandomShear(0.3, 0.2).transform_images(x, shear_factor (-0.3, -0.2) per image) (Keras 3.15)
+const std::vector<double> kShearMinus = {
+    0,          140.78125,  23.90625,   164.6875,   47.8125,    188.59375,  71.71875,   212.5,
+    95.625,     236.40625,  119.53125,  2.65625,    143.4375,   26.5625,    167.34375,  50.46875,
+    191.25,     74.375,     155.65625,  116.078125, 179.5625,   129.890625, 85.1593781, 153.796875,
+    135.043762, 136.690628, 50.7343674, 165.962494, 64.546875,  128.03125,  100.9375,   241.71875,
+    124.84375,  74.2687531, 194.4375,   98.1750031, 115.493744, 91.375,     139.399994, 105.187485,
+    91.3750153, 129.09375,  105.187515, 142.90625,  108.481255, 151.40625,  34.53125,   175.3125,
+    132.015625, 87.2843781, 155.921875, 54.7187271, 169.734375, 78.6249847, 183.546875, 82.1312408,
+    207.45314,  101.096863, 174.887482, 104.390633, 201.875,    85,         225.78125,  108.90625,
+    249.6875,   132.8125,   15.9375,    156.71875,  39.84375,   180.625,    63.75,      204.53125,
+    87.65625,   228.4375,   111.5625,   252.34375,  135.46875,  18.59375,   177.171875, 96.3687439,
+    139.240616, 74.109375,  168.512512, 98.015625,  151.40625,  111.828125, 175.312515, 125.640625,
+    153.053146, 149.546875, 45.15625,   185.9375,   69.0625,    131.856247, 138.65625,  124.84375,
+    152.46875,  76.8187485, 176.375,    111.243752, 128.349991, 135.149994, 173.081238, 87.1249924,
+    196.987488, 95.625,     236.40625,  119.53125,  81.3874969, 217.015625, 105.293755, 91.6937637,
+    113.95314,  115.600006, 127.76564,  36.6562386, 151.67189,  50.4687347, 165.48439,  69.2218628};
+// RandomShear(0.5, 0, 'nearest', 'constant', 7).transform_images(x, shear_factor (0.5, 0))
+// (Keras 3.15)
+const std::vector<double> kShearConst = {
+    0,         140.78125, 23.90625,  164.6875,  47.8125,   188.59375, 71.71875,  212.5,
+    95.625,    236.40625, 119.53125, 2.65625,   143.4375,  26.5625,   167.34375, 215.15625,
+    98.28125,  239.0625,  122.1875,  5.3125,    146.09375, 29.21875,  170,       53.125,
+    193.90625, 77.03125,  217.8125,  7,         7,         7,         7.96875,   148.75,
+    31.875,    172.65625, 55.78125,  196.5625,  79.6875,   220.46875, 103.59375, 244.375,
+    127.5,     10.625,    7,         7,         7,         223.125,   106.25,    247.03125,
+    130.15625, 13.28125,  154.0625,  37.1875,   177.96875, 61.09375,  7,         7,
+    7,         7,         7,         7,         201.875,   85,        225.78125, 108.90625,
+    249.6875,  132.8125,  15.9375,   156.71875, 39.84375,  180.625,   63.75,     204.53125,
+    87.65625,  228.4375,  111.5625,  159.375,   42.5,      183.28125, 66.40625,  207.1875,
+    90.3125,   231.09375, 114.21875, 255,       138.125,   21.25,     162.03125, 7,
+    7,         7,         209.84375, 92.96875,  233.75,    116.875,   0,         140.78125,
+    23.90625,  164.6875,  47.8125,   188.59375, 71.71875,  212.5,     7,         7,
+    7,         167.34375, 50.46875,  191.25,    74.375,    215.15625, 98.28125,  239.0625,
+    122.1875,  5.3125,    7,         7,         7,         7,         7,         7};
+
 }  // namespace
 
 TEST_CASE("Solarization inverts above the threshold as Keras", "[cpu][cuda][keras][augment]") {
@@ -580,8 +670,9 @@ TEST_CASE("Augmentation layers repeat their draws after set_seed", "[cpu][keras]
   changed += run(layers::RandomColorDegeneration(1.0, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomErasing(1.0, 0.5, {}, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomGaussianBlur(1.0, 3, 1.0, {0, 255}, 1)) ? 1 : 0;
+  changed += run(layers::RandomShear(0.5, 0.5, {.seed = 1})) ? 1 : 0;
   // Each layer draws anew on its second call.
-  CHECK(changed == 7);
+  CHECK(changed == 8);
 }
 
 TEST_CASE("RandomErasing fills the drawn box of the chosen images", "[cpu][cuda][keras][augment]") {
@@ -684,4 +775,94 @@ TEST_CASE("RandomGaussianBlur blurs as Keras with a fixed sigma", "[cpu][cuda][k
                 {"[RandomGaussianBlur]", "kernel_size", "4"});
   require_error([] { layers::RandomGaussianBlur(1.0, 3, 1.5); },
                 {"[RandomGaussianBlur]", "sigma", "1.5"});
+}
+
+TEST_CASE("Equalization maps each channel through its batch histogram as Keras",
+          "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // xe: input(2, 4, 5, 3) with channel 1 constant (kept) and channel 2 rounded to multiples
+    // of 64 (few bins).
+    std::vector<double> v = values(input(2, 4, 5, 3));
+    for (size_t i = 0; i < v.size(); i += 3) {
+      v[i + 1] = 100;
+      v[i + 2] = std::round(v[i + 2] / 64) * 64;
+    }
+    const tf::Tensor x = tf::detail::from_doubles(v, {2, 4, 5, 3}, tf::float32);
+    const tf::Tensor y = layers::Equalization()(x, true);
+    CHECK(y.shape() == x.shape());
+    check_values(y, kEqual, 0, 1e-3);
+    check_values(layers::Equalization({0, 1}, 16)(scaled(x, 1 / 255.0), true), kEqual16, 1e-5,
+                 1e-6);
+    check_close(layers::Equalization()(x, false), x, 0, 0);
+  }
+  check_traced(layers::Equalization({0, 255}, 64), 4, 5, 3);
+  require_error([] { layers::Equalization({0, 255}, 0); }, {"[Equalization]", "bins", "0"});
+  require_error([] { layers::Equalization({3, 3}); }, {"[Equalization]", "value_range"});
+}
+
+TEST_CASE("RandomShear shears by the signed Keras factors", "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const int64_t n = 2;
+    const tf::Tensor x = input(n, 4, 5, 3);
+    // Factors (0.3, 0.3) and (0.2, 0.2): every image shears by +-(0.3, 0.2), the sign from the
+    // layer's first draw.
+    int minus = 0;
+    for (int64_t global : {13, 14, 15, 16}) {
+      const auto d = draws(global, 6, n, 1);
+      const tf::Tensor y =
+          layers::RandomShear(Factor{0.3, 0.3}, Factor{0.2, 0.2}, {.seed = 6})(x, true);
+      CHECK(y.shape() == x.shape());
+      for (int64_t b = 0; b < n; ++b) {
+        const bool neg = d[0][static_cast<size_t>(b)] > 0.5;
+        minus += neg ? 1 : 0;
+        const auto& want = neg ? kShearMinus : kShearPlus;
+        check_values(image(y, b),
+                     std::vector<double>(want.begin() + b * 60, want.begin() + (b + 1) * 60), 1e-5,
+                     1e-3);
+      }
+    }
+    CHECK(minus > 0);
+    CHECK(minus < 8);
+    const layers::RandomShear constant(
+        Factor{0.5, 0.5}, 0.0,
+        {.fill_mode = "constant", .interpolation = "nearest", .fill_value = 7.0});
+    // Nearest and constant 7: the Keras literal for the images whose sign is +.
+    int checked = 0;
+    for (int64_t global : {3, 4, 5, 6}) {
+      const auto d = draws(global, 1, n, 1);
+      const tf::Tensor yc = layers::RandomShear(
+          Factor{0.5, 0.5}, 0.0,
+          {.fill_mode = "constant", .interpolation = "nearest", .seed = 1, .fill_value = 7.0})(
+          x, true);
+      for (int64_t b = 0; b < n; ++b) {
+        if (d[0][static_cast<size_t>(b)] > 0.5) continue;
+        ++checked;
+        check_values(
+            image(yc, b),
+            std::vector<double>(kShearConst.begin() + b * 60, kShearConst.begin() + (b + 1) * 60),
+            1e-6, 1e-4);
+      }
+    }
+    CHECK(checked > 0);
+    check_close(constant(x, false), x, 0, 0);
+    check_close(layers::RandomShear()(x, true), x, 0, 0);
+  }
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 4, 5, 3})};
+  const layers::RandomShear layer(0.4, 0.4, {.fill_mode = "constant"});
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 3}) CHECK(f(input(n, 4, 5, 3)).shape() == tf::TensorShape({n, 4, 5, 3}));
+  CHECK(f.tracing_count() == 1);
+  require_error([] { layers::RandomShear(1.5); }, {"[RandomShear]", "x_factor", "1.5"});
+  require_error(
+      [] {
+        layers::RandomShear(0.1, Factor{-0.2, 0.2});
+      },
+      {"[RandomShear]", "y_factor", "-0.2"});
+  require_error([] { layers::RandomShear(0.1, 0.1, {.fill_mode = "mirror"}); },
+                {"[RandomShear]", "fill_mode", "mirror"});
 }
