@@ -14,6 +14,7 @@
 #include "jit/function.h"
 #include "keras/layers.h"
 #include "keras/layers_augment.h"
+#include "keras/model.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -865,4 +866,18 @@ TEST_CASE("RandomShear shears by the signed Keras factors", "[cpu][cuda][keras][
       {"[RandomShear]", "y_factor", "-0.2"});
   require_error([] { layers::RandomShear(0.1, 0.1, {.fill_mode = "mirror"}); },
                 {"[RandomShear]", "fill_mode", "mirror"});
+}
+
+TEST_CASE("the docs/keras.md augmentation pipeline runs in training and inference",
+          "[cpu][keras][augment]") {
+  using namespace layers;  // NOLINT(google-build-using-namespace): the docs' spelling
+  auto augment = tf::keras::Sequential({RandomSharpness(0.5), RandomColorDegeneration(0.3),
+                                        Solarization(0.0, 0.9), RandomErasing(0.25),
+                                        RandomShear(0.1, 0.1), Equalization(), AutoContrast()});
+  const tf::Tensor images = input(4, 6, 7, 3);
+  const tf::Tensor batch = augment(images, true);
+  CHECK(batch.shape() == images.shape());
+  for (double e : values(batch)) CHECK((e >= 0 && e <= 255));
+  // Inference: only AutoContrast acts.
+  check_close(augment(images, false), AutoContrast()(images, false), 0, 0);
 }
