@@ -126,4 +126,18 @@ class RandomShear : public Layer {
                        RandomTransformOptions options = {});
 };
 
+// Keras 3.15's MixUp: per image, lambda ~ Beta(alpha, alpha) and a random permutation p of the
+// batch (one per call): lambda * x + (1 - lambda) * x[p]. Keras mixes a dict of images and
+// labels with the same draws: call_with_labels(images, labels, training) returns both; the
+// Layer call mixes the images only. Gamma draws (Marsaglia-Tsang, 16 vectorized proposal
+// rounds) and the permutation (ranks of uniform draws) are composed of uniform and normal ops.
+class MixUp : public Layer {
+ public:
+  explicit MixUp(double alpha = 0.2, std::optional<int64_t> seed = std::nullopt,
+                 std::string name = "");
+  // {mixed images, mixed labels}; labels are (batch, ...) with the images' batch size.
+  std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
+                                             bool training = false) const;
+};
+
 }  // namespace tapeflow::keras::layers

@@ -1,5 +1,5 @@
 // keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness,
-// RandomErasing, RandomGaussianBlur, RandomColorDegeneration, Equalization and RandomShear
+// RandomErasing, RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear and MixUp
 // (keras/layers_augment.h):
 // Keras 3.15's values where the draw is fixed (a factor at an extreme or an empty range), plain
 // references on the layer's own draws where it is not, the identity at inference, new draws per
@@ -672,8 +672,9 @@ TEST_CASE("Augmentation layers repeat their draws after set_seed", "[cpu][keras]
   changed += run(layers::RandomErasing(1.0, 0.5, {}, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomGaussianBlur(1.0, 3, 1.0, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomShear(0.5, 0.5, {.seed = 1})) ? 1 : 0;
+  changed += run(layers::MixUp(0.5, 1)) ? 1 : 0;
   // Each layer draws anew on its second call.
-  CHECK(changed == 8);
+  CHECK(changed == 9);
 }
 
 TEST_CASE("RandomErasing fills the drawn box of the chosen images", "[cpu][cuda][keras][augment]") {
@@ -880,4 +881,94 @@ TEST_CASE("the docs/keras.md augmentation pipeline runs in training and inferenc
   for (double e : values(batch)) CHECK((e >= 0 && e <= 255));
   // Inference: only AutoContrast acts.
   check_close(augment(images, false), AutoContrast()(images, false), 0, 0);
+}
+
+// MixUp of images x_b = b and one-hot labels e_b: label row b is lambda_b e_b + (1 - lambda_b)
+// e_p(b), which recovers lambda_b and p(b) (when p(b) != b) to check the images' mix, the
+// permutation and the Beta(alpha, alpha) distribution of lambda.
+void check_mixup(double alpha, double var, double below_01) {
+  const int64_t n = 400;
+  std::vector<double> xs(static_cast<size_t>(n)), ls(static_cast<size_t>(n * n), 0.0);
+  for (int64_t b = 0; b < n; ++b) {
+    xs[static_cast<size_t>(b)] = static_cast<double>(b);
+    ls[static_cast<size_t>(b * n + b)] = 1.0;
+  }
+  const tf::Tensor x = tf::detail::from_doubles(xs, {n, 1, 1, 1}, tf::float32);
+  const tf::Tensor labels = tf::detail::from_doubles(ls, {n, n}, tf::float32);
+  const auto [mx, ml] = layers::MixUp(alpha, 5).call_with_labels(x, labels, true);
+  CHECK(mx.shape() == x.shape());
+  CHECK(ml.shape() == labels.shape());
+  const auto xv = values(mx), lv = values(ml);
+  std::vector<int> used(static_cast<size_t>(n), 0);
+  std::vector<double> lambdas;
+  for (int64_t b = 0; b < n; ++b) {
+    const auto row = [&](int64_t j) { return lv[static_cast<size_t>(b * n + j)]; };
+    int64_t p = b;
+    for (int64_t j = 0; j < n; ++j)
+      if (j != b && row(j) != 0.0) p = j;
+    if (p != b) used[static_cast<size_t>(p)] += 1;
+    const double lambda = p == b ? 1.0 : row(b);
+    if (p != b) lambdas.push_back(lambda);
+    CHECK((lambda >= 0 && lambda <= 1));
+    CHECK(row(b) + (p == b ? 0.0 : row(p)) == Approx(1).margin(1e-5));
+    CHECK(xv[static_cast<size_t>(b)] ==
+          Approx(lambda * static_cast<double>(b) + (1 - lambda) * static_cast<double>(p))
+              .margin(2e-3 * n));
+  }
+  // A permutation: no image is used twice. A lambda within float32 rounding of 1 (or p(b) = b)
+  // leaves the label row e_b and hides p(b); Beta(0.2, 0.2) gives a few.
+  const auto hidden = static_cast<int64_t>(n - static_cast<int64_t>(lambdas.size()));
+  CHECK(std::count(used.begin(), used.end(), 1) == n - hidden);
+  CHECK(hidden < n / 10);
+  REQUIRE(lambdas.size() > 350);
+  double mean = 0, m2 = 0, below = 0;
+  for (double l : lambdas) {
+    mean += l;
+    m2 += l * l;
+    below += l < 0.1 ? 1 : 0;
+  }
+  const auto m = static_cast<double>(lambdas.size());
+  mean /= m;
+  // Beta(alpha, alpha): mean 1/2, variance 1 / (4 (2 alpha + 1)), P(lambda < 0.1) from 10^7
+  // numpy.random.Generator.beta draws.
+  CHECK(mean == Approx(0.5).margin(0.09));
+  CHECK(m2 / m - mean * mean == Approx(var).margin(0.035));
+  CHECK(below / m == Approx(below_01).margin(0.1));
+}
+
+TEST_CASE("MixUp mixes images and labels with Beta weights and a permutation",
+          "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(31);
+    check_mixup(0.2, 0.178586, 0.336673);
+    check_mixup(2.0, 0.05, 0.028011);
+    tf::detail::clear_random_seed();
+    const tf::Tensor x = input(4);
+    check_close(layers::MixUp()(x, false), x, 0, 0);
+    const auto [ix, il] = layers::MixUp().call_with_labels(x, tf::ones({4, 2}), false);
+    check_close(ix, x, 0, 0);
+    check_close(il, tf::ones({4, 2}), 0, 0);
+    // A single image mixes with itself.
+    const tf::Tensor x3 = tf::squeeze(image(x, 0), {0});
+    check_close(layers::MixUp(0.5)(x3, true), x3, 1e-6, 1e-4);
+  }
+  // Traced with a None batch: one trace, each mixed pixel between the batch's extremes.
+  const layers::MixUp layer(0.4, 3);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 2, 3, 3})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 5}) {
+    const tf::Tensor y = f(input(n));
+    CHECK(y.shape() == tf::TensorShape({n, 2, 3, 3}));
+    for (double e : values(y)) CHECK((e >= -1e-3 && e <= 255.001));
+  }
+  CHECK(f.tracing_count() == 1);
+  require_error([] { layers::MixUp(0.0); }, {"[MixUp]", "alpha", "0"});
+  require_error(
+      [] {
+        layers::MixUp().call_with_labels(input(2), tf::ones({3, 2}), true);
+      },
+      {"[MixUp]", "(2, 2, 3, 3)", "(3, 2)"});
 }
