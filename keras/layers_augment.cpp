@@ -467,33 +467,65 @@ class RandomShearImpl final : public AugmentImpl {
   layers::RandomTransformOptions o_;
 };
 
-// ---- MixUp ----
-// Gamma(a) draws shaped as `col` (float32): Marsaglia and Tsang's method with 16 vectorized
-// proposal rounds (each accepted with probability above 0.95, so the fallback to the mode is
-// practically never used), boosted by U^(1/a) for a < 1.
-Tensor random_gamma_like(const Tensor& col, double a, std::optional<int64_t> seed) {
-  const double a1 = a < 1.0 ? a + 1.0 : a;
-  const double d = a1 - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  Tensor out = zeros_like(col) + static_cast<float>(d);
+// ---- MixUp and CutMix ----
+// log Gamma(a) draws shaped as `col` (float32; a broadcasts to it, a > 0): Marsaglia and Tsang's
+// method with 16 vectorized proposal rounds (each accepted with probability above 0.95, so the
+// fallback to the mode is practically never used), boosted by U^(1/a) for a < 1. Kept in logs so
+// that tiny shapes (a Beta draw with alpha near 0) do not underflow to 0 / 0.
+Tensor random_log_gamma_like(const Tensor& col, const Tensor& a, std::optional<int64_t> seed) {
+  const Tensor boost = less(a, scalar(1));
+  const Tensor d = where(boost, a + 1.0f, a) - static_cast<float>(1.0 / 3.0);
+  const Tensor c = 1.0f / sqrt(d * 9.0f);
+  Tensor out = zeros_like(col) + log(d);
   Tensor done = less(col, col);  // all false, shaped as col
   for (int k = 0; k < 16; ++k) {
     const Tensor x = ::tapeflow::detail::random_normal_like(col, 0.0, 1.0, float32, seed);
     const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
-    const Tensor t = 1.0f + x * static_cast<float>(c);
+    const Tensor t = 1.0f + x * c;
     const Tensor v = t * t * t;
     const Tensor pos = greater(v, scalar(0));
-    const Tensor safe_v = where(pos, v, ones_like(v));
-    const auto df = static_cast<float>(d);
-    const Tensor accept =
-        logical_and(pos, less(log(u), x * x * 0.5f + df - safe_v * df + log(safe_v) * df));
-    out = where(logical_and(accept, logical_not(done)), safe_v * df, out);
+    const Tensor log_v = log(where(pos, v, ones_like(v)));
+    const Tensor accept = logical_and(pos, less(log(u), x * x * 0.5f + d - v * d + log_v * d));
+    out = where(logical_and(accept, logical_not(done)), log(d) + log_v, out);
     done = logical_or(done, accept);
   }
-  if (a < 1.0) {
-    const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
-    out = out * pow(u, scalar(1.0 / a));
-  }
-  return out;
+  const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
+  return out + where(boost, log(u) / a, zeros_like(col));
+}
+
+// Beta(a, a) draws shaped as col: G1 / (G1 + G2) = sigmoid(log G1 - log G2).
+Tensor random_beta_like(const Tensor& col, const Tensor& a, std::optional<int64_t> seed) {
+  const Tensor l1 = random_log_gamma_like(col, a, seed);
+  return sigmoid(l1 - random_log_gamma_like(col, a, seed));
+}
+
+// A random permutation of the batch (int64, (batch,)): the rank of each image's uniform draw.
+Tensor random_permutation(const Tensor& u) {
+  const Tensor flat = reshape(u, {-1});
+  const Tensor below = less(reshape(flat, {1, -1}), reshape(flat, {-1, 1}));
+  return cast(reduce_sum(cast(below, float32), {1}), int64);
+}
+
+// labels[b] * w[b] + labels[perm[b]] * (1 - w[b]) with w (batch, 1, 1, 1).
+Tensor mix_labels(const Tensor& y, const Tensor& w, const Tensor& perm) {
+  std::vector<int64_t> shape(static_cast<size_t>(y.rank()), 1);
+  shape[0] = -1;
+  const Tensor wy = reshape(w, TensorShape(shape));
+  return wy * y + (1.0f - wy) * gather(y, perm, 0);
+}
+
+// The checks and casts of MixUp's and CutMix's call_with_labels.
+std::pair<Tensor, Tensor> image_label_inputs(const char* cls, const Tensor& images,
+                                             const Tensor& labels) {
+  TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, cls,
+               "expected images of rank 3 or 4, got shape {}", images.shape().to_string());
+  TF_CHECK_ARG(labels.rank() >= 1, cls, "labels must have a batch dimension, got shape {}",
+               labels.shape().to_string());
+  const int64_t nb = images.rank() == 4 ? images.shape()[0] : 1, lb = labels.shape()[0];
+  TF_CHECK_ARG(nb == None || lb == None || nb == lb, cls,
+               "images {} and labels {} must have the same batch size", images.shape().to_string(),
+               labels.shape().to_string());
+  return {cast(images, float32), cast(labels, float32)};
 }
 
 class MixUpImpl final : public AugmentImpl {
@@ -505,25 +537,12 @@ class MixUpImpl final : public AugmentImpl {
   }
 
   std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
-    TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, "MixUp",
-                 "expected images of rank 3 or 4, got shape {}", images.shape().to_string());
-    TF_CHECK_ARG(labels.rank() >= 1, "MixUp", "labels must have a batch dimension, got shape {}",
-                 labels.shape().to_string());
-    const Tensor x = cast(images, float32);
-    const Tensor y = cast(labels, float32);
+    const auto [x, y] = image_label_inputs("MixUp", images, labels);
     if (!training) return {x, y};
     const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
-    const int64_t nb = x4.shape()[0], lb = y.shape()[0];
-    TF_CHECK_ARG(nb == None || lb == None || nb == lb, "MixUp",
-                 "images {} and labels {} must have the same batch size",
-                 images.shape().to_string(), labels.shape().to_string());
     const auto [lambda, perm] = draws(x4);
-    std::vector<int64_t> shape(static_cast<size_t>(y.rank()), 1);
-    shape[0] = -1;
-    const Tensor ly = reshape(lambda, TensorShape(shape));
-    const Tensor my = ly * y + (1.0f - ly) * gather(y, perm, 0);
     const Tensor mx = lambda * x4 + (1.0f - lambda) * gather(x4, perm, 0);
-    return {x.rank() == 3 ? squeeze(mx, {0}) : mx, my};
+    return {x.rank() == 3 ? squeeze(mx, {0}) : mx, mix_labels(y, lambda, perm)};
   }
 
  protected:
@@ -537,14 +556,66 @@ class MixUpImpl final : public AugmentImpl {
   // each image's uniform draw among the batch's.
   std::pair<Tensor, Tensor> draws(const Tensor& x4) const {
     const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
-    const Tensor u = reshape(draw(x4, 0.0, 1.0, seed_), {-1});
-    const Tensor below = less(reshape(u, {1, -1}), reshape(u, {-1, 1}));
-    const Tensor perm = cast(reduce_sum(cast(below, float32), {1}), int64);
-    const Tensor g1 = random_gamma_like(col, alpha_, seed_);
-    const Tensor g2 = random_gamma_like(col, alpha_, seed_);
-    return {g1 / (g1 + g2), perm};
+    const Tensor perm = random_permutation(draw(x4, 0.0, 1.0, seed_));
+    return {random_beta_like(col, scalar(alpha_), seed_), perm};
   }
   double alpha_;
+  std::optional<int64_t> seed_;
+};
+
+class CutMixImpl final : public AugmentImpl {
+ public:
+  CutMixImpl(const Factor& f, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("CutMix", "cut_mix", std::move(name)),
+        range_(base_factor("CutMix", "factor", f, 0.0, 1.0)),
+        seed_(seed) {}
+
+  std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
+    const auto [x, y] = image_label_inputs("CutMix", images, labels);
+    // Keras leaves a single image (rank 3) and its label as they are.
+    if (!training || x.rank() == 3) return {x, y};
+    const Transform t = transformation(x);
+    return {where(t.mask, gather(x, t.perm, 0), x), mix_labels(y, t.weight, t.perm)};
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // A single image (batch of one) is its own permutation: left as it is, as Keras.
+    const Transform t = transformation(x4);
+    return where(t.mask, gather(x4, t.perm, 0), x4);
+  }
+
+ private:
+  struct Transform {
+    Tensor mask, weight, perm;
+  };
+  // Keras' order: alpha (one per call) + 1e-6, lambda ~ Beta(alpha, alpha) per image, the box's
+  // x and y offsets, the permutation. The box has sides sqrt(1 - lambda) * (width, height); the
+  // label weight is 1 - its (continuous) area over the image's.
+  Transform transformation(const Tensor& x4) const {
+    const int64_t H = x4.shape()[1], W = x4.shape()[2];
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor alpha = random::uniform({1, 1, 1, 1}, 0.0, 1.0, float32, seed_) *
+                             static_cast<float>(range_.second - range_.first) +
+                         static_cast<float>(range_.first + 1e-6);
+    const Tensor lambda = random_beta_like(col, alpha, seed_);
+    const Tensor ratio = sqrt(1.0f - lambda);
+    const auto bounds = [&](int64_t n) {
+      const Tensor len = ratio * static_cast<float>(n);
+      const Tensor start = draw(x4, 0.0, 1.0, seed_) * (static_cast<float>(n) - len);
+      return std::pair{start, start + len};
+    };
+    const auto [x0, x1] = bounds(W);
+    const auto [y0, y1] = bounds(H);
+    const Tensor perm = random_permutation(draw(x4, 0.0, 1.0, seed_));
+    const Tensor gx = reshape(range(0.0, static_cast<double>(W), 1.0, float32), {1, 1, W, 1});
+    const Tensor gy = reshape(range(0.0, static_cast<double>(H), 1.0, float32), {1, H, 1, 1});
+    const Tensor mask = logical_and(logical_and(greater_equal(gx, x0), less(gx, x1)),
+                                    logical_and(greater_equal(gy, y0), less(gy, y1)));
+    const Tensor weight = 1.0f - (x1 - x0) * (y1 - y0) / static_cast<float>(W * H);
+    return {mask, weight, perm};
+  }
+  Range range_;
   std::optional<int64_t> seed_;
 };
 
@@ -595,6 +666,16 @@ std::pair<Tensor, Tensor> MixUp::call_with_labels(const Tensor& images, const Te
   auto* p = dynamic_cast<MixUpImpl*>(&impl());
   TF_CHECK_T(FailedPreconditionError, p != nullptr, "MixUp",
              "this MixUp handle refers to layer \"{}\" ({}), which is not a MixUp", impl().name(),
+             impl().class_name());
+  return p->mix(images, labels, training);
+}
+CutMix::CutMix(Factor factor, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<CutMixImpl>(factor, seed, std::move(name))) {}
+std::pair<Tensor, Tensor> CutMix::call_with_labels(const Tensor& images, const Tensor& labels,
+                                                   bool training) const {
+  auto* p = dynamic_cast<CutMixImpl*>(&impl());
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, "CutMix",
+             "this CutMix handle refers to layer \"{}\" ({}), which is not a CutMix", impl().name(),
              impl().class_name());
   return p->mix(images, labels, training);
 }

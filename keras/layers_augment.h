@@ -140,4 +140,17 @@ class MixUp : public Layer {
                                              bool training = false) const;
 };
 
+// Keras 3.15's CutMix: per call alpha drawn from the factor's range (f gives (0, f), bounds in
+// [0, 1]) plus 1e-6; per image lambda ~ Beta(alpha, alpha) and a box of sides
+// sqrt(1 - lambda) * (width, height) at a uniform offset, filled from image p[b] of a random
+// permutation; the labels mix with weight 1 - box area / image area. A single image (rank 3, or
+// the Layer call on a batch of one) is left as it is, as Keras. call_with_labels as MixUp's.
+class CutMix : public Layer {
+ public:
+  explicit CutMix(Factor factor = 1.0, std::optional<int64_t> seed = std::nullopt,
+                  std::string name = "");
+  std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
+                                             bool training = false) const;
+};
+
 }  // namespace tapeflow::keras::layers

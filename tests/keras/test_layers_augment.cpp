@@ -1,6 +1,6 @@
 // keras.layers.Solarization, RandomInvert, RandomPosterization, AutoContrast, RandomSharpness,
-// RandomErasing, RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear and MixUp
-// (keras/layers_augment.h):
+// RandomErasing, RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp
+// and CutMix (keras/layers_augment.h):
 // Keras 3.15's values where the draw is fixed (a factor at an extreme or an empty range), plain
 // references on the layer's own draws where it is not, the identity at inference, new draws per
 // call, traced against eager, errors.
@@ -673,8 +673,9 @@ TEST_CASE("Augmentation layers repeat their draws after set_seed", "[cpu][keras]
   changed += run(layers::RandomGaussianBlur(1.0, 3, 1.0, {0, 255}, 1)) ? 1 : 0;
   changed += run(layers::RandomShear(0.5, 0.5, {.seed = 1})) ? 1 : 0;
   changed += run(layers::MixUp(0.5, 1)) ? 1 : 0;
+  changed += run(layers::CutMix(1.0, 1)) ? 1 : 0;
   // Each layer draws anew on its second call.
-  CHECK(changed == 9);
+  CHECK(changed == 10);
 }
 
 TEST_CASE("RandomErasing fills the drawn box of the chosen images", "[cpu][cuda][keras][augment]") {
@@ -971,4 +972,77 @@ TEST_CASE("MixUp mixes images and labels with Beta weights and a permutation",
         layers::MixUp().call_with_labels(input(2), tf::ones({3, 2}), true);
       },
       {"[MixUp]", "(2, 2, 3, 3)", "(3, 2)"});
+}
+
+TEST_CASE("CutMix pastes a box of a permuted image and mixes labels by its area",
+          "[cpu][cuda][keras][augment]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // Image b is constant b + 1; labels are one-hot.
+    const int64_t n = 64, H = 10, W = 12;
+    std::vector<double> xs(static_cast<size_t>(n * H * W)), ls(static_cast<size_t>(n * n), 0.0);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i / (H * W) + 1);
+    for (int64_t b = 0; b < n; ++b) ls[static_cast<size_t>(b * n + b)] = 1.0;
+    const tf::Tensor x = tf::detail::from_doubles(xs, {n, H, W, 1}, tf::float32);
+    const tf::Tensor labels = tf::detail::from_doubles(ls, {n, n}, tf::float32);
+    tf::random::set_seed(17);
+    const auto [mx, ml] = layers::CutMix(1.0, 4).call_with_labels(x, labels, true);
+    CHECK(mx.shape() == x.shape());
+    CHECK(ml.shape() == labels.shape());
+    const auto xv = values(mx), lv = values(ml);
+    std::vector<int> used(static_cast<size_t>(n), 0);
+    int boxes = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      // The pasted pixels: one source image, filling an axis-aligned rectangle.
+      int64_t count = 0, i0 = H, i1 = -1, j0 = W, j1 = -1, src = -1;
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          const double v = xv[static_cast<size_t>((b * H + i) * W + j)];
+          if (v == static_cast<double>(b + 1)) continue;
+          CHECK((src == -1 || v == static_cast<double>(src + 1)));
+          src = static_cast<int64_t>(v) - 1;
+          ++count;
+          i0 = std::min(i0, i), i1 = std::max(i1, i), j0 = std::min(j0, j), j1 = std::max(j1, j);
+        }
+      const double w = lv[static_cast<size_t>(b * n + b)];
+      CHECK((w >= 0 && w <= 1 + 1e-6));
+      if (count == 0) continue;  // an empty box, or the image drew itself
+      ++boxes;
+      used[static_cast<size_t>(src)] += 1;
+      CHECK(count == (i1 - i0 + 1) * (j1 - j0 + 1));
+      // The label weight is 1 - r^2 for box sides r * (W, H); the pixel box spans those
+      // sides to within a pixel at each end.
+      const double r = std::sqrt(1 - w);
+      CHECK(static_cast<double>(j1 - j0 + 1) >= r * W - 1 - 1e-3);
+      CHECK(static_cast<double>(j1 - j0 + 1) <= r * W + 1 + 1e-3);
+      CHECK(static_cast<double>(i1 - i0 + 1) >= r * H - 1 - 1e-3);
+      CHECK(static_cast<double>(i1 - i0 + 1) <= r * H + 1 + 1e-3);
+      CHECK(lv[static_cast<size_t>(b * n + src)] == Approx(1 - w).margin(1e-5));
+    }
+    // Sources come from a permutation: none is used twice.
+    CHECK(std::count(used.begin(), used.end(), 2) == 0);
+    CHECK(boxes > n / 2);
+    tf::detail::clear_random_seed();
+    const tf::Tensor xi = input(4);
+    check_close(layers::CutMix()(xi, false), xi, 0, 0);
+    // A single image is left as it is.
+    const tf::Tensor x3 = tf::squeeze(image(xi, 0), {0});
+    check_close(layers::CutMix()(x3, true), x3, 0, 0);
+    const auto [sx, sl] = layers::CutMix().call_with_labels(x3, tf::ones({1, 2}), true);
+    check_close(sx, x3, 0, 0);
+    check_close(sl, tf::ones({1, 2}), 0, 0);
+  }
+  const layers::CutMix layer(0.5, 3);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 2, 3, 3})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 5}) CHECK(f(input(n)).shape() == tf::TensorShape({n, 2, 3, 3}));
+  CHECK(f.tracing_count() == 1);
+  require_error([] { layers::CutMix(1.5); }, {"[CutMix]", "factor", "1.5"});
+  require_error(
+      [] {
+        layers::CutMix().call_with_labels(input(2), tf::ones({3, 2}), true);
+      },
+      {"[CutMix]", "(2, 2, 3, 3)", "(3, 2)"});
 }
