@@ -489,7 +489,9 @@ Tensor random_log_gamma_like(const Tensor& col, const Tensor& a, std::optional<i
     out = where(logical_and(accept, logical_not(done)), log(d) + log_v, out);
     done = logical_or(done, accept);
   }
-  const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
+  // u = 0 would give log 0 in both gammas of a Beta draw: keep it above float32's tiniest normal.
+  const Tensor u =
+      maximum(::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed), scalar(1e-37));
   return out + where(boost, log(u) / a, zeros_like(col));
 }
 

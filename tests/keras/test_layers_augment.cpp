@@ -1026,6 +1026,9 @@ TEST_CASE("CutMix pastes a box of a permuted image and mixes labels by its area"
     tf::detail::clear_random_seed();
     const tf::Tensor xi = input(4);
     check_close(layers::CutMix()(xi, false), xi, 0, 0);
+    // alpha near 0 (factor 0): lambda is 0 or 1 up to rounding, never NaN.
+    for (double e : values(layers::CutMix(0.0, 2)(input(16), true))) CHECK(std::isfinite(e));
+    for (double e : values(layers::MixUp(1e-4, 2)(input(16), true))) CHECK(std::isfinite(e));
     // A single image is left as it is.
     const tf::Tensor x3 = tf::squeeze(image(xi, 0), {0});
     check_close(layers::CutMix()(x3, true), x3, 0, 0);
