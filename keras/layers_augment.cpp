@@ -3,7 +3,10 @@
 // graph traced for a None batch serves every batch size and draws anew on every run.
 #include "keras/layers_augment.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
