@@ -1,12 +1,14 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
-// RandomPosterization, AutoContrast, RandomSharpness, RandomColorDegeneration) on NHWC images
-// (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of
-// existing ops (so every device and traced functions with a None batch work). See docs/keras.md.
+// RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
+// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix) on NHWC images (rank 4, or
+// a single rank-3 image) with Keras 3.15's options and semantics, composed of existing ops (so
+// every device and traced functions with a None batch work). See docs/keras.md.
 //
-// As in keras/layers_preprocessing.h: the random layers act only with training = true and are
-// the identity otherwise (AutoContrast, which draws nothing, always acts, as Keras); they draw
-// tapeflow's uniform random op with the layer's seed as the op seed (new values on every call,
+// As in keras/layers_preprocessing.h: the layers act only with training = true and are the
+// identity otherwise (except AutoContrast, which always acts, as Keras); they draw tapeflow's
+// uniform and normal random ops with the layer's seed as the op seed (new values on every call,
 // the sequence repeats after tf::random::set_seed, not Keras' numbers); outputs are float32.
+// Bad arguments raise InvalidArgumentError naming the layer and the value.
 #pragma once
 
 #include <cstdint>
