@@ -20,6 +20,7 @@
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_augment.h"
 #include "keras/layers_conv.h"
 #include "keras/layers_conv3d.h"
 #include "keras/layers_extra.h"

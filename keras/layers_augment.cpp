@@ -1,0 +1,689 @@
+// The layers of keras/layers_augment.h: LayerImpls composed of tf::image, elementwise and random
+// ops. Per-image draws are shaped (batch, 1, 1, 1) from the input (random_uniform_like), so a
+// graph traced for a None batch serves every batch size and draws anew on every run.
+#include "keras/layers_augment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/image.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/scatter.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras {
+namespace {
+
+using detail::LayerImpl;
+using layers::Factor;
+using Range = std::pair<double, double>;
+
+Tensor scalar(double v) {
+  return constant(Tensor(static_cast<float>(v)));
+}
+
+// Base of these layers: rank-3 or rank-4 NHWC inputs with known height and width, computed as a
+// rank-4 batch.
+class AugmentImpl : public LayerImpl {
+ public:
+  using LayerImpl::LayerImpl;
+
+ protected:
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() != 3 && s.rank() != 4)
+      incompatible(s,
+                   "expected images of rank 3 (height, width, channels) or 4 (batch, "
+                   "height, width, channels)");
+    if (s[s.rank() - 3] == None || s[s.rank() - 2] == None)
+      incompatible(s, "expected images with known height and width");
+  }
+  Tensor call(const Tensor& x, bool training) final {
+    if (!training && !acts_in_inference()) return x;
+    const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
+    const Tensor y = apply(x4);
+    return x.rank() == 3 ? squeeze(y, {0}) : y;
+  }
+  virtual bool acts_in_inference() const { return false; }
+  virtual Tensor apply(const Tensor& x4) = 0;
+  // lower + (upper - lower) * u, u uniform in [0, 1), one per image: (batch, 1, 1, 1) float32.
+  // An empty range gives exactly lower, as Keras' uniform(lower, lower).
+  static Tensor draw(const Tensor& x4, double lower, double upper, std::optional<int64_t> seed) {
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
+    return u * static_cast<float>(upper - lower) + static_cast<float>(lower);
+  }
+  void check_rgb(const Tensor& x4) const {
+    TF_CHECK_ARG(x4.shape()[3] == 3, class_name().c_str(),
+                 "inputs must have 3 channels (RGB) in the last axis, got shape {}",
+                 x4.shape().to_string());
+  }
+};
+
+// Keras' value_range: two finite numbers, sorted; an empty range cannot be scaled from.
+Range value_range(const char* cls, Range r) {
+  TF_CHECK_ARG(std::isfinite(r.first) && std::isfinite(r.second) && r.first != r.second, cls,
+               "value_range must be two different finite numbers, got ({}, {})", r.first, r.second);
+  if (r.first > r.second) std::swap(r.first, r.second);
+  return r;
+}
+
+// x from `from` to `to` (Keras' _transform_value_range; the identity when they are equal).
+Tensor rescale(const Tensor& x, Range from, Range to) {
+  if (from == to) return x;
+  return (x - static_cast<float>(from.first)) *
+             static_cast<float>((to.second - to.first) / (from.second - from.first)) +
+         static_cast<float>(to.first);
+}
+
+// Keras' BaseImagePreprocessingLayer._set_factor with bounds [lo, hi]: f (in [lo, hi]) gives
+// (max(-|f|, lo), |f|); a pair must overlap [lo, hi].
+Range base_factor(const char* cls, const char* arg, const Factor& f, double lo, double hi) {
+  if (f.single) {
+    TF_CHECK_ARG(f.lower >= lo && f.lower <= hi, cls, "{} must be in [{}, {}], got {}", arg, lo, hi,
+                 f.lower);
+    return {std::max(-std::abs(f.lower), lo), std::abs(f.lower)};
+  }
+  TF_CHECK_ARG(f.lower <= hi && f.upper >= lo, cls, "{} bounds must overlap [{}, {}], got ({}, {})",
+               arg, lo, hi, f.lower, f.upper);
+  return {f.lower, f.upper};
+}
+
+// ---- Solarization ----
+class SolarizationImpl final : public AugmentImpl {
+ public:
+  SolarizationImpl(const Factor& add, const Factor& thr, Range vr, std::optional<int64_t> seed,
+                   std::string name)
+      : AugmentImpl("Solarization", "solarization", std::move(name)),
+        add_(unit_factor("addition_factor", add)),
+        thr_(unit_factor("threshold_factor", thr)),
+        vr_(value_range("Solarization", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras 3.15 draws from [lower, upper * 255): only the upper bound is scaled.
+    const Tensor add = draw(x4, add_.first, add_.second * 255.0, seed_);
+    const Tensor thr = draw(x4, thr_.first, thr_.second * 255.0, seed_);
+    const Tensor v = clip_by_value(rescale(x4, vr_, {0.0, 255.0}) + add, scalar(0), scalar(255));
+    return rescale(where(less(v, thr), v, 255.0f - v), {0.0, 255.0}, vr_);
+  }
+
+ private:
+  // Solarization's own check: every bound in [0, 1]; f gives (0, f).
+  static Range unit_factor(const char* arg, const Factor& f) {
+    const auto ok = [](double v) { return v >= 0.0 && v <= 1.0; };
+    if (f.single) {
+      TF_CHECK_ARG(ok(f.lower), "Solarization", "{} must be in [0, 1], got {}", arg, f.lower);
+      return {0.0, f.lower};
+    }
+    TF_CHECK_ARG(ok(f.lower) && ok(f.upper), "Solarization",
+                 "{} bounds must be in [0, 1], got ({}, {})", arg, f.lower, f.upper);
+    return {f.lower, f.upper};
+  }
+  Range add_, thr_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomInvert ----
+class RandomInvertImpl final : public AugmentImpl {
+ public:
+  RandomInvertImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomInvert", "random_invert", std::move(name)),
+        range_(base_factor("RandomInvert", "factor", f, 0.0, 1.0)),
+        vr_(value_range("RandomInvert", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras: a probability from the factor's range, then a threshold in [0, 1) below it.
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor u = draw(x4, 0.0, 1.0, seed_);
+    return where(less(u, p), static_cast<float>(vr_.second) - x4, x4);
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomPosterization ----
+class RandomPosterizationImpl final : public AugmentImpl {
+ public:
+  RandomPosterizationImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomPosterization", "random_posterization", std::move(name)),
+        range_(base_factor("RandomPosterization", "factor", f, 1.0, 8.0)),
+        vr_(value_range("RandomPosterization", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Bits kept: Keras' randint(lower, upper) (upper excluded), or lower when they are equal.
+    const Tensor bits =
+        range_.first == range_.second
+            ? draw(x4, range_.first, range_.first, seed_)
+            : floor(draw(x4, std::ceil(range_.first), std::ceil(range_.second), seed_));
+    const Tensor step = pow(scalar(2), 8.0f - floor(bits));
+    const Tensor v = floor(clip_by_value(rescale(x4, vr_, {0.0, 255.0}), scalar(0), scalar(255)));
+    return rescale(floor(v / step) * step, {0.0, 255.0}, vr_);
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- AutoContrast ----
+class AutoContrastImpl final : public AugmentImpl {
+ public:
+  AutoContrastImpl(Range vr, std::string name)
+      : AugmentImpl("AutoContrast", "auto_contrast", std::move(name)),
+        vr_(value_range("AutoContrast", vr)) {}
+
+ protected:
+  bool acts_in_inference() const override { return true; }
+  Tensor apply(const Tensor& x4) override {
+    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    const Tensor lo = reduce_min(v, {1, 2}, true), hi = reduce_max(v, {1, 2}, true);
+    // Keras computes 255 / 0 for a constant channel and keeps the input where that gives NaN; a
+    // positive span gives the same values without the division by zero.
+    const Tensor flat = less_equal(hi - lo, scalar(0));
+    const Tensor span = where(flat, ones_like(hi), hi - lo);
+    const Tensor y = clip_by_value((v - lo) * (255.0f / span), scalar(0), scalar(255));
+    return where(flat, x4, rescale(y, {0.0, 255.0}, vr_));
+  }
+
+ private:
+  Range vr_;
+};
+
+// ---- RandomSharpness ----
+class RandomSharpnessImpl final : public AugmentImpl {
+ public:
+  RandomSharpnessImpl(const Factor& f, Range vr, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomSharpness", "random_sharpness", std::move(name)),
+        range_(base_factor("RandomSharpness", "factor", f, 0.0, 1.0)),
+        vr_(value_range("RandomSharpness", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const Tensor s = draw(x4, range_.first, range_.second, seed_) * 2.0f;
+    // The 3x3 smoothing kernel as nine shifted copies of the zero-padded image.
+    const int64_t H = x4.shape()[1], W = x4.shape()[2];
+    const Tensor p = pad(x4, {{0, 0}, {1, 1}, {1, 1}, {0, 0}}, 0.0);
+    Tensor sum;
+    for (int64_t dy = 0; dy < 3; ++dy)
+      for (int64_t dx = 0; dx < 3; ++dx) {
+        if (dy == 1 && dx == 1) continue;
+        const Tensor t = slice(p, {0, dy, dx, 0}, {-1, H, W, -1});
+        sum = sum.defined() ? sum + t : t;
+      }
+    const Tensor smooth = (sum + x4 * 5.0f) * static_cast<float>(1.0 / 13.0);
+    return clip_by_value(x4 + (1.0f - s) * (smooth - x4), scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomErasing ----
+class RandomErasingImpl final : public AugmentImpl {
+ public:
+  RandomErasingImpl(const Factor& f, const Factor& scale, std::vector<double> fill, Range vr,
+                    std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomErasing", "random_erasing", std::move(name)),
+        range_(base_factor("RandomErasing", "factor", f, 0.0, 1.0)),
+        scale_(base_factor("RandomErasing", "scale", scale, 0.0, 1.0)),
+        fill_(std::move(fill)),
+        vr_(value_range("RandomErasing", vr)),
+        seed_(seed) {
+    TF_CHECK_ARG(fill_.size() <= 1 || fill_.size() == 3, "RandomErasing",
+                 "fill_value must be empty (noise), one value or three, got {} values",
+                 fill_.size());
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const int64_t H = x4.shape()[1], W = x4.shape()[2], C = x4.shape()[3];
+    TF_CHECK_ARG(fill_.size() != 3 || C == 3, "RandomErasing",
+                 "three fill values need 3 channels, got inputs of shape {}",
+                 x4.shape().to_string());
+    // Keras' order: the two sides' scales, the x and y offsets, the probability, the threshold.
+    const Tensor rw = sqrt(draw(x4, scale_.first, scale_.second, seed_));
+    const Tensor rh = sqrt(draw(x4, scale_.first, scale_.second, seed_));
+    const auto bounds = [&](const Tensor& r, int64_t n) {
+      const Tensor len = r * static_cast<float>(n);
+      const Tensor start = draw(x4, 0.0, 1.0, seed_) * (static_cast<float>(n) - len);
+      return std::pair{start, start + len};
+    };
+    const auto [x0, x1] = bounds(rw, W);
+    const auto [y0, y1] = bounds(rh, H);
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor apply = less(draw(x4, 0.0, 1.0, seed_), p);
+    const Tensor gx = reshape(range(0.0, static_cast<double>(W), 1.0, float32), {1, 1, W, 1});
+    const Tensor gy = reshape(range(0.0, static_cast<double>(H), 1.0, float32), {1, H, 1, 1});
+    const Tensor in_box = logical_and(logical_and(greater_equal(gx, x0), less(gx, x1)),
+                                      logical_and(greater_equal(gy, y0), less(gy, y1)));
+    Tensor fill;
+    if (fill_.empty())
+      fill = ::tapeflow::detail::random_normal_like(x4, 0.0, 1.0, float32, seed_) *
+             static_cast<float>(vr_.second);
+    else if (fill_.size() == 1)
+      fill = zeros_like(x4) + static_cast<float>(fill_[0]);
+    else
+      fill = zeros_like(x4) + ::tapeflow::detail::from_doubles(fill_, {3}, float32);
+    fill = clip_by_value(fill, scalar(vr_.first), scalar(vr_.second));
+    return where(logical_and(in_box, apply), fill, x4);
+  }
+
+ private:
+  Range range_, scale_;
+  std::vector<double> fill_;
+  Range vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomGaussianBlur ----
+class RandomGaussianBlurImpl final : public AugmentImpl {
+ public:
+  RandomGaussianBlurImpl(const Factor& f, int64_t k, const Factor& sigma, Range vr,
+                         std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomGaussianBlur", "random_gaussian_blur", std::move(name)),
+        range_(base_factor("RandomGaussianBlur", "factor", f, 0.0, 1.0)),
+        k_(k),
+        sigma_(base_factor("RandomGaussianBlur", "sigma", sigma, 0.0, 1.0)),
+        vr_(value_range("RandomGaussianBlur", vr)),
+        seed_(seed) {
+    TF_CHECK_ARG(k > 0 && k % 2 == 1, "RandomGaussianBlur",
+                 "kernel_size must be a positive odd number, got {}", k);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor apply = less(draw(x4, 0.0, 1.0, seed_), p);
+    // One (width, height) pair of sigmas for the call, as Keras.
+    const Tensor sig = random::uniform({2}, 0.0, 1.0, float32, seed_) *
+                           static_cast<float>(sigma_.second - sigma_.first) +
+                       static_cast<float>(sigma_.first + 1e-6);
+    const Tensor pos = range(0.0, static_cast<double>(k_), 1.0, float32) -
+                       static_cast<float>(static_cast<double>(k_ - 1) / 2.0);
+    const auto kernel = [&](int64_t i) {
+      const Tensor g = exp(square(pos / slice(sig, {i}, {1})) * -0.5f);
+      return g / reduce_sum(g);
+    };
+    const Tensor kx = kernel(0), ky = kernel(1);
+    // The separable blur of the zero-padded image: along the width, then the height.
+    const int64_t H = x4.shape()[1], W = x4.shape()[2], r = (k_ - 1) / 2;
+    const Tensor padded = pad(x4, {{0, 0}, {r, r}, {r, r}, {0, 0}}, 0.0);
+    Tensor rows, out;
+    for (int64_t j = 0; j < k_; ++j) {
+      const Tensor t = slice(padded, {0, 0, j, 0}, {-1, -1, W, -1}) * slice(kx, {j}, {1});
+      rows = rows.defined() ? rows + t : t;
+    }
+    for (int64_t i = 0; i < k_; ++i) {
+      const Tensor t = slice(rows, {0, i, 0, 0}, {-1, H, -1, -1}) * slice(ky, {i}, {1});
+      out = out.defined() ? out + t : t;
+    }
+    return clip_by_value(where(apply, out, x4), scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_;
+  int64_t k_;
+  Range sigma_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- RandomColorDegeneration ----
+class RandomColorDegenerationImpl final : public AugmentImpl {
+ public:
+  RandomColorDegenerationImpl(const Factor& f, Range vr, std::optional<int64_t> seed,
+                              std::string name)
+      : AugmentImpl("RandomColorDegeneration", "random_color_degeneration", std::move(name)),
+        range_(base_factor("RandomColorDegeneration", "factor", f, -1.0, 1.0)),
+        vr_(value_range("RandomColorDegeneration", vr)),
+        seed_(seed) {}
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    check_rgb(x4);
+    const Tensor u = draw(x4, range_.first, range_.second, seed_);
+    const Tensor y = x4 + u * (image::rgb_to_grayscale(x4) - x4);
+    return clip_by_value(y, scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_, vr_;
+  std::optional<int64_t> seed_;
+};
+
+// ---- Equalization ----
+class EqualizationImpl final : public AugmentImpl {
+ public:
+  EqualizationImpl(Range vr, int64_t bins, std::string name)
+      : AugmentImpl("Equalization", "equalization", std::move(name)),
+        vr_(value_range("Equalization", vr)),
+        bins_(bins) {
+    TF_CHECK_ARG(bins >= 1 && bins <= (int64_t{1} << 24), "Equalization",
+                 "bins must be in [1, 2^24], got {}", bins);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const int64_t C = x4.shape()[3];
+    const auto nb = static_cast<float>(bins_ - 1);
+    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    // Keras' two bin indices: the histogram's v * (bins - 1) / 255 and the lookup's
+    // v / 255 * (bins - 1), each truncated and clipped to [0, bins - 1].
+    const auto bin = [&](const Tensor& scaled) {
+      return cast(clip_by_value(scaled, scalar(0), scalar(nb)), int32);
+    };
+    const Tensor hist_bin = bin(v * nb / 255.0f), lut_bin = bin(v / 255.0f * nb);
+    // Channel c's bins are segments c * bins .. c * bins + bins - 1.
+    const Tensor offset =
+        reshape(range(0.0, static_cast<double>(C * bins_), static_cast<double>(bins_), int32),
+                {1, 1, 1, C});
+    const Tensor hist =
+        reshape(unsorted_segment_sum(ones_like(v), hist_bin + offset, C * bins_), {C, bins_});
+    const Tensor cdf = cumsum(hist, 1);
+    const Tensor total = slice(cdf, {0, bins_ - 1}, {-1, 1});
+    // The first non-zero entry of the cdf is its smallest positive one.
+    const Tensor cdf_min =
+        reduce_min(where(greater(cdf, scalar(0)), cdf, zeros_like(cdf) + total), {1}, true);
+    Tensor den = total - cdf_min;
+    den = where(equal(den, scalar(0)), ones_like(den), den);
+    const Tensor lut = clip_by_value(round((cdf - cdf_min) * 255.0f / den), scalar(0), scalar(255));
+    const Tensor eq = reshape(gather(reshape(lut, {C * bins_}), lut_bin + offset),
+                              {-1, x4.shape()[1], x4.shape()[2], C});
+    // A channel with at most one non-empty bin keeps its values.
+    const Tensor filled = reduce_sum(cast(greater(hist, scalar(0)), float32), {1});
+    const Tensor keep = reshape(less_equal(filled, scalar(1)), {1, 1, 1, C});
+    return rescale(where(keep, v, eq), {0.0, 255.0}, vr_);
+  }
+
+ private:
+  Range vr_;
+  int64_t bins_;
+};
+
+// ---- RandomShear ----
+class RandomShearImpl final : public AugmentImpl {
+ public:
+  RandomShearImpl(const Factor& xf, const Factor& yf, layers::RandomTransformOptions o)
+      : AugmentImpl("RandomShear", "random_shear", o.name),
+        x_(shear_factor("x_factor", xf)),
+        y_(shear_factor("y_factor", yf)),
+        o_(std::move(o)) {
+    const std::string& f = o_.fill_mode;
+    TF_CHECK_ARG(f == "reflect" || f == "wrap" || f == "constant" || f == "nearest", "RandomShear",
+                 "fill_mode must be \"reflect\", \"wrap\", \"constant\" or \"nearest\", got "
+                 "\"{}\"",
+                 f);
+    TF_CHECK_ARG(o_.interpolation == "bilinear" || o_.interpolation == "nearest", "RandomShear",
+                 "interpolation must be \"bilinear\" or \"nearest\", got \"{}\"", o_.interpolation);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // Keras' order: the sign, then y, then x; each (batch, 1).
+    const Tensor col = reshape(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), {-1, 1});
+    const auto uniform = [&](double lo, double hi) {
+      return ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, o_.seed) *
+                 static_cast<float>(hi - lo) +
+             static_cast<float>(lo);
+    };
+    const Tensor sign =
+        where(greater(uniform(0.0, 1.0), scalar(0.5)), -ones_like(col), ones_like(col));
+    const Tensor sy = uniform(y_.first, y_.second) * sign;
+    const Tensor sx = uniform(x_.first, x_.second) * sign;
+    const Tensor one = ones_like(sx), z = zeros_like(sx);
+    const Tensor t = concat({one, sx, z, sy, one, z, z, z}, 1);
+    return image::transform(x4, t, o_.interpolation, o_.fill_mode, o_.fill_value);
+  }
+
+ private:
+  // RandomShear's own check: every bound in [0, 1]; f gives (-f, f).
+  static Range shear_factor(const char* arg, const Factor& f) {
+    const auto ok = [](double v) { return v >= 0.0 && v <= 1.0; };
+    if (f.single) {
+      TF_CHECK_ARG(ok(f.lower), "RandomShear", "{} must be in [0, 1], got {}", arg, f.lower);
+      return {-f.lower, f.lower};
+    }
+    TF_CHECK_ARG(ok(f.lower) && ok(f.upper), "RandomShear",
+                 "{} bounds must be in [0, 1], got ({}, {})", arg, f.lower, f.upper);
+    return {f.lower, f.upper};
+  }
+  Range x_, y_;
+  layers::RandomTransformOptions o_;
+};
+
+// ---- MixUp and CutMix ----
+// log Gamma(a) draws shaped as `col` (float32; a broadcasts to it, a > 0): Marsaglia and Tsang's
+// method with 16 vectorized proposal rounds (each accepted with probability above 0.95, so the
+// fallback to the mode is practically never used), boosted by U^(1/a) for a < 1. Kept in logs so
+// that tiny shapes (a Beta draw with alpha near 0) do not underflow to 0 / 0.
+Tensor random_log_gamma_like(const Tensor& col, const Tensor& a, std::optional<int64_t> seed) {
+  const Tensor boost = less(a, scalar(1));
+  const Tensor d = where(boost, a + 1.0f, a) - static_cast<float>(1.0 / 3.0);
+  const Tensor c = 1.0f / sqrt(d * 9.0f);
+  Tensor out = zeros_like(col) + log(d);
+  Tensor done = less(col, col);  // all false, shaped as col
+  for (int k = 0; k < 16; ++k) {
+    const Tensor x = ::tapeflow::detail::random_normal_like(col, 0.0, 1.0, float32, seed);
+    const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
+    const Tensor t = 1.0f + x * c;
+    const Tensor v = t * t * t;
+    const Tensor pos = greater(v, scalar(0));
+    const Tensor log_v = log(where(pos, v, ones_like(v)));
+    const Tensor accept = logical_and(pos, less(log(u), x * x * 0.5f + d - v * d + log_v * d));
+    out = where(logical_and(accept, logical_not(done)), log(d) + log_v, out);
+    done = logical_or(done, accept);
+  }
+  // u = 0 would give log 0 in both gammas of a Beta draw: keep it above float32's tiniest normal.
+  const Tensor u =
+      maximum(::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed), scalar(1e-37));
+  return out + where(boost, log(u) / a, zeros_like(col));
+}
+
+// Beta(a, a) draws shaped as col: G1 / (G1 + G2) = sigmoid(log G1 - log G2).
+Tensor random_beta_like(const Tensor& col, const Tensor& a, std::optional<int64_t> seed) {
+  const Tensor l1 = random_log_gamma_like(col, a, seed);
+  return sigmoid(l1 - random_log_gamma_like(col, a, seed));
+}
+
+// A random permutation of the batch (int64, (batch,)): the rank of each image's uniform draw.
+Tensor random_permutation(const Tensor& u) {
+  const Tensor flat = reshape(u, {-1});
+  const Tensor below = less(reshape(flat, {1, -1}), reshape(flat, {-1, 1}));
+  return cast(reduce_sum(cast(below, float32), {1}), int64);
+}
+
+// labels[b] * w[b] + labels[perm[b]] * (1 - w[b]) with w (batch, 1, 1, 1).
+Tensor mix_labels(const Tensor& y, const Tensor& w, const Tensor& perm) {
+  std::vector<int64_t> shape(static_cast<size_t>(y.rank()), 1);
+  shape[0] = -1;
+  const Tensor wy = reshape(w, TensorShape(shape));
+  return wy * y + (1.0f - wy) * gather(y, perm, 0);
+}
+
+// The checks and casts of MixUp's and CutMix's call_with_labels.
+std::pair<Tensor, Tensor> image_label_inputs(const char* cls, const Tensor& images,
+                                             const Tensor& labels) {
+  TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, cls,
+               "expected images of rank 3 or 4, got shape {}", images.shape().to_string());
+  TF_CHECK_ARG(labels.rank() >= 1, cls, "labels must have a batch dimension, got shape {}",
+               labels.shape().to_string());
+  const int64_t nb = images.rank() == 4 ? images.shape()[0] : 1, lb = labels.shape()[0];
+  TF_CHECK_ARG(nb == None || lb == None || nb == lb, cls,
+               "images {} and labels {} must have the same batch size", images.shape().to_string(),
+               labels.shape().to_string());
+  return {cast(images, float32), cast(labels, float32)};
+}
+
+class MixUpImpl final : public AugmentImpl {
+ public:
+  MixUpImpl(double alpha, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("MixUp", "mix_up", std::move(name)), alpha_(alpha), seed_(seed) {
+    TF_CHECK_ARG(std::isfinite(alpha) && alpha > 0.0, "MixUp",
+                 "alpha must be a positive number, got {}", alpha);
+  }
+
+  std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
+    const auto [x, y] = image_label_inputs("MixUp", images, labels);
+    if (!training) return {x, y};
+    const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
+    const auto [lambda, perm] = draws(x4);
+    const Tensor mx = lambda * x4 + (1.0f - lambda) * gather(x4, perm, 0);
+    return {x.rank() == 3 ? squeeze(mx, {0}) : mx, mix_labels(y, lambda, perm)};
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const auto [lambda, perm] = draws(x4);
+    return lambda * x4 + (1.0f - lambda) * gather(x4, perm, 0);
+  }
+
+ private:
+  // lambda (batch, 1, 1, 1) ~ Beta(alpha, alpha) and a permutation (batch,) int64: the rank of
+  // each image's uniform draw among the batch's.
+  std::pair<Tensor, Tensor> draws(const Tensor& x4) const {
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor perm = random_permutation(draw(x4, 0.0, 1.0, seed_));
+    return {random_beta_like(col, scalar(alpha_), seed_), perm};
+  }
+  double alpha_;
+  std::optional<int64_t> seed_;
+};
+
+class CutMixImpl final : public AugmentImpl {
+ public:
+  CutMixImpl(const Factor& f, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("CutMix", "cut_mix", std::move(name)),
+        range_(base_factor("CutMix", "factor", f, 0.0, 1.0)),
+        seed_(seed) {}
+
+  std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
+    const auto [x, y] = image_label_inputs("CutMix", images, labels);
+    // Keras leaves a single image (rank 3) and its label as they are.
+    if (!training || x.rank() == 3) return {x, y};
+    const Transform t = transformation(x);
+    return {where(t.mask, gather(x, t.perm, 0), x), mix_labels(y, t.weight, t.perm)};
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    // A single image (batch of one) is its own permutation: left as it is, as Keras.
+    const Transform t = transformation(x4);
+    return where(t.mask, gather(x4, t.perm, 0), x4);
+  }
+
+ private:
+  struct Transform {
+    Tensor mask, weight, perm;
+  };
+  // Keras' order: alpha (one per call) + 1e-6, lambda ~ Beta(alpha, alpha) per image, the box's
+  // x and y offsets, the permutation. The box has sides sqrt(1 - lambda) * (width, height); the
+  // label weight is 1 - its (continuous) area over the image's.
+  Transform transformation(const Tensor& x4) const {
+    const int64_t H = x4.shape()[1], W = x4.shape()[2];
+    const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
+    const Tensor alpha = random::uniform({1, 1, 1, 1}, 0.0, 1.0, float32, seed_) *
+                             static_cast<float>(range_.second - range_.first) +
+                         static_cast<float>(range_.first + 1e-6);
+    const Tensor lambda = random_beta_like(col, alpha, seed_);
+    const Tensor ratio = sqrt(1.0f - lambda);
+    const auto bounds = [&](int64_t n) {
+      const Tensor len = ratio * static_cast<float>(n);
+      const Tensor start = draw(x4, 0.0, 1.0, seed_) * (static_cast<float>(n) - len);
+      return std::pair{start, start + len};
+    };
+    const auto [x0, x1] = bounds(W);
+    const auto [y0, y1] = bounds(H);
+    const Tensor perm = random_permutation(draw(x4, 0.0, 1.0, seed_));
+    const Tensor gx = reshape(range(0.0, static_cast<double>(W), 1.0, float32), {1, 1, W, 1});
+    const Tensor gy = reshape(range(0.0, static_cast<double>(H), 1.0, float32), {1, H, 1, 1});
+    const Tensor mask = logical_and(logical_and(greater_equal(gx, x0), less(gx, x1)),
+                                    logical_and(greater_equal(gy, y0), less(gy, y1)));
+    const Tensor weight = 1.0f - (x1 - x0) * (y1 - y0) / static_cast<float>(W * H);
+    return {mask, weight, perm};
+  }
+  Range range_;
+  std::optional<int64_t> seed_;
+};
+
+}  // namespace
+
+namespace layers {
+
+Solarization::Solarization(Factor addition_factor, Factor threshold_factor,
+                           std::pair<double, double> value_range, std::optional<int64_t> seed,
+                           std::string name)
+    : Layer(std::make_shared<SolarizationImpl>(addition_factor, threshold_factor, value_range, seed,
+                                               std::move(name))) {}
+RandomInvert::RandomInvert(Factor factor, std::pair<double, double> value_range,
+                           std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomInvertImpl>(factor, value_range, seed, std::move(name))) {}
+RandomPosterization::RandomPosterization(Factor factor, std::pair<double, double> value_range,
+                                         std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomPosterizationImpl>(factor, value_range, seed, std::move(name))) {
+}
+RandomErasing::RandomErasing(Factor factor, Factor scale, std::vector<double> fill_value,
+                             std::pair<double, double> value_range, std::optional<int64_t> seed,
+                             std::string name)
+    : Layer(std::make_shared<RandomErasingImpl>(factor, scale, std::move(fill_value), value_range,
+                                                seed, std::move(name))) {}
+RandomGaussianBlur::RandomGaussianBlur(Factor factor, int64_t kernel_size, Factor sigma,
+                                       std::pair<double, double> value_range,
+                                       std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomGaussianBlurImpl>(factor, kernel_size, sigma, value_range, seed,
+                                                     std::move(name))) {}
+AutoContrast::AutoContrast(std::pair<double, double> value_range, std::string name)
+    : Layer(std::make_shared<AutoContrastImpl>(value_range, std::move(name))) {}
+RandomSharpness::RandomSharpness(Factor factor, std::pair<double, double> value_range,
+                                 std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomSharpnessImpl>(factor, value_range, seed, std::move(name))) {}
+RandomColorDegeneration::RandomColorDegeneration(Factor factor,
+                                                 std::pair<double, double> value_range,
+                                                 std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomColorDegenerationImpl>(factor, value_range, seed,
+                                                          std::move(name))) {}
+Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
+    : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+RandomShear::RandomShear(Factor x_factor, Factor y_factor, RandomTransformOptions options)
+    : Layer(std::make_shared<RandomShearImpl>(x_factor, y_factor, std::move(options))) {}
+MixUp::MixUp(double alpha, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<MixUpImpl>(alpha, seed, std::move(name))) {}
+std::pair<Tensor, Tensor> MixUp::call_with_labels(const Tensor& images, const Tensor& labels,
+                                                  bool training) const {
+  auto* p = dynamic_cast<MixUpImpl*>(&impl());
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, "MixUp",
+             "this MixUp handle refers to layer \"{}\" ({}), which is not a MixUp", impl().name(),
+             impl().class_name());
+  return p->mix(images, labels, training);
+}
+CutMix::CutMix(Factor factor, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<CutMixImpl>(factor, seed, std::move(name))) {}
+std::pair<Tensor, Tensor> CutMix::call_with_labels(const Tensor& images, const Tensor& labels,
+                                                   bool training) const {
+  auto* p = dynamic_cast<CutMixImpl*>(&impl());
+  TF_CHECK_T(FailedPreconditionError, p != nullptr, "CutMix",
+             "this CutMix handle refers to layer \"{}\" ({}), which is not a CutMix", impl().name(),
+             impl().class_name());
+  return p->mix(images, labels, training);
+}
+
+}  // namespace layers
+}  // namespace tapeflow::keras

@@ -1,0 +1,158 @@
+// More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
+// RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
+// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix) on NHWC images (rank 4, or
+// a single rank-3 image) with Keras 3.15's options and semantics, composed of existing ops (so
+// every device and traced functions with a None batch work). See docs/keras.md.
+//
+// As in keras/layers_preprocessing.h: the layers act only with training = true and are the
+// identity otherwise (except AutoContrast, which always acts, as Keras); they draw tapeflow's
+// uniform and normal random ops with the layer's seed as the op seed (new values on every call,
+// the sequence repeats after tf::random::set_seed, not Keras' numbers); outputs are float32.
+// Bad arguments raise InvalidArgumentError naming the layer and the value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "keras/layers.h"
+#include "keras/layers_preprocessing.h"
+
+namespace tapeflow::keras::layers {
+
+// Per image: the image scaled from value_range to [0, 255], plus an addition drawn from
+// [addition_factor.lower, addition_factor.upper * 255), clipped to [0, 255]; pixels at or above a
+// threshold drawn from [threshold_factor.lower, threshold_factor.upper * 255) become 255 - v;
+// scaled back. A single f gives (0, f); every bound must be in [0, 1]. Keras 3.15 scales only
+// the upper bounds by 255, and the defaults (0, 0) invert every pixel; both as Keras.
+class Solarization : public Layer {
+ public:
+  explicit Solarization(Factor addition_factor = 0.0, Factor threshold_factor = 0.0,
+                        std::pair<double, double> value_range = {0.0, 255.0},
+                        std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// value_range.second - x (Keras 3.15 subtracts from the upper bound only, not lower + upper).
+class RandomInvert : public Layer {
+ public:
+  explicit RandomInvert(Factor factor = 1.0, std::pair<double, double> value_range = {0.0, 255.0},
+                        std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, b bits (an integer drawn from [lower, upper), or lower when they are equal; f
+// gives (1, f), bounds in [1, 8]) of each value scaled from value_range to [0, 255] and
+// truncated to an integer are kept: v >> (8 - b) << (8 - b), scaled back. Values outside
+// value_range are clipped to it first (Keras casts them to uint8, which wraps or saturates).
+class RandomPosterization : public Layer {
+ public:
+  explicit RandomPosterization(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                               std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Stretches each image's channels to the full value_range: (v - min) * 255 / (max - min) on the
+// image scaled to [0, 255] (min and max per image and channel), clipped and scaled back; a
+// constant channel keeps its values. Acts in training and inference, as Keras.
+class AutoContrast : public Layer {
+ public:
+  explicit AutoContrast(std::pair<double, double> value_range = {0.0, 255.0},
+                        std::string name = "");
+};
+
+// Per image, s = 2 * u with u drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// x + (1 - s) * (smooth(x) - x), clipped to value_range, where smooth is the 3x3 kernel
+// [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13 per channel with zero padding (as Keras' depthwise
+// convolution with padding "same").
+class RandomSharpness : public Layer {
+ public:
+  explicit RandomSharpness(Factor factor, std::pair<double, double> value_range = {0.0, 255.0},
+                           std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// a box is erased. Its sides are sqrt(a) * width and sqrt(b) * height (a and b drawn from
+// scale's range, s gives (0, s), bounds in [0, 1]) at a uniformly drawn offset; it is filled with
+// fill_value (one value, or one per channel), or when fill_value is empty with Gaussian noise
+// times value_range.second, clipped to value_range (as Keras' fill_value=None).
+class RandomErasing : public Layer {
+ public:
+  explicit RandomErasing(Factor factor = 1.0, Factor scale = Factor{0.02, 0.33},
+                         std::vector<double> fill_value = {},
+                         std::pair<double, double> value_range = {0.0, 255.0},
+                         std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, with probability p drawn from the factor's range (f gives (0, f), bounds in [0, 1]):
+// a Gaussian blur with an odd kernel_size square kernel (zero padding, as Keras' depthwise
+// convolution with padding "same"), clipped to value_range. The two sigmas (width, height) are
+// drawn once per call from sigma's range (s gives (0, s), bounds in [0, 1], as Keras 3.15) plus
+// 1e-6. Keras also takes a (width, height) kernel_size pair; only a square kernel here.
+class RandomGaussianBlur : public Layer {
+ public:
+  explicit RandomGaussianBlur(Factor factor = 1.0, int64_t kernel_size = 3, Factor sigma = 1.0,
+                              std::pair<double, double> value_range = {0.0, 255.0},
+                              std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Per image, u drawn from the factor's range (f gives (-|f|, |f|), bounds in [-1, 1]):
+// x + u * (grey(x) - x), clipped to value_range; grey is tf::image::rgb_to_grayscale (inputs
+// need 3 channels).
+class RandomColorDegeneration : public Layer {
+ public:
+  explicit RandomColorDegeneration(Factor factor,
+                                   std::pair<double, double> value_range = {0.0, 255.0},
+                                   std::optional<int64_t> seed = std::nullopt,
+                                   std::string name = "");
+};
+
+// Histogram equalization per channel, as Keras 3.15: the image scaled from value_range to
+// [0, 255] falls into `bins` bins counted over the whole batch (Keras' histogram takes every
+// image of the channel together), each value is replaced by round(255 * (cdf - cdf_min) /
+// (total - cdf_min)) of its bin, clipped to [0, 255] and scaled back; a channel whose values fill
+// at most one bin keeps them. The identity at inference, as Keras.
+class Equalization : public Layer {
+ public:
+  explicit Equalization(std::pair<double, double> value_range = {0.0, 255.0}, int64_t bins = 256,
+                        std::string name = "");
+};
+
+// Shears each image by tf::image::transform with [1, sx, 0, sy, 1, 0, 0, 0]: sx and sy drawn
+// from x_factor's and y_factor's ranges (f gives (-f, f), every bound in [0, 1]), both negated
+// when a first draw is above 0.5, as Keras. Options as RandomRotation's (fill_mode "reflect",
+// "wrap", "constant" or "nearest"; interpolation "bilinear" or "nearest").
+class RandomShear : public Layer {
+ public:
+  explicit RandomShear(Factor x_factor = 0.0, Factor y_factor = 0.0,
+                       RandomTransformOptions options = {});
+};
+
+// Keras 3.15's MixUp: per image, lambda ~ Beta(alpha, alpha) and a random permutation p of the
+// batch (one per call): lambda * x + (1 - lambda) * x[p]. Keras mixes a dict of images and
+// labels with the same draws: call_with_labels(images, labels, training) returns both; the
+// Layer call mixes the images only. Gamma draws (Marsaglia-Tsang, 16 vectorized proposal
+// rounds) and the permutation (ranks of uniform draws) are composed of uniform and normal ops.
+class MixUp : public Layer {
+ public:
+  explicit MixUp(double alpha = 0.2, std::optional<int64_t> seed = std::nullopt,
+                 std::string name = "");
+  // {mixed images, mixed labels}; labels are (batch, ...) with the images' batch size.
+  std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
+                                             bool training = false) const;
+};
+
+// Keras 3.15's CutMix: per call alpha drawn from the factor's range (f gives (0, f), bounds in
+// [0, 1]) plus 1e-6; per image lambda ~ Beta(alpha, alpha) and a box of sides
+// sqrt(1 - lambda) * (width, height) at a uniform offset, filled from image p[b] of a random
+// permutation; the labels mix with weight 1 - box area / image area. A single image (rank 3, or
+// the Layer call on a batch of one) is left as it is, as Keras. call_with_labels as MixUp's.
+class CutMix : public Layer {
+ public:
+  explicit CutMix(Factor factor = 1.0, std::optional<int64_t> seed = std::nullopt,
+                  std::string name = "");
+  std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
+                                             bool training = false) const;
+};
+
+}  // namespace tapeflow::keras::layers
