@@ -50,9 +50,13 @@ class AugmentImpl : public LayerImpl {
   }
   Tensor call(const Tensor& x, bool training) final {
     if (!training && !acts_in_inference()) return x;
-    const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
-    const Tensor y = apply(x4);
-    return x.rank() == 3 ? squeeze(y, {0}) : y;
+    // The layers compute in float32 whatever the compute dtype (float16 under mixed_float16,
+    // float64 under a float64 policy), then return the compute dtype.
+    const Tensor x32 = x.dtype() == float32 ? x : cast(x, float32);
+    const Tensor x4 = x32.rank() == 3 ? expand_dims(x32, 0) : x32;
+    Tensor y = apply(x4);
+    if (x.rank() == 3) y = squeeze(y, {0});
+    return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
   }
   virtual bool acts_in_inference() const { return false; }
   virtual Tensor apply(const Tensor& x4) = 0;
@@ -62,6 +66,13 @@ class AugmentImpl : public LayerImpl {
     const Tensor col = slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1});
     const Tensor u = ::tapeflow::detail::random_uniform_like(col, 0.0, 1.0, float32, seed);
     return u * static_cast<float>(upper - lower) + static_cast<float>(lower);
+  }
+  // call_with_labels' results: images and labels in the compute dtype, as Keras casts them.
+  std::pair<Tensor, Tensor> in_compute_dtype(const Tensor& images, const Tensor& labels) const {
+    auto to = [&](const Tensor& t) {
+      return t.dtype() == compute_dtype_ ? t : cast(t, compute_dtype_);
+    };
+    return {to(images), to(labels)};
   }
   void check_rgb(const Tensor& x4) const {
     TF_CHECK_ARG(x4.shape()[3] == 3, class_name().c_str(),
@@ -78,12 +89,22 @@ Range value_range(const char* cls, Range r) {
   return r;
 }
 
-// x from `from` to `to` (Keras' _transform_value_range; the identity when they are equal).
+// x from `from` to `to` with Keras' _transform_value_range's float32 operations in its order
+// ((x - lo) / (hi - lo) * (to_hi - to_lo) + to_lo), so values on a bin or floor boundary land
+// where Keras puts them; the identity when the ranges are equal.
 Tensor rescale(const Tensor& x, Range from, Range to) {
   if (from == to) return x;
-  return (x - static_cast<float>(from.first)) *
-             static_cast<float>((to.second - to.first) / (from.second - from.first)) +
-         static_cast<float>(to.first);
+  const auto lo = static_cast<float>(from.first), hi = static_cast<float>(from.second);
+  const auto to_lo = static_cast<float>(to.first), to_hi = static_cast<float>(to.second);
+  return (x - lo) / (hi - lo) * (to_hi - to_lo) + to_lo;
+}
+// Equalization's own scaling (Keras' _scale_values): x * scale + offset, scale and offset
+// computed in double and applied in float32.
+Tensor scale_values(const Tensor& x, Range from, Range to) {
+  if (from == to) return x;
+  const double scale = (to.second - to.first) / (from.second - from.first);
+  const double offset = to.first - from.first * scale;
+  return x * static_cast<float>(scale) + static_cast<float>(offset);
 }
 
 // Keras' BaseImagePreprocessingLayer._set_factor with bounds [lo, hi]: f (in [lo, hi]) gives
@@ -193,7 +214,7 @@ class AutoContrastImpl final : public AugmentImpl {
  protected:
   bool acts_in_inference() const override { return true; }
   Tensor apply(const Tensor& x4) override {
-    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    const Tensor v = scale_values(x4, vr_, {0.0, 255.0});
     const Tensor lo = reduce_min(v, {1, 2}, true), hi = reduce_max(v, {1, 2}, true);
     // Keras computes 255 / 0 for a constant channel and keeps the input where that gives NaN; a
     // positive span gives the same values without the division by zero.
@@ -385,7 +406,7 @@ class EqualizationImpl final : public AugmentImpl {
   Tensor apply(const Tensor& x4) override {
     const int64_t C = x4.shape()[3];
     const auto nb = static_cast<float>(bins_ - 1);
-    const Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    const Tensor v = scale_values(x4, vr_, {0.0, 255.0});
     // Keras' two bin indices: the histogram's v * (bins - 1) / 255 and the lookup's
     // v / 255 * (bins - 1), each truncated and clipped to [0, bins - 1].
     const auto bin = [&](const Tensor& scaled) {
@@ -411,7 +432,7 @@ class EqualizationImpl final : public AugmentImpl {
     // A channel with at most one non-empty bin keeps its values.
     const Tensor filled = reduce_sum(cast(greater(hist, scalar(0)), float32), {1});
     const Tensor keep = reshape(less_equal(filled, scalar(1)), {1, 1, 1, C});
-    return rescale(where(keep, v, eq), {0.0, 255.0}, vr_);
+    return scale_values(where(keep, v, eq), {0.0, 255.0}, vr_);
   }
 
  private:
@@ -504,10 +525,14 @@ Tensor random_beta_like(const Tensor& col, const Tensor& a, std::optional<int64_
   return sigmoid(l1 - random_log_gamma_like(col, a, seed));
 }
 
-// A random permutation of the batch (int64, (batch,)): the rank of each image's uniform draw.
+// A random permutation of the batch (int64, (batch,)): the rank of each image's uniform draw,
+// equal draws ordered by position (float32 draws repeat in large batches).
 Tensor random_permutation(const Tensor& u) {
   const Tensor flat = reshape(u, {-1});
-  const Tensor below = less(reshape(flat, {1, -1}), reshape(flat, {-1, 1}));
+  const Tensor pos = cumsum(ones_like(flat), 0);  // 1, 2, ... (follows the batch in traces)
+  const Tensor uj = reshape(flat, {1, -1}), ui = reshape(flat, {-1, 1});
+  const Tensor pj = reshape(pos, {1, -1}), pi = reshape(pos, {-1, 1});
+  const Tensor below = logical_or(less(uj, ui), logical_and(equal(uj, ui), less(pj, pi)));
   return cast(reduce_sum(cast(below, float32), {1}), int64);
 }
 
@@ -526,7 +551,8 @@ std::pair<Tensor, Tensor> image_label_inputs(const char* cls, const Tensor& imag
                "expected images of rank 3 or 4, got shape {}", images.shape().to_string());
   TF_CHECK_ARG(labels.rank() >= 1, cls, "labels must have a batch dimension, got shape {}",
                labels.shape().to_string());
-  const int64_t nb = images.rank() == 4 ? images.shape()[0] : 1, lb = labels.shape()[0];
+  // A single image (rank 3) comes with its own label vector: no batch to compare.
+  const int64_t nb = images.rank() == 4 ? images.shape()[0] : None, lb = labels.shape()[0];
   TF_CHECK_ARG(nb == None || lb == None || nb == lb, cls,
                "images {} and labels {} must have the same batch size", images.shape().to_string(),
                labels.shape().to_string());
@@ -543,11 +569,11 @@ class MixUpImpl final : public AugmentImpl {
 
   std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
     const auto [x, y] = image_label_inputs("MixUp", images, labels);
-    if (!training) return {x, y};
+    if (!training) return in_compute_dtype(x, y);
     const Tensor x4 = x.rank() == 3 ? expand_dims(x, 0) : x;
     const auto [lambda, perm] = draws(x4);
     const Tensor mx = lambda * x4 + (1.0f - lambda) * gather(x4, perm, 0);
-    return {x.rank() == 3 ? squeeze(mx, {0}) : mx, mix_labels(y, lambda, perm)};
+    return in_compute_dtype(x.rank() == 3 ? squeeze(mx, {0}) : mx, mix_labels(y, lambda, perm));
   }
 
  protected:
@@ -578,9 +604,10 @@ class CutMixImpl final : public AugmentImpl {
   std::pair<Tensor, Tensor> mix(const Tensor& images, const Tensor& labels, bool training) {
     const auto [x, y] = image_label_inputs("CutMix", images, labels);
     // Keras leaves a single image (rank 3) and its label as they are.
-    if (!training || x.rank() == 3) return {x, y};
+    if (!training || x.rank() == 3) return in_compute_dtype(x, y);
     const Transform t = transformation(x);
-    return {where(t.mask, gather(x, t.perm, 0), x), mix_labels(y, t.weight, t.perm)};
+    return in_compute_dtype(where(t.mask, gather(x, t.perm, 0), x),
+                            mix_labels(y, t.weight, t.perm));
   }
 
  protected:

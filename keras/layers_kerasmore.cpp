@@ -516,9 +516,11 @@ class SpectralNormalizationImpl final : public LayerImpl {
   void normalize_kernel() {
     const TensorShape& ks = kernel_.shape();
     const int64_t last = ks[ks.rank() - 1];
-    const Tensor kernel = stop_gradient(kernel_.value());
+    // The raw float32 values, not the autocast reads of a mixed policy: the power iteration and
+    // the assignments run in the variables' dtype (Keras casts to them).
+    const Tensor kernel = stop_gradient(kernel_.read_value());
     const Tensor w = reshape(kernel, TensorShape({-1, last}));
-    const Tensor u0 = stop_gradient(vector_u_.value());
+    const Tensor u0 = stop_gradient(vector_u_.read_value());
     // Keras' ops.normalize(axis=None): x * min(rsqrt(sum(x^2)), 1 / epsilon), epsilon 1e-7.
     auto l2n = [](const Tensor& a) {
       return a * minimum(rsqrt(reduce_sum(square(a))), Tensor(1e7));
@@ -531,8 +533,8 @@ class SpectralNormalizationImpl final : public LayerImpl {
     const Tensor sigma = matmul(matmul(v, w), u, false, true);  // (1, 1)
     const Tensor scaled = reshape(kernel / sigma, ks);
     const Tensor zero = reduce_all(equal(kernel, zeros_like(kernel)));
-    vector_u_.assign(where(zero, u0, cast(u, u0.dtype())));
-    kernel_.assign(where(zero, kernel, cast(scaled, kernel.dtype())));
+    vector_u_.assign(where(zero, u0, cast(u, vector_u_.dtype())));
+    kernel_.assign(where(zero, kernel, cast(scaled, kernel_.dtype())));
   }
 
   Layer inner_;

@@ -14,6 +14,7 @@
 #include "jit/function.h"
 #include "keras/layers.h"
 #include "keras/layers_augment.h"
+#include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -1048,4 +1049,139 @@ TEST_CASE("CutMix pastes a box of a permuted image and mixes labels by its area"
         layers::CutMix().call_with_labels(input(2), tf::ones({3, 2}), true);
       },
       {"[CutMix]", "(2, 2, 3, 3)", "(3, 2)"});
+}
+
+TEST_CASE("Augmentation layers return the compute dtype under mixed_float16 and float64",
+          "[cpu][keras][augment]") {
+  // They compute in float32 and return the policy's compute dtype (Keras returns float16 under
+  // mixed_float16). AutoContrast, deterministic, agrees with its float32 result.
+  namespace mp = tf::keras::mixed_precision;
+  const tf::Tensor x = input(2, 6, 6, 3);
+  const tf::Tensor want = layers::AutoContrast()(x, true);
+  for (const char* policy : {"mixed_float16", "float64"}) {
+    CAPTURE(policy);
+    mp::set_global_policy(policy);
+    const tf::DType dt = std::string(policy) == "float64" ? tf::float64 : tf::float16;
+    std::vector<tf::keras::Layer> all = {layers::Solarization(),
+                                         layers::RandomInvert(),
+                                         layers::RandomPosterization(Factor{3, 5}),
+                                         layers::AutoContrast(),
+                                         layers::RandomSharpness(0.5),
+                                         layers::RandomErasing(),
+                                         layers::RandomGaussianBlur(),
+                                         layers::RandomColorDegeneration(0.5),
+                                         layers::MixUp(),
+                                         layers::CutMix(),
+                                         layers::Equalization(),
+                                         layers::RandomShear(0.3)};
+    mp::reset_global_policy();
+    for (tf::keras::Layer& l : all) {
+      CAPTURE(l.name());
+      const tf::Tensor y = l(x, true);
+      CHECK(y.dtype() == dt);
+      CHECK(y.shape() == x.shape());
+      for (double v : tf::detail::to_double_vector(y)) REQUIRE(std::isfinite(v));
+    }
+    check_values(all[3](x, true), tf::detail::to_double_vector(want), 1e-3, 0.2);
+    mp::set_global_policy(policy);
+    layers::MixUp mix;
+    mp::reset_global_policy();
+    const auto [images, labels] = mix.call_with_labels(x, tf::ones({2, 4}), true);
+    CHECK(images.dtype() == dt);
+    CHECK(labels.dtype() == dt);
+  }
+}
+
+TEST_CASE("CutMix passes a single image and its label vector through", "[cpu][keras][augment]") {
+  // Keras 3.15: CutMix on a (5, 6, 3) image with a (10,) label returns both unchanged.
+  const auto [one, label] =
+      layers::CutMix(1.0, 3).call_with_labels(tf::ones({5, 6, 3}), tf::ones({10}), true);
+  CHECK(one.shape() == tf::TensorShape({5, 6, 3}));
+  CHECK(label.shape() == tf::TensorShape({10}));
+  check_values(one, std::vector<double>(90, 1.0));
+}
+
+TEST_CASE("Equalization and RandomPosterization scale value ranges in Keras' order",
+          "[cpu][keras][augment]") {
+  // x = input(2, 2, 3, 3) * (2 / 255) - 1 in float32: several values sit on a bin or floor
+  // boundary after the scaling to (0, 255), where the order of the float32 operations decides.
+  // keras.layers.Equalization(value_range=(-1, 1), bins=7)(x, training=True) and
+  // RandomPosterization(factor=(3, 3), value_range=(-1, 1))(x, training=True) (Keras 3.15).
+  const tf::Tensor x = scaled(input(2, 2, 3, 3), 2.0 / 255.0, -1.0);
+  check_values(layers::Equalization({-1, 1}, 7)(x, true),
+               {-1.0,
+                0.20000000298023224,
+                -1.0,
+                0.3333333432674408,
+                -0.6000000238418579,
+                0.5529412031173706,
+                -0.5529412031173706,
+                1.0,
+                -0.11372549086809158,
+                1.0,
+                -0.20000000298023224,
+                -1.0,
+                0.3333333432674408,
+                -1.0,
+                0.3333333432674408,
+                -0.5529412031173706,
+                0.6000000238418579,
+                -0.5529412031173706,
+                1.0,
+                -0.20000000298023224,
+                1.0,
+                -0.11372549086809158,
+                -1.0,
+                0.3333333432674408,
+                -1.0,
+                0.6000000238418579,
+                -0.5529412031173706,
+                0.5529412031173706,
+                -0.6000000238418579,
+                1.0,
+                -0.11372549086809158,
+                1.0,
+                -0.11372549086809158,
+                -1.0,
+                0.20000000298023224,
+                -1.0},
+               1e-6, 1e-6);
+  check_values(layers::RandomPosterization(Factor{3, 3}, {-1, 1})(x, true),
+               {-1.0,
+                0.003921627998352051,
+                -1.0,
+                0.2549020051956177,
+                -0.7490196228027344,
+                0.2549020051956177,
+                -0.498039186000824,
+                0.5058823823928833,
+                -0.498039186000824,
+                0.7568627595901489,
+                -0.24705880880355835,
+                -1.0,
+                0.003921627998352051,
+                -1.0,
+                0.2549020051956177,
+                -0.7490196228027344,
+                0.2549020051956177,
+                -0.498039186000824,
+                0.5058823823928833,
+                -0.24705880880355835,
+                0.7568627595901489,
+                -0.24705880880355835,
+                -1.0,
+                0.003921627998352051,
+                -1.0,
+                0.2549020051956177,
+                -0.7490196228027344,
+                0.5058823823928833,
+                -0.498039186000824,
+                0.5058823823928833,
+                -0.24705880880355835,
+                0.7568627595901489,
+                -0.24705880880355835,
+                -1.0,
+                0.003921627998352051,
+                -1.0},
+               1e-6, 1e-6);
 }

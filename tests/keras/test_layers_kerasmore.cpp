@@ -14,11 +14,13 @@
 #include "keras/layers_kerasmore.h"
 #include "keras/layers_more.h"
 #include "keras/losses.h"
+#include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/linalg_decomp.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -733,4 +735,24 @@ TEST_CASE("the constructor spellings of docs/keras.md configure the kerasmore la
   CHECK(g.query_dense().weights()[0].shape() == tf::TensorShape({4, 8, 16}));
   CHECK(g.key_dense().weights()[0].shape() == tf::TensorShape({4, 2, 16}));
   CHECK(g.output_dense().weights()[0].shape() == tf::TensorShape({8, 16, 4}));
+}
+
+TEST_CASE("SpectralNormalization trains under mixed_float16", "[cpu][keras]") {
+  // The power iteration reads the float32 variables and assigns float32 (Keras casts to the
+  // variables' dtypes); the output is float16.
+  namespace mp = tf::keras::mixed_precision;
+  mp::set_global_policy("mixed_float16");
+  L::Dense dense(3);
+  L::SpectralNormalization sn(dense);
+  mp::reset_global_policy();
+  const tf::Tensor x = tf::ones({2, 4});
+  const tf::Tensor y = sn(x, true);
+  CHECK(y.dtype() == tf::float16);
+  CHECK(sn.vector_u().dtype() == tf::float32);
+  CHECK(dense.kernel().dtype() == tf::float32);
+  // vector_u carries the power iteration over the calls: after a few training calls the
+  // kernel's largest singular value is 1.
+  for (int i = 0; i < 20; ++i) CHECK(sn(x, true).dtype() == tf::float16);
+  const tf::Tensor s = tf::linalg::svd(dense.kernel().value(), false, false).s;
+  CHECK(tf::detail::to_double_vector(s)[0] == Approx(1.0).epsilon(1e-3));
 }
