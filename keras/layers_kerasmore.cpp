@@ -116,13 +116,20 @@ class Conv1DTransposeImpl final : public LayerImpl {
                  "layer \"{}\" (Conv1DTranspose) needs a known number of steps to size its "
                  "output, got shape {}",
                  name_, s.to_string());
-    // A conv2d_transpose over (batch, 1, steps, channels) with a (1, k, filters, channels)
-    // kernel.
-    const TensorShape out({s[0], 1, out_length(s[1]), filters_});
-    const Tensor k = expand_dims(kernel_var_.value(), 0);
-    Tensor y = nn::conv2d_transpose(expand_dims(x, 1), k, out, {1, stride_},
-                                    same_ ? "SAME" : "VALID", {1, dilation_});
-    y = squeeze(y, {1});
+    Tensor y;
+    if (s[1] == 0) {
+      // No steps: nothing reaches the output (Keras gives the bias at each of its
+      // out_length(0) positions); zeros of that shape that follow the batch.
+      y = reduce_sum(x, {1, 2}, true) * zeros(TensorShape({1, out_length(0), filters_}), x.dtype());
+    } else {
+      // A conv2d_transpose over (batch, 1, steps, channels) with a (1, k, filters, channels)
+      // kernel.
+      const TensorShape out({s[0], 1, out_length(s[1]), filters_});
+      const Tensor k = expand_dims(kernel_var_.value(), 0);
+      y = squeeze(nn::conv2d_transpose(expand_dims(x, 1), k, out, {1, stride_},
+                                       same_ ? "SAME" : "VALID", {1, dilation_}),
+                  {1});
+    }
     if (use_bias_) y = nn::bias_add(y, bias_.value());
     return activation_ ? activation_(y) : y;
   }

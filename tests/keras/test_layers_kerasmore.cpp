@@ -756,3 +756,14 @@ TEST_CASE("SpectralNormalization trains under mixed_float16", "[cpu][keras]") {
   const tf::Tensor s = tf::linalg::svd(dense.kernel().value(), false, false).s;
   CHECK(tf::detail::to_double_vector(s)[0] == Approx(1.0).epsilon(1e-3));
 }
+
+TEST_CASE("Conv1DTranspose on zero steps gives Keras' bias-only output", "[cpu][keras]") {
+  // Keras 3.15: Conv1DTranspose(4, 3, bias_initializer=Constant(0.5)) on (2, 0, 3) gives
+  // (2, 2, 4) of 0.5; with padding="same", (2, 0, 4).
+  L::Conv1DTranspose valid(4, 3, {.bias_initializer = tf::keras::initializers::Constant(0.5)});
+  const tf::Tensor y = valid(tf::zeros({2, 0, 3}));
+  CHECK(y.shape() == tf::TensorShape({2, 2, 4}));
+  tf::testing::check_values(y, std::vector<double>(16, 0.5));
+  L::Conv1DTranspose same(4, 3, {.padding = "same"});
+  CHECK(same(tf::zeros({2, 0, 3})).shape() == tf::TensorShape({2, 0, 4}));
+}
