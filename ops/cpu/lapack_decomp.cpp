@@ -186,7 +186,8 @@ void cholesky(const Tensor& in, Tensor& out, const char* op) {
   const int64_t n = s[s.rank() - 1], batches = batch_count(s);
   const int ni = lapack_int(op, n, s);
   T* o = out.data<T>();
-  if (n > 0) std::memcpy(o, in.data<T>(), sizeof(T) * batches * n * n);
+  // An empty batch has no buffer (null data): nothing to copy.
+  if (n > 0 && batches > 0) std::memcpy(o, in.data<T>(), sizeof(T) * batches * n * n);
   const auto r = for_each_matrix(n == 0 ? 0 : batches, [&](int64_t b) {
     T* a = o + b * n * n;
     int info = Lapack<T>::potrf(ni, a);

@@ -69,7 +69,7 @@ int64_t grain_for(int64_t n) {
 template <class T>
 void triangular_solve(const T* a, const T* b, T* x, int64_t batches, int64_t m, int64_t k,
                       bool lower, bool adjoint) {
-  if (m == 0 || k == 0) return;
+  if (m == 0 || k == 0 || batches == 0) return;  // empty: no buffers (null data)
   const int mi = checked_int(m, "triangular_solve"), ki = checked_int(k, "triangular_solve");
   std::memcpy(x, b, sizeof(T) * batches * m * k);
   detail::parallel_for(batches, grain_for(m), [&](int64_t b0, int64_t b1) {
@@ -140,7 +140,7 @@ bool lu(const T* a, T* out, I* perm, int64_t batches, int64_t n) {
 template <class T>
 void tridiagonal_solve(const T* diagonals, const T* b, T* x, int64_t batches, int64_t m, int64_t k,
                        bool partial_pivoting) {
-  if (m == 0 || k == 0) return;
+  if (m == 0 || k == 0 || batches == 0) return;
   std::memcpy(x, b, sizeof(T) * batches * m * k);
   detail::parallel_for(batches, std::max<int64_t>(1, 16384 / (m * k)), [&](int64_t b0, int64_t b1) {
     std::vector<T> scratch(static_cast<size_t>(4 * m));
