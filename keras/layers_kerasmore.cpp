@@ -19,6 +19,7 @@
 #include "ops/einsum.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/linalg_more.h"
 #include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
@@ -528,10 +529,8 @@ class SpectralNormalizationImpl final : public LayerImpl {
     const Tensor kernel = stop_gradient(kernel_.read_value());
     const Tensor w = reshape(kernel, TensorShape({-1, last}));
     const Tensor u0 = stop_gradient(vector_u_.read_value());
-    // Keras' ops.normalize(axis=None): x * min(rsqrt(sum(x^2)), 1 / epsilon), epsilon 1e-7.
-    auto l2n = [](const Tensor& a) {
-      return a * minimum(rsqrt(reduce_sum(square(a))), Tensor(1e7));
-    };
+    // Keras' ops.normalize(axis=None): x * min(rsqrt(sum(x^2)), 1e7), epsilon 1e-14 on the sum.
+    auto l2n = [](const Tensor& a) { return linalg::l2_normalize(a, {0, 1}, 1e-14); };
     Tensor u = u0, v;
     for (int i = 0; i < iterations_; ++i) {
       v = l2n(matmul(u, w, false, true));

@@ -8,6 +8,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -357,8 +358,9 @@ class DotImpl final : public MergeImpl {
     Tensor x = inputs[0], y = inputs[1];
     const auto [ax, bx] = resolved(x.rank(), y.rank());
     if (normalize_) {
-      x = l2_normalize(x, ax);
-      y = l2_normalize(y, bx);
+      // Keras' normalize: x * min(rsqrt(sum x^2), 1e7), i.e. epsilon 1e-14 on the sum.
+      x = linalg::l2_normalize(x, ax, 1e-14);
+      y = linalg::l2_normalize(y, bx, 1e-14);
     }
     const std::string n = name();
     // Batched matmul: x as (batch, rest_x, k), y as (batch, k, rest_y).
@@ -405,11 +407,6 @@ class DotImpl final : public MergeImpl {
   }
   // Keras 3's ops.normalize(x, axis) with its default epsilon (backend.epsilon(), 1e-7):
   // x * min(rsqrt(sum(x^2)), 1 / epsilon) along `axis`.
-  static Tensor l2_normalize(const Tensor& x, int axis) {
-    const Tensor ss = reduce_sum(square(x), axis, true);
-    return multiply(x, minimum(rsqrt(ss), cast(Tensor(1e7), x.dtype())));
-  }
-
   std::pair<int, int> axes_;
   bool normalize_;
 };
