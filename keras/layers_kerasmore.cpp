@@ -247,14 +247,20 @@ class GroupQueryAttentionImpl final : public LayerImpl {
                  nq, nkv);
     TF_CHECK_ARG(o_.dropout >= 0.0 && o_.dropout < 1.0, cls,
                  "dropout must be in the range [0, 1), got {}", o_.dropout);
+    TF_CHECK_ARG(!o_.sliding_window || *o_.sliding_window > 0, cls,
+                 "sliding_window must be unset or a positive integer, got {}",
+                 o_.sliding_window.value_or(0));
     if (!o_.kernel_initializer.defined()) o_.kernel_initializer = initializers::GlorotUniform();
     if (!o_.bias_initializer.defined()) o_.bias_initializer = initializers::Zeros();
     query_ = std::make_shared<ProjectionImpl>("query", 1, std::vector<int64_t>{nq, head_dim}, o_);
     key_ = std::make_shared<ProjectionImpl>("key", 1, std::vector<int64_t>{nkv, head_dim}, o_);
     value_ = std::make_shared<ProjectionImpl>("value", 1, std::vector<int64_t>{nkv, head_dim}, o_);
+    if (o_.use_gate)
+      gate_ = std::make_shared<ProjectionImpl>("gate", 1, std::vector<int64_t>{nq, head_dim}, o_);
     output_ = std::make_shared<ProjectionImpl>("attention_output", 2, std::vector<int64_t>{}, o_);
   }
   std::vector<Layer> sublayers() const override {
+    if (gate_) return {Layer(query_), Layer(key_), Layer(gate_), Layer(value_), Layer(output_)};
     return {Layer(query_), Layer(key_), Layer(value_), Layer(output_)};
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
@@ -268,6 +274,7 @@ class GroupQueryAttentionImpl final : public LayerImpl {
   const std::shared_ptr<ProjectionImpl>& key() const { return key_; }
   const std::shared_ptr<ProjectionImpl>& value() const { return value_; }
   const std::shared_ptr<ProjectionImpl>& output() const { return output_; }
+  const std::shared_ptr<ProjectionImpl>& gate() const { return gate_; }
 
  protected:
   void build(const TensorShape& qs) override {
@@ -285,9 +292,10 @@ class GroupQueryAttentionImpl final : public LayerImpl {
     value_in_dim_ = vs[2];
     key_in_dim_ = ks[2];
     output_->set_out_dims({query_dim_});
-    // Keras' order: query, key, value, then the output projection.
+    // Keras' order: query, key, the gate, value, then the output projection.
     query_->ensure_built(qs);
     key_->ensure_built(ks);
+    if (gate_) gate_->ensure_built(qs);
     value_->ensure_built(vs);
     output_->ensure_built(TensorShape({None, None, nq_, head_dim_}));
   }
@@ -310,7 +318,7 @@ class GroupQueryAttentionImpl final : public LayerImpl {
 
   int64_t head_dim_, nq_, nkv_;
   layers::GroupQueryAttentionOptions o_;
-  std::shared_ptr<ProjectionImpl> query_, key_, value_, output_;
+  std::shared_ptr<ProjectionImpl> query_, key_, value_, output_, gate_;
   int64_t query_dim_ = 0, value_in_dim_ = 0, key_in_dim_ = 0;
 };
 
@@ -354,9 +362,19 @@ Tensor GroupQueryAttentionImpl::call(const Tensor& query, bool training) {
   key = key.dtype() == compute_dtype_ ? key : cast(key, compute_dtype_);
   const int64_t b = qsh[0], t = qsh[1], s = vsh[1];
 
-  // Keras' _compute_attention_mask: (batch, T, S) from the inputs' masks and the causal mask.
+  // Keras' _compute_attention_mask: (batch, T, S) from the inputs' masks, the causal mask and
+  // the sliding window, then the attention_mask.
   Tensor mask;
   auto merge = [&mask](const Tensor& m) { mask = mask.defined() ? logical_and(mask, m) : m; };
+  // (1, T, 1) row and (1, 1, S) column positions, for the causal mask and the window.
+  auto positions = [&](const char* what) {
+    TF_CHECK_ARG(t != None && s != None, n.c_str(),
+                 "layer \"{}\" (GroupQueryAttention): {} needs known sequence lengths, got "
+                 "query shape {} and value shape {}",
+                 n, what, qsh.to_string(), vsh.to_string());
+    return std::pair{reshape(range(0.0, double(t), 1.0, int32), TensorShape({1, t, 1})),
+                     reshape(range(0.0, double(s), 1.0, int32), TensorShape({1, 1, s}))};
+  };
   if (r) {
     auto input_mask = [&](const Tensor& m, const char* w, int64_t len, int axis) {
       if (!m.defined()) return;
@@ -371,31 +389,38 @@ Tensor GroupQueryAttentionImpl::call(const Tensor& query, bool training) {
     input_mask(r->value_mask, "value_mask", s, -2);
     input_mask(r->key_mask, "key_mask", s, -2);
     if (r->use_causal_mask) {
-      TF_CHECK_ARG(t != None && s != None, n.c_str(),
-                   "layer \"{}\" (GroupQueryAttention): use_causal_mask needs known sequence "
-                   "lengths, got query shape {} and value shape {}",
-                   n, qsh.to_string(), vsh.to_string());
-      const Tensor rows = reshape(range(0.0, double(t), 1.0, int32), TensorShape({1, t, 1}));
-      const Tensor cols = reshape(range(0.0, double(s), 1.0, int32), TensorShape({1, 1, s}));
+      const auto [rows, cols] = positions("use_causal_mask");
       merge(greater_equal(rows, cols));
     }
-    if (r->attention_mask.defined()) {
-      const Tensor& am = r->attention_mask;
-      const TensorShape& as = am.shape();
-      bool ok = as.rank() >= 1 && as.rank() <= 3;
-      const int64_t want[] = {b, t, s};
-      for (int i = 0; ok && i < as.rank(); ++i) {
-        const int64_t d = as[as.rank() - 1 - i], w = want[2 - i];
-        ok = d == None || w == None || d == 1 || d == w;
-      }
-      TF_CHECK_ARG(ok, n.c_str(),
-                   "layer \"{}\" (GroupQueryAttention): attention_mask of shape {} does not "
-                   "broadcast to (batch, T, S) = ({}, {}, {})",
-                   n, as.to_string(), b, t, s);
-      merge(bool_mask(am, n, "attention_mask"));
+  }
+  if (o_.sliding_window) {
+    const auto [rows, cols] = positions("sliding_window");
+    merge(less(abs(rows - cols), Tensor(static_cast<int32_t>(*o_.sliding_window))));
+  }
+  if (r && r->attention_mask.defined()) {
+    // (batch, T, S) or, one per query head, (batch, num_query_heads, T, S); a rank-4 mask
+    // meets the other masks with their heads' axis inserted (Keras 3.15 would align their
+    // batch axis with the heads' axis instead, right only for a batch of 1).
+    const Tensor& am = r->attention_mask;
+    const TensorShape& as = am.shape();
+    bool ok = as.rank() >= 1 && as.rank() <= 4;
+    const std::vector<int64_t> want =
+        as.rank() == 4 ? std::vector<int64_t>{b, nq_, t, s} : std::vector<int64_t>{b, t, s};
+    for (int i = 0; ok && i < as.rank(); ++i) {
+      const int64_t d = as[as.rank() - 1 - i], w = want[want.size() - 1 - i];
+      ok = d == None || w == None || d == 1 || d == w;
     }
+    TF_CHECK_ARG(ok, n.c_str(),
+                 "layer \"{}\" (GroupQueryAttention): attention_mask of shape {} does not "
+                 "broadcast to (batch, T, S) = ({}, {}, {}) nor to (batch, num_query_heads, T, "
+                 "S) = ({}, {}, {}, {})",
+                 n, as.to_string(), b, t, s, b, nq_, t, s);
+    if (as.rank() == 4 && mask.defined()) mask = expand_dims(mask, -3);
+    merge(bool_mask(am, n, "attention_mask"));
   }
 
+  // Keras calls the gate on the query before the projections.
+  const Tensor gate = gate_ ? sigmoid(gate_->invoke(query, training)) : Tensor();  // (B, T, nq, H)
   const Tensor q = query_->invoke(query, training);                // (B, T, nq, H)
   const Tensor k = repeat_heads(key_->invoke(key, training));      // (B, S, nq, H)
   const Tensor v = repeat_heads(value_->invoke(value, training));  // (B, S, nq, H)
@@ -430,7 +455,7 @@ Tensor GroupQueryAttentionImpl::call(const Tensor& query, bool training) {
     out = einsum("buqk,bkuh->bquh", probs, v);
   }
   if (r) r->scores = scores;
-  return output_->invoke(out, training);
+  return output_->invoke(gate.defined() ? out * gate : out, training);
 }
 
 layers::AttentionOutputs call_gqa(const layers::GroupQueryAttention& l, const Tensor& query,
@@ -595,6 +620,10 @@ Layer GroupQueryAttention::key_dense() const {
 }
 Layer GroupQueryAttention::value_dense() const {
   return Layer(impl_as<GroupQueryAttentionImpl>(*this, "GroupQueryAttention").value());
+}
+Layer GroupQueryAttention::gate_dense() const {
+  const auto& gate = impl_as<GroupQueryAttentionImpl>(*this, "GroupQueryAttention").gate();
+  return gate ? Layer(gate) : Layer();
 }
 Layer GroupQueryAttention::output_dense() const {
   return Layer(impl_as<GroupQueryAttentionImpl>(*this, "GroupQueryAttention").output());

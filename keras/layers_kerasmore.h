@@ -48,6 +48,12 @@ using Convolution1DTranspose = Conv1DTranspose;  // Keras' alias
 struct GroupQueryAttentionOptions {
   double dropout = 0.0;  // of the attention probabilities, in training only
   bool use_bias = true;
+  // Each query position attends only to key positions less than sliding_window away (a
+  // symmetric band; with use_causal_mask, Mistral's causal sliding window).
+  std::optional<int64_t> sliding_window = std::nullopt;
+  // Keras' gated attention: the attention output times sigmoid(a "gate" projection of the
+  // query, (num_query_heads, head_dim) like the query's) before the output projection.
+  bool use_gate = false;
   Initializer kernel_initializer = {};  // glorot_uniform
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
@@ -63,7 +69,10 @@ struct GroupQueryAttentionOptions {
 // sqrt(head_dim)) over the key positions, and "attention_output" (kernel (num_query_heads,
 // head_dim, query dim), bias (query dim)). Inputs (batch, T, dim); scores (batch,
 // num_query_heads, T, S). Call arguments and masks as MultiHeadAttention's (layers_attention.h);
-// Keras' flash_attention, sliding_window and use_gate are not taken.
+// attention_mask may also be (batch, num_query_heads, T, S), one mask per query head (each
+// dimension 1 or full); the inputs' masks and the causal mask then apply to every head.
+// With use_gate the sub-layer "gate" sits between "key" and "value", as in Keras' weights.
+// Keras' flash_attention is not taken (the results are the same).
 //   GroupQueryAttention gqa(16, 8, 2);
 //   Tensor y = gqa(q, v, {.use_causal_mask = true});
 class GroupQueryAttention : public Layer {
@@ -81,6 +90,7 @@ class GroupQueryAttention : public Layer {
   Layer query_dense() const;
   Layer key_dense() const;
   Layer value_dense() const;
+  Layer gate_dense() const;  // an empty handle without use_gate
   Layer output_dense() const;
 };
 using GroupedQueryAttention = GroupQueryAttention;  // Keras' alias

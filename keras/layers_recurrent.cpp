@@ -86,11 +86,7 @@ class RecurrentImpl final : public LayerImpl {
         activation_(activations::get(c_.activation)),
         recurrent_activation_(activations::get(c_.recurrent_activation)) {
     TF_CHECK_ARG(c_.units > 0, class_of(c_.cell), "units must be positive, got {}", c_.units);
-    TF_CHECK_ARG(c_.dropout >= 0.0 && c_.dropout < 1.0 && c_.recurrent_dropout >= 0.0 &&
-                     c_.recurrent_dropout < 1.0,
-                 class_of(c_.cell),
-                 "dropout and recurrent_dropout must be in the range [0, 1), got {} and {}",
-                 c_.dropout, c_.recurrent_dropout);
+    detail::check_rates(class_of(c_.cell), c_.dropout, c_.recurrent_dropout);
     if (!c_.kernel_initializer.defined()) c_.kernel_initializer = initializers::GlorotUniform();
     if (!c_.recurrent_initializer.defined()) c_.recurrent_initializer = initializers::Orthogonal();
     if (!c_.bias_initializer.defined()) c_.bias_initializer = initializers::Zeros();
@@ -238,7 +234,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     const Tensor ones_bf = ones_like(squeeze(slice(x, {0, 0, 0}, {-1, 1, -1}), {1}));
     std::vector<Tensor> parts;
     for (int64_t g = 0; g < n_masks; ++g) {
-      const Tensor mask = expand_dims(nn::dropout(ones_bf, c_.dropout, c_.seed), 1);
+      const Tensor mask = expand_dims(detail::dropout_mask(ones_bf, c_.dropout, c_.seed), 1);
       parts.push_back(
           matmul(x * mask, n_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
     }
@@ -272,7 +268,8 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     if (!drop_rec) return state;
     if (rec_masks.empty())
       for (int64_t m = 0; m < n_masks; ++m)
-        rec_masks.push_back(nn::dropout(ones_like(state), c_.recurrent_dropout, c_.seed));
+        rec_masks.push_back(
+            detail::dropout_mask(ones_like(state), c_.recurrent_dropout, c_.seed));
     return state * rec_masks[static_cast<size_t>(g)];
   };
   // h @ recurrent_kernel, each gate's block from its masked h when there are several masks.

@@ -128,12 +128,20 @@ Tensor masked_matmul(const Tensor& x, const Tensor& kernel, const std::vector<Te
   return concat(parts, -1);
 }
 
+}  // namespace
+
 void check_rates(const char* cls, double dropout, double recurrent_dropout) {
   TF_CHECK_ARG(
-      dropout >= 0.0 && dropout < 1.0 && recurrent_dropout >= 0.0 && recurrent_dropout < 1.0, cls,
-      "dropout and recurrent_dropout must be in the range [0, 1), got {} and {}", dropout,
+      dropout >= 0.0 && dropout <= 1.0 && recurrent_dropout >= 0.0 && recurrent_dropout <= 1.0,
+      cls, "dropout and recurrent_dropout must be in the range [0, 1], got {} and {}", dropout,
       recurrent_dropout);
 }
+
+Tensor dropout_mask(const Tensor& ones, double rate, std::optional<int64_t> seed) {
+  return rate >= 1.0 ? zeros_like(ones) : nn::dropout(ones, rate, seed);
+}
+
+namespace {
 
 // Calls `cell` (as a layer: build, tracking, casts) on one step with `states`.
 std::pair<Tensor, std::vector<Tensor>> cell_step(LayerImpl& cell, const Tensor& x,
@@ -198,7 +206,7 @@ std::vector<Tensor> RNNCell::dropout_masks(const Tensor& like, double rate, int 
       if (e.cell == me && e.slot == slot) return e.masks;
   std::vector<Tensor> masks;
   const Tensor ones = ones_like(like);
-  for (int i = 0; i < count; ++i) masks.push_back(nn::dropout(ones, rate, seed));
+  for (int i = 0; i < count; ++i) masks.push_back(detail::dropout_mask(ones, rate, seed));
   if (frame != nullptr) frame->entries.push_back({me, slot, masks});
   return masks;
 }

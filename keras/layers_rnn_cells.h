@@ -308,4 +308,10 @@ Tensor gru_gates_reset_before(const ActivationFn& act, const ActivationFn& ract,
                               const Tensor& rz, const Tensor& rr,
                               const std::function<Tensor(const Tensor&)>& reset_h,
                               const Tensor& h_prev);
+// Keras' DropoutRNNCell rates: dropout and recurrent_dropout in [0, 1] (1 drops everything, as
+// Keras' clamped rates); anything else is an InvalidArgumentError naming `cls`.
+void check_rates(const char* cls, double dropout, double recurrent_dropout);
+// A dropout mask over `ones` (the mask's shape): tf::nn::dropout's kept-and-scaled ones, or
+// zeros at rate 1 (where tf::nn::dropout, as TF's, refuses the rate).
+Tensor dropout_mask(const Tensor& ones, double rate, std::optional<int64_t> seed);
 }  // namespace tapeflow::keras::detail

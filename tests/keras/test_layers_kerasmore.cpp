@@ -21,6 +21,8 @@
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/linalg_decomp.h"
+#include "ops/linalg_more.h"
+#include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -766,4 +768,148 @@ TEST_CASE("Conv1DTranspose on zero steps gives Keras' bias-only output", "[cpu][
   tf::testing::check_values(y, std::vector<double>(16, 0.5));
   L::Conv1DTranspose same(4, 3, {.padding = "same"});
   CHECK(same(tf::zeros({2, 0, 3})).shape() == tf::TensorShape({2, 0, 4}));
+}
+
+// Keras 3.15 GroupQueryAttention(2, 4, 2) with the weights and inputs of GqaInputs (K / 2, B / 2):
+// "mask4" layer(q, v, key=k, attention_mask=am4, return_attention_scores=True), am4 the (2, 4, 3, 4)
+// mask (arange(96) * 5 + 1) % 7 != 0, "mask4b1" with am4[:1]; "window" a layer with
+// sliding_window=2 built for (q, q): layer(q, q) and layer(q, q, use_causal_mask=True,
+// return_attention_scores=True); "gate" a layer with use_gate=True: out = layer(q, v, key=k),
+// tf.GradientTape gradients of sum(square(out)) for q and gate/kernel.
+namespace {
+const std::vector<double> kGqa_mask4_out = {-0.091929734, 0.044365764, -0.0013374761, -0.14881131, 0.066216394, -0.06901595, 0.027443588, -0.012221249, -0.19170469, 0.083257303, -0.1166471, 0.022663854, 0.039033119, -0.26521888, 0.21744895, -0.088539198, 0.1260733, 0.052252956, -0.24453926, 0.081430107, -0.087659173, 0.18455093, 0.054866783, -0.26498041, 0.11708632, -0.029317867, 0.034492612, 0.086546488, -0.16351251, 0.091284476};
+const std::vector<double> kGqa_mask4_scores = {0.32180712, 0.20153095, 0.20653233, 0.27012962, 0, 0.35452524, 0.35038775, 0.29508698, 0.40739533, 0.3005988, 0.2920059, 0, 0.21331702, 0.27703571, 0.27885908, 0.23078816, 0.33507797, 0.31603104, 0, 0.34889096, 0.24923854, 0.2500574, 0.22397856, 0.27672559, 0.33431306, 0, 0.23345752, 0.4322294, 0.2219664, 0.30296326, 0.31069633, 0.1643739, 0, 0.29086351, 0.29419649, 0.41493994, 0.29053342, 0.36275417, 0.34671232, 0, 0.20188949, 0.29910865, 0.29267275, 0.20632908, 0.26526147, 0.42328039, 0, 0.31145817, 0.28663576, 0.25252223, 0.21835931, 0.24248272, 0.3733176, 0, 0.30923033, 0.31745204, 0.27067697, 0.25018615, 0.23559844, 0.24353836, 0, 0.28776109, 0.39576161, 0.31647733, 0.40752766, 0.3319619, 0.26051039, 0, 0.2175342, 0.24530661, 0.28226885, 0.25489038, 0.35829967, 0.31999159, 0, 0.32170868, 0.24697985, 0.23938186, 0.24308822, 0.27055007, 0.33525848, 0, 0.32388067, 0.34086096, 0.28241625, 0.25109181, 0.21708493, 0.24940698, 0, 0.36736366, 0.24212214, 0.39051425, 0.31085786, 0.32772067, 0.36142147, 0};
+const std::vector<double> kGqa_mask4b1_out = {-0.091929734, 0.044365764, -0.0013374761, -0.14881131, 0.066216394, -0.06901595, 0.027443588, -0.012221249, -0.19170469, 0.083257295, -0.1166471, 0.022663854, 0.039033119, -0.26521888, 0.21744895, -0.028361581, 0.046094112, 0.083057173, -0.15779538, 0.082860909, -0.07100974, 0.14223072, 0.069377154, -0.22632068, 0.085382938, -0.12869906, 0.24328163, 0.043000139, -0.29806423, 0.10049392};
+const std::vector<double> kGqa_window_out = {-0.066423595, -0.0752296, 0.055168252, -0.18157811, 0.097891495, -0.056602959, -0.11654294, -0.0063082501, -0.10727268, 0.050718382, 0.11698344, -0.4948715, 0.030030232, 0.15005916, -0.09224765, -0.032252781, 0.36871025, 0.027222518, -0.13674626, 0.052891396, -0.13945794, 0.35684595, 0.0360865, -0.2888031, 0.14753726, -0.19596827, 0.54991257, 0.074374244, -0.4533546, 0.19442327};
+const std::vector<double> kGqa_window_causal_out = {-0.27832028, 0.4541015, -0.052734364, -0.41992182, 0.26171872, -0.13627195, 0.037739046, 0.032846905, -0.29435295, 0.13753638, 0.11698344, -0.4948715, 0.030030228, 0.15005916, -0.09224765, -0.018554688, 0.15234375, -0.052734375, 0.02148436, 0.027343754, -0.051180027, 0.32326099, 0.022827566, -0.1187361, 0.053387746, -0.19596827, 0.54991257, 0.074374244, -0.4533546, 0.19442327};
+const std::vector<double> kGqa_window_causal_scores = {0.99999994, 0, 0, 0.51699787, 0.48300219, 0, 0, 0.49274987, 0.50725007, 0.99999994, 0, 0, 0.50746584, 0.49253413, 0, 0, 0.47249275, 0.52750725, 0.99999994, 0, 0, 0.63044536, 0.36955464, 0, 0, 0.50284839, 0.49715155, 0.99999994, 0, 0, 0.55557323, 0.44442677, 0, 0, 0.48903954, 0.51096046, 0.99999994, 0, 0, 0.50310737, 0.49689266, 0, 0, 0.47981286, 0.52018714, 0.99999994, 0, 0, 0.55697942, 0.44302061, 0, 0, 0.54112315, 0.45887685, 0.99999994, 0, 0, 0.53481549, 0.46518445, 0, 0, 0.49723792, 0.50276214, 0.99999994, 0, 0, 0.64072096, 0.35927901, 0, 0, 0.53176486, 0.46823511};
+const std::vector<double> kGqa_gate_out = {-0.094953276, 0.093279094, 0.010976736, -0.16327512, 0.099147938, -0.071257181, 0.085491724, 0.0044057248, -0.15722811, 0.092023239, -0.082441986, 0.076574862, 0.014711566, -0.16410835, 0.097084932, -0.071076006, 0.12866715, 0.028101297, -0.1772479, 0.074845888, -0.077039585, 0.13332285, 0.03016598, -0.1767416, 0.075135335, -0.072455108, 0.12419191, 0.031789042, -0.18147855, 0.078074902};
+const std::vector<double> kGqa_gate_gq = {-0.00062841247, 0.00097185455, 0.0030858605, 0.0056128958, 0.0072131618, -0.0024078274, -0.0013386513, 0.00060814118, 0.0016162603, 0.0026854365, -0.00031375594, 0.00099861063, 0.003282791, 0.0039010413, 0.0052134078, -0.0023887204, -0.001912985, -0.0014557277, -0.00052848365, -5.2748248e-05, -0.001757581, -0.001300848, -0.0014464161, -0.0019706828, -0.0015139496, -0.0027419832, -0.0023422202, -0.002280642, -0.00045231555, -5.2552088e-05};
+const std::vector<double> kGqa_gate_gkernel = {-0.0030656673, -0.0022851552, -0.0010158698, -4.9630122e-05, -0.0027019565, -0.0013887429, -0.0027402521, 0.00029354542, 0.0069852034, 0.0019592675, 0.0013841968, 0.00032592856, 0.0083681904, 0.00010314691, 0.006085821, -0.00047607001, -0.0098607987, 0.0036558202, -0.0019661679, 0.00078344916, -0.0087981569, 0.017612381, -0.012064259, 0.0069987522, 0.0041858554, 0.00020596629, 0.0006666726, 7.2801078e-05, 0.0036160504, -0.0072991592, 0.0050963, -0.0024407378, 0.0066023222, -0.0019835923, 0.0013566681, -0.00071246736, 0.0075756977, -0.0059445174, 0.006380219, -0.0026720564};
+}  // namespace
+
+tf::Tensor gqa_mask4() {
+  std::vector<double> m(96);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = (i * 5 + 1) % 7 != 0;
+  return tf::cast(tf::convert_to_tensor(m, tf::TensorShape({2, 4, 3, 4})), tf::bool_);
+}
+
+TEST_CASE("GroupQueryAttention per-head masks sliding window and gate match Keras 3.15",
+          "[cpu][cuda][keras]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const GqaInputs in;
+    const tf::Tensor am4 = gqa_mask4();
+    L::GroupQueryAttention gqa(2, 4, 2);
+    gqa.build(in.q.shape(), in.v.shape(), in.k.shape());
+    set_pattern_weights(gqa, 0.5);
+    const auto [out, scores] = gqa.call_with_scores(in.q, in.v, {.key = in.k, .attention_mask = am4});
+    tf::testing::check_values(out, kGqa_mask4_out, 1e-5, 1e-6);
+    tf::testing::check_values(scores, kGqa_mask4_scores, 1e-5, 1e-6);
+    tf::testing::check_values(gqa(in.q, in.v, {.key = in.k, .attention_mask = am4}),
+                              kGqa_mask4_out, 1e-5, 1e-6);
+    const tf::Tensor am4b1 = tf::slice(am4, {0, 0, 0, 0}, {1, 4, 3, 4});
+    tf::testing::check_values(gqa(in.q, in.v, {.key = in.k, .attention_mask = am4b1}),
+                              kGqa_mask4b1_out, 1e-5, 1e-6);
+    // A rank-4 mask with the causal mask: each head's mask and the causal mask, per batch row.
+    const tf::Tensor causal4 =
+        tf::logical_and(am4, tf::cast(tf::linalg::band_part(tf::ones({3, 4}), -1, 0), tf::bool_));
+    tf::testing::check_close(gqa(in.q, in.v, {.key = in.k, .attention_mask = am4,
+                                              .use_causal_mask = true}),
+                             gqa(in.q, in.v, {.key = in.k, .attention_mask = causal4}), 1e-6, 1e-6);
+
+    L::GroupQueryAttention window(2, 4, 2, {.sliding_window = 2});
+    window.build(in.q.shape(), in.q.shape());
+    set_pattern_weights(window, 0.5);
+    tf::testing::check_values(window(in.q), kGqa_window_out, 1e-5, 1e-6);
+    const auto [wout, wscores] = window.call_with_scores(in.q, in.q, {.use_causal_mask = true});
+    tf::testing::check_values(wout, kGqa_window_causal_out, 1e-5, 1e-6);
+    tf::testing::check_values(wscores, kGqa_window_causal_scores, 1e-5, 1e-6);
+
+    L::GroupQueryAttention gated(2, 4, 2, {.use_gate = true});
+    gated.build(in.q.shape(), in.v.shape(), in.k.shape());
+    const std::vector<std::pair<std::string, tf::TensorShape>> want = {
+        {"query/kernel", {5, 4, 2}},
+        {"query/bias", {4, 2}},
+        {"key/kernel", {5, 2, 2}},
+        {"key/bias", {2, 2}},
+        {"gate/kernel", {5, 4, 2}},
+        {"gate/bias", {4, 2}},
+        {"value/kernel", {6, 2, 2}},
+        {"value/bias", {2, 2}},
+        {"attention_output/kernel", {4, 2, 5}},
+        {"attention_output/bias", {5}}};
+    CHECK(tracked_list(gated) == want);
+    set_pattern_weights(gated, 0.5);
+    REQUIRE(gated.gate_dense().defined());
+    CHECK_FALSE(gqa.gate_dense().defined());
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(in.q);
+    const tf::Tensor gout = gated(in.q, in.v, {.key = in.k});
+    const tf::Tensor loss = tf::reduce_sum(tf::square(gout));
+    tf::testing::check_values(gout, kGqa_gate_out, 1e-5, 1e-6);
+    tf::testing::check_values(tape.gradient(loss, in.q), kGqa_gate_gq, 1e-4, 1e-6);
+    tf::testing::check_values(tape.gradient(loss, gated.gate_dense().weights()[0]),
+                              kGqa_gate_gkernel, 1e-4, 1e-6);
+  }
+}
+
+TEST_CASE("GroupQueryAttention gate and window gradients match finite differences traced and errors",
+          "[cpu][keras]") {
+  using tf::testing::require_error;
+  const GqaInputs in;
+  {
+    Float64Layers f64;
+    auto f64t = [](const tf::Tensor& t) { return tf::cast(t, tf::float64); };
+    L::GroupQueryAttention gqa(2, 4, 2, {.sliding_window = 3, .use_gate = true});
+    gqa.build(in.q.shape(), in.v.shape(), in.k.shape());
+    set_pattern_weights(gqa, 0.5);
+    check_finite_differences(
+        {f64t(in.q), f64t(in.v), f64t(in.k)},
+        [&](const auto& ins) {
+          return gqa(ins[0], ins[1], {.key = ins[2], .attention_mask = gqa_mask4()});
+        },
+        gqa.trainable_variables());
+  }
+  // Traced (unknown batch) equals eager, with the window and a per-head mask.
+  L::GroupQueryAttention gqa(2, 4, 2, {.sliding_window = 2, .use_gate = true});
+  gqa.build(in.q.shape(), in.v.shape(), in.k.shape());
+  set_pattern_weights(gqa, 0.5);
+  const tf::Tensor am4 = gqa_mask4();
+  auto traced = tf::function(
+      [&](tf::Tensor q, tf::Tensor v, tf::Tensor k, tf::Tensor m) {
+        return gqa(q, v, {.key = k, .attention_mask = m});
+      },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3, 5}, tf::float32),
+                                              tf::TensorSpec({tf::None, 4, 6}, tf::float32),
+                                              tf::TensorSpec({tf::None, 4, 5}, tf::float32),
+                                              tf::TensorSpec({tf::None, 4, 3, 4}, tf::bool_)}});
+  tf::testing::check_close(traced(in.q, in.v, in.k, am4),
+                           gqa(in.q, in.v, {.key = in.k, .attention_mask = am4}), 1e-6, 1e-6);
+  // Mixed precision: the gate computes in float16 and the output is float16.
+  {
+    K::mixed_precision::set_global_policy("mixed_float16");
+    L::GroupQueryAttention half(2, 4, 2, {.use_gate = true});
+    K::mixed_precision::reset_global_policy();
+    const tf::Tensor y = half(in.q, in.v, {.key = in.k, .attention_mask = am4});
+    CHECK(y.dtype() == tf::float16);
+    CHECK(tf::reduce_all(tf::math::is_finite(y)).item<bool>());
+  }
+  require_error([] { L::GroupQueryAttention(2, 4, 2, {.sliding_window = 0}); },
+                {"[GroupQueryAttention]", "sliding_window must be unset or a positive integer"});
+  require_error(
+      [&] {
+        (void)gqa(in.q, in.v, {.key = in.k, .attention_mask = tf::ones({2, 3, 3, 4}, tf::bool_)});
+      },
+      {"attention_mask of shape (2, 3, 3, 4) does not broadcast",
+       "(batch, num_query_heads, T, S) = (2, 4, 3, 4)"});
+  L::GroupQueryAttention selfwin(2, 4, 2, {.sliding_window = 2});
+  auto unknown_self = tf::function(
+      [&](tf::Tensor q) { return selfwin(q); },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({2, tf::None, 5}, tf::float32)}});
+  // An unknown sequence length: the window follows each call's length (one trace per length).
+  tf::testing::check_close(unknown_self(in.q), selfwin(in.q), 1e-6, 1e-6);
+  const tf::Tensor q5 = X({2, 5, 5});
+  tf::testing::check_close(unknown_self(q5), selfwin(q5), 1e-6, 1e-6);
 }

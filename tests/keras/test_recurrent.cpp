@@ -1163,8 +1163,8 @@ TEST_CASE("recurrent dropout: masks shared by the timesteps, training only", "[c
         CHECK(yr[static_cast<size_t>((b * 4 + t) * 3 + f)] == Approx(h));
       }
     }
-  tf::testing::require_error([] { layers::LSTM(2, {.dropout = 1.0}); },
-                             {"LSTM", "dropout and recurrent_dropout", "[0, 1)"});
+  tf::testing::require_error([] { layers::LSTM(2, {.recurrent_dropout = -0.5}); },
+                             {"LSTM", "dropout and recurrent_dropout", "[0, 1]", "-0.5"});
 }
 
 TEST_CASE("recurrent dropout: gradients with fixed masks match finite differences",

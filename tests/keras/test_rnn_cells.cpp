@@ -732,6 +732,35 @@ TEST_CASE("RNN cells and ConvLSTM2D: dropout is off in inference and per gate in
   }
 }
 
+TEST_CASE("RNN cells and recurrent layers: a rate of 1 drops every input and state",
+          "[cpu][keras]") {
+  // Keras accepts rates up to 1 (its cells clamp them): dropout = recurrent_dropout = 1 zeroes the
+  // inputs and the recurrent states in every projection, so the training call equals the layer
+  // without dropout on zero inputs with a zero recurrent kernel.
+  Float64Layers f64;
+  for (const std::string name : {"simple", "lstm", "gru", "gru_before", "conv2d_same"}) {
+    CAPTURE(name);
+    Case dropped = make_dropout_case(name, 1.0);
+    set_pattern_weights(dropped);
+    Case plain = make_dropout_case(name, 0.0);
+    set_pattern_weights(plain);
+    for (tf::Variable w : plain.layer.variables())
+      if (w.name().find("recurrent_kernel") != std::string::npos) w.assign(tf::zeros_like(w));
+    const tf::Tensor x = sequence(dropped.x_shape);
+    const std::vector<tf::Tensor> got = dropped.layer.call_with_state(x, dropped.initial, true);
+    const std::vector<tf::Tensor> want =
+        plain.layer.call_with_state(tf::zeros_like(x), plain.initial, false);
+    REQUIRE(got.size() == want.size());
+    for (size_t j = 0; j < got.size(); ++j) tf::testing::check_close(got[j], want[j], 1e-12, 1e-12);
+  }
+  // The full LSTM layer too: dropout 1 equals zero inputs.
+  layers::LSTM lstm(3, {.return_sequences = true, .dropout = 1.0});
+  const tf::Tensor x = sequence({2, 3, 4});
+  tf::testing::check_close(lstm(x, true), lstm(tf::zeros_like(x), false), 1e-12, 1e-12);
+  tf::testing::require_error([] { layers::LSTMCell(2, {.dropout = 1.5}); },
+                             {"LSTMCell", "dropout and recurrent_dropout", "[0, 1]", "1.5"});
+}
+
 TEST_CASE("RNN cells: dropout masks are drawn once per call and shared by the timesteps",
           "[cpu][keras]") {
   tf::random::set_seed(9);
@@ -759,8 +788,8 @@ TEST_CASE("RNN cells: dropout masks are drawn once per call and shared by the ti
   CHECK(twos > 0);
   // Inference: no dropout.
   tf::testing::check_close(rnn(x, false), tf::ones({8, 5, 4}), 0, 0);
-  tf::testing::require_error([] { (void)layers::LSTMCell(2, {.dropout = 1.0}); },
-                             {"LSTMCell", "dropout", "[0, 1)"});
+  tf::testing::require_error([] { (void)layers::LSTMCell(2, {.dropout = 1.01}); },
+                             {"LSTMCell", "dropout", "[0, 1]"});
   tf::testing::require_error([] { (void)layers::ConvLSTM2D(2, {3}, {.recurrent_dropout = -0.1}); },
                              {"ConvLSTM2D", "recurrent_dropout"});
 }
