@@ -268,8 +268,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     if (!drop_rec) return state;
     if (rec_masks.empty())
       for (int64_t m = 0; m < n_masks; ++m)
-        rec_masks.push_back(
-            detail::dropout_mask(ones_like(state), c_.recurrent_dropout, c_.seed));
+        rec_masks.push_back(detail::dropout_mask(ones_like(state), c_.recurrent_dropout, c_.seed));
     return state * rec_masks[static_cast<size_t>(g)];
   };
   // h @ recurrent_kernel, each gate's block from its masked h when there are several masks.

@@ -132,8 +132,8 @@ Tensor masked_matmul(const Tensor& x, const Tensor& kernel, const std::vector<Te
 
 void check_rates(const char* cls, double dropout, double recurrent_dropout) {
   TF_CHECK_ARG(
-      dropout >= 0.0 && dropout <= 1.0 && recurrent_dropout >= 0.0 && recurrent_dropout <= 1.0,
-      cls, "dropout and recurrent_dropout must be in the range [0, 1], got {} and {}", dropout,
+      dropout >= 0.0 && dropout <= 1.0 && recurrent_dropout >= 0.0 && recurrent_dropout <= 1.0, cls,
+      "dropout and recurrent_dropout must be in the range [0, 1], got {} and {}", dropout,
       recurrent_dropout);
 }
 
