@@ -32,8 +32,8 @@ Tensor scalar(double v) {
   return constant(Tensor(static_cast<float>(v)));
 }
 
-// Base of these layers: rank-3 or rank-4 NHWC inputs with known height and width, computed as a
-// rank-4 batch.
+// Base of these layers: rank-3 or rank-4 NHWC inputs, computed as a rank-4 batch; the layers
+// that work on pixel positions (needs_known_hw) need a known height and width.
 class AugmentImpl : public LayerImpl {
  public:
   using LayerImpl::LayerImpl;
@@ -45,7 +45,7 @@ class AugmentImpl : public LayerImpl {
       incompatible(s,
                    "expected images of rank 3 (height, width, channels) or 4 (batch, "
                    "height, width, channels)");
-    if (s[s.rank() - 3] == None || s[s.rank() - 2] == None)
+    if (needs_known_hw() && (s[s.rank() - 3] == None || s[s.rank() - 2] == None))
       incompatible(s, "expected images with known height and width");
   }
   Tensor call(const Tensor& x, bool training) final {
@@ -59,6 +59,8 @@ class AugmentImpl : public LayerImpl {
     return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
   }
   virtual bool acts_in_inference() const { return false; }
+  // False for the pixel-wise layers, which serve any image size from one trace.
+  virtual bool needs_known_hw() const { return true; }
   virtual Tensor apply(const Tensor& x4) = 0;
   // lower + (upper - lower) * u, u uniform in [0, 1), one per image: (batch, 1, 1, 1) float32.
   // An empty range gives exactly lower, as Keras' uniform(lower, lower).
@@ -132,6 +134,7 @@ class SolarizationImpl final : public AugmentImpl {
         seed_(seed) {}
 
  protected:
+  bool needs_known_hw() const override { return false; }
   Tensor apply(const Tensor& x4) override {
     // Keras 3.15 draws from [lower, upper * 255): only the upper bound is scaled.
     const Tensor add = draw(x4, add_.first, add_.second * 255.0, seed_);
@@ -166,6 +169,7 @@ class RandomInvertImpl final : public AugmentImpl {
         seed_(seed) {}
 
  protected:
+  bool needs_known_hw() const override { return false; }
   Tensor apply(const Tensor& x4) override {
     // Keras: a probability from the factor's range, then a threshold in [0, 1) below it.
     const Tensor p = draw(x4, range_.first, range_.second, seed_);
@@ -188,6 +192,7 @@ class RandomPosterizationImpl final : public AugmentImpl {
         seed_(seed) {}
 
  protected:
+  bool needs_known_hw() const override { return false; }
   Tensor apply(const Tensor& x4) override {
     // Bits kept: Keras' randint(lower, upper) (upper excluded), or lower when they are equal.
     const Tensor bits =
@@ -212,6 +217,7 @@ class AutoContrastImpl final : public AugmentImpl {
         vr_(value_range("AutoContrast", vr)) {}
 
  protected:
+  bool needs_known_hw() const override { return false; }
   bool acts_in_inference() const override { return true; }
   Tensor apply(const Tensor& x4) override {
     const Tensor v = scale_values(x4, vr_, {0.0, 255.0});
@@ -379,6 +385,7 @@ class RandomColorDegenerationImpl final : public AugmentImpl {
         seed_(seed) {}
 
  protected:
+  bool needs_known_hw() const override { return false; }
   Tensor apply(const Tensor& x4) override {
     check_rgb(x4);
     const Tensor u = draw(x4, range_.first, range_.second, seed_);
@@ -577,6 +584,7 @@ class MixUpImpl final : public AugmentImpl {
   }
 
  protected:
+  bool needs_known_hw() const override { return false; }
   Tensor apply(const Tensor& x4) override {
     const auto [lambda, perm] = draws(x4);
     return lambda * x4 + (1.0f - lambda) * gather(x4, perm, 0);

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "jit/function.h"
+#include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_augment.h"
 #include "keras/mixed_precision.h"
@@ -21,6 +22,7 @@
 #include "ops/image.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -1184,4 +1186,42 @@ TEST_CASE("Equalization and RandomPosterization scale value ranges in Keras' ord
                 0.003921627998352051,
                 -1.0},
                1e-6, 1e-6);
+}
+
+TEST_CASE("The pixel-wise augmentation layers serve any image size from one trace",
+          "[cpu][keras][augment]") {
+  // Solarization, RandomInvert, RandomPosterization, AutoContrast and RandomColorDegeneration
+  // with factors that fix their draws, traced for (None, None, None, 3): one trace serves 2 x 3
+  // and 4 x 5 images, equal to the eager calls. MixUp keeps the shape and the value range.
+  const std::vector<tf::keras::Layer> layers = {
+      layers::Solarization(Factor{0.0, 0.0}, Factor{0.0, 0.0}),
+      layers::RandomInvert(Factor{1.0, 1.0}), layers::RandomPosterization(Factor{3.0, 3.0}),
+      layers::AutoContrast(), layers::RandomColorDegeneration(Factor{0.5, 0.5})};
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, tf::None, tf::None, 3})};
+  for (const tf::keras::Layer& layer : layers) {
+    CAPTURE(layer.name());
+    auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+    for (const auto& [h, w] : {std::pair<int64_t, int64_t>{2, 3}, {4, 5}}) {
+      const tf::Tensor x = input(2, h, w, 3);
+      check_close(f(x), layer(x, true), 1e-6, 1e-4);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+  layers::MixUp mixup(0.2, 5);
+  auto f = tf::function([&](const tf::Tensor& t) { return mixup(t, true); }, opts);
+  for (const auto& [h, w] : {std::pair<int64_t, int64_t>{2, 3}, {4, 5}}) {
+    const tf::Tensor y = f(input(3, h, w, 3));
+    CHECK(y.shape() == tf::TensorShape({3, h, w, 3}));
+    CHECK(tf::reduce_min(y).item<float>() >= 0.0f);
+    CHECK(tf::reduce_max(y).item<float>() <= 255.0f);
+  }
+  CHECK(f.tracing_count() == 1);
+  // In a functional model on images of any size: the pixel-wise layers build, the layers that
+  // work on pixel positions still need the height and width.
+  const tf::keras::KerasTensor in = tf::keras::Input({tf::None, tf::None, 3});
+  const tf::keras::KerasTensor out = layers::AutoContrast()(layers::Solarization()(in));
+  CHECK(out.shape() == tf::TensorShape({tf::None, tf::None, tf::None, 3}));
+  require_error([&] { (void)layers::RandomSharpness(0.5)(in); },
+                {"expected images with known height and width"});
 }
