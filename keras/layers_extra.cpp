@@ -494,9 +494,7 @@ class IntegerLookupImpl final : public LayerImpl {
   explicit IntegerLookupImpl(layers::IntegerLookupOptions o)
       : LayerImpl("IntegerLookup", "integer_lookup", o.name), o_(std::move(o)) {
     const char* cls = "IntegerLookup";
-    TF_CHECK_ARG(o_.num_oov_indices == 0 || o_.num_oov_indices == 1, cls,
-                 "num_oov_indices must be 0 or 1 here (Keras hashes OOV tokens into more "
-                 "buckets; not supported), got {}",
+    TF_CHECK_ARG(o_.num_oov_indices >= 0, cls, "num_oov_indices must be >= 0, got {}",
                  o_.num_oov_indices);
     TF_CHECK_ARG(o_.output_mode == "int" || o_.output_mode == "one_hot" ||
                      o_.output_mode == "multi_hot" || o_.output_mode == "count",
@@ -559,7 +557,7 @@ class IntegerLookupImpl final : public LayerImpl {
   std::vector<int64_t> table() const {
     std::vector<int64_t> t;
     if (mask_indexed()) t.push_back(*o_.mask_token);
-    if (o_.num_oov_indices > 0) t.push_back(o_.oov_token);
+    t.insert(t.end(), static_cast<size_t>(o_.num_oov_indices), o_.oov_token);
     std::lock_guard<std::mutex> lock(mu_);
     t.insert(t.end(), vocab_.begin(), vocab_.end());
     return t;
@@ -600,7 +598,8 @@ class IntegerLookupImpl final : public LayerImpl {
     const Tensor index = argmax(cast(eq, int32), -1) + reserved();
     // Without an OOV index an unknown token is an error in eager calls (Keras asserts); a traced
     // call, which cannot check values, gives it -1, which encodes to nothing.
-    const int64_t oov_index = o_.num_oov_indices == 0 ? -1 : (mask_indexed() ? 1 : 0);
+    const int64_t oov_start = mask_indexed() ? 1 : 0;
+    const int64_t oov_index = o_.num_oov_indices == 0 ? -1 : oov_start;
     if (o_.num_oov_indices == 0 && !tokens.is_symbolic()) {
       ::tapeflow::detail::PauseTapes pause;
       const bool all = ::tapeflow::detail::to_double_vector(
@@ -610,7 +609,11 @@ class IntegerLookupImpl final : public LayerImpl {
                    "the vocabulary (tokens of shape {})",
                    name_, shape_str(tokens.shape()));
     }
-    Tensor ids = where(found, index, fill_like_int(tokens, oov_index));
+    // Several OOV indices: Keras' default "floormod" spreads unknown tokens over them.
+    const Tensor oov = o_.num_oov_indices > 1
+                           ? floormod(tokens, fill_like_int(tokens, o_.num_oov_indices)) + oov_start
+                           : fill_like_int(tokens, oov_index);
+    Tensor ids = where(found, index, oov);
     if (o_.mask_token)
       ids = where(mask_of(tokens), fill_like_int(ids, mask_indexed() ? 0 : -1), ids);
     if (o_.output_mode == "int") return ids;

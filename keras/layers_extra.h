@@ -119,7 +119,7 @@ class Discretization : public Layer {
 
 struct IntegerLookupOptions {
   std::vector<int64_t> vocabulary = {};  // empty: call adapt()
-  int64_t num_oov_indices = 1;           // 0 or 1 (Keras' hashing into more buckets is not here)
+  int64_t num_oov_indices = 1;           // > 1: an unknown token t gets OOV index floormod(t, n)
   std::optional<int64_t> mask_token = std::nullopt;
   int64_t oov_token = -1;
   std::string output_mode = "int";                   // "int", "one_hot", "multi_hot", "count"
@@ -128,12 +128,14 @@ struct IntegerLookupOptions {
   std::string name = "";
 };
 // Keras' IntegerLookup: integer tokens to indices in a vocabulary. Indices: the mask token (if
-// any, output_mode "int" only) is 0, then the OOV index, then the vocabulary in order;
-// get_vocabulary() lists them that way. With "one_hot", "multi_hot" or "count" the mask token
-// has no index and masked tokens encode to nothing, as Keras. num_oov_indices = 0: an unknown
-// token is an InvalidArgumentError in eager calls; a traced call gives it -1 (nothing when
-// encoded). adapt() builds the vocabulary from data, most frequent first (ties: the larger token
-// first, as Keras 3.15).
+// any, output_mode "int" only) is 0, then the OOV indices, then the vocabulary in order;
+// get_vocabulary() lists them that way (the OOV token once per OOV index). With several OOV
+// indices an unknown token t takes the one floormod(t, num_oov_indices) along, as Keras'
+// default oov_method "floormod" (its "farmhash" is not here). With "one_hot", "multi_hot" or
+// "count" the mask token has no index and masked tokens encode to nothing, as Keras.
+// num_oov_indices = 0: an unknown token is an InvalidArgumentError in eager calls; a traced call
+// gives it -1 (nothing when encoded). adapt() builds the vocabulary from data, most frequent first
+// (ties: the larger token first, as Keras 3.15).
 class IntegerLookup : public Layer {
  public:
   IntegerLookup() : IntegerLookup(IntegerLookupOptions{}) {}

@@ -496,8 +496,8 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
                                                 tf::TensorSpec({tf::None}, tf::int64)}});
   check_values(g(tf::constant<int64_t>({36, 5, 12}, {3})), {1, -1, 0});
   // Errors.
-  tf::testing::require_error([] { layers::IntegerLookup({.num_oov_indices = 2}); },
-                             {"IntegerLookup", "num_oov_indices"});
+  tf::testing::require_error([] { layers::IntegerLookup({.num_oov_indices = -1}); },
+                             {"IntegerLookup", "num_oov_indices must be >= 0"});
   tf::testing::require_error(
       [] {
         layers::IntegerLookup({1, 2, 1});
@@ -511,6 +511,47 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
                              {empty.name(), "adapt()"});
   layers::IntegerLookup floats({1, 2});
   tf::testing::require_error([&] { floats(tf::ones({2})); }, {floats.name(), "float32"});
+}
+
+TEST_CASE("IntegerLookup spreads unknown tokens over several OOV indices as Keras' floormod",
+          "[cpu][cuda][keras]") {
+  // keras.layers.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=n, ...)(x) with
+  // x = [[12, 1138, 42], [42, 1000, -37], [0, 7, 5]] (Keras 3.15).
+  const std::vector<int64_t> vocab = {12, 36, 1138, 42};
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const tf::Tensor x = tf::constant<int64_t>({12, 1138, 42, 42, 1000, -37, 0, 7, 5}, {3, 3});
+    layers::IntegerLookup three({.vocabulary = vocab, .num_oov_indices = 3});
+    CHECK(three.get_vocabulary() == std::vector<int64_t>{-1, -1, -1, 12, 36, 1138, 42});
+    CHECK(three.vocabulary_size() == 7);
+    check_values(three(x), {3, 5, 6, 6, 1, 2, 0, 1, 2});
+    check_values(three(tf::cast(x, tf::int32)), {3, 5, 6, 6, 1, 2, 0, 1, 2});
+    layers::IntegerLookup masked({.vocabulary = vocab, .num_oov_indices = 3, .mask_token = 0});
+    CHECK(masked.get_vocabulary() == std::vector<int64_t>{0, -1, -1, -1, 12, 36, 1138, 42});
+    check_values(masked(x), {4, 6, 7, 7, 2, 3, 0, 2, 3});
+    layers::IntegerLookup mh(
+        {.vocabulary = vocab, .num_oov_indices = 2, .output_mode = "multi_hot"});
+    check_values(mh(x), {0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0});
+    layers::IntegerLookup cnt(
+        {.vocabulary = vocab, .num_oov_indices = 2, .mask_token = 0, .output_mode = "count"});
+    check_values(cnt(x), {0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0});
+    layers::IntegerLookup token({.vocabulary = vocab, .num_oov_indices = 3, .oov_token = -5});
+    CHECK(token.get_vocabulary() == std::vector<int64_t>{-5, -5, -5, 12, 36, 1138, 42});
+    layers::IntegerLookup inv({.vocabulary = vocab, .num_oov_indices = 3, .invert = true});
+    check_values(inv(tf::constant<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8})),
+                 {-1, -1, -1, 12, 36, 1138, 42, -1});
+  }
+  // adapt keeps max_tokens minus the OOV indices: Keras' [-1, -1, 6, 3, 4].
+  layers::IntegerLookup a({.num_oov_indices = 2, .max_tokens = 5});
+  a.adapt(tf::constant<int64_t>({3, 3, 3, 4, 4, 5, 6, 6, 6, 6}, {10}));
+  CHECK(a.get_vocabulary() == std::vector<int64_t>{-1, -1, 6, 3, 4});
+  // Traced with a None batch.
+  layers::IntegerLookup t({.vocabulary = vocab, .num_oov_indices = 3});
+  auto f =
+      tf::function([&](tf::Tensor v) { return t(v); },
+                   tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None}, tf::int64)}});
+  check_values(f(tf::constant<int64_t>({42, 1000, -37, 5}, {4})), {6, 1, 2, 2});
 }
 
 TEST_CASE("AlphaDropout keeps mean and variance and is the identity in inference",
