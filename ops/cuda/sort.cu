@@ -1,0 +1,140 @@
+// CUDA kernels of TopK, under the CPU kernel's strict total order (NaN above +inf, -0 equal to
+// +0, ties by lower index), so that both devices give the same values and indices.
+//  - rows of up to 2048 elements: one block a row sorts (value, index) pairs in shared memory
+//    with a bitonic network (padded to a power of two; the padding sorts last) and writes the
+//    first k;
+//  - longer rows: each thread ranks one element by counting the elements before it in its row
+//    (O(n^2) comparisons a row, but no scratch memory) and writes it if its rank is below k.
+// Written without thrust or CUB to keep the device build small.
+#include "ops/cuda/common.cuh"
+#include "ops/sort.h"
+
+namespace tapeflow::prims {
+
+namespace {
+
+constexpr int kSharedSortMax = 2048;
+constexpr int kSortThreads = 512;
+
+template <class C>
+__device__ __forceinline__ bool is_nan_value(C v) {
+  if constexpr (std::is_floating_point_v<C>) return isnan(v);
+  else return false;
+}
+
+// Whether (va, ia) comes before (vb, ib); positions at or past n are padding and come last.
+template <class C>
+__device__ __forceinline__ bool before(C va, int ia, C vb, int ib, int n, bool ascending) {
+  const bool pa = ia >= n, pb = ib >= n;
+  if (pa || pb) return pa && pb ? ia < ib : pb;
+  const bool na = is_nan_value(va), nb = is_nan_value(vb);
+  if (na || nb) return na && nb ? ia < ib : (ascending ? nb : na);
+  if (va != vb) return ascending ? va < vb : va > vb;
+  return ia < ib;
+}
+
+// The bytes of the keys in shared memory, rounded up so that the int positions after them are
+// aligned (uint8 keys of an odd row).
+__host__ __device__ __forceinline__ size_t keys_bytes(int padded, size_t key_size) {
+  return (static_cast<size_t>(padded) * key_size + 15) & ~size_t{15};
+}
+
+template <class T>
+__global__ void top_k_shared_kernel(const T* x, T* values, int32_t* indices, int64_t rows, int n,
+                                    int padded, int k, bool ascending) {
+  using C = cuda::dcompute_t<T>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  C* key = reinterpret_cast<C*>(smem);
+  int* pos = reinterpret_cast<int*>(smem + keys_bytes(padded, sizeof(C)));
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * n;
+    for (int i = threadIdx.x; i < padded; i += blockDim.x) {
+      key[i] = i < n ? cuda::load(in[i]) : C(0);
+      pos[i] = i;
+    }
+    for (int size = 2; size <= padded; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        __syncthreads();
+        for (int t = threadIdx.x; t < padded / 2; t += blockDim.x) {
+          const int i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+          const bool up = (i & size) == 0;
+          if (before(key[j], pos[j], key[i], pos[i], n, ascending) == up) {
+            const C kv = key[i];
+            key[i] = key[j];
+            key[j] = kv;
+            const int p = pos[i];
+            pos[i] = pos[j];
+            pos[j] = p;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < k; i += blockDim.x) {
+      values[r * k + i] = in[pos[i]];
+      indices[r * k + i] = pos[i];
+    }
+    __syncthreads();  // the next row reuses the shared arrays
+  }
+}
+
+template <class T>
+__global__ void top_k_rank_kernel(const T* x, T* values, int32_t* indices, int64_t rows,
+                                  int64_t n, int64_t k, bool ascending) {
+  const int64_t total = rows * n;
+  const int nn = static_cast<int>(n);
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = e / n;
+    const int i = static_cast<int>(e - r * n);
+    const T* in = x + r * n;
+    const auto v = cuda::load(in[i]);
+    int64_t rank = 0;
+    for (int j = 0; j < nn; ++j) rank += before(cuda::load(in[j]), j, v, i, nn, ascending);
+    if (rank < k) {
+      values[r * k + rank] = in[i];
+      indices[r * k + rank] = i;
+    }
+  }
+}
+
+// A function template, so that the bool instantiation (never dispatched: infer rejects bool) is
+// discarded rather than instantiated.
+template <class T>
+void launch_top_k(const Tensor& in, Tensor& values, Tensor& indices, int64_t k, bool ascending,
+                  Device dev, cudaStream_t s) {
+  if constexpr (!std::is_same_v<T, bool>) {
+    using C = cuda::dcompute_t<T>;
+    const int64_t rows = in.shape()[0], n = in.shape()[1];
+    const T* x = cuda::dptr<T>(in);
+    T* v = cuda::dptr<T>(values);
+    int32_t* idx = cuda::dptr<int32_t>(indices);
+    if (n <= kSharedSortMax) {
+      int padded = 1;
+      while (padded < n) padded <<= 1;
+      const size_t shared =
+          keys_bytes(padded, sizeof(C)) + static_cast<size_t>(padded) * sizeof(int);
+      const int half = padded / 2;
+      const int threads = half < 32 ? 32 : (half < kSortThreads ? half : kSortThreads);
+      const unsigned grid = static_cast<unsigned>(rows < 65535 ? rows : 65535);
+      top_k_shared_kernel<T><<<grid, threads, shared, s>>>(
+          x, v, idx, rows, static_cast<int>(n), padded, static_cast<int>(k), ascending);
+    } else {
+      top_k_rank_kernel<T><<<cuda::grid_for(rows * n, dev), cuda::kThreads, 0, s>>>(
+          x, v, idx, rows, n, k, ascending);
+    }
+  }
+}
+
+}  // namespace
+
+void TopK::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const Device dev = out[0].placement();
+  cudaStream_t s = detail::cuda::stream(dev);
+  if (in[0].shape()[0] == 0 || k == 0) return;
+  TF_CUDA_DISPATCH_ALL_TYPES(in[0].dtype(),
+                             { launch_top_k<T>(in[0], out[0], out[1], k, ascending, dev, s); });
+  detail::cuda::check_launch(name());
+}
+
+}  // namespace tapeflow::prims
