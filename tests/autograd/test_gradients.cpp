@@ -18,6 +18,7 @@
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/scatter.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -188,6 +189,11 @@ std::vector<Case> cases() {
        [](V x) {
          return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1);
        }},
+      // Random values have no ties: each cotangent goes back to one input position.
+      {"top_k", {{tf::TensorShape{2, 5}}}, [](V x) { return tf::math::top_k(x[0], 3).first; }},
+      {"sort_axis0_descending",
+       {{tf::TensorShape{3, 2, 2}}},
+       [](V x) { return tf::sort(x[0], 0, "DESCENDING"); }},
       {"unsorted_segment_sum",
        {{tf::TensorShape{5, 2}}},
        [](V x) {
