@@ -523,3 +523,22 @@ TEST_CASE("sort: traced functions equal eager", "[cpu][cuda][sort]") {
     CHECK(f.tracing_count() == 1);
   }
 }
+
+TEST_CASE("sort: the docs example gives the values its comments state", "[cpu][sort]") {
+  // docs/ops.md, "Sorting and counting".
+  tf::Tensor x = tf::constant({{1.f, 3.f, 3.f, 2.f}, {5.f, -1.f, 5.f, 0.f}});
+  auto [v, i] = tf::math::top_k(x, 2);          // [[3, 3], [5, 5]], [[1, 2], [0, 2]]
+  tf::Tensor s = tf::sort(x, 0, "DESCENDING");  // [[5, 3, 5, 2], [1, -1, 3, 0]]
+  tf::Tensor a = tf::argsort(x);                // [[0, 3, 1, 2], [1, 3, 0, 2]]
+  tf::Tensor ok = tf::math::in_top_k(tf::constant({2, 1}), x, 1);  // [true, false]
+  tf::Tensor p = tf::searchsorted(tf::constant({1.f, 3.f, 3.f}), tf::constant({3.f}), "right");
+  auto [y, idx] = tf::unique(tf::constant({1, 2, 1}));  // [1, 2], [0, 1, 0]
+  check_values(v, {3, 3, 5, 5}, 0, 0);
+  check_values(i, {1, 2, 0, 2}, 0, 0);
+  check_values(s, {5, 3, 5, 2, 1, -1, 3, 0}, 0, 0);
+  check_values(a, {0, 3, 1, 2, 1, 3, 0, 2}, 0, 0);
+  check_values(ok, {1, 0}, 0, 0);
+  check_values(p, {3}, 0, 0);
+  check_values(y, {1, 2}, 0, 0);
+  check_values(idx, {0, 1, 0}, 0, 0);
+}
