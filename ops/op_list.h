@@ -42,8 +42,8 @@
 #define TF_IMAGE_PRIMITIVES(X) X(ImageProjectiveTransform)
 // cholesky, eigh/eigvalsh, qr, svd (ops/linalg_decomp.h).
 #define TF_LINALG_DECOMP_PRIMITIVES(X) X(Cholesky) X(SelfAdjointEig) X(Qr) X(Svd)
-// top_k, and sort/argsort through it (ops/sort.h).
-#define TF_SORT_PRIMITIVES(X) X(TopK)
+// top_k (sort and argsort go through it) and searchsorted (ops/sort.h).
+#define TF_SORT_PRIMITIVES(X) X(TopK) X(SearchSorted)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \

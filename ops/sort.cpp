@@ -65,6 +65,19 @@ std::vector<Tensor> TopK::vjp(std::span<const Tensor> p, std::span<const Tensor>
   return out;
 }
 
+void SearchSorted::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const TensorShape &s = in[0].shape(), &v = in[1].shape();
+  TF_CHECK_ARG(s.rank() == 2 && v.rank() == 2 && s[0] == v[0] && in[0].dtype() == in[1].dtype() &&
+                   in[0].dtype() != bool_,
+               name(),
+               "expects sorted_sequence (R, N) and values (R, M) of one numeric dtype, "
+               "got {} {} and {} {}",
+               s.to_string(), dtype_name(in[0].dtype()), v.to_string(), dtype_name(in[1].dtype()));
+  TF_CHECK_ARG(out_type == int64 || s[1] <= int64_t{2147483647}, name(),
+               "a sequence of {} elements does not fit out_type int32", s[1]);
+  out[0] = {v, out_type};
+}
+
 }  // namespace prims
 
 namespace {
@@ -170,13 +183,19 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, const s
                "sorted_sequence {} and values {} must have one rank (at least 1) and the same "
                "leading dimensions",
                ss.to_string(), vs.to_string());
-  // Counting instead of a binary search: (..., M, N) comparisons, the insertion points for a
-  // sorted sequence. "left": elements s < v; "right": elements with !(v < s), so that a NaN
-  // value lands at 0 ("left") or N ("right"), as TF's lower_bound / upper_bound place it.
-  const Tensor s = expand_dims(sorted_sequence, -2);
-  const Tensor v = expand_dims(values, -1);
-  const Tensor hit = side == "left" ? less(s, v) : logical_not(less(v, s));
-  return reduce_sum(cast(hit, out_type), -1);
+  const int64_t n = ss[-1], m = vs[-1];
+  TF_CHECK_ARG(n >= 0 && m >= 0, op, "the last dimensions of {} and {} must be known",
+               ss.to_string(), vs.to_string());
+  if (n == 0) return zeros_like(values, out_type);
+  // Rows of (R, N) and (R, M): -1 rows when there are any, so that a None batch stays open.
+  TensorShape lead(std::span<const int64_t>(ss.begin(), ss.end() - 1));
+  const int64_t rows = lead.is_fully_defined() ? lead.num_elements() : -1;
+  if (rows == 0 || m == 0) return zeros_like(values, out_type);
+  const Tensor in[] = {reshape(sorted_sequence, TensorShape{-1, n}),
+                       reshape(values, TensorShape{-1, m})};
+  TensorShape out_shape = vs;
+  if (out_shape.rank() >= 2) out_shape[0] = -1;
+  return reshape(detail::dispatch(prims::SearchSorted(side == "right", out_type), in), out_shape);
 }
 
 std::pair<Tensor, Tensor> unique(const Tensor& x, DType out_idx) {

@@ -2,8 +2,9 @@
 // tf.math.in_top_k, tf.searchsorted, tf.unique, tf.unique_with_counts, tf.math.bincount,
 // tf.histogram_fixed_width and tf.math.confusion_matrix.
 //
-// One primitive, TopK, sorts (or selects the first k of) every row of the last axis; sort and
-// argsort are TopK with k = the axis' length after moving the axis last, as TF's are. The order
+// Two primitives: SearchSorted (a binary search per value) and TopK, which sorts (or selects
+// the first k of) every row of the last axis; sort and argsort are TopK with k = the axis'
+// length after moving the axis last, as TF's are. The order
 // is total: NaN ranks above +inf (first in a descending order, last in an ascending one), -0 and
 // +0 are equal, and equal values keep their input order (lower index first) in both directions.
 // TF 2.21 leaves the order of NaNs to its sort's internals (see docs/ops.md). The others are
@@ -29,8 +30,8 @@ Tensor argsort(const Tensor& values, int axis = -1, const std::string& direction
                bool stable = false);
 
 // For each of values' last axis, its insertion point in the matching row of sorted_sequence:
-// the number of elements less than it ("left") or not greater than it ("right"), as TF's
-// tf.searchsorted on a sorted sequence. The leading dimensions of both must match; out_type
+// the first position whose element is not less than it ("left") or greater than it ("right"),
+// by binary search, as TF's tf.searchsorted. The leading dimensions of both must match; out_type
 // int32 or int64.
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values,
                     const std::string& side = "left", DType out_type = int32);
@@ -94,6 +95,23 @@ struct TopK final : PrimitiveBase<TopK> {
   bool vjp_accepts_undefined_cotangents() const override { return true; }
   std::string attributes() const override {
     return "k=" + std::to_string(k) + ", ascending=" + (ascending ? "true" : "false");
+  }
+};
+
+// Inputs: sorted_sequence (R, N) and values (R, M) of one dtype (not bool). Output (R, M) of
+// out_type (int32 or int64): each value's insertion point in its row by binary search, TF's
+// LowerBound (right = false: the first position whose element is not less than the value) or
+// UpperBound (right = true: the first whose element is greater than the value).
+struct SearchSorted final : PrimitiveBase<SearchSorted> {
+  bool right = false;
+  DType out_type = int32;
+  SearchSorted(bool r, DType t) : right(r), out_type(t) {}
+  const char* name() const override { return "searchsorted"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::string attributes() const override {
+    return std::string("side=") + (right ? "right" : "left") +
+           ", out_type=" + std::string(dtype_name(out_type));
   }
 };
 

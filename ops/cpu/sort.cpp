@@ -1,4 +1,5 @@
-// CPU kernel of TopK: per row, the positions ordered by (value, index) under a strict total order
+// CPU kernels of SearchSorted (a binary search per value, in parallel over the values) and of
+// TopK: per row, the positions ordered by (value, index) under a strict total order
 // (NaN above +inf, -0 equal to +0, ties by lower index), with std::partial_sort for the first k
 // (std::sort when k is the whole row). Rows are split over the thread pool.
 #include "ops/sort.h"
@@ -64,7 +65,46 @@ void top_k_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t k, boo
   });
 }
 
+// The first position of row[0, n) whose element is not less than v (left) or greater than v
+// (right), by bisection with `<` only, as std::lower_bound / std::upper_bound: a NaN value lands
+// at 0 (left) or n (right).
+template <class T, class O>
+void search_rows(const Tensor& seq, const Tensor& values, Tensor& out, bool right) {
+  using C = compute_t<T>;
+  const int64_t n = seq.shape()[1], m = values.shape()[1], total = values.num_elements();
+  const T* s = seq.data<T>();
+  const T* v = values.data<T>();
+  O* o = out.data<O>();
+  detail::parallel_for(total, 2048, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const T* row = s + (q / m) * n;
+      const C x = static_cast<C>(v[q]);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const C y = static_cast<C>(row[mid]);
+        if (right ? !(x < y) : y < x)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      o[q] = static_cast<O>(lo);
+    }
+  });
+}
+
 }  // namespace
+
+void SearchSorted::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (out_type == int32)
+        search_rows<T, int32_t>(in[0], in[1], out[0], right);
+      else
+        search_rows<T, int64_t>(in[0], in[1], out[0], right);
+    }
+  });
+}
 
 void TopK::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   TF_DISPATCH_ALL_TYPES(in[0].dtype(), {

@@ -5,6 +5,7 @@
 //    first k;
 //  - longer rows: each thread ranks one element by counting the elements before it in its row
 //    (O(n^2) comparisons a row, but no scratch memory) and writes it if its rank is below k.
+// SearchSorted: one thread a value, a bisection of its row with `<` only (as the CPU kernel).
 // Written without thrust or CUB to keep the device build small.
 #include "ops/cuda/common.cuh"
 #include "ops/sort.h"
@@ -126,7 +127,49 @@ void launch_top_k(const Tensor& in, Tensor& values, Tensor& indices, int64_t k, 
   }
 }
 
+template <class T, class O>
+__global__ void search_kernel(const T* seq, const T* values, O* out, int64_t total, int64_t n,
+                              int64_t m, bool right) {
+  for (int64_t q = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; q < total;
+       q += int64_t{gridDim.x} * blockDim.x) {
+    const T* row = seq + (q / m) * n;
+    const auto x = cuda::load(values[q]);
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      const auto y = cuda::load(row[mid]);
+      if (right ? !(x < y) : y < x) lo = mid + 1;
+      else hi = mid;
+    }
+    out[q] = static_cast<O>(lo);
+  }
+}
+
+template <class T>
+void launch_search(const Tensor& seq, const Tensor& values, Tensor& out, bool right, Device dev,
+                   cudaStream_t s) {
+  if constexpr (!std::is_same_v<T, bool>) {
+    const int64_t n = seq.shape()[1], m = values.shape()[1], total = values.num_elements();
+    const unsigned grid = cuda::grid_for(total, dev);
+    if (out.dtype() == int32)
+      search_kernel<T, int32_t><<<grid, cuda::kThreads, 0, s>>>(
+          cuda::dptr<T>(seq), cuda::dptr<T>(values), cuda::dptr<int32_t>(out), total, n, m, right);
+    else
+      search_kernel<T, int64_t><<<grid, cuda::kThreads, 0, s>>>(
+          cuda::dptr<T>(seq), cuda::dptr<T>(values), cuda::dptr<int64_t>(out), total, n, m, right);
+  }
+}
+
 }  // namespace
+
+void SearchSorted::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const Device dev = out[0].placement();
+  cudaStream_t s = detail::cuda::stream(dev);
+  if (out[0].num_elements() == 0) return;
+  TF_CUDA_DISPATCH_ALL_TYPES(in[0].dtype(),
+                             { launch_search<T>(in[0], in[1], out[0], right, dev, s); });
+  detail::cuda::check_launch(name());
+}
 
 void TopK::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   const Device dev = out[0].placement();

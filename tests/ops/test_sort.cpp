@@ -338,6 +338,44 @@ TEST_CASE("sort: searchsorted gives TF's insertion points", "[cpu][cuda][sort]")
                 {"searchsorted", "\"middle\""});
 }
 
+TEST_CASE("sort: searchsorted equals std bounds on batches and traces once", "[cpu][cuda][sort]") {
+  // A (2, 3, 50) sorted sequence with repeats and (2, 3, 40) values against std::lower_bound /
+  // std::upper_bound row by row; int64 and float64.
+  auto seqv = random_values(300, 0, 20, 5);
+  for (double& e : seqv) e = std::floor(e);
+  for (size_t r = 0; r < 6; ++r) std::sort(seqv.begin() + r * 50, seqv.begin() + (r + 1) * 50);
+  auto valv = random_values(240, -1, 21, 6);
+  for (double& e : valv) e = std::floor(e * 2) / 2;
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float64, tf::int64}) {
+      const tf::Tensor seq = make(seqv, {2, 3, 50}, d), val = make(valv, {2, 3, 40}, d);
+      const auto sv = tf::detail::to_double_vector(seq), vv = tf::detail::to_double_vector(val);
+      for (const char* side : {"left", "right"}) {
+        std::vector<double> want;
+        for (size_t q = 0; q < vv.size(); ++q) {
+          const auto b = sv.begin() + static_cast<std::ptrdiff_t>((q / 40) * 50), e = b + 50;
+          const auto it = std::string(side) == "left" ? std::lower_bound(b, e, vv[q])
+                                                      : std::upper_bound(b, e, vv[q]);
+          want.push_back(static_cast<double>(it - b));
+        }
+        check_values(tf::searchsorted(seq, val, side, tf::int64), want, 0, 0);
+      }
+    }
+  }
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 3}), tf::TensorSpec({tf::None, 2})};
+  auto f = tf::function(
+      [](const tf::Tensor& s, const tf::Tensor& v) { return tf::searchsorted(s, v, "right"); },
+      opts);
+  check_values(f(tf::constant({{1.f, 2.f, 3.f}}), tf::constant({{2.f, 0.f}})), {2, 0}, 0, 0);
+  check_values(
+      f(tf::constant({{1.f, 2.f, 3.f}, {0.f, 0.f, 0.f}}), tf::constant({{9.f, 1.f}, {0.f, -1.f}})),
+      {3, 1, 3, 0}, 0, 0);
+  CHECK(f.tracing_count() == 1);
+}
+
 TEST_CASE("sort: unique and unique_with_counts keep the first occurrence", "[cpu][cuda][sort]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
