@@ -326,6 +326,7 @@ TEST_CASE("sort: searchsorted gives TF's insertion points", "[cpu][cuda][sort]")
     CHECK(r.dtype() == tf::int64);
     check_values(r, {3, 0, 4}, 0, 0);
     check_values(tf::searchsorted(tf::zeros({0}), tf::constant({1.f})), {0}, 0, 0);
+    CHECK(tf::searchsorted(tf::zeros({2, 3}), tf::zeros({2, 0})).shape() == tf::TensorShape{2, 0});
   }
   require_error(
       [] {
@@ -450,6 +451,9 @@ TEST_CASE("sort: histogram_fixed_width clamps out-of-range values", "[cpu][cuda]
       CHECK(h.dtype() == tf::int32);
       check_values(h, {2, 1, 1, 0, 3}, 0, 0);
     }
+    // No values: every bin empty.
+    check_values(tf::histogram_fixed_width(tf::zeros({0}), tf::constant({0.f, 1.f}), 3), {0, 0, 0},
+                 0, 0);
     // tf.histogram_fixed_width([0, 1, 2, 3, 9, -3], [0, 4], nbins=3).
     check_values(tf::histogram_fixed_width(tf::constant({0, 1, 2, 3, 9, -3}), tf::constant({0, 4}),
                                            3, tf::int64),
@@ -501,6 +505,10 @@ TEST_CASE("sort: confusion_matrix gives TF's matrices", "[cpu][cuda][sort]") {
     want_w[2 * 6 + 2] = 1;
     want_w[4 * 6 + 4] = 2;
     check_values(cw, want_w, 0, 0);
+    // No pairs: zeros of num_classes (or a 0 x 0 matrix without it).
+    const tf::Tensor none = tf::zeros({0}, tf::int32);
+    check_values(tf::math::confusion_matrix(none, none, 2), {0, 0, 0, 0}, 0, 0);
+    CHECK(tf::math::confusion_matrix(none, none).shape() == tf::TensorShape{0, 0});
   }
   require_error(
       [] {
