@@ -3,8 +3,8 @@
 //  - rows of up to 2048 elements: one block a row sorts (value, index) pairs in shared memory
 //    with a bitonic network (padded to a power of two; the padding sorts last) and writes the
 //    first k;
-//  - longer rows: each thread ranks one element by counting the elements before it in its row
-//    (O(n^2) comparisons a row, but no scratch memory) and writes it if its rank is below k.
+//  - longer rows: the same network in global scratch memory (keys and positions of every row),
+//    one launch per step of the network over all rows, then the first k copied out.
 // SearchSorted: one thread a value, a bisection of its row with `<` only (as the CPU kernel).
 // Written without thrust or CUB to keep the device build small.
 #include "ops/cuda/common.cuh"
@@ -79,23 +79,52 @@ __global__ void top_k_shared_kernel(const T* x, T* values, int32_t* indices, int
   }
 }
 
-template <class T>
-__global__ void top_k_rank_kernel(const T* x, T* values, int32_t* indices, int64_t rows,
-                                  int64_t n, int64_t k, bool ascending) {
-  const int64_t total = rows * n;
-  const int nn = static_cast<int>(n);
+// Longer rows: the same bitonic network in global scratch memory, one launch per step over
+// every row's pairs at once (log2(padded) * (log2(padded) + 1) / 2 launches).
+template <class T, class C>
+__global__ void bitonic_init_kernel(const T* x, C* key, int* pos, int64_t rows, int64_t n,
+                                    int64_t padded) {
+  const int64_t total = rows * padded;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = e / n;
-    const int i = static_cast<int>(e - r * n);
-    const T* in = x + r * n;
-    const auto v = cuda::load(in[i]);
-    int64_t rank = 0;
-    for (int j = 0; j < nn; ++j) rank += before(cuda::load(in[j]), j, v, i, nn, ascending);
-    if (rank < k) {
-      values[r * k + rank] = in[i];
-      indices[r * k + rank] = i;
+    const int64_t r = e / padded, i = e - r * padded;
+    key[e] = i < n ? cuda::load(x[r * n + i]) : C(0);
+    pos[e] = static_cast<int>(i);
+  }
+}
+
+template <class C>
+__global__ void bitonic_step_kernel(C* key, int* pos, int64_t rows, int n, int64_t padded,
+                                    int64_t size, int64_t stride, bool ascending) {
+  const int64_t half = padded / 2, total = rows * half;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = e / half, t = e - r * half;
+    const int64_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+    const bool up = (i & size) == 0;
+    C* kr = key + r * padded;
+    int* pr = pos + r * padded;
+    if (before(kr[j], pr[j], kr[i], pr[i], n, ascending) == up) {
+      const C kv = kr[i];
+      kr[i] = kr[j];
+      kr[j] = kv;
+      const int p = pr[i];
+      pr[i] = pr[j];
+      pr[j] = p;
     }
+  }
+}
+
+template <class T>
+__global__ void bitonic_out_kernel(const T* x, const int* pos, T* values, int32_t* indices,
+                                   int64_t rows, int64_t n, int64_t padded, int64_t k) {
+  const int64_t total = rows * k;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = e / k, i = e - r * k;
+    const int p = pos[r * padded + i];
+    values[e] = x[r * n + p];
+    indices[e] = p;
   }
 }
 
@@ -121,8 +150,23 @@ void launch_top_k(const Tensor& in, Tensor& values, Tensor& indices, int64_t k, 
       top_k_shared_kernel<T><<<grid, threads, shared, s>>>(
           x, v, idx, rows, static_cast<int>(n), padded, static_cast<int>(k), ascending);
     } else {
-      top_k_rank_kernel<T><<<cuda::grid_for(rows * n, dev), cuda::kThreads, 0, s>>>(
-          x, v, idx, rows, n, k, ascending);
+      int64_t padded = 1;
+      while (padded < n) padded <<= 1;
+      // Scratch from the device's caching allocator: the keys (compute type) and positions.
+      Tensor keys = detail::empty(TensorShape{rows * padded * static_cast<int64_t>(sizeof(C))},
+                                  uint8, dev);
+      Tensor pos = detail::empty(TensorShape{rows * padded}, int32, dev);
+      C* kp = static_cast<C*>(keys.raw_data());
+      int* pp = static_cast<int*>(pos.raw_data());
+      bitonic_init_kernel<T, C><<<cuda::grid_for(rows * padded, dev), cuda::kThreads, 0, s>>>(
+          x, kp, pp, rows, n, padded);
+      const unsigned grid = cuda::grid_for(rows * padded / 2, dev);
+      for (int64_t size = 2; size <= padded; size <<= 1)
+        for (int64_t stride = size >> 1; stride > 0; stride >>= 1)
+          bitonic_step_kernel<C><<<grid, cuda::kThreads, 0, s>>>(
+              kp, pp, rows, static_cast<int>(n), padded, size, stride, ascending);
+      bitonic_out_kernel<T><<<cuda::grid_for(rows * k, dev), cuda::kThreads, 0, s>>>(
+          x, pp, v, idx, rows, n, padded, k);
     }
   }
 }

@@ -193,7 +193,7 @@ TEST_CASE("sort: NaN ranks above inf in every direction", "[cpu][cuda][sort]") {
 }
 
 TEST_CASE("sort: long rows and many ties equal a stable sort", "[cpu][cuda][sort]") {
-  // Rows of 3000 (the CUDA kernel's counting path) and of 100 with values 0..6 (ties), against
+  // Rows of 3000 (the CUDA kernel's global-memory path) and of 100 with values 0..6 (ties), against
   // std::stable_sort of the positions.
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
