@@ -376,6 +376,9 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd][cuda]") {
       {"relu*x^2", [](const tf::Tensor& x) { return tf::nn::relu(x) * x * x; }},
       {"relu(sin)", [](const tf::Tensor& x) { return tf::nn::relu(tf::sin(x * 2.0)) * x; }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
+      // The cotangents scattered back by top_k's gradient carry the second order.
+      {"top_k^3", [](const tf::Tensor& x) { return tf::pow(tf::math::top_k(x, 2).first, 3.0); }},
+      {"sort^3", [](const tf::Tensor& x) { return tf::pow(tf::sort(x, 0, "DESCENDING"), 3.0); }},
       {"log_softmax", [](const tf::Tensor& x) { return tf::nn::log_softmax(x) * x; }},
       {"sparse_softmax_cross_entropy",
        [](const tf::Tensor& x) {
