@@ -42,13 +42,15 @@
 #define TF_IMAGE_PRIMITIVES(X) X(ImageProjectiveTransform)
 // cholesky, eigh/eigvalsh, qr, svd (ops/linalg_decomp.h).
 #define TF_LINALG_DECOMP_PRIMITIVES(X) X(Cholesky) X(SelfAdjointEig) X(Qr) X(Svd)
+// top_k (sort and argsort go through it) and searchsorted (ops/sort.h).
+#define TF_SORT_PRIMITIVES(X) X(TopK) X(SearchSorted)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
-  TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X)
+  TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

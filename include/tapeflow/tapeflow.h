@@ -59,4 +59,5 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
+#include "ops/sort.h"
 #include "ops/unary.h"

@@ -18,6 +18,7 @@
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/scatter.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -188,6 +189,11 @@ std::vector<Case> cases() {
        [](V x) {
          return tf::gather(x[0], tf::constant({{1, 1}, {3, 0}}), 1);
        }},
+      // Random values have no ties: each cotangent goes back to one input position.
+      {"top_k", {{tf::TensorShape{2, 5}}}, [](V x) { return tf::math::top_k(x[0], 3).first; }},
+      {"sort_axis0_descending",
+       {{tf::TensorShape{3, 2, 2}}},
+       [](V x) { return tf::sort(x[0], 0, "DESCENDING"); }},
       {"unsorted_segment_sum",
        {{tf::TensorShape{5, 2}}},
        [](V x) {
@@ -370,6 +376,9 @@ TEST_CASE("gradients: second order through nested tapes", "[autograd][cuda]") {
       {"relu*x^2", [](const tf::Tensor& x) { return tf::nn::relu(x) * x * x; }},
       {"relu(sin)", [](const tf::Tensor& x) { return tf::nn::relu(tf::sin(x * 2.0)) * x; }},
       {"softmax", [](const tf::Tensor& x) { return tf::nn::softmax(x); }},
+      // The cotangents scattered back by top_k's gradient carry the second order.
+      {"top_k^3", [](const tf::Tensor& x) { return tf::pow(tf::math::top_k(x, 2).first, 3.0); }},
+      {"sort^3", [](const tf::Tensor& x) { return tf::pow(tf::sort(x, 0, "DESCENDING"), 3.0); }},
       {"log_softmax", [](const tf::Tensor& x) { return tf::nn::log_softmax(x) * x; }},
       {"sparse_softmax_cross_entropy",
        [](const tf::Tensor& x) {

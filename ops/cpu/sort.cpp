@@ -1,0 +1,115 @@
+// CPU kernels of SearchSorted (a binary search per value, in parallel over the values) and of
+// TopK: per row, the positions ordered by (value, index) under a strict total order
+// (NaN above +inf, -0 equal to +0, ties by lower index), with std::partial_sort for the first k
+// (std::sort when k is the whole row). Rows are split over the thread pool.
+#include "ops/sort.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/check.h"
+#include "core/parallel.h"
+
+namespace tapeflow::prims {
+
+namespace {
+
+template <class C>
+bool is_nan_value(C v) {
+  if constexpr (std::is_floating_point_v<C>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+template <class T>
+void top_k_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t k, bool ascending) {
+  using C = compute_t<T>;
+  const int64_t rows = x.shape()[0], n = x.shape()[1];
+  const T* src = x.data<T>();
+  T* val = values.data<T>();
+  int32_t* idx = indices.data<int32_t>();
+  if (k == 0) return;
+  // Row-level grain: about 16K compared elements a task.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+  detail::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+    std::vector<C> key(static_cast<size_t>(n));
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    for (int64_t r = b; r < e; ++r) {
+      const T* in = src + r * n;
+      for (int64_t j = 0; j < n; ++j) key[static_cast<size_t>(j)] = static_cast<C>(in[j]);
+      std::iota(pos.begin(), pos.end(), 0);
+      // "a comes first": strictly before in the direction, NaN counting as the largest value.
+      auto first = [&](int32_t a, int32_t c) {
+        const C va = key[static_cast<size_t>(a)], vc = key[static_cast<size_t>(c)];
+        const bool na = is_nan_value(va), nc = is_nan_value(vc);
+        if (na || nc) {
+          if (na && nc) return a < c;
+          return ascending ? nc : na;
+        }
+        if (va != vc) return ascending ? va < vc : va > vc;
+        return a < c;
+      };
+      if (k < n)
+        std::partial_sort(pos.begin(), pos.begin() + k, pos.end(), first);
+      else
+        std::sort(pos.begin(), pos.end(), first);
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t p = pos[static_cast<size_t>(j)];
+        val[r * k + j] = in[p];
+        idx[r * k + j] = p;
+      }
+    }
+  });
+}
+
+// The first position of row[0, n) whose element is not less than v (left) or greater than v
+// (right), by bisection with `<` only, as std::lower_bound / std::upper_bound: a NaN value lands
+// at 0 (left) or n (right).
+template <class T, class O>
+void search_rows(const Tensor& seq, const Tensor& values, Tensor& out, bool right) {
+  using C = compute_t<T>;
+  const int64_t n = seq.shape()[1], m = values.shape()[1], total = values.num_elements();
+  const T* s = seq.data<T>();
+  const T* v = values.data<T>();
+  O* o = out.data<O>();
+  detail::parallel_for(total, 2048, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const T* row = s + (q / m) * n;
+      const C x = static_cast<C>(v[q]);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const C y = static_cast<C>(row[mid]);
+        if (right ? !(x < y) : y < x)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      o[q] = static_cast<O>(lo);
+    }
+  });
+}
+
+}  // namespace
+
+void SearchSorted::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (out_type == int32)
+        search_rows<T, int32_t>(in[0], in[1], out[0], right);
+      else
+        search_rows<T, int64_t>(in[0], in[1], out[0], right);
+    }
+  });
+}
+
+void TopK::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (!std::is_same_v<T, bool>) top_k_rows<T>(in[0], out[0], out[1], k, ascending);
+  });
+}
+
+}  // namespace tapeflow::prims
