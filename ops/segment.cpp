@@ -18,18 +18,22 @@ namespace prims {
 
 const char* UnsortedSegmentReduce::name() const {
   switch (reducer) {
-    case SegmentReducer::Sum: return "unsorted_segment_sum";
-    case SegmentReducer::Max: return "unsorted_segment_max";
-    case SegmentReducer::Min: return "unsorted_segment_min";
-    case SegmentReducer::Prod: return "unsorted_segment_prod";
+    case SegmentReducer::Sum:
+      return "unsorted_segment_sum";
+    case SegmentReducer::Max:
+      return "unsorted_segment_max";
+    case SegmentReducer::Min:
+      return "unsorted_segment_min";
+    case SegmentReducer::Prod:
+      return "unsorted_segment_prod";
   }
   return "unsorted_segment_reduce";
 }
 
 void UnsortedSegmentReduce::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   TF_CHECK_ARG(in[0].rank() == 2 && in[1].rank() == 1 && in[1].shape()[0] == in[0].shape()[0],
-               name(), "expects data (N, D) and ids (N), got {} and {}",
-               in[0].shape().to_string(), in[1].shape().to_string());
+               name(), "expects data (N, D) and ids (N), got {} and {}", in[0].shape().to_string(),
+               in[1].shape().to_string());
   out[0] = {TensorShape{num_segments, in[0].shape()[1]}, in[0].dtype()};
 }
 
@@ -55,7 +59,8 @@ std::vector<Tensor> UnsortedSegmentReduce::vjp(std::span<const Tensor> p,
   auto data_grad = [&]() -> Tensor {
     if (num_segments == 0) return zeros_like(x);
     switch (reducer) {
-      case SegmentReducer::Sum: return where(kept, gather_clipped(g, ids), zeros_like(x));
+      case SegmentReducer::Sum:
+        return where(kept, gather_clipped(g, ids), zeros_like(x));
       case SegmentReducer::Max:
       case SegmentReducer::Min: {
         // TF's _UnsortedSegmentMinOrMaxGrad: the elements equal to their segment's result share
@@ -73,11 +78,10 @@ std::vector<Tensor> UnsortedSegmentReduce::vjp(std::span<const Tensor> p,
         const Tensor zeros_in = unsorted_segment_sum(cast(is_zero, x.dtype()), ids, num_segments);
         const Tensor g_kept = where(greater(zeros_in, ones_like(zeros_in)), zeros_like(g), g);
         const Tensor nonzero = where(is_zero, ones_like(x), x);
-        const Tensor nonzero_prod =
-            detail::dispatch(UnsortedSegmentReduce(SegmentReducer::Prod, num_segments),
-                             {nonzero, ids});
-        const Tensor partial = where(is_zero, gather_clipped(nonzero_prod, ids),
-                                     gather_clipped(outs[0], ids) / x);
+        const Tensor nonzero_prod = detail::dispatch(
+            UnsortedSegmentReduce(SegmentReducer::Prod, num_segments), {nonzero, ids});
+        const Tensor partial =
+            where(is_zero, gather_clipped(nonzero_prod, ids), gather_clipped(outs[0], ids) / x);
         return where(kept, gather_clipped(g_kept, ids) * partial, zero);
       }
     }
@@ -144,8 +148,8 @@ Tensor unsorted_reduce(const char* op, prims::SegmentReducer r, const Tensor& da
   const int64_t rows = inner > 0 ? -1 : ids.shape().num_elements();
   const Tensor flat = reshape(data, TensorShape{rows, inner});
   const Tensor flat_ids = reshape(ids, TensorShape{-1});
-  return reshape(
-      detail::dispatch(prims::UnsortedSegmentReduce(r, num_segments), {flat, flat_ids}), rest);
+  return reshape(detail::dispatch(prims::UnsortedSegmentReduce(r, num_segments), {flat, flat_ids}),
+                 rest);
 }
 
 // The number of elements of each segment, shaped (num_segments, 1, ...) to broadcast against
@@ -185,7 +189,9 @@ std::vector<int64_t> sorted_ids(const char* op, const Tensor& data, const Tensor
   return v;
 }
 
-int64_t segments_of(const std::vector<int64_t>& v) { return v.empty() ? 0 : v.back() + 1; }
+int64_t segments_of(const std::vector<int64_t>& v) {
+  return v.empty() ? 0 : v.back() + 1;
+}
 
 // Empty sorted segments hold 0 (TF's SegmentMax/Min), not the unsorted identity.
 Tensor zero_empty_segments(const Tensor& r, const std::vector<int64_t>& v) {

@@ -35,8 +35,7 @@ Tensor unsorted_segment_min(const Tensor& data, const Tensor& segment_ids, int64
 Tensor unsorted_segment_prod(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
 // sum / count and sum / sqrt(count) per segment (count clipped to >= 1: empty segments are 0).
 Tensor unsorted_segment_mean(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
-Tensor unsorted_segment_sqrt_n(const Tensor& data, const Tensor& segment_ids,
-                               int64_t num_segments);
+Tensor unsorted_segment_sqrt_n(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
 
 Tensor segment_sum(const Tensor& data, const Tensor& segment_ids);
 Tensor segment_mean(const Tensor& data, const Tensor& segment_ids);
@@ -61,9 +60,7 @@ struct UnsortedSegmentReduce final : PrimitiveBase<UnsortedSegmentReduce> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   TF_DECLARE_VJP
-  std::string attributes() const override {
-    return "num_segments=" + std::to_string(num_segments);
-  }
+  std::string attributes() const override { return "num_segments=" + std::to_string(num_segments); }
 };
 
 }  // namespace prims

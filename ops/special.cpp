@@ -14,7 +14,9 @@ namespace tapeflow {
 namespace prims {
 
 namespace {
-bool is_binary(SpecialFn f) { return f >= SpecialFn::Polygamma; }
+bool is_binary(SpecialFn f) {
+  return f >= SpecialFn::Polygamma;
+}
 
 // TF's CPU kernel registrations of each function.
 enum class Accepts { HalfUp, AllFloating, Float32Up };
@@ -23,29 +25,44 @@ Accepts accepts(SpecialFn f) {
     case SpecialFn::Lgamma:
     case SpecialFn::Digamma:
     case SpecialFn::BesselI0e:
-    case SpecialFn::BesselI1e: return Accepts::HalfUp;
+    case SpecialFn::BesselI1e:
+      return Accepts::HalfUp;
     case SpecialFn::Xlogy:
     case SpecialFn::Xdivy:
-    case SpecialFn::Xlog1py: return Accepts::AllFloating;
-    default: return Accepts::Float32Up;
+    case SpecialFn::Xlog1py:
+      return Accepts::AllFloating;
+    default:
+      return Accepts::Float32Up;
   }
 }
 }  // namespace
 
 const char* Special::name() const {
   switch (fn) {
-    case SpecialFn::Lgamma: return "lgamma";
-    case SpecialFn::Digamma: return "digamma";
-    case SpecialFn::Erfinv: return "erfinv";
-    case SpecialFn::Ndtri: return "ndtri";
-    case SpecialFn::BesselI0e: return "bessel_i0e";
-    case SpecialFn::BesselI1e: return "bessel_i1e";
-    case SpecialFn::Polygamma: return "polygamma";
-    case SpecialFn::Xlogy: return "xlogy";
-    case SpecialFn::Xdivy: return "xdivy";
-    case SpecialFn::Xlog1py: return "xlog1py";
-    case SpecialFn::Igamma: return "igamma";
-    case SpecialFn::Igammac: return "igammac";
+    case SpecialFn::Lgamma:
+      return "lgamma";
+    case SpecialFn::Digamma:
+      return "digamma";
+    case SpecialFn::Erfinv:
+      return "erfinv";
+    case SpecialFn::Ndtri:
+      return "ndtri";
+    case SpecialFn::BesselI0e:
+      return "bessel_i0e";
+    case SpecialFn::BesselI1e:
+      return "bessel_i1e";
+    case SpecialFn::Polygamma:
+      return "polygamma";
+    case SpecialFn::Xlogy:
+      return "xlogy";
+    case SpecialFn::Xdivy:
+      return "xdivy";
+    case SpecialFn::Xlog1py:
+      return "xlog1py";
+    case SpecialFn::Igamma:
+      return "igamma";
+    case SpecialFn::Igammac:
+      return "igammac";
   }
   return "special";
 }
@@ -80,15 +97,17 @@ void Special::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const
 uint32_t Special::vjp_saves() const {
   switch (fn) {
     case SpecialFn::Erfinv:
-    case SpecialFn::Ndtri: return save_output(0);
-    case SpecialFn::BesselI1e: return save_input(0) | save_output(0);
-    default: return is_binary(fn) ? save_input(0) | save_input(1) : save_input(0);
+    case SpecialFn::Ndtri:
+      return save_output(0);
+    case SpecialFn::BesselI1e:
+      return save_input(0) | save_output(0);
+    default:
+      return is_binary(fn) ? save_input(0) | save_input(1) : save_input(0);
   }
 }
 
 std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
-                                 std::span<const int> argnums,
-                                 std::span<const Tensor> outs) const {
+                                 std::span<const int> argnums, std::span<const Tensor> outs) const {
   using math::xdivy;
   using math::xlog1py;
   using math::xlogy;
@@ -96,11 +115,16 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
   const Tensor& x = p[0];
   auto first = [&]() -> Tensor {
     switch (fn) {
-      case SpecialFn::Lgamma: return g * math::digamma(x);
-      case SpecialFn::Digamma: return g * math::polygamma(ones_like(x), x);
-      case SpecialFn::Erfinv: return g * (0.88622692545275801 * exp(square(outs[0])));
-      case SpecialFn::Ndtri: return g * (2.5066282746310002 * exp(square(outs[0]) * 0.5));
-      case SpecialFn::BesselI0e: return g * (math::bessel_i1e(x) - sign(x) * math::bessel_i0e(x));
+      case SpecialFn::Lgamma:
+        return g * math::digamma(x);
+      case SpecialFn::Digamma:
+        return g * math::polygamma(ones_like(x), x);
+      case SpecialFn::Erfinv:
+        return g * (0.88622692545275801 * exp(square(outs[0])));
+      case SpecialFn::Ndtri:
+        return g * (2.5066282746310002 * exp(square(outs[0]) * 0.5));
+      case SpecialFn::BesselI0e:
+        return g * (math::bessel_i1e(x) - sign(x) * math::bessel_i0e(x));
       case SpecialFn::BesselI1e: {
         const Tensor zero = zeros_like(x);
         const Tensor at_zero = equal(x, zero);
@@ -118,22 +142,28 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
         return g * xlog1py(nonzero, p[1]);
       }
       // polygamma's order and igamma's a: no gradient (TF has one for igamma's a, not ported).
-      default: return Tensor();
+      default:
+        return Tensor();
     }
   };
   auto second = [&]() -> Tensor {
     const Tensor& y = p[1];
     switch (fn) {
-      case SpecialFn::Polygamma: return g * math::polygamma(x + 1, y);
-      case SpecialFn::Xlogy: return g * xdivy(x, y);
-      case SpecialFn::Xdivy: return g * xdivy(negative(x), square(y));
-      case SpecialFn::Xlog1py: return g * xdivy(x, y + 1);
+      case SpecialFn::Polygamma:
+        return g * math::polygamma(x + 1, y);
+      case SpecialFn::Xlogy:
+        return g * xdivy(x, y);
+      case SpecialFn::Xdivy:
+        return g * xdivy(negative(x), square(y));
+      case SpecialFn::Xlog1py:
+        return g * xdivy(x, y + 1);
       case SpecialFn::Igamma:
       case SpecialFn::Igammac: {
         const Tensor d = exp(negative(y) + (x - 1) * log(y) - math::lgamma(x));
         return fn == SpecialFn::Igamma ? g * d : negative(g) * d;
       }
-      default: return Tensor();
+      default:
+        return Tensor();
     }
   };
   std::vector<Tensor> out;
@@ -161,18 +191,42 @@ Tensor binary(prims::SpecialFn f, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 using prims::SpecialFn;
-Tensor lgamma(const Tensor& x) { return unary(SpecialFn::Lgamma, x); }
-Tensor digamma(const Tensor& x) { return unary(SpecialFn::Digamma, x); }
-Tensor erfinv(const Tensor& x) { return unary(SpecialFn::Erfinv, x); }
-Tensor ndtri(const Tensor& x) { return unary(SpecialFn::Ndtri, x); }
-Tensor bessel_i0e(const Tensor& x) { return unary(SpecialFn::BesselI0e, x); }
-Tensor bessel_i1e(const Tensor& x) { return unary(SpecialFn::BesselI1e, x); }
-Tensor polygamma(const Tensor& a, const Tensor& x) { return binary(SpecialFn::Polygamma, a, x); }
-Tensor xlogy(const Tensor& x, const Tensor& y) { return binary(SpecialFn::Xlogy, x, y); }
-Tensor xdivy(const Tensor& x, const Tensor& y) { return binary(SpecialFn::Xdivy, x, y); }
-Tensor xlog1py(const Tensor& x, const Tensor& y) { return binary(SpecialFn::Xlog1py, x, y); }
-Tensor igamma(const Tensor& a, const Tensor& x) { return binary(SpecialFn::Igamma, a, x); }
-Tensor igammac(const Tensor& a, const Tensor& x) { return binary(SpecialFn::Igammac, a, x); }
+Tensor lgamma(const Tensor& x) {
+  return unary(SpecialFn::Lgamma, x);
+}
+Tensor digamma(const Tensor& x) {
+  return unary(SpecialFn::Digamma, x);
+}
+Tensor erfinv(const Tensor& x) {
+  return unary(SpecialFn::Erfinv, x);
+}
+Tensor ndtri(const Tensor& x) {
+  return unary(SpecialFn::Ndtri, x);
+}
+Tensor bessel_i0e(const Tensor& x) {
+  return unary(SpecialFn::BesselI0e, x);
+}
+Tensor bessel_i1e(const Tensor& x) {
+  return unary(SpecialFn::BesselI1e, x);
+}
+Tensor polygamma(const Tensor& a, const Tensor& x) {
+  return binary(SpecialFn::Polygamma, a, x);
+}
+Tensor xlogy(const Tensor& x, const Tensor& y) {
+  return binary(SpecialFn::Xlogy, x, y);
+}
+Tensor xdivy(const Tensor& x, const Tensor& y) {
+  return binary(SpecialFn::Xdivy, x, y);
+}
+Tensor xlog1py(const Tensor& x, const Tensor& y) {
+  return binary(SpecialFn::Xlog1py, x, y);
+}
+Tensor igamma(const Tensor& a, const Tensor& x) {
+  return binary(SpecialFn::Igamma, a, x);
+}
+Tensor igammac(const Tensor& a, const Tensor& x) {
+  return binary(SpecialFn::Igammac, a, x);
+}
 
 Tensor log_sigmoid(const Tensor& x) {
   TF_CHECK_ARG(x.defined(), "log_sigmoid", "the input is undefined");

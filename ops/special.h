@@ -46,9 +46,19 @@ namespace prims {
 
 enum class SpecialFn : uint8_t {
   // One input.
-  Lgamma, Digamma, Erfinv, Ndtri, BesselI0e, BesselI1e,
+  Lgamma,
+  Digamma,
+  Erfinv,
+  Ndtri,
+  BesselI0e,
+  BesselI1e,
   // Two inputs of one shape and dtype (the frontend broadcasts).
-  Polygamma, Xlogy, Xdivy, Xlog1py, Igamma, Igammac,
+  Polygamma,
+  Xlogy,
+  Xdivy,
+  Xlog1py,
+  Igamma,
+  Igammac,
 };
 
 // One primitive for the family, the function as its attribute: an elementwise loop in float64

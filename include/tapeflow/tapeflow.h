@@ -59,4 +59,6 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
+#include "ops/segment.h"
+#include "ops/special.h"
 #include "ops/unary.h"

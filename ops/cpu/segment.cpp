@@ -1,6 +1,8 @@
 // CPU kernel of UnsortedSegmentReduce: the output starts at the reducer's identity, rows are
 // combined in order (deterministic), columns split over the thread pool as UnsortedSegmentSum's.
 // NaN propagates through max and min as in TF's CPU kernels (a NaN element wins).
+#include "ops/segment.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,7 +10,6 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
-#include "ops/segment.h"
 
 namespace tapeflow::prims {
 
@@ -16,10 +17,14 @@ namespace {
 template <class C>
 C identity_of(SegmentReducer r) {
   switch (r) {
-    case SegmentReducer::Sum: return C(0);
-    case SegmentReducer::Prod: return C(1);
-    case SegmentReducer::Max: return std::numeric_limits<C>::lowest();
-    case SegmentReducer::Min: return std::numeric_limits<C>::max();
+    case SegmentReducer::Sum:
+      return C(0);
+    case SegmentReducer::Prod:
+      return C(1);
+    case SegmentReducer::Max:
+      return std::numeric_limits<C>::lowest();
+    case SegmentReducer::Min:
+      return std::numeric_limits<C>::max();
   }
   return C(0);
 }
@@ -27,8 +32,10 @@ C identity_of(SegmentReducer r) {
 template <class C>
 C combine(SegmentReducer r, C a, C b) {
   switch (r) {
-    case SegmentReducer::Sum: return a + b;
-    case SegmentReducer::Prod: return a * b;
+    case SegmentReducer::Sum:
+      return a + b;
+    case SegmentReducer::Prod:
+      return a * b;
     case SegmentReducer::Max:
       if constexpr (std::is_floating_point_v<C>)
         if (std::isnan(b)) return b;
@@ -63,33 +70,50 @@ void segment_reduce(SegmentReducer r, const char* op, const Tensor& data, const 
   }
   detail::parallel_for(d, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)),
                        [&](int64_t b, int64_t e) {
-    std::vector<C> acc(static_cast<size_t>((e - b) * s), init);
-    for (int64_t i = 0; i < n; ++i) {
-      if (id[i] < 0) continue;
-      C* row = acc.data() + static_cast<int64_t>(id[i]) * (e - b);
-      const T* in = src + i * d + b;
-      for (int64_t j = 0; j < e - b; ++j) row[j] = combine(r, row[j], static_cast<C>(in[j]));
-    }
-    for (int64_t k = 0; k < s; ++k)
-      for (int64_t j = 0; j < e - b; ++j) dst[k * d + b + j] = static_cast<T>(acc[k * (e - b) + j]);
-  });
+                         std::vector<C> acc(static_cast<size_t>((e - b) * s), init);
+                         for (int64_t i = 0; i < n; ++i) {
+                           if (id[i] < 0) continue;
+                           C* row = acc.data() + static_cast<int64_t>(id[i]) * (e - b);
+                           const T* in = src + i * d + b;
+                           for (int64_t j = 0; j < e - b; ++j)
+                             row[j] = combine(r, row[j], static_cast<C>(in[j]));
+                         }
+                         for (int64_t k = 0; k < s; ++k)
+                           for (int64_t j = 0; j < e - b; ++j)
+                             dst[k * d + b + j] = static_cast<T>(acc[k * (e - b) + j]);
+                       });
 }
 }  // namespace
 
 void UnsortedSegmentReduce::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   auto run = [&]<class T>(T*) {
-    if (in[1].dtype() == int32) segment_reduce<T, int32_t>(reducer, name(), in[0], in[1], out[0]);
-    else segment_reduce<T, int64_t>(reducer, name(), in[0], in[1], out[0]);
+    if (in[1].dtype() == int32)
+      segment_reduce<T, int32_t>(reducer, name(), in[0], in[1], out[0]);
+    else
+      segment_reduce<T, int64_t>(reducer, name(), in[0], in[1], out[0]);
   };
   // The dtypes infer() accepts (no uint8 or bool kernels).
   switch (in[0].dtype().id) {
-    case DTypeId::Float16: run(static_cast<half_t*>(nullptr)); break;
-    case DTypeId::BFloat16: run(static_cast<bfloat16_t*>(nullptr)); break;
-    case DTypeId::Float32: run(static_cast<float*>(nullptr)); break;
-    case DTypeId::Float64: run(static_cast<double*>(nullptr)); break;
-    case DTypeId::Int32: run(static_cast<int32_t*>(nullptr)); break;
-    case DTypeId::Int64: run(static_cast<int64_t*>(nullptr)); break;
-    default: break;
+    case DTypeId::Float16:
+      run(static_cast<half_t*>(nullptr));
+      break;
+    case DTypeId::BFloat16:
+      run(static_cast<bfloat16_t*>(nullptr));
+      break;
+    case DTypeId::Float32:
+      run(static_cast<float*>(nullptr));
+      break;
+    case DTypeId::Float64:
+      run(static_cast<double*>(nullptr));
+      break;
+    case DTypeId::Int32:
+      run(static_cast<int32_t*>(nullptr));
+      break;
+    case DTypeId::Int64:
+      run(static_cast<int64_t*>(nullptr));
+      break;
+    default:
+      break;
   }
 }
 

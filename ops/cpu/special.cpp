@@ -1,28 +1,41 @@
 // CPU kernel of Special: one float64 evaluation per element (ops/cpu/special_math.h), split
 // over the thread pool.
+#include "ops/special.h"
+
 #include <algorithm>
 
 #include "core/parallel.h"
 #include "ops/cpu/special_math.h"
-#include "ops/special.h"
 
 namespace tapeflow::prims {
 
 namespace {
 double apply(SpecialFn f, double a, double b) {
   switch (f) {
-    case SpecialFn::Lgamma: return special::lgamma(a);
-    case SpecialFn::Digamma: return special::digamma(a);
-    case SpecialFn::Erfinv: return special::erfinv(a);
-    case SpecialFn::Ndtri: return special::ndtri(a);
-    case SpecialFn::BesselI0e: return special::bessel_ie(0, a);
-    case SpecialFn::BesselI1e: return special::bessel_ie(1, a);
-    case SpecialFn::Polygamma: return special::polygamma(a, b);
-    case SpecialFn::Xlogy: return special::xlogy(a, b);
-    case SpecialFn::Xdivy: return special::xdivy(a, b);
-    case SpecialFn::Xlog1py: return special::xlog1py(a, b);
-    case SpecialFn::Igamma: return special::igamma(a, b);
-    case SpecialFn::Igammac: return special::igammac(a, b);
+    case SpecialFn::Lgamma:
+      return special::lgamma(a);
+    case SpecialFn::Digamma:
+      return special::digamma(a);
+    case SpecialFn::Erfinv:
+      return special::erfinv(a);
+    case SpecialFn::Ndtri:
+      return special::ndtri(a);
+    case SpecialFn::BesselI0e:
+      return special::bessel_ie(0, a);
+    case SpecialFn::BesselI1e:
+      return special::bessel_ie(1, a);
+    case SpecialFn::Polygamma:
+      return special::polygamma(a, b);
+    case SpecialFn::Xlogy:
+      return special::xlogy(a, b);
+    case SpecialFn::Xdivy:
+      return special::xdivy(a, b);
+    case SpecialFn::Xlog1py:
+      return special::xlog1py(a, b);
+    case SpecialFn::Igamma:
+      return special::igamma(a, b);
+    case SpecialFn::Igammac:
+      return special::igammac(a, b);
   }
   return 0;
 }
@@ -37,9 +50,9 @@ void Special::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const 
     T* y = out[0].data<T>();
     detail::parallel_for(n, 1024, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
-        y[i] = static_cast<T>(apply(fn, static_cast<double>(static_cast<compute_t<T>>(a[i])),
-                                    two ? static_cast<double>(static_cast<compute_t<T>>(b[i]))
-                                        : 0.0));
+        y[i] =
+            static_cast<T>(apply(fn, static_cast<double>(static_cast<compute_t<T>>(a[i])),
+                                 two ? static_cast<double>(static_cast<compute_t<T>>(b[i])) : 0.0));
     });
   });
 }

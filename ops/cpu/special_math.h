@@ -28,8 +28,12 @@ namespace tapeflow::special {
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
 
-TF_SPECIAL_HD double inf_d() { return static_cast<double>(INFINITY); }
-TF_SPECIAL_HD double nan_d() { return static_cast<double>(NAN); }
+TF_SPECIAL_HD double inf_d() {
+  return static_cast<double>(INFINITY);
+}
+TF_SPECIAL_HD double nan_d() {
+  return static_cast<double>(NAN);
+}
 
 // log|Gamma(x)|: the C library's (lgamma_r on the host: glibc's lgamma writes the global
 // signgam, a data race across the kernels' threads). +inf at the poles 0, -1, ... and at -inf.
@@ -60,10 +64,9 @@ TF_SPECIAL_HD double digamma(double x) {
   }
   const double z = 1 / (x * x);
   const double tail =
-      z * (1.0 / 12 -
-           z * (1.0 / 120 -
-                z * (1.0 / 252 -
-                     z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+      z * (1.0 / 12 - z * (1.0 / 120 -
+                           z * (1.0 / 252 -
+                                z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
   return result + ::log(x) - 0.5 / x - tail;
 }
 
@@ -85,9 +88,8 @@ TF_SPECIAL_HD double zeta(double s, double q) {
     a += 1;
   }
   // B_2j / (2j)! for j = 1..7.
-  constexpr double kB[7] = {1.0 / 12,          -1.0 / 720,
-                            1.0 / 30240,       -1.0 / 1209600,
-                            1.0 / 47900160,    -691.0 / 1307674368000.0,
+  constexpr double kB[7] = {1.0 / 12,           -1.0 / 720,     1.0 / 30240,
+                            -1.0 / 1209600,     1.0 / 47900160, -691.0 / 1307674368000.0,
                             1.0 / 74724249600.0};
   const double as = ::pow(a, -s);
   double tail = a * as / (s - 1) + 0.5 * as;
@@ -200,9 +202,15 @@ TF_SPECIAL_HD double bessel_ie(int nu, double x) {
 }
 
 // x * log(y), x / y, x * log1p(y), 0 where x == 0 (whatever y is: NaN, 0, inf), as TF.
-TF_SPECIAL_HD double xlogy(double x, double y) { return x == 0 ? 0.0 : x * ::log(y); }
-TF_SPECIAL_HD double xdivy(double x, double y) { return x == 0 ? 0.0 : x / y; }
-TF_SPECIAL_HD double xlog1py(double x, double y) { return x == 0 ? 0.0 : x * ::log1p(y); }
+TF_SPECIAL_HD double xlogy(double x, double y) {
+  return x == 0 ? 0.0 : x * ::log(y);
+}
+TF_SPECIAL_HD double xdivy(double x, double y) {
+  return x == 0 ? 0.0 : x / y;
+}
+TF_SPECIAL_HD double xlog1py(double x, double y) {
+  return x == 0 ? 0.0 : x * ::log1p(y);
+}
 
 // The regularized incomplete gamma functions. P(a, x) by its power series
 // x^a e^-x / Gamma(a + 1) sum_k x^k / ((a + 1) ... (a + k)) for x < a + 1, Q(a, x) by

@@ -82,10 +82,9 @@ TEST_CASE("segment: unsorted max min prod mean sqrt_n equal TF", "[cpu][cuda][se
         const double tol = tf::testing::rtol_of(dt);
         check_values(tf::math::unsorted_segment_max(d, ids, 4), {3, 5, lo, lo, 2, -1, lo, lo}, 0,
                      0);
-        check_values(tf::math::unsorted_segment_min(d, ids, 4),
-                     {0, 2, -lo, -lo, 2, -1, -lo, -lo}, 0, 0);
-        check_values(tf::math::unsorted_segment_prod(d, ids, 4), {0, 50, 1, 1, 2, -1, 1, 1}, 0,
-                     0);
+        check_values(tf::math::unsorted_segment_min(d, ids, 4), {0, 2, -lo, -lo, 2, -1, -lo, -lo},
+                     0, 0);
+        check_values(tf::math::unsorted_segment_prod(d, ids, 4), {0, 50, 1, 1, 2, -1, 1, 1}, 0, 0);
         check_values(tf::math::unsorted_segment_mean(d, ids, 4),
                      {1.3333333730697632, 4, 0, 0, 2, -1, 0, 0}, tol, 1e-6);
         check_values(tf::math::unsorted_segment_sqrt_n(d, ids, 4),
@@ -111,10 +110,10 @@ TEST_CASE("segment: unsorted max min prod mean sqrt_n equal TF", "[cpu][cuda][se
     check_values(r3, {5, 6, 1 * 3 * 7, 2 * 4 * 8}, 0, 0);
     // NaN wins in max and min, as TF's CPU kernel.
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    check_values(tf::math::unsorted_segment_max(make({1, nan, 3}, {3}, tf::float32),
-                                                tf::constant(std::vector<int32_t>{0, 0, 0}, {3}),
-                                                1),
-                 {nan}, 0, 0);
+    check_values(
+        tf::math::unsorted_segment_max(make({1, nan, 3}, {3}, tf::float32),
+                                       tf::constant(std::vector<int32_t>{0, 0, 0}, {3}), 1),
+        {nan}, 0, 0);
   }
 }
 
@@ -130,15 +129,26 @@ TEST_CASE("segment: unsorted ids are checked and negative ids dropped", "[cpu][c
     require_error([&] { tf::math::unsorted_segment_min(d, bad, 4); }, {"unsorted_segment_min"});
     require_error([&] { tf::math::unsorted_segment_prod(d, bad, -1); },
                   {"num_segments must be non-negative"});
-    require_error([&] { tf::math::unsorted_segment_max(d, tf::constant({0, 1}), 4); },
-                  {"does not start with the segment_ids shape"});
     require_error(
-        [&] { tf::math::unsorted_segment_max(d, make({0, 0, 0, 0, 0}, {5}, tf::float32), 4); },
+        [&] {
+          tf::math::unsorted_segment_max(d, tf::constant({0, 1}), 4);
+        },
+        {"does not start with the segment_ids shape"});
+    require_error(
+        [&] {
+          tf::math::unsorted_segment_max(d, make({0, 0, 0, 0, 0}, {5}, tf::float32), 4);
+        },
         {"segment_ids must be int32 or int64, got float32"});
-    require_error([&] { tf::math::unsorted_segment_mean(make(kData, {5, 2}, tf::int32), bad, 6); },
-                  {"unsorted_segment_mean", "int32"});
-    require_error([&] { tf::math::unsorted_segment_max(make(kData, {5, 2}, tf::uint8), bad, 6); },
-                  {"unsorted_segment_max", "uint8"});
+    require_error(
+        [&] {
+          tf::math::unsorted_segment_mean(make(kData, {5, 2}, tf::int32), bad, 6);
+        },
+        {"unsorted_segment_mean", "int32"});
+    require_error(
+        [&] {
+          tf::math::unsorted_segment_max(make(kData, {5, 2}, tf::uint8), bad, 6);
+        },
+        {"unsorted_segment_max", "uint8"});
     // Every id negative: all identities.
     const auto dropped = tf::constant(std::vector<int64_t>{-1, -2, -3, -4, -5}, {5});
     check_values(tf::math::unsorted_segment_prod(d, dropped, 1), {1, 1}, 0, 0);
@@ -174,22 +184,32 @@ TEST_CASE("segment: sorted segment ops equal TF and check the ids", "[cpu][cuda]
     const auto d = make(kData, {5, 2}, tf::float32);
     // TF: "segment ids are not increasing" and "Segment id -1 out of range [0, 2), possibly
     // because 'segment_ids' input is not sorted."
-    require_error([&] { tf::math::segment_sum(d, tf::constant({0, 2, 1, 3, 3})); },
-                  {"segment_sum", "segment ids are not increasing"});
-    require_error([&] { tf::math::segment_max(d, tf::constant({-1, 0, 0, 1, 1})); },
-                  {"segment_max", "segment id -1 out of range [0, 2)"});
-    require_error([&] { tf::math::segment_min(d, tf::constant({0, 0, 1})); },
-                  {"segment_min", "size of data's dimension 0"});
-    require_error([&] { tf::math::segment_mean(make(kData, {5, 2}, tf::int32),
-                                               tf::constant({0, 0, 1, 1, 1})); },
-                  {"segment_mean", "int32"});
+    require_error(
+        [&] {
+          tf::math::segment_sum(d, tf::constant({0, 2, 1, 3, 3}));
+        },
+        {"segment_sum", "segment ids are not increasing"});
+    require_error(
+        [&] {
+          tf::math::segment_max(d, tf::constant({-1, 0, 0, 1, 1}));
+        },
+        {"segment_max", "segment id -1 out of range [0, 2)"});
+    require_error(
+        [&] {
+          tf::math::segment_min(d, tf::constant({0, 0, 1}));
+        },
+        {"segment_min", "size of data's dimension 0"});
+    require_error(
+        [&] {
+          tf::math::segment_mean(make(kData, {5, 2}, tf::int32), tf::constant({0, 0, 1, 1, 1}));
+        },
+        {"segment_mean", "int32"});
     // No rows: no segments.
     const auto none = tf::math::segment_sum(tf::zeros({0, 3}), tf::zeros({0}, tf::int32));
     CHECK(none.shape() == tf::TensorShape({0, 3}));
     // Inside tf::function the output's row count is unknown: a clear error.
-    auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& i) {
-      return tf::math::segment_sum(x, i);
-    });
+    auto f = tf::function(
+        [](const tf::Tensor& x, const tf::Tensor& i) { return tf::math::segment_sum(x, i); });
     require_error([&] { f(d, tf::constant({0, 0, 1, 1, 1})); }, {"segment_sum", "eagerly only"});
   }
 }
@@ -241,8 +261,8 @@ TEST_CASE("segment: gradients equal TF with ties and zeros", "[cpu][cuda][segmen
       const auto x = make({0, 0, 3, 0, 2, 2}, {3, 2}, tf::float64);
       tf::GradientTape tape;
       tape.watch(x);
-      const auto y = tf::math::unsorted_segment_prod(
-          x, tf::constant(std::vector<int32_t>{0, 0, 1}, {3}), 2);
+      const auto y =
+          tf::math::unsorted_segment_prod(x, tf::constant(std::vector<int32_t>{0, 0, 1}, {3}), 2);
       const auto loss = tf::reduce_sum(y * make({1, 2, 3, 4}, {2, 2}, tf::float64));
       check_values(tape.gradient(loss, x), {3, 0, 0, 0, 3, 4}, 1e-12, 1e-12);
     }
@@ -260,16 +280,31 @@ TEST_CASE("segment: gradients match finite differences", "[cpu][cuda][segment]")
     const auto ids = tf::constant(std::vector<int64_t>{1, 0, -1, 1, 2, 1}, {6});
     const auto sids = tf::constant(std::vector<int64_t>{0, 0, 1, 3, 3, 3}, {6});
     using V = const tf::Tensor&;
-    check_fd("unsorted_segment_max", [&](V x) { return tf::math::unsorted_segment_max(x, ids, 3); }, x0, s);
-    check_fd("unsorted_segment_min", [&](V x) { return tf::math::unsorted_segment_min(x, ids, 3); }, x0, s);
-    check_fd("unsorted_segment_prod", [&](V x) { return tf::math::unsorted_segment_prod(x, ids, 3); }, x0, s);
-    check_fd("unsorted_segment_mean", [&](V x) { return tf::math::unsorted_segment_mean(x, ids, 3); }, x0, s);
-    check_fd("unsorted_segment_sqrt_n", [&](V x) { return tf::math::unsorted_segment_sqrt_n(x, ids, 3); }, x0, s);
-    check_fd("segment_sum", [&](V x) { return tf::math::segment_sum(x, sids); }, x0, s);
-    check_fd("segment_mean", [&](V x) { return tf::math::segment_mean(x, sids); }, x0, s);
-    check_fd("segment_max", [&](V x) { return tf::math::segment_max(x, sids); }, x0, s);
-    check_fd("segment_min", [&](V x) { return tf::math::segment_min(x, sids); }, x0, s);
-    check_fd("segment_prod", [&](V x) { return tf::math::segment_prod(x, sids); }, x0, s);
+    check_fd(
+        "unsorted_segment_max", [&](V x) { return tf::math::unsorted_segment_max(x, ids, 3); }, x0,
+        s);
+    check_fd(
+        "unsorted_segment_min", [&](V x) { return tf::math::unsorted_segment_min(x, ids, 3); }, x0,
+        s);
+    check_fd(
+        "unsorted_segment_prod", [&](V x) { return tf::math::unsorted_segment_prod(x, ids, 3); },
+        x0, s);
+    check_fd(
+        "unsorted_segment_mean", [&](V x) { return tf::math::unsorted_segment_mean(x, ids, 3); },
+        x0, s);
+    check_fd(
+        "unsorted_segment_sqrt_n",
+        [&](V x) { return tf::math::unsorted_segment_sqrt_n(x, ids, 3); }, x0, s);
+    check_fd(
+        "segment_sum", [&](V x) { return tf::math::segment_sum(x, sids); }, x0, s);
+    check_fd(
+        "segment_mean", [&](V x) { return tf::math::segment_mean(x, sids); }, x0, s);
+    check_fd(
+        "segment_max", [&](V x) { return tf::math::segment_max(x, sids); }, x0, s);
+    check_fd(
+        "segment_min", [&](V x) { return tf::math::segment_min(x, sids); }, x0, s);
+    check_fd(
+        "segment_prod", [&](V x) { return tf::math::segment_prod(x, sids); }, x0, s);
   }
 }
 
@@ -284,15 +319,17 @@ TEST_CASE("segment: traced unsorted reductions equal eager", "[cpu][cuda][segmen
              tf::math::unsorted_segment_prod(x, i, 3) + tf::math::unsorted_segment_mean(x, i, 3) +
              tf::math::unsorted_segment_sqrt_n(x, i, 3);
     });
-    const auto eager = tf::math::unsorted_segment_max(d, ids, 3) +
-                       tf::math::unsorted_segment_min(d, ids, 3) +
-                       tf::math::unsorted_segment_prod(d, ids, 3) +
-                       tf::math::unsorted_segment_mean(d, ids, 3) +
-                       tf::math::unsorted_segment_sqrt_n(d, ids, 3);
+    const auto eager =
+        tf::math::unsorted_segment_max(d, ids, 3) + tf::math::unsorted_segment_min(d, ids, 3) +
+        tf::math::unsorted_segment_prod(d, ids, 3) + tf::math::unsorted_segment_mean(d, ids, 3) +
+        tf::math::unsorted_segment_sqrt_n(d, ids, 3);
     tf::testing::check_close(f(d, ids), eager, 1e-6, 1e-6);
     // The CPU kernel checks traced ids (the CUDA kernel drops them, as TF's GPU kernel).
     if (dev.is_cpu())
-      require_error([&] { f(d, tf::constant(std::vector<int32_t>{0, 0, 0, 3, 0, 0}, {6})); },
-                    {"segment_ids[3] = 3 is not less than num_segments 3"});
+      require_error(
+          [&] {
+            f(d, tf::constant(std::vector<int32_t>{0, 0, 0, 3, 0, 0}, {6}));
+          },
+          {"segment_ids[3] = 3 is not less than num_segments 3"});
   }
 }

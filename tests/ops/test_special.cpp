@@ -28,15 +28,14 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 tf::Tensor f64(const std::vector<double>& v) {
-  return tf::detail::from_doubles(v, tf::TensorShape{static_cast<int64_t>(v.size())},
-                                  tf::float64);
+  return tf::detail::from_doubles(v, tf::TensorShape{static_cast<int64_t>(v.size())}, tf::float64);
 }
 
 using Unary = tf::Tensor (*)(const tf::Tensor&);
 using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
 
 // tf.math.lgamma / digamma / polygamma(n, x) on these x (float64, TF 2.21).
-const std::vector<double> kGammaX = {-2.5, -1.0, -0.5, 0.0, 1e-8, 0.5, 1.0, 2.0,
+const std::vector<double> kGammaX = {-2.5, -1.0, -0.5,  0.0,  1e-8, 0.5,   1.0, 2.0,
                                      3.7,  10.0, 100.0, 1e10, kInf, -kInf, kNan};
 
 // sum(f(x) * w) against central differences, float64, gradient w.r.t. input k.
@@ -85,31 +84,42 @@ TEST_CASE("special: gamma family equals TF at special points", "[cpu][cuda][spec
                   359.13420536957545, 220258509288.81058, kInf, kInf, kNan},
                  1e-14, 1e-15);
     // tf.math.digamma, and tf.math.polygamma(0., x), equal.
-    const std::vector<double> psi = {
-        1.1031566406452433, kNan, 0.03648997397857645, kNan, -100000000.57721566,
-        -1.9635100260214227, -0.5772156649015323, 0.42278433509846747, 1.167153539361511,
-        2.2517525890667214, 4.600161852738088, 23.025850929890456, kInf, kNan, kNan};
+    const std::vector<double> psi = {1.1031566406452433,
+                                     kNan,
+                                     0.03648997397857645,
+                                     kNan,
+                                     -100000000.57721566,
+                                     -1.9635100260214227,
+                                     -0.5772156649015323,
+                                     0.42278433509846747,
+                                     1.167153539361511,
+                                     2.2517525890667214,
+                                     4.600161852738088,
+                                     23.025850929890456,
+                                     kInf,
+                                     kNan,
+                                     kNan};
     check_values(tf::math::digamma(x), psi, 1e-14, 1e-15);
     auto n = [&](double v) { return tf::math::polygamma(f64({v}), x); };
     check_values(n(0), psi, 1e-14, 1e-15);
     // tf.math.polygamma(n, x) for n = 1, 2, 3; non-integer and negative n give NaN.
     check_values(n(1),
                  {9.539246644989124, kInf, 8.934802200544679, kInf, 1e+16, 4.93480220054468,
-                  1.6449340668482266, 0.6449340668482266, 0.31003785767003833,
-                  0.10516633568168576, 0.010050166663333573, 1.00000000005e-10, 0.0, kInf, kNan},
+                  1.6449340668482266, 0.6449340668482266, 0.31003785767003833, 0.10516633568168576,
+                  0.010050166663333573, 1.00000000005e-10, 0.0, kInf, kNan},
                  1e-13, 0);
-    check_values(n(2),
-                 {-0.1082040516417282, kNan, -0.82879664423432, kNan, -2e+24, -16.828796644234316,
-                  -2.404113806319188, -0.4041138063191886, -0.09539530872855405,
-                  -0.011049834970802069, -0.00010100499983335001, -1.0000000001e-20, -0.0, kNan,
-                  kNan},
-                 1e-13, 0);
-    check_values(n(3),
-                 {194.74787621918756, kInf, 193.40909103400242, kInf, 5.999999999999999e+32,
-                  97.40909103400242, 6.493939402266829, 0.4939394022668293, 0.05827921795656364,
-                  0.0023199013042898686, 2.030199990001333e-06, 2.0000000003000003e-30, 0.0, kInf,
-                  kNan},
-                 1e-13, 0);
+    check_values(
+        n(2),
+        {-0.1082040516417282, kNan, -0.82879664423432, kNan, -2e+24, -16.828796644234316,
+         -2.404113806319188, -0.4041138063191886, -0.09539530872855405, -0.011049834970802069,
+         -0.00010100499983335001, -1.0000000001e-20, -0.0, kNan, kNan},
+        1e-13, 0);
+    check_values(
+        n(3),
+        {194.74787621918756, kInf, 193.40909103400242, kInf, 5.999999999999999e+32,
+         97.40909103400242, 6.493939402266829, 0.4939394022668293, 0.05827921795656364,
+         0.0023199013042898686, 2.030199990001333e-06, 2.0000000003000003e-30, 0.0, kInf, kNan},
+        1e-13, 0);
     check_values(n(1.5), std::vector<double>(kGammaX.size(), kNan), 0, 0);
     check_values(n(-1), std::vector<double>(kGammaX.size(), kNan), 0, 0);
   }
@@ -122,43 +132,42 @@ TEST_CASE("special: erfinv ndtri bessel xlogy igamma equal TF", "[cpu][cuda][spe
     // tf.math.erfinv (float64) for the special values; the finite ones are mpmath's (50
     // digits): TF's own float64 erfinv is 8e-8 off at 1e-10 and 4e-12 at +0.999999 (where it
     // is not even odd), tapeflow's is within 2.2e-16.
-    check_values(tf::math::erfinv(f64({-1.5, -1.0, -0.999999, -0.5, 0.0, 1e-10, 0.3, 0.9,
-                                       0.999999, 1.0, 1.5, kNan})),
-                 {kNan, -kInf, -3.458910737275499, -0.4769362762044699, 0.0,
-                  8.862269254527581e-11, 0.2724627147267543, 1.1630871536766743,
-                  3.458910737275499, kInf, kNan, kNan},
+    check_values(tf::math::erfinv(f64({-1.5, -1.0, -0.999999, -0.5, 0.0, 1e-10, 0.3, 0.9, 0.999999,
+                                       1.0, 1.5, kNan})),
+                 {kNan, -kInf, -3.458910737275499, -0.4769362762044699, 0.0, 8.862269254527581e-11,
+                  0.2724627147267543, 1.1630871536766743, 3.458910737275499, kInf, kNan, kNan},
                  5e-16, 0);
     // tf.math.ndtri (float64).
-    check_values(tf::math::ndtri(f64({-0.1, 0.0, 1e-300, 1e-10, 0.025, 0.3, 0.5, 0.9, 0.999999,
-                                      1.0, 1.1, kNan})),
-                 {kNan, -kInf, -37.0470962993612, -6.361340902404056, -1.9599639845400545,
-                  -0.5244005127080409, 0.0, 1.2815515655446004, 4.753424308817087, kInf, kNan,
-                  kNan},
-                 1e-14, 0);
+    check_values(
+        tf::math::ndtri(
+            f64({-0.1, 0.0, 1e-300, 1e-10, 0.025, 0.3, 0.5, 0.9, 0.999999, 1.0, 1.1, kNan})),
+        {kNan, -kInf, -37.0470962993612, -6.361340902404056, -1.9599639845400545,
+         -0.5244005127080409, 0.0, 1.2815515655446004, 4.753424308817087, kInf, kNan, kNan},
+        1e-14, 0);
     // tf.math.bessel_i0e and bessel_i1e (float64).
-    const auto b = f64({-800., -30., -2.5, -0.1, 0.0, 1e-5, 0.5, 3.0, 15.0, 25.0, 800., kInf,
-                        -kInf, kNan});
-    check_values(tf::math::bessel_i0e(b),
-                 {0.014106945005869183, 0.07314594648223728, 0.27004644161220276,
-                  0.9071009257823008, 1.0, 0.9999900000749995, 0.6450352704491502,
-                  0.24300035416182536, 0.1038995314488227, 0.0801967735474367,
-                  0.014106945005869183, 0.0, 0.0, kNan},
-                 1e-14, 0);
+    const auto b =
+        f64({-800., -30., -2.5, -0.1, 0.0, 1e-5, 0.5, 3.0, 15.0, 25.0, 800., kInf, -kInf, kNan});
+    check_values(
+        tf::math::bessel_i0e(b),
+        {0.014106945005869183, 0.07314594648223728, 0.27004644161220276, 0.9071009257823008, 1.0,
+         0.9999900000749995, 0.6450352704491502, 0.24300035416182536, 0.1038995314488227,
+         0.0801967735474367, 0.014106945005869183, 0.0, 0.0, kNan},
+        1e-14, 0);
     const auto i1 = tf::math::bessel_i1e(b);
-    check_values(i1,
-                 {-0.014098125406526996, -0.07191633059864753, -0.20658464953126654,
-                  -0.04529844680880933, 0.0, 4.999950000312499e-06, 0.15642080318487162,
-                  0.19682671329730084, 0.10037417504516664, 0.07857611331929276,
-                  0.014098125406526996, 0.0, -0.0, kNan},
-                 1e-14, 0);
+    check_values(
+        i1,
+        {-0.014098125406526996, -0.07191633059864753, -0.20658464953126654, -0.04529844680880933,
+         0.0, 4.999950000312499e-06, 0.15642080318487162, 0.19682671329730084, 0.10037417504516664,
+         0.07857611331929276, 0.014098125406526996, 0.0, -0.0, kNan},
+        1e-14, 0);
     CHECK(std::signbit(tf::detail::to_double_vector(i1)[12]));  // i1e(-inf) = -0
     // tf.math.xlogy / xdivy / xlog1py (float64): 0 wherever x == 0, NaN and inf y included.
     const auto xa = f64({0., 0., 0., 0., 1., 2., -1., 1., 0., 3.});
     const auto ya = f64({0., -1., kNan, kInf, 0., 3., 0.5, -1., 1., 1e-300});
-    check_values(tf::math::xlogy(xa, ya),
-                 {0, 0, 0, 0, -kInf, 2.197224577336219, 0.6931471805599453, kNan, 0,
-                  -2072.326583694641},
-                 1e-15, 0);
+    check_values(
+        tf::math::xlogy(xa, ya),
+        {0, 0, 0, 0, -kInf, 2.197224577336219, 0.6931471805599453, kNan, 0, -2072.326583694641},
+        1e-15, 0);
     check_values(tf::math::xdivy(xa, ya), {0, 0, 0, 0, kInf, 0.6666666666666666, -2, -1, 0, 3e300},
                  1e-15, 0);
     check_values(tf::math::xlog1py(xa, ya),
@@ -170,14 +179,14 @@ TEST_CASE("special: erfinv ndtri bessel xlogy igamma equal TF", "[cpu][cuda][spe
                   -0.3132616875182228, -2.061153620314381e-09, -0.0, kNan},
                  1e-15, 0);
     // tf.math.igamma / igammac (float64), with TF's values at a = 0, x = 0, +-inf and NaN.
-    const auto a = f64({0., 0., -1., 0.5, 0.5, 1., 1., 3., 3., 10., 100., 100., 1e-3, kInf, 2.,
-                        kNan});
-    const auto z = f64({0., 1., 1., 0., 0.2, 1., kInf, 2., 30., 12., 90., 110., 1e-3, 1., kNan,
-                        1.});
+    const auto a =
+        f64({0., 0., -1., 0.5, 0.5, 1., 1., 3., 3., 10., 100., 100., 1e-3, kInf, 2., kNan});
+    const auto z =
+        f64({0., 1., 1., 0., 0.2, 1., kInf, 2., 30., 12., 90., 110., 1e-3, 1., kNan, 1.});
     check_values(tf::math::igamma(a, z),
                  {0.0, kNan, kNan, 0.0, 0.47291074313446185, 0.6321205588285578, 1.0,
-                  0.32332358381693643, 0.9999999999549898, 0.757607838329488,
-                  0.15822098918642064, 0.8417213299399123, 0.9936876467088608, 0.0, kNan, kNan},
+                  0.32332358381693643, 0.9999999999549898, 0.757607838329488, 0.15822098918642064,
+                  0.8417213299399123, 0.9936876467088608, 0.0, kNan, kNan},
                  1e-13, 0);
     check_values(tf::math::igammac(a, z),
                  {kNan, kNan, kNan, 1.0, 0.5270892568655381, 0.36787944117144233, 0.0,
@@ -271,8 +280,7 @@ TEST_CASE("special: gradients equal TF at zeros", "[cpu][cuda][special]") {
         {tf::math::bessel_i0e,
          {-0.645203064542709, -0.12196288138397754, 0.1831273248889313, -0.028251081721551413}},
         {tf::math::bessel_i1e,
-         {0.2706111957432463, -0.00659759308572444, 0.015975334235176553,
-          -0.016436628154057414}},
+         {0.2706111957432463, -0.00659759308572444, 0.015975334235176553, -0.016436628154057414}},
     };
     for (const auto& [f, want] : unary) {
       tf::GradientTape tape;
@@ -293,9 +301,8 @@ TEST_CASE("special: gradients equal TF at zeros", "[cpu][cuda][special]") {
       tf::GradientTape tape;
       tape.watch(z);
       const auto y = tf::reduce_sum(tf::math::igamma(a, z));
-      check_values(tape.gradient(y, z), {1.0328830949345564, 0.14936120510359185,
-                                         0.18393972058572114},
-                   1e-13, 0);
+      check_values(tape.gradient(y, z),
+                   {1.0328830949345564, 0.14936120510359185, 0.18393972058572114}, 1e-13, 0);
     }
     // bessel_i1e'(0) = 0.5 (TF's special case).
     const auto zero = f64({0.0});
@@ -313,23 +320,34 @@ TEST_CASE("special: gradients match finite differences", "[cpu][cuda][special]")
     tf::DeviceScope scope(dev);
     const std::vector<double> pos = {0.3, 1.7, 2.9, 7.5}, mixed = {-1.3, -0.4, 0.6, 3.1};
     const std::vector<double> unit = {-0.8, -0.2, 0.1, 0.7}, prob = {0.05, 0.3, 0.6, 0.97};
-    check_fd("lgamma", [](V x) { return tf::math::lgamma(x[0]); }, {mixed}, 0);
-    check_fd("digamma", [](V x) { return tf::math::digamma(x[0]); }, {mixed}, 0);
-    check_fd("polygamma", [](V x) { return tf::math::polygamma(x[0], x[1]); },
-             {{1, 2, 3, 1}, mixed}, 1);
-    check_fd("erfinv", [](V x) { return tf::math::erfinv(x[0]); }, {unit}, 0);
-    check_fd("ndtri", [](V x) { return tf::math::ndtri(x[0]); }, {prob}, 0);
-    check_fd("bessel_i0e", [](V x) { return tf::math::bessel_i0e(x[0]); }, {mixed}, 0);
-    check_fd("bessel_i1e", [](V x) { return tf::math::bessel_i1e(x[0]); }, {mixed}, 0);
-    check_fd("log_sigmoid", [](V x) { return tf::math::log_sigmoid(x[0]); }, {mixed}, 0);
+    check_fd(
+        "lgamma", [](V x) { return tf::math::lgamma(x[0]); }, {mixed}, 0);
+    check_fd(
+        "digamma", [](V x) { return tf::math::digamma(x[0]); }, {mixed}, 0);
+    check_fd(
+        "polygamma", [](V x) { return tf::math::polygamma(x[0], x[1]); }, {{1, 2, 3, 1}, mixed}, 1);
+    check_fd(
+        "erfinv", [](V x) { return tf::math::erfinv(x[0]); }, {unit}, 0);
+    check_fd(
+        "ndtri", [](V x) { return tf::math::ndtri(x[0]); }, {prob}, 0);
+    check_fd(
+        "bessel_i0e", [](V x) { return tf::math::bessel_i0e(x[0]); }, {mixed}, 0);
+    check_fd(
+        "bessel_i1e", [](V x) { return tf::math::bessel_i1e(x[0]); }, {mixed}, 0);
+    check_fd(
+        "log_sigmoid", [](V x) { return tf::math::log_sigmoid(x[0]); }, {mixed}, 0);
     for (size_t k : {0, 1}) {
-      check_fd("xlogy", [](V x) { return tf::math::xlogy(x[0], x[1]); }, {mixed, pos}, k);
-      check_fd("xdivy", [](V x) { return tf::math::xdivy(x[0], x[1]); }, {mixed, pos}, k);
-      check_fd("xlog1py", [](V x) { return tf::math::xlog1py(x[0], x[1]); }, {mixed, pos}, k);
+      check_fd(
+          "xlogy", [](V x) { return tf::math::xlogy(x[0], x[1]); }, {mixed, pos}, k);
+      check_fd(
+          "xdivy", [](V x) { return tf::math::xdivy(x[0], x[1]); }, {mixed, pos}, k);
+      check_fd(
+          "xlog1py", [](V x) { return tf::math::xlog1py(x[0], x[1]); }, {mixed, pos}, k);
     }
-    check_fd("igamma", [](V x) { return tf::math::igamma(x[0], x[1]); }, {pos, pos}, 1);
-    check_fd("igammac", [](V x) { return tf::math::igammac(x[0], x[1]); }, {pos, {0.5, 3, 1, 9}},
-             1);
+    check_fd(
+        "igamma", [](V x) { return tf::math::igamma(x[0], x[1]); }, {pos, pos}, 1);
+    check_fd(
+        "igammac", [](V x) { return tf::math::igammac(x[0], x[1]); }, {pos, {0.5, 3, 1, 9}}, 1);
     // Second order: lgamma'' = polygamma(1, x), through nested tapes.
     const auto x = f64(pos);
     tf::GradientTape outer;
@@ -357,16 +375,15 @@ TEST_CASE("special: traced equals eager", "[cpu][cuda][special]") {
              tf::math::log_sigmoid(x) + tf::math::igamma(y, y) + tf::math::igammac(y, x + 1) +
              tf::math::polygamma(tf::Tensor(2.0f), y);
     });
-    const auto x = tf::detail::from_doubles(tf::testing::random_values(16, -0.9, 0.9, 2), {16},
-                                            tf::float32);
-    const auto y = tf::detail::from_doubles(tf::testing::random_values(16, 0.2, 5, 3), {16},
-                                            tf::float32);
+    const auto x =
+        tf::detail::from_doubles(tf::testing::random_values(16, -0.9, 0.9, 2), {16}, tf::float32);
+    const auto y =
+        tf::detail::from_doubles(tf::testing::random_values(16, 0.2, 5, 3), {16}, tf::float32);
     const auto eager = tf::math::lgamma(y) + tf::math::digamma(y) + tf::math::erfinv(x) +
                        tf::math::ndtri(x * 0.5 + 0.5) + tf::math::bessel_i0e(x) +
                        tf::math::bessel_i1e(y) + tf::math::xlogy(x, y) + tf::math::xdivy(x, y) +
-                       tf::math::xlog1py(x, y) + tf::math::log_sigmoid(x) +
-                       tf::math::igamma(y, y) + tf::math::igammac(y, x + 1) +
-                       tf::math::polygamma(tf::Tensor(2.0f), y);
+                       tf::math::xlog1py(x, y) + tf::math::log_sigmoid(x) + tf::math::igamma(y, y) +
+                       tf::math::igammac(y, x + 1) + tf::math::polygamma(tf::Tensor(2.0f), y);
     tf::testing::check_close(f(x, y), eager, 1e-6, 1e-6);
   }
 }
