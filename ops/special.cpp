@@ -63,6 +63,8 @@ const char* Special::name() const {
       return "igamma";
     case SpecialFn::Igammac:
       return "igammac";
+    case SpecialFn::IgammaGradA:
+      return "igamma_grad_a";
   }
   return "special";
 }
@@ -141,7 +143,13 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
         if (fn == SpecialFn::Xdivy) return g * xdivy(nonzero, p[1]);
         return g * xlog1py(nonzero, p[1]);
       }
-      // polygamma's order and igamma's a: no gradient (TF has one for igamma's a, not ported).
+      // TF's IgammaGradA kernel; igammac = 1 - igamma.
+      case SpecialFn::Igamma:
+      case SpecialFn::Igammac: {
+        const Tensor d = detail::dispatch(Special(SpecialFn::IgammaGradA), {x, p[1]});
+        return fn == SpecialFn::Igamma ? g * d : negative(g) * d;
+      }
+      // polygamma's order and igamma_grad_a: no gradient, as in TF.
       default:
         return Tensor();
     }

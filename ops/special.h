@@ -16,9 +16,8 @@
 // ndtri' = sqrt(2 pi) exp(y^2 / 2), i0e' = i1e - sign(x) i0e, i1e' = i0e - y (sign(x) + 1 / x)
 // (0.5 at 0), xlogy: (xlogy(x != 0, y), xdivy(x, y)), xdivy: (xdivy(x != 0, y),
 // xdivy(-x, y^2)), xlog1py: (xlog1py(x != 0, y), xdivy(x, y + 1)) (all 0 where x == 0),
-// igamma / igammac w.r.t. x: +-exp(-x + (a - 1) log x - lgamma(a)). Differences from TF:
-// igamma and igammac give no gradient w.r.t. a (TF's igamma_grad_a is not ported: the tape
-// returns an undefined tensor, TF's None, for a).
+// igamma / igammac w.r.t. x: +-exp(-x + (a - 1) log x - lgamma(a)), w.r.t. a: +-d/da P(a, x)
+// (TF's igamma_grad_a, itself without a gradient, as in TF).
 #pragma once
 
 #include "ops/primitive.h"
@@ -59,6 +58,8 @@ enum class SpecialFn : uint8_t {
   Xlog1py,
   Igamma,
   Igammac,
+  // d/da igamma(a, x) (TF's IgammaGradA): the gradients of igamma and igammac w.r.t. a.
+  IgammaGradA,
 };
 
 // One primitive for the family, the function as its attribute: an elementwise loop in float64

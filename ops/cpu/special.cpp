@@ -36,6 +36,8 @@ double apply(SpecialFn f, double a, double b) {
       return special::igamma(a, b);
     case SpecialFn::Igammac:
       return special::igammac(a, b);
+    case SpecialFn::IgammaGradA:
+      return special::igamma_grad_a(a, b);
   }
   return 0;
 }

@@ -13,23 +13,37 @@ namespace {
 template <class T>
 struct bits_of;
 template <>
-struct bits_of<__half> { using type = unsigned short; };
+struct bits_of<__half> {
+  using type = unsigned short;
+};
 template <>
-struct bits_of<__nv_bfloat16> { using type = unsigned short; };
+struct bits_of<__nv_bfloat16> {
+  using type = unsigned short;
+};
 template <>
-struct bits_of<float> { using type = unsigned int; };
+struct bits_of<float> {
+  using type = unsigned int;
+};
 template <>
-struct bits_of<double> { using type = unsigned long long; };
+struct bits_of<double> {
+  using type = unsigned long long;
+};
 template <>
-struct bits_of<int32_t> { using type = unsigned int; };
+struct bits_of<int32_t> {
+  using type = unsigned int;
+};
 template <>
-struct bits_of<int64_t> { using type = unsigned long long; };
+struct bits_of<int64_t> {
+  using type = unsigned long long;
+};
 
 template <class C>
 __device__ __forceinline__ C combine(SegmentReducer r, C a, C b) {
   switch (r) {
-    case SegmentReducer::Sum: return a + b;
-    case SegmentReducer::Prod: return a * b;
+    case SegmentReducer::Sum:
+      return a + b;
+    case SegmentReducer::Prod:
+      return a * b;
     case SegmentReducer::Max:
       if constexpr (std::is_floating_point_v<C>)
         if (b != b) return b;
@@ -82,15 +96,22 @@ template <class T>
 T identity_of(SegmentReducer r) {
   using C = cuda::dcompute_t<T>;
   C top;
-  if constexpr (std::is_same_v<T, __half>) top = 65504.0f;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) top = 3.38953139e38f;
-  else top = std::numeric_limits<C>::max();
+  if constexpr (std::is_same_v<T, __half>)
+    top = 65504.0f;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    top = 3.38953139e38f;
+  else
+    top = std::numeric_limits<C>::max();
   const C lowest = std::is_integral_v<C> ? std::numeric_limits<C>::lowest() : -top;
   switch (r) {
-    case SegmentReducer::Sum: return static_cast<T>(C(0));
-    case SegmentReducer::Prod: return static_cast<T>(C(1));
-    case SegmentReducer::Max: return static_cast<T>(lowest);
-    case SegmentReducer::Min: return static_cast<T>(top);
+    case SegmentReducer::Sum:
+      return static_cast<T>(C(0));
+    case SegmentReducer::Prod:
+      return static_cast<T>(C(1));
+    case SegmentReducer::Max:
+      return static_cast<T>(lowest);
+    case SegmentReducer::Min:
+      return static_cast<T>(top);
   }
   return static_cast<T>(C(0));
 }
@@ -112,23 +133,36 @@ void UnsortedSegmentReduce::eval_cuda(std::span<const Tensor> in, std::span<Tens
     const unsigned grid = cuda::grid_for(n * d, dev);
     if (in[1].dtype() == int32)
       segment_reduce_kernel<T, int32_t><<<grid, cuda::kThreads, 0, s>>>(
-          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int32_t>(in[1]), cuda::dptr<T>(out[0]), n,
-          d, segments);
+          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int32_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+          segments);
     else
       segment_reduce_kernel<T, int64_t><<<grid, cuda::kThreads, 0, s>>>(
-          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int64_t>(in[1]), cuda::dptr<T>(out[0]), n,
-          d, segments);
+          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int64_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+          segments);
     detail::cuda::check_launch(name());
   };
   // The dtypes infer() accepts (no uint8 or bool kernels).
   switch (in[0].dtype().id) {
-    case DTypeId::Float16: run(static_cast<__half*>(nullptr)); break;
-    case DTypeId::BFloat16: run(static_cast<__nv_bfloat16*>(nullptr)); break;
-    case DTypeId::Float32: run(static_cast<float*>(nullptr)); break;
-    case DTypeId::Float64: run(static_cast<double*>(nullptr)); break;
-    case DTypeId::Int32: run(static_cast<int32_t*>(nullptr)); break;
-    case DTypeId::Int64: run(static_cast<int64_t*>(nullptr)); break;
-    default: break;
+    case DTypeId::Float16:
+      run(static_cast<__half*>(nullptr));
+      break;
+    case DTypeId::BFloat16:
+      run(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case DTypeId::Float32:
+      run(static_cast<float*>(nullptr));
+      break;
+    case DTypeId::Float64:
+      run(static_cast<double*>(nullptr));
+      break;
+    case DTypeId::Int32:
+      run(static_cast<int32_t*>(nullptr));
+      break;
+    case DTypeId::Int64:
+      run(static_cast<int64_t*>(nullptr));
+      break;
+    default:
+      break;
   }
 }
 

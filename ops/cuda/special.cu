@@ -11,18 +11,32 @@ namespace tapeflow::prims {
 namespace {
 __device__ double apply(SpecialFn f, double a, double b) {
   switch (f) {
-    case SpecialFn::Lgamma: return special::lgamma(a);
-    case SpecialFn::Digamma: return special::digamma(a);
-    case SpecialFn::Erfinv: return special::erfinv(a);
-    case SpecialFn::Ndtri: return special::ndtri(a);
-    case SpecialFn::BesselI0e: return special::bessel_ie(0, a);
-    case SpecialFn::BesselI1e: return special::bessel_ie(1, a);
-    case SpecialFn::Polygamma: return special::polygamma(a, b);
-    case SpecialFn::Xlogy: return special::xlogy(a, b);
-    case SpecialFn::Xdivy: return special::xdivy(a, b);
-    case SpecialFn::Xlog1py: return special::xlog1py(a, b);
-    case SpecialFn::Igamma: return special::igamma(a, b);
-    case SpecialFn::Igammac: return special::igammac(a, b);
+    case SpecialFn::Lgamma:
+      return special::lgamma(a);
+    case SpecialFn::Digamma:
+      return special::digamma(a);
+    case SpecialFn::Erfinv:
+      return special::erfinv(a);
+    case SpecialFn::Ndtri:
+      return special::ndtri(a);
+    case SpecialFn::BesselI0e:
+      return special::bessel_ie(0, a);
+    case SpecialFn::BesselI1e:
+      return special::bessel_ie(1, a);
+    case SpecialFn::Polygamma:
+      return special::polygamma(a, b);
+    case SpecialFn::Xlogy:
+      return special::xlogy(a, b);
+    case SpecialFn::Xdivy:
+      return special::xdivy(a, b);
+    case SpecialFn::Xlog1py:
+      return special::xlog1py(a, b);
+    case SpecialFn::Igamma:
+      return special::igamma(a, b);
+    case SpecialFn::Igammac:
+      return special::igammac(a, b);
+    case SpecialFn::IgammaGradA:
+      return special::igamma_grad_a(a, b);
   }
   return 0;
 }
@@ -46,8 +60,7 @@ void Special::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const
   const bool two = in.size() > 1;
   TF_CUDA_DISPATCH_FLOAT_TYPES(in[0].dtype(), {
     special_kernel<T><<<cuda::grid_for(n, dev), cuda::kThreads, 0, s>>>(
-        fn, cuda::dptr<T>(in[0]), two ? cuda::dptr<T>(in[1]) : nullptr, cuda::dptr<T>(out[0]),
-        n);
+        fn, cuda::dptr<T>(in[0]), two ? cuda::dptr<T>(in[1]) : nullptr, cuda::dptr<T>(out[0]), n);
   });
   detail::cuda::check_launch(name());
 }

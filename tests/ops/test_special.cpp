@@ -297,12 +297,22 @@ TEST_CASE("special: gradients equal TF at zeros", "[cpu][cuda][special]") {
                    1e-13, 0);
     }
     {
+      // w.r.t. both (a in the series region at x = 0.2 and 1, in the continued fraction's at
+      // a = 2, x = 3); igammac's are the negatives (TF 2.21).
       const auto a = f64({0.5, 2, 3}), z = f64({0.2, 3, 1});
-      tf::GradientTape tape;
-      tape.watch(z);
-      const auto y = tf::reduce_sum(tf::math::igamma(a, z));
-      check_values(tape.gradient(y, z),
-                   {1.0328830949345564, 0.14936120510359185, 0.18393972058572114}, 1e-13, 0);
+      const std::vector<double> ga = {-0.8201614064863386, -0.19742541957920223,
+                                      -0.10645935294394225};
+      const std::vector<double> gz = {1.0328830949345564, 0.14936120510359185, 0.18393972058572114};
+      for (bool complement : {false, true}) {
+        tf::GradientTape tape;
+        tape.watch(std::vector<tf::Tensor>{a, z});
+        const auto y =
+            tf::reduce_sum(complement ? tf::math::igammac(a, z) : tf::math::igamma(a, z));
+        const auto g = tape.gradient(y, std::vector<tf::Tensor>{a, z});
+        const double s = complement ? -1 : 1;
+        check_values(g[0], {s * ga[0], s * ga[1], s * ga[2]}, 1e-13, 0);
+        check_values(g[1], {s * gz[0], s * gz[1], s * gz[2]}, 1e-13, 0);
+      }
     }
     // bessel_i1e'(0) = 0.5 (TF's special case).
     const auto zero = f64({0.0});
@@ -344,10 +354,14 @@ TEST_CASE("special: gradients match finite differences", "[cpu][cuda][special]")
       check_fd(
           "xlog1py", [](V x) { return tf::math::xlog1py(x[0], x[1]); }, {mixed, pos}, k);
     }
-    check_fd(
-        "igamma", [](V x) { return tf::math::igamma(x[0], x[1]); }, {pos, pos}, 1);
-    check_fd(
-        "igammac", [](V x) { return tf::math::igammac(x[0], x[1]); }, {pos, {0.5, 3, 1, 9}}, 1);
+    // Both sides of x = a + 1 (the series and the continued fraction).
+    const std::vector<double> ia = {0.3, 1.7, 2.9, 7.5}, ix = {0.5, 3, 1, 12};
+    for (size_t k : {0, 1}) {
+      check_fd(
+          "igamma", [](V v) { return tf::math::igamma(v[0], v[1]); }, {ia, ix}, k);
+      check_fd(
+          "igammac", [](V v) { return tf::math::igammac(v[0], v[1]); }, {ia, ix}, k);
+    }
     // Second order: lgamma'' = polygamma(1, x), through nested tapes.
     const auto x = f64(pos);
     tf::GradientTape outer;
