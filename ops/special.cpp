@@ -14,8 +14,8 @@ namespace tapeflow {
 namespace prims {
 
 namespace {
-bool is_binary(SpecialFn f) {
-  return f >= SpecialFn::Polygamma;
+int arity(SpecialFn f) {
+  return f == SpecialFn::Betainc ? 3 : f >= SpecialFn::Polygamma ? 2 : 1;
 }
 
 // TF's CPU kernel registrations of each function.
@@ -65,6 +65,8 @@ const char* Special::name() const {
       return "igammac";
     case SpecialFn::IgammaGradA:
       return "igamma_grad_a";
+    case SpecialFn::Betainc:
+      return "betainc";
   }
   return "special";
 }
@@ -88,11 +90,13 @@ void Special::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const
                    dtype_name(d));
       break;
   }
-  if (is_binary(fn))
-    TF_CHECK_ARG(in[1].dtype() == d && in[1].shape() == in[0].shape(), name(),
-                 "expects two inputs of one shape and dtype, got {} {} and {} {}",
-                 in[0].shape().to_string(), dtype_name(d), in[1].shape().to_string(),
-                 dtype_name(in[1].dtype()));
+  TF_CHECK_ARG(static_cast<int>(in.size()) == arity(fn), name(), "expects {} inputs, got {}",
+               arity(fn), in.size());
+  for (size_t k = 1; k < in.size(); ++k)
+    TF_CHECK_ARG(in[k].dtype() == d && in[k].shape() == in[0].shape(), name(),
+                 "expects inputs of one shape and dtype, got {} {} and {} {}",
+                 in[0].shape().to_string(), dtype_name(d), in[k].shape().to_string(),
+                 dtype_name(in[k].dtype()));
   out[0] = {in[0].shape(), d};
 }
 
@@ -104,7 +108,9 @@ uint32_t Special::vjp_saves() const {
     case SpecialFn::BesselI1e:
       return save_input(0) | save_output(0);
     default:
-      return is_binary(fn) ? save_input(0) | save_input(1) : save_input(0);
+      return arity(fn) == 3   ? save_input(0) | save_input(1) | save_input(2)
+             : arity(fn) == 2 ? save_input(0) | save_input(1)
+                              : save_input(0);
   }
 }
 
@@ -174,8 +180,21 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
         return Tensor();
     }
   };
+  // TF's _BetaincGrad: x only, exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - lbeta(a, b)).
+  auto third = [&]() -> Tensor {
+    const Tensor& a = p[0];
+    const Tensor& b = p[1];
+    const Tensor& z = p[2];
+    const Tensor lbeta = math::lgamma(a) + math::lgamma(b) - math::lgamma(a + b);
+    return g * exp(xlogy(a - 1, z) + xlog1py(b - 1, negative(z)) - lbeta);
+  };
   std::vector<Tensor> out;
-  for (int k : argnums) out.push_back(k == 0 ? first() : second());
+  for (int k : argnums) {
+    if (fn == SpecialFn::Betainc)
+      out.push_back(k == 2 ? third() : Tensor());
+    else
+      out.push_back(k == 0 ? first() : second());
+  }
   return out;
 }
 
@@ -234,6 +253,18 @@ Tensor igamma(const Tensor& a, const Tensor& x) {
 }
 Tensor igammac(const Tensor& a, const Tensor& x) {
   return binary(SpecialFn::Igammac, a, x);
+}
+
+Tensor betainc(const Tensor& a, const Tensor& b, const Tensor& x) {
+  const char* op = "betainc";
+  TF_CHECK_ARG(a.defined() && b.defined() && x.defined(), op, "an input is undefined");
+  std::vector<Tensor> v = {a, b, x};
+  detail::unify_dtypes(op, v);
+  const TensorShape s = detail::broadcast_shapes(
+      op, detail::broadcast_shapes(op, v[0].shape(), v[1].shape()), v[2].shape());
+  for (auto& t : v)
+    if (t.shape() != s) t = broadcast_to(t, s);
+  return detail::dispatch(prims::Special(SpecialFn::Betainc), {v[0], v[1], v[2]});
 }
 
 Tensor log_sigmoid(const Tensor& x) {

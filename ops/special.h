@@ -1,6 +1,6 @@
 // Special functions, as TF's tf.math.lgamma, digamma, polygamma, erfinv, ndtri, xlogy, xdivy,
-// xlog1py, bessel_i0e, bessel_i1e, log_sigmoid, igamma and igammac. Elementwise; the binary
-// ones broadcast their two inputs (and promote C++ scalars) as the other binary ops. Every
+// xlog1py, bessel_i0e, bessel_i1e, log_sigmoid, igamma, igammac and betainc. Elementwise; the
+// binary ones broadcast their two inputs (and promote C++ scalars) as the other binary ops. Every
 // dtype computes in float64 (ops/cpu/special_math.h, shared with the CUDA kernels, states the
 // measured accuracy). Special values as TF 2.21: lgamma(0) = +inf, digamma(0) = NaN,
 // erfinv(+-1) = +-inf, ndtri(0) = -inf, polygamma(n, x) NaN for a negative or non-integer n,
@@ -39,6 +39,10 @@ Tensor xlog1py(const Tensor& x, const Tensor& y);
 Tensor log_sigmoid(const Tensor& x);
 Tensor igamma(const Tensor& a, const Tensor& x);
 Tensor igammac(const Tensor& a, const Tensor& x);
+// The regularized incomplete beta function I_x(a, b), as tf.math.betainc: float32/float64, the
+// three inputs broadcast; NaN for a <= 0, b <= 0 or x outside [0, 1]. Gradient w.r.t. x only
+// (x^(a-1) (1-x)^(b-1) / B(a, b)); none for a and b, as TF.
+Tensor betainc(const Tensor& a, const Tensor& b, const Tensor& x);
 }  // namespace math
 
 namespace prims {
@@ -60,6 +64,8 @@ enum class SpecialFn : uint8_t {
   Igammac,
   // d/da igamma(a, x) (TF's IgammaGradA): the gradients of igamma and igammac w.r.t. a.
   IgammaGradA,
+  // Three inputs of one shape and dtype: betainc(a, b, x).
+  Betainc,
 };
 
 // One primitive for the family, the function as its attribute: an elementwise loop in float64

@@ -10,7 +10,7 @@
 namespace tapeflow::prims {
 
 namespace {
-double apply(SpecialFn f, double a, double b) {
+double apply(SpecialFn f, double a, double b, double c) {
   switch (f) {
     case SpecialFn::Lgamma:
       return special::lgamma(a);
@@ -38,6 +38,8 @@ double apply(SpecialFn f, double a, double b) {
       return special::igammac(a, b);
     case SpecialFn::IgammaGradA:
       return special::igamma_grad_a(a, b);
+    case SpecialFn::Betainc:
+      return special::betainc(a, b, c);
   }
   return 0;
 }
@@ -45,16 +47,17 @@ double apply(SpecialFn f, double a, double b) {
 
 void Special::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   const int64_t n = out[0].num_elements();
-  const bool two = in.size() > 1;
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(), {
     const T* a = in[0].data<T>();
-    const T* b = two ? in[1].data<T>() : nullptr;
+    const T* b = in.size() > 1 ? in[1].data<T>() : nullptr;
+    const T* c = in.size() > 2 ? in[2].data<T>() : nullptr;
     T* y = out[0].data<T>();
+    auto load = [](const T* p, int64_t i) {
+      return p ? static_cast<double>(static_cast<compute_t<T>>(p[i])) : 0.0;
+    };
     detail::parallel_for(n, 1024, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
-        y[i] =
-            static_cast<T>(apply(fn, static_cast<double>(static_cast<compute_t<T>>(a[i])),
-                                 two ? static_cast<double>(static_cast<compute_t<T>>(b[i])) : 0.0));
+        y[i] = static_cast<T>(apply(fn, load(a, i), load(b, i), load(c, i)));
     });
   });
 }

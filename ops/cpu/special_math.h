@@ -14,7 +14,8 @@
 //   bessel_i0e, bessel_i1e: 1.6e-15 for |x| <= 1e5;
 //   igamma, igammac for a, x in [1e-3, 1e3]: 1e-12 (the exp of a * log(x) - x - lgamma(a),
 //     hundreds in size, loses the rest).
-//   igamma_grad_a for a, x in [1e-2, 300]: 2e-13.
+//   igamma_grad_a for a, x in [1e-2, 300]: 2e-13;
+//   betainc for a, b in [1e-2, 300]: 4.5e-13 (lgamma(a) + lgamma(b) - lgamma(a + b) cancels).
 #pragma once
 
 #include <math.h>
@@ -310,6 +311,43 @@ TF_SPECIAL_HD double igamma_grad_a(double a, double x) {
   const double lx = ::log(x);
   const double q = ::exp(a * lx - x - lgamma(a));
   return -q * (h * (lx - digamma(a)) + dh);
+}
+
+// The regularized incomplete beta function I_x(a, b): x^a (1 - x)^b / (a B(a, b)) times the
+// continued fraction 1 / (1 + d1 / (1 + d2 / ...)), d_2m+1 = -(a + m)(a + b + m) x /
+// ((a + 2m)(a + 2m + 1)), d_2m = m (b - m) x / ((a + 2m - 1)(a + 2m)), evaluated by modified
+// Lentz for x < (a + 1) / (a + b + 2) (where it converges fast), else 1 - I_(1-x)(b, a).
+// TF's special values: NaN for a <= 0, b <= 0 or x outside [0, 1]; 0 at x = 0, 1 at x = 1.
+TF_SPECIAL_HD double betainc_fraction(double a, double b, double x) {
+  const double tiny = 1e-300;
+  double f = tiny, c = f, d = 0;
+  for (int j = 1; j < 100000; ++j) {
+    double num = 1;
+    if (j > 1) {
+      const int i = j - 1;  // d_i
+      const double m = i / 2;
+      num = i % 2 == 1 ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+                       : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+    }
+    d = 1 + num * d;
+    if (::fabs(d) < tiny) d = tiny;
+    c = 1 + num / c;
+    if (::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double delta = c * d;
+    f *= delta;
+    if (::fabs(delta - 1) <= kEps) break;
+  }
+  const double lbeta = lgamma(a) + lgamma(b) - lgamma(a + b);
+  return ::exp(a * ::log(x) + b * ::log1p(-x) - lbeta) / a * f;
+}
+TF_SPECIAL_HD double betainc(double a, double b, double x) {
+  if (isnan(a) || isnan(b) || isnan(x)) return nan_d();
+  if (a <= 0 || b <= 0 || x < 0 || x > 1) return nan_d();
+  if (x == 0) return 0;
+  if (x == 1) return 1;
+  if (x < (a + 1) / (a + b + 2)) return betainc_fraction(a, b, x);
+  return 1 - betainc_fraction(b, a, 1 - x);
 }
 
 }  // namespace tapeflow::special

@@ -9,7 +9,7 @@
 namespace tapeflow::prims {
 
 namespace {
-__device__ double apply(SpecialFn f, double a, double b) {
+__device__ double apply(SpecialFn f, double a, double b, double c) {
   switch (f) {
     case SpecialFn::Lgamma:
       return special::lgamma(a);
@@ -37,17 +37,20 @@ __device__ double apply(SpecialFn f, double a, double b) {
       return special::igammac(a, b);
     case SpecialFn::IgammaGradA:
       return special::igamma_grad_a(a, b);
+    case SpecialFn::Betainc:
+      return special::betainc(a, b, c);
   }
   return 0;
 }
 
 template <class T>
-__global__ void special_kernel(SpecialFn f, const T* a, const T* b, T* y, int64_t n) {
+__global__ void special_kernel(SpecialFn f, const T* a, const T* b, const T* c, T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const double u = static_cast<double>(cuda::load(a[i]));
     const double v = b ? static_cast<double>(cuda::load(b[i])) : 0.0;
-    y[i] = cuda::store<T>(apply(f, u, v));
+    const double w = c ? static_cast<double>(cuda::load(c[i])) : 0.0;
+    y[i] = cuda::store<T>(apply(f, u, v, w));
   }
 }
 }  // namespace
@@ -57,10 +60,11 @@ void Special::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const
   if (n == 0) return;
   const Device dev = out[0].placement();
   cudaStream_t s = detail::cuda::stream(dev);
-  const bool two = in.size() > 1;
   TF_CUDA_DISPATCH_FLOAT_TYPES(in[0].dtype(), {
+    const T* b = in.size() > 1 ? cuda::dptr<T>(in[1]) : nullptr;
+    const T* c = in.size() > 2 ? cuda::dptr<T>(in[2]) : nullptr;
     special_kernel<T><<<cuda::grid_for(n, dev), cuda::kThreads, 0, s>>>(
-        fn, cuda::dptr<T>(in[0]), two ? cuda::dptr<T>(in[1]) : nullptr, cuda::dptr<T>(out[0]), n);
+        fn, cuda::dptr<T>(in[0]), b, c, cuda::dptr<T>(out[0]), n);
   });
   detail::cuda::check_launch(name());
 }

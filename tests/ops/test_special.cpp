@@ -401,3 +401,42 @@ TEST_CASE("special: traced equals eager", "[cpu][cuda][special]") {
     tf::testing::check_close(f(x, y), eager, 1e-6, 1e-6);
   }
 }
+
+TEST_CASE("special: betainc equals TF with its gradient", "[cpu][cuda][special]") {
+  for (auto dev : tf::testing::devices_under_test()) {
+    INFO(dev.to_string());
+    tf::DeviceScope scope(dev);
+    // tf.math.betainc (float64, TF 2.21): NaN for a or b <= 0 and x outside [0, 1].
+    const auto a = f64({0.5, 2., 3., 1., 0., -1., 2., 2., 2., 1e-3, 100., 2., kNan});
+    const auto b = f64({0.5, 3., 1., 1., 1., 1., 2., 2., 2., 1e-3, 200., 0., 1.});
+    const auto x = f64({0.2, 0.7, 0.999, 0., 0.5, 0.5, -0.1, 1., 1.1, 0.5, 0.3, 0.5, 0.5});
+    check_values(tf::math::betainc(a, b, x),
+                 {0.29516723530086664, 0.9163, 0.997002999, 0.0, kNan, kNan, kNan, 1.0, kNan,
+                  0.49999999999999994, 0.10884306564490925, kNan, kNan},
+                 1e-12, 0);
+    // Broadcasting a C++ scalar: I_x(1, 1) = x.
+    check_values(tf::math::betainc(tf::Tensor(1.0), tf::Tensor(1.0), f64({0.25, 0.5})), {0.25, 0.5},
+                 1e-15, 0);
+    require_error([&] { tf::math::betainc(a, b, f64({0.5, 0.5})); }, {"betainc"});
+    const auto h = tf::detail::from_doubles({0.5}, {1}, tf::float16);
+    require_error([&] { tf::math::betainc(h, h, h); }, {"betainc", "float16"});
+    // TF's gradient w.r.t. x; none for a and b (TF returns None).
+    const auto ga = f64({0.5, 2., 3.}), gb = f64({0.5, 3., 1.5}), gx = f64({0.2, 0.7, 0.4});
+    tf::GradientTape tape;
+    tape.watch(std::vector<tf::Tensor>{ga, gb, gx});
+    const auto y = tf::reduce_sum(tf::math::betainc(ga, gb, gx));
+    const auto g = tape.gradient(y, std::vector<tf::Tensor>{ga, gb, gx});
+    check_values(g[2], {0.7957747154594766, 0.7560000000000001, 0.8133265027035578}, 1e-13, 0);
+    CHECK(!g[0].defined());
+    CHECK(!g[1].defined());
+    using V = const std::vector<tf::Tensor>&;
+    check_fd(
+        "betainc", [](V v) { return tf::math::betainc(v[0], v[1], v[2]); },
+        {{0.5, 2, 3, 7}, {0.5, 3, 1.5, 2}, {0.2, 0.7, 0.4, 0.9}}, 2);
+    // Traced equals eager.
+    auto f = tf::function([](const tf::Tensor& p, const tf::Tensor& q, const tf::Tensor& r) {
+      return tf::math::betainc(p, q, r);
+    });
+    tf::testing::check_close(f(ga, gb, gx), tf::math::betainc(ga, gb, gx), 1e-15, 0);
+  }
+}
