@@ -156,7 +156,7 @@ Tensor unsorted_reduce(const char* op, prims::SegmentReducer r, const Tensor& da
 // the result, clipped to >= 1 (TF's _unsorted_segment_N).
 Tensor segment_counts(const Tensor& data, const Tensor& ids, int64_t num_segments) {
   const Tensor ones = ones_like(ids, data.dtype());
-  Tensor n = unsorted_segment_sum(ones, ids, num_segments);
+  Tensor n = tapeflow::unsorted_segment_sum(ones, ids, num_segments);
   n = maximum(n, ones_like(n));
   TensorShape s{num_segments};
   for (int d = ids.rank(); d < data.rank(); ++d) s.push_back(1);
@@ -206,6 +206,12 @@ Tensor zero_empty_segments(const Tensor& r, const std::vector<int64_t>& v) {
 
 }  // namespace
 
+Tensor unsorted_segment_sum(const Tensor& data, const Tensor& ids, int64_t num_segments) {
+  if (data.defined() && !is_floating(data.dtype()))
+    return unsorted_reduce("unsorted_segment_sum", prims::SegmentReducer::Sum, data, ids,
+                           num_segments);
+  return tapeflow::unsorted_segment_sum(data, ids, num_segments);
+}
 Tensor unsorted_segment_max(const Tensor& data, const Tensor& ids, int64_t num_segments) {
   return unsorted_reduce("unsorted_segment_max", prims::SegmentReducer::Max, data, ids,
                          num_segments);
@@ -222,22 +228,21 @@ Tensor unsorted_segment_mean(const Tensor& data, const Tensor& ids, int64_t num_
   const char* op = "unsorted_segment_mean";
   check_ids_prefix(op, data, ids);
   check_data_dtype(op, data, /*integers=*/false);
-  return unsorted_segment_sum(data, ids, num_segments) / segment_counts(data, ids, num_segments);
+  return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
+         segment_counts(data, ids, num_segments);
 }
 Tensor unsorted_segment_sqrt_n(const Tensor& data, const Tensor& ids, int64_t num_segments) {
   const char* op = "unsorted_segment_sqrt_n";
   check_ids_prefix(op, data, ids);
   check_data_dtype(op, data, /*integers=*/false);
-  return unsorted_segment_sum(data, ids, num_segments) /
+  return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
          sqrt(segment_counts(data, ids, num_segments));
 }
 
 Tensor segment_sum(const Tensor& data, const Tensor& ids) {
   const char* op = "segment_sum";
   check_data_dtype(op, data, /*integers=*/true);
-  const int64_t n = segments_of(sorted_ids(op, data, ids));
-  if (is_floating(data.dtype())) return unsorted_segment_sum(data, ids, n);
-  return unsorted_reduce(op, prims::SegmentReducer::Sum, data, ids, n);
+  return math::unsorted_segment_sum(data, ids, segments_of(sorted_ids(op, data, ids)));
 }
 Tensor segment_mean(const Tensor& data, const Tensor& ids) {
   const char* op = "segment_mean";

@@ -1,6 +1,7 @@
 // Segment reductions, as TF's tf.math.unsorted_segment_{max,min,prod,mean,sqrt_n} and the
 // sorted tf.math.segment_{sum,mean,max,min,prod}. tapeflow::unsorted_segment_sum (ops/scatter.h)
-// is the sum of the unsorted family; it is also reachable here as tf::math::unsorted_segment_sum.
+// is the sum of the unsorted family (floating data); tf::math::unsorted_segment_sum adds int32 and
+// int64 data.
 //
 // Unsorted (segment_ids of any shape that prefixes data's shape, int32 or int64; output
 // (num_segments, data.shape[ids.rank:]...)): a negative id drops its element (no gradient); an
@@ -29,7 +30,8 @@
 namespace tapeflow {
 
 namespace math {
-using tapeflow::unsorted_segment_sum;
+// tapeflow::unsorted_segment_sum for floating data, and int32/int64 data as TF (integers wrap).
+Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
 Tensor unsorted_segment_max(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
 Tensor unsorted_segment_min(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
 Tensor unsorted_segment_prod(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);

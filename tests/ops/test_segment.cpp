@@ -97,6 +97,10 @@ TEST_CASE("segment: unsorted max min prod mean sqrt_n equal TF", "[cpu][cuda][se
       check_values(tf::math::unsorted_segment_min(make(kData, {5, 2}, tf::int64), ids, 3),
                    {0, 2, 9.223372036854775807e18, 9.223372036854775807e18, 2, -1}, 0, 0);
       check_values(tf::math::unsorted_segment_prod(di, ids, 3), {0, 50, 1, 1, 2, -1}, 0, 0);
+      // tf.math.unsorted_segment_sum of int32 data; floating data goes to tf::unsorted_segment_sum.
+      check_values(tf::math::unsorted_segment_sum(di, ids, 3), {4, 12, 0, 0, 2, -1}, 0, 0);
+      check_values(tf::math::unsorted_segment_sum(make(kData, {5, 2}, tf::float32), ids, 3),
+                   {4, 12, 0, 0, 2, -1}, 0, 0);
     }
     // Multi-dimensional ids (a prefix of data's shape): TF gives [-65504, 1, 4] for float16 max.
     const auto ids2 = tf::constant(std::vector<int32_t>{1, 1, 0, 1}, {2, 2});
