@@ -32,6 +32,10 @@
   X(Conv2DBackpropInput)         \
   X(Conv2DBackpropFilter) X(MaxPool2DGrad) X(MaxPool2DGradGrad) X(AvgPool2DGrad)
 #define TF_SCATTER_PRIMITIVES(X) X(UnsortedSegmentSum) X(ScatterRowsUpdate)
+// unsorted_segment_max/min/prod (and integer sums) (ops/segment.h).
+#define TF_SEGMENT_PRIMITIVES(X) X(UnsortedSegmentReduce)
+// lgamma, digamma, polygamma, erfinv, ndtri, xlogy, ..., igamma (ops/special.h).
+#define TF_SPECIAL_PRIMITIVES(X) X(Special)
 #define TF_ACTIVATION_PRIMITIVES(X) X(Relu) X(ReluGrad)
 // Fused row kernels (softmax, log_softmax, sparse softmax cross-entropy); each names its
 // composite fallback in ops/loss.h.
@@ -50,7 +54,8 @@
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
-  TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)
+  TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
+  TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

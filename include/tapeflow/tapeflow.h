@@ -59,5 +59,7 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
+#include "ops/segment.h"
 #include "ops/sort.h"
+#include "ops/special.h"
 #include "ops/unary.h"

@@ -1,0 +1,169 @@
+// CUDA kernel of UnsortedSegmentReduce: the output is filled with the reducer's identity, then
+// one thread per data element combines it into its segment's element with a compare-and-swap
+// loop on the element's bits (16, 32 or 64 bits: no native atomic max/min/mul for floats and
+// the half types). Max and min are order independent (NaN wins, as on the CPU); a product's
+// rounding depends on the order, as on TF's GPU. Ids >= num_segments are dropped (the public op
+// checks eager ids on the host first; inside a traced function nothing checks them).
+#include "ops/cuda/common.cuh"
+#include "ops/segment.h"
+
+namespace tapeflow::prims {
+
+namespace {
+template <class T>
+struct bits_of;
+template <>
+struct bits_of<__half> {
+  using type = unsigned short;
+};
+template <>
+struct bits_of<__nv_bfloat16> {
+  using type = unsigned short;
+};
+template <>
+struct bits_of<float> {
+  using type = unsigned int;
+};
+template <>
+struct bits_of<double> {
+  using type = unsigned long long;
+};
+template <>
+struct bits_of<int32_t> {
+  using type = unsigned int;
+};
+template <>
+struct bits_of<int64_t> {
+  using type = unsigned long long;
+};
+
+template <class C>
+__device__ __forceinline__ C combine(SegmentReducer r, C a, C b) {
+  switch (r) {
+    case SegmentReducer::Sum:
+      return a + b;
+    case SegmentReducer::Prod:
+      return a * b;
+    case SegmentReducer::Max:
+      if constexpr (std::is_floating_point_v<C>)
+        if (b != b) return b;
+      return b > a ? b : a;
+    case SegmentReducer::Min:
+      if constexpr (std::is_floating_point_v<C>)
+        if (b != b) return b;
+      return b < a ? b : a;
+  }
+  return a;
+}
+
+template <class T>
+__device__ void atomic_combine(SegmentReducer r, T* addr, cuda::dcompute_t<T> v) {
+  using U = typename bits_of<T>::type;
+  U* word = reinterpret_cast<U*>(addr);
+  U old = *word, assumed;
+  do {
+    assumed = old;
+    T cur;
+    memcpy(&cur, &assumed, sizeof(T));
+    const T next = cuda::store<T>(combine(r, cuda::load(cur), v));
+    U next_bits;
+    memcpy(&next_bits, &next, sizeof(T));
+    if (next_bits == assumed) return;  // no change (also keeps a NaN in place)
+    old = atomicCAS(word, assumed, next_bits);
+  } while (old != assumed);
+}
+
+template <class T>
+__global__ void fill_kernel(T* out, int64_t total, T value) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x)
+    out[i] = value;
+}
+
+template <class T, class I>
+__global__ void segment_reduce_kernel(SegmentReducer r, const T* data, const I* ids, T* out,
+                                      int64_t n, int64_t d, int64_t segments) {
+  const int64_t total = n * d;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / d, col = i - row * d;
+    const int64_t id = static_cast<int64_t>(ids[row]);
+    if (id >= 0 && id < segments) atomic_combine<T>(r, out + id * d + col, cuda::load(data[i]));
+  }
+}
+
+template <class T>
+T identity_of(SegmentReducer r) {
+  using C = cuda::dcompute_t<T>;
+  C top;
+  if constexpr (std::is_same_v<T, __half>)
+    top = 65504.0f;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    top = 3.38953139e38f;
+  else
+    top = std::numeric_limits<C>::max();
+  const C lowest = std::is_integral_v<C> ? std::numeric_limits<C>::lowest() : -top;
+  switch (r) {
+    case SegmentReducer::Sum:
+      return static_cast<T>(C(0));
+    case SegmentReducer::Prod:
+      return static_cast<T>(C(1));
+    case SegmentReducer::Max:
+      return static_cast<T>(lowest);
+    case SegmentReducer::Min:
+      return static_cast<T>(top);
+  }
+  return static_cast<T>(C(0));
+}
+}  // namespace
+
+void UnsortedSegmentReduce::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  const Device dev = out[0].placement();
+  cudaStream_t s = detail::cuda::stream(dev);
+  const int64_t n = in[0].shape()[0], d = in[0].shape()[1];
+  const int64_t segments = out[0].shape()[0];
+  const int64_t total_out = segments * d;
+  auto run = [&]<class T>(T*) {
+    if (total_out > 0) {
+      fill_kernel<T><<<cuda::grid_for(total_out, dev), cuda::kThreads, 0, s>>>(
+          cuda::dptr<T>(out[0]), total_out, identity_of<T>(reducer));
+      detail::cuda::check_launch(name());
+    }
+    if (n * d == 0 || total_out == 0) return;
+    const unsigned grid = cuda::grid_for(n * d, dev);
+    if (in[1].dtype() == int32)
+      segment_reduce_kernel<T, int32_t><<<grid, cuda::kThreads, 0, s>>>(
+          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int32_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+          segments);
+    else
+      segment_reduce_kernel<T, int64_t><<<grid, cuda::kThreads, 0, s>>>(
+          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int64_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+          segments);
+    detail::cuda::check_launch(name());
+  };
+  // The dtypes infer() accepts (no uint8 or bool kernels).
+  switch (in[0].dtype().id) {
+    case DTypeId::Float16:
+      run(static_cast<__half*>(nullptr));
+      break;
+    case DTypeId::BFloat16:
+      run(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case DTypeId::Float32:
+      run(static_cast<float*>(nullptr));
+      break;
+    case DTypeId::Float64:
+      run(static_cast<double*>(nullptr));
+      break;
+    case DTypeId::Int32:
+      run(static_cast<int32_t*>(nullptr));
+      break;
+    case DTypeId::Int64:
+      run(static_cast<int64_t*>(nullptr));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace tapeflow::prims
