@@ -51,8 +51,8 @@ std::vector<Tensor> unstack(const Tensor& x, std::optional<int64_t> num, int axi
   TF_CHECK_ARG(x.rank() >= 1, op, "cannot unstack a scalar (shape {})", x.shape().to_string());
   const int a = detail::normalize_axis(op, axis, x.shape());
   const int64_t n = x.shape()[a];
-  TF_CHECK_ARG(n != None || num.has_value(), op,
-               "dimension {} of shape {} is unknown: give num", a, x.shape().to_string());
+  TF_CHECK_ARG(n != None || num.has_value(), op, "dimension {} of shape {} is unknown: give num", a,
+               x.shape().to_string());
   TF_CHECK_ARG(!num || n == None || *num == n, op,
                "num = {} does not match dimension {} of shape {}", num.value_or(0), a,
                x.shape().to_string());
@@ -154,8 +154,7 @@ Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen, DType
   return dtype == bool_ ? mask : cast(mask, dtype);
 }
 
-Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis,
-                        int batch_axis) {
+Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis, int batch_axis) {
   const char* op = "reverse_sequence";
   check_defined(op, x, "the input");
   check_defined(op, seq_lengths, "seq_lengths");
@@ -185,7 +184,7 @@ Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis
   std::vector<int> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int>(i);
   const Tensor xt = transpose(x, perm);
-  const Tensor len = expand_dims(cast(seq_lengths, int64), 1);  // (B, 1)
+  const Tensor len = expand_dims(cast(seq_lengths, int64), 1);                      // (B, 1)
   const Tensor j = expand_dims(range(0.0, static_cast<double>(t), 1.0, int64), 0);  // (1, T)
   const Tensor src = where(less(j, len), len - j - Tensor(int64_t{1}), j);
   const Tensor idx = expand_dims(src, -1);  // (B, T, 1)
@@ -204,8 +203,7 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
     a = detail::normalize_axis(op, *axis, x.shape());
   }
   const int64_t n = v.shape()[a];
-  TF_CHECK_ARG(n != None, op, "dimension {} of shape {} must be known", a,
-               v.shape().to_string());
+  TF_CHECK_ARG(n != None, op, "dimension {} of shape {} must be known", a, v.shape().to_string());
   for (int64_t r : repeats) TF_CHECK_ARG(r >= 0, op, "repeats must be non-negative, got {}", r);
   TF_CHECK_ARG(repeats.size() == 1 || static_cast<int64_t>(repeats.size()) == n, op,
                "repeats has {} entries but dimension {} of shape {} has {} (give 1 or {})",
@@ -218,8 +216,10 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
     const Tensor t = tile(expand_dims(v, a + 1), mult);
     std::vector<int64_t> shape;
     for (int i = 0; i < v.rank(); ++i) {
-      if (i == a) shape.push_back(n * r);
-      else shape.push_back(v.shape()[i] == None ? -1 : v.shape()[i]);
+      if (i == a)
+        shape.push_back(n * r);
+      else
+        shape.push_back(v.shape()[i] == None ? -1 : v.shape()[i]);
     }
     TF_CHECK_ARG(std::count(shape.begin(), shape.end(), -1) <= 1, op,
                  "the input of shape {} may have at most one unknown dimension",
@@ -251,8 +251,8 @@ Tensor where(const Tensor& cond) {
                "the one-argument form's result shape depends on the condition's values, which a "
                "traced function does not have: use tf::where(cond, x, y) inside tf::function");
   const TensorShape& s = cond.shape();
-  const std::vector<bool> nz = (cond.dtype() == bool_ ? cond : not_equal(cond, zeros_like(cond)))
-                                   .numpy<bool>();
+  const std::vector<bool> nz =
+      (cond.dtype() == bool_ ? cond : not_equal(cond, zeros_like(cond))).numpy<bool>();
   std::vector<int64_t> coords;
   int64_t count = 0;
   for (size_t f = 0; f < nz.size(); ++f) {

@@ -4,12 +4,12 @@
 #include <limits>
 #include <string>
 
+#include "autograd/tape.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
-#include "autograd/tape.h"
 #include "ops/image_more.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -27,8 +27,7 @@ void check_floating_input(const char* op, const Tensor& x, const char* what) {
                dtype_name(x.dtype()));
 }
 
-void check_same(const char* op, const Tensor& a, const Tensor& b, const char* an,
-                const char* bn) {
+void check_same(const char* op, const Tensor& a, const Tensor& b, const char* an, const char* bn) {
   TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} ({}) and {} ({}) must share a dtype", an,
                dtype_name(a.dtype()), bn, dtype_name(b.dtype()));
   TF_CHECK_ARG(a.shape() == b.shape(), op,
@@ -37,7 +36,9 @@ void check_same(const char* op, const Tensor& a, const Tensor& b, const char* an
 }
 
 // A scalar of x's dtype.
-Tensor scalar_like(double v, const Tensor& x) { return constant(Tensor(v), x.dtype()); }
+Tensor scalar_like(double v, const Tensor& x) {
+  return constant(Tensor(v), x.dtype());
+}
 
 bool channels_first(const char* op, const std::string& data_format) {
   TF_CHECK_ARG(data_format == "NWC" || data_format == "NCW", op,
@@ -116,8 +117,7 @@ Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std:
 
 Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
                         const std::vector<int64_t>& output_shape, int stride,
-                        const std::string& padding, const std::string& data_format,
-                        int dilations) {
+                        const std::string& padding, const std::string& data_format, int dilations) {
   const char* op = "conv1d_transpose";
   check_floating_input(op, input, "the input");
   check_floating_input(op, filters, "the filters");
@@ -194,22 +194,23 @@ std::pair<Tensor, Tensor> max_pool_with_argmax(const Tensor& input, const std::v
   const auto dh = detail::window_dim(h, kh, sh, 1, same);
   const auto dw = detail::window_dim(w, kw, sw, 1, same);
   const double lowest = -std::numeric_limits<double>::infinity();
-  const Tensor padded = tapeflow::pad(tapeflow::stop_gradient(input),
-                                      {{0, 0}, {dh.pad_before, dh.pad_after},
-                                       {dw.pad_before, dw.pad_after}, {0, 0}},
-                                      lowest);
+  const Tensor padded = tapeflow::pad(
+      tapeflow::stop_gradient(input),
+      {{0, 0}, {dh.pad_before, dh.pad_after}, {dw.pad_before, dw.pad_after}, {0, 0}}, lowest);
   const Tensor flat = tapeflow::reshape(
       tapeflow::range(0.0, static_cast<double>(s.num_elements()), 1.0, float64), s);
   const Tensor flat_padded = tapeflow::pad(
       flat, {{0, 0}, {dh.pad_before, dh.pad_after}, {dw.pad_before, dw.pad_after}, {0, 0}}, -1.0);
   const std::vector<int64_t> size = {kh, kw}, step = {sh, sw}, rate = {1, 1};
   const TensorShape win{n, dh.out, dw.out, int64_t{kh} * kw, c};
-  const Tensor vp = tapeflow::reshape(image::extract_patches(padded, size, step, rate, "VALID"), win);
-  const Tensor ip = tapeflow::reshape(image::extract_patches(flat_padded, size, step, rate, "VALID"), win);
+  const Tensor vp =
+      tapeflow::reshape(image::extract_patches(padded, size, step, rate, "VALID"), win);
+  const Tensor ip =
+      tapeflow::reshape(image::extract_patches(flat_padded, size, step, rate, "VALID"), win);
   const Tensor pick = tapeflow::expand_dims(tapeflow::argmax(vp, 3), 3);  // (N, OH, OW, 1, C)
-  const Tensor taps = tapeflow::reshape(
-      tapeflow::range(0.0, static_cast<double>(int64_t{kh} * kw), 1.0, int64),
-      {1, 1, 1, int64_t{kh} * kw, 1});
+  const Tensor taps =
+      tapeflow::reshape(tapeflow::range(0.0, static_cast<double>(int64_t{kh} * kw), 1.0, int64),
+                        {1, 1, 1, int64_t{kh} * kw, 1});
   const Tensor chosen = tapeflow::equal(taps, pick);
   // Float64 holds every flat index below 2^53 exactly.
   Tensor idx = tapeflow::reduce_sum(tapeflow::where(chosen, ip, tapeflow::zeros_like(ip)), 3);
@@ -321,7 +322,8 @@ Tensor space_to_depth(const Tensor& input, int block_size) {
                "height and width of shape {} must be divisible by block_size {}", s.to_string(),
                block_size);
   const Tensor t = tapeflow::reshape(input, {-1, h / b, b, w / b, b, c});
-  return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}), {-1, h / b, w / b, b * b * c});
+  return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}),
+                           {-1, h / b, w / b, b * b * c});
 }
 
 Tensor depth_to_space(const Tensor& input, int block_size) {
@@ -333,7 +335,8 @@ Tensor depth_to_space(const Tensor& input, int block_size) {
                "the depth of shape {} must be divisible by block_size * block_size = {}",
                s.to_string(), b * b);
   const Tensor t = tapeflow::reshape(input, {-1, h, w, b, b, c / (b * b)});
-  return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}), {-1, h * b, w * b, c / (b * b)});
+  return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}),
+                           {-1, h * b, w * b, c / (b * b)});
 }
 
 }  // namespace tapeflow::nn

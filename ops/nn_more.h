@@ -24,8 +24,7 @@ Tensor log_sigmoid(const Tensor& x);
 Tensor l2_loss(const Tensor& t);
 // -sum(labels * log_softmax(logits, axis), axis) for labels and logits of one shape and floating
 // dtype; the gradient reaches the labels too (-log_softmax), as TF 2's.
-Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits,
-                                         int axis = -1);
+Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, int axis = -1);
 // (1 - z) * x + (1 + (q - 1) * z) * (log1p(exp(-|x|)) + max(-x, 0)) with z = labels, x = logits,
 // q = pos_weight (a scalar or a tensor broadcasting to them), TF's stable form.
 Tensor weighted_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits,
@@ -37,8 +36,8 @@ Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std:
 // TF's tf.nn.conv1d_transpose: filters (K, O, C), output_shape (N, W, O) ("NWC") or (N, O, W).
 Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
                         const std::vector<int64_t>& output_shape, int stride,
-                        const std::string& padding = "SAME",
-                        const std::string& data_format = "NWC", int dilations = 1);
+                        const std::string& padding = "SAME", const std::string& data_format = "NWC",
+                        int dilations = 1);
 // 1-D pooling of (N, W, C) inputs, as TF's tf.nn.max_pool1d / avg_pool1d ("NWC" only).
 Tensor max_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding);
 Tensor avg_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding);

@@ -33,6 +33,7 @@ namespace {
 
 // Expected values, printed by TF 2.21 (tf.roll, tf.meshgrid, tf.sequence_mask,
 // tf.reverse_sequence, tf.repeat, tf.where) on the inputs each test case builds.
+// clang-format off
 // roll 1 axis2: shape (2, 3, 4)
 const std::vector<double> kRoll1Axis2 = {
     3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 19, 16, 17, 18, 23, 20, 21, 22
@@ -105,6 +106,7 @@ const std::vector<double> kWhere = {
 const std::vector<double> kWhereFloat = {
     0, 1, 1, 0
 };
+// clang-format on
 
 tf::Tensor iota(const tf::TensorShape& shape, tf::DType dtype = tf::float32) {
   return tf::reshape(tf::range(0.0, static_cast<double>(shape.num_elements()), 1.0, dtype), shape);
@@ -205,11 +207,17 @@ TEST_CASE("meshgrid gives TF's xy and ij grids", "[cpu][cuda][array_more]") {
     check_values(ij[1], kMeshIjY, 0, 0);
   }
   // The gradient sums over the broadcast copies.
-  check_gradient([](const tf::Tensor& x) { return tf::meshgrid({x, tf::ones({3}, tf::float64)})[0]; },
-                 {4});
+  check_gradient(
+      [](const tf::Tensor& x) {
+        return tf::meshgrid({x, tf::ones({3}, tf::float64)})[0];
+      },
+      {4});
   require_error([] { tf::meshgrid({iota({2}), iota({2})}, "yx"); }, {"meshgrid", "\"yx\""});
-  require_error([] { tf::meshgrid({iota({2}), iota({2}, tf::int32)}); },
-                {"meshgrid", "float32", "int32"});
+  require_error(
+      [] {
+        tf::meshgrid({iota({2}), iota({2}, tf::int32)});
+      },
+      {"meshgrid", "float32", "int32"});
 }
 
 TEST_CASE("sequence_mask marks the first lengths positions", "[cpu][cuda][array_more]") {
@@ -231,7 +239,8 @@ TEST_CASE("sequence_mask marks the first lengths positions", "[cpu][cuda][array_
     auto no_max = tf::function([](const tf::Tensor& l) { return tf::sequence_mask(l); });
     require_error([&] { no_max(ints({1, 2}, {2})); }, {"sequence_mask", "maxlen"});
   }
-  require_error([] { tf::sequence_mask(iota({2})); }, {"sequence_mask", "int32 or int64", "float32"});
+  require_error([] { tf::sequence_mask(iota({2})); },
+                {"sequence_mask", "int32 or int64", "float32"});
   require_error([] { tf::sequence_mask(ints({1}, {1}), -1); }, {"sequence_mask", "-1"});
 }
 
@@ -242,25 +251,38 @@ TEST_CASE("reverse_sequence reverses each row's prefix", "[cpu][cuda][array_more
     for (tf::DType it : {tf::int32, tf::int64}) {
       check_values(tf::reverse_sequence(iota({2, 5, 2}, tf::int32), ints({3, 5}, {2}, it), 1, 0),
                    kRevseq, 0, 0);
-      check_values(tf::reverse_sequence(iota({5, 3}), ints({2, 0, 4}, {3}, it), 0, 1),
-                   kRevseqB1S0, 0, 0);
+      check_values(tf::reverse_sequence(iota({5, 3}), ints({2, 0, 4}, {3}, it), 0, 1), kRevseqB1S0,
+                   0, 0);
     }
-    auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& l) {
-      return tf::reverse_sequence(x, l, 1, 0);
-    });
+    auto f = tf::function(
+        [](const tf::Tensor& x, const tf::Tensor& l) { return tf::reverse_sequence(x, l, 1, 0); });
     check_values(f(iota({2, 5, 2}, tf::int32), ints({3, 5}, {2})), kRevseq, 0, 0);
   }
   check_gradient(
-      [](const tf::Tensor& x) { return tf::reverse_sequence(x, ints({2, 0, 4}, {3}), 0, 1); },
+      [](const tf::Tensor& x) {
+        return tf::reverse_sequence(x, ints({2, 0, 4}, {3}), 0, 1);
+      },
       {5, 3});
-  require_error([] { tf::reverse_sequence(iota({2, 5}), ints({6, 1}, {2}), 1, 0); },
-                {"reverse_sequence", "6", "[0, 5]", "(2, 5)"});
-  require_error([] { tf::reverse_sequence(iota({2, 5}), ints({1, 1, 1}, {3}), 1, 0); },
-                {"reverse_sequence", "(3,)", "(2, 5)"});
-  require_error([] { tf::reverse_sequence(iota({2, 5}), ints({1, 1}, {2}), 1, 1); },
-                {"reverse_sequence", "must differ"});
-  require_error([] { tf::reverse_sequence(iota({2, 5}), iota({2}), 1, 0); },
-                {"reverse_sequence", "float32"});
+  require_error(
+      [] {
+        tf::reverse_sequence(iota({2, 5}), ints({6, 1}, {2}), 1, 0);
+      },
+      {"reverse_sequence", "6", "[0, 5]", "(2, 5)"});
+  require_error(
+      [] {
+        tf::reverse_sequence(iota({2, 5}), ints({1, 1, 1}, {3}), 1, 0);
+      },
+      {"reverse_sequence", "(3,)", "(2, 5)"});
+  require_error(
+      [] {
+        tf::reverse_sequence(iota({2, 5}), ints({1, 1}, {2}), 1, 1);
+      },
+      {"reverse_sequence", "must differ"});
+  require_error(
+      [] {
+        tf::reverse_sequence(iota({2, 5}), iota({2}), 1, 0);
+      },
+      {"reverse_sequence", "float32"});
 }
 
 TEST_CASE("repeat with scalar and per-element repeats", "[cpu][cuda][array_more]") {
@@ -279,14 +301,21 @@ TEST_CASE("repeat with scalar and per-element repeats", "[cpu][cuda][array_more]
     check_values(tf::repeat(x, tf::Tensor(int64_t{2}), 1), kRepeatScalarAxis1, 0, 0);
     auto f = tf::function([](const tf::Tensor& t) { return tf::repeat(t, 2, 1); });
     check_values(f(x), kRepeatScalarAxis1, 0, 0);
-    auto g = tf::function([](const tf::Tensor& t, const tf::Tensor& r) { return tf::repeat(t, r, 1); });
+    auto g =
+        tf::function([](const tf::Tensor& t, const tf::Tensor& r) { return tf::repeat(t, r, 1); });
     require_error([&] { g(x, ints({0, 2, 1}, {3})); }, {"repeat", "values of repeats"});
   }
-  check_gradient([](const tf::Tensor& x) { return tf::repeat(x, std::vector<int64_t>{0, 2, 1}, 1); },
-                 {2, 3});
+  check_gradient(
+      [](const tf::Tensor& x) {
+        return tf::repeat(x, std::vector<int64_t>{0, 2, 1}, 1);
+      },
+      {2, 3});
   check_gradient([](const tf::Tensor& x) { return tf::repeat(x, 3, 0); }, {2, 3});
-  require_error([] { tf::repeat(iota({2, 3}), std::vector<int64_t>{1, 2}, 1); },
-                {"repeat", "2 entries", "(2, 3)"});
+  require_error(
+      [] {
+        tf::repeat(iota({2, 3}), std::vector<int64_t>{1, 2}, 1);
+      },
+      {"repeat", "2 entries", "(2, 3)"});
   require_error([] { tf::repeat(iota({2, 3}), -1, 1); }, {"repeat", "non-negative", "-1"});
 }
 
@@ -299,8 +328,8 @@ TEST_CASE("where with one argument gives the true coordinates", "[cpu][cuda][arr
     CHECK(w.dtype() == tf::int64);
     CHECK(w.shape() == tf::TensorShape{3, 2});
     check_values(w, kWhere, 0, 0);
-    check_values(tf::where(tf::constant<float>({0.0f, 1.5f, -2.0f, 0.0f}, {2, 2})), kWhereFloat,
-                 0, 0);
+    check_values(tf::where(tf::constant<float>({0.0f, 1.5f, -2.0f, 0.0f}, {2, 2})), kWhereFloat, 0,
+                 0);
     CHECK(tf::where(tf::zeros({2, 2}, tf::bool_)).shape() == tf::TensorShape{0, 2});
     auto f = tf::function([](const tf::Tensor& t) { return tf::where(t); });
     require_error([&] { f(c); }, {"where", "tf::where(cond, x, y)"});
@@ -362,10 +391,16 @@ TEST_CASE("random categorical follows softmax of the logits", "[cpu][cuda][array
     CHECK(f(l).shape() == tf::TensorShape{2, 5});
   }
   require_error([] { tf::random::categorical(iota({4}), 3); }, {"categorical", "(4,)"});
-  require_error([] { tf::random::categorical(iota({1, 4}), 3, tf::float32); },
-                {"categorical", "int32 or int64"});
-  require_error([] { tf::random::categorical(iota({1, 4}, tf::int32), 3); },
-                {"categorical", "floating", "int32"});
+  require_error(
+      [] {
+        tf::random::categorical(iota({1, 4}), 3, tf::float32);
+      },
+      {"categorical", "int32 or int64"});
+  require_error(
+      [] {
+        tf::random::categorical(iota({1, 4}, tf::int32), 3);
+      },
+      {"categorical", "floating", "int32"});
 }
 
 TEST_CASE("random truncated_normal stays within two stddevs", "[cpu][cuda][array_more]") {
@@ -455,8 +490,14 @@ TEST_CASE("stateless random ops repeat for a seed pair", "[cpu][cuda][array_more
     CHECK(f().numpy<float>() == first);
     CHECK(tf::random::stateless_normal({64}, {5, 6}, 2.0, 0.5).numpy<float>() == first);
   }
-  require_error([] { tf::random::stateless_uniform({2}, {1, 2}, 1.0, 1.0); },
-                {"stateless_random_uniform", "minval"});
-  require_error([] { tf::random::stateless_normal({2}, {1, 2}, 0, 1, tf::int32); },
-                {"stateless_random_normal", "int32"});
+  require_error(
+      [] {
+        tf::random::stateless_uniform({2}, {1, 2}, 1.0, 1.0);
+      },
+      {"stateless_random_uniform", "minval"});
+  require_error(
+      [] {
+        tf::random::stateless_normal({2}, {1, 2}, 0, 1, tf::int32);
+      },
+      {"stateless_random_normal", "int32"});
 }

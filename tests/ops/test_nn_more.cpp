@@ -32,6 +32,7 @@ namespace {
 // Expected values, printed by TF 2.21's tf.nn functions of the same names on the inputs built
 // by vals() below (tf.math.log_sigmoid for log_sigmoid; float32 for max_pool_with_argmax and
 // local_response_normalization, float64 elsewhere).
+// clang-format off
 // relu6: shape (12,)
 const std::vector<double> kRelu6 = {
     0, 3.2545388876846575, 6, 6, 6, 6, 6, 4.7163990751854845, 1.6253664110480963, 0, 0, 0
@@ -298,6 +299,7 @@ const std::vector<double> kD2s = {
     49, 50, 51, 56, 57, 58, 59, 64, 65, 66, 67, 52, 53, 54, 55, 60, 61, 62, 63, 68, 69, 70, 71,
     72, 73, 74, 75, 80, 81, 82, 83, 88, 89, 90, 91, 76, 77, 78, 79, 84, 85, 86, 87, 92, 93, 94, 95
 };
+// clang-format on
 
 // sin(0.37 * i + k) * 3 for the row-major index i: the inputs the TF script used.
 std::vector<double> raw(const tf::TensorShape& shape, double k, double scale = 1.0) {
@@ -405,12 +407,13 @@ TEST_CASE("nn_more: softmax and weighted cross entropy as TF", "[cpu][cuda][nn_m
                                         tf::constant<double>({1.5, -0.5}));
     check_values(tape.gradient(y, lab), kSceDlabels, 1e-12, 1e-12);
     check_values(tape.gradient(y, lg), kSceDlogits, 1e-12, 1e-12);
-    check_values(tf::nn::weighted_cross_entropy_with_logits(z(), vals({2, 3}, 7), 2.5), kWce,
-                 1e-12, 1e-12);
+    check_values(tf::nn::weighted_cross_entropy_with_logits(z(), vals({2, 3}, 7), 2.5), kWce, 1e-12,
+                 1e-12);
   }
   const tf::Tensor lab = labels(), lg = vals({2, 4}, 5);
-  check_gradient([&](const tf::Tensor& t) { return tf::nn::softmax_cross_entropy_with_logits(t, lg); },
-                 {2, 4});
+  check_gradient(
+      [&](const tf::Tensor& t) { return tf::nn::softmax_cross_entropy_with_logits(t, lg); },
+      {2, 4});
   check_gradient(
       [&](const tf::Tensor& t) { return tf::nn::softmax_cross_entropy_with_logits(lab, t, 0); },
       {2, 4});
@@ -420,8 +423,11 @@ TEST_CASE("nn_more: softmax and weighted cross entropy as TF", "[cpu][cuda][nn_m
   check_gradient(
       [&](const tf::Tensor& t) { return tf::nn::weighted_cross_entropy_with_logits(t, lg, 0.5); },
       {2, 4});
-  require_error([] { tf::nn::softmax_cross_entropy_with_logits(vals({2, 4}, 0), vals({2, 3}, 0)); },
-                {"softmax_cross_entropy_with_logits", "(2, 4)", "(2, 3)"});
+  require_error(
+      [] {
+        tf::nn::softmax_cross_entropy_with_logits(vals({2, 4}, 0), vals({2, 3}, 0));
+      },
+      {"softmax_cross_entropy_with_logits", "(2, 4)", "(2, 3)"});
   require_error(
       [] {
         tf::nn::softmax_cross_entropy_with_logits(vals({2, 4}, 0, 1, tf::float32), vals({2, 4}, 0));
@@ -444,8 +450,7 @@ TEST_CASE("nn_more: conv1d and conv1d_transpose as TF", "[cpu][cuda][nn_more]") 
       check_values(a, kConv1dS2Same, tol, tol);
       check_values(tf::nn::conv1d(in, fil, 1, "VALID", "NWC", 2), kConv1dS1ValidD2, tol, tol);
       // NCW is NWC between two transposes.
-      const tf::Tensor ncw =
-          tf::nn::conv1d(tf::transpose(in, {0, 2, 1}), fil, 2, "SAME", "NCW");
+      const tf::Tensor ncw = tf::nn::conv1d(tf::transpose(in, {0, 2, 1}), fil, 2, "SAME", "NCW");
       check_values(tf::transpose(ncw, {0, 2, 1}), kConv1dS2Same, tol, tol);
       const tf::Tensor ti = vals({2, 4, 4}, 10, 1, d), tfil = vals({3, 3, 4}, 11, 1.0 / 3, d);
       const tf::Tensor t = tf::nn::conv1d_transpose(ti, tfil, {2, 8, 3}, 2, "SAME");
@@ -454,9 +459,8 @@ TEST_CASE("nn_more: conv1d and conv1d_transpose as TF", "[cpu][cuda][nn_more]") 
       check_values(tf::nn::conv1d_transpose(ti, tfil, {2, 6, 3}, 1, "VALID"),
                    kConv1dTransposeS1Valid, tol, tol);
     }
-    auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& w) {
-      return tf::nn::conv1d(x, w, 2, "SAME");
-    });
+    auto f = tf::function(
+        [](const tf::Tensor& x, const tf::Tensor& w) { return tf::nn::conv1d(x, w, 2, "SAME"); });
     check_values(f(vals({2, 7, 3}, 8, 1, tf::float32), vals({3, 3, 4}, 9, 1.0 / 3, tf::float32)),
                  kConv1dS2Same, 2e-5, 2e-5);
   }
@@ -466,14 +470,19 @@ TEST_CASE("nn_more: conv1d and conv1d_transpose as TF", "[cpu][cuda][nn_more]") 
                  {3, 3, 4});
   const tf::Tensor tfil = vals({3, 3, 4}, 11, 1.0 / 3);
   check_gradient(
-      [&](const tf::Tensor& x) { return tf::nn::conv1d_transpose(x, tfil, {2, 8, 3}, 2, "SAME"); },
+      [&](const tf::Tensor& x) {
+        return tf::nn::conv1d_transpose(x, tfil, {2, 8, 3}, 2, "SAME");
+      },
       {2, 4, 4});
   require_error([&] { tf::nn::conv1d(vals({2, 7}, 0), fil, 1, "SAME"); }, {"conv1d", "(2, 7)"});
   require_error([&] { tf::nn::conv1d(in, vals({3, 4}, 0), 1, "SAME"); }, {"conv1d", "(3, 4)"});
   require_error([&] { tf::nn::conv1d(in, fil, 1, "SAME", "NHWC"); }, {"conv1d", "\"NHWC\""});
   require_error([&] { tf::nn::conv1d(in, fil, 0, "SAME"); }, {"conv1d", "positive"});
-  require_error([&] { tf::nn::conv1d_transpose(vals({2, 4, 4}, 0), tfil, {2, 8}, 2, "SAME"); },
-                {"conv1d_transpose", "output_shape", "2"});
+  require_error(
+      [&] {
+        tf::nn::conv1d_transpose(vals({2, 4, 4}, 0), tfil, {2, 8}, 2, "SAME");
+      },
+      {"conv1d_transpose", "output_shape", "2"});
 }
 
 TEST_CASE("nn_more: 1-D pooling and max_pool_with_argmax as TF", "[cpu][cuda][nn_more]") {
@@ -511,19 +520,33 @@ TEST_CASE("nn_more: 1-D pooling and max_pool_with_argmax as TF", "[cpu][cuda][nn
     });
     check_values(f(m), kMpwaSameTrueArgmax, 0, 0);
   }
-  check_gradient([](const tf::Tensor& x) { return tf::nn::avg_pool1d(x, 3, 2, "SAME"); }, {2, 7, 3});
+  check_gradient([](const tf::Tensor& x) { return tf::nn::avg_pool1d(x, 3, 2, "SAME"); },
+                 {2, 7, 3});
   check_gradient([](const tf::Tensor& x) { return tf::nn::max_pool1d(x, 2, 1, "VALID"); },
                  {2, 7, 3});
   check_gradient(
       [](const tf::Tensor& x) { return tf::nn::max_pool_with_argmax(x, {3}, {2}, "SAME").first; },
       {1, 5, 5, 2});
-  require_error([] { tf::nn::max_pool1d(vals({7, 3}, 0), 2, 1, "VALID"); }, {"max_pool1d", "(7, 3)"});
-  require_error([] { tf::nn::avg_pool1d(vals({1, 7, 3}, 0), 0, 1, "VALID"); },
-                {"avg_pool1d", "positive"});
-  require_error([] { tf::nn::max_pool_with_argmax(vals({5, 5, 2}, 0), {2}, {2}, "SAME"); },
-                {"max_pool_with_argmax", "(5, 5, 2)"});
-  require_error([] { tf::nn::max_pool_with_argmax(vals({1, 5, 5, 2}, 0), {2}, {2}, "FULL"); },
-                {"max_pool_with_argmax", "\"FULL\""});
+  require_error(
+      [] {
+        tf::nn::max_pool1d(vals({7, 3}, 0), 2, 1, "VALID");
+      },
+      {"max_pool1d", "(7, 3)"});
+  require_error(
+      [] {
+        tf::nn::avg_pool1d(vals({1, 7, 3}, 0), 0, 1, "VALID");
+      },
+      {"avg_pool1d", "positive"});
+  require_error(
+      [] {
+        tf::nn::max_pool_with_argmax(vals({5, 5, 2}, 0), {2}, {2}, "SAME");
+      },
+      {"max_pool_with_argmax", "(5, 5, 2)"});
+  require_error(
+      [] {
+        tf::nn::max_pool_with_argmax(vals({1, 5, 5, 2}, 0), {2}, {2}, "FULL");
+      },
+      {"max_pool_with_argmax", "\"FULL\""});
 }
 
 TEST_CASE("nn_more: embedding_lookup and batch statistics as TF", "[cpu][cuda][nn_more]") {
@@ -561,7 +584,8 @@ TEST_CASE("nn_more: embedding_lookup and batch statistics as TF", "[cpu][cuda][n
     CHECK(!s2.shift.defined());
   }
   const tf::Tensor ids = tf::constant<int32_t>({4, 0, 2, 2}, {2, 2});
-  check_gradient([&](const tf::Tensor& p) { return tf::nn::embedding_lookup(p, ids, 0.8); }, {5, 3});
+  check_gradient([&](const tf::Tensor& p) { return tf::nn::embedding_lookup(p, ids, 0.8); },
+                 {5, 3});
   const tf::Tensor m = vals({3}, 16), v = tf::abs(vals({3}, 17));
   check_gradient(
       [&](const tf::Tensor& x) {
@@ -569,7 +593,9 @@ TEST_CASE("nn_more: embedding_lookup and batch statistics as TF", "[cpu][cuda][n
       },
       {2, 3});
   check_gradient(
-      [&](const tf::Tensor& s) { return tf::nn::batch_normalization(vals({2, 3}, 15), m, v, s, s, 0.1); },
+      [&](const tf::Tensor& s) {
+        return tf::nn::batch_normalization(vals({2, 3}, 15), m, v, s, s, 0.1);
+      },
       {3});
   check_gradient(
       [](const tf::Tensor& x) {
@@ -577,10 +603,16 @@ TEST_CASE("nn_more: embedding_lookup and batch statistics as TF", "[cpu][cuda][n
         return tf::nn::normalize_moments(s.count, s.mean_ss, s.variance_ss).second;
       },
       {3, 4});
-  require_error([] { tf::nn::embedding_lookup(vals({5, 3}, 0), vals({2}, 0)); },
-                {"embedding_lookup", "ids", "float64"});
-  require_error([] { tf::nn::sufficient_statistics(vals({3, 4}, 0), {2}); },
-                {"sufficient_statistics", "axis"});
+  require_error(
+      [] {
+        tf::nn::embedding_lookup(vals({5, 3}, 0), vals({2}, 0));
+      },
+      {"embedding_lookup", "ids", "float64"});
+  require_error(
+      [] {
+        tf::nn::sufficient_statistics(vals({3, 4}, 0), {2});
+      },
+      {"sufficient_statistics", "axis"});
   require_error(
       [] {
         tf::nn::batch_normalization(tf::constant<int32_t>({1}), vals({1}, 0), vals({1}, 0),
@@ -618,11 +650,20 @@ TEST_CASE("nn_more: local_response_normalization and space_to_depth as TF",
                  {1, 2, 1, 4});
   check_gradient([](const tf::Tensor& x) { return tf::nn::space_to_depth(x, 2); }, {1, 2, 4, 1});
   check_gradient([](const tf::Tensor& x) { return tf::nn::depth_to_space(x, 2); }, {1, 1, 2, 4});
-  require_error([] { tf::nn::local_response_normalization(vals({2, 7}, 0)); },
-                {"local_response_normalization", "(2, 7)"});
-  require_error([] { tf::nn::space_to_depth(iota({1, 3, 4, 1}), 2); },
-                {"space_to_depth", "(1, 3, 4, 1)", "2"});
-  require_error([] { tf::nn::depth_to_space(iota({1, 2, 2, 6}), 2); },
-                {"depth_to_space", "(1, 2, 2, 6)", "4"});
+  require_error(
+      [] {
+        tf::nn::local_response_normalization(vals({2, 7}, 0));
+      },
+      {"local_response_normalization", "(2, 7)"});
+  require_error(
+      [] {
+        tf::nn::space_to_depth(iota({1, 3, 4, 1}), 2);
+      },
+      {"space_to_depth", "(1, 3, 4, 1)", "2"});
+  require_error(
+      [] {
+        tf::nn::depth_to_space(iota({1, 2, 2, 6}), 2);
+      },
+      {"depth_to_space", "(1, 2, 2, 6)", "4"});
   require_error([] { tf::nn::space_to_depth(iota({1, 4, 4, 1}), 1); }, {"space_to_depth", "1"});
 }
