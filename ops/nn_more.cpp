@@ -1,13 +1,17 @@
 #include "ops/nn_more.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "autograd/tape.h"
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/image_more.h"
@@ -339,4 +343,212 @@ Tensor depth_to_space(const Tensor& input, int block_size) {
                            {-1, h * b, w * b, c / (b * b)});
 }
 
+Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_length,
+                const Tensor& logit_length, bool logits_time_major, int blank_index) {
+  const char* op = "ctc_loss";
+  check_floating_input(op, logits, "logits");
+  auto check_int = [&](const Tensor& t, const char* what) {
+    TF_CHECK_ARG(t.defined(), op, "{} is an undefined tensor (TF's None)", what);
+    TF_CHECK_ARG(t.dtype() == int32 || t.dtype() == int64, op, "{} must be int32 or int64, got {}",
+                 what, dtype_name(t.dtype()));
+  };
+  check_int(labels, "labels");
+  check_int(label_length, "label_length");
+  check_int(logit_length, "logit_length");
+  TF_CHECK_ARG(logits.rank() == 3, op,
+               "logits must be (frames, batch, classes) or (batch, frames, classes), got shape {}",
+               logits.shape().to_string());
+  const Tensor tm = logits_time_major ? logits : tapeflow::transpose(logits, {1, 0, 2});
+  const TensorShape& s = tm.shape();
+  const int64_t b = s[1], c = s[2];
+  TF_CHECK_ARG(c != None && c >= 1, op, "the class dimension of logits of shape {} must be known",
+               logits.shape().to_string());
+  TF_CHECK_ARG(blank_index >= -c && blank_index < c, op,
+               "blank_index {} is out of range for {} classes (logits of shape {})", blank_index, c,
+               logits.shape().to_string());
+  auto batch_matches = [&](int64_t d) { return d == None || b == None || d == b; };
+  TF_CHECK_ARG(labels.rank() == 2 && batch_matches(labels.shape()[0]), op,
+               "labels must be (batch, max_label_length) with the batch {} of logits of shape {}, "
+               "got shape {}",
+               b, logits.shape().to_string(), labels.shape().to_string());
+  for (const Tensor* t : {&label_length, &logit_length})
+    TF_CHECK_ARG(t->rank() == 1 && batch_matches(t->shape()[0]), op,
+                 "label_length and logit_length must be (batch,) for logits of shape {}, got "
+                 "shape {}",
+                 logits.shape().to_string(), t->shape().to_string());
+  const int blank = static_cast<int>(blank_index < 0 ? blank_index + c : blank_index);
+  const bool narrow = tm.dtype() == float16 || tm.dtype() == bfloat16;
+  const Tensor x = narrow ? tapeflow::cast(tm, float32) : tm;
+  const Tensor in[4] = {x, labels, label_length, logit_length};
+  const std::vector<Tensor> outs = detail::dispatch_multi(prims::CtcLoss(blank), in);
+  return narrow ? tapeflow::cast(outs[0], tm.dtype()) : outs[0];
+}
+
 }  // namespace tapeflow::nn
+
+namespace tapeflow::prims {
+
+void CtcLoss::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const DType d = in[0].dtype();
+  TF_CHECK_ARG(d == float32 || d == float64, name(), "logits must be float32 or float64, got {}",
+               dtype_name(d));
+  out[0] = {TensorShape{in[0].shape()[1]}, d};
+  out[1] = {in[0].shape(), d};
+}
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+double log_add(double a, double b) {
+  if (a == kNegInf) return b;
+  if (b == kNegInf) return a;
+  const double m = std::max(a, b);
+  return m + std::log1p(std::exp(-std::abs(a - b)));
+}
+
+// One batch entry: lp (T, C) log-softmax rows of its first t_b frames, label (its l_b classes).
+// Writes the loss and the gradient rows of those frames (the caller zeroes the rest).
+double ctc_one(const std::vector<double>& lp, int64_t t_b, int64_t c, const int64_t* label,
+               int64_t l_b, int64_t blank, double* grad) {
+  const int64_t n = 2 * l_b + 1;  // the extended label: blank, l1, blank, l2, ..., blank
+  auto ext = [&](int64_t s) { return s % 2 == 0 ? blank : label[s / 2]; };
+  auto can_skip = [&](int64_t s) { return s >= 2 && ext(s) != blank && ext(s) != ext(s - 2); };
+  if (t_b == 0) return l_b == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  std::vector<double> alpha(static_cast<size_t>(t_b * n), kNegInf), beta(alpha.size(), kNegInf);
+  auto a = [&](int64_t t, int64_t s) -> double& { return alpha[size_t(t * n + s)]; };
+  auto bt = [&](int64_t t, int64_t s) -> double& { return beta[size_t(t * n + s)]; };
+  auto y = [&](int64_t t, int64_t k) { return lp[size_t(t * c + k)]; };
+  a(0, 0) = y(0, blank);
+  if (n > 1) a(0, 1) = y(0, ext(1));
+  for (int64_t t = 1; t < t_b; ++t)
+    for (int64_t s = 0; s < n; ++s) {
+      double v = a(t - 1, s);
+      if (s >= 1) v = log_add(v, a(t - 1, s - 1));
+      if (can_skip(s)) v = log_add(v, a(t - 1, s - 2));
+      a(t, s) = v == kNegInf ? kNegInf : v + y(t, ext(s));
+    }
+  bt(t_b - 1, n - 1) = y(t_b - 1, blank);
+  if (n > 1) bt(t_b - 1, n - 2) = y(t_b - 1, ext(n - 2));
+  for (int64_t t = t_b - 2; t >= 0; --t)
+    for (int64_t s = 0; s < n; ++s) {
+      double v = bt(t + 1, s);
+      if (s + 1 < n) v = log_add(v, bt(t + 1, s + 1));
+      if (s + 2 < n && can_skip(s + 2)) v = log_add(v, bt(t + 1, s + 2));
+      bt(t, s) = v == kNegInf ? kNegInf : v + y(t, ext(s));
+    }
+  double log_p = a(t_b - 1, n - 1);
+  if (n > 1) log_p = log_add(log_p, a(t_b - 1, n - 2));
+  if (log_p == kNegInf) return std::numeric_limits<double>::infinity();  // zero gradient
+  // d(-log p)/d(logit t, k) = softmax(t, k) - sum over s with ext(s) = k of
+  // alpha(t, s) beta(t, s) / (p softmax(t, k)) (both alpha and beta hold frame t's emission).
+  std::vector<double> occ(static_cast<size_t>(c));
+  for (int64_t t = 0; t < t_b; ++t) {
+    std::fill(occ.begin(), occ.end(), kNegInf);
+    for (int64_t s = 0; s < n; ++s)
+      occ[size_t(ext(s))] = log_add(occ[size_t(ext(s))], a(t, s) + bt(t, s));
+    for (int64_t k = 0; k < c; ++k) {
+      const double soft = std::exp(y(t, k));
+      const double share =
+          occ[size_t(k)] == kNegInf ? 0.0 : std::exp(occ[size_t(k)] - log_p - y(t, k));
+      grad[t * c + k] = soft - share;
+    }
+  }
+  return -log_p;
+}
+
+template <class T>
+void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> out) {
+  const TensorShape& s = in[0].shape();
+  const int64_t tn = s[0], bn = s[1], cn = s[2], ln = in[1].shape()[1];
+  const std::vector<double> logits = detail::host_elements<double>(in[0]);
+  const std::vector<int64_t> labels = detail::host_elements<int64_t>(in[1]);
+  const std::vector<int64_t> label_len = detail::host_elements<int64_t>(in[2]);
+  const std::vector<int64_t> frames = detail::host_elements<int64_t>(in[3]);
+  const char* op = p.name();
+  // Every check before any work: nothing throws inside the parallel region.
+  for (int64_t b = 0; b < bn; ++b) {
+    const int64_t lb = label_len[size_t(b)], tb = frames[size_t(b)];
+    TF_CHECK_ARG(lb >= 0 && lb <= ln, op,
+                 "label_length[{}] = {} is not in [0, {}] (labels of shape {})", b, lb, ln,
+                 in[1].shape().to_string());
+    TF_CHECK_ARG(tb >= 0 && tb <= tn, op,
+                 "logit_length[{}] = {} is not in [0, {}] (logits of shape {}, time major)", b, tb,
+                 tn, s.to_string());
+    for (int64_t i = 0; i < lb; ++i) {
+      const int64_t v = labels[size_t(b * ln + i)];
+      TF_CHECK_ARG(v >= 0 && v < cn && v != p.blank, op,
+                   "labels[{}, {}] = {} must be a class in [0, {}) other than the blank {}", b, i,
+                   v, cn, p.blank);
+    }
+  }
+  std::vector<T> loss(static_cast<size_t>(bn));
+  std::vector<T> grad(static_cast<size_t>(tn * bn * cn), T(0));
+  detail::parallel_for(bn, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<double> lp, g;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t tb = frames[size_t(b)];
+      lp.assign(size_t(tb * cn), 0.0);
+      g.assign(size_t(tb * cn), 0.0);
+      for (int64_t t = 0; t < tb; ++t) {
+        const double* row = &logits[size_t((t * bn + b) * cn)];
+        double m = kNegInf;
+        for (int64_t k = 0; k < cn; ++k) m = std::max(m, row[k]);
+        double sum = 0;
+        for (int64_t k = 0; k < cn; ++k) sum += std::exp(row[k] - m);
+        const double lse = m + std::log(sum);
+        for (int64_t k = 0; k < cn; ++k) lp[size_t(t * cn + k)] = row[k] - lse;
+      }
+      loss[size_t(b)] = static_cast<T>(
+          ctc_one(lp, tb, cn, &labels[size_t(b * ln)], label_len[size_t(b)], p.blank, g.data()));
+      for (int64_t t = 0; t < tb; ++t)
+        for (int64_t k = 0; k < cn; ++k)
+          grad[size_t((t * bn + b) * cn + k)] = static_cast<T>(g[size_t(t * cn + k)]);
+    }
+  });
+  // copy_bytes reaches a GPU output as well as a CPU one (and waits for the copy).
+  detail::copy_bytes(out[0].raw_data(), out[0].placement(), loss.data(), Device{},
+                     loss.size() * sizeof(T));
+  detail::copy_bytes(out[1].raw_data(), out[1].placement(), grad.data(), Device{},
+                     grad.size() * sizeof(T));
+}
+
+}  // namespace
+
+void CtcLoss::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  if (in[0].dtype() == float64)
+    ctc_host<double>(*this, in, out);
+  else
+    ctc_host<float>(*this, in, out);
+}
+
+// Host code: the inputs are read back through host_elements (which waits for the stream), the
+// outputs copied up. The recursion is sequential in time; a batch of long sequences would want a
+// CUDA kernel with one block per entry.
+void CtcLoss::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  eval_cpu(in, out);
+}
+
+uint32_t CtcLoss::vjp_saves() const {
+  return save_output(1);
+}
+
+std::vector<Tensor> CtcLoss::vjp(std::span<const Tensor>, std::span<const Tensor> cts,
+                                 std::span<const int> argnums, std::span<const Tensor> outs) const {
+  // The gradient output is the fused op's own derivative; differentiating through it again
+  // would need the second derivative of the recursion, which TF does not offer either.
+  TF_CHECK_ARG(!cts[1].defined(), name(),
+               "no second derivative: ctc_loss's gradient is computed by its fused kernel, as "
+               "TF's (which raises LookupError there)");
+  std::vector<Tensor> grads;
+  for (int k : argnums) {
+    if (k != 0 || !cts[0].defined()) {
+      grads.emplace_back();
+      continue;
+    }
+    grads.push_back(tapeflow::expand_dims(tapeflow::expand_dims(cts[0], 0), 2) * outs[1]);
+  }
+  return grads;
+}
+
+}  // namespace tapeflow::prims

@@ -3,14 +3,15 @@
 // max_pool_with_argmax, relu6, crelu, log_sigmoid, l2_loss, softmax_cross_entropy_with_logits,
 // weighted_cross_entropy_with_logits, embedding_lookup, batch_normalization, normalize_moments,
 // sufficient_statistics, local_response_normalization, space_to_depth and depth_to_space.
-// Argument order and defaults follow TF 2.21. See docs/ops.md.
+// ctc_loss is the one primitive (CtcLoss): a host kernel in log space (a GPU tensor makes a round
+// trip through host memory). Argument order and defaults follow TF 2.21. See docs/ops.md.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "ops/primitive.h"
 
 namespace tapeflow::nn {
 
@@ -77,4 +78,35 @@ Tensor local_response_normalization(const Tensor& input, int depth_radius = 5, d
 Tensor space_to_depth(const Tensor& input, int block_size);
 Tensor depth_to_space(const Tensor& input, int block_size);
 
+// TF's tf.nn.ctc_loss with dense labels: -log p(labels | logits) per batch entry, the sum over
+// every CTC alignment of softmax(logits) probabilities. labels (batch, max_label_length) int32 or
+// int64 (entries past label_length ignored, none equal to the blank); logits (frames, batch,
+// classes) with logits_time_major, else (batch, frames, classes), float32 or float64 (float16
+// and bfloat16 through float32); label_length and logit_length (batch,) integers. blank_index
+// may be negative (counted from classes). A label no alignment of its logit_length frames can
+// produce has an infinite loss and a zero gradient (TF's dense path gives a large finite
+// number). Differentiable once with respect to the logits (TF has no second derivative either).
+Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_length,
+                const Tensor& logit_length, bool logits_time_major = true, int blank_index = 0);
+
 }  // namespace tapeflow::nn
+
+namespace tapeflow::prims {
+
+// Inputs {logits (T, B, C) float32/float64, labels (B, L), label_length (B,), logit_length (B,)}
+// -> {loss (B,), gradient of loss with respect to the logits (T, B, C)}, as TF's CTCLoss op.
+// Alpha-beta recursion in float64 log space, one batch entry per task. Both kernels run on the
+// host (eval_cuda copies in and out); the label checks throw from the kernel, before any work.
+struct CtcLoss final : PrimitiveBase<CtcLoss> {
+  int blank;  // in [0, C)
+  explicit CtcLoss(int b) : blank(b) {}
+  const char* name() const override { return "ctc_loss"; }
+  int num_outputs() const override { return 2; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  bool vjp_accepts_undefined_cotangents() const override { return true; }
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
+  std::string attributes() const override { return "blank_index=" + std::to_string(blank); }
+};
+
+}  // namespace tapeflow::prims

@@ -53,4 +53,4 @@
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)
 
 // Both kernels in host code.
-#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
+#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print) X(CtcLoss)

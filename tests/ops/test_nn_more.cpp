@@ -17,6 +17,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/nn_more.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -298,6 +299,107 @@ const std::vector<double> kD2s = {
     26, 27, 32, 33, 34, 35, 40, 41, 42, 43, 28, 29, 30, 31, 36, 37, 38, 39, 44, 45, 46, 47, 48,
     49, 50, 51, 56, 57, 58, 59, 64, 65, 66, 67, 52, 53, 54, 55, 60, 61, 62, 63, 68, 69, 70, 71,
     72, 73, 74, 75, 80, 81, 82, 83, 88, 89, 90, 91, 76, 77, 78, 79, 84, 85, 86, 87, 92, 93, 94, 95
+};
+// tf.nn.ctc_loss(labels, logits, label_length, logit_length, logits_time_major, blank_index)
+// in float32 (TF's dense path fails for float64) and the gradient of
+// sum(loss * [1, -0.5, 2]) with respect to the logits; inputs as in the ctc_loss test case.
+// kCtcLoss: shape (3,)
+const std::vector<double> kCtcLoss = {
+    6.5366659164428711, 2.0625169277191162, 11.696592330932617
+};
+// kCtcGrad: shape (6, 3, 5)
+const std::vector<double> kCtcGrad = {
+    -0.18052856624126434, -0.75293344259262085, 0.080726601183414459, 0.2136627584695816,
+    0.63907277584075928, 0.0071721393615007401, -0.066694863140583038, -0.12231015413999557,
+    0.31144338846206665, -0.12961047887802124, -0.77727413177490234, 0.51567643880844116,
+    0.17981337010860443, 0.059784848242998123, 0.021999411284923553, -0.38740944862365723,
+    -0.29061934351921082, 0.12419963628053665, 0.18071119487285614, 0.37311780452728271,
+    0.00046193785965442657, -0.020555762574076653, -0.059792689979076385, 0.080584704875946045,
+    -0.00069817900657653809, -1.2242311239242554, 0.64708179235458374, 0.36858981847763062,
+    0.15472675859928131, 0.053832888603210449, -0.11780828237533569, -0.10799881815910339,
+    0.097861476242542267, 0.064555227756500244, 0.063390292227268219, -0.0029228883795440197,
+    -0.01415745448321104, -0.037734430283308029, -0.060175027698278427, 0.11498981714248657,
+    -1.7493264675140381, 0.45393729209899902, 0.56406170129776001, 0.46701768040657043,
+    0.26430985331535339, 0.11806845664978027, -0.21905621886253357, 0.059713095426559448,
+    0.028051368892192841, 0.01322330255061388, 0.01489628478884697, -0.033762980252504349,
+    -0.049823511391878128, -0.10403788834810257, 0.17272809147834778, -1.9489182233810425,
+    0.14800755679607391, 0.35882598161697388, 0.64567214250564575, 0.79641258716583252,
+    0.1998639702796936, -0.22717061638832092, -0.02941671758890152, 0.042551197111606598,
+    0.014172340743243694, -0, -0, -0, -0, -0, -1.9780745506286621, 0.058838736265897751,
+    0.17655661702156067, 0.51053035259246826, 1.2321488857269287, 0.16214162111282349,
+    0.30515110492706299, -0.66397404670715332, 0.13909107446670532, 0.057590164244174957, -0, -0,
+    -0, -0, -0, 0, 0, 0, 0, 0
+};
+// kCtcBlank4Loss: shape (3,)
+const std::vector<double> kCtcBlank4Loss = {
+    8.0165252685546875, 1.6491769552230835, 7.0247287750244141
+};
+// kCtcBlank4Grad: shape (6, 3, 5)
+const std::vector<double> kCtcBlank4Grad = {
+    0.027216797694563866, -0.34043258428573608, 0.080726578831672668, 0.21366272866725922,
+    0.01882624626159668, -0.027147183194756508, -0.066694863140583038, -0.12231015413999557,
+    0.12836028635501862, 0.087791949510574341, 1.2227258682250977, 0.51567643880844116,
+    -1.6711189746856689, 0.059784848242998123, -0.12706807255744934, 0.19453443586826324,
+    -0.37531456351280212, 0.12419963628053665, 0.18071119487285614, -0.12413063645362854,
+    -0.0068664001300930977, -0.020555762574076653, -0.059792689979076385, 0.086233988404273987,
+    0.00098082423210144043, 0.77576887607574463, 0.64708179235458374, -0.93835073709487915,
+    0.15472675859928131, -0.63922655582427979, 0.56545132398605347, -0.26537397503852844,
+    0.097861476242542267, 0.064555227756500244, -0.46249416470527649, -0.0068181846290826797,
+    -0.01415745448321104, -0.037734437733888626, 0.023766100406646729, 0.034943938255310059,
+    0.25067347288131714, 0.45393729209899902, -0.42736101150512695, 0.46701768040657043,
+    -0.74426710605621338, 0.65543752908706665, -0.52167373895645142, 0.048699565231800079,
+    0.028051368892192841, -0.21051488816738129, -0.034125849604606628, -0.033762980252504349,
+    -0.049823511391878128, -0.017702274024486542, 0.13541460037231445, 0.051081746816635132,
+    0.14800755679607391, -0.62415134906768799, 0.64567214250564575, -0.22060990333557129,
+    0.5251469612121582, -0.40360572934150696, -0.15421083569526672, 0.042551197111606598,
+    -0.0098815849050879478, 0, 0, 0, 0, 0, 0.021925486624240875, 0.058838736265897751,
+    -0.58723986148834229, 0.51053035259246826, -0.0040546655654907227, 0.24922862648963928,
+    0.30515110492706299, -0.69843780994415283, 0.13909107446670532, 0.0049671754240989685, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0
+};
+// kCtcBatchMajorLoss: shape (3,)
+const std::vector<double> kCtcBatchMajorLoss = {
+    6.5366659164428711, 2.0625169277191162, 11.696592330932617
+};
+// kCtcBatchMajorGrad: shape (3, 6, 5)
+const std::vector<double> kCtcBatchMajorGrad = {
+    -0.18052856624126434, -0.75293344259262085, 0.080726601183414459, 0.2136627584695816,
+    0.63907277584075928, -0.38740944862365723, -0.29061934351921082, 0.12419963628053665,
+    0.18071119487285614, 0.37311780452728271, -0.11780828237533569, -0.10799881815910339,
+    0.097861476242542267, 0.064555227756500244, 0.063390292227268219, 0.11806845664978027,
+    -0.21905621886253357, 0.059713095426559448, 0.028051368892192841, 0.01322330255061388,
+    0.1998639702796936, -0.22717061638832092, -0.02941671758890152, 0.042551197111606598,
+    0.014172340743243694, 0.16214162111282349, 0.30515110492706299, -0.66397404670715332,
+    0.13909107446670532, 0.057590164244174957, 0.0071721393615007401, -0.066694863140583038,
+    -0.12231015413999557, 0.31144338846206665, -0.12961047887802124, 0.00046193785965442657,
+    -0.020555762574076653, -0.059792689979076385, 0.080584704875946045, -0.00069817900657653809,
+    -0.0029228883795440197, -0.01415745448321104, -0.037734430283308029, -0.060175027698278427,
+    0.11498981714248657, 0.01489628478884697, -0.033762980252504349, -0.049823511391878128,
+    -0.10403788834810257, 0.17272809147834778, -0, -0, -0, -0, -0, -0, -0, -0, -0, -0,
+    -0.77727413177490234, 0.51567643880844116, 0.17981337010860443, 0.059784848242998123,
+    0.021999411284923553, -1.2242311239242554, 0.64708179235458374, 0.36858981847763062,
+    0.15472675859928131, 0.053832888603210449, -1.7493264675140381, 0.45393729209899902,
+    0.56406170129776001, 0.46701768040657043, 0.26430985331535339, -1.9489182233810425,
+    0.14800755679607391, 0.35882598161697388, 0.64567214250564575, 0.79641258716583252,
+    -1.9780745506286621, 0.058838736265897751, 0.17655661702156067, 0.51053035259246826,
+    1.2321488857269287, 0, 0, 0, 0, 0
+};
+// kCtcInfeasibleLoss: shape (3,)
+const std::vector<double> kCtcInfeasibleLoss = {
+    711.11737060546875, 1.8052370548248291, 706.89361572265625
+};
+// kCtcInfeasibleGrad: shape (6, 3, 5)
+const std::vector<double> kCtcInfeasibleGrad = {
+    -0.38182643055915833, -0.55162882804870605, 0.080726601183414459, 0.2136627584695816,
+    0.63907277584075928, -0.027147183194756508, -0.066694863140583038, -0.12231015413999557,
+    0.34576272964477539, -0.12961047887802124, 0, 0, 0, 0, 0, -0.409656822681427,
+    -0.2683657705783844, 0.12419963628053665, 0.18071119487285614, 0.37311780452728271,
+    -0.0068664001300930977, -0.020555762574076653, -0.059792689979076385, -0.14625515043735504,
+    0.23346999287605286, 0, 0, 0, 0, 0, -0.16494953632354736, -0.0608864426612854,
+    0.097861476242542267, 0.064555227756500244, 0.063390292227268219, -0, -0, -0, -0, -0, 0, 0, 0,
+    0, 0, -0.086883902549743652, -0.030160784721374512, 0.075740180909633636,
+    0.028051368892192841, 0.01322330255061388, -0, -0, -0, -0, -0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    -0, -0, -0, -0, -0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -0, -0, -0, -0, -0, 0, 0, 0, 0, 0
 };
 // clang-format on
 
@@ -666,4 +768,163 @@ TEST_CASE("nn_more: local_response_normalization and space_to_depth as TF",
       },
       {"depth_to_space", "(1, 2, 2, 6)", "4"});
   require_error([] { tf::nn::space_to_depth(iota({1, 4, 4, 1}), 1); }, {"space_to_depth", "1"});
+}
+
+namespace {
+// The ctc_loss test's inputs (as the TF script): logits vals((6, 3, 5), 30), time major.
+struct CtcInputs {
+  tf::Tensor labels, label_length, logit_length;
+};
+CtcInputs ctc_case(std::vector<int64_t> labels, std::vector<int64_t> ll, std::vector<int64_t> tl,
+                   tf::DType it = tf::int32) {
+  return {tf::cast(tf::constant(labels, {3, 3}), it), tf::cast(tf::constant(ll, {3}), it),
+          tf::cast(tf::constant(tl, {3}), it)};
+}
+}  // namespace
+
+TEST_CASE("nn_more: ctc_loss and its gradient as TF", "[cpu][cuda][nn_more]") {
+  const std::vector<double> weights = {1.0, -0.5, 2.0};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float32, tf::float64}) {
+      INFO("dtype " << tf::dtype_name(d));
+      const tf::Tensor logits = vals({6, 3, 5}, 30, 1, d);
+      const tf::Tensor w = tf::detail::from_doubles(weights, {3}, d);
+      struct Case {
+        CtcInputs in;
+        bool time_major;
+        int blank;
+        const std::vector<double>& loss;
+        const std::vector<double>& grad;
+      };
+      const CtcInputs base = ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5});
+      for (const Case& c :
+           {Case{base, true, 0, kCtcLoss, kCtcGrad},
+            Case{ctc_case({1, 1, 2, 3, 0, 0, 2, 2, 2}, {3, 1, 2}, {6, 4, 5}, tf::int64), true, 4,
+                 kCtcBlank4Loss, kCtcBlank4Grad},
+            Case{ctc_case({1, 1, 2, 3, 0, 0, 2, 2, 2}, {3, 1, 2}, {6, 4, 5}), true, -1,
+                 kCtcBlank4Loss, kCtcBlank4Grad},
+            Case{base, false, 0, kCtcBatchMajorLoss, kCtcBatchMajorGrad}}) {
+        INFO("time_major " << c.time_major << " blank " << c.blank);
+        const tf::Tensor x = c.time_major ? logits : tf::transpose(logits, {1, 0, 2});
+        tf::GradientTape tape;
+        tape.watch(x);
+        const tf::Tensor loss = tf::nn::ctc_loss(c.in.labels, x, c.in.label_length,
+                                                 c.in.logit_length, c.time_major, c.blank);
+        CHECK(loss.dtype() == d);
+        CHECK(loss.shape() == tf::TensorShape{3});
+        check_values(loss, c.loss, 2e-6, 2e-6);
+        check_values(tape.gradient(tf::reduce_sum(loss * w), x), c.grad, 2e-6, 2e-6);
+      }
+      // A label its frames cannot produce: an infinite loss and a zero gradient (TF's dense path
+      // gives about 711 there); the feasible entry keeps TF's values.
+      const CtcInputs bad = ctc_case({1, 1, 1, 3, 4, 0, 2, 0, 0}, {3, 2, 1}, {4, 2, 0});
+      tf::GradientTape tape;
+      tape.watch(logits);
+      const tf::Tensor loss =
+          tf::nn::ctc_loss(bad.labels, logits, bad.label_length, bad.logit_length);
+      const auto lv = tf::detail::to_double_vector(loss);
+      CHECK(std::isinf(lv[0]));
+      CHECK(lv[1] == Approx(kCtcInfeasibleLoss[1]).epsilon(2e-6));
+      CHECK(std::isinf(lv[2]));
+      const auto gv = tf::detail::to_double_vector(tape.gradient(
+          tf::reduce_sum(tf::where(tf::less(loss, 1e30), loss, tf::zeros_like(loss)) * w), logits));
+      for (size_t i = 0; i < gv.size(); ++i) {
+        const bool feasible = (i / 5) % 3 == 1;
+        CHECK(gv[i] == Approx(feasible ? kCtcInfeasibleGrad[i] : 0.0).margin(2e-6));
+      }
+    }
+    // float16 runs through float32; traced equals eager.
+    const tf::Tensor logits = vals({6, 3, 5}, 30, 1, tf::float32);
+    const CtcInputs in = ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5});
+    const tf::Tensor h = tf::nn::ctc_loss(in.labels, tf::cast(logits, tf::float16), in.label_length,
+                                          in.logit_length);
+    CHECK(h.dtype() == tf::float16);
+    check_values(h, kCtcLoss, 2e-2, 2e-2);
+    auto f = tf::function([](const tf::Tensor& l, const tf::Tensor& x, const tf::Tensor& ll,
+                             const tf::Tensor& tl) { return tf::nn::ctc_loss(l, x, ll, tl); });
+    check_values(f(in.labels, logits, in.label_length, in.logit_length), kCtcLoss, 2e-6, 2e-6);
+  }
+}
+
+TEST_CASE("nn_more: ctc_loss gradient matches central differences", "[cpu][cuda][nn_more]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const CtcInputs in = ctc_case({1, 1, 2, 3, 4, 0, 2, 0, 0}, {3, 2, 1}, {6, 4, 5});
+    const CtcInputs other = ctc_case({1, 1, 2, 2, 4, 0, 4, 0, 0}, {3, 2, 1}, {6, 5, 4});
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          return tf::nn::ctc_loss(in.labels, x, in.label_length, in.logit_length);
+        },
+        {6, 3, 5}, raw({6, 3, 5}, 30));
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          return tf::nn::ctc_loss(other.labels, x, other.label_length, other.logit_length, false,
+                                  -2);  // blank 3
+        },
+        {3, 6, 5}, raw({3, 6, 5}, 31));
+  }
+  // No second derivative (TF has none either).
+  const CtcInputs in = ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5});
+  const tf::Tensor x = vals({6, 3, 5}, 30);
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::Tensor g;
+  {
+    tf::GradientTape inner;
+    inner.watch(x);
+    g = inner.gradient(
+        tf::reduce_sum(tf::nn::ctc_loss(in.labels, x, in.label_length, in.logit_length)), x);
+  }
+  require_error([&] { outer.gradient(tf::reduce_sum(g * g), x); },
+                {"ctc_loss", "second derivative"});
+}
+
+TEST_CASE("nn_more: ctc_loss rejects bad arguments", "[cpu][nn_more]") {
+  const tf::Tensor x = vals({6, 3, 5}, 30, 1, tf::float32);
+  const CtcInputs ok = ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5});
+  auto run = [&](const CtcInputs& in, int blank = 0) {
+    tf::nn::ctc_loss(in.labels, x, in.label_length, in.logit_length, true, blank);
+  };
+  require_error(
+      [&] {
+        run(ctc_case({1, 1, 0, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}));
+      },
+      {"ctc_loss", "labels[0, 2] = 0", "blank 0"});
+  require_error(
+      [&] {
+        run(ctc_case({1, 1, 5, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}));
+      },
+      {"ctc_loss", "labels[0, 2] = 5", "[0, 5)"});
+  require_error(
+      [&] {
+        run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {4, 2, 0}, {6, 4, 5}));
+      },
+      {"ctc_loss", "label_length[0] = 4", "[0, 3]"});
+  require_error(
+      [&] {
+        run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 7, 5}));
+      },
+      {"ctc_loss", "logit_length[1] = 7", "[0, 6]"});
+  require_error([&] { run(ok, 5); }, {"ctc_loss", "blank_index 5", "5 classes"});
+  require_error(
+      [&] {
+        tf::nn::ctc_loss(ok.labels, vals({6, 5}, 0), ok.label_length, ok.logit_length);
+      },
+      {"ctc_loss", "(6, 5)"});
+  require_error(
+      [&] {
+        tf::nn::ctc_loss(tf::constant<int32_t>({1, 2}, {1, 2}), x, ok.label_length,
+                         ok.logit_length);
+      },
+      {"ctc_loss", "(1, 2)", "(6, 3, 5)"});
+  require_error(
+      [&] {
+        tf::nn::ctc_loss(ok.labels, x, tf::constant<int32_t>({1, 2}), ok.logit_length);
+      },
+      {"ctc_loss", "(2,)"});
+  require_error([&] { tf::nn::ctc_loss(ok.labels, x, x, ok.logit_length); },
+                {"ctc_loss", "label_length", "float32"});
 }
