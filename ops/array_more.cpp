@@ -184,7 +184,10 @@ Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis
   std::vector<int> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int>(i);
   const Tensor xt = transpose(x, perm);
-  const Tensor len = expand_dims(cast(seq_lengths, int64), 1);                      // (B, 1)
+  // (B, 1), clamped to [0, T]: a traced call has not checked the lengths, and an index past the
+  // sequence would make the gather fail (or read zeros on a GPU).
+  const Tensor len = expand_dims(
+      clip_by_value(cast(seq_lengths, int64), Tensor(int64_t{0}), Tensor(int64_t{t})), 1);
   const Tensor j = expand_dims(range(0.0, static_cast<double>(t), 1.0, int64), 0);  // (1, T)
   const Tensor src = where(less(j, len), len - j - Tensor(int64_t{1}), j);
   const Tensor idx = expand_dims(src, -1);  // (B, T, 1)

@@ -34,7 +34,7 @@ Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen = std:
                      DType dtype = bool_);
 // TF's tf.reverse_sequence: for each b along batch_axis, the first seq_lengths[b] elements
 // along seq_axis are reversed; the rest stay. seq_lengths (int32/int64) is checked against the
-// sequence dimension on the host when eager.
+// sequence dimension on the host when eager (traced: clamped to it).
 Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis,
                         int batch_axis = 0);
 // TF's tf.repeat: each element (without axis: of the flattened x) repeated `repeats` times along
