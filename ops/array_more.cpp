@@ -211,26 +211,11 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
   TF_CHECK_ARG(repeats.size() == 1 || static_cast<int64_t>(repeats.size()) == n, op,
                "repeats has {} entries but dimension {} of shape {} has {} (give 1 or {})",
                repeats.size(), a, v.shape().to_string(), n, n);
-  if (repeats.size() == 1) {
-    // Tile a new axis after `a`, then merge the two: cheaper than a gather.
-    const int64_t r = repeats[0];
-    std::vector<int64_t> mult(static_cast<size_t>(v.rank() + 1), 1);
-    mult[static_cast<size_t>(a + 1)] = r;
-    const Tensor t = tile(expand_dims(v, a + 1), mult);
-    std::vector<int64_t> shape;
-    for (int i = 0; i < v.rank(); ++i) {
-      if (i == a)
-        shape.push_back(n * r);
-      else
-        shape.push_back(v.shape()[i] == None ? -1 : v.shape()[i]);
-    }
-    TF_CHECK_ARG(std::count(shape.begin(), shape.end(), -1) <= 1, op,
-                 "the input of shape {} may have at most one unknown dimension",
-                 v.shape().to_string());
-    return reshape(t, TensorShape(shape));
-  }
   std::vector<int64_t> idx;
-  for (int64_t i = 0; i < n; ++i) idx.insert(idx.end(), static_cast<size_t>(repeats[i]), i);
+  // One gather along the axis (also for a single count): it keeps the other dimensions open,
+  // so a traced function serves every batch size with one graph.
+  for (int64_t i = 0; i < n; ++i)
+    idx.insert(idx.end(), static_cast<size_t>(repeats[repeats.size() == 1 ? 0 : size_t(i)]), i);
   return gather(v, constant(idx, {static_cast<int64_t>(idx.size())}), a);
 }
 

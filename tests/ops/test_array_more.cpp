@@ -507,3 +507,25 @@ TEST_CASE("array_more: stateless random ops repeat for a seed pair", "[cpu][cuda
       },
       {"stateless_random_normal", "int32"});
 }
+
+TEST_CASE("array_more: traced with an unknown batch equals eager", "[cpu][cuda][array_more]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    auto body = [](const tf::Tensor& x, const tf::Tensor& lengths) {
+      const tf::Tensor m = tf::cast(tf::sequence_mask(lengths, 3), tf::float32);  // (N, 3)
+      const tf::Tensor r = tf::roll(x * m, 1, 1);
+      return tf::concat({tf::repeat(r, 2, 1), tf::repeat(r, std::vector<int64_t>{1, 0, 1}, 1)}, 1);
+    };
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None, 3}), tf::TensorSpec({tf::None}, tf::int32)};
+    auto f = tf::function(body, opts);
+    for (int64_t n : {2, 4}) {
+      const tf::Tensor x = iota({n, 3});
+      std::vector<int64_t> l;
+      for (int64_t i = 0; i < n; ++i) l.push_back(i % 4);
+      const tf::Tensor lengths = ints(l, {n});
+      tf::testing::check_close(f(x, lengths), body(x, lengths), 0, 0);
+    }
+  }
+}

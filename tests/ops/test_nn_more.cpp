@@ -928,3 +928,23 @@ TEST_CASE("nn_more: ctc_loss rejects bad arguments", "[cpu][nn_more]") {
   require_error([&] { tf::nn::ctc_loss(ok.labels, x, x, ok.logit_length); },
                 {"ctc_loss", "label_length", "float32"});
 }
+
+TEST_CASE("nn_more: traced with an unknown batch equals eager", "[cpu][cuda][nn_more]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor fil = vals({3, 3, 4}, 9, 1.0 / 3);
+    auto body = [fil](const tf::Tensor& x) {
+      const tf::Tensor y = tf::nn::conv1d(x, fil, 2, "SAME");                    // (N, 4, 4)
+      const tf::Tensor p = tf::nn::max_pool1d(tf::nn::crelu(y), 2, 2, "VALID");  // (N, 2, 8)
+      return tf::nn::softmax_cross_entropy_with_logits(tf::nn::softmax(p), tf::nn::relu6(p));
+    };
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None, 7, 3}, tf::float64)};
+    auto f = tf::function(body, opts);
+    for (int64_t n : {2, 3}) {
+      const tf::Tensor x = vals({n, 7, 3}, 8);
+      tf::testing::check_close(f(x), body(x), 1e-12, 1e-12);
+    }
+  }
+}
