@@ -948,3 +948,39 @@ TEST_CASE("nn_more: traced with an unknown batch equals eager", "[cpu][cuda][nn_
     }
   }
 }
+
+TEST_CASE("nn_more: float16 and bfloat16 inputs follow float32", "[cpu][cuda][nn_more]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    using Op = std::function<tf::Tensor(const tf::Tensor&)>;
+    const std::vector<std::pair<const char*, Op>> ops = {
+        {"relu6", [](const tf::Tensor& x) { return tf::nn::relu6(x); }},
+        {"crelu", [](const tf::Tensor& x) { return tf::nn::crelu(x); }},
+        {"log_sigmoid", [](const tf::Tensor& x) { return tf::nn::log_sigmoid(x); }},
+        {"l2_loss", [](const tf::Tensor& x) { return tf::nn::l2_loss(x); }},
+        {"max_pool1d", [](const tf::Tensor& x) { return tf::nn::max_pool1d(x, 2, 2, "SAME"); }},
+        {"avg_pool1d", [](const tf::Tensor& x) { return tf::nn::avg_pool1d(x, 2, 2, "SAME"); }},
+        {"conv1d",
+         [](const tf::Tensor& x) {
+           return tf::nn::conv1d(x, tf::cast(vals({2, 4, 3}, 2, 0.2), x.dtype()), 1, "SAME");
+         }},
+        {"local_response_normalization",
+         [](const tf::Tensor& x) {
+           return tf::nn::local_response_normalization(tf::reshape(x, {2, 1, 2, 4}), 1);
+         }},
+        {"space_to_depth",
+         [](const tf::Tensor& x) { return tf::nn::space_to_depth(tf::reshape(x, {1, 2, 4, 2}), 2); }},
+    };
+    const tf::Tensor x32 = vals({2, 2, 4}, 1, 0.5, tf::float32);
+    for (const auto& [name, op] : ops) {
+      const tf::Tensor want = op(x32);
+      for (tf::DType d : {tf::float16, tf::bfloat16}) {
+        INFO(name << " in " << tf::dtype_name(d));
+        const tf::Tensor got = op(tf::cast(x32, d));
+        CHECK(got.dtype() == d);
+        tf::testing::check_close(tf::cast(got, tf::float32), want, 0.05, 0.05);
+      }
+    }
+  }
+}
