@@ -465,8 +465,18 @@ TEST_CASE("array_more: random shuffle permutes the first dimension", "[cpu][cuda
     const auto a = tf::random::shuffle(x, 1).numpy<int32_t>();
     tf::random::set_seed(4);
     CHECK(tf::random::shuffle(x, 1).numpy<int32_t>() == a);
-    auto f = tf::function([](const tf::Tensor& t) { return tf::random::shuffle(t); });
-    require_error([&] { f(x); }, {"shuffle", "traced"});
+    // Traced: the first call draws the traced seeds, so it equals eager with the same seeds;
+    // later calls draw new permutations.
+    auto f = tf::function([](const tf::Tensor& t) { return tf::random::shuffle(t, 1); });
+    tf::random::set_seed(4);
+    const auto traced = f(x).numpy<int32_t>();
+    CHECK(traced == a);
+    std::vector<int32_t> sorted = traced;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == x.numpy<int32_t>());
+    CHECK(f(x).numpy<int32_t>() != traced);
+    auto big = tf::function([](const tf::Tensor& t) { return tf::random::shuffle(t); });
+    require_error([&] { big(tf::zeros({8193})); }, {"shuffle", "8192", "(8193,)"});
   }
   require_error([] { tf::random::shuffle(tf::Tensor(1.0f)); }, {"shuffle", "scalar"});
 }
