@@ -91,6 +91,10 @@ Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_
 
 }  // namespace tapeflow::nn
 
+namespace tapeflow::math {
+using ::tapeflow::nn::log_sigmoid;  // TF's spelling is tf.math.log_sigmoid
+}  // namespace tapeflow::math
+
 namespace tapeflow::prims {
 
 // Inputs {logits (T, B, C) float32/float64, labels (B, L), label_length (B,), logit_length (B,)}

@@ -461,6 +461,7 @@ TEST_CASE("nn_more: activations and l2_loss give TF's values", "[cpu][cuda][nn_m
     check_values(c, kCreluAxis1, 1e-12, 1e-12);
     check_values(tf::nn::crelu(vals({2, 3}, 1), 0), kCreluAxis0, 1e-12, 1e-12);
     check_values(tf::nn::log_sigmoid(vals({6}, 2, 10)), kLogSigmoid, 1e-12, 1e-15);
+    check_values(tf::math::log_sigmoid(vals({6}, 2, 10)), kLogSigmoid, 1e-12, 1e-15);
     const tf::Tensor l2 = tf::nn::l2_loss(vals({2, 3}, 3));
     CHECK(l2.shape() == tf::TensorShape{});
     check_values(l2, kL2Loss, 1e-12, 1e-12);
