@@ -16,6 +16,7 @@
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
@@ -259,10 +260,6 @@ Tensor where(const Tensor& cond) {
 
 namespace random {
 
-namespace {
-constexpr int64_t kTracedShuffleLimit = 8192;
-}  // namespace
-
 Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
                    std::optional<int64_t> seed) {
   const char* op = "categorical";
@@ -308,33 +305,14 @@ Tensor shuffle(const Tensor& value, std::optional<int64_t> seed) {
   const char* op = "shuffle";
   check_defined(op, value, "the value");
   TF_CHECK_ARG(value.rank() >= 1, op, "the value must have rank at least 1, got a scalar");
-  const int64_t n = value.shape()[0];
-  TF_CHECK_ARG(n != None, op, "the first dimension of shape {} must be known",
-               value.shape().to_string());
-  // The permutation sorts random keys: on the host when eager; traced, by ranking every key
-  // against every other (n^2 comparisons, so a limit on n).
-  const Tensor keys = uniform({n}, 0.0, 1.0, float64, seed);
-  if (!keys.is_symbolic()) {
-    const std::vector<double> k = keys.numpy<double>();
-    std::vector<int64_t> perm(static_cast<size_t>(n));
-    std::iota(perm.begin(), perm.end(), int64_t{0});
-    std::stable_sort(perm.begin(), perm.end(),
-                     [&](int64_t a, int64_t b) { return k[size_t(a)] < k[size_t(b)]; });
-    return gather(value, constant(perm, {n}), 0);
-  }
-  TF_CHECK_ARG(n <= kTracedShuffleLimit, op,
-               "inside a traced function the first dimension may be at most {} (the permutation "
-               "compares every pair of rows), got shape {}: shuffle eagerly or in the input "
-               "pipeline",
-               kTracedShuffleLimit, value.shape().to_string());
-  const Tensor idx = range(0.0, static_cast<double>(n), 1.0, int64);
-  const Tensor ki = expand_dims(keys, 1), kj = expand_dims(keys, 0);
-  const Tensor i = expand_dims(idx, 1), j = expand_dims(idx, 0);
-  // before[i][j]: row j sorts before row i (ties, which float64 keys make rare, by index).
-  const Tensor before = logical_or(less(kj, ki), logical_and(equal(kj, ki), less(j, i)));
-  const Tensor rank = reduce_sum(cast(before, int64), 1);  // row i's place in the output
-  const Tensor at = equal(expand_dims(rank, 0), i);        // at[r][i]: row i goes to place r
-  return gather(value, argmax(cast(at, int32), 1), 0);
+  // The permutation is the stable argsort of one float64 key per row. The keys take their shape
+  // from the value's first column, so that a traced function with an unknown first dimension
+  // serves every size with one graph (random_uniform_like reads it when the graph runs).
+  std::vector<int64_t> begin(static_cast<size_t>(value.rank()), 0), size(begin.size(), 1);
+  size[0] = -1;
+  const Tensor column = reshape(slice(value, begin, size), TensorShape{-1});
+  const Tensor keys = detail::random_uniform_like(column, 0.0, 1.0, float64, seed);
+  return gather(value, argsort(keys, 0, "ASCENDING", true), 0);
 }
 
 Tensor stateless_uniform(const TensorShape& shape, std::array<int64_t, 2> seed, double minval,

@@ -59,9 +59,8 @@ Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype = int6
 // probability 0.0455^17 < 2e-23, then clipped to the bounds).
 Tensor truncated_normal(const TensorShape& shape, double mean = 0.0, double stddev = 1.0,
                         DType dtype = float32, std::optional<int64_t> seed = std::nullopt);
-// TF's tf.random.shuffle: value permuted along its first dimension (which must be known). The
-// permutation sorts random keys drawn under the seed rules of ops/random.h: on the host when
-// eager; inside tf::function by comparing every pair of keys (first dimension at most 8192).
+// TF's tf.random.shuffle: value permuted along its first dimension by the stable argsort of
+// random keys drawn under the seed rules of ops/random.h (traced too, for any batch size).
 Tensor shuffle(const Tensor& value, std::optional<int64_t> seed = std::nullopt);
 // TF's tf.random.stateless_uniform / stateless_normal: the same seed pair always gives the same
 // numbers (also inside tf::function, on every call). The stream is tapeflow's Philox stream for
