@@ -58,4 +58,4 @@
   TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X)
 
 // Both kernels in host code.
-#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
+#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print) X(CtcLoss)

@@ -1,0 +1,74 @@
+// Array ops TF has and the core families lack: tf.unstack, tf.roll, tf.meshgrid,
+// tf.sequence_mask, tf.reverse_sequence, tf.repeat, the one-argument tf.where, and the random
+// ops tf.random.categorical, truncated_normal, shuffle, stateless_uniform and stateless_normal.
+// All are composites of existing primitives, so they run on every device and differentiate
+// where TF does. Ops whose result shape depends on tensor values (where(cond), repeat with
+// tensor repeats, sequence_mask without maxlen) read those values on the host and raise
+// an InvalidArgumentError inside a traced function, as boolean_mask does. See docs/ops.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapeflow {
+
+// TF's tf.unstack: the slices of x along axis, each without that axis. num, when given, must
+// equal the (known) dimension.
+std::vector<Tensor> unstack(const Tensor& x, std::optional<int64_t> num = std::nullopt,
+                            int axis = 0);
+// TF's tf.roll: elements shifted by shift[i] along axis[i] (negative shifts go left); shifts on a
+// repeated axis add up, as TF's.
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shift, const std::vector<int>& axis);
+Tensor roll(const Tensor& x, int64_t shift, int axis);
+// TF's tf.meshgrid of 1-D tensors (others are flattened, as TF's): "xy" (Cartesian, the first
+// two output dimensions swapped) or "ij" (matrix) indexing.
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& indexing = "xy");
+// TF's tf.sequence_mask: mask[..., j] = j < lengths[...], of shape lengths.shape + (maxlen,).
+// Without maxlen it is max(lengths), read on the host (an error inside a traced function).
+Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen = std::nullopt,
+                     DType dtype = bool_);
+// TF's tf.reverse_sequence: for each b along batch_axis, the first seq_lengths[b] elements
+// along seq_axis are reversed; the rest stay. seq_lengths (int32/int64) is checked against the
+// sequence dimension on the host when eager (traced: clamped to it).
+Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis,
+                        int batch_axis = 0);
+// TF's tf.repeat: each element (without axis: of the flattened x) repeated `repeats` times along
+// axis. Per-element repeats (one per entry along axis, or one for all) give a shape that depends
+// on their values; the vector form has them on the host, the Tensor form reads them there (an
+// error inside a traced function unless it is a constant).
+Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int> axis = std::nullopt);
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats,
+              std::optional<int> axis = std::nullopt);
+Tensor repeat(const Tensor& x, const Tensor& repeats, std::optional<int> axis = std::nullopt);
+// TF's one-argument tf.where: the int64 coordinates (num_true, rank) of the non-zero (true)
+// elements of cond, in row-major order. Value-dependent shape: an error inside tf::function.
+Tensor where(const Tensor& cond);
+
+namespace random {
+// TF's tf.random.categorical: num_samples class indices per row of logits (batch, classes)
+// (unnormalised log-probabilities), drawn with the Gumbel-max trick; dtype int32 or int64.
+Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype = int64,
+                   std::optional<int64_t> seed = std::nullopt);
+// TF's tf.random.truncated_normal: normal values, redrawn where they fall outside two standard
+// deviations (eager: until none does; traced: 16 redraw rounds, leaving an element outside with
+// probability 0.0455^17 < 2e-23, then clipped to the bounds).
+Tensor truncated_normal(const TensorShape& shape, double mean = 0.0, double stddev = 1.0,
+                        DType dtype = float32, std::optional<int64_t> seed = std::nullopt);
+// TF's tf.random.shuffle: value permuted along its first dimension by the stable argsort of
+// random keys drawn under the seed rules of ops/random.h (traced too, for any batch size).
+Tensor shuffle(const Tensor& value, std::optional<int64_t> seed = std::nullopt);
+// TF's tf.random.stateless_uniform / stateless_normal: the same seed pair always gives the same
+// numbers (also inside tf::function, on every call). The stream is tapeflow's Philox stream for
+// that pair, not TF's numbers.
+Tensor stateless_uniform(const TensorShape& shape, std::array<int64_t, 2> seed, double minval = 0.0,
+                         double maxval = 1.0, DType dtype = float32);
+Tensor stateless_normal(const TensorShape& shape, std::array<int64_t, 2> seed, double mean = 0.0,
+                        double stddev = 1.0, DType dtype = float32);
+}  // namespace random
+
+}  // namespace tapeflow
