@@ -267,11 +267,5 @@ Tensor betainc(const Tensor& a, const Tensor& b, const Tensor& x) {
   return detail::dispatch(prims::Special(SpecialFn::Betainc), {v[0], v[1], v[2]});
 }
 
-Tensor log_sigmoid(const Tensor& x) {
-  TF_CHECK_ARG(x.defined(), "log_sigmoid", "the input is undefined");
-  detail::check_dtype_floating("log_sigmoid", x);
-  return negative(nn::softplus(negative(x)));
-}
-
 }  // namespace math
 }  // namespace tapeflow

@@ -1,5 +1,5 @@
 // Special functions, as TF's tf.math.lgamma, digamma, polygamma, erfinv, ndtri, xlogy, xdivy,
-// xlog1py, bessel_i0e, bessel_i1e, log_sigmoid, igamma, igammac and betainc. Elementwise; the
+// xlog1py, bessel_i0e, bessel_i1e, igamma, igammac and betainc. Elementwise; the
 // binary ones broadcast their two inputs (and promote C++ scalars) as the other binary ops. Every
 // dtype computes in float64 (ops/cpu/special_math.h, shared with the CUDA kernels, states the
 // measured accuracy). Special values as TF 2.21: lgamma(0) = +inf, digamma(0) = NaN,
@@ -8,7 +8,7 @@
 // igamma(0, 0) = 0), bessel_i*e(+-inf) = 0.
 //
 // Dtypes (TF's CPU registrations): lgamma, digamma, bessel_i0e, bessel_i1e: float16, float32,
-// float64; xlogy, xdivy, xlog1py, log_sigmoid: every floating dtype (bfloat16 too); erfinv,
+// float64; xlogy, xdivy, xlog1py: every floating dtype (bfloat16 too); erfinv,
 // ndtri, polygamma, igamma, igammac: float32, float64. Others raise InvalidArgumentError.
 //
 // Gradients as TF's math_grad.py: lgamma' = digamma, digamma' = polygamma(1, x),
@@ -35,8 +35,6 @@ Tensor bessel_i1e(const Tensor& x);
 Tensor xlogy(const Tensor& x, const Tensor& y);
 Tensor xdivy(const Tensor& x, const Tensor& y);
 Tensor xlog1py(const Tensor& x, const Tensor& y);
-// log(sigmoid(x)) = -softplus(-x), as TF: no overflow for large |x|.
-Tensor log_sigmoid(const Tensor& x);
 Tensor igamma(const Tensor& a, const Tensor& x);
 Tensor igammac(const Tensor& a, const Tensor& x);
 // The regularized incomplete beta function I_x(a, b), as tf.math.betainc: float32/float64, the

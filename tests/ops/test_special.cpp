@@ -13,6 +13,7 @@
 #include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/nn_more.h"
 #include "ops/reduce.h"
 #include "ops/special.h"
 #include "ops/unary.h"
