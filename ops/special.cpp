@@ -6,7 +6,6 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
-#include "ops/nn.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
