@@ -148,6 +148,14 @@ Tensor unsorted_reduce(const char* op, prims::SegmentReducer r, const Tensor& da
   const int64_t rows = inner > 0 ? -1 : ids.shape().num_elements();
   const Tensor flat = reshape(data, TensorShape{rows, inner});
   const Tensor flat_ids = reshape(ids, TensorShape{-1});
+  // A float16 / bfloat16 product accumulates in float32 and rounds once, on every device (the
+  // CUDA kernel's compare-and-swap would round after every factor: 300 * 300 / 300 overflows).
+  const bool half = data.dtype() == float16 || data.dtype() == bfloat16;
+  if (r == prims::SegmentReducer::Prod && half)
+    return cast(reshape(detail::dispatch(prims::UnsortedSegmentReduce(r, num_segments),
+                                         {cast(flat, float32), flat_ids}),
+                        rest),
+                data.dtype());
   return reshape(detail::dispatch(prims::UnsortedSegmentReduce(r, num_segments), {flat, flat_ids}),
                  rest);
 }

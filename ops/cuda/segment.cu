@@ -2,8 +2,15 @@
 // one thread per data element combines it into its segment's element with a compare-and-swap
 // loop on the element's bits (16, 32 or 64 bits: no native atomic max/min/mul for floats and
 // the half types). Max and min are order independent (NaN wins, as on the CPU); a product's
-// rounding depends on the order, as on TF's GPU. Ids >= num_segments are dropped (the public op
-// checks eager ids on the host first; inside a traced function nothing checks them).
+// rounding depends on the order, as on TF's GPU (the half types' products arrive in
+// float32, see ops/segment.cpp). Ids >= num_segments raise the CPU kernel's
+// InvalidArgumentError: a check kernel records the first bad row and the host reads it back
+// (which waits for the stream); while a CUDA graph is being captured, where nothing may be read
+// on the host, such rows are dropped instead.
+#include <limits>
+#include <string>
+
+#include "core/error.h"
 #include "ops/cuda/common.cuh"
 #include "ops/segment.h"
 
@@ -92,6 +99,39 @@ __global__ void segment_reduce_kernel(SegmentReducer r, const T* data, const I* 
   }
 }
 
+// The first row whose id is >= segments, by atomicMin into *first_bad (all ones: none).
+template <class I>
+__global__ void check_ids_kernel(const I* ids, int64_t n, int64_t segments,
+                                 unsigned long long* first_bad) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    if (static_cast<int64_t>(ids[i]) >= segments)
+      atomicMin(first_bad, static_cast<unsigned long long>(i));
+}
+
+// Raises the CPU kernel's error for the first id >= segments (outside a CUDA-graph capture).
+template <class I>
+void check_ids(const char* op, const Tensor& ids, int64_t segments, const Device& dev,
+               cudaStream_t s) {
+  const int64_t n = ids.num_elements();
+  if (n == 0 || detail::cuda::in_capture_scope(dev)) return;
+  Tensor flag = detail::empty(TensorShape{1}, int64, dev);
+  auto* first_bad = static_cast<unsigned long long*>(flag.raw_data());
+  TF_CUDA_CHECK(cudaMemsetAsync(first_bad, 0xff, sizeof(unsigned long long), s));
+  check_ids_kernel<I><<<cuda::grid_for(n, dev), cuda::kThreads, 0, s>>>(cuda::dptr<I>(ids), n,
+                                                                        segments, first_bad);
+  detail::cuda::check_launch(op);
+  unsigned long long bad = 0;
+  detail::copy_bytes(&bad, Device{}, first_bad, dev, sizeof(bad));
+  if (bad == std::numeric_limits<unsigned long long>::max()) return;
+  I v{};
+  detail::copy_bytes(&v, Device{}, cuda::dptr<I>(ids) + bad, dev, sizeof(I));
+  throw InvalidArgumentError(std::string("[") + op + "] segment_ids[" + std::to_string(bad) +
+                             "] = " + std::to_string(static_cast<int64_t>(v)) +
+                             " is not less than num_segments " + std::to_string(segments) +
+                             " (negative ids drop their row)");
+}
+
 template <class T>
 T identity_of(SegmentReducer r) {
   using C = cuda::dcompute_t<T>;
@@ -123,6 +163,10 @@ void UnsortedSegmentReduce::eval_cuda(std::span<const Tensor> in, std::span<Tens
   const int64_t n = in[0].shape()[0], d = in[0].shape()[1];
   const int64_t segments = out[0].shape()[0];
   const int64_t total_out = segments * d;
+  if (in[1].dtype() == int32)
+    check_ids<int32_t>(name(), in[1], segments, dev, s);
+  else
+    check_ids<int64_t>(name(), in[1], segments, dev, s);
   auto run = [&]<class T>(T*) {
     if (total_out > 0) {
       fill_kernel<T><<<cuda::grid_for(total_out, dev), cuda::kThreads, 0, s>>>(

@@ -328,12 +328,24 @@ TEST_CASE("segment: traced unsorted reductions equal eager", "[cpu][cuda][segmen
         tf::math::unsorted_segment_prod(d, ids, 3) + tf::math::unsorted_segment_mean(d, ids, 3) +
         tf::math::unsorted_segment_sqrt_n(d, ids, 3);
     tf::testing::check_close(f(d, ids), eager, 1e-6, 1e-6);
-    // The CPU kernel checks traced ids (the CUDA kernel drops them, as TF's GPU kernel).
-    if (dev.is_cpu())
-      require_error(
-          [&] {
-            f(d, tf::constant(std::vector<int32_t>{0, 0, 0, 3, 0, 0}, {6}));
-          },
-          {"segment_ids[3] = 3 is not less than num_segments 3"});
+    // Both kernels check traced ids (the CUDA kernel outside a CUDA-graph capture).
+    require_error(
+        [&] {
+          f(d, tf::constant(std::vector<int32_t>{0, 0, 0, 3, 0, 0}, {6}));
+        },
+        {"segment_ids[3] = 3 is not less than num_segments 3"});
+    auto g = tf::function([](const tf::Tensor& x, const tf::Tensor& i) {
+      return tf::math::unsorted_segment_prod(x, i, 2);
+    });
+    require_error(
+        [&] {
+          g(d, tf::constant(std::vector<int64_t>{0, 0, 0, 0, 7, 0}, {6}));
+        },
+        {"segment_ids[4] = 7 is not less than num_segments 2"});
+    // A float16 product rounds once (accumulated in float32) on every device: 300 * 300 / 300.
+    const auto h = make({300, 300, 1.0 / 300, 2, 3, 4}, {6}, tf::float16);
+    const auto hi = tf::constant(std::vector<int32_t>{0, 0, 0, 1, 1, 1}, {6});
+    check_values(tf::math::unsorted_segment_prod(h, hi, 2), {300, 24}, 1e-3, 0);
+    check_values(g(h, hi), {300, 24}, 1e-3, 0);
   }
 }
