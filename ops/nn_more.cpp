@@ -5,7 +5,6 @@
 #include <limits>
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/error.h"
