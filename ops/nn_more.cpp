@@ -197,9 +197,10 @@ std::pair<Tensor, Tensor> max_pool_with_argmax(const Tensor& input, const std::v
   const auto dh = detail::window_dim(h, kh, sh, 1, same);
   const auto dw = detail::window_dim(w, kw, sw, 1, same);
   const double lowest = -std::numeric_limits<double>::infinity();
+  // (The argmax is an integer result: no gradient reaches these ops.)
   const Tensor padded = tapeflow::pad(
-      tapeflow::stop_gradient(input),
-      {{0, 0}, {dh.pad_before, dh.pad_after}, {dw.pad_before, dw.pad_after}, {0, 0}}, lowest);
+      input, {{0, 0}, {dh.pad_before, dh.pad_after}, {dw.pad_before, dw.pad_after}, {0, 0}},
+      lowest);
   const Tensor flat = tapeflow::reshape(
       tapeflow::range(0.0, static_cast<double>(s.num_elements()), 1.0, float64), s);
   const Tensor flat_padded = tapeflow::pad(
