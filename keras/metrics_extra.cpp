@@ -1,0 +1,235 @@
+// Keras 3's confusion-count metrics (TruePositives, FalsePositives, TrueNegatives,
+// FalseNegatives) and the remaining MeanMetricWrapper means (keras/metrics.h, "Extra metrics").
+// The counts are Custom metrics (metrics_impl.h): one float32 "accumulator" of one entry per
+// threshold, summed over replicas and workers on read as Precision's counts are.
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "keras/losses.h"
+#include "keras/metrics.h"
+#include "keras/metrics_impl.h"
+#include "ops/binary.h"
+#include "ops/dynamic_shape.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::metrics {
+
+namespace {
+
+using detail::MetricImpl;
+
+std::shared_ptr<MetricImpl> mean_of(std::function<Tensor(const Tensor&, const Tensor&)> fn,
+                                    std::string name, std::string direction) {
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Wrapper, std::move(name));
+  impl->fn = std::move(fn);
+  impl->direction = std::move(direction);
+  return impl;
+}
+
+// Whether `w` broadcasts to `p` without growing it (dimensions of -1 are unknown: allowed).
+bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
+  if (w.rank() > p.rank()) return false;
+  for (int i = 1; i <= w.rank(); ++i) {
+    const int64_t dw = w[w.rank() - i], dp = p[p.rank() - i];
+    if (dw != dp && dw != 1 && dw != -1 && dp != -1) return false;
+  }
+  return true;
+}
+
+// Keras' is_evenly_distributed_thresholds: at least 3 thresholds within 1e-7 of i / (n - 1).
+// Keras then counts with buckets of predictions clipped to [0, 1]; for predictions inside [0, 1]
+// that is the plain comparison, so only the clipping is reproduced here.
+bool evenly_distributed(const std::vector<double>& th) {
+  const size_t n = th.size();
+  if (n < 3) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const double even = static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1));
+    if (std::abs(th[i] - even) > 1e-7 + 1e-5 * std::abs(even)) return false;  // np.allclose
+  }
+  return true;
+}
+
+enum class Cond { TP, FP, TN, FN };
+
+std::shared_ptr<MetricImpl> confusion_count(const char* cls, Cond cond, std::vector<double> th,
+                                            bool scalar, std::string name) {
+  TF_CHECK_ARG(!th.empty(), cls, "thresholds must not be empty");
+  for (double t : th)
+    TF_CHECK_ARG(std::isfinite(t) && t >= 0 && t <= 1, cls, "thresholds must be in [0, 1], got {}",
+                 t);
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Custom, std::move(name));
+  impl->direction = "";  // Keras 3 gives the raw counts no direction
+  const auto n = static_cast<int64_t>(th.size());
+  impl->state.emplace_back("accumulator", Variable(zeros(TensorShape({n}), float32),
+                                                   impl->name + "/accumulator", false));
+  std::vector<float> thf(th.begin(), th.end());
+  const bool clip = evenly_distributed(th);
+  const std::string op = impl->name;
+  impl->increments = [thf, n, clip, cond, op](const Tensor& y_true, const Tensor& y_pred,
+                                              const Tensor& sample_weight) {
+    TF_CHECK_ARG(is_floating(y_pred.dtype()) || y_pred.dtype() == int32 ||
+                     y_pred.dtype() == int64 || y_pred.dtype() == bool_,
+                 op.c_str(), "y_pred must be numeric, got {}", dtype_name(y_pred.dtype()));
+    auto [p, t] = losses::detail::squeeze_or_expand_to_same_rank(cast(y_pred, float32),
+                                                                 cast(y_true, float32));
+    TF_CHECK_ARG(p.shape() == t.shape(), op.c_str(),
+                 "y_true and y_pred must have the same shape, got y_true {} and y_pred {}",
+                 y_true.shape().to_string(), y_pred.shape().to_string());
+    Tensor w = ones_like(p);
+    if (sample_weight.defined()) {
+      Tensor sw = expand_dims(cast(sample_weight, float32), -1);
+      if (sw.rank() == t.rank() + 1) sw = squeeze(sw, {-1});
+      TF_CHECK_ARG(broadcasts_to(sw.shape(), p.shape()), op.c_str(),
+                   "sample_weight of shape {} does not broadcast to y_pred of shape {}",
+                   sample_weight.shape().to_string(), y_pred.shape().to_string());
+      w = tapeflow::detail::broadcast_like(sw, p);
+    }
+    if (clip) p = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
+    const TensorShape flat({1, -1});
+    p = reshape(p, flat);
+    w = reshape(w, flat);
+    // A NaN label is nonzero: positive (Keras casts labels to bool).
+    const Tensor positive = reshape(not_equal(t, Tensor(0.0f)), flat);
+    // (n, elements): a NaN prediction is above no threshold.
+    const Tensor above = greater(p, constant(thf, TensorShape({n, 1})));
+    Tensor hit;
+    switch (cond) {
+      case Cond::TP:
+        hit = logical_and(positive, above);
+        break;
+      case Cond::FP:
+        hit = logical_and(logical_not(positive), above);
+        break;
+      case Cond::TN:
+        hit = logical_and(logical_not(positive), logical_not(above));
+        break;
+      case Cond::FN:
+        hit = logical_and(positive, logical_not(above));
+        break;
+    }
+    return std::vector<Tensor>{reduce_sum(multiply(cast(hit, float32), w), 1)};
+  };
+  impl->compute = [scalar](const std::vector<Tensor>& v) {
+    return scalar ? reshape(v[0], TensorShape({})) : v[0];
+  };
+  return impl;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+// ---- per-sample functions ----
+
+Tensor pearson_correlation(const Tensor& y_true, const Tensor& y_pred, int axis) {
+  auto [t, p] = losses::detail::same_shape("pearson_correlation", y_true, y_pred);
+  TF_CHECK_ARG(t.rank() >= 1 && axis >= -t.rank() && axis < t.rank(), "pearson_correlation",
+               "axis {} is out of range for inputs of shape {}", axis, t.shape().to_string());
+  auto standardised = [axis](const Tensor& x) {
+    const Tensor c = subtract(x, reduce_mean(x, axis, true));
+    return divide(c, sqrt(reduce_mean(square(c), axis, true)));  // a constant row gives NaN
+  };
+  return reduce_mean(multiply(standardised(t), standardised(p)), axis);
+}
+
+Tensor concordance_correlation(const Tensor& y_true, const Tensor& y_pred, int axis) {
+  auto [t, p] = losses::detail::same_shape("concordance_correlation", y_true, y_pred);
+  TF_CHECK_ARG(t.rank() >= 1 && axis >= -t.rank() && axis < t.rank(), "concordance_correlation",
+               "axis {} is out of range for inputs of shape {}", axis, t.shape().to_string());
+  const Tensor mt = reduce_mean(t, axis, true), mp = reduce_mean(p, axis, true);
+  auto var = [axis](const Tensor& x) {
+    const Tensor c = subtract(x, reduce_mean(x, axis, true));
+    return reduce_mean(square(c), axis, true);
+  };
+  // Keras 3.15 centres y_true on y_pred's mean in the covariance term; kept for equal numbers.
+  const Tensor covar = multiply(subtract(t, mp), subtract(p, mp));
+  const Tensor norm = add(add(var(t), var(p)), square(subtract(mt, mp)));
+  const Tensor eps = constant(Tensor(losses::detail::kEpsilon), t.dtype());
+  const Tensor two = constant(Tensor(2.0), t.dtype());
+  return reduce_mean(divide(multiply(two, covar), add(norm, eps)), axis);
+}
+
+// ---- confusion counts ----
+
+TruePositives::TruePositives(double thresholds, std::string name)
+    : Metric(confusion_count("TruePositives", Cond::TP, {thresholds}, true, std::move(name))) {}
+TruePositives::TruePositives(std::vector<double> thresholds, std::string name)
+    : Metric(confusion_count("TruePositives", Cond::TP, thresholds, thresholds.size() == 1,
+                             std::move(name))) {}
+FalsePositives::FalsePositives(double thresholds, std::string name)
+    : Metric(confusion_count("FalsePositives", Cond::FP, {thresholds}, true, std::move(name))) {}
+FalsePositives::FalsePositives(std::vector<double> thresholds, std::string name)
+    : Metric(confusion_count("FalsePositives", Cond::FP, thresholds, thresholds.size() == 1,
+                             std::move(name))) {}
+TrueNegatives::TrueNegatives(double thresholds, std::string name)
+    : Metric(confusion_count("TrueNegatives", Cond::TN, {thresholds}, true, std::move(name))) {}
+TrueNegatives::TrueNegatives(std::vector<double> thresholds, std::string name)
+    : Metric(confusion_count("TrueNegatives", Cond::TN, thresholds, thresholds.size() == 1,
+                             std::move(name))) {}
+FalseNegatives::FalseNegatives(double thresholds, std::string name)
+    : Metric(confusion_count("FalseNegatives", Cond::FN, {thresholds}, true, std::move(name))) {}
+FalseNegatives::FalseNegatives(std::vector<double> thresholds, std::string name)
+    : Metric(confusion_count("FalseNegatives", Cond::FN, thresholds, thresholds.size() == 1,
+                             std::move(name))) {}
+
+// ---- means ----
+
+KLDivergence::KLDivergence(std::string name)
+    : Metric(mean_of(losses::kl_divergence, std::move(name), "")) {}
+Poisson::Poisson(std::string name) : Metric(mean_of(losses::poisson, std::move(name), "")) {}
+LogCoshError::LogCoshError(std::string name)
+    : Metric(mean_of(losses::log_cosh, std::move(name), "down")) {}
+MeanSquaredLogarithmicError::MeanSquaredLogarithmicError(std::string name)
+    : Metric(mean_of(losses::mean_squared_logarithmic_error, std::move(name), "down")) {}
+Hinge::Hinge(std::string name) : Metric(mean_of(losses::hinge, std::move(name), "down")) {}
+SquaredHinge::SquaredHinge(std::string name)
+    : Metric(mean_of(losses::squared_hinge, std::move(name), "down")) {}
+CategoricalHinge::CategoricalHinge(std::string name)
+    : Metric(mean_of(losses::categorical_hinge, std::move(name), "down")) {}
+CosineSimilarity::CosineSimilarity(std::string name, int axis)
+    : Metric(mean_of(
+          // The similarity itself: the loss's negation.
+          [axis](const Tensor& t, const Tensor& p) {
+            return negative(losses::cosine_similarity(t, p, axis));
+          },
+          std::move(name), "up")) {}
+PearsonCorrelation::PearsonCorrelation(std::string name, int axis)
+    : Metric(mean_of(
+          [axis](const Tensor& t, const Tensor& p) { return pearson_correlation(t, p, axis); },
+          std::move(name), "up")) {}
+ConcordanceCorrelation::ConcordanceCorrelation(std::string name, int axis)
+    : Metric(mean_of(
+          [axis](const Tensor& t, const Tensor& p) { return concordance_correlation(t, p, axis); },
+          std::move(name), "up")) {}
+
+Metric detail::get_extra(const std::string& id, const std::string& name) {
+  const std::string s = lower(id);
+  if (s == "true_positives" || s == "truepositives") return TruePositives(0.5, name);
+  if (s == "false_positives" || s == "falsepositives") return FalsePositives(0.5, name);
+  if (s == "true_negatives" || s == "truenegatives") return TrueNegatives(0.5, name);
+  if (s == "false_negatives" || s == "falsenegatives") return FalseNegatives(0.5, name);
+  if (s == "kl_divergence" || s == "kldivergence") return KLDivergence(name);
+  if (s == "poisson") return Poisson(name);
+  if (s == "log_cosh_error" || s == "logcosherror") return LogCoshError(name);
+  if (s == "msle" || s == "mean_squared_logarithmic_error" || s == "meansquaredlogarithmicerror")
+    return MeanSquaredLogarithmicError(name);
+  if (s == "hinge") return Hinge(name);
+  if (s == "squared_hinge" || s == "squaredhinge") return SquaredHinge(name);
+  if (s == "categorical_hinge" || s == "categoricalhinge") return CategoricalHinge(name);
+  if (s == "cosine_similarity" || s == "cosinesimilarity") return CosineSimilarity(name);
+  if (s == "pearson_correlation" || s == "pearsoncorrelation") return PearsonCorrelation(name);
+  if (s == "concordance_correlation" || s == "concordancecorrelation")
+    return ConcordanceCorrelation(name);
+  return Metric();
+}
+
+}  // namespace tapeflow::keras::metrics
