@@ -229,6 +229,33 @@ class FalseNegatives : public Metric {
   explicit FalseNegatives(std::vector<double> thresholds, std::string name = "false_negatives");
 };
 
+// The best value of one rate where another reaches a bound, over num_thresholds thresholds
+// i / (num_thresholds - 1) (one threshold: 0.5), predictions clipped to [0, 1] (Keras'
+// bucketed counts): the largest sensitivity where the specificity is >= `specificity`, and so
+// on; 0 when no threshold reaches the bound. class_id (>= 0) keeps that column of the last axis.
+// State: "true_positives", "false_positives", "true_negatives", "false_negatives" of shape
+// (num_thresholds,). Direction "up"; no compile() string (Keras' need their bound).
+class SensitivityAtSpecificity : public Metric {
+ public:
+  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200, int class_id = -1,
+                                    std::string name = "sensitivity_at_specificity");
+};
+class SpecificityAtSensitivity : public Metric {
+ public:
+  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200, int class_id = -1,
+                                    std::string name = "specificity_at_sensitivity");
+};
+class PrecisionAtRecall : public Metric {
+ public:
+  explicit PrecisionAtRecall(double recall, int num_thresholds = 200, int class_id = -1,
+                             std::string name = "precision_at_recall");
+};
+class RecallAtPrecision : public Metric {
+ public:
+  explicit RecallAtPrecision(double precision, int num_thresholds = 200, int class_id = -1,
+                             std::string name = "recall_at_precision");
+};
+
 // Means of the per-sample losses of the same name (keras/losses.h; MeanMetricWrapper-style:
 // weighted by sample_weight, averaged over samples). Direction "down", except KLDivergence and
 // Poisson ("", as Keras) and the similarities and correlations ("up").

@@ -55,6 +55,63 @@ bool evenly_distributed(const std::vector<double>& th) {
   return true;
 }
 
+// The labels, predictions and weights of one update, flattened to (1, elements), and which
+// predictions lie above each threshold, (thresholds, elements), as Keras'
+// update_confusion_matrix_variables: a label is positive when nonzero (NaN too: Keras casts to
+// bool), a prediction above a threshold when strictly greater (NaN never).
+struct Counted {
+  Tensor positive, above, weight;
+};
+
+Counted count_inputs(const std::string& op, const Tensor& y_true, const Tensor& y_pred,
+                     const Tensor& sample_weight, const std::vector<float>& thf, bool clip,
+                     int class_id) {
+  TF_CHECK_ARG(y_true.defined() && y_pred.defined(), op.c_str(),
+               "update_state needs y_true and y_pred");
+  TF_CHECK_ARG(is_floating(y_pred.dtype()) || y_pred.dtype() == int32 || y_pred.dtype() == int64 ||
+                   y_pred.dtype() == bool_,
+               op.c_str(), "y_pred must be numeric, got {}", dtype_name(y_pred.dtype()));
+  auto [p, t] =
+      losses::detail::squeeze_or_expand_to_same_rank(cast(y_pred, float32), cast(y_true, float32));
+  TF_CHECK_ARG(p.shape() == t.shape(), op.c_str(),
+               "y_true and y_pred must have the same shape, got y_true {} and y_pred {}",
+               y_true.shape().to_string(), y_pred.shape().to_string());
+  Tensor w;
+  if (sample_weight.defined()) {
+    Tensor sw = expand_dims(cast(sample_weight, float32), -1);
+    if (sw.rank() == t.rank() + 1) sw = squeeze(sw, {-1});
+    TF_CHECK_ARG(broadcasts_to(sw.shape(), p.shape()), op.c_str(),
+                 "sample_weight of shape {} does not broadcast to y_pred of shape {}",
+                 sample_weight.shape().to_string(), y_pred.shape().to_string());
+    w = tapeflow::detail::broadcast_like(sw, p);
+  }
+  if (class_id >= 0) {
+    TF_CHECK_ARG(p.rank() >= 2 && class_id < p.shape()[p.rank() - 1], op.c_str(),
+                 "class_id {} needs y_pred of shape (batch, classes) with more than {} classes, "
+                 "got {}",
+                 class_id, class_id, y_pred.shape().to_string());
+    // Keras keeps the column with a trailing 1 (y[..., class_id, None]).
+    const int last = p.rank() - 1;
+    std::vector<int64_t> begin(static_cast<size_t>(p.rank()), 0), size;
+    for (int i = 0; i < p.rank(); ++i) size.push_back(i == last ? 1 : -1);
+    begin.back() = class_id;
+    p = slice(p, begin, size);
+    t = slice(t, begin, size);
+    if (w.defined()) w = slice(w, begin, size);
+  }
+  if (!w.defined()) w = ones_like(p);
+  if (clip) p = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
+  const TensorShape flat({1, -1});
+  const auto n = static_cast<int64_t>(thf.size());
+  return Counted{reshape(not_equal(t, Tensor(0.0f)), flat),
+                 greater(reshape(p, flat), constant(thf, TensorShape({n, 1}))), reshape(w, flat)};
+}
+
+// The weighted number of elements where `hit` holds, per threshold: (thresholds,).
+Tensor weighted_count(const Tensor& hit, const Tensor& w) {
+  return reduce_sum(multiply(cast(hit, float32), w), 1);
+}
+
 enum class Cond { TP, FP, TN, FN };
 
 std::shared_ptr<MetricImpl> confusion_count(const char* cls, Cond cond, std::vector<double> th,
@@ -71,52 +128,101 @@ std::shared_ptr<MetricImpl> confusion_count(const char* cls, Cond cond, std::vec
   std::vector<float> thf(th.begin(), th.end());
   const bool clip = evenly_distributed(th);
   const std::string op = impl->name;
-  impl->increments = [thf, n, clip, cond, op](const Tensor& y_true, const Tensor& y_pred,
-                                              const Tensor& sample_weight) {
-    TF_CHECK_ARG(is_floating(y_pred.dtype()) || y_pred.dtype() == int32 ||
-                     y_pred.dtype() == int64 || y_pred.dtype() == bool_,
-                 op.c_str(), "y_pred must be numeric, got {}", dtype_name(y_pred.dtype()));
-    auto [p, t] = losses::detail::squeeze_or_expand_to_same_rank(cast(y_pred, float32),
-                                                                 cast(y_true, float32));
-    TF_CHECK_ARG(p.shape() == t.shape(), op.c_str(),
-                 "y_true and y_pred must have the same shape, got y_true {} and y_pred {}",
-                 y_true.shape().to_string(), y_pred.shape().to_string());
-    Tensor w = ones_like(p);
-    if (sample_weight.defined()) {
-      Tensor sw = expand_dims(cast(sample_weight, float32), -1);
-      if (sw.rank() == t.rank() + 1) sw = squeeze(sw, {-1});
-      TF_CHECK_ARG(broadcasts_to(sw.shape(), p.shape()), op.c_str(),
-                   "sample_weight of shape {} does not broadcast to y_pred of shape {}",
-                   sample_weight.shape().to_string(), y_pred.shape().to_string());
-      w = tapeflow::detail::broadcast_like(sw, p);
-    }
-    if (clip) p = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
-    const TensorShape flat({1, -1});
-    p = reshape(p, flat);
-    w = reshape(w, flat);
-    // A NaN label is nonzero: positive (Keras casts labels to bool).
-    const Tensor positive = reshape(not_equal(t, Tensor(0.0f)), flat);
-    // (n, elements): a NaN prediction is above no threshold.
-    const Tensor above = greater(p, constant(thf, TensorShape({n, 1})));
+  impl->increments = [thf, clip, cond, op](const Tensor& y_true, const Tensor& y_pred,
+                                           const Tensor& sample_weight) {
+    const Counted c = count_inputs(op, y_true, y_pred, sample_weight, thf, clip, -1);
     Tensor hit;
     switch (cond) {
       case Cond::TP:
-        hit = logical_and(positive, above);
+        hit = logical_and(c.positive, c.above);
         break;
       case Cond::FP:
-        hit = logical_and(logical_not(positive), above);
+        hit = logical_and(logical_not(c.positive), c.above);
         break;
       case Cond::TN:
-        hit = logical_and(logical_not(positive), logical_not(above));
+        hit = logical_and(logical_not(c.positive), logical_not(c.above));
         break;
       case Cond::FN:
-        hit = logical_and(positive, logical_not(above));
+        hit = logical_and(c.positive, logical_not(c.above));
         break;
     }
-    return std::vector<Tensor>{reduce_sum(multiply(cast(hit, float32), w), 1)};
+    return std::vector<Tensor>{weighted_count(hit, c.weight)};
   };
   impl->compute = [scalar](const std::vector<Tensor>& v) {
     return scalar ? reshape(v[0], TensorShape({})) : v[0];
+  };
+  return impl;
+}
+
+Tensor divide_no_nan(const Tensor& a, const Tensor& b) {
+  return where(equal(b, Tensor(0.0f)), zeros_like(a), divide(a, b));
+}
+
+// Which rate is bounded and which is maximised (Keras' SensitivitySpecificityBase family).
+enum class AtKind {
+  SensitivityAtSpecificity,
+  SpecificityAtSensitivity,
+  PrecisionAtRecall,
+  RecallAtPrecision
+};
+
+std::shared_ptr<MetricImpl> rate_at(const char* cls, const char* what, AtKind kind, double value,
+                                    int num_thresholds, int class_id, std::string name) {
+  TF_CHECK_ARG(std::isfinite(value) && value >= 0 && value <= 1, cls,
+               "{} must be in [0, 1], got {}", what, value);
+  TF_CHECK_ARG(num_thresholds > 0, cls, "num_thresholds must be an integer > 0, got {}",
+               num_thresholds);
+  TF_CHECK_ARG(class_id >= -1, cls, "class_id must be >= 0 (or -1 for none), got {}", class_id);
+  // Keras: 0.5 alone, or 0, 1/(n-1), ..., 1 with predictions clipped (its bucketed path).
+  std::vector<float> thf;
+  if (num_thresholds == 1) {
+    thf.push_back(0.5f);
+  } else {
+    thf.push_back(0.0f);
+    for (int i = 0; i < num_thresholds - 2; ++i)
+      thf.push_back(static_cast<float>((i + 1) * 1.0 / (num_thresholds - 1)));
+    thf.push_back(1.0f);
+  }
+  const bool clip = num_thresholds > 1;
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Custom, std::move(name));
+  impl->direction = "up";
+  for (const char* v : {"true_positives", "false_positives", "true_negatives", "false_negatives"})
+    impl->state.emplace_back(
+        v, Variable(zeros(TensorShape({static_cast<int64_t>(thf.size())}), float32),
+                    impl->name + "/" + v, false));
+  const std::string op = impl->name;
+  impl->increments = [thf, clip, class_id, op](const Tensor& y_true, const Tensor& y_pred,
+                                               const Tensor& sample_weight) {
+    const Counted c = count_inputs(op, y_true, y_pred, sample_weight, thf, clip, class_id);
+    const Tensor neg = logical_not(c.positive), below = logical_not(c.above);
+    return std::vector<Tensor>{weighted_count(logical_and(c.positive, c.above), c.weight),
+                               weighted_count(logical_and(neg, c.above), c.weight),
+                               weighted_count(logical_and(neg, below), c.weight),
+                               weighted_count(logical_and(c.positive, below), c.weight)};
+  };
+  impl->compute = [kind, value](const std::vector<Tensor>& v) {
+    const Tensor &tp = v[0], &fp = v[1], &tn = v[2], &fn = v[3];
+    const Tensor sensitivity = divide_no_nan(tp, add(tp, fn));  // = recall
+    const Tensor specificity = divide_no_nan(tn, add(tn, fp));
+    const Tensor precision = divide_no_nan(tp, add(tp, fp));
+    Tensor bounded, best;
+    switch (kind) {
+      case AtKind::SensitivityAtSpecificity:
+        bounded = specificity, best = sensitivity;
+        break;
+      case AtKind::SpecificityAtSensitivity:
+        bounded = sensitivity, best = specificity;
+        break;
+      case AtKind::PrecisionAtRecall:
+        bounded = sensitivity, best = precision;
+        break;
+      case AtKind::RecallAtPrecision:
+        bounded = precision, best = sensitivity;
+        break;
+    }
+    // The rates are >= 0: the max over the feasible thresholds, 0 when there is none.
+    const Tensor feasible = greater_equal(bounded, Tensor(static_cast<float>(value)));
+    return reduce_max(where(feasible, best, zeros_like(best)));
   };
   return impl;
 }
@@ -180,6 +286,23 @@ FalseNegatives::FalseNegatives(double thresholds, std::string name)
 FalseNegatives::FalseNegatives(std::vector<double> thresholds, std::string name)
     : Metric(confusion_count("FalseNegatives", Cond::FN, thresholds, thresholds.size() == 1,
                              std::move(name))) {}
+
+SensitivityAtSpecificity::SensitivityAtSpecificity(double specificity, int num_thresholds,
+                                                   int class_id, std::string name)
+    : Metric(rate_at("SensitivityAtSpecificity", "specificity", AtKind::SensitivityAtSpecificity,
+                     specificity, num_thresholds, class_id, std::move(name))) {}
+SpecificityAtSensitivity::SpecificityAtSensitivity(double sensitivity, int num_thresholds,
+                                                   int class_id, std::string name)
+    : Metric(rate_at("SpecificityAtSensitivity", "sensitivity", AtKind::SpecificityAtSensitivity,
+                     sensitivity, num_thresholds, class_id, std::move(name))) {}
+PrecisionAtRecall::PrecisionAtRecall(double recall, int num_thresholds, int class_id,
+                                     std::string name)
+    : Metric(rate_at("PrecisionAtRecall", "recall", AtKind::PrecisionAtRecall, recall,
+                     num_thresholds, class_id, std::move(name))) {}
+RecallAtPrecision::RecallAtPrecision(double precision, int num_thresholds, int class_id,
+                                     std::string name)
+    : Metric(rate_at("RecallAtPrecision", "precision", AtKind::RecallAtPrecision, precision,
+                     num_thresholds, class_id, std::move(name))) {}
 
 // ---- means ----
 

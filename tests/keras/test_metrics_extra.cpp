@@ -3,6 +3,7 @@
 // remaining MeanMetricWrapper means over two weighted batches, compile() strings, directions and
 // errors, the metrics in evaluate() and their mirrored state.
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -285,4 +286,97 @@ TEST_CASE("metrics extra: counts and means under a MirroredStrategy are the glob
   }
   REQUIRE(e.size() == kCountingWant.size());
   for (size_t i = 0; i < e.size(); ++i) CHECK(e[i] == Approx(kCountingWant[i]).epsilon(1e-5));
+}
+
+namespace {
+// 24 labels and predictions drawn by numpy (RandomState(1); one prediction set to 1.3, one to
+// -0.2), seen as two batches of 12 with scalar weights.
+const std::vector<float> kRateTrue = {1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1,
+                                      0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 1};
+const std::vector<float> kRatePred = {
+    1.2999999523162842f,  0.8946066498756409f,  0.08504421263933182f,  0.039054784923791885f,
+    0.16983042657375336f, 0.8781424760818481f,  0.09834683686494827f,  0.42110762000083923f,
+    0.9578895568847656f,  0.5331652760505676f,  0.6918771266937256f,   0.3155156373977661f,
+    0.6865009069442749f,  0.8346256613731384f,  0.018288277089595795f, -0.20000000298023224f,
+    0.988861083984375f,   0.7481656670570374f,  0.2804439961910248f,   0.7892793416976929f,
+    0.10322600603103638f, 0.44789353013038635f, 0.9085955023765564f,   0.29361414909362793f};
+tf::Tensor rate_part(const std::vector<float>& v, int half) {
+  return tf::constant(std::vector<float>(v.begin() + 12 * half, v.begin() + 12 * (half + 1)),
+                      tf::TensorShape({12}));
+}
+}  // namespace
+
+TEST_CASE("metrics extra: rates at a bound on another rate as Keras 3.15", "[keras][cpu][cuda]") {
+  // keras.metrics.X(bound, num_thresholds=n): update_state(first 12, sample_weight=0.5755507),
+  // update_state(last 12, sample_weight=0.2600572), result().
+  struct Case {
+    std::function<metrics::Metric(int)> make;
+    std::vector<double> want;  // num_thresholds 200, 7, 1
+  };
+  const std::vector<Case> cases = {
+      {[](int n) { return metrics::SensitivityAtSpecificity(0.5, n); },
+       {0.6490080952644348, 0.5816802382469177, 0.5816802382469177}},
+      {[](int n) { return metrics::SpecificityAtSensitivity(0.6, n); },
+       {0.5511770248413086, 0.4578154683113098, 0.0}},
+      {[](int n) { return metrics::PrecisionAtRecall(0.7, n); }, {0.5, 0.4444444477558136, 0.0}},
+      {[](int n) { return metrics::RecallAtPrecision(0.6, n); }, {0.1490081250667572, 0.0, 0.0}},
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    for (const Case& c : cases) {
+      const int ns[] = {200, 7, 1};
+      for (size_t i = 0; i < 3; ++i) {
+        metrics::Metric m = c.make(ns[i]);
+        CAPTURE(m.name(), ns[i]);
+        check_values(m.result(), {0.0});
+        m.update_state(rate_part(kRateTrue, 0), rate_part(kRatePred, 0),
+                       tf::constant(0.5755506753921509f));
+        m.update_state(rate_part(kRateTrue, 1), rate_part(kRatePred, 1),
+                       tf::constant(0.26005715131759644f));
+        check_values(m.result(), {c.want[i]}, 2e-6, 1e-7);
+        CHECK(m.direction() == "up");
+        REQUIRE(m.tracked_variables().size() == 4);
+        CHECK(m.tracked_variables()[2].first == "true_negatives");
+      }
+    }
+    // A bound of 1 on the first batch alone (unweighted).
+    const std::vector<std::pair<metrics::Metric, double>> bound1 = {
+        {metrics::SensitivityAtSpecificity(1.0), 0.25},
+        {metrics::SpecificityAtSensitivity(1.0), 0.5},
+        {metrics::PrecisionAtRecall(1.0), 0.5},
+        {metrics::RecallAtPrecision(1.0), 0.25}};
+    for (auto [m, want] : bound1) {
+      CAPTURE(m.name());
+      m.update_state(rate_part(kRateTrue, 0), rate_part(kRatePred, 0));
+      check_values(m.result(), {want}, 1e-6);
+    }
+    // class_id: the column of a (6, 4) batch.
+    const tf::Tensor t64 = tf::constant(kRateTrue, tf::TensorShape({6, 4}));
+    const tf::Tensor p64 = tf::constant(kRatePred, tf::TensorShape({6, 4}));
+    const double want_par[] = {1.0, 0.8333333134651184, 0.0, 0.5};
+    const double want_sas[] = {0.5, 0.20000000298023224, 0.0, 0.0};
+    for (int c = 0; c < 4; ++c) {
+      CAPTURE(c);
+      metrics::PrecisionAtRecall par(0.5, 200, c);
+      metrics::SensitivityAtSpecificity sas(0.5, 200, c);
+      par.update_state(t64, p64);
+      sas.update_state(t64, p64);
+      check_values(par.result(), {want_par[c]}, 1e-6);
+      check_values(sas.result(), {want_sas[c]}, 1e-6);
+    }
+    // Only negatives: no recall reaches the bound.
+    metrics::RecallAtPrecision one_class(0.8);
+    one_class.update_state(tf::zeros({4}), tf::constant({0.1f, 0.2f, 0.3f, 0.9f}));
+    check_values(one_class.result(), {0.0});
+  }
+  tf::testing::require_error([] { metrics::PrecisionAtRecall(1.5); },
+                             {"PrecisionAtRecall", "recall", "1.5"});
+  tf::testing::require_error([] { metrics::RecallAtPrecision(0.5, 0); },
+                             {"RecallAtPrecision", "num_thresholds", "0"});
+  tf::testing::require_error(
+      [] {
+        metrics::PrecisionAtRecall(0.5, 200, 4).update_state(tf::ones({2, 4}), tf::ones({2, 4}));
+      },
+      {"precision_at_recall", "class_id 4", "(2, 4)"});
 }
