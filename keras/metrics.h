@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -254,6 +255,46 @@ class RecallAtPrecision : public Metric {
  public:
   explicit RecallAtPrecision(double precision, int num_thresholds = 200, int class_id = -1,
                              std::string name = "recall_at_precision");
+};
+
+// Intersection over union from a confusion matrix accumulated over the updates, as Keras'
+// IoU family: labels (and predictions, unless given as scores: argmax over `axis`) are cast to
+// integers, truncating, as Keras' default int dtype does to predictions and sample weights too;
+// pairs with a label or prediction outside [0, num_classes), or a label equal to ignore_class,
+// count for nothing. result(): the mean of tp / (tp + fp + fn + 1e-7) over the target classes
+// whose denominator is nonzero (0 before any update). State: "total_confusion_matrix"
+// (num_classes, num_classes), rows the labels. Direction "up".
+class IoU : public Metric {
+ public:
+  IoU(int num_classes, std::vector<int> target_class_ids, std::string name = "io_u",
+      std::optional<int> ignore_class = std::nullopt, bool sparse_y_true = true,
+      bool sparse_y_pred = true, int axis = -1);
+};
+// IoU over every class.
+class MeanIoU : public Metric {
+ public:
+  explicit MeanIoU(int num_classes, std::string name = "mean_io_u",
+                   std::optional<int> ignore_class = std::nullopt, bool sparse_y_true = true,
+                   bool sparse_y_pred = true, int axis = -1);
+};
+// Two classes: a prediction >= threshold is class 1. compile() string "binary_io_u".
+class BinaryIoU : public Metric {
+ public:
+  explicit BinaryIoU(std::vector<int> target_class_ids = {0, 1}, double threshold = 0.5,
+                     std::string name = "binary_io_u");
+};
+// One-hot labels and score predictions (argmax over `axis`).
+class OneHotIoU : public Metric {
+ public:
+  OneHotIoU(int num_classes, std::vector<int> target_class_ids, std::string name = "one_hot_io_u",
+            std::optional<int> ignore_class = std::nullopt, bool sparse_y_pred = false,
+            int axis = -1);
+};
+class OneHotMeanIoU : public Metric {
+ public:
+  explicit OneHotMeanIoU(int num_classes, std::string name = "one_hot_mean_io_u",
+                         std::optional<int> ignore_class = std::nullopt, bool sparse_y_pred = false,
+                         int axis = -1);
 };
 
 // Means of the per-sample losses of the same name (keras/losses.h; MeanMetricWrapper-style:

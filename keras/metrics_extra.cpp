@@ -3,6 +3,7 @@
 // The counts are Custom metrics (metrics_impl.h): one float32 "accumulator" of one entry per
 // threshold, summed over replicas and workers on read as Precision's counts are.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,10 @@
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/scatter.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras::metrics {
@@ -227,6 +230,87 @@ std::shared_ptr<MetricImpl> rate_at(const char* cls, const char* what, AtKind ki
   return impl;
 }
 
+// The IoU family (Keras' _IoUBase). `binary_threshold` >= 0 makes predictions class 1 at or
+// above it (BinaryIoU).
+std::shared_ptr<MetricImpl> iou_impl(const char* cls, int num_classes, std::vector<int> ids,
+                                     std::string name, std::optional<int> ignore_class,
+                                     bool sparse_y_true, bool sparse_y_pred, int axis,
+                                     double binary_threshold) {
+  TF_CHECK_ARG(num_classes >= 1, cls, "num_classes must be at least 1, got {}", num_classes);
+  TF_CHECK_ARG(!ids.empty(), cls, "target_class_ids must not be empty");
+  for (int id : ids)
+    TF_CHECK_ARG(id >= 0 && id < num_classes, cls,
+                 "target class id {} is out of range, which is [0, {})", id, num_classes);
+  auto impl = std::make_shared<MetricImpl>(MetricImpl::Kind::Custom, std::move(name));
+  impl->direction = "up";
+  const int64_t c = num_classes;
+  impl->state.emplace_back(
+      "total_confusion_matrix",
+      Variable(zeros(TensorShape({c, c}), float32), impl->name + "/total_confusion_matrix", false));
+  const std::string op = impl->name;
+  impl->increments = [=](const Tensor& y_true, const Tensor& y_pred, const Tensor& sw) {
+    TF_CHECK_ARG(y_true.defined() && y_pred.defined(), op.c_str(),
+                 "update_state needs y_true and y_pred");
+    auto labels = [&](const Tensor& x, bool sparse, const char* what) {
+      if (sparse) return reshape(cast(x, int64), TensorShape({-1}));
+      TF_CHECK_ARG(x.rank() >= 1 && axis >= -x.rank() && axis < x.rank(), op.c_str(),
+                   "{} of shape {} has no axis {} to take the argmax over", what,
+                   x.shape().to_string(), axis);
+      return reshape(cast(argmax(x, axis), int64), TensorShape({-1}));
+    };
+    const Tensor t = labels(y_true, sparse_y_true, "y_true");
+    Tensor p;
+    if (binary_threshold >= 0)
+      p = reshape(
+          cast(greater_equal(cast(y_pred, float32), Tensor(static_cast<float>(binary_threshold))),
+               int64),
+          TensorShape({-1}));
+    else
+      p = labels(y_pred, sparse_y_pred, "y_pred");
+    TF_CHECK_ARG(t.shape() == p.shape(), op.c_str(),
+                 "y_true of shape {} and y_pred of shape {} give different numbers of labels",
+                 y_true.shape().to_string(), y_pred.shape().to_string());
+    const int64_t n = t.shape()[0];
+    // Keras' int state truncates the weights.
+    Tensor w = ones(TensorShape({n}), float32);
+    if (sw.defined()) {
+      const Tensor wf = reshape(cast(cast(sw, int64), float32), TensorShape({-1}));
+      TF_CHECK_ARG(wf.shape()[0] == 1 || wf.shape()[0] == n, op.c_str(),
+                   "sample_weight of shape {} does not match the {} labels of y_true {}",
+                   sw.shape().to_string(), n, y_true.shape().to_string());
+      w = multiply(w, wf);
+    }
+    const Tensor cc = Tensor(c);
+    Tensor valid = logical_and(logical_and(greater_equal(t, Tensor(int64_t{0})), less(t, cc)),
+                               logical_and(greater_equal(p, Tensor(int64_t{0})), less(p, cc)));
+    if (ignore_class) valid = logical_and(valid, not_equal(t, Tensor(int64_t{*ignore_class})));
+    const Tensor zero = zeros_like(t);
+    const Tensor index = add(multiply(where(valid, t, zero), cc), where(valid, p, zero));
+    const Tensor counts =
+        unsorted_segment_sum(where(valid, w, zeros_like(w)), cast(index, int32), c * c);
+    return std::vector<Tensor>{reshape(counts, TensorShape({c, c}))};
+  };
+  std::vector<int64_t> ids64(ids.begin(), ids.end());
+  impl->compute = [ids64](const std::vector<Tensor>& v) {
+    const Tensor& cm = v[0];
+    const Tensor tp = linalg::diag_part(cm);
+    const Tensor denom = subtract(add(reduce_sum(cm, 0), reduce_sum(cm, 1)), tp);
+    const Tensor pick = constant(ids64);
+    const Tensor d = gather(denom, pick), tpp = gather(tp, pick);
+    const Tensor valid = greater(d, Tensor(1e-9f));
+    const Tensor eps = Tensor(static_cast<float>(losses::detail::kEpsilon));
+    const Tensor iou = where(valid, divide(tpp, add(d, eps)), zeros_like(d));
+    return divide(reduce_sum(iou), add(reduce_sum(cast(valid, float32)), eps));
+  };
+  return impl;
+}
+
+std::vector<int> all_classes(int num_classes) {
+  std::vector<int> ids;
+  for (int i = 0; i < num_classes; ++i) ids.push_back(i);
+  return ids;
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -304,6 +388,29 @@ RecallAtPrecision::RecallAtPrecision(double precision, int num_thresholds, int c
     : Metric(rate_at("RecallAtPrecision", "precision", AtKind::RecallAtPrecision, precision,
                      num_thresholds, class_id, std::move(name))) {}
 
+IoU::IoU(int num_classes, std::vector<int> target_class_ids, std::string name,
+         std::optional<int> ignore_class, bool sparse_y_true, bool sparse_y_pred, int axis)
+    : Metric(iou_impl("IoU", num_classes, std::move(target_class_ids), std::move(name),
+                      ignore_class, sparse_y_true, sparse_y_pred, axis, -1.0)) {}
+MeanIoU::MeanIoU(int num_classes, std::string name, std::optional<int> ignore_class,
+                 bool sparse_y_true, bool sparse_y_pred, int axis)
+    : Metric(iou_impl("MeanIoU", num_classes, all_classes(num_classes), std::move(name),
+                      ignore_class, sparse_y_true, sparse_y_pred, axis, -1.0)) {}
+BinaryIoU::BinaryIoU(std::vector<int> target_class_ids, double threshold, std::string name)
+    : Metric(iou_impl("BinaryIoU", 2, std::move(target_class_ids), std::move(name), std::nullopt,
+                      true, true, -1, threshold)) {
+  TF_CHECK_ARG(std::isfinite(threshold) && threshold >= 0, "BinaryIoU",
+               "threshold must be finite and >= 0, got {}", threshold);
+}
+OneHotIoU::OneHotIoU(int num_classes, std::vector<int> target_class_ids, std::string name,
+                     std::optional<int> ignore_class, bool sparse_y_pred, int axis)
+    : Metric(iou_impl("OneHotIoU", num_classes, std::move(target_class_ids), std::move(name),
+                      ignore_class, false, sparse_y_pred, axis, -1.0)) {}
+OneHotMeanIoU::OneHotMeanIoU(int num_classes, std::string name, std::optional<int> ignore_class,
+                             bool sparse_y_pred, int axis)
+    : Metric(iou_impl("OneHotMeanIoU", num_classes, all_classes(num_classes), std::move(name),
+                      ignore_class, false, sparse_y_pred, axis, -1.0)) {}
+
 // ---- means ----
 
 KLDivergence::KLDivergence(std::string name)
@@ -342,6 +449,7 @@ Metric detail::get_extra(const std::string& id, const std::string& name) {
   if (s == "false_negatives" || s == "falsenegatives") return FalseNegatives(0.5, name);
   if (s == "kl_divergence" || s == "kldivergence") return KLDivergence(name);
   if (s == "poisson") return Poisson(name);
+  if (s == "binary_io_u" || s == "binaryiou") return BinaryIoU({0, 1}, 0.5, name);
   if (s == "log_cosh_error" || s == "logcosherror") return LogCoshError(name);
   if (s == "msle" || s == "mean_squared_logarithmic_error" || s == "meansquaredlogarithmicerror")
     return MeanSquaredLogarithmicError(name);

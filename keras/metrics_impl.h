@@ -56,6 +56,7 @@ Metric get_extra(const std::string& id, const std::string& name);
 inline constexpr const char* kExtraMetricNames =
     "true_positives, false_positives, true_negatives, false_negatives, kl_divergence, poisson, "
     "log_cosh_error, msle, mean_squared_logarithmic_error, hinge, squared_hinge, "
-    "categorical_hinge, cosine_similarity, pearson_correlation, concordance_correlation";
+    "categorical_hinge, cosine_similarity, pearson_correlation, concordance_correlation, "
+    "binary_io_u";
 
 }  // namespace tapeflow::keras::metrics::detail

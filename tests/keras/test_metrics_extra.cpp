@@ -380,3 +380,98 @@ TEST_CASE("metrics extra: rates at a bound on another rate as Keras 3.15", "[ker
       },
       {"precision_at_recall", "class_id 4", "(2, 4)"});
 }
+
+TEST_CASE("metrics extra: IoU metrics as Keras 3.15", "[keras][cpu][cuda]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    // keras.metrics.MeanIoU(num_classes=3): Keras' int state truncates the weights (1.5 -> 1,
+    // 2.7 -> 2) and the prediction 0.7 (-> class 0).
+    const tf::Tensor yt = tf::constant({0.f, 1.f, 2.f, 2.f, 1.f, 0.f});
+    const tf::Tensor yp = tf::constant({0.f, 2.f, 2.f, 1.f, 1.f, 0.7f});
+    metrics::MeanIoU mean_iou(3);
+    check_values(mean_iou.result(), {0.0});
+    mean_iou.update_state(yt, yp, tf::constant({1.5f, 2.f, 1.f, 1.f, 3.f, 1.f}));
+    mean_iou.update_state(tf::constant({{2, 0}}), tf::constant({{2, 1}}), tf::constant({2.7f}));
+    check_values(mean_iou.result(), {0.4583333432674408}, 1e-6);
+    REQUIRE(mean_iou.tracked_variables().size() == 1);
+    CHECK(mean_iou.tracked_variables()[0].first == "total_confusion_matrix");
+    check_values(mean_iou.variables()[0].value(), {2, 2, 0, 0, 3, 2, 0, 1, 3});
+    CHECK(mean_iou.direction() == "up");
+
+    metrics::IoU iou02(3, {0, 2});
+    iou02.update_state(yt, yp);
+    check_values(iou02.result(), {0.6666666865348816}, 1e-6);
+    metrics::MeanIoU ignoring(3, "mean_io_u", 2);
+    ignoring.update_state(yt, yp);
+    check_values(ignoring.result(), {0.5}, 1e-6);
+    // Labels or predictions outside [0, 3) count for nothing.
+    metrics::MeanIoU out_of_bounds(3);
+    out_of_bounds.update_state(tf::constant({0, 5, -1, 1}), tf::constant({0, 1, 1, 7}));
+    check_values(out_of_bounds.result(), {0.9999997615814209}, 1e-6);
+
+    // BinaryIoU: fractional weights truncate to 0 (Keras' int state): nothing counted.
+    metrics::BinaryIoU binary({0, 1}, 0.3);
+    binary.update_state(tf::constant({0.f, 1.f, 0.f, 1.f}), tf::constant({0.1f, 0.2f, 0.4f, 0.7f}),
+                        tf::constant({0.2f, 0.3f, 0.4f, 0.1f}));
+    check_values(binary.result(), {0.0});
+    metrics::BinaryIoU binary1({1});
+    binary1.update_state(tf::constant({0.f, 1.f, 0.f, 1.f}),
+                         tf::constant({0.1f, 0.5f, 0.4f, 0.7f}));
+    binary1.update_state(tf::constant({1.f, 1.f}), tf::constant({0.2f, 0.9f}));
+    check_values(binary1.result(), {0.7499999403953552}, 1e-6);
+
+    const tf::Tensor oh_t =
+        tf::constant({{0.f, 0.f, 1.f}, {1.f, 0.f, 0.f}, {0.f, 1.f, 0.f}, {1.f, 0.f, 0.f}});
+    const tf::Tensor oh_p = tf::constant(
+        {{0.2f, 0.3f, 0.5f}, {0.1f, 0.2f, 0.7f}, {0.5f, 0.3f, 0.1f}, {0.1f, 0.4f, 0.5f}});
+    metrics::OneHotIoU one_hot(3, {0, 2});
+    one_hot.update_state(oh_t, oh_p, tf::constant({1.f, 2.f, 3.f, 4.f}));
+    check_values(one_hot.result(), {0.0714285746216774}, 1e-6);
+    metrics::OneHotMeanIoU one_hot_mean(3);
+    one_hot_mean.update_state(oh_t, oh_p);
+    check_values(one_hot_mean.result(), {0.1111111119389534}, 1e-6);
+  }
+  CHECK(metrics::get("binary_io_u").name() == "binary_io_u");
+  CHECK(metrics::MeanIoU(2).name() == "mean_io_u");
+  tf::testing::require_error(
+      [] {
+        metrics::IoU(3, {0, 3});
+      },
+      {"IoU", "target class id 3", "[0, 3)"});
+  tf::testing::require_error([] { metrics::MeanIoU(0); }, {"MeanIoU", "num_classes", "0"});
+  tf::testing::require_error([] { metrics::MeanIoU(3).update_state(tf::ones({4}), tf::ones({5})); },
+                             {"mean_io_u", "(4,)", "(5,)"});
+  tf::testing::require_error(
+      [] { metrics::MeanIoU(3).update_state(tf::ones({4}), tf::ones({4}), tf::ones({3})); },
+      {"mean_io_u", "sample_weight of shape (3,)", "(4,)"});
+}
+
+TEST_CASE("metrics extra: mirrored IoU confusion matrices are summed over replicas",
+          "[keras][cpu][multi_device]") {
+  if (!tf::testing::split_cpu_in_two()) return;
+  const std::vector<tf::Device> devs = {tf::Device::parse("/cpu:0"), tf::Device::parse("/cpu:1")};
+  metrics::MeanIoU iou(3);
+  metrics::TruePositives tp;
+  {
+    tf::detail::MirrorVariablesScope mirror(devs);
+    iou = metrics::MeanIoU(3);
+    tp = metrics::TruePositives();
+  }
+  REQUIRE(iou.variables()[0].is_mirrored());
+  const tf::Tensor yt = tf::constant({0.f, 1.f, 2.f, 2.f, 1.f, 0.f});
+  const tf::Tensor yp = tf::constant({0.f, 2.f, 2.f, 1.f, 1.f, 0.f});
+  for (int r = 0; r < 2; ++r) {
+    tf::detail::ReplicaComponentScope replica(r);
+    tf::DeviceScope place(devs[static_cast<size_t>(r)]);
+    iou.update_state(tf::slice(yt, {3 * r}, {3}), tf::slice(yp, {3 * r}, {3}));
+    tp.update_state(tf::slice(yt, {3 * r}, {3}), tf::slice(yp, {3 * r}, {3}));
+  }
+  metrics::MeanIoU iou1(3);
+  metrics::TruePositives tp1;
+  iou1.update_state(yt, yp);
+  tp1.update_state(yt, yp);
+  check_values(iou.result(), {iou1.result().item<float>()}, 1e-6);
+  check_values(tp.result(), {tp1.result().item<float>()}, 1e-6);
+  check_values(tp.result(), {4.0});
+}
