@@ -211,16 +211,20 @@ std::shared_ptr<MetricImpl> rate_at(const char* cls, const char* what, AtKind ki
     Tensor bounded, best;
     switch (kind) {
       case AtKind::SensitivityAtSpecificity:
-        bounded = specificity, best = sensitivity;
+        bounded = specificity;
+        best = sensitivity;
         break;
       case AtKind::SpecificityAtSensitivity:
-        bounded = sensitivity, best = specificity;
+        bounded = sensitivity;
+        best = specificity;
         break;
       case AtKind::PrecisionAtRecall:
-        bounded = sensitivity, best = precision;
+        bounded = sensitivity;
+        best = precision;
         break;
       case AtKind::RecallAtPrecision:
-        bounded = precision, best = sensitivity;
+        bounded = precision;
+        best = sensitivity;
         break;
     }
     // The rates are >= 0: the max over the feasible thresholds, 0 when there is none.

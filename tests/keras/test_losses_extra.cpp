@@ -152,6 +152,18 @@ TEST_CASE("losses extra: edge cases as Keras 3.15", "[keras][cpu]") {
   check_values(losses::BinaryFocalCrossentropy(false, 0.25, 2.0, false, 0.0, Reduction::NONE)(
                    tf::ones({2, 2}), tf::constant({{1.0f, 0.0f}, {0.5f, 1e-9f}})),
                {8.05904769897461, 8.14569091796875}, 2e-6);
+  // Predictions exactly right: (1 - p_t)^gamma at 0 has a zero gradient, not NaN (TF's
+  // GradientTape through keras.losses.BinaryFocalCrossentropy(gamma=1.5) gives 0 and 0).
+  {
+    const tf::Tensor p = tf::constant({1.0, 0.0});
+    tf::GradientTape tape;
+    tape.watch(p);
+    const tf::Tensor l =
+        losses::BinaryFocalCrossentropy(false, 0.25, 1.5)(tf::constant({1.0, 0.0}), p);
+    const tf::Tensor g = tape.gradient(l, p);
+    REQUIRE(g.defined());
+    check_values(g, {0.0, 0.0});
+  }
   // A large logit: the crossentropy comes from the logits, not clipped probabilities.
   check_values(losses::binary_focal_crossentropy(tf::constant({0.0}), tf::constant({30.0}), false,
                                                  0.25, 2.0, true),
