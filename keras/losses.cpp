@@ -295,10 +295,11 @@ Loss get(const std::string& identifier) {
   if (id == "mse" || id == "mean_squared_error") return MeanSquaredError();
   if (id == "binary_crossentropy") return BinaryCrossentropy();
   if (Loss more = detail::get_more(id); more.defined()) return more;
+  if (Loss extra = detail::get_extra(id); extra.defined()) return extra;
   TF_THROW(InvalidArgumentError, "losses.get",
            "unknown loss '{}' (known: sparse_categorical_crossentropy, categorical_crossentropy, "
-           "mse, mean_squared_error, binary_crossentropy, {})",
-           identifier, detail::kMoreLossNames);
+           "mse, mean_squared_error, binary_crossentropy, {}, {})",
+           identifier, detail::kMoreLossNames, detail::kExtraLossNames);
 }
 
 }  // namespace tapeflow::keras::losses

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -208,6 +209,77 @@ inline constexpr const char* kMoreLossNames =
     "mae, mean_absolute_error, mape, mean_absolute_percentage_error, msle, "
     "mean_squared_logarithmic_error, huber, log_cosh, kl_divergence, kld, poisson, "
     "cosine_similarity, hinge, squared_hinge, categorical_hinge";
+}  // namespace detail
+
+// ---- Extra losses (keras/losses_extra.cpp) ----
+// Reductions, sample weights and dtype handling as above; defaults and names as Keras 3.15.
+
+// mean over the last axis of (1 - p_t)^gamma * bce, p_t = y p + (1 - y)(1 - p), bce the clipped
+// binary crossentropy (from_logits: sigmoid_cross_entropy_with_logits of the logits, unclipped,
+// as Keras' TF backend; p_t from sigmoid(logits)); apply_class_balancing multiplies by
+// y alpha + (1 - y)(1 - alpha); label_smoothing: y (1 - s) + s / 2, used in p_t too.
+class BinaryFocalCrossentropy : public Loss {
+ public:
+  explicit BinaryFocalCrossentropy(bool apply_class_balancing = false, double alpha = 0.25,
+                                   double gamma = 2.0, bool from_logits = false,
+                                   double label_smoothing = 0.0,
+                                   Reduction reduction = Reduction::AUTO,
+                                   std::string name = "binary_focal_crossentropy");
+};
+// sum over the last axis of alpha (1 - q)^gamma (-y log q), q the predictions (softmax of the
+// logits) normalised to sum to 1 and clipped to [1e-7, 1 - 1e-7]; label_smoothing as
+// CategoricalCrossentropy.
+class CategoricalFocalCrossentropy : public Loss {
+ public:
+  explicit CategoricalFocalCrossentropy(double alpha = 0.25, double gamma = 2.0,
+                                        bool from_logits = false, double label_smoothing = 0.0,
+                                        Reduction reduction = Reduction::AUTO,
+                                        std::string name = "categorical_focal_crossentropy");
+};
+// 1 - 2 sum(y p) / (sum(y) + sum(p) + 1e-7), the sums over `axis` (empty: every axis, Keras'
+// axis=None, one scalar loss for the batch).
+class Dice : public Loss {
+ public:
+  explicit Dice(Reduction reduction = Reduction::AUTO, std::string name = "dice",
+                std::vector<int> axis = {});
+};
+// 1 - sum(y p) / (sum(y p) + alpha sum((1 - p) y) + beta sum(p (1 - y)) + 1e-7), sums over
+// `axis` as Dice (Keras 3.15 weighs the missed positives by alpha).
+class Tversky : public Loss {
+ public:
+  explicit Tversky(double alpha = 0.5, double beta = 0.5, Reduction reduction = Reduction::AUTO,
+                   std::string name = "tversky", std::vector<int> axis = {});
+};
+
+// (1 - p^q) / q, p the prediction for the integer label (of y_pred's shape without the class
+// axis, or with a trailing 1; an out-of-range label gives p = 0), q in (0, 1) (Zhang & Sabuncu's
+// generalized crossentropy, robust to noisy labels).
+class CategoricalGeneralizedCrossEntropy : public Loss {
+ public:
+  explicit CategoricalGeneralizedCrossEntropy(
+      double q = 0.5, Reduction reduction = Reduction::AUTO,
+      std::string name = "categorical_generalized_cross_entropy");
+};
+
+Tensor categorical_generalized_cross_entropy(const Tensor& y_true, const Tensor& y_pred,
+                                             double q = 0.5);
+Tensor binary_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
+                                 bool apply_class_balancing = false, double alpha = 0.25,
+                                 double gamma = 2.0, bool from_logits = false,
+                                 double label_smoothing = 0.0);
+Tensor categorical_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
+                                      double alpha = 0.25, double gamma = 2.0,
+                                      bool from_logits = false, double label_smoothing = 0.0);
+Tensor dice(const Tensor& y_true, const Tensor& y_pred, const std::vector<int>& axis = {});
+Tensor tversky(const Tensor& y_true, const Tensor& y_pred, double alpha = 0.5, double beta = 0.5,
+               const std::vector<int>& axis = {});
+
+namespace detail {
+// The losses of keras/losses_extra.cpp by compile() string (lower case), as get_more.
+Loss get_extra(const std::string& id);
+inline constexpr const char* kExtraLossNames =
+    "binary_focal_crossentropy, categorical_focal_crossentropy, dice, tversky, "
+    "categorical_generalized_cross_entropy";
 }  // namespace detail
 
 }  // namespace tapeflow::keras::losses

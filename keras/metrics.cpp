@@ -310,11 +310,12 @@ Metric get(const std::string& identifier, const losses::Loss& loss) {
   // As Keras: the metric string gives the default metric (from_logits = false), whatever the loss.
   if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy(identifier);
   if (Metric more = detail::get_more(id, identifier); more.defined()) return more;
+  if (Metric extra = detail::get_extra(id, identifier); extra.defined()) return extra;
   TF_THROW(InvalidArgumentError, "metrics.get",
            "unknown metric '{}' (known: accuracy, acc, sparse_categorical_accuracy, "
            "categorical_accuracy, binary_accuracy, mse, mean_squared_error, "
-           "sparse_categorical_crossentropy, {})",
-           identifier, detail::kMoreMetricNames);
+           "sparse_categorical_crossentropy, {}, {})",
+           identifier, detail::kMoreMetricNames, detail::kExtraMetricNames);
 }
 
 }  // namespace tapeflow::keras::metrics

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -200,6 +201,158 @@ class AUC : public Metric {
 Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k = 5);
 Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k = 5);
 
+// ---- Extra metrics (keras/metrics_extra.cpp) ----
+// Confusion counts at one or more thresholds, as Keras' TruePositives etc.: y_true nonzero is
+// positive (a NaN label too), y_pred positive when > threshold (a NaN prediction never is);
+// every element counts, sample_weight as Precision. State: a float32 "accumulator" of one entry
+// per threshold. result(): a scalar for one threshold, else a vector of one count per threshold
+// (such a metric cannot be a fit() log, which takes scalars). Thresholds evenly spaced over
+// [0, 1] (three or more) clip predictions to [0, 1] first, as Keras' bucketed path does.
+// Direction "" (none), as Keras.
+class TruePositives : public Metric {
+ public:
+  explicit TruePositives(double thresholds = 0.5, std::string name = "true_positives");
+  explicit TruePositives(std::vector<double> thresholds, std::string name = "true_positives");
+};
+class FalsePositives : public Metric {
+ public:
+  explicit FalsePositives(double thresholds = 0.5, std::string name = "false_positives");
+  explicit FalsePositives(std::vector<double> thresholds, std::string name = "false_positives");
+};
+class TrueNegatives : public Metric {
+ public:
+  explicit TrueNegatives(double thresholds = 0.5, std::string name = "true_negatives");
+  explicit TrueNegatives(std::vector<double> thresholds, std::string name = "true_negatives");
+};
+class FalseNegatives : public Metric {
+ public:
+  explicit FalseNegatives(double thresholds = 0.5, std::string name = "false_negatives");
+  explicit FalseNegatives(std::vector<double> thresholds, std::string name = "false_negatives");
+};
+
+// The best value of one rate where another reaches a bound, over num_thresholds thresholds
+// i / (num_thresholds - 1) (one threshold: 0.5), predictions clipped to [0, 1] (Keras'
+// bucketed counts): the largest sensitivity where the specificity is >= `specificity`, and so
+// on; 0 when no threshold reaches the bound. class_id (>= 0) keeps that column of the last axis.
+// State: "true_positives", "false_positives", "true_negatives", "false_negatives" of shape
+// (num_thresholds,). Direction "up"; no compile() string (Keras' need their bound).
+class SensitivityAtSpecificity : public Metric {
+ public:
+  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200, int class_id = -1,
+                                    std::string name = "sensitivity_at_specificity");
+};
+class SpecificityAtSensitivity : public Metric {
+ public:
+  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200, int class_id = -1,
+                                    std::string name = "specificity_at_sensitivity");
+};
+class PrecisionAtRecall : public Metric {
+ public:
+  explicit PrecisionAtRecall(double recall, int num_thresholds = 200, int class_id = -1,
+                             std::string name = "precision_at_recall");
+};
+class RecallAtPrecision : public Metric {
+ public:
+  explicit RecallAtPrecision(double precision, int num_thresholds = 200, int class_id = -1,
+                             std::string name = "recall_at_precision");
+};
+
+// Intersection over union from a confusion matrix accumulated over the updates, as Keras'
+// IoU family: labels (and predictions, unless given as scores: argmax over `axis`) are cast to
+// integers, truncating, as Keras' default int dtype does to predictions and sample weights too;
+// pairs with a label or prediction outside [0, num_classes), or a label equal to ignore_class,
+// count for nothing. result(): the mean of tp / (tp + fp + fn + 1e-7) over the target classes
+// whose denominator is nonzero (0 before any update). State: "total_confusion_matrix"
+// (num_classes, num_classes), rows the labels. Direction "up".
+class IoU : public Metric {
+ public:
+  IoU(int num_classes, std::vector<int> target_class_ids, std::string name = "io_u",
+      std::optional<int> ignore_class = std::nullopt, bool sparse_y_true = true,
+      bool sparse_y_pred = true, int axis = -1);
+};
+// IoU over every class.
+class MeanIoU : public Metric {
+ public:
+  explicit MeanIoU(int num_classes, std::string name = "mean_io_u",
+                   std::optional<int> ignore_class = std::nullopt, bool sparse_y_true = true,
+                   bool sparse_y_pred = true, int axis = -1);
+};
+// Two classes: a prediction >= threshold is class 1. compile() string "binary_io_u".
+class BinaryIoU : public Metric {
+ public:
+  explicit BinaryIoU(std::vector<int> target_class_ids = {0, 1}, double threshold = 0.5,
+                     std::string name = "binary_io_u");
+};
+// One-hot labels and score predictions (argmax over `axis`).
+class OneHotIoU : public Metric {
+ public:
+  OneHotIoU(int num_classes, std::vector<int> target_class_ids, std::string name = "one_hot_io_u",
+            std::optional<int> ignore_class = std::nullopt, bool sparse_y_pred = false,
+            int axis = -1);
+};
+class OneHotMeanIoU : public Metric {
+ public:
+  explicit OneHotMeanIoU(int num_classes, std::string name = "one_hot_mean_io_u",
+                         std::optional<int> ignore_class = std::nullopt, bool sparse_y_pred = false,
+                         int axis = -1);
+};
+
+// Means of the per-sample losses of the same name (keras/losses.h; MeanMetricWrapper-style:
+// weighted by sample_weight, averaged over samples). Direction "down", except KLDivergence and
+// Poisson ("", as Keras) and the similarities and correlations ("up").
+class KLDivergence : public Metric {
+ public:
+  explicit KLDivergence(std::string name = "kl_divergence");
+};
+class Poisson : public Metric {
+ public:
+  explicit Poisson(std::string name = "poisson");
+};
+// log(cosh(y_pred - y_true)) averaged over the last axis.
+class LogCoshError : public Metric {
+ public:
+  explicit LogCoshError(std::string name = "logcosh");
+};
+class MeanSquaredLogarithmicError : public Metric {
+ public:
+  explicit MeanSquaredLogarithmicError(std::string name = "mean_squared_logarithmic_error");
+};
+class Hinge : public Metric {
+ public:
+  explicit Hinge(std::string name = "hinge");
+};
+class SquaredHinge : public Metric {
+ public:
+  explicit SquaredHinge(std::string name = "squared_hinge");
+};
+class CategoricalHinge : public Metric {
+ public:
+  explicit CategoricalHinge(std::string name = "categorical_hinge");
+};
+// sum(l2_normalize(y_true) * l2_normalize(y_pred), axis): +1 for parallel vectors (the loss
+// CosineSimilarity is its negation).
+class CosineSimilarity : public Metric {
+ public:
+  explicit CosineSimilarity(std::string name = "cosine_similarity", int axis = -1);
+};
+// Per sample, Pearson's r along `axis` (population standard deviations; a constant row gives
+// NaN, as Keras), averaged over the samples (Keras 3's streaming definition: the mean of
+// per-batch-row coefficients, not a coefficient over the whole stream).
+class PearsonCorrelation : public Metric {
+ public:
+  explicit PearsonCorrelation(std::string name = "pearson_correlation", int axis = -1);
+};
+// Per sample, mean(2 * (y_true - mean(y_pred)) * (y_pred - mean(y_pred)) / (var(y_true) +
+// var(y_pred) + (mean(y_true) - mean(y_pred))^2 + 1e-7)) along `axis`: Keras 3.15's formula
+// (its covariance centres y_true on y_pred's mean), averaged over the samples.
+class ConcordanceCorrelation : public Metric {
+ public:
+  explicit ConcordanceCorrelation(std::string name = "concordance_correlation", int axis = -1);
+};
+
+Tensor pearson_correlation(const Tensor& y_true, const Tensor& y_pred, int axis = -1);
+Tensor concordance_correlation(const Tensor& y_true, const Tensor& y_pred, int axis = -1);
+
 // A metric from its compile() string: "accuracy"/"acc" resolve as Keras does with the loss:
 // sparse categorical crossentropy -> SparseCategoricalAccuracy, categorical ->
 // CategoricalAccuracy, binary -> BinaryAccuracy; with another loss (or none) the choice is made
@@ -210,7 +363,9 @@ Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_p
 // "mae"/"mean_absolute_error", "root_mean_squared_error", "mape"/
 // "mean_absolute_percentage_error", "precision", "recall", "auc", "top_k_categorical_accuracy",
 // "sparse_top_k_categorical_accuracy", "binary_crossentropy", "categorical_crossentropy" (Keras
-// 3 has no "rmse"). Metrics from strings keep the string as their name, as compile() logs them.
+// 3 has no "rmse"), and the strings of detail::kExtraMetricNames (snake case or the class name
+// in any case: "true_positives", "TruePositives"). Metrics from strings keep the string as their
+// name, as compile() logs them.
 Metric get(const std::string& identifier, const losses::Loss& loss = losses::Loss());
 
 }  // namespace tapeflow::keras::metrics

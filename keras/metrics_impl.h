@@ -51,4 +51,12 @@ inline constexpr const char* kMoreMetricNames =
     "precision, recall, auc, top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, "
     "binary_crossentropy, categorical_crossentropy";
 
+// The metrics of keras/metrics_extra.cpp, likewise (get() tries it after get_more).
+Metric get_extra(const std::string& id, const std::string& name);
+inline constexpr const char* kExtraMetricNames =
+    "true_positives, false_positives, true_negatives, false_negatives, kl_divergence, poisson, "
+    "log_cosh_error, msle, mean_squared_logarithmic_error, hinge, squared_hinge, "
+    "categorical_hinge, cosine_similarity, pearson_correlation, concordance_correlation, "
+    "binary_io_u";
+
 }  // namespace tapeflow::keras::metrics::detail
