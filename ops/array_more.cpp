@@ -16,6 +16,7 @@
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/sort.h"
 #include "ops/unary.h"
 
@@ -202,8 +203,11 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
   int a = 0;
   if (!axis) {
     v = reshape(x, TensorShape{-1});
+  } else if (x.rank() == 0) {
+    // TF reads a scalar as a vector of one along axis 0 (or -1).
+    TF_CHECK_ARG(*axis == 0 || *axis == -1, op, "axis {} given for a scalar input", *axis);
+    v = reshape(x, TensorShape{1});
   } else {
-    TF_CHECK_ARG(x.rank() >= 1, op, "axis {} given for a scalar input", *axis);
     a = detail::normalize_axis(op, *axis, x.shape());
   }
   const int64_t n = v.shape()[a];
@@ -273,12 +277,25 @@ Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
   TF_CHECK_ARG(num_samples >= 0, op, "num_samples must be non-negative, got {}", num_samples);
   TF_CHECK_ARG(dtype == int32 || dtype == int64, op, "dtype must be int32 or int64, got {}",
                dtype_name(dtype));
-  // Gumbel-max: argmax(logits + g) with g = -log(-log(u)) is a draw from softmax(logits). The
-  // noise is float64 so that no u rounds to 0 or 1 for any realistic sample count.
-  const Tensor wide = tile(expand_dims(cast(logits, float64), 1), {1, num_samples, 1});
-  const Tensor u = detail::random_uniform_like(wide, 0.0, 1.0, float64, seed);
-  const Tensor g = negative(log(negative(log(u))));
-  return cast(argmax(wide + g, 2), dtype);
+  // The inverse CDF in float64: u * total, u uniform in [0, 1), looked up in each row's running
+  // sum of exp(logits - max) (the first class whose running sum exceeds it), so memory grows
+  // with batch x (classes + samples), not with their product. A row whose logits are all -inf
+  // (nothing to draw) gives num_classes, as TF's out-of-range marker.
+  const int64_t classes = logits.shape()[1];
+  const Tensor x = cast(logits, float64);
+  const Tensor top = reduce_max(x, std::vector<int>{1}, true);
+  const Tensor p = exp(x - where(equal(top, top - top), top, zeros_like(top)));
+  const Tensor running = cumsum(p, 1);
+  const Tensor total = slice(running, {0, classes - 1}, {-1, 1});  // (batch, 1)
+  const Tensor u =
+      detail::random_uniform_like(tile(total, {1, num_samples}), 0.0, 1.0, float64, seed);
+  const Tensor drawn = searchsorted(running, u * total, "right", int64);
+  // u * total may round up to total itself: that draw is the last class with any mass.
+  const Tensor last = cast(argmax(reverse(cast(greater(p, 0.0), int32), {1}), 1), int64);
+  const Tensor last_class = expand_dims(int64_t{classes - 1} - last, 1);
+  const Tensor fixed = where(
+      logical_and(greater_equal(drawn, int64_t{classes}), greater(total, 0.0)), last_class, drawn);
+  return cast(fixed, dtype);
 }
 
 Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
@@ -308,6 +325,9 @@ Tensor shuffle(const Tensor& value, std::optional<int64_t> seed) {
   // The permutation is the stable argsort of one float64 key per row. The keys take their shape
   // from the value's first column, so that a traced function with an unknown first dimension
   // serves every size with one graph (random_uniform_like reads it when the graph runs).
+  // Rows of no elements (an inner dimension of 0): every order is the same.
+  for (int d = 1; d < value.rank(); ++d)
+    if (value.shape()[d] == 0) return value;
   std::vector<int64_t> begin(static_cast<size_t>(value.rank()), 0), size(begin.size(), 1);
   size[0] = -1;
   const Tensor column = reshape(slice(value, begin, size), TensorShape{-1});

@@ -500,7 +500,7 @@ void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> ou
         for (int64_t k = 0; k < cn; ++k) lp[size_t(t * cn + k)] = row[k] - lse;
       }
       loss[size_t(b)] = static_cast<T>(
-          ctc_one(lp, tb, cn, &labels[size_t(b * ln)], label_len[size_t(b)], p.blank, g.data()));
+          ctc_one(lp, tb, cn, labels.data() + b * ln, label_len[size_t(b)], p.blank, g.data()));
       for (int64_t t = 0; t < tb; ++t)
         for (int64_t k = 0; k < cn; ++k)
           grad[size_t((t * bn + b) * cn + k)] = static_cast<T>(g[size_t(t * cn + k)]);

@@ -1,5 +1,7 @@
 #include "ops/special.h"
 
+#include <limits>
+
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -133,8 +135,12 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
       case SpecialFn::BesselI0e:
         return g * (math::bessel_i1e(x) - sign(x) * math::bessel_i0e(x));
       case SpecialFn::BesselI1e: {
+        // TF's guard: 0.5 where |x| is at most the dtype's smallest normal (1 / x overflows).
         const Tensor zero = zeros_like(x);
-        const Tensor at_zero = equal(x, zero);
+        const double tiny = x.dtype() == float64   ? std::numeric_limits<double>::min()
+                            : x.dtype() == float16 ? 6.103515625e-05
+                                                   : std::numeric_limits<float>::min();
+        const Tensor at_zero = less_equal(abs(x), zero + tiny);
         const Tensor safe = where(at_zero, ones_like(x), x);
         const Tensor d = math::bessel_i0e(x) - outs[0] * (sign(x) + 1 / safe);
         return g * where(at_zero, zero + 0.5, d);

@@ -1,11 +1,13 @@
 // CPU kernel of UnsortedSegmentReduce: the output starts at the reducer's identity, rows are
 // combined in order (deterministic), columns split over the thread pool as UnsortedSegmentSum's.
-// NaN propagates through max and min as in TF's CPU kernels (a NaN element wins).
+// A NaN anywhere in a segment makes its max and min NaN (TF 2.21's result depends on where the
+// NaN sits: [1, nan, 2] gives 2, [1, 2, nan] NaN). Integer sums and products wrap, as TF's.
 #include "ops/segment.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -29,13 +31,25 @@ C identity_of(SegmentReducer r) {
   return C(0);
 }
 
+// The type integer arithmetic wraps in: the unsigned one (floating types: themselves).
+template <class C, bool = std::is_integral_v<C>>
+struct wrapping {
+  using type = C;
+};
+template <class C>
+struct wrapping<C, true> {
+  using type = std::make_unsigned_t<C>;
+};
+
 template <class C>
 C combine(SegmentReducer r, C a, C b) {
+  // Integers in their unsigned type: wrapping, not signed overflow (undefined behaviour).
+  using W = typename wrapping<C>::type;
   switch (r) {
     case SegmentReducer::Sum:
-      return a + b;
+      return static_cast<C>(static_cast<W>(a) + static_cast<W>(b));
     case SegmentReducer::Prod:
-      return a * b;
+      return static_cast<C>(static_cast<W>(a) * static_cast<W>(b));
     case SegmentReducer::Max:
       if constexpr (std::is_floating_point_v<C>)
         if (std::isnan(b)) return b;

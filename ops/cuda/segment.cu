@@ -44,13 +44,25 @@ struct bits_of<int64_t> {
   using type = unsigned long long;
 };
 
+// The type integer arithmetic wraps in: the unsigned one (floating types: themselves).
+template <class C, bool = std::is_integral_v<C>>
+struct wrapping {
+  using type = C;
+};
+template <class C>
+struct wrapping<C, true> {
+  using type = std::make_unsigned_t<C>;
+};
+
 template <class C>
 __device__ __forceinline__ C combine(SegmentReducer r, C a, C b) {
+  // Integers in their unsigned type: wrapping, not signed overflow (undefined behaviour).
+  using W = typename wrapping<C>::type;
   switch (r) {
     case SegmentReducer::Sum:
-      return a + b;
+      return static_cast<C>(static_cast<W>(a) + static_cast<W>(b));
     case SegmentReducer::Prod:
-      return a * b;
+      return static_cast<C>(static_cast<W>(a) * static_cast<W>(b));
     case SegmentReducer::Max:
       if constexpr (std::is_floating_point_v<C>)
         if (b != b) return b;

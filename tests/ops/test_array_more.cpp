@@ -302,6 +302,10 @@ TEST_CASE("array_more: repeat with scalar and per-element repeats", "[cpu][cuda]
     check_values(v, kRepeatVecAxis0, 0, 0);
     check_values(tf::repeat(x, ints({0, 2, 1}, {3}, tf::int64), 1), kRepeatVecAxis1, 0, 0);
     check_values(tf::repeat(x, tf::Tensor(int64_t{2}), 1), kRepeatScalarAxis1, 0, 0);
+    // tf.repeat(5., 3, axis=0) and axis=-1: [5., 5., 5.] (a scalar reads as a vector of one).
+    check_values(tf::repeat(tf::Tensor(5.0f), 3, 0), {5, 5, 5}, 0, 0);
+    check_values(tf::repeat(tf::Tensor(5.0f), 3, -1), {5, 5, 5}, 0, 0);
+    require_error([] { tf::repeat(tf::Tensor(5.0f), 3, 1); }, {"repeat", "axis 1", "scalar"});
     auto f = tf::function([](const tf::Tensor& t) { return tf::repeat(t, 2, 1); });
     check_values(f(x), kRepeatScalarAxis1, 0, 0);
     auto g =
@@ -387,6 +391,20 @@ TEST_CASE("array_more: random categorical follows softmax of the logits",
     const tf::Tensor masked = tf::constant<float>({0.0f, -INFINITY, 0.0f}, {1, 3});
     const auto m = tf::random::categorical(masked, 2000, tf::int32, 3).numpy<int32_t>();
     CHECK(std::count(m.begin(), m.end(), 1) == 0);
+    // The last class with any mass is drawn too (-inf after it), and a row of -inf logits gives
+    // num_classes, TF's out-of-range marker.
+    const tf::Tensor tail = tf::constant<float>(
+        {0.0f, 0.0f, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, {2, 4});
+    const auto t = tf::random::categorical(tail, 4000, tf::int64, 9).numpy<int64_t>();
+    const auto ones = std::count(t.begin(), t.begin() + 4000, int64_t{1});
+    CHECK(std::count(t.begin(), t.begin() + 4000, int64_t{0}) + ones == 4000);
+    CHECK(std::abs(static_cast<double>(ones) / 4000.0 - 0.5) < 0.04);
+    CHECK(std::count(t.begin() + 4000, t.end(), int64_t{4}) == 4000);
+    // Memory grows with batch x (classes + samples): 1000 samples over 100000 classes.
+    const tf::Tensor wide = tf::zeros({2, 100000});
+    const auto w = tf::random::categorical(wide, 1000, tf::int32, 2).numpy<int32_t>();
+    CHECK(*std::max_element(w.begin(), w.end()) < 100000);
+    CHECK(*std::min_element(w.begin(), w.end()) >= 0);
     tf::random::set_seed(11);
     const auto a = tf::random::categorical(l, 50, tf::int64, 5).numpy<int64_t>();
     tf::random::set_seed(11);
@@ -461,6 +479,8 @@ TEST_CASE("array_more: random shuffle permutes the first dimension", "[cpu][cuda
     std::sort(firsts.begin(), firsts.end());
     for (int i = 0; i < 100; ++i) CHECK(firsts[size_t(i)] == i);  // a permutation
     CHECK(moved > 80);
+    // Empty rows (tf.random.shuffle(tf.zeros((3, 0))) has shape (3, 0)).
+    CHECK(tf::random::shuffle(tf::zeros({3, 0})).shape() == tf::TensorShape{3, 0});
     tf::random::set_seed(4);
     const auto a = tf::random::shuffle(x, 1).numpy<int32_t>();
     tf::random::set_seed(4);

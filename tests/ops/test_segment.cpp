@@ -153,6 +153,14 @@ TEST_CASE("segment: unsorted ids are checked and negative ids dropped", "[cpu][c
           tf::math::unsorted_segment_max(make(kData, {5, 2}, tf::uint8), bad, 6);
         },
         {"unsorted_segment_max", "uint8"});
+    // Integers wrap as TF's: [2^31 - 1, 1] sums to -2^31, 2^20 * 2^20 (int32) multiplies to 0.
+    const auto pair_ids = tf::constant(std::vector<int32_t>{0, 0}, {2});
+    check_values(tf::math::unsorted_segment_sum(
+                     tf::constant(std::vector<int32_t>{2147483647, 1}, {2}), pair_ids, 1),
+                 {-2147483648.0}, 0, 0);
+    check_values(tf::math::unsorted_segment_prod(
+                     tf::constant(std::vector<int32_t>{1 << 20, 1 << 20}, {2}), pair_ids, 1),
+                 {0}, 0, 0);
     // Every id negative: all identities.
     const auto dropped = tf::constant(std::vector<int64_t>{-1, -2, -3, -4, -5}, {5});
     check_values(tf::math::unsorted_segment_prod(d, dropped, 1), {1, 1}, 0, 0);
