@@ -30,6 +30,12 @@ using tf::testing::require_error;
 
 namespace {
 
+// Looser than the default: the nn ops chain more float64 rounding.
+void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
+                    const tf::TensorShape& shape, std::vector<double> data = {}) {
+  tf::testing::check_gradient(f, shape, std::move(data), 1e-6, 1e-7);
+}
+
 // Expected values, printed by TF 2.21's tf.nn functions of the same names on the inputs built
 // by vals() below (tf.math.log_sigmoid for log_sigmoid; float32 for max_pool_with_argmax and
 // local_response_normalization, float64 elsewhere).
@@ -415,37 +421,6 @@ tf::Tensor vals(const tf::TensorShape& shape, double k, double scale = 1.0,
 }
 tf::Tensor iota(const tf::TensorShape& shape, tf::DType dtype = tf::float64) {
   return tf::reshape(tf::range(0.0, static_cast<double>(shape.num_elements()), 1.0, dtype), shape);
-}
-
-// The gradient of sum(f(x) * w) for a float64 x (starting at `data`, else random) against
-// central differences.
-void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
-                    const tf::TensorShape& shape, std::vector<double> data = {}) {
-  if (data.empty()) data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
-  const tf::Tensor x = tf::detail::from_doubles(data, shape, tf::float64);
-  const tf::Tensor y0 = f(x);
-  const auto wv = random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
-  const tf::Tensor w = tf::detail::from_doubles(wv, y0.shape(), tf::float64);
-  tf::GradientTape tape;
-  tape.watch(x);
-  const tf::Tensor loss = tf::reduce_sum(f(x) * w);
-  const tf::Tensor g = tape.gradient(loss, x);
-  REQUIRE(g.defined());
-  auto at = [&](const std::vector<double>& d) {
-    const auto y = tf::detail::to_double_vector(f(tf::detail::from_doubles(d, shape, tf::float64)));
-    double s = 0;
-    for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
-    return s;
-  };
-  std::vector<double> want(data.size());
-  const double h = 1e-6;
-  for (size_t i = 0; i < data.size(); ++i) {
-    auto p = data, m = data;
-    p[i] += h;
-    m[i] -= h;
-    want[i] = (at(p) - at(m)) / (2 * h);
-  }
-  check_values(g, want, 1e-6, 1e-7);
 }
 
 }  // namespace

@@ -9,7 +9,11 @@
 #include <random>
 #include <sstream>
 
+#include "autograd/tape.h"
 #include "core/error.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/reduce.h"
 
 namespace tapeflow::testing {
 
@@ -132,6 +136,35 @@ EnvScope::EnvScope(const char* name, const std::string& value) : name_(name) {
 EnvScope::~EnvScope() {
   if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
   else ::unsetenv(name_.c_str());
+}
+
+void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorShape& shape,
+                    std::vector<double> data, double rtol, double atol) {
+  if (data.empty()) data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
+  const Tensor x = detail::from_doubles(data, shape, float64);
+  const Tensor y0 = f(x);
+  const auto wv = random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
+  const Tensor w = detail::from_doubles(wv, y0.shape(), float64);
+  GradientTape tape;
+  tape.watch(x);
+  const Tensor loss = reduce_sum(f(x) * w);
+  const Tensor g = tape.gradient(loss, x);
+  REQUIRE(g.defined());
+  auto at = [&](const std::vector<double>& d) {
+    const auto y = detail::to_double_vector(f(detail::from_doubles(d, shape, float64)));
+    double s = 0;
+    for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
+    return s;
+  };
+  std::vector<double> want(data.size());
+  const double h = 1e-6;
+  for (size_t i = 0; i < data.size(); ++i) {
+    auto p = data, m = data;
+    p[i] += h;
+    m[i] -= h;
+    want[i] = (at(p) - at(m)) / (2 * h);
+  }
+  check_values(g, want, rtol, atol);
 }
 
 }  // namespace tapeflow::testing
