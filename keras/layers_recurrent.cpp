@@ -216,9 +216,13 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
 
   // Dropout (training only), as Keras 3: masks drawn once per call and shared by every timestep;
   // one input mask for all gates, except that recurrent_dropout switches LSTM and GRU to Keras'
-  // implementation 1, with one input mask and one recurrent mask per gate.
-  const bool drop_in = training && c_.dropout > 0.0;
-  const bool drop_rec = training && c_.recurrent_dropout > 0.0;
+  // implementation 1, with one input mask and one recurrent mask per gate. A rate of 1 zeroes
+  // everything in SimpleRNN but turns dropout off in LSTM and GRU, as Keras 3.
+  const bool simple = c_.cell == Cell::simple;
+  const double in_rate = simple ? c_.dropout : detail::gated_rate(c_.dropout);
+  const double rec_rate = simple ? c_.recurrent_dropout : detail::gated_rate(c_.recurrent_dropout);
+  const bool drop_in = training && in_rate > 0.0;
+  const bool drop_rec = training && rec_rate > 0.0;
   const int64_t n_masks = drop_rec && c_.cell != Cell::simple ? k : 1;
   const Tensor kernel = kernel_.value();
   const Tensor rk = recurrent_.value();
@@ -234,7 +238,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     const Tensor ones_bf = ones_like(squeeze(slice(x, {0, 0, 0}, {-1, 1, -1}), {1}));
     std::vector<Tensor> parts;
     for (int64_t g = 0; g < n_masks; ++g) {
-      const Tensor mask = expand_dims(detail::dropout_mask(ones_bf, c_.dropout, c_.seed), 1);
+      const Tensor mask = expand_dims(detail::dropout_mask(ones_bf, in_rate, c_.seed), 1);
       parts.push_back(
           matmul(x * mask, n_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
     }
@@ -268,7 +272,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     if (!drop_rec) return state;
     if (rec_masks.empty())
       for (int64_t m = 0; m < n_masks; ++m)
-        rec_masks.push_back(detail::dropout_mask(ones_like(state), c_.recurrent_dropout, c_.seed));
+        rec_masks.push_back(detail::dropout_mask(ones_like(state), rec_rate, c_.seed));
     return state * rec_masks[static_cast<size_t>(g)];
   };
   // h @ recurrent_kernel, each gate's block from its masked h when there are several masks.

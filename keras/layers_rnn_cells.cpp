@@ -270,6 +270,8 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> cell_masks(const RNNCell& ce
                                                                bool training) {
   std::vector<Tensor> dm, rm;
   if (!training) return {dm, rm};
+  dropout = detail::gated_rate(dropout);
+  recurrent_dropout = detail::gated_rate(recurrent_dropout);
   const int count = recurrent_dropout > 0.0 ? gates : 1;
   if (dropout > 0.0) dm = cell.dropout_masks(x, dropout, count, 0, seed);
   if (recurrent_dropout > 0.0) rm = cell.dropout_masks(h, recurrent_dropout, count, 1, seed);
@@ -791,9 +793,11 @@ class ConvLSTMCell final : public RNNCell {
                                               bool training) override {
     // Keras' ConvLSTMCell: with dropout, one mask per gate for the inputs and for the state.
     std::vector<Tensor> dm, rm;
-    if (training && o_.dropout > 0.0) dm = dropout_masks(x, o_.dropout, 4, 0, o_.seed);
-    if (training && o_.recurrent_dropout > 0.0)
-      rm = dropout_masks(states[0], o_.recurrent_dropout, 4, 1, o_.seed);
+    const double rate = detail::gated_rate(o_.dropout);
+    const double recurrent_rate = detail::gated_rate(o_.recurrent_dropout);
+    if (training && rate > 0.0) dm = dropout_masks(x, rate, 4, 0, o_.seed);
+    if (training && recurrent_rate > 0.0)
+      rm = dropout_masks(states[0], recurrent_rate, 4, 1, o_.seed);
     const std::vector<int64_t> one(static_cast<size_t>(rank_), 1);
     Tensor z = masked_conv(x, read(*this, "kernel"), dm, strides_, padding_, dilation_);
     if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));

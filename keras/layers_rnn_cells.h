@@ -308,10 +308,16 @@ Tensor gru_gates_reset_before(const ActivationFn& act, const ActivationFn& ract,
                               const Tensor& rz, const Tensor& rr,
                               const std::function<Tensor(const Tensor&)>& reset_h,
                               const Tensor& h_prev);
-// Keras' DropoutRNNCell rates: dropout and recurrent_dropout in [0, 1] (1 drops everything, as
-// Keras' clamped rates); anything else is an InvalidArgumentError naming `cls`.
+// Keras' DropoutRNNCell rates: dropout and recurrent_dropout in [0, 1]; anything else is an
+// InvalidArgumentError naming `cls`. At 1, SimpleRNN drops everything while the gated cells (LSTM,
+// GRU, ConvLSTM) apply no dropout at all, as Keras 3 (they mask only when 0 < rate < 1).
 void check_rates(const char* cls, double dropout, double recurrent_dropout);
 // A dropout mask over `ones` (the mask's shape): tf::nn::dropout's kept-and-scaled ones, or
 // zeros at rate 1 (where tf::nn::dropout, as TF's, refuses the rate).
 Tensor dropout_mask(const Tensor& ones, double rate, std::optional<int64_t> seed);
+// The rate a gated cell (LSTM, GRU, ConvLSTM) applies: Keras 3's gated cells skip the mask unless
+// 0 < rate < 1, so a rate of 1 means no dropout there.
+inline double gated_rate(double rate) {
+  return rate < 1.0 ? rate : 0.0;
+}
 }  // namespace tapeflow::keras::detail

@@ -732,31 +732,37 @@ TEST_CASE("RNN cells and ConvLSTM2D: dropout is off in inference and per gate in
   }
 }
 
-TEST_CASE("RNN cells and recurrent layers: a rate of 1 drops every input and state",
-          "[cpu][keras]") {
-  // Keras accepts rates up to 1 (its cells clamp them): dropout = recurrent_dropout = 1 zeroes the
-  // inputs and the recurrent states in every projection, so the training call equals the layer
-  // without dropout on zero inputs with a zero recurrent kernel.
+TEST_CASE("RNN cells and recurrent layers: a rate of 1 as Keras 3", "[cpu][keras]") {
+  // Keras accepts rates up to 1. SimpleRNN then zeroes the inputs and the recurrent state in every
+  // projection, so its training call equals the layer without dropout on zero inputs with a zero
+  // recurrent kernel. The gated cells (LSTM, GRU, ConvLSTM) mask only when 0 < rate < 1, so at 1
+  // they apply no dropout at all (checked against Keras 3.15: LSTM(dropout=1.0) trains as LSTM()).
   Float64Layers f64;
   for (const std::string name : {"simple", "lstm", "gru", "gru_before", "conv2d_same"}) {
     CAPTURE(name);
+    const bool simple = name == "simple";
     Case dropped = make_dropout_case(name, 1.0);
     set_pattern_weights(dropped);
     Case plain = make_dropout_case(name, 0.0);
     set_pattern_weights(plain);
-    for (tf::Variable w : plain.layer.variables())
-      if (w.name().find("recurrent_kernel") != std::string::npos) w.assign(tf::zeros_like(w));
+    if (simple)
+      for (tf::Variable w : plain.layer.variables())
+        if (w.name().find("recurrent_kernel") != std::string::npos) w.assign(tf::zeros_like(w));
     const tf::Tensor x = sequence(dropped.x_shape);
     const std::vector<tf::Tensor> got = dropped.layer.call_with_state(x, dropped.initial, true);
     const std::vector<tf::Tensor> want =
-        plain.layer.call_with_state(tf::zeros_like(x), plain.initial, false);
+        plain.layer.call_with_state(simple ? tf::zeros_like(x) : x, plain.initial, false);
     REQUIRE(got.size() == want.size());
     for (size_t j = 0; j < got.size(); ++j) tf::testing::check_close(got[j], want[j], 1e-12, 1e-12);
   }
-  // The full LSTM layer too: dropout 1 equals zero inputs.
-  layers::LSTM lstm(3, {.return_sequences = true, .dropout = 1.0});
+  // The fused layers too: SimpleRNN's dropout 1 equals zero inputs, LSTM's and GRU's equal none.
   const tf::Tensor x = sequence({2, 3, 4});
-  tf::testing::check_close(lstm(x, true), lstm(tf::zeros_like(x), false), 1e-12, 1e-12);
+  layers::SimpleRNN srnn(3, {.return_sequences = true, .dropout = 1.0});
+  tf::testing::check_close(srnn(x, true), srnn(tf::zeros_like(x), false), 1e-12, 1e-12);
+  layers::LSTM lstm(3, {.return_sequences = true, .dropout = 1.0, .recurrent_dropout = 1.0});
+  tf::testing::check_close(lstm(x, true), lstm(x, false), 1e-12, 1e-12);
+  layers::GRU gru(3, {.return_sequences = true, .dropout = 1.0, .recurrent_dropout = 1.0});
+  tf::testing::check_close(gru(x, true), gru(x, false), 1e-12, 1e-12);
   tf::testing::require_error([] { layers::LSTMCell(2, {.dropout = 1.5}); },
                              {"LSTMCell", "dropout and recurrent_dropout", "[0, 1]", "1.5"});
 }
