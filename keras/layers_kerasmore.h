@@ -90,7 +90,8 @@ class GroupQueryAttention : public Layer {
   Layer query_dense() const;
   Layer key_dense() const;
   Layer value_dense() const;
-  Layer gate_dense() const;  // an empty handle without use_gate
+  // The gate's projection of the query (before the sigmoid); an empty handle without use_gate.
+  Layer gate_dense() const;
   Layer output_dense() const;
 };
 using GroupedQueryAttention = GroupQueryAttention;  // Keras' alias

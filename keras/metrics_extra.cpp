@@ -46,8 +46,7 @@ bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
 }
 
 // Keras' is_evenly_distributed_thresholds: at least 3 thresholds within 1e-7 of i / (n - 1).
-// Keras then counts with buckets of predictions clipped to [0, 1]; for predictions inside [0, 1]
-// that is the plain comparison, so only the clipping is reproduced here.
+// Keras then counts with buckets of predictions clipped to [0, 1] (count_inputs' `clip`).
 bool evenly_distributed(const std::vector<double>& th) {
   const size_t n = th.size();
   if (n < 3) return false;
@@ -106,13 +105,24 @@ Counted count_inputs(const std::string& op, const Tensor& y_true, const Tensor& 
   if (clip) p = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
   const TensorShape flat({1, -1});
   const auto n = static_cast<int64_t>(thf.size());
-  return Counted{reshape(not_equal(t, Tensor(0.0f)), flat),
-                 greater(reshape(p, flat), constant(thf, TensorShape({n, 1}))), reshape(w, flat)};
+  Tensor above;
+  if (clip) {
+    // Keras' bucketed path: bucket ceil(p (n - 1)) - 1, counted for every threshold index at or
+    // below it, which is p (n - 1) > i, the product rounded to float32 as there.
+    std::vector<float> index(thf.size());
+    for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
+    above = greater(multiply(reshape(p, flat), Tensor(static_cast<float>(n - 1))),
+                    constant(index, TensorShape({n, 1})));
+  } else {
+    above = greater(reshape(p, flat), constant(thf, TensorShape({n, 1})));
+  }
+  return Counted{reshape(not_equal(t, Tensor(0.0f)), flat), above, reshape(w, flat)};
 }
 
-// The weighted number of elements where `hit` holds, per threshold: (thresholds,).
+// The weighted number of elements where `hit` holds, per threshold: (thresholds,). A selected
+// element adds its weight, others add 0 (an infinite weight outside `hit` adds nothing).
 Tensor weighted_count(const Tensor& hit, const Tensor& w) {
-  return reduce_sum(multiply(cast(hit, float32), w), 1);
+  return reduce_sum(where(hit, w, Tensor(0.0f)), 1);
 }
 
 enum class Cond { TP, FP, TN, FN };
@@ -275,11 +285,13 @@ std::shared_ptr<MetricImpl> iou_impl(const char* cls, int num_classes, std::vect
                  "y_true of shape {} and y_pred of shape {} give different numbers of labels",
                  y_true.shape().to_string(), y_pred.shape().to_string());
     const int64_t n = t.shape()[0];
-    // Keras' int state truncates the weights.
-    Tensor w = ones(TensorShape({n}), float32);
+    // Keras' int state truncates the weights. The weights take the labels' shape, so a batch
+    // unknown while tracing (None) works too.
+    Tensor w = ones_like(cast(t, float32));
     if (sw.defined()) {
       const Tensor wf = reshape(cast(cast(sw, int64), float32), TensorShape({-1}));
-      TF_CHECK_ARG(wf.shape()[0] == 1 || wf.shape()[0] == n, op.c_str(),
+      const int64_t m = wf.shape()[0];
+      TF_CHECK_ARG(m == 1 || m == n || m == None || n == None, op.c_str(),
                    "sample_weight of shape {} does not match the {} labels of y_true {}",
                    sw.shape().to_string(), n, y_true.shape().to_string());
       w = multiply(w, wf);

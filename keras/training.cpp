@@ -621,13 +621,25 @@ void Model::reset_metrics() {
 
 namespace {
 
+// A compiled metric's result as a log value: logs hold one number per name, so a metric whose
+// result has several elements (a confusion count with several thresholds) is an error naming it.
+float log_value(const Tensor& result, const std::string& name) {
+  TF_CHECK_ARG(result.shape().num_elements() == 1, "Model.compile",
+               "metric \"{}\" gives a result of shape {}, but logs hold one number per metric: "
+               "compile it with a single threshold (or class), or update and read it outside "
+               "compile",
+               name, result.shape().to_string());
+  return result.item<float>();
+}
+
 Logs current_logs(TrainingState& st, const std::string& prefix = "") {
   Logs logs;
   logs.emplace_back(prefix + "loss", st.loss_tracker.result().item<float>());
   for (const auto& t : st.output_loss_trackers)
     logs.emplace_back(prefix + t.name(), t.result().item<float>());
   for (size_t i : st.log_order)
-    logs.emplace_back(prefix + st.metric_log_names[i], st.metrics[i].result().item<float>());
+    logs.emplace_back(prefix + st.metric_log_names[i],
+                      log_value(st.metrics[i].result(), st.metric_log_names[i]));
   return logs;
 }
 

@@ -4,6 +4,7 @@
 // errors, the metrics in evaluate() and their mirrored state.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,11 +14,14 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "distribute/strategy.h"
+#include "jit/function.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/model.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -117,6 +121,25 @@ TEST_CASE("metrics extra: confusion counts at one and several thresholds as Kera
     metrics::TruePositives uneven(std::vector<double>{0.2, 1.0});
     uneven.update_state(yt, yp);
     check_values(uneven.result(), {2.0, 1.0});
+
+    // Keras' buckets at evenly spaced thresholds: 0.90000004 (the float after 0.9) is p * 10 =
+    // 9 in float32, so it lies at or below the threshold 0.9 (Keras 3.15 with thresholds i / 10).
+    std::vector<double> tenths;
+    for (int i = 0; i <= 10; ++i) tenths.push_back(i / 10.0);
+    metrics::TruePositives bucketed(tenths);
+    bucketed.update_state(tf::constant({1.f}), tf::constant({std::nextafter(0.9f, 1.0f)}));
+    check_values(bucketed.result(), {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
+    // An infinite weight counts where its element does and nowhere else (no inf * 0 NaN).
+    const float inf = std::numeric_limits<float>::infinity();
+    const tf::Tensor four = tf::constant({0.1f, 0.5f, 0.9f, 0.2f});
+    const tf::Tensor winf = tf::constant({inf, 1.f, 2.f, 3.f});
+    metrics::FalsePositives fp_inf(tenths);
+    fp_inf.update_state(tf::zeros({4}), four, winf);
+    check_values(fp_inf.result(), {inf, 6, 3, 3, 3, 2, 2, 2, 2, 0, 0});
+    metrics::TruePositives tp_inf(std::vector<double>{0.3, 0.6});
+    tp_inf.update_state(tf::constant({1.f, 1.f, 0.f, 1.f}), tf::constant({0.1f, 0.5f, 0.9f, 0.7f}),
+                        winf);
+    check_values(tp_inf.result(), {4, 3});
   }
 }
 
@@ -255,6 +278,19 @@ K::Sequential counting_model() {
 const std::vector<double> kCountingWant = {
     0.145, 2.0, 1.0, 1.0, 0.06991484016180038, 0.8166666626930237};
 }  // namespace
+
+TEST_CASE("metrics extra: a compiled metric with several results is a clear error",
+          "[keras][cpu]") {
+  K::Sequential m({K::layers::Dense(1, "", false)});
+  m.build(tf::TensorShape({tf::None, 1}));
+  m.compile(K::optimizers::SGD(0.0), K::losses::MeanSquaredError(),
+            {metrics::TruePositives(std::vector<double>{0.3, 0.6})});
+  tf::testing::require_error(
+      [&] {
+        m.evaluate(tf::ones({4, 1}), tf::ones({4, 1}), {.verbose = 0});
+      },
+      {"true_positives", "(2,)", "one number per metric"});
+}
 
 TEST_CASE("metrics extra: compiled metrics in evaluate and fit match a hand computation",
           "[keras][cpu]") {
@@ -445,6 +481,54 @@ TEST_CASE("metrics extra: IoU metrics as Keras 3.15", "[keras][cpu][cuda]") {
   tf::testing::require_error(
       [] { metrics::MeanIoU(3).update_state(tf::ones({4}), tf::ones({4}), tf::ones({3})); },
       {"mean_io_u", "sample_weight of shape (3,)", "(4,)"});
+}
+
+TEST_CASE("metrics extra: one trace of the IoU metrics serves every batch size", "[keras][cpu]") {
+  auto make = [] {
+    return std::vector<metrics::Metric>{metrics::MeanIoU(3), metrics::BinaryIoU({0, 1}, 0.5),
+                                        metrics::OneHotMeanIoU(3)};
+  };
+  auto eager = make(), traced = make();
+  auto update = [](std::vector<metrics::Metric>& ms, const tf::Tensor& y, const tf::Tensor& p,
+                   const tf::Tensor& w) {
+    const tf::Tensor y_class = tf::cast(tf::argmax(y, 1), tf::float32);
+    const tf::Tensor p_class = tf::cast(tf::argmax(p, 1), tf::float32);
+    ms[0].update_state(y_class, p_class, w);
+    ms[1].update_state(tf::slice(y, {0, 0}, {-1, 1}), tf::slice(p, {0, 0}, {-1, 1}), w);
+    ms[2].update_state(y, p, w);
+  };
+  auto step = tf::function(
+      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
+        update(traced, y, p, w);
+        return traced[0].result();
+      },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float32),
+                                              tf::TensorSpec({tf::None, 3}, tf::float32),
+                                              tf::TensorSpec({tf::None}, tf::float32)}});
+  const tf::Tensor y = tf::one_hot(tf::constant({0, 1, 2, 2, 1, 0, 0, 2}), 3);
+  const tf::Tensor p = tf::constant({{0.7f, 0.2f, 0.1f},
+                                     {0.1f, 0.3f, 0.6f},
+                                     {0.2f, 0.2f, 0.6f},
+                                     {0.3f, 0.4f, 0.3f},
+                                     {0.1f, 0.8f, 0.1f},
+                                     {0.5f, 0.1f, 0.4f},
+                                     {0.2f, 0.5f, 0.3f},
+                                     {0.1f, 0.1f, 0.8f}});
+  const tf::Tensor w = tf::constant({1.f, 2.f, 1.f, 3.f, 1.f, 1.f, 2.f, 1.f});
+  int64_t begin = 0;
+  for (int64_t rows : {4, 3, 1}) {
+    const tf::Tensor yr = tf::slice(y, {begin, 0}, {rows, 3});
+    const tf::Tensor pr = tf::slice(p, {begin, 0}, {rows, 3});
+    const tf::Tensor wr = tf::slice(w, {begin}, {rows});
+    update(eager, yr, pr, wr);
+    step(yr, pr, wr);
+    begin += rows;
+  }
+  CHECK(step.tracing_count() == 1);
+  for (size_t i = 0; i < eager.size(); ++i) {
+    CAPTURE(eager[i].name());
+    check_values(traced[i].result(), {eager[i].result().item<float>()}, 1e-6);
+  }
 }
 
 TEST_CASE("metrics extra: mirrored IoU confusion matrices are summed over replicas",
