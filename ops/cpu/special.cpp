@@ -5,45 +5,9 @@
 #include <algorithm>
 
 #include "core/parallel.h"
-#include "ops/cpu/special_math.h"
+#include "ops/cpu/special_apply.h"
 
 namespace tapeflow::prims {
-
-namespace {
-double apply(SpecialFn f, double a, double b, double c) {
-  switch (f) {
-    case SpecialFn::Lgamma:
-      return special::lgamma(a);
-    case SpecialFn::Digamma:
-      return special::digamma(a);
-    case SpecialFn::Erfinv:
-      return special::erfinv(a);
-    case SpecialFn::Ndtri:
-      return special::ndtri(a);
-    case SpecialFn::BesselI0e:
-      return special::bessel_ie(0, a);
-    case SpecialFn::BesselI1e:
-      return special::bessel_ie(1, a);
-    case SpecialFn::Polygamma:
-      return special::polygamma(a, b);
-    case SpecialFn::Xlogy:
-      return special::xlogy(a, b);
-    case SpecialFn::Xdivy:
-      return special::xdivy(a, b);
-    case SpecialFn::Xlog1py:
-      return special::xlog1py(a, b);
-    case SpecialFn::Igamma:
-      return special::igamma(a, b);
-    case SpecialFn::Igammac:
-      return special::igammac(a, b);
-    case SpecialFn::IgammaGradA:
-      return special::igamma_grad_a(a, b);
-    case SpecialFn::Betainc:
-      return special::betainc(a, b, c);
-  }
-  return 0;
-}
-}  // namespace
 
 void Special::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   const int64_t n = out[0].num_elements();
@@ -57,7 +21,7 @@ void Special::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const 
     };
     detail::parallel_for(n, 1024, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
-        y[i] = static_cast<T>(apply(fn, load(a, i), load(b, i), load(c, i)));
+        y[i] = static_cast<T>(apply_special(fn, load(a, i), load(b, i), load(c, i)));
     });
   });
 }

@@ -2,47 +2,13 @@
 // scalar function of ops/cpu/special_math.h (the CPU kernels' code, compiled for the device),
 // so both devices agree to the last bit but for the C library's erf/erfc/lgamma/log differing
 // by an ulp.
-#include "ops/cpu/special_math.h"
+#include "ops/cpu/special_apply.h"
 #include "ops/cuda/common.cuh"
 #include "ops/special.h"
 
 namespace tapeflow::prims {
 
 namespace {
-__device__ double apply(SpecialFn f, double a, double b, double c) {
-  switch (f) {
-    case SpecialFn::Lgamma:
-      return special::lgamma(a);
-    case SpecialFn::Digamma:
-      return special::digamma(a);
-    case SpecialFn::Erfinv:
-      return special::erfinv(a);
-    case SpecialFn::Ndtri:
-      return special::ndtri(a);
-    case SpecialFn::BesselI0e:
-      return special::bessel_ie(0, a);
-    case SpecialFn::BesselI1e:
-      return special::bessel_ie(1, a);
-    case SpecialFn::Polygamma:
-      return special::polygamma(a, b);
-    case SpecialFn::Xlogy:
-      return special::xlogy(a, b);
-    case SpecialFn::Xdivy:
-      return special::xdivy(a, b);
-    case SpecialFn::Xlog1py:
-      return special::xlog1py(a, b);
-    case SpecialFn::Igamma:
-      return special::igamma(a, b);
-    case SpecialFn::Igammac:
-      return special::igammac(a, b);
-    case SpecialFn::IgammaGradA:
-      return special::igamma_grad_a(a, b);
-    case SpecialFn::Betainc:
-      return special::betainc(a, b, c);
-  }
-  return 0;
-}
-
 template <class T>
 __global__ void special_kernel(SpecialFn f, const T* a, const T* b, const T* c, T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -50,7 +16,7 @@ __global__ void special_kernel(SpecialFn f, const T* a, const T* b, const T* c, 
     const double u = static_cast<double>(cuda::load(a[i]));
     const double v = b ? static_cast<double>(cuda::load(b[i])) : 0.0;
     const double w = c ? static_cast<double>(cuda::load(c[i])) : 0.0;
-    y[i] = cuda::store<T>(apply(f, u, v, w));
+    y[i] = cuda::store<T>(apply_special(f, u, v, w));
   }
 }
 }  // namespace

@@ -26,34 +26,12 @@ using tf::testing::random_values;
 
 namespace {
 
-// sum(f(x) * w) differentiated by the tape and by central differences of step h, in float64.
+// sum(f(x) * w) differentiated by the tape and by central differences of step h, in float64
+// (tf::testing::check_gradient with x in [-1, 1)).
 void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
                     const tf::TensorShape& shape, double h = 1e-6, double rtol = 1e-7,
                     double atol = 1e-8) {
-  const auto data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
-  const tf::Tensor x = tf::detail::from_doubles(data, shape, tf::float64);
-  const tf::Tensor y0 = f(x);
-  const auto wv = random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
-  const tf::Tensor w = tf::detail::from_doubles(wv, y0.shape(), tf::float64);
-  tf::GradientTape tape;
-  tape.watch(x);
-  const tf::Tensor loss = tf::reduce_sum(f(x) * w);
-  const tf::Tensor g = tape.gradient(loss, x);
-  REQUIRE(g.defined());
-  auto at = [&](const std::vector<double>& d) {
-    const auto y = tf::detail::to_double_vector(f(tf::detail::from_doubles(d, shape, tf::float64)));
-    double s = 0;
-    for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
-    return s;
-  };
-  std::vector<double> want(data.size());
-  for (size_t i = 0; i < data.size(); ++i) {
-    auto p = data, m = data;
-    p[i] += h;
-    m[i] -= h;
-    want[i] = (at(p) - at(m)) / (2 * h);
-  }
-  check_values(g, want, rtol, atol);
+  tf::testing::check_gradient(f, shape, {}, rtol, atol, h);
 }
 
 // The (1, 5, 6, 2) input of the literals: ((i * 37) % 101) / 100 rounded to float32.

@@ -25,6 +25,7 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::check_gradient;
 using tf::testing::check_values;
 using tf::testing::random_values;
 using tf::testing::require_error;
@@ -36,36 +37,6 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s, tf::DType d) {
   return tf::detail::from_doubles(v, s, d);
-}
-
-// The gradient of sum(f(x) * w) for a float64 x against central differences.
-void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
-                    const tf::TensorShape& shape) {
-  const auto data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
-  const tf::Tensor x = make(data, shape, tf::float64);
-  const tf::Tensor y0 = f(x);
-  const auto wv = random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
-  const tf::Tensor w = make(wv, y0.shape(), tf::float64);
-  tf::GradientTape tape;
-  tape.watch(x);
-  const tf::Tensor loss = tf::reduce_sum(f(x) * w);
-  const tf::Tensor g = tape.gradient(loss, x);
-  REQUIRE(g.defined());
-  auto at = [&](const std::vector<double>& d) {
-    const auto y = tf::detail::to_double_vector(f(make(d, shape, tf::float64)));
-    double s = 0;
-    for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
-    return s;
-  };
-  std::vector<double> want(data.size());
-  const double h = 1e-6;
-  for (size_t i = 0; i < data.size(); ++i) {
-    auto p = data, m = data;
-    p[i] += h;
-    m[i] -= h;
-    want[i] = (at(p) - at(m)) / (2 * h);
-  }
-  check_values(g, want, 1e-7, 1e-8);
 }
 
 const std::vector<tf::DType> kSortTypes = {tf::float16, tf::bfloat16, tf::float32,

@@ -139,7 +139,7 @@ EnvScope::~EnvScope() {
 }
 
 void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorShape& shape,
-                    std::vector<double> data, double rtol, double atol) {
+                    std::vector<double> data, double rtol, double atol, double h) {
   if (data.empty()) data = random_values(static_cast<size_t>(shape.num_elements()), -1, 1, 3);
   const Tensor x = detail::from_doubles(data, shape, float64);
   const Tensor y0 = f(x);
@@ -157,7 +157,6 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
     return s;
   };
   std::vector<double> want(data.size());
-  const double h = 1e-6;
   for (size_t i = 0; i < data.size(); ++i) {
     auto p = data, m = data;
     p[i] += h;

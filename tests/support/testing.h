@@ -57,9 +57,10 @@ std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0,
                                   unsigned seed = 1);
 
 // The tape's gradient of sum(f(x) * w) (w fixed random weights) for a float64 x of `shape`,
-// starting at `data` (else random values in [-1, 1)), against central differences (h = 1e-6).
+// starting at `data` (else random values in [-1, 1)), against central differences of step h.
 void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorShape& shape,
-                    std::vector<double> data = {}, double rtol = 1e-7, double atol = 1e-8);
+                    std::vector<double> data = {}, double rtol = 1e-7, double atol = 1e-8,
+                    double h = 1e-6);
 
 }  // namespace tapeflow::testing
 
