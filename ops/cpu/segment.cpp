@@ -107,28 +107,7 @@ void UnsortedSegmentReduce::eval_cpu(std::span<const Tensor> in, std::span<Tenso
       segment_reduce<T, int64_t>(reducer, name(), in[0], in[1], out[0]);
   };
   // The dtypes infer() accepts (no uint8 or bool kernels).
-  switch (in[0].dtype().id) {
-    case DTypeId::Float16:
-      run(static_cast<half_t*>(nullptr));
-      break;
-    case DTypeId::BFloat16:
-      run(static_cast<bfloat16_t*>(nullptr));
-      break;
-    case DTypeId::Float32:
-      run(static_cast<float*>(nullptr));
-      break;
-    case DTypeId::Float64:
-      run(static_cast<double*>(nullptr));
-      break;
-    case DTypeId::Int32:
-      run(static_cast<int32_t*>(nullptr));
-      break;
-    case DTypeId::Int64:
-      run(static_cast<int64_t*>(nullptr));
-      break;
-    default:
-      break;
-  }
+  TF_DISPATCH_NUMERIC_TYPES(in[0].dtype(), run(static_cast<T*>(nullptr)));
 }
 
 }  // namespace tapeflow::prims
