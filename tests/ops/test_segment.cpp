@@ -37,29 +37,7 @@ const std::vector<double> kData = {1, 5, 3, 5, 2, -1, 4, 0, 0, 2};
 void check_fd(const char* name, const std::function<tf::Tensor(const tf::Tensor&)>& f,
               const std::vector<double>& x0, const tf::TensorShape& shape) {
   INFO(name);
-  const tf::Tensor x = make(x0, shape, tf::float64);
-  const tf::Tensor y0 = f(x);
-  const auto w = tf::testing::random_values(static_cast<size_t>(y0.num_elements()), -1, 1, 7);
-  const tf::Tensor wt = make(w, y0.shape(), tf::float64);
-  tf::GradientTape tape;
-  tape.watch(x);
-  const tf::Tensor target = tf::reduce_sum(tf::multiply(f(x), wt));
-  const auto g = tf::detail::to_double_vector(tape.gradient(target, x));
-  auto value = [&](const std::vector<double>& v) {
-    const auto y = tf::detail::to_double_vector(f(make(v, shape, tf::float64)));
-    double s = 0;
-    for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
-    return s;
-  };
-  const double h = 1e-6;
-  for (size_t i = 0; i < x0.size(); ++i) {
-    auto up = x0, down = x0;
-    up[i] += h;
-    down[i] -= h;
-    const double fd = (value(up) - value(down)) / (2 * h);
-    INFO("element " << i);
-    CHECK(std::abs(g[i] - fd) <= 1e-6 + 1e-6 * std::abs(fd));
-  }
+  tf::testing::check_gradient(f, shape, x0, 1e-6, 1e-6);
 }
 
 }  // namespace
