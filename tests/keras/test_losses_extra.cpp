@@ -198,25 +198,9 @@ TEST_CASE("losses extra: gradients match central differences", "[keras][cpu]") {
     CAPTURE(g.name);
     const bool weighted = g.name != "dice all axes";
     const tf::Tensor t = tf::detail::from_doubles(g.t, shape, tf::float64);
-    auto value = [&](const std::vector<double>& p) {
-      const tf::Tensor pt = tf::detail::from_doubles(p, shape, tf::float64);
-      return (weighted ? g.loss(t, pt, w) : g.loss(t, pt)).item<double>();
-    };
-    const tf::Tensor p = tf::detail::from_doubles(g.p, shape, tf::float64);
-    tf::GradientTape tape;
-    tape.watch(p);
-    const tf::Tensor l = weighted ? g.loss(t, p, w) : g.loss(t, p);
-    const tf::Tensor grad = tape.gradient(l, p);
-    REQUIRE(grad.defined());
-    std::vector<double> want(g.p.size());
-    const double h = 1e-6;
-    for (size_t i = 0; i < want.size(); ++i) {
-      auto plus = g.p, minus = g.p;
-      plus[i] += h;
-      minus[i] -= h;
-      want[i] = (value(plus) - value(minus)) / (2 * h);
-    }
-    check_values(grad, want, 1e-6, 1e-7);
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& p) { return weighted ? g.loss(t, p, w) : g.loss(t, p); }, shape, g.p,
+        1e-6, 1e-7);
   }
 }
 
