@@ -11,11 +11,8 @@ Needs TensorFlow (pip install tensorflow-cpu in a venv); used only for compariso
 build.
 """
 import argparse
-import os
-import statistics
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from tf_timing import import_tf, median_ms
 
 
 def main():
@@ -24,21 +21,7 @@ def main():
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 768])
     args = p.parse_args()
     import numpy as np
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-
-    def median_ms(fn):
-        fn()
-        times = []
-        while len(times) < 5 or sum(times) < 0.2:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-            if len(times) >= 1000:
-                break
-        return 1e3 * statistics.median(times)
+    tf = import_tf(args.threads)
 
     print(f"TF {tf.__version__}, intra-op threads {args.threads}")
     print(f"{'op':<18}" + "".join(f"{'n=' + str(n):>12}" for n in args.sizes))

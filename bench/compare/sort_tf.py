@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """TF's side of bench/bench_sort.cpp: tf.math.top_k, tf.sort, tf.argsort, tf.searchsorted,
 tf.math.unsorted_segment_sum/max/prod and tf.nn.ctc_loss (forward, and forward plus the gradient
-under a GradientTape) on the same shapes, float32, eagerly, on the CPU, with TF's intra-op threads
-set to --threads. Prints the median milliseconds per call (one warm-up call, then at least 5 timed
-calls and more until they add up to 0.2 s).
+under a GradientTape, with dense labels; forward with sparse labels, TF's native kernel) on the
+same shapes, float32, eagerly, on the CPU, with TF's intra-op threads set to --threads. Prints
+the median milliseconds per call (one warm-up call, then at least 5 timed calls and more until
+they add up to 0.2 s).
 
     python bench/compare/sort_tf.py [--threads 2]
 
@@ -11,32 +12,15 @@ Needs TensorFlow (pip install tensorflow-cpu in a venv); used only for compariso
 build.
 """
 import argparse
-import os
-import statistics
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from tf_timing import import_tf, median_ms
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-
-    def median_ms(fn):
-        fn()
-        times = []
-        while len(times) < 5 or sum(times) < 0.2:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-            if len(times) >= 1000:
-                break
-        return 1e3 * statistics.median(times)
+    tf = import_tf(args.threads)
 
     g = tf.random.Generator.from_seed(1)
     rows = []
@@ -73,8 +57,17 @@ def main():
             loss = tf.reduce_sum(ctc())
         return tape.gradient(loss, logits)
 
+    # Dense labels take TF's ctc_loss_dense (a scan of TF ops); sparse labels its CTCLoss kernel.
+    sparse_labels = tf.sparse.from_dense(labels)
+
+    def ctc_sparse():
+        return tf.nn.ctc_loss(sparse_labels, logits, None, logit_length, logits_time_major=True,
+                              blank_index=0)
+
     rows.append(("ctc_loss (50, 16, 20), labels 10", median_ms(lambda: ctc().numpy())))
     rows.append(("ctc_loss + gradient", median_ms(lambda: ctc_grad().numpy())))
+    rows.append(("ctc_loss, sparse labels (CTCLoss kernel)",
+                 median_ms(lambda: ctc_sparse().numpy())))
     print(f"TF {tf.__version__}, intra-op threads {args.threads}")
     for name, ms in rows:
         print(f"{name:<45}{ms:>12.3f} ms")

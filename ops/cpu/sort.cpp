@@ -71,29 +71,53 @@ void top_k_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t k, boo
 
 // The first position of row[0, n) whose element is not less than v (left) or greater than v
 // (right), by bisection with `<` only, as std::lower_bound / std::upper_bound: a NaN value lands
-// at 0 (left) or n (right).
+// at 0 (left) or n (right). Each search's probes are those of the textbook lo/hi loop, but 8
+// searches advance in lockstep with branch-free updates, so their table reads overlap and no
+// probe mispredicts (2^18 searches in a 2^16-element float table, one thread: 33 -> 10 ms; 16 or
+// 32 lanes measured slower, 4 about 10% slower).
+template <bool Right, class T, class O>
+void bisect_block(const T* s, const T* v, O* o, int64_t b, int64_t e, int64_t n, int64_t m) {
+  using C = compute_t<T>;
+  constexpr int kLanes = 8;
+  for (int64_t q0 = b; q0 < e; q0 += kLanes) {
+    const int lanes = static_cast<int>(std::min<int64_t>(kLanes, e - q0));
+    const T* row[kLanes];
+    C x[kLanes];
+    int64_t lo[kLanes], hi[kLanes];
+    for (int l = 0; l < lanes; ++l) {
+      row[l] = s + ((q0 + l) / m) * n;
+      x[l] = static_cast<C>(v[q0 + l]);
+      lo[l] = 0;
+      hi[l] = n;
+    }
+    for (bool active = n > 0; active;) {
+      active = false;
+      for (int l = 0; l < lanes; ++l) {
+        if (lo[l] >= hi[l]) continue;
+        const int64_t mid = lo[l] + (hi[l] - lo[l]) / 2;
+        const C y = static_cast<C>(row[l][mid]);
+        // A coin toss per probe: blend with a mask (GCC turns a ?: here back into a branch).
+        const int64_t go = -static_cast<int64_t>(Right ? !(x[l] < y) : y < x[l]);
+        lo[l] = ((mid + 1) & go) | (lo[l] & ~go);
+        hi[l] = (hi[l] & go) | (mid & ~go);
+        active = active || lo[l] < hi[l];
+      }
+    }
+    for (int l = 0; l < lanes; ++l) o[q0 + l] = static_cast<O>(lo[l]);
+  }
+}
+
 template <class T, class O>
 void search_rows(const Tensor& seq, const Tensor& values, Tensor& out, bool right) {
-  using C = compute_t<T>;
   const int64_t n = seq.shape()[1], m = values.shape()[1], total = values.num_elements();
   const T* s = seq.data<T>();
   const T* v = values.data<T>();
   O* o = out.data<O>();
   detail::parallel_for(total, 2048, [&](int64_t b, int64_t e) {
-    for (int64_t q = b; q < e; ++q) {
-      const T* row = s + (q / m) * n;
-      const C x = static_cast<C>(v[q]);
-      int64_t lo = 0, hi = n;
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        const C y = static_cast<C>(row[mid]);
-        if (right ? !(x < y) : y < x)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      o[q] = static_cast<O>(lo);
-    }
+    if (right)
+      bisect_block<true>(s, v, o, b, e, n, m);
+    else
+      bisect_block<false>(s, v, o, b, e, n, m);
   });
 }
 
