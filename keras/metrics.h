@@ -170,19 +170,32 @@ class SparseTopKCategoricalAccuracy : public Metric {
                                          std::string name = "sparse_top_k_categorical_accuracy");
 };
 
+// Keras' Precision and Recall arguments: several thresholds, top_k, class_id.
+struct ConfusionOptions {
+  // Thresholds in [0, 1]: one gives a scalar state and result, several a (thresholds,) state
+  // and result (one value per threshold). Empty: 0.5, or with top_k Keras' NEG_INF (-1e10: a
+  // prediction is positive when it is among its row's top k).
+  std::vector<double> thresholds = {};
+  int top_k = 0;      // > 0: predictions outside each row's k largest (last axis) are negative
+  int class_id = -1;  // >= 0: only this class (entry of y_pred's last axis, rank >= 2) counts
+};
+
 // Confusion-matrix metrics (direction "up"). y_true of y_pred's shape (a trailing 1 squeezed or
 // expanded), nonzero meaning positive; y_pred a probability, positive when > threshold; every
 // element counts (multi-label outputs are flattened). sample_weight: a scalar, per sample, or
 // any shape that broadcasts to y_pred's. State: float32 variables "true_positives" and
 // "false_positives" (Precision) or "false_negatives" (Recall); result() is
-// tp / (tp + fp) (or tp / (tp + fn)), 0 when the denominator is 0.
+// tp / (tp + fp) (or tp / (tp + fn)), 0 when the denominator is 0. With ConfusionOptions:
+// Keras' top_k (applied first) and class_id, and a list of thresholds.
 class Precision : public Metric {
  public:
   explicit Precision(double thresholds = 0.5, std::string name = "precision");
+  explicit Precision(const ConfusionOptions& options, std::string name = "precision");
 };
 class Recall : public Metric {
  public:
   explicit Recall(double thresholds = 0.5, std::string name = "recall");
+  explicit Recall(const ConfusionOptions& options, std::string name = "recall");
 };
 // The area under the ROC (or precision-recall) curve, approximated over num_thresholds
 // thresholds evenly spaced in [0, 1] (the first just below 0, the last just above 1) as Keras:

@@ -17,6 +17,7 @@
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/scatter.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras::metrics {
@@ -106,12 +107,6 @@ Confusion prepare(const char* op, const Tensor& y_true, const Tensor& y_pred,
   return c;
 }
 
-// The (weighted) number of elements where `cond` holds.
-Tensor count_where(const Tensor& cond, const Tensor& weight) {
-  if (!weight.defined()) return reduce_sum(cast(cond, float32));
-  return reduce_sum(where(cond, weight, Tensor(0.0f)));
-}
-
 Tensor divide_no_nan(const Tensor& a, const Tensor& b) {
   return where(equal(b, Tensor(0.0f)), zeros_like(a), divide(a, b));
 }
@@ -127,22 +122,70 @@ std::shared_ptr<MetricImpl> confusion_impl(std::string name,
   return impl;
 }
 
-std::shared_ptr<MetricImpl> precision_or_recall(double threshold, std::string name,
+// Keras' _filter_top_k: predictions outside each row's k largest (along the last axis; equal
+// values keep the lower index) become -1e10 (Keras' NEG_INF), above no threshold in [0, 1].
+Tensor filter_top_k(const std::string& op, const Tensor& p, int k) {
+  const int64_t classes = p.rank() >= 1 ? p.shape()[p.rank() - 1] : 0;
+  TF_CHECK_ARG(classes >= k, op.c_str(),
+               "top_k {} needs y_pred with at least {} entries along its last axis, got shape {}",
+               k, k, p.shape().to_string());
+  const Tensor idx = math::top_k(p, k).second;
+  const Tensor keep = greater(reduce_sum(one_hot(idx, classes), -2), Tensor(0.0f));
+  return where(keep, p, Tensor(-1e10f));
+}
+
+// Keras' y[..., class_id, None]: the column of one class, with a trailing 1.
+Tensor class_column(const Tensor& x, int class_id) {
+  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
+  begin.back() = class_id;
+  size.back() = 1;
+  return slice(x, begin, size);
+}
+
+std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::string name,
                                                 bool precision) {
   const char* op = precision ? "Precision" : "Recall";
-  TF_CHECK_ARG(std::isfinite(threshold) && threshold >= 0 && threshold <= 1, op,
-               "thresholds must be in [0, 1], got {}", threshold);
-  auto impl = confusion_impl(
-      std::move(name), {"true_positives", precision ? "false_positives" : "false_negatives"}, {});
+  for (double t : o.thresholds)
+    TF_CHECK_ARG(std::isfinite(t) && t >= 0 && t <= 1, op, "thresholds must be in [0, 1], got {}",
+                 t);
+  TF_CHECK_ARG(o.top_k >= 0, op, "top_k must be positive (0 for none), got {}", o.top_k);
+  TF_CHECK_ARG(o.class_id >= -1, op, "class_id must be >= 0 (or -1 for none), got {}", o.class_id);
+  // Keras' default: 0.5, or with top_k its NEG_INF (every prediction among the top k).
+  std::vector<float> th(o.thresholds.begin(), o.thresholds.end());
+  if (th.empty()) th.push_back(o.top_k > 0 ? -1e10f : 0.5f);
+  const auto n = static_cast<int64_t>(th.size());
+  const bool scalar = n == 1;  // one threshold: scalar state and result, as before lists
+  auto impl = confusion_impl(std::move(name),
+                             {"true_positives", precision ? "false_positives" : "false_negatives"},
+                             scalar ? std::vector<int64_t>{} : std::vector<int64_t>{n});
   const std::string op_name = impl->name;
-  impl->increments = [threshold, precision, op_name](const Tensor& t, const Tensor& p,
-                                                     const Tensor& sw) {
+  const int top_k = o.top_k, class_id = o.class_id;
+  impl->increments = [th, n, scalar, top_k, class_id, precision, op_name](
+                         const Tensor& t, const Tensor& p, const Tensor& sw) {
     Confusion c = prepare(op_name.c_str(), t, p, sw);
-    const Tensor predicted = greater(c.pred, Tensor(static_cast<float>(threshold)));
-    const Tensor tp = count_where(logical_and(c.positive, predicted), c.weight);
-    const Tensor other =
-        precision ? count_where(logical_and(logical_not(c.positive), predicted), c.weight)
-                  : count_where(logical_and(c.positive, logical_not(predicted)), c.weight);
+    Tensor pred = c.pred, positive = c.positive;
+    Tensor w =
+        c.weight.defined() ? tapeflow::detail::broadcast_like(c.weight, pred) : ones_like(pred);
+    if (top_k > 0) pred = filter_top_k(op_name, pred, top_k);
+    if (class_id >= 0) {
+      TF_CHECK_ARG(pred.rank() >= 2 && class_id < pred.shape()[pred.rank() - 1], op_name.c_str(),
+                   "class_id {} needs y_pred of shape (batch, classes) with more than {} "
+                   "classes, got {}",
+                   class_id, class_id, p.shape().to_string());
+      pred = class_column(pred, class_id);
+      positive = class_column(positive, class_id);
+      w = class_column(w, class_id);
+    }
+    const TensorShape flat({1, -1});
+    const Tensor above = greater(reshape(pred, flat), constant(th, TensorShape({n, 1})));
+    const Tensor pos = reshape(positive, flat), wf = reshape(w, flat);
+    auto count = [&](const Tensor& hit) {
+      const Tensor per = reduce_sum(where(hit, wf, Tensor(0.0f)), 1);  // (n,)
+      return scalar ? reshape(per, TensorShape({})) : per;
+    };
+    const Tensor tp = count(logical_and(pos, above));
+    const Tensor other = precision ? count(logical_and(logical_not(pos), above))
+                                   : count(logical_and(pos, logical_not(above)));
     return std::vector<Tensor>{tp, other};
   };
   impl->compute = [](const std::vector<Tensor>& v) { return divide_no_nan(v[0], add(v[0], v[1])); };
@@ -265,9 +308,13 @@ SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(int k, std::string 
 }
 
 Precision::Precision(double thresholds, std::string name)
-    : Metric(precision_or_recall(thresholds, std::move(name), true)) {}
+    : Metric(precision_or_recall({.thresholds = {thresholds}}, std::move(name), true)) {}
+Precision::Precision(const ConfusionOptions& options, std::string name)
+    : Metric(precision_or_recall(options, std::move(name), true)) {}
 Recall::Recall(double thresholds, std::string name)
-    : Metric(precision_or_recall(thresholds, std::move(name), false)) {}
+    : Metric(precision_or_recall({.thresholds = {thresholds}}, std::move(name), false)) {}
+Recall::Recall(const ConfusionOptions& options, std::string name)
+    : Metric(precision_or_recall(options, std::move(name), false)) {}
 
 AUC::AUC(int num_thresholds, const std::string& curve, const std::string& summation_method,
          std::string name, bool from_logits) {

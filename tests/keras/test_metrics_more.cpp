@@ -244,6 +244,123 @@ TEST_CASE("metrics more: Precision and Recall as Keras 3.15", "[keras][cpu][cuda
   }
 }
 
+TEST_CASE("metrics more: Precision and Recall with thresholds top_k and class_id as Keras 3.15",
+          "[keras][cpu][cuda]") {
+  const tf::Tensor t1 =
+      tf::constant({{0.f, 1.f, 1.f, 0.f}, {1.f, 0.f, 1.f, 1.f}, {0.f, 0.f, 1.f, 0.f}});
+  const tf::Tensor p1 = tf::constant(
+      {{0.2f, 0.7f, 0.4f, 0.9f}, {0.6f, 0.1f, 0.55f, 0.3f}, {0.25f, 0.35f, 0.8f, 0.5f}});
+  const tf::Tensor w1 = tf::constant({1.f, 2.f, 0.5f});
+  const tf::Tensor t2 = tf::constant({{1.f, 1.f, 0.f, 0.f}});
+  const tf::Tensor p2 = tf::constant({{0.9f, 0.3f, 0.3f, 0.1f}});
+  const tf::Tensor w2 = tf::constant({3.f});
+  // keras.metrics.Precision(**kw) / Recall(**kw): update_state(t1, p1, w1), (t2, p2, w2); the
+  // result and the two variables.
+  struct Case {
+    const char* what;
+    std::vector<double> thresholds;
+    int top_k, class_id;
+    std::vector<double> precision, tp, fp, recall, fn;
+  };
+  const std::vector<Case> cases = {
+      {"thresholds [0.3, 0.6]",
+       {0.3, 0.6},
+       0,
+       -1,
+       {0.8260869383811951, 0.8181818127632141},
+       {9.5, 4.5},
+       {2.0, 1.0},
+       {0.6551724076271057, 0.3103448152542114},
+       {5.0, 10.0}},
+      {"top_k 2", {}, 2, -1, {0.8846153616905212}, {11.5}, {1.5}, {0.7931034564971924}, {3.0}},
+      {"class_id 1", {}, 0, 1, {1.0}, {1.0}, {0.0}, {0.25}, {3.0}},
+      {"top_k 1 class_id 2 thresholds [0.2, 0.5]",
+       {0.2, 0.5},
+       1,
+       2,
+       {1.0, 1.0},
+       {0.5, 0.5},
+       {0.0, 0.0},
+       {0.1428571492433548, 0.1428571492433548},
+       {3.0, 3.0}},
+      {"top_k 3 threshold 0.4",
+       {0.4},
+       3,
+       -1,
+       {0.8500000238418579},
+       {8.5},
+       {1.5},
+       {0.5862069129943848},
+       {6.0}},
+      {"class_id 3 thresholds [0, 0.5, 1]",
+       {0.0, 0.5, 1.0},
+       0,
+       3,
+       {0.3076923191547394, 0.0, 0.0},
+       {2.0, 0.0, 0.0},
+       {4.5, 1.0, 0.0},
+       {1.0, 0.0, 0.0},
+       {0.0, 2.0, 2.0}},
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      const metrics::ConfusionOptions options{c.thresholds, c.top_k, c.class_id};
+      metrics::Precision precision(options);
+      metrics::Recall recall(options);
+      for (metrics::Metric* m :
+           {static_cast<metrics::Metric*>(&precision), static_cast<metrics::Metric*>(&recall)}) {
+        m->update_state(t1, p1, w1);
+        m->update_state(t2, p2, w2);
+      }
+      const tf::TensorShape shape = c.precision.size() == 1
+                                        ? tf::TensorShape({})
+                                        : tf::TensorShape({static_cast<int64_t>(c.tp.size())});
+      REQUIRE(precision.result().shape() == shape);
+      check_values(precision.result(), c.precision, 1e-6);
+      check_values(precision.variables()[0].value(), c.tp, 1e-6);
+      check_values(precision.variables()[1].value(), c.fp, 1e-6);
+      REQUIRE(recall.result().shape() == shape);
+      check_values(recall.result(), c.recall, 1e-6);
+      check_values(recall.variables()[1].value(), c.fn, 1e-6);
+    }
+  }
+  // Traced with a None batch: one trace, the eager values.
+  metrics::Precision eager({.thresholds = {0.3, 0.6}, .top_k = 2});
+  metrics::Precision traced({.thresholds = {0.3, 0.6}, .top_k = 2});
+  auto step = tf::function(
+      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
+        traced.update_state(y, p, w);
+        return traced.result();
+      },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4}, tf::float32),
+                                              tf::TensorSpec({tf::None, 4}, tf::float32),
+                                              tf::TensorSpec({tf::None}, tf::float32)}});
+  eager.update_state(t1, p1, w1);
+  eager.update_state(t2, p2, w2);
+  step(t1, p1, w1);
+  step(t2, p2, w2);
+  CHECK(step.tracing_count() == 1);
+  check_values(traced.result(), tf::detail::to_double_vector(eager.result()), 1e-6);
+
+  tf::testing::require_error(
+      [] {
+        metrics::Recall({.thresholds = {0.5, -0.1}});
+      },
+      {"Recall", "thresholds", "[0, 1]", "-0.1"});
+  tf::testing::require_error([] { metrics::Precision({.top_k = -1}); },
+                             {"Precision", "top_k", "-1"});
+  tf::testing::require_error([&] { metrics::Precision({.top_k = 5}).update_state(t1, p1); },
+                             {"precision", "top_k 5", "(3, 4)"});
+  tf::testing::require_error(
+      [] { metrics::Recall({.class_id = 2}).update_state(tf::ones({4}), tf::ones({4})); },
+      {"recall", "class_id 2", "(4,)"});
+  tf::testing::require_error([&] { metrics::Recall({.class_id = 4}).update_state(t1, p1); },
+                             {"recall", "class_id 4", "(3, 4)"});
+}
+
 TEST_CASE("metrics more: AUC curves and summation methods as Keras 3.15", "[keras][cpu][cuda]") {
   const float nan = std::nanf("");
   for (const tf::Device& device : tf::testing::devices_under_test()) {
