@@ -447,7 +447,7 @@ TEST_CASE("fscore: compiled F-scores and R2 in evaluate and fit as Keras", "[ker
     auto vector_valued = scoring_model({"f1_score"});
     tf::testing::require_error(
         [&] { vector_valued.evaluate(model_x(), model_y(), {.batch_size = 4, .verbose = 0}); },
-        {"f1_score", "(3,)", "one number per metric"});
+        {"f1_score", "(3,)", "one number per metric", "an average"});
     CHECK(metrics::get("F1Score").name() == "F1Score");
     CHECK(metrics::get("fbeta_score").direction() == "up");
     auto r2 = metrics::get("R2Score");
@@ -461,12 +461,27 @@ TEST_CASE("fscore: compiled F-scores and R2 under a MirroredStrategy are the glo
   if (!tf::testing::split_cpu_in_two()) return;
   tf::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
   std::optional<K::Sequential> mirrored;
+  std::optional<metrics::F1Score> f1;
   std::vector<double> e;
   {
     auto scope = strategy.scope();
-    mirrored.emplace(scoring_model(scoring_metrics()));
+    f1.emplace("macro");
+    mirrored.emplace(scoring_model({*f1, "r2_score", metrics::FBetaScore("weighted", 0.5, 0.3)}));
     e = mirrored->evaluate(model_x(), model_y(), {.batch_size = 4, .verbose = 0});
   }
   REQUIRE(e.size() == kScoringWant.size());
   for (size_t i = 0; i < e.size(); ++i) CHECK(e[i] == Approx(kScoringWant[i]).epsilon(2e-6));
+  REQUIRE(f1->variables().size() == 4);
+  CHECK(f1->variables()[0].is_mirrored());  // built on a replica thread, mirrored
+  // Training steps on the replica threads (the learning rate is 0: the same scores).
+  std::optional<K::Sequential> trained;
+  K::History h;
+  {
+    auto scope = strategy.scope();
+    trained.emplace(scoring_model(scoring_metrics()));
+    h = trained->fit(model_x(), model_y(), {.epochs = 1, .batch_size = 4, .verbose = 0});
+  }
+  CHECK(h.history.at("f1_score")[0] == Approx(kScoringWant[1]).epsilon(2e-6));
+  CHECK(h.history.at("r2_score")[0] == Approx(kScoringWant[2]).epsilon(2e-6));
+  CHECK(h.history.at("fbeta_score")[0] == Approx(kScoringWant[3]).epsilon(2e-6));
 }
