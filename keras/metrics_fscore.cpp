@@ -4,6 +4,7 @@
 // as where the metric was made: keras::detail::BuildScope, as a layer's build), so the first
 // update may run eagerly, inside a traced tf::function, or on a strategy's replica threads.
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <memory>
 #include <optional>
