@@ -204,6 +204,20 @@ Loss::Loss(std::function<Tensor(const Tensor&, const Tensor&)> fn, std::string n
   impl_ = std::move(impl);
 }
 
+// Keras' apply_mask: 0 where masked; for SUM_OVER_BATCH_SIZE total / valid elsewhere, so the
+// mean over every value is the mean over the unmasked ones (0 when none is).
+static Tensor mask_weight(const Tensor& mask, const Tensor& values, Reduction r) {
+  const Tensor m = cast(mask, values.dtype());
+  if (r == Reduction::SUM || r == Reduction::NONE || values.rank() == 0) return m;
+  std::vector<int> all(static_cast<size_t>(values.rank()));
+  for (int i = 0; i < values.rank(); ++i) all[static_cast<size_t>(i)] = i;
+  const Tensor total = tapeflow::detail::element_count(values, all, values.dtype());
+  const Tensor valid = reduce_sum(m);
+  const Tensor zero = zeros_like(valid);
+  const Tensor scale = where(greater(valid, zero), divide(total, maximum(valid, 1.0)), zero);
+  return multiply(m, scale);
+}
+
 static const detail::LossImpl& checked(const std::shared_ptr<const detail::LossImpl>& p) {
   TF_CHECK_T(FailedPreconditionError, p != nullptr, "Loss",
              "the loss handle is empty (default-constructed)");
@@ -225,6 +239,9 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
   const bool half = y_pred.defined() && (y_pred.dtype() == float16 || y_pred.dtype() == bfloat16);
   Tensor values = impl.call(y_true, half ? cast(y_pred, float32) : y_pred);
   TF_CHECK_ARG(values.defined(), op, "the loss function returned an undefined tensor");
+  // The mask comes from the unweighted losses (a zero sample weight leaves the count alone).
+  if (impl.output_mask)
+    values = multiply(values, mask_weight(impl.output_mask(values), values, impl.reduction));
   if (sample_weight.defined()) {
     auto [v, w] = detail::squeeze_or_expand_to_same_rank(values, cast(sample_weight, values.dtype()));
     TF_CHECK_ARG(detail::broadcastable(v.shape(), w.shape()), op,

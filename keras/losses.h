@@ -32,6 +32,10 @@ struct LossImpl {
   // What the loss computes ("sparse_categorical_crossentropy", ..., "custom"), whatever its name.
   std::string kind = "custom";
   Reduction reduction = Reduction::AUTO;
+  // Keras' mask on the per-sample losses (set_keras_mask; Circle: the losses > 0), when set:
+  // masked losses weigh nothing, and SUM_OVER_BATCH_SIZE divides by the number of unmasked
+  // ones instead of all (Keras' apply_mask).
+  std::function<Tensor(const Tensor& values)> output_mask;
 };
 }  // namespace detail
 
@@ -263,6 +267,29 @@ class CategoricalGeneralizedCrossEntropy : public Loss {
 
 Tensor categorical_generalized_cross_entropy(const Tensor& y_true, const Tensor& y_pred,
                                              double q = 0.5);
+
+// ---- Circle loss (keras/losses_circle.cpp) ----
+// Keras 3's circle loss (Sun et al., 2020) for metric learning. y_true: integer labels (batch,)
+// (or (batch, 1); floats are truncated, as Keras' cast); y_pred: embeddings (batch, dim),
+// expected L2-normalised (Keras does not normalise them: end the model with UnitNormalization).
+// With d = maximum(1 - y_pred ref_embeddings^T, 0) for each pair, positives the pairs of equal
+// labels (without the pair of an embedding with itself when remove_diagonal) and negatives the
+// others, per sample: softplus(logsumexp over positives of -gamma [margin + d]+ (margin - d) +
+// logsumexp over negatives of gamma [1 + margin - d]+ (1 - margin - d)); 0 for a sample
+// without a positive or a negative. ref_labels and ref_embeddings (default: y_true and y_pred)
+// are the keys the batch is compared with.
+Tensor circle(const Tensor& y_true, const Tensor& y_pred, const Tensor& ref_labels = Tensor(),
+              const Tensor& ref_embeddings = Tensor(), bool remove_diagonal = true,
+              double gamma = 80.0, double margin = 0.4);
+// The loss of circle() over the batch (as its own references). As Keras, the per-sample losses
+// carry the mask "loss > 0" (LossImpl::output_mask): SUM_OVER_BATCH_SIZE is the mean over the
+// samples with a positive loss (those without a positive or a negative pair are left out).
+// compile() string "circle".
+class Circle : public Loss {
+ public:
+  explicit Circle(double gamma = 80.0, double margin = 0.4, bool remove_diagonal = true,
+                  Reduction reduction = Reduction::AUTO, std::string name = "circle");
+};
 Tensor binary_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                                  bool apply_class_balancing = false, double alpha = 0.25,
                                  double gamma = 2.0, bool from_logits = false,
@@ -279,7 +306,7 @@ namespace detail {
 Loss get_extra(const std::string& id);
 inline constexpr const char* kExtraLossNames =
     "binary_focal_crossentropy, categorical_focal_crossentropy, dice, tversky, "
-    "categorical_generalized_cross_entropy";
+    "categorical_generalized_cross_entropy, circle";
 }  // namespace detail
 
 }  // namespace tapeflow::keras::losses

@@ -235,6 +235,7 @@ Loss detail::get_extra(const std::string& id) {
   if (id == "tversky") return Tversky();
   if (id == "categorical_generalized_cross_entropy" || id == "categoricalgeneralizedcrossentropy")
     return CategoricalGeneralizedCrossEntropy();
+  if (id == "circle") return Circle();
   return Loss();
 }
 

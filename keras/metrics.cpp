@@ -94,6 +94,12 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
   if (!is_sum) local(m.count).assign_add(n);
 }
 
+// A copy of a Custom metric's state (a lazily built one grows under `mu` at its first update).
+std::vector<std::pair<std::string, Variable>> state_of(MetricImpl& m) {
+  std::lock_guard lock(m.mu);
+  return m.state;
+}
+
 MetricImpl& checked(const std::shared_ptr<MetricImpl>& p) {
   TF_CHECK_T(FailedPreconditionError, p != nullptr, "Metric",
              "the metric handle is empty (default-constructed)");
@@ -186,6 +192,7 @@ void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
   if (m.kind == MetricImpl::Kind::Custom) {
     TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
                  "update_state needs y_true and y_pred");
+    if (m.build) m.build(m, y_true, y_pred);
     const std::vector<Tensor> inc = m.increments(y_true, y_pred, sample_weight);
     std::lock_guard lock(m.mu);
     for (size_t i = 0; i < inc.size(); ++i) local(m.state[i].second).assign_add(inc[i]);
@@ -211,7 +218,7 @@ Tensor Metric::result() const {
   auto& m = checked(impl_);
   if (m.kind == MetricImpl::Kind::Custom) {
     std::vector<Tensor> values;
-    for (const auto& [n, v] : m.state) values.push_back(aggregated(v));
+    for (const auto& [n, v] : state_of(m)) values.push_back(aggregated(v));
     return m.compute(values);
   }
   Tensor total = aggregated(m.total);
@@ -224,7 +231,7 @@ Tensor Metric::result() const {
 
 void Metric::reset_state() {
   auto& m = checked(impl_);
-  for (auto& [n, v] : m.state) v.assign(zeros(v.shape(), float32));
+  for (auto& [n, v] : state_of(m)) v.assign(zeros(v.shape(), float32));
   if (m.kind == MetricImpl::Kind::Custom) return;
   m.total.assign(zeros({}, float32));
   if (m.count.defined()) m.count.assign(zeros({}, float32));
@@ -237,7 +244,7 @@ const std::string& Metric::direction() const {
 
 std::vector<std::pair<std::string, Variable>> Metric::tracked_variables() const {
   auto& m = checked(impl_);
-  if (m.kind == MetricImpl::Kind::Custom) return m.state;
+  if (m.kind == MetricImpl::Kind::Custom) return state_of(m);
   std::vector<std::pair<std::string, Variable>> out{{"total", m.total}};
   if (m.count.defined()) out.emplace_back("count", m.count);
   return out;
@@ -311,11 +318,13 @@ Metric get(const std::string& identifier, const losses::Loss& loss) {
   if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy(identifier);
   if (Metric more = detail::get_more(id, identifier); more.defined()) return more;
   if (Metric extra = detail::get_extra(id, identifier); extra.defined()) return extra;
+  if (Metric fscore = detail::get_fscore(id, identifier); fscore.defined()) return fscore;
   TF_THROW(InvalidArgumentError, "metrics.get",
            "unknown metric '{}' (known: accuracy, acc, sparse_categorical_accuracy, "
            "categorical_accuracy, binary_accuracy, mse, mean_squared_error, "
-           "sparse_categorical_crossentropy, {}, {})",
-           identifier, detail::kMoreMetricNames, detail::kExtraMetricNames);
+           "sparse_categorical_crossentropy, {}, {}, {})",
+           identifier, detail::kMoreMetricNames, detail::kExtraMetricNames,
+           detail::kFScoreMetricNames);
 }
 
 }  // namespace tapeflow::keras::metrics

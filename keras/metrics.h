@@ -366,6 +366,52 @@ class ConcordanceCorrelation : public Metric {
 Tensor pearson_correlation(const Tensor& y_true, const Tensor& y_pred, int axis = -1);
 Tensor concordance_correlation(const Tensor& y_true, const Tensor& y_pred, int axis = -1);
 
+// ---- F-scores and R2 (keras/metrics_fscore.cpp) ----
+// Their state is built, as Keras', at the first update_state from y_pred's last dimension (the
+// classes or outputs): variables made there outside any trace or tape, mirrored if the metric
+// was made under a strategy's scope, so the first update may be eager, traced or on replicas.
+// Before it, variables() is empty (R2Score: "num_samples" only) and result() is a
+// FailedPreconditionError; a later update with another last dimension is an
+// InvalidArgumentError (reset_state() zeroes the state and keeps its shape). Direction "up".
+
+// Per class, (1 + beta^2) P R / (beta^2 P + R), P = tp / (tp + fp + 1e-7), R = tp / (tp + fn +
+// 1e-7), as Keras' FBetaScore: y_true and y_pred of shape (batch, classes), labels 0 or 1; a
+// prediction is 1 when > threshold, or without a threshold where it is the largest of its row
+// (every one of a tie) and |y_pred| > 1e-9. sample_weight: (batch,). average: std::nullopt (a
+// vector of per-class scores, which cannot be a fit() log), "micro" (counts summed over the
+// classes: scalar state), "macro" (the mean of the classes' scores) or "weighted" (weighted by
+// each class's weighted number of true labels). State: "true_positives", "false_positives",
+// "false_negatives", "intermediate_weights" of shape (classes,) (micro: scalars).
+// compile() strings "fbeta_score"/"FBetaScore" (beta 1; Keras knows only the class name).
+class FBetaScore : public Metric {
+ public:
+  explicit FBetaScore(std::optional<std::string> average = std::nullopt, double beta = 1.0,
+                      std::optional<double> threshold = std::nullopt,
+                      std::string name = "fbeta_score");
+};
+// FBetaScore with beta 1. compile() strings "f1_score"/"F1Score" (average none: a vector).
+class F1Score : public Metric {
+ public:
+  explicit F1Score(std::optional<std::string> average = std::nullopt,
+                   std::optional<double> threshold = std::nullopt, std::string name = "f1_score");
+};
+// The coefficient of determination per output, 1 - sum(w (y - p)^2) / (sum(w y^2) - (sum(w y))^2
+// / sum(w)) over every update (an output of constant y_true: 0, or NaN when also predicted
+// exactly, as Keras), as Keras' R2Score: y_true and y_pred of shape (batch, outputs) (a rank-1
+// y_true against (batch, 1) is expanded); sample_weight (batch,) or broadcasting to y_true.
+// class_aggregation: std::nullopt (per output), "uniform_average" or
+// "variance_weighted_average" (weighted by each output's total sum of squares). num_regressors
+// p > 0 gives the adjusted R2, 1 - (1 - R2)(n - 1) / (n - p - 1), with n the number of
+// elements of y_true seen (Keras counts batch * outputs); when p >= n - 1 it is the plain R2
+// and a warning is logged (once per metric; Keras warns at every result()). State:
+// "num_samples" (made in the constructor), "squared_sum", "sum", "residual", "count" of shape
+// (outputs,). compile() strings "r2_score"/"R2Score".
+class R2Score : public Metric {
+ public:
+  explicit R2Score(std::optional<std::string> class_aggregation = "uniform_average",
+                   int num_regressors = 0, std::string name = "r2_score");
+};
+
 // A metric from its compile() string: "accuracy"/"acc" resolve as Keras does with the loss:
 // sparse categorical crossentropy -> SparseCategoricalAccuracy, categorical ->
 // CategoricalAccuracy, binary -> BinaryAccuracy; with another loss (or none) the choice is made
@@ -377,8 +423,8 @@ Tensor concordance_correlation(const Tensor& y_true, const Tensor& y_pred, int a
 // "mean_absolute_percentage_error", "precision", "recall", "auc", "top_k_categorical_accuracy",
 // "sparse_top_k_categorical_accuracy", "binary_crossentropy", "categorical_crossentropy" (Keras
 // 3 has no "rmse"), and the strings of detail::kExtraMetricNames (snake case or the class name
-// in any case: "true_positives", "TruePositives"). Metrics from strings keep the string as their
-// name, as compile() logs them.
+// in any case: "true_positives", "TruePositives") and of detail::kFScoreMetricNames. Metrics
+// from strings keep the string as their name, as compile() logs them.
 Metric get(const std::string& identifier, const losses::Loss& loss = losses::Loss());
 
 }  // namespace tapeflow::keras::metrics

@@ -31,6 +31,14 @@ struct MetricImpl {
   std::vector<std::pair<std::string, Variable>> state;
   std::function<std::vector<Tensor>(const Tensor&, const Tensor&, const Tensor&)> increments;
   std::function<Tensor(const std::vector<Tensor>&)> compute;
+  // Custom metrics whose state takes its shape from the first update (Keras' lazily built
+  // FBetaScore, R2Score): called by update_state before `increments`. It appends the variables
+  // to `state` under `mu` (readers copy `state` under it), made with `mirror`, and checks that
+  // later updates fit them.
+  std::function<void(MetricImpl&, const Tensor& y_true, const Tensor& y_pred)> build;
+  // The mirroring in force where the metric was made: a lazy build mirrors its variables so, as
+  // the metrics that make their state in the constructor are.
+  tapeflow::detail::MirrorSpec mirror = tapeflow::detail::mirror_spec();
   // Serialises eager updates of one metric: replica threads sharing a non-mirrored metric would
   // otherwise lose increments (each assign_add is a read, an add and a write).
   std::mutex mu;
@@ -58,5 +66,9 @@ inline constexpr const char* kExtraMetricNames =
     "log_cosh_error, msle, mean_squared_logarithmic_error, hinge, squared_hinge, "
     "categorical_hinge, cosine_similarity, pearson_correlation, concordance_correlation, "
     "binary_io_u";
+
+// The metrics of keras/metrics_fscore.cpp, likewise (get() tries it after get_extra).
+Metric get_fscore(const std::string& id, const std::string& name);
+inline constexpr const char* kFScoreMetricNames = "f1_score, fbeta_score, r2_score";
 
 }  // namespace tapeflow::keras::metrics::detail

@@ -626,8 +626,8 @@ namespace {
 float log_value(const Tensor& result, const std::string& name) {
   TF_CHECK_ARG(result.shape().num_elements() == 1, "Model.compile",
                "metric \"{}\" gives a result of shape {}, but logs hold one number per metric: "
-               "compile it with a single threshold (or class), or update and read it outside "
-               "compile",
+               "compile it with a single threshold (or class; F1Score, FBetaScore: an average, "
+               "R2Score: a class_aggregation), or update and read it outside compile",
                name, result.shape().to_string());
   return result.item<float>();
 }
