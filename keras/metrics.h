@@ -204,11 +204,31 @@ class Recall : public Metric {
 // "true_negatives", "false_negatives" (variables of shape (num_thresholds,)). curve "ROC" or
 // "PR"; summation_method "interpolation" (trapezoids; for PR Davis & Goadrich's interpolation),
 // "minoring" or "majoring". A NaN prediction counts as negative at every threshold (Keras).
+// Keras' AUC arguments beyond the positional ones.
+struct AUCOptions {
+  int num_thresholds = 200;
+  std::string curve = "ROC";                       // "ROC" or "PR"
+  std::string summation_method = "interpolation";  // or "minoring", "majoring"
+  // Explicit thresholds (finite; sorted, with -1e-7 and 1 + 1e-7 added at the ends as Keras):
+  // num_thresholds is then their count + 2. Unevenly spaced ones count p > threshold without
+  // clipping p (Keras' general path); evenly spaced ones take the buckets above.
+  std::vector<double> thresholds = {};
+  // One curve per label (y_pred (batch, labels)), state (num_thresholds, labels), the result the
+  // mean of the labels' areas (weighted by label_weights when given). num_labels 0: taken from
+  // the first update (the state is built then, as Keras).
+  bool multi_label = false;
+  int num_labels = 0;
+  // Non-negative weights per label (y_pred's last axis): with multi_label the weights of the
+  // average, without it factors of every prediction's weight (Keras).
+  std::vector<double> label_weights = {};
+  bool from_logits = false;
+};
 class AUC : public Metric {
  public:
   explicit AUC(int num_thresholds = 200, const std::string& curve = "ROC",
                const std::string& summation_method = "interpolation", std::string name = "auc",
                bool from_logits = false);
+  explicit AUC(const AUCOptions& options, std::string name = "auc");
 };
 
 Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k = 5);

@@ -23,7 +23,21 @@
 
 namespace tapeflow::keras::metrics {
 
+// Keras' is_evenly_distributed_thresholds: at least 3 thresholds within 1e-7 of i / (n - 1).
+// Keras then counts with buckets of predictions clipped to [0, 1] (count_inputs' `clip`).
+bool detail::evenly_distributed(const std::vector<double>& th) {
+  const size_t n = th.size();
+  if (n < 3) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const double even = static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1));
+    if (std::abs(th[i] - even) > 1e-7 + 1e-5 * std::abs(even)) return false;  // np.allclose
+  }
+  return true;
+}
+
 namespace {
+
+using detail::evenly_distributed;
 
 using detail::MetricImpl;
 
@@ -41,18 +55,6 @@ bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
   for (int i = 1; i <= w.rank(); ++i) {
     const int64_t dw = w[w.rank() - i], dp = p[p.rank() - i];
     if (dw != dp && dw != 1 && dw != -1 && dp != -1) return false;
-  }
-  return true;
-}
-
-// Keras' is_evenly_distributed_thresholds: at least 3 thresholds within 1e-7 of i / (n - 1).
-// Keras then counts with buckets of predictions clipped to [0, 1] (count_inputs' `clip`).
-bool evenly_distributed(const std::vector<double>& th) {
-  const size_t n = th.size();
-  if (n < 3) return false;
-  for (size_t i = 0; i < n; ++i) {
-    const double even = static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1));
-    if (std::abs(th[i] - even) > 1e-7 + 1e-5 * std::abs(even)) return false;  // np.allclose
   }
   return true;
 }

@@ -67,6 +67,10 @@ inline constexpr const char* kExtraMetricNames =
     "categorical_hinge, cosine_similarity, pearson_correlation, concordance_correlation, "
     "binary_io_u";
 
+// Keras' is_evenly_distributed_thresholds (at least 3 thresholds, np.allclose to i / (n - 1)):
+// such thresholds count with buckets of predictions clipped to [0, 1] (keras/metrics_extra.cpp).
+bool evenly_distributed(const std::vector<double>& thresholds);
+
 // The metrics of keras/metrics_fscore.cpp, likewise (get() tries it after get_extra).
 Metric get_fscore(const std::string& id, const std::string& name);
 inline constexpr const char* kFScoreMetricNames = "f1_score, fbeta_score, r2_score";

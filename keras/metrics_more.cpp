@@ -2,10 +2,12 @@
 // metrics"). The means are MeanMetricWrapper-style; Precision, Recall and AUC keep their own
 // counts (metrics_impl.h's Custom kind), summed over replicas and workers on read.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "core/check.h"
+#include "keras/layers.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/metrics_impl.h"
@@ -202,10 +204,14 @@ std::string lower(std::string s) {
 
 // x[lo : lo + n - 1] of a vector of length n.
 Tensor part(const Tensor& x, int64_t lo, int64_t n) {
-  return slice(x, {lo}, {n - 1});
+  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
+  begin[0] = lo;
+  size[0] = n - 1;
+  return slice(x, begin, size);
 }
 
-// Davis & Goadrich's interpolation between the PR points, in Keras' closed form.
+// Davis & Goadrich's interpolation between the PR points, in Keras' closed form: the area of
+// each interval (n - 1[, labels]).
 Tensor interpolate_pr_auc(const Tensor& tp, const Tensor& fp, const Tensor& fn, int64_t n) {
   const Tensor zero = Tensor(0.0f);
   const Tensor dtp = subtract(part(tp, 0, n), part(tp, 1, n));
@@ -216,7 +222,7 @@ Tensor interpolate_pr_auc(const Tensor& tp, const Tensor& fp, const Tensor& fn, 
   const Tensor ratio = where(logical_and(greater(p0, zero), greater(p1, zero)),
                              divide_no_nan(p0, maximum(p1, zero)), ones_like(p1));
   const Tensor num = multiply(slope, add(dtp, multiply(intercept, log(ratio))));
-  return reduce_sum(divide_no_nan(num, maximum(add(part(tp, 1, n), part(fn, 1, n)), zero)));
+  return divide_no_nan(num, maximum(add(part(tp, 1, n), part(fn, 1, n)), zero));
 }
 
 }  // namespace
@@ -317,56 +323,160 @@ Recall::Recall(const ConfusionOptions& options, std::string name)
     : Metric(precision_or_recall(options, std::move(name), false)) {}
 
 AUC::AUC(int num_thresholds, const std::string& curve, const std::string& summation_method,
-         std::string name, bool from_logits) {
+         std::string name, bool from_logits)
+    : AUC(AUCOptions{.num_thresholds = num_thresholds,
+                     .curve = curve,
+                     .summation_method = summation_method,
+                     .from_logits = from_logits},
+          std::move(name)) {}
+
+AUC::AUC(const AUCOptions& o, std::string name) {
   const char* op = "AUC";
-  TF_CHECK_ARG(num_thresholds > 1, op, "num_thresholds must be an integer > 1, got {}",
-               num_thresholds);
-  const std::string c = lower(curve), s = lower(summation_method);
-  TF_CHECK_ARG(c == "roc" || c == "pr", op, "curve must be 'ROC' or 'PR', got '{}'", curve);
+  const std::string c = lower(o.curve), s = lower(o.summation_method);
+  TF_CHECK_ARG(c == "roc" || c == "pr", op, "curve must be 'ROC' or 'PR', got '{}'", o.curve);
   TF_CHECK_ARG(s == "interpolation" || s == "minoring" || s == "majoring", op,
                "summation_method must be 'interpolation', 'minoring' or 'majoring', got '{}'",
-               summation_method);
+               o.summation_method);
+  // Keras' thresholds: -eps, the inner ones, 1 + eps; evenly spaced ones use the buckets.
+  std::vector<double> inner;
+  bool evenly = true;
+  if (!o.thresholds.empty()) {
+    inner = o.thresholds;
+    for (double t : inner)
+      TF_CHECK_ARG(std::isfinite(t), op, "thresholds must be finite, got {}", t);
+    std::sort(inner.begin(), inner.end());
+    std::vector<double> all = {0.0};
+    all.insert(all.end(), inner.begin(), inner.end());
+    all.push_back(1.0);
+    evenly = detail::evenly_distributed(all);
+  } else {
+    TF_CHECK_ARG(o.num_thresholds > 1, op, "num_thresholds must be an integer > 1, got {}",
+                 o.num_thresholds);
+    for (int i = 0; i < o.num_thresholds - 2; ++i)
+      inner.push_back((i + 1) * 1.0 / (o.num_thresholds - 1));
+  }
+  std::vector<float> th = {static_cast<float>(0.0 - 1e-7)};
+  for (double t : inner) th.push_back(static_cast<float>(t));
+  th.push_back(static_cast<float>(1.0 + 1e-7));
+  const auto n = static_cast<int64_t>(th.size());
+  TF_CHECK_ARG(o.multi_label || o.num_labels == 0, op,
+               "num_labels is needed only when multi_label is true, got {}", o.num_labels);
+  TF_CHECK_ARG(o.num_labels >= 0, op, "num_labels must be >= 0 (0: from the first update), got {}",
+               o.num_labels);
+  for (double w : o.label_weights)
+    TF_CHECK_ARG(std::isfinite(w) && w >= 0, op, "label_weights must be non-negative, got {}", w);
+  TF_CHECK_ARG(o.label_weights.empty() || o.num_labels == 0 ||
+                   static_cast<int64_t>(o.label_weights.size()) == o.num_labels,
+               op, "{} label_weights for num_labels {}", o.label_weights.size(), o.num_labels);
   const Curve kind = c == "roc" ? Curve::ROC : Curve::PR;
   const Summation sum = s == "interpolation" ? Summation::Interpolation
                         : s == "minoring"    ? Summation::Minoring
                                              : Summation::Majoring;
-  const int64_t n = num_thresholds;
+  const std::vector<std::string> names = {"true_positives", "false_positives", "true_negatives",
+                                          "false_negatives"};
+  const bool multi = o.multi_label;
   impl_ = confusion_impl(std::move(name),
-                         {"true_positives", "false_positives", "true_negatives", "false_negatives"},
-                         {n});
+                         multi && o.num_labels == 0 ? std::vector<std::string>{} : names,
+                         multi ? std::vector<int64_t>{n, o.num_labels} : std::vector<int64_t>{n});
   const std::string op_name = impl_->name;
-  impl_->increments = [n, from_logits, op_name](const Tensor& y_true, const Tensor& y_pred,
-                                                const Tensor& sw) {
+  const std::vector<float> lw(o.label_weights.begin(), o.label_weights.end());
+  // The number of labels the state was built for (multi_label; -1 before a lazy build).
+  auto labels =
+      std::make_shared<std::atomic<int64_t>>(multi && o.num_labels == 0 ? -1 : o.num_labels);
+  if (multi) {
+    impl_->build = [labels, names, n, lw, op_name](MetricImpl& m, const Tensor&,
+                                                   const Tensor& y_pred) {
+      TF_CHECK_ARG(y_pred.rank() == 2 && y_pred.shape()[1] >= 0, op_name.c_str(),
+                   "multi_label needs y_pred of rank 2 (batch, labels) with known labels, got {}",
+                   y_pred.shape().to_string());
+      const int64_t l = y_pred.shape()[1];
+      TF_CHECK_ARG(lw.empty() || static_cast<int64_t>(lw.size()) == l, op_name.c_str(),
+                   "{} label_weights for y_pred {} of {} labels", lw.size(),
+                   y_pred.shape().to_string(), l);
+      if (labels->load() < 0) {
+        std::lock_guard lock(m.mu);
+        if (labels->load() < 0) {
+          keras::detail::BuildScope scope(m.mirror);  // eager, outside any trace or tape
+          for (const std::string& v : names)
+            m.state.emplace_back(
+                v, Variable(zeros(TensorShape({n, l}), float32), m.name + "/" + v, false));
+          labels->store(l);
+        }
+      }
+      TF_CHECK_ARG(labels->load() == l, op_name.c_str(),
+                   "the state has {} labels, got y_pred of shape {}", labels->load(),
+                   y_pred.shape().to_string());
+    };
+  }
+  impl_->increments = [th, n, evenly, multi, lw, from_logits = o.from_logits, op_name](
+                          const Tensor& y_true, const Tensor& y_pred, const Tensor& sw) {
     Confusion c = prepare(op_name.c_str(), y_true, y_pred, sw);
-    Tensor p = from_logits ? sigmoid(c.pred) : c.pred;
-    const Tensor w =
-        c.weight.defined() ? tapeflow::detail::broadcast_like(c.weight, p) : ones_like(p);
-    p = reshape(clip_by_value(p, Tensor(0.0f), Tensor(1.0f)), TensorShape({-1}));
-    const Tensor pos = reshape(cast(c.positive, float32), TensorShape({-1}));
-    const Tensor wf = reshape(w, TensorShape({-1}));
+    const Tensor p0 = from_logits ? sigmoid(c.pred) : c.pred;
+    Tensor w = c.weight.defined() ? tapeflow::detail::broadcast_like(c.weight, p0) : ones_like(p0);
+    if (!lw.empty() && !multi) {
+      TF_CHECK_ARG(p0.rank() >= 1 && p0.shape()[p0.rank() - 1] == static_cast<int64_t>(lw.size()),
+                   op_name.c_str(), "{} label_weights for y_pred of shape {}", lw.size(),
+                   y_pred.shape().to_string());
+      w = multiply(w, constant(lw, TensorShape({static_cast<int64_t>(lw.size())})));
+    }
+    // Rows: (elements,) flattened, or (batch, labels) with multi_label.
+    const TensorShape rows = multi ? TensorShape({-1, p0.shape()[1]}) : TensorShape({-1});
+    const Tensor pos = reshape(cast(c.positive, float32), rows);
+    const Tensor wf = reshape(w, rows);
     const Tensor true_w = multiply(pos, wf);
     const Tensor false_w = multiply(subtract(Tensor(1.0f), pos), wf);
-    // The bucket of each prediction: above thresholds 0..b, max(ceil(p * (n - 1)) - 1, 0).
-    // A NaN gets -1, which unsorted_segment_sum drops: it is then a negative prediction at
-    // every threshold (tn and fn below), as in Keras.
-    Tensor bucket = maximum(
-        subtract(ceil(multiply(p, Tensor(static_cast<float>(n - 1)))), Tensor(1.0f)), Tensor(0.0f));
-    bucket = cast(where(equal(p, p), bucket, Tensor(-1.0f)), int32);
-    // Counts above each threshold j: the bucket sums of buckets i >= j, a reversed cumulative
-    // sum (O(n) memory, as Keras' flip(cumsum(flip))).
-    auto above = [&](const Tensor& weights) {
-      const Tensor sums = unsorted_segment_sum(weights, bucket, n);  // (n,)
-      return cumsum(sums, 0, /*exclusive=*/false, /*reverse=*/true);
-    };
-    const Tensor tp = above(true_w), fp = above(false_w);
-    const Tensor tn = subtract(reduce_sum(false_w), fp);
-    const Tensor fn = subtract(reduce_sum(true_w), tp);
+    const Tensor total_true = reduce_sum(true_w, 0), total_false = reduce_sum(false_w, 0);
+    Tensor tp, fp;
+    if (evenly) {
+      // The bucket of each prediction clipped to [0, 1]: above thresholds 0..b,
+      // max(ceil(p * (n - 1)) - 1, 0). A NaN gets -1, which unsorted_segment_sum drops: it is
+      // then negative at every threshold (tn and fn below), as in Keras.
+      const Tensor p = reshape(clip_by_value(p0, Tensor(0.0f), Tensor(1.0f)), rows);
+      Tensor bucket =
+          maximum(subtract(ceil(multiply(p, Tensor(static_cast<float>(n - 1)))), Tensor(1.0f)),
+                  Tensor(0.0f));
+      bucket = cast(where(equal(p, p), bucket, Tensor(-1.0f)), int32);
+      const int64_t l = multi ? p.shape()[1] : 1;
+      if (multi)  // one segment per (bucket, label); a NaN's stays negative
+        bucket = add(multiply(bucket, Tensor(static_cast<int32_t>(l))),
+                     cast(range(int64_t{0}, l, int64_t{1}), int32));
+      // Counts above each threshold j: the bucket sums of buckets i >= j, a reversed
+      // cumulative sum (O(n) memory, as Keras' flip(cumsum(flip))).
+      auto above = [&](const Tensor& weights) {
+        Tensor sums = unsorted_segment_sum(weights, bucket, n * l);
+        if (multi) sums = reshape(sums, TensorShape({n, l}));
+        return cumsum(sums, 0, /*exclusive=*/false, /*reverse=*/true);
+      };
+      tp = above(true_w);
+      fp = above(false_w);
+    } else {
+      // Keras' general path: p > threshold, (thresholds, elements[, labels]), unclipped.
+      const Tensor p = expand_dims(reshape(p0, rows), 0);
+      const TensorShape th_shape = multi ? TensorShape({n, 1, 1}) : TensorShape({n, 1});
+      const Tensor hit = greater(p, constant(th, th_shape));
+      tp = reduce_sum(where(hit, expand_dims(true_w, 0), Tensor(0.0f)), 1);
+      fp = reduce_sum(where(hit, expand_dims(false_w, 0), Tensor(0.0f)), 1);
+    }
+    const Tensor tn = subtract(total_false, fp);
+    const Tensor fn = subtract(total_true, tp);
     return std::vector<Tensor>{tp, fp, tn, fn};
   };
-  impl_->compute = [n, kind, sum](const std::vector<Tensor>& v) {
+  // Sums the curve's pieces (n - 1[, labels]): the area, or the labels' (weighted) mean area.
+  auto total = [multi, lw](const Tensor& pieces) {
+    if (!multi) return reduce_sum(pieces);
+    const Tensor by_label = reduce_sum(pieces, 0);
+    if (lw.empty()) return reduce_mean(by_label);
+    const Tensor w = constant(lw, TensorShape({static_cast<int64_t>(lw.size())}));
+    return divide_no_nan(reduce_sum(multiply(by_label, w)), reduce_sum(w));
+  };
+  impl_->compute = [n, kind, sum, total, op_name](const std::vector<Tensor>& v) {
+    TF_CHECK_T(FailedPreconditionError, v.size() == 4, op_name.c_str(),
+               "AUC '{}' with multi_label builds its state at the first update_state (from "
+               "y_pred's labels): update it, or give num_labels, before reading result()",
+               op_name);
     const Tensor &tp = v[0], &fp = v[1], &tn = v[2], &fn = v[3];
     if (kind == Curve::PR && sum == Summation::Interpolation)
-      return interpolate_pr_auc(tp, fp, fn, n);
+      return total(interpolate_pr_auc(tp, fp, fn, n));
     const Tensor recall = divide_no_nan(tp, add(tp, fn));
     Tensor x, y;
     if (kind == Curve::ROC) {
@@ -380,7 +490,7 @@ AUC::AUC(int num_thresholds, const std::string& curve, const std::string& summat
     const Tensor heights = sum == Summation::Interpolation ? multiply(add(y0, y1), Tensor(0.5f))
                            : sum == Summation::Minoring    ? minimum(y0, y1)
                                                            : maximum(y0, y1);
-    return reduce_sum(multiply(subtract(part(x, 0, n), part(x, 1, n)), heights));
+    return total(multiply(subtract(part(x, 0, n), part(x, 1, n)), heights));
   };
 }
 

@@ -443,6 +443,163 @@ TEST_CASE("metrics more: AUC curves and summation methods as Keras 3.15", "[kera
   }
 }
 
+TEST_CASE("metrics more: AUC with multi_label label_weights and explicit thresholds as Keras 3.15",
+          "[keras][cpu][cuda]") {
+  const tf::Tensor t1 =
+      tf::constant({{1.f, 0.f, 1.f}, {0.f, 1.f, 1.f}, {1.f, 1.f, 0.f}, {0.f, 0.f, 1.f}});
+  const tf::Tensor p1 = tf::constant(
+      {{0.8f, 0.3f, 0.6f}, {0.4f, 0.7f, 0.2f}, {0.65f, 0.55f, 0.1f}, {0.2f, 0.45f, 0.9f}});
+  const tf::Tensor w1 = tf::constant({1.f, 2.f, 0.5f, 1.5f});
+  const tf::Tensor t2 = tf::constant({{1.f, 0.f, 0.f}, {0.f, 1.f, 1.f}});
+  const tf::Tensor p2 = tf::constant({{0.3f, 0.8f, 0.35f}, {0.5f, 0.6f, 0.75f}});
+  const tf::Tensor w2 = tf::constant({3.f, 1.f});
+  const std::vector<double> lw = {0.5, 1.0, 2.0};
+  // keras.metrics.AUC(**kw): update_state(t1, p1, w1), (t2, p2, w2), result(); and the shape of
+  // true_positives.
+  struct Case {
+    const char* what;
+    metrics::AUCOptions options;
+    double want;
+    std::vector<int64_t> state;
+  };
+  auto opts = [](int n, const char* curve, const char* summation, std::vector<double> th,
+                 bool multi, std::vector<double> weights, bool logits) {
+    metrics::AUCOptions o;
+    o.num_thresholds = n;
+    o.curve = curve;
+    o.summation_method = summation;
+    o.thresholds = std::move(th);
+    o.multi_label = multi;
+    o.label_weights = std::move(weights);
+    o.from_logits = logits;
+    return o;
+  };
+  const std::vector<Case> cases = {
+      {"multi_label",
+       opts(200, "ROC", "interpolation", {}, true, {}, false),
+       0.5661376118659973,
+       {200, 3}},
+      {"multi_label PR",
+       opts(200, "PR", "interpolation", {}, true, {}, false),
+       0.6167964935302734,
+       {200, 3}},
+      {"multi_label minoring",
+       opts(200, "ROC", "minoring", {}, true, {}, false),
+       0.5661376118659973,
+       {200, 3}},
+      {"multi_label label_weights",
+       opts(200, "ROC", "interpolation", {}, true, lw, false),
+       0.6025561690330505,
+       {200, 3}},
+      {"multi_label PR label_weights 50",
+       opts(50, "PR", "interpolation", {}, true, lw, false),
+       0.6783825159072876,
+       {50, 3}},
+      {"label_weights",
+       opts(200, "ROC", "interpolation", {}, false, lw, false),
+       0.6104224324226379,
+       {200}},
+      {"thresholds [0.3, 0.5, 0.9]",
+       opts(200, "ROC", "interpolation", {0.3, 0.5, 0.9}, false, {}, false),
+       0.6008230447769165,
+       {5}},
+      {"thresholds [0.75, 0.25, 0.5] (even) PR",
+       opts(200, "PR", "interpolation", {0.75, 0.25, 0.5}, false, {}, false),
+       0.570421576499939,
+       {5}},
+      {"thresholds multi_label PR majoring",
+       opts(200, "PR", "majoring", {0.3, 0.5, 0.9}, true, {}, false),
+       0.6879046559333801,
+       {5, 3}},
+      {"multi_label from_logits 7",
+       opts(7, "ROC", "interpolation", {}, true, {}, true),
+       0.6171236038208008,
+       {7, 3}},
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      metrics::AUC auc(c.options);
+      auc.update_state(t1, p1, w1);
+      auc.update_state(t2, p2, w2);
+      check_values(auc.result(), {c.want}, 1e-5);
+      REQUIRE(auc.variables().size() == 4);
+      CHECK(auc.variables()[0].shape() == tf::TensorShape(c.state));
+    }
+    // The counts of the uneven multi_label case (Keras' true_positives, false_negatives).
+    metrics::AUC uneven(opts(200, "ROC", "interpolation", {0.3, 0.5, 0.9}, true, {}, false));
+    uneven.update_state(t1, p1, w1);
+    uneven.update_state(t2, p2, w2);
+    check_values(uneven.variables()[0].value(),
+                 {4.5, 3.5, 5.5, 1.5, 3.5, 3.5, 1.5, 3.5, 3.5, 0, 0, 0, 0, 0, 0}, 1e-6);
+    check_values(uneven.variables()[3].value(),
+                 {0, 0, 0, 3.0, 0, 2.0, 3.0, 0, 2.0, 4.5, 3.5, 5.5, 4.5, 3.5, 5.5}, 1e-6);
+  }
+  // A lazily built multi_label AUC traced with a None batch: the first (traced) update builds
+  // the state; one trace; the eager values.
+  metrics::AUC eager(opts(200, "ROC", "interpolation", {}, true, lw, false));
+  metrics::AUC traced(opts(200, "ROC", "interpolation", {}, true, lw, false));
+  TF_REQUIRE_THROWS_CONTAINING(traced.result(), tf::FailedPreconditionError,
+                               "multi_label builds its state at the first update_state");
+  auto step = tf::function(
+      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
+        traced.update_state(y, p, w);
+        return traced.result();
+      },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float32),
+                                              tf::TensorSpec({tf::None, 3}, tf::float32),
+                                              tf::TensorSpec({tf::None}, tf::float32)}});
+  eager.update_state(t1, p1, w1);
+  eager.update_state(t2, p2, w2);
+  step(t1, p1, w1);
+  step(t2, p2, w2);
+  CHECK(step.tracing_count() == 1);
+  check_values(traced.result(), {0.6025561690330505}, 1e-5);
+  // The designated-initializer form of docs/keras_training.md.
+  metrics::AUC pr({.curve = "PR", .multi_label = true, .label_weights = {1, 2, 1}});
+  pr.update_state(t1, p1);
+  CHECK(pr.variables()[0].shape() == tf::TensorShape({200, 3}));
+
+  tf::testing::require_error(
+      [&] {
+        metrics::AUCOptions o;
+        o.multi_label = true;
+        metrics::AUC(o).update_state(tf::ones({4}), tf::ones({4}));
+      },
+      {"auc", "multi_label", "rank 2", "(4,)"});
+  tf::testing::require_error(
+      [&] {
+        metrics::AUCOptions o;
+        o.multi_label = true;
+        o.num_labels = 2;
+        metrics::AUC(o).update_state(t1, p1);
+      },
+      {"auc", "2 labels", "(4, 3)"});
+  tf::testing::require_error(
+      [&] {
+        metrics::AUCOptions o;
+        o.label_weights = {1.0, 2.0};
+        metrics::AUC(o).update_state(t1, p1);
+      },
+      {"auc", "2 label_weights", "(4, 3)"});
+  tf::testing::require_error(
+      [] {
+        metrics::AUCOptions o;
+        o.num_labels = 3;
+        metrics::AUC a(o);
+      },
+      {"AUC", "num_labels", "multi_label"});
+  tf::testing::require_error(
+      [] {
+        metrics::AUCOptions o;
+        o.label_weights = {1.0, -1.0};
+        metrics::AUC a(o);
+      },
+      {"AUC", "label_weights", "non-negative", "-1"});
+}
+
 TEST_CASE("metrics more: traced updates equal eager ones", "[keras][cpu][cuda]") {
   for (const tf::Device& device : tf::testing::devices_under_test()) {
     CAPTURE(device.to_string());
