@@ -704,6 +704,34 @@ TEST_CASE("metrics more: mirrored confusion counts are summed over replicas",
     check_values(c.value(), std::vector<double>(200, 0.0));
 }
 
+TEST_CASE("metrics more: a mirrored multi_label AUC builds mirrored state at its first update",
+          "[keras][cpu][multi_device]") {
+  if (!tf::testing::split_cpu_in_two()) return;
+  const std::vector<tf::Device> devs = {tf::Device::parse("/cpu:0"), tf::Device::parse("/cpu:1")};
+  metrics::AUCOptions o;
+  o.multi_label = true;
+  o.curve = "PR";
+  metrics::AUC auc;
+  {
+    tf::detail::MirrorVariablesScope mirror(devs);
+    auc = metrics::AUC(o);
+  }
+  REQUIRE(auc.variables().empty());  // built by the first update
+  // (40,) labels as (10, 4): four labels, five rows per replica.
+  const tf::Tensor y = tf::reshape(auc_true(), {10, 4}), p = tf::reshape(auc_pred(), {10, 4});
+  for (int r = 0; r < 2; ++r) {
+    tf::detail::ReplicaComponentScope replica(r);
+    tf::DeviceScope place(devs[static_cast<size_t>(r)]);
+    auc.update_state(tf::slice(y, {5 * r, 0}, {5, 4}), tf::slice(p, {5 * r, 0}, {5, 4}));
+  }
+  REQUIRE(auc.variables().size() == 4);
+  CHECK(auc.variables()[0].is_mirrored());
+  // The global value: that of one metric that saw all ten rows.
+  metrics::AUC one(o);
+  one.update_state(y, p);
+  check_values(auc.result(), {result_of(one)}, 1e-6);
+}
+
 TEST_CASE("metrics more: compile strings directions and errors", "[keras][cpu]") {
   const std::vector<std::pair<std::string, std::string>> dirs = {
       {"mae", "down"},
