@@ -223,11 +223,14 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
   const double rec_rate = simple ? c_.recurrent_dropout : detail::gated_rate(c_.recurrent_dropout);
   const bool drop_in = training && in_rate > 0.0;
   const bool drop_rec = training && rec_rate > 0.0;
-  const int64_t n_masks = drop_rec && c_.cell != Cell::simple ? k : 1;
+  // Any recurrent_dropout, 1 included, makes one input mask per gate (Keras switches to
+  // implementation 1 on the rate, before its `< 1` test skips the recurrent masks).
+  const int64_t n_in_masks = training && c_.recurrent_dropout > 0.0 && !simple ? k : 1;
+  const int64_t n_masks = drop_rec && !simple ? k : 1;  // recurrent masks
   const Tensor kernel = kernel_.value();
   const Tensor rk = recurrent_.value();
   std::vector<Tensor> kernel_parts, rk_parts;  // per gate, when the masks are
-  if (n_masks > 1) {
+  if (n_masks > 1 || n_in_masks > 1) {
     kernel_parts = split(kernel, static_cast<int>(k), 1);
     rk_parts = split(rk, static_cast<int>(k), 1);
   }
@@ -237,10 +240,10 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
   if (drop_in) {
     const Tensor ones_bf = ones_like(squeeze(slice(x, {0, 0, 0}, {-1, 1, -1}), {1}));
     std::vector<Tensor> parts;
-    for (int64_t g = 0; g < n_masks; ++g) {
+    for (int64_t g = 0; g < n_in_masks; ++g) {
       const Tensor mask = expand_dims(detail::dropout_mask(ones_bf, in_rate, c_.seed), 1);
       parts.push_back(
-          matmul(x * mask, n_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
+          matmul(x * mask, n_in_masks > 1 ? kernel_parts[static_cast<size_t>(g)] : kernel));
     }
     xp = parts.size() == 1 ? parts[0] : concat(parts, -1);
   } else {

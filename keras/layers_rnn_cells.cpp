@@ -270,9 +270,11 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> cell_masks(const RNNCell& ce
                                                                bool training) {
   std::vector<Tensor> dm, rm;
   if (!training) return {dm, rm};
+  // The mask count follows the given rate (1 included, Keras' implementation switch); whether a
+  // mask applies follows the gated rate (none at 1).
+  const int count = recurrent_dropout > 0.0 ? gates : 1;
   dropout = detail::gated_rate(dropout);
   recurrent_dropout = detail::gated_rate(recurrent_dropout);
-  const int count = recurrent_dropout > 0.0 ? gates : 1;
   if (dropout > 0.0) dm = cell.dropout_masks(x, dropout, count, 0, seed);
   if (recurrent_dropout > 0.0) rm = cell.dropout_masks(h, recurrent_dropout, count, 1, seed);
   return {dm, rm};

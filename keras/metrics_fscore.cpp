@@ -75,7 +75,10 @@ std::function<void(MetricImpl&, const Tensor&, const Tensor&)> lazy_build(
         check_2d(m.name, cls, t, p, classes->load());
         if (classes->load() >= 0) return;
         std::lock_guard lock(m.mu);
-        if (classes->load() >= 0) return;  // built meanwhile by another replica thread
+        if (classes->load() >= 0) {  // built meanwhile by another replica thread: check again
+          check_2d(m.name, cls, t, p, classes->load());
+          return;
+        }
         const int64_t d = p.shape()[1];
         // Eager and cross-replica whatever the caller is in (a trace, a tape, a replica).
         keras::detail::BuildScope scope(m.mirror);

@@ -327,6 +327,36 @@ TEST_CASE("metrics more: Precision and Recall with thresholds top_k and class_id
       check_values(recall.variables()[1].value(), c.fn, 1e-6);
     }
   }
+  // Evenly spaced thresholds take Keras' buckets: predictions clipped to [0, 1] (so 1.5 and 2.0
+  // are not above 1), p (n - 1) > i in float32 (0.90000004 is not above 0.9 of 11). Keras 3.15.
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const tf::Tensor yt = tf::constant({1.f, 1.f, 0.f, 1.f});
+    const tf::Tensor yp = tf::constant({1.5f, 0.7f, 2.0f, -0.2f});
+    metrics::Precision even({.thresholds = {0.0, 0.5, 1.0}}),
+        uneven({.thresholds = {0, 0.5, 0.999}});
+    metrics::Recall even_r({.thresholds = {0.0, 0.5, 1.0}}),
+        uneven_r({.thresholds = {0, 0.5, 0.999}});
+    for (metrics::Metric* m : std::vector<metrics::Metric*>{&even, &uneven, &even_r, &uneven_r})
+      m->update_state(yt, yp);
+    check_values(even.result(), {0.6666666865348816, 0.6666666865348816, 0.0}, 1e-6);
+    check_values(uneven.result(), {0.6666666865348816, 0.6666666865348816, 0.5}, 1e-6);
+    check_values(even_r.result(), {0.6666666865348816, 0.6666666865348816, 0.0}, 1e-6);
+    check_values(uneven_r.result(), {0.6666666865348816, 0.6666666865348816, 0.3333333432674408},
+                 1e-6);
+    std::vector<double> tenths;
+    for (int i = 0; i <= 10; ++i) tenths.push_back(i / 10.0);
+    metrics::Recall bucketed({.thresholds = tenths});
+    bucketed.update_state(tf::constant({1.f}), tf::constant({std::nextafter(0.9f, 1.0f)}));
+    check_values(bucketed.variables()[0].value(), {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
+    metrics::Precision top1({.thresholds = {0.0, 0.5, 1.0}, .top_k = 1});
+    top1.update_state(tf::constant({{1.f, 0.f, 1.f}, {0.f, 1.f, 0.f}}),
+                      tf::constant({{1.5f, 0.2f, 0.9f}, {0.3f, -0.4f, 0.1f}}));
+    check_values(top1.result(), {0.5, 1.0, 0.0}, 1e-6);
+    check_values(top1.variables()[1].value(), {1, 0, 0});
+  }
+
   // Traced with a None batch: one trace, the eager values.
   metrics::Precision eager({.thresholds = {0.3, 0.6}, .top_k = 2});
   metrics::Precision traced({.thresholds = {0.3, 0.6}, .top_k = 2});
