@@ -81,6 +81,28 @@ double result_of(metrics::Metric m) {
   return m.result().item<float>();
 }
 
+// Updates `eager` directly and `traced` through a tf::function whose signature has a None batch,
+// with (t1, p1, w1) then (t2, p2, w2): one trace, and the traced result equals the eager one.
+void check_traced_equals_eager(metrics::Metric& eager, metrics::Metric& traced,
+                               const tf::Tensor& t1, const tf::Tensor& p1, const tf::Tensor& w1,
+                               const tf::Tensor& t2, const tf::Tensor& p2, const tf::Tensor& w2) {
+  const int64_t cols = p1.shape()[1];
+  auto step = tf::function(
+      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
+        traced.update_state(y, p, w);
+        return traced.result();
+      },
+      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, cols}, tf::float32),
+                                              tf::TensorSpec({tf::None, cols}, tf::float32),
+                                              tf::TensorSpec({tf::None}, tf::float32)}});
+  eager.update_state(t1, p1, w1);
+  eager.update_state(t2, p2, w2);
+  step(t1, p1, w1);
+  step(t2, p2, w2);
+  CHECK(step.tracing_count() == 1);
+  check_values(traced.result(), tf::detail::to_double_vector(eager.result()), 1e-6);
+}
+
 }  // namespace
 
 TEST_CASE("metrics more: error and crossentropy means match Keras 3.15", "[keras][cpu][cuda]") {
@@ -360,20 +382,7 @@ TEST_CASE("metrics more: Precision and Recall with thresholds top_k and class_id
   // Traced with a None batch: one trace, the eager values.
   metrics::Precision eager({.thresholds = {0.3, 0.6}, .top_k = 2});
   metrics::Precision traced({.thresholds = {0.3, 0.6}, .top_k = 2});
-  auto step = tf::function(
-      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
-        traced.update_state(y, p, w);
-        return traced.result();
-      },
-      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4}, tf::float32),
-                                              tf::TensorSpec({tf::None, 4}, tf::float32),
-                                              tf::TensorSpec({tf::None}, tf::float32)}});
-  eager.update_state(t1, p1, w1);
-  eager.update_state(t2, p2, w2);
-  step(t1, p1, w1);
-  step(t2, p2, w2);
-  CHECK(step.tracing_count() == 1);
-  check_values(traced.result(), tf::detail::to_double_vector(eager.result()), 1e-6);
+  check_traced_equals_eager(eager, traced, t1, p1, w1, t2, p2, w2);
 
   tf::testing::require_error(
       [] {
@@ -573,19 +582,7 @@ TEST_CASE("metrics more: AUC with multi_label label_weights and explicit thresho
   metrics::AUC traced(opts(200, "ROC", "interpolation", {}, true, lw, false));
   TF_REQUIRE_THROWS_CONTAINING(traced.result(), tf::FailedPreconditionError,
                                "multi_label builds its state at the first update_state");
-  auto step = tf::function(
-      [&](const tf::Tensor& y, const tf::Tensor& p, const tf::Tensor& w) {
-        traced.update_state(y, p, w);
-        return traced.result();
-      },
-      tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float32),
-                                              tf::TensorSpec({tf::None, 3}, tf::float32),
-                                              tf::TensorSpec({tf::None}, tf::float32)}});
-  eager.update_state(t1, p1, w1);
-  eager.update_state(t2, p2, w2);
-  step(t1, p1, w1);
-  step(t2, p2, w2);
-  CHECK(step.tracing_count() == 1);
+  check_traced_equals_eager(eager, traced, t1, p1, w1, t2, p2, w2);
   check_values(traced.result(), {0.6025561690330505}, 1e-5);
   // The designated-initializer form of docs/keras_training.md.
   metrics::AUC pr({.curve = "PR", .multi_label = true, .label_weights = {1, 2, 1}});
