@@ -192,19 +192,6 @@ using compute_t = std::conditional_t<std::is_same_v<T, half_t> || std::is_same_v
     default: break;                                                         \
   }
 
-// Same, the numeric types (floating, int32, int64: the caller has already rejected the others).
-#define TF_DISPATCH_NUMERIC_TYPES(DTYPE, ...)                    \
-  switch ((DTYPE).id) {                                          \
-    TF_DTYPE_CASE(Float16, ::tapeflow::half_t, __VA_ARGS__)      \
-    TF_DTYPE_CASE(BFloat16, ::tapeflow::bfloat16_t, __VA_ARGS__) \
-    TF_DTYPE_CASE(Float32, float, __VA_ARGS__)                   \
-    TF_DTYPE_CASE(Float64, double, __VA_ARGS__)                  \
-    TF_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                   \
-    TF_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                   \
-    default:                                                     \
-      break;                                                     \
-  }
-
 // Runs BODY with `E` bound to the unsigned integer type of ES bytes (1, 2, 4, else 8): kernels
 // that only move elements dispatch on the element size, not the dtype.
 #define TF_DISPATCH_BY_SIZE(ES, ...) \

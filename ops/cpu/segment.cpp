@@ -100,14 +100,16 @@ void segment_reduce(SegmentReducer r, const char* op, const Tensor& data, const 
 }  // namespace
 
 void UnsortedSegmentReduce::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  // The dtypes infer() accepts (no uint8 or bool kernels): the others compile to nothing.
   auto run = [&]<class T>(T*) {
-    if (in[1].dtype() == int32)
-      segment_reduce<T, int32_t>(reducer, name(), in[0], in[1], out[0]);
-    else
-      segment_reduce<T, int64_t>(reducer, name(), in[0], in[1], out[0]);
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {
+      if (in[1].dtype() == int32)
+        segment_reduce<T, int32_t>(reducer, name(), in[0], in[1], out[0]);
+      else
+        segment_reduce<T, int64_t>(reducer, name(), in[0], in[1], out[0]);
+    }
   };
-  // The dtypes infer() accepts (no uint8 or bool kernels).
-  TF_DISPATCH_NUMERIC_TYPES(in[0].dtype(), run(static_cast<T*>(nullptr)));
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), run(static_cast<T*>(nullptr)));
 }
 
 }  // namespace tapeflow::prims

@@ -111,16 +111,6 @@ __device__ __forceinline__ int64_t offset_of(int64_t linear, const Strides& s) {
     TF_CUDA_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)            \
     TF_CUDA_DTYPE_CASE(Bool, bool, __VA_ARGS__)                \
   }
-#define TF_CUDA_DISPATCH_NUMERIC_TYPES(DTYPE, ...)             \
-  switch ((DTYPE).id) {                                        \
-    TF_CUDA_DTYPE_CASE(Float16, __half, __VA_ARGS__)           \
-    TF_CUDA_DTYPE_CASE(BFloat16, __nv_bfloat16, __VA_ARGS__)   \
-    TF_CUDA_DTYPE_CASE(Float32, float, __VA_ARGS__)            \
-    TF_CUDA_DTYPE_CASE(Float64, double, __VA_ARGS__)           \
-    TF_CUDA_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)            \
-    TF_CUDA_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)            \
-    default: break;                                            \
-  }
 #define TF_CUDA_DISPATCH_FLOAT_TYPES(DTYPE, ...)               \
   switch ((DTYPE).id) {                                        \
     TF_CUDA_DTYPE_CASE(Float16, __half, __VA_ARGS__)           \

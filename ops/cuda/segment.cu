@@ -9,6 +9,7 @@
 // on the host, such rows are dropped instead.
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
@@ -179,26 +180,28 @@ void UnsortedSegmentReduce::eval_cuda(std::span<const Tensor> in, std::span<Tens
     check_ids<int32_t>(name(), in[1], segments, dev, s);
   else
     check_ids<int64_t>(name(), in[1], segments, dev, s);
+  // The dtypes infer() accepts (no uint8 or bool kernels): the others compile to nothing.
   auto run = [&]<class T>(T*) {
-    if (total_out > 0) {
-      fill_kernel<T><<<cuda::grid_for(total_out, dev), cuda::kThreads, 0, s>>>(
-          cuda::dptr<T>(out[0]), total_out, identity_of<T>(reducer));
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, uint8_t>) {
+      if (total_out > 0) {
+        fill_kernel<T><<<cuda::grid_for(total_out, dev), cuda::kThreads, 0, s>>>(
+            cuda::dptr<T>(out[0]), total_out, identity_of<T>(reducer));
+        detail::cuda::check_launch(name());
+      }
+      if (n * d == 0 || total_out == 0) return;
+      const unsigned grid = cuda::grid_for(n * d, dev);
+      if (in[1].dtype() == int32)
+        segment_reduce_kernel<T, int32_t><<<grid, cuda::kThreads, 0, s>>>(
+            reducer, cuda::dptr<T>(in[0]), cuda::dptr<int32_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+            segments);
+      else
+        segment_reduce_kernel<T, int64_t><<<grid, cuda::kThreads, 0, s>>>(
+            reducer, cuda::dptr<T>(in[0]), cuda::dptr<int64_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
+            segments);
       detail::cuda::check_launch(name());
     }
-    if (n * d == 0 || total_out == 0) return;
-    const unsigned grid = cuda::grid_for(n * d, dev);
-    if (in[1].dtype() == int32)
-      segment_reduce_kernel<T, int32_t><<<grid, cuda::kThreads, 0, s>>>(
-          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int32_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
-          segments);
-    else
-      segment_reduce_kernel<T, int64_t><<<grid, cuda::kThreads, 0, s>>>(
-          reducer, cuda::dptr<T>(in[0]), cuda::dptr<int64_t>(in[1]), cuda::dptr<T>(out[0]), n, d,
-          segments);
-    detail::cuda::check_launch(name());
   };
-  // The dtypes infer() accepts (no uint8 or bool kernels).
-  TF_CUDA_DISPATCH_NUMERIC_TYPES(in[0].dtype(), run(static_cast<T*>(nullptr)));
+  TF_CUDA_DISPATCH_ALL_TYPES(in[0].dtype(), run(static_cast<T*>(nullptr)));
 }
 
 }  // namespace tapeflow::prims
