@@ -457,16 +457,14 @@ double ctc_one(const std::vector<double>& lp, int64_t t_b, int64_t c, const int6
   return -log_p;
 }
 
-template <class T>
-void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> out) {
+// The kernels' argument checks over the inputs read to the host, in batch order (the first bad
+// entry throws).
+void check_ctc_entries(const CtcLoss& p, std::span<const Tensor> in,
+                       const std::vector<int64_t>& labels, const std::vector<int64_t>& label_len,
+                       const std::vector<int64_t>& frames) {
   const TensorShape& s = in[0].shape();
   const int64_t tn = s[0], bn = s[1], cn = s[2], ln = in[1].shape()[1];
-  const std::vector<double> logits = detail::host_elements<double>(in[0]);
-  const std::vector<int64_t> labels = detail::host_elements<int64_t>(in[1]);
-  const std::vector<int64_t> label_len = detail::host_elements<int64_t>(in[2]);
-  const std::vector<int64_t> frames = detail::host_elements<int64_t>(in[3]);
   const char* op = p.name();
-  // Every check before any work: nothing throws inside the parallel region.
   for (int64_t b = 0; b < bn; ++b) {
     const int64_t lb = label_len[size_t(b)], tb = frames[size_t(b)];
     TF_CHECK_ARG(lb >= 0 && lb <= ln, op,
@@ -482,6 +480,18 @@ void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> ou
                    v, cn, p.blank);
     }
   }
+}
+
+template <class T>
+void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> out) {
+  const TensorShape& s = in[0].shape();
+  const int64_t tn = s[0], bn = s[1], cn = s[2], ln = in[1].shape()[1];
+  const std::vector<double> logits = detail::host_elements<double>(in[0]);
+  const std::vector<int64_t> labels = detail::host_elements<int64_t>(in[1]);
+  const std::vector<int64_t> label_len = detail::host_elements<int64_t>(in[2]);
+  const std::vector<int64_t> frames = detail::host_elements<int64_t>(in[3]);
+  // Every check before any work: nothing throws inside the parallel region.
+  check_ctc_entries(p, in, labels, label_len, frames);
   std::vector<T> loss(static_cast<size_t>(bn));
   std::vector<T> grad(static_cast<size_t>(tn * bn * cn), T(0));
   detail::parallel_for(bn, 1, [&](int64_t b0, int64_t b1) {
@@ -506,7 +516,7 @@ void ctc_host(const CtcLoss& p, std::span<const Tensor> in, std::span<Tensor> ou
           grad[size_t((t * bn + b) * cn + k)] = static_cast<T>(g[size_t(t * cn + k)]);
     }
   });
-  // copy_bytes reaches a GPU output as well as a CPU one (and waits for the copy).
+  // The outputs are host tensors here (eval_cpu); copy_bytes also waits for the copy.
   detail::copy_bytes(out[0].raw_data(), out[0].placement(), loss.data(), Device{},
                      loss.size() * sizeof(T));
   detail::copy_bytes(out[1].raw_data(), out[1].placement(), grad.data(), Device{},
@@ -522,11 +532,9 @@ void CtcLoss::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const 
     ctc_host<float>(*this, in, out);
 }
 
-// Host code: the inputs are read back through host_elements (which waits for the stream), the
-// outputs copied up. The recursion is sequential in time; a batch of long sequences would want a
-// CUDA kernel with one block per entry.
-void CtcLoss::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
-  eval_cpu(in, out);
+void CtcLoss::check_arguments(std::span<const Tensor> in) const {
+  check_ctc_entries(*this, in, detail::host_elements<int64_t>(in[1]),
+                    detail::host_elements<int64_t>(in[2]), detail::host_elements<int64_t>(in[3]));
 }
 
 uint32_t CtcLoss::vjp_saves() const {

@@ -3,8 +3,8 @@
 // max_pool_with_argmax, relu6, crelu, log_sigmoid, l2_loss, softmax_cross_entropy_with_logits,
 // weighted_cross_entropy_with_logits, embedding_lookup, batch_normalization, normalize_moments,
 // sufficient_statistics, local_response_normalization, space_to_depth and depth_to_space.
-// ctc_loss is the one primitive (CtcLoss): a host kernel in log space (a GPU tensor makes a round
-// trip through host memory). Argument order and defaults follow TF 2.21. See docs/ops.md.
+// ctc_loss is the one primitive (CtcLoss): a host kernel and a CUDA kernel (ops/cuda/ctc.cu), both
+// in float64 log space. Argument order and defaults follow TF 2.21. See docs/ops.md.
 #pragma once
 
 #include <string>
@@ -99,8 +99,9 @@ namespace tapeflow::prims {
 
 // Inputs {logits (T, B, C) float32/float64, labels (B, L), label_length (B,), logit_length (B,)}
 // -> {loss (B,), gradient of loss with respect to the logits (T, B, C)}, as TF's CTCLoss op.
-// Alpha-beta recursion in float64 log space, one batch entry per task. Both kernels run on the
-// host (eval_cuda copies in and out); the label checks throw from the kernel, before any work.
+// Alpha-beta recursion in float64 log space: one batch entry per task on the host, one block per
+// entry on the GPU (ops/cuda/ctc.cu). The label and length checks throw from the kernels: the
+// host kernel's before any work, the CUDA kernel's after it (a flag read back, see ctc.cu).
 struct CtcLoss final : PrimitiveBase<CtcLoss> {
   int blank;  // in [0, C)
   explicit CtcLoss(int b) : blank(b) {}
@@ -111,6 +112,9 @@ struct CtcLoss final : PrimitiveBase<CtcLoss> {
   TF_DECLARE_KERNELS
   TF_DECLARE_VJP
   std::string attributes() const override { return "blank_index=" + std::to_string(blank); }
+  // Both kernels' argument checks on the inputs (read back to the host): the first bad entry
+  // throws the InvalidArgumentError. The CUDA kernel calls it when it flagged an entry.
+  void check_arguments(std::span<const Tensor> in) const;
 };
 
 }  // namespace tapeflow::prims

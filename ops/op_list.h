@@ -48,6 +48,8 @@
 #define TF_LINALG_DECOMP_PRIMITIVES(X) X(Cholesky) X(SelfAdjointEig) X(Qr) X(Svd)
 // top_k (sort and argsort go through it) and searchsorted (ops/sort.h).
 #define TF_SORT_PRIMITIVES(X) X(TopK) X(SearchSorted)
+// tf.nn.ctc_loss's fused loss and gradient (ops/nn_more.h).
+#define TF_CTC_PRIMITIVES(X) X(CtcLoss)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
@@ -55,7 +57,7 @@
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
-  TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X)
+  TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)
 
 // Both kernels in host code.
-#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print) X(CtcLoss)
+#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

@@ -4,9 +4,12 @@
 // local_response_normalization, space_to_depth and depth_to_space (ops/nn_more.h) on every
 // device of devices_under_test(): values against TF 2.21 literals, float64 gradients against
 // central differences, traced equals eager, and errors naming the op and the shapes.
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -858,32 +861,195 @@ TEST_CASE("nn_more: ctc_loss gradient matches central differences", "[cpu][cuda]
                 {"ctc_loss", "second derivative"});
 }
 
+namespace {
+
+// The textbook forward-backward for one batch entry, written apart from the kernels: alpha
+// includes frame t's emission, `rest` (the suffix probability) excludes it, and the gradient of
+// -log p with respect to logit (t, k) is softmax(t, k) - sum over s with z(s) = k of
+// alpha(t, s) rest(t, s) / p. x is (T, B, C); returns the loss and the (tb, C) gradient rows.
+std::pair<double, std::vector<double>> ctc_reference(const std::vector<double>& x, int64_t B,
+                                                     int64_t C, int64_t b, int64_t tb,
+                                                     const std::vector<int64_t>& label,
+                                                     int64_t blank) {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  auto lse = [&](const std::vector<double>& v) {
+    double m = ninf;
+    for (double e : v) m = std::max(m, e);
+    if (m == ninf) return ninf;
+    double sum = 0;
+    for (double e : v) sum += std::exp(e - m);
+    return m + std::log(sum);
+  };
+  std::vector<int64_t> z = {blank};
+  for (int64_t l : label) z.insert(z.end(), {l, blank});
+  const auto S = static_cast<int64_t>(z.size());
+  std::vector<double> grad(static_cast<size_t>(tb * C), 0.0);
+  if (tb == 0) return {label.empty() ? 0.0 : std::numeric_limits<double>::infinity(), grad};
+  std::vector<std::vector<double>> lp(size_t(tb), std::vector<double>(size_t(C), 0.0));
+  for (int64_t t = 0; t < tb; ++t) {
+    const auto row = x.begin() + (t * B + b) * C;
+    const double norm = lse(std::vector<double>(row, row + C));
+    for (int64_t k = 0; k < C; ++k) lp[size_t(t)][size_t(k)] = row[k] - norm;
+  }
+  auto skip_ok = [&](int64_t s) {
+    return s >= 2 && z[size_t(s)] != blank && z[size_t(s)] != z[size_t(s - 2)];
+  };
+  std::vector<std::vector<double>> alpha(size_t(tb), std::vector<double>(size_t(S), ninf));
+  std::vector<std::vector<double>> rest = alpha;
+  for (int64_t s = 0; s < std::min<int64_t>(2, S); ++s)
+    alpha[0][size_t(s)] = lp[0][size_t(z[size_t(s)])];
+  for (int64_t t = 1; t < tb; ++t)
+    for (int64_t s = 0; s < S; ++s) {
+      std::vector<double> in = {alpha[size_t(t - 1)][size_t(s)]};
+      if (s >= 1) in.push_back(alpha[size_t(t - 1)][size_t(s - 1)]);
+      if (skip_ok(s)) in.push_back(alpha[size_t(t - 1)][size_t(s - 2)]);
+      alpha[size_t(t)][size_t(s)] = lse(in) + lp[size_t(t)][size_t(z[size_t(s)])];
+    }
+  for (int64_t s = std::max<int64_t>(0, S - 2); s < S; ++s) rest[size_t(tb - 1)][size_t(s)] = 0.0;
+  for (int64_t t = tb - 2; t >= 0; --t)
+    for (int64_t s = 0; s < S; ++s) {
+      std::vector<double> out;
+      for (int64_t s2 = s; s2 < std::min(s + 3, S); ++s2)
+        if (s2 < s + 2 || skip_ok(s2))
+          out.push_back(lp[size_t(t + 1)][size_t(z[size_t(s2)])] + rest[size_t(t + 1)][size_t(s2)]);
+      rest[size_t(t)][size_t(s)] = lse(out);
+    }
+  const auto& last = alpha[size_t(tb - 1)];
+  const double log_p = lse(S > 1 ? std::vector<double>{last[size_t(S - 1)], last[size_t(S - 2)]}
+                                 : std::vector<double>{last[0]});
+  if (log_p == ninf) return {std::numeric_limits<double>::infinity(), grad};
+  for (int64_t t = 0; t < tb; ++t) {
+    for (int64_t k = 0; k < C; ++k) grad[size_t(t * C + k)] = std::exp(lp[size_t(t)][size_t(k)]);
+    for (int64_t s = 0; s < S; ++s)
+      grad[size_t(t * C + z[size_t(s)])] -=
+          std::exp(alpha[size_t(t)][size_t(s)] + rest[size_t(t)][size_t(s)] - log_p);
+  }
+  return {-log_p, grad};
+}
+
+}  // namespace
+
+// Long enough for the kernels' loops: 700 frames, a label of 300 (601 extended positions, more
+// than one CUDA block of threads), labels drawn from 6 classes (many repeats, so many skips
+// barred and classes at many positions), blank 2; entries with no label, no frames, and one
+// that its frames cannot produce.
+TEST_CASE("nn_more: ctc_loss on a long random batch matches a plain reference",
+          "[cpu][cuda][nn_more]") {
+  const int64_t T = 700, B = 6, C = 7, L = 300, blank = 2;
+  const std::vector<int64_t> label_len = {300, 30, 0, 30, 0, 25};
+  const std::vector<int64_t> frames = {700, 200, 50, 20, 0, 0};
+  const std::vector<double> classes = tf::testing::random_values(size_t(B * L), 0, 6, 7);
+  std::vector<int64_t> labels(size_t(B * L), 0);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto k = static_cast<int64_t>(classes[i]);
+    labels[i] = k < blank ? k : k + 1;  // never the blank
+  }
+  const std::vector<double> x = tf::testing::random_values(size_t(T * B * C), -3, 3, 11);
+  auto reference = [&](const std::vector<double>& logits, int64_t b) {
+    const auto first = labels.begin() + b * L;
+    return ctc_reference(logits, B, C, b, frames[size_t(b)],
+                         std::vector<int64_t>(first, first + label_len[size_t(b)]), blank);
+  };
+  CHECK(std::isinf(reference(x, 3).first));  // 30 labels in 20 frames
+  CHECK(std::isfinite(reference(x, 0).first));
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float64, tf::float32}) {
+      INFO("dtype " << tf::dtype_name(d));
+      // float32: the reference sees the same rounded logits; the kernels then work in float64.
+      const tf::Tensor logits = tf::detail::from_doubles(x, {T, B, C}, d);
+      const std::vector<double> xr = tf::detail::to_double_vector(logits);
+      std::vector<std::pair<double, std::vector<double>>> want;
+      for (int64_t b = 0; b < B; ++b) want.push_back(reference(xr, b));
+      const double tol = d == tf::float64 ? 1e-9 : 2e-6;
+      for (tf::DType it : {tf::int32, tf::int64}) {
+        INFO("labels " << tf::dtype_name(it));
+        const tf::Tensor lab = tf::cast(tf::constant(labels, {B, L}), it);
+        const tf::Tensor ll = tf::cast(tf::constant(label_len, {B}), it);
+        const tf::Tensor tl = tf::constant(frames, {B});
+        tf::GradientTape tape;
+        tape.watch(logits);
+        const tf::Tensor loss = tf::nn::ctc_loss(lab, logits, ll, tl, true, int(blank));
+        const auto lv = tf::detail::to_double_vector(loss);
+        const auto gv = tf::detail::to_double_vector(tape.gradient(
+            tf::reduce_sum(tf::where(tf::less(loss, 1e30), loss, tf::zeros_like(loss))), logits));
+        for (int64_t b = 0; b < B; ++b) {
+          INFO("entry " << b);
+          const auto& [wl, wg] = want[size_t(b)];
+          if (std::isinf(wl))
+            CHECK(std::isinf(lv[size_t(b)]));
+          else
+            CHECK(lv[size_t(b)] == Approx(wl).epsilon(tol));
+          int bad = 0;
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t k = 0; k < C; ++k) {
+              const double g = gv[size_t((t * B + b) * C + k)];
+              const double w = t < frames[size_t(b)] ? wg[size_t(t * C + k)] : 0.0;
+              if (!(std::abs(g - w) <= tol) && bad++ < 5)
+                FAIL_CHECK("gradient (" << t << ", " << k << "): " << g << " vs " << w);
+            }
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+}
+
+// The kernels' own checks (the CUDA kernel flags an entry on the device and the host repeats the
+// CPU kernel's checks for the message): the first bad entry in batch order is the one named, and
+// the device still works after an error.
+TEST_CASE("nn_more: ctc_loss kernels reject bad labels and lengths", "[cpu][cuda][nn_more]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = vals({6, 3, 5}, 30, 1, tf::float32);
+    auto run = [&](const CtcInputs& in, int blank = 0) {
+      return tf::nn::ctc_loss(in.labels, x, in.label_length, in.logit_length, true, blank);
+    };
+    require_error(
+        [&] {
+          run(ctc_case({1, 1, 0, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}));
+        },
+        {"ctc_loss", "labels[0, 2] = 0", "blank 0"});
+    require_error(
+        [&] {
+          run(ctc_case({1, 1, 5, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}, tf::int64));
+        },
+        {"ctc_loss", "labels[0, 2] = 5", "[0, 5)"});
+    require_error(
+        [&] {
+          run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {4, 2, 0}, {6, 4, 5}));
+        },
+        {"ctc_loss", "label_length[0] = 4", "[0, 3]"});
+    require_error(
+        [&] {
+          run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 7, 5}));
+        },
+        {"ctc_loss", "logit_length[1] = 7", "[0, 6]"});
+    require_error(
+        [&] {
+          run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, -1}, {6, 4, 5}));
+        },
+        {"ctc_loss", "label_length[2] = -1"});
+    // Two bad entries: the first in batch order is named (a label of entry 0 before a length of
+    // entry 1), and the blank given as -1 is checked as class 4.
+    require_error(
+        [&] {
+          run(ctc_case({1, 4, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 7, 5}), -1);
+        },
+        {"ctc_loss", "labels[0, 1] = 4", "blank 4"});
+    check_values(run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5})), kCtcLoss, 2e-6,
+                 2e-6);
+  }
+}
+
 TEST_CASE("nn_more: ctc_loss rejects bad arguments", "[cpu][nn_more]") {
   const tf::Tensor x = vals({6, 3, 5}, 30, 1, tf::float32);
   const CtcInputs ok = ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5});
   auto run = [&](const CtcInputs& in, int blank = 0) {
     tf::nn::ctc_loss(in.labels, x, in.label_length, in.logit_length, true, blank);
   };
-  require_error(
-      [&] {
-        run(ctc_case({1, 1, 0, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}));
-      },
-      {"ctc_loss", "labels[0, 2] = 0", "blank 0"});
-  require_error(
-      [&] {
-        run(ctc_case({1, 1, 5, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 4, 5}));
-      },
-      {"ctc_loss", "labels[0, 2] = 5", "[0, 5)"});
-  require_error(
-      [&] {
-        run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {4, 2, 0}, {6, 4, 5}));
-      },
-      {"ctc_loss", "label_length[0] = 4", "[0, 3]"});
-  require_error(
-      [&] {
-        run(ctc_case({1, 1, 2, 3, 4, 0, 0, 0, 0}, {3, 2, 0}, {6, 7, 5}));
-      },
-      {"ctc_loss", "logit_length[1] = 7", "[0, 6]"});
   require_error([&] { run(ok, 5); }, {"ctc_loss", "blank_index 5", "5 classes"});
   require_error(
       [&] {

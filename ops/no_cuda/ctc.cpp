@@ -1,0 +1,6 @@
+#include "ops/nn_more.h"
+#include "ops/no_cuda/no_cuda.h"
+
+namespace tapeflow::prims {
+TF_CTC_PRIMITIVES(TF_NO_CUDA_KERNEL)
+}  // namespace tapeflow::prims
