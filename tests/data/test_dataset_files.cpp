@@ -170,6 +170,12 @@ TEST_CASE("dataset files: a complete cache file is read without running the inpu
   REQUIRE(firsts(other) == std::vector<int64_t>{0, 10, 20, 30, 40});
   REQUIRE(*calls2 == 0);
 
+  // Over epochs (repeat, as fit does), the first epoch writes the file and the next reads it.
+  auto calls3 = std::make_shared<std::atomic<int>>(0);
+  REQUIRE(firsts(counted_range(3, calls3).cache(dir.file("r")).repeat(2)) ==
+          std::vector<int64_t>{0, 10, 20, 0, 10, 20});
+  REQUIRE(*calls3 == 3);
+
   // TF: a filter's cardinality is unknown, and so is the cache's.
   REQUIRE(Dataset::range(5)
               .filter([](tf::Tensor x) { return x.item<int64_t>() > 1; })
@@ -405,4 +411,32 @@ TEST_CASE("dataset files: save and load errors", "[cpu][data]") {
   const std::string shard = p + "/shard-00000000.tprec";
   fs::resize_file(shard, fs::file_size(shard) - 3);
   TF_REQUIRE_THROWS_CONTAINING(collect(Dataset::load(p)), tf::DataLossError, shard);
+}
+
+TEST_CASE("dataset files: tensors placed on any device are written and read back on the CPU",
+          "[cpu][cuda][data]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    TempDir dir;
+    // A dataset function that places its result on `dev` explicitly.
+    auto placed = [dev] {
+      return Dataset::range(3).map([dev](tf::Tensor x) {
+        return tf::detail::copy_to_device(tf::cast(x, tf::bfloat16), dev);
+      });
+    };
+    const std::string f = dir.file("c");
+    for (int pass = 0; pass < 2; ++pass) {  // writes, then reads
+      std::vector<double> got;
+      for (const Element& e : placed().cache(f)) {
+        REQUIRE(e[0].dtype() == tf::bfloat16);
+        if (pass == 1) REQUIRE(e[0].device() == "/device:CPU:0");
+        got.push_back(tf::detail::to_double_vector(e[0])[0]);
+      }
+      REQUIRE(got == std::vector<double>{0, 1, 2});
+    }
+    placed().save(dir.file("s"));
+    std::vector<double> loaded;
+    for (const Element& e : Dataset::load(dir.file("s")))
+      loaded.push_back(tf::detail::to_double_vector(e[0])[0]);
+    REQUIRE(loaded == std::vector<double>{0, 1, 2});
+  }
 }
