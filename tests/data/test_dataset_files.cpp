@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/device.h"
@@ -252,6 +253,29 @@ TEST_CASE("dataset files: a second writer of the same cache file is an AlreadyEx
   }
   REQUIRE(dir.names() == std::vector<std::string>{"c"});  // complete, lockfile gone
   REQUIRE(firsts(ds) == std::vector<int64_t>{0, 1, 2, 3, 4});
+
+  // Threads racing on a fresh file: each one reads all of it, writes it, or is refused with the
+  // lockfile error; at least one succeeds and the file ends complete, without a lockfile.
+  const std::string h = dir.file("h");
+  Dataset shared = Dataset::range(200).cache(h);
+  std::vector<int> outcome(4, -1);  // 1: got every element, 0: AlreadyExistsError, 2: other
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < outcome.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        outcome[i] = firsts(shared).size() == 200 ? 1 : 2;
+      } catch (const tf::AlreadyExistsError&) {
+        outcome[i] = 0;
+      } catch (...) {
+        outcome[i] = 2;
+      }
+    });
+  for (auto& t : threads) t.join();
+  REQUIRE(std::count(outcome.begin(), outcome.end(), 2) == 0);
+  REQUIRE(std::count(outcome.begin(), outcome.end(), 1) >= 1);
+  REQUIRE(fs::exists(h));
+  REQUIRE(!fs::exists(h + ".lockfile"));
+  REQUIRE(firsts(shared).size() == 200);
 
   // A lockfile left behind (by a crashed process) blocks writing until it is deleted.
   const std::string g = dir.file("g");
