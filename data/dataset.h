@@ -4,9 +4,11 @@
 // transformation returns a new Dataset that shares its input, and each iteration (begin() or
 // make_iterator()) starts from the beginning with its own state.
 // Threading: a Dataset may be shared and iterated from several threads at once (the only shared
-// state, the shuffle epoch counter and the cache, is synchronised). One Iterator belongs to one
-// thread. prefetch() runs its input on a background thread owned by the Iterator, which stops and
-// joins it when destroyed; functions given to map()/filter() may therefore run on that thread.
+// state, the shuffle epoch counter and the cache, is synchronised; a second iterator that would
+// write the same cache file while one does is refused, see cache(filename)). One Iterator
+// belongs to one thread. prefetch() runs its input on a background thread owned by the
+// Iterator, which stops and joins it when destroyed; functions given to map()/filter() may
+// therefore run on that thread.
 #pragma once
 
 #include <concepts>
