@@ -4,9 +4,11 @@
 // transformation returns a new Dataset that shares its input, and each iteration (begin() or
 // make_iterator()) starts from the beginning with its own state.
 // Threading: a Dataset may be shared and iterated from several threads at once (the only shared
-// state, the shuffle epoch counter and the cache, is synchronised). One Iterator belongs to one
-// thread. prefetch() runs its input on a background thread owned by the Iterator, which stops and
-// joins it when destroyed; functions given to map()/filter() may therefore run on that thread.
+// state, the shuffle epoch counter and the cache, is synchronised; a second iterator that would
+// write the same cache file while one does is refused, see cache(filename)). One Iterator
+// belongs to one thread. prefetch() runs its input on a background thread owned by the
+// Iterator, which stops and joins it when destroyed; functions given to map()/filter() may
+// therefore run on that thread.
 #pragma once
 
 #include <concepts>
@@ -21,8 +23,26 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "core/tensor_spec.h"
+
+namespace tapeflow {
+// TF's AlreadyExistsError and DataLossError, raised by the file-backed datasets (cache(filename),
+// save, load). Declared here rather than in core/error.h only to keep that header (included
+// everywhere) unchanged; they belong there with the other error classes.
+// Something the call would create is already there (a cache file's lockfile: another iterator
+// is writing it; a save() path that is not a saved dataset).
+class AlreadyExistsError : public Error {
+ public:
+  using Error::Error;
+};
+// Stored data is truncated or corrupt (a cache or saved-dataset file).
+class DataLossError : public Error {
+ public:
+  using Error::Error;
+};
+}  // namespace tapeflow
 
 namespace tapeflow::data {
 
@@ -325,6 +345,36 @@ class Dataset {
   }
   // Keeps the elements of the first complete iteration in memory; later iterations replay them.
   Dataset cache() const;
+  // TF's cache(filename) (an empty filename is cache() above). The first iteration that runs to
+  // the end (or yields the input's known cardinality) writes the elements to the file
+  // `filename` itself (one file, where TF writes filename.index and filename.data-*); later
+  // iterations, other Dataset objects and later processes that find the file read it without
+  // running the input. The file is written under a temporary name and renamed when complete;
+  // an iteration stopped early discards it with a warning. While one iterator writes it,
+  // another one is an AlreadyExistsError (filename.lockfile exists; a lockfile left by a
+  // crashed process stays until deleted by hand, as TF's). A truncated or corrupt file is a
+  // DataLossError; a file whose element count differs from the input's known cardinality an
+  // InvalidArgumentError. Elements must keep the number of components, dtypes and ranks.
+  Dataset cache(const std::string& filename) const;
+  // TF's Dataset.save(path, shard_func): writes every element to the directory `path` (built
+  // under a temporary name and renamed when complete, replacing an earlier save there).
+  // shard_func (taking the element as map's function does) gives each element a shard index,
+  // an int64_t or an integer scalar tensor >= 0; without it every element goes to shard 0
+  // (TF's default spreads elements over one shard per CPU core, which changes their order on
+  // load). Not compressed. Elements must keep the number of components, dtypes and ranks.
+  void save(const std::string& path) const;
+  template <class F>
+  void save(const std::string& path, F shard_func) const {
+    save_impl(path, detail::key_fn<F>("Dataset.save", shard_func));
+  }
+  // TF's Dataset.load(path, element_spec): the saved elements, shard after shard in increasing
+  // shard index (each shard in the order it was written; TF's default reader interleaves the
+  // shards instead), with the saved cardinality. A non-empty element_spec must agree with the
+  // saved one (an InvalidArgumentError otherwise); saved_element_spec(path) gives that.
+  static Dataset load(const std::string& path, const std::vector<TensorSpec>& element_spec = {});
+  // The element_spec stored by save(): per component the dtype and the shape, tf::None where
+  // the elements' sizes differ (empty for a saved dataset without elements).
+  static std::vector<TensorSpec> saved_element_spec(const std::string& path);
   // Produces up to buffer_size elements ahead on a background thread.
   Dataset prefetch(int64_t buffer_size = AUTOTUNE) const;
 
@@ -460,6 +510,7 @@ class Dataset {
                                    int64_t num_parallel_calls, bool deterministic) const;
   Dataset parallel_map_impl(detail::MapFn fn, int64_t num_parallel_calls, bool deterministic) const;
   Dataset take_while_impl(detail::PredicateFn pred) const;
+  void save_impl(const std::string& path, detail::KeyFn shard_func) const;
   Element reduce_impl(Element state, detail::StateFn fn) const;
   Dataset scan_impl(Element state, detail::ScanFn fn) const;
   Dataset group_by_window_impl(detail::KeyFn key_func, GroupReduceFn reduce_func,
