@@ -30,9 +30,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -70,27 +70,18 @@ constexpr uint32_t kRecordTag = 0x43455254;  // "TREC"
 constexpr uint64_t kHeaderSize = 32;
 constexpr const char* kManifest = "manifest";
 
-// ---- CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) ----
-
-const std::array<uint32_t, 256>& crc_table() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
+// CRC-32 (IEEE 802.3, zlib's crc32: a sliced-table implementation, and zlib is linked already
+// for the IDX reader), over buffers of any size (zlib takes at most 4 GiB per call).
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
-  const auto& t = crc_table();
-  const auto* p = static_cast<const uint8_t*>(data);
-  crc = ~crc;
-  for (size_t i = 0; i < n; ++i) crc = t[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
-  return ~crc;
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  while (n > 0) {
+    const auto chunk = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
+    c = ::crc32(c, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(c);
 }
 
 std::string errno_text(int err) {
