@@ -1431,4 +1431,12 @@ Model load_model(const std::string& path) {
 }
 
 }  // namespace models
+
+std::string Model::to_json(int indent) const {
+  return models::to_json(*this, indent);
+}
+void Model::save(const std::string& path) const {
+  models::save_model(*this, path);
+}
+
 }  // namespace tapeflow::keras

@@ -562,7 +562,7 @@ TEST_CASE("serialization: save_model and load_model round trip a trained model",
     model.compile(K::optimizers::SGD(0.1), "mse");
     model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0});
     const std::string path = dir / "model.tfmodel";
-    K::models::save_model(model, path);
+    model.save(path);  // Keras' model.save: models::save_model
     // Only the file: no temporary left behind.
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 
@@ -573,7 +573,7 @@ TEST_CASE("serialization: save_model and load_model round trip a trained model",
     for (size_t i = 0; i < model.variables().size(); ++i)
       check_close(loaded.variables()[i].value(), model.variables()[i].value(), 0.0, 0.0);
     check_close(loaded(x, false), model(x, false), 0.0, 0.0);
-    CHECK(K::models::to_json(loaded) == K::models::to_json(model));
+    CHECK(loaded.to_json() == K::models::to_json(model));
   }
 }
 
@@ -664,4 +664,42 @@ TEST_CASE("serialization: a subclassed model without a registered writer is refu
   Custom m;
   (void)m(tf::ones({1, 3}), false);
   TF_REQUIRE_THROWS_CONTAINING(K::models::to_json(m), tf::UnimplementedError, "register_layer");
+}
+
+TEST_CASE("serialization: the docs example round trips", "[keras][serialization]") {
+  TempDir dir;
+  K::Sequential model({K::layers::Dense(16, {.activation = "relu", .input_shape = {4}}),
+                       K::layers::Dense(1)});
+  std::string json = model.to_json();
+  K::Model same_architecture = K::models::model_from_json(json);
+  CHECK(same_architecture.to_json() == json);
+  model.save(dir / "model.tfmodel");
+  K::Model restored = K::models::load_model(dir / "model.tfmodel");
+  const tf::Tensor x = tf::random::uniform({5, 4}, -1.0, 1.0, tf::float32, 11);
+  check_close(restored(x, false), model(x, false), 0.0, 0.0);
+}
+
+TEST_CASE("serialization: nested models and dtype policies round trip", "[keras][serialization]") {
+  TempDir dir;
+  K::Sequential inner({K::layers::Dense(3, {.activation = "tanh", .name = "in_d"})}, "inner");
+  K::layers::Dense last(1, {.name = "last"});
+  last.set_trainable(false);
+  K::Sequential outer({K::layers::Dense(4, {.input_shape = {2}, .name = "first"}), inner, last},
+                      "outer");
+  outer.save(dir / "nested.tfmodel");
+  K::Model loaded = K::models::load_model(dir / "nested.tfmodel");
+  const tf::Tensor x = tf::random::uniform({3, 2}, -1.0, 1.0, tf::float32, 5);
+  check_close(loaded(x, false), outer(x, false), 0.0, 0.0);
+  CHECK(!loaded.get_layer("last").trainable());
+  CHECK(loaded.trainable_variables().size() == 4);  // first and in_d; last is frozen
+  tf::keras::safetensors::Reader reader(dir / "nested.tfmodel");
+  CHECK(reader.find("layers/inner/layers/in_d/vars/1") != nullptr);
+
+  K::layers::Dense mixed(2, {.name = "mixed"});
+  mixed.set_dtype_policy(K::mixed_precision::Policy("mixed_float16"));
+  const Config c = K::saving::get_config(mixed);
+  CHECK(c["dtype"]["config"]["name"] == "mixed_float16");
+  const K::Layer back = K::saving::from_config("Dense", c);
+  CHECK(back.compute_dtype() == tf::float16);
+  CHECK(back.variable_dtype() == tf::float32);
 }
