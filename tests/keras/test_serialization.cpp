@@ -668,8 +668,8 @@ TEST_CASE("serialization: a subclassed model without a registered writer is refu
 
 TEST_CASE("serialization: the docs example round trips", "[keras][serialization]") {
   TempDir dir;
-  K::Sequential model({K::layers::Dense(16, {.activation = "relu", .input_shape = {4}}),
-                       K::layers::Dense(1)});
+  K::Sequential model(
+      {K::layers::Dense(16, {.activation = "relu", .input_shape = {4}}), K::layers::Dense(1)});
   std::string json = model.to_json();
   K::Model same_architecture = K::models::model_from_json(json);
   CHECK(same_architecture.to_json() == json);
