@@ -23,6 +23,11 @@ void check_floating(const char* who, DType dtype) {
                dtype_name(dtype));
 }
 
+// A seed as Initializer::Config keeps it (nullopt: None).
+std::optional<double> seed_config(std::optional<int64_t> seed) {
+  return seed ? std::optional<double>(static_cast<double>(*seed)) : std::nullopt;
+}
+
 Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
                         std::optional<int64_t> seed) {
   // Redraw the values outside (-2, 2) until none is left: each pass keeps about 95% of them, so a
@@ -39,7 +44,8 @@ Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DT
 // Keras' VarianceScaling(scale, mode, distribution).
 Initializer variance_scaling(std::string name, double scale, bool fan_in_only, bool uniform,
                              std::optional<int64_t> seed) {
-  return Initializer(name, [=](const TensorShape& shape, DType dtype) {
+  Initializer::Config c{{"seed", seed_config(seed)}};
+  return Initializer(name, c, [=](const TensorShape& shape, DType dtype) {
     auto [fan_in, fan_out] = detail::compute_fans(shape);
     const double n = fan_in_only ? fan_in : (fan_in + fan_out) / 2.0;
     const double s = scale / std::max(1.0, n);
@@ -85,24 +91,27 @@ Initializer Ones() {
   return Initializer("ones", [](const TensorShape& s, DType d) { return ones(s, d); });
 }
 Initializer Constant(double value) {
-  return Initializer("constant", [value](const TensorShape& s, DType d) {
+  return Initializer("constant", {{"value", value}}, [value](const TensorShape& s, DType d) {
     return fill(s, cast(Tensor(value), d));
   });
 }
 Initializer RandomNormal(double mean, double stddev, std::optional<int64_t> seed) {
-  return Initializer("random_normal", [=](const TensorShape& s, DType d) {
+  Initializer::Config c{{"seed", seed_config(seed)}, {"mean", mean}, {"stddev", stddev}};
+  return Initializer("random_normal", c, [=](const TensorShape& s, DType d) {
     check_floating("random_normal", d);
     return random::normal(s, mean, stddev, d, seed);
   });
 }
 Initializer RandomUniform(double minval, double maxval, std::optional<int64_t> seed) {
-  return Initializer("random_uniform", [=](const TensorShape& s, DType d) {
+  Initializer::Config c{{"seed", seed_config(seed)}, {"minval", minval}, {"maxval", maxval}};
+  return Initializer("random_uniform", c, [=](const TensorShape& s, DType d) {
     check_floating("random_uniform", d);
     return random::uniform(s, minval, maxval, d, seed);
   });
 }
 Initializer TruncatedNormal(double mean, double stddev, std::optional<int64_t> seed) {
-  return Initializer("truncated_normal", [=](const TensorShape& s, DType d) {
+  Initializer::Config c{{"seed", seed_config(seed)}, {"mean", mean}, {"stddev", stddev}};
+  return Initializer("truncated_normal", c, [=](const TensorShape& s, DType d) {
     check_floating("truncated_normal", d);
     return truncated_normal(s, mean, stddev, d, seed);
   });
@@ -121,7 +130,8 @@ Initializer HeNormal(std::optional<int64_t> seed) {
 }
 
 Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
-  return Initializer("orthogonal", [=](const TensorShape& s, DType d) {
+  Initializer::Config c{{"seed", seed_config(seed)}, {"gain", gain}};
+  return Initializer("orthogonal", c, [=](const TensorShape& s, DType d) {
     check_floating("orthogonal", d);
     TF_CHECK_ARG(s.rank() >= 2, "orthogonal", "needs a shape of rank >= 2, got {}", s.to_string());
     const int64_t cols = s[s.rank() - 1], rows = s.num_elements() / std::max<int64_t>(cols, 1);

@@ -11,6 +11,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -34,9 +36,18 @@ class Initializer {
   // A new tensor of `shape` and the floating `dtype`.
   Tensor operator()(const TensorShape& shape, DType dtype = float32) const;
 
+  // The Keras arguments of an initializer made below (Keras' get_config), kept for
+  // keras/serialization.h: each key with its number, nullopt for None (an unset seed). Empty
+  // for a custom initializer.
+  using Config = std::vector<std::pair<std::string, std::optional<double>>>;
+  Initializer(std::string name, Config config, Fn fn)
+      : name_(std::move(name)), fn_(std::move(fn)), config_(std::move(config)) {}
+  const Config& config() const { return config_; }
+
  private:
   std::string name_;
   Fn fn_;
+  Config config_;
 };
 
 namespace initializers {

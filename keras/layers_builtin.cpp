@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "distribute/replica_context.h"
 #include "keras/layers.h"
+#include "keras/serialization_access.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
@@ -56,7 +57,8 @@ class DenseImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        options_(o) {
     TF_CHECK_ARG(units > 0, "Dense", "units must be positive, got {}", units);
   }
   int64_t units() const { return units_; }
@@ -94,11 +96,14 @@ class DenseImpl final : public LayerImpl {
 
  private:
   friend class layers::Dense;
+  friend std::optional<detail::layer_options::DenseConfig> detail::layer_options::dense(
+      const LayerImpl&);
   int64_t units_;
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  layers::DenseOptions options_;  // as given, for get_config (keras/serialization.h)
   int64_t in_ = 0;
   Variable kernel_, bias_;  // set by build, read after built() (acquire)
 };
@@ -120,7 +125,8 @@ class Conv2DImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        options_(o) {
     TF_CHECK_ARG(filters > 0, "Conv2D", "filters must be positive, got {}", filters);
     check_size2("Conv2D", "kernel_size", kernel);
     check_size2("Conv2D", "strides", o.strides);
@@ -177,6 +183,8 @@ class Conv2DImpl final : public LayerImpl {
 
  private:
   friend class layers::Conv2D;
+  friend std::optional<detail::layer_options::Conv2DConfig> detail::layer_options::conv2d(
+      const LayerImpl&);
   int64_t filters_;
   Size2 kernel_size_, strides_, dilation_;
   int groups_;
@@ -185,6 +193,7 @@ class Conv2DImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  layers::Conv2DOptions options_;  // as given, for get_config (keras/serialization.h)
   int64_t channels_ = 0;
   Variable kernel_, bias_;
 };
@@ -314,6 +323,8 @@ class Pooling2DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::Pooling2DConfig> detail::layer_options::pooling2d(
+      const LayerImpl&);
   bool max_;
   Size2 pool_, strides_;
   bool same_;
@@ -382,6 +393,8 @@ class DropoutImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::DropoutConfig> detail::layer_options::dropout(
+      const LayerImpl&);
   double rate_;
   std::optional<int64_t> seed_;
 };
@@ -430,6 +443,8 @@ class ReLUImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::ReLUConfig> detail::layer_options::relu(
+      const LayerImpl&);
   std::optional<double> max_value_;
   double slope_, threshold_;
 };
@@ -458,6 +473,7 @@ class SoftmaxImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<int> detail::layer_options::softmax_axis(const LayerImpl&);
   int axis_;
 };
 
@@ -606,6 +622,8 @@ class BatchNormImpl final : public LayerImpl {
     moving_variance_.assign_sub(dv);
   }
 
+  friend std::optional<BatchNormalizationOptions> detail::layer_options::batch_normalization(
+      const LayerImpl&);
   BatchNormalizationOptions o_;
   int axis_ = 0, rank_ = 0;
   int64_t channels_ = 0;
@@ -699,4 +717,44 @@ Softmax::Softmax(int axis, std::string name, std::optional<mixed_precision::Poli
 }
 
 }  // namespace layers
+
+namespace detail::layer_options {
+
+std::optional<DenseConfig> dense(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const DenseImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return DenseConfig{p->units_, p->options_};
+}
+std::optional<Conv2DConfig> conv2d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv2DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return Conv2DConfig{p->filters_, p->kernel_size_, p->options_};
+}
+std::optional<Pooling2DConfig> pooling2d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Pooling2DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return Pooling2DConfig{p->pool_, p->strides_, p->same_};
+}
+std::optional<DropoutConfig> dropout(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const DropoutImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return DropoutConfig{p->rate_, p->seed_};
+}
+std::optional<layers::BatchNormalizationOptions> batch_normalization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const BatchNormImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->o_;
+}
+std::optional<ReLUConfig> relu(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ReLUImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return ReLUConfig{p->max_value_, p->slope_, p->threshold_};
+}
+std::optional<int> softmax_axis(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const SoftmaxImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->axis_;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/check.h"
+#include "keras/serialization_access.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -307,6 +308,7 @@ class ConcatenateImpl final : public MergeImpl {
   }
 
  private:
+  friend std::optional<int> layer_options::concatenate_axis(const LayerImpl&);
   int axis_;
 };
 
@@ -463,4 +465,11 @@ Dot::Dot(std::pair<int, int> axes, bool normalize, std::string name)
     : Merge(std::make_shared<detail::DotImpl>(axes, normalize, std::move(name))) {}
 
 }  // namespace layers
+
+std::optional<int> detail::layer_options::concatenate_axis(const detail::LayerImpl& layer) {
+  const auto* p = dynamic_cast<const detail::ConcatenateImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->axis_;
+}
+
 }  // namespace tapeflow::keras

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -132,6 +133,8 @@ class EmbeddingImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::EmbeddingConfig> detail::layer_options::embedding(
+      const LayerImpl&);
   int64_t input_dim_, output_dim_;
   Initializer init_;
   Regularizer reg_;
@@ -210,6 +213,8 @@ class LayerNormImpl final : public LayerImpl {
 
  private:
   friend class layers::LayerNormalization;
+  friend std::optional<layers::LayerNormalizationOptions>
+  detail::layer_options::layer_normalization(const LayerImpl&);
   layers::LayerNormalizationOptions o_;
   int rank_ = 0;
   std::vector<int> axes_;
@@ -367,6 +372,8 @@ class ReshapeImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::vector<int64_t>> detail::layer_options::reshape_target(
+      const LayerImpl&);
   std::vector<int64_t> target_;
 };
 
@@ -375,13 +382,17 @@ class ActivationImpl final : public LayerImpl {
  public:
   bool supports_masking() const override { return true; }  // Keras: passes masks on
   ActivationImpl(const std::string& activation, std::string name)
-      : LayerImpl("Activation", "activation", std::move(name)), fn_(activations::get(activation)) {}
+      : LayerImpl("Activation", "activation", std::move(name)),
+        fn_(activations::get(activation)),
+        activation_(activation) {}
 
  protected:
   Tensor call(const Tensor& x, bool) override { return fn_ ? fn_(x) : x; }
 
  private:
+  friend std::optional<std::string> detail::layer_options::activation(const LayerImpl&);
   activations::Activation fn_;
+  std::string activation_;  // as given, for get_config (keras/serialization.h)
 };
 
 class RescalingImpl final : public LayerImpl {
@@ -660,4 +671,29 @@ UpSampling2D::UpSampling2D(Size2 size, std::string interpolation, std::string na
     : Layer(std::make_shared<UpSampling2DImpl>(size, interpolation, std::move(name))) {}
 
 }  // namespace layers
+
+namespace detail::layer_options {
+
+std::optional<std::string> activation(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ActivationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->activation_;
+}
+std::optional<EmbeddingConfig> embedding(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const EmbeddingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return EmbeddingConfig{p->input_dim_, p->output_dim_, p->init_, p->reg_, p->mask_zero_};
+}
+std::optional<layers::LayerNormalizationOptions> layer_normalization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const LayerNormImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->o_;
+}
+std::optional<std::vector<int64_t>> reshape_target(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ReshapeImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->target_;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

@@ -236,6 +236,10 @@ class Model : public Layer {
   // written atomically. load_weights checks every name, shape and dtype before assigning.
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path) const;
+  // Keras' model.to_json() and model.save(path): tf::keras::models::to_json and save_model
+  // (keras/serialization.h, where they are defined; load with tf::keras::models::load_model).
+  std::string to_json(int indent = -1) const;
+  void save(const std::string& path) const;
   // Internal: the compiled state (null before compile()).
   std::shared_ptr<detail::TrainingState>& model_impl_for_training() const {
     return model_impl().training_;

@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -22,9 +24,17 @@ class Regularizer {
   // The scalar penalty of `weight` (its dtype).
   Tensor operator()(const Tensor& weight) const;
 
+  // The Keras arguments of a regularizer made below ({"l2", 0.01}), kept for
+  // keras/serialization.h (Keras' get_config). Empty for a custom regularizer.
+  using Config = std::vector<std::pair<std::string, double>>;
+  Regularizer(std::string name, Config config, Fn fn)
+      : name_(std::move(name)), fn_(std::move(fn)), config_(std::move(config)) {}
+  const Config& config() const { return config_; }
+
  private:
   std::string name_;
   Fn fn_;
+  Config config_;
 };
 
 namespace regularizers {

@@ -39,6 +39,7 @@
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
 #include "keras/schedules.h"
+#include "keras/serialization.h"
 #include "keras/tensorboard.h"
 #include "keras/utils.h"
 #include "ops/array_more.h"

@@ -1,0 +1,1442 @@
+#include "keras/serialization.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "core/check.h"
+#include "keras/functional.h"
+#include "keras/layers_merge.h"
+#include "keras/layers_more.h"
+#include "keras/safetensors.h"
+#include "keras/serialization_access.h"
+
+namespace tapeflow::keras {
+namespace saving {
+namespace {
+
+using detail::LayerImpl;
+namespace lo = detail::layer_options;
+
+constexpr const char* kFormat = "tapeflow.keras.model";
+constexpr const char* kFormatVersion = "1";
+
+// ---- values ----
+
+Config shape_json(const TensorShape& s) {
+  Config out = Config::array();
+  for (int i = 0; i < s.rank(); ++i) out.push_back(s[i] == None ? Config(nullptr) : Config(s[i]));
+  return out;
+}
+Config pair_json(Size2 s) {
+  return Config::array({s.h, s.w});
+}
+Config seed_json(std::optional<int64_t> seed) {
+  return seed ? Config(*seed) : Config(nullptr);
+}
+
+Config dtype_policy_json(const std::string& policy) {
+  return Config{{"module", "keras"},
+                {"class_name", "DTypePolicy"},
+                {"config", {{"name", policy}}},
+                {"registered_name", nullptr}};
+}
+
+// Keras' base keys, in its order.
+Config base_config(const Layer& layer) {
+  return Config{{"name", layer.name()},
+                {"trainable", layer.trainable()},
+                {"dtype", dtype_policy_json(layer.impl().policy_name())}};
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Keras writes "linear" for no activation.
+std::string activation_json(const std::string& a) {
+  return a.empty() ? "linear" : a;
+}
+
+// "layer \"dense\" (Dense)" for write errors.
+std::string who(const Layer& layer) {
+  return fmt::format("layer \"{}\" ({})", layer.name(), layer.class_name());
+}
+
+struct InitializerClass {
+  const char* name;        // tapeflow's Initializer::name()
+  const char* keras_name;  // Keras' class
+  bool variance_scaling;   // writes input_axes / output_axes (Keras 3.15)
+};
+constexpr InitializerClass kInitializers[] = {
+    {"zeros", "Zeros", false},
+    {"ones", "Ones", false},
+    {"constant", "Constant", false},
+    {"random_normal", "RandomNormal", false},
+    {"random_uniform", "RandomUniform", false},
+    {"truncated_normal", "TruncatedNormal", false},
+    {"glorot_uniform", "GlorotUniform", true},
+    {"glorot_normal", "GlorotNormal", true},
+    {"he_uniform", "HeUniform", true},
+    {"he_normal", "HeNormal", true},
+    {"orthogonal", "Orthogonal", false},
+};
+
+// `init` undefined: the layer's default, `fallback`.
+Config initializer_json(const Layer& layer, const char* key, const Initializer& init,
+                        const Initializer& fallback) {
+  const Initializer& i = init.defined() ? init : fallback;
+  for (const InitializerClass& c : kInitializers) {
+    if (i.name() != c.name) continue;
+    Config config = Config::object();
+    for (const auto& [k, v] : i.config()) {
+      if (k == "seed")
+        config[k] = v ? Config(static_cast<int64_t>(*v)) : Config(nullptr);
+      else
+        config[k] = v ? Config(*v) : Config(nullptr);
+    }
+    if (c.variance_scaling) {
+      config["input_axes"] = nullptr;
+      config["output_axes"] = nullptr;
+    }
+    return Config{{"module", "keras.initializers"},
+                  {"class_name", c.keras_name},
+                  {"config", config},
+                  {"registered_name", nullptr}};
+  }
+  TF_THROW(UnimplementedError, "get_config",
+           "{}: {} is the custom initializer \"{}\", which has no Keras config (use one of "
+           "tf::keras::initializers' classes)",
+           who(layer), key, i.name());
+}
+
+Config regularizer_json(const Layer& layer, const char* key, const Regularizer& r) {
+  if (!r.defined()) return nullptr;
+  if (r.name() != "L1" && r.name() != "L2" && r.name() != "L1L2")
+    TF_THROW(UnimplementedError, "get_config",
+             "{}: {} is the custom regularizer \"{}\", which has no Keras config (use "
+             "tf::keras::regularizers::L1, L2 or L1L2)",
+             who(layer), key, r.name());
+  Config config = Config::object();
+  for (const auto& [k, v] : r.config()) config[k] = v;
+  return Config{{"module", "keras.regularizers"},
+                {"class_name", r.name()},
+                {"config", config},
+                {"registered_name", nullptr}};
+}
+
+// ---- reading a config, key by key ----
+
+// Reads the keys of one layer's config; finish() rejects every key nobody asked for, so a
+// config tapeflow cannot honour fully never loads silently changed.
+class Reader {
+ public:
+  Reader(std::string class_name, const Config& config)
+      : class_name_(std::move(class_name)), config_(config) {
+    TF_CHECK_ARG(config_.is_object(), "from_config",
+                 "the config of a {} layer must be a JSON object, got {}", class_name_,
+                 config_.type_name());
+  }
+
+  bool has(const std::string& key) const { return config_.contains(key); }
+  const Config* find(const std::string& key) {
+    used_.insert(key);
+    auto it = config_.find(key);
+    return it == config_.end() ? nullptr : &*it;
+  }
+  const Config& require(const std::string& key) {
+    const Config* v = find(key);
+    if (v == nullptr) fail(key, "is required");
+    return *v;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    TF_THROW(InvalidArgumentError, "from_config", "{} config key \"{}\" {}", class_name_, key,
+             what);
+  }
+  std::string got(const Config& v) const {
+    std::string s = v.dump();
+    return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+  }
+
+  int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
+    const Config* v = find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      fail(key, "is required");
+    }
+    if (!v->is_number_integer()) fail(key, "must be an integer, got " + got(*v));
+    return v->get<int64_t>();
+  }
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) {
+    const Config* v = find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      fail(key, "is required");
+    }
+    if (!v->is_number()) fail(key, "must be a number, got " + got(*v));
+    return v->get<double>();
+  }
+  std::optional<double> optional_number(const std::string& key) {
+    const Config* v = find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    if (!v->is_number()) fail(key, "must be a number or null, got " + got(*v));
+    return v->get<double>();
+  }
+  std::optional<int64_t> optional_integer(const std::string& key) {
+    const Config* v = find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    if (!v->is_number_integer()) fail(key, "must be an integer or null, got " + got(*v));
+    return v->get<int64_t>();
+  }
+  bool boolean(const std::string& key, bool fallback) {
+    const Config* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, "must be true or false, got " + got(*v));
+    return v->get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) {
+    const Config* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) fail(key, "must be a string, got " + got(*v));
+    return v->get<std::string>();
+  }
+  // An int or a list of two ints (Keras' kernel_size, strides, ...).
+  Size2 size2(const std::string& key, std::optional<Size2> fallback = std::nullopt) {
+    const Config* v = find(key);
+    if (v == nullptr || (v->is_null() && fallback)) {
+      if (fallback) return *fallback;
+      fail(key, "is required");
+    }
+    if (v->is_number_integer()) return Size2(static_cast<int>(v->get<int64_t>()));
+    if (v->is_array() && v->size() == 2 && (*v)[0].is_number_integer() &&
+        (*v)[1].is_number_integer())
+      return Size2(static_cast<int>((*v)[0].get<int64_t>()),
+                   static_cast<int>((*v)[1].get<int64_t>()));
+    fail(key, "must be an integer or a list of 2 integers, got " + got(*v));
+  }
+  std::vector<int64_t> int_list(const std::string& key) {
+    const Config& v = require(key);
+    std::vector<int64_t> out;
+    if (v.is_number_integer()) return {v.get<int64_t>()};
+    if (!v.is_array()) fail(key, "must be a list of integers, got " + got(v));
+    for (const Config& e : v) {
+      if (!e.is_number_integer()) fail(key, "must be a list of integers, got " + got(v));
+      out.push_back(e.get<int64_t>());
+    }
+    return out;
+  }
+  // Keys tapeflow has no option for: accepted only at Keras' value that changes nothing.
+  void expect_null(const std::string& key) {
+    const Config* v = find(key);
+    if (v != nullptr && !v->is_null())
+      fail(key, "= " + got(*v) + " is not supported by tapeflow (only null)");
+  }
+  void expect(const std::string& key, const Config& value) {
+    const Config* v = find(key);
+    if (v != nullptr && *v != value)
+      fail(key, "= " + got(*v) + " is not supported by tapeflow (only " + value.dump() + ")");
+  }
+  std::string activation(const std::string& key) {
+    std::string a = string(key, "linear");
+    try {
+      activations::get(a == "linear" ? "" : a);
+    } catch (const Error& e) {
+      fail(key, std::string("names an activation tapeflow does not have: ") + e.what());
+    }
+    return a == "linear" ? "" : a;
+  }
+  Initializer initializer(const std::string& key);
+  Regularizer regularizer(const std::string& key);
+
+  // Rejects the keys nobody read.
+  void finish() const {
+    for (auto it = config_.begin(); it != config_.end(); ++it)
+      if (!used_.count(it.key()))
+        TF_THROW(InvalidArgumentError, "from_config",
+                 "{} config key \"{}\" is not supported by tapeflow (value {})", class_name_,
+                 it.key(), got(it.value()));
+  }
+
+  const std::string& class_name() const { return class_name_; }
+
+ private:
+  std::string class_name_;
+  const Config& config_;
+  std::set<std::string> used_;
+};
+
+// A Keras serialized object's class and config, checking its module and registered_name.
+std::pair<std::string, Config> object_parts(Reader& r, const std::string& key, const Config& v,
+                                            const char* module) {
+  if (!v.is_object() || !v.contains("class_name") || !v["class_name"].is_string())
+    r.fail(key, "must be a string or a Keras object with a class_name, got " + r.got(v));
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "class_name" || k == "config") continue;
+    if (k == "module" && (it.value().is_null() || it.value() == module)) continue;
+    if (k == "registered_name" && (it.value().is_null() || it.value() == v["class_name"])) continue;
+    r.fail(key,
+           "has an entry \"" + k + "\" = " + r.got(it.value()) + " that tapeflow does not support");
+  }
+  Config config = v.contains("config") ? v["config"] : Config::object();
+  if (config.is_null()) config = Config::object();
+  if (!config.is_object()) r.fail(key, "has a config that is not an object: " + r.got(config));
+  return {v["class_name"].get<std::string>(), config};
+}
+
+Initializer Reader::initializer(const std::string& key) {
+  const Config* v = find(key);
+  if (v == nullptr || v->is_null()) return {};
+  if (v->is_string()) {
+    try {
+      return Initializer(v->get<std::string>());
+    } catch (const Error& e) {
+      fail(key, std::string("names an initializer tapeflow does not have: ") + e.what());
+    }
+  }
+  auto [cls, config] = object_parts(*this, key, *v, "keras.initializers");
+  Reader c(class_name_ + " " + key + " (" + cls + ")", config);
+  Initializer out;
+  if (cls == "Zeros") {
+    out = initializers::Zeros();
+  } else if (cls == "Ones") {
+    out = initializers::Ones();
+  } else if (cls == "Constant") {
+    out = initializers::Constant(c.number("value", 0.0));
+  } else if (cls == "RandomNormal") {
+    auto seed = c.optional_integer("seed");
+    out = initializers::RandomNormal(c.number("mean", 0.0), c.number("stddev", 0.05), seed);
+  } else if (cls == "RandomUniform") {
+    auto seed = c.optional_integer("seed");
+    out = initializers::RandomUniform(c.number("minval", -0.05), c.number("maxval", 0.05), seed);
+  } else if (cls == "TruncatedNormal") {
+    auto seed = c.optional_integer("seed");
+    out = initializers::TruncatedNormal(c.number("mean", 0.0), c.number("stddev", 0.05), seed);
+  } else if (cls == "GlorotUniform" || cls == "GlorotNormal" || cls == "HeUniform" ||
+             cls == "HeNormal") {
+    auto seed = c.optional_integer("seed");
+    c.expect_null("input_axes");
+    c.expect_null("output_axes");
+    out = cls == "GlorotUniform"  ? initializers::GlorotUniform(seed)
+          : cls == "GlorotNormal" ? initializers::GlorotNormal(seed)
+          : cls == "HeUniform"    ? initializers::HeUniform(seed)
+                                  : initializers::HeNormal(seed);
+  } else if (cls == "Orthogonal") {
+    auto seed = c.optional_integer("seed");
+    out = initializers::Orthogonal(c.number("gain", 1.0), seed);
+  } else {
+    fail(key, "is the initializer class \"" + cls +
+                  "\", which tapeflow does not have (Zeros, Ones, Constant, RandomNormal, "
+                  "RandomUniform, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
+                  "HeNormal, Orthogonal)");
+  }
+  c.finish();
+  return out;
+}
+
+Regularizer Reader::regularizer(const std::string& key) {
+  const Config* v = find(key);
+  if (v == nullptr || v->is_null()) return {};
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    if (s == "l1") return regularizers::L1();
+    if (s == "l2") return regularizers::L2();
+    if (s == "l1_l2") return regularizers::L1L2(0.01, 0.01);
+    fail(key, "names a regularizer tapeflow does not have: \"" + s + "\" (l1, l2, l1_l2)");
+  }
+  auto [cls, config] = object_parts(*this, key, *v, "keras.regularizers");
+  Reader c(class_name_ + " " + key + " (" + cls + ")", config);
+  Regularizer out;
+  if (cls == "L1") {
+    out = regularizers::L1(c.number("l1", 0.01));
+  } else if (cls == "L2") {
+    out = regularizers::L2(c.number("l2", 0.01));
+  } else if (cls == "L1L2") {
+    const double l1 = c.number("l1", 0.0);
+    out = regularizers::L1L2(l1, c.number("l2", 0.0));
+  } else {
+    fail(key, "is the regularizer class \"" + cls +
+                  "\", which tapeflow does not have (L1, L2, "
+                  "L1L2)");
+  }
+  c.finish();
+  return out;
+}
+
+// The base keys: the name (for the constructor), then trainable and dtype, applied after.
+struct Base {
+  std::string name;
+  bool trainable = true;
+  std::optional<mixed_precision::Policy> policy;
+};
+Base read_base(Reader& r) {
+  Base b;
+  b.name = r.string("name", "");
+  b.trainable = r.boolean("trainable", true);
+  const Config* d = r.find("dtype");
+  if (d != nullptr && !d->is_null()) {
+    std::string policy;
+    if (d->is_string()) {
+      policy = d->get<std::string>();
+    } else {
+      auto [cls, config] = object_parts(r, "dtype", *d, "keras");
+      if (cls != "DTypePolicy" && cls != "FloatDTypePolicy")
+        r.fail("dtype", "is the policy class \"" + cls + "\", which tapeflow does not have");
+      Reader c(r.class_name() + " dtype", config);
+      policy = c.string("name", "float32");
+      c.finish();
+    }
+    try {
+      b.policy = mixed_precision::Policy(policy);
+    } catch (const Error& e) {
+      r.fail("dtype", std::string("names a policy tapeflow does not have: ") + e.what());
+    }
+  }
+  return b;
+}
+void apply_base(const Layer& layer, const Base& b) {
+  if (b.policy && !(layer.dtype_policy() == *b.policy)) layer.set_dtype_policy(*b.policy);
+  if (!b.trainable) layer.set_trainable(false);
+}
+
+// ---- the built-in classes ----
+
+// The options of `layer` as its class's access function gives them; a layer whose class name
+// is a built-in one but whose state is not (a model subclass named "Dense") has none.
+template <class T>
+T need(std::optional<T> options, const Layer& layer) {
+  TF_CHECK_T(UnimplementedError, options.has_value(), "get_config",
+             "{} is not tapeflow's built-in {} layer, so it has no config writer", who(layer),
+             layer.class_name());
+  return std::move(*options);
+}
+
+struct Entry {
+  GetConfig get;    // the class-specific keys (base keys added by get_config)
+  FromConfig from;  // the whole config (built-ins read the base keys themselves)
+  bool builtin = false;
+};
+
+std::string padding_of(Reader& r) {
+  std::string p = lower(r.string("padding", "valid"));
+  if (p != "valid" && p != "same")
+    r.fail("padding", "= \"" + p + "\" is not supported (valid, same)");
+  return p;
+}
+void read_data_format(Reader& r) {
+  r.expect("data_format", "channels_last");
+}
+
+Layer dense_from(const Config& config) {
+  Reader r("Dense", config);
+  Base b = read_base(r);
+  const int64_t units = r.integer("units");
+  layers::DenseOptions o;
+  o.activation = r.activation("activation");
+  o.use_bias = r.boolean("use_bias", true);
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint",
+                        "quantization_config", "lora_rank"})
+    r.expect_null(k);
+  if (r.has("lora_alpha")) r.number("lora_alpha");  // meaningful only with lora_rank
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::Dense(units, o);
+  apply_base(l, b);
+  return l;
+}
+Config dense_get(const Layer& layer) {
+  auto c = need(lo::dense(layer.impl()), layer);
+  const layers::DenseOptions& o = c.options;
+  return Config{
+      {"units", c.units},
+      {"activation", activation_json(o.activation)},
+      {"use_bias", o.use_bias},
+      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
+                                              initializers::GlorotUniform())},
+      {"bias_initializer",
+       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
+      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
+      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
+      {"kernel_constraint", nullptr},
+      {"bias_constraint", nullptr},
+      {"quantization_config", nullptr}};
+}
+
+Layer conv2d_from(const Config& config) {
+  Reader r("Conv2D", config);
+  Base b = read_base(r);
+  const int64_t filters = r.integer("filters");
+  const Size2 kernel = r.size2("kernel_size");
+  layers::Conv2DOptions o;
+  o.strides = r.size2("strides", Size2(1));
+  o.padding = padding_of(r);
+  read_data_format(r);
+  o.dilation_rate = r.size2("dilation_rate", Size2(1));
+  o.groups = static_cast<int>(r.integer("groups", 1));
+  o.activation = r.activation("activation");
+  o.use_bias = r.boolean("use_bias", true);
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
+    r.expect_null(k);
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::Conv2D(filters, kernel, o);
+  apply_base(l, b);
+  return l;
+}
+Config conv2d_get(const Layer& layer) {
+  auto c = need(lo::conv2d(layer.impl()), layer);
+  const layers::Conv2DOptions& o = c.options;
+  return Config{
+      {"filters", c.filters},
+      {"kernel_size", pair_json(c.kernel_size)},
+      {"strides", pair_json(o.strides)},
+      {"padding", lower(o.padding)},
+      {"data_format", "channels_last"},
+      {"dilation_rate", pair_json(o.dilation_rate)},
+      {"groups", o.groups},
+      {"activation", activation_json(o.activation)},
+      {"use_bias", o.use_bias},
+      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
+                                              initializers::GlorotUniform())},
+      {"bias_initializer",
+       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
+      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
+      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
+      {"activity_regularizer", nullptr},
+      {"kernel_constraint", nullptr},
+      {"bias_constraint", nullptr}};
+}
+
+template <bool kMax>
+Layer pooling_from(const Config& config) {
+  Reader r(kMax ? "MaxPooling2D" : "AveragePooling2D", config);
+  Base b = read_base(r);
+  const Size2 pool = r.size2("pool_size", Size2(2));
+  const Config* s = r.find("strides");
+  std::optional<Size2> strides;
+  if (s != nullptr && !s->is_null()) strides = r.size2("strides");
+  const std::string padding = padding_of(r);
+  read_data_format(r);
+  r.finish();
+  Layer l = kMax ? Layer(layers::MaxPooling2D(pool, strides, padding, b.name))
+                 : Layer(layers::AveragePooling2D(pool, strides, padding, b.name));
+  apply_base(l, b);
+  return l;
+}
+Config pooling_get(const Layer& layer) {
+  auto c = need(lo::pooling2d(layer.impl()), layer);
+  return Config{{"pool_size", pair_json(c.pool_size)},
+                {"padding", c.same ? "same" : "valid"},
+                {"strides", pair_json(c.strides)},
+                {"data_format", "channels_last"}};
+}
+
+Layer flatten_from(const Config& config) {
+  Reader r("Flatten", config);
+  Base b = read_base(r);
+  read_data_format(r);
+  r.finish();
+  Layer l = layers::Flatten({}, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config flatten_get(const Layer&) {
+  return Config{{"data_format", "channels_last"}};
+}
+
+Layer dropout_from(const Config& config) {
+  Reader r("Dropout", config);
+  Base b = read_base(r);
+  const double rate = r.number("rate");
+  const auto seed = r.optional_integer("seed");
+  r.expect_null("noise_shape");
+  r.finish();
+  Layer l = layers::Dropout(rate, seed, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config dropout_get(const Layer& layer) {
+  auto c = need(lo::dropout(layer.impl()), layer);
+  return Config{{"rate", c.rate}, {"seed", seed_json(c.seed)}, {"noise_shape", nullptr}};
+}
+
+Layer batch_norm_from(const Config& config) {
+  Reader r("BatchNormalization", config);
+  Base b = read_base(r);
+  layers::BatchNormalizationOptions o;
+  o.axis = static_cast<int>(r.integer("axis", -1));
+  o.momentum = r.number("momentum", 0.99);
+  o.epsilon = r.number("epsilon", 1e-3);
+  o.center = r.boolean("center", true);
+  o.scale = r.boolean("scale", true);
+  o.beta_initializer = r.initializer("beta_initializer");
+  o.gamma_initializer = r.initializer("gamma_initializer");
+  o.moving_mean_initializer = r.initializer("moving_mean_initializer");
+  o.moving_variance_initializer = r.initializer("moving_variance_initializer");
+  o.beta_regularizer = r.regularizer("beta_regularizer");
+  o.gamma_regularizer = r.regularizer("gamma_regularizer");
+  r.expect_null("beta_constraint");
+  r.expect_null("gamma_constraint");
+  r.expect("synchronized", false);
+  r.expect("renorm", false);
+  r.expect_null("renorm_clipping");
+  if (r.has("renorm_momentum")) r.number("renorm_momentum");  // unused without renorm
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::BatchNormalization(o);
+  apply_base(l, b);
+  return l;
+}
+Config batch_norm_get(const Layer& layer) {
+  auto o = need(lo::batch_normalization(layer.impl()), layer);
+  return Config{
+      {"axis", o.axis},
+      {"momentum", o.momentum},
+      {"epsilon", o.epsilon},
+      {"center", o.center},
+      {"scale", o.scale},
+      {"beta_initializer",
+       initializer_json(layer, "beta_initializer", o.beta_initializer, initializers::Zeros())},
+      {"gamma_initializer",
+       initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones())},
+      {"moving_mean_initializer",
+       initializer_json(layer, "moving_mean_initializer", o.moving_mean_initializer,
+                        initializers::Zeros())},
+      {"moving_variance_initializer",
+       initializer_json(layer, "moving_variance_initializer", o.moving_variance_initializer,
+                        initializers::Ones())},
+      {"beta_regularizer", regularizer_json(layer, "beta_regularizer", o.beta_regularizer)},
+      {"gamma_regularizer", regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer)},
+      {"beta_constraint", nullptr},
+      {"gamma_constraint", nullptr},
+      {"synchronized", false},
+      {"renorm", false},
+      {"renorm_clipping", nullptr},
+      {"renorm_momentum", 0.99}};
+}
+
+Layer relu_from(const Config& config) {
+  Reader r("ReLU", config);
+  Base b = read_base(r);
+  const auto max_value = r.optional_number("max_value");
+  const double slope = r.number("negative_slope", 0.0);
+  const double threshold = r.number("threshold", 0.0);
+  r.finish();
+  Layer l = layers::ReLU(max_value, slope, threshold, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config relu_get(const Layer& layer) {
+  auto c = need(lo::relu(layer.impl()), layer);
+  return Config{{"max_value", c.max_value ? Config(*c.max_value) : Config(nullptr)},
+                {"negative_slope", c.negative_slope},
+                {"threshold", c.threshold}};
+}
+
+Layer softmax_from(const Config& config) {
+  Reader r("Softmax", config);
+  Base b = read_base(r);
+  const auto axes = r.int_list("axis");
+  if (axes.size() != 1) r.fail("axis", "must name one axis in tapeflow");
+  r.finish();
+  Layer l = layers::Softmax(static_cast<int>(axes[0]), b.name);
+  apply_base(l, b);
+  return l;
+}
+Config softmax_get(const Layer& layer) {
+  return Config{{"axis", need(lo::softmax_axis(layer.impl()), layer)}};
+}
+
+Layer activation_from(const Config& config) {
+  Reader r("Activation", config);
+  Base b = read_base(r);
+  if (!r.has("activation")) r.fail("activation", "is required");
+  const std::string a = r.activation("activation");
+  r.finish();
+  Layer l = layers::Activation(a, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config activation_get(const Layer& layer) {
+  return Config{{"activation", activation_json(need(lo::activation(layer.impl()), layer))}};
+}
+
+Layer embedding_from(const Config& config) {
+  Reader r("Embedding", config);
+  Base b = read_base(r);
+  const int64_t input_dim = r.integer("input_dim");
+  const int64_t output_dim = r.integer("output_dim");
+  layers::EmbeddingOptions o;
+  o.embeddings_initializer = r.initializer("embeddings_initializer");
+  o.embeddings_regularizer = r.regularizer("embeddings_regularizer");
+  r.expect_null("activity_regularizer");
+  r.expect_null("embeddings_constraint");
+  o.mask_zero = r.boolean("mask_zero", false);
+  r.expect_null("quantization_config");
+  r.expect_null("lora_rank");
+  if (r.has("lora_alpha")) r.number("lora_alpha");
+  if (r.has("weights")) r.expect_null("weights");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::Embedding(input_dim, output_dim, o);
+  apply_base(l, b);
+  return l;
+}
+Config embedding_get(const Layer& layer) {
+  auto c = need(lo::embedding(layer.impl()), layer);
+  return Config{
+      {"input_dim", c.input_dim},
+      {"output_dim", c.output_dim},
+      {"embeddings_initializer", initializer_json(layer, "embeddings_initializer", c.initializer,
+                                                  initializers::RandomUniform(-0.05, 0.05))},
+      {"embeddings_regularizer", regularizer_json(layer, "embeddings_regularizer", c.regularizer)},
+      {"activity_regularizer", nullptr},
+      {"embeddings_constraint", nullptr},
+      {"mask_zero", c.mask_zero},
+      {"quantization_config", nullptr}};
+}
+
+Layer layer_norm_from(const Config& config) {
+  Reader r("LayerNormalization", config);
+  Base b = read_base(r);
+  layers::LayerNormalizationOptions o;
+  o.axis.clear();
+  for (int64_t a : r.has("axis") ? r.int_list("axis") : std::vector<int64_t>{-1})
+    o.axis.push_back(static_cast<int>(a));
+  o.epsilon = r.number("epsilon", 1e-3);
+  o.center = r.boolean("center", true);
+  o.scale = r.boolean("scale", true);
+  r.expect("rms_scaling", false);
+  o.beta_initializer = r.initializer("beta_initializer");
+  o.gamma_initializer = r.initializer("gamma_initializer");
+  o.beta_regularizer = r.regularizer("beta_regularizer");
+  o.gamma_regularizer = r.regularizer("gamma_regularizer");
+  r.expect_null("beta_constraint");
+  r.expect_null("gamma_constraint");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::LayerNormalization(o);
+  apply_base(l, b);
+  return l;
+}
+Config layer_norm_get(const Layer& layer) {
+  auto o = need(lo::layer_normalization(layer.impl()), layer);
+  // Keras keeps an int axis until the build, which turns it into a list.
+  Config axis = o.axis.size() == 1 && !layer.built() ? Config(o.axis[0]) : Config(o.axis);
+  return Config{
+      {"axis", axis},
+      {"epsilon", o.epsilon},
+      {"center", o.center},
+      {"scale", o.scale},
+      {"rms_scaling", false},
+      {"beta_initializer",
+       initializer_json(layer, "beta_initializer", o.beta_initializer, initializers::Zeros())},
+      {"gamma_initializer",
+       initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones())},
+      {"beta_regularizer", regularizer_json(layer, "beta_regularizer", o.beta_regularizer)},
+      {"gamma_regularizer", regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer)},
+      {"beta_constraint", nullptr},
+      {"gamma_constraint", nullptr}};
+}
+
+Layer reshape_from(const Config& config) {
+  Reader r("Reshape", config);
+  Base b = read_base(r);
+  const auto target = r.int_list("target_shape");
+  r.finish();
+  Layer l = layers::Reshape(target, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config reshape_get(const Layer& layer) {
+  return Config{{"target_shape", need(lo::reshape_target(layer.impl()), layer)}};
+}
+
+template <class M>
+FromConfig merge_from(const char* cls) {
+  return [cls](const Config& config) -> Layer {
+    Reader r(cls, config);
+    Base b = read_base(r);
+    r.finish();
+    Layer l = M(b.name);
+    apply_base(l, b);
+    return l;
+  };
+}
+Config no_keys(const Layer&) {
+  return Config::object();
+}
+
+Layer concatenate_from(const Config& config) {
+  Reader r("Concatenate", config);
+  Base b = read_base(r);
+  const int64_t axis = r.integer("axis", -1);
+  r.finish();
+  Layer l = layers::Concatenate(static_cast<int>(axis), b.name);
+  apply_base(l, b);
+  return l;
+}
+Config concatenate_get(const Layer& layer) {
+  return Config{{"axis", need(lo::concatenate_axis(layer.impl()), layer)}};
+}
+
+// ---- the registry ----
+
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r = [] {
+    std::map<std::string, Entry> m;
+    auto add = [&m](const char* name, GetConfig get, FromConfig from) {
+      m[name] = Entry{std::move(get), std::move(from), true};
+    };
+    add("Dense", dense_get, dense_from);
+    add("Conv2D", conv2d_get, conv2d_from);
+    add("MaxPooling2D", pooling_get, pooling_from<true>);
+    add("AveragePooling2D", pooling_get, pooling_from<false>);
+    add("Flatten", flatten_get, flatten_from);
+    add("Dropout", dropout_get, dropout_from);
+    add("BatchNormalization", batch_norm_get, batch_norm_from);
+    add("ReLU", relu_get, relu_from);
+    add("Softmax", softmax_get, softmax_from);
+    add("Activation", activation_get, activation_from);
+    add("Embedding", embedding_get, embedding_from);
+    add("LayerNormalization", layer_norm_get, layer_norm_from);
+    add("Reshape", reshape_get, reshape_from);
+    add("Add", no_keys, merge_from<layers::Add>("Add"));
+    add("Subtract", no_keys, merge_from<layers::Subtract>("Subtract"));
+    add("Multiply", no_keys, merge_from<layers::Multiply>("Multiply"));
+    add("Average", no_keys, merge_from<layers::Average>("Average"));
+    add("Maximum", no_keys, merge_from<layers::Maximum>("Maximum"));
+    add("Minimum", no_keys, merge_from<layers::Minimum>("Minimum"));
+    add("Concatenate", concatenate_get, concatenate_from);
+    return m;
+  }();
+  return r;
+}
+std::optional<Entry> lookup(const std::string& class_name) {
+  std::lock_guard lock(registry_mu());
+  auto it = registry().find(class_name);
+  if (it == registry().end()) return std::nullopt;
+  return it->second;
+}
+
+// ---- models ----
+
+const detail::FunctionalImpl* functional_of(const Layer& layer) {
+  return dynamic_cast<const detail::FunctionalImpl*>(&layer.impl());
+}
+bool is_sequential(const Layer& layer) {
+  return layer.class_name() == "Sequential" &&
+         dynamic_cast<const detail::ModelImpl*>(&layer.impl());
+}
+
+Config build_config_of(const Layer& layer) {
+  if (!layer.built() || layer.impl().own_weights().empty()) return nullptr;
+  return Config{{"input_shape", shape_json(layer.input_shape())}};
+}
+
+Config sequential_config(const Layer& model) {
+  Config layers_json = Config::array();
+  const bool built = model.built();
+  if (built) {
+    // Keras writes the InputLayer of a Sequential made with an input shape first.
+    layers_json.push_back(Config{{"module", "keras.layers"},
+                                 {"class_name", "InputLayer"},
+                                 {"config",
+                                  {{"batch_shape", shape_json(model.input_shape())},
+                                   {"dtype", std::string(dtype_name(model.dtype()))},
+                                   {"sparse", false},
+                                   {"ragged", false},
+                                   {"name", "input_layer"},
+                                   {"optional", false}}},
+                                 {"registered_name", nullptr}});
+  }
+  for (const Layer& l : model.impl().sublayers()) layers_json.push_back(serialize(l));
+  Config c = base_config(model);
+  c["layers"] = layers_json;
+  if (built) c["build_input_shape"] = shape_json(model.input_shape());
+  return c;
+}
+
+Config keras_tensor_json(const KerasTensor& t, const std::map<const void*, int>& local_index) {
+  const auto& node = t.data()->node;
+  auto it = local_index.find(node.get());
+  return Config{
+      {"class_name", "__keras_tensor__"},
+      {"config",
+       {{"shape", shape_json(t.shape())},
+        {"dtype", std::string(dtype_name(t.dtype()))},
+        {"keras_history",
+         Config::array({node->layer.name(), it == local_index.end() ? 0 : it->second, 0})}}}};
+}
+
+Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
+  // The model's nodes: everything between its inputs and its outputs.
+  std::vector<const detail::KerasNode*> nodes;
+  std::set<const detail::KerasNode*> seen;
+  std::vector<KerasTensor> stack(f.outputs().begin(), f.outputs().end());
+  while (!stack.empty()) {
+    KerasTensor t = stack.back();
+    stack.pop_back();
+    const detail::KerasNode* n = t.data()->node.get();
+    if (!seen.insert(n).second) continue;
+    nodes.push_back(n);
+    bool is_model_input = false;
+    for (const KerasTensor& in : f.inputs()) is_model_input |= in.data() == t.data();
+    if (is_model_input) continue;
+    for (const KerasTensor& in : n->inputs) stack.push_back(in);
+  }
+  for (const KerasTensor& in : f.inputs())
+    if (seen.insert(in.data()->node.get()).second) nodes.push_back(in.data()->node.get());
+  // Keras numbers a layer's nodes within the model from 0, in call order.
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto* a, const auto* b) { return a->node_index < b->node_index; });
+  std::map<const void*, int> local_index;
+  std::map<const void*, int> per_layer;
+  for (const detail::KerasNode* n : nodes) local_index[n] = per_layer[n->layer.id()]++;
+
+  Config layers_json = Config::array();
+  for (const Layer& l : f.sublayers()) {
+    Config entry;
+    if (l.class_name() == "InputLayer") {
+      const KerasTensor* t = nullptr;
+      for (const KerasTensor& in : f.inputs())
+        if (in.layer().id() == l.id()) t = &in;
+      TF_CHECK_T(InternalError, t != nullptr, "to_json", "input layer \"{}\" without its input",
+                 l.name());
+      entry = Config{{"module", "keras.layers"},
+                     {"class_name", "InputLayer"},
+                     {"config",
+                      {{"batch_shape", shape_json(t->shape())},
+                       {"dtype", std::string(dtype_name(t->dtype()))},
+                       {"sparse", false},
+                       {"ragged", false},
+                       {"name", l.name()},
+                       {"optional", false}}},
+                     {"registered_name", nullptr}};
+      entry["name"] = l.name();
+      entry["inbound_nodes"] = Config::array();
+      layers_json.push_back(entry);
+      continue;
+    }
+    entry = serialize(l);
+    entry["name"] = l.name();
+    Config inbound = Config::array();
+    std::vector<const detail::KerasNode*> mine;
+    for (const detail::KerasNode* n : nodes)
+      if (n->layer.id() == l.id()) mine.push_back(n);
+    for (const detail::KerasNode* n : mine) {
+      Config args = Config::array();
+      if (n->list_call) {
+        Config list = Config::array();
+        for (const KerasTensor& in : n->inputs) list.push_back(keras_tensor_json(in, local_index));
+        args.push_back(list);
+      } else {
+        for (const KerasTensor& in : n->inputs) args.push_back(keras_tensor_json(in, local_index));
+      }
+      Config kwargs = Config::object();
+      if (n->training) kwargs["training"] = *n->training;
+      inbound.push_back(Config{{"args", args}, {"kwargs", kwargs}});
+    }
+    entry["inbound_nodes"] = inbound;
+    layers_json.push_back(entry);
+  }
+  auto refs = [&](const std::vector<KerasTensor>& ts) {
+    Config out = Config::array();
+    for (const KerasTensor& t : ts)
+      out.push_back(
+          Config::array({t.data()->node->layer.name(), local_index.at(t.data()->node.get()), 0}));
+    return out.size() == 1 ? out[0] : out;
+  };
+  Config c{{"name", model.name()}, {"trainable", model.trainable()}};
+  c["layers"] = layers_json;
+  c["input_layers"] = refs(f.inputs());
+  c["output_layers"] = refs(f.outputs());
+  return c;
+}
+
+// A shape from a JSON list with nulls (None).
+TensorShape shape_from(Reader& r, const std::string& key, const Config& v) {
+  if (!v.is_array()) r.fail(key, "must be a list, got " + r.got(v));
+  std::vector<int64_t> dims;
+  for (const Config& d : v) {
+    if (d.is_null())
+      dims.push_back(None);
+    else if (d.is_number_integer() && d.get<int64_t>() >= 0)
+      dims.push_back(d.get<int64_t>());
+    else
+      r.fail(key, "must hold sizes or null, got " + r.got(v));
+  }
+  return TensorShape(dims);
+}
+
+struct InputSpec {
+  TensorShape batch_shape;
+  DType dtype = float32;
+  std::string name;
+};
+DType dtype_from(Reader& r, const std::string& key, const std::string& name) {
+  for (DType d : {float16, bfloat16, float32, float64, int32, int64, uint8, bool_})
+    if (dtype_name(d) == name) return d;
+  r.fail(key, "= \"" + name + "\" is not a dtype tapeflow has");
+}
+InputSpec input_layer_from(const Config& config) {
+  Reader r("InputLayer", config);
+  InputSpec s;
+  s.name = r.string("name", "");
+  const Config* bs = r.find("batch_shape");
+  if (bs == nullptr) {
+    // Older Keras writes batch_input_shape.
+    bs = r.find("batch_input_shape");
+  }
+  if (bs == nullptr) r.fail("batch_shape", "is required");
+  s.batch_shape = shape_from(r, "batch_shape", *bs);
+  if (s.batch_shape.rank() < 1) r.fail("batch_shape", "needs a batch dimension");
+  const Config* d = r.find("dtype");
+  if (d != nullptr && !d->is_null()) {
+    if (!d->is_string()) r.fail("dtype", "must be a dtype name, got " + r.got(*d));
+    s.dtype = dtype_from(r, "dtype", d->get<std::string>());
+  }
+  r.expect("sparse", false);
+  r.expect("ragged", false);
+  r.expect("optional", false);
+  r.finish();
+  return s;
+}
+
+// The top-level keys of a serialized object (outside "config").
+void check_object_keys(const Config& object, const std::string& cls,
+                       std::initializer_list<const char*> extra) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& k = it.key();
+    bool ok = k == "module" || k == "class_name" || k == "config" || k == "registered_name" ||
+              k == "build_config";
+    for (const char* e : extra) ok |= k == e;
+    TF_CHECK_ARG(ok, "deserialize", "{} object key \"{}\" is not supported by tapeflow", cls, k);
+  }
+}
+
+Model sequential_from(const Config& config, const Config& object) {
+  Reader r("Sequential", config);
+  Base b = read_base(r);
+  const Config& list = r.require("layers");
+  if (!list.is_array()) r.fail("layers", "must be a list");
+  std::optional<TensorShape> input_shape;
+  std::vector<Layer> layers_list;
+  for (const Config& item : list) {
+    TF_CHECK_ARG(item.is_object(), "deserialize", "Sequential layers entry is not an object: {}",
+                 item.dump().substr(0, 80));
+    if (item.value("class_name", "") == "InputLayer") {
+      input_shape = input_layer_from(item.value("config", Config::object())).batch_shape;
+      continue;
+    }
+    layers_list.push_back(deserialize(item));
+  }
+  if (const Config* bis = r.find("build_input_shape"); bis != nullptr && !bis->is_null())
+    if (!input_shape) input_shape = shape_from(r, "build_input_shape", *bis);
+  r.finish();
+  if (!input_shape && object.contains("build_config") && object["build_config"].is_object()) {
+    const Config& bc = object["build_config"];
+    if (bc.contains("input_shape") && !bc["input_shape"].is_null()) {
+      Reader br("Sequential build_config", bc);
+      input_shape = shape_from(br, "input_shape", bc["input_shape"]);
+    }
+  }
+  Sequential model(layers_list, b.name);
+  if (b.policy) model.set_dtype_policy(*b.policy);
+  if (input_shape) model.build(*input_shape);
+  if (!b.trainable) model.set_trainable(false);
+  return model;
+}
+
+// A keras_history reference [layer name, node index, tensor index].
+struct Ref {
+  std::string layer;
+  int node = 0;
+};
+Ref ref_from(const std::string& where, const Config& v) {
+  TF_CHECK_ARG(v.is_array() && v.size() == 3 && v[0].is_string() && v[1].is_number_integer() &&
+                   v[2].is_number_integer(),
+               "deserialize", "{}: expected [layer name, node index, tensor index], got {}", where,
+               v.dump().substr(0, 80));
+  TF_CHECK_ARG(v[2].get<int64_t>() == 0, "deserialize",
+               "{}: tensor index {} of layer \"{}\": tapeflow layers have one output", where,
+               v[2].get<int64_t>(), v[0].get<std::string>());
+  return Ref{v[0].get<std::string>(), static_cast<int>(v[1].get<int64_t>())};
+}
+std::vector<Ref> refs_from(const std::string& where, const Config& v) {
+  TF_CHECK_ARG(v.is_array() && !v.empty(), "deserialize", "{} must be a non-empty list", where);
+  if (v[0].is_string()) return {ref_from(where, v)};
+  std::vector<Ref> out;
+  for (const Config& e : v) out.push_back(ref_from(where, e));
+  return out;
+}
+
+Model functional_from(const Config& config) {
+  Reader r("Functional", config);
+  const std::string name = r.string("name", "");
+  const bool trainable = r.boolean("trainable", true);
+  r.expect_null("dtype");  // Keras writes none for functional models
+  const Config& list = r.require("layers");
+  const Config& input_refs = r.require("input_layers");
+  const Config& output_refs = r.require("output_layers");
+  r.finish();
+  TF_CHECK_ARG(list.is_array(), "deserialize", "Functional config key \"layers\" must be a list");
+
+  struct Pending {
+    Layer layer;
+    std::string name;
+    std::vector<Config> nodes;
+    size_t next = 0;
+  };
+  std::map<std::string, std::vector<KerasTensor>> outputs;  // per layer, per node
+  std::vector<Pending> pending;
+  for (const Config& item : list) {
+    TF_CHECK_ARG(item.is_object() && item.contains("class_name"), "deserialize",
+                 "Functional layers entry is not a Keras object: {}", item.dump().substr(0, 80));
+    const std::string cls =
+        item["class_name"].is_string() ? item["class_name"].get<std::string>() : "";
+    if (cls == "InputLayer") {
+      check_object_keys(item, cls, {"name", "inbound_nodes"});
+      InputSpec s = input_layer_from(item.value("config", Config::object()));
+      std::vector<int64_t> dims;
+      for (int i = 1; i < s.batch_shape.rank(); ++i) dims.push_back(s.batch_shape[i]);
+      std::optional<int64_t> batch;
+      if (s.batch_shape[0] != None) batch = s.batch_shape[0];
+      outputs[s.name].push_back(Input(dims, s.dtype, s.name, batch));
+      continue;
+    }
+    Config stripped = item;
+    Config inbound = stripped.contains("inbound_nodes") ? stripped["inbound_nodes"] : Config();
+    stripped.erase("inbound_nodes");
+    stripped.erase("name");
+    Pending p;
+    p.layer = deserialize(stripped);
+    p.name = p.layer.name();
+    TF_CHECK_ARG(inbound.is_array(), "deserialize", "layer \"{}\": inbound_nodes must be a list",
+                 p.name);
+    for (const Config& n : inbound) p.nodes.push_back(n);
+    pending.push_back(std::move(p));
+  }
+  auto tensor_of = [&](const std::string& where, const Config& t) -> std::optional<KerasTensor> {
+    TF_CHECK_ARG(t.is_object() && t.value("class_name", "") == "__keras_tensor__" &&
+                     t.contains("config") && t["config"].contains("keras_history"),
+                 "deserialize", "{}: expected a __keras_tensor__, got {}", where,
+                 t.dump().substr(0, 80));
+    Ref ref = ref_from(where, t["config"]["keras_history"]);
+    auto it = outputs.find(ref.layer);
+    if (it == outputs.end() || ref.node >= static_cast<int>(it->second.size())) return std::nullopt;
+    return it->second[ref.node];
+  };
+  // Calls each layer's nodes in order once their inputs exist (Keras' deserialization order).
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Pending& p : pending) {
+      while (p.next < p.nodes.size()) {
+        const Config& node = p.nodes[p.next];
+        const std::string where = fmt::format("layer \"{}\" node {}", p.name, p.next);
+        TF_CHECK_ARG(node.is_object() && node.contains("args") && node["args"].is_array() &&
+                         node["args"].size() == 1,
+                     "deserialize", "{}: expected {{\"args\": [inputs], \"kwargs\": {{...}}}}",
+                     where);
+        std::optional<bool> training;
+        if (node.contains("kwargs")) {
+          const Config& kw = node["kwargs"];
+          TF_CHECK_ARG(kw.is_object(), "deserialize", "{}: kwargs must be an object", where);
+          for (auto it = kw.begin(); it != kw.end(); ++it) {
+            if (it.key() == "training" && it.value().is_boolean()) {
+              training = it.value().get<bool>();
+              continue;
+            }
+            if (it.key() == "mask" && it.value().is_null()) continue;
+            TF_THROW(InvalidArgumentError, "deserialize",
+                     "{}: call argument \"{}\" = {} is not supported by tapeflow", where, it.key(),
+                     it.value().dump().substr(0, 80));
+          }
+        }
+        const Config& arg = node["args"][0];
+        const bool list_call = arg.is_array();
+        std::vector<KerasTensor> ins;
+        bool ready = true;
+        for (const Config& t : list_call ? arg : Config::array({arg})) {
+          auto kt = tensor_of(where, t);
+          if (!kt) {
+            ready = false;
+            break;
+          }
+          ins.push_back(*kt);
+        }
+        if (!ready) break;
+        outputs[p.name].push_back(detail::call_symbolic(p.layer, ins, list_call, training));
+        ++p.next;
+        progress = true;
+      }
+    }
+  }
+  for (const Pending& p : pending)
+    TF_CHECK_ARG(p.next == p.nodes.size(), "deserialize",
+                 "layer \"{}\" node {} takes a tensor that no layer of the config produces", p.name,
+                 p.next);
+  auto resolve = [&](const char* key, const Config& v) {
+    std::vector<KerasTensor> out;
+    for (const Ref& ref : refs_from(fmt::format("Functional {}", key), v)) {
+      auto it = outputs.find(ref.layer);
+      TF_CHECK_ARG(it != outputs.end() && ref.node < static_cast<int>(it->second.size()),
+                   "deserialize",
+                   "Functional {} names node {} of layer \"{}\", which the config "
+                   "does not have",
+                   key, ref.node, ref.layer);
+      out.push_back(it->second[ref.node]);
+    }
+    return out;
+  };
+  Model model(resolve("input_layers", input_refs), resolve("output_layers", output_refs), name);
+  if (!trainable) model.set_trainable(false);
+  return model;
+}
+
+// Names of the weights in a saved model, Keras' .weights.h5 paths.
+void collect_weights(const Layer& layer, const std::string& prefix,
+                     std::vector<std::pair<std::string, Variable>>& out) {
+  const auto& own = layer.impl().own_weights();
+  for (size_t i = 0; i < own.size(); ++i)
+    out.emplace_back(fmt::format("{}vars/{}", prefix, i), own[i].variable);
+  for (const Layer& sub : layer.impl().sublayers())
+    collect_weights(sub, prefix + "layers/" + sub.name() + "/", out);
+}
+
+}  // namespace
+
+void register_layer(const std::string& class_name, FromConfig from_config, GetConfig get_config) {
+  TF_CHECK_ARG(!class_name.empty(), "register_layer", "the class name is empty");
+  TF_CHECK_ARG(static_cast<bool>(from_config), "register_layer",
+               "class \"{}\": from_config is empty", class_name);
+  TF_CHECK_ARG(class_name != "Sequential" && class_name != "Functional" && class_name != "Model" &&
+                   class_name != "InputLayer",
+               "register_layer", "\"{}\" is a built-in model class", class_name);
+  std::lock_guard lock(registry_mu());
+  auto it = registry().find(class_name);
+  TF_CHECK_ARG(it == registry().end() || !it->second.builtin, "register_layer",
+               "\"{}\" is a built-in layer class, serialized by tapeflow itself", class_name);
+  registry()[class_name] = Entry{std::move(get_config), std::move(from_config), false};
+}
+
+bool is_registered(const std::string& class_name) {
+  return class_name == "Sequential" || class_name == "Functional" || class_name == "Model" ||
+         class_name == "InputLayer" || lookup(class_name).has_value();
+}
+
+Config get_config(const Layer& layer) {
+  TF_CHECK_ARG(layer.defined(), "get_config", "the layer handle is empty");
+  if (const auto* f = functional_of(layer)) return functional_config(layer, *f);
+  if (is_sequential(layer)) return sequential_config(layer);
+  const std::string cls = layer.class_name();
+  auto entry = lookup(cls);
+  TF_CHECK_T(UnimplementedError, entry && entry->get, "get_config",
+             "{} has no config writer: register one with tf::keras::saving::register_layer(\"{}\", "
+             "from_config, get_config)",
+             who(layer), cls);
+  Config c = base_config(layer);
+  Config extra = entry->get(layer);
+  TF_CHECK_ARG(extra.is_object(), "get_config", "{}: get_config returned {}, not an object",
+               who(layer), extra.type_name());
+  for (auto it = extra.begin(); it != extra.end(); ++it) c[it.key()] = it.value();
+  return c;
+}
+
+Layer from_config(const std::string& class_name, const Config& config) {
+  if (class_name == "Sequential") return sequential_from(config, Config::object());
+  if (class_name == "Functional" || class_name == "Model") return functional_from(config);
+  auto entry = lookup(class_name);
+  TF_CHECK_ARG(entry.has_value(), "deserialize",
+               "unknown layer class \"{}\": tapeflow reads Dense, Conv2D, MaxPooling2D, "
+               "AveragePooling2D, Flatten, Dropout, BatchNormalization, ReLU, Softmax, "
+               "Activation, Embedding, LayerNormalization, Reshape, Add, Subtract, Multiply, "
+               "Average, Maximum, Minimum, Concatenate, Sequential and Functional; register a "
+               "custom class "
+               "with tf::keras::saving::register_layer(\"{}\", from_config)",
+               class_name, class_name);
+  Layer l = entry->from(config);
+  TF_CHECK_ARG(l.defined(), "deserialize", "from_config of class \"{}\" returned an empty handle",
+               class_name);
+  if (!entry->builtin && config.is_object()) {
+    // A custom factory reads its own keys; the base keys are applied here.
+    Reader r(class_name, config);
+    Base b = read_base(r);
+    apply_base(l, b);
+  }
+  return l;
+}
+
+Config serialize(const Layer& layer) {
+  Config c = get_config(layer);
+  if (functional_of(layer) != nullptr) {
+    return Config{{"module", "keras.src.models.functional"},
+                  {"class_name", "Functional"},
+                  {"config", c},
+                  {"registered_name", "Functional"},
+                  {"build_config", {{"input_shape", nullptr}}}};
+  }
+  if (is_sequential(layer)) {
+    Config out{{"module", "keras"},
+               {"class_name", "Sequential"},
+               {"config", c},
+               {"registered_name", nullptr}};
+    if (layer.built())
+      out["build_config"] = Config{{"input_shape", shape_json(layer.input_shape())}};
+    return out;
+  }
+  auto entry = lookup(layer.class_name());
+  const bool builtin = entry && entry->builtin;
+  Config out{{"module", builtin ? Config("keras.layers") : Config(nullptr)},
+             {"class_name", layer.class_name()},
+             {"config", c},
+             {"registered_name", builtin ? Config(nullptr) : Config(layer.class_name())}};
+  Config bc = build_config_of(layer);
+  if (!bc.is_null()) out["build_config"] = bc;
+  return out;
+}
+
+Layer deserialize(const Config& object) {
+  TF_CHECK_ARG(
+      object.is_object() && object.contains("class_name") && object["class_name"].is_string(),
+      "deserialize",
+      "expected a Keras object {{\"class_name\": ..., \"config\": ...}}, "
+      "got {}",
+      object.dump().substr(0, 80));
+  const std::string cls = object["class_name"].get<std::string>();
+  check_object_keys(object, cls, {"compile_config"});
+  const Config config = object.contains("config") ? object["config"] : Config::object();
+  if (object.contains("compile_config") && !object["compile_config"].is_null() &&
+      !object["compile_config"].empty())
+    spdlog::warn(
+        "model_from_json: the compile_config of \"{}\" is not restored by tapeflow; call "
+        "compile() on the loaded model",
+        cls);
+  if (cls == "Sequential") return sequential_from(config, object);
+  return from_config(cls, config);
+}
+
+}  // namespace saving
+
+namespace models {
+
+std::string to_json(const Model& model, int indent) {
+  return saving::serialize(model).dump(indent);
+}
+
+Model model_from_json(const std::string& json) {
+  saving::Config object;
+  try {
+    object = saving::Config::parse(json);
+  } catch (const nlohmann::json::parse_error& e) {
+    TF_THROW(InvalidArgumentError, "model_from_json", "the JSON does not parse at byte {}", e.byte);
+  }
+  Layer l;
+  try {
+    l = saving::deserialize(object);
+  } catch (const nlohmann::json::exception& e) {
+    // A value of the wrong JSON type somewhere the checks above did not look.
+    TF_THROW(InvalidArgumentError, "model_from_json", "the config is malformed: {}", e.what());
+  }
+  auto* impl = dynamic_cast<detail::ModelImpl*>(&l.impl());
+  TF_CHECK_ARG(impl != nullptr, "model_from_json",
+               "the JSON describes a {} layer, not a model (Sequential or Functional)",
+               l.class_name());
+  std::shared_ptr<detail::ModelImpl> model_impl(l.impl_ptr(), impl);
+  class Handle : public Model {
+   public:
+    explicit Handle(std::shared_ptr<detail::ModelImpl> impl) : Model(std::move(impl)) {}
+  };
+  return Handle(model_impl);
+}
+
+void save_model(const Model& model, const std::string& path) {
+  TF_CHECK_T(FailedPreconditionError, model.impl().fully_built(), "save_model",
+             "model \"{}\" is not built: call it on data or build() it before saving (its weights "
+             "do not exist yet)",
+             model.name());
+  const std::string config = to_json(model);
+  std::vector<std::pair<std::string, Variable>> vars;
+  saving::collect_weights(model, "", vars);
+  safetensors::save_variables(path, vars,
+                              {{"format", saving::kFormat},
+                               {"format_version", saving::kFormatVersion},
+                               {"config", config}});
+}
+
+Model load_model(const std::string& path) {
+  std::string config;
+  {
+    safetensors::Reader reader(path);
+    const auto& meta = reader.metadata();
+    auto f = meta.find("format");
+    TF_CHECK_ARG(f != meta.end() && f->second == saving::kFormat, "load_model",
+                 "'{}' is not a tapeflow model file (save_model writes __metadata__ format "
+                 "\"{}\"; this file has {}); a weights file from save_weights loads with "
+                 "load_weights",
+                 path, saving::kFormat,
+                 f == meta.end() ? std::string("none")
+                                 : "\"" + safetensors::detail::printable(f->second) + "\"");
+    auto v = meta.find("format_version");
+    TF_CHECK_ARG(
+        v != meta.end() && v->second == saving::kFormatVersion, "load_model",
+        "'{}': format_version {} is not one this tapeflow reads ({})", path,
+        v == meta.end() ? std::string("(none)") : safetensors::detail::printable(v->second),
+        saving::kFormatVersion);
+    auto c = meta.find("config");
+    TF_CHECK_ARG(c != meta.end(), "load_model", "'{}' has no model config", path);
+    config = c->second;
+  }
+  Model model = [&] {
+    try {
+      return model_from_json(config);
+    } catch (const InvalidArgumentError& e) {
+      TF_THROW(InvalidArgumentError, "load_model", "'{}': the model config does not load: {}", path,
+               e.what());
+    }
+  }();
+  TF_CHECK_ARG(model.impl().fully_built(), "load_model",
+               "'{}': the config does not give the model's input shape, so its weights cannot "
+               "be made",
+               path);
+  std::vector<std::pair<std::string, Variable>> vars;
+  saving::collect_weights(model, "", vars);
+  // Checks every name, shape and dtype before assigning anything.
+  const auto unused = safetensors::load_variables(path, vars);
+  TF_CHECK_ARG(unused.empty(), "load_model",
+               "'{}' holds {} weight(s) the config's model does not have, first \"{}\"", path,
+               unused.size(), unused.empty() ? "" : safetensors::detail::printable(unused[0]));
+  return model;
+}
+
+}  // namespace models
+
+std::string Model::to_json(int indent) const {
+  return models::to_json(*this, indent);
+}
+void Model::save(const std::string& path) const {
+  models::save_model(*this, path);
+}
+
+}  // namespace tapeflow::keras
