@@ -17,6 +17,7 @@
 #include "keras/layers_more.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_json.h"
 
 namespace tapeflow::keras {
 namespace saving {
@@ -1335,6 +1336,26 @@ Layer deserialize(const Config& object) {
         cls);
   if (cls == "Sequential") return sequential_from(config, object);
   return from_config(cls, config);
+}
+
+std::string get_config_json(const Layer& layer, int indent) {
+  return get_config(layer).dump(indent);
+}
+
+Layer from_config_json(const std::string& class_name, const std::string& config_json) {
+  Config config;
+  try {
+    config = Config::parse(config_json);
+  } catch (const nlohmann::json::parse_error& e) {
+    TF_THROW(InvalidArgumentError, "from_config", "the {} config does not parse at byte {}",
+             class_name, e.byte);
+  }
+  try {
+    return from_config(class_name, config);
+  } catch (const nlohmann::json::exception& e) {
+    TF_THROW(InvalidArgumentError, "from_config", "the {} config is malformed: {}", class_name,
+             e.what());
+  }
 }
 
 }  // namespace saving

@@ -20,7 +20,7 @@
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
-#include "keras/serialization.h"
+#include "keras/serialization_json.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/random.h"
@@ -489,6 +489,21 @@ TEST_CASE("serialization: initializer and regularizer configs are Keras'",
   const tf::Tensor bias_init = tf::ones({2, 3});
   (void)back(bias_init, false);
   check_values(back.weights()[1].value(), {0.5, 0.5, 0.5});
+}
+
+TEST_CASE("serialization: the JSON text calls of the public header round trip a config",
+          "[keras][serialization]") {
+  K::layers::Dense dense(3, {.activation = "relu", .name = "text"});
+  const std::string text = K::saving::get_config_json(dense);
+  CHECK(Config::parse(text) == K::saving::get_config(dense));
+  CHECK(K::saving::get_config_json(dense, 2).find("\n  \"name\": \"text\"") != std::string::npos);
+  const K::Layer back = K::saving::from_config_json("Dense", text);
+  CHECK(back.name() == "text");
+  CHECK(K::saving::get_config_json(back) == text);
+  tf::testing::require_error([&] { K::saving::from_config_json("Dense", R"({"units": 3,)"); },
+                             {"from_config", "Dense", "does not parse at byte"});
+  tf::testing::require_error([&] { K::saving::from_config_json("Dense", R"({"units": "three"})"); },
+                             {"Dense"});
 }
 
 TEST_CASE("serialization: unsupported config keys and values name the class and the key",
