@@ -2,12 +2,10 @@
 // metrics"). The means are MeanMetricWrapper-style; Precision, Recall and AUC keep their own
 // counts (metrics_impl.h's Custom kind), summed over replicas and workers on read.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "core/check.h"
-#include "keras/layers.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/metrics_impl.h"
@@ -392,12 +390,17 @@ AUC::AUC(const AUCOptions& o, std::string name) {
                          multi ? std::vector<int64_t>{n, o.num_labels} : std::vector<int64_t>{n});
   const std::string op_name = impl_->name;
   const std::vector<float> lw(o.label_weights.begin(), o.label_weights.end());
-  // The number of labels the state was built for (multi_label; -1 before a lazy build).
-  auto labels =
-      std::make_shared<std::atomic<int64_t>>(multi && o.num_labels == 0 ? -1 : o.num_labels);
   if (multi) {
-    impl_->build = [labels, names, n, lw, op_name](MetricImpl& m, const Tensor&,
-                                                   const Tensor& y_pred) {
+    // The (thresholds, labels) state: from num_labels, else built at the first update (or by a
+    // checkpoint's restore) from y_pred's labels (metrics_impl.h's LazyState).
+    auto z = std::make_shared<detail::LazyState>();
+    z->names = names;
+    z->shape_of = [n, lw, op_name](int64_t l) {
+      TF_CHECK_ARG(lw.empty() || static_cast<int64_t>(lw.size()) == l, op_name.c_str(),
+                   "{} label_weights for a state of {} labels", lw.size(), l);
+      return TensorShape({n, l});
+    };
+    z->check = [lw, op_name](const Tensor&, const Tensor& y_pred, int64_t labels) {
       TF_CHECK_ARG(y_pred.rank() == 2 && y_pred.shape()[1] >= 0, op_name.c_str(),
                    "multi_label needs y_pred of rank 2 (batch, labels) with known labels, got {}",
                    y_pred.shape().to_string());
@@ -405,20 +408,16 @@ AUC::AUC(const AUCOptions& o, std::string name) {
       TF_CHECK_ARG(lw.empty() || static_cast<int64_t>(lw.size()) == l, op_name.c_str(),
                    "{} label_weights for y_pred {} of {} labels", lw.size(),
                    y_pred.shape().to_string(), l);
-      if (labels->load() < 0) {
-        std::lock_guard lock(m.mu);
-        if (labels->load() < 0) {
-          keras::detail::BuildScope scope(m.mirror);  // eager, outside any trace or tape
-          for (const std::string& v : names)
-            m.state.emplace_back(
-                v, Variable(zeros(TensorShape({n, l}), float32), m.name + "/" + v, false));
-          labels->store(l);
-        }
-      }
-      TF_CHECK_ARG(labels->load() == l, op_name.c_str(),
-                   "the state has {} labels, got y_pred of shape {}", labels->load(),
+      TF_CHECK_ARG(labels < 0 || labels == l, op_name.c_str(),
+                   "the state has {} labels, got y_pred of shape {}", labels,
                    y_pred.shape().to_string());
+      return l;
     };
+    if (o.num_labels > 0) {  // made above
+      z->built.store(true);
+      z->dim.store(o.num_labels);
+    }
+    impl_->lazy = z;
   }
   impl_->increments = [th, n, evenly, multi, lw, from_logits = o.from_logits, op_name](
                           const Tensor& y_true, const Tensor& y_pred, const Tensor& sw) {
