@@ -48,8 +48,12 @@ class Loss {
   Loss(std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)> fn, std::string name,
        Reduction reduction = Reduction::AUTO);
 
+  // `mask`: the Keras mask of y_pred (Keras reads y_pred._keras_mask; fit passes the model
+  // output's), broadcastable to the per-sample losses. Masked losses weigh nothing and
+  // SUM_OVER_BATCH_SIZE averages over the unmasked ones (Keras' apply_mask); with a loss's own
+  // mask (Circle's "loss > 0") both must hold, and the mean is over the entries where they do.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred,
-                    const Tensor& sample_weight = Tensor()) const;
+                    const Tensor& sample_weight = Tensor(), const Tensor& mask = Tensor()) const;
   // The per-sample losses, before weighting and reduction.
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const;
   bool defined() const { return impl_ != nullptr; }
