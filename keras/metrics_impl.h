@@ -88,6 +88,12 @@ inline constexpr const char* kExtraMetricNames =
 // such thresholds count with buckets of predictions clipped to [0, 1] (keras/metrics_extra.cpp).
 bool evenly_distributed(const std::vector<double>& thresholds);
 
+// Which predictions lie above each threshold: (thresholds, elements) for `pred` flattened, as
+// Keras' update_confusion_matrix_variables: p > threshold (NaN never); with `evenly` (thresholds
+// that are evenly_distributed) Keras' bucketed path, predictions clipped to [0, 1] and above
+// threshold i when p (n - 1) > i, the product rounded to float32 as there.
+Tensor above_thresholds(const Tensor& pred, const std::vector<float>& thresholds, bool evenly);
+
 // The metrics of keras/metrics_fscore.cpp, likewise (get() tries it after get_extra).
 Metric get_fscore(const std::string& id, const std::string& name);
 inline constexpr const char* kFScoreMetricNames = "f1_score, fbeta_score, r2_score";

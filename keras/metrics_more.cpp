@@ -51,7 +51,10 @@ bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
 
 // TF's in_top_k over the last axis: every prediction of the row is finite (a NaN or an inf
 // anywhere makes the row false, as TF's kernel) and fewer than k predictions are strictly
-// greater than the label's (ties at the boundary count as in). Labels int64.
+// greater than the label's (ties at the boundary count as in). Labels int64. The semantics are
+// tf::math::in_top_k's (ops/sort.h), but that op is not used: it gathers the label's prediction
+// with gather_nd(batch_dims=1), which needs the batch size, so a step traced with a None batch
+// would be retraced for every batch size; it also takes only float32 (batch, classes).
 Tensor in_top_k(const Tensor& labels, const Tensor& pred, int k) {
   const int64_t classes = pred.shape()[pred.rank() - 1];
   const Tensor ids = cast(range(int64_t{0}, classes, int64_t{1}), int64);
@@ -155,15 +158,14 @@ std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::
   if (th.empty()) th.push_back(o.top_k > 0 ? -1e10f : 0.5f);
   const auto n = static_cast<int64_t>(th.size());
   const bool scalar = n == 1;  // one threshold: scalar state and result, as before lists
-  // Evenly spaced thresholds take Keras' bucketed path: predictions clipped to [0, 1], above
-  // threshold i when p (n - 1) > i in float32 (as keras/metrics_extra.cpp's counts).
+  // Evenly spaced thresholds take Keras' bucketed path (detail::above_thresholds).
   const bool evenly = detail::evenly_distributed(o.thresholds);
   auto impl = confusion_impl(std::move(name),
                              {"true_positives", precision ? "false_positives" : "false_negatives"},
                              scalar ? std::vector<int64_t>{} : std::vector<int64_t>{n});
   const std::string op_name = impl->name;
   const int top_k = o.top_k, class_id = o.class_id;
-  impl->increments = [th, n, scalar, evenly, top_k, class_id, precision, op_name](
+  impl->increments = [th, scalar, evenly, top_k, class_id, precision, op_name](
                          const Tensor& t, const Tensor& p, const Tensor& sw) {
     Confusion c = prepare(op_name.c_str(), t, p, sw);
     Tensor pred = c.pred, positive = c.positive;
@@ -180,16 +182,7 @@ std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::
       w = class_column(w, class_id);
     }
     const TensorShape flat({1, -1});
-    Tensor above;
-    if (evenly) {
-      std::vector<float> index(th.size());
-      for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
-      const Tensor clipped = clip_by_value(reshape(pred, flat), Tensor(0.0f), Tensor(1.0f));
-      above = greater(multiply(clipped, Tensor(static_cast<float>(n - 1))),
-                      constant(index, TensorShape({n, 1})));
-    } else {
-      above = greater(reshape(pred, flat), constant(th, TensorShape({n, 1})));
-    }
+    const Tensor above = detail::above_thresholds(pred, th, evenly);
     const Tensor pos = reshape(positive, flat), wf = reshape(w, flat);
     auto count = [&](const Tensor& hit) {
       const Tensor per = reduce_sum(where(hit, wf, Tensor(0.0f)), 1);  // (n,)

@@ -3,6 +3,7 @@
 // weights, gradients against central differences in float64 and TF's, traced equals eager,
 // errors, and compile("circle") in evaluate and fit.
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -285,6 +286,29 @@ tf::Tensor model_x() {
 tf::Tensor model_labels() {
   return tf::constant({0, 1, 2, 0, 1, 2, 0, 3});
 }
+
+// The Keras script's training of a model of make() on (x, model_labels()): compile(SGD(0.0),
+// "circle") then evaluate(x, labels, batch_size=8) gives `evaluated`; compile(SGD(0.1),
+// Circle(gamma=2.0, margin=0.25)) then fit(x, labels, batch_size=8, epochs=2, shuffle=False)
+// gives `losses`, then the kernel.
+struct KerasTraining {
+  double evaluated;
+  std::vector<double> losses, kernel;
+};
+void check_keras_training(const std::function<K::Sequential()>& make, const tf::Tensor& x,
+                          const KerasTraining& want) {
+  auto m = make();
+  m.compile(K::optimizers::SGD(0.0), std::string("circle"));
+  const auto e = m.evaluate(x, model_labels(), {.batch_size = 8, .verbose = 0});
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == Approx(want.evaluated).epsilon(2e-6));
+  auto trained = make();
+  trained.compile(K::optimizers::SGD(0.1), losses::Circle(2.0, 0.25));
+  const K::History h = trained.fit(x, model_labels(), {.epochs = 2, .batch_size = 8, .verbose = 0});
+  CHECK(h.history.at("loss")[0] == Approx(want.losses[0]).epsilon(2e-6));
+  CHECK(h.history.at("loss")[1] == Approx(want.losses[1]).epsilon(2e-6));
+  check_values(trained.get_weights()[0], want.kernel, 1e-5, 1e-6);
+}
 }  // namespace
 
 TEST_CASE("circle: compile by name and training follow Keras", "[keras][cpu][cuda]") {
@@ -292,24 +316,12 @@ TEST_CASE("circle: compile by name and training follow Keras", "[keras][cpu][cud
     CAPTURE(device.to_string());
     tf::DeviceScope scope(device.to_string());
     CHECK(losses::get("circle").name() == "circle");
-    // compile(SGD(0.0), "circle"); evaluate(x, labels, batch_size=8): 35.639827728271484.
-    auto m = embedding_model();
-    m.compile(K::optimizers::SGD(0.0), std::string("circle"));
-    const auto e = m.evaluate(model_x(), model_labels(), {.batch_size = 8, .verbose = 0});
-    REQUIRE(e.size() == 1);
-    CHECK(e[0] == Approx(35.639827728271484).epsilon(2e-6));
-    // compile(SGD(0.1), Circle(gamma=2.0, margin=0.25)); fit(x, labels, batch_size=8,
-    // epochs=2, shuffle=False): losses 2.671224355697632, 2.6186459064483643, then the kernel.
-    auto trained = embedding_model();
-    trained.compile(K::optimizers::SGD(0.1), losses::Circle(2.0, 0.25));
-    const K::History h =
-        trained.fit(model_x(), model_labels(), {.epochs = 2, .batch_size = 8, .verbose = 0});
-    CHECK(h.history.at("loss")[0] == Approx(2.671224355697632).epsilon(2e-6));
-    CHECK(h.history.at("loss")[1] == Approx(2.6186459064483643).epsilon(2e-6));
-    check_values(trained.get_weights()[0],
-                 {0.7671886086463928, -0.3471165597438812, 0.17569363117218018, 0.27744317054748535,
-                  0.2714644968509674, 0.9319624304771423},
-                 1e-5, 1e-6);
+    // evaluate: 35.639827728271484; fit: losses 2.671224355697632, 2.6186459064483643.
+    check_keras_training(embedding_model, model_x(),
+                         {35.639827728271484,
+                          {2.671224355697632, 2.6186459064483643},
+                          {0.7671886086463928, -0.3471165597438812, 0.17569363117218018,
+                           0.27744317054748535, 0.2714644968509674, 0.9319624304771423}});
   }
 }
 
@@ -360,23 +372,12 @@ TEST_CASE("circle: a masked model output is masked once with the loss mask as Ke
     const tf::Tensor sw = tf::constant({1.f, 2.f, 1.f, 0.f, 1.f, 1.f, 1.f, 1.f});
     check_values(losses::Circle()(model_labels(), out.output, sw, out.mask),
                  {(102.87677 + 2 * 65.69446 + 72.08328 + 111.37149) / 5}, 2e-6);
-    // compile(SGD(0.0), "circle"); evaluate(x, labels, batch_size=8): 92.67945861816406.
-    m.compile(K::optimizers::SGD(0.0), std::string("circle"));
-    const auto e = m.evaluate(masked_x(), model_labels(), {.batch_size = 8, .verbose = 0});
-    REQUIRE(e.size() == 1);
-    CHECK(e[0] == Approx(92.67945861816406).epsilon(2e-6));
-    // compile(SGD(0.1), Circle(gamma=2.0, margin=0.25)); fit(x, labels, batch_size=8,
-    // epochs=2, shuffle=False): losses 3.682264566421509, 3.6121444702148438, then the kernel.
-    auto trained = masked_embedding_model();
-    trained.compile(K::optimizers::SGD(0.1), losses::Circle(2.0, 0.25));
-    const K::History h =
-        trained.fit(masked_x(), model_labels(), {.epochs = 2, .batch_size = 8, .verbose = 0});
-    CHECK(h.history.at("loss")[0] == Approx(3.682264566421509).epsilon(2e-6));
-    CHECK(h.history.at("loss")[1] == Approx(3.6121444702148438).epsilon(2e-6));
-    check_values(trained.get_weights()[0],
-                 {0.7452678680419922, -0.3355533182621002, 0.17427226901054382, 0.28384771943092346,
-                  0.2770695984363556, 0.9520291090011597},
-                 1e-5, 1e-6);
+    // evaluate: 92.67945861816406; fit: losses 3.682264566421509, 3.6121444702148438.
+    check_keras_training(masked_embedding_model, masked_x(),
+                         {92.67945861816406,
+                          {3.682264566421509, 3.6121444702148438},
+                          {0.7452678680419922, -0.3355533182621002, 0.17427226901054382,
+                           0.28384771943092346, 0.2770695984363556, 0.9520291090011597}});
   }
   // A mask that does not fit the per-sample losses names both shapes.
   tf::testing::require_error(
