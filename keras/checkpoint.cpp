@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/log.h"
 #include "keras/layers.h"
+#include "keras/metrics.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
 #include "ops/factory.h"
@@ -266,6 +267,19 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   keras::safetensors::Reader reader(path);
   CheckpointLoadStatus status;
   status.path = path;
+  // Metrics whose state is built at their first update (F1Score, AUC with multi_label) and has
+  // not been: built now from the saved shapes, so that their values restore below.
+  std::map<std::string, const keras::safetensors::TensorInfo*> saved;
+  for (const auto& info : reader.tensors()) saved.emplace(info.name, &info);
+  for (const auto& [key, ref] : impl_->objects)
+    if (const auto* metric = dynamic_cast<const keras::metrics::Metric*>(&ref.get());
+        metric && metric->defined())
+      metric->build_from_saved(
+          [&](const std::string& name) -> const TensorShape* {
+            const auto it = saved.find(key + "/" + name);
+            return it == saved.end() ? nullptr : &it->second->shape;
+          },
+          path);
   const auto vars = variables();
   std::set<std::string> used;
   for (const auto& [name, v] : vars) used.insert(name);

@@ -15,7 +15,8 @@
 // every copy. Values whose variables do not exist yet wait for them (TF's deferred restoration):
 // optimizer slots are created with the saved values at the first apply_gradients, and the
 // weights of a layer or model that is not built yet are assigned as soon as it builds them,
-// before its first call computes anything.
+// before its first call computes anything. A metric whose state is built at its first update
+// (F1Score, R2Score, AUC with multi_label) builds it from the saved shapes at restore().
 //
 // Checkpoint and CheckpointManager are shared handles; use one from one thread at a time.
 #pragma once

@@ -457,9 +457,10 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::vector<Layer> sublayers() const { return {}; }
 
   // Keras 3's layer.weights with each weight's effective trainability (see Layer); `seen`
-  // deduplicates shared weights.
-  void collect(std::vector<std::pair<Variable, bool>>& out, bool parent_trainable,
-               std::vector<const void*>& seen) const;
+  // deduplicates shared weights. Virtual for a layer that, as in Keras, lists a sub-layer's
+  // weight among its own (SpectralNormalization's kernel).
+  virtual void collect(std::vector<std::pair<Variable, bool>>& out, bool parent_trainable,
+                       std::vector<const void*>& seen) const;
   // Checkpoint names: this layer's weights as "<path>/<weight>", its sub-layers under
   // "<path>/<local name>" (the root's sub-layers directly under their local names).
   void collect_tracked(std::vector<std::pair<std::string, Variable>>& out,

@@ -503,6 +503,19 @@ class SpectralNormalizationImpl final : public LayerImpl {
   }
   std::vector<Layer> sublayers() const override { return {inner_}; }
   const Layer& inner() const { return inner_; }
+  // Keras 3's order: the wrapped kernel first (Keras tracks it as the wrapper's own weight,
+  // self.kernel), then vector_u, then the wrapped layer's other weights: [kernel, vector_u,
+  // bias] for a Dense. Checkpoint names keep the kernel under the wrapped layer.
+  void collect(std::vector<std::pair<Variable, bool>>& out, bool parent_trainable,
+               std::vector<const void*>& seen) const override {
+    if (kernel_.defined() && built() &&
+        std::find(seen.begin(), seen.end(), kernel_.handle_id()) == seen.end()) {
+      seen.push_back(kernel_.handle_id());
+      out.emplace_back(kernel_, parent_trainable && trainable() && inner_.impl().trainable() &&
+                                    kernel_.trainable());
+    }
+    LayerImpl::collect(out, parent_trainable, seen);
+  }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     return inner_.impl().compute_output_shape(s);
   }

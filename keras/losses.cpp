@@ -204,14 +204,16 @@ Loss::Loss(std::function<Tensor(const Tensor&, const Tensor&)> fn, std::string n
   impl_ = std::move(impl);
 }
 
-// Keras' apply_mask: 0 where masked; for SUM_OVER_BATCH_SIZE total / valid elsewhere, so the
-// mean over every value is the mean over the unmasked ones (0 when none is).
-static Tensor mask_weight(const Tensor& mask, const Tensor& values, Reduction r) {
-  const Tensor m = cast(mask, values.dtype());
-  if (r == Reduction::SUM || r == Reduction::NONE || values.rank() == 0) return m;
-  std::vector<int> all(static_cast<size_t>(values.rank()));
-  for (int i = 0; i < values.rank(); ++i) all[static_cast<size_t>(i)] = i;
-  const Tensor total = tapeflow::detail::element_count(values, all, values.dtype());
+// Keras' apply_mask: the mask as a weight, 0 where masked; for SUM_OVER_BATCH_SIZE total / valid
+// elsewhere (total: the mask's number of entries), so the mean over every value is the mean over
+// the unmasked ones (0 when none is).
+static Tensor mask_weight(const Tensor& mask, DType dtype, Reduction r) {
+  const Tensor m = cast(mask, dtype);
+  if (r == Reduction::SUM || r == Reduction::NONE || m.rank() == 0) return m;
+  std::vector<int> all(static_cast<size_t>(m.rank()));
+  for (int i = 0; i < m.rank(); ++i) all[static_cast<size_t>(i)] = i;
+  // Counted when the step runs, so one trace serves every batch size.
+  const Tensor total = tapeflow::detail::element_count(m, all, dtype);
   const Tensor valid = reduce_sum(m);
   const Tensor zero = zeros_like(valid);
   const Tensor scale = where(greater(valid, zero), divide(total, maximum(valid, 1.0)), zero);
@@ -230,8 +232,8 @@ Tensor Loss::call(const Tensor& y_true, const Tensor& y_pred) const {
 const std::string& Loss::name() const { return checked(impl_).name; }
 Reduction Loss::reduction() const { return checked(impl_).reduction; }
 
-Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
-                        const Tensor& sample_weight) const {
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight,
+                        const Tensor& mask) const {
   const auto& impl = checked(impl_);
   const char* op = impl.name.c_str();
   // Keras' losses convert y_pred to their dtype (floatx): a mixed-precision model's float16 or
@@ -239,16 +241,46 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
   const bool half = y_pred.defined() && (y_pred.dtype() == float16 || y_pred.dtype() == bfloat16);
   Tensor values = impl.call(y_true, half ? cast(y_pred, float32) : y_pred);
   TF_CHECK_ARG(values.defined(), op, "the loss function returned an undefined tensor");
-  // The mask comes from the unweighted losses (a zero sample weight leaves the count alone).
-  if (impl.output_mask)
-    values = multiply(values, mask_weight(impl.output_mask(values), values, impl.reduction));
+  // Keras 3's Loss.__call__: y_pred's mask and the loss's own mask (from the unweighted losses:
+  // a zero sample weight leaves the count alone) together, applied once as a weight.
+  Tensor keep;
+  if (mask.defined()) {
+    TF_CHECK_ARG(detail::broadcastable(mask.shape(), values.shape()), op,
+                 "the mask of y_pred has shape {}, the per-sample losses {} (y_true {}, y_pred {})",
+                 mask.shape().to_string(), values.shape().to_string(), y_true.shape().to_string(),
+                 y_pred.shape().to_string());
+    keep = cast(mask, bool_);
+  }
+  if (impl.output_mask) {
+    const Tensor own = impl.output_mask(values);
+    if (keep.defined()) {
+      auto [a, b] = detail::squeeze_or_expand_to_same_rank(keep, own);
+      keep = logical_and(a, b);
+    } else {
+      keep = own;
+    }
+  }
+  Tensor weight;
   if (sample_weight.defined()) {
-    auto [v, w] = detail::squeeze_or_expand_to_same_rank(values, cast(sample_weight, values.dtype()));
+    weight = cast(sample_weight, values.dtype());
+    auto [v, w] = detail::squeeze_or_expand_to_same_rank(values, weight);
     TF_CHECK_ARG(detail::broadcastable(v.shape(), w.shape()), op,
                  "sample_weight of shape {} does not match the per-sample losses of shape {} "
                  "(y_true {}, y_pred {})",
                  sample_weight.shape().to_string(), values.shape().to_string(),
                  y_true.shape().to_string(), y_pred.shape().to_string());
+  }
+  if (keep.defined()) {
+    const Tensor w = mask_weight(keep, values.dtype(), impl.reduction);
+    if (weight.defined()) {
+      auto [a, b] = detail::squeeze_or_expand_to_same_rank(w, weight);
+      weight = multiply(a, b);
+    } else {
+      weight = w;
+    }
+  }
+  if (weight.defined()) {
+    auto [v, w] = detail::squeeze_or_expand_to_same_rank(values, weight);
     values = multiply(v, w);
   }
   const Reduction r = impl.reduction;

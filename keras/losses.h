@@ -48,8 +48,12 @@ class Loss {
   Loss(std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)> fn, std::string name,
        Reduction reduction = Reduction::AUTO);
 
+  // `mask`: the Keras mask of y_pred (Keras reads y_pred._keras_mask; fit passes the model
+  // output's), broadcastable to the per-sample losses. Masked losses weigh nothing and
+  // SUM_OVER_BATCH_SIZE averages over the unmasked ones (Keras' apply_mask); with a loss's own
+  // mask (Circle's "loss > 0") both must hold, and the mean is over the entries where they do.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred,
-                    const Tensor& sample_weight = Tensor()) const;
+                    const Tensor& sample_weight = Tensor(), const Tensor& mask = Tensor()) const;
   // The per-sample losses, before weighting and reduction.
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const;
   bool defined() const { return impl_ != nullptr; }
@@ -218,7 +222,8 @@ inline constexpr const char* kMoreLossNames =
 // ---- Extra losses (keras/losses_extra.cpp) ----
 // Reductions, sample weights and dtype handling as above; defaults and names as Keras 3.15.
 
-// mean over the last axis of (1 - p_t)^gamma * bce, p_t = y p + (1 - y)(1 - p), bce the clipped
+// mean over `axis` (Keras' axis, default the last) of (1 - p_t)^gamma * bce,
+// p_t = y p + (1 - y)(1 - p), bce the clipped
 // binary crossentropy (from_logits: sigmoid_cross_entropy_with_logits of the logits, unclipped,
 // as Keras' TF backend; p_t from sigmoid(logits)); apply_class_balancing multiplies by
 // y alpha + (1 - y)(1 - alpha); label_smoothing: y (1 - s) + s / 2, used in p_t too.
@@ -228,17 +233,19 @@ class BinaryFocalCrossentropy : public Loss {
                                    double gamma = 2.0, bool from_logits = false,
                                    double label_smoothing = 0.0,
                                    Reduction reduction = Reduction::AUTO,
-                                   std::string name = "binary_focal_crossentropy");
+                                   std::string name = "binary_focal_crossentropy", int axis = -1);
 };
-// sum over the last axis of alpha (1 - q)^gamma (-y log q), q the predictions (softmax of the
-// logits) normalised to sum to 1 and clipped to [1e-7, 1 - 1e-7]; label_smoothing as
-// CategoricalCrossentropy.
+// sum over `axis` (Keras' axis, default the last) of alpha (1 - q)^gamma (-y log q), q the
+// predictions (softmax of the logits along `axis`) normalised along it to sum to 1 and clipped
+// to [1e-7, 1 - 1e-7]; label_smoothing as CategoricalCrossentropy (over the last axis's size,
+// whatever `axis` is, as Keras 3.15).
 class CategoricalFocalCrossentropy : public Loss {
  public:
   explicit CategoricalFocalCrossentropy(double alpha = 0.25, double gamma = 2.0,
                                         bool from_logits = false, double label_smoothing = 0.0,
                                         Reduction reduction = Reduction::AUTO,
-                                        std::string name = "categorical_focal_crossentropy");
+                                        std::string name = "categorical_focal_crossentropy",
+                                        int axis = -1);
 };
 // 1 - 2 sum(y p) / (sum(y) + sum(p) + 1e-7), the sums over `axis` (empty: every axis, Keras'
 // axis=None, one scalar loss for the batch).
@@ -293,10 +300,11 @@ class Circle : public Loss {
 Tensor binary_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                                  bool apply_class_balancing = false, double alpha = 0.25,
                                  double gamma = 2.0, bool from_logits = false,
-                                 double label_smoothing = 0.0);
+                                 double label_smoothing = 0.0, int axis = -1);
 Tensor categorical_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                                       double alpha = 0.25, double gamma = 2.0,
-                                      bool from_logits = false, double label_smoothing = 0.0);
+                                      bool from_logits = false, double label_smoothing = 0.0,
+                                      int axis = -1);
 Tensor dice(const Tensor& y_true, const Tensor& y_pred, const std::vector<int>& axis = {});
 Tensor tversky(const Tensor& y_true, const Tensor& y_pred, double alpha = 0.5, double beta = 0.5,
                const std::vector<int>& axis = {});

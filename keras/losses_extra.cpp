@@ -72,11 +72,12 @@ void check_axes(const char* op, const Tensor& t, const std::vector<int>& axes) {
 
 Tensor binary_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                                  bool apply_class_balancing, double alpha, double gamma,
-                                 bool from_logits, double label_smoothing) {
+                                 bool from_logits, double label_smoothing, int axis) {
   const char* op = "binary_focal_crossentropy";
   check_floating(op, y_pred);
   check_smoothing(op, label_smoothing);
   auto [t, p] = same_shape(op, y_true, y_pred);
+  if (p.rank() > 0) check_axes(op, p, {axis});
   const Tensor one = scalar_like(1.0, p);
   if (label_smoothing != 0)
     t = add(multiply(t, scalar_like(1.0 - label_smoothing, p)),
@@ -98,29 +99,32 @@ Tensor binary_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                          multiply(subtract(one, t), scalar_like(1.0 - alpha, p)));
     focal = multiply(w, focal);
   }
-  return focal.rank() == 0 ? focal : reduce_mean(focal, -1);
+  return focal.rank() == 0 ? focal : reduce_mean(focal, axis);
 }
 
 Tensor categorical_focal_crossentropy(const Tensor& y_true, const Tensor& y_pred, double alpha,
-                                      double gamma, bool from_logits, double label_smoothing) {
+                                      double gamma, bool from_logits, double label_smoothing,
+                                      int axis) {
   const char* op = "categorical_focal_crossentropy";
   check_floating(op, y_pred);
   check_smoothing(op, label_smoothing);
   auto [t, p] = same_shape(op, y_true, y_pred);
   TF_CHECK_ARG(p.rank() >= 1, op, "y_pred must have a class axis, got shape {}",
                p.shape().to_string());
+  check_axes(op, p, {axis});
+  // Keras 3.15 smooths over the last axis's size whatever `axis` is.
   const int64_t classes = p.shape()[p.rank() - 1];
   if (label_smoothing != 0)
     t = add(multiply(t, scalar_like(1.0 - label_smoothing, p)),
             scalar_like(label_smoothing / static_cast<double>(classes), p));
-  if (from_logits) p = nn::softmax(p, -1);
+  if (from_logits) p = nn::softmax(p, axis);
   // Normalised to sum to 1 per sample, then clipped (Keras).
-  Tensor out = divide(p, reduce_sum(p, -1, true));
+  Tensor out = divide(p, reduce_sum(p, axis, true));
   out = clip_by_value(out, scalar_like(kEpsilon, p), scalar_like(1.0 - kEpsilon, p));
   const Tensor cce = negative(multiply(t, log(out)));
   const Tensor factor = multiply(pow(subtract(scalar_like(1.0, p), out), scalar_like(gamma, p)),
                                  scalar_like(alpha, p));
-  return reduce_sum(multiply(factor, cce), -1);
+  return reduce_sum(multiply(factor, cce), axis);
 }
 
 Tensor dice(const Tensor& y_true, const Tensor& y_pred, const std::vector<int>& axis) {
@@ -175,7 +179,7 @@ Tensor categorical_generalized_cross_entropy(const Tensor& y_true, const Tensor&
 BinaryFocalCrossentropy::BinaryFocalCrossentropy(bool apply_class_balancing, double alpha,
                                                  double gamma, bool from_logits,
                                                  double label_smoothing, Reduction reduction,
-                                                 std::string name) {
+                                                 std::string name, int axis) {
   const char* op = "BinaryFocalCrossentropy";
   check_smoothing(op, label_smoothing);
   check_finite(op, "alpha", alpha);
@@ -183,21 +187,23 @@ BinaryFocalCrossentropy::BinaryFocalCrossentropy(bool apply_class_balancing, dou
   impl_ = make(
       [=](const Tensor& t, const Tensor& p) {
         return binary_focal_crossentropy(t, p, apply_class_balancing, alpha, gamma, from_logits,
-                                         label_smoothing);
+                                         label_smoothing, axis);
       },
       std::move(name), "binary_focal_crossentropy", reduction);
 }
 
 CategoricalFocalCrossentropy::CategoricalFocalCrossentropy(double alpha, double gamma,
                                                            bool from_logits, double label_smoothing,
-                                                           Reduction reduction, std::string name) {
+                                                           Reduction reduction, std::string name,
+                                                           int axis) {
   const char* op = "CategoricalFocalCrossentropy";
   check_smoothing(op, label_smoothing);
   check_finite(op, "alpha", alpha);
   check_finite(op, "gamma", gamma);
   impl_ = make(
       [=](const Tensor& t, const Tensor& p) {
-        return categorical_focal_crossentropy(t, p, alpha, gamma, from_logits, label_smoothing);
+        return categorical_focal_crossentropy(t, p, alpha, gamma, from_logits, label_smoothing,
+                                              axis);
       },
       std::move(name), "categorical_focal_crossentropy", reduction);
 }

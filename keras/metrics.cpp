@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "distribute/strategy.h"
+#include "keras/layers.h"
 #include "keras/metrics_impl.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
@@ -98,6 +99,30 @@ void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_
 std::vector<std::pair<std::string, Variable>> state_of(MetricImpl& m) {
   std::lock_guard lock(m.mu);
   return m.state;
+}
+
+// Appends the lazily built variables of `shape` to the state; the caller holds m.mu.
+void append_lazy_state(MetricImpl& m, const TensorShape& shape) {
+  // Eager and cross-replica whatever the caller is in (a trace, a tape, a replica), mirrored as
+  // where the metric was made, as a layer's build.
+  keras::detail::BuildScope scope(m.mirror);
+  for (const std::string& n : m.lazy->names)
+    m.state.emplace_back(n, Variable(zeros(shape, float32), m.name + "/" + n, false));
+  m.lazy->built.store(true);
+}
+
+// At every update of a lazily built metric: the inputs checked against the state, which the
+// first update builds for their last dimension.
+void build_lazy(MetricImpl& m, const Tensor& y_true, const Tensor& y_pred) {
+  detail::LazyState& z = *m.lazy;
+  const int64_t d = z.check(y_true, y_pred, z.dim.load());
+  if (!z.built.load()) {
+    std::lock_guard lock(m.mu);
+    if (!z.built.load()) append_lazy_state(m, z.shape_of(d));
+  }
+  int64_t known = -1;
+  // Another replica thread may have fixed another d meanwhile: checking again raises.
+  if (!z.dim.compare_exchange_strong(known, d) && known != d) z.check(y_true, y_pred, known);
 }
 
 MetricImpl& checked(const std::shared_ptr<MetricImpl>& p) {
@@ -192,7 +217,7 @@ void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
   if (m.kind == MetricImpl::Kind::Custom) {
     TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
                  "update_state needs y_true and y_pred");
-    if (m.build) m.build(m, y_true, y_pred);
+    if (m.lazy) build_lazy(m, y_true, y_pred);
     const std::vector<Tensor> inc = m.increments(y_true, y_pred, sample_weight);
     std::lock_guard lock(m.mu);
     for (size_t i = 0; i < inc.size(); ++i) local(m.state[i].second).assign_add(inc[i]);
@@ -248,6 +273,32 @@ std::vector<std::pair<std::string, Variable>> Metric::tracked_variables() const 
   std::vector<std::pair<std::string, Variable>> out{{"total", m.total}};
   if (m.count.defined()) out.emplace_back("count", m.count);
   return out;
+}
+
+void Metric::build_from_saved(
+    const std::function<const TensorShape*(const std::string& tracked_name)>& saved_shape,
+    const std::string& where) const {
+  auto& m = checked(impl_);
+  if (!m.lazy || m.lazy->built.load()) return;
+  detail::LazyState& z = *m.lazy;
+  const TensorShape* first = nullptr;
+  for (const std::string& n : z.names)
+    if ((first = saved_shape(n)) != nullptr) break;
+  if (first == nullptr) return;  // nothing saved for the state: it stays unbuilt
+  // The last dimension the saved state was built for; a scalar state does not tell it.
+  const int64_t d = first->rank() > 0 ? (*first)[first->rank() - 1] : -1;
+  const TensorShape want = z.shape_of(d >= 0 ? d : 1);
+  for (const std::string& n : z.names) {
+    const TensorShape* s = saved_shape(n);
+    TF_CHECK_ARG(s == nullptr || *s == want, m.name.c_str(),
+                 "'{}': the saved '{}' of metric '{}' has shape {}; the metric builds it with "
+                 "shape {} (for a last dimension of {})",
+                 where, n, m.name, s ? s->to_string() : "", want.to_string(), d);
+  }
+  std::lock_guard lock(m.mu);
+  if (z.built.load()) return;  // built meanwhile by an update
+  append_lazy_state(m, want);
+  if (d >= 0) z.dim.store(d);
 }
 
 std::vector<Variable> Metric::variables() const {

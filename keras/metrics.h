@@ -64,6 +64,15 @@ class Metric : public Trackable {
   // "total", "count" (Sum: "total"; Precision, Recall and AUC: their confusion counts).
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
   const detail::MetricImpl* impl() const { return impl_.get(); }
+  // Internal (tf::train::Checkpoint::restore): a metric whose state Keras builds at its first
+  // update (FBetaScore, F1Score, R2Score, AUC with multi_label) and that has not built it yet
+  // builds it from the shapes a checkpoint saved it with (`saved_shape` of a tracked name,
+  // nullptr when the file lacks it), so that the saved values restore into it; a no-op for the
+  // other metrics. `where` names the file in errors. InvalidArgumentError when the saved shapes
+  // do not fit the metric (another num_thresholds, label_weights for another number of labels).
+  void build_from_saved(
+      const std::function<const TensorShape*(const std::string& tracked_name)>& saved_shape,
+      const std::string& where) const;
 
  protected:
   explicit Metric(std::shared_ptr<detail::MetricImpl> impl) : impl_(std::move(impl)) {}

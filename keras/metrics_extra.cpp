@@ -35,6 +35,19 @@ bool detail::evenly_distributed(const std::vector<double>& th) {
   return true;
 }
 
+Tensor detail::above_thresholds(const Tensor& pred, const std::vector<float>& thresholds,
+                                bool evenly) {
+  const auto n = static_cast<int64_t>(thresholds.size());
+  const Tensor p = reshape(pred, TensorShape({1, -1}));
+  if (!evenly) return greater(p, constant(thresholds, TensorShape({n, 1})));
+  // Keras' bucket ceil(p (n - 1)) - 1 is counted for every threshold index at or below it.
+  std::vector<float> index(thresholds.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
+  const Tensor clipped = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
+  return greater(multiply(clipped, Tensor(static_cast<float>(n - 1))),
+                 constant(index, TensorShape({n, 1})));
+}
+
 namespace {
 
 using detail::evenly_distributed;
@@ -104,20 +117,8 @@ Counted count_inputs(const std::string& op, const Tensor& y_true, const Tensor& 
     if (w.defined()) w = slice(w, begin, size);
   }
   if (!w.defined()) w = ones_like(p);
-  if (clip) p = clip_by_value(p, Tensor(0.0f), Tensor(1.0f));
   const TensorShape flat({1, -1});
-  const auto n = static_cast<int64_t>(thf.size());
-  Tensor above;
-  if (clip) {
-    // Keras' bucketed path: bucket ceil(p (n - 1)) - 1, counted for every threshold index at or
-    // below it, which is p (n - 1) > i, the product rounded to float32 as there.
-    std::vector<float> index(thf.size());
-    for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
-    above = greater(multiply(reshape(p, flat), Tensor(static_cast<float>(n - 1))),
-                    constant(index, TensorShape({n, 1})));
-  } else {
-    above = greater(reshape(p, flat), constant(thf, TensorShape({n, 1})));
-  }
+  const Tensor above = detail::above_thresholds(p, thf, clip);
   return Counted{reshape(not_equal(t, Tensor(0.0f)), flat), above, reshape(w, flat)};
 }
 

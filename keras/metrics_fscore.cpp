@@ -1,8 +1,9 @@
 // Keras 3's FBetaScore, F1Score and R2Score (keras/metrics.h, "F-scores and R2"). They are
 // Custom metrics (metrics_impl.h) whose state, as Keras', is built at the first update from
-// y_pred's last dimension: `build` makes the variables there (outside any trace or tape, mirrored
-// as where the metric was made: keras::detail::BuildScope, as a layer's build), so the first
-// update may run eagerly, inside a traced tf::function, or on a strategy's replica threads.
+// y_pred's last dimension (metrics_impl.h's LazyState: outside any trace or tape, mirrored as
+// where the metric was made, as a layer's build), so the first update may run eagerly, inside a
+// traced tf::function, or on a strategy's replica threads; a checkpoint's restore builds it from
+// the saved shapes.
 #include <atomic>
 #include <cctype>
 #include <cmath>
@@ -15,7 +16,6 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
-#include "keras/layers.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/metrics_impl.h"
@@ -52,8 +52,9 @@ void check_2d(const std::string& op, const char* cls, const Tensor& y_true, cons
                "None), got y_true {} and y_pred {}",
                cls, y_true.shape().to_string(), y_pred.shape().to_string());
   TF_CHECK_ARG(classes < 0 || d == classes, op.c_str(),
-               "{} '{}' was built for y_pred of shape (batch_size, {}) by its first update, got "
-               "y_pred of shape {} (y_true {}): reset_state() keeps the state; make a new metric",
+               "{} '{}' was built for y_pred of shape (batch_size, {}) (by its first update or a "
+               "restored checkpoint), got y_pred of shape {} (y_true {}): reset_state() keeps the "
+               "state; make a new metric",
                cls, op, classes, y_pred.shape().to_string(), y_true.shape().to_string());
   TF_CHECK_ARG(y_true.shape()[1] == d && (y_true.shape()[0] == y_pred.shape()[0] ||
                                           y_true.shape()[0] == None || y_pred.shape()[0] == None),
@@ -62,30 +63,22 @@ void check_2d(const std::string& op, const char* cls, const Tensor& y_true, cons
                y_true.shape().to_string(), y_pred.shape().to_string());
 }
 
-// The build hook: at the first update, variables `names` of shape `shape(output_dim)` appended to
-// the state; at every update, the shape checks. `classes` is shared with the closures.
-std::function<void(MetricImpl&, const Tensor&, const Tensor&)> lazy_build(
-    const char* cls, std::vector<std::string> names, std::function<TensorShape(int64_t)> shape_of,
+// The lazily built state (metrics_impl.h): variables `names` of shape `shape_of(output_dim)`,
+// and at every update the 2D checks of the prepared inputs.
+std::shared_ptr<detail::LazyState> lazy_state(
+    const std::string& op, const char* cls, std::vector<std::string> names,
+    std::function<TensorShape(int64_t)> shape_of,
     std::function<std::pair<Tensor, Tensor>(const Tensor&, const Tensor&)> prepare) {
-  auto classes = std::make_shared<std::atomic<int64_t>>(-1);
-  return
-      [cls, names = std::move(names), shape_of = std::move(shape_of), prepare = std::move(prepare),
-       classes](MetricImpl& m, const Tensor& y_true, const Tensor& y_pred) {
-        const auto [t, p] = prepare(y_true, y_pred);
-        check_2d(m.name, cls, t, p, classes->load());
-        if (classes->load() >= 0) return;
-        std::lock_guard lock(m.mu);
-        if (classes->load() >= 0) {  // built meanwhile by another replica thread: check again
-          check_2d(m.name, cls, t, p, classes->load());
-          return;
-        }
-        const int64_t d = p.shape()[1];
-        // Eager and cross-replica whatever the caller is in (a trace, a tape, a replica).
-        keras::detail::BuildScope scope(m.mirror);
-        for (const std::string& n : names)
-          m.state.emplace_back(n, Variable(zeros(shape_of(d), float32), m.name + "/" + n, false));
-        classes->store(d);
-      };
+  auto z = std::make_shared<detail::LazyState>();
+  z->names = std::move(names);
+  z->shape_of = std::move(shape_of);
+  z->check = [op, cls, prepare = std::move(prepare)](const Tensor& y_true, const Tensor& y_pred,
+                                                     int64_t classes) {
+    const auto [t, p] = prepare(y_true, y_pred);
+    check_2d(op, cls, t, p, classes);
+    return p.shape()[1];
+  };
+  return z;
 }
 
 std::pair<Tensor, Tensor> checked_inputs(const std::string& op, const Tensor& y_true,
@@ -117,8 +110,9 @@ std::shared_ptr<MetricImpl> fbeta_impl(const char* cls, const std::optional<std:
   impl->direction = "up";
   const bool micro = average && *average == "micro";
   // Keras: per-class counts, except micro's scalars (summed over the classes too).
-  impl->build = lazy_build(
-      cls, {"true_positives", "false_positives", "false_negatives", "intermediate_weights"},
+  impl->lazy = lazy_state(
+      impl->name, cls,
+      {"true_positives", "false_positives", "false_negatives", "intermediate_weights"},
       [micro](int64_t d) { return micro ? TensorShape({}) : TensorShape({d}); },
       [op = impl->name](const Tensor& t, const Tensor& p) { return checked_inputs(op, t, p); });
   const std::string op = impl->name;
@@ -193,9 +187,9 @@ std::shared_ptr<MetricImpl> r2_impl(const std::optional<std::string>& aggregatio
     auto [t, p] = checked_inputs(op, y_true, y_pred);
     return losses::detail::squeeze_or_expand_to_same_rank(t, p);
   };
-  impl->build = lazy_build(
-      cls, {"squared_sum", "sum", "residual", "count"}, [](int64_t d) { return TensorShape({d}); },
-      prepare);
+  impl->lazy = lazy_state(
+      op, cls, {"squared_sum", "sum", "residual", "count"},
+      [](int64_t d) { return TensorShape({d}); }, prepare);
   impl->increments = [op, prepare](const Tensor& y_true, const Tensor& y_pred,
                                    const Tensor& sample_weight) {
     auto [t, p] = prepare(y_true, y_pred);

@@ -4,7 +4,9 @@
 // (summed over replicas and workers, as total and count are) by `compute`.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -15,6 +17,22 @@
 #include "ops/factory.h"
 
 namespace tapeflow::keras::metrics::detail {
+
+// The state Keras builds at a metric's first update from y_pred's last dimension d: variables
+// `names` of shape shape_of(d), appended to MetricImpl::state. Built once, by the first update
+// (eagerly, traced or on a replica thread) or by a checkpoint's restore from the saved shapes
+// (Metric::build_from_saved).
+struct LazyState {
+  std::vector<std::string> names;
+  // The variables' shape for the last dimension d; throws for a d the metric cannot take.
+  std::function<TensorShape(int64_t d)> shape_of;
+  // Checks an update's inputs against `dim` (-1: not known yet) and returns their d.
+  std::function<int64_t(const Tensor& y_true, const Tensor& y_pred, int64_t dim)> check;
+  std::atomic<bool> built{false};
+  // The d the state is for: -1 until an update fixes it (a restored scalar state, FBetaScore's
+  // "micro", does not tell it).
+  std::atomic<int64_t> dim{-1};
+};
 
 struct MetricImpl {
   enum class Kind { Mean, Sum, Wrapper, Custom };
@@ -32,10 +50,9 @@ struct MetricImpl {
   std::function<std::vector<Tensor>(const Tensor&, const Tensor&, const Tensor&)> increments;
   std::function<Tensor(const std::vector<Tensor>&)> compute;
   // Custom metrics whose state takes its shape from the first update (Keras' lazily built
-  // FBetaScore, R2Score): called by update_state before `increments`. It appends the variables
-  // to `state` under `mu` (readers copy `state` under it), made with `mirror`, and checks that
-  // later updates fit them.
-  std::function<void(MetricImpl&, const Tensor& y_true, const Tensor& y_pred)> build;
+  // FBetaScore, R2Score, AUC with multi_label): update_state builds it (build_lazy) before
+  // `increments`, appending the variables to `state` under `mu` (readers copy `state` under it).
+  std::shared_ptr<LazyState> lazy;
   // The mirroring in force where the metric was made: a lazy build mirrors its variables so, as
   // the metrics that make their state in the constructor are.
   tapeflow::detail::MirrorSpec mirror = tapeflow::detail::mirror_spec();
@@ -70,6 +87,12 @@ inline constexpr const char* kExtraMetricNames =
 // Keras' is_evenly_distributed_thresholds (at least 3 thresholds, np.allclose to i / (n - 1)):
 // such thresholds count with buckets of predictions clipped to [0, 1] (keras/metrics_extra.cpp).
 bool evenly_distributed(const std::vector<double>& thresholds);
+
+// Which predictions lie above each threshold: (thresholds, elements) for `pred` flattened, as
+// Keras' update_confusion_matrix_variables: p > threshold (NaN never); with `evenly` (thresholds
+// that are evenly_distributed) Keras' bucketed path, predictions clipped to [0, 1] and above
+// threshold i when p (n - 1) > i, the product rounded to float32 as there.
+Tensor above_thresholds(const Tensor& pred, const std::vector<float>& thresholds, bool evenly);
 
 // The metrics of keras/metrics_fscore.cpp, likewise (get() tries it after get_extra).
 Metric get_fscore(const std::string& id, const std::string& name);

@@ -2,12 +2,10 @@
 // metrics"). The means are MeanMetricWrapper-style; Precision, Recall and AUC keep their own
 // counts (metrics_impl.h's Custom kind), summed over replicas and workers on read.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "core/check.h"
-#include "keras/layers.h"
 #include "keras/losses.h"
 #include "keras/metrics.h"
 #include "keras/metrics_impl.h"
@@ -53,7 +51,10 @@ bool broadcasts_to(const TensorShape& w, const TensorShape& p) {
 
 // TF's in_top_k over the last axis: every prediction of the row is finite (a NaN or an inf
 // anywhere makes the row false, as TF's kernel) and fewer than k predictions are strictly
-// greater than the label's (ties at the boundary count as in). Labels int64.
+// greater than the label's (ties at the boundary count as in). Labels int64. The semantics are
+// tf::math::in_top_k's (ops/sort.h), but that op is not used: it gathers the label's prediction
+// with gather_nd(batch_dims=1), which needs the batch size, so a step traced with a None batch
+// would be retraced for every batch size; it also takes only float32 (batch, classes).
 Tensor in_top_k(const Tensor& labels, const Tensor& pred, int k) {
   const int64_t classes = pred.shape()[pred.rank() - 1];
   const Tensor ids = cast(range(int64_t{0}, classes, int64_t{1}), int64);
@@ -157,15 +158,14 @@ std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::
   if (th.empty()) th.push_back(o.top_k > 0 ? -1e10f : 0.5f);
   const auto n = static_cast<int64_t>(th.size());
   const bool scalar = n == 1;  // one threshold: scalar state and result, as before lists
-  // Evenly spaced thresholds take Keras' bucketed path: predictions clipped to [0, 1], above
-  // threshold i when p (n - 1) > i in float32 (as keras/metrics_extra.cpp's counts).
+  // Evenly spaced thresholds take Keras' bucketed path (detail::above_thresholds).
   const bool evenly = detail::evenly_distributed(o.thresholds);
   auto impl = confusion_impl(std::move(name),
                              {"true_positives", precision ? "false_positives" : "false_negatives"},
                              scalar ? std::vector<int64_t>{} : std::vector<int64_t>{n});
   const std::string op_name = impl->name;
   const int top_k = o.top_k, class_id = o.class_id;
-  impl->increments = [th, n, scalar, evenly, top_k, class_id, precision, op_name](
+  impl->increments = [th, scalar, evenly, top_k, class_id, precision, op_name](
                          const Tensor& t, const Tensor& p, const Tensor& sw) {
     Confusion c = prepare(op_name.c_str(), t, p, sw);
     Tensor pred = c.pred, positive = c.positive;
@@ -182,16 +182,7 @@ std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::
       w = class_column(w, class_id);
     }
     const TensorShape flat({1, -1});
-    Tensor above;
-    if (evenly) {
-      std::vector<float> index(th.size());
-      for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
-      const Tensor clipped = clip_by_value(reshape(pred, flat), Tensor(0.0f), Tensor(1.0f));
-      above = greater(multiply(clipped, Tensor(static_cast<float>(n - 1))),
-                      constant(index, TensorShape({n, 1})));
-    } else {
-      above = greater(reshape(pred, flat), constant(th, TensorShape({n, 1})));
-    }
+    const Tensor above = detail::above_thresholds(pred, th, evenly);
     const Tensor pos = reshape(positive, flat), wf = reshape(w, flat);
     auto count = [&](const Tensor& hit) {
       const Tensor per = reduce_sum(where(hit, wf, Tensor(0.0f)), 1);  // (n,)
@@ -392,12 +383,17 @@ AUC::AUC(const AUCOptions& o, std::string name) {
                          multi ? std::vector<int64_t>{n, o.num_labels} : std::vector<int64_t>{n});
   const std::string op_name = impl_->name;
   const std::vector<float> lw(o.label_weights.begin(), o.label_weights.end());
-  // The number of labels the state was built for (multi_label; -1 before a lazy build).
-  auto labels =
-      std::make_shared<std::atomic<int64_t>>(multi && o.num_labels == 0 ? -1 : o.num_labels);
   if (multi) {
-    impl_->build = [labels, names, n, lw, op_name](MetricImpl& m, const Tensor&,
-                                                   const Tensor& y_pred) {
+    // The (thresholds, labels) state: from num_labels, else built at the first update (or by a
+    // checkpoint's restore) from y_pred's labels (metrics_impl.h's LazyState).
+    auto z = std::make_shared<detail::LazyState>();
+    z->names = names;
+    z->shape_of = [n, lw, op_name](int64_t l) {
+      TF_CHECK_ARG(lw.empty() || static_cast<int64_t>(lw.size()) == l, op_name.c_str(),
+                   "{} label_weights for a state of {} labels", lw.size(), l);
+      return TensorShape({n, l});
+    };
+    z->check = [lw, op_name](const Tensor&, const Tensor& y_pred, int64_t labels) {
       TF_CHECK_ARG(y_pred.rank() == 2 && y_pred.shape()[1] >= 0, op_name.c_str(),
                    "multi_label needs y_pred of rank 2 (batch, labels) with known labels, got {}",
                    y_pred.shape().to_string());
@@ -405,20 +401,16 @@ AUC::AUC(const AUCOptions& o, std::string name) {
       TF_CHECK_ARG(lw.empty() || static_cast<int64_t>(lw.size()) == l, op_name.c_str(),
                    "{} label_weights for y_pred {} of {} labels", lw.size(),
                    y_pred.shape().to_string(), l);
-      if (labels->load() < 0) {
-        std::lock_guard lock(m.mu);
-        if (labels->load() < 0) {
-          keras::detail::BuildScope scope(m.mirror);  // eager, outside any trace or tape
-          for (const std::string& v : names)
-            m.state.emplace_back(
-                v, Variable(zeros(TensorShape({n, l}), float32), m.name + "/" + v, false));
-          labels->store(l);
-        }
-      }
-      TF_CHECK_ARG(labels->load() == l, op_name.c_str(),
-                   "the state has {} labels, got y_pred of shape {}", labels->load(),
+      TF_CHECK_ARG(labels < 0 || labels == l, op_name.c_str(),
+                   "the state has {} labels, got y_pred of shape {}", labels,
                    y_pred.shape().to_string());
+      return l;
     };
+    if (o.num_labels > 0) {  // made above
+      z->built.store(true);
+      z->dim.store(o.num_labels);
+    }
+    impl_->lazy = z;
   }
   impl_->increments = [th, n, evenly, multi, lw, from_logits = o.from_logits, op_name](
                           const Tensor& y_true, const Tensor& y_pred, const Tensor& sw) {

@@ -142,29 +142,6 @@ void update_metrics(TrainingState& st, const Tensor& y, const Tensor& y_pred, co
     st.metrics[i].update_state(y, y_pred, metric_weight(st.metrics[i], st.weighted[i], sw, mask));
 }
 
-// Keras 3's loss of a prediction that carries a mask (losses/loss.py, apply_mask): the mask
-// becomes a sample weight, scaled under the mean reductions by total / valid (0 when nothing is
-// kept) so that the mean runs over the kept entries, and multiplied into a given sample_weight
-// (after squeeze_or_expand_to_same_rank, as Keras). Metrics see it too (metric_weight).
-Tensor with_output_mask(const losses::Loss& loss, const MaskedTensor& out, const Tensor& sw) {
-  if (!out.mask.defined()) return sw;
-  const DType dt = out.output.dtype();
-  Tensor w = cast(out.mask, dt);
-  const losses::Reduction r = loss.reduction();
-  if (r == losses::Reduction::AUTO || r == losses::Reduction::SUM_OVER_BATCH_SIZE) {
-    std::vector<int> all(static_cast<size_t>(w.rank()));
-    for (int i = 0; i < w.rank(); ++i) all[static_cast<size_t>(i)] = i;
-    // Counted when the step runs, so one trace serves every batch size.
-    const Tensor total = tapeflow::detail::element_count(w, all, dt);
-    const Tensor valid = reduce_sum(w);
-    w = multiply(w,
-                 where(greater(valid, 0.0), divide(total, maximum(valid, 1.0)), zeros_like(valid)));
-  }
-  if (!sw.defined()) return w;
-  auto [a, b] = losses::detail::squeeze_or_expand_to_same_rank(w, cast(sw, dt));
-  return multiply(a, b);
-}
-
 // ---- models with several inputs or outputs ----
 
 // A batch's components by role: the inputs, the targets and one sample weight per output
@@ -201,14 +178,13 @@ std::vector<Tensor> call_outputs(const Layer& model, const std::vector<Tensor>& 
 
 // Keras' CompileLoss: the loss_weights-weighted sum of the outputs' losses (each output's own
 // loss, unweighted, in `per_output`).
-// Each output's mask weighs its loss, as the single-output path (with_output_mask).
+// Each output's Keras mask goes to its loss, as in the single-output path.
 Tensor multi_loss(TrainingState& st, const Roles& r, const std::vector<Tensor>& preds,
                   const std::vector<Tensor>& masks, std::vector<Tensor>& per_output) {
   Tensor total;
   for (size_t i = 0; i < st.n_outputs; ++i) {
     const Tensor mask = i < masks.size() ? masks[i] : Tensor();
-    const Tensor li = st.output_losses[i](
-        r.ys[i], preds[i], with_output_mask(st.output_losses[i], {preds[i], mask}, r.sws[i]));
+    const Tensor li = st.output_losses[i](r.ys[i], preds[i], r.sws[i], mask);
     per_output.push_back(li);
     const Tensor wi =
         st.loss_weights[i] == 1.0 ? li : multiply(li, cast(Tensor(st.loss_weights[i]), li.dtype()));
@@ -284,7 +260,7 @@ Tensor train_body(TrainingState& st, const Layer& model, const std::vector<Tenso
     const MaskedTensor out = model.call_with_mask(x, Tensor(), true);
     y_pred = out.output;
     y_mask = out.mask;
-    loss = add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
+    loss = add_regularization(model, st.loss(y, y_pred, sw, out.mask));
     vars = model.trainable_variables();
     grads = tape.gradient(scaled_loss(st, loss), vars);
   }
@@ -301,8 +277,7 @@ Tensor test_body(TrainingState& st, const Layer& model, const std::vector<Tensor
   const Tensor sw = v.size() > 2 ? v[2] : Tensor();
   const MaskedTensor out = model.call_with_mask(x, Tensor(), false);
   const Tensor& y_pred = out.output;
-  const Tensor loss =
-      add_regularization(model, st.loss(y, y_pred, with_output_mask(st.loss, out, sw)));
+  const Tensor loss = add_regularization(model, st.loss(y, y_pred, sw, out.mask));
   track_loss(st, x, loss);
   update_metrics(st, y, y_pred, sw, out.mask);
   return loss;

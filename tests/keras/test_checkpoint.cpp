@@ -1,6 +1,8 @@
 // safetensors files (every dtype, the byte layout, corrupt files), tf::train::Checkpoint with
 // optimizer state (deferred slot restoration), CheckpointManager (max_to_keep, index, restart),
-// mirrored variables, and a child process SIGKILLed mid-save leaving the previous checkpoint.
+// mirrored variables, a child process SIGKILLed mid-save leaving the previous checkpoint, and the
+// metrics whose state Keras builds at the first update (F-scores, R2, multi_label AUC), restored
+// into fresh metrics by building that state from the saved shapes.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,6 +27,7 @@
 #include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/checkpoint.h"
+#include "keras/metrics.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
@@ -1016,4 +1019,179 @@ TEST_CASE("safetensors: a file whose name is 255 bytes long saves atomically", "
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename());
   CHECK(names == std::vector<std::string>{name});
+}
+
+// ---- metrics whose state is built at the first update ----
+
+namespace {
+
+// Multi-label targets and scores for the lazily built metrics, (4, 3) then (3, 3).
+tf::Tensor m_yt1() {
+  return tf::constant({{0.f, 1.f, 0.f}, {1.f, 0.f, 0.f}, {0.f, 0.f, 1.f}, {0.f, 1.f, 1.f}});
+}
+tf::Tensor m_yp1() {
+  return tf::constant(
+      {{0.2f, 0.7f, 0.1f}, {0.6f, 0.3f, 0.1f}, {0.3f, 0.4f, 0.3f}, {0.1f, 0.5f, 0.5f}});
+}
+tf::Tensor m_yt2() {
+  return tf::constant({{1.f, 0.f, 0.f}, {0.f, 1.f, 0.f}, {0.f, 0.f, 1.f}});
+}
+tf::Tensor m_yp2() {
+  return tf::constant({{0.8f, 0.1f, 0.1f}, {0.4f, 0.35f, 0.25f}, {0.2f, 0.2f, 0.6f}});
+}
+
+// Writes {"m": saved} to a file of `dir` and restores it into {"m": fresh}.
+tf::train::CheckpointLoadStatus metric_round_trip(const TempDir& dir,
+                                                  const tf::keras::metrics::Metric& saved,
+                                                  const tf::keras::metrics::Metric& fresh) {
+  const std::string path = tf::train::Checkpoint({{"m", saved}}).write(dir / "metric");
+  return tf::train::Checkpoint({{"m", fresh}}).restore(path);
+}
+
+// The restored state: the saved names, shapes and values.
+void check_same_state(const tf::keras::metrics::Metric& got,
+                      const tf::keras::metrics::Metric& want) {
+  const auto g = got.tracked_variables(), w = want.tracked_variables();
+  REQUIRE(g.size() == w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    CHECK(g[i].first == w[i].first);
+    CHECK(g[i].second.shape() == w[i].second.shape());
+    tf::testing::check_close(g[i].second.value(), w[i].second.value(), 0, 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("metric checkpoint: lazily built F-scores and R2 restore into fresh metrics",
+          "[keras][cpu][cuda]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    TempDir dir;
+    // keras.metrics.F1Score(average="macro") without weights: 0.8222220540046692 after the
+    // first batch, 0.7555554509162903 after both.
+    tf::keras::metrics::F1Score f1("macro");
+    f1.update_state(m_yt1(), m_yp1());
+    tf::keras::metrics::F1Score fresh("macro");
+    REQUIRE(fresh.variables().empty());
+    const auto status = metric_round_trip(dir, f1, fresh);
+    status.assert_consumed();
+    CHECK(status.deferred.empty());
+    check_same_state(fresh, f1);
+    check_values(fresh.result(), {0.8222220540046692}, 2e-6);
+    fresh.update_state(m_yt2(), m_yp2());
+    check_values(fresh.result(), {0.7555554509162903}, 2e-6);
+    // The restored state fixes the class count as the first update does.
+    TF_REQUIRE_THROWS_CONTAINING(fresh.update_state(tf::ones({2, 4}), tf::ones({2, 4})),
+                                 tf::InvalidArgumentError,
+                                 "F1Score 'f1_score' was built for y_pred of shape "
+                                 "(batch_size, 3)");
+
+    // "micro" keeps scalars, which do not tell the class count: the next update fixes it.
+    tf::keras::metrics::FBetaScore micro("micro", 2.0, 0.5);
+    micro.update_state(m_yt1(), m_yp1());
+    tf::keras::metrics::FBetaScore micro_fresh("micro", 2.0, 0.5);
+    metric_round_trip(dir, micro, micro_fresh).assert_consumed();
+    check_same_state(micro_fresh, micro);
+    tf::testing::check_close(micro_fresh.result(), micro.result(), 0, 0);
+    micro.update_state(m_yt2(), m_yp2());
+    micro_fresh.update_state(m_yt2(), m_yp2());
+    tf::testing::check_close(micro_fresh.result(), micro.result(), 0, 0);
+    TF_REQUIRE_THROWS_CONTAINING(micro_fresh.update_state(tf::ones({2, 4}), tf::ones({2, 4})),
+                                 tf::InvalidArgumentError, "(batch_size, 3)");
+
+    // R2Score: num_samples is made by the constructor, the per-output sums by the build.
+    tf::keras::metrics::R2Score r2(std::nullopt, 2);
+    r2.update_state(m_yt1(), m_yp1());
+    tf::keras::metrics::R2Score r2_fresh(std::nullopt, 2);
+    REQUIRE(r2_fresh.variables().size() == 1);
+    metric_round_trip(dir, r2, r2_fresh).assert_consumed();
+    check_same_state(r2_fresh, r2);
+    tf::testing::check_close(r2_fresh.result(), r2.result(), 0, 0);
+    r2.update_state(m_yt2(), m_yp2());
+    r2_fresh.update_state(m_yt2(), m_yp2());
+    tf::testing::check_close(r2_fresh.result(), r2.result(), 0, 0);
+  }
+}
+
+TEST_CASE("metric checkpoint: a lazily built multi_label AUC restores into a fresh one",
+          "[keras][cpu][cuda]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    TempDir dir;
+    tf::keras::metrics::AUCOptions o;
+    o.num_thresholds = 7;
+    o.curve = "PR";
+    o.multi_label = true;
+    o.label_weights = {1.0, 2.0, 0.5};
+    tf::keras::metrics::AUC auc(o);
+    auc.update_state(m_yt1(), m_yp1());
+    tf::keras::metrics::AUC fresh(o);
+    TF_REQUIRE_THROWS_CONTAINING(fresh.result(), tf::FailedPreconditionError,
+                                 "multi_label builds its state at the first update_state");
+    metric_round_trip(dir, auc, fresh).assert_consumed();
+    check_same_state(fresh, auc);
+    CHECK(fresh.variables()[0].shape() == tf::TensorShape({7, 3}));
+    tf::testing::check_close(fresh.result(), auc.result(), 0, 0);
+    // A traced update continues from the restored state as the eager one does.
+    auto step = tf::function([&](const tf::Tensor& y, const tf::Tensor& p) {
+      fresh.update_state(y, p);
+      return fresh.result();
+    });
+    step(m_yt2(), m_yp2());
+    auc.update_state(m_yt2(), m_yp2());
+    tf::testing::check_close(fresh.result(), auc.result(), 1e-6, 1e-7);
+    TF_REQUIRE_THROWS_CONTAINING(fresh.update_state(tf::ones({2, 2}), tf::ones({2, 2})),
+                                 tf::InvalidArgumentError, "3 label_weights");
+  }
+}
+
+TEST_CASE("metric checkpoint: saved state that does not fit the metric is a clear error",
+          "[keras][cpu]") {
+  TempDir dir;
+  tf::keras::metrics::F1Score macro("macro");
+  macro.update_state(m_yt1(), m_yp1());
+  const std::string path = tf::train::Checkpoint({{"m", macro}}).write(dir / "macro");
+  // Scalar micro counts cannot take (3,) ones.
+  tf::keras::metrics::F1Score micro("micro");
+  tf::testing::require_error(
+      [&] {
+        tf::train::Checkpoint({{"m", micro}}).restore(path);
+      },
+      {"f1_score", "macro.safetensors", "true_positives", "(3,)", "with shape ()"});
+  CHECK(micro.variables().empty());  // left unbuilt
+
+  tf::keras::metrics::AUCOptions o;
+  o.multi_label = true;
+  o.num_thresholds = 5;
+  tf::keras::metrics::AUC auc(o);
+  auc.update_state(m_yt1(), m_yp1());
+  const std::string auc_path = tf::train::Checkpoint({{"m", auc}}).write(dir / "auc");
+  // Another num_thresholds, and label_weights for another number of labels.
+  o.num_thresholds = 6;
+  tf::keras::metrics::AUC other(o);
+  tf::testing::require_error(
+      [&] {
+        tf::train::Checkpoint({{"m", other}}).restore(auc_path);
+      },
+      {"auc", "true_positives", "(5, 3)", "(6, 3)"});
+  o.num_thresholds = 5;
+  o.label_weights = {1.0, 1.0};
+  tf::keras::metrics::AUC weighted(o);
+  tf::testing::require_error(
+      [&] {
+        tf::train::Checkpoint({{"m", weighted}}).restore(auc_path);
+      },
+      {"auc", "2 label_weights", "3 labels"});
+  CHECK(weighted.variables().empty());
+
+  // A file without the metric's state leaves it unbuilt (nothing to restore, nothing missing).
+  tf::Variable step(tf::constant(int64_t{3}), "step");
+  const std::string other_path = tf::train::Checkpoint({{"step", step}}).write(dir / "step");
+  tf::keras::metrics::F1Score unbuilt("macro");
+  tf::train::Checkpoint({{"m", unbuilt}}).restore(other_path).assert_existing_objects_matched();
+  CHECK(unbuilt.variables().empty());
+  TF_REQUIRE_THROWS_CONTAINING(unbuilt.result(), tf::FailedPreconditionError,
+                               "has no state before its first update_state");
 }

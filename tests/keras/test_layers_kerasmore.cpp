@@ -571,12 +571,15 @@ TEST_CASE("SpectralNormalization matches Keras 3.15", "[cpu][cuda][keras]") {
     L::Dense dense(3, {.name = "dense"});
     L::SpectralNormalization sn(dense, 1, "sn");
     sn.build({tf::None, 4});
-    // Keras' order is dense/kernel, vector_u, dense/bias (its wrapper tracks the kernel as its
-    // own); here the wrapper's own weight comes first.
+    // The checkpoint names: the wrapper's own weight, then the wrapped layer's.
     const std::vector<std::pair<std::string, tf::TensorShape>> want = {
         {"sn/vector_u", {1, 3}}, {"dense/kernel", {4, 3}}, {"dense/bias", {3}}};
     CHECK(tracked_list(sn) == want);
-    CHECK(weight_list(sn).size() == 3);
+    // Keras' weights order: dense/kernel, vector_u, dense/bias (its wrapper tracks the kernel as
+    // its own weight).
+    const std::vector<std::pair<std::string, tf::TensorShape>> keras_order = {
+        {"dense/kernel", {4, 3}}, {"sn/vector_u", {1, 3}}, {"dense/bias", {3}}};
+    CHECK(weight_list(sn) == keras_order);
     CHECK(sn.trainable_variables().size() == 2);
     CHECK(sn.non_trainable_variables().size() == 1);
     CHECK(sn.count_params() == 18);
@@ -602,6 +605,57 @@ TEST_CASE("SpectralNormalization matches Keras 3.15", "[cpu][cuda][keras]") {
     tf::testing::check_values(snc(X({1, 3, 3, 2}), true), kSn_conv, 1e-5, 1e-6);
     tf::testing::check_values(snc.vector_u().value(), kSn_cu, 1e-5, 1e-6);
     tf::testing::check_values(conv.kernel().value(), kSn_ck, 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("SpectralNormalization weights follow Keras order in get_weights and set_weights",
+          "[cpu][cuda][keras]") {
+  // Keras 3.15: sn = SpectralNormalization(Dense(3)); sn.build((None, 4)); [w.path for w in
+  // sn.weights] is [".../dense/kernel", ".../vector_u", ".../dense/bias"] (trainable: kernel,
+  // bias); sn.set_weights([K, u, b]); sn(x, training=True) gives y, then get_weights() the
+  // normalised kernel, the new vector_u and the bias.
+  const tf::Tensor k = tf::constant(
+      {{0.5f, -0.2f, 0.1f}, {0.3f, 0.8f, -0.4f}, {-0.6f, 0.2f, 0.7f}, {0.1f, -0.3f, 0.2f}});
+  const tf::Tensor u = tf::constant({{0.6f, -0.3f, 0.2f}});
+  const tf::Tensor b = tf::constant({0.1f, -0.2f, 0.05f});
+  const tf::Tensor x = tf::constant({{1.0f, -0.5f, 0.25f, 2.0f}, {-1.5f, 0.5f, 1.0f, 0.0f}});
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    L::Dense dense(3);
+    L::SpectralNormalization sn(dense);
+    sn.build({tf::None, 4});
+    const std::vector<tf::Variable> w = sn.weights();
+    REQUIRE(w.size() == 3);
+    CHECK(w[0].handle_id() == dense.kernel().handle_id());
+    CHECK(w[1].handle_id() == sn.vector_u().handle_id());
+    CHECK(w[2].handle_id() == dense.bias().handle_id());
+    const std::vector<tf::Variable> tw = sn.trainable_variables();
+    REQUIRE(tw.size() == 2);
+    CHECK(tw[0].handle_id() == dense.kernel().handle_id());
+    CHECK(tw[1].handle_id() == dense.bias().handle_id());
+    sn.set_weights({k, u, b});
+    tf::testing::check_values(sn(x, true),
+                              {0.5640547871589661, -1.5341575145721436, 1.065119743347168,
+                               -1.2921643257141113, 0.8441233038902283, 0.4560478925704956},
+                              1e-5, 1e-6);
+    const std::vector<tf::Tensor> after = sn.get_weights();
+    REQUIRE(after.size() == 3);
+    tf::testing::check_values(
+        after[0],
+        {0.5800684690475464, -0.23202739655971527, 0.11601369827985764, 0.3480410873889923,
+         0.9281095862388611, -0.46405479311943054, -0.6960821747779846, 0.23202739655971527,
+         0.8120958209037781, 0.11601369827985764, -0.3480410873889923, 0.23202739655971527},
+        1e-5, 1e-6);
+    tf::testing::check_values(
+        after[1], {0.7364469170570374, -0.6617031097412109, -0.14069433510303497}, 1e-5, 1e-6);
+    tf::testing::check_values(after[2], {0.1, -0.2, 0.05}, 1e-7, 0);
+    // Arrays in the old order (vector_u first) no longer fit: the shapes name the mismatch.
+    tf::testing::require_error(
+        [&] {
+          sn.set_weights({u, k, b});
+        },
+        {"set_weights", "(4, 3)", "(1, 3)"});
   }
 }
 

@@ -3,12 +3,14 @@
 // weights, gradients against central differences in float64 and TF's, traced equals eager,
 // errors, and compile("circle") in evaluate and fit.
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "autograd/tape.h"
 #include "autograd/variable.h"
 #include "core/device.h"
 #include "jit/function.h"
+#include "keras/layers_masking.h"
 #include "keras/layers_misc.h"
 #include "keras/losses.h"
 #include "keras/model.h"
@@ -284,6 +286,29 @@ tf::Tensor model_x() {
 tf::Tensor model_labels() {
   return tf::constant({0, 1, 2, 0, 1, 2, 0, 3});
 }
+
+// The Keras script's training of a model of make() on (x, model_labels()): compile(SGD(0.0),
+// "circle") then evaluate(x, labels, batch_size=8) gives `evaluated`; compile(SGD(0.1),
+// Circle(gamma=2.0, margin=0.25)) then fit(x, labels, batch_size=8, epochs=2, shuffle=False)
+// gives `losses`, then the kernel.
+struct KerasTraining {
+  double evaluated;
+  std::vector<double> losses, kernel;
+};
+void check_keras_training(const std::function<K::Sequential()>& make, const tf::Tensor& x,
+                          const KerasTraining& want) {
+  auto m = make();
+  m.compile(K::optimizers::SGD(0.0), std::string("circle"));
+  const auto e = m.evaluate(x, model_labels(), {.batch_size = 8, .verbose = 0});
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == Approx(want.evaluated).epsilon(2e-6));
+  auto trained = make();
+  trained.compile(K::optimizers::SGD(0.1), losses::Circle(2.0, 0.25));
+  const K::History h = trained.fit(x, model_labels(), {.epochs = 2, .batch_size = 8, .verbose = 0});
+  CHECK(h.history.at("loss")[0] == Approx(want.losses[0]).epsilon(2e-6));
+  CHECK(h.history.at("loss")[1] == Approx(want.losses[1]).epsilon(2e-6));
+  check_values(trained.get_weights()[0], want.kernel, 1e-5, 1e-6);
+}
 }  // namespace
 
 TEST_CASE("circle: compile by name and training follow Keras", "[keras][cpu][cuda]") {
@@ -291,23 +316,73 @@ TEST_CASE("circle: compile by name and training follow Keras", "[keras][cpu][cud
     CAPTURE(device.to_string());
     tf::DeviceScope scope(device.to_string());
     CHECK(losses::get("circle").name() == "circle");
-    // compile(SGD(0.0), "circle"); evaluate(x, labels, batch_size=8): 35.639827728271484.
-    auto m = embedding_model();
-    m.compile(K::optimizers::SGD(0.0), std::string("circle"));
-    const auto e = m.evaluate(model_x(), model_labels(), {.batch_size = 8, .verbose = 0});
-    REQUIRE(e.size() == 1);
-    CHECK(e[0] == Approx(35.639827728271484).epsilon(2e-6));
-    // compile(SGD(0.1), Circle(gamma=2.0, margin=0.25)); fit(x, labels, batch_size=8,
-    // epochs=2, shuffle=False): losses 2.671224355697632, 2.6186459064483643, then the kernel.
-    auto trained = embedding_model();
-    trained.compile(K::optimizers::SGD(0.1), losses::Circle(2.0, 0.25));
-    const K::History h =
-        trained.fit(model_x(), model_labels(), {.epochs = 2, .batch_size = 8, .verbose = 0});
-    CHECK(h.history.at("loss")[0] == Approx(2.671224355697632).epsilon(2e-6));
-    CHECK(h.history.at("loss")[1] == Approx(2.6186459064483643).epsilon(2e-6));
-    check_values(trained.get_weights()[0],
-                 {0.7671886086463928, -0.3471165597438812, 0.17569363117218018, 0.27744317054748535,
-                  0.2714644968509674, 0.9319624304771423},
-                 1e-5, 1e-6);
+    // evaluate: 35.639827728271484; fit: losses 2.671224355697632, 2.6186459064483643.
+    check_keras_training(embedding_model, model_x(),
+                         {35.639827728271484,
+                          {2.671224355697632, 2.6186459064483643},
+                          {0.7671886086463928, -0.3471165597438812, 0.17569363117218018,
+                           0.27744317054748535, 0.2714644968509674, 0.9319624304771423}});
   }
+}
+
+namespace {
+// embedding_model() behind Keras' Masking(0.0): rows of zeros carry a False mask to the output,
+// keras.Sequential([Input((2,)), Masking(0.0), Dense(3, use_bias=False), UnitNormalization()]).
+K::Sequential masked_embedding_model() {
+  K::Sequential m(
+      {K::layers::Masking(0.0), K::layers::Dense(3, "", false), K::layers::UnitNormalization()});
+  m.build(tf::TensorShape({tf::None, 2}));
+  m.set_weights({tf::constant({{0.8f, -0.4f, 0.1f}, {0.2f, 0.3f, 0.9f}})});
+  return m;
+}
+// model_x() with rows 2 and 6 zeroed (masked).
+tf::Tensor masked_x() {
+  return tf::constant({{1.0f, 0.5f},
+                       {0.2f, -1.0f},
+                       {0.0f, 0.0f},
+                       {1.5f, 1.0f},
+                       {-1.0f, -0.3f},
+                       {0.3f, 0.9f},
+                       {0.0f, 0.0f},
+                       {-0.4f, -0.6f}});
+}
+}  // namespace
+
+TEST_CASE("circle: a masked model output is masked once with the loss mask as Keras",
+          "[keras][cpu][cuda]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    // Keras 3.15: p = m(x), p._keras_mask [T T F T T T F T]; Circle(reduction=None)(y, p) gives
+    // [102.87677, 65.69446, 0, 111.37129, 72.08328, 111.37149, 0, 0]; Circle()(y, p) 92.67946
+    // (the mean over the 5 samples kept by both masks), reduction="sum" 463.3973.
+    auto m = masked_embedding_model();
+    const K::MaskedTensor out = m.call_with_mask(masked_x(), tf::Tensor(), false);
+    REQUIRE(out.mask.defined());
+    check_values(out.mask, {1, 1, 0, 1, 1, 1, 0, 1});
+    check_values(losses::Circle(80, 0.4, true, Reduction::NONE)(model_labels(), out.output,
+                                                                tf::Tensor(), out.mask),
+                 {102.87677, 65.69446, 0, 111.37129, 72.08328, 111.37149, 0, 0}, 2e-6);
+    check_values(losses::Circle()(model_labels(), out.output, tf::Tensor(), out.mask), {92.67946},
+                 2e-6);
+    check_values(losses::Circle(80, 0.4, true, Reduction::SUM)(model_labels(), out.output,
+                                                               tf::Tensor(), out.mask),
+                 {463.3973}, 2e-6);
+    // A sample weight multiplies in; the count of kept samples stays 5.
+    const tf::Tensor sw = tf::constant({1.f, 2.f, 1.f, 0.f, 1.f, 1.f, 1.f, 1.f});
+    check_values(losses::Circle()(model_labels(), out.output, sw, out.mask),
+                 {(102.87677 + 2 * 65.69446 + 72.08328 + 111.37149) / 5}, 2e-6);
+    // evaluate: 92.67945861816406; fit: losses 3.682264566421509, 3.6121444702148438.
+    check_keras_training(masked_embedding_model, masked_x(),
+                         {92.67945861816406,
+                          {3.682264566421509, 3.6121444702148438},
+                          {0.7452678680419922, -0.3355533182621002, 0.17427226901054382,
+                           0.28384771943092346, 0.2770695984363556, 0.9520291090011597}});
+  }
+  // A mask that does not fit the per-sample losses names both shapes.
+  tf::testing::require_error(
+      [] {
+        losses::Circle()(model_labels(), tf::ones({8, 3}), tf::Tensor(), tf::ones({3}, tf::bool_));
+      },
+      {"circle", "mask", "(3,)", "(8,)"});
 }

@@ -341,3 +341,128 @@ TEST_CASE("losses extra: CategoricalGeneralizedCrossEntropy as Keras 3.15", "[ke
       },
       {"categorical_generalized_cross_entropy", "(3,)", "(2, 3)"});
 }
+
+namespace {
+// (2, 3, 2) inputs for the focal losses along axis 1 (the Keras script's yt, yp, lg, ct).
+const tf::Tensor& axis_bin_true() {
+  static const tf::Tensor t =
+      tf::constant(std::vector<float>{1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f, 1.f, 0.f, 0.f, 1.f},
+                   tf::TensorShape({2, 3, 2}));
+  return t;
+}
+const tf::Tensor& axis_pred() {
+  static const tf::Tensor t = tf::constant(
+      std::vector<float>{0.9f, 0.2f, 0.3f, 0.6f, 0.7f, 0.4f, 0.1f, 0.8f, 0.55f, 0.35f, 0.25f, 0.5f},
+      tf::TensorShape({2, 3, 2}));
+  return t;
+}
+const tf::Tensor& axis_logits() {
+  static const tf::Tensor t = tf::constant(std::vector<float>{1.5f, -0.5f, -1.0f, 0.8f, 0.3f, -2.0f,
+                                                              -0.7f, 1.2f, 2.0f, 0.1f, -0.2f, 0.6f},
+                                           tf::TensorShape({2, 3, 2}));
+  return t;
+}
+// One class of 3 along axis 1 per (sample, column); the last column of sample 1 has none.
+const tf::Tensor& axis_cat_true() {
+  static const tf::Tensor t =
+      tf::constant(std::vector<float>{1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 1.f, 1.f, 0.f, 0.f, 0.f},
+                   tf::TensorShape({2, 3, 2}));
+  return t;
+}
+}  // namespace
+
+TEST_CASE("losses extra: focal losses along Keras axis 1 of rank 3 inputs", "[keras][cpu][cuda]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const tf::Tensor &bt = axis_bin_true(), &p = axis_pred(), &lg = axis_logits(),
+                     &ct = axis_cat_true();
+    // keras.losses.BinaryFocalCrossentropy(..., axis=1, reduction=None)(yt, yp): (2, 2).
+    const tf::Tensor plain = losses::BinaryFocalCrossentropy(
+        false, 0.25, 2.0, false, 0.0, Reduction::NONE, "binary_focal_crossentropy", 1)(bt, p);
+    CHECK(plain.shape() == tf::TensorShape({2, 2}));
+    check_values(
+        plain,
+        {0.021751701831817627, 0.14017418026924133, 0.04669857397675514, 0.41869938373565674}, 2e-6,
+        1e-7);
+    // apply_class_balancing=True, alpha=0.3, gamma=1.5, label_smoothing=0.1.
+    check_values(losses::BinaryFocalCrossentropy(true, 0.3, 1.5, false, 0.1, Reduction::NONE,
+                                                 "bfce", 1)(bt, p),
+                 {0.0252805445343256, 0.0654979795217514, 0.03365490213036537, 0.28509286046028137},
+                 2e-6, 1e-7);
+    // from_logits=True.
+    check_values(losses::BinaryFocalCrossentropy(false, 0.25, 2.0, true, 0.0, Reduction::NONE,
+                                                 "bfce", 1)(bt, lg),
+                 {0.0432513989508152, 0.5844400525093079, 0.05580218508839607, 0.3747825622558594},
+                 2e-6, 1e-7);
+    // The default reduction: 0.15683096647262573.
+    check_values(losses::BinaryFocalCrossentropy(false, 0.25, 2.0, false, 0.0, Reduction::AUTO,
+                                                 "bfce", 1)(bt, p),
+                 {0.15683096647262573}, 2e-6);
+    // keras.losses.binary_focal_crossentropy(yt, yp, axis=0): (3, 2).
+    check_values(losses::binary_focal_crossentropy(bt, p, false, 0.25, 2.0, false, 0.0, 0),
+                 {0.0010536058107391, 0.5194830894470215, 0.07658136636018753, 0.06725149601697922,
+                  0.025040440261363983, 0.251575767993927},
+                 2e-6, 1e-7);
+
+    // keras.losses.CategoricalFocalCrossentropy(..., axis=1, reduction=None)(ct, yp).
+    check_values(
+        losses::CategoricalFocalCrossentropy(0.25, 2.0, false, 0.0, Reduction::NONE, "cfce", 1)(ct,
+                                                                                                p),
+        {0.05174615979194641, 0.12206804007291794, 0.01861986704170704, 0.04802858456969261}, 2e-6,
+        1e-7);
+    // alpha=0.5, gamma=1.0, from_logits=True, label_smoothing=0.2 (smoothed over the last
+    // axis's 2 entries, as Keras).
+    check_values(losses::CategoricalFocalCrossentropy(0.5, 1.0, true, 0.2, Reduction::NONE, "cfce",
+                                                      1)(ct, lg),
+                 {0.2329239547252655, 1.3928449153900146, 0.25323647260665894, 0.24822063744068146},
+                 2e-6, 1e-7);
+    check_values(losses::CategoricalFocalCrossentropy(0.25, 2.0, false, 0.0, Reduction::AUTO,
+                                                      "cfce", 1)(ct, p),
+                 {0.060115665197372437}, 2e-6);
+    // The functions: axis=0, and axis=-2 with label_smoothing=0.3.
+    check_values(losses::categorical_focal_crossentropy(ct, p, 0.25, 2.0, false, 0.0, 0),
+                 {0.000263401452684775, 0.002231435151770711, 0.013556615449488163, 0.0, 0.0,
+                  0.06257176399230957},
+                 2e-6, 1e-7);
+    check_values(
+        losses::categorical_focal_crossentropy(ct, p, 0.25, 2.0, false, 0.3, -2),
+        {0.10800638049840927, 0.15691649913787842, 0.10598514974117279, 0.09866826236248016}, 2e-6,
+        1e-7);
+  }
+  // float64 gradients along axis 1 against central differences, weighted per (sample, column).
+  const tf::TensorShape shape({2, 3, 2});
+  const tf::Tensor w = tf::constant({{0.7, 1.3}, {1.1, 0.4}});
+  const auto to64 = [](const tf::Tensor& x) { return tf::cast(x, tf::float64); };
+  const std::vector<double> pv = tf::detail::to_double_vector(axis_pred());
+  const std::vector<double> lv = tf::detail::to_double_vector(axis_logits());
+  const losses::Loss bfce =
+      losses::BinaryFocalCrossentropy(true, 0.3, 1.5, true, 0.1, Reduction::AUTO, "bfce", 1);
+  const losses::Loss cfce =
+      losses::CategoricalFocalCrossentropy(0.5, 1.0, true, 0.2, Reduction::AUTO, "cfce", 1);
+  tf::testing::check_gradient(
+      [&](const tf::Tensor& x) { return bfce(to64(axis_bin_true()), x, w); }, shape, lv, 1e-6,
+      1e-7);
+  tf::testing::check_gradient(
+      [&](const tf::Tensor& x) { return cfce(to64(axis_cat_true()), x, w); }, shape, lv, 1e-6,
+      1e-7);
+  tf::testing::check_gradient(
+      [&](const tf::Tensor& x) {
+        return losses::categorical_focal_crossentropy(to64(axis_cat_true()), x, 0.25, 2.0, false,
+                                                      0.0, 1);
+      },
+      shape, pv, 1e-6, 1e-7);
+  // An axis outside the inputs' rank names the loss, the axis and the shape.
+  tf::testing::require_error(
+      [] {
+        losses::BinaryFocalCrossentropy(false, 0.25, 2.0, false, 0.0, Reduction::AUTO, "b", 3)(
+            axis_bin_true(), axis_pred());
+      },
+      {"binary_focal_crossentropy", "axis 3", "(2, 3, 2)"});
+  tf::testing::require_error(
+      [] {
+        losses::categorical_focal_crossentropy(axis_cat_true(), axis_pred(), 0.25, 2.0, false, 0.0,
+                                               -4);
+      },
+      {"categorical_focal_crossentropy", "axis -4", "(2, 3, 2)"});
+}

@@ -201,6 +201,17 @@ TEST_CASE("metrics more: top-k accuracies with ties and NaN as Keras 3.15", "[ke
     metrics::TopKCategoricalAccuracy dense_rows(2);
     dense_rows.update_state(tf::constant({{1.f, 0.f, 0.f}, {1.f, 0.f, 0.f}, {0.f, 1.f, 0.f}}), q);
     check_values(dense_rows.result(), {0.333333343}, 1e-6);
+    // (batch, steps, classes): the result takes the labels' shape; float16 and float64
+    // predictions match the float32 ones here.
+    const tf::Tensor p3 = tf::reshape(p, tf::TensorShape({2, 2, 4}));
+    const tf::Tensor per_step =
+        metrics::sparse_top_k_categorical_accuracy(tf::constant({{2, 2}, {1, 0}}), p3, 2);
+    CHECK(per_step.shape() == tf::TensorShape({2, 2}));
+    check_values(per_step, {1, 1, 0, 0});
+    for (const tf::DType dt : {tf::float16, tf::float64}) {
+      CAPTURE(tf::dtype_name(dt));
+      check_values(metrics::top_k_categorical_accuracy(onehot, tf::cast(p, dt), 2), {1, 1, 0, 0});
+    }
   }
 }
 
