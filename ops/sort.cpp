@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -318,8 +319,14 @@ Tensor in_top_k(const Tensor& targets, const Tensor& predictions, int64_t k) {
   const Tensor valid =
       logical_and(greater_equal(t, zeros_like(t)), less(t, constant(Tensor(classes))));
   if (classes == 0) return valid;
-  const Tensor safe = where(valid, t, zeros_like(t));
-  const Tensor target_pred = gather_nd(predictions, expand_dims(safe, 1), /*batch_dims=*/1);
+  // The target's prediction, selected by comparison with the class ids rather than gathered
+  // (gather_nd with batch_dims needs the batch size, which a trace with a None batch lacks).
+  // An invalid target selects nothing: -inf, and `valid` makes its row false anyway.
+  const Tensor hit = equal(expand_dims(t, 1), range(0.0, double(classes), 1.0, int64));
+  const Tensor target_pred = reduce_max(
+      where(hit, predictions,
+            constant(Tensor(-std::numeric_limits<float>::infinity()), predictions.dtype())),
+      1);
   const Tensor finite = reduce_all(is_finite(predictions), 1);
   const Tensor above =
       reduce_sum(cast(greater(predictions, expand_dims(target_pred, 1)), int64), 1);

@@ -244,6 +244,33 @@ TEST_CASE("sort: gradients of top_k and sort against central differences", "[cpu
   CHECK(grad.tracing_count() == 1);
 }
 
+TEST_CASE("sort: in_top_k traces once for a None batch", "[cpu][cuda][sort]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    auto body = [](const tf::Tensor& t, const tf::Tensor& p) {
+      return tf::math::in_top_k(t, p, 2);
+    };
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None}, tf::int64), tf::TensorSpec({tf::None, 4})};
+    auto f = tf::function(body, opts);
+    for (int64_t n : {2, 5, 1}) {
+      std::vector<double> p;
+      std::vector<int64_t> t;
+      for (int64_t i = 0; i < n; ++i) {
+        t.push_back((i * 3) % 5 - (i == 4 ? 6 : 0));  // 0, 3, 1, 4 (out of range), -2
+        for (int64_t j = 0; j < 4; ++j)
+          p.push_back(double((i + 2 * j) % 4) / 4 + (j == 1 ? 0.0 : 0.1));
+      }
+      const tf::Tensor pred = make(p, {n, 4}, tf::float32);
+      const tf::Tensor targets = tf::constant(t, tf::TensorShape({n}));
+      tf::testing::check_close(tf::cast(f(targets, pred), tf::int32),
+                               tf::cast(body(targets, pred), tf::int32), 0, 0);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
 TEST_CASE("sort: in_top_k follows TF's rule for ties and non-finite rows", "[cpu][cuda][sort]") {
   // tf.math.in_top_k(targets, predictions, k) for k = 0, 1, 2, 4.
   const std::vector<double> p = {0.1, 0.3, 0.3,  0.2, 0.5, kInf, 0.1, 0.2, 0.2, 0.2,
