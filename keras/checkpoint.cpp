@@ -18,6 +18,7 @@
 #include "keras/metrics.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 
 namespace tapeflow::train {
@@ -201,6 +202,26 @@ std::vector<std::pair<std::string, Variable>> slot_owner_paths(
   return out;
 }
 
+// The mirrored state variables of the metrics among `objects`: result() sums their replica
+// copies (TF's SyncOnRead SUM), so a checkpoint holds that sum, and a restore puts it in the
+// first copy and zeroes the others (as a cross-replica update_state writes the first copy only).
+std::set<const void*> summed_metric_state(
+    const std::vector<std::pair<std::string, TrackableRef>>& objects) {
+  std::set<const void*> out;
+  for (const auto& [key, ref] : objects)
+    if (const auto* metric = dynamic_cast<const keras::metrics::Metric*>(&ref.get());
+        metric && metric->defined())
+      for (const auto& [name, v] : metric->tracked_variables())
+        if (v.is_mirrored()) out.insert(v.handle_id());
+  return out;
+}
+
+Tensor sum_of_copies(const Variable& v) {
+  Tensor sum;
+  for (const Variable& c : v.components()) sum = sum.defined() ? add(sum, c.value()) : c.value();
+  return sum;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
@@ -242,8 +263,21 @@ std::string Checkpoint::write(const std::string& file_prefix) const {
                "cannot create the directory '{}' for '{}': {}", parent.string(), path,
                ec.message());
   }
-  keras::safetensors::save_variables(path, variables(),
-                                     {{"format", "tapeflow.train.Checkpoint"}, {"version", "1"}});
+  // Mirrored metric state is saved as its total over the replica copies (TF saves a SyncOnRead
+  // SUM variable's aggregated value), everything else as save_variables does (a mirror's first
+  // copy: the copies agree).
+  TF_CHECK_T(FailedPreconditionError, tapeflow::detail::thread_context().trace == nullptr,
+             "Checkpoint", "cannot save '{}' inside a traced tf::function; save outside it", path);
+  const auto summed = summed_metric_state(impl_->objects);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  {
+    tapeflow::detail::PauseTapes pause;
+    tapeflow::detail::ReplicaComponentScope cross_replica(-1);
+    for (const auto& [name, v] : variables())
+      tensors.emplace_back(name, summed.count(v.handle_id()) ? sum_of_copies(v) : v.value());
+  }
+  keras::safetensors::save_file(path, tensors,
+                                {{"format", "tapeflow.train.Checkpoint"}, {"version", "1"}});
   return prefix_of(file_prefix);
 }
 
@@ -283,8 +317,21 @@ CheckpointLoadStatus Checkpoint::restore(const std::string& save_path) {
   const auto vars = variables();
   std::set<std::string> used;
   for (const auto& [name, v] : vars) used.insert(name);
-  for (const auto& [name, v] : keras::safetensors::assign_present(reader, vars))
+  std::set<const void*> absent;
+  for (const auto& [name, v] : keras::safetensors::assign_present(reader, vars)) {
     status.missing.push_back(name);
+    absent.insert(v.handle_id());
+  }
+  // assign_present wrote the saved total into every copy of a mirrored metric variable: the
+  // first copy keeps it, the others restart from zero (result() sums the copies).
+  {
+    const auto summed = summed_metric_state(impl_->objects);
+    tapeflow::detail::PauseTapes pause;
+    for (const auto& [name, v] : vars)
+      if (summed.count(v.handle_id()) && !absent.count(v.handle_id()))
+        for (size_t i = 1; i < v.components().size(); ++i)
+          v.components()[i].assign(zeros_like(v.components()[i].value()));
+  }
   // Layers and models that are not built yet: the file's values under their key wait for the
   // weights their build creates (TF's deferred restoration).
   std::map<std::string, std::shared_ptr<keras::detail::LayerImpl>> deferring;

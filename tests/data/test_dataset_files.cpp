@@ -24,6 +24,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -35,36 +36,9 @@ using tf::data::UNKNOWN_CARDINALITY;
 using tf::testing::capture_stderr;
 using tf::testing::require_error;
 
+using tf::testing::TempDir;
+
 namespace {
-
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("tapeflow_dfiles_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // The names in the directory, sorted.
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
 
 std::vector<Element> collect(const Dataset& ds) {
   std::vector<Element> out;

@@ -19,6 +19,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -26,27 +27,9 @@ namespace fs = std::filesystem;
 namespace fmnist = tf::keras::datasets::fashion_mnist;
 using tf::testing::check_values;
 
+using tf::testing::TempDir;
+
 namespace {
-
-// A fresh folder under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("tapeflow_idx_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary);

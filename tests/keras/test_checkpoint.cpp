@@ -37,6 +37,7 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -45,24 +46,9 @@ namespace st = tapeflow::keras::safetensors;
 namespace opt = tapeflow::keras::optimizers;
 using tf::testing::check_values;
 
-namespace {
+using tf::testing::TempDir;
 
-// A fresh directory under the system temp dir, removed with the object.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tapeflow_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -177,7 +163,7 @@ TEST_CASE("safetensors: every dtype round-trips with the exact byte layout", "[k
   std::memcpy(&first, bytes.data() + 8 + n + header["f32"]["data_offsets"][0].get<uint64_t>(), 4);
   CHECK(first == 1.5f);
   // No temporary file is left behind.
-  for (const auto& e : fs::directory_iterator(dir.path))
+  for (const auto& e : fs::directory_iterator(dir.path()))
     CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
@@ -421,7 +407,7 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
   tf::Variable step(tf::constant(int64_t{0}), "step");
   tf::train::Checkpoint ckpt({{"step", step}});
   {
-    tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+    tf::train::CheckpointManager manager(ckpt, dir.path().string(), 2);
     CHECK(manager.latest_checkpoint().empty());
     CHECK(manager.restore_or_initialize().empty());
     for (int i = 1; i <= 4; ++i) {
@@ -437,7 +423,7 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
           "all_model_checkpoint_paths: \"ckpt-4\"\n");
     CHECK(manager.save(100) == dir / "ckpt-100");
   }
-  CHECK(tf::train::latest_checkpoint(dir.path.string()) == dir / "ckpt-100");
+  CHECK(tf::train::latest_checkpoint(dir.path().string()) == dir / "ckpt-100");
   // A new process: fresh objects, the manager reads the index and the counter continues.
   tf::Variable step2(tf::constant(int64_t{0}), "step");
   tf::train::Checkpoint ckpt2({{"step", step2}});
@@ -460,7 +446,7 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
   const std::string live = tf::detail::temporary_path_for(dir / "ckpt-9.safetensors");
   for (const std::string& f : {other_host, other_namespace, unknown_host, live})
     write_bytes(f, "in progress");
-  tf::train::CheckpointManager manager2(ckpt2, dir.path.string(), 2);
+  tf::train::CheckpointManager manager2(ckpt2, dir.path().string(), 2);
   CHECK(!fs::exists(stale));
   for (const std::string& f : {other_host, other_namespace, unknown_host, live}) {
     INFO(f);
@@ -473,7 +459,7 @@ TEST_CASE("checkpoint: CheckpointManager keeps max_to_keep, writes an index, res
   CHECK(ckpt2.save_counter().value().item<int64_t>() == 5);
   CHECK(manager2.save() == dir / "ckpt-6");
   CHECK(manager2.checkpoints() == std::vector<std::string>{dir / "ckpt-100", dir / "ckpt-6"});
-  TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt2, dir.path.string(), 0),
+  TF_REQUIRE_THROWS_CONTAINING(tf::train::CheckpointManager(ckpt2, dir.path().string(), 0),
                                tf::InvalidArgumentError, "max_to_keep");
 }
 
@@ -487,8 +473,8 @@ TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint lo
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
-    fs::remove_all(dir.path);
-    fs::create_directories(dir.path);
+    fs::remove_all(dir.path());
+    fs::create_directories(dir.path());
     tf::Variable a(tf::zeros({n}), "a"), b(tf::zeros({n}), "b");
     tf::Variable step(tf::constant(int64_t{0}), "step");
     tf::train::Checkpoint ckpt({{"a", a}, {"b", b}, {"step", step}});
@@ -497,7 +483,7 @@ TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint lo
     if (child == 0) {
       // The child: saves forever with every value equal to the save number. Only host copies
       // and tiny ops here (no OpenMP region after fork).
-      tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+      tf::train::CheckpointManager manager(ckpt, dir.path().string(), 2);
       std::vector<float> host(static_cast<size_t>(n));
       for (int64_t k = 1; k < 100000; ++k) {
         std::fill(host.begin(), host.end(), static_cast<float>(k));
@@ -510,7 +496,7 @@ TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint lo
     }
     // The parent: waits for the first checkpoint, then kills the child at a random moment.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (tf::train::latest_checkpoint(dir.path.string()).empty() &&
+    while (tf::train::latest_checkpoint(dir.path().string()).empty() &&
            std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300000));
@@ -523,7 +509,7 @@ TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint lo
     tf::Variable a2(tf::zeros({n}), "a"), b2(tf::zeros({n}), "b");
     tf::Variable step2(tf::constant(int64_t{0}), "step");
     tf::train::Checkpoint restored({{"a", a2}, {"b", b2}, {"step", step2}});
-    tf::train::CheckpointManager manager(restored, dir.path.string(), 2);
+    tf::train::CheckpointManager manager(restored, dir.path().string(), 2);
     const std::string latest = manager.restore_or_initialize();
     REQUIRE(!latest.empty());
     const int64_t k = step2.value().item<int64_t>();
@@ -536,7 +522,7 @@ TEST_CASE("checkpoint: a child killed mid-save leaves the previous checkpoint lo
     }
     // Every checkpoint the index names is whole; the dead child's temporary file is gone.
     for (const auto& p : manager.checkpoints()) CHECK_NOTHROW(st::Reader(p + ".safetensors"));
-    for (const auto& e : fs::directory_iterator(dir.path))
+    for (const auto& e : fs::directory_iterator(dir.path()))
       CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
   }
 }
@@ -796,7 +782,7 @@ TEST_CASE("safetensors: two threads saving to one path each write a whole file",
   for (const auto& w : loaded.variables())
     for (float v : w.value().numpy<float>()) values.insert(v);
   CHECK(values.size() == 1);  // one model's tensors, not a mix
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("checkpoint: optimizer slots that nothing can take are unused", "[keras][cpu]") {
@@ -869,7 +855,7 @@ TEST_CASE(
   tf::Variable v(tf::constant(1.0f), "v");
   tf::train::Checkpoint ckpt({{"v", v}});
   {
-    tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2, "sub/ckpt");
+    tf::train::CheckpointManager manager(ckpt, dir.path().string(), 2, "sub/ckpt");
     for (int i = 0; i < 3; ++i) manager.save();
     CHECK(manager.latest_checkpoint() == dir / "sub/ckpt-3");
   }
@@ -877,16 +863,16 @@ TEST_CASE(
   const std::string index = read_bytes(dir / "checkpoint");
   CHECK(index.find("model_checkpoint_path: \"sub/ckpt-3\"") != std::string::npos);
   CHECK(index.find("all_model_checkpoint_paths: \"sub/ckpt-2\"") != std::string::npos);
-  CHECK(tf::train::latest_checkpoint(dir.path.string()) == dir / "sub/ckpt-3");
+  CHECK(tf::train::latest_checkpoint(dir.path().string()) == dir / "sub/ckpt-3");
 
   // A new manager finds them, restores the latest and keeps deleting beyond max_to_keep.
-  tf::train::CheckpointManager again(ckpt, dir.path.string(), 2, "sub/ckpt");
+  tf::train::CheckpointManager again(ckpt, dir.path().string(), 2, "sub/ckpt");
   CHECK(again.checkpoints() == std::vector<std::string>{dir / "sub/ckpt-2", dir / "sub/ckpt-3"});
   CHECK(again.restore_or_initialize() == dir / "sub/ckpt-3");
   again.save();
   again.save();
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir.path / "sub"))
+  for (const auto& e : fs::directory_iterator(dir.path() / "sub"))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   CHECK(files == std::vector<std::string>{"ckpt-4.safetensors", "ckpt-5.safetensors"});
@@ -903,7 +889,7 @@ TEST_CASE("checkpoint: a named pipe or a directory in place of a file is an erro
   tf::Variable v(tf::zeros({2}), "v");
   TF_REQUIRE_THROWS_CONTAINING(st::load_variables(fifo, {{"v", v}}), tf::InvalidArgumentError,
                                "a named pipe");
-  TF_REQUIRE_THROWS_CONTAINING(st::Reader{dir.path.string()}, tf::InvalidArgumentError,
+  TF_REQUIRE_THROWS_CONTAINING(st::Reader{dir.path().string()}, tf::InvalidArgumentError,
                                "is not a regular file (a directory)");
 
   // The manager's index file as a named pipe.
@@ -967,7 +953,7 @@ TEST_CASE("checkpoint: saving inside a traced function is a FailedPreconditionEr
   TempDir dir;
   tf::Variable v(tf::constant(1.0f), "v");
   tf::train::Checkpoint ckpt({{"v", v}});
-  tf::train::CheckpointManager manager(ckpt, dir.path.string(), 2);
+  tf::train::CheckpointManager manager(ckpt, dir.path().string(), 2);
   // save_counter's .item() inside the trace used to raise an InvalidArgumentError first.
   auto save = tf::function([&](const tf::Tensor& x) {
     ckpt.save(dir / "ckpt");
@@ -1017,7 +1003,7 @@ TEST_CASE("safetensors: a file whose name is 255 bytes long saves atomically", "
   st::save_file(path, {{"t", tf::constant({3.0f, 4.0f})}});
   check_values(st::Reader(path).read("t"), {3, 4});
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename());
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename());
   CHECK(names == std::vector<std::string>{name});
 }
 
@@ -1194,4 +1180,79 @@ TEST_CASE("metric checkpoint: saved state that does not fit the metric is a clea
   CHECK(unbuilt.variables().empty());
   TF_REQUIRE_THROWS_CONTAINING(unbuilt.result(), tf::FailedPreconditionError,
                                "has no state before its first update_state");
+}
+
+TEST_CASE("metric checkpoint: mirrored metric state is saved as its total over the replicas",
+          "[keras][cpu][multi_device]") {
+  if (!tf::testing::split_cpu_in_two()) return;
+  namespace M = tf::keras::metrics;
+  const std::vector<tf::Device> devs = {tf::Device::parse("/cpu:0"), tf::Device::parse("/cpu:1")};
+  TempDir dir;
+  std::optional<M::Sum> sum;
+  std::optional<M::Mean> mean;
+  std::optional<M::TruePositives> tp;
+  {
+    tf::detail::MirrorVariablesScope mirror(devs);
+    sum.emplace();
+    mean.emplace();
+    tp.emplace();
+  }
+  // Replica 0 sees {1, 2}, replica 1 sees {4}: Sum 7, Mean 7 / 3; true positives 1 + 2.
+  const std::vector<tf::Tensor> values = {tf::constant({1.f, 2.f}), tf::constant({4.f})};
+  const std::vector<tf::Tensor> labels = {tf::constant({1.f, 0.f}), tf::constant({1.f, 1.f})};
+  const std::vector<tf::Tensor> preds = {tf::constant({0.9f, 0.2f}), tf::constant({0.8f, 0.7f})};
+  for (int r = 0; r < 2; ++r) {
+    tf::detail::ReplicaComponentScope replica(r);
+    tf::DeviceScope place(devs[static_cast<size_t>(r)]);
+    sum->update_state(values[static_cast<size_t>(r)]);
+    mean->update_state(values[static_cast<size_t>(r)]);
+    tp->update_state(labels[static_cast<size_t>(r)], preds[static_cast<size_t>(r)]);
+  }
+  check_values(sum->result(), {7.0});
+  check_values(mean->result(), {7.0 / 3.0}, 1e-6);
+  check_values(tp->result(), {3.0});
+  const std::string path =
+      tf::train::Checkpoint({{"sum", *sum}, {"mean", *mean}, {"tp", *tp}}).write(dir / "m");
+
+  // The file holds the totals (what result() reads), not one replica's copy.
+  std::map<std::string, tf::Tensor> saved;
+  for (auto& [name, t] : tf::keras::safetensors::load_file(path + ".safetensors"))
+    saved.emplace(name, t);
+  check_values(saved.at("sum/total"), {7.0});
+  check_values(saved.at("mean/count"), {3.0});
+  check_values(saved.at("tp/accumulator"), {3.0});  // Keras' variable name
+
+  // Restored into mirrored metrics: the same results (not once per copy), and updates go on.
+  std::optional<M::Sum> sum2;
+  std::optional<M::Mean> mean2;
+  std::optional<M::TruePositives> tp2;
+  {
+    tf::detail::MirrorVariablesScope mirror(devs);
+    sum2.emplace();
+    mean2.emplace();
+    tp2.emplace();
+  }
+  tf::train::Checkpoint({{"sum", *sum2}, {"mean", *mean2}, {"tp", *tp2}})
+      .restore(path)
+      .assert_consumed();
+  check_values(sum2->result(), {7.0});
+  check_values(mean2->result(), {7.0 / 3.0}, 1e-6);
+  check_values(tp2->result(), {3.0});
+  {
+    tf::detail::ReplicaComponentScope replica(1);
+    tf::DeviceScope place(devs[1]);
+    sum2->update_state(tf::constant({2.f}));
+  }
+  check_values(sum2->result(), {9.0});
+
+  // And into plain metrics: the totals.
+  M::Sum plain_sum;
+  M::Mean plain_mean;
+  M::TruePositives plain_tp;
+  tf::train::Checkpoint({{"sum", plain_sum}, {"mean", plain_mean}, {"tp", plain_tp}})
+      .restore(path)
+      .assert_consumed();
+  check_values(plain_sum.result(), {7.0});
+  check_values(plain_mean.result(), {7.0 / 3.0}, 1e-6);
+  check_values(plain_tp.result(), {3.0});
 }

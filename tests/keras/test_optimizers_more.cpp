@@ -22,6 +22,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -31,6 +32,8 @@ namespace opt = tapeflow::keras::optimizers;
 namespace sched = tapeflow::keras::optimizers::schedules;
 using tf::testing::check_close;
 using tf::testing::check_values;
+
+using tf::testing::TempDir;
 
 namespace {
 
@@ -447,22 +450,6 @@ TEST_CASE(
 }
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tapeflow_opt_more_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 }  // namespace
 

@@ -25,6 +25,7 @@
 #include "ops/factory.h"
 #include "ops/random.h"
 #include "ops/unary.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -34,23 +35,9 @@ using K::saving::Config;
 using tf::testing::check_close;
 using tf::testing::check_values;
 
-namespace {
+using tf::testing::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tapeflow_kserial_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 // The weights /tmp/kser_ref.py gave the Keras models: weight i (model.get_weights() order),
 // element j: 0.5 sin(0.37 j + 1.3 i), plus 1 for weight `plus_one` (a moving variance).
@@ -579,7 +566,7 @@ TEST_CASE("serialization: save_model and load_model round trip a trained model",
     const std::string path = dir / "model.tfmodel";
     model.save(path);  // Keras' model.save: models::save_model
     // Only the file: no temporary left behind.
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+    CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 
     K::Model loaded = K::models::load_model(path);
     CHECK(loaded.name() == "trained");
