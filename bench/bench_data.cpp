@@ -9,10 +9,12 @@
 //
 // Counter items_per_second: images per second.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
@@ -92,6 +94,30 @@ void BM_ShuffleMapParallelBatch32(benchmark::State& state) {
   run_epoch(state, (threads == 0 ? shuffled.map(fn) : shuffled.map(fn, threads)).batch(32));
 }
 
+// cache() after the heavier map above, Arg: 0 maps every epoch (no cache), 1 replays the
+// in-memory cache(), 2 reads cache(filename) (a 188 MB file of float32 images in the system's
+// temporary directory). The first epoch, which fills the cache, runs before the timing.
+void BM_MapCacheBatch32(benchmark::State& state) {
+  auto fn = [](tf::Tensor x, tf::Tensor y) {
+    tf::Tensor f = tf::multiply(tf::cast(x, tf::float32), tf::constant(1.0f / 255));
+    return std::make_pair(tf::tanh(tf::exp(f)), y);
+  };
+  const Dataset mapped = source().map(fn);
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("tapeflow_bench_cache_" + std::to_string(::getpid())))
+                               .string();
+  std::filesystem::remove(file);
+  const int64_t mode = state.range(0);
+  const Dataset ds = (mode == 0   ? mapped
+                      : mode == 1 ? mapped.cache()
+                                  : mapped.cache(file))
+                         .batch(32);
+  for (const auto& batch : ds) benchmark::DoNotOptimize(batch[0].raw_data());
+  run_epoch(state, ds);
+  if (mode == 2) state.counters["file_MB"] = double(std::filesystem::file_size(file)) / 1e6;
+  std::filesystem::remove(file);
+}
+
 // A training loop's view: each batch costs the consumer about 25 us of work (a busy wait
 // standing in for a small model's step) while the pipeline maps every element. Arg = prefetch
 // buffer (0: none), so the two rows show how much of the input work prefetch hides.
@@ -137,6 +163,7 @@ BENCHMARK(BM_ShuffleMapParallelBatch32)
     ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_MapCacheBatch32)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MapBatchWithStep)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadFashionMnist)->Unit(benchmark::kMillisecond);
 

@@ -10,7 +10,7 @@
 //     u64     offset of the spec block; 0 while the file is being written
 //   records, one per element, in order:
 //     u32     record tag "TREC"
-//     u32     CRC-32 (IEEE) of the payload
+//     u32     CRC-32C (Castagnoli, core/crc32c.h) of the payload
 //     u64     payload size in bytes
 //     payload: per component, u8 rank, rank x i64 dims, then the tensor's bytes in row-major
 //              order (number of elements x the spec's dtype size; bool is one byte 0 or 1)
@@ -30,7 +30,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,6 +49,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/crc32c.h"
 #include "core/log.h"
 #include "data/dataset_internal.h"
 
@@ -69,20 +69,6 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kRecordTag = 0x43455254;  // "TREC"
 constexpr uint64_t kHeaderSize = 32;
 constexpr const char* kManifest = "manifest";
-
-// CRC-32 (IEEE 802.3, zlib's crc32: a sliced-table implementation, and zlib is linked already
-// for the IDX reader), over buffers of any size (zlib takes at most 4 GiB per call).
-uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
-  const auto* p = static_cast<const Bytef*>(data);
-  uLong c = crc;
-  while (n > 0) {
-    const auto chunk = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
-    c = ::crc32(c, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(c);
-}
 
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
@@ -173,6 +159,8 @@ class FileReader {
       if (err == ENOENT) TF_THROW(NotFoundError, op_, "'{}' does not exist", path_);
       TF_THROW(FailedPreconditionError, op_, "cannot open '{}': {}", path_, errno_text(err));
     }
+    // Records are a few kB: a 1 MiB buffer makes one read() per MiB, not per two records.
+    std::setvbuf(f_, nullptr, _IOFBF, size_t{1} << 20);
     struct stat st {};
     if (::fstat(::fileno(f_), &st) != 0) {
       const int err = errno;
@@ -310,16 +298,14 @@ class RecordReader {
     const uint64_t size = r_.read_pod<uint64_t>(lim, "a record size");
     if (size > lim - r_.pos())
       r_.corrupt(fmt::format("record {} ({} bytes) runs past the records' end", read_, size));
-    buf_.resize(static_cast<size_t>(size));
-    r_.read(buf_.data(), size, lim, "a record");
-    if (crc32_update(0, buf_.data(), buf_.size()) != crc)
-      r_.corrupt(fmt::format("record {} fails its checksum", read_));
-    size_t p = 0;
-    auto take = [&](void* dst, size_t n) {
-      if (n > buf_.size() - p)
+    // The payload goes straight into the tensors (no staging copy); the CRC follows the pieces.
+    const uint64_t end = r_.pos() + size;
+    uint32_t sum = 0;
+    auto take = [&](void* dst, uint64_t n) {
+      if (n > end - r_.pos())
         r_.corrupt(fmt::format("record {} is shorter than its tensors", read_));
-      if (n) std::memcpy(dst, buf_.data() + p, n);
-      p += n;
+      r_.read(dst, n, end, "a record");
+      sum = tapeflow::detail::crc32c_extend(sum, dst, static_cast<size_t>(n));
     };
     out.resize(spec_.size());
     for (size_t c = 0; c < spec_.size(); ++c) {
@@ -329,23 +315,29 @@ class RecordReader {
       if (rank != s.shape.rank())
         r_.corrupt(fmt::format("component {} of record {} has rank {}, the spec {}", c, read_, rank,
                                s.shape.rank()));
+      int64_t dims[TensorShape::kMaxRank];  // rank equals the spec's, at most kMaxRank
+      take(dims, sizeof(int64_t) * rank);
       TensorShape shape;
       for (int i = 0; i < rank; ++i) {
-        int64_t d;
-        take(&d, sizeof d);
-        if (d < 0)
+        if (dims[i] < 0)
           r_.corrupt(fmt::format("component {} of record {} has a negative dimension", c, read_));
-        shape.push_back(d);
+        shape.push_back(dims[i]);
       }
       if (!s.is_compatible_with(shape))
         r_.corrupt(fmt::format("component {} of record {} has shape {}, outside the spec {}", c,
                                read_, shape.to_string(), s.shape.to_string()));
+      // The size check before the allocation: a corrupt shape must not allocate terabytes.
+      const uint64_t bytes =
+          static_cast<uint64_t>(shape.num_elements()) * static_cast<uint64_t>(dtype_size(s.dtype));
+      if (bytes > end - r_.pos())
+        r_.corrupt(fmt::format("record {} is shorter than its tensors", read_));
       Tensor t = tapeflow::detail::empty(shape, s.dtype, Device{});
       take(t.raw_data(), t.nbytes());
       out[c] = std::move(t);
     }
-    if (p != buf_.size())
-      r_.corrupt(fmt::format("record {} has {} bytes after its tensors", read_, buf_.size() - p));
+    if (r_.pos() != end)
+      r_.corrupt(fmt::format("record {} has {} bytes after its tensors", read_, end - r_.pos()));
+    if (sum != crc) r_.corrupt(fmt::format("record {} fails its checksum", read_));
     ++read_;
     return true;
   }
@@ -356,7 +348,6 @@ class RecordReader {
   uint64_t spec_offset_ = 0;
   int64_t count_ = 0;
   int64_t read_ = 0;
-  std::vector<uint8_t> buf_;
 };
 
 std::atomic<uint64_t> g_temp_counter{0};
@@ -405,7 +396,7 @@ class RecordWriter {
     }
     std::vector<uint8_t> head;
     append_pod<uint32_t>(head, kRecordTag);
-    append_pod<uint32_t>(head, crc32_update(0, buf_.data(), buf_.size()));
+    append_pod<uint32_t>(head, tapeflow::detail::crc32c(buf_.data(), buf_.size()));
     append_pod<uint64_t>(head, buf_.size());
     put(head.data(), head.size());
     put(buf_.data(), buf_.size());

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -13,31 +12,16 @@
 #include <iterator>
 
 #include "core/check.h"
+#include "core/crc32c.h"
 #include "core/log.h"
 
 namespace tapeflow::keras {
 namespace summary {
 
 namespace detail {
-namespace {
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven.
-constexpr std::array<uint32_t, 256> make_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr auto kTable = make_table();
-}  // namespace
-
+// CRC-32C, core/crc32c.h (the crc32 instruction where the CPU has it).
 uint32_t crc32c(const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) c = kTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return tapeflow::detail::crc32c(data, n);
 }
 
 uint32_t masked_crc32c(const void* data, size_t n) {
