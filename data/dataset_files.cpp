@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -50,6 +49,7 @@
 
 #include "core/check.h"
 #include "core/crc32c.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "data/dataset_internal.h"
 
@@ -350,11 +350,10 @@ class RecordReader {
   int64_t read_ = 0;
 };
 
-std::atomic<uint64_t> g_temp_counter{0};
-
-// A unique temporary name beside `path` (same directory, so the final rename stays atomic).
+// A unique temporary name beside `path` (same directory, so the final rename stays atomic): the
+// one checkpoints and weight files use (core/file.h).
 std::string temp_name(const std::string& path) {
-  return fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), g_temp_counter++);
+  return tapeflow::detail::temporary_path_for(path);
 }
 
 // Writes one record file under a temporary name; finish() renames it to its final path, and a
@@ -790,21 +789,15 @@ void Dataset::save_impl(const std::string& path, detail::KeyFn shard_func) const
     }
     const std::vector<uint8_t> block = detail::encode_spec(all.spec(), all.count());
     m.insert(m.end(), block.begin(), block.end());
-    const std::string manifest = (fs::path(tmp_dir) / detail::kManifest).string();
-    std::FILE* f = std::fopen(manifest.c_str(), "wb");
-    bool ok = f && std::fwrite(m.data(), 1, m.size(), f) == m.size() && std::fflush(f) == 0 &&
-              ::fsync(::fileno(f)) == 0;
-    const int err = errno;
-    if (f) ok = std::fclose(f) == 0 && ok;
-    if (!ok)
-      TF_THROW(InternalError, kSaveOp, "cannot write '{}': {}", manifest, detail::errno_text(err));
+    tapeflow::detail::write_file_atomically(
+        kSaveOp, (fs::path(tmp_dir) / detail::kManifest).string(), {{m.data(), m.size()}});
   }
   // Replace an earlier save: move it aside, move the new one in, then delete the old one. A
   // crash in between leaves the old one under its .old name and `path` absent or complete.
   std::string old_dir;
   detail::check_replaceable(final_dir);
   if (fs::exists(final_dir, ec)) {
-    old_dir = final_dir + ".old." + tmp_dir.substr(final_dir.size() + 5);
+    old_dir = detail::temp_name(final_dir);
     fs::rename(final_dir, old_dir, ec);
     if (ec)
       TF_THROW(FailedPreconditionError, kSaveOp, "cannot replace '{}': {}", final_dir,
