@@ -16,9 +16,9 @@
 #include "core/log.h"
 #include "keras/layers.h"
 #include "keras/metrics.h"
+#include "keras/metrics_impl.h"
 #include "keras/optimizers.h"
 #include "keras/safetensors.h"
-#include "ops/binary.h"
 #include "ops/factory.h"
 
 namespace tapeflow::train {
@@ -216,12 +216,6 @@ std::set<const void*> summed_metric_state(
   return out;
 }
 
-Tensor sum_of_copies(const Variable& v) {
-  Tensor sum;
-  for (const Variable& c : v.components()) sum = sum.defined() ? add(sum, c.value()) : c.value();
-  return sum;
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, Variable>> Checkpoint::variables() const {
@@ -274,7 +268,8 @@ std::string Checkpoint::write(const std::string& file_prefix) const {
     tapeflow::detail::PauseTapes pause;
     tapeflow::detail::ReplicaComponentScope cross_replica(-1);
     for (const auto& [name, v] : variables())
-      tensors.emplace_back(name, summed.count(v.handle_id()) ? sum_of_copies(v) : v.value());
+      tensors.emplace_back(
+          name, summed.count(v.handle_id()) ? keras::metrics::detail::aggregated(v) : v.value());
   }
   keras::safetensors::save_file(path, tensors,
                                 {{"format", "tapeflow.train.Checkpoint"}, {"version", "1"}});

@@ -37,9 +37,10 @@ Variable local(const Variable& v) {
 
 thread_local const distribute::Strategy* t_over_workers = nullptr;
 
-// The value summed over the copies in cross-replica context (and over the workers inside a
-// ResultsOverWorkersScope), the replica's own inside one.
-Tensor aggregated(const Variable& v) {
+}  // namespace
+
+// metrics_impl.h.
+Tensor detail::aggregated(const Variable& v) {
   if (!v.is_mirrored() || tapeflow::detail::replica_component() >= 0) return v.value();
   Tensor sum;
   for (const Variable& c : v.components()) {
@@ -49,6 +50,8 @@ Tensor aggregated(const Variable& v) {
   if (t_over_workers != nullptr) sum = distribute::detail::sum_over_workers(*t_over_workers, sum);
   return sum;
 }
+
+namespace {
 
 // Keras 3's Reduce.update_state (reduce_to_samplewise_values, then the totals).
 void update_reduce(MetricImpl& m, const Tensor& values_in, const Tensor& sample_weight) {
@@ -243,12 +246,12 @@ Tensor Metric::result() const {
   auto& m = checked(impl_);
   if (m.kind == MetricImpl::Kind::Custom) {
     std::vector<Tensor> values;
-    for (const auto& [n, v] : state_of(m)) values.push_back(aggregated(v));
+    for (const auto& [n, v] : state_of(m)) values.push_back(detail::aggregated(v));
     return m.compute(values);
   }
-  Tensor total = aggregated(m.total);
+  Tensor total = detail::aggregated(m.total);
   if (m.kind == MetricImpl::Kind::Sum) return total;
-  Tensor count = aggregated(m.count);
+  Tensor count = detail::aggregated(m.count);
   // divide_no_nan: 0 before the first update.
   Tensor mean = where(equal(count, Tensor(0.0f)), zeros_like(total), divide(total, count));
   return m.transform ? m.transform(mean) : mean;

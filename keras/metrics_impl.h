@@ -94,6 +94,11 @@ bool evenly_distributed(const std::vector<double>& thresholds);
 // threshold i when p (n - 1) > i, the product rounded to float32 as there.
 Tensor above_thresholds(const Tensor& pred, const std::vector<float>& thresholds, bool evenly);
 
+// A metric state variable as result() reads it: in cross-replica context the sum over its
+// replica copies (TF's SyncOnRead SUM; also over the workers inside a ResultsOverWorkersScope),
+// inside a replica that replica's copy; a plain variable's value. Checkpoints save this.
+Tensor aggregated(const Variable& v);
+
 // The metrics of keras/metrics_fscore.cpp, likewise (get() tries it after get_extra).
 Metric get_fscore(const std::string& id, const std::string& name);
 inline constexpr const char* kFScoreMetricNames = "f1_score, fbeta_score, r2_score";
