@@ -17,17 +17,12 @@
 #include "keras/layers_more.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
 
 namespace tapeflow::keras {
 namespace saving {
-namespace {
-
-using detail::LayerImpl;
-namespace lo = detail::layer_options;
-
-constexpr const char* kFormat = "tapeflow.keras.model";
-constexpr const char* kFormatVersion = "1";
+namespace internal {
 
 // ---- values ----
 
@@ -137,144 +132,6 @@ Config regularizer_json(const Layer& layer, const char* key, const Regularizer& 
 
 // ---- reading a config, key by key ----
 
-// Reads the keys of one layer's config; finish() rejects every key nobody asked for, so a
-// config tapeflow cannot honour fully never loads silently changed.
-class Reader {
- public:
-  Reader(std::string class_name, const Config& config)
-      : class_name_(std::move(class_name)), config_(config) {
-    TF_CHECK_ARG(config_.is_object(), "from_config",
-                 "the config of a {} layer must be a JSON object, got {}", class_name_,
-                 config_.type_name());
-  }
-
-  bool has(const std::string& key) const { return config_.contains(key); }
-  const Config* find(const std::string& key) {
-    used_.insert(key);
-    auto it = config_.find(key);
-    return it == config_.end() ? nullptr : &*it;
-  }
-  const Config& require(const std::string& key) {
-    const Config* v = find(key);
-    if (v == nullptr) fail(key, "is required");
-    return *v;
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    TF_THROW(InvalidArgumentError, "from_config", "{} config key \"{}\" {}", class_name_, key,
-             what);
-  }
-  std::string got(const Config& v) const {
-    std::string s = v.dump();
-    return s.size() > 80 ? s.substr(0, 77) + "..." : s;
-  }
-
-  int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
-    const Config* v = find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      fail(key, "is required");
-    }
-    if (!v->is_number_integer()) fail(key, "must be an integer, got " + got(*v));
-    return v->get<int64_t>();
-  }
-  double number(const std::string& key, std::optional<double> fallback = std::nullopt) {
-    const Config* v = find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      fail(key, "is required");
-    }
-    if (!v->is_number()) fail(key, "must be a number, got " + got(*v));
-    return v->get<double>();
-  }
-  std::optional<double> optional_number(const std::string& key) {
-    const Config* v = find(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    if (!v->is_number()) fail(key, "must be a number or null, got " + got(*v));
-    return v->get<double>();
-  }
-  std::optional<int64_t> optional_integer(const std::string& key) {
-    const Config* v = find(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    if (!v->is_number_integer()) fail(key, "must be an integer or null, got " + got(*v));
-    return v->get<int64_t>();
-  }
-  bool boolean(const std::string& key, bool fallback) {
-    const Config* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(key, "must be true or false, got " + got(*v));
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& fallback) {
-    const Config* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_string()) fail(key, "must be a string, got " + got(*v));
-    return v->get<std::string>();
-  }
-  // An int or a list of two ints (Keras' kernel_size, strides, ...).
-  Size2 size2(const std::string& key, std::optional<Size2> fallback = std::nullopt) {
-    const Config* v = find(key);
-    if (v == nullptr || (v->is_null() && fallback)) {
-      if (fallback) return *fallback;
-      fail(key, "is required");
-    }
-    if (v->is_number_integer()) return Size2(static_cast<int>(v->get<int64_t>()));
-    if (v->is_array() && v->size() == 2 && (*v)[0].is_number_integer() &&
-        (*v)[1].is_number_integer())
-      return Size2(static_cast<int>((*v)[0].get<int64_t>()),
-                   static_cast<int>((*v)[1].get<int64_t>()));
-    fail(key, "must be an integer or a list of 2 integers, got " + got(*v));
-  }
-  std::vector<int64_t> int_list(const std::string& key) {
-    const Config& v = require(key);
-    std::vector<int64_t> out;
-    if (v.is_number_integer()) return {v.get<int64_t>()};
-    if (!v.is_array()) fail(key, "must be a list of integers, got " + got(v));
-    for (const Config& e : v) {
-      if (!e.is_number_integer()) fail(key, "must be a list of integers, got " + got(v));
-      out.push_back(e.get<int64_t>());
-    }
-    return out;
-  }
-  // Keys tapeflow has no option for: accepted only at Keras' value that changes nothing.
-  void expect_null(const std::string& key) {
-    const Config* v = find(key);
-    if (v != nullptr && !v->is_null())
-      fail(key, "= " + got(*v) + " is not supported by tapeflow (only null)");
-  }
-  void expect(const std::string& key, const Config& value) {
-    const Config* v = find(key);
-    if (v != nullptr && *v != value)
-      fail(key, "= " + got(*v) + " is not supported by tapeflow (only " + value.dump() + ")");
-  }
-  std::string activation(const std::string& key) {
-    std::string a = string(key, "linear");
-    try {
-      activations::get(a == "linear" ? "" : a);
-    } catch (const Error& e) {
-      fail(key, std::string("names an activation tapeflow does not have: ") + e.what());
-    }
-    return a == "linear" ? "" : a;
-  }
-  Initializer initializer(const std::string& key);
-  Regularizer regularizer(const std::string& key);
-
-  // Rejects the keys nobody read.
-  void finish() const {
-    for (auto it = config_.begin(); it != config_.end(); ++it)
-      if (!used_.count(it.key()))
-        TF_THROW(InvalidArgumentError, "from_config",
-                 "{} config key \"{}\" is not supported by tapeflow (value {})", class_name_,
-                 it.key(), got(it.value()));
-  }
-
-  const std::string& class_name() const { return class_name_; }
-
- private:
-  std::string class_name_;
-  const Config& config_;
-  std::set<std::string> used_;
-};
-
 // A Keras serialized object's class and config, checking its module and registered_name.
 std::pair<std::string, Config> object_parts(Reader& r, const std::string& key, const Config& v,
                                             const char* module) {
@@ -373,12 +230,6 @@ Regularizer Reader::regularizer(const std::string& key) {
   return out;
 }
 
-// The base keys: the name (for the constructor), then trainable and dtype, applied after.
-struct Base {
-  std::string name;
-  bool trainable = true;
-  std::optional<mixed_precision::Policy> policy;
-};
 Base read_base(Reader& r) {
   Base b;
   b.name = r.string("name", "");
@@ -411,22 +262,6 @@ void apply_base(const Layer& layer, const Base& b) {
 
 // ---- the built-in classes ----
 
-// The options of `layer` as its class's access function gives them; a layer whose class name
-// is a built-in one but whose state is not (a model subclass named "Dense") has none.
-template <class T>
-T need(std::optional<T> options, const Layer& layer) {
-  TF_CHECK_T(UnimplementedError, options.has_value(), "get_config",
-             "{} is not tapeflow's built-in {} layer, so it has no config writer", who(layer),
-             layer.class_name());
-  return std::move(*options);
-}
-
-struct Entry {
-  GetConfig get;    // the class-specific keys (base keys added by get_config)
-  FromConfig from;  // the whole config (built-ins read the base keys themselves)
-  bool builtin = false;
-};
-
 std::string padding_of(Reader& r) {
   std::string p = lower(r.string("padding", "valid"));
   if (p != "valid" && p != "same")
@@ -436,6 +271,16 @@ std::string padding_of(Reader& r) {
 void read_data_format(Reader& r) {
   r.expect("data_format", "channels_last");
 }
+
+}  // namespace internal
+namespace {
+
+using namespace internal;
+using detail::LayerImpl;
+namespace lo = detail::layer_options;
+
+constexpr const char* kFormat = "tapeflow.keras.model";
+constexpr const char* kFormatVersion = "1";
 
 Layer dense_from(const Config& config) {
   Reader r("Dense", config);
@@ -830,6 +675,8 @@ std::map<std::string, Entry>& registry() {
     add("Maximum", no_keys, merge_from<layers::Maximum>("Maximum"));
     add("Minimum", no_keys, merge_from<layers::Minimum>("Minimum"));
     add("Concatenate", concatenate_get, concatenate_from);
+    add_conv_layers(m);
+    add_sequence_layers(m);
     return m;
   }();
   return r;
