@@ -15,7 +15,7 @@
 // Conv1D, Conv3D, Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, DepthwiseConv1D/2D,
 // SeparableConv1D/2D, MaxPooling1D/3D, AveragePooling1D/3D, GlobalAveragePooling1D/2D/3D,
 // GlobalMaxPooling1D/2D/3D, UpSampling1D/2D/3D, ZeroPadding1D/2D/3D, Cropping1D/2D/3D, Permute,
-// RepeatVector, Rescaling, LeakyReLU, ELU, PReLU, SpatialDropout1D/2D, GaussianNoise,
+// RepeatVector, Rescaling, LeakyReLU, ELU, PReLU, SpatialDropout1D/2D/3D, GaussianNoise,
 // GaussianDropout, AlphaDropout, ActivityRegularization, GroupNormalization, UnitNormalization,
 // RMSNormalization (keras/serialization_conv.cpp); Sequential and functional models (nested
 // too), and whatever saving::register_layer adds.

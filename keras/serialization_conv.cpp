@@ -592,8 +592,8 @@ Config prelu_get(const Layer& layer) {
 
 // ---- noise ----
 
-// SpatialDropout1D/2D, GaussianNoise and GaussianDropout: {amount key, seed[, data_format]}.
-// Keras' SpatialDropout1D/2D config is {rate, seed, name, dtype (the variable dtype's name, a
+// SpatialDropout1D/2D/3D, GaussianNoise and GaussianDropout: {amount key, seed[, data_format]}.
+// Keras' SpatialDropout1D/2D/3D config is {rate, seed, name, dtype (the variable dtype's name, a
 // string), [data_format]}, with no trainable.
 template <class L>
 FromConfig noise_from(const char* cls, const char* amount_key, bool data_format) {
@@ -767,6 +767,8 @@ void add_conv_layers(Registry& m) {
               noise_from<layers::SpatialDropout1D>("SpatialDropout1D", "rate", false));
   add_builtin(m, "SpatialDropout2D", noise_get("rate", true, true),
               noise_from<layers::SpatialDropout2D>("SpatialDropout2D", "rate", true));
+  add_builtin(m, "SpatialDropout3D", noise_get("rate", true, true),
+              noise_from<layers::SpatialDropout3D>("SpatialDropout3D", "rate", true));
   add_builtin(m, "GaussianNoise", noise_get("stddev", false, false),
               noise_from<layers::GaussianNoise>("GaussianNoise", "stddev", false));
   add_builtin(m, "GaussianDropout", noise_get("rate", false, false),

@@ -752,6 +752,11 @@ null, "shared_axes": [1, 2]})json"},
        R"json(
 {"rate": 0.4, "seed": null, "name": "s", "dtype": "float32", "data_format":
 "channels_last"})json"},
+      // SpatialDropout3D(0.25, seed=2, name="s").get_config()
+      {"SpatialDropout3D", L::SpatialDropout3D(0.25, 2, "s"),
+       R"json(
+{"rate": 0.25, "seed": 2, "name": "s", "dtype": "float32", "data_format":
+"channels_last"})json"},
       // GaussianNoise(0.2, seed=3, name="g").get_config()
       {"GaussianNoise", L::GaussianNoise(0.2, 3, "g"),
        R"json(
@@ -1036,6 +1041,7 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
   with(L::MaxPooling1D(), "data_format", "channels_first", "channels_first");
   with(L::MaxPooling3D(), "data_format", "channels_first", "channels_first");
   with(L::SpatialDropout2D(0.1), "data_format", "channels_first", "channels_first");
+  with(L::SpatialDropout3D(0.1), "data_format", "channels_first", "channels_first");
   with(L::ZeroPadding2D(), "data_format", "channels_first", "channels_first");
   with(L::DepthwiseConv1D(3), "surprise", 1, "not supported");
   with(L::LeakyReLU(), "surprise", true, "not supported");
