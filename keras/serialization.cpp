@@ -124,6 +124,10 @@ Config regularizer_json(const Layer& layer, const char* key, const Regularizer& 
              who(layer), key, r.name());
   Config config = Config::object();
   for (const auto& [k, v] : r.config()) config[k] = v;
+  // Keras' L1 keeps its factor as a float32 tensor, so its config holds the float32 value
+  // (L1(0.001): 0.0010000000474974513); L2 and L1L2 keep Python floats.
+  if (r.name() == "L1")
+    config["l1"] = static_cast<double>(static_cast<float>(config["l1"].get<double>()));
   return Config{{"module", "keras.regularizers"},
                 {"class_name", r.name()},
                 {"config", config},
@@ -319,55 +323,6 @@ Config dense_get(const Layer& layer) {
       {"kernel_constraint", nullptr},
       {"bias_constraint", nullptr},
       {"quantization_config", nullptr}};
-}
-
-Layer conv2d_from(const Config& config) {
-  Reader r("Conv2D", config);
-  Base b = read_base(r);
-  const int64_t filters = r.integer("filters");
-  const Size2 kernel = r.size2("kernel_size");
-  layers::Conv2DOptions o;
-  o.strides = r.size2("strides", Size2(1));
-  o.padding = padding_of(r);
-  read_data_format(r);
-  o.dilation_rate = r.size2("dilation_rate", Size2(1));
-  o.groups = static_cast<int>(r.integer("groups", 1));
-  o.activation = r.activation("activation");
-  o.use_bias = r.boolean("use_bias", true);
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
-    r.expect_null(k);
-  o.name = b.name;
-  r.finish();
-  Layer l = layers::Conv2D(filters, kernel, o);
-  apply_base(l, b);
-  return l;
-}
-Config conv2d_get(const Layer& layer) {
-  auto c = need(lo::conv2d(layer.impl()), layer);
-  const layers::Conv2DOptions& o = c.options;
-  return Config{
-      {"filters", c.filters},
-      {"kernel_size", pair_json(c.kernel_size)},
-      {"strides", pair_json(o.strides)},
-      {"padding", lower(o.padding)},
-      {"data_format", "channels_last"},
-      {"dilation_rate", pair_json(o.dilation_rate)},
-      {"groups", o.groups},
-      {"activation", activation_json(o.activation)},
-      {"use_bias", o.use_bias},
-      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                              initializers::GlorotUniform())},
-      {"bias_initializer",
-       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
-      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
-      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
-      {"activity_regularizer", nullptr},
-      {"kernel_constraint", nullptr},
-      {"bias_constraint", nullptr}};
 }
 
 template <bool kMax>
@@ -656,7 +611,6 @@ std::map<std::string, Entry>& registry() {
       m[name] = Entry{std::move(get), std::move(from), true};
     };
     add("Dense", dense_get, dense_from);
-    add("Conv2D", conv2d_get, conv2d_from);
     add("MaxPooling2D", pooling_get, pooling_from<true>);
     add("AveragePooling2D", pooling_get, pooling_from<false>);
     add("Flatten", flatten_get, flatten_from);
@@ -1108,6 +1062,8 @@ Config get_config(const Layer& layer) {
   Config extra = entry->get(layer);
   TF_CHECK_ARG(extra.is_object(), "get_config", "{}: get_config returned {}, not an object",
                who(layer), extra.type_name());
+  // A built-in writer that writes "name" gives the whole config, in Keras' order.
+  if (entry->builtin && extra.contains("name")) return extra;
   for (auto it = extra.begin(); it != extra.end(); ++it) c[it.key()] = it.value();
   return c;
 }
@@ -1117,12 +1073,9 @@ Layer from_config(const std::string& class_name, const Config& config) {
   if (class_name == "Functional" || class_name == "Model") return functional_from(config);
   auto entry = lookup(class_name);
   TF_CHECK_ARG(entry.has_value(), "deserialize",
-               "unknown layer class \"{}\": tapeflow reads Dense, Conv2D, MaxPooling2D, "
-               "AveragePooling2D, Flatten, Dropout, BatchNormalization, ReLU, Softmax, "
-               "Activation, Embedding, LayerNormalization, Reshape, Add, Subtract, Multiply, "
-               "Average, Maximum, Minimum, Concatenate, Sequential and Functional; register a "
-               "custom class "
-               "with tf::keras::saving::register_layer(\"{}\", from_config)",
+               "unknown layer class \"{}\" (the classes tapeflow reads are listed in "
+               "keras/serialization.h and docs/keras.md, \"Saving whole models\"); register a "
+               "custom class with tf::keras::saving::register_layer(\"{}\", from_config)",
                class_name, class_name);
   Layer l = entry->from(config);
   TF_CHECK_ARG(l.defined(), "deserialize", "from_config of class \"{}\" returned an empty handle",

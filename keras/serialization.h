@@ -11,8 +11,14 @@
 //
 // Supported classes: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
 // BatchNormalization, ReLU, Softmax, Activation, Embedding, LayerNormalization, Reshape,
-// InputLayer (in models), Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate,
-// Sequential and functional models (nested too), and whatever saving::register_layer adds.
+// InputLayer (in models), Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate;
+// Conv1D, Conv3D, Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, DepthwiseConv1D/2D,
+// SeparableConv1D/2D, MaxPooling1D/3D, AveragePooling1D/3D, GlobalAveragePooling1D/2D/3D,
+// GlobalMaxPooling1D/2D/3D, UpSampling1D/2D/3D, ZeroPadding1D/2D/3D, Cropping1D/2D/3D, Permute,
+// RepeatVector, Rescaling, LeakyReLU, ELU, PReLU, SpatialDropout1D/2D/3D, GaussianNoise,
+// GaussianDropout, AlphaDropout, ActivityRegularization, GroupNormalization, UnitNormalization,
+// RMSNormalization (keras/serialization_conv.cpp); Sequential and functional models (nested
+// too), and whatever saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
 // JSON text here. keras/serialization_json.h has the same calls on nlohmann::ordered_json

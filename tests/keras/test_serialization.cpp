@@ -25,6 +25,7 @@
 #include "ops/factory.h"
 #include "ops/random.h"
 #include "ops/unary.h"
+#include "serialization_testing.h"
 #include "support/temp_dir.h"
 #include "support/testing.h"
 
@@ -34,26 +35,12 @@ namespace fs = std::filesystem;
 using K::saving::Config;
 using tf::testing::check_close;
 using tf::testing::check_values;
+using tf::testing::layers_by_name;
+using tf::testing::set_formula_weights;
 
 using tf::testing::TempDir;
 
 namespace {
-
-// The weights /tmp/kser_ref.py gave the Keras models: weight i (model.get_weights() order),
-// element j: 0.5 sin(0.37 j + 1.3 i), plus 1 for weight `plus_one` (a moving variance).
-void set_formula_weights(const K::Model& model, int plus_one = -1) {
-  std::vector<tf::Tensor> values;
-  const auto current = model.get_weights();
-  for (size_t i = 0; i < current.size(); ++i) {
-    const int64_t n = current[i].shape().num_elements();
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j)
-      v[j] = 0.5 * std::sin(0.37 * double(j) + 1.3 * double(i)) +
-             (static_cast<int>(i) == plus_one ? 1.0 : 0.0);
-    values.push_back(tf::cast(tf::convert_to_tensor(v, current[i].shape()), current[i].dtype()));
-  }
-  model.set_weights(values);
-}
 
 tf::Tensor input_a() {  // np.cos(0.1 * arange(144)).reshape(2, 6, 6, 2)
   std::vector<double> v(144);
@@ -312,13 +299,6 @@ const char* const kDJson = R"json(
 "registered_name": "Functional", "build_config": {"input_shape": null},
 "compile_config": {}})json";
 const std::vector<double> kDPred = {-0.377970427274704, -0.4524056911468506};
-
-// The layers of a serialized model, by name.
-std::map<std::string, Config> layers_by_name(const Config& model) {
-  std::map<std::string, Config> out;
-  for (const Config& l : model["config"]["layers"]) out[l["config"]["name"].get<std::string>()] = l;
-  return out;
-}
 
 // A custom layer for register_layer: y = x * w * factor, w (channels,) initialised to ones.
 class ScaleImpl final : public K::detail::LayerImpl {
