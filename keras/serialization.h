@@ -44,9 +44,10 @@ Layer from_config_json(const std::string& class_name, const std::string& config_
 
 namespace models {
 
-// Keras' model.to_json(): the JSON text of saving::serialize(model); `indent` < 0: one line
-// (Keras' default), else pretty-printed with that indent. Works on unbuilt models too (a
-// Sequential then has no InputLayer and no build_input_shape).
+// Keras' model.to_json(): the JSON text of saving::serialize(model) and, for a compiled model,
+// its "compile_config" (saving::get_compile_config; left out with a warning when tapeflow cannot
+// write it); `indent` < 0: one line (Keras' default), else pretty-printed with that indent.
+// Works on unbuilt models too (a Sequential then has no InputLayer and no build_input_shape).
 std::string to_json(const Model& model, int indent = -1);
 // keras.models.model_from_json(json): a new model with fresh weights (initialized as the config
 // says), built when the JSON gives its input shape. A top-level "compile_config" (Keras'
