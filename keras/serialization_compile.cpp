@@ -709,7 +709,7 @@ std::optional<Config> compile_config_to_save(const Model& model, const char* op)
     return get_compile_config(model);
   } catch (const UnimplementedError& e) {
     TF_LOG_WARN(
-        "{}: model \"{}\" is saved without its compile state (compile it again after "
+        "{}: model \"{}\" is written without its compile state (compile it again after "
         "loading): {}",
         op, model.name(), e.what());
     return std::nullopt;
