@@ -52,9 +52,10 @@ std::string to_json(const Model& model, int indent = -1);
 // keras.models.model_from_json(json): a new model with fresh weights (initialized as the config
 // says), built when the JSON gives its input shape. A top-level "compile_config" (Keras'
 // model.get_compile_config(), written by to_json for a compiled model) compiles the model, as
-// Keras does; one that tapeflow cannot honour (a metric object, an unknown loss or optimizer key)
-// logs a warning naming the class and key and leaves the model uncompiled, as Keras' load_model
-// (saving::compile_from_config of keras/serialization_json.h is the strict form that throws).
+// Keras does; one that tapeflow cannot honour (an AUC metric object, an unknown loss or optimizer
+// key) logs a warning naming the class and key and leaves the model uncompiled, as Keras'
+// load_model (saving::compile_from_config of keras/serialization_json.h is the strict form that
+// throws).
 Model model_from_json(const std::string& json);
 
 // Keras' model.save(path) in tapeflow's own format (not a .keras zip): one safetensors file
@@ -67,7 +68,8 @@ Model model_from_json(const std::string& json);
 // learning rate, the slots: momentums, velocities, ..., Nadam's u_product last), with the
 // metadata entry "optimizer_variables" naming what each is ("iterations", "learning_rate",
 // "<weight path>:<slot>"). A compile state tapeflow cannot write (a loss made from a function,
-// a metric object, a LossScaleOptimizer given to compile, a custom schedule) is left out with a
+// a metric object other than the plain ones of saving::get_compile_config, a LossScaleOptimizer
+// given to compile, a custom schedule) is left out with a
 // warning, the weights saved. Written atomically (a temporary file renamed over `path`: a save
 // never leaves a torn file behind). The model must be built (FailedPreconditionError otherwise).
 void save_model(const Model& model, const std::string& path);

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "keras/compile_access.h"
+#include "keras/metrics_impl.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
@@ -494,12 +495,55 @@ namespace saving {
 
 namespace {
 
+// The built-in metrics whose Keras config is only "name" and "dtype": (class, default name).
+constexpr std::pair<const char*, const char*> kPlainMetrics[] = {
+    {"MeanSquaredError", "mean_squared_error"},
+    {"MeanAbsoluteError", "mean_absolute_error"},
+    {"MeanAbsolutePercentageError", "mean_absolute_percentage_error"},
+    {"MeanSquaredLogarithmicError", "mean_squared_logarithmic_error"},
+    {"RootMeanSquaredError", "root_mean_squared_error"},
+    {"LogCoshError", "logcosh"},
+    {"Poisson", "poisson"},
+    {"KLDivergence", "kl_divergence"},
+    {"Hinge", "hinge"},
+    {"SquaredHinge", "squared_hinge"},
+    {"CategoricalHinge", "categorical_hinge"},
+    {"Accuracy", "accuracy"},
+    {"CategoricalAccuracy", "categorical_accuracy"},
+    {"SparseCategoricalAccuracy", "sparse_categorical_accuracy"}};
+constexpr const char* kPlainMetricNames =
+    "MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, "
+    "MeanSquaredLogarithmicError, RootMeanSquaredError, LogCoshError, Poisson, KLDivergence, "
+    "Hinge, SquaredHinge, CategoricalHinge, Accuracy, CategoricalAccuracy, "
+    "SparseCategoricalAccuracy";
+
+metrics::Metric plain_metric(const std::string& cls, std::string name) {
+  namespace m = metrics;
+  if (cls == "MeanSquaredError") return m::MeanSquaredError(std::move(name));
+  if (cls == "MeanAbsoluteError") return m::MeanAbsoluteError(std::move(name));
+  if (cls == "MeanAbsolutePercentageError") return m::MeanAbsolutePercentageError(std::move(name));
+  if (cls == "MeanSquaredLogarithmicError") return m::MeanSquaredLogarithmicError(std::move(name));
+  if (cls == "RootMeanSquaredError") return m::RootMeanSquaredError(std::move(name));
+  if (cls == "LogCoshError") return m::LogCoshError(std::move(name));
+  if (cls == "Poisson") return m::Poisson(std::move(name));
+  if (cls == "KLDivergence") return m::KLDivergence(std::move(name));
+  if (cls == "Hinge") return m::Hinge(std::move(name));
+  if (cls == "SquaredHinge") return m::SquaredHinge(std::move(name));
+  if (cls == "CategoricalHinge") return m::CategoricalHinge(std::move(name));
+  if (cls == "Accuracy") return m::Accuracy(std::move(name));
+  if (cls == "CategoricalAccuracy") return m::CategoricalAccuracy(std::move(name));
+  return m::SparseCategoricalAccuracy(std::move(name));
+}
+
 Config spec_json(const ca::SpecRecord& s, const char* what) {
   if (s.metric) {
-    TF_THROW(UnimplementedError, "get_compile_config",
-             "{} \"{}\" is a metric object, which tapeflow has no config writer for; compile with "
-             "metric names (\"mae\", \"accuracy\") to save the compile state",
-             what, s.metric->name());
+    const std::string& cls = s.metric->impl()->keras_class;
+    TF_CHECK_T(UnimplementedError, !cls.empty(), "get_compile_config",
+               "{} \"{}\" is a metric object tapeflow has no config writer for (it writes {} "
+               "objects, and any metric given by name)",
+               what, s.metric->name(), kPlainMetricNames);
+    return keras_object("keras.metrics", cls,
+                        Config{{"name", s.metric->name()}, {"dtype", "float32"}});
   }
   if (s.loss.defined()) return losses::serialize(s.loss);
   return s.name;
@@ -570,10 +614,25 @@ LossSpec loss_spec(Reader& r, const std::string& key, const Config& v) {
 
 MetricSpec metric_spec(Reader& r, const std::string& key, const Config& v) {
   if (v.is_string()) return MetricSpec(v.get<std::string>());
-  if (v.is_object() && v.contains("class_name"))
-    r.fail(key, "holds a metric object (" + r.got(v) +
-                    "), which tapeflow cannot read: only metric names are supported");
-  r.fail(key, "must hold metric names, got " + r.got(v));
+  if (!v.is_object() || !v.contains("class_name"))
+    r.fail(key, "must hold metric names or Keras metric objects, got " + r.got(v));
+  try {
+    auto [cls, config] = parts(v, "keras.metrics", "metric");
+    for (const auto& [c, default_name] : kPlainMetrics) {
+      if (cls != c) continue;
+      Reader m(cls, config);
+      std::string name = m.string("name", default_name);
+      m.expect("dtype", "float32");
+      m.finish();
+      return MetricSpec(plain_metric(cls, std::move(name)));
+    }
+    TF_THROW(InvalidArgumentError, "deserialize",
+             "metric class \"{}\" has no config reader in tapeflow (it reads {} objects, and "
+             "metric names)",
+             cls, kPlainMetricNames);
+  } catch (const InvalidArgumentError& e) {
+    r.fail(key, std::string("holds a metric tapeflow cannot read: ") + e.what());
+  }
 }
 
 std::vector<MetricSpec> metric_list(Reader& r, const std::string& key, const Config& v) {

@@ -53,11 +53,16 @@ Layer deserialize(const Config& object);
 // "weighted_metrics", "run_eagerly", "steps_per_execution", "jit_compile"} with compile()'s
 // arguments as given (names stay names, objects are serialized); an empty object for a model
 // that is not compiled. UnimplementedError naming the piece tapeflow cannot write: a loss made
-// from a function, a metric object, a LossScaleOptimizer given to compile, a custom schedule.
+// from a function, a metric object with options (Keras' config of the metric objects tapeflow
+// writes is only name and dtype: MeanSquaredError, MeanAbsoluteError,
+// MeanAbsolutePercentageError, MeanSquaredLogarithmicError, RootMeanSquaredError, LogCoshError,
+// Poisson, KLDivergence, Hinge, SquaredHinge, CategoricalHinge, Accuracy, CategoricalAccuracy,
+// SparseCategoricalAccuracy), a LossScaleOptimizer given to compile, a custom schedule.
 Config get_compile_config(const Model& model);
 // Keras' model.compile_from_config(config): compiles `model` from a get_compile_config object.
 // Reading is strict: InvalidArgumentError naming the key (and the class) tapeflow cannot honour
-// (a metric object, steps_per_execution other than 1, an optimizer key such as use_ema=true).
+// (a metric class it does not read, steps_per_execution other than 1, an optimizer key such as
+// use_ema=true).
 void compile_from_config(Model& model, const Config& config);
 
 }  // namespace saving

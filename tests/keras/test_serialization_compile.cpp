@@ -13,6 +13,7 @@
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/losses.h"
+#include "keras/metrics.h"
 #include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
@@ -342,6 +343,37 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   check_json(K::saving::get_compile_config(back), sgd_config);
   CHECK(back.metrics_names() == model.metrics_names());
 
+  // Metric objects whose config is only name and dtype. model.compile(optimizer=
+  //   keras.optimizers.SGD(0.1, momentum=0.9, name="sgd"), loss="mse",
+  //   metrics=["mae", keras.metrics.MeanSquaredError(name="mm")], weighted_metrics=["accuracy"])
+  const std::string objects_config = R"({"optimizer": {"module": "keras.optimizers",
+"class_name": "SGD", "config": {"name": "sgd", "learning_rate": 0.10000000149011612,
+"weight_decay": null, "clipnorm": null, "global_clipnorm": null, "clipvalue": null,
+"use_ema": false, "ema_momentum": 0.99, "ema_overwrite_frequency": null,
+"loss_scale_factor": null, "gradient_accumulation_steps": null, "momentum": 0.9,
+"nesterov": false}, "registered_name": null}, "loss": "mse", "loss_weights": null,
+"metrics": ["mae", {"module": "keras.metrics", "class_name": "MeanSquaredError",
+"config": {"name": "mm", "dtype": "float32"}, "registered_name": null}],
+"weighted_metrics": ["accuracy"], "run_eagerly": false, "steps_per_execution": 1,
+"jit_compile": false})";
+  model.compile(O::SGD(0.1, 0.9, false, named("sgd")), "mse",
+                {"mae", K::metrics::MeanSquaredError("mm")}, {.weighted_metrics = {"accuracy"}});
+  check_json(K::saving::get_compile_config(model), objects_config);
+  K::Sequential from_keras = small_model();
+  K::saving::compile_from_config(from_keras, Config::parse(objects_config));
+  check_json(K::saving::get_compile_config(from_keras), objects_config);
+  CHECK(from_keras.metrics_names() == model.metrics_names());
+  // keras.metrics.serialize(keras.metrics.LogCoshError()): Keras' default name, "logcosh".
+  K::Sequential logcosh = small_model();
+  logcosh.compile(O::SGD(), "mse", {K::metrics::LogCoshError("logcosh")});
+  CHECK(K::saving::get_compile_config(logcosh)["metrics"] == Config::parse(R"([{
+"module": "keras.metrics", "class_name": "LogCoshError", "config": {"name": "logcosh",
+"dtype": "float32"}, "registered_name": null}])"));
+  // A metric object with options has no writer.
+  logcosh.compile(O::SGD(), "mse", {K::metrics::BinaryAccuracy("ba", 0.3)});
+  TF_REQUIRE_THROWS_CONTAINING(K::saving::get_compile_config(logcosh), tf::UnimplementedError,
+                               "metric \"ba\" is a metric object tapeflow has no config writer");
+
   // model.compile(optimizer=keras.optimizers.Adam(name="adam"),
   //   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
   //   run_eagerly=True); model.get_compile_config()
@@ -388,10 +420,15 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   tf::testing::require_error([&] { K::saving::compile_from_config(other, bad); },
                              {"compile_config config key \"steps_per_execution\""});
   bad = Config::parse(sgd_config);
-  bad["metrics"] = Config::parse(R"([{"module": "keras.metrics", "class_name": "MeanSquaredError",
-"config": {"name": "mm", "dtype": "float32"}, "registered_name": null}])");
+  bad["metrics"] = Config::parse(R"([{"module": "keras.metrics", "class_name": "AUC",
+"config": {"name": "auc", "dtype": "float32", "num_thresholds": 200}, "registered_name": null}])");
   tf::testing::require_error([&] { K::saving::compile_from_config(other, bad); },
-                             {"compile_config config key \"metrics\"", "metric object"});
+                             {"compile_config config key \"metrics\"", "metric class \"AUC\""});
+  bad["metrics"] = Config::parse(R"([{"module": "keras.metrics", "class_name": "Hinge",
+"config": {"name": "h", "dtype": "float16"}, "registered_name": null}])");
+  tf::testing::require_error(
+      [&] { K::saving::compile_from_config(other, bad); },
+      {"compile_config config key \"metrics\"", "Hinge config key \"dtype\""});
   bad = Config::parse(sgd_config);
   bad["optimizer"]["config"]["amsgrad"] = true;
   tf::testing::require_error(
