@@ -514,6 +514,26 @@ TEST_CASE("serialization compile: training resumes exactly after save_model and 
                         .item<double>());
     CHECK(max_diff > 1e-4);
   }
+  // The same through fit (shuffle off: the same batches), with a schedule that changes rate
+  // mid-way: 2 epochs, save, 2 more epochs from the file, against 4 epochs straight.
+  {
+    const auto make = [] { return O::SGD(S::ExponentialDecay(0.1, 3, 0.5, true), 0.9); };
+    const K::FitOptions epoch{.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false};
+    K::Model straight = K::models::load_model(dir / "init.tfmodel");
+    straight.compile(make(), "mse", {"mae"});
+    for (int e = 0; e < 4; ++e) straight.fit(x, y, epoch);
+    K::Model first = K::models::load_model(dir / "init.tfmodel");
+    first.compile(make(), "mse", {"mae"});
+    for (int e = 0; e < 2; ++e) first.fit(x, y, epoch);
+    first.save(dir / "fit.tfmodel");
+    K::Model resumed = K::models::load_model(dir / "fit.tfmodel");
+    CHECK(resumed.optimizer().iterations().value().item<int64_t>() == 8);
+    CHECK(resumed.optimizer().current_learning_rate() == Approx(0.025).epsilon(1e-6));
+    for (int e = 0; e < 2; ++e) resumed.fit(x, y, epoch);
+    const auto want = straight.get_weights(), got = resumed.get_weights();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 0.0, 0.0);
+  }
   // The optimizer's variables sit under Keras' paths, in Keras' order (SGD: iterations,
   // learning_rate, then one momentum per weight; RMSprop: every velocity, every momentum, every
   // average_gradient).
