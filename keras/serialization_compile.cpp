@@ -5,10 +5,8 @@
 #include "keras/serialization_compile.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -600,16 +598,20 @@ Config get_compile_config(const Model& model) {
 namespace {
 
 // A loss of compile_config: a name or a Keras loss object.
+// A Keras loss object of compile_config.
+losses::Loss loss_object(Reader& r, const std::string& key, const Config& v) {
+  if (!v.is_object()) r.fail(key, "must be a loss name or a Keras loss object, got " + r.got(v));
+  try {
+    return losses::deserialize(v);
+  } catch (const Error& e) {
+    r.fail(key, std::string("holds a loss tapeflow cannot read: ") + e.what());
+  }
+}
+
+// A loss of compile_config: a name or a Keras loss object.
 LossSpec loss_spec(Reader& r, const std::string& key, const Config& v) {
   if (v.is_string()) return LossSpec(v.get<std::string>());
-  if (v.is_object()) {
-    try {
-      return LossSpec(losses::deserialize(v));
-    } catch (const Error& e) {
-      r.fail(key, std::string("holds a loss tapeflow cannot read: ") + e.what());
-    }
-  }
-  r.fail(key, "must be a loss name or a Keras loss object, got " + r.got(v));
+  return LossSpec(loss_object(r, key, v));
 }
 
 MetricSpec metric_spec(Reader& r, const std::string& key, const Config& v) {
@@ -641,6 +643,18 @@ std::vector<MetricSpec> metric_list(Reader& r, const std::string& key, const Con
   if (!v.is_array()) return {metric_spec(r, key, v)};  // Keras takes a lone metric too
   for (const Config& e : v) out.push_back(metric_spec(r, key, e));
   return out;
+}
+
+// Runs the compile() a config asks for; its own errors (an unknown loss name, a metric count
+// that does not fit the outputs) say that the compile_config is the source.
+template <class F>
+void compiling(F&& compile) {
+  try {
+    compile();
+  } catch (const InvalidArgumentError& e) {
+    TF_THROW(InvalidArgumentError, "compile_from_config", "compiling from the compile_config: {}",
+             e.what());
+  }
 }
 
 // A dict argument (by output name) is a JSON object that is not a Keras object.
@@ -691,17 +705,13 @@ void compile_from_config(Model& model, const Config& config) {
   if (!per_output_loss && !weights_given && !nested_metrics) {
     std::vector<MetricSpec> flat =
         metrics == nullptr ? std::vector<MetricSpec>{} : metric_list(r, "metrics", *metrics);
-    if (loss.is_string()) {
-      model.compile(optimizer, loss.get<std::string>(), std::move(flat), options);
-    } else {
-      losses::Loss object;
-      try {
-        object = losses::deserialize(loss);
-      } catch (const Error& e) {
-        r.fail("loss", std::string("holds a loss tapeflow cannot read: ") + e.what());
-      }
-      model.compile(optimizer, object, std::move(flat), options);
-    }
+    const losses::Loss object = loss.is_string() ? losses::Loss() : loss_object(r, "loss", loss);
+    compiling([&] {
+      if (loss.is_string())
+        model.compile(optimizer, loss.get<std::string>(), std::move(flat), options);
+      else
+        model.compile(optimizer, object, std::move(flat), options);
+    });
     return;
   }
   if (!per_output_loss)
@@ -756,8 +766,10 @@ void compile_from_config(Model& model, const Config& config) {
       metric_arg = PerOutput<std::vector<MetricSpec>>(std::move(by_name));
     }
   }
-  model.compile(optimizer, std::move(loss_arg), std::move(weight_arg), std::move(metric_arg),
-                options);
+  compiling([&] {
+    model.compile(optimizer, std::move(loss_arg), std::move(weight_arg), std::move(metric_arg),
+                  options);
+  });
 }
 
 namespace internal {

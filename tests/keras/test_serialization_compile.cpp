@@ -434,6 +434,10 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   tf::testing::require_error(
       [&] { K::saving::compile_from_config(other, bad); },
       {"compile_config config key \"optimizer\"", "SGD config key \"amsgrad\""});
+  bad = Config::parse(sgd_config);
+  bad["loss"] = "wobble";
+  tf::testing::require_error([&] { K::saving::compile_from_config(other, bad); },
+                             {"compiling from the compile_config", "unknown loss 'wobble'"});
   // model_from_json, as Keras' load_model, leaves such a model uncompiled (with a warning).
   Config with_bad = object;
   with_bad["compile_config"] = bad;
