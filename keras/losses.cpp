@@ -1,5 +1,7 @@
 #include "keras/losses.h"
 
+#include "ops/dynamic_shape.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -7,7 +9,6 @@
 #include "distribute/replica_context.h"
 #include "keras/compile_access.h"
 #include "ops/binary.h"
-#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
