@@ -40,6 +40,17 @@ struct OptimizerConfig {
 // Optimizer::is_loss_scaled first).
 std::optional<OptimizerConfig> optimizer_config(const optimizers::Optimizer& optimizer);
 
+// ---- keras/mixed_precision.cpp ----
+
+// A LossScaleOptimizer's own arguments (Keras' LossScaleOptimizer config); nullopt for an
+// optimizer that is not loss-scaled.
+struct LossScaleConfig {
+  std::string name;
+  double initial_scale = 32768.0;
+  int64_t dynamic_growth_steps = 2000;
+};
+std::optional<LossScaleConfig> loss_scale_config(const optimizers::Optimizer& optimizer);
+
 // ---- keras/schedules.cpp ----
 
 // The constructor arguments of a built-in schedule; nullopt for a custom LearningRateSchedule.

@@ -67,9 +67,9 @@ Model model_from_json(const std::string& json);
 // the optimizer's variables as "optimizer/vars/<i>" in Keras' order (iterations, the constant
 // learning rate, the slots: momentums, velocities, ..., Nadam's u_product last), with the
 // metadata entry "optimizer_variables" naming what each is ("iterations", "learning_rate",
-// "<weight path>:<slot>"). A compile state tapeflow cannot write (a loss made from a function,
-// a metric object other than the plain ones of saving::get_compile_config, a LossScaleOptimizer
-// given to compile, a custom schedule) is left out with a
+// "<weight path>:<slot>"; a LossScaleOptimizer's "step_counter" and "dynamic_scale" first). A
+// compile state tapeflow cannot write (a loss made from a function, a metric object other than
+// the plain ones of saving::get_compile_config, a custom schedule) is left out with a
 // warning, the weights saved. Written atomically (a temporary file renamed over `path`: a save
 // never leaves a torn file behind). The model must be built (FailedPreconditionError otherwise).
 void save_model(const Model& model, const std::string& path);

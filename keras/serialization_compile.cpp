@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "keras/compile_access.h"
 #include "keras/metrics_impl.h"
+#include "keras/mixed_precision.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
@@ -188,8 +189,9 @@ LearningRateSchedule deserialize(const Config& object) {
 namespace optimizers {
 
 namespace {
-constexpr const char* kOptimizerClasses[] = {"SGD",      "Adam",   "AdamW", "RMSprop", "Adagrad",
-                                             "Adadelta", "Adamax", "Nadam", "Ftrl",    "Lion"};
+constexpr const char* kOptimizerClasses[] = {
+    "LossScaleOptimizer", "SGD",    "Adam",  "AdamW", "RMSprop", "Adagrad",
+    "Adadelta",           "Adamax", "Nadam", "Ftrl",  "Lion"};
 
 // Keras' class name for any spelling Keras' deserialize accepts ("adam", "Adam").
 std::optional<std::string> optimizer_class(const std::string& name) {
@@ -201,10 +203,11 @@ std::optional<std::string> optimizer_class(const std::string& name) {
 
 Config get_config(const Optimizer& optimizer) {
   TF_CHECK_ARG(optimizer.defined(), "get_config", "the optimizer is an empty handle");
-  TF_CHECK_T(UnimplementedError, !optimizer.is_loss_scaled(), "get_config",
-             "optimizer \"{}\" is a LossScaleOptimizer, which tapeflow has no config writer for "
-             "(give compile() the inner optimizer: under mixed_float16 compile wraps it itself)",
-             optimizer.name());
+  if (const auto ls = ca::loss_scale_config(optimizer))
+    return Config{{"name", ls->name},
+                  {"inner_optimizer", serialize(optimizer.without_loss_scale())},
+                  {"initial_scale", ls->initial_scale},
+                  {"dynamic_growth_steps", ls->dynamic_growth_steps}};
   const auto c = ca::optimizer_config(optimizer);
   TF_CHECK_T(UnimplementedError, c.has_value(), "get_config",
              "optimizer \"{}\" is not one of tapeflow's built-in classes", optimizer.name());
@@ -268,10 +271,24 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
   const auto known = optimizer_class(class_name);
   TF_CHECK_ARG(known.has_value() && *known == class_name, "from_config",
                "unknown optimizer class \"{}\" (tapeflow has SGD, Adam, AdamW, RMSprop, Adagrad, "
-               "Adadelta, Adamax, Nadam, Ftrl, Lion)",
+               "Adadelta, Adamax, Nadam, Ftrl, Lion, LossScaleOptimizer)",
                class_name);
   const std::string& k = class_name;
   Reader r(k, config);
+  if (k == "LossScaleOptimizer") {
+    mixed_precision::LossScaleOptions o;
+    o.name = r.string("name", "loss_scale_optimizer");
+    Optimizer inner;
+    try {
+      inner = deserialize(r.require("inner_optimizer"));
+    } catch (const InvalidArgumentError& e) {
+      r.fail("inner_optimizer", std::string("does not load: ") + e.what());
+    }
+    o.initial_scale = r.number("initial_scale", 32768.0);
+    o.dynamic_growth_steps = r.integer("dynamic_growth_steps", 2000);
+    r.finish();
+    return mixed_precision::LossScaleOptimizer(inner, o);
+  }
   // The keys every optimizer has, in Keras' order.
   OptimizerOptions o;
   o.name = r.string("name", "");
@@ -352,7 +369,9 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
 
 Config serialize(const Optimizer& optimizer) {
   Config config = get_config(optimizer);
-  return keras_object("keras.optimizers", ca::optimizer_config(optimizer)->class_name,
+  return keras_object("keras.optimizers",
+                      optimizer.is_loss_scaled() ? "LossScaleOptimizer"
+                                                 : ca::optimizer_config(optimizer)->class_name,
                       std::move(config));
 }
 
@@ -835,7 +854,9 @@ void add_optimizer_variables(const Model& model,
                              const std::vector<std::pair<std::string, Variable>>& weights,
                              std::vector<std::pair<std::string, Variable>>& out,
                              std::map<std::string, std::string>& metadata) {
-  const optimizers::Optimizer opt = model.optimizer().without_loss_scale();
+  // The optimizer compile() uses: a LossScaleOptimizer (given, or made for mixed_float16) adds
+  // its step_counter and dynamic_scale in front, as Keras lists them.
+  const optimizers::Optimizer opt = model.optimizer();
   const auto config = ca::optimizer_config(opt);
   if (!config) return;
   std::map<const void*, std::string> path_of;
@@ -847,7 +868,9 @@ void add_optimizer_variables(const Model& model,
   };
   std::optional<Variable> u_product;
   for (const auto& [name, v] : opt.tracked_variables()) {
-    if (name == "iterations" || name == "learning_rate") add(name, v);
+    if (name == "step_counter" || name == "dynamic_scale" || name == "iterations" ||
+        name == "learning_rate")
+      add(name, v);
     if (name == "u_product") u_product = v;
   }
   const std::vector<std::string> names = opt.slot_names();
@@ -890,8 +913,9 @@ void restore_optimizer_variables(const Model& model, const safetensors::Reader& 
   TF_CHECK_ARG(what.is_array() && what.size() == in_file, "load_model",
                "'{}': the \"{}\" metadata does not describe the file's {} optimizer variable(s)",
                path, kOptimizerMetadata, in_file);
-  optimizers::Optimizer opt = model.optimizer().without_loss_scale();
-  std::map<std::string, Variable> own;  // iterations, learning_rate, u_product
+  optimizers::Optimizer opt = model.optimizer();
+  // iterations, learning_rate, u_product, a LossScaleOptimizer's step_counter and dynamic_scale
+  std::map<std::string, Variable> own;
   for (const auto& [name, v] : opt.tracked_variables()) own.emplace(name, v);
   std::map<std::string, Variable> by_path(weights.begin(), weights.end());
   const std::vector<std::string> slot_names = opt.slot_names();

@@ -17,8 +17,8 @@ namespace tapeflow::keras::saving::internal {
 
 // The "compile_config" to_json and save_model write: nullopt for a model that is not compiled,
 // or (after a warning naming what and why, from `op`) one whose compile state tapeflow cannot
-// write (a custom loss function, a metric object with options, a LossScaleOptimizer given to
-// compile, a custom schedule): it is then saved without its compile state.
+// write (a custom loss function, a metric object with options, a custom schedule): it is then
+// saved without its compile state.
 std::optional<Config> compile_config_to_save(const Model& model, const char* op);
 
 // Compiles `model` from the top-level "compile_config" of `object` (nothing when it is absent,

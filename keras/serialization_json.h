@@ -57,7 +57,7 @@ Layer deserialize(const Config& object);
 // writes is only name and dtype: MeanSquaredError, MeanAbsoluteError,
 // MeanAbsolutePercentageError, MeanSquaredLogarithmicError, RootMeanSquaredError, LogCoshError,
 // Poisson, KLDivergence, Hinge, SquaredHinge, CategoricalHinge, Accuracy, CategoricalAccuracy,
-// SparseCategoricalAccuracy), a LossScaleOptimizer given to compile, a custom schedule.
+// SparseCategoricalAccuracy), a custom schedule.
 Config get_compile_config(const Model& model);
 // Keras' model.compile_from_config(config): compiles `model` from a get_compile_config object.
 // Reading is strict: InvalidArgumentError naming the key (and the class) tapeflow cannot honour
@@ -74,13 +74,14 @@ namespace optimizers {
 // "clipnorm", "global_clipnorm", "clipvalue", "use_ema", "ema_momentum",
 // "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps" (the last five at
 // Keras' defaults: tapeflow has no EMA, loss scale factor or accumulation), then the class's
-// own keys, in Keras' order. UnimplementedError for a LossScaleOptimizer, a custom schedule or
+// own keys, in Keras' order; a LossScaleOptimizer: "name", "inner_optimizer" (serialized),
+// "initial_scale", "dynamic_growth_steps". UnimplementedError for a custom schedule or
 // exclude_from_weight_decay (Keras' config has no key for it).
 saving::Config get_config(const Optimizer& optimizer);
 // Keras' cls.from_config(config) for "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
-// "Adamax", "Nadam", "Ftrl", "Lion". Missing keys take the class's defaults; a key tapeflow
-// does not know or a value it cannot honour (use_ema=true, gradient_accumulation_steps) is an
-// InvalidArgumentError naming the class and the key.
+// "Adamax", "Nadam", "Ftrl", "Lion", "LossScaleOptimizer". Missing keys take the class's defaults;
+// a key tapeflow does not know or a value it cannot honour (use_ema=true,
+// gradient_accumulation_steps) is an InvalidArgumentError naming the class and the key.
 Optimizer from_config(const std::string& class_name, const saving::Config& config);
 // keras.optimizers.serialize / deserialize: {"module": "keras.optimizers", "class_name",
 // "config", "registered_name": null}; deserialize also takes a name ("adam", optimizers::get).

@@ -145,6 +145,25 @@ TEST_CASE("serialization compile: optimizer get_config is Keras'", "[keras][seri
                                          common +
                                          R"("beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-07,
 "amsgrad": false})"));
+  // keras.optimizers.serialize(keras.optimizers.LossScaleOptimizer(
+  //   keras.optimizers.SGD(0.1, momentum=0.9, name="sgd"), initial_scale=1024.0,
+  //   dynamic_growth_steps=10))
+  K::mixed_precision::LossScaleOptions ls;
+  ls.initial_scale = 1024.0;
+  ls.dynamic_growth_steps = 10;
+  const K::mixed_precision::LossScaleOptimizer lso(O::SGD(0.1, 0.9, false, named("sgd")), ls);
+  const std::string lso_json = R"({"module": "keras.optimizers",
+"class_name": "LossScaleOptimizer", "config": {"name": "loss_scale_optimizer",
+"inner_optimizer": {"module": "keras.optimizers", "class_name": "SGD", "config": {"name": "sgd",
+"learning_rate": 0.10000000149011612, "weight_decay": null, "clipnorm": null,
+"global_clipnorm": null, "clipvalue": null, "use_ema": false, "ema_momentum": 0.99,
+"ema_overwrite_frequency": null, "loss_scale_factor": null, "gradient_accumulation_steps": null,
+"momentum": 0.9, "nesterov": false}, "registered_name": null}, "initial_scale": 1024.0,
+"dynamic_growth_steps": 10}, "registered_name": null})";
+  check_json(O::serialize(lso), lso_json);
+  const O::Optimizer lso_back = O::deserialize(Config::parse(lso_json));
+  CHECK(lso_back.is_loss_scaled());
+  check_json(O::serialize(lso_back), lso_json);
   // The learning rate is the current one (a callback may have changed it), as Keras'.
   O::SGD sgd(0.5);
   sgd.set_learning_rate(0.25);
@@ -303,8 +322,9 @@ TEST_CASE("serialization compile: bad optimizer and schedule configs name the cl
   excl.exclude_from_weight_decay = {"bias"};
   TF_REQUIRE_THROWS_CONTAINING(O::get_config(O::AdamW(0.001, 0.004, 0.9, 0.999, 1e-7, false, excl)),
                                tf::UnimplementedError, "exclude_from_weight_decay");
-  TF_REQUIRE_THROWS_CONTAINING(O::get_config(K::mixed_precision::LossScaleOptimizer(O::SGD())),
-                               tf::UnimplementedError, "LossScaleOptimizer");
+  fails(R"({"class_name": "LossScaleOptimizer", "config": {"inner_optimizer": {
+"class_name": "SGD", "config": {"momentum": -1.0}}}})",
+        {"LossScaleOptimizer config key \"inner_optimizer\"", "momentum"});
 }
 
 namespace {
@@ -537,6 +557,48 @@ TEST_CASE("serialization compile: training resumes exactly after save_model and 
     const auto want = straight.get_weights(), got = resumed.get_weights();
     REQUIRE(got.size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 0.0, 0.0);
+  }
+  // Under mixed_float16, compile wraps the optimizer in a LossScaleOptimizer: its scale and step
+  // counter are saved too (first), so float16 training also resumes exactly.
+  {
+    struct PolicyScope {
+      PolicyScope() { K::mixed_precision::set_global_policy("mixed_float16"); }
+      ~PolicyScope() { K::mixed_precision::reset_global_policy(); }
+    };
+    {
+      PolicyScope mixed;
+      small_model().save(dir / "init16.tfmodel");
+    }
+    // Loaded without the global policy: the layers' configs carry mixed_float16.
+    const tf::Tensor big_y = tf::multiply(y, tf::Tensor(100.0));  // some steps overflow float16
+    K::Model straight = K::models::load_model(dir / "init16.tfmodel");
+    straight.compile(O::Adam(0.01), "mse");
+    REQUIRE(straight.optimizer().is_loss_scaled());
+    train(straight, x, big_y, 0, 7);
+    K::Model first = K::models::load_model(dir / "init16.tfmodel");
+    first.compile(O::Adam(0.01), "mse");
+    train(first, x, big_y, 0, 3);
+    first.save(dir / "mid16.tfmodel");
+    K::Model resumed = K::models::load_model(dir / "mid16.tfmodel");
+    REQUIRE(resumed.optimizer().is_loss_scaled());
+    const auto scale_of = [](const K::Model& m) {
+      return K::mixed_precision::LossScaleOptimizer::from(m.optimizer())
+          .dynamic_scale()
+          .value()
+          .item<float>();
+    };
+    CHECK(scale_of(first) < 32768.0f);  // overflowing steps halved it: the state matters
+    CHECK(scale_of(resumed) == scale_of(first));
+    train(resumed, x, big_y, 3, 4);
+    CHECK(scale_of(resumed) == scale_of(straight));
+    const auto want = straight.get_weights(), got = resumed.get_weights();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 0.0, 0.0);
+    K::safetensors::Reader mid16(dir / "mid16.tfmodel");
+    const Config what = Config::parse(mid16.metadata().at("optimizer_variables"));
+    CHECK(what[0] == "step_counter");
+    CHECK(what[1] == "dynamic_scale");
+    CHECK(what[2] == "iterations");
   }
   // The optimizer's variables sit under Keras' paths, in Keras' order (SGD: iterations,
   // learning_rate, then one momentum per weight; RMSprop: every velocity, every momentum, every
