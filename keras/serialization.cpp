@@ -17,6 +17,7 @@
 #include "keras/layers_more.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_compile.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
 
@@ -1127,13 +1128,8 @@ Layer deserialize(const Config& object) {
       object.dump().substr(0, 80));
   const std::string cls = object["class_name"].get<std::string>();
   check_object_keys(object, cls, {"compile_config"});
+  // A top-level "compile_config" is read by models::model_from_json and load_model.
   const Config config = object.contains("config") ? object["config"] : Config::object();
-  if (object.contains("compile_config") && !object["compile_config"].is_null() &&
-      !object["compile_config"].empty())
-    spdlog::warn(
-        "model_from_json: the compile_config of \"{}\" is not restored by tapeflow; call "
-        "compile() on the loaded model",
-        cls);
   if (cls == "Sequential") return sequential_from(config, object);
   return from_config(cls, config);
 }
@@ -1163,10 +1159,14 @@ Layer from_config_json(const std::string& class_name, const std::string& config_
 namespace models {
 
 std::string to_json(const Model& model, int indent) {
-  return saving::serialize(model).dump(indent);
+  saving::Config object = saving::serialize(model);
+  if (auto cc = saving::internal::compile_config_to_save(model, "to_json"))
+    object["compile_config"] = std::move(*cc);
+  return object.dump(indent);
 }
 
-Model model_from_json(const std::string& json) {
+namespace {
+Model model_from_json(const std::string& json, bool compile, const std::string& where) {
   saving::Config object;
   try {
     object = saving::Config::parse(json);
@@ -1189,7 +1189,14 @@ Model model_from_json(const std::string& json) {
    public:
     explicit Handle(std::shared_ptr<detail::ModelImpl> impl) : Model(std::move(impl)) {}
   };
-  return Handle(model_impl);
+  Model model = Handle(model_impl);
+  if (compile) saving::internal::compile_from_object(model, object, where);
+  return model;
+}
+}  // namespace
+
+Model model_from_json(const std::string& json) {
+  return model_from_json(json, true, "model_from_json");
 }
 
 void save_model(const Model& model, const std::string& path) {
@@ -1197,16 +1204,23 @@ void save_model(const Model& model, const std::string& path) {
              "model \"{}\" is not built: call it on data or build() it before saving (its weights "
              "do not exist yet)",
              model.name());
-  const std::string config = to_json(model);
+  saving::Config object = saving::serialize(model);
+  auto compile_config = saving::internal::compile_config_to_save(model, "save_model");
+  if (compile_config) object["compile_config"] = std::move(*compile_config);
   std::vector<std::pair<std::string, Variable>> vars;
   saving::collect_weights(model, "", vars);
-  safetensors::save_variables(path, vars,
-                              {{"format", saving::kFormat},
-                               {"format_version", saving::kFormatVersion},
-                               {"config", config}});
+  std::map<std::string, std::string> metadata{{"format", saving::kFormat},
+                                              {"format_version", saving::kFormatVersion},
+                                              {"config", object.dump()}};
+  // The optimizer's state goes with the compile state that can rebuild the optimizer.
+  if (compile_config) {
+    const auto weights = vars;
+    saving::internal::add_optimizer_variables(model, weights, vars, metadata);
+  }
+  safetensors::save_variables(path, vars, metadata);
 }
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& path, bool compile) {
   std::string config;
   {
     safetensors::Reader reader(path);
@@ -1231,7 +1245,7 @@ Model load_model(const std::string& path) {
   }
   Model model = [&] {
     try {
-      return model_from_json(config);
+      return model_from_json(config, compile, "load_model('" + path + "')");
     } catch (const InvalidArgumentError& e) {
       TF_THROW(InvalidArgumentError, "load_model", "'{}': the model config does not load: {}", path,
                e.what());
@@ -1244,10 +1258,15 @@ Model load_model(const std::string& path) {
   std::vector<std::pair<std::string, Variable>> vars;
   saving::collect_weights(model, "", vars);
   // Checks every name, shape and dtype before assigning anything.
-  const auto unused = safetensors::load_variables(path, vars);
+  auto unused = safetensors::load_variables(path, vars);
+  std::erase_if(unused, [](const std::string& n) {
+    return n.rfind(saving::internal::kOptimizerPrefix, 0) == 0;
+  });
   TF_CHECK_ARG(unused.empty(), "load_model",
                "'{}' holds {} weight(s) the config's model does not have, first \"{}\"", path,
                unused.size(), unused.empty() ? "" : safetensors::detail::printable(unused[0]));
+  if (model.compiled())
+    saving::internal::restore_optimizer_variables(model, safetensors::Reader(path), vars);
   return model;
 }
 

@@ -550,7 +550,7 @@ TEST_CASE("serialization: save_model and load_model round trip a trained model",
 
     K::Model loaded = K::models::load_model(path);
     CHECK(loaded.name() == "trained");
-    CHECK(!loaded.compiled());  // compile state is not saved
+    CHECK(loaded.compiled());  // with its compile state (test_serialization_compile.cpp)
     REQUIRE(loaded.variables().size() == model.variables().size());
     for (size_t i = 0; i < model.variables().size(); ++i)
       check_close(loaded.variables()[i].value(), model.variables()[i].value(), 0.0, 0.0);
