@@ -33,52 +33,21 @@
 
 namespace tapeflow::keras {
 
-namespace {
-// Set while detail::compile_access::record_of reads a spec: resolve() then reports what it
-// holds there instead of resolving (the specs keep their name private; compile records them for
-// Keras' get_compile_config without a change to their public header).
-thread_local detail::compile_access::SpecRecord* g_spec_probe = nullptr;
-
-class SpecProbe {
- public:
-  explicit SpecProbe(detail::compile_access::SpecRecord& r) { g_spec_probe = &r; }
-  ~SpecProbe() { g_spec_probe = nullptr; }
-  SpecProbe(const SpecProbe&) = delete;
-  SpecProbe& operator=(const SpecProbe&) = delete;
-};
-}  // namespace
-
 metrics::Metric MetricSpec::resolve(const losses::Loss& loss) const {
-  if (g_spec_probe != nullptr) {
-    g_spec_probe->name = name_;
-    g_spec_probe->metric = metric_;
-    return {};
-  }
   if (metric_) return *metric_;
   return metrics::get(name_, loss);
 }
 
 losses::Loss LossSpec::resolve() const {
-  if (g_spec_probe != nullptr) {
-    g_spec_probe->name = name_;
-    g_spec_probe->loss = loss_;
-    return {};
-  }
   return loss_.defined() ? loss_ : losses::get(name_);
 }
 
 namespace detail::compile_access {
 SpecRecord record_of(const LossSpec& spec) {
-  SpecRecord r;
-  SpecProbe probe(r);
-  (void)spec.resolve();
-  return r;
+  return SpecRecord{spec.name(), spec.loss(), std::nullopt};
 }
 SpecRecord record_of(const MetricSpec& spec) {
-  SpecRecord r;
-  SpecProbe probe(r);
-  (void)spec.resolve(losses::Loss());
-  return r;
+  return SpecRecord{spec.name(), losses::Loss(), spec.metric()};
 }
 }  // namespace detail::compile_access
 

@@ -93,6 +93,9 @@ class MetricSpec {
     requires std::is_base_of_v<metrics::Metric, M>
   MetricSpec(M metric) : metric_(std::move(metric)) {}  // NOLINT
   metrics::Metric resolve(const losses::Loss& loss) const;
+  // As given: the name (empty for a metric object) or the object.
+  const std::string& name() const { return name_; }
+  const std::optional<metrics::Metric>& metric() const { return metric_; }
 
  private:
   std::string name_;
@@ -106,6 +109,9 @@ class LossSpec {
   LossSpec(std::string name) : name_(std::move(name)) {}   // NOLINT
   LossSpec(losses::Loss loss) : loss_(std::move(loss)) {}  // NOLINT
   losses::Loss resolve() const;
+  // As given: the name (empty for a Loss object) or the object (undefined for a name).
+  const std::string& name() const { return name_; }
+  const losses::Loss& loss() const { return loss_; }
 
  private:
   std::string name_;
