@@ -25,6 +25,7 @@
 #include "ops/factory.h"
 #include "ops/random.h"
 #include "ops/unary.h"
+#include "serialization_testing.h"
 #include "support/temp_dir.h"
 #include "support/testing.h"
 
@@ -38,22 +39,6 @@ using tf::testing::check_values;
 using tf::testing::TempDir;
 
 namespace {
-
-// The weights /tmp/kser_ref.py gave the Keras models: weight i (model.get_weights() order),
-// element j: 0.5 sin(0.37 j + 1.3 i), plus 1 for weight `plus_one` (a moving variance).
-void set_formula_weights(const K::Model& model, int plus_one = -1) {
-  std::vector<tf::Tensor> values;
-  const auto current = model.get_weights();
-  for (size_t i = 0; i < current.size(); ++i) {
-    const int64_t n = current[i].shape().num_elements();
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j)
-      v[j] = 0.5 * std::sin(0.37 * double(j) + 1.3 * double(i)) +
-             (static_cast<int>(i) == plus_one ? 1.0 : 0.0);
-    values.push_back(tf::cast(tf::convert_to_tensor(v, current[i].shape()), current[i].dtype()));
-  }
-  model.set_weights(values);
-}
 
 tf::Tensor input_a() {  // np.cos(0.1 * arange(144)).reshape(2, 6, 6, 2)
   std::vector<double> v(144);
@@ -364,7 +349,7 @@ TEST_CASE("serialization: Keras Sequential JSON with conv pooling and batch norm
     for (const K::Layer& l : model.layers()) names.push_back(l.name());
     CHECK(names == std::vector<std::string>{"conv", "bn", "pool", "avg", "flat", "drop", "dense",
                                             "relu", "soft"});
-    set_formula_weights(model, 5);
+    tf::testing::set_formula_weights(model, 5);
     check_values(model(input_a(), false), kAPred, 1e-5, 1e-6);
   }
 }
@@ -376,7 +361,7 @@ TEST_CASE("serialization: Keras functional JSON with an Add branch predicts as K
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kBJson);
     CHECK(model.name() == "fun");
-    set_formula_weights(model);
+    tf::testing::set_formula_weights(model);
     check_values(model(input_b(), false), kBPred, 1e-5, 1e-6);
   }
 }
@@ -389,7 +374,7 @@ TEST_CASE(
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kDJson);
     CHECK(model.layers().size() == 4);  // in, shared (called twice), cat, do
-    set_formula_weights(model);
+    tf::testing::set_formula_weights(model);
     check_values(model(input_d(), false), kDPred, 1e-5, 1e-6);
   }
 }
@@ -400,7 +385,7 @@ TEST_CASE("serialization: Keras JSON with Embedding Reshape Activation and a reg
     tf::DeviceScope scope(device.to_string());
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kCJson);
-    set_formula_weights(model);
+    tf::testing::set_formula_weights(model);
     check_values(model(input_c(), false), kCPred, 1e-5, 1e-6);
     // The L2(1e-4) kernel regularizer came through: its penalty is a loss of the model.
     REQUIRE(model.losses().size() == 1);
@@ -583,7 +568,7 @@ TEST_CASE("serialization: save_model and load_model round trip a functional mode
           "[keras][serialization]") {
   TempDir dir;
   K::Model model = K::models::model_from_json(kBJson);
-  set_formula_weights(model);
+  tf::testing::set_formula_weights(model);
   K::models::save_model(model, dir / "fun.tfmodel");
   K::Model loaded = K::models::load_model(dir / "fun.tfmodel");
   check_values(loaded(input_b(), false), kBPred, 1e-5, 1e-6);
