@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -696,9 +697,19 @@ class NormalizationImpl final : public LayerImpl {
     v.assign(reshape(cast(var, v.dtype()), ws));
   }
   layers::NormalizationOptions o_;
+
+ public:
+  const layers::NormalizationOptions& options() const { return o_; }
 };
 
 }  // namespace
+
+std::optional<layers::NormalizationOptions> detail::layer_options::normalization(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const NormalizationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->options();
+}
 
 namespace layers {
 

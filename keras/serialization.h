@@ -12,7 +12,10 @@
 // Supported classes: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
 // BatchNormalization, ReLU, Softmax, Activation, Embedding, LayerNormalization, Reshape,
 // InputLayer (in models), Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate,
-// Sequential and functional models (nested too), and whatever saving::register_layer adds.
+// SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed, MultiHeadAttention, Attention,
+// AdditiveAttention (self-attention in functional models), Masking, Normalization,
+// Discretization, CategoryEncoding, Sequential and functional models (nested too), and whatever
+// saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
 // JSON text here. keras/serialization_json.h has the same calls on nlohmann::ordered_json
@@ -57,9 +60,12 @@ Model model_from_json(const std::string& json);
 // whose __metadata__ holds {"format": "tapeflow.keras.model", "format_version": "1",
 // "config": to_json(model)} and whose tensors are every layer's own weights, named as Keras 3's
 // .weights.h5 paths: "layers/<layer name>/vars/<i>" (nested models: "layers/<model>/layers/
-// <layer>/vars/<i>"), i in the layer's weight creation order. Written atomically (a temporary
-// file renamed over `path`: a save never leaves a torn file behind). The model must be built
-// (FailedPreconditionError otherwise). The optimizer and compile state are not saved.
+// <layer>/vars/<i>"), i in the layer's weight creation order; the classes Keras nests deeper
+// as there ("layers/<lstm>/cell/vars/<i>", "layers/<bidirectional>/forward_layer/cell/...",
+// "layers/<time_distributed>/layer/...", "layers/<mha>/query_dense/vars/<i>", ...). Written
+// atomically (a temporary file renamed over `path`: a save never leaves a torn file behind). The
+// model must be built (FailedPreconditionError otherwise). The optimizer and compile state are not
+// saved.
 void save_model(const Model& model, const std::string& path);
 // keras.models.load_model(path): the model saved at `path`, with its weights. NotFoundError for
 // a missing file; InvalidArgumentError for a file that is not a tapeflow model, a config that
