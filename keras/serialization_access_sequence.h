@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "keras/layers.h"
@@ -63,6 +64,21 @@ struct DiscretizationConfig {
   double epsilon = 0.01;
 };
 
+// Resizing, CenterCrop and the Random* augmentation layers: the options of the class (the others
+// keep their defaults).
+struct ImageLayerConfig {
+  std::string class_name;
+  int64_t height = 0, width = 0;               // Resizing, CenterCrop, RandomCrop
+  layers::ResizingOptions resizing;            // Resizing
+  layers::RandomTransformOptions transform;    // RandomRotation, RandomZoom, RandomTranslation
+  std::optional<int64_t> seed;                 // the other random layers
+  std::string mode;                            // RandomFlip
+  std::pair<double, double> factor{0.0, 0.0};  // the range (RandomZoom, RandomTranslation: height)
+  std::optional<std::pair<double, double>> width_factor;  // RandomZoom (none: height's), ...
+  std::pair<double, double> value_range{0.0, 255.0};
+  double grayscale_factor = 0.5;  // RandomGrayscale
+};
+
 // keras/layers_recurrent.cpp
 std::optional<RecurrentConfig> recurrent(const LayerImpl& layer);
 std::optional<BidirectionalConfig> bidirectional(const LayerImpl& layer);
@@ -80,6 +96,7 @@ std::optional<AttentionConfig> attention(const LayerImpl& layer);
 std::optional<Layer> time_distributed_layer(const LayerImpl& layer);
 // keras/layers_preprocessing.cpp
 std::optional<layers::NormalizationOptions> normalization(const LayerImpl& layer);
+std::optional<ImageLayerConfig> image_layer(const LayerImpl& layer);
 // keras/layers_extra.cpp
 std::optional<CategoryEncodingConfig> category_encoding(const LayerImpl& layer);
 std::optional<DiscretizationConfig> discretization(const LayerImpl& layer);

@@ -476,6 +476,151 @@ Layer category_encoding_from(const Config& config) {
   return l;
 }
 
+// ---- Resizing, CenterCrop, the Random* augmentation layers ----
+
+Config range_json(std::pair<double, double> r) {
+  return Config::array({r.first, r.second});
+}
+// A Keras factor: a number or a [lower, upper] pair.
+layers::Factor factor_of(Reader& r, const std::string& key) {
+  const Config& v = r.require(key);
+  if (v.is_number()) return layers::Factor(v.get<double>());
+  if (v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number())
+    return layers::Factor(v[0].get<double>(), v[1].get<double>());
+  r.fail(key, "must be a number or a list of 2 numbers, got " + r.got(v));
+}
+std::pair<double, double> value_range_of(Reader& r) {
+  if (!r.has("value_range")) return {0.0, 255.0};
+  const layers::Factor f = factor_of(r, "value_range");
+  if (f.single) r.fail("value_range", "must be a list of 2 numbers");
+  return {f.lower, f.upper};
+}
+
+// Keras' keys of each class, in its order.
+Config image_get(const Layer& layer) {
+  auto c = need(lo::image_layer(layer.impl()), layer);
+  const std::string& cls = c.class_name;
+  Config out{{"data_format", "channels_last"}};
+  if (cls == "Resizing" || cls == "CenterCrop" || cls == "RandomCrop") {
+    out["height"] = c.height;
+    out["width"] = c.width;
+  }
+  if (cls == "Resizing") {
+    const layers::ResizingOptions& o = c.resizing;
+    out["interpolation"] = o.interpolation;
+    out["crop_to_aspect_ratio"] = o.crop_to_aspect_ratio;
+    out["pad_to_aspect_ratio"] = o.pad_to_aspect_ratio;
+    out["fill_mode"] = o.fill_mode;
+    out["fill_value"] = o.fill_value;
+    out["antialias"] = o.antialias;
+  } else if (cls == "RandomCrop") {
+    out["seed"] = seed_json(c.seed);
+  } else if (cls == "RandomFlip") {
+    out["seed"] = seed_json(c.seed);
+    out["mode"] = c.mode;
+  } else if (cls == "RandomRotation") {
+    out["factor"] = range_json(c.factor);
+    out["fill_mode"] = c.transform.fill_mode;
+    out["fill_value"] = c.transform.fill_value;
+    out["interpolation"] = c.transform.interpolation;
+    out["seed"] = seed_json(c.transform.seed);
+  } else if (cls == "RandomZoom" || cls == "RandomTranslation") {
+    out["height_factor"] = range_json(c.factor);
+    out["width_factor"] = c.width_factor ? range_json(*c.width_factor) : Config(nullptr);
+    out["fill_mode"] = c.transform.fill_mode;
+    out["interpolation"] = c.transform.interpolation;
+    out["seed"] = seed_json(c.transform.seed);
+    out["fill_value"] = c.transform.fill_value;
+  } else if (cls == "RandomGrayscale") {
+    out["factor"] = c.grayscale_factor;  // Keras writes no seed here
+  } else if (cls != "CenterCrop") {      // RandomContrast, RandomBrightness, RandomSaturation, ...
+    out["factor"] = range_json(c.factor);
+    out["value_range"] = range_json(c.value_range);
+    out["seed"] = seed_json(c.seed);
+  }
+  return out;
+}
+
+layers::RandomTransformOptions transform_of(Reader& r, const Base& b) {
+  layers::RandomTransformOptions o;
+  o.fill_mode = r.string("fill_mode", "reflect");
+  o.interpolation = r.string("interpolation", "bilinear");
+  o.seed = r.optional_integer("seed");
+  o.fill_value = r.number("fill_value", 0.0);
+  o.name = b.name;
+  return o;
+}
+
+template <const char* kClass>
+Layer image_from(const Config& config) {
+  const std::string cls = kClass;
+  Reader r(cls, config);
+  Base b = read_base(r);
+  read_data_format(r);
+  Layer l = [&]() -> Layer {
+    try {
+      if (cls == "Resizing" || cls == "CenterCrop" || cls == "RandomCrop") {
+        const int64_t h = r.integer("height"), w = r.integer("width");
+        if (cls == "CenterCrop") return layers::CenterCrop(h, w, b.name);
+        if (cls == "RandomCrop")
+          return layers::RandomCrop(h, w, r.optional_integer("seed"), b.name);
+        layers::ResizingOptions o;
+        o.interpolation = r.string("interpolation", "bilinear");
+        o.crop_to_aspect_ratio = r.boolean("crop_to_aspect_ratio", false);
+        o.pad_to_aspect_ratio = r.boolean("pad_to_aspect_ratio", false);
+        o.fill_mode = r.string("fill_mode", "constant");
+        o.fill_value = r.number("fill_value", 0.0);
+        o.antialias = r.boolean("antialias", false);
+        o.name = b.name;
+        return layers::Resizing(h, w, o);
+      }
+      if (cls == "RandomFlip") {
+        const auto seed = r.optional_integer("seed");
+        return layers::RandomFlip(r.string("mode", "horizontal_and_vertical"), seed, b.name);
+      }
+      if (cls == "RandomRotation") {
+        const layers::Factor f = factor_of(r, "factor");
+        return layers::RandomRotation(f, transform_of(r, b));
+      }
+      if (cls == "RandomZoom" || cls == "RandomTranslation") {
+        const layers::Factor h = factor_of(r, "height_factor");
+        std::optional<layers::Factor> w;
+        if (const Config* v = r.find("width_factor"); v != nullptr && !v->is_null())
+          w = factor_of(r, "width_factor");
+        if (cls == "RandomZoom") return layers::RandomZoom(h, w, transform_of(r, b));
+        if (!w) r.fail("width_factor", "is required");
+        return layers::RandomTranslation(h, *w, transform_of(r, b));
+      }
+      if (cls == "RandomGrayscale") {
+        const double f = r.number("factor", 0.5);
+        return layers::RandomGrayscale(f, r.optional_integer("seed"), b.name);
+      }
+      const layers::Factor f = factor_of(r, "factor");
+      const auto vr = value_range_of(r);
+      const auto seed = r.optional_integer("seed");
+      if (cls == "RandomContrast") return layers::RandomContrast(f, vr, seed, b.name);
+      if (cls == "RandomBrightness") return layers::RandomBrightness(f, vr, seed, b.name);
+      if (cls == "RandomSaturation") return layers::RandomSaturation(f, vr, seed, b.name);
+      return layers::RandomHue(f, vr, seed, b.name);
+    } catch (const InvalidArgumentError& e) {
+      // The constructor's checks name the option (factor, mode, fill_mode, ...); the Reader's
+      // errors name the key already.
+      if (std::string(e.what()).find(" config key ") != std::string::npos) throw;
+      TF_THROW(InvalidArgumentError, "from_config", "{} config: {}", cls, e.what());
+    }
+  }();
+  r.finish();
+  apply_base(l, b);
+  return l;
+}
+
+constexpr char kResizing[] = "Resizing", kCenterCrop[] = "CenterCrop", kRandomCrop[] = "RandomCrop",
+               kRandomFlip[] = "RandomFlip", kRandomRotation[] = "RandomRotation",
+               kRandomZoom[] = "RandomZoom", kRandomTranslation[] = "RandomTranslation",
+               kRandomContrast[] = "RandomContrast", kRandomBrightness[] = "RandomBrightness",
+               kRandomGrayscale[] = "RandomGrayscale", kRandomSaturation[] = "RandomSaturation",
+               kRandomHue[] = "RandomHue";
+
 // Whether Keras calls `layer` with several inputs: 2 (MultiHeadAttention, positional) or 1
 // (Attention and AdditiveAttention: one list); 0 for the other classes.
 int keras_call_form(const Layer& layer) {
@@ -538,6 +683,18 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "Normalization", normalization_get, normalization_from, normalization_weights);
   add_builtin(m, "Discretization", discretization_get, discretization_from);
   add_builtin(m, "CategoryEncoding", category_encoding_get, category_encoding_from);
+  add_builtin(m, kResizing, image_get, image_from<kResizing>);
+  add_builtin(m, kCenterCrop, image_get, image_from<kCenterCrop>);
+  add_builtin(m, kRandomCrop, image_get, image_from<kRandomCrop>);
+  add_builtin(m, kRandomFlip, image_get, image_from<kRandomFlip>);
+  add_builtin(m, kRandomRotation, image_get, image_from<kRandomRotation>);
+  add_builtin(m, kRandomZoom, image_get, image_from<kRandomZoom>);
+  add_builtin(m, kRandomTranslation, image_get, image_from<kRandomTranslation>);
+  add_builtin(m, kRandomContrast, image_get, image_from<kRandomContrast>);
+  add_builtin(m, kRandomBrightness, image_get, image_from<kRandomBrightness>);
+  add_builtin(m, kRandomGrayscale, image_get, image_from<kRandomGrayscale>);
+  add_builtin(m, kRandomSaturation, image_get, image_from<kRandomSaturation>);
+  add_builtin(m, kRandomHue, image_get, image_from<kRandomHue>);
 }
 
 }  // namespace tapeflow::keras::saving::internal

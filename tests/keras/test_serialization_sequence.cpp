@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/device.h"
@@ -506,6 +507,83 @@ null, "output_axes": null}, "registered_name": null}, "bias_initializer": {"modu
 const std::vector<double> kHPred = {-0.18746930360794067, -0.20990151166915894, -0.655225396156311,
                                     -0.816241979598999};
 
+// The image layers (Keras 3.15.1, json.dumps(layer.get_config())):
+//   layers.Resizing(8, 6, interpolation="nearest", crop_to_aspect_ratio=True, name="rs")
+//   layers.CenterCrop(4, 5, name="cc"); layers.RandomCrop(4, 5, seed=3, name="rc")
+//   layers.RandomFlip("vertical", seed=2, name="rf")
+//   layers.RandomRotation(0.2, fill_mode="constant", interpolation="nearest", seed=1,
+//       fill_value=0.5, name="rr")
+//   layers.RandomZoom((-0.2, 0.2), width_factor=(-0.1, 0.3), seed=4, name="rz")
+//   layers.RandomTranslation((-0.1, 0.1), (-0.2, 0.2), name="rt")
+//   layers.RandomContrast(0.3, value_range=(0., 1.), seed=5, name="rcon")
+//   layers.RandomBrightness((-0.2, 0.1), value_range=(0., 1.), name="rb")
+//   layers.RandomGrayscale(0.3, name="rg"); layers.RandomSaturation(0.4, name="rsat")
+//   layers.RandomHue(0.2, name="rh")
+const char* const kResizingConfig = R"json(
+{"name": "rs", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"height": 8, "width": 6, "interpolation": "nearest", "crop_to_aspect_ratio": true,
+"pad_to_aspect_ratio": false, "fill_mode": "constant", "fill_value": 0.0, "antialias": false}
+)json";
+const char* const kCenterCropConfig = R"json(
+{"name": "cc", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"height": 4, "width": 5}
+)json";
+const char* const kRandomCropConfig = R"json(
+{"name": "rc", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"height": 4, "width": 5, "seed": 3}
+)json";
+const char* const kRandomFlipConfig = R"json(
+{"name": "rf", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last", "seed":
+2, "mode": "vertical"}
+)json";
+const char* const kRandomRotationConfig = R"json(
+{"name": "rr", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": [-0.2, 0.2], "fill_mode": "constant", "fill_value": 0.5, "interpolation": "nearest",
+"seed": 1}
+)json";
+const char* const kRandomZoomConfig = R"json(
+{"name": "rz", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"height_factor": [-0.2, 0.2], "width_factor": [-0.1, 0.3], "fill_mode": "reflect",
+"interpolation": "bilinear", "seed": 4, "fill_value": 0.0}
+)json";
+const char* const kRandomTranslationConfig = R"json(
+{"name": "rt", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"height_factor": [-0.1, 0.1], "width_factor": [-0.2, 0.2], "fill_mode": "reflect",
+"interpolation": "bilinear", "seed": null, "fill_value": 0.0}
+)json";
+const char* const kRandomContrastConfig = R"json(
+{"name": "rcon", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": [0, 0.3], "value_range": [0.0, 1.0], "seed": 5}
+)json";
+const char* const kRandomBrightnessConfig = R"json(
+{"name": "rb", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": [-0.2, 0.1], "value_range": [0.0, 1.0], "seed": null}
+)json";
+const char* const kRandomGrayscaleConfig = R"json(
+{"name": "rg", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": 0.3}
+)json";
+const char* const kRandomSaturationConfig = R"json(
+{"name": "rsat", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": [-0.4, 0.4], "value_range": [0, 255], "seed": null}
+)json";
+const char* const kRandomHueConfig = R"json(
+{"name": "rh", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "data_format": "channels_last",
+"factor": [0, 0.2], "value_range": [0, 255], "seed": null}
+)json";
+
 // The layers of a model's JSON after its InputLayer.
 std::vector<Config> layer_configs(const Config& model) {
   std::vector<Config> out;
@@ -967,4 +1045,75 @@ TEST_CASE("serialization: bad preprocessing configs name the class and the key",
   c["sparse"] = true;
   tf::testing::require_error([&] { K::saving::from_config("CategoryEncoding", c); },
                              {"CategoryEncoding", "sparse"});
+}
+
+TEST_CASE("serialization: image preprocessing layers write Keras' get_config",
+          "[keras][serialization]") {
+  using L::Factor;
+  const std::vector<std::tuple<std::string, K::Layer, const char*>> cases = {
+      {"Resizing",
+       L::Resizing(8, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "rs"}),
+       kResizingConfig},
+      {"CenterCrop", L::CenterCrop(4, 5, "cc"), kCenterCropConfig},
+      {"RandomCrop", L::RandomCrop(4, 5, 3, "rc"), kRandomCropConfig},
+      {"RandomFlip", L::RandomFlip("vertical", 2, "rf"), kRandomFlipConfig},
+      {"RandomRotation",
+       L::RandomRotation(0.2, {.fill_mode = "constant",
+                               .interpolation = "nearest",
+                               .seed = 1,
+                               .fill_value = 0.5,
+                               .name = "rr"}),
+       kRandomRotationConfig},
+      {"RandomZoom", L::RandomZoom(Factor(-0.2, 0.2), Factor(-0.1, 0.3), {.seed = 4, .name = "rz"}),
+       kRandomZoomConfig},
+      {"RandomTranslation",
+       L::RandomTranslation(Factor(-0.1, 0.1), Factor(-0.2, 0.2), {.name = "rt"}),
+       kRandomTranslationConfig},
+      {"RandomContrast", L::RandomContrast(0.3, {0.0, 1.0}, 5, "rcon"), kRandomContrastConfig},
+      {"RandomBrightness", L::RandomBrightness(Factor(-0.2, 0.1), {0.0, 1.0}, std::nullopt, "rb"),
+       kRandomBrightnessConfig},
+      {"RandomGrayscale", L::RandomGrayscale(0.3, std::nullopt, "rg"), kRandomGrayscaleConfig},
+      {"RandomSaturation", L::RandomSaturation(0.4, {0.0, 255.0}, std::nullopt, "rsat"),
+       kRandomSaturationConfig},
+      {"RandomHue", L::RandomHue(0.2, {0.0, 255.0}, std::nullopt, "rh"), kRandomHueConfig}};
+  for (const auto& [cls, layer, json] : cases) {
+    CAPTURE(cls);
+    const Config keras = Config::parse(json);
+    CHECK(K::saving::get_config(layer) == keras);
+    // Keras' config loads and writes back unchanged.
+    K::Layer loaded = K::saving::from_config(cls, keras);
+    CHECK(loaded.class_name() == cls);
+    CHECK(K::saving::get_config(loaded) == keras);
+  }
+  // Resizing's options reach the layer: "rs" crops (6, 9) to the 8:6 aspect, then resizes.
+  K::Layer rs = K::saving::from_config_json("Resizing", kResizingConfig);
+  CHECK(rs(tf::ones({1, 6, 9, 2}, tf::float32), false).shape() == tf::TensorShape({1, 8, 6, 2}));
+}
+
+TEST_CASE("serialization: bad image layer configs name the class and the key",
+          "[keras][serialization]") {
+  Config c = Config::parse(kRandomRotationConfig);
+  c["factor"] = Config::parse("[-2.0, 0.5]");
+  tf::testing::require_error([&] { K::saving::from_config("RandomRotation", c); },
+                             {"RandomRotation", "factor"});
+  c = Config::parse(kRandomRotationConfig);
+  c["factor"] = "big";
+  tf::testing::require_error([&] { K::saving::from_config("RandomRotation", c); },
+                             {"RandomRotation", "factor", "number"});
+  c = Config::parse(kRandomFlipConfig);
+  c["mode"] = "diagonal";
+  tf::testing::require_error([&] { K::saving::from_config("RandomFlip", c); },
+                             {"RandomFlip", "mode", "diagonal"});
+  c = Config::parse(kResizingConfig);
+  c["data_format"] = "channels_first";
+  tf::testing::require_error([&] { K::saving::from_config("Resizing", c); },
+                             {"Resizing", "data_format", "channels_first"});
+  c = Config::parse(kCenterCropConfig);
+  c["interpolation"] = "nearest";  // Resizing's key
+  tf::testing::require_error([&] { K::saving::from_config("CenterCrop", c); },
+                             {"CenterCrop", "interpolation"});
+  c = Config::parse(kRandomContrastConfig);
+  c["value_range"] = 1.0;
+  tf::testing::require_error([&] { K::saving::from_config("RandomContrast", c); },
+                             {"RandomContrast", "value_range"});
 }
