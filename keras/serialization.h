@@ -14,7 +14,9 @@
 // InputLayer (in models), Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate,
 // SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed, MultiHeadAttention, Attention,
 // AdditiveAttention (self-attention in functional models), Masking, Normalization,
-// Discretization, CategoryEncoding, Sequential and functional models (nested too), and whatever
+// Discretization, CategoryEncoding, Resizing, CenterCrop, RandomCrop, RandomFlip, RandomRotation,
+// RandomZoom, RandomTranslation, RandomContrast, RandomBrightness, RandomGrayscale,
+// RandomSaturation, RandomHue, Sequential and functional models (nested too), and whatever
 // saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
