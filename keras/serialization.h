@@ -12,12 +12,12 @@
 // Supported classes: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
 // BatchNormalization, ReLU, Softmax, Activation, Embedding, LayerNormalization, Reshape,
 // InputLayer (in models), Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate,
-// SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed, MultiHeadAttention, Attention,
-// AdditiveAttention (self-attention in functional models), Masking, Normalization,
-// Discretization, CategoryEncoding, Resizing, CenterCrop, RandomCrop, RandomFlip, RandomRotation,
-// RandomZoom, RandomTranslation, RandomContrast, RandomBrightness, RandomGrayscale,
-// RandomSaturation, RandomHue, Sequential and functional models (nested too), and whatever
-// saving::register_layer adds.
+// SimpleRNN, LSTM, GRU, RNN (with the built-in cells), Bidirectional, TimeDistributed,
+// MultiHeadAttention, Attention, AdditiveAttention (self-attention in functional models),
+// Masking, Normalization, Discretization, CategoryEncoding, Resizing, CenterCrop, RandomCrop,
+// RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast, RandomBrightness,
+// RandomGrayscale, RandomSaturation, RandomHue, Sequential and functional models (nested too),
+// and whatever saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
 // JSON text here. keras/serialization_json.h has the same calls on nlohmann::ordered_json

@@ -5,10 +5,11 @@
 // layers' configs as given). Each accessor returns nullopt when the layer is not of that class.
 // Defined beside the layers (keras/layers_recurrent.cpp, keras/layers_attention.cpp,
 // keras/layers_misc.cpp, keras/layers_masking.cpp, keras/layers_preprocessing.cpp,
-// keras/layers_extra.cpp).
+// keras/layers_extra.cpp, keras/layers_rnn_cells.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
 #include "keras/layers_preprocessing.h"
+#include "keras/layers_rnn_cells.h"
 
 namespace tapeflow::keras::detail::layer_options {
 
@@ -79,6 +81,12 @@ struct ImageLayerConfig {
   double grayscale_factor = 0.5;  // RandomGrayscale
 };
 
+// RNN (not its ConvLSTM subclasses): its options and its cell.
+struct RNNConfig {
+  layers::RNNOptions options;
+  std::shared_ptr<layers::RNNCell> cell;
+};
+
 // keras/layers_recurrent.cpp
 std::optional<RecurrentConfig> recurrent(const LayerImpl& layer);
 std::optional<BidirectionalConfig> bidirectional(const LayerImpl& layer);
@@ -92,6 +100,8 @@ Layer make_bidirectional(const Layer& forward, const Layer& backward, const std:
 // keras/layers_attention.cpp
 std::optional<MultiHeadAttentionConfig> multi_head_attention(const LayerImpl& layer);
 std::optional<AttentionConfig> attention(const LayerImpl& layer);
+// keras/layers_rnn_cells.cpp
+std::optional<RNNConfig> rnn(const LayerImpl& layer);
 // keras/layers_misc.cpp
 std::optional<Layer> time_distributed_layer(const LayerImpl& layer);
 // keras/layers_preprocessing.cpp

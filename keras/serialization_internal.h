@@ -24,6 +24,7 @@ namespace tapeflow::keras::saving::internal {
 Config shape_json(const TensorShape& s);  // None dimensions as null
 Config pair_json(Size2 s);                // [h, w]
 Config seed_json(std::optional<int64_t> seed);
+Config base_config(const Layer& layer);  // Keras' name, trainable and dtype, in its order
 std::string lower(std::string s);
 std::string activation_json(const std::string& a);  // "" (no activation) is "linear"
 std::string who(const Layer& layer);                // "layer \"dense\" (Dense)" for errors

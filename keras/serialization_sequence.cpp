@@ -5,6 +5,7 @@
 // "forward_layer/" and "backward_layer/", TimeDistributed's under "layer/", MultiHeadAttention's
 // under its four projections ("query_dense/vars/<i>", ...).
 #include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "keras/layers_misc.h"
 #include "keras/layers_preprocessing.h"
 #include "keras/layers_recurrent.h"
+#include "keras/layers_rnn_cells.h"
 #include "keras/serialization_access_sequence.h"
 #include "keras/serialization_internal.h"
 
@@ -167,6 +169,191 @@ Layer recurrent_from(const Config& config) {
 bool recurrent_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
   if (!lo::recurrent(layer.impl())) return false;
   own_weights(layer, prefix + "cell/", out);
+  return true;
+}
+
+// ---- RNN with cells ----
+
+// A cell's serialized object (Keras' keys per class, in its order). Cells are not registry
+// classes (a cell is a Model subclass object, which a factory could not hand back): RNN writes
+// and reads them itself.
+Config cell_object(const Layer& rnn, const layers::RNNCell& cell) {
+  Config c = base_config(cell);
+  std::string cls;
+  auto common = [&](int64_t units, const std::string& activation, const std::string* recurrent,
+                    bool use_bias) {
+    c["units"] = units;
+    c["activation"] = activation_json(activation);
+    if (recurrent != nullptr) c["recurrent_activation"] = activation_json(*recurrent);
+    c["use_bias"] = use_bias;
+  };
+  auto weights = [&](const auto& o) {
+    c["kernel_initializer"] = initializer_json(cell, "kernel_initializer", o.kernel_initializer,
+                                               initializers::GlorotUniform());
+    c["recurrent_initializer"] = initializer_json(
+        cell, "recurrent_initializer", o.recurrent_initializer, initializers::Orthogonal());
+    c["bias_initializer"] =
+        initializer_json(cell, "bias_initializer", o.bias_initializer, initializers::Zeros());
+    c["kernel_regularizer"] = regularizer_json(cell, "kernel_regularizer", o.kernel_regularizer);
+    c["recurrent_regularizer"] =
+        regularizer_json(cell, "recurrent_regularizer", o.recurrent_regularizer);
+    c["bias_regularizer"] = regularizer_json(cell, "bias_regularizer", o.bias_regularizer);
+    for (const char* k : {"kernel_constraint", "recurrent_constraint", "bias_constraint"})
+      c[k] = nullptr;
+    c["dropout"] = o.dropout;
+    c["recurrent_dropout"] = o.recurrent_dropout;
+  };
+  if (const auto* p = dynamic_cast<const layers::SimpleRNNCell*>(&cell)) {
+    cls = "SimpleRNNCell";
+    common(p->units(), p->options().activation, nullptr, p->options().use_bias);
+    weights(p->options());
+    c["seed"] = seed_json(p->options().seed);
+  } else if (const auto* p = dynamic_cast<const layers::LSTMCell*>(&cell)) {
+    cls = "LSTMCell";
+    const layers::LSTMCellOptions& o = p->options();
+    common(p->units(), o.activation, &o.recurrent_activation, o.use_bias);
+    c["unit_forget_bias"] = o.unit_forget_bias;
+    weights(o);
+    c["seed"] = seed_json(o.seed);
+  } else if (const auto* p = dynamic_cast<const layers::GRUCell*>(&cell)) {
+    cls = "GRUCell";
+    const layers::GRUCellOptions& o = p->options();
+    common(p->units(), o.activation, &o.recurrent_activation, o.use_bias);
+    weights(o);
+    c["reset_after"] = o.reset_after;
+    c["seed"] = seed_json(o.seed);
+  } else if (const auto* p = dynamic_cast<const layers::StackedRNNCells*>(&cell)) {
+    cls = "StackedRNNCells";
+    Config cells = Config::array();
+    for (const auto& sub : p->cells()) cells.push_back(cell_object(rnn, *sub));
+    c["cells"] = cells;
+  } else {
+    TF_THROW(UnimplementedError, "get_config",
+             "{}: its cell \"{}\" ({}) is not one of tapeflow's SimpleRNNCell, LSTMCell, "
+             "GRUCell or StackedRNNCells, which have Keras configs",
+             who(rnn), cell.name(), cell.class_name());
+  }
+  Config out{
+      {"module", "keras.layers"}, {"class_name", cls}, {"config", c}, {"registered_name", nullptr}};
+  if (cell.built())
+    out["build_config"] = Config{{"input_shape", shape_json(cell.impl().built_input_shape())}};
+  return out;
+}
+
+// The cell of a serialized cell object (`key` of the RNN config being read).
+std::shared_ptr<layers::RNNCell> cell_from(Reader& parent, const std::string& key,
+                                           const Config& object) {
+  if (!object.is_object()) parent.fail(key, "must be a serialized cell, got " + parent.got(object));
+  Config stripped = object;
+  stripped.erase("build_config");  // the RNN builds its cell
+  auto [cls, config] = object_parts(parent, key, stripped, "keras.layers");
+  Reader r(cls, config);
+  Base b = read_base(r);
+  std::shared_ptr<layers::RNNCell> cell;
+  if (cls == "StackedRNNCells") {
+    const Config& list = r.require("cells");
+    if (!list.is_array() || list.empty()) r.fail("cells", "must be a non-empty list of cells");
+    std::vector<std::shared_ptr<layers::RNNCell>> cells;
+    for (const Config& sub : list) cells.push_back(cell_from(r, "cells", sub));
+    r.finish();
+    cell = std::make_shared<layers::StackedRNNCells>(std::move(cells), b.name);
+  } else if (cls == "SimpleRNNCell" || cls == "LSTMCell" || cls == "GRUCell") {
+    const int64_t units = r.integer("units");
+    const std::string activation = r.has("activation") ? r.activation("activation") : "tanh";
+    std::string recurrent = "sigmoid";
+    if (cls != "SimpleRNNCell" && r.has("recurrent_activation"))
+      recurrent = r.activation("recurrent_activation");
+    const bool use_bias = r.boolean("use_bias", true);
+    const bool unit_forget_bias = cls == "LSTMCell" ? r.boolean("unit_forget_bias", true) : true;
+    auto fill = [&](auto& o) {
+      o.activation = activation;
+      o.use_bias = use_bias;
+      o.kernel_initializer = r.initializer("kernel_initializer");
+      o.recurrent_initializer = r.initializer("recurrent_initializer");
+      o.bias_initializer = r.initializer("bias_initializer");
+      o.kernel_regularizer = r.regularizer("kernel_regularizer");
+      o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
+      o.bias_regularizer = r.regularizer("bias_regularizer");
+      for (const char* k : {"kernel_constraint", "recurrent_constraint", "bias_constraint"})
+        r.expect_null(k);
+      o.dropout = r.number("dropout", 0.0);
+      o.recurrent_dropout = r.number("recurrent_dropout", 0.0);
+      o.name = b.name;
+    };
+    if (cls == "SimpleRNNCell") {
+      layers::SimpleRNNCellOptions o;
+      fill(o);
+      o.seed = r.optional_integer("seed");
+      r.finish();
+      cell = std::make_shared<layers::SimpleRNNCell>(units, o);
+    } else if (cls == "LSTMCell") {
+      layers::LSTMCellOptions o;
+      fill(o);
+      o.recurrent_activation = recurrent;
+      o.unit_forget_bias = unit_forget_bias;
+      o.seed = r.optional_integer("seed");
+      r.finish();
+      cell = std::make_shared<layers::LSTMCell>(units, o);
+    } else {
+      layers::GRUCellOptions o;
+      fill(o);
+      o.recurrent_activation = recurrent;
+      o.reset_after = r.boolean("reset_after", true);
+      o.seed = r.optional_integer("seed");
+      r.finish();
+      cell = std::make_shared<layers::GRUCell>(units, o);
+    }
+  } else {
+    parent.fail(key, "is the cell class \"" + cls +
+                         "\", which tapeflow cannot read (SimpleRNNCell, LSTMCell, GRUCell, "
+                         "StackedRNNCells)");
+  }
+  apply_base(*cell, b);
+  return cell;
+}
+
+Config rnn_get(const Layer& layer) {
+  auto c = need(lo::rnn(layer.impl()), layer);
+  return Config{{"return_sequences", c.options.return_sequences},
+                {"return_state", false},
+                {"go_backwards", c.options.go_backwards},
+                {"stateful", false},
+                {"unroll", false},
+                {"zero_output_for_mask", c.options.zero_output_for_mask},
+                {"cell", cell_object(layer, *c.cell)}};
+}
+
+Layer rnn_from(const Config& config) {
+  Reader r("RNN", config);
+  Base b = read_base(r);
+  layers::RNNOptions o;
+  o.return_sequences = r.boolean("return_sequences", false);
+  r.expect("return_state", false);
+  o.go_backwards = r.boolean("go_backwards", false);
+  r.expect("stateful", false);
+  r.boolean("unroll", false);  // as the recurrent layers': either loads
+  o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
+  std::shared_ptr<layers::RNNCell> cell = cell_from(r, "cell", r.require("cell"));
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::RNN(std::move(cell), o);
+  apply_base(l, b);
+  return l;
+}
+
+// Keras: "cell/vars/<i>", a stacked cell's cells under "cell/cells/<cell>/".
+void cell_weights(const layers::RNNCell& cell, const std::string& prefix, WeightList& out) {
+  if (const auto* p = dynamic_cast<const layers::StackedRNNCells*>(&cell)) {
+    for (const auto& sub : p->cells())
+      cell_weights(*sub, prefix + "cells/" + sub->name() + "/", out);
+    return;
+  }
+  own_weights(cell, prefix, out);
+}
+bool rnn_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
+  auto c = lo::rnn(layer.impl());
+  if (!c) return false;
+  cell_weights(*c->cell, prefix + "cell/", out);
   return true;
 }
 
@@ -673,6 +860,7 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "SimpleRNN", recurrent_get, recurrent_from<Rnn::simple>, recurrent_weights);
   add_builtin(m, "LSTM", recurrent_get, recurrent_from<Rnn::lstm>, recurrent_weights);
   add_builtin(m, "GRU", recurrent_get, recurrent_from<Rnn::gru>, recurrent_weights);
+  add_builtin(m, "RNN", rnn_get, rnn_from, rnn_weights);
   add_builtin(m, "Bidirectional", bidirectional_get, bidirectional_from, bidirectional_weights);
   add_builtin(m, "TimeDistributed", time_distributed_get, time_distributed_from,
               time_distributed_weights);

@@ -584,6 +584,81 @@ const char* const kRandomHueConfig = R"json(
 "factor": [0, 0.2], "value_range": [0, 255], "seed": null}
 )json";
 
+// Model R: keras.Sequential([keras.Input((4, 3)),
+//     layers.RNN(layers.LSTMCell(3, name="lc"), return_sequences=True, name="r1"),
+//     layers.RNN(layers.StackedRNNCells([layers.SimpleRNNCell(2, name="sc"),
+//         layers.GRUCell(2, reset_after=False, name="gc")], name="st"), go_backwards=True,
+//         name="r2"),
+//     layers.Dense(1, name="out")], name="seq_r"): kRJson, and kRPred its predict(input_f())
+// with the formula weights.
+const char* const kRJson = R"json(
+{"module": "keras", "class_name": "Sequential", "config": {"name": "seq_r", "trainable": true,
+"dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+"registered_name": null}, "layers": [{"module": "keras.layers", "class_name": "InputLayer",
+"config": {"batch_shape": [null, 4, 3], "dtype": "float32", "sparse": false, "ragged": false,
+"name": "input_layer", "optional": false}, "registered_name": null}, {"module": "keras.layers",
+"class_name": "RNN", "config": {"name": "r1", "trainable": true, "dtype": {"module": "keras",
+"class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"return_sequences": true, "return_state": false, "go_backwards": false, "stateful": false,
+"unroll": false, "zero_output_for_mask": false, "cell": {"module": "keras.layers", "class_name":
+"LSTMCell", "config": {"name": "lc", "trainable": true, "dtype": {"module": "keras",
+"class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "units":
+3, "activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": true,
+"unit_forget_bias": true, "kernel_initializer": {"module": "keras.initializers", "class_name":
+"GlorotUniform", "config": {"seed": null, "input_axes": null, "output_axes": null},
+"registered_name": null}, "recurrent_initializer": {"module": "keras.initializers",
+"class_name": "Orthogonal", "config": {"seed": null, "gain": 1.0}, "registered_name": null},
+"bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {},
+"registered_name": null}, "kernel_regularizer": null, "recurrent_regularizer": null,
+"bias_regularizer": null, "kernel_constraint": null, "recurrent_constraint": null,
+"bias_constraint": null, "dropout": 0.0, "recurrent_dropout": 0.0, "seed": null},
+"registered_name": null, "build_config": {"input_shape": [null, 3]}}}, "registered_name": null,
+"build_config": {"input_shape": [null, 4, 3]}}, {"module": "keras.layers", "class_name": "RNN",
+"config": {"name": "r2", "trainable": true, "dtype": {"module": "keras", "class_name":
+"DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "return_sequences":
+false, "return_state": false, "go_backwards": true, "stateful": false, "unroll": false,
+"zero_output_for_mask": false, "cell": {"module": "keras.layers", "class_name":
+"StackedRNNCells", "config": {"name": "st", "trainable": true, "dtype": {"module": "keras",
+"class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "cells":
+[{"module": "keras.layers", "class_name": "SimpleRNNCell", "config": {"name": "sc", "trainable":
+true, "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+"registered_name": null}, "units": 2, "activation": "tanh", "use_bias": true,
+"kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config":
+{"seed": null, "input_axes": null, "output_axes": null}, "registered_name": null},
+"recurrent_initializer": {"module": "keras.initializers", "class_name": "Orthogonal", "config":
+{"seed": null, "gain": 1.0}, "registered_name": null}, "bias_initializer": {"module":
+"keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null},
+"kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,
+"kernel_constraint": null, "recurrent_constraint": null, "bias_constraint": null, "dropout":
+0.0, "recurrent_dropout": 0.0, "seed": null}, "registered_name": null, "build_config":
+{"input_shape": [null, 3]}}, {"module": "keras.layers", "class_name": "GRUCell", "config":
+{"name": "gc", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "units": 2, "activation": "tanh",
+"recurrent_activation": "sigmoid", "use_bias": true, "kernel_initializer": {"module":
+"keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, "input_axes":
+null, "output_axes": null}, "registered_name": null}, "recurrent_initializer": {"module":
+"keras.initializers", "class_name": "Orthogonal", "config": {"seed": null, "gain": 1.0},
+"registered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name":
+"Zeros", "config": {}, "registered_name": null}, "kernel_regularizer": null,
+"recurrent_regularizer": null, "bias_regularizer": null, "kernel_constraint": null,
+"recurrent_constraint": null, "bias_constraint": null, "dropout": 0.0, "recurrent_dropout": 0.0,
+"reset_after": false, "seed": null}, "registered_name": null, "build_config": {"input_shape":
+[null, 2]}}]}, "registered_name": null, "build_config": {"input_shape": [null, 3]}}},
+"registered_name": null, "build_config": {"input_shape": [null, 4, 3]}}, {"module":
+"keras.layers", "class_name": "Dense", "config": {"name": "out", "trainable": true, "dtype":
+{"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+"registered_name": null}, "units": 1, "activation": "linear", "use_bias": true,
+"kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config":
+{"seed": null, "input_axes": null, "output_axes": null}, "registered_name": null},
+"bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {},
+"registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null,
+"kernel_constraint": null, "bias_constraint": null, "quantization_config": null},
+"registered_name": null, "build_config": {"input_shape": [null, 2]}}], "build_input_shape":
+[null, 4, 3]}, "registered_name": null, "build_config": {"input_shape": [null, 4, 3]},
+"compile_config": {}}
+)json";
+const std::vector<double> kRPred = {0.4053768813610077, 0.40745142102241516};
+
 // The layers of a model's JSON after its InputLayer.
 std::vector<Config> layer_configs(const Config& model) {
   std::vector<Config> out;
@@ -1116,4 +1191,69 @@ TEST_CASE("serialization: bad image layer configs name the class and the key",
   c["value_range"] = 1.0;
   tf::testing::require_error([&] { K::saving::from_config("RandomContrast", c); },
                              {"RandomContrast", "value_range"});
+}
+
+TEST_CASE("serialization: Keras JSON with RNN cells and StackedRNNCells predicts as Keras",
+          "[keras][serialization]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(device.to_string());
+    CAPTURE(device.to_string());
+    K::Model model = K::models::model_from_json(kRJson);
+    tf::testing::set_formula_weights(model);
+    check_values(model(input_f(), false), kRPred, 1e-5, 1e-6);
+  }
+  K::Model model = K::models::model_from_json(kRJson);
+  const auto theirs = layer_configs(Config::parse(kRJson));
+  const auto mine = layer_configs(Config::parse(K::models::to_json(model)));
+  REQUIRE(mine.size() == theirs.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    CAPTURE(theirs[i]["config"]["name"]);
+    CHECK(mine[i] == theirs[i]);
+  }
+  // Keras' R.save_weights: the cells' weights under cell/ (a stacked cell's under
+  // cell/cells/<cell>/; Keras names those groups after the classes, "simple_rnn_cell" and
+  // "gru_cell", tapeflow after the cells, "sc" and "gc").
+  tf::testing::set_formula_weights(model);
+  TempDir dir;
+  K::models::save_model(model, dir / "r.tfmodel");
+  const std::map<std::string, tf::TensorShape> keras = {{"layers/r1/cell/vars/0", {3, 12}},
+                                                        {"layers/r1/cell/vars/1", {3, 12}},
+                                                        {"layers/r1/cell/vars/2", {12}},
+                                                        {"layers/r2/cell/cells/sc/vars/0", {3, 2}},
+                                                        {"layers/r2/cell/cells/sc/vars/1", {2, 2}},
+                                                        {"layers/r2/cell/cells/sc/vars/2", {2}},
+                                                        {"layers/r2/cell/cells/gc/vars/0", {2, 6}},
+                                                        {"layers/r2/cell/cells/gc/vars/1", {2, 6}},
+                                                        {"layers/r2/cell/cells/gc/vars/2", {6}},
+                                                        {"layers/out/vars/0", {2, 1}},
+                                                        {"layers/out/vars/1", {1}}};
+  K::safetensors::Reader reader(dir / "r.tfmodel");
+  std::map<std::string, tf::TensorShape> saved;
+  for (const auto& info : reader.tensors()) saved[info.name] = info.shape;
+  CHECK(saved == keras);
+  K::Model loaded = K::models::load_model(dir / "r.tfmodel");
+  check_close(loaded(input_f(), false), model(input_f(), false), 0.0, 0.0);
+  check_values(loaded(input_f(), false), kRPred, 1e-5, 1e-6);
+}
+
+TEST_CASE("serialization: bad RNN configs name the class and the key", "[keras][serialization]") {
+  const Config r = Config::parse(kRJson);
+  Config r2;
+  for (const Config& l : r["config"]["layers"])
+    if (l["config"]["name"] == "r2") r2 = l["config"];
+  Config bad = r2;
+  bad["cell"]["class_name"] = "ConvLSTMCell";
+  tf::testing::require_error([&] { K::saving::from_config("RNN", bad); },
+                             {"RNN", "cell", "ConvLSTMCell"});
+  bad = r2;
+  bad["cell"]["config"]["cells"][1]["config"]["reset_after"] = "no";
+  tf::testing::require_error([&] { K::saving::from_config("RNN", bad); },
+                             {"GRUCell", "reset_after", "true or false"});
+  bad = r2;
+  bad["cell"]["config"]["cells"][0]["config"]["unit_forget_bias"] = true;  // LSTMCell's key
+  tf::testing::require_error([&] { K::saving::from_config("RNN", bad); },
+                             {"SimpleRNNCell", "unit_forget_bias"});
+  bad = r2;
+  bad["stateful"] = true;
+  tf::testing::require_error([&] { K::saving::from_config("RNN", bad); }, {"RNN", "stateful"});
 }
