@@ -215,8 +215,6 @@ Config keras_call_args(const Layer& layer, const Config& args);
 // shapes_dict with query_shape and value_shape); null for other classes.
 Config keras_build_config(const Layer& layer, const TensorShape& shape);
 
-// ---- the registry ----
-
 // ---- weight paths (save_model / load_model) ----
 
 // A model's weights named as Keras 3's .weights.h5 paths: (path, variable) pairs.
@@ -232,6 +230,8 @@ void own_weights(const Layer& layer, const std::string& prefix, WeightList& out)
 // appended) for a layer that is not the built-in class, which then gets the default nesting.
 using WeightPaths =
     std::function<bool(const Layer& layer, const std::string& prefix, WeightList& out)>;
+
+// ---- the registry ----
 
 struct Entry {
   GetConfig get;    // the class-specific keys (base keys added by get_config)

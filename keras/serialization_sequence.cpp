@@ -1,9 +1,10 @@
-// Keras configs of the built-in recurrent layers, wrappers (Bidirectional, TimeDistributed),
-// attention, masking and preprocessing (keras/serialization.h; the shared reader and writer pieces
-// are in keras/serialization_internal.h), and where Keras 3 keeps their weights in a
-// .weights.h5 file: a recurrent layer's under its cell ("cell/vars/<i>"), Bidirectional's under
-// "forward_layer/" and "backward_layer/", TimeDistributed's under "layer/", MultiHeadAttention's
-// under its four projections ("query_dense/vars/<i>", ...).
+// Keras configs of the built-in recurrent layers (SimpleRNN, LSTM, GRU, RNN with the built-in
+// cells), wrappers (Bidirectional, TimeDistributed), attention, Masking and the preprocessing
+// layers (keras/serialization.h; the shared reader and writer pieces are in
+// keras/serialization_internal.h), and where Keras 3 keeps their weights in a .weights.h5 file: a
+// recurrent layer's under its cell ("cell/vars/<i>"), Bidirectional's under "forward_layer/" and
+// "backward_layer/", TimeDistributed's under "layer/", MultiHeadAttention's under its four
+// projections ("query_dense/vars/<i>", ...).
 #include <iterator>
 #include <memory>
 #include <string>
