@@ -11,6 +11,7 @@
 #include "distribute/replica_context.h"
 #include "keras/layers.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
@@ -209,6 +210,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         output_padding_(o.output_padding),
         same_(parse_padding("Conv2DTranspose", o.padding)),
+        activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -273,10 +275,13 @@ class Conv2DTransposeImpl final : public LayerImpl {
 
  private:
   friend class layers::Conv2DTranspose;
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv2d_transpose(
+      const LayerImpl&);
   int64_t filters_;
   Size2 kernel_size_, strides_, dilation_;
   std::optional<Size2> output_padding_;
   bool same_;
+  std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -754,6 +759,24 @@ std::optional<int> softmax_axis(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const SoftmaxImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return p->axis_;
+}
+std::optional<ConvConfig> conv2d_transpose(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv2DTransposeImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ConvConfig c;
+  c.filters = p->filters_;
+  c.kernel_size = {p->kernel_size_.h, p->kernel_size_.w};
+  c.strides = {p->strides_.h, p->strides_.w};
+  c.dilation_rate = {p->dilation_.h, p->dilation_.w};
+  if (p->output_padding_) c.output_padding = {p->output_padding_->h, p->output_padding_->w};
+  c.padding = p->same_ ? "same" : "valid";
+  c.activation = p->activation_name_;
+  c.use_bias = p->use_bias_;
+  c.kernel_initializer = p->kernel_init_;
+  c.bias_initializer = p->bias_init_;
+  c.kernel_regularizer = p->kernel_reg_;
+  c.bias_regularizer = p->bias_reg_;
+  return c;
 }
 
 }  // namespace detail::layer_options

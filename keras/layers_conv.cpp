@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_conv.h"
 #include "ops/depthwise.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
@@ -130,6 +131,8 @@ class DepthwiseImpl final : public LayerImpl {
     return c_.separable ? c_.filters : channels_ * c_.depth_multiplier;
   }
 
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::depthwise_conv(
+      const LayerImpl&);
   Config c_;
   bool same_;
   activations::Activation activation_;
@@ -263,4 +266,32 @@ Variable SeparableConv1D::bias() const {
 
 }  // namespace layers
 
+namespace detail::layer_options {
+
+std::optional<ConvConfig> depthwise_conv(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const DepthwiseImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  const auto& k = p->c_;
+  auto sizes = [&](Size2 s) {
+    return k.rank == 2 ? std::vector<int>{s.h, s.w} : std::vector<int>{s.w};
+  };
+  ConvConfig c;
+  c.filters = k.filters;
+  c.kernel_size = sizes(k.kernel);
+  c.strides = sizes(k.strides);
+  c.dilation_rate = sizes(k.dilation);
+  c.padding = lower(k.padding);
+  c.depth_multiplier = k.depth_multiplier;
+  c.activation = k.activation;
+  c.use_bias = k.use_bias;
+  c.kernel_initializer = k.depthwise_init;
+  c.pointwise_initializer = k.pointwise_init;
+  c.bias_initializer = k.bias_init;
+  c.kernel_regularizer = k.depthwise_reg;
+  c.pointwise_regularizer = k.pointwise_reg;
+  c.bias_regularizer = k.bias_reg;
+  return c;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
 #include "ops/factory.h"
@@ -80,6 +81,7 @@ class Conv3DImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         groups_(o.groups),
         same_(parse_padding("Conv3D", o.padding)),
+        activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -158,11 +160,14 @@ class Conv3DImpl final : public LayerImpl {
     if (s[1] != None && s[1] != channels)
       incompatible(s, fmt::format("expected axis 1 of input shape to have value {}", channels));
   }
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv3d(
+      const LayerImpl&);
   bool channels_first_ = false;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   int groups_;
   bool same_;
+  std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -182,6 +187,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         output_padding_(o.output_padding),
         same_(parse_padding("Conv3DTranspose", o.padding)),
+        activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -266,11 +272,14 @@ class Conv3DTransposeImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv3d_transpose(
+      const LayerImpl&);
   bool channels_first_ = false;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   std::optional<Size3> output_padding_;
   bool same_;
+  std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -315,6 +324,8 @@ class Pooling3DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::PoolingConfig> detail::layer_options::pooling3d(
+      const LayerImpl&);
   bool max_;
   Size3 pool_, strides_;
   bool same_;
@@ -360,6 +371,8 @@ class GlobalPooling3DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::GlobalPoolingConfig>
+  detail::layer_options::global_pooling3d(const LayerImpl&);
   bool max_, keepdims_;
   std::vector<int> axes_;
 };
@@ -407,6 +420,7 @@ class UpSampling3DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::array<int, 3>> detail::layer_options::up_sampling3d(const LayerImpl&);
   Size3 size_;
 };
 
@@ -470,6 +484,8 @@ class PadCrop3DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::SidesConfig> detail::layer_options::pad_crop3d(
+      const LayerImpl&);
   bool crop_;
   std::vector<Sides1D> sides_;
 };
@@ -525,4 +541,74 @@ Cropping3D::Cropping3D(Sides3D cropping, std::string name)
 
 }  // namespace layers
 
+namespace detail::layer_options {
+
+namespace {
+std::vector<int> sizes(layers::Size3 s) {
+  return {s.d, s.h, s.w};
+}
+}  // namespace
+
+std::optional<ConvConfig> conv3d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv3DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ConvConfig c;
+  c.filters = p->filters_;
+  c.kernel_size = sizes(p->kernel_);
+  c.strides = sizes(p->strides_);
+  c.dilation_rate = sizes(p->dilation_);
+  c.padding = p->same_ ? "same" : "valid";
+  c.channels_first = p->channels_first_;
+  c.groups = p->groups_;
+  c.activation = p->activation_name_;
+  c.use_bias = p->use_bias_;
+  c.kernel_initializer = p->kernel_init_;
+  c.bias_initializer = p->bias_init_;
+  c.kernel_regularizer = p->kernel_reg_;
+  c.bias_regularizer = p->bias_reg_;
+  return c;
+}
+std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv3DTransposeImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ConvConfig c;
+  c.filters = p->filters_;
+  c.kernel_size = sizes(p->kernel_);
+  c.strides = sizes(p->strides_);
+  c.dilation_rate = sizes(p->dilation_);
+  if (p->output_padding_) c.output_padding = sizes(*p->output_padding_);
+  c.padding = p->same_ ? "same" : "valid";
+  c.channels_first = p->channels_first_;
+  c.activation = p->activation_name_;
+  c.use_bias = p->use_bias_;
+  c.kernel_initializer = p->kernel_init_;
+  c.bias_initializer = p->bias_init_;
+  c.kernel_regularizer = p->kernel_reg_;
+  c.bias_regularizer = p->bias_reg_;
+  return c;
+}
+std::optional<PoolingConfig> pooling3d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Pooling3DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return PoolingConfig{sizes(p->pool_), sizes(p->strides_), p->same_};
+}
+std::optional<GlobalPoolingConfig> global_pooling3d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const GlobalPooling3DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return GlobalPoolingConfig{p->axes_[0] == 2, p->keepdims_};
+}
+std::optional<std::array<int, 3>> up_sampling3d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const UpSampling3DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return std::array<int, 3>{p->size_.d, p->size_.h, p->size_.w};
+}
+std::optional<SidesConfig> pad_crop3d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const PadCrop3DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  SidesConfig out;
+  for (const auto& s : p->sides_) out.push_back({s.begin, s.end});
+  return out;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

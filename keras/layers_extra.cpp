@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
 #include "keras/utils.h"
 #include "ops/binary.h"
@@ -105,6 +106,8 @@ class RMSNormImpl final : public LayerImpl {
 
  private:
   friend class layers::RMSNormalization;
+  friend std::optional<layer_options::RMSNormalizationConfig> layer_options::rms_normalization(
+      const LayerImpl&);
   std::vector<int> axes_arg_;
   double epsilon_;
   int rank_ = 0;
@@ -170,6 +173,8 @@ class AlphaDropoutImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<layer_options::AlphaDropoutConfig> layer_options::alpha_dropout(
+      const LayerImpl&);
   double rate_;
   std::vector<int64_t> noise_shape_;
   std::optional<int64_t> seed_;
@@ -737,4 +742,19 @@ int64_t IntegerLookup::vocabulary_size() const {
 }
 
 }  // namespace layers
+
+namespace detail::layer_options {
+
+std::optional<RMSNormalizationConfig> rms_normalization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RMSNormImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return RMSNormalizationConfig{p->axes_arg_, p->epsilon_};
+}
+std::optional<AlphaDropoutConfig> alpha_dropout(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const AlphaDropoutImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return AlphaDropoutConfig{p->rate_, p->noise_shape_, p->seed_};
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/call_request.h"
+#include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
 #include "ops/factory.h"
@@ -58,6 +59,7 @@ class Conv1DTransposeImpl final : public LayerImpl {
         stride_(o.strides),
         dilation_(o.dilation_rate),
         output_padding_(o.output_padding),
+        activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -146,10 +148,13 @@ class Conv1DTransposeImpl final : public LayerImpl {
     return (in - 1) * stride_ + eff - 2 * p + *output_padding_;
   }
 
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv1d_transpose(
+      const LayerImpl&);
   int64_t filters_;
   int kernel_, stride_, dilation_;
   std::optional<int> output_padding_;
   bool same_ = false;
+  std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -654,4 +659,26 @@ Variable SpectralNormalization::vector_u() const {
 
 }  // namespace layers
 
+namespace detail::layer_options {
+
+std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv1DTransposeImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ConvConfig c;
+  c.filters = p->filters_;
+  c.kernel_size = {p->kernel_};
+  c.strides = {p->stride_};
+  c.dilation_rate = {p->dilation_};
+  if (p->output_padding_) c.output_padding = std::vector<int>{*p->output_padding_};
+  c.padding = p->same_ ? "same" : "valid";
+  c.activation = p->activation_name_;
+  c.use_bias = p->use_bias_;
+  c.kernel_initializer = p->kernel_init_;
+  c.bias_initializer = p->bias_init_;
+  c.kernel_regularizer = p->kernel_reg_;
+  c.bias_regularizer = p->bias_reg_;
+  return c;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

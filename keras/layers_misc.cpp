@@ -8,6 +8,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
@@ -115,6 +116,8 @@ class PadCropImpl final : public LayerImpl {
   std::string expectation() const {
     return rank() == 3 ? "expected ndim=3 (batch, steps, channels)" : "expected ndim=4 (NHWC)";
   }
+  friend std::optional<detail::layer_options::SidesConfig> detail::layer_options::pad_crop(
+      const LayerImpl&);
   bool crop_;
   std::vector<Sides1D> sides_;
 };
@@ -133,6 +136,7 @@ class LeakyReLUImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override { return nn::leaky_relu(x, slope_); }
 
  private:
+  friend std::optional<double> detail::layer_options::leaky_relu_slope(const LayerImpl&);
   double slope_;
 };
 
@@ -154,6 +158,7 @@ class ELUImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<double> detail::layer_options::elu_alpha(const LayerImpl&);
   double alpha_;
 };
 
@@ -206,6 +211,8 @@ class PReLUImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::PReLUConfig> detail::layer_options::prelu(
+      const LayerImpl&);
   Initializer init_;
   Regularizer reg_;
   std::vector<int> shared_;
@@ -248,6 +255,7 @@ class PermuteImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::vector<int>> detail::layer_options::permute_dims(const LayerImpl&);
   std::vector<int> dims_;
 };
 
@@ -278,6 +286,7 @@ class RepeatVectorImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override { return repeat_after(x, 1, n_); }
 
  private:
+  friend std::optional<int64_t> detail::layer_options::repeat_vector_n(const LayerImpl&);
   int64_t n_;
 };
 
@@ -308,6 +317,7 @@ class UpSampling1DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<int64_t> detail::layer_options::up_sampling1d(const LayerImpl&);
   int64_t size_;
 };
 
@@ -411,6 +421,8 @@ class NoiseImpl final : public LayerImpl {
     if (rank() == 5) return "expected ndim=5 (batch, depth, height, width, channels)";
     return rank() == 3 ? "expected ndim=3 (batch, steps, channels)" : "expected ndim=4 (NHWC)";
   }
+  friend std::optional<detail::layer_options::NoiseConfig> detail::layer_options::noise(
+      const LayerImpl&);
   Kind kind_;
   double amount_;
   std::optional<int64_t> seed_;
@@ -445,6 +457,8 @@ class ActivityRegularizationImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::array<double, 2>> detail::layer_options::activity_regularization(
+      const LayerImpl&);
   double l1_, l2_;
 };
 
@@ -550,6 +564,8 @@ class GroupNormImpl final : public LayerImpl {
 
  private:
   friend class layers::GroupNormalization;
+  friend std::optional<layers::GroupNormalizationOptions>
+  detail::layer_options::group_normalization(const LayerImpl&);
   layers::GroupNormalizationOptions o_;
   int rank_ = 0, axis_ = 0;
   int64_t channels_ = 0, groups_ = 0;
@@ -588,6 +604,8 @@ class UnitNormImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::vector<int>> detail::layer_options::unit_normalization_axis(
+      const LayerImpl&);
   std::vector<int> axis_;
 };
 
@@ -747,4 +765,66 @@ Layer TimeDistributed::layer() const {
 }
 
 }  // namespace layers
+
+namespace detail::layer_options {
+
+std::optional<SidesConfig> pad_crop(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const PadCropImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  SidesConfig out;
+  for (const Sides1D& s : p->sides_) out.push_back({s.begin, s.end});
+  return out;
+}
+std::optional<double> leaky_relu_slope(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const LeakyReLUImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->slope_;
+}
+std::optional<double> elu_alpha(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ELUImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->alpha_;
+}
+std::optional<PReLUConfig> prelu(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const PReLUImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return PReLUConfig{p->init_, p->reg_, p->shared_};
+}
+std::optional<std::vector<int>> permute_dims(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const PermuteImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->dims_;
+}
+std::optional<int64_t> repeat_vector_n(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RepeatVectorImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->n_;
+}
+std::optional<int64_t> up_sampling1d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const UpSampling1DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->size_;
+}
+std::optional<NoiseConfig> noise(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const NoiseImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return NoiseConfig{p->amount_, p->seed_};
+}
+std::optional<std::array<double, 2>> activity_regularization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ActivityRegularizationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return std::array<double, 2>{p->l1_, p->l2_};
+}
+std::optional<layers::GroupNormalizationOptions> group_normalization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const GroupNormImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->o_;
+}
+std::optional<std::vector<int>> unit_normalization_axis(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const UnitNormImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->axis_;
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -280,6 +281,8 @@ class GlobalPoolingImpl final : public LayerImpl {
     if (spatial_ == 1) return channels_first_ ? "batch, channels, steps" : "batch, steps, channels";
     return channels_first_ ? "NCHW" : "NHWC";
   }
+  friend std::optional<detail::layer_options::GlobalPoolingConfig>
+  detail::layer_options::global_pooling(const LayerImpl&);
   bool max_;
   int spatial_;
   bool channels_first_, keepdims_;
@@ -411,6 +414,7 @@ class RescalingImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::array<double, 2>> detail::layer_options::rescaling(const LayerImpl&);
   double scale_, offset_;
 };
 
@@ -425,6 +429,7 @@ class Conv1DImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         groups_(o.groups),
         padding_(parse_padding("Conv1D", o.padding, true)),
+        activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -493,9 +498,12 @@ class Conv1DImpl final : public LayerImpl {
 
  private:
   friend class layers::Conv1D;
+  friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv1d(
+      const LayerImpl&);
   int64_t filters_;
   int kernel_size_, strides_, dilation_, groups_;
   std::string padding_;
+  std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -544,6 +552,8 @@ class Pooling1DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<detail::layer_options::PoolingConfig> detail::layer_options::pooling1d(
+      const LayerImpl&);
   bool max_;
   int pool_, strides_;
   bool same_;
@@ -590,6 +600,7 @@ class UpSampling2DImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<Size2> detail::layer_options::up_sampling2d(const LayerImpl&);
   Size2 size_;
 };
 
@@ -693,6 +704,46 @@ std::optional<std::vector<int64_t>> reshape_target(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const ReshapeImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return p->target_;
+}
+
+// keras/serialization_access_conv.h
+std::optional<ConvConfig> conv1d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Conv1DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ConvConfig c;
+  c.filters = p->filters_;
+  c.kernel_size = {p->kernel_size_};
+  c.strides = {p->strides_};
+  c.dilation_rate = {p->dilation_};
+  c.padding = p->padding_;
+  c.groups = p->groups_;
+  c.activation = p->activation_name_;
+  c.use_bias = p->use_bias_;
+  c.kernel_initializer = p->kernel_init_;
+  c.bias_initializer = p->bias_init_;
+  c.kernel_regularizer = p->kernel_reg_;
+  c.bias_regularizer = p->bias_reg_;
+  return c;
+}
+std::optional<PoolingConfig> pooling1d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const Pooling1DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return PoolingConfig{{p->pool_}, {p->strides_}, p->same_};
+}
+std::optional<GlobalPoolingConfig> global_pooling(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const GlobalPoolingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return GlobalPoolingConfig{p->channels_first_, p->keepdims_};
+}
+std::optional<Size2> up_sampling2d(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const UpSampling2DImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->size_;
+}
+std::optional<std::array<double, 2>> rescaling(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RescalingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return std::array<double, 2>{p->scale_, p->offset_};
 }
 
 }  // namespace detail::layer_options

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "distribute/replica_context.h"
+#include "keras/compile_access.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -352,3 +353,19 @@ Loss get(const std::string& identifier) {
 }
 
 }  // namespace tapeflow::keras::losses
+
+namespace tapeflow::keras::detail::compile_access {
+
+std::optional<CrossentropyConfig> crossentropy_config(const losses::Loss& loss) {
+  using namespace losses;  // NOLINT: the Impl classes of this file
+  const losses::detail::LossImpl* impl = loss.impl();
+  if (const auto* s = dynamic_cast<const SparseCCE*>(impl))
+    return CrossentropyConfig{s->from_logits};
+  if (const auto* c = dynamic_cast<const CCE*>(impl))
+    return CrossentropyConfig{c->from_logits, c->label_smoothing};
+  if (const auto* b = dynamic_cast<const BCE*>(impl))
+    return CrossentropyConfig{b->from_logits, b->label_smoothing};
+  return std::nullopt;
+}
+
+}  // namespace tapeflow::keras::detail::compile_access

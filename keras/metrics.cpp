@@ -330,10 +330,16 @@ MeanMetricWrapper::MeanMetricWrapper(std::function<Tensor(const Tensor&, const T
 }
 
 SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
-    : Metric(wrapper(sparse_categorical_accuracy, std::move(name), "up")) {}
+    : Metric(wrapper(sparse_categorical_accuracy, std::move(name), "up")) {
+  impl_->keras_class = "SparseCategoricalAccuracy";
+}
 CategoricalAccuracy::CategoricalAccuracy(std::string name)
-    : Metric(wrapper(categorical_accuracy, std::move(name), "up")) {}
-Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name), "up")) {}
+    : Metric(wrapper(categorical_accuracy, std::move(name), "up")) {
+  impl_->keras_class = "CategoricalAccuracy";
+}
+Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name), "up")) {
+  impl_->keras_class = "Accuracy";
+}
 BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
     : Metric(wrapper([threshold](const Tensor& t,
                                  const Tensor& p) { return binary_accuracy(t, p, threshold); },
@@ -345,7 +351,9 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(std::string name, b
           },
           std::move(name), "down")) {}
 MeanSquaredError::MeanSquaredError(std::string name)
-    : Metric(wrapper(losses::mean_squared_error, std::move(name), "down")) {}
+    : Metric(wrapper(losses::mean_squared_error, std::move(name), "down")) {
+  impl_->keras_class = "MeanSquaredError";
+}
 
 namespace {
 // "accuracy" chosen from the shapes at the first update: every accuracy goes up.

@@ -433,17 +433,31 @@ OneHotMeanIoU::OneHotMeanIoU(int num_classes, std::string name, std::optional<in
 // ---- means ----
 
 KLDivergence::KLDivergence(std::string name)
-    : Metric(mean_of(losses::kl_divergence, std::move(name), "")) {}
-Poisson::Poisson(std::string name) : Metric(mean_of(losses::poisson, std::move(name), "")) {}
+    : Metric(mean_of(losses::kl_divergence, std::move(name), "")) {
+  impl_->keras_class = "KLDivergence";
+}
+Poisson::Poisson(std::string name) : Metric(mean_of(losses::poisson, std::move(name), "")) {
+  impl_->keras_class = "Poisson";
+}
 LogCoshError::LogCoshError(std::string name)
-    : Metric(mean_of(losses::log_cosh, std::move(name), "down")) {}
+    : Metric(mean_of(losses::log_cosh, std::move(name), "down")) {
+  impl_->keras_class = "LogCoshError";
+}
 MeanSquaredLogarithmicError::MeanSquaredLogarithmicError(std::string name)
-    : Metric(mean_of(losses::mean_squared_logarithmic_error, std::move(name), "down")) {}
-Hinge::Hinge(std::string name) : Metric(mean_of(losses::hinge, std::move(name), "down")) {}
+    : Metric(mean_of(losses::mean_squared_logarithmic_error, std::move(name), "down")) {
+  impl_->keras_class = "MeanSquaredLogarithmicError";
+}
+Hinge::Hinge(std::string name) : Metric(mean_of(losses::hinge, std::move(name), "down")) {
+  impl_->keras_class = "Hinge";
+}
 SquaredHinge::SquaredHinge(std::string name)
-    : Metric(mean_of(losses::squared_hinge, std::move(name), "down")) {}
+    : Metric(mean_of(losses::squared_hinge, std::move(name), "down")) {
+  impl_->keras_class = "SquaredHinge";
+}
 CategoricalHinge::CategoricalHinge(std::string name)
-    : Metric(mean_of(losses::categorical_hinge, std::move(name), "down")) {}
+    : Metric(mean_of(losses::categorical_hinge, std::move(name), "down")) {
+  impl_->keras_class = "CategoricalHinge";
+}
 CosineSimilarity::CosineSimilarity(std::string name, int axis)
     : Metric(mean_of(
           // The similarity itself: the loss's negation.

@@ -38,6 +38,9 @@ struct MetricImpl {
   enum class Kind { Mean, Sum, Wrapper, Custom };
   Kind kind = Kind::Mean;
   std::string name;
+  // Keras' class of a built-in metric whose config is only its name and dtype
+  // ("MeanSquaredError"; keras/serialization_compile.cpp writes and reads it), else "".
+  std::string keras_class;
   Variable total;                                          // not for Custom
   Variable count;                                          // not for Sum and Custom
   std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper

@@ -267,9 +267,13 @@ Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_p
 // ---- classes ----
 
 MeanAbsoluteError::MeanAbsoluteError(std::string name)
-    : Metric(mean_of(losses::mean_absolute_error, std::move(name), "down")) {}
+    : Metric(mean_of(losses::mean_absolute_error, std::move(name), "down")) {
+  impl_->keras_class = "MeanAbsoluteError";
+}
 MeanAbsolutePercentageError::MeanAbsolutePercentageError(std::string name)
-    : Metric(mean_of(losses::mean_absolute_percentage_error, std::move(name), "down")) {}
+    : Metric(mean_of(losses::mean_absolute_percentage_error, std::move(name), "down")) {
+  impl_->keras_class = "MeanAbsolutePercentageError";
+}
 
 RootMeanSquaredError::RootMeanSquaredError(std::string name)
     : Metric(mean_of(
@@ -279,6 +283,7 @@ RootMeanSquaredError::RootMeanSquaredError(std::string name)
           },
           std::move(name), "down")) {
   impl_->transform = [](const Tensor& mean) { return sqrt(mean); };
+  impl_->keras_class = "RootMeanSquaredError";
 }
 
 BinaryCrossentropy::BinaryCrossentropy(std::string name, bool from_logits, double label_smoothing)

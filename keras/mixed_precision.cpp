@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "distribute/replica_context.h"
+#include "keras/compile_access.h"
 #include "keras/layers.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -208,3 +209,13 @@ optimizers::Optimizer LossScaleOptimizer::inner_optimizer() const {
 }
 
 }  // namespace tapeflow::keras::mixed_precision
+
+namespace tapeflow::keras::detail::compile_access {
+
+std::optional<LossScaleConfig> loss_scale_config(const optimizers::Optimizer& optimizer) {
+  const auto& state = optimizer.loss_scale_state();
+  if (!optimizer.defined() || state == nullptr) return std::nullopt;
+  return LossScaleConfig{state->name, state->initial_scale, state->growth_steps};
+}
+
+}  // namespace tapeflow::keras::detail::compile_access

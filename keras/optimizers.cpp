@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "distribute/replica_context.h"
+#include "keras/compile_access.h"
 #include "keras/mixed_precision.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -312,11 +313,17 @@ struct SGDImpl final : OptimizerImpl {
 };
 
 struct AdamImpl final : OptimizerImpl {
+  std::string class_name;  // "Adam" or "AdamW"
   double beta_1, beta_2, epsilon;
   bool amsgrad;
   AdamImpl(const char* cls, const LearningRate& lr, double b1, double b2, double eps, bool ams,
            OptimizerOptions o)
-      : OptimizerImpl(cls, lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps), amsgrad(ams) {
+      : OptimizerImpl(cls, lr, std::move(o)),
+        class_name(cls),
+        beta_1(b1),
+        beta_2(b2),
+        epsilon(eps),
+        amsgrad(ams) {
     TF_CHECK_ARG(epsilon >= 0, name.c_str(), "epsilon must be >= 0, got {}", epsilon);
     // beta = 1 divides by zero in the bias correction 1 - beta^t; a beta outside [0, 1) makes
     // the moving averages diverge.
@@ -918,3 +925,69 @@ Optimizer get(const std::string& identifier) {
 }
 
 }  // namespace tapeflow::keras::optimizers
+
+namespace tapeflow::keras::detail::compile_access {
+
+std::optional<OptimizerConfig> optimizer_config(const optimizers::Optimizer& optimizer) {
+  if (!optimizer.defined()) return std::nullopt;
+  // handle_id() is the OptimizerImpl the handle holds.
+  const auto* impl = static_cast<const optimizers::detail::OptimizerImpl*>(optimizer.handle_id());
+  OptimizerConfig c;
+  c.name = impl->name;
+  c.options = impl->options;
+  c.schedule = impl->schedule;
+  using namespace optimizers;  // NOLINT: the Impl classes of this file
+  if (const auto* o = dynamic_cast<const SGDImpl*>(impl)) {
+    c.class_name = "SGD";
+    c.momentum = o->momentum;
+    c.nesterov = o->nesterov;
+  } else if (const auto* o = dynamic_cast<const AdamImpl*>(impl)) {
+    c.class_name = o->class_name;
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+    c.epsilon = o->epsilon;
+    c.amsgrad = o->amsgrad;
+    // AdamW's weight_decay is an option like any optimizer's (with_decay).
+  } else if (const auto* o = dynamic_cast<const RMSpropImpl*>(impl)) {
+    c.class_name = "RMSprop";
+    c.rho = o->rho;
+    c.momentum = o->momentum;
+    c.epsilon = o->epsilon;
+    c.centered = o->centered;
+  } else if (const auto* o = dynamic_cast<const AdagradImpl*>(impl)) {
+    c.class_name = "Adagrad";
+    c.initial_accumulator_value = o->initial;
+    c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const AdadeltaImpl*>(impl)) {
+    c.class_name = "Adadelta";
+    c.rho = o->rho;
+    c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const AdamaxImpl*>(impl)) {
+    c.class_name = "Adamax";
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+    c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const NadamImpl*>(impl)) {
+    c.class_name = "Nadam";
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+    c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const FtrlImpl*>(impl)) {
+    c.class_name = "Ftrl";
+    c.learning_rate_power = o->lr_power;
+    c.initial_accumulator_value = o->initial;
+    c.l1 = o->l1;
+    c.l2 = o->l2;
+    c.l2_shrinkage = o->l2_shrinkage;
+    c.beta = o->beta;
+  } else if (const auto* o = dynamic_cast<const LionImpl*>(impl)) {
+    c.class_name = "Lion";
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+  } else {
+    return std::nullopt;
+  }
+  return c;
+}
+
+}  // namespace tapeflow::keras::detail::compile_access

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/compile_access.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
@@ -329,3 +330,65 @@ CosineDecayRestarts::CosineDecayRestarts(double initial_learning_rate, int64_t f
 }
 
 }  // namespace tapeflow::keras::optimizers::schedules
+
+namespace tapeflow::keras::detail::compile_access {
+
+namespace {
+// Reads LearningRateSchedule::impl_ (protected) through a pointer to member formed in a derived
+// class, which the language allows on any LearningRateSchedule object.
+struct ImplOf : optimizers::LearningRateSchedule {
+  static const optimizers::schedules::detail::ScheduleImpl* of(
+      const optimizers::LearningRateSchedule& s) {
+    return (s.*(&ImplOf::impl_)).get();
+  }
+};
+}  // namespace
+
+std::optional<ScheduleConfig> schedule_config(const optimizers::LearningRateSchedule& schedule) {
+  using namespace optimizers::schedules;  // NOLINT: the Impl classes of this file
+  const auto* impl = ImplOf::of(schedule);
+  ScheduleConfig c;
+  if (const auto* e = dynamic_cast<const Exponential*>(impl)) {
+    c.class_name = "ExponentialDecay";
+    c.initial_learning_rate = e->initial;
+    c.decay_steps = e->decay_steps;
+    c.decay_rate = e->decay_rate;
+    c.staircase = e->staircase;
+  } else if (const auto* p = dynamic_cast<const Piecewise*>(impl)) {
+    c.class_name = "PiecewiseConstantDecay";
+    c.boundaries = p->boundaries;
+    c.values = p->values;
+  } else if (const auto* k = dynamic_cast<const Cosine*>(impl)) {
+    c.class_name = "CosineDecay";
+    c.initial_learning_rate = k->initial;
+    c.decay_steps = k->decay_steps;
+    c.alpha = k->alpha;
+    c.warmup_target = k->warmup_target;
+    c.warmup_steps = k->warmup_steps;
+  } else if (const auto* t = dynamic_cast<const InverseTime*>(impl)) {
+    c.class_name = "InverseTimeDecay";
+    c.initial_learning_rate = t->initial;
+    c.decay_steps = t->decay_steps;
+    c.decay_rate = t->decay_rate;
+    c.staircase = t->staircase;
+  } else if (const auto* q = dynamic_cast<const Polynomial*>(impl)) {
+    c.class_name = "PolynomialDecay";
+    c.initial_learning_rate = q->initial;
+    c.decay_steps = q->decay_steps;
+    c.end_learning_rate = q->end;
+    c.power = q->power;
+    c.cycle = q->cycle;
+  } else if (const auto* r = dynamic_cast<const CosineRestarts*>(impl)) {
+    c.class_name = "CosineDecayRestarts";
+    c.initial_learning_rate = r->initial;
+    c.decay_steps = r->first_decay_steps;
+    c.t_mul = r->t_mul;
+    c.m_mul = r->m_mul;
+    c.alpha = r->alpha;
+  } else {
+    return std::nullopt;
+  }
+  return c;
+}
+
+}  // namespace tapeflow::keras::detail::compile_access

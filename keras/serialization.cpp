@@ -17,6 +17,7 @@
 #include "keras/layers_more.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_compile.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
 
@@ -124,6 +125,10 @@ Config regularizer_json(const Layer& layer, const char* key, const Regularizer& 
              who(layer), key, r.name());
   Config config = Config::object();
   for (const auto& [k, v] : r.config()) config[k] = v;
+  // Keras' L1 keeps its factor as a float32 tensor, so its config holds the float32 value
+  // (L1(0.001): 0.0010000000474974513); L2 and L1L2 keep Python floats.
+  if (r.name() == "L1")
+    config["l1"] = static_cast<double>(static_cast<float>(config["l1"].get<double>()));
   return Config{{"module", "keras.regularizers"},
                 {"class_name", r.name()},
                 {"config", config},
@@ -319,55 +324,6 @@ Config dense_get(const Layer& layer) {
       {"kernel_constraint", nullptr},
       {"bias_constraint", nullptr},
       {"quantization_config", nullptr}};
-}
-
-Layer conv2d_from(const Config& config) {
-  Reader r("Conv2D", config);
-  Base b = read_base(r);
-  const int64_t filters = r.integer("filters");
-  const Size2 kernel = r.size2("kernel_size");
-  layers::Conv2DOptions o;
-  o.strides = r.size2("strides", Size2(1));
-  o.padding = padding_of(r);
-  read_data_format(r);
-  o.dilation_rate = r.size2("dilation_rate", Size2(1));
-  o.groups = static_cast<int>(r.integer("groups", 1));
-  o.activation = r.activation("activation");
-  o.use_bias = r.boolean("use_bias", true);
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
-    r.expect_null(k);
-  o.name = b.name;
-  r.finish();
-  Layer l = layers::Conv2D(filters, kernel, o);
-  apply_base(l, b);
-  return l;
-}
-Config conv2d_get(const Layer& layer) {
-  auto c = need(lo::conv2d(layer.impl()), layer);
-  const layers::Conv2DOptions& o = c.options;
-  return Config{
-      {"filters", c.filters},
-      {"kernel_size", pair_json(c.kernel_size)},
-      {"strides", pair_json(o.strides)},
-      {"padding", lower(o.padding)},
-      {"data_format", "channels_last"},
-      {"dilation_rate", pair_json(o.dilation_rate)},
-      {"groups", o.groups},
-      {"activation", activation_json(o.activation)},
-      {"use_bias", o.use_bias},
-      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                              initializers::GlorotUniform())},
-      {"bias_initializer",
-       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
-      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
-      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
-      {"activity_regularizer", nullptr},
-      {"kernel_constraint", nullptr},
-      {"bias_constraint", nullptr}};
 }
 
 template <bool kMax>
@@ -656,7 +612,6 @@ std::map<std::string, Entry>& registry() {
       m[name] = Entry{std::move(get), std::move(from), true};
     };
     add("Dense", dense_get, dense_from);
-    add("Conv2D", conv2d_get, conv2d_from);
     add("MaxPooling2D", pooling_get, pooling_from<true>);
     add("AveragePooling2D", pooling_get, pooling_from<false>);
     add("Flatten", flatten_get, flatten_from);
@@ -1115,6 +1070,8 @@ Config get_config(const Layer& layer) {
   Config extra = entry->get(layer);
   TF_CHECK_ARG(extra.is_object(), "get_config", "{}: get_config returned {}, not an object",
                who(layer), extra.type_name());
+  // A built-in writer that writes "name" gives the whole config, in Keras' order.
+  if (entry->builtin && extra.contains("name")) return extra;
   for (auto it = extra.begin(); it != extra.end(); ++it) c[it.key()] = it.value();
   return c;
 }
@@ -1124,12 +1081,9 @@ Layer from_config(const std::string& class_name, const Config& config) {
   if (class_name == "Functional" || class_name == "Model") return functional_from(config);
   auto entry = lookup(class_name);
   TF_CHECK_ARG(entry.has_value(), "deserialize",
-               "unknown layer class \"{}\": tapeflow reads Dense, Conv2D, MaxPooling2D, "
-               "AveragePooling2D, Flatten, Dropout, BatchNormalization, ReLU, Softmax, "
-               "Activation, Embedding, LayerNormalization, Reshape, Add, Subtract, Multiply, "
-               "Average, Maximum, Minimum, Concatenate, Sequential and Functional; register a "
-               "custom class "
-               "with tf::keras::saving::register_layer(\"{}\", from_config)",
+               "unknown layer class \"{}\" (the classes tapeflow reads are listed in "
+               "keras/serialization.h and docs/keras.md, \"Saving whole models\"); register a "
+               "custom class with tf::keras::saving::register_layer(\"{}\", from_config)",
                class_name, class_name);
   Layer l = entry->from(config);
   TF_CHECK_ARG(l.defined(), "deserialize", "from_config of class \"{}\" returned an empty handle",
@@ -1181,13 +1135,8 @@ Layer deserialize(const Config& object) {
       object.dump().substr(0, 80));
   const std::string cls = object["class_name"].get<std::string>();
   check_object_keys(object, cls, {"compile_config"});
+  // A top-level "compile_config" is read by models::model_from_json and load_model.
   const Config config = object.contains("config") ? object["config"] : Config::object();
-  if (object.contains("compile_config") && !object["compile_config"].is_null() &&
-      !object["compile_config"].empty())
-    spdlog::warn(
-        "model_from_json: the compile_config of \"{}\" is not restored by tapeflow; call "
-        "compile() on the loaded model",
-        cls);
   if (cls == "Sequential") return sequential_from(config, object);
   return from_config(cls, config);
 }
@@ -1217,10 +1166,14 @@ Layer from_config_json(const std::string& class_name, const std::string& config_
 namespace models {
 
 std::string to_json(const Model& model, int indent) {
-  return saving::serialize(model).dump(indent);
+  saving::Config object = saving::serialize(model);
+  if (auto cc = saving::internal::compile_config_to_save(model, "to_json"))
+    object["compile_config"] = std::move(*cc);
+  return object.dump(indent);
 }
 
-Model model_from_json(const std::string& json) {
+namespace {
+Model model_from_json(const std::string& json, bool compile, const std::string& where) {
   saving::Config object;
   try {
     object = saving::Config::parse(json);
@@ -1243,7 +1196,14 @@ Model model_from_json(const std::string& json) {
    public:
     explicit Handle(std::shared_ptr<detail::ModelImpl> impl) : Model(std::move(impl)) {}
   };
-  return Handle(model_impl);
+  Model model = Handle(model_impl);
+  if (compile) saving::internal::compile_from_object(model, object, where);
+  return model;
+}
+}  // namespace
+
+Model model_from_json(const std::string& json) {
+  return model_from_json(json, true, "model_from_json");
 }
 
 void save_model(const Model& model, const std::string& path) {
@@ -1251,16 +1211,23 @@ void save_model(const Model& model, const std::string& path) {
              "model \"{}\" is not built: call it on data or build() it before saving (its weights "
              "do not exist yet)",
              model.name());
-  const std::string config = to_json(model);
+  saving::Config object = saving::serialize(model);
+  auto compile_config = saving::internal::compile_config_to_save(model, "save_model");
+  if (compile_config) object["compile_config"] = std::move(*compile_config);
   saving::internal::WeightList vars;
   saving::internal::collect_weights(model, "", vars);
-  safetensors::save_variables(path, vars,
-                              {{"format", saving::kFormat},
-                               {"format_version", saving::kFormatVersion},
-                               {"config", config}});
+  std::map<std::string, std::string> metadata{{"format", saving::kFormat},
+                                              {"format_version", saving::kFormatVersion},
+                                              {"config", object.dump()}};
+  // The optimizer's state goes with the compile state that can rebuild the optimizer.
+  if (compile_config) {
+    const auto weights = vars;
+    saving::internal::add_optimizer_variables(model, weights, vars, metadata);
+  }
+  safetensors::save_variables(path, vars, metadata);
 }
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& path, bool compile) {
   std::string config;
   {
     safetensors::Reader reader(path);
@@ -1285,7 +1252,7 @@ Model load_model(const std::string& path) {
   }
   Model model = [&] {
     try {
-      return model_from_json(config);
+      return model_from_json(config, compile, "load_model('" + path + "')");
     } catch (const InvalidArgumentError& e) {
       TF_THROW(InvalidArgumentError, "load_model", "'{}': the model config does not load: {}", path,
                e.what());
@@ -1298,10 +1265,15 @@ Model load_model(const std::string& path) {
   saving::internal::WeightList vars;
   saving::internal::collect_weights(model, "", vars);
   // Checks every name, shape and dtype before assigning anything.
-  const auto unused = safetensors::load_variables(path, vars);
+  auto unused = safetensors::load_variables(path, vars);
+  std::erase_if(unused, [](const std::string& n) {
+    return n.rfind(saving::internal::kOptimizerPrefix, 0) == 0;
+  });
   TF_CHECK_ARG(unused.empty(), "load_model",
                "'{}' holds {} weight(s) the config's model does not have, first \"{}\"", path,
                unused.size(), unused.empty() ? "" : safetensors::detail::printable(unused[0]));
+  if (model.compiled())
+    saving::internal::restore_optimizer_variables(model, safetensors::Reader(path), vars);
   return model;
 }
 

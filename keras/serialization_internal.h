@@ -186,6 +186,7 @@ struct Base {
 };
 Base read_base(Reader& r);
 void apply_base(const Layer& layer, const Base& b);
+Config base_config(const Layer& layer);  // Keras' "name", "trainable", "dtype", in its order
 
 // The options of `layer` as its class's access function gives them; a layer whose class name
 // is a built-in one but whose state is not (a model subclass named "Dense") has none.
@@ -234,7 +235,10 @@ using WeightPaths =
 // ---- the registry ----
 
 struct Entry {
-  GetConfig get;    // the class-specific keys (base keys added by get_config)
+  // The class-specific keys (base keys added by get_config in front), or for a built-in class
+  // whose Keras config has other base keys or puts them elsewhere (ELU, SpatialDropout1D), the
+  // whole config: a config with "name" is taken as it is (base_config gives the base keys).
+  GetConfig get;
   FromConfig from;  // the whole config (built-ins read the base keys themselves)
   bool builtin = false;
   WeightPaths weights = {};  // empty: the default nesting

@@ -49,6 +49,66 @@ Config serialize(const Layer& layer);
 // An unknown class_name is an InvalidArgumentError naming it and saving::register_layer.
 Layer deserialize(const Config& object);
 
+// Keras' model.get_compile_config(): {"optimizer", "loss", "loss_weights", "metrics",
+// "weighted_metrics", "run_eagerly", "steps_per_execution", "jit_compile"} with compile()'s
+// arguments as given (names stay names, objects are serialized); an empty object for a model
+// that is not compiled. UnimplementedError naming the piece tapeflow cannot write: a loss made
+// from a function, a metric object with options (Keras' config of the metric objects tapeflow
+// writes is only name and dtype: MeanSquaredError, MeanAbsoluteError,
+// MeanAbsolutePercentageError, MeanSquaredLogarithmicError, RootMeanSquaredError, LogCoshError,
+// Poisson, KLDivergence, Hinge, SquaredHinge, CategoricalHinge, Accuracy, CategoricalAccuracy,
+// SparseCategoricalAccuracy), a custom schedule.
+Config get_compile_config(const Model& model);
+// Keras' model.compile_from_config(config): compiles `model` from a get_compile_config object.
+// Reading is strict: InvalidArgumentError naming the key (and the class) tapeflow cannot honour
+// (a metric class it does not read, steps_per_execution other than 1, an optimizer key such as
+// use_ema=true).
+void compile_from_config(Model& model, const Config& config);
+
 }  // namespace saving
+
+namespace optimizers {
+
+// Keras' optimizer.get_config(): "name", "learning_rate" (the current value of a constant rate,
+// as a float32 read as a double, or the schedule's serialized object), "weight_decay",
+// "clipnorm", "global_clipnorm", "clipvalue", "use_ema", "ema_momentum",
+// "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps" (the last five at
+// Keras' defaults: tapeflow has no EMA, loss scale factor or accumulation), then the class's
+// own keys, in Keras' order; a LossScaleOptimizer: "name", "inner_optimizer" (serialized),
+// "initial_scale", "dynamic_growth_steps". UnimplementedError for a custom schedule or
+// exclude_from_weight_decay (Keras' config has no key for it).
+saving::Config get_config(const Optimizer& optimizer);
+// Keras' cls.from_config(config) for "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
+// "Adamax", "Nadam", "Ftrl", "Lion", "LossScaleOptimizer". Missing keys take the class's defaults;
+// a key tapeflow does not know or a value it cannot honour (use_ema=true,
+// gradient_accumulation_steps) is an InvalidArgumentError naming the class and the key.
+Optimizer from_config(const std::string& class_name, const saving::Config& config);
+// keras.optimizers.serialize / deserialize: {"module": "keras.optimizers", "class_name",
+// "config", "registered_name": null}; deserialize also takes a name ("adam", optimizers::get).
+saving::Config serialize(const Optimizer& optimizer);
+Optimizer deserialize(const saving::Config& object);
+
+namespace schedules {
+// Keras' schedule.get_config() / from_config and serialize_keras_object for the built-in
+// schedules, with Keras' keys and order ("name" as Keras names them: "PiecewiseConstant",
+// "SGDRDecay"; read back as any string, since it names nothing tapeflow keeps).
+// UnimplementedError for a LearningRateSchedule made from a function.
+saving::Config get_config(const LearningRateSchedule& schedule);
+LearningRateSchedule from_config(const std::string& class_name, const saving::Config& config);
+saving::Config serialize(const LearningRateSchedule& schedule);
+LearningRateSchedule deserialize(const saving::Config& object);
+}  // namespace schedules
+
+}  // namespace optimizers
+
+namespace losses {
+// keras.losses.serialize / deserialize for MeanSquaredError, MeanAbsoluteError,
+// MeanAbsolutePercentageError, MeanSquaredLogarithmicError, LogCosh, KLDivergence, Poisson,
+// Hinge, SquaredHinge, CategoricalHinge and the three crossentropies (config: "name",
+// "reduction", and from_logits, label_smoothing, axis / ignore_class as Keras). deserialize also
+// takes a name ("mse", losses::get). UnimplementedError for another loss (a function's).
+saving::Config serialize(const Loss& loss);
+Loss deserialize(const saving::Config& object);
+}  // namespace losses
 
 }  // namespace tapeflow::keras

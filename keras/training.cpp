@@ -18,6 +18,7 @@
 #include "distribute/strategy.h"
 #include "jit/function.h"
 #include "keras/checkpoint.h"
+#include "keras/compile_access.h"
 #include "keras/functional.h"
 #include "keras/metrics_impl.h"
 #include "keras/model.h"
@@ -32,14 +33,54 @@
 
 namespace tapeflow::keras {
 
+namespace {
+// Set while detail::compile_access::record_of reads a spec: resolve() then reports what it
+// holds there instead of resolving (the specs keep their name private; compile records them for
+// Keras' get_compile_config without a change to their public header).
+thread_local detail::compile_access::SpecRecord* g_spec_probe = nullptr;
+
+class SpecProbe {
+ public:
+  explicit SpecProbe(detail::compile_access::SpecRecord& r) { g_spec_probe = &r; }
+  ~SpecProbe() { g_spec_probe = nullptr; }
+  SpecProbe(const SpecProbe&) = delete;
+  SpecProbe& operator=(const SpecProbe&) = delete;
+};
+}  // namespace
+
 metrics::Metric MetricSpec::resolve(const losses::Loss& loss) const {
+  if (g_spec_probe != nullptr) {
+    g_spec_probe->name = name_;
+    g_spec_probe->metric = metric_;
+    return {};
+  }
   if (metric_) return *metric_;
   return metrics::get(name_, loss);
 }
 
 losses::Loss LossSpec::resolve() const {
+  if (g_spec_probe != nullptr) {
+    g_spec_probe->name = name_;
+    g_spec_probe->loss = loss_;
+    return {};
+  }
   return loss_.defined() ? loss_ : losses::get(name_);
 }
+
+namespace detail::compile_access {
+SpecRecord record_of(const LossSpec& spec) {
+  SpecRecord r;
+  SpecProbe probe(r);
+  (void)spec.resolve();
+  return r;
+}
+SpecRecord record_of(const MetricSpec& spec) {
+  SpecRecord r;
+  SpecProbe probe(r);
+  (void)spec.resolve(losses::Loss());
+  return r;
+}
+}  // namespace detail::compile_access
 
 namespace detail {
 
@@ -52,6 +93,7 @@ struct TrainingState {
   std::vector<bool> weighted;  // per metric: updated with the sample weights (weighted_metrics)
   metrics::Mean loss_tracker{"loss"};
   CompileOptions options;
+  compile_access::CompileRecord record;  // compile()'s arguments, for get_compile_config
   // The strategy whose scope compile() ran in (nullptr: one device); read through
   // live_strategy(), which refuses one that was destroyed since.
   distribute::Strategy* strategy = nullptr;
@@ -474,6 +516,36 @@ void configure_outputs(const Model& m, TrainingState& st, std::vector<losses::Lo
 
 }  // namespace
 
+namespace {
+using detail::compile_access::record_of;
+
+detail::compile_access::CompileRecord record_compile(const optimizers::Optimizer& optimizer,
+                                                     const CompileOptions& options) {
+  detail::compile_access::CompileRecord r;
+  r.optimizer = optimizer;
+  for (const MetricSpec& m : options.weighted_metrics) r.weighted_metrics.push_back(record_of(m));
+  r.run_eagerly = options.run_eagerly;
+  r.jit_compile = options.jit_compile;
+  return r;
+}
+
+// A PerOutput of records from a PerOutput of specs (same form: list or map).
+template <class T, class F>
+auto record_per_output(const PerOutput<T>& in, F record)
+    -> PerOutput<decltype(record(in.list()[0]))> {
+  using R = decltype(record(in.list()[0]));
+  if (!in.given()) return {};
+  if (in.is_map()) {
+    std::map<std::string, R> out;
+    for (const auto& [k, v] : in.by_name()) out.emplace(k, record(v));
+    return PerOutput<R>(std::move(out));
+  }
+  std::vector<R> out;
+  for (const T& v : in.list()) out.push_back(record(v));
+  return PerOutput<R>(std::move(out));
+}
+}  // namespace
+
 // Keras 3's compile: a model whose dtype policy is mixed_float16 gets its optimizer wrapped in a
 // LossScaleOptimizer unless it is one already (mixed_bfloat16 needs no loss scaling).
 static optimizers::Optimizer loss_scaled_for(const Layer& model, optimizers::Optimizer optimizer) {
@@ -499,6 +571,7 @@ void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
                "weighted_metrics of a model with several outputs (model '{}') are not supported",
                n);
   auto st = std::make_shared<TrainingState>();
+  const optimizers::Optimizer given = optimizer;
   st->optimizer = loss_scaled_for(*this, std::move(optimizer));
   st->loss = per_loss[0];
   std::vector<size_t> metric_output;
@@ -514,6 +587,16 @@ void Model::compile(optimizers::Optimizer optimizer, PerOutput<LossSpec> loss,
     metric_output.push_back(0);
   }
   st->options = options;
+  st->record = record_compile(given, options);
+  st->record.loss_per_output = true;
+  st->record.loss = record_per_output(loss, [](const LossSpec& l) { return record_of(l); });
+  st->record.loss_weights = loss_weights;
+  st->record.metrics_per_output = true;
+  st->record.metrics = record_per_output(metrics, [](const std::vector<MetricSpec>& list) {
+    std::vector<detail::compile_access::SpecRecord> out;
+    for (const MetricSpec& m : list) out.push_back(record_of(m));
+    return out;
+  });
   if (distribute::has_strategy() && distribute::get_strategy().num_replicas_in_sync() > 1) {
     st->strategy = &distribute::get_strategy();
     st->strategy_alive = distribute::detail::strategy_lifetime(*st->strategy);
@@ -534,6 +617,9 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
   TF_CHECK_ARG(optimizer.defined(), "compile", "the optimizer is an empty handle");
   TF_CHECK_ARG(loss.defined(), "compile", "the loss is an empty handle");
   auto st = std::make_shared<TrainingState>();
+  st->record = record_compile(optimizer, options);
+  st->record.single_loss.loss = loss;
+  for (const MetricSpec& m : metrics) st->record.flat_metrics.push_back(record_of(m));
   st->optimizer = loss_scaled_for(*this, std::move(optimizer));
   st->loss = std::move(loss);
   for (const MetricSpec& m : metrics) st->metrics.push_back(m.resolve(st->loss));
@@ -573,7 +659,16 @@ void Model::compile(optimizers::Optimizer optimizer, losses::Loss loss,
 void Model::compile(optimizers::Optimizer optimizer, const std::string& loss,
                     std::vector<MetricSpec> metrics, CompileOptions options) {
   compile(std::move(optimizer), losses::get(loss), std::move(metrics), options);
+  // Keras' get_compile_config gives the loss as it was given: the name.
+  model_impl_for_training()->record.single_loss = detail::compile_access::SpecRecord{loss, {}, {}};
 }
+
+namespace detail::compile_access {
+const CompileRecord* compile_record(const Model& model) {
+  const auto& st = model.model_impl_for_training();
+  return st ? &st->record : nullptr;
+}
+}  // namespace detail::compile_access
 
 bool Model::compiled() const { return model_impl_for_training() != nullptr; }
 

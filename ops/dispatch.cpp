@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/copy.h"
+#include "ops/debugging.h"
 #include "ops/hooks.h"
 
 namespace tapeflow {
@@ -157,6 +158,8 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
       }
       run_kernel(prim, dev, in, outputs);
     }
+    if (instrumented(prim))
+      check_op_outputs(prim, in, std::span<const Tensor>(outputs.data(), n_out));
   }
 
   // 4. tapes (a tape may pause itself while it records, so iterate over a snapshot count)
@@ -165,6 +168,10 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
     for (size_t i = 0; i < n_tapes && i < ctx.tapes.size(); ++i)
       ctx.tapes[i]->record(prim, in, std::span<const Tensor>(outputs.data(), n_out));
   }
+
+  // 5. enable_check_numerics in a trace: each floating output passes through a check node.
+  if (ctx.trace && instrumented(prim))
+    for (int i = 0; i < n_out; ++i) outputs[i] = check_traced_output(prim, in, outputs[i], i);
 }
 
 }  // namespace

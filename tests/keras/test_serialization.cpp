@@ -35,6 +35,8 @@ namespace fs = std::filesystem;
 using K::saving::Config;
 using tf::testing::check_close;
 using tf::testing::check_values;
+using tf::testing::layers_by_name;
+using tf::testing::set_formula_weights;
 
 using tf::testing::TempDir;
 
@@ -298,13 +300,6 @@ const char* const kDJson = R"json(
 "compile_config": {}})json";
 const std::vector<double> kDPred = {-0.377970427274704, -0.4524056911468506};
 
-// The layers of a serialized model, by name.
-std::map<std::string, Config> layers_by_name(const Config& model) {
-  std::map<std::string, Config> out;
-  for (const Config& l : model["config"]["layers"]) out[l["config"]["name"].get<std::string>()] = l;
-  return out;
-}
-
 // A custom layer for register_layer: y = x * w * factor, w (channels,) initialised to ones.
 class ScaleImpl final : public K::detail::LayerImpl {
  public:
@@ -349,7 +344,7 @@ TEST_CASE("serialization: Keras Sequential JSON with conv pooling and batch norm
     for (const K::Layer& l : model.layers()) names.push_back(l.name());
     CHECK(names == std::vector<std::string>{"conv", "bn", "pool", "avg", "flat", "drop", "dense",
                                             "relu", "soft"});
-    tf::testing::set_formula_weights(model, 5);
+    set_formula_weights(model, 5);
     check_values(model(input_a(), false), kAPred, 1e-5, 1e-6);
   }
 }
@@ -361,7 +356,7 @@ TEST_CASE("serialization: Keras functional JSON with an Add branch predicts as K
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kBJson);
     CHECK(model.name() == "fun");
-    tf::testing::set_formula_weights(model);
+    set_formula_weights(model);
     check_values(model(input_b(), false), kBPred, 1e-5, 1e-6);
   }
 }
@@ -374,7 +369,7 @@ TEST_CASE(
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kDJson);
     CHECK(model.layers().size() == 4);  // in, shared (called twice), cat, do
-    tf::testing::set_formula_weights(model);
+    set_formula_weights(model);
     check_values(model(input_d(), false), kDPred, 1e-5, 1e-6);
   }
 }
@@ -385,7 +380,7 @@ TEST_CASE("serialization: Keras JSON with Embedding Reshape Activation and a reg
     tf::DeviceScope scope(device.to_string());
     CAPTURE(device.to_string());
     K::Model model = K::models::model_from_json(kCJson);
-    tf::testing::set_formula_weights(model);
+    set_formula_weights(model);
     check_values(model(input_c(), false), kCPred, 1e-5, 1e-6);
     // The L2(1e-4) kernel regularizer came through: its penalty is a loss of the model.
     REQUIRE(model.losses().size() == 1);
@@ -555,7 +550,7 @@ TEST_CASE("serialization: save_model and load_model round trip a trained model",
 
     K::Model loaded = K::models::load_model(path);
     CHECK(loaded.name() == "trained");
-    CHECK(!loaded.compiled());  // compile state is not saved
+    CHECK(loaded.compiled());  // with its compile state (test_serialization_compile.cpp)
     REQUIRE(loaded.variables().size() == model.variables().size());
     for (size_t i = 0; i < model.variables().size(); ++i)
       check_close(loaded.variables()[i].value(), model.variables()[i].value(), 0.0, 0.0);
@@ -568,7 +563,7 @@ TEST_CASE("serialization: save_model and load_model round trip a functional mode
           "[keras][serialization]") {
   TempDir dir;
   K::Model model = K::models::model_from_json(kBJson);
-  tf::testing::set_formula_weights(model);
+  set_formula_weights(model);
   K::models::save_model(model, dir / "fun.tfmodel");
   K::Model loaded = K::models::load_model(dir / "fun.tfmodel");
   check_values(loaded(input_b(), false), kBPred, 1e-5, 1e-6);
