@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/call_request.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
 #include "ops/factory.h"
@@ -261,6 +262,9 @@ class MultiHeadAttentionImpl final : public LayerImpl {
   const std::shared_ptr<EinsumDenseImpl>& key() const { return key_; }
   const std::shared_ptr<EinsumDenseImpl>& value() const { return value_; }
   const std::shared_ptr<EinsumDenseImpl>& output() const { return output_; }
+  const layers::MultiHeadAttentionOptions& options() const { return o_; }
+  // The attention axes once built (of the input: the projection keeps axes 1 .. rank - 2).
+  const std::vector<int>& built_axes() const { return axes_; }
 
  protected:
   void build(const TensorShape& qs) override {
@@ -526,6 +530,14 @@ class DotAttentionImpl final : public LayerImpl {
     if (score_ == Score::concat)
       concat_ = add_weight("concat_score_weight", TensorShape({}), initializers::Ones(), true);
   }
+
+ public:
+  Score score() const { return score_; }
+  bool use_scale() const { return use_scale_; }
+  double dropout() const { return dropout_; }
+  const std::optional<int64_t>& seed() const { return seed_; }
+
+ protected:
   bool casts_all_inputs() const override { return false; }
   Tensor call(const Tensor& query, bool training) override;
 
@@ -660,6 +672,29 @@ AttentionRequest dot_request(const Tensor& query, const Tensor& value,
 }
 
 }  // namespace
+
+namespace detail::layer_options {
+
+std::optional<MultiHeadAttentionConfig> multi_head_attention(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const MultiHeadAttentionImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  MultiHeadAttentionConfig c{p->num_heads(), p->key_dim(), p->options(), {}};
+  c.options.value_dim = p->value_dim();
+  if (!c.options.attention_axes.empty()) {
+    c.attention_axes = c.options.attention_axes;
+  } else if (p->built()) {
+    c.attention_axes = p->built_axes();
+  }
+  return c;
+}
+std::optional<AttentionConfig> attention(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const DotAttentionImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return AttentionConfig{p->score() == Score::additive, p->use_scale(),
+                         p->score() == Score::concat ? "concat" : "dot", p->dropout(), p->seed()};
+}
+
+}  // namespace detail::layer_options
 
 namespace layers {
 

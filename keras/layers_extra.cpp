@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "keras/serialization_access_conv.h"
+#include "keras/serialization_access_sequence.h"
 #include "keras/utils.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
@@ -372,6 +373,10 @@ class CategoryEncodingImpl final : public LayerImpl {
  private:
   int64_t num_tokens_;
   std::string mode_;
+
+ public:
+  int64_t num_tokens() const { return num_tokens_; }
+  const std::string& mode() const { return mode_; }
 };
 
 // Keras 3's approximate quantiles (discretization.py): the data (as float32) is reduced to a
@@ -464,6 +469,8 @@ class DiscretizationImpl final : public LayerImpl {
     std::lock_guard<std::mutex> lock(mu_);
     return bounds_;
   }
+  int64_t num_bins() const { return num_bins_; }
+  double epsilon() const { return epsilon_; }
 
  protected:
   bool casts_all_inputs() const override { return false; }
@@ -637,6 +644,25 @@ class IntegerLookupImpl final : public LayerImpl {
 };
 
 }  // namespace
+
+std::optional<layer_options::CategoryEncodingConfig> layer_options::category_encoding(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const CategoryEncodingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return CategoryEncodingConfig{p->num_tokens(), p->mode()};
+}
+std::optional<layer_options::DiscretizationConfig> layer_options::discretization(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const DiscretizationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return DiscretizationConfig{p->bounds(), p->num_bins(), p->epsilon()};
+}
+Layer layer_options::make_discretization(std::vector<double> bin_boundaries, int64_t num_bins,
+                                         double epsilon, std::string name) {
+  return Layer(std::make_shared<DiscretizationImpl>(std::move(bin_boundaries), num_bins, epsilon,
+                                                    std::move(name)));
+}
+
 }  // namespace detail
 
 namespace layers {

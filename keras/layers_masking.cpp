@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/reduce.h"
@@ -38,6 +39,12 @@ class MaskingImpl final : public detail::LayerImpl {
 };
 
 }  // namespace
+
+std::optional<double> detail::layer_options::masking_value(const detail::LayerImpl& layer) {
+  const auto* p = dynamic_cast<const MaskingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->mask_value();
+}
 
 namespace layers {
 

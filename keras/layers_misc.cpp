@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/serialization_access_conv.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
@@ -688,6 +689,12 @@ class TimeDistributedImpl final : public LayerImpl {
 };
 
 }  // namespace
+
+std::optional<Layer> detail::layer_options::time_distributed_layer(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const TimeDistributedImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->inner();
+}
 
 namespace layers {
 

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -36,6 +37,8 @@ Impl& impl_as(const Layer& l, const char* cls) {
 class ImageLayerImpl : public LayerImpl {
  public:
   using LayerImpl::LayerImpl;
+  // The options the layer was made with, for its Keras config (keras/serialization_sequence.cpp).
+  virtual void options(detail::layer_options::ImageLayerConfig& c) const = 0;
 
  protected:
   void check_input(const TensorShape& s) const override {
@@ -152,6 +155,13 @@ class ResizingImpl final : public ImageLayerImpl {
   }
   int64_t h_, w_;
   layers::ResizingOptions o_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.height = h_;
+    c.width = w_;
+    c.resizing = o_;
+  }
 };
 
 // ---- CenterCrop ----
@@ -173,6 +183,12 @@ class CenterCropImpl final : public ImageLayerImpl {
     if (H >= h_ && W >= w_)
       return image::crop_to_bounding_box(x, (H - h_) / 2, (W - w_) / 2, h_, w_);
     return image::resize(crop_to_aspect(x, h_, w_, false), {h_, w_});
+  }
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.height = h_;
+    c.width = w_;
   }
 
  private:
@@ -225,6 +241,13 @@ class RandomCropImpl final : public ImageLayerImpl {
  private:
   int64_t h_, w_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.height = h_;
+    c.width = w_;
+    c.seed = seed_;
+  }
 };
 
 // ---- RandomFlip ----
@@ -255,6 +278,14 @@ class RandomFlipImpl final : public ImageLayerImpl {
  private:
   std::optional<int64_t> seed_;
   bool horizontal_ = false, vertical_ = false;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.seed = seed_;
+    c.mode = horizontal_ && vertical_ ? "horizontal_and_vertical"
+             : horizontal_            ? "horizontal"
+                                      : "vertical";
+  }
 };
 
 // ---- RandomRotation, RandomZoom, RandomTranslation ----
@@ -326,6 +357,12 @@ class RandomRotationImpl final : public RandomTransformImpl {
 
  private:
   std::pair<double, double> range_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.transform = o_;
+    c.factor = range_;
+  }
 };
 
 class RandomZoomImpl final : public RandomTransformImpl {
@@ -350,6 +387,13 @@ class RandomZoomImpl final : public RandomTransformImpl {
  private:
   std::pair<double, double> h_;
   std::optional<std::pair<double, double>> w_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.transform = o_;
+    c.factor = h_;
+    c.width_factor = w_;
+  }
 };
 
 class RandomTranslationImpl final : public RandomTransformImpl {
@@ -370,6 +414,13 @@ class RandomTranslationImpl final : public RandomTransformImpl {
 
  private:
   std::pair<double, double> h_, w_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.transform = o_;
+    c.factor = h_;
+    c.width_factor = w_;
+  }
 };
 
 // ---- RandomContrast and RandomBrightness ----
@@ -415,6 +466,13 @@ class RandomContrastImpl final : public ImageLayerImpl {
  private:
   std::pair<double, double> vr_, range_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.factor = range_;
+    c.value_range = vr_;
+    c.seed = seed_;
+  }
 };
 
 class RandomBrightnessImpl final : public ImageLayerImpl {
@@ -441,6 +499,13 @@ class RandomBrightnessImpl final : public ImageLayerImpl {
  private:
   std::pair<double, double> vr_, range_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.factor = range_;
+    c.value_range = vr_;
+    c.seed = seed_;
+  }
 };
 
 // ---- RandomGrayscale ----
@@ -471,6 +536,12 @@ class RandomGrayscaleImpl final : public ImageLayerImpl {
  private:
   double factor_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.grayscale_factor = factor_;
+    c.seed = seed_;
+  }
 };
 
 // ---- RandomSaturation ----
@@ -505,6 +576,13 @@ class RandomSaturationImpl final : public ImageLayerImpl {
  private:
   std::pair<double, double> vr_, range_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.factor = range_;
+    c.value_range = vr_;
+    c.seed = seed_;
+  }
 };
 
 // ---- RandomHue ----
@@ -557,6 +635,13 @@ class RandomHueImpl final : public ImageLayerImpl {
  private:
   std::pair<double, double> vr_, range_;
   std::optional<int64_t> seed_;
+
+ public:
+  void options(detail::layer_options::ImageLayerConfig& c) const override {
+    c.factor = range_;
+    c.value_range = vr_;
+    c.seed = seed_;
+  }
 };
 
 // ---- Normalization ----
@@ -696,9 +781,28 @@ class NormalizationImpl final : public LayerImpl {
     v.assign(reshape(cast(var, v.dtype()), ws));
   }
   layers::NormalizationOptions o_;
+
+ public:
+  const layers::NormalizationOptions& options() const { return o_; }
 };
 
 }  // namespace
+
+std::optional<detail::layer_options::ImageLayerConfig> detail::layer_options::image_layer(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ImageLayerImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  ImageLayerConfig c;
+  c.class_name = p->class_name();
+  p->options(c);
+  return c;
+}
+std::optional<layers::NormalizationOptions> detail::layer_options::normalization(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const NormalizationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->options();
+}
 
 namespace layers {
 

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "keras/call_request.h"
 #include "keras/layers_rnn_cells.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -353,16 +354,20 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
 }
 
 // ---- Bidirectional ----
+void check_merge_mode(const std::string& merge_mode) {
+  TF_CHECK_ARG(
+      merge_mode == "concat" || merge_mode == "sum" || merge_mode == "mul" || merge_mode == "ave",
+      "Bidirectional",
+      "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got \"{}\" (Keras' "
+      "None, two outputs, is not offered)",
+      merge_mode);
+}
+
 class BidirectionalImpl final : public LayerImpl {
  public:
   BidirectionalImpl(const RecurrentImpl& layer, const std::string& merge_mode, std::string name)
       : LayerImpl("Bidirectional", "bidirectional", std::move(name)), merge_mode_(merge_mode) {
-    TF_CHECK_ARG(
-        merge_mode == "concat" || merge_mode == "sum" || merge_mode == "mul" || merge_mode == "ave",
-        "Bidirectional",
-        "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got \"{}\" (Keras' "
-        "None, two outputs, is not offered)",
-        merge_mode);
+    check_merge_mode(merge_mode);
     const std::string base = layer.local_base_name();
     RecurrentConfig f = layer.config(), b = layer.config();
     f.name = "forward_" + base;
@@ -374,6 +379,14 @@ class BidirectionalImpl final : public LayerImpl {
     forward_ = std::make_shared<RecurrentImpl>(std::move(f));
     backward_ = std::make_shared<RecurrentImpl>(std::move(b));
   }
+  // Keras' from_config: the two layers as given (checked by make_bidirectional).
+  BidirectionalImpl(std::shared_ptr<RecurrentImpl> forward, std::shared_ptr<RecurrentImpl> backward,
+                    const std::string& merge_mode, std::string name)
+      : LayerImpl("Bidirectional", "bidirectional", std::move(name)),
+        merge_mode_(merge_mode),
+        forward_(std::move(forward)),
+        backward_(std::move(backward)) {}
+  const std::string& merge_mode() const { return merge_mode_; }
   std::vector<Layer> sublayers() const override { return {Layer(forward_), Layer(backward_)}; }
   const std::shared_ptr<RecurrentImpl>& forward() const { return forward_; }
   const std::shared_ptr<RecurrentImpl>& backward() const { return backward_; }
@@ -598,4 +611,67 @@ std::vector<Tensor> Bidirectional::call_with_state(const Tensor& x,
 }
 
 }  // namespace layers
+
+namespace detail::layer_options {
+
+std::optional<RecurrentConfig> recurrent(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RecurrentImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  const auto& c = p->config();
+  return RecurrentConfig{.class_name = class_of(c.cell),
+                         .units = c.units,
+                         .activation = c.activation,
+                         .recurrent_activation = c.recurrent_activation,
+                         .use_bias = c.use_bias,
+                         .kernel_initializer = c.kernel_initializer,
+                         .recurrent_initializer = c.recurrent_initializer,
+                         .bias_initializer = c.bias_initializer,
+                         .unit_forget_bias = c.unit_forget_bias,
+                         .kernel_regularizer = c.kernel_regularizer,
+                         .recurrent_regularizer = c.recurrent_regularizer,
+                         .bias_regularizer = c.bias_regularizer,
+                         .return_sequences = c.return_sequences,
+                         .go_backwards = c.go_backwards,
+                         .zero_output_for_mask = c.zero_output_for_mask,
+                         .reset_after = c.reset_after,
+                         .dropout = c.dropout,
+                         .recurrent_dropout = c.recurrent_dropout,
+                         .seed = c.seed};
+}
+
+std::optional<BidirectionalConfig> bidirectional(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const BidirectionalImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return BidirectionalConfig{p->merge_mode(), Layer(p->forward()), Layer(p->backward())};
+}
+
+Layer make_bidirectional(const Layer& forward, const Layer& backward, const std::string& merge_mode,
+                         const std::string& name) {
+  auto f = std::dynamic_pointer_cast<RecurrentImpl>(forward.impl_ptr());
+  TF_CHECK_ARG(f != nullptr, "Bidirectional",
+               "wraps a SimpleRNN, LSTM or GRU layer, got \"{}\" ({})", forward.name(),
+               forward.class_name());
+  if (!backward.defined()) return Layer(std::make_shared<BidirectionalImpl>(*f, merge_mode, name));
+  check_merge_mode(merge_mode);
+  auto b = std::dynamic_pointer_cast<RecurrentImpl>(backward.impl_ptr());
+  TF_CHECK_ARG(b != nullptr, "Bidirectional",
+               "takes a SimpleRNN, LSTM or GRU backward layer, got \"{}\" ({})", backward.name(),
+               backward.class_name());
+  const auto& fc = f->config();
+  const auto& bc = b->config();
+  TF_CHECK_ARG(fc.cell == bc.cell && fc.units == bc.units &&
+                   fc.return_sequences == bc.return_sequences && fc.go_backwards != bc.go_backwards,
+               "Bidirectional",
+               "the backward layer \"{}\" ({}, units {}, return_sequences {}, go_backwards {}) "
+               "must be of the forward layer \"{}\"'s class with its units and return_sequences "
+               "({}, {}, {}) and the opposite go_backwards ({})",
+               b->name(), class_of(bc.cell), bc.units, bc.return_sequences, bc.go_backwards,
+               f->name(), class_of(fc.cell), fc.units, fc.return_sequences, fc.go_backwards);
+  TF_CHECK_ARG(!f->built() && !b->built(), "Bidirectional",
+               "wraps new layers only; layer \"{}\" or \"{}\" is already built", f->name(),
+               b->name());
+  return Layer(std::make_shared<BidirectionalImpl>(std::move(f), std::move(b), merge_mode, name));
+}
+
+}  // namespace detail::layer_options
 }  // namespace tapeflow::keras

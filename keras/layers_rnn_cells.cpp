@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "keras/call_request.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
 #include "ops/factory.h"
@@ -484,6 +485,7 @@ class RNNImpl final : public LayerImpl {
     TF_CHECK_ARG(cell_ != nullptr, cls, "needs a cell, got a null one");
   }
   layers::RNNCell& cell() const { return *cell_; }
+  const std::shared_ptr<layers::RNNCell>& cell_ptr() const { return cell_; }
   const layers::RNNOptions& options() const { return o_; }
   std::vector<Layer> sublayers() const override { return {Layer(*cell_)}; }
   bool supports_masking() const override { return true; }
@@ -663,6 +665,12 @@ std::string upper(std::string s) {
 }
 
 }  // namespace
+
+std::optional<detail::layer_options::RNNConfig> detail::layer_options::rnn(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RNNImpl*>(&layer);
+  if (p == nullptr || p->class_name() != "RNN") return std::nullopt;  // not a ConvLSTM
+  return RNNConfig{p->options(), p->cell_ptr()};
+}
 
 namespace layers {
 

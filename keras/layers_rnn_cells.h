@@ -130,6 +130,10 @@ struct GRUCellOptions {
 class SimpleRNNCell : public RNNCell {
  public:
   explicit SimpleRNNCell(int64_t units, SimpleRNNCellOptions options = {});
+  int64_t units() const { return units_; }
+  const SimpleRNNCellOptions& options() const {
+    return o_;
+  }  // as given (unset initializers undefined)
   std::vector<int64_t> state_size() const override { return {units_}; }
   int64_t output_size() const override { return units_; }
   std::pair<Tensor, std::vector<Tensor>> call(const Tensor& x, const std::vector<Tensor>& states,
@@ -147,6 +151,8 @@ class SimpleRNNCell : public RNNCell {
 class LSTMCell : public RNNCell {
  public:
   explicit LSTMCell(int64_t units, LSTMCellOptions options = {});
+  int64_t units() const { return units_; }
+  const LSTMCellOptions& options() const { return o_; }  // as given (unset initializers undefined)
   std::vector<int64_t> state_size() const override { return {units_, units_}; }
   int64_t output_size() const override { return units_; }
   std::pair<Tensor, std::vector<Tensor>> call(const Tensor& x, const std::vector<Tensor>& states,
@@ -164,6 +170,8 @@ class LSTMCell : public RNNCell {
 class GRUCell : public RNNCell {
  public:
   explicit GRUCell(int64_t units, GRUCellOptions options = {});
+  int64_t units() const { return units_; }
+  const GRUCellOptions& options() const { return o_; }  // as given (unset initializers undefined)
   std::vector<int64_t> state_size() const override { return {units_}; }
   int64_t output_size() const override { return units_; }
   std::pair<Tensor, std::vector<Tensor>> call(const Tensor& x, const std::vector<Tensor>& states,

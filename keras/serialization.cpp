@@ -654,7 +654,9 @@ bool is_sequential(const Layer& layer) {
 }
 
 Config build_config_of(const Layer& layer) {
-  if (!layer.built() || layer.impl().own_weights().empty()) return nullptr;
+  // Keras writes it for the layers that make weights (their own, or a wrapper's inner ones).
+  if (!layer.built() || layer.weights().empty()) return nullptr;
+  if (Config c = keras_build_config(layer, layer.input_shape()); !c.is_null()) return c;
   return Config{{"input_shape", shape_json(layer.input_shape())}};
 }
 
@@ -756,6 +758,7 @@ Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
         args.push_back(list);
       } else {
         for (const KerasTensor& in : n->inputs) args.push_back(keras_tensor_json(in, local_index));
+        args = keras_call_args(l, args);
       }
       Config kwargs = Config::object();
       if (n->training) kwargs["training"] = *n->training;
@@ -938,7 +941,7 @@ Model functional_from(const Config& config) {
     p.name = p.layer.name();
     TF_CHECK_ARG(inbound.is_array(), "deserialize", "layer \"{}\": inbound_nodes must be a list",
                  p.name);
-    for (const Config& n : inbound) p.nodes.push_back(n);
+    for (const Config& n : inbound) p.nodes.push_back(single_input_node(p.layer, n));
     pending.push_back(std::move(p));
   }
   auto tensor_of = [&](const std::string& where, const Config& t) -> std::optional<KerasTensor> {
@@ -1018,17 +1021,21 @@ Model functional_from(const Config& config) {
   return model;
 }
 
+}  // namespace
+
 // Names of the weights in a saved model, Keras' .weights.h5 paths.
-void collect_weights(const Layer& layer, const std::string& prefix,
-                     std::vector<std::pair<std::string, Variable>>& out) {
-  const auto& own = layer.impl().own_weights();
-  for (size_t i = 0; i < own.size(); ++i)
-    out.emplace_back(fmt::format("{}vars/{}", prefix, i), own[i].variable);
+void internal::collect_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
+  if (auto entry = lookup(layer.class_name()); entry && entry->weights)
+    if (entry->weights(layer, prefix, out)) return;
+  own_weights(layer, prefix, out);
   for (const Layer& sub : layer.impl().sublayers())
     collect_weights(sub, prefix + "layers/" + sub.name() + "/", out);
 }
-
-}  // namespace
+void internal::own_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
+  const auto& own = layer.impl().own_weights();
+  for (size_t i = 0; i < own.size(); ++i)
+    out.emplace_back(fmt::format("{}vars/{}", prefix, i), own[i].variable);
+}
 
 void register_layer(const std::string& class_name, FromConfig from_config, GetConfig get_config) {
   TF_CHECK_ARG(!class_name.empty(), "register_layer", "the class name is empty");
@@ -1207,8 +1214,8 @@ void save_model(const Model& model, const std::string& path) {
   saving::Config object = saving::serialize(model);
   auto compile_config = saving::internal::compile_config_to_save(model, "save_model");
   if (compile_config) object["compile_config"] = std::move(*compile_config);
-  std::vector<std::pair<std::string, Variable>> vars;
-  saving::collect_weights(model, "", vars);
+  saving::internal::WeightList vars;
+  saving::internal::collect_weights(model, "", vars);
   std::map<std::string, std::string> metadata{{"format", saving::kFormat},
                                               {"format_version", saving::kFormatVersion},
                                               {"config", object.dump()}};
@@ -1255,8 +1262,8 @@ Model load_model(const std::string& path, bool compile) {
                "'{}': the config does not give the model's input shape, so its weights cannot "
                "be made",
                path);
-  std::vector<std::pair<std::string, Variable>> vars;
-  saving::collect_weights(model, "", vars);
+  saving::internal::WeightList vars;
+  saving::internal::collect_weights(model, "", vars);
   // Checks every name, shape and dtype before assigning anything.
   auto unused = safetensors::load_variables(path, vars);
   std::erase_if(unused, [](const std::string& n) {

@@ -17,8 +17,13 @@
 // GlobalMaxPooling1D/2D/3D, UpSampling1D/2D/3D, ZeroPadding1D/2D/3D, Cropping1D/2D/3D, Permute,
 // RepeatVector, Rescaling, LeakyReLU, ELU, PReLU, SpatialDropout1D/2D/3D, GaussianNoise,
 // GaussianDropout, AlphaDropout, ActivityRegularization, GroupNormalization, UnitNormalization,
-// RMSNormalization (keras/serialization_conv.cpp); Sequential and functional models (nested
-// too), and whatever saving::register_layer adds.
+// RMSNormalization (keras/serialization_conv.cpp); SimpleRNN, LSTM, GRU, RNN (with the built-in
+// cells), Bidirectional, TimeDistributed, MultiHeadAttention, Attention, AdditiveAttention
+// (self-attention in functional models), Masking, Normalization, Discretization,
+// CategoryEncoding, Resizing, CenterCrop, RandomCrop, RandomFlip, RandomRotation, RandomZoom,
+// RandomTranslation, RandomContrast, RandomBrightness, RandomGrayscale, RandomSaturation,
+// RandomHue (keras/serialization_sequence.cpp); Sequential and functional models (nested too),
+// and whatever saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
 // JSON text here. keras/serialization_json.h has the same calls on nlohmann::ordered_json
@@ -68,16 +73,19 @@ Model model_from_json(const std::string& json);
 // whose __metadata__ holds {"format": "tapeflow.keras.model", "format_version": "1",
 // "config": to_json(model)} and whose tensors are every layer's own weights, named as Keras 3's
 // .weights.h5 paths: "layers/<layer name>/vars/<i>" (nested models: "layers/<model>/layers/
-// <layer>/vars/<i>"), i in the layer's weight creation order. A compiled model also saves its
-// compile state: the config's "compile_config" (optimizer config, loss, metrics, options) and
-// the optimizer's variables as "optimizer/vars/<i>" in Keras' order (iterations, the constant
-// learning rate, the slots: momentums, velocities, ..., Nadam's u_product last), with the
-// metadata entry "optimizer_variables" naming what each is ("iterations", "learning_rate",
-// "<weight path>:<slot>"; a LossScaleOptimizer's "step_counter" and "dynamic_scale" first). A
-// compile state tapeflow cannot write (a loss made from a function, a metric object other than
-// the plain ones of saving::get_compile_config, a custom schedule) is left out with a
-// warning, the weights saved. Written atomically (a temporary file renamed over `path`: a save
-// never leaves a torn file behind). The model must be built (FailedPreconditionError otherwise).
+// <layer>/vars/<i>"), i in the layer's weight creation order; the classes Keras nests deeper
+// as there ("layers/<lstm>/cell/vars/<i>", "layers/<bidirectional>/forward_layer/cell/...",
+// "layers/<time_distributed>/layer/...", "layers/<mha>/query_dense/vars/<i>", ...). A compiled
+// model also saves its compile state: the config's "compile_config" (optimizer config, loss,
+// metrics, options) and the optimizer's variables as "optimizer/vars/<i>" in Keras' order
+// (iterations, the constant learning rate, the slots: momentums, velocities, ..., Nadam's
+// u_product last), with the metadata entry "optimizer_variables" naming what each is
+// ("iterations", "learning_rate", "<weight path>:<slot>"; a LossScaleOptimizer's
+// "step_counter" and "dynamic_scale" first). A compile state tapeflow cannot write (a loss made
+// from a function, a metric object other than the plain ones of saving::get_compile_config, a
+// custom schedule) is left out with a warning, the weights saved. Written atomically (a
+// temporary file renamed over `path`: a save never leaves a torn file behind). The model must be
+// built (FailedPreconditionError otherwise).
 void save_model(const Model& model, const std::string& path);
 // keras.models.load_model(path, compile=True): the model saved at `path`, with its weights; with
 // `compile` and a saved compile state, compiled as it was and with its optimizer's state

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +24,7 @@ namespace tapeflow::keras::saving::internal {
 Config shape_json(const TensorShape& s);  // None dimensions as null
 Config pair_json(Size2 s);                // [h, w]
 Config seed_json(std::optional<int64_t> seed);
+Config base_config(const Layer& layer);  // Keras' name, trainable and dtype, in its order
 std::string lower(std::string s);
 std::string activation_json(const std::string& a);  // "" (no activation) is "linear"
 std::string who(const Layer& layer);                // "layer \"dense\" (Dense)" for errors
@@ -199,6 +201,37 @@ T need(std::optional<T> options, const Layer& layer) {
 std::string padding_of(Reader& r);  // "valid" or "same", lower case
 void read_data_format(Reader& r);   // only channels_last
 
+// ---- classes whose Keras call takes several inputs (serialization_sequence.cpp) ----
+
+// Keras calls MultiHeadAttention as mha(query, value[, key]) and Attention / AdditiveAttention
+// as att([query, value[, key]]) where tapeflow's layer call takes one tensor (self-attention):
+// a functional model's node of such a call converts between the two spellings here.
+// Keras' inbound node as tapeflow's one-input node ({"args": [x], ...}); InvalidArgumentError
+// naming the layer when its query, value and key are not one tensor. Other classes' nodes are
+// returned unchanged.
+Config single_input_node(const Layer& layer, const Config& node);
+// The args [x] of such a layer's node as Keras writes them; others unchanged.
+Config keras_call_args(const Layer& layer, const Config& args);
+// Keras' build_config of such a layer built for query shape `shape` (MultiHeadAttention:
+// shapes_dict with query_shape and value_shape); null for other classes.
+Config keras_build_config(const Layer& layer, const TensorShape& shape);
+
+// ---- weight paths (save_model / load_model) ----
+
+// A model's weights named as Keras 3's .weights.h5 paths: (path, variable) pairs.
+using WeightList = std::vector<std::pair<std::string, Variable>>;
+// Appends `layer`'s weights to `out` under `prefix` (ending in "/" or empty). Keras' default
+// nesting: the layer's own weights at "vars/<i>" (creation order), then each sublayer's under
+// "layers/<sublayer name>/"; a class whose registry entry has a `weights` hook nests its own way.
+void collect_weights(const Layer& layer, const std::string& prefix, WeightList& out);
+// Appends `layer`'s own weights alone at `prefix` + "vars/<i>".
+void own_weights(const Layer& layer, const std::string& prefix, WeightList& out);
+// A class's own nesting of its weights (a recurrent layer's under "cell/", a wrapper's under
+// "layer/"): appends them as collect_weights does and returns true, or returns false (nothing
+// appended) for a layer that is not the built-in class, which then gets the default nesting.
+using WeightPaths =
+    std::function<bool(const Layer& layer, const std::string& prefix, WeightList& out)>;
+
 // ---- the registry ----
 
 struct Entry {
@@ -208,10 +241,12 @@ struct Entry {
   GetConfig get;
   FromConfig from;  // the whole config (built-ins read the base keys themselves)
   bool builtin = false;
+  WeightPaths weights = {};  // empty: the default nesting
 };
 using Registry = std::map<std::string, Entry>;
-inline void add_builtin(Registry& m, const char* name, GetConfig get, FromConfig from) {
-  m[name] = Entry{std::move(get), std::move(from), true};
+inline void add_builtin(Registry& m, const char* name, GetConfig get, FromConfig from,
+                        WeightPaths weights = {}) {
+  m[name] = Entry{std::move(get), std::move(from), true, std::move(weights)};
 }
 // The built-in classes defined outside serialization.cpp, each file adding its own.
 void add_conv_layers(Registry& m);      // keras/serialization_conv.cpp

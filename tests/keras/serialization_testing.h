@@ -3,28 +3,32 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "keras/model.h"
+#include "keras/layers.h"
 #include "keras/serialization_json.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
 
 namespace tapeflow::testing {
 
-// The weights the Keras reference scripts gave their models: weight i (model.get_weights()
-// order), element j: 0.5 sin(0.37 j + 1.3 i), plus 1 for weight `plus_one` (a moving variance).
-inline void set_formula_weights(const keras::Model& model, int plus_one = -1) {
+// The weights the Keras reference scripts gave their models (or a layer): weight i
+// (get_weights() order), element j: 0.5 sin(0.37 j + 1.3 i), plus 1 for weight `plus_one` (a
+// moving variance). In Python:
+//   ws = [(0.5 * np.sin(0.37 * np.arange(w.size) + 1.3 * i)).reshape(w.shape)
+//         for i, w in enumerate(model.get_weights())]
+inline void set_formula_weights(const keras::Layer& model, int plus_one = -1) {
   std::vector<Tensor> values;
   const auto current = model.get_weights();
   for (size_t i = 0; i < current.size(); ++i) {
     const int64_t n = current[i].shape().num_elements();
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
-      v[j] = 0.5 * std::sin(0.37 * double(j) + 1.3 * double(i)) +
-             (static_cast<int>(i) == plus_one ? 1.0 : 0.0);
+      v[static_cast<size_t>(j)] = 0.5 * std::sin(0.37 * double(j) + 1.3 * double(i)) +
+                                  (static_cast<int>(i) == plus_one ? 1.0 : 0.0);
     values.push_back(cast(convert_to_tensor(v, current[i].shape()), current[i].dtype()));
   }
   model.set_weights(values);
