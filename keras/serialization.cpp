@@ -542,20 +542,13 @@ Config layer_norm_get(const Layer& layer) {
   auto o = need(lo::layer_normalization(layer.impl()), layer);
   // Keras keeps an int axis until the build, which turns it into a list.
   Config axis = o.axis.size() == 1 && !layer.built() ? Config(o.axis[0]) : Config(o.axis);
-  return Config{
-      {"axis", axis},
-      {"epsilon", o.epsilon},
-      {"center", o.center},
-      {"scale", o.scale},
-      {"rms_scaling", false},
-      {"beta_initializer",
-       initializer_json(layer, "beta_initializer", o.beta_initializer, initializers::Zeros())},
-      {"gamma_initializer",
-       initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones())},
-      {"beta_regularizer", regularizer_json(layer, "beta_regularizer", o.beta_regularizer)},
-      {"gamma_regularizer", regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer)},
-      {"beta_constraint", nullptr},
-      {"gamma_constraint", nullptr}};
+  Config c{{"axis", axis},
+           {"epsilon", o.epsilon},
+           {"center", o.center},
+           {"scale", o.scale},
+           {"rms_scaling", false}};
+  add_beta_gamma(c, layer, o);
+  return c;
 }
 
 Layer reshape_from(const Config& config) {

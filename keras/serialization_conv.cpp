@@ -683,20 +683,13 @@ Layer group_norm_from(const Config& config) {
 }
 Config group_norm_get(const Layer& layer) {
   const auto o = need(lo::group_normalization(layer.impl()), layer);
-  return Config{
-      {"groups", o.groups},
-      {"axis", o.axis},
-      {"epsilon", o.epsilon},
-      {"center", o.center},
-      {"scale", o.scale},
-      {"beta_initializer",
-       initializer_json(layer, "beta_initializer", o.beta_initializer, initializers::Zeros())},
-      {"gamma_initializer",
-       initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones())},
-      {"beta_regularizer", regularizer_json(layer, "beta_regularizer", o.beta_regularizer)},
-      {"gamma_regularizer", regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer)},
-      {"beta_constraint", nullptr},
-      {"gamma_constraint", nullptr}};
+  Config c{{"groups", o.groups},
+           {"axis", o.axis},
+           {"epsilon", o.epsilon},
+           {"center", o.center},
+           {"scale", o.scale}};
+  add_beta_gamma(c, layer, o);
+  return c;
 }
 
 Layer unit_norm_from(const Config& config) {

@@ -198,6 +198,20 @@ T need(std::optional<T> options, const Layer& layer) {
   return std::move(*options);
 }
 
+// Appends the beta/gamma keys of a normalization layer's options `o` (LayerNormalization's,
+// GroupNormalization's) in Keras' order: initializers, regularizers, then null constraints.
+template <class O>
+void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
+  c["beta_initializer"] =
+      initializer_json(layer, "beta_initializer", o.beta_initializer, initializers::Zeros());
+  c["gamma_initializer"] =
+      initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones());
+  c["beta_regularizer"] = regularizer_json(layer, "beta_regularizer", o.beta_regularizer);
+  c["gamma_regularizer"] = regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer);
+  c["beta_constraint"] = nullptr;
+  c["gamma_constraint"] = nullptr;
+}
+
 std::string padding_of(Reader& r);  // "valid" or "same", lower case
 void read_data_format(Reader& r);   // only channels_last
 
