@@ -250,8 +250,10 @@ std::shared_ptr<const Spec> make_spec(std::vector<std::string> files,
                  i, d.shape().to_string());
     c.required = d.num_elements() == 0;
     if (!c.required) {
-      c.fallback = d.item<double>();
-      c.fallback_int = d.item<int64_t>();
+      if (c.dtype == int32 || c.dtype == int64)
+        c.fallback_int = d.item<int64_t>();
+      else
+        c.fallback = d.item<double>();  // NaN is a fine default for a float column
     }
     if (!o.select_cols.empty()) {
       c.index = o.select_cols[i];

@@ -2,7 +2,9 @@
 // gives for the same files and arguments (tensorflow-cpu 2.21, the Python lines quoted in each
 // case), quoting, header, defaults, na_value, select_cols / exclude_cols, several files, and the
 // errors for bad records and bad arguments.
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,12 @@ TEST_CASE("csv: defaults, required columns, na_value and several files", "[data]
   REQUIRE(rows.size() == 2);
   CHECK(rows[0] == std::vector<double>{4, 1000, -std::numeric_limits<double>::infinity(), 42});
   CHECK(rows[1] == std::vector<double>{-2, 0.5, 7, 9});
+  // A NaN default for a float column (a common choice for missing values).
+  const auto nan_rows = rows_of(
+      CsvDataset({req}, {tf::Tensor(0), tf::Tensor(std::numeric_limits<float>::quiet_NaN())},
+                 {.na_value = "3"}));
+  REQUIRE(nan_rows.size() == 2);
+  CHECK(std::isnan(nan_rows[1][1]));
   // Iterating again starts over.
   const Dataset twice = CsvDataset({req}, {tf::Tensor(5), tf::Tensor(0.0f)});
   CHECK(rows_of(twice) == rows_of(twice));
