@@ -137,7 +137,10 @@ TEST_CASE("activations give TensorFlow 2.21's float32 values", "[cpu][cuda][nn][
                  2e-7, 0);
     check_values(tf::nn::gelu(g, true),
                  {-0.00363752, -0.15880799293518066, 0.0, 0.8411920070648193, 2.9963627}, 2e-7,
-                 1e-7);  // -3 and 3: the 8 digits of TF's docstring
+                 3e-7);
+    // -3 and 3: the 8 digits of TF's docstring. At -3, 1 + tanh(-3.357) cancels: one float32 ulp
+    // of the tanh moves the result by 9e-8 (the exact value is -0.00363739); TF's Eigen tanh, the
+    // vectorised loop's and the scalar one (the -O1 sanitizer build) differ by up to two ulps.
     // Special values, as TF: softsign(+-inf) and gelu(-inf) are NaN, elu(-inf) is -1.
     const tf::Tensor s = tf::constant({kInf, -kInf, kNan});
     const tf::Tensor s32 = tf::cast(s, tf::float32);
