@@ -106,6 +106,11 @@ namespace {
 using detail::TrainingState;
 using Step = TrainingState::Step;
 
+// The names model.save's files take (docs/keras.md): Keras' .keras and tapeflow's .tfmodel.
+bool is_whole_model_path(const std::string& path) {
+  return path.ends_with(".keras") || path.ends_with(".tfmodel");
+}
+
 // 1 outside strategy.run, else the number of replicas (losses are divided by it there).
 double replicas() {
   auto* ctx = distribute::get_replica_context();
@@ -1003,7 +1008,15 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
   ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
   if (!st.optimizer.has_schedule())
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
-  ctx.save_weights = [this](const std::string& p) { save_weights(p); };
+  // ModelCheckpoint: a path ending in .keras or .tfmodel gets the whole model (Keras 3's
+  // default save_weights_only=False, which requires .keras), any other the weights.
+  ctx.save_weights = [this](const std::string& p) {
+    if (is_whole_model_path(p)) {
+      save(p);
+    } else {
+      save_weights(p);
+    }
+  };
   ctx.metric_direction = [stp](const std::string& name) -> std::string {
     for (size_t i = 0; i < stp->metrics.size(); ++i)
       if (stp->metric_log_names[i] == name) return stp->metrics[i].direction();
@@ -1486,6 +1499,12 @@ std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
 void Model::save_weights(const std::string& path) const {
   TF_CHECK_T(FailedPreconditionError, built(), "save_weights",
              "model '{}' has no weights yet: build it or call it on data first", name());
+  // A weights file named as a whole model would not load with load_model (Keras 3 refuses the
+  // name as well).
+  TF_CHECK_ARG(!is_whole_model_path(path), "save_weights",
+               "'{}' names a whole-model file (.keras or .tfmodel): save the whole model with "
+               "model.save(path), or the weights under another name (e.g. .safetensors)",
+               path);
   safetensors::save_variables(path, tracked_variables(), {{"format", "tapeflow.keras.weights"}});
 }
 
