@@ -2,6 +2,7 @@
 // save_weights_only=False. The file is model.save's: load_model gives the model, compiled, with
 // the optimizer's state, so training resumes where the checkpoint was taken.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -29,7 +30,20 @@ K::Sequential small_model() {
   return m;
 }
 
-const K::FitOptions kEpoch{.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false};
+// Inputs (n x 3) and targets (n x 2), uniform in [-1, 1).
+std::pair<tf::Tensor, tf::Tensor> data(int64_t n, int64_t seed) {
+  return {tf::random::uniform({n, 3}, -1.0, 1.0, tf::float32, seed),
+          tf::random::uniform({n, 2}, -1.0, 1.0, tf::float32, seed + 1)};
+}
+
+// fit's options: `epochs` epochs of batches of 4 in order, with these callbacks.
+K::FitOptions epochs(int n, std::vector<K::callbacks::CallbackRef> callbacks = {}) {
+  return {.epochs = n,
+          .batch_size = 4,
+          .callbacks = std::move(callbacks),
+          .verbose = 0,
+          .shuffle = false};
+}
 
 void check_same_weights(const K::Model& got, const K::Model& want) {
   const auto g = got.get_weights(), w = want.get_weights();
@@ -42,20 +56,14 @@ void check_same_weights(const K::Model& got, const K::Model& want) {
 TEST_CASE("ModelCheckpoint: a .keras or .tfmodel path saves the whole model, optimizer included",
           "[cpu][keras][callbacks]") {
   TempDir dir;
-  const tf::Tensor x = tf::random::uniform({16, 3}, -1.0, 1.0, tf::float32, 21);
-  const tf::Tensor y = tf::random::uniform({16, 2}, -1.0, 1.0, tf::float32, 22);
+  const auto [x, y] = data(16, 21);
   for (const std::string ext : {".keras", ".tfmodel"}) {
     CAPTURE(ext);
     // 2 epochs with a checkpoint per epoch, against 4 epochs straight.
     K::Sequential first = small_model();
-    K::FitOptions two = kEpoch;
-    two.epochs = 2;
-    two.callbacks = {K::callbacks::ModelCheckpoint(dir / ("m-{epoch:02d}" + ext))};
-    first.fit(x, y, two);
+    first.fit(x, y, epochs(2, {K::callbacks::ModelCheckpoint(dir / ("m-{epoch:02d}" + ext))}));
     K::Sequential straight = small_model();
-    K::FitOptions four = kEpoch;
-    four.epochs = 4;
-    straight.fit(x, y, four);
+    straight.fit(x, y, epochs(4));
 
     // The epoch-2 file is the model as fit left it: weights, compile state, Adam's step and slots.
     K::Model resumed = K::models::load_model(dir / ("m-02" + ext));
@@ -64,9 +72,7 @@ TEST_CASE("ModelCheckpoint: a .keras or .tfmodel path saves the whole model, opt
     CHECK(resumed.optimizer().iterations().value().item<int64_t>() == 8);
     CHECK(resumed.metrics_names() == first.metrics_names());
     // Two more epochs from the file give the 4 straight epochs, bit for bit.
-    K::FitOptions more = kEpoch;
-    more.epochs = 2;
-    resumed.fit(x, y, more);
+    resumed.fit(x, y, epochs(2));
     check_same_weights(resumed, straight);
     // The epoch-1 file holds epoch 1's model.
     K::Model one = K::models::load_model(dir / ("m-01" + ext));
@@ -77,14 +83,13 @@ TEST_CASE("ModelCheckpoint: a .keras or .tfmodel path saves the whole model, opt
 TEST_CASE("ModelCheckpoint: save_best_only writes the whole model of the best epoch",
           "[cpu][keras][callbacks]") {
   TempDir dir;
-  const tf::Tensor x = tf::random::uniform({16, 3}, -1.0, 1.0, tf::float32, 23);
-  const tf::Tensor y = tf::random::uniform({16, 2}, -1.0, 1.0, tf::float32, 24);
+  const auto [x, y] = data(16, 23);
   K::Sequential model = small_model();
-  K::FitOptions opts = kEpoch;
-  opts.epochs = 3;
-  opts.callbacks = {K::callbacks::ModelCheckpoint(
-      dir / "best.keras", {.monitor = "loss", .save_best_only = true, .mode = "min"})};
-  const auto history = model.fit(x, y, opts);
+  const auto history = model.fit(
+      x, y,
+      epochs(3,
+             {K::callbacks::ModelCheckpoint(
+                 dir / "best.keras", {.monitor = "loss", .save_best_only = true, .mode = "min"})}));
   // The loss falls every epoch here, so the best is the last.
   const auto& loss = history.history.at("loss");
   REQUIRE(loss.size() == 3);
@@ -99,12 +104,9 @@ TEST_CASE("ModelCheckpoint: save_best_only writes the whole model of the best ep
 TEST_CASE("ModelCheckpoint: other paths save the weights; save_weights refuses a model's name",
           "[cpu][keras][callbacks]") {
   TempDir dir;
-  const tf::Tensor x = tf::random::uniform({8, 3}, -1.0, 1.0, tf::float32, 25);
-  const tf::Tensor y = tf::random::uniform({8, 2}, -1.0, 1.0, tf::float32, 26);
+  const auto [x, y] = data(8, 25);
   K::Sequential model = small_model();
-  K::FitOptions opts = kEpoch;
-  opts.callbacks = {K::callbacks::ModelCheckpoint(dir / "w.safetensors")};
-  model.fit(x, y, opts);
+  model.fit(x, y, epochs(1, {K::callbacks::ModelCheckpoint(dir / "w.safetensors")}));
   // A weights file: load_weights reads it, load_model says what it is.
   K::Sequential other = small_model();
   other.load_weights(dir / "w.safetensors");
