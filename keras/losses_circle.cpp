@@ -3,11 +3,13 @@
 // every gradient finite where a sample has no positive or no negative pair (Keras' -inf logits).
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
 #include "autograd/tape.h"
 #include "core/check.h"
+#include "keras/loss_config.h"
 #include "keras/losses.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -101,7 +103,7 @@ Tensor circle(const Tensor& y_true, const Tensor& y_pred, const Tensor& ref_labe
 }
 
 namespace {
-struct CircleLoss final : detail::LossImpl {
+struct CircleLoss final : detail::ConfiguredLoss {
   double gamma = 80.0, margin = 0.4;
   bool remove_diagonal = true;
   Tensor call(const Tensor& t, const Tensor& p) const override {
@@ -123,6 +125,12 @@ Circle::Circle(double gamma, double margin, bool remove_diagonal, Reduction redu
   impl->reduction = reduction;
   // Keras sets the mask "loss > 0" on the losses: the mean leaves out the samples without pairs.
   impl->output_mask = [](const Tensor& values) { return greater(values, zeros_like(values)); };
+  impl->keras_class = "Circle";
+  impl->write_config = [gamma, margin, remove_diagonal](nlohmann::ordered_json& c) {
+    c["gamma"] = gamma;
+    c["margin"] = margin;
+    c["remove_diagonal"] = remove_diagonal;
+  };
   impl_ = std::move(impl);
 }
 

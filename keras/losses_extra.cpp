@@ -2,11 +2,13 @@
 // functions written with ops (differentiable through the tape, traceable) and their Loss classes.
 #include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/check.h"
+#include "keras/loss_config.h"
 #include "keras/losses.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -22,20 +24,31 @@ namespace {
 using detail::kEpsilon;
 using detail::same_shape;
 
-struct FnLoss final : detail::LossImpl {
+struct FnLoss final : detail::ConfiguredLoss {
   std::function<Tensor(const Tensor&, const Tensor&)> fn;
   Tensor call(const Tensor& t, const Tensor& p) const override { return fn(t, p); }
 };
 
-std::shared_ptr<const detail::LossImpl> make(std::function<Tensor(const Tensor&, const Tensor&)> fn,
-                                             std::string name, std::string kind,
-                                             Reduction reduction) {
+// `keras_class` and `config`: for a loss with options, its Keras class and the writer of them.
+std::shared_ptr<const detail::LossImpl> make(
+    std::function<Tensor(const Tensor&, const Tensor&)> fn, std::string name, std::string kind,
+    Reduction reduction, std::string keras_class = {},
+    std::function<void(nlohmann::ordered_json&)> config = {}) {
   auto impl = std::make_shared<FnLoss>();
   impl->fn = std::move(fn);
   impl->name = std::move(name);
   impl->kind = std::move(kind);
   impl->reduction = reduction;
+  impl->keras_class = std::move(keras_class);
+  impl->write_config = std::move(config);
   return impl;
+}
+
+// Keras' axis of Dice and Tversky: null (every axis), one integer or a list.
+nlohmann::ordered_json axis_json(const std::vector<int>& axis) {
+  if (axis.empty()) return nullptr;
+  if (axis.size() == 1) return axis[0];
+  return axis;
 }
 
 Tensor scalar_like(double v, const Tensor& like) {
@@ -189,7 +202,15 @@ BinaryFocalCrossentropy::BinaryFocalCrossentropy(bool apply_class_balancing, dou
         return binary_focal_crossentropy(t, p, apply_class_balancing, alpha, gamma, from_logits,
                                          label_smoothing, axis);
       },
-      std::move(name), "binary_focal_crossentropy", reduction);
+      std::move(name), "binary_focal_crossentropy", reduction, "BinaryFocalCrossentropy",
+      [=](nlohmann::ordered_json& c) {
+        c["from_logits"] = from_logits;
+        c["label_smoothing"] = label_smoothing;
+        c["axis"] = axis;
+        c["apply_class_balancing"] = apply_class_balancing;
+        c["alpha"] = alpha;
+        c["gamma"] = gamma;
+      });
 }
 
 CategoricalFocalCrossentropy::CategoricalFocalCrossentropy(double alpha, double gamma,
@@ -205,12 +226,20 @@ CategoricalFocalCrossentropy::CategoricalFocalCrossentropy(double alpha, double 
         return categorical_focal_crossentropy(t, p, alpha, gamma, from_logits, label_smoothing,
                                               axis);
       },
-      std::move(name), "categorical_focal_crossentropy", reduction);
+      std::move(name), "categorical_focal_crossentropy", reduction, "CategoricalFocalCrossentropy",
+      [=](nlohmann::ordered_json& c) {
+        c["from_logits"] = from_logits;
+        c["label_smoothing"] = label_smoothing;
+        c["axis"] = axis;
+        c["alpha"] = alpha;
+        c["gamma"] = gamma;
+      });
 }
 
 Dice::Dice(Reduction reduction, std::string name, std::vector<int> axis) {
   impl_ = make([axis](const Tensor& t, const Tensor& p) { return dice(t, p, axis); },
-               std::move(name), "dice", reduction);
+               std::move(name), "dice", reduction, "Dice",
+               [axis](nlohmann::ordered_json& c) { c["axis"] = axis_json(axis); });
 }
 
 Tversky::Tversky(double alpha, double beta, Reduction reduction, std::string name,
@@ -219,7 +248,12 @@ Tversky::Tversky(double alpha, double beta, Reduction reduction, std::string nam
   check_finite("Tversky", "beta", beta);
   impl_ = make([alpha, beta, axis](const Tensor& t,
                                    const Tensor& p) { return tversky(t, p, alpha, beta, axis); },
-               std::move(name), "tversky", reduction);
+               std::move(name), "tversky", reduction, "Tversky",
+               [alpha, beta, axis](nlohmann::ordered_json& c) {
+                 c["alpha"] = alpha;
+                 c["beta"] = beta;
+                 c["axis"] = axis_json(axis);
+               });
 }
 
 CategoricalGeneralizedCrossEntropy::CategoricalGeneralizedCrossEntropy(double q,
@@ -227,9 +261,11 @@ CategoricalGeneralizedCrossEntropy::CategoricalGeneralizedCrossEntropy(double q,
                                                                        std::string name) {
   TF_CHECK_ARG(q > 0 && q < 1, "CategoricalGeneralizedCrossEntropy",
                "q must be in the interval (0, 1), got {}", q);
-  impl_ = make([q](const Tensor& t,
-                   const Tensor& p) { return categorical_generalized_cross_entropy(t, p, q); },
-               std::move(name), "categorical_generalized_cross_entropy", reduction);
+  impl_ =
+      make([q](const Tensor& t,
+               const Tensor& p) { return categorical_generalized_cross_entropy(t, p, q); },
+           std::move(name), "categorical_generalized_cross_entropy", reduction,
+           "CategoricalGeneralizedCrossEntropy", [q](nlohmann::ordered_json& c) { c["q"] = q; });
 }
 
 Loss detail::get_extra(const std::string& id) {

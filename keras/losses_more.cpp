@@ -2,8 +2,10 @@
 // per-sample functions written with ops (differentiable, traceable) and their Loss classes.
 #include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "keras/loss_config.h"
 #include "keras/losses.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -41,19 +43,23 @@ Tensor l2_normalize(const Tensor& x, int axis) {
   return multiply(x, rsqrt(maximum(ss, Tensor(kEpsilon * kEpsilon))));
 }
 
-struct FnLoss final : detail::LossImpl {
+struct FnLoss final : detail::ConfiguredLoss {
   std::function<Tensor(const Tensor&, const Tensor&)> fn;
   Tensor call(const Tensor& t, const Tensor& p) const override { return fn(t, p); }
 };
 
-std::shared_ptr<const detail::LossImpl> make(std::function<Tensor(const Tensor&, const Tensor&)> fn,
-                                             std::string name, std::string kind,
-                                             Reduction reduction) {
+// `keras_class` and `config`: for a loss with options, its Keras class and the writer of them.
+std::shared_ptr<const detail::LossImpl> make(
+    std::function<Tensor(const Tensor&, const Tensor&)> fn, std::string name, std::string kind,
+    Reduction reduction, std::string keras_class = {},
+    std::function<void(nlohmann::ordered_json&)> config = {}) {
   auto impl = std::make_shared<FnLoss>();
   impl->fn = std::move(fn);
   impl->name = std::move(name);
   impl->kind = std::move(kind);
   impl->reduction = reduction;
+  impl->keras_class = std::move(keras_class);
+  impl->write_config = std::move(config);
   return impl;
 }
 
@@ -161,8 +167,11 @@ MeanSquaredLogarithmicError::MeanSquaredLogarithmicError(Reduction reduction, st
 Huber::Huber(double delta, Reduction reduction, std::string name) {
   TF_CHECK_ARG(std::isfinite(delta) && delta >= 0, "Huber", "delta must be finite and >= 0, got {}",
                delta);
+  // Keras 3.15 leaves delta out of Huber's config (a loaded Huber has delta 1); its constructor
+  // takes it, so tapeflow writes it.
   impl_ = make([delta](const Tensor& t, const Tensor& p) { return huber(t, p, delta); },
-               std::move(name), "huber", reduction);
+               std::move(name), "huber", reduction, "Huber",
+               [delta](nlohmann::ordered_json& c) { c["delta"] = delta; });
 }
 LogCosh::LogCosh(Reduction reduction, std::string name) {
   impl_ = make(log_cosh, std::move(name), "log_cosh", reduction);
@@ -174,8 +183,10 @@ Poisson::Poisson(Reduction reduction, std::string name) {
   impl_ = make(poisson, std::move(name), "poisson", reduction);
 }
 CosineSimilarity::CosineSimilarity(int axis, Reduction reduction, std::string name) {
+  // Keras 3.15 leaves axis out of this config too; written for the same reason as Huber's delta.
   impl_ = make([axis](const Tensor& t, const Tensor& p) { return cosine_similarity(t, p, axis); },
-               std::move(name), "cosine_similarity", reduction);
+               std::move(name), "cosine_similarity", reduction, "CosineSimilarity",
+               [axis](nlohmann::ordered_json& c) { c["axis"] = axis; });
 }
 Hinge::Hinge(Reduction reduction, std::string name) {
   impl_ = make(hinge, std::move(name), "hinge", reduction);

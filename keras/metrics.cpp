@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "core/check.h"
@@ -343,13 +344,23 @@ Accuracy::Accuracy(std::string name) : Metric(wrapper(accuracy, std::move(name),
 BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
     : Metric(wrapper([threshold](const Tensor& t,
                                  const Tensor& p) { return binary_accuracy(t, p, threshold); },
-                     std::move(name), "up")) {}
+                     std::move(name), "up")) {
+  impl_->keras_class = "BinaryAccuracy";
+  impl_->write_config = [threshold](nlohmann::ordered_json& c) { c["threshold"] = threshold; };
+}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(std::string name, bool from_logits)
     : Metric(wrapper(
           [from_logits](const Tensor& t, const Tensor& p) {
             return losses::sparse_categorical_crossentropy(t, p, from_logits);
           },
-          std::move(name), "down")) {}
+          std::move(name), "down")) {
+  impl_->keras_class = "SparseCategoricalCrossentropy";
+  impl_->write_config = [from_logits](nlohmann::ordered_json& c) {
+    c["from_logits"] = from_logits;
+    c["ignore_class"] = nullptr;
+    c["axis"] = -1;
+  };
+}
 MeanSquaredError::MeanSquaredError(std::string name)
     : Metric(wrapper(losses::mean_squared_error, std::move(name), "down")) {
   impl_->keras_class = "MeanSquaredError";

@@ -3,6 +3,7 @@
 // The counts are Custom metrics (metrics_impl.h): one float32 "accumulator" of one entry per
 // threshold, summed over replicas and workers on read as Precision's counts are.
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,6 +34,15 @@ bool detail::evenly_distributed(const std::vector<double>& th) {
     if (std::abs(th[i] - even) > 1e-7 + 1e-5 * std::abs(even)) return false;  // np.allclose
   }
   return true;
+}
+
+void detail::write_thresholds(nlohmann::ordered_json& config, const std::vector<double>& th) {
+  if (th.empty())
+    config["thresholds"] = nullptr;
+  else if (th.size() == 1)
+    config["thresholds"] = th[0];
+  else
+    config["thresholds"] = th;
 }
 
 Tensor detail::above_thresholds(const Tensor& pred, const std::vector<float>& thresholds,
@@ -167,6 +177,8 @@ std::shared_ptr<MetricImpl> confusion_count(const char* cls, Cond cond, std::vec
   impl->compute = [scalar](const std::vector<Tensor>& v) {
     return scalar ? reshape(v[0], TensorShape({})) : v[0];
   };
+  impl->keras_class = cls;
+  impl->write_config = [th](nlohmann::ordered_json& c) { detail::write_thresholds(c, th); };
   return impl;
 }
 
@@ -244,6 +256,14 @@ std::shared_ptr<MetricImpl> rate_at(const char* cls, const char* what, AtKind ki
     const Tensor feasible = greater_equal(bounded, Tensor(static_cast<float>(value)));
     return reduce_max(where(feasible, best, zeros_like(best)));
   };
+  impl->keras_class = cls;
+  impl->write_config = [what = std::string(what), value, num_thresholds,
+                        class_id](nlohmann::ordered_json& c) {
+    c["class_id"] =
+        class_id >= 0 ? nlohmann::ordered_json(class_id) : nlohmann::ordered_json(nullptr);
+    c["num_thresholds"] = num_thresholds;
+    c[what] = value;
+  };
   return impl;
 }
 
@@ -320,6 +340,26 @@ std::shared_ptr<MetricImpl> iou_impl(const char* cls, int num_classes, std::vect
     const Tensor eps = Tensor(static_cast<float>(losses::detail::kEpsilon));
     const Tensor iou = where(valid, divide(tpp, add(d, eps)), zeros_like(d));
     return divide(reduce_sum(iou), add(reduce_sum(cast(valid, float32)), eps));
+  };
+  impl->keras_class = cls;
+  impl->write_config = [cls = std::string(cls), num_classes, ids, ignore_class, sparse_y_true,
+                        sparse_y_pred, axis, binary_threshold](nlohmann::ordered_json& cfg) {
+    // Keras' configs of the IoU family: each class writes only its own arguments.
+    cfg["dtype"] = "int64";
+    const bool binary = cls == "BinaryIoU", one_hot = cls.rfind("OneHot", 0) == 0;
+    const bool mean = cls == "MeanIoU" || cls == "OneHotMeanIoU";
+    if (binary) {
+      cfg["target_class_ids"] = ids;
+      cfg["threshold"] = binary_threshold;
+      return;
+    }
+    cfg["num_classes"] = num_classes;
+    if (!mean) cfg["target_class_ids"] = ids;
+    cfg["ignore_class"] =
+        ignore_class ? nlohmann::ordered_json(*ignore_class) : nlohmann::ordered_json(nullptr);
+    if (!one_hot) cfg["sparse_y_true"] = sparse_y_true;
+    cfg["sparse_y_pred"] = sparse_y_pred;
+    cfg["axis"] = axis;
   };
   return impl;
 }
@@ -464,15 +504,25 @@ CosineSimilarity::CosineSimilarity(std::string name, int axis)
           [axis](const Tensor& t, const Tensor& p) {
             return negative(losses::cosine_similarity(t, p, axis));
           },
-          std::move(name), "up")) {}
+          std::move(name), "up")) {
+  impl_->keras_class = "CosineSimilarity";
+  // Keras 3.15 leaves axis out of this config (and so loses it); its constructor takes it.
+  impl_->write_config = [axis](nlohmann::ordered_json& c) { c["axis"] = axis; };
+}
 PearsonCorrelation::PearsonCorrelation(std::string name, int axis)
     : Metric(mean_of(
           [axis](const Tensor& t, const Tensor& p) { return pearson_correlation(t, p, axis); },
-          std::move(name), "up")) {}
+          std::move(name), "up")) {
+  impl_->keras_class = "PearsonCorrelation";
+  impl_->write_config = [axis](nlohmann::ordered_json& c) { c["axis"] = axis; };
+}
 ConcordanceCorrelation::ConcordanceCorrelation(std::string name, int axis)
     : Metric(mean_of(
           [axis](const Tensor& t, const Tensor& p) { return concordance_correlation(t, p, axis); },
-          std::move(name), "up")) {}
+          std::move(name), "up")) {
+  impl_->keras_class = "ConcordanceCorrelation";
+  impl_->write_config = [axis](nlohmann::ordered_json& c) { c["axis"] = axis; };
+}
 
 Metric detail::get_extra(const std::string& id, const std::string& name) {
   const std::string s = lower(id);

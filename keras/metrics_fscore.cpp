@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -264,16 +265,43 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+namespace {
+using Json = nlohmann::ordered_json;
+template <class T>
+Json optional_json(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+}  // namespace
+
 FBetaScore::FBetaScore(std::optional<std::string> average, double beta,
                        std::optional<double> threshold, std::string name)
-    : Metric(fbeta_impl("FBetaScore", average, beta, threshold, std::move(name))) {}
+    : Metric(fbeta_impl("FBetaScore", average, beta, threshold, std::move(name))) {
+  impl_->keras_class = "FBetaScore";
+  impl_->write_config = [average, beta, threshold](Json& c) {
+    c["average"] = optional_json(average);
+    c["beta"] = beta;
+    c["threshold"] = optional_json(threshold);
+  };
+}
 
 F1Score::F1Score(std::optional<std::string> average, std::optional<double> threshold,
                  std::string name)
-    : Metric(fbeta_impl("F1Score", average, 1.0, threshold, std::move(name))) {}
+    : Metric(fbeta_impl("F1Score", average, 1.0, threshold, std::move(name))) {
+  impl_->keras_class = "F1Score";
+  impl_->write_config = [average, threshold](Json& c) {
+    c["average"] = optional_json(average);
+    c["threshold"] = optional_json(threshold);
+  };
+}
 
 R2Score::R2Score(std::optional<std::string> class_aggregation, int num_regressors, std::string name)
-    : Metric(r2_impl(class_aggregation, num_regressors, std::move(name))) {}
+    : Metric(r2_impl(class_aggregation, num_regressors, std::move(name))) {
+  impl_->keras_class = "R2Score";
+  impl_->write_config = [class_aggregation, num_regressors](Json& c) {
+    c["class_aggregation"] = optional_json(class_aggregation);
+    c["num_regressors"] = num_regressors;
+  };
+}
 
 Metric detail::get_fscore(const std::string& id, const std::string& name) {
   const std::string s = lower(id);

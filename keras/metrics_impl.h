@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +39,14 @@ struct MetricImpl {
   enum class Kind { Mean, Sum, Wrapper, Custom };
   Kind kind = Kind::Mean;
   std::string name;
-  // Keras' class of a built-in metric whose config is only its name and dtype
-  // ("MeanSquaredError"; keras/serialization_compile.cpp writes and reads it), else "".
+  // Keras' class of a built-in metric ("MeanSquaredError", "AUC"), else "" (Mean, Sum,
+  // MeanMetricWrapper, the "accuracy" chosen at the first update): compile_config writes a
+  // metric object of that class (keras/serialization_compile.cpp) and reads it back
+  // (keras/serialization_metrics.cpp).
   std::string keras_class;
+  // Adds the class's keys after "name" and "dtype" (Keras' get_config order; may replace "dtype",
+  // which the IoU family writes as "int64"); none for a class whose config is only those two.
+  std::function<void(nlohmann::ordered_json& config)> write_config;
   Variable total;                                          // not for Custom
   Variable count;                                          // not for Sum and Custom
   std::function<Tensor(const Tensor&, const Tensor&)> fn;  // Wrapper
@@ -90,6 +96,10 @@ inline constexpr const char* kExtraMetricNames =
 // Keras' is_evenly_distributed_thresholds (at least 3 thresholds, np.allclose to i / (n - 1)):
 // such thresholds count with buckets of predictions clipped to [0, 1] (keras/metrics_extra.cpp).
 bool evenly_distributed(const std::vector<double>& thresholds);
+
+// Keras' "thresholds" config key of the confusion metrics: null (none given), a number (one)
+// or a list (several). Defined in keras/metrics_extra.cpp.
+void write_thresholds(nlohmann::ordered_json& config, const std::vector<double>& thresholds);
 
 // Which predictions lie above each threshold: (thresholds, elements) for `pred` flattened, as
 // Keras' update_confusion_matrix_variables: p > threshold (NaN never); with `evenly` (thresholds

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "keras/losses.h"
@@ -194,6 +195,13 @@ std::shared_ptr<MetricImpl> precision_or_recall(const ConfusionOptions& o, std::
     return std::vector<Tensor>{tp, other};
   };
   impl->compute = [](const std::vector<Tensor>& v) { return divide_no_nan(v[0], add(v[0], v[1])); };
+  impl->keras_class = op;
+  impl->write_config = [thresholds = o.thresholds, top_k, class_id](nlohmann::ordered_json& c) {
+    detail::write_thresholds(c, thresholds);
+    c["top_k"] = top_k > 0 ? nlohmann::ordered_json(top_k) : nlohmann::ordered_json(nullptr);
+    c["class_id"] =
+        class_id >= 0 ? nlohmann::ordered_json(class_id) : nlohmann::ordered_json(nullptr);
+  };
   return impl;
 }
 
@@ -294,6 +302,11 @@ BinaryCrossentropy::BinaryCrossentropy(std::string name, bool from_logits, doubl
           std::move(name), "down")) {
   TF_CHECK_ARG(label_smoothing >= 0 && label_smoothing <= 1, "BinaryCrossentropy",
                "label_smoothing must be in [0, 1], got {}", label_smoothing);
+  impl_->keras_class = "BinaryCrossentropy";
+  impl_->write_config = [from_logits, label_smoothing](nlohmann::ordered_json& c) {
+    c["from_logits"] = from_logits;
+    c["label_smoothing"] = label_smoothing;
+  };
 }
 
 CategoricalCrossentropy::CategoricalCrossentropy(std::string name, bool from_logits,
@@ -305,6 +318,12 @@ CategoricalCrossentropy::CategoricalCrossentropy(std::string name, bool from_log
           std::move(name), "down")) {
   TF_CHECK_ARG(label_smoothing >= 0 && label_smoothing <= 1, "CategoricalCrossentropy",
                "label_smoothing must be in [0, 1], got {}", label_smoothing);
+  impl_->keras_class = "CategoricalCrossentropy";
+  impl_->write_config = [from_logits, label_smoothing](nlohmann::ordered_json& c) {
+    c["from_logits"] = from_logits;
+    c["label_smoothing"] = label_smoothing;
+    c["axis"] = -1;
+  };
 }
 
 TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name)
@@ -312,6 +331,8 @@ TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name)
           [k](const Tensor& t, const Tensor& p) { return top_k_categorical_accuracy(t, p, k); },
           std::move(name), "up")) {
   check_k("TopKCategoricalAccuracy", k);
+  impl_->keras_class = "TopKCategoricalAccuracy";
+  impl_->write_config = [k](nlohmann::ordered_json& c) { c["k"] = k; };
 }
 
 SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(int k, std::string name)
@@ -319,6 +340,8 @@ SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(int k, std::string 
                          const Tensor& p) { return sparse_top_k_categorical_accuracy(t, p, k); },
                      std::move(name), "up")) {
   check_k("SparseTopKCategoricalAccuracy", k);
+  impl_->keras_class = "SparseTopKCategoricalAccuracy";
+  impl_->write_config = [k](nlohmann::ordered_json& c) { c["k"] = k; };
 }
 
 Precision::Precision(double thresholds, std::string name)
@@ -500,6 +523,19 @@ AUC::AUC(const AUCOptions& o, std::string name) {
                            : sum == Summation::Minoring    ? minimum(y0, y1)
                                                            : maximum(y0, y1);
     return total(multiply(subtract(part(x, 0, n), part(x, 1, n)), heights));
+  };
+  impl_->keras_class = "AUC";
+  impl_->write_config = [o, n, inner, roc = kind == Curve::ROC, s](nlohmann::ordered_json& c) {
+    using J = nlohmann::ordered_json;
+    c["num_thresholds"] = n;
+    c["curve"] = roc ? "ROC" : "PR";
+    c["summation_method"] = s;
+    c["multi_label"] = o.multi_label;
+    c["num_labels"] = o.num_labels > 0 ? J(o.num_labels) : J(nullptr);
+    // A plain list: Keras 3.15 writes a tensor object here that its own from_config rejects.
+    c["label_weights"] = o.label_weights.empty() ? J(nullptr) : J(o.label_weights);
+    c["from_logits"] = o.from_logits;
+    if (!o.thresholds.empty()) c["thresholds"] = inner;  // sorted, as Keras keeps them
   };
 }
 

@@ -5,6 +5,7 @@
 #include "keras/serialization_compile.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "keras/compile_access.h"
+#include "keras/loss_config.h"
 #include "keras/metrics_impl.h"
 #include "keras/mixed_precision.h"
 #include "keras/safetensors.h"
@@ -436,12 +438,16 @@ Config serialize(const Loss& loss) {
   Config config{{"name", loss.name()}, {"reduction", reduction_json(loss.reduction())}};
   for (const auto& [cls, k] : kPlainLosses)
     if (kind == k) return keras_object("keras.losses", cls, std::move(config));
+  if (const auto* c = dynamic_cast<const detail::ConfiguredLoss*>(loss.impl());
+      c != nullptr && !c->keras_class.empty()) {
+    if (c->write_config) c->write_config(config);
+    return keras_object("keras.losses", c->keras_class, std::move(config));
+  }
   const auto xent = ca::crossentropy_config(loss);
   TF_CHECK_T(UnimplementedError, xent.has_value(), "serialize",
-             "loss \"{}\" ({}) has no Keras config in tapeflow (built-in losses with one: "
-             "MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, "
-             "MeanSquaredLogarithmicError, LogCosh, KLDivergence, Poisson, Hinge, SquaredHinge, "
-             "CategoricalHinge and the crossentropies); compile with its name instead",
+             "loss \"{}\" ({}) has no Keras config in tapeflow (a loss made from a function; "
+             "tapeflow writes every built-in loss class); compile with a built-in loss, or "
+             "save the weights alone (save_weights)",
              loss.name(), kind);
   config["from_logits"] = xent->from_logits;
   if (kind == "sparse_categorical_crossentropy") {
@@ -455,6 +461,31 @@ Config serialize(const Loss& loss) {
       kind == "categorical_crossentropy" ? "CategoricalCrossentropy" : "BinaryCrossentropy",
       std::move(config));
 }
+
+namespace {
+constexpr const char* kLossClassNames =
+    "MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, "
+    "MeanSquaredLogarithmicError, LogCosh, KLDivergence, Poisson, Hinge, SquaredHinge, "
+    "CategoricalHinge, SparseCategoricalCrossentropy, CategoricalCrossentropy, "
+    "BinaryCrossentropy, Huber, CosineSimilarity, BinaryFocalCrossentropy, "
+    "CategoricalFocalCrossentropy, Dice, Tversky, CategoricalGeneralizedCrossEntropy, Circle";
+
+int int_key(Reader& r, const std::string& key, int64_t fallback) {
+  const int64_t v = r.integer(key, fallback);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    r.fail(key, "= " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
+// Dice's and Tversky's axis: null (every axis), an integer or a list of them.
+std::vector<int> axes_key(Reader& r, const std::string& key) {
+  const Config* v = r.find(key);
+  if (v == nullptr || v->is_null()) return {};
+  std::vector<int> out;
+  for (int64_t a : r.int_list(key)) out.push_back(static_cast<int>(a));
+  return out;
+}
+}  // namespace
 
 Loss deserialize(const Config& object) {
   if (object.is_string()) return get(object.get<std::string>());
@@ -491,13 +522,50 @@ Loss deserialize(const Config& object) {
       r.expect("axis", -1);
       out = cat ? Loss(CategoricalCrossentropy(logits, smoothing, red, std::move(name)))
                 : Loss(BinaryCrossentropy(logits, smoothing, red, std::move(name)));
+    } else if (cls == "Huber") {
+      std::string name = name_or("huber_loss");
+      const Reduction red = reduction();
+      out = Huber(r.number("delta", 1.0), red, std::move(name));  // Keras 3.15 omits delta
+    } else if (cls == "CosineSimilarity") {
+      std::string name = name_or("cosine_similarity");
+      const Reduction red = reduction();
+      out = CosineSimilarity(int_key(r, "axis", -1), red, std::move(name));
+    } else if (cls == "BinaryFocalCrossentropy" || cls == "CategoricalFocalCrossentropy") {
+      const bool binary = cls == "BinaryFocalCrossentropy";
+      std::string name =
+          name_or(binary ? "binary_focal_crossentropy" : "categorical_focal_crossentropy");
+      const Reduction red = reduction();
+      const bool logits = r.boolean("from_logits", false);
+      const double smoothing = r.number("label_smoothing", 0.0);
+      const int axis = int_key(r, "axis", -1);
+      const bool balancing = binary && r.boolean("apply_class_balancing", false);
+      const double alpha = r.number("alpha", 0.25), gamma = r.number("gamma", 2.0);
+      out = binary ? Loss(BinaryFocalCrossentropy(balancing, alpha, gamma, logits, smoothing, red,
+                                                  std::move(name), axis))
+                   : Loss(CategoricalFocalCrossentropy(alpha, gamma, logits, smoothing, red,
+                                                       std::move(name), axis));
+    } else if (cls == "Dice") {
+      std::string name = name_or("dice");
+      const Reduction red = reduction();
+      out = Dice(red, std::move(name), axes_key(r, "axis"));
+    } else if (cls == "Tversky") {
+      std::string name = name_or("tversky");
+      const Reduction red = reduction();
+      const double alpha = r.number("alpha", 0.5), beta = r.number("beta", 0.5);
+      out = Tversky(alpha, beta, red, std::move(name), axes_key(r, "axis"));
+    } else if (cls == "CategoricalGeneralizedCrossEntropy") {
+      std::string name = name_or("categorical_generalized_cross_entropy");
+      const Reduction red = reduction();
+      out = CategoricalGeneralizedCrossEntropy(r.number("q", 0.5), red, std::move(name));
+    } else if (cls == "Circle") {
+      std::string name = name_or("circle");
+      const Reduction red = reduction();
+      const double gamma = r.number("gamma", 80.0), margin = r.number("margin", 0.4);
+      out = Circle(gamma, margin, r.boolean("remove_diagonal", true), red, std::move(name));
     } else {
       TF_THROW(InvalidArgumentError, "deserialize",
-               "loss class \"{}\" has no config reader in tapeflow (it reads MeanSquaredError, "
-               "MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, "
-               "LogCosh, KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge and the "
-               "crossentropies)",
-               cls);
+               "loss class \"{}\" has no config reader in tapeflow (it reads {})", cls,
+               kLossClassNames);
     }
   }
   r.finish();
@@ -554,13 +622,16 @@ metrics::Metric plain_metric(const std::string& cls, std::string name) {
 
 Config spec_json(const ca::SpecRecord& s, const char* what) {
   if (s.metric) {
-    const std::string& cls = s.metric->impl()->keras_class;
+    const auto* impl = s.metric->impl();
+    const std::string& cls = impl->keras_class;
     TF_CHECK_T(UnimplementedError, !cls.empty(), "get_compile_config",
-               "{} \"{}\" is a metric object tapeflow has no config writer for (it writes {} "
-               "objects, and any metric given by name)",
-               what, s.metric->name(), kPlainMetricNames);
-    return keras_object("keras.metrics", cls,
-                        Config{{"name", s.metric->name()}, {"dtype", "float32"}});
+               "{} \"{}\" is a metric object tapeflow has no config writer for (a Mean, Sum or "
+               "MeanMetricWrapper of your own; tapeflow writes every other built-in metric "
+               "class, and any metric given by name)",
+               what, s.metric->name());
+    Config config{{"name", s.metric->name()}, {"dtype", "float32"}};
+    if (impl->write_config) impl->write_config(config);
+    return keras_object("keras.metrics", cls, std::move(config));
   }
   if (s.loss.defined()) return losses::serialize(s.loss);
   return s.name;
@@ -647,10 +718,13 @@ MetricSpec metric_spec(Reader& r, const std::string& key, const Config& v) {
       m.finish();
       return MetricSpec(plain_metric(cls, std::move(name)));
     }
+    if (metrics::Metric with_options = saving::internal::metric_from_config(cls, config);
+        with_options.defined())
+      return MetricSpec(with_options);
     TF_THROW(InvalidArgumentError, "deserialize",
-             "metric class \"{}\" has no config reader in tapeflow (it reads {} objects, and "
-             "metric names)",
-             cls, kPlainMetricNames);
+             "metric class \"{}\" has no config reader in tapeflow (it reads {}, {} objects, "
+             "and metric names)",
+             cls, kPlainMetricNames, saving::internal::kOptionMetricNames);
   } catch (const InvalidArgumentError& e) {
     r.fail(key, std::string("holds a metric tapeflow cannot read: ") + e.what());
   }

@@ -9,11 +9,18 @@
 #include <utility>
 #include <vector>
 
+#include "keras/metrics.h"
 #include "keras/model.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_json.h"
 
 namespace tapeflow::keras::saving::internal {
+
+// A built-in metric with options (keras/serialization_metrics.cpp) from the "config" of its
+// Keras object of class `class_name`, read strictly (InvalidArgumentError naming a key tapeflow
+// cannot honour); an empty handle for a class it does not read. kOptionMetricNames lists them.
+metrics::Metric metric_from_config(const std::string& class_name, const Config& config);
+extern const char* const kOptionMetricNames;
 
 // The "compile_config" to_json and save_model write: nullopt for a model that is not compiled,
 // or (after a warning naming what and why, from `op`) one whose compile state tapeflow cannot

@@ -52,12 +52,11 @@ Layer deserialize(const Config& object);
 // Keras' model.get_compile_config(): {"optimizer", "loss", "loss_weights", "metrics",
 // "weighted_metrics", "run_eagerly", "steps_per_execution", "jit_compile"} with compile()'s
 // arguments as given (names stay names, objects are serialized); an empty object for a model
-// that is not compiled. UnimplementedError naming the piece tapeflow cannot write: a loss made
-// from a function, a metric object with options (Keras' config of the metric objects tapeflow
-// writes is only name and dtype: MeanSquaredError, MeanAbsoluteError,
-// MeanAbsolutePercentageError, MeanSquaredLogarithmicError, RootMeanSquaredError, LogCoshError,
-// Poisson, KLDivergence, Hinge, SquaredHinge, CategoricalHinge, Accuracy, CategoricalAccuracy,
-// SparseCategoricalAccuracy), a custom schedule.
+// that is not compiled. Every built-in loss and metric class is written with its options, as
+// Keras 3.15 does (and where Keras drops an option, Huber's delta and CosineSimilarity's axis,
+// with it: Keras' constructors take it back). UnimplementedError naming the piece tapeflow
+// cannot write: a loss made from a function, a Mean, Sum or MeanMetricWrapper of your own, a
+// custom schedule.
 Config get_compile_config(const Model& model);
 // Keras' model.compile_from_config(config): compiles `model` from a get_compile_config object.
 // Reading is strict: InvalidArgumentError naming the key (and the class) tapeflow cannot honour
@@ -102,11 +101,11 @@ LearningRateSchedule deserialize(const saving::Config& object);
 }  // namespace optimizers
 
 namespace losses {
-// keras.losses.serialize / deserialize for MeanSquaredError, MeanAbsoluteError,
-// MeanAbsolutePercentageError, MeanSquaredLogarithmicError, LogCosh, KLDivergence, Poisson,
-// Hinge, SquaredHinge, CategoricalHinge and the three crossentropies (config: "name",
-// "reduction", and from_logits, label_smoothing, axis / ignore_class as Keras). deserialize also
-// takes a name ("mse", losses::get). UnimplementedError for another loss (a function's).
+// keras.losses.serialize / deserialize for every built-in loss class (config: "name",
+// "reduction", then the class's options as Keras 3.15 writes them: from_logits,
+// label_smoothing, axis / ignore_class of the crossentropies, alpha and gamma of the focal ones,
+// ...; Huber's delta and CosineSimilarity's axis too, which Keras leaves out). deserialize also
+// takes a name ("mse", losses::get). UnimplementedError for a loss made from a function.
 saving::Config serialize(const Loss& loss);
 Loss deserialize(const saving::Config& object);
 }  // namespace losses
