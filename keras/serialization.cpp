@@ -625,6 +625,7 @@ std::map<std::string, Entry>& registry() {
     add("Concatenate", concatenate_get, concatenate_from);
     add_conv_layers(m);
     add_sequence_layers(m);
+    add_core_layers(m);
     return m;
   }();
   return r;

@@ -265,5 +265,6 @@ inline void add_builtin(Registry& m, const char* name, GetConfig get, FromConfig
 // The built-in classes defined outside serialization.cpp, each file adding its own.
 void add_conv_layers(Registry& m);      // keras/serialization_conv.cpp
 void add_sequence_layers(Registry& m);  // keras/serialization_sequence.cpp
+void add_core_layers(Registry& m);      // keras/serialization_core.cpp
 
 }  // namespace tapeflow::keras::saving::internal

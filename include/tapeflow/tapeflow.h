@@ -24,6 +24,7 @@
 #include "keras/layers_augment.h"
 #include "keras/layers_conv.h"
 #include "keras/layers_conv3d.h"
+#include "keras/layers_core.h"
 #include "keras/layers_extra.h"
 #include "keras/layers_kerasmore.h"
 #include "keras/layers_masking.h"
