@@ -148,9 +148,98 @@ struct RemoveAxes final : PrimitiveBase<RemoveAxes> {
   std::string attributes() const override { return axes_text(axes); }
 };
 
+TensorShape merged_shape(const TensorShape& xs, const std::vector<int>& groups) {
+  TensorShape s;
+  int axis = 0;
+  for (int g : groups) {
+    int64_t n = 1;
+    for (int i = 0; i < g; ++i) {
+      const int64_t d = xs[axis++];
+      n = (n == None || d == None) ? None : n * d;
+    }
+    s.push_back(n);
+  }
+  TF_CHECK_T(InternalError, axis == xs.rank(), "merge_axes",
+             "groups [{}] do not cover the {} axes of shape {}", fmt::join(groups, ", "), xs.rank(),
+             xs.to_string());
+  return s;
+}
+
+// Consecutive axes merged (a view; sizes from the input when it runs).
+struct MergeAxes final : PrimitiveBase<MergeAxes> {
+  std::vector<int> groups;
+  explicit MergeAxes(std::vector<int> g) : groups(std::move(g)) {}
+  const char* name() const override { return "merge_axes"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {merged_shape(in[0].shape(), groups), in[0].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    return {detail::reshape_like(cts[0], p[0])};
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::string attributes() const override {
+    return fmt::format("groups=[{}]", fmt::join(groups, ", "));
+  }
+};
+
+TensorShape parts_shape(std::span<const Tensor> sources,
+                        const std::vector<std::pair<int, int>>& parts) {
+  TensorShape s;
+  for (const auto& [k, axis] : parts) s.push_back(sources[static_cast<size_t>(k)].shape()[axis]);
+  return s;
+}
+
+// x (input 0) reshaped to sizes read from the other inputs' shapes (a view).
+struct ReshapeFrom final : PrimitiveBase<ReshapeFrom> {
+  std::vector<std::pair<int, int>> parts;
+  explicit ReshapeFrom(std::vector<std::pair<int, int>> p) : parts(std::move(p)) {}
+  const char* name() const override { return "reshape_from"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    prims::Reshape(parts_shape(in.subspan(1), parts)).infer(in.first(1), out);
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> g;  // the sources give sizes only: no gradient
+    for (int k : argnums) g.push_back(k == 0 ? detail::reshape_like(cts[0], p[0]) : Tensor());
+    return g;
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::string attributes() const override {
+    std::vector<std::string> t;
+    for (const auto& [k, axis] : parts) t.push_back(fmt::format("{}:{}", k, axis));
+    return fmt::format("parts=[{}]", fmt::join(t, ", "));
+  }
+};
+
 }  // namespace
 
 namespace detail {
+
+Tensor merge_axes(const Tensor& x, const std::vector<int>& groups) {
+  if (std::all_of(groups.begin(), groups.end(), [](int g) { return g == 1; }) &&
+      static_cast<int>(groups.size()) == x.rank())
+    return x;
+  if (!open_shapes()) return reshape(x, merged_shape(x.shape(), groups));
+  return dispatch(MergeAxes(groups), {x});
+}
+
+Tensor reshape_from(const Tensor& x, const std::vector<Tensor>& sources,
+                    const std::vector<std::pair<int, int>>& parts) {
+  if (!open_shapes()) {
+    const TensorShape s = parts_shape(sources, parts);
+    return s == x.shape() ? x : reshape(x, s);
+  }
+  std::vector<Tensor> in = {x};
+  in.insert(in.end(), sources.begin(), sources.end());
+  return dispatch(ReshapeFrom(parts), in);
+}
 
 Tensor insert_axes(const Tensor& x, const std::vector<int>& axes) {
   if (axes.empty()) return x;

@@ -5,6 +5,7 @@
 // return the same results through the usual constant-shape ops.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -22,5 +23,14 @@ Tensor reshape_like(const Tensor& x, const Tensor& like);
 // come from x when the op runs.
 Tensor insert_axes(const Tensor& x, const std::vector<int>& axes);
 Tensor remove_axes(const Tensor& x, const std::vector<int>& axes);
+// x with each run of groups[i] consecutive axes merged into one dimension, their product (1
+// for a group of no axes); the groups cover x's axes in order. The sizes come from x when the
+// op runs: (B, T, C) with groups {2, 1} is (B * T, C) for every B and T.
+Tensor merge_axes(const Tensor& x, const std::vector<int>& groups);
+// x reshaped to the dimensions parts[i] = (k, axis): the size of axis `axis` of sources[k] when
+// the op runs (x must have that many elements). Undoes merge_axes: (B * T, C) back to (B, T, C)
+// with parts {(0, 0), (0, 1), (1, 1)} of sources {x3, w}.
+Tensor reshape_from(const Tensor& x, const std::vector<Tensor>& sources,
+                    const std::vector<std::pair<int, int>>& parts);
 
 }  // namespace tapeflow::detail

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "ops/binary.h"
+#include "ops/dynamic_shape.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -126,10 +127,6 @@ struct Term {
   std::vector<int> labels;
 };
 
-std::vector<int64_t> dims_of(const Term& term) {
-  return term.t.shape().dims();
-}
-
 bool is_identity(const std::vector<int>& perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     if (perm[i] != static_cast<int>(i)) return false;
@@ -138,14 +135,6 @@ bool is_identity(const std::vector<int>& perm) {
 
 Tensor transposed(const Tensor& t, const std::vector<int>& perm) {
   return is_identity(perm) ? t : transpose(t, perm);
-}
-
-Tensor reshaped(const Tensor& t, const std::vector<int64_t>& dims) {
-  return t.shape().dims() == dims ? t : reshape(t, TensorShape(dims));
-}
-
-int64_t product(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
 }
 
 // The axes of `term` (by position) whose labels are in `which`, in `which`'s order.
@@ -231,33 +220,26 @@ Term contract(const Term& a, const Term& b, const std::set<int>& keep) {
   }
   for (int l : b.labels)
     if (!has(a.labels, l)) b_own.push_back(l);
-  const auto da = dims_of(a), db = dims_of(b);
-  auto sizes = [&](const std::vector<int>& ls) {
-    std::vector<int64_t> d;
-    for (int l : ls) {
-      const auto ia = std::find(a.labels.begin(), a.labels.end(), l);
-      d.push_back(ia != a.labels.end()
-                      ? da[static_cast<size_t>(ia - a.labels.begin())]
-                      : db[static_cast<size_t>(std::find(b.labels.begin(), b.labels.end(), l) -
-                                               b.labels.begin())]);
-    }
-    return d;
-  };
   auto cat = [](std::vector<int> x, const std::vector<int>& y) {
     x.insert(x.end(), y.begin(), y.end());
     return x;
   };
-  const int64_t nb = product(sizes(batch)), m = product(sizes(a_own)), n = product(sizes(b_own)),
-                k = product(sizes(summed));
   const bool batched = !batch.empty();
-  auto shape3 = [&](int64_t r, int64_t c) {
-    return batched ? std::vector<int64_t>{nb, r, c} : std::vector<int64_t>{r, c};
+  // The operands as [B, M, K] (3 groups of axes merged; [M, K] without batch labels): the
+  // merged sizes come from the operand when the op runs, so a graph traced for None
+  // dimensions (a batch among M's axes) serves every size.
+  auto groups3 = [&](size_t r, size_t c) {
+    return batched ? std::vector<int>{static_cast<int>(batch.size()), static_cast<int>(r),
+                                      static_cast<int>(c)}
+                   : std::vector<int>{static_cast<int>(r), static_cast<int>(c)};
   };
   Tensor product_t;
   if (summed.empty()) {
     // No summed index: a broadcasting product [B, M, 1] * [B, 1, N].
-    const Tensor ta = reshaped(transposed(a.t, axes_of(a, cat(batch, a_own))), shape3(m, 1));
-    const Tensor tb = reshaped(transposed(b.t, axes_of(b, cat(batch, b_own))), shape3(1, n));
+    const Tensor ta = detail::merge_axes(transposed(a.t, axes_of(a, cat(batch, a_own))),
+                                         groups3(a_own.size(), 0));
+    const Tensor tb = detail::merge_axes(transposed(b.t, axes_of(b, cat(batch, b_own))),
+                                         groups3(0, b_own.size()));
     product_t = multiply(ta, tb);
   } else {
     // One matmul [B, M, K] x [B, K, N]; each operand is read transposed when that saves a
@@ -286,14 +268,26 @@ Term contract(const Term& a, const Term& b, const std::set<int>& keep) {
         }
       }
     }
-    const Tensor ta = reshaped(transposed(a.t, perm_a), ta_flag ? shape3(k, m) : shape3(m, k));
-    const Tensor tb = reshaped(transposed(b.t, perm_b), tb_flag ? shape3(n, k) : shape3(k, n));
+    const size_t m = a_own.size(), n = b_own.size(), k = summed.size();
+    const Tensor ta =
+        detail::merge_axes(transposed(a.t, perm_a), ta_flag ? groups3(k, m) : groups3(m, k));
+    const Tensor tb =
+        detail::merge_axes(transposed(b.t, perm_b), tb_flag ? groups3(n, k) : groups3(k, n));
     product_t = matmul(ta, tb, ta_flag, tb_flag);
   }
-  std::vector<int64_t> out = sizes(batch);
-  for (int64_t d : sizes(a_own)) out.push_back(d);
-  for (int64_t d : sizes(b_own)) out.push_back(d);
-  return {reshaped(product_t, out), cat(cat(batch, a_own), b_own)};
+  // Back to one axis per label, each size read from the operand that has the label.
+  const std::vector<int> out_labels = cat(cat(batch, a_own), b_own);
+  std::vector<std::pair<int, int>> parts;
+  for (int l : out_labels) {
+    const auto ia = std::find(a.labels.begin(), a.labels.end(), l);
+    if (ia != a.labels.end()) {
+      parts.emplace_back(0, static_cast<int>(ia - a.labels.begin()));
+    } else {
+      const auto ib = std::find(b.labels.begin(), b.labels.end(), l);
+      parts.emplace_back(1, static_cast<int>(ib - b.labels.begin()));
+    }
+  }
+  return {detail::reshape_from(product_t, {a.t, b.t}, parts), out_labels};
 }
 
 }  // namespace

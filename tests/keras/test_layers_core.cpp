@@ -10,8 +10,10 @@
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_core.h"
+#include "keras/layers_more.h"
 #include "keras/mixed_precision.h"
 #include "keras/model.h"
+#include "keras/optimizers.h"
 #include "keras/serialization.h"
 #include "keras/serialization_json.h"
 #include "ops/binary.h"
@@ -336,4 +338,22 @@ TEST_CASE("Identity passes tensors and masks on unchanged", "[keras][layers]") {
   REQUIRE(m.mask.defined());
   CHECK(m.mask.numpy<bool>() == mask.numpy<bool>());
   CHECK(id.trainable_variables().empty());
+}
+
+TEST_CASE("EinsumDense trains in fit's traced step, a partial last batch included",
+          "[keras][layers]") {
+  // 10 samples in batches of 4: fit's traced step sees batches of 4 and of 2.
+  const tf::Tensor x = values({10, 4, 3}, 41);
+  const tf::Tensor y = tf::reduce_sum(tf::multiply(x, tf::constant(0.5f)), std::vector<int>{2});
+  K::Sequential model(
+      {L::EinsumDense("abc,cd->abd", {tf::None, 1}, {.bias_axes = "d", .input_shape = {4, 3}}),
+       L::Reshape({4})});
+  model.compile(K::optimizers::SGD(0.1), "mse");
+  const K::History h = model.fit(x, y, {.epochs = 30, .batch_size = 4, .verbose = 0});
+  const auto& loss = h.history.at("loss");
+  REQUIRE(loss.size() == 30);
+  CHECK(loss.back() < 0.05 * loss.front());
+  // The learned kernel approaches the 0.5s that made y.
+  tf::testing::check_values(model.layers()[0].trainable_variables()[0].value(), {0.5, 0.5, 0.5},
+                            0.0, 0.1);
 }

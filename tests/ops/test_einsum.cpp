@@ -367,6 +367,71 @@ TEST_CASE("einsum in a function whose signature has a None dimension", "[cpu][ei
   }
 }
 
+TEST_CASE("einsum serves every size of None dimensions from one trace", "[cpu][einsum]") {
+  // Batch axes merged into a matmul's rows (the EinsumDense and attention equations): the
+  // merged sizes are read when the graph runs, so one graph serves every batch and length.
+  struct Sig {
+    const char* equation;
+    tf::TensorShape a_spec, b_spec;
+    std::vector<std::pair<tf::TensorShape, tf::TensorShape>> calls;
+    std::vector<tf::TensorShape> outs;
+  };
+  const std::vector<Sig> sigs = {
+      {"abc,cd->abd",
+       {tf::None, tf::None, 3},
+       {3, 4},
+       {{{2, 5, 3}, {3, 4}}, {{3, 2, 3}, {3, 4}}, {{1, 7, 3}, {3, 4}}},
+       {{2, 5, 4}, {3, 2, 4}, {1, 7, 4}}},
+      {"bhqd,bhkd->bhqk",
+       {tf::None, 2, tf::None, 3},
+       {tf::None, 2, tf::None, 3},
+       {{{2, 2, 4, 3}, {2, 2, 5, 3}}, {{3, 2, 1, 3}, {3, 2, 2, 3}}, {{1, 2, 3, 3}, {1, 2, 6, 3}}},
+       {{2, 2, 4, 5}, {3, 2, 1, 2}, {1, 2, 3, 6}}},
+      {"abc,cde->abde",
+       {tf::None, 4, 3},
+       {3, 2, 5},
+       {{{2, 4, 3}, {3, 2, 5}}, {{5, 4, 3}, {3, 2, 5}}, {{1, 4, 3}, {3, 2, 5}}},
+       {{2, 4, 2, 5}, {5, 4, 2, 5}, {1, 4, 2, 5}}},
+      {"...x,xy->...y",
+       {tf::None, 5, 3},
+       {3, 2},
+       {{{2, 5, 3}, {3, 2}}, {{4, 5, 3}, {3, 2}}, {{1, 5, 3}, {3, 2}}},
+       {{2, 5, 2}, {4, 5, 2}, {1, 5, 2}}}};
+  for (const Sig& sig : sigs) {
+    CAPTURE(sig.equation);
+    const std::string eq = sig.equation;
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec(sig.a_spec, tf::float64),
+                            tf::TensorSpec(sig.b_spec, tf::float64)};
+    // The value and, through a tape inside the function, the gradient of sum(y * y) for a.
+    auto f = tf::function(
+        [eq](const tf::Tensor& a, const tf::Tensor& b) {
+          tf::GradientTape tape;
+          tape.watch(a);
+          const tf::Tensor y = tf::einsum(eq, a, b);
+          const tf::Tensor loss = tf::reduce_sum(tf::multiply(y, y));
+          return std::vector<tf::Tensor>{y, tape.gradient(loss, a)};
+        },
+        opts);
+    for (size_t i = 0; i < sig.calls.size(); ++i) {
+      Case c{sig.equation,
+             {sig.calls[i].first.dims(), sig.calls[i].second.dims()},
+             sig.outs[i].dims()};
+      std::vector<std::vector<double>> data;
+      const auto ins = make_inputs(c, tf::float64, false, &data);
+      const auto got = f(ins[0], ins[1]);
+      check_values(got[0], ref_einsum(c.equation, data, c.shapes).values, 1e-12, 1e-12);
+      // Eager einsum's gradient, on the same inputs.
+      tf::GradientTape tape;
+      tape.watch(ins[0]);
+      const tf::Tensor y = tf::einsum(eq, ins[0], ins[1]);
+      const tf::Tensor want = tape.gradient(tf::reduce_sum(tf::multiply(y, y)), ins[0]);
+      tf::testing::check_close(got[1], want, 1e-12, 1e-12);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
 TEST_CASE("einsum gradients match central differences", "[cpu][cuda][einsum][autograd]") {
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());
