@@ -64,6 +64,18 @@ std::string activation_json(const std::string& a) {
   return a.empty() ? "linear" : a;
 }
 
+void add_kernel_bias_keys(Config& c, const Layer& layer, const Initializer& kernel_initializer,
+                          const Initializer& bias_initializer,
+                          const Regularizer& kernel_regularizer,
+                          const Regularizer& bias_regularizer) {
+  c["kernel_initializer"] = initializer_json(layer, "kernel_initializer", kernel_initializer,
+                                             initializers::GlorotUniform());
+  c["bias_initializer"] =
+      initializer_json(layer, "bias_initializer", bias_initializer, initializers::Zeros());
+  c["kernel_regularizer"] = regularizer_json(layer, "kernel_regularizer", kernel_regularizer);
+  c["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", bias_regularizer);
+}
+
 // "layer \"dense\" (Dense)" for write errors.
 std::string who(const Layer& layer) {
   return fmt::format("layer \"{}\" ({})", layer.name(), layer.class_name());
@@ -311,19 +323,14 @@ Layer dense_from(const Config& config) {
 Config dense_get(const Layer& layer) {
   auto c = need(lo::dense(layer.impl()), layer);
   const layers::DenseOptions& o = c.options;
-  return Config{
-      {"units", c.units},
-      {"activation", activation_json(o.activation)},
-      {"use_bias", o.use_bias},
-      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                              initializers::GlorotUniform())},
-      {"bias_initializer",
-       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
-      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
-      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
-      {"kernel_constraint", nullptr},
-      {"bias_constraint", nullptr},
-      {"quantization_config", nullptr}};
+  Config out{
+      {"units", c.units}, {"activation", activation_json(o.activation)}, {"use_bias", o.use_bias}};
+  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
+                       o.bias_regularizer);
+  out["kernel_constraint"] = nullptr;
+  out["bias_constraint"] = nullptr;
+  out["quantization_config"] = nullptr;
+  return out;
 }
 
 template <bool kMax>

@@ -120,16 +120,7 @@ LearningRateSchedule from_config(const std::string& class_name, const Config& co
   // Keras uses the name only as a name scope: any string (or null) reads.
   if (const Config* n = r.find("name"); n != nullptr && !n->is_null() && !n->is_string())
     r.fail("name", "must be a string, got " + r.got(*n));
-  auto number_list = [&](const std::string& key) {
-    const Config& v = r.require(key);
-    std::vector<double> out;
-    if (!v.is_array()) r.fail(key, "must be a list of numbers, got " + r.got(v));
-    for (const Config& e : v) {
-      if (!e.is_number()) r.fail(key, "must be a list of numbers, got " + r.got(v));
-      out.push_back(e.get<double>());
-    }
-    return out;
-  };
+  auto number_list = [&](const std::string& key) { return r.numbers(key, r.require(key)); };
   std::optional<LearningRateSchedule> out;
   if (class_name == "ExponentialDecay") {
     const double initial = r.number("initial_learning_rate");

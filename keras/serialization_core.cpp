@@ -66,21 +66,16 @@ Config einsum_dense_get(const Layer& layer) {
   const layers::EinsumDenseOptions& o = c.options;
   Config shape = Config::array();
   for (int64_t d : c.output_shape) shape.push_back(d == None ? Config(nullptr) : Config(d));
-  return Config{
-      {"output_shape", shape},
-      {"equation", c.equation},
-      {"activation", activation_json(o.activation)},
-      {"bias_axes", o.bias_axes.empty() ? Config(nullptr) : Config(o.bias_axes)},
-      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                              initializers::GlorotUniform())},
-      {"bias_initializer",
-       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
-      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
-      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
-      {"activity_regularizer", nullptr},
-      {"kernel_constraint", nullptr},
-      {"bias_constraint", nullptr},
-      {"quantization_config", nullptr}};
+  Config out{{"output_shape", shape},
+             {"equation", c.equation},
+             {"activation", activation_json(o.activation)},
+             {"bias_axes", o.bias_axes.empty() ? Config(nullptr) : Config(o.bias_axes)}};
+  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
+                       o.bias_regularizer);
+  for (const char* k :
+       {"activity_regularizer", "kernel_constraint", "bias_constraint", "quantization_config"})
+    out[k] = nullptr;
+  return out;
 }
 
 Layer identity_from(const Config& config) {

@@ -33,6 +33,13 @@ std::string who(const Layer& layer);                // "layer \"dense\" (Dense)"
 Config initializer_json(const Layer& layer, const char* key, const Initializer& init,
                         const Initializer& fallback);
 Config regularizer_json(const Layer& layer, const char* key, const Regularizer& r);  // null: none
+// Appends Keras' "kernel_initializer", "bias_initializer", "kernel_regularizer" and
+// "bias_regularizer" (in that order) of a layer with a kernel and a bias (glorot_uniform and
+// zeros when not given).
+void add_kernel_bias_keys(Config& c, const Layer& layer, const Initializer& kernel_initializer,
+                          const Initializer& bias_initializer,
+                          const Regularizer& kernel_regularizer,
+                          const Regularizer& bias_regularizer);
 
 // ---- reading a config, key by key ----
 
@@ -122,6 +129,16 @@ class Reader {
       return Size2(static_cast<int>((*v)[0].get<int64_t>()),
                    static_cast<int>((*v)[1].get<int64_t>()));
     fail(key, "must be an integer or a list of 2 integers, got " + got(*v));
+  }
+  // The list of numbers `v` (the value of `key`, which names it in errors).
+  std::vector<double> numbers(const std::string& key, const Config& v) {
+    std::vector<double> out;
+    if (!v.is_array()) fail(key, "must be a list of numbers, got " + got(v));
+    for (const Config& e : v) {
+      if (!e.is_number()) fail(key, "must be a list of numbers, got " + got(v));
+      out.push_back(e.get<double>());
+    }
+    return out;
   }
   std::vector<int64_t> int_list(const std::string& key) {
     const Config& v = require(key);

@@ -44,22 +44,12 @@ std::optional<std::string> optional_string(Reader& r, const std::string& key,
   return v->get<std::string>();
 }
 
-std::vector<double> numbers(Reader& r, const std::string& key, const Config& v) {
-  std::vector<double> out;
-  if (!v.is_array()) r.fail(key, "must be a list of numbers, got " + r.got(v));
-  for (const Config& e : v) {
-    if (!e.is_number()) r.fail(key, "must be a list of numbers, got " + r.got(v));
-    out.push_back(e.get<double>());
-  }
-  return out;
-}
-
 // "thresholds": null (empty: the metric's default), a number or a list of numbers.
 std::vector<double> thresholds(Reader& r) {
   const Config* v = r.find("thresholds");
   if (v == nullptr || v->is_null()) return {};
   if (v->is_number()) return {v->get<double>()};
-  return numbers(r, "thresholds", *v);
+  return r.numbers("thresholds", *v);
 }
 
 std::vector<int> ints(Reader& r, const std::string& key) {
@@ -75,8 +65,8 @@ std::vector<double> label_weights(Reader& r) {
   if (v == nullptr || v->is_null()) return {};
   if (v->is_object() && v->value("class_name", "") == "__tensor__" && v->contains("config") &&
       (*v)["config"].is_object() && (*v)["config"].contains("value"))
-    return numbers(r, "label_weights", (*v)["config"]["value"]);
-  return numbers(r, "label_weights", *v);
+    return r.numbers("label_weights", (*v)["config"]["value"]);
+  return r.numbers("label_weights", *v);
 }
 
 void float_dtype(Reader& r) {

@@ -450,7 +450,7 @@ std::vector<int64_t> optional_int_list(Reader& r, const std::string& key) {
 Config mha_get(const Layer& layer) {
   auto c = need(lo::multi_head_attention(layer.impl()), layer);
   const layers::MultiHeadAttentionOptions& o = c.options;
-  return Config{
+  Config out{
       {"num_heads", c.num_heads},
       {"key_dim", c.key_dim},
       {"value_dim", *o.value_dim},
@@ -459,17 +459,14 @@ Config mha_get(const Layer& layer) {
       {"use_gate", false},
       {"output_shape", int_list_json(o.output_shape)},
       {"attention_axes", c.attention_axes.empty() ? Config(nullptr) : Config(c.attention_axes)},
-      {"sliding_window", nullptr},
-      {"kernel_initializer", initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                              initializers::GlorotUniform())},
-      {"bias_initializer",
-       initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros())},
-      {"kernel_regularizer", regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer)},
-      {"bias_regularizer", regularizer_json(layer, "bias_regularizer", o.bias_regularizer)},
-      {"activity_regularizer", nullptr},
-      {"kernel_constraint", nullptr},
-      {"bias_constraint", nullptr},
-      {"seed", seed_json(o.seed)}};
+      {"sliding_window", nullptr}};
+  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
+                       o.bias_regularizer);
+  out["activity_regularizer"] = nullptr;
+  out["kernel_constraint"] = nullptr;
+  out["bias_constraint"] = nullptr;
+  out["seed"] = seed_json(o.seed);
+  return out;
 }
 
 Layer mha_from(const Config& config) {
