@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/serialization_access_augment.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -27,6 +29,14 @@ namespace {
 using detail::LayerImpl;
 using layers::Factor;
 using Range = std::pair<double, double>;
+using Json = nlohmann::ordered_json;
+
+Json range_json(Range r) {
+  return Json::array({r.first, r.second});
+}
+Json seed_json(std::optional<int64_t> seed) {
+  return seed ? Json(*seed) : Json(nullptr);
+}
 
 Tensor scalar(double v) {
   return constant(Tensor(static_cast<float>(v)));
@@ -59,6 +69,13 @@ class AugmentImpl : public LayerImpl {
     return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
   }
   virtual bool acts_in_inference() const { return false; }
+
+ public:
+  // Keras 3.15's get_config keys after "data_format", in its order
+  // (keras/serialization_augment.cpp).
+  virtual void keras_config(Json& c) const = 0;
+
+ protected:
   // False for the pixel-wise layers, which serve any image size from one trace.
   virtual bool needs_known_hw() const { return true; }
   virtual Tensor apply(const Tensor& x4) = 0;
@@ -157,6 +174,14 @@ class SolarizationImpl final : public AugmentImpl {
   }
   Range add_, thr_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["value_range"] = range_json(vr_);
+    c["addition_factor"] = range_json(add_);
+    c["threshold_factor"] = range_json(thr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- RandomInvert ----
@@ -180,6 +205,13 @@ class RandomInvertImpl final : public AugmentImpl {
  private:
   Range range_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- RandomPosterization ----
@@ -207,6 +239,13 @@ class RandomPosterizationImpl final : public AugmentImpl {
  private:
   Range range_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- AutoContrast ----
@@ -232,6 +271,9 @@ class AutoContrastImpl final : public AugmentImpl {
 
  private:
   Range vr_;
+
+ public:
+  void keras_config(Json& c) const override { c["value_range"] = range_json(vr_); }
 };
 
 // ---- RandomSharpness ----
@@ -263,6 +305,13 @@ class RandomSharpnessImpl final : public AugmentImpl {
  private:
   Range range_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- RandomErasing ----
@@ -320,6 +369,17 @@ class RandomErasingImpl final : public AugmentImpl {
   std::vector<double> fill_;
   Range vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["scale"] = range_json(scale_);
+    c["fill_value"] = fill_.empty()       ? Json(nullptr)
+                      : fill_.size() == 1 ? Json(fill_[0])
+                                          : Json(fill_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- RandomGaussianBlur ----
@@ -372,6 +432,15 @@ class RandomGaussianBlurImpl final : public AugmentImpl {
   int64_t k_;
   Range sigma_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["kernel_size"] = Json::array({k_, k_});
+    c["sigma"] = range_json(sigma_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- RandomColorDegeneration ----
@@ -396,6 +465,13 @@ class RandomColorDegenerationImpl final : public AugmentImpl {
  private:
   Range range_, vr_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 // ---- Equalization ----
@@ -445,6 +521,12 @@ class EqualizationImpl final : public AugmentImpl {
  private:
   Range vr_;
   int64_t bins_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["bins"] = bins_;
+    c["value_range"] = range_json(vr_);
+  }
 };
 
 // ---- RandomShear ----
@@ -496,6 +578,19 @@ class RandomShearImpl final : public AugmentImpl {
   }
   Range x_, y_;
   layers::RandomTransformOptions o_;
+
+ public:
+  void keras_config(Json& c) const override {
+    // A symmetric range as the number that made it: Keras 3.15 writes [-f, f], which its own
+    // from_config refuses (its pairs must lie in [0, 1]); tapeflow reads both.
+    auto factor = [](Range r) { return r.first == -r.second ? Json(r.second) : range_json(r); };
+    c["x_factor"] = factor(x_);
+    c["y_factor"] = factor(y_);
+    c["fill_mode"] = o_.fill_mode;
+    c["interpolation"] = o_.interpolation;
+    c["seed"] = seed_json(o_.seed);
+    c["fill_value"] = o_.fill_value;
+  }
 };
 
 // ---- MixUp and CutMix ----
@@ -600,6 +695,12 @@ class MixUpImpl final : public AugmentImpl {
   }
   double alpha_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["alpha"] = alpha_;
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 class CutMixImpl final : public AugmentImpl {
@@ -657,6 +758,12 @@ class CutMixImpl final : public AugmentImpl {
   }
   Range range_;
   std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["seed"] = seed_json(seed_);
+  }
 };
 
 }  // namespace
@@ -721,4 +828,14 @@ std::pair<Tensor, Tensor> CutMix::call_with_labels(const Tensor& images, const T
 }
 
 }  // namespace layers
+
+namespace detail::layer_options {
+bool augment_config(const LayerImpl& layer, nlohmann::ordered_json& config) {
+  const auto* p = dynamic_cast<const AugmentImpl*>(&layer);
+  if (p == nullptr) return false;
+  p->keras_config(config);
+  return true;
+}
+}  // namespace detail::layer_options
+
 }  // namespace tapeflow::keras

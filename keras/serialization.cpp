@@ -633,6 +633,7 @@ std::map<std::string, Entry>& registry() {
     add_conv_layers(m);
     add_sequence_layers(m);
     add_core_layers(m);
+    add_augment_layers(m);
     return m;
   }();
   return r;

@@ -14,6 +14,7 @@
 
 #include "core/check.h"
 #include "keras/layers.h"
+#include "keras/layers_preprocessing.h"
 #include "keras/mixed_precision.h"
 #include "keras/serialization_json.h"
 
@@ -232,6 +233,17 @@ void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
 std::string padding_of(Reader& r);  // "valid" or "same", lower case
 void read_data_format(Reader& r);   // only channels_last
 
+// ---- the image preprocessing layers' values (serialization_sequence.cpp) ----
+
+Config range_json(std::pair<double, double> r);  // [lower, upper]
+// A Keras factor: a number or a [lower, upper] pair.
+layers::Factor factor_of(Reader& r, const std::string& key);
+// "value_range": [low, high] ([0, 255] when absent).
+std::pair<double, double> value_range_of(Reader& r);
+// RandomRotation's, RandomZoom's, RandomTranslation's and RandomShear's "fill_mode",
+// "interpolation", "seed" and "fill_value", with the name of `b`.
+layers::RandomTransformOptions transform_of(Reader& r, const Base& b);
+
 // ---- classes whose Keras call takes several inputs (serialization_sequence.cpp) ----
 
 // Keras calls MultiHeadAttention as mha(query, value[, key]) and Attention / AdditiveAttention
@@ -283,5 +295,6 @@ inline void add_builtin(Registry& m, const char* name, GetConfig get, FromConfig
 void add_conv_layers(Registry& m);      // keras/serialization_conv.cpp
 void add_sequence_layers(Registry& m);  // keras/serialization_sequence.cpp
 void add_core_layers(Registry& m);      // keras/serialization_core.cpp
+void add_augment_layers(Registry& m);   // keras/serialization_augment.cpp
 
 }  // namespace tapeflow::keras::saving::internal

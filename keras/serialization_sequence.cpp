@@ -22,6 +22,36 @@
 #include "keras/serialization_internal.h"
 
 namespace tapeflow::keras::saving::internal {
+Config range_json(std::pair<double, double> r) {
+  return Config::array({r.first, r.second});
+}
+
+// A Keras factor: a number or a [lower, upper] pair.
+layers::Factor factor_of(Reader& r, const std::string& key) {
+  const Config& v = r.require(key);
+  if (v.is_number()) return layers::Factor(v.get<double>());
+  if (v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number())
+    return layers::Factor(v[0].get<double>(), v[1].get<double>());
+  r.fail(key, "must be a number or a list of 2 numbers, got " + r.got(v));
+}
+
+std::pair<double, double> value_range_of(Reader& r) {
+  if (!r.has("value_range")) return {0.0, 255.0};
+  const layers::Factor f = factor_of(r, "value_range");
+  if (f.single) r.fail("value_range", "must be a list of 2 numbers");
+  return {f.lower, f.upper};
+}
+
+layers::RandomTransformOptions transform_of(Reader& r, const Base& b) {
+  layers::RandomTransformOptions o;
+  o.fill_mode = r.string("fill_mode", "reflect");
+  o.interpolation = r.string("interpolation", "bilinear");
+  o.seed = r.optional_integer("seed");
+  o.fill_value = r.number("fill_value", 0.0);
+  o.name = b.name;
+  return o;
+}
+
 namespace {
 
 namespace lo = detail::layer_options;
@@ -663,24 +693,6 @@ Layer category_encoding_from(const Config& config) {
 
 // ---- Resizing, CenterCrop, the Random* augmentation layers ----
 
-Config range_json(std::pair<double, double> r) {
-  return Config::array({r.first, r.second});
-}
-// A Keras factor: a number or a [lower, upper] pair.
-layers::Factor factor_of(Reader& r, const std::string& key) {
-  const Config& v = r.require(key);
-  if (v.is_number()) return layers::Factor(v.get<double>());
-  if (v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number())
-    return layers::Factor(v[0].get<double>(), v[1].get<double>());
-  r.fail(key, "must be a number or a list of 2 numbers, got " + r.got(v));
-}
-std::pair<double, double> value_range_of(Reader& r) {
-  if (!r.has("value_range")) return {0.0, 255.0};
-  const layers::Factor f = factor_of(r, "value_range");
-  if (f.single) r.fail("value_range", "must be a list of 2 numbers");
-  return {f.lower, f.upper};
-}
-
 // Keras' keys of each class, in its order.
 Config image_get(const Layer& layer) {
   auto c = need(lo::image_layer(layer.impl()), layer);
@@ -724,16 +736,6 @@ Config image_get(const Layer& layer) {
     out["seed"] = seed_json(c.seed);
   }
   return out;
-}
-
-layers::RandomTransformOptions transform_of(Reader& r, const Base& b) {
-  layers::RandomTransformOptions o;
-  o.fill_mode = r.string("fill_mode", "reflect");
-  o.interpolation = r.string("interpolation", "bilinear");
-  o.seed = r.optional_integer("seed");
-  o.fill_value = r.number("fill_value", 0.0);
-  o.name = b.name;
-  return o;
 }
 
 template <const char* kClass>

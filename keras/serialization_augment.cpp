@@ -1,0 +1,148 @@
+// Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
+// RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
+// RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix): the
+// writer gives Keras 3.15's get_config keys (the layers keep their resolved factor ranges, as
+// Keras writes them: RandomInvert(0.7) is [0, 0.7]); the readers are strict.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "keras/layers_augment.h"
+#include "keras/serialization_access_augment.h"
+#include "keras/serialization_internal.h"
+
+namespace tapeflow::keras::saving::internal {
+namespace {
+
+namespace lo = detail::layer_options;
+using layers::Factor;
+
+Config augment_get(const Layer& layer) {
+  Config out{{"data_format", "channels_last"}};
+  TF_CHECK_T(UnimplementedError, lo::augment_config(layer.impl(), out), "get_config",
+             "{} is not tapeflow's built-in {} layer, so it has no config writer", who(layer),
+             layer.class_name());
+  return out;
+}
+
+// RandomErasing's fill_value: null (noise), a number, or a list of them.
+std::vector<double> fill_value_of(Reader& r) {
+  const Config* v = r.find("fill_value");
+  if (v == nullptr || v->is_null()) return {};
+  if (v->is_number()) return {v->get<double>()};
+  return r.numbers("fill_value", *v);
+}
+
+// RandomGaussianBlur's kernel_size: an int or a [width, height] pair of equal ints.
+int64_t kernel_size_of(Reader& r) {
+  const Config* v = r.find("kernel_size");
+  if (v == nullptr) return 3;
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_array() && v->size() == 2 && (*v)[0].is_number_integer() && (*v)[0] == (*v)[1])
+    return (*v)[0].get<int64_t>();
+  r.fail("kernel_size",
+         "must be an integer or a list of 2 equal integers (tapeflow blurs with a square "
+         "kernel), got " +
+             r.got(*v));
+}
+
+template <const char* kClass>
+Layer augment_from(const Config& config) {
+  const std::string cls = kClass;
+  Reader r(cls, config);
+  Base b = read_base(r);
+  read_data_format(r);
+  Layer l = [&]() -> Layer {
+    try {
+      if (cls == "Solarization") {
+        const auto vr = value_range_of(r);
+        const Factor add = r.has("addition_factor") ? factor_of(r, "addition_factor") : 0.0;
+        const Factor thr = r.has("threshold_factor") ? factor_of(r, "threshold_factor") : 0.0;
+        return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
+      }
+      if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+      if (cls == "Equalization") {
+        const int64_t bins = r.integer("bins", 256);
+        return layers::Equalization(value_range_of(r), bins, b.name);
+      }
+      if (cls == "MixUp") {
+        const double alpha = r.number("alpha", 0.2);
+        return layers::MixUp(alpha, r.optional_integer("seed"), b.name);
+      }
+      if (cls == "CutMix") {
+        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+        return layers::CutMix(f, r.optional_integer("seed"), b.name);
+      }
+      if (cls == "RandomShear") {
+        // Keras writes a single factor f as [-f, f] (and cannot read that back): read as f.
+        auto shear = [&](const char* key) {
+          if (!r.has(key)) return Factor(0.0);
+          const Factor f = factor_of(r, key);
+          return !f.single && f.lower == -f.upper ? Factor(f.upper) : f;
+        };
+        const Factor x = shear("x_factor"), y = shear("y_factor");
+        return layers::RandomShear(x, y, transform_of(r, b));
+      }
+      if (cls == "RandomErasing") {
+        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+        const Factor scale = r.has("scale") ? factor_of(r, "scale") : Factor{0.02, 0.33};
+        std::vector<double> fill = fill_value_of(r);
+        const auto vr = value_range_of(r);
+        return layers::RandomErasing(f, scale, std::move(fill), vr, r.optional_integer("seed"),
+                                     b.name);
+      }
+      if (cls == "RandomGaussianBlur") {
+        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+        const int64_t k = kernel_size_of(r);
+        const Factor sigma = r.has("sigma") ? factor_of(r, "sigma") : 1.0;
+        const auto vr = value_range_of(r);
+        return layers::RandomGaussianBlur(f, k, sigma, vr, r.optional_integer("seed"), b.name);
+      }
+      // RandomInvert, RandomPosterization, RandomSharpness, RandomColorDegeneration: factor,
+      // value_range, seed (RandomInvert's factor defaults to 1).
+      const bool invert = cls == "RandomInvert";
+      const Factor f = invert && !r.has("factor") ? Factor(1.0) : factor_of(r, "factor");
+      const auto vr = value_range_of(r);
+      const auto seed = r.optional_integer("seed");
+      if (invert) return layers::RandomInvert(f, vr, seed, b.name);
+      if (cls == "RandomPosterization") return layers::RandomPosterization(f, vr, seed, b.name);
+      if (cls == "RandomSharpness") return layers::RandomSharpness(f, vr, seed, b.name);
+      return layers::RandomColorDegeneration(f, vr, seed, b.name);
+    } catch (const InvalidArgumentError& e) {
+      // The constructors' checks name the option; the Reader's errors name the key already.
+      if (std::string(e.what()).find(" config key ") != std::string::npos) throw;
+      TF_THROW(InvalidArgumentError, "from_config", "{} config: {}", cls, e.what());
+    }
+  }();
+  r.finish();
+  apply_base(l, b);
+  return l;
+}
+
+constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert",
+               kRandomPosterization[] = "RandomPosterization", kAutoContrast[] = "AutoContrast",
+               kRandomSharpness[] = "RandomSharpness", kRandomErasing[] = "RandomErasing",
+               kRandomGaussianBlur[] = "RandomGaussianBlur",
+               kRandomColorDegeneration[] = "RandomColorDegeneration",
+               kEqualization[] = "Equalization", kRandomShear[] = "RandomShear", kMixUp[] = "MixUp",
+               kCutMix[] = "CutMix";
+
+}  // namespace
+
+void add_augment_layers(Registry& m) {
+  add_builtin(m, kSolarization, augment_get, augment_from<kSolarization>);
+  add_builtin(m, kRandomInvert, augment_get, augment_from<kRandomInvert>);
+  add_builtin(m, kRandomPosterization, augment_get, augment_from<kRandomPosterization>);
+  add_builtin(m, kAutoContrast, augment_get, augment_from<kAutoContrast>);
+  add_builtin(m, kRandomSharpness, augment_get, augment_from<kRandomSharpness>);
+  add_builtin(m, kRandomErasing, augment_get, augment_from<kRandomErasing>);
+  add_builtin(m, kRandomGaussianBlur, augment_get, augment_from<kRandomGaussianBlur>);
+  add_builtin(m, kRandomColorDegeneration, augment_get, augment_from<kRandomColorDegeneration>);
+  add_builtin(m, kEqualization, augment_get, augment_from<kEqualization>);
+  add_builtin(m, kRandomShear, augment_get, augment_from<kRandomShear>);
+  add_builtin(m, kMixUp, augment_get, augment_from<kMixUp>);
+  add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
+}
+
+}  // namespace tapeflow::keras::saving::internal
