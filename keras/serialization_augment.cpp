@@ -53,71 +53,62 @@ Layer augment_from(const Config& config) {
   Reader r(cls, config);
   Base b = read_base(r);
   read_data_format(r);
-  Layer l = [&]() -> Layer {
-    try {
-      if (cls == "Solarization") {
-        const auto vr = value_range_of(r);
-        const Factor add = r.has("addition_factor") ? factor_of(r, "addition_factor") : 0.0;
-        const Factor thr = r.has("threshold_factor") ? factor_of(r, "threshold_factor") : 0.0;
-        return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
-      }
-      if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
-      if (cls == "Equalization") {
-        const int64_t bins = r.integer("bins", 256);
-        return layers::Equalization(value_range_of(r), bins, b.name);
-      }
-      if (cls == "MixUp") {
-        const double alpha = r.number("alpha", 0.2);
-        return layers::MixUp(alpha, r.optional_integer("seed"), b.name);
-      }
-      if (cls == "CutMix") {
-        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
-        return layers::CutMix(f, r.optional_integer("seed"), b.name);
-      }
-      if (cls == "RandomShear") {
-        // Keras writes a single factor f as [-f, f] (and cannot read that back): read as f.
-        auto shear = [&](const char* key) {
-          if (!r.has(key)) return Factor(0.0);
-          const Factor f = factor_of(r, key);
-          return !f.single && f.lower == -f.upper ? Factor(f.upper) : f;
-        };
-        const Factor x = shear("x_factor"), y = shear("y_factor");
-        return layers::RandomShear(x, y, transform_of(r, b));
-      }
-      if (cls == "RandomErasing") {
-        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
-        const Factor scale = r.has("scale") ? factor_of(r, "scale") : Factor{0.02, 0.33};
-        std::vector<double> fill = fill_value_of(r);
-        const auto vr = value_range_of(r);
-        return layers::RandomErasing(f, scale, std::move(fill), vr, r.optional_integer("seed"),
-                                     b.name);
-      }
-      if (cls == "RandomGaussianBlur") {
-        const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
-        const int64_t k = kernel_size_of(r);
-        const Factor sigma = r.has("sigma") ? factor_of(r, "sigma") : 1.0;
-        const auto vr = value_range_of(r);
-        return layers::RandomGaussianBlur(f, k, sigma, vr, r.optional_integer("seed"), b.name);
-      }
-      // RandomInvert, RandomPosterization, RandomSharpness, RandomColorDegeneration: factor,
-      // value_range, seed (RandomInvert's factor defaults to 1).
-      const bool invert = cls == "RandomInvert";
-      const Factor f = invert && !r.has("factor") ? Factor(1.0) : factor_of(r, "factor");
+  return make_checked(r, b, [&]() -> Layer {
+    if (cls == "Solarization") {
       const auto vr = value_range_of(r);
-      const auto seed = r.optional_integer("seed");
-      if (invert) return layers::RandomInvert(f, vr, seed, b.name);
-      if (cls == "RandomPosterization") return layers::RandomPosterization(f, vr, seed, b.name);
-      if (cls == "RandomSharpness") return layers::RandomSharpness(f, vr, seed, b.name);
-      return layers::RandomColorDegeneration(f, vr, seed, b.name);
-    } catch (const InvalidArgumentError& e) {
-      // The constructors' checks name the option; the Reader's errors name the key already.
-      if (std::string(e.what()).find(" config key ") != std::string::npos) throw;
-      TF_THROW(InvalidArgumentError, "from_config", "{} config: {}", cls, e.what());
+      const Factor add = r.has("addition_factor") ? factor_of(r, "addition_factor") : 0.0;
+      const Factor thr = r.has("threshold_factor") ? factor_of(r, "threshold_factor") : 0.0;
+      return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
     }
-  }();
-  r.finish();
-  apply_base(l, b);
-  return l;
+    if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+    if (cls == "Equalization") {
+      const int64_t bins = r.integer("bins", 256);
+      return layers::Equalization(value_range_of(r), bins, b.name);
+    }
+    if (cls == "MixUp") {
+      const double alpha = r.number("alpha", 0.2);
+      return layers::MixUp(alpha, r.optional_integer("seed"), b.name);
+    }
+    if (cls == "CutMix") {
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+      return layers::CutMix(f, r.optional_integer("seed"), b.name);
+    }
+    if (cls == "RandomShear") {
+      // Keras writes a single factor f as [-f, f] (and cannot read that back): read as f.
+      auto shear = [&](const char* key) {
+        if (!r.has(key)) return Factor(0.0);
+        const Factor f = factor_of(r, key);
+        return !f.single && f.lower == -f.upper ? Factor(f.upper) : f;
+      };
+      const Factor x = shear("x_factor"), y = shear("y_factor");
+      return layers::RandomShear(x, y, transform_of(r, b));
+    }
+    if (cls == "RandomErasing") {
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+      const Factor scale = r.has("scale") ? factor_of(r, "scale") : Factor{0.02, 0.33};
+      std::vector<double> fill = fill_value_of(r);
+      const auto vr = value_range_of(r);
+      return layers::RandomErasing(f, scale, std::move(fill), vr, r.optional_integer("seed"),
+                                   b.name);
+    }
+    if (cls == "RandomGaussianBlur") {
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+      const int64_t k = kernel_size_of(r);
+      const Factor sigma = r.has("sigma") ? factor_of(r, "sigma") : 1.0;
+      const auto vr = value_range_of(r);
+      return layers::RandomGaussianBlur(f, k, sigma, vr, r.optional_integer("seed"), b.name);
+    }
+    // RandomInvert, RandomPosterization, RandomSharpness, RandomColorDegeneration: factor,
+    // value_range, seed (RandomInvert's factor defaults to 1).
+    const bool invert = cls == "RandomInvert";
+    const Factor f = invert && !r.has("factor") ? Factor(1.0) : factor_of(r, "factor");
+    const auto vr = value_range_of(r);
+    const auto seed = r.optional_integer("seed");
+    if (invert) return layers::RandomInvert(f, vr, seed, b.name);
+    if (cls == "RandomPosterization") return layers::RandomPosterization(f, vr, seed, b.name);
+    if (cls == "RandomSharpness") return layers::RandomSharpness(f, vr, seed, b.name);
+    return layers::RandomColorDegeneration(f, vr, seed, b.name);
+  });
 }
 
 constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert",

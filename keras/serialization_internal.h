@@ -206,6 +206,24 @@ Base read_base(Reader& r);
 void apply_base(const Layer& layer, const Base& b);
 Config base_config(const Layer& layer);  // Keras' "name", "trainable", "dtype", in its order
 
+// Runs `make` (the constructor call of a reader, which reads keys as it goes): a constructor's
+// InvalidArgumentError, which names the option, gets "<class> config: " in front (the Reader's
+// own errors name the key already); then rejects the keys nobody read and applies the base keys.
+template <class F>
+Layer make_checked(Reader& r, const Base& b, F make) {
+  Layer l = [&]() -> Layer {
+    try {
+      return make();
+    } catch (const InvalidArgumentError& e) {
+      if (std::string(e.what()).find(" config key ") != std::string::npos) throw;
+      TF_THROW(InvalidArgumentError, "from_config", "{} config: {}", r.class_name(), e.what());
+    }
+  }();
+  r.finish();
+  apply_base(l, b);
+  return l;
+}
+
 // The options of `layer` as its class's access function gives them; a layer whose class name
 // is a built-in one but whose state is not (a model subclass named "Dense") has none.
 template <class T>
