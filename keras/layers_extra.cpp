@@ -281,6 +281,8 @@ class AdaptivePoolImpl final : public LayerImpl {
   }
 
  private:
+  friend std::optional<std::vector<int64_t>> detail::layer_options::adaptive_pooling(
+      const LayerImpl&);
   bool max_;
   std::vector<int64_t> sizes_;
 };
@@ -744,6 +746,12 @@ int64_t IntegerLookup::vocabulary_size() const {
 }  // namespace layers
 
 namespace detail::layer_options {
+
+std::optional<std::vector<int64_t>> adaptive_pooling(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const AdaptivePoolImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->sizes_;
+}
 
 std::optional<RMSNormalizationConfig> rms_normalization(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const RMSNormImpl*>(&layer);

@@ -409,6 +409,7 @@ class DotImpl final : public MergeImpl {
   }
   // Keras 3's ops.normalize(x, axis) with its default epsilon (backend.epsilon(), 1e-7):
   // x * min(rsqrt(sum(x^2)), 1 / epsilon) along `axis`.
+  friend std::optional<layer_options::DotConfig> layer_options::dot(const LayerImpl&);
   std::pair<int, int> axes_;
   bool normalize_;
 };
@@ -470,6 +471,12 @@ std::optional<int> detail::layer_options::concatenate_axis(const detail::LayerIm
   const auto* p = dynamic_cast<const detail::ConcatenateImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return p->axis_;
+}
+std::optional<detail::layer_options::DotConfig> detail::layer_options::dot(
+    const detail::LayerImpl& layer) {
+  const auto* p = dynamic_cast<const detail::DotImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return DotConfig{p->axes_, p->normalize_};
 }
 
 }  // namespace tapeflow::keras

@@ -599,6 +599,33 @@ Config concatenate_get(const Layer& layer) {
   return Config{{"axis", need(lo::concatenate_axis(layer.impl()), layer)}};
 }
 
+// Keras' Dot keeps axes as given: one int for both inputs, or a pair.
+Layer dot_from(const Config& config) {
+  Reader r("Dot", config);
+  Base b = read_base(r);
+  const Config& axes = r.require("axes");
+  std::pair<int, int> a;
+  if (axes.is_number_integer()) {
+    a = {axes.get<int>(), axes.get<int>()};
+  } else if (axes.is_array() && axes.size() == 2 && axes[0].is_number_integer() &&
+             axes[1].is_number_integer()) {
+    a = {axes[0].get<int>(), axes[1].get<int>()};
+  } else {
+    r.fail("axes", "must be an integer or a list of 2 integers, got " + r.got(axes));
+  }
+  const bool normalize = r.boolean("normalize", false);
+  r.finish();
+  Layer l = layers::Dot(a, normalize, b.name);
+  apply_base(l, b);
+  return l;
+}
+Config dot_get(const Layer& layer) {
+  const lo::DotConfig c = need(lo::dot(layer.impl()), layer);
+  const Config axes = c.axes.first == c.axes.second ? Config(c.axes.first)
+                                                    : Config::array({c.axes.first, c.axes.second});
+  return Config{{"axes", axes}, {"normalize", c.normalize}};
+}
+
 // ---- the registry ----
 
 std::mutex& registry_mu() {
@@ -630,6 +657,7 @@ std::map<std::string, Entry>& registry() {
     add("Maximum", no_keys, merge_from<layers::Maximum>("Maximum"));
     add("Minimum", no_keys, merge_from<layers::Minimum>("Minimum"));
     add("Concatenate", concatenate_get, concatenate_from);
+    add("Dot", dot_get, dot_from);
     add_conv_layers(m);
     add_sequence_layers(m);
     add_core_layers(m);

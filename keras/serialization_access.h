@@ -57,5 +57,10 @@ std::optional<layers::LayerNormalizationOptions> layer_normalization(const Layer
 std::optional<std::vector<int64_t>> reshape_target(const LayerImpl& layer);
 // keras/layers_merge.cpp
 std::optional<int> concatenate_axis(const LayerImpl& layer);
+struct DotConfig {
+  std::pair<int, int> axes;
+  bool normalize = false;
+};
+std::optional<DotConfig> dot(const LayerImpl& layer);
 
 }  // namespace tapeflow::keras::detail::layer_options

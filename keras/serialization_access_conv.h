@@ -86,6 +86,8 @@ std::optional<std::array<double, 2>> activity_regularization(const LayerImpl& la
 std::optional<layers::GroupNormalizationOptions> group_normalization(const LayerImpl& layer);
 std::optional<std::vector<int>> unit_normalization_axis(const LayerImpl& layer);
 // keras/layers_extra.cpp
+// AdaptiveAverage/MaxPooling1D/2D/3D: the output size per spatial dimension.
+std::optional<std::vector<int64_t>> adaptive_pooling(const LayerImpl& layer);
 std::optional<RMSNormalizationConfig> rms_normalization(const LayerImpl& layer);
 std::optional<AlphaDropoutConfig> alpha_dropout(const LayerImpl& layer);
 // keras/layers_conv3d.cpp

@@ -718,6 +718,36 @@ Config rms_norm_get(const Layer& layer) {
   return Config{{"axis", axis}, {"epsilon", c.epsilon}};
 }
 
+// AdaptiveAverage/MaxPooling1D/2D/3D: output_size (an int or a list of n ints) and data_format
+// (channels_last only).
+template <int N>
+FromConfig adaptive_from(const char* cls) {
+  return [cls](const Config& config) -> Layer {
+    Reader r(cls, config);
+    Base b = read_base(r);
+    const std::vector<int> s = sizes_of(r, "output_size", N, std::nullopt);
+    data_format_of(r, false);
+    const std::string c = cls;
+    return make_checked(r, b, [&]() -> Layer {
+      const bool max = c.find("Max") != std::string::npos;
+      if constexpr (N == 1) {
+        if (max) return layers::AdaptiveMaxPooling1D(s[0], b.name);
+        return layers::AdaptiveAveragePooling1D(s[0], b.name);
+      } else if constexpr (N == 2) {
+        if (max) return layers::AdaptiveMaxPooling2D(size2(s), b.name);
+        return layers::AdaptiveAveragePooling2D(size2(s), b.name);
+      } else {
+        if (max) return layers::AdaptiveMaxPooling3D(size3(s), b.name);
+        return layers::AdaptiveAveragePooling3D(size3(s), b.name);
+      }
+    });
+  };
+}
+Config adaptive_get(const Layer& layer) {
+  return Config{{"output_size", need(lo::adaptive_pooling(layer.impl()), layer)},
+                {"data_format", "channels_last"}};
+}
+
 }  // namespace
 
 void add_conv_layers(Registry& m) {
@@ -772,6 +802,15 @@ void add_conv_layers(Registry& m) {
   add_builtin(m, "GroupNormalization", group_norm_get, group_norm_from);
   add_builtin(m, "UnitNormalization", unit_norm_get, unit_norm_from);
   add_builtin(m, "RMSNormalization", rms_norm_get, rms_norm_from);
+  add_builtin(m, "AdaptiveAveragePooling1D", adaptive_get,
+              adaptive_from<1>("AdaptiveAveragePooling1D"));
+  add_builtin(m, "AdaptiveMaxPooling1D", adaptive_get, adaptive_from<1>("AdaptiveMaxPooling1D"));
+  add_builtin(m, "AdaptiveAveragePooling2D", adaptive_get,
+              adaptive_from<2>("AdaptiveAveragePooling2D"));
+  add_builtin(m, "AdaptiveMaxPooling2D", adaptive_get, adaptive_from<2>("AdaptiveMaxPooling2D"));
+  add_builtin(m, "AdaptiveAveragePooling3D", adaptive_get,
+              adaptive_from<3>("AdaptiveAveragePooling3D"));
+  add_builtin(m, "AdaptiveMaxPooling3D", adaptive_get, adaptive_from<3>("AdaptiveMaxPooling3D"));
 }
 
 }  // namespace tapeflow::keras::saving::internal
