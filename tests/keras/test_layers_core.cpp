@@ -7,8 +7,10 @@
 
 #include "autograd/tape.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "keras/functional.h"
 #include "keras/layers.h"
+#include "keras/layers_attention.h"
 #include "keras/layers_core.h"
 #include "keras/layers_more.h"
 #include "keras/mixed_precision.h"
@@ -356,4 +358,27 @@ TEST_CASE("EinsumDense trains in fit's traced step, a partial last batch include
   // The learned kernel approaches the 0.5s that made y.
   tf::testing::check_values(model.layers()[0].trainable_variables()[0].value(), {0.5, 0.5, 0.5},
                             0.0, 0.1);
+}
+
+TEST_CASE("EinsumDense and MultiHeadAttention serve every batch size from one trace",
+          "[keras][layers]") {
+  // einsum merges the batch into a matmul's rows at run time (ops/dynamic_shape.h), so one
+  // graph traced for a None batch serves every size.
+  L::EinsumDense proj("abc,cde->abde", {6, 2, 4}, {.bias_axes = "de", .input_shape = {6, 8}});
+  L::MultiHeadAttention mha(2, 4);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 6, 8})};
+  auto f = tf::function(
+      [&](const tf::Tensor& x) {
+        return std::vector<tf::Tensor>{proj(x), mha(x)};
+      },
+      opts);
+  for (int64_t batch : {3, 1, 5}) {
+    CAPTURE(batch);
+    const tf::Tensor x = values({batch, 6, 8}, static_cast<unsigned>(50 + batch));
+    const auto got = f(x);
+    check_close(got[0], proj(x), 1e-6, 1e-6);
+    check_close(got[1], mha(x), 1e-5, 1e-6);
+  }
+  CHECK(f.tracing_count() == 1);
 }
