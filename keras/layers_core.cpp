@@ -281,8 +281,8 @@ template <class Impl>
 Impl& impl_as(const Layer& l, const char* cls) {
   auto* p = dynamic_cast<Impl*>(&l.impl());
   TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {}", cls,
-             l.impl().name(), l.impl().class_name(), cls);
+             "this {} handle refers to layer \"{}\" ({}), which is not a {}", cls, l.impl().name(),
+             l.impl().class_name(), cls);
   return *p;
 }
 
