@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/call_request.h"
+#include "keras/layer_handle.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
@@ -619,16 +620,6 @@ Tensor DotAttentionImpl::call(const Tensor& query, bool training) {
   if (q_mask.defined()) out = where(q_mask, out, Tensor(0.0));
   if (r) r->scores = weights;
   return out;
-}
-
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
-             "assigned to it through a Layer reference?)",
-             cls, l.impl().name(), l.impl().class_name(), cls);
-  return *p;
 }
 
 AttentionRequest mha_request(const Tensor& query, const Tensor& value,

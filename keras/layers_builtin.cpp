@@ -9,6 +9,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "distribute/replica_context.h"
+#include "keras/layer_handle.h"
 #include "keras/layers.h"
 #include "keras/serialization_access.h"
 #include "keras/serialization_access_conv.h"
@@ -634,18 +635,6 @@ class BatchNormImpl final : public LayerImpl {
   int64_t channels_ = 0;
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
-
-// The handle's state as `Impl`; a handle assigned another kind of layer through a Layer
-// reference is a FailedPreconditionError (as Model::model_impl).
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
-             "assigned to it through a Layer reference?)",
-             cls, l.impl().name(), l.impl().class_name(), cls);
-  return *p;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/call_request.h"
+#include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
@@ -36,16 +37,6 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-// The handle's state as `Impl` (FailedPreconditionError for another kind of layer).
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {}", cls, l.impl().name(),
-             l.impl().class_name(), cls);
-  return *p;
 }
 
 // ---- Conv1DTranspose ----

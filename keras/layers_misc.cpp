@@ -8,6 +8,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
@@ -34,16 +35,6 @@ std::string sides_str(const Sides1D& s) {
 }
 std::string sides_str(const Sides2D& s) {
   return fmt::format("({}, {})", sides_str(s.height), sides_str(s.width));
-}
-
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
-             "assigned to it through a Layer reference?)",
-             cls, l.impl().name(), l.impl().class_name(), cls);
-  return *p;
 }
 
 // The reshape target of a batch dimension: -1 (one traced graph serves every batch size) unless

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/layer_handle.h"
 #include "keras/serialization_access.h"
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
@@ -50,16 +51,6 @@ bool parse_channels_first(const char* layer, const std::string& data_format) {
                "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
                data_format);
   return f == "channels_first";
-}
-
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
-             "assigned to it through a Layer reference?)",
-             cls, l.impl().name(), l.impl().class_name(), cls);
-  return *p;
 }
 
 // A batch dimension for reshape: the known size, or -1 (a graph traced for a None batch).

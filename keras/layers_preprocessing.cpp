@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/layer_handle.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -23,15 +24,6 @@ namespace tapeflow::keras {
 namespace {
 
 using detail::LayerImpl;
-
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {}", cls, l.impl().name(),
-             l.impl().class_name(), cls);
-  return *p;
-}
 
 // Base of the image layers: rank-3 or rank-4 NHWC inputs with known height and width.
 class ImageLayerImpl : public LayerImpl {

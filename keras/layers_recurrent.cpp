@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "keras/call_request.h"
+#include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
@@ -441,16 +442,6 @@ class BidirectionalImpl final : public LayerImpl {
   std::string merge_mode_;
   std::shared_ptr<RecurrentImpl> forward_, backward_;
 };
-
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {} (was another layer "
-             "assigned to it through a Layer reference?)",
-             cls, l.impl().name(), l.impl().class_name(), cls);
-  return *p;
-}
 
 RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptions& o) {
   return RecurrentConfig{.cell = cell,
