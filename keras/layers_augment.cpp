@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/serialization_access_augment.h"
+#include "keras/serialization_internal.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -29,14 +29,9 @@ namespace {
 using detail::LayerImpl;
 using layers::Factor;
 using Range = std::pair<double, double>;
-using Json = nlohmann::ordered_json;
-
-Json range_json(Range r) {
-  return Json::array({r.first, r.second});
-}
-Json seed_json(std::optional<int64_t> seed) {
-  return seed ? Json(*seed) : Json(nullptr);
-}
+using Json = saving::Config;
+using saving::internal::range_json;
+using saving::internal::seed_json;
 
 Tensor scalar(double v) {
   return constant(Tensor(static_cast<float>(v)));

@@ -5,7 +5,6 @@
 #include "keras/serialization_compile.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -461,20 +460,11 @@ constexpr const char* kLossClassNames =
     "BinaryCrossentropy, Huber, CosineSimilarity, BinaryFocalCrossentropy, "
     "CategoricalFocalCrossentropy, Dice, Tversky, CategoricalGeneralizedCrossEntropy, Circle";
 
-int int_key(Reader& r, const std::string& key, int64_t fallback) {
-  const int64_t v = r.integer(key, fallback);
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    r.fail(key, "= " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
-}
-
 // Dice's and Tversky's axis: null (every axis), an integer or a list of them.
 std::vector<int> axes_key(Reader& r, const std::string& key) {
   const Config* v = r.find(key);
   if (v == nullptr || v->is_null()) return {};
-  std::vector<int> out;
-  for (int64_t a : r.int_list(key)) out.push_back(static_cast<int>(a));
-  return out;
+  return r.int_list_of(key);
 }
 }  // namespace
 
@@ -520,7 +510,7 @@ Loss deserialize(const Config& object) {
     } else if (cls == "CosineSimilarity") {
       std::string name = name_or("cosine_similarity");
       const Reduction red = reduction();
-      out = CosineSimilarity(int_key(r, "axis", -1), red, std::move(name));
+      out = CosineSimilarity(r.int_of("axis", -1), red, std::move(name));
     } else if (cls == "BinaryFocalCrossentropy" || cls == "CategoricalFocalCrossentropy") {
       const bool binary = cls == "BinaryFocalCrossentropy";
       std::string name =
@@ -528,7 +518,7 @@ Loss deserialize(const Config& object) {
       const Reduction red = reduction();
       const bool logits = r.boolean("from_logits", false);
       const double smoothing = r.number("label_smoothing", 0.0);
-      const int axis = int_key(r, "axis", -1);
+      const int axis = r.int_of("axis", -1);
       const bool balancing = binary && r.boolean("apply_class_balancing", false);
       const double alpha = r.number("alpha", 0.25), gamma = r.number("gamma", 2.0);
       out = binary ? Loss(BinaryFocalCrossentropy(balancing, alpha, gamma, logits, smoothing, red,

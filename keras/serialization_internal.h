@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -139,6 +140,20 @@ class Reader {
       if (!e.is_number()) fail(key, "must be a list of numbers, got " + got(v));
       out.push_back(e.get<double>());
     }
+    return out;
+  }
+  // An integer value `v` of `key` as an int (InvalidArgumentError when it does not fit).
+  int fits_int(const std::string& key, int64_t v) const {
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      fail(key, "= " + std::to_string(v) + " is out of range");
+    return static_cast<int>(v);
+  }
+  int int_of(const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
+    return fits_int(key, integer(key, fallback));
+  }
+  std::vector<int> int_list_of(const std::string& key) {
+    std::vector<int> out;
+    for (int64_t v : int_list(key)) out.push_back(fits_int(key, v));
     return out;
   }
   std::vector<int64_t> int_list(const std::string& key) {

@@ -4,7 +4,6 @@
 // constructors (MetricImpl::write_config); the metrics whose config is only "name" and "dtype"
 // are read in keras/serialization_compile.cpp.
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,20 +18,10 @@ namespace {
 
 namespace m = metrics;
 
-int as_int(Reader& r, const std::string& key, int64_t v) {
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    r.fail(key, "= " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
-}
-
-int integer(Reader& r, const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
-  return as_int(r, key, r.integer(key, fallback));
-}
-
 // An optional integer: null (or absent) is `none`.
 int optional_int(Reader& r, const std::string& key, int none) {
   const auto v = r.optional_integer(key);
-  return v ? as_int(r, key, *v) : none;
+  return v ? r.fits_int(key, *v) : none;
 }
 
 std::optional<std::string> optional_string(Reader& r, const std::string& key,
@@ -50,12 +39,6 @@ std::vector<double> thresholds(Reader& r) {
   if (v == nullptr || v->is_null()) return {};
   if (v->is_number()) return {v->get<double>()};
   return r.numbers("thresholds", *v);
-}
-
-std::vector<int> ints(Reader& r, const std::string& key) {
-  std::vector<int> out;
-  for (int64_t v : r.int_list(key)) out.push_back(as_int(r, key, v));
-  return out;
 }
 
 // AUC's label_weights: null, a list, or the tensor object Keras 3.15 writes for them
@@ -113,13 +96,13 @@ m::Metric read(const std::string& cls, Reader& r) {
   if (cls == "TopKCategoricalAccuracy") {
     std::string n = name("top_k_categorical_accuracy");
     float_dtype(r);
-    return m::TopKCategoricalAccuracy(integer(r, "k", 5), std::move(n));
+    return m::TopKCategoricalAccuracy(r.int_of("k", 5), std::move(n));
   }
   if (cls == "SparseTopKCategoricalAccuracy") {
     std::string n = name("sparse_top_k_categorical_accuracy");
     float_dtype(r);
     r.expect("from_sorted_ids", false);  // later Keras versions' option
-    return m::SparseTopKCategoricalAccuracy(integer(r, "k", 5), std::move(n));
+    return m::SparseTopKCategoricalAccuracy(r.int_of("k", 5), std::move(n));
   }
   if (cls == "Precision" || cls == "Recall") {
     const bool precision = cls == "Precision";
@@ -136,7 +119,7 @@ m::Metric read(const std::string& cls, Reader& r) {
     std::string n = name("auc");
     float_dtype(r);
     m::AUCOptions o;
-    o.num_thresholds = integer(r, "num_thresholds", 200);
+    o.num_thresholds = r.int_of("num_thresholds", 200);
     o.curve = r.string("curve", "ROC");
     o.summation_method = r.string("summation_method", "interpolation");
     o.multi_label = r.boolean("multi_label", false);
@@ -171,7 +154,7 @@ m::Metric read(const std::string& cls, Reader& r) {
                               : "recall_at_precision");
     float_dtype(r);
     const int class_id = optional_int(r, "class_id", -1);
-    const int num_thresholds = integer(r, "num_thresholds", 200);
+    const int num_thresholds = r.int_of("num_thresholds", 200);
     const double bound = r.number(ss   ? "specificity"
                                   : sp ? "sensitivity"
                                   : pr ? "recall"
@@ -185,7 +168,7 @@ m::Metric read(const std::string& cls, Reader& r) {
     std::string n = name("binary_io_u");
     int_dtype(r);
     const std::vector<int> ids =
-        r.has("target_class_ids") ? ints(r, "target_class_ids") : std::vector<int>{0, 1};
+        r.has("target_class_ids") ? r.int_list_of("target_class_ids") : std::vector<int>{0, 1};
     return m::BinaryIoU(ids, r.number("threshold", 0.5), std::move(n));
   }
   if (cls == "IoU" || cls == "MeanIoU" || cls == "OneHotIoU" || cls == "OneHotMeanIoU") {
@@ -196,15 +179,15 @@ m::Metric read(const std::string& cls, Reader& r) {
                          : cls == "OneHotIoU" ? "one_hot_io_u"
                                               : "one_hot_mean_io_u");
     int_dtype(r);
-    const int num_classes = integer(r, "num_classes");
+    const int num_classes = r.int_of("num_classes");
     std::vector<int> ids;
-    if (!mean) ids = ints(r, "target_class_ids");
+    if (!mean) ids = r.int_list_of("target_class_ids");
     const auto ignore = r.optional_integer("ignore_class");
     const std::optional<int> ignore_class =
-        ignore ? std::optional<int>(as_int(r, "ignore_class", *ignore)) : std::nullopt;
+        ignore ? std::optional<int>(r.fits_int("ignore_class", *ignore)) : std::nullopt;
     const bool sparse_true = one_hot ? false : r.boolean("sparse_y_true", true);
     const bool sparse_pred = r.boolean("sparse_y_pred", !one_hot);
-    const int axis = integer(r, "axis", -1);
+    const int axis = r.int_of("axis", -1);
     if (cls == "IoU")
       return m::IoU(num_classes, ids, std::move(n), ignore_class, sparse_true, sparse_pred, axis);
     if (cls == "MeanIoU")
@@ -218,7 +201,7 @@ m::Metric read(const std::string& cls, Reader& r) {
                          : cls == "PearsonCorrelation" ? "pearson_correlation"
                                                        : "concordance_correlation");
     float_dtype(r);
-    const int axis = integer(r, "axis", -1);
+    const int axis = r.int_of("axis", -1);
     if (cls == "CosineSimilarity") return m::CosineSimilarity(std::move(n), axis);
     if (cls == "PearsonCorrelation") return m::PearsonCorrelation(std::move(n), axis);
     return m::ConcordanceCorrelation(std::move(n), axis);
@@ -237,7 +220,7 @@ m::Metric read(const std::string& cls, Reader& r) {
     std::string n = name("r2_score");
     float_dtype(r);
     const auto aggregation = optional_string(r, "class_aggregation", "uniform_average");
-    return m::R2Score(aggregation, integer(r, "num_regressors", 0), std::move(n));
+    return m::R2Score(aggregation, r.int_of("num_regressors", 0), std::move(n));
   }
   return m::Metric();
 }
