@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/layer_handle.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
 #include "ops/movement.h"
@@ -185,22 +186,19 @@ class EinsumDenseImpl final : public LayerImpl {
     // position in it, and an input letter's position in the input.
     std::vector<int64_t> out;
     std::map<char, int> in_pos, out_pos;
-    const int in_offset = left() ? elided : 0;
+    // Leading elided axes shift the letters' positions, in the input and in the output alike.
+    const int offset = left() ? elided : 0;
     for (size_t i = 0; i < parts_.input.size(); ++i)
-      in_pos[parts_.input[i]] = static_cast<int>(i) + in_offset;
-    out.push_back(s[0]);
-    if (left())
-      for (int i = 1; i < elided; ++i) out.push_back(s[i]);
+      in_pos[parts_.input[i]] = static_cast<int>(i) + offset;
+    if (left())  // the batch is the first elided axis (none on inputs of the letters' rank)
+      for (int i = 0; i < elided; ++i) out.push_back(s[i]);
+    else
+      out.push_back(s[0]);
     out.insert(out.end(), partial_.begin(), partial_.end());
     if (parts_.elided == Equation::Elided::kRight)
       for (int i = rank - elided; i < rank; ++i) out.push_back(s[i]);
-    const int out_offset = left() ? elided : 0;
     for (size_t i = 0; i < parts_.output.size(); ++i)
-      out_pos[parts_.output[i]] = static_cast<int>(i) + out_offset;
-    if (left() && elided == 0) {
-      // "...x,xy->...y" on inputs with no elided axis: the first output letter is the batch.
-      out.erase(out.begin());
-    }
+      out_pos[parts_.output[i]] = static_cast<int>(i) + offset;
     // Shared input/output letters: the sizes must agree; a None in output_shape takes the
     // input's (Keras leaves it unknown).
     for (const auto& [c, ip] : in_pos) {
@@ -274,17 +272,6 @@ class IdentityImpl final : public LayerImpl {
   bool casts_all_inputs() const override { return false; }
   Tensor call(const Tensor& x, bool) override { return x; }
 };
-
-// The handle's state as `Impl` (a handle assigned another kind of layer through a Layer
-// reference is a FailedPreconditionError).
-template <class Impl>
-Impl& impl_as(const Layer& l, const char* cls) {
-  auto* p = dynamic_cast<Impl*>(&l.impl());
-  TF_CHECK_T(FailedPreconditionError, p != nullptr, cls,
-             "this {} handle refers to layer \"{}\" ({}), which is not a {}", cls, l.impl().name(),
-             l.impl().class_name(), cls);
-  return *p;
-}
 
 }  // namespace
 
