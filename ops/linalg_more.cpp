@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/linalg.h"
@@ -242,7 +243,6 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& a_axe
                detail::vec_to_string(a_axes), detail::vec_to_string(b_axes));
   std::vector<bool> a_used(a.rank(), false), b_used(b.rank(), false);
   std::vector<int> pa, pb;  // a: free then contracted; b: contracted then free
-  int64_t contracted = 1;
   for (size_t i = 0; i < a_axes.size(); ++i) {
     const int x = detail::normalize_axis(op, a_axes[i], a.shape());
     const int y = detail::normalize_axis(op, b_axes[i], b.shape());
@@ -253,18 +253,13 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& a_axe
                  "contracted dimensions differ: axis {} of a {} and axis {} of b {}", a_axes[i],
                  a.shape().to_string(), b_axes[i], b.shape().to_string());
     a_used[x] = b_used[y] = true;
-    contracted *= dx;
     pb.push_back(y);
   }
-  TensorShape out;
-  int64_t free_a = 1, free_b = 1;
   for (int i = 0; i < a.rank(); ++i)
     if (!a_used[i]) {
       TF_CHECK_ARG(known(a.shape()[i]), op, "needs known dimensions, got a {}",
                    a.shape().to_string());
       pa.push_back(i);
-      out.push_back(a.shape()[i]);
-      free_a *= a.shape()[i];
     }
   for (size_t i = 0; i < a_axes.size(); ++i)
     pa.push_back(detail::normalize_axis(op, a_axes[i], a.shape()));
@@ -273,12 +268,19 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& a_axe
       TF_CHECK_ARG(known(b.shape()[i]), op, "needs known dimensions, got b {}",
                    b.shape().to_string());
       pb.push_back(i);
-      out.push_back(b.shape()[i]);
-      free_b *= b.shape()[i];
     }
-  const Tensor a2 = reshape(transpose(a, pa), {free_a, contracted});
-  const Tensor b2 = reshape(transpose(b, pb), {contracted, free_b});
-  return reshape(tapeflow::matmul(a2, b2), out);
+  // Free and contracted axes merged into a matrix product, and the free sizes taken back from
+  // the transposed operands when the op runs: a graph traced for None dimensions serves every
+  // size of them.
+  const int fa = static_cast<int>(pa.size() - a_axes.size()), c = static_cast<int>(a_axes.size());
+  const int fb = static_cast<int>(pb.size()) - c;
+  const Tensor at = transpose(a, pa), bt = transpose(b, pb);
+  const Tensor a2 = detail::merge_axes(at, {fa, c});
+  const Tensor b2 = detail::merge_axes(bt, {c, fb});
+  std::vector<std::pair<int, int>> parts;
+  for (int i = 0; i < fa; ++i) parts.push_back({0, i});
+  for (int j = 0; j < fb; ++j) parts.push_back({1, c + j});
+  return detail::reshape_from(tapeflow::matmul(a2, b2), {at, bt}, parts);
 }
 
 Tensor cross(const Tensor& a, const Tensor& b) {

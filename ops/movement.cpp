@@ -628,6 +628,22 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
     for (int d = axis + ir; d < cts[0].rank(); ++d) perm.push_back(d);
     // axis 0 (an embedding lookup's case) needs no transpose: skip the copy.
     Tensor g = axis == 0 ? cts[0] : transpose(cts[0], perm);
+    std::vector<int> back;
+    for (int d = 1; d <= axis; ++d) back.push_back(d);
+    back.push_back(0);
+    for (int d = axis + 1; d < pr; ++d) back.push_back(d);
+    if (detail::open_shapes()) {
+      // A shape-generic trace: every size but ps[axis] comes from g when the graph runs, so
+      // any number of None dimensions (indices or params) is served by one graph.
+      const Tensor summed =
+          detail::dispatch(UnsortedSegmentSum(ps[axis]),
+                           {detail::merge_axes(g, {ir, pr - 1}), detail::merge_axes(idx, {ir})});
+      std::vector<std::pair<int, int>> parts{{0, 0}};
+      for (int d = 0; d + 1 < pr; ++d) parts.push_back({1, ir + d});
+      const Tensor shaped = detail::reshape_from(summed, {summed, g}, parts);
+      out.push_back(axis == 0 ? shaped : transpose(shaped, back));
+      continue;
+    }
     int64_t rest = 1;
     TensorShape seg_shape{ps[axis]};
     for (int d = 0; d < pr; ++d)
@@ -648,10 +664,6 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
         UnsortedSegmentSum(ps[axis]),
         {reshape(g, TensorShape{n, open_lead ? -1 : rest}), reshape(idx, TensorShape{n})});
     summed = reshape(summed, seg_shape);  // (ps[axis], ps[:axis], ps[axis+1:])
-    std::vector<int> back;
-    for (int d = 1; d <= axis; ++d) back.push_back(d);
-    back.push_back(0);
-    for (int d = axis + 1; d < pr; ++d) back.push_back(d);
     out.push_back(axis == 0 ? summed : transpose(summed, back));
   }
   return out;

@@ -4,6 +4,7 @@
 #include "core/context.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
@@ -122,19 +123,15 @@ Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64
                    "their row)",
                    i, ids[i], num_segments);
   }
-  const int64_t n = is.num_elements();
-  int64_t inner = 1;
-  TensorShape rest{num_segments};
-  for (int d = is.rank(); d < ds.rank(); ++d) {
-    inner *= ds[d];
-    rest.push_back(ds[d]);
-  }
-  // The row count as -1 where it can be inferred: a graph traced for None dimensions then
-  // serves every batch size (a fixed n made it retrace per size).
-  const int64_t rows = inner > 0 ? -1 : n;
-  Tensor flat = reshape(data, TensorShape{rows, inner});
+  // (ids..., rest...) -> (rows, inner), the sizes taken from the data when the op runs: a graph
+  // traced for None dimensions then serves every size of them, leading or trailing.
+  const int trailing = ds.rank() - is.rank();
+  Tensor flat = detail::merge_axes(data, {is.rank(), trailing});
   Tensor flat_ids = reshape(segment_ids, TensorShape{-1});
-  return reshape(detail::dispatch(prims::UnsortedSegmentSum(num_segments), {flat, flat_ids}), rest);
+  const Tensor summed = detail::dispatch(prims::UnsortedSegmentSum(num_segments), {flat, flat_ids});
+  std::vector<std::pair<int, int>> parts{{0, 0}};
+  for (int d = is.rank(); d < ds.rank(); ++d) parts.push_back({1, d});
+  return detail::reshape_from(summed, {summed, data}, parts);
 }
 
 }  // namespace tapeflow

@@ -6,12 +6,14 @@
 #include <numeric>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/device.h"
 #include "core/error.h"
-#include "ops/factory.h"
-#include "ops/helpers.h"
 #include "jit/function.h"
 #include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/scatter.h"
@@ -901,5 +903,43 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
     if (dev.is_cpu())
       tf::testing::require_error([&] { f(data, bad); }, {"segment_ids[1] = 4 is not less than"});
     check_values(f(data, bad * -1), {0, 1, 0, 0, 0, 0, 0, 0}, 0, 0);
+  }
+}
+
+TEST_CASE(
+    "gather's gradient, unsorted_segment_sum and tensordot serve two None dimensions "
+    "from one trace",
+    "[cpu][cuda][movement][jit]") {
+  // Before, each reshaped with sizes from the first shapes it saw (the trailing or the free
+  // dimensions), so a function traced for (None, None, 5) retraced for every new shape.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor w =
+        tf::detail::from_doubles(tf::testing::random_values(15, -1, 1, 3), {5, 3}, tf::float64);
+    auto body = [&](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      // Columns 4, 0, 0 and 2 of the last axis; a segment sum over the rows of its transpose.
+      const tf::Tensor g = tf::gather(x, tf::constant(std::vector<int64_t>{4, 0, 0, 2}), 2);
+      const tf::Tensor s = tf::unsorted_segment_sum(
+          tf::transpose(g, {2, 0, 1}), tf::constant(std::vector<int64_t>{1, 0, 1, 1}), 2);
+      const tf::Tensor t = tf::linalg::tensordot(x, w, 1);
+      const tf::Tensor loss = tf::reduce_sum(g * g) + tf::reduce_sum(t * t) + tf::reduce_sum(s);
+      return tf::concat(
+          {tf::reshape(tape.gradient(loss, x), {-1}), tf::reshape(s, {-1}), tf::reshape(t, {-1})},
+          0);
+    };
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None, tf::None, 5}, tf::float64)};
+    auto f = tf::function(body, opts);
+    for (const Dims& shape : {Dims{2, 3, 5}, Dims{4, 1, 5}, Dims{1, 6, 5}}) {
+      const tf::TensorShape s(shape);
+      const tf::Tensor x = tf::detail::from_doubles(
+          tf::testing::random_values(static_cast<size_t>(s.num_elements()), -1, 1, 7), s,
+          tf::float64);
+      tf::testing::check_close(f(x), body(x), 1e-12, 1e-12);
+    }
+    CHECK(f.tracing_count() == 1);
   }
 }
