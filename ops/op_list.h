@@ -50,6 +50,8 @@
 #define TF_SORT_PRIMITIVES(X) X(TopK) X(SearchSorted)
 // tf.nn.ctc_loss's fused loss and gradient (ops/nn_more.h).
 #define TF_CTC_PRIMITIVES(X) X(CtcLoss)
+// fft/ifft, rfft and irfft over the innermost axis (ops/signal.h).
+#define TF_SIGNAL_PRIMITIVES(X) X(Fft) X(Rfft) X(Irfft)
 
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
@@ -57,7 +59,8 @@
   TF_NN_GRAD_PRIMITIVES(X) TF_SCATTER_PRIMITIVES(X) TF_ACTIVATION_PRIMITIVES(X)             \
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
-  TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)
+  TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)                     \
+  TF_SIGNAL_PRIMITIVES(X)
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)

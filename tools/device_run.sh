@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a lent GPU machine (see tools/device_bundle.sh): unpacks the bundle, finds the CUDA, cuBLAS,
-# cuSOLVER and cuDNN libraries there, and runs tools/gpu_check.sh --prebuilt. Logs under $OUT.
+# cuSOLVER, cuFFT and cuDNN libraries there, and runs tools/gpu_check.sh --prebuilt. Logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=/tmp/tapeflow-gpu
@@ -10,7 +10,7 @@ sitedirs=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/
 libdirs=$(find /usr/local/cuda/ /usr/local/cuda/lib64/ /opt /usr/lib /usr/local/lib $sitedirs -maxdepth 8 \
   \( -name 'libcudnn.so.9' -o -name 'libcublas.so.13' -o -name 'libcusolver.so.12' \
      -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' -o -name 'libnccl.so.2' \
-     -o -name 'libnvrtc.so.13' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+     -o -name 'libnvrtc.so.13' -o -name 'libcufft.so.12' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "CUDA libraries from: $libdirs"
 LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH" ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" &&

@@ -67,6 +67,7 @@
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/segment.h"
+#include "ops/signal.h"
 #include "ops/sort.h"
 #include "ops/special.h"
 #include "ops/unary.h"

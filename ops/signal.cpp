@@ -1,0 +1,581 @@
+#include "ops/signal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
+#include "ops/factory.h"
+#include "ops/helpers.h"
+#include "ops/linalg_more.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/scatter.h"
+#include "ops/unary.h"
+
+namespace tapeflow {
+
+namespace {
+
+// rfft's number of outputs for a length (TF gives an empty axis for length 0).
+int64_t rfft_bins(int64_t n) {
+  return n == 0 ? 0 : n / 2 + 1;
+}
+
+void check_real(const char* op, DType d, const char* what) {
+  TF_CHECK_ARG(d == float32 || d == float64, op,
+               "{} must be float32 or float64 (TF's complex64 / complex128 parts), got {}", what,
+               dtype_name(d));
+}
+
+void check_parts(const char* op, const Tensor& re, const Tensor& im) {
+  TF_CHECK_ARG(re.defined() && im.defined(), op, "the real and imaginary parts must be defined");
+  check_real(op, re.dtype(), "the real part");
+  TF_CHECK_ARG(re.dtype() == im.dtype() && re.shape() == im.shape(), op,
+               "the real and imaginary parts must have one shape and dtype, got {} {} and {} {}",
+               re.shape().to_string(), dtype_name(re.dtype()), im.shape().to_string(),
+               dtype_name(im.dtype()));
+  TF_CHECK_ARG(re.shape().rank() >= 1, op, "expects a tensor of rank >= 1, got shape {}",
+               re.shape().to_string());
+}
+
+// The kernels index a row's chirp with t * t (CPU) and cuFFT takes the length as a long long:
+// rows of up to 2^31 - 1 elements.
+void check_length(const char* op, int64_t n) {
+  TF_CHECK_ARG(n <= int64_t{2147483647}, op,
+               "a transform length of {} exceeds the largest supported, 2^31 - 1", n);
+}
+
+}  // namespace
+
+namespace prims {
+
+void Fft::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_parts(name(), in[0], in[1]);
+  check_length(name(), in[0].shape()[-1]);
+  out[0] = out[1] = {in[0].shape(), in[0].dtype()};
+}
+
+void Rfft::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_real(name(), in[0].dtype(), "the input");
+  const TensorShape& s = in[0].shape();
+  TF_CHECK_ARG(s.rank() >= 1 && s[-1] == fft_length, name(),
+               "expects a signal [..., {}], got shape {}", fft_length, s.to_string());
+  check_length(name(), fft_length);
+  TensorShape o = s;
+  o[-1] = rfft_bins(fft_length);
+  out[0] = out[1] = {o, in[0].dtype()};
+}
+
+void Irfft::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_parts(name(), in[0], in[1]);
+  const TensorShape& s = in[0].shape();
+  TF_CHECK_ARG(s[-1] == rfft_bins(fft_length), name(),
+               "expects [..., {}] frequencies for fft_length {}, got shape {}",
+               rfft_bins(fft_length), fft_length, s.to_string());
+  check_length(name(), fft_length);
+  TensorShape o = s;
+  o[-1] = fft_length;
+  out[0] = {o, in[0].dtype()};
+}
+
+namespace {
+// A cotangent the tape left undefined (nothing used that output): zeros like the other one.
+std::pair<Tensor, Tensor> both(std::span<const Tensor> cts) {
+  Tensor gr = cts[0], gi = cts[1];
+  if (!gr.defined()) gr = zeros_like(gi);
+  if (!gi.defined()) gi = zeros_like(gr);
+  return {gr, gi};
+}
+}  // namespace
+
+// fft: X = F x, F_kn = exp(-2 pi i k n / N); the cotangent of x is F^H g = N ifft(g). ifft:
+// x = F^H X / N; the cotangent is F g / N = fft(g) / N.
+uint32_t Fft::vjp_saves() const {
+  return 0;
+}
+std::vector<Tensor> Fft::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                             std::span<const int> argnums, std::span<const Tensor>) const {
+  auto [gr, gi] = both(cts);
+  const Tensor g_in[] = {gr, gi};
+  auto d = detail::dispatch_multi(Fft(!inverse), g_in);
+  const double n = static_cast<double>(p[0].shape()[-1]);
+  const double scale = inverse ? (n > 0 ? 1.0 / n : 0.0) : n;
+  std::vector<Tensor> out;
+  for (int a : argnums) out.push_back(multiply(d[static_cast<size_t>(a)], Tensor(scale)));
+  return out;
+}
+
+// rfft keeps bins 0..N/2 of F x for a real x: the cotangent is Re(F^H g') with g' the
+// cotangent zero-padded to N bins, i.e. Re(N ifft(g')).
+uint32_t Rfft::vjp_saves() const {
+  return 0;
+}
+std::vector<Tensor> Rfft::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                              std::span<const int> argnums, std::span<const Tensor>) const {
+  auto [gr, gi] = both(cts);
+  const int rank = p[0].shape().rank();
+  std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(rank), {0, 0});
+  pads.back().second = fft_length - rfft_bins(fft_length);
+  const Tensor g_in[] = {pad(gr, pads), pad(gi, pads)};
+  auto d = detail::dispatch_multi(Fft(true), g_in);
+  std::vector<Tensor> out;
+  for (int a : argnums) {
+    (void)a;
+    out.push_back(multiply(d[0], Tensor(static_cast<double>(fft_length))));
+  }
+  return out;
+}
+
+// irfft: x_n = (1/N) (y_0 + sum_{0<k<N/2} 2 Re(y_k e^{+i theta}) + [N even] y_{N/2} (-1)^n):
+// d/d Re y_k = (w_k / N) Re(rfft(g))_k, d/d Im y_k = (w_k / N) Im(rfft(g))_k with w_k = 1 at
+// k = 0 and (even N) k = N/2, else 2; the imaginary parts of those two bins do not matter.
+uint32_t Irfft::vjp_saves() const {
+  return 0;
+}
+std::vector<Tensor> Irfft::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                               std::span<const int> argnums, std::span<const Tensor>) const {
+  const Tensor g_in[] = {cts[0]};
+  auto r = detail::dispatch_multi(Rfft(fft_length), g_in);
+  const int64_t m = rfft_bins(fft_length);
+  const double n = static_cast<double>(fft_length);
+  std::vector<double> wr(static_cast<size_t>(m)), wi(static_cast<size_t>(m));
+  for (int64_t k = 0; k < m; ++k) {
+    const bool edge = k == 0 || (fft_length % 2 == 0 && k == fft_length / 2);
+    wr[static_cast<size_t>(k)] = (edge ? 1.0 : 2.0) / n;
+    wi[static_cast<size_t>(k)] = edge ? 0.0 : 2.0 / n;
+  }
+  const DType dt = p[0].dtype();
+  std::vector<Tensor> out;
+  for (int a : argnums) {
+    const auto& w = a == 0 ? wr : wi;
+    out.push_back(multiply(r[static_cast<size_t>(a)], detail::from_doubles(w, {m}, dt)));
+  }
+  return out;
+}
+
+}  // namespace prims
+
+namespace signal {
+
+namespace {
+
+// x's innermost axis cropped or zero-padded to `len`.
+Tensor fit_last(const Tensor& x, int64_t len) {
+  const TensorShape& s = x.shape();
+  const int64_t n = s[-1];
+  if (n == len) return x;
+  const int rank = s.rank();
+  if (n > len) {
+    std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(static_cast<size_t>(rank), -1);
+    size.back() = len;
+    return slice(x, begin, size);
+  }
+  std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(rank), {0, 0});
+  pads.back().second = len - n;
+  return pad(x, pads);
+}
+
+ComplexTensor fft_last(const char* op, const ComplexTensor& z, bool inverse) {
+  check_parts(op, z.real, z.imag);
+  TF_CHECK_ARG(z.real.shape()[-1] >= 0, op, "the innermost dimension must be known, got shape {}",
+               z.real.shape().to_string());
+  const Tensor in[] = {z.real, z.imag};
+  auto o = detail::dispatch_multi(prims::Fft(inverse), in);
+  return {o[0], o[1]};
+}
+
+ComplexTensor swap_last_two(const ComplexTensor& z) {
+  const int r = z.real.shape().rank();
+  std::vector<int> perm(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+  return {transpose(z.real, perm), transpose(z.imag, perm)};
+}
+
+ComplexTensor fft2(const char* op, const ComplexTensor& z, bool inverse) {
+  check_parts(op, z.real, z.imag);
+  TF_CHECK_ARG(z.real.shape().rank() >= 2, op, "expects a tensor of rank >= 2, got shape {}",
+               z.real.shape().to_string());
+  const ComplexTensor a = fft_last(op, z, inverse);
+  return swap_last_two(fft_last(op, swap_last_two(a), inverse));
+}
+
+// x with axis `axis` split into (a, b), a * b being its size; the other sizes come from x when
+// the op runs under a shape-generic trace (a plain reshape otherwise).
+Tensor split_axis(const Tensor& x, int axis, int64_t a, int64_t b) {
+  const TensorShape& s = x.shape();
+  if (!detail::open_shapes()) {
+    std::vector<int64_t> dims;
+    for (int i = 0; i < s.rank(); ++i) {
+      if (i == axis) {
+        dims.push_back(a);
+        dims.push_back(b);
+      } else {
+        dims.push_back(s[i]);
+      }
+    }
+    return reshape(x, TensorShape(dims));
+  }
+  // Sizes from x when the graph runs; a and b from an empty tensor of shape (a, b, 0).
+  const Tensor ab = zeros(TensorShape{a, b, 0}, x.dtype());
+  std::vector<std::pair<int, int>> parts;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i == axis) {
+      parts.push_back({1, 0});
+      parts.push_back({1, 1});
+    } else {
+      parts.push_back({0, i});
+    }
+  }
+  return detail::reshape_from(x, {x, ab}, parts);
+}
+
+Tensor raised_cosine(const char* op, int64_t length, bool periodic, DType dtype, double a,
+                     double b) {
+  TF_CHECK_ARG(length >= 0, op, "window_length must be >= 0, got {}", length);
+  TF_CHECK_ARG(is_floating(dtype), op, "dtype must be a floating dtype, got {}", dtype_name(dtype));
+  std::vector<double> w(static_cast<size_t>(length), 1.0);
+  if (length > 1) {
+    const bool even = length % 2 == 0;
+    const double n = static_cast<double>(length + (periodic && even ? 1 : 0) - 1);
+    for (int64_t i = 0; i < length; ++i)
+      w[static_cast<size_t>(i)] =
+          a - b * std::cos(2.0 * std::numbers::pi * static_cast<double>(i) / n);
+  }
+  return detail::from_doubles(w, {length}, dtype);
+}
+
+int64_t enclosing_power_of_two(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+Tensor window_of(const char* op, const WindowFn& fn, int64_t length, DType dtype) {
+  Tensor w = fn(length, dtype);
+  TF_CHECK_ARG(w.defined() && w.shape() == TensorShape{length}, op,
+               "window_fn must return a window of shape ({},), got {}", length,
+               w.defined() ? w.shape().to_string() : std::string("an undefined tensor"));
+  return w.dtype() == dtype ? w : cast(w, dtype);
+}
+
+// The N x N matrix M of dct type `type` (y = x M over the last axis), with TF's scaling.
+std::vector<double> dct_matrix(int type, int64_t n, bool ortho) {
+  const double pi = std::numbers::pi;
+  const double nn = static_cast<double>(n);
+  std::vector<double> m(static_cast<size_t>(n * n));
+  for (int64_t j = 0; j < n; ++j) {    // input index
+    for (int64_t k = 0; k < n; ++k) {  // output index
+      const double dj = static_cast<double>(j), dk = static_cast<double>(k);
+      double v = 0;
+      switch (type) {
+        case 1:
+          v = (j == 0 || j == n - 1) ? std::cos(pi * dk * dj / (nn - 1))
+                                     : 2.0 * std::cos(pi * dk * dj / (nn - 1));
+          break;
+        case 2:
+          v = 2.0 * std::cos(pi * dk * (2.0 * dj + 1.0) / (2.0 * nn));
+          if (ortho) v *= k == 0 ? std::sqrt(1.0 / (4.0 * nn)) : std::sqrt(1.0 / (2.0 * nn));
+          break;
+        case 3:
+          v = j == 0 ? 1.0 : 2.0 * std::cos(pi * dj * (2.0 * dk + 1.0) / (2.0 * nn));
+          if (ortho) v *= j == 0 ? 1.0 / std::sqrt(nn) : std::sqrt(1.0 / (2.0 * nn));
+          break;
+        default:
+          v = 2.0 * std::cos(pi * (2.0 * dj + 1.0) * (2.0 * dk + 1.0) / (4.0 * nn));
+          if (ortho) v *= std::sqrt(1.0 / (2.0 * nn));
+          break;
+      }
+      m[static_cast<size_t>(j * n + k)] = v;
+    }
+  }
+  return m;
+}
+
+Tensor dct_impl(const char* op, const Tensor& input, int type, int64_t n, int axis,
+                const std::string& norm) {
+  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
+  check_real(op, input.dtype(), "the input");
+  TF_CHECK_ARG(type >= 1 && type <= 4, op, "only types 1, 2, 3 and 4 are supported, got {}", type);
+  TF_CHECK_ARG(axis == -1, op, "axis must be -1 (as TF), got {}", axis);
+  TF_CHECK_ARG(norm.empty() || norm == "ortho", op,
+               "norm must be \"\" (none) or \"ortho\", got \"{}\"", norm);
+  TF_CHECK_ARG(!(type == 1 && norm == "ortho"), op, "norm \"ortho\" is not supported for type 1");
+  TF_CHECK_ARG(input.shape().rank() >= 1 && input.shape()[-1] >= 0, op,
+               "expects [..., samples] with the samples known, got shape {}",
+               input.shape().to_string());
+  TF_CHECK_ARG(n == -1 || n > 0, op, "n must be positive (or -1), got {}", n);
+  const Tensor x = n == -1 ? input : fit_last(input, n);
+  const int64_t len = x.shape()[-1];
+  TF_CHECK_ARG(len > 0, op, "the transform length must be positive, got {}", len);
+  TF_CHECK_ARG(type != 1 || len > 1, op, "type 1 needs a length > 1, got {}", len);
+  const Tensor m =
+      detail::from_doubles(dct_matrix(type, len, norm == "ortho"), {len, len}, x.dtype());
+  return linalg::tensordot(x, m, 1);
+}
+
+}  // namespace
+
+ComplexTensor fft(const ComplexTensor& input) {
+  return fft_last("fft", input, false);
+}
+ComplexTensor ifft(const ComplexTensor& input) {
+  return fft_last("ifft", input, true);
+}
+ComplexTensor fft2d(const ComplexTensor& input) {
+  return fft2("fft2d", input, false);
+}
+ComplexTensor ifft2d(const ComplexTensor& input) {
+  return fft2("ifft2d", input, true);
+}
+
+ComplexTensor rfft(const Tensor& input, int64_t fft_length) {
+  TF_CHECK_ARG(input.defined(), "rfft", "the input is undefined");
+  check_real("rfft", input.dtype(), "the input");
+  const TensorShape& s = input.shape();
+  TF_CHECK_ARG(s.rank() >= 1, "rfft", "expects a tensor of rank >= 1, got shape {}", s.to_string());
+  TF_CHECK_ARG(fft_length >= -1, "rfft", "fft_length must be >= 0 (or -1), got {}", fft_length);
+  const int64_t n = fft_length == -1 ? s[-1] : fft_length;
+  TF_CHECK_ARG(n >= 0, "rfft", "the innermost dimension of {} is unknown: give fft_length",
+               s.to_string());
+  TF_CHECK_ARG(s[-1] >= 0, "rfft", "the innermost dimension must be known, got shape {}",
+               s.to_string());
+  const Tensor in[] = {fit_last(input, n)};
+  auto o = detail::dispatch_multi(prims::Rfft(n), in);
+  return {o[0], o[1]};
+}
+
+Tensor irfft(const ComplexTensor& input, int64_t fft_length) {
+  check_parts("irfft", input.real, input.imag);
+  const TensorShape& s = input.real.shape();
+  TF_CHECK_ARG(s[-1] >= 0, "irfft", "the innermost dimension must be known, got shape {}",
+               s.to_string());
+  TF_CHECK_ARG(fft_length >= -1, "irfft", "fft_length must be >= 0 (or -1), got {}", fft_length);
+  const int64_t n = fft_length == -1 ? 2 * (s[-1] - 1) : fft_length;
+  TF_CHECK_ARG(n >= 0, "irfft",
+               "the default fft_length 2 (m - 1) needs at least one frequency, got shape {}",
+               s.to_string());
+  const int64_t m = rfft_bins(n);
+  const Tensor in[] = {fit_last(input.real, m), fit_last(input.imag, m)};
+  return detail::dispatch_multi(prims::Irfft(n), in)[0];
+}
+
+Tensor abs(const ComplexTensor& z) {
+  check_parts("abs", z.real, z.imag);
+  // |z| = s sqrt((re / s)^2 + (im / s)^2), s = max(|re|, |im|): no overflow or underflow in
+  // the squares. At z = 0 every branch that could divide by 0 is replaced by a constant, so the
+  // gradient there is 0 (TF's div_no_nan).
+  const Tensor s = maximum(tapeflow::abs(z.real), tapeflow::abs(z.imag));
+  const Tensor nonzero = greater(s, Tensor(0.0));
+  const Tensor safe_s = where(nonzero, s, ones_like(s));
+  const Tensor inner = add(square(divide(z.real, safe_s)), square(divide(z.imag, safe_s)));
+  return multiply(s, sqrt(where(nonzero, inner, ones_like(inner))));
+}
+
+Tensor angle(const ComplexTensor& z) {
+  check_parts("angle", z.real, z.imag);
+  return atan2(z.imag, z.real);
+}
+
+Tensor frame(const Tensor& signal, int64_t frame_length, int64_t frame_step, bool pad_end,
+             double pad_value, int axis) {
+  const char* op = "frame";
+  TF_CHECK_ARG(signal.defined(), op, "the signal is undefined");
+  const TensorShape& s = signal.shape();
+  TF_CHECK_ARG(s.rank() >= 1, op, "expects a signal of rank >= 1, got shape {}", s.to_string());
+  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
+               "frame_length and frame_step must be positive, got {} and {}", frame_length,
+               frame_step);
+  const int ax = detail::normalize_axis(op, axis, s);
+  const int64_t n = s[ax];
+  TF_CHECK_ARG(n >= 0, op, "the length of axis {} must be known, got shape {}", axis,
+               s.to_string());
+  int64_t frames = 0;
+  Tensor x = signal;
+  if (pad_end) {
+    frames = (n + frame_step - 1) / frame_step;
+    const int64_t needed = frames == 0 ? 0 : (frames - 1) * frame_step + frame_length;
+    if (needed > n) {
+      std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(s.rank()), {0, 0});
+      pads[static_cast<size_t>(ax)].second = needed - n;
+      detail::check_value_fits(op, "pad_value", pad_value, signal.dtype());
+      x = pad(x, pads, pad_value);
+    }
+  } else {
+    frames = n >= frame_length ? 1 + (n - frame_length) / frame_step : 0;
+  }
+  std::vector<int64_t> idx(static_cast<size_t>(frames * frame_length));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t l = 0; l < frame_length; ++l)
+      idx[static_cast<size_t>(f * frame_length + l)] = f * frame_step + l;
+  const Tensor gathered = gather(x, constant(idx, TensorShape{frames * frame_length}), ax);
+  return split_axis(gathered, ax, frames, frame_length);
+}
+
+Tensor overlap_and_add(const Tensor& signal, int64_t frame_step) {
+  const char* op = "overlap_and_add";
+  TF_CHECK_ARG(signal.defined(), op, "the signal is undefined");
+  const TensorShape& s = signal.shape();
+  TF_CHECK_ARG(s.rank() >= 2, op, "expects [..., frames, frame_length], got shape {}",
+               s.to_string());
+  TF_CHECK_ARG(frame_step >= 1, op, "frame_step must be positive, got {}", frame_step);
+  const int64_t frames = s[-2], length = s[-1];
+  TF_CHECK_ARG(frames >= 0 && length >= 0, op,
+               "the numbers of frames and samples must be known, got shape {}", s.to_string());
+  TF_CHECK_ARG(is_floating(signal.dtype()), op, "expects a floating signal, got {}",
+               dtype_name(signal.dtype()));
+  const int64_t out_len = frames == 0 ? 0 : (frames - 1) * frame_step + length;
+  const int r = s.rank();
+  // (..., F, L) -> (B, F * L) -> (F * L, B): a segment sum of the rows at f * step + l.
+  std::vector<int> groups(1, r - 2);
+  groups.push_back(2);
+  const Tensor flat = detail::merge_axes(signal, groups);
+  std::vector<int64_t> ids(static_cast<size_t>(frames * length));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t l = 0; l < length; ++l)
+      ids[static_cast<size_t>(f * length + l)] = f * frame_step + l;
+  const Tensor summed = transpose(
+      unsorted_segment_sum(transpose(flat), constant(ids, TensorShape{frames * length}), out_len));
+  // Back to (..., out_len): the leading sizes from the signal when the graph runs.
+  const Tensor shape_src = zeros(TensorShape{out_len, 0}, signal.dtype());
+  std::vector<std::pair<int, int>> parts;
+  for (int i = 0; i + 2 < r; ++i) parts.push_back({0, i});
+  parts.push_back({1, 0});
+  return detail::reshape_from(summed, {signal, shape_src}, parts);
+}
+
+Tensor hann_window(int64_t window_length, bool periodic, DType dtype) {
+  return raised_cosine("hann_window", window_length, periodic, dtype, 0.5, 0.5);
+}
+Tensor hamming_window(int64_t window_length, bool periodic, DType dtype) {
+  return raised_cosine("hamming_window", window_length, periodic, dtype, 0.54, 0.46);
+}
+WindowFn hann_window_fn(bool periodic) {
+  return [periodic](int64_t n, DType d) { return hann_window(n, periodic, d); };
+}
+WindowFn hamming_window_fn(bool periodic) {
+  return [periodic](int64_t n, DType d) { return hamming_window(n, periodic, d); };
+}
+
+ComplexTensor stft(const Tensor& signals, int64_t frame_length, int64_t frame_step,
+                   int64_t fft_length, const WindowFn& window_fn, bool pad_end) {
+  const char* op = "stft";
+  TF_CHECK_ARG(signals.defined(), op, "the signals are undefined");
+  check_real(op, signals.dtype(), "signals");
+  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
+               "frame_length and frame_step must be positive, got {} and {}", frame_length,
+               frame_step);
+  TF_CHECK_ARG(fft_length == -1 || fft_length >= 1, op, "fft_length must be positive, got {}",
+               fft_length);
+  const int64_t n = fft_length == -1 ? enclosing_power_of_two(frame_length) : fft_length;
+  Tensor framed = frame(signals, frame_length, frame_step, pad_end);
+  if (window_fn) framed = multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()));
+  return rfft(framed, n);
+}
+
+Tensor inverse_stft(const ComplexTensor& stfts, int64_t frame_length, int64_t frame_step,
+                    int64_t fft_length, const WindowFn& window_fn) {
+  const char* op = "inverse_stft";
+  check_parts(op, stfts.real, stfts.imag);
+  TF_CHECK_ARG(stfts.real.shape().rank() >= 2, op,
+               "expects [..., frames, fft_unique_bins], got shape {}",
+               stfts.real.shape().to_string());
+  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
+               "frame_length and frame_step must be positive, got {} and {}", frame_length,
+               frame_step);
+  TF_CHECK_ARG(fft_length == -1 || fft_length >= 1, op, "fft_length must be positive, got {}",
+               fft_length);
+  const int64_t n = fft_length == -1 ? enclosing_power_of_two(frame_length) : fft_length;
+  Tensor frames = fit_last(irfft(stfts, n), frame_length);
+  if (window_fn)
+    frames = multiply(frames, window_of(op, window_fn, frame_length, stfts.real.dtype()));
+  return overlap_and_add(frames, frame_step);
+}
+
+WindowFn inverse_stft_window_fn(int64_t frame_step, const WindowFn& forward_window_fn) {
+  TF_CHECK_ARG(frame_step >= 1, "inverse_stft_window_fn", "frame_step must be positive, got {}",
+               frame_step);
+  TF_CHECK_ARG(static_cast<bool>(forward_window_fn), "inverse_stft_window_fn",
+               "forward_window_fn must be a window function");
+  return [frame_step, forward_window_fn](int64_t frame_length, DType dtype) {
+    const Tensor fwd = window_of("inverse_stft_window_fn", forward_window_fn, frame_length, dtype);
+    // The squared window overlap-added at the hop: periodic with period frame_step.
+    const int64_t overlaps = (frame_length + frame_step - 1) / frame_step;
+    const Tensor sq = pad(square(fwd), {{0, overlaps * frame_step - frame_length}});
+    const Tensor per_hop = reduce_sum(reshape(sq, {overlaps, frame_step}), {0}, true);
+    const Tensor denom = reshape(tile(per_hop, {overlaps, 1}), {overlaps * frame_step});
+    return divide(fwd, slice(denom, {0}, {frame_length}));
+  };
+}
+
+Tensor dct(const Tensor& input, int type, int64_t n, int axis, const std::string& norm) {
+  return dct_impl("dct", input, type, n, axis, norm);
+}
+
+Tensor idct(const Tensor& input, int type, int64_t n, int axis, const std::string& norm) {
+  TF_CHECK_ARG(type >= 1 && type <= 4, "idct", "only types 1, 2, 3 and 4 are supported, got {}",
+               type);
+  static constexpr int kInverse[] = {0, 1, 3, 2, 4};
+  return dct_impl("idct", input, kInverse[type], n, axis, norm);
+}
+
+Tensor linear_to_mel_weight_matrix(int64_t num_mel_bins, int64_t num_spectrogram_bins,
+                                   double sample_rate, double lower_edge_hertz,
+                                   double upper_edge_hertz, DType dtype) {
+  const char* op = "linear_to_mel_weight_matrix";
+  TF_CHECK_ARG(num_mel_bins > 0, op, "num_mel_bins must be positive, got {}", num_mel_bins);
+  TF_CHECK_ARG(num_spectrogram_bins > 0, op, "num_spectrogram_bins must be positive, got {}",
+               num_spectrogram_bins);
+  TF_CHECK_ARG(sample_rate > 0, op, "sample_rate must be positive, got {}", sample_rate);
+  TF_CHECK_ARG(lower_edge_hertz >= 0, op, "lower_edge_hertz must be non-negative, got {}",
+               lower_edge_hertz);
+  TF_CHECK_ARG(lower_edge_hertz < upper_edge_hertz, op,
+               "lower_edge_hertz {} >= upper_edge_hertz {}", lower_edge_hertz, upper_edge_hertz);
+  TF_CHECK_ARG(upper_edge_hertz <= sample_rate / 2, op,
+               "upper_edge_hertz must not exceed the Nyquist frequency sample_rate / 2, got {} "
+               "with sample_rate {}",
+               upper_edge_hertz, sample_rate);
+  TF_CHECK_ARG(is_floating(dtype), op, "dtype must be a floating dtype, got {}", dtype_name(dtype));
+  // TF computes in the result's dtype; float64 here, rounded once at the end (the results
+  // agree with TF's float32 to a few ulps).
+  auto mel = [](double hz) { return 1127.0 * std::log1p(hz / 700.0); };
+  const int64_t bins = num_spectrogram_bins, mels = num_mel_bins;
+  const double nyquist = sample_rate / 2.0;
+  const double lo = mel(lower_edge_hertz), hi = mel(upper_edge_hertz);
+  std::vector<double> edges(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i)
+    edges[static_cast<size_t>(i)] =
+        lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(mels + 1);
+  std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+  for (int64_t b = 1; b < bins; ++b) {  // bin 0 (0 Hz) stays zero, as TF
+    const double hz =
+        bins == 1 ? 0.0 : nyquist * static_cast<double>(b) / static_cast<double>(bins - 1);
+    const double m = mel(hz);
+    for (int64_t j = 0; j < mels; ++j) {
+      const double l = edges[static_cast<size_t>(j)], c = edges[static_cast<size_t>(j + 1)],
+                   u = edges[static_cast<size_t>(j + 2)];
+      const double v = std::min((m - l) / (c - l), (u - m) / (u - c));
+      w[static_cast<size_t>(b * mels + j)] = std::max(0.0, v);
+    }
+  }
+  return detail::from_doubles(w, {bins, mels}, dtype);
+}
+
+Tensor mfccs_from_log_mel_spectrograms(const Tensor& log_mel_spectrograms) {
+  const char* op = "mfccs_from_log_mel_spectrograms";
+  TF_CHECK_ARG(log_mel_spectrograms.defined(), op, "the input is undefined");
+  const TensorShape& s = log_mel_spectrograms.shape();
+  TF_CHECK_ARG(s.rank() >= 1 && s[-1] > 0, op,
+               "expects [..., num_mel_bins] with num_mel_bins known and positive, got shape {}",
+               s.to_string());
+  const Tensor d = dct_impl(op, log_mel_spectrograms, 2, -1, -1, "");
+  return multiply(d, Tensor(1.0 / std::sqrt(2.0 * static_cast<double>(s[-1]))));
+}
+
+}  // namespace signal
+}  // namespace tapeflow

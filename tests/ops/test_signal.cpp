@@ -1,0 +1,549 @@
+// tf.signal (ops/signal.h) on every device of devices_under_test(): fft, ifft, fft2d, rfft and
+// irfft against a plain float64 DFT for power-of-two and other lengths (Bluestein's path), TF
+// 2.21's values for the examples printed beside them (the tf.signal call named), frame,
+// overlap_and_add, the windows, stft / inverse_stft, dct / idct, the mel matrix and mfccs;
+// gradients against central differences in float64 (second order through nested tapes);
+// traced equals eager, one trace for a None batch; the errors.
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/linalg_more.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/signal.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace sig = tapeflow::signal;
+using tf::testing::check_close;
+using tf::testing::check_gradient;
+using tf::testing::check_values;
+using tf::testing::random_values;
+using tf::testing::require_error;
+
+namespace {
+
+using cd = std::complex<double>;
+
+tf::Tensor make(const std::vector<double>& v, const tf::TensorShape& s, tf::DType d = tf::float64) {
+  return tf::detail::from_doubles(v, s, d);
+}
+
+// The DFT of each row of n values (sign -1 forward, +1 inverse, unnormalised), in long double.
+std::vector<cd> naive_dft(const std::vector<cd>& x, int64_t n, int sign) {
+  std::vector<cd> y(x.size());
+  const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.size()) / n;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) {
+      long double re = 0, im = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const long double a = 2.0L * std::numbers::pi_v<long double> *
+                              static_cast<long double>((k * j) % n) / static_cast<long double>(n);
+        const cd v = x[static_cast<size_t>(r * n + j)];
+        re += v.real() * std::cos(a) - sign * v.imag() * std::sin(a);
+        im += v.imag() * std::cos(a) + sign * v.real() * std::sin(a);
+      }
+      y[static_cast<size_t>(r * n + k)] = cd(static_cast<double>(re), static_cast<double>(im));
+    }
+  return y;
+}
+
+std::vector<double> reals(const std::vector<cd>& z) {
+  std::vector<double> r;
+  for (const cd& v : z) r.push_back(v.real());
+  return r;
+}
+std::vector<double> imags(const std::vector<cd>& z) {
+  std::vector<double> r;
+  for (const cd& v : z) r.push_back(v.imag());
+  return r;
+}
+
+// Tolerances for a transform of length n computed in dtype d against the exact DFT of values in
+// [-1, 1): float64 rounds at 1e-16 relative, growing with log n; results near 0 need the
+// absolute part (sqrt(n) sized sums).
+double atol_of(tf::DType d, int64_t n) {
+  const double scale = std::sqrt(static_cast<double>(std::max<int64_t>(n, 1)));
+  return (d == tf::float32 ? 2e-6 : 1e-13) * scale * std::log2(static_cast<double>(n) + 2);
+}
+
+const std::vector<int64_t> kLengths = {1, 2, 3, 5, 8, 12, 17, 64, 100, 257};
+
+}  // namespace
+
+TEST_CASE("signal: fft and ifft equal the plain DFT for every length", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float32, tf::float64}) {
+      for (int64_t n : kLengths) {
+        INFO("dtype " << tf::dtype_name(d) << ", n " << n);
+        const int64_t rows = 3;
+        const auto re = random_values(static_cast<size_t>(rows * n), -1, 1, 3);
+        const auto im = random_values(static_cast<size_t>(rows * n), -1, 1, 4);
+        std::vector<cd> z;
+        for (size_t i = 0; i < re.size(); ++i) z.emplace_back(re[i], im[i]);
+        const sig::ComplexTensor x{make(re, {rows, 1, n}, d), make(im, {rows, 1, n}, d)};
+        const sig::ComplexTensor y = sig::fft(x);
+        CHECK(y.real.shape() == tf::TensorShape{rows, 1, n});
+        CHECK(y.real.dtype() == d);
+        const auto want = naive_dft(z, n, -1);
+        const double atol = atol_of(d, n);
+        check_values(y.real, reals(want), 0, atol);
+        check_values(y.imag, imags(want), 0, atol);
+        auto inv = naive_dft(z, n, +1);
+        for (cd& v : inv) v /= static_cast<double>(n);
+        const sig::ComplexTensor yi = sig::ifft(x);
+        check_values(yi.real, reals(inv), 0, atol);
+        check_values(yi.imag, imags(inv), 0, atol);
+        // ifft(fft(x)) == x.
+        const sig::ComplexTensor back = sig::ifft(y);
+        check_values(back.real, re, 0, atol);
+        check_values(back.imag, im, 0, atol);
+      }
+    }
+  }
+}
+
+TEST_CASE("signal: rfft and irfft equal the plain DFT, crop and pad as TF", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType d : {tf::float32, tf::float64}) {
+      for (int64_t n : kLengths) {
+        INFO("dtype " << tf::dtype_name(d) << ", n " << n);
+        const int64_t rows = 2, m = n / 2 + 1;
+        const auto v = random_values(static_cast<size_t>(rows * n), -1, 1, 5);
+        std::vector<cd> z(v.begin(), v.end());
+        const auto full = naive_dft(z, n, -1);
+        std::vector<cd> half;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < m; ++k) half.push_back(full[static_cast<size_t>(r * n + k)]);
+        const sig::ComplexTensor y = sig::rfft(make(v, {rows, n}, d));
+        CHECK(y.real.shape() == tf::TensorShape{rows, m});
+        const double atol = atol_of(d, n);
+        check_values(y.real, reals(half), 0, atol);
+        check_values(y.imag, imags(half), 0, atol);
+        // irfft(rfft(x), n) == x, for odd and even n.
+        check_values(sig::irfft(y, n), v, 0, atol);
+      }
+      // tf.signal.rfft([1., 2, 3, 4, 5], [3]) and [8]: cropped and zero-padded.
+      const tf::Tensor x = make({1, 2, 3, 4, 5}, {5}, d);
+      const double tol = d == tf::float32 ? 1e-5 : 1e-12;
+      const sig::ComplexTensor c3 = sig::rfft(x, 3);
+      check_values(c3.real, {6.0, -1.5}, 0, tol);
+      check_values(c3.imag, {0.0, 0.8660254037844386}, 0, tol);
+      const sig::ComplexTensor c8 = sig::rfft(x, 8);
+      check_values(c8.real, {15.0, -5.414213562373096, 3.0, -2.5857864376269046, 3.0}, 0, tol);
+      check_values(c8.imag, {0.0, -7.242640687119285, 2.0, -1.2426406871192848, 0.0}, 0, tol);
+      // tf.signal.irfft([1+1j, 2+2j, 3+3j]) (the imaginary parts of bins 0 and 2 are ignored)
+      // and with fft_length [5] (the input then has bins 0..2 of 5, none ignored but bin 0's).
+      const sig::ComplexTensor h{make({1, 2, 3}, {3}, d), make({1, 2, 3}, {3}, d)};
+      check_values(sig::irfft(h), {2.0, -1.5, 0.0, 0.5}, 0, tol);
+      check_values(sig::irfft(h, 5), {2.2, -1.98979431, 0.59464642, -0.74743282, 0.94258072}, 0,
+                   1e-6);
+      // fft_length 2 crops the three bins to two; 7 pads them to four.
+      check_values(sig::irfft(h, 2), {1.5, -0.5}, 0, tol);
+      CHECK(sig::irfft(h, 7).shape() == tf::TensorShape{7});
+      // Empty batches and a length of 0 (TF's process aborts on fft_length 0).
+      CHECK(sig::rfft(make({}, {0, 4}, d)).real.shape() == tf::TensorShape{0, 3});
+      CHECK(sig::rfft(make({}, {2, 0}, d)).real.shape() == tf::TensorShape{2, 0});
+      CHECK(sig::rfft(make({1, 2}, {2, 1}, d), 0).imag.shape() == tf::TensorShape{2, 0});
+      CHECK(sig::irfft(h, 0).shape() == tf::TensorShape{0});
+    }
+  }
+}
+
+TEST_CASE("signal: long transforms keep float64 accuracy", "[cpu][cuda][signal]") {
+  // 4096 (radix 2) and 4099 (prime: Bluestein's convolution of length 16384).
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (int64_t n : {int64_t{4096}, int64_t{4099}}) {
+      INFO("n " << n);
+      const auto v = random_values(static_cast<size_t>(n), -1, 1, 11);
+      std::vector<cd> z(v.begin(), v.end());
+      const auto want = naive_dft(z, n, -1);
+      const sig::ComplexTensor y = sig::fft({make(v, {n}), tf::zeros({n}, tf::float64)});
+      check_values(y.real, reals(want), 0, 1e-11);
+      check_values(y.imag, imags(want), 0, 1e-11);
+    }
+  }
+}
+
+TEST_CASE("signal: fft2d, abs and angle", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // tf.signal.fft2d(tf.complex([[1., 2, 0], [3, -1, 4]], [[0.5, -1, 2], [0, 1, -2]])).
+    const sig::ComplexTensor z{make({1, 2, 0, 3, -1, 4}, {2, 3}),
+                               make({0.5, -1, 2, 0, 1, -2}, {2, 3})};
+    const sig::ComplexTensor f = sig::fft2d(z);
+    check_values(f.real, {9.0, 1.5, 1.5, -3.0, -6.696152422706632, 3.696152422706632}, 0, 1e-12);
+    check_values(f.imag,
+                 {0.5, 3.0980762113533156, -2.0980762113533156, 2.5, -6.5621778264910695,
+                  5.5621778264910695},
+                 0, 1e-12);
+    const sig::ComplexTensor back = sig::ifft2d(f);
+    check_values(back.real, {1, 2, 0, 3, -1, 4}, 0, 1e-12);
+    check_values(back.imag, {0.5, -1, 2, 0, 1, -2}, 0, 1e-12);
+    // |z| without overflow in float32 (1e30^2 would be inf), 0 at 0.
+    const sig::ComplexTensor big{make({3e30, 0, -3, 0}, {4}, tf::float32),
+                                 make({4e30, 0, 4, -2}, {4}, tf::float32)};
+    check_values(sig::abs(big), {5e30, 0, 5, 2}, 1e-6, 0);
+    check_values(sig::angle(big),
+                 {std::atan2(4.0, 3.0), 0.0, std::atan2(4.0, -3.0), -std::numbers::pi / 2}, 1e-6,
+                 1e-7);
+  }
+}
+
+TEST_CASE("signal: transform gradients equal central differences",
+          "[cpu][cuda][signal][autograd]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (int64_t n : {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{6}}) {
+      INFO("n " << n);
+      // x = [re; im] stacked on a leading axis of 2.
+      auto parts = [n](const tf::Tensor& x) {
+        auto p = tf::split(x, 2, 0);
+        return sig::ComplexTensor{tf::reshape(p[0], {3, n}), tf::reshape(p[1], {3, n})};
+      };
+      auto joined = [](const sig::ComplexTensor& z) { return tf::concat({z.real, z.imag}, 0); };
+      check_gradient([&](const tf::Tensor& x) { return joined(sig::fft(parts(x))); }, {2, 3, n});
+      check_gradient([&](const tf::Tensor& x) { return joined(sig::ifft(parts(x))); }, {2, 3, n});
+      // Only one part used: the other output's cotangent is undefined.
+      check_gradient([&](const tf::Tensor& x) { return sig::fft(parts(x)).imag; }, {2, 3, n});
+      check_gradient([&](const tf::Tensor& x) { return joined(sig::rfft(x)); }, {3, n});
+      check_gradient([&](const tf::Tensor& x) { return joined(sig::rfft(x, n + 3)); }, {3, n});
+      check_gradient([&](const tf::Tensor& x) { return sig::rfft(x, 2).real; }, {3, n});
+      for (int64_t len : {n, 2 * n - 1, 2 * n, n + 5}) {
+        INFO("irfft length " << len);
+        check_gradient([&](const tf::Tensor& x) { return sig::irfft(parts(x), len); }, {2, 3, n});
+      }
+    }
+    check_gradient(
+        [](const tf::Tensor& x) {
+          auto p = tf::split(x, 2, 0);
+          const sig::ComplexTensor z{tf::reshape(p[0], {3, 4}), tf::reshape(p[1], {3, 4})};
+          const sig::ComplexTensor f = sig::fft2d(z);
+          return tf::concat({f.real, f.imag}, 0);
+        },
+        {2, 3, 4});
+    // abs away from 0, then at an exact zero: TF's gradient there is 0.
+    check_gradient(
+        [](const tf::Tensor& x) {
+          auto p = tf::split(x, 2, 0);
+          return sig::abs({p[0], p[1]});
+        },
+        {2, 3}, {0.3, 0.7, -2, 0.5, -0.2, 1});
+    tf::GradientTape tape;
+    const tf::Tensor re = make({0, 3}, {2}), im = make({0, 4}, {2});
+    tape.watch(re);
+    tape.watch(im);
+    const tf::Tensor m = tf::reduce_sum(sig::abs({re, im}));
+    auto g = tape.gradient(m, std::vector<tf::Tensor>{re, im});
+    check_values(g[0], {0, 0.6}, 0, 1e-12);
+    check_values(g[1], {0, 0.8}, 0, 1e-12);
+  }
+}
+
+TEST_CASE("signal: second-order gradients through nested tapes", "[cpu][cuda][signal][autograd]") {
+  // d/dx of the first-order gradient of sum(w |rfft(x)|^2) + sum(v irfft(rfft(x) * x)): every
+  // transform's vjp is recorded again and differentiated.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (int64_t n : {int64_t{6}, int64_t{7}}) {
+      INFO("n " << n);
+      const int64_t m = n / 2 + 1;
+      const tf::Tensor w = make(random_values(static_cast<size_t>(2 * m), 0, 1, 21), {2, m});
+      const tf::Tensor v = make(random_values(static_cast<size_t>(2 * n), -1, 1, 22), {2, n});
+      check_gradient(
+          [&](const tf::Tensor& x) {
+            tf::GradientTape inner;
+            inner.watch(x);
+            const sig::ComplexTensor f = sig::rfft(x);
+            const tf::Tensor power = f.real * f.real + f.imag * f.imag;
+            const tf::Tensor back = sig::irfft({f.real * tf::slice(x, {0, 0}, {-1, m}), f.imag}, n);
+            const tf::Tensor l = tf::reduce_sum(power * w) + tf::reduce_sum(back * v);
+            return inner.gradient(l, x);
+          },
+          {2, n}, {}, 1e-6, 1e-7);
+    }
+  }
+}
+
+TEST_CASE("signal: frame and overlap_and_add as TF", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    std::vector<double> r(10);
+    for (int i = 0; i < 10; ++i) r[static_cast<size_t>(i)] = i;
+    const tf::Tensor x = make(r, {10}, tf::float32);
+    // tf.signal.frame(tf.range(10.), 4, 3) and with pad_end=True.
+    const tf::Tensor f = sig::frame(x, 4, 3);
+    CHECK(f.shape() == tf::TensorShape{3, 4});
+    check_values(f, {0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9}, 0, 0);
+    const tf::Tensor fp = sig::frame(x, 4, 3, true);
+    check_values(fp, {0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 0, 0, 0}, 0, 0);
+    check_values(sig::frame(x, 4, 3, true, -1.0),
+                 {0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, -1, -1, -1}, 0, 0);
+    // Along axis 0 of (10, 2): (frames, frame_length, 2); and too short a signal: no frames.
+    const tf::Tensor x2 = tf::stack({x, x * 10.0}, 1);
+    const tf::Tensor f2 = sig::frame(x2, 2, 4, false, 0.0, 0);
+    CHECK(f2.shape() == tf::TensorShape{3, 2, 2});
+    check_values(f2, {0, 0, 1, 10, 4, 40, 5, 50, 8, 80, 9, 90}, 0, 0);
+    CHECK(sig::frame(make({1, 2, 3}, {3}), 4, 3).shape() == tf::TensorShape{0, 4});
+    CHECK(sig::frame(make({}, {0}), 4, 3, true).shape() == tf::TensorShape{0, 4});
+    CHECK(sig::frame(tf::zeros({2, 5, 3}), 2, 1, false, 0.0, 1).shape() ==
+          tf::TensorShape{2, 4, 2, 3});
+    // tf.signal.overlap_and_add(tf.reshape(tf.range(12.), [3, 4]), 3).
+    const tf::Tensor ola = sig::overlap_and_add(tf::reshape(tf::range(0.0, 12.0), {3, 4}), 3);
+    check_values(ola, {0, 1, 2, 7, 5, 6, 15, 9, 10, 11}, 0, 0);
+    // Batched, and a hop longer than the frame (gaps of zeros).
+    const tf::Tensor ob = sig::overlap_and_add(tf::reshape(tf::range(0.0, 8.0), {2, 2, 2}), 3);
+    CHECK(ob.shape() == tf::TensorShape{2, 5});
+    check_values(ob, {0, 1, 0, 2, 3, 4, 5, 0, 6, 7}, 0, 0);
+    CHECK(sig::overlap_and_add(tf::zeros({0, 4}), 3).shape() == tf::TensorShape{0});
+    check_gradient([](const tf::Tensor& s) { return sig::frame(s, 3, 2, true, 0.0, 1); }, {2, 7});
+    check_gradient([](const tf::Tensor& s) { return sig::overlap_and_add(s, 2); }, {2, 4, 3});
+  }
+}
+
+TEST_CASE("signal: windows, stft and inverse_stft as TF", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // tf.signal.hann_window(5) (periodic changes only even lengths), hann_window(6) both ways,
+    // hamming_window(4).
+    check_values(sig::hann_window(5), {0, 0.5, 1, 0.5, 0}, 0, 1e-7);
+    check_values(sig::hann_window(5, false), {0, 0.5, 1, 0.5, 0}, 0, 1e-7);
+    check_values(sig::hann_window(6), {0, 0.25, 0.75, 1, 0.75, 0.25}, 0, 1e-7);
+    check_values(
+        sig::hann_window(6, false),
+        {0, 0.34549152851104736, 0.9045085310935974, 0.9045084714889526, 0.3454914391040802, 0}, 0,
+        1e-7);
+    check_values(sig::hamming_window(4), {0.08, 0.54, 1, 0.54}, 0, 1e-7);
+    check_values(sig::hann_window(1, true, tf::float64), {1}, 0, 0);
+    CHECK(sig::hann_window(0).shape() == tf::TensorShape{0});
+    // tf.signal.stft(x, 4, 3, 4) and stft(x, 3, 2, pad_end=True) (fft_length 4) of a float64 x.
+    const tf::Tensor x = make({0.5, -1.0, 2.0, 0.25, 3.0, -0.75, 1.5, 0.0, -2.0, 1.0}, {10});
+    const sig::ComplexTensor s = sig::stft(x, 4, 3, 4);
+    CHECK(s.real.shape() == tf::TensorShape{3, 3});
+    check_values(s.real, {1.625, -2.0, 2.375, 1.5, 0.75, -3.0, -1.5, 2.0, -2.5}, 0, 1e-12);
+    check_values(s.imag, {0, 0.625, 0, 0, -0.75, 0, 0, 0.5, 0}, 0, 1e-12);
+    const sig::ComplexTensor s2 = sig::stft(x, 3, 2, -1, sig::hann_window_fn(), true);
+    CHECK(s2.real.shape() == tf::TensorShape{5, 3});
+    check_values(s2.real, {-1, 0, 1, 0.25, 0, -0.25, -0.75, 0, 0.75, 0, 0, 0, 1, 0, -1}, 0, 1e-12);
+    check_values(s2.imag, {0, 1, 0, 0, -0.25, 0, 0, 0.75, 0, 0, 0, 0, 0, -1, 0}, 0, 1e-12);
+    // tf.signal.inverse_stft_window_fn(3)(8, tf.float64), and inverse_stft of s with it.
+    check_values(sig::inverse_stft_window_fn(3)(8, tf::float64),
+                 {0.0, 0.14042339787513936, 0.5109583235891316, 0.872260419102717,
+                  0.9588709389996283, 0.872260419102717, 0.5109583235891318, 0.14042339787513947},
+                 0, 1e-12);
+    check_values(sig::inverse_stft(s, 4, 3, 4, sig::inverse_stft_window_fn(3)),
+                 {0.0, -1.0, 2.0, 0.25, 3.0, -0.75, 1.5, 0.0, -2.0, 1.0}, 0, 1e-12);
+    // A batch of signals round-trips away from the edges (frame 512, hop 128, fft 512).
+    const int64_t len = 4096;
+    const tf::Tensor batch =
+        make(random_values(static_cast<size_t>(2 * len), -1, 1, 31), {2, len}, tf::float32);
+    const sig::ComplexTensor sb = sig::stft(batch, 512, 128);
+    CHECK(sb.real.shape() == tf::TensorShape{2, 29, 257});
+    const tf::Tensor rb = sig::inverse_stft(sb, 512, 128, -1, sig::inverse_stft_window_fn(128));
+    CHECK(rb.shape() == tf::TensorShape{2, 28 * 128 + 512});
+    check_close(tf::slice(rb, {0, 512}, {-1, 3000}), tf::slice(batch, {0, 512}, {-1, 3000}), 0,
+                1e-5);
+    check_gradient(
+        [](const tf::Tensor& sx) {
+          const sig::ComplexTensor z = sig::stft(sx, 5, 2, 8, sig::hamming_window_fn(), true);
+          return tf::concat({z.real, z.imag}, 1);
+        },
+        {2, 11});
+    check_gradient(
+        [](const tf::Tensor& sx) {
+          const sig::ComplexTensor z{tf::slice(sx, {0, 0, 0}, {-1, -1, 3}),
+                                     tf::slice(sx, {0, 0, 3}, {-1, -1, 3})};
+          return sig::inverse_stft(z, 4, 2, 4);
+        },
+        {2, 4, 6});
+  }
+}
+
+TEST_CASE("signal: dct, idct, mel matrix and mfccs as TF", "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor y = make({1.0, 2.0, -1.0, 0.5, 3.0}, {5});
+    // tf.signal.dct(y, type=t) and with norm='ortho'.
+    check_values(sig::dct(y, 1), {7.0, 0.12132034355964283, 6.0, -4.121320343559643, -3.0}, 0,
+                 1e-12);
+    check_values(
+        sig::dct(y, 2),
+        {11.0, -2.040870308303195, 6.927050983124842, -5.204310558055353, -3.572949016875158}, 0,
+        1e-12);
+    check_values(sig::dct(y, 2, -1, -1, "ortho"),
+                 {2.4596747752497685, -0.6453798583248146, 2.1905258574783097, -1.6457475014316874,
+                  -1.1298656856984886},
+                 0, 1e-12);
+    check_values(
+        sig::dct(y, 3),
+        {5.628079294972877, -1.8359834846250516, 9.0, -4.636152470374529, -3.155943339973298}, 0,
+        1e-12);
+    check_values(sig::dct(y, 3, -1, -1, "ortho"),
+                 {1.9107407718980136, -0.44960312630366933, 2.977035723634662, -1.3350943091368621,
+                  -0.8670110825923545},
+                 0, 1e-12);
+    check_values(sig::dct(y, 4),
+                 {5.517786505551584, 0.11033313187833538, 4.949747468305834, -9.64659060536453,
+                  2.117816888131638},
+                 0, 1e-12);
+    check_values(sig::dct(y, 4, -1, -1, "ortho"),
+                 {1.744877300008432, 0.03489039981152716, 1.5652475842498532, -3.0505197968134414,
+                  0.6697125033665995},
+                 0, 1e-12);
+    // tf.signal.idct(y) (type 2 -> dct type 3) and dct(y, n=3 / 7).
+    check_values(
+        sig::idct(y),
+        {5.628079294972877, -1.8359834846250516, 9.0, -4.636152470374529, -3.155943339973298}, 0,
+        1e-12);
+    check_values(sig::dct(y, 2, 3), {4.0, 3.4641016151377553, -4.0}, 0, 1e-12);
+    check_values(sig::dct(y, 2, 7),
+                 {11.0, 1.606111841295301, -0.8019377358048383, 7.627551305920415,
+                  -2.2469796037174667, -9.286596030236417, 0.5549581320873715},
+                 0, 1e-12);
+    // idct(dct(x)) with "ortho" is x for types 2-4; a float32 batch.
+    const tf::Tensor xb = make(random_values(24, -1, 1, 41), {2, 3, 4}, tf::float32);
+    for (int t : {2, 3, 4})
+      check_close(sig::idct(sig::dct(xb, t, -1, -1, "ortho"), t, -1, -1, "ortho"), xb, 0, 1e-5);
+    // tf.signal.mfccs_from_log_mel_spectrograms(tf.reshape(y, [1, 5])).
+    check_values(sig::mfccs_from_log_mel_spectrograms(tf::reshape(y, {1, 5})),
+                 {3.4785054261852175, -0.6453798583248146, 2.1905258574783097, -1.6457475014316874,
+                  -1.1298656856984886},
+                 0, 1e-12);
+    // tf.signal.linear_to_mel_weight_matrix(3, 9, 16000, 20, 8000, tf.float64).
+    check_values(sig::linear_to_mel_weight_matrix(3, 9, 16000, 20, 8000, tf::float64),
+                 {0.0,
+                  0.0,
+                  0.0,
+                  0.6208797222337807,
+                  0.3791202777662193,
+                  0.0,
+                  0.0,
+                  0.8782543236803699,
+                  0.12174567631963004,
+                  0.0,
+                  0.372471161483482,
+                  0.627528838516518,
+                  0.0,
+                  0.0,
+                  0.9884482254247975,
+                  0.0,
+                  0.0,
+                  0.67879003654831,
+                  0.0,
+                  0.0,
+                  0.41931560987668376,
+                  0.0,
+                  0.0,
+                  0.19600508745075187,
+                  0.0,
+                  0.0,
+                  0.0},
+                 0, 1e-12);
+    // tf.signal.linear_to_mel_weight_matrix(4, 5, 8000, 125, 3800) in float32.
+    check_values(sig::linear_to_mel_weight_matrix(4, 5, 8000, 125, 3800),
+                 {0,        0,          0, 0, 0, 0.8690782, 0.13092178, 0, 0, 0,
+                  0.505573, 0.49442706, 0, 0, 0, 0.5769244, 0,          0, 0, 0},
+                 0, 1e-6);
+    for (int t : {1, 2, 3, 4}) {
+      INFO("dct type " << t);
+      check_gradient([t](const tf::Tensor& v) { return sig::dct(v, t); }, {2, 5});
+    }
+    check_gradient([](const tf::Tensor& v) { return sig::mfccs_from_log_mel_spectrograms(v); },
+                   {3, 4});
+  }
+}
+
+TEST_CASE("signal: traced equals eager, one trace for a None batch", "[cpu][cuda][signal][jit]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::FunctionOptions opts;
+    opts.input_signature = {tf::TensorSpec({tf::None, tf::None, 64}, tf::float32)};
+    // A log-mel spectrogram and its gradient, as an audio model's front end would.
+    auto body = [](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      const sig::ComplexTensor s = sig::stft(x, 16, 8, 16);
+      const tf::Tensor mag = sig::abs(s);
+      const tf::Tensor mel =
+          tf::linalg::tensordot(mag, sig::linear_to_mel_weight_matrix(4, 9, 1000, 20, 500), 1);
+      const tf::Tensor lm = tf::log(mel + 1e-3);
+      const tf::Tensor back = sig::inverse_stft(s, 16, 8, 16);
+      const tf::Tensor loss = tf::reduce_sum(lm) + tf::reduce_sum(back * back);
+      return tf::concat({tf::reshape(lm, {-1}), tf::reshape(tape.gradient(loss, x), {-1})}, 0);
+    };
+    auto f = tf::function(body, opts);
+    for (int64_t b : {int64_t{2}, int64_t{3}}) {
+      for (int64_t c : {int64_t{1}, int64_t{2}}) {
+        INFO("batch " << b << " x " << c);
+        const tf::Tensor x = make(random_values(static_cast<size_t>(b * c * 64), -1, 1, 51),
+                                  {b, c, 64}, tf::float32);
+        check_close(f(x), body(x), 1e-5, 1e-5);
+      }
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("signal: errors name the op and the shapes or dtypes", "[cpu][signal]") {
+  const tf::Tensor x = tf::zeros({2, 4});
+  require_error([] { sig::rfft(tf::zeros({2, 4}, tf::float16)); }, {"rfft", "float16"});
+  require_error([] { sig::rfft(tf::zeros({2, 4}, tf::int32)); }, {"rfft", "int32"});
+  require_error([] { sig::rfft(tf::Tensor(1.0f)); }, {"rfft", "rank >= 1", "()"});
+  require_error([&] { sig::rfft(x, -2); }, {"rfft", "fft_length", "-2"});
+  require_error(
+      [&] {
+        sig::fft({x, tf::zeros({2, 3})});
+      },
+      {"fft", "one shape and dtype", "(2, 4)", "(2, 3)"});
+  require_error(
+      [&] {
+        sig::fft({x, tf::zeros({2, 4}, tf::float64)});
+      },
+      {"fft", "float32", "float64"});
+  require_error([&] { sig::ifft2d({tf::zeros({4}), tf::zeros({4})}); }, {"ifft2d", "rank >= 2"});
+  require_error(
+      [] {
+        sig::irfft({tf::zeros({2, 0}), tf::zeros({2, 0})});
+      },
+      {"irfft", "at least one frequency"});
+  require_error([&] { sig::frame(x, 0, 1); }, {"frame", "frame_length", "0"});
+  require_error([&] { sig::frame(x, 2, 1, false, 0.0, 2); }, {"frame", "axis 2"});
+  require_error([&] { sig::overlap_and_add(tf::zeros({4}), 1); }, {"overlap_and_add", "(4,)"});
+  require_error([&] { sig::stft(tf::zeros({8}, tf::int64), 4, 2); }, {"stft", "int64"});
+  require_error(
+      [] { sig::stft(tf::zeros({8}), 4, 2, -1, [](int64_t, tf::DType) { return tf::ones({3}); }); },
+      {"stft", "window_fn", "(4,)", "(3,)"});
+  require_error([&] { sig::dct(x, 5); }, {"dct", "types 1, 2, 3 and 4", "5"});
+  require_error([&] { sig::dct(x, 1, -1, -1, "ortho"); }, {"dct", "ortho", "type 1"});
+  require_error([&] { sig::dct(x, 2, -1, 0); }, {"dct", "axis must be -1", "0"});
+  require_error([&] { sig::dct(x, 2, -1, -1, "forward"); }, {"dct", "norm", "forward"});
+  require_error([] { sig::linear_to_mel_weight_matrix(20, 129, 8000, 125, 5000); },
+                {"linear_to_mel_weight_matrix", "Nyquist", "5000"});
+  require_error([] { sig::linear_to_mel_weight_matrix(20, 129, 8000, 300, 200); },
+                {"linear_to_mel_weight_matrix", "lower_edge_hertz 300", "200"});
+  require_error([] { sig::hann_window(-1); }, {"hann_window", "-1"});
+  require_error([] { sig::hamming_window(4, true, tf::int32); }, {"hamming_window", "int32"});
+}
