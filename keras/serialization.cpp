@@ -662,6 +662,7 @@ std::map<std::string, Entry>& registry() {
     add_sequence_layers(m);
     add_core_layers(m);
     add_augment_layers(m);
+    add_audio_layers(m);
     return m;
   }();
   return r;

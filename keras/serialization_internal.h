@@ -329,5 +329,6 @@ void add_conv_layers(Registry& m);      // keras/serialization_conv.cpp
 void add_sequence_layers(Registry& m);  // keras/serialization_sequence.cpp
 void add_core_layers(Registry& m);      // keras/serialization_core.cpp
 void add_augment_layers(Registry& m);   // keras/serialization_augment.cpp
+void add_audio_layers(Registry& m);     // keras/serialization_audio.cpp
 
 }  // namespace tapeflow::keras::saving::internal

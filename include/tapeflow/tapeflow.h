@@ -21,6 +21,7 @@
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_audio.h"
 #include "keras/layers_augment.h"
 #include "keras/layers_conv.h"
 #include "keras/layers_conv3d.h"

@@ -1,0 +1,82 @@
+// Keras config of MelSpectrogram (keras/layers_audio.h): Keras 3.15's get_config keys minus the
+// base ones, in Keras' order (sequence_length and max_freq resolved, as Keras writes them:
+// fft_length and sampling_rate / 2 rounded down when not given); the reader is strict.
+#include <cmath>
+#include <string>
+
+#include "keras/layers_audio.h"
+#include "keras/serialization_internal.h"
+
+namespace tapeflow::keras::saving::internal {
+namespace {
+
+namespace lo = detail::layer_options;
+
+// An integral value as a JSON integer (Keras' sampling_rate=16000, max_freq=int(...)), else a
+// float.
+Config number_json(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9.0e15)
+    return Config(static_cast<int64_t>(v));
+  return Config(v);
+}
+
+Layer mel_spectrogram_from(const Config& config) {
+  Reader r("MelSpectrogram", config);
+  Base b = read_base(r);
+  layers::MelSpectrogramOptions o;
+  o.fft_length = r.integer("fft_length", o.fft_length);
+  o.sequence_stride = r.integer("sequence_stride", o.sequence_stride);
+  o.sequence_length = r.optional_integer("sequence_length").value_or(0);
+  const Config* window = r.find("window");
+  if (window != nullptr) {
+    if (window->is_null())
+      o.window = "";
+    else if (window->is_string())
+      o.window = window->get<std::string>();
+    else
+      r.fail("window",
+             "must be \"hann\", \"hamming\" or null (tapeflow reads no window "
+             "arrays), got " +
+                 r.got(*window));
+  }
+  o.sampling_rate = r.number("sampling_rate", o.sampling_rate);
+  o.num_mel_bins = r.integer("num_mel_bins", o.num_mel_bins);
+  o.min_freq = r.number("min_freq", o.min_freq);
+  o.max_freq = r.optional_number("max_freq");
+  o.power_to_db = r.boolean("power_to_db", o.power_to_db);
+  o.top_db = r.number("top_db", o.top_db);
+  o.mag_exp = r.number("mag_exp", o.mag_exp);
+  o.min_power = r.number("min_power", o.min_power);
+  o.ref_power = r.number("ref_power", o.ref_power);
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::MelSpectrogram(o);
+  apply_base(l, b);
+  return l;
+}
+
+Config mel_spectrogram_get(const Layer& layer) {
+  const layers::MelSpectrogramOptions o = need(lo::mel_spectrogram(layer.impl()), layer);
+  const double max_freq = o.max_freq ? *o.max_freq : std::floor(o.sampling_rate / 2.0);
+  return Config{{"fft_length", o.fft_length},
+                {"sequence_stride", o.sequence_stride},
+                {"sequence_length", o.sequence_length == 0 ? o.fft_length : o.sequence_length},
+                {"window", o.window.empty() ? Config(nullptr) : Config(o.window)},
+                {"sampling_rate", number_json(o.sampling_rate)},
+                {"num_mel_bins", o.num_mel_bins},
+                {"min_freq", o.min_freq},
+                {"max_freq", number_json(max_freq)},
+                {"power_to_db", o.power_to_db},
+                {"top_db", o.top_db},
+                {"mag_exp", o.mag_exp},
+                {"min_power", o.min_power},
+                {"ref_power", o.ref_power}};
+}
+
+}  // namespace
+
+void add_audio_layers(Registry& m) {
+  add_builtin(m, "MelSpectrogram", mel_spectrogram_get, mel_spectrogram_from);
+}
+
+}  // namespace tapeflow::keras::saving::internal

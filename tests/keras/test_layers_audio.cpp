@@ -1,0 +1,251 @@
+// MelSpectrogram (keras/layers_audio.h): outputs against Keras 3.15.1's (TF backend) for the
+// same audio and options, shapes, gradients w.r.t. the audio against central differences
+// (float64 policy), Keras configs both ways, a functional model saved and loaded, training in
+// fit's traced step, and the errors.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "keras/functional.h"
+#include "keras/layers.h"
+#include "keras/layers_audio.h"
+#include "keras/mixed_precision.h"
+#include "keras/model.h"
+#include "keras/optimizers.h"
+#include "keras/serialization.h"
+#include "keras/serialization_json.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/temp_dir.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace K = tapeflow::keras;
+namespace L = tapeflow::keras::layers;
+using K::saving::Config;
+using tf::testing::check_close;
+using tf::testing::require_error;
+
+namespace {
+
+// The two signals of 300 samples the Keras reference was computed on:
+//   t = np.arange(300)
+//   x = np.stack([np.sin(0.3 t) + 0.5 np.cos(0.05 t t / 50), 0.25 np.sin(1.1 t) - np.cos(0.7 t)])
+//       .astype("float32")
+tf::Tensor audio() {
+  std::vector<float> v;
+  for (int row = 0; row < 2; ++row)
+    for (int i = 0; i < 300; ++i) {
+      const double t = i;
+      v.push_back(static_cast<float>(row == 0
+                                         ? std::sin(0.3 * t) + 0.5 * std::cos(0.05 * t * t / 50)
+                                         : 0.25 * std::sin(1.1 * t) - std::cos(0.7 * t)));
+    }
+  return tf::constant(v, {2, 300});
+}
+
+std::vector<float> picks(const tf::Tensor& y, const std::vector<int>& at) {
+  const auto v = y.numpy<float>();
+  std::vector<float> out;
+  for (int i : at) out.push_back(v[static_cast<size_t>(i)]);
+  return out;
+}
+
+void check_picks(const tf::Tensor& y, const std::vector<int>& at, const std::vector<double>& want,
+                 double atol) {
+  const auto got = picks(y, at);
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("flat index " << at[i]);
+    CHECK(std::abs(got[i] - want[i]) <= atol + 1e-4 * std::abs(want[i]));
+  }
+}
+
+const std::vector<int> kAt = {0, 5, 17, 40, 77, 100, 150, 200, 207};
+
+}  // namespace
+
+TEST_CASE("MelSpectrogram equals Keras 3.15's on every device", "[keras][layers]") {
+  const tf::Tensor x = audio();
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // keras.layers.MelSpectrogram(fft_length=64, sequence_stride=16, sequence_length=48,
+    //   num_mel_bins=8, sampling_rate=8000, min_freq=50.0, max_freq=3500.0)(x)
+    L::MelSpectrogram mel({.fft_length = 64,
+                           .sequence_stride = 16,
+                           .sequence_length = 48,
+                           .sampling_rate = 8000,
+                           .num_mel_bins = 8,
+                           .min_freq = 50.0,
+                           .max_freq = 3500.0});
+    const tf::Tensor y = mel(x);
+    CHECK(y.shape() == tf::TensorShape{2, 8, 19});
+    CHECK(y.dtype() == tf::float32);
+    check_picks(y, kAt,
+                {24.007423400878906, 13.521199226379395, 18.119855880737305, 15.726186752319336,
+                 -8.115650177001953, -35.57820129394531, -48.626522064208984, 16.98493194580078,
+                 16.984779357910156},
+                2e-3);
+    CHECK(tf::reduce_sum(y).item<float>() == Approx(-2043.699).margin(0.05));
+    // Floored at the batch's largest value minus top_db, as Keras.
+    CHECK(tf::reduce_max(y).item<float>() == Approx(25.638866).margin(1e-3));
+    CHECK(tf::reduce_min(y).item<float>() == Approx(25.638866 - 80.0).margin(1e-3));
+    // MelSpectrogram(fft_length=64, sequence_stride=16, num_mel_bins=8, sampling_rate=8000,
+    //   power_to_db=False, mag_exp=1.0, window="hamming")(x)
+    L::MelSpectrogram mag({.fft_length = 64,
+                           .sequence_stride = 16,
+                           .window = "hamming",
+                           .sampling_rate = 8000,
+                           .num_mel_bins = 8,
+                           .power_to_db = false,
+                           .mag_exp = 1.0});
+    const tf::Tensor m = mag(x);
+    check_picks(m, kAt,
+                {19.478565216064453, 6.367900848388672, 5.851168632507324, 3.8363797664642334,
+                 1.2456787824630737, 0.18113616108894348, 0.1503666788339615, 7.93973970413208,
+                 8.670069694519043},
+                1e-4);
+    CHECK(tf::reduce_sum(m).item<float>() == Approx(1629.1942).epsilon(1e-5));
+    // MelSpectrogram(fft_length=32, sequence_stride=10, num_mel_bins=4, sampling_rate=1000,
+    //   window=None, power_to_db=False)(x[0]): unbatched audio.
+    L::MelSpectrogram bare({.fft_length = 32,
+                            .sequence_stride = 10,
+                            .window = "",
+                            .sampling_rate = 1000,
+                            .num_mel_bins = 4,
+                            .power_to_db = false});
+    const tf::Tensor b = bare(tf::slice(tf::reshape(x, {600}), {0}, {300}));
+    CHECK(b.shape() == tf::TensorShape{4, 31});
+    check_picks(b, {0, 3, 20, 50, 100, 123},
+                {73.52804565429688, 86.51756286621094, 245.83840942382812, 14.558687210083008,
+                 2.5921146869659424, 0.15949700772762299},
+                1e-3);
+    CHECK(tf::reduce_sum(b).item<float>() == Approx(4505.8018).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("MelSpectrogram: shapes, dtypes and gradients w.r.t. the audio", "[keras][layers]") {
+  L::MelSpectrogram mel(
+      {.fft_length = 16, .sequence_stride = 4, .sampling_rate = 100, .num_mel_bins = 3});
+  CHECK(mel.impl().compute_output_shape({tf::None, 37}) == tf::TensorShape{tf::None, 3, 10});
+  CHECK(mel.impl().compute_output_shape({37}) == tf::TensorShape{3, 10});
+  // 39 samples: Keras 3.15's compute_output_shape says 11 frames; the layer returns 10.
+  CHECK(mel(tf::zeros({2, 39})).shape() == tf::TensorShape{2, 3, 10});
+  CHECK(mel.impl().compute_output_shape({2, 39}) == tf::TensorShape{2, 3, 10});
+  // A mixed_float16 layer computes in float32 and returns float16.
+  L::MelSpectrogram half(
+      {.fft_length = 16, .sequence_stride = 4, .sampling_rate = 100, .num_mel_bins = 3});
+  half.set_dtype_policy(K::mixed_precision::Policy("mixed_float16"));
+  CHECK(half(tf::ones({1, 20})).dtype() == tf::float16);
+  // Gradients of the power spectrum in decibels (no floor reached), float64 policy.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    L::MelSpectrogram f64({.fft_length = 8,
+                           .sequence_stride = 3,
+                           .sampling_rate = 100,
+                           .num_mel_bins = 2,
+                           .top_db = 1e6});
+    f64.set_dtype_policy(K::mixed_precision::Policy("float64"));
+    tf::testing::check_gradient([&](const tf::Tensor& a) { return f64(a); }, {2, 13},
+                                tf::testing::random_values(26, 0.5, 1.5, 3), 1e-6, 1e-7);
+  }
+}
+
+TEST_CASE("MelSpectrogram: Keras configs, models and saving", "[keras][serialization]") {
+  // keras.layers.MelSpectrogram(fft_length=64, sequence_stride=16, sequence_length=48,
+  //   num_mel_bins=8, sampling_rate=8000, min_freq=50.0, max_freq=3500.0, name="mel"):
+  //   serialize_keras_object
+  const std::string keras = R"({"module": "keras.layers", "class_name": "MelSpectrogram",
+"config": {"name": "mel", "trainable": true, "dtype": {"module": "keras",
+"class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"fft_length": 64, "sequence_stride": 16, "sequence_length": 48, "window": "hann",
+"sampling_rate": 8000, "num_mel_bins": 8, "min_freq": 50.0, "max_freq": 3500.0,
+"power_to_db": true, "top_db": 80.0, "mag_exp": 2.0, "min_power": 1e-10, "ref_power": 1.0},
+"registered_name": null})";
+  L::MelSpectrogram mel({.fft_length = 64,
+                         .sequence_stride = 16,
+                         .sequence_length = 48,
+                         .sampling_rate = 8000,
+                         .num_mel_bins = 8,
+                         .min_freq = 50.0,
+                         .max_freq = 3500.0,
+                         .name = "mel"});
+  CHECK(K::saving::serialize(mel) == Config::parse(keras));
+  // Keras' defaults (MelSpectrogram(window=None)): sequence_length and max_freq resolved.
+  const Config defaults = K::saving::serialize(L::MelSpectrogram({.window = "", .name = "m2"}));
+  CHECK(defaults["config"]["sequence_length"] == 2048);
+  CHECK(defaults["config"]["max_freq"] == 8000);
+  CHECK(defaults["config"]["window"].is_null());
+  K::Layer back = K::saving::deserialize(Config::parse(keras));
+  CHECK(back.class_name() == "MelSpectrogram");
+  CHECK(K::saving::serialize(back) == Config::parse(keras));
+  check_close(back(audio()), mel(audio()), 0, 0);
+
+  // A functional model: mel spectrogram, then a small classifier; saved and loaded whole.
+  auto in = K::Input({300}, std::nullopt, "audio");
+  auto h = L::MelSpectrogram({.fft_length = 64,
+                              .sequence_stride = 16,
+                              .sampling_rate = 8000,
+                              .num_mel_bins = 8,
+                              .name = "mel"})(in);
+  CHECK(h.shape() == tf::TensorShape{tf::None, 8, 19});
+  auto o = L::Dense(3, {.name = "head"})(L::Flatten()(h));
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{o}, "audio_model");
+  const tf::Tensor want = model(audio());
+  tf::testing::TempDir dir;
+  model.save(dir / "audio.tfmodel");
+  K::Model loaded = K::models::load_model(dir / "audio.tfmodel");
+  check_close(loaded(audio()), want, 0.0, 0.0);
+  CHECK(K::models::to_json(loaded) == K::models::to_json(model));
+
+  // Strict reading.
+  Config bad = Config::parse(keras);
+  bad["config"]["window"] = Config::array({0.5, 1.0});
+  require_error([&] { K::saving::deserialize(bad); },
+                {"MelSpectrogram config key \"window\"", "no window arrays"});
+  bad = Config::parse(keras);
+  bad["config"]["center"] = true;
+  require_error([&] { K::saving::deserialize(bad); }, {"MelSpectrogram", "center"});
+}
+
+TEST_CASE("MelSpectrogram trains a model in fit's traced step", "[keras][layers]") {
+  // Two classes of tones (low and high frequency) told apart from their mel spectrograms.
+  std::vector<float> xs;
+  std::vector<int32_t> ys;
+  for (int i = 0; i < 40; ++i) {
+    const int cls = i % 2;
+    const double f = (cls == 0 ? 0.2 : 1.2) + 0.01 * i;
+    for (int t = 0; t < 128; ++t) xs.push_back(static_cast<float>(std::sin(f * t + i)));
+    ys.push_back(cls);
+  }
+  auto in = K::Input({128});
+  auto h = L::MelSpectrogram(
+      {.fft_length = 32, .sequence_stride = 16, .sampling_rate = 1000, .num_mel_bins = 6})(in);
+  auto o = L::Dense(2)(L::Flatten()(h));
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{o}, "tones");
+  model.compile(K::optimizers::Adam(0.01), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  const tf::Tensor x = tf::constant(xs, {40, 128});
+  const tf::Tensor y = tf::constant(ys, {40});
+  auto hist = model.fit(x, y, {.epochs = 15, .batch_size = 16, .verbose = 0});
+  const auto& loss = hist.history.at("loss");
+  CHECK(loss.back() < 0.5 * loss.front());
+  CHECK(hist.history.at("accuracy").back() == Approx(1.0));
+}
+
+TEST_CASE("MelSpectrogram: bad options and inputs are errors naming the layer", "[keras][layers]") {
+  require_error([] { L::MelSpectrogram({.fft_length = 64, .sequence_length = 65, .name = "m"}); },
+                {"fft_length", "sequence_length", "65"});
+  require_error([] { L::MelSpectrogram({.window = "kaiser"}); }, {"window", "kaiser"});
+  require_error([] { L::MelSpectrogram({.sampling_rate = 8000, .max_freq = 5000.0}); },
+                {"MelSpectrogram", "max_freq 5000", "sampling_rate 8000"});
+  require_error([] { L::MelSpectrogram({.sequence_stride = 0}); },
+                {"MelSpectrogram", "sequence_stride", "0"});
+  L::MelSpectrogram mel({.fft_length = 64, .sequence_stride = 16, .name = "mel"});
+  require_error([&] { mel(tf::zeros({2, 32})); }, {"mel", "more than 32 samples", "(2, 32)"});
+  require_error([&] { mel(tf::zeros({2, 3, 100})); }, {"mel", "MelSpectrogram", "(2, 3, 100)"});
+}
