@@ -219,6 +219,7 @@ void reinfer(Graph& g, const std::vector<TensorMeta>& inputs) {
 bool same_constant(const Tensor& a, const Tensor& b) {
   if (a.impl() == b.impl()) return true;
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  if (a.nbytes() == 0) return true;  // empty: no storage (memcmp's pointers may be null)
   const Tensor ha = a.placement().is_cpu() ? a : copy_to_device(a, Device{});
   const Tensor hb = b.placement().is_cpu() ? b : copy_to_device(b, Device{});
   return std::memcmp(ha.raw_data(), hb.raw_data(), ha.nbytes()) == 0;
