@@ -77,7 +77,8 @@ double atol_of(tf::DType d, int64_t n) {
   return (d == tf::float32 ? 2e-6 : 1e-13) * scale * std::log2(static_cast<double>(n) + 2);
 }
 
-const std::vector<int64_t> kLengths = {1, 2, 3, 5, 8, 12, 17, 64, 100, 257};
+// Radix 4, 2, 3 and 5 butterflies, the plain DFT of 7, 11 and 13, and Bluestein (17, 257).
+const std::vector<int64_t> kLengths = {1, 2, 3, 5, 8, 12, 17, 28, 64, 65, 66, 100, 257, 1000};
 
 }  // namespace
 
