@@ -17,6 +17,7 @@
 #include "keras/call_request.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
+#include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
 #include "ops/factory.h"
@@ -312,6 +313,8 @@ class GroupQueryAttentionImpl final : public LayerImpl {
     return gather(x, ::tapeflow::detail::from_doubles(idx, TensorShape({nq_}), int32), 2);
   }
 
+  friend std::optional<detail::layer_options::GroupQueryAttentionConfig>
+  detail::layer_options::group_query_attention(const LayerImpl&);
   int64_t head_dim_, nq_, nkv_;
   layers::GroupQueryAttentionOptions o_;
   std::shared_ptr<ProjectionImpl> query_, key_, value_, output_, gate_;
@@ -651,6 +654,12 @@ Variable SpectralNormalization::vector_u() const {
 }  // namespace layers
 
 namespace detail::layer_options {
+
+std::optional<GroupQueryAttentionConfig> group_query_attention(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const GroupQueryAttentionImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return GroupQueryAttentionConfig{p->head_dim_, p->nq_, p->nkv_, p->o_};
+}
 
 std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Conv1DTransposeImpl*>(&layer);

@@ -1128,6 +1128,14 @@ Layer from_config(const std::string& class_name, const Config& config) {
   return l;
 }
 
+namespace {
+// The class name Keras' configs give where it differs from the class's own (the one its summary
+// shows): Keras 3.15 exports GroupedQueryAttention under both names and writes the shorter.
+std::string config_class_name(const std::string& cls) {
+  return cls == "GroupedQueryAttention" ? "GroupQueryAttention" : cls;
+}
+}  // namespace
+
 Config serialize(const Layer& layer) {
   Config c = get_config(layer);
   if (functional_of(layer) != nullptr) {
@@ -1149,7 +1157,7 @@ Config serialize(const Layer& layer) {
   auto entry = lookup(layer.class_name());
   const bool builtin = entry && entry->builtin;
   Config out{{"module", builtin ? Config("keras.layers") : Config(nullptr)},
-             {"class_name", layer.class_name()},
+             {"class_name", config_class_name(layer.class_name())},
              {"config", c},
              {"registered_name", builtin ? Config(nullptr) : Config(layer.class_name())}};
   Config bc = build_config_of(layer);

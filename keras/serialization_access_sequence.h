@@ -4,6 +4,7 @@
 // Keras' from_config makes that the public constructors do not (a Bidirectional with its two
 // layers' configs as given). Each accessor returns nullopt when the layer is not of that class.
 // Defined beside the layers (keras/layers_recurrent.cpp, keras/layers_attention.cpp,
+// keras/layers_kerasmore.cpp,
 // keras/layers_misc.cpp, keras/layers_masking.cpp, keras/layers_preprocessing.cpp,
 // keras/layers_extra.cpp, keras/layers_rnn_cells.cpp).
 #pragma once
@@ -17,6 +18,7 @@
 
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_kerasmore.h"
 #include "keras/layers_preprocessing.h"
 #include "keras/layers_rnn_cells.h"
 
@@ -99,6 +101,12 @@ Layer make_bidirectional(const Layer& forward, const Layer& backward, const std:
                          const std::string& name);
 // keras/layers_attention.cpp
 std::optional<MultiHeadAttentionConfig> multi_head_attention(const LayerImpl& layer);
+// keras/layers_kerasmore.cpp
+struct GroupQueryAttentionConfig {
+  int64_t head_dim = 0, num_query_heads = 0, num_key_value_heads = 0;
+  layers::GroupQueryAttentionOptions options;  // initializers filled in (Keras' defaults)
+};
+std::optional<GroupQueryAttentionConfig> group_query_attention(const LayerImpl& layer);
 std::optional<AttentionConfig> attention(const LayerImpl& layer);
 // keras/layers_rnn_cells.cpp
 std::optional<RNNConfig> rnn(const LayerImpl& layer);

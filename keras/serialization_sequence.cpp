@@ -526,6 +526,67 @@ Layer mha_from(const Config& config) {
   return l;
 }
 
+// ---- GroupQueryAttention ----
+
+Config gqa_get(const Layer& layer) {
+  auto c = need(lo::group_query_attention(layer.impl()), layer);
+  const layers::GroupQueryAttentionOptions& o = c.options;
+  Config out{{"head_dim", c.head_dim},
+             {"num_query_heads", c.num_query_heads},
+             {"num_key_value_heads", c.num_key_value_heads},
+             {"use_bias", o.use_bias},
+             {"use_gate", o.use_gate},
+             {"sliding_window", o.sliding_window ? Config(*o.sliding_window) : Config(nullptr)},
+             {"dropout", o.dropout}};
+  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
+                       o.bias_regularizer);
+  out["activity_regularizer"] = nullptr;
+  out["kernel_constraint"] = nullptr;
+  out["bias_constraint"] = nullptr;
+  out["seed"] = seed_json(o.seed);
+  return out;
+}
+
+Layer gqa_from(const Config& config) {
+  Reader r("GroupQueryAttention", config);
+  Base b = read_base(r);
+  const int64_t head_dim = r.integer("head_dim");
+  const int64_t nq = r.integer("num_query_heads");
+  const int64_t nkv = r.integer("num_key_value_heads");
+  layers::GroupQueryAttentionOptions o;
+  o.use_bias = r.boolean("use_bias", true);
+  o.use_gate = r.boolean("use_gate", false);
+  o.sliding_window = r.optional_integer("sliding_window");
+  o.dropout = r.number("dropout", 0.0);
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
+    r.expect_null(k);
+  o.seed = r.optional_integer("seed");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::GroupQueryAttention(head_dim, nq, nkv, o);
+  apply_base(l, b);
+  return l;
+}
+
+// Keras' attributes holding GroupQueryAttention's projections (its .weights.h5 groups), in
+// tapeflow's sublayers() order: query, key, gate (with use_gate), value, output.
+bool gqa_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
+  const auto c = lo::group_query_attention(layer.impl());
+  if (!c) return false;
+  std::vector<const char*> names = {"_query_dense", "_key_dense"};
+  if (c->options.use_gate) names.push_back("_gate_dense");
+  names.push_back("_value_dense");
+  names.push_back("_output_dense");
+  const std::vector<Layer> parts = layer.impl().sublayers();
+  for (size_t i = 0; i < parts.size() && i < names.size(); ++i)
+    own_weights(parts[i], prefix + names[i] + "/", out);
+  return true;
+}
+
 // Keras' sublayers of MultiHeadAttention, in tapeflow's sublayers() order.
 constexpr const char* kMhaParts[] = {"query_dense", "key_dense", "value_dense", "output_dense"};
 
@@ -797,10 +858,11 @@ constexpr char kResizing[] = "Resizing", kCenterCrop[] = "CenterCrop", kRandomCr
                kRandomGrayscale[] = "RandomGrayscale", kRandomSaturation[] = "RandomSaturation",
                kRandomHue[] = "RandomHue";
 
-// Whether Keras calls `layer` with several inputs: 2 (MultiHeadAttention, positional) or 1
+// Whether Keras calls `layer` with several inputs: 2 (MultiHeadAttention and
+// GroupQueryAttention, positional) or 1
 // (Attention and AdditiveAttention: one list); 0 for the other classes.
 int keras_call_form(const Layer& layer) {
-  if (lo::multi_head_attention(layer.impl())) return 2;
+  if (lo::multi_head_attention(layer.impl()) || lo::group_query_attention(layer.impl())) return 2;
   if (lo::attention(layer.impl())) return 1;
   return 0;
 }
@@ -854,6 +916,9 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "TimeDistributed", time_distributed_get, time_distributed_from,
               time_distributed_weights);
   add_builtin(m, "MultiHeadAttention", mha_get, mha_from, mha_weights);
+  // The class (as its summary names it) and the name Keras' configs give it (both read).
+  add_builtin(m, "GroupedQueryAttention", gqa_get, gqa_from, gqa_weights);
+  add_builtin(m, "GroupQueryAttention", gqa_get, gqa_from, gqa_weights);
   add_builtin(m, "Attention", attention_get, attention_from<false>);
   add_builtin(m, "AdditiveAttention", attention_get, attention_from<true>);
   add_builtin(m, "Masking", masking_get, masking_from);
