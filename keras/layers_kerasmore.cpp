@@ -580,6 +580,8 @@ class SpectralNormalizationImpl final : public LayerImpl {
     kernel_.assign(where(zero, kernel, cast(scaled, kernel_.dtype())));
   }
 
+  friend std::optional<detail::layer_options::SpectralNormalizationConfig>
+  detail::layer_options::spectral_normalization(const LayerImpl&);
   Layer inner_;
   int iterations_;
   Variable kernel_, vector_u_;
@@ -654,6 +656,19 @@ Variable SpectralNormalization::vector_u() const {
 }  // namespace layers
 
 namespace detail::layer_options {
+
+std::optional<SpectralNormalizationConfig> spectral_normalization(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const SpectralNormalizationImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  SpectralNormalizationConfig c;
+  c.layer = p->inner_;
+  c.power_iterations = p->iterations_;
+  if (p->built()) {
+    c.kernel = p->kernel_;
+    c.vector_u = p->vector_u_;
+  }
+  return c;
+}
 
 std::optional<GroupQueryAttentionConfig> group_query_attention(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const GroupQueryAttentionImpl*>(&layer);

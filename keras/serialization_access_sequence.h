@@ -107,6 +107,14 @@ struct GroupQueryAttentionConfig {
   layers::GroupQueryAttentionOptions options;  // initializers filled in (Keras' defaults)
 };
 std::optional<GroupQueryAttentionConfig> group_query_attention(const LayerImpl& layer);
+struct SpectralNormalizationConfig {
+  Layer layer;  // the wrapped layer
+  int power_iterations = 1;
+  // Once built: the wrapped layer's kernel (Keras tracks it as the wrapper's own vars/0 too)
+  // and vector_u; undefined before.
+  Variable kernel, vector_u;
+};
+std::optional<SpectralNormalizationConfig> spectral_normalization(const LayerImpl& layer);
 std::optional<AttentionConfig> attention(const LayerImpl& layer);
 // keras/layers_rnn_cells.cpp
 std::optional<RNNConfig> rnn(const LayerImpl& layer);

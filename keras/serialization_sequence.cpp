@@ -449,6 +449,38 @@ bool time_distributed_weights(const Layer& layer, const std::string& prefix, Wei
   return true;
 }
 
+// ---- SpectralNormalization ----
+
+Config spectral_normalization_get(const Layer& layer) {
+  auto c = need(lo::spectral_normalization(layer.impl()), layer);
+  return Config{{"layer", serialize(c.layer)}, {"power_iterations", c.power_iterations}};
+}
+
+Layer spectral_normalization_from(const Config& config) {
+  Reader r("SpectralNormalization", config);
+  Base b = read_base(r);
+  Layer inner = nested_layer(r, "layer");
+  const int64_t iterations = r.integer("power_iterations", 1);
+  if (iterations < 1 || iterations > 1000000)
+    r.fail("power_iterations", "must be a positive integer, got " + std::to_string(iterations));
+  r.finish();
+  Layer l = layers::SpectralNormalization(inner, static_cast<int>(iterations), b.name);
+  apply_base(l, b);
+  return l;
+}
+
+// Keras' groups: the wrapper's own vars/0 is the wrapped kernel (Keras tracks self.kernel) and
+// vars/1 vector_u; the wrapped layer's weights sit under "layer/".
+bool spectral_normalization_weights(const Layer& layer, const std::string& prefix,
+                                    WeightList& out) {
+  auto c = lo::spectral_normalization(layer.impl());
+  if (!c) return false;
+  if (c->kernel.defined()) out.emplace_back(prefix + "vars/0", c->kernel);
+  if (c->vector_u.defined()) out.emplace_back(prefix + "vars/1", c->vector_u);
+  collect_weights(c->layer, prefix + "layer/", out);
+  return true;
+}
+
 // ---- Masking ----
 
 Config masking_get(const Layer& layer) {
@@ -915,6 +947,8 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "Bidirectional", bidirectional_get, bidirectional_from, bidirectional_weights);
   add_builtin(m, "TimeDistributed", time_distributed_get, time_distributed_from,
               time_distributed_weights);
+  add_builtin(m, "SpectralNormalization", spectral_normalization_get, spectral_normalization_from,
+              spectral_normalization_weights);
   add_builtin(m, "MultiHeadAttention", mha_get, mha_from, mha_weights);
   // The class (as its summary names it) and the name Keras' configs give it (both read).
   add_builtin(m, "GroupedQueryAttention", gqa_get, gqa_from, gqa_weights);

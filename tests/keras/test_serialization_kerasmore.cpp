@@ -1,12 +1,15 @@
-// GroupQueryAttention's Keras config (keras/serialization_sequence.cpp): the JSON equals Keras
-// 3.15.1's serialize_keras_object for two option sets, a functional model Keras wrote
-// (model.to_json()) loads and computes Keras' outputs with the same weights, and save_model keeps
-// the weights under Keras' attribute names (_query_dense, ...).
+// Keras configs of GroupQueryAttention and SpectralNormalization
+// (keras/serialization_sequence.cpp): the JSON equals Keras 3.15.1's serialize_keras_object, a
+// functional model Keras wrote (model.to_json()) loads and computes Keras' outputs with the same
+// weights, and save_model keeps the weights under Keras' .weights.h5 groups (_query_dense, ...;
+// the wrapper's vars and layer/).
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "keras/functional.h"
+#include "keras/layers.h"
 #include "keras/layers_kerasmore.h"
 #include "keras/model.h"
 #include "keras/safetensors.h"
@@ -174,4 +177,59 @@ TEST_CASE("GroupQueryAttention: a Keras model loads, computes Keras' outputs and
   Config keras_json = Config::parse(kModel);
   keras_json.erase("compile_config");
   CHECK(Config::parse(K::models::to_json(loaded)) == keras_json);
+}
+
+TEST_CASE("SpectralNormalization: Keras config, weights and saving", "[keras][serialization]") {
+  // SpectralNormalization(Dense(3, name="d"), power_iterations=2, name="sn") called on
+  // (None, 4): serialize_keras_object.
+  const std::string keras = R"({"module": "keras.layers", "class_name": "SpectralNormalization",
+"config": {"name": "sn", "trainable": true, "dtype": {"module": "keras", "class_name":
+"DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "layer": {"module":
+"keras.layers", "class_name": "Dense", "config": {"name": "d", "trainable": true, "dtype":
+{"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+"registered_name": null}, "units": 3, "activation": "linear", "use_bias": true,
+"kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config":
+{"seed": null, "input_axes": null, "output_axes": null}, "registered_name": null},
+"bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {},
+"registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null,
+"kernel_constraint": null, "bias_constraint": null, "quantization_config": null},
+"registered_name": null, "build_config": {"input_shape": [null, 4]}}, "power_iterations": 2},
+"registered_name": null, "build_config": {"input_shape": [null, 4]}})";
+  L::SpectralNormalization sn(L::Dense(3, {.name = "d"}), 2, "sn");
+  sn.build({tf::None, 4});
+  CHECK(K::saving::serialize(sn) == Config::parse(keras));
+  K::Layer back = K::saving::deserialize(Config::parse(keras));
+  back.build({tf::None, 4});
+  CHECK(K::saving::serialize(back) == Config::parse(keras));
+
+  // A model saved and loaded: Keras' groups (the wrapper's vars/0 is the wrapped kernel, as
+  // Keras tracks it twice), the same outputs, vector_u restored.
+  auto in = K::Input({4}, std::nullopt, "x");
+  L::SpectralNormalization wrapper(L::Dense(3, {.name = "d"}), 2, "sn");
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{wrapper(in)}, "m");
+  tf::testing::set_formula_weights(model);
+  const tf::Tensor x =
+      tf::constant(std::vector<float>{0.5f, -1.f, 2.f, 0.25f, 1.f, 0.f, -0.5f, 3.f}, {2, 4});
+  (void)model(x, true);  // a training call: power iteration, vector_u and the kernel assigned
+  tf::testing::TempDir dir;
+  K::models::save_model(model, dir / "sn.tfmodel");
+  const std::map<std::string, tf::TensorShape> want = {{"layers/sn/vars/0", {4, 3}},
+                                                       {"layers/sn/vars/1", {1, 3}},
+                                                       {"layers/sn/layer/vars/0", {4, 3}},
+                                                       {"layers/sn/layer/vars/1", {3}}};
+  K::safetensors::Reader reader(dir / "sn.tfmodel");
+  std::map<std::string, tf::TensorShape> saved;
+  for (const auto& info : reader.tensors()) saved[info.name] = info.shape;
+  CHECK(saved == want);
+  K::Model loaded = K::models::load_model(dir / "sn.tfmodel");
+  check_close(loaded(x, false), model(x, false), 0.0, 0.0);
+  const auto lw = loaded.get_weights(), mw = model.get_weights();
+  REQUIRE(lw.size() == mw.size());
+  for (size_t i = 0; i < lw.size(); ++i) check_close(lw[i], mw[i], 0.0, 0.0);
+  CHECK(K::models::to_json(loaded) == K::models::to_json(model));
+
+  Config bad = Config::parse(keras);
+  bad["config"]["power_iterations"] = 0;
+  require_error([&] { K::saving::deserialize(bad); },
+                {"SpectralNormalization config key \"power_iterations\"", "positive"});
 }
