@@ -567,6 +567,13 @@ class IntegerLookupImpl final : public LayerImpl {
     }
     set_vocabulary(vocab);
   }
+  // The options with the vocabulary as it is now (given or adapted), as get_config writes them.
+  layers::IntegerLookupOptions options() const {
+    layers::IntegerLookupOptions o = o_;
+    std::lock_guard<std::mutex> lock(mu_);
+    o.vocabulary = vocab_;
+    return o;
+  }
   // The full index table: mask token ("int" mode), OOV token, vocabulary.
   std::vector<int64_t> table() const {
     std::vector<int64_t> t;
@@ -652,6 +659,11 @@ std::optional<layer_options::CategoryEncodingConfig> layer_options::category_enc
   const auto* p = dynamic_cast<const CategoryEncodingImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return CategoryEncodingConfig{p->num_tokens(), p->mode()};
+}
+std::optional<layers::IntegerLookupOptions> layer_options::integer_lookup(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const IntegerLookupImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->options();
 }
 std::optional<layer_options::DiscretizationConfig> layer_options::discretization(
     const LayerImpl& layer) {

@@ -18,6 +18,7 @@
 
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_extra.h"
 #include "keras/layers_kerasmore.h"
 #include "keras/layers_preprocessing.h"
 #include "keras/layers_rnn_cells.h"
@@ -126,6 +127,8 @@ std::optional<ImageLayerConfig> image_layer(const LayerImpl& layer);
 // keras/layers_extra.cpp
 std::optional<CategoryEncodingConfig> category_encoding(const LayerImpl& layer);
 std::optional<DiscretizationConfig> discretization(const LayerImpl& layer);
+// The options with the vocabulary as it is now (given or adapted).
+std::optional<layers::IntegerLookupOptions> integer_lookup(const LayerImpl& layer);
 // Keras' Discretization.from_config: the boundaries and num_bins together (an adapted layer's).
 Layer make_discretization(std::vector<double> bin_boundaries, int64_t num_bins, double epsilon,
                           std::string name);

@@ -764,6 +764,63 @@ Layer discretization_from(const Config& config) {
   return l;
 }
 
+Config integer_lookup_get(const Layer& layer) {
+  const layers::IntegerLookupOptions o = need(lo::integer_lookup(layer.impl()), layer);
+  const bool mask_indexed = o.mask_token && o.output_mode == "int";
+  const auto size =
+      static_cast<int64_t>(o.vocabulary.size()) + o.num_oov_indices + (mask_indexed ? 1 : 0);
+  return Config{{"invert", o.invert},
+                {"max_tokens", o.max_tokens ? Config(*o.max_tokens) : Config(nullptr)},
+                {"num_oov_indices", o.num_oov_indices},
+                {"oov_token", o.oov_token},
+                {"mask_token", o.mask_token ? Config(*o.mask_token) : Config(nullptr)},
+                {"output_mode", o.output_mode},
+                {"sparse", false},
+                {"pad_to_max_tokens", false},
+                {"vocabulary_dtype", "int64"},
+                {"idf_weights", nullptr},
+                {"vocabulary", o.vocabulary.empty() ? Config(nullptr) : Config(o.vocabulary)},
+                {"vocabulary_size", size},
+                {"oov_method", "floormod"},
+                {"salt", nullptr}};
+}
+
+Layer integer_lookup_from(const Config& config) {
+  Reader r("IntegerLookup", config);
+  Base b = read_base(r);
+  layers::IntegerLookupOptions o;
+  o.invert = r.boolean("invert", false);
+  o.max_tokens = r.optional_integer("max_tokens");
+  o.num_oov_indices = r.integer("num_oov_indices", 1);
+  o.oov_token = r.integer("oov_token", -1);
+  o.mask_token = r.optional_integer("mask_token");
+  o.output_mode = r.string("output_mode", "int");
+  if (o.output_mode != "int" && o.output_mode != "one_hot" && o.output_mode != "multi_hot" &&
+      o.output_mode != "count")
+    r.fail("output_mode",
+           "= \"" + o.output_mode + "\" is not supported (int, one_hot, multi_hot, count)");
+  r.expect("sparse", false);
+  r.expect("pad_to_max_tokens", false);
+  r.expect("vocabulary_dtype", "int64");
+  r.expect_null("idf_weights");
+  if (const Config* v = r.find("vocabulary"); v != nullptr && !v->is_null()) {
+    if (!v->is_array())
+      r.fail("vocabulary",
+             "must be a list of integers or null (tapeflow reads no vocabulary "
+             "files), got " +
+                 r.got(*v));
+    for (int64_t t : r.int_list("vocabulary")) o.vocabulary.push_back(t);
+  }
+  if (r.has("vocabulary_size")) r.integer("vocabulary_size");  // follows from the rest
+  r.expect("oov_method", "floormod");
+  r.expect_null("salt");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::IntegerLookup(o);
+  apply_base(l, b);
+  return l;
+}
+
 Config category_encoding_get(const Layer& layer) {
   auto c = need(lo::category_encoding(layer.impl()), layer);
   return Config{{"num_tokens", c.num_tokens}, {"output_mode", c.output_mode}};
@@ -958,6 +1015,7 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "Masking", masking_get, masking_from);
   add_builtin(m, "Normalization", normalization_get, normalization_from, normalization_weights);
   add_builtin(m, "Discretization", discretization_get, discretization_from);
+  add_builtin(m, "IntegerLookup", integer_lookup_get, integer_lookup_from);
   add_builtin(m, "CategoryEncoding", category_encoding_get, category_encoding_from);
   add_builtin(m, kResizing, image_get, image_from<kResizing>);
   add_builtin(m, kCenterCrop, image_get, image_from<kCenterCrop>);

@@ -12,6 +12,7 @@
 #include "keras/model.h"
 #include "keras/serialization.h"
 #include "keras/serialization_json.h"
+#include "ops/factory.h"
 #include "ops/random.h"
 #include "support/temp_dir.h"
 #include "support/testing.h"
@@ -87,4 +88,66 @@ TEST_CASE("serialization: Dot and the adaptive poolings write Keras' configs",
   model.save(dir / "two.tfmodel");
   const K::Model loaded = K::models::load_model(dir / "two.tfmodel");
   tf::testing::check_close(loaded({xa, xb})[0], want, 0.0, 0.0);
+}
+
+TEST_CASE("IntegerLookup: Keras configs both ways, adapted vocabularies kept",
+          "[keras][serialization]") {
+  // keras.layers.IntegerLookup(vocabulary=[12, 36, 1138], name="il").get_config() and
+  // IntegerLookup(vocabulary=[12, 36], invert=True, mask_token=0, num_oov_indices=2,
+  // name="il3").get_config()
+  const Config il = Config::parse(R"({"name": "il", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"invert": false, "max_tokens": null, "num_oov_indices": 1, "oov_token": -1, "mask_token": null,
+"output_mode": "int", "sparse": false, "pad_to_max_tokens": false, "vocabulary_dtype": "int64",
+"idf_weights": null, "vocabulary": [12, 36, 1138], "vocabulary_size": 4, "oov_method":
+"floormod", "salt": null})");
+  const Config il3 = Config::parse(R"({"name": "il3", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"invert": true, "max_tokens": null, "num_oov_indices": 2, "oov_token": -1, "mask_token": 0,
+"output_mode": "int", "sparse": false, "pad_to_max_tokens": false, "vocabulary_dtype": "int64",
+"idf_weights": null, "vocabulary": [12, 36], "vocabulary_size": 5, "oov_method": "floormod",
+"salt": null})");
+  CHECK(K::saving::serialize(L::IntegerLookup({.vocabulary = {12, 36, 1138}, .name = "il"}))
+            ["config"] == il);
+  CHECK(K::saving::serialize(L::IntegerLookup({.vocabulary = {12, 36},
+                                               .num_oov_indices = 2,
+                                               .mask_token = 0,
+                                               .invert = true,
+                                               .name = "il3"}))["config"] == il3);
+  for (const Config* c : {&il, &il3}) {
+    K::Layer back = K::saving::from_config("IntegerLookup", *c);
+    CHECK(K::saving::serialize(back)["config"] == *c);
+  }
+  const tf::Tensor ids = tf::constant(std::vector<int64_t>{36, 7, 1138, 12}, {4});
+  tf::testing::check_values(K::saving::from_config("IntegerLookup", il)(ids), {2, 0, 3, 1}, 0, 0);
+
+  // An adapted vocabulary: Keras writes null there and keeps the vocabulary in an asset file;
+  // tapeflow writes the list, so a saved model keeps it.
+  L::IntegerLookup adapted({.output_mode = "multi_hot", .name = "lookup"});
+  adapted.adapt(tf::constant(std::vector<int64_t>{3, 3, 5, 7, 7, 7}, {6}));
+  const Config written = K::saving::serialize(adapted)["config"];
+  CHECK(written["vocabulary"] == Config::parse("[7, 3, 5]"));
+  CHECK(written["vocabulary_size"] == 4);
+  auto in = K::Input({3}, tf::int64, "tokens");
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{adapted(in)},
+                 "lookup_model");
+  const tf::Tensor x = tf::constant(std::vector<int64_t>{7, 9, 5, 3, 3, 3}, {2, 3});
+  tf::testing::TempDir dir;
+  model.save(dir / "lookup.tfmodel");
+  K::Model loaded = K::models::load_model(dir / "lookup.tfmodel");
+  tf::testing::check_close(loaded(x), model(x), 0, 0);
+  tf::testing::check_values(loaded(x), {1, 1, 0, 1, 0, 0, 1, 0}, 0, 0);
+
+  Config bad = il;
+  bad["output_mode"] = "tf_idf";
+  tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
+                             {"IntegerLookup config key \"output_mode\"", "tf_idf"});
+  bad = il;
+  bad["vocabulary"] = "vocab.txt";
+  tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
+                             {"IntegerLookup config key \"vocabulary\"", "vocabulary files"});
+  bad = il;
+  bad["oov_method"] = "farmhash";
+  tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
+                             {"IntegerLookup config key \"oov_method\"", "farmhash"});
 }
