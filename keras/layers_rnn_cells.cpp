@@ -848,6 +848,8 @@ class ConvLSTMCell final : public RNNCell {
     return squeeze(y, {1});
   }
 
+  friend std::optional<detail::layer_options::ConvLSTMConfig> detail::layer_options::conv_lstm(
+      const LayerImpl&);
   int rank_;
   int64_t filters_;
   ConvLSTMOptions o_;
@@ -876,6 +878,20 @@ std::shared_ptr<detail::LayerImpl> make_conv_lstm(int rank, int64_t filters,
 }
 
 }  // namespace
+
+}  // namespace layers
+
+std::optional<detail::layer_options::ConvLSTMConfig> detail::layer_options::conv_lstm(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RNNImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  const auto* cell = dynamic_cast<const layers::ConvLSTMCell*>(p->cell_ptr().get());
+  if (cell == nullptr) return std::nullopt;
+  return ConvLSTMConfig{cell->rank_,     cell->filters_, cell->kernel_, cell->strides_,
+                        cell->dilation_, cell->o_,       p->cell_ptr()};
+}
+
+namespace layers {
 
 ConvLSTM::ConvLSTM(int rank, int64_t filters, std::vector<int64_t> kernel_size,
                    ConvLSTMOptions options)

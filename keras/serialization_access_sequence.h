@@ -119,6 +119,16 @@ std::optional<SpectralNormalizationConfig> spectral_normalization(const LayerImp
 std::optional<AttentionConfig> attention(const LayerImpl& layer);
 // keras/layers_rnn_cells.cpp
 std::optional<RNNConfig> rnn(const LayerImpl& layer);
+// ConvLSTM1D/2D/3D (keras/layers_rnn_cells.cpp): kernel_size, strides and dilation_rate one
+// value per spatial dimension (as Keras writes them); the options as given.
+struct ConvLSTMConfig {
+  int rank = 0;
+  int64_t filters = 0;
+  std::vector<int64_t> kernel_size, strides, dilation_rate;
+  layers::ConvLSTMOptions options;
+  std::shared_ptr<layers::RNNCell> cell;
+};
+std::optional<ConvLSTMConfig> conv_lstm(const LayerImpl& layer);
 // keras/layers_misc.cpp
 std::optional<Layer> time_distributed_layer(const LayerImpl& layer);
 // keras/layers_preprocessing.cpp

@@ -388,6 +388,105 @@ bool rnn_weights(const Layer& layer, const std::string& prefix, WeightList& out)
   return true;
 }
 
+// ---- ConvLSTM1D/2D/3D ----
+
+Config conv_lstm_get(const Layer& layer) {
+  auto c = need(lo::conv_lstm(layer.impl()), layer);
+  const layers::ConvLSTMOptions& o = c.options;
+  Config out{{"return_sequences", o.return_sequences},
+             {"return_state", false},
+             {"go_backwards", o.go_backwards},
+             {"stateful", false},
+             {"unroll", false},
+             {"zero_output_for_mask", false},
+             {"filters", c.filters},
+             {"kernel_size", c.kernel_size},
+             {"strides", c.strides},
+             {"padding", o.padding},
+             {"data_format", "channels_last"},
+             {"dilation_rate", c.dilation_rate},
+             {"activation", activation_json(o.activation)},
+             {"recurrent_activation", activation_json(o.recurrent_activation)},
+             {"use_bias", o.use_bias}};
+  out["kernel_initializer"] = initializer_json(layer, "kernel_initializer", o.kernel_initializer,
+                                               initializers::GlorotUniform());
+  out["recurrent_initializer"] = initializer_json(
+      layer, "recurrent_initializer", o.recurrent_initializer, initializers::Orthogonal());
+  out["bias_initializer"] =
+      initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros());
+  out["unit_forget_bias"] = o.unit_forget_bias;
+  out["kernel_regularizer"] = regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer);
+  out["recurrent_regularizer"] =
+      regularizer_json(layer, "recurrent_regularizer", o.recurrent_regularizer);
+  out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", o.bias_regularizer);
+  for (const char* k :
+       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    out[k] = nullptr;
+  out["dropout"] = o.dropout;
+  out["recurrent_dropout"] = o.recurrent_dropout;
+  out["seed"] = seed_json(o.seed);
+  return out;
+}
+
+template <int kRank>
+Layer conv_lstm_from(const Config& config) {
+  static const std::string cls = "ConvLSTM" + std::to_string(kRank) + "D";
+  Reader r(cls, config);
+  Base b = read_base(r);
+  layers::ConvLSTMOptions o;
+  o.return_sequences = r.boolean("return_sequences", false);
+  r.expect("return_state", false);  // several outputs: call_with_state, not a config option
+  o.go_backwards = r.boolean("go_backwards", false);
+  r.expect("stateful", false);
+  r.boolean("unroll", false);  // how Keras runs the loop, not what it computes
+  r.expect("zero_output_for_mask", false);
+  const int64_t filters = r.integer("filters");
+  const std::vector<int64_t> kernel_size = r.int_list("kernel_size");
+  auto ints = [&](const char* key) {
+    std::vector<int> v;
+    if (r.has(key))
+      for (int64_t x : r.int_list(key)) v.push_back(r.fits_int(key, x));
+    return v.empty() ? std::vector<int>{1} : v;
+  };
+  o.strides = ints("strides");
+  o.padding = r.string("padding", "valid");
+  if (const Config* f = r.find("data_format");
+      f != nullptr && !f->is_null() && *f != "channels_last")
+    r.fail("data_format", "= " + r.got(*f) + " is not supported (channels_last only)");
+  o.dilation_rate = ints("dilation_rate");
+  o.activation = r.activation("activation");
+  if (!r.has("activation")) o.activation = "tanh";
+  o.recurrent_activation = r.activation("recurrent_activation");
+  if (!r.has("recurrent_activation")) o.recurrent_activation = "sigmoid";
+  o.use_bias = r.boolean("use_bias", true);
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.recurrent_initializer = r.initializer("recurrent_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.unit_forget_bias = r.boolean("unit_forget_bias", true);
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k :
+       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    r.expect_null(k);
+  o.dropout = r.number("dropout", 0.0);
+  o.recurrent_dropout = r.number("recurrent_dropout", 0.0);
+  o.seed = r.optional_integer("seed");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::ConvLSTM(kRank, filters, kernel_size, o);
+  apply_base(l, b);
+  return l;
+}
+
+// Keras keeps the cell's kernel, recurrent_kernel and bias under "cell/".
+bool conv_lstm_weights(const Layer& layer, const std::string& prefix, WeightList& out) {
+  auto c = lo::conv_lstm(layer.impl());
+  if (!c) return false;
+  cell_weights(*c->cell, prefix + "cell/", out);
+  return true;
+}
+
 // ---- Bidirectional ----
 
 Config bidirectional_get(const Layer& layer) {
@@ -1001,6 +1100,9 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "LSTM", recurrent_get, recurrent_from<Rnn::lstm>, recurrent_weights);
   add_builtin(m, "GRU", recurrent_get, recurrent_from<Rnn::gru>, recurrent_weights);
   add_builtin(m, "RNN", rnn_get, rnn_from, rnn_weights);
+  add_builtin(m, "ConvLSTM1D", conv_lstm_get, conv_lstm_from<1>, conv_lstm_weights);
+  add_builtin(m, "ConvLSTM2D", conv_lstm_get, conv_lstm_from<2>, conv_lstm_weights);
+  add_builtin(m, "ConvLSTM3D", conv_lstm_get, conv_lstm_from<3>, conv_lstm_weights);
   add_builtin(m, "Bidirectional", bidirectional_get, bidirectional_from, bidirectional_weights);
   add_builtin(m, "TimeDistributed", time_distributed_get, time_distributed_from,
               time_distributed_weights);

@@ -1,6 +1,7 @@
 // Keras configs of Dot and the adaptive poolings (keras/serialization.cpp,
 // keras/serialization_conv.cpp): the configs Keras 3.15.1 writes (the Python line above each),
 // read back, and a functional model with them saved and loaded whole.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,9 @@
 #include "keras/layers.h"
 #include "keras/layers_extra.h"
 #include "keras/layers_merge.h"
+#include "keras/layers_rnn_cells.h"
 #include "keras/model.h"
+#include "keras/safetensors.h"
 #include "keras/serialization.h"
 #include "keras/serialization_json.h"
 #include "ops/factory.h"
@@ -150,4 +153,91 @@ TEST_CASE("IntegerLookup: Keras configs both ways, adapted vocabularies kept",
   bad["oov_method"] = "farmhash";
   tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
                              {"IntegerLookup config key \"oov_method\"", "farmhash"});
+}
+
+TEST_CASE("ConvLSTM1D/2D/3D: Keras configs both ways, weights under cell/",
+          "[keras][serialization]") {
+  // keras.layers.ConvLSTM2D(4, (3, 3), padding="same", return_sequences=True, name="cl")
+  // called on (None, 3, 6, 6, 2): serialize_keras_object.
+  const std::string keras = R"({"module": "keras.layers", "class_name": "ConvLSTM2D", "config":
+{"name": "cl", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "return_sequences": true,
+"return_state": false, "go_backwards": false, "stateful": false, "unroll": false,
+"zero_output_for_mask": false, "filters": 4, "kernel_size": [3, 3], "strides": [1, 1],
+"padding": "same", "data_format": "channels_last", "dilation_rate": [1, 1], "activation":
+"tanh", "recurrent_activation": "sigmoid", "use_bias": true, "kernel_initializer": {"module":
+"keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, "input_axes":
+null, "output_axes": null}, "registered_name": null}, "recurrent_initializer": {"module":
+"keras.initializers", "class_name": "Orthogonal", "config": {"seed": null, "gain": 1.0},
+"registered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name":
+"Zeros", "config": {}, "registered_name": null}, "unit_forget_bias": true,
+"kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,
+"activity_regularizer": null, "kernel_constraint": null, "recurrent_constraint": null,
+"bias_constraint": null, "dropout": 0.0, "recurrent_dropout": 0.0, "seed": null},
+"registered_name": null, "build_config": {"input_shape": [null, 3, 6, 6, 2]}})";
+  L::ConvLSTM2D cl(4, {3, 3}, {.padding = "same", .return_sequences = true, .name = "cl"});
+  cl.build({tf::None, 3, 6, 6, 2});
+  CHECK(K::saving::serialize(cl) == Config::parse(keras));
+  K::Layer back = K::saving::deserialize(Config::parse(keras));
+  back.build({tf::None, 3, 6, 6, 2});
+  CHECK(K::saving::serialize(back) == Config::parse(keras));
+
+  // ConvLSTM1D(2, 3, strides=2, recurrent_dropout=0.1, dropout=0.2, seed=3, go_backwards=True,
+  //   unit_forget_bias=False, use_bias=False, name="c1").get_config()
+  const Config c1 = Config::parse(R"({"name": "c1", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"return_sequences": false, "return_state": false, "go_backwards": true, "stateful": false,
+"unroll": false, "zero_output_for_mask": false, "filters": 2, "kernel_size": [3], "strides":
+[2], "padding": "valid", "data_format": "channels_last", "dilation_rate": [1], "activation":
+"tanh", "recurrent_activation": "sigmoid", "use_bias": false, "kernel_initializer": {"module":
+"keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, "input_axes":
+null, "output_axes": null}, "registered_name": null}, "recurrent_initializer": {"module":
+"keras.initializers", "class_name": "Orthogonal", "config": {"seed": null, "gain": 1.0},
+"registered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name":
+"Zeros", "config": {}, "registered_name": null}, "unit_forget_bias": false,
+"kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,
+"activity_regularizer": null, "kernel_constraint": null, "recurrent_constraint": null,
+"bias_constraint": null, "dropout": 0.2, "recurrent_dropout": 0.1, "seed": 3})");
+  L::ConvLSTM1D mine(2, {3},
+                     {.strides = {2},
+                      .use_bias = false,
+                      .unit_forget_bias = false,
+                      .go_backwards = true,
+                      .dropout = 0.2,
+                      .recurrent_dropout = 0.1,
+                      .seed = 3,
+                      .name = "c1"});
+  CHECK(K::saving::serialize(mine)["config"] == c1);
+  CHECK(K::saving::serialize(K::saving::from_config("ConvLSTM1D", c1))["config"] == c1);
+  // The defaults fill the keys a config leaves out.
+  CHECK(K::saving::from_config("ConvLSTM3D",
+                               Config::parse(R"({"filters": 2, "kernel_size": [1, 2, 2]})"))
+            .class_name() == "ConvLSTM3D");
+
+  // A model saved and loaded: Keras' cell/ groups, the same outputs.
+  auto in = K::Input({3, 6, 6, 2}, std::nullopt, "frames");
+  K::Model model(std::vector<K::KerasTensor>{in},
+                 std::vector<K::KerasTensor>{L::ConvLSTM2D(
+                     4, {3, 3}, {.padding = "same", .return_sequences = true, .name = "cl"})(in)},
+                 "video");
+  const tf::Tensor x = tf::random::uniform({2, 3, 6, 6, 2}, -1.0, 1.0, tf::float32, 5);
+  tf::testing::TempDir dir;
+  model.save(dir / "video.tfmodel");
+  K::safetensors::Reader reader(dir / "video.tfmodel");
+  std::map<std::string, tf::TensorShape> saved;
+  for (const auto& info : reader.tensors()) saved[info.name] = info.shape;
+  CHECK(saved == std::map<std::string, tf::TensorShape>{{"layers/cl/cell/vars/0", {3, 3, 2, 16}},
+                                                        {"layers/cl/cell/vars/1", {3, 3, 4, 16}},
+                                                        {"layers/cl/cell/vars/2", {16}}});
+  K::Model loaded = K::models::load_model(dir / "video.tfmodel");
+  tf::testing::check_close(loaded(x), model(x), 0, 0);
+
+  Config bad = c1;
+  bad["data_format"] = "channels_first";
+  tf::testing::require_error([&] { K::saving::from_config("ConvLSTM1D", bad); },
+                             {"ConvLSTM1D config key \"data_format\"", "channels_last only"});
+  bad = c1;
+  bad["return_state"] = true;
+  tf::testing::require_error([&] { K::saving::from_config("ConvLSTM1D", bad); },
+                             {"ConvLSTM1D config key \"return_state\""});
 }
