@@ -110,8 +110,8 @@ TEST_CASE("IntegerLookup: Keras configs both ways, adapted vocabularies kept",
 "output_mode": "int", "sparse": false, "pad_to_max_tokens": false, "vocabulary_dtype": "int64",
 "idf_weights": null, "vocabulary": [12, 36], "vocabulary_size": 5, "oov_method": "floormod",
 "salt": null})");
-  CHECK(K::saving::serialize(L::IntegerLookup({.vocabulary = {12, 36, 1138}, .name = "il"}))
-            ["config"] == il);
+  CHECK(K::saving::serialize(
+            L::IntegerLookup({.vocabulary = {12, 36, 1138}, .name = "il"}))["config"] == il);
   CHECK(K::saving::serialize(L::IntegerLookup({.vocabulary = {12, 36},
                                                .num_oov_indices = 2,
                                                .mask_token = 0,
