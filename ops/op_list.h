@@ -53,6 +53,7 @@
 // fft/ifft, rfft and irfft over the innermost axis (ops/signal.h).
 #define TF_SIGNAL_PRIMITIVES(X) X(Fft) X(Rfft) X(Irfft)
 
+// clang-format off (one family list per line, by hand)
 #define TF_PRIMITIVES(X)                                                                      \
   TF_UNARY_PRIMITIVES(X) TF_BINARY_PRIMITIVES(X) TF_REDUCE_PRIMITIVES(X)                      \
   TF_MOVEMENT_PRIMITIVES(X) TF_LINALG_PRIMITIVES(X) TF_NN_PRIMITIVES(X) TF_RANDOM_PRIMITIVES(X) \
@@ -61,6 +62,7 @@
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
   TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)                     \
   TF_SIGNAL_PRIMITIVES(X)
+// clang-format on
 
 // Both kernels in host code.
 #define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
