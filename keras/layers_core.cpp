@@ -11,10 +11,14 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/initializers.h"
 #include "keras/layer_handle.h"
 #include "ops/binary.h"
 #include "ops/einsum.h"
+#include "ops/factory.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
+#include "ops/unary.h"
 
 namespace tapeflow::keras {
 namespace {
@@ -273,6 +277,106 @@ class IdentityImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override { return x; }
 };
 
+class ReversibleEmbeddingImpl final : public LayerImpl {
+ public:
+  ReversibleEmbeddingImpl(int64_t input_dim, int64_t output_dim,
+                          layers::ReversibleEmbeddingOptions o)
+      : LayerImpl("ReversibleEmbedding", "reversible_embedding", o.name),
+        input_dim_(input_dim),
+        output_dim_(output_dim),
+        o_(std::move(o)) {
+    TF_CHECK_ARG(input_dim > 0 && output_dim > 0, "ReversibleEmbedding",
+                 "input_dim and output_dim must be positive, got input_dim={}, output_dim={}",
+                 input_dim, output_dim);
+    TF_CHECK_ARG(!o_.logit_soft_cap || *o_.logit_soft_cap > 0, "ReversibleEmbedding",
+                 "logit_soft_cap must be positive (or unset), got {}",
+                 o_.logit_soft_cap.value_or(0.0));
+    TF_CHECK_ARG(!o_.reverse_dtype || is_floating(*o_.reverse_dtype), "ReversibleEmbedding",
+                 "reverse_dtype must be a floating dtype, got {}",
+                 dtype_name(o_.reverse_dtype.value_or(float32)));
+    init_ = o_.embeddings_initializer.defined() ? o_.embeddings_initializer
+                                                : initializers::RandomUniform(-0.05, 0.05);
+  }
+  // Keras: looks up in the variable dtype under a mixed policy, then casts the output.
+  bool autocast() const override { return false; }
+  bool supports_masking() const override { return o_.mask_zero; }
+  Tensor compute_mask(const Tensor& x, const Tensor&) const override {
+    if (!o_.mask_zero) return Tensor();
+    return not_equal(x, zeros_like(x));
+  }
+  int64_t input_dim() const { return input_dim_; }
+  int64_t output_dim() const { return output_dim_; }
+  const layers::ReversibleEmbeddingOptions& options() const { return o_; }
+
+  Tensor reverse(const Tensor& hidden) {
+    const std::string n = name();
+    TF_CHECK_ARG(
+        hidden.defined() && is_floating(hidden.dtype()), n.c_str(),
+        "layer \"{}\" (ReversibleEmbedding) reverses floating hidden states, got {}", n,
+        hidden.defined() ? std::string(dtype_name(hidden.dtype())) : "an undefined tensor");
+    TF_CHECK_ARG(hidden.shape().rank() >= 1 && hidden.shape()[-1] == output_dim_, n.c_str(),
+                 "layer \"{}\" (ReversibleEmbedding) reverses hidden states (..., {}), got shape "
+                 "{}",
+                 n, output_dim_, hidden.shape().to_string());
+    if (!built()) ensure_built(TensorShape{None});
+    Tensor kernel = o_.tie_weights ? transpose(table_.value()) : reverse_.value();
+    Tensor h = hidden;
+    if (o_.reverse_dtype) {
+      h = h.dtype() == *o_.reverse_dtype ? h : cast(h, *o_.reverse_dtype);
+      kernel = kernel.dtype() == *o_.reverse_dtype ? kernel : cast(kernel, *o_.reverse_dtype);
+    } else if (kernel.dtype() != h.dtype()) {
+      kernel = cast(kernel, h.dtype());
+    }
+    Tensor logits = linalg::tensordot(h, kernel, 1);
+    if (o_.logit_soft_cap) {
+      const double cap = *o_.logit_soft_cap;
+      logits = multiply(tanh(multiply(logits, Tensor(1.0 / cap))), Tensor(cap));
+    }
+    return logits;
+  }
+  Variable table() const { return table_; }
+  Variable reverse_table() const { return reverse_; }
+
+ protected:
+  void build(const TensorShape&) override {
+    table_ = add_weight("embeddings", TensorShape({input_dim_, output_dim_}), init_, true,
+                        o_.embeddings_regularizer);
+    if (!o_.tie_weights)
+      reverse_ = add_weight("reverse_embeddings", TensorShape({output_dim_, input_dim_}), init_,
+                            true, Regularizer());
+  }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape o = s;
+    o.push_back(output_dim_);
+    return o;
+  }
+  void check_input(const TensorShape& s) const override {
+    LayerImpl::check_input(s);
+    if (s.rank() >= TensorShape::kMaxRank)
+      incompatible(s, fmt::format("expected ndim < {}", TensorShape::kMaxRank));
+  }
+  bool casts_all_inputs() const override { return false; }
+  Tensor call(const Tensor& x, bool) override {
+    Tensor ids = x;
+    if (ids.dtype() != int32 && ids.dtype() != int64) ids = cast(ids, int32);
+    if (ids.is_symbolic()) return gather(table_.value(), ids, 0);
+    try {
+      return gather(table_.value(), ids, 0);
+    } catch (const InvalidArgumentError& e) {
+      TF_THROW(InvalidArgumentError, name_.c_str(),
+               "layer \"{}\" (ReversibleEmbedding) has input_dim {}: every id must be in [0, {}), "
+               "got ids of shape {} ({})",
+               name_, input_dim_, input_dim_, ids.shape().to_string(), e.what());
+    }
+  }
+
+ private:
+  int64_t input_dim_, output_dim_;
+  layers::ReversibleEmbeddingOptions o_;
+  Initializer init_;
+  Variable table_, reverse_;  // set by build, read after built() (acquire)
+};
+
 }  // namespace
 
 namespace layers {
@@ -302,6 +406,28 @@ Variable EinsumDense::bias() const {
 
 Identity::Identity(std::string name) : Layer(std::make_shared<IdentityImpl>(std::move(name))) {}
 
+ReversibleEmbedding::ReversibleEmbedding(int64_t input_dim, int64_t output_dim,
+                                         ReversibleEmbeddingOptions options) {
+  auto input_shape = options.input_shape;
+  auto impl = std::make_shared<ReversibleEmbeddingImpl>(input_dim, output_dim, std::move(options));
+  impl_ = impl;
+  if (!input_shape.empty()) impl->build_from_declared_shape(input_shape);
+}
+Tensor ReversibleEmbedding::reverse(const Tensor& hidden) const {
+  return impl_as<ReversibleEmbeddingImpl>(*this, "ReversibleEmbedding").reverse(hidden);
+}
+Variable ReversibleEmbedding::embeddings() const {
+  return impl().weight("embeddings");
+}
+Variable ReversibleEmbedding::reverse_embeddings() const {
+  const auto& r = impl_as<ReversibleEmbeddingImpl>(*this, "ReversibleEmbedding");
+  TF_CHECK_T(FailedPreconditionError, !r.options().tie_weights, "ReversibleEmbedding",
+             "layer \"{}\" ties its weights: the reverse projection is the transposed "
+             "embeddings, no weight of its own",
+             r.name());
+  return impl().weight("reverse_embeddings");
+}
+
 }  // namespace layers
 
 namespace detail::layer_options {
@@ -309,6 +435,11 @@ std::optional<EinsumDenseConfig> einsum_dense(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const EinsumDenseImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return EinsumDenseConfig{p->equation_, p->partial_, p->options_};
+}
+std::optional<ReversibleEmbeddingConfig> reversible_embedding(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const ReversibleEmbeddingImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return ReversibleEmbeddingConfig{p->input_dim(), p->output_dim(), p->options()};
 }
 bool identity(const LayerImpl& layer) {
   return dynamic_cast<const IdentityImpl*>(&layer) != nullptr;

@@ -1,5 +1,5 @@
-// Keras 3's core layers EinsumDense and Identity. See docs/keras.md ("EinsumDense and
-// Identity").
+// Keras 3's core layers EinsumDense, Identity and ReversibleEmbedding. See docs/keras.md
+// ("EinsumDense", "ReversibleEmbedding").
 #pragma once
 
 #include <cstdint>
@@ -61,6 +61,40 @@ class Identity : public Layer {
   explicit Identity(std::string name = "");
 };
 
+struct ReversibleEmbeddingOptions {
+  // true: the reverse projection is the transposed embeddings; false: a weight of its own,
+  // "reverse_embeddings" (output_dim, input_dim), initialized as the embeddings.
+  bool tie_weights = true;
+  Initializer embeddings_initializer = {};  // Keras' "uniform": RandomUniform(-0.05, 0.05)
+  Regularizer embeddings_regularizer = {};
+  bool mask_zero = false;  // as Embedding's
+  // The dtype the reverse projection computes in (Keras' reverse_dtype; unset: the input's).
+  std::optional<DType> reverse_dtype = std::nullopt;
+  // Logits of the reverse projection become cap * tanh(logits / cap) (Gemma's soft cap).
+  std::optional<double> logit_soft_cap = std::nullopt;
+  std::vector<int64_t> input_shape = {};  // without the batch dimension; builds at construction
+  std::string name = "";
+};
+
+// Keras' ReversibleEmbedding: an Embedding (ids (...) to (..., output_dim), the table
+// "embeddings" (input_dim, output_dim)) that can also map hidden states back to logits over the
+// vocabulary, as language models tie their input and output embeddings: reverse(h) for h
+// (..., output_dim) is h embeddings^T (..., input_dim), or h reverse_embeddings without
+// tie_weights, then the soft cap if set. Keras calls that layer(h, reverse=True); in a
+// functional model tapeflow's layer is the forward lookup (the reverse call is for subclassed
+// models and plain code). Gradients flow to the table from both directions.
+//   ReversibleEmbedding emb(32000, 512);
+//   Tensor h = emb(ids);  ...  Tensor logits = emb.reverse(h);
+class ReversibleEmbedding : public Layer {
+ public:
+  ReversibleEmbedding(int64_t input_dim, int64_t output_dim,
+                      ReversibleEmbeddingOptions options = {});
+  Tensor reverse(const Tensor& hidden) const;
+  Variable embeddings() const;
+  // FailedPreconditionError with tie_weights.
+  Variable reverse_embeddings() const;
+};
+
 }  // namespace tapeflow::keras::layers
 
 namespace tapeflow::keras::detail::layer_options {
@@ -74,4 +108,10 @@ struct EinsumDenseConfig {
 std::optional<EinsumDenseConfig> einsum_dense(const LayerImpl& layer);
 // Whether `layer` is the built-in Identity.
 bool identity(const LayerImpl& layer);
+// What ReversibleEmbedding was made with; nullopt for another class.
+struct ReversibleEmbeddingConfig {
+  int64_t input_dim = 0, output_dim = 0;
+  layers::ReversibleEmbeddingOptions options;
+};
+std::optional<ReversibleEmbeddingConfig> reversible_embedding(const LayerImpl& layer);
 }  // namespace tapeflow::keras::detail::layer_options

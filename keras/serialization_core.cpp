@@ -1,5 +1,6 @@
-// Keras configs of EinsumDense and Identity (keras/layers_core.h): the writer gives Keras
-// 3.15's get_config keys minus the base ones, in Keras' order; the reader is strict.
+// Keras configs of EinsumDense, Identity and ReversibleEmbedding (keras/layers_core.h): the
+// writer gives Keras 3.15's get_config keys minus the base ones, in Keras' order; the reader is
+// strict.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -94,11 +95,61 @@ Config identity_get(const Layer& layer) {
   return Config::object();
 }
 
+Layer reversible_embedding_from(const Config& config) {
+  Reader r("ReversibleEmbedding", config);
+  Base b = read_base(r);
+  const int64_t input_dim = r.integer("input_dim");
+  const int64_t output_dim = r.integer("output_dim");
+  layers::ReversibleEmbeddingOptions o;
+  o.embeddings_initializer = r.initializer("embeddings_initializer");
+  o.embeddings_regularizer = r.regularizer("embeddings_regularizer");
+  r.expect_null("activity_regularizer");
+  r.expect_null("embeddings_constraint");
+  o.mask_zero = r.boolean("mask_zero", false);
+  r.expect_null("quantization_config");
+  o.tie_weights = r.boolean("tie_weights", true);
+  if (const Config* d = r.find("reverse_dtype"); d != nullptr && !d->is_null()) {
+    const std::string name = d->is_string() ? d->get<std::string>() : std::string();
+    for (DType t : {float16, bfloat16, float32, float64})
+      if (dtype_name(t) == name) o.reverse_dtype = t;
+    if (!o.reverse_dtype)
+      r.fail("reverse_dtype", "must be a floating dtype name or null, got " + r.got(*d));
+  }
+  o.logit_soft_cap = r.optional_number("logit_soft_cap");
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::ReversibleEmbedding(input_dim, output_dim, o);
+  apply_base(l, b);
+  return l;
+}
+
+Config reversible_embedding_get(const Layer& layer) {
+  const lo::ReversibleEmbeddingConfig c = need(lo::reversible_embedding(layer.impl()), layer);
+  const layers::ReversibleEmbeddingOptions& o = c.options;
+  return Config{
+      {"input_dim", c.input_dim},
+      {"output_dim", c.output_dim},
+      {"embeddings_initializer",
+       initializer_json(layer, "embeddings_initializer", o.embeddings_initializer,
+                        initializers::RandomUniform(-0.05, 0.05))},
+      {"embeddings_regularizer",
+       regularizer_json(layer, "embeddings_regularizer", o.embeddings_regularizer)},
+      {"activity_regularizer", nullptr},
+      {"embeddings_constraint", nullptr},
+      {"mask_zero", o.mask_zero},
+      {"quantization_config", nullptr},
+      {"tie_weights", o.tie_weights},
+      {"reverse_dtype",
+       o.reverse_dtype ? Config(std::string(dtype_name(*o.reverse_dtype))) : Config(nullptr)},
+      {"logit_soft_cap", o.logit_soft_cap ? Config(*o.logit_soft_cap) : Config(nullptr)}};
+}
+
 }  // namespace
 
 void add_core_layers(Registry& m) {
   add_builtin(m, "EinsumDense", einsum_dense_get, einsum_dense_from);
   add_builtin(m, "Identity", identity_get, identity_from);
+  add_builtin(m, "ReversibleEmbedding", reversible_embedding_get, reversible_embedding_from);
 }
 
 }  // namespace tapeflow::keras::saving::internal

@@ -21,6 +21,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -381,4 +382,137 @@ TEST_CASE("EinsumDense and MultiHeadAttention serve every batch size from one tr
     check_close(got[1], mha(x), 1e-5, 1e-6);
   }
   CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("ReversibleEmbedding: lookups and reverse projections equal Keras 3.15's",
+          "[keras][layers]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // keras.layers.ReversibleEmbedding(10, 4, tie_weights=False, logit_soft_cap=30.0,
+    //   reverse_dtype="float32", mask_zero=True) with weight i, element j = 0.5 sin(0.37 j +
+    //   1.3 i); h = 0.3 cos(0.11 j) as (2, 4): layer(h, reverse=True) and layer([[1, 0, 9]]).
+    L::ReversibleEmbedding re(10, 4,
+                              {.tie_weights = false,
+                               .mask_zero = true,
+                               .reverse_dtype = tf::float32,
+                               .logit_soft_cap = 30.0,
+                               .name = "re"});
+    re.build({tf::None, 3});
+    REQUIRE(re.get_weights().size() == 2);
+    CHECK(re.reverse_embeddings().shape() == tf::TensorShape({4, 10}));
+    std::vector<tf::Tensor> ws;
+    for (int i = 0; i < 2; ++i) {
+      const tf::TensorShape s = re.get_weights()[static_cast<size_t>(i)].shape();
+      std::vector<double> v(static_cast<size_t>(s.num_elements()));
+      for (size_t j = 0; j < v.size(); ++j) v[j] = 0.5 * std::sin(0.37 * double(j) + 1.3 * i);
+      ws.push_back(tf::cast(tf::constant(v, s), tf::float32));
+    }
+    re.set_weights(ws);
+    std::vector<double> h(8);
+    for (size_t j = 0; j < h.size(); ++j) h[j] = 0.3 * std::cos(0.11 * double(j));
+    const tf::Tensor logits = re.reverse(tf::cast(tf::constant(h, {2, 4}), tf::float32));
+    CHECK(logits.shape() == tf::TensorShape({2, 10}));
+    tf::testing::check_values(
+        logits,
+        {0.07511249929666519,   0.11080974340438843,   0.13150936365127563,  0.13440994918346405,
+         0.11911901086568832,   0.08770588785409927,   0.044421982020139694, -0.00487440824508667,
+         -0.053511060774326324, -0.09490503370761871,  0.06886874884366989,  0.09677627682685852,
+         0.1115855798125267,    0.11129239201545715,   0.09593643993139267,  0.06759589910507202,
+         0.03010645881295204,   -0.011457844637334347, -0.05147133022546768, -0.08451831340789795},
+        1e-5, 1e-7);
+    const tf::Tensor ids = tf::constant(std::vector<int32_t>{1, 0, 9}, {1, 3});
+    const tf::Tensor rows = re(ids);
+    tf::testing::check_values(tf::slice(tf::reshape(rows, {12}), {0}, {6}),
+                              {0.49794042110443115, 0.4806376099586487, 0.3982827365398407,
+                               0.2620221674442291, 0.0, 0.1808077096939087},
+                              1e-6, 1e-7);
+    // mask_zero: the mask marks the padding id.
+    const auto [out, mask] = re.call_with_mask(ids, tf::Tensor());
+    tf::testing::check_values(mask, {1, 0, 1}, 0, 0);
+    (void)out;
+  }
+}
+
+TEST_CASE("ReversibleEmbedding: tied weights, gradients from both directions, tracing",
+          "[keras][layers]") {
+  L::ReversibleEmbedding emb(7, 3, {.name = "tied"});
+  const tf::Tensor ids = tf::constant(std::vector<int32_t>{2, 5, 2, 0}, {2, 2});
+  const tf::Tensor h = emb(ids);
+  const tf::Tensor logits = emb.reverse(h);
+  CHECK(logits.shape() == tf::TensorShape({2, 2, 7}));
+  // Tied: logits = h E^T.
+  const tf::Tensor e = emb.embeddings().value();
+  check_close(logits, tf::linalg::tensordot(h, tf::transpose(e), 1), 1e-6, 1e-7);
+  // d/dE sum(w * (E[ids] E^T)): the lookup's rows and the projection both contribute; the
+  // same expression written with plain ops gives the same gradient.
+  const tf::Tensor w = values({2, 2, 7}, 3);
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::reduce_sum(emb.reverse(emb(ids)) * w);
+  const tf::Tensor g = tape.gradient(loss, emb.embeddings());
+  tf::GradientTape plain;
+  const tf::Tensor ev = emb.embeddings().value();
+  plain.watch(ev);
+  const tf::Tensor ref =
+      tf::reduce_sum(tf::linalg::tensordot(tf::gather(ev, ids, 0), tf::transpose(ev), 1) * w);
+  check_close(g, plain.gradient(ref, ev), 1e-6, 1e-7);
+  // A language-model step traced: one graph, the same loss as eagerly.
+  auto step = tf::function(
+      [&](const tf::Tensor& x) { return tf::reduce_mean(tf::square(emb.reverse(emb(x)))); });
+  check_close(step(ids), tf::reduce_mean(tf::square(emb.reverse(emb(ids)))), 1e-6, 1e-7);
+  // Errors.
+  tf::testing::require_error(
+      [&] {
+        emb.reverse(values({2, 4}, 1));
+      },
+      {"tied", "ReversibleEmbedding", "(..., 3)", "(2, 4)"});
+  TF_REQUIRE_THROWS_CONTAINING(emb.reverse_embeddings(), tf::FailedPreconditionError,
+                               "ties its weights");
+  tf::testing::require_error([] { L::ReversibleEmbedding(7, 3, {.logit_soft_cap = 0.0}); },
+                             {"ReversibleEmbedding", "logit_soft_cap"});
+}
+
+TEST_CASE("ReversibleEmbedding: Keras configs, models and saving", "[keras][serialization]") {
+  // keras.layers.ReversibleEmbedding(10, 4, tie_weights=False, logit_soft_cap=30.0,
+  //   reverse_dtype="float32", mask_zero=True, name="re"), built on (None, 3).
+  const std::string keras = R"({"module": "keras.layers", "class_name": "ReversibleEmbedding",
+"config": {"name": "re", "trainable": true, "dtype": {"module": "keras", "class_name":
+"DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "input_dim": 10,
+"output_dim": 4, "embeddings_initializer": {"module": "keras.initializers", "class_name":
+"RandomUniform", "config": {"seed": null, "minval": -0.05, "maxval": 0.05}, "registered_name":
+null}, "embeddings_regularizer": null, "activity_regularizer": null, "embeddings_constraint":
+null, "mask_zero": true, "quantization_config": null, "tie_weights": false, "reverse_dtype":
+"float32", "logit_soft_cap": 30.0}, "registered_name": null, "build_config": {"input_shape":
+[null, 3]}})";
+  L::ReversibleEmbedding re(10, 4,
+                            {.tie_weights = false,
+                             .mask_zero = true,
+                             .reverse_dtype = tf::float32,
+                             .logit_soft_cap = 30.0,
+                             .name = "re"});
+  re.build({tf::None, 3});
+  CHECK(K::saving::serialize(re) == Config::parse(keras));
+  K::Layer back = K::saving::deserialize(Config::parse(keras));
+  back.build({tf::None, 3});
+  CHECK(K::saving::serialize(back) == Config::parse(keras));
+  // ReversibleEmbedding(10, 4, name="re2").get_config()["tie_weights"] and the two nulls.
+  const Config tied = K::saving::serialize(L::ReversibleEmbedding(10, 4, {.name = "re2"}));
+  CHECK(tied["config"]["tie_weights"] == true);
+  CHECK(tied["config"]["reverse_dtype"].is_null());
+  CHECK(tied["config"]["logit_soft_cap"].is_null());
+
+  auto in = K::Input({3}, tf::int32, "ids");
+  auto o = L::ReversibleEmbedding(10, 4, {.tie_weights = false, .name = "re"})(in);
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{o}, "lookup");
+  const tf::Tensor ids = tf::constant(std::vector<int32_t>{1, 0, 9, 3, 3, 4}, {2, 3});
+  tf::testing::TempDir dir;
+  model.save(dir / "re.tfmodel");
+  K::Model loaded = K::models::load_model(dir / "re.tfmodel");
+  check_close(loaded(ids), model(ids), 0.0, 0.0);
+  CHECK(K::models::to_json(loaded) == K::models::to_json(model));
+
+  Config bad = Config::parse(keras);
+  bad["config"]["reverse_dtype"] = "int8";
+  tf::testing::require_error([&] { K::saving::deserialize(bad); },
+                             {"ReversibleEmbedding config key \"reverse_dtype\"", "int8"});
 }
