@@ -1,7 +1,8 @@
-// Keras 3's audio preprocessing layer MelSpectrogram, on tf::signal (ops/signal.h). See
-// docs/keras.md ("MelSpectrogram").
+// Keras 3's audio preprocessing layers MelSpectrogram (on tf::signal, ops/signal.h) and
+// STFTSpectrogram. See docs/keras.md ("MelSpectrogram", "STFTSpectrogram").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -46,10 +47,45 @@ class MelSpectrogram : public Layer {
   const MelSpectrogramOptions& options() const;
 };
 
+struct STFTSpectrogramOptions {
+  // "log" (log |X|), "magnitude" (|X|), "psd" (|X|^2, the bins between 0 and Nyquist doubled),
+  // "real", "imag", "angle" or "stft" (real and imaginary parts concatenated along the
+  // frequencies).
+  std::string mode = "log";
+  int64_t frame_length = 256;
+  int64_t frame_step = 0;  // 0 (Keras' None): frame_length / 2
+  int64_t fft_length = 0;  // 0 (Keras' None): the smallest power of two >= frame_length
+  // SciPy's window names Keras takes: "hann", "hamming", "blackman", "bartlett", "boxcar"; ""
+  // for none. Symmetric unless periodic (SciPy's fftbins).
+  std::string window = "hann";
+  bool periodic = false;
+  std::string scaling = "density";  // "density", "spectrum" or "" (Keras' None)
+  std::string padding = "valid";    // "valid" or "same" (of the framing convolution)
+  bool expand_dims = false;         // channels as an axis of their own
+  std::string data_format = "channels_last";
+  std::string name = "";
+};
+
+// Keras' STFTSpectrogram: spectrograms of (batch, time, channels) signals (channels_first:
+// (batch, channels, time)) by a strided convolution with the DFT's cosine and sine rows times
+// the window (divided by sqrt(sum(window^2)) with "density", by sum(window) with "spectrum"),
+// Keras' weights real_kernel and imag_kernel (frame_length, 1, fft_length / 2 + 1), trainable
+// as in Keras. Output (batch, frames, channels * bins) (bins doubled for "stft"); with
+// expand_dims (batch, frames, bins, channels) (channels_first: (batch, channels * bins, frames)
+// and (batch, channels, frames, bins)). Magnitudes are floored at 1e-7 (Keras' epsilon) before
+// the log.
+class STFTSpectrogram : public Layer {
+ public:
+  explicit STFTSpectrogram(STFTSpectrogramOptions options = {});
+  const STFTSpectrogramOptions& options() const;
+};
+
 }  // namespace tapeflow::keras::layers
 
 namespace tapeflow::keras::detail::layer_options {
 // What MelSpectrogram was made with (keras/serialization_audio.cpp writes it); nullopt for
 // another class.
 std::optional<layers::MelSpectrogramOptions> mel_spectrogram(const LayerImpl& layer);
+// What STFTSpectrogram was made with (frame_step and fft_length as given: 0 for Keras' None).
+std::optional<layers::STFTSpectrogramOptions> stft_spectrogram(const LayerImpl& layer);
 }  // namespace tapeflow::keras::detail::layer_options

@@ -1,6 +1,7 @@
-// Keras config of MelSpectrogram (keras/layers_audio.h): Keras 3.15's get_config keys minus the
-// base ones, in Keras' order (sequence_length and max_freq resolved, as Keras writes them:
-// fft_length and sampling_rate / 2 rounded down when not given); the reader is strict.
+// Keras configs of MelSpectrogram and STFTSpectrogram (keras/layers_audio.h): Keras 3.15's
+// get_config keys minus the base ones, in Keras' order (MelSpectrogram's sequence_length and
+// max_freq resolved, as Keras writes them: fft_length and sampling_rate / 2 rounded down when
+// not given); the readers are strict.
 #include <cmath>
 #include <string>
 
@@ -73,9 +74,61 @@ Config mel_spectrogram_get(const Layer& layer) {
                 {"ref_power", o.ref_power}};
 }
 
+Config optional_string(const std::string& v) {
+  return v.empty() ? Config(nullptr) : Config(v);
+}
+Config optional_positive(int64_t v) {
+  return v == 0 ? Config(nullptr) : Config(v);
+}
+
+Layer stft_spectrogram_from(const Config& config) {
+  Reader r("STFTSpectrogram", config);
+  Base b = read_base(r);
+  layers::STFTSpectrogramOptions o;
+  o.mode = r.string("mode", o.mode);
+  o.frame_length = r.integer("frame_length", o.frame_length);
+  o.frame_step = r.optional_integer("frame_step").value_or(0);
+  o.fft_length = r.optional_integer("fft_length").value_or(0);
+  auto string_or_null = [&](const char* key, const std::string& fallback) {
+    const Config* v = r.find(key);
+    if (v == nullptr) return fallback;
+    if (v->is_null()) return std::string();
+    if (!v->is_string())
+      r.fail(key, "must be a string or null (tapeflow reads no window arrays), got " + r.got(*v));
+    return v->get<std::string>();
+  };
+  o.window = string_or_null("window", o.window);
+  o.periodic = r.boolean("periodic", o.periodic);
+  o.scaling = string_or_null("scaling", o.scaling);
+  o.padding = r.string("padding", o.padding);
+  o.data_format = string_or_null("data_format", "channels_last");
+  if (o.data_format.empty()) o.data_format = "channels_last";
+  o.expand_dims = r.boolean("expand_dims", o.expand_dims);
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::STFTSpectrogram(o);
+  apply_base(l, b);
+  return l;
+}
+
+Config stft_spectrogram_get(const Layer& layer) {
+  const layers::STFTSpectrogramOptions o = need(lo::stft_spectrogram(layer.impl()), layer);
+  return Config{{"mode", o.mode},
+                {"frame_length", o.frame_length},
+                {"frame_step", optional_positive(o.frame_step)},
+                {"fft_length", optional_positive(o.fft_length)},
+                {"window", optional_string(o.window)},
+                {"periodic", o.periodic},
+                {"scaling", optional_string(o.scaling)},
+                {"padding", o.padding},
+                {"data_format", o.data_format},
+                {"expand_dims", o.expand_dims}};
+}
+
 }  // namespace
 
 void add_audio_layers(Registry& m) {
+  add_builtin(m, "STFTSpectrogram", stft_spectrogram_get, stft_spectrogram_from);
   add_builtin(m, "MelSpectrogram", mel_spectrogram_get, mel_spectrogram_from);
 }
 

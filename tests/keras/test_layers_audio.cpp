@@ -15,6 +15,7 @@
 #include "keras/optimizers.h"
 #include "keras/serialization.h"
 #include "keras/serialization_json.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -248,4 +249,174 @@ TEST_CASE("MelSpectrogram: bad options and inputs are errors naming the layer", 
   L::MelSpectrogram mel({.fft_length = 64, .sequence_stride = 16, .name = "mel"});
   require_error([&] { mel(tf::zeros({2, 32})); }, {"mel", "more than 32 samples", "(2, 32)"});
   require_error([&] { mel(tf::zeros({2, 3, 100})); }, {"mel", "MelSpectrogram", "(2, 3, 100)"});
+}
+
+namespace {
+
+// The (2, 60, 2) signals of the STFTSpectrogram references:
+//   t = np.arange(60)
+//   x = np.stack([np.sin(0.3 t) + 0.2 np.cos(1.7 t), np.cos(0.05 t t / 10)], -1)[None]
+//       .repeat(2, 0).astype("float32"); x[1] *= 0.5
+tf::Tensor two_channels() {
+  std::vector<float> v;
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 60; ++i) {
+      const double t = i;
+      const float scale = b == 0 ? 1.0f : 0.5f;
+      v.push_back(static_cast<float>(std::sin(0.3 * t) + 0.2 * std::cos(1.7 * t)) * scale);
+      v.push_back(static_cast<float>(std::cos(0.05 * t * t / 10)) * scale);
+    }
+  return tf::constant(v, {2, 60, 2});
+}
+
+struct StftCase {
+  L::STFTSpectrogramOptions options;
+  tf::TensorShape shape;
+  std::vector<double> picks;  // at flat indices 0, 3, 7, 11, 20, 33, 50, 77 (mod the size)
+  double sum;
+};
+
+}  // namespace
+
+TEST_CASE("STFTSpectrogram equals Keras 3.15's for every mode and window", "[keras][layers]") {
+  // keras.layers.STFTSpectrogram(**options)(x), Keras 3.15.1 (TF backend, SciPy's windows).
+  const std::vector<StftCase> cases = {
+      {{.mode = "log", .frame_length = 16, .frame_step = 4, .fft_length = 16},
+       {2, 12, 18},
+       {0.5575746297836304, -2.3707022666931152, -5.175666809082031, -2.007420778274536,
+        -0.4618985950946808, -5.911744117736816, -5.108767986297607, -1.4151182174682617},
+       -1384.724853515625},
+      {{.mode = "magnitude",
+        .frame_length = 12,
+        .frame_step = 5,
+        .fft_length = 16,
+        .window = "hamming",
+        .periodic = true,
+        .scaling = "spectrum",
+        .padding = "same"},
+       {2, 12, 18},
+       {0.6344727873802185, 0.09172796458005905, 0.0071134720928967, 0.1814141869544983,
+        0.24778762459754944, 0.00996564980596304, 0.006370236165821552, 0.08332975953817368},
+       51.76335144042969},
+      {{.mode = "psd",
+        .frame_length = 10,
+        .frame_step = 3,
+        .window = "blackman",
+        .scaling = "",
+        .expand_dims = true},
+       {2, 17, 9, 2},
+       {11.310429573059082, 20.426916122436523, 1.2036709785461426, 0.00011148377961944789,
+        11.87165355682373, 5.455875680127065e-07, 0.024551451206207275, 0.9364157915115356},
+       982.2028198242188},
+      {{.mode = "stft", .frame_length = 8, .frame_step = 8, .window = ""},
+       {2, 7, 20},
+       {5.534385681152344, -0.5906611680984497, 0.7325018644332886, -0.011693514883518219,
+        -1.792606234550476, 0.2935642898082733, -2.507720947265625, 0.7022940516471863},
+       20.030681610107422},
+  };
+  const tf::Tensor x = two_channels();
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const StftCase& c : cases) {
+      INFO("mode " << c.options.mode << ", window " << c.options.window);
+      L::STFTSpectrogram layer(c.options);
+      const tf::Tensor y = layer(x);
+      CHECK(y.shape() == c.shape);
+      CHECK(layer.impl().compute_output_shape({tf::None, 60, 2}) == tf::TensorShape([&] {
+              auto d = c.shape.dims();
+              d[0] = tf::None;
+              return d;
+            }()));
+      const auto v = y.numpy<float>();
+      const std::vector<int> at = {0, 3, 7, 11, 20, 33, 50, 77};
+      for (size_t i = 0; i < at.size(); ++i) {
+        const double want = c.picks[i];
+        const double got = v[static_cast<size_t>(at[i]) % v.size()];
+        INFO("flat index " << at[i]);
+        // Keras computes its kernels' cosines in float32 (args up to 2 pi 15 * 8 / 16);
+        // tapeflow's in float64: the last digits differ, and a log of a tiny value more.
+        CHECK(std::abs(got - want) <= 2e-5 + 2e-4 * std::abs(want));
+      }
+      CHECK(tf::reduce_sum(y).item<float>() == Approx(c.sum).epsilon(1e-4));
+    }
+    // angle = atan2(imag, real) of the same kernels; channels_first = channels_last transposed
+    // (Keras' channels_first does not run on TF's CPU).
+    L::STFTSpectrogramOptions o{.mode = "angle",
+                                .frame_length = 9,
+                                .frame_step = 4,
+                                .fft_length = 12,
+                                .window = "bartlett"};
+    const tf::Tensor angle = L::STFTSpectrogram(o)(x);
+    CHECK(angle.shape() == tf::TensorShape{2, 13, 14});
+    o.mode = "real";
+    const tf::Tensor re = L::STFTSpectrogram(o)(x);
+    o.mode = "imag";
+    const tf::Tensor im = L::STFTSpectrogram(o)(x);
+    check_close(angle, tf::atan2(im, re), 1e-6, 1e-6);
+    o.data_format = "channels_first";
+    const tf::Tensor first = L::STFTSpectrogram(o)(tf::transpose(x, {0, 2, 1}));
+    CHECK(first.shape() == tf::TensorShape{2, 14, 13});
+    check_close(first, tf::transpose(im, {0, 2, 1}), 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("STFTSpectrogram: Keras configs, trainable kernels, saving, errors",
+          "[keras][serialization]") {
+  // STFTSpectrogram(mode="magnitude", frame_length=12, frame_step=5, fft_length=16,
+  //   window="hamming", periodic=True, scaling="spectrum", padding="same", name="st"),
+  //   built on (None, 60, 2): serialize_keras_object.
+  const std::string keras = R"({"module": "keras.layers", "class_name": "STFTSpectrogram",
+"config": {"name": "st", "trainable": true, "dtype": {"module": "keras", "class_name":
+"DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "mode": "magnitude",
+"frame_length": 12, "frame_step": 5, "fft_length": 16, "window": "hamming", "periodic": true,
+"scaling": "spectrum", "padding": "same", "data_format": "channels_last", "expand_dims": false},
+"registered_name": null, "build_config": {"input_shape": [null, 60, 2]}})";
+  L::STFTSpectrogram st({.mode = "magnitude",
+                         .frame_length = 12,
+                         .frame_step = 5,
+                         .fft_length = 16,
+                         .window = "hamming",
+                         .periodic = true,
+                         .scaling = "spectrum",
+                         .padding = "same",
+                         .name = "st"});
+  st.build({tf::None, 60, 2});
+  CHECK(K::saving::serialize(st) == Config::parse(keras));
+  // Keras' real_kernel and imag_kernel, trainable as in Keras.
+  CHECK(st.trainable_variables().size() == 2);
+  CHECK(st.get_weights()[0].shape() == tf::TensorShape{12, 1, 9});
+  K::Layer back = K::saving::deserialize(Config::parse(keras));
+  check_close(back(two_channels()), st(two_channels()), 0, 0);
+  // Keras' defaults: frame_step and fft_length null.
+  const Config d = K::saving::serialize(L::STFTSpectrogram({.name = "d"}))["config"];
+  CHECK(d["frame_step"].is_null());
+  CHECK(d["fft_length"].is_null());
+  CHECK(d["scaling"] == "density");
+
+  auto in = K::Input({60, 2}, std::nullopt, "audio");
+  auto h = L::STFTSpectrogram({.frame_length = 16, .frame_step = 4, .name = "spec"})(in);
+  CHECK(h.shape() == tf::TensorShape{tf::None, 12, 18});
+  auto o = L::Dense(2, {.name = "head"})(L::Flatten()(h));
+  K::Model model(std::vector<K::KerasTensor>{in}, std::vector<K::KerasTensor>{o}, "spec_model");
+  tf::testing::TempDir dir;
+  model.save(dir / "spec.tfmodel");
+  K::Model loaded = K::models::load_model(dir / "spec.tfmodel");
+  check_close(loaded(two_channels()), model(two_channels()), 0, 0);
+
+  require_error([] { L::STFTSpectrogram({.mode = "power"}); }, {"mode", "power"});
+  require_error([] { L::STFTSpectrogram({.frame_length = 8, .frame_step = 9}); },
+                {"frame_step", "9"});
+  require_error([] { L::STFTSpectrogram({.frame_length = 8, .fft_length = 4}); },
+                {"fft_length", "4"});
+  require_error([] { L::STFTSpectrogram({.window = "kaiser"}); }, {"kaiser"});
+  require_error(
+      [] {
+        L::STFTSpectrogram({.frame_length = 4})(tf::zeros({2, 10}));
+      },
+      {"STFTSpectrogram", "ndim=3"});
+  Config bad = Config::parse(keras);
+  bad["config"]["window"] = Config::array({1.0, 2.0});
+  require_error([&] { K::saving::deserialize(bad); },
+                {"STFTSpectrogram config key \"window\"", "no window arrays"});
 }
