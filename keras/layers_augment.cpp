@@ -134,6 +134,80 @@ Range base_factor(const char* cls, const char* arg, const Factor& f, double lo, 
   return {f.lower, f.upper};
 }
 
+// ---- RandomColorJitter ----
+class RandomColorJitterImpl final : public AugmentImpl {
+ public:
+  explicit RandomColorJitterImpl(layers::RandomColorJitterOptions o)
+      : AugmentImpl("RandomColorJitter", "random_color_jitter", o.name),
+        o_(std::move(o)),
+        vr_(value_range("RandomColorJitter", o_.value_range)) {
+    if (o_.brightness_factor)
+      parts_.push_back(layers::RandomBrightness(*o_.brightness_factor, vr_, o_.seed));
+    if (o_.contrast_factor)
+      parts_.push_back(layers::RandomContrast(*o_.contrast_factor, vr_, o_.seed));
+    if (o_.saturation_factor)
+      parts_.push_back(layers::RandomSaturation(*o_.saturation_factor, vr_, o_.seed));
+    if (o_.hue_factor) parts_.push_back(layers::RandomHue(*o_.hue_factor, vr_, o_.seed));
+  }
+
+ protected:
+  bool needs_known_hw() const override { return false; }
+  Tensor apply(const Tensor& x4) override {
+    Tensor y = x4;
+    for (const Layer& l : parts_) y = l(y, true);
+    return y.dtype() == float32 ? y : cast(y, float32);
+  }
+
+ private:
+  layers::RandomColorJitterOptions o_;
+  Range vr_;
+  std::vector<Layer> parts_;
+
+ public:
+  void keras_config(Json& c) const override {
+    auto factor = [](const std::optional<Factor>& f) -> Json {
+      if (!f) return nullptr;
+      if (f->single) return f->lower;
+      return Json::array({f->lower, f->upper});
+    };
+    c["value_range"] = range_json(vr_);
+    c["brightness_factor"] = factor(o_.brightness_factor);
+    c["contrast_factor"] = factor(o_.contrast_factor);
+    c["saturation_factor"] = factor(o_.saturation_factor);
+    c["hue_factor"] = factor(o_.hue_factor);
+    c["seed"] = seed_json(o_.seed);
+  }
+};
+
+// ---- Pipeline ----
+class PipelineImpl final : public LayerImpl {
+ public:
+  PipelineImpl(std::vector<Layer> layers, std::string name)
+      : LayerImpl("Pipeline", "pipeline", std::move(name)), layers_(std::move(layers)) {
+    for (size_t i = 0; i < layers_.size(); ++i)
+      TF_CHECK_ARG(layers_[i].defined(), "Pipeline", "layer {} of the pipeline is an empty handle",
+                   i);
+  }
+  std::vector<Layer> sublayers() const override { return layers_; }
+  TensorShape compute_output_shape(const TensorShape& s) const override {
+    TensorShape shape = s;
+    for (const Layer& l : layers_) shape = l.impl().compute_output_shape(shape);
+    return shape;
+  }
+
+ protected:
+  bool casts_all_inputs() const override { return false; }
+  bool autocast() const override { return false; }
+  Tensor call(const Tensor& x, bool training) override {
+    Tensor y = x;
+    for (const Layer& l : layers_) y = l(y, training);
+    return y;
+  }
+
+ private:
+  std::vector<Layer> layers_;
+};
+
 // ---- Solarization ----
 class SolarizationImpl final : public AugmentImpl {
  public:
@@ -770,6 +844,13 @@ Solarization::Solarization(Factor addition_factor, Factor threshold_factor,
                            std::string name)
     : Layer(std::make_shared<SolarizationImpl>(addition_factor, threshold_factor, value_range, seed,
                                                std::move(name))) {}
+RandomColorJitter::RandomColorJitter(RandomColorJitterOptions options)
+    : Layer(std::make_shared<RandomColorJitterImpl>(std::move(options))) {}
+Pipeline::Pipeline(std::vector<Layer> layers, std::string name)
+    : Layer(std::make_shared<PipelineImpl>(std::move(layers), std::move(name))) {}
+std::vector<Layer> Pipeline::layers() const {
+  return impl().sublayers();
+}
 RandomInvert::RandomInvert(Factor factor, std::pair<double, double> value_range,
                            std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandomInvertImpl>(factor, value_range, seed, std::move(name))) {}

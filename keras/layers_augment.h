@@ -1,6 +1,7 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
-// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix) on NHWC images (rank 4, or
+// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomColorJitter) and
+// Pipeline, on NHWC images (rank 4, or
 // a single rank-3 image) with Keras 3.15's options and semantics, composed of existing ops (so
 // every device and traced functions with a None batch work). See docs/keras.md.
 //
@@ -153,6 +154,32 @@ class CutMix : public Layer {
                   std::string name = "");
   std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
                                              bool training = false) const;
+};
+
+// Keras 3.15's RandomColorJitter: RandomBrightness, RandomContrast, RandomSaturation and
+// RandomHue (keras/layers_preprocessing.h), each with its factor, the value_range and the seed,
+// applied in that order in training; an unset factor skips its layer. Identity in inference.
+struct RandomColorJitterOptions {
+  std::pair<double, double> value_range = {0.0, 255.0};
+  std::optional<Factor> brightness_factor = std::nullopt;
+  std::optional<Factor> contrast_factor = std::nullopt;
+  std::optional<Factor> saturation_factor = std::nullopt;
+  std::optional<Factor> hue_factor = std::nullopt;
+  std::optional<int64_t> seed = std::nullopt;
+  std::string name = "";
+};
+class RandomColorJitter : public Layer {
+ public:
+  explicit RandomColorJitter(RandomColorJitterOptions options = {});
+};
+
+// Keras 3.15's Pipeline: applies its layers in order (each with the call's training flag), as a
+// preprocessing chain that is one layer, not a model. Its weights are its layers'. Unlike
+// Sequential it casts nothing itself: integer ids reach a lookup layer as they are.
+class Pipeline : public Layer {
+ public:
+  explicit Pipeline(std::vector<Layer> layers, std::string name = "");
+  std::vector<Layer> layers() const;
 };
 
 }  // namespace tapeflow::keras::layers

@@ -1,8 +1,9 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
-// RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix): the
-// writer gives Keras 3.15's get_config keys (the layers keep their resolved factor ranges, as
-// Keras writes them: RandomInvert(0.7) is [0, 0.7]); the readers are strict.
+// RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
+// RandomColorJitter) and of Pipeline: the writer gives Keras 3.15's get_config keys (the layers
+// keep their resolved factor ranges, as Keras writes them: RandomInvert(0.7) is [0, 0.7]); the
+// readers are strict.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -111,6 +112,50 @@ Layer augment_from(const Config& config) {
   });
 }
 
+// RandomColorJitter: each factor a number, a [lower, upper] pair or null (its layer skipped).
+Layer color_jitter_from(const Config& config) {
+  Reader r("RandomColorJitter", config);
+  Base b = read_base(r);
+  read_data_format(r);
+  return make_checked(r, b, [&]() -> Layer {
+    layers::RandomColorJitterOptions o;
+    o.value_range = value_range_of(r);
+    auto optional_factor = [&](const char* key) -> std::optional<Factor> {
+      const Config* v = r.find(key);
+      if (v == nullptr || v->is_null()) return std::nullopt;
+      return factor_of(r, key);
+    };
+    o.brightness_factor = optional_factor("brightness_factor");
+    o.contrast_factor = optional_factor("contrast_factor");
+    o.saturation_factor = optional_factor("saturation_factor");
+    o.hue_factor = optional_factor("hue_factor");
+    o.seed = r.optional_integer("seed");
+    o.name = b.name;
+    return layers::RandomColorJitter(o);
+  });
+}
+
+// Pipeline: Keras writes its layers and name alone (no trainable or dtype keys).
+Config pipeline_get(const Layer& layer) {
+  TF_CHECK_T(UnimplementedError, layer.class_name() == "Pipeline", "get_config",
+             "{} is not tapeflow's built-in Pipeline layer, so it has no config writer",
+             who(layer));
+  Config list = Config::array();
+  for (const Layer& l : layer.impl().sublayers()) list.push_back(serialize(l));
+  return Config{{"layers", list}, {"name", layer.name()}};
+}
+
+Layer pipeline_from(const Config& config) {
+  Reader r("Pipeline", config);
+  const Config& list = r.require("layers");
+  if (!list.is_array()) r.fail("layers", "must be a list of layer objects, got " + r.got(list));
+  std::vector<Layer> parts;
+  for (const Config& item : list) parts.push_back(deserialize(item));
+  const std::string name = r.string("name", "");
+  r.finish();
+  return layers::Pipeline(std::move(parts), name);
+}
+
 constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert",
                kRandomPosterization[] = "RandomPosterization", kAutoContrast[] = "AutoContrast",
                kRandomSharpness[] = "RandomSharpness", kRandomErasing[] = "RandomErasing",
@@ -134,6 +179,8 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kRandomShear, augment_get, augment_from<kRandomShear>);
   add_builtin(m, kMixUp, augment_get, augment_from<kMixUp>);
   add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
+  add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
+  add_builtin(m, "Pipeline", pipeline_get, pipeline_from);
 }
 
 }  // namespace tapeflow::keras::saving::internal

@@ -9,8 +9,13 @@
 #include "core/error.h"
 #include "keras/layers.h"
 #include "keras/layers_augment.h"
+#include "keras/layers_more.h"
+#include "keras/layers_preprocessing.h"
 #include "keras/serialization_json.h"
+#include "ops/binary.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -149,4 +154,60 @@ TEST_CASE("serialization augment: bad augmentation configs name the class and th
                              {"Equalization config key \"data_format\""});
   tf::testing::require_error([&] { from("RandomErasing", R"({"fill_value": "noise"})"); },
                              {"RandomErasing config key \"fill_value\" must be a list of numbers"});
+}
+
+TEST_CASE("RandomColorJitter and Pipeline: Keras configs and behaviour", "[keras][serialization]") {
+  // keras.layers.RandomColorJitter(value_range=(0, 255), brightness_factor=0.2,
+  //   contrast_factor=0.3, saturation_factor=(0.4, 0.6), hue_factor=0.1, seed=7, name="cj")
+  //   .get_config()
+  const Config cj = Config::parse(R"({"name": "cj", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "value_range": [0, 255], "brightness_factor": 0.2,
+"contrast_factor": 0.3, "saturation_factor": [0.4, 0.6], "hue_factor": 0.1, "seed": 7})");
+  L::RandomColorJitter jitter({.brightness_factor = 0.2,
+                               .contrast_factor = 0.3,
+                               .saturation_factor = L::Factor{0.4, 0.6},
+                               .hue_factor = 0.1,
+                               .seed = 7,
+                               .name = "cj"});
+  CHECK(K::saving::serialize(jitter)["config"] == cj);
+  CHECK(K::saving::serialize(K::saving::from_config("RandomColorJitter", cj))["config"] == cj);
+  // Identity in inference; in training the four layers in Keras' order with the same seed.
+  const tf::Tensor x = tf::random::uniform({2, 5, 6, 3}, 0.0, 255.0, tf::float32, 11);
+  tf::testing::check_close(jitter(x), x, 0, 0);
+  tf::random::set_seed(3);
+  const tf::Tensor got = jitter(x, true);
+  tf::random::set_seed(3);
+  tf::Tensor want = L::RandomBrightness(0.2, {0.0, 255.0}, 7)(x, true);
+  want = L::RandomContrast(0.3, {0.0, 255.0}, 7)(want, true);
+  want = L::RandomSaturation(L::Factor{0.4, 0.6}, {0.0, 255.0}, 7)(want, true);
+  want = L::RandomHue(0.1, {0.0, 255.0}, 7)(want, true);
+  tf::testing::check_close(got, want, 1e-6, 1e-4);
+  CHECK(tf::reduce_max(tf::abs(got - x)).item<float>() > 0.5f);
+  // Unset factors skip their layers: only brightness here.
+  const Config only = K::saving::serialize(L::RandomColorJitter({.brightness_factor = 0.1}));
+  CHECK(only["config"]["contrast_factor"].is_null());
+
+  // keras.layers.Pipeline([Rescaling(0.5), RandomFlip(seed=1)], name="pipe"):
+  // serialize_keras_object.
+  const Config pipe_json = Config::parse(R"({"module": "keras.layers", "class_name": "Pipeline",
+"config": {"layers": [{"module": "keras.layers", "class_name": "Rescaling", "config": {"name":
+"rescaling", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy",
+"config": {"name": "float32"}, "registered_name": null}, "scale": 0.5, "offset": 0.0},
+"registered_name": null}, {"module": "keras.layers", "class_name": "RandomFlip", "config":
+{"name": "random_flip", "trainable": true, "dtype": {"module": "keras", "class_name":
+"DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "data_format":
+"channels_last", "seed": 1, "mode": "horizontal_and_vertical"}, "registered_name": null}],
+"name": "pipe"}, "registered_name": null})");
+  L::Pipeline pipe({L::Rescaling(0.5, 0.0, "rescaling"),
+                    L::RandomFlip("horizontal_and_vertical", 1, "random_flip")},
+                   "pipe");
+  CHECK(K::saving::serialize(pipe) == pipe_json);
+  K::Layer back = K::saving::deserialize(pipe_json);
+  CHECK(back.class_name() == "Pipeline");
+  CHECK(K::saving::serialize(back) == pipe_json);
+  // In order, with the call's training flag (the flip acts in training only).
+  tf::testing::check_close(pipe(x), x * 0.5f, 0, 0);
+  tf::testing::check_close(back(x), x * 0.5f, 0, 0);
+  CHECK(pipe.layers().size() == 2);
 }
