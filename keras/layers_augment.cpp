@@ -16,6 +16,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
+#include "ops/image_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -133,6 +134,62 @@ Range base_factor(const char* cls, const char* arg, const Factor& f, double lo, 
                arg, lo, hi, f.lower, f.upper);
   return {f.lower, f.upper};
 }
+
+// ---- RandomPerspective ----
+class RandomPerspectiveImpl final : public AugmentImpl {
+ public:
+  RandomPerspectiveImpl(const Factor& f, double scale, std::string interpolation, double fill_value,
+                        std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomPerspective", "random_perspective", std::move(name)),
+        range_(base_factor("RandomPerspective", "factor", f, 0.0, 1.0)),
+        scale_(scale),
+        interpolation_(std::move(interpolation)),
+        fill_value_(fill_value),
+        seed_(seed) {
+    TF_CHECK_ARG(scale >= 0.0 && scale <= 1.0, "RandomPerspective",
+                 "The `scale` argument should be a number in the range [0,1]. Received: scale={}",
+                 scale);
+    TF_CHECK_ARG(interpolation_ == "bilinear" || interpolation_ == "nearest", "RandomPerspective",
+                 "Unknown `interpolation` {}. Expected of one (\"bilinear\", \"nearest\")",
+                 interpolation_);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const int64_t h = x4.shape()[1], w = x4.shape()[2];
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor u = draw(x4, 0.0, 1.0, seed_);
+    // (batch, 4, 2) draws in [-scale / 2, scale / 2), made from the batch of x4.
+    const Tensor col = reshape(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), {-1, 1, 1});
+    const Tensor shape_like = tile(col, {1, 4, 2});
+    const Tensor moves = scale_ == 0.0
+                             ? zeros_like(shape_like)
+                             : ::tapeflow::detail::random_uniform_like(
+                                   shape_like, -0.5 * scale_, 0.5 * scale_, float32, seed_);
+    const auto fw = static_cast<float>(w - 1), fh = static_cast<float>(h - 1);
+    const Tensor corners = constant(std::vector<float>{0, 0, fw, 0, 0, fh, fw, fh}, {1, 4, 2});
+    const Tensor start = zeros_like(moves) + corners;
+    const Tensor end = start + start * moves;
+    const Tensor warped = image::perspective_transform(x4, start, end, interpolation_, fill_value_);
+    return where(less(u, p), warped, x4);
+  }
+
+ private:
+  Range range_;
+  double scale_;
+  std::string interpolation_;
+  double fill_value_;
+  std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["scale"] = scale_;
+    c["interpolation"] = interpolation_;
+    c["fill_value"] = fill_value_;
+    c["seed"] = seed_json(seed_);
+  }
+};
 
 // ---- RandomColorJitter ----
 class RandomColorJitterImpl final : public AugmentImpl {
@@ -844,6 +901,11 @@ Solarization::Solarization(Factor addition_factor, Factor threshold_factor,
                            std::string name)
     : Layer(std::make_shared<SolarizationImpl>(addition_factor, threshold_factor, value_range, seed,
                                                std::move(name))) {}
+RandomPerspective::RandomPerspective(Factor factor, double scale, std::string interpolation,
+                                     double fill_value, std::optional<int64_t> seed,
+                                     std::string name)
+    : Layer(std::make_shared<RandomPerspectiveImpl>(factor, scale, std::move(interpolation),
+                                                    fill_value, seed, std::move(name))) {}
 RandomColorJitter::RandomColorJitter(RandomColorJitterOptions options)
     : Layer(std::make_shared<RandomColorJitterImpl>(std::move(options))) {}
 Pipeline::Pipeline(std::vector<Layer> layers, std::string name)

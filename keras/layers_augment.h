@@ -1,6 +1,7 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
-// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomColorJitter) and
+// RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomPerspective,
+// RandomColorJitter) and
 // Pipeline, on NHWC images (rank 4, or
 // a single rank-3 image) with Keras 3.15's options and semantics, composed of existing ops (so
 // every device and traced functions with a None batch work). See docs/keras.md.
@@ -154,6 +155,19 @@ class CutMix : public Layer {
                   std::string name = "");
   std::pair<Tensor, Tensor> call_with_labels(const Tensor& images, const Tensor& labels,
                                              bool training = false) const;
+};
+
+// Keras 3.15's RandomPerspective: per image, with a probability drawn from factor's range (f
+// gives (0, f), in [0, 1]), the corners (0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1) each
+// move by their own coordinates times a draw from [-scale / 2, scale / 2) (scale in [0, 1]),
+// and the image is warped so that the moved corners land on the original ones
+// (tf::image::perspective_transform; "constant" fill with fill_value; interpolation "bilinear"
+// or "nearest").
+class RandomPerspective : public Layer {
+ public:
+  explicit RandomPerspective(Factor factor = 1.0, double scale = 1.0,
+                             std::string interpolation = "bilinear", double fill_value = 0.0,
+                             std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 // Keras 3.15's RandomColorJitter: RandomBrightness, RandomContrast, RandomSaturation and

@@ -1,9 +1,9 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
 // RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
-// RandomColorJitter) and of Pipeline: the writer gives Keras 3.15's get_config keys (the layers
-// keep their resolved factor ranges, as Keras writes them: RandomInvert(0.7) is [0, 0.7]); the
-// readers are strict.
+// RandomPerspective, RandomColorJitter) and of Pipeline: the writer gives Keras 3.15's get_config
+// keys (the layers keep their resolved factor ranges, as Keras writes them: RandomInvert(0.7) is
+// [0, 0.7]); the readers are strict.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -135,6 +135,20 @@ Layer color_jitter_from(const Config& config) {
   });
 }
 
+Layer perspective_from(const Config& config) {
+  Reader r("RandomPerspective", config);
+  Base b = read_base(r);
+  read_data_format(r);
+  return make_checked(r, b, [&]() -> Layer {
+    const Factor f = r.has("factor") ? factor_of(r, "factor") : Factor(1.0);
+    const double scale = r.number("scale", 1.0);
+    const std::string interpolation = r.string("interpolation", "bilinear");
+    const double fill_value = r.number("fill_value", 0.0);
+    return layers::RandomPerspective(f, scale, interpolation, fill_value,
+                                     r.optional_integer("seed"), b.name);
+  });
+}
+
 // Pipeline: Keras writes its layers and name alone (no trainable or dtype keys).
 Config pipeline_get(const Layer& layer) {
   TF_CHECK_T(UnimplementedError, layer.class_name() == "Pipeline", "get_config",
@@ -180,6 +194,7 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kMixUp, augment_get, augment_from<kMixUp>);
   add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
   add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
+  add_builtin(m, "RandomPerspective", augment_get, perspective_from);
   add_builtin(m, "Pipeline", pipeline_get, pipeline_from);
 }
 

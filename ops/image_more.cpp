@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -341,6 +342,60 @@ Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,
   }
   // Concatenating the taps along channels gives TF's (row, column, channel) order.
   return taps.size() == 1 ? taps[0] : concat(taps, 3);
+}
+
+namespace {
+Tensor batched_points(const char* op, const Tensor& p, const char* what) {
+  TF_CHECK_ARG(p.defined(), op, "{} is undefined", what);
+  const TensorShape& s = p.shape();
+  TF_CHECK_ARG((s.rank() == 2 || s.rank() == 3) && s[-2] == 4 && s[-1] == 2, op,
+               "{} must be (4, 2) for every image or (batch, 4, 2), got shape {}", what,
+               s.to_string());
+  const Tensor f = p.dtype() == float32 ? p : cast(p, float32);
+  return s.rank() == 2 ? expand_dims(f, 0) : f;
+}
+}  // namespace
+
+Tensor homography_matrix(const Tensor& start_points, const Tensor& end_points) {
+  const char* op = "perspective_transform";
+  const Tensor start = batched_points(op, start_points, "start_points");
+  const Tensor end = batched_points(op, end_points, "end_points");
+  TF_CHECK_ARG(start.shape() == end.shape(), op,
+               "start_points and end_points must have the same shape, got {} and {}",
+               start_points.shape().to_string(), end_points.shape().to_string());
+  // Coordinate j (0: x, 1: y) of point i, as (batch,).
+  auto at = [](const Tensor& p, int64_t i, int64_t j) {
+    return reshape(slice(p, {0, i, j}, {-1, 1, 1}), TensorShape{-1});
+  };
+  std::vector<Tensor> rows, target;
+  for (int64_t i = 0; i < 4; ++i) {
+    const Tensor ex = at(end, i, 0), ey = at(end, i, 1);
+    const Tensor sx = at(start, i, 0), sy = at(start, i, 1);
+    const Tensor one = ones_like(ex), zero = zeros_like(ex);
+    rows.push_back(stack({ex, ey, one, zero, zero, zero, -sx * ex, -sx * ey}, -1));
+    rows.push_back(stack({zero, zero, zero, ex, ey, one, -sy * ex, -sy * ey}, -1));
+    target.push_back(sx);
+    target.push_back(sy);
+  }
+  const Tensor a = stack(rows, 1);                      // (batch, 8, 8)
+  const Tensor b = expand_dims(stack(target, -1), -1);  // (batch, 8, 1)
+  return reshape(linalg::solve(a, b), TensorShape{-1, 8});
+}
+
+Tensor perspective_transform(const Tensor& images, const Tensor& start_points,
+                             const Tensor& end_points, const std::string& interpolation,
+                             double fill_value) {
+  const char* op = "perspective_transform";
+  TF_CHECK_ARG(images.defined() && (images.rank() == 3 || images.rank() == 4), op,
+               "images must be (height, width, channels) or (batch, height, width, channels), "
+               "got {}",
+               images.defined() ? images.shape().to_string() : std::string("an undefined tensor"));
+  TF_CHECK_ARG(interpolation == "bilinear" || interpolation == "nearest", op,
+               "interpolation must be \"bilinear\" or \"nearest\", got \"{}\"", interpolation);
+  const Tensor x4 = images.rank() == 3 ? expand_dims(images, 0) : images;
+  const Tensor h = homography_matrix(start_points, end_points);
+  const Tensor y = image::transform(x4, h, interpolation, "constant", fill_value);
+  return images.rank() == 3 ? squeeze(y, {0}) : y;
 }
 
 }  // namespace tapeflow::image

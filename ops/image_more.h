@@ -32,6 +32,19 @@ Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,
                        const std::vector<int64_t>& strides, const std::vector<int64_t>& rates,
                        const std::string& padding);
 
+// Keras' keras.ops.image.perspective_transform: the projective transform that maps each image's
+// end_points onto its start_points (4 (x, y) corners each, (4, 2) for every image or (batch, 4,
+// 2)), found by solving Keras' 8 x 8 homography system in float32 (batched linalg::solve), then
+// applied with transform() ("constant" fill with fill_value; interpolation "bilinear" or
+// "nearest"). images (batch, height, width, channels) or one (height, width, channels) image.
+// Points that make the system singular raise solve's error.
+Tensor perspective_transform(const Tensor& images, const Tensor& start_points,
+                             const Tensor& end_points,
+                             const std::string& interpolation = "bilinear",
+                             double fill_value = 0.0);
+// The (batch, 8) transforms of perspective_transform (Keras' compute_homography_matrix).
+Tensor homography_matrix(const Tensor& start_points, const Tensor& end_points);
+
 }  // namespace tapeflow::image
 
 namespace tapeflow::image_detail {

@@ -13,6 +13,7 @@
 #include "keras/layers_preprocessing.h"
 #include "keras/serialization_json.h"
 #include "ops/binary.h"
+#include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -210,4 +211,30 @@ TEST_CASE("RandomColorJitter and Pipeline: Keras configs and behaviour", "[keras
   tf::testing::check_close(pipe(x), x * 0.5f, 0, 0);
   tf::testing::check_close(back(x), x * 0.5f, 0, 0);
   CHECK(pipe.layers().size() == 2);
+}
+
+TEST_CASE("RandomPerspective: Keras config and behaviour", "[keras][serialization]") {
+  // keras.layers.RandomPerspective(factor=0.7, scale=0.4, interpolation="nearest",
+  //   fill_value=2.0, seed=3, name="rp").get_config()
+  const Config rp = Config::parse(R"({"name": "rp", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "factor": [0, 0.7], "scale": 0.4, "interpolation": "nearest",
+"fill_value": 2.0, "seed": 3})");
+  L::RandomPerspective layer(0.7, 0.4, "nearest", 2.0, 3, "rp");
+  CHECK(K::saving::serialize(layer)["config"] == rp);
+  CHECK(K::saving::serialize(K::saving::from_config("RandomPerspective", rp))["config"] == rp);
+  const tf::Tensor x = tf::random::uniform({3, 8, 9, 3}, 0.0, 255.0, tf::float32, 21);
+  // Inference, a zero factor and a zero scale leave the images as they are.
+  tf::testing::check_close(layer(x), x, 0, 0);
+  tf::testing::check_close(L::RandomPerspective(0.0, 1.0)(x, true), x, 0, 0);
+  tf::testing::check_close(L::RandomPerspective(1.0, 0.0)(x, true), x, 0, 1e-3);
+  // Always applied with scale 1: every image moves; a single image too.
+  const tf::Tensor y = L::RandomPerspective(1.0, 1.0, "bilinear", 0.0, 5)(x, true);
+  CHECK(y.shape() == x.shape());
+  CHECK(tf::reduce_min(tf::reduce_max(tf::abs(y - x), std::vector<int>{1, 2, 3})).item<float>() >
+        1.0f);
+  CHECK(L::RandomPerspective()(tf::slice(tf::reshape(x, {27, 8, 3}), {0, 0, 0}, {8, 8, 3}), true)
+            .shape() == tf::TensorShape({8, 8, 3}));
+  tf::testing::require_error([] { L::RandomPerspective(1.0, 1.5); }, {"scale", "1.5"});
+  tf::testing::require_error([] { L::RandomPerspective(1.0, 0.5, "bicubic"); }, {"bicubic"});
 }
