@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/embedding_lookup.h"
 #include "keras/initializers.h"
 #include "keras/layer_handle.h"
 #include "ops/binary.h"
@@ -357,17 +358,7 @@ class ReversibleEmbeddingImpl final : public LayerImpl {
   }
   bool casts_all_inputs() const override { return false; }
   Tensor call(const Tensor& x, bool) override {
-    Tensor ids = x;
-    if (ids.dtype() != int32 && ids.dtype() != int64) ids = cast(ids, int32);
-    if (ids.is_symbolic()) return gather(table_.value(), ids, 0);
-    try {
-      return gather(table_.value(), ids, 0);
-    } catch (const InvalidArgumentError& e) {
-      TF_THROW(InvalidArgumentError, name_.c_str(),
-               "layer \"{}\" (ReversibleEmbedding) has input_dim {}: every id must be in [0, {}), "
-               "got ids of shape {} ({})",
-               name_, input_dim_, input_dim_, ids.shape().to_string(), e.what());
-    }
+    return detail::embedding_lookup(table_.value(), x, name_, "ReversibleEmbedding", input_dim_);
   }
 
  private:

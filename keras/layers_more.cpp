@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/embedding_lookup.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access.h"
 #include "keras/serialization_access_conv.h"
@@ -111,17 +112,7 @@ class EmbeddingImpl final : public LayerImpl {
   // Integer ids stay as they are (the table's dtype is the layer's; the ids are not cast to it).
   bool casts_all_inputs() const override { return false; }
   Tensor call(const Tensor& x, bool) override {
-    Tensor ids = x;
-    if (ids.dtype() != int32 && ids.dtype() != int64) ids = cast(ids, int32);
-    if (ids.is_symbolic()) return gather(table_.value(), ids, 0);
-    try {
-      return gather(table_.value(), ids, 0);
-    } catch (const InvalidArgumentError& e) {
-      TF_THROW(InvalidArgumentError, name_.c_str(),
-               "layer \"{}\" (Embedding) has input_dim {}: every id must be in [0, {}), got "
-               "ids of shape {} ({})",
-               name_, input_dim_, input_dim_, shape_str(ids.shape()), e.what());
-    }
+    return detail::embedding_lookup(table_.value(), x, name_, "Embedding", input_dim_);
   }
 
  private:
@@ -596,6 +587,21 @@ class UpSampling2DImpl final : public LayerImpl {
 };
 
 }  // namespace
+
+Tensor detail::embedding_lookup(const Tensor& table, const Tensor& x, const std::string& layer,
+                                const char* class_name, int64_t input_dim) {
+  Tensor ids = x;
+  if (ids.dtype() != int32 && ids.dtype() != int64) ids = cast(ids, int32);
+  if (ids.is_symbolic()) return gather(table, ids, 0);
+  try {
+    return gather(table, ids, 0);
+  } catch (const InvalidArgumentError& e) {
+    TF_THROW(InvalidArgumentError, layer.c_str(),
+             "layer \"{}\" ({}) has input_dim {}: every id must be in [0, {}), got ids of shape "
+             "{} ({})",
+             layer, class_name, input_dim, input_dim, ids.shape().to_string(), e.what());
+  }
+}
 
 namespace layers {
 

@@ -21,6 +21,27 @@ Config number_json(double v) {
   return Config(v);
 }
 
+// "" as null, as Keras writes None.
+Config optional_string(const std::string& v) {
+  return v.empty() ? Config(nullptr) : Config(v);
+}
+// A string or null (read as ""); `fallback` when the key is missing.
+std::string string_or_null(Reader& r, const char* key, const std::string& fallback) {
+  const Config* v = r.find(key);
+  if (v == nullptr) return fallback;
+  if (v->is_null()) return {};
+  if (!v->is_string()) r.fail(key, "must be a string or null, got " + r.got(*v));
+  return v->get<std::string>();
+}
+// A window name or null (no window); Keras' window arrays are not read.
+std::string window_of(Reader& r, const std::string& fallback) {
+  const Config* v = r.find("window");
+  if (v != nullptr && !v->is_null() && !v->is_string())
+    r.fail("window",
+           "must be a window name or null (tapeflow reads no window arrays), got " + r.got(*v));
+  return string_or_null(r, "window", fallback);
+}
+
 Layer mel_spectrogram_from(const Config& config) {
   Reader r("MelSpectrogram", config);
   Base b = read_base(r);
@@ -28,18 +49,7 @@ Layer mel_spectrogram_from(const Config& config) {
   o.fft_length = r.integer("fft_length", o.fft_length);
   o.sequence_stride = r.integer("sequence_stride", o.sequence_stride);
   o.sequence_length = r.optional_integer("sequence_length").value_or(0);
-  const Config* window = r.find("window");
-  if (window != nullptr) {
-    if (window->is_null())
-      o.window = "";
-    else if (window->is_string())
-      o.window = window->get<std::string>();
-    else
-      r.fail("window",
-             "must be \"hann\", \"hamming\" or null (tapeflow reads no window "
-             "arrays), got " +
-                 r.got(*window));
-  }
+  o.window = window_of(r, o.window);
   o.sampling_rate = r.number("sampling_rate", o.sampling_rate);
   o.num_mel_bins = r.integer("num_mel_bins", o.num_mel_bins);
   o.min_freq = r.number("min_freq", o.min_freq);
@@ -62,7 +72,7 @@ Config mel_spectrogram_get(const Layer& layer) {
   return Config{{"fft_length", o.fft_length},
                 {"sequence_stride", o.sequence_stride},
                 {"sequence_length", o.sequence_length == 0 ? o.fft_length : o.sequence_length},
-                {"window", o.window.empty() ? Config(nullptr) : Config(o.window)},
+                {"window", optional_string(o.window)},
                 {"sampling_rate", number_json(o.sampling_rate)},
                 {"num_mel_bins", o.num_mel_bins},
                 {"min_freq", o.min_freq},
@@ -74,9 +84,6 @@ Config mel_spectrogram_get(const Layer& layer) {
                 {"ref_power", o.ref_power}};
 }
 
-Config optional_string(const std::string& v) {
-  return v.empty() ? Config(nullptr) : Config(v);
-}
 Config optional_positive(int64_t v) {
   return v == 0 ? Config(nullptr) : Config(v);
 }
@@ -89,19 +96,11 @@ Layer stft_spectrogram_from(const Config& config) {
   o.frame_length = r.integer("frame_length", o.frame_length);
   o.frame_step = r.optional_integer("frame_step").value_or(0);
   o.fft_length = r.optional_integer("fft_length").value_or(0);
-  auto string_or_null = [&](const char* key, const std::string& fallback) {
-    const Config* v = r.find(key);
-    if (v == nullptr) return fallback;
-    if (v->is_null()) return std::string();
-    if (!v->is_string())
-      r.fail(key, "must be a string or null (tapeflow reads no window arrays), got " + r.got(*v));
-    return v->get<std::string>();
-  };
-  o.window = string_or_null("window", o.window);
+  o.window = window_of(r, o.window);
   o.periodic = r.boolean("periodic", o.periodic);
-  o.scaling = string_or_null("scaling", o.scaling);
+  o.scaling = string_or_null(r, "scaling", o.scaling);
   o.padding = r.string("padding", o.padding);
-  o.data_format = string_or_null("data_format", "channels_last");
+  o.data_format = string_or_null(r, "data_format", "channels_last");
   if (o.data_format.empty()) o.data_format = "channels_last";
   o.expand_dims = r.boolean("expand_dims", o.expand_dims);
   o.name = b.name;

@@ -608,6 +608,28 @@ std::vector<int64_t> optional_int_list(Reader& r, const std::string& key) {
   return r.int_list(key);
 }
 
+// The keys MultiHeadAttention and GroupQueryAttention end with, in Keras' order: the
+// initializers and regularizers, the unsupported regularizer and constraints (null), the seed.
+template <class Options>
+void add_attention_tail(Config& out, const Layer& layer, const Options& o) {
+  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
+                       o.bias_regularizer);
+  out["activity_regularizer"] = nullptr;
+  out["kernel_constraint"] = nullptr;
+  out["bias_constraint"] = nullptr;
+  out["seed"] = seed_json(o.seed);
+}
+template <class Options>
+void read_attention_tail(Reader& r, Options& o) {
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
+    r.expect_null(k);
+  o.seed = r.optional_integer("seed");
+}
+
 Config mha_get(const Layer& layer) {
   auto c = need(lo::multi_head_attention(layer.impl()), layer);
   const layers::MultiHeadAttentionOptions& o = c.options;
@@ -621,12 +643,7 @@ Config mha_get(const Layer& layer) {
       {"output_shape", int_list_json(o.output_shape)},
       {"attention_axes", c.attention_axes.empty() ? Config(nullptr) : Config(c.attention_axes)},
       {"sliding_window", nullptr}};
-  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
-                       o.bias_regularizer);
-  out["activity_regularizer"] = nullptr;
-  out["kernel_constraint"] = nullptr;
-  out["bias_constraint"] = nullptr;
-  out["seed"] = seed_json(o.seed);
+  add_attention_tail(out, layer, o);
   return out;
 }
 
@@ -643,13 +660,7 @@ Layer mha_from(const Config& config) {
   o.output_shape = optional_int_list(r, "output_shape");
   for (int64_t a : optional_int_list(r, "attention_axes")) o.attention_axes.push_back(int(a));
   r.expect_null("sliding_window");
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
-    r.expect_null(k);
-  o.seed = r.optional_integer("seed");
+  read_attention_tail(r, o);
   o.name = b.name;
   r.finish();
   Layer l = layers::MultiHeadAttention(num_heads, key_dim, o);
@@ -669,12 +680,7 @@ Config gqa_get(const Layer& layer) {
              {"use_gate", o.use_gate},
              {"sliding_window", o.sliding_window ? Config(*o.sliding_window) : Config(nullptr)},
              {"dropout", o.dropout}};
-  add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
-                       o.bias_regularizer);
-  out["activity_regularizer"] = nullptr;
-  out["kernel_constraint"] = nullptr;
-  out["bias_constraint"] = nullptr;
-  out["seed"] = seed_json(o.seed);
+  add_attention_tail(out, layer, o);
   return out;
 }
 
@@ -689,13 +695,7 @@ Layer gqa_from(const Config& config) {
   o.use_gate = r.boolean("use_gate", false);
   o.sliding_window = r.optional_integer("sliding_window");
   o.dropout = r.number("dropout", 0.0);
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
-    r.expect_null(k);
-  o.seed = r.optional_integer("seed");
+  read_attention_tail(r, o);
   o.name = b.name;
   r.finish();
   Layer l = layers::GroupQueryAttention(head_dim, nq, nkv, o);

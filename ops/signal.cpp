@@ -256,6 +256,17 @@ int64_t enclosing_power_of_two(int64_t n) {
   return p;
 }
 
+// stft's and inverse_stft's sizes checked, and the FFT length (-1: the smallest power of two
+// >= frame_length).
+int64_t stft_length(const char* op, int64_t frame_length, int64_t frame_step, int64_t fft_length) {
+  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
+               "frame_length and frame_step must be positive, got {} and {}", frame_length,
+               frame_step);
+  TF_CHECK_ARG(fft_length == -1 || fft_length >= 1, op, "fft_length must be positive, got {}",
+               fft_length);
+  return fft_length == -1 ? enclosing_power_of_two(frame_length) : fft_length;
+}
+
 Tensor window_of(const char* op, const WindowFn& fn, int64_t length, DType dtype) {
   Tensor w = fn(length, dtype);
   TF_CHECK_ARG(w.defined() && w.shape() == TensorShape{length}, op,
@@ -467,12 +478,7 @@ ComplexTensor stft(const Tensor& signals, int64_t frame_length, int64_t frame_st
   const char* op = "stft";
   TF_CHECK_ARG(signals.defined(), op, "the signals are undefined");
   check_real(op, signals.dtype(), "signals");
-  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
-               "frame_length and frame_step must be positive, got {} and {}", frame_length,
-               frame_step);
-  TF_CHECK_ARG(fft_length == -1 || fft_length >= 1, op, "fft_length must be positive, got {}",
-               fft_length);
-  const int64_t n = fft_length == -1 ? enclosing_power_of_two(frame_length) : fft_length;
+  const int64_t n = stft_length(op, frame_length, frame_step, fft_length);
   Tensor framed = frame(signals, frame_length, frame_step, pad_end);
   if (window_fn) framed = multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()));
   return rfft(framed, n);
@@ -485,12 +491,7 @@ Tensor inverse_stft(const ComplexTensor& stfts, int64_t frame_length, int64_t fr
   TF_CHECK_ARG(stfts.real.shape().rank() >= 2, op,
                "expects [..., frames, fft_unique_bins], got shape {}",
                stfts.real.shape().to_string());
-  TF_CHECK_ARG(frame_length >= 1 && frame_step >= 1, op,
-               "frame_length and frame_step must be positive, got {} and {}", frame_length,
-               frame_step);
-  TF_CHECK_ARG(fft_length == -1 || fft_length >= 1, op, "fft_length must be positive, got {}",
-               fft_length);
-  const int64_t n = fft_length == -1 ? enclosing_power_of_two(frame_length) : fft_length;
+  const int64_t n = stft_length(op, frame_length, frame_step, fft_length);
   Tensor frames = fit_last(irfft(stfts, n), frame_length);
   if (window_fn)
     frames = multiply(frames, window_of(op, window_fn, frame_length, stfts.real.dtype()));

@@ -228,8 +228,10 @@ TEST_CASE("RandomPerspective: Keras config and behaviour", "[keras][serializatio
   tf::testing::check_close(layer(x), x, 0, 0);
   tf::testing::check_close(L::RandomPerspective(0.0, 1.0)(x, true), x, 0, 0);
   tf::testing::check_close(L::RandomPerspective(1.0, 0.0)(x, true), x, 0, 1e-3);
-  // Always applied with scale 1: every image moves; a single image too.
-  const tf::Tensor y = L::RandomPerspective(1.0, 1.0, "bilinear", 0.0, 5)(x, true);
+  // A probability range of (1, 1) applies it to every image (a single 1.0 is Keras' (0, 1): a
+  // probability drawn per image); with scale 1 every image moves. A single image too.
+  const tf::Tensor y =
+      L::RandomPerspective(L::Factor{1.0, 1.0}, 1.0, "bilinear", 0.0, 5)(x, true);
   CHECK(y.shape() == x.shape());
   CHECK(tf::reduce_min(tf::reduce_max(tf::abs(y - x), std::vector<int>{1, 2, 3})).item<float>() >
         1.0f);
