@@ -74,6 +74,40 @@ enum class Rnn { simple, lstm, gru };
 // Keras' keys in its order; the class decides which of recurrent_activation, unit_forget_bias,
 // reset_after and seed it has. Keras' return_state, stateful and unroll are not options here:
 // written at their defaults.
+// The weight keys of the recurrent layers and ConvLSTM, in Keras' order: the three initializers,
+// unit_forget_bias (LSTM and ConvLSTM), the three regularizers, the unsupported regularizer and
+// constraints (null).
+template <class C>
+void add_recurrent_weight_keys(Config& out, const Layer& layer, const C& c, bool forget_bias) {
+  out["kernel_initializer"] = initializer_json(layer, "kernel_initializer", c.kernel_initializer,
+                                               initializers::GlorotUniform());
+  out["recurrent_initializer"] = initializer_json(
+      layer, "recurrent_initializer", c.recurrent_initializer, initializers::Orthogonal());
+  out["bias_initializer"] =
+      initializer_json(layer, "bias_initializer", c.bias_initializer, initializers::Zeros());
+  if (forget_bias) out["unit_forget_bias"] = c.unit_forget_bias;
+  out["kernel_regularizer"] = regularizer_json(layer, "kernel_regularizer", c.kernel_regularizer);
+  out["recurrent_regularizer"] =
+      regularizer_json(layer, "recurrent_regularizer", c.recurrent_regularizer);
+  out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", c.bias_regularizer);
+  for (const char* k :
+       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    out[k] = nullptr;
+}
+// Their reading (unit_forget_bias apart).
+template <class O>
+void read_recurrent_weight_keys(Reader& r, O& o) {
+  o.kernel_initializer = r.initializer("kernel_initializer");
+  o.recurrent_initializer = r.initializer("recurrent_initializer");
+  o.bias_initializer = r.initializer("bias_initializer");
+  o.kernel_regularizer = r.regularizer("kernel_regularizer");
+  o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
+  o.bias_regularizer = r.regularizer("bias_regularizer");
+  for (const char* k :
+       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    r.expect_null(k);
+}
+
 Config recurrent_get(const Layer& layer) {
   auto c = need(lo::recurrent(layer.impl()), layer);
   const bool simple = c.class_name == "SimpleRNN";
@@ -87,20 +121,7 @@ Config recurrent_get(const Layer& layer) {
              {"activation", activation_json(c.activation)}};
   if (!simple) out["recurrent_activation"] = activation_json(c.recurrent_activation);
   out["use_bias"] = c.use_bias;
-  out["kernel_initializer"] = initializer_json(layer, "kernel_initializer", c.kernel_initializer,
-                                               initializers::GlorotUniform());
-  out["recurrent_initializer"] = initializer_json(
-      layer, "recurrent_initializer", c.recurrent_initializer, initializers::Orthogonal());
-  out["bias_initializer"] =
-      initializer_json(layer, "bias_initializer", c.bias_initializer, initializers::Zeros());
-  if (c.class_name == "LSTM") out["unit_forget_bias"] = c.unit_forget_bias;
-  out["kernel_regularizer"] = regularizer_json(layer, "kernel_regularizer", c.kernel_regularizer);
-  out["recurrent_regularizer"] =
-      regularizer_json(layer, "recurrent_regularizer", c.recurrent_regularizer);
-  out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", c.bias_regularizer);
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    out[k] = nullptr;
+  add_recurrent_weight_keys(out, layer, c, c.class_name == "LSTM");
   out["dropout"] = c.dropout;
   out["recurrent_dropout"] = c.recurrent_dropout;
   if (c.class_name == "GRU") out["reset_after"] = c.reset_after;
@@ -131,17 +152,9 @@ Layer recurrent_from(const Config& config) {
     if (!r.has("recurrent_activation")) o.recurrent_activation = "sigmoid";
   }
   o.use_bias = r.boolean("use_bias", true);
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.recurrent_initializer = r.initializer("recurrent_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
+  read_recurrent_weight_keys(r, o);
   bool unit_forget_bias = true;
   if (kCell == Rnn::lstm) unit_forget_bias = r.boolean("unit_forget_bias", true);
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    r.expect_null(k);
   o.dropout = r.number("dropout", 0.0);
   o.recurrent_dropout = r.number("recurrent_dropout", 0.0);
   if (kCell == Rnn::gru) o.reset_after = r.boolean("reset_after", true);
@@ -408,20 +421,7 @@ Config conv_lstm_get(const Layer& layer) {
              {"activation", activation_json(o.activation)},
              {"recurrent_activation", activation_json(o.recurrent_activation)},
              {"use_bias", o.use_bias}};
-  out["kernel_initializer"] = initializer_json(layer, "kernel_initializer", o.kernel_initializer,
-                                               initializers::GlorotUniform());
-  out["recurrent_initializer"] = initializer_json(
-      layer, "recurrent_initializer", o.recurrent_initializer, initializers::Orthogonal());
-  out["bias_initializer"] =
-      initializer_json(layer, "bias_initializer", o.bias_initializer, initializers::Zeros());
-  out["unit_forget_bias"] = o.unit_forget_bias;
-  out["kernel_regularizer"] = regularizer_json(layer, "kernel_regularizer", o.kernel_regularizer);
-  out["recurrent_regularizer"] =
-      regularizer_json(layer, "recurrent_regularizer", o.recurrent_regularizer);
-  out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", o.bias_regularizer);
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    out[k] = nullptr;
+  add_recurrent_weight_keys(out, layer, o, true);
   out["dropout"] = o.dropout;
   out["recurrent_dropout"] = o.recurrent_dropout;
   out["seed"] = seed_json(o.seed);
@@ -459,16 +459,8 @@ Layer conv_lstm_from(const Config& config) {
   o.recurrent_activation = r.activation("recurrent_activation");
   if (!r.has("recurrent_activation")) o.recurrent_activation = "sigmoid";
   o.use_bias = r.boolean("use_bias", true);
-  o.kernel_initializer = r.initializer("kernel_initializer");
-  o.recurrent_initializer = r.initializer("recurrent_initializer");
-  o.bias_initializer = r.initializer("bias_initializer");
+  read_recurrent_weight_keys(r, o);
   o.unit_forget_bias = r.boolean("unit_forget_bias", true);
-  o.kernel_regularizer = r.regularizer("kernel_regularizer");
-  o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
-  o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    r.expect_null(k);
   o.dropout = r.number("dropout", 0.0);
   o.recurrent_dropout = r.number("recurrent_dropout", 0.0);
   o.seed = r.optional_integer("seed");
