@@ -1,10 +1,10 @@
 // CUDA kernels of Fft, Rfft and Irfft (ops/signal.h) on cuFFT. tapeflow keeps a complex tensor as
 // two real ones, cuFFT wants interleaved values: a kernel packs (real, imag) into a scratch
-// buffer of float2/double2, cuFFT transforms it (C2C/Z2Z in place; R2C/D2Z from the real input
-// into the buffer; C2R/Z2D from the buffer, which it overwrites, into the output), and a kernel
-// unpacks and scales (cuFFT's inverses are unnormalised, as the CPU's: the 1/n is applied
-// here). irfft's pack zeroes the imaginary parts of the zero and Nyquist bins, which cuFFT's
-// C2R would otherwise read (the CPU kernel drops them too). Length 1 needs no transform.
+// buffer of float2/double2, cuFFT transforms it (C2C/Z2Z in place; R2C/D2Z from a copy of the
+// real input into the buffer; C2R/Z2D from the buffer, which it overwrites, into the output),
+// and a kernel unpacks and scales (cuFFT's inverses are unnormalised, as the CPU's: the 1/n is
+// applied here). irfft's pack zeroes the imaginary parts of the zero and Nyquist bins, which
+// cuFFT's C2R would otherwise read (the CPU kernel drops them too). Length 1 needs no transform.
 //
 // Plans: one per (physical GPU, transform type, length, batch), made on first use and kept for
 // the life of the process (a captured CUDA graph may hold a plan's kernels and twiddle tables,
@@ -78,10 +78,15 @@ const Plan& plan_for(Device dev, cufftType type, int64_t n, int64_t batch) {
   if (it != plans.end()) return it->second;
   Plan p;
   TF_CUFFT_CHECK(cufftCreate(&p.handle));
-  TF_CUFFT_CHECK(cufftSetAutoAllocation(p.handle, 0));
-  long long dims[1] = {static_cast<long long>(n)};
-  TF_CUFFT_CHECK(cufftMakePlanMany64(p.handle, 1, dims, nullptr, 1, 0, nullptr, 1, 0, type,
-                                     static_cast<long long>(batch), &p.work_bytes));
+  try {
+    TF_CUFFT_CHECK(cufftSetAutoAllocation(p.handle, 0));
+    long long dims[1] = {static_cast<long long>(n)};
+    TF_CUFFT_CHECK(cufftMakePlanMany64(p.handle, 1, dims, nullptr, 1, 0, nullptr, 1, 0, type,
+                                       static_cast<long long>(batch), &p.work_bytes));
+  } catch (...) {
+    cufftDestroy(p.handle);  // a plan that could not be made (out of memory) is not kept
+    throw;
+  }
   return plans.emplace(key, p).first->second;
 }
 
@@ -200,8 +205,12 @@ void rfft_eval(const Tensor& x, Tensor& out_re, Tensor& out_im, int64_t n) {
         cuda::dptr<T>(x), nullptr, b, count, 1, 0);
     cu::check_launch("rfft");
   } else {
-    // cuFFT's out-of-place R2C leaves its input alone; its pointer type is not const.
-    T* in = const_cast<T*>(cuda::dptr<T>(x));
+    // cuFFT's R2C takes a non-const input that it may use as scratch: a copy of the signal.
+    const Tensor copy = cu::workspace(dev, static_cast<size_t>(count) * sizeof(T));
+    TF_CUDA_CHECK(cudaMemcpyAsync(copy.raw_data(), x.raw_data(),
+                                  static_cast<size_t>(count) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                  st));
+    T* in = static_cast<T*>(copy.raw_data());
     const cufftType type = std::is_same_v<T, float> ? CUFFT_R2C : CUFFT_D2Z;
     for_chunks(dev, type, n, rows, [&](cufftHandle h, int64_t first, int64_t) {
       if constexpr (std::is_same_v<T, float>)
