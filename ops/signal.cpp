@@ -376,6 +376,50 @@ Tensor irfft(const ComplexTensor& input, int64_t fft_length) {
   return detail::dispatch_multi(prims::Irfft(n), in)[0];
 }
 
+namespace {
+// x's second-to-last axis cropped or zero-padded to `len`.
+Tensor fit_second_last(const Tensor& x, int64_t len) {
+  const int r = x.shape().rank();
+  std::vector<int> perm(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+  return transpose(fit_last(transpose(x, perm), len), perm);
+}
+std::pair<int64_t, int64_t> lengths_2d(const char* op, const TensorShape& s,
+                                       const std::vector<int64_t>& fft_length,
+                                       int64_t default_width) {
+  TF_CHECK_ARG(s.rank() >= 2 && s[-1] >= 0 && s[-2] >= 0, op,
+               "expects a tensor of rank >= 2 with its two innermost dimensions known, got "
+               "shape {}",
+               s.to_string());
+  TF_CHECK_ARG(fft_length.empty() || fft_length.size() == 2, op,
+               "fft_length must be empty or {{height, width}}, got {} values", fft_length.size());
+  const int64_t h = fft_length.empty() ? s[-2] : fft_length[0];
+  const int64_t w = fft_length.empty() ? default_width : fft_length[1];
+  TF_CHECK_ARG(h >= 0 && w >= 0, op, "fft_length must be non-negative, got ({}, {})", h, w);
+  return {h, w};
+}
+}  // namespace
+
+ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length) {
+  const char* op = "rfft2d";
+  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
+  check_real(op, input.dtype(), "the input");
+  const auto [h, w] = lengths_2d(op, input.shape(), fft_length, input.shape()[-1]);
+  const ComplexTensor rows = rfft(fit_second_last(input, h), w);
+  return swap_last_two(fft_last(op, swap_last_two(rows), false));
+}
+
+Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
+  const char* op = "irfft2d";
+  check_parts(op, input.real, input.imag);
+  const TensorShape& s = input.real.shape();
+  const auto [h, w] = lengths_2d(op, s, fft_length, s.rank() >= 1 ? 2 * (s[-1] - 1) : 0);
+  const ComplexTensor fitted{fit_second_last(input.real, h), fit_second_last(input.imag, h)};
+  const ComplexTensor cols = swap_last_two(fft_last(op, swap_last_two(fitted), true));
+  return irfft(cols, w);
+}
+
 Tensor abs(const ComplexTensor& z) {
   check_parts("abs", z.real, z.imag);
   // |z| = s sqrt((re / s)^2 + (im / s)^2), s = max(|re|, |im|): no overflow or underflow in

@@ -1,4 +1,5 @@
-// tf.signal: discrete Fourier transforms (fft, ifft, fft2d, ifft2d, rfft, irfft), framing
+// tf.signal: discrete Fourier transforms (fft, ifft, fft2d, ifft2d, rfft, irfft, rfft2d,
+// irfft2d), framing
 // (frame, overlap_and_add), windows (hann_window, hamming_window), short-time Fourier transforms
 // (stft, inverse_stft, inverse_stft_window_fn), cosine transforms (dct, idct) and the mel
 // helpers (linear_to_mel_weight_matrix, mfccs_from_log_mel_spectrograms).
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ops/primitive.h"
 
@@ -59,6 +61,12 @@ ComplexTensor rfft(const Tensor& input, int64_t fft_length = -1);
 // of the zero frequency and (even lengths) of the Nyquist frequency are ignored
 // (tf.signal.irfft).
 Tensor irfft(const ComplexTensor& input, int64_t fft_length = -1);
+// The 2-D transforms of a real signal over its two innermost axes (tf.signal.rfft2d /
+// irfft2d): rfft over the last axis, then the complex DFT over the one before, each axis
+// cropped or zero-padded to fft_length {height, width} first ({} : the axes' lengths; for
+// irfft2d {height, 2 (m - 1)}).
+ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length = {});
+Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length = {});
 // |z| elementwise, sqrt(re^2 + im^2) computed without overflow (tf.abs of a complex tensor);
 // the gradient at 0 is 0, as TF's.
 Tensor abs(const ComplexTensor& z);

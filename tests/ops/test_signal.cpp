@@ -548,3 +548,50 @@ TEST_CASE("signal: errors name the op and the shapes or dtypes", "[cpu][signal]"
   require_error([] { sig::hann_window(-1); }, {"hann_window", "-1"});
   require_error([] { sig::hamming_window(4, true, tf::int32); }, {"hamming_window", "int32"});
 }
+
+TEST_CASE("signal: rfft2d and irfft2d as TF", "[cpu][cuda][signal]") {
+  std::vector<double> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = make(v, {2, 3, 4});
+    // tf.signal.rfft2d(x) of x = (np.arange(24) % 7 - 3).reshape(2, 3, 4), float64.
+    const sig::ComplexTensor r = sig::rfft2d(x);
+    CHECK(r.real.shape() == tf::TensorShape{2, 3, 3});
+    check_values(r.real,
+                 {-5.0, -6.0, 1.0, -6.5, -6.06217782649107, -3.5, -6.5, 6.06217782649107, -3.5,
+                  -1.0, 8.0, 1.0, 0.5, 3.5, -3.5, 0.5, 3.5, -3.5},
+                 0, 1e-12);
+    check_values(r.imag,
+                 {0.0, -1.0, 0.0, -4.330127018922193, 3.5, -6.06217782649107, 4.330127018922193,
+                  3.5, 6.06217782649107, 0.0, -1.0, 0.0, -4.330127018922193, -0.9378221735089296,
+                  6.06217782649107, 4.330127018922193, -13.06217782649107, -6.06217782649107},
+                 0, 1e-12);
+    check_values(sig::irfft2d(r), v, 0, 1e-12);
+    // tf.signal.rfft2d(x, [4, 6]): both axes zero-padded; irfft2d back with the same lengths.
+    const sig::ComplexTensor r2 = sig::rfft2d(x, {4, 6});
+    CHECK(r2.real.shape() == tf::TensorShape{2, 4, 4});
+    check_values(tf::slice(tf::reshape(r2.real, {32}), {0}, {6}),
+                 {-5.0, -3.5, -6.5, 1.0, -4.0, -4.330127018922193}, 0, 1e-12);
+    check_values(tf::slice(tf::reshape(r2.imag, {32}), {0}, {6}),
+                 {0.0, -0.8660254037844379, 2.598076211353316, 0.0, -3.0, -1.7679491924311228}, 0,
+                 1e-12);
+    check_values(tf::slice(tf::reshape(sig::irfft2d(r2, {4, 6}), {48}), {0}, {8}),
+                 {-3.0, -2.0, -1.0, 0.0, 0.0, 0.0, 1.0, 2.0}, 0, 1e-12);
+    check_gradient(
+        [](const tf::Tensor& in) {
+          const sig::ComplexTensor z = sig::rfft2d(in, {3, 5});
+          return tf::concat({z.real, z.imag}, -1);
+        },
+        {2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& in) {
+          auto p = tf::split(in, 2, 0);
+          return sig::irfft2d({p[0], p[1]}, {3, 4});
+        },
+        {2, 3, 3});
+  }
+  require_error([] { sig::rfft2d(tf::zeros({4})); }, {"rfft2d", "rank >= 2", "(4,)"});
+  require_error([] { sig::rfft2d(tf::zeros({2, 4}), {1, 2, 3}); }, {"rfft2d", "fft_length", "3"});
+}
