@@ -289,6 +289,38 @@ void read_data_format(Reader& r) {
   r.expect("data_format", "channels_last");
 }
 
+DType dtype_from(Reader& r, const std::string& key, const std::string& name) {
+  for (DType d : {float16, bfloat16, float32, float64, int32, int64, uint8, bool_})
+    if (dtype_name(d) == name) return d;
+  r.fail(key, "= \"" + name + "\" is not a dtype tapeflow has");
+}
+
+Config embedding_keys_json(const Layer& layer, const EmbeddingKeys& k) {
+  return Config{
+      {"input_dim", k.input_dim},
+      {"output_dim", k.output_dim},
+      {"embeddings_initializer", initializer_json(layer, "embeddings_initializer", k.initializer,
+                                                  initializers::RandomUniform(-0.05, 0.05))},
+      {"embeddings_regularizer", regularizer_json(layer, "embeddings_regularizer", k.regularizer)},
+      {"activity_regularizer", nullptr},
+      {"embeddings_constraint", nullptr},
+      {"mask_zero", k.mask_zero},
+      {"quantization_config", nullptr}};
+}
+
+EmbeddingKeys read_embedding_keys(Reader& r) {
+  EmbeddingKeys k;
+  k.input_dim = r.integer("input_dim");
+  k.output_dim = r.integer("output_dim");
+  k.initializer = r.initializer("embeddings_initializer");
+  k.regularizer = r.regularizer("embeddings_regularizer");
+  r.expect_null("activity_regularizer");
+  r.expect_null("embeddings_constraint");
+  k.mask_zero = r.boolean("mask_zero", false);
+  r.expect_null("quantization_config");
+  return k;
+}
+
 }  // namespace internal
 namespace {
 
@@ -490,36 +522,24 @@ Config activation_get(const Layer& layer) {
 Layer embedding_from(const Config& config) {
   Reader r("Embedding", config);
   Base b = read_base(r);
-  const int64_t input_dim = r.integer("input_dim");
-  const int64_t output_dim = r.integer("output_dim");
+  const EmbeddingKeys k = read_embedding_keys(r);
   layers::EmbeddingOptions o;
-  o.embeddings_initializer = r.initializer("embeddings_initializer");
-  o.embeddings_regularizer = r.regularizer("embeddings_regularizer");
-  r.expect_null("activity_regularizer");
-  r.expect_null("embeddings_constraint");
-  o.mask_zero = r.boolean("mask_zero", false);
-  r.expect_null("quantization_config");
+  o.embeddings_initializer = k.initializer;
+  o.embeddings_regularizer = k.regularizer;
+  o.mask_zero = k.mask_zero;
   r.expect_null("lora_rank");
   if (r.has("lora_alpha")) r.number("lora_alpha");
   if (r.has("weights")) r.expect_null("weights");
   o.name = b.name;
   r.finish();
-  Layer l = layers::Embedding(input_dim, output_dim, o);
+  Layer l = layers::Embedding(k.input_dim, k.output_dim, o);
   apply_base(l, b);
   return l;
 }
 Config embedding_get(const Layer& layer) {
   auto c = need(lo::embedding(layer.impl()), layer);
-  return Config{
-      {"input_dim", c.input_dim},
-      {"output_dim", c.output_dim},
-      {"embeddings_initializer", initializer_json(layer, "embeddings_initializer", c.initializer,
-                                                  initializers::RandomUniform(-0.05, 0.05))},
-      {"embeddings_regularizer", regularizer_json(layer, "embeddings_regularizer", c.regularizer)},
-      {"activity_regularizer", nullptr},
-      {"embeddings_constraint", nullptr},
-      {"mask_zero", c.mask_zero},
-      {"quantization_config", nullptr}};
+  return embedding_keys_json(
+      layer, {c.input_dim, c.output_dim, c.initializer, c.regularizer, c.mask_zero});
 }
 
 Layer layer_norm_from(const Config& config) {
@@ -832,11 +852,6 @@ struct InputSpec {
   DType dtype = float32;
   std::string name;
 };
-DType dtype_from(Reader& r, const std::string& key, const std::string& name) {
-  for (DType d : {float16, bfloat16, float32, float64, int32, int64, uint8, bool_})
-    if (dtype_name(d) == name) return d;
-  r.fail(key, "= \"" + name + "\" is not a dtype tapeflow has");
-}
 InputSpec input_layer_from(const Config& config) {
   Reader r("InputLayer", config);
   InputSpec s;

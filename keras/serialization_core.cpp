@@ -98,27 +98,24 @@ Config identity_get(const Layer& layer) {
 Layer reversible_embedding_from(const Config& config) {
   Reader r("ReversibleEmbedding", config);
   Base b = read_base(r);
-  const int64_t input_dim = r.integer("input_dim");
-  const int64_t output_dim = r.integer("output_dim");
+  const EmbeddingKeys k = read_embedding_keys(r);
   layers::ReversibleEmbeddingOptions o;
-  o.embeddings_initializer = r.initializer("embeddings_initializer");
-  o.embeddings_regularizer = r.regularizer("embeddings_regularizer");
-  r.expect_null("activity_regularizer");
-  r.expect_null("embeddings_constraint");
-  o.mask_zero = r.boolean("mask_zero", false);
-  r.expect_null("quantization_config");
+  o.embeddings_initializer = k.initializer;
+  o.embeddings_regularizer = k.regularizer;
+  o.mask_zero = k.mask_zero;
   o.tie_weights = r.boolean("tie_weights", true);
   if (const Config* d = r.find("reverse_dtype"); d != nullptr && !d->is_null()) {
-    const std::string name = d->is_string() ? d->get<std::string>() : std::string();
-    for (DType t : {float16, bfloat16, float32, float64})
-      if (dtype_name(t) == name) o.reverse_dtype = t;
-    if (!o.reverse_dtype)
+    if (!d->is_string())
       r.fail("reverse_dtype", "must be a floating dtype name or null, got " + r.got(*d));
+    const DType t = dtype_from(r, "reverse_dtype", d->get<std::string>());
+    if (!is_floating(t))
+      r.fail("reverse_dtype", "must be a floating dtype name or null, got " + r.got(*d));
+    o.reverse_dtype = t;
   }
   o.logit_soft_cap = r.optional_number("logit_soft_cap");
   o.name = b.name;
   r.finish();
-  Layer l = layers::ReversibleEmbedding(input_dim, output_dim, o);
+  Layer l = layers::ReversibleEmbedding(k.input_dim, k.output_dim, o);
   apply_base(l, b);
   return l;
 }
@@ -126,22 +123,13 @@ Layer reversible_embedding_from(const Config& config) {
 Config reversible_embedding_get(const Layer& layer) {
   const lo::ReversibleEmbeddingConfig c = need(lo::reversible_embedding(layer.impl()), layer);
   const layers::ReversibleEmbeddingOptions& o = c.options;
-  return Config{
-      {"input_dim", c.input_dim},
-      {"output_dim", c.output_dim},
-      {"embeddings_initializer",
-       initializer_json(layer, "embeddings_initializer", o.embeddings_initializer,
-                        initializers::RandomUniform(-0.05, 0.05))},
-      {"embeddings_regularizer",
-       regularizer_json(layer, "embeddings_regularizer", o.embeddings_regularizer)},
-      {"activity_regularizer", nullptr},
-      {"embeddings_constraint", nullptr},
-      {"mask_zero", o.mask_zero},
-      {"quantization_config", nullptr},
-      {"tie_weights", o.tie_weights},
-      {"reverse_dtype",
-       o.reverse_dtype ? Config(std::string(dtype_name(*o.reverse_dtype))) : Config(nullptr)},
-      {"logit_soft_cap", o.logit_soft_cap ? Config(*o.logit_soft_cap) : Config(nullptr)}};
+  Config out = embedding_keys_json(layer, {c.input_dim, c.output_dim, o.embeddings_initializer,
+                                           o.embeddings_regularizer, o.mask_zero});
+  out["tie_weights"] = o.tie_weights;
+  out["reverse_dtype"] =
+      o.reverse_dtype ? Config(std::string(dtype_name(*o.reverse_dtype))) : Config(nullptr);
+  out["logit_soft_cap"] = o.logit_soft_cap ? Config(*o.logit_soft_cap) : Config(nullptr);
+  return out;
 }
 
 }  // namespace

@@ -221,6 +221,20 @@ Base read_base(Reader& r);
 void apply_base(const Layer& layer, const Base& b);
 Config base_config(const Layer& layer);  // Keras' "name", "trainable", "dtype", in its order
 
+// Keras' Embedding keys, which ReversibleEmbedding's config begins with, in Keras' order:
+// input_dim, output_dim, the initializer and regularizer, activity_regularizer and
+// embeddings_constraint (null), mask_zero, quantization_config (null).
+struct EmbeddingKeys {
+  int64_t input_dim = 0, output_dim = 0;
+  Initializer initializer;
+  Regularizer regularizer;
+  bool mask_zero = false;
+};
+Config embedding_keys_json(const Layer& layer, const EmbeddingKeys& k);
+EmbeddingKeys read_embedding_keys(Reader& r);
+// The dtype named `name` (Keras' spelling, "float32"); a dtype tapeflow lacks fails on `key`.
+DType dtype_from(Reader& r, const std::string& key, const std::string& name);
+
 // Runs `make` (the constructor call of a reader, which reads keys as it goes): a constructor's
 // InvalidArgumentError, which names the option, gets "<class> config: " in front (the Reader's
 // own errors name the key already); then rejects the keys nobody read and applies the base keys.
