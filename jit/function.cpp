@@ -584,10 +584,18 @@ void FunctionCore::optimize(Graph& graph, uint64_t first_traced_id, bool jit_com
   graph.prepare(jit::memory_planning_enabled(), jit_compile && jit::cuda_graphs_enabled());
 }
 
+// Off: the generated kernels and the CUDA-graph replay have not run on a GPU yet. A session
+// with one compares them with the unfused node-by-node replay (bench_cuda's BM_Chain6_16M,
+// BM_Chain100Tiny, BM_MatmulChain100Tiny, BM_MlpStep, BM_KerasFitEpoch; tools/gpu_check.sh
+// also runs the suites with TAPEFLOW_JIT_COMPILE=0 and =1) and turns this on where they win.
+bool default_jit_compile() {
+  return false;
+}
+
 bool FunctionCore::jit_compile() const {
   // Read once: TAPEFLOW_JIT_COMPILE=1 (or 0) sets jit_compile for every function.
   static const std::optional<bool> forced = jit::env_switch("TAPEFLOW_JIT_COMPILE");
-  return forced.value_or(options_.jit_compile);
+  return forced.value_or(options_.jit_compile.value_or(default_jit_compile()));
 }
 
 namespace {

@@ -36,11 +36,18 @@ struct FunctionOptions {
   // does not match raises InvalidArgumentError naming the argument and both shapes.
   std::vector<TensorSpec> input_signature = {};
   bool reduce_retracing = false;
-  bool jit_compile = false;
+  // TF's jit_compile: unset (TF's None) lets tapeflow choose (detail::default_jit_compile()),
+  // true or false decides. It acts on graphs that run on a GPU: float32 elementwise chains as
+  // NVRTC-generated kernels, static graphs replayed as captured CUDA graphs
+  // (docs/function.md). CPU graphs are the same either way.
+  std::optional<bool> jit_compile = std::nullopt;
   std::string name = {};
 };
 
 namespace detail {
+// What a jit_compile left unset means: off until the GPU benchmarks measure the generated
+// kernels and CUDA-graph replay faster on a GPU (docs/function.md, "jit_compile").
+bool default_jit_compile();
 struct GenericTrace;
 }
 
@@ -185,7 +192,8 @@ class FunctionCore {
   // `jit_compile`: GPU elementwise chains become NVRTC kernels and GPU graphs replay as CUDA
   // graphs (jit/fusion.h, jit/cuda_graph.h).
   static void optimize(Graph& graph, uint64_t first_traced_id, bool jit_compile);
-  // options().jit_compile unless TAPEFLOW_JIT_COMPILE overrides it.
+  // The effective jit_compile: options().jit_compile (unset: default_jit_compile()), unless
+  // TAPEFLOW_JIT_COMPILE overrides it.
   bool jit_compile() const;
   int tracing_count() const {
     std::lock_guard lock(mu_);

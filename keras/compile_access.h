@@ -107,7 +107,7 @@ struct CompileRecord {
   PerOutput<std::vector<SpecRecord>> metrics;
   std::vector<SpecRecord> weighted_metrics;
   bool run_eagerly = false;
-  bool jit_compile = false;
+  std::optional<bool> jit_compile;  // unset: "auto"
 };
 // nullptr for a model that is not compiled.
 const CompileRecord* compile_record(const Model& model);

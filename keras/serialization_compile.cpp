@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "core/log.h"
+#include "jit/function.h"
 #include "keras/compile_access.h"
 #include "keras/loss_config.h"
 #include "keras/metrics_impl.h"
@@ -638,6 +640,14 @@ Config per_output_json(const PerOutput<T>& p, F to_json) {
   return out;
 }
 
+// Keras writes "auto" resolved (false for eager steps and on machines without a GPU); tapeflow
+// writes what its traced steps do: tf::function's default on a GPU.
+bool resolved_jit_compile(const ca::CompileRecord& rec) {
+  if (rec.jit_compile) return *rec.jit_compile;
+  return !rec.run_eagerly && !tapeflow::config::list_physical_devices("GPU").empty() &&
+         tapeflow::detail::default_jit_compile();
+}
+
 }  // namespace
 
 Config get_compile_config(const Model& model) {
@@ -663,7 +673,7 @@ Config get_compile_config(const Model& model) {
                                : specs_json(rec->weighted_metrics, "weighted metric")},
       {"run_eagerly", rec->run_eagerly},
       {"steps_per_execution", 1},
-      {"jit_compile", rec->jit_compile}};
+      {"jit_compile", resolved_jit_compile(*rec)}};
 }
 
 namespace {
@@ -759,7 +769,7 @@ void compile_from_config(Model& model, const Config& config) {
   options.run_eagerly = r.boolean("run_eagerly", false);
   r.expect("steps_per_execution", 1);
   if (const Config* j = r.find("jit_compile"); j != nullptr && !j->is_null()) {
-    // "auto": tapeflow's default (no jit), as the choice is left to the framework.
+    // "auto": left unset, tf::function's default.
     if (j->is_boolean())
       options.jit_compile = j->get<bool>();
     else if (*j != "auto")

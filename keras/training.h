@@ -145,10 +145,11 @@ class PerOutput {
 struct CompileOptions {
   // Run the steps op by op instead of tracing them (Keras' run_eagerly; for debugging).
   bool run_eagerly = false;
-  // Trace the steps with tf::function's jit_compile (Keras' jit_compile): on GPUs, float32
-  // elementwise chains (activations, the optimizer's updates, computed into the variables)
-  // run as generated kernels. CPU steps are the same either way.
-  bool jit_compile = false;
+  // Trace the steps with tf::function's jit_compile (Keras' jit_compile; unset is Keras'
+  // "auto", tf::function's default): on GPUs, float32 elementwise chains (activations, the
+  // optimizer's updates, computed into the variables) run as generated kernels and static steps
+  // replay as captured CUDA graphs. CPU steps are the same either way.
+  std::optional<bool> jit_compile = std::nullopt;
   // Metrics that take the data's sample weights (Keras' weighted_metrics); compile()'s
   // `metrics` ignore them, as Keras'. Names must differ from the other metrics'.
   std::vector<MetricSpec> weighted_metrics = {};

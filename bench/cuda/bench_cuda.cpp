@@ -256,7 +256,7 @@ void BM_TinyOpLaunch(benchmark::State& state) {
 
 tf::Tensor chain6(const tf::Tensor& x) { return tf::tanh(tf::exp(x * 0.5f + 1.0f) - x) * 2.0f; }
 
-// mode 0: eager, 1: tf::function, 2: tf::function with jit_compile.
+// mode 0: eager, 1: tf::function with jit_compile false, 2: with jit_compile (the default).
 void BM_Chain6_16M(benchmark::State& state) {
   if (!have_gpu(state)) return;
   tf::DeviceScope scope(kGpu);
@@ -267,7 +267,7 @@ void BM_Chain6_16M(benchmark::State& state) {
   time_on_stream(state, [&] { y = mode == 0 ? chain6(x) : f(x); });
   // Bytes of one read of x and one write of the result (what a fused kernel moves).
   state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(x.nbytes()));
-  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function, jit false" : "function jit_compile");
 }
 
 tf::Tensor chain100(const tf::Tensor& x, const tf::Tensor& y) {
@@ -285,7 +285,7 @@ tf::Tensor matmul_chain(const tf::Tensor& x, const tf::Tensor& w) {
 }
 
 // Wall time of one call of `chain` on two small tensors and the wait for its result
-// (launch-bound work); mode 0: eager, 1: tf::function, 2: tf::function with jit_compile.
+// (launch-bound work); mode 0: eager, 1: tf::function with jit_compile false, 2: with jit_compile.
 template <tf::Tensor (*chain)(const tf::Tensor&, const tf::Tensor&)>
 void launch_bound_chain(benchmark::State& state, const tf::Tensor& x, const tf::Tensor& y) {
   const int mode = static_cast<int>(state.range(0));
@@ -297,7 +297,7 @@ void launch_bound_chain(benchmark::State& state, const tf::Tensor& x, const tf::
     tf::detail::cuda::synchronize(kGpu);
   }
   state.SetItemsProcessed(state.iterations() * 100);
-  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function" : "function jit_compile");
+  state.SetLabel(mode == 0 ? "eager" : mode == 1 ? "function, jit false" : "function jit_compile");
 }
 
 void BM_Chain100Tiny(benchmark::State& state) {
@@ -313,8 +313,8 @@ void BM_MatmulChain100Tiny(benchmark::State& state) {
 
 // The 784-128-10 MLP's SGD train step (bench/mlp_step.h) on the GPU, wall time of one step
 // including the wait for its loss (what a training loop that logs the loss pays). mode 0:
-// eager, 1: tf::function (the two weight updates fused into their cuBLAS products), 2:
-// tf::function traced with TAPEFLOW_FUSION=0 (separate product, scale, subtract and
+// eager, 1: tf::function with jit_compile false (the two weight updates fused into their cuBLAS
+// products), 2: tf::function traced with TAPEFLOW_FUSION=0 (separate product, scale, subtract and
 // assignment nodes), 3: tf::function with jit_compile (also the bias updates as generated
 // kernels writing into the variables, and the step replayed as one captured CUDA graph), 4: as
 // 3 with TAPEFLOW_CUDA_GRAPHS=0 (node by node).
@@ -345,16 +345,16 @@ void BM_MlpStep(benchmark::State& state) {
         g.cuda_graph() != nullptr && tf::jit::cuda_graph_stats(*g.cuda_graph()).captured;
   }
   state.SetLabel(mode == 0   ? "eager"
-                 : mode == 1 ? "function"
+                 : mode == 1 ? "function, jit false"
                  : mode == 2 ? "function, TAPEFLOW_FUSION=0"
                  : mode == 3 ? "function jit_compile"
                              : "function jit_compile, TAPEFLOW_CUDA_GRAPHS=0");
 }
 
 // A Keras fit epoch on the GPU: the 784-128-10 MLP with Adam and an accuracy metric, 8192
-// random samples on the device, batch 32 (256 steps), wall time per epoch. mode 0: compile's
-// defaults (traced steps), 1: jit_compile (the step captured as a CUDA graph), 2: jit_compile
-// with TAPEFLOW_CUDA_GRAPHS=0 (node by node).
+// random samples on the device, batch 32 (256 steps), wall time per epoch. mode 0:
+// jit_compile false (traced, unfused steps), 1: jit_compile (compile's default; the step
+// captured as a CUDA graph), 2: jit_compile with TAPEFLOW_CUDA_GRAPHS=0 (node by node).
 void BM_KerasFitEpoch(benchmark::State& state) {
   if (!have_gpu(state)) return;
   const int mode = static_cast<int>(state.range(0));
@@ -378,7 +378,7 @@ void BM_KerasFitEpoch(benchmark::State& state) {
   state.counters["us_per_step"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * 256, benchmark::Counter::kIsRate |
                                                           benchmark::Counter::kInvert);
-  state.SetLabel(mode == 0   ? "traced"
+  state.SetLabel(mode == 0   ? "jit_compile false"
                  : mode == 1 ? "jit_compile"
                              : "jit_compile, TAPEFLOW_CUDA_GRAPHS=0");
 }

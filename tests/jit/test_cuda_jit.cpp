@@ -533,9 +533,9 @@ TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager result
     CHECK(g.to_string().find("fused_elementwise") != std::string::npos);
     CHECK(g.to_string().find("nvrtc") != std::string::npos);
   }
-  // Without jit_compile the same function stays unfused on the GPU (unless
+  // With jit_compile false the same function stays unfused on the GPU (unless
   // TAPEFLOW_JIT_COMPILE forces it on, as tools/gpu_check.sh's second pass does).
-  auto plain = tf::function(chain);
+  auto plain = tf::function(chain, tf::FunctionOptions{.jit_compile = false});
   tf::Tensor x = tf::random::uniform({64}, -2, 2, tf::float32, 1);
   tf::Tensor y = tf::random::uniform({64}, -2, 2, tf::float32, 2);
   if (!tf::jit::env_switch("TAPEFLOW_JIT_COMPILE").value_or(false)) {
@@ -544,6 +544,15 @@ TEST_CASE("jit_compile: fused GPU chains run generated kernels with eager result
         plain.get_concrete_function(tf::TensorSpec({64}), tf::TensorSpec({64})).graph();
     CHECK(pg.to_string().find("nvrtc") == std::string::npos);
   }
+  // Left unset (TF's None), jit_compile is tf::detail::default_jit_compile().
+  auto by_default = tf::function(chain);
+  const bool fused_by_default =
+      tf::jit::env_switch("TAPEFLOW_JIT_COMPILE").value_or(tf::detail::default_jit_compile());
+  check_close(by_default(x, y), chain(x, y), fused_by_default ? 1e-6 : 0,
+              fused_by_default ? 1e-7 : 0);
+  const tf::Graph& dg =
+      by_default.get_concrete_function(tf::TensorSpec({64}), tf::TensorSpec({64})).graph();
+  CHECK((dg.to_string().find("nvrtc") != std::string::npos) == fused_by_default);
   // A bias over channels joins the chain (a row read through a running position).
   auto layer = [](const tf::Tensor& a, const tf::Tensor& b) {
     return tf::nn::relu(tf::nn::bias_add(a, b) * 1.5f);

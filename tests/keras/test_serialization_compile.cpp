@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "keras/functional.h"
 #include "keras/layers.h"
 #include "keras/losses.h"
@@ -346,14 +348,22 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   //               metrics=["mae"], weighted_metrics=["accuracy"]); model.get_compile_config()
   model.compile(O::SGD(0.1, 0.9, false, named("sgd")), "mse", {"mae"},
                 {.weighted_metrics = {"accuracy"}});
-  const std::string sgd_config = R"({"optimizer": {"module": "keras.optimizers",
+  // compile()'s default jit_compile is Keras' "auto", written resolved: false on a machine
+  // without a GPU (where these configs were written), tf::function's default with one.
+  const auto auto_jit = [](std::string config) {
+    const std::string off = R"("jit_compile": false)";
+    if (!tf::config::list_physical_devices("GPU").empty() && tf::detail::default_jit_compile())
+      config.replace(config.find(off), off.size(), R"("jit_compile": true)");
+    return config;
+  };
+  const std::string sgd_config = auto_jit(R"({"optimizer": {"module": "keras.optimizers",
 "class_name": "SGD", "config": {"name": "sgd", "learning_rate": 0.10000000149011612,
 "weight_decay": null, "clipnorm": null, "global_clipnorm": null, "clipvalue": null,
 "use_ema": false, "ema_momentum": 0.99, "ema_overwrite_frequency": null,
 "loss_scale_factor": null, "gradient_accumulation_steps": null, "momentum": 0.9,
 "nesterov": false}, "registered_name": null}, "loss": "mse", "loss_weights": null,
 "metrics": ["mae"], "weighted_metrics": ["accuracy"], "run_eagerly": false,
-"steps_per_execution": 1, "jit_compile": false})";
+"steps_per_execution": 1, "jit_compile": false})");
   check_json(K::saving::get_compile_config(model), sgd_config);
   // to_json carries it, and model_from_json compiles from it.
   const Config object = Config::parse(model.to_json());
@@ -366,7 +376,7 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   // Metric objects whose config is only name and dtype. model.compile(optimizer=
   //   keras.optimizers.SGD(0.1, momentum=0.9, name="sgd"), loss="mse",
   //   metrics=["mae", keras.metrics.MeanSquaredError(name="mm")], weighted_metrics=["accuracy"])
-  const std::string objects_config = R"({"optimizer": {"module": "keras.optimizers",
+  const std::string objects_config = auto_jit(R"({"optimizer": {"module": "keras.optimizers",
 "class_name": "SGD", "config": {"name": "sgd", "learning_rate": 0.10000000149011612,
 "weight_decay": null, "clipnorm": null, "global_clipnorm": null, "clipvalue": null,
 "use_ema": false, "ema_momentum": 0.99, "ema_overwrite_frequency": null,
@@ -375,7 +385,7 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
 "metrics": ["mae", {"module": "keras.metrics", "class_name": "MeanSquaredError",
 "config": {"name": "mm", "dtype": "float32"}, "registered_name": null}],
 "weighted_metrics": ["accuracy"], "run_eagerly": false, "steps_per_execution": 1,
-"jit_compile": false})";
+"jit_compile": false})");
   model.compile(O::SGD(0.1, 0.9, false, named("sgd")), "mse",
                 {"mae", K::metrics::MeanSquaredError("mm")}, {.weighted_metrics = {"accuracy"}});
   check_json(K::saving::get_compile_config(model), objects_config);
@@ -417,6 +427,15 @@ TEST_CASE("serialization compile: get_compile_config is Keras' and round trips",
   K::Sequential other = small_model();
   K::saving::compile_from_config(other, Config::parse(adam_config));
   check_json(K::saving::get_compile_config(other), adam_config);
+  // "auto" read back is compile()'s default again, written resolved; true and false stay.
+  for (const Config& jit : {Config("auto"), Config(true), Config(false)}) {
+    Config c = Config::parse(sgd_config);
+    c["jit_compile"] = jit;
+    K::Sequential m = small_model();
+    K::saving::compile_from_config(m, c);
+    CHECK(K::saving::get_compile_config(m)["jit_compile"] ==
+          (jit.is_boolean() ? jit : Config::parse(sgd_config)["jit_compile"]));
+  }
 
   // A model with two outputs: per-output losses (a name and an object), weights and metrics.
   auto x = K::Input({3}, std::nullopt, "x");
