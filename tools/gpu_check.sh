@@ -10,8 +10,10 @@
 # GPU_CHECK_DEADLINE=SECONDS bounds the whole check (a lent machine's minutes are few): each test
 # binary gets what is left less what the benchmarks are kept, and the benchmarks share the rest.
 # SKIP_BENCH=1 and SKIP_MATRIX=1 leave out bench_cuda (with compare.py --gpu) and the
-# matrix_benchmark sample; the jit and keras suites run a second time with TAPEFLOW_JIT_COMPILE=1
-# (GPU_CHECK_JIT_BINARIES="" skips it).
+# matrix_benchmark sample. Suites run again with TAPEFLOW_JIT_COMPILE forced: GPU_CHECK_JIT_PASSES
+# lists the passes as VALUE:suite,suite (default "1:jit,keras,distribute": generated kernels and
+# CUDA graphs even where a function says false; =0 keeps every GPU graph unfused and node by
+# node); "" skips them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -72,21 +74,26 @@ for t in "$BUILD"/tests/tapeflow_tests_*; do
     grep -B3 -A12 -E "FAILED|REQUIRE|CHECK\(" "$LOGS/$name.log" | head -60
   fi
 done
-# The traced-function suites again with jit_compile forced on for every tf::function
-# (TAPEFLOW_JIT_COMPILE=1): GPU elementwise chains as NVRTC kernels, GPU graphs as CUDA graphs.
-# GPU_CHECK_JIT_BINARIES lists the suites ("" for none).
-for n in ${GPU_CHECK_JIT_BINARIES-jit keras}; do
-  t=$BUILD/tests/tapeflow_tests_$n
-  [[ -x $t ]] || continue
-  start=$(date +%s)
-  log=$LOGS/tapeflow_tests_$n.jit_compile.log
-  TAPEFLOW_JIT_COMPILE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} timeout "$(budget "$BENCH_RESERVE" 300)" \
-    stdbuf -oL -eL "$t" "${FILTER}~[own_process]" --durations yes >"$log" 2>&1
-  rc=$?
-  [[ $rc -ne 0 ]] && status=1
-  line=$(grep -E "^(All tests passed|test cases:)" "$log" | tail -1)
-  summary+=("$(printf '%-26s rc=%-3s %4ss  %s' "tapeflow_tests_$n +jit" "$rc" "$(($(date +%s) - start))" "$line")")
-  [[ $rc -ne 0 ]] && grep -B3 -A12 -E "FAILED" "$log" | head -60
+# The suites again with jit_compile forced for every tf::function (TAPEFLOW_JIT_COMPILE=0: GPU
+# graphs unfused and node by node; =1: NVRTC kernels and CUDA graphs even where a function says
+# false).
+for pass in ${GPU_CHECK_JIT_PASSES-1:jit,keras,distribute}; do
+  value=${pass%%:*}
+  suites=${pass#*:}
+  for n in ${suites//,/ }; do
+    t=$BUILD/tests/tapeflow_tests_$n
+    [[ -x $t ]] || continue
+    start=$(date +%s)
+    log=$LOGS/tapeflow_tests_$n.jit$value.log
+    TAPEFLOW_JIT_COMPILE=$value OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} \
+      timeout "$(budget "$BENCH_RESERVE" 300)" \
+      stdbuf -oL -eL "$t" "${FILTER}~[own_process]" --durations yes >"$log" 2>&1
+    rc=$?
+    [[ $rc -ne 0 ]] && status=1
+    line=$(grep -E "^(All tests passed|test cases:)" "$log" | tail -1)
+    summary+=("$(printf '%-26s rc=%-3s %4ss  %s' "tapeflow_tests_$n jit=$value" "$rc" "$(($(date +%s) - start))" "$line")")
+    [[ $rc -ne 0 ]] && grep -B3 -A12 -E "FAILED" "$log" | head -60
+  done
 done
 
 sample=$BUILD/samples/seed_basics
@@ -114,15 +121,25 @@ fi
 cmp=$BUILD/bench/compare_cuda
 if [[ -x $cmp && -z ${SKIP_BENCH:-} ]] && command -v python3 >/dev/null; then
   timeout "$(budget 0 120)" python3 "$ROOT/bench/compare/compare.py" --gpu --no-build \
-    --build-dir "$BUILD" --max-n 4096 --rounds 1 --min-time 0.05 \
+    --build-dir "$BUILD" --max-n "${GPU_CHECK_COMPARE_MAX_N:-4096}" --rounds 1 --min-time 0.05 \
     --csv "$LOGS/compare_gpu.csv" >"$LOGS/compare_gpu.txt" 2>/dev/null
   summary+=("compare.py --gpu: $(grep -E '^worst' "$LOGS/compare_gpu.txt" || echo 'no table (see logs)')")
 fi
 
+# PyTorch's eager and CUDA-graph MLP step beside BM_MlpStep, where python3 has torch with CUDA.
+if [[ -z ${SKIP_BENCH:-} ]] && python3 -c 'import torch' 2>/dev/null; then
+  timeout "$(budget 0 60)" python3 "$ROOT/bench/compare/mlp_step_torch_gpu.py" \
+    >"$LOGS/mlp_step_torch_gpu.txt" 2>&1
+  summary+=("mlp_step_torch_gpu.py: rc=$? (see logs)")
+fi
+
+# GPU_CHECK_MATRIX_MAX_N and GPU_CHECK_MATRIX_BUDGET (seconds per series) size the sample's run:
+# 4096 and 5 by default (about a minute); 32768 and a few seconds give the docs' figures.
 mb=$BUILD/samples/matrix_benchmark
 if [[ -x $mb && -z ${SKIP_MATRIX:-} ]]; then
   if timeout "$(budget 0 300)" "$mb" --modes gpu,all_gpus,seed_faithful --dtypes all \
-      --max-n 4096 --time-budget 5 --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
+      --max-n "${GPU_CHECK_MATRIX_MAX_N:-4096}" --time-budget "${GPU_CHECK_MATRIX_BUDGET:-5}" \
+      --min-time 0.05 --csv "$LOGS/matrix_benchmark.csv" >"$LOGS/matrix_benchmark.txt" 2>&1; then
     summary+=("matrix_benchmark sample: ran, checks passed")
   else
     summary+=("matrix_benchmark sample: FAILED (see logs)"); status=1
