@@ -189,20 +189,39 @@ ComplexTensor fft_last(const char* op, const ComplexTensor& z, bool inverse) {
   return {o[0], o[1]};
 }
 
-ComplexTensor swap_last_two(const ComplexTensor& z) {
-  const int r = z.real.shape().rank();
+// x with its innermost axis and axis -k (k >= 2) swapped.
+Tensor swap_with_last(const Tensor& x, int k) {
+  const int r = x.shape().rank();
   std::vector<int> perm(static_cast<size_t>(r));
   for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
-  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
-  return {transpose(z.real, perm), transpose(z.imag, perm)};
+  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - k)]);
+  return transpose(x, perm);
+}
+ComplexTensor swap_with_last(const ComplexTensor& z, int k) {
+  return {swap_with_last(z.real, k), swap_with_last(z.imag, k)};
 }
 
-ComplexTensor fft2(const char* op, const ComplexTensor& z, bool inverse) {
+// The complex DFT over axis -k (k >= 1).
+ComplexTensor fft_axis(const char* op, const ComplexTensor& z, int k, bool inverse) {
+  if (k == 1) return fft_last(op, z, inverse);
+  return swap_with_last(fft_last(op, swap_with_last(z, k), inverse), k);
+}
+
+// x's axis -k cropped or zero-padded to `len`.
+Tensor fit_axis(const Tensor& x, int k, int64_t len) {
+  if (k == 1) return fit_last(x, len);
+  if (x.shape()[-k] == len) return x;
+  return swap_with_last(fit_last(swap_with_last(x, k), len), k);
+}
+
+// The complex DFT over the `dims` innermost axes (fft2d, fft3d and their inverses).
+ComplexTensor fftn(const char* op, const ComplexTensor& z, int dims, bool inverse) {
   check_parts(op, z.real, z.imag);
-  TF_CHECK_ARG(z.real.shape().rank() >= 2, op, "expects a tensor of rank >= 2, got shape {}",
-               z.real.shape().to_string());
-  const ComplexTensor a = fft_last(op, z, inverse);
-  return swap_last_two(fft_last(op, swap_last_two(a), inverse));
+  TF_CHECK_ARG(z.real.shape().rank() >= dims, op, "expects a tensor of rank >= {}, got shape {}",
+               dims, z.real.shape().to_string());
+  ComplexTensor a = z;
+  for (int k = 1; k <= dims; ++k) a = fft_axis(op, a, k, inverse);
+  return a;
 }
 
 // x with axis `axis` split into (a, b), a * b being its size; the other sizes come from x when
@@ -339,10 +358,16 @@ ComplexTensor ifft(const ComplexTensor& input) {
   return fft_last("ifft", input, true);
 }
 ComplexTensor fft2d(const ComplexTensor& input) {
-  return fft2("fft2d", input, false);
+  return fftn("fft2d", input, 2, false);
 }
 ComplexTensor ifft2d(const ComplexTensor& input) {
-  return fft2("ifft2d", input, true);
+  return fftn("ifft2d", input, 2, true);
+}
+ComplexTensor fft3d(const ComplexTensor& input) {
+  return fftn("fft3d", input, 3, false);
+}
+ComplexTensor ifft3d(const ComplexTensor& input) {
+  return fftn("ifft3d", input, 3, true);
 }
 
 ComplexTensor rfft(const Tensor& input, int64_t fft_length) {
@@ -377,47 +402,72 @@ Tensor irfft(const ComplexTensor& input, int64_t fft_length) {
 }
 
 namespace {
-// x's second-to-last axis cropped or zero-padded to `len`.
-Tensor fit_second_last(const Tensor& x, int64_t len) {
-  const int r = x.shape().rank();
-  std::vector<int> perm(static_cast<size_t>(r));
-  for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
-  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
-  return transpose(fit_last(transpose(x, perm), len), perm);
-}
-std::pair<int64_t, int64_t> lengths_2d(const char* op, const TensorShape& s,
-                                       const std::vector<int64_t>& fft_length,
-                                       int64_t default_width) {
-  TF_CHECK_ARG(s.rank() >= 2 && s[-1] >= 0 && s[-2] >= 0, op,
-               "expects a tensor of rank >= 2 with its two innermost dimensions known, got "
+// The transform lengths of the `dims` innermost axes of s, outermost first: fft_length, or
+// the axes' sizes with default_width for the innermost.
+std::vector<int64_t> lengths_nd(const char* op, const TensorShape& s, int dims,
+                                const std::vector<int64_t>& fft_length, int64_t default_width) {
+  bool known = s.rank() >= dims;
+  for (int k = 1; known && k <= dims; ++k) known = s[-k] >= 0;
+  TF_CHECK_ARG(known, op,
+               "expects a tensor of rank >= {} with its {} innermost dimensions known, got "
                "shape {}",
-               s.to_string());
-  TF_CHECK_ARG(fft_length.empty() || fft_length.size() == 2, op,
-               "fft_length must be empty or {{height, width}}, got {} values", fft_length.size());
-  const int64_t h = fft_length.empty() ? s[-2] : fft_length[0];
-  const int64_t w = fft_length.empty() ? default_width : fft_length[1];
-  TF_CHECK_ARG(h >= 0 && w >= 0, op, "fft_length must be non-negative, got ({}, {})", h, w);
-  return {h, w};
+               dims, dims, s.to_string());
+  TF_CHECK_ARG(fft_length.empty() || fft_length.size() == static_cast<size_t>(dims), op,
+               "fft_length must be empty or hold {} lengths (outermost first), got {} values", dims,
+               fft_length.size());
+  std::vector<int64_t> lens = fft_length;
+  if (lens.empty()) {
+    for (int k = dims; k >= 2; --k) lens.push_back(s[-k]);
+    lens.push_back(default_width);
+  }
+  for (int64_t len : lens)
+    TF_CHECK_ARG(len >= 0, op, "fft_length must be non-negative, got ({})", fmt::join(lens, ", "));
+  return lens;
+}
+
+// rfft over the innermost axis, then the complex DFT over the `dims` - 1 axes before it, each
+// axis cropped or zero-padded first (rfft2d, rfft3d).
+ComplexTensor rfftn(const char* op, const Tensor& input, int dims,
+                    const std::vector<int64_t>& fft_length) {
+  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
+  check_real(op, input.dtype(), "the input");
+  const std::vector<int64_t> lens =
+      lengths_nd(op, input.shape(), dims, fft_length, input.shape()[-1]);
+  Tensor x = input;
+  for (int k = 2; k <= dims; ++k) x = fit_axis(x, k, lens[static_cast<size_t>(dims - k)]);
+  ComplexTensor z = rfft(x, lens.back());
+  for (int k = 2; k <= dims; ++k) z = fft_axis(op, z, k, false);
+  return z;
+}
+
+// The inverse of rfftn: the inverse complex DFT over the outer axes, then irfft over the
+// innermost (irfft2d, irfft3d).
+Tensor irfftn(const char* op, const ComplexTensor& input, int dims,
+              const std::vector<int64_t>& fft_length) {
+  check_parts(op, input.real, input.imag);
+  const TensorShape& s = input.real.shape();
+  const std::vector<int64_t> lens =
+      lengths_nd(op, s, dims, fft_length, s.rank() >= 1 ? 2 * (s[-1] - 1) : 0);
+  ComplexTensor z = input;
+  for (int k = 2; k <= dims; ++k) {
+    const int64_t len = lens[static_cast<size_t>(dims - k)];
+    z = fft_axis(op, {fit_axis(z.real, k, len), fit_axis(z.imag, k, len)}, k, true);
+  }
+  return irfft(z, lens.back());
 }
 }  // namespace
 
 ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length) {
-  const char* op = "rfft2d";
-  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
-  check_real(op, input.dtype(), "the input");
-  const auto [h, w] = lengths_2d(op, input.shape(), fft_length, input.shape()[-1]);
-  const ComplexTensor rows = rfft(fit_second_last(input, h), w);
-  return swap_last_two(fft_last(op, swap_last_two(rows), false));
+  return rfftn("rfft2d", input, 2, fft_length);
 }
-
 Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
-  const char* op = "irfft2d";
-  check_parts(op, input.real, input.imag);
-  const TensorShape& s = input.real.shape();
-  const auto [h, w] = lengths_2d(op, s, fft_length, s.rank() >= 1 ? 2 * (s[-1] - 1) : 0);
-  const ComplexTensor fitted{fit_second_last(input.real, h), fit_second_last(input.imag, h)};
-  const ComplexTensor cols = swap_last_two(fft_last(op, swap_last_two(fitted), true));
-  return irfft(cols, w);
+  return irfftn("irfft2d", input, 2, fft_length);
+}
+ComplexTensor rfft3d(const Tensor& input, std::vector<int64_t> fft_length) {
+  return rfftn("rfft3d", input, 3, fft_length);
+}
+Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
+  return irfftn("irfft3d", input, 3, fft_length);
 }
 
 Tensor abs(const ComplexTensor& z) {

@@ -1,5 +1,5 @@
-// tf.signal: discrete Fourier transforms (fft, ifft, fft2d, ifft2d, rfft, irfft, rfft2d,
-// irfft2d), framing
+// tf.signal: discrete Fourier transforms (fft, ifft, fft2d, ifft2d, fft3d, ifft3d, rfft, irfft,
+// rfft2d, irfft2d, rfft3d, irfft3d), framing
 // (frame, overlap_and_add), windows (hann_window, hamming_window), short-time Fourier transforms
 // (stft, inverse_stft, inverse_stft_window_fn), cosine transforms (dct, idct) and the mel
 // helpers (linear_to_mel_weight_matrix, mfccs_from_log_mel_spectrograms).
@@ -67,6 +67,12 @@ Tensor irfft(const ComplexTensor& input, int64_t fft_length = -1);
 // irfft2d {height, 2 (m - 1)}).
 ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length = {});
 Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length = {});
+// The same over the three innermost axes (tf.signal.fft3d, ifft3d, rfft3d, irfft3d);
+// fft_length is {depth, height, width}.
+ComplexTensor fft3d(const ComplexTensor& input);
+ComplexTensor ifft3d(const ComplexTensor& input);
+ComplexTensor rfft3d(const Tensor& input, std::vector<int64_t> fft_length = {});
+Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length = {});
 // |z| elementwise, sqrt(re^2 + im^2) computed without overflow (tf.abs of a complex tensor);
 // the gradient at 0 is 0, as TF's.
 Tensor abs(const ComplexTensor& z);

@@ -1,5 +1,5 @@
 // tf.signal (ops/signal.h) on every device of devices_under_test(): fft, ifft, fft2d, rfft and
-// irfft against a plain float64 DFT for power-of-two and other lengths (Bluestein's path), TF
+// irfft (and the 3-D transforms) against a plain float64 DFT for power-of-two and other lengths (Bluestein's path), TF
 // 2.21's values for the examples printed beside them (the tf.signal call named), frame,
 // overlap_and_add, the windows, stft / inverse_stft, dct / idct, the mel matrix and mfccs;
 // gradients against central differences in float64 (second order through nested tapes);
@@ -505,6 +505,26 @@ TEST_CASE("signal: traced equals eager, one trace for a None batch", "[cpu][cuda
       }
     }
     CHECK(f.tracing_count() == 1);
+    // The 3-D transforms with their gradient, the batch None.
+    tf::FunctionOptions opts3;
+    opts3.input_signature = {tf::TensorSpec({tf::None, 3, 4, 6}, tf::float64)};
+    auto body3 = [](const tf::Tensor& x) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      const sig::ComplexTensor r = sig::rfft3d(x, {2, 5, 6});
+      const sig::ComplexTensor c = sig::fft3d(r);
+      const tf::Tensor back = sig::irfft3d(sig::ifft3d(c), {3, 4, 6});
+      const tf::Tensor loss = tf::reduce_sum(sig::abs(c)) + tf::reduce_sum(back * x);
+      return tf::concat({tf::reshape(back, {-1}), tf::reshape(tape.gradient(loss, x), {-1})}, 0);
+    };
+    auto f3 = tf::function(body3, opts3);
+    for (int64_t b : {int64_t{1}, int64_t{3}}) {
+      INFO("3-D batch " << b);
+      const tf::Tensor x =
+          make(random_values(static_cast<size_t>(b * 72), -1, 1, 52), {b, 3, 4, 6});
+      check_close(f3(x), body3(x), 1e-12, 1e-12);
+    }
+    CHECK(f3.tracing_count() == 1);
   }
 }
 
@@ -594,4 +614,149 @@ TEST_CASE("signal: rfft2d and irfft2d as TF", "[cpu][cuda][signal]") {
   }
   require_error([] { sig::rfft2d(tf::zeros({4})); }, {"rfft2d", "rank >= 2", "(4,)"});
   require_error([] { sig::rfft2d(tf::zeros({2, 4}), {1, 2, 3}); }, {"rfft2d", "fft_length", "3"});
+}
+
+namespace {
+// The 3-D DFT of each (d, h, w) block of x (sign -1 forward, +1 inverse, unnormalised), as a
+// triple sum in long double.
+std::vector<cd> naive_dft3(const std::vector<cd>& x, int64_t d, int64_t h, int64_t w, int sign) {
+  const int64_t block = d * h * w;
+  std::vector<cd> y(x.size());
+  const long double two_pi = 2.0L * std::numbers::pi_v<long double>;
+  for (size_t b = 0; b < x.size() / static_cast<size_t>(block); ++b)
+    for (int64_t k0 = 0; k0 < d; ++k0)
+      for (int64_t k1 = 0; k1 < h; ++k1)
+        for (int64_t k2 = 0; k2 < w; ++k2) {
+          long double re = 0, im = 0;
+          for (int64_t j0 = 0; j0 < d; ++j0)
+            for (int64_t j1 = 0; j1 < h; ++j1)
+              for (int64_t j2 = 0; j2 < w; ++j2) {
+                const long double a =
+                    two_pi *
+                    (static_cast<long double>((k0 * j0) % d) / static_cast<long double>(d) +
+                     static_cast<long double>((k1 * j1) % h) / static_cast<long double>(h) +
+                     static_cast<long double>((k2 * j2) % w) / static_cast<long double>(w));
+                const cd v =
+                    x[b * static_cast<size_t>(block) + static_cast<size_t>((j0 * h + j1) * w + j2)];
+                re += v.real() * std::cos(a) - sign * v.imag() * std::sin(a);
+                im += v.imag() * std::cos(a) + sign * v.real() * std::sin(a);
+              }
+          y[b * static_cast<size_t>(block) + static_cast<size_t>((k0 * h + k1) * w + k2)] =
+              cd(static_cast<double>(re), static_cast<double>(im));
+        }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("signal: fft3d, ifft3d, rfft3d and irfft3d", "[cpu][cuda][signal]") {
+  const int64_t batch = 2, d = 3, h = 4, w = 5;
+  const size_t count = static_cast<size_t>(batch * d * h * w);
+  const auto re = random_values(count, -1, 1, 31);
+  const auto im = random_values(count, -1, 1, 32);
+  std::vector<cd> z, real_z;
+  for (size_t i = 0; i < count; ++i) {
+    z.emplace_back(re[i], im[i]);
+    real_z.emplace_back(re[i], 0.0);
+  }
+  const auto want = naive_dft3(z, d, h, w, -1);
+  auto want_inv = naive_dft3(z, d, h, w, +1);
+  for (cd& v : want_inv) v /= static_cast<double>(d * h * w);
+  // The rfft3d of the real part: the w / 2 + 1 = 3 leading frequencies of its full DFT.
+  const auto full_real = naive_dft3(real_z, d, h, w, -1);
+  std::vector<cd> want_r;
+  for (size_t i = 0; i < full_real.size(); ++i)
+    if (static_cast<int64_t>(i) % w < 3) want_r.push_back(full_real[i]);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float32, tf::float64}) {
+      INFO("dtype " << tf::dtype_name(dt));
+      const double atol = atol_of(dt, d * h * w);
+      const sig::ComplexTensor x{make(re, {batch, d, h, w}, dt), make(im, {batch, d, h, w}, dt)};
+      const sig::ComplexTensor f = sig::fft3d(x);
+      CHECK(f.real.shape() == tf::TensorShape{batch, d, h, w});
+      check_values(f.real, reals(want), 0, atol);
+      check_values(f.imag, imags(want), 0, atol);
+      const sig::ComplexTensor fi = sig::ifft3d(x);
+      check_values(fi.real, reals(want_inv), 0, atol);
+      check_values(fi.imag, imags(want_inv), 0, atol);
+      const sig::ComplexTensor back = sig::ifft3d(f);
+      check_values(back.real, re, 0, atol);
+      check_values(back.imag, im, 0, atol);
+      const sig::ComplexTensor r = sig::rfft3d(x.real);
+      CHECK(r.real.shape() == tf::TensorShape{batch, d, h, 3});
+      check_values(r.real, reals(want_r), 0, atol);
+      check_values(r.imag, imags(want_r), 0, atol);
+      // Odd width: irfft3d needs the length given.
+      check_values(sig::irfft3d(r, {d, h, w}), re, 0, atol);
+    }
+    // Cropped and zero-padded axes: rfft3d(x, {2, 6, 4}) is the DFT of x cut to depth 2 and
+    // width 4, with two zero rows after its 4 rows; irfft3d undoes it with the same lengths.
+    const tf::Tensor x = make(re, {batch, d, h, w});
+    const tf::Tensor fitted =
+        tf::pad(tf::slice(x, {0, 0, 0, 0}, {batch, 2, h, 4}), {{0, 0}, {0, 0}, {0, 2}, {0, 0}});
+    const std::vector<double> fv = tf::detail::to_double_vector(fitted);
+    std::vector<cd> fz;
+    for (double v : fv) fz.emplace_back(v, 0.0);
+    const auto full = naive_dft3(fz, 2, 6, 4, -1);
+    std::vector<cd> want_fit;
+    for (size_t i = 0; i < full.size(); ++i)
+      if (i % 4 < 3) want_fit.push_back(full[i]);
+    const sig::ComplexTensor rf = sig::rfft3d(x, {2, 6, 4});
+    CHECK(rf.real.shape() == tf::TensorShape{batch, 2, 6, 3});
+    check_values(rf.real, reals(want_fit), 0, 1e-12);
+    check_values(rf.imag, imags(want_fit), 0, 1e-12);
+    check_values(sig::irfft3d(rf, {2, 6, 4}), fv, 0, 1e-12);
+    // The default width is 2 (m - 1): 4 here, so the same values come back.
+    check_values(sig::irfft3d(rf), fv, 0, 1e-12);
+    // TF 2.21 on x = (np.arange(120) % 7 - 3).reshape(2, 3, 4, 5): r = tf.signal.rfft3d(x, [2, 6,
+    // 4]), then tf.signal.irfft3d(r, [3, 5, 7]) (depth padded, height cropped, the frequencies
+    // padded to 4). TF computes them in float32; the values are NumPy's rfftn / irfftn, which
+    // TF's equal to 1.1e-6.
+    std::vector<double> steps(120);
+    for (size_t i = 0; i < steps.size(); ++i) steps[i] = static_cast<double>(i % 7) - 3;
+    const sig::ComplexTensor rs = sig::rfft3d(make(steps, {2, 3, 4, 5}), {2, 6, 4});
+    check_values(tf::slice(tf::reshape(rs.real, {72}), {0}, {6}),
+                 {-6.0, -2.0, -2.0, -3.5, 5.303847577293368, 10.5}, 0, 1e-12);
+    check_values(tf::slice(tf::reshape(rs.imag, {72}), {0}, {6}),
+                 {0.0, 2.0, 0.0, -9.526279441628825, -6.133974596215562, 0.8660254037844388}, 0,
+                 1e-12);
+    const tf::Tensor padded = sig::irfft3d(rs, {3, 5, 7});
+    CHECK(padded.shape() == tf::TensorShape{2, 3, 5, 7});
+    check_values(tf::slice(tf::reshape(padded, {210}), {0}, {6}),
+                 {-1.6989743318610784, -1.3934512114729245, -0.4090133723711714,
+                  -0.3263110712759944, -0.10615173915829948, 0.43482878084293686},
+                 0, 1e-12);
+    check_gradient(
+        [](const tf::Tensor& in) {
+          auto p = tf::split(in, 2, 0);
+          const sig::ComplexTensor f = sig::fft3d({p[0], p[1]});
+          return tf::concat({f.real, f.imag}, 0);
+        },
+        {2, 2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& in) {
+          const sig::ComplexTensor f = sig::rfft3d(in, {3, 2, 5});
+          return tf::concat({f.real, f.imag}, -1);
+        },
+        {2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& in) {
+          auto p = tf::split(in, 2, 0);
+          return sig::irfft3d({p[0], p[1]}, {3, 2, 4});
+        },
+        {2, 2, 3, 3});
+  }
+  require_error(
+      [] {
+        sig::fft3d({tf::zeros({4, 4}), tf::zeros({4, 4})});
+      },
+      {"fft3d", "rank >= 3", "(4, 4)"});
+  require_error([] { sig::rfft3d(tf::zeros({2, 4})); }, {"rfft3d", "rank >= 3", "(2, 4)"});
+  require_error([] { sig::rfft3d(tf::zeros({2, 2, 4}), {2, 4}); }, {"rfft3d", "fft_length", "2"});
+  require_error(
+      [] {
+        sig::irfft3d({tf::zeros({2, 2, 4}), tf::zeros({2, 2, 4})}, {2, -1, 4});
+      },
+      {"irfft3d", "non-negative", "(2, -1, 4)"});
 }
