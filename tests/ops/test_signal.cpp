@@ -1,9 +1,9 @@
-// tf.signal (ops/signal.h) on every device of devices_under_test(): fft, ifft, fft2d, rfft and
-// irfft (and the 3-D transforms) against a plain float64 DFT for power-of-two and other lengths (Bluestein's path), TF
-// 2.21's values for the examples printed beside them (the tf.signal call named), frame,
-// overlap_and_add, the windows, stft / inverse_stft, dct / idct, the mel matrix and mfccs;
-// gradients against central differences in float64 (second order through nested tapes);
-// traced equals eager, one trace for a None batch; the errors.
+// tf.signal (ops/signal.h) on every device of devices_under_test(): fft, ifft, fft2d, rfft,
+// irfft and the 3-D transforms against a plain float64 DFT for power-of-two and other lengths
+// (Bluestein's path), TF 2.21's values for the examples printed beside them (the tf.signal call
+// named), frame, overlap_and_add, the windows, stft / inverse_stft, dct / idct, the mel matrix
+// and mfccs; gradients against central differences in float64 (second order through nested
+// tapes); traced equals eager, one trace for a None batch; the errors.
 #include <cmath>
 #include <complex>
 #include <numbers>
