@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "core/check.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
+#include "ops/cpu/special_math.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
@@ -14,6 +16,7 @@
 #include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/scatter.h"
 #include "ops/unary.h"
 
@@ -470,6 +473,136 @@ Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
   return irfftn("irfft3d", input, 3, fft_length);
 }
 
+namespace {
+// The axes of a tensor of shape s as non-negative indices ({}: every axis), checked in range,
+// distinct and of known size.
+std::vector<int> nd_axes(const char* op, const TensorShape& s, std::vector<int> axes) {
+  const int rank = s.rank();
+  if (axes.empty())
+    for (int a = 0; a < rank; ++a) axes.push_back(a);
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int& a : axes) {
+    TF_CHECK_ARG(a >= -rank && a < rank, op, "axis {} is out of range for shape {}", a,
+                 s.to_string());
+    if (a < 0) a += rank;
+    TF_CHECK_ARG(!seen[static_cast<size_t>(a)], op, "axis {} is given twice", a);
+    seen[static_cast<size_t>(a)] = true;
+    TF_CHECK_ARG(s[a] >= 0, op, "axis {} of shape {} must have a known size", a, s.to_string());
+  }
+  return axes;
+}
+
+// One length per axis: fft_length, or the axes' sizes with last_default for the last axis.
+std::vector<int64_t> nd_lengths(const char* op, const TensorShape& s, const std::vector<int>& axes,
+                                const std::vector<int64_t>& fft_length, int64_t last_default) {
+  TF_CHECK_ARG(fft_length.empty() || fft_length.size() == axes.size(), op,
+               "fft_length must be empty or hold one length per axis ({}), got {} values",
+               axes.size(), fft_length.size());
+  std::vector<int64_t> lens = fft_length;
+  if (lens.empty()) {
+    for (int a : axes) lens.push_back(s[a]);
+    if (!lens.empty()) lens.back() = last_default;
+  }
+  for (int64_t len : lens)
+    TF_CHECK_ARG(len >= 0, op, "fft_length must be non-negative, got ({})", fmt::join(lens, ", "));
+  return lens;
+}
+
+// The factor norm puts on a transform of n values (the inverse transforms already divide by n).
+double nd_scale(const char* op, const std::string& norm, const std::vector<int64_t>& lens,
+                bool inverse) {
+  TF_CHECK_ARG(norm == "backward" || norm == "ortho" || norm == "forward", op,
+               "norm must be \"backward\", \"ortho\" or \"forward\", got \"{}\"", norm);
+  double n = 1;
+  for (int64_t len : lens) n *= static_cast<double>(len);
+  if (norm == "backward" || n == 0) return 1.0;
+  if (norm == "ortho") return inverse ? std::sqrt(n) : 1.0 / std::sqrt(n);
+  return inverse ? n : 1.0 / n;
+}
+
+ComplexTensor scaled(const ComplexTensor& z, double s) {
+  if (s == 1.0) return z;
+  return {multiply(z.real, Tensor(s)), multiply(z.imag, Tensor(s))};
+}
+
+ComplexTensor fit_axis(const ComplexTensor& z, int k, int64_t len) {
+  return {fit_axis(z.real, k, len), fit_axis(z.imag, k, len)};
+}
+
+ComplexTensor complex_nd(const char* op, const ComplexTensor& input,
+                         std::vector<int64_t> fft_length, std::vector<int> axes,
+                         const std::string& norm, bool inverse) {
+  check_parts(op, input.real, input.imag);
+  const TensorShape& s = input.real.shape();
+  axes = nd_axes(op, s, std::move(axes));
+  const std::vector<int64_t> lens =
+      nd_lengths(op, s, axes, fft_length, axes.empty() ? 0 : s[axes.back()]);
+  const double scale = nd_scale(op, norm, lens, inverse);
+  const int rank = s.rank();
+  ComplexTensor z = input;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int k = rank - axes[i];
+    z = fft_axis(op, fit_axis(z, k, lens[i]), k, inverse);
+  }
+  return scaled(z, scale);
+}
+}  // namespace
+
+ComplexTensor fftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
+                    std::vector<int> axes, const std::string& norm) {
+  return complex_nd("fftnd", input, std::move(fft_length), std::move(axes), norm, false);
+}
+ComplexTensor ifftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
+                     std::vector<int> axes, const std::string& norm) {
+  return complex_nd("ifftnd", input, std::move(fft_length), std::move(axes), norm, true);
+}
+
+ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
+                     const std::string& norm) {
+  const char* op = "rfftnd";
+  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
+  check_real(op, input.dtype(), "the input");
+  const TensorShape& s = input.shape();
+  axes = nd_axes(op, s, std::move(axes));
+  TF_CHECK_ARG(!axes.empty(), op, "needs at least one axis, got shape {}", s.to_string());
+  const std::vector<int64_t> lens = nd_lengths(op, s, axes, fft_length, s[axes.back()]);
+  const double scale = nd_scale(op, norm, lens, false);
+  const int rank = s.rank();
+  // The real axis first (rfft over it, moved innermost and back), then the complex DFTs.
+  const int kr = rank - axes.back();
+  Tensor x = input;
+  for (size_t i = 0; i + 1 < axes.size(); ++i) x = fit_axis(x, rank - axes[i], lens[i]);
+  ComplexTensor z;
+  if (kr == 1) {
+    z = rfft(x, lens.back());
+  } else {
+    z = swap_with_last(rfft(swap_with_last(x, kr), lens.back()), kr);
+  }
+  for (size_t i = 0; i + 1 < axes.size(); ++i) z = fft_axis(op, z, rank - axes[i], false);
+  return scaled(z, scale);
+}
+
+Tensor irfftnd(const ComplexTensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
+               const std::string& norm) {
+  const char* op = "irfftnd";
+  check_parts(op, input.real, input.imag);
+  const TensorShape& s = input.real.shape();
+  axes = nd_axes(op, s, std::move(axes));
+  TF_CHECK_ARG(!axes.empty(), op, "needs at least one axis, got shape {}", s.to_string());
+  const std::vector<int64_t> lens = nd_lengths(op, s, axes, fft_length, 2 * (s[axes.back()] - 1));
+  const double scale = nd_scale(op, norm, lens, true);
+  const int rank = s.rank();
+  ComplexTensor z = input;
+  for (size_t i = 0; i + 1 < axes.size(); ++i) {
+    const int k = rank - axes[i];
+    z = fft_axis(op, fit_axis(z, k, lens[i]), k, true);
+  }
+  z = scaled(z, scale);
+  const int kr = rank - axes.back();
+  if (kr == 1) return irfft(z, lens.back());
+  return swap_with_last(irfft(swap_with_last(z, kr), lens.back()), kr);
+}
+
 Tensor abs(const ComplexTensor& z) {
   check_parts("abs", z.real, z.imag);
   // |z| = s sqrt((re / s)^2 + (im / s)^2), s = max(|re|, |im|): no overflow or underflow in
@@ -567,6 +700,91 @@ WindowFn hamming_window_fn(bool periodic) {
   return [periodic](int64_t n, DType d) { return hamming_window(n, periodic, d); };
 }
 
+namespace {
+void check_window(const char* op, int64_t length, DType dtype) {
+  TF_CHECK_ARG(length >= 0, op, "window_length must be >= 0, got {}", length);
+  TF_CHECK_ARG(is_floating(dtype), op, "dtype must be a floating dtype, got {}", dtype_name(dtype));
+}
+// The Kaiser window in float64: I0(beta sqrt(1 - t^2)) / I0(beta), t from -1 to 1, through the
+// scaled i0e so that large beta does not overflow (even in beta, as NumPy's kaiser).
+std::vector<double> kaiser_values(int64_t length, double beta) {
+  std::vector<double> w(static_cast<size_t>(length), 1.0);
+  if (length <= 1) return w;
+  const double half = static_cast<double>(length - 1) / 2.0, b = std::abs(beta);
+  for (int64_t i = 0; i < length; ++i) {
+    const double t = (static_cast<double>(i) - half) / half;
+    const double num = b * std::sqrt(std::max(0.0, 1.0 - t * t));
+    w[static_cast<size_t>(i)] =
+        std::exp(num - b) * special::bessel_ie(0, num) / special::bessel_ie(0, b);
+  }
+  return w;
+}
+}  // namespace
+
+Tensor kaiser_window(int64_t window_length, double beta, DType dtype) {
+  check_window("kaiser_window", window_length, dtype);
+  return detail::from_doubles(kaiser_values(window_length, beta), {window_length}, dtype);
+}
+
+Tensor kaiser_bessel_derived_window(int64_t window_length, double beta, DType dtype) {
+  const char* op = "kaiser_bessel_derived_window";
+  check_window(op, window_length, dtype);
+  // TF returns window_length - 1 values for an odd length; the window is defined for even ones.
+  TF_CHECK_ARG(window_length % 2 == 0, op, "window_length must be even, got {}", window_length);
+  const int64_t half = window_length / 2;
+  const std::vector<double> k = kaiser_values(half + 1, beta);
+  std::vector<double> csum(k.size());
+  double acc = 0;
+  for (size_t i = 0; i < k.size(); ++i) csum[i] = acc += k[i];
+  std::vector<double> w(static_cast<size_t>(window_length));
+  for (int64_t i = 0; i < half; ++i) {
+    const double v = std::sqrt(csum[static_cast<size_t>(i)] / csum.back());
+    w[static_cast<size_t>(i)] = v;
+    w[static_cast<size_t>(window_length - 1 - i)] = v;
+  }
+  return detail::from_doubles(w, {window_length}, dtype);
+}
+
+Tensor vorbis_window(int64_t window_length, DType dtype) {
+  check_window("vorbis_window", window_length, dtype);
+  std::vector<double> w(static_cast<size_t>(window_length));
+  for (int64_t i = 0; i < window_length; ++i) {
+    const double s = std::sin(std::numbers::pi * (static_cast<double>(i) + 0.5) /
+                              static_cast<double>(window_length));
+    w[static_cast<size_t>(i)] = std::sin(std::numbers::pi / 2.0 * s * s);
+  }
+  return detail::from_doubles(w, {window_length}, dtype);
+}
+
+WindowFn kaiser_window_fn(double beta) {
+  return [beta](int64_t n, DType d) { return kaiser_window(n, beta, d); };
+}
+WindowFn kaiser_bessel_derived_window_fn(double beta) {
+  return [beta](int64_t n, DType d) { return kaiser_bessel_derived_window(n, beta, d); };
+}
+WindowFn vorbis_window_fn() {
+  return [](int64_t n, DType d) { return vorbis_window(n, d); };
+}
+
+namespace {
+Tensor shift_halves(const char* op, const Tensor& x, std::vector<int> axes, bool inverse) {
+  TF_CHECK_ARG(x.defined(), op, "the input is undefined");
+  const TensorShape& s = x.shape();
+  axes = nd_axes(op, s, std::move(axes));
+  if (axes.empty()) return x;
+  std::vector<int64_t> shifts;
+  for (int a : axes) shifts.push_back(inverse ? -(s[a] / 2) : s[a] / 2);
+  return roll(x, shifts, axes);
+}
+}  // namespace
+
+Tensor fftshift(const Tensor& x, std::vector<int> axes) {
+  return shift_halves("fftshift", x, std::move(axes), false);
+}
+Tensor ifftshift(const Tensor& x, std::vector<int> axes) {
+  return shift_halves("ifftshift", x, std::move(axes), true);
+}
+
 ComplexTensor stft(const Tensor& signals, int64_t frame_length, int64_t frame_step,
                    int64_t fft_length, const WindowFn& window_fn, bool pad_end) {
   const char* op = "stft";
@@ -617,6 +835,51 @@ Tensor idct(const Tensor& input, int type, int64_t n, int axis, const std::strin
                type);
   static constexpr int kInverse[] = {0, 1, 3, 2, 4};
   return dct_impl("idct", input, kInverse[type], n, axis, norm);
+}
+
+Tensor mdct(const Tensor& signals, int64_t frame_length, const WindowFn& window_fn, bool pad_end,
+            const std::string& norm) {
+  const char* op = "mdct";
+  TF_CHECK_ARG(signals.defined(), op, "the signals are undefined");
+  check_real(op, signals.dtype(), "the signals");
+  TF_CHECK_ARG(signals.shape().rank() >= 1, op, "expects signals of rank >= 1, got shape {}",
+               signals.shape().to_string());
+  TF_CHECK_ARG(frame_length > 0 && frame_length % 4 == 0, op,
+               "frame_length must be a positive multiple of 4, got {}", frame_length);
+  TF_CHECK_ARG(norm.empty() || norm == "ortho", op, "norm must be \"\" or \"ortho\", got \"{}\"",
+               norm);
+  Tensor framed = frame(signals, frame_length, frame_length / 2, pad_end);
+  framed = window_fn ? multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()))
+                     : multiply(framed, Tensor(1.0 / std::sqrt(2.0)));
+  // (a, b, c, d) quarters -> (-c_r - d, a - b_r), _r reversed: the fold whose type-4 DCT is the
+  // MDCT.
+  const std::vector<Tensor> q = split(framed, 4, -1);
+  const Tensor first = subtract(negative(reverse(q[2], {-1})), q[3]);
+  const Tensor second = subtract(q[0], reverse(q[1], {-1}));
+  return dct(concat({first, second}, -1), 4, -1, -1, norm);
+}
+
+Tensor inverse_mdct(const Tensor& mdcts, const WindowFn& window_fn, const std::string& norm) {
+  const char* op = "inverse_mdct";
+  TF_CHECK_ARG(mdcts.defined(), op, "the input is undefined");
+  check_real(op, mdcts.dtype(), "the input");
+  const TensorShape& s = mdcts.shape();
+  TF_CHECK_ARG(s.rank() >= 2 && s[-1] >= 0 && s[-1] % 2 == 0, op,
+               "expects [..., frames, frame_length / 2] of rank >= 2 with an even, known last "
+               "dimension, got shape {}",
+               s.to_string());
+  TF_CHECK_ARG(norm.empty() || norm == "ortho", op, "norm must be \"\" or \"ortho\", got \"{}\"",
+               norm);
+  const int64_t half = s[-1];
+  const Tensor y = norm.empty() ? multiply(dct(mdcts, 4), Tensor(0.5 / static_cast<double>(half)))
+                                : dct(mdcts, 4, -1, -1, "ortho");
+  // Unfold (p, q) halves into (q, -q_r, -p_r, -p).
+  const std::vector<Tensor> h = split(y, 2, -1);
+  Tensor frames = concat(
+      {h[1], negative(reverse(h[1], {-1})), negative(reverse(h[0], {-1})), negative(h[0])}, -1);
+  frames = window_fn ? multiply(frames, window_of(op, window_fn, 2 * half, mdcts.dtype()))
+                     : multiply(frames, Tensor(1.0 / std::sqrt(2.0)));
+  return overlap_and_add(frames, half);
 }
 
 Tensor linear_to_mel_weight_matrix(int64_t num_mel_bins, int64_t num_spectrogram_bins,

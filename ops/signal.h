@@ -1,8 +1,9 @@
 // tf.signal: discrete Fourier transforms (fft, ifft, fft2d, ifft2d, fft3d, ifft3d, rfft, irfft,
-// rfft2d, irfft2d, rfft3d, irfft3d), framing
-// (frame, overlap_and_add), windows (hann_window, hamming_window), short-time Fourier transforms
-// (stft, inverse_stft, inverse_stft_window_fn), cosine transforms (dct, idct) and the mel
-// helpers (linear_to_mel_weight_matrix, mfccs_from_log_mel_spectrograms).
+// rfft2d, irfft2d, rfft3d, irfft3d, the fftnd family, fftshift, ifftshift), framing
+// (frame, overlap_and_add), windows (hann, hamming, kaiser, kaiser_bessel_derived, vorbis),
+// short-time Fourier transforms (stft, inverse_stft, inverse_stft_window_fn), cosine transforms
+// (dct, idct, mdct, inverse_mdct) and the mel helpers (linear_to_mel_weight_matrix,
+// mfccs_from_log_mel_spectrograms).
 //
 // Complex values. tapeflow has no complex dtype: a complex tensor is a ComplexTensor, its real
 // and imaginary parts as two float32 (TF's complex64) or float64 (complex128) tensors of one
@@ -73,6 +74,25 @@ ComplexTensor fft3d(const ComplexTensor& input);
 ComplexTensor ifft3d(const ComplexTensor& input);
 ComplexTensor rfft3d(const Tensor& input, std::vector<int64_t> fft_length = {});
 Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length = {});
+// N-dimensional transforms over `axes` (tf.signal.fftnd, ifftnd, rfftnd, irfftnd; NumPy's
+// fftn family): axes {} means every axis; fft_length {} the axes' sizes (for irfftnd the last
+// axis' 2 (m - 1)), else one length per axis, each axis cropped or zero-padded to it first.
+// rfftnd halves the last of `axes`; irfftnd restores it. norm "backward" (TF's None: 1/n on
+// the inverse only), "ortho" (1/sqrt(n) both ways) or "forward" (1/n on the forward only), n
+// being the product of the lengths. TF 2.21 has GPU kernels only for these; tapeflow runs them
+// on every device.
+ComplexTensor fftnd(const ComplexTensor& input, std::vector<int64_t> fft_length = {},
+                    std::vector<int> axes = {}, const std::string& norm = "backward");
+ComplexTensor ifftnd(const ComplexTensor& input, std::vector<int64_t> fft_length = {},
+                     std::vector<int> axes = {}, const std::string& norm = "backward");
+ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length = {},
+                     std::vector<int> axes = {}, const std::string& norm = "backward");
+Tensor irfftnd(const ComplexTensor& input, std::vector<int64_t> fft_length = {},
+               std::vector<int> axes = {}, const std::string& norm = "backward");
+// x rolled by half of each axis' size (tf.signal.fftshift: the zero frequency moves to the
+// centre; ifftshift undoes it, also for odd sizes); axes {} means every axis.
+Tensor fftshift(const Tensor& x, std::vector<int> axes = {});
+Tensor ifftshift(const Tensor& x, std::vector<int> axes = {});
 // |z| elementwise, sqrt(re^2 + im^2) computed without overflow (tf.abs of a complex tensor);
 // the gradient at 0 is 0, as TF's.
 Tensor abs(const ComplexTensor& z);
@@ -94,12 +114,24 @@ Tensor overlap_and_add(const Tensor& signal, int64_t frame_step);
 // length L + 1 without its last sample); a window of length 1 is [1].
 Tensor hann_window(int64_t window_length, bool periodic = true, DType dtype = float32);
 Tensor hamming_window(int64_t window_length, bool periodic = true, DType dtype = float32);
+// The Kaiser window I0(beta sqrt(1 - (2 n / (L - 1) - 1)^2)) / I0(beta) (tf.signal.kaiser_window,
+// NumPy's kaiser), its Kaiser-Bessel-derived window for the MDCT (L even: the square roots of the
+// cumulative sums of a Kaiser window of L / 2 + 1, mirrored;
+// tf.signal.kaiser_bessel_derived_window) and the Vorbis power-complementary window sin(pi / 2
+// sin^2(pi (n + 0.5) / L)) (tf.signal.vorbis_window). Computed in float64, then cast.
+Tensor kaiser_window(int64_t window_length, double beta = 12.0, DType dtype = float32);
+Tensor kaiser_bessel_derived_window(int64_t window_length, double beta = 12.0,
+                                    DType dtype = float32);
+Tensor vorbis_window(int64_t window_length, DType dtype = float32);
 
 // A window function: (frame_length, dtype) -> the window [frame_length]. A null WindowFn means
 // no window (TF's window_fn=None).
 using WindowFn = std::function<Tensor(int64_t, DType)>;
 WindowFn hann_window_fn(bool periodic = true);
 WindowFn hamming_window_fn(bool periodic = true);
+WindowFn kaiser_window_fn(double beta = 12.0);
+WindowFn kaiser_bessel_derived_window_fn(double beta = 12.0);
+WindowFn vorbis_window_fn();
 
 // Short-time Fourier transform (tf.signal.stft): signals [..., samples] (float32/float64) ->
 // [..., frames, fft_length / 2 + 1]: rfft(window * frame(signals)). fft_length -1 is the
@@ -126,6 +158,18 @@ Tensor dct(const Tensor& input, int type = 2, int64_t n = -1, int axis = -1,
            const std::string& norm = "");
 Tensor idct(const Tensor& input, int type = 2, int64_t n = -1, int axis = -1,
             const std::string& norm = "");
+
+// The modified DCT (tf.signal.mdct): signals [..., samples] framed with frame_length (a
+// multiple of 4) and a step of half of it, windowed (a null window_fn scales by 1/sqrt(2)),
+// folded and transformed by a type-4 DCT -> [..., frames, frame_length / 2]. norm "" or
+// "ortho". inverse_mdct undoes it by overlap-adding (time-domain aliasing cancels with a
+// power-complementary window such as vorbis or KBD; with "ortho" the round trip is exact
+// except the first and last half frames).
+Tensor mdct(const Tensor& signals, int64_t frame_length,
+            const WindowFn& window_fn = vorbis_window_fn(), bool pad_end = false,
+            const std::string& norm = "");
+Tensor inverse_mdct(const Tensor& mdcts, const WindowFn& window_fn = vorbis_window_fn(),
+                    const std::string& norm = "");
 
 // The [num_spectrogram_bins, num_mel_bins] matrix that maps linear-frequency spectrogram bins
 // (0 .. sample_rate / 2) to triangular mel bands between lower_edge_hertz and upper_edge_hertz

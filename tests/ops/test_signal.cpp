@@ -760,3 +760,311 @@ TEST_CASE("signal: fft3d, ifft3d, rfft3d and irfft3d", "[cpu][cuda][signal]") {
       },
       {"irfft3d", "non-negative", "(2, -1, 4)"});
 }
+
+TEST_CASE("signal: fftnd, ifftnd, rfftnd and irfftnd as NumPy's fftn family",
+          "[cpu][cuda][signal]") {
+  std::vector<double> xv(24), yv(24);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    xv[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
+    yv[i] = static_cast<double>(static_cast<int>(i % 5) - 2);
+  }
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = make(xv, {2, 3, 4}), y = make(yv, {2, 3, 4});
+    // np.fft.fftn(x + 1j y, s=[3, 5], axes=[0, 2], norm="ortho"): both axes padded, or cropped.
+    const sig::ComplexTensor f = sig::fftnd({x, y}, {3, 5}, {0, 2}, "ortho");
+    CHECK(f.real.shape() == tf::TensorShape{3, 3, 5});
+    check_values(f.real,
+                 {-1.549193338482967, 1.530209192173651,  -1.68249845842769,  -0.20912803886242,
+                  0.619616194863621,  1.290994448735806,  -1.261740651773124, 0.009181429198535,
+                  -0.366003518971625, 0.327568292810408,  -1.290994448735806, 0.298852827263958,
+                  1.57706133170281,   0.291283386222621,  0.414791352282222,  -1.325586540732988,
+                  -2.88648008182017,  -0.460834052787759, -0.264985901343293, -0.226091218259013,
+                  0.96361137499428,   -0.341680382053669, -0.559882741095287, 0.226942924693208,
+                  0.529466507815281,  -0.576313040373538, -0.7757915355167,   -0.322053493152955,
+                  -1.689713991508205, -3.390676487523712, -1.772800136232946, -2.011566026476687,
+                  1.11489141844195,   -1.117104574823024, -1.377398475852516, 0.069184183994364,
+                  0.92807785401169,   -0.10193354479434,  -0.165758687357885, 2.324955855999774,
+                  0.318114150626377,  -0.92020611310441,  -0.29089756615572,  -0.932015536505609,
+                  -0.45740752793617},
+                 0, 1e-12);
+    check_values(f.imag,
+                 {-0.258198889747161, -0.667315806719388, -1.079498907373801, 0.206279038106388,
+                  -0.783254331737651, 0.258198889747161,  -1.569102350389246, 1.759826842804502,
+                  -0.088728524930927, 0.930799591504316,  -0.516397779494322, 1.525141480062038,
+                  -0.510723344184327, -0.742600394220854, -1.046414410898341, -0.645497224367903,
+                  -2.207028817245959, 1.445320416048643,  -0.80991240486336,  -2.600938844542824,
+                  -0.96361137499428,  0.428285212800121,  1.960071674418241,  -0.199843498923803,
+                  3.120618097289131,  0.929019282997098,  0.73793967743717,   -1.5712020338594,
+                  -1.011414949597064, 0.143544954244122,  -0.645497224367903, 2.387792799918224,
+                  -0.875081655845975, -0.253442355468952, -0.959692484207216, -0.069184183994364,
+                  -1.367204135384373, 2.352773286469334,  -0.657792695224749, 1.850859861223771,
+                  -0.412621503502776, 2.062209896951393,  0.603718994006864,  0.838586382036294,
+                  2.84419709422952},
+                 0, 1e-12);
+    // np.fft.ifftn(x + 1j y, s=[2, 2], axes=[-1, 1], norm="forward").
+    const sig::ComplexTensor g = sig::ifftnd({x, y}, {2, 2}, {-1, 1}, "forward");
+    CHECK(g.real.shape() == tf::TensorShape{2, 2, 2});
+    check_values(g.real, {-2.0, -2.0, -8.0, 0.0, 4.0, -2.0, 6.0, 0.0}, 0, 1e-12);
+    check_values(g.imag, {-3.0, 3.0, -3.0, -5.0, 0.0, -2.0, 2.0, 0.0}, 0, 1e-12);
+    // np.fft.rfftn(x, s=[3, 2], axes=[2, 0]): the real axis is the last of `axes`, axis 0.
+    const sig::ComplexTensor r = sig::rfftnd(x, {3, 2}, {2, 0});
+    CHECK(r.real.shape() == tf::TensorShape{2, 3, 3});
+    check_values(r.real,
+                 {-4.0, 0.5, 0.5, 6.0, -3.0, -3.0, -5.0, 4.0, 4.0, -8.0, -3.5, -3.5, 6.0, 0.0, 0.0,
+                  -1.0, -7.0, -7.0},
+                 0, 1e-12);
+    check_values(r.imag,
+                 {0.0, -4.330127018922193, 4.330127018922193, 0.0, 1.732050807568877,
+                  -1.732050807568877, 0.0, 1.732050807568877, -1.732050807568877, 0.0,
+                  6.06217782649107, -6.06217782649107, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
+                 0, 1e-12);
+    check_values(sig::irfftnd(r, {3, 2}, {2, 0}),
+                 {-3.0, -2.0, -1.0, 1.0, 2.0, 3.0, -2.0, -1.0, 0.0, 2.0, 3.0, -3.0, -1.0, 0.0, 1.0,
+                  3.0, -3.0, -2.0},
+                 0, 1e-12);
+    // Default lengths (axis 0: 2 (m - 1) = 2), "ortho".
+    const tf::Tensor b2 = sig::irfftnd(r, {}, {2, 0}, "ortho");
+    CHECK(b2.shape() == tf::TensorShape{2, 3, 3});
+    check_values(b2,
+                 {-7.348469228349534, -4.898979485566357, -2.449489742783178, 2.449489742783178,
+                  4.898979485566357, 7.348469228349535, -4.898979485566356, -2.449489742783178, 0.0,
+                  4.898979485566356, 7.348469228349534, -7.348469228349535, -2.449489742783178, 0.0,
+                  2.449489742783178, 7.348469228349534, -7.348469228349535, -4.898979485566357},
+                 0, 1e-12);
+    // Every axis by default; the 3-D functions are the innermost three.
+    const sig::ComplexTensor all = sig::fftnd({x, y});
+    const sig::ComplexTensor three = sig::fft3d({x, y});
+    check_values(all.real, tf::detail::to_double_vector(three.real), 0, 1e-12);
+    check_values(all.imag, tf::detail::to_double_vector(three.imag), 0, 1e-12);
+    const sig::ComplexTensor back = sig::ifftnd(all);
+    check_values(back.real, xv, 0, 1e-12);
+    check_values(back.imag, yv, 0, 1e-12);
+    check_values(sig::irfftnd(sig::rfftnd(x), {2, 3, 4}), xv, 0, 1e-12);
+    for (const std::string norm : {"backward", "ortho", "forward"}) {
+      INFO("norm " << norm);
+      const sig::ComplexTensor t = sig::fftnd({x, y}, {}, {1, 2}, norm);
+      const sig::ComplexTensor u = sig::ifftnd(t, {}, {1, 2}, norm);
+      check_values(u.real, xv, 0, 1e-12);
+      check_values(u.imag, yv, 0, 1e-12);
+    }
+    check_gradient(
+        [](const tf::Tensor& in) {
+          auto p = tf::split(in, 2, 0);
+          const sig::ComplexTensor t = sig::fftnd({p[0], p[1]}, {3, 2}, {0, 2}, "ortho");
+          return tf::concat({t.real, t.imag}, 0);
+        },
+        {2, 2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& in) {
+          const sig::ComplexTensor t = sig::rfftnd(in, {2, 4}, {2, 1}, "forward");
+          return tf::concat({t.real, t.imag}, 0);
+        },
+        {2, 3, 4});
+    check_gradient(
+        [](const tf::Tensor& in) {
+          auto p = tf::split(in, 2, 0);
+          return sig::irfftnd({p[0], p[1]}, {2, 3}, {2, 1});
+        },
+        {2, 2, 3, 4});
+  }
+  const sig::ComplexTensor z{tf::zeros({2, 3}), tf::zeros({2, 3})};
+  require_error([&] { sig::fftnd(z, {}, {0, 2}); }, {"fftnd", "axis 2", "out of range", "(2, 3)"});
+  require_error([&] { sig::fftnd(z, {}, {1, -1}); }, {"fftnd", "axis 1", "twice"});
+  require_error(
+      [&] {
+        sig::ifftnd(z, {2}, {0, 1});
+      },
+      {"ifftnd", "fft_length", "one length per axis"});
+  require_error([&] { sig::fftnd(z, {}, {}, "none"); }, {"fftnd", "norm", "none"});
+  require_error([] { sig::rfftnd(tf::zeros({2}, tf::int32)); }, {"rfftnd", "int32"});
+  require_error(
+      [] {
+        sig::irfftnd({tf::zeros({2, 0}), tf::zeros({2, 0})});
+      },
+      {"irfftnd", "non-negative"});
+}
+
+TEST_CASE("signal: fftshift, ifftshift and the kaiser, KBD and vorbis windows as TF",
+          "[cpu][cuda][signal]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    std::vector<double> a(12), b(15);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>(i);
+    // tf.signal.fftshift / ifftshift of np.arange(12).reshape(3, 4), and of
+    // np.arange(15).reshape(3, 5) with axes=1.
+    check_values(sig::fftshift(make(a, {3, 4})),
+                 {10.0, 11.0, 8.0, 9.0, 2.0, 3.0, 0.0, 1.0, 6.0, 7.0, 4.0, 5.0}, 0, 0);
+    check_values(sig::ifftshift(make(a, {3, 4})),
+                 {6.0, 7.0, 4.0, 5.0, 10.0, 11.0, 8.0, 9.0, 2.0, 3.0, 0.0, 1.0}, 0, 0);
+    check_values(sig::fftshift(make(b, {3, 5}), {1}),
+                 {3.0, 4.0, 0.0, 1.0, 2.0, 8.0, 9.0, 5.0, 6.0, 7.0, 13.0, 14.0, 10.0, 11.0, 12.0},
+                 0, 0);
+    check_values(sig::ifftshift(make(b, {3, 5}), {-1}),
+                 {2.0, 3.0, 4.0, 0.0, 1.0, 7.0, 8.0, 9.0, 5.0, 6.0, 12.0, 13.0, 14.0, 10.0, 11.0},
+                 0, 0);
+    check_values(sig::ifftshift(sig::fftshift(make(b, {3, 5}))), b, 0, 0);
+    // tf.signal.kaiser_window(8), (5, beta=3), kaiser_bessel_derived_window(8), (6, beta=4),
+    // vorbis_window(6), all float64.
+    check_values(
+        sig::kaiser_window(8, 12.0, tf::float64),
+        {5.277344132009767e-05, 0.03276828844175176, 0.33089863665707414, 0.8888676640466583,
+         0.8888676640466583, 0.33089863665707414, 0.03276828844175176, 5.277344132009767e-05},
+        0, 1e-14);
+    check_values(
+        sig::kaiser_window(5, 3.0, tf::float64),
+        {0.20488475640125361, 0.7269255302876368, 1.0, 0.7269255302876368, 0.20488475640125361}, 0,
+        1e-14);
+    check_values(sig::kaiser_window(1, 12.0, tf::float64), {1.0}, 0, 0);
+    CHECK(sig::kaiser_window(0).shape() == tf::TensorShape{0});  // TF's range op fails here
+    check_values(sig::kaiser_bessel_derived_window(8, 12.0, tf::float64),
+                 {0.006071827976921457, 0.388206239873495, 0.921572523094782, 0.9999815662826084,
+                  0.9999815662826084, 0.921572523094782, 0.388206239873495, 0.006071827976921457},
+                 0, 1e-14);
+    check_values(sig::kaiser_bessel_derived_window(6, 4.0, tf::float64),
+                 {0.22047876123724325, 0.7071067811865476, 0.9753917755667671, 0.9753917755667671,
+                  0.7071067811865476, 0.22047876123724325},
+                 0, 1e-14);
+    check_values(sig::vorbis_window(6, tf::float64),
+                 {0.10502933764982532, 0.7071067811865474, 0.9944691238207645, 0.9944691238207645,
+                  0.7071067811865477, 0.10502933764982555},
+                 0, 1e-14);
+    const tf::Tensor w = sig::kaiser_window_fn(2.0)(16, tf::float32);
+    CHECK(w.dtype() == tf::float32);
+    // Large beta stays finite (I0(800) overflows float64; the scaled i0e does not).
+    const std::vector<double> big =
+        tf::detail::to_double_vector(sig::kaiser_window(9, 800.0, tf::float64));
+    CHECK(big[4] == 1.0);
+    CHECK(std::isfinite(big[0]));
+  }
+  require_error([] { sig::kaiser_bessel_derived_window(7); },
+                {"kaiser_bessel_derived_window", "even", "7"});
+  require_error([] { sig::vorbis_window(-1); }, {"vorbis_window", ">= 0", "-1"});
+  require_error([] { sig::kaiser_window(4, 12.0, tf::int32); }, {"kaiser_window", "int32"});
+  require_error([] { sig::fftshift(tf::zeros({2, 3}), {3}); }, {"fftshift", "axis 3"});
+}
+
+TEST_CASE("signal: mdct and inverse_mdct as TF", "[cpu][cuda][signal]") {
+  std::vector<double> v(20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * (static_cast<double>(i % 7) - 3);
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = make(v, {2, 10});
+    // x = (np.arange(20) % 7 - 3).reshape(2, 10) * 0.5: tf.signal.mdct(x, 4) (vorbis window),
+    // mdct(x, 8, norm="ortho", pad_end=True), mdct(x, 4, window_fn=None), and their
+    // inverse_mdct with the same window and norm.
+    const tf::Tensor m = sig::mdct(x, 4);
+    CHECK(m.shape() == tf::TensorShape{2, 4, 2});
+    check_values(m,
+                 {1.382975980398185, -0.7945089828509095, -1.4081153311244667, -0.3364595414772006,
+                  -2.724602271966397, 0.7323910293671058, 3.389322765630107, -2.498138074218484,
+                  -2.803660986885792, -0.10743482079034605, 2.1766495193115047, 3.5696346521338898,
+                  1.382975980398185, -0.7945089828509095, -1.4081153311244667, -0.3364595414772006},
+                 0, 1e-12);
+    const tf::Tensor m8 = sig::mdct(x, 8, sig::vorbis_window_fn(), true, "ortho");
+    CHECK(m8.shape() == tf::TensorShape{2, 3, 4});
+    check_values(
+        m8, {-1.3776580760537382,  -0.8032537406846562,  -0.36451922981140794, -0.0938901298073087,
+             1.3748550720702517,   -0.5984895774558934,  -0.8140678741196011,  1.163936683480854,
+             -0.05561919191898673, 0.13298377033800834,  -0.14525135687110735, 0.12648423922251012,
+             0.977413285133023,    1.7450786293612957,   -1.1890268915553839,  -0.8623731664691711,
+             -0.9455120788926902,  -0.37986325944654725, -0.02772387992781876, 0.037758922230171924,
+             0.07602986011849375,  -0.20381157954558055, 0.2781391243670016,   -0.3056617579385381},
+        0, 1e-12);
+    const tf::Tensor mn = sig::mdct(x, 4, nullptr);
+    check_values(
+        mn,
+        {0.38268343236508984, 0.9238795325112867, -2.230442497387663, -0.15851266778110729,
+         -0.27059805007309834, 0.6532814824381883, 3.583432747753155, -3.1078947444098337,
+         -3.5370054622640392, -0.6997087679273043, 2.9958093621178423, 2.0062717328036808,
+         0.38268343236508984, 0.9238795325112867, -2.230442497387663, -0.15851266778110729},
+        0, 1e-12);
+    check_values(sig::inverse_mdct(m),
+                 {0.14402212210821158,
+                  -0.6149975877187435,
+                  -0.5,
+                  -2.7755575615628914e-17,
+                  0.5000000000000001,
+                  1.0,
+                  1.4999999999999998,
+                  -1.5,
+                  -1.0590134280449564,
+                  -0.24800318618140507,
+                  -0.1110039600815533,
+                  0.4740047339817016,
+                  0.9999999999999998,
+                  1.5000000000000007,
+                  -1.5,
+                  -1.0000000000000004,
+                  -0.5,
+                  -2.7755575615628914e-17,
+                  0.6960126541448084,
+                  0.16299449211815015},
+                 0, 1e-12);
+    check_values(sig::inverse_mdct(m8, sig::vorbis_window_fn(), "ortho"),
+                 {-0.005354962461716228,
+                  -0.01104169318248423,
+                  0.020960835166538624,
+                  0.08946378076969451,
+                  0.4999999999999996,
+                  1.0000000000000009,
+                  1.5000000000000004,
+                  -1.5,
+                  -1.0,
+                  -0.5000000000000003,
+                  -8.326672684688674e-17,
+                  -2.0122792321330962e-16,
+                  -1.7142205472848626e-17,
+                  -1.8449503406330965e-17,
+                  -9.718780495307167e-18,
+                  -1.026067376410574e-18,
+                  -0.08946378076969441,
+                  -0.3037431465539359,
+                  0.576606315957279,
+                  1.4946450375382838,
+                  -1.5000000000000002,
+                  -1.0000000000000009,
+                  -0.5000000000000002,
+                  -2.7755575615628914e-16,
+                  0.4999999999999999,
+                  1.0000000000000007,
+                  2.220446049250313e-16,
+                  6.938893903907228e-17,
+                  -3.918218393793972e-17,
+                  4.34105962501905e-18,
+                  2.286771881248745e-18,
+                  -2.3452968603670265e-18},
+                 0, 1e-12);
+    check_values(
+        sig::inverse_mdct(mn, nullptr),
+        {-0.24999999999999994, 0.24999999999999994,    -0.4999999999999999,  2.7755575615628914e-17,
+         0.4999999999999999,   0.9999999999999999,     1.4999999999999998,   -1.4999999999999998,
+         -0.7499999999999999,  -0.7499999999999999,    -0.24999999999999994, 0.24999999999999994,
+         0.9999999999999998,   1.4999999999999998,     -1.4999999999999996,  -0.9999999999999996,
+         -0.4999999999999999,  2.7755575615628914e-17, 0.7499999999999999,   0.7499999999999999},
+        0, 1e-12);
+    // With KBD windows and "ortho" the inner samples come back exactly.
+    const sig::WindowFn kbd = sig::kaiser_bessel_derived_window_fn(4.0);
+    const tf::Tensor round = sig::inverse_mdct(sig::mdct(x, 4, kbd, false, "ortho"), kbd, "ortho");
+    check_close(tf::slice(round, {0, 2}, {2, 6}), tf::slice(x, {0, 2}, {2, 6}), 0, 1e-12);
+    check_gradient(
+        [](const tf::Tensor& s) { return sig::mdct(s, 8, sig::vorbis_window_fn(), true); },
+        {2, 11});
+    check_gradient([](const tf::Tensor& s) { return sig::inverse_mdct(s, nullptr, "ortho"); },
+                   {2, 3, 4});
+  }
+  require_error([] { sig::mdct(tf::zeros({2, 10}), 6); }, {"mdct", "multiple of 4", "6"});
+  require_error(
+      [] {
+        sig::mdct(tf::zeros({2, 10}), 4, sig::vorbis_window_fn(), false, "l2");
+      },
+      {"mdct", "norm", "l2"});
+  require_error([] { sig::inverse_mdct(tf::zeros({2, 3})); }, {"inverse_mdct", "even", "(2, 3)"});
+  require_error(
+      [] { sig::mdct(tf::zeros({8}), 4, [](int64_t, tf::DType) { return tf::zeros({3}); }); },
+      {"mdct", "window_fn", "(4,)", "(3,)"});
+}
