@@ -655,6 +655,138 @@ class EqualizationImpl final : public AugmentImpl {
   }
 };
 
+// ---- ContrastLimitedAdaptiveHistogramEqualization ----
+class ClaheImpl final : public AugmentImpl {
+ public:
+  ClaheImpl(Range vr, double clip_limit, std::pair<int64_t, int64_t> grid, std::string name)
+      : AugmentImpl("ContrastLimitedAdaptiveHistogramEqualization",
+                    "contrast_limited_adaptive_histogram_equalization", std::move(name)),
+        vr_(value_range("ContrastLimitedAdaptiveHistogramEqualization", vr)),
+        clip_(clip_limit),
+        grid_(grid) {
+    TF_CHECK_ARG(std::isfinite(clip_limit) && clip_limit >= 0,
+                 "ContrastLimitedAdaptiveHistogramEqualization",
+                 "clip_limit must be a finite number >= 0 (0: no clipping), got {}", clip_limit);
+    TF_CHECK_ARG(grid.first >= 1 && grid.second >= 1 && grid.first <= 4096 && grid.second <= 4096,
+                 "ContrastLimitedAdaptiveHistogramEqualization",
+                 "tile_grid_size must be two integers in [1, 4096], got ({}, {})", grid.first,
+                 grid.second);
+  }
+
+ protected:
+  bool acts_in_inference() const override { return true; }
+  Tensor apply(const Tensor& x4) override {
+    const TensorShape& s = x4.shape();
+    const int64_t B = s[0], H = s[1], W = s[2], C = s[3];
+    const int64_t gh = grid_.first, gw = grid_.second;
+    TF_CHECK_ARG(B != None && C != None, class_name().c_str(),
+                 "layer \"{}\" needs a known batch size and channel count (one histogram per "
+                 "tile, image and channel), got shape {}",
+                 name(), s.to_string());
+    const int64_t th = (H + gh - 1) / gh, tw = (W + gw - 1) / gw;
+    const int64_t Hp = th * gh, Wp = tw * gw;
+    const int64_t segments = B * gh * gw * C * 256;
+    TF_CHECK_ARG(B * (gh + 2) * (gw + 2) * C * 256 <= int64_t{1} << 31, class_name().c_str(),
+                 "layer \"{}\": {} images of {} channels in a {}x{} grid of tiles need more "
+                 "than 2^31 histogram entries; call it on smaller batches",
+                 name(), B, C, gh, gw);
+    // Keras pads the bottom and right edges symmetrically (the edge sample repeated) up to
+    // whole tiles.
+    const auto symmetric = [](int64_t n, int64_t padded) {
+      std::vector<int32_t> idx(static_cast<size_t>(padded));
+      for (int64_t i = 0; i < padded; ++i) {
+        const int64_t r = i % (2 * n);
+        idx[static_cast<size_t>(i)] = static_cast<int32_t>(r < n ? r : 2 * n - 1 - r);
+      }
+      return constant(idx, TensorShape{padded});
+    };
+    Tensor v = rescale(x4, vr_, {0.0, 255.0});
+    if (Hp > H) v = gather(v, symmetric(H, Hp), 1);
+    if (Wp > W) v = gather(v, symmetric(W, Wp), 2);
+    const Tensor pix = cast(clip_by_value(v, scalar(0), scalar(255)), int32);
+    const auto i32 = [](int64_t k) {
+      return constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{});
+    };
+    // Per pixel: its image b, tile (ty, tx) and channel c select a histogram of 256 bins.
+    std::vector<int32_t> tile(static_cast<size_t>(Hp * Wp)), chan(static_cast<size_t>(C)),
+        image(static_cast<size_t>(B));
+    for (int64_t y = 0; y < Hp; ++y)
+      for (int64_t x = 0; x < Wp; ++x)
+        tile[static_cast<size_t>(y * Wp + x)] = static_cast<int32_t>((y / th) * gw + x / tw);
+    for (int64_t c = 0; c < C; ++c) chan[static_cast<size_t>(c)] = static_cast<int32_t>(c);
+    for (int64_t b = 0; b < B; ++b) image[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+    const Tensor tiles = constant(tile, TensorShape{1, Hp, Wp, 1});
+    const Tensor chans = constant(chan, TensorShape{1, 1, 1, C});
+    const Tensor images = constant(image, TensorShape{B, 1, 1, 1});
+    const Tensor seg = ((images * i32(gh * gw) + tiles) * i32(C) + chans) * i32(256) + pix;
+    Tensor hist = reshape(unsorted_segment_sum(ones_like(v), seg, segments), {B, gh, gw, C, 256});
+    const auto area = static_cast<float>(th * tw);
+    if (clip_ > 0) {
+      // Counts above the limit are spread evenly over the 256 bins.
+      const Tensor clipped =
+          minimum(hist, scalar(static_cast<float>(clip_ * static_cast<double>(th * tw) / 256.0)));
+      hist = clipped + reduce_sum(hist - clipped, {4}, true) / 256.0f;
+    }
+    const Tensor cdf = cumsum(hist, 4);
+    const Tensor cdf_min = reduce_min(cdf, {4}, true);
+    Tensor den = area - cdf_min;
+    den = where(equal(den, scalar(0)), ones_like(den), den);
+    const Tensor lut = clip_by_value((cdf - cdf_min) * 255.0f / den, scalar(0), scalar(255));
+    // The tile grid padded by its edge tiles, so that every pixel interpolates between four.
+    const auto edge = [](int64_t n) {
+      std::vector<int32_t> idx{0};
+      for (int64_t i = 0; i < n; ++i) idx.push_back(static_cast<int32_t>(i));
+      idx.push_back(static_cast<int32_t>(n - 1));
+      return constant(idx, TensorShape{n + 2});
+    };
+    const Tensor flat = reshape(gather(gather(lut, edge(gh), 1), edge(gw), 2), {-1});
+    // Each pixel's tile centres above/below and left/right, and its weights, in float32 as
+    // Keras computes them.
+    const int64_t stride_x = 256 * C, stride_y = stride_x * (gw + 2),
+                  stride_b = stride_y * (gh + 2);
+    const auto axis = [](int64_t n, int64_t t, int64_t g, int64_t stride, std::vector<int32_t>& i0,
+                         std::vector<int32_t>& i1, std::vector<float>& w) {
+      for (int64_t i = 0; i < n; ++i) {
+        const float pos =
+            (static_cast<float>(i) - static_cast<float>(t) / 2.0f) / static_cast<float>(t) + 1.0f;
+        const float f0 = std::floor(pos);
+        w.push_back(pos - f0);
+        const auto clamp = [g](float f) {
+          return static_cast<int64_t>(std::clamp(f, 0.0f, static_cast<float>(g + 1)));
+        };
+        i0.push_back(static_cast<int32_t>(clamp(f0) * stride));
+        i1.push_back(static_cast<int32_t>(clamp(f0 + 1.0f) * stride));
+      }
+    };
+    std::vector<int32_t> y0, y1, x0, x1;
+    std::vector<float> wy, wx;
+    axis(Hp, th, gh, stride_y, y0, y1, wy);
+    axis(Wp, tw, gw, stride_x, x0, x1, wx);
+    const Tensor base = images * i32(stride_b) + chans * i32(256) + pix;
+    const TensorShape col{1, Hp, 1, 1}, row{1, 1, Wp, 1};
+    const Tensor top = base + constant(y0, col), bottom = base + constant(y1, col);
+    const Tensor left = constant(x0, row), right = constant(x1, row);
+    const Tensor fx = constant(wx, row), fy = constant(wy, col);
+    const Tensor upper = gather(flat, top + left) * (1.0f - fx) + gather(flat, top + right) * fx;
+    const Tensor lower =
+        gather(flat, bottom + left) * (1.0f - fx) + gather(flat, bottom + right) * fx;
+    const Tensor out = upper * (1.0f - fy) + lower * fy;
+    return rescale(slice(out, {0, 0, 0, 0}, {-1, H, W, -1}), {0.0, 255.0}, vr_);
+  }
+
+ private:
+  Range vr_;
+  double clip_;
+  std::pair<int64_t, int64_t> grid_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["value_range"] = range_json(vr_);
+    c["clip_limit"] = clip_;
+    c["tile_grid_size"] = Json::array({grid_.first, grid_.second});
+  }
+};
+
 // ---- RandomShear ----
 class RandomShearImpl final : public AugmentImpl {
  public:
@@ -942,6 +1074,11 @@ RandomColorDegeneration::RandomColorDegeneration(Factor factor,
                                                           std::move(name))) {}
 Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
     : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+ContrastLimitedAdaptiveHistogramEqualization::ContrastLimitedAdaptiveHistogramEqualization(
+    std::pair<double, double> value_range, double clip_limit,
+    std::pair<int64_t, int64_t> tile_grid_size, std::string name)
+    : Layer(std::make_shared<ClaheImpl>(value_range, clip_limit, tile_grid_size, std::move(name))) {
+}
 RandomShear::RandomShear(Factor x_factor, Factor y_factor, RandomTransformOptions options)
     : Layer(std::make_shared<RandomShearImpl>(x_factor, y_factor, std::move(options))) {}
 MixUp::MixUp(double alpha, std::optional<int64_t> seed, std::string name)

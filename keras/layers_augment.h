@@ -1,10 +1,9 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
 // RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomPerspective,
-// RandomColorJitter) and
-// Pipeline, on NHWC images (rank 4, or
-// a single rank-3 image) with Keras 3.15's options and semantics, composed of existing ops (so
-// every device and traced functions with a None batch work). See docs/keras.md.
+// RandomColorJitter, ContrastLimitedAdaptiveHistogramEqualization) and Pipeline, on NHWC images
+// (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of existing
+// ops (so every device and traced functions with a None batch work). See docs/keras.md.
 //
 // As in keras/layers_preprocessing.h: the layers act only with training = true and are the
 // identity otherwise (except AutoContrast, which always acts, as Keras); they draw tapeflow's
@@ -118,6 +117,21 @@ class Equalization : public Layer {
  public:
   explicit Equalization(std::pair<double, double> value_range = {0.0, 255.0}, int64_t bins = 256,
                         std::string name = "");
+};
+
+// Contrast-limited adaptive histogram equalization, as Keras 3.15's layer of that name: each
+// image scaled from value_range to [0, 255] is padded (bottom and right, edge repeated) to a
+// grid of tile_grid_size tiles; per tile and channel, a 256-bin histogram of the truncated
+// values, its counts above clip_limit * tile area / 256 spread evenly over every bin (0: no
+// clipping), maps a value to 255 (cdf - cdf_min) / (tile area - cdf_min); each pixel takes the
+// bilinear blend of the maps of the four nearest tile centres, cropped and scaled back. Not
+// random: it acts at inference too. The output is piecewise constant in the input (its
+// gradient is zero).
+class ContrastLimitedAdaptiveHistogramEqualization : public Layer {
+ public:
+  explicit ContrastLimitedAdaptiveHistogramEqualization(
+      std::pair<double, double> value_range = {0.0, 255.0}, double clip_limit = 4.0,
+      std::pair<int64_t, int64_t> tile_grid_size = {8, 8}, std::string name = "");
 };
 
 // Shears each image by tf::image::transform with [1, sx, 0, sy, 1, 0, 0, 0]: sx and sy drawn

@@ -1,9 +1,11 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
 // RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
-// RandomPerspective, RandomColorJitter) and of Pipeline: the writer gives Keras 3.15's get_config
+// RandomPerspective, RandomColorJitter, ContrastLimitedAdaptiveHistogramEqualization) and of
+// Pipeline: the writer gives Keras 3.15's get_config
 // keys (the layers keep their resolved factor ranges, as Keras writes them: RandomInvert(0.7) is
 // [0, 0.7]); the readers are strict.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +64,18 @@ Layer augment_from(const Config& config) {
       return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
     }
     if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+    if (cls == "ContrastLimitedAdaptiveHistogramEqualization") {
+      const auto vr = value_range_of(r);
+      const double clip = r.number("clip_limit", 4.0);
+      std::pair<int64_t, int64_t> grid{8, 8};
+      if (const Config* g = r.find("tile_grid_size"); g != nullptr) {
+        const std::vector<double> v = r.numbers("tile_grid_size", *g);
+        if (v.size() != 2 || v[0] != std::floor(v[0]) || v[1] != std::floor(v[1]))
+          r.fail("tile_grid_size", "must be a list of 2 integers, got " + r.got(*g));
+        grid = {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1])};
+      }
+      return layers::ContrastLimitedAdaptiveHistogramEqualization(vr, clip, grid, b.name);
+    }
     if (cls == "Equalization") {
       const int64_t bins = r.integer("bins", 256);
       return layers::Equalization(value_range_of(r), bins, b.name);
@@ -176,7 +190,7 @@ constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert
                kRandomGaussianBlur[] = "RandomGaussianBlur",
                kRandomColorDegeneration[] = "RandomColorDegeneration",
                kEqualization[] = "Equalization", kRandomShear[] = "RandomShear", kMixUp[] = "MixUp",
-               kCutMix[] = "CutMix";
+               kCutMix[] = "CutMix", kClahe[] = "ContrastLimitedAdaptiveHistogramEqualization";
 
 }  // namespace
 
@@ -193,6 +207,7 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kRandomShear, augment_get, augment_from<kRandomShear>);
   add_builtin(m, kMixUp, augment_get, augment_from<kMixUp>);
   add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
+  add_builtin(m, kClahe, augment_get, augment_from<kClahe>);
   add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
   add_builtin(m, "RandomPerspective", augment_get, perspective_from);
   add_builtin(m, "Pipeline", pipeline_get, pipeline_from);

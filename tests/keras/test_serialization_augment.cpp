@@ -240,3 +240,32 @@ TEST_CASE("RandomPerspective: Keras config and behaviour", "[keras][serializatio
   tf::testing::require_error([] { L::RandomPerspective(1.0, 1.5); }, {"scale", "1.5"});
   tf::testing::require_error([] { L::RandomPerspective(1.0, 0.5, "bicubic"); }, {"bicubic"});
 }
+
+TEST_CASE("ContrastLimitedAdaptiveHistogramEqualization: Keras config", "[keras][serialization]") {
+  // keras.layers.ContrastLimitedAdaptiveHistogramEqualization(value_range=(0, 1),
+  //   clip_limit=0.0, tile_grid_size=(2, 3), name="clahe").get_config()
+  const Config keras = Config::parse(R"({"name": "clahe", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "value_range": [0, 1], "clip_limit": 0.0, "tile_grid_size":
+[2, 3]})");
+  L::ContrastLimitedAdaptiveHistogramEqualization layer({0.0, 1.0}, 0.0, {2, 3}, "clahe");
+  // As JSON values: Keras keeps (0, 1) as integers where tapeflow writes 0.0 and 1.0.
+  const nlohmann::json got = nlohmann::json::parse(K::saving::serialize(layer)["config"].dump());
+  CHECK(got == nlohmann::json::parse(keras.dump()));
+  const K::Layer back =
+      K::saving::from_config("ContrastLimitedAdaptiveHistogramEqualization", keras);
+  const tf::Tensor x = tf::random::uniform({2, 9, 10, 3}, 0.0, 1.0, tf::float32, 4);
+  tf::testing::check_close(back(x), layer(x), 0, 0);
+  // The defaults: (0, 255), 4.0, (8, 8).
+  const K::Layer defaults = K::saving::from_config(
+      "ContrastLimitedAdaptiveHistogramEqualization", Config::parse(R"({"name": "c"})"));
+  const Config d = K::saving::get_config(defaults);
+  CHECK(d["clip_limit"] == 4.0);
+  CHECK(d["tile_grid_size"] == Config::parse("[8, 8]"));
+  tf::testing::require_error(
+      [] {
+        K::saving::from_config("ContrastLimitedAdaptiveHistogramEqualization",
+                               Config::parse(R"({"tile_grid_size": [2, 2.5]})"));
+      },
+      {"ContrastLimitedAdaptiveHistogramEqualization", "tile_grid_size", "2 integers"});
+}
