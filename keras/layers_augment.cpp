@@ -191,6 +191,72 @@ class RandomPerspectiveImpl final : public AugmentImpl {
   }
 };
 
+// ---- RandomElasticTransform ----
+class RandomElasticTransformImpl final : public AugmentImpl {
+ public:
+  RandomElasticTransformImpl(const Factor& f, const Factor& scale, std::string interpolation,
+                             std::string fill_mode, double fill_value, Range vr,
+                             std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandomElasticTransform", "random_elastic_transform", std::move(name)),
+        range_(base_factor("RandomElasticTransform", "factor", f, 0.0, 1.0)),
+        scale_(base_factor("RandomElasticTransform", "scale", scale, 0.0, 1.0)),
+        interpolation_(std::move(interpolation)),
+        fill_mode_(std::move(fill_mode)),
+        fill_value_(fill_value),
+        vr_(vr),
+        seed_(seed) {
+    TF_CHECK_ARG(
+        interpolation_ == "bilinear" || interpolation_ == "nearest", "RandomElasticTransform",
+        "Unknown `interpolation` {}. Expected of one (\"nearest\", \"bilinear\")", interpolation_);
+    const std::string& m = fill_mode_;
+    TF_CHECK_ARG(
+        m == "constant" || m == "nearest" || m == "wrap" || m == "mirror" || m == "reflect",
+        "RandomElasticTransform",
+        "Unknown `fill_mode` {}. Expected of one (\"constant\", \"nearest\", \"wrap\", "
+        "\"mirror\", \"reflect\")",
+        m);
+    if (vr_.first > vr_.second) std::swap(vr_.first, vr_.second);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    if (scale_.second == 0 || range_.second == 0) return x4;
+    const int64_t h = x4.shape()[1], w = x4.shape()[2];
+    // Keras' draws: the probability and the threshold per image, one distortion per call.
+    const Tensor p = draw(x4, range_.first, range_.second, seed_);
+    const Tensor u = draw(x4, 0.0, 1.0, seed_);
+    // Drawn as draw() draws (an empty range gives exactly its bound).
+    const Tensor d = ::tapeflow::detail::random_uniform_like(scalar(0), 0.0, 1.0, float32, seed_) *
+                         static_cast<float>(scale_.second - scale_.first) +
+                     static_cast<float>(scale_.first);
+    const auto big = static_cast<float>(std::max(h, w)), small = static_cast<float>(std::min(h, w));
+    const Tensor alpha = d * (0.1f * big), sigma = d * (0.05f * small);
+    const auto radius = static_cast<int64_t>(
+        3 * std::floor(0.05 * static_cast<double>(std::min(h, w)) * scale_.second));
+    const Tensor moved = image::elastic_transform(x4, alpha, sigma, radius, interpolation_,
+                                                  fill_mode_, fill_value_, seed_);
+    return clip_by_value(where(less(u, p), moved, x4), scalar(vr_.first), scalar(vr_.second));
+  }
+
+ private:
+  Range range_, scale_;
+  std::string interpolation_, fill_mode_;
+  double fill_value_;
+  Range vr_;
+  std::optional<int64_t> seed_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["factor"] = range_json(range_);
+    c["scale"] = range_json(scale_);
+    c["interpolation"] = interpolation_;
+    c["fill_mode"] = fill_mode_;
+    c["fill_value"] = fill_value_;
+    c["value_range"] = range_json(vr_);
+    c["seed"] = seed_json(seed_);
+  }
+};
+
 // ---- RandomColorJitter ----
 class RandomColorJitterImpl final : public AugmentImpl {
  public:
@@ -1074,6 +1140,14 @@ RandomColorDegeneration::RandomColorDegeneration(Factor factor,
                                                           std::move(name))) {}
 Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
     : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+RandomElasticTransform::RandomElasticTransform(Factor factor, Factor scale,
+                                               std::string interpolation, std::string fill_mode,
+                                               double fill_value,
+                                               std::pair<double, double> value_range,
+                                               std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandomElasticTransformImpl>(factor, scale, std::move(interpolation),
+                                                         std::move(fill_mode), fill_value,
+                                                         value_range, seed, std::move(name))) {}
 ContrastLimitedAdaptiveHistogramEqualization::ContrastLimitedAdaptiveHistogramEqualization(
     std::pair<double, double> value_range, double clip_limit,
     std::pair<int64_t, int64_t> tile_grid_size, std::string name)

@@ -1,7 +1,8 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
 // RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomPerspective,
-// RandomColorJitter, ContrastLimitedAdaptiveHistogramEqualization) and Pipeline, on NHWC images
+// RandomColorJitter, RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization) and
+// Pipeline, on NHWC images
 // (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of existing
 // ops (so every device and traced functions with a None batch work). See docs/keras.md.
 //
@@ -117,6 +118,23 @@ class Equalization : public Layer {
  public:
   explicit Equalization(std::pair<double, double> value_range = {0.0, 255.0}, int64_t bins = 256,
                         std::string name = "");
+};
+
+// Keras 3.15's RandomElasticTransform: per image, with a probability drawn from factor's range
+// (f gives (0, f), in [0, 1]), the image is warped by tf::image::elastic_transform with one
+// distortion d drawn from scale's range per call (alpha = 0.1 d max(height, width), sigma =
+// 0.05 d min(height, width)), interpolation "bilinear" or "nearest", fill_mode "reflect",
+// "constant" (fill_value), "nearest", "wrap" or "mirror"; the result is clipped to value_range.
+// Keras' TensorFlow backend moves every pixel along the diagonal (its two noise fields are one);
+// tapeflow draws them independently.
+class RandomElasticTransform : public Layer {
+ public:
+  explicit RandomElasticTransform(Factor factor = 1.0, Factor scale = 1.0,
+                                  std::string interpolation = "bilinear",
+                                  std::string fill_mode = "reflect", double fill_value = 0.0,
+                                  std::pair<double, double> value_range = {0.0, 255.0},
+                                  std::optional<int64_t> seed = std::nullopt,
+                                  std::string name = "");
 };
 
 // Contrast-limited adaptive histogram equalization, as Keras 3.15's layer of that name: each

@@ -1,10 +1,10 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
 // RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
-// RandomPerspective, RandomColorJitter, ContrastLimitedAdaptiveHistogramEqualization) and of
-// Pipeline: the writer gives Keras 3.15's get_config
-// keys (the layers keep their resolved factor ranges, as Keras writes them: RandomInvert(0.7) is
-// [0, 0.7]); the readers are strict.
+// RandomPerspective, RandomColorJitter, RandomElasticTransform,
+// ContrastLimitedAdaptiveHistogramEqualization) and of Pipeline: the writer gives Keras 3.15's
+// get_config keys (the layers keep their resolved factor ranges, as Keras writes them:
+// RandomInvert(0.7) is [0, 0.7]); the readers are strict.
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -64,6 +64,16 @@ Layer augment_from(const Config& config) {
       return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
     }
     if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+    if (cls == "RandomElasticTransform") {
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
+      const Factor scale = r.has("scale") ? factor_of(r, "scale") : 1.0;
+      const std::string interpolation = r.string("interpolation", "bilinear");
+      const std::string fill_mode = r.string("fill_mode", "reflect");
+      const double fill_value = r.number("fill_value", 0.0);
+      const auto vr = value_range_of(r);
+      return layers::RandomElasticTransform(f, scale, interpolation, fill_mode, fill_value, vr,
+                                            r.optional_integer("seed"), b.name);
+    }
     if (cls == "ContrastLimitedAdaptiveHistogramEqualization") {
       const auto vr = value_range_of(r);
       const double clip = r.number("clip_limit", 4.0);
@@ -190,7 +200,8 @@ constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert
                kRandomGaussianBlur[] = "RandomGaussianBlur",
                kRandomColorDegeneration[] = "RandomColorDegeneration",
                kEqualization[] = "Equalization", kRandomShear[] = "RandomShear", kMixUp[] = "MixUp",
-               kCutMix[] = "CutMix", kClahe[] = "ContrastLimitedAdaptiveHistogramEqualization";
+               kCutMix[] = "CutMix", kClahe[] = "ContrastLimitedAdaptiveHistogramEqualization",
+               kElastic[] = "RandomElasticTransform";
 
 }  // namespace
 
@@ -208,6 +219,7 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kMixUp, augment_get, augment_from<kMixUp>);
   add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
   add_builtin(m, kClahe, augment_get, augment_from<kClahe>);
+  add_builtin(m, kElastic, augment_get, augment_from<kElastic>);
   add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
   add_builtin(m, "RandomPerspective", augment_get, perspective_from);
   add_builtin(m, "Pipeline", pipeline_get, pipeline_from);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,27 @@ Tensor perspective_transform(const Tensor& images, const Tensor& start_points,
                              const Tensor& end_points,
                              const std::string& interpolation = "bilinear",
                              double fill_value = 0.0);
+// keras.ops.image.map_coordinates (scipy.ndimage.map_coordinates' semantics): the input sampled
+// at coordinates (input rank, ...) -> coordinates.shape()[1:], order 0 (nearest, half to even) or
+// 1 (linear); points outside map back by fill_mode "constant" (fill_value; SciPy's
+// "grid-constant"), "nearest", "wrap" (periodic; SciPy's "grid-wrap"), "mirror" (d c b | a b c d
+// | c b a) or "reflect" (d c b a | a b c d | d c b a). Computed in the coordinates' dtype;
+// integer inputs are rounded back. Keras' TensorFlow backend maps negative coordinates in
+// "reflect" as "mirror" and fails on "mirror" at the far edge; tapeflow follows SciPy and
+// Keras' JAX backend there. Differentiable in the input and the coordinates.
+Tensor map_coordinates(const Tensor& input, const Tensor& coordinates, int order,
+                       const std::string& fill_mode = "constant", double fill_value = 0.0);
+// keras.ops.image.elastic_transform on (batch, height, width, channels) or one (height, width,
+// channels) image: per image, two fields of standard normal noise times sigma (independent:
+// Keras' TensorFlow backend draws both from one seed, moving every pixel along the diagonal),
+// each blurred by Keras' Gaussian kernel of 6 floor(sigma) + 1 taps (zero padding), shift the
+// sampling grid by alpha times the fields; the image is resampled there with map_coordinates'
+// rules (interpolation "bilinear" or "nearest"). alpha and sigma are scalar tensors (they may be
+// random); taps beyond max_kernel_radius (give at least 3 floor(largest sigma)) are left out.
+Tensor elastic_transform(const Tensor& images, const Tensor& alpha, const Tensor& sigma,
+                         int64_t max_kernel_radius, const std::string& interpolation = "bilinear",
+                         const std::string& fill_mode = "reflect", double fill_value = 0.0,
+                         std::optional<int64_t> seed = std::nullopt);
 // The (batch, 8) transforms of perspective_transform (Keras' compute_homography_matrix).
 Tensor homography_matrix(const Tensor& start_points, const Tensor& end_points);
 

@@ -1408,3 +1408,50 @@ TEST_CASE("ContrastLimitedAdaptiveHistogramEqualization equals Keras' CLAHE",
       },
       {"[ContrastLimitedAdaptiveHistogramEqualization]", "value_range"});
 }
+
+TEST_CASE("RandomElasticTransform warps images by smooth random fields",
+          "[cpu][cuda][keras][augment]") {
+  using layers::RandomElasticTransform;
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::random::uniform({3, 32, 28, 3}, 0.0, 255.0, tf::float32, 8);
+    const RandomElasticTransform always(Factor{1, 1}, Factor{1, 1}, "bilinear", "reflect", 0.0,
+                                        {0, 255}, 3);
+    // Inference, a zero factor and a zero scale leave the images as they are.
+    check_close(always(x, false), x, 0, 0);
+    check_close(RandomElasticTransform(0.0)(x, true), x, 0, 0);
+    check_close(RandomElasticTransform(1.0, 0.0)(x, true), x, 0, 0);
+    // With probability 1 and distortion 1 every image moves (alpha = 3.2 pixels, sigma = 1.4).
+    const tf::Tensor y = always(x, true);
+    CHECK(y.shape() == x.shape());
+    const tf::Tensor change = tf::reduce_mean(tf::abs(y - x), std::vector<int>{1, 2, 3});
+    CHECK(tf::reduce_min(change).item<float>() > 1.0f);
+    CHECK(tf::reduce_min(y).item<float>() >= 0.0f);
+    CHECK(tf::reduce_max(y).item<float>() <= 255.0f);
+    // value_range clips: images in [0, 255] clipped to [10, 100].
+    const tf::Tensor clipped = RandomElasticTransform(Factor{1, 1}, 0.5, "nearest", "constant",
+                                                      300.0, {100, 10}, 4)(x, true);
+    CHECK(tf::reduce_min(clipped).item<float>() >= 10.0f);
+    CHECK(tf::reduce_max(clipped).item<float>() <= 100.0f);
+    // One image alone, and an integer dtype under the layer's float32 computation.
+    CHECK(always(tf::squeeze(image(x, 0), {0}), true).shape() == tf::TensorShape{32, 28, 3});
+  }
+  // A traced function with a None batch serves every batch size from one trace.
+  const RandomElasticTransform layer(0.5, 0.5);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 16, 12, 3})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 4}) CHECK(f(input(n, 16, 12, 3)).shape() == tf::TensorShape{n, 16, 12, 3});
+  CHECK(f.tracing_count() == 1);
+  require_error([] { RandomElasticTransform(1.5); }, {"[RandomElasticTransform]", "factor", "1.5"});
+  require_error(
+      [] {
+        RandomElasticTransform(1.0, Factor{2, 3});
+      },
+      {"[RandomElasticTransform]", "scale"});
+  require_error([] { RandomElasticTransform(1.0, 1.0, "bicubic"); },
+                {"[RandomElasticTransform]", "bicubic"});
+  require_error([] { RandomElasticTransform(1.0, 1.0, "bilinear", "grid-wrap"); },
+                {"[RandomElasticTransform]", "grid-wrap"});
+}

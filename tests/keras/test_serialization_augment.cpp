@@ -269,3 +269,32 @@ TEST_CASE("ContrastLimitedAdaptiveHistogramEqualization: Keras config", "[keras]
       },
       {"ContrastLimitedAdaptiveHistogramEqualization", "tile_grid_size", "2 integers"});
 }
+
+TEST_CASE("RandomElasticTransform: Keras config", "[keras][serialization]") {
+  // keras.layers.RandomElasticTransform(factor=0.8, scale=(0.2, 0.5), interpolation="nearest",
+  //   fill_mode="constant", fill_value=3.0, value_range=(0, 1), seed=4, name="ret").get_config()
+  const Config keras = Config::parse(R"({"name": "ret", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "factor": [0, 0.8], "scale": [0.2, 0.5], "interpolation":
+"nearest", "fill_mode": "constant", "fill_value": 3.0, "value_range": [0, 1], "seed": 4})");
+  L::RandomElasticTransform layer(0.8, L::Factor{0.2, 0.5}, "nearest", "constant", 3.0, {0, 1}, 4,
+                                  "ret");
+  const nlohmann::json got = nlohmann::json::parse(K::saving::serialize(layer)["config"].dump());
+  CHECK(got == nlohmann::json::parse(keras.dump()));
+  const K::Layer back = K::saving::from_config("RandomElasticTransform", keras);
+  CHECK(K::saving::get_config(back) == K::saving::get_config(layer));
+  // Keras' defaults: factor (0, 1), scale (0, 1), bilinear, reflect, 0, (0, 255), no seed.
+  const Config d = K::saving::get_config(
+      K::saving::from_config("RandomElasticTransform", Config::parse(R"({"name": "e"})")));
+  CHECK(nlohmann::json::parse(d.dump()) ==
+        nlohmann::json::parse(R"({"name": "e", "trainable": true, "dtype": {"module": "keras",
+"class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "factor": [0, 1.0], "scale": [0, 1.0], "interpolation":
+"bilinear", "fill_mode": "reflect", "fill_value": 0.0, "value_range": [0, 255], "seed": null})"));
+  tf::testing::require_error(
+      [] {
+        K::saving::from_config("RandomElasticTransform",
+                               Config::parse(R"({"fill_mode": "grid-wrap"})"));
+      },
+      {"RandomElasticTransform", "grid-wrap"});
+}

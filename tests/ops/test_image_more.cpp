@@ -3,6 +3,7 @@
 // and same-size scaling, float32 and uint8 images), their gradients against central finite
 // differences in float64, resize_with_pad and resize_with_crop_or_pad against TF, traced against
 // eager, and the errors.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "ops/image.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -933,4 +935,184 @@ TEST_CASE("image: perspective_transform equals Keras 3.15's", "[cpu][cuda][image
         tf::image::perspective_transform(tf::zeros({1, 3, 3, 1}), pts, pts, "bicubic");
       },
       {"perspective_transform", "bicubic"});
+}
+
+namespace {
+struct MapCase {
+  const char* mode;
+  int order;
+  std::vector<double> want;
+};
+}  // namespace
+
+TEST_CASE("image: map_coordinates equals scipy.ndimage.map_coordinates", "[cpu][cuda][image]") {
+  // inp = ((np.arange(30) * 7) % 11 - 5).reshape(5, 6) * 0.5, sampled at the 3 x 4 points
+  // below by scipy.ndimage.map_coordinates(inp, coords, order, mode, cval=2.5, prefilter=False)
+  // with mode "grid-constant", "nearest", "grid-wrap", "mirror" and "reflect" (SciPy 1.x).
+  std::vector<double> inp(30);
+  for (size_t i = 0; i < inp.size(); ++i)
+    inp[i] = 0.5 * static_cast<double>(static_cast<int>((i * 7) % 11) - 5);
+  const std::vector<double> cy = {-7.3, -1.2, -0.4, 0.0, 0.7, 2.25, 4.0, 4.6, 5.3, 9.8, 13.1, 2.9};
+  const std::vector<double> cx = {1.1, -2.6, 6.2, 5.9, -0.3, 3.3, 12.7, 0.0, -9.1, 2.2, 5.4, 4.45};
+  std::vector<double> coords = cy;
+  coords.insert(coords.end(), cx.begin(), cx.end());
+  const std::vector<MapCase> cases = {
+      {"constant", 0, {2.5, 2.5, 2.5, 2.5, 2.0, 0.5, 2.5, 2.5, 2.5, 2.5, 2.5, -2.5}},
+      {"constant",
+       1,
+       {2.5, 2.5, 2.5, 2.1000000000000014, 1.205, -0.34999999999999964, 2.5, 1.0999999999999988,
+        2.5, 2.5, 2.5, -0.8249999999999994}},
+      {"nearest", 0, {1.0, -2.5, -1.5, -1.5, 2.0, 0.5, 0.0, -1.0, -1.0, 0.5, 0.0, -2.5}},
+      {"nearest",
+       1,
+       {0.7999999999999998, -2.5, -1.5, -1.5, 0.6499999999999998, -0.34999999999999964, 0.0, -1.0,
+        -1.0, 0.09999999999999964, 0.0, -0.8249999999999994}},
+      {"wrap", 0, {-2.0, -1.5, -2.5, -2.5, 2.0, 0.5, 2.5, -2.5, 2.5, -1.0, 1.0, -2.5}},
+      {"wrap",
+       1,
+       {-1.3499999999999999, -0.3400000000000005, -1.1999999999999988, -2.4000000000000004,
+        -0.20499999999999963, -0.34999999999999964, 1.4499999999999975, -1.8999999999999995,
+        1.8500000000000014, -0.21999999999999986, 0.5, -0.8249999999999994}},
+      {"mirror", 0, {0.0, 1.5, 0.5, 0.5, 2.0, 0.5, -1.5, 0.0, -2.0, 2.5, 1.0, -2.5}},
+      {"mirror",
+       1,
+       {0.09999999999999964, 0.3400000000000002, 0.5000000000000004, 0.3000000000000007,
+        0.5449999999999999, -0.34999999999999964, -0.8999999999999986, -0.40000000000000036,
+        -1.5000000000000009, 1.4200000000000021, -0.3000000000000016, -0.8249999999999994}},
+      {"reflect", 0, {-2.0, -1.0, -1.5, -1.5, 2.0, 0.5, 2.5, -1.0, -1.5, -1.0, 1.0, -2.5}},
+      {"reflect",
+       1,
+       {-1.3499999999999999, -0.40000000000000013, -1.0999999999999996, -1.5, 0.6499999999999998,
+        -0.34999999999999964, 1.4499999999999975, -1.0, -1.0000000000000009, -0.2999999999999994,
+        0.9000000000000004, -0.8249999999999994}},
+  };
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (tf::DType dt : {tf::float64, tf::float32}) {
+      const tf::Tensor x = tf::detail::from_doubles(inp, {5, 6}, dt);
+      const tf::Tensor c = tf::detail::from_doubles(coords, {2, 3, 4}, dt);
+      for (const MapCase& m : cases) {
+        INFO(tf::dtype_name(dt) << " " << m.mode << " order " << m.order);
+        const tf::Tensor y = tf::image::map_coordinates(x, c, m.order, m.mode, 2.5);
+        CHECK(y.shape() == tf::TensorShape{3, 4});
+        CHECK(y.dtype() == dt);
+        check_values(y, m.want, 0, dt == tf::float64 ? 1e-12 : 1e-5);
+      }
+    }
+    // Integer inputs are rounded back (half to even) after interpolating in the coordinates'
+    // dtype.
+    std::vector<double> ints(30);
+    for (size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<double>(i);
+    const tf::Tensor xi = tf::detail::from_doubles(ints, {5, 6}, tf::int32);
+    const tf::Tensor ci = tf::detail::from_doubles({1.25, 3.5, 0.5, 2.0}, {2, 2}, tf::float32);
+    const tf::Tensor yi = tf::image::map_coordinates(xi, ci, 1, "nearest");
+    CHECK(yi.dtype() == tf::int32);
+    // (1.25, 0.5) -> 6 * 1.25 + 0.5 = 8 exactly; (3.5, 2.0) -> 23.
+    check_values(yi, {8, 23}, 0, 0);
+    // A 1-D and a 3-D input.
+    check_values(tf::image::map_coordinates(
+                     tf::detail::from_doubles({1, 2, 4}, {3}, tf::float64),
+                     tf::detail::from_doubles({0.5, 1.75, -1.0}, {1, 3}, tf::float64), 1, "wrap"),
+                 {1.5, 3.5, 4.0}, 0, 1e-12);
+    std::vector<double> cube(24);
+    for (size_t i = 0; i < cube.size(); ++i) cube[i] = static_cast<double>(i * i % 13);
+    // The centre of the cell between corners (0, 1, 1) and (1, 2, 2): the mean of its 8 corners.
+    const tf::Tensor y3 = tf::image::map_coordinates(
+        tf::detail::from_doubles(cube, {2, 3, 4}, tf::float64),
+        tf::detail::from_doubles({0.5, 1.5, 1.5}, {3, 1}, tf::float64), 1);
+    double mean = 0;
+    for (int a : {0, 1})
+      for (int b : {1, 2})
+        for (int d : {1, 2}) mean += cube[static_cast<size_t>(a * 12 + b * 4 + d)] / 8;
+    check_values(y3, {mean}, 0, 1e-12);
+    // Gradients with respect to the input and to the coordinates (points off the grid lines).
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& v) {
+          return tf::image::map_coordinates(
+              v, tf::detail::from_doubles(coords, {2, 3, 4}, tf::float64), 1, "reflect");
+        },
+        {5, 6});
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& cc) {
+          return tf::image::map_coordinates(tf::detail::from_doubles(inp, {5, 6}, tf::float64), cc,
+                                            1, "constant", 2.5);
+        },
+        {2, 3, 4}, {0.3, 1.2, 2.6,  3.9, 0.7, 4.4, -0.6, 1.1, 2.2,  5.4, 1.8, 0.45,
+                    0.2, 1.7, 2.35, 4.8, 5.6, 0.1, 3.3,  2.9, -0.8, 1.4, 4.7, 6.3});
+  }
+  const tf::Tensor x = tf::zeros({4, 5});
+  tf::testing::require_error(
+      [&] {
+        tf::image::map_coordinates(x, tf::zeros({3, 2}), 1);
+      },
+      {"map_coordinates", "(input rank = 2, ...)", "(3, 2)", "(4, 5)"});
+  tf::testing::require_error(
+      [&] {
+        tf::image::map_coordinates(x, tf::zeros({2, 2}), 3);
+      },
+      {"map_coordinates", "order", "3"});
+  tf::testing::require_error(
+      [&] {
+        tf::image::map_coordinates(x, tf::zeros({2, 2}), 1, "grid-wrap");
+      },
+      {"map_coordinates", "fill_mode", "grid-wrap"});
+  tf::testing::require_error(
+      [&] {
+        tf::image::map_coordinates(x, tf::zeros({2, 2}, tf::int32), 1);
+      },
+      {"map_coordinates", "floating", "int32"});
+}
+
+TEST_CASE("image: elastic_transform moves pixels by a smooth random field", "[cpu][cuda][image]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::random::uniform({2, 24, 20, 3}, 0.0, 255.0, tf::float32, 3);
+    const tf::Tensor zero(0.0f), sigma(2.0f);
+    // alpha 0: the grid itself, the image back exactly.
+    tf::testing::check_close(tf::image::elastic_transform(x, zero, sigma, 6), x, 0, 0);
+    const tf::Tensor y =
+        tf::image::elastic_transform(x, tf::Tensor(3.0f), sigma, 6, "bilinear", "reflect", 0.0, 5);
+    CHECK(y.shape() == x.shape());
+    const double moved = tf::reduce_mean(tf::abs(y - x)).item<float>();
+    CHECK(moved > 1.0);
+    // Values stay within the image's range (bilinear blends of its pixels).
+    CHECK(tf::reduce_min(y).item<float>() >= tf::reduce_min(x).item<float>() - 1e-3f);
+    CHECK(tf::reduce_max(y).item<float>() <= tf::reduce_max(x).item<float>() + 1e-3f);
+    // "nearest" copies pixels: every output value is one of the input's, per channel.
+    const tf::Tensor n =
+        tf::image::elastic_transform(x, tf::Tensor(3.0f), sigma, 6, "nearest", "wrap", 0.0, 7);
+    const std::vector<double> xv = tf::detail::to_double_vector(x);
+    const std::vector<double> nv = tf::detail::to_double_vector(n);
+    std::vector<std::vector<double>> per_channel(3);
+    for (size_t i = 0; i < xv.size(); ++i) per_channel[i % 3].push_back(xv[i]);
+    for (auto& v : per_channel) std::sort(v.begin(), v.end());
+    size_t found = 0;
+    for (size_t i = 0; i < nv.size(); ++i)
+      found += std::binary_search(per_channel[i % 3].begin(), per_channel[i % 3].end(), nv[i]);
+    CHECK(found == nv.size());
+    // A constant image stays constant (the fill is reflect: no outside values).
+    const tf::Tensor flat = tf::fill({1, 16, 16, 2}, tf::Tensor(7.0f));
+    tf::testing::check_close(
+        tf::image::elastic_transform(flat, tf::Tensor(4.0f), sigma, 6, "bilinear", "reflect"), flat,
+        0, 1e-5);
+    // One image alone, an integer dtype kept.
+    const tf::Tensor one = tf::cast(tf::slice(x, {0, 0, 0, 0}, {1, -1, -1, -1}), tf::int32);
+    const tf::Tensor yo =
+        tf::image::elastic_transform(tf::squeeze(one, {0}), tf::Tensor(2.0f), sigma, 6);
+    CHECK(yo.shape() == tf::TensorShape{24, 20, 3});
+    CHECK(yo.dtype() == tf::int32);
+  }
+  tf::testing::require_error(
+      [] {
+        tf::image::elastic_transform(tf::zeros({4, 4}), tf::Tensor(1.0f), tf::Tensor(1.0f), 3);
+      },
+      {"elastic_transform", "rank 3", "(4, 4)"});
+  tf::testing::require_error(
+      [] {
+        tf::image::elastic_transform(tf::zeros({1, 4, 4, 1}), tf::Tensor(1.0f), tf::Tensor(1.0f), 3,
+                                     "bicubic");
+      },
+      {"elastic_transform", "interpolation", "bicubic"});
 }
