@@ -257,6 +257,76 @@ class RandomElasticTransformImpl final : public AugmentImpl {
   }
 };
 
+// ---- RandAugment ----
+class RandAugmentImpl final : public AugmentImpl {
+ public:
+  RandAugmentImpl(Range vr, int64_t num_ops, const Factor& f, std::string interpolation,
+                  std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("RandAugment", "rand_augment", std::move(name)),
+        vr_(vr),
+        num_ops_(num_ops),
+        range_(base_factor("RandAugment", "factor", f, 0.0, 1.0)),
+        interpolation_(std::move(interpolation)),
+        seed_(seed) {
+    TF_CHECK_ARG(num_ops >= 0 && num_ops <= 1000, "RandAugment",
+                 "num_ops must be in [0, 1000], got {}", num_ops);
+    TF_CHECK_ARG(interpolation_ == "bilinear" || interpolation_ == "nearest", "RandAugment",
+                 "interpolation must be \"bilinear\" or \"nearest\" (RandomShear's), got \"{}\"",
+                 interpolation_);
+    // Keras' eleven layers, in its order, each given the resolved factor range.
+    const Factor r{range_.first, range_.second};
+    const layers::RandomTransformOptions geometric{.interpolation = interpolation_, .seed = seed};
+    ops_ = {layers::RandomShear(r, r, geometric),
+            layers::RandomTranslation(r, r, geometric),
+            layers::RandomRotation(r, geometric),
+            layers::RandomBrightness(r, vr, seed),
+            layers::RandomColorDegeneration(r, vr, seed),
+            layers::RandomContrast(r, vr, seed),
+            layers::RandomSharpness(r, vr, seed),
+            layers::RandomPosterization(
+                static_cast<double>(std::max<int64_t>(1, static_cast<int64_t>(8 * range_.second))),
+                vr, seed),
+            layers::Solarization(r, r, vr, seed),
+            layers::AutoContrast(vr),
+            layers::Equalization(vr)};
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    if (num_ops_ == 0) return x4;
+    // One layer per step for the whole batch, as Keras' randint((num_ops,), 0, 11).
+    const Tensor picks =
+        random::uniform({num_ops_}, 0, static_cast<double>(ops_.size()), int32, seed_);
+    Tensor y = x4;
+    for (int64_t i = 0; i < num_ops_; ++i) {
+      const Tensor pick = reshape(slice(picks, {i}, {1}), {});
+      for (size_t k = 0; k < ops_.size(); ++k) {
+        const Tensor chosen =
+            equal(pick, constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{}));
+        y = where(chosen, ops_[k](y, true), y);
+      }
+    }
+    return y;
+  }
+
+ private:
+  Range vr_;
+  int64_t num_ops_;
+  Range range_;
+  std::string interpolation_;
+  std::optional<int64_t> seed_;
+  std::vector<Layer> ops_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["value_range"] = range_json(vr_);
+    c["num_ops"] = num_ops_;
+    c["factor"] = range_json(range_);
+    c["interpolation"] = interpolation_;
+    c["seed"] = seed_json(seed_);
+  }
+};
+
 // ---- RandomColorJitter ----
 class RandomColorJitterImpl final : public AugmentImpl {
  public:
@@ -1140,6 +1210,10 @@ RandomColorDegeneration::RandomColorDegeneration(Factor factor,
                                                           std::move(name))) {}
 Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
     : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+RandAugment::RandAugment(std::pair<double, double> value_range, int64_t num_ops, Factor factor,
+                         std::string interpolation, std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<RandAugmentImpl>(value_range, num_ops, factor,
+                                              std::move(interpolation), seed, std::move(name))) {}
 RandomElasticTransform::RandomElasticTransform(Factor factor, Factor scale,
                                                std::string interpolation, std::string fill_mode,
                                                double fill_value,

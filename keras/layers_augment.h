@@ -1,8 +1,8 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
 // RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomPerspective,
-// RandomColorJitter, RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization) and
-// Pipeline, on NHWC images
+// RandomColorJitter, RandomElasticTransform, RandAugment,
+// ContrastLimitedAdaptiveHistogramEqualization) and Pipeline, on NHWC images
 // (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of existing
 // ops (so every device and traced functions with a None batch work). See docs/keras.md.
 //
@@ -118,6 +118,20 @@ class Equalization : public Layer {
  public:
   explicit Equalization(std::pair<double, double> value_range = {0.0, 255.0}, int64_t bins = 256,
                         std::string name = "");
+};
+
+// Keras 3.15's RandAugment: num_ops times, one of eleven layers drawn for the whole batch
+// (RandomShear, RandomTranslation, RandomRotation, RandomBrightness, RandomColorDegeneration,
+// RandomContrast, RandomSharpness, RandomPosterization(max(1, floor(8 upper))), Solarization,
+// AutoContrast, Equalization; each given factor's resolved range (f gives (0, f), in [0, 1]),
+// value_range, seed, and the geometric ones interpolation "bilinear" or "nearest"). As Keras,
+// every layer runs at every step and the drawn one is kept. A layer drawn twice draws its own
+// randomness again (Keras reuses one draw per call).
+class RandAugment : public Layer {
+ public:
+  explicit RandAugment(std::pair<double, double> value_range = {0.0, 255.0}, int64_t num_ops = 2,
+                       Factor factor = 0.5, std::string interpolation = "bilinear",
+                       std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 // Keras 3.15's RandomElasticTransform: per image, with a probability drawn from factor's range

@@ -1,7 +1,7 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
 // RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
-// RandomPerspective, RandomColorJitter, RandomElasticTransform,
+// RandomPerspective, RandomColorJitter, RandomElasticTransform, RandAugment,
 // ContrastLimitedAdaptiveHistogramEqualization) and of Pipeline: the writer gives Keras 3.15's
 // get_config keys (the layers keep their resolved factor ranges, as Keras writes them:
 // RandomInvert(0.7) is [0, 0.7]); the readers are strict.
@@ -64,6 +64,13 @@ Layer augment_from(const Config& config) {
       return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
     }
     if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+    if (cls == "RandAugment") {
+      const auto vr = value_range_of(r);
+      const int64_t num_ops = r.integer("num_ops", 2);
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 0.5;
+      const std::string interpolation = r.string("interpolation", "bilinear");
+      return layers::RandAugment(vr, num_ops, f, interpolation, r.optional_integer("seed"), b.name);
+    }
     if (cls == "RandomElasticTransform") {
       const Factor f = r.has("factor") ? factor_of(r, "factor") : 1.0;
       const Factor scale = r.has("scale") ? factor_of(r, "scale") : 1.0;
@@ -201,7 +208,7 @@ constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert
                kRandomColorDegeneration[] = "RandomColorDegeneration",
                kEqualization[] = "Equalization", kRandomShear[] = "RandomShear", kMixUp[] = "MixUp",
                kCutMix[] = "CutMix", kClahe[] = "ContrastLimitedAdaptiveHistogramEqualization",
-               kElastic[] = "RandomElasticTransform";
+               kElastic[] = "RandomElasticTransform", kRandAugment[] = "RandAugment";
 
 }  // namespace
 
@@ -220,6 +227,7 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kCutMix, augment_get, augment_from<kCutMix>);
   add_builtin(m, kClahe, augment_get, augment_from<kClahe>);
   add_builtin(m, kElastic, augment_get, augment_from<kElastic>);
+  add_builtin(m, kRandAugment, augment_get, augment_from<kRandAugment>);
   add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
   add_builtin(m, "RandomPerspective", augment_get, perspective_from);
   add_builtin(m, "Pipeline", pipeline_get, pipeline_from);

@@ -1455,3 +1455,45 @@ TEST_CASE("RandomElasticTransform warps images by smooth random fields",
   require_error([] { RandomElasticTransform(1.0, 1.0, "bilinear", "grid-wrap"); },
                 {"[RandomElasticTransform]", "grid-wrap"});
 }
+
+TEST_CASE("RandAugment applies num_ops layers drawn from Keras' eleven",
+          "[cpu][cuda][keras][augment]") {
+  using layers::RandAugment;
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::random::uniform({4, 12, 10, 3}, 0.0, 255.0, tf::float32, 9);
+    // Inference and num_ops 0 leave the images as they are.
+    check_close(RandAugment()(x, false), x, 0, 0);
+    check_close(RandAugment({0, 255}, 0)(x, true), x, 0, 0);
+    // With a zero factor every geometric and colour layer is the identity, so the result is
+    // one of: x, posterized (1 bit kept: 0 or 128), solarized with threshold 0 (255 - x), auto
+    // contrast or equalization of x, or two of them in turn; values stay in value_range.
+    const tf::Tensor y = RandAugment({0, 255}, 2, 0.0, "nearest", 3)(x, true);
+    CHECK(y.shape() == x.shape());
+    CHECK(tf::reduce_min(y).item<float>() >= 0.0f);
+    CHECK(tf::reduce_max(y).item<float>() <= 255.0f);
+    // Over many calls each step changes the images in some calls and not in others.
+    const RandAugment one({0, 255}, 1, 0.6);
+    int changed = 0;
+    for (int call = 0; call < 30; ++call)
+      changed += tf::reduce_max(tf::abs(one(x, true) - x)).item<float>() > 1e-3f;
+    CHECK(changed > 10);
+    // Unit value range; a float64 input comes back in the compute dtype, as Keras casts it.
+    const tf::Tensor unit = tf::cast(x / 255.0f, tf::float64);
+    const tf::Tensor u = RandAugment({0, 1}, 3, 0.3)(unit, true);
+    CHECK(u.dtype() == tf::float32);
+    CHECK(tf::reduce_max(u).item<float>() <= 1.0f + 1e-6f);
+    CHECK(RandAugment()(tf::squeeze(image(x, 0), {0}), true).shape() == tf::TensorShape{12, 10, 3});
+  }
+  // Traced with a None batch: one trace, every batch size.
+  const RandAugment layer({0, 255}, 2, 0.4);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 8, 8, 3})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 3}) CHECK(f(input(n, 8, 8, 3)).shape() == tf::TensorShape{n, 8, 8, 3});
+  CHECK(f.tracing_count() == 1);
+  require_error([] { RandAugment({0, 255}, -1); }, {"[RandAugment]", "num_ops", "-1"});
+  require_error([] { RandAugment({0, 255}, 2, 1.5); }, {"[RandAugment]", "factor", "1.5"});
+  require_error([] { RandAugment({0, 255}, 2, 0.5, "bicubic"); }, {"[RandAugment]", "bicubic"});
+}

@@ -298,3 +298,22 @@ TEST_CASE("RandomElasticTransform: Keras config", "[keras][serialization]") {
       },
       {"RandomElasticTransform", "grid-wrap"});
 }
+
+TEST_CASE("RandAugment: Keras config", "[keras][serialization]") {
+  // keras.layers.RandAugment(value_range=(0, 1), num_ops=3, factor=(0.2, 0.7),
+  //   interpolation="nearest", seed=5, name="ra").get_config(), and RandAugment().get_config()
+  const Config keras = Config::parse(R"({"name": "ra", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "value_range": [0, 1], "num_ops": 3, "factor": [0.2, 0.7],
+"interpolation": "nearest", "seed": 5})");
+  L::RandAugment layer({0, 1}, 3, L::Factor{0.2, 0.7}, "nearest", 5, "ra");
+  CHECK(nlohmann::json::parse(K::saving::serialize(layer)["config"].dump()) ==
+        nlohmann::json::parse(keras.dump()));
+  const K::Layer back = K::saving::from_config("RandAugment", keras);
+  CHECK(K::saving::get_config(back) == K::saving::get_config(layer));
+  const Config d =
+      K::saving::get_config(K::saving::from_config("RandAugment", Config::parse("{}")));
+  CHECK(nlohmann::json::parse(d.dump())["factor"] == nlohmann::json::parse("[0, 0.5]"));
+  CHECK(d["num_ops"] == 2);
+  CHECK(d["name"].get<std::string>().rfind("rand_augment", 0) == 0);
+}
