@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "keras/serialization_access_augment.h"
 #include "keras/serialization_internal.h"
@@ -18,6 +19,7 @@
 #include "ops/image.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
@@ -257,7 +259,58 @@ class RandomElasticTransformImpl final : public AugmentImpl {
   }
 };
 
-// ---- RandAugment ----
+// ---- RandAugment and AugMix ----
+// The layers RandAugment and AugMix draw from, by Keras' attribute names, each given the
+// resolved factor range, value_range, seed and (the geometric ones) interpolation, as Keras
+// builds them.
+std::vector<Layer> augment_ops(const std::vector<std::string>& names, Range range, Range vr,
+                               const std::string& interpolation, std::optional<int64_t> seed) {
+  const Factor r{range.first, range.second};
+  const layers::RandomTransformOptions geometric{.interpolation = interpolation, .seed = seed};
+  std::vector<Layer> ops;
+  for (const std::string& n : names) {
+    if (n == "random_shear") ops.push_back(layers::RandomShear(r, r, geometric));
+    if (n == "random_translation") ops.push_back(layers::RandomTranslation(r, r, geometric));
+    if (n == "random_rotation") ops.push_back(layers::RandomRotation(r, geometric));
+    if (n == "random_brightness") ops.push_back(layers::RandomBrightness(r, vr, seed));
+    if (n == "random_color_degeneration")
+      ops.push_back(layers::RandomColorDegeneration(r, vr, seed));
+    if (n == "random_contrast") ops.push_back(layers::RandomContrast(r, vr, seed));
+    if (n == "random_sharpness") ops.push_back(layers::RandomSharpness(r, vr, seed));
+    if (n == "random_posterization")
+      ops.push_back(layers::RandomPosterization(
+          static_cast<double>(std::max<int64_t>(1, static_cast<int64_t>(8 * range.second))), vr,
+          seed));
+    if (n == "solarization") ops.push_back(layers::Solarization(r, r, vr, seed));
+    if (n == "auto_contrast") ops.push_back(layers::AutoContrast(vr));
+    if (n == "equalization") ops.push_back(layers::Equalization(vr));
+  }
+  return ops;
+}
+
+void check_geometric_interpolation(const char* cls, const std::string& interpolation) {
+  TF_CHECK_ARG(interpolation == "bilinear" || interpolation == "nearest", cls,
+               "interpolation must be \"bilinear\" or \"nearest\" (RandomShear's), got \"{}\"",
+               interpolation);
+}
+
+// y through ops[pick] (pick: an int32 scalar; ops.size() or more leaves y as it is). Eagerly
+// only the drawn layer runs; in a trace every layer runs and `where` keeps the drawn one (Keras'
+// RandAugment's way), so that one graph serves every draw.
+Tensor apply_drawn(const std::vector<Layer>& ops, const Tensor& pick, const Tensor& y) {
+  if (::tapeflow::detail::thread_context().trace == nullptr) {
+    const auto k = static_cast<size_t>(cast(pick, int64).item<int64_t>());
+    return k < ops.size() ? ops[k](y, true) : y;
+  }
+  Tensor out = y;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const Tensor chosen =
+        equal(pick, constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{}));
+    out = where(chosen, ops[k](y, true), out);
+  }
+  return out;
+}
+
 class RandAugmentImpl final : public AugmentImpl {
  public:
   RandAugmentImpl(Range vr, int64_t num_ops, const Factor& f, std::string interpolation,
@@ -270,25 +323,12 @@ class RandAugmentImpl final : public AugmentImpl {
         seed_(seed) {
     TF_CHECK_ARG(num_ops >= 0 && num_ops <= 1000, "RandAugment",
                  "num_ops must be in [0, 1000], got {}", num_ops);
-    TF_CHECK_ARG(interpolation_ == "bilinear" || interpolation_ == "nearest", "RandAugment",
-                 "interpolation must be \"bilinear\" or \"nearest\" (RandomShear's), got \"{}\"",
-                 interpolation_);
-    // Keras' eleven layers, in its order, each given the resolved factor range.
-    const Factor r{range_.first, range_.second};
-    const layers::RandomTransformOptions geometric{.interpolation = interpolation_, .seed = seed};
-    ops_ = {layers::RandomShear(r, r, geometric),
-            layers::RandomTranslation(r, r, geometric),
-            layers::RandomRotation(r, geometric),
-            layers::RandomBrightness(r, vr, seed),
-            layers::RandomColorDegeneration(r, vr, seed),
-            layers::RandomContrast(r, vr, seed),
-            layers::RandomSharpness(r, vr, seed),
-            layers::RandomPosterization(
-                static_cast<double>(std::max<int64_t>(1, static_cast<int64_t>(8 * range_.second))),
-                vr, seed),
-            layers::Solarization(r, r, vr, seed),
-            layers::AutoContrast(vr),
-            layers::Equalization(vr)};
+    check_geometric_interpolation("RandAugment", interpolation_);
+    ops_ =
+        augment_ops({"random_shear", "random_translation", "random_rotation", "random_brightness",
+                     "random_color_degeneration", "random_contrast", "random_sharpness",
+                     "random_posterization", "solarization", "auto_contrast", "equalization"},
+                    range_, vr, interpolation_, seed);
   }
 
  protected:
@@ -298,14 +338,8 @@ class RandAugmentImpl final : public AugmentImpl {
     const Tensor picks =
         random::uniform({num_ops_}, 0, static_cast<double>(ops_.size()), int32, seed_);
     Tensor y = x4;
-    for (int64_t i = 0; i < num_ops_; ++i) {
-      const Tensor pick = reshape(slice(picks, {i}, {1}), {});
-      for (size_t k = 0; k < ops_.size(); ++k) {
-        const Tensor chosen =
-            equal(pick, constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{}));
-        y = where(chosen, ops_[k](y, true), y);
-      }
-    }
+    for (int64_t i = 0; i < num_ops_; ++i)
+      y = apply_drawn(ops_, reshape(slice(picks, {i}, {1}), {}), y);
     return y;
   }
 
@@ -1055,6 +1089,84 @@ std::pair<Tensor, Tensor> image_label_inputs(const char* cls, const Tensor& imag
   return {cast(images, float32), cast(labels, float32)};
 }
 
+// ---- AugMix ----
+class AugMixImpl final : public AugmentImpl {
+ public:
+  AugMixImpl(Range vr, int64_t chains, int64_t depth, const Factor& f, double alpha, bool all_ops,
+             std::string interpolation, std::optional<int64_t> seed, std::string name)
+      : AugmentImpl("AugMix", "aug_mix", std::move(name)),
+        vr_(vr),
+        chains_(chains),
+        depth_(depth),
+        range_(base_factor("AugMix", "factor", f, 0.0, 1.0)),
+        alpha_(alpha),
+        all_ops_(all_ops),
+        interpolation_(std::move(interpolation)),
+        seed_(seed) {
+    TF_CHECK_ARG(chains >= 1 && chains <= 64 && depth >= 0 && depth <= 64, "AugMix",
+                 "num_chains must be in [1, 64] and chain_depth in [0, 64], got {} and {}", chains,
+                 depth);
+    TF_CHECK_ARG(std::isfinite(alpha) && alpha > 0, "AugMix",
+                 "alpha must be a positive number, got {}", alpha);
+    check_geometric_interpolation("AugMix", interpolation_);
+    std::vector<std::string> names = {
+        "random_shear", "random_translation", "random_rotation", "random_posterization",
+        "solarization", "auto_contrast",      "equalization"};
+    if (all_ops)
+      for (const char* n : {"random_brightness", "random_color_degeneration", "random_contrast",
+                            "random_sharpness"})
+        names.emplace_back(n);
+    ops_ = augment_ops(names, range_, vr_, interpolation_, seed);
+  }
+
+ protected:
+  Tensor apply(const Tensor& x4) override {
+    const auto a = static_cast<float>(alpha_);
+    // Dirichlet(alpha) chain weights (normalised Gamma draws: a softmax of their logs) and a
+    // Beta(alpha, alpha) weight for the original images, one each per call, as Keras.
+    const Tensor chain_like = zeros({chains_});
+    const Tensor w = nn::softmax(random_log_gamma_like(chain_like, scalar(a), seed_));
+    const Tensor m = random_beta_like(scalar(0), scalar(a), seed_);
+    // Each step of each chain draws one of the layers or none (Keras' random.choice over the
+    // layers and None), for the whole batch.
+    const Tensor picks = random::uniform({chains_ * std::max<int64_t>(depth_, 1)}, 0,
+                                         static_cast<double>(ops_.size() + 1), int32, seed_);
+    Tensor mixed;
+    for (int64_t c = 0; c < chains_; ++c) {
+      Tensor y = x4;
+      for (int64_t d = 0; d < depth_; ++d)
+        y = apply_drawn(ops_, reshape(slice(picks, {c * depth_ + d}, {1}), {}), y);
+      const Tensor part = y * reshape(slice(w, {c}, {1}), {});
+      mixed = mixed.defined() ? mixed + part : part;
+    }
+    const Tensor out = m * x4 + (1.0f - m) * mixed;
+    return clip_by_value(out, scalar(std::min(vr_.first, vr_.second)),
+                         scalar(std::max(vr_.first, vr_.second)));
+  }
+
+ private:
+  Range vr_;
+  int64_t chains_, depth_;
+  Range range_;
+  double alpha_;
+  bool all_ops_;
+  std::string interpolation_;
+  std::optional<int64_t> seed_;
+  std::vector<Layer> ops_;
+
+ public:
+  void keras_config(Json& c) const override {
+    c["value_range"] = range_json(vr_);
+    c["num_chains"] = chains_;
+    c["chain_depth"] = depth_;
+    c["factor"] = range_json(range_);
+    c["alpha"] = alpha_;
+    c["all_ops"] = all_ops_;
+    c["interpolation"] = interpolation_;
+    c["seed"] = seed_json(seed_);
+  }
+};
+
 class MixUpImpl final : public AugmentImpl {
  public:
   MixUpImpl(double alpha, std::optional<int64_t> seed, std::string name)
@@ -1210,6 +1322,12 @@ RandomColorDegeneration::RandomColorDegeneration(Factor factor,
                                                           std::move(name))) {}
 Equalization::Equalization(std::pair<double, double> value_range, int64_t bins, std::string name)
     : Layer(std::make_shared<EqualizationImpl>(value_range, bins, std::move(name))) {}
+AugMix::AugMix(std::pair<double, double> value_range, int64_t num_chains, int64_t chain_depth,
+               Factor factor, double alpha, bool all_ops, std::string interpolation,
+               std::optional<int64_t> seed, std::string name)
+    : Layer(std::make_shared<AugMixImpl>(value_range, num_chains, chain_depth, factor, alpha,
+                                         all_ops, std::move(interpolation), seed,
+                                         std::move(name))) {}
 RandAugment::RandAugment(std::pair<double, double> value_range, int64_t num_ops, Factor factor,
                          std::string interpolation, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<RandAugmentImpl>(value_range, num_ops, factor,

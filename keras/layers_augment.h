@@ -1,7 +1,7 @@
 // More of Keras 3's image augmentation layers (keras.layers.Solarization, RandomInvert,
 // RandomPosterization, AutoContrast, RandomSharpness, RandomErasing, RandomGaussianBlur,
 // RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix, RandomPerspective,
-// RandomColorJitter, RandomElasticTransform, RandAugment,
+// RandomColorJitter, RandomElasticTransform, RandAugment, AugMix,
 // ContrastLimitedAdaptiveHistogramEqualization) and Pipeline, on NHWC images
 // (rank 4, or a single rank-3 image) with Keras 3.15's options and semantics, composed of existing
 // ops (so every device and traced functions with a None batch work). See docs/keras.md.
@@ -132,6 +132,22 @@ class RandAugment : public Layer {
   explicit RandAugment(std::pair<double, double> value_range = {0.0, 255.0}, int64_t num_ops = 2,
                        Factor factor = 0.5, std::string interpolation = "bilinear",
                        std::optional<int64_t> seed = std::nullopt, std::string name = "");
+};
+
+// Keras 3.15's AugMix: num_chains chains of chain_depth steps, each step one of the layers
+// (RandomShear, RandomTranslation, RandomRotation, RandomPosterization, Solarization,
+// AutoContrast, Equalization, and with all_ops RandomBrightness, RandomColorDegeneration,
+// RandomContrast, RandomSharpness; built as RandAugment's) or none, drawn for the batch; the
+// chains' results are mixed with Dirichlet(alpha) weights, then with the images by a
+// Beta(alpha, alpha) weight, and clipped to value_range. Keras draws the steps' layers with
+// Python's random module (in a traced function, once per trace); tapeflow draws them on the
+// device at every call (in a trace every layer runs and the drawn one is kept).
+class AugMix : public Layer {
+ public:
+  explicit AugMix(std::pair<double, double> value_range = {0.0, 255.0}, int64_t num_chains = 3,
+                  int64_t chain_depth = 3, Factor factor = 0.3, double alpha = 1.0,
+                  bool all_ops = true, std::string interpolation = "bilinear",
+                  std::optional<int64_t> seed = std::nullopt, std::string name = "");
 };
 
 // Keras 3.15's RandomElasticTransform: per image, with a probability drawn from factor's range

@@ -1,7 +1,7 @@
 // Keras configs of the augmentation layers of keras/layers_augment.h (Solarization,
 // RandomInvert, RandomPosterization, AutoContrast, RandomSharpness, RandomErasing,
 // RandomGaussianBlur, RandomColorDegeneration, Equalization, RandomShear, MixUp, CutMix,
-// RandomPerspective, RandomColorJitter, RandomElasticTransform, RandAugment,
+// RandomPerspective, RandomColorJitter, RandomElasticTransform, RandAugment, AugMix,
 // ContrastLimitedAdaptiveHistogramEqualization) and of Pipeline: the writer gives Keras 3.15's
 // get_config keys (the layers keep their resolved factor ranges, as Keras writes them:
 // RandomInvert(0.7) is [0, 0.7]); the readers are strict.
@@ -64,6 +64,17 @@ Layer augment_from(const Config& config) {
       return layers::Solarization(add, thr, vr, r.optional_integer("seed"), b.name);
     }
     if (cls == "AutoContrast") return layers::AutoContrast(value_range_of(r), b.name);
+    if (cls == "AugMix") {
+      const auto vr = value_range_of(r);
+      const int64_t chains = r.integer("num_chains", 3);
+      const int64_t depth = r.integer("chain_depth", 3);
+      const Factor f = r.has("factor") ? factor_of(r, "factor") : 0.3;
+      const double alpha = r.number("alpha", 1.0);
+      const bool all_ops = r.boolean("all_ops", true);
+      const std::string interpolation = r.string("interpolation", "bilinear");
+      return layers::AugMix(vr, chains, depth, f, alpha, all_ops, interpolation,
+                            r.optional_integer("seed"), b.name);
+    }
     if (cls == "RandAugment") {
       const auto vr = value_range_of(r);
       const int64_t num_ops = r.integer("num_ops", 2);
@@ -208,7 +219,8 @@ constexpr char kSolarization[] = "Solarization", kRandomInvert[] = "RandomInvert
                kRandomColorDegeneration[] = "RandomColorDegeneration",
                kEqualization[] = "Equalization", kRandomShear[] = "RandomShear", kMixUp[] = "MixUp",
                kCutMix[] = "CutMix", kClahe[] = "ContrastLimitedAdaptiveHistogramEqualization",
-               kElastic[] = "RandomElasticTransform", kRandAugment[] = "RandAugment";
+               kElastic[] = "RandomElasticTransform", kRandAugment[] = "RandAugment",
+               kAugMix[] = "AugMix";
 
 }  // namespace
 
@@ -228,6 +240,7 @@ void add_augment_layers(Registry& m) {
   add_builtin(m, kClahe, augment_get, augment_from<kClahe>);
   add_builtin(m, kElastic, augment_get, augment_from<kElastic>);
   add_builtin(m, kRandAugment, augment_get, augment_from<kRandAugment>);
+  add_builtin(m, kAugMix, augment_get, augment_from<kAugMix>);
   add_builtin(m, "RandomColorJitter", augment_get, color_jitter_from);
   add_builtin(m, "RandomPerspective", augment_get, perspective_from);
   add_builtin(m, "Pipeline", pipeline_get, pipeline_from);

@@ -1497,3 +1497,39 @@ TEST_CASE("RandAugment applies num_ops layers drawn from Keras' eleven",
   require_error([] { RandAugment({0, 255}, 2, 1.5); }, {"[RandAugment]", "factor", "1.5"});
   require_error([] { RandAugment({0, 255}, 2, 0.5, "bicubic"); }, {"[RandAugment]", "bicubic"});
 }
+
+TEST_CASE("AugMix mixes augmentation chains with Dirichlet and Beta weights",
+          "[cpu][cuda][keras][augment]") {
+  using layers::AugMix;
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::random::uniform({4, 12, 10, 3}, 0.0, 255.0, tf::float32, 10);
+    check_close(AugMix()(x, false), x, 0, 0);
+    // Chains of depth 0 are the images themselves: the weights sum to 1, so x comes back.
+    check_close(AugMix({0, 255}, 3, 0)(x, true), x, 1e-5, 1e-3);
+    const AugMix mix({0, 255}, 3, 3, 0.5, 1.0, true, "bilinear", 11);
+    int changed = 0;
+    for (int call = 0; call < 10; ++call) {
+      const tf::Tensor y = mix(x, true);
+      CHECK(y.shape() == x.shape());
+      CHECK(tf::reduce_min(y).item<float>() >= 0.0f);
+      CHECK(tf::reduce_max(y).item<float>() <= 255.0f);
+      changed += tf::reduce_max(tf::abs(y - x)).item<float>() > 1e-2f;
+    }
+    CHECK(changed >= 5);
+    // The unit range clips there; the 7 layers without all_ops.
+    const tf::Tensor u = AugMix({0, 1}, 2, 4, 0.6, 0.5, false, "nearest", 7)(x / 255.0f, true);
+    CHECK(tf::reduce_max(u).item<float>() <= 1.0f);
+    CHECK(AugMix()(tf::squeeze(image(x, 0), {0}), true).shape() == tf::TensorShape{12, 10, 3});
+  }
+  const AugMix layer({0, 255}, 2, 2);
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 8, 8, 3})};
+  auto f = tf::function([&](const tf::Tensor& t) { return layer(t, true); }, opts);
+  for (int64_t n : {1, 3}) CHECK(f(input(n, 8, 8, 3)).shape() == tf::TensorShape{n, 8, 8, 3});
+  CHECK(f.tracing_count() == 1);
+  require_error([] { AugMix({0, 255}, 0); }, {"[AugMix]", "num_chains", "0"});
+  require_error([] { AugMix({0, 255}, 3, 3, 0.3, -1.0); }, {"[AugMix]", "alpha", "-1"});
+  require_error([] { AugMix({0, 255}, 3, 3, 2.0); }, {"[AugMix]", "factor", "2"});
+}

@@ -317,3 +317,25 @@ TEST_CASE("RandAugment: Keras config", "[keras][serialization]") {
   CHECK(d["num_ops"] == 2);
   CHECK(d["name"].get<std::string>().rfind("rand_augment", 0) == 0);
 }
+
+TEST_CASE("AugMix: Keras config", "[keras][serialization]") {
+  // keras.layers.AugMix(value_range=(0, 1), num_chains=2, chain_depth=4, factor=(0.1, 0.6),
+  //   alpha=0.5, all_ops=False, interpolation="nearest", seed=7, name="am").get_config()
+  const Config keras = Config::parse(R"({"name": "am", "trainable": true, "dtype": {"module":
+"keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+"data_format": "channels_last", "value_range": [0, 1], "num_chains": 2, "chain_depth": 4,
+"factor": [0.1, 0.6], "alpha": 0.5, "all_ops": false, "interpolation": "nearest", "seed": 7})");
+  L::AugMix layer({0, 1}, 2, 4, L::Factor{0.1, 0.6}, 0.5, false, "nearest", 7, "am");
+  CHECK(nlohmann::json::parse(K::saving::serialize(layer)["config"].dump()) ==
+        nlohmann::json::parse(keras.dump()));
+  CHECK(K::saving::get_config(K::saving::from_config("AugMix", keras)) ==
+        K::saving::get_config(layer));
+  // Keras' AugMix().get_config() after the name: its defaults.
+  Config d = K::saving::get_config(K::saving::from_config("AugMix", Config::parse("{}")));
+  d.erase("name");
+  CHECK(nlohmann::json::parse(d.dump()) == nlohmann::json::parse(R"({"trainable": true, "dtype":
+{"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+"registered_name": null}, "data_format": "channels_last", "value_range": [0, 255],
+"num_chains": 3, "chain_depth": 3, "factor": [0, 0.3], "alpha": 1.0, "all_ops": true,
+"interpolation": "bilinear", "seed": null})"));
+}
