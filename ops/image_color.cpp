@@ -154,6 +154,22 @@ Tensor yuv_to_rgb(const Tensor& images) {
   return matmul(images, tapeflow::detail::from_doubles(kYuvToRgb, {3, 3}, images.dtype()));
 }
 
+// TF's _rgb_to_yiq_kernel and _yiq_to_rgb_kernel (rows: input channels).
+const std::vector<double> kRgbToYiq = {0.299,       0.59590059, 0.2115,      0.587,     -0.27455667,
+                                       -0.52273617, 0.114,      -0.32134392, 0.31119955};
+const std::vector<double> kYiqToRgb = {1,           1,         1,           0.95598634, -0.27201283,
+                                       -1.10674021, 0.6208248, -0.64720424, 1.70423049};
+
+Tensor rgb_to_yiq(const Tensor& images) {
+  check_channels("rgb_to_yiq", images, 3);
+  return matmul(images, tapeflow::detail::from_doubles(kRgbToYiq, {3, 3}, images.dtype()));
+}
+
+Tensor yiq_to_rgb(const Tensor& images) {
+  check_channels("yiq_to_rgb", images, 3);
+  return matmul(images, tapeflow::detail::from_doubles(kYiqToRgb, {3, 3}, images.dtype()));
+}
+
 Tensor grayscale_to_rgb(const Tensor& images) {
   check_channels("grayscale_to_rgb", images, 1, false);
   return concat({images, images, images}, images.rank() - 1);

@@ -22,6 +22,9 @@ Tensor hsv_to_rgb(const Tensor& images);
 // RGB to YUV and back with TF's 3x3 matrices (floating images, last axis 3).
 Tensor rgb_to_yuv(const Tensor& images);
 Tensor yuv_to_rgb(const Tensor& images);
+// RGB to YIQ and back with TF's 3x3 matrices (tf.image.rgb_to_yiq / yiq_to_rgb).
+Tensor rgb_to_yiq(const Tensor& images);
+Tensor yiq_to_rgb(const Tensor& images);
 // Repeats a last axis of 1 three times (any dtype).
 Tensor grayscale_to_rgb(const Tensor& images);
 

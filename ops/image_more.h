@@ -43,6 +43,22 @@ Tensor perspective_transform(const Tensor& images, const Tensor& start_points,
                              const Tensor& end_points,
                              const std::string& interpolation = "bilinear",
                              double fill_value = 0.0);
+// TF's tf.image.transpose (height and width swapped) and rot90 (k quarter turns
+// counter-clockwise, any k) of (batch, height, width, channels) or (height, width, channels)
+// images; any dtype.
+Tensor transpose(const Tensor& images);
+Tensor rot90(const Tensor& images, int k = 1);
+// TF's tf.image.crop_and_resize: for each box [y1, x1, y2, x2] (normalised, y1 > y2 flips; a
+// box may reach outside [0, 1]) of image box_indices[i], a crop_size {height, width} grid
+// sampled at y1 (H - 1) + i (y2 - y1) (H - 1) / (height - 1) (the box centre for one row),
+// likewise along the width, "bilinear" or "nearest" (half away from zero), points outside the
+// image giving extrapolation_value. image (batch, height, width, channels) of any real dtype;
+// the result is float32 (float64 for a float64 image), (num_boxes, height, width, channels).
+// Gradients flow to the image and the boxes. box_indices outside the batch raise
+// InvalidArgumentError eagerly; in a traced function they are clipped into it.
+Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& box_indices,
+                       const std::vector<int64_t>& crop_size,
+                       const std::string& method = "bilinear", double extrapolation_value = 0.0);
 // keras.ops.image.map_coordinates (scipy.ndimage.map_coordinates' semantics): the input sampled
 // at coordinates (input rank, ...) -> coordinates.shape()[1:], order 0 (nearest, half to even) or
 // 1 (linear); points outside map back by fill_mode "constant" (fill_value; SciPy's

@@ -16,6 +16,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
+#include "ops/image_color.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
@@ -24,6 +25,7 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::check_close;
 using tf::testing::check_values;
 using tf::testing::random_values;
 
@@ -1115,4 +1117,233 @@ TEST_CASE("image: elastic_transform moves pixels by a smooth random field", "[cp
                                      "bicubic");
       },
       {"elastic_transform", "interpolation", "bicubic"});
+}
+
+TEST_CASE("image: crop_and_resize, rot90, transpose and YIQ as TF", "[cpu][cuda][image]") {
+  // img = ((np.arange(120) * 7) % 23 - 11).reshape(2, 5, 6, 2) * 0.5 (float32), four boxes (one
+  // flipped, one reaching outside the image, one of zero height) of images 0, 1, 1, 0:
+  // tf.image.crop_and_resize(img, boxes, box_indices, [3, 4], extrapolation_value=-9), the same
+  // with method="nearest", and with crop_size [1, 1] (TF 2.21).
+  std::vector<double> iv(120);
+  for (size_t i = 0; i < iv.size(); ++i)
+    iv[i] = 0.5 * static_cast<double>(static_cast<int>((i * 7) % 23) - 11);
+  const std::vector<double> bv = {0.1,  0.2,  0.8, 0.9, 0.9, 0.7, 0.2, 0.1,
+                                  -0.2, -0.1, 0.5, 1.3, 0.3, 0.3, 0.3, 0.6};
+  using tf::testing::require_error;
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor img = tf::detail::from_doubles(iv, {2, 5, 6, 2}, tf::float32);
+    const tf::Tensor boxes = tf::detail::from_doubles(bv, {4, 4}, tf::float32);
+    const tf::Tensor bi = tf::detail::from_doubles({0, 1, 1, 0}, {4}, tf::int32);
+    const tf::Tensor bil = tf::image::crop_and_resize(img, boxes, bi, {3, 4}, "bilinear", -9);
+    CHECK(bil.shape() == tf::TensorShape{4, 3, 4, 2});
+    CHECK(bil.dtype() == tf::float32);
+    check_values(bil,
+                 {-0.10000002384185791,
+                  3.4000000953674316,
+                  0.39999961853027344,
+                  -1.0833333730697632,
+                  0.9000004529953003,
+                  -0.20000016689300537,
+                  -2.049999952316284,
+                  -0.8500000238418579,
+                  3.499999523162842,
+                  -2.1999998092651367,
+                  0.5500009059906006,
+                  2.133333206176758,
+                  -1.633333683013916,
+                  -1.1999993324279785,
+                  0.39999985694885254,
+                  -1.8500001430511475,
+                  0.19999980926513672,
+                  3.6999998092651367,
+                  -1.2166671752929688,
+                  -1.1666663885116577,
+                  1.200000286102295,
+                  -1.4333336353302002,
+                  -2.8999998569488525,
+                  0.6000000834465027,
+                  -0.45000016689300537,
+                  -0.39999961853027344,
+                  -1.7000001668930054,
+                  -1.6499996185302734,
+                  -0.6500000953674316,
+                  0.5499999523162842,
+                  1.5499999523162842,
+                  -0.6999995708465576,
+                  -2.9000003337860107,
+                  0.5999996662139893,
+                  0.4500007629394531,
+                  -0.6500003337860107,
+                  0.3500003218650818,
+                  -1.9000005722045898,
+                  -0.9000007510185242,
+                  1.4499998092651367,
+                  0.39999985694885254,
+                  -1.8500001430511475,
+                  -0.8500001430511475,
+                  -1.9499998092651367,
+                  -0.9500002861022949,
+                  1.399999737739563,
+                  2.3999996185302734,
+                  0.15000104904174805,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -1.6499993801116943,
+                  1.0833336114883423,
+                  0.49999964237213135,
+                  -0.9833335876464844,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  -9.0,
+                  2.3333330154418945,
+                  -3.749999523162842,
+                  -4.333334445953369,
+                  -0.8333344459533691,
+                  -9.0,
+                  -9.0,
+                  1.3500001430511475,
+                  -0.8999999165534973,
+                  3.6999998092651367,
+                  -1.9999996423721313,
+                  1.4499998092651367,
+                  0.3500000834465027,
+                  -0.8000001907348633,
+                  2.6999998092651367,
+                  1.3500001430511475,
+                  -0.8999999165534973,
+                  3.6999998092651367,
+                  -1.9999996423721313,
+                  1.4499998092651367,
+                  0.3500000834465027,
+                  -0.8000001907348633,
+                  2.6999998092651367,
+                  1.3500001430511475,
+                  -0.8999999165534973,
+                  3.6999998092651367,
+                  -1.9999996423721313,
+                  1.4499998092651367,
+                  0.3500000834465027,
+                  -0.8000001907348633,
+                  2.6999998092651367},
+                 1e-5, 1e-5);
+    check_values(
+        tf::image::crop_and_resize(img, boxes, bi, {3, 4}, "nearest", -9),
+        {1.5,  5.0,  -3.0, 0.5,  4.0,  -4.0, -5.0, -1.5, 5.0,  -3.0, 0.5,  4.0,  -4.0, -0.5,
+         -1.5, 2.0,  1.0,  4.5,  -3.5, 0.0,  3.5,  -4.5, -5.5, -2.0, -2.0, 1.5,  2.5,  -5.5,
+         -4.5, -1.0, 0.0,  3.5,  -5.5, -2.0, -1.0, 2.5,  3.5,  -4.5, -3.5, 0.0,  -1.5, 2.0,
+         3.0,  -5.0, -4.0, -0.5, 0.5,  4.0,  -9.0, -9.0, -9.0, -9.0, -9.0, -9.0, -9.0, -9.0,
+         -9.0, -9.0, -4.0, -0.5, -1.5, 2.0,  -9.0, -9.0, -9.0, -9.0, 3.5,  -4.5, -5.5, -2.0,
+         -9.0, -9.0, 4.5,  -3.5, 4.5,  -3.5, 0.0,  3.5,  0.0,  3.5,  4.5,  -3.5, 4.5,  -3.5,
+         0.0,  3.5,  0.0,  3.5,  4.5,  -3.5, 4.5,  -3.5, 0.0,  3.5,  0.0,  3.5},
+        0, 0);
+    check_values(
+        tf::image::crop_and_resize(img, boxes, bi, {1, 1}),
+        {-2.075000286102295, 0.8499999046325684, 2.6999998092651367, -2.999999523162842,
+         -4.76837158203125e-07, -3.3999991416931152, 2.5749998092651367, -0.8249998092651367},
+        1e-5, 1e-5);
+    // The gradient with respect to the boxes: TF's for sum(crop * w), w = linspace(-1, 1).
+    tf::Tensor bx = boxes;
+    tf::GradientTape tape;
+    tape.watch(bx);
+    const tf::Tensor crop = tf::image::crop_and_resize(img, bx, bi, {3, 4});
+    const tf::Tensor w = tf::reshape(tf::linspace(-1.0, 1.0, 96), {4, 3, 4, 2});
+    const tf::Tensor gb = tape.gradient(tf::reduce_sum(crop * w), bx);
+    check_values(gb,
+                 {20.075439453125, 7.0263166427612305, -1.331580400466919, 29.800003051757812,
+                  4.936842918395996, -6.084208011627197, -2.589474678039551, 8.621051788330078,
+                  -0.6999998092651367, 11.110528945922852, -0.6999998092651367, 22.67894744873047,
+                  -16.584213256835938, 26.226308822631836, -20.963157653808594, 2.5263118743896484},
+                 1e-4, 1e-3);
+    // tf.image.rot90(x, k) for k = 0..3 and -1, tf.image.transpose(x); x = arange(24).reshape(2,
+    // 3, 4, 1).
+    std::vector<double> xv(24);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<double>(i);
+    const tf::Tensor x = tf::detail::from_doubles(xv, {2, 3, 4, 1}, tf::int32);
+    check_values(tf::image::rot90(x, 0),
+                 {0.0,  1.0,  2.0,  3.0,  4.0,  5.0,  6.0,  7.0,  8.0,  9.0,  10.0, 11.0,
+                  12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0},
+                 0, 0);
+    check_values(tf::image::rot90(x),
+                 {3.0,  7.0,  11.0, 2.0,  6.0,  10.0, 1.0,  5.0,  9.0,  0.0,  4.0,  8.0,
+                  15.0, 19.0, 23.0, 14.0, 18.0, 22.0, 13.0, 17.0, 21.0, 12.0, 16.0, 20.0},
+                 0, 0);
+    CHECK(tf::image::rot90(x).shape() == tf::TensorShape{2, 4, 3, 1});
+    check_values(tf::image::rot90(x, 2),
+                 {11.0, 10.0, 9.0,  8.0,  7.0,  6.0,  5.0,  4.0,  3.0,  2.0,  1.0,  0.0,
+                  23.0, 22.0, 21.0, 20.0, 19.0, 18.0, 17.0, 16.0, 15.0, 14.0, 13.0, 12.0},
+                 0, 0);
+    check_values(tf::image::rot90(x, 7),
+                 {8.0,  4.0,  0.0,  9.0,  5.0,  1.0,  10.0, 6.0,  2.0,  11.0, 7.0,  3.0,
+                  20.0, 16.0, 12.0, 21.0, 17.0, 13.0, 22.0, 18.0, 14.0, 23.0, 19.0, 15.0},
+                 0, 0);
+    check_values(tf::image::rot90(tf::slice(x, {0, 0, 0, 0}, {1, -1, -1, -1}), -1),
+                 {8.0, 4.0, 0.0, 9.0, 5.0, 1.0, 10.0, 6.0, 2.0, 11.0, 7.0, 3.0}, 0, 0);
+    check_values(tf::image::transpose(x),
+                 {0.0,  4.0,  8.0,  1.0,  5.0,  9.0,  2.0,  6.0,  10.0, 3.0,  7.0,  11.0,
+                  12.0, 16.0, 20.0, 13.0, 17.0, 21.0, 14.0, 18.0, 22.0, 15.0, 19.0, 23.0},
+                 0, 0);
+    // tf.image.rgb_to_yiq and yiq_to_rgb of [[0.2, 0.5, 0.9], [1, 0, 0.3]] (float64).
+    const tf::Tensor rgb =
+        tf::detail::from_doubles({0.2, 0.5, 0.9, 1.0, 0.0, 0.3}, {1, 2, 3}, tf::float64);
+    check_values(tf::image::rgb_to_yiq(rgb),
+                 {0.4559, -0.307307745, 0.06101150999999999, 0.3332, 0.499497414, 0.304859865}, 0,
+                 1e-12);
+    check_values(
+        tf::image::yiq_to_rgb(rgb),
+        {1.23673549, -0.5184902309999999, 1.180437336, 1.18624744, 0.805838728, 1.5112691470000001},
+        0, 1e-12);
+    // TF's two matrices are inverses to about 1e-5.
+    check_close(tf::image::yiq_to_rgb(tf::image::rgb_to_yiq(rgb)), rgb, 0, 1e-4);
+    // Finite differences in float64 for the image and the boxes (points off the grid lines).
+    const tf::Tensor img64 = tf::cast(img, tf::float64);
+    const tf::Tensor boxes64 = tf::cast(boxes, tf::float64);
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& v) {
+          return tf::image::crop_and_resize(v, boxes64, bi, {3, 4}, "bilinear", -9);
+        },
+        {2, 5, 6, 2});
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& b) {
+          return tf::image::crop_and_resize(img64, b, bi, {3, 4});
+        },
+        {4, 4},
+        {0.11, 0.23, 0.77, 0.91, 0.87, 0.71, 0.22, 0.13, 0.05, 0.04, 0.52, 0.93, 0.31, 0.33, 0.62,
+         0.64});
+  }
+  const tf::Tensor img = tf::zeros({2, 5, 6, 2});
+  const tf::Tensor boxes = tf::zeros({3, 4});
+  require_error(
+      [&] {
+        tf::image::crop_and_resize(img, boxes, tf::detail::from_doubles({0, 2, 1}, {3}, tf::int32),
+                                   {2, 2});
+      },
+      {"crop_and_resize", "box_indices", "[0, 2)", "[0, 2]"});
+  require_error(
+      [&] {
+        tf::image::crop_and_resize(img, tf::zeros({3, 3}), tf::zeros({3}, tf::int32), {2, 2});
+      },
+      {"crop_and_resize", "boxes", "(3, 3)"});
+  require_error(
+      [&] {
+        tf::image::crop_and_resize(img, boxes, tf::zeros({3}, tf::int32), {0, 2});
+      },
+      {"crop_and_resize", "crop_size"});
+  require_error(
+      [&] {
+        tf::image::crop_and_resize(img, boxes, tf::zeros({3}, tf::int32), {2, 2}, "area");
+      },
+      {"crop_and_resize", "area"});
+  require_error([] { tf::image::rot90(tf::zeros({4, 4})); }, {"rot90", "rank 3", "(4, 4)"});
+  require_error([] { tf::image::rgb_to_yiq(tf::zeros({2, 4})); }, {"rgb_to_yiq", "3"});
 }
