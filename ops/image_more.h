@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/image.h"
@@ -59,6 +61,28 @@ Tensor rot90(const Tensor& images, int k = 1);
 Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& box_indices,
                        const std::vector<int64_t>& crop_size,
                        const std::string& method = "bilinear", double extrapolation_value = 0.0);
+// TF's greedy non-maximum suppression (tf.image.non_max_suppression): of boxes (num_boxes, 4)
+// [y1, x1, y2, x2] (corners in either order) with scores (num_boxes,), repeatedly takes the
+// highest-scoring remaining box (ties to the lower index) whose score is above score_threshold
+// and drops every box whose intersection over union with it exceeds iou_threshold (a box of zero
+// area overlaps nothing); at most max_output_size indices (int32), in selection order. Its
+// length depends on the values, so inside a traced function use non_max_suppression_padded
+// with pad_to_max_output_size, which returns the indices padded with 0 to max_output_size and
+// the number selected (int32 scalar), with static shapes on every device. (TF's padded op is a
+// tiled variant that assumes y1 <= y2 and x1 <= x2; tapeflow's gives non_max_suppression's
+// selection for every box.) non_max_suppression_overlaps takes a (num_boxes, num_boxes) overlap
+// matrix instead of boxes.
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, int64_t max_output_size,
+                           double iou_threshold = 0.5,
+                           double score_threshold = -std::numeric_limits<double>::infinity());
+std::pair<Tensor, Tensor> non_max_suppression_padded(
+    const Tensor& boxes, const Tensor& scores, int64_t max_output_size, double iou_threshold = 0.5,
+    double score_threshold = -std::numeric_limits<double>::infinity(),
+    bool pad_to_max_output_size = false);
+Tensor non_max_suppression_overlaps(
+    const Tensor& overlaps, const Tensor& scores, int64_t max_output_size,
+    double overlap_threshold = 0.5,
+    double score_threshold = -std::numeric_limits<double>::infinity());
 // keras.ops.image.map_coordinates (scipy.ndimage.map_coordinates' semantics): the input sampled
 // at coordinates (input rank, ...) -> coordinates.shape()[1:], order 0 (nearest, half to even) or
 // 1 (linear); points outside map back by fill_mode "constant" (fill_value; SciPy's

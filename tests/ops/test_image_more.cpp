@@ -1347,3 +1347,88 @@ TEST_CASE("image: crop_and_resize, rot90, transpose and YIQ as TF", "[cpu][cuda]
   require_error([] { tf::image::rot90(tf::zeros({4, 4})); }, {"rot90", "rank 3", "(4, 4)"});
   require_error([] { tf::image::rgb_to_yiq(tf::zeros({2, 4})); }, {"rgb_to_yiq", "3"});
 }
+
+TEST_CASE("image: non_max_suppression as TF", "[cpu][cuda][image]") {
+  using tf::testing::require_error;
+  // Two clusters of overlapping boxes, a far box, a flipped copy of box 0 and an empty box;
+  // tf.image.non_max_suppression (TF 2.21) gives [7, 3, 0, 5] at IoU 0.5, [7, 3, 0] with at
+  // most 3 outputs or a score threshold of 0.55.
+  const std::vector<double> bv = {0, 0,    1, 1,    0, 0.1, 1, 1.1, 0, -0.1, 1, 0.9, 0, 10, 1, 11,
+                                  0, 10.1, 1, 11.1, 0, 100, 1, 101, 1, 1,    0, 0,   0, 0,  0, 0};
+  const std::vector<double> sv = {0.9, 0.75, 0.6, 0.95, 0.5, 0.3, 0.9, 0.99};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor boxes = tf::detail::from_doubles(bv, {8, 4}, tf::float32);
+    const tf::Tensor scores = tf::detail::from_doubles(sv, {8}, tf::float32);
+    const tf::Tensor all = tf::image::non_max_suppression(boxes, scores, 10, 0.5);
+    CHECK(all.dtype() == tf::int32);
+    check_values(all, {7, 3, 0, 5}, 0, 0);
+    check_values(tf::image::non_max_suppression(boxes, scores, 3, 0.5), {7, 3, 0}, 0, 0);
+    check_values(tf::image::non_max_suppression(boxes, scores, 10, 0.5, 0.55), {7, 3, 0}, 0, 0);
+    // An IoU of exactly the threshold keeps the box; equal scores go to the lower index; a
+    // score equal to score_threshold does not count.
+    const tf::Tensor two =
+        tf::detail::from_doubles({0, 0, 1, 1, 0, 0, 1, 0.5}, {2, 4}, tf::float32);
+    check_values(tf::image::non_max_suppression(
+                     two, tf::detail::from_doubles({0.9, 0.8}, {2}, tf::float32), 10, 0.5),
+                 {0, 1}, 0, 0);
+    const tf::Tensor three =
+        tf::detail::from_doubles({0, 0, 1, 1, 5, 5, 6, 6, 0, 0, 1, 1}, {3, 4}, tf::float32);
+    const tf::Tensor half = tf::fill({3}, tf::Tensor(0.5f));
+    check_values(tf::image::non_max_suppression(three, half, 10, 0.5), {0, 1}, 0, 0);
+    CHECK(tf::image::non_max_suppression(three, half, 10, 0.5, 0.5).shape() == tf::TensorShape{0});
+    // The padded form: the same selection padded with 0, and its count.
+    const auto [padded, count] =
+        tf::image::non_max_suppression_padded(boxes, scores, 6, 0.5, -1e9, true);
+    check_values(padded, {7, 3, 0, 5, 0, 0}, 0, 0);
+    CHECK(count.item<int32_t>() == 4);
+    // tf.image.non_max_suppression_overlaps(overlaps, [0.5, 0.9, 0.4], 3,
+    // overlap_threshold=0.6) = [1, 2].
+    const tf::Tensor ov =
+        tf::detail::from_doubles({1, 0.7, 0.2, 0.7, 1, 0.1, 0.2, 0.1, 1}, {3, 3}, tf::float32);
+    check_values(tf::image::non_max_suppression_overlaps(
+                     ov, tf::detail::from_doubles({0.5, 0.9, 0.4}, {3}, tf::float32), 3, 0.6),
+                 {1, 2}, 0, 0);
+    CHECK(tf::image::non_max_suppression(boxes, scores, 0).shape() == tf::TensorShape{0});
+  }
+  // Traced: the padded form with static shapes serves every call; the cut form says why not.
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({8, 4}), tf::TensorSpec({8})};
+  auto f = tf::function(
+      [](const tf::Tensor& b, const tf::Tensor& s) {
+        return tf::image::non_max_suppression_padded(b, s, 5, 0.5, -1e9, true).first;
+      },
+      opts);
+  const tf::Tensor boxes = tf::detail::from_doubles(bv, {8, 4}, tf::float32);
+  check_values(f(boxes, tf::detail::from_doubles(sv, {8}, tf::float32)), {7, 3, 0, 5, 0}, 0, 0);
+  std::vector<double> rev = sv;
+  std::reverse(rev.begin(), rev.end());
+  check_values(f(boxes, tf::detail::from_doubles(rev, {8}, tf::float32)),
+               tf::detail::to_double_vector(
+                   tf::image::non_max_suppression_padded(
+                       boxes, tf::detail::from_doubles(rev, {8}, tf::float32), 5, 0.5, -1e9, true)
+                       .first),
+               0, 0);
+  CHECK(f.tracing_count() == 1);
+  auto g = tf::function([](const tf::Tensor& b, const tf::Tensor& s) {
+    return tf::image::non_max_suppression(b, s, 5);
+  });
+  require_error([&] { g(boxes, tf::detail::from_doubles(sv, {8}, tf::float32)); },
+                {"non_max_suppression", "traced", "non_max_suppression_padded"});
+  require_error(
+      [&] {
+        tf::image::non_max_suppression(tf::zeros({3, 3}), tf::zeros({3}), 2);
+      },
+      {"non_max_suppression", "boxes", "(3, 3)"});
+  require_error(
+      [&] {
+        tf::image::non_max_suppression(tf::zeros({3, 4}), tf::zeros({4}), 2);
+      },
+      {"non_max_suppression", "one row per box"});
+  require_error(
+      [&] {
+        tf::image::non_max_suppression(tf::zeros({3, 4}), tf::zeros({3}), -1);
+      },
+      {"non_max_suppression", "max_output_size", "-1"});
+}

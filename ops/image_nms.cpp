@@ -1,0 +1,150 @@
+// tf.image's greedy non-maximum suppression (ops/image_more.h): max_output_size rounds of "take
+// the best remaining candidate, drop every candidate that overlaps it too much", each round a
+// few tensor ops (argmax, a gather, elementwise), so the padded forms run on every device and
+// inside traced functions with static shapes.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/image_more.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/unary.h"
+
+namespace tapeflow::image {
+
+namespace {
+
+Tensor i32(int64_t v) {
+  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
+}
+
+// The greedy selection over candidates scored by `scores` (N,), where overlap_row(i) gives the
+// (N,) overlaps of candidate i with every candidate: (selected indices padded with 0 to
+// max_output_size, int32; the number selected, int32 scalar). A candidate needs a score above
+// score_threshold; it is dropped once its overlap with a selected one exceeds the threshold.
+// Ties in score go to the lower index (argmax's first maximum), as TF's priority queue.
+std::pair<Tensor, Tensor> greedy(const char* op, const Tensor& scores, int64_t max_output_size,
+                                 double overlap_threshold, double score_threshold,
+                                 const std::function<Tensor(const Tensor&)>& overlap_row) {
+  TF_CHECK_ARG(scores.rank() == 1 && is_floating(scores.dtype()), op,
+               "scores must be a floating (num_boxes,) tensor, got {} {}",
+               dtype_name(scores.dtype()), scores.shape().to_string());
+  TF_CHECK_ARG(max_output_size >= 0 && max_output_size <= 100000, op,
+               "max_output_size must be in [0, 100000], got {}", max_output_size);
+  TF_CHECK_ARG(!std::isnan(overlap_threshold) && !std::isnan(score_threshold), op,
+               "the thresholds must not be NaN");
+  const Tensor s = cast(scores, float32);
+  const Tensor none = constant(Tensor(-std::numeric_limits<float>::infinity()), float32);
+  // Candidates at or below the score threshold (and NaN scores) never count.
+  Tensor live =
+      where(greater(s, constant(Tensor(score_threshold), float32)), s, zeros_like(s) + none);
+  const Tensor positions = cast(cumsum(ones_like(s), 0), int32) - i32(1);
+  std::vector<Tensor> picks;
+  Tensor count = constant(std::vector<int32_t>{0}, TensorShape{});
+  const int64_t n = scores.shape()[0];
+  const int64_t rounds = n >= 0 ? std::min(max_output_size, n) : max_output_size;
+  for (int64_t k = 0; k < rounds; ++k) {
+    const Tensor best = cast(argmax(live, 0), int32);
+    const Tensor found = greater(reduce_max(live), none);
+    const Tensor drop =
+        logical_or(greater(overlap_row(best), constant(Tensor(overlap_threshold), float32)),
+                   equal(positions, best));
+    live = where(logical_and(drop, found), zeros_like(live) + none, live);
+    picks.push_back(where(found, best, i32(0)));
+    count = count + cast(found, int32);
+  }
+  for (int64_t k = rounds; k < max_output_size; ++k) picks.push_back(i32(0));
+  const Tensor selected = picks.empty() ? zeros({0}, int32) : stack(picks, 0);
+  return {selected, count};
+}
+
+// The (N,) intersection over union of box i with every box; a box of zero area overlaps
+// nothing. Corners in either order (TF takes the min and max of each pair).
+std::function<Tensor(const Tensor&)> iou_rows(const char* op, const Tensor& boxes) {
+  TF_CHECK_ARG(boxes.rank() == 2 && boxes.shape()[1] == 4 && is_floating(boxes.dtype()), op,
+               "boxes must be a floating (num_boxes, 4) tensor of [y1, x1, y2, x2] rows, got {} {}",
+               dtype_name(boxes.dtype()), boxes.shape().to_string());
+  const Tensor b = cast(boxes, float32);
+  const auto col = [&](int64_t j) { return reshape(slice(b, {0, j}, {-1, 1}), {-1}); };
+  const Tensor y1 = minimum(col(0), col(2)), y2 = maximum(col(0), col(2));
+  const Tensor x1 = minimum(col(1), col(3)), x2 = maximum(col(1), col(3));
+  const Tensor area = (y2 - y1) * (x2 - x1);
+  return [=](const Tensor& i) {
+    const auto at = [&](const Tensor& v) { return gather(v, i); };
+    const Tensor zero = zeros_like(area);
+    const Tensor ih = maximum(minimum(y2, at(y2)) - maximum(y1, at(y1)), zero);
+    const Tensor iw = maximum(minimum(x2, at(x2)) - maximum(x1, at(x1)), zero);
+    const Tensor inter = ih * iw;
+    const Tensor ai = at(area);
+    const Tensor valid = logical_and(greater(area, zero), greater(ai + zero, zero));
+    const Tensor uni = area + ai - inter;
+    return where(valid, inter / where(valid, uni, ones_like(uni)), zero);
+  };
+}
+
+// The selected indices alone: eagerly, the padded result cut to its count; a traced function
+// cannot give a result whose length depends on the values.
+Tensor cut(const char* op, const std::pair<Tensor, Tensor>& padded) {
+  TF_CHECK_ARG(detail::thread_context().trace == nullptr, op,
+               "the number of selected boxes depends on the values, which a traced function "
+               "cannot return: use non_max_suppression_padded (with pad_to_max_output_size) "
+               "there");
+  const int64_t k = padded.second.item<int32_t>();
+  return slice(padded.first, {0}, {k});
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> non_max_suppression_padded(const Tensor& boxes, const Tensor& scores,
+                                                     int64_t max_output_size, double iou_threshold,
+                                                     double score_threshold,
+                                                     bool pad_to_max_output_size) {
+  const char* op = "non_max_suppression_padded";
+  TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
+  auto rows = iou_rows(op, boxes);
+  TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
+               op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
+               scores.shape().to_string());
+  auto out = greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
+  if (!pad_to_max_output_size) out.first = cut(op, out);
+  return out;
+}
+
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, int64_t max_output_size,
+                           double iou_threshold, double score_threshold) {
+  const char* op = "non_max_suppression";
+  TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
+  auto rows = iou_rows(op, boxes);
+  TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
+               op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
+               scores.shape().to_string());
+  return cut(op, greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows));
+}
+
+Tensor non_max_suppression_overlaps(const Tensor& overlaps, const Tensor& scores,
+                                    int64_t max_output_size, double overlap_threshold,
+                                    double score_threshold) {
+  const char* op = "non_max_suppression_overlaps";
+  TF_CHECK_ARG(overlaps.defined() && scores.defined(), op, "overlaps and scores must be defined");
+  TF_CHECK_ARG(overlaps.rank() == 2 && overlaps.shape()[0] == overlaps.shape()[1] &&
+                   is_floating(overlaps.dtype()),
+               op, "overlaps must be a floating (num_boxes, num_boxes) tensor, got {} {}",
+               dtype_name(overlaps.dtype()), overlaps.shape().to_string());
+  TF_CHECK_ARG(scores.rank() != 1 || scores.shape()[0] == overlaps.shape()[0], op,
+               "overlaps {} and scores {} must have one row per box", overlaps.shape().to_string(),
+               scores.shape().to_string());
+  const Tensor ov = cast(overlaps, float32);
+  auto rows = [ov](const Tensor& i) { return reshape(gather(ov, reshape(i, {1}), 0), {-1}); };
+  return cut(op, greedy(op, scores, max_output_size, overlap_threshold, score_threshold, rows));
+}
+
+}  // namespace tapeflow::image
