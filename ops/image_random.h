@@ -4,8 +4,10 @@
 // own random streams. Composites of the adjust_* ops; gradients flow to the images.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "ops/primitive.h"
 
@@ -28,5 +30,25 @@ Tensor random_saturation(const Tensor& images, double lower, double upper,
                          std::optional<int64_t> seed = std::nullopt);
 Tensor random_hue(const Tensor& images, double max_delta,
                   std::optional<int64_t> seed = std::nullopt);
+
+// TF's tf.image.random_crop: value (any rank, known sizes) cropped to `size` at one offset per
+// axis drawn uniformly from [0, shape - size]; keeps the dtype.
+Tensor random_crop(const Tensor& value, const std::vector<int64_t>& size,
+                   std::optional<int64_t> seed = std::nullopt);
+
+// TF's tf.image.stateless_random_*: the ops above drawing from tf::random::stateless_uniform
+// with the seed pair, so the same pair gives the same result (also at every call of a traced
+// function). The numbers are tapeflow's stateless stream, not TF's.
+Tensor stateless_random_flip_left_right(const Tensor& images, std::array<int64_t, 2> seed);
+Tensor stateless_random_flip_up_down(const Tensor& images, std::array<int64_t, 2> seed);
+Tensor stateless_random_brightness(const Tensor& images, double max_delta,
+                                   std::array<int64_t, 2> seed);
+Tensor stateless_random_contrast(const Tensor& images, double lower, double upper,
+                                 std::array<int64_t, 2> seed);
+Tensor stateless_random_saturation(const Tensor& images, double lower, double upper,
+                                   std::array<int64_t, 2> seed);
+Tensor stateless_random_hue(const Tensor& images, double max_delta, std::array<int64_t, 2> seed);
+Tensor stateless_random_crop(const Tensor& value, const std::vector<int64_t>& size,
+                             std::array<int64_t, 2> seed);
 
 }  // namespace tapeflow::image

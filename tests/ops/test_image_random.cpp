@@ -2,6 +2,7 @@
 // augmentations (ops/image_random.h) against the adjust_* ops driven by the same tf::random draw,
 // on every device; gradients against central finite differences in float64 (a fixed seed per
 // evaluation for the random ops), traced against eager, and the errors.
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "jit/function.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image.h"
@@ -382,4 +384,77 @@ TEST_CASE("image extract_patches and random ops reject bad arguments", "[cpu][im
       {"[adjust_saturation]", "(4, 5, 2)"});
   require_error([&] { tf::image::random_brightness(tf::cast(x, tf::int32), 0.1); },
                 {"[random_brightness]", "int32"});
+}
+
+TEST_CASE("image: stateless random ops repeat for a seed pair, random_crop crops",
+          "[cpu][cuda][image]") {
+  using tf::testing::require_error;
+  const std::array<int64_t, 2> pair{3, 7}, other{4, 7};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::random::uniform({4, 6, 5, 3}, 0.0, 1.0, tf::float32, 12);
+    // Each stateless op is its adjust op driven by stateless_uniform with the pair.
+    const tf::Tensor u = tf::random::stateless_uniform({}, pair, -0.3, 0.3);
+    check_close(tf::image::stateless_random_brightness(x, 0.3, pair), x + u, 0, 0);
+    check_close(tf::image::stateless_random_brightness(x, 0.3, pair),
+                tf::image::stateless_random_brightness(x, 0.3, pair), 0, 0);
+    CHECK(tf::reduce_max(tf::abs(tf::image::stateless_random_brightness(x, 0.3, other) -
+                                 tf::image::stateless_random_brightness(x, 0.3, pair)))
+              .item<float>() > 0);
+    const tf::Tensor c = tf::random::stateless_uniform({}, pair, 0.5, 1.5);
+    const tf::Tensor mean = tf::reduce_mean(x, std::vector<int>{1, 2}, true);
+    check_close(tf::image::stateless_random_contrast(x, 0.5, 1.5, pair), (x - mean) * c + mean,
+                1e-6, 1e-6);
+    check_close(tf::image::stateless_random_saturation(x, 0.5, 1.5, pair),
+                tf::image::stateless_random_saturation(x, 0.5, 1.5, pair), 0, 0);
+    check_close(tf::image::stateless_random_hue(x, 0.2, pair),
+                tf::image::stateless_random_hue(x, 0.2, pair), 0, 0);
+    // One coin per image: flipped where stateless_uniform((4, 1, 1, 1)) < 0.5.
+    const tf::Tensor coins = tf::random::stateless_uniform({4, 1, 1, 1}, pair);
+    check_close(tf::image::stateless_random_flip_left_right(x, pair),
+                tf::where(tf::less(coins, tf::Tensor(0.5f)), tf::image::flip_left_right(x), x), 0,
+                0);
+    check_close(tf::image::stateless_random_flip_up_down(x, pair),
+                tf::where(tf::less(coins, tf::Tensor(0.5f)), tf::image::flip_up_down(x), x), 0, 0);
+    // random_crop: a (2, 4, 3, 3) window of x at some offset; the stateless one repeats.
+    for (int call = 0; call < 3; ++call) {
+      const tf::Tensor crop = tf::image::random_crop(x, {2, 4, 3, 3}, 5);
+      REQUIRE(crop.shape() == tf::TensorShape{2, 4, 3, 3});
+      bool found = false;
+      for (int64_t b = 0; b <= 2 && !found; ++b)
+        for (int64_t h = 0; h <= 2 && !found; ++h)
+          for (int64_t w = 0; w <= 2 && !found; ++w)
+            found = tf::reduce_max(tf::abs(crop - tf::slice(x, {b, h, w, 0}, {2, 4, 3, 3})))
+                        .item<float>() == 0.0f;
+      CHECK(found);
+    }
+    check_close(tf::image::stateless_random_crop(x, {3, 3, 3, 1}, pair),
+                tf::image::stateless_random_crop(x, {3, 3, 3, 1}, pair), 0, 0);
+    check_close(tf::image::random_crop(x, {4, 6, 5, 3}), x, 0, 0);  // the whole tensor
+    // Integer images crop too.
+    CHECK(tf::image::random_crop(tf::cast(x * 255.0f, tf::uint8), {1, 2, 2, 3}).dtype() ==
+          tf::uint8);
+  }
+  // In a traced function the stateless ops give the same numbers at every call.
+  auto f = tf::function(
+      [pair](const tf::Tensor& t) { return tf::image::stateless_random_brightness(t, 0.5, pair); });
+  const tf::Tensor x = tf::random::uniform({2, 3, 3, 3}, 0.0, 1.0, tf::float32, 1);
+  check_close(f(x), f(x), 0, 0);
+  check_close(f(x), tf::image::stateless_random_brightness(x, 0.5, pair), 0, 0);
+  require_error(
+      [] {
+        tf::image::random_crop(tf::zeros({4, 5}), {5, 5});
+      },
+      {"random_crop", "size", "(4, 5)"});
+  require_error(
+      [] {
+        tf::image::random_crop(tf::zeros({4, 5}), {2});
+      },
+      {"random_crop", "one size per axis"});
+  require_error(
+      [&] {
+        tf::image::stateless_random_hue(tf::zeros({2, 2, 3}), 0.7, pair);
+      },
+      {"stateless_random_hue", "max_delta", "0.7"});
 }
