@@ -64,10 +64,10 @@ Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& b
 // TF's tf.image.draw_bounding_boxes: the one-pixel outline of each box [y_min, x_min, y_max,
 // x_max] (normalised; boxes (batch, num_boxes, 4)) drawn on its image in box order, box k in
 // colors[k % num_colors] (num_colors, channels >= depth), TF's RGBA palette of ten when colors
-// is undefined or empty (1 for one-channel images). Edges are y (height - 1) truncated toward zero;
-// edges outside the image are left out, and inverted boxes or boxes wholly outside are not drawn
-// (TF logs a warning for each; tapeflow draws nothing silently, as the check is per image on the
-// device). Floating images (batch, height, width, depth); keeps the dtype.
+// is undefined or empty (1 for one-channel images). Edges are y (height - 1) truncated toward
+// zero; edges outside the image are left out, and inverted boxes or boxes wholly outside are not
+// drawn (TF logs a warning for each; tapeflow draws nothing silently, as the check is per image
+// on the device). Floating images (batch, height, width, depth); keeps the dtype.
 Tensor draw_bounding_boxes(const Tensor& images, const Tensor& boxes,
                            const Tensor& colors = Tensor());
 // TF's greedy non-maximum suppression (tf.image.non_max_suppression): of boxes (num_boxes, 4)
