@@ -120,32 +120,38 @@ Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& b
                               less_equal(in_y, constant(Tensor(static_cast<double>(H - 1)), cd))),
                   logical_and(greater_equal(in_x, zero),
                               less_equal(in_x, constant(Tensor(static_cast<double>(W - 1)), cd))));
-  // Image b, row y, column x, channel c: flat index ((b H + y) W + x) C + c.
-  std::vector<int32_t> chans(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) chans[static_cast<size_t>(c)] = static_cast<int32_t>(c);
-  const Tensor bidx = reshape(cast(box_indices, int32), {-1, 1, 1, 1});
-  const Tensor base = clip_by_value(bidx, i32(0), i32(s[0] < 0 ? 0 : s[0] - 1)) * i32(H * W * C) +
-                      constant(chans, TensorShape{1, 1, 1, C});
-  const Tensor flat = reshape(image, {-1});
-  const auto index = [&](const Tensor& f, int64_t size) {
-    return clip_by_value(cast(f, int32), i32(0), i32(size - 1));
+  // Pixel (b, y, x) is row (b H + y) W + x of the image seen as (pixels, channels): the index
+  // arithmetic runs per sample point and each gather moves whole channel vectors.
+  const Tensor rows = reshape(image, {-1, C});
+  const Tensor base =
+      reshape(clip_by_value(cast(box_indices, int32), i32(0), i32(s[0] < 0 ? 0 : s[0] - 1)),
+              {-1, 1, 1}) *
+      i32(H * W);
+  // Sample indices clipped into the image (points outside are replaced below), as (N, ch, 1)
+  // rows and (N, 1, cw) columns.
+  const auto row_index = [&](const Tensor& f) {
+    return reshape(clip_by_value(cast(f, int32), i32(0), i32(H - 1)), {-1, ch, 1});
+  };
+  const auto col_index = [&](const Tensor& f) {
+    return reshape(clip_by_value(cast(f, int32), i32(0), i32(W - 1)), {-1, 1, cw});
   };
   const auto at = [&](const Tensor& yi, const Tensor& xi) {
-    Tensor v = gather(flat, base + yi * i32(W * C) + xi * i32(C));
+    Tensor v = gather(rows, base + yi * i32(W) + xi, 0);
     return v.dtype() == cd ? v : cast(v, cd);
   };
   Tensor out;
   if (method == "nearest") {
     // TF rounds half away from zero (roundf); inside the image the positions are >= 0.
     const Tensor half = constant(Tensor(0.5), cd);
-    out = at(index(floor(in_y + half), H), index(floor(in_x + half), W));
+    out = at(row_index(floor(in_y + half)), col_index(floor(in_x + half)));
   } else {
     const Tensor top = floor(in_y), left = floor(in_x);
     const Tensor dy = in_y - top, dx = in_x - left;
-    const Tensor t = index(top, H), bt = index(ceil(in_y), H);
-    const Tensor l = index(left, W), r = index(ceil(in_x), W);
-    const Tensor upper = at(t, l) + (at(t, r) - at(t, l)) * dx;
-    const Tensor lower = at(bt, l) + (at(bt, r) - at(bt, l)) * dx;
+    const Tensor t = row_index(top), bt = row_index(ceil(in_y));
+    const Tensor l = col_index(left), r = col_index(ceil(in_x));
+    const Tensor tl = at(t, l), bl = at(bt, l);
+    const Tensor upper = tl + (at(t, r) - tl) * dx;
+    const Tensor lower = bl + (at(bt, r) - bl) * dx;
     out = upper + (lower - upper) * dy;
   }
   return where(inside, out, constant(Tensor(extrapolation_value), cd));

@@ -27,6 +27,17 @@ Tensor i32(int64_t v) {
   return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
 }
 
+void check_greedy(const char* op, const Tensor& scores, int64_t max_output_size,
+                  double overlap_threshold, double score_threshold) {
+  TF_CHECK_ARG(scores.rank() == 1 && is_floating(scores.dtype()), op,
+               "scores must be a floating (num_boxes,) tensor, got {} {}",
+               dtype_name(scores.dtype()), scores.shape().to_string());
+  TF_CHECK_ARG(max_output_size >= 0 && max_output_size <= 100000, op,
+               "max_output_size must be in [0, 100000], got {}", max_output_size);
+  TF_CHECK_ARG(!std::isnan(overlap_threshold) && !std::isnan(score_threshold), op,
+               "the thresholds must not be NaN");
+}
+
 // The greedy selection over candidates scored by `scores` (N,), where overlap_row(i) gives the
 // (N,) overlaps of candidate i with every candidate: (selected indices padded with 0 to
 // max_output_size, int32; the number selected, int32 scalar). A candidate needs a score above
@@ -35,13 +46,7 @@ Tensor i32(int64_t v) {
 std::pair<Tensor, Tensor> greedy(const char* op, const Tensor& scores, int64_t max_output_size,
                                  double overlap_threshold, double score_threshold,
                                  const std::function<Tensor(const Tensor&)>& overlap_row) {
-  TF_CHECK_ARG(scores.rank() == 1 && is_floating(scores.dtype()), op,
-               "scores must be a floating (num_boxes,) tensor, got {} {}",
-               dtype_name(scores.dtype()), scores.shape().to_string());
-  TF_CHECK_ARG(max_output_size >= 0 && max_output_size <= 100000, op,
-               "max_output_size must be in [0, 100000], got {}", max_output_size);
-  TF_CHECK_ARG(!std::isnan(overlap_threshold) && !std::isnan(score_threshold), op,
-               "the thresholds must not be NaN");
+  check_greedy(op, scores, max_output_size, overlap_threshold, score_threshold);
   const Tensor s = cast(scores, float32);
   const Tensor none = constant(Tensor(-std::numeric_limits<float>::infinity()), float32);
   // Candidates at or below the score threshold (and NaN scores) never count.
@@ -91,6 +96,67 @@ std::function<Tensor(const Tensor&)> iou_rows(const char* op, const Tensor& boxe
   };
 }
 
+// Eagerly the same greedy selection runs on the host (a few hundred tensor ops per call cost
+// more than the arithmetic): the scores and overlaps in float32 as the tensor path computes
+// them, so both select the same boxes.
+std::pair<Tensor, Tensor> host_greedy(const Tensor& scores, int64_t max_output_size,
+                                      double overlap_threshold, double score_threshold,
+                                      const std::function<float(int64_t, int64_t)>& overlap) {
+  const std::vector<double> sd = detail::to_double_vector(scores);
+  const auto n = static_cast<int64_t>(sd.size());
+  const auto thr = static_cast<float>(score_threshold);
+  const auto limit = static_cast<float>(overlap_threshold);
+  std::vector<float> live(sd.size());
+  const float none = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < sd.size(); ++i) {
+    const auto v = static_cast<float>(sd[i]);
+    live[i] = v > thr ? v : none;
+  }
+  std::vector<int32_t> picks;
+  for (int64_t k = 0; k < std::min(max_output_size, n); ++k) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; ++j)
+      if (live[static_cast<size_t>(j)] > live[static_cast<size_t>(best)]) best = j;
+    if (!(live[static_cast<size_t>(best)] > none)) break;
+    picks.push_back(static_cast<int32_t>(best));
+    for (int64_t j = 0; j < n; ++j)
+      if (j == best || overlap(best, j) > limit) live[static_cast<size_t>(j)] = none;
+  }
+  const auto count = static_cast<int32_t>(picks.size());
+  picks.resize(static_cast<size_t>(max_output_size), 0);
+  return {constant(picks, TensorShape{max_output_size}),
+          constant(std::vector<int32_t>{count}, TensorShape{})};
+}
+
+// Box i against box j as iou_rows computes it.
+std::function<float(int64_t, int64_t)> host_iou(const Tensor& boxes) {
+  const std::vector<double> b = detail::to_double_vector(boxes);
+  const size_t n = b.size() / 4;
+  std::vector<float> y1(n), x1(n), y2(n), x2(n), area(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto a = static_cast<float>(b[4 * i]), c = static_cast<float>(b[4 * i + 2]);
+    const auto d = static_cast<float>(b[4 * i + 1]), e = static_cast<float>(b[4 * i + 3]);
+    y1[i] = std::min(a, c);
+    y2[i] = std::max(a, c);
+    x1[i] = std::min(d, e);
+    x2[i] = std::max(d, e);
+    area[i] = (y2[i] - y1[i]) * (x2[i] - x1[i]);
+  }
+  return [=](int64_t bi, int64_t bj) {
+    const auto i = static_cast<size_t>(bi), j = static_cast<size_t>(bj);
+    if (!(area[i] > 0.0f && area[j] > 0.0f)) return 0.0f;
+    const float ih = std::max(std::min(y2[j], y2[i]) - std::max(y1[j], y1[i]), 0.0f);
+    const float iw = std::max(std::min(x2[j], x2[i]) - std::max(x1[j], x1[i]), 0.0f);
+    const float inter = ih * iw;
+    const float uni = area[j] + area[i] - inter;
+    return inter / uni;
+  };
+}
+
+bool eager() {
+  return detail::thread_context().trace == nullptr;
+}
+
 // The selected indices alone: eagerly, the padded result cut to its count; a traced function
 // cannot give a result whose length depends on the values.
 Tensor cut(const char* op, const std::pair<Tensor, Tensor>& padded) {
@@ -114,7 +180,11 @@ std::pair<Tensor, Tensor> non_max_suppression_padded(const Tensor& boxes, const 
   TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
                op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
                scores.shape().to_string());
-  auto out = greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
+  auto out =
+      eager()
+          ? (check_greedy(op, scores, max_output_size, iou_threshold, score_threshold),
+             host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes)))
+          : greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
   if (!pad_to_max_output_size) out.first = cut(op, out);
   return out;
 }
@@ -127,6 +197,11 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, int64_t ma
   TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
                op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
                scores.shape().to_string());
+  if (eager()) {
+    check_greedy(op, scores, max_output_size, iou_threshold, score_threshold);
+    return cut(
+        op, host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes)));
+  }
   return cut(op, greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows));
 }
 
@@ -144,6 +219,15 @@ Tensor non_max_suppression_overlaps(const Tensor& overlaps, const Tensor& scores
                scores.shape().to_string());
   const Tensor ov = cast(overlaps, float32);
   auto rows = [ov](const Tensor& i) { return reshape(gather(ov, reshape(i, {1}), 0), {-1}); };
+  if (eager()) {
+    check_greedy(op, scores, max_output_size, overlap_threshold, score_threshold);
+    const std::vector<double> m = detail::to_double_vector(ov);
+    const int64_t n = overlaps.shape()[0];
+    return cut(op, host_greedy(scores, max_output_size, overlap_threshold, score_threshold,
+                               [m, n](int64_t i, int64_t j) {
+                                 return static_cast<float>(m[static_cast<size_t>(i * n + j)]);
+                               }));
+  }
   return cut(op, greedy(op, scores, max_output_size, overlap_threshold, score_threshold, rows));
 }
 

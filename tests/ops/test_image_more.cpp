@@ -1411,6 +1411,21 @@ TEST_CASE("image: non_max_suppression as TF", "[cpu][cuda][image]") {
                        .first),
                0, 0);
   CHECK(f.tracing_count() == 1);
+  // Eagerly the selection runs on the host, traced as tensor ops: both pick the same boxes
+  // (300 random boxes, several thresholds, scores with ties).
+  for (double iou : {0.1, 0.5, 0.8}) {
+    const tf::Tensor corner = tf::random::uniform({300, 2}, 0.0, 0.8, tf::float32, 31);
+    const tf::Tensor size = tf::random::uniform({300, 2}, 0.0, 0.3, tf::float32, 32);
+    const tf::Tensor b = tf::concat({corner, corner + size}, 1);
+    const tf::Tensor sc = tf::round(tf::random::uniform({300}, 0.0, 20.0, tf::float32, 33));
+    auto traced = tf::function([iou](const tf::Tensor& bb, const tf::Tensor& ss) {
+      const auto [sel, n] = tf::image::non_max_suppression_padded(bb, ss, 80, iou, 3.0, true);
+      return tf::concat({sel, tf::reshape(n, {1})}, 0);
+    });
+    const auto [sel, n] = tf::image::non_max_suppression_padded(b, sc, 80, iou, 3.0, true);
+    check_values(traced(b, sc),
+                 tf::detail::to_double_vector(tf::concat({sel, tf::reshape(n, {1})}, 0)), 0, 0);
+  }
   auto g = tf::function([](const tf::Tensor& b, const tf::Tensor& s) {
     return tf::image::non_max_suppression(b, s, 5);
   });

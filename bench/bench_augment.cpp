@@ -1,0 +1,81 @@
+// Image augmentation and detection post-processing on the CPU (float32, eagerly): Keras'
+// CLAHE, RandAugment and AugMix on a batch of 8 images of 128 x 128 x 3, tf.image's
+// crop_and_resize of 100 boxes to 14 x 14 from a 256 x 256 x 64 feature map, and greedy
+// non_max_suppression of 1000 random boxes to at most 100. Compare Keras 3.15 / TF 2.21 on the
+// same shapes with bench/compare/augment_tf.py (docs/performance.md has the table).
+//
+//   OMP_NUM_THREADS=2 ./bench_augment --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include "keras/layers_augment.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/image_more.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+
+namespace tf = tapeflow;
+namespace layers = tapeflow::keras::layers;
+
+namespace {
+
+tf::Tensor images() {
+  tf::DeviceScope scope("/CPU:0");
+  return tf::random::uniform({8, 128, 128, 3}, 0.0, 255.0, tf::float32, 1);
+}
+
+template <class L>
+void run_layer(benchmark::State& state, L layer) {
+  const tf::Tensor x = images();
+  for (auto _ : state) {
+    tf::Tensor y = layer(x, true);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * 8);  // images
+}
+
+void BM_Clahe(benchmark::State& state) {
+  run_layer(state, layers::ContrastLimitedAdaptiveHistogramEqualization());
+}
+BENCHMARK(BM_Clahe)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_RandAugment(benchmark::State& state) {
+  run_layer(state, layers::RandAugment());
+}
+BENCHMARK(BM_RandAugment)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_AugMix(benchmark::State& state) {
+  run_layer(state, layers::AugMix());
+}
+BENCHMARK(BM_AugMix)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_CropAndResize(benchmark::State& state) {
+  tf::DeviceScope scope("/CPU:0");
+  const tf::Tensor fmap = tf::random::uniform({1, 256, 256, 64}, 0.0, 1.0, tf::float32, 2);
+  const tf::Tensor corner = tf::random::uniform({100, 2}, 0.0, 0.7, tf::float32, 3);
+  const tf::Tensor boxes = tf::concat({corner, corner + 0.3f}, 1);
+  const tf::Tensor idx = tf::zeros({100}, tf::int32);
+  for (auto _ : state) {
+    tf::Tensor y = tf::image::crop_and_resize(fmap, boxes, idx, {14, 14});
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * 100);  // boxes
+}
+BENCHMARK(BM_CropAndResize)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_NonMaxSuppression(benchmark::State& state) {
+  tf::DeviceScope scope("/CPU:0");
+  const tf::Tensor corner = tf::random::uniform({1000, 2}, 0.0, 0.9, tf::float32, 4);
+  const tf::Tensor boxes = tf::concat({corner, corner + 0.1f}, 1);
+  const tf::Tensor scores = tf::random::uniform({1000}, 0.0, 1.0, tf::float32, 5);
+  for (auto _ : state) {
+    tf::Tensor y = tf::image::non_max_suppression(boxes, scores, 100, 0.5);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+}
+BENCHMARK(BM_NonMaxSuppression)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
