@@ -2,6 +2,7 @@
 // the best remaining candidate, drop every candidate that overlaps it too much", each round a
 // few tensor ops (argmax, a gather, elementwise), so the padded forms run on every device and
 // inside traced functions with static shapes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -103,24 +104,27 @@ std::pair<Tensor, Tensor> host_greedy(const Tensor& scores, int64_t max_output_s
                                       double overlap_threshold, double score_threshold,
                                       const std::function<float(int64_t, int64_t)>& overlap) {
   const std::vector<double> sd = detail::to_double_vector(scores);
-  const auto n = static_cast<int64_t>(sd.size());
   const auto thr = static_cast<float>(score_threshold);
   const auto limit = static_cast<float>(overlap_threshold);
-  std::vector<float> live(sd.size());
-  const float none = -std::numeric_limits<float>::infinity();
+  // Candidates above the threshold, best first, ties to the lower index (the order in which the
+  // tensor path's argmax takes them); each is kept unless it overlaps a kept one too much.
+  std::vector<std::pair<float, int32_t>> order;
   for (size_t i = 0; i < sd.size(); ++i) {
     const auto v = static_cast<float>(sd[i]);
-    live[i] = v > thr ? v : none;
+    if (v > thr) order.emplace_back(v, static_cast<int32_t>(i));
   }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<int32_t> picks;
-  for (int64_t k = 0; k < std::min(max_output_size, n); ++k) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < n; ++j)
-      if (live[static_cast<size_t>(j)] > live[static_cast<size_t>(best)]) best = j;
-    if (!(live[static_cast<size_t>(best)] > none)) break;
-    picks.push_back(static_cast<int32_t>(best));
-    for (int64_t j = 0; j < n; ++j)
-      if (j == best || overlap(best, j) > limit) live[static_cast<size_t>(j)] = none;
+  for (const auto& [score, i] : order) {
+    if (static_cast<int64_t>(picks.size()) >= max_output_size) break;
+    bool keep = true;
+    for (int32_t j : picks)
+      if (overlap(j, i) > limit) {
+        keep = false;
+        break;
+      }
+    if (keep) picks.push_back(i);
   }
   const auto count = static_cast<int32_t>(picks.size());
   picks.resize(static_cast<size_t>(max_output_size), 0);
