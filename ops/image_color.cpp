@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/image_more.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -18,14 +19,7 @@ namespace tapeflow::image {
 
 namespace {
 
-// An NHWC image or batch (rank 3 or 4).
-void check_image(const char* op, const Tensor& images) {
-  TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
-  TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, op,
-               "images must have rank 3 (height, width, channels) or 4 (batch, height, width, "
-               "channels), got shape {}",
-               images.shape().to_string());
-}
+using image_detail::check_image;
 
 // A floating image whose last axis is `channels`.
 void check_channels(const char* op, const Tensor& images, int64_t channels, bool floating = true) {

@@ -14,17 +14,23 @@
 #include "ops/scan.h"
 #include "ops/unary.h"
 
-namespace tapeflow::image {
-
-namespace {
+namespace tapeflow::image_detail {
 
 void check_image(const char* op, const Tensor& images) {
-  TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor");
+  TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
   TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, op,
                "images must have rank 3 (height, width, channels) or 4 (batch, height, width, "
                "channels), got shape {}",
                images.shape().to_string());
 }
+
+}  // namespace tapeflow::image_detail
+
+namespace tapeflow::image {
+
+namespace {
+
+using image_detail::check_image;
 
 // images with the height and width axes swapped.
 Tensor swap_hw(const Tensor& images) {

@@ -120,6 +120,10 @@ Tensor homography_matrix(const Tensor& start_points, const Tensor& end_points);
 
 namespace tapeflow::image_detail {
 
+// Raises InvalidArgumentError naming op unless images is a defined NHWC image or batch (rank 3
+// or 4).
+void check_image(const char* op, const Tensor& images);
+
 // resize for every method and antialias setting except antialias-free "bilinear" and "nearest"
 // (ops/image.cpp has those); h is the height axis; the arguments are already checked.
 Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>& size,

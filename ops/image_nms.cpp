@@ -172,6 +172,20 @@ Tensor cut(const char* op, const std::pair<Tensor, Tensor>& padded) {
   return slice(padded.first, {0}, {k});
 }
 
+// The checked selection of boxes by scores: on the host eagerly, as tensor ops in a trace.
+std::pair<Tensor, Tensor> select_boxes(const char* op, const Tensor& boxes, const Tensor& scores,
+                                       int64_t max_output_size, double iou_threshold,
+                                       double score_threshold) {
+  TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
+  auto rows = iou_rows(op, boxes);
+  TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
+               op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
+               scores.shape().to_string());
+  if (!eager()) return greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
+  check_greedy(op, scores, max_output_size, iou_threshold, score_threshold);
+  return host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes));
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> non_max_suppression_padded(const Tensor& boxes, const Tensor& scores,
@@ -179,16 +193,7 @@ std::pair<Tensor, Tensor> non_max_suppression_padded(const Tensor& boxes, const 
                                                      double score_threshold,
                                                      bool pad_to_max_output_size) {
   const char* op = "non_max_suppression_padded";
-  TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
-  auto rows = iou_rows(op, boxes);
-  TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
-               op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
-               scores.shape().to_string());
-  auto out =
-      eager()
-          ? (check_greedy(op, scores, max_output_size, iou_threshold, score_threshold),
-             host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes)))
-          : greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
+  auto out = select_boxes(op, boxes, scores, max_output_size, iou_threshold, score_threshold);
   if (!pad_to_max_output_size) out.first = cut(op, out);
   return out;
 }
@@ -196,17 +201,7 @@ std::pair<Tensor, Tensor> non_max_suppression_padded(const Tensor& boxes, const 
 Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, int64_t max_output_size,
                            double iou_threshold, double score_threshold) {
   const char* op = "non_max_suppression";
-  TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
-  auto rows = iou_rows(op, boxes);
-  TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
-               op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
-               scores.shape().to_string());
-  if (eager()) {
-    check_greedy(op, scores, max_output_size, iou_threshold, score_threshold);
-    return cut(
-        op, host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes)));
-  }
-  return cut(op, greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows));
+  return cut(op, select_boxes(op, boxes, scores, max_output_size, iou_threshold, score_threshold));
 }
 
 Tensor non_max_suppression_overlaps(const Tensor& overlaps, const Tensor& scores,

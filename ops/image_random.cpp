@@ -12,6 +12,7 @@
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/image_color.h"
+#include "ops/image_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -21,13 +22,7 @@ namespace tapeflow::image {
 
 namespace {
 
-void check_image(const char* op, const Tensor& images) {
-  TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
-  TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, op,
-               "images must have rank 3 (height, width, channels) or 4 (batch, height, width, "
-               "channels), got shape {}",
-               images.shape().to_string());
-}
+using image_detail::check_image;
 
 void check_floating(const char* op, const Tensor& images) {
   TF_CHECK_ARG(is_floating(images.dtype()), op,
