@@ -136,32 +136,30 @@ const std::vector<double> kRgbToYuv = {0.299, -0.14714119, 0.61497538,
                                        0.114, 0.43601035,  -0.10001026};
 const std::vector<double> kYuvToRgb = {1,          1,          1,           0, -0.394642334,
                                        2.03206185, 1.13988303, -0.58062185, 0};
-}  // namespace
-
-Tensor rgb_to_yuv(const Tensor& images) {
-  check_channels("rgb_to_yuv", images, 3);
-  return matmul(images, tapeflow::detail::from_doubles(kRgbToYuv, {3, 3}, images.dtype()));
-}
-
-Tensor yuv_to_rgb(const Tensor& images) {
-  check_channels("yuv_to_rgb", images, 3);
-  return matmul(images, tapeflow::detail::from_doubles(kYuvToRgb, {3, 3}, images.dtype()));
-}
-
 // TF's _rgb_to_yiq_kernel and _yiq_to_rgb_kernel (rows: input channels).
 const std::vector<double> kRgbToYiq = {0.299,       0.59590059, 0.2115,      0.587,     -0.27455667,
                                        -0.52273617, 0.114,      -0.32134392, 0.31119955};
 const std::vector<double> kYiqToRgb = {1,           1,         1,           0.95598634, -0.27201283,
                                        -1.10674021, 0.6208248, -0.64720424, 1.70423049};
 
-Tensor rgb_to_yiq(const Tensor& images) {
-  check_channels("rgb_to_yiq", images, 3);
-  return matmul(images, tapeflow::detail::from_doubles(kRgbToYiq, {3, 3}, images.dtype()));
+// images (last axis 3, floating) times a row-major 3 x 3 colour matrix.
+Tensor colour_matrix(const char* op, const Tensor& images, const std::vector<double>& m) {
+  check_channels(op, images, 3);
+  return matmul(images, tapeflow::detail::from_doubles(m, {3, 3}, images.dtype()));
 }
+}  // namespace
 
+Tensor rgb_to_yuv(const Tensor& images) {
+  return colour_matrix("rgb_to_yuv", images, kRgbToYuv);
+}
+Tensor yuv_to_rgb(const Tensor& images) {
+  return colour_matrix("yuv_to_rgb", images, kYuvToRgb);
+}
+Tensor rgb_to_yiq(const Tensor& images) {
+  return colour_matrix("rgb_to_yiq", images, kRgbToYiq);
+}
 Tensor yiq_to_rgb(const Tensor& images) {
-  check_channels("yiq_to_rgb", images, 3);
-  return matmul(images, tapeflow::detail::from_doubles(kYiqToRgb, {3, 3}, images.dtype()));
+  return colour_matrix("yiq_to_rgb", images, kYiqToRgb);
 }
 
 Tensor grayscale_to_rgb(const Tensor& images) {
