@@ -73,10 +73,13 @@ std::vector<Node> nodes(const Tensor& c, int order, int64_t size, const std::str
 
 // sum over the node combinations of (product of weights) * flat[base + sum_d index_d stride_d],
 // a node outside the input reading fill_value in "constant" mode. coords[d] and base broadcast
-// to the output's shape; values are computed in dtype cd.
+// to the output's shape; values are computed in dtype cd. With a 2-D `flat` (rows of `width`
+// values, such as an image's pixels), the indices pick rows, the last axis of the indices'
+// shape (1) becomes the row's values, and index arithmetic runs once per row.
 Tensor sample(const Tensor& flat, const std::vector<Tensor>& coords,
               const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
               const Tensor& base, int order, const std::string& mode, double fill_value, DType cd) {
+  const bool rows = flat.rank() == 2;
   std::vector<std::vector<Node>> per_axis;
   for (size_t d = 0; d < coords.size(); ++d)
     per_axis.push_back(nodes(coords[d], order, sizes[d], mode));
@@ -91,7 +94,13 @@ Tensor sample(const Tensor& flat, const std::vector<Tensor>& coords,
       if (n.weight.defined()) weight = weight.defined() ? weight * n.weight : n.weight;
       if (n.inside.defined()) inside = inside.defined() ? logical_and(inside, n.inside) : n.inside;
     }
-    Tensor v = gather(flat, index);
+    Tensor v = gather(flat, index, 0);
+    if (rows) {
+      std::vector<int64_t> dims;
+      for (int i = 0; i < index.rank(); ++i) dims.push_back(i == 0 ? -1 : index.shape()[i]);
+      dims.back() = flat.shape()[1];
+      v = reshape(v, TensorShape(dims));
+    }
     if (v.dtype() != cd) v = cast(v, cd);
     if (inside.defined()) v = where(inside, v, constant(Tensor(fill_value), cd));
     if (weight.defined()) v = weight * v;
@@ -215,13 +224,10 @@ Tensor elastic_transform(const Tensor& images, const Tensor& alpha, const Tensor
   for (int64_t i = 0; i < H; ++i) ys[static_cast<size_t>(i)] = static_cast<double>(i);
   const Tensor cx = reshape(detail::from_doubles(xs, {1, 1, W}, cd) + a * dx, {-1, H, W, 1});
   const Tensor cy = reshape(detail::from_doubles(ys, {1, H, 1}, cd) + a * dy, {-1, H, W, 1});
-  // Image b, channel c at (y, x): flat index b H W C + y W C + x C + c.
-  std::vector<int32_t> chans(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) chans[static_cast<size_t>(c)] = static_cast<int32_t>(c);
+  // Pixel (b, y, x) is row b H W + y W + x of the images seen as (pixels, channels).
   const Tensor images_idx =
       cast(cumsum(ones_like(slice(like, {0, 0, 0, 0}, {-1, 1, 1, 1})), 0), int32) - i32(1);
-  const Tensor base = images_idx * i32(H * W * C) + constant(chans, TensorShape{1, 1, 1, C});
-  Tensor out = sample(reshape(x4, {-1}), {cy, cx}, {H, W}, {W * C, C}, base,
+  Tensor out = sample(reshape(x4, {-1, C}), {cy, cx}, {H, W}, {W, 1}, images_idx * i32(H * W),
                       interpolation == "nearest" ? 0 : 1, fill_mode, fill_value, cd);
   if (is_integer(images.dtype())) out = round(out);
   if (out.dtype() != images.dtype()) out = cast(out, images.dtype());
