@@ -1,6 +1,7 @@
 // tf.image.rot90, transpose and crop_and_resize (ops/image_more.h), composed of movement ops,
 // gathers and elementwise ops: every device, traced functions, gradients.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "ops/factory.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/unary.h"
@@ -161,6 +163,75 @@ Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& b
     out = upper + (lower - upper) * dy;
   }
   return where(inside, out, constant(Tensor(extrapolation_value), cd));
+}
+
+Tensor extract_glimpse(const Tensor& input, const std::vector<int64_t>& size, const Tensor& offsets,
+                       bool centered, bool normalized, const std::string& noise,
+                       std::optional<int64_t> seed) {
+  const char* op = "extract_glimpse";
+  TF_CHECK_ARG(input.defined() && offsets.defined(), op, "input and offsets must be defined");
+  const TensorShape& s = input.shape();
+  TF_CHECK_ARG(s.rank() == 4 && s[1] >= 1 && s[2] >= 1 && s[3] >= 1 && input.dtype() == float32, op,
+               "input must be a float32 (batch, height, width, channels) tensor with known, "
+               "non-zero height, width and channels, got {} {}",
+               dtype_name(input.dtype()), s.to_string());
+  TF_CHECK_ARG(size.size() == 2 && size[0] >= 1 && size[1] >= 1, op,
+               "size must be two positive sizes {{glimpse_height, glimpse_width}}, got {} values",
+               size.size());
+  TF_CHECK_ARG(offsets.rank() == 2 && offsets.shape()[1] == 2 && is_floating(offsets.dtype()), op,
+               "offsets must be a floating (batch, 2) tensor of (y, x) rows, got {} {}",
+               dtype_name(offsets.dtype()), offsets.shape().to_string());
+  TF_CHECK_ARG(noise == "uniform" || noise == "gaussian" || noise == "zero", op,
+               "noise must be \"uniform\", \"gaussian\" or \"zero\", got \"{}\"", noise);
+  const int64_t H = s[1], W = s[2], C = s[3], gh = size[0], gw = size[1];
+  TF_CHECK_ARG(s[0] < 0 || s[0] * H * W <= int64_t{1} << 31, op,
+               "inputs of more than 2^31 pixels are not supported, got {}", s.to_string());
+  // The glimpse's top-left pixel, in float32 as TF's kernel computes it: normalised offsets are
+  // scaled by the image size and, centred, halved, moved to the image centre and by half the
+  // glimpse; pixel offsets, centred, move to the centre only. Truncated toward zero.
+  const Tensor off = cast(offsets, float32);
+  const auto corner = [&](int64_t j, int64_t image, int64_t glimpse) {
+    Tensor v = slice(off, {0, j}, {-1, 1});
+    const auto half_image = static_cast<float>(image) / 2.0f;
+    if (normalized) {
+      v = v * static_cast<float>(image);
+      if (centered) v = v / 2.0f + half_image - static_cast<float>(glimpse) / 2.0f;
+    } else if (centered) {
+      v = v + half_image;
+    }
+    return cast(v, int32);  // (batch, 1)
+  };
+  const Tensor oy = reshape(corner(0, H, gh), {-1, 1, 1}),
+               ox = reshape(corner(1, W, gw), {-1, 1, 1});
+  std::vector<int32_t> ry(static_cast<size_t>(gh)), rx(static_cast<size_t>(gw));
+  for (int64_t i = 0; i < gh; ++i) ry[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  for (int64_t i = 0; i < gw; ++i) rx[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  const Tensor rows = oy + constant(ry, TensorShape{1, gh, 1});
+  const Tensor cols = ox + constant(rx, TensorShape{1, 1, gw});
+  const Tensor inside =
+      logical_and(logical_and(greater_equal(rows, i32(0)), less(rows, i32(H))),
+                  logical_and(greater_equal(cols, i32(0)), less(cols, i32(W))));  // (batch, gh, gw)
+  const Tensor images =
+      cast(cumsum(ones_like(reshape(slice(off, {0, 0}, {-1, 1}), {-1, 1, 1})), 0), int32) - i32(1);
+  const Tensor index = images * i32(H * W) + clip_by_value(rows, i32(0), i32(H - 1)) * i32(W) +
+                       clip_by_value(cols, i32(0), i32(W - 1));
+  const Tensor pixels = reshape(gather(reshape(input, {-1, C}), index, 0), {-1, gh, gw, C});
+  const Tensor keep = reshape(inside, {-1, gh, gw, 1});
+  if (noise == "zero") return where(keep, pixels, zeros_like(pixels));
+  // Outside the image: uniform between the image's smallest and largest value (all channels),
+  // or normal with each channel's mean and standard deviation clipped to its range, as TF.
+  Tensor fill;
+  if (noise == "uniform") {
+    const Tensor lo = reduce_min(input, {1, 2, 3}, true), hi = reduce_max(input, {1, 2, 3}, true);
+    fill = lo + detail::random_uniform_like(pixels, 0.0, 1.0, float32, seed) * (hi - lo);
+  } else {
+    const Tensor mean = reduce_mean(input, {1, 2}, true);
+    const Tensor sd = sqrt(reduce_mean(square(input - mean), {1, 2}, true));
+    const Tensor lo = reduce_min(input, {1, 2}, true), hi = reduce_max(input, {1, 2}, true);
+    fill = minimum(
+        maximum(mean + detail::random_normal_like(pixels, 0.0, 1.0, float32, seed) * sd, lo), hi);
+  }
+  return where(keep, pixels, fill);
 }
 
 }  // namespace tapeflow::image

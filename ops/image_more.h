@@ -61,6 +61,18 @@ Tensor rot90(const Tensor& images, int k = 1);
 Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& box_indices,
                        const std::vector<int64_t>& crop_size,
                        const std::string& method = "bilinear", double extrapolation_value = 0.0);
+// TF's tf.image.extract_glimpse (v2): a size {height, width} window of each float32 image at
+// offsets (batch, 2) of (y, x): with normalized and centered (the defaults) in [-1, 1] around
+// the centre; normalized alone in [0, 1] from the top-left corner; otherwise pixels (centered:
+// from the centre). The top-left pixel follows TF's kernel arithmetic (float32, truncated toward
+// zero; with normalized and centered the window is centred on the offset). Pixels outside the
+// image are noise: "uniform" between the image's smallest and largest value, "gaussian" with
+// each channel's mean and deviation clipped to its range (random with `seed`; not TF's numbers),
+// or "zero".
+Tensor extract_glimpse(const Tensor& input, const std::vector<int64_t>& size, const Tensor& offsets,
+                       bool centered = true, bool normalized = true,
+                       const std::string& noise = "uniform",
+                       std::optional<int64_t> seed = std::nullopt);
 // TF's tf.image.draw_bounding_boxes: the one-pixel outline of each box [y_min, x_min, y_max,
 // x_max] (normalised; boxes (batch, num_boxes, 4)) drawn on its image in box order, box k in
 // colors[k % num_colors] (num_colors, channels >= depth), TF's RGBA palette of ten when colors

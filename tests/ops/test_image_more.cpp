@@ -2080,3 +2080,84 @@ TEST_CASE("image: draw_bounding_boxes as TF", "[cpu][cuda][image]") {
       },
       {"draw_bounding_boxes", "5 channels", "need colors"});
 }
+
+TEST_CASE("image: extract_glimpse as TF", "[cpu][cuda][image]") {
+  using tf::testing::require_error;
+  // x2 = two images of 6 x 7 (np.arange(42), then + 100), 3 x 4 glimpses, noise="zero":
+  // tf.image.extract_glimpse(x2, [3, 4], offsets, centered, normalized, noise="zero") (TF 2.21).
+  std::vector<double> xv(84);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<double>(i % 42) + (i >= 42 ? 100 : 0);
+  struct Case {
+    std::vector<double> offsets;
+    bool centered, normalized;
+    std::vector<double> want;
+  };
+  const std::vector<Case> cases = {
+      {{0.0, 0.0, 0.5, -0.6}, true, true, {8,   9,   10,  11,  15,  16,  17,  18,
+                                           22,  23,  24,  25,  121, 122, 123, 124,
+                                           128, 129, 130, 131, 135, 136, 137, 138}},
+      {{0.0, 0.0, 2.0, -3.0}, true, false, {24,  25,  26,  27,  31, 32, 33, 34, 38, 39, 40, 41,
+                                            135, 136, 137, 138, 0,  0,  0,  0,  0,  0,  0,  0}},
+      {{0.0, 0.0, 0.5, 0.9}, false, true, {0,   1, 2, 3, 7,   8, 9, 10, 14,  15, 16, 17,
+                                           127, 0, 0, 0, 134, 0, 0, 0,  141, 0,  0,  0}},
+      {{0.0, 0.0, 2.0, 5.0}, false, false, {0,   1,   2, 3, 7,   8,   9, 10, 14,  15,  16, 17,
+                                            119, 120, 0, 0, 126, 127, 0, 0,  133, 134, 0,  0}},
+      {{0.1, 0.2, -0.33, 0.77}, true, true, {9,   10,  11,  12, 16,  17,  18,  19,
+                                             23,  24,  25,  26, 104, 105, 106, 0,
+                                             111, 112, 113, 0,  118, 119, 120, 0}},
+      {{1.4, 2.6, 1.5, 2.5}, false, false, {9,   10,  11,  12,  16,  17,  18,  19,
+                                            23,  24,  25,  26,  109, 110, 111, 112,
+                                            116, 117, 118, 119, 123, 124, 125, 126}}};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::detail::from_doubles(xv, {2, 6, 7, 1}, tf::float32);
+    for (const Case& c : cases) {
+      INFO("centered " << c.centered << " normalized " << c.normalized);
+      const tf::Tensor g = tf::image::extract_glimpse(
+          x, {3, 4}, tf::detail::from_doubles(c.offsets, {2, 2}, tf::float32), c.centered,
+          c.normalized, "zero");
+      CHECK(g.shape() == tf::TensorShape{2, 3, 4, 1});
+      check_values(g, c.want, 0, 0);
+    }
+    // Noise outside the image: uniform in the image's [min, max] (over every channel), gaussian
+    // per channel clipped to the channel's range; the pixels inside stay.
+    std::vector<double> two(84);
+    for (size_t i = 0; i < 42; ++i) {
+      two[2 * i] = static_cast<double>(i);
+      two[2 * i + 1] = 500 + 0.5 * static_cast<double>(i);
+    }
+    const tf::Tensor img = tf::detail::from_doubles(two, {1, 6, 7, 2}, tf::float32);
+    const tf::Tensor at0 = tf::detail::from_doubles({0.0, 0.0}, {1, 2}, tf::float32);
+    const tf::Tensor u = tf::image::extract_glimpse(img, {40, 40}, at0, false, false, "uniform", 3);
+    const tf::Tensor outside = tf::slice(u, {0, 20, 20, 0}, {1, 20, 20, 2});
+    CHECK(tf::reduce_min(outside).item<float>() >= 0.0f);
+    CHECK(tf::reduce_max(outside).item<float>() <= 520.5f);
+    CHECK(tf::reduce_mean(outside).item<float>() == Approx(260.25).margin(15));
+    check_close(tf::slice(u, {0, 0, 0, 0}, {1, 6, 7, 2}), img, 0, 0);
+    const tf::Tensor gs =
+        tf::image::extract_glimpse(img, {40, 40}, at0, false, false, "gaussian", 4);
+    const tf::Tensor ch1 = tf::slice(gs, {0, 20, 20, 1}, {1, 20, 20, 1});
+    CHECK(tf::reduce_min(ch1).item<float>() >= 500.0f);
+    CHECK(tf::reduce_max(ch1).item<float>() <= 520.5f);
+    CHECK(tf::reduce_mean(ch1).item<float>() == Approx(510.25).margin(1.5));
+  }
+  const tf::Tensor x = tf::zeros({1, 4, 4, 1});
+  const tf::Tensor o = tf::zeros({1, 2});
+  require_error(
+      [&] {
+        tf::image::extract_glimpse(x, {2, 2}, o, true, true, "salt");
+      },
+      {"extract_glimpse", "noise", "salt"});
+  require_error([&] { tf::image::extract_glimpse(x, {0, 2}, o); }, {"extract_glimpse", "size"});
+  require_error(
+      [&] {
+        tf::image::extract_glimpse(x, {2, 2}, tf::zeros({1, 3}));
+      },
+      {"extract_glimpse", "offsets", "(1, 3)"});
+  require_error(
+      [&] {
+        tf::image::extract_glimpse(tf::zeros({1, 4, 4, 1}, tf::float64), {2, 2}, o);
+      },
+      {"extract_glimpse", "float32", "float64"});
+}
