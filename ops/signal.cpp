@@ -217,16 +217,6 @@ Tensor fit_axis(const Tensor& x, int k, int64_t len) {
   return swap_with_last(fit_last(swap_with_last(x, k), len), k);
 }
 
-// The complex DFT over the `dims` innermost axes (fft2d, fft3d and their inverses).
-ComplexTensor fftn(const char* op, const ComplexTensor& z, int dims, bool inverse) {
-  check_parts(op, z.real, z.imag);
-  TF_CHECK_ARG(z.real.shape().rank() >= dims, op, "expects a tensor of rank >= {}, got shape {}",
-               dims, z.real.shape().to_string());
-  ComplexTensor a = z;
-  for (int k = 1; k <= dims; ++k) a = fft_axis(op, a, k, inverse);
-  return a;
-}
-
 // x with axis `axis` split into (a, b), a * b being its size; the other sizes come from x when
 // the op runs under a shape-generic trace (a plain reshape otherwise).
 Tensor split_axis(const Tensor& x, int axis, int64_t a, int64_t b) {
@@ -360,18 +350,6 @@ ComplexTensor fft(const ComplexTensor& input) {
 ComplexTensor ifft(const ComplexTensor& input) {
   return fft_last("ifft", input, true);
 }
-ComplexTensor fft2d(const ComplexTensor& input) {
-  return fftn("fft2d", input, 2, false);
-}
-ComplexTensor ifft2d(const ComplexTensor& input) {
-  return fftn("ifft2d", input, 2, true);
-}
-ComplexTensor fft3d(const ComplexTensor& input) {
-  return fftn("fft3d", input, 3, false);
-}
-ComplexTensor ifft3d(const ComplexTensor& input) {
-  return fftn("ifft3d", input, 3, true);
-}
 
 ComplexTensor rfft(const Tensor& input, int64_t fft_length) {
   TF_CHECK_ARG(input.defined(), "rfft", "the input is undefined");
@@ -402,75 +380,6 @@ Tensor irfft(const ComplexTensor& input, int64_t fft_length) {
   const int64_t m = rfft_bins(n);
   const Tensor in[] = {fit_last(input.real, m), fit_last(input.imag, m)};
   return detail::dispatch_multi(prims::Irfft(n), in)[0];
-}
-
-namespace {
-// The transform lengths of the `dims` innermost axes of s, outermost first: fft_length, or
-// the axes' sizes with default_width for the innermost.
-std::vector<int64_t> lengths_nd(const char* op, const TensorShape& s, int dims,
-                                const std::vector<int64_t>& fft_length, int64_t default_width) {
-  bool known = s.rank() >= dims;
-  for (int k = 1; known && k <= dims; ++k) known = s[-k] >= 0;
-  TF_CHECK_ARG(known, op,
-               "expects a tensor of rank >= {} with its {} innermost dimensions known, got "
-               "shape {}",
-               dims, dims, s.to_string());
-  TF_CHECK_ARG(fft_length.empty() || fft_length.size() == static_cast<size_t>(dims), op,
-               "fft_length must be empty or hold {} lengths (outermost first), got {} values", dims,
-               fft_length.size());
-  std::vector<int64_t> lens = fft_length;
-  if (lens.empty()) {
-    for (int k = dims; k >= 2; --k) lens.push_back(s[-k]);
-    lens.push_back(default_width);
-  }
-  for (int64_t len : lens)
-    TF_CHECK_ARG(len >= 0, op, "fft_length must be non-negative, got ({})", fmt::join(lens, ", "));
-  return lens;
-}
-
-// rfft over the innermost axis, then the complex DFT over the `dims` - 1 axes before it, each
-// axis cropped or zero-padded first (rfft2d, rfft3d).
-ComplexTensor rfftn(const char* op, const Tensor& input, int dims,
-                    const std::vector<int64_t>& fft_length) {
-  TF_CHECK_ARG(input.defined(), op, "the input is undefined");
-  check_real(op, input.dtype(), "the input");
-  const std::vector<int64_t> lens =
-      lengths_nd(op, input.shape(), dims, fft_length, input.shape()[-1]);
-  Tensor x = input;
-  for (int k = 2; k <= dims; ++k) x = fit_axis(x, k, lens[static_cast<size_t>(dims - k)]);
-  ComplexTensor z = rfft(x, lens.back());
-  for (int k = 2; k <= dims; ++k) z = fft_axis(op, z, k, false);
-  return z;
-}
-
-// The inverse of rfftn: the inverse complex DFT over the outer axes, then irfft over the
-// innermost (irfft2d, irfft3d).
-Tensor irfftn(const char* op, const ComplexTensor& input, int dims,
-              const std::vector<int64_t>& fft_length) {
-  check_parts(op, input.real, input.imag);
-  const TensorShape& s = input.real.shape();
-  const std::vector<int64_t> lens =
-      lengths_nd(op, s, dims, fft_length, s.rank() >= 1 ? 2 * (s[-1] - 1) : 0);
-  ComplexTensor z = input;
-  for (int k = 2; k <= dims; ++k) {
-    const int64_t len = lens[static_cast<size_t>(dims - k)];
-    z = fft_axis(op, {fit_axis(z.real, k, len), fit_axis(z.imag, k, len)}, k, true);
-  }
-  return irfft(z, lens.back());
-}
-}  // namespace
-
-ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length) {
-  return rfftn("rfft2d", input, 2, fft_length);
-}
-Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
-  return irfftn("irfft2d", input, 2, fft_length);
-}
-ComplexTensor rfft3d(const Tensor& input, std::vector<int64_t> fft_length) {
-  return rfftn("rfft3d", input, 3, fft_length);
-}
-Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
-  return irfftn("irfft3d", input, 3, fft_length);
 }
 
 namespace {
@@ -546,20 +455,10 @@ ComplexTensor complex_nd(const char* op, const ComplexTensor& input,
   }
   return scaled(z, scale);
 }
-}  // namespace
-
-ComplexTensor fftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
-                    std::vector<int> axes, const std::string& norm) {
-  return complex_nd("fftnd", input, std::move(fft_length), std::move(axes), norm, false);
-}
-ComplexTensor ifftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
-                     std::vector<int> axes, const std::string& norm) {
-  return complex_nd("ifftnd", input, std::move(fft_length), std::move(axes), norm, true);
-}
-
-ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
-                     const std::string& norm) {
-  const char* op = "rfftnd";
+// rfft over the last of `axes` (moved innermost and back), then the complex DFTs over the
+// others, each axis cropped or zero-padded first (rfftnd, rfft2d, rfft3d).
+ComplexTensor real_nd(const char* op, const Tensor& input, const std::vector<int64_t>& fft_length,
+                      std::vector<int> axes, const std::string& norm) {
   TF_CHECK_ARG(input.defined(), op, "the input is undefined");
   check_real(op, input.dtype(), "the input");
   const TensorShape& s = input.shape();
@@ -568,7 +467,6 @@ ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length, std::
   const std::vector<int64_t> lens = nd_lengths(op, s, axes, fft_length, s[axes.back()]);
   const double scale = nd_scale(op, norm, lens, false);
   const int rank = s.rank();
-  // The real axis first (rfft over it, moved innermost and back), then the complex DFTs.
   const int kr = rank - axes.back();
   Tensor x = input;
   for (size_t i = 0; i + 1 < axes.size(); ++i) x = fit_axis(x, rank - axes[i], lens[i]);
@@ -582,9 +480,11 @@ ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length, std::
   return scaled(z, scale);
 }
 
-Tensor irfftnd(const ComplexTensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
-               const std::string& norm) {
-  const char* op = "irfftnd";
+// The inverse of real_nd: the inverse complex DFTs over all but the last of `axes`, then irfft
+// over it (irfftnd, irfft2d, irfft3d).
+Tensor inverse_real_nd(const char* op, const ComplexTensor& input,
+                       const std::vector<int64_t>& fft_length, std::vector<int> axes,
+                       const std::string& norm) {
   check_parts(op, input.real, input.imag);
   const TensorShape& s = input.real.shape();
   axes = nd_axes(op, s, std::move(axes));
@@ -601,6 +501,75 @@ Tensor irfftnd(const ComplexTensor& input, std::vector<int64_t> fft_length, std:
   const int kr = rank - axes.back();
   if (kr == 1) return irfft(z, lens.back());
   return swap_with_last(irfft(swap_with_last(z, kr), lens.back()), kr);
+}
+
+// The `dims` innermost axes of s (the 2-D and 3-D transforms), which must exist and be known.
+std::vector<int> innermost(const char* op, const TensorShape& s, int dims) {
+  bool known = s.rank() >= dims;
+  for (int k = 1; known && k <= dims; ++k) known = s[-k] >= 0;
+  TF_CHECK_ARG(known, op,
+               "expects a tensor of rank >= {} with its {} innermost dimensions known, got "
+               "shape {}",
+               dims, dims, s.to_string());
+  std::vector<int> axes;
+  for (int a = s.rank() - dims; a < s.rank(); ++a) axes.push_back(a);
+  return axes;
+}
+
+ComplexTensor complex_inner(const char* op, const ComplexTensor& z, int dims, bool inverse) {
+  check_parts(op, z.real, z.imag);
+  return complex_nd(op, z, {}, innermost(op, z.real.shape(), dims), "backward", inverse);
+}
+
+}  // namespace
+
+ComplexTensor fft2d(const ComplexTensor& input) {
+  return complex_inner("fft2d", input, 2, false);
+}
+ComplexTensor ifft2d(const ComplexTensor& input) {
+  return complex_inner("ifft2d", input, 2, true);
+}
+ComplexTensor fft3d(const ComplexTensor& input) {
+  return complex_inner("fft3d", input, 3, false);
+}
+ComplexTensor ifft3d(const ComplexTensor& input) {
+  return complex_inner("ifft3d", input, 3, true);
+}
+
+ComplexTensor rfft2d(const Tensor& input, std::vector<int64_t> fft_length) {
+  TF_CHECK_ARG(input.defined(), "rfft2d", "the input is undefined");
+  return real_nd("rfft2d", input, fft_length, innermost("rfft2d", input.shape(), 2), "backward");
+}
+Tensor irfft2d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
+  check_parts("irfft2d", input.real, input.imag);
+  return inverse_real_nd("irfft2d", input, fft_length, innermost("irfft2d", input.real.shape(), 2),
+                         "backward");
+}
+ComplexTensor rfft3d(const Tensor& input, std::vector<int64_t> fft_length) {
+  TF_CHECK_ARG(input.defined(), "rfft3d", "the input is undefined");
+  return real_nd("rfft3d", input, fft_length, innermost("rfft3d", input.shape(), 3), "backward");
+}
+Tensor irfft3d(const ComplexTensor& input, std::vector<int64_t> fft_length) {
+  check_parts("irfft3d", input.real, input.imag);
+  return inverse_real_nd("irfft3d", input, fft_length, innermost("irfft3d", input.real.shape(), 3),
+                         "backward");
+}
+
+ComplexTensor fftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
+                    std::vector<int> axes, const std::string& norm) {
+  return complex_nd("fftnd", input, std::move(fft_length), std::move(axes), norm, false);
+}
+ComplexTensor ifftnd(const ComplexTensor& input, std::vector<int64_t> fft_length,
+                     std::vector<int> axes, const std::string& norm) {
+  return complex_nd("ifftnd", input, std::move(fft_length), std::move(axes), norm, true);
+}
+ComplexTensor rfftnd(const Tensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
+                     const std::string& norm) {
+  return real_nd("rfftnd", input, fft_length, std::move(axes), norm);
+}
+Tensor irfftnd(const ComplexTensor& input, std::vector<int64_t> fft_length, std::vector<int> axes,
+               const std::string& norm) {
+  return inverse_real_nd("irfftnd", input, fft_length, std::move(axes), norm);
 }
 
 Tensor abs(const ComplexTensor& z) {
