@@ -304,8 +304,7 @@ Tensor apply_drawn(const std::vector<Layer>& ops, const Tensor& pick, const Tens
   }
   Tensor out = y;
   for (size_t k = 0; k < ops.size(); ++k) {
-    const Tensor chosen =
-        equal(pick, constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{}));
+    const Tensor chosen = equal(pick, ::tapeflow::image_detail::i32(static_cast<int64_t>(k)));
     out = where(chosen, ops[k](y, true), out);
   }
   return out;
@@ -874,9 +873,7 @@ class ClaheImpl final : public AugmentImpl {
     if (Hp > H) v = gather(v, symmetric(H, Hp), 1);
     if (Wp > W) v = gather(v, symmetric(W, Wp), 2);
     const Tensor pix = cast(clip_by_value(v, scalar(0), scalar(255)), int32);
-    const auto i32 = [](int64_t k) {
-      return constant(std::vector<int32_t>{static_cast<int32_t>(k)}, TensorShape{});
-    };
+    using ::tapeflow::image_detail::i32;
     // Per pixel: its image b, tile (ty, tx) and channel c select a histogram of 256 bins.
     std::vector<int32_t> tile(static_cast<size_t>(Hp * Wp)), chan(static_cast<size_t>(C)),
         image(static_cast<size_t>(B));

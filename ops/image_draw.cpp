@@ -21,9 +21,7 @@ const std::vector<double> kPalette = {1, 1, 0,   1, 0,   0, 1,   1,   1, 0, 0,  
                                       0, 1, 0.5, 0, 0.5, 1, 0.5, 0.5, 0, 1, 0.5, 0, 0, 1,
                                       0, 0, 0.5, 1, 0,   1, 1,   1,   1, 0, 1,   1};
 
-Tensor i32(int64_t v) {
-  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
-}
+using image_detail::i32;
 
 }  // namespace
 

@@ -26,6 +26,10 @@ void check_image(const char* op, const Tensor& images) {
                images.shape().to_string());
 }
 
+Tensor i32(int64_t v) {
+  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
+}
+
 }  // namespace tapeflow::image_detail
 
 namespace tapeflow::image {
@@ -33,15 +37,12 @@ namespace tapeflow::image {
 namespace {
 
 using image_detail::check_image;
+using image_detail::i32;
 
 // images with the height and width axes swapped.
 Tensor swap_hw(const Tensor& images) {
   return images.rank() == 3 ? tapeflow::transpose(images, {1, 0, 2})
                             : tapeflow::transpose(images, {0, 2, 1, 3});
-}
-
-Tensor i32(int64_t v) {
-  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
 }
 
 }  // namespace

@@ -23,9 +23,7 @@ namespace tapeflow::image {
 
 namespace {
 
-Tensor i32(int64_t v) {
-  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
-}
+using image_detail::i32;
 
 bool known_fill_mode(const std::string& m) {
   return m == "constant" || m == "nearest" || m == "wrap" || m == "mirror" || m == "reflect";

@@ -135,6 +135,8 @@ namespace tapeflow::image_detail {
 // Raises InvalidArgumentError naming op unless images is a defined NHWC image or batch (rank 3
 // or 4).
 void check_image(const char* op, const Tensor& images);
+// An int32 scalar on the current device (index arithmetic of the composite image ops).
+Tensor i32(int64_t v);
 
 // resize for every method and antialias setting except antialias-free "bilinear" and "nearest"
 // (ops/image.cpp has those); h is the height axis; the arguments are already checked.

@@ -24,9 +24,7 @@ namespace tapeflow::image {
 
 namespace {
 
-Tensor i32(int64_t v) {
-  return constant(std::vector<int32_t>{static_cast<int32_t>(v)}, TensorShape{});
-}
+using image_detail::i32;
 
 void check_greedy(const char* op, const Tensor& scores, int64_t max_output_size,
                   double overlap_threshold, double score_threshold) {
@@ -75,10 +73,7 @@ std::pair<Tensor, Tensor> greedy(const char* op, const Tensor& scores, int64_t m
 
 // The (N,) intersection over union of box i with every box; a box of zero area overlaps
 // nothing. Corners in either order (TF takes the min and max of each pair).
-std::function<Tensor(const Tensor&)> iou_rows(const char* op, const Tensor& boxes) {
-  TF_CHECK_ARG(boxes.rank() == 2 && boxes.shape()[1] == 4 && is_floating(boxes.dtype()), op,
-               "boxes must be a floating (num_boxes, 4) tensor of [y1, x1, y2, x2] rows, got {} {}",
-               dtype_name(boxes.dtype()), boxes.shape().to_string());
+std::function<Tensor(const Tensor&)> iou_rows(const Tensor& boxes) {
   const Tensor b = cast(boxes, float32);
   const auto col = [&](int64_t j) { return reshape(slice(b, {0, j}, {-1, 1}), {-1}); };
   const Tensor y1 = minimum(col(0), col(2)), y2 = maximum(col(0), col(2));
@@ -177,11 +172,14 @@ std::pair<Tensor, Tensor> select_boxes(const char* op, const Tensor& boxes, cons
                                        int64_t max_output_size, double iou_threshold,
                                        double score_threshold) {
   TF_CHECK_ARG(boxes.defined() && scores.defined(), op, "boxes and scores must be defined");
-  auto rows = iou_rows(op, boxes);
+  TF_CHECK_ARG(boxes.rank() == 2 && boxes.shape()[1] == 4 && is_floating(boxes.dtype()), op,
+               "boxes must be a floating (num_boxes, 4) tensor of [y1, x1, y2, x2] rows, got {} {}",
+               dtype_name(boxes.dtype()), boxes.shape().to_string());
   TF_CHECK_ARG(boxes.shape()[0] == scores.shape()[0] || boxes.shape()[0] < 0 || scores.rank() != 1,
                op, "boxes {} and scores {} must have one row per box", boxes.shape().to_string(),
                scores.shape().to_string());
-  if (!eager()) return greedy(op, scores, max_output_size, iou_threshold, score_threshold, rows);
+  if (!eager())
+    return greedy(op, scores, max_output_size, iou_threshold, score_threshold, iou_rows(boxes));
   check_greedy(op, scores, max_output_size, iou_threshold, score_threshold);
   return host_greedy(scores, max_output_size, iou_threshold, score_threshold, host_iou(boxes));
 }

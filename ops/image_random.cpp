@@ -115,10 +115,8 @@ Tensor crop(const char* op, const Tensor& value, const std::vector<int64_t>& siz
   if (s.rank() == 0) return value;
   // Offsets floor(u * limit), u uniform in [0, 1): float64 so that large axes stay exact.
   const Tensor u = cast(src.uniform(TensorShape{s.rank()}, Tensor(), 0.0, 1.0), float64);
-  const Tensor offsets =
-      cast(minimum(floor(u * tapeflow::detail::from_doubles(limits, {s.rank()}, float64)),
-                   tapeflow::detail::from_doubles(limits, {s.rank()}, float64) - 1.0),
-           int32);
+  const Tensor limit = tapeflow::detail::from_doubles(limits, {s.rank()}, float64);
+  const Tensor offsets = cast(minimum(floor(u * limit), limit - 1.0), int32);
   Tensor out = value;
   for (int i = 0; i < s.rank(); ++i) {
     const int64_t want = size[static_cast<size_t>(i)];
