@@ -1,19 +1,22 @@
 // Image augmentation and detection post-processing on the CPU (float32, eagerly): Keras'
 // CLAHE, RandAugment and AugMix on a batch of 8 images of 128 x 128 x 3, tf.image's
-// crop_and_resize of 100 boxes to 14 x 14 from a 256 x 256 x 64 feature map, and greedy
-// non_max_suppression of 1000 random boxes to at most 100. Compare Keras 3.15 / TF 2.21 on the
-// same shapes with bench/compare/augment_tf.py (docs/performance.md has the table).
+// crop_and_resize of 100 boxes to 14 x 14 from a 256 x 256 x 64 feature map (and its gradient
+// with respect to the map and the boxes), and greedy non_max_suppression of 1000 random boxes
+// to at most 100. Compare Keras 3.15 / TF 2.21 on the same shapes with
+// bench/compare/augment_tf.py (docs/performance.md has the table).
 //
 //   OMP_NUM_THREADS=2 ./bench_augment --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include "autograd/tape.h"
 #include "keras/layers_augment.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 
 namespace tf = tapeflow;
 namespace layers = tapeflow::keras::layers;
@@ -63,6 +66,29 @@ void BM_CropAndResize(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 100);  // boxes
 }
 BENCHMARK(BM_CropAndResize)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same crops and their gradient with respect to the feature map and the boxes (the
+// backward pass of a ROI-pooling head).
+void BM_CropAndResizeGrad(benchmark::State& state) {
+  tf::DeviceScope scope("/CPU:0");
+  const tf::Tensor fmap = tf::random::uniform({1, 256, 256, 64}, 0.0, 1.0, tf::float32, 2);
+  const tf::Tensor corner = tf::random::uniform({100, 2}, 0.0, 0.7, tf::float32, 3);
+  const tf::Tensor boxes = tf::concat({corner, corner + 0.3f}, 1);
+  const tf::Tensor idx = tf::zeros({100}, tf::int32);
+  const tf::Tensor w = tf::random::uniform({100, 14, 14, 64}, -1.0, 1.0, tf::float32, 4);
+  for (auto _ : state) {
+    tf::GradientTape tape;
+    tape.watch(fmap);
+    tape.watch(boxes);
+    const tf::Tensor y = tf::image::crop_and_resize(fmap, boxes, idx, {14, 14});
+    const std::vector<tf::Tensor> g =
+        tape.gradient(tf::reduce_sum(y * w), std::vector<tf::Tensor>{fmap, boxes});
+    benchmark::DoNotOptimize(g[0].raw_data());
+    benchmark::DoNotOptimize(g[1].raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * 100);  // boxes
+}
+BENCHMARK(BM_CropAndResizeGrad)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_NonMaxSuppression(benchmark::State& state) {
   tf::DeviceScope scope("/CPU:0");

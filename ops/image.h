@@ -90,10 +90,57 @@ struct ImageProjectiveTransform final : PrimitiveBase<ImageProjectiveTransform> 
   std::string attributes() const override;
 };
 
+// TF's CropAndResize (tf::image::crop_and_resize, ops/image_more.h) and its two gradient
+// kernels. Inputs: image (batch, height, width, channels) of a real dtype, boxes (num_boxes, 4)
+// of the compute dtype (float64 for a float64 image, float32 otherwise), box_indices
+// (num_boxes,) int32 (clipped into the batch by the kernels; the frontend checks it eagerly).
+// method: 0 nearest, 1 bilinear (image_kernels::Interpolation). The result has the compute dtype.
+struct CropAndResize final : PrimitiveBase<CropAndResize> {
+  int64_t crop_height, crop_width;
+  int method;
+  double extrapolation_value;
+  CropAndResize(int64_t h, int64_t w, int m, double value)
+      : crop_height(h), crop_width(w), method(m), extrapolation_value(value) {}
+  const char* name() const override { return "crop_and_resize"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
+  std::string attributes() const override;
+};
+
+// The cotangent of CropAndResize's image (TF's CropAndResizeGradImage): inputs grads
+// (num_boxes, crop_height, crop_width, channels) of the compute dtype, image (read for its
+// shape only), boxes, box_indices; the result has the image's shape and the compute dtype. Its
+// own gradient with respect to grads is crop_and_resize of the cotangent (it is linear in grads).
+struct CropAndResizeGradImage final : PrimitiveBase<CropAndResizeGradImage> {
+  int method;
+  explicit CropAndResizeGradImage(int m) : method(m) {}
+  const char* name() const override { return "crop_and_resize_grad_image"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  TF_DECLARE_VJP
+  std::string attributes() const override;
+};
+
+// The cotangent of CropAndResize's boxes (TF's CropAndResizeGradBoxes, bilinear for both
+// methods as TF: nearest sampling has no gradient with respect to the boxes, and TF uses the
+// bilinear one in its place): inputs grads, image, boxes, box_indices; the result is
+// (num_boxes, 4) of the compute dtype. No gradient of its own (TF registers none).
+struct CropAndResizeGradBoxes final : PrimitiveBase<CropAndResizeGradBoxes> {
+  const char* name() const override { return "crop_and_resize_grad_boxes"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+};
+
 }  // namespace tapeflow::prims
 
 namespace tapeflow::detail {
 // The kernels' run-time check that transforms has one row per image or one for all (a traced
 // graph may have left the batch None when infer ran); InvalidArgumentError naming both shapes.
 void check_transform_batch(const char* op, const Tensor& images, const Tensor& transforms);
+// The kernels' run-time check that boxes and box_indices have one row per box, and for the
+// gradients that grads has one crop per box and the image's channels (a traced graph may have
+// left them None when infer ran).
+void check_crop_inputs(const char* op, const Tensor& image, const Tensor& boxes,
+                       const Tensor& box_indices, const Tensor* grads);
 }  // namespace tapeflow::detail

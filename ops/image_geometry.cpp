@@ -1,5 +1,7 @@
-// tf.image.rot90, transpose and crop_and_resize (ops/image_more.h), composed of movement ops,
-// gathers and elementwise ops: every device, traced functions, gradients.
+// tf.image.rot90 and transpose (movement ops), extract_glimpse (gathers and elementwise ops)
+// and crop_and_resize (ops/image_more.h): the CropAndResize primitive and its two gradient
+// primitives (ops/image.h) are defined here, their kernels are in ops/cpu/image_crop.cpp and
+// ops/cuda/image_crop.cu.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,7 +10,10 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/image.h"
+#include "ops/image_kernels.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
@@ -93,9 +98,6 @@ Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& b
                crop_size.size());
   TF_CHECK_ARG(method == "bilinear" || method == "nearest", op,
                "method must be \"bilinear\" or \"nearest\", got \"{}\"", method);
-  const int64_t H = s[1], W = s[2], C = s[3], ch = crop_size[0], cw = crop_size[1];
-  TF_CHECK_ARG(s[0] < 0 || s[0] * H * W * C <= int64_t{1} << 31, op,
-               "images of more than 2^31 elements are not supported, got {}", s.to_string());
   // TF raises InvalidArgumentError for an index outside the batch; eagerly so does tapeflow
   // (traced, an index is clipped into the batch).
   if (detail::thread_context().trace == nullptr && s[0] >= 0 && box_indices.shape()[0] > 0) {
@@ -105,65 +107,14 @@ Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& b
                  "box_indices must be in [0, {}) (the image batch), got values in [{}, {}]", s[0],
                  lo, hi);
   }
+  TF_CHECK_ARG(image.dtype() != bool_, op, "image must be numeric, got {}",
+               dtype_name(image.dtype()));
   // Computed in float32 as TF (float64 stays float64, so that gradients can be checked there).
   const DType cd = image.dtype() == float64 ? float64 : float32;
-  const Tensor b = cast(boxes, cd);
-  const auto col = [&](int64_t j) { return slice(b, {0, j}, {-1, 1}); };  // (N, 1)
-  const Tensor y1 = col(0), x1 = col(1), y2 = col(2), x2 = col(3);
-  // TF's sample positions: y1 (H - 1) + i (y2 - y1) (H - 1) / (crop_height - 1), the centre for
-  // a crop of one row; likewise along the width.
-  const auto positions = [&](const Tensor& a, const Tensor& z, int64_t size, int64_t n) {
-    const auto span = static_cast<double>(size - 1);
-    if (n == 1) return (a + z) * constant(Tensor(0.5 * span), cd);
-    std::vector<double> steps(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) steps[static_cast<size_t>(i)] = static_cast<double>(i);
-    const Tensor idx = detail::from_doubles(steps, {1, n}, cd);
-    return a * constant(Tensor(span), cd) +
-           idx * (z - a) * constant(Tensor(span / static_cast<double>(n - 1)), cd);
-  };
-  const Tensor in_y = reshape(positions(y1, y2, H, ch), {-1, ch, 1, 1});
-  const Tensor in_x = reshape(positions(x1, x2, W, cw), {-1, 1, cw, 1});
-  const Tensor zero = constant(Tensor(0.0), cd);
-  const Tensor inside =
-      logical_and(logical_and(greater_equal(in_y, zero),
-                              less_equal(in_y, constant(Tensor(static_cast<double>(H - 1)), cd))),
-                  logical_and(greater_equal(in_x, zero),
-                              less_equal(in_x, constant(Tensor(static_cast<double>(W - 1)), cd))));
-  // Pixel (b, y, x) is row (b H + y) W + x of the image seen as (pixels, channels): the index
-  // arithmetic runs per sample point and each gather moves whole channel vectors.
-  const Tensor rows = reshape(image, {-1, C});
-  const Tensor base =
-      reshape(clip_by_value(cast(box_indices, int32), i32(0), i32(s[0] < 0 ? 0 : s[0] - 1)),
-              {-1, 1, 1}) *
-      i32(H * W);
-  // Sample indices clipped into the image (points outside are replaced below), as (N, ch, 1)
-  // rows and (N, 1, cw) columns.
-  const auto row_index = [&](const Tensor& f) {
-    return reshape(clip_by_value(cast(f, int32), i32(0), i32(H - 1)), {-1, ch, 1});
-  };
-  const auto col_index = [&](const Tensor& f) {
-    return reshape(clip_by_value(cast(f, int32), i32(0), i32(W - 1)), {-1, 1, cw});
-  };
-  const auto at = [&](const Tensor& yi, const Tensor& xi) {
-    Tensor v = gather(rows, base + yi * i32(W) + xi, 0);
-    return v.dtype() == cd ? v : cast(v, cd);
-  };
-  Tensor out;
-  if (method == "nearest") {
-    // TF rounds half away from zero (roundf); inside the image the positions are >= 0.
-    const Tensor half = constant(Tensor(0.5), cd);
-    out = at(row_index(floor(in_y + half)), col_index(floor(in_x + half)));
-  } else {
-    const Tensor top = floor(in_y), left = floor(in_x);
-    const Tensor dy = in_y - top, dx = in_x - left;
-    const Tensor t = row_index(top), bt = row_index(ceil(in_y));
-    const Tensor l = col_index(left), r = col_index(ceil(in_x));
-    const Tensor tl = at(t, l), bl = at(bt, l);
-    const Tensor upper = tl + (at(t, r) - tl) * dx;
-    const Tensor lower = bl + (at(bt, r) - bl) * dx;
-    out = upper + (lower - upper) * dy;
-  }
-  return where(inside, out, constant(Tensor(extrapolation_value), cd));
+  const int m = method == "nearest" ? image_kernels::kNearest : image_kernels::kBilinear;
+  return detail::dispatch(prims::CropAndResize(crop_size[0], crop_size[1], m, extrapolation_value),
+                          {image, boxes.dtype() == cd ? boxes : cast(boxes, cd),
+                           box_indices.dtype() == int32 ? box_indices : cast(box_indices, int32)});
 }
 
 Tensor extract_glimpse(const Tensor& input, const std::vector<int64_t>& size, const Tensor& offsets,
@@ -236,3 +187,153 @@ Tensor extract_glimpse(const Tensor& input, const std::vector<int64_t>& size, co
 }
 
 }  // namespace tapeflow::image
+
+namespace tapeflow::prims {
+
+namespace {
+
+const char* method_name(int method) {
+  return method == image_kernels::kNearest ? "nearest" : "bilinear";
+}
+
+// The checks CropAndResize and its gradients share: image (batch, height, width, channels) with
+// known height and width, boxes (num_boxes, 4) of the compute dtype, box_indices (num_boxes,)
+// int32.
+void check_crop(const char* op, const Tensor& image, const Tensor& boxes, const Tensor& box_indices,
+                DType cd) {
+  const TensorShape& s = image.shape();
+  TF_CHECK_ARG(s.rank() == 4 && s[1] >= 1 && s[2] >= 1 && image.dtype() != bool_, op,
+               "image must be a numeric (batch, height, width, channels) tensor with known, "
+               "non-zero height and width, got {} {}",
+               dtype_name(image.dtype()), s.to_string());
+  TF_CHECK_ARG(boxes.rank() == 2 && boxes.shape()[1] == 4 && boxes.dtype() == cd, op,
+               "boxes must be a {} (num_boxes, 4) tensor, got {} {}", dtype_name(cd),
+               dtype_name(boxes.dtype()), boxes.shape().to_string());
+  TF_CHECK_ARG(box_indices.rank() == 1 && box_indices.dtype() == int32, op,
+               "box_indices must be an int32 (num_boxes,) tensor, got {} {}",
+               dtype_name(box_indices.dtype()), box_indices.shape().to_string());
+  const int64_t n = boxes.shape()[0], ni = box_indices.shape()[0];
+  TF_CHECK_ARG(n < 0 || ni < 0 || n == ni, op,
+               "boxes {} and box_indices {} must have one row per box", boxes.shape().to_string(),
+               box_indices.shape().to_string());
+}
+
+DType crop_dtype(const Tensor& image) {
+  return image.dtype() == float64 ? float64 : float32;
+}
+
+// grads (num_boxes, crop_height, crop_width, channels) of the gradient kernels.
+void check_grads(const char* op, const Tensor& grads, const Tensor& image, const Tensor& boxes) {
+  const TensorShape& g = grads.shape();
+  TF_CHECK_ARG(grads.rank() == 4 && grads.dtype() == boxes.dtype(), op,
+               "grads must be a {} (num_boxes, crop_height, crop_width, channels) tensor, got {} "
+               "{}",
+               dtype_name(boxes.dtype()), dtype_name(grads.dtype()), g.to_string());
+  TF_CHECK_ARG(g[1] >= 1 && g[2] >= 1, op, "grads must have a known, non-zero crop size, got {}",
+               g.to_string());
+  const int64_t c = image.shape()[3], n = boxes.shape()[0];
+  TF_CHECK_ARG((g[3] < 0 || c < 0 || g[3] == c) && (g[0] < 0 || n < 0 || g[0] == n), op,
+               "grads {} must have one crop per box of boxes {} and the channels of image {}",
+               g.to_string(), boxes.shape().to_string(), image.shape().to_string());
+}
+
+}  // namespace
+
+void CropAndResize::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const DType cd = crop_dtype(in[0]);
+  check_crop(name(), in[0], in[1], in[2], cd);
+  TF_CHECK_ARG(crop_height >= 1 && crop_width >= 1, name(),
+               "crop_size must be positive, got ({}, {})", crop_height, crop_width);
+  const int64_t n = in[1].shape()[0] >= 0 ? in[1].shape()[0] : in[2].shape()[0];
+  out[0] = {TensorShape{n, crop_height, crop_width, in[0].shape()[3]}, cd};
+}
+
+uint32_t CropAndResize::vjp_saves() const {
+  return save_input(0) | save_input(1) | save_input(2);
+}
+
+// TF's _CropAndResizeGrad: the image's cotangent for floating images (integer images get none),
+// the boxes' through the bilinear formula for both methods.
+std::vector<Tensor> CropAndResize::vjp(std::span<const Tensor> primals, std::span<const Tensor> cts,
+                                       std::span<const int> argnums,
+                                       std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k == 0 && is_floating(primals[0].dtype())) {
+      Tensor g = detail::dispatch(CropAndResizeGradImage(method),
+                                  {cts[0], primals[0], primals[1], primals[2]});
+      out.push_back(g.dtype() == primals[0].dtype() ? g : cast(g, primals[0].dtype()));
+    } else if (k == 1) {
+      out.push_back(
+          detail::dispatch(CropAndResizeGradBoxes(), {cts[0], primals[0], primals[1], primals[2]}));
+    } else {
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+std::string CropAndResize::attributes() const {
+  return fmt::format("crop_size=[{}, {}], method={}, extrapolation_value={}", crop_height,
+                     crop_width, method_name(method), extrapolation_value);
+}
+
+void CropAndResizeGradImage::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_crop(name(), in[1], in[2], in[3], crop_dtype(in[1]));
+  check_grads(name(), in[0], in[1], in[2]);
+  out[0] = {in[1].shape(), in[0].dtype()};
+}
+
+uint32_t CropAndResizeGradImage::vjp_saves() const {
+  return save_input(2) | save_input(3);
+}
+
+// Linear in grads: the cotangent's own crops. The image is read for its shape only (no
+// gradient); the boxes' second derivative is not implemented (nor is it in TF).
+std::vector<Tensor> CropAndResizeGradImage::vjp(std::span<const Tensor> primals,
+                                                std::span<const Tensor> cts,
+                                                std::span<const int> argnums,
+                                                std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (int k : argnums) {
+    if (k == 0) {
+      const TensorShape& g = primals[0].shape();
+      out.push_back(detail::dispatch(CropAndResize(g[1], g[2], method, 0.0),
+                                     {cts[0], primals[2], primals[3]}));
+    } else {
+      TF_CHECK_T(UnimplementedError, k != 2, name(),
+                 "the second derivative of crop_and_resize with respect to the boxes is not "
+                 "implemented (TF has none either); watch the image only, or stop_gradient the "
+                 "boxes");
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+std::string CropAndResizeGradImage::attributes() const {
+  return fmt::format("method={}", method_name(method));
+}
+
+void CropAndResizeGradBoxes::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  check_crop(name(), in[1], in[2], in[3], crop_dtype(in[1]));
+  check_grads(name(), in[0], in[1], in[2]);
+  out[0] = {in[2].shape(), in[2].dtype()};
+}
+
+}  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+
+void check_crop_inputs(const char* op, const Tensor& image, const Tensor& boxes,
+                       const Tensor& box_indices, const Tensor* grads) {
+  TF_CHECK_ARG(boxes.shape()[0] == box_indices.shape()[0], op,
+               "boxes {} and box_indices {} must have one row per box", boxes.shape().to_string(),
+               box_indices.shape().to_string());
+  if (grads != nullptr)
+    TF_CHECK_ARG(grads->shape()[0] == boxes.shape()[0] && grads->shape()[3] == image.shape()[3], op,
+                 "grads {} must have one crop per box of boxes {} and the channels of image {}",
+                 grads->shape().to_string(), boxes.shape().to_string(), image.shape().to_string());
+}
+
+}  // namespace tapeflow::detail

@@ -81,3 +81,39 @@ TF_IMAGE_HD C transform_pixel(const T* in, int64_t h, int64_t w, int64_t channel
 }
 
 }  // namespace tapeflow::image_kernels
+
+namespace tapeflow::image_kernels {
+
+// CropAndResize (ops/cpu/image_crop.cpp, ops/cuda/image_crop.cu), as TF's kernels compute it in
+// C (float, or double for float64 images): sample i of n along an image axis of `len` pixels,
+// inside the box edge a..z (normalised): a (len - 1) + i (z - a) (len - 1) / (n - 1), the
+// box centre when n is 1.
+template <class C>
+TF_IMAGE_HD C crop_position(C a, C z, int64_t len, int64_t n, int64_t i) {
+  const C span = static_cast<C>(len - 1);
+  if (n > 1) return a * span + static_cast<C>(i) * ((z - a) * span / static_cast<C>(n - 1));
+  return C(0.5) * (a + z) * span;
+}
+
+// Whether a sample position lies inside the axis (TF's test: outside gives the extrapolation
+// value, or no gradient).
+template <class C>
+TF_IMAGE_HD bool crop_inside(C v, int64_t len) {
+  return v >= C(0) && v <= static_cast<C>(len - 1);
+}
+
+// The two pixels around an inside position and the weight of the far one; `near` rounds half
+// away from zero (TF's roundf), for nearest sampling.
+template <class C>
+struct CropTaps {
+  int64_t lo, hi, near;
+  C lerp;
+};
+template <class C>
+TF_IMAGE_HD CropTaps<C> crop_taps(C v) {
+  const C f = ::floor(v);
+  return {static_cast<int64_t>(f), static_cast<int64_t>(::ceil(v)),
+          static_cast<int64_t>(::round(v)), v - f};
+}
+
+}  // namespace tapeflow::image_kernels

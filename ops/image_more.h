@@ -56,8 +56,10 @@ Tensor rot90(const Tensor& images, int k = 1);
 // likewise along the width, "bilinear" or "nearest" (half away from zero), points outside the
 // image giving extrapolation_value. image (batch, height, width, channels) of any real dtype;
 // the result is float32 (float64 for a float64 image), (num_boxes, height, width, channels).
-// Gradients flow to the image and the boxes. box_indices outside the batch raise
-// InvalidArgumentError eagerly; in a traced function they are clipped into it.
+// Gradients flow to floating images and to the boxes (through bilinear sampling for both
+// methods, as TF); the image gradient is itself differentiable with respect to the crop's
+// cotangent. box_indices outside the batch raise InvalidArgumentError eagerly; in a traced
+// function they are clipped into it. One primitive, CropAndResize (ops/image.h).
 Tensor crop_and_resize(const Tensor& image, const Tensor& boxes, const Tensor& box_indices,
                        const std::vector<int64_t>& crop_size,
                        const std::string& method = "bilinear", double extrapolation_value = 0.0);

@@ -42,8 +42,9 @@
 #define TF_LOSS_PRIMITIVES(X) \
   X(Softmax) X(LogSoftmax) X(SparseSoftmaxCrossEntropy) X(SparseSoftmaxCrossEntropyGrad)
 
-// TF's ImageProjectiveTransformV3 (ops/image.h).
-#define TF_IMAGE_PRIMITIVES(X) X(ImageProjectiveTransform)
+// TF's ImageProjectiveTransformV3 and CropAndResize with its two gradients (ops/image.h).
+#define TF_IMAGE_PRIMITIVES(X) \
+  X(ImageProjectiveTransform) X(CropAndResize) X(CropAndResizeGradImage) X(CropAndResizeGradBoxes)
 // cholesky, eigh/eigvalsh, qr, svd (ops/linalg_decomp.h).
 #define TF_LINALG_DECOMP_PRIMITIVES(X) X(Cholesky) X(SelfAdjointEig) X(Qr) X(Svd)
 // top_k (sort and argsort go through it) and searchsorted (ops/sort.h).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keras 3.15 (TensorFlow backend) and TF 2.21 on bench_augment's shapes, eagerly on the CPU:
 CLAHE, RandAugment and AugMix on 8 x 128 x 128 x 3 images, crop_and_resize of 100 boxes to
-14 x 14 from a 256 x 256 x 64 map, non_max_suppression of 1000 boxes to 100. Median
+14 x 14 from a 256 x 256 x 64 map (and its gradient), non_max_suppression of 1000 boxes to 100. Median
 milliseconds per call (bench/compare/tf_timing.py).
 
     KERAS_BACKEND=tensorflow python3 bench/compare/augment_tf.py [--threads 2]
@@ -35,6 +35,15 @@ def main():
     idx = tf.zeros([100], tf.int32)
     rows.append(("crop_and_resize",
                  median_ms(lambda: tf.image.crop_and_resize(fmap, boxes, idx, [14, 14]))))
+    w = tf.constant(rng.uniform(-1, 1, (100, 14, 14, 64)).astype(np.float32))
+
+    def crop_grad():
+        with tf.GradientTape() as tape:
+            tape.watch([fmap, boxes])
+            loss = tf.reduce_sum(tf.image.crop_and_resize(fmap, boxes, idx, [14, 14]) * w)
+        return tape.gradient(loss, [fmap, boxes])
+
+    rows.append(("crop_and_resize + grad", median_ms(crop_grad)))
     c2 = rng.uniform(0, 0.9, (1000, 2)).astype(np.float32)
     b2 = tf.constant(np.concatenate([c2, c2 + 0.1], 1))
     s2 = tf.constant(rng.uniform(0, 1, 1000).astype(np.float32))
