@@ -12,11 +12,12 @@
 //
 // Kernels. Three primitives do the transforms along the innermost axis: Fft (complex to complex,
 // forward or inverse), Rfft (real to the fft_length / 2 + 1 non-negative frequencies) and Irfft
-// (back). The CPU kernel computes in float64 for both dtypes: a mixed-radix Stockham FFT for
-// lengths whose prime factors are at most 13 and Bluestein's chirp-z transform (through a
-// power-of-two FFT) for the others, so any length costs O(n log n); even-length real rows go
-// through a complex FFT of half the length; rows are split over the thread pool
-// (ops/cpu/fft.cpp). The CUDA kernel runs cuFFT (ops/cuda/signal.cu). The forward transform is
+// (back). The CPU kernel computes in the dtype (float32 as TF's CPU kernels and cuFFT), several
+// rows at once (one per vector lane; a row's result does not depend on its neighbours): a
+// mixed-radix Stockham FFT for lengths whose prime factors are at most 13 and Bluestein's
+// chirp-z transform (through a power-of-two FFT) for the others, so any length costs
+// O(n log n); even-length real rows go through a complex FFT of half the length; batches of rows
+// are split over the thread pool (ops/cpu/fft.cpp). The CUDA kernel runs cuFFT (ops/cuda/signal.cu). The forward transform is
 // unnormalised, the inverse divides by n, as TF and numpy.
 //
 // Gradients (the transforms are linear): fft's is n ifft of the cotangent, ifft's fft / n,
