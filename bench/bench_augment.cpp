@@ -1,8 +1,8 @@
 // Image augmentation and detection post-processing on the CPU (float32, eagerly): Keras'
 // CLAHE, RandAugment and AugMix on a batch of 8 images of 128 x 128 x 3, tf.image's
 // crop_and_resize of 100 boxes to 14 x 14 from a 256 x 256 x 64 feature map (and its gradient
-// with respect to the map and the boxes), and greedy non_max_suppression of 1000 random boxes
-// to at most 100. Compare Keras 3.15 / TF 2.21 on the same shapes with
+// with respect to the map and the boxes), greedy non_max_suppression of 1000 random boxes to at
+// most 100 and combined_non_max_suppression of 8 x 1000 boxes in 20 classes. Compare Keras 3.15 / TF 2.21 on the same shapes with
 // bench/compare/augment_tf.py (docs/performance.md has the table).
 //
 //   OMP_NUM_THREADS=2 ./bench_augment --benchmark_repetitions=5 \
@@ -101,6 +101,20 @@ void BM_NonMaxSuppression(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NonMaxSuppression)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// A detector's post-processing: 8 images of 1000 boxes (shared by the classes) and 20 classes,
+// at most 100 per class and 100 in all.
+void BM_CombinedNonMaxSuppression(benchmark::State& state) {
+  tf::DeviceScope scope("/CPU:0");
+  const tf::Tensor corner = tf::random::uniform({8, 1000, 1, 2}, 0.0, 0.9, tf::float32, 6);
+  const tf::Tensor boxes = tf::concat({corner, corner + 0.1f}, 3);
+  const tf::Tensor scores = tf::random::uniform({8, 1000, 20}, 0.0, 1.0, tf::float32, 7);
+  for (auto _ : state) {
+    const auto r = tf::image::combined_non_max_suppression(boxes, scores, 100, 100, 0.5, 0.05);
+    benchmark::DoNotOptimize(r.nmsed_boxes.raw_data());
+  }
+}
+BENCHMARK(BM_CombinedNonMaxSuppression)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -106,6 +106,27 @@ Tensor non_max_suppression_overlaps(
     const Tensor& overlaps, const Tensor& scores, int64_t max_output_size,
     double overlap_threshold = 0.5,
     double score_threshold = -std::numeric_limits<double>::infinity());
+// TF's tf.image.combined_non_max_suppression: greedy non-maximum suppression per batch entry and
+// class, then the best detections over all classes. boxes (batch, num_boxes, q, 4) with q = 1
+// (one box for every class) or num_classes; scores (batch, num_boxes, num_classes). Each class
+// keeps at most max_output_size_per_class boxes whose score is above score_threshold, a box
+// dropped once its intersection over union with a kept one of its class exceeds iou_threshold
+// (as non_max_suppression); the kept ones of all classes, best score first (ties: the lower
+// class, then the earlier pick), fill max_total_size slots (with pad_per_class, min(
+// max_output_size_per_class * num_classes, max_total_size) slots), the rest zeros. clip_boxes
+// clips the coordinates into [0, 1]. The results: nmsed_boxes (batch, slots, 4), nmsed_scores and
+// nmsed_classes (batch, slots) (classes as float32, as TF), valid_detections (batch,) int32.
+// Static shapes, so it runs inside traced functions (as tensor ops over every class at once,
+// with num_boxes and num_classes known); eagerly the selection runs on the host. The boxes and
+// scores come out through gathers, so gradients reach the selected ones (TF has none).
+struct CombinedNms {
+  Tensor nmsed_boxes, nmsed_scores, nmsed_classes, valid_detections;
+};
+CombinedNms combined_non_max_suppression(
+    const Tensor& boxes, const Tensor& scores, int64_t max_output_size_per_class,
+    int64_t max_total_size, double iou_threshold = 0.5,
+    double score_threshold = -std::numeric_limits<double>::infinity(), bool pad_per_class = false,
+    bool clip_boxes = true);
 // keras.ops.image.map_coordinates (scipy.ndimage.map_coordinates' semantics): the input sampled
 // at coordinates (input rank, ...) -> coordinates.shape()[1:], order 0 (nearest, half to even) or
 // 1 (linear); points outside map back by fill_mode "constant" (fill_value; SciPy's

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Keras 3.15 (TensorFlow backend) and TF 2.21 on bench_augment's shapes, eagerly on the CPU:
 CLAHE, RandAugment and AugMix on 8 x 128 x 128 x 3 images, crop_and_resize of 100 boxes to
-14 x 14 from a 256 x 256 x 64 map (and its gradient), non_max_suppression of 1000 boxes to 100. Median
-milliseconds per call (bench/compare/tf_timing.py).
+14 x 14 from a 256 x 256 x 64 map (and its gradient), non_max_suppression of 1000 boxes to 100,
+combined_non_max_suppression of 8 x 1000 boxes in 20 classes. Median milliseconds per call
+(bench/compare/tf_timing.py).
 
     KERAS_BACKEND=tensorflow python3 bench/compare/augment_tf.py [--threads 2]
 """
@@ -49,6 +50,12 @@ def main():
     s2 = tf.constant(rng.uniform(0, 1, 1000).astype(np.float32))
     rows.append(("non_max_suppression",
                  median_ms(lambda: tf.image.non_max_suppression(b2, s2, 100, 0.5))))
+    c3 = rng.uniform(0, 0.9, (8, 1000, 1, 2)).astype(np.float32)
+    b3 = tf.constant(np.concatenate([c3, c3 + 0.1], 3))
+    s3 = tf.constant(rng.uniform(0, 1, (8, 1000, 20)).astype(np.float32))
+    rows.append(("combined_non_max_supp.",
+                 median_ms(lambda: tf.image.combined_non_max_suppression(
+                     b3, s3, 100, 100, 0.5, 0.05))))
     print(f"TF {tf.__version__}, Keras {keras.__version__}, {a.threads} threads")
     for name, ms in rows:
         print(f"{name:22s} {ms:10.3f} ms")
