@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -129,6 +130,115 @@ Tensor crop(const char* op, const Tensor& value, const std::vector<int64_t>& siz
   return out;
 }
 
+// sample_distorted_bounding_box's attempts, all at once (see ops/image_random.h): TF's
+// GenerateRandomCrop and SatisfiesOverlapConstraints as elementwise ops over the attempts (and
+// the attempts x boxes overlaps), lrint as round half to even, then the first attempt that
+// passes (argmax's first maximum) or the whole image.
+DistortedBoundingBox distorted_box(const char* op, const Tensor& image_size,
+                                   const Tensor& bounding_boxes, double min_object_covered,
+                                   std::array<double, 2> ratio, std::array<double, 2> area,
+                                   int64_t attempts, bool use_image, const Source& src) {
+  TF_CHECK_ARG(image_size.defined() && bounding_boxes.defined(), op,
+               "image_size and bounding_boxes must be defined");
+  TF_CHECK_ARG(
+      image_size.rank() == 1 && image_size.shape()[0] == 3 && is_integer(image_size.dtype()), op,
+      "image_size must be an integer tensor of 3 values (height, width, channels), "
+      "got {} {}",
+      dtype_name(image_size.dtype()), image_size.shape().to_string());
+  const TensorShape& bs = bounding_boxes.shape();
+  TF_CHECK_ARG(bounding_boxes.rank() == 3 && bs[2] == 4 && bs[0] >= 0 && bs[1] >= 0 &&
+                   is_floating(bounding_boxes.dtype()),
+               op,
+               "bounding_boxes must be a floating (batch, N, 4) tensor of known shape, got {} {}",
+               dtype_name(bounding_boxes.dtype()), bs.to_string());
+  TF_CHECK_ARG(min_object_covered >= 0.0, op, "min_object_covered must be non-negative, got {}",
+               min_object_covered);
+  TF_CHECK_ARG(ratio[0] > 0.0 && ratio[0] <= ratio[1], op,
+               "aspect_ratio_range must be (lower, upper) with 0 < lower <= upper, got ({}, {})",
+               ratio[0], ratio[1]);
+  TF_CHECK_ARG(area[0] > 0.0 && area[0] <= area[1] && area[1] <= 1.0, op,
+               "area_range must be (lower, upper) with 0 < lower <= upper <= 1, got ({}, {})",
+               area[0], area[1]);
+  TF_CHECK_ARG(attempts >= 1, op, "max_attempts must be positive, got {}", attempts);
+  const int64_t m = bs[0] * bs[1];
+  TF_CHECK_ARG(m > 0 || use_image, op,
+               "No bounding boxes provided as input. One must enable "
+               "use_image_if_no_bounding_boxes if you wish to not provide any bounding boxes.");
+  Tensor boxes = m > 0 ? reshape(cast(bounding_boxes, float32), {m, 4})
+                       : tapeflow::detail::from_doubles({0, 0, 1, 1}, {1, 4}, float32);
+  if (m > 0 && tapeflow::detail::thread_context().trace == nullptr) {
+    const double lo = reduce_min(boxes).item<float>(), hi = reduce_max(boxes).item<float>();
+    TF_CHECK_ARG(lo >= 0.0 && hi <= 1.0, op,
+                 "All bounding box coordinates must be in [0.0, 1.0]: {}", lo < 0.0 ? lo : hi);
+  }
+  const auto f64 = [](double v) { return Tensor(v); };
+  const Tensor size = cast(image_size, float64);
+  const Tensor h_img = reshape(slice(size, {0}, {1}), {}),
+               w_img = reshape(slice(size, {1}, {1}), {});
+  // Four uniforms per attempt: the ratio, the height, the two offsets.
+  const Tensor u = cast(src.uniform(TensorShape{4, attempts}, Tensor(), 0.0, 1.0), float64);
+  const auto row = [&](int64_t i) { return reshape(slice(u, {i, 0}, {1, -1}), {attempts}); };
+  const Tensor ar = row(0) * f64(ratio[1] - ratio[0]) + f64(ratio[0]);
+  const Tensor min_area = h_img * w_img * f64(area[0]), max_area = h_img * w_img * f64(area[1]);
+  Tensor min_h = round(sqrt(min_area / ar)), max_h = round(sqrt(max_area / ar));
+  // The largest height whose rounded width still fits.
+  Tensor fit = floor((w_img + f64(0.5 - 1e-7)) / ar);
+  fit = where(greater(round(fit * ar), w_img), fit - f64(1.0), fit);
+  max_h = minimum(where(greater(round(max_h * ar), w_img), fit, max_h), h_img);
+  min_h = minimum(min_h, max_h);
+  Tensor h = min_h + minimum(floor(row(1) * (max_h - min_h + f64(1.0))), max_h - min_h);
+  Tensor w = round(h * ar);
+  const Tensor small = less(w * h, min_area);
+  h = where(small, h + f64(1.0), h);
+  w = where(small, round(h * ar), w);
+  const Tensor a = w * h;
+  const Tensor fits =
+      logical_not(logical_or(logical_or(logical_or(less(a, min_area), greater(a, max_area)),
+                                        logical_or(greater(w, w_img), greater(h, h_img))),
+                             logical_or(less_equal(w, f64(0.0)), less_equal(h, f64(0.0)))));
+  // Offsets below image - crop (TF's Uniform(n) draws from [0, n)), 0 for a full axis.
+  const auto offset = [&](const Tensor& uu, const Tensor& crop, const Tensor& full) {
+    const Tensor room = full - crop;
+    return where(less(crop, full), minimum(floor(uu * room), room - f64(1.0)), zeros_like(crop));
+  };
+  const Tensor y = offset(row(2), h, h_img), x = offset(row(3), w, w_img);
+  // The boxes as pixel rectangles, truncated from float32 products as TF's kernel.
+  const auto edge = [&](int64_t j, const Tensor& len) {
+    return reshape(cast(floor(slice(boxes, {0, j}, {-1, 1}) * cast(len, float32)), float64),
+                   {1, -1});  // (1, boxes)
+  };
+  const Tensor by1 = edge(0, h_img), bx1 = edge(1, w_img), by2 = edge(2, h_img),
+               bx2 = edge(3, w_img);
+  const auto col = [&](const Tensor& t) { return reshape(t, {attempts, 1}); };
+  const Tensor zero = f64(0.0);
+  const Tensor ih = maximum(minimum(col(y + h), by2) - maximum(col(y), by1), zero);
+  const Tensor iw = maximum(minimum(col(x + w), bx2) - maximum(col(x), bx1), zero);
+  const Tensor box_area = (by2 - by1) * (bx2 - bx1);
+  const Tensor counts = greater_equal(box_area, f64(1.0));
+  const Tensor covered =
+      logical_and(counts, greater_equal(ih * iw / where(counts, box_area, ones_like(box_area)),
+                                        f64(min_object_covered)));
+  const Tensor good =
+      logical_and(logical_and(fits, greater_equal(a, f64(1.0))), reduce_any(covered, {1}));
+  const Tensor first = argmax(cast(good, int32), 0);
+  const Tensor found = reduce_any(good);
+  const auto pick = [&](const Tensor& v, const Tensor& fallback) {
+    return where(found, reshape(gather(v, reshape(first, {1}), 0), {}), fallback);
+  };
+  const Tensor oy = pick(y, zero), ox = pick(x, zero), th = pick(h, h_img), tw = pick(w, w_img);
+  const DType d = image_size.dtype();
+  const auto ints = [&](const Tensor& p, const Tensor& q, double last) {
+    return cast(stack({p, q, f64(last)}, 0), d);
+  };
+  const auto norm = [](const Tensor& v, const Tensor& len) {
+    return cast(v, float32) / cast(len, float32);
+  };
+  const Tensor bboxes = reshape(
+      stack({norm(oy, h_img), norm(ox, w_img), norm(oy + th, h_img), norm(ox + tw, w_img)}, 0),
+      {1, 1, 4});
+  return {ints(oy, ox, 0.0), ints(th, tw, -1.0), bboxes};
+}
+
 }  // namespace
 
 Tensor random_flip_left_right(const Tensor& images, std::optional<int64_t> seed) {
@@ -180,6 +290,24 @@ Tensor stateless_random_hue(const Tensor& images, double max_delta, std::array<i
 Tensor stateless_random_crop(const Tensor& value, const std::vector<int64_t>& size,
                              std::array<int64_t, 2> seed) {
   return crop("stateless_random_crop", value, size, {std::nullopt, seed});
+}
+
+DistortedBoundingBox sample_distorted_bounding_box(
+    const Tensor& image_size, const Tensor& bounding_boxes, std::optional<int64_t> seed,
+    double min_object_covered, std::array<double, 2> aspect_ratio_range,
+    std::array<double, 2> area_range, int64_t max_attempts, bool use_image_if_no_bounding_boxes) {
+  return distorted_box("sample_distorted_bounding_box", image_size, bounding_boxes,
+                       min_object_covered, aspect_ratio_range, area_range, max_attempts,
+                       use_image_if_no_bounding_boxes, {seed, std::nullopt});
+}
+
+DistortedBoundingBox stateless_sample_distorted_bounding_box(
+    const Tensor& image_size, const Tensor& bounding_boxes, std::array<int64_t, 2> seed,
+    double min_object_covered, std::array<double, 2> aspect_ratio_range,
+    std::array<double, 2> area_range, int64_t max_attempts, bool use_image_if_no_bounding_boxes) {
+  return distorted_box("stateless_sample_distorted_bounding_box", image_size, bounding_boxes,
+                       min_object_covered, aspect_ratio_range, area_range, max_attempts,
+                       use_image_if_no_bounding_boxes, {std::nullopt, seed});
 }
 
 }  // namespace tapeflow::image

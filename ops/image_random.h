@@ -51,4 +51,34 @@ Tensor stateless_random_hue(const Tensor& images, double max_delta, std::array<i
 Tensor stateless_random_crop(const Tensor& value, const std::vector<int64_t>& size,
                              std::array<int64_t, 2> seed);
 
+// TF's tf.image.sample_distorted_bounding_box and stateless_sample_distorted_bounding_box: a
+// random crop of an image of image_size (height, width, channels; a 1-D integer tensor) that
+// covers at least min_object_covered of one of bounding_boxes (batch, N, 4), [y1, x1, y2, x2]
+// normalised (eagerly, a coordinate outside [0, 1] is an InvalidArgumentError, as TF), with an
+// aspect ratio (width / height) drawn from aspect_ratio_range and an area in area_range times the
+// image's. TF's sampling: up to max_attempts candidate crops (a ratio, then a height between the
+// bounds the area range gives, the width rounded from it, offsets drawn below height - crop
+// height and width - crop width); the first that satisfies the constraints wins, else the whole
+// image. Boxes are pixel rectangles truncated from box * size; boxes of area under one pixel do
+// not count. With no boxes, use_image_if_no_bounding_boxes takes the whole image as the box (else
+// an InvalidArgumentError, as TF). The result: begin (offset_height, offset_width, 0) and size
+// (target_height, target_width, -1) in image_size's dtype, for slice(image, begin, size), and
+// bboxes (1, 1, 4) float32, the crop normalised (for draw_bounding_boxes). All attempts are drawn
+// at once as tensor ops, so it runs on every device and in traced functions. The numbers are
+// tapeflow's stream (the stateless form: the same seed pair, the same crop), not TF's.
+struct DistortedBoundingBox {
+  Tensor begin, size, bboxes;
+};
+DistortedBoundingBox sample_distorted_bounding_box(
+    const Tensor& image_size, const Tensor& bounding_boxes,
+    std::optional<int64_t> seed = std::nullopt, double min_object_covered = 0.1,
+    std::array<double, 2> aspect_ratio_range = {0.75, 1.33},
+    std::array<double, 2> area_range = {0.05, 1.0}, int64_t max_attempts = 100,
+    bool use_image_if_no_bounding_boxes = false);
+DistortedBoundingBox stateless_sample_distorted_bounding_box(
+    const Tensor& image_size, const Tensor& bounding_boxes, std::array<int64_t, 2> seed,
+    double min_object_covered = 0.1, std::array<double, 2> aspect_ratio_range = {0.75, 1.33},
+    std::array<double, 2> area_range = {0.05, 1.0}, int64_t max_attempts = 100,
+    bool use_image_if_no_bounding_boxes = false);
+
 }  // namespace tapeflow::image
