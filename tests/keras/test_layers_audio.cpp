@@ -18,6 +18,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/temp_dir.h"
@@ -214,7 +215,10 @@ TEST_CASE("MelSpectrogram: Keras configs, models and saving", "[keras][serializa
 }
 
 TEST_CASE("MelSpectrogram trains a model in fit's traced step", "[keras][layers]") {
-  // Two classes of tones (low and high frequency) told apart from their mel spectrograms.
+  // Two classes of tones (low and high frequency) told apart from their mel spectrograms. Seeded:
+  // unseeded, about one initialisation in 150 already separates the classes by a margin so wide
+  // (the dB features are large) that the first epoch's loss is 0.
+  tf::random::set_seed(3);
   std::vector<float> xs;
   std::vector<int32_t> ys;
   for (int i = 0; i < 40; ++i) {
@@ -234,7 +238,7 @@ TEST_CASE("MelSpectrogram trains a model in fit's traced step", "[keras][layers]
   const tf::Tensor y = tf::constant(ys, {40});
   auto hist = model.fit(x, y, {.epochs = 15, .batch_size = 16, .verbose = 0});
   const auto& loss = hist.history.at("loss");
-  CHECK(loss.back() < 0.5 * loss.front());
+  CHECK((loss.back() < 0.5 * loss.front() || loss.back() < 1e-6));
   CHECK(hist.history.at("accuracy").back() == Approx(1.0));
 }
 
