@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define TF_IMAGE_HD __host__ __device__ __forceinline__
@@ -85,9 +86,12 @@ TF_IMAGE_HD C transform_pixel(const T* in, int64_t h, int64_t w, int64_t channel
 namespace tapeflow::image_kernels {
 
 // CropAndResize (ops/cpu/image_crop.cpp, ops/cuda/image_crop.cu), as TF's kernels compute it in
-// C (float, or double for float64 images): sample i of n along an image axis of `len` pixels,
+// C = crop_t<T> (float, or double for float64 images): sample i of n along an image axis of `len` pixels,
 // inside the box edge a..z (normalised): a (len - 1) + i (z - a) (len - 1) / (n - 1), the
 // box centre when n is 1.
+template <class T>
+using crop_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 template <class C>
 TF_IMAGE_HD C crop_position(C a, C z, int64_t len, int64_t n, int64_t i) {
   const C span = static_cast<C>(len - 1);

@@ -19,11 +19,8 @@ namespace {
 
 using image_kernels::crop_inside;
 using image_kernels::crop_position;
+using image_kernels::crop_t;
 using image_kernels::crop_taps;
-
-// The compute type: double for float64 images, float for the others (TF's float32).
-template <class T>
-using crop_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 int64_t clip_index(int32_t b, int64_t batch) {
   return std::clamp<int64_t>(b, 0, batch - 1);

@@ -19,10 +19,8 @@ namespace {
 
 using image_kernels::crop_inside;
 using image_kernels::crop_position;
+using image_kernels::crop_t;
 using image_kernels::crop_taps;
-
-template <class T>
-using crop_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 __device__ __forceinline__ int64_t clip_index(int32_t b, int64_t batch) {
   return b < 0 ? 0 : (b >= batch ? batch - 1 : b);
