@@ -4,6 +4,7 @@
 // Everything here is stateless and thread-safe.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +18,16 @@ Tensor reshape(const Tensor& x, const TensorShape& shape);
 // perm defaults to reversing the dimensions.
 Tensor transpose(const Tensor& x, const std::vector<int>& perm = {});
 Tensor expand_dims(const Tensor& x, int axis);
-// Removes the given size-1 axes, or all size-1 axes when none are given.
+// Removes the given size-1 axes, or all size-1 axes when none are given. squeeze(x, 1) removes
+// axis 1; a braced list, {} included, takes the initializer_list overload, so squeeze(x, {})
+// removes every size-1 axis (TF's axis=None) instead of meaning axis 0.
 Tensor squeeze(const Tensor& x, const std::vector<int>& axes = {});
+inline Tensor squeeze(const Tensor& x, int axis) {
+  return squeeze(x, std::vector<int>{axis});
+}
+inline Tensor squeeze(const Tensor& x, std::initializer_list<int> axes) {
+  return squeeze(x, std::vector<int>(axes));
+}
 Tensor concat(const std::vector<Tensor>& values, int axis);
 Tensor stack(const std::vector<Tensor>& values, int axis = 0);
 // num_splits equal parts along axis.

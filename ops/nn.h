@@ -45,6 +45,11 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 // TF's (nn::grouped_conv2d, ops/depthwise.h).
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
+// One stride for both spatial dimensions, as TF's int argument (conv2d(x, f, 1, "SAME")).
+inline Tensor conv2d(const Tensor& input, const Tensor& filters, int strides,
+                     const std::string& padding, const std::vector<int>& dilations = {1}) {
+  return conv2d(input, filters, std::vector<int>{strides}, padding, dilations);
+}
 // TF's tf.nn.conv2d_transpose (a "deconvolution"): the gradient of conv2d with respect to its
 // input, as a forward op. filters are (KH, KW, out_channels, in_channels), as TF's; output_shape
 // is the NHWC output shape, which a conv2d with these filters, strides, padding and dilations
@@ -58,6 +63,14 @@ Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding);
 Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding);
+// One window size and one stride for both spatial dimensions, as TF's int arguments
+// (max_pool2d(x, 2, 2, "VALID")).
+inline Tensor max_pool2d(const Tensor& input, int ksize, int strides, const std::string& padding) {
+  return max_pool2d(input, std::vector<int>{ksize}, std::vector<int>{strides}, padding);
+}
+inline Tensor avg_pool2d(const Tensor& input, int ksize, int strides, const std::string& padding) {
+  return avg_pool2d(input, std::vector<int>{ksize}, std::vector<int>{strides}, padding);
+}
 // Zeroes elements with probability rate and scales the rest by 1 / (1 - rate). The mask comes
 // from random::uniform(x.shape(), 0, 1, x.dtype(), seed) >= rate, so it follows the seed rules
 // of ops/random.h.
