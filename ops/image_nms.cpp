@@ -131,26 +131,32 @@ std::pair<Tensor, Tensor> host_greedy(const Tensor& scores, int64_t max_output_s
 }
 
 // Box i against box j as iou_rows computes it.
-std::function<float(int64_t, int64_t)> host_iou(const Tensor& boxes) {
+// Every row of boxes (rows, 4) as iou_rows computes its corners (each pair ordered) and area.
+struct Box {
+  float y1, x1, y2, x2, area;
+};
+std::vector<Box> host_boxes(const Tensor& boxes) {
   const std::vector<double> b = detail::to_double_vector(boxes);
-  const size_t n = b.size() / 4;
-  std::vector<float> y1(n), x1(n), y2(n), x2(n), area(n);
-  for (size_t i = 0; i < n; ++i) {
+  std::vector<Box> out(b.size() / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
     const auto a = static_cast<float>(b[4 * i]), c = static_cast<float>(b[4 * i + 2]);
     const auto d = static_cast<float>(b[4 * i + 1]), e = static_cast<float>(b[4 * i + 3]);
-    y1[i] = std::min(a, c);
-    y2[i] = std::max(a, c);
-    x1[i] = std::min(d, e);
-    x2[i] = std::max(d, e);
-    area[i] = (y2[i] - y1[i]) * (x2[i] - x1[i]);
+    Box& r = out[i];
+    r = {std::min(a, c), std::min(d, e), std::max(a, c), std::max(d, e), 0.0f};
+    r.area = (r.y2 - r.y1) * (r.x2 - r.x1);
   }
-  return [=](int64_t bi, int64_t bj) {
-    const auto i = static_cast<size_t>(bi), j = static_cast<size_t>(bj);
-    if (!(area[i] > 0.0f && area[j] > 0.0f)) return 0.0f;
-    const float ih = std::max(std::min(y2[j], y2[i]) - std::max(y1[j], y1[i]), 0.0f);
-    const float iw = std::max(std::min(x2[j], x2[i]) - std::max(x1[j], x1[i]), 0.0f);
+  return out;
+}
+
+std::function<float(int64_t, int64_t)> host_iou(const Tensor& boxes) {
+  return [all = host_boxes(boxes)](int64_t bi, int64_t bj) {
+    const Box& i = all[static_cast<size_t>(bi)];
+    const Box& j = all[static_cast<size_t>(bj)];
+    if (!(i.area > 0.0f && j.area > 0.0f)) return 0.0f;
+    const float ih = std::max(std::min(j.y2, i.y2) - std::max(j.y1, i.y1), 0.0f);
+    const float iw = std::max(std::min(j.x2, i.x2) - std::max(j.x1, i.x1), 0.0f);
     const float inter = ih * iw;
-    const float uni = area[j] + area[i] - inter;
+    const float uni = j.area + i.area - inter;
     return inter / uni;
   };
 }
@@ -240,11 +246,6 @@ struct CombinedPicks {
   Tensor box_row, score_index, classes, valid, count;
 };
 
-// A box as iou_rows computes its corners (each pair ordered) and area.
-struct Box {
-  float y1, x1, y2, x2, area;
-};
-
 // Whether candidate c (of positive area) overlaps any of the k kept boxes of positive area
 // (columns y1 .. area) by more than limit, with iou_rows' arithmetic. Branch-free, so that it
 // vectorises (the union is positive: both areas are); no early exit.
@@ -266,20 +267,10 @@ CombinedPicks combined_host(const Tensor& boxes, const Tensor& scores, int64_t p
                             int64_t slots, double iou_threshold, double score_threshold) {
   const int64_t batch = scores.shape()[0], n = scores.shape()[1], classes = scores.shape()[2];
   const int64_t q = boxes.shape()[2];
-  const std::vector<double> bd = detail::to_double_vector(boxes);
   const std::vector<double> sd = detail::to_double_vector(scores);
   const auto thr = static_cast<float>(score_threshold);
   const auto limit = static_cast<float>(iou_threshold);
-  const auto box = [&](int64_t row) {
-    const size_t o = static_cast<size_t>(row * 4);
-    const auto a = static_cast<float>(bd[o]), c = static_cast<float>(bd[o + 2]);
-    const auto d = static_cast<float>(bd[o + 1]), e = static_cast<float>(bd[o + 3]);
-    Box r{std::min(a, c), std::min(d, e), std::max(a, c), std::max(d, e), 0.0f};
-    r.area = (r.y2 - r.y1) * (r.x2 - r.x1);
-    return r;
-  };
-  std::vector<Box> all(static_cast<size_t>(batch * n * q));
-  for (size_t r = 0; r < all.size(); ++r) all[r] = box(static_cast<int64_t>(r));
+  const std::vector<Box> all = host_boxes(boxes);  // (batch * n * q) rows
   struct Pick {
     float score;
     int32_t cls, box;
