@@ -165,7 +165,6 @@ class FftPlan {
     for (C& k : kernel_) k = k * (1.0 / static_cast<double>(m_));
   }
 
-  int64_t size() const { return n_; }
   // Values of scratch run() needs.
   size_t scratch_size() const { return static_cast<size_t>(m_ > 0 ? 2 * m_ : n_); }
 
@@ -361,18 +360,6 @@ class RealPlan {
 
 // The transforms of kLanes<F> rows, dispatched to copies compiled for AVX2 where the CPU has
 // it. `flatten` inlines the whole transform (stages, butterflies, lane loops) into each copy.
-template <class F>
-void plan_run(const FftPlan& p, CV<F>* x, CV<F>* s) {
-  p.run(x, s);
-}
-template <class F>
-void real_forward(const RealPlan& p, CV<F>* z, CV<F>* spec, CV<F>* s) {
-  p.forward(z, spec, s);
-}
-template <class F>
-void real_inverse(const RealPlan& p, const CV<F>* spec, CV<F>* z, CV<F>* s) {
-  p.inverse(spec, z, s);
-}
 #if TF_CPU_MULTIVERSION
 #define TF_FFT_AVX2(F)                                                                        \
   TF_TARGET_AVX2 __attribute__((flatten)) void plan_run_avx2(const FftPlan& p, CV<F>* x,      \
@@ -392,27 +379,27 @@ TF_FFT_AVX2(double)
 #undef TF_FFT_AVX2
 #endif
 
-// The same, picking the variant for this CPU.
+// The transforms, through the AVX2 copies where the CPU has them.
 template <class F>
 void transform(const FftPlan& p, CV<F>* x, CV<F>* s) {
 #if TF_CPU_MULTIVERSION
   if (cpu::cpu_has_avx2()) return plan_run_avx2(p, x, s);
 #endif
-  plan_run(p, x, s);
+  p.run(x, s);
 }
 template <class F>
 void transform_real(const RealPlan& p, CV<F>* z, CV<F>* spec, CV<F>* s) {
 #if TF_CPU_MULTIVERSION
   if (cpu::cpu_has_avx2()) return real_forward_avx2(p, z, spec, s);
 #endif
-  real_forward(p, z, spec, s);
+  p.forward(z, spec, s);
 }
 template <class F>
 void transform_real_inverse(const RealPlan& p, const CV<F>* spec, CV<F>* z, CV<F>* s) {
 #if TF_CPU_MULTIVERSION
   if (cpu::cpu_has_avx2()) return real_inverse_avx2(p, spec, z, s);
 #endif
-  real_inverse(p, spec, z, s);
+  p.inverse(spec, z, s);
 }
 
 int64_t rows_of(const Tensor& t, int64_t n) {
