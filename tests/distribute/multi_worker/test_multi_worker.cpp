@@ -159,6 +159,7 @@ TEST_CASE("multi-worker: workers, global replica ids and cross-worker reduce",
 
 TEST_CASE("multi-worker: variables start from worker 0's value", "[distribute][mpi]") {
   auto& s = strategy();
+  tf::detail::clear_random_seed();  // no global seed (the test main sets one)
   tf::Variable v = [&] {
     auto scope = s.scope();
     // Unseeded: every process draws other numbers; the strategy broadcasts worker 0's.
