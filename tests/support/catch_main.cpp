@@ -11,6 +11,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -50,6 +51,26 @@ SeedMode seed_mode() {
   return m;
 }
 
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// `random`: a fresh seed per test case, the same in every process of one mpirun job (the
+// multi-worker cases assume every worker runs the same program with the same seed): the run's
+// base comes from the job's PMIx namespace under mpirun, else from std::random_device.
+int64_t random_case_seed(const std::string& name) {
+  static const uint64_t base = [] {
+    if (const char* job = std::getenv("PMIX_NAMESPACE"); job != nullptr && *job != '\0') {
+      return mix(std::hash<std::string>{}(job));
+    }
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }();
+  return static_cast<int64_t>(mix(base ^ std::hash<std::string>{}(name)) >> 1);
+}
+
 class GlobalSeedListener : public Catch::TestEventListenerBase {
  public:
   using TestEventListenerBase::TestEventListenerBase;
@@ -64,8 +85,7 @@ class GlobalSeedListener : public Catch::TestEventListenerBase {
         tf::random::set_seed(mode.seed);
         break;
       case SeedMode::kRandom: {
-        std::random_device rd;
-        const int64_t seed = static_cast<int64_t>((uint64_t{rd()} << 31) ^ rd());
+        const int64_t seed = random_case_seed(info.name);
         std::cerr << "TAPEFLOW_TEST_SEED=" << seed << " for \"" << info.name << "\"\n";
         tf::random::set_seed(seed);
         break;
