@@ -15,6 +15,7 @@
 #include "ops/cpu/math_avx512.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
+#include "support/scalar_forms.h"
 #include "support/testing.h"
 #include "support/ulp.h"
 
@@ -616,13 +617,6 @@ TEST_CASE("float64 exp tanh sigmoid log log1p sin and cos are within about 1 ulp
 }
 
 #if TF_CPU_MULTIVERSION
-// The loop the compiler makes from the scalar forms, as the AVX-512 build of the op loops had it.
-template <class F>
-TF_TARGET_AVX512 void scalar_form_avx512(const float* in, float* out, int64_t n) {
-  const F f{};
-  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
-}
-
 // ops/cpu/math_avx512.h claims the bits of the compiler's AVX-512 loops over exp_fast, tanh_any
 // and sigmoid_any (checked once over all 2^32 inputs); here every 4093rd float32 bit pattern and
 // every tail length up to 37.
@@ -647,13 +641,13 @@ TEST_CASE("AVX-512 exp tanh and sigmoid give the bits of the scalar forms' loops
     }
     return true;
   };
-  scalar_form_avx512<tf::cpu::ExpOp>(xs.data(), want.data(), n);
+  tf::testing::exp_scalar_form_avx512(xs.data(), want.data(), n);
   tf::cpu::map16<tf::cpu::exp16>(xs.data(), got.data(), n);
   CHECK(same(n));
-  scalar_form_avx512<tf::cpu::TanhOp>(xs.data(), want.data(), n);
+  tf::testing::tanh_scalar_form_avx512(xs.data(), want.data(), n);
   tf::cpu::map16<tf::cpu::tanh16>(xs.data(), got.data(), n);
   CHECK(same(n));
-  scalar_form_avx512<tf::cpu::SigmoidOp>(xs.data(), want.data(), n);
+  tf::testing::sigmoid_scalar_form_avx512(xs.data(), want.data(), n);
   tf::cpu::map16<tf::cpu::sigmoid16>(xs.data(), got.data(), n);
   CHECK(same(n));
   // Tails: the masked last vector reads and writes only the first n elements. The input is a
@@ -663,7 +657,7 @@ TEST_CASE("AVX-512 exp tanh and sigmoid give the bits of the scalar forms' loops
     std::unique_ptr<float[]> in(new float[static_cast<size_t>(len)]);
     std::copy_n(xs.begin() + 1000, len, in.get());
     std::fill(got.begin(), got.begin() + 64, -7.0f);
-    scalar_form_avx512<tf::cpu::ExpOp>(in.get(), want.data(), len);
+    tf::testing::exp_scalar_form_avx512(in.get(), want.data(), len);
     tf::cpu::map16<tf::cpu::exp16>(in.get(), got.data(), len);
     CHECK(same(len));
     CHECK(std::all_of(got.begin() + len, got.begin() + 64, [](float v) { return v == -7.0f; }));
