@@ -130,7 +130,6 @@ std::pair<Tensor, Tensor> host_greedy(const Tensor& scores, int64_t max_output_s
           constant(std::vector<int32_t>{count}, TensorShape{})};
 }
 
-// Box i against box j as iou_rows computes it.
 // Every row of boxes (rows, 4) as iou_rows computes its corners (each pair ordered) and area.
 struct Box {
   float y1, x1, y2, x2, area;
@@ -148,6 +147,7 @@ std::vector<Box> host_boxes(const Tensor& boxes) {
   return out;
 }
 
+// Box i against box j as iou_rows computes it.
 std::function<float(int64_t, int64_t)> host_iou(const Tensor& boxes) {
   return [all = host_boxes(boxes)](int64_t bi, int64_t bj) {
     const Box& i = all[static_cast<size_t>(bi)];

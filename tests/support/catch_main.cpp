@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
-#include <optional>
 #include <random>
 #include <string>
 
