@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -613,4 +614,24 @@ TEST_CASE("GPUs draw the CPU's numbers for the same seeds", "[cuda][random]") {
     CHECK(c == g);
   }
   tf::random::set_seed(0);
+}
+
+// The test main's listener (tests/support/catch_main.cpp) seeds every case as TF's TestCase
+// does: TF's default graph seed unless TAPEFLOW_TEST_SEED says otherwise.
+TEST_CASE("every test case starts with the test main's global seed, its counter at zero",
+          "[random]") {
+  const char* env = std::getenv("TAPEFLOW_TEST_SEED");
+  const std::string mode = env == nullptr ? "" : env;
+  const std::optional<int64_t> seed = tf::detail::global_random_seed();
+  if (mode == "none") {
+    CHECK(!seed.has_value());
+  } else if (mode == "random") {
+    CHECK(seed.has_value());
+  } else {
+    REQUIRE(seed.has_value());
+    CHECK(*seed == (mode.empty() ? tf::detail::kDefaultGraphSeed : std::stoll(mode)));
+    const auto next = tf::detail::resolve_random_seeds(std::nullopt);
+    CHECK(next.first == static_cast<uint64_t>(*seed));
+    CHECK(next.second == 0u);
+  }
 }
