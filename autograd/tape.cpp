@@ -6,6 +6,7 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/device_memory.h"
 #include "core/log.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -557,18 +558,24 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
   check_usable(op);
   TF_CHECK_ARG(target.defined(), op, "the target is an undefined tensor");
   // The rows and the stacked result hold the Jacobian twice: refused up front when that cannot
-  // fit in the host's memory (else it failed after minutes, or std::bad_alloc escaped).
+  // fit in the memory of the source's device (else it failed after minutes, or, on the host,
+  // std::bad_alloc escaped).
+  const Device dev = like.placement();
+  const size_t capacity =
+      dev.is_cpu() ? detail::host_memory_bytes() : detail::gpu_memory_bytes(dev.index);
   size_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(shape.num_elements()),
                              2 * dtype_size(like.dtype()), &bytes) ||
-      (like.placement().is_cpu() && bytes > detail::host_memory_bytes()))
+      (capacity > 0 && bytes > capacity))
     TF_THROW(ResourceExhaustedError, op,
-             "a Jacobian of shape {} ({}) needs {:.1f} GiB for its rows and result, more than "
-             "this machine's memory ({:.1f} GiB of RAM and swap)",
+             "a Jacobian of shape {} ({}) needs {:.1f} GiB for its rows and result, more than {} "
+             "({:.1f} GiB{})",
              shape.to_string(), dtype_name(like.dtype()),
              static_cast<double>(shape.num_elements()) * 2.0 *
                  static_cast<double>(dtype_size(like.dtype())) / (1024.0 * 1024.0 * 1024.0),
-             static_cast<double>(detail::host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0));
+             dev.is_cpu() ? std::string("this machine's memory") : dev.to_string() + "'s memory",
+             static_cast<double>(capacity) / (1024.0 * 1024.0 * 1024.0),
+             dev.is_cpu() ? " of RAM and swap" : "");
   const bool resume = pause_for_gradient(op);
   std::vector<Tensor> rows;
   if (is_floating(target.dtype()) && !ids.empty()) {
@@ -584,6 +591,11 @@ Tensor GradientTape::jacobian_rows(const char* op, const Tensor& target,
       TF_THROW(ResourceExhaustedError, op,
                "out of memory after {} of the {} rows of a Jacobian of shape {}", rows.size(),
                count, shape.to_string());
+    } catch (const ResourceExhaustedError& e) {  // a device's allocator ran out
+      if (resume) install();
+      TF_THROW(ResourceExhaustedError, op,
+               "out of memory after {} of the {} rows of a Jacobian of shape {}: {}", rows.size(),
+               count, shape.to_string(), e.what());
     } catch (...) {
       if (resume) install();
       throw;

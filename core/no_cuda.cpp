@@ -1,12 +1,17 @@
 // A build without the CUDA toolkit: no GPUs, and any GPU memory request is an error.
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/device_memory.h"
 
 namespace tapeflow::detail {
 
 int cuda_device_count() { return 0; }
 
 int64_t physical_gpu_identity(int) { return 0; }
+
+size_t gpu_memory_bytes(int) {
+  return 0;
+}
 
 Allocator& cuda_allocator(int logical_index) {
   TF_THROW(UnimplementedError, "device",

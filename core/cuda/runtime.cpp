@@ -12,8 +12,9 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
-#include "core/hash.h"
 #include "core/cuda/context.h"
+#include "core/device_memory.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/parallel.h"
 
@@ -40,6 +41,12 @@ int64_t physical_gpu_identity(int physical_gpu) {
   // The UUID's 16 bytes, hashed and kept non-negative and non-zero.
   const uint64_t h = fnv1a(std::string_view(p.uuid.bytes, sizeof p.uuid.bytes));
   return static_cast<int64_t>(h >> 1) | 1;
+}
+
+size_t gpu_memory_bytes(int logical_index) {
+  if (const std::optional<int64_t> limit = logical_gpu_memory_limit(logical_index))
+    return static_cast<size_t>(*limit) << 20;
+  return cuda::properties(Device{DeviceType::GPU, logical_index}).totalGlobalMem;
 }
 
 namespace cuda {
