@@ -380,7 +380,12 @@ std::optional<UsefulTaps> useful_taps(int64_t in, int64_t k, int stride, int dil
   const int64_t lo = w.pad_before - reach;
   const int64_t first = lo <= 0 ? 0 : (lo + dilation - 1) / dilation;
   const int64_t last = std::min(k - 1, (in - 1 + w.pad_before) / dilation);
-  if (first > last) return std::nullopt;
+  if (first > last) {
+    // No tap ever reaches the input (a dilation of 2^31 - 1 over 3 rows): every output reads
+    // padding alone. One tap over a stretch of padding keeps the output's shape, its zeros and
+    // the zero gradients at a small geometry (a GPU's cuDNN takes 32-bit ints only).
+    return UsefulTaps{0, 0, in, reach + 1, true};
+  }
   UsefulTaps t{first, last, first * dilation - w.pad_before, 0, first > 0 || last < k - 1};
   t.length = reach + (last - first) * dilation + 1;
   return t;
