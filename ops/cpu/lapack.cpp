@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -421,7 +422,10 @@ void determinant(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
     std::memcpy(lu, a + b * n * n, sizeof(T) * n * n);
     const int info = Lapack<T>::getrf(ni, lu, ipiv);
     if (!f.ok("getrf", info)) {  // an exact zero pivot (or an error, raised after)
-      out[b] = T(0);
+      // 0, or NaN where the input had a NaN (which getrf may have passed over as a pivot, as
+      // cuSOLVER's does): the same on every device.
+      const bool nan = std::any_of(lu, lu + n * n, [](T v) { return std::isnan(v); });
+      out[b] = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
       return true;
     }
     // Product of U's diagonal with separate exponent bookkeeping (no spurious overflow or

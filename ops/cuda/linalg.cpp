@@ -367,9 +367,12 @@ void solve(Device dev, Tensor& lu, const Tensor& b, Tensor& x, int64_t batches, 
 
 template <class T>
 void determinant(Device dev, Tensor& lu, Tensor& d, int64_t batches, int64_t n, const char* op) {
+  Tensor has_nan = detail::empty(TensorShape{batches}, int32, dev);
+  lk::flag_nan_matrices(dev, dtype_of<T>(), lu.raw_data(), has_nan.data<int>(), batches, n);
   LuBatch<T> f(dev, lu.data<T>(), batches, n, op);
   f.factor();
-  lk::determinant(dev, dtype_of<T>(), lu.raw_data(), f.ipiv(), f.info(), d.raw_data(), batches, n);
+  lk::determinant(dev, dtype_of<T>(), lu.raw_data(), f.ipiv(), f.info(), has_nan.data<int>(),
+                  d.raw_data(), batches, n);
 }
 
 }  // namespace
@@ -576,7 +579,7 @@ void MatrixDeterminant::eval_cuda(std::span<const Tensor> in, std::span<Tensor> 
   Tensor d = compute_output(out[0], dev);
   const DType dt = lu_dtype(in[0].dtype());
   if (n == 0) {  // the empty product
-    lk::determinant(dev, dt, nullptr, nullptr, nullptr, d.raw_data(), batches, 0);
+    lk::determinant(dev, dt, nullptr, nullptr, nullptr, nullptr, d.raw_data(), batches, 0);
   } else {
     Tensor lu = lu_copy(in[0], dev);
     if (dt == float64)

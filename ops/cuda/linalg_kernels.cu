@@ -151,26 +151,40 @@ __global__ void transpose_kernel(const E* src, E* dst, int64_t total, int64_t ro
   }
 }
 
-// One thread per matrix: a NaN on U's diagonal marks the matrix singular (info n + 1).
+// A NaN on U's diagonal marks the matrix singular (info n + 1).
 template <class T>
 __global__ void nan_pivots_kernel(const T* lu, int* info, int64_t batches, int64_t n) {
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < batches;
-       t += int64_t{gridDim.x} * blockDim.x) {
-    const T* m = lu + t * n * n;
-    for (int64_t i = 0; i < n; ++i)
-      if (m[i * n + i] != m[i * n + i]) {
-        info[t] = static_cast<int>(n) + 1;
-        break;
-      }
+  // One thread per diagonal element (a thread per matrix walked a 4096-long diagonal one
+  // dependent load at a time: 1.4 ms, 8% of an H200's float32 inverse at N = 4096). Every
+  // writer of a matrix's info writes the same value.
+  const int64_t total = batches * n;
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < total;
+       k += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t t = k / n, i = k - t * n;
+    const T v = lu[t * n * n + i * n + i];
+    if (v != v) info[t] = static_cast<int>(n) + 1;
   }
+}
+
+// Grid-stride over every element: flags[t] = 1 where matrix t holds a NaN (every writer writes
+// the same value).
+template <class T>
+__global__ void nan_matrices_kernel(const T* a, int* flags, int64_t total, int64_t mat) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x)
+    if (a[i] != a[i]) flags[i / mat] = 1;
 }
 
 // One thread per matrix: n multiplications, as the CPU's loop.
 template <class T>
-__global__ void determinant_kernel(const T* lu, const int* ipiv, const int* info, T* out,
-                                   int64_t batches, int64_t n) {
+__global__ void determinant_kernel(const T* lu, const int* ipiv, const int* info,
+                                   const int* has_nan, T* out, int64_t batches, int64_t n) {
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < batches;
        t += int64_t{gridDim.x} * blockDim.x) {
+    if (n > 0 && has_nan[t]) {  // whatever pivots getrf chose around it
+      out[t] = static_cast<T>(::nan(""));
+      continue;
+    }
     if (n > 0 && info[t] > 0) {  // an exact zero pivot
       out[t] = T(0);
       continue;
@@ -321,26 +335,46 @@ void flag_nan_pivots(Device dev, DType dt, const void* lu, int* info, int64_t ba
   if (batches == 0 || n == 0) return;
   cudaStream_t s = cuda::stream(dev);
   if (dt == float32)
-    nan_pivots_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(static_cast<const float*>(lu),
-                                                                  info, batches, n);
+    nan_pivots_kernel<<<grid_for(batches * n, dev), kThreads, 0, s>>>(
+        static_cast<const float*>(lu), info, batches, n);
   else if (dt == float64)
-    nan_pivots_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(static_cast<const double*>(lu),
-                                                                  info, batches, n);
+    nan_pivots_kernel<<<grid_for(batches * n, dev), kThreads, 0, s>>>(
+        static_cast<const double*>(lu), info, batches, n);
   else
     bad_dtype("flag_nan_pivots", dt);
   cuda::check_launch("inv");
 }
 
-void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info, void* out,
-                 int64_t batches, int64_t n) {
+void flag_nan_matrices(Device dev, DType dt, const void* a, int* flags, int64_t batches,
+                       int64_t n) {
+  if (batches == 0) return;
+  cudaStream_t s = cuda::stream(dev);
+  TF_CUDA_CHECK(cudaMemsetAsync(flags, 0, sizeof(int) * static_cast<size_t>(batches), s));
+  const int64_t mat = n * n, total = batches * mat;
+  if (total == 0) return;
+  if (dt == float32)
+    nan_matrices_kernel<<<grid_for(total, dev), kThreads, 0, s>>>(static_cast<const float*>(a),
+                                                                  flags, total, mat);
+  else if (dt == float64)
+    nan_matrices_kernel<<<grid_for(total, dev), kThreads, 0, s>>>(static_cast<const double*>(a),
+                                                                  flags, total, mat);
+  else
+    bad_dtype("flag_nan_matrices", dt);
+  cuda::check_launch("det");
+}
+
+void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info,
+                 const int* has_nan, void* out, int64_t batches, int64_t n) {
   if (batches == 0) return;
   cudaStream_t s = cuda::stream(dev);
   if (dt == float32)
     determinant_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(
-        static_cast<const float*>(lu), ipiv, info, static_cast<float*>(out), batches, n);
+        static_cast<const float*>(lu), ipiv, info, has_nan, static_cast<float*>(out), batches,
+        n);
   else if (dt == float64)
     determinant_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(
-        static_cast<const double*>(lu), ipiv, info, static_cast<double*>(out), batches, n);
+        static_cast<const double*>(lu), ipiv, info, has_nan, static_cast<double*>(out), batches,
+        n);
   else
     bad_dtype("determinant", dt);
   cuda::check_launch("det");

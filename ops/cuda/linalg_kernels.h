@@ -69,12 +69,18 @@ void transpose(Device dev, size_t elem, const void* src, void* dst, int64_t batc
 // getrf's info reports exact zero pivots only. For inv and solve, not det (a NaN determinant).
 void flag_nan_pivots(Device dev, DType dt, const void* lu, int* info, int64_t batches, int64_t n);
 
+// flags[t] = 1 where matrix t of `batches` n x n ones (float32 or float64, contiguous) holds a
+// NaN, else 0: its determinant is NaN whatever pivots getrf chose (cuSOLVER may pass over a NaN
+// for a zero pivot, then leave no NaN in the factors).
+void flag_nan_matrices(Device dev, DType dt, const void* a, int* flags, int64_t batches, int64_t n);
+
 // Determinants (float32 or float64) from getrf's LU factors (each n x n, contiguous), 1-based
-// pivots (n per matrix) and infos (one per matrix; a positive info means an exact zero pivot, so
-// the determinant is 0), as ops/cpu/lapack.cpp computes them: the product of U's diagonal in
-// float64 with separate exponent bookkeeping, and the sign of the row permutation. With n == 0
-// (lu, ipiv and info unused) every determinant is 1.
-void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info, void* out,
-                 int64_t batches, int64_t n);
+// pivots (n per matrix), infos (one per matrix; a positive info means an exact zero pivot, so
+// the determinant is 0) and flag_nan_matrices' flags of the input (NaN), as ops/cpu/lapack.cpp
+// computes them: the product of U's diagonal in float64 with separate exponent bookkeeping, and
+// the sign of the row permutation. With n == 0 (lu, ipiv, info and has_nan unused) every
+// determinant is 1.
+void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info,
+                 const int* has_nan, void* out, int64_t batches, int64_t n);
 
 }  // namespace tapeflow::detail::cuda_linalg

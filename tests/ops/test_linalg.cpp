@@ -548,6 +548,12 @@ TEST_CASE("inv of a singular matrix raises TF's error", "[cpu][cuda][linalg]") {
                                  tf::InvalidArgumentError, "[inv] Input is not invertible.");
     // An infinite entry is no error (TF's too); det of a NaN matrix is NaN.
     CHECK(std::isnan(tf::linalg::det(make({nan, 0, 0, 1}, {2, 2}, tf::float64)).item<double>()));
+    // Also where the NaN's column or row holds the zero pivot that ends the elimination.
+    for (const std::vector<double>& m :
+         {std::vector<double>{0, nan, 0, 0}, {0, 0, nan, 0}, {nan, 0, 0, 0}})
+      for (tf::DType dt : {tf::float32, tf::float64})
+        CHECK(
+            std::isnan(tf::cast(tf::linalg::det(make(m, {2, 2}, dt)), tf::float64).item<double>()));
     // det's gradient goes through the inverse: at a singular matrix it says so, naming det.
     const tf::Tensor s = tf::constant<double>({{1, 2}, {2, 4}});
     tf::GradientTape tape;
