@@ -388,6 +388,9 @@ TEST_CASE("read_idx rejects gzip files cut before their trailer or followed by j
 }
 
 TEST_CASE("write_idx that fails part-way leaves the previous file intact", "[cpu][data][idx]") {
+  // On the CPU: the forked child below cannot use CUDA (a GPU tensor's copy to the host failed
+  // there, not the write).
+  tf::DeviceScope cpu("/CPU:0");
   TempDir dir;
   const std::string plain = dir.file("plain-idx1-ubyte");
   const std::string packed = dir.file("packed-idx1-ubyte.gz");

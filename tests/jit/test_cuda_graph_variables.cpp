@@ -35,9 +35,11 @@ using tf::testing::check_close;
 namespace {
 
 bool gpu_or_warn() {
-  if (tf::testing::has_gpu()) return true;
-  WARN("no GPU on this machine: the CUDA-graph cases are compiled but not run here");
-  return false;
+  if (!tf::testing::has_gpu()) {
+    WARN("no GPU on this machine: the CUDA-graph cases are compiled but not run here");
+    return false;
+  }
+  return !tf::testing::jit_compile_forced_off("captured CUDA graphs");
 }
 
 const void* buffer_of(const tf::Variable& v) {
@@ -606,5 +608,5 @@ TEST_CASE("CUDA graphs: a convolution's training step is captured with its gradi
       graph_stats(f.get_concrete_function(tf::TensorSpec({2, 8, 8, 4})).graph());
   INFO(st.failure);
   CHECK(st.captured);
-  CHECK(st.launches == 3);
+  CHECK(st.launches == 4);  // every call but the first, which ran node by node
 }

@@ -116,27 +116,36 @@ TEST_CASE("function: run_functions_eagerly runs the body at every call", "[jit]"
   CHECK(body_runs == 4);  // replays the graph traced before
 }
 
-TEST_CASE("function: an output too large for memory names the graph's op and shape", "[jit]") {
+TEST_CASE("function: an output too large for memory names the graph's op and shape",
+          "[jit][cpu][cuda]") {
   // A (2^20, 2^20) float32 sum needs 4 TiB: refused by the allocator, whose bare message used to
   // be all a replay said (eager ops name themselves).
-  const tf::Tensor a = tf::ones({1 << 20, 1}), b = tf::ones({1, 1 << 20});
-  auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& y) { return x + y; });
-  TF_REQUIRE_THROWS_CONTAINING(f(a, b), tf::ResourceExhaustedError,
-                               "[add] node 0 of the traced graph, with output float32 "
-                               "(1048576, 1048576): [cpu_allocator] cannot allocate");
-  // An intermediate too (planned into the graph's arena, or allocated on its own).
-  auto g = tf::function(
-      [](const tf::Tensor& x, const tf::Tensor& y) { return tf::matmul(x + y, tf::transpose(y)); });
-  try {
-    (void)g(a, b);
-    FAIL("expected a ResourceExhaustedError");
-  } catch (const tf::ResourceExhaustedError& e) {
-    const std::string what = e.what();
-    INFO(what);
-    CHECK((what.find("[function] the traced graph's arena") != std::string::npos ||
-           what.find("of the traced graph, with output float32 (1048576, 1048576)") !=
-               std::string::npos));
-    CHECK(what.find("cpu_allocator") != std::string::npos);
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    const std::string allocator =
+        device.is_cpu() ? "[cpu_allocator] cannot allocate" : "[gpu_allocator] out of memory";
+    const tf::Tensor a = tf::ones({1 << 20, 1}), b = tf::ones({1, 1 << 20});
+    auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& y) { return x + y; });
+    TF_REQUIRE_THROWS_CONTAINING(f(a, b), tf::ResourceExhaustedError,
+                                 "[add] node 0 of the traced graph, with output float32 "
+                                 "(1048576, 1048576): " +
+                                     allocator);
+    // An intermediate too (planned into the graph's arena, or allocated on its own).
+    auto g = tf::function([](const tf::Tensor& x, const tf::Tensor& y) {
+      return tf::matmul(x + y, tf::transpose(y));
+    });
+    try {
+      (void)g(a, b);
+      FAIL("expected a ResourceExhaustedError");
+    } catch (const tf::ResourceExhaustedError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK((what.find("[function] the traced graph's arena") != std::string::npos ||
+             what.find("of the traced graph, with output float32 (1048576, 1048576)") !=
+                 std::string::npos));
+      CHECK(what.find(allocator.substr(1, 13)) != std::string::npos);
+    }
   }
 }
 
@@ -416,6 +425,7 @@ TEST_CASE("function: frequent retracing logs the warning at most twice", "[jit]"
 }
 
 TEST_CASE("function: log_device_placement logs graph nodes as it logs eager ops", "[jit]") {
+  tf::DeviceScope cpu("/CPU:0");  // node by node there (a GPU graph may replay as a CUDA graph)
   auto f = tf::function([](const tf::Tensor& x) { return tf::exp(x) * 3.0f; });
   const tf::Tensor x = tf::ones({4});
   f(x);

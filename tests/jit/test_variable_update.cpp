@@ -309,6 +309,7 @@ TEST_CASE("variable updates: elementwise updates run in place and equal eager bi
         WARN("NVRTC is not available: no generated kernels to update in place on the GPU");
         continue;
       }
+      if (device.is_gpu() && tf::testing::jit_compile_forced_off("GPU updates in place")) continue;
       CAPTURE(device.to_string(), tf::dtype_name(dt));
       tf::DeviceScope scope(device.to_string());
       const double tol = device.is_gpu() ? 1e-6 : 0.0;
@@ -373,6 +374,7 @@ TEST_CASE("variable updates: single-op updates run in place too", "[jit][cpu][cu
   for (const tf::Device& device : tf::testing::devices_under_test())
     for (tf::DType dt : {tf::float32, tf::float64}) {
       if (device.is_gpu() && (dt != tf::float32 || !tf::jit::nvrtc_available())) continue;
+      if (device.is_gpu() && tf::testing::jit_compile_forced_off("GPU updates in place")) continue;
       CAPTURE(device.to_string(), tf::dtype_name(dt));
       tf::DeviceScope scope(device.to_string());
       const double tol = device.is_gpu() ? 1e-6 : 0.0;

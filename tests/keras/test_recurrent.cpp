@@ -1054,7 +1054,7 @@ TEST_CASE("recurrent layers in a Sequential: summary, save_weights and load_weig
   CHECK(s.find("(LSTM)") != std::string::npos);
   CHECK(s.find("(None, 5, 8)              416") != std::string::npos);
   // (tf.keras 2's layout wraps the long name "bidirectional_N (Bidirectional)".)
-  CHECK(s.find("(Bidirectio") != std::string::npos);
+  CHECK(s.find("(Bidirecti") != std::string::npos);  // where it breaks depends on N's digits
   CHECK(s.find("(None, 6)                234") != std::string::npos);
   CHECK(s.find("Total params: 657\n") != std::string::npos);
   std::vector<std::string> names;

@@ -11,6 +11,7 @@
 
 #include "autograd/tape.h"
 #include "core/error.h"
+#include "jit/passes.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/reduce.h"
@@ -25,6 +26,12 @@ std::vector<Device> devices_under_test() {
 }
 
 bool has_gpu() { return detail::num_logical_devices(DeviceType::GPU) > 0; }
+
+bool jit_compile_forced_off(const char* what) {
+  if (jit::env_switch("TAPEFLOW_JIT_COMPILE").value_or(true)) return false;
+  WARN("TAPEFLOW_JIT_COMPILE=0 turns jit_compile off: " << what << " not checked in this run");
+  return true;
+}
 
 bool split_cpu_in_two() {
   try {

@@ -17,6 +17,10 @@ namespace tapeflow::testing {
 // CPU:0 plus every GPU this machine has (the [cuda] cases skip themselves without one).
 std::vector<Device> devices_under_test();
 bool has_gpu();
+// True, with a Catch2 warning naming the case's subject, when TAPEFLOW_JIT_COMPILE=0 turns
+// jit_compile off for every function (tools/gpu_check.sh's unfused pass): the cases about what
+// jit_compile does skip themselves then.
+bool jit_compile_forced_off(const char* what);
 // Splits the CPU into two logical devices if nothing looked the CPUs up yet; false (with a
 // Catch2 warning to run the case alone, as CTest does) when that came too late.
 bool split_cpu_in_two();

@@ -125,9 +125,19 @@ TEST_CASE("multi-worker: workers, global replica ids and cross-worker reduce",
   CHECK(s.worker_index() < workers);
   CHECK(s.devices().size() == 1);
   CHECK(s.num_replicas_in_sync() == workers);
-  CHECK(s.extended().cross_device_ops() == "RING");
-  CHECK(s.extended().worker_devices()[0] ==
-        "/job:worker/replica:0/task:" + std::to_string(s.worker_index()) + "/device:CPU:0");
+  // A worker with a GPU mirrors onto it and all-reduces through NCCL (the ring where workers
+  // share one GPU), else onto its CPU through the ring.
+  const bool gpu = tf::testing::has_gpu();
+  const std::string ops = s.extended().cross_device_ops();
+  if (!gpu)
+    CHECK(ops == "RING");
+  else if (workers == 1)
+    CHECK(ops == "NCCL");
+  else
+    CHECK((ops == "NCCL" || ops == "RING"));
+  const std::string device = s.extended().worker_devices()[0];
+  const std::string task = "/job:worker/replica:0/task:" + std::to_string(s.worker_index());
+  CHECK(device.rfind(task + (gpu ? "/device:GPU:" : "/device:CPU:0"), 0) == 0);
   // Replica ids are global; all_reduce and reduce span every worker.
   auto ids = s.run([] {
     auto* ctx = ds::get_replica_context();
