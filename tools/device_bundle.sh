@@ -16,6 +16,9 @@ for d in tests/*/; do
   f=$(basename "$d")
   ls "$d"*.cpp >/dev/null 2>&1 && [[ $f != support && $f != install ]] && targets+=("tapeflow_tests_$f")
 done
+# The multi-worker suite (tests/distribute/multi_worker/) where MPI was found.
+[[ -d $BUILD/tests/CMakeFiles/tapeflow_tests_multi_worker.dir ]] &&
+  targets+=(tapeflow_tests_multi_worker)
 cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}"
 STAGE=$(mktemp -d)
 mkdir -p "$STAGE/tests" "$STAGE/bench" "$STAGE/samples" "$STAGE/lib"

@@ -16,6 +16,13 @@ echo "CUDA libraries from: $libdirs"
 LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH" ldd "$B/lib/libtapeflow.so.0" | grep -E "not found" &&
   echo "MISSING LIBRARIES"
 export GPU_CHECK_LOGS=$B/logs
+mkdir -p "$GPU_CHECK_LOGS"
+# DEVICE_RUN_FIRST: commands for the same lease run before the check (the cases a session most
+# needs, when the check may not finish), with the bundle's libraries ($B is the unpacked bundle).
+if [[ -n ${DEVICE_RUN_FIRST:-} ]]; then
+  B=$B LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH" bash -c "$DEVICE_RUN_FIRST" 2>&1 |
+    tee "$B/logs/first.txt"
+fi
 tools/gpu_check.sh --prebuilt "$B" "$@"
 rc=$?
 # DEVICE_RUN_EXTRA: more commands for the same lease, run with the bundle's libraries ($B is the
