@@ -178,6 +178,11 @@ void CallbackList::on_epoch_end(int e, const Logs& l) {
 void CallbackList::on_train_batch_begin(int64_t b, const Logs& l) {
   TF_FOR_EACH_CALLBACK(on_train_batch_begin(b, l));
 }
+bool CallbackList::reads_batch_logs() const {
+  return std::any_of(callbacks_.begin(), callbacks_.end(),
+                     [](const CallbackRef& c) { return c->reads_batch_logs(); });
+}
+
 void CallbackList::on_train_batch_end(int64_t b, const Logs& l) {
   TF_FOR_EACH_CALLBACK(on_train_batch_end(b, l));
 }
@@ -211,6 +216,10 @@ void ProgbarLogger::start_bar() {
   opt.verbose = context().verbose;
   bar_ = std::make_unique<utils::Progbar>(context().steps, std::move(opt));
   seen_ = 0;
+}
+
+bool ProgbarLogger::reads_batch_logs() const {
+  return ctx_ && ctx_->verbose == 1 && utils::Progbar::redraws(options_);
 }
 
 void ProgbarLogger::on_train_begin(const Logs&) { in_fit_ = true; }

@@ -80,6 +80,13 @@ class Callback {
   virtual void on_predict_begin(const Logs&) {}
   virtual void on_predict_end(const Logs&) {}
   virtual void on_predict_batch_end(int64_t /*batch*/, const Logs&) {}
+  // Whether on_train_batch_end and on_test_batch_end read their logs. A batch's logs read every
+  // metric's result on the host (on a GPU that waits for the device, so the host cannot queue
+  // the next steps meanwhile): fit and evaluate compute them only when a callback of the loop
+  // says yes, and otherwise pass empty logs, as TF's CallbackList skips batch hooks that no
+  // callback implements. Yes unless a callback says no; the built-in callbacks that ignore
+  // batch logs say no.
+  virtual bool reads_batch_logs() const { return true; }
 
  protected:
   TrainingContext& context() const;
@@ -110,6 +117,7 @@ class History : public Callback {
   std::map<std::string, std::vector<double>> history;
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
+  bool reads_batch_logs() const override { return false; }
 };
 
 // Draws "Epoch i/n" and the progress bar (fit adds it when verbose != 0, after the user's
@@ -128,6 +136,9 @@ class ProgbarLogger : public Callback {
   void on_predict_begin(const Logs&) override;
   void on_predict_batch_end(int64_t batch, const Logs& logs) override;
   void on_predict_end(const Logs&) override;
+  // Whether the bar shows each batch's logs: at verbose 1 when it redraws in place (verbose 2,
+  // or a stream that is not a terminal, gets one line per epoch from the epoch's logs).
+  bool reads_batch_logs() const override;
 
  private:
   void start_bar();  // a bar for context().steps at context().verbose
@@ -149,6 +160,8 @@ class CallbackList {
   CallbackList(const CallbackList&) = delete;
   CallbackList& operator=(const CallbackList&) = delete;
   const std::vector<CallbackRef>& callbacks() const { return callbacks_; }
+  // Whether some callback reads batch logs (Callback::reads_batch_logs).
+  bool reads_batch_logs() const;
   void on_train_begin(const Logs& l = {});
   void on_train_end(const Logs& l = {});
   void on_epoch_begin(int epoch, const Logs& l = {});
@@ -194,6 +207,7 @@ class EarlyStopping : public Callback {
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_end(const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
   int stopped_epoch() const { return stopped_epoch_; }
   int best_epoch() const { return best_epoch_; }
   // The best value seen; +-inf before the first one.
@@ -233,6 +247,7 @@ class ModelCheckpoint : public Callback {
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  bool reads_batch_logs() const override { return opt_.save_freq != 0; }
   // The path for an epoch (1-based, as Keras formats it) and logs; `batch` (1-based) fills a
   // {batch} placeholder, which only saves every save_freq batches have.
   std::string format_path(int epoch, const Logs& logs,
@@ -255,6 +270,7 @@ class LearningRateScheduler : public Callback {
   explicit LearningRateScheduler(std::function<double(int, double)> schedule, int verbose = 0);
   void on_epoch_begin(int epoch, const Logs&) override;
   void on_epoch_end(int epoch, const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
 
  private:
   std::function<double(int, double)> schedule_;
@@ -283,6 +299,7 @@ class ReduceLROnPlateau : public Callback {
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
+  bool reads_batch_logs() const override { return false; }
   bool in_cooldown() const { return cooldown_counter_ > 0; }
 
  private:
@@ -322,6 +339,7 @@ class CSVLogger : public Callback {
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_end(const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
 
  private:
   struct File;
@@ -371,6 +389,9 @@ class LambdaCallback : public Callback {
   void on_predict_batch_end(int64_t b, const Logs& l) override {
     call(f_.on_predict_batch_end, b, l);
   }
+  bool reads_batch_logs() const override {
+    return static_cast<bool>(f_.on_train_batch_end) || static_cast<bool>(f_.on_test_batch_end);
+  }
 
  private:
   template <class F, class... A>
@@ -393,6 +414,7 @@ class BackupAndRestore : public Callback {
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_end(const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
   // The epoch to start from (0 without a backup); fit reads it after on_train_begin.
   int initial_epoch() const { return initial_epoch_; }
 

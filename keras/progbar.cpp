@@ -31,8 +31,12 @@ Progbar::Progbar(int64_t target, ProgbarOptions options) : target_(target), opt_
   TF_CHECK_ARG(opt_.width >= 1, "Progbar", "width must be at least 1, got {}", opt_.width);
   if (!opt_.stream) opt_.stream = &std::cout;
   if (!opt_.clock) opt_.clock = steady_seconds;
-  dynamic_ = opt_.dynamic.value_or(is_terminal(opt_.stream));
+  dynamic_ = redraws(opt_);
   start_ = now();
+}
+
+bool Progbar::redraws(const ProgbarOptions& options) {
+  return options.dynamic.value_or(is_terminal(options.stream ? options.stream : &std::cout));
 }
 
 double Progbar::now() const { return opt_.clock(); }

@@ -47,6 +47,9 @@ class Progbar {
   static std::string format_time_per_unit(double seconds, const std::string& unit);
   static std::string format_eta(double seconds);
   static std::string format_value(double v);
+  // Whether a bar with these options redraws in place (showing each update's values); else it
+  // writes one line when finalized.
+  static bool redraws(const ProgbarOptions& options);
 
  private:
   double now() const;

@@ -62,6 +62,7 @@ class TensorBoard : public Callback {
   void on_train_begin(const Logs&) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_end(const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
 
  private:
   std::string log_dir_;

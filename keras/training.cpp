@@ -697,14 +697,20 @@ distribute::Strategy* live_strategy(const TrainingState& st, const char* op) {
   return st.strategy;
 }
 
-// The training metrics' logs: under a MultiWorkerMirroredStrategy summed over every worker's
-// share (every worker reads them at the same points of fit), as TF reports them.
-Logs training_logs(TrainingState& st) {
+// Whether the training metrics' logs are summed over the workers of a
+// MultiWorkerMirroredStrategy (every worker must then read them at the same points of fit).
+distribute::Strategy* logs_over_workers(TrainingState& st) {
   distribute::Strategy* strategy = live_strategy(st, "fit");
   const bool multi_worker =
       strategy != nullptr &&
       static_cast<size_t>(strategy->num_replicas_in_sync()) != strategy->devices().size();
-  metrics::detail::ResultsOverWorkersScope over(multi_worker ? strategy : nullptr);
+  return multi_worker ? strategy : nullptr;
+}
+
+// The training metrics' logs: under a MultiWorkerMirroredStrategy summed over every worker's
+// share, as TF reports them.
+Logs training_logs(TrainingState& st) {
+  metrics::detail::ResultsOverWorkersScope over(logs_over_workers(st));
   return current_logs(st);
 }
 
@@ -1077,6 +1083,10 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
 
   auto history = std::make_shared<History>();
   callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx, history);
+  // Each batch's logs only for callbacks that read them (reading them waits for a GPU), and
+  // always when the workers sum them (all must read them at the same points).
+  const bool train_batch_logs = list.reads_batch_logs() || logs_over_workers(st) != nullptr;
+  const bool test_batch_logs = list.reads_batch_logs();
 
   // Validation data as batches.
   std::optional<data::Dataset> val;
@@ -1128,7 +1138,7 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
                    batch.size(), shapes_text(batch));
       list.on_train_batch_begin(step);
       run_train_step(st, train, batch);
-      list.on_train_batch_end(step, training_logs(st));
+      list.on_train_batch_end(step, train_batch_logs ? training_logs(st) : Logs{});
       ++step;
     };
     if (options.steps_per_epoch > 0) {
@@ -1176,7 +1186,7 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
                      "components ({})",
                      batch.size(), shapes_text(batch));
         run_step(st.test, test, batch, "test_function", st.options);
-        list.on_test_batch_end(vstep++, current_logs(st));
+        list.on_test_batch_end(vstep++, test_batch_logs ? current_logs(st) : Logs{});
       }
       // An empty validation set would log val_loss 0 (and mislead EarlyStopping): as
       // evaluate, it is an error.
@@ -1250,6 +1260,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
   ctx.verbose = options.verbose;
   ctx.weights = this;
   callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx);
+  const bool batch_logs = list.reads_batch_logs();  // as fit's
   reset_metrics();
   list.on_test_begin();
   int64_t step = 0;
@@ -1260,7 +1271,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
                  "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                  batch.size(), shapes_text(batch));
     run_step(st.test, test, batch, "test_function", st.options);
-    list.on_test_batch_end(step++, current_logs(st));
+    list.on_test_batch_end(step++, batch_logs ? current_logs(st) : Logs{});
   }
   TF_CHECK_ARG(step > 0, "evaluate",
                "the dataset yielded no batches: there is nothing to evaluate");

@@ -1276,3 +1276,65 @@ TEST_CASE("fit: ModelCheckpoint's monitor and mode as Keras 3.15", "[cpu][keras]
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("fit and evaluate compute a batch's logs only for callbacks that read them",
+          "[cpu][keras]") {
+  // Reading them waits for a GPU once per batch; TF skips batch hooks no callback implements.
+  struct Recorder : K::callbacks::Callback {
+    explicit Recorder(bool reads_logs) : reads(reads_logs) {}
+    bool reads;
+    std::vector<size_t> train, test;
+    void on_train_batch_end(int64_t, const K::Logs& l) override { train.push_back(l.size()); }
+    void on_test_batch_end(int64_t, const K::Logs& l) override { test.push_back(l.size()); }
+    bool reads_batch_logs() const override { return reads; }
+  };
+  auto [x, y] = blobs(8, 3);
+  auto model = small_model();
+  model.compile(K::optimizers::SGD(0.1), K::losses::SparseCategoricalCrossentropy(true),
+                {"accuracy"});
+  auto quiet = std::make_shared<Recorder>(false);
+  const K::History h = model.fit(x, y,
+                                 {.epochs = 1,
+                                  .batch_size = 4,
+                                  .validation_data = {x, y},
+                                  .callbacks = {quiet},
+                                  .verbose = 0});
+  CHECK(quiet->train == std::vector<size_t>{0, 0});
+  CHECK(quiet->test == std::vector<size_t>{0, 0});
+  // The epoch's logs are whole.
+  for (const char* name : {"loss", "accuracy", "val_loss", "val_accuracy"})
+    CHECK(h.history.count(name) == 1);
+  // One callback that reads them: every callback gets them.
+  auto reader = std::make_shared<Recorder>(true);
+  quiet = std::make_shared<Recorder>(false);
+  model.fit(x, y, {.epochs = 1, .batch_size = 4, .callbacks = {quiet, reader}, .verbose = 0});
+  CHECK(reader->train == std::vector<size_t>{2, 2});
+  CHECK(quiet->train == std::vector<size_t>{2, 2});
+  quiet = std::make_shared<Recorder>(false);
+  const std::vector<double> values =
+      model.evaluate(x, y, {.batch_size = 4, .verbose = 0, .callbacks = {quiet}});
+  CHECK(quiet->test == std::vector<size_t>{0, 0});
+  CHECK(values.size() == 2);
+  // Which built-in callbacks read them.
+  namespace C = K::callbacks;
+  CHECK_FALSE(C::History().reads_batch_logs());
+  CHECK_FALSE(C::EarlyStopping().reads_batch_logs());
+  CHECK_FALSE(C::ReduceLROnPlateau().reads_batch_logs());
+  CHECK_FALSE(C::LearningRateScheduler([](int, double lr) { return lr; }).reads_batch_logs());
+  CHECK_FALSE(C::ModelCheckpoint("w.safetensors").reads_batch_logs());
+  CHECK(C::ModelCheckpoint("w.safetensors", {.save_freq = 3}).reads_batch_logs());
+  CHECK(C::TerminateOnNaN().reads_batch_logs());
+  CHECK_FALSE(C::LambdaCallback({.on_epoch_end = [](int, const K::Logs&) {}}).reads_batch_logs());
+  CHECK(
+      C::LambdaCallback({.on_train_batch_end = [](int64_t, const K::Logs&) {}}).reads_batch_logs());
+  // The progress bar shows them when it redraws in place at verbose 1.
+  C::ProgbarLogger bar({.dynamic = true}), lines({.dynamic = false});
+  C::TrainingContext ctx;
+  bar.set_context(&ctx);
+  lines.set_context(&ctx);
+  ctx.verbose = 1;
+  CHECK(bar.reads_batch_logs());
+  CHECK_FALSE(lines.reads_batch_logs());  // not a terminal: one line per epoch
+  ctx.verbose = 2;
+  CHECK_FALSE(bar.reads_batch_logs());  // one line per epoch
+}
