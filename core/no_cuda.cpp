@@ -2,6 +2,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/device_memory.h"
+#include "core/host_to_device.h"
 
 namespace tapeflow::detail {
 
@@ -12,6 +13,11 @@ int64_t physical_gpu_identity(int) { return 0; }
 size_t gpu_memory_bytes(int) {
   return 0;
 }
+
+bool async_host_to_device() {
+  return false;
+}
+void set_async_host_to_device(bool) {}
 
 Allocator& cuda_allocator(int logical_index) {
   TF_THROW(UnimplementedError, "device",

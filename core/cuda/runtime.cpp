@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "core/allocator.h"
@@ -15,6 +18,7 @@
 #include "core/cuda/context.h"
 #include "core/device_memory.h"
 #include "core/hash.h"
+#include "core/host_to_device.h"
 #include "core/log.h"
 #include "core/parallel.h"
 
@@ -328,20 +332,35 @@ class CudaAllocator final : public Allocator {
 
 // Two pinned host buffers per thread for staging copies, used in turn: the host copy of one
 // chunk overlaps the DMA of the other. An event per buffer and physical GPU marks the end of the
-// DMA that last used it.
+// DMA that last used it; `pending` holds, per buffer, the event of a DMA that may still read or
+// write it (a host-to-device copy that returned without waiting), to wait for before reuse.
 struct PinnedStage {
   std::array<void*, 2> ptr{};
   size_t size = 0;
   std::map<int, std::array<cudaEvent_t, 2>> events;  // by physical GPU
+  std::array<cudaEvent_t, 2> pending{};
+  int turn = 0;  // the buffer the next host-to-device chunk uses
   ~PinnedStage() {
+    for (int b = 0; b < 2; ++b) {
+      if (pending[static_cast<size_t>(b)]) cudaEventSynchronize(pending[static_cast<size_t>(b)]);
+    }
     for (void* p : ptr)
       if (p) cudaFreeHost(p);
     for (auto& [gpu, ev] : events)
       for (cudaEvent_t e : ev) cudaEventDestroy(e);
   }
+  // Waits for the DMA that last used buffer b, if it may still run.
+  void wait(int b) {
+    cudaEvent_t& e = pending[static_cast<size_t>(b)];
+    if (!e) return;
+    TF_CUDA_CHECK(cudaEventSynchronize(e));
+    e = nullptr;
+  }
   // Both buffers hold at least n bytes.
   void reserve(size_t n) {
     if (n <= size) return;
+    wait(0);
+    wait(1);
     for (void*& p : ptr) {
       if (p) cudaFreeHost(p);
       p = nullptr;
@@ -374,7 +393,23 @@ void host_copy(void* dst, const void* src, size_t n) {
   });
 }
 
+// TAPEFLOW_ASYNC_HOST_TO_DEVICE, read once; set_async_host_to_device overrides it.
+std::atomic<int>& async_h2d_flag() {
+  static std::atomic<int> on{[] {
+    const char* v = std::getenv("TAPEFLOW_ASYNC_HOST_TO_DEVICE");
+    return v && *v && std::string_view(v) != "0" ? 1 : 0;
+  }()};
+  return on;
+}
+
 }  // namespace
+
+bool async_host_to_device() {
+  return async_h2d_flag().load(std::memory_order_relaxed) != 0;
+}
+void set_async_host_to_device(bool on) {
+  async_h2d_flag().store(on ? 1 : 0);
+}
 
 Allocator& cuda_allocator(int logical_index) {
   static std::mutex mu;
@@ -388,7 +423,9 @@ Allocator& cuda_allocator(int logical_index) {
 
 // Host<->device copies go through two pinned staging buffers in 16 MiB chunks (one DMA per chunk
 // on the device's stream, ordered after the kernels that produced the data; the host side of one
-// chunk overlaps the DMA of the next); both return when the copy is complete. Device<->device
+// chunk overlaps the DMA of the next); both return when the copy is complete, except a
+// host-to-device copy with async_host_to_device(), which returns once its last chunk's DMA is
+// queued (the source may then be freed: the DMA reads the staging buffer). Device<->device
 // copies are queued on the source's stream and waited for, so the destination device sees the data.
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                      size_t nbytes) {
@@ -408,23 +445,34 @@ void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_d
     cudaStream_t s = cuda::stream(dst_device);
     const auto* from = static_cast<const uint8_t*>(src);
     auto* to = static_cast<uint8_t*>(dst);
+    // Inside a capture the copy would be recorded into the graph, reading the staging buffer at
+    // every replay: there it waits as always (which fails the capture, as before).
+    const bool async = async_host_to_device() && !cuda::in_capture_scope(dst_device);
     stage.reserve(std::min(kStageChunk, nbytes));
-    for (size_t done = 0, k = 0; done < nbytes; ++k) {
+    for (size_t done = 0; done < nbytes;) {
       const size_t n = std::min(kStageChunk, nbytes - done);
-      const int b = static_cast<int>(k & 1);
-      cudaEvent_t ev = stage.event(dst_device, b);
-      if (k >= 2) TF_CUDA_CHECK(cudaEventSynchronize(ev));  // the DMA of chunk k-2 is done
+      const int b = stage.turn;
+      stage.turn ^= 1;
+      stage.wait(b);  // the DMA that last used this buffer (chunk k-2, or an earlier copy's)
       host_copy(stage.ptr[static_cast<size_t>(b)], from + done, n);
       TF_CUDA_CHECK(cudaMemcpyAsync(to + done, stage.ptr[static_cast<size_t>(b)], n,
                                     cudaMemcpyHostToDevice, s));
+      cudaEvent_t ev = stage.event(dst_device, b);
       TF_CUDA_CHECK(cudaEventRecord(ev, s));
+      stage.pending[static_cast<size_t>(b)] = ev;
       done += n;
     }
-    // The copy is complete (and both buffers free) when this returns.
-    TF_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (!async) {
+      // The copy is complete (and both buffers free) when this returns.
+      TF_CUDA_CHECK(cudaStreamSynchronize(s));
+      stage.pending = {};
+    }
     return;
   }
-  // device -> host: chunk k+1's DMA runs while chunk k is copied out of its buffer.
+  // device -> host: chunk k+1's DMA runs while chunk k is copied out of its buffer (after any
+  // host-to-device DMA still reading a buffer, which may be queued on another device).
+  stage.wait(0);
+  stage.wait(1);
   cudaStream_t s = cuda::stream(src_device);
   const auto* from = static_cast<const uint8_t*>(src);
   auto* to = static_cast<uint8_t*>(dst);

@@ -6,8 +6,13 @@
 
 #include "core/allocator.h"
 #include "core/error.h"
+#include "core/host_to_device.h"
 #include "ops/copy.h"
 #include "ops/factory.h"
+#include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -34,6 +39,40 @@ TEST_CASE("cuda: host to device round trip keeps every byte", "[cuda]") {
     tf::Tensor c = tf::detail::copy_to(tf::identity(t), tf::Device{});
     CHECK(c.device() == "/device:CPU:0");
     CHECK(c.numpy<int32_t>() == host);
+  }
+}
+
+TEST_CASE("cuda: asynchronous host to device copies keep every byte behind running kernels",
+          "[cuda]") {
+  TF_REQUIRE_GPU();
+  // With TAPEFLOW_ASYNC_HOST_TO_DEVICE a copy returns once its DMA is queued: the staging
+  // buffers are reused while earlier DMAs wait behind kernels, the sources are freed at once,
+  // and a device-to-host read may follow. Every value must still arrive.
+  struct Restore {
+    bool was = tf::detail::async_host_to_device();
+    ~Restore() { tf::detail::set_async_host_to_device(was); }
+  } restore;
+  tf::detail::set_async_host_to_device(true);
+  const tf::Device gpu{tf::DeviceType::GPU, 0};
+  tf::DeviceScope scope("/GPU:0");
+  const tf::Tensor big = tf::random::normal({2048, 2048}, 0, 1, tf::float32, 3);
+  std::vector<tf::Tensor> copies;
+  std::vector<std::vector<int32_t>> wants;
+  for (int i = 0; i < 40; ++i) {
+    if (i % 10 == 0) (void)tf::matmul(big, big);  // keeps the stream busy
+    // Small copies, and every tenth one of three 16 MiB chunks and a tail.
+    const int64_t n = i % 10 == 5 ? (int64_t{48} << 20) / 4 + 5 : 1000 + i;
+    std::vector<int32_t> host(static_cast<size_t>(n));
+    std::iota(host.begin(), host.end(), i * 7);
+    copies.push_back(tf::detail::from_host(host.data(), tf::TensorShape{n}, gpu, false));
+    wants.push_back(std::move(host));  // the source may go: the copy is staged
+    if (i % 13 == 12) CHECK(copies.back().numpy<int32_t>() == wants.back());
+  }
+  for (size_t i = 0; i < copies.size(); ++i) {
+    INFO("copy " << i);
+    CHECK(tf::reduce_sum(tf::cast(copies[i], tf::int64)).item<int64_t>() ==
+          std::accumulate(wants[i].begin(), wants[i].end(), int64_t{0}));
+    CHECK(copies[i].numpy<int32_t>() == wants[i]);
   }
 }
 
