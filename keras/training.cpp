@@ -1085,8 +1085,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
   callbacks::CallbackList list = callback_list(options.verbose, options.callbacks, &ctx, history);
   // Each batch's logs only for callbacks that read them (reading them waits for a GPU), and
   // always when the workers sum them (all must read them at the same points).
-  const bool train_batch_logs = list.reads_batch_logs() || logs_over_workers(st) != nullptr;
   const bool test_batch_logs = list.reads_batch_logs();
+  const bool train_batch_logs = test_batch_logs || logs_over_workers(st) != nullptr;
 
   // Validation data as batches.
   std::optional<data::Dataset> val;
