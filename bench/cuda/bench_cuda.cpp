@@ -1,11 +1,13 @@
 // GPU benchmarks of the CUDA backend against the device's own ceilings, measured in one run:
 //   - device-to-device copy bandwidth (cudaMemcpyAsync), the ceiling of memory-bound ops;
 //   - tf::add and tf::reduce_sum over 2^28 float32 (GB/s counts bytes read + written once);
-//   - SGEMM N=8192: tf::matmul against cublasSgemm called directly on the same stream, plus
+//   - SGEMM N=64, 256 (where the host's launch gap shows in device time) and 8192: tf::matmul
+//     against cublasSgemm called directly on the same stream, plus
 //     TF32 (tf::config::experimental::enable_tensor_float_32_execution; against cublasSgemm in
 //     TF32 math and the fastest of cublasLt's top 16 algorithms) and bfloat16;
 //   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
-//   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting);
+//   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting), and
+//     the host cost of a 64 x 64 product taken apart (BM_HostCost);
 //   - tf::function on the GPU (issue 5): a chain of 6 elementwise ops over 16M float32 eager,
 //     traced, and traced with jit_compile (one NVRTC kernel; device time), and a chain of 100
 //     tiny ops eager, traced, and with jit_compile (one fused kernel, replayed as a CUDA graph;
@@ -36,6 +38,7 @@
 #include "jit/function.h"
 #include "keras/model.h"
 #include "ops/binary.h"
+#include "ops/cuda/handles.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -255,6 +258,90 @@ void BM_TinyOpLaunch(benchmark::State& state) {
   tf::detail::cuda::synchronize(kGpu);
 }
 
+// Host cost of queueing one call, attributed (issue 8: tf::matmul at N = 64-256 took 1-4 us
+// more device time than cublasSgemm, which an idle GPU waiting for the host counts). Host wall
+// time per call; the stream is drained every kDrainEvery calls outside the timing, so that a
+// full launch queue never turns host time into device time. Modes:
+//   0 cudaMemsetAsync of 4 bytes (the least a stream operation costs)
+//   1 cublasSgemm 64 x 64 on a handle of its own (compare.py's reference)
+//   2 cublasGemmEx 64 x 64, CUBLAS_COMPUTE_32F, on that handle (tf::matmul's call)
+//   3 cublasGemmEx 64 x 64 on tapeflow's handle (handle look-up included)
+//   4 tf::matmul 64 x 64 (eager dispatch, output allocation, the call)
+//   5 tf::add of two 1-element tensors (BM_TinyOpLaunch's op)
+//   6 an output's allocation and release, no kernel (tf::detail::empty of 64 x 64 float32)
+void BM_HostCost(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  constexpr int64_t kDrainEvery = 64;
+  constexpr int n = 64;
+  const int mode = static_cast<int>(state.range(0));
+  tf::DeviceScope scope(kGpu);
+  cudaStream_t s = tf::detail::cuda::stream(kGpu);
+  tf::Tensor a = gpu_uniform({n, n}, tf::float32, 3), b = gpu_uniform({n, n}, tf::float32, 4);
+  tf::Tensor c = tf::detail::empty(tf::TensorShape{n, n}, tf::float32, kGpu);
+  tf::Tensor x = tf::constant(1.0f), y = tf::constant(2.0f);
+  cublasHandle_t own;
+  if (cublasCreate(&own) != CUBLAS_STATUS_SUCCESS) {
+    state.SkipWithError("cublasCreate failed");
+    return;
+  }
+  cublasSetStream(own, s);
+  const float one = 1, zero = 0;
+  auto gemm_ex = [&](cublasHandle_t h) {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b.raw_data(), CUDA_R_32F, n,
+                        a.raw_data(), CUDA_R_32F, n, &zero, c.raw_data(), CUDA_R_32F, n,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  tf::Tensor out;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  auto call = [&] {
+    switch (mode) {
+      case 0:
+        BENCH_CUDA(cudaMemsetAsync(c.raw_data(), 0, 4, s));
+        break;
+      case 1:
+        status = cublasSgemm(own, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b.data<float>(), n,
+                             a.data<float>(), n, &zero, c.data<float>(), n);
+        break;
+      case 2:
+        status = gemm_ex(own);
+        break;
+      case 3:
+        status = gemm_ex(tf::detail::cuda::cublas(kGpu));
+        break;
+      case 4:
+        out = tf::matmul(a, b);
+        break;
+      case 5:
+        out = tf::add(x, y);
+        break;
+      default:
+        out = tf::detail::empty(tf::TensorShape{n, n}, tf::float32, kGpu);
+        out = tf::Tensor();
+        break;
+    }
+  };
+  call();  // warm-up: handles, cuBLAS's kernel choice, cached blocks
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  int64_t since_drain = 0;
+  for (auto _ : state) {
+    call();
+    benchmark::DoNotOptimize(out);
+    if (++since_drain == kDrainEvery) {
+      state.PauseTiming();
+      BENCH_CUDA(cudaStreamSynchronize(s));
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cublasDestroy(own);
+  if (status != CUBLAS_STATUS_SUCCESS) state.SkipWithError("a cuBLAS call failed");
+  static const char* const kLabels[] = {
+      "memset 4 B",    "cublasSgemm 64",    "cublasGemmEx 64",     "GemmEx, tapeflow handle",
+      "tf::matmul 64", "tf::add 1 element", "allocate and release"};
+  state.SetLabel(kLabels[mode]);
+}
+
 tf::Tensor chain6(const tf::Tensor& x) { return tf::tanh(tf::exp(x * 0.5f + 1.0f) - x) * 2.0f; }
 
 // mode 0: eager, 1: tf::function with jit_compile false, 2: with jit_compile (the default).
@@ -453,8 +540,18 @@ void BM_PinnedCopy(benchmark::State& state, bool to_device) {
 BENCHMARK(BM_CopyD2D)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Add)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReduceSum)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_CublasSgemm, float32, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Matmul, float32, tf::float32, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CublasSgemm, float32, false)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(8192)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, float32, tf::float32, false)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(8192)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, tf32, tf::float32, true)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, bfloat16, tf::bfloat16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, float16, tf::float16, false)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -462,6 +559,7 @@ BENCHMARK_CAPTURE(BM_CublasSgemm, tf32, true)->Arg(8192)->UseManualTime()->Unit(
 BENCHMARK(BM_CublasLtTf32Best)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostCost)->DenseRange(0, 6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain6_16M)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulChain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
