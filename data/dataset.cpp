@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/device.h"
+#include "core/hash.h"
 #include "data/dataset_internal.h"
 #include "ops/random.h"
 
@@ -134,12 +135,7 @@ namespace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return tapeflow::detail::splitmix64_next(s_); }
   // Uniform in [0, n), unbiased (Lemire's multiply-and-reject).
   uint64_t below(uint64_t n) {
     unsigned __int128 m = static_cast<unsigned __int128>(next()) * n;
@@ -159,7 +155,7 @@ class Rng {
 };
 
 uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c) {
-  Rng r(a ^ (b * 0x9E3779B97F4A7C15ull));
+  Rng r(a ^ (b * tapeflow::detail::kSplitmix64Gamma));
   Rng r2(r.next() ^ (c * 0xD1B54A32D192ED03ull));
   return r2.next();
 }

@@ -28,6 +28,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "data/dataset.h"
 #include "data/dataset_internal.h"
 #include "ops/random.h"
@@ -766,10 +767,7 @@ class ChooseDataset final : public DatasetBase {
 
 // splitmix64 (as shuffle's): the same draws on every platform for a given seed.
 uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return tapeflow::detail::splitmix64_next(s);
 }
 
 class SampleDataset final : public DatasetBase {
@@ -1012,10 +1010,11 @@ Dataset Dataset::sample_from_datasets(std::vector<Dataset> datasets, std::vector
   if (seed) {
     const uint64_t g = static_cast<uint64_t>(
         tapeflow::detail::global_random_seed().value_or(tapeflow::detail::default_graph_seed()));
-    s = g * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(*seed) + 0xD1B54A32D192ED03ull);
+    s = g * tapeflow::detail::kSplitmix64Gamma ^
+        (static_cast<uint64_t>(*seed) + 0xD1B54A32D192ED03ull);
   } else if (tapeflow::detail::global_random_seed()) {
     const auto [a, b] = tapeflow::detail::resolve_random_seeds(std::nullopt);
-    s = a * 0x9E3779B97F4A7C15ull ^ (b + 0xD1B54A32D192ED03ull);
+    s = a * tapeflow::detail::kSplitmix64Gamma ^ (b + 0xD1B54A32D192ED03ull);
   } else {
     s = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   }

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "core/hash.h"
 #include "ops/dispatch.h"
 
 namespace tapeflow {
@@ -34,10 +35,7 @@ SeedState& seed_state() {
 
 // The n-th call (n >= 1) with a given seed pair continues the stream under a mixed op seed.
 uint64_t continue_random_stream(uint64_t op, uint64_t n) {
-  uint64_t z = n * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return op ^ (z ^ (z >> 31));
+  return op ^ splitmix64_mix(n * kSplitmix64Gamma);
 }
 
 std::pair<uint64_t, uint64_t> resolve_random_seeds(std::optional<int64_t> op_seed) {
@@ -182,16 +180,13 @@ Tensor random_normal_like(const Tensor& like, double mean, double stddev, DType 
 namespace prims {
 
 namespace {
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 // The seed2 of a traced random op's execution n >= 1: a hash of the pair. (Deriving it as eager
 // calls do, seed2 ^ f(n), made two ops with one op seed in a body repeat each other's numbers:
 // the second op's traced seed2 is itself op ^ f(1), so its first replay ran stream op.)
 uint64_t replay_stream(uint64_t seed2, uint64_t n) {
-  return mix64(seed2 ^ mix64(n * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull));
+  using detail::splitmix64_mix;
+  return splitmix64_mix(seed2 ^
+                        splitmix64_mix(n * detail::kSplitmix64Gamma + 0xD1B54A32D192ED03ull));
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "ops/cpu/math_avx512.h"
 #include "ops/factory.h"
 #include "ops/unary.h"
@@ -496,13 +497,9 @@ TEST_CASE("float64 exp tanh sigmoid log log1p sin and cos are within about 1 ulp
       xs.push_back(sign * std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * i / n));
   };
   std::vector<double> common;
-  uint64_t state = 0x9E3779B97F4A7C15ull;  // splitmix64: the same values on every platform
+  uint64_t state = tf::detail::kSplitmix64Gamma;  // splitmix64: the same values everywhere
   for (int i = 0; i < 20000; ++i) {
-    state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    const uint64_t z = tf::detail::splitmix64_next(state);
     common.push_back(static_cast<double>(z >> 11) * 0x1p-52 - 1.0);
   }
   for (int e = -1074; e <= 1023; ++e) {

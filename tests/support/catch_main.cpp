@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 
+#include "core/hash.h"
 #include "ops/random.h"
 
 namespace tf = tapeflow;
@@ -51,9 +52,7 @@ SeedMode seed_mode() {
 }
 
 uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return tapeflow::detail::splitmix64_mix(z);
 }
 
 // `random`: a fresh seed per test case, the same in every process of one mpirun job (the
