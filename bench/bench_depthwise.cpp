@@ -9,6 +9,7 @@
 // The machine is shared: look at the spread, not only the median.
 #include <benchmark/benchmark.h>
 
+#include "autograd/tape.h"
 #include "core/tensor.h"
 #include "ops/depthwise.h"
 #include "ops/factory.h"
@@ -96,6 +97,49 @@ static void BM_conv2d(benchmark::State& state) {
 BENCHMARK(BM_conv2d)
     ->Arg(3)
     ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly();
+
+// A grouped 3x3 convolution (128 -> 128 in G groups, ResNeXt's block has 32): 1/G of the dense
+// one's work.
+static void BM_grouped_conv2d(benchmark::State& state) {
+  const int64_t groups = state.range(0);
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = input();
+  const tf::Tensor f = tf::random::uniform({3, 3, kC / groups, kC}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME");
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_counters(state, 2.0 * kN * kH * kW * kC * (kC / groups) * 9);
+}
+BENCHMARK(BM_grouped_conv2d)
+    ->Arg(4)
+    ->Arg(32)
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly();
+
+// The same grouped convolution with both gradients (a training step's three convolutions).
+static void BM_grouped_conv2d_step(benchmark::State& state) {
+  const int64_t groups = state.range(0);
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = input();
+  const tf::Tensor f = tf::random::uniform({3, 3, kC / groups, kC}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(f);
+    const tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME");
+    const std::vector<tf::Tensor> g = tape.gradient(y, std::vector<tf::Tensor>{x, f});
+    benchmark::DoNotOptimize(g[1].raw_data());
+  }
+  set_counters(state, 3 * 2.0 * kN * kH * kW * kC * (kC / groups) * 9);
+}
+BENCHMARK(BM_grouped_conv2d_step)
+    ->Arg(4)
+    ->Arg(32)
     ->Unit(benchmark::kMillisecond)
     ->Repetitions(3)
     ->ReportAggregatesOnly();

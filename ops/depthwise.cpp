@@ -1,6 +1,7 @@
 #include "ops/depthwise.h"
 
 #include <array>
+#include <climits>
 
 #include "core/check.h"
 #include "ops/dispatch.h"
@@ -353,14 +354,11 @@ Tensor grouped_conv2d(const Tensor& input, const Tensor& filters, const std::vec
   if (fs[2] == 1)
     return depthwise_conv2d(input, reshape(filters, {fs[0], fs[1], groups, fs[3] / groups}),
                             strides, padding, dilations);
-  // One conv2d per group: each reads its own slice of channels and filters.
-  const std::vector<Tensor> xg = split(input, static_cast<int>(groups), 3);
-  const std::vector<Tensor> fg = split(filters, static_cast<int>(groups), 3);
-  std::vector<Tensor> yg;
-  yg.reserve(groups);
-  for (int64_t i = 0; i < groups; ++i)
-    yg.push_back(conv2d(xg[i], fg[i], strides, padding, dilations));
-  return concat(yg, 3);
+  // One Conv2D primitive with the group count: oneDNN and cuDNN run every group in one call.
+  TF_CHECK_ARG(groups <= INT_MAX, op, "{} groups exceed the 32-bit group count (input {})", groups,
+               xs.to_string());
+  return detail::conv2d_with_groups(input, filters, strides, padding, dilations,
+                                    static_cast<int>(groups));
 }
 
 }  // namespace nn

@@ -115,9 +115,21 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
                dtype_name(x.dtype()));
   const TensorShape& xs = x.shape();
   const TensorShape& fs = f.shape();
-  TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2], op,
-               "input depth {} does not match filter depth {}: input is {}, filters {}", xs[3],
-               fs[2], xs.to_string(), fs.to_string());
+  TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
+  if (groups == 1) {
+    TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2], op,
+                 "input depth {} does not match filter depth {}: input is {}, filters {}", xs[3],
+                 fs[2], xs.to_string(), fs.to_string());
+  } else {
+    TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2] * groups, op,
+                 "input depth {} does not match filter depth {} times {} groups: input is {}, "
+                 "filters {}",
+                 xs[3], fs[2], groups, xs.to_string(), fs.to_string());
+    TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
+                 "the filters' {} output channels must be divisible by the {} groups (input {}, "
+                 "filters {})",
+                 fs[3], groups, xs.to_string(), fs.to_string());
+  }
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
   TF_CHECK_ARG(fs[2] != 0 && fs[3] != 0, op, "filter must not have zero elements, got {}",
@@ -128,8 +140,9 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
 }
 
 std::string Conv2D::attributes() const {
-  return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}", stride_h, stride_w,
-                     dilation_h, dilation_w, same ? "SAME" : "VALID");
+  return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}{}", stride_h, stride_w,
+                     dilation_h, dilation_w, same ? "SAME" : "VALID",
+                     groups == 1 ? std::string() : fmt::format(", groups={}", groups));
 }
 
 std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -143,10 +156,10 @@ std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const
   for (int a : argnums) {
     if (a == 0)
       grads.push_back(detail::conv2d_backprop_input(xs, f, cotangents[0], stride_h, stride_w,
-                                                    dilation_h, dilation_w, same));
+                                                    dilation_h, dilation_w, same, groups));
     else
-      grads.push_back(detail::conv2d_backprop_filter(x, f.shape(), cotangents[0], stride_h,
-                                                     stride_w, dilation_h, dilation_w, same));
+      grads.push_back(detail::conv2d_backprop_filter(
+          x, f.shape(), cotangents[0], stride_h, stride_w, dilation_h, dilation_w, same, groups));
   }
   return grads;
 }
@@ -403,15 +416,24 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
     if (c != None && fc != None && fc > 0 && c != fc && c % fc == 0)
       return grouped_conv2d(input, filters, strides, padding, dilations);
   }
+  return detail::conv2d_with_groups(input, filters, strides, padding, dilations, 1);
+}
+
+}  // namespace nn
+
+Tensor detail::conv2d_with_groups(const Tensor& input, const Tensor& filters,
+                                  const std::vector<int>& strides, const std::string& padding,
+                                  const std::vector<int>& dilations, int groups) {
+  const char* op = "conv2d";
   const auto s = parse_hw(op, "strides", strides);
   const auto d = parse_hw(op, "dilations", dilations);
   const bool same = parse_padding(op, padding);
-  const prims::Conv2D conv(s[0], s[1], d[0], d[1], same);
+  const prims::Conv2D conv(s[0], s[1], d[0], d[1], same, groups);
   // (Not in a trace for None dimensions: the taps that matter depend on the sizes.)
   if (same && input.rank() == 4 && filters.rank() == 4 && !detail::open_shapes()) {
-    const std::optional<UsefulTaps> t[2] = {
-        useful_taps(input.shape()[1], filters.shape()[0], s[0], d[0]),
-        useful_taps(input.shape()[2], filters.shape()[1], s[1], d[1])};
+    const std::optional<nn::UsefulTaps> t[2] = {
+        nn::useful_taps(input.shape()[1], filters.shape()[0], s[0], d[0]),
+        nn::useful_taps(input.shape()[2], filters.shape()[1], s[1], d[1])};
     if (t[0] && t[1] && (t[0]->trimmed || t[1]->trimmed)) {
       // Checked as given first (the same errors as the untrimmed op), then the useful taps run
       // as a VALID convolution over the stretch of the padded input they read.
@@ -432,11 +454,14 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
       }
       const Tensor x = tapeflow::pad(tapeflow::slice(input, begin, size), pads);
       const Tensor f = tapeflow::slice(filters, fbegin, fsize);
-      return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false), {x, f});
+      return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false, groups),
+                              {x, f});
     }
   }
   return detail::dispatch(conv, {input, filters});
 }
+
+namespace nn {
 
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding,

@@ -92,6 +92,11 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// nn::conv2d with its groups given (the Conv2D primitive's), for nn::grouped_conv2d once it has
+// checked the channels: filters (KH, KW, C / groups, O).
+Tensor conv2d_with_groups(const Tensor& input, const Tensor& filters,
+                          const std::vector<int>& strides, const std::string& padding,
+                          const std::vector<int>& dilations, int groups);
 // A pooling primitive's attributes, as graph dumps show them (and equivalence compares):
 // "ksize=[kh, kw], strides=[sh, sw], padding=SAME".
 std::string pool_attributes(int k_h, int k_w, int stride_h, int stride_w, bool same);
@@ -113,12 +118,16 @@ void shrink_single_output_strides(G& g) {
 
 namespace tapeflow::prims {
 
-// input (N, H, W, C) and filters (KH, KW, C, O) of one floating dtype -> (N, OH, OW, O).
+// input (N, H, W, C) and filters (KH, KW, C / G, O) of one floating dtype -> (N, OH, OW, O).
+// G = groups: input channels [g C/G, (g + 1) C/G) feed output channels [g O/G, (g + 1) O/G)
+// only, with the filters' columns of those outputs (TF's conv2d with filters whose depth divides
+// the input's; oneDNN and cuDNN run the G groups in one call).
 struct Conv2D final : PrimitiveBase<Conv2D> {
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;  // "SAME" padding, else "VALID"
-  Conv2D(int sh, int sw, int dh, int dw, bool s)
-      : stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw), same(s) {}
+  int groups;
+  Conv2D(int sh, int sw, int dh, int dw, bool s, int g = 1)
+      : stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw), same(s), groups(g) {}
   const char* name() const override { return "conv2d"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS

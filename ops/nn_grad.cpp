@@ -58,12 +58,19 @@ void check_float_pair(const char* op, const char* a_name, const Tensor& a, const
                dtype_name(a.dtype()));
 }
 
-// Shared by both convolution gradients: xs (N, H, W, C) and fs (KH, KW, C, O) against dy.
+// Shared by both convolution gradients: xs (N, H, W, C) and fs (KH, KW, C / groups, O) against
+// dy.
 void check_conv_shapes(const char* op, const TensorShape& xs, const TensorShape& fs,
-                       const TensorShape& ys, int sh, int sw, int dh, int dw, bool same) {
-  TF_CHECK_ARG(dims_match(xs[3], fs[2]), op,
-               "input depth {} does not match filter depth {}: input is {}, filters {}", xs[3],
-               fs[2], xs.to_string(), fs.to_string());
+                       const TensorShape& ys, int sh, int sw, int dh, int dw, bool same,
+                       int groups) {
+  TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
+  TF_CHECK_ARG(dims_match(xs[3], fs[2] == None ? None : fs[2] * groups), op,
+               "input depth {} does not match filter depth {}{}: input is {}, filters {}", xs[3],
+               fs[2], groups == 1 ? std::string() : fmt::format(" times {} groups", groups),
+               xs.to_string(), fs.to_string());
+  TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
+               "the filters' {} output channels must be divisible by the {} groups (filters {})",
+               fs[3], groups, fs.to_string());
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
   const int64_t oh = forward_out(op, "height", xs[1], fs[0], sh, dh, same, xs);
@@ -90,6 +97,11 @@ const char* padding_name(bool same) {
   return same ? "SAME" : "VALID";
 }
 
+// ", groups=G" for a grouped convolution, nothing for one group.
+std::string groups_attribute(int groups) {
+  return groups == 1 ? std::string() : fmt::format(", groups={}", groups);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- primitives
@@ -105,17 +117,18 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   check_rank4(op, "dy", dy.shape(), "NHWC");
   check_float_pair(op, "filters", f, "dy", dy);
   check_conv_shapes(op, input_shape, f.shape(), dy.shape(), stride_h, stride_w, dilation_h,
-                    dilation_w, same);
+                    dilation_w, same, groups);
   const TensorShape& xs = input_shape;
-  out[0] = {
-      TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], f.shape()[2])},
-      f.dtype()};
+  const int64_t fc = f.shape()[2];
+  out[0] = {TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2],
+                        known_or(xs[3], fc == None ? None : fc * groups)},
+            f.dtype()};
 }
 
 std::string Conv2DBackpropInput::attributes() const {
-  return fmt::format("input_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}",
+  return fmt::format("input_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}",
                      input_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
-                     padding_name(same));
+                     padding_name(same), groups_attribute(groups));
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv2d(G, f)> = <f, backprop_filter(G, dy)>.
@@ -130,10 +143,10 @@ std::vector<Tensor> Conv2DBackpropInput::vjp(std::span<const Tensor> primals,
   for (int a : argnums) {
     if (a == 0)
       grads.push_back(detail::conv2d_backprop_filter(g, f.shape(), dy, stride_h, stride_w,
-                                                     dilation_h, dilation_w, same));
+                                                     dilation_h, dilation_w, same, groups));
     else
-      grads.push_back(
-          detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {g, f}));
+      grads.push_back(detail::dispatch(
+          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups), {g, f}));
   }
   return grads;
 }
@@ -148,17 +161,21 @@ void Conv2DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMet
   check_rank4(op, "dy", dy.shape(), "NHWC");
   check_float_pair(op, "input", x, "dy", dy);
   check_conv_shapes(op, x.shape(), filter_shape, dy.shape(), stride_h, stride_w, dilation_h,
-                    dilation_w, same);
+                    dilation_w, same, groups);
   const TensorShape& fs = filter_shape;
-  out[0] = {
-      TensorShape{fs[0], fs[1], known_or(fs[2], x.shape()[3]), known_or(fs[3], dy.shape()[3])},
-      x.dtype()};
+  const int64_t xc = x.shape()[3];
+  TF_CHECK_ARG(xc == None || xc % groups == 0, op,
+               "input depth {} must be divisible by the {} groups (input is {})", xc, groups,
+               x.shape().to_string());
+  out[0] = {TensorShape{fs[0], fs[1], known_or(fs[2], xc == None ? None : xc / groups),
+                        known_or(fs[3], dy.shape()[3])},
+            x.dtype()};
 }
 
 std::string Conv2DBackpropFilter::attributes() const {
-  return fmt::format("filter_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}",
+  return fmt::format("filter_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}",
                      filter_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
-                     padding_name(same));
+                     padding_name(same), groups_attribute(groups));
 }
 
 // Linear in both inputs: <G, df(x, dy)> = <x, backprop_input(G, dy)> = <dy, conv2d(x, G)>.
@@ -173,10 +190,10 @@ std::vector<Tensor> Conv2DBackpropFilter::vjp(std::span<const Tensor> primals,
   for (int a : argnums) {
     if (a == 0)
       grads.push_back(detail::conv2d_backprop_input(x.shape(), g, dy, stride_h, stride_w,
-                                                    dilation_h, dilation_w, same));
+                                                    dilation_h, dilation_w, same, groups));
     else
-      grads.push_back(
-          detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same), {x, g}));
+      grads.push_back(detail::dispatch(
+          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups), {x, g}));
   }
   return grads;
 }
@@ -286,18 +303,18 @@ namespace detail {
 
 Tensor conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filters,
                              const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                             int dilation_w, bool same) {
-  return dispatch(
-      prims::Conv2DBackpropInput(input_shape, stride_h, stride_w, dilation_h, dilation_w, same),
-      {filters, dy});
+                             int dilation_w, bool same, int groups) {
+  return dispatch(prims::Conv2DBackpropInput(input_shape, stride_h, stride_w, dilation_h,
+                                             dilation_w, same, groups),
+                  {filters, dy});
 }
 
 Tensor conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
                               const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                              int dilation_w, bool same) {
-  return dispatch(
-      prims::Conv2DBackpropFilter(filter_shape, stride_h, stride_w, dilation_h, dilation_w, same),
-      {input, dy});
+                              int dilation_w, bool same, int groups) {
+  return dispatch(prims::Conv2DBackpropFilter(filter_shape, stride_h, stride_w, dilation_h,
+                                              dilation_w, same, groups),
+                  {input, dy});
 }
 
 Tensor max_pool2d_grad(const Tensor& input, const Tensor& dy, int k_h, int k_w, int stride_h,

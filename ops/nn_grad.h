@@ -12,19 +12,22 @@
 
 namespace tapeflow::prims {
 
-// filters (KH, KW, C, O) and dy (N, OH, OW, O) -> dx of input_shape (N, H, W, C): conv2d's
-// gradient with respect to its input (the transposed convolution). Linear in filters and dy.
+// filters (KH, KW, C / G, O) and dy (N, OH, OW, O) -> dx of input_shape (N, H, W, C): conv2d's
+// gradient with respect to its input (the transposed convolution), G = groups as in Conv2D.
+// Linear in filters and dy.
 struct Conv2DBackpropInput final : PrimitiveBase<Conv2DBackpropInput> {
   TensorShape input_shape;  // the forward input's shape; tf::None dims come from filters and dy
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;
-  Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s)
+  int groups;
+  Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s, int g = 1)
       : input_shape(std::move(in)),
         stride_h(sh),
         stride_w(sw),
         dilation_h(dh),
         dilation_w(dw),
-        same(s) {}
+        same(s),
+        groups(g) {}
   const char* name() const override { return "conv2d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
@@ -35,19 +38,21 @@ struct Conv2DBackpropInput final : PrimitiveBase<Conv2DBackpropInput> {
   std::string attributes() const override;
 };
 
-// input (N, H, W, C) and dy (N, OH, OW, O) -> dfilters of filter_shape (KH, KW, C, O): conv2d's
-// gradient with respect to its filters. Linear in input and dy.
+// input (N, H, W, C) and dy (N, OH, OW, O) -> dfilters of filter_shape (KH, KW, C / G, O):
+// conv2d's gradient with respect to its filters, G = groups as in Conv2D. Linear in input and dy.
 struct Conv2DBackpropFilter final : PrimitiveBase<Conv2DBackpropFilter> {
   TensorShape filter_shape;  // the forward filters' shape; tf::None dims come from input and dy
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;
-  Conv2DBackpropFilter(TensorShape fs, int sh, int sw, int dh, int dw, bool s)
+  int groups;
+  Conv2DBackpropFilter(TensorShape fs, int sh, int sw, int dh, int dw, bool s, int g = 1)
       : filter_shape(std::move(fs)),
         stride_h(sh),
         stride_w(sw),
         dilation_h(dh),
         dilation_w(dw),
-        same(s) {}
+        same(s),
+        groups(g) {}
   const char* name() const override { return "conv2d_backprop_filter"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
@@ -122,10 +127,10 @@ namespace tapeflow::detail {
 // primitive whose gradient they compute.
 Tensor conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filters,
                              const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                             int dilation_w, bool same);
+                             int dilation_w, bool same, int groups = 1);
 Tensor conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
                               const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                              int dilation_w, bool same);
+                              int dilation_w, bool same, int groups = 1);
 Tensor max_pool2d_grad(const Tensor& input, const Tensor& dy, int k_h, int k_w, int stride_h,
                        int stride_w, bool same);
 Tensor avg_pool2d_grad(const TensorShape& input_shape, const Tensor& dy, int k_h, int k_w,

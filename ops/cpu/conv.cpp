@@ -1,7 +1,8 @@
 // CPU conv2d: oneDNN for float32 (and for float16/bfloat16 through float32 copies), a direct
 // loop for float64. NHWC activations and HWIO filters are given to oneDNN as they are (format
-// tags nhwc and hwio); oneDNN picks its own weight layout and the filters are reordered into it
-// on each call (cheap next to the convolution). Primitives are cached per geometry.
+// tags nhwc and hwio; grouped filters (KH, KW, C / G, O) are oneDNN's hwigo, output channel
+// o = g O/G + o' of group g); oneDNN picks its own weight layout and the filters are reordered
+// into it on each call (cheap next to the convolution). Primitives are cached per geometry.
 #include <algorithm>
 #include <cstring>
 #include <dnnl.hpp>
@@ -34,13 +35,14 @@ struct ConvGeom {
   int64_t oh, ow;          // output
   int64_t sh, sw, dh, dw;  // strides, dilations
   int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
+  int64_t groups;          // filters are (kh, kw, c / groups, o)
   bool operator==(const ConvGeom&) const = default;
 };
 
 struct ConvGeomHash {
   size_t operator()(const ConvGeom& g) const {
     const int64_t v[] = {g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.o,  g.oh, g.ow,
-                         g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr};
+                         g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr, g.groups};
     size_t h = 1469598103934665603ull;
     for (int64_t x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
     return h;
@@ -56,7 +58,16 @@ ConvGeom geometry(const Conv2D& p, const Tensor& x, const Tensor& f, const Tenso
   const auto dh = detail::window_dim(g.h, g.kh, p.stride_h, p.dilation_h, p.same);
   const auto dw = detail::window_dim(g.w, g.kw, p.stride_w, p.dilation_w, p.same);
   g.pt = dh.pad_before, g.pb = dh.pad_after, g.pl = dw.pad_before, g.pr = dw.pad_after;
+  g.groups = p.groups;
   return g;
+}
+
+// oneDNN's weights: (O, C, KH, KW), or (G, O/G, C/G, KH, KW) for groups.
+dnnl::memory::desc weights_desc(const ConvGeom& g, dnnl::memory::format_tag t) {
+  if (g.groups == 1)
+    return dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dnnl::memory::data_type::f32, t);
+  return dnnl::memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw},
+                            dnnl::memory::data_type::f32, t);
 }
 
 // ---- oneDNN (float32) ----
@@ -82,8 +93,8 @@ std::shared_ptr<const ConvPlan> make_plan(const ConvGeom& g) {
   auto plan = std::make_shared<ConvPlan>();
   const dnnl::memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
   const dnnl::memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, tag::nhwc);
-  plan->user_weights = dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dt::f32, tag::hwio);
-  const dnnl::memory::desc weights_any({g.o, g.c, g.kh, g.kw}, dt::f32, tag::any);
+  plan->user_weights = weights_desc(g, g.groups == 1 ? tag::hwio : tag::hwigo);
+  const dnnl::memory::desc weights_any = weights_desc(g, tag::any);
   const dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
       dst, {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.pt, g.pl}, {g.pb, g.pr});
@@ -143,17 +154,20 @@ void conv_f32_onednn(const ConvGeom& g, const float* x, const float* f, float* y
   } catch (const dnnl::error& e) {
     TF_THROW(InternalError, "conv2d",
              "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), "
-             "filters ({}, {}, {}, {})",
-             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, g.o);
+             "filters ({}, {}, {}, {}), {} groups",
+             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, g.o, g.groups);
   }
 }
 
 // ---- direct loop (float64) ----
 
+// Group q's input channels [q cg, (q + 1) cg) meet filter rows [0, cg) and output channels
+// [q og, (q + 1) og).
 template <class T>
 void conv_direct(const ConvGeom& g, const T* x, const T* f, T* y) {
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
   const int64_t rows = g.n * g.oh;
-  const int64_t work = std::max<int64_t>(1, g.ow * g.kh * g.kw * g.c * g.o);
+  const int64_t work = std::max<int64_t>(1, g.ow * g.kh * g.kw * cg * g.o);
   const int64_t grain = std::max<int64_t>(1, 32768 / work);
   detail::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -169,11 +183,14 @@ void conv_direct(const ConvGeom& g, const T* x, const T* f, T* y) {
             const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
             if (iw < 0 || iw >= g.w) continue;
             const T* xi = x + ((n * g.h + ih) * g.w + iw) * g.c;
-            const T* fk = f + (kh * g.kw + kw) * g.c * g.o;
-            for (int64_t c = 0; c < g.c; ++c) {
-              const T xv = xi[c];
-              const T* fr = fk + c * g.o;
-              for (int64_t o = 0; o < g.o; ++o) yo[o] += xv * fr[o];
+            const T* fk = f + (kh * g.kw + kw) * cg * g.o;
+            for (int64_t q = 0; q < g.groups; ++q) {
+              T* yq = yo + q * og;
+              for (int64_t c = 0; c < cg; ++c) {
+                const T xv = xi[q * cg + c];
+                const T* fr = fk + c * g.o + q * og;
+                for (int64_t o = 0; o < og; ++o) yq[o] += xv * fr[o];
+              }
             }
           }
         }

@@ -85,12 +85,13 @@ struct ConvGeom {
   int64_t oh, ow;          // dy
   int64_t sh, sw, dh, dw;  // strides, dilations
   int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
+  int64_t groups;          // filters are (kh, kw, c / groups, o)
   bool operator==(const ConvGeom&) const = default;
 };
 struct ConvGeomHash {
   size_t operator()(const ConvGeom& g) const {
     return hash_values({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw,
-                        g.pt, g.pl, g.pb, g.pr});
+                        g.pt, g.pl, g.pb, g.pr, g.groups});
   }
 };
 
@@ -105,10 +106,17 @@ ConvGeom conv_geometry(const P& p, const TensorShape& x, const TensorShape& f,
   const auto dh = detail::window_dim(g.h, g.kh, p.stride_h, p.dilation_h, p.same);
   const auto dw = detail::window_dim(g.w, g.kw, p.stride_w, p.dilation_w, p.same);
   g.pt = dh.pad_before, g.pb = dh.pad_after, g.pl = dw.pad_before, g.pr = dw.pad_after;
+  g.groups = p.groups;
   return g;
 }
 
 // ---- oneDNN (float32) ----
+
+// oneDNN's weights: (O, C, KH, KW), or (G, O/G, C/G, KH, KW) for groups (HWIO is then hwigo).
+dnnl::memory::desc weights_desc(const ConvGeom& g, tag t) {
+  if (g.groups == 1) return dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dt::f32, t);
+  return dnnl::memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw}, dt::f32, t);
+}
 
 struct ConvDescs {
   dnnl::memory::desc src, dst, weights_any, user_weights;
@@ -118,8 +126,8 @@ ConvDescs conv_descs(const ConvGeom& g) {
   ConvDescs d;
   d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
   d.dst = dnnl::memory::desc({g.n, g.o, g.oh, g.ow}, dt::f32, tag::nhwc);
-  d.weights_any = dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dt::f32, tag::any);
-  d.user_weights = dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dt::f32, tag::hwio);
+  d.weights_any = weights_desc(g, tag::any);
+  d.user_weights = weights_desc(g, g.groups == 1 ? tag::hwio : tag::hwigo);
   d.strides = {g.sh, g.sw};
   d.dilates = {g.dh - 1, g.dw - 1};
   d.pad_l = {g.pt, g.pl};
@@ -228,8 +236,9 @@ void backprop_input_f32(const ConvGeom& g, const float* f, const float* dy, floa
     stream.wait();
   } catch (const dnnl::error& e) {
     TF_THROW(InternalError, "conv2d_backprop_input",
-             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {})",
-             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, g.o);
+             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {}), "
+             "{} groups",
+             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, g.o, g.groups);
   }
 }
 
@@ -257,23 +266,26 @@ void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, flo
     stream.wait();
   } catch (const dnnl::error& e) {
     TF_THROW(InternalError, "conv2d_backprop_filter",
-             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {})",
-             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, g.o);
+             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {}), "
+             "{} groups",
+             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, g.o, g.groups);
   }
 }
 
 // ---- direct loops (float64) ----
 
 // Gathers into each input pixel from the dy pixels whose windows cover it; rows = (n, ih). The
-// filters are first transposed to (KH, KW, O, C), so each tap is a run of axpys over channels.
+// filters (KH, KW, cg, O) are first transposed to (KH, KW, O, cg), so each tap is a run of axpys
+// over the cg channels of output o's group (cg = C / groups).
 template <class T>
 void backprop_input_direct(const ConvGeom& g, const T* f, const T* dy, T* dx) {
-  std::vector<T> ft(static_cast<size_t>(g.kh * g.kw * g.o * g.c));
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  std::vector<T> ft(static_cast<size_t>(g.kh * g.kw * g.o * cg));
   for (int64_t k = 0; k < g.kh * g.kw; ++k)
-    for (int64_t c = 0; c < g.c; ++c)
-      for (int64_t o = 0; o < g.o; ++o) ft[(k * g.o + o) * g.c + c] = f[(k * g.c + c) * g.o + o];
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t o = 0; o < g.o; ++o) ft[(k * g.o + o) * cg + c] = f[(k * cg + c) * g.o + o];
   const int64_t rows = g.n * g.h;
-  const int64_t work = std::max<int64_t>(1, g.w * g.kh * g.kw * g.c * g.o);
+  const int64_t work = std::max<int64_t>(1, g.w * g.kh * g.kw * cg * g.o);
   const int64_t grain = std::max<int64_t>(1, 32768 / work);
   detail::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -290,11 +302,12 @@ void backprop_input_direct(const ConvGeom& g, const T* f, const T* dy, T* dx) {
             const int64_t tw = iw + g.pl - kw * g.dw;
             if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow) continue;
             const T* __restrict dyv = dy + ((n * g.oh + oh) * g.ow + tw / g.sw) * g.o;
-            const T* __restrict fk = ft.data() + (kh * g.kw + kw) * g.o * g.c;
+            const T* __restrict fk = ft.data() + (kh * g.kw + kw) * g.o * cg;
             for (int64_t o = 0; o < g.o; ++o) {
               const T d = dyv[o];
-              const T* __restrict fr = fk + o * g.c;
-              for (int64_t c = 0; c < g.c; ++c) xo[c] += fr[c] * d;
+              const T* __restrict fr = fk + o * cg;
+              T* __restrict xq = xo + o / og * cg;
+              for (int64_t c = 0; c < cg; ++c) xq[c] += fr[c] * d;
             }
           }
         }
@@ -303,15 +316,17 @@ void backprop_input_direct(const ConvGeom& g, const T* f, const T* dy, T* dx) {
   });
 }
 
-// One filter row (kh, kw, c) per task: the sum over (n, oh, ow) of x * dy.
+// One filter row (kh, kw, c) per task: the sum over (n, oh, ow) of x * dy, where output o reads
+// input channel c of its group (o / og) cg + c.
 template <class T>
 void backprop_filter_direct(const ConvGeom& g, const T* x, const T* dy, T* df) {
-  const int64_t rows = g.kh * g.kw * g.c;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const int64_t rows = g.kh * g.kw * cg;
   const int64_t work = std::max<int64_t>(1, g.n * g.oh * g.ow * g.o);
   const int64_t grain = std::max<int64_t>(1, 32768 / work);
   detail::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t c = r % g.c, kk = r / g.c;
+      const int64_t c = r % cg, kk = r / cg;
       const int64_t kh = kk / g.kw, kw = kk % g.kw;
       T* frow = df + r * g.o;
       std::fill(frow, frow + g.o, T(0));
@@ -322,9 +337,12 @@ void backprop_filter_direct(const ConvGeom& g, const T* x, const T* dy, T* df) {
           for (int64_t ow = 0; ow < g.ow; ++ow) {
             const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
             if (iw < 0 || iw >= g.w) continue;
-            const T xv = x[((n * g.h + ih) * g.w + iw) * g.c + c];
+            const T* xv = x + ((n * g.h + ih) * g.w + iw) * g.c + c;
             const T* dyv = dy + ((n * g.oh + oh) * g.ow + ow) * g.o;
-            for (int64_t o = 0; o < g.o; ++o) frow[o] += xv * dyv[o];
+            for (int64_t q = 0; q < g.groups; ++q) {
+              const T xq = xv[q * cg];
+              for (int64_t o = q * og; o < (q + 1) * og; ++o) frow[o] += xq * dyv[o];
+            }
           }
         }
       }

@@ -7,6 +7,8 @@
 //    call): cuDNN's NHWC kernels are not meant for double (PyTorch keeps float64 convolutions in
 //    NCHW for the same reason). Should cuDNN reject the preferred layout for a geometry (no
 //    descriptor or no heuristic candidate), the other layout is used.
+//  - Groups (filters (KH, KW, C / G, O)): cudnnSetConvolutionGroupCount, with the filter
+//    descriptor's C the group's C / G; the gathered filters keep TF's output order.
 //  - Padding: cuDNN pads symmetrically. TF's SAME puts the odd extra row/column of padding at the
 //    bottom/right, so when pad_after = pad_before + 1 the input is copied with one zero row
 //    (column) appended and cuDNN pads pad_before on both sides: the output is the same, since
@@ -87,14 +89,22 @@ struct ConvKey {
   DTypeId dtype;
   bool tf32;
   int64_t n, h, w, c, o, kh, kw, oh, ow, pad_h, pad_w, sh, sw, dh, dw;
+  int64_t groups;  // filters (kh, kw, c / groups, o)
   bool operator==(const ConvKey&) const = default;
 };
 
 struct ConvKeyHash {
   size_t operator()(const ConvKey& k) const {
-    const int64_t v[] = {k.device, static_cast<int64_t>(k.dtype), k.tf32, k.n, k.h, k.w, k.c,
-                         k.o,      k.kh, k.kw, k.oh, k.ow, k.pad_h, k.pad_w, k.sh, k.sw, k.dh,
-                         k.dw};
+    const int64_t v[] = {k.device, static_cast<int64_t>(k.dtype),
+                         k.tf32,   k.n,
+                         k.h,      k.w,
+                         k.c,      k.o,
+                         k.kh,     k.kw,
+                         k.oh,     k.ow,
+                         k.pad_h,  k.pad_w,
+                         k.sh,     k.sw,
+                         k.dh,     k.dw,
+                         k.groups};
     size_t h = 1469598103934665603ull;
     for (int64_t x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
     return h;
@@ -139,9 +149,9 @@ const char* layout_name(Layout l) {
 [[noreturn]] void throw_unsupported(const ConvKey& k, DType dt, const std::string& reason) {
   TF_THROW(UnimplementedError, "conv2d",
            "cuDNN has no convolution algorithm for {} input (N={}, H={}, W={}, C={}) and filters "
-           "({}, {}, {}, {}) with strides [{}, {}], dilations [{}, {}]: {}",
-           dtype_name(dt), k.n, k.h, k.w, k.c, k.kh, k.kw, k.c, k.o, k.sh, k.sw, k.dh, k.dw,
-           reason);
+           "({}, {}, {}, {}) with strides [{}, {}], dilations [{}, {}], {} groups: {}",
+           dtype_name(dt), k.n, k.h, k.w, k.c, k.kh, k.kw, k.c / k.groups, k.o, k.sh, k.sw, k.dh,
+           k.dw, k.groups, reason);
 }
 
 // The descriptors of the geometry in `layout`, or nullptr (with the reason in `why`) when cuDNN
@@ -168,11 +178,14 @@ std::shared_ptr<ConvPlan> describe(const ConvKey& k, const CudnnTypes& t, Layout
   TF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y));
   if (!ok(cudnnSetTensor4dDescriptor(plan->x, fmt, t.data, i(k.n), i(k.c), i(k.h), i(k.w)),
           "cudnnSetTensor4dDescriptor") ||
-      !ok(cudnnSetFilter4dDescriptor(plan->w, t.data, fmt, i(k.o), i(k.c), i(k.kh), i(k.kw)),
+      !ok(cudnnSetFilter4dDescriptor(plan->w, t.data, fmt, i(k.o), i(k.c / k.groups), i(k.kh),
+                                     i(k.kw)),
           "cudnnSetFilter4dDescriptor") ||
       !ok(cudnnSetConvolution2dDescriptor(plan->conv, i(k.pad_h), i(k.pad_w), i(k.sh), i(k.sw),
                                           i(k.dh), i(k.dw), CUDNN_CROSS_CORRELATION, t.compute),
           "cudnnSetConvolution2dDescriptor") ||
+      !ok(cudnnSetConvolutionGroupCount(plan->conv, i(k.groups)),
+          "cudnnSetConvolutionGroupCount") ||
       !ok(cudnnSetConvolutionMathType(plan->conv, t.math), "cudnnSetConvolutionMathType") ||
       !ok(cudnnSetTensor4dDescriptor(plan->y, fmt, t.data, i(k.n), i(k.o), i(k.oh), i(k.ow)),
           "cudnnSetTensor4dDescriptor")) {
@@ -302,7 +315,7 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   const Device dev = y.placement();
   const DType dt = x.dtype();
   const int64_t N = x.shape()[0], H = x.shape()[1], W = x.shape()[2], C = x.shape()[3];
-  const int64_t KH = f.shape()[0], KW = f.shape()[1], O = f.shape()[3];
+  const int64_t KH = f.shape()[0], KW = f.shape()[1], CI = f.shape()[2], O = f.shape()[3];
   const int64_t OH = y.shape()[1], OW = y.shape()[2];
   if (C == 0) {  // no input channels: every output is an empty sum
     TF_CUDA_CHECK(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cu::stream(dev)));
@@ -330,9 +343,25 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
              x.shape().to_string(), f.shape().to_string(), stride_h, stride_w, dilation_h,
              dilation_w, dh.pad_before, dw.pad_before);
   }
-  const ConvKey key{dev.index, dt.id,        tf32,          N,        HP,       WP,
-                    C,         O,            KH,            KW,       OH,       OW,
-                    dh.pad_before, dw.pad_before, stride_h, stride_w, dilation_h, dilation_w};
+  const ConvKey key{dev.index,
+                    dt.id,
+                    tf32,
+                    N,
+                    HP,
+                    WP,
+                    C,
+                    O,
+                    KH,
+                    KW,
+                    OH,
+                    OW,
+                    dh.pad_before,
+                    dw.pad_before,
+                    stride_h,
+                    stride_w,
+                    dilation_h,
+                    dilation_w,
+                    groups};
   const size_t es = dtype_size(dt);
 
   // One lock for the whole call: the plan is built and read under it, and the work it queues
@@ -355,17 +384,18 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
                     gather({N, HP, WP, C}, {H * W * C, W * C, C, 1}, {N, H, W, C}), es, dev,
                     name());
   }
-  // Filters: HWIO (KH, KW, C, O) -> KRSC (O, KH, KW, C) for NHWC, KCRS (O, C, KH, KW) for NCHW.
+  // Filters: HWIO (KH, KW, CI, O) -> KRSC (O, KH, KW, CI) for NHWC, KCRS (O, CI, KH, KW) for
+  // NCHW (CI = C / groups).
   Tensor fc;
   if (layout == Layout::NCHW) {
-    fc = detail::empty(TensorShape{O, C, KH, KW}, dt, dev);
+    fc = detail::empty(TensorShape{O, CI, KH, KW}, dt, dev);
     cu::nn::gather4(f.raw_data(), fc.raw_data(),
-                    gather({O, C, KH, KW}, {1, O, KW * C * O, C * O}, {O, C, KH, KW}), es, dev,
+                    gather({O, CI, KH, KW}, {1, O, KW * CI * O, CI * O}, {O, CI, KH, KW}), es, dev,
                     name());
   } else {
-    fc = detail::empty(TensorShape{O, KH, KW, C}, dt, dev);
+    fc = detail::empty(TensorShape{O, KH, KW, CI}, dt, dev);
     cu::nn::gather4(f.raw_data(), fc.raw_data(),
-                    gather({O, KH, KW, C}, {1, KW * C * O, C * O, O}, {O, KH, KW, C}), es, dev,
+                    gather({O, KH, KW, CI}, {1, KW * CI * O, CI * O, O}, {O, KH, KW, CI}), es, dev,
                     name());
   }
   // cuDNN's output: y itself (NHWC, aligned), else a temporary copied/gathered into y below.

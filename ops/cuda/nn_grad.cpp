@@ -8,7 +8,9 @@
 //    heuristic choice that runs, cached per shape; float32 uses FMA math unless TF32 is enabled
 //    (tf::config::experimental::enable_tensor_float_32_execution), the half types tensor-op
 //    math with float accumulation. float64, and any shape cuDNN runs no algorithm for, use the
-//    direct kernels. cuDNN gets 256-byte aligned buffers (views at an offset are copied) and
+//    direct kernels. Groups (filters (KH, KW, C / G, O)): cudnnSetConvolutionGroupCount and a
+//    filter descriptor of C / G channels; the direct kernels index the group's channels.
+//    cuDNN gets 256-byte aligned buffers (views at an offset are copied) and
 //    this file's own handle per device, used under one lock.
 //  - MaxPool2DGrad / AvgPool2DGrad: direct gather kernels for every dtype (exact, and the same
 //    first-maximum rule as the CPU kernel).
@@ -58,6 +60,7 @@ ConvGeom conv_geometry(const P& p, const TensorShape& x, const TensorShape& f,
   const auto dh = detail::window_dim(g.k.h, g.k.kh, p.stride_h, p.dilation_h, p.same);
   const auto dw = detail::window_dim(g.k.w, g.k.kw, p.stride_w, p.dilation_w, p.same);
   g.k.pt = dh.pad_before, g.pb = dh.pad_after, g.k.pl = dw.pad_before, g.pr = dw.pad_after;
+  g.k.groups = p.groups;
   return g;
 }
 
@@ -181,14 +184,16 @@ bool describe(CudnnConv& d, const ConvGeom& g, DType dtype, const char* op) {
       !described(
           cudnnSetTensor4dDescriptor(d.y.d, CUDNN_TENSOR_NHWC, t, i(k.n), i(k.o), i(k.oh), i(k.ow)),
           "cudnnSetTensor4dDescriptor") ||
-      // NHWC filters are KRSC: (O, KH, KW, C) in memory.
-      !described(
-          cudnnSetFilter4dDescriptor(d.w.d, t, CUDNN_TENSOR_NHWC, i(k.o), i(k.c), i(k.kh), i(k.kw)),
-          "cudnnSetFilter4dDescriptor") ||
+      // NHWC filters are KRSC: (O, KH, KW, C / groups) in memory.
+      !described(cudnnSetFilter4dDescriptor(d.w.d, t, CUDNN_TENSOR_NHWC, i(k.o), i(k.c / k.groups),
+                                            i(k.kh), i(k.kw)),
+                 "cudnnSetFilter4dDescriptor") ||
       !described(
           cudnnSetConvolution2dDescriptor(d.conv.d, i(k.pt), i(k.pl), i(k.sh), i(k.sw), i(k.dh),
                                           i(k.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          "cudnnSetConvolution2dDescriptor"))
+          "cudnnSetConvolution2dDescriptor") ||
+      !described(cudnnSetConvolutionGroupCount(d.conv.d, i(k.groups)),
+                 "cudnnSetConvolutionGroupCount"))
     return false;
   if (dtype == float32)
     d.math = config::experimental::tensor_float_32_execution_enabled() ? CUDNN_DEFAULT_MATH
@@ -213,13 +218,14 @@ bool describe(CudnnConv& d, const ConvGeom& g, DType dtype, const char* op) {
 // The algorithm chosen for one convolution shape; -1 means cuDNN runs none (direct kernel).
 struct AlgoKey {
   int device, dtype, math, filter;
-  int64_t n, hp, wp, c, kh, kw, o, oh, ow, sh, sw, dh, dw, pt, pl;
+  int64_t n, hp, wp, c, kh, kw, o, oh, ow, sh, sw, dh, dw, pt, pl, groups;
   bool operator==(const AlgoKey&) const = default;
 };
 struct AlgoKeyHash {
   size_t operator()(const AlgoKey& k) const {
-    const int64_t v[] = {k.device, k.dtype, k.math, k.filter, k.n,  k.hp, k.wp, k.c,  k.kh, k.kw,
-                         k.o,      k.oh,    k.ow,   k.sh,     k.sw, k.dh, k.dw, k.pt, k.pl};
+    const int64_t v[] = {k.device, k.dtype, k.math, k.filter, k.n,  k.hp,    k.wp,
+                         k.c,      k.kh,    k.kw,   k.o,      k.oh, k.ow,    k.sh,
+                         k.sw,     k.dh,    k.dw,   k.pt,     k.pl, k.groups};
     size_t h = 1469598103934665603ull;
     for (int64_t x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
     return h;
@@ -271,15 +277,16 @@ AlgoKey algo_key(Device dev, DType dtype, const CudnnConv& d, const ConvGeom& g,
                  k.dh,
                  k.dw,
                  k.pt,
-                 k.pl};
+                 k.pl,
+                 k.groups};
 }
 
 std::string describe_key(const AlgoKey& k) {
   return fmt::format(
-      "{} input (N={}, H={}, W={}, C={}) as grown for cuDNN, filters ({}, {}, {}, {}), dy "
-      "({}, {}), strides ({}, {}), dilations ({}, {}), padding ({}, {}), math type {}",
-      dtype_name(DType{static_cast<DTypeId>(k.dtype)}), k.n, k.hp, k.wp, k.c, k.kh, k.kw, k.c, k.o,
-      k.oh, k.ow, k.sh, k.sw, k.dh, k.dw, k.pt, k.pl, k.math);
+      "{} input (N={}, H={}, W={}, C={}) as grown for cuDNN, filters ({}, {}, {}, {}) in {} "
+      "groups, dy ({}, {}), strides ({}, {}), dilations ({}, {}), padding ({}, {}), math type {}",
+      dtype_name(DType{static_cast<DTypeId>(k.dtype)}), k.n, k.hp, k.wp, k.c, k.kh, k.kw,
+      k.c / k.groups, k.o, k.groups, k.oh, k.ow, k.sh, k.sw, k.dh, k.dw, k.pt, k.pl, k.math);
 }
 
 // Runs `run(algo, workspace, bytes)` with the cached algorithm, or on the first call for this
@@ -389,9 +396,10 @@ bool cudnn_backprop_input(const ConvGeom& g, DType dtype, Device dev, const Tens
   CudnnConv d;
   if (!describe(d, g, dtype, op)) return false;
   const size_t es = dtype_size(dtype);
-  // HWIO (KH*KW*C rows, O columns) -> OHWI.
-  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
-  ng::transpose(op, f.raw_data(), w.raw_data(), k.kh * k.kw * k.c, k.o, es, dev);
+  const int64_t ci = k.c / k.groups;  // the filters' input channels
+  // HWIO (KH*KW*CI rows, O columns) -> OHWI.
+  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, ci}, dtype, dev);
+  ng::transpose(op, f.raw_data(), w.raw_data(), k.kh * k.kw * ci, k.o, es, dev);
   const Tensor dya = aligned_copy(dy);
   // cuDNN writes dx itself unless it is grown (the extra bottom row / right column is dropped
   // below) or unaligned.
@@ -422,11 +430,12 @@ bool cudnn_backprop_filter(const ConvGeom& g, DType dtype, Device dev, const Ten
     xg = aligned_copy(x);
   }
   const Tensor dya = aligned_copy(dy);
-  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, k.c}, dtype, dev);
+  const int64_t ci = k.c / k.groups;  // the filters' input channels
+  Tensor w = detail::empty(TensorShape{k.o, k.kh, k.kw, ci}, dtype, dev);
   if (!cudnn_backward_filter(dev, dtype, d, g, xg.raw_data(), dya.raw_data(), w.raw_data()))
     return false;
-  // OHWI (O rows, KH*KW*C columns) -> HWIO.
-  ng::transpose(op, w.raw_data(), df.raw_data(), k.o, k.kh * k.kw * k.c, es, dev);
+  // OHWI (O rows, KH*KW*CI columns) -> HWIO.
+  ng::transpose(op, w.raw_data(), df.raw_data(), k.o, k.kh * k.kw * ci, es, dev);
   return true;
 }
 

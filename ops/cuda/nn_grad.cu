@@ -74,7 +74,7 @@ __global__ void conv_input_kernel(ConvGeom g, const T* __restrict__ f, const T* 
 template <class T>
 __global__ void conv_filter_kernel(ConvGeom g, const T* __restrict__ x, const T* __restrict__ dy,
                                    T* __restrict__ df) {
-  const int64_t total = g.kh * g.kw * g.c * g.o;
+  const int64_t total = g.kh * g.kw * (g.c / g.groups) * g.o;
   for (int64_t i = global_index(); i < total; i += grid_stride())
     df[i] = store<T>(conv_filter_element<dcompute_t<T>>(g, x, dy, i));
 }
@@ -145,7 +145,7 @@ void conv_backprop_input_direct(DType dtype, const ConvGeom& g, const void* f, c
 
 void conv_backprop_filter_direct(DType dtype, const ConvGeom& g, const void* x, const void* dy,
                                  void* df, Device dev) {
-  const int64_t total = g.kh * g.kw * g.c * g.o;
+  const int64_t total = g.kh * g.kw * (g.c / g.groups) * g.o;  // HWIO elements
   if (total == 0) return;
   cudaStream_t s = cu::stream(dev);
   // Few threads with long sums: 128 per block spreads them over more multiprocessors.

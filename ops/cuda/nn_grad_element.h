@@ -47,11 +47,14 @@ TF_NNGRAD_HD int64_t resize_source(int64_t i, int64_t src_h, int64_t src_w, int6
   return ((p.n * src_h + p.h) * src_w + p.w) * c + p.c;
 }
 
-// dx[n, ih, iw, c] = sum over the taps (kh, kw) whose dy pixel exists and over o of
-// dy[n, oh, ow, o] * f[kh, kw, c, o], where ih = oh * sh - pt + kh * dh (likewise w).
+// dx[n, ih, iw, c] = sum over the taps (kh, kw) whose dy pixel exists and over the outputs o of
+// c's group of dy[n, oh, ow, o] * f[kh, kw, c', o], where ih = oh * sh - pt + kh * dh (likewise
+// w) and c' = c - q cg is c's place in its group q (cg = c / groups channels per group).
 template <class A, class T>
 TF_NNGRAD_HD A conv_input_element(const ConvGeom& g, const T* f, const T* dy, int64_t i) {
   const Nhwc p = nhwc_of(i, g.h, g.w, g.c);
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const int64_t q = p.c / cg, cl = p.c - q * cg;
   A acc = A(0);
   for (int64_t kh = 0; kh < g.kh; ++kh) {
     const int64_t th = p.h + g.pt - kh * g.dh;
@@ -61,19 +64,21 @@ TF_NNGRAD_HD A conv_input_element(const ConvGeom& g, const T* f, const T* dy, in
       const int64_t tw = p.w + g.pl - kw * g.dw;
       if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow) continue;
       const int64_t ow = tw / g.sw;
-      const T* dyv = dy + ((p.n * g.oh + oh) * g.ow + ow) * g.o;
-      const T* fr = f + ((kh * g.kw + kw) * g.c + p.c) * g.o;
-      for (int64_t o = 0; o < g.o; ++o) acc += static_cast<A>(fr[o]) * static_cast<A>(dyv[o]);
+      const T* dyv = dy + ((p.n * g.oh + oh) * g.ow + ow) * g.o + q * og;
+      const T* fr = f + ((kh * g.kw + kw) * cg + cl) * g.o + q * og;
+      for (int64_t o = 0; o < og; ++o) acc += static_cast<A>(fr[o]) * static_cast<A>(dyv[o]);
     }
   }
   return acc;
 }
 
-// df[kh, kw, c, o] (element i of HWIO) = sum over (n, oh, ow) with a valid input pixel of x * dy.
+// df[kh, kw, c', o] (element i of HWIO, c' < cg = c / groups) = sum over (n, oh, ow) with a valid
+// input pixel of x * dy, x at channel c' of output o's group.
 template <class A, class T>
 TF_NNGRAD_HD A conv_filter_element(const ConvGeom& g, const T* x, const T* dy, int64_t i) {
-  const Nhwc p = nhwc_of(i, g.kw, g.c, g.o);  // (kh, kw, c, o) read as (n, h, w, c)
-  const int64_t kh = p.n, kw = p.h, c = p.w, o = p.c;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const Nhwc p = nhwc_of(i, g.kw, cg, g.o);  // (kh, kw, c', o) read as (n, h, w, c)
+  const int64_t kh = p.n, kw = p.h, o = p.c, c = o / og * cg + p.w;
   A acc = A(0);
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t oh = 0; oh < g.oh; ++oh) {

@@ -14,10 +14,11 @@ namespace tapeflow::cuda::nngrad {
 
 struct ConvGeom {
   int64_t n, h, w, c;      // input
-  int64_t kh, kw, o;       // filters (kh, kw, c, o)
+  int64_t kh, kw, o;       // filters (kh, kw, c / groups, o)
   int64_t oh, ow;          // dy
   int64_t sh, sw, dh, dw;  // strides, dilations
   int64_t pt, pl;          // padding before (top, left); the rest follows from the sizes
+  int64_t groups = 1;      // input channels [q c/G, (q+1) c/G) feed outputs [q o/G, (q+1) o/G)
 };
 
 struct PoolGeom {

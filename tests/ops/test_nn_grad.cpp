@@ -66,9 +66,10 @@ Pad tf_pad(int64_t in, int64_t k, int64_t stride, int64_t dilation, bool same) {
 // ---------------------------------------------------------------- convolution references
 
 struct ConvCase {
-  std::vector<int64_t> x, f;  // NHWC, HWIO
+  std::vector<int64_t> x, f;  // NHWC, HWIO (I = C / groups)
   int sh, sw, dh, dw;
   bool same;
+  int groups = 1;
 };
 
 struct ConvDims {
@@ -97,9 +98,12 @@ void for_each_tap(const ConvCase& c, F fn) {
             const int64_t ih = oh * c.sh - d.pt + kh * c.dh;
             const int64_t iw = ow * c.sw - d.pl + kw * c.dw;
             if (ih < 0 || ih >= d.H || iw < 0 || iw >= d.W) continue;
+            // Group q: input channels [q cg, (q + 1) cg), outputs [q og, (q + 1) og).
+            const int64_t cg = d.C / c.groups, og = d.O / c.groups;
             for (int64_t ci = 0; ci < d.C; ++ci)
-              for (int64_t o = 0; o < d.O; ++o)
-                fn(((n * d.H + ih) * d.W + iw) * d.C + ci, ((kh * d.KW + kw) * d.C + ci) * d.O + o,
+              for (int64_t o = ci / cg * og; o < (ci / cg + 1) * og; ++o)
+                fn(((n * d.H + ih) * d.W + iw) * d.C + ci,
+                   ((kh * d.KW + kw) * cg + ci % cg) * d.O + o,
                    ((n * d.OH + oh) * d.OW + ow) * d.O + o);
           }
 }
@@ -130,6 +134,12 @@ const std::vector<ConvCase> kConvCases = {
     {{1, 5, 7, 2}, {1, 1, 2, 3}, 2, 2, 1, 1, true},      // 1x1, stride 2
     {{2, 12, 12, 8}, {3, 3, 8, 16}, 1, 1, 1, 1, true},   // larger, blocked layouts
     {{4, 16, 15, 17}, {5, 5, 17, 9}, 2, 2, 1, 1, true},  // odd channels, 5x5 stride 2
+    // Grouped (filters (KH, KW, C / G, O)):
+    {{2, 7, 7, 6}, {3, 3, 2, 6}, 1, 1, 1, 1, true, 3},      // 3 groups of 2 -> 2
+    {{1, 9, 8, 8}, {3, 2, 2, 12}, 2, 1, 2, 1, true, 4},     // 4 groups of 2 -> 3, stride, dilation
+    {{2, 6, 7, 12}, {2, 3, 4, 6}, 1, 2, 1, 1, false, 3},    // VALID, 3 groups of 4 -> 2
+    {{2, 10, 10, 32}, {3, 3, 4, 32}, 1, 1, 1, 1, true, 8},  // 8 groups of 4 -> 4 (ResNeXt-like)
+    {{1, 5, 5, 4}, {3, 3, 1, 8}, 2, 2, 1, 1, true, 4},      // one channel per group
 };
 
 // ---------------------------------------------------------------- pooling references
@@ -306,13 +316,13 @@ TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops"
         const tf::Tensor dy = make(tf::testing::random_values(numel(ys), -1, 1, 200 + i),
                                    tf::TensorShape(ys), t.dtype);
         const tf::Tensor dx = tf::detail::conv2d_backprop_input(tf::TensorShape(c.x), f, dy, c.sh,
-                                                                c.sw, c.dh, c.dw, c.same);
+                                                                c.sw, c.dh, c.dw, c.same, c.groups);
         CHECK(dx.dtype() == t.dtype);
         CHECK(dx.placement() == dev);
         REQUIRE(dx.shape() == tf::TensorShape(c.x));
         check_values(dx, backprop_input_ref(values(f), values(dy), c), t.rtol, t.atol);
-        const tf::Tensor df = tf::detail::conv2d_backprop_filter(x, tf::TensorShape(c.f), dy, c.sh,
-                                                                 c.sw, c.dh, c.dw, c.same);
+        const tf::Tensor df = tf::detail::conv2d_backprop_filter(
+            x, tf::TensorShape(c.f), dy, c.sh, c.sw, c.dh, c.dw, c.same, c.groups);
         CHECK(df.dtype() == t.dtype);
         CHECK(df.placement() == dev);
         REQUIRE(df.shape() == tf::TensorShape(c.f));
@@ -322,12 +332,85 @@ TEST_CASE("conv2d_backprop_input and conv2d_backprop_filter match float64 loops"
         // Second call: the cached oneDNN plan gives the same bits (cuDNN's algorithms need
         // not be deterministic, so the GPU is only held to the reference above).
         if (dev.is_cpu())
-          tf::testing::check_close(tf::detail::conv2d_backprop_input(
-                                       tf::TensorShape(c.x), f, dy, c.sh, c.sw, c.dh, c.dw, c.same),
-                                   dx, 0, 0);
+          tf::testing::check_close(
+              tf::detail::conv2d_backprop_input(tf::TensorShape(c.x), f, dy, c.sh, c.sw, c.dh, c.dw,
+                                                c.same, c.groups),
+              dx, 0, 0);
       }
     }
   }
+}
+
+TEST_CASE("grouped conv2d matches a float64 loop", "[cpu][cuda][nn_grad]") {
+  // The Conv2D primitive with its group count, and tf::nn::conv2d, which finds the groups from
+  // the filters' depth (one channel per group runs as depthwise_conv2d there).
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    for (const Tol& t : kTols) {
+      for (size_t i = 0; i < kConvCases.size(); ++i) {
+        const ConvCase& c = kConvCases[i];
+        if (c.groups == 1) continue;
+        INFO("device " << dev.to_string() << ", dtype " << tf::dtype_name(t.dtype) << ", case "
+                       << i);
+        const auto xv = tf::testing::random_values(numel(c.x), -1, 1, 1 + i);
+        const auto fv = tf::testing::random_values(numel(c.f), -1, 1, 100 + i);
+        const auto ys = conv_out_shape(c);
+        std::vector<double> want(static_cast<size_t>(numel(ys)), 0.0);
+        for_each_tap(c, [&](int64_t xi, int64_t fi, int64_t yi) { want[yi] += xv[xi] * fv[fi]; });
+        const tf::Tensor x = make(xv, tf::TensorShape(c.x), t.dtype);
+        const tf::Tensor f = make(fv, tf::TensorShape(c.f), t.dtype);
+        const tf::Tensor y = tf::detail::dispatch(
+            tf::prims::Conv2D(c.sh, c.sw, c.dh, c.dw, c.same, c.groups), {x, f});
+        CHECK(y.dtype() == t.dtype);
+        CHECK(y.placement() == dev);
+        REQUIRE(y.shape() == tf::TensorShape(ys));
+        check_values(y, want, t.rtol, t.atol);
+        const tf::Tensor z =
+            tf::nn::conv2d(x, f, {c.sh, c.sw}, c.same ? "SAME" : "VALID", {c.dh, c.dw});
+        REQUIRE(z.shape() == tf::TensorShape(ys));
+        check_values(z, want, t.rtol, t.atol);
+      }
+    }
+  }
+}
+
+TEST_CASE("grouped conv2d primitives check their group count", "[cpu][nn_grad]") {
+  using tf::testing::require_error;
+  const tf::Tensor x = tf::ones({1, 4, 4, 6}), f = tf::ones({3, 3, 2, 6});
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv2D(1, 1, 1, 1, true, 2), {x, f});
+      },
+      {"[conv2d]", "input depth 6 does not match filter depth 2 times 2 groups"});
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv2D(1, 1, 1, 1, true, 0), {x, f});
+      },
+      {"[conv2d]", "groups must be positive, got 0"});
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv2D(1, 1, 1, 1, true, 3), {x, tf::ones({3, 3, 2, 4})});
+      },
+      {"[conv2d]", "4 output channels must be divisible by the 3 groups"});
+  const tf::Tensor dy = tf::ones({1, 4, 4, 6});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_input(tf::TensorShape{1, 4, 4, 6}, f, dy, 1, 1, 1, 1, true, 2);
+      },
+      {"[conv2d_backprop_input]", "filter depth 2 times 2 groups"});
+  require_error(
+      [&] {
+        tf::detail::conv2d_backprop_filter(x, tf::TensorShape{3, 3, 2, 6}, dy, 1, 1, 1, 1, true, 2);
+      },
+      {"[conv2d_backprop_filter]", "filter depth 2 times 2 groups"});
+  // The group count is an attribute: graph dumps show it and equivalence compares it.
+  CHECK(tf::prims::Conv2D(1, 1, 1, 1, true, 3).attributes() ==
+        "strides=[1, 1], dilations=[1, 1], padding=SAME, groups=3");
+  CHECK_FALSE(
+      tf::prims::Conv2D(1, 1, 1, 1, true, 3).is_equivalent(tf::prims::Conv2D(1, 1, 1, 1, true)));
+  CHECK_FALSE(
+      tf::prims::Conv2DBackpropFilter({3, 3, 2, 6}, 1, 1, 1, 1, true, 3)
+          .is_equivalent(tf::prims::Conv2DBackpropFilter({3, 3, 2, 6}, 1, 1, 1, 1, true, 2)));
 }
 
 TEST_CASE("conv2d gradients of empty tensors", "[cpu][cuda][nn_grad]") {
@@ -493,8 +576,8 @@ TEST_CASE("the CUDA gradient kernels' element functions match float64 loops", "[
     INFO("conv case " << i);
     const ConvDims d = conv_dims(c);
     const auto ys = conv_out_shape(c);
-    const ng::ConvGeom g{d.N,  d.H,  d.W,  d.C,  d.KH, d.KW, d.O, d.OH,
-                         d.OW, c.sh, c.sw, c.dh, c.dw, d.pt, d.pl};
+    const ng::ConvGeom g{d.N,  d.H,  d.W,  d.C,  d.KH, d.KW, d.O,  d.OH,
+                         d.OW, c.sh, c.sw, c.dh, c.dw, d.pt, d.pl, c.groups};
     const auto x = tf::testing::random_values(numel(c.x), -1, 1, 1 + i);
     const auto f = tf::testing::random_values(numel(c.f), -1, 1, 100 + i);
     const auto dy = tf::testing::random_values(numel(ys), -1, 1, 200 + i);
@@ -577,7 +660,9 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][cuda][nn_grad]") {
       {{2, 5, 5, 2}, {2, 2, 2, 3}, 2, 2, 1, 1, true},   // pad 0 / 1
       {{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 1, 2, 1, false},  // VALID, dilation
       {{1, 5, 6, 2}, {3, 2, 2, 2}, 1, 2, 2, 1, true},
-      {{2, 4, 4, 1}, {4, 4, 1, 2}, 3, 3, 1, 1, true},  // pad 1 / 2
+      {{2, 4, 4, 1}, {4, 4, 1, 2}, 3, 3, 1, 1, true},      // pad 1 / 2
+      {{1, 5, 4, 4}, {3, 2, 2, 4}, 1, 1, 1, 1, true, 2},   // 2 groups of 2 -> 2
+      {{2, 6, 5, 6}, {2, 2, 2, 3}, 2, 1, 1, 2, false, 3},  // 3 groups of 2 -> 1, VALID
   };
   for (const tf::Device& dev : tf::testing::devices_under_test()) {
     tf::DeviceScope scope(dev);
@@ -588,18 +673,18 @@ TEST_CASE("conv2d vjp matches finite differences", "[cpu][cuda][nn_grad]") {
                                 tf::TensorShape(c.x), tf::float64);
       const tf::Tensor f = make(tf::testing::random_values(numel(c.f), -1, 1, 20 + i),
                                 tf::TensorShape(c.f), tf::float64);
-      const tf::prims::Conv2D p(c.sh, c.sw, c.dh, c.dw, c.same);
+      const tf::prims::Conv2D p(c.sh, c.sw, c.dh, c.dw, c.same, c.groups);
       check_vjp(p, {x, f}, {0, 1}, 30 + static_cast<unsigned>(i));
       // The gradient ops' own vjps (second order).
       const auto ys = conv_out_shape(c);
       const tf::Tensor dy = make(tf::testing::random_values(numel(ys), -1, 1, 40 + i),
                                  tf::TensorShape(ys), tf::float64);
-      check_vjp(
-          tf::prims::Conv2DBackpropInput(tf::TensorShape(c.x), c.sh, c.sw, c.dh, c.dw, c.same),
-          {f, dy}, {0, 1}, 50 + static_cast<unsigned>(i));
-      check_vjp(
-          tf::prims::Conv2DBackpropFilter(tf::TensorShape(c.f), c.sh, c.sw, c.dh, c.dw, c.same),
-          {x, dy}, {0, 1}, 60 + static_cast<unsigned>(i));
+      check_vjp(tf::prims::Conv2DBackpropInput(tf::TensorShape(c.x), c.sh, c.sw, c.dh, c.dw, c.same,
+                                               c.groups),
+                {f, dy}, {0, 1}, 50 + static_cast<unsigned>(i));
+      check_vjp(tf::prims::Conv2DBackpropFilter(tf::TensorShape(c.f), c.sh, c.sw, c.dh, c.dw,
+                                                c.same, c.groups),
+                {x, dy}, {0, 1}, 60 + static_cast<unsigned>(i));
     }
   }
 }
