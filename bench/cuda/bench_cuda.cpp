@@ -8,6 +8,8 @@
 //   - float32 inverse at N=16384 (cuSOLVER getrf + getrs);
 //   - host-side eager launch overhead of a tiny op (1-element add, queued without waiting), and
 //     the host cost of a 64 x 64 product taken apart (BM_HostCost);
+//   - a grouped 3x3 convolution (1, 4 and 32 groups of [32, 56, 56, 128]) forward and with its
+//     two gradients (device time);
 //   - tf::function on the GPU (issue 5): a chain of 6 elementwise ops over 16M float32 eager,
 //     traced, and traced with jit_compile (one NVRTC kernel; device time), and a chain of 100
 //     tiny ops eager, traced, and with jit_compile (one fused kernel, replayed as a CUDA graph;
@@ -29,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "autograd/tape.h"
 #include "bench/mlp_step.h"
 #include "core/cuda/context.h"
 #include "core/device.h"
@@ -42,6 +45,7 @@
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -256,6 +260,31 @@ void BM_TinyOpLaunch(benchmark::State& state) {
     benchmark::DoNotOptimize(c);
   }
   tf::detail::cuda::synchronize(kGpu);
+}
+
+// A grouped 3x3 convolution, [32, 56, 56, 128] float32, 128 -> 128 in G groups (one cuDNN call
+// with a group count): mode 0 forward, 1 forward and the input and filter gradients.
+void BM_GroupedConv2D(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int64_t groups = state.range(0);
+  const bool step = state.range(1) == 1;
+  tf::DeviceScope scope(kGpu);
+  const tf::Tensor x = gpu_uniform({32, 56, 56, 128}, tf::float32, 5);
+  const tf::Tensor f = gpu_uniform({3, 3, 128 / groups, 128}, tf::float32, 6);
+  std::vector<tf::Tensor> g;
+  tf::Tensor y;
+  time_on_stream(state, [&] {
+    if (!step) {
+      y = tf::nn::conv2d(x, f, {1}, "SAME");
+      return;
+    }
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(f);
+    y = tf::nn::conv2d(x, f, {1}, "SAME");
+    g = tape.gradient(y, std::vector<tf::Tensor>{x, f});
+  });
+  set_flops(state, (step ? 3 : 1) * 2.0 * 32 * 56 * 56 * 128 * (128 / groups) * 9);
 }
 
 // Host cost of queueing one call, attributed (issue 8: tf::matmul at N = 64-256 took 1-4 us
@@ -560,6 +589,10 @@ BENCHMARK(BM_CublasLtTf32Best)->Arg(8192)->UseManualTime()->Unit(benchmark::kMil
 BENCHMARK(BM_Inverse)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_TinyOpLaunch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostCost)->DenseRange(0, 6)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GroupedConv2D)
+    ->ArgsProduct({{1, 4, 32}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain6_16M)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulChain100Tiny)->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
