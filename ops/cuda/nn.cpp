@@ -329,7 +329,7 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   const int64_t HP = H + (dh.pad_after - dh.pad_before);
   const int64_t WP = W + (dw.pad_after - dw.pad_before);
   const bool pad = HP != H || WP != W;
-  if (N * C * HP * WP > INT_MAX || N * O * OH * OW > INT_MAX || O * C * KH * KW > INT_MAX) {
+  if (N * C * HP * WP > INT_MAX || N * O * OH * OW > INT_MAX || O * CI * KH * KW > INT_MAX) {
     TF_THROW(UnimplementedError, "conv2d",
              "the CUDA kernel (cuDNN) takes tensors of fewer than 2^31 elements: input is {}, "
              "filters {}, output {}",

@@ -144,8 +144,8 @@ cudnnDataType_t cudnn_type(DType d) {
 bool cudnn_sizes_ok(const ConvGeom& g) {
   const auto& k = g.k;
   const int64_t hp = k.h + (g.pb - k.pt), wp = k.w + (g.pr - k.pl);
-  const int64_t biggest =
-      std::max({k.n * hp * wp * k.c, k.n * k.oh * k.ow * k.o, k.kh * k.kw * k.c * k.o});
+  const int64_t biggest = std::max(
+      {k.n * hp * wp * k.c, k.n * k.oh * k.ow * k.o, k.kh * k.kw * (k.c / k.groups) * k.o});
   return biggest < INT_MAX && cu::cudnn_window_fits(hp, k.pt, k.kh, k.sh, k.dh) &&
          cu::cudnn_window_fits(wp, k.pl, k.kw, k.sw, k.dw);
 }
