@@ -33,6 +33,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cuda/det_element.h"
 #include "ops/linalg.h"
 
 extern "C" {
@@ -430,18 +431,10 @@ void determinant(const T* a, T* out, int64_t batches, int64_t n, Failures& f) {
     }
     // Product of U's diagonal with separate exponent bookkeeping (no spurious overflow or
     // underflow in the partial products), and the sign of the row permutation.
-    double mant = 1.0;
-    long exp = 0;
-    bool negative = false;
-    for (int64_t i = 0; i < n; ++i) {
-      if (ipiv[i] != i + 1) negative = !negative;
-      int e = 0;
-      mant = std::frexp(mant * static_cast<double>(lu[i * n + i]), &e);
-      exp += e;
-    }
-    const long clamped = std::clamp<long>(exp, -100000, 100000);
-    const double d = std::ldexp(mant, static_cast<int>(clamped));
-    out[b] = static_cast<T>(negative ? -d : d);
+    detail::DetPart part = detail::det_identity();
+    for (int64_t i = 0; i < n; ++i)
+      part = detail::det_push(part, static_cast<double>(lu[i * n + i]), ipiv[i] != i + 1);
+    out[b] = static_cast<T>(detail::det_finish(part));
     return true;
   });
 }

@@ -3,11 +3,13 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/det_element.h"
 #include "ops/cuda/linalg_kernels.h"
 
 namespace tapeflow::detail::cuda_linalg {
@@ -193,20 +195,48 @@ __global__ void determinant_kernel(const T* lu, const int* ipiv, const int* info
     const int* p = ipiv + t * n;
     // Product of U's diagonal with separate exponent bookkeeping (no spurious overflow or
     // underflow in the partial products), and the sign of the row permutation.
-    double mant = 1.0;
-    long long ex = 0;
-    bool negative = false;
-    for (int64_t i = 0; i < n; ++i) {
-      if (p[i] != i + 1) negative = !negative;
-      int e = 0;
-      mant = ::frexp(mant * static_cast<double>(m[i * n + i]), &e);
-      ex += e;
-    }
-    const long long clamped = ex < -100000 ? -100000 : (ex > 100000 ? 100000 : ex);
-    const double d = ::ldexp(mant, static_cast<int>(clamped));
-    out[t] = static_cast<T>(negative ? -d : d);
+    DetPart part = det_identity();
+    for (int64_t i = 0; i < n; ++i)
+      part = det_push(part, static_cast<double>(m[i * n + i]), p[i] != i + 1);
+    out[t] = static_cast<T>(det_finish(part));
   }
 }
+
+// Large matrices: one block per matrix, each thread pushing a strided share of the diagonal
+// (coalesced pivots, independent loads) and the block combining the parts in a tree.
+constexpr int kDetThreads = 256;
+template <class T>
+__global__ void __launch_bounds__(kDetThreads)
+    determinant_block_kernel(const T* lu, const int* ipiv, const int* info, const int* has_nan,
+                             T* out, int64_t batches, int64_t n) {
+  __shared__ DetPart parts[kDetThreads];
+  for (int64_t t = blockIdx.x; t < batches; t += gridDim.x) {
+    const T* m = lu + t * n * n;
+    const int* p = ipiv + t * n;
+    DetPart part = det_identity();
+    for (int64_t i = threadIdx.x; i < n; i += kDetThreads)
+      part = det_push(part, static_cast<double>(m[i * n + i]), p[i] != i + 1);
+    parts[threadIdx.x] = part;
+    __syncthreads();
+    for (int half = kDetThreads / 2; half > 0; half /= 2) {
+      if (static_cast<int>(threadIdx.x) < half)
+        parts[threadIdx.x] = det_combine(parts[threadIdx.x], parts[threadIdx.x + half]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if (has_nan[t])
+        out[t] = static_cast<T>(::nan(""));
+      else if (info[t] > 0)
+        out[t] = T(0);
+      else
+        out[t] = static_cast<T>(det_finish(parts[0]));
+    }
+    __syncthreads();  // parts[] is reused by the block's next matrix
+  }
+}
+
+// From this order on a matrix gets a block (a thread per matrix walks n dependent products).
+constexpr int64_t kDetBlockMinN = 256;
 
 [[noreturn]] void bad_dtype(const char* what, DType dt) {
   throw InternalError(std::string("linalg CUDA kernel ") + what + ": unexpected dtype " +
@@ -367,6 +397,21 @@ void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const in
                  const int* has_nan, void* out, int64_t batches, int64_t n) {
   if (batches == 0) return;
   cudaStream_t s = cuda::stream(dev);
+  if (n >= kDetBlockMinN) {
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(batches, 65535));
+    if (dt == float32)
+      determinant_block_kernel<<<blocks, kDetThreads, 0, s>>>(
+          static_cast<const float*>(lu), ipiv, info, has_nan, static_cast<float*>(out), batches,
+          n);
+    else if (dt == float64)
+      determinant_block_kernel<<<blocks, kDetThreads, 0, s>>>(
+          static_cast<const double*>(lu), ipiv, info, has_nan, static_cast<double*>(out),
+          batches, n);
+    else
+      bad_dtype("determinant", dt);
+    cuda::check_launch("det");
+    return;
+  }
   if (dt == float32)
     determinant_kernel<<<grid_for(batches, dev), kThreads, 0, s>>>(
         static_cast<const float*>(lu), ipiv, info, has_nan, static_cast<float*>(out), batches,

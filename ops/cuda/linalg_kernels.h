@@ -78,8 +78,9 @@ void flag_nan_matrices(Device dev, DType dt, const void* a, int* flags, int64_t 
 // pivots (n per matrix), infos (one per matrix; a positive info means an exact zero pivot, so
 // the determinant is 0) and flag_nan_matrices' flags of the input (NaN), as ops/cpu/lapack.cpp
 // computes them: the product of U's diagonal in float64 with separate exponent bookkeeping, and
-// the sign of the row permutation. With n == 0 (lu, ipiv, info and has_nan unused) every
-// determinant is 1.
+// the sign of the row permutation (ops/cuda/det_element.h; one thread per matrix, from order 256
+// one block per matrix combining its threads' parts). With n == 0 (lu, ipiv, info and has_nan
+// unused) every determinant is 1.
 void determinant(Device dev, DType dt, const void* lu, const int* ipiv, const int* info,
                  const int* has_nan, void* out, int64_t batches, int64_t n);
 

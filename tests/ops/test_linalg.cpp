@@ -13,6 +13,7 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/binary.h"
+#include "ops/cuda/det_element.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/random.h"
@@ -676,6 +677,65 @@ TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][cuda][
     check_values(tf::linalg::det(tf::constant<double>({{1e200, 0, 0}, {0, 1e200, 0}, {0, 0, 1e-300}})),
                  {1e100}, 1e-14, 0);
   }
+}
+
+// The CUDA kernel for large matrices combines 256 strided parts of U's diagonal in a tree
+// (ops/cuda/det_element.h): the same product as the sequential loop, checked here on the host.
+TEST_CASE("det's diagonal parts combine in a tree as the sequential product", "[cpu][linalg]") {
+  namespace d = tf::detail;
+  constexpr int kThreads = 256;
+  auto tree = [&](const std::vector<double>& u, const std::vector<bool>& swapped) {
+    std::vector<d::DetPart> parts(kThreads, d::det_identity());
+    for (size_t i = 0; i < u.size(); ++i)
+      parts[i % kThreads] = d::det_push(parts[i % kThreads], u[i], swapped[i]);
+    for (int half = kThreads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; ++t) parts[t] = d::det_combine(parts[t], parts[t + half]);
+    return d::det_finish(parts[0]);
+  };
+  auto sequential = [&](const std::vector<double>& u, const std::vector<bool>& swapped) {
+    d::DetPart p = d::det_identity();
+    for (size_t i = 0; i < u.size(); ++i) p = d::det_push(p, u[i], swapped[i]);
+    return d::det_finish(p);
+  };
+  for (const size_t n : {size_t{256}, size_t{1000}, size_t{4096}}) {
+    INFO("n = " << n);
+    // Magnitudes 2^-40 to 2^40: the plain product leaves double's range, the parts do not.
+    const auto mags = tf::testing::random_values(n, -40, 40, n);
+    const auto signs = tf::testing::random_values(n, -1, 1, n + 1);
+    const auto swaps = tf::testing::random_values(n, 0, 1, n + 2);
+    std::vector<double> u(n);
+    std::vector<bool> swapped(n);
+    double log2_sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      u[i] = std::ldexp(signs[i] < 0 ? -1.5 : 1.25, static_cast<int>(mags[i]));
+      swapped[i] = swaps[i] < 0.3;
+      log2_sum += std::log2(std::abs(u[i]));
+    }
+    const double s = sequential(u, swapped), t = tree(u, swapped);
+    if (std::abs(log2_sum) > 1100) {  // far beyond double's range: both inf or both 0
+      CHECK(t == s);
+    } else {
+      CHECK(t == Approx(s).epsilon(1e-12));
+    }
+    CHECK(std::signbit(t) == std::signbit(s));
+    // Scaled into range: every entry halved until the product's exponent is near 0.
+    std::vector<double> scaled = u;
+    const int shift = static_cast<int>(std::floor(log2_sum / static_cast<double>(n)));
+    for (double& v : scaled) v = std::ldexp(v, -shift);
+    const double s2 = sequential(scaled, swapped), t2 = tree(scaled, swapped);
+    CHECK(t2 == Approx(s2).epsilon(1e-12));
+  }
+  // Special values: an infinite entry gives an infinite determinant, a NaN a NaN.
+  std::vector<double> u(300, 0.75);
+  const std::vector<bool> none(300, false);
+  u[7] = std::numeric_limits<double>::infinity();
+  CHECK(std::isinf(tree(u, none)));
+  CHECK(std::isinf(sequential(u, none)));
+  u[7] = std::numeric_limits<double>::quiet_NaN();
+  CHECK(std::isnan(tree(u, none)));
+  // 300 factors of 0.75 underflow nothing with the bookkeeping: 0.75^300 = 2^-124.5.
+  u[7] = 0.75;
+  CHECK(tree(u, none) == Approx(std::pow(0.75, 300)).epsilon(1e-12));
 }
 
 TEST_CASE("inv, solve and det of batches take every path", "[cpu][cuda][linalg]") {
