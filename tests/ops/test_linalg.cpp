@@ -648,7 +648,8 @@ TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][cuda][
     CHECK(tf::linalg::det(tf::zeros({0, 3, 3})).shape() == tf::TensorShape({0}));
     // Random batches against elimination in float64.
     for (tf::DType dt : {tf::float32, tf::float64, tf::float16}) {
-      for (int64_t n : {1, 3, 8, 120}) {
+      // (300: the CUDA kernel's block per matrix.)
+      for (int64_t n : {1, 3, 8, 120, 300}) {
         const int64_t batches = n >= 100 ? 2 : 30;
         INFO("det n=" << n << " " << tf::dtype_name(dt));
         std::vector<double> v = random_values(static_cast<size_t>(batches * n * n), -1, 1, 21);
@@ -676,6 +677,21 @@ TEST_CASE("det matches a float64 reference - with the pivot sign", "[cpu][cuda][
     // Products that overflow partway but not at the end.
     check_values(tf::linalg::det(tf::constant<double>({{1e200, 0, 0}, {0, 1e200, 0}, {0, 0, 1e-300}})),
                  {1e100}, 1e-14, 0);
+    // A large batch member with a NaN is NaN, one with a zero column 0, the other as the rest
+    // (the CUDA kernel's block per matrix).
+    {
+      const int64_t n = 300;
+      std::vector<double> v(static_cast<size_t>(3 * n * n), 0.0);
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t i = 0; i < n; ++i) v[(b * n + i) * n + i] = i % 2 ? 2.0 : 0.5;
+      v[(0 * n + 5) * n + 9] = std::numeric_limits<double>::quiet_NaN();
+      for (int64_t i = 0; i < n; ++i) v[(1 * n + i) * n + 17] = 0;
+      const std::vector<double> d =
+          tf::detail::to_double_vector(tf::linalg::det(make(v, {3, n, n}, tf::float64)));
+      CHECK(std::isnan(d[0]));
+      CHECK(d[1] == 0);
+      CHECK(d[2] == 1);  // 150 factors of 2 and 150 of 0.5
+    }
   }
 }
 
