@@ -109,6 +109,22 @@ BENCHMARK(BM_tapeflow_mlp_epoch_batch_logs)
     ->Iterations(1)
     ->UseRealTime();
 
+// fit's own cost per step: Dense(4) on 4 features, batch 32, 1000 steps of SGD (the compute is a
+// few hundred floating-point operations; what remains is the traced step's replay, slicing the
+// batch, the optimizer and the metrics). Reported per step.
+void BM_tapeflow_tiny_fit_step(benchmark::State& state) {
+  tf::random::set_seed(1);
+  const tf::Tensor x = tf::random::uniform({32000, 4}, -1, 1, tf::float32, 1);
+  const tf::Tensor y = tf::random::uniform({32000, 1}, -1, 1, tf::float32, 2);
+  K::Sequential model({K::layers::Dense(4, "relu"), K::layers::Dense(1)});
+  model.compile(K::optimizers::SGD(0.01), K::losses::MeanSquaredError(), {"mae"});
+  model.fit(tf::slice(x, {0, 0}, {128, 4}), tf::slice(y, {0, 0}, {128, 1}),
+            {.epochs = 1, .batch_size = 32, .verbose = 0});
+  for (auto _ : state) model.fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
+  state.SetItemsProcessed(state.iterations() * 1000);  // steps
+}
+BENCHMARK(BM_tapeflow_tiny_fit_step)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
 void BM_tapeflow_cnn_200_steps(benchmark::State& state) {
   const Data* d = data();
   if (!d) return state.SkipWithError("Fashion-MNIST files missing");
