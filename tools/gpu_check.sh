@@ -152,6 +152,15 @@ if [[ -x $mb && -z ${SKIP_MATRIX:-} ]]; then
   else
     summary+=("matrix_benchmark sample: FAILED (see logs)"); status=1
   fi
+  # all_gpus over two logical GPUs of GPU 0: the multi-GPU path (row blocks on two replicas,
+  # their results checked) on a one-GPU machine; small sizes, no figures.
+  if timeout "$(budget 0 60)" "$mb" --split-gpu 2 --modes all_gpus --dtypes float32,float64 \
+      --max-n 2048 --time-budget 1 --min-time 0.02 --csv "$LOGS/matrix_benchmark_split.csv" \
+      >"$LOGS/matrix_benchmark_split.txt" 2>&1; then
+    summary+=("matrix_benchmark --split-gpu 2 (all_gpus on two logical GPUs): checks passed")
+  else
+    summary+=("matrix_benchmark --split-gpu 2: FAILED (see logs)"); status=1
+  fi
 fi
 
 echo "==== tapeflow GPU check ===="

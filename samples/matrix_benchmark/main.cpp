@@ -95,6 +95,11 @@ Usage: matrix_benchmark [options]
                       (default 0)
   --check-max-n N     check results (sampled entries against float64) up to this N (default
                       2048; 0: never)
+  --split-gpu K       split GPU 0 into K logical GPUs (each with 90% / K of its memory) before
+                      anything runs, 1 to 16 (default 1: no split). all_gpus then mirrors over
+                      K devices on one GPU: a check of the multi-GPU path (row blocks, replica
+                      threads, one stream each) on a one-GPU machine, not a speed-up (the K
+                      replicas share the GPU, and cusolverMg still sees one physical GPU)
   --csv PATH          write the results as CSV to PATH
   --help              this text
 
@@ -114,6 +119,7 @@ struct Options {
   double time_budget = 60, min_time = 0.2;
   int repeats = 5, warmup = 1, threads = 0;
   int64_t check_max_n = 2048;
+  int split_gpu = 1;
   std::string csv;
 };
 
@@ -192,6 +198,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--threads")
       o.threads = to_int_in(v, 0, 4096);  // 0: the default count
     else if (a == "--check-max-n") o.check_max_n = to_int(v);
+    else if (a == "--split-gpu")
+      o.split_gpu = to_int_in(v, 1, 16);
     else if (a == "--csv") o.csv = v;
     else usage_error("unknown option '" + a + "'");
   }
@@ -1236,8 +1244,30 @@ bool run_series(const Series& s, Case& c, const Options& o, const std::string& t
 
 }  // namespace
 
+// --split-gpu: GPU 0 as K logical GPUs, before any op touches a GPU. Exits with status 2 when
+// there is no GPU to split (or no CUDA in this build).
+void split_gpu(int k) {
+  if (k <= 1) return;
+#ifdef MATRIX_BENCHMARK_CUDA
+  const auto gpus = tf::config::list_physical_devices("GPU");
+  cudaDeviceProp p{};
+  if (gpus.empty() || cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+    usage_error("--split-gpu: there is no GPU to split");
+  const int64_t each_mib =
+      static_cast<int64_t>(0.9 * static_cast<double>(p.totalGlobalMem) / static_cast<double>(k)) >>
+      20;
+  tf::config::set_logical_device_configuration(
+      gpus[0], std::vector<tf::config::LogicalDeviceConfiguration>(
+                   static_cast<size_t>(k),
+                   tf::config::LogicalDeviceConfiguration{.memory_limit = each_mib}));
+#else
+  usage_error("--split-gpu: this build has no CUDA");
+#endif
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  split_gpu(o.split_gpu);
   Output out(o.csv);
 
   const int cpu_threads = o.threads > 0 ? o.threads : tf::detail::num_threads();
