@@ -8,8 +8,8 @@
 //   conv3d forward 154, forward + backward 516, max_pool3d 2x2x2 forward + backward 124.
 // TF 2.21 (CPU, tf.function) on the same machine and shapes at the same time: conv3d forward
 // 180, forward + backward 1068. On the quiet machine (2026-12-04, OMP_NUM_THREADS=2, against
-// bench/compare/conv3d_tf.py): forward 19.5-19.7 against TF's 16.2-16.3, forward + backward
-// 57.4-60.2 against 48.7-50.7 (TF runs oneDNN's own 3-D convolution).
+// bench/compare/conv_tf.py --cases conv3d): forward 19.5-19.7 against TF's 16.2-16.3,
+// forward + backward 57.4-60.2 against 48.7-50.7 (TF runs oneDNN's own 3-D convolution).
 #include <benchmark/benchmark.h>
 
 #include "autograd/tape.h"
