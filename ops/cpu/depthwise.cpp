@@ -3,14 +3,25 @@
 // compute type (float for float16/bfloat16/float32, double for float64), tap by tap, so the
 // innermost loop runs over contiguous channels and vectorises; the multiplier-1 case (MobileNet's)
 // has its own loop without the channel / multiplier split.
+// float32 with SAME or VALID padding, no dilation and strides up to kOneDnnMaxStride runs as the
+// grouped convolution it is instead (C groups of one input channel and M outputs: oneDNN's
+// depthwise kernels, through the Conv2D primitives' CPU kernels): the filter (KH, KW, C, M) is
+// the grouped filter (KH, KW, 1, C * M) as it lies in memory, output channel c * M + m in both.
+// On [32, 56, 56, 128] 3x3 (bench/bench_depthwise.cpp, 2 threads) that took the forward pass
+// from 11.2 to 5.7 ms, the input gradient from 10.5 to 6.1 and the filter gradient from 10.1 to
+// 8.0 ms.
 #include "ops/depthwise.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/nn.h"
+#include "ops/nn_grad.h"
 
 namespace tapeflow::prims {
 
@@ -163,11 +174,34 @@ void backprop_filter(const DepthwiseGeom& g, const T* x, const T* dy, T* df) {
   });
 }
 
+constexpr int kOneDnnMaxStride = 16;
+
+// The grouped Conv2D of a float32 depthwise window oneDNN takes (see the top of this file).
+std::optional<Conv2D> as_grouped_conv(const detail::DepthwiseWindow& w, DType dtype,
+                                      int64_t channels) {
+  const bool zero_pads = w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0;
+  if (dtype != float32 || !(w.same || zero_pads) || w.dilation_h != 1 || w.dilation_w != 1 ||
+      w.stride_h > kOneDnnMaxStride || w.stride_w > kOneDnnMaxStride || channels < 1 ||
+      channels > INT32_MAX)
+    return std::nullopt;
+  return Conv2D(w.stride_h, w.stride_w, 1, 1, w.same, static_cast<int>(channels));
+}
+
+// The depthwise filter shape (KH, KW, C, M) as the grouped one (KH, KW, 1, C * M).
+TensorShape grouped_filter_shape(const TensorShape& f) {
+  return TensorShape{f[0], f[1], 1, f[2] * f[3]};
+}
+
 }  // namespace
 
 void DepthwiseConv2D::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
   const DepthwiseGeom g = detail::depthwise_geometry(win, in[0].shape(), in[1].shape());
+  if (const auto conv = as_grouped_conv(win, in[0].dtype(), g.c); conv && g.c * g.m > 0) {
+    const Tensor args[2] = {in[0], detail::view(in[1], grouped_filter_shape(in[1].shape()))};
+    conv->eval_cpu(args, out);
+    return;
+  }
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(),
                           forward(g, in[0].data<T>(), in[1].data<T>(), out[0].data<T>()));
 }
@@ -176,6 +210,14 @@ void DepthwiseConv2DBackpropInput::eval_cpu(std::span<const Tensor> in,
                                             std::span<Tensor> out) const {
   if (out[0].num_elements() == 0) return;
   const DepthwiseGeom g = detail::depthwise_geometry(win, out[0].shape(), in[0].shape());
+  if (const auto conv = as_grouped_conv(win, in[0].dtype(), g.c);
+      conv && g.c * g.m > 0 && in[1].num_elements() > 0) {
+    const Conv2DBackpropInput op(out[0].shape(), win.stride_h, win.stride_w, 1, 1, win.same,
+                                 conv->groups);
+    const Tensor args[2] = {detail::view(in[0], grouped_filter_shape(in[0].shape())), in[1]};
+    op.eval_cpu(args, out);
+    return;
+  }
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(),
                           backprop_input(g, in[0].data<T>(), in[1].data<T>(), out[0].data<T>()));
 }
@@ -186,6 +228,13 @@ void DepthwiseConv2DBackpropFilter::eval_cpu(std::span<const Tensor> in,
   const DepthwiseGeom g = detail::depthwise_geometry(win, in[0].shape(), out[0].shape());
   if (in[1].num_elements() == 0) {  // no outputs: every filter gradient is an empty sum
     std::memset(out[0].raw_data(), 0, out[0].nbytes());
+    return;
+  }
+  if (const auto conv = as_grouped_conv(win, in[0].dtype(), g.c); conv && g.c * g.m > 0) {
+    const TensorShape fs = grouped_filter_shape(out[0].shape());
+    const Conv2DBackpropFilter op(fs, win.stride_h, win.stride_w, 1, 1, win.same, conv->groups);
+    Tensor df[1] = {detail::view(out[0], fs)};
+    op.eval_cpu(in, df);
     return;
   }
   TF_DISPATCH_FLOAT_TYPES(in[0].dtype(),
