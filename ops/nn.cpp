@@ -115,21 +115,7 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
                dtype_name(x.dtype()));
   const TensorShape& xs = x.shape();
   const TensorShape& fs = f.shape();
-  TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
-  if (groups == 1) {
-    TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2], op,
-                 "input depth {} does not match filter depth {}: input is {}, filters {}", xs[3],
-                 fs[2], xs.to_string(), fs.to_string());
-  } else {
-    TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2] * groups, op,
-                 "input depth {} does not match filter depth {} times {} groups: input is {}, "
-                 "filters {}",
-                 xs[3], fs[2], groups, xs.to_string(), fs.to_string());
-    TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
-                 "the filters' {} output channels must be divisible by the {} groups (input {}, "
-                 "filters {})",
-                 fs[3], groups, xs.to_string(), fs.to_string());
-  }
+  detail::check_conv_groups(op, xs, fs, groups);
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
   TF_CHECK_ARG(fs[2] != 0 && fs[3] != 0, op, "filter must not have zero elements, got {}",
@@ -142,7 +128,7 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
 std::string Conv2D::attributes() const {
   return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}{}", stride_h, stride_w,
                      dilation_h, dilation_w, same ? "SAME" : "VALID",
-                     groups == 1 ? std::string() : fmt::format(", groups={}", groups));
+                     detail::conv_groups_attribute(groups));
 }
 
 std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -420,6 +406,23 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
 }
 
 }  // namespace nn
+
+void detail::check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs,
+                               int groups) {
+  TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
+  TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2] * groups, op,
+               "input depth {} does not match filter depth {}{}: input is {}, filters {}", xs[3],
+               fs[2], groups == 1 ? std::string() : fmt::format(" times {} groups", groups),
+               xs.to_string(), fs.to_string());
+  TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
+               "the filters' {} output channels must be divisible by the {} groups (input {}, "
+               "filters {})",
+               fs[3], groups, xs.to_string(), fs.to_string());
+}
+
+std::string detail::conv_groups_attribute(int groups) {
+  return groups == 1 ? std::string() : fmt::format(", groups={}", groups);
+}
 
 Tensor detail::conv2d_with_groups(const Tensor& input, const Tensor& filters,
                                   const std::vector<int>& strides, const std::string& padding,

@@ -92,6 +92,12 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// The group count of a 2-D convolution with input xs (N, H, W, C) and filters fs (KH, KW, C /
+// groups, O), for Conv2D and its two gradient ops: positive, C = fs[2] * groups and O divisible
+// by groups where known (InvalidArgumentError naming `op` otherwise).
+void check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs, int groups);
+// ", groups=G" for a grouped convolution's attributes, nothing for one group.
+std::string conv_groups_attribute(int groups);
 // nn::conv2d with its groups given (the Conv2D primitive's), for nn::grouped_conv2d once it has
 // checked the channels: filters (KH, KW, C / groups, O).
 Tensor conv2d_with_groups(const Tensor& input, const Tensor& filters,

@@ -63,14 +63,7 @@ void check_float_pair(const char* op, const char* a_name, const Tensor& a, const
 void check_conv_shapes(const char* op, const TensorShape& xs, const TensorShape& fs,
                        const TensorShape& ys, int sh, int sw, int dh, int dw, bool same,
                        int groups) {
-  TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
-  TF_CHECK_ARG(dims_match(xs[3], fs[2] == None ? None : fs[2] * groups), op,
-               "input depth {} does not match filter depth {}{}: input is {}, filters {}", xs[3],
-               fs[2], groups == 1 ? std::string() : fmt::format(" times {} groups", groups),
-               xs.to_string(), fs.to_string());
-  TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
-               "the filters' {} output channels must be divisible by the {} groups (filters {})",
-               fs[3], groups, fs.to_string());
+  detail::check_conv_groups(op, xs, fs, groups);
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
   const int64_t oh = forward_out(op, "height", xs[1], fs[0], sh, dh, same, xs);
@@ -95,11 +88,6 @@ void check_pool_shapes(const char* op, const TensorShape& xs, const TensorShape&
 
 const char* padding_name(bool same) {
   return same ? "SAME" : "VALID";
-}
-
-// ", groups=G" for a grouped convolution, nothing for one group.
-std::string groups_attribute(int groups) {
-  return groups == 1 ? std::string() : fmt::format(", groups={}", groups);
 }
 
 }  // namespace
@@ -128,7 +116,7 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
 std::string Conv2DBackpropInput::attributes() const {
   return fmt::format("input_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}",
                      input_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
-                     padding_name(same), groups_attribute(groups));
+                     padding_name(same), detail::conv_groups_attribute(groups));
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv2d(G, f)> = <f, backprop_filter(G, dy)>.
@@ -175,7 +163,7 @@ void Conv2DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMet
 std::string Conv2DBackpropFilter::attributes() const {
   return fmt::format("filter_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}",
                      filter_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
-                     padding_name(same), groups_attribute(groups));
+                     padding_name(same), detail::conv_groups_attribute(groups));
 }
 
 // Linear in both inputs: <G, df(x, dy)> = <x, backprop_input(G, dy)> = <dy, conv2d(x, G)>.

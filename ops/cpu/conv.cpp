@@ -27,6 +27,18 @@ dnnl::stream& onednn_stream() {
   return s;
 }
 
+// float32 weights of a 2-D convolution as oneDNN takes them, shared with ops/cpu/nn_grad.cpp:
+// dims (O, C, KH, KW), or (G, O/G, C/G, KH, KW) for groups; `any` lets oneDNN choose the layout,
+// else TF's HWIO as given (hwigo for groups: output channel g O/G + o of group g).
+dnnl::memory::desc onednn_conv_weights(int64_t o, int64_t c, int64_t kh, int64_t kw, int64_t groups,
+                                       bool any) {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  if (groups == 1) return dnnl::memory::desc({o, c, kh, kw}, f32, any ? tag::any : tag::hwio);
+  return dnnl::memory::desc({groups, o / groups, c / groups, kh, kw}, f32,
+                            any ? tag::any : tag::hwigo);
+}
+
 namespace {
 
 struct ConvGeom {
@@ -62,14 +74,6 @@ ConvGeom geometry(const Conv2D& p, const Tensor& x, const Tensor& f, const Tenso
   return g;
 }
 
-// oneDNN's weights: (O, C, KH, KW), or (G, O/G, C/G, KH, KW) for groups.
-dnnl::memory::desc weights_desc(const ConvGeom& g, dnnl::memory::format_tag t) {
-  if (g.groups == 1)
-    return dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dnnl::memory::data_type::f32, t);
-  return dnnl::memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw},
-                            dnnl::memory::data_type::f32, t);
-}
-
 // ---- oneDNN (float32) ----
 
 dnnl::engine& dnnl_engine() {
@@ -93,8 +97,8 @@ std::shared_ptr<const ConvPlan> make_plan(const ConvGeom& g) {
   auto plan = std::make_shared<ConvPlan>();
   const dnnl::memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
   const dnnl::memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, tag::nhwc);
-  plan->user_weights = weights_desc(g, g.groups == 1 ? tag::hwio : tag::hwigo);
-  const dnnl::memory::desc weights_any = weights_desc(g, tag::any);
+  plan->user_weights = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, false);
+  const dnnl::memory::desc weights_any = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, true);
   const dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
       dst, {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.pt, g.pl}, {g.pb, g.pr});

@@ -30,9 +30,12 @@
 
 namespace tapeflow::prims {
 
-// Defined in ops/cpu/conv.cpp: the process's oneDNN engine and this thread's stream.
+// Defined in ops/cpu/conv.cpp: the process's oneDNN engine, this thread's stream, and the
+// weights of a 2-D convolution (onednn_conv_weights's comment there).
 dnnl::engine& onednn_engine();
 dnnl::stream& onednn_stream();
+dnnl::memory::desc onednn_conv_weights(int64_t o, int64_t c, int64_t kh, int64_t kw, int64_t groups,
+                                       bool any);
 
 namespace {
 
@@ -112,12 +115,6 @@ ConvGeom conv_geometry(const P& p, const TensorShape& x, const TensorShape& f,
 
 // ---- oneDNN (float32) ----
 
-// oneDNN's weights: (O, C, KH, KW), or (G, O/G, C/G, KH, KW) for groups (HWIO is then hwigo).
-dnnl::memory::desc weights_desc(const ConvGeom& g, tag t) {
-  if (g.groups == 1) return dnnl::memory::desc({g.o, g.c, g.kh, g.kw}, dt::f32, t);
-  return dnnl::memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw}, dt::f32, t);
-}
-
 struct ConvDescs {
   dnnl::memory::desc src, dst, weights_any, user_weights;
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
@@ -126,8 +123,8 @@ ConvDescs conv_descs(const ConvGeom& g) {
   ConvDescs d;
   d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
   d.dst = dnnl::memory::desc({g.n, g.o, g.oh, g.ow}, dt::f32, tag::nhwc);
-  d.weights_any = weights_desc(g, tag::any);
-  d.user_weights = weights_desc(g, g.groups == 1 ? tag::hwio : tag::hwigo);
+  d.weights_any = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, true);
+  d.user_weights = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, false);
   d.strides = {g.sh, g.sw};
   d.dilates = {g.dh - 1, g.dw - 1};
   d.pad_l = {g.pt, g.pl};

@@ -183,22 +183,16 @@ __global__ void determinant_kernel(const T* lu, const int* ipiv, const int* info
                                    const int* has_nan, T* out, int64_t batches, int64_t n) {
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < batches;
        t += int64_t{gridDim.x} * blockDim.x) {
-    if (n > 0 && has_nan[t]) {  // whatever pivots getrf chose around it
-      out[t] = static_cast<T>(::nan(""));
-      continue;
-    }
-    if (n > 0 && info[t] > 0) {  // an exact zero pivot
-      out[t] = T(0);
-      continue;
-    }
+    const bool nan_input = n > 0 && has_nan[t], zero_pivot = n > 0 && info[t] > 0;
     const T* m = lu + t * n * n;
     const int* p = ipiv + t * n;
     // Product of U's diagonal with separate exponent bookkeeping (no spurious overflow or
     // underflow in the partial products), and the sign of the row permutation.
     DetPart part = det_identity();
-    for (int64_t i = 0; i < n; ++i)
-      part = det_push(part, static_cast<double>(m[i * n + i]), p[i] != i + 1);
-    out[t] = static_cast<T>(det_finish(part));
+    if (!nan_input && !zero_pivot)
+      for (int64_t i = 0; i < n; ++i)
+        part = det_push(part, static_cast<double>(m[i * n + i]), p[i] != i + 1);
+    out[t] = static_cast<T>(det_value(nan_input, zero_pivot, part));
   }
 }
 
@@ -223,14 +217,8 @@ __global__ void __launch_bounds__(kDetThreads)
         parts[threadIdx.x] = det_combine(parts[threadIdx.x], parts[threadIdx.x + half]);
       __syncthreads();
     }
-    if (threadIdx.x == 0) {
-      if (has_nan[t])
-        out[t] = static_cast<T>(::nan(""));
-      else if (info[t] > 0)
-        out[t] = T(0);
-      else
-        out[t] = static_cast<T>(det_finish(parts[0]));
-    }
+    if (threadIdx.x == 0)
+      out[t] = static_cast<T>(det_value(has_nan[t] != 0, info[t] > 0, parts[0]));
     __syncthreads();  // parts[] is reused by the block's next matrix
   }
 }

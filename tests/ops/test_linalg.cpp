@@ -752,6 +752,12 @@ TEST_CASE("det's diagonal parts combine in a tree as the sequential product", "[
   // 300 factors of 0.75 underflow nothing with the bookkeeping: 0.75^300 = 2^-124.5.
   u[7] = 0.75;
   CHECK(tree(u, none) == Approx(std::pow(0.75, 300)).epsilon(1e-12));
+  // The kernels' result per matrix: a NaN input, then an exact zero pivot, then the product.
+  const d::DetPart two = d::det_push(d::det_identity(), 2.0, true);
+  CHECK(std::isnan(d::det_value(true, true, two)));
+  CHECK(d::det_value(false, true, two) == 0);
+  CHECK(d::det_value(false, false, two) == -2);
+  CHECK(d::det_value(false, false, d::det_identity()) == 1);
 }
 
 TEST_CASE("inv, solve and det of batches take every path", "[cpu][cuda][linalg]") {
