@@ -1,15 +1,12 @@
 // tf::nn::conv3d (3x3x3 SAME, 32 -> 32 channels, input [4, 16, 32, 32, 32] float32) forward, and
 // forward + backward (both gradients through a GradientTape); max_pool3d 2x2x2 forward +
-// backward on the same input. conv3d is a composite: one conv2d (oneDNN on the CPU, cuDNN on a
-// GPU) per depth tap over the depth slices folded into the batch, summed.
+// backward on the same input. conv3d is one primitive: oneDNN's 3-D convolution on the CPU, the
+// depth taps folded into channels and cuDNN's 2-D convolution on a GPU.
 //   cmake -DTAPEFLOW_BUILD_BENCH=ON ... && build/bench/bench_conv3d (on /cpu:0)
-// Measured on the 2-core AMD EPYC development machine while shared with other sessions' builds
-// (load average 3.4: wall time, CPU time about half of it; the spread is wide), median (ms):
-//   conv3d forward 154, forward + backward 516, max_pool3d 2x2x2 forward + backward 124.
-// TF 2.21 (CPU, tf.function) on the same machine and shapes at the same time: conv3d forward
-// 180, forward + backward 1068. On the quiet machine (2026-12-04, OMP_NUM_THREADS=2, against
-// bench/compare/conv_tf.py --cases conv3d): forward 19.5-19.7 against TF's 16.2-16.3,
-// forward + backward 57.4-60.2 against 48.7-50.7 (TF runs oneDNN's own 3-D convolution).
+// Quiet 2-core machine, 2026-12-04, OMP_NUM_THREADS=2, medians of 3, two alternating rounds:
+// forward 15.4-15.7 ms (the per-tap composite it replaced: 21.3-22.0), forward + backward
+// 49.6-51.7 (63.6-64.8); TF 2.21 eager (bench/compare/conv_tf.py --cases conv3d) 16.5-16.8 and
+// 50.9-55.1 ms. docs/performance.md has the table.
 #include <benchmark/benchmark.h>
 
 #include "autograd/tape.h"

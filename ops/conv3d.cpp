@@ -8,6 +8,8 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
@@ -72,16 +74,6 @@ int64_t out_size(const char* op, const char* dim, int64_t in, int64_t k, int str
 // Constants (indices, counts) go where the input lives unless a DeviceScope says otherwise.
 void enter_scope(std::optional<DeviceScope>& scope, const Tensor& x) {
   if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
-}
-
-// x's slices along axis 1 at start, start + stride, ... (count of them).
-Tensor depth_slices(const Tensor& x, int64_t start, int64_t count, int stride) {
-  if (stride == 1) return tapeflow::slice(x, {0, start, 0, 0, 0}, {-1, count, -1, -1, -1});
-  std::vector<int64_t> idx(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) idx[static_cast<size_t>(i)] = start + i * stride;
-  std::optional<DeviceScope> scope;
-  enter_scope(scope, x);
-  return tapeflow::gather(x, constant(idx), 1);
 }
 
 // The depth windows of a pooling: x (N, D, ...) padded by wd's pads -> (N, OD, KD, ...), the
@@ -177,29 +169,28 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1 && fs[2] >= 1 && fs[3] >= 1 && fs[4] >= 1, op,
                "filters must have a positive size in every dimension, got {}", fs.to_string());
   const int64_t c = xs[4], fc = fs[3], o = fs[4];
-  TF_CHECK_ARG(c % fc == 0 && o % (c / fc) == 0, op,
+  TF_CHECK_ARG(c >= fc && c % fc == 0 && o % (c / fc) == 0, op,
                "input depth {} does not match filter depth {}: input is {}, filters {} (a filter "
                "depth that divides the input's gives groups, whose count must divide the {} "
                "output channels)",
                c, fc, xs.to_string(), fs.to_string(), o);
   const char* dims[3] = {"depth", "height", "width"};
-  int64_t out[3];
   for (int i = 0; i < 3; ++i)
-    out[i] = out_size(op, dims[i], xs[1 + i], fs[i], s[i], dl[i], same, xs, fs.to_string());
-  const auto wd = detail::window_dim(xs[1], fs[0], s[0], dl[0], same);
-  std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
-  pads[1] = {wd.pad_before, wd.pad_after};
-  const Tensor padded = wd.pad_before + wd.pad_after > 0 ? tapeflow::pad(input, pads) : input;
-  const std::vector<Tensor> taps = tapeflow::split(filters, static_cast<int>(fs[0]), 0);
-  std::optional<Tensor> sum;
-  for (int64_t k = 0; k < fs[0]; ++k) {
-    const Tensor slices = depth_slices(padded, k * dl[0], out[0], s[0]);
-    const Tensor y = conv2d(tapeflow::reshape(slices, {-1, xs[2], xs[3], c}),
-                            tapeflow::reshape(taps[static_cast<size_t>(k)], {fs[1], fs[2], fc, o}),
-                            {s[1], s[2]}, padding, {dl[1], dl[2]});
-    sum = sum ? *sum + y : y;
+    out_size(op, dims[i], xs[1 + i], fs[i], s[i], dl[i], same, xs, fs.to_string());
+  detail::Conv3DWindow win;
+  win.strides = s;
+  win.dilations = dl;
+  win.same = same;
+  win.groups = static_cast<int>(c / fc);
+  // A dilation longer than the input: the taps that reach it, as conv2d (not in a trace for
+  // None dimensions, where the taps that matter depend on the sizes).
+  if (same && !detail::open_shapes()) {
+    if (auto trimmed = detail::trim_same_taps(input, filters, s, dl)) {
+      win.same = false;
+      return detail::dispatch(prims::Conv3D(win), {trimmed->first, trimmed->second});
+    }
   }
-  return tapeflow::reshape(*sum, {-1, out[0], out[1], out[2], o});
+  return detail::dispatch(prims::Conv3D(win), {input, filters});
 }
 
 Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
@@ -251,30 +242,13 @@ Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const Tensor
                  os.to_string(), xs.to_string(), fs.to_string(), detail::vec_to_string(strides),
                  detail::vec_to_string(dilations), padding, dims[i], back, xs[1 + i]);
   }
-  const int64_t di = xs[1], od = os[1], oh = os[2], ow = os[3], oc = fs[3];
-  const int64_t rest = oh * ow * oc;
-  const auto wd = detail::window_dim(od, fs[0], s[0], dl[0], same);
-  // Output depth p (padded coordinates) receives input slice i through tap k where
-  // p = i * stride + k * dilation; the output is [pad_before, pad_before + od) of that.
-  const int64_t length = std::max(di * s[0] + (fs[0] - 1) * dl[0], wd.pad_before + od);
-  const Tensor flat = tapeflow::reshape(input, {-1, xs[2], xs[3], xs[4]});
-  const TensorShape tap_out{xs[0] == None ? None : xs[0] * di, oh, ow, oc};
-  const std::vector<Tensor> taps = tapeflow::split(filters, static_cast<int>(fs[0]), 0);
-  std::optional<Tensor> sum;
-  for (int64_t k = 0; k < fs[0]; ++k) {
-    const Tensor f2 = tapeflow::reshape(taps[static_cast<size_t>(k)], {fs[1], fs[2], oc, fs[4]});
-    Tensor z = tapeflow::reshape(
-        conv2d_transpose(flat, f2, tap_out, {s[1], s[2]}, padding, {dl[1], dl[2]}),
-        {-1, di, 1, rest});
-    // Spread out by the stride: s - 1 zero slices after each input slice.
-    if (s[0] > 1) z = tapeflow::pad(z, {{0, 0}, {0, 0}, {0, s[0] - 1}, {0, 0}});
-    z = tapeflow::reshape(z, {-1, di * s[0], rest});
-    const int64_t front = k * dl[0];
-    z = tapeflow::pad(z, {{0, 0}, {front, length - front - di * s[0]}, {0, 0}});
-    sum = sum ? *sum + z : z;
-  }
-  const Tensor y = tapeflow::slice(*sum, {0, wd.pad_before, 0}, {-1, od, -1});
-  return tapeflow::reshape(y, {-1, od, oh, ow, oc});
+  detail::Conv3DWindow win;
+  win.strides = s;
+  win.dilations = dl;
+  win.same = same;
+  TensorShape input_shape = os;
+  input_shape[0] = os[0] != None ? os[0] : xs[0];
+  return detail::dispatch(prims::Conv3DBackpropInput(input_shape, win), {filters, input});
 }
 
 Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,
@@ -288,3 +262,207 @@ Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
 }
 
 }  // namespace tapeflow::nn
+
+namespace tapeflow::detail {
+
+std::string Conv3DWindow::to_string() const {
+  return fmt::format("strides=[{}, {}, {}], dilations=[{}, {}, {}], padding={}{}", strides[0],
+                     strides[1], strides[2], dilations[0], dilations[1], dilations[2],
+                     same ? "SAME" : "VALID", conv_groups_attribute(groups));
+}
+
+Conv3DFold conv3d_fold(const Conv3DWindow& win, const TensorShape& x, const TensorShape& f) {
+  const WindowDim w = window_dim(x[1], f[0], win.strides[0], win.dilations[0], win.same);
+  Conv3DFold g{};
+  g.n = x[0], g.d = x[1], g.hw = x[2] * x[3], g.c = x[4], g.groups = win.groups, g.kd = f[0];
+  g.od = w.out, g.sd = win.strides[0], g.dd = win.dilations[0], g.pf = w.pad_before;
+  return g;
+}
+
+}  // namespace tapeflow::detail
+
+namespace tapeflow::prims {
+
+namespace {
+
+bool dims_match(int64_t a, int64_t b) {
+  return a == None || b == None || a == b;
+}
+
+void check_window(const char* op, const detail::Conv3DWindow& w) {
+  for (int i = 0; i < 3; ++i) {
+    TF_CHECK_ARG(w.strides[i] >= 1 && w.dilations[i] >= 1, op,
+                 "strides and dilations must be positive, got {}", w.to_string());
+  }
+  TF_CHECK_ARG(w.groups >= 1, op, "groups must be positive, got {}", w.groups);
+}
+
+void check_operand(const char* op, const char* what, const TensorShape& s, const char* layout) {
+  TF_CHECK_ARG(s.rank() == 5, op, "{} must be rank 5 ({}), got shape {}", what, layout,
+               s.to_string());
+}
+
+void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
+                      const Tensor& b) {
+  TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} and {} dtypes differ: {} and {} ({} is {}, {} {})",
+               a_name, b_name, dtype_name(a.dtype()), dtype_name(b.dtype()), a_name,
+               a.shape().to_string(), b_name, b.shape().to_string());
+  TF_CHECK_ARG(is_floating(a.dtype()), op,
+               "expects float16, bfloat16, float32 or float64 tensors, got {}",
+               dtype_name(a.dtype()));
+}
+
+// The forward output shape of input xs (N, D, H, W, C) and filters fs (KD, KH, KW, C / G, O),
+// with their channels and windows checked.
+TensorShape forward_shape(const char* op, const TensorShape& xs, const TensorShape& fs,
+                          const detail::Conv3DWindow& w) {
+  check_window(op, w);
+  const int g = w.groups;
+  TF_CHECK_ARG(xs[4] == None || fs[3] == None || xs[4] == fs[3] * g, op,
+               "input depth {} does not match filter depth {}{}: input is {}, filters {}", xs[4],
+               fs[3], g == 1 ? std::string() : fmt::format(" times {} groups", g), xs.to_string(),
+               fs.to_string());
+  TF_CHECK_ARG(fs[4] == None || fs[4] % g == 0, op,
+               "the filters' {} output channels must be divisible by the {} groups (input {}, "
+               "filters {})",
+               fs[4], g, xs.to_string(), fs.to_string());
+  const char* dims[3] = {"depth", "height", "width"};
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i) {
+    TF_CHECK_ARG(fs[i] != None && fs[i] >= 1, op, "filters must have a known, positive {}, got {}",
+                 dims[i], fs.to_string());
+    const int64_t in = xs[1 + i];
+    if (!w.same && in != None) {
+      const int64_t eff = (fs[i] - 1) * w.dilations[i] + 1;
+      TF_CHECK_ARG(in >= eff, op,
+                   "the window's effective {} {} (size {}, dilation {}) exceeds the input {} {} "
+                   "with VALID padding (input is {}, filters {})",
+                   dims[i], eff, fs[i], w.dilations[i], dims[i], in, xs.to_string(),
+                   fs.to_string());
+    }
+    out[i] = detail::window_dim(in, fs[i], w.strides[i], w.dilations[i], w.same).out;
+  }
+  return TensorShape{xs[0], out[0], out[1], out[2], fs[4]};
+}
+
+void check_dy(const char* op, const TensorShape& xs, const TensorShape& fs, const TensorShape& ys,
+              const detail::Conv3DWindow& w) {
+  const TensorShape want = forward_shape(op, xs, fs, w);
+  bool match = ys.rank() == 5;
+  for (int i = 0; match && i < 5; ++i) match = dims_match(ys[i], want[i]);
+  TF_CHECK_ARG(match, op,
+               "dy shape {} does not match the conv3d output shape {} of input {} and filters {}",
+               ys.to_string(), want.to_string(), xs.to_string(), fs.to_string());
+}
+
+}  // namespace
+
+void Conv3D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const char* op = name();
+  check_operand(op, "input", in[0].shape(), "NDHWC");
+  check_operand(op, "filters", in[1].shape(), "DHWIO");
+  check_float_pair(op, "input", in[0], "filters", in[1]);
+  out[0] = {forward_shape(op, in[0].shape(), in[1].shape(), win), in[0].dtype()};
+}
+
+std::string Conv3D::attributes() const {
+  return win.to_string();
+}
+
+std::vector<Tensor> Conv3D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                                std::span<const int> argnums, std::span<const Tensor>) const {
+  const Tensor& x = primals[0];
+  const Tensor& f = primals[1];
+  // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
+  TensorShape xs = x.shape();
+  if (detail::open_shapes()) xs[0] = None;
+  std::vector<Tensor> grads;
+  for (int a : argnums) {
+    if (a == 0)
+      grads.push_back(detail::dispatch(Conv3DBackpropInput(xs, win), {f, cotangents[0]}));
+    else
+      grads.push_back(detail::dispatch(Conv3DBackpropFilter(f.shape(), win), {x, cotangents[0]}));
+  }
+  return grads;
+}
+
+void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const char* op = name();
+  const Tensor& f = in[0];
+  const Tensor& dy = in[1];
+  check_operand(op, "input_shape", input_shape, "NDHWC");
+  check_operand(op, "filters", f.shape(), "DHWIO");
+  check_operand(op, "dy", dy.shape(), "NDHWC");
+  check_float_pair(op, "filters", f, "dy", dy);
+  for (int i = 1; i < 4; ++i) {
+    TF_CHECK_ARG(input_shape[i] != None && input_shape[i] >= 0, op,
+                 "input_shape {} needs a known depth, height and width", input_shape.to_string());
+  }
+  TensorShape xs = input_shape;
+  if (xs[0] == None) xs[0] = dy.shape()[0];
+  if (xs[4] == None && f.shape()[3] != None) xs[4] = f.shape()[3] * win.groups;
+  check_dy(op, xs, f.shape(), dy.shape(), win);
+  out[0] = {xs, f.dtype()};
+}
+
+std::string Conv3DBackpropInput::attributes() const {
+  return "input_shape=" + input_shape.to_string() + ", " + win.to_string();
+}
+
+// Linear in both inputs: <G, dx(f, dy)> = <dy, conv3d(G, f)> = <f, backprop_filter(G, dy)>.
+std::vector<Tensor> Conv3DBackpropInput::vjp(std::span<const Tensor> primals,
+                                             std::span<const Tensor> cotangents,
+                                             std::span<const int> argnums,
+                                             std::span<const Tensor>) const {
+  const Tensor& f = primals[0];
+  const Tensor& dy = primals[1];
+  const Tensor& g = cotangents[0];
+  std::vector<Tensor> grads;
+  for (int a : argnums) {
+    if (a == 0)
+      grads.push_back(detail::dispatch(Conv3DBackpropFilter(f.shape(), win), {g, dy}));
+    else
+      grads.push_back(detail::dispatch(Conv3D(win), {g, f}));
+  }
+  return grads;
+}
+
+void Conv3DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
+  const char* op = name();
+  const Tensor& x = in[0];
+  const Tensor& dy = in[1];
+  check_operand(op, "input", x.shape(), "NDHWC");
+  check_operand(op, "filter_shape", filter_shape, "DHWIO");
+  check_operand(op, "dy", dy.shape(), "NDHWC");
+  check_float_pair(op, "input", x, "dy", dy);
+  TF_CHECK_ARG(filter_shape.is_fully_defined(), op, "filter_shape must be known, got {}",
+               filter_shape.to_string());
+  check_dy(op, x.shape(), filter_shape, dy.shape(), win);
+  out[0] = {filter_shape, x.dtype()};
+}
+
+std::string Conv3DBackpropFilter::attributes() const {
+  return "filter_shape=" + filter_shape.to_string() + ", " + win.to_string();
+}
+
+// Linear in both inputs: <G, df(x, dy)> = <x, backprop_input(G, dy)> = <dy, conv3d(x, G)>.
+std::vector<Tensor> Conv3DBackpropFilter::vjp(std::span<const Tensor> primals,
+                                              std::span<const Tensor> cotangents,
+                                              std::span<const int> argnums,
+                                              std::span<const Tensor>) const {
+  const Tensor& x = primals[0];
+  const Tensor& dy = primals[1];
+  const Tensor& g = cotangents[0];
+  TensorShape xs = x.shape();
+  if (detail::open_shapes()) xs[0] = None;
+  std::vector<Tensor> grads;
+  for (int a : argnums) {
+    if (a == 0)
+      grads.push_back(detail::dispatch(Conv3DBackpropInput(xs, win), {g, dy}));
+    else
+      grads.push_back(detail::dispatch(Conv3D(win), {x, g}));
+  }
+  return grads;
+}
+
+}  // namespace tapeflow::prims

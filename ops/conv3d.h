@@ -1,12 +1,20 @@
 // 3-D convolution and pooling (NDHWC inputs, DHWIO filters, "SAME" or "VALID" padding), as TF's
-// tf.nn.conv3d, tf.nn.max_pool3d and tf.nn.avg_pool3d. All three are composites of the 2-D ops
-// (ops/nn.h) with slice/gather/pad/reduce along the depth, so they run on every device and
-// differentiate (to any order) through those ops' gradients.
+// tf.nn.conv3d, tf.nn.conv3d_transpose, tf.nn.max_pool3d and tf.nn.avg_pool3d.
+//  - conv3d is one primitive (prims::Conv3D) with two gradient primitives, each linear in its
+//    inputs (so gradients of any order are single ops). CPU: oneDNN's 3-D convolutions for
+//    float32 (float16/bfloat16 through float32 copies); float64 and CUDA fold the depth taps
+//    into channels (the KD input planes each output depth reads, gathered side by side) and run
+//    the Conv2D primitive's kernels (cuDNN on a GPU) on that, then unfold the gradients.
+//    conv3d_transpose is Conv3DBackpropInput.
+//  - The pools are composites of the 2-D ops (ops/nn.h) with gather/pad/reduce along the depth,
+//    so they run on every device and differentiate through those ops' gradients.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
+#include "ops/cuda/conv3d_element.h"
 #include "ops/primitive.h"
 
 namespace tapeflow::nn {
@@ -17,16 +25,13 @@ namespace tapeflow::nn {
 // TF/Keras do. Filters whose depth divides the input's are a grouped convolution (G groups,
 // G must divide O), as conv2d's. SAME pads each dimension as TF: the odd extra at the end.
 // D, H and W must be known (the batch may be tf::None in a trace).
-// Each depth tap k is a conv2d of the input's depth slices k * dilation + od * stride (after
-// the depth padding) folded into the batch, and the taps are summed.
 Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
               const std::string& padding, const std::vector<int>& dilations = {1});
 // TF's tf.nn.conv3d_transpose: the gradient of conv3d with respect to its input, as a forward
 // op. filters are (KD, KH, KW, out_channels, in_channels), as TF's; output_shape is the NDHWC
 // output shape (depth, height and width known), which a conv3d with these filters, strides,
 // padding and dilations must map back to the input's depth, height and width (else an
-// InvalidArgumentError naming both). Each depth tap is a conv2d_transpose of the input's depth
-// slices folded into the batch, spread out by the stride and shifted by the tap.
+// InvalidArgumentError naming both). One Conv3DBackpropInput.
 Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding = "SAME",
                         const std::vector<int>& dilations = {1});
@@ -41,3 +46,76 @@ Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
                   const std::vector<int>& strides, const std::string& padding);
 
 }  // namespace tapeflow::nn
+
+namespace tapeflow::detail {
+
+// The window of a 3-D convolution: strides and dilations (depth, height, width), SAME or VALID
+// padding (TF's: the odd extra at the end), groups (filters (KD, KH, KW, C / groups, O)).
+struct Conv3DWindow {
+  std::array<int, 3> strides{1, 1, 1};
+  std::array<int, 3> dilations{1, 1, 1};
+  bool same = false;
+  int groups = 1;
+  // "strides=[1, 1, 1], dilations=[1, 1, 1], padding=SAME" (", groups=G" for groups).
+  std::string to_string() const;
+};
+
+// The depth folding of x (N, D, H, W, C) and filters (KD, KH, KW, C / G, O) that the float64 and
+// CUDA kernels run (ops/cuda/conv3d_element.h).
+Conv3DFold conv3d_fold(const Conv3DWindow& win, const TensorShape& x, const TensorShape& f);
+
+}  // namespace tapeflow::detail
+
+namespace tapeflow::prims {
+
+// input (N, D, H, W, C) and filters (KD, KH, KW, C / G, O) of one floating dtype
+// -> (N, OD, OH, OW, O), G = win.groups (nn::conv3d checks its arguments first).
+struct Conv3D final : PrimitiveBase<Conv3D> {
+  detail::Conv3DWindow win;
+  explicit Conv3D(detail::Conv3DWindow w) : win(w) {}
+  const char* name() const override { return "conv3d"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  // Conv3DBackpropInput / Conv3DBackpropFilter; each needs the other input.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
+  std::string attributes() const override;
+};
+
+// filters (KD, KH, KW, C / G, O) and dy (N, OD, OH, OW, O) -> dx of input_shape (N, D, H, W, C):
+// conv3d's gradient with respect to its input (TF's Conv3DBackpropInputV2, and
+// conv3d_transpose). Linear in filters and dy.
+struct Conv3DBackpropInput final : PrimitiveBase<Conv3DBackpropInput> {
+  TensorShape input_shape;  // the forward input's; a None batch comes from dy
+  detail::Conv3DWindow win;
+  Conv3DBackpropInput(TensorShape s, detail::Conv3DWindow w) : input_shape(std::move(s)), win(w) {}
+  const char* name() const override { return "conv3d_backprop_input"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
+  std::string attributes() const override;
+};
+
+// input (N, D, H, W, C) and dy (N, OD, OH, OW, O) -> dfilters of filter_shape
+// (KD, KH, KW, C / G, O): conv3d's gradient with respect to its filters. Linear in input and dy.
+struct Conv3DBackpropFilter final : PrimitiveBase<Conv3DBackpropFilter> {
+  TensorShape filter_shape;  // the forward filters' (fully known)
+  detail::Conv3DWindow win;
+  Conv3DBackpropFilter(TensorShape s, detail::Conv3DWindow w)
+      : filter_shape(std::move(s)), win(w) {}
+  const char* name() const override { return "conv3d_backprop_filter"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
+  TF_DECLARE_KERNELS
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+  uint32_t vjp_saves() const override { return save_input(0) | save_input(1); }
+  std::string attributes() const override;
+};
+
+}  // namespace tapeflow::prims

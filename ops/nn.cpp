@@ -424,6 +424,42 @@ std::string detail::conv_groups_attribute(int groups) {
   return groups == 1 ? std::string() : fmt::format(", groups={}", groups);
 }
 
+std::optional<std::pair<Tensor, Tensor>> detail::trim_same_taps(const Tensor& input,
+                                                                const Tensor& filters,
+                                                                std::span<const int> strides,
+                                                                std::span<const int> dilations) {
+  const int k = static_cast<int>(strides.size());
+  std::vector<nn::UsefulTaps> taps;
+  bool trimmed = false;
+  for (int i = 0; i < k; ++i) {
+    const auto t =
+        nn::useful_taps(input.shape()[1 + i], filters.shape()[i], strides[i], dilations[i]);
+    if (!t) return std::nullopt;
+    trimmed = trimmed || t->trimmed;
+    taps.push_back(*t);
+  }
+  if (!trimmed) return std::nullopt;
+  // The useful taps run as a VALID convolution over the stretch of the padded input they read.
+  const int rank = input.rank();
+  std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(rank), {0, 0});
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size = input.shape().dims();
+  std::vector<int64_t> fbegin(static_cast<size_t>(filters.rank()), 0),
+      fsize = filters.shape().dims();
+  for (int i = 0; i < k; ++i) {
+    const auto& t = taps[static_cast<size_t>(i)];
+    const auto a = static_cast<size_t>(1 + i), f = static_cast<size_t>(i);
+    const int64_t in = input.shape()[1 + i];
+    const int64_t end = t.start + t.length;
+    pads[a] = {std::max<int64_t>(0, -t.start), std::max<int64_t>(0, end - in)};
+    begin[a] = std::max<int64_t>(0, t.start);
+    size[a] = std::min(in, end) - begin[a];
+    fbegin[f] = t.first;
+    fsize[f] = t.last - t.first + 1;
+  }
+  return std::pair{tapeflow::pad(tapeflow::slice(input, begin, size), pads),
+                   tapeflow::slice(filters, fbegin, fsize)};
+}
+
 Tensor detail::conv2d_with_groups(const Tensor& input, const Tensor& filters,
                                   const std::vector<int>& strides, const std::string& padding,
                                   const std::vector<int>& dilations, int groups) {
@@ -434,31 +470,14 @@ Tensor detail::conv2d_with_groups(const Tensor& input, const Tensor& filters,
   const prims::Conv2D conv(s[0], s[1], d[0], d[1], same, groups);
   // (Not in a trace for None dimensions: the taps that matter depend on the sizes.)
   if (same && input.rank() == 4 && filters.rank() == 4 && !detail::open_shapes()) {
-    const std::optional<nn::UsefulTaps> t[2] = {
-        nn::useful_taps(input.shape()[1], filters.shape()[0], s[0], d[0]),
-        nn::useful_taps(input.shape()[2], filters.shape()[1], s[1], d[1])};
-    if (t[0] && t[1] && (t[0]->trimmed || t[1]->trimmed)) {
-      // Checked as given first (the same errors as the untrimmed op), then the useful taps run
-      // as a VALID convolution over the stretch of the padded input they read.
+    const int sv[2] = {s[0], s[1]}, dv[2] = {d[0], d[1]};
+    if (auto trimmed = detail::trim_same_taps(input, filters, sv, dv)) {
+      // Checked as given first (the same errors as the untrimmed op).
       const Tensor given[2] = {input, filters};
       TensorMeta meta[1];
       conv.infer(given, meta);
-      std::vector<std::pair<int64_t, int64_t>> pads(4, {0, 0});
-      std::vector<int64_t> begin(4, 0), size = input.shape().dims();
-      std::vector<int64_t> fbegin(4, 0), fsize = filters.shape().dims();
-      for (int i = 0; i < 2; ++i) {
-        const int64_t in = input.shape()[1 + i];
-        const int64_t end = t[i]->start + t[i]->length;
-        pads[1 + i] = {std::max<int64_t>(0, -t[i]->start), std::max<int64_t>(0, end - in)};
-        begin[1 + i] = std::max<int64_t>(0, t[i]->start);
-        size[1 + i] = std::min(in, end) - begin[1 + i];
-        fbegin[i] = t[i]->first;
-        fsize[i] = t[i]->last - t[i]->first + 1;
-      }
-      const Tensor x = tapeflow::pad(tapeflow::slice(input, begin, size), pads);
-      const Tensor f = tapeflow::slice(filters, fbegin, fsize);
       return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false, groups),
-                              {x, f});
+                              {trimmed->first, trimmed->second});
     }
   }
   return detail::dispatch(conv, {input, filters});

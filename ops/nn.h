@@ -3,7 +3,9 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/primitive.h"
@@ -98,6 +100,14 @@ WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same)
 void check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs, int groups);
 // ", groups=G" for a grouped convolution's attributes, nothing for one group.
 std::string conv_groups_attribute(int groups);
+// A SAME convolution (input (N, spatial..., C), filters (spatial k..., CI, O), strides and
+// dilations one per spatial dimension) whose dilated filter has taps that read only padding at
+// every output (a dilation longer than the input): the stretch of the zero-padded input and the
+// filter taps that matter, which as a VALID convolution give the same output. nullopt when no
+// tap is dropped or a size is unknown.
+std::optional<std::pair<Tensor, Tensor>> trim_same_taps(const Tensor& input, const Tensor& filters,
+                                                        std::span<const int> strides,
+                                                        std::span<const int> dilations);
 // nn::conv2d with its groups given (the Conv2D primitive's), for nn::grouped_conv2d once it has
 // checked the channels: filters (KH, KW, C / groups, O).
 Tensor conv2d_with_groups(const Tensor& input, const Tensor& filters,

@@ -26,6 +26,8 @@
 // Depthwise convolution and its two gradients (ops/depthwise.h).
 #define TF_DEPTHWISE_PRIMITIVES(X) \
   X(DepthwiseConv2D) X(DepthwiseConv2DBackpropInput) X(DepthwiseConv2DBackpropFilter)
+// conv3d and its two gradients (ops/conv3d.h).
+#define TF_CONV3D_PRIMITIVES(X) X(Conv3D) X(Conv3DBackpropInput) X(Conv3DBackpropFilter)
 #define TF_RANDOM_PRIMITIVES(X) X(RandomNormal) X(RandomUniform)
 // Gradient kernels (used by vjps): backward convolution and pooling, segment sums for gather.
 #define TF_NN_GRAD_PRIMITIVES(X) \
@@ -62,7 +64,7 @@
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
   TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)                     \
-  TF_SIGNAL_PRIMITIVES(X)
+  TF_SIGNAL_PRIMITIVES(X) TF_CONV3D_PRIMITIVES(X)
 // clang-format on
 
 // Both kernels in host code.

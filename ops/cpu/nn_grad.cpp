@@ -1,8 +1,8 @@
 // CPU gradient kernels of conv2d and pooling.
 //  - Conv2DBackpropInput / Conv2DBackpropFilter: oneDNN's convolution_backward_data /
 //    convolution_backward_weights for float32 (float16/bfloat16 through float32 copies, as the
-//    forward kernel), direct loops for float64. oneDNN takes TF's asymmetric SAME padding as
-//    separate left/right pads. The HWIO filters are reordered to and from oneDNN's layout.
+//    forward kernel; ops/cpu/conv_onednn.h), direct loops for float64. oneDNN takes TF's
+//    asymmetric SAME padding as separate left/right pads.
 //  - AvgPool2DGrad: oneDNN's pooling_backward (avg_exclude_padding, the forward's divisor) for
 //    float32, a gather loop for the other dtypes.
 //  - MaxPool2DGrad: a loop for every dtype. It must route each dy element to the FIRST maximal
@@ -25,17 +25,15 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cpu/conv_onednn.h"
 #include "ops/cuda/nn_grad_element.h"
 #include "ops/nn.h"
 
 namespace tapeflow::prims {
 
-// Defined in ops/cpu/conv.cpp: the process's oneDNN engine, this thread's stream, and the
-// weights of a 2-D convolution (onednn_conv_weights's comment there).
+// Defined in ops/cpu/conv_onednn.cpp: the process's oneDNN engine and this thread's stream.
 dnnl::engine& onednn_engine();
 dnnl::stream& onednn_stream();
-dnnl::memory::desc onednn_conv_weights(int64_t o, int64_t c, int64_t kh, int64_t kw, int64_t groups,
-                                       bool any);
 
 namespace {
 
@@ -89,15 +87,7 @@ struct ConvGeom {
   int64_t sh, sw, dh, dw;  // strides, dilations
   int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
   int64_t groups;          // filters are (kh, kw, c / groups, o)
-  bool operator==(const ConvGeom&) const = default;
 };
-struct ConvGeomHash {
-  size_t operator()(const ConvGeom& g) const {
-    return hash_values({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw,
-                        g.pt, g.pl, g.pb, g.pr, g.groups});
-  }
-};
-
 template <class P>
 ConvGeom conv_geometry(const P& p, const TensorShape& x, const TensorShape& f,
                        const TensorShape& y) {
@@ -111,162 +101,6 @@ ConvGeom conv_geometry(const P& p, const TensorShape& x, const TensorShape& f,
   g.pt = dh.pad_before, g.pb = dh.pad_after, g.pl = dw.pad_before, g.pr = dw.pad_after;
   g.groups = p.groups;
   return g;
-}
-
-// ---- oneDNN (float32) ----
-
-struct ConvDescs {
-  dnnl::memory::desc src, dst, weights_any, user_weights;
-  dnnl::memory::dims strides, dilates, pad_l, pad_r;
-};
-ConvDescs conv_descs(const ConvGeom& g) {
-  ConvDescs d;
-  d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
-  d.dst = dnnl::memory::desc({g.n, g.o, g.oh, g.ow}, dt::f32, tag::nhwc);
-  d.weights_any = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, true);
-  d.user_weights = onednn_conv_weights(g.o, g.c, g.kh, g.kw, g.groups, false);
-  d.strides = {g.sh, g.sw};
-  d.dilates = {g.dh - 1, g.dw - 1};
-  d.pad_l = {g.pt, g.pl};
-  d.pad_r = {g.pb, g.pr};
-  return d;
-}
-// The forward primitive descriptor that oneDNN's backward descriptors take as a hint.
-dnnl::convolution_forward::primitive_desc conv_hint(const ConvDescs& d) {
-  const dnnl::convolution_forward::desc fwd(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.weights_any,
-      d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-  return dnnl::convolution_forward::primitive_desc(fwd, onednn_engine());
-}
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-call scratchpad: thread-safe
-  return attr;
-}
-
-struct BwdDataPlan {
-  dnnl::convolution_backward_data::primitive_desc pd;
-  dnnl::convolution_backward_data prim;
-  dnnl::memory::desc user_weights;  // HWIO as given
-  bool reorder_weights = false;
-  dnnl::reorder weights_reorder;  // HWIO -> pd.weights_desc()
-};
-struct BwdWeightsPlan {
-  dnnl::convolution_backward_weights::primitive_desc pd;
-  dnnl::convolution_backward_weights prim;
-  dnnl::memory::desc user_weights;
-  bool reorder_weights = false;
-  dnnl::reorder weights_reorder;  // pd.diff_weights_desc() -> HWIO
-};
-
-std::shared_ptr<const BwdDataPlan> make_bwd_data_plan(const ConvGeom& g) {
-  const ConvDescs d = conv_descs(g);
-  auto& eng = onednn_engine();
-  const dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, d.src,
-                                                 d.weights_any, d.dst, d.strides, d.dilates,
-                                                 d.pad_l, d.pad_r);
-  auto plan = std::make_shared<BwdDataPlan>();
-  plan->pd =
-      dnnl::convolution_backward_data::primitive_desc(bd, user_scratchpad(), eng, conv_hint(d));
-  plan->prim = dnnl::convolution_backward_data(plan->pd);
-  plan->user_weights = d.user_weights;
-  plan->reorder_weights = plan->pd.weights_desc() != d.user_weights;
-  if (plan->reorder_weights)
-    plan->weights_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, d.user_weights, eng, plan->pd.weights_desc()));
-  return plan;
-}
-
-std::shared_ptr<const BwdWeightsPlan> make_bwd_weights_plan(const ConvGeom& g) {
-  const ConvDescs d = conv_descs(g);
-  auto& eng = onednn_engine();
-  const dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, d.src,
-                                                    d.weights_any, d.dst, d.strides, d.dilates,
-                                                    d.pad_l, d.pad_r);
-  auto plan = std::make_shared<BwdWeightsPlan>();
-  plan->pd =
-      dnnl::convolution_backward_weights::primitive_desc(bd, user_scratchpad(), eng, conv_hint(d));
-  plan->prim = dnnl::convolution_backward_weights(plan->pd);
-  plan->user_weights = d.user_weights;
-  plan->reorder_weights = plan->pd.diff_weights_desc() != d.user_weights;
-  if (plan->reorder_weights)
-    plan->weights_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, plan->pd.diff_weights_desc(), eng, d.user_weights));
-  return plan;
-}
-
-// A small per-geometry cache (many shapes means a changing model: start over).
-template <class Plan, class Key, class Hash, class Make>
-std::shared_ptr<const Plan> cached_plan(const Key& k, Make make) {
-  static std::mutex mu;
-  static std::unordered_map<Key, std::shared_ptr<const Plan>, Hash> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(k);
-  if (it != cache.end()) return it->second;
-  if (cache.size() >= 64) cache.clear();
-  auto plan = make(k);
-  cache.emplace(k, plan);
-  return plan;
-}
-
-void backprop_input_f32(const ConvGeom& g, const float* f, const float* dy, float* dx) {
-  try {
-    const auto plan = cached_plan<BwdDataPlan, ConvGeom, ConvGeomHash>(g, make_bwd_data_plan);
-    auto& eng = onednn_engine();
-    auto& stream = onednn_stream();
-    dnnl::memory diff_dst(plan->pd.diff_dst_desc(), eng, const_cast<float*>(dy));
-    dnnl::memory diff_src(plan->pd.diff_src_desc(), eng, dx);
-    dnnl::memory user_w(plan->user_weights, eng, const_cast<float*>(f));
-    Tensor wbuf;
-    dnnl::memory w = user_w;
-    if (plan->reorder_weights) {
-      wbuf = host_buffer(plan->pd.weights_desc().get_size());
-      w = dnnl::memory(plan->pd.weights_desc(), eng, wbuf.raw_data());
-      plan->weights_reorder.execute(stream, user_w, w);
-    }
-    Tensor sbuf = host_buffer(plan->pd.scratchpad_desc().get_size());
-    dnnl::memory scratch(plan->pd.scratchpad_desc(), eng, sbuf.raw_data());
-    plan->prim.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_WEIGHTS, w},
-                                {DNNL_ARG_DIFF_SRC, diff_src},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    TF_THROW(InternalError, "conv2d_backprop_input",
-             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {}), "
-             "{} groups",
-             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, g.o, g.groups);
-  }
-}
-
-void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, float* df) {
-  try {
-    const auto plan = cached_plan<BwdWeightsPlan, ConvGeom, ConvGeomHash>(g, make_bwd_weights_plan);
-    auto& eng = onednn_engine();
-    auto& stream = onednn_stream();
-    dnnl::memory src(plan->pd.src_desc(), eng, const_cast<float*>(x));
-    dnnl::memory diff_dst(plan->pd.diff_dst_desc(), eng, const_cast<float*>(dy));
-    dnnl::memory user_dw(plan->user_weights, eng, df);
-    Tensor wbuf;
-    dnnl::memory dw = user_dw;
-    if (plan->reorder_weights) {
-      wbuf = host_buffer(plan->pd.diff_weights_desc().get_size());
-      dw = dnnl::memory(plan->pd.diff_weights_desc(), eng, wbuf.raw_data());
-    }
-    Tensor sbuf = host_buffer(plan->pd.scratchpad_desc().get_size());
-    dnnl::memory scratch(plan->pd.scratchpad_desc(), eng, sbuf.raw_data());
-    plan->prim.execute(stream, {{DNNL_ARG_SRC, src},
-                                {DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_DIFF_WEIGHTS, dw},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-    if (plan->reorder_weights) plan->weights_reorder.execute(stream, dw, user_dw);
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    TF_THROW(InternalError, "conv2d_backprop_filter",
-             "oneDNN failed ({}) for input (N={}, H={}, W={}, C={}), filters ({}, {}, {}, {}), "
-             "{} groups",
-             e.what(), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, g.o, g.groups);
-  }
 }
 
 // ---- direct loops (float64) ----
@@ -345,6 +179,26 @@ void backprop_filter_direct(const ConvGeom& g, const T* x, const T* dy, T* df) {
       }
     }
   });
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-call scratchpad: thread-safe
+  return attr;
+}
+
+// A small per-geometry cache (many shapes means a changing model: start over).
+template <class Plan, class Key, class Hash, class Make>
+std::shared_ptr<const Plan> cached_plan(const Key& k, Make make) {
+  static std::mutex mu;
+  static std::unordered_map<Key, std::shared_ptr<const Plan>, Hash> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(k);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();
+  auto plan = make(k);
+  cache.emplace(k, plan);
+  return plan;
 }
 
 // ================================================================ pooling
@@ -573,13 +427,15 @@ void Conv2DBackpropInput::eval_cpu(std::span<const Tensor> in, std::span<Tensor>
   const ConvGeom g = conv_geometry(*this, dx.shape(), f.shape(), dy.shape());
   const DType d = dx.dtype();
   if (d == float32) {
-    backprop_input_f32(g, f.data<float>(), dy.data<float>(), dx.data<float>());
+    onednn::conv_backward_data(onednn::from_2d(g), f.data<float>(), dy.data<float>(),
+                               dx.data<float>(), name());
   } else if (d == float64) {
     backprop_input_direct(g, f.data<double>(), dy.data<double>(), dx.data<double>());
   } else {
     const Tensor ff = to_float32(f), dyf = to_float32(dy);
     const Tensor dxf = detail::empty(dx.shape(), float32, Device{});
-    backprop_input_f32(g, ff.data<float>(), dyf.data<float>(), dxf.data<float>());
+    onednn::conv_backward_data(onednn::from_2d(g), ff.data<float>(), dyf.data<float>(),
+                               dxf.data<float>(), name());
     from_float32(dxf, dx);
   }
 }
@@ -593,13 +449,15 @@ void Conv2DBackpropFilter::eval_cpu(std::span<const Tensor> in, std::span<Tensor
   const ConvGeom g = conv_geometry(*this, x.shape(), df.shape(), dy.shape());
   const DType d = df.dtype();
   if (d == float32) {
-    backprop_filter_f32(g, x.data<float>(), dy.data<float>(), df.data<float>());
+    onednn::conv_backward_weights(onednn::from_2d(g), x.data<float>(), dy.data<float>(),
+                                  df.data<float>(), name());
   } else if (d == float64) {
     backprop_filter_direct(g, x.data<double>(), dy.data<double>(), df.data<double>());
   } else {
     const Tensor xf = to_float32(x), dyf = to_float32(dy);
     const Tensor dff = detail::empty(df.shape(), float32, Device{});
-    backprop_filter_f32(g, xf.data<float>(), dyf.data<float>(), dff.data<float>());
+    onednn::conv_backward_weights(onednn::from_2d(g), xf.data<float>(), dyf.data<float>(),
+                                  dff.data<float>(), name());
     from_float32(dff, df);
   }
 }

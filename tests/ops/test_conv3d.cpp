@@ -1,7 +1,9 @@
 // tf::nn::conv3d, max_pool3d and avg_pool3d: values against TF 2.21 literals and against a
 // float64 reference loop (VALID / SAME, strides, dilations, groups, odd sizes) on every device of
 // devices_under_test() and in every floating dtype; gradients against central differences in
-// float64; traced equals eager; the errors.
+// float64 (the depth-folded kernels), the other dtypes' gradients (oneDNN on the CPU) against
+// those, second order through nested tapes; the depth folding's element functions against their
+// definitions; traced equals eager and is one conv3d op; the errors.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +18,8 @@
 #include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
+#include "ops/cuda/conv3d_element.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
@@ -974,4 +978,276 @@ TEST_CASE("conv3d and 3-D pooling reject bad arguments", "[cpu][nn]") {
         },
         {op, "int32"});
   }
+}
+
+namespace {
+
+// X' of conv3d_element.h by its definition: row (n, od), pixel p, channel (group, kd, ci).
+std::vector<double> fold_by_definition(const tf::detail::Conv3DFold& g,
+                                       const std::vector<double>& x) {
+  const int64_t ci = g.c / g.groups;
+  std::vector<double> out;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t od = 0; od < g.od; ++od)
+      for (int64_t p = 0; p < g.hw; ++p)
+        for (int64_t q = 0; q < g.groups; ++q)
+          for (int64_t kd = 0; kd < g.kd; ++kd)
+            for (int64_t c = 0; c < ci; ++c) {
+              const int64_t id = od * g.sd - g.pf + kd * g.dd;
+              out.push_back(
+                  id < 0 || id >= g.d
+                      ? 0.0
+                      : x[static_cast<size_t>(((n * g.d + id) * g.hw + p) * g.c + q * ci + c)]);
+            }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conv3d depth folding: the element functions against their definitions", "[cpu][nn]") {
+  // (n, d, hw, c, groups, kd, od, sd, dd, pf): plain, SAME-like padding, strided, dilated,
+  // grouped, a stride longer than the window.
+  const tf::detail::Conv3DFold cases[] = {
+      {2, 4, 3, 2, 1, 2, 3, 1, 1, 0}, {1, 5, 2, 3, 1, 3, 5, 1, 1, 1},
+      {2, 5, 2, 2, 1, 3, 3, 2, 1, 1}, {1, 6, 2, 2, 1, 2, 4, 1, 2, 0},
+      {1, 4, 3, 4, 2, 2, 4, 1, 1, 0}, {2, 7, 1, 2, 1, 2, 2, 4, 1, 0},
+  };
+  for (const auto& g : cases) {
+    INFO("n " << g.n << " d " << g.d << " c " << g.c << " groups " << g.groups << " kd " << g.kd
+              << " od " << g.od << " sd " << g.sd << " dd " << g.dd << " pf " << g.pf);
+    const int64_t xn = g.n * g.d * g.hw * g.c, fn = g.n * g.od * g.hw * g.kd * g.c;
+    const auto x = random_values(static_cast<size_t>(xn));
+    const auto want = fold_by_definition(g, x);
+    REQUIRE(static_cast<int64_t>(want.size()) == fn);
+    std::vector<double> folded(static_cast<size_t>(fn));
+    for (int64_t i = 0; i < fn; ++i) {
+      const int64_t s = tf::detail::conv3d_fold_source(g, i);
+      folded[static_cast<size_t>(i)] = s < 0 ? 0.0 : x[static_cast<size_t>(s)];
+    }
+    CHECK(folded == want);
+    // The unfold is the fold's adjoint: <fold(x), y> = <x, unfold(y)> for any y.
+    const auto y = random_values(static_cast<size_t>(fn), -1, 1, 3);
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < y.size(); ++i) lhs += folded[i] * y[i];
+    for (int64_t j = 0; j < xn; ++j) {
+      double sum = 0;
+      tf::detail::conv3d_unfold_sources(g, j, [&](int64_t k) { sum += y[static_cast<size_t>(k)]; });
+      rhs += x[static_cast<size_t>(j)] * sum;
+    }
+    CHECK(std::abs(lhs - rhs) <= 1e-12 * (1 + std::abs(lhs)));
+  }
+  // Filters (KD, KH * KW, CI * O) -> F' (KH * KW, KD, CI * O) and back.
+  const int64_t kd = 3, khw = 4, cio = 5, total = kd * khw * cio;
+  for (int64_t i = 0; i < total; ++i) {
+    const int64_t co = i % cio, k1 = (i / cio) % kd, k2 = i / cio / kd;  // i = (k2, k1, co)
+    CHECK(tf::detail::conv3d_filter_source(kd, khw, cio, i, true) == (k1 * khw + k2) * cio + co);
+    const int64_t back = tf::detail::conv3d_filter_source(kd, khw, cio, i, false);
+    CHECK(tf::detail::conv3d_filter_source(kd, khw, cio, back, true) == i);
+  }
+}
+
+TEST_CASE("conv3d gradients in every dtype agree with float64's", "[cpu][cuda][nn][autograd]") {
+  // float64 runs the depth-folded kernels (checked against central differences above); float32
+  // runs oneDNN's 3-D convolution gradients on the CPU, the half types through float32 copies.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const ConvCase& c : kConvCases) {
+      INFO(describe(c));
+      const auto xv = random_values(static_cast<size_t>(tf::TensorShape(c.x).num_elements()));
+      const auto fv =
+          random_values(static_cast<size_t>(tf::TensorShape(c.f).num_elements()), -1, 1, 5);
+      const auto wv = random_values(
+          static_cast<size_t>(tf::TensorShape(conv_ref(c, xv, fv).out).num_elements()), -1, 1, 9);
+      std::vector<double> want_x, want_f;
+      for (tf::DType d : {tf::float64, tf::float32, tf::float16, tf::bfloat16}) {
+        INFO("dtype " << tf::dtype_name(d));
+        const tf::Tensor x = tf::detail::from_doubles(xv, c.x, d);
+        const tf::Tensor f = tf::detail::from_doubles(fv, c.f, d);
+        tf::GradientTape tape({.persistent = true});
+        tape.watch(x);
+        tape.watch(f);
+        const tf::Tensor y = tf::nn::conv3d(x, f, c.s, c.padding, c.d);
+        const tf::Tensor loss = tf::reduce_sum(y * tf::detail::from_doubles(wv, y.shape(), d));
+        const tf::Tensor gx = tape.gradient(loss, x), gf = tape.gradient(loss, f);
+        CHECK(gx.dtype() == d);
+        CHECK(gf.dtype() == d);
+        if (d == tf::float64) {
+          want_x = tf::detail::to_double_vector(gx);
+          want_f = tf::detail::to_double_vector(gf);
+          continue;
+        }
+        // Sums of up to 54 (input) and 80 (filter) products of magnitude < 1, the products
+        // rounded to the dtype.
+        const double tol = d == tf::float32 ? 2e-5 : d == tf::float16 ? 6e-2 : 5e-1;
+        check_values(gx, want_x, tol, tol);
+        check_values(gf, want_f, tol, tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("conv3d second order through nested tapes", "[cpu][cuda][nn][autograd]") {
+  // L = sum(y^2 * w): d/dx and d/df of <gx, a> + <gf, b> run the vjps of both gradient
+  // primitives, checked against central differences of the (already checked) first order.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const ConvCase& c : {kConvCases[1], kConvCases[4], kConvCases[6]}) {
+      INFO(describe(c));
+      const tf::TensorShape xs(c.x), fs(c.f);
+      const auto xv = random_values(static_cast<size_t>(xs.num_elements()));
+      const auto fv = random_values(static_cast<size_t>(fs.num_elements()), -1, 1, 5);
+      const tf::Tensor a =
+          tf::detail::from_doubles(random_values(xv.size(), -1, 1, 7), xs, tf::float64);
+      const tf::Tensor b =
+          tf::detail::from_doubles(random_values(fv.size(), -1, 1, 8), fs, tf::float64);
+      const tf::TensorShape ys(conv_ref(c, xv, fv).out);
+      const tf::Tensor w = tf::detail::from_doubles(
+          random_values(static_cast<size_t>(ys.num_elements()), -1, 1, 9), ys, tf::float64);
+      // <gx, a> + <gf, b> at (x, f), the first-order gradients from one tape.
+      auto first = [&](const tf::Tensor& x, const tf::Tensor& f) {
+        tf::GradientTape t({.persistent = true});
+        t.watch(x);
+        t.watch(f);
+        const tf::Tensor y = tf::nn::conv3d(x, f, c.s, c.padding, c.d);
+        const tf::Tensor l = tf::reduce_sum(y * y * w);
+        return tf::reduce_sum(t.gradient(l, x) * a) + tf::reduce_sum(t.gradient(l, f) * b);
+      };
+      auto first_at = [&](const std::vector<double>& xs_, const std::vector<double>& fs_) {
+        return first(tf::detail::from_doubles(xs_, xs, tf::float64),
+                     tf::detail::from_doubles(fs_, fs, tf::float64))
+            .item<double>();
+      };
+      const tf::Tensor x = tf::detail::from_doubles(xv, xs, tf::float64);
+      const tf::Tensor f = tf::detail::from_doubles(fv, fs, tf::float64);
+      tf::GradientTape outer({.persistent = true});
+      outer.watch(x);
+      outer.watch(f);
+      const tf::Tensor s = first(x, f);
+      const tf::Tensor hx = outer.gradient(s, x), hf = outer.gradient(s, f);
+      REQUIRE(hx.defined());
+      REQUIRE(hf.defined());
+      const double h = 1e-5;
+      std::vector<double> want_x(xv.size()), want_f(fv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        auto p = xv, m = xv;
+        p[i] += h;
+        m[i] -= h;
+        want_x[i] = (first_at(p, fv) - first_at(m, fv)) / (2 * h);
+      }
+      for (size_t i = 0; i < fv.size(); ++i) {
+        auto p = fv, m = fv;
+        p[i] += h;
+        m[i] -= h;
+        want_f[i] = (first_at(xv, p) - first_at(xv, m)) / (2 * h);
+      }
+      check_values(hx, want_x, 1e-6, 1e-7);
+      check_values(hf, want_f, 1e-6, 1e-7);
+    }
+  }
+}
+
+TEST_CASE("conv3d traces to one conv3d op whose gradients are single ops", "[cpu][nn]") {
+  const ConvCase& c = kConvCases[5];  // strided, SAME
+  auto step = [&](const tf::Tensor& x, const tf::Tensor& f) {
+    tf::GradientTape t({.persistent = true});
+    t.watch(x);
+    t.watch(f);
+    const tf::Tensor y = tf::nn::conv3d(x, f, c.s, c.padding, c.d);
+    const tf::Tensor l = tf::reduce_sum(y);
+    return std::vector<tf::Tensor>{y, t.gradient(l, x), t.gradient(l, f)};
+  };
+  auto g = tf::function(step);
+  const std::string text =
+      g.get_concrete_function(tf::TensorSpec(c.x), tf::TensorSpec(c.f)).graph().to_string();
+  INFO(text);
+  CHECK(text.find("conv3d") != std::string::npos);
+  CHECK(text.find("conv3d_backprop_input") != std::string::npos);
+  CHECK(text.find("conv3d_backprop_filter") != std::string::npos);
+  CHECK(text.find("{strides=[1, 2, 1], dilations=[1, 1, 1], padding=SAME}") != std::string::npos);
+  CHECK(text.find("conv2d") == std::string::npos);
+  const ConvCase& gc = kConvCases[4];  // two groups
+  auto fwd = tf::function([&](const tf::Tensor& x, const tf::Tensor& f) {
+    return tf::nn::conv3d(x, f, gc.s, gc.padding, gc.d);
+  });
+  CHECK(fwd.get_concrete_function(tf::TensorSpec(gc.x), tf::TensorSpec(gc.f))
+            .graph()
+            .to_string()
+            .find("padding=VALID, groups=2") != std::string::npos);
+}
+
+TEST_CASE("conv3d with a dilation longer than the input runs the taps that reach it",
+          "[cpu][cuda][nn]") {
+  // SAME with dilations of 2^30 and 2^29: every output reads the centre taps only (oneDNN would
+  // walk the whole padded extent; cuDNN takes 32-bit padding). Values and gradients against
+  // the reference loop and central differences.
+  const ConvCase c{{1, 3, 4, 4, 2}, {3, 3, 3, 2, 2}, {1, 1, 1}, {1 << 30, 1 << 29, 1}, "SAME"};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const auto xv = random_values(static_cast<size_t>(tf::TensorShape(c.x).num_elements()));
+    const auto fv =
+        random_values(static_cast<size_t>(tf::TensorShape(c.f).num_elements()), -1, 1, 5);
+    const Ref want = conv_ref(c, xv, fv);
+    for (tf::DType d : {tf::float32, tf::float64}) {
+      const tf::Tensor x = tf::detail::from_doubles(xv, c.x, d);
+      const tf::Tensor f = tf::detail::from_doubles(fv, c.f, d);
+      tf::GradientTape tape;
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv3d(x, f, c.s, c.padding, c.d);
+      CHECK(y.shape() == tf::TensorShape(want.out));
+      check_values(y, want.y, 1e-5, 1e-5);
+      // d sum(y) / df: each tap's sum of the inputs it reads; taps that read padding get 0.
+      const tf::Tensor gf = tape.gradient(tf::reduce_sum(y), f);
+      std::vector<double> gw(fv.size());
+      for (size_t i = 0; i < fv.size(); ++i) {
+        auto p = fv, m = fv;
+        p[i] += 0.5;
+        m[i] -= 0.5;
+        double sp = 0, sm = 0;
+        for (double v : conv_ref(c, xv, p).y) sp += v;
+        for (double v : conv_ref(c, xv, m).y) sm += v;
+        gw[i] = sp - sm;  // exact: the sum is linear in f
+      }
+      check_values(gf, gw, 1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("conv3d's primitives reject bad arguments", "[cpu][nn]") {
+  // An input without channels (a filter depth cannot divide 0 into groups).
+  require_error(
+      [&] {
+        tf::nn::conv3d(tf::zeros({1, 2, 2, 2, 0}), tf::zeros({1, 1, 1, 1, 2}), {1}, "SAME");
+      },
+      {"conv3d", "input depth 0 does not match filter depth 1"});
+  tf::detail::Conv3DWindow win;
+  win.same = true;
+  const tf::Tensor f = tf::zeros({2, 2, 2, 3, 4});
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv3DBackpropInput(tf::TensorShape{1, 4, 4, 4, 3}, win),
+                             {f, tf::zeros({1, 4, 4, 3, 4})});
+      },
+      {"conv3d_backprop_input", "dy shape (1, 4, 4, 3, 4)", "output shape (1, 4, 4, 4, 4)"});
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv3DBackpropFilter(tf::TensorShape{2, 2, 2, 3, 4}, win),
+                             {tf::zeros({1, 4, 4, 4, 3}), tf::zeros({1, 4, 4, 4, 4}, tf::float64)});
+      },
+      {"conv3d_backprop_filter", "dtypes differ", "float32", "float64"});
+  win.groups = 2;
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv3D(win), {tf::zeros({1, 4, 4, 4, 4}), f});
+      },
+      {"conv3d", "input depth 4 does not match filter depth 3 times 2 groups"});
+  win.groups = 1;
+  win.strides = {1, 0, 1};
+  require_error(
+      [&] {
+        tf::detail::dispatch(tf::prims::Conv3D(win), {tf::zeros({1, 4, 4, 4, 3}), f});
+      },
+      {"conv3d", "strides and dilations must be positive"});
 }
