@@ -113,8 +113,10 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
   // A SAME depth window longer than d + (out - 1) * stride covers the whole depth at every
   // output once clipped: that length gives the same result without an index table of, say,
   // 2^30 mostly padded taps (max_pool2d clamps its windows alike).
-  const int kd =
-      same && d > 0 ? static_cast<int>(std::min<int64_t>(k[0], d + (out[0] - 1) * s[0] + 1)) : k[0];
+  // An empty depth has no windows: one tap does (ksize 2^30 padded 2^30 empty slices).
+  const int kd = !same   ? k[0]
+                 : d > 0 ? static_cast<int>(std::min<int64_t>(k[0], d + (out[0] - 1) * s[0] + 1))
+                         : 1;
   const auto wd = detail::window_dim(d, kd, s[0], 1, same);
   // Padding that no window result sees: -inf for the maximum (every SAME window holds at least
   // one valid element), 0 for the sum.
@@ -332,7 +334,8 @@ TensorShape forward_shape(const char* op, const TensorShape& xs, const TensorSha
     TF_CHECK_ARG(fs[i] != None && fs[i] >= 1, op, "filters must have a known, positive {}, got {}",
                  dims[i], fs.to_string());
     const int64_t in = xs[1 + i];
-    if (!w.same && in != None) {
+    // (An empty dimension has no windows: conv3d_transpose's output may be one.)
+    if (!w.same && in != None && in > 0) {
       const int64_t eff = (fs[i] - 1) * w.dilations[i] + 1;
       TF_CHECK_ARG(in >= eff, op,
                    "the window's effective {} {} (size {}, dilation {}) exceeds the input {} {} "

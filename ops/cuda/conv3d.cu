@@ -6,6 +6,7 @@
 // measure. One thread per element in the fold/unfold kernels, channels fastest.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -133,6 +134,16 @@ void Conv3D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   if (y.num_elements() == 0) return;
   if (x.shape()[4] == 0) return zero(y);  // no input channels: every output is an empty sum
   const detail::Conv3DFold g = detail::conv3d_fold(win, x.shape(), f.shape());
+  // cuDNN takes fewer than 2^31 elements per tensor (the Conv2D kernel checks it too, naming
+  // conv2d and the folded shapes).
+  const int64_t folded = g.n * g.od * g.hw * g.kd * g.c;
+  if (folded > INT_MAX) {
+    throw UnimplementedError(
+        std::string("[conv3d] the CUDA kernel folds the ") + std::to_string(g.kd) +
+        " depth taps into channels, (N * OD, H, W, KD * C) = " + std::to_string(folded) +
+        " elements for input " + x.shape().to_string() + " and filters " + f.shape().to_string() +
+        ", and cuDNN takes fewer than 2^31");
+  }
   const Tensor args[2] = {fold_input(g, x, name()), fold_filter(f, name())};
   const TensorShape& ys = y.shape();
   Tensor y2[1] = {detail::view(y, TensorShape{g.n * g.od, ys[2], ys[3], ys[4]})};

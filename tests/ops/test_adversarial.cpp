@@ -461,6 +461,60 @@ TEST_CASE("adversarial: neural-network ops and losses", "[adversarial]") {
   });
 }
 
+TEST_CASE("adversarial: 3-D convolution and pooling", "[adversarial]") {
+  // Empty dimensions, mismatched channels, groups, zero-size filters, bad and huge windows: a
+  // result (and its gradients) or a tf::Error naming the op, never a crash.
+  on_every_device([&] {
+    const std::vector<tf::TensorShape> inputs = {{},
+                                                 {1, 3, 3, 3, 2},
+                                                 {2, 2, 3, 4, 4},
+                                                 {1, 0, 3, 3, 2},
+                                                 {0, 2, 2, 2, 2},
+                                                 {1, 2, 2, 2, 0},
+                                                 {1, 3, 3, 3}};
+    const std::vector<tf::TensorShape> filters = {{1, 1, 1, 2, 3}, {2, 2, 2, 2, 2}, {2, 1, 2, 1, 4},
+                                                  {3, 3, 3, 2, 0}, {0, 1, 1, 2, 1}, {4, 4, 4, 2, 1},
+                                                  {1, 1, 1, 0, 1}, {2, 2, 2, 3}};
+    const std::vector<std::vector<int>> windows = {
+        {1}, {2}, {1, 2, 3}, {1, 2, 2, 2, 1}, {0}, {-1}, {}, {2, 2, 2, 2, 2}, {1 << 30}, {1, 1}};
+    for (tf::DType d : {tf::float32, tf::float64, tf::float16, tf::int32})
+      for (const auto& si : inputs) {
+        const tf::Tensor x = make(si, d, false);
+        for (const auto& sf : filters) {
+          const tf::Tensor f = make(sf, d, false, 2);
+          for (const auto& w : windows)
+            for (const char* padding : {"SAME", "VALID", "same"}) {
+              const std::string what = describe(x) + ", " + describe(f) + ", " + padding;
+              probe("conv3d", what, [&] {
+                tf::GradientTape tape({.persistent = true});
+                tape.watch(x);
+                tape.watch(f);
+                const tf::Tensor y = tf::nn::conv3d(x, f, w, padding);
+                const tf::Tensor l = tf::reduce_sum(y * y);
+                return std::vector<tf::Tensor>{y, tape.gradient(l, x), tape.gradient(l, f)};
+              });
+              probe("conv3d", what + ", dilated",
+                    [&] { return tf::nn::conv3d(x, f, {1}, padding, w); });
+              if (si.rank() == 5 && sf.rank() == 5) {
+                tf::TensorShape out = si;
+                out[4] = sf[3];
+                // An input of the filters' in-channels whose conv3d output would be `out`.
+                const tf::Tensor t = make({si[0], si[1], si[2], si[3], sf[4]}, d, false, 3);
+                probe("conv3d_transpose", what,
+                      [&] { return tf::nn::conv3d_transpose(t, f, out, w, padding); });
+              }
+            }
+        }
+        for (const auto& k : windows)
+          for (const char* padding : {"SAME", "VALID"}) {
+            probe("max_pool3d", describe(x),
+                  [&] { return tf::nn::max_pool3d(x, k, {2}, padding); });
+            probe("avg_pool3d", describe(x), [&] { return tf::nn::avg_pool3d(x, k, k, padding); });
+          }
+      }
+  });
+}
+
 TEST_CASE("adversarial: where and clip_by_value", "[adversarial]") {
   on_every_device([&] {
     for (const auto& sc : kShapes)

@@ -737,6 +737,12 @@ TEST_CASE("3-D pooling with a huge SAME window pools the whole valid window", "[
     check_values(tf::nn::max_pool3d(x, huge, small.s, "SAME"), pool_ref(small, xv, true).y, 0, 0);
     check_values(tf::nn::avg_pool3d(x, huge, small.s, "SAME"), pool_ref(small, xv, false).y, 1e-12,
                  1e-12);
+    // An empty depth has no windows (it padded 2^30 empty slices: a 32 GiB allocation).
+    const tf::Tensor empty = tf::zeros({1, 0, 4, 5, 2}, tf::float64);
+    CHECK(tf::nn::max_pool3d(empty, huge, small.s, "SAME").shape() ==
+          tf::TensorShape{1, 0, 2, 2, 2});
+    CHECK(tf::nn::avg_pool3d(empty, huge, small.s, "SAME").shape() ==
+          tf::TensorShape{1, 0, 2, 2, 2});
   }
 }
 
