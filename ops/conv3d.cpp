@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "ops/binary.h"
+#include "ops/cuda/conv3d_element.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
@@ -250,7 +251,9 @@ Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   win.same = same;
   TensorShape input_shape = os;
   input_shape[0] = os[0] != None ? os[0] : xs[0];
-  return detail::dispatch(prims::Conv3DBackpropInput(input_shape, win), {filters, input});
+  return detail::naming_errors(op, [&] {
+    return detail::dispatch(prims::Conv3DBackpropInput(input_shape, win), {filters, input});
+  });
 }
 
 Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda/conv3d_element.h"
 #include "ops/primitive.h"
 
 namespace tapeflow::nn {
@@ -61,7 +60,8 @@ struct Conv3DWindow {
 };
 
 // The depth folding of x (N, D, H, W, C) and filters (KD, KH, KW, C / G, O) that the float64 and
-// CUDA kernels run (ops/cuda/conv3d_element.h).
+// CUDA kernels run (defined in ops/cuda/conv3d_element.h, which the kernels include).
+struct Conv3DFold;
 Conv3DFold conv3d_fold(const Conv3DWindow& win, const TensorShape& x, const TensorShape& f);
 
 }  // namespace tapeflow::detail
