@@ -322,8 +322,10 @@ Tensor separable_conv2d(const Tensor& input, const Tensor& depthwise_filter,
                "pointwise_filter {} must have in_channels * channel_multiplier = {} * {} input "
                "channels (depthwise_filter {})",
                ps.to_string(), ds[2], ds[3], ds.to_string());
-  const Tensor depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, dilations);
-  return conv2d(depthwise, pointwise_filter, {1}, "VALID");
+  return detail::naming_errors(op, [&] {
+    const Tensor depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, dilations);
+    return conv2d(depthwise, pointwise_filter, {1}, "VALID");
+  });
 }
 
 Tensor grouped_conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
@@ -339,8 +341,8 @@ Tensor grouped_conv2d(const Tensor& input, const Tensor& filters, const std::vec
   TF_CHECK_ARG(known(xs[3]) && known(fs[2]) && known(fs[3]), op,
                "grouped convolution needs known channel sizes, got input {} and filters {}",
                xs.to_string(), fs.to_string());
-  TF_CHECK_ARG(fs[2] > 0 && xs[3] % fs[2] == 0, op,
-               "input depth must be evenly divisible by filter depth: {} vs {} (input {}, "
+  TF_CHECK_ARG(fs[2] > 0 && xs[3] >= fs[2] && xs[3] % fs[2] == 0, op,
+               "input depth must be a positive multiple of the filter depth: {} vs {} (input {}, "
                "filters {})",
                xs[3], fs[2], xs.to_string(), fs.to_string());
   const int64_t groups = xs[3] / fs[2];
@@ -352,8 +354,10 @@ Tensor grouped_conv2d(const Tensor& input, const Tensor& filters, const std::vec
   // One input channel per group is a depthwise convolution: output channel o = c * M + m of
   // group c is filter[:, :, 0, o], which is the depthwise filter[:, :, c, m] after a reshape.
   if (fs[2] == 1)
-    return depthwise_conv2d(input, reshape(filters, {fs[0], fs[1], groups, fs[3] / groups}),
-                            strides, padding, dilations);
+    return detail::naming_errors(op, [&] {
+      return depthwise_conv2d(input, reshape(filters, {fs[0], fs[1], groups, fs[3] / groups}),
+                              strides, padding, dilations);
+    });
   // One Conv2D primitive with the group count: oneDNN and cuDNN run every group in one call.
   TF_CHECK_ARG(groups <= INT_MAX, op, "{} groups exceed the 32-bit group count (input {})", groups,
                xs.to_string());

@@ -37,10 +37,10 @@ void rethrow_if(const Error& e, const std::string& message) {
   if (dynamic_cast<const E*>(&e) != nullptr) throw E(message);
 }
 
-// An error without an op's name (a CUDA, cuBLAS, cuDNN or cuSOLVER call's, which name the call)
-// is raised again, of the same type, with the primitive's name in front.
-[[noreturn]] void rethrow_naming(const Primitive& prim, const Error& e) {
-  const std::string message = fmt::format("[{}] {}", prim.name(), e.what());
+}  // namespace
+
+[[noreturn]] void rethrow_named(std::string_view op, const Error& e) {
+  const std::string message = fmt::format("[{}] {}", op, e.what());
   rethrow_if<InvalidArgumentError>(e, message);
   rethrow_if<NotFoundError>(e, message);
   rethrow_if<ResourceExhaustedError>(e, message);
@@ -52,8 +52,6 @@ void rethrow_if(const Error& e, const std::string& message) {
   throw Error(message);
 }
 
-}  // namespace
-
 void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> inputs,
                 std::span<Tensor> outputs) {
   if (device.is_cpu()) {
@@ -63,8 +61,10 @@ void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> in
   try {
     prim.eval_cuda(inputs, outputs);
   } catch (const Error& e) {
+    // An error without an op's name (a CUDA, cuBLAS, cuDNN or cuSOLVER call's, which name the
+    // call) is raised again, of the same type, with the primitive's name in front.
     if (std::string_view(e.what()).starts_with('[')) throw;  // names an op already
-    rethrow_naming(prim, e);
+    rethrow_named(prim.name(), e);
   }
 }
 
@@ -126,7 +126,7 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
   } catch (const InvalidArgumentError& e) {
     // An output shape too large to count fails in TensorShape: say which op made it.
     if (!std::string_view(e.what()).starts_with("[TensorShape]")) throw;
-    rethrow_naming(prim, e);
+    rethrow_named(prim.name(), e);
   }
 
   // 3. trace or run
@@ -152,7 +152,7 @@ void execute(const Primitive& prim, std::span<const Tensor> inputs, Outputs& out
                      dtype_name(metas[i].dtype), metas[i].shape.to_string(), e.what());
           } catch (const InvalidArgumentError& e) {  // too many elements to count
             if (!std::string_view(e.what()).starts_with("[TensorShape]")) throw;
-            rethrow_naming(prim, e);
+            rethrow_named(prim.name(), e);
           }
         }
       }

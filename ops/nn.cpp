@@ -399,7 +399,7 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
   // Filters whose depth divides the input's: a grouped convolution, as TF's conv2d.
   if (input.rank() == 4 && filters.rank() == 4) {
     const int64_t c = input.shape()[3], fc = filters.shape()[2];
-    if (c != None && fc != None && fc > 0 && c != fc && c % fc == 0)
+    if (c != None && fc != None && fc > 0 && c > fc && c % fc == 0)
       return grouped_conv2d(input, filters, strides, padding, dilations);
   }
   return detail::conv2d_with_groups(input, filters, strides, padding, dilations, 1);
@@ -527,7 +527,9 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   // one graph serves every batch size.
   TensorShape out = os;
   if (detail::open_shapes()) out[0] = None;
-  return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+  return detail::naming_errors(op, [&] {
+    return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+  });
 }
 
 namespace {

@@ -133,8 +133,12 @@ std::vector<Tensor> Conv2DBackpropInput::vjp(std::span<const Tensor> primals,
       grads.push_back(detail::conv2d_backprop_filter(g, f.shape(), dy, stride_h, stride_w,
                                                      dilation_h, dilation_w, same, groups));
     else
-      grads.push_back(detail::dispatch(
-          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups), {g, f}));
+      // (Filters without elements: Conv2D refuses them, and dy has no dependence on them.)
+      grads.push_back(
+          f.num_elements() == 0
+              ? zeros_like(dy)
+              : detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups),
+                                 {g, f}));
   }
   return grads;
 }
@@ -180,8 +184,11 @@ std::vector<Tensor> Conv2DBackpropFilter::vjp(std::span<const Tensor> primals,
       grads.push_back(detail::conv2d_backprop_input(x.shape(), g, dy, stride_h, stride_w,
                                                     dilation_h, dilation_w, same, groups));
     else
-      grads.push_back(detail::dispatch(
-          Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups), {x, g}));
+      grads.push_back(
+          g.num_elements() == 0
+              ? zeros_like(dy)
+              : detail::dispatch(Conv2D(stride_h, stride_w, dilation_h, dilation_w, same, groups),
+                                 {x, g}));
   }
   return grads;
 }

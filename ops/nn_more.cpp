@@ -111,11 +111,13 @@ Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std:
                filters.shape().to_string());
   TF_CHECK_ARG(stride >= 1 && dilations >= 1, op,
                "stride and dilations must be positive, got {} and {}", stride, dilations);
-  const Tensor x = ncw ? tapeflow::transpose(input, {0, 2, 1}) : input;
-  const Tensor y = conv2d(tapeflow::expand_dims(x, 1), tapeflow::expand_dims(filters, 0),
-                          {1, stride}, padding, {1, dilations});
-  const Tensor out = tapeflow::squeeze(y, {1});
-  return ncw ? tapeflow::transpose(out, {0, 2, 1}) : out;
+  return detail::naming_errors(op, [&] {
+    const Tensor x = ncw ? tapeflow::transpose(input, {0, 2, 1}) : input;
+    const Tensor y = conv2d(tapeflow::expand_dims(x, 1), tapeflow::expand_dims(filters, 0),
+                            {1, stride}, padding, {1, dilations});
+    const Tensor out = tapeflow::squeeze(y, {1});
+    return ncw ? tapeflow::transpose(out, {0, 2, 1}) : out;
+  });
 }
 
 Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
@@ -133,14 +135,16 @@ Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
                output_shape.size());
   TF_CHECK_ARG(stride >= 1 && dilations >= 1, op,
                "stride and dilations must be positive, got {} and {}", stride, dilations);
-  const Tensor x = ncw ? tapeflow::transpose(input, {0, 2, 1}) : input;
-  const int64_t w = ncw ? output_shape[2] : output_shape[1];
-  const int64_t o = ncw ? output_shape[1] : output_shape[2];
-  const Tensor y =
-      conv2d_transpose(tapeflow::expand_dims(x, 1), tapeflow::expand_dims(filters, 0),
-                       TensorShape{output_shape[0], 1, w, o}, {1, stride}, padding, {1, dilations});
-  const Tensor out = tapeflow::squeeze(y, {1});
-  return ncw ? tapeflow::transpose(out, {0, 2, 1}) : out;
+  return detail::naming_errors(op, [&] {
+    const Tensor x = ncw ? tapeflow::transpose(input, {0, 2, 1}) : input;
+    const int64_t w = ncw ? output_shape[2] : output_shape[1];
+    const int64_t o = ncw ? output_shape[1] : output_shape[2];
+    const Tensor y = conv2d_transpose(
+        tapeflow::expand_dims(x, 1), tapeflow::expand_dims(filters, 0),
+        TensorShape{output_shape[0], 1, w, o}, {1, stride}, padding, {1, dilations});
+    const Tensor out = tapeflow::squeeze(y, {1});
+    return ncw ? tapeflow::transpose(out, {0, 2, 1}) : out;
+  });
 }
 
 namespace {
@@ -151,10 +155,12 @@ Tensor pool1d(const char* op, bool max, const Tensor& input, int ksize, int stri
                input.shape().to_string());
   TF_CHECK_ARG(ksize >= 1 && strides >= 1, op, "ksize and strides must be positive, got {} and {}",
                ksize, strides);
-  const Tensor x = tapeflow::expand_dims(input, 1);
-  const Tensor y = max ? max_pool2d(x, {1, ksize}, {1, strides}, padding)
-                       : avg_pool2d(x, {1, ksize}, {1, strides}, padding);
-  return tapeflow::squeeze(y, {1});
+  return detail::naming_errors(op, [&] {
+    const Tensor x = tapeflow::expand_dims(input, 1);
+    const Tensor y = max ? max_pool2d(x, {1, ksize}, {1, strides}, padding)
+                         : avg_pool2d(x, {1, ksize}, {1, strides}, padding);
+    return tapeflow::squeeze(y, {1});
+  });
 }
 }  // namespace
 
@@ -187,13 +193,22 @@ std::pair<Tensor, Tensor> max_pool_with_argmax(const Tensor& input, const std::v
                  hw.first, hw.second);
     return hw;
   };
-  const auto [kh, kw] = two(ksize, "ksize");
+  auto [kh, kw] = two(ksize, "ksize");
   const auto [sh, sw] = two(strides, "strides");
-  const Tensor pooled = max_pool2d(input, ksize, strides, padding);
+  const Tensor pooled =
+      detail::naming_errors(op, [&] { return max_pool2d(input, ksize, strides, padding); });
+  if (pooled.num_elements() == 0) return {pooled, tapeflow::zeros(pooled.shape(), int64)};
   // The argmax: pad with -inf (never a window's maximum unless everything is -inf), take VALID
   // patches of the input and of its flat indices, and pick each window's first maximum.
   const int64_t n = s[0], h = s[1], w = s[2], c = s[3];
   const bool same = padding == "SAME";
+  // A SAME window longer than the input plus the strides' reach covers the whole input at every
+  // output, as one of h + (out - 1) * stride + 1 does (max_pool2d clamps alike): the patches
+  // stay that small (a 2^30 window padded the input to 2^30 rows).
+  if (same) {
+    kh = static_cast<int>(std::min<int64_t>(kh, h + ((h + sh - 1) / sh - 1) * int64_t{sh} + 1));
+    kw = static_cast<int>(std::min<int64_t>(kw, w + ((w + sw - 1) / sw - 1) * int64_t{sw} + 1));
+  }
   const auto dh = detail::window_dim(h, kh, sh, 1, same);
   const auto dw = detail::window_dim(w, kw, sw, 1, same);
   const double lowest = -std::numeric_limits<double>::infinity();

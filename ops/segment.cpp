@@ -236,15 +236,19 @@ Tensor unsorted_segment_mean(const Tensor& data, const Tensor& ids, int64_t num_
   const char* op = "unsorted_segment_mean";
   check_ids_prefix(op, data, ids);
   check_data_dtype(op, data, /*integers=*/false);
-  return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
-         segment_counts(data, ids, num_segments);
+  return detail::naming_errors(op, [&] {
+    return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
+           segment_counts(data, ids, num_segments);
+  });
 }
 Tensor unsorted_segment_sqrt_n(const Tensor& data, const Tensor& ids, int64_t num_segments) {
   const char* op = "unsorted_segment_sqrt_n";
   check_ids_prefix(op, data, ids);
   check_data_dtype(op, data, /*integers=*/false);
-  return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
-         sqrt(segment_counts(data, ids, num_segments));
+  return detail::naming_errors(op, [&] {
+    return tapeflow::unsorted_segment_sum(data, ids, num_segments) /
+           sqrt(segment_counts(data, ids, num_segments));
+  });
 }
 
 Tensor segment_sum(const Tensor& data, const Tensor& ids) {

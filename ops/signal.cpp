@@ -167,6 +167,15 @@ namespace signal {
 
 namespace {
 
+// x[..., begin : begin + size].
+Tensor slice_last(const Tensor& x, int64_t begin, int64_t size) {
+  const auto rank = static_cast<size_t>(x.shape().rank());
+  std::vector<int64_t> b(rank, 0), sz(rank, -1);
+  b.back() = begin;
+  sz.back() = size;
+  return slice(x, b, sz);
+}
+
 // x's innermost axis cropped or zero-padded to `len`.
 Tensor fit_last(const Tensor& x, int64_t len) {
   const TensorShape& s = x.shape();
@@ -320,6 +329,67 @@ std::vector<double> dct_matrix(int type, int64_t n, bool ortho) {
   return m;
 }
 
+// Up to this length the dct is a product with its N x N matrix (built per call: N^2 cosines);
+// longer ones run through rfft/irfft of length 2N (2(N - 1) for type 1, 4N for type 4).
+constexpr int64_t kDctMatrixMaxLength = 128;
+
+// A [len] constant of f(k), k = 0 .. len - 1, in x's dtype (ops copy it to x's device).
+template <class F>
+Tensor dct_table(const Tensor& x, int64_t len, F f) {
+  std::vector<double> v(static_cast<size_t>(len));
+  for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = f(static_cast<double>(k));
+  (void)x;
+  return detail::from_doubles(v, {len}, x.dtype());
+}
+
+// The dct of x ([..., len], len > 1 for type 1) through the FFT, with dct_matrix's scaling:
+//  type 2: X_k = 2 Re(exp(-i pi k / 2N) R_k), R = rfft(x, 2N) (the zero-padded signal);
+//  type 3: X = 2N irfft(Z, 2N)[:N] with Z_j = x_j exp(i pi j / 2N) (and Z_N = 0);
+//  type 1: X = Re(rfft(x_0 .. x_{N-1}, x_{N-2} .. x_1)), the even extension;
+//  type 4: the odd outputs of the type-2 transform of x zero-padded to 2N.
+// "ortho" scales the outputs (types 2, 4) or the inputs (type 3) as the matrix does.
+Tensor dct_by_fft(const Tensor& x, int type, int64_t len, bool ortho) {
+  const double pi = std::numbers::pi, nn = static_cast<double>(len);
+  switch (type) {
+    case 1: {
+      const Tensor inner = slice_last(x, 1, len - 2);
+      return rfft(concat({x, reverse(inner, {-1})}, -1)).real;
+    }
+    case 2: {
+      const ComplexTensor r = rfft(x, 2 * len);
+      const Tensor c = dct_table(x, len, [&](double k) {
+        const double v = 2.0 * std::cos(pi * k / (2.0 * nn));
+        return ortho ? v * (k == 0 ? std::sqrt(1.0 / (4.0 * nn)) : std::sqrt(1.0 / (2.0 * nn))) : v;
+      });
+      const Tensor sn = dct_table(x, len, [&](double k) {
+        const double v = 2.0 * std::sin(pi * k / (2.0 * nn));
+        return ortho ? v * (k == 0 ? std::sqrt(1.0 / (4.0 * nn)) : std::sqrt(1.0 / (2.0 * nn))) : v;
+      });
+      return add(multiply(fit_last(r.real, len), c), multiply(fit_last(r.imag, len), sn));
+    }
+    case 3: {
+      // 2N times the irfft's 1 / 2N, and the ortho input weights, folded into the phases.
+      auto weight = [&](double j) {
+        return 2.0 * nn *
+               (ortho ? (j == 0 ? 1.0 / std::sqrt(nn) : std::sqrt(1.0 / (2.0 * nn))) : 1.0);
+      };
+      const Tensor c =
+          dct_table(x, len, [&](double j) { return weight(j) * std::cos(pi * j / (2.0 * nn)); });
+      const Tensor sn =
+          dct_table(x, len, [&](double j) { return weight(j) * std::sin(pi * j / (2.0 * nn)); });
+      const ComplexTensor z{fit_last(multiply(x, c), len + 1), fit_last(multiply(x, sn), len + 1)};
+      return fit_last(irfft(z, 2 * len), len);
+    }
+    default: {
+      const Tensor y = dct_by_fft(fit_last(x, 2 * len), 2, 2 * len, false);
+      std::vector<int64_t> odd(static_cast<size_t>(len));
+      for (int64_t k = 0; k < len; ++k) odd[static_cast<size_t>(k)] = 2 * k + 1;
+      const Tensor out = gather(y, constant(odd, TensorShape{len}), y.rank() - 1);
+      return ortho ? multiply(out, Tensor(std::sqrt(1.0 / (2.0 * nn)))) : out;
+    }
+  }
+}
+
 Tensor dct_impl(const char* op, const Tensor& input, int type, int64_t n, int axis,
                 const std::string& norm) {
   TF_CHECK_ARG(input.defined(), op, "the input is undefined");
@@ -337,6 +407,7 @@ Tensor dct_impl(const char* op, const Tensor& input, int type, int64_t n, int ax
   const int64_t len = x.shape()[-1];
   TF_CHECK_ARG(len > 0, op, "the transform length must be positive, got {}", len);
   TF_CHECK_ARG(type != 1 || len > 1, op, "type 1 needs a length > 1, got {}", len);
+  if (len > kDctMatrixMaxLength) return dct_by_fft(x, type, len, norm == "ortho");
   const Tensor m =
       detail::from_doubles(dct_matrix(type, len, norm == "ortho"), {len, len}, x.dtype());
   return linalg::tensordot(x, m, 1);
@@ -760,9 +831,12 @@ ComplexTensor stft(const Tensor& signals, int64_t frame_length, int64_t frame_st
   TF_CHECK_ARG(signals.defined(), op, "the signals are undefined");
   check_real(op, signals.dtype(), "signals");
   const int64_t n = stft_length(op, frame_length, frame_step, fft_length);
-  Tensor framed = frame(signals, frame_length, frame_step, pad_end);
-  if (window_fn) framed = multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()));
-  return rfft(framed, n);
+  return detail::naming_errors(op, [&] {
+    Tensor framed = frame(signals, frame_length, frame_step, pad_end);
+    if (window_fn)
+      framed = multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()));
+    return rfft(framed, n);
+  });
 }
 
 Tensor inverse_stft(const ComplexTensor& stfts, int64_t frame_length, int64_t frame_step,
@@ -773,10 +847,12 @@ Tensor inverse_stft(const ComplexTensor& stfts, int64_t frame_length, int64_t fr
                "expects [..., frames, fft_unique_bins], got shape {}",
                stfts.real.shape().to_string());
   const int64_t n = stft_length(op, frame_length, frame_step, fft_length);
-  Tensor frames = fit_last(irfft(stfts, n), frame_length);
-  if (window_fn)
-    frames = multiply(frames, window_of(op, window_fn, frame_length, stfts.real.dtype()));
-  return overlap_and_add(frames, frame_step);
+  return detail::naming_errors(op, [&] {
+    Tensor frames = fit_last(irfft(stfts, n), frame_length);
+    if (window_fn)
+      frames = multiply(frames, window_of(op, window_fn, frame_length, stfts.real.dtype()));
+    return overlap_and_add(frames, frame_step);
+  });
 }
 
 WindowFn inverse_stft_window_fn(int64_t frame_step, const WindowFn& forward_window_fn) {
@@ -817,7 +893,8 @@ Tensor mdct(const Tensor& signals, int64_t frame_length, const WindowFn& window_
                "frame_length must be a positive multiple of 4, got {}", frame_length);
   TF_CHECK_ARG(norm.empty() || norm == "ortho", op, "norm must be \"\" or \"ortho\", got \"{}\"",
                norm);
-  Tensor framed = frame(signals, frame_length, frame_length / 2, pad_end);
+  Tensor framed = detail::naming_errors(
+      op, [&] { return frame(signals, frame_length, frame_length / 2, pad_end); });
   framed = window_fn ? multiply(framed, window_of(op, window_fn, frame_length, signals.dtype()))
                      : multiply(framed, Tensor(1.0 / std::sqrt(2.0)));
   // (a, b, c, d) quarters -> (-c_r - d, a - b_r), _r reversed: the fold whose type-4 DCT is the
@@ -840,8 +917,10 @@ Tensor inverse_mdct(const Tensor& mdcts, const WindowFn& window_fn, const std::s
   TF_CHECK_ARG(norm.empty() || norm == "ortho", op, "norm must be \"\" or \"ortho\", got \"{}\"",
                norm);
   const int64_t half = s[-1];
-  const Tensor y = norm.empty() ? multiply(dct(mdcts, 4), Tensor(0.5 / static_cast<double>(half)))
-                                : dct(mdcts, 4, -1, -1, "ortho");
+  const Tensor y = detail::naming_errors(op, [&] {
+    return norm.empty() ? multiply(dct(mdcts, 4), Tensor(0.5 / static_cast<double>(half)))
+                        : dct(mdcts, 4, -1, -1, "ortho");
+  });
   // Unfold (p, q) halves into (q, -q_r, -p_r, -p).
   const std::vector<Tensor> h = split(y, 2, -1);
   Tensor frames = concat(

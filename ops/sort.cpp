@@ -199,14 +199,22 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, const s
   return reshape(detail::dispatch(prims::SearchSorted(side == "right", out_type), in), out_shape);
 }
 
+namespace {
+std::tuple<Tensor, Tensor, Tensor> unique_impl(const char* op, const Tensor& x, DType out_idx);
+}  // namespace
+
 std::pair<Tensor, Tensor> unique(const Tensor& x, DType out_idx) {
-  auto [y, idx, count] = unique_with_counts(x, out_idx);
+  auto [y, idx, count] = unique_impl("unique", x, out_idx);
   (void)count;
   return {y, idx};
 }
 
 std::tuple<Tensor, Tensor, Tensor> unique_with_counts(const Tensor& x, DType out_idx) {
-  const char* op = "unique";
+  return unique_impl("unique_with_counts", x, out_idx);
+}
+
+namespace {
+std::tuple<Tensor, Tensor, Tensor> unique_impl(const char* op, const Tensor& x, DType out_idx) {
   TF_CHECK_ARG(x.defined(), op, "x is undefined");
   TF_CHECK_ARG(x.rank() == 1, op, "x must be 1-D, got shape {}", x.shape().to_string());
   check_int_dtype(op, out_idx, "out_idx");
@@ -248,6 +256,7 @@ std::tuple<Tensor, Tensor, Tensor> unique_with_counts(const Tensor& x, DType out
   return {gather(x, constant(first, TensorShape{u})), cast(constant(idx, TensorShape{n}), out_idx),
           cast(constant(count, TensorShape{u}), out_idx)};
 }
+}  // namespace
 
 Tensor histogram_fixed_width(const Tensor& values, const Tensor& value_range, int64_t nbins,
                              DType dtype) {

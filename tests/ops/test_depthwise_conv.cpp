@@ -594,7 +594,7 @@ TEST_CASE("depthwise_conv2d separable_conv2d and grouped_conv2d reject bad argum
       [&] {
         tf::nn::grouped_conv2d(x, tf::ones({3, 3, 2, 4}), {1}, "SAME");
       },
-      {"[conv2d]", "input depth must be evenly divisible by filter depth: 3 vs 2"});
+      {"[conv2d]", "input depth must be a positive multiple of the filter depth: 3 vs 2"});
   require_error(
       [&] {
         tf::nn::grouped_conv2d(tf::ones({1, 5, 5, 4}), tf::ones({3, 3, 2, 3}), {1}, "SAME");

@@ -1092,3 +1092,100 @@ TEST_CASE("signal: mdct and inverse_mdct as TF", "[cpu][cuda][signal]") {
       [] { sig::mdct(tf::zeros({8}), 4, [](int64_t, tf::DType) { return tf::zeros({3}); }); },
       {"mdct", "window_fn", "(4,)", "(3,)"});
 }
+
+namespace {
+
+// dct of every row of x ([rows, n]) by its definition, TF's scaling (the float64 reference).
+std::vector<double> dct_by_definition(const std::vector<double>& x, int64_t rows, int64_t n,
+                                      int type, bool ortho) {
+  const double pi = std::numbers::pi, nn = static_cast<double>(n);
+  std::vector<double> y(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) {
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double xj = x[static_cast<size_t>(r * n + j)];
+        const double dj = static_cast<double>(j), dk = static_cast<double>(k);
+        switch (type) {
+          case 1:
+            s += (j == 0 || j == n - 1 ? 1.0 : 2.0) * xj * std::cos(pi * dk * dj / (nn - 1));
+            break;
+          case 2:
+            s += 2.0 * xj * std::cos(pi * dk * (2 * dj + 1) / (2 * nn)) *
+                 (!ortho   ? 1.0
+                  : k == 0 ? std::sqrt(1 / (4 * nn))
+                           : std::sqrt(1 / (2 * nn)));
+            break;
+          case 3:
+            s += (j == 0 ? xj : 2.0 * xj * std::cos(pi * dj * (2 * dk + 1) / (2 * nn))) *
+                 (!ortho   ? 1.0
+                  : j == 0 ? 1 / std::sqrt(nn)
+                           : std::sqrt(1 / (2 * nn)));
+            break;
+          default:
+            s += 2.0 * xj * std::cos(pi * (2 * dj + 1) * (2 * dk + 1) / (4 * nn)) *
+                 (ortho ? std::sqrt(1 / (2 * nn)) : 1.0);
+        }
+      }
+      y[static_cast<size_t>(r * n + k)] = s;
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("signal: long dcts run through the FFT and match their definition",
+          "[cpu][cuda][signal]") {
+  // Lengths above 128 take rfft/irfft (ops/signal.cpp, dct_by_fft); even, odd and prime.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (int64_t n : {129, 200, 257}) {
+      const int64_t rows = 3;
+      const auto xv = random_values(static_cast<size_t>(rows * n));
+      for (int type : {1, 2, 3, 4})
+        for (bool ortho : {false, true}) {
+          if (type == 1 && ortho) continue;
+          INFO("n " << n << " type " << type << (ortho ? " ortho" : ""));
+          const auto want = dct_by_definition(xv, rows, n, type, ortho);
+          for (tf::DType d : {tf::float64, tf::float32}) {
+            const tf::Tensor x = tf::detail::from_doubles(xv, {rows, n}, d);
+            const tf::Tensor y = sig::dct(x, type, -1, -1, ortho ? "ortho" : "");
+            CHECK(y.dtype() == d);
+            CHECK(y.shape() == tf::TensorShape{rows, n});
+            // Sums of n products of magnitude up to 2.
+            const double tol = d == tf::float64 ? 1e-11 : 2e-4;
+            check_values(y, want, tol, tol);
+          }
+        }
+      // The inverses with "ortho", and a cropped / padded length.
+      const tf::Tensor x = tf::detail::from_doubles(xv, {rows, n}, tf::float64);
+      for (int type : {2, 3, 4})
+        check_close(sig::idct(sig::dct(x, type, -1, -1, "ortho"), type, -1, -1, "ortho"), x, 0,
+                    1e-12);
+      check_values(sig::dct(x, 2, n + 7),
+                   dct_by_definition(
+                       [&] {
+                         std::vector<double> p;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           for (int64_t j = 0; j < n; ++j)
+                             p.push_back(xv[static_cast<size_t>(r * n + j)]);
+                           for (int j = 0; j < 7; ++j) p.push_back(0.0);
+                         }
+                         return p;
+                       }(),
+                       rows, n + 7, 2, false),
+                   1e-11, 1e-11);
+    }
+    for (int t : {1, 2, 3, 4}) {
+      INFO("dct type " << t << " gradient at n 131");
+      // (Linear: a long step keeps the central differences' rounding small.)
+      check_gradient([t](const tf::Tensor& v) { return sig::dct(v, t); }, {1, 131}, {}, 1e-7, 1e-8,
+                     1e-2);
+    }
+    // A length whose N x N matrix (2^40 entries) could not be built.
+    const tf::Tensor big = sig::dct(tf::ones({1, 3}, tf::float32), 2, 1 << 20);
+    CHECK(big.shape() == tf::TensorShape{1, 1 << 20});
+    CHECK(std::abs(big.numpy<float>()[0] - 6.0f) < 1e-4f);  // 2 * sum(x)
+  }
+}
