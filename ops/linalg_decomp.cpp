@@ -185,9 +185,15 @@ Tensor cholesky_solve(const Tensor& chol, const Tensor& rhs) {
                           /*adjoint=*/true);
 }
 
-Tensor logdet(const Tensor& a) {
+namespace {
+Tensor logdet_body(const Tensor& a) {
   check_input("logdet", a, true);
   return 2.0 * reduce_sum(log(diag_part(cholesky(a))), -1);
+}
+}  // namespace
+
+Tensor logdet(const Tensor& a) {
+  return detail::naming_errors("logdet", [&] { return logdet_body(a); });
 }
 
 EighResult eigh(const Tensor& a) {
@@ -214,7 +220,8 @@ SvdResult svd(const Tensor& a, bool full_matrices, bool compute_uv) {
   return {outs[0], outs[1], outs[2]};
 }
 
-Tensor pinv(const Tensor& a, double rcond) {
+namespace {
+Tensor pinv_body(const Tensor& a, double rcond) {
   check_input("pinv", a, false);
   const TensorShape& sa = a.shape();
   const int64_t m = sa[sa.rank() - 2], n = sa[sa.rank() - 1];
@@ -232,8 +239,14 @@ Tensor pinv(const Tensor& a, double rcond) {
   const Tensor s = where(greater(d.s, cutoff), d.s, inf);
   return tapeflow::matmul(d.v / expand_dims(s, -2), d.u, false, true);
 }
+}  // namespace
 
-Tensor lstsq(const Tensor& a, const Tensor& b, double l2_regularizer, bool fast) {
+Tensor pinv(const Tensor& a, double rcond) {
+  return detail::naming_errors("pinv", [&] { return pinv_body(a, rcond); });
+}
+
+namespace {
+Tensor lstsq_body(const Tensor& a, const Tensor& b, double l2_regularizer, bool fast) {
   const char* op = "lstsq";
   check_input(op, a, false);
   TF_CHECK_ARG(b.defined(), op, "the right-hand side is an undefined tensor (TF's None)");
@@ -263,6 +276,11 @@ Tensor lstsq(const Tensor& a, const Tensor& b, double l2_regularizer, bool fast)
   Tensor gram = tapeflow::matmul(a, a, false, true);
   if (l2_regularizer > 0) gram = gram + l2_regularizer * eye_like(gram);
   return tapeflow::matmul(a, cholesky_solve(cholesky(gram), b), true, false);
+}
+}  // namespace
+
+Tensor lstsq(const Tensor& a, const Tensor& b, double l2_regularizer, bool fast) {
+  return detail::naming_errors("lstsq", [&] { return lstsq_body(a, b, l2_regularizer, fast); });
 }
 
 }  // namespace linalg

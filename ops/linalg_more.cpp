@@ -150,12 +150,17 @@ Tensor diag(const Tensor& diagonal, int64_t k) {
   const int64_t n = diagonal.shape()[diagonal.rank() - 1];
   TF_CHECK_ARG(known(n), op, "needs the last dimension known, got shape {}",
                diagonal.shape().to_string());
+  TF_CHECK_ARG(k > -(int64_t{1} << 31) && k < (int64_t{1} << 31), op,
+               "k = {} would give matrices of more than 2^62 elements (diagonal shape {})", k,
+               diagonal.shape().to_string());
   const int64_t size = n + (k < 0 ? -k : k);
   // Column j of row i + k holds v[i] (k >= 0), column j of row j - k holds v[j] (k < 0): one
   // value per column, which the mask keeps on the diagonal.
-  const Tensor columns =
-      expand_dims(k >= 0 ? pad_last(diagonal, k, 0) : pad_last(diagonal, 0, -k), -2);
-  return where(diagonal_mask(size, size, k), columns, scalar_of(0, diagonal.dtype()));
+  return detail::naming_errors(op, [&] {
+    const Tensor columns =
+        expand_dims(k >= 0 ? pad_last(diagonal, k, 0) : pad_last(diagonal, 0, -k), -2);
+    return where(diagonal_mask(size, size, k), columns, scalar_of(0, diagonal.dtype()));
+  });
 }
 
 Tensor diag_part(const Tensor& input, int64_t k) {
@@ -209,16 +214,22 @@ Tensor matrix_transpose(const Tensor& a) {
 }
 
 Tensor adjoint(const Tensor& a) {
-  return matrix_transpose(a);
+  return detail::naming_errors("adjoint", [&] { return matrix_transpose(a); });
 }
 
-Tensor matvec(const Tensor& a, const Tensor& x, bool transpose_a) {
+namespace {
+Tensor matvec_body(const Tensor& a, const Tensor& x, bool transpose_a) {
   const char* op = "matvec";
   check_defined(op, {&a, &x});
   check_matrix(op, a);
   TF_CHECK_ARG(x.rank() >= 1, op, "expects vectors of rank at least 1, got shape {}",
                x.shape().to_string());
   return squeeze(tapeflow::matmul(a, expand_dims(x, -1), transpose_a, false), {-1});
+}
+}  // namespace
+
+Tensor matvec(const Tensor& a, const Tensor& x, bool transpose_a) {
+  return detail::naming_errors("matvec", [&] { return matvec_body(a, x, transpose_a); });
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, int axes) {
@@ -303,15 +314,18 @@ Tensor l2_normalize(const Tensor& x, const std::vector<int>& axes, double epsilo
   const char* op = "l2_normalize";
   check_defined(op, {&x});
   detail::check_dtype_floating(op, x);
-  const Tensor square_sum = reduce_sum(square(x), axes, true);
-  return x * rsqrt(maximum(square_sum, scalar_of(epsilon, x.dtype())));
+  return detail::naming_errors(op, [&] {
+    const Tensor square_sum = reduce_sum(square(x), axes, true);
+    return x * rsqrt(maximum(square_sum, scalar_of(epsilon, x.dtype())));
+  });
 }
 
 Tensor l2_normalize(const Tensor& x, int axis, double epsilon) {
   return l2_normalize(x, std::vector<int>{axis}, epsilon);
 }
 
-Tensor expm(const Tensor& input) {
+namespace {
+Tensor expm_body(const Tensor& input) {
   const char* op = "expm";
   check_defined(op, {&input});
   check_square_float(op, input.shape(), input.dtype());
@@ -365,6 +379,11 @@ Tensor expm(const Tensor& input) {
   for (int64_t i = 0; i < squarings; ++i)
     r = where(less(scalar_of(static_cast<double>(i), dt), s_mat), tapeflow::matmul(r, r), r);
   return r;
+}
+}  // namespace
+
+Tensor expm(const Tensor& input) {
+  return detail::naming_errors("expm", [&] { return expm_body(input); });
 }
 
 Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, bool adjoint) {
@@ -499,6 +518,10 @@ Tensor tridiagonal_solve(const Tensor& diagonals, const Tensor& rhs,
   if (vector) {
     b = expand_dims(rhs, -1);
   } else if (transpose_rhs) {
+    TF_CHECK_ARG(rhs.rank() >= 2, op,
+                 "transpose_rhs needs rhs of rank at least 2 (or one less than the compact "
+                 "diagonals'), got shape {} with diagonals {}",
+                 rhs.shape().to_string(), compact.shape().to_string());
     b = matrix_transpose(rhs);
   }
   const Tensor x = detail::dispatch(prims::TridiagonalSolve(partial_pivoting), {compact, b});

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/check.h"
@@ -321,6 +322,17 @@ void svd(const Tensor& in, std::span<Tensor> out, bool full, bool uv, const char
     T* vt = u + usize;
     T* work = vt + vsize;
     const T* src = a + b * m * n;
+    // A NaN or an infinity: every output NaN, as TF's kernel gives (gesdd refuses a NaN as an
+    // invalid argument 4 and need not converge on an infinity).
+    if (!std::all_of(src, src + m * n, [](T v) { return std::isfinite(v); })) {
+      const T nan = std::numeric_limits<T>::quiet_NaN();
+      std::fill(out[0].data<T>() + b * k, out[0].data<T>() + (b + 1) * k, nan);
+      if (uv) {
+        std::fill(out[1].data<T>() + b * m * ku, out[1].data<T>() + (b + 1) * m * ku, nan);
+        std::fill(out[2].data<T>() + b * n * kv, out[2].data<T>() + (b + 1) * n * kv, nan);
+      }
+      return 0;
+    }
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) f[j * m + i] = src[i * n + j];
     T* dummy = work;  // not referenced with jobz = 'N'

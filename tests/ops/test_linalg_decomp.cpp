@@ -3,6 +3,7 @@
 // factorisations' defining identities, and gradients against central differences in float64.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -557,9 +558,9 @@ TEST_CASE("decompositions of bigger matrices and long batches reconstruct their 
       const tf::Tensor l = tf::linalg::cholesky(spd);
       check_close(tf::matmul(l, l, false, true), spd, 1e-10, 1e-10);
       const auto e = tf::linalg::eigh(spd);
-      check_close(tf::matmul(e.eigenvectors,
-                             tf::matmul(diag(e.eigenvalues), e.eigenvectors, false, true)),
-                  spd, 1e-10, 1e-10);
+      check_close(
+          tf::matmul(e.eigenvectors, tf::matmul(diag(e.eigenvalues), e.eigenvectors, false, true)),
+          spd, 1e-10, 1e-10);
       const auto q = tf::linalg::qr(x);
       check_close(tf::matmul(q.q, q.r), x, 1e-10, 1e-10);
       const auto s = tf::linalg::svd(x);
@@ -613,5 +614,34 @@ TEST_CASE("gradients at unconstrained inputs equal TF's", "[cpu][cuda][linalg]")
                   -0.1210762331838565, 0.2609865470852018, -0.06278026905829596,
                   -0.022421524663677132, -0.06278026905829596, 0.3587443946188341},
                  1e-10, 1e-12);
+  }
+}
+
+TEST_CASE("svd of a matrix with a NaN or an infinity is NaN, as TF's", "[cpu][linalg]") {
+  // LAPACK's gesdd refuses a NaN (argument 4 invalid) and need not converge on an infinity; TF's
+  // kernel returns NaNs, and so does tapeflow's CPU kernel, per matrix of a batch. (The CUDA
+  // kernel's result for such input is cuSOLVER's and not checked yet.)
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (tf::DType d : {tf::float32, tf::float64}) {
+    const tf::Tensor a =
+        tf::cast(tf::constant(std::vector<double>{1, 2, 3, 4, 1, nan, 0, 1, inf, 2, 3, 1},
+                              tf::TensorShape{3, 2, 2}),
+                 d);
+    const auto r = tf::linalg::svd(a);
+    const auto s = r.s.numpy<double>(), u = r.u.numpy<double>(), v = r.v.numpy<double>();
+    // The first matrix is finite: its singular values are those of [[1, 2], [3, 4]].
+    CHECK(s[0] == Catch::Detail::Approx(5.464985704219043).epsilon(1e-6));
+    CHECK(s[1] == Catch::Detail::Approx(0.365966190626258).epsilon(1e-5));
+    for (int b = 1; b < 3; ++b) {
+      INFO("matrix " << b);
+      for (int i = 0; i < 2; ++i) CHECK(std::isnan(s[static_cast<size_t>(b * 2 + i)]));
+      for (int i = 0; i < 4; ++i) {
+        CHECK(std::isnan(u[static_cast<size_t>(b * 4 + i)]));
+        CHECK(std::isnan(v[static_cast<size_t>(b * 4 + i)]));
+      }
+    }
+    // Through pinv too (no LAPACK error).
+    CHECK(std::isnan(tf::linalg::pinv(a).numpy<double>()[4]));
   }
 }
