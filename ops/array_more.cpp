@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -151,9 +152,11 @@ Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen, DType
                  "function does not have: give maxlen");
     for (int64_t v : host_ints(op, lengths, "lengths")) m = std::max(m, v);
   }
-  const Tensor row = range(0.0, static_cast<double>(m), 1.0, lengths.dtype());
-  const Tensor mask = less(row, expand_dims(lengths, -1));
-  return dtype == bool_ ? mask : cast(mask, dtype);
+  return detail::naming_errors(op, [&] {
+    const Tensor row = range(0.0, static_cast<double>(m), 1.0, lengths.dtype());
+    const Tensor mask = less(row, expand_dims(lengths, -1));
+    return dtype == bool_ ? mask : cast(mask, dtype);
+  });
 }
 
 Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis, int batch_axis) {
@@ -216,7 +219,21 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
   TF_CHECK_ARG(repeats.size() == 1 || static_cast<int64_t>(repeats.size()) == n, op,
                "repeats has {} entries but dimension {} of shape {} has {} (give 1 or {})",
                repeats.size(), a, v.shape().to_string(), n, n);
+  // The index table has one int64 per output slice: refused up front when it cannot fit in the
+  // host's memory (a std::vector would throw std::bad_alloc).
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = repeats[repeats.size() == 1 ? 0 : size_t(i)];
+    TF_CHECK_T(ResourceExhaustedError,
+               r <= static_cast<int64_t>(detail::host_memory_bytes() / sizeof(int64_t)) - total, op,
+               "{} repeats of the {} slices along axis {} of shape {} need an index table "
+               "larger than this machine's memory",
+               repeats.size() == 1 ? fmt::format("{}", r) : std::string("the"), n, a,
+               v.shape().to_string());
+    total += r;
+  }
   std::vector<int64_t> idx;
+  idx.reserve(static_cast<size_t>(total));
   // One gather along the axis (also for a single count): it keeps the other dimensions open,
   // so a traced function serves every batch size with one graph.
   for (int64_t i = 0; i < n; ++i)
@@ -281,21 +298,24 @@ Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
   // sum of exp(logits - max) (the first class whose running sum exceeds it), so memory grows
   // with batch x (classes + samples), not with their product. A row whose logits are all -inf
   // (nothing to draw) gives num_classes, as TF's out-of-range marker.
-  const int64_t classes = logits.shape()[1];
-  const Tensor x = cast(logits, float64);
-  const Tensor top = reduce_max(x, std::vector<int>{1}, true);
-  const Tensor p = exp(x - where(equal(top, top - top), top, zeros_like(top)));
-  const Tensor running = cumsum(p, 1);
-  const Tensor total = slice(running, {0, classes - 1}, {-1, 1});  // (batch, 1)
-  const Tensor u =
-      detail::random_uniform_like(tile(total, {1, num_samples}), 0.0, 1.0, float64, seed);
-  const Tensor drawn = searchsorted(running, u * total, "right", int64);
-  // u * total may round up to total itself: that draw is the last class with any mass.
-  const Tensor last = cast(argmax(reverse(cast(greater(p, 0.0), int32), {1}), 1), int64);
-  const Tensor last_class = expand_dims(int64_t{classes - 1} - last, 1);
-  const Tensor fixed = where(
-      logical_and(greater_equal(drawn, int64_t{classes}), greater(total, 0.0)), last_class, drawn);
-  return cast(fixed, dtype);
+  return detail::naming_errors(op, [&] {
+    const int64_t classes = logits.shape()[1];
+    const Tensor x = cast(logits, float64);
+    const Tensor top = reduce_max(x, std::vector<int>{1}, true);
+    const Tensor p = exp(x - where(equal(top, top - top), top, zeros_like(top)));
+    const Tensor running = cumsum(p, 1);
+    const Tensor total = slice(running, {0, classes - 1}, {-1, 1});  // (batch, 1)
+    const Tensor u =
+        detail::random_uniform_like(tile(total, {1, num_samples}), 0.0, 1.0, float64, seed);
+    const Tensor drawn = searchsorted(running, u * total, "right", int64);
+    // u * total may round up to total itself: that draw is the last class with any mass.
+    const Tensor last = cast(argmax(reverse(cast(greater(p, 0.0), int32), {1}), 1), int64);
+    const Tensor last_class = expand_dims(int64_t{classes - 1} - last, 1);
+    const Tensor fixed =
+        where(logical_and(greater_equal(drawn, int64_t{classes}), greater(total, 0.0)), last_class,
+              drawn);
+    return cast(fixed, dtype);
+  });
 }
 
 Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
@@ -306,16 +326,18 @@ Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DT
   TF_CHECK_ARG(stddev >= 0 && std::isfinite(stddev) && std::isfinite(mean), op,
                "needs a finite mean and a finite, non-negative stddev, got {} and {}", mean,
                stddev);
-  // Draw in float64 and round once at the end, so the bound test is exact for every dtype.
-  Tensor z = normal(shape, 0.0, 1.0, float64, seed);
-  const bool traced = z.is_symbolic();
-  for (int pass = 0; pass < 16 || !traced; ++pass) {
-    const Tensor outside = greater(abs(z), 2.0);
-    if (!traced && !reduce_any(outside).item<bool>()) break;
-    z = where(outside, normal(shape, 0.0, 1.0, float64, seed), z);
-  }
-  if (traced) z = clip_by_value(z, Tensor(-2.0), Tensor(2.0));
-  return cast(z * stddev + mean, dtype);
+  return detail::naming_errors(op, [&] {
+    // Draw in float64 and round once at the end, so the bound test is exact for every dtype.
+    Tensor z = normal(shape, 0.0, 1.0, float64, seed);
+    const bool traced = z.is_symbolic();
+    for (int pass = 0; pass < 16 || !traced; ++pass) {
+      const Tensor outside = greater(abs(z), 2.0);
+      if (!traced && !reduce_any(outside).item<bool>()) break;
+      z = where(outside, normal(shape, 0.0, 1.0, float64, seed), z);
+    }
+    if (traced) z = clip_by_value(z, Tensor(-2.0), Tensor(2.0));
+    return cast(z * stddev + mean, dtype);
+  });
 }
 
 Tensor shuffle(const Tensor& value, std::optional<int64_t> seed) {
@@ -347,7 +369,8 @@ Tensor stateless_uniform(const TensorShape& shape, std::array<int64_t, 2> seed, 
   // No `executions` counter: every run (eager or replayed) uses exactly this seed pair.
   prims::RandomUniform prim(shape, dtype, minval, maxval, static_cast<uint64_t>(seed[0]),
                             static_cast<uint64_t>(seed[1]));
-  return detail::dispatch(prim, std::span<const Tensor>{});
+  return detail::naming_errors(op,
+                               [&] { return detail::dispatch(prim, std::span<const Tensor>{}); });
 }
 
 Tensor stateless_normal(const TensorShape& shape, std::array<int64_t, 2> seed, double mean,
@@ -362,7 +385,8 @@ Tensor stateless_normal(const TensorShape& shape, std::array<int64_t, 2> seed, d
                stddev);
   prims::RandomNormal prim(shape, dtype, mean, stddev, static_cast<uint64_t>(seed[0]),
                            static_cast<uint64_t>(seed[1]));
-  return detail::dispatch(prim, std::span<const Tensor>{});
+  return detail::naming_errors(op,
+                               [&] { return detail::dispatch(prim, std::span<const Tensor>{}); });
 }
 
 }  // namespace random

@@ -204,14 +204,18 @@ Tensor tensor_scatter_nd_add(const Tensor& tensor, const Tensor& indices, const 
   check_defined("tensor_scatter_nd_add", tensor, "tensor");
   TF_CHECK_ARG(tensor.shape().is_fully_defined(), "tensor_scatter_nd_add",
                "the tensor's shape must be fully known, got {}", tensor.shape().to_string());
-  return add(tensor, scatter_nd(indices, updates, tensor.shape()));
+  return detail::naming_errors("tensor_scatter_nd_add", [&] {
+    return add(tensor, scatter_nd(indices, updates, tensor.shape()));
+  });
 }
 
 Tensor tensor_scatter_nd_sub(const Tensor& tensor, const Tensor& indices, const Tensor& updates) {
   check_defined("tensor_scatter_nd_sub", tensor, "tensor");
   TF_CHECK_ARG(tensor.shape().is_fully_defined(), "tensor_scatter_nd_sub",
                "the tensor's shape must be fully known, got {}", tensor.shape().to_string());
-  return subtract(tensor, scatter_nd(indices, updates, tensor.shape()));
+  return detail::naming_errors("tensor_scatter_nd_sub", [&] {
+    return subtract(tensor, scatter_nd(indices, updates, tensor.shape()));
+  });
 }
 
 Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
@@ -292,7 +296,8 @@ std::pair<std::vector<Tensor>, Tensor> clip_by_global_norm(const std::vector<Ten
   const char* op = "clip_by_global_norm";
   TF_CHECK_ARG(clip_norm >= 0 && !std::isnan(clip_norm), op,
                "clip_norm must be a non-negative number, got {}", clip_norm);
-  Tensor norm = use_norm.defined() ? use_norm : global_norm(t_list);
+  Tensor norm = use_norm.defined() ? use_norm
+                                   : detail::naming_errors(op, [&] { return global_norm(t_list); });
   TF_CHECK_ARG(norm.rank() == 0, op, "use_norm must be a scalar, got shape {}",
                norm.shape().to_string());
   // clip_norm / max(norm, clip_norm); an infinite or NaN norm makes it NaN, as TF.

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
@@ -119,7 +120,7 @@ Tensor squared_difference(const Tensor& a, const Tensor& b) {
   const DType d = x.dtype();
   TF_CHECK_ARG(is_floating(d) || d == int32 || d == int64, op,
                "expects floating-point, int32 or int64 tensors, got {}", dtype_name(d));
-  return square(x - y);
+  return detail::naming_errors(op, [&] { return square(x - y); });
 }
 
 }  // namespace math

@@ -126,8 +126,13 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
     switch (fn) {
       case SpecialFn::Lgamma:
         return g * math::digamma(x);
-      case SpecialFn::Digamma:
-        return g * math::polygamma(ones_like(x), x);
+      case SpecialFn::Digamma: {
+        // polygamma has float32/float64 kernels only (TF's): the half types go through float32.
+        if (x.dtype() == float32 || x.dtype() == float64)
+          return g * math::polygamma(ones_like(x), x);
+        const Tensor xf = cast(x, float32);
+        return g * cast(math::polygamma(ones_like(xf), xf), x.dtype());
+      }
       case SpecialFn::Erfinv:
         return g * (0.88622692545275801 * exp(square(outs[0])));
       case SpecialFn::Ndtri:

@@ -430,3 +430,25 @@ TEST_CASE("special: betainc equals TF with its gradient", "[cpu][cuda][special]"
     tf::testing::check_close(f(ga, gb, gx), tf::math::betainc(ga, gb, gx), 1e-15, 0);
   }
 }
+
+TEST_CASE("special: digamma's float16 gradient goes through float32", "[cpu][cuda][special]") {
+  // polygamma (the derivative) has float32/float64 kernels only, as TF's; digamma accepts
+  // float16, and so does its gradient: trigamma in float32, rounded to float16.
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const std::vector<double> xs = {0.5, 1.0, 2.5, 10.0};
+    // trigamma(x) = polygamma(1, x).
+    const std::vector<double> want = {4.934802200544679, 1.6449340668482264, 0.4903577561002349,
+                                      0.10516633568168575};
+    {
+      const tf::DType d = tf::float16;  // (digamma has no bfloat16 kernel, as TF)
+      const tf::Tensor x = tf::cast(tf::constant(xs), d);
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor g = tape.gradient(tf::reduce_sum(tf::math::digamma(x)), x);
+      CHECK(g.dtype() == d);
+      check_values(g, want, 4e-3, 0);
+    }
+  }
+}
