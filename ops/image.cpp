@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -115,6 +116,15 @@ Tensor resize(const Tensor& images, const std::vector<int64_t>& size, const std:
   TF_CHECK_ARG(images.shape()[h] != 0 && images.shape()[h + 1] != 0, "resize",
                "images must have a positive height and width, got shape {}",
                images.shape().to_string());
+  // The output and the per-axis index and weight tables grow with the new size: one larger than
+  // this machine's memory is refused up front (a host table would throw std::bad_alloc).
+  double per_image = static_cast<double>(size[0]) * static_cast<double>(size[1]) * 4.0;
+  for (int a = 0; a < images.rank(); ++a)
+    if (a != h && a != h + 1 && images.shape()[a] > 0)
+      per_image *= static_cast<double>(images.shape()[a]);
+  TF_CHECK_T(ResourceExhaustedError, per_image <= static_cast<double>(detail::host_memory_bytes()),
+             "resize", "size ({}, {}) for images of shape {} needs more than this machine's memory",
+             size[0], size[1], images.shape().to_string());
   const DType d = images.dtype();
   if (method == "nearest") {
     TF_CHECK_ARG(d != bool_, "resize", "images must be numeric, got {}", dtype_name(d));

@@ -73,8 +73,9 @@ Tensor diff(const Tensor& x, int axis) {
   const int64_t n = x.shape()[axis];
   std::vector<int64_t> b0(static_cast<size_t>(x.rank()), 0),
       b1 = b0, size(static_cast<size_t>(x.rank()), -1);
-  b1[static_cast<size_t>(axis)] = 1;
-  size[static_cast<size_t>(axis)] = n - 1;
+  // (An empty axis gives an empty difference.)
+  b1[static_cast<size_t>(axis)] = std::min<int64_t>(1, n);
+  size[static_cast<size_t>(axis)] = std::max<int64_t>(n - 1, 0);
   return slice(x, b1, size) - slice(x, b0, size);
 }
 

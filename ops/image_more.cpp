@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -222,8 +223,9 @@ Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>&
 
 namespace tapeflow::image {
 
-Tensor resize_with_pad(const Tensor& images, int64_t target_height, int64_t target_width,
-                       const std::string& method, bool antialias) {
+namespace {
+Tensor resize_with_pad_body(const Tensor& images, int64_t target_height, int64_t target_width,
+                            const std::string& method, bool antialias) {
   const char* op = "resize_with_pad";
   TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
   TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, op,
@@ -252,8 +254,18 @@ Tensor resize_with_pad(const Tensor& images, int64_t target_height, int64_t targ
   const Tensor resized = resize(images, {new_h, new_w}, method, antialias);
   return pad_to_bounding_box(resized, pad_h, pad_w, target_height, target_width);
 }
+}  // namespace
 
-Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int64_t target_width) {
+Tensor resize_with_pad(const Tensor& images, int64_t target_height, int64_t target_width,
+                       const std::string& method, bool antialias) {
+  return detail::naming_errors("resize_with_pad", [&] {
+    return resize_with_pad_body(images, target_height, target_width, method, antialias);
+  });
+}
+
+namespace {
+Tensor resize_with_crop_or_pad_body(const Tensor& images, int64_t target_height,
+                                    int64_t target_width) {
   const char* op = "resize_with_crop_or_pad";
   TF_CHECK_ARG(images.defined(), op, "images is an undefined tensor (TF's None)");
   TF_CHECK_ARG(images.rank() == 3 || images.rank() == 4, op,
@@ -277,6 +289,13 @@ Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int6
   const Tensor cropped = crop_to_bounding_box(images, crop_h, crop_w, std::min(target_height, H),
                                               std::min(target_width, W));
   return pad_to_bounding_box(cropped, pad_h, pad_w, target_height, target_width);
+}
+}  // namespace
+
+Tensor resize_with_crop_or_pad(const Tensor& images, int64_t target_height, int64_t target_width) {
+  return detail::naming_errors("resize_with_crop_or_pad", [&] {
+    return resize_with_crop_or_pad_body(images, target_height, target_width);
+  });
 }
 
 Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& sizes,

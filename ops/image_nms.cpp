@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/context.h"
 #include "core/parallel.h"
@@ -453,10 +454,24 @@ CombinedNms combined_non_max_suppression(const Tensor& boxes, const Tensor& scor
   TF_CHECK_ARG(!std::isnan(score_threshold), op, "score_threshold must not be NaN");
   const int64_t slots =
       pad_per_class ? std::min(max_output_size_per_class * ss[2], max_total_size) : max_total_size;
+  // Every image's outputs are padded to `slots` detections (boxes, scores, classes and the
+  // picks' index tables): refused up front when that cannot fit in the host's memory.
+  const double batch = bs[0] > 0 ? static_cast<double>(bs[0]) : 1.0;
+  TF_CHECK_T(ResourceExhaustedError,
+             batch * static_cast<double>(slots) * 64.0 <=
+                 static_cast<double>(tapeflow::detail::host_memory_bytes()),
+             op,
+             "{} output slots per image (max_total_size {}, max_output_size_per_class {}) for {} "
+             "images need more than this machine's memory",
+             slots, max_total_size, max_output_size_per_class, bs[0]);
   const CombinedPicks p = eager() ? combined_host(boxes, scores, max_output_size_per_class, slots,
                                                   iou_threshold, score_threshold)
                                   : combined_traced(boxes, scores, max_output_size_per_class, slots,
                                                     iou_threshold, score_threshold);
+  if (bs[1] == 0) {  // no boxes: every slot is padding
+    const Tensor z = cast(zeros_like(p.valid), float32);
+    return {tile(expand_dims(z, 2), {1, 1, 4}), z, zeros_like(p.classes), p.count};
+  }
   const Tensor rows = reshape(cast(boxes, float32), {-1, 4});
   Tensor out_boxes = gather(rows, p.box_row, 0);  // (batch, slots, 4)
   if (clip_boxes)

@@ -10,6 +10,7 @@
 #include "core/context.h"
 #include "ops/array_more.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/image_color.h"
@@ -56,6 +57,9 @@ struct Source {
 // Flips each image along `axis` (of a single image: 0 height, 1 width) where its coin is < 0.5.
 Tensor random_flip(const char* op, const Tensor& images, int axis, const Source& src) {
   check_image(op, images);
+  // An image without pixels or channels is its own flip (the coin's slice needs one of each).
+  for (int d = images.rank() - 3; d < images.rank(); ++d)
+    if (images.shape()[d] == 0) return images;
   const Tensor flipped = axis == 0 ? flip_up_down(images) : flip_left_right(images);
   if (images.rank() == 3)
     return where(less(src.draw(0, 1), constant(Tensor(0.5f))), flipped, images);
@@ -242,72 +246,104 @@ DistortedBoundingBox distorted_box(const char* op, const Tensor& image_size,
 }  // namespace
 
 Tensor random_flip_left_right(const Tensor& images, std::optional<int64_t> seed) {
-  return random_flip("random_flip_left_right", images, 1, {seed, std::nullopt});
+  return detail::naming_errors("random_flip_left_right", [&] {
+    return random_flip("random_flip_left_right", images, 1, {seed, std::nullopt});
+  });
 }
 Tensor random_flip_up_down(const Tensor& images, std::optional<int64_t> seed) {
-  return random_flip("random_flip_up_down", images, 0, {seed, std::nullopt});
+  return detail::naming_errors("random_flip_up_down", [&] {
+    return random_flip("random_flip_up_down", images, 0, {seed, std::nullopt});
+  });
 }
 Tensor random_brightness(const Tensor& images, double max_delta, std::optional<int64_t> seed) {
-  return brightness("random_brightness", images, max_delta, {seed, std::nullopt});
+  return detail::naming_errors("random_brightness", [&] {
+    return brightness("random_brightness", images, max_delta, {seed, std::nullopt});
+  });
 }
 Tensor random_contrast(const Tensor& images, double lower, double upper,
                        std::optional<int64_t> seed) {
-  return contrast("random_contrast", images, lower, upper, {seed, std::nullopt});
+  return detail::naming_errors("random_contrast", [&] {
+    return contrast("random_contrast", images, lower, upper, {seed, std::nullopt});
+  });
 }
 Tensor random_saturation(const Tensor& images, double lower, double upper,
                          std::optional<int64_t> seed) {
-  return saturation("random_saturation", images, lower, upper, {seed, std::nullopt});
+  return detail::naming_errors("random_saturation", [&] {
+    return saturation("random_saturation", images, lower, upper, {seed, std::nullopt});
+  });
 }
 Tensor random_hue(const Tensor& images, double max_delta, std::optional<int64_t> seed) {
-  return hue("random_hue", images, max_delta, {seed, std::nullopt});
+  return detail::naming_errors("random_hue", [&] {
+    return hue("random_hue", images, max_delta, {seed, std::nullopt});
+  });
 }
 Tensor random_crop(const Tensor& value, const std::vector<int64_t>& size,
                    std::optional<int64_t> seed) {
-  return crop("random_crop", value, size, {seed, std::nullopt});
+  return detail::naming_errors("random_crop", [&] {
+    return crop("random_crop", value, size, {seed, std::nullopt});
+  });
 }
 
 Tensor stateless_random_flip_left_right(const Tensor& images, std::array<int64_t, 2> seed) {
-  return random_flip("stateless_random_flip_left_right", images, 1, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_flip_left_right", [&] {
+    return random_flip("stateless_random_flip_left_right", images, 1, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_flip_up_down(const Tensor& images, std::array<int64_t, 2> seed) {
-  return random_flip("stateless_random_flip_up_down", images, 0, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_flip_up_down", [&] {
+    return random_flip("stateless_random_flip_up_down", images, 0, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_brightness(const Tensor& images, double max_delta,
                                    std::array<int64_t, 2> seed) {
-  return brightness("stateless_random_brightness", images, max_delta, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_brightness", [&] {
+    return brightness("stateless_random_brightness", images, max_delta, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_contrast(const Tensor& images, double lower, double upper,
                                  std::array<int64_t, 2> seed) {
-  return contrast("stateless_random_contrast", images, lower, upper, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_contrast", [&] {
+    return contrast("stateless_random_contrast", images, lower, upper, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_saturation(const Tensor& images, double lower, double upper,
                                    std::array<int64_t, 2> seed) {
-  return saturation("stateless_random_saturation", images, lower, upper, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_saturation", [&] {
+    return saturation("stateless_random_saturation", images, lower, upper, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_hue(const Tensor& images, double max_delta, std::array<int64_t, 2> seed) {
-  return hue("stateless_random_hue", images, max_delta, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_hue", [&] {
+    return hue("stateless_random_hue", images, max_delta, {std::nullopt, seed});
+  });
 }
 Tensor stateless_random_crop(const Tensor& value, const std::vector<int64_t>& size,
                              std::array<int64_t, 2> seed) {
-  return crop("stateless_random_crop", value, size, {std::nullopt, seed});
+  return detail::naming_errors("stateless_random_crop", [&] {
+    return crop("stateless_random_crop", value, size, {std::nullopt, seed});
+  });
 }
 
 DistortedBoundingBox sample_distorted_bounding_box(
     const Tensor& image_size, const Tensor& bounding_boxes, std::optional<int64_t> seed,
     double min_object_covered, std::array<double, 2> aspect_ratio_range,
     std::array<double, 2> area_range, int64_t max_attempts, bool use_image_if_no_bounding_boxes) {
-  return distorted_box("sample_distorted_bounding_box", image_size, bounding_boxes,
-                       min_object_covered, aspect_ratio_range, area_range, max_attempts,
-                       use_image_if_no_bounding_boxes, {seed, std::nullopt});
+  return detail::naming_errors("sample_distorted_bounding_box", [&] {
+    return distorted_box("sample_distorted_bounding_box", image_size, bounding_boxes,
+                         min_object_covered, aspect_ratio_range, area_range, max_attempts,
+                         use_image_if_no_bounding_boxes, {seed, std::nullopt});
+  });
 }
 
 DistortedBoundingBox stateless_sample_distorted_bounding_box(
     const Tensor& image_size, const Tensor& bounding_boxes, std::array<int64_t, 2> seed,
     double min_object_covered, std::array<double, 2> aspect_ratio_range,
     std::array<double, 2> area_range, int64_t max_attempts, bool use_image_if_no_bounding_boxes) {
-  return distorted_box("stateless_sample_distorted_bounding_box", image_size, bounding_boxes,
-                       min_object_covered, aspect_ratio_range, area_range, max_attempts,
-                       use_image_if_no_bounding_boxes, {std::nullopt, seed});
+  return detail::naming_errors("stateless_sample_distorted_bounding_box", [&] {
+    return distorted_box("stateless_sample_distorted_bounding_box", image_size, bounding_boxes,
+                         min_object_covered, aspect_ratio_range, area_range, max_attempts,
+                         use_image_if_no_bounding_boxes, {std::nullopt, seed});
+  });
 }
 
 }  // namespace tapeflow::image

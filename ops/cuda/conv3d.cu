@@ -28,8 +28,8 @@ using ::tapeflow::cuda::store;
 
 // E: an unsigned integer type of the element's size (the fold moves bits; zero bits are +0.0).
 template <class E>
-__global__ void fold_input_kernel(const E* __restrict__ x, E* __restrict__ xf,
-                                  detail::Conv3DFold g, int64_t total) {
+__global__ void fold_input_kernel(const E* __restrict__ x, E* __restrict__ xf, detail::Conv3DFold g,
+                                  int64_t total) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
@@ -170,8 +170,8 @@ void Conv3DBackpropInput::eval_cuda(std::span<const Tensor> in, std::span<Tensor
   const int64_t total = dx.num_elements();
   cudaStream_t s = detail::cuda::stream(dev);
   TF_CUDA_DISPATCH_FLOAT_TYPES(dx.dtype(), {
-    unfold_input_kernel<T><<<grid_for(total, dev), kThreads, 0, s>>>(
-        cuda::dptr<T>(dx2[0]), cuda::dptr<T>(dx), g, total);
+    unfold_input_kernel<T><<<grid_for(total, dev), kThreads, 0, s>>>(cuda::dptr<T>(dx2[0]),
+                                                                     cuda::dptr<T>(dx), g, total);
   });
   detail::cuda::check_launch(name());
 }

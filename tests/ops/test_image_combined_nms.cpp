@@ -440,3 +440,25 @@ TEST_CASE("image: combined_non_max_suppression as TF, eager and traced", "[cpu][
       },
       {"combined_non_max_suppression", "num_boxes", "(2, 4, 1, 4)", "(2, 5, 3)"});
 }
+
+TEST_CASE("image: combined_non_max_suppression with no boxes pads every slot",
+          "[cpu][cuda][image]") {
+  // (A gather of box 0 from an empty table raised "[gather] indices[0,0] = 0 is not in [0, 0)".)
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const auto& [boxes, scores] :
+         {std::pair{tf::TensorShape{2, 0, 1, 4}, tf::TensorShape{2, 0, 3}},
+          std::pair{tf::TensorShape{2, 0, 3, 4}, tf::TensorShape{2, 0, 3}}}) {
+      INFO("boxes " << boxes.to_string() << ", scores " << scores.to_string());
+      const auto r =
+          tf::image::combined_non_max_suppression(tf::zeros(boxes), tf::zeros(scores), 3, 4);
+      CHECK(r.nmsed_boxes.shape() == tf::TensorShape{2, 4, 4});
+      CHECK(r.nmsed_scores.shape() == tf::TensorShape{2, 4});
+      CHECK(r.nmsed_classes.shape() == tf::TensorShape{2, 4});
+      check_values(r.nmsed_boxes, std::vector<double>(32, 0.0), 0, 0);
+      check_values(r.nmsed_scores, std::vector<double>(8, 0.0), 0, 0);
+      check_values(r.valid_detections, {0, 0}, 0, 0);
+    }
+  }
+}

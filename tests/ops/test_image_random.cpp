@@ -2,6 +2,7 @@
 // augmentations (ops/image_random.h) against the adjust_* ops driven by the same tf::random draw,
 // on every device; gradients against central finite differences in float64 (a fixed seed per
 // evaluation for the random ops), traced against eager, and the errors.
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/image_color.h"
+#include "ops/image_metrics.h"
 #include "ops/image_more.h"
 #include "ops/image_random.h"
 #include "ops/movement.h"
@@ -457,4 +459,30 @@ TEST_CASE("image: stateless random ops repeat for a seed pair, random_crop crops
         tf::image::stateless_random_hue(tf::zeros({2, 2, 3}), 0.7, pair);
       },
       {"stateless_random_hue", "max_delta", "0.7"});
+}
+
+TEST_CASE("image: random flips, gradients and total variation of images without pixels",
+          "[cpu][cuda][image]") {
+  // An empty height, width or channel axis: the flips return the images, image_gradients pads
+  // its empty differences with a zero row / column as TF, total_variation sums nothing. (The
+  // flips' coin slice and the differences' slices were out of bounds.)
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const tf::TensorShape& s :
+         {tf::TensorShape{2, 0, 4, 3}, tf::TensorShape{1, 3, 0, 3}, tf::TensorShape{2, 3, 3, 0}}) {
+      INFO("images " << s.to_string());
+      const tf::Tensor x = tf::zeros(s);
+      CHECK(tf::image::random_flip_left_right(x, 1).shape() == s);
+      CHECK(tf::image::stateless_random_flip_up_down(x, {1, 2}).shape() == s);
+      auto [dy, dx] = tf::image::image_gradients(x);
+      tf::TensorShape sy = s, sx = s;
+      sy[1] = std::max<int64_t>(s[1], 1);
+      sx[2] = std::max<int64_t>(s[2], 1);
+      CHECK(dy.shape() == (s[1] == 0 ? sy : s));
+      CHECK(dx.shape() == (s[2] == 0 ? sx : s));
+      check_values(tf::image::total_variation(x),
+                   std::vector<double>(static_cast<size_t>(s[0]), 0.0), 0, 0);
+    }
+  }
 }
