@@ -54,7 +54,8 @@ bool channels_first(const char* op, const std::string& data_format) {
 Tensor relu6(const Tensor& features) {
   TF_CHECK_ARG(features.defined(), "relu6", "the input is an undefined tensor (TF's None)");
   // On a tie at 6 the constant (first operand) takes the gradient, so x gets 0 there as in TF.
-  return tapeflow::minimum(scalar_like(6.0, features), relu(features));
+  return detail::naming_errors(
+      "relu6", [&] { return tapeflow::minimum(scalar_like(6.0, features), relu(features)); });
 }
 
 Tensor crelu(const Tensor& features, int axis) {
@@ -245,7 +246,7 @@ Tensor embedding_lookup(const Tensor& params, const Tensor& ids, double max_norm
   TF_CHECK_ARG(ids.dtype() == int32 || ids.dtype() == int64, op,
                "ids must be int32 or int64, got {}", dtype_name(ids.dtype()));
   TF_CHECK_ARG(params.rank() >= 1, op, "params must have rank at least 1, got a scalar");
-  Tensor rows = tapeflow::gather(params, ids, 0);
+  Tensor rows = detail::naming_errors(op, [&] { return tapeflow::gather(params, ids, 0); });
   if (max_norm > 0) {
     TF_CHECK_ARG(is_floating(params.dtype()), op, "max_norm needs floating params, got {}",
                  dtype_name(params.dtype()));
@@ -262,10 +263,12 @@ Tensor batch_normalization(const Tensor& x, const Tensor& mean, const Tensor& va
   check_floating_input(op, x, "x");
   check_floating_input(op, mean, "mean");
   check_floating_input(op, variance, "variance");
-  Tensor inv = tapeflow::rsqrt(variance + scalar_like(variance_epsilon, variance));
-  if (scale.defined()) inv = inv * scale;
-  const Tensor shift = offset.defined() ? offset - mean * inv : tapeflow::negative(mean * inv);
-  return x * tapeflow::cast(inv, x.dtype()) + tapeflow::cast(shift, x.dtype());
+  return detail::naming_errors(op, [&] {
+    Tensor inv = tapeflow::rsqrt(variance + scalar_like(variance_epsilon, variance));
+    if (scale.defined()) inv = inv * scale;
+    const Tensor shift = offset.defined() ? offset - mean * inv : tapeflow::negative(mean * inv);
+    return x * tapeflow::cast(inv, x.dtype()) + tapeflow::cast(shift, x.dtype());
+  });
 }
 
 SufficientStatistics sufficient_statistics(const Tensor& x, const std::vector<int>& axes,
@@ -292,11 +295,13 @@ std::pair<Tensor, Tensor> normalize_moments(const Tensor& counts, const Tensor& 
   check_floating_input(op, counts, "counts");
   check_floating_input(op, mean_ss, "mean_ss");
   check_floating_input(op, variance_ss, "variance_ss");
-  const Tensor divisor = scalar_like(1.0, counts) / counts;
-  const Tensor shifted_mean = mean_ss * divisor;
-  const Tensor mean = shift.defined() ? shifted_mean + shift : shifted_mean;
-  const Tensor variance = variance_ss * divisor - tapeflow::square(shifted_mean);
-  return {mean, variance};
+  return detail::naming_errors(op, [&] {
+    const Tensor divisor = scalar_like(1.0, counts) / counts;
+    const Tensor shifted_mean = mean_ss * divisor;
+    const Tensor mean = shift.defined() ? shifted_mean + shift : shifted_mean;
+    const Tensor variance = variance_ss * divisor - tapeflow::square(shifted_mean);
+    return std::pair<Tensor, Tensor>{mean, variance};
+  });
 }
 
 Tensor local_response_normalization(const Tensor& input, int depth_radius, double bias,
