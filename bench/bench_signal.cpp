@@ -37,6 +37,36 @@ void BM_rfft(benchmark::State& state) {
 }
 BENCHMARK(BM_rfft)->Args({1000, 1024})->Args({1000, 1000})->UseRealTime();
 
+// dct type 2 of 1000 rows: up to 128 points a product with the cosine matrix built per call,
+// longer through rfft of length 2N. BM_dct_product is the product alone with the matrix made
+// once (dct of the identity), the best a matrix route could do at that length.
+void BM_dct(benchmark::State& state) {
+  const tf::Tensor x = noise({state.range(0), state.range(1)}, 1);
+  for (auto _ : state) {
+    const tf::Tensor y = sig::dct(x, 2);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0) * state.range(1));
+}
+BENCHMARK(BM_dct)
+    ->Args({1000, 64})
+    ->Args({1000, 128})
+    ->Args({1000, 129})
+    ->Args({1000, 256})
+    ->Args({1000, 1024})
+    ->UseRealTime();
+
+void BM_dct_product(benchmark::State& state) {
+  const tf::Tensor x = noise({state.range(0), state.range(1)}, 1);
+  const tf::Tensor m = sig::dct(tf::eye(state.range(1)), 2);  // row j = dct of e_j
+  for (auto _ : state) {
+    const tf::Tensor y = tf::linalg::tensordot(x, m, 1);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0) * state.range(1));
+}
+BENCHMARK(BM_dct_product)->Args({1000, 128})->Args({1000, 256})->Args({1000, 1024})->UseRealTime();
+
 void BM_irfft(benchmark::State& state) {
   const sig::ComplexTensor z = sig::rfft(noise({state.range(0), state.range(1)}, 2));
   for (auto _ : state) {
