@@ -307,16 +307,6 @@ void check_operand(const char* op, const char* what, const TensorShape& s, const
                s.to_string());
 }
 
-void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
-                      const Tensor& b) {
-  TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} and {} dtypes differ: {} and {} ({} is {}, {} {})",
-               a_name, b_name, dtype_name(a.dtype()), dtype_name(b.dtype()), a_name,
-               a.shape().to_string(), b_name, b.shape().to_string());
-  TF_CHECK_ARG(is_floating(a.dtype()), op,
-               "expects float16, bfloat16, float32 or float64 tensors, got {}",
-               dtype_name(a.dtype()));
-}
-
 // The forward output shape of input xs (N, D, H, W, C) and filters fs (KD, KH, KW, C / G, O),
 // with their channels and windows checked.
 TensorShape forward_shape(const char* op, const TensorShape& xs, const TensorShape& fs,
@@ -367,7 +357,7 @@ void Conv3D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
   const char* op = name();
   check_operand(op, "input", in[0].shape(), "NDHWC");
   check_operand(op, "filters", in[1].shape(), "DHWIO");
-  check_float_pair(op, "input", in[0], "filters", in[1]);
+  detail::check_float_pair(op, "input", in[0], "filters", in[1]);
   out[0] = {forward_shape(op, in[0].shape(), in[1].shape(), win), in[0].dtype()};
 }
 
@@ -399,7 +389,7 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   check_operand(op, "input_shape", input_shape, "NDHWC");
   check_operand(op, "filters", f.shape(), "DHWIO");
   check_operand(op, "dy", dy.shape(), "NDHWC");
-  check_float_pair(op, "filters", f, "dy", dy);
+  detail::check_float_pair(op, "filters", f, "dy", dy);
   for (int i = 1; i < 4; ++i) {
     TF_CHECK_ARG(input_shape[i] != None && input_shape[i] >= 0, op,
                  "input_shape {} needs a known depth, height and width", input_shape.to_string());
@@ -440,7 +430,7 @@ void Conv3DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMet
   check_operand(op, "input", x.shape(), "NDHWC");
   check_operand(op, "filter_shape", filter_shape, "DHWIO");
   check_operand(op, "dy", dy.shape(), "NDHWC");
-  check_float_pair(op, "input", x, "dy", dy);
+  detail::check_float_pair(op, "input", x, "dy", dy);
   TF_CHECK_ARG(filter_shape.is_fully_defined(), op, "filter_shape must be known, got {}",
                filter_shape.to_string());
   check_dy(op, x.shape(), filter_shape, dy.shape(), win);

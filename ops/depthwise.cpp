@@ -69,16 +69,6 @@ void check_rank4(const char* op, const char* what, const TensorShape& s) {
   TF_CHECK_ARG(s.rank() == 4, op, "{} must be 4-dimensional: {}", what, s.to_string());
 }
 
-void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
-                      const Tensor& b) {
-  TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} and {} dtypes differ: {} and {} ({} is {}, {} {})",
-               a_name, b_name, dtype_name(a.dtype()), dtype_name(b.dtype()), a_name,
-               a.shape().to_string(), b_name, b.shape().to_string());
-  TF_CHECK_ARG(is_floating(a.dtype()), op,
-               "expects float16, bfloat16, float32 or float64 tensors, got {}",
-               dtype_name(a.dtype()));
-}
-
 // Checks input (N, H, W, C), filter (KH, KW, C, M) and, when given, dy against each other;
 // returns the forward output's shape.
 TensorShape check_shapes(const char* op, const detail::DepthwiseWindow& w, const TensorShape& xs,
@@ -164,7 +154,7 @@ void DepthwiseConv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> ou
   const char* op = name();
   check_rank4(op, "input", in[0].shape());
   check_rank4(op, "filter", in[1].shape());
-  check_float_pair(op, "input", in[0], "filter", in[1]);
+  detail::check_float_pair(op, "input", in[0], "filter", in[1]);
   out[0] = {check_shapes(op, win, in[0].shape(), in[1].shape(), nullptr), in[0].dtype()};
 }
 
@@ -194,7 +184,7 @@ void DepthwiseConv2DBackpropInput::infer(std::span<const Tensor> in,
   const Tensor& dy = in[1];
   check_rank4(op, "input_shape", input_shape);
   check_rank4(op, "filter", f.shape());
-  check_float_pair(op, "filter", f, "dy", dy);
+  detail::check_float_pair(op, "filter", f, "dy", dy);
   check_shapes(op, win, input_shape, f.shape(), &dy.shape());
   const TensorShape& xs = input_shape;
   out[0] = {
@@ -231,7 +221,7 @@ void DepthwiseConv2DBackpropFilter::infer(std::span<const Tensor> in,
   const Tensor& dy = in[1];
   check_rank4(op, "input", x.shape());
   check_rank4(op, "filter_shape", filter_shape);
-  check_float_pair(op, "input", x, "dy", dy);
+  detail::check_float_pair(op, "input", x, "dy", dy);
   check_shapes(op, win, x.shape(), filter_shape, &dy.shape());
   const TensorShape& fs = filter_shape;
   const int64_t c = known_or(fs[2], x.shape()[3]);

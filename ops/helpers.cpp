@@ -157,6 +157,15 @@ void check_dtype_floating(const char* op, const Tensor& x) {
                "expects a floating-point tensor (float16, bfloat16, float32, float64), got {}",
                dtype_name(x.dtype()));
 }
+void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
+                      const Tensor& b) {
+  TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} and {} dtypes differ: {} and {} ({} is {}, {} {})",
+               a_name, b_name, dtype_name(a.dtype()), dtype_name(b.dtype()), a_name,
+               a.shape().to_string(), b_name, b.shape().to_string());
+  TF_CHECK_ARG(is_floating(a.dtype()), op,
+               "expects float16, bfloat16, float32 or float64 tensors, got {}",
+               dtype_name(a.dtype()));
+}
 void check_dtype_not_bool(const char* op, const Tensor& x) {
   TF_CHECK_ARG(!is_bool(x.dtype()), op, "is not defined for bool tensors");
 }

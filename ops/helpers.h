@@ -40,6 +40,10 @@ void check_value_fits(const char* op, const char* what, double v, DType dtype);
 void check_integer_fits(const char* op, const char* what, int64_t v, DType dtype);
 
 void check_dtype_floating(const char* op, const Tensor& x);
+// Two operands of one floating dtype (the convolutions' and their gradients' inputs); the
+// message names both with their dtypes and shapes.
+void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
+                      const Tensor& b);
 void check_dtype_not_bool(const char* op, const Tensor& x);
 void check_dtype_bool(const char* op, const Tensor& x);
 void check_rank_at_least(const char* op, const Tensor& x, int rank);

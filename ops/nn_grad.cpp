@@ -48,16 +48,6 @@ void check_rank4(const char* op, const char* what, const TensorShape& s, const c
                s.to_string());
 }
 
-void check_float_pair(const char* op, const char* a_name, const Tensor& a, const char* b_name,
-                      const Tensor& b) {
-  TF_CHECK_ARG(a.dtype() == b.dtype(), op, "{} and {} dtypes differ: {} and {} ({} is {}, {} {})",
-               a_name, b_name, dtype_name(a.dtype()), dtype_name(b.dtype()), a_name,
-               a.shape().to_string(), b_name, b.shape().to_string());
-  TF_CHECK_ARG(is_floating(a.dtype()), op,
-               "expects float16, bfloat16, float32 or float64 tensors, got {}",
-               dtype_name(a.dtype()));
-}
-
 // Shared by both convolution gradients: xs (N, H, W, C) and fs (KH, KW, C / groups, O) against
 // dy.
 void check_conv_shapes(const char* op, const TensorShape& xs, const TensorShape& fs,
@@ -103,7 +93,7 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   check_rank4(op, "input_shape", input_shape, "NHWC");
   check_rank4(op, "filters", f.shape(), "HWIO");
   check_rank4(op, "dy", dy.shape(), "NHWC");
-  check_float_pair(op, "filters", f, "dy", dy);
+  detail::check_float_pair(op, "filters", f, "dy", dy);
   check_conv_shapes(op, input_shape, f.shape(), dy.shape(), stride_h, stride_w, dilation_h,
                     dilation_w, same, groups);
   const TensorShape& xs = input_shape;
@@ -151,7 +141,7 @@ void Conv2DBackpropFilter::infer(std::span<const Tensor> in, std::span<TensorMet
   check_rank4(op, "input", x.shape(), "NHWC");
   check_rank4(op, "filter_shape", filter_shape, "HWIO");
   check_rank4(op, "dy", dy.shape(), "NHWC");
-  check_float_pair(op, "input", x, "dy", dy);
+  detail::check_float_pair(op, "input", x, "dy", dy);
   check_conv_shapes(op, x.shape(), filter_shape, dy.shape(), stride_h, stride_w, dilation_h,
                     dilation_w, same, groups);
   const TensorShape& fs = filter_shape;
@@ -199,7 +189,7 @@ void MaxPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
   const Tensor& dy = in[1];
   check_rank4(op, "input", x.shape(), "NHWC");
   check_rank4(op, "dy", dy.shape(), "NHWC");
-  check_float_pair(op, "input", x, "dy", dy);
+  detail::check_float_pair(op, "input", x, "dy", dy);
   check_pool_shapes(op, x.shape(), dy.shape(), k_h, k_w, stride_h, stride_w, same);
   out[0] = {x.shape(), x.dtype()};
 }
@@ -230,7 +220,7 @@ void MaxPool2DGradGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> 
   const Tensor& x = in[0];
   const Tensor& g = in[1];
   check_rank4(op, "input", x.shape(), "NHWC");
-  check_float_pair(op, "input", x, "grad", g);
+  detail::check_float_pair(op, "input", x, "grad", g);
   TF_CHECK_ARG(shapes_match(x.shape(), g.shape()), op, "input and grad shapes differ: {} and {}",
                x.shape().to_string(), g.shape().to_string());
   TF_CHECK_ARG(k_h >= 1 && k_w >= 1, op, "ksize must be positive, got [{}, {}]", k_h, k_w);

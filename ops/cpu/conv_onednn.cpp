@@ -216,30 +216,37 @@ void guarded(const ConvGeometry& g, const char* op, F&& body) {
   }
 }
 
+// Runs a forward or data-gradient plan: `args` (its activations) plus the weights, TF's filters
+// `f` reordered into the primitive's layout when that differs, and a per-call scratchpad.
+template <class PlanT>
+void run_with_filters(const PlanT& plan, const float* f,
+                      std::unordered_map<int, dnnl::memory> args) {
+  auto& eng = onednn_engine();
+  auto& stream = onednn_stream();
+  dnnl::memory user_w(plan.user_weights, eng, const_cast<float*>(f));
+  Tensor wbuf;
+  dnnl::memory w = user_w;
+  if (plan.reorder_weights) {
+    wbuf = host_buffer(plan.pd.weights_desc().get_size());
+    w = dnnl::memory(plan.pd.weights_desc(), eng, wbuf.raw_data());
+    plan.weights_reorder.execute(stream, user_w, w);
+  }
+  Tensor sbuf = host_buffer(plan.pd.scratchpad_desc().get_size());
+  args[DNNL_ARG_WEIGHTS] = w;
+  args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(plan.pd.scratchpad_desc(), eng, sbuf.raw_data());
+  plan.prim.execute(stream, args);
+  stream.wait();
+}
+
 }  // namespace
 
 void conv_forward(const ConvGeometry& g, const float* x, const float* f, float* y, const char* op) {
   guarded(g, op, [&] {
     const auto plan = cached<ForwardPlan>(g, make_forward);
     auto& eng = onednn_engine();
-    auto& stream = onednn_stream();
-    dnnl::memory src(plan->pd.src_desc(), eng, const_cast<float*>(x));
-    dnnl::memory dst(plan->pd.dst_desc(), eng, y);
-    dnnl::memory user_w(plan->user_weights, eng, const_cast<float*>(f));
-    Tensor wbuf;
-    dnnl::memory w = user_w;
-    if (plan->reorder_weights) {
-      wbuf = host_buffer(plan->pd.weights_desc().get_size());
-      w = dnnl::memory(plan->pd.weights_desc(), eng, wbuf.raw_data());
-      plan->weights_reorder.execute(stream, user_w, w);
-    }
-    Tensor sbuf = host_buffer(plan->pd.scratchpad_desc().get_size());
-    dnnl::memory scratch(plan->pd.scratchpad_desc(), eng, sbuf.raw_data());
-    plan->prim.execute(stream, {{DNNL_ARG_SRC, src},
-                                {DNNL_ARG_WEIGHTS, w},
-                                {DNNL_ARG_DST, dst},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-    stream.wait();
+    run_with_filters(*plan, f,
+                     {{DNNL_ARG_SRC, dnnl::memory(plan->pd.src_desc(), eng, const_cast<float*>(x))},
+                      {DNNL_ARG_DST, dnnl::memory(plan->pd.dst_desc(), eng, y)}});
   });
 }
 
@@ -248,24 +255,10 @@ void conv_backward_data(const ConvGeometry& g, const float* f, const float* dy, 
   guarded(g, op, [&] {
     const auto plan = cached<DataPlan>(g, make_data);
     auto& eng = onednn_engine();
-    auto& stream = onednn_stream();
-    dnnl::memory diff_dst(plan->pd.diff_dst_desc(), eng, const_cast<float*>(dy));
-    dnnl::memory diff_src(plan->pd.diff_src_desc(), eng, dx);
-    dnnl::memory user_w(plan->user_weights, eng, const_cast<float*>(f));
-    Tensor wbuf;
-    dnnl::memory w = user_w;
-    if (plan->reorder_weights) {
-      wbuf = host_buffer(plan->pd.weights_desc().get_size());
-      w = dnnl::memory(plan->pd.weights_desc(), eng, wbuf.raw_data());
-      plan->weights_reorder.execute(stream, user_w, w);
-    }
-    Tensor sbuf = host_buffer(plan->pd.scratchpad_desc().get_size());
-    dnnl::memory scratch(plan->pd.scratchpad_desc(), eng, sbuf.raw_data());
-    plan->prim.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_WEIGHTS, w},
-                                {DNNL_ARG_DIFF_SRC, diff_src},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-    stream.wait();
+    run_with_filters(
+        *plan, f,
+        {{DNNL_ARG_DIFF_DST, dnnl::memory(plan->pd.diff_dst_desc(), eng, const_cast<float*>(dy))},
+         {DNNL_ARG_DIFF_SRC, dnnl::memory(plan->pd.diff_src_desc(), eng, dx)}});
   });
 }
 

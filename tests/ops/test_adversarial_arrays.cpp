@@ -20,19 +20,10 @@ using adversarial::kShapes;
 using adversarial::make;
 using adversarial::on_every_device;
 using adversarial::probe;
+using adversarial::with_gradients;
 using tf::testing::kAllDTypes;
 
 namespace {
-
-// The value and the gradient of sum(y^2) with respect to x where both are floating.
-std::vector<tf::Tensor> with_gradient(const tf::Tensor& x, const std::function<tf::Tensor()>& f) {
-  tf::GradientTape tape;
-  if (tf::is_floating(x.dtype())) tape.watch(x);
-  const tf::Tensor y = f();
-  if (!tf::is_floating(x.dtype()) || !tf::is_floating(y.dtype())) return {y};
-  const tf::Tensor g = tape.gradient(tf::reduce_sum(y * y), x);
-  return g.defined() ? std::vector<tf::Tensor>{y, g} : std::vector<tf::Tensor>{y};
-}
 
 const std::vector<std::vector<int64_t>> kIndexRows = {{},     {0},       {2},       {-1},
                                                       {0, 1}, {1, 0, 2}, {1 << 30}, {0, 0}};
@@ -49,9 +40,9 @@ TEST_CASE("adversarial: array ops", "[adversarial]") {
           probe("unstack", what, [&] { return tf::unstack(x, std::nullopt, axis); });
           probe("unstack", what + " num", [&] { return tf::unstack(x, 2, axis); });
           probe("roll", what,
-                [&] { return with_gradient(x, [&] { return tf::roll(x, -7, axis); }); });
+                [&] { return with_gradients({x}, [&] { return tf::roll(x, -7, axis); }); });
           probe("repeat", what,
-                [&] { return with_gradient(x, [&] { return tf::repeat(x, 2, axis); }); });
+                [&] { return with_gradients({x}, [&] { return tf::repeat(x, 2, axis); }); });
           probe("repeat", what + " list", [&] { return tf::repeat(x, {1, 0, 2}, axis); });
           probe("repeat", what + " negative", [&] { return tf::repeat(x, -1, axis); });
           probe("boolean_mask", what, [&] {
@@ -80,13 +71,13 @@ TEST_CASE("adversarial: array ops", "[adversarial]") {
             const std::string wi = what + ", indices " + describe(idx1);
             for (int batch_dims : {-1, 0, 1})
               probe("gather_nd", wi, [&] {
-                return with_gradient(x, [&] { return tf::gather_nd(x, idx1, batch_dims); });
+                return with_gradients({x}, [&] { return tf::gather_nd(x, idx1, batch_dims); });
               });
             probe("scatter_nd", wi, [&] { return tf::scatter_nd(idx1, x, tf::TensorShape{3, 2}); });
             probe("scatter_nd", wi + " vector",
                   [&] { return tf::scatter_nd(idx1, make({n}, d, true), tf::TensorShape{3}); });
             probe("tensor_scatter_nd_update", wi, [&] {
-              return with_gradient(x, [&] { return tf::tensor_scatter_nd_update(x, idx1, x); });
+              return with_gradients({x}, [&] { return tf::tensor_scatter_nd_update(x, idx1, x); });
             });
             probe("tensor_scatter_nd_add", wi,
                   [&] { return tf::tensor_scatter_nd_add(x, idx1, make({n}, d, false)); });
@@ -119,7 +110,7 @@ TEST_CASE("adversarial: math, special functions and random ops", "[adversarial]"
             {"erfinv", tf::math::erfinv},         {"ndtri", tf::math::ndtri},
             {"bessel_i0e", tf::math::bessel_i0e}, {"bessel_i1e", tf::math::bessel_i1e}};
         for (const auto& [name, f] : unary)
-          probe(name, what, [&, f = f] { return with_gradient(x, [&] { return f(x); }); });
+          probe(name, what, [&, f = f] { return with_gradients({x}, [&] { return f(x); }); });
         using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
         const std::vector<std::pair<std::string, Binary>> binary = {
             {"squared_difference", tf::math::squared_difference},
@@ -135,7 +126,7 @@ TEST_CASE("adversarial: math, special functions and random ops", "[adversarial]"
             const tf::Tensor y = make(sb, db, true, 2);
             for (const auto& [name, f] : binary)
               probe(name, what + ", " + describe(y),
-                    [&, f = f] { return with_gradient(x, [&] { return f(x, y); }); });
+                    [&, f = f] { return with_gradients({x}, [&] { return f(x, y); }); });
             probe("betainc", what + ", " + describe(y),
                   [&] { return tf::math::betainc(x, y, make(sb, db, false, 3)); });
           }

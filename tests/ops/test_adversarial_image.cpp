@@ -16,6 +16,7 @@ using adversarial::describe;
 using adversarial::make;
 using adversarial::on_every_device;
 using adversarial::probe;
+using adversarial::with_gradients;
 
 namespace {
 
@@ -26,16 +27,6 @@ const std::vector<tf::DType> kDTypes = {tf::float32, tf::float64, tf::float16, t
                                         tf::int32};
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNan = std::numeric_limits<double>::quiet_NaN();
-
-// The value and the gradient of sum(y^2) with respect to x where both are floating.
-std::vector<tf::Tensor> with_gradient(const tf::Tensor& x, const std::function<tf::Tensor()>& f) {
-  tf::GradientTape tape;
-  if (tf::is_floating(x.dtype())) tape.watch(x);
-  const tf::Tensor y = f();
-  if (!tf::is_floating(x.dtype()) || !tf::is_floating(y.dtype())) return {y};
-  const tf::Tensor g = tape.gradient(tf::reduce_sum(y * y), x);
-  return g.defined() ? std::vector<tf::Tensor>{y, g} : std::vector<tf::Tensor>{y};
-}
 
 }  // namespace
 
@@ -53,7 +44,7 @@ TEST_CASE("adversarial: image geometry, resizing and cropping", "[adversarial]")
                                        "gaussian", "mitchellcubic", "cubic?"})
               for (bool aa : {false, true})
                 probe("resize", what + " " + method, [&] {
-                  return with_gradient(x, [&] { return im::resize(x, size, method, aa); });
+                  return with_gradients({x}, [&] { return im::resize(x, size, method, aa); });
                 });
           probe("flip_left_right", what, [&] { return im::flip_left_right(x); });
           probe("flip_up_down", what, [&] { return im::flip_up_down(x); });
@@ -81,7 +72,7 @@ TEST_CASE("adversarial: image geometry, resizing and cropping", "[adversarial]")
                    {1, 1, 1, 1}, {1, 2, 2, 1}, {1, 0, 1, 1}, {2, 2}, {1, 1 << 30, 1, 1}})
             for (const char* padding : {"SAME", "VALID", "FULL"})
               probe("extract_patches", what, [&] {
-                return with_gradient(x, [&] {
+                return with_gradients({x}, [&] {
                   return im::extract_patches(x, sizes, {1, 2, 1, 1}, {1, 1, 1, 1}, padding);
                 });
               });
@@ -98,7 +89,8 @@ TEST_CASE("adversarial: image geometry, resizing and cropping", "[adversarial]")
               const tf::Tensor boxes = make(bs, tf::float32, special, 4);
               const tf::Tensor ids = make({bs.rank() >= 1 ? bs[0] : 1}, tf::int32, special, 5);
               probe("crop_and_resize", what + ", boxes " + describe(boxes), [&] {
-                return with_gradient(x, [&] { return im::crop_and_resize(x, boxes, ids, crop); });
+                return with_gradients({x},
+                                      [&] { return im::crop_and_resize(x, boxes, ids, crop); });
               });
               probe("extract_glimpse", what + ", offsets " + describe(boxes),
                     [&] { return im::extract_glimpse(x, crop, boxes, true, true, "zero", 1); });
@@ -131,7 +123,7 @@ TEST_CASE("adversarial: image colour, metrics, random ops and detection", "[adve
               {"total_variation", im::total_variation},
               {"sobel_edges", im::sobel_edges}};
           for (const auto& [name, f] : unary)
-            probe(name, what, [&, f = f] { return with_gradient(x, [&] { return f(x); }); });
+            probe(name, what, [&, f = f] { return with_gradients({x}, [&] { return f(x); }); });
           for (double v : {-1.0, 0.0, 0.5, 2.0, kInf, kNan}) {
             probe("adjust_contrast", what, [&] { return im::adjust_contrast(x, v); });
             probe("adjust_brightness", what, [&] { return im::adjust_brightness(x, v); });

@@ -16,6 +16,7 @@ using adversarial::describe;
 using adversarial::make;
 using adversarial::on_every_device;
 using adversarial::probe;
+using adversarial::with_gradients;
 
 namespace {
 
@@ -23,36 +24,6 @@ const std::vector<tf::TensorShape> kMatrices = {{},     {3},       {0, 0},    {1
                                                 {3, 3}, {2, 3},    {3, 2},    {2, 0},
                                                 {0, 3}, {2, 3, 3}, {0, 2, 2}, {2, 1, 4, 4}};
 const std::vector<tf::DType> kDTypes = {tf::float32, tf::float64, tf::float16, tf::int32};
-
-// The value and the gradients of sum(y^2) (sum of squares of every output) with respect to
-// the watched floating inputs.
-std::vector<tf::Tensor> with_gradients(const std::vector<tf::Tensor>& inputs,
-                                       const std::function<std::vector<tf::Tensor>()>& f) {
-  tf::GradientTape tape({.persistent = true});
-  for (const tf::Tensor& t : inputs)
-    if (tf::is_floating(t.dtype())) tape.watch(t);
-  std::vector<tf::Tensor> out;
-  for (const tf::Tensor& y : f())
-    if (y.defined()) out.push_back(y);  // (svd's u and v without compute_uv)
-  std::optional<tf::Tensor> l;
-  for (const tf::Tensor& y : out) {
-    if (!y.defined() || !tf::is_floating(y.dtype())) continue;
-    const tf::Tensor s = tf::reduce_sum(y * y);
-    l = l ? *l + s : s;
-  }
-  if (!l) return out;
-  for (const tf::Tensor& t : inputs) {
-    if (!tf::is_floating(t.dtype())) continue;
-    const tf::Tensor g = tape.gradient(*l, t);
-    if (g.defined()) out.push_back(g);
-  }
-  return out;
-}
-std::vector<tf::Tensor> with_gradients(const std::vector<tf::Tensor>& inputs,
-                                       const std::function<tf::Tensor()>& f) {
-  return with_gradients(inputs, std::function<std::vector<tf::Tensor>()>(
-                                    [&] { return std::vector<tf::Tensor>{f()}; }));
-}
 
 }  // namespace
 

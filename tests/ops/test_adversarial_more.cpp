@@ -17,28 +17,11 @@ using adversarial::describe;
 using adversarial::make;
 using adversarial::on_every_device;
 using adversarial::probe;
+using adversarial::with_gradients;
 
 namespace {
 
 const std::vector<tf::DType> kProbeDTypes = {tf::float32, tf::float64, tf::float16, tf::int32};
-
-// The value and the gradients of sum(y^2) with respect to the watched floating inputs.
-std::vector<tf::Tensor> with_gradients(const std::vector<tf::Tensor>& inputs,
-                                       const std::function<tf::Tensor()>& f) {
-  tf::GradientTape tape({.persistent = true});
-  for (const tf::Tensor& t : inputs)
-    if (tf::is_floating(t.dtype())) tape.watch(t);
-  const tf::Tensor y = f();
-  std::vector<tf::Tensor> out{y};
-  if (!tf::is_floating(y.dtype())) return out;
-  const tf::Tensor l = tf::reduce_sum(y * y);
-  for (const tf::Tensor& t : inputs) {
-    if (!tf::is_floating(t.dtype())) continue;
-    const tf::Tensor g = tape.gradient(l, t);
-    if (g.defined()) out.push_back(g);
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,36 @@ inline void on_every_device(const std::function<void()>& body) {
 inline void probe(const std::string& op, const std::string& inputs,
                   const std::function<tf::Tensor()>& f) {
   probe(op, inputs, [&] { return std::vector<tf::Tensor>{f()}; });
+}
+
+// The value and the gradients of sum(y^2) (sum of squares of every output) with respect to
+// the watched floating inputs.
+inline std::vector<tf::Tensor> with_gradients(const std::vector<tf::Tensor>& inputs,
+                                              const std::function<std::vector<tf::Tensor>()>& f) {
+  tf::GradientTape tape({.persistent = true});
+  for (const tf::Tensor& t : inputs)
+    if (tf::is_floating(t.dtype())) tape.watch(t);
+  std::vector<tf::Tensor> out;
+  for (const tf::Tensor& y : f())
+    if (y.defined()) out.push_back(y);  // (svd's u and v without compute_uv)
+  std::optional<tf::Tensor> l;
+  for (const tf::Tensor& y : out) {
+    if (!y.defined() || !tf::is_floating(y.dtype())) continue;
+    const tf::Tensor s = tf::reduce_sum(y * y);
+    l = l ? *l + s : s;
+  }
+  if (!l) return out;
+  for (const tf::Tensor& t : inputs) {
+    if (!tf::is_floating(t.dtype())) continue;
+    const tf::Tensor g = tape.gradient(*l, t);
+    if (g.defined()) out.push_back(g);
+  }
+  return out;
+}
+inline std::vector<tf::Tensor> with_gradients(const std::vector<tf::Tensor>& inputs,
+                                              const std::function<tf::Tensor()>& f) {
+  return with_gradients(inputs, std::function<std::vector<tf::Tensor>()>(
+                                    [&] { return std::vector<tf::Tensor>{f()}; }));
 }
 
 }  // namespace adversarial
