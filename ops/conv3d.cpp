@@ -111,12 +111,10 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
                                        : avg_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding);
   const Tensor p = tapeflow::reshape(p2, {-1, d, out[1], out[2], c});
   if (k[0] == 1 && s[0] == 1) return p;
-  // A SAME depth window longer than d + (out - 1) * stride covers the whole depth at every
-  // output once clipped: that length gives the same result without an index table of, say,
-  // 2^30 mostly padded taps (max_pool2d clamps its windows alike).
-  // An empty depth has no windows: one tap does (ksize 2^30 padded 2^30 empty slices).
+  // A SAME depth window of the clipped length (detail::clamp_same_window) needs no index table
+  // of, say, 2^30 mostly padded taps; an empty depth has no windows, so one tap does.
   const int kd = !same   ? k[0]
-                 : d > 0 ? static_cast<int>(std::min<int64_t>(k[0], d + (out[0] - 1) * s[0] + 1))
+                 : d > 0 ? static_cast<int>(detail::clamp_same_window(d, k[0], s[0]))
                          : 1;
   const auto wd = detail::window_dim(d, kd, s[0], 1, same);
   // Padding that no window result sees: -inf for the maximum (every SAME window holds at least

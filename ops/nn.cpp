@@ -43,6 +43,12 @@ WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same)
   return d;
 }
 
+int64_t clamp_same_window(int64_t in, int64_t k, int stride) {
+  if (in == None || in <= 0 || stride <= 0) return k;  // no window over an empty dimension
+  const int64_t out = (in + stride - 1) / stride;
+  return std::min<int64_t>(k, in + (out - 1) * stride + 1);
+}
+
 }  // namespace detail
 
 namespace {
@@ -533,18 +539,12 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Tensor
 }
 
 namespace {
-// A SAME window longer than in + (out - 1) * stride covers the whole input at every output
-// position once clipped (pooling ignores the padding), so that length gives the same result
-// without kernels walking a window of, say, 2^30 mostly padded positions.
+// detail::clamp_same_window for both dimensions of a 2-D pooling.
 std::array<int, 2> clamp_same_windows(const Tensor& input, std::array<int, 2> k,
                                       std::array<int, 2> s, bool same) {
   if (!same || input.rank() != 4) return k;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t in = input.shape()[1 + i];
-    if (in == None || in == 0 || s[i] <= 0) continue;  // no window over an empty dimension
-    const int64_t out = (in + s[i] - 1) / s[i];
-    k[i] = static_cast<int>(std::min<int64_t>(k[i], in + (out - 1) * s[i] + 1));
-  }
+  for (int i = 0; i < 2; ++i)
+    k[i] = static_cast<int>(detail::clamp_same_window(input.shape()[1 + i], k[i], s[i]));
   return k;
 }
 }  // namespace

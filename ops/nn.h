@@ -94,6 +94,11 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// A SAME pooling window longer than in + (out - 1) * stride covers the whole input at every
+// output once clipped (pooling ignores the padding), so that length gives the same result
+// without walking a window of, say, 2^30 mostly padded positions: min(k, that length), or k
+// itself for an unknown or empty dimension.
+int64_t clamp_same_window(int64_t in, int64_t k, int stride);
 // The group count of a 2-D convolution with input xs (N, H, W, C) and filters fs (KH, KW, C /
 // groups, O), for Conv2D and its two gradient ops: positive, C = fs[2] * groups and O divisible
 // by groups where known (InvalidArgumentError naming `op` otherwise).

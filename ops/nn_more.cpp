@@ -203,12 +203,11 @@ std::pair<Tensor, Tensor> max_pool_with_argmax(const Tensor& input, const std::v
   // patches of the input and of its flat indices, and pick each window's first maximum.
   const int64_t n = s[0], h = s[1], w = s[2], c = s[3];
   const bool same = padding == "SAME";
-  // A SAME window longer than the input plus the strides' reach covers the whole input at every
-  // output, as one of h + (out - 1) * stride + 1 does (max_pool2d clamps alike): the patches
-  // stay that small (a 2^30 window padded the input to 2^30 rows).
+  // A SAME window clipped to the input plus the strides' reach (detail::clamp_same_window, as
+  // max_pool2d) keeps the patches small (a 2^30 window padded the input to 2^30 rows).
   if (same) {
-    kh = static_cast<int>(std::min<int64_t>(kh, h + ((h + sh - 1) / sh - 1) * int64_t{sh} + 1));
-    kw = static_cast<int>(std::min<int64_t>(kw, w + ((w + sw - 1) / sw - 1) * int64_t{sw} + 1));
+    kh = static_cast<int>(detail::clamp_same_window(h, kh, sh));
+    kw = static_cast<int>(detail::clamp_same_window(w, kw, sw));
   }
   const auto dh = detail::window_dim(h, kh, sh, 1, same);
   const auto dw = detail::window_dim(w, kw, sw, 1, same);

@@ -333,13 +333,12 @@ std::vector<double> dct_matrix(int type, int64_t n, bool ortho) {
 // longer ones run through rfft/irfft of length 2N (2(N - 1) for type 1, 4N for type 4).
 constexpr int64_t kDctMatrixMaxLength = 128;
 
-// A [len] constant of f(k), k = 0 .. len - 1, in x's dtype (ops copy it to x's device).
+// A [len] constant of f(k), k = 0 .. len - 1, of dtype d (ops copy it to their device).
 template <class F>
-Tensor dct_table(const Tensor& x, int64_t len, F f) {
+Tensor dct_table(DType d, int64_t len, F f) {
   std::vector<double> v(static_cast<size_t>(len));
   for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = f(static_cast<double>(k));
-  (void)x;
-  return detail::from_doubles(v, {len}, x.dtype());
+  return detail::from_doubles(v, {len}, d);
 }
 
 // The dct of x ([..., len], len > 1 for type 1) through the FFT, with dct_matrix's scaling:
@@ -357,14 +356,15 @@ Tensor dct_by_fft(const Tensor& x, int type, int64_t len, bool ortho) {
     }
     case 2: {
       const ComplexTensor r = rfft(x, 2 * len);
-      const Tensor c = dct_table(x, len, [&](double k) {
-        const double v = 2.0 * std::cos(pi * k / (2.0 * nn));
-        return ortho ? v * (k == 0 ? std::sqrt(1.0 / (4.0 * nn)) : std::sqrt(1.0 / (2.0 * nn))) : v;
-      });
-      const Tensor sn = dct_table(x, len, [&](double k) {
-        const double v = 2.0 * std::sin(pi * k / (2.0 * nn));
-        return ortho ? v * (k == 0 ? std::sqrt(1.0 / (4.0 * nn)) : std::sqrt(1.0 / (2.0 * nn))) : v;
-      });
+      auto scale = [&](double k) {
+        return 2.0 * (!ortho   ? 1.0
+                      : k == 0 ? std::sqrt(1.0 / (4.0 * nn))
+                               : std::sqrt(1.0 / (2.0 * nn)));
+      };
+      const Tensor c = dct_table(
+          x.dtype(), len, [&](double k) { return scale(k) * std::cos(pi * k / (2.0 * nn)); });
+      const Tensor sn = dct_table(
+          x.dtype(), len, [&](double k) { return scale(k) * std::sin(pi * k / (2.0 * nn)); });
       return add(multiply(fit_last(r.real, len), c), multiply(fit_last(r.imag, len), sn));
     }
     case 3: {
@@ -373,10 +373,10 @@ Tensor dct_by_fft(const Tensor& x, int type, int64_t len, bool ortho) {
         return 2.0 * nn *
                (ortho ? (j == 0 ? 1.0 / std::sqrt(nn) : std::sqrt(1.0 / (2.0 * nn))) : 1.0);
       };
-      const Tensor c =
-          dct_table(x, len, [&](double j) { return weight(j) * std::cos(pi * j / (2.0 * nn)); });
-      const Tensor sn =
-          dct_table(x, len, [&](double j) { return weight(j) * std::sin(pi * j / (2.0 * nn)); });
+      const Tensor c = dct_table(
+          x.dtype(), len, [&](double j) { return weight(j) * std::cos(pi * j / (2.0 * nn)); });
+      const Tensor sn = dct_table(
+          x.dtype(), len, [&](double j) { return weight(j) * std::sin(pi * j / (2.0 * nn)); });
       const ComplexTensor z{fit_last(multiply(x, c), len + 1), fit_last(multiply(x, sn), len + 1)};
       return fit_last(irfft(z, 2 * len), len);
     }

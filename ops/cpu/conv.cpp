@@ -74,14 +74,6 @@ void conv_direct(const ConvGeom& g, const T* x, const T* f, T* y) {
   });
 }
 
-// float16 / bfloat16 <-> float32 copies.
-template <class S, class D>
-void convert(const S* src, D* dst, int64_t n) {
-  detail::parallel_for(n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = D(static_cast<float>(src[i]));
-  });
-}
-
 }  // namespace
 
 void Conv2D::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
@@ -94,25 +86,10 @@ void Conv2D::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
     std::memset(y.raw_data(), 0, y.nbytes());
     return;
   }
-  const DType dt = x.dtype();
-  if (dt == float32) {
-    onednn::conv_forward(onednn::from_2d(g), x.data<float>(), f.data<float>(), y.data<float>(),
-                         name());
-  } else if (dt == float64) {
+  if (x.dtype() == float64) {
     conv_direct(g, x.data<double>(), f.data<double>(), y.data<double>());
   } else {
-    TF_DISPATCH_FLOAT_TYPES(dt, {
-      if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
-        Tensor xf = detail::empty(x.shape(), float32, Device{});
-        Tensor ff = detail::empty(f.shape(), float32, Device{});
-        Tensor yf = detail::empty(y.shape(), float32, Device{});
-        convert(x.data<T>(), xf.data<float>(), x.num_elements());
-        convert(f.data<T>(), ff.data<float>(), f.num_elements());
-        onednn::conv_forward(onednn::from_2d(g), xf.data<float>(), ff.data<float>(),
-                             yf.data<float>(), name());
-        convert(yf.data<float>(), y.data<T>(), y.num_elements());
-      }
-    });
+    onednn::conv_forward(onednn::from_2d(g), x, f, y, name());
   }
 }
 

@@ -32,33 +32,6 @@ onednn::ConvGeometry geometry(const detail::Conv3DWindow& win, const TensorShape
   return g;
 }
 
-// float16 / bfloat16 <-> float32 copies.
-Tensor to_float32(const Tensor& t) {
-  if (t.dtype() == float32) return t;
-  Tensor f = detail::empty(t.shape(), float32, Device{});
-  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    const T* src = t.data<T>();
-    float* dst = f.data<float>();
-    detail::parallel_for(t.num_elements(), 32768, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = static_cast<float>(src[i]);
-    });
-  });
-  return f;
-}
-void from_float32(const Tensor& f, Tensor& t) {
-  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    const float* src = f.data<float>();
-    T* dst = t.data<T>();
-    detail::parallel_for(t.num_elements(), 32768, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = T(src[i]);
-    });
-  });
-}
-// A float32 tensor for a result of t's shape: t itself when it is float32.
-Tensor float32_result(const Tensor& t) {
-  return t.dtype() == float32 ? t : detail::empty(t.shape(), float32, Device{});
-}
-
 // ---- depth folding (float64) ----
 
 TensorShape folded_input_shape(const detail::Conv3DFold& g, const TensorShape& x) {
@@ -126,14 +99,8 @@ void Conv3D::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
     std::memset(y.raw_data(), 0, y.nbytes());
     return;
   }
-  if (x.dtype() != float64) {
-    const Tensor xf = to_float32(x), ff = to_float32(f);
-    Tensor yf = float32_result(y);
-    onednn::conv_forward(geometry(win, x.shape(), f.shape(), y.shape()), xf.data<float>(),
-                         ff.data<float>(), yf.data<float>(), name());
-    if (y.dtype() != float32) from_float32(yf, y);
-    return;
-  }
+  if (x.dtype() != float64)
+    return onednn::conv_forward(geometry(win, x.shape(), f.shape(), y.shape()), x, f, y, name());
   const detail::Conv3DFold g = detail::conv3d_fold(win, x.shape(), f.shape());
   const Tensor args[2] = {fold_input<double>(g, x), fold_filter<double>(f)};
   const TensorShape ys{g.n * g.od, y.shape()[2], y.shape()[3], y.shape()[4]};
@@ -150,14 +117,9 @@ void Conv3DBackpropInput::eval_cpu(std::span<const Tensor> in, std::span<Tensor>
     std::memset(dx.raw_data(), 0, dx.nbytes());
     return;
   }
-  if (dx.dtype() != float64) {
-    const Tensor ff = to_float32(f), dyf = to_float32(dy);
-    Tensor dxf = float32_result(dx);
-    onednn::conv_backward_data(geometry(win, dx.shape(), f.shape(), dy.shape()), ff.data<float>(),
-                               dyf.data<float>(), dxf.data<float>(), name());
-    if (dx.dtype() != float32) from_float32(dxf, dx);
-    return;
-  }
+  if (dx.dtype() != float64)
+    return onednn::conv_backward_data(geometry(win, dx.shape(), f.shape(), dy.shape()), f, dy, dx,
+                                      name());
   const detail::Conv3DFold g = detail::conv3d_fold(win, dx.shape(), f.shape());
   const TensorShape xs2 = folded_input_shape(g, dx.shape());
   const TensorShape& ys = dy.shape();
@@ -179,14 +141,9 @@ void Conv3DBackpropFilter::eval_cpu(std::span<const Tensor> in, std::span<Tensor
     std::memset(df.raw_data(), 0, df.nbytes());
     return;
   }
-  if (df.dtype() != float64) {
-    const Tensor xf = to_float32(x), dyf = to_float32(dy);
-    Tensor dff = float32_result(df);
-    onednn::conv_backward_weights(geometry(win, x.shape(), df.shape(), dy.shape()),
-                                  xf.data<float>(), dyf.data<float>(), dff.data<float>(), name());
-    if (df.dtype() != float32) from_float32(dff, df);
-    return;
-  }
+  if (df.dtype() != float64)
+    return onednn::conv_backward_weights(geometry(win, x.shape(), df.shape(), dy.shape()), x, dy,
+                                         df, name());
   const detail::Conv3DFold g = detail::conv3d_fold(win, x.shape(), df.shape());
   const TensorShape& ys = dy.shape();
   const Tensor args[2] = {fold_input<double>(g, x),

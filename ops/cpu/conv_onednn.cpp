@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace tapeflow::prims {
@@ -216,6 +217,35 @@ void guarded(const ConvGeometry& g, const char* op, F&& body) {
   }
 }
 
+// t itself when float32, else a float32 copy (float16 / bfloat16).
+Tensor to_float32(const Tensor& t) {
+  if (t.dtype() == float32) return t;
+  Tensor f = detail::empty(t.shape(), float32, Device{});
+  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
+    const T* src = t.data<T>();
+    float* dst = f.data<float>();
+    detail::parallel_for(t.num_elements(), 32768, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = static_cast<float>(src[i]);
+    });
+  });
+  return f;
+}
+// A float32 tensor for a result of t's shape: t itself when it is float32.
+Tensor float32_result(const Tensor& t) {
+  return t.dtype() == float32 ? t : detail::empty(t.shape(), float32, Device{});
+}
+// f (float32) rounded into t when t is not f itself.
+void store_result(const Tensor& f, Tensor& t) {
+  if (t.dtype() == float32) return;
+  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
+    const float* src = f.data<float>();
+    T* dst = t.data<T>();
+    detail::parallel_for(t.num_elements(), 32768, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = T(src[i]);
+    });
+  });
+}
+
 // Runs a forward or data-gradient plan: `args` (its activations) plus the weights, TF's filters
 // `f` reordered into the primitive's layout when that differs, and a per-call scratchpad.
 template <class PlanT>
@@ -238,9 +268,7 @@ void run_with_filters(const PlanT& plan, const float* f,
   stream.wait();
 }
 
-}  // namespace
-
-void conv_forward(const ConvGeometry& g, const float* x, const float* f, float* y, const char* op) {
+void forward_f32(const ConvGeometry& g, const float* x, const float* f, float* y, const char* op) {
   guarded(g, op, [&] {
     const auto plan = cached<ForwardPlan>(g, make_forward);
     auto& eng = onednn_engine();
@@ -250,8 +278,8 @@ void conv_forward(const ConvGeometry& g, const float* x, const float* f, float* 
   });
 }
 
-void conv_backward_data(const ConvGeometry& g, const float* f, const float* dy, float* dx,
-                        const char* op) {
+void backward_data_f32(const ConvGeometry& g, const float* f, const float* dy, float* dx,
+                       const char* op) {
   guarded(g, op, [&] {
     const auto plan = cached<DataPlan>(g, make_data);
     auto& eng = onednn_engine();
@@ -262,8 +290,8 @@ void conv_backward_data(const ConvGeometry& g, const float* f, const float* dy, 
   });
 }
 
-void conv_backward_weights(const ConvGeometry& g, const float* x, const float* dy, float* df,
-                           const char* op) {
+void backward_weights_f32(const ConvGeometry& g, const float* x, const float* dy, float* df,
+                          const char* op) {
   guarded(g, op, [&] {
     const auto plan = cached<WeightsPlan>(g, make_weights);
     auto& eng = onednn_engine();
@@ -286,6 +314,32 @@ void conv_backward_weights(const ConvGeometry& g, const float* x, const float* d
     if (plan->reorder_weights) plan->weights_reorder.execute(stream, dw, user_dw);
     stream.wait();
   });
+}
+
+}  // namespace
+
+void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& f, Tensor& y,
+                  const char* op) {
+  const Tensor xf = to_float32(x), ff = to_float32(f);
+  Tensor yf = float32_result(y);
+  forward_f32(g, xf.data<float>(), ff.data<float>(), yf.data<float>(), op);
+  store_result(yf, y);
+}
+
+void conv_backward_data(const ConvGeometry& g, const Tensor& f, const Tensor& dy, Tensor& dx,
+                        const char* op) {
+  const Tensor ff = to_float32(f), dyf = to_float32(dy);
+  Tensor dxf = float32_result(dx);
+  backward_data_f32(g, ff.data<float>(), dyf.data<float>(), dxf.data<float>(), op);
+  store_result(dxf, dx);
+}
+
+void conv_backward_weights(const ConvGeometry& g, const Tensor& x, const Tensor& dy, Tensor& df,
+                           const char* op) {
+  const Tensor xf = to_float32(x), dyf = to_float32(dy);
+  Tensor dff = float32_result(df);
+  backward_weights_f32(g, xf.data<float>(), dyf.data<float>(), dff.data<float>(), op);
+  store_result(dff, df);
 }
 
 }  // namespace onednn

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/tensor.h"
+
 namespace tapeflow::prims::onednn {
 
 // The geometry of one convolution. spatial = 2: (h, w) in [0, 2); spatial = 3: (d, h, w).
@@ -43,12 +45,14 @@ ConvGeometry from_2d(const G& g) {
 }
 
 // y (N, spatial..., O) = the convolution of x (N, spatial..., C) and f (spatial k..., C / G, O).
-void conv_forward(const ConvGeometry& g, const float* x, const float* f, float* y, const char* op);
+// float32 tensors as they are; float16 and bfloat16 through float32 copies (not float64).
+void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& f, Tensor& y,
+                  const char* op);
 // dx (input's shape) from f and dy (output's shape).
-void conv_backward_data(const ConvGeometry& g, const float* f, const float* dy, float* dx,
+void conv_backward_data(const ConvGeometry& g, const Tensor& f, const Tensor& dy, Tensor& dx,
                         const char* op);
 // df (filters' shape) from x and dy.
-void conv_backward_weights(const ConvGeometry& g, const float* x, const float* dy, float* df,
+void conv_backward_weights(const ConvGeometry& g, const Tensor& x, const Tensor& dy, Tensor& df,
                            const char* op);
 
 }  // namespace tapeflow::prims::onednn

@@ -56,28 +56,6 @@ void zero(Tensor& t) {
   std::memset(t.raw_data(), 0, t.nbytes());
 }
 
-// float16 / bfloat16 <-> float32 copies.
-template <class S, class D>
-void convert(const S* src, D* dst, int64_t n) {
-  detail::parallel_for(n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = D(static_cast<float>(src[i]));
-  });
-}
-Tensor to_float32(const Tensor& t) {
-  Tensor f = detail::empty(t.shape(), float32, Device{});
-  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    if constexpr (!std::is_same_v<T, float>)
-      convert(t.data<T>(), f.data<float>(), t.num_elements());
-  });
-  return f;
-}
-void from_float32(const Tensor& f, Tensor& t) {
-  TF_DISPATCH_FLOAT_TYPES(t.dtype(), {
-    if constexpr (!std::is_same_v<T, float>)
-      convert(f.data<float>(), t.data<T>(), t.num_elements());
-  });
-}
-
 // ================================================================ convolution
 
 struct ConvGeom {
@@ -425,18 +403,10 @@ void Conv2DBackpropInput::eval_cpu(std::span<const Tensor> in, std::span<Tensor>
   if (dx.num_elements() == 0) return;
   if (dy.num_elements() == 0) return zero(dx);  // no output channels or no windows
   const ConvGeom g = conv_geometry(*this, dx.shape(), f.shape(), dy.shape());
-  const DType d = dx.dtype();
-  if (d == float32) {
-    onednn::conv_backward_data(onednn::from_2d(g), f.data<float>(), dy.data<float>(),
-                               dx.data<float>(), name());
-  } else if (d == float64) {
+  if (dx.dtype() == float64) {
     backprop_input_direct(g, f.data<double>(), dy.data<double>(), dx.data<double>());
   } else {
-    const Tensor ff = to_float32(f), dyf = to_float32(dy);
-    const Tensor dxf = detail::empty(dx.shape(), float32, Device{});
-    onednn::conv_backward_data(onednn::from_2d(g), ff.data<float>(), dyf.data<float>(),
-                               dxf.data<float>(), name());
-    from_float32(dxf, dx);
+    onednn::conv_backward_data(onednn::from_2d(g), f, dy, dx, name());
   }
 }
 
@@ -447,18 +417,10 @@ void Conv2DBackpropFilter::eval_cpu(std::span<const Tensor> in, std::span<Tensor
   if (df.num_elements() == 0) return;
   if (dy.num_elements() == 0) return zero(df);  // no batch or no windows: empty sums
   const ConvGeom g = conv_geometry(*this, x.shape(), df.shape(), dy.shape());
-  const DType d = df.dtype();
-  if (d == float32) {
-    onednn::conv_backward_weights(onednn::from_2d(g), x.data<float>(), dy.data<float>(),
-                                  df.data<float>(), name());
-  } else if (d == float64) {
+  if (df.dtype() == float64) {
     backprop_filter_direct(g, x.data<double>(), dy.data<double>(), df.data<double>());
   } else {
-    const Tensor xf = to_float32(x), dyf = to_float32(dy);
-    const Tensor dff = detail::empty(df.shape(), float32, Device{});
-    onednn::conv_backward_weights(onednn::from_2d(g), xf.data<float>(), dyf.data<float>(),
-                                  dff.data<float>(), name());
-    from_float32(dff, df);
+    onednn::conv_backward_weights(onednn::from_2d(g), x, dy, df, name());
   }
 }
 
