@@ -27,6 +27,7 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::central_differences;
 using tf::testing::check_values;
 using tf::testing::random_values;
 using tf::testing::require_error;
@@ -638,19 +639,10 @@ TEST_CASE("conv3d gradients match central differences", "[cpu][cuda][nn][autogra
       tape.watch(f);
       const tf::Tensor loss = tf::reduce_sum(tf::nn::conv3d(x, f, c.s, c.padding, c.d) * w);
       const double h = 1e-6;
-      std::vector<double> gx(xv.size()), gf(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
-      }
+      const std::vector<double> gx =
+          central_differences([&](const std::vector<double>& v) { return loss_of(v, fv); }, xv, h);
+      const std::vector<double> gf =
+          central_differences([&](const std::vector<double>& v) { return loss_of(xv, v); }, fv, h);
       check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
       check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
     }
@@ -683,13 +675,8 @@ TEST_CASE("max_pool3d and avg_pool3d gradients match central differences",
         tape.watch(x);
         const tf::Tensor loss = tf::reduce_sum(run_pool(c, x, max) * w);
         const double h = 1e-7;  // below half the gap between distinct values
-        std::vector<double> gx(n);
-        for (size_t i = 0; i < n; ++i) {
-          auto p = xv, m = xv;
-          p[i] += h;
-          m[i] -= h;
-          gx[i] = (loss_of(p) - loss_of(m)) / (2 * h);
-        }
+        const std::vector<double> gx =
+            central_differences([&](const std::vector<double>& v) { return loss_of(v); }, xv, h);
         check_values(tape.gradient(loss, x), gx, 1e-6, 1e-7);
       }
     }
@@ -810,19 +797,10 @@ TEST_CASE("conv3d_transpose gradients match central differences", "[cpu][cuda][n
       tape.watch(f);
       const tf::Tensor loss = tf::reduce_sum(run_trans(c, x, f) * w);
       const double h = 1e-6;
-      std::vector<double> gx(xv.size()), gf(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
-      }
+      const std::vector<double> gx =
+          central_differences([&](const std::vector<double>& v) { return loss_of(v, fv); }, xv, h);
+      const std::vector<double> gf =
+          central_differences([&](const std::vector<double>& v) { return loss_of(xv, v); }, fv, h);
       check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
       check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
     }
@@ -1135,19 +1113,10 @@ TEST_CASE("conv3d second order through nested tapes", "[cpu][cuda][nn][autograd]
       REQUIRE(hx.defined());
       REQUIRE(hf.defined());
       const double h = 1e-5;
-      std::vector<double> want_x(xv.size()), want_f(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        want_x[i] = (first_at(p, fv) - first_at(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        want_f[i] = (first_at(xv, p) - first_at(xv, m)) / (2 * h);
-      }
+      const std::vector<double> want_x =
+          central_differences([&](const std::vector<double>& v) { return first_at(v, fv); }, xv, h);
+      const std::vector<double> want_f =
+          central_differences([&](const std::vector<double>& v) { return first_at(xv, v); }, fv, h);
       check_values(hx, want_x, 1e-6, 1e-7);
       check_values(hf, want_f, 1e-6, 1e-7);
     }

@@ -22,6 +22,7 @@
 #include "support/testing.h"
 
 namespace tf = tapeflow;
+using tf::testing::central_differences;
 using tf::testing::check_values;
 using tf::testing::random_values;
 using tf::testing::require_error;
@@ -299,19 +300,10 @@ TEST_CASE("depthwise_conv2d gradients match central differences", "[cpu][cuda][n
       tape.watch(f);
       const tf::Tensor loss = tf::reduce_sum(run(c, x, f) * w);
       const double h = 1e-6;
-      std::vector<double> gx(xv.size()), gf(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
-      }
+      const std::vector<double> gx =
+          central_differences([&](const std::vector<double>& v) { return loss_of(v, fv); }, xv, h);
+      const std::vector<double> gf =
+          central_differences([&](const std::vector<double>& v) { return loss_of(xv, v); }, fv, h);
       check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
       check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
     }
@@ -368,19 +360,10 @@ TEST_CASE("depthwise_conv2d second order through nested tapes", "[cpu][cuda][nn]
       REQUIRE(hx.defined());
       REQUIRE(hf.defined());
       const double h = 1e-5;
-      std::vector<double> want_x(xv.size()), want_f(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        want_x[i] = (first(p, fv) - first(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        want_f[i] = (first(xv, p) - first(xv, m)) / (2 * h);
-      }
+      const std::vector<double> want_x =
+          central_differences([&](const std::vector<double>& v) { return first(v, fv); }, xv, h);
+      const std::vector<double> want_f =
+          central_differences([&](const std::vector<double>& v) { return first(xv, v); }, fv, h);
       check_values(hx, want_x, 1e-6, 1e-7);
       check_values(hf, want_f, 1e-6, 1e-7);
     }
@@ -491,19 +474,10 @@ TEST_CASE("grouped_conv2d gives TF 2.21's values and its gradients match differe
     tape.watch(f);
     const tf::Tensor loss = tf::reduce_sum(tf::nn::grouped_conv2d(x, f, {2}, "SAME") * w);
     const double h = 1e-6;
-    std::vector<double> gx(xv.size()), gf(fv.size());
-    for (size_t i = 0; i < xv.size(); ++i) {
-      auto p = xv, m = xv;
-      p[i] += h;
-      m[i] -= h;
-      gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
-    }
-    for (size_t i = 0; i < fv.size(); ++i) {
-      auto p = fv, m = fv;
-      p[i] += h;
-      m[i] -= h;
-      gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
-    }
+    const std::vector<double> gx =
+        central_differences([&](const std::vector<double>& v) { return loss_of(v, fv); }, xv, h);
+    const std::vector<double> gf =
+        central_differences([&](const std::vector<double>& v) { return loss_of(xv, v); }, fv, h);
     check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
     check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
   }

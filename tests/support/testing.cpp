@@ -25,7 +25,9 @@ std::vector<Device> devices_under_test() {
   return d;
 }
 
-bool has_gpu() { return detail::num_logical_devices(DeviceType::GPU) > 0; }
+bool has_gpu() {
+  return detail::num_logical_devices(DeviceType::GPU) > 0;
+}
 
 bool jit_compile_forced_off(const char* what) {
   if (jit::env_switch("TAPEFLOW_JIT_COMPILE").value_or(true)) return false;
@@ -89,8 +91,8 @@ void check_values(const Tensor& got, const std::vector<double>& expected, double
     if (!ok && bad++ == 0) first = i;
   }
   INFO(bad << " of " << v.size() << " elements differ; first: element " << first << " of shape "
-            << got.shape().to_string() << ": got " << (bad ? v[first] : 0.0) << ", want "
-            << (bad ? expected[first] : 0.0));
+           << got.shape().to_string() << ": got " << (bad ? v[first] : 0.0) << ", want "
+           << (bad ? expected[first] : 0.0));
   CHECK(bad == 0);
 }
 
@@ -141,8 +143,22 @@ EnvScope::EnvScope(const char* name, const std::string& value) : name_(name) {
   ::setenv(name, value.c_str(), 1);
 }
 EnvScope::~EnvScope() {
-  if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-  else ::unsetenv(name_.c_str());
+  if (old_)
+    ::setenv(name_.c_str(), old_->c_str(), 1);
+  else
+    ::unsetenv(name_.c_str());
+}
+
+std::vector<double> central_differences(const std::function<double(const std::vector<double>&)>& f,
+                                        const std::vector<double>& at, double h) {
+  std::vector<double> d(at.size());
+  for (size_t i = 0; i < at.size(); ++i) {
+    auto p = at, m = at;
+    p[i] += h;
+    m[i] -= h;
+    d[i] = (f(p) - f(m)) / (2 * h);
+  }
+  return d;
 }
 
 void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorShape& shape,
@@ -163,14 +179,7 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
     for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
     return s;
   };
-  std::vector<double> want(data.size());
-  for (size_t i = 0; i < data.size(); ++i) {
-    auto p = data, m = data;
-    p[i] += h;
-    m[i] -= h;
-    want[i] = (at(p) - at(m)) / (2 * h);
-  }
-  check_values(g, want, rtol, atol);
+  check_values(g, central_differences(at, data, h), rtol, atol);
 }
 
 }  // namespace tapeflow::testing

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <optional>
 #include <string>
@@ -57,8 +56,12 @@ class EnvScope {
 };
 
 // Deterministic pseudo-random doubles in [lo, hi) for building inputs.
-std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0,
-                                  unsigned seed = 1);
+std::vector<double> random_values(size_t n, double lo = -1.0, double hi = 1.0, unsigned seed = 1);
+
+// The central differences (f(at + h e_i) - f(at - h e_i)) / 2h of a scalar function, one per
+// element of `at`.
+std::vector<double> central_differences(const std::function<double(const std::vector<double>&)>& f,
+                                        const std::vector<double>& at, double h);
 
 // The tape's gradient of sum(f(x) * w) (w fixed random weights) for a float64 x of `shape`,
 // starting at `data` (else random values in [-1, 1)), against central differences of step h.
@@ -69,7 +72,9 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
 }  // namespace tapeflow::testing
 
 // REQUIRE that EXPR throws exception type E whose message contains SUBSTRING.
-#define TF_REQUIRE_THROWS_CONTAINING(EXPR, E, SUBSTRING) \
-  REQUIRE_THROWS_MATCHES(EXPR, E, Catch::Matchers::Predicate<const E&>( \
-      [&](const E& e) { return std::string(e.what()).find(SUBSTRING) != std::string::npos; }, \
-      std::string("message contains \"") + (SUBSTRING) + "\""))
+#define TF_REQUIRE_THROWS_CONTAINING(EXPR, E, SUBSTRING)                                          \
+  REQUIRE_THROWS_MATCHES(                                                                         \
+      EXPR, E,                                                                                    \
+      Catch::Matchers::Predicate<const E&>(                                                       \
+          [&](const E& e) { return std::string(e.what()).find(SUBSTRING) != std::string::npos; }, \
+          std::string("message contains \"") + (SUBSTRING) + "\""))
