@@ -5,14 +5,18 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
+#include <new>
 #include <regex>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
 #include "autograd/tape.h"
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
 #include "ops/unary.h"
@@ -197,7 +201,28 @@ Tensor LayerImpl::invoke(const Tensor& x, bool training) {
   if (t_call_stack.empty()) t_outer_call = ++g_outer_calls;
   note_call(t_outer_call);
   CallFrame frame(this);
-  return run(x, training);
+  try {
+    return run(x, training);
+  } catch (const Error& e) {
+    rethrow_from_call(e, {x});
+  }
+}
+
+void LayerImpl::rethrow_from_call(const Error& e, const std::vector<Tensor>& inputs) const {
+  // Keras' "Exception encountered when calling Conv2D.call()": an error that does not name
+  // this layer first (an op's, a sub-layer's) gets the layer and its inputs in front.
+  const std::string n = name();
+  const std::string_view what = e.what();
+  if (what.starts_with("[" + n + "]")) throw;
+  std::vector<std::string> described;
+  for (const Tensor& t : inputs)
+    described.push_back(t.defined()
+                            ? fmt::format("{} {}", dtype_name(t.dtype()), t.shape().to_string())
+                            : std::string("an undefined tensor"));
+  const std::string on =
+      inputs.size() == 1 ? described[0] : fmt::format("[{}]", fmt::join(described, ", "));
+  ::tapeflow::detail::rethrow_with_message(
+      e, fmt::format("[{}] layer \"{}\" ({}) called on {}: {}", n, n, class_name(), on, what));
 }
 
 MaskedTensor LayerImpl::invoke_masked(const Tensor& x, const Tensor& mask, bool training) {
@@ -558,7 +583,23 @@ Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape
     std::optional<BuildScope> scope;
     if (!in_build) scope.emplace(mirror_spec_);
     const Initializer& init = initializer.defined() ? initializer : Initializer("glorot_uniform");
-    v = Variable(init(shape, dtype_), n + "/" + name, trainable);
+    // Initializers stage their values as doubles: refuse a weight this machine cannot hold
+    // (Dense(2^40)) up front, naming the layer, rather than failing deep in an allocation.
+    const double need =
+        static_cast<double>(shape.num_elements()) * static_cast<double>(8 + dtype_size(dtype_));
+    TF_CHECK_T(ResourceExhaustedError,
+               need <= static_cast<double>(::tapeflow::detail::host_memory_bytes()), n.c_str(),
+               "layer \"{}\" ({}): weight '{}' of shape {} and dtype {} needs {:.1f} GiB to "
+               "initialize, more than this machine's {:.1f} GiB of RAM and swap",
+               n, class_name(), name, shape.to_string(), dtype_name(dtype_), need / (1 << 30),
+               static_cast<double>(::tapeflow::detail::host_memory_bytes()) / (1 << 30));
+    try {
+      v = Variable(init(shape, dtype_), n + "/" + name, trainable);
+    } catch (const std::bad_alloc&) {
+      TF_THROW(ResourceExhaustedError, n.c_str(),
+               "layer \"{}\" ({}): out of host memory initializing weight '{}' of shape {}", n,
+               class_name(), name, shape.to_string());
+    }
   }
   std::lock_guard lock(weights_mu_);
   weights_.push_back({.name = name,

@@ -30,6 +30,7 @@
 #include "autograd/variable.h"
 #include "core/context.h"
 #include "core/device.h"
+#include "core/error.h"
 #include "core/tensor.h"
 #include "keras/initializers.h"
 #include "keras/mixed_precision.h"
@@ -515,6 +516,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual bool autocast() const { return true; }
   // Registers with the calling layer, builds, checks and calls; models override it.
   virtual Tensor run(const Tensor& x, bool training);
+  // Raises e, caught from a call of this layer on `inputs`, again: unchanged when its message
+  // names this layer first, else of the same type with "[name] layer "name" (Class) called on
+  // <inputs>: " in front (Keras' "Exception encountered when calling ..."). Call it from the
+  // handler that caught e.
+  [[noreturn]] void rethrow_from_call(const Error& e, const std::vector<Tensor>& inputs) const;
   // The mask this call of the layer was given (Layer::call_with_mask, a Sequential or functional
   // model passing a mask on, or an explicit mask argument), or an undefined tensor: Keras' mask
   // argument of call(). Only inside this layer's own call(), on the calling thread.

@@ -119,9 +119,13 @@ std::vector<Tensor> MergeImpl::prepare(const std::vector<Tensor>& inputs) {
 }
 
 Tensor MergeImpl::invoke_list(const std::vector<Tensor>& inputs) {
-  const std::vector<Tensor> xs = prepare(inputs);
-  CallFrame frame(this);
-  return merge(xs);
+  try {
+    const std::vector<Tensor> xs = prepare(inputs);
+    CallFrame frame(this);
+    return merge(xs);
+  } catch (const Error& e) {
+    rethrow_from_call(e, inputs);
+  }
 }
 
 MaskedTensor MergeImpl::invoke_masked_list(const std::vector<Tensor>& inputs,
@@ -133,10 +137,14 @@ MaskedTensor MergeImpl::invoke_masked_list(const std::vector<Tensor>& inputs,
   std::vector<Tensor> bool_masks;
   for (const Tensor& m : masks)
     bool_masks.push_back(!m.defined() || m.dtype() == bool_ ? m : not_equal(m, Tensor(0.0)));
-  const std::vector<Tensor> xs = prepare(inputs);
-  CallFrame frame(this);
-  Tensor out = merge_masked(xs, bool_masks);
-  return {std::move(out), merged_mask(xs, bool_masks)};
+  try {
+    const std::vector<Tensor> xs = prepare(inputs);
+    CallFrame frame(this);
+    Tensor out = merge_masked(xs, bool_masks);
+    return {std::move(out), merged_mask(xs, bool_masks)};
+  } catch (const Error& e) {
+    rethrow_from_call(e, inputs);
+  }
 }
 
 Tensor MergeImpl::merged_mask(const std::vector<Tensor>& /*inputs*/,

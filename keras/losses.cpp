@@ -1,7 +1,5 @@
 #include "keras/losses.h"
 
-#include "ops/dynamic_shape.h"
-
 #include <algorithm>
 #include <cctype>
 
@@ -9,6 +7,8 @@
 #include "distribute/replica_context.h"
 #include "keras/compile_access.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
@@ -228,14 +228,15 @@ static const detail::LossImpl& checked(const std::shared_ptr<const detail::LossI
 }
 
 Tensor Loss::call(const Tensor& y_true, const Tensor& y_pred) const {
-  return checked(impl_).call(y_true, y_pred);
+  const auto& impl = checked(impl_);
+  return ::tapeflow::detail::naming_errors(impl.name, [&] { return impl.call(y_true, y_pred); });
 }
 const std::string& Loss::name() const { return checked(impl_).name; }
 Reduction Loss::reduction() const { return checked(impl_).reduction; }
 
-Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight,
-                        const Tensor& mask) const {
-  const auto& impl = checked(impl_);
+// Loss::operator()'s body.
+static Tensor weighted_loss(const detail::LossImpl& impl, const Tensor& y_true,
+                            const Tensor& y_pred, const Tensor& sample_weight, const Tensor& mask) {
   const char* op = impl.name.c_str();
   // Keras' losses convert y_pred to their dtype (floatx): a mixed-precision model's float16 or
   // bfloat16 predictions give a float32 loss. (Other dtypes keep theirs, as before.)
@@ -305,6 +306,15 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
   if (auto* ctx = distribute::get_replica_context(); ctx && ctx->num_replicas_in_sync() > 1)
     loss = multiply(loss, Tensor(1.0 / ctx->num_replicas_in_sync()));
   return loss;
+}
+
+// An error of the loss function's ops (or of the weighting) names the loss first:
+// "[sparse_categorical_crossentropy] [sparse_softmax_cross_entropy_with_logits] ...".
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight,
+                        const Tensor& mask) const {
+  const auto& impl = checked(impl_);
+  return ::tapeflow::detail::naming_errors(
+      impl.name, [&] { return weighted_loss(impl, y_true, y_pred, sample_weight, mask); });
 }
 
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(bool from_logits,

@@ -11,6 +11,7 @@
 #include "keras/layers.h"
 #include "keras/metrics_impl.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -215,9 +216,9 @@ Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double thresh
 
 // ---- Metric ----
 
-void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
+// Metric::update_state's body.
+static void update_metric(MetricImpl& m, const Tensor& y_true, const Tensor& y_pred,
                           const Tensor& sample_weight) {
-  auto& m = checked(impl_);
   if (m.kind == MetricImpl::Kind::Custom) {
     TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
                  "update_state needs y_true and y_pred");
@@ -237,6 +238,13 @@ void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
   TF_CHECK_ARG(y_true.defined() && y_pred.defined(), m.name.c_str(),
                "update_state needs y_true and y_pred");
   update_reduce(m, m.fn(y_true, y_pred), sample_weight);
+}
+
+// An error of the metric's ops names the metric first ("[accuracy] [argmax] ...").
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  auto& m = checked(impl_);
+  ::tapeflow::detail::naming_errors(m.name,
+                                    [&] { update_metric(m, y_true, y_pred, sample_weight); });
 }
 
 detail::ResultsOverWorkersScope::ResultsOverWorkersScope(const distribute::Strategy* strategy)

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "core/check.h"
@@ -20,6 +21,7 @@
 #include "keras/serialization_compile.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
+#include "ops/dispatch.h"
 
 namespace tapeflow::keras {
 namespace saving {
@@ -1131,7 +1133,14 @@ Layer from_config(const std::string& class_name, const Config& config) {
                "keras/serialization.h and docs/keras.md, \"Saving whole models\"); register a "
                "custom class with tf::keras::saving::register_layer(\"{}\", from_config)",
                class_name, class_name);
-  Layer l = entry->from(config);
+  Layer l;
+  try {
+    l = entry->from(config);
+  } catch (const Error& e) {
+    // A nested layer's error (a Pipeline's, a Bidirectional's) says which container read it.
+    if (std::string_view(e.what()).find(class_name) != std::string_view::npos) throw;
+    ::tapeflow::detail::rethrow_named(class_name, e);
+  }
   TF_CHECK_ARG(l.defined(), "deserialize", "from_config of class \"{}\" returned an empty handle",
                class_name);
   if (!entry->builtin && config.is_object()) {

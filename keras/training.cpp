@@ -771,7 +771,11 @@ void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& bat
 
 void check_xy(const char* op, const Tensor& x, const Tensor& y) {
   TF_CHECK_ARG(x.defined() && y.defined(), op, "x and y must be defined tensors");
-  TF_CHECK_ARG(x.rank() >= 1 && y.rank() >= 1 && x.shape()[0] == y.shape()[0], op,
+  TF_CHECK_ARG(x.rank() >= 1 && y.rank() >= 1, op,
+               "x and y need a first dimension that counts the samples, got x of shape {} and y "
+               "of shape {} (a scalar has none)",
+               x.shape().to_string(), y.shape().to_string());
+  TF_CHECK_ARG(x.shape()[0] == y.shape()[0], op,
                "x and y must have the same number of samples (first dimension): x is {}, y is {}",
                x.shape().to_string(), y.shape().to_string());
   TF_CHECK_ARG(x.shape()[0] > 0, op,

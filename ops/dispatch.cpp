@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -39,8 +40,7 @@ void rethrow_if(const Error& e, const std::string& message) {
 
 }  // namespace
 
-[[noreturn]] void rethrow_named(std::string_view op, const Error& e) {
-  const std::string message = fmt::format("[{}] {}", op, e.what());
+[[noreturn]] void rethrow_with_message(const Error& e, const std::string& message) {
   rethrow_if<InvalidArgumentError>(e, message);
   rethrow_if<NotFoundError>(e, message);
   rethrow_if<ResourceExhaustedError>(e, message);
@@ -49,7 +49,12 @@ void rethrow_if(const Error& e, const std::string& message) {
   rethrow_if<DeadlineExceededError>(e, message);
   rethrow_if<UnavailableError>(e, message);
   rethrow_if<InternalError>(e, message);
+  if (typeid(e) != typeid(Error)) throw;  // a subclass this layer does not know: keep it
   throw Error(message);
+}
+
+[[noreturn]] void rethrow_named(std::string_view op, const Error& e) {
+  rethrow_with_message(e, fmt::format("[{}] {}", op, e.what()));
 }
 
 void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> inputs,
