@@ -4,8 +4,11 @@
 #include "keras/layers_more.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <string_view>
+#include <utility>
 
 #include "core/check.h"
 #include "core/error.h"
@@ -15,6 +18,7 @@
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/image.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
@@ -545,11 +549,18 @@ class Pooling1DImpl final : public LayerImpl {
 class UpSampling2DImpl final : public LayerImpl {
  public:
   UpSampling2DImpl(Size2 size, const std::string& interpolation, std::string name)
-      : LayerImpl("UpSampling2D", "up_sampling2d", std::move(name)), size_(size) {
+      : LayerImpl("UpSampling2D", "up_sampling2d", std::move(name)),
+        size_(size),
+        interpolation_(lower(interpolation)) {
     TF_CHECK_ARG(size.h > 0 && size.w > 0, "UpSampling2D", "size must be positive, got ({}, {})",
                  size.h, size.w);
-    TF_CHECK_ARG(lower(interpolation) == "nearest", "UpSampling2D",
-                 "interpolation \"{}\" is not offered; only \"nearest\" is", interpolation);
+    static constexpr std::array<std::string_view, 6> kMethods = {"nearest",  "bilinear", "bicubic",
+                                                                 "lanczos3", "lanczos5", "area"};
+    TF_CHECK_ARG(std::find(kMethods.begin(), kMethods.end(), interpolation_) != kMethods.end(),
+                 "UpSampling2D",
+                 "interpolation \"{}\" is not one of \"nearest\", \"bilinear\", \"bicubic\", "
+                 "\"lanczos3\", \"lanczos5\" and \"area\"",
+                 interpolation);
   }
 
  protected:
@@ -570,10 +581,23 @@ class UpSampling2DImpl final : public LayerImpl {
     if (s.rank() != 4 || s[1] == None || s[2] == None || s[3] == None)
       incompatible(s, "expected ndim=4 (NHWC) with known height, width and channels");
   }
+  Tensor call(const Tensor& x, bool) override {
+    const TensorShape& s = x.shape();
+    if (interpolation_ != "nearest") {
+      const DType out = is_floating(x.dtype()) ? x.dtype() : float32;
+      // Images without pixels have nothing to interpolate (resize refuses them): repeat them.
+      if (s.known_elements() == 0) return cast(repeat_pixels(x), out);
+      const Tensor y = image::resize(x, {s[1] * size_.h, s[2] * size_.w}, interpolation_);
+      return y.dtype() == out ? y : cast(y, out);
+    }
+    return repeat_pixels(x);
+  }
+
+ private:
   // Nearest neighbour: (b, h, 1, w, 1, c) broadcast against ones (1, 1, sh, 1, sw, 1) and
   // merged; the gradient sums each block back onto its pixel. (Broadcasting, unlike a gather
   // along axis 1, keeps a graph traced for a None batch open to every batch size.)
-  Tensor call(const Tensor& x, bool) override {
+  Tensor repeat_pixels(const Tensor& x) const {
     const TensorShape& s = x.shape();
     Tensor y = expand_dims(expand_dims(x, 3), 2);
     y = y * ones(TensorShape({1, 1, size_.h, 1, size_.w, 1}), x.dtype());
@@ -581,9 +605,10 @@ class UpSampling2DImpl final : public LayerImpl {
     return reshape(y, TensorShape({rest > 0 ? -1 : s[0], s[1] * size_.h, s[2] * size_.w, s[3]}));
   }
 
- private:
-  friend std::optional<Size2> detail::layer_options::up_sampling2d(const LayerImpl&);
+  friend std::optional<std::pair<Size2, std::string>> detail::layer_options::up_sampling2d(
+      const LayerImpl&);
   Size2 size_;
+  std::string interpolation_;
 };
 
 }  // namespace
@@ -732,10 +757,10 @@ std::optional<GlobalPoolingConfig> global_pooling(const LayerImpl& layer) {
   if (p == nullptr) return std::nullopt;
   return GlobalPoolingConfig{p->channels_first_, p->keepdims_};
 }
-std::optional<Size2> up_sampling2d(const LayerImpl& layer) {
+std::optional<std::pair<Size2, std::string>> up_sampling2d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const UpSampling2DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return p->size_;
+  return std::pair{p->size_, p->interpolation_};
 }
 std::optional<std::array<double, 2>> rescaling(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const RescalingImpl*>(&layer);

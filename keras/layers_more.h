@@ -204,8 +204,11 @@ class AveragePooling1D : public Layer {
                             std::string padding = "valid", std::string name = "");
 };
 
-// Repeats each row size.h times and each column size.w times of NHWC inputs with known height,
-// width and channels (nearest-neighbour upsampling; "nearest" is the only interpolation offered).
+// Upsamples NHWC inputs with known height, width and channels by size.h rows and size.w columns.
+// "nearest" repeats each row and column; "bilinear", "bicubic", "lanczos3", "lanczos5" and
+// "area" resize to (size.h * height, size.w * width) with tf::image::resize and that method
+// (no antialias), as Keras 3 (a floating output keeps the input's dtype; integer inputs give
+// float32). Any other interpolation is an InvalidArgumentError naming it.
 class UpSampling2D : public Layer {
  public:
   explicit UpSampling2D(Size2 size = 2, std::string interpolation = "nearest",

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "keras/layers.h"
@@ -67,7 +68,8 @@ std::optional<ConvConfig> conv2d_transpose(const LayerImpl& layer);
 std::optional<ConvConfig> conv1d(const LayerImpl& layer);
 std::optional<PoolingConfig> pooling1d(const LayerImpl& layer);
 std::optional<GlobalPoolingConfig> global_pooling(const LayerImpl& layer);  // 1-D and 2-D
-std::optional<Size2> up_sampling2d(const LayerImpl& layer);
+// The size and the interpolation.
+std::optional<std::pair<Size2, std::string>> up_sampling2d(const LayerImpl& layer);
 std::optional<std::array<double, 2>> rescaling(const LayerImpl& layer);  // scale, offset
 // keras/layers_kerasmore.cpp
 std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer);

@@ -411,14 +411,12 @@ Layer up_sampling2d_from(const Config& config) {
   const Size2 size = size2(sizes_of(r, "size", 2, 2));
   read_data_format(r);
   const std::string interpolation = r.string("interpolation", "nearest");
-  if (interpolation != "nearest")
-    r.fail("interpolation", "= \"" + interpolation + "\" is not supported (only \"nearest\")");
   return finish(r, b, [&] { return layers::UpSampling2D(size, interpolation, b.name); });
 }
 Config up_sampling2d_get(const Layer& layer) {
-  const Size2 s = need(lo::up_sampling2d(layer.impl()), layer);
+  const auto [s, interpolation] = need(lo::up_sampling2d(layer.impl()), layer);
   return Config{
-      {"size", pair_json(s)}, {"data_format", "channels_last"}, {"interpolation", "nearest"}};
+      {"size", pair_json(s)}, {"data_format", "channels_last"}, {"interpolation", interpolation}};
 }
 Layer up_sampling3d_from(const Config& config) {
   Reader r("UpSampling3D", config);

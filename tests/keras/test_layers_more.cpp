@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -17,6 +18,7 @@
 #include "keras/layers.h"
 #include "keras/layers_more.h"
 #include "keras/model.h"
+#include "keras/serialization.h"
 #include "keras/training.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -628,11 +630,59 @@ TEST_CASE("MaxPooling1D AveragePooling1D and UpSampling2D match Keras", "[cpu][k
           0.997494996, 0.973847628, 0.973847628, 0.973847628, 0.863209367, 0.863209367, 0.863209367,
           0.973847628, 0.973847628, 0.973847628, 0.863209367, 0.863209367, 0.863209367},
       1e-6, 1e-7);
-  tf::testing::require_error([] { layers::UpSampling2D(2, "bilinear"); },
-                             {"UpSampling2D", "bilinear"});
+  tf::testing::require_error([] { layers::UpSampling2D(2, "spline"); },
+                             {"UpSampling2D", "spline", "bilinear"});
   Float64Layers f64;
   check_finite_differences(layers::AveragePooling1D(3, 2, "same"), tf::cast(x, tf::float64));
   check_finite_differences(layers::UpSampling2D(2), tf::cast(seq({1, 2, 3, 2}, 0.9), tf::float64));
+  check_finite_differences(layers::UpSampling2D({2, 3}, "bilinear"),
+                           tf::cast(seq({1, 2, 3, 2}, 0.9), tf::float64));
+  check_finite_differences(layers::UpSampling2D(2, "bicubic"),
+                           tf::cast(seq({1, 3, 2, 1}, 0.9), tf::float64));
+}
+
+TEST_CASE("UpSampling2D resizes with Keras' other interpolations", "[keras]") {
+  // Keras 3.15 (TF 2.21): x = np.arange(12, dtype="float32").reshape(2, 2, 3, 1);
+  // UpSampling2D((2, 3), interpolation=m)(x)[0, :, :, 0], rounded to 4 places.
+  const tf::Tensor x = tf::reshape(tf::range(0.0, 12.0, 1.0, tf::float32), {2, 2, 3, 1});
+  const std::vector<std::pair<std::string, std::vector<double>>> cases = {
+      {"bilinear",
+       {0.0,    0.0,  0.3333, 0.6667, 1.0,  1.3333, 1.6667, 2.0,  2.0,    0.75,   0.75, 1.0833,
+        1.4167, 1.75, 2.0833, 2.4167, 2.75, 2.75,   2.25,   2.25, 2.5833, 2.9167, 3.25, 3.5833,
+        3.9167, 4.25, 4.25,   3.0,    3.0,  3.3333, 3.6667, 4.0,  4.3333, 4.6667, 5.0,  5.0}},
+      {"bicubic", {-0.3699, -0.2647, -0.0236, 0.3428, 0.7353, 1.1278, 1.4942, 1.7353, 1.8405,
+                   0.5162,  0.6214,  0.8625,  1.229,  1.6214, 2.0139, 2.3804, 2.6214, 2.7266,
+                   2.2734,  2.3786,  2.6196,  2.9861, 3.3786, 3.771,  4.1375, 4.3786, 4.4838,
+                   3.1595,  3.2647,  3.5058,  3.8722, 4.2647, 4.6572, 5.0236, 5.2647, 5.3699}},
+      {"lanczos3", {-0.6467, -0.5264, -0.3496, -0.0302, 0.4736, 0.9773, 1.2968, 1.4736, 1.5939,
+                    0.5783,  0.6986,  0.8754,  1.1948,  1.6986, 2.2024, 2.5218, 2.6986, 2.8189,
+                    2.1811,  2.3014,  2.4782,  2.7976,  3.3014, 3.8052, 4.1246, 4.3014, 4.4217,
+                    3.4061,  3.5264,  3.7032,  4.0227,  4.5264, 5.0302, 5.3496, 5.5264, 5.6467}},
+      {"lanczos5", {-0.6943, -0.6621, -0.5443, -0.2251, 0.3379, 0.9008, 1.22,   1.3379, 1.3701,
+                    0.6993,  0.7315,  0.8493,  1.1686,  1.7315, 2.2944, 2.6137, 2.7315, 2.7637,
+                    2.2363,  2.2685,  2.3864,  2.7056,  3.2685, 3.8314, 4.1507, 4.2685, 4.3007,
+                    3.6299,  3.6621,  3.78,    4.0992,  4.6621, 5.2251, 5.5443, 5.6621, 5.6943}},
+      {"area",
+       {0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0,
+        3.0, 3.0, 3.0, 4.0, 4.0, 4.0, 5.0, 5.0, 5.0, 3.0, 3.0, 3.0, 4.0, 4.0, 4.0, 5.0, 5.0, 5.0}},
+  };
+  for (const auto& [method, want] : cases) {
+    INFO(method);
+    layers::UpSampling2D up({2, 3}, method);
+    const tf::Tensor y = up(x);
+    REQUIRE(y.shape() == tf::TensorShape({2, 4, 9, 1}));
+    CHECK(y.dtype() == tf::float32);
+    CHECK(up.output_shape() == tf::TensorShape({tf::None, 4, 9, 1}));
+    check_values(tf::reshape(tf::slice(y, {0, 0, 0, 0}, {1, 4, 9, 1}), {36}), want, 1e-4, 1e-4);
+    // A float64 layer (Keras' dtype="float64") keeps float64.
+    Float64Layers f64;
+    CHECK(layers::UpSampling2D(2, method)(tf::cast(x, tf::float64)).dtype() == tf::float64);
+  }
+  // Keras' config round trip keeps the method.
+  const K::Layer back = K::saving::from_config_json(
+      "UpSampling2D", K::saving::get_config_json(layers::UpSampling2D(2, "Bicubic")));
+  CHECK_THAT(K::saving::get_config_json(back),
+             Catch::Matchers::Contains(R"("interpolation":"bicubic")"));
 }
 
 TEST_CASE("the new layers in Sequential: summary rows and save_weights round trip",

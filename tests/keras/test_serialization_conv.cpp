@@ -1061,7 +1061,7 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
   with(L::Conv1D(2, 3), "activation", "swishy", "swishy");
   with(L::Conv3DTranspose(2, 3), "output_padding", Config::array({1, -1, 0}), ">= 0");
   with(L::MaxPooling1D(), "strides", Config::array({1, 2}), "list of 1 integers");
-  with(L::UpSampling2D(), "interpolation", "bilinear", "bilinear");
+  with(L::UpSampling2D(), "interpolation", "spline", "spline");
   with(L::ZeroPadding2D(), "padding", Config::parse("[[1, -1], [0, 0]]"), ">= 0");
   with(L::Cropping3D(), "cropping", Config::array({1, 2}), "3 pairs");
   with(L::PReLU(), "alpha_constraint", Config::parse(R"({"class_name": "NonNeg"})"),
