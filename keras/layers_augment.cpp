@@ -58,6 +58,8 @@ class AugmentImpl : public LayerImpl {
   }
   Tensor call(const Tensor& x, bool training) final {
     if (!training && !acts_in_inference()) return x;
+    // Images without pixels (an axis of size 0) have nothing to transform, as in Keras.
+    if (x.shape().known_elements() == 0) return x;
     // The layers compute in float32 whatever the compute dtype (float16 under mixed_float16,
     // float64 under a float64 policy), then return the compute dtype.
     const Tensor x32 = x.dtype() == float32 ? x : cast(x, float32);

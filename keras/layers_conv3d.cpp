@@ -14,6 +14,7 @@
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace tapeflow::keras {
 namespace {
@@ -411,6 +412,8 @@ class UpSampling3DImpl final : public LayerImpl {
   // 1) and merged (rank 8, tapeflow's maximum); the gradient sums each block back. Broadcasting
   // keeps a graph traced for a None batch open to every batch size.
   Tensor call(const Tensor& x, bool) override {
+    // bool has no product: repeat its 0/1 bytes.
+    if (x.dtype() == bool_) return cast(call(cast(x, uint8), false), bool_);
     const TensorShape& s = x.shape();
     Tensor y = expand_dims(expand_dims(expand_dims(x, 4), 3), 2);
     y = y * ones(TensorShape({1, 1, size_.d, 1, size_.h, 1, size_.w, 1}), x.dtype());

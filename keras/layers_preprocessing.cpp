@@ -257,7 +257,7 @@ class RandomFlipImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor flips =
         less_equal(draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), 0.0, 1.0, seed_), 0.5f);
@@ -297,7 +297,7 @@ class RandomTransformImpl : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor col = batch_column(x4);
     const Tensor t =
@@ -444,7 +444,7 @@ class RandomContrastImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor c = draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), 1.0 - range_.first,
                           1.0 + range_.second, seed_);
@@ -478,7 +478,7 @@ class RandomBrightnessImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor delta =
         draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), range_.first, range_.second, seed_) *
@@ -513,7 +513,7 @@ class RandomGrayscaleImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomGrayscale",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",
                  x.shape().to_string());
@@ -548,7 +548,7 @@ class RandomSaturationImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomSaturation",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",
                  x.shape().to_string());
@@ -599,7 +599,7 @@ class RandomHueImpl final : public ImageLayerImpl {
 
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    if (!training) return x;
+    if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomHue",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",
                  x.shape().to_string());

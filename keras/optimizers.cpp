@@ -663,16 +663,18 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       continue;
     }
     const Tensor& g = grads_in[i];
-    TF_CHECK_ARG(g.shape() == v.shape() && g.dtype() == v.dtype(), op,
+    TF_CHECK_ARG(is_floating(v.dtype()), op,
+                 "variable '{}' has dtype {}; optimizers update floating-point variables", v.name(),
+                 dtype_name(v.dtype()));
+    // Keras 3 casts each gradient to its variable's dtype (a float32 gradient of a float16 or
+    // float64 variable); an integer or bool gradient is refused here (Keras would cast it too).
+    TF_CHECK_ARG(g.shape() == v.shape() && is_floating(g.dtype()), op,
                  "the gradient of variable '{}' has shape {} and dtype {}, the variable has "
-                 "shape {} and dtype {}",
+                 "shape {} and dtype {} (a gradient needs the variable's shape and a "
+                 "floating-point dtype)",
                  v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
                  dtype_name(v.dtype()));
-    TF_CHECK_ARG(v.dtype() == float32 || v.dtype() == float64 || v.dtype() == float16 ||
-                     v.dtype() == bfloat16,
-                 op, "variable '{}' has dtype {}; optimizers update floating-point variables",
-                 v.name(), dtype_name(v.dtype()));
-    grads.push_back(g);
+    grads.push_back(g.dtype() == v.dtype() ? g : cast(g, v.dtype()));
     vars.push_back(v);
   }
   TF_CHECK_ARG(!vars.empty() || vars_in.empty(), op,

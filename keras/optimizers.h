@@ -71,8 +71,9 @@ class Optimizer : public Trackable {
   bool defined() const { return impl_ != nullptr; }
 
   // Applies one update. grads[i] is the gradient of vars[i]; an undefined gradient skips its
-  // variable with TF's warning (all undefined is an InvalidArgumentError). A gradient whose
-  // shape or dtype differs from its variable's is an InvalidArgumentError naming the variable.
+  // variable with TF's warning (all undefined is an InvalidArgumentError). A floating gradient
+  // of another dtype is cast to its variable's (as Keras 3); a gradient of another shape, or an
+  // integer or bool one, is an InvalidArgumentError naming the variable.
   // Order: (all-reduce in a replica), clipping, weight decay, the update, iterations += 1.
   void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
   // Keras 3's spelling of apply_gradients (optimizer.apply(grads, trainable_variables)).

@@ -2,6 +2,7 @@
 // formulas; traced against eager; the replica path (all-reduce, mirrored slots and counter).
 #include <barrier>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -205,9 +206,14 @@ TEST_CASE("optimizers: undefined gradients are skipped, mismatches name the vari
                                tf::InvalidArgumentError, "No gradients provided for any variable");
   tf::testing::require_error([&] { sgd.apply_gradients({tf::constant({1.0f})}, {a}); },
                              {"dense/kernel:0", "(1,)", "(2,)"});
+  // Keras 3 casts a gradient to its variable's dtype; integer gradients are refused.
+  sgd.apply_gradients({tf::constant({1.0, -1.0})}, {a});
+  check_values(a, {0.0, 2.0});
   tf::testing::require_error(
-      [&] { sgd.apply_gradients({tf::constant({1.0, 1.0})}, {a}); },
-      {"dense/kernel:0", "float64", "float32"});
+      [&] {
+        sgd.apply_gradients({tf::constant(std::vector<int32_t>{1, 1}, {2})}, {a});
+      },
+      {"dense/kernel:0", "int32", "float32", "floating-point dtype"});
   tf::testing::require_error([&] { sgd.apply_gradients({tf::constant({1.0f})}, {a, b}); },
                              {"1 gradients for 2 variables"});
   TF_REQUIRE_THROWS_CONTAINING(opt::SGD(0.1, 0, false, {.clipnorm = 1.0, .clipvalue = 1.0}),
