@@ -250,6 +250,7 @@ void probe_layer(const K::Layer& layer, const std::string& inputs,
 }  // namespace
 
 TEST_CASE("adversarial: every layer class on odd inputs", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
   const std::vector<Maker> makers = layer_makers();
   const std::vector<tf::DType> dtypes = {tf::float32, tf::int32, tf::bool_};
   on_every_device([&] {
@@ -372,6 +373,7 @@ TEST_CASE("adversarial: every loss and metric on odd targets and predictions", "
 }
 
 TEST_CASE("adversarial: every optimizer on odd gradients", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
   const std::vector<std::string> optimizers = {"sgd",    "adam",  "adamw", "adagrad", "adadelta",
                                                "adamax", "nadam", "ftrl",  "lion",    "rmsprop"};
   const std::vector<tf::TensorShape> shapes = {{}, {0}, {3}, {2, 3}, {3, 2}};
@@ -410,6 +412,7 @@ TEST_CASE("adversarial: every optimizer on odd gradients", "[adversarial]") {
 }
 
 TEST_CASE("adversarial: fit, evaluate and predict with odd data and options", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
   const auto model = [] {
     K::Sequential m({L::Dense(4, "relu"), L::Dense(2)});
     m.compile(K::optimizers::get("adam"), "mse");
@@ -448,6 +451,7 @@ TEST_CASE("adversarial: fit, evaluate and predict with odd data and options", "[
 }
 
 TEST_CASE("adversarial: merge and attention layers on odd input lists", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
   const std::vector<tf::TensorShape> shapes = {{},        {2},       {2, 3},    {2, 1},   {0, 3},
                                                {2, 3, 4}, {1, 3, 4}, {2, 0, 4}, {2, 3, 0}};
   const std::vector<std::function<L::Merge()>> merges = {[] { return L::Add(); },
@@ -531,6 +535,7 @@ TEST_CASE("adversarial: merge and attention layers on odd input lists", "[advers
 }
 
 TEST_CASE("adversarial: layer configs with odd values", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
   using Config = K::saving::Config;
   const std::vector<Config> odd = {Config(-1),
                                    Config(0),

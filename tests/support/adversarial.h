@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "support/testing.h"
 #include "tapeflow/tapeflow.h"
 
@@ -86,6 +87,20 @@ inline void probe(const std::string& op, const std::string& inputs,
     FAIL("not a tf::Error: " << e.what());
   }
 }
+
+// Silences warnings for a scope (probes that mean to provoke them by the thousand).
+class QuietLogs {
+ public:
+  QuietLogs() : previous_(tf::logging::level()) {
+    tf::logging::set_level(tf::logging::Level::error);
+  }
+  ~QuietLogs() { tf::logging::set_level(previous_); }
+  QuietLogs(const QuietLogs&) = delete;
+  QuietLogs& operator=(const QuietLogs&) = delete;
+
+ private:
+  tf::logging::Level previous_;
+};
 
 // Runs body once on every device under test (CPU:0 and each GPU), as the default device.
 inline void on_every_device(const std::function<void()>& body) {
