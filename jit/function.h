@@ -70,7 +70,9 @@ class ConcreteFunction {
   std::vector<Tensor> call_flat(std::span<const Tensor> args) const;
 
   Graph graph_;
-  std::vector<size_t> output_structure_;  // sizes of vector results, in order
+  // Sizes of vector results, in order, then the flat positions of undefined results and their
+  // count (Function::trace_into).
+  std::vector<size_t> output_structure_;
   std::shared_ptr<detail::GenericTrace> generic_;
 };
 
@@ -281,6 +283,15 @@ std::string current_device_key();
 // A storage-less tensor of the spec's shape and dtype on the current device (fully known shape).
 Tensor example_for(const TensorSpec& spec);
 
+// Puts the undefined results a trace left out of its graph back into `flat`, at the positions
+// that end `structure` (Function::trace_into).
+inline void restore_undefined(std::vector<Tensor>& flat, const std::vector<size_t>& structure) {
+  const size_t k = structure.back();
+  for (size_t j = 0; j < k; ++j)
+    flat.insert(flat.begin() + static_cast<std::ptrdiff_t>(structure[structure.size() - 1 - k + j]),
+                Tensor());
+}
+
 // Flattening of results: Tensor, std::vector<Tensor>, std::tuple of those.
 template <class R>
 struct Results;
@@ -339,7 +350,8 @@ class Function {
     std::vector<Tensor> tensors;
     const std::shared_ptr<ConcreteFunction> cf =
         find_or_trace<R>(tensors, nullptr, std::forward<Args>(args)...);
-    const std::vector<Tensor> flat = cf->call_flat(tensors);
+    std::vector<Tensor> flat = cf->call_flat(tensors);
+    detail::restore_undefined(flat, cf->output_structure_);
     size_t pos = 0, spos = 0;
     return detail::Results<R>::unflatten(flat, pos, cf->output_structure_, spos);
   }
@@ -561,7 +573,21 @@ class Function {
         traced_arg(tracer, std::forward<Args>(args))...};
     R result = std::apply(fn_, std::move(converted));
     detail::Results<R>::flatten(result, outputs, structure);
-    detail::end_trace(tracer, outputs);
+    // TF's None results (an undefined tensor: a gradient that does not reach its source) stay
+    // out of the graph; their flat positions, then their count, end `structure`, and
+    // operator() puts them back (so which results are undefined is part of the structure).
+    std::vector<Tensor> defined;
+    size_t undefined = 0;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].defined()) {
+        defined.push_back(outputs[i]);
+      } else {
+        structure.push_back(i);
+        ++undefined;
+      }
+    }
+    structure.push_back(undefined);
+    detail::end_trace(tracer, defined);
   }
 
   template <class R, class... Args>

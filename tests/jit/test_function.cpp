@@ -1243,3 +1243,36 @@ TEST_CASE("function: a C++ value where a signature expects a tensor says so", "[
       {"twice", "has 1 tensors", "passed 0 and 1 plain C++ value", "tf::constant"});
   check_values(f(tf::constant(1.5f)), {3});
 }
+
+TEST_CASE("tf::function returns undefined results as TF returns None", "[jit][cpu]") {
+  // A gradient that does not reach its source is undefined (TF's None); the traced function
+  // gives it back in its place, in vectors and tuples, at the trace and at every replay.
+  tf::Variable w(tf::constant({1.0f, 2.0f}), "w"), unused(tf::constant({3.0f}), "unused");
+  auto grads = tf::function([&](const tf::Tensor& x) {
+    tf::GradientTape tape({.persistent = true});
+    const tf::Tensor loss = tf::reduce_sum(x * w.value());
+    return std::vector<tf::Tensor>{loss, tape.gradient(loss, w), tape.gradient(loss, unused)};
+  });
+  for (int call = 0; call < 3; ++call) {
+    const std::vector<tf::Tensor> r = grads(tf::constant({3.0f, 4.0f}));
+    REQUIRE(r.size() == 3);
+    check_values(r[0], {11.0});
+    check_values(r[1], {3.0, 4.0});
+    CHECK_FALSE(r[2].defined());
+  }
+  auto mixed = tf::function([](const tf::Tensor& x) {
+    return std::tuple<tf::Tensor, std::vector<tf::Tensor>, tf::Tensor>{
+        tf::Tensor(), {x * 2.0f, tf::Tensor(), x + 1.0f}, tf::Tensor()};
+  });
+  for (int call = 0; call < 2; ++call) {
+    const auto [a, v, b] = mixed(tf::constant({1.0f}));
+    CHECK_FALSE(a.defined());
+    CHECK_FALSE(b.defined());
+    REQUIRE(v.size() == 3);
+    check_values(v[0], {2.0});
+    CHECK_FALSE(v[1].defined());
+    check_values(v[2], {2.0});
+  }
+  auto nothing = tf::function([](const tf::Tensor&) { return tf::Tensor(); });
+  CHECK_FALSE(nothing(tf::ones({2})).defined());
+}
