@@ -40,8 +40,8 @@ bool IteratorBase::next_row(int64_t&) {
            takes, components);
 }
 
-bool to_bool(const Tensor& t) {
-  TF_CHECK_ARG(t.defined() && t.num_elements() == 1 && is_bool(t.dtype()), "Dataset.filter",
+bool to_bool(const char* op, const Tensor& t) {
+  TF_CHECK_ARG(t.defined() && t.num_elements() == 1 && is_bool(t.dtype()), op,
                "the predicate must return a bool or a one-element bool tensor, got {}",
                t.defined() ? fmt::format("a tensor of dtype {} and shape {}", dtype_name(t.dtype()),
                                          t.shape().to_string())
@@ -505,7 +505,7 @@ class FilterDataset final : public DatasetBase {
 class RepeatIterator final : public IteratorBase {
  public:
   RepeatIterator(std::shared_ptr<const DatasetBase> in, int64_t count)
-      : in_node_(std::move(in)), count_(count) {
+      : in_node_(std::move(in)), count_(count), known_empty_(in_node_->cardinality() == 0) {
     if (count_ != 0) {
       it_ = in_node_->make_iterator();
       rows_ = it_->rows();
@@ -522,7 +522,8 @@ class RepeatIterator final : public IteratorBase {
  private:
   // Restarts the input at its end. repeat() (forever) ends at an epoch that yields nothing, as
   // TF's, so repeat() of an empty dataset is empty rather than an endless loop; repeat(count)
-  // runs all its epochs, as TF's, also past an empty one (a filter that keeps nothing once).
+  // runs all its epochs, as TF's, also past an empty one (a filter that keeps nothing once),
+  // unless the input's cardinality says every epoch is empty (repeat(2^40) would never end).
   template <class Pull>
   bool pull(Pull p) {
     while (it_) {
@@ -531,7 +532,8 @@ class RepeatIterator final : public IteratorBase {
         return true;
       }
       ++epochs_done_;
-      if ((count_ < 0 && !produced_in_epoch_) || (count_ > 0 && epochs_done_ >= count_)) {
+      if (((count_ < 0 || known_empty_) && !produced_in_epoch_) ||
+          (count_ > 0 && epochs_done_ >= count_)) {
         it_.reset();
         break;
       }
@@ -543,6 +545,7 @@ class RepeatIterator final : public IteratorBase {
 
   std::shared_ptr<const DatasetBase> in_node_;
   int64_t count_;
+  bool known_empty_;  // the input's cardinality is 0
   std::unique_ptr<IteratorBase> it_;
   RowSource rows_;
   int64_t epochs_done_ = 0;

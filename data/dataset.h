@@ -104,10 +104,11 @@ Element to_element(R&& r) {
 }
 
 [[noreturn]] void throw_arity_error(const char* op, size_t takes, size_t components);
-// A filter predicate's result: a bool, or a one-element bool tensor (TF asks for a bool
-// scalar; another dtype is an InvalidArgumentError, not read as nonzero).
-bool to_bool(const Tensor& t);
-inline bool to_bool(bool b) {
+// A filter or take_while predicate's result (op names the caller): a bool, or a one-element
+// bool tensor (TF asks for a bool scalar; another dtype is an InvalidArgumentError, not read as
+// nonzero).
+bool to_bool(const char* op, const Tensor& t);
+inline bool to_bool(const char*, bool b) {
   return b;
 }
 
@@ -283,7 +284,8 @@ class Dataset {
   Dataset filter(F pred) const {
     return filter_impl([pred = std::move(pred)](const Element& e) mutable -> bool {
       Element copy = e;
-      return detail::to_bool(detail::invoke_element_fn("Dataset.filter", pred, copy));
+      return detail::to_bool("Dataset.filter",
+                             detail::invoke_element_fn("Dataset.filter", pred, copy));
     });
   }
   // The dataset count times (forever when count is -1).
@@ -295,7 +297,8 @@ class Dataset {
   // This dataset's elements followed by other's. Elements must have the same number of
   // components and dtypes (checked while iterating); shapes may differ.
   Dataset concatenate(const Dataset& other) const;
-  // Prepends an int64 scalar counter start, start + 1, ... to each element.
+  // Prepends an int64 scalar counter start, start + 1, ... to each element (an element whose
+  // counter would pass INT64_MAX is an InvalidArgumentError, where TF's silently ends).
   Dataset enumerate(int64_t start = 0) const;
   // Splits each element along its first dimension into that many elements (every component
   // must have the same first dimension); the inverse of batch().
@@ -327,10 +330,10 @@ class Dataset {
   }
   // TF's interleave(fn, cycle_length, block_length, num_parallel_calls, deterministic): the
   // cycle's datasets are opened (fn) and read ahead on num_parallel_calls threads (AUTOTUNE: one
-  // per CPU core; at most cycle_length) that the iterator owns and joins when destroyed, each
-  // slot up to max(2, block_length) elements ahead. deterministic (TF's default) gives the
-  // order of the interleave above; false takes an element from any slot that has one ready
-  // when the current slot has none. The input is read ahead to fill the cycle, so an error of
+  // per CPU core; at most cycle_length and 256) that the iterator owns and joins when destroyed,
+  // each slot up to max(2, block_length) elements ahead (at most 64). deterministic (TF's default)
+  // gives the order of the interleave above; false takes an element from any slot that has one
+  // ready when the current slot has none. The input is read ahead to fill the cycle, so an error of
   // the input itself can come before elements the sequential interleave would give first. Each
   // thread calls its own copy of fn; the datasets fn returns are each read by one thread at a
   // time. An exception from fn or an inner dataset is rethrown at its element's place.
@@ -398,7 +401,8 @@ class Dataset {
   Dataset take_while(F pred) const {
     return take_while_impl([pred = std::move(pred)](const Element& e) mutable -> bool {
       Element copy = e;
-      return detail::to_bool(detail::invoke_element_fn("Dataset.take_while", pred, copy));
+      return detail::to_bool("Dataset.take_while",
+                             detail::invoke_element_fn("Dataset.take_while", pred, copy));
     });
   }
   // TF's reduce: state = fn(state, element) for every element, in order; returns the final
@@ -488,7 +492,8 @@ class Dataset {
                                       std::vector<double> weights = {},
                                       std::optional<int64_t> seed = std::nullopt,
                                       bool stop_on_empty_dataset = false);
-  // int64 scalars start, start + step, ... forever (TF's Dataset.counter).
+  // int64 scalars start, start + step, ... forever, wrapping past the int64 range as TF's
+  // (TF's Dataset.counter).
   static Dataset counter(int64_t start = 0, int64_t step = 1);
 
   // Number of elements, or INFINITE_CARDINALITY / UNKNOWN_CARDINALITY.

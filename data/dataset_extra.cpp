@@ -413,13 +413,26 @@ class ScanDataset final : public DatasetBase {
 
 // ---- window ----
 
+// The input elements a window spans, (size - 1) * stride + 1, saturated at INT64_MAX: a span past
+// the int64 range holds every element there is.
+int64_t window_span(int64_t size, int64_t stride) {
+  int64_t span = 0;
+  if (__builtin_mul_overflow(size - 1, stride, &span) || span == INT64_MAX) return INT64_MAX;
+  return span + 1;
+}
+
 // Window k starts at input element k * shift and takes every stride-th element from there, up
 // to size of them. buf_ holds the input from the current window's start on.
 class WindowIterator final : public IteratorBase {
  public:
   WindowIterator(std::unique_ptr<IteratorBase> in, int64_t size, int64_t shift, int64_t stride,
                  bool drop)
-      : in_(std::move(in)), size_(size), shift_(shift), stride_(stride), drop_(drop) {}
+      : in_(std::move(in)),
+        size_(size),
+        shift_(shift),
+        stride_(stride),
+        span_(window_span(size, stride)),
+        drop_(drop) {}
   bool next(Element& out) override {
     // Move to the window's start, reading past the elements no window needs.
     while (buf_start_ < start_) {
@@ -431,8 +444,7 @@ class WindowIterator final : public IteratorBase {
       }
       ++buf_start_;
     }
-    const int64_t span = (size_ - 1) * stride_ + 1;
-    while (static_cast<int64_t>(buf_.size()) < span) {
+    while (static_cast<int64_t>(buf_.size()) < span_) {
       Element e;
       if (!pull(e)) break;
       buf_.push_back(std::move(e));
@@ -448,7 +460,7 @@ class WindowIterator final : public IteratorBase {
                    members[i].size());
     out.resize(nc);
     for (size_t c = 0; c < nc; ++c) out[c] = stack_elements(members, c, "Dataset.window");
-    start_ += shift_;
+    if (__builtin_add_overflow(start_, shift_, &start_)) start_ = INT64_MAX;
     return true;
   }
 
@@ -461,7 +473,7 @@ class WindowIterator final : public IteratorBase {
   }
 
   std::unique_ptr<IteratorBase> in_;
-  int64_t size_, shift_, stride_;
+  int64_t size_, shift_, stride_, span_;
   bool drop_;
   std::deque<Element> buf_;
   int64_t buf_start_ = 0, start_ = 0;
@@ -478,8 +490,8 @@ class WindowDataset final : public DatasetBase {
   int64_t cardinality() const override {
     const int64_t n = in_->cardinality();
     if (n < 0) return n;
-    if (!drop_) return (n + shift_ - 1) / shift_;
-    const int64_t span = (size_ - 1) * stride_ + 1;
+    if (!drop_) return n == 0 ? 0 : (n - 1) / shift_ + 1;
+    const int64_t span = window_span(size_, stride_);
     return n < span ? 0 : (n - span) / shift_ + 1;
   }
 
@@ -817,7 +829,8 @@ class CounterIterator final : public IteratorBase {
   bool next(Element& out) override {
     out.resize(1);
     out[0] = tapeflow::detail::from_host<int64_t>(&value_, TensorShape{}, Device{});
-    value_ += step_;
+    // Wraps past the int64 range, as TF's counter (a scan adding step to an int64 state).
+    value_ = static_cast<int64_t>(static_cast<uint64_t>(value_) + static_cast<uint64_t>(step_));
     return true;
   }
 
@@ -1003,6 +1016,11 @@ Dataset Dataset::sample_from_datasets(std::vector<Dataset> datasets, std::vector
     total += w;
   }
   TF_CHECK_ARG(total > 0, op, "the weights sum to zero; at least one must be positive");
+  // Scaled by the largest, so that their sum cannot overflow (two weights of DBL_MAX would send
+  // every draw to the last dataset); a positive weight stays positive.
+  const double largest = *std::max_element(weights.begin(), weights.end());
+  for (double& w : weights)
+    if (w > 0) w = std::max(w / largest, std::numeric_limits<double>::denorm_min());
   // TF's seed rules for datasets (random_seed.get_seed): an op seed with the global seed (or
   // TF's default graph seed) gives the same draws every time; the global seed alone takes the
   // next op seed from its counter, so two such datasets draw differently; neither: entropy.

@@ -276,7 +276,6 @@ class RecordReader {
     if (static_cast<uint64_t>(spec_count) != count)
       r_.corrupt(
           fmt::format("the header counts {} elements, the spec block {}", count, spec_count));
-    if (spec_.empty() && count != 0) r_.corrupt("elements without components");
     count_ = spec_count;
     r_.seek(kHeaderSize);
   }

@@ -4,6 +4,7 @@
 // deterministic = false, from any slot that has one ready when the current slot has none.
 #include <algorithm>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -29,15 +30,16 @@ using Node = std::shared_ptr<const DatasetBase>;
 // interleave would give it) and hands each element to a slot; a worker calls fn on it to open
 // the slot's dataset, then any idle worker reads the slot ahead, up to `capacity_` elements.
 // A slot is served by one worker at a time (`busy`), so each inner iterator is used by one
-// thread at a time.
+// thread at a time. The slots are made as the first input elements fill them (a cycle_length
+// of 2^40 allocates nothing), in a deque so that a worker's Slot* stays valid.
 class ParallelInterleaveIterator final : public IteratorBase {
  public:
   ParallelInterleaveIterator(std::unique_ptr<IteratorBase> in, const DatasetFn& fn, int64_t cycle,
                              int64_t block, int threads, bool deterministic)
       : in_(std::move(in)),
-        slots_(static_cast<size_t>(cycle)),
+        cycle_(static_cast<size_t>(cycle)),
         block_(block),
-        capacity_(static_cast<size_t>(std::max<int64_t>(2, block))),
+        capacity_(static_cast<size_t>(std::clamp<int64_t>(block, 2, kMaxReadAhead))),
         deterministic_(deterministic) {
     start_threads(
         workers_, threads, "Dataset.interleave",
@@ -50,7 +52,10 @@ class ParallelInterleaveIterator final : public IteratorBase {
     std::unique_lock lock(mu_);
     if (!started_) {
       started_ = true;
-      for (size_t k = 0; k < slots_.size() && !input_done_; ++k) fill(lock, k);
+      for (size_t k = 0; k < cycle_ && !input_done_; ++k) {
+        slots_.emplace_back();
+        fill(lock, k);
+      }
     }
     for (;;) {
       if (fatal_) std::rethrow_exception(fatal_);
@@ -84,6 +89,9 @@ class ParallelInterleaveIterator final : public IteratorBase {
   }
 
  private:
+  // A slot's read-ahead: a block_length of 2^40 must not buffer without bound.
+  static constexpr int64_t kMaxReadAhead = 64;
+
   struct Result {
     Element value;
     std::exception_ptr error;
@@ -210,7 +218,8 @@ class ParallelInterleaveIterator final : public IteratorBase {
   std::unique_ptr<IteratorBase> in_;  // read by the consumer only
   std::mutex mu_;                     // guards everything below
   std::condition_variable ready_, work_;
-  std::vector<Slot> slots_;
+  const size_t cycle_;
+  std::deque<Slot> slots_;
   const int64_t block_;
   const size_t capacity_;
   const bool deterministic_;
@@ -262,8 +271,9 @@ Dataset Dataset::parallel_interleave_impl(detail::DatasetFn fn, int64_t cycle_le
       std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
   if (cycle_length == AUTOTUNE) cycle_length = cores;
   if (num_parallel_calls == AUTOTUNE) num_parallel_calls = cores;
-  // More threads than slots would have nothing to do (TF caps them at cycle_length too).
-  num_parallel_calls = std::min(num_parallel_calls, cycle_length);
+  // More threads than slots would have nothing to do (TF caps them at cycle_length too), and
+  // more than map's cap only cost memory.
+  num_parallel_calls = std::min({num_parallel_calls, cycle_length, int64_t{256}});
   return Dataset(std::make_shared<detail::ParallelInterleaveDataset>(
       node_, std::move(fn), cycle_length, block_length, static_cast<int>(num_parallel_calls),
       deterministic));

@@ -172,21 +172,29 @@ class ConcatenateDataset final : public DatasetBase {
 class EnumerateIterator final : public IteratorBase {
  public:
   EnumerateIterator(std::unique_ptr<IteratorBase> in, int64_t start)
-      : in_(std::move(in)), i_(start) {}
+      : in_(std::move(in)), start_(start), i_(start) {}
   bool next(Element& out) override {
     if (!in_->next(e_)) return false;
+    // TF's counter is a range(start, INT64_MAX) zipped in front, which ends the dataset
+    // silently before INT64_MAX; here an element past INT64_MAX is an error, not a wrapped or
+    // dropped one.
+    TF_CHECK_ARG(!past_max_, "Dataset.enumerate",
+                 "the counter would pass INT64_MAX: enumerate({}) of a dataset with more than {} "
+                 "elements",
+                 start_, uint64_t{INT64_MAX} - static_cast<uint64_t>(start_) + 1);
     out.clear();
     out.reserve(e_.size() + 1);
     out.push_back(tapeflow::detail::from_host<int64_t>(&i_, TensorShape{}, Device{}));
     for (Tensor& t : e_) out.push_back(std::move(t));
-    ++i_;
+    past_max_ = __builtin_add_overflow(i_, 1, &i_);
     return true;
   }
 
  private:
   std::unique_ptr<IteratorBase> in_;
   Element e_;
-  int64_t i_;
+  int64_t start_, i_;
+  bool past_max_ = false;
 };
 
 class EnumerateDataset final : public DatasetBase {
@@ -463,7 +471,17 @@ Tensor pad_and_stack(const std::vector<Element>& elems, size_t c, const PaddingS
   TensorShape s;
   s.push_back(static_cast<int64_t>(elems.size()));
   for (int64_t d : target) s.push_back(d);
-  Tensor out = tapeflow::detail::empty(s, dt, Device{});
+  Tensor out;
+  try {
+    out = tapeflow::detail::empty(s, dt, Device{});
+  } catch (const ResourceExhaustedError& e) {  // padded shapes too large for the machine
+    TF_THROW(ResourceExhaustedError, op,
+             "cannot allocate the padded batch {} {} of component {}: {}", dtype_name(dt),
+             s.to_string(), c, e.what());
+  } catch (const InvalidArgumentError& e) {  // or for int64 to count
+    TF_THROW(InvalidArgumentError, op, "cannot make the padded batch {} {} of component {}: {}",
+             dtype_name(dt), s.to_string(), c, e.what());
+  }
   const size_t item = dtype_size(dt);
   const size_t total = out.nbytes();
   if (total == 0) return out;
@@ -559,9 +577,14 @@ class InterleaveIterator final : public IteratorBase {
  public:
   InterleaveIterator(std::unique_ptr<IteratorBase> in, std::shared_ptr<const DatasetFn> fn,
                      int64_t cycle, int64_t block)
-      : in_(std::move(in)), fn_(std::move(fn)), slots_(static_cast<size_t>(cycle)), block_(block) {}
+      : in_(std::move(in)),
+        fn_(std::move(fn)),
+        cycle_(static_cast<uint64_t>(cycle)),
+        block_(block) {}
   bool next(Element& out) override {
     while (!input_done_ || open_ > 0) {
+      // The slots are made as the input fills them: a cycle_length of 2^40 allocates nothing.
+      if (k_ == slots_.size()) slots_.emplace_back();
       auto& slot = slots_[k_];
       if (slot) {
         if (slot->next(out)) {
@@ -587,13 +610,16 @@ class InterleaveIterator final : public IteratorBase {
   }
 
  private:
+  // The cycle's slots past the last one made are empty, and stay so once the input has ended.
   void advance() {
     in_block_ = 0;
-    k_ = (k_ + 1) % slots_.size();
+    ++k_;
+    if (k_ == cycle_ || (k_ == slots_.size() && input_done_)) k_ = 0;
   }
 
   std::unique_ptr<IteratorBase> in_;
   std::shared_ptr<const DatasetFn> fn_;
+  uint64_t cycle_;
   std::vector<std::unique_ptr<IteratorBase>> slots_;
   int64_t block_;
   size_t k_ = 0, open_ = 0;
