@@ -16,7 +16,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/binary.h"
-#include "ops/dispatch.h"
+#include "ops/rethrow.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
 #include "ops/unary.h"

@@ -1,4 +1,5 @@
 #include "ops/dispatch.h"
+#include "ops/rethrow.h"
 
 #include <array>
 #include <string>

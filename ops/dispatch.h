@@ -7,7 +7,6 @@
 
 #include <initializer_list>
 #include <span>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,11 +29,8 @@ void run_kernel(const Primitive& prim, Device device, std::span<const Tensor> in
 // The device a new tensor goes to: the innermost DeviceScope, else TF's default placement.
 Device current_device();
 
-// e raised again, of the same type, with "[op] " in front of its message. Call it from the
-// handler that caught e: an Error subclass outside core/error.h is raised again unchanged.
+// e raised again, of the same type, with "[op] " in front of its message.
 [[noreturn]] void rethrow_named(std::string_view op, const Error& e);
-// e raised again, of the same type, with `message` as its message (same rule).
-[[noreturn]] void rethrow_with_message(const Error& e, const std::string& message);
 // Runs f, a composite op's body: an error that does not name `op` first (one of its inner ops')
 // is raised again naming `op` in front ("[separable_conv2d] [depthwise_conv2d] ...").
 template <class F>
