@@ -134,29 +134,18 @@ TEST_CASE("RMSNormalization gradients match finite differences in float64", "[cp
   const tf::Tensor c = cotangent(g[0].shape(), tf::float64);
   auto loss = [&](const tf::Tensor& in) { return tf::reduce_sum(l(in) * c).item<double>(); };
   const double h = 1e-6;
-  const auto xv = vals(x);
-  std::vector<double> fd(xv.size());
-  for (size_t i = 0; i < xv.size(); ++i) {
-    auto p = xv, m = xv;
-    p[i] += h;
-    m[i] -= h;
-    fd[i] =
-        (loss(tf::convert_to_tensor(p, x.shape())) - loss(tf::convert_to_tensor(m, x.shape()))) /
-        (2 * h);
-  }
+  const std::vector<double> fd = tf::testing::central_differences(
+      [&](const std::vector<double>& v) { return loss(tf::convert_to_tensor(v, x.shape())); },
+      vals(x), h);
   check_values(g[1], fd, 1e-6, 1e-7);
   tf::Variable s = l.scale();
   const auto w = vals(s.value());
-  std::vector<double> wfd(w.size());
-  for (size_t i = 0; i < w.size(); ++i) {
-    auto p = w, m = w;
-    p[i] += h;
-    m[i] -= h;
-    s.assign(tf::convert_to_tensor(p, s.shape()));
-    const double lp = loss(x);
-    s.assign(tf::convert_to_tensor(m, s.shape()));
-    wfd[i] = (lp - loss(x)) / (2 * h);
-  }
+  const std::vector<double> wfd = tf::testing::central_differences(
+      [&](const std::vector<double>& v) {
+        s.assign(tf::convert_to_tensor(v, s.shape()));
+        return loss(x);
+      },
+      w, h);
   check_values(g[2], wfd, 1e-6, 1e-7);
 }
 
@@ -400,8 +389,8 @@ TEST_CASE("Discretization buckets and adapts as Keras", "[cpu][cuda][keras]") {
   for (int i = 0; i < 250; ++i) ramp[i] = static_cast<float>(i);
   auto q3 = layers::Discretization::with_num_bins(3);
   q3.adapt(tf::constant(ramp, {250}));
-  check_values(tf::constant(q3.bin_boundaries(), {2}), {82.3333511352539, 165.6666717529297},
-               1e-6, 1e-6);
+  check_values(tf::constant(q3.bin_boundaries(), {2}), {82.3333511352539, 165.6666717529297}, 1e-6,
+               1e-6);
   tf::testing::require_error(
       [] {
         layers::Discretization({1.0, 0.0});
@@ -461,8 +450,8 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
         {.vocabulary = {10, 20, 30}, .mask_token = 0, .output_mode = "one_hot"});
     check_values(moh(tf::constant<int64_t>({10, 0, 7, 30}, {4})),
                  {0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
-    layers::IntegerLookup mstrict({.vocabulary = {10, 20, 30}, .num_oov_indices = 0,
-                                   .mask_token = 0});
+    layers::IntegerLookup mstrict(
+        {.vocabulary = {10, 20, 30}, .num_oov_indices = 0, .mask_token = 0});
     CHECK(mstrict.get_vocabulary() == std::vector<int64_t>{0, 10, 20, 30});
     check_values(mstrict(tf::constant<int64_t>({10, 30, 0}, {1, 3})), {1, 3, 0});
     layers::IntegerLookup strict({.vocabulary = {12, 36}, .num_oov_indices = 0});
@@ -491,9 +480,9 @@ TEST_CASE("IntegerLookup matches Keras lookups inversions encodings and adapt",
   check_values(f(tf::constant<int64_t>({42, 5, 36}, {3})), {4, 0, 2});
   // num_oov_indices = 0 traced: an unknown token is -1 (no check is possible on symbols).
   layers::IntegerLookup strict_t({.vocabulary = {12, 36}, .num_oov_indices = 0});
-  auto g = tf::function([&](tf::Tensor x) { return strict_t(x); },
-                        tf::FunctionOptions{.input_signature = {
-                                                tf::TensorSpec({tf::None}, tf::int64)}});
+  auto g =
+      tf::function([&](tf::Tensor x) { return strict_t(x); },
+                   tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None}, tf::int64)}});
   check_values(g(tf::constant<int64_t>({36, 5, 12}, {3})), {1, -1, 0});
   // Errors.
   tf::testing::require_error([] { layers::IntegerLookup({.num_oov_indices = -1}); },
@@ -655,8 +644,7 @@ TEST_CASE("Lambda applies its function and infers output shapes", "[cpu][keras]"
       {broken.name(), "output_shape"});
 }
 
-TEST_CASE("the constructor spellings of docs/keras.md configure the extra layers",
-          "[cpu][keras]") {
+TEST_CASE("the constructor spellings of docs/keras.md configure the extra layers", "[cpu][keras]") {
   using namespace tf::keras::layers;
   const tf::Tensor img = tf::ones({2, 9, 9, 3});
   CHECK(SpatialDropout3D(0.2)(tf::ones({2, 3, 3, 3, 2}), true).shape() ==

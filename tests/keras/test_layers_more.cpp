@@ -90,32 +90,21 @@ void check_finite_differences(const tf::keras::Layer& layer, const tf::Tensor& x
   auto loss = [&](const tf::Tensor& in) { return tf::reduce_sum(layer(in) * c).item<double>(); };
   const double h = 1e-6;
   if (x.dtype() == tf::float64) {
-    auto xv = vals(x);
-    std::vector<double> fd(xv.size());
-    for (size_t i = 0; i < xv.size(); ++i) {
-      auto p = xv, m = xv;
-      p[i] += h;
-      m[i] -= h;
-      fd[i] =
-          (loss(tf::convert_to_tensor(p, x.shape())) - loss(tf::convert_to_tensor(m, x.shape()))) /
-          (2 * h);
-    }
+    const std::vector<double> fd = tf::testing::central_differences(
+        [&](const std::vector<double>& v) { return loss(tf::convert_to_tensor(v, x.shape())); },
+        vals(x), h);
     check_values(grads[0], fd, 1e-6, 1e-7);
   }
   auto vars = layer.trainable_variables();
   for (size_t k = 0; k < vars.size(); ++k) {
     CAPTURE(vars[k].name());
     const auto w = vals(vars[k].value());
-    std::vector<double> fd(w.size());
-    for (size_t i = 0; i < w.size(); ++i) {
-      auto p = w, m = w;
-      p[i] += h;
-      m[i] -= h;
-      vars[k].assign(tf::convert_to_tensor(p, vars[k].shape()));
-      const double lp = loss(x);
-      vars[k].assign(tf::convert_to_tensor(m, vars[k].shape()));
-      fd[i] = (lp - loss(x)) / (2 * h);
-    }
+    const std::vector<double> fd = tf::testing::central_differences(
+        [&](const std::vector<double>& v) {
+          vars[k].assign(tf::convert_to_tensor(v, vars[k].shape()));
+          return loss(x);
+        },
+        w, h);
     vars[k].assign(tf::convert_to_tensor(w, vars[k].shape()));
     check_values(grads[k + 1], fd, 1e-6, 1e-7);
   }

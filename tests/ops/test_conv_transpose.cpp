@@ -142,19 +142,10 @@ TEST_CASE("conv2d_transpose gradients match central differences", "[cpu][cuda][n
                                    c.same ? "SAME" : "VALID", {c.dilation}) *
           w);
       const double h = 1e-6;
-      std::vector<double> gx(xv.size()), gf(fv.size());
-      for (size_t i = 0; i < xv.size(); ++i) {
-        auto p = xv, m = xv;
-        p[i] += h;
-        m[i] -= h;
-        gx[i] = (loss_of(p, fv) - loss_of(m, fv)) / (2 * h);
-      }
-      for (size_t i = 0; i < fv.size(); ++i) {
-        auto p = fv, m = fv;
-        p[i] += h;
-        m[i] -= h;
-        gf[i] = (loss_of(xv, p) - loss_of(xv, m)) / (2 * h);
-      }
+      const std::vector<double> gx = tf::testing::central_differences(
+          [&](const std::vector<double>& v) { return loss_of(v, fv); }, xv, h);
+      const std::vector<double> gf = tf::testing::central_differences(
+          [&](const std::vector<double>& v) { return loss_of(xv, v); }, fv, h);
       check_values(tape.gradient(loss, x), gx, 1e-7, 1e-8);
       check_values(tape.gradient(loss, f), gf, 1e-7, 1e-8);
     }

@@ -86,14 +86,8 @@ void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& loss,
   const tf::Tensor g = tape.gradient(y, x);
   REQUIRE(g.defined());
   REQUIRE(g.shape() == shape);
-  std::vector<double> want(x0.size());
-  const double h = 1e-6;
-  for (size_t i = 0; i < x0.size(); ++i) {
-    auto p = x0, m = x0;
-    p[i] += h;
-    m[i] -= h;
-    want[i] = (loss(make(p, shape)).item<double>() - loss(make(m, shape)).item<double>()) / (2 * h);
-  }
+  const std::vector<double> want = tf::testing::central_differences(
+      [&](const std::vector<double>& v) { return loss(make(v, shape)).item<double>(); }, x0, 1e-6);
   check_values(g, want, tol, tol);
 }
 

@@ -67,16 +67,9 @@ void check_gradient(const char* what, const std::function<tf::Tensor(const tf::T
   const tf::Tensor l = loss(x);
   const tf::Tensor g = tape.gradient(l, x);
   REQUIRE(g.shape() == x.shape());
-  std::vector<double> xv = tf::detail::to_double_vector(x), want(xv.size());
-  const double h = 1e-6;
-  for (size_t i = 0; i < xv.size(); ++i) {
-    std::vector<double> p = xv, m = xv;
-    p[i] += h;
-    m[i] -= h;
-    const double lp = loss(make(p, x.shape())).item<double>();
-    const double lm = loss(make(m, x.shape())).item<double>();
-    want[i] = (lp - lm) / (2 * h);
-  }
+  const std::vector<double> want = tf::testing::central_differences(
+      [&](const std::vector<double>& v) { return loss(make(v, x.shape())).item<double>(); },
+      tf::detail::to_double_vector(x), 1e-6);
   check_values(g, want, tol, tol);
 }
 

@@ -209,20 +209,14 @@ void check_gradient(const std::function<tf::Tensor(const tf::Tensor&)>& f,
     tape.watch(x);
     const tf::Tensor g = tape.gradient(tf::reduce_sum(f(x) * w), x);
     REQUIRE(g.defined());
-    std::vector<double> want(xv.size());
-    const double h = 1e-6;
-    for (size_t i = 0; i < xv.size(); ++i) {
-      auto p = xv, m = xv;
-      p[i] += h;
-      m[i] -= h;
-      auto at = [&](const std::vector<double>& v) {
-        const auto y = values(f(tf::detail::from_doubles(v, shape, tf::float64)));
-        double s = 0;
-        for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
-        return s;
-      };
-      want[i] = (at(p) - at(m)) / (2 * h);
-    }
+    const std::vector<double> want = tf::testing::central_differences(
+        [&](const std::vector<double>& v) {
+          const auto y = values(f(tf::detail::from_doubles(v, shape, tf::float64)));
+          double s = 0;
+          for (size_t k = 0; k < y.size(); ++k) s += y[k] * wv[k];
+          return s;
+        },
+        xv, 1e-6);
     check_values(g, want, 1e-6, 1e-7);
   }
 }
