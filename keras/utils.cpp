@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/unary.h"
@@ -57,23 +58,41 @@ Tensor to_categorical(const Tensor& y, int64_t num_classes) {
                  "class id {} (element {} of shape {}) is outside [0, {})", v[i], i,
                  y.shape().to_string(),
                  num_classes == -1 ? std::string("inf") : std::to_string(num_classes));
+    // one_hot's depth is an int32, as TF's (and the id must convert to int64 exactly).
+    TF_CHECK_ARG(v[i] < 2147483647.0, op,
+                 "class id {} (element {}) needs more than 2^31 - 1 classes, one_hot's largest "
+                 "depth",
+                 v[i], i);
     largest = std::max(largest, static_cast<int64_t>(v[i]));
   }
   if (num_classes == -1) num_classes = largest + 1;
-  return one_hot(cast(ids, int64), num_classes);
+  return ::tapeflow::detail::naming_errors(op,
+                                           [&] { return one_hot(cast(ids, int64), num_classes); });
 }
 
+// An error of the ops inside (a maxlen too large to allocate) names pad_sequences first.
 Tensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences,
                      PadSequencesOptions options) {
-  return pad_int_sequences(sequences, std::move(options));
+  return ::tapeflow::detail::naming_errors(
+      "pad_sequences", [&] { return pad_int_sequences(sequences, std::move(options)); });
 }
 
 Tensor pad_sequences(const std::vector<std::vector<int32_t>>& sequences,
                      PadSequencesOptions options) {
-  return pad_int_sequences(sequences, std::move(options));
+  return ::tapeflow::detail::naming_errors(
+      "pad_sequences", [&] { return pad_int_sequences(sequences, std::move(options)); });
 }
 
+static Tensor pad_tensor_sequences(const std::vector<Tensor>& sequences,
+                                   PadSequencesOptions options);
+
 Tensor pad_sequences(const std::vector<Tensor>& sequences, PadSequencesOptions options) {
+  return ::tapeflow::detail::naming_errors(
+      "pad_sequences", [&] { return pad_tensor_sequences(sequences, std::move(options)); });
+}
+
+static Tensor pad_tensor_sequences(const std::vector<Tensor>& sequences,
+                                   PadSequencesOptions options) {
   constexpr const char* op = "pad_sequences";
   TF_CHECK_ARG(options.padding == "pre" || options.padding == "post", op,
                "padding must be \"pre\" or \"post\", got \"{}\"", options.padding);
@@ -164,18 +183,23 @@ data::Dataset timeseries_dataset_from_array(const Tensor& data,
     TF_CHECK_ARG(*options.batch_size > 0, op, "batch_size must be positive, got {}",
                  *options.batch_size);
 
-  // Keras' start positions: 0, stride, ... below end - start - (length - 1) * rate.
-  int64_t num_seqs = end - start - (sequence_length - 1) * options.sampling_rate;
+  // Keras' start positions: 0, stride, ... below end - start - (length - 1) * rate; none when a
+  // sequence spans more rows than there are (then the dataset is empty, as Keras').
+  int64_t span = 0;
+  const bool fits = !__builtin_mul_overflow(sequence_length - 1, options.sampling_rate, &span) &&
+                    span < end - start;
+  int64_t num_seqs = fits ? end - start - span : 0;
   if (targets) num_seqs = std::min(num_seqs, targets->shape()[0]);
   std::vector<int64_t> starts;
   for (int64_t s = 0; s < num_seqs; s += options.sequence_stride) starts.push_back(s);
-  std::vector<int64_t> steps(static_cast<size_t>(sequence_length));
-  for (int64_t j = 0; j < sequence_length; ++j)
-    steps[static_cast<size_t>(j)] = j * options.sampling_rate;
+  // The step offsets (a sequence that does not fit is never gathered: no offsets for it).
+  const int64_t steps_n = fits ? sequence_length : 0;
+  std::vector<int64_t> steps(static_cast<size_t>(steps_n));
+  for (int64_t j = 0; j < steps_n; ++j) steps[static_cast<size_t>(j)] = j * options.sampling_rate;
 
   // The rows used and the step offsets, on the CPU, shared by every batch.
   const Tensor window = rows(data, start, end - start);
-  const Tensor offsets = convert_to_tensor(steps, {1, sequence_length});
+  const Tensor offsets = convert_to_tensor(steps, {1, steps_n});
   std::optional<Tensor> labels;
   // Sequence s's target is targets[start + s] (Keras slices the targets as the data).
   if (targets)

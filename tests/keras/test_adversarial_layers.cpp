@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -678,4 +679,113 @@ TEST_CASE("keras: huge weights, empty images and bool volumes", "[keras][adversa
   CHECK(up.shape() == tf::TensorShape({1, 2, 2, 4, 1}));
   tf::testing::check_values(tf::cast(up, tf::float32),
                             {1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0});
+}
+
+TEST_CASE("adversarial: adapt, utils and functional models on odd data", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
+  const std::vector<tf::TensorShape> shapes = {{}, {0}, {5}, {4, 3}, {0, 3}, {4, 0}, {2, 3, 4}};
+  for (const tf::TensorShape& s : shapes)
+    for (tf::DType d : {tf::float32, tf::int32, tf::int64, tf::bool_})
+      for (bool special : {false, true}) {
+        const tf::Tensor data = make(s, d, special, 9);
+        const std::string what = describe(data) + (special ? " (special values)" : "");
+        const tf::Tensor probe_input = make({2, 3}, d, false, 10);
+        for (std::optional<int> axis : std::vector<std::optional<int>>{-1, 0, std::nullopt, 3}) {
+          const L::Normalization norm({.axis = axis});
+          probe_layer(norm, what, [&] {
+            norm.adapt(data);
+            return std::vector<tf::Tensor>{norm(data), norm(probe_input)};
+          });
+        }
+        L::Discretization disc = L::Discretization::with_num_bins(3);
+        probe_layer(disc, what, [&] {
+          disc.adapt(data);
+          return std::vector<tf::Tensor>{disc(data), disc(probe_input)};
+        });
+        L::IntegerLookup lookup({.max_tokens = 4});
+        probe_layer(lookup, what, [&] {
+          lookup.adapt(data);
+          return std::vector<tf::Tensor>{lookup(data), lookup(probe_input)};
+        });
+        for (int64_t classes : {int64_t{-1}, int64_t{0}, int64_t{3}, int64_t{1} << 40})
+          adversarial::probe("to_categorical", what, [&] {
+            return std::vector<tf::Tensor>{K::utils::to_categorical(data, classes)};
+          });
+        for (int64_t length : {int64_t{-1}, int64_t{0}, int64_t{2}, int64_t{1} << 40})
+          for (int64_t stride : {int64_t{0}, int64_t{1}, int64_t{1} << 40})
+            adversarial::probe("timeseries_dataset_from_array", what, [&] {
+              const tf::data::Dataset ds = K::utils::timeseries_dataset_from_array(
+                  data, data, length,
+                  {.sequence_stride = stride, .sampling_rate = stride, .batch_size = 2});
+              std::vector<tf::Tensor> out;
+              for (const tf::data::Element& e : ds.take(5))
+                out.insert(out.end(), e.begin(), e.end());
+              return out;
+            });
+      }
+  for (std::optional<int64_t> maxlen :
+       {std::optional<int64_t>{}, std::optional<int64_t>{0}, std::optional<int64_t>{-1},
+        std::optional<int64_t>{3}, std::optional<int64_t>{int64_t{1} << 40}})
+    for (const char* side : {"pre", "post", "middle"})
+      adversarial::probe("pad_sequences", side, [&] {
+        const K::utils::PadSequencesOptions o{
+            .maxlen = maxlen, .padding = side, .truncating = side, .value = -1.0};
+        return std::vector<tf::Tensor>{
+            K::utils::pad_sequences(std::vector<std::vector<int64_t>>{{1, 2, 3}, {}, {4}}, o),
+            K::utils::pad_sequences(std::vector<std::vector<int64_t>>{}, o),
+            K::utils::pad_sequences(std::vector<tf::Tensor>{tf::ones({2, 3}), tf::ones({4, 2})},
+                                    o)};
+      });
+
+  // Functional models: inputs of odd shapes through layers that need other ranks.
+  const std::vector<std::vector<int64_t>> input_shapes = {
+      {}, {0}, {3}, {tf::None}, {4, 3}, {4, tf::None}, {2, 3, 4}, {-5}};
+  for (const auto& shape : input_shapes)
+    for (const Maker& m : layer_makers()) {
+      INFO(m.what << " on Input of shape (" << shape.size() << " dims)");
+      try {
+        const K::KerasTensor in = K::Input(shape);
+        const K::Layer layer = m.make();
+        const K::KerasTensor out = layer(in);
+        const K::Model model(in, out);
+        std::vector<int64_t> concrete = {2};
+        for (int64_t d : shape) concrete.push_back(d == tf::None ? 3 : d);
+        const tf::Tensor y = model(tf::ones(tf::TensorShape(concrete)));
+        CHECK(y.numpy<double>().size() == static_cast<size_t>(y.num_elements()));
+      } catch (const tf::Error& e) {
+        CHECK(std::string(e.what()).rfind('[', 0) == 0);
+      } catch (const std::exception& e) {
+        FAIL("not a tf::Error: " << e.what());
+      }
+    }
+}
+
+TEST_CASE("keras utils: sequences longer than the data and ids past one_hot's depth",
+          "[keras][adversarial]") {
+  // A sequence that spans more rows than the data gives no sequences (Keras' empty dataset);
+  // a length of 2^40 allocated its step offsets (std::bad_alloc).
+  const tf::Tensor data = tf::reshape(tf::range(0.0, 10.0, 1.0, tf::float32), {5, 2});
+  for (int64_t length : {int64_t{6}, int64_t{1} << 40, std::numeric_limits<int64_t>::max()}) {
+    int64_t n = 0;
+    for (const auto& e : K::utils::timeseries_dataset_from_array(data, std::nullopt, length)) {
+      (void)e;
+      ++n;
+    }
+    CHECK(n == 0);
+  }
+  int64_t n = 0;
+  for (const auto& e : K::utils::timeseries_dataset_from_array(
+           data, std::nullopt, 3, {.sampling_rate = 2, .batch_size = std::nullopt})) {
+    CHECK(e[0].shape() == tf::TensorShape({3, 2}));
+    ++n;
+  }
+  CHECK(n == 1);  // rows 0, 2, 4
+  // Ids past int32 (one_hot's depth) are refused by to_categorical itself.
+  tf::testing::require_error(
+      [] {
+        K::utils::to_categorical(tf::constant(std::vector<int64_t>{0, int64_t{1} << 40}, {2}));
+      },
+      {"[to_categorical]", "class id 1099511627776", "2^31 - 1"});
+  tf::testing::require_error([] { K::utils::to_categorical(tf::zeros({2}), int64_t{1} << 40); },
+                             {"[to_categorical] [one_hot]"});
 }
