@@ -15,6 +15,7 @@
 
 #include "keras/serialization_json.h"
 #include "support/adversarial.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 #include "tapeflow/tapeflow.h"
 
@@ -788,4 +789,56 @@ TEST_CASE("keras utils: sequences longer than the data and ids past one_hot's de
       {"[to_categorical]", "class id 1099511627776", "2^31 - 1"});
   tf::testing::require_error([] { K::utils::to_categorical(tf::zeros({2}), int64_t{1} << 40); },
                              {"[to_categorical] [one_hot]"});
+}
+
+TEST_CASE("adversarial: callbacks with odd options in fit", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
+  namespace cb = K::callbacks;
+  tf::testing::TempDir dir;
+  const tf::Tensor x = make({8, 3}, tf::float32, false, 11);
+  const tf::Tensor y = make({8, 2}, tf::float32, false, 12);
+  const tf::Tensor nan_y = make({8, 2}, tf::float32, true, 13);
+  const std::vector<std::function<cb::CallbackRef()>> callbacks = {
+      [] { return cb::EarlyStopping({.monitor = "no_such_metric", .patience = -3}); },
+      [] { return cb::EarlyStopping({.monitor = "loss", .mode = "sideways"}); },
+      [] {
+        return cb::EarlyStopping({.monitor = "loss",
+                                  .baseline = std::nan(""),
+                                  .restore_best_weights = true,
+                                  .start_from_epoch = -1});
+      },
+      [&] { return cb::ModelCheckpoint(dir / "no/such/dir/m.weights.safetensors"); },
+      [&] {
+        return cb::ModelCheckpoint(dir / "m_{epoch:02d}_{loss}.weights.safetensors",
+                                   {.monitor = "loss", .save_best_only = true, .save_freq = -5});
+      },
+      [&] { return cb::ModelCheckpoint(dir / "m_{nope}.safetensors"); },
+      [] { return cb::LearningRateScheduler([](int, double) { return std::nan(""); }); },
+      [] { return cb::LearningRateScheduler([](int, double) { return -1.0; }); },
+      [] { return cb::ReduceLROnPlateau({.factor = 1.5}); },
+      [] {
+        return cb::ReduceLROnPlateau(
+            {.monitor = "loss", .factor = 0.5, .patience = 0, .min_lr = 1e300});
+      },
+      [] { return cb::TerminateOnNaN(true); },
+      [] { return cb::TerminateOnNaN(false); },
+      [&] { return cb::CSVLogger(dir / "no/such/dir/log.csv"); },
+      [&] { return cb::CSVLogger(dir / "log.csv", ""); },
+      [&] { return cb::BackupAndRestore(dir / "no/such/dir/backup"); },
+      [&] { return cb::BackupAndRestore(""); },
+  };
+  for (size_t i = 0; i < callbacks.size(); ++i)
+    for (const tf::Tensor& target : {y, nan_y}) {
+      INFO("callback " << i << (target.id() == nan_y.id() ? " on NaN targets" : ""));
+      try {
+        K::Sequential m({L::Dense(2)});
+        m.compile(K::optimizers::get("sgd"), "mse");
+        m.fit(x, target,
+              {.epochs = 3, .batch_size = 4, .callbacks = {callbacks[i]()}, .verbose = 0});
+      } catch (const tf::Error& e) {
+        CHECK(std::string(e.what()).rfind('[', 0) == 0);
+      } catch (const std::exception& e) {
+        FAIL("not a tf::Error: " << e.what());
+      }
+    }
 }
