@@ -842,3 +842,61 @@ TEST_CASE("adversarial: callbacks with odd options in fit", "[adversarial]") {
       }
     }
 }
+
+TEST_CASE("adversarial: functional graphs wired oddly", "[adversarial]") {
+  const adversarial::QuietLogs quiet;
+  const auto attempt = [](const std::string& what, const std::function<void()>& f) {
+    INFO(what);
+    try {
+      f();
+    } catch (const tf::Error& e) {
+      CHECK(std::string(e.what()).rfind('[', 0) == 0);
+    } catch (const std::exception& e) {
+      FAIL("not a tf::Error: " << e.what());
+    }
+  };
+  attempt("outputs that do not depend on the inputs", [] {
+    const K::KerasTensor a = K::Input({3}), b = K::Input({3});
+    const K::Model m(a, L::Dense(2)(b));
+    m(tf::ones({2, 3}));
+  });
+  attempt("an input that nothing uses", [] {
+    const K::KerasTensor a = K::Input({3}), b = K::Input({4});
+    const K::Model m(std::vector<K::KerasTensor>{a, b},
+                     std::vector<K::KerasTensor>{L::Dense(2)(a)});
+    m(std::vector<tf::Tensor>{tf::ones({2, 3}), tf::ones({2, 4})});
+    m(std::vector<tf::Tensor>{tf::ones({2, 3})});
+    m(std::vector<tf::Tensor>{tf::ones({2, 3}), tf::ones({5, 4}), tf::ones({1})});
+  });
+  attempt("a layer shared by inputs of different widths", [] {
+    const K::KerasTensor a = K::Input({3}), b = K::Input({4});
+    const L::Dense shared(2);
+    const K::Model m(std::vector<K::KerasTensor>{a, b},
+                     std::vector<K::KerasTensor>{shared(a), shared(b)});
+    m(std::vector<tf::Tensor>{tf::ones({2, 3}), tf::ones({2, 4})});
+  });
+  attempt("the same tensor as input twice", [] {
+    const K::KerasTensor a = K::Input({3});
+    const K::Model m(std::vector<K::KerasTensor>{a, a}, std::vector<K::KerasTensor>{a});
+    m(std::vector<tf::Tensor>{tf::ones({2, 3}), tf::ones({2, 3})});
+  });
+  attempt("an intermediate tensor as an input", [] {
+    const K::KerasTensor a = K::Input({3});
+    const K::KerasTensor h = L::Dense(4)(a);
+    const K::Model m(h, L::Dense(1)(h));
+    m(tf::ones({2, 4}));
+  });
+  attempt("no outputs", [] {
+    const K::KerasTensor a = K::Input({3});
+    const K::Model m(std::vector<K::KerasTensor>{a}, std::vector<K::KerasTensor>{});
+    m(tf::ones({2, 3}));
+  });
+  attempt("a model inside itself", [] {
+    const K::KerasTensor a = K::Input({3});
+    const K::Model inner(a, L::Dense(3)(a));
+    const K::KerasTensor b = K::Input({3});
+    const K::Model outer(b, inner(inner(b)));
+    outer(tf::ones({2, 3}));
+    outer(tf::ones({2, 5}));
+  });
+}
