@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numbers>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
@@ -329,9 +332,28 @@ std::vector<double> dct_matrix(int type, int64_t n, bool ortho) {
   return m;
 }
 
-// Up to this length the dct is a product with its N x N matrix (built per call: N^2 cosines);
-// longer ones run through rfft/irfft of length 2N (2(N - 1) for type 1, 4N for type 4).
+// Up to this length the dct is a product with its N x N matrix; longer ones run through
+// rfft/irfft of length 2N (2(N - 1) for type 1, 4N for type 4).
 constexpr int64_t kDctMatrixMaxLength = 128;
+
+// dct_matrix as a host tensor of `dtype`, built once per (type, n, ortho, dtype) and kept (N^2
+// cosines took half of a 128-point dct's time): at most 4 * 128 * 2 * 6 matrices of at most
+// 128 KiB each in practice; the cache empties itself past 64 entries. Thread-safe; the tensors
+// are never written.
+Tensor cached_dct_matrix(int type, int64_t n, bool ortho, DType dtype) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int64_t, bool, int>, Tensor> cache;
+  const auto key = std::make_tuple(type, n, ortho, static_cast<int>(dtype.id));
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  Tensor m = detail::from_doubles(dct_matrix(type, n, ortho), {n, n}, dtype);
+  std::lock_guard lock(mu);
+  if (cache.size() >= 64) cache.clear();
+  cache.emplace(key, m);
+  return m;
+}
 
 // A [len] constant of f(k), k = 0 .. len - 1, of dtype d (ops copy it to their device).
 template <class F>
@@ -408,9 +430,7 @@ Tensor dct_impl(const char* op, const Tensor& input, int type, int64_t n, int ax
   TF_CHECK_ARG(len > 0, op, "the transform length must be positive, got {}", len);
   TF_CHECK_ARG(type != 1 || len > 1, op, "type 1 needs a length > 1, got {}", len);
   if (len > kDctMatrixMaxLength) return dct_by_fft(x, type, len, norm == "ortho");
-  const Tensor m =
-      detail::from_doubles(dct_matrix(type, len, norm == "ortho"), {len, len}, x.dtype());
-  return linalg::tensordot(x, m, 1);
+  return linalg::tensordot(x, cached_dct_matrix(type, len, norm == "ortho", x.dtype()), 1);
 }
 
 }  // namespace
