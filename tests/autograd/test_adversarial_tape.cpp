@@ -17,23 +17,6 @@ using adversarial::on_every_device;
 
 namespace {
 
-// Runs f: defined results must be readable; undefined ones (TF's None) are allowed. A tf::Error
-// must start with an op's name in brackets.
-void probe_tape(const std::string& what, const std::function<std::vector<tf::Tensor>()>& f) {
-  INFO(what);
-  try {
-    for (const tf::Tensor& r : f()) {
-      if (!r.defined()) continue;
-      const std::vector<double> values = r.numpy<double>();
-      REQUIRE(static_cast<int64_t>(values.size()) == r.num_elements());
-    }
-  } catch (const tf::Error& e) {
-    CHECK(std::string(e.what()).rfind('[', 0) == 0);
-  } catch (const std::exception& e) {
-    FAIL("not a tf::Error: " << e.what());
-  }
-}
-
 const std::vector<tf::TensorShape> kShapes = {{}, {0}, {3}, {2, 3}, {3, 0}, {1, 3}, {2, 1, 3}};
 
 }  // namespace
@@ -48,25 +31,25 @@ TEST_CASE("adversarial: gradient tapes on odd targets, sources and seeds", "[adv
           const std::string what = describe(x) + (special ? " (special values)" : "");
           for (tf::UnconnectedGradients u :
                {tf::UnconnectedGradients::NONE, tf::UnconnectedGradients::ZERO}) {
-            probe_tape("gradient of x * x by x, " + what, [&] {
+            adversarial::probe_readable("gradient of x * x by x, " + what, [&] {
               tf::GradientTape tape;
               tape.watch(x);
               const tf::Tensor y = x * x;
               return std::vector<tf::Tensor>{tape.gradient(y, x, u)};
             });
-            probe_tape("gradient of an unrelated target, " + what, [&] {
+            adversarial::probe_readable("gradient of an unrelated target, " + what, [&] {
               tf::GradientTape tape;
               tape.watch(x);
               const tf::Tensor y = tf::ones({2});
               return std::vector<tf::Tensor>{tape.gradient(y, x, u)};
             });
-            probe_tape("jacobian, " + what, [&] {
+            adversarial::probe_readable("jacobian, " + what, [&] {
               tf::GradientTape tape({.persistent = true});
               tape.watch(x);
               const tf::Tensor y = tf::reduce_sum(x * x, -1);
               return std::vector<tf::Tensor>{tape.jacobian(y, x, u), tape.jacobian(x, x, u)};
             });
-            probe_tape("batch_jacobian, " + what, [&] {
+            adversarial::probe_readable("batch_jacobian, " + what, [&] {
               tf::GradientTape tape;
               tape.watch(x);
               return std::vector<tf::Tensor>{tape.batch_jacobian(x * x, x, u)};
@@ -75,45 +58,46 @@ TEST_CASE("adversarial: gradient tapes on odd targets, sources and seeds", "[adv
           for (const tf::TensorShape& ss : kShapes)
             for (tf::DType ds : {tf::float32, tf::float64, tf::int32}) {
               const tf::Tensor seed = make(ss, ds, special, 2);
-              probe_tape("output_gradients " + describe(seed) + ", " + what, [&] {
+              adversarial::probe_readable("output_gradients " + describe(seed) + ", " + what, [&] {
                 tf::GradientTape tape;
                 tape.watch(x);
                 return std::vector<tf::Tensor>{tape.gradient(x * x, x, seed)};
               });
-              probe_tape("targets and seeds " + describe(seed) + ", " + what, [&] {
+              adversarial::probe_readable("targets and seeds " + describe(seed) + ", " + what, [&] {
                 tf::GradientTape tape;
                 tape.watch(x);
                 return tape.gradient(std::vector<tf::Tensor>{x * x, x}, std::vector<tf::Tensor>{x},
                                      std::vector<tf::Tensor>{seed, tf::Tensor()});
               });
-              probe_tape("batch_jacobian of another batch " + describe(seed) + ", " + what, [&] {
-                tf::GradientTape tape;
-                tape.watch(x);
-                tape.watch(seed);
-                return std::vector<tf::Tensor>{tape.batch_jacobian(seed * seed, x)};
-              });
+              adversarial::probe_readable(
+                  "batch_jacobian of another batch " + describe(seed) + ", " + what, [&] {
+                    tf::GradientTape tape;
+                    tape.watch(x);
+                    tape.watch(seed);
+                    return std::vector<tf::Tensor>{tape.batch_jacobian(seed * seed, x)};
+                  });
             }
-          probe_tape("a non-persistent tape asked twice, " + what, [&] {
+          adversarial::probe_readable("a non-persistent tape asked twice, " + what, [&] {
             tf::GradientTape tape;
             tape.watch(x);
             const tf::Tensor y = x * x;
             const tf::Tensor g = tape.gradient(y, x);
             return std::vector<tf::Tensor>{g, tape.gradient(y, x)};
           });
-          probe_tape("undefined target and source, " + what, [&] {
+          adversarial::probe_readable("undefined target and source, " + what, [&] {
             tf::GradientTape tape({.persistent = true});
             tape.watch(x);
             return std::vector<tf::Tensor>{tape.gradient(tf::Tensor(), x),
                                            tape.gradient(x * x, tf::Tensor())};
           });
-          probe_tape("a variable of " + what, [&] {
+          adversarial::probe_readable("a variable of " + what, [&] {
             tf::Variable v(x, "v");
             tf::GradientTape tape;
             const tf::Tensor y = v.value() * v.value();
             v.assign(x);
             return std::vector<tf::Tensor>{tape.gradient(y, v)};
           });
-          probe_tape("reset and stop_recording, " + what, [&] {
+          adversarial::probe_readable("reset and stop_recording, " + what, [&] {
             tf::GradientTape tape({.persistent = true});
             tape.watch(x);
             tf::Tensor y = x * x;

@@ -21,20 +21,6 @@ using adversarial::make;
 
 namespace {
 
-void probe_core(const std::string& what, const std::function<std::vector<tf::Tensor>()>& f) {
-  INFO(what);
-  try {
-    for (const tf::Tensor& r : f()) {
-      REQUIRE(r.defined());
-      CHECK(r.numpy<double>().size() == static_cast<size_t>(r.num_elements()));
-    }
-  } catch (const tf::Error& e) {
-    CHECK(std::string(e.what()).rfind('[', 0) == 0);
-  } catch (const std::exception& e) {
-    FAIL("not a tf::Error: " << e.what());
-  }
-}
-
 constexpr int64_t kBig = int64_t{1} << 40;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
@@ -58,15 +44,15 @@ TEST_CASE("adversarial: shapes, factories and reads", "[adversarial]") {
     std::string what = "shape (";
     for (int64_t x : d) what += std::to_string(x) + ",";
     what += ")";
-    probe_core(what + " zeros",
-               [&] { return std::vector<tf::Tensor>{tf::zeros(tf::TensorShape(d))}; });
-    probe_core(what + " constant of 3 values", [&] {
+    adversarial::probe_readable(
+        what + " zeros", [&] { return std::vector<tf::Tensor>{tf::zeros(tf::TensorShape(d))}; });
+    adversarial::probe_readable(what + " constant of 3 values", [&] {
       return std::vector<tf::Tensor>{tf::constant(std::vector<float>{1, 2, 3}, tf::TensorShape(d))};
     });
-    probe_core(what + " reshape", [&] {
+    adversarial::probe_readable(what + " reshape", [&] {
       return std::vector<tf::Tensor>{tf::reshape(tf::ones({3}), tf::TensorShape(d))};
     });
-    probe_core(what + " fill", [&] {
+    adversarial::probe_readable(what + " fill", [&] {
       return std::vector<tf::Tensor>{tf::fill(tf::TensorShape(d), tf::constant(2.0f))};
     });
   }
@@ -80,20 +66,22 @@ TEST_CASE("adversarial: shapes, factories and reads", "[adversarial]") {
                                                        {10, 0, -3},
                                                        {0, 0, 1}})
     for (tf::DType d : {tf::float32, tf::float64, tf::int32, tf::int64})
-      probe_core("range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
-                     std::to_string(delta) + ") " + std::string(tf::dtype_name(d)),
-                 [&] { return std::vector<tf::Tensor>{tf::range(start, limit, delta, d)}; });
+      adversarial::probe_readable(
+          "range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
+              std::to_string(delta) + ") " + std::string(tf::dtype_name(d)),
+          [&] { return std::vector<tf::Tensor>{tf::range(start, limit, delta, d)}; });
   for (int64_t n : {int64_t{-1}, int64_t{0}, int64_t{1}, kBig, kMax}) {
-    probe_core("eye " + std::to_string(n), [&] { return std::vector<tf::Tensor>{tf::eye(n, 2)}; });
-    probe_core("linspace " + std::to_string(n),
-               [&] { return std::vector<tf::Tensor>{tf::linspace(0.0, 1.0, n)}; });
+    adversarial::probe_readable("eye " + std::to_string(n),
+                                [&] { return std::vector<tf::Tensor>{tf::eye(n, 2)}; });
+    adversarial::probe_readable("linspace " + std::to_string(n),
+                                [&] { return std::vector<tf::Tensor>{tf::linspace(0.0, 1.0, n)}; });
   }
   // Reads of the wrong kind.
   for (const tf::TensorShape& s : adversarial::kShapes)
     for (tf::DType d : tf::testing::kAllDTypes) {
       const tf::Tensor x = make(s, d, true);
       const std::string what = describe(x);
-      probe_core(what + " reads", [&] {
+      adversarial::probe_readable(what + " reads", [&] {
         (void)x.numpy<float>();
         (void)x.numpy<int64_t>();
         (void)x.numpy<uint8_t>();
@@ -101,11 +89,11 @@ TEST_CASE("adversarial: shapes, factories and reads", "[adversarial]") {
         (void)x.item<double>();
         return std::vector<tf::Tensor>{x};
       });
-      probe_core(what + " to a device that does not exist", [&] {
+      adversarial::probe_readable(what + " to a device that does not exist", [&] {
         tf::DeviceScope scope("/device:CPU:9");
         return std::vector<tf::Tensor>{x + x};
       });
-      probe_core(what + " Variable assigns", [&] {
+      adversarial::probe_readable(what + " Variable assigns", [&] {
         tf::Variable v(x, "v");
         for (const tf::TensorShape& s2 : adversarial::kShapes)
           for (tf::DType d2 : {d, tf::float32, tf::int64}) {

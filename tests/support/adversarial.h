@@ -88,6 +88,32 @@ inline void probe(const std::string& op, const std::string& inputs,
   }
 }
 
+// Runs f: it returns, or raises a tf::Error whose message starts with a bracketed name
+// ("[op] ...", "[layer_name] ..."); any other exception fails the test.
+inline void attempt(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tf::Error& e) {
+    CHECK(std::string(e.what()).rfind('[', 0) == 0);
+  } catch (const std::exception& e) {
+    FAIL("not a tf::Error: " << e.what());
+  }
+}
+
+// attempt() for f's results: each defined one must be readable (undefined ones, TF's None, are
+// allowed).
+inline void probe_readable(const std::string& what,
+                           const std::function<std::vector<tf::Tensor>()>& f) {
+  INFO(what);
+  attempt([&] {
+    for (const tf::Tensor& r : f()) {
+      if (!r.defined()) continue;
+      const std::vector<double> values = r.numpy<double>();
+      REQUIRE(static_cast<int64_t>(values.size()) == r.num_elements());
+    }
+  });
+}
+
 // Silences warnings for a scope (probes that mean to provoke them by the thousand).
 class QuietLogs {
  public:
