@@ -16,9 +16,9 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "ops/binary.h"
-#include "ops/rethrow.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
+#include "ops/rethrow.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {

@@ -318,28 +318,36 @@ void backward_weights_f32(const ConvGeometry& g, const float* x, const float* dy
 
 }  // namespace
 
+namespace {
+// run(a, b, out) on float32 views of two inputs and a result: copies for float16 and bfloat16
+// tensors, the tensors themselves for float32 ones; the result rounded back into out.
+template <class F>
+void in_float32(const Tensor& a, const Tensor& b, Tensor& out, F run) {
+  const Tensor af = to_float32(a), bf = to_float32(b);
+  Tensor of = float32_result(out);
+  run(af.data<float>(), bf.data<float>(), of.data<float>());
+  store_result(of, out);
+}
+}  // namespace
+
 void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& f, Tensor& y,
                   const char* op) {
-  const Tensor xf = to_float32(x), ff = to_float32(f);
-  Tensor yf = float32_result(y);
-  forward_f32(g, xf.data<float>(), ff.data<float>(), yf.data<float>(), op);
-  store_result(yf, y);
+  in_float32(x, f, y,
+             [&](const float* xp, const float* fp, float* yp) { forward_f32(g, xp, fp, yp, op); });
 }
 
 void conv_backward_data(const ConvGeometry& g, const Tensor& f, const Tensor& dy, Tensor& dx,
                         const char* op) {
-  const Tensor ff = to_float32(f), dyf = to_float32(dy);
-  Tensor dxf = float32_result(dx);
-  backward_data_f32(g, ff.data<float>(), dyf.data<float>(), dxf.data<float>(), op);
-  store_result(dxf, dx);
+  in_float32(f, dy, dx, [&](const float* fp, const float* dyp, float* dxp) {
+    backward_data_f32(g, fp, dyp, dxp, op);
+  });
 }
 
 void conv_backward_weights(const ConvGeometry& g, const Tensor& x, const Tensor& dy, Tensor& df,
                            const char* op) {
-  const Tensor xf = to_float32(x), dyf = to_float32(dy);
-  Tensor dff = float32_result(df);
-  backward_weights_f32(g, xf.data<float>(), dyf.data<float>(), dff.data<float>(), op);
-  store_result(dff, df);
+  in_float32(x, dy, df, [&](const float* xp, const float* dyp, float* dfp) {
+    backward_weights_f32(g, xp, dyp, dfp, op);
+  });
 }
 
 }  // namespace onednn
