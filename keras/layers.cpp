@@ -15,6 +15,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "keras/data_format.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
@@ -529,12 +530,13 @@ void LayerImpl::incompatible(const TensorShape& got, const std::string& expectat
            class_name(), expectation, got.to_string());
 }
 
-void LayerImpl::require_rank_and_channels(const TensorShape& got, int rank,
-                                          int64_t channels) const {
-  if (got.rank() != rank || (got[rank - 1] != channels && got[rank - 1] != None))
-    incompatible(got, fmt::format("expected ndim={} and axis -1 of input shape to have value {} "
-                                  "(the layer was built for input shape {})",
-                                  rank, channels, built_input_shape().to_string()));
+void LayerImpl::require_rank_and_channels(const TensorShape& got, int rank, int64_t channels,
+                                          bool channels_first) const {
+  const DataFormat f = channels_first ? DataFormat::first() : DataFormat();
+  const std::string m = f.mismatch(got, rank, channels);
+  if (!m.empty())
+    incompatible(got, fmt::format("{} (the layer was built for input shape {})", m,
+                                  built_input_shape().to_string()));
 }
 
 Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape,

@@ -212,6 +212,9 @@ class Dense : public Layer {
 struct Conv2DOptions {
   Size2 strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
+  // "" or "channels_last" (NHWC), or "channels_first" (NCHW: the input and output transposed
+  // around the NHWC convolution; the kernel is HWIO either way, as Keras').
+  std::string data_format = "";
   // Keras forbids strides > 1 together with dilation_rate > 1.
   Size2 dilation_rate = 1;
   // Grouped convolution: input channels and filters split into `groups` groups, each group
@@ -252,6 +255,7 @@ struct Conv2DTransposeOptions {
   // Extra rows/columns at the bottom/right of the output (each less than the stride); none:
   // Keras' default output size (below).
   std::optional<Size2> output_padding = std::nullopt;
+  std::string data_format = "";  // "" or "channels_last" (NHWC), or "channels_first" (NCHW)
   Size2 dilation_rate = 1;
   std::string activation = "";
   bool use_bias = true;
@@ -288,16 +292,56 @@ class Conv2DTranspose : public Layer {
   Variable bias() const;
 };
 
-// Pooling over NHWC windows; strides default to the pool size (Keras').
+// The trailing arguments of a layer whose Keras signature ends in data_format and name, for
+// the overloads that take them (ZeroPadding2D(1, {.data_format = "channels_first"})). The
+// older overloads that end in a name are templates (template <class = void>): GCC 12 also
+// matches a braced {.data_format = s} to a std::string parameter, and overload resolution
+// prefers the non-template options overload when the two tie.
+// data_format: "" or "channels_last" (channels in the last axis), or "channels_first" (channels
+// in axis 1: the input and output are transposed around the channels_last computation).
+struct FormatOptions {
+  std::string data_format = "";
+  std::string name = "";
+};
+
+struct Pooling2DOptions {
+  std::optional<Size2> strides = std::nullopt;  // the pool size
+  std::string padding = "valid";                // "valid" or "same", any case
+  std::string data_format = "";                 // "" or "channels_last", or "channels_first"
+  std::string name = "";
+};
+
+// Pooling over NHWC (or, with data_format "channels_first", NCHW) windows; strides default to
+// the pool size (Keras').
+//   MaxPooling2D(2)  MaxPooling2D(3, 2, "same")  MaxPooling2D(2, {.data_format = "channels_first"})
 class MaxPooling2D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit MaxPooling2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
-                        std::string padding = "valid", std::string name = "");
+                        std::string padding = "valid", std::string name = "")
+      : MaxPooling2D(pool_size, Pooling2DOptions{.strides = strides,
+                                                 .padding = std::move(padding),
+                                                 .name = std::move(name)}) {}
+  MaxPooling2D(Size2 pool_size, Pooling2DOptions options);
 };
 class AveragePooling2D : public Layer {
  public:
+  template <class = void>
   explicit AveragePooling2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
-                            std::string padding = "valid", std::string name = "");
+                            std::string padding = "valid", std::string name = "")
+      : AveragePooling2D(pool_size, Pooling2DOptions{.strides = strides,
+                                                     .padding = std::move(padding),
+                                                     .name = std::move(name)}) {}
+  AveragePooling2D(Size2 pool_size, Pooling2DOptions options);
+};
+
+struct FlattenOptions {
+  // "" or "channels_last", or "channels_first": an input of rank 3 or more has its axis 1 moved
+  // to the end before it is flattened (Keras' Flatten(data_format), which keeps a Dense layer
+  // after it reading the same weights whichever format the convolutions before it use).
+  std::string data_format = "";
+  std::vector<int64_t> input_shape = {};
+  std::string name = "";
 };
 
 // (batch, d1, d2, ...) -> (batch, d1 * d2 * ...). An input_shape (without the batch dimension,
@@ -305,7 +349,10 @@ class AveragePooling2D : public Layer {
 // with it is built at once (Keras' input_shape argument).
 class Flatten : public Layer {
  public:
-  explicit Flatten(std::vector<int64_t> input_shape = {}, std::string name = "");
+  template <class = void>
+  explicit Flatten(std::vector<int64_t> input_shape = {}, std::string name = "")
+      : Flatten(FlattenOptions{.input_shape = std::move(input_shape), .name = std::move(name)}) {}
+  explicit Flatten(FlattenOptions options);
 };
 
 // Zeroes inputs with probability `rate` and scales the rest by 1 / (1 - rate) when called with
@@ -556,7 +603,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   [[noreturn]] void incompatible(const TensorShape& got, const std::string& expectation) const;
   // Keras' input check of a layer built for `rank`-d inputs with `channels` in the last axis
   // (a None last axis passes): incompatible() with Keras' wording otherwise.
-  void require_rank_and_channels(const TensorShape& got, int rank, int64_t channels) const;
+  // With channels_first the channels are axis 1.
+  void require_rank_and_channels(const TensorShape& got, int rank, int64_t channels,
+                                 bool channels_first = false) const;
   std::string class_name_;
   std::string name_;
   bool auto_named_ = false;

@@ -9,6 +9,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "distribute/replica_context.h"
+#include "keras/data_format.h"
 #include "keras/layer_handle.h"
 #include "keras/layers.h"
 #include "keras/serialization_access.h"
@@ -25,6 +26,7 @@
 namespace tapeflow::keras {
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 using layers::BatchNormalizationOptions;
 using layers::Conv2DOptions;
@@ -121,6 +123,7 @@ class Conv2DImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         groups_(o.groups),
         same_(parse_padding("Conv2D", o.padding)),
+        format_(DataFormat::parse("Conv2D", o.data_format)),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
         kernel_init_(o.kernel_initializer.defined() ? o.kernel_initializer
@@ -148,39 +151,42 @@ class Conv2DImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
+  void build(const TensorShape& input) override {
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s.rank() == 4 && s[3] != None, name_.c_str(),
-                 "layer \"{}\" (Conv2D) needs NHWC inputs of rank 4 with a known channel "
+                 "layer \"{}\" (Conv2D) needs {} inputs of rank 4 with a known channel "
                  "dimension, got shape {}",
-                 name_, shape_str(s));
+                 name_, format_.layout(2), shape_str(input));
     TF_CHECK_ARG(s[3] % groups_ == 0, name_.c_str(),
                  "layer \"{}\" (Conv2D): the number of input channels must be evenly divisible "
                  "by the number of groups, got groups={} but the input has {} channels (full "
                  "input shape {})",
-                 name_, groups_, s[3], shape_str(s));
+                 name_, groups_, s[3], shape_str(input));
     channels_ = s[3];
     const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_ / groups_, filters_});
     kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
     if (use_bias_)
       bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
+    const TensorShape s = format_.to_last(input);
     TensorShape o = s;
     o[1] = ::tapeflow::detail::window_dim(s[1], kernel_size_.h, strides_.h, dilation_.h, same_).out;
     o[2] = ::tapeflow::detail::window_dim(s[2], kernel_size_.w, strides_.w, dilation_.w, same_).out;
     o[3] = filters_;
-    return o;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 4, channels_);
+    require_rank_and_channels(s, 4, channels_, format_.channels_first());
   }
   Tensor call(const Tensor& x, bool) override {
     // With groups > 1 the kernel's depth is in / groups: conv2d runs it as a grouped one.
-    Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
-                          {dilation_.h, dilation_.w});
+    Tensor y = nn::conv2d(format_.to_last(x), kernel_.value(), {strides_.h, strides_.w},
+                          same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    return format_.to_first(activation_ ? activation_(y) : y);
   }
 
  private:
@@ -191,6 +197,7 @@ class Conv2DImpl final : public LayerImpl {
   Size2 kernel_size_, strides_, dilation_;
   int groups_;
   bool same_;
+  DataFormat format_;
   activations::Activation activation_;
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
@@ -211,6 +218,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         output_padding_(o.output_padding),
         same_(parse_padding("Conv2DTranspose", o.padding)),
+        format_(DataFormat::parse("Conv2DTranspose", o.data_format)),
         activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
@@ -233,11 +241,12 @@ class Conv2DTransposeImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
+  void build(const TensorShape& input) override {
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s.rank() == 4 && s[3] != None, name_.c_str(),
-                 "layer \"{}\" (Conv2DTranspose) needs NHWC inputs of rank 4 with a known "
+                 "layer \"{}\" (Conv2DTranspose) needs {} inputs of rank 4 with a known "
                  "channel dimension, got shape {}",
-                 name_, shape_str(s));
+                 name_, format_.layout(2), shape_str(input));
     channels_ = s[3];
     const TensorShape kshape({kernel_size_.h, kernel_size_.w, filters_, channels_});
     kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
@@ -251,7 +260,12 @@ class Conv2DTransposeImpl final : public LayerImpl {
     const int64_t p = same_ ? eff / 2 : 0;
     return (in - 1) * stride + eff - 2 * p + *pad;
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
+    return format_.to_first(output_shape_last(format_.to_last(input)));
+  }
+  // The output shape of a channels_last input.
+  TensorShape output_shape_last(const TensorShape& s) const {
     TensorShape o = s;
     const std::optional<int> ph =
         output_padding_ ? std::optional<int>(output_padding_->h) : std::nullopt;
@@ -264,14 +278,15 @@ class Conv2DTransposeImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 4, channels_);
+    require_rank_and_channels(s, 4, channels_, format_.channels_first());
   }
   Tensor call(const Tensor& x, bool) override {
-    TensorShape out = compute_output_shape(x.shape());
-    Tensor y = nn::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
+    const Tensor in = format_.to_last(x);
+    const TensorShape out = output_shape_last(in.shape());
+    Tensor y = nn::conv2d_transpose(in, kernel_.value(), out, {strides_.h, strides_.w},
                                     same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    return format_.to_first(activation_ ? activation_(y) : y);
   }
 
  private:
@@ -282,6 +297,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   Size2 kernel_size_, strides_, dilation_;
   std::optional<Size2> output_padding_;
   bool same_;
+  DataFormat format_;
   std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
@@ -295,13 +311,14 @@ class Conv2DTransposeImpl final : public LayerImpl {
 class Pooling2DImpl final : public LayerImpl {
  public:
   Pooling2DImpl(bool max, Size2 pool, std::optional<Size2> strides, const std::string& padding,
-                std::string name)
+                std::string name, const std::string& data_format = "")
       : LayerImpl(max ? "MaxPooling2D" : "AveragePooling2D",
                   max ? "max_pooling2d" : "average_pooling2d", std::move(name)),
         max_(max),
         pool_(pool),
         strides_(strides.value_or(pool)),
-        same_(parse_padding(max ? "MaxPooling2D" : "AveragePooling2D", padding)) {
+        same_(parse_padding(max ? "MaxPooling2D" : "AveragePooling2D", padding)),
+        format_(DataFormat::parse(max ? "MaxPooling2D" : "AveragePooling2D", data_format)) {
     check_size2(class_name_.c_str(), "pool_size", pool_);
     check_size2(class_name_.c_str(), "strides", strides_);
   }
@@ -309,23 +326,26 @@ class Pooling2DImpl final : public LayerImpl {
  protected:
   void build(const TensorShape& s) override {
     TF_CHECK_ARG(s.rank() == 4, name_.c_str(),
-                 "layer \"{}\" ({}) needs NHWC inputs of rank 4, got shape {}", name_,
-                 class_name_, shape_str(s));
+                 "layer \"{}\" ({}) needs {} inputs of rank 4, got shape {}", name_, class_name_,
+                 format_.layout(2), shape_str(s));
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    TensorShape o = s;
-    o[1] = ::tapeflow::detail::window_dim(s[1], pool_.h, strides_.h, 1, same_).out;
-    o[2] = ::tapeflow::detail::window_dim(s[2], pool_.w, strides_.w, 1, same_).out;
-    return o;
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
+    TensorShape o = format_.to_last(input);
+    o[1] = ::tapeflow::detail::window_dim(o[1], pool_.h, strides_.h, 1, same_).out;
+    o[2] = ::tapeflow::detail::window_dim(o[2], pool_.w, strides_.w, 1, same_).out;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 4) incompatible(s, "expected ndim=4 (NHWC)");
+    if (s.rank() != 4) incompatible(s, format_.expected_ndim(2));
   }
   Tensor call(const Tensor& x, bool) override {
     const char* pad = same_ ? "SAME" : "VALID";
-    return max_ ? nn::max_pool2d(x, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad)
-                : nn::avg_pool2d(x, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad);
+    const Tensor in = format_.to_last(x);
+    return format_.to_first(
+        max_ ? nn::max_pool2d(in, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad)
+             : nn::avg_pool2d(in, {pool_.h, pool_.w}, {strides_.h, strides_.w}, pad));
   }
 
  private:
@@ -334,12 +354,16 @@ class Pooling2DImpl final : public LayerImpl {
   bool max_;
   Size2 pool_, strides_;
   bool same_;
+  DataFormat format_;
 };
 
 // ---- Flatten ----
 class FlattenImpl final : public LayerImpl {
  public:
-  explicit FlattenImpl(std::string name) : LayerImpl("Flatten", "flatten", std::move(name)) {}
+  FlattenImpl(std::string name, const std::string& data_format)
+      : LayerImpl("Flatten", "flatten", std::move(name)),
+        format_(DataFormat::parse("Flatten", data_format)) {}
+  bool channels_first() const { return format_.channels_first(); }
 
  protected:
   void build(const TensorShape& s) override {
@@ -368,7 +392,10 @@ class FlattenImpl final : public LayerImpl {
     if (s.rank() < 1) incompatible(s, "expected min_ndim=1");
   }
   bool casts_all_inputs() const override { return false; }  // Keras' Flatten keeps the dtype
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& input, bool) override {
+    // channels_first: the channels move last first, so that the flattened order is the
+    // channels_last one (Keras').
+    const Tensor x = format_.to_last(input);
     const TensorShape& s = x.shape();
     const int64_t rest = compute_output_shape(s)[1];
     // Prefer the known sizes so that an unknown batch (a traced signature) or an empty batch
@@ -378,6 +405,9 @@ class FlattenImpl final : public LayerImpl {
     if (rest != None) return reshape(x, TensorShape({s[0] == None ? -1 : s[0], rest}));
     return reshape(x, TensorShape({s[0], -1}));
   }
+
+ private:
+  DataFormat format_;
 };
 
 // ---- Dropout ----
@@ -675,17 +705,16 @@ Variable Conv2DTranspose::bias() const {
   return impl().weight("bias");
 }
 
-MaxPooling2D::MaxPooling2D(Size2 pool_size, std::optional<Size2> strides, std::string padding,
-                           std::string name)
-    : Layer(std::make_shared<Pooling2DImpl>(true, pool_size, strides, padding, std::move(name))) {}
-AveragePooling2D::AveragePooling2D(Size2 pool_size, std::optional<Size2> strides,
-                                   std::string padding, std::string name)
-    : Layer(std::make_shared<Pooling2DImpl>(false, pool_size, strides, padding, std::move(name))) {
-}
+MaxPooling2D::MaxPooling2D(Size2 pool_size, Pooling2DOptions o)
+    : Layer(std::make_shared<Pooling2DImpl>(true, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
+AveragePooling2D::AveragePooling2D(Size2 pool_size, Pooling2DOptions o)
+    : Layer(std::make_shared<Pooling2DImpl>(false, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
 
-Flatten::Flatten(std::vector<int64_t> input_shape, std::string name)
-    : Layer(std::make_shared<FlattenImpl>(std::move(name))) {
-  if (!input_shape.empty()) impl().build_from_declared_shape(input_shape);
+Flatten::Flatten(FlattenOptions o)
+    : Layer(std::make_shared<FlattenImpl>(std::move(o.name), o.data_format)) {
+  if (!o.input_shape.empty()) impl().build_from_declared_shape(o.input_shape);
 }
 
 Dropout::Dropout(double rate, std::optional<int64_t> seed, std::string name)
@@ -727,7 +756,12 @@ std::optional<Conv2DConfig> conv2d(const LayerImpl& layer) {
 std::optional<Pooling2DConfig> pooling2d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Pooling2DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return Pooling2DConfig{p->pool_, p->strides_, p->same_};
+  return Pooling2DConfig{p->pool_, p->strides_, p->same_, p->format_.channels_first()};
+}
+std::optional<bool> flatten_channels_first(const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const FlattenImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  return p->channels_first();
 }
 std::optional<DropoutConfig> dropout(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const DropoutImpl*>(&layer);
@@ -759,6 +793,7 @@ std::optional<ConvConfig> conv2d_transpose(const LayerImpl& layer) {
   c.dilation_rate = {p->dilation_.h, p->dilation_.w};
   if (p->output_padding_) c.output_padding = {p->output_padding_->h, p->output_padding_->w};
   c.padding = p->same_ ? "same" : "valid";
+  c.channels_first = p->format_.channels_first();
   c.activation = p->activation_name_;
   c.use_bias = p->use_bias_;
   c.kernel_initializer = p->kernel_init_;

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/serialization_access_conv.h"
 #include "ops/depthwise.h"
 #include "ops/movement.h"
@@ -16,6 +17,7 @@ namespace tapeflow::keras {
 
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 
 std::string lower(std::string s) {
@@ -44,6 +46,7 @@ class DepthwiseImpl final : public LayerImpl {
       : LayerImpl(cls, base_name, c.name),
         c_(std::move(c)),
         same_(lower(c_.padding) == "same"),
+        format_(DataFormat::parse(cls, c_.data_format)),
         activation_(activations::get(c_.activation)) {
     if (!c_.depthwise_init.defined()) c_.depthwise_init = initializers::GlorotUniform();
     if (!c_.pointwise_init.defined()) c_.pointwise_init = initializers::GlorotUniform();
@@ -51,13 +54,6 @@ class DepthwiseImpl final : public LayerImpl {
     const std::string p = lower(c_.padding);
     TF_CHECK_ARG(p == "valid" || p == "same", cls,
                  "padding must be \"valid\" or \"same\", got \"{}\"", c_.padding);
-    const std::string f = lower(c_.data_format);
-    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
-                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-                 c_.data_format);
-    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
-               "data_format=\"channels_first\" is not supported: tapeflow's depthwise "
-               "convolution takes channels_last inputs (transpose them first)");
     TF_CHECK_ARG(c_.depth_multiplier > 0, cls,
                  "depth_multiplier must be a strictly positive value, got {}", c_.depth_multiplier);
     TF_CHECK_ARG(!c_.separable || c_.filters > 0, cls, "filters must be positive, got {}",
@@ -71,12 +67,13 @@ class DepthwiseImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
+  void build(const TensorShape& input) override {
     const int rank = c_.rank + 2;
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s.rank() == rank && s[rank - 1] != None, name_.c_str(),
-                 "layer \"{}\" ({}) needs channels_last inputs of rank {} with a known channel "
-                 "dimension, got shape {}",
-                 name_, class_name_, rank, s.to_string());
+                 "layer \"{}\" ({}) needs {} inputs of rank {} with a known channel dimension, "
+                 "got shape {}",
+                 name_, class_name_, format_.layout(c_.rank), rank, input.to_string());
     channels_ = s[rank - 1];
     const int64_t dm = c_.depth_multiplier;
     const TensorShape dshape = c_.rank == 2 ? TensorShape({c_.kernel.h, c_.kernel.w, channels_, dm})
@@ -92,7 +89,9 @@ class DepthwiseImpl final : public LayerImpl {
     if (c_.use_bias)
       bias_ = add_weight("bias", TensorShape({out_channels()}), c_.bias_init, true, c_.bias_reg);
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != c_.rank + 2) incompatible(input, format_.expected_ndim(c_.rank));
+    const TensorShape s = format_.to_last(input);
     TensorShape o = s;
     const int r = s.rank();
     if (c_.rank == 2) {
@@ -104,13 +103,14 @@ class DepthwiseImpl final : public LayerImpl {
             .out;
     o[r - 1] =
         c_.separable ? c_.filters : (s[r - 1] == None ? None : s[r - 1] * c_.depth_multiplier);
-    return o;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, c_.rank + 2, channels_);
+    require_rank_and_channels(s, c_.rank + 2, channels_, format_.channels_first());
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& input, bool) override {
+    const Tensor x = format_.to_last(input);
     // The 1-D layers: (batch, 1, steps, channels) with (1, k, in, m) kernels.
     const Tensor in = c_.rank == 1 ? expand_dims(x, 1) : x;
     const Tensor dk = c_.rank == 1 ? expand_dims(depthwise_.value(), 0) : depthwise_.value();
@@ -122,7 +122,7 @@ class DepthwiseImpl final : public LayerImpl {
     }
     if (c_.rank == 1) y = squeeze(y, {1});
     if (c_.use_bias) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    return format_.to_first(activation_ ? activation_(y) : y);
   }
 
  private:
@@ -135,6 +135,7 @@ class DepthwiseImpl final : public LayerImpl {
       const LayerImpl&);
   Config c_;
   bool same_;
+  DataFormat format_;
   activations::Activation activation_;
   int64_t channels_ = 0;
   Variable depthwise_, pointwise_, bias_;
@@ -281,6 +282,7 @@ std::optional<ConvConfig> depthwise_conv(const LayerImpl& layer) {
   c.strides = sizes(k.strides);
   c.dilation_rate = sizes(k.dilation);
   c.padding = lower(k.padding);
+  c.channels_first = p->format_.channels_first();
   c.depth_multiplier = k.depth_multiplier;
   c.activation = k.activation;
   c.use_bias = k.use_bias;

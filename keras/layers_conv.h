@@ -1,6 +1,7 @@
 // Depthwise and separable convolution layers (Keras 3.15's DepthwiseConv2D, SeparableConv2D,
-// DepthwiseConv1D, SeparableConv1D), channels_last, through tf::nn::depthwise_conv2d (the 1-D
-// layers run it over a height of 1). Grouped convolution is Conv2DOptions::groups and
+// DepthwiseConv1D, SeparableConv1D), channels_last (or, with data_format "channels_first", the
+// channels at axis 1, transposed around the same computation), through tf::nn::depthwise_conv2d
+// (the 1-D layers run it over a height of 1). Grouped convolution is Conv2DOptions::groups and
 // Conv1DOptions::groups (keras/layers.h, keras/layers_more.h). See docs/keras.md.
 #pragma once
 
@@ -18,7 +19,7 @@ struct DepthwiseConv2DOptions {
   Size2 strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
   int depth_multiplier = 1;
-  std::string data_format = "";  // "" or "channels_last" ("channels_first" is not supported)
+  std::string data_format = "";  // "" or "channels_last", or "channels_first" (channels at axis 1)
   Size2 dilation_rate = 1;
   std::string activation = "";
   bool use_bias = true;
@@ -57,7 +58,7 @@ class DepthwiseConv2D : public Layer {
 struct SeparableConv2DOptions {
   Size2 strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
-  std::string data_format = "";   // "" or "channels_last"
+  std::string data_format = "";   // "" or "channels_last", or "channels_first"
   Size2 dilation_rate = 1;
   int depth_multiplier = 1;
   std::string activation = "";
@@ -99,7 +100,7 @@ struct DepthwiseConv1DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
   int depth_multiplier = 1;
-  std::string data_format = "";  // "" or "channels_last"
+  std::string data_format = "";  // "" or "channels_last", or "channels_first"
   int dilation_rate = 1;
   std::string activation = "";
   bool use_bias = true;
@@ -124,7 +125,7 @@ class DepthwiseConv1D : public Layer {
 struct SeparableConv1DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid" or "same", any case
-  std::string data_format = "";   // "" or "channels_last"
+  std::string data_format = "";   // "" or "channels_last", or "channels_first"
   int dilation_rate = 1;
   int depth_multiplier = 1;
   std::string activation = "";

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
@@ -19,6 +20,7 @@
 namespace tapeflow::keras {
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 using layers::Sides1D;
 using layers::Size3;
@@ -293,13 +295,14 @@ class Conv3DTransposeImpl final : public LayerImpl {
 class Pooling3DImpl final : public LayerImpl {
  public:
   Pooling3DImpl(bool max, Size3 pool, std::optional<Size3> strides, const std::string& padding,
-                std::string name)
+                std::string name, const std::string& data_format = "")
       : LayerImpl(max ? "MaxPooling3D" : "AveragePooling3D",
                   max ? "max_pooling3d" : "average_pooling3d", std::move(name)),
         max_(max),
         pool_(pool),
         strides_(strides.value_or(pool)),
-        same_(parse_padding(max ? "MaxPooling3D" : "AveragePooling3D", padding)) {
+        same_(parse_padding(max ? "MaxPooling3D" : "AveragePooling3D", padding)),
+        format_(DataFormat::parse(max ? "MaxPooling3D" : "AveragePooling3D", data_format)) {
     check_size3(class_name_.c_str(), "pool_size", pool_);
     check_size3(class_name_.c_str(), "strides", strides_);
   }
@@ -307,21 +310,23 @@ class Pooling3DImpl final : public LayerImpl {
  protected:
   void build(const TensorShape& s) override {
     TF_CHECK_ARG(s.rank() == 5, name_.c_str(),
-                 "layer \"{}\" ({}) needs NDHWC inputs of rank 5, got shape {}", name_, class_name_,
-                 s.to_string());
+                 "layer \"{}\" ({}) needs {} inputs of rank 5, got shape {}", name_, class_name_,
+                 format_.layout(3), s.to_string());
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
-    return window_shape(s, pool_, strides_, Size3(1), same_, s[4]);
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 5) incompatible(input, format_.expected_ndim(3));
+    const TensorShape s = format_.to_last(input);
+    return format_.to_first(window_shape(s, pool_, strides_, Size3(1), same_, s[4]));
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
+    if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& input, bool) override {
     const char* pad = same_ ? "SAME" : "VALID";
     const std::vector<int> k{pool_.d, pool_.h, pool_.w}, s{strides_.d, strides_.h, strides_.w};
-    return max_ ? nn::max_pool3d(x, k, s, pad) : nn::avg_pool3d(x, k, s, pad);
+    const Tensor x = format_.to_last(input);
+    return format_.to_first(max_ ? nn::max_pool3d(x, k, s, pad) : nn::avg_pool3d(x, k, s, pad));
   }
 
  private:
@@ -330,6 +335,7 @@ class Pooling3DImpl final : public LayerImpl {
   bool max_;
   Size3 pool_, strides_;
   bool same_;
+  DataFormat format_;
 };
 
 // ---- GlobalAveragePooling3D and GlobalMaxPooling3D ----
@@ -381,8 +387,10 @@ class GlobalPooling3DImpl final : public LayerImpl {
 // ---- UpSampling3D ----
 class UpSampling3DImpl final : public LayerImpl {
  public:
-  UpSampling3DImpl(Size3 size, std::string name)
-      : LayerImpl("UpSampling3D", "up_sampling3d", std::move(name)), size_(size) {
+  UpSampling3DImpl(Size3 size, std::string name, const std::string& data_format = "")
+      : LayerImpl("UpSampling3D", "up_sampling3d", std::move(name)),
+        size_(size),
+        format_(DataFormat::parse("UpSampling3D", data_format)) {
     check_size3("UpSampling3D", "size", size);
   }
 
@@ -390,51 +398,64 @@ class UpSampling3DImpl final : public LayerImpl {
   void build(const TensorShape& s) override {
     TF_CHECK_ARG(s.rank() == 5 && s[1] != None && s[2] != None && s[3] != None && s[4] != None,
                  name_.c_str(),
-                 "layer \"{}\" (UpSampling3D) needs NDHWC inputs of rank 5 with known depth, "
+                 "layer \"{}\" (UpSampling3D) needs {} inputs of rank 5 with known depth, "
                  "height, width and channels, got shape {}",
-                 name_, s.to_string());
+                 name_, format_.layout(3), s.to_string());
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
-    TensorShape o = s;
-    if (o[1] != None) o[1] *= size_.d;
-    if (o[2] != None) o[2] *= size_.h;
-    if (o[3] != None) o[3] *= size_.w;
-    return o;
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 5) incompatible(input, format_.expected_ndim(3));
+    return format_.to_first(output_shape_last(format_.to_last(input)));
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != 5 || s[1] == None || s[2] == None || s[3] == None || s[4] == None)
-      incompatible(s, "expected ndim=5 (NDHWC) with known depth, height, width and channels");
+      incompatible(s, fmt::format("{} with known depth, height, width and channels",
+                                  format_.expected_ndim(3)));
   }
   bool casts_all_inputs() const override { return false; }  // Keras keeps the dtype
   // Nearest neighbour: (b, d, 1, h, 1, w, 1, c) broadcast against ones (1, 1, sd, 1, sh, 1, sw,
   // 1) and merged (rank 8, tapeflow's maximum); the gradient sums each block back. Broadcasting
   // keeps a graph traced for a None batch open to every batch size.
   Tensor call(const Tensor& x, bool) override {
+    return format_.to_first(repeat(format_.to_last(x)));
+  }
+
+ private:
+  TensorShape output_shape_last(const TensorShape& s) const {
+    TensorShape o = s;
+    if (o[1] != None) o[1] *= size_.d;
+    if (o[2] != None) o[2] *= size_.h;
+    if (o[3] != None) o[3] *= size_.w;
+    return o;
+  }
+  // NDHWC x.
+  Tensor repeat(const Tensor& x) const {
     // bool has no product: repeat its 0/1 bytes.
-    if (x.dtype() == bool_) return cast(call(cast(x, uint8), false), bool_);
+    if (x.dtype() == bool_) return cast(repeat(cast(x, uint8)), bool_);
     const TensorShape& s = x.shape();
     Tensor y = expand_dims(expand_dims(expand_dims(x, 4), 3), 2);
     y = y * ones(TensorShape({1, 1, size_.d, 1, size_.h, 1, size_.w, 1}), x.dtype());
-    const TensorShape o = compute_output_shape(s);
+    const TensorShape o = output_shape_last(s);
     const int64_t rest = o[1] * o[2] * o[3] * o[4];
     return reshape(y, TensorShape({rest > 0 ? -1 : s[0], o[1], o[2], o[3], o[4]}));
   }
 
- private:
-  friend std::optional<std::array<int, 3>> detail::layer_options::up_sampling3d(const LayerImpl&);
+  friend std::optional<detail::layer_options::UpSampling3DConfig>
+  detail::layer_options::up_sampling3d(const LayerImpl&);
   Size3 size_;
+  DataFormat format_;
 };
 
 // ---- ZeroPadding3D and Cropping3D ----
 class PadCrop3DImpl final : public LayerImpl {
  public:
-  PadCrop3DImpl(bool crop, const layers::Sides3D& sides, std::string name)
+  PadCrop3DImpl(bool crop, const layers::Sides3D& sides, std::string name,
+                const std::string& data_format = "")
       : LayerImpl(crop ? "Cropping3D" : "ZeroPadding3D", crop ? "cropping3d" : "zero_padding3d",
                   std::move(name)),
         crop_(crop),
-        sides_{sides.depth, sides.height, sides.width} {
+        sides_{sides.depth, sides.height, sides.width},
+        format_(DataFormat::parse(crop ? "Cropping3D" : "ZeroPadding3D", data_format)) {
     for (const Sides1D& s : sides_)
       TF_CHECK_ARG(s.begin >= 0 && s.end >= 0, class_name_.c_str(),
                    "`{}` cannot be negative, got {}", crop ? "cropping" : "padding", arg_str());
@@ -447,10 +468,10 @@ class PadCrop3DImpl final : public LayerImpl {
   }
   void build(const TensorShape& s) override { (void)compute_output_shape(s); }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
+    if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
     TensorShape o = s;
     for (int i = 0; i < 3; ++i) {
-      const int a = i + 1;
+      const int a = axis(i);
       if (s[a] == None) continue;
       const int64_t total = sides_[i].begin + sides_[i].end;
       if (crop_) {
@@ -468,29 +489,32 @@ class PadCrop3DImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 5) incompatible(s, "expected ndim=5 (NDHWC)");
+    if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
   }
   bool casts_all_inputs() const override { return false; }  // Keras keeps the dtype
   Tensor call(const Tensor& x, bool) override {
     const TensorShape o = compute_output_shape(x.shape());
     if (!crop_) {
       std::vector<std::pair<int64_t, int64_t>> p(5, {0, 0});
-      for (int i = 0; i < 3; ++i) p[i + 1] = {sides_[i].begin, sides_[i].end};
+      for (int i = 0; i < 3; ++i) p[axis(i)] = {sides_[i].begin, sides_[i].end};
       return pad(x, p);
     }
     std::vector<int64_t> begin(5, 0), size(5, -1);
     for (int i = 0; i < 3; ++i) {
-      begin[i + 1] = sides_[i].begin;
-      size[i + 1] = o[i + 1];
+      begin[axis(i)] = sides_[i].begin;
+      size[axis(i)] = o[axis(i)];
     }
     return slice(x, begin, size);
   }
 
  private:
-  friend std::optional<detail::layer_options::SidesConfig> detail::layer_options::pad_crop3d(
+  // The input axis of spatial dimension i (depth, height, width).
+  int axis(int i) const { return i + (format_.channels_first() ? 2 : 1); }
+  friend std::optional<detail::layer_options::PadCropConfig> detail::layer_options::pad_crop3d(
       const LayerImpl&);
   bool crop_;
   std::vector<Sides1D> sides_;
+  DataFormat format_;
 };
 
 }  // namespace
@@ -522,25 +546,25 @@ Variable Conv3DTranspose::bias() const {
   return impl().weight("bias");
 }
 
-MaxPooling3D::MaxPooling3D(Size3 pool_size, std::optional<Size3> strides, std::string padding,
-                           std::string name)
-    : Layer(std::make_shared<Pooling3DImpl>(true, pool_size, strides, padding, std::move(name))) {}
-AveragePooling3D::AveragePooling3D(Size3 pool_size, std::optional<Size3> strides,
-                                   std::string padding, std::string name)
-    : Layer(std::make_shared<Pooling3DImpl>(false, pool_size, strides, padding, std::move(name))) {}
+MaxPooling3D::MaxPooling3D(Size3 pool_size, Pooling3DOptions o)
+    : Layer(std::make_shared<Pooling3DImpl>(true, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
+AveragePooling3D::AveragePooling3D(Size3 pool_size, Pooling3DOptions o)
+    : Layer(std::make_shared<Pooling3DImpl>(false, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
 
 GlobalAveragePooling3D::GlobalAveragePooling3D(GlobalPoolingOptions o)
     : Layer(std::make_shared<GlobalPooling3DImpl>(false, o)) {}
 GlobalMaxPooling3D::GlobalMaxPooling3D(GlobalPoolingOptions o)
     : Layer(std::make_shared<GlobalPooling3DImpl>(true, o)) {}
 
-UpSampling3D::UpSampling3D(Size3 size, std::string name)
-    : Layer(std::make_shared<UpSampling3DImpl>(size, std::move(name))) {}
+UpSampling3D::UpSampling3D(Size3 size, FormatOptions o)
+    : Layer(std::make_shared<UpSampling3DImpl>(size, std::move(o.name), o.data_format)) {}
 
-ZeroPadding3D::ZeroPadding3D(Sides3D padding, std::string name)
-    : Layer(std::make_shared<PadCrop3DImpl>(false, padding, std::move(name))) {}
-Cropping3D::Cropping3D(Sides3D cropping, std::string name)
-    : Layer(std::make_shared<PadCrop3DImpl>(true, cropping, std::move(name))) {}
+ZeroPadding3D::ZeroPadding3D(Sides3D padding, FormatOptions o)
+    : Layer(std::make_shared<PadCrop3DImpl>(false, padding, std::move(o.name), o.data_format)) {}
+Cropping3D::Cropping3D(Sides3D cropping, FormatOptions o)
+    : Layer(std::make_shared<PadCrop3DImpl>(true, cropping, std::move(o.name), o.data_format)) {}
 
 }  // namespace layers
 
@@ -593,23 +617,24 @@ std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer) {
 std::optional<PoolingConfig> pooling3d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Pooling3DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return PoolingConfig{sizes(p->pool_), sizes(p->strides_), p->same_};
+  return PoolingConfig{sizes(p->pool_), sizes(p->strides_), p->same_, p->format_.channels_first()};
 }
 std::optional<GlobalPoolingConfig> global_pooling3d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const GlobalPooling3DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return GlobalPoolingConfig{p->axes_[0] == 2, p->keepdims_};
 }
-std::optional<std::array<int, 3>> up_sampling3d(const LayerImpl& layer) {
+std::optional<UpSampling3DConfig> up_sampling3d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const UpSampling3DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return std::array<int, 3>{p->size_.d, p->size_.h, p->size_.w};
+  return UpSampling3DConfig{{p->size_.d, p->size_.h, p->size_.w}, p->format_.channels_first()};
 }
-std::optional<SidesConfig> pad_crop3d(const LayerImpl& layer) {
+std::optional<PadCropConfig> pad_crop3d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const PadCrop3DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  SidesConfig out;
-  for (const auto& s : p->sides_) out.push_back({s.begin, s.end});
+  PadCropConfig out;
+  for (const auto& s : p->sides_) out.sides.push_back({s.begin, s.end});
+  out.channels_first = p->format_.channels_first();
   return out;
 }
 

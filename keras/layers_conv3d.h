@@ -1,6 +1,7 @@
 // 3-D convolution, pooling and shaping layers (Keras 3.15's Conv3D, MaxPooling3D,
 // AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, UpSampling3D, ZeroPadding3D,
-// Cropping3D, Conv3DTranspose), channels_last (batch, depth, height, width, channels) inputs,
+// Cropping3D, Conv3DTranspose), channels_last (batch, depth, height, width, channels) inputs
+// (or channels_first (batch, channels, depth, height, width) with data_format),
 // through tf::nn::conv3d / conv3d_transpose / max_pool3d / avg_pool3d (ops/conv3d.h). See
 // docs/keras.md.
 #pragma once
@@ -106,15 +107,32 @@ class Conv3DTranspose : public Layer {
 
 // Pooling over NDHWC windows; strides default to the pool size (Keras'). SAME windows take the
 // maximum / mean of their valid elements.
+struct Pooling3DOptions {
+  std::optional<Size3> strides = std::nullopt;  // the pool size
+  std::string padding = "valid";                // "valid" or "same", any case
+  std::string data_format = "";  // "" or "channels_last" (NDHWC), or "channels_first" (NCDHW)
+  std::string name = "";
+};
+//   MaxPooling3D(2)  MaxPooling3D(2, {.data_format = "channels_first"})
 class MaxPooling3D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit MaxPooling3D(Size3 pool_size = 2, std::optional<Size3> strides = std::nullopt,
-                        std::string padding = "valid", std::string name = "");
+                        std::string padding = "valid", std::string name = "")
+      : MaxPooling3D(pool_size, Pooling3DOptions{.strides = strides,
+                                                 .padding = std::move(padding),
+                                                 .name = std::move(name)}) {}
+  MaxPooling3D(Size3 pool_size, Pooling3DOptions options);
 };
 class AveragePooling3D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit AveragePooling3D(Size3 pool_size = 2, std::optional<Size3> strides = std::nullopt,
-                            std::string padding = "valid", std::string name = "");
+                            std::string padding = "valid", std::string name = "")
+      : AveragePooling3D(pool_size, Pooling3DOptions{.strides = strides,
+                                                     .padding = std::move(padding),
+                                                     .name = std::move(name)}) {}
+  AveragePooling3D(Size3 pool_size, Pooling3DOptions options);
 };
 
 // The mean or maximum over depth, height and width (axes 1-3, or 2-4 with channels_first);
@@ -138,9 +156,13 @@ class GlobalMaxPooling3D : public Layer {
 
 // Repeats each depth slice size.d times, each row size.h times and each column size.w times of
 // NDHWC inputs with known depth, height, width and channels (Keras' repeat along each axis).
+// UpSampling3D(2, {.data_format = "channels_first"}) repeats NCDHW inputs.
 class UpSampling3D : public Layer {
  public:
-  explicit UpSampling3D(Size3 size = 2, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit UpSampling3D(Size3 size = 2, std::string name = "")
+      : UpSampling3D(size, FormatOptions{.name = std::move(name)}) {}
+  UpSampling3D(Size3 size, FormatOptions options);
 };
 
 // The amounts for depth, height and width: one int for all six sides, {depth, height, width}
@@ -157,27 +179,47 @@ struct Sides3D {
 //   ZeroPadding3D()  ZeroPadding3D({1, 2, 0})  ZeroPadding3D({{1, 0}, {0, 2}, {1, 1}})
 class ZeroPadding3D : public Layer {
  public:
-  explicit ZeroPadding3D(Sides3D padding = 1, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit ZeroPadding3D(Sides3D padding = 1, std::string name = "")
+      : ZeroPadding3D(padding, FormatOptions{.name = std::move(name)}) {}
+  // data_format "channels_first": NCDHW inputs.
+  ZeroPadding3D(Sides3D padding, FormatOptions options);
   // Braced triples: overloads of their own, as ZeroPadding2D's.
+  template <class = void>
   explicit ZeroPadding3D(const int64_t (&padding)[3], std::string name = "")
-      : ZeroPadding3D(Sides3D(padding[0], padding[1], padding[2]), std::move(name)) {}
+      : ZeroPadding3D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding3D(const int64_t (&padding)[3], FormatOptions options)
+      : ZeroPadding3D(Sides3D(padding[0], padding[1], padding[2]), std::move(options)) {}
+  template <class = void>
   explicit ZeroPadding3D(const int64_t (&padding)[3][2], std::string name = "")
+      : ZeroPadding3D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding3D(const int64_t (&padding)[3][2], FormatOptions options)
       : ZeroPadding3D(Sides3D({padding[0][0], padding[0][1]}, {padding[1][0], padding[1][1]},
                               {padding[2][0], padding[2][1]}),
-                      std::move(name)) {}
+                      std::move(options)) {}
 };
 // Removes slices at the borders of the depth, height and width of NDHWC inputs; cropping a
 // whole dimension (or more) is an InvalidArgumentError, as Keras' ValueError.
 //   Cropping3D(1)  Cropping3D({{1, 1}, {2, 0}, {0, 1}})
 class Cropping3D : public Layer {
  public:
-  explicit Cropping3D(Sides3D cropping = 1, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit Cropping3D(Sides3D cropping = 1, std::string name = "")
+      : Cropping3D(cropping, FormatOptions{.name = std::move(name)}) {}
+  // data_format "channels_first": NCDHW inputs.
+  Cropping3D(Sides3D cropping, FormatOptions options);
+  template <class = void>
   explicit Cropping3D(const int64_t (&cropping)[3], std::string name = "")
-      : Cropping3D(Sides3D(cropping[0], cropping[1], cropping[2]), std::move(name)) {}
+      : Cropping3D(cropping, FormatOptions{.name = std::move(name)}) {}
+  Cropping3D(const int64_t (&cropping)[3], FormatOptions options)
+      : Cropping3D(Sides3D(cropping[0], cropping[1], cropping[2]), std::move(options)) {}
+  template <class = void>
   explicit Cropping3D(const int64_t (&cropping)[3][2], std::string name = "")
+      : Cropping3D(cropping, FormatOptions{.name = std::move(name)}) {}
+  Cropping3D(const int64_t (&cropping)[3][2], FormatOptions options)
       : Cropping3D(Sides3D({cropping[0][0], cropping[0][1]}, {cropping[1][0], cropping[1][1]},
                            {cropping[2][0], cropping[2][1]}),
-                   std::move(name)) {}
+                   std::move(options)) {}
 };
 
 }  // namespace tapeflow::keras::layers

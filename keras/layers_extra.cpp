@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
 #include "keras/utils.h"
@@ -228,8 +229,12 @@ class LambdaImpl final : public LayerImpl {
 // ---- Adaptive pooling ----
 class AdaptivePoolImpl final : public LayerImpl {
  public:
-  AdaptivePoolImpl(const char* cls, bool max, std::vector<int64_t> sizes, std::string name)
-      : LayerImpl(cls, to_snake_case(cls), std::move(name)), max_(max), sizes_(std::move(sizes)) {
+  AdaptivePoolImpl(const char* cls, bool max, std::vector<int64_t> sizes, std::string name,
+                   const std::string& data_format = "")
+      : LayerImpl(cls, to_snake_case(cls), std::move(name)),
+        max_(max),
+        sizes_(std::move(sizes)),
+        format_(DataFormat::parse(cls, data_format)) {
     for (int64_t n : sizes_)
       TF_CHECK_ARG(n > 0, cls, "output_size must be positive, got {}", fmt::join(sizes_, ", "));
   }
@@ -237,10 +242,16 @@ class AdaptivePoolImpl final : public LayerImpl {
  protected:
   int rank() const { return static_cast<int>(sizes_.size()) + 2; }
   std::string expectation() const {
-    static const char* layouts[] = {"(batch, steps, channels)", "(batch, height, width, channels)",
-                                    "(batch, depth, height, width, channels)"};
-    return fmt::format("expected ndim={} {}", rank(), layouts[sizes_.size() - 1]);
+    static const char* layouts[2][3] = {
+        {"(batch, steps, channels)", "(batch, height, width, channels)",
+         "(batch, depth, height, width, channels)"},
+        {"(batch, channels, steps)", "(batch, channels, height, width)",
+         "(batch, channels, depth, height, width)"}};
+    return fmt::format("expected ndim={} {}", rank(),
+                       layouts[format_.channels_first() ? 1 : 0][sizes_.size() - 1]);
   }
+  // The input axis of spatial dimension i.
+  int axis(size_t i) const { return static_cast<int>(i) + (format_.channels_first() ? 2 : 1); }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != rank()) incompatible(s, expectation());
@@ -248,7 +259,7 @@ class AdaptivePoolImpl final : public LayerImpl {
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (s.rank() != rank()) incompatible(s, expectation());
     TensorShape o = s;
-    for (size_t i = 0; i < sizes_.size(); ++i) o[static_cast<int>(i) + 1] = sizes_[i];
+    for (size_t i = 0; i < sizes_.size(); ++i) o[axis(i)] = sizes_[i];
     return o;
   }
   Tensor call(const Tensor& x, bool) override {
@@ -257,7 +268,7 @@ class AdaptivePoolImpl final : public LayerImpl {
     // ceil((i + 1) L / n)).
     Tensor y = x;
     for (size_t i = 0; i < sizes_.size(); ++i) {
-      const int axis = static_cast<int>(i) + 1;
+      const int axis = this->axis(i);
       const int64_t len = y.shape()[axis];
       TF_CHECK_ARG(len != None && len > 0, name_.c_str(),
                    "layer \"{}\" ({}) needs a known, non-zero size at axis {}, got input shape {}",
@@ -281,10 +292,11 @@ class AdaptivePoolImpl final : public LayerImpl {
   }
 
  private:
-  friend std::optional<std::vector<int64_t>> detail::layer_options::adaptive_pooling(
+  friend std::optional<layer_options::AdaptivePoolingConfig> layer_options::adaptive_pooling(
       const LayerImpl&);
   bool max_;
   std::vector<int64_t> sizes_;
+  DataFormat format_;
 };
 
 // Integer ids as int64 (floating ids are cast; they must hold integers, as Keras').
@@ -699,25 +711,30 @@ Lambda::Lambda(Function function, ShapeFunction output_shape, std::string name)
     : Layer(std::make_shared<detail::LambdaImpl>(std::move(function), std::move(output_shape),
                                                  std::move(name))) {}
 
-AdaptiveAveragePooling1D::AdaptiveAveragePooling1D(int64_t n, std::string name)
+AdaptiveAveragePooling1D::AdaptiveAveragePooling1D(int64_t n, FormatOptions o)
     : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveAveragePooling1D", false,
-                                               std::vector<int64_t>{n}, std::move(name))) {}
-AdaptiveMaxPooling1D::AdaptiveMaxPooling1D(int64_t n, std::string name)
+                                               std::vector<int64_t>{n}, std::move(o.name),
+                                               o.data_format)) {}
+AdaptiveMaxPooling1D::AdaptiveMaxPooling1D(int64_t n, FormatOptions o)
     : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveMaxPooling1D", true,
-                                               std::vector<int64_t>{n}, std::move(name))) {}
-AdaptiveAveragePooling2D::AdaptiveAveragePooling2D(Size2 n, std::string name)
+                                               std::vector<int64_t>{n}, std::move(o.name),
+                                               o.data_format)) {}
+AdaptiveAveragePooling2D::AdaptiveAveragePooling2D(Size2 n, FormatOptions o)
     : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveAveragePooling2D", false,
-                                               std::vector<int64_t>{n.h, n.w}, std::move(name))) {}
-AdaptiveMaxPooling2D::AdaptiveMaxPooling2D(Size2 n, std::string name)
+                                               std::vector<int64_t>{n.h, n.w}, std::move(o.name),
+                                               o.data_format)) {}
+AdaptiveMaxPooling2D::AdaptiveMaxPooling2D(Size2 n, FormatOptions o)
     : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveMaxPooling2D", true,
-                                               std::vector<int64_t>{n.h, n.w}, std::move(name))) {}
-AdaptiveAveragePooling3D::AdaptiveAveragePooling3D(Size3 n, std::string name)
+                                               std::vector<int64_t>{n.h, n.w}, std::move(o.name),
+                                               o.data_format)) {}
+AdaptiveAveragePooling3D::AdaptiveAveragePooling3D(Size3 n, FormatOptions o)
     : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveAveragePooling3D", false,
                                                std::vector<int64_t>{n.d, n.h, n.w},
-                                               std::move(name))) {}
-AdaptiveMaxPooling3D::AdaptiveMaxPooling3D(Size3 n, std::string name)
-    : Layer(std::make_shared<AdaptivePoolImpl>(
-          "AdaptiveMaxPooling3D", true, std::vector<int64_t>{n.d, n.h, n.w}, std::move(name))) {}
+                                               std::move(o.name), o.data_format)) {}
+AdaptiveMaxPooling3D::AdaptiveMaxPooling3D(Size3 n, FormatOptions o)
+    : Layer(std::make_shared<AdaptivePoolImpl>("AdaptiveMaxPooling3D", true,
+                                               std::vector<int64_t>{n.d, n.h, n.w},
+                                               std::move(o.name), o.data_format)) {}
 
 CategoryEncoding::CategoryEncoding(int64_t num_tokens, std::string output_mode, std::string name)
     : Layer(std::make_shared<detail::CategoryEncodingImpl>(num_tokens, std::move(output_mode),
@@ -759,10 +776,10 @@ int64_t IntegerLookup::vocabulary_size() const {
 
 namespace detail::layer_options {
 
-std::optional<std::vector<int64_t>> adaptive_pooling(const LayerImpl& layer) {
+std::optional<AdaptivePoolingConfig> adaptive_pooling(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const AdaptivePoolImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return p->sizes_;
+  return AdaptivePoolingConfig{p->sizes_, p->format_.channels_first()};
 }
 
 std::optional<RMSNormalizationConfig> rms_normalization(const LayerImpl& layer) {

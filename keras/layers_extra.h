@@ -5,7 +5,7 @@
 //
 // Each is a Layer handle on shared state with the threading rules of keras/layers.h, composed of
 // existing ops (so every device runs it, and traced functions record it). Inputs are
-// channels_last (Keras' default).
+// channels_last (Keras' default) unless a FormatOptions says "channels_first".
 #pragma once
 
 #include <cstdint>
@@ -59,30 +59,49 @@ class Lambda : public Layer {
 // The adaptive poolings (PyTorch's AdaptiveAvgPool/MaxPool, Keras 3.15): each output position i
 // of an axis of length L pooled to n covers the input rows [floor(i L / n), ceil((i + 1) L / n)),
 // so any input length gives the output size asked for. Inputs (batch, steps, channels),
-// (batch, height, width, channels) or (batch, depth, height, width, channels).
+// (batch, height, width, channels) or (batch, depth, height, width, channels); with
+// FormatOptions{.data_format = "channels_first"} the channels come first, after the batch.
 class AdaptiveAveragePooling1D : public Layer {
  public:
-  explicit AdaptiveAveragePooling1D(int64_t output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveAveragePooling1D(int64_t output_size, std::string name = "")
+      : AdaptiveAveragePooling1D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveAveragePooling1D(int64_t output_size, FormatOptions options);
 };
 class AdaptiveMaxPooling1D : public Layer {
  public:
-  explicit AdaptiveMaxPooling1D(int64_t output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveMaxPooling1D(int64_t output_size, std::string name = "")
+      : AdaptiveMaxPooling1D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveMaxPooling1D(int64_t output_size, FormatOptions options);
 };
 class AdaptiveAveragePooling2D : public Layer {
  public:
-  explicit AdaptiveAveragePooling2D(Size2 output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveAveragePooling2D(Size2 output_size, std::string name = "")
+      : AdaptiveAveragePooling2D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveAveragePooling2D(Size2 output_size, FormatOptions options);
 };
 class AdaptiveMaxPooling2D : public Layer {
  public:
-  explicit AdaptiveMaxPooling2D(Size2 output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveMaxPooling2D(Size2 output_size, std::string name = "")
+      : AdaptiveMaxPooling2D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveMaxPooling2D(Size2 output_size, FormatOptions options);
 };
 class AdaptiveAveragePooling3D : public Layer {
  public:
-  explicit AdaptiveAveragePooling3D(Size3 output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveAveragePooling3D(Size3 output_size, std::string name = "")
+      : AdaptiveAveragePooling3D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveAveragePooling3D(Size3 output_size, FormatOptions options);
 };
 class AdaptiveMaxPooling3D : public Layer {
  public:
-  explicit AdaptiveMaxPooling3D(Size3 output_size, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit AdaptiveMaxPooling3D(Size3 output_size, std::string name = "")
+      : AdaptiveMaxPooling3D(output_size, FormatOptions{.name = std::move(name)}) {}
+  AdaptiveMaxPooling3D(Size3 output_size, FormatOptions options);
 };
 
 // Keras' CategoryEncoding: integer ids in [0, num_tokens) to a (batch, num_tokens) encoding.

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "keras/call_request.h"
+#include "keras/data_format.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
@@ -32,6 +33,7 @@
 namespace tapeflow::keras {
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 
 std::string lower(std::string s) {
@@ -69,13 +71,7 @@ class Conv1DTransposeImpl final : public LayerImpl {
     TF_CHECK_ARG(p == "valid" || p == "same", cls,
                  "padding must be \"valid\" or \"same\", got \"{}\"", o.padding);
     same_ = p == "same";
-    const std::string f = lower(o.data_format);
-    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
-                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-                 o.data_format);
-    TF_CHECK_T(UnimplementedError, f != "channels_first", cls,
-               "data_format=\"channels_first\" is not supported: tf::nn::conv2d_transpose takes "
-               "channels-last inputs (transpose them first)");
+    format_ = DataFormat::parse(cls, o.data_format);
     TF_CHECK_ARG(o.strides == 1 || o.dilation_rate == 1, cls,
                  "strides > 1 together with dilation_rate > 1 is not supported, got strides={}, "
                  "dilation_rate={}",
@@ -85,17 +81,19 @@ class Conv1DTransposeImpl final : public LayerImpl {
                    "output_padding {} must be non-negative and less than strides {}",
                    *output_padding_, o.strides);
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 3) incompatible(s, "expected ndim=3 (batch, steps, channels)");
-    return TensorShape({s[0], out_length(s[1]), filters_});
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 3) incompatible(input, format_.expected_ndim(1));
+    const TensorShape s = format_.to_last(input);
+    return format_.to_first(TensorShape({s[0], out_length(s[1]), filters_}));
   }
 
  protected:
-  void build(const TensorShape& s) override {
+  void build(const TensorShape& input) override {
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s.rank() == 3 && s[2] != None, name_.c_str(),
-                 "layer \"{}\" (Conv1DTranspose) needs inputs (batch, steps, channels) of rank 3 "
-                 "with a known channel dimension, got shape {}",
-                 name_, s.to_string());
+                 "layer \"{}\" (Conv1DTranspose) needs inputs {} of rank 3 with a known channel "
+                 "dimension, got shape {}",
+                 name_, format_.layout(1), input.to_string());
     channels_ = s[2];
     kernel_var_ = add_weight("kernel", TensorShape({kernel_, filters_, channels_}), kernel_init_,
                              true, kernel_reg_);
@@ -103,14 +101,15 @@ class Conv1DTransposeImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 3, channels_);
+    require_rank_and_channels(s, 3, channels_, format_.channels_first());
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& input, bool) override {
+    const Tensor x = format_.to_last(input);
     const TensorShape& s = x.shape();
     TF_CHECK_ARG(s[1] != None, name_.c_str(),
                  "layer \"{}\" (Conv1DTranspose) needs a known number of steps to size its "
                  "output, got shape {}",
-                 name_, s.to_string());
+                 name_, input.shape().to_string());
     Tensor y;
     if (s[1] == 0) {
       // No steps: nothing reaches the output (Keras gives the bias at each of its
@@ -126,7 +125,7 @@ class Conv1DTransposeImpl final : public LayerImpl {
                   {1});
     }
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    return format_.to_first(activation_ ? activation_(y) : y);
   }
 
  private:
@@ -146,6 +145,7 @@ class Conv1DTransposeImpl final : public LayerImpl {
   int kernel_, stride_, dilation_;
   std::optional<int> output_padding_;
   bool same_ = false;
+  DataFormat format_;
   std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
@@ -686,6 +686,7 @@ std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer) {
   c.dilation_rate = {p->dilation_};
   if (p->output_padding_) c.output_padding = std::vector<int>{*p->output_padding_};
   c.padding = p->same_ ? "same" : "valid";
+  c.channels_first = p->format_.channels_first();
   c.activation = p->activation_name_;
   c.use_bias = p->use_bias_;
   c.kernel_initializer = p->kernel_init_;

@@ -19,7 +19,7 @@ struct Conv1DTransposeOptions {
   std::string padding = "valid";  // "valid" or "same", any case
   // Extra steps at the end of the output (less than strides); none: Keras' default length.
   std::optional<int> output_padding = std::nullopt;
-  std::string data_format = "";  // "" or "channels_last" ("channels_first" is not supported)
+  std::string data_format = "";  // "" or "channels_last", or "channels_first" (channels at axis 1)
   int dilation_rate = 1;         // strides > 1 together with dilation_rate > 1 is refused
   std::string activation = "";
   bool use_bias = true;

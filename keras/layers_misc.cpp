@@ -8,6 +8,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
@@ -23,6 +24,7 @@
 namespace tapeflow::keras {
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 using layers::Sides1D;
 using layers::Sides2D;
@@ -44,12 +46,16 @@ int64_t batch_dim(const TensorShape& s, int64_t per_example) {
 }
 
 // ---- ZeroPadding1D/2D and Cropping1D/2D ----
-// One class for the four: `rank` 3 (steps at axis 1) or 4 (height and width at axes 1 and 2).
+// One class for the four: `rank` 3 (steps at axis 1) or 4 (height and width at axes 1 and 2;
+// 2 and 3 with channels_first).
 class PadCropImpl final : public LayerImpl {
  public:
   PadCropImpl(const char* cls, const char* generic, bool crop, std::vector<Sides1D> sides,
-              std::string name)
-      : LayerImpl(cls, generic, std::move(name)), crop_(crop), sides_(std::move(sides)) {
+              std::string name, const std::string& data_format = "")
+      : LayerImpl(cls, generic, std::move(name)),
+        crop_(crop),
+        sides_(std::move(sides)),
+        format_(DataFormat::parse(cls, data_format)) {
     for (const Sides1D& s : sides_)
       TF_CHECK_ARG(s.begin >= 0 && s.end >= 0, cls, "`{}` cannot be negative, got {}",
                    crop ? "cropping" : "padding", arg_str());
@@ -65,7 +71,7 @@ class PadCropImpl final : public LayerImpl {
     if (s.rank() != rank()) incompatible(s, expectation());
     TensorShape o = s;
     for (size_t i = 0; i < sides_.size(); ++i) {
-      const int a = static_cast<int>(i) + 1;
+      const int a = axis(i);
       if (s[a] == None) continue;
       const int64_t total = sides_[i].begin + sides_[i].end;
       if (crop_) {
@@ -91,26 +97,27 @@ class PadCropImpl final : public LayerImpl {
     const TensorShape o = compute_output_shape(x.shape());
     if (!crop_) {
       std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank()), {0, 0});
-      for (size_t i = 0; i < sides_.size(); ++i) p[i + 1] = {sides_[i].begin, sides_[i].end};
+      for (size_t i = 0; i < sides_.size(); ++i) p[axis(i)] = {sides_[i].begin, sides_[i].end};
       return pad(x, p);
     }
     std::vector<int64_t> begin(static_cast<size_t>(rank()), 0),
         size(static_cast<size_t>(rank()), -1);
     for (size_t i = 0; i < sides_.size(); ++i) {
-      begin[i + 1] = sides_[i].begin;
-      size[i + 1] = o[static_cast<int>(i) + 1];
+      begin[axis(i)] = sides_[i].begin;
+      size[axis(i)] = o[axis(i)];
     }
     return slice(x, begin, size);
   }
 
  private:
-  std::string expectation() const {
-    return rank() == 3 ? "expected ndim=3 (batch, steps, channels)" : "expected ndim=4 (NHWC)";
-  }
-  friend std::optional<detail::layer_options::SidesConfig> detail::layer_options::pad_crop(
+  // The input axis of spatial dimension i.
+  int axis(size_t i) const { return static_cast<int>(i) + (format_.channels_first() ? 2 : 1); }
+  std::string expectation() const { return format_.expected_ndim(rank() - 2); }
+  friend std::optional<detail::layer_options::PadCropConfig> detail::layer_options::pad_crop(
       const LayerImpl&);
   bool crop_;
   std::vector<Sides1D> sides_;
+  DataFormat format_;
 };
 
 // ---- LeakyReLU and ELU ----
@@ -319,11 +326,13 @@ class NoiseImpl final : public LayerImpl {
  public:
   bool supports_masking() const override { return true; }  // Keras: passes masks on
   enum class Kind { kSpatial1D, kSpatial2D, kSpatial3D, kGaussianNoise, kGaussianDropout };
-  NoiseImpl(Kind kind, double amount, std::optional<int64_t> seed, std::string name)
+  NoiseImpl(Kind kind, double amount, std::optional<int64_t> seed, std::string name,
+            const std::string& data_format = "")
       : LayerImpl(class_of(kind), generic_of(kind), std::move(name)),
         kind_(kind),
         amount_(amount),
-        seed_(seed) {
+        seed_(seed),
+        format_(DataFormat::parse(class_of(kind), data_format)) {
     if (kind == Kind::kGaussianNoise) {
       TF_CHECK_ARG(amount >= 0.0 && amount <= 1.0, class_name_.c_str(),
                    "stddev must be a float between 0 and 1, got {}", amount);
@@ -357,10 +366,11 @@ class NoiseImpl final : public LayerImpl {
       const double stddev = std::sqrt(amount_ / (1.0 - amount_));
       return x * ::tapeflow::detail::random_normal_like(x, 1.0, stddev, x.dtype(), seed_);
     }
-    // One uniform per example and channel: the mask's shape is x's with the spatial axes 1.
-    std::vector<int> spatial_axes{1};
-    if (kind_ != Kind::kSpatial1D) spatial_axes.push_back(2);
-    if (kind_ == Kind::kSpatial3D) spatial_axes.push_back(3);
+    // One uniform per example and channel: the mask's shape is x's with the spatial axes 1
+    // (axes 1 to rank - 2, or 2 to rank - 1 with channels_first).
+    std::vector<int> spatial_axes;
+    for (int a = 1; a < rank() - 1; ++a)
+      spatial_axes.push_back(format_.channels_first() ? a + 1 : a);
     Tensor u;
     if (::tapeflow::detail::open_shapes()) {
       // The shape of the mask is read from a (b, 1, [1,] c) tensor when the graph runs (a sum
@@ -408,15 +418,13 @@ class NoiseImpl final : public LayerImpl {
     }
     return "";
   }
-  std::string expectation() const {
-    if (rank() == 5) return "expected ndim=5 (batch, depth, height, width, channels)";
-    return rank() == 3 ? "expected ndim=3 (batch, steps, channels)" : "expected ndim=4 (NHWC)";
-  }
+  std::string expectation() const { return format_.expected_ndim(rank() - 2); }
   friend std::optional<detail::layer_options::NoiseConfig> detail::layer_options::noise(
       const LayerImpl&);
   Kind kind_;
   double amount_;
   std::optional<int64_t> seed_;
+  DataFormat format_;
 };
 
 // ---- ActivityRegularization ----
@@ -689,20 +697,21 @@ std::optional<Layer> detail::layer_options::time_distributed_layer(const LayerIm
 
 namespace layers {
 
-ZeroPadding1D::ZeroPadding1D(Sides1D padding, std::string name)
+ZeroPadding1D::ZeroPadding1D(Sides1D padding, FormatOptions o)
     : Layer(std::make_shared<PadCropImpl>("ZeroPadding1D", "zero_padding1d", false,
-                                          std::vector<Sides1D>{padding}, std::move(name))) {}
-ZeroPadding2D::ZeroPadding2D(Sides2D padding, std::string name)
+                                          std::vector<Sides1D>{padding}, std::move(o.name),
+                                          o.data_format)) {}
+ZeroPadding2D::ZeroPadding2D(Sides2D padding, FormatOptions o)
     : Layer(std::make_shared<PadCropImpl>("ZeroPadding2D", "zero_padding2d", false,
                                           std::vector<Sides1D>{padding.height, padding.width},
-                                          std::move(name))) {}
+                                          std::move(o.name), o.data_format)) {}
 Cropping1D::Cropping1D(Sides1D cropping, std::string name)
     : Layer(std::make_shared<PadCropImpl>("Cropping1D", "cropping1d", true,
                                           std::vector<Sides1D>{cropping}, std::move(name))) {}
-Cropping2D::Cropping2D(Sides2D cropping, std::string name)
+Cropping2D::Cropping2D(Sides2D cropping, FormatOptions o)
     : Layer(std::make_shared<PadCropImpl>("Cropping2D", "cropping2d", true,
                                           std::vector<Sides1D>{cropping.height, cropping.width},
-                                          std::move(name))) {}
+                                          std::move(o.name), o.data_format)) {}
 
 LeakyReLU::LeakyReLU(double negative_slope, std::string name)
     : Layer(std::make_shared<LeakyReLUImpl>(negative_slope, std::move(name))) {}
@@ -723,12 +732,12 @@ UpSampling1D::UpSampling1D(int64_t size, std::string name)
 SpatialDropout1D::SpatialDropout1D(double rate, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial1D, rate, seed, std::move(name))) {
 }
-SpatialDropout2D::SpatialDropout2D(double rate, std::optional<int64_t> seed, std::string name)
-    : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial2D, rate, seed, std::move(name))) {
-}
-SpatialDropout3D::SpatialDropout3D(double rate, std::optional<int64_t> seed, std::string name)
-    : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial3D, rate, seed, std::move(name))) {
-}
+SpatialDropout2D::SpatialDropout2D(double rate, SpatialDropoutOptions o)
+    : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial2D, rate, o.seed,
+                                        std::move(o.name), o.data_format)) {}
+SpatialDropout3D::SpatialDropout3D(double rate, SpatialDropoutOptions o)
+    : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kSpatial3D, rate, o.seed,
+                                        std::move(o.name), o.data_format)) {}
 GaussianNoise::GaussianNoise(double stddev, std::optional<int64_t> seed, std::string name)
     : Layer(std::make_shared<NoiseImpl>(NoiseImpl::Kind::kGaussianNoise, stddev, seed,
                                         std::move(name))) {}
@@ -759,11 +768,12 @@ Layer TimeDistributed::layer() const {
 
 namespace detail::layer_options {
 
-std::optional<SidesConfig> pad_crop(const LayerImpl& layer) {
+std::optional<PadCropConfig> pad_crop(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const PadCropImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  SidesConfig out;
-  for (const Sides1D& s : p->sides_) out.push_back({s.begin, s.end});
+  PadCropConfig out;
+  for (const Sides1D& s : p->sides_) out.sides.push_back({s.begin, s.end});
+  out.channels_first = p->format_.channels_first();
   return out;
 }
 std::optional<double> leaky_relu_slope(const LayerImpl& layer) {
@@ -799,7 +809,7 @@ std::optional<int64_t> up_sampling1d(const LayerImpl& layer) {
 std::optional<NoiseConfig> noise(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const NoiseImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return NoiseConfig{p->amount_, p->seed_};
+  return NoiseConfig{p->amount_, p->seed_, p->format_.channels_first()};
 }
 std::optional<std::array<double, 2>> activity_regularization(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const ActivityRegularizationImpl*>(&layer);

@@ -5,7 +5,8 @@
 // See docs/keras.md.
 //
 // Each is a Layer handle on shared state with the threading rules of keras/layers.h, composed of
-// existing ops (so every device runs it). Inputs are channels_last (Keras' default).
+// existing ops (so every device runs it). Inputs are channels_last (Keras' default); the layers
+// with a FormatOptions or SpatialDropoutOptions overload also take data_format "channels_first".
 #pragma once
 
 #include <cstdint>
@@ -39,26 +40,43 @@ struct Sides2D {
 
 // Zeros before and after the steps of (batch, steps, channels) inputs:
 //   ZeroPadding1D()  ZeroPadding1D(2)  ZeroPadding1D({1, 2})
+// ZeroPadding1D(1, {.data_format = "channels_first"}) pads (batch, channels, steps) inputs.
 class ZeroPadding1D : public Layer {
  public:
-  explicit ZeroPadding1D(Sides1D padding = 1, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit ZeroPadding1D(Sides1D padding = 1, std::string name = "")
+      : ZeroPadding1D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding1D(Sides1D padding, FormatOptions options);
   // {begin, end}: an overload of its own, since a braced pair such as {1, 0} also converts
   // to the std::string of the name (an ambiguous call otherwise).
+  template <class = void>
   explicit ZeroPadding1D(const int64_t (&padding)[2], std::string name = "")
-      : ZeroPadding1D(Sides1D(padding[0], padding[1]), std::move(name)) {}
+      : ZeroPadding1D(Sides1D(padding[0], padding[1]), FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding1D(const int64_t (&padding)[2], FormatOptions options)
+      : ZeroPadding1D(Sides1D(padding[0], padding[1]), std::move(options)) {}
 };
-// Zero rows and columns around NHWC images:
+// Zero rows and columns around NHWC (with data_format "channels_first", NCHW) images:
 //   ZeroPadding2D()  ZeroPadding2D({1, 2})  ZeroPadding2D({{1, 0}, {0, 2}})
+//   ZeroPadding2D(1, {.data_format = "channels_first"})
 class ZeroPadding2D : public Layer {
  public:
-  explicit ZeroPadding2D(Sides2D padding = 1, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit ZeroPadding2D(Sides2D padding = 1, std::string name = "")
+      : ZeroPadding2D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding2D(Sides2D padding, FormatOptions options);
   // {height, width} and {{top, bottom}, {left, right}}: overloads of their own, since braced
   // pairs also convert to the std::string of the name (an ambiguous call otherwise).
+  template <class = void>
   explicit ZeroPadding2D(const int64_t (&padding)[2], std::string name = "")
-      : ZeroPadding2D(Sides2D(padding[0], padding[1]), std::move(name)) {}
+      : ZeroPadding2D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding2D(const int64_t (&padding)[2], FormatOptions options)
+      : ZeroPadding2D(Sides2D(padding[0], padding[1]), std::move(options)) {}
+  template <class = void>
   explicit ZeroPadding2D(const int64_t (&padding)[2][2], std::string name = "")
+      : ZeroPadding2D(padding, FormatOptions{.name = std::move(name)}) {}
+  ZeroPadding2D(const int64_t (&padding)[2][2], FormatOptions options)
       : ZeroPadding2D(Sides2D({padding[0][0], padding[0][1]}, {padding[1][0], padding[1][1]}),
-                      std::move(name)) {}
+                      std::move(options)) {}
 };
 // Removes steps at the start and end of (batch, steps, channels) inputs; cropping the whole
 // length (or more) is an InvalidArgumentError, as Keras' ValueError.
@@ -75,14 +93,24 @@ class Cropping1D : public Layer {
 //   Cropping2D(1)  Cropping2D({{2, 2}, {4, 4}})
 class Cropping2D : public Layer {
  public:
-  explicit Cropping2D(Sides2D cropping = 0, std::string name = "");
+  template <class = void>  // see FormatOptions
+  explicit Cropping2D(Sides2D cropping = 0, std::string name = "")
+      : Cropping2D(cropping, FormatOptions{.name = std::move(name)}) {}
+  // data_format "channels_first": NCHW images.
+  Cropping2D(Sides2D cropping, FormatOptions options);
   // {height, width} and {{top, bottom}, {left, right}}: overloads of their own, since braced
   // pairs also convert to the std::string of the name (an ambiguous call otherwise).
+  template <class = void>
   explicit Cropping2D(const int64_t (&cropping)[2], std::string name = "")
-      : Cropping2D(Sides2D(cropping[0], cropping[1]), std::move(name)) {}
+      : Cropping2D(cropping, FormatOptions{.name = std::move(name)}) {}
+  Cropping2D(const int64_t (&cropping)[2], FormatOptions options)
+      : Cropping2D(Sides2D(cropping[0], cropping[1]), std::move(options)) {}
+  template <class = void>
   explicit Cropping2D(const int64_t (&cropping)[2][2], std::string name = "")
+      : Cropping2D(cropping, FormatOptions{.name = std::move(name)}) {}
+  Cropping2D(const int64_t (&cropping)[2][2], FormatOptions options)
       : Cropping2D(Sides2D({cropping[0][0], cropping[0][1]}, {cropping[1][0], cropping[1][1]}),
-                   std::move(name)) {}
+                   std::move(options)) {}
 };
 
 // x > 0 ? x : negative_slope * x (tf::nn::leaky_relu); Keras 3's default slope is 0.3.
@@ -139,16 +167,28 @@ class SpatialDropout1D : public Layer {
   explicit SpatialDropout1D(double rate, std::optional<int64_t> seed = std::nullopt,
                             std::string name = "");
 };
+struct SpatialDropoutOptions {
+  std::string data_format = "";  // "" or "channels_last", or "channels_first" (channels at axis 1)
+  std::optional<int64_t> seed = std::nullopt;
+  std::string name = "";
+};
+//   SpatialDropout2D(0.2)  SpatialDropout2D(0.2, {.data_format = "channels_first", .seed = 7})
 class SpatialDropout2D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit SpatialDropout2D(double rate, std::optional<int64_t> seed = std::nullopt,
-                            std::string name = "");
+                            std::string name = "")
+      : SpatialDropout2D(rate, SpatialDropoutOptions{.seed = seed, .name = std::move(name)}) {}
+  SpatialDropout2D(double rate, SpatialDropoutOptions options);
 };
 // SpatialDropout2D for (batch, depth, height, width, channels) inputs.
 class SpatialDropout3D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit SpatialDropout3D(double rate, std::optional<int64_t> seed = std::nullopt,
-                            std::string name = "");
+                            std::string name = "")
+      : SpatialDropout3D(rate, SpatialDropoutOptions{.seed = seed, .name = std::move(name)}) {}
+  SpatialDropout3D(double rate, SpatialDropoutOptions options);
 };
 // x + N(0, stddev^2) noise with training = true (stddev in [0, 1], as Keras); the identity
 // otherwise.

@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/embedding_lookup.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access.h"
@@ -27,6 +28,7 @@
 namespace tapeflow::keras {
 namespace {
 
+using detail::DataFormat;
 using detail::LayerImpl;
 
 std::string shape_str(const TensorShape& s) {
@@ -415,6 +417,7 @@ class Conv1DImpl final : public LayerImpl {
         dilation_(o.dilation_rate),
         groups_(o.groups),
         padding_(parse_padding("Conv1D", o.padding, true)),
+        format_(DataFormat::parse("Conv1D", o.data_format)),
         activation_name_(o.activation),
         activation_(activations::get(o.activation)),
         use_bias_(o.use_bias),
@@ -441,37 +444,39 @@ class Conv1DImpl final : public LayerImpl {
   }
 
  protected:
-  void build(const TensorShape& s) override {
+  void build(const TensorShape& input) override {
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s.rank() == 3 && s[2] != None, name_.c_str(),
-                 "layer \"{}\" (Conv1D) needs inputs (batch, steps, channels) of rank 3 with a "
-                 "known channel dimension, got shape {}",
-                 name_, shape_str(s));
+                 "layer \"{}\" (Conv1D) needs inputs {} of rank 3 with a known channel "
+                 "dimension, got shape {}",
+                 name_, format_.layout(1), shape_str(input));
     TF_CHECK_ARG(s[2] % groups_ == 0, name_.c_str(),
                  "layer \"{}\" (Conv1D): the number of input channels must be evenly divisible "
                  "by the number of groups, got groups={} but the input has {} channels (full "
                  "input shape {})",
-                 name_, groups_, s[2], shape_str(s));
+                 name_, groups_, s[2], shape_str(input));
     channels_ = s[2];
     kernel_ = add_weight("kernel", TensorShape({kernel_size_, channels_ / groups_, filters_}),
                          kernel_init_, true, kernel_reg_);
     if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    TensorShape o = s;
-    int64_t steps = s[1];
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 3) incompatible(input, format_.expected_ndim(1));
+    TensorShape o = format_.to_last(input);
+    int64_t steps = o[1];
     if (padding_ == "causal" && steps != None) steps += int64_t{dilation_} * (kernel_size_ - 1);
     o[1] =
         ::tapeflow::detail::window_dim(steps, kernel_size_, strides_, dilation_, padding_ == "same")
             .out;
     o[2] = filters_;
-    return o;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    require_rank_and_channels(s, 3, channels_);
+    require_rank_and_channels(s, 3, channels_, format_.channels_first());
   }
   Tensor call(const Tensor& x, bool) override {
-    Tensor in = x;
+    Tensor in = format_.to_last(x);
     if (padding_ == "causal")
       in = pad(in, {{0, 0}, {int64_t{dilation_} * (kernel_size_ - 1), 0}, {0, 0}});
     // (batch, 1, steps, channels) with a (1, k, in, filters) kernel: a 2-D convolution.
@@ -479,7 +484,7 @@ class Conv1DImpl final : public LayerImpl {
                           padding_ == "same" ? "SAME" : "VALID", {1, dilation_});
     y = squeeze(y, {1});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return activation_ ? activation_(y) : y;
+    return format_.to_first(activation_ ? activation_(y) : y);
   }
 
  private:
@@ -489,6 +494,7 @@ class Conv1DImpl final : public LayerImpl {
   int64_t filters_;
   int kernel_size_, strides_, dilation_, groups_;
   std::string padding_;
+  DataFormat format_;
   std::string activation_name_;  // as given, for get_config (keras/serialization.h)
   activations::Activation activation_;
   bool use_bias_;
@@ -502,13 +508,14 @@ class Conv1DImpl final : public LayerImpl {
 class Pooling1DImpl final : public LayerImpl {
  public:
   Pooling1DImpl(bool max, int pool, std::optional<int> strides, const std::string& padding,
-                std::string name)
+                std::string name, const std::string& data_format = "")
       : LayerImpl(max ? "MaxPooling1D" : "AveragePooling1D",
                   max ? "max_pooling1d" : "average_pooling1d", std::move(name)),
         max_(max),
         pool_(pool),
         strides_(strides.value_or(pool)),
-        same_(parse_padding(max ? "MaxPooling1D" : "AveragePooling1D", padding, false) == "same") {
+        same_(parse_padding(max ? "MaxPooling1D" : "AveragePooling1D", padding, false) == "same"),
+        format_(DataFormat::parse(max ? "MaxPooling1D" : "AveragePooling1D", data_format)) {
     TF_CHECK_ARG(pool_ > 0 && strides_ > 0, class_name_.c_str(),
                  "pool_size and strides must be positive, got pool_size={}, strides={}", pool_,
                  strides_);
@@ -517,24 +524,25 @@ class Pooling1DImpl final : public LayerImpl {
  protected:
   void build(const TensorShape& s) override {
     TF_CHECK_ARG(s.rank() == 3, name_.c_str(),
-                 "layer \"{}\" ({}) needs inputs (batch, steps, channels) of rank 3, got shape {}",
-                 name_, class_name_, shape_str(s));
+                 "layer \"{}\" ({}) needs inputs {} of rank 3, got shape {}", name_, class_name_,
+                 format_.layout(1), shape_str(s));
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    TensorShape o = s;
-    o[1] = ::tapeflow::detail::window_dim(s[1], pool_, strides_, 1, same_).out;
-    return o;
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 3) incompatible(input, format_.expected_ndim(1));
+    TensorShape o = format_.to_last(input);
+    o[1] = ::tapeflow::detail::window_dim(o[1], pool_, strides_, 1, same_).out;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 3) incompatible(s, "expected ndim=3 (batch, steps, channels)");
+    if (s.rank() != 3) incompatible(s, format_.expected_ndim(1));
   }
   Tensor call(const Tensor& x, bool) override {
     const char* pad = same_ ? "SAME" : "VALID";
-    const Tensor x4 = expand_dims(x, 1);
+    const Tensor x4 = expand_dims(format_.to_last(x), 1);
     const Tensor y = max_ ? nn::max_pool2d(x4, {1, pool_}, {1, strides_}, pad)
                           : nn::avg_pool2d(x4, {1, pool_}, {1, strides_}, pad);
-    return squeeze(y, {1});
+    return format_.to_first(squeeze(y, {1}));
   }
 
  private:
@@ -543,15 +551,18 @@ class Pooling1DImpl final : public LayerImpl {
   bool max_;
   int pool_, strides_;
   bool same_;
+  DataFormat format_;
 };
 
 // ---- UpSampling2D ----
 class UpSampling2DImpl final : public LayerImpl {
  public:
-  UpSampling2DImpl(Size2 size, const std::string& interpolation, std::string name)
+  UpSampling2DImpl(Size2 size, const std::string& interpolation, std::string name,
+                   const std::string& data_format = "")
       : LayerImpl("UpSampling2D", "up_sampling2d", std::move(name)),
         size_(size),
-        interpolation_(lower(interpolation)) {
+        interpolation_(lower(interpolation)),
+        format_(DataFormat::parse("UpSampling2D", data_format)) {
     TF_CHECK_ARG(size.h > 0 && size.w > 0, "UpSampling2D", "size must be positive, got ({}, {})",
                  size.h, size.w);
     static constexpr std::array<std::string_view, 6> kMethods = {"nearest",  "bilinear", "bicubic",
@@ -566,22 +577,29 @@ class UpSampling2DImpl final : public LayerImpl {
  protected:
   void build(const TensorShape& s) override {
     TF_CHECK_ARG(s.rank() == 4 && s[1] != None && s[2] != None && s[3] != None, name_.c_str(),
-                 "layer \"{}\" (UpSampling2D) needs NHWC inputs of rank 4 with known height, "
+                 "layer \"{}\" (UpSampling2D) needs {} inputs of rank 4 with known height, "
                  "width and channels, got shape {}",
-                 name_, shape_str(s));
+                 name_, format_.layout(2), shape_str(s));
   }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    TensorShape o = s;
+  TensorShape compute_output_shape(const TensorShape& input) const override {
+    if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
+    TensorShape o = format_.to_last(input);
     if (o[1] != None) o[1] *= size_.h;
     if (o[2] != None) o[2] *= size_.w;
-    return o;
+    return format_.to_first(o);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != 4 || s[1] == None || s[2] == None || s[3] == None)
-      incompatible(s, "expected ndim=4 (NHWC) with known height, width and channels");
+      incompatible(
+          s, fmt::format("{} with known height, width and channels", format_.expected_ndim(2)));
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call(const Tensor& input, bool) override {
+    return format_.to_first(call_last(format_.to_last(input)));
+  }
+
+ private:
+  Tensor call_last(const Tensor& x) const {
     const TensorShape& s = x.shape();
     if (interpolation_ != "nearest") {
       const DType out = is_floating(x.dtype()) ? x.dtype() : float32;
@@ -593,7 +611,6 @@ class UpSampling2DImpl final : public LayerImpl {
     return repeat_pixels(x);
   }
 
- private:
   // Nearest neighbour: (b, h, 1, w, 1, c) broadcast against ones (1, 1, sh, 1, sw, 1) and
   // merged; the gradient sums each block back onto its pixel. (Broadcasting, unlike a gather
   // along axis 1, keeps a graph traced for a None batch open to every batch size.)
@@ -605,10 +622,11 @@ class UpSampling2DImpl final : public LayerImpl {
     return reshape(y, TensorShape({rest > 0 ? -1 : s[0], s[1] * size_.h, s[2] * size_.w, s[3]}));
   }
 
-  friend std::optional<std::pair<Size2, std::string>> detail::layer_options::up_sampling2d(
-      const LayerImpl&);
+  friend std::optional<detail::layer_options::UpSampling2DConfig>
+  detail::layer_options::up_sampling2d(const LayerImpl&);
   Size2 size_;
   std::string interpolation_;
+  DataFormat format_;
 };
 
 }  // namespace
@@ -693,15 +711,16 @@ Variable Conv1D::bias() const {
   return impl().weight("bias");
 }
 
-MaxPooling1D::MaxPooling1D(int pool_size, std::optional<int> strides, std::string padding,
-                           std::string name)
-    : Layer(std::make_shared<Pooling1DImpl>(true, pool_size, strides, padding, std::move(name))) {}
-AveragePooling1D::AveragePooling1D(int pool_size, std::optional<int> strides, std::string padding,
-                                   std::string name)
-    : Layer(std::make_shared<Pooling1DImpl>(false, pool_size, strides, padding, std::move(name))) {}
+MaxPooling1D::MaxPooling1D(int pool_size, Pooling1DOptions o)
+    : Layer(std::make_shared<Pooling1DImpl>(true, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
+AveragePooling1D::AveragePooling1D(int pool_size, Pooling1DOptions o)
+    : Layer(std::make_shared<Pooling1DImpl>(false, pool_size, o.strides, o.padding,
+                                            std::move(o.name), o.data_format)) {}
 
-UpSampling2D::UpSampling2D(Size2 size, std::string interpolation, std::string name)
-    : Layer(std::make_shared<UpSampling2DImpl>(size, interpolation, std::move(name))) {}
+UpSampling2D::UpSampling2D(Size2 size, UpSampling2DOptions o)
+    : Layer(std::make_shared<UpSampling2DImpl>(size, o.interpolation, std::move(o.name),
+                                               o.data_format)) {}
 
 }  // namespace layers
 
@@ -738,6 +757,7 @@ std::optional<ConvConfig> conv1d(const LayerImpl& layer) {
   c.strides = {p->strides_};
   c.dilation_rate = {p->dilation_};
   c.padding = p->padding_;
+  c.channels_first = p->format_.channels_first();
   c.groups = p->groups_;
   c.activation = p->activation_name_;
   c.use_bias = p->use_bias_;
@@ -750,17 +770,17 @@ std::optional<ConvConfig> conv1d(const LayerImpl& layer) {
 std::optional<PoolingConfig> pooling1d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Pooling1DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return PoolingConfig{{p->pool_}, {p->strides_}, p->same_};
+  return PoolingConfig{{p->pool_}, {p->strides_}, p->same_, p->format_.channels_first()};
 }
 std::optional<GlobalPoolingConfig> global_pooling(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const GlobalPoolingImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
   return GlobalPoolingConfig{p->channels_first_, p->keepdims_};
 }
-std::optional<std::pair<Size2, std::string>> up_sampling2d(const LayerImpl& layer) {
+std::optional<UpSampling2DConfig> up_sampling2d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const UpSampling2DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return std::pair{p->size_, p->interpolation_};
+  return UpSampling2DConfig{p->size_, p->interpolation_, p->format_.channels_first()};
 }
 std::optional<std::array<double, 2>> rescaling(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const RescalingImpl*>(&layer);

@@ -160,6 +160,9 @@ class Rescaling : public Layer {
 struct Conv1DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid", "same" or "causal", any case
+  // "" or "channels_last" ((batch, steps, channels)), or "channels_first" ((batch, channels,
+  // steps): transposed around the channels_last convolution; the same kernel layout).
+  std::string data_format = "";
   int dilation_rate = 1;
   int groups = 1;  // kernel (kernel_size, in_channels / groups, filters), as Conv2D's groups
   std::string activation = "";
@@ -191,17 +194,43 @@ class Conv1D : public Layer {
   Variable bias() const;
 };
 
+struct Pooling1DOptions {
+  std::optional<int> strides = std::nullopt;  // the pool size
+  std::string padding = "valid";              // "valid" or "same", any case
+  // "" or "channels_last" ((batch, steps, channels)), or "channels_first" ((batch, channels,
+  // steps)).
+  std::string data_format = "";
+  std::string name = "";
+};
+
 // Pooling over windows of the steps of (batch, steps, channels) inputs; strides default to the
 // pool size. "same" windows ignore the padding (as TF).
+//   MaxPooling1D(2)  MaxPooling1D(3, 2, "same")  MaxPooling1D(2, {.data_format = "channels_first"})
 class MaxPooling1D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit MaxPooling1D(int pool_size = 2, std::optional<int> strides = std::nullopt,
-                        std::string padding = "valid", std::string name = "");
+                        std::string padding = "valid", std::string name = "")
+      : MaxPooling1D(pool_size, Pooling1DOptions{.strides = strides,
+                                                 .padding = std::move(padding),
+                                                 .name = std::move(name)}) {}
+  MaxPooling1D(int pool_size, Pooling1DOptions options);
 };
 class AveragePooling1D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit AveragePooling1D(int pool_size = 2, std::optional<int> strides = std::nullopt,
-                            std::string padding = "valid", std::string name = "");
+                            std::string padding = "valid", std::string name = "")
+      : AveragePooling1D(pool_size, Pooling1DOptions{.strides = strides,
+                                                     .padding = std::move(padding),
+                                                     .name = std::move(name)}) {}
+  AveragePooling1D(int pool_size, Pooling1DOptions options);
+};
+
+struct UpSampling2DOptions {
+  std::string data_format = "";  // "" or "channels_last" (NHWC), or "channels_first" (NCHW)
+  std::string interpolation = "nearest";
+  std::string name = "";
 };
 
 // Upsamples NHWC inputs with known height, width and channels by size.h rows and size.w columns.
@@ -209,10 +238,16 @@ class AveragePooling1D : public Layer {
 // "area" resize to (size.h * height, size.w * width) with tf::image::resize and that method
 // (no antialias), as Keras 3 (a floating output keeps the input's dtype; integer inputs give
 // float32). Any other interpolation is an InvalidArgumentError naming it.
+//   UpSampling2D(2)  UpSampling2D({2, 3}, "bilinear")
+//   UpSampling2D(2, {.data_format = "channels_first", .interpolation = "bilinear"})
 class UpSampling2D : public Layer {
  public:
+  template <class = void>  // see FormatOptions
   explicit UpSampling2D(Size2 size = 2, std::string interpolation = "nearest",
-                        std::string name = "");
+                        std::string name = "")
+      : UpSampling2D(size, UpSampling2DOptions{.interpolation = std::move(interpolation),
+                                               .name = std::move(name)}) {}
+  UpSampling2D(Size2 size, UpSampling2DOptions options);
 };
 
 }  // namespace tapeflow::keras::layers

@@ -291,6 +291,14 @@ void read_data_format(Reader& r) {
   r.expect("data_format", "channels_last");
 }
 
+bool read_channels_first(Reader& r) {
+  const Config* v = r.find("data_format");
+  if (v == nullptr || v->is_null() || *v == "channels_last") return false;
+  if (*v == "channels_first") return true;
+  r.fail("data_format",
+         "= " + r.got(*v) + " is not supported (\"channels_last\", \"channels_first\")");
+}
+
 DType dtype_from(Reader& r, const std::string& key, const std::string& name) {
   for (DType d : {float16, bfloat16, float32, float64, int32, int64, uint8, bool_})
     if (dtype_name(d) == name) return d;
@@ -376,10 +384,12 @@ Layer pooling_from(const Config& config) {
   std::optional<Size2> strides;
   if (s != nullptr && !s->is_null()) strides = r.size2("strides");
   const std::string padding = padding_of(r);
-  read_data_format(r);
+  const layers::Pooling2DOptions o{.strides = strides,
+                                   .padding = padding,
+                                   .data_format = data_format_name(read_channels_first(r)),
+                                   .name = b.name};
   r.finish();
-  Layer l = kMax ? Layer(layers::MaxPooling2D(pool, strides, padding, b.name))
-                 : Layer(layers::AveragePooling2D(pool, strides, padding, b.name));
+  Layer l = kMax ? Layer(layers::MaxPooling2D(pool, o)) : Layer(layers::AveragePooling2D(pool, o));
   apply_base(l, b);
   return l;
 }
@@ -388,20 +398,21 @@ Config pooling_get(const Layer& layer) {
   return Config{{"pool_size", pair_json(c.pool_size)},
                 {"padding", c.same ? "same" : "valid"},
                 {"strides", pair_json(c.strides)},
-                {"data_format", "channels_last"}};
+                {"data_format", data_format_name(c.channels_first)}};
 }
 
 Layer flatten_from(const Config& config) {
   Reader r("Flatten", config);
   Base b = read_base(r);
-  read_data_format(r);
+  const bool first = read_channels_first(r);
   r.finish();
-  Layer l = layers::Flatten({}, b.name);
+  Layer l = layers::Flatten({.data_format = data_format_name(first), .name = b.name});
   apply_base(l, b);
   return l;
 }
-Config flatten_get(const Layer&) {
-  return Config{{"data_format", "channels_last"}};
+Config flatten_get(const Layer& layer) {
+  return Config{
+      {"data_format", data_format_name(need(lo::flatten_channels_first(layer.impl()), layer))}};
 }
 
 Layer dropout_from(const Config& config) {

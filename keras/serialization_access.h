@@ -25,7 +25,7 @@ struct Conv2DConfig {
 };
 struct Pooling2DConfig {
   Size2 pool_size = 1, strides = 1;
-  bool same = false;
+  bool same = false, channels_first = false;
 };
 struct DropoutConfig {
   double rate = 0.0;
@@ -46,6 +46,7 @@ struct EmbeddingConfig {
 std::optional<DenseConfig> dense(const LayerImpl& layer);
 std::optional<Conv2DConfig> conv2d(const LayerImpl& layer);
 std::optional<Pooling2DConfig> pooling2d(const LayerImpl& layer);  // Max- and AveragePooling2D
+std::optional<bool> flatten_channels_first(const LayerImpl& layer);
 std::optional<DropoutConfig> dropout(const LayerImpl& layer);
 std::optional<layers::BatchNormalizationOptions> batch_normalization(const LayerImpl& layer);
 std::optional<ReLUConfig> relu(const LayerImpl& layer);

@@ -35,17 +35,31 @@ struct ConvConfig {
 // Max- and AveragePooling1D/3D.
 struct PoolingConfig {
   std::vector<int> pool_size, strides;
-  bool same = false;
+  bool same = false, channels_first = false;
+};
+struct UpSampling2DConfig {
+  Size2 size = 1;
+  std::string interpolation;
+  bool channels_first = false;
 };
 struct GlobalPoolingConfig {
   bool channels_first = false, keepdims = false;
 };
 // ZeroPadding and Cropping: {begin, end} per spatial dimension.
 using SidesConfig = std::vector<std::array<int64_t, 2>>;
+struct PadCropConfig {
+  SidesConfig sides;
+  bool channels_first = false;
+};
+struct UpSampling3DConfig {
+  std::array<int, 3> size{};
+  bool channels_first = false;
+};
 // SpatialDropout1D/2D, GaussianDropout (rate), GaussianNoise (stddev).
 struct NoiseConfig {
   double amount = 0.0;
   std::optional<int64_t> seed;
+  bool channels_first = false;  // SpatialDropout2D/3D
 };
 struct PReLUConfig {
   Initializer initializer;  // undefined: zeros
@@ -56,6 +70,10 @@ struct AlphaDropoutConfig {
   double rate = 0.0;
   std::vector<int64_t> noise_shape;  // 0: the input's size (Keras' None); empty: none
   std::optional<int64_t> seed;
+};
+struct AdaptivePoolingConfig {
+  std::vector<int64_t> output_size;  // per spatial dimension
+  bool channels_first = false;
 };
 struct RMSNormalizationConfig {
   std::vector<int> axis;
@@ -68,15 +86,14 @@ std::optional<ConvConfig> conv2d_transpose(const LayerImpl& layer);
 std::optional<ConvConfig> conv1d(const LayerImpl& layer);
 std::optional<PoolingConfig> pooling1d(const LayerImpl& layer);
 std::optional<GlobalPoolingConfig> global_pooling(const LayerImpl& layer);  // 1-D and 2-D
-// The size and the interpolation.
-std::optional<std::pair<Size2, std::string>> up_sampling2d(const LayerImpl& layer);
+std::optional<UpSampling2DConfig> up_sampling2d(const LayerImpl& layer);
 std::optional<std::array<double, 2>> rescaling(const LayerImpl& layer);  // scale, offset
 // keras/layers_kerasmore.cpp
 std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer);
 // keras/layers_conv.cpp: DepthwiseConv1D/2D and SeparableConv1D/2D
 std::optional<ConvConfig> depthwise_conv(const LayerImpl& layer);
 // keras/layers_misc.cpp
-std::optional<SidesConfig> pad_crop(const LayerImpl& layer);  // 1-D and 2-D
+std::optional<PadCropConfig> pad_crop(const LayerImpl& layer);  // 1-D and 2-D
 std::optional<double> leaky_relu_slope(const LayerImpl& layer);
 std::optional<double> elu_alpha(const LayerImpl& layer);
 std::optional<PReLUConfig> prelu(const LayerImpl& layer);
@@ -88,8 +105,8 @@ std::optional<std::array<double, 2>> activity_regularization(const LayerImpl& la
 std::optional<layers::GroupNormalizationOptions> group_normalization(const LayerImpl& layer);
 std::optional<std::vector<int>> unit_normalization_axis(const LayerImpl& layer);
 // keras/layers_extra.cpp
-// AdaptiveAverage/MaxPooling1D/2D/3D: the output size per spatial dimension.
-std::optional<std::vector<int64_t>> adaptive_pooling(const LayerImpl& layer);
+// AdaptiveAverage/MaxPooling1D/2D/3D.
+std::optional<AdaptivePoolingConfig> adaptive_pooling(const LayerImpl& layer);
 std::optional<RMSNormalizationConfig> rms_normalization(const LayerImpl& layer);
 std::optional<AlphaDropoutConfig> alpha_dropout(const LayerImpl& layer);
 // keras/layers_conv3d.cpp
@@ -97,7 +114,7 @@ std::optional<ConvConfig> conv3d(const LayerImpl& layer);
 std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer);
 std::optional<PoolingConfig> pooling3d(const LayerImpl& layer);
 std::optional<GlobalPoolingConfig> global_pooling3d(const LayerImpl& layer);
-std::optional<std::array<int, 3>> up_sampling3d(const LayerImpl& layer);
-std::optional<SidesConfig> pad_crop3d(const LayerImpl& layer);
+std::optional<UpSampling3DConfig> up_sampling3d(const LayerImpl& layer);
+std::optional<PadCropConfig> pad_crop3d(const LayerImpl& layer);
 
 }  // namespace tapeflow::keras::detail::layer_options

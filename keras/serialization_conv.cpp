@@ -8,6 +8,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "keras/layers_conv.h"
@@ -63,19 +64,6 @@ std::vector<int> sizes_of(Reader& r, const std::string& key, int n, std::optiona
   return out;
 }
 
-// "channels_last", or "channels_first" where the layer takes it; true for channels_first.
-bool data_format_of(Reader& r, bool channels_first_ok) {
-  if (!channels_first_ok) {
-    read_data_format(r);
-    return false;
-  }
-  const Config* v = r.find("data_format");
-  if (v == nullptr || *v == "channels_last") return false;
-  if (*v == "channels_first") return true;
-  r.fail("data_format",
-         "= " + r.got(*v) + " is not supported (\"channels_last\", \"channels_first\")");
-}
-
 std::optional<int64_t> seed_of(Reader& r) {
   return r.optional_integer("seed");
 }
@@ -106,7 +94,6 @@ struct ConvClass {
   const char* name;
   int rank;  // spatial dimensions
   ConvKind kind;
-  bool channels_first_ok;
   bool causal_ok;
   std::optional<lo::ConvConfig> (*get)(const LayerImpl&);
   Layer (*make)(const lo::ConvConfig&, const std::string& name);
@@ -130,6 +117,7 @@ std::optional<lo::ConvConfig> conv2d_config(const LayerImpl& layer) {
   c.strides = {o.strides.h, o.strides.w};
   c.dilation_rate = {o.dilation_rate.h, o.dilation_rate.w};
   c.padding = lower(o.padding);
+  c.channels_first = lower(o.data_format) == "channels_first";
   c.groups = o.groups;
   c.activation = o.activation;
   c.use_bias = o.use_bias;
@@ -145,6 +133,7 @@ template <class O>
 O conv_options(const lo::ConvConfig& c, const std::string& name) {
   O o;
   o.padding = c.padding;
+  o.data_format = data_format_name(c.channels_first);
   o.activation = c.activation;
   o.use_bias = c.use_bias;
   o.bias_initializer = c.bias_initializer;
@@ -187,7 +176,6 @@ Layer make_conv3d(const lo::ConvConfig& c, const std::string& name) {
   o.strides = size3(c.strides);
   o.dilation_rate = size3(c.dilation_rate);
   o.groups = c.groups;
-  o.data_format = c.channels_first ? "channels_first" : "channels_last";
   return layers::Conv3D(c.filters, size3(c.kernel_size), o);
 }
 Layer make_conv1d_transpose(const lo::ConvConfig& c, const std::string& name) {
@@ -209,7 +197,6 @@ Layer make_conv3d_transpose(const lo::ConvConfig& c, const std::string& name) {
   o.strides = size3(c.strides);
   o.dilation_rate = size3(c.dilation_rate);
   if (c.output_padding) o.output_padding = size3(*c.output_padding);
-  o.data_format = c.channels_first ? "channels_first" : "channels_last";
   return layers::Conv3DTranspose(c.filters, size3(c.kernel_size), o);
 }
 Layer make_depthwise_conv1d(const lo::ConvConfig& c, const std::string& name) {
@@ -242,23 +229,19 @@ Layer make_separable_conv2d(const lo::ConvConfig& c, const std::string& name) {
 }
 
 constexpr ConvClass kConvClasses[] = {
-    {"Conv1D", 1, ConvKind::kConv, false, true, lo::conv1d, make_conv1d},
-    {"Conv2D", 2, ConvKind::kConv, false, false, conv2d_config, make_conv2d},
-    {"Conv3D", 3, ConvKind::kConv, true, false, lo::conv3d, make_conv3d},
-    {"Conv1DTranspose", 1, ConvKind::kTranspose, false, false, lo::conv1d_transpose,
+    {"Conv1D", 1, ConvKind::kConv, true, lo::conv1d, make_conv1d},
+    {"Conv2D", 2, ConvKind::kConv, false, conv2d_config, make_conv2d},
+    {"Conv3D", 3, ConvKind::kConv, false, lo::conv3d, make_conv3d},
+    {"Conv1DTranspose", 1, ConvKind::kTranspose, false, lo::conv1d_transpose,
      make_conv1d_transpose},
-    {"Conv2DTranspose", 2, ConvKind::kTranspose, false, false, lo::conv2d_transpose,
+    {"Conv2DTranspose", 2, ConvKind::kTranspose, false, lo::conv2d_transpose,
      make_conv2d_transpose},
-    {"Conv3DTranspose", 3, ConvKind::kTranspose, true, false, lo::conv3d_transpose,
+    {"Conv3DTranspose", 3, ConvKind::kTranspose, false, lo::conv3d_transpose,
      make_conv3d_transpose},
-    {"DepthwiseConv1D", 1, ConvKind::kDepthwise, false, false, lo::depthwise_conv,
-     make_depthwise_conv1d},
-    {"DepthwiseConv2D", 2, ConvKind::kDepthwise, false, false, lo::depthwise_conv,
-     make_depthwise_conv2d},
-    {"SeparableConv1D", 1, ConvKind::kSeparable, false, false, lo::depthwise_conv,
-     make_separable_conv1d},
-    {"SeparableConv2D", 2, ConvKind::kSeparable, false, false, lo::depthwise_conv,
-     make_separable_conv2d},
+    {"DepthwiseConv1D", 1, ConvKind::kDepthwise, false, lo::depthwise_conv, make_depthwise_conv1d},
+    {"DepthwiseConv2D", 2, ConvKind::kDepthwise, false, lo::depthwise_conv, make_depthwise_conv2d},
+    {"SeparableConv1D", 1, ConvKind::kSeparable, false, lo::depthwise_conv, make_separable_conv1d},
+    {"SeparableConv2D", 2, ConvKind::kSeparable, false, lo::depthwise_conv, make_separable_conv2d},
 };
 
 bool is_depthwise(ConvKind k) {
@@ -320,7 +303,7 @@ Layer conv_from(const ConvClass& k, const Config& config) {
   if (k.kind == ConvKind::kTranspose)
     if (const Config* p = r.find("output_padding"); p != nullptr && !p->is_null())
       c.output_padding = sizes_of(r, "output_padding", k.rank, std::nullopt, 0);
-  c.channels_first = data_format_of(r, k.channels_first_ok);
+  c.channels_first = read_channels_first(r);
   c.dilation_rate = sizes_of(r, "dilation_rate", k.rank, 1);
   if (k.kind == ConvKind::kConv) c.groups = static_cast<int>(r.integer("groups", 1));
   c.activation = r.activation("activation");
@@ -354,18 +337,24 @@ Layer pooling_from(const Config& config) {
   std::optional<std::vector<int>> strides;
   if (s != nullptr && !s->is_null()) strides = sizes_of(r, "strides", kRank, std::nullopt);
   const std::string padding = padding_of(r);
-  read_data_format(r);
+  const std::string format = data_format_name(read_channels_first(r));
   return finish(r, b, [&]() -> Layer {
     if constexpr (kRank == 1) {
-      std::optional<int> st;
-      if (strides) st = (*strides)[0];
-      if constexpr (kMax) return layers::MaxPooling1D(pool[0], st, padding, b.name);
-      return layers::AveragePooling1D(pool[0], st, padding, b.name);
+      const layers::Pooling1DOptions o{
+          .strides = strides ? std::optional<int>((*strides)[0]) : std::nullopt,
+          .padding = padding,
+          .data_format = format,
+          .name = b.name};
+      if constexpr (kMax) return layers::MaxPooling1D(pool[0], o);
+      return layers::AveragePooling1D(pool[0], o);
     } else {
-      std::optional<Size3> st;
-      if (strides) st = size3(*strides);
-      if constexpr (kMax) return layers::MaxPooling3D(size3(pool), st, padding, b.name);
-      return layers::AveragePooling3D(size3(pool), st, padding, b.name);
+      const layers::Pooling3DOptions o{
+          .strides = strides ? std::optional<Size3>(size3(*strides)) : std::nullopt,
+          .padding = padding,
+          .data_format = format,
+          .name = b.name};
+      if constexpr (kMax) return layers::MaxPooling3D(size3(pool), o);
+      return layers::AveragePooling3D(size3(pool), o);
     }
   });
 }
@@ -375,7 +364,7 @@ Config pooling_get(const Layer& layer) {
   return Config{{"pool_size", ints_json(c.pool_size)},
                 {"padding", c.same ? "same" : "valid"},
                 {"strides", ints_json(c.strides)},
-                {"data_format", "channels_last"}};
+                {"data_format", data_format_json(c.channels_first)}};
 }
 
 template <class L>
@@ -384,7 +373,7 @@ FromConfig global_pooling_from(const char* cls) {
     Reader r(cls, config);
     Base b = read_base(r);
     layers::GlobalPoolingOptions o;
-    o.data_format = data_format_of(r, true) ? "channels_first" : "channels_last";
+    o.data_format = data_format_name(read_channels_first(r));
     o.keepdims = r.boolean("keepdims", false);
     o.name = b.name;
     return finish(r, b, [&] { return L(o); });
@@ -409,25 +398,29 @@ Layer up_sampling2d_from(const Config& config) {
   Reader r("UpSampling2D", config);
   Base b = read_base(r);
   const Size2 size = size2(sizes_of(r, "size", 2, 2));
-  read_data_format(r);
-  const std::string interpolation = r.string("interpolation", "nearest");
-  return finish(r, b, [&] { return layers::UpSampling2D(size, interpolation, b.name); });
+  const layers::UpSampling2DOptions o{.data_format = data_format_name(read_channels_first(r)),
+                                      .interpolation = r.string("interpolation", "nearest"),
+                                      .name = b.name};
+  return finish(r, b, [&] { return layers::UpSampling2D(size, o); });
 }
 Config up_sampling2d_get(const Layer& layer) {
-  const auto [s, interpolation] = need(lo::up_sampling2d(layer.impl()), layer);
-  return Config{
-      {"size", pair_json(s)}, {"data_format", "channels_last"}, {"interpolation", interpolation}};
+  const lo::UpSampling2DConfig c = need(lo::up_sampling2d(layer.impl()), layer);
+  return Config{{"size", pair_json(c.size)},
+                {"data_format", data_format_json(c.channels_first)},
+                {"interpolation", c.interpolation}};
 }
 Layer up_sampling3d_from(const Config& config) {
   Reader r("UpSampling3D", config);
   Base b = read_base(r);
   const Size3 size = size3(sizes_of(r, "size", 3, 2));
-  read_data_format(r);
-  return finish(r, b, [&] { return layers::UpSampling3D(size, b.name); });
+  const layers::FormatOptions o{.data_format = data_format_name(read_channels_first(r)),
+                                .name = b.name};
+  return finish(r, b, [&] { return layers::UpSampling3D(size, o); });
 }
 Config up_sampling3d_get(const Layer& layer) {
-  const auto s = need(lo::up_sampling3d(layer.impl()), layer);
-  return Config{{"size", ints_json({s[0], s[1], s[2]})}, {"data_format", "channels_last"}};
+  const lo::UpSampling3DConfig c = need(lo::up_sampling3d(layer.impl()), layer);
+  return Config{{"size", ints_json({c.size[0], c.size[1], c.size[2]})},
+                {"data_format", data_format_json(c.channels_first)}};
 }
 
 // ZeroPadding / Cropping amounts: an int, one int per dimension (both sides) or, with n > 1,
@@ -481,28 +474,30 @@ Layer pad_crop_from(const Config& config) {
   Reader r(kNames[kCrop][kRank - 1], config);
   Base b = read_base(r);
   const lo::SidesConfig s = sides_of(r, kCrop ? "cropping" : "padding", kRank);
-  if (kRank > 1 || !kCrop) read_data_format(r);  // Cropping1D has no data_format
+  // Cropping1D has no data_format.
+  const bool first = (kRank > 1 || !kCrop) && read_channels_first(r);
+  const layers::FormatOptions o{.data_format = data_format_name(first), .name = b.name};
   return finish(r, b, [&]() -> Layer {
     if constexpr (kRank == 1) {
       if constexpr (kCrop) return layers::Cropping1D(side(s[0]), b.name);
-      return layers::ZeroPadding1D(side(s[0]), b.name);
+      return layers::ZeroPadding1D(side(s[0]), o);
     } else if constexpr (kRank == 2) {
       const layers::Sides2D s2(side(s[0]), side(s[1]));
-      if constexpr (kCrop) return layers::Cropping2D(s2, b.name);
-      return layers::ZeroPadding2D(s2, b.name);
+      if constexpr (kCrop) return layers::Cropping2D(s2, o);
+      return layers::ZeroPadding2D(s2, o);
     } else {
       const layers::Sides3D s3(side(s[0]), side(s[1]), side(s[2]));
-      if constexpr (kCrop) return layers::Cropping3D(s3, b.name);
-      return layers::ZeroPadding3D(s3, b.name);
+      if constexpr (kCrop) return layers::Cropping3D(s3, o);
+      return layers::ZeroPadding3D(s3, o);
     }
   });
 }
 template <int kRank, bool kCrop>
 Config pad_crop_get(const Layer& layer) {
-  const lo::SidesConfig s =
+  const lo::PadCropConfig c =
       need(kRank == 3 ? lo::pad_crop3d(layer.impl()) : lo::pad_crop(layer.impl()), layer);
-  Config out{{kCrop ? "cropping" : "padding", sides_json(s)}};
-  if (kRank > 1 || !kCrop) out["data_format"] = "channels_last";
+  Config out{{kCrop ? "cropping" : "padding", sides_json(c.sides)}};
+  if (kRank > 1 || !kCrop) out["data_format"] = data_format_json(c.channels_first);
   return out;
 }
 
@@ -600,8 +595,14 @@ FromConfig noise_from(const char* cls, const char* amount_key, bool data_format)
     Base b = read_base(r);
     const double amount = r.number(amount_key);
     const auto seed = seed_of(r);
-    if (data_format) read_data_format(r);
-    return finish(r, b, [&] { return L(amount, seed, b.name); });
+    if constexpr (std::is_constructible_v<L, double, layers::SpatialDropoutOptions>) {
+      const bool first = data_format && read_channels_first(r);
+      const layers::SpatialDropoutOptions o{
+          .data_format = data_format_name(first), .seed = seed, .name = b.name};
+      return finish(r, b, [&] { return L(amount, o); });
+    } else {
+      return finish(r, b, [&] { return L(amount, seed, b.name); });
+    }
   };
 }
 GetConfig noise_get(const char* amount_key, bool spatial, bool data_format) {
@@ -612,7 +613,7 @@ GetConfig noise_get(const char* amount_key, bool spatial, bool data_format) {
       out["name"] = layer.name();
       out["dtype"] = std::string(dtype_name(layer.variable_dtype()));
     }
-    if (data_format) out["data_format"] = "channels_last";
+    if (data_format) out["data_format"] = data_format_json(c.channels_first);
     return out;
   };
 }
@@ -716,34 +717,35 @@ Config rms_norm_get(const Layer& layer) {
   return Config{{"axis", axis}, {"epsilon", c.epsilon}};
 }
 
-// AdaptiveAverage/MaxPooling1D/2D/3D: output_size (an int or a list of n ints) and data_format
-// (channels_last only).
+// AdaptiveAverage/MaxPooling1D/2D/3D: output_size (an int or a list of n ints) and data_format.
 template <int N>
 FromConfig adaptive_from(const char* cls) {
   return [cls](const Config& config) -> Layer {
     Reader r(cls, config);
     Base b = read_base(r);
     const std::vector<int> s = sizes_of(r, "output_size", N, std::nullopt);
-    data_format_of(r, false);
+    const layers::FormatOptions o{.data_format = data_format_name(read_channels_first(r)),
+                                  .name = b.name};
     const std::string c = cls;
     return make_checked(r, b, [&]() -> Layer {
       const bool max = c.find("Max") != std::string::npos;
       if constexpr (N == 1) {
-        if (max) return layers::AdaptiveMaxPooling1D(s[0], b.name);
-        return layers::AdaptiveAveragePooling1D(s[0], b.name);
+        if (max) return layers::AdaptiveMaxPooling1D(s[0], o);
+        return layers::AdaptiveAveragePooling1D(s[0], o);
       } else if constexpr (N == 2) {
-        if (max) return layers::AdaptiveMaxPooling2D(size2(s), b.name);
-        return layers::AdaptiveAveragePooling2D(size2(s), b.name);
+        if (max) return layers::AdaptiveMaxPooling2D(size2(s), o);
+        return layers::AdaptiveAveragePooling2D(size2(s), o);
       } else {
-        if (max) return layers::AdaptiveMaxPooling3D(size3(s), b.name);
-        return layers::AdaptiveAveragePooling3D(size3(s), b.name);
+        if (max) return layers::AdaptiveMaxPooling3D(size3(s), o);
+        return layers::AdaptiveAveragePooling3D(size3(s), o);
       }
     });
   };
 }
 Config adaptive_get(const Layer& layer) {
-  return Config{{"output_size", need(lo::adaptive_pooling(layer.impl()), layer)},
-                {"data_format", "channels_last"}};
+  const lo::AdaptivePoolingConfig c = need(lo::adaptive_pooling(layer.impl()), layer);
+  return Config{{"output_size", c.output_size},
+                {"data_format", data_format_json(c.channels_first)}};
 }
 
 }  // namespace

@@ -279,6 +279,12 @@ void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
 
 std::string padding_of(Reader& r);  // "valid" or "same", lower case
 void read_data_format(Reader& r);   // only channels_last
+// data_format "channels_last" (or missing or null: Keras' default) -> false, "channels_first"
+// -> true; anything else fails naming the value.
+bool read_channels_first(Reader& r);
+inline const char* data_format_name(bool channels_first) {
+  return channels_first ? "channels_first" : "channels_last";
+}
 
 // ---- the image preprocessing layers' values (serialization_sequence.cpp) ----
 

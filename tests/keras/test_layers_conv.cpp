@@ -264,13 +264,13 @@ TEST_CASE("depthwise and separable layers names summary and errors", "[cpu][kera
   require_error([] { L::SeparableConv1D(2, 0); }, {"kernel_size must be positive"});
   require_error([] { L::DepthwiseConv1D(3, {.dilation_rate = 0}); },
                 {"dilation_rate must be positive"});
-  TF_REQUIRE_THROWS_CONTAINING(L::DepthwiseConv2D(3, {.data_format = "channels_first"}),
-                               tf::UnimplementedError, "channels_first");
+  require_error([] { L::DepthwiseConv2D(3, {.data_format = "NCHW"}); },
+                {"[DepthwiseConv2D]", "data_format must be \"channels_last\" or", "NCHW"});
   require_error(
       [] {
         (void)L::DepthwiseConv2D(3)(tf::ones({2, 5, 3}));
       },
-      {"needs channels_last inputs of rank 4"});
+      {"needs NHWC inputs of rank 4"});
   require_error([&] { (void)dw(tf::ones({1, 8, 8, 4})); }, {"is incompatible with the layer"});
   // groups, with Keras 3.15's conditions.
   require_error([] { L::Conv2D(5, 3, {.groups = 2}); },

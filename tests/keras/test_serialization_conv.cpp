@@ -1035,14 +1035,14 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
     c[key] = std::move(value);
     bad.push_back({c, {l.class_name(), key, word}});
   };
-  with(L::Conv1D(2, 3), "data_format", "channels_first", "channels_first");
-  with(L::DepthwiseConv2D(3), "data_format", "channels_first", "channels_first");
-  with(L::SeparableConv2D(2, 3), "data_format", "channels_first", "channels_first");
-  with(L::MaxPooling1D(), "data_format", "channels_first", "channels_first");
-  with(L::MaxPooling3D(), "data_format", "channels_first", "channels_first");
-  with(L::SpatialDropout2D(0.1), "data_format", "channels_first", "channels_first");
-  with(L::SpatialDropout3D(0.1), "data_format", "channels_first", "channels_first");
-  with(L::ZeroPadding2D(), "data_format", "channels_first", "channels_first");
+  with(L::Conv1D(2, 3), "data_format", "channels_middle", "channels_middle");
+  with(L::DepthwiseConv2D(3), "data_format", "channels_middle", "channels_middle");
+  with(L::SeparableConv2D(2, 3), "data_format", "channels_middle", "channels_middle");
+  with(L::MaxPooling1D(), "data_format", "channels_middle", "channels_middle");
+  with(L::MaxPooling3D(), "data_format", "channels_middle", "channels_middle");
+  with(L::SpatialDropout2D(0.1), "data_format", "channels_middle", "channels_middle");
+  with(L::SpatialDropout3D(0.1), "data_format", "channels_middle", "channels_middle");
+  with(L::ZeroPadding2D(), "data_format", "channels_middle", "channels_middle");
   with(L::DepthwiseConv1D(3), "surprise", 1, "not supported");
   with(L::LeakyReLU(), "surprise", true, "not supported");
   with(L::Cropping1D(), "data_format", "channels_last", "not supported");  // Keras has none

@@ -69,7 +69,7 @@ TEST_CASE("serialization: Dot and the adaptive poolings write Keras' configs",
       [&] {
         K::saving::from_config(
             "AdaptiveMaxPooling2D",
-            keras_config("x", R"("output_size": [2, 2], "data_format": "channels_first")"));
+            keras_config("x", R"("output_size": [2, 2], "data_format": "channels_middle")"));
       },
       {"AdaptiveMaxPooling2D config key \"data_format\""});
   tf::testing::require_error(
