@@ -221,6 +221,44 @@ SvdResult svd(const Tensor& a, bool full_matrices, bool compute_uv) {
 }
 
 namespace {
+
+// pinv's gradient. The output is input 0, p = pinv(a) from the SVD, as a view (no kernel), and
+// the vjp gives a (input 1) the Moore-Penrose derivative instead of the SVD's, which drops the
+// terms of tied singular values (2 I, any orthogonal matrix): for the cotangent G of p,
+//   da = -p^T G p^T + (I - a p) G^T p p^T + p^T p G^T (I - p a)
+// (Golub and Pereyra, 1973; exact where the rank does not change, as pinv's own continuity).
+// Input 0 gets no gradient, so none flows back through the SVD. Built from matmuls of a and p,
+// the vjp is itself differentiable: a tape around it sees p depend on a through this op.
+struct PinvGradient final : PrimitiveBase<PinvGradient> {
+  const char* name() const override { return "pinv_gradient"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {in[0].shape(), in[0].dtype()};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  uint32_t vjp_saves() const override { return save_input(1) | save_output(0); }
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override {
+    const Tensor &a = primals[1], &p = outputs[0], &g = cotangents[0];
+    std::vector<Tensor> out;
+    for (int i : argnums) {
+      if (i == 0) {
+        out.emplace_back();
+        continue;
+      }
+      const Tensor first = -tapeflow::matmul(tapeflow::matmul(p, g, true, false), p, false, true);
+      const Tensor w = tapeflow::matmul(tapeflow::matmul(g, p, true, false), p, false, true);
+      const Tensor second = w - tapeflow::matmul(a, tapeflow::matmul(p, w));
+      const Tensor y = tapeflow::matmul(tapeflow::matmul(p, p, true, false), g, false, true);
+      const Tensor third = y - tapeflow::matmul(tapeflow::matmul(y, p), a);
+      out.push_back(first + second + third);
+    }
+    return out;
+  }
+};
+
 Tensor pinv_body(const Tensor& a, double rcond) {
   check_input("pinv", a, false);
   const TensorShape& sa = a.shape();
@@ -237,7 +275,8 @@ Tensor pinv_body(const Tensor& a, double rcond) {
   const Tensor cutoff = rcond * reduce_max(d.s, -1, true);
   const Tensor inf = zeros_like(d.s) + std::numeric_limits<double>::infinity();
   const Tensor s = where(greater(d.s, cutoff), d.s, inf);
-  return tapeflow::matmul(d.v / expand_dims(s, -2), d.u, false, true);
+  const Tensor p = tapeflow::matmul(d.v / expand_dims(s, -2), d.u, false, true);
+  return detail::dispatch(PinvGradient(), {p, a});
 }
 }  // namespace
 
@@ -261,13 +300,24 @@ Tensor lstsq_body(const Tensor& a, const Tensor& b, double l2_regularizer, bool 
                "batch dimensions and m rows",
                sa.to_string(), sb.to_string());
   TF_CHECK_ARG(l2_regularizer >= 0, op, "l2_regularizer must be >= 0, got {}", l2_regularizer);
-  if (!fast)
-    TF_THROW(UnimplementedError, op,
-             "fast=false (the complete orthogonal factorisation) is not implemented; use "
-             "fast=true (the Cholesky factor of the normal equations)");
   const int64_t m = sa[sa.rank() - 2], n = sa[sa.rank() - 1];
   TF_CHECK_ARG(known(m) && known(n), op, "needs known matrix dimensions, got shape {}",
                sa.to_string());
+  if (!fast) {
+    // The minimum-norm least-squares solution through the pseudo-inverse: singular values at
+    // most max(m, n) * epsilon * max(s) count as zero (the rank the complete orthogonal
+    // factorisation of TF's CPU kernel, Eigen's, finds with its default threshold). With a
+    // regulariser, the same for the stacked system [a; sqrt(l2) I] x = [b; 0], whose solution
+    // is the regularised one and whose matrix has full column rank.
+    const double eps = a.dtype() == float32 ? std::numeric_limits<float>::epsilon()
+                                            : std::numeric_limits<double>::epsilon();
+    const double rcond = static_cast<double>(std::max(m, n)) * eps;
+    if (l2_regularizer == 0) return tapeflow::matmul(pinv(a, rcond), b);
+    const Tensor gram = tapeflow::matmul(a, a, true, false);  // [..., n, n]: I's shape
+    const Tensor stacked = concat({a, std::sqrt(l2_regularizer) * eye_like(gram)}, -2);
+    const Tensor rhs = concat({b, zeros_like(tapeflow::matmul(a, b, true, false))}, -2);
+    return tapeflow::matmul(pinv(stacked, rcond), rhs);
+  }
   if (m >= n) {
     Tensor gram = tapeflow::matmul(a, a, true, false);
     if (l2_regularizer > 0) gram = gram + l2_regularizer * eye_like(gram);

@@ -57,12 +57,17 @@ SvdResult svd(const Tensor& a, bool full_matrices = false, bool compute_uv = tru
 
 // Moore-Penrose pseudo-inverse through the SVD (tf.linalg.pinv): singular values at most
 // rcond * max(s) count as zero; a negative rcond (the default) means TF's default
-// 10 * max(m, n) * epsilon of the dtype.
+// 10 * max(m, n) * epsilon of the dtype. Its gradient is the pseudo-inverse's own derivative
+// (Golub and Pereyra), also where singular values tie (2 I, orthogonal matrices), where TF's,
+// through the SVD's, drops terms.
 Tensor pinv(const Tensor& a, double rcond = -1);
-// Least-squares solutions of a x = b (tf.linalg.lstsq), a [..., m, n], b [..., m, k]: TF's fast
-// path, the Cholesky factor of the regularised normal equations (a^T a + l2 I when m >= n,
-// a a^T + l2 I otherwise). fast=false (TF's complete orthogonal factorisation) is an
-// UnimplementedError.
+// Least-squares solutions of a x = b (tf.linalg.lstsq), a [..., m, n], b [..., m, k]. fast=true:
+// TF's fast path, the Cholesky factor of the regularised normal equations (a^T a + l2 I when
+// m >= n, a a^T + l2 I otherwise). fast=false: the minimum-norm least-squares solution, also
+// for rank-deficient a (TF's complete orthogonal factorisation gives the same), through pinv
+// with rcond max(m, n) * epsilon; with l2 > 0 (which TF ignores there) the regularised solution
+// of the stacked system [a; sqrt(l2) I] x = [b; 0]. Both are differentiable (TF's fast=false
+// has no gradient).
 Tensor lstsq(const Tensor& a, const Tensor& b, double l2_regularizer = 0, bool fast = true);
 
 }  // namespace linalg

@@ -194,8 +194,11 @@ TEST_CASE("decompositions reject bad shapes and dtypes naming the op", "[cpu][cu
           tf::linalg::lstsq(tf::zeros({3, 2}), tf::zeros({2, 1}));
         },
         {"lstsq", "(3, 2)", "(2, 1)"});
-    TF_REQUIRE_THROWS_CONTAINING(tf::linalg::lstsq(tf::zeros({3, 2}), tf::zeros({3, 1}), 0, false),
-                                 tf::UnimplementedError, "[lstsq] fast=false");
+    require_error(
+        [] {
+          tf::linalg::lstsq(tf::zeros({3, 2}), tf::zeros({3, 1}), -1, false);
+        },
+        {"lstsq", "l2_regularizer must be >= 0"});
   }
 }
 
@@ -343,6 +346,132 @@ TEST_CASE("pinv lstsq and the spectral norm match TF", "[cpu][cuda][linalg]") {
     check_values(tf::norm(stacked, 2, {0, 2}, true), {17.303763413795934, 2 * 17.303763413795934},
                  1e-12, 1e-12);
     CHECK(tf::norm(stacked, 2, {0, 2}, true).shape() == tf::TensorShape({1, 2, 1}));
+  }
+}
+
+TEST_CASE("lstsq with fast=false matches TF's complete orthogonal factorisation",
+          "[cpu][cuda][linalg]") {
+  // The rank-deficient matrix: its third column is the sum of the first two (rank 2).
+  const std::vector<double> rank2 = {1, 2, 3, 4, 5, 9, 7, 8, 15, 1, -1, 0};
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor tall = make(kTall, {4, 3}), wide = make(kWide, {3, 4});
+    // tf.linalg.lstsq(kTall, [[1], [2], [3], [4]], fast=False)
+    check_values(tf::linalg::lstsq(tall, make({1, 2, 3, 4}, {4, 1}), 0, false),
+                 {1.0298478646999798, -1.337632249594564, 0.7731871186964223}, 1e-10, 1e-12);
+    // tf.linalg.lstsq(kWide, [[1], [2], [3]], fast=False): the minimum-norm solution
+    check_values(
+        tf::linalg::lstsq(wide, make({1, 2, 3}, {3, 1}), 0, false),
+        {0.7077380492702148, 0.4098385975751018, -0.18140396941848785, -0.07726465364120796}, 1e-10,
+        1e-12);
+    // tf.linalg.lstsq(rank2, [[1, 0], [2, 1], [3, 0], [4, 1]], fast=False): where the fast
+    // path's normal equations are singular, the minimum-norm least-squares solution
+    const tf::Tensor rd = make(rank2, {4, 3});
+    check_values(tf::linalg::lstsq(rd, make({1, 0, 2, 1, 3, 0, 4, 1}, {4, 2}), 0, false),
+                 {1.7506775067750677, 0.39837398373983707, -1.5176151761517613, -0.3577235772357721,
+                  0.2330623306233061, 0.040650406504065005},
+                 1e-9, 1e-11);
+    // tf.linalg.lstsq(rank2^T, [[1], [2], [3]], fast=False)
+    check_values(
+        tf::linalg::lstsq(mT(rd), make({1, 2, 3}, {3, 1}), 0, false),
+        {0.14634146341463414, 0.12195121951219502, 0.09756097560975614, -0.31707317073170727}, 1e-9,
+        1e-11);
+    // float32 and a batch: each matrix on its own.
+    const tf::Tensor batch = tf::stack({tall, 2.0 * tall});
+    const tf::Tensor rhs = make({1, 2, 3, 4, 1, 2, 3, 4}, {2, 4, 1});
+    const tf::Tensor x32 =
+        tf::linalg::lstsq(tf::cast(batch, tf::float32), tf::cast(rhs, tf::float32), 0, false);
+    CHECK(x32.dtype() == tf::float32);
+    check_values(x32,
+                 {1.0298478646999798, -1.337632249594564, 0.7731871186964223,
+                  1.0298478646999798 / 2, -1.337632249594564 / 2, 0.7731871186964223 / 2},
+                 2e-5, 2e-6);
+    // With a regulariser (TF ignores it with fast=False): the regularised solution, which the
+    // fast path gives too, also for the rank-deficient matrix.
+    for (const tf::Tensor& a : {tall, wide, rd}) {
+      const int64_t m = a.shape()[0];
+      const tf::Tensor b = make(random_values(static_cast<size_t>(m * 2), -1, 1, 31), {m, 2});
+      check_close(tf::linalg::lstsq(a, b, 0.5, false), tf::linalg::lstsq(a, b, 0.5, true), 1e-10,
+                  1e-12);
+    }
+  }
+}
+
+TEST_CASE("pinv and lstsq fast=false gradients hold where singular values tie",
+          "[cpu][cuda][linalg]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    // d sum(pinv(a) o w) / da = -pinv(a)^T w pinv(a)^T: at a = 2 I, -w / 4. (TF 2.21 gives only
+    // the diagonal, -0.25, -1.25, -2.25: its SVD gradient drops the terms of tied values.)
+    const tf::Tensor w = make({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3});
+    const tf::Tensor two = 2.0 * tf::eye(3, tf::float64);
+    tf::GradientTape tape;
+    tape.watch(two);
+    const tf::Tensor g = tape.gradient(tf::reduce_sum(tf::linalg::pinv(two) * w), two);
+    check_values(g, {-0.25, -0.5, -0.75, -1, -1.25, -1.5, -1.75, -2, -2.25}, 1e-12, 1e-12);
+    // The same inside a traced function, with the tape inside it.
+    auto traced = tf::function([&](tf::Tensor x) {
+      tf::GradientTape t;
+      t.watch(x);
+      const tf::Tensor y = tf::reduce_sum(tf::linalg::lstsq(x, w, 0, false));
+      return t.gradient(y, x);
+    });
+    tf::GradientTape eager;
+    eager.watch(two);
+    const tf::Tensor want =
+        eager.gradient(tf::reduce_sum(tf::linalg::lstsq(two, w, 0, false)), two);
+    check_close(traced(two), want, 1e-12, 1e-12);
+    check_close(traced(two), want, 1e-12, 1e-12);  // the replay
+    // A rotation (all singular values 1), a tall matrix with orthogonal columns of equal norm,
+    // and generic ones, through pinv and through lstsq(fast=false) in both arguments.
+    const double c = std::cos(0.3), sn = std::sin(0.3);
+    const std::vector<std::pair<std::vector<double>, tf::TensorShape>> cases = {
+        {{c, -sn, 0, sn, c, 0, 0, 0, 1}, {3, 3}},
+        {{1, 0, 0, 1, 0, 0}, {3, 2}},
+        {random_values(12, -1, 1, 32), {4, 3}},
+        {random_values(12, -1, 1, 33), {3, 4}},
+        {random_values(18, -1, 1, 34), {2, 3, 3}}};
+    for (const auto& [x0, shape] : cases) {
+      INFO("shape " << shape.to_string());
+      const int64_t m = shape[shape.rank() - 2];
+      const tf::Tensor wp = weights(mT(make(x0, shape)).shape(), 35);
+      check_gradient([&](const tf::Tensor& x) { return tf::reduce_sum(tf::linalg::pinv(x) * wp); },
+                     x0, shape, 1e-6);
+      std::vector<int64_t> bshape = shape.dims();
+      bshape.back() = 2;
+      bshape[bshape.size() - 2] = m;
+      const tf::Tensor b = weights(tf::TensorShape(bshape), 36);
+      const tf::Tensor wx = weights(tf::matmul(make(x0, shape), b, true, false).shape(), 37);
+      check_gradient(
+          [&](const tf::Tensor& x) {
+            return tf::reduce_sum(tf::linalg::lstsq(x, b, 0, false) * wx);
+          },
+          x0, shape, 1e-6);
+      check_gradient(
+          [&](const tf::Tensor& x) {
+            return tf::reduce_sum(tf::linalg::lstsq(x, b, 0.3, false) * wx);
+          },
+          x0, shape, 1e-6);
+      const tf::Tensor a = make(x0, shape);
+      check_gradient(
+          [&](const tf::Tensor& bb) {
+            return tf::reduce_sum(tf::linalg::lstsq(a, bb, 0, false) * wx);
+          },
+          b.numpy<double>(), b.shape(), 1e-6);
+    }
+    // Second order: the gradient's own gradient (a tape inside the loss).
+    const auto x0 = random_values(12, -1, 1, 38);
+    const tf::Tensor w1 = weights({3, 4}, 39), w2 = weights({4, 3}, 40);
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          tf::GradientTape inner;
+          inner.watch(x);
+          const tf::Tensor gx = inner.gradient(tf::reduce_sum(tf::linalg::pinv(x) * w1), x);
+          return tf::reduce_sum(gx * w2);
+        },
+        x0, {4, 3}, 1e-5);
   }
 }
 
