@@ -18,6 +18,7 @@
 
 #include "core/tensor.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
 #ifdef TAPEFLOW_HAVE_TORCH
@@ -64,6 +65,22 @@ static void BM_tapeflow_conv2d(benchmark::State& state) {
   set_conv_counters(state, s);
 }
 BENCHMARK(BM_tapeflow_conv2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// What a Keras layer with data_format "channels_first" runs (keras/data_format.h): the NCHW
+// input transposed to NHWC, the NHWC convolution, its output transposed back to NCHW.
+static void BM_tapeflow_conv2d_channels_first(benchmark::State& state) {
+  const ConvShape s = kConv[state.range(0)];
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.c, s.h, s.w}, -1, 1, tf::float32, 1);
+  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    const tf::Tensor nhwc = tf::transpose(x, {0, 2, 3, 1});
+    tf::Tensor y = tf::transpose(tf::nn::conv2d(nhwc, f, {1}, "SAME"), {0, 3, 1, 2});
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_conv_counters(state, s);
+}
+BENCHMARK(BM_tapeflow_conv2d_channels_first)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 static void torch_conv2d(benchmark::State& state, bool channels_last) {

@@ -6,6 +6,7 @@
 // predictions come from Keras 3.15.1 (TensorFlow 2.21 backend, CPU): the models built below in
 // kCF2DJson, kCF1DJson and kCF3DJson, weights set by set_formula_weights' formula, inputs
 // cos(0.1 * arange(n)) reshaped.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -15,6 +16,7 @@
 #include "autograd/tape.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "jit/function.h"
 #include "keras/layers.h"
 #include "keras/layers_conv.h"
 #include "keras/layers_conv3d.h"
@@ -22,7 +24,9 @@
 #include "keras/layers_kerasmore.h"
 #include "keras/layers_misc.h"
 #include "keras/layers_more.h"
+#include "keras/losses.h"
 #include "keras/model.h"
+#include "keras/optimizers.h"
 #include "keras/serialization_json.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -661,4 +665,23 @@ TEST_CASE("docs/keras.md's channels_first example runs", "[keras]") {
   CHECK(y.shape() == tf::TensorShape({8, 10}));
   // (8, 32, 28, 28) -> pooled (8, 32, 14, 14) -> padded (8, 32, 16, 16) -> 8192 features.
   CHECK(model.layers()[3].output_shape() == tf::TensorShape({tf::None, 32 * 16 * 16}));
+}
+
+TEST_CASE("channels_first models train with fit and trace for a None batch", "[keras]") {
+  K::Model model = K::models::model_from_json(kCF2DJson);
+  set_formula_weights(model);
+  const tf::Tensor x = tf::random::normal({16, 3, 8, 8}, 0, 1, tf::float32, 3);
+  const tf::Tensor y = tf::random::normal({16, 5}, 0, 0.5, tf::float32, 4);
+  // One traced graph serves every batch size, with the values of the eager calls.
+  tf::FunctionOptions opts;
+  opts.input_signature = {tf::TensorSpec({tf::None, 3, 8, 8})};
+  auto f = tf::function([&](const tf::Tensor& in) { return model(in, false); }, opts);
+  check_close(f(x), model(x, false), 1e-5, 1e-6);
+  const tf::Tensor part = tf::slice(x, {0, 0, 0, 0}, {5, 3, 8, 8});
+  check_close(f(part), model(part, false), 1e-5, 1e-6);
+  CHECK(f.tracing_count() == 1);
+  model.compile(K::optimizers::Adam(1e-2), K::losses::MeanSquaredError());
+  const auto h = model.fit(x, y, {.epochs = 10, .batch_size = 8, .verbose = 0});
+  const auto& loss = h.history.at("loss");
+  CHECK(loss.back() < 0.9 * loss.front());
 }
