@@ -43,7 +43,7 @@ namespace L = tapeflow::keras::layers;
 using K::Size2;
 using K::saving::Config;
 using tf::testing::check_close;
-using tf::testing::check_values;
+using tf::testing::KerasModel;
 using tf::testing::require_error;
 using tf::testing::set_formula_weights;
 
@@ -483,25 +483,10 @@ const std::vector<double> kCF3DPred = {
 const std::vector<std::vector<int64_t>> kCF3DShapes = {{2, 2, 2, 2, 3}, {3}};
 
 // The Keras 3.15 models of the reference (see the file comment).
-struct KerasModel {
-  const char* name;
-  const char* json;
-  std::vector<int64_t> input_shape;
-  const std::vector<double>* pred;
-  const std::vector<std::vector<int64_t>>* shapes;
-};
 std::vector<KerasModel> keras_models() {
   return {{"cf2d", kCF2DJson, {2, 3, 8, 8}, &kCF2DPred, &kCF2DShapes},
           {"cf1d", kCF1DJson, {2, 4, 10}, &kCF1DPred, &kCF1DShapes},
           {"cf3d", kCF3DJson, {2, 2, 4, 6, 6}, &kCF3DPred, &kCF3DShapes}};
-}
-
-tf::Tensor cos_input(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.1 * double(i));
-  return tf::cast(tf::convert_to_tensor(v, tf::TensorShape(shape)), tf::float32);
 }
 
 }  // namespace
@@ -578,14 +563,7 @@ TEST_CASE("channels_first models from Keras 3.15's JSON predict as Keras",
     tf::DeviceScope scope(device.to_string());
     for (const KerasModel& m : keras_models()) {
       CAPTURE(device.to_string(), m.name);
-      K::Model model = K::models::model_from_json(m.json);
-      REQUIRE(model.built());
-      const auto weights = model.get_weights();
-      REQUIRE(weights.size() == m.shapes->size());
-      for (size_t i = 0; i < weights.size(); ++i)
-        CHECK(weights[i].shape() == tf::TensorShape((*m.shapes)[i]));
-      set_formula_weights(model);
-      check_values(model(cos_input(m.input_shape), false), *m.pred, 2e-5, 2e-6);
+      tf::testing::check_keras_prediction(m);
     }
   }
 }

@@ -39,20 +39,13 @@ using K::Size2;
 using K::saving::Config;
 using tf::testing::check_close;
 using tf::testing::check_values;
+using tf::testing::cos_input;
+using tf::testing::KerasModel;
 using tf::testing::layers_by_name;
 using tf::testing::set_formula_weights;
 using tf::testing::TempDir;
 
 namespace {
-
-// cos(0.1 * arange(n)).reshape(shape), the reference scripts' input.
-tf::Tensor cos_input(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.1 * double(i));
-  return tf::cast(tf::convert_to_tensor(v, tf::TensorShape(shape)), tf::float32);
-}
 
 // Model E (Keras 3.15): keras.Sequential([keras.Input((8, 3)), Conv1D(4, 3, padding="causal",
 // dilation_rate=2, activation="relu", name="c1"), SeparableConv1D(4, 3, depth_multiplier=2,
@@ -427,13 +420,6 @@ false, "ragged": false, "name": "vol", "optional": false}, "registered_name": nu
 const std::vector<double> kHPred = {1.0, 0.9950041770935059, 0.9965420961380005,
                                     0.9998586177825928};
 
-struct KerasModel {
-  const char* name;
-  const char* json;
-  std::vector<int64_t> input_shape;
-  const std::vector<double>* pred;
-  const std::vector<std::vector<int64_t>>* shapes;
-};
 const std::vector<std::vector<int64_t>> kNoShapes;
 std::vector<KerasModel> keras_models() {
   return {{"E", kEJson, {2, 8, 3}, &kEPred, &kEShapes},
@@ -926,15 +912,8 @@ TEST_CASE("serialization: Keras JSON of 1-D, 2-D and 3-D conv models predicts as
     tf::DeviceScope scope(device.to_string());
     for (const KerasModel& m : keras_models()) {
       CAPTURE(device.to_string(), m.name);
-      K::Model model = K::models::model_from_json(m.json);
-      REQUIRE(model.built());
-      // The weights in Keras' order and shapes.
-      const auto weights = model.get_weights();
-      REQUIRE(weights.size() == m.shapes->size());
-      for (size_t i = 0; i < weights.size(); ++i)
-        CHECK(weights[i].shape() == tf::TensorShape((*m.shapes)[i]));
-      set_formula_weights(model);
-      check_values(model(cos_input(m.input_shape), false), *m.pred, 2e-5, 2e-6);
+      // The weights in Keras' order and shapes, and Keras' prediction.
+      tf::testing::check_keras_prediction(m);
     }
   }
 }
