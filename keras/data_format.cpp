@@ -1,12 +1,36 @@
 #include "keras/data_format.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <numeric>
 #include <vector>
 
 #include "core/check.h"
+#include "keras/layers.h"
 #include "ops/movement.h"
+
+namespace tapeflow::keras {
+
+namespace {
+std::atomic<bool> g_channels_first{false};  // backend::image_data_format()
+}  // namespace
+
+namespace backend {
+std::string image_data_format() {
+  return g_channels_first.load() ? "channels_first" : "channels_last";
+}
+void set_image_data_format(const std::string& data_format) {
+  TF_CHECK_ARG(data_format == "channels_last" || data_format == "channels_first",
+               "set_image_data_format",
+               "the image data format must be \"channels_last\" or \"channels_first\", got "
+               "\"{}\"",
+               data_format);
+  g_channels_first.store(data_format == "channels_first");
+}
+}  // namespace backend
+
+}  // namespace tapeflow::keras
 
 namespace tapeflow::keras::detail {
 namespace {
@@ -35,7 +59,7 @@ DataFormat DataFormat::parse(const char* cls, const std::string& data_format) {
                "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
                data_format);
   DataFormat out;
-  out.first_ = f == "channels_first";
+  out.first_ = f.empty() ? g_channels_first.load() : f == "channels_first";
   return out;
 }
 

@@ -15,8 +15,9 @@ namespace tapeflow::keras::detail {
 class DataFormat {
  public:
   DataFormat() = default;
-  // Keras' data_format for layer class `cls`: "", "channels_last" or "channels_first", any
-  // case; anything else is an InvalidArgumentError naming the class and the value.
+  // Keras' data_format for layer class `cls`: "channels_last" or "channels_first", any case, or
+  // "" for backend::image_data_format() (Keras' None); anything else is an InvalidArgumentError
+  // naming the class and the value.
   static DataFormat parse(const char* cls, const std::string& data_format);
   static DataFormat first() {
     DataFormat f;

@@ -159,6 +159,11 @@ namespace backend {
 // Floating inputs of another dtype are cast to the layer's dtype, as Keras' autocast.
 DType floatx();
 void set_floatx(DType dtype);
+// Keras' image_data_format (keras.config.image_data_format): the data_format of the layers
+// constructed afterwards with data_format "" (Keras' None): "channels_last" (the default) or
+// "channels_first". Anything else is an InvalidArgumentError naming it.
+std::string image_data_format();
+void set_image_data_format(const std::string& data_format);
 }  // namespace backend
 
 // A pair of sizes (kernel, pool or stride) given as one int for both or as {height, width}.

@@ -751,7 +751,9 @@ std::optional<DenseConfig> dense(const LayerImpl& layer) {
 std::optional<Conv2DConfig> conv2d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Conv2DImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return Conv2DConfig{p->filters_, p->kernel_size_, p->options_};
+  Conv2DConfig c{p->filters_, p->kernel_size_, p->options_};
+  c.options.data_format = p->format_.keras_name();  // resolved ("" follows image_data_format)
+  return c;
 }
 std::optional<Pooling2DConfig> pooling2d(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const Pooling2DImpl*>(&layer);

@@ -97,11 +97,7 @@ class Conv3DImpl final : public LayerImpl {
     check_size3(cls, "kernel_size", kernel);
     check_size3(cls, "strides", o.strides);
     check_size3(cls, "dilation_rate", o.dilation_rate);
-    const std::string f = lower(o.data_format);
-    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
-                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-                 o.data_format);
-    channels_first_ = f == "channels_first";
+    channels_first_ = DataFormat::parse(cls, o.data_format).channels_first();
     TF_CHECK_ARG(o.groups > 0, cls,
                  "the number of groups must be a positive integer, got groups={}", o.groups);
     TF_CHECK_ARG(filters % o.groups == 0, cls,
@@ -203,11 +199,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
     check_size3(cls, "kernel_size", kernel);
     check_size3(cls, "strides", o.strides);
     check_size3(cls, "dilation_rate", o.dilation_rate);
-    const std::string f = lower(o.data_format);
-    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", cls,
-                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-                 o.data_format);
-    channels_first_ = f == "channels_first";
+    channels_first_ = DataFormat::parse(cls, o.data_format).channels_first();
     const Size3 s = o.strides, d = o.dilation_rate;
     TF_CHECK_ARG(std::max({s.d, s.h, s.w}) == 1 || std::max({d.d, d.h, d.w}) == 1, cls,
                  "strides > 1 together with dilation_rate > 1 is not supported, got strides={}, "
@@ -346,11 +338,9 @@ class GlobalPooling3DImpl final : public LayerImpl {
                   max ? "global_max_pooling3d" : "global_average_pooling3d", o.name),
         max_(max),
         keepdims_(o.keepdims) {
-    const std::string f = lower(o.data_format);
-    TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", class_name_.c_str(),
-                 "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-                 o.data_format);
-    axes_ = f == "channels_first" ? std::vector<int>{2, 3, 4} : std::vector<int>{1, 2, 3};
+    axes_ = DataFormat::parse(class_name_.c_str(), o.data_format).channels_first()
+                ? std::vector<int>{2, 3, 4}
+                : std::vector<int>{1, 2, 3};
   }
 
  protected:

@@ -53,11 +53,7 @@ std::string parse_padding(const char* layer, const std::string& padding, bool ca
 
 // Keras' data_format: true for channels_first.
 bool parse_channels_first(const char* layer, const std::string& data_format) {
-  const std::string f = lower(data_format);
-  TF_CHECK_ARG(f.empty() || f == "channels_last" || f == "channels_first", layer,
-               "data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
-               data_format);
-  return f == "channels_first";
+  return DataFormat::parse(layer, data_format).channels_first();
 }
 
 // A batch dimension for reshape: the known size, or -1 (a graph traced for a None batch).

@@ -91,7 +91,7 @@ class LayerNormalization : public Layer {
 //   GlobalAveragePooling2D()  GlobalMaxPooling1D("channels_last", /*keepdims=*/true)
 //   GlobalAveragePooling1D({.keepdims = true})
 struct GlobalPoolingOptions {
-  std::string data_format = "channels_last";
+  std::string data_format = "";  // "": backend::image_data_format() (Keras' None)
   bool keepdims = false;
   std::string name = "";
 };

@@ -663,3 +663,30 @@ TEST_CASE("channels_first models train with fit and trace for a None batch", "[k
   const auto& loss = h.history.at("loss");
   CHECK(loss.back() < 0.9 * loss.front());
 }
+
+TEST_CASE("backend::set_image_data_format sets the format of layers made without one", "[keras]") {
+  namespace B = tf::keras::backend;
+  REQUIRE(B::image_data_format() == "channels_last");
+  struct Restore {
+    ~Restore() { tf::keras::backend::set_image_data_format("channels_last"); }
+  } restore;
+  B::set_image_data_format("channels_first");
+  CHECK(B::image_data_format() == "channels_first");
+  // Layers made now with data_format "" (Keras' None) take channels_first; an explicit
+  // channels_last keeps it; the format is fixed at construction.
+  const L::Conv2D conv(2, 3);
+  const L::Conv3D conv3(2, 3);
+  const L::GlobalAveragePooling2D gap;
+  const L::MaxPooling1D pool(2);
+  const L::Conv2D last(2, 3, {.data_format = "channels_last"});
+  B::set_image_data_format("channels_last");
+  CHECK(conv(tf::ones({1, 4, 6, 6})).shape() == tf::TensorShape({1, 2, 4, 4}));
+  CHECK(conv3(tf::ones({1, 4, 5, 5, 5})).shape() == tf::TensorShape({1, 2, 3, 3, 3}));
+  CHECK(gap(tf::ones({1, 4, 6, 6})).shape() == tf::TensorShape({1, 4}));
+  CHECK(pool(tf::ones({1, 3, 8})).shape() == tf::TensorShape({1, 3, 4}));
+  CHECK(last(tf::ones({1, 6, 6, 4})).shape() == tf::TensorShape({1, 4, 4, 2}));
+  CHECK(K::saving::get_config(conv)["data_format"] == kFirst);
+  CHECK(L::Conv2D(2, 3)(tf::ones({1, 6, 6, 4})).shape() == tf::TensorShape({1, 4, 4, 2}));
+  require_error([] { B::set_image_data_format("NCHW"); },
+                {"set_image_data_format", "\"channels_last\" or \"channels_first\"", "NCHW"});
+}
