@@ -57,20 +57,13 @@ TensorShape window_shape(const TensorShape& s, Size3 k, Size3 st, Size3 dl, bool
                       td::window_dim(s[3], k.w, st.w, dl.w, same).out, channels});
 }
 
-// channels_first (NCDHW) shapes to NDHWC and back; unchanged for channels_last.
-TensorShape to_last(const TensorShape& s, bool channels_first) {
-  if (!channels_first || s.rank() != 5) return s;
-  return TensorShape({s[0], s[2], s[3], s[4], s[1]});
-}
-TensorShape to_first(const TensorShape& s, bool channels_first) {
-  if (!channels_first || s.rank() != 5) return s;
-  return TensorShape({s[0], s[4], s[1], s[2], s[3]});
-}
-const char* layout(bool channels_first) {
-  return channels_first ? "NCDHW (channels_first)" : "NDHWC";
-}
-std::string expected_rank5(bool channels_first) {
-  return fmt::format("expected ndim=5 ({})", layout(channels_first));
+// Conv3D's and Conv3DTranspose's input check with the channels at axis 1 (channels_first): the
+// expectation to report, or empty when `s` passes.
+std::string channels_first_mismatch(const TensorShape& s, int64_t channels) {
+  if (s.rank() != 5) return DataFormat::first().expected_ndim(3);
+  if (s[1] != None && s[1] != channels)
+    return fmt::format("expected axis 1 of input shape to have value {}", channels);
+  return {};
 }
 
 // ---- Conv3D ----
@@ -97,7 +90,7 @@ class Conv3DImpl final : public LayerImpl {
     check_size3(cls, "kernel_size", kernel);
     check_size3(cls, "strides", o.strides);
     check_size3(cls, "dilation_rate", o.dilation_rate);
-    channels_first_ = DataFormat::parse(cls, o.data_format).channels_first();
+    format_ = DataFormat::parse(cls, o.data_format);
     TF_CHECK_ARG(o.groups > 0, cls,
                  "the number of groups must be a positive integer, got groups={}", o.groups);
     TF_CHECK_ARG(filters % o.groups == 0, cls,
@@ -115,8 +108,8 @@ class Conv3DImpl final : public LayerImpl {
   void build(const TensorShape& input) override {
     TF_CHECK_ARG(input.rank() == 5, name_.c_str(),
                  "layer \"{}\" (Conv3D) needs {} inputs of rank 5, got shape {}", name_,
-                 layout(channels_first_), input.to_string());
-    const TensorShape s = to_last(input, channels_first_);
+                 format_.layout(3), input.to_string());
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s[4] != None, name_.c_str(),
                  "layer \"{}\" (Conv3D) needs a known channel dimension, got shape {}", name_,
                  input.to_string());
@@ -131,37 +124,30 @@ class Conv3DImpl final : public LayerImpl {
     if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, expected_rank5(channels_first_));
-    return to_first(
-        window_shape(to_last(s, channels_first_), kernel_, strides_, dilation_, same_, filters_),
-        channels_first_);
+    if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
+    return format_.to_first(
+        window_shape(format_.to_last(s), kernel_, strides_, dilation_, same_, filters_));
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    check_rank5_channels(s, channels_first_, channels_);
+    if (!format_.channels_first()) return require_rank_and_channels(s, 5, channels_);
+    if (const std::string m = channels_first_mismatch(s, channels_); !m.empty()) incompatible(s, m);
   }
   Tensor call(const Tensor& x, bool) override {
     // channels_first runs on the NDHWC ops between two transposes.
-    const Tensor in = channels_first_ ? transpose(x, {0, 2, 3, 4, 1}) : x;
+    const Tensor in = format_.to_last(x);
     // With groups > 1 the kernel's depth is in / groups: conv3d runs it as a grouped one.
     Tensor y = nn::conv3d(in, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
                           same_ ? "SAME" : "VALID", {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
     if (activation_) y = activation_(y);
-    return channels_first_ ? transpose(y, {0, 4, 1, 2, 3}) : y;
+    return format_.to_first(y);
   }
 
  private:
-  // Keras' input check with the channels at axis 1 (channels_first) or 4.
-  void check_rank5_channels(const TensorShape& s, bool cf, int64_t channels) const {
-    if (!cf) return require_rank_and_channels(s, 5, channels);
-    if (s.rank() != 5) incompatible(s, expected_rank5(true));
-    if (s[1] != None && s[1] != channels)
-      incompatible(s, fmt::format("expected axis 1 of input shape to have value {}", channels));
-  }
   friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv3d(
       const LayerImpl&);
-  bool channels_first_ = false;
+  DataFormat format_;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   int groups_;
@@ -199,7 +185,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
     check_size3(cls, "kernel_size", kernel);
     check_size3(cls, "strides", o.strides);
     check_size3(cls, "dilation_rate", o.dilation_rate);
-    channels_first_ = DataFormat::parse(cls, o.data_format).channels_first();
+    format_ = DataFormat::parse(cls, o.data_format);
     const Size3 s = o.strides, d = o.dilation_rate;
     TF_CHECK_ARG(std::max({s.d, s.h, s.w}) == 1 || std::max({d.d, d.h, d.w}) == 1, cls,
                  "strides > 1 together with dilation_rate > 1 is not supported, got strides={}, "
@@ -217,8 +203,8 @@ class Conv3DTransposeImpl final : public LayerImpl {
   void build(const TensorShape& input) override {
     TF_CHECK_ARG(input.rank() == 5, name_.c_str(),
                  "layer \"{}\" (Conv3DTranspose) needs {} inputs of rank 5, got shape {}", name_,
-                 layout(channels_first_), input.to_string());
-    const TensorShape s = to_last(input, channels_first_);
+                 format_.layout(3), input.to_string());
+    const TensorShape s = format_.to_last(input);
     TF_CHECK_ARG(s[4] != None, name_.c_str(),
                  "layer \"{}\" (Conv3DTranspose) needs a known channel dimension, got shape {}",
                  name_, input.to_string());
@@ -236,8 +222,8 @@ class Conv3DTransposeImpl final : public LayerImpl {
     return (in - 1) * stride + eff - 2 * p + *pad;
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (s.rank() != 5) incompatible(s, expected_rank5(channels_first_));
-    return to_first(ndhwc_output_shape(to_last(s, channels_first_)), channels_first_);
+    if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
+    return format_.to_first(ndhwc_output_shape(format_.to_last(s)));
   }
   TensorShape ndhwc_output_shape(const TensorShape& s) const {
     auto op = [&](int Size3::*m) {
@@ -250,26 +236,24 @@ class Conv3DTransposeImpl final : public LayerImpl {
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (!channels_first_) return require_rank_and_channels(s, 5, channels_);
-    if (s.rank() != 5) incompatible(s, expected_rank5(true));
-    if (s[1] != None && s[1] != channels_)
-      incompatible(s, fmt::format("expected axis 1 of input shape to have value {}", channels_));
+    if (!format_.channels_first()) return require_rank_and_channels(s, 5, channels_);
+    if (const std::string m = channels_first_mismatch(s, channels_); !m.empty()) incompatible(s, m);
   }
   Tensor call(const Tensor& x, bool) override {
     // channels_first runs on the NDHWC ops between two transposes.
-    const Tensor in = channels_first_ ? transpose(x, {0, 2, 3, 4, 1}) : x;
+    const Tensor in = format_.to_last(x);
     Tensor y = nn::conv3d_transpose(in, kernel_var_.value(), ndhwc_output_shape(in.shape()),
                                     {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
                                     {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
     if (activation_) y = activation_(y);
-    return channels_first_ ? transpose(y, {0, 4, 1, 2, 3}) : y;
+    return format_.to_first(y);
   }
 
  private:
   friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv3d_transpose(
       const LayerImpl&);
-  bool channels_first_ = false;
+  DataFormat format_;
   int64_t filters_;
   Size3 kernel_, strides_, dilation_;
   std::optional<Size3> output_padding_;
@@ -575,7 +559,7 @@ std::optional<ConvConfig> conv3d(const LayerImpl& layer) {
   c.strides = sizes(p->strides_);
   c.dilation_rate = sizes(p->dilation_);
   c.padding = p->same_ ? "same" : "valid";
-  c.channels_first = p->channels_first_;
+  c.channels_first = p->format_.channels_first();
   c.groups = p->groups_;
   c.activation = p->activation_name_;
   c.use_bias = p->use_bias_;
@@ -595,7 +579,7 @@ std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer) {
   c.dilation_rate = sizes(p->dilation_);
   if (p->output_padding_) c.output_padding = sizes(*p->output_padding_);
   c.padding = p->same_ ? "same" : "valid";
-  c.channels_first = p->channels_first_;
+  c.channels_first = p->format_.channels_first();
   c.activation = p->activation_name_;
   c.use_bias = p->use_bias_;
   c.kernel_initializer = p->kernel_init_;

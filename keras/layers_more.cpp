@@ -51,11 +51,6 @@ std::string parse_padding(const char* layer, const std::string& padding, bool ca
   return p;
 }
 
-// Keras' data_format: true for channels_first.
-bool parse_channels_first(const char* layer, const std::string& data_format) {
-  return DataFormat::parse(layer, data_format).channels_first();
-}
-
 // A batch dimension for reshape: the known size, or -1 (a graph traced for a None batch).
 int64_t batch_or_infer(const TensorShape& s) {
   return s[0] == None ? -1 : s[0];
@@ -214,7 +209,7 @@ class GlobalPoolingImpl final : public LayerImpl {
       : LayerImpl(cls, detail::to_snake_case(cls), o.name),
         max_(max),
         spatial_(spatial),
-        channels_first_(parse_channels_first(cls, o.data_format)),
+        channels_first_(DataFormat::parse(cls, o.data_format).channels_first()),
         keepdims_(o.keepdims) {
     for (int i = 0; i < spatial_; ++i) axes_.push_back(channels_first_ ? 2 + i : 1 + i);
   }

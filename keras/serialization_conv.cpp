@@ -35,9 +35,6 @@ Config ints_json(const std::vector<int>& v) {
   for (int x : v) out.push_back(x);
   return out;
 }
-Config data_format_json(bool channels_first) {
-  return channels_first ? "channels_first" : "channels_last";
-}
 
 // An int (the same for each of the n dimensions) or a list of n ints, each at least `min`;
 // missing or null: `fallback` in each dimension.
@@ -262,7 +259,7 @@ Config conv_get(const ConvClass& k, const Layer& layer) {
   out["padding"] = c.padding;
   if (k.kind == ConvKind::kTranspose)
     out["output_padding"] = c.output_padding ? ints_json(*c.output_padding) : Config(nullptr);
-  out["data_format"] = data_format_json(c.channels_first);
+  out["data_format"] = data_format_name(c.channels_first);
   out["dilation_rate"] = ints_json(c.dilation_rate);
   if (k.kind == ConvKind::kConv) out["groups"] = c.groups;
   out["activation"] = activation_json(c.activation);
@@ -364,7 +361,7 @@ Config pooling_get(const Layer& layer) {
   return Config{{"pool_size", ints_json(c.pool_size)},
                 {"padding", c.same ? "same" : "valid"},
                 {"strides", ints_json(c.strides)},
-                {"data_format", data_format_json(c.channels_first)}};
+                {"data_format", data_format_name(c.channels_first)}};
 }
 
 template <class L>
@@ -382,7 +379,7 @@ FromConfig global_pooling_from(const char* cls) {
 template <std::optional<lo::GlobalPoolingConfig> (*kGet)(const LayerImpl&)>
 Config global_pooling_get(const Layer& layer) {
   const lo::GlobalPoolingConfig c = need(kGet(layer.impl()), layer);
-  return Config{{"data_format", data_format_json(c.channels_first)}, {"keepdims", c.keepdims}};
+  return Config{{"data_format", data_format_name(c.channels_first)}, {"keepdims", c.keepdims}};
 }
 
 Layer up_sampling1d_from(const Config& config) {
@@ -406,7 +403,7 @@ Layer up_sampling2d_from(const Config& config) {
 Config up_sampling2d_get(const Layer& layer) {
   const lo::UpSampling2DConfig c = need(lo::up_sampling2d(layer.impl()), layer);
   return Config{{"size", pair_json(c.size)},
-                {"data_format", data_format_json(c.channels_first)},
+                {"data_format", data_format_name(c.channels_first)},
                 {"interpolation", c.interpolation}};
 }
 Layer up_sampling3d_from(const Config& config) {
@@ -420,7 +417,7 @@ Layer up_sampling3d_from(const Config& config) {
 Config up_sampling3d_get(const Layer& layer) {
   const lo::UpSampling3DConfig c = need(lo::up_sampling3d(layer.impl()), layer);
   return Config{{"size", ints_json({c.size[0], c.size[1], c.size[2]})},
-                {"data_format", data_format_json(c.channels_first)}};
+                {"data_format", data_format_name(c.channels_first)}};
 }
 
 // ZeroPadding / Cropping amounts: an int, one int per dimension (both sides) or, with n > 1,
@@ -497,7 +494,7 @@ Config pad_crop_get(const Layer& layer) {
   const lo::PadCropConfig c =
       need(kRank == 3 ? lo::pad_crop3d(layer.impl()) : lo::pad_crop(layer.impl()), layer);
   Config out{{kCrop ? "cropping" : "padding", sides_json(c.sides)}};
-  if (kRank > 1 || !kCrop) out["data_format"] = data_format_json(c.channels_first);
+  if (kRank > 1 || !kCrop) out["data_format"] = data_format_name(c.channels_first);
   return out;
 }
 
@@ -613,7 +610,7 @@ GetConfig noise_get(const char* amount_key, bool spatial, bool data_format) {
       out["name"] = layer.name();
       out["dtype"] = std::string(dtype_name(layer.variable_dtype()));
     }
-    if (data_format) out["data_format"] = data_format_json(c.channels_first);
+    if (data_format) out["data_format"] = data_format_name(c.channels_first);
     return out;
   };
 }
@@ -745,7 +742,7 @@ FromConfig adaptive_from(const char* cls) {
 Config adaptive_get(const Layer& layer) {
   const lo::AdaptivePoolingConfig c = need(lo::adaptive_pooling(layer.impl()), layer);
   return Config{{"output_size", c.output_size},
-                {"data_format", data_format_json(c.channels_first)}};
+                {"data_format", data_format_name(c.channels_first)}};
 }
 
 }  // namespace
