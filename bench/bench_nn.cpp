@@ -16,11 +16,14 @@
 
 #include <dnnl.hpp>
 
+#include "autograd/tape.h"
 #include "core/tensor.h"
+#include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #ifdef TAPEFLOW_HAVE_TORCH
 #include <torch/torch.h>
 #endif
@@ -32,8 +35,9 @@ namespace {
 struct ConvShape {
   int64_t n, h, w, c, k, o;
 };
-// 0: MNIST-style first layer, 1: second layer after a 2x2 pool.
-constexpr ConvShape kConv[] = {{32, 28, 28, 1, 3, 32}, {32, 14, 14, 32, 3, 64}};
+// 0: MNIST-style first layer, 1: second layer after a 2x2 pool, 2: an RGB first layer.
+constexpr ConvShape kConv[] = {
+    {32, 28, 28, 1, 3, 32}, {32, 14, 14, 32, 3, 64}, {32, 28, 28, 3, 3, 32}};
 struct PoolShape {
   int64_t n, h, w, c;
 };
@@ -64,10 +68,25 @@ static void BM_tapeflow_conv2d(benchmark::State& state) {
   }
   set_conv_counters(state, s);
 }
-BENCHMARK(BM_tapeflow_conv2d)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_tapeflow_conv2d)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
-// What a Keras layer with data_format "channels_first" runs (keras/data_format.h): the NCHW
-// input transposed to NHWC, the NHWC convolution, its output transposed back to NCHW.
+// data_format "NCHW" (what a Keras Conv2D with data_format "channels_first" runs): one conv2d
+// primitive, whose CPU kernel moves the tensors to NHWC and back (ops/cpu/conv.cpp).
+static void BM_tapeflow_conv2d_nchw(benchmark::State& state) {
+  const ConvShape s = kConv[state.range(0)];
+  tf::DeviceScope scope("/cpu:0");
+  const tf::Tensor x = tf::random::uniform({s.n, s.c, s.h, s.w}, -1, 1, tf::float32, 1);
+  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME", {1}, "NCHW");
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_conv_counters(state, s);
+}
+BENCHMARK(BM_tapeflow_conv2d_nchw)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+
+// The route channels_first layers took before NCHW convolutions: the NCHW input transposed to
+// NHWC, the NHWC convolution, its output transposed back to NCHW.
 static void BM_tapeflow_conv2d_channels_first(benchmark::State& state) {
   const ConvShape s = kConv[state.range(0)];
   tf::DeviceScope scope("/cpu:0");
@@ -80,7 +99,41 @@ static void BM_tapeflow_conv2d_channels_first(benchmark::State& state) {
   }
   set_conv_counters(state, s);
 }
-BENCHMARK(BM_tapeflow_conv2d_channels_first)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_tapeflow_conv2d_channels_first)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+
+// A training step's convolution work: the forward op and the gradients of sum(y * y) with
+// respect to the input and the filters. range(1): 0 NHWC, 1 NCHW, 2 NCHW through two transposes.
+static void BM_tapeflow_conv2d_grad(benchmark::State& state) {
+  const ConvShape s = kConv[state.range(0)];
+  const int64_t mode = state.range(1);
+  tf::DeviceScope scope("/cpu:0");
+  const tf::TensorShape xs =
+      mode == 0 ? tf::TensorShape{s.n, s.h, s.w, s.c} : tf::TensorShape{s.n, s.c, s.h, s.w};
+  const tf::Tensor x = tf::random::uniform(xs, -1, 1, tf::float32, 1);
+  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
+  for (auto _ : state) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(f);
+    tf::Tensor y;
+    if (mode == 0) {
+      y = tf::nn::conv2d(x, f, {1}, "SAME");
+    } else if (mode == 1) {
+      y = tf::nn::conv2d(x, f, {1}, "SAME", {1}, "NCHW");
+    } else {
+      y = tf::transpose(tf::nn::conv2d(tf::transpose(x, {0, 2, 3, 1}), f, {1}, "SAME"),
+                        {0, 3, 1, 2});
+    }
+    const auto g = tape.gradient(tf::reduce_sum(y * y), std::vector<tf::Tensor>{x, f});
+    benchmark::DoNotOptimize(g[0].raw_data());
+    benchmark::DoNotOptimize(g[1].raw_data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(3 * conv_flops(s) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_tapeflow_conv2d_grad)
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 
 #ifdef TAPEFLOW_HAVE_TORCH
 static void torch_conv2d(benchmark::State& state, bool channels_last) {

@@ -53,18 +53,19 @@ int64_t clamp_same_window(int64_t in, int64_t k, int stride) {
 
 namespace {
 
-// 1, 2 or 4 values (TF's forms) -> {height, width}.
-std::array<int, 2> parse_hw(const char* op, const char* what, const std::vector<int>& v) {
+// 1, 2 or 4 values (TF's forms; 4 in the layout's order) -> {height, width}.
+std::array<int, 2> parse_hw(const char* op, const char* what, const std::vector<int>& v,
+                            detail::Layout2D layout = {}) {
   std::array<int, 2> hw{};
   if (v.size() == 1) {
     hw = {v[0], v[0]};
   } else if (v.size() == 2) {
     hw = {v[0], v[1]};
   } else if (v.size() == 4) {
-    TF_CHECK_ARG(v[0] == 1 && v[3] == 1, op,
-                 "{} {} must be 1 in the batch and channel dimensions (NHWC)", what,
-                 detail::vec_to_string(v));
-    hw = {v[1], v[2]};
+    TF_CHECK_ARG(v[0] == 1 && v[static_cast<size_t>(layout.c())] == 1, op,
+                 "{} {} must be 1 in the batch and channel dimensions ({})", what,
+                 detail::vec_to_string(v), layout.name());
+    hw = {v[static_cast<size_t>(layout.h())], v[static_cast<size_t>(layout.w())]};
   } else {
     TF_THROW(InvalidArgumentError, op, "{} must have 1, 2 or 4 values, got {}", what,
              detail::vec_to_string(v));
@@ -108,7 +109,7 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
   const char* op = name();
   const Tensor& x = in[0];
   const Tensor& f = in[1];
-  TF_CHECK_ARG(x.rank() == 4, op, "input must be rank 4 (NHWC), got shape {}",
+  TF_CHECK_ARG(x.rank() == 4, op, "input must be rank 4 ({}), got shape {}", layout.name(),
                x.shape().to_string());
   TF_CHECK_ARG(f.rank() == 4, op, "filters must be rank 4 (HWIO), got shape {}",
                f.shape().to_string());
@@ -121,20 +122,22 @@ void Conv2D::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const 
                dtype_name(x.dtype()));
   const TensorShape& xs = x.shape();
   const TensorShape& fs = f.shape();
-  detail::check_conv_groups(op, xs, fs, groups);
+  detail::check_conv_groups(op, xs, fs, groups, layout.c());
   TF_CHECK_ARG(fs[0] >= 1 && fs[1] >= 1, op, "filters must have a positive size, got {}",
                fs.to_string());
   TF_CHECK_ARG(fs[2] != 0 && fs[3] != 0, op, "filter must not have zero elements, got {}",
                fs.to_string());
-  const int64_t oh = spatial_out(op, "height", xs[1], fs[0], stride_h, dilation_h, same, xs);
-  const int64_t ow = spatial_out(op, "width", xs[2], fs[1], stride_w, dilation_w, same, xs);
-  out[0] = {TensorShape{xs[0], oh, ow, fs[3]}, x.dtype()};
+  const int64_t oh =
+      spatial_out(op, "height", xs[layout.h()], fs[0], stride_h, dilation_h, same, xs);
+  const int64_t ow =
+      spatial_out(op, "width", xs[layout.w()], fs[1], stride_w, dilation_w, same, xs);
+  out[0] = {layout.shape(xs[0], oh, ow, fs[3]), x.dtype()};
 }
 
 std::string Conv2D::attributes() const {
-  return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}{}", stride_h, stride_w,
+  return fmt::format("strides=[{}, {}], dilations=[{}, {}], padding={}{}{}", stride_h, stride_w,
                      dilation_h, dilation_w, same ? "SAME" : "VALID",
-                     detail::conv_groups_attribute(groups));
+                     detail::conv_groups_attribute(groups), layout.attribute());
 }
 
 std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
@@ -145,13 +148,19 @@ std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const
   // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
   TensorShape xs = x.shape();
   if (detail::open_shapes()) xs[0] = None;
+  // NCHW: the NHWC gradient ops on dy moved to NHWC once (and x for the filters), dx moved back.
+  const bool cf = layout.channels_first;
+  const Tensor dy = cf ? tapeflow::transpose(cotangents[0], {0, 2, 3, 1}) : cotangents[0];
   for (int a : argnums) {
-    if (a == 0)
-      grads.push_back(detail::conv2d_backprop_input(xs, f, cotangents[0], stride_h, stride_w,
-                                                    dilation_h, dilation_w, same, groups));
-    else
-      grads.push_back(detail::conv2d_backprop_filter(
-          x, f.shape(), cotangents[0], stride_h, stride_w, dilation_h, dilation_w, same, groups));
+    if (a == 0) {
+      const Tensor dx = detail::conv2d_backprop_input(layout.nhwc(xs), f, dy, stride_h, stride_w,
+                                                      dilation_h, dilation_w, same, groups);
+      grads.push_back(cf ? tapeflow::transpose(dx, {0, 3, 1, 2}) : dx);
+    } else {
+      grads.push_back(detail::conv2d_backprop_filter(cf ? tapeflow::transpose(x, {0, 2, 3, 1}) : x,
+                                                     f.shape(), dy, stride_h, stride_w, dilation_h,
+                                                     dilation_w, same, groups));
+    }
   }
   return grads;
 }
@@ -398,27 +407,54 @@ std::optional<UsefulTaps> useful_taps(int64_t in, int64_t k, int stride, int dil
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
-              const std::string& padding, const std::vector<int>& dilations) {
+              const std::string& padding, const std::vector<int>& dilations,
+              const std::string& data_format) {
   const char* op = "conv2d";
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
+  const detail::Layout2D layout = detail::parse_data_format_2d(op, data_format);
   // Filters whose depth divides the input's: a grouped convolution, as TF's conv2d.
   if (input.rank() == 4 && filters.rank() == 4) {
-    const int64_t c = input.shape()[3], fc = filters.shape()[2];
-    if (c != None && fc != None && fc > 0 && c > fc && c % fc == 0)
-      return grouped_conv2d(input, filters, strides, padding, dilations);
+    const int64_t c = input.shape()[layout.c()], fc = filters.shape()[2];
+    if (c != None && fc != None && fc > 0 && c > fc && c % fc == 0) {
+      if (!layout.channels_first)
+        return grouped_conv2d(input, filters, strides, padding, dilations);
+      const int64_t groups = c / fc;
+      TF_CHECK_ARG(filters.shape()[3] == None || filters.shape()[3] % groups == 0, op,
+                   "the filters' {} output channels must be divisible by the {} groups (input "
+                   "{}, filters {})",
+                   filters.shape()[3], groups, input.shape().to_string(),
+                   filters.shape().to_string());
+      // Depthwise (one input channel per group) has NHWC kernels only: through NHWC.
+      if (fc == 1) {
+        const auto s = parse_hw(op, "strides", strides, layout);
+        const auto d = parse_hw(op, "dilations", dilations, layout);
+        const Tensor y = grouped_conv2d(tapeflow::transpose(input, {0, 2, 3, 1}), filters,
+                                        {s[0], s[1]}, padding, {d[0], d[1]});
+        return tapeflow::transpose(y, {0, 3, 1, 2});
+      }
+      return detail::conv2d_with_groups(input, filters, strides, padding, dilations,
+                                        static_cast<int>(groups), layout);
+    }
   }
-  return detail::conv2d_with_groups(input, filters, strides, padding, dilations, 1);
+  return detail::conv2d_with_groups(input, filters, strides, padding, dilations, 1, layout);
 }
 
 }  // namespace nn
 
+detail::Layout2D detail::parse_data_format_2d(const char* op, const std::string& data_format) {
+  TF_CHECK_ARG(data_format == "NHWC" || data_format == "NCHW", op,
+               "data_format must be \"NHWC\" or \"NCHW\", got \"{}\"", data_format);
+  return Layout2D{data_format == "NCHW"};
+}
+
 void detail::check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs,
-                               int groups) {
+                               int groups, int channel_axis) {
+  const int64_t c = xs[channel_axis];
   TF_CHECK_ARG(groups >= 1, op, "groups must be positive, got {}", groups);
-  TF_CHECK_ARG(xs[3] == None || fs[2] == None || xs[3] == fs[2] * groups, op,
-               "input depth {} does not match filter depth {}{}: input is {}, filters {}", xs[3],
-               fs[2], groups == 1 ? std::string() : fmt::format(" times {} groups", groups),
+  TF_CHECK_ARG(c == None || fs[2] == None || c == fs[2] * groups, op,
+               "input depth {} does not match filter depth {}{}: input is {}, filters {}", c, fs[2],
+               groups == 1 ? std::string() : fmt::format(" times {} groups", groups),
                xs.to_string(), fs.to_string());
   TF_CHECK_ARG(fs[3] == None || fs[3] % groups == 0, op,
                "the filters' {} output channels must be divisible by the {} groups (input {}, "
@@ -433,13 +469,14 @@ std::string detail::conv_groups_attribute(int groups) {
 std::optional<std::pair<Tensor, Tensor>> detail::trim_same_taps(const Tensor& input,
                                                                 const Tensor& filters,
                                                                 std::span<const int> strides,
-                                                                std::span<const int> dilations) {
+                                                                std::span<const int> dilations,
+                                                                int first_spatial) {
   const int k = static_cast<int>(strides.size());
   std::vector<nn::UsefulTaps> taps;
   bool trimmed = false;
   for (int i = 0; i < k; ++i) {
-    const auto t =
-        nn::useful_taps(input.shape()[1 + i], filters.shape()[i], strides[i], dilations[i]);
+    const auto t = nn::useful_taps(input.shape()[first_spatial + i], filters.shape()[i], strides[i],
+                                   dilations[i]);
     if (!t) return std::nullopt;
     trimmed = trimmed || t->trimmed;
     taps.push_back(*t);
@@ -453,8 +490,8 @@ std::optional<std::pair<Tensor, Tensor>> detail::trim_same_taps(const Tensor& in
       fsize = filters.shape().dims();
   for (int i = 0; i < k; ++i) {
     const auto& t = taps[static_cast<size_t>(i)];
-    const auto a = static_cast<size_t>(1 + i), f = static_cast<size_t>(i);
-    const int64_t in = input.shape()[1 + i];
+    const auto a = static_cast<size_t>(first_spatial + i), f = static_cast<size_t>(i);
+    const int64_t in = input.shape()[first_spatial + i];
     const int64_t end = t.start + t.length;
     pads[a] = {std::max<int64_t>(0, -t.start), std::max<int64_t>(0, end - in)};
     begin[a] = std::max<int64_t>(0, t.start);
@@ -468,21 +505,21 @@ std::optional<std::pair<Tensor, Tensor>> detail::trim_same_taps(const Tensor& in
 
 Tensor detail::conv2d_with_groups(const Tensor& input, const Tensor& filters,
                                   const std::vector<int>& strides, const std::string& padding,
-                                  const std::vector<int>& dilations, int groups) {
+                                  const std::vector<int>& dilations, int groups, Layout2D layout) {
   const char* op = "conv2d";
-  const auto s = parse_hw(op, "strides", strides);
-  const auto d = parse_hw(op, "dilations", dilations);
+  const auto s = parse_hw(op, "strides", strides, layout);
+  const auto d = parse_hw(op, "dilations", dilations, layout);
   const bool same = parse_padding(op, padding);
-  const prims::Conv2D conv(s[0], s[1], d[0], d[1], same, groups);
+  const prims::Conv2D conv(s[0], s[1], d[0], d[1], same, groups, layout);
   // (Not in a trace for None dimensions: the taps that matter depend on the sizes.)
   if (same && input.rank() == 4 && filters.rank() == 4 && !detail::open_shapes()) {
     const int sv[2] = {s[0], s[1]}, dv[2] = {d[0], d[1]};
-    if (auto trimmed = detail::trim_same_taps(input, filters, sv, dv)) {
+    if (auto trimmed = detail::trim_same_taps(input, filters, sv, dv, layout.h())) {
       // Checked as given first (the same errors as the untrimmed op).
       const Tensor given[2] = {input, filters};
       TensorMeta meta[1];
       conv.infer(given, meta);
-      return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false, groups),
+      return detail::dispatch(prims::Conv2D(s[0], s[1], d[0], d[1], /*same=*/false, groups, layout),
                               {trimmed->first, trimmed->second});
     }
   }
@@ -493,48 +530,57 @@ namespace nn {
 
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding,
-                        const std::vector<int>& dilations) {
+                        const std::vector<int>& dilations, const std::string& data_format) {
   const char* op = "conv2d_transpose";
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
-  const auto s = parse_hw(op, "strides", strides);
-  const auto d = parse_hw(op, "dilations", dilations);
+  const detail::Layout2D layout = detail::parse_data_format_2d(op, data_format);
+  const auto s = parse_hw(op, "strides", strides, layout);
+  const auto d = parse_hw(op, "dilations", dilations, layout);
   const bool same = parse_padding(op, padding);
   const TensorShape &xs = input.shape(), &fs = filters.shape(), &os = output_shape;
-  TF_CHECK_ARG(xs.rank() == 4, op, "the input must be NHWC of rank 4, got shape {}",
+  TF_CHECK_ARG(xs.rank() == 4, op, "the input must be {} of rank 4, got shape {}", layout.name(),
                xs.to_string());
   TF_CHECK_ARG(fs.rank() == 4, op,
                "filters must be (height, width, out_channels, in_channels) of rank 4, got shape {}",
                fs.to_string());
-  TF_CHECK_ARG(os.rank() == 4, op, "output_shape must be NHWC of rank 4, got {}", os.to_string());
+  TF_CHECK_ARG(os.rank() == 4, op, "output_shape must be {} of rank 4, got {}", layout.name(),
+               os.to_string());
+  const int c = layout.c(), h = layout.h();
   auto differ = [](int64_t a, int64_t b) { return a != None && b != None && a != b; };
-  TF_CHECK_ARG(!differ(fs[3], xs[3]), op,
-               "the input has {} channels but filters {} expect {} (their last dimension)", xs[3],
+  TF_CHECK_ARG(!differ(fs[3], xs[c]), op,
+               "the input has {} channels but filters {} expect {} (their last dimension)", xs[c],
                fs.to_string(), fs[3]);
-  TF_CHECK_ARG(!differ(os[3], fs[2]), op,
+  TF_CHECK_ARG(!differ(os[c], fs[2]), op,
                "output_shape {} has {} channels but filters {} give {} (their third dimension)",
-               os.to_string(), os[3], fs.to_string(), fs[2]);
+               os.to_string(), os[c], fs.to_string(), fs[2]);
   TF_CHECK_ARG(!differ(os[0], xs[0]), op, "output_shape {} has batch {} but the input {} has {}",
                os.to_string(), os[0], xs.to_string(), xs[0]);
   for (int i = 0; i < 2; ++i) {
-    TF_CHECK_ARG(os[1 + i] != None && os[1 + i] >= 0, op,
+    TF_CHECK_ARG(os[h + i] != None && os[h + i] >= 0, op,
                  "output_shape {} needs a known, non-negative height and width", os.to_string());
     const int64_t eff = (fs[i] - 1) * d[i] + 1;
     const int64_t back =
-        same || os[1 + i] >= eff ? detail::window_dim(os[1 + i], fs[i], s[i], d[i], same).out : 0;
-    TF_CHECK_ARG(!differ(back, xs[1 + i]), op,
+        same || os[h + i] >= eff ? detail::window_dim(os[h + i], fs[i], s[i], d[i], same).out : 0;
+    TF_CHECK_ARG(!differ(back, xs[h + i]), op,
                  "output_shape {} does not fit the input {}: a conv2d of that output with filters "
                  "{}, strides {}, dilations {} and {} padding gives {} {}, not {}",
                  os.to_string(), xs.to_string(), fs.to_string(), detail::vec_to_string(strides),
                  detail::vec_to_string(dilations), padding, i == 0 ? "height" : "width", back,
-                 xs[1 + i]);
+                 xs[h + i]);
   }
   // The batch always equals the input's: in a trace for None dimensions it is left open, so that
   // one graph serves every batch size.
   TensorShape out = os;
   if (detail::open_shapes()) out[0] = None;
+  // NCHW: the NHWC op between two transposes.
   return detail::naming_errors(op, [&] {
-    return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+    if (!layout.channels_first)
+      return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+    const Tensor in = tapeflow::transpose(input, {0, 2, 3, 1});
+    const Tensor y =
+        detail::conv2d_backprop_input(layout.nhwc(out), filters, in, s[0], s[1], d[0], d[1], same);
+    return tapeflow::transpose(y, {0, 3, 1, 2});
   });
 }
 
@@ -549,24 +595,39 @@ std::array<int, 2> clamp_same_windows(const Tensor& input, std::array<int, 2> k,
 }
 }  // namespace
 
-Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding) {
-  const char* op = "max_pool2d";
+namespace {
+// A 2-D pooling primitive P of input in data_format's layout: NCHW goes through NHWC.
+template <class P>
+Tensor pool2d(const char* op, const Tensor& input, const std::vector<int>& ksize,
+              const std::vector<int>& strides, const std::string& padding,
+              const std::string& data_format) {
   TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
-  const auto s = parse_hw(op, "strides", strides);
+  const detail::Layout2D layout = detail::parse_data_format_2d(op, data_format);
+  const auto s = parse_hw(op, "strides", strides, layout);
   const bool same = parse_padding(op, padding);
-  const auto k = clamp_same_windows(input, parse_hw(op, "ksize", ksize), s, same);
-  return detail::dispatch(prims::MaxPool2D(k[0], k[1], s[0], s[1], same), {input});
+  const auto kh = parse_hw(op, "ksize", ksize, layout);
+  if (!layout.channels_first) {
+    const auto k = clamp_same_windows(input, kh, s, same);
+    return detail::dispatch(P(k[0], k[1], s[0], s[1], same), {input});
+  }
+  TF_CHECK_ARG(input.rank() == 4, op, "input must be rank 4 (NCHW), got shape {}",
+               input.shape().to_string());
+  const Tensor x = tapeflow::transpose(input, {0, 2, 3, 1});
+  const auto k = clamp_same_windows(x, kh, s, same);
+  return tapeflow::transpose(detail::dispatch(P(k[0], k[1], s[0], s[1], same), {x}), {0, 3, 1, 2});
+}
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool2d<prims::MaxPool2D>("max_pool2d", input, ksize, strides, padding, data_format);
 }
 
 Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding) {
-  const char* op = "avg_pool2d";
-  TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
-  const auto s = parse_hw(op, "strides", strides);
-  const bool same = parse_padding(op, padding);
-  const auto k = clamp_same_windows(input, parse_hw(op, "ksize", ksize), s, same);
-  return detail::dispatch(prims::AvgPool2D(k[0], k[1], s[0], s[1], same), {input});
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool2d<prims::AvgPool2D>("avg_pool2d", input, ksize, strides, padding, data_format);
 }
 
 Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
@@ -585,21 +646,29 @@ Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
   return tapeflow::where(keep, x * (1.0 / (1.0 - rate)), 0);
 }
 
-Tensor bias_add(const Tensor& value, const Tensor& bias) {
+Tensor bias_add(const Tensor& value, const Tensor& bias, const std::string& data_format) {
   const char* op = "bias_add";
   TF_CHECK_ARG(value.defined() && bias.defined(), op,
                "an input is an undefined tensor (TF's None)");
+  // TF: a data_format that starts with "NC" puts the channels on axis 1, any other is
+  // channels-last.
+  const bool channels_first = data_format.rfind("NC", 0) == 0;
   TF_CHECK_ARG(bias.rank() == 1, op, "bias must be 1-D, got shape {} (value is {})",
                bias.shape().to_string(), value.shape().to_string());
   TF_CHECK_ARG(value.rank() >= 2, op, "value must be at least 2-D, got shape {} (bias is {})",
                value.shape().to_string(), bias.shape().to_string());
-  TF_CHECK_ARG(bias.shape()[0] == value.shape().dim(-1) || bias.shape()[0] == None ||
-                   value.shape().dim(-1) == None,
-               op, "bias shape {} must match the last dimension of value shape {}",
-               bias.shape().to_string(), value.shape().to_string());
+  const int axis = channels_first ? 1 : value.rank() - 1;
+  const int64_t vc = value.shape()[axis];
+  TF_CHECK_ARG(bias.shape()[0] == vc || bias.shape()[0] == None || vc == None, op,
+               "bias shape {} must match the {} dimension of value shape {}",
+               bias.shape().to_string(), channels_first ? "channel (second)" : "last",
+               value.shape().to_string());
   auto [v, b] = detail::unify_dtypes(op, value, bias);
   detail::check_dtype_not_bool(op, v);
-  return tapeflow::add(v, b);
+  if (!channels_first) return tapeflow::add(v, b);
+  std::vector<int64_t> shape(static_cast<size_t>(v.rank() - 1), 1);
+  shape[0] = b.shape()[0] == None ? -1 : b.shape()[0];
+  return tapeflow::add(v, reshape(b, shape));
 }
 
 }  // namespace nn

@@ -45,26 +45,38 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 // float32 runs on oneDNN; float16/bfloat16 go through float32; float64 uses a direct loop.
 // Filters of depth C / G for an input of C channels are a grouped convolution of G groups, as
 // TF's (nn::grouped_conv2d, ops/depthwise.h).
+// data_format: "NHWC" (TF's default) or "NCHW" (input and output (N, C, H, W); the filters stay
+// HWIO, as TF's). NCHW runs natively (oneDNN's and cuDNN's nchw layouts, no transposes), except
+// a depthwise grouping (filters of depth 1), which goes through NHWC. It comes last, after
+// dilations (TF has it before): conv2d(x, f, 1, "SAME", {1}, "NCHW").
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
-              const std::string& padding, const std::vector<int>& dilations = {1});
+              const std::string& padding, const std::vector<int>& dilations = {1},
+              const std::string& data_format = "NHWC");
 // One stride for both spatial dimensions, as TF's int argument (conv2d(x, f, 1, "SAME")).
 inline Tensor conv2d(const Tensor& input, const Tensor& filters, int strides,
-                     const std::string& padding, const std::vector<int>& dilations = {1}) {
-  return conv2d(input, filters, std::vector<int>{strides}, padding, dilations);
+                     const std::string& padding, const std::vector<int>& dilations = {1},
+                     const std::string& data_format = "NHWC") {
+  return conv2d(input, filters, std::vector<int>{strides}, padding, dilations, data_format);
 }
 // TF's tf.nn.conv2d_transpose (a "deconvolution"): the gradient of conv2d with respect to its
 // input, as a forward op. filters are (KH, KW, out_channels, in_channels), as TF's; output_shape
-// is the NHWC output shape, which a conv2d with these filters, strides, padding and dilations
-// must map back to the input's height and width (else an InvalidArgumentError naming both).
+// is the output shape (in data_format's layout), which a conv2d with these filters, strides,
+// padding and dilations must map back to the input's height and width (else an
+// InvalidArgumentError naming both). data_format "NCHW" runs natively, as conv2d's.
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding = "SAME",
-                        const std::vector<int>& dilations = {1});
-// ksize and strides: 1, 2 or 4 values, as for conv2d. SAME windows ignore the padding: max_pool
-// takes the maximum of the valid elements and avg_pool divides by their count, as TF.
+                        const std::vector<int>& dilations = {1},
+                        const std::string& data_format = "NHWC");
+// ksize and strides: 1, 2 or 4 values, as for conv2d (4 values in data_format's order). SAME
+// windows ignore the padding: max_pool takes the maximum of the valid elements and avg_pool
+// divides by their count, as TF. data_format "NCHW" goes through NHWC (two transposes; TF's CPU
+// pooling takes NHWC only).
 Tensor max_pool2d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format = "NHWC");
 Tensor avg_pool2d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format = "NHWC");
 // One window size and one stride for both spatial dimensions, as TF's int arguments
 // (max_pool2d(x, 2, 2, "VALID")).
 inline Tensor max_pool2d(const Tensor& input, int ksize, int strides, const std::string& padding) {
@@ -77,11 +89,35 @@ inline Tensor avg_pool2d(const Tensor& input, int ksize, int strides, const std:
 // from random::uniform(x.shape(), 0, 1, x.dtype(), seed) >= rate, so it follows the seed rules
 // of ops/random.h.
 Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed = std::nullopt);
-Tensor bias_add(const Tensor& value, const Tensor& bias);
+// value + bias along value's last axis, or with data_format "NCHW" (any data_format that starts
+// with "NC", as TF's) along axis 1.
+Tensor bias_add(const Tensor& value, const Tensor& bias, const std::string& data_format = "NHWC");
 
 }  // namespace tapeflow::nn
 
 namespace tapeflow::detail {
+
+// Where a 2-D convolution's activations keep their dimensions: NHWC (TF's default) or NCHW
+// (data_format "NCHW"). The filters are HWIO in both.
+struct Layout2D {
+  bool channels_first = false;
+  int h() const { return channels_first ? 2 : 1; }
+  int w() const { return channels_first ? 3 : 2; }
+  int c() const { return channels_first ? 1 : 3; }
+  const char* name() const { return channels_first ? "NCHW" : "NHWC"; }
+  // (n, h, w, c) in this layout.
+  TensorShape shape(int64_t n, int64_t h, int64_t w, int64_t c) const {
+    return channels_first ? TensorShape{n, c, h, w} : TensorShape{n, h, w, c};
+  }
+  // s, a shape in this layout, as NHWC.
+  TensorShape nhwc(const TensorShape& s) const {
+    return channels_first ? TensorShape{s[0], s[2], s[3], s[1]} : s;
+  }
+  // ", data_format=NCHW" for graph dumps, nothing for NHWC.
+  std::string attribute() const { return channels_first ? ", data_format=NCHW" : ""; }
+};
+// data_format "NHWC" or "NCHW" (InvalidArgumentError naming op otherwise).
+Layout2D parse_data_format_2d(const char* op, const std::string& data_format);
 
 // One spatial dimension of a convolution or pooling window, as TF computes it:
 //   VALID: out = ceil((in - effective_k + 1) / stride), no padding;
@@ -102,22 +138,26 @@ int64_t clamp_same_window(int64_t in, int64_t k, int stride);
 // The group count of a 2-D convolution with input xs (N, H, W, C) and filters fs (KH, KW, C /
 // groups, O), for Conv2D and its two gradient ops: positive, C = fs[2] * groups and O divisible
 // by groups where known (InvalidArgumentError naming `op` otherwise).
-void check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs, int groups);
+void check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs, int groups,
+                       int channel_axis = 3);
 // ", groups=G" for a grouped convolution's attributes, nothing for one group.
 std::string conv_groups_attribute(int groups);
 // A SAME convolution (input (N, spatial..., C), filters (spatial k..., CI, O), strides and
 // dilations one per spatial dimension) whose dilated filter has taps that read only padding at
 // every output (a dilation longer than the input): the stretch of the zero-padded input and the
 // filter taps that matter, which as a VALID convolution give the same output. nullopt when no
-// tap is dropped or a size is unknown.
+// tap is dropped or a size is unknown. first_spatial: the input's first spatial axis (2 for
+// channels-first inputs).
 std::optional<std::pair<Tensor, Tensor>> trim_same_taps(const Tensor& input, const Tensor& filters,
                                                         std::span<const int> strides,
-                                                        std::span<const int> dilations);
+                                                        std::span<const int> dilations,
+                                                        int first_spatial = 1);
 // nn::conv2d with its groups given (the Conv2D primitive's), for nn::grouped_conv2d once it has
 // checked the channels: filters (KH, KW, C / groups, O).
 Tensor conv2d_with_groups(const Tensor& input, const Tensor& filters,
                           const std::vector<int>& strides, const std::string& padding,
-                          const std::vector<int>& dilations, int groups);
+                          const std::vector<int>& dilations, int groups,
+                          Layout2D layout = Layout2D{});
 // A pooling primitive's attributes, as graph dumps show them (and equivalence compares):
 // "ksize=[kh, kw], strides=[sh, sw], padding=SAME".
 std::string pool_attributes(int k_h, int k_w, int stride_h, int stride_w, bool same);
@@ -142,13 +182,15 @@ namespace tapeflow::prims {
 // input (N, H, W, C) and filters (KH, KW, C / G, O) of one floating dtype -> (N, OH, OW, O).
 // G = groups: input channels [g C/G, (g + 1) C/G) feed output channels [g O/G, (g + 1) O/G)
 // only, with the filters' columns of those outputs (TF's conv2d with filters whose depth divides
-// the input's; oneDNN and cuDNN run the G groups in one call).
+// the input's; oneDNN and cuDNN run the G groups in one call). layout NCHW: input (N, C, H, W)
+// -> (N, O, OH, OW), the same filters.
 struct Conv2D final : PrimitiveBase<Conv2D> {
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;  // "SAME" padding, else "VALID"
   int groups;
-  Conv2D(int sh, int sw, int dh, int dw, bool s, int g = 1)
-      : stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw), same(s), groups(g) {}
+  detail::Layout2D layout;
+  Conv2D(int sh, int sw, int dh, int dw, bool s, int g = 1, detail::Layout2D l = {})
+      : stride_h(sh), stride_w(sw), dilation_h(dh), dilation_w(dw), same(s), groups(g), layout(l) {}
   const char* name() const override { return "conv2d"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS

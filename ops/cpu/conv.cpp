@@ -1,11 +1,19 @@
 // CPU conv2d: oneDNN for float32 (and for float16/bfloat16 through float32 copies;
-// ops/cpu/conv_onednn.h), a direct loop for float64.
+// ops/cpu/conv_onednn.h), a direct loop for float64; both NHWC.
+// NCHW (data_format "NCHW") moves the input to NHWC and the output back with the tiled transpose
+// kernel: oneDNN's kernel for plain nchw memory is a gemm over an im2col, which on the 2-core AMD
+// EPYC development machine (OMP_NUM_THREADS=2, bench_nn, median us, 32 images, 3x3 SAME) never
+// beat the nhwc kernel between transposes: 28x28, 1 -> 32 channels: 204-206 against 203-211;
+// 3 -> 32: 401-425 against 345-347; 4 -> 32: 664-784 against 395-399; 14x14, 32 -> 64: 2070
+// against 1048. (Letting oneDNN choose the layout, `any`, gave nhwc and its own reorders, slower
+// than the transposes: 384 us for the first case.)
 #include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
 #include "core/parallel.h"
 #include "ops/cpu/conv_onednn.h"
+#include "ops/cpu/transpose.h"
 #include "ops/nn.h"
 
 namespace tapeflow::prims {
@@ -21,11 +29,12 @@ struct ConvGeom {
   int64_t groups;          // filters are (kh, kw, c / groups, o)
 };
 
-ConvGeom geometry(const Conv2D& p, const Tensor& x, const Tensor& f, const Tensor& y) {
+// xs and ys NHWC (an NCHW convolution's shapes moved there).
+ConvGeom geometry(const Conv2D& p, const TensorShape& xs, const Tensor& f, const TensorShape& ys) {
   ConvGeom g{};
-  g.n = x.shape()[0], g.h = x.shape()[1], g.w = x.shape()[2], g.c = x.shape()[3];
+  g.n = xs[0], g.h = xs[1], g.w = xs[2], g.c = xs[3];
   g.kh = f.shape()[0], g.kw = f.shape()[1], g.o = f.shape()[3];
-  g.oh = y.shape()[1], g.ow = y.shape()[2];
+  g.oh = ys[1], g.ow = ys[2];
   g.sh = p.stride_h, g.sw = p.stride_w, g.dh = p.dilation_h, g.dw = p.dilation_w;
   const auto dh = detail::window_dim(g.h, g.kh, p.stride_h, p.dilation_h, p.same);
   const auto dw = detail::window_dim(g.w, g.kw, p.stride_w, p.dilation_w, p.same);
@@ -81,16 +90,23 @@ void Conv2D::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   const Tensor& f = in[1];
   Tensor& y = out[0];
   if (y.num_elements() == 0) return;
-  const ConvGeom g = geometry(*this, x, f, y);
+  const ConvGeom g = geometry(*this, layout.nhwc(x.shape()), f, layout.nhwc(y.shape()));
   if (g.c == 0) {  // no input channels: every output is an empty sum
     std::memset(y.raw_data(), 0, y.nbytes());
     return;
   }
+  // NCHW runs the NHWC kernels between two transposes (see the top of this file); a tensor of one
+  // channel or one pixel is in NHWC order already.
+  const bool move_x = layout.channels_first && !nchw_is_nhwc(x.shape());
+  const bool move_y = layout.channels_first && !nchw_is_nhwc(y.shape());
+  const Tensor xn = move_x ? nchw_to_nhwc(x) : x;
+  Tensor yn = move_y ? detail::empty(layout.nhwc(y.shape()), y.dtype(), Device{}) : y;
   if (x.dtype() == float64) {
-    conv_direct(g, x.data<double>(), f.data<double>(), y.data<double>());
+    conv_direct(g, xn.data<double>(), f.data<double>(), yn.data<double>());
   } else {
-    onednn::conv_forward(onednn::from_2d(g), x, f, y, name());
+    onednn::conv_forward(onednn::from_2d(g), xn, f, yn, name());
   }
+  if (move_y) nhwc_to_nchw(yn, y);
 }
 
 }  // namespace tapeflow::prims

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/transpose.h"
+
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -442,6 +444,23 @@ void gather_cpu(const Tensor& params, const Tensor& indices, Tensor& out, int ax
 }
 
 }  // namespace
+
+void transpose_host(const Tensor& in, Tensor& out, std::span<const int> perm) {
+  transpose_cpu(in, out, perm);
+}
+
+Tensor nchw_to_nhwc(const Tensor& t) {
+  const TensorShape& s = t.shape();
+  Tensor r = detail::empty(TensorShape{s[0], s[2], s[3], s[1]}, t.dtype(), Device{});
+  constexpr int perm[4] = {0, 2, 3, 1};
+  transpose_cpu(t, r, perm);
+  return r;
+}
+
+void nhwc_to_nchw(const Tensor& src, Tensor& dst) {
+  constexpr int perm[4] = {0, 3, 1, 2};
+  transpose_cpu(src, dst, perm);
+}
 
 void Transpose::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   transpose_cpu(in[0], out[0], perm);

@@ -3,6 +3,7 @@
 // conv2d runs on cuDNN's convolution (the descriptor API: cudnnConvolutionForward).
 //  - Layout: float16, bfloat16 and float32 run in cuDNN's NHWC layout, so the activations are
 //    used as they are and only the HWIO filters are gathered into cuDNN's KRSC = (O, KH, KW, C).
+//    An NCHW op (data_format "NCHW") runs in cuDNN's NCHW layout, its activations as they are.
 //    float64 runs in NCHW (input, filters as (O, C, KH, KW) and output are gathered around the
 //    call): cuDNN's NHWC kernels are not meant for double (PyTorch keeps float64 convolutions in
 //    NCHW for the same reason). Should cuDNN reject the preferred layout for a geometry (no
@@ -89,7 +90,8 @@ struct ConvKey {
   DTypeId dtype;
   bool tf32;
   int64_t n, h, w, c, o, kh, kw, oh, ow, pad_h, pad_w, sh, sw, dh, dw;
-  int64_t groups;  // filters (kh, kw, c / groups, o)
+  int64_t groups;       // filters (kh, kw, c / groups, o)
+  bool channels_first;  // the op's input and output are NCHW (data_format "NCHW")
   bool operator==(const ConvKey&) const = default;
 };
 
@@ -104,7 +106,7 @@ struct ConvKeyHash {
                          k.pad_h,  k.pad_w,
                          k.sh,     k.sw,
                          k.dh,     k.dw,
-                         k.groups};
+                         k.groups, k.channels_first};
     size_t h = 1469598103934665603ull;
     for (int64_t x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
     return h;
@@ -232,10 +234,10 @@ std::shared_ptr<ConvPlan> describe(const ConvKey& k, const CudnnTypes& t, Layout
   return plan;
 }
 
-// The cached plan of a geometry: the preferred layout (NCHW for float64, NHWC otherwise), else
-// the other one. Caller holds cudnn_mutex(). `capturing`: inside a CUDA-graph capture, which
-// must not flush the cache (a plan made anew would search its algorithm, a synchronous call
-// that ends the capture; the graph would then run node by node from then on).
+// The cached plan of a geometry: the preferred layout (NCHW for float64 and for NCHW tensors,
+// NHWC otherwise), else the other one. Caller holds cudnn_mutex(). `capturing`: inside a CUDA-graph
+// capture, which must not flush the cache (a plan made anew would search its algorithm, a
+// synchronous call that ends the capture; the graph would then run node by node from then on).
 std::shared_ptr<ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes& t, cudnnHandle_t h,
                                    bool capturing) {
   // Leaked on purpose, as the handles: descriptors must not outlive the library at exit.
@@ -243,7 +245,7 @@ std::shared_ptr<ConvPlan> get_plan(const ConvKey& k, DType dt, const CudnnTypes&
   auto it = cache->find(k);
   if (it != cache->end()) return it->second;
   if (cache->size() >= 256 && !capturing) cache->clear();  // many shapes: a changing model
-  const Layout preferred = dt == float64 ? Layout::NCHW : Layout::NHWC;
+  const Layout preferred = dt == float64 || k.channels_first ? Layout::NCHW : Layout::NHWC;
   const Layout other = preferred == Layout::NHWC ? Layout::NCHW : Layout::NHWC;
   std::string why_preferred, why_other;
   std::shared_ptr<ConvPlan> plan = describe(k, t, preferred, h, why_preferred);
@@ -314,9 +316,13 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   if (y.num_elements() == 0) return;
   const Device dev = y.placement();
   const DType dt = x.dtype();
-  const int64_t N = x.shape()[0], H = x.shape()[1], W = x.shape()[2], C = x.shape()[3];
+  const TensorShape xs = layout.nhwc(x.shape()), ys = layout.nhwc(y.shape());
+  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3];
   const int64_t KH = f.shape()[0], KW = f.shape()[1], CI = f.shape()[2], O = f.shape()[3];
-  const int64_t OH = y.shape()[1], OW = y.shape()[2];
+  const int64_t OH = ys[1], OW = ys[2];
+  const bool nchw = layout.channels_first;
+  // x's strides along (n, c, h, w) in the op's layout.
+  const int64_t xn = H * W * C, xc_ = nchw ? H * W : 1, xh = nchw ? W : W * C, xw = nchw ? 1 : C;
   if (C == 0) {  // no input channels: every output is an empty sum
     TF_CUDA_CHECK(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cu::stream(dev)));
     return;
@@ -361,7 +367,8 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
                     stride_w,
                     dilation_h,
                     dilation_w,
-                    groups};
+                    groups,
+                    nchw};
   const size_t es = dtype_size(dt);
 
   // One lock for the whole call: the plan is built and read under it, and the work it queues
@@ -369,25 +376,26 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
   std::lock_guard<std::mutex> lock(cudnn_mutex());
   cudnnHandle_t h = cu::cudnn(dev);
   const std::shared_ptr<ConvPlan> plan = get_plan(key, dt, types, h, cu::in_capture_scope(dev));
-  const Layout layout = plan->layout;
 
-  // cuDNN's input: x itself (NHWC, aligned, no extra padding), else a gathered copy.
+  const Layout plan_layout = plan->layout;
+  const bool same_layout = (plan_layout == Layout::NCHW) == nchw;
+
+  // cuDNN's input: x itself (in the plan's layout, aligned, no extra padding), else a gathered
+  // copy.
   Tensor xc = x;
-  if (layout == Layout::NCHW) {
+  if (plan_layout == Layout::NCHW && (!same_layout || pad || !aligned(x.raw_data()))) {
     xc = detail::empty(TensorShape{N, C, HP, WP}, dt, dev);
     cu::nn::gather4(x.raw_data(), xc.raw_data(),
-                    gather({N, C, HP, WP}, {H * W * C, 1, W * C, C}, {N, C, H, W}), es, dev,
-                    name());
-  } else if (pad || !aligned(x.raw_data())) {
+                    gather({N, C, HP, WP}, {xn, xc_, xh, xw}, {N, C, H, W}), es, dev, name());
+  } else if (plan_layout == Layout::NHWC && (!same_layout || pad || !aligned(x.raw_data()))) {
     xc = detail::empty(TensorShape{N, HP, WP, C}, dt, dev);
     cu::nn::gather4(x.raw_data(), xc.raw_data(),
-                    gather({N, HP, WP, C}, {H * W * C, W * C, C, 1}, {N, H, W, C}), es, dev,
-                    name());
+                    gather({N, HP, WP, C}, {xn, xh, xw, xc_}, {N, H, W, C}), es, dev, name());
   }
   // Filters: HWIO (KH, KW, CI, O) -> KRSC (O, KH, KW, CI) for NHWC, KCRS (O, CI, KH, KW) for
   // NCHW (CI = C / groups).
   Tensor fc;
-  if (layout == Layout::NCHW) {
+  if (plan_layout == Layout::NCHW) {
     fc = detail::empty(TensorShape{O, CI, KH, KW}, dt, dev);
     cu::nn::gather4(f.raw_data(), fc.raw_data(),
                     gather({O, CI, KH, KW}, {1, O, KW * CI * O, CI * O}, {O, CI, KH, KW}), es, dev,
@@ -398,11 +406,14 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
                     gather({O, KH, KW, CI}, {1, KW * CI * O, CI * O, O}, {O, KH, KW, CI}), es, dev,
                     name());
   }
-  // cuDNN's output: y itself (NHWC, aligned), else a temporary copied/gathered into y below.
-  const bool direct_out = layout == Layout::NHWC && aligned(y.raw_data());
+  // cuDNN's output: y itself (in the plan's layout, aligned), else a temporary copied/gathered
+  // into y below.
+  const bool direct_out = same_layout && aligned(y.raw_data());
   Tensor yc = y;
   if (!direct_out) {
-    yc = detail::empty(layout == Layout::NCHW ? TensorShape{N, O, OH, OW} : y.shape(), dt, dev);
+    yc = detail::empty(
+        plan_layout == Layout::NCHW ? TensorShape{N, O, OH, OW} : TensorShape{N, OH, OW, O}, dt,
+        dev);
   }
 
   if (!plan->found) find_algorithm(*plan, key, dt, h, dev, xc.raw_data(), fc.raw_data(),
@@ -417,10 +428,14 @@ void Conv2D::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
                                          plan->conv, plan->algo, ws.raw_data(),
                                          plan->workspace_bytes, beta, plan->y, yc.raw_data()));
 
-  if (layout == Layout::NCHW) {  // (N, O, OH, OW) -> (N, OH, OW, O)
+  if (!same_layout && plan_layout == Layout::NCHW) {  // (N, O, OH, OW) -> (N, OH, OW, O)
     cu::nn::gather4(yc.raw_data(), y.raw_data(),
                     gather({N, OH, OW, O}, {O * OH * OW, OW, 1, OH * OW}, {N, OH, OW, O}), es,
                     dev, name());
+  } else if (!same_layout) {  // (N, OH, OW, O) -> (N, O, OH, OW)
+    cu::nn::gather4(yc.raw_data(), y.raw_data(),
+                    gather({N, O, OH, OW}, {OH * OW * O, 1, OW * O, O}, {N, O, OH, OW}), es, dev,
+                    name());
   } else if (!direct_out) {
     TF_CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), yc.raw_data(), y.nbytes(),
                                   cudaMemcpyDeviceToDevice, cu::stream(dev)));
