@@ -303,7 +303,8 @@ class Conv2DTranspose : public Layer {
 // matches a braced {.data_format = s} to a std::string parameter, and overload resolution
 // prefers the non-template options overload when the two tie.
 // data_format: "" or "channels_last" (channels in the last axis), or "channels_first" (channels
-// in axis 1: the input and output are transposed around the channels_last computation).
+// in axis 1: the input and output are transposed around the channels_last computation;
+// Conv1D/Conv2D/Conv2DTranspose run tf::nn's data_format "NCHW" ops).
 struct FormatOptions {
   std::string data_format = "";
   std::string name = "";

@@ -183,10 +183,12 @@ class Conv2DImpl final : public LayerImpl {
   }
   Tensor call(const Tensor& x, bool) override {
     // With groups > 1 the kernel's depth is in / groups: conv2d runs it as a grouped one.
-    Tensor y = nn::conv2d(format_.to_last(x), kernel_.value(), {strides_.h, strides_.w},
-                          same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w});
-    if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return format_.to_first(activation_ ? activation_(y) : y);
+    // channels_first runs as an NCHW convolution (no transposes).
+    const char* data_format = format_.channels_first() ? "NCHW" : "NHWC";
+    Tensor y = nn::conv2d(x, kernel_.value(), {strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
+                          {dilation_.h, dilation_.w}, data_format);
+    if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
+    return activation_ ? activation_(y) : y;
   }
 
  private:
@@ -281,12 +283,14 @@ class Conv2DTransposeImpl final : public LayerImpl {
     require_rank_and_channels(s, 4, channels_, format_.channels_first());
   }
   Tensor call(const Tensor& x, bool) override {
-    const Tensor in = format_.to_last(x);
-    const TensorShape out = output_shape_last(in.shape());
-    Tensor y = nn::conv2d_transpose(in, kernel_.value(), out, {strides_.h, strides_.w},
-                                    same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w});
-    if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return format_.to_first(activation_ ? activation_(y) : y);
+    // channels_first runs as an NCHW transposed convolution (no transposes).
+    const char* data_format = format_.channels_first() ? "NCHW" : "NHWC";
+    const TensorShape out = format_.to_first(output_shape_last(format_.to_last(x.shape())));
+    Tensor y =
+        nn::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
+                             same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w}, data_format);
+    if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
+    return activation_ ? activation_(y) : y;
   }
 
  private:

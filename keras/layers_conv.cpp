@@ -122,7 +122,9 @@ class DepthwiseImpl final : public LayerImpl {
     }
     if (c_.rank == 1) y = squeeze(y, {1});
     if (c_.use_bias) y = nn::bias_add(y, bias_.value());
-    return format_.to_first(activation_ ? activation_(y) : y);
+    // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
+    y = format_.to_first(y);
+    return activation_ ? activation_(y) : y;
   }
 
  private:

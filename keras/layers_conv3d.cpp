@@ -140,8 +140,9 @@ class Conv3DImpl final : public LayerImpl {
     Tensor y = nn::conv3d(in, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
                           same_ ? "SAME" : "VALID", {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    if (activation_) y = activation_(y);
-    return format_.to_first(y);
+    // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
+    y = format_.to_first(y);
+    return activation_ ? activation_(y) : y;
   }
 
  private:
@@ -246,8 +247,9 @@ class Conv3DTransposeImpl final : public LayerImpl {
                                     {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
                                     {dilation_.d, dilation_.h, dilation_.w});
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    if (activation_) y = activation_(y);
-    return format_.to_first(y);
+    // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
+    y = format_.to_first(y);
+    return activation_ ? activation_(y) : y;
   }
 
  private:

@@ -125,7 +125,9 @@ class Conv1DTransposeImpl final : public LayerImpl {
                   {1});
     }
     if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return format_.to_first(activation_ ? activation_(y) : y);
+    // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
+    y = format_.to_first(y);
+    return activation_ ? activation_(y) : y;
   }
 
  private:

@@ -467,15 +467,22 @@ class Conv1DImpl final : public LayerImpl {
     require_rank_and_channels(s, 3, channels_, format_.channels_first());
   }
   Tensor call(const Tensor& x, bool) override {
-    Tensor in = format_.to_last(x);
-    if (padding_ == "causal")
-      in = pad(in, {{0, 0}, {int64_t{dilation_} * (kernel_size_ - 1), 0}, {0, 0}});
-    // (batch, 1, steps, channels) with a (1, k, in, filters) kernel: a 2-D convolution.
-    Tensor y = nn::conv2d(expand_dims(in, 1), expand_dims(kernel_.value(), 0), {1, strides_},
-                          padding_ == "same" ? "SAME" : "VALID", {1, dilation_});
-    y = squeeze(y, {1});
-    if (use_bias_) y = nn::bias_add(y, bias_.value());
-    return format_.to_first(activation_ ? activation_(y) : y);
+    const bool first = format_.channels_first();
+    Tensor in = x;
+    if (padding_ == "causal") {
+      const std::pair<int64_t, int64_t> none{0, 0},
+          left{int64_t{dilation_} * (kernel_size_ - 1), 0};
+      in = first ? pad(in, {none, none, left}) : pad(in, {none, left, none});
+    }
+    // (batch, 1, steps, channels) with a (1, k, in, filters) kernel: a 2-D convolution;
+    // channels_first: (batch, channels, 1, steps), an NCHW one (no transposes).
+    const int h_axis = first ? 2 : 1;
+    const char* data_format = first ? "NCHW" : "NHWC";
+    Tensor y = nn::conv2d(expand_dims(in, h_axis), expand_dims(kernel_.value(), 0), {1, strides_},
+                          padding_ == "same" ? "SAME" : "VALID", {1, dilation_}, data_format);
+    y = squeeze(y, {h_axis});
+    if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
+    return activation_ ? activation_(y) : y;
   }
 
  private:

@@ -161,7 +161,7 @@ struct Conv1DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid", "same" or "causal", any case
   // "" or "channels_last" ((batch, steps, channels)), or "channels_first" ((batch, channels,
-  // steps): transposed around the channels_last convolution; the same kernel layout).
+  // steps): tf::nn::conv2d with data_format "NCHW"; the same kernel layout).
   std::string data_format = "";
   int dilation_rate = 1;
   int groups = 1;  // kernel (kernel_size, in_channels / groups, filters), as Conv2D's groups

@@ -524,6 +524,62 @@ TEST_CASE("channels_first layers compute the transposed channels_last results",
   }
 }
 
+TEST_CASE("channels_first convolutions activate their channels_first output, as Keras",
+          "[cpu][cuda][keras]") {
+  // Keras 3.15.1 (TF 2.21 backend): activation="softmax" normalises axis -1 of the layer's own
+  // output, the width of an NCHW one; weights i % 3 / 2 - 0.4 in Keras' order, bias likewise
+  // (Conv1D) or as given.
+  auto fill = [](const std::vector<tf::Tensor>& ws) {
+    std::vector<tf::Tensor> out;
+    for (const tf::Tensor& w : ws) {
+      std::vector<double> v(static_cast<size_t>(w.num_elements()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 3) / 2 - 0.4;
+      out.push_back(tf::detail::from_doubles(v, w.shape(), tf::float32));
+    }
+    return out;
+  };
+  auto input = [](const tf::TensorShape& s) {
+    std::vector<double> v(static_cast<size_t>(s.num_elements()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 5) / 4 - 0.5;
+    return tf::detail::from_doubles(v, s, tf::float32);
+  };
+  struct Ref {
+    const char* what;
+    std::function<K::Layer()> make;
+    tf::TensorShape in;
+    std::vector<double> want;
+  };
+  const std::vector<Ref> refs = {
+      {"Conv2D",
+       [] { return L::Conv2D(2, 1, {.data_format = kFirst, .activation = "softmax"}); },
+       {1, 2, 2, 3},
+       {0.3168124, 0.3330557, 0.3501319, 0.4242154, 0.2106591, 0.3651255, 0.358622, 0.3327092,
+        0.3086688, 0.2644164, 0.4044488, 0.3311347}},
+      {"SeparableConv2D",
+       [] { return L::SeparableConv2D(2, 1, {.data_format = kFirst, .activation = "softmax"}); },
+       {1, 2, 2, 3},
+       {0.3151772, 0.3329975, 0.3518254, 0.3535952, 0.3465936, 0.2998112, 0.3400218, 0.3332889,
+        0.3266893, 0.3233848, 0.3332334, 0.3433818}},
+      {"Conv1D causal",
+       [] {
+         return L::Conv1D(2, 2,
+                          {.padding = "causal", .data_format = kFirst, .activation = "softmax"});
+       },
+       {1, 2, 4},
+       {0.1719143, 0.4335453, 0.199736, 0.1948045, 0.2016423, 0.1650908, 0.300815, 0.332452}},
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(device.to_string());
+    for (const Ref& r : refs) {
+      CAPTURE(device.to_string(), r.what);
+      const K::Layer layer = r.make();
+      layer.build(r.in);
+      layer.set_weights(fill(layer.get_weights()));
+      tf::testing::check_values(layer(input(r.in), false), r.want, 1e-5, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("SpatialDropout2D/3D with channels_first drop whole channels of NCHW inputs",
           "[cpu][cuda][keras]") {
   for (const tf::Device& device : tf::testing::devices_under_test()) {
