@@ -145,8 +145,14 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
 }  // namespace
 
 Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
-              const std::string& padding, const std::vector<int>& dilations) {
+              const std::string& padding, const std::vector<int>& dilations,
+              const std::string& data_format) {
   const char* op = "conv3d";
+  if (detail::parse_channels_first(op, data_format, "NDHWC", "NCDHW"))
+    return detail::move_channels_first(
+        conv3d(detail::move_channels_last(op, input, 5, "NCDHW"), filters,
+               detail::spatial_values(op, "strides", strides, 3, "NCDHW"), padding,
+               detail::spatial_values(op, "dilations", dilations, 3, "NCDHW")));
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
   const auto s = parse_dhw(op, "strides", strides);
@@ -196,8 +202,14 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
 
 Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding,
-                        const std::vector<int>& dilations) {
+                        const std::vector<int>& dilations, const std::string& data_format) {
   const char* op = "conv3d_transpose";
+  if (detail::parse_channels_first(op, data_format, "NDHWC", "NCDHW"))
+    return detail::move_channels_first(
+        conv3d_transpose(detail::move_channels_last(op, input, 5, "NCDHW"), filters,
+                         detail::channels_last_shape(output_shape),
+                         detail::spatial_values(op, "strides", strides, 3, "NCDHW"), padding,
+                         detail::spatial_values(op, "dilations", dilations, 3, "NCDHW")));
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
   const auto s = parse_dhw(op, "strides", strides);
@@ -254,14 +266,29 @@ Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   });
 }
 
+namespace {
+Tensor pool3d_format(const char* op, Pool kind, const Tensor& input, const std::vector<int>& ksize,
+                     const std::vector<int>& strides, const std::string& padding,
+                     const std::string& data_format) {
+  if (!detail::parse_channels_first(op, data_format, "NDHWC", "NCDHW"))
+    return pool3d(op, kind, input, ksize, strides, padding);
+  return detail::move_channels_first(
+      pool3d(op, kind, detail::move_channels_last(op, input, 5, "NCDHW"),
+             detail::spatial_values(op, "ksize", ksize, 3, "NCDHW"),
+             detail::spatial_values(op, "strides", strides, 3, "NCDHW"), padding));
+}
+}  // namespace
+
 Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding) {
-  return pool3d("max_pool3d", Pool::kMax, input, ksize, strides, padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool3d_format("max_pool3d", Pool::kMax, input, ksize, strides, padding, data_format);
 }
 
 Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding) {
-  return pool3d("avg_pool3d", Pool::kAvg, input, ksize, strides, padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool3d_format("avg_pool3d", Pool::kAvg, input, ksize, strides, padding, data_format);
 }
 
 }  // namespace tapeflow::nn

@@ -24,25 +24,33 @@ namespace tapeflow::nn {
 // TF/Keras do. Filters whose depth divides the input's are a grouped convolution (G groups,
 // G must divide O), as conv2d's. SAME pads each dimension as TF: the odd extra at the end.
 // D, H and W must be known (the batch may be tf::None in a trace).
+// data_format "NCDHW" (input and output (N, C, D, H, W), 5-value strides and dilations in that
+// order) runs between two transposes; the filters are DHWIO in both.
 Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>& strides,
-              const std::string& padding, const std::vector<int>& dilations = {1});
+              const std::string& padding, const std::vector<int>& dilations = {1},
+              const std::string& data_format = "NDHWC");
 // TF's tf.nn.conv3d_transpose: the gradient of conv3d with respect to its input, as a forward
 // op. filters are (KD, KH, KW, out_channels, in_channels), as TF's; output_shape is the NDHWC
 // output shape (depth, height and width known), which a conv3d with these filters, strides,
 // padding and dilations must map back to the input's depth, height and width (else an
-// InvalidArgumentError naming both). One Conv3DBackpropInput.
+// InvalidArgumentError naming both). One Conv3DBackpropInput. data_format "NCDHW": input and
+// output_shape (N, C, D, H, W), between two transposes.
 Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding = "SAME",
-                        const std::vector<int>& dilations = {1});
+                        const std::vector<int>& dilations = {1},
+                        const std::string& data_format = "NDHWC");
 // ksize and strides: 1, 3 or 5 values, as conv3d's strides. SAME windows ignore the padding:
 // max_pool3d takes the maximum of the valid elements and avg_pool3d divides by their count, as
 // TF. Both pool each depth slice in 2-D (ops/nn.h) and then combine the depth window (a box
 // window's valid count is the product of its per-dimension counts, so the depth average of the
-// 2-D averages over the valid depth slices is TF's average).
+// 2-D averages over the valid depth slices is TF's average). data_format "NCDHW" runs between
+// two transposes.
 Tensor max_pool3d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format = "NDHWC");
 Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
-                  const std::vector<int>& strides, const std::string& padding);
+                  const std::vector<int>& strides, const std::string& padding,
+                  const std::string& data_format = "NDHWC");
 
 }  // namespace tapeflow::nn
 

@@ -273,8 +273,14 @@ Tensor depthwise_impl(const char* op, const Tensor& input, const Tensor& filter,
 }  // namespace
 
 Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::vector<int>& strides,
-                        const std::string& padding, const std::vector<int>& dilations) {
+                        const std::string& padding, const std::vector<int>& dilations,
+                        const std::string& data_format) {
   const char* op = "depthwise_conv2d";
+  if (detail::parse_channels_first(op, data_format, "NHWC", "NCHW"))
+    return detail::move_channels_first(
+        depthwise_conv2d(detail::move_channels_last(op, input, 4, "NCHW"), filter,
+                         detail::spatial_values(op, "strides", strides, 2, "NCHW"), padding,
+                         detail::spatial_values(op, "dilations", dilations, 2, "NCHW")));
   TF_CHECK_ARG(padding == "SAME" || padding == "VALID", op,
                "padding must be \"SAME\" or \"VALID\" (or explicit pads), got \"{}\"", padding);
   detail::DepthwiseWindow win;
@@ -284,8 +290,13 @@ Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::ve
 
 Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::vector<int>& strides,
                         const std::vector<std::pair<int, int>>& explicit_padding,
-                        const std::vector<int>& dilations) {
+                        const std::vector<int>& dilations, const std::string& data_format) {
   const char* op = "depthwise_conv2d";
+  if (detail::parse_channels_first(op, data_format, "NHWC", "NCHW"))
+    return detail::move_channels_first(depthwise_conv2d(
+        detail::move_channels_last(op, input, 4, "NCHW"), filter,
+        detail::spatial_values(op, "strides", strides, 2, "NCHW"), explicit_padding,
+        detail::spatial_values(op, "dilations", dilations, 2, "NCHW")));
   TF_CHECK_ARG(explicit_padding.size() == 2, op,
                "explicit padding must give {{top, bottom}} and {{left, right}}, got {} pairs",
                explicit_padding.size());
@@ -297,8 +308,14 @@ Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::ve
 
 Tensor separable_conv2d(const Tensor& input, const Tensor& depthwise_filter,
                         const Tensor& pointwise_filter, const std::vector<int>& strides,
-                        const std::string& padding, const std::vector<int>& dilations) {
+                        const std::string& padding, const std::vector<int>& dilations,
+                        const std::string& data_format) {
   const char* op = "separable_conv2d";
+  if (detail::parse_channels_first(op, data_format, "NHWC", "NCHW"))
+    return detail::move_channels_first(separable_conv2d(
+        detail::move_channels_last(op, input, 4, "NCHW"), depthwise_filter, pointwise_filter,
+        detail::spatial_values(op, "strides", strides, 2, "NCHW"), padding,
+        detail::spatial_values(op, "dilations", dilations, 2, "NCHW")));
   TF_CHECK_ARG(input.defined() && depthwise_filter.defined() && pointwise_filter.defined(), op,
                "an input is an undefined tensor (TF's None)");
   const TensorShape& ds = depthwise_filter.shape();

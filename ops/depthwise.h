@@ -16,19 +16,24 @@ namespace tapeflow::nn {
 
 // input (N, H, W, C), filter (KH, KW, C, M) of one floating dtype -> (N, OH, OW, C * M): output
 // channel c * M + m is input channel c convolved with filter[:, :, c, m]. strides and dilations:
-// 1, 2 or 4 values as conv2d's; padding "SAME" or "VALID".
+// 1, 2 or 4 values as conv2d's; padding "SAME" or "VALID". data_format "NCHW" (input and output
+// (N, C, H, W), 4-value strides in that order) runs between two transposes.
 Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::vector<int>& strides,
-                        const std::string& padding, const std::vector<int>& dilations = {1});
+                        const std::string& padding, const std::vector<int>& dilations = {1},
+                        const std::string& data_format = "NHWC");
 // Explicit padding, TF's [[0, 0], [top, bottom], [left, right], [0, 0]] given as
-// {{top, bottom}, {left, right}} (non-negative).
+// {{top, bottom}, {left, right}} (non-negative), whatever the data_format.
 Tensor depthwise_conv2d(const Tensor& input, const Tensor& filter, const std::vector<int>& strides,
                         const std::vector<std::pair<int, int>>& explicit_padding,
-                        const std::vector<int>& dilations = {1});
+                        const std::vector<int>& dilations = {1},
+                        const std::string& data_format = "NHWC");
 // depthwise_conv2d(input, depthwise_filter, strides, padding, dilations) followed by a 1x1
-// conv2d with pointwise_filter (1, 1, C * M, O), as TF's tf.nn.separable_conv2d.
+// conv2d with pointwise_filter (1, 1, C * M, O), as TF's tf.nn.separable_conv2d; data_format as
+// depthwise_conv2d's.
 Tensor separable_conv2d(const Tensor& input, const Tensor& depthwise_filter,
                         const Tensor& pointwise_filter, const std::vector<int>& strides,
-                        const std::string& padding, const std::vector<int>& dilations = {1});
+                        const std::string& padding, const std::vector<int>& dilations = {1},
+                        const std::string& data_format = "NHWC");
 // conv2d whose filters (KH, KW, C / G, O) see G groups of C / G input channels, each group
 // giving O / G output channels (TF's tf.nn.conv2d when the filter depth divides the input's,
 // Keras' Conv2D(groups=G)). G = C / filters' depth must divide O. With G = 1 this is conv2d.

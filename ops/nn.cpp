@@ -448,6 +448,52 @@ detail::Layout2D detail::parse_data_format_2d(const char* op, const std::string&
   return Layout2D{data_format == "NCHW"};
 }
 
+bool detail::parse_channels_first(const char* op, const std::string& data_format, const char* last,
+                                  const char* first) {
+  TF_CHECK_ARG(data_format == last || data_format == first, op,
+               "data_format must be \"{}\" or \"{}\", got \"{}\"", last, first, data_format);
+  return data_format == first;
+}
+
+std::vector<int> detail::spatial_values(const char* op, const char* what, const std::vector<int>& v,
+                                        int spatial, const char* first) {
+  if (v.size() != static_cast<size_t>(spatial + 2)) return v;
+  TF_CHECK_ARG(v[0] == 1 && v[1] == 1, op,
+               "{} {} must be 1 in the batch and channel dimensions ({})", what,
+               detail::vec_to_string(v), first);
+  return std::vector<int>(v.begin() + 2, v.end());
+}
+
+namespace {
+std::vector<int> channels_last_perm(int rank) {
+  std::vector<int> p{0};
+  for (int i = 2; i < rank; ++i) p.push_back(i);
+  p.push_back(1);
+  return p;
+}
+}  // namespace
+
+Tensor detail::move_channels_last(const char* op, const Tensor& x, int rank, const char* first) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(x.rank() == rank, op, "the input must be rank {} ({}), got shape {}", rank, first,
+               x.shape().to_string());
+  return tapeflow::transpose(x, channels_last_perm(rank));
+}
+
+Tensor detail::move_channels_first(const Tensor& x) {
+  std::vector<int> p{0, x.rank() - 1};
+  for (int i = 1; i < x.rank() - 1; ++i) p.push_back(i);
+  return tapeflow::transpose(x, p);
+}
+
+TensorShape detail::channels_last_shape(const TensorShape& s) {
+  if (s.rank() < 3) return s;
+  std::vector<int64_t> d{s[0]};
+  for (int i = 2; i < s.rank(); ++i) d.push_back(s[i]);
+  d.push_back(s[1]);
+  return TensorShape(d);
+}
+
 void detail::check_conv_groups(const char* op, const TensorShape& xs, const TensorShape& fs,
                                int groups, int channel_axis) {
   const int64_t c = xs[channel_axis];

@@ -119,6 +119,24 @@ struct Layout2D {
 // data_format "NHWC" or "NCHW" (InvalidArgumentError naming op otherwise).
 Layout2D parse_data_format_2d(const char* op, const std::string& data_format);
 
+// For the ops that run a channels-first data_format through their channels-last kernels
+// (depthwise, separable, 1-D and 3-D pooling, 3-D convolution, space_to_depth):
+// whether data_format is `first` ("NCHW", "NCDHW", "NCW"); it must be that or `last`, else an
+// InvalidArgumentError naming op and both.
+bool parse_channels_first(const char* op, const std::string& data_format, const char* last,
+                          const char* first);
+// strides, dilations or ksize of 1, `spatial` or spatial + 2 values, the last form in the
+// channels-first order (batch and channel entries 1, else an InvalidArgumentError naming op,
+// `what` and `first`): the spatial values, or v itself for the shorter forms.
+std::vector<int> spatial_values(const char* op, const char* what, const std::vector<int>& v,
+                                int spatial, const char* first);
+// x (N, C, spatial...) -> (N, spatial..., C), checking that x is defined and of `rank` (an
+// InvalidArgumentError naming op and the layout `first` otherwise); and back.
+Tensor move_channels_last(const char* op, const Tensor& x, int rank, const char* first);
+Tensor move_channels_first(const Tensor& x);
+// A shape (N, C, spatial...) as (N, spatial..., C).
+TensorShape channels_last_shape(const TensorShape& s);
+
 // One spatial dimension of a convolution or pooling window, as TF computes it:
 //   VALID: out = ceil((in - effective_k + 1) / stride), no padding;
 //   SAME:  out = ceil(in / stride), pad_total = max((out - 1) * stride + effective_k - in, 0),

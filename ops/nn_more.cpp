@@ -112,12 +112,12 @@ Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std:
                filters.shape().to_string());
   TF_CHECK_ARG(stride >= 1 && dilations >= 1, op,
                "stride and dilations must be positive, got {} and {}", stride, dilations);
+  // A conv2d on a height of 1: (N, 1, W, C), or (N, C, 1, W) for NCW (conv2d's NCHW).
   return detail::naming_errors(op, [&] {
-    const Tensor x = ncw ? tapeflow::transpose(input, {0, 2, 1}) : input;
-    const Tensor y = conv2d(tapeflow::expand_dims(x, 1), tapeflow::expand_dims(filters, 0),
-                            {1, stride}, padding, {1, dilations});
-    const Tensor out = tapeflow::squeeze(y, {1});
-    return ncw ? tapeflow::transpose(out, {0, 2, 1}) : out;
+    const int h = ncw ? 2 : 1;
+    const Tensor y = conv2d(tapeflow::expand_dims(input, h), tapeflow::expand_dims(filters, 0),
+                            {1, stride}, padding, {1, dilations}, ncw ? "NCHW" : "NHWC");
+    return tapeflow::squeeze(y, {h});
   });
 }
 
@@ -150,7 +150,10 @@ Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
 
 namespace {
 Tensor pool1d(const char* op, bool max, const Tensor& input, int ksize, int strides,
-              const std::string& padding) {
+              const std::string& padding, const std::string& data_format) {
+  if (detail::parse_channels_first(op, data_format, "NWC", "NCW"))
+    return detail::move_channels_first(pool1d(
+        op, max, detail::move_channels_last(op, input, 3, "NCW"), ksize, strides, padding, "NWC"));
   TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
   TF_CHECK_ARG(input.rank() == 3, op, "the input must be (batch, width, channels), got shape {}",
                input.shape().to_string());
@@ -165,11 +168,13 @@ Tensor pool1d(const char* op, bool max, const Tensor& input, int ksize, int stri
 }
 }  // namespace
 
-Tensor max_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding) {
-  return pool1d("max_pool1d", true, input, ksize, strides, padding);
+Tensor max_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool1d("max_pool1d", true, input, ksize, strides, padding, data_format);
 }
-Tensor avg_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding) {
-  return pool1d("avg_pool1d", false, input, ksize, strides, padding);
+Tensor avg_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding,
+                  const std::string& data_format) {
+  return pool1d("avg_pool1d", false, input, ksize, strides, padding, data_format);
 }
 
 std::pair<Tensor, Tensor> max_pool_with_argmax(const Tensor& input, const std::vector<int>& ksize,
@@ -325,38 +330,50 @@ Tensor local_response_normalization(const Tensor& input, int depth_radius, doubl
 }
 
 namespace {
-void check_blocks(const char* op, const Tensor& input, int block_size) {
+void check_blocks(const char* op, const Tensor& input, int block_size, bool nchw) {
   TF_CHECK_ARG(input.defined(), op, "the input is an undefined tensor (TF's None)");
   TF_CHECK_ARG(block_size >= 2, op, "block_size must be at least 2, got {}", block_size);
-  TF_CHECK_ARG(input.rank() == 4, op, "the input must be 4-D (NHWC), got shape {}",
-               input.shape().to_string());
+  TF_CHECK_ARG(input.rank() == 4, op, "the input must be 4-D ({}), got shape {}",
+               nchw ? "NCHW" : "NHWC", input.shape().to_string());
   for (int i = 1; i < 4; ++i)
     TF_CHECK_ARG(input.shape()[i] != None, op, "dimension {} of shape {} must be known", i,
                  input.shape().to_string());
 }
 }  // namespace
 
-Tensor space_to_depth(const Tensor& input, int block_size) {
+Tensor space_to_depth(const Tensor& input, int block_size, const std::string& data_format) {
   const char* op = "space_to_depth";
-  check_blocks(op, input, block_size);
+  const bool nchw = detail::parse_channels_first(op, data_format, "NHWC", "NCHW");
+  check_blocks(op, input, block_size, nchw);
   const TensorShape& s = input.shape();
-  const int64_t b = block_size, h = s[1], w = s[2], c = s[3];
+  const int64_t b = block_size, h = s[nchw ? 2 : 1], w = s[nchw ? 3 : 2], c = s[nchw ? 1 : 3];
   TF_CHECK_ARG(h % b == 0 && w % b == 0, op,
                "height and width of shape {} must be divisible by block_size {}", s.to_string(),
                block_size);
+  if (nchw) {  // (N, C, H/b, by, W/b, bx) -> (N, by, bx, C, H/b, W/b): channel (by b + bx) C + c
+    const Tensor t = tapeflow::reshape(input, {-1, c, h / b, b, w / b, b});
+    return tapeflow::reshape(tapeflow::transpose(t, {0, 3, 5, 1, 2, 4}),
+                             {-1, b * b * c, h / b, w / b});
+  }
   const Tensor t = tapeflow::reshape(input, {-1, h / b, b, w / b, b, c});
   return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}),
                            {-1, h / b, w / b, b * b * c});
 }
 
-Tensor depth_to_space(const Tensor& input, int block_size) {
+Tensor depth_to_space(const Tensor& input, int block_size, const std::string& data_format) {
   const char* op = "depth_to_space";
-  check_blocks(op, input, block_size);
+  const bool nchw = detail::parse_channels_first(op, data_format, "NHWC", "NCHW");
+  check_blocks(op, input, block_size, nchw);
   const TensorShape& s = input.shape();
-  const int64_t b = block_size, h = s[1], w = s[2], c = s[3];
+  const int64_t b = block_size, h = s[nchw ? 2 : 1], w = s[nchw ? 3 : 2], c = s[nchw ? 1 : 3];
   TF_CHECK_ARG(c % (b * b) == 0, op,
                "the depth of shape {} must be divisible by block_size * block_size = {}",
                s.to_string(), b * b);
+  if (nchw) {  // (N, by, bx, C', H, W) -> (N, C', H, by, W, bx)
+    const Tensor t = tapeflow::reshape(input, {-1, b, b, c / (b * b), h, w});
+    return tapeflow::reshape(tapeflow::transpose(t, {0, 3, 4, 1, 5, 2}),
+                             {-1, c / (b * b), h * b, w * b});
+  }
   const Tensor t = tapeflow::reshape(input, {-1, h, w, b, b, c / (b * b)});
   return tapeflow::reshape(tapeflow::transpose(t, {0, 1, 3, 2, 4, 5}),
                            {-1, h * b, w * b, c / (b * b)});

@@ -39,9 +39,12 @@ Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
                         const std::vector<int64_t>& output_shape, int stride,
                         const std::string& padding = "SAME", const std::string& data_format = "NWC",
                         int dilations = 1);
-// 1-D pooling of (N, W, C) inputs, as TF's tf.nn.max_pool1d / avg_pool1d ("NWC" only).
-Tensor max_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding);
-Tensor avg_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding);
+// 1-D pooling of (N, W, C) inputs, or (N, C, W) with data_format "NCW" (between two
+// transposes), as TF's tf.nn.max_pool1d / avg_pool1d.
+Tensor max_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding,
+                  const std::string& data_format = "NWC");
+Tensor avg_pool1d(const Tensor& input, int ksize, int strides, const std::string& padding,
+                  const std::string& data_format = "NWC");
 // TF's tf.nn.max_pool_with_argmax on NHWC input: the max_pool2d output and, for each output,
 // the flattened index of the first maximal input of its window, ((b * H + y) * W + x) * C + c
 // (b included only with include_batch_in_index), int64. ksize and strides: 1, 2 or 4 values as
@@ -75,8 +78,10 @@ Tensor local_response_normalization(const Tensor& input, int depth_radius = 5, d
                                     double alpha = 1.0, double beta = 0.5);
 // TF's tf.nn.space_to_depth / depth_to_space on NHWC: block_size x block_size spatial blocks
 // to channels (channel (by * b + bx) * C + c) and back.
-Tensor space_to_depth(const Tensor& input, int block_size);
-Tensor depth_to_space(const Tensor& input, int block_size);
+// data_format "NCHW": the same blocks and channel order on (N, C, H, W) tensors (TF's GPU
+// kernels take it; its CPU kernels refuse it).
+Tensor space_to_depth(const Tensor& input, int block_size, const std::string& data_format = "NHWC");
+Tensor depth_to_space(const Tensor& input, int block_size, const std::string& data_format = "NHWC");
 
 // TF's tf.nn.ctc_loss with dense labels: -log p(labels | logits) per batch entry, the sum over
 // every CTC alignment of softmax(logits) probabilities. labels (batch, max_label_length) int32 or

@@ -8,6 +8,7 @@
 // a GPU).
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,12 @@
 #include "core/tensor.h"
 #include "jit/function.h"
 #include "ops/binary.h"
+#include "ops/conv3d.h"
+#include "ops/depthwise.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/nn_more.h"
 #include "ops/reduce.h"
 #include "support/testing.h"
 
@@ -327,4 +331,185 @@ TEST_CASE("data_format errors name the op, the format and the shapes", "[cpu][nn
       {"[bias_add]",
        "bias shape (3,) must match the channel (second) dimension of "
        "value shape (2, 4, 3)"});
+}
+
+namespace {
+// x (N, spatial..., C) -> (N, C, spatial...).
+tf::Tensor first_of(const tf::Tensor& t) {
+  std::vector<int> p{0, t.rank() - 1};
+  for (int i = 1; i < t.rank() - 1; ++i) p.push_back(i);
+  return tf::transpose(t, p);
+}
+
+// op_first on the channels-first input equals op_last on the channels-last one, moved: values
+// and the input gradient of sum(y * w).
+void check_twin(const std::string& what, const tf::TensorShape& last_shape,
+                const std::function<tf::Tensor(const tf::Tensor&)>& op_last,
+                const std::function<tf::Tensor(const tf::Tensor&)>& op_first, tf::DType dt) {
+  INFO(what << ", channels-last input " << last_shape.to_string());
+  const double tol = dt == tf::float64 ? 1e-12 : 1e-5;
+  const tf::Tensor x = random_tensor(last_shape, dt, 30);
+  const tf::Tensor xf = first_of(x);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tape.watch(xf);
+  const tf::Tensor y = op_last(x);
+  const tf::Tensor yf = op_first(xf);
+  REQUIRE(yf.shape() == first_of(y).shape());
+  check_close(yf, first_of(y), tol, tol);
+  const tf::Tensor w = random_tensor(y.shape(), dt, 31);
+  const tf::Tensor g = tape.gradient(tf::reduce_sum(y * w), x);
+  const tf::Tensor gf = tape.gradient(tf::reduce_sum(yf * first_of(w)), xf);
+  check_close(gf, first_of(g), tol, tol);
+}
+}  // namespace
+
+TEST_CASE("depthwise, separable, 1-D and 3-D ops take TF's channels-first data_formats",
+          "[cpu][cuda][nn]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const tf::DType dt : {tf::float32, tf::float64}) {
+      INFO("dtype " << tf::dtype_name(dt));
+      const tf::Tensor dw = random_tensor({3, 3, 3, 2}, dt, 32);
+      const tf::Tensor pw = random_tensor({1, 1, 6, 4}, dt, 33);
+      check_twin(
+          "depthwise_conv2d", {2, 6, 7, 3},
+          [&](const tf::Tensor& x) { return tf::nn::depthwise_conv2d(x, dw, {2}, "SAME"); },
+          [&](const tf::Tensor& x) {
+            return tf::nn::depthwise_conv2d(x, dw, {1, 1, 2, 2}, "SAME", {1}, "NCHW");
+          },
+          dt);
+      check_twin(
+          "depthwise_conv2d, explicit padding", {1, 5, 5, 3},
+          [&](const tf::Tensor& x) {
+            return tf::nn::depthwise_conv2d(x, dw, {1}, {{1, 0}, {0, 2}}, {2});
+          },
+          [&](const tf::Tensor& x) {
+            return tf::nn::depthwise_conv2d(x, dw, {1}, {{1, 0}, {0, 2}}, {1, 1, 2, 2}, "NCHW");
+          },
+          dt);
+      check_twin(
+          "separable_conv2d", {2, 5, 6, 3},
+          [&](const tf::Tensor& x) { return tf::nn::separable_conv2d(x, dw, pw, {1}, "VALID"); },
+          [&](const tf::Tensor& x) {
+            return tf::nn::separable_conv2d(x, dw, pw, {1}, "VALID", {1}, "NCHW");
+          },
+          dt);
+      const tf::Tensor f1 = random_tensor({3, 3, 4}, dt, 34);
+      check_twin(
+          "conv1d", {2, 9, 3},
+          [&](const tf::Tensor& x) { return tf::nn::conv1d(x, f1, 2, "SAME"); },
+          [&](const tf::Tensor& x) { return tf::nn::conv1d(x, f1, 2, "SAME", "NCW"); }, dt);
+      check_twin(
+          "max_pool1d", {2, 9, 3},
+          [&](const tf::Tensor& x) { return tf::nn::max_pool1d(x, 3, 2, "SAME"); },
+          [&](const tf::Tensor& x) { return tf::nn::max_pool1d(x, 3, 2, "SAME", "NCW"); }, dt);
+      check_twin(
+          "avg_pool1d", {2, 9, 3},
+          [&](const tf::Tensor& x) { return tf::nn::avg_pool1d(x, 2, 2, "VALID"); },
+          [&](const tf::Tensor& x) { return tf::nn::avg_pool1d(x, 2, 2, "VALID", "NCW"); }, dt);
+      const tf::Tensor f3 = random_tensor({2, 2, 3, 3, 2}, dt, 35);
+      check_twin(
+          "conv3d", {2, 4, 5, 6, 3},
+          [&](const tf::Tensor& x) {
+            return tf::nn::conv3d(x, f3, {1, 2, 1}, "SAME");
+          },
+          [&](const tf::Tensor& x) {
+            return tf::nn::conv3d(x, f3, {1, 1, 1, 2, 1}, "SAME", {1}, "NCDHW");
+          },
+          dt);
+      const tf::Tensor f3t = random_tensor({2, 2, 3, 2, 3}, dt, 36);
+      check_twin(
+          "conv3d_transpose", {1, 2, 3, 3, 3},
+          [&](const tf::Tensor& x) {
+            return tf::nn::conv3d_transpose(x, f3t, {1, 4, 6, 6, 2}, {2}, "SAME");
+          },
+          [&](const tf::Tensor& x) {
+            return tf::nn::conv3d_transpose(x, f3t, {1, 2, 4, 6, 6}, {2}, "SAME", {1}, "NCDHW");
+          },
+          dt);
+      check_twin(
+          "max_pool3d", {2, 4, 5, 6, 3},
+          [&](const tf::Tensor& x) { return tf::nn::max_pool3d(x, {2}, {2}, "SAME"); },
+          [&](const tf::Tensor& x) {
+            return tf::nn::max_pool3d(x, {1, 1, 2, 2, 2}, {2}, "SAME", "NCDHW");
+          },
+          dt);
+      check_twin(
+          "avg_pool3d", {2, 4, 5, 6, 3},
+          [&](const tf::Tensor& x) {
+            return tf::nn::avg_pool3d(x, {3, 2, 2}, {1}, "VALID");
+          },
+          [&](const tf::Tensor& x) {
+            return tf::nn::avg_pool3d(x, {3, 2, 2}, {1}, "VALID", "NCDHW");
+          },
+          dt);
+      check_twin(
+          "space_to_depth", {2, 4, 6, 3},
+          [&](const tf::Tensor& x) { return tf::nn::space_to_depth(x, 2); },
+          [&](const tf::Tensor& x) { return tf::nn::space_to_depth(x, 2, "NCHW"); }, dt);
+      check_twin(
+          "depth_to_space", {2, 2, 3, 8},
+          [&](const tf::Tensor& x) { return tf::nn::depth_to_space(x, 2); },
+          [&](const tf::Tensor& x) { return tf::nn::depth_to_space(x, 2, "NCHW"); }, dt);
+    }
+    // depth_to_space undoes space_to_depth in NCHW too.
+    const tf::Tensor x = random_tensor({2, 3, 4, 6}, tf::float32, 37);
+    check_close(tf::nn::depth_to_space(tf::nn::space_to_depth(x, 2, "NCHW"), 2, "NCHW"), x, 0, 0);
+  }
+}
+
+TEST_CASE("channels-first data_format errors name the op and the layout", "[cpu][nn]") {
+  const tf::Tensor f = tf::ones({3, 3, 3, 1});
+  require_error(
+      [&] {
+        tf::nn::depthwise_conv2d(tf::ones({1, 3, 5, 5}), f, {1}, "SAME", {1}, "NCWH");
+      },
+      {"[depthwise_conv2d]", "data_format must be \"NHWC\" or \"NCHW\", got \"NCWH\""});
+  require_error(
+      [&] {
+        tf::nn::depthwise_conv2d(tf::ones({1, 3, 5, 5}), f, {1, 2, 1, 1}, "SAME", {1}, "NCHW");
+      },
+      {"[depthwise_conv2d]",
+       "strides [1, 2, 1, 1] must be 1 in the batch and channel "
+       "dimensions (NCHW)"});
+  require_error(
+      [&] {
+        tf::nn::separable_conv2d(tf::ones({3, 5, 5}), f, tf::ones({1, 1, 3, 2}), {1}, "SAME", {1},
+                                 "NCHW");
+      },
+      {"[separable_conv2d]", "the input must be rank 4 (NCHW), got shape (3, 5, 5)"});
+  require_error(
+      [&] {
+        tf::nn::conv3d(tf::ones({1, 2, 3, 3, 3}), tf::ones({1, 1, 1, 2, 2}), {1}, "SAME", {1},
+                       "NDCHW");
+      },
+      {"[conv3d]", "data_format must be \"NDHWC\" or \"NCDHW\", got \"NDCHW\""});
+  require_error(
+      [&] {
+        tf::nn::max_pool3d(tf::ones({1, 2, 3, 3, 3}), {2}, {1, 2, 1, 1, 1}, "SAME", "NCDHW");
+      },
+      {"[max_pool3d]",
+       "strides [1, 2, 1, 1, 1] must be 1 in the batch and channel "
+       "dimensions (NCDHW)"});
+  require_error(
+      [&] {
+        tf::nn::max_pool1d(tf::ones({2, 3, 4}), 2, 2, "SAME", "WNC");
+      },
+      {"[max_pool1d]", "data_format must be \"NWC\" or \"NCW\", got \"WNC\""});
+  require_error(
+      [&] {
+        tf::nn::space_to_depth(tf::ones({1, 3, 5, 4}), 2, "NCHW");
+      },
+      {"[space_to_depth]",
+       "height and width of shape (1, 3, 5, 4) must be divisible "
+       "by block_size 2"});
+  require_error(
+      [&] {
+        tf::nn::depth_to_space(tf::ones({1, 6, 2, 2}), 2, "NCHW");
+      },
+      {"[depth_to_space]",
+       "the depth of shape (1, 6, 2, 2) must be divisible by "
+       "block_size * block_size = 4"});
 }
