@@ -259,17 +259,20 @@ struct PinvGradient final : PrimitiveBase<PinvGradient> {
   }
 };
 
+// The machine epsilon of a's dtype (float32's for float32, else float64's), which the default
+// rcond of pinv and of lstsq(fast=false) scale.
+double epsilon_of(const Tensor& a) {
+  return a.dtype() == float32 ? std::numeric_limits<float>::epsilon()
+                              : std::numeric_limits<double>::epsilon();
+}
+
 Tensor pinv_body(const Tensor& a, double rcond) {
   check_input("pinv", a, false);
   const TensorShape& sa = a.shape();
   const int64_t m = sa[sa.rank() - 2], n = sa[sa.rank() - 1];
   TF_CHECK_ARG(known(m) && known(n), "pinv", "needs known matrix dimensions, got shape {}",
                sa.to_string());
-  if (rcond < 0) {
-    const double eps = a.dtype() == float32 ? std::numeric_limits<float>::epsilon()
-                                            : std::numeric_limits<double>::epsilon();
-    rcond = 10.0 * static_cast<double>(std::max(m, n)) * eps;
-  }
+  if (rcond < 0) rcond = 10.0 * static_cast<double>(std::max(m, n)) * epsilon_of(a);
   const SvdResult d = svd(a, false, true);
   // Singular values at most rcond * max(s) count as zero: 1 / inf = 0 drops them.
   const Tensor cutoff = rcond * reduce_max(d.s, -1, true);
@@ -309,13 +312,14 @@ Tensor lstsq_body(const Tensor& a, const Tensor& b, double l2_regularizer, bool 
     // factorisation of TF's CPU kernel, Eigen's, finds with its default threshold). With a
     // regulariser, the same for the stacked system [a; sqrt(l2) I] x = [b; 0], whose solution
     // is the regularised one and whose matrix has full column rank.
-    const double eps = a.dtype() == float32 ? std::numeric_limits<float>::epsilon()
-                                            : std::numeric_limits<double>::epsilon();
-    const double rcond = static_cast<double>(std::max(m, n)) * eps;
+    const double rcond = static_cast<double>(std::max(m, n)) * epsilon_of(a);
     if (l2_regularizer == 0) return tapeflow::matmul(pinv(a, rcond), b);
-    const Tensor gram = tapeflow::matmul(a, a, true, false);  // [..., n, n]: I's shape
-    const Tensor stacked = concat({a, std::sqrt(l2_regularizer) * eye_like(gram)}, -2);
-    const Tensor rhs = concat({b, zeros_like(tapeflow::matmul(a, b, true, false))}, -2);
+    // I [..., n, n] and the zero rows [..., n, k] take their (possibly open) batch from a and
+    // b through broadcasting column sums, whose values are never read (any m, 0 included).
+    const Tensor col = mT(reduce_sum(a, {-2}, true));  // [..., n, 1]
+    const Tensor eye = eye_like(col * mT(col));
+    const Tensor stacked = concat({a, std::sqrt(l2_regularizer) * eye}, -2);
+    const Tensor rhs = concat({b, zeros_like(col * reduce_sum(b, {-2}, true))}, -2);
     return tapeflow::matmul(pinv(stacked, rcond), rhs);
   }
   if (m >= n) {

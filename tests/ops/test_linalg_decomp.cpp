@@ -395,6 +395,26 @@ TEST_CASE("lstsq with fast=false matches TF's complete orthogonal factorisation"
       check_close(tf::linalg::lstsq(a, b, 0.5, false), tf::linalg::lstsq(a, b, 0.5, true), 1e-10,
                   1e-12);
     }
+    // Batches, also traced for an open batch (one graph), and no rows at all (the solution of
+    // min |x|^2 l2 is 0).
+    const tf::Tensor ab = make(random_values(24, -1, 1, 32), {2, 4, 3});
+    const tf::Tensor bb = make(random_values(16, -1, 1, 33), {2, 4, 2});
+    const tf::Tensor want = tf::linalg::lstsq(ab, bb, 0.5, true);
+    check_close(tf::linalg::lstsq(ab, bb, 0.5, false), want, 1e-10, 1e-12);
+    auto traced = tf::function(
+        [](const tf::Tensor& a, const tf::Tensor& b) {
+          return tf::linalg::lstsq(a, b, 0.5, false);
+        },
+        tf::FunctionOptions{.input_signature = {tf::TensorSpec({tf::None, 4, 3}, tf::float64),
+                                                tf::TensorSpec({tf::None, 4, 2}, tf::float64)}});
+    check_close(traced(ab, bb), want, 1e-10, 1e-12);
+    check_close(
+        traced(tf::slice(ab, {0, 0, 0}, {1, -1, -1}), tf::slice(bb, {0, 0, 0}, {1, -1, -1})),
+        tf::slice(want, {0, 0, 0}, {1, -1, -1}), 1e-10, 1e-12);
+    REQUIRE(traced.tracing_count() == 1);
+    check_values(tf::linalg::lstsq(tf::zeros({0, 3}, tf::float64), tf::zeros({0, 2}, tf::float64),
+                                   0.5, false),
+                 std::vector<double>(6, 0.0));
   }
 }
 
