@@ -106,6 +106,26 @@ Tensor DataFormat::to_first(const Tensor& x) const {
   return transpose(x, first_perm(x.rank()));
 }
 
+TensorShape DataFormat::image_to_last(const TensorShape& s) const {
+  if (!first_ || s.rank() != 3) return s.rank() == 4 ? to_last(s) : s;
+  return TensorShape{s[1], s[2], s[0]};
+}
+
+TensorShape DataFormat::image_to_first(const TensorShape& s) const {
+  if (!first_ || s.rank() != 3) return s.rank() == 4 ? to_first(s) : s;
+  return TensorShape{s[2], s[0], s[1]};
+}
+
+Tensor DataFormat::image_to_last(const Tensor& x) const {
+  if (!first_ || x.rank() != 3) return x.rank() == 4 ? to_last(x) : x;
+  return transpose(x, {1, 2, 0});
+}
+
+Tensor DataFormat::image_to_first(const Tensor& x) const {
+  if (!first_ || x.rank() != 3) return x.rank() == 4 ? to_first(x) : x;
+  return transpose(x, {2, 0, 1});
+}
+
 std::string DataFormat::mismatch(const TensorShape& s, int rank, int64_t channels) const {
   if (s.rank() == rank) {
     const int64_t c = s[channel_axis(rank)];

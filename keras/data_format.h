@@ -44,6 +44,12 @@ class DataFormat {
   // The same for tensors: a transpose when channels_first.
   Tensor to_last(const Tensor& x) const;
   Tensor to_first(const Tensor& x) const;
+  // Images of rank 3 (one image: (C, H, W) <-> (H, W, C)) or 4 (a batch, as to_last / to_first)
+  // in this format to channels_last and back; other ranks unchanged.
+  TensorShape image_to_last(const TensorShape& s) const;
+  TensorShape image_to_first(const TensorShape& s) const;
+  Tensor image_to_last(const Tensor& x) const;
+  Tensor image_to_first(const Tensor& x) const;
 
   // Keras' InputSpec check of a layer built for rank-`rank` inputs with `channels` at the
   // channel axis (None passes): empty when `s` passes, else the expectation to report
@@ -52,6 +58,20 @@ class DataFormat {
 
  private:
   bool first_ = false;
+};
+
+// The data_format of a layer that takes it from backend::image_data_format() when it is made
+// (Keras' data_format=None) and from its config when loaded: the image preprocessing and
+// augmentation layers (keras/layers_preprocessing.cpp, layers_augment.cpp), which compute in
+// channels_last between image_to_last and image_to_first.
+class ImageFormat {
+ public:
+  virtual ~ImageFormat() = default;
+  DataFormat data_format() const { return format_; }
+  void set_data_format(DataFormat f) { format_ = f; }
+
+ protected:
+  DataFormat format_ = DataFormat::parse("", "");
 };
 
 }  // namespace tapeflow::keras::detail

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/serialization_access_augment.h"
 #include "keras/serialization_internal.h"
 #include "ops/binary.h"
@@ -40,9 +41,11 @@ Tensor scalar(double v) {
   return constant(Tensor(static_cast<float>(v)));
 }
 
-// Base of these layers: rank-3 or rank-4 NHWC inputs, computed as a rank-4 batch; the layers
-// that work on pixel positions (needs_known_hw) need a known height and width.
-class AugmentImpl : public LayerImpl {
+// Base of these layers: rank-3 or rank-4 images in the layer's data_format (channels_last
+// unless made under backend::image_data_format() "channels_first" or loaded from such a
+// config), computed as a rank-4 NHWC batch; the layers that work on pixel positions
+// (needs_known_hw) need a known height and width.
+class AugmentImpl : public LayerImpl, public detail::ImageFormat {
  public:
   using LayerImpl::LayerImpl;
 
@@ -50,10 +53,13 @@ class AugmentImpl : public LayerImpl {
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != 3 && s.rank() != 4)
-      incompatible(s,
-                   "expected images of rank 3 (height, width, channels) or 4 (batch, "
-                   "height, width, channels)");
-    if (needs_known_hw() && (s[s.rank() - 3] == None || s[s.rank() - 2] == None))
+      incompatible(s, format_.channels_first()
+                          ? "expected images of rank 3 (channels, height, width) or 4 (batch, "
+                            "channels, height, width)"
+                          : "expected images of rank 3 (height, width, channels) or 4 (batch, "
+                            "height, width, channels)");
+    const TensorShape t = format_.image_to_last(s);
+    if (needs_known_hw() && (t[t.rank() - 3] == None || t[t.rank() - 2] == None))
       incompatible(s, "expected images with known height and width");
   }
   Tensor call(const Tensor& x, bool training) final {
@@ -63,8 +69,8 @@ class AugmentImpl : public LayerImpl {
     // The layers compute in float32 whatever the compute dtype (float16 under mixed_float16,
     // float64 under a float64 policy), then return the compute dtype.
     const Tensor x32 = x.dtype() == float32 ? x : cast(x, float32);
-    const Tensor x4 = x32.rank() == 3 ? expand_dims(x32, 0) : x32;
-    Tensor y = apply(x4);
+    const Tensor x4 = format_.image_to_last(x32.rank() == 3 ? expand_dims(x32, 0) : x32);
+    Tensor y = format_.image_to_first(apply(x4));
     if (x.rank() == 3) y = squeeze(y, {0});
     return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
   }
@@ -265,6 +271,13 @@ class RandomElasticTransformImpl final : public AugmentImpl {
 // The layers RandAugment and AugMix draw from, by Keras' attribute names, each given the
 // resolved factor range, value_range, seed and (the geometric ones) interpolation, as Keras
 // builds them.
+// A layer made inside another one, which hands it NHWC batches: channels_last whatever the
+// global image_data_format.
+Layer channels_last(Layer l) {
+  if (auto* f = dynamic_cast<detail::ImageFormat*>(&l.impl())) f->set_data_format({});
+  return l;
+}
+
 std::vector<Layer> augment_ops(const std::vector<std::string>& names, Range range, Range vr,
                                const std::string& interpolation, std::optional<int64_t> seed) {
   const Factor r{range.first, range.second};
@@ -287,6 +300,7 @@ std::vector<Layer> augment_ops(const std::vector<std::string>& names, Range rang
     if (n == "auto_contrast") ops.push_back(layers::AutoContrast(vr));
     if (n == "equalization") ops.push_back(layers::Equalization(vr));
   }
+  for (Layer& l : ops) l = channels_last(l);
   return ops;
 }
 
@@ -376,6 +390,7 @@ class RandomColorJitterImpl final : public AugmentImpl {
     if (o_.saturation_factor)
       parts_.push_back(layers::RandomSaturation(*o_.saturation_factor, vr_, o_.seed));
     if (o_.hue_factor) parts_.push_back(layers::RandomHue(*o_.hue_factor, vr_, o_.seed));
+    for (Layer& l : parts_) l = channels_last(l);
   }
 
  protected:
@@ -1219,8 +1234,9 @@ class CutMixImpl final : public AugmentImpl {
     const auto [x, y] = image_label_inputs("CutMix", images, labels);
     // Keras leaves a single image (rank 3) and its label as they are.
     if (!training || x.rank() == 3) return in_compute_dtype(x, y);
-    const Transform t = transformation(x);
-    return in_compute_dtype(where(t.mask, gather(x, t.perm, 0), x),
+    const Tensor xl = format_.image_to_last(x);
+    const Transform t = transformation(xl);
+    return in_compute_dtype(format_.image_to_first(where(t.mask, gather(xl, t.perm, 0), xl)),
                             mix_labels(y, t.weight, t.perm));
   }
 

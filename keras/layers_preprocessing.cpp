@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/data_format.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
@@ -25,23 +26,38 @@ namespace {
 
 using detail::LayerImpl;
 
-// Base of the image layers: rank-3 or rank-4 NHWC inputs with known height and width.
-class ImageLayerImpl : public LayerImpl {
+// Base of the image layers: rank-3 or rank-4 inputs with known height and width in the layer's
+// data_format (channels_last unless made under backend::image_data_format() "channels_first" or
+// loaded from such a config); the layers compute on channels_last images (call_last,
+// output_shape_last) between the moves.
+class ImageLayerImpl : public LayerImpl, public detail::ImageFormat {
  public:
   using LayerImpl::LayerImpl;
   // The options the layer was made with, for its Keras config (keras/serialization_sequence.cpp).
   virtual void options(detail::layer_options::ImageLayerConfig& c) const = 0;
+  TensorShape compute_output_shape(const TensorShape& s) const final {
+    return format_.image_to_first(output_shape_last(format_.image_to_last(s)));
+  }
 
  protected:
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
     if (s.rank() != 3 && s.rank() != 4)
-      incompatible(s,
-                   "expected images of rank 3 (height, width, channels) or 4 (batch, "
-                   "height, width, channels)");
-    if (s[s.rank() - 3] == None || s[s.rank() - 2] == None)
+      incompatible(s, format_.channels_first()
+                          ? "expected images of rank 3 (channels, height, width) or 4 (batch, "
+                            "channels, height, width)"
+                          : "expected images of rank 3 (height, width, channels) or 4 (batch, "
+                            "height, width, channels)");
+    const TensorShape t = format_.image_to_last(s);
+    if (t[t.rank() - 3] == None || t[t.rank() - 2] == None)
       incompatible(s, "expected images with known height and width");
   }
+  Tensor call(const Tensor& x, bool training) final {
+    return format_.image_to_first(call_last(format_.image_to_last(x), training));
+  }
+  // The layer on channels_last images (rank 3 or 4).
+  virtual Tensor call_last(const Tensor& x, bool training) = 0;
+  virtual TensorShape output_shape_last(const TensorShape& s) const { return s; }
   // As a rank-4 batch: x itself, or a batch of one.
   static Tensor as_batch(const Tensor& x) { return x.rank() == 3 ? expand_dims(x, 0) : x; }
   static Tensor like_input(const Tensor& y, const Tensor& x) {
@@ -110,10 +126,10 @@ class ResizingImpl final : public ImageLayerImpl {
  protected:
   // Integer images keep their dtype (rounded and saturated after the resize, as Keras).
   bool casts_all_inputs() const override { return false; }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape output_shape_last(const TensorShape& s) const override {
     return with_size(s, h_, w_);
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call_last(const Tensor& x, bool) override {
     Tensor y = x;
     if (o_.crop_to_aspect_ratio) y = crop_to_aspect(y, h_, w_, true);
     if (o_.pad_to_aspect_ratio) y = pad_to_aspect(y);
@@ -166,10 +182,10 @@ class CenterCropImpl final : public ImageLayerImpl {
   }
 
  protected:
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape output_shape_last(const TensorShape& s) const override {
     return with_size(s, h_, w_);
   }
-  Tensor call(const Tensor& x, bool) override {
+  Tensor call_last(const Tensor& x, bool) override {
     const int h = x.rank() - 3;
     const int64_t H = x.shape()[h], W = x.shape()[h + 1];
     if (H >= h_ && W >= w_)
@@ -197,10 +213,10 @@ class RandomCropImpl final : public ImageLayerImpl {
   }
 
  protected:
-  TensorShape compute_output_shape(const TensorShape& s) const override {
+  TensorShape output_shape_last(const TensorShape& s) const override {
     return with_size(s, h_, w_);
   }
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training) return x;
     const int h = x.rank() - 3;
     const int64_t H = x.shape()[h], W = x.shape()[h + 1];
@@ -256,7 +272,7 @@ class RandomFlipImpl final : public ImageLayerImpl {
   }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor flips =
@@ -296,7 +312,7 @@ class RandomTransformImpl : public ImageLayerImpl {
   }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor col = batch_column(x4);
@@ -443,7 +459,7 @@ class RandomContrastImpl final : public ImageLayerImpl {
   }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor c = draw(slice(x4, {0, 0, 0, 0}, {-1, 1, 1, 1}), 1.0 - range_.first,
@@ -477,7 +493,7 @@ class RandomBrightnessImpl final : public ImageLayerImpl {
         seed_(seed) {}
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     const Tensor x4 = as_batch(x);
     const Tensor delta =
@@ -512,7 +528,7 @@ class RandomGrayscaleImpl final : public ImageLayerImpl {
   }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomGrayscale",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",
@@ -547,7 +563,7 @@ class RandomSaturationImpl final : public ImageLayerImpl {
         seed_(seed) {}
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomSaturation",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",
@@ -598,7 +614,7 @@ class RandomHueImpl final : public ImageLayerImpl {
   }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override {
+  Tensor call_last(const Tensor& x, bool training) override {
     if (!training || x.shape().known_elements() == 0) return x;  // no pixels: nothing to do
     TF_CHECK_ARG(x.shape()[x.rank() - 1] == 3, "RandomHue",
                  "inputs must have 3 channels (RGB) in the last axis, got shape {}",

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "keras/data_format.h"
 #include "keras/functional.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_more.h"
@@ -287,8 +288,16 @@ std::string padding_of(Reader& r) {
     r.fail("padding", "= \"" + p + "\" is not supported (valid, same)");
   return p;
 }
-void read_data_format(Reader& r) {
-  r.expect("data_format", "channels_last");
+
+const char* image_format_name(const Layer& layer) {
+  const auto* f = dynamic_cast<const detail::ImageFormat*>(&layer.impl());
+  return data_format_name(f != nullptr && f->data_format().channels_first());
+}
+
+Layer with_image_format(Layer layer, bool channels_first) {
+  if (auto* f = dynamic_cast<detail::ImageFormat*>(&layer.impl()))
+    f->set_data_format(channels_first ? detail::DataFormat::first() : detail::DataFormat());
+  return layer;
 }
 
 bool read_channels_first(Reader& r) {

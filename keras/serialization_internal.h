@@ -278,13 +278,16 @@ void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
 }
 
 std::string padding_of(Reader& r);  // "valid" or "same", lower case
-void read_data_format(Reader& r);   // only channels_last
 // data_format "channels_last" (or missing or null: Keras' default) -> false, "channels_first"
 // -> true; anything else fails naming the value.
 bool read_channels_first(Reader& r);
 inline const char* data_format_name(bool channels_first) {
   return channels_first ? "channels_first" : "channels_last";
 }
+// The data_format of an image preprocessing or augmentation layer (keras/data_format.h's
+// ImageFormat; "channels_last" for other layers), and a loaded one given its config's.
+const char* image_format_name(const Layer& layer);
+Layer with_image_format(Layer layer, bool channels_first);
 
 // ---- the image preprocessing layers' values (serialization_sequence.cpp) ----
 

@@ -938,7 +938,7 @@ Layer category_encoding_from(const Config& config) {
 Config image_get(const Layer& layer) {
   auto c = need(lo::image_layer(layer.impl()), layer);
   const std::string& cls = c.class_name;
-  Config out{{"data_format", "channels_last"}};
+  Config out{{"data_format", image_format_name(layer)}};
   if (cls == "Resizing" || cls == "CenterCrop" || cls == "RandomCrop") {
     out["height"] = c.height;
     out["width"] = c.width;
@@ -984,51 +984,59 @@ Layer image_from(const Config& config) {
   const std::string cls = kClass;
   Reader r(cls, config);
   Base b = read_base(r);
-  read_data_format(r);
-  return make_checked(r, b, [&]() -> Layer {
-    if (cls == "Resizing" || cls == "CenterCrop" || cls == "RandomCrop") {
-      const int64_t h = r.integer("height"), w = r.integer("width");
-      if (cls == "CenterCrop") return layers::CenterCrop(h, w, b.name);
-      if (cls == "RandomCrop") return layers::RandomCrop(h, w, r.optional_integer("seed"), b.name);
-      layers::ResizingOptions o;
-      o.interpolation = r.string("interpolation", "bilinear");
-      o.crop_to_aspect_ratio = r.boolean("crop_to_aspect_ratio", false);
-      o.pad_to_aspect_ratio = r.boolean("pad_to_aspect_ratio", false);
-      o.fill_mode = r.string("fill_mode", "constant");
-      o.fill_value = r.number("fill_value", 0.0);
-      o.antialias = r.boolean("antialias", false);
-      o.name = b.name;
-      return layers::Resizing(h, w, o);
-    }
-    if (cls == "RandomFlip") {
-      const auto seed = r.optional_integer("seed");
-      return layers::RandomFlip(r.string("mode", "horizontal_and_vertical"), seed, b.name);
-    }
-    if (cls == "RandomRotation") {
-      const layers::Factor f = factor_of(r, "factor");
-      return layers::RandomRotation(f, transform_of(r, b));
-    }
-    if (cls == "RandomZoom" || cls == "RandomTranslation") {
-      const layers::Factor h = factor_of(r, "height_factor");
-      std::optional<layers::Factor> w;
-      if (const Config* v = r.find("width_factor"); v != nullptr && !v->is_null())
-        w = factor_of(r, "width_factor");
-      if (cls == "RandomZoom") return layers::RandomZoom(h, w, transform_of(r, b));
-      if (!w) r.fail("width_factor", "is required");
-      return layers::RandomTranslation(h, *w, transform_of(r, b));
-    }
-    if (cls == "RandomGrayscale") {
-      const double f = r.number("factor", 0.5);
-      return layers::RandomGrayscale(f, r.optional_integer("seed"), b.name);
-    }
-    const layers::Factor f = factor_of(r, "factor");
-    const auto vr = value_range_of(r);
-    const auto seed = r.optional_integer("seed");
-    if (cls == "RandomContrast") return layers::RandomContrast(f, vr, seed, b.name);
-    if (cls == "RandomBrightness") return layers::RandomBrightness(f, vr, seed, b.name);
-    if (cls == "RandomSaturation") return layers::RandomSaturation(f, vr, seed, b.name);
-    return layers::RandomHue(f, vr, seed, b.name);
-  });
+  const bool first = read_channels_first(r);
+  return with_image_format(
+      make_checked(r, b,
+                   [&]() -> Layer {
+                     if (cls == "Resizing" || cls == "CenterCrop" || cls == "RandomCrop") {
+                       const int64_t h = r.integer("height"), w = r.integer("width");
+                       if (cls == "CenterCrop") return layers::CenterCrop(h, w, b.name);
+                       if (cls == "RandomCrop")
+                         return layers::RandomCrop(h, w, r.optional_integer("seed"), b.name);
+                       layers::ResizingOptions o;
+                       o.interpolation = r.string("interpolation", "bilinear");
+                       o.crop_to_aspect_ratio = r.boolean("crop_to_aspect_ratio", false);
+                       o.pad_to_aspect_ratio = r.boolean("pad_to_aspect_ratio", false);
+                       o.fill_mode = r.string("fill_mode", "constant");
+                       o.fill_value = r.number("fill_value", 0.0);
+                       o.antialias = r.boolean("antialias", false);
+                       o.name = b.name;
+                       return layers::Resizing(h, w, o);
+                     }
+                     if (cls == "RandomFlip") {
+                       const auto seed = r.optional_integer("seed");
+                       return layers::RandomFlip(r.string("mode", "horizontal_and_vertical"), seed,
+                                                 b.name);
+                     }
+                     if (cls == "RandomRotation") {
+                       const layers::Factor f = factor_of(r, "factor");
+                       return layers::RandomRotation(f, transform_of(r, b));
+                     }
+                     if (cls == "RandomZoom" || cls == "RandomTranslation") {
+                       const layers::Factor h = factor_of(r, "height_factor");
+                       std::optional<layers::Factor> w;
+                       if (const Config* v = r.find("width_factor"); v != nullptr && !v->is_null())
+                         w = factor_of(r, "width_factor");
+                       if (cls == "RandomZoom") return layers::RandomZoom(h, w, transform_of(r, b));
+                       if (!w) r.fail("width_factor", "is required");
+                       return layers::RandomTranslation(h, *w, transform_of(r, b));
+                     }
+                     if (cls == "RandomGrayscale") {
+                       const double f = r.number("factor", 0.5);
+                       return layers::RandomGrayscale(f, r.optional_integer("seed"), b.name);
+                     }
+                     const layers::Factor f = factor_of(r, "factor");
+                     const auto vr = value_range_of(r);
+                     const auto seed = r.optional_integer("seed");
+                     if (cls == "RandomContrast")
+                       return layers::RandomContrast(f, vr, seed, b.name);
+                     if (cls == "RandomBrightness")
+                       return layers::RandomBrightness(f, vr, seed, b.name);
+                     if (cls == "RandomSaturation")
+                       return layers::RandomSaturation(f, vr, seed, b.name);
+                     return layers::RandomHue(f, vr, seed, b.name);
+                   }),
+      first);
 }
 
 constexpr char kResizing[] = "Resizing", kCenterCrop[] = "CenterCrop", kRandomCrop[] = "RandomCrop",

@@ -151,8 +151,8 @@ TEST_CASE("serialization augment: bad augmentation configs name the class and th
                              {"RandomPosterization config", "factor bounds must overlap [1, 8]"});
   tf::testing::require_error([&] { from("MixUp", R"({"alpha": 0.2, "beta": 0.3})"); },
                              {"MixUp config key \"beta\" is not supported"});
-  tf::testing::require_error([&] { from("Equalization", R"({"data_format": "channels_first"})"); },
-                             {"Equalization config key \"data_format\""});
+  tf::testing::require_error([&] { from("Equalization", R"({"data_format": "channels_middle"})"); },
+                             {"Equalization config key \"data_format\"", "channels_middle"});
   tf::testing::require_error([&] { from("RandomErasing", R"({"fill_value": "noise"})"); },
                              {"RandomErasing config key \"fill_value\" must be a list of numbers"});
 }
@@ -230,8 +230,7 @@ TEST_CASE("RandomPerspective: Keras config and behaviour", "[keras][serializatio
   tf::testing::check_close(L::RandomPerspective(1.0, 0.0)(x, true), x, 0, 1e-3);
   // A probability range of (1, 1) applies it to every image (a single 1.0 is Keras' (0, 1): a
   // probability drawn per image); with scale 1 every image moves. A single image too.
-  const tf::Tensor y =
-      L::RandomPerspective(L::Factor{1.0, 1.0}, 1.0, "bilinear", 0.0, 5)(x, true);
+  const tf::Tensor y = L::RandomPerspective(L::Factor{1.0, 1.0}, 1.0, "bilinear", 0.0, 5)(x, true);
   CHECK(y.shape() == x.shape());
   CHECK(tf::reduce_min(tf::reduce_max(tf::abs(y - x), std::vector<int>{1, 2, 3})).item<float>() >
         1.0f);
@@ -257,8 +256,8 @@ TEST_CASE("ContrastLimitedAdaptiveHistogramEqualization: Keras config", "[keras]
   const tf::Tensor x = tf::random::uniform({2, 9, 10, 3}, 0.0, 1.0, tf::float32, 4);
   tf::testing::check_close(back(x), layer(x), 0, 0);
   // The defaults: (0, 255), 4.0, (8, 8).
-  const K::Layer defaults = K::saving::from_config(
-      "ContrastLimitedAdaptiveHistogramEqualization", Config::parse(R"({"name": "c"})"));
+  const K::Layer defaults = K::saving::from_config("ContrastLimitedAdaptiveHistogramEqualization",
+                                                   Config::parse(R"({"name": "c"})"));
   const Config d = K::saving::get_config(defaults);
   CHECK(d["clip_limit"] == 4.0);
   CHECK(d["tile_grid_size"] == Config::parse("[8, 8]"));

@@ -1180,9 +1180,9 @@ TEST_CASE("serialization: bad image layer configs name the class and the key",
   tf::testing::require_error([&] { K::saving::from_config("RandomFlip", c); },
                              {"RandomFlip", "mode", "diagonal"});
   c = Config::parse(kResizingConfig);
-  c["data_format"] = "channels_first";
+  c["data_format"] = "channels_middle";
   tf::testing::require_error([&] { K::saving::from_config("Resizing", c); },
-                             {"Resizing", "data_format", "channels_first"});
+                             {"Resizing", "data_format", "channels_middle"});
   c = Config::parse(kCenterCropConfig);
   c["interpolation"] = "nearest";  // Resizing's key
   tf::testing::require_error([&] { K::saving::from_config("CenterCrop", c); },
