@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "keras/call_request.h"
+#include "keras/data_format.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
@@ -34,8 +35,8 @@ Tensor activate(const ActivationFn& f, const Tensor& x) {
 }  // namespace
 
 std::pair<Tensor, Tensor> lstm_gates(const ActivationFn& act, const ActivationFn& ract,
-                                     const Tensor& z, const Tensor& c_prev) {
-  const std::vector<Tensor> g = split(z, 4, z.rank() - 1);
+                                     const Tensor& z, const Tensor& c_prev, int axis) {
+  const std::vector<Tensor> g = split(z, 4, axis < 0 ? z.rank() + axis : axis);
   const Tensor i = activate(ract, g[0]), f = activate(ract, g[1]), o = activate(ract, g[3]);
   const Tensor ig = i * activate(act, g[2]);
   Tensor c = c_prev.defined() ? f * c_prev + ig : ig;
@@ -710,12 +711,19 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& x, const std::vector<Tens
 // ---- ConvLSTM ----
 namespace {
 
-// Keras' ConvLSTMCell for `rank` spatial dimensions (channels_last).
+// Keras' ConvLSTMCell for `rank` spatial dimensions, channels_last or channels_first (steps
+// (channels, spatial...), run with the convolutions' channels-first data_formats).
 class ConvLSTMCell final : public RNNCell {
  public:
   ConvLSTMCell(int rank, int64_t filters, std::vector<int64_t> kernel_size,
                const ConvLSTMOptions& o)
-      : RNNCell(""), rank_(rank), filters_(filters), o_(o) {
+      : RNNCell(""),
+        rank_(rank),
+        filters_(filters),
+        o_(o),
+        first_(detail::DataFormat::parse(("ConvLSTM" + std::to_string(rank) + "D").c_str(),
+                                         o.data_format)
+                   .channels_first()) {
     const std::string cls = "ConvLSTM" + std::to_string(rank) + "D";
     TF_CHECK_ARG(filters > 0, cls.c_str(), "filters must be positive, got {}", filters);
     kernel_ = expand(cls, "kernel_size", kernel_size);
@@ -744,8 +752,9 @@ class ConvLSTMCell final : public RNNCell {
 
   TensorShape step_output_shape(const TensorShape& s) const override {
     std::vector<int64_t> dims{s[0]};
+    if (first_) dims.push_back(filters_);
     for (int i = 0; i < rank_; ++i) {
-      const int64_t in = s[i + 1];
+      const int64_t in = s[i + spatial0()];
       const auto k = static_cast<size_t>(i);
       if (in == None) {
         dims.push_back(None);
@@ -756,7 +765,7 @@ class ConvLSTMCell final : public RNNCell {
         dims.push_back(in >= span ? (in - span) / strides_[k] + 1 : 0);
       }
     }
-    dims.push_back(filters_);
+    if (!first_) dims.push_back(filters_);
     return TensorShape(dims);
   }
   std::vector<Tensor> get_initial_state(int64_t batch_size) const override {
@@ -770,10 +779,11 @@ class ConvLSTMCell final : public RNNCell {
 
   void build(const TensorShape& s) override {
     const std::string cls = "ConvLSTM" + std::to_string(rank_) + "D";
-    TF_CHECK_ARG(s.rank() == rank_ + 2 && s[rank_ + 1] != None, cls.c_str(),
-                 "needs steps of rank {} with known channels, got {}", rank_ + 2, s.to_string());
+    TF_CHECK_ARG(s.rank() == rank_ + 2 && s[channel_axis()] != None, cls.c_str(),
+                 "needs steps of rank {} with known channels ({}), got {}", rank_ + 2,
+                 first_ ? "channels_first: axis 1" : "the last axis", s.to_string());
     out_dims_ = step_output_shape(s).dims();
-    for (int i = 1; i <= rank_; ++i)
+    for (int i = spatial0(); i < spatial0() + rank_; ++i)
       TF_CHECK_ARG(
           out_dims_[static_cast<size_t>(i)] != None && out_dims_[static_cast<size_t>(i)] > 0,
           cls.c_str(),
@@ -781,7 +791,7 @@ class ConvLSTMCell final : public RNNCell {
           "output {}",
           s.to_string(), TensorShape(out_dims_).to_string());
     std::vector<int64_t> k = kernel_, rk = kernel_;
-    k.push_back(s[rank_ + 1]);
+    k.push_back(s[channel_axis()]);
     k.push_back(4 * filters_);
     rk.push_back(filters_);
     rk.push_back(4 * filters_);
@@ -810,9 +820,9 @@ class ConvLSTMCell final : public RNNCell {
       rm = dropout_masks(states[0], recurrent_rate, 4, 1, o_.seed);
     const std::vector<int64_t> one(static_cast<size_t>(rank_), 1);
     Tensor z = masked_conv(x, read(*this, "kernel"), dm, strides_, padding_, dilation_);
-    if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"));
+    if (o_.use_bias) z = nn::bias_add(z, read(*this, "bias"), first_ ? "NCHW" : "NHWC");
     z = z + masked_conv(states[0], read(*this, "recurrent_kernel"), rm, one, "SAME", one);
-    auto [h, c] = detail::lstm_gates(act_, ract_, z, states[1]);
+    auto [h, c] = detail::lstm_gates(act_, ract_, z, states[1], first_ ? 1 : -1);
     return {h, {h, c}};
   }
 
@@ -835,24 +845,31 @@ class ConvLSTMCell final : public RNNCell {
     std::vector<Tensor> parts;
     for (size_t g = 0; g < masks.size(); ++g)
       parts.push_back(conv(x * masks[g], blocks[g], strides, padding, dilation));
-    return concat(parts, -1);
+    return concat(parts, channel_axis());
   }
   Tensor conv(const Tensor& x, const Tensor& w, const std::vector<int64_t>& strides,
               const std::string& padding, const std::vector<int64_t>& dilation) const {
     std::vector<int> s(strides.begin(), strides.end()), d(dilation.begin(), dilation.end());
-    if (rank_ == 2) return nn::conv2d(x, w, s, padding, d);
-    if (rank_ == 3) return nn::conv3d(x, w, s, padding, d);
-    // 1-D: a conv2d over rows of height 1.
-    const Tensor y =
-        nn::conv2d(expand_dims(x, 1), expand_dims(w, 0), {1, s[0]}, padding, {1, d[0]});
-    return squeeze(y, {1});
+    if (rank_ == 2) return nn::conv2d(x, w, s, padding, d, first_ ? "NCHW" : "NHWC");
+    if (rank_ == 3) return nn::conv3d(x, w, s, padding, d, first_ ? "NCDHW" : "NDHWC");
+    // 1-D: a conv2d over rows of height 1 ((batch, 1, steps, channels), or (batch, channels, 1,
+    // steps) channels_first).
+    const int h = first_ ? 2 : 1;
+    const Tensor y = nn::conv2d(expand_dims(x, h), expand_dims(w, 0), {1, s[0]}, padding, {1, d[0]},
+                                first_ ? "NCHW" : "NHWC");
+    return squeeze(y, {h});
   }
+  // The axes of a step (batch, spatial..., channels) or, channels_first, (batch, channels,
+  // spatial...).
+  int channel_axis() const { return first_ ? 1 : rank_ + 1; }
+  int spatial0() const { return first_ ? 2 : 1; }
 
   friend std::optional<detail::layer_options::ConvLSTMConfig> detail::layer_options::conv_lstm(
       const LayerImpl&);
   int rank_;
   int64_t filters_;
   ConvLSTMOptions o_;
+  bool first_;  // channels_first
   std::vector<int64_t> kernel_, strides_, dilation_;
   std::string padding_;
   activations::Activation act_, ract_;
@@ -887,8 +904,10 @@ std::optional<detail::layer_options::ConvLSTMConfig> detail::layer_options::conv
   if (p == nullptr) return std::nullopt;
   const auto* cell = dynamic_cast<const layers::ConvLSTMCell*>(p->cell_ptr().get());
   if (cell == nullptr) return std::nullopt;
-  return ConvLSTMConfig{cell->rank_,     cell->filters_, cell->kernel_, cell->strides_,
-                        cell->dilation_, cell->o_,       p->cell_ptr()};
+  ConvLSTMConfig c{cell->rank_,     cell->filters_, cell->kernel_, cell->strides_,
+                   cell->dilation_, cell->o_,       p->cell_ptr()};
+  c.options.data_format = cell->first_ ? "channels_first" : "channels_last";  // resolved
+  return c;
 }
 
 namespace layers {

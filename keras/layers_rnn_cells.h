@@ -246,11 +246,15 @@ class RNN : public Layer {
   explicit RNN(std::shared_ptr<detail::LayerImpl> impl) : Layer(std::move(impl)) {}
 };
 
-// ConvLSTM1D/2D/3D's options (Keras' keyword arguments; channels_last only). Each of strides
-// and dilation_rate is one value for every spatial dimension or one per dimension.
+// ConvLSTM1D/2D/3D's options (Keras' keyword arguments). Each of strides and dilation_rate is
+// one value for every spatial dimension or one per dimension.
 struct ConvLSTMOptions {
   std::vector<int> strides = {1};
   std::string padding = "valid";  // "valid" or "same"
+  // "" (backend::image_data_format(), Keras' None), "channels_last": steps (spatial...,
+  // channels); "channels_first": steps (channels, spatial...), states (filters, spatial...),
+  // computed with the convolutions' channels-first data_formats; the same weights.
+  std::string data_format = "";
   std::vector<int> dilation_rate = {1};
   std::string activation = "tanh";
   std::string recurrent_activation = "sigmoid";
@@ -305,9 +309,10 @@ namespace tapeflow::keras::detail {
 // cells. Inputs are projections: `xp` = x W + b (every gate), `hp` = h U (+ GRU's recurrent
 // bias), undefined for a zero state (its terms are skipped, same values).
 using ActivationFn = activations::Activation;
-// LSTM: z = xp + hp split into i, f, c~, o; returns {h, c}. `c_prev` undefined: zeros.
+// LSTM: z = xp + hp split into i, f, c~, o (along `axis`, the last by default); returns {h, c}.
+// `c_prev` undefined: zeros.
 std::pair<Tensor, Tensor> lstm_gates(const ActivationFn& act, const ActivationFn& ract,
-                                     const Tensor& z, const Tensor& c_prev);
+                                     const Tensor& z, const Tensor& c_prev, int axis = -1);
 // GRU with reset_after: h = z h_prev + (1 - z) act(x_h + r r_h).
 Tensor gru_gates_reset_after(const ActivationFn& act, const ActivationFn& ract, const Tensor& xp,
                              const Tensor& hp, const Tensor& h_prev);

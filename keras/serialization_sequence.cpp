@@ -416,7 +416,7 @@ Config conv_lstm_get(const Layer& layer) {
              {"kernel_size", c.kernel_size},
              {"strides", c.strides},
              {"padding", o.padding},
-             {"data_format", "channels_last"},
+             {"data_format", o.data_format},
              {"dilation_rate", c.dilation_rate},
              {"activation", activation_json(o.activation)},
              {"recurrent_activation", activation_json(o.recurrent_activation)},
@@ -450,9 +450,7 @@ Layer conv_lstm_from(const Config& config) {
   };
   o.strides = ints("strides");
   o.padding = r.string("padding", "valid");
-  if (const Config* f = r.find("data_format");
-      f != nullptr && !f->is_null() && *f != "channels_last")
-    r.fail("data_format", "= " + r.got(*f) + " is not supported (channels_last only)");
+  o.data_format = data_format_name(read_channels_first(r));
   o.dilation_rate = ints("dilation_rate");
   o.activation = r.activation("activation");
   if (!r.has("activation")) o.activation = "tanh";

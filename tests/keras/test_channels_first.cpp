@@ -24,6 +24,7 @@
 #include "keras/layers_kerasmore.h"
 #include "keras/layers_misc.h"
 #include "keras/layers_more.h"
+#include "keras/layers_rnn_cells.h"
 #include "keras/losses.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
@@ -745,4 +746,89 @@ TEST_CASE("backend::set_image_data_format sets the format of layers made without
   CHECK(L::Conv2D(2, 3)(tf::ones({1, 6, 6, 4})).shape() == tf::TensorShape({1, 4, 4, 2}));
   require_error([] { B::set_image_data_format("NCHW"); },
                 {"set_image_data_format", "\"channels_last\" or \"channels_first\"", "NCHW"});
+}
+
+TEST_CASE("ConvLSTM1D/2D/3D with channels_first compute the transposed channels_last results",
+          "[cpu][cuda][keras]") {
+  using V = std::vector<int64_t>;
+  struct Case {
+    const char* what;
+    int rank;
+    std::function<K::Layer(const std::string&)> make;
+    V input;  // channels_last: (batch, time, spatial..., channels)
+  };
+  const std::vector<Case> cases = {
+      {"ConvLSTM1D same, sequences",
+       1,
+       [](const std::string& f) {
+         return L::ConvLSTM1D(3, V{3},
+                              {.padding = "same", .data_format = f, .return_sequences = true});
+       },
+       {2, 3, 7, 2}},
+      {"ConvLSTM2D valid, strided",
+       2,
+       [](const std::string& f) {
+         return L::ConvLSTM2D(4, V{2, 3}, {.strides = {2}, .data_format = f});
+       },
+       {2, 3, 6, 7, 3}},
+      {"ConvLSTM2D same, sequences",
+       2,
+       [](const std::string& f) {
+         return L::ConvLSTM2D(2, V{3},
+                              {.padding = "same", .data_format = f, .return_sequences = true});
+       },
+       {1, 2, 5, 4, 2}},
+      {"ConvLSTM3D same",
+       3,
+       [](const std::string& f) {
+         return L::ConvLSTM3D(2, V{2}, {.padding = "same", .data_format = f});
+       },
+       {1, 2, 3, 4, 4, 2}},
+  };
+  // (batch, time, spatial..., C) <-> (batch, time, C, spatial...).
+  auto to_first5 = [](const tf::Tensor& t) {
+    std::vector<int> p{0, 1, t.rank() - 1};
+    for (int i = 2; i < t.rank() - 1; ++i) p.push_back(i);
+    return tf::transpose(t, p);
+  };
+  auto step_to_first = [](const tf::Tensor& t) {  // (batch, spatial..., F) -> (batch, F, ...)
+    std::vector<int> p{0, t.rank() - 1};
+    for (int i = 1; i < t.rank() - 1; ++i) p.push_back(i);
+    return tf::transpose(t, p);
+  };
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(device.to_string());
+    for (const Case& c : cases) {
+      CAPTURE(device.to_string(), c.what);
+      const K::Layer first = c.make("channels_first"), last = c.make("channels_last");
+      const tf::Tensor x = tf::random::normal(tf::TensorShape(c.input), 0, 1, tf::float32, 5);
+      const tf::Tensor xf = to_first5(x);
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(xf);
+      const tf::Tensor y = last(x, false);
+      first.build(xf.shape());
+      first.set_weights(last.get_weights());  // the same kernel layout in both formats
+      const tf::Tensor yf = first(xf, false);
+      const bool seq = y.rank() == c.rank + 3;
+      const tf::Tensor want = seq ? to_first5(y) : step_to_first(y);
+      REQUIRE(yf.shape() == want.shape());
+      check_close(yf, want, 1e-5, 1e-5);
+      check_close(tape.gradient(tf::reduce_sum(tf::square(yf)), xf),
+                  to_first5(tape.gradient(tf::reduce_sum(tf::square(y)), x)), 1e-4, 1e-4);
+      CHECK(first.impl().compute_output_shape(xf.shape()) == yf.shape());
+      // The config says so and loads back.
+      const Config config = K::saving::get_config(first);
+      REQUIRE(config["data_format"] == "channels_first");
+      const K::Layer loaded = K::saving::from_config(first.class_name(), config);
+      REQUIRE(K::saving::get_config(loaded)["data_format"] == "channels_first");
+    }
+  }
+  // data_format "" follows the global format.
+  K::backend::set_image_data_format("channels_first");
+  const K::Layer made = L::ConvLSTM2D(2, V{3});
+  K::backend::set_image_data_format("channels_last");
+  REQUIRE(K::saving::get_config(made)["data_format"] == "channels_first");
+  require_error([] { L::ConvLSTM2D(2, V{3}, {.data_format = "channels_middle"}); },
+                {"ConvLSTM2D", "data_format", "channels_middle"});
 }

@@ -233,9 +233,9 @@ null, "output_axes": null}, "registered_name": null}, "recurrent_initializer": {
   tf::testing::check_close(loaded(x), model(x), 0, 0);
 
   Config bad = c1;
-  bad["data_format"] = "channels_first";
+  bad["data_format"] = "channels_middle";
   tf::testing::require_error([&] { K::saving::from_config("ConvLSTM1D", bad); },
-                             {"ConvLSTM1D config key \"data_format\"", "channels_last only"});
+                             {"ConvLSTM1D config key \"data_format\"", "channels_middle"});
   bad = c1;
   bad["return_state"] = true;
   tf::testing::require_error([&] { K::saving::from_config("ConvLSTM1D", bad); },
