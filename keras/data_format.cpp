@@ -126,6 +126,18 @@ Tensor DataFormat::image_to_first(const Tensor& x) const {
   return transpose(x, {2, 0, 1});
 }
 
+std::string DataFormat::image_mismatch(const TensorShape& s, bool known_hw) const {
+  if (s.rank() != 3 && s.rank() != 4)
+    return first_ ? "expected images of rank 3 (channels, height, width) or 4 (batch, channels, "
+                    "height, width)"
+                  : "expected images of rank 3 (height, width, channels) or 4 (batch, height, "
+                    "width, channels)";
+  const TensorShape t = image_to_last(s);
+  if (known_hw && (t[t.rank() - 3] == None || t[t.rank() - 2] == None))
+    return "expected images with known height and width";
+  return "";
+}
+
 std::string DataFormat::mismatch(const TensorShape& s, int rank, int64_t channels) const {
   if (s.rank() == rank) {
     const int64_t c = s[channel_axis(rank)];

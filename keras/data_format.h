@@ -50,6 +50,9 @@ class DataFormat {
   TensorShape image_to_first(const TensorShape& s) const;
   Tensor image_to_last(const Tensor& x) const;
   Tensor image_to_first(const Tensor& x) const;
+  // The image layers' input check: empty when `s` is a rank-3 or rank-4 image shape in this
+  // format (with a known height and width when `known_hw`), else what Keras would report.
+  std::string image_mismatch(const TensorShape& s, bool known_hw) const;
 
   // Keras' InputSpec check of a layer built for rank-`rank` inputs with `channels` at the
   // channel axis (None passes): empty when `s` passes, else the expectation to report

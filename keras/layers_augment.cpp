@@ -52,15 +52,8 @@ class AugmentImpl : public LayerImpl, public detail::ImageFormat {
  protected:
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
-    if (s.rank() != 3 && s.rank() != 4)
-      incompatible(s, format_.channels_first()
-                          ? "expected images of rank 3 (channels, height, width) or 4 (batch, "
-                            "channels, height, width)"
-                          : "expected images of rank 3 (height, width, channels) or 4 (batch, "
-                            "height, width, channels)");
-    const TensorShape t = format_.image_to_last(s);
-    if (needs_known_hw() && (t[t.rank() - 3] == None || t[t.rank() - 2] == None))
-      incompatible(s, "expected images with known height and width");
+    if (const std::string m = format_.image_mismatch(s, needs_known_hw()); !m.empty())
+      incompatible(s, m);
   }
   Tensor call(const Tensor& x, bool training) final {
     if (!training && !acts_in_inference()) return x;

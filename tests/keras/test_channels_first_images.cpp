@@ -201,8 +201,8 @@ TEST_CASE("CutMix and MixUp mix channels_first images with their labels", "[cpu]
     const tf::Tensor x = images_last({4, 8, 9, 3});
     const tf::Tensor labels = tf::one_hot(tf::constant(std::vector<int32_t>{0, 1, 1, 0}, {4}), 2);
     auto twins = [&](auto make) {
-      L::CutMix last = make();
-      L::CutMix first = [&] {
+      const auto last = make();
+      const auto first = [&] {
         GlobalFormat f("channels_first");
         return make();
       }();
@@ -214,17 +214,7 @@ TEST_CASE("CutMix and MixUp mix channels_first images with their labels", "[cpu]
       check_close(lf, ly, 1e-6, 1e-6);
     };
     twins([] { return L::CutMix(1.0, 5); });
-    L::MixUp last(0.2, 5);
-    L::MixUp first = [&] {
-      GlobalFormat f("channels_first");
-      return L::MixUp(0.2, 5);
-    }();
-    tf::random::set_seed(11);
-    const auto [y, ly] = last.call_with_labels(x, labels, true);
-    tf::random::set_seed(11);
-    const auto [yf, lf] = first.call_with_labels(tf::transpose(x, {0, 3, 1, 2}), labels, true);
-    check_close(yf, tf::transpose(y, {0, 3, 1, 2}), 1e-5, 1e-4);
-    check_close(lf, ly, 1e-6, 1e-6);
+    twins([] { return L::MixUp(0.2, 5); });
   }
 }
 
