@@ -285,7 +285,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override {
     // channels_first runs as an NCHW transposed convolution (no transposes).
     const char* data_format = format_.channels_first() ? "NCHW" : "NHWC";
-    const TensorShape out = format_.to_first(output_shape_last(format_.to_last(x.shape())));
+    const TensorShape out = compute_output_shape(x.shape());
     Tensor y =
         nn::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
                              same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w}, data_format);

@@ -134,14 +134,14 @@ class Conv3DImpl final : public LayerImpl {
     if (const std::string m = channels_first_mismatch(s, channels_); !m.empty()) incompatible(s, m);
   }
   Tensor call(const Tensor& x, bool) override {
-    // channels_first runs on the NDHWC ops between two transposes.
-    const Tensor in = format_.to_last(x);
-    // With groups > 1 the kernel's depth is in / groups: conv3d runs it as a grouped one.
-    Tensor y = nn::conv3d(in, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
-                          same_ ? "SAME" : "VALID", {dilation_.d, dilation_.h, dilation_.w});
-    if (use_bias_) y = nn::bias_add(y, bias_.value());
+    // channels_first is conv3d's data_format "NCDHW". With groups > 1 the kernel's depth is
+    // in / groups: conv3d runs it as a grouped one.
+    const char* data_format = format_.channels_first() ? "NCDHW" : "NDHWC";
+    Tensor y =
+        nn::conv3d(x, kernel_var_.value(), {strides_.d, strides_.h, strides_.w},
+                   same_ ? "SAME" : "VALID", {dilation_.d, dilation_.h, dilation_.w}, data_format);
+    if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
     // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
-    y = format_.to_first(y);
     return activation_ ? activation_(y) : y;
   }
 
@@ -241,14 +241,13 @@ class Conv3DTransposeImpl final : public LayerImpl {
     if (const std::string m = channels_first_mismatch(s, channels_); !m.empty()) incompatible(s, m);
   }
   Tensor call(const Tensor& x, bool) override {
-    // channels_first runs on the NDHWC ops between two transposes.
-    const Tensor in = format_.to_last(x);
-    Tensor y = nn::conv3d_transpose(in, kernel_var_.value(), ndhwc_output_shape(in.shape()),
+    // channels_first is conv3d_transpose's data_format "NCDHW".
+    const char* data_format = format_.channels_first() ? "NCDHW" : "NDHWC";
+    Tensor y = nn::conv3d_transpose(x, kernel_var_.value(), compute_output_shape(x.shape()),
                                     {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
-                                    {dilation_.d, dilation_.h, dilation_.w});
-    if (use_bias_) y = nn::bias_add(y, bias_.value());
+                                    {dilation_.d, dilation_.h, dilation_.w}, data_format);
+    if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
     // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
-    y = format_.to_first(y);
     return activation_ ? activation_(y) : y;
   }
 

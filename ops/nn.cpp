@@ -426,13 +426,11 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
                    filters.shape()[3], groups, input.shape().to_string(),
                    filters.shape().to_string());
       // Depthwise (one input channel per group) has NHWC kernels only: through NHWC.
-      if (fc == 1) {
-        const auto s = parse_hw(op, "strides", strides, layout);
-        const auto d = parse_hw(op, "dilations", dilations, layout);
-        const Tensor y = grouped_conv2d(tapeflow::transpose(input, {0, 2, 3, 1}), filters,
-                                        {s[0], s[1]}, padding, {d[0], d[1]});
-        return tapeflow::transpose(y, {0, 3, 1, 2});
-      }
+      if (fc == 1)
+        return detail::move_channels_first(
+            grouped_conv2d(detail::move_channels_last(op, input, 4, "NCHW"), filters,
+                           detail::spatial_values(op, "strides", strides, 2, "NCHW"), padding,
+                           detail::spatial_values(op, "dilations", dilations, 2, "NCHW")));
       return detail::conv2d_with_groups(input, filters, strides, padding, dilations,
                                         static_cast<int>(groups), layout);
     }
@@ -443,9 +441,7 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<int>
 }  // namespace nn
 
 detail::Layout2D detail::parse_data_format_2d(const char* op, const std::string& data_format) {
-  TF_CHECK_ARG(data_format == "NHWC" || data_format == "NCHW", op,
-               "data_format must be \"NHWC\" or \"NCHW\", got \"{}\"", data_format);
-  return Layout2D{data_format == "NCHW"};
+  return Layout2D{parse_channels_first(op, data_format, "NHWC", "NCHW")};
 }
 
 bool detail::parse_channels_first(const char* op, const std::string& data_format, const char* last,
@@ -623,10 +619,9 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   return detail::naming_errors(op, [&] {
     if (!layout.channels_first)
       return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
-    const Tensor in = tapeflow::transpose(input, {0, 2, 3, 1});
-    const Tensor y =
-        detail::conv2d_backprop_input(layout.nhwc(out), filters, in, s[0], s[1], d[0], d[1], same);
-    return tapeflow::transpose(y, {0, 3, 1, 2});
+    const Tensor in = detail::move_channels_last(op, input, 4, "NCHW");
+    return detail::move_channels_first(
+        detail::conv2d_backprop_input(layout.nhwc(out), filters, in, s[0], s[1], d[0], d[1], same));
   });
 }
 
@@ -656,11 +651,9 @@ Tensor pool2d(const char* op, const Tensor& input, const std::vector<int>& ksize
     const auto k = clamp_same_windows(input, kh, s, same);
     return detail::dispatch(P(k[0], k[1], s[0], s[1], same), {input});
   }
-  TF_CHECK_ARG(input.rank() == 4, op, "input must be rank 4 (NCHW), got shape {}",
-               input.shape().to_string());
-  const Tensor x = tapeflow::transpose(input, {0, 2, 3, 1});
+  const Tensor x = detail::move_channels_last(op, input, 4, "NCHW");
   const auto k = clamp_same_windows(x, kh, s, same);
-  return tapeflow::transpose(detail::dispatch(P(k[0], k[1], s[0], s[1], same), {x}), {0, 3, 1, 2});
+  return detail::move_channels_first(detail::dispatch(P(k[0], k[1], s[0], s[1], same), {x}));
 }
 }  // namespace
 

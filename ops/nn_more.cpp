@@ -43,12 +43,6 @@ Tensor scalar_like(double v, const Tensor& x) {
   return constant(Tensor(v), x.dtype());
 }
 
-bool channels_first(const char* op, const std::string& data_format) {
-  TF_CHECK_ARG(data_format == "NWC" || data_format == "NCW", op,
-               "data_format must be \"NWC\" or \"NCW\", got \"{}\"", data_format);
-  return data_format == "NCW";
-}
-
 }  // namespace
 
 Tensor relu6(const Tensor& features) {
@@ -105,7 +99,7 @@ Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std:
   const char* op = "conv1d";
   check_floating_input(op, input, "the input");
   check_floating_input(op, filters, "the filters");
-  const bool ncw = channels_first(op, data_format);
+  const bool ncw = detail::parse_channels_first(op, data_format, "NWC", "NCW");
   TF_CHECK_ARG(input.rank() == 3, op, "the input must be 3-D ({}), got shape {}", data_format,
                input.shape().to_string());
   TF_CHECK_ARG(filters.rank() == 3, op, "the filters must be (width, in, out), got shape {}",
@@ -127,7 +121,7 @@ Tensor conv1d_transpose(const Tensor& input, const Tensor& filters,
   const char* op = "conv1d_transpose";
   check_floating_input(op, input, "the input");
   check_floating_input(op, filters, "the filters");
-  const bool ncw = channels_first(op, data_format);
+  const bool ncw = detail::parse_channels_first(op, data_format, "NWC", "NCW");
   TF_CHECK_ARG(input.rank() == 3, op, "the input must be 3-D ({}), got shape {}", data_format,
                input.shape().to_string());
   TF_CHECK_ARG(filters.rank() == 3, op, "the filters must be (width, out, in), got shape {}",

@@ -445,10 +445,6 @@ void gather_cpu(const Tensor& params, const Tensor& indices, Tensor& out, int ax
 
 }  // namespace
 
-void transpose_host(const Tensor& in, Tensor& out, std::span<const int> perm) {
-  transpose_cpu(in, out, perm);
-}
-
 Tensor nchw_to_nhwc(const Tensor& t) {
   const TensorShape& s = t.shape();
   Tensor r = detail::empty(TensorShape{s[0], s[2], s[3], s[1]}, t.dtype(), Device{});

@@ -1,17 +1,10 @@
-// The CPU transpose kernel (ops/cpu/movement.cpp's, tiled and parallel) for other CPU kernels
-// that move layouts around a computation (the NCHW convolutions of ops/cpu/conv.cpp and
-// nn_grad.cpp).
+// Layout moves with the CPU transpose kernel (ops/cpu/movement.cpp's, tiled and parallel) for
+// CPU kernels that compute in another layout (the NCHW convolution of ops/cpu/conv.cpp).
 #pragma once
-
-#include <span>
 
 #include "core/tensor.h"
 
 namespace tapeflow::prims {
-
-// out (host, allocated, of the permuted shape) = in's elements with axis i of out taken from
-// axis perm[i] of in, as the Transpose primitive.
-void transpose_host(const Tensor& in, Tensor& out, std::span<const int> perm);
 
 // t (N, C, H, W) as a new (N, H, W, C) host tensor, and src (N, H, W, C) into dst (N, C, H, W).
 Tensor nchw_to_nhwc(const Tensor& t);
