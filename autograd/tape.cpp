@@ -228,12 +228,16 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
   node->prim = prim.clone();
   // A graph for None dimensions: vjps take sizes from the primals themselves, which are
   // graph values anyway (keeping them costs nothing while tracing).
-  const uint32_t saves = detail::thread_context().open_shapes ? 0xFFFFFFFFu : prim.vjp_saves();
+  // All bits set keeps every input and output, whatever their number (the per-index bits stop
+  // at 16; control-flow nodes ask for everything).
+  constexpr uint32_t kEverything = 0xFFFFFFFFu;
+  const uint32_t saves = detail::thread_context().open_shapes ? kEverything : prim.vjp_saves();
   const size_t n_in = inputs.size(), n_out = outputs.size();
   node->in.resize(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     Node::Value& v = node->in[i];
-    if (i < 16 && (saves & Primitive::save_input(static_cast<int>(i)))) v.kept = inputs[i];
+    if (saves == kEverything || (i < 16 && (saves & Primitive::save_input(static_cast<int>(i)))))
+      v.kept = inputs[i];
     v.meta = {inputs[i].shape(), inputs[i].dtype()};
     v.device = inputs[i].placement();
     v.id = inputs[i].id();
@@ -242,7 +246,8 @@ void GradientTape::record(const Primitive& prim, std::span<const Tensor> inputs,
   node->out.resize(n_out);
   for (size_t j = 0; j < n_out; ++j) {
     Node::Value& v = node->out[j];
-    if (j < 16 && (saves & Primitive::save_output(static_cast<int>(j)))) v.kept = outputs[j];
+    if (saves == kEverything || (j < 16 && (saves & Primitive::save_output(static_cast<int>(j)))))
+      v.kept = outputs[j];
     v.meta = {outputs[j].shape(), outputs[j].dtype()};
     v.device = outputs[j].placement();
     v.id = outputs[j].id();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/variable.h"
@@ -23,6 +24,10 @@ std::string capture_blocker(const Graph& graph, GraphVariables* vars) {
   GraphVariables found;
   for (const Graph::Node& n : graph.nodes) {
     const Primitive& p = *n.prim;
+    // tf::cond and tf::while_loop (jit/control_flow.cpp) read their predicate on the host.
+    const std::string_view op = p.name();
+    if (op == "cond" || op == "while_loop" || op == "while_loop_grad")
+      return fmt::format("{} reads its predicate or iteration count on the host", op);
     if (const auto read = detail::read_variable_state(p)) {
       add_once(found.read, read.get());
       continue;

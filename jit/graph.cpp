@@ -262,6 +262,10 @@ Tracer::Tracer(Graph& graph) : graph_(graph) {
   ctx.trace = this;
 }
 
+Tracer::Tracer(Graph& graph, std::vector<Tensor>* captures) : Tracer(graph) {
+  captures_ = captures;
+}
+
 Tracer::~Tracer() { detail::thread_context().trace = previous_; }
 
 Tensor Tracer::add_input(const TensorMeta& meta, Device device) {
@@ -275,6 +279,14 @@ Tensor Tracer::add_input(const TensorMeta& meta, Device device) {
 Graph::Ref Tracer::ref_of(const Tensor& t, const char* op) {
   auto it = refs_.find(t.id());
   if (it != refs_.end()) return it->second;
+  if (captures_ != nullptr && t.is_symbolic()) {
+    const Graph::Ref r{Graph::Source::Input, static_cast<int>(graph_.inputs.size()), 0};
+    graph_.inputs.push_back(TensorMeta{t.shape(), t.dtype()});
+    graph_.input_devices.push_back(t.placement());
+    captures_->push_back(t);
+    refs_[t.id()] = r;
+    return r;
+  }
   TF_CHECK_T(FailedPreconditionError, !t.is_symbolic(), op,
              "an input is a symbolic tensor of another trace (a tensor from inside one traced "
              "function used in another, or kept from an earlier trace)");

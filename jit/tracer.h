@@ -15,6 +15,10 @@ class Tracer final : public detail::TraceObserver {
  public:
   // Installs itself as the thread's trace (restoring the previous one in the destructor).
   explicit Tracer(Graph& graph);
+  // A trace nested in another (a branch of tf::cond, a while_loop's body): a symbolic tensor of
+  // an enclosing trace becomes one more graph input, and the tensor is appended to `captures`
+  // (the caller feeds it to that input when the graph runs).
+  Tracer(Graph& graph, std::vector<Tensor>* captures);
   ~Tracer() override;
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -33,6 +37,7 @@ class Tracer final : public detail::TraceObserver {
   Graph& graph_;
   detail::TraceObserver* previous_;
   std::unordered_map<uint64_t, Graph::Ref> refs_;  // tensor id -> value
+  std::vector<Tensor>* captures_ = nullptr;
 };
 
 }  // namespace tapeflow::jit

@@ -15,6 +15,7 @@
 #include "data/fashion_mnist.h"
 #include "data/idx.h"
 #include "distribute/strategy.h"
+#include "jit/control_flow.h"
 #include "jit/function.h"
 #include "keras/callbacks.h"
 #include "keras/checkpoint.h"

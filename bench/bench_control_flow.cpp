@@ -1,0 +1,146 @@
+// tf::while_loop and tf::cond (jit/control_flow.h): the cost of data-dependent control flow, per
+// loop iteration, side by side in one run. The loop: y = y * 0.999 + sin(y) * 0.001 over (n,)
+// float32, 100 iterations, the count decided by a tensor (an int64 counter compared with 100), as
+//   - eager_cpp: a C++ for loop of eager ops (the count fixed in C++);
+//   - while_eager: tf::while_loop run eagerly (a host read of the predicate per iteration);
+//   - while_traced: tf::while_loop inside tf::function (one node; each iteration runs the
+//     condition's and the body's sub-graphs);
+//   - unrolled_traced: the C++ for loop inside tf::function (100 copies of the body, fused);
+//   - *_grad: the same with the gradient of sum(y) with respect to y0 (a tape inside the
+//     function: while_loop keeps each iteration's y and runs the body's vjp 100 times).
+// Counter s_per_loop_iteration: the time of one call over 100 (seconds).
+// bench/compare/control_flow_tf.py times TF's tf.while_loop in tf.function on the same loop.
+//
+//   OMP_NUM_THREADS=2 ./bench_control_flow --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "jit/control_flow.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+constexpr int kIterations = 100;
+
+tf::Tensor step(const tf::Tensor& y) {
+  return y * 0.999f + tf::sin(y) * 0.001f;
+}
+
+std::vector<tf::Tensor> counted_loop(const tf::Tensor& y0) {
+  return tf::while_loop(
+      [](const std::vector<tf::Tensor>& v) { return tf::less(v[0], int64_t{kIterations}); },
+      [](const std::vector<tf::Tensor>& v) {
+        return std::vector<tf::Tensor>{v[0] + int64_t{1}, step(v[1])};
+      },
+      {tf::constant(int64_t{0}), y0});
+}
+
+tf::Tensor unrolled(const tf::Tensor& y0) {
+  tf::Tensor y = y0;
+  for (int i = 0; i < kIterations; ++i) y = step(y);
+  return y;
+}
+
+tf::Tensor with_gradient(const tf::Tensor& y0, bool loop) {
+  tf::GradientTape tape;
+  tape.watch(y0);
+  const tf::Tensor y = loop ? counted_loop(y0)[1] : unrolled(y0);
+  return tape.gradient(tf::reduce_sum(y), y0);
+}
+
+void finish(benchmark::State& state) {
+  state.counters["s_per_loop_iteration"] = benchmark::Counter(
+      kIterations, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+tf::Tensor input(benchmark::State& state) {
+  return tf::fill({state.range(0)}, tf::constant(0.5f));
+}
+
+void BM_loop_eager_cpp(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  for (auto _ : state) benchmark::DoNotOptimize(unrolled(y0).data<float>());
+  finish(state);
+}
+
+void BM_loop_while_eager(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  for (auto _ : state) benchmark::DoNotOptimize(counted_loop(y0)[1].data<float>());
+  finish(state);
+}
+
+void BM_loop_while_traced(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  auto f = tf::function([](const tf::Tensor& y) { return counted_loop(y)[1]; });
+  f(y0);
+  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
+  finish(state);
+}
+
+void BM_loop_unrolled_traced(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  auto f = tf::function([](const tf::Tensor& y) { return unrolled(y); });
+  f(y0);
+  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
+  finish(state);
+}
+
+void BM_loop_eager_cpp_grad(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  for (auto _ : state) benchmark::DoNotOptimize(with_gradient(y0, false).data<float>());
+  finish(state);
+}
+
+void BM_loop_while_traced_grad(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  auto f = tf::function([](const tf::Tensor& y) { return with_gradient(y, true); });
+  f(y0);
+  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
+  finish(state);
+}
+
+void BM_loop_unrolled_traced_grad(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  auto f = tf::function([](const tf::Tensor& y) { return with_gradient(y, false); });
+  f(y0);
+  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
+  finish(state);
+}
+
+// One cond per call: the branch taken alternates.
+void BM_cond_traced(benchmark::State& state) {
+  const tf::Tensor y0 = input(state);
+  auto f = tf::function([](const tf::Tensor& y, const tf::Tensor& p) {
+    return tf::cond(
+        p, [&] { return step(y); }, [&] { return y - 0.001f; });
+  });
+  const tf::Tensor t = tf::constant(true), fl = tf::constant(false);
+  f(y0, t);
+  bool flip = false;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(f(y0, flip ? t : fl).data<float>());
+    flip = !flip;
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_loop_eager_cpp)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_while_eager)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_while_traced)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_unrolled_traced)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_eager_cpp_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_while_traced_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_loop_unrolled_traced_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cond_traced)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK_MAIN();

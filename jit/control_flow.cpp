@@ -1,0 +1,810 @@
+// tf::cond and tf::while_loop (jit/control_flow.h). Traced, each branch, condition or body is
+// traced into a Graph of its own (a nested jit::Tracer that turns tensors of the enclosing trace
+// into extra graph inputs, its captures) and one primitive runs those graphs when the enclosing
+// graph runs:
+//   cond        inputs (pred, captures...), outputs the branches' results;
+//   while_loop  inputs (loop vars..., captures...), outputs (final vars..., iteration count,
+//               one history per var: the vars each iteration started from, stacked; kept only
+//               when a gradient may be asked for);
+//   while_loop_grad  runs the body's vector-Jacobian product once per iteration, last first,
+//               on the history.
+// Gradients re-run a branch or the body (from the saved inputs) under a tape, so they need
+// sub-graphs without random ops or assignments. Variables that a sub-graph reads but does not
+// write are read by the enclosing graph and passed in as captures: tapes watch them there, and
+// gradients reach them through the control-flow node.
+#include "jit/control_flow.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "autograd/tape.h"
+#include "autograd/variable.h"
+#include "core/check.h"
+#include "core/context.h"
+#include "core/device.h"
+#include "jit/fusion.h"
+#include "jit/graph.h"
+#include "jit/memory_plan.h"
+#include "jit/passes.h"
+#include "jit/tracer.h"
+#include "ops/binary.h"
+#include "ops/copy.h"
+#include "ops/dispatch.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+
+namespace tapeflow {
+
+namespace {
+
+using Ref = Graph::Ref;
+using Source = Graph::Source;
+using detail::PauseTapes;
+
+// A tape keeps every input and output of these nodes for their vjp (any count; the per-index
+// bits of Primitive::vjp_saves stop at 16).
+constexpr uint32_t kSaveEverything = 0xFFFFFFFFu;
+
+std::atomic<uint64_t> g_next_id{1};
+
+bool tracing() {
+  return detail::thread_context().trace != nullptr;
+}
+
+std::string type_text(const TensorMeta& m) {
+  return fmt::format("{} {}", dtype_name(m.dtype), m.shape.to_string());
+}
+std::string type_text(const Tensor& t) {
+  return type_text(TensorMeta{t.shape(), t.dtype()});
+}
+
+void check_predicate(const char* op, std::string_view what, const Tensor& p) {
+  TF_CHECK_ARG(p.defined(), op, "{} is an undefined tensor", what);
+  TF_CHECK_ARG(p.dtype() == bool_ && p.rank() == 0, op, "{} must be a scalar bool tensor, got {}",
+               what, type_text(p));
+}
+
+template <class T>
+void add_once(std::vector<T>& list, const T& v) {
+  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+}
+
+// What a sub-graph does besides computing its outputs.
+struct Effects {
+  std::vector<const void*> variables;  // read or written (after hoisting: written ones and
+                                       // those read where something writes them)
+  bool writes = false;                 // assigns a variable
+  std::string replay_blocker;          // an op that a gradient's re-run would repeat
+};
+
+class ControlFlowOp;
+const ControlFlowOp* as_control_flow(const Primitive& p);
+
+// The base of the three primitives: run through produce(), never as kernels.
+class ControlFlowOp : public Primitive {
+ public:
+  Effects effects;
+  Device device;
+  uint64_t id = 0;
+
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  // Never folded, merged or removed, and never captured into a CUDA graph (the predicate is
+  // read on the host).
+  bool has_side_effects() const override { return true; }
+  std::vector<const void*> written_variables() const override { return effects.variables; }
+  // The inputs stay where they are (the sub-graphs were traced for their devices).
+  std::optional<Device> target_device() const override { return device; }
+  uint32_t vjp_saves() const override { return kSaveEverything; }
+};
+
+Effects effects_of(const Graph& g) {
+  Effects e;
+  for (const Graph::Node& n : g.nodes) {
+    const Primitive& p = *n.prim;
+    if (const auto state = detail::read_variable_state(p)) {
+      add_once(e.variables, static_cast<const void*>(state.get()));
+      continue;
+    }
+    if (const ControlFlowOp* inner = as_control_flow(p)) {
+      for (const void* v : inner->effects.variables) add_once(e.variables, v);
+      e.writes = e.writes || inner->effects.writes;
+      if (e.replay_blocker.empty()) e.replay_blocker = inner->effects.replay_blocker;
+      continue;
+    }
+    const std::vector<const void*> written = p.written_variables();
+    for (const void* v : written) add_once(e.variables, v);
+    if (!written.empty()) e.writes = true;
+    const bool repeats =
+        !written.empty() || (jit::must_keep(p) && std::string_view(p.name()) != "print");
+    if (repeats && e.replay_blocker.empty()) e.replay_blocker = p.name();
+  }
+  return e;
+}
+
+// A traced branch, condition or body.
+struct SubGraph {
+  std::shared_ptr<Graph> graph;
+  std::vector<Tensor> captures;  // the enclosing trace's tensors fed to the inputs after params
+  uint64_t first_traced_id = 0;  // tensors made while tracing it have this id or a larger one
+};
+
+// The variables that a graph's nodes may write.
+void add_written(const Graph& g, std::vector<const void*>& written) {
+  for (const Graph::Node& n : g.nodes) {
+    if (const ControlFlowOp* inner = as_control_flow(*n.prim)) {
+      // A nested node lists the variables it reads (unhoisted ones) with those it writes.
+      if (inner->effects.writes)
+        for (const void* v : inner->effects.variables) add_once(written, v);
+      continue;
+    }
+    for (const void* v : n.prim->written_variables()) add_once(written, v);
+  }
+}
+
+// Replaces the reads of variables outside `written` by inputs, and reads them in the enclosing
+// trace instead (appended to captures): a tape there watches the read, and the gradient
+// reaches the variable through the control-flow node's vjp.
+void hoist_variable_reads(SubGraph& s, const std::vector<const void*>& written) {
+  Graph& g = *s.graph;
+  std::vector<char> keep(g.nodes.size(), 1);
+  std::vector<std::optional<Ref>> replaced(g.nodes.size());
+  std::vector<std::shared_ptr<Variable::State>> hoisted;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto state = detail::read_variable_state(*g.nodes[i].prim);
+    if (!state || std::find(written.begin(), written.end(), state.get()) != written.end()) continue;
+    const Ref input{Source::Input, static_cast<int>(g.inputs.size()), 0};
+    g.inputs.push_back(g.nodes[i].outputs[0]);
+    g.input_devices.push_back(g.nodes[i].device);
+    hoisted.push_back(state);
+    replaced[i] = input;
+    keep[i] = 0;
+  }
+  if (hoisted.empty()) return;
+  auto rewrite = [&](Ref& r) {
+    if (r.source == Source::Node && replaced[static_cast<size_t>(r.index)])
+      r = *replaced[static_cast<size_t>(r.index)];
+  };
+  for (Graph::Node& n : g.nodes)
+    for (Ref& r : n.inputs) rewrite(r);
+  for (Ref& r : g.outputs) rewrite(r);
+  jit::remove_nodes(g, keep);
+  for (const auto& state : hoisted) s.captures.push_back(Variable::from_state(state).read_value());
+}
+
+void optimize_subgraph(Graph& g, uint64_t first_traced_id) {
+  // No variable-update fusion: an update in place could change a snapshot that the enclosing
+  // graph holds, which this graph cannot see.
+  jit::optimize(g, first_traced_id);
+  if (jit::fusion_enabled()) jit::fuse_elementwise(g, jit::FusionOptions{});
+  g.prepare(jit::memory_planning_enabled(), false);
+}
+
+using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Traces fn on symbolic parameters of the given types into a new graph (finish_subgraphs
+// completes it).
+SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
+                        const TraceFn& fn) {
+  SubGraph s{std::make_shared<Graph>(), {}};
+  const uint64_t first_traced_id = detail::next_tensor_id();
+  {
+    // The enclosing tapes record the control-flow node, not the ops inside it.
+    PauseTapes pause;
+    jit::Tracer tracer(*s.graph, &s.captures);
+    std::vector<Tensor> args;
+    args.reserve(params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      args.push_back(tracer.add_input(params[i], devices[i]));
+    tracer.set_outputs(fn(args));
+  }
+  s.first_traced_id = first_traced_id;
+  return s;
+}
+
+// Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
+// them writes: a loop's condition must read again what its body assigns) and optimises them.
+void finish_subgraphs(std::initializer_list<SubGraph*> parts) {
+  std::vector<const void*> written;
+  for (SubGraph* s : parts) add_written(*s->graph, written);
+  for (SubGraph* s : parts) {
+    hoist_variable_reads(*s, written);
+    optimize_subgraph(*s->graph, s->first_traced_id);
+  }
+}
+
+// The tensors that the control-flow node takes after its leading inputs: each capture once.
+class CaptureSet {
+ public:
+  explicit CaptureSet(int base) : base_(base) {}
+  // The node input index of each of the sub-graph's captures.
+  std::vector<int> add(const std::vector<Tensor>& captures) {
+    std::vector<int> feeds;
+    for (const Tensor& t : captures) {
+      auto [it, fresh] = index_.try_emplace(t.id(), base_ + static_cast<int>(tensors_.size()));
+      if (fresh) tensors_.push_back(t);
+      feeds.push_back(it->second);
+    }
+    return feeds;
+  }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+
+ private:
+  int base_;
+  std::vector<Tensor> tensors_;
+  std::unordered_map<uint64_t, int> index_;
+};
+
+std::vector<TensorMeta> output_metas(const Graph& g) {
+  std::vector<TensorMeta> m;
+  for (const Ref& r : g.outputs) m.push_back(g.meta_of(r));
+  return m;
+}
+
+std::vector<TensorMeta> metas_of(const std::vector<Tensor>& ts) {
+  std::vector<TensorMeta> m;
+  for (const Tensor& t : ts) m.push_back({t.shape(), t.dtype()});
+  return m;
+}
+
+// A result that may be one of the node's inputs (a branch or a loop that returns what it was
+// given) as a tensor of its own: tapes tell values apart by tensor, and an output that is its
+// own input would take its cotangent twice.
+Tensor fresh(const Tensor& t) {
+  return detail::view(t, t.shape());
+}
+
+Tensor moved_to(const Tensor& t, Device device) {
+  return t.placement() == device ? t : detail::copy_to(t, device);
+}
+
+// The primitive of a while_loop node that keeps its history, or null (any other node, or a
+// loop that keeps it already).
+std::shared_ptr<Primitive> keeping_history(const Primitive& p);
+
+// The gradients of `sources` (graph inputs given by index) for one run of `g` on `args`,
+// seeded with `seeds` (one per graph output; undefined: no seed). Unconnected ones are zeros.
+std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
+                              const std::vector<int>& sources, const std::vector<Tensor>& seeds) {
+  std::vector<Tensor> result(sources.size());
+  if (sources.empty()) return result;
+  GradientTape tape;
+  std::vector<Tensor> watched;
+  for (int k : sources) {
+    tape.watch(args[static_cast<size_t>(k)]);
+    watched.push_back(args[static_cast<size_t>(k)]);
+  }
+  // Loops inside run again under this tape, traced or not: their vjps read their histories.
+  Graph copy;
+  const Graph* run = &g;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::shared_ptr<Primitive> keeping = keeping_history(*g.nodes[i].prim);
+    if (!keeping) continue;
+    if (run == &g) {
+      copy = g;
+      run = &copy;
+    }
+    copy.nodes[i].prim = std::move(keeping);
+  }
+  const std::vector<Tensor> outs = run->run(args);
+  std::vector<Tensor> targets, grads;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!is_floating(outs[k].dtype()) || !seeds[k].defined()) continue;
+    targets.push_back(outs[k]);
+    grads.push_back(seeds[k]);
+  }
+  if (targets.empty()) {
+    for (size_t j = 0; j < sources.size(); ++j) result[j] = zeros_like(watched[j]);
+    return result;
+  }
+  return tape.gradient(targets, watched, grads, UnconnectedGradients::ZERO);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cond
+
+class CondOp final : public ControlFlowOp {
+ public:
+  std::array<std::shared_ptr<const Graph>, 2> branches;  // true, false
+  std::array<std::vector<int>, 2> feeds;  // the node input that feeds each branch input
+  std::vector<TensorMeta> out_metas;
+  int n_inputs = 1;
+
+  const char* name() const override { return "cond"; }
+  int num_outputs() const override { return static_cast<int>(out_metas.size()); }
+  std::shared_ptr<Primitive> clone() const override { return std::make_shared<CondOp>(*this); }
+  std::string attributes() const override {
+    return fmt::format("true={} nodes, false={} nodes, id={}", branches[0]->num_nodes(),
+                       branches[1]->num_nodes(), id);
+  }
+
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
+               "takes {} inputs, got {}", n_inputs, in.size());
+    check_predicate(name(), "pred", in[0]);
+    for (size_t k = 0; k < out.size(); ++k) out[k] = out_metas[k];
+  }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+    const int b = in[0].item<bool>() ? 0 : 1;
+    std::vector<Tensor> args;
+    for (int f : feeds[static_cast<size_t>(b)]) args.push_back(in[static_cast<size_t>(f)]);
+    std::vector<Tensor> result;
+    {
+      PauseTapes pause;  // tapes record this node, with its vjp
+      result = branches[static_cast<size_t>(b)]->run(args);
+    }
+    for (size_t k = 0; k < out.size(); ++k) out[k] = fresh(result[k]);
+    return true;
+  }
+
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    TF_CHECK_T(UnimplementedError, effects.replay_blocker.empty(), name(),
+               "the gradient re-runs the branch taken, which holds {} (random numbers and "
+               "variable assignments would run again); take this gradient eagerly, or move "
+               "the op out of the branch",
+               effects.replay_blocker);
+    std::vector<int> wanted;  // node inputs that get a gradient
+    for (int a : argnums)
+      if (a > 0 && is_floating(primals[static_cast<size_t>(a)].dtype())) wanted.push_back(a);
+    const std::vector<Tensor> seeds(cotangents.begin(), cotangents.end());
+    auto branch_grad = [&](int b) {
+      const std::vector<int>& feed = feeds[static_cast<size_t>(b)];
+      std::vector<Tensor> args;
+      for (int f : feed) args.push_back(primals[static_cast<size_t>(f)]);
+      std::vector<int> sources;
+      std::vector<size_t> slot;
+      for (size_t w = 0; w < wanted.size(); ++w) {
+        const auto it = std::find(feed.begin(), feed.end(), wanted[w]);
+        if (it == feed.end()) continue;
+        sources.push_back(static_cast<int>(it - feed.begin()));
+        slot.push_back(w);
+      }
+      std::vector<Tensor> result(wanted.size());
+      const std::vector<Tensor> grads =
+          graph_vjp(*branches[static_cast<size_t>(b)], args, sources, seeds);
+      for (size_t j = 0; j < slot.size(); ++j) result[slot[j]] = grads[j];
+      for (size_t w = 0; w < wanted.size(); ++w)
+        if (!result[w].defined()) result[w] = zeros_like(primals[static_cast<size_t>(wanted[w])]);
+      return result;
+    };
+    const std::vector<Tensor> grads = detail::cond_impl(
+        primals[0], [&] { return branch_grad(0); }, [&] { return branch_grad(1); });
+    std::vector<Tensor> result;
+    for (int a : argnums) {
+      const auto it = std::find(wanted.begin(), wanted.end(), a);
+      result.push_back(it == wanted.end() ? Tensor()
+                                          : grads[static_cast<size_t>(it - wanted.begin())]);
+    }
+    return result;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// while_loop
+
+class WhileOp final : public ControlFlowOp {
+ public:
+  std::shared_ptr<const Graph> cond_graph, body_graph;
+  // The node input that feeds each graph input after the loop variables.
+  std::vector<int> cond_feeds, body_feeds;
+  std::vector<TensorMeta> var_metas;
+  int n_inputs = 0;
+  int64_t maximum_iterations = -1;
+  bool keep_history = false;  // a tape recorded the trace: its gradient reads the history
+  // The body's gradient graph, traced at the first vjp and shared by the copies of this op (a
+  // tape around each call of a function asks for it at every step).
+  struct GradCache {
+    std::mutex mu;
+    std::shared_ptr<const Graph> graph;
+  };
+  std::shared_ptr<GradCache> grad_cache = std::make_shared<GradCache>();
+
+  int n() const { return static_cast<int>(var_metas.size()); }
+  const char* name() const override { return "while_loop"; }
+  int num_outputs() const override { return 2 * n() + 1; }
+  std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileOp>(*this); }
+  std::string attributes() const override {
+    return fmt::format("cond={} nodes, body={} nodes, maximum_iterations={}, id={}",
+                       cond_graph->num_nodes(), body_graph->num_nodes(), maximum_iterations, id);
+  }
+  bool vjp_accepts_undefined_cotangents() const override { return true; }
+
+  static TensorShape history_shape(const TensorShape& s, int64_t count) {
+    std::vector<int64_t> dims{count};
+    for (int d = 0; d < s.rank(); ++d) dims.push_back(s[d]);
+    return TensorShape(dims);
+  }
+
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
+               "takes {} inputs, got {}", n_inputs, in.size());
+    for (int k = 0; k < n(); ++k) {
+      out[static_cast<size_t>(k)] = var_metas[static_cast<size_t>(k)];
+      out[static_cast<size_t>(n() + 1 + k)] = {
+          history_shape(var_metas[static_cast<size_t>(k)].shape, None),
+          var_metas[static_cast<size_t>(k)].dtype};
+    }
+    out[static_cast<size_t>(n())] = {TensorShape{}, int64};
+  }
+
+  std::vector<Tensor> args_for(const std::vector<Tensor>& vars, std::span<const Tensor> in,
+                               const std::vector<int>& feeds) const {
+    std::vector<Tensor> args = vars;
+    for (int f : feeds) args.push_back(in[static_cast<size_t>(f)]);
+    return args;
+  }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+    const bool keep = keep_history || !detail::thread_context().tapes.empty();
+    PauseTapes pause;
+    DeviceScope scope(device);
+    std::vector<Tensor> vars(in.begin(), in.begin() + n());
+    std::vector<std::vector<Tensor>> history(static_cast<size_t>(n()));
+    int64_t count = 0;
+    while (maximum_iterations < 0 || count < maximum_iterations) {
+      const Tensor p = cond_graph->run(args_for(vars, in, cond_feeds))[0];
+      if (!p.item<bool>()) break;
+      if (keep)
+        for (int k = 0; k < n(); ++k)
+          history[static_cast<size_t>(k)].push_back(vars[static_cast<size_t>(k)]);
+      vars = body_graph->run(args_for(vars, in, body_feeds));
+      ++count;
+    }
+    for (int k = 0; k < n(); ++k) {
+      const TensorMeta& m = var_metas[static_cast<size_t>(k)];
+      out[static_cast<size_t>(k)] = fresh(vars[static_cast<size_t>(k)]);
+      out[static_cast<size_t>(n() + 1 + k)] = keep && count > 0
+                                                  ? stack(history[static_cast<size_t>(k)])
+                                                  : zeros(history_shape(m.shape, 0), m.dtype);
+    }
+    out[static_cast<size_t>(n())] = constant(std::vector<int64_t>{count}, TensorShape{});
+    return true;
+  }
+
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums,
+                          std::span<const Tensor> outputs) const override;
+
+ private:
+  std::shared_ptr<const Graph> body_gradient_graph(const std::vector<int>& float_vars,
+                                                   const std::vector<int>& float_caps) const;
+};
+
+// The gradient of a while_loop: the body's vjp on each iteration's saved loop variables, from
+// the last iteration to the first.
+//   inputs:  histories (n), iteration count, body captures (m), cotangents of the final floating
+//            loop variables (f)
+//   outputs: cotangents of the initial floating loop variables (f), of the floating captures
+class WhileGradOp final : public ControlFlowOp {
+ public:
+  std::shared_ptr<const Graph>
+      grad_graph;  // (vars n, captures m, cotangents f) -> (f, floating captures)
+  std::vector<TensorMeta> var_metas, capture_metas;
+  std::vector<int> float_vars, float_captures;  // indices into the vars and the captures
+
+  int n() const { return static_cast<int>(var_metas.size()); }
+  int m() const { return static_cast<int>(capture_metas.size()); }
+  const char* name() const override { return "while_loop_grad"; }
+  int num_outputs() const override {
+    return static_cast<int>(float_vars.size() + float_captures.size());
+  }
+  std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileGradOp>(*this); }
+  std::string attributes() const override {
+    return fmt::format("grad={} nodes, id={}", grad_graph->num_nodes(), id);
+  }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    TF_CHECK_T(InternalError, in.size() == static_cast<size_t>(n() + 1 + m()) + float_vars.size(),
+               name(), "takes {} inputs, got {}",
+               static_cast<size_t>(n() + 1 + m()) + float_vars.size(), in.size());
+    size_t o = 0;
+    for (int k : float_vars) out[o++] = var_metas[static_cast<size_t>(k)];
+    for (int j : float_captures) out[o++] = capture_metas[static_cast<size_t>(j)];
+  }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+    const int64_t count = in[static_cast<size_t>(n())].item<int64_t>();
+    for (int k = 0; k < n(); ++k)
+      TF_CHECK_T(InternalError, in[static_cast<size_t>(k)].shape()[0] == count, name(),
+                 "loop variable {}'s history has {} entries for {} iterations (the loop ran "
+                 "without a tape)",
+                 k, in[static_cast<size_t>(k)].shape()[0], count);
+    PauseTapes pause;
+    DeviceScope scope(device);
+    const size_t nf = float_vars.size();
+    std::vector<Tensor> cots(in.begin() + n() + 1 + m(), in.end());
+    std::vector<Tensor> dcaps(float_captures.size());
+    for (int64_t i = count - 1; i >= 0; --i) {
+      std::vector<Tensor> args;
+      for (int k = 0; k < n(); ++k) {
+        // Row i of the history, in place (the history is contiguous: stack made it).
+        const Tensor& h = in[static_cast<size_t>(k)];
+        const TensorMeta& m = var_metas[static_cast<size_t>(k)];
+        args.push_back(detail::view(h, m.shape, static_cast<size_t>(i) * m.nbytes()));
+      }
+      for (int j = 0; j < m(); ++j) args.push_back(in[static_cast<size_t>(n() + 1 + j)]);
+      for (const Tensor& c : cots) args.push_back(c);
+      std::vector<Tensor> r = grad_graph->run(args);
+      for (size_t k = 0; k < nf; ++k) cots[k] = std::move(r[k]);
+      for (size_t j = 0; j < dcaps.size(); ++j)
+        dcaps[j] = dcaps[j].defined() ? add(dcaps[j], r[nf + j]) : std::move(r[nf + j]);
+    }
+    size_t o = 0;
+    for (size_t k = 0; k < nf; ++k) out[o++] = cots[k];
+    for (size_t j = 0; j < dcaps.size(); ++j) {
+      const TensorMeta& meta = capture_metas[static_cast<size_t>(float_captures[j])];
+      out[o++] = dcaps[j].defined() ? dcaps[j] : zeros(meta.shape, meta.dtype);
+    }
+    return true;
+  }
+
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>, std::span<const int>,
+                          std::span<const Tensor>) const override {
+    TF_THROW(UnimplementedError, name(),
+             "second-order gradients through a traced while_loop are not implemented; take "
+             "them eagerly (outside tf::function), where the loop is C++ code");
+  }
+};
+
+// The body's vjp as a graph: (vars, captures, cotangents of the floating vars) -> (cotangents
+// of the floating vars, gradients of the floating captures).
+std::shared_ptr<const Graph> WhileOp::body_gradient_graph(
+    const std::vector<int>& float_vars, const std::vector<int>& float_caps) const {
+  const int nv = n();
+  const int nb = static_cast<int>(body_feeds.size());
+  std::vector<TensorMeta> params(body_graph->inputs.begin(), body_graph->inputs.end());
+  std::vector<Device> devices(body_graph->input_devices.begin(), body_graph->input_devices.end());
+  for (int k : float_vars) {
+    params.push_back(var_metas[static_cast<size_t>(k)]);
+    devices.push_back(device);
+  }
+  const Graph& body = *body_graph;
+  SubGraph grad = trace_subgraph(params, devices, [&](const std::vector<Tensor>& a) {
+    const std::vector<Tensor> args(a.begin(), a.begin() + nv + nb);
+    std::vector<int> sources;
+    for (int k : float_vars) sources.push_back(k);
+    for (int j : float_caps) sources.push_back(nv + j);
+    std::vector<Tensor> seeds(static_cast<size_t>(nv));
+    for (size_t i = 0; i < float_vars.size(); ++i)
+      seeds[static_cast<size_t>(float_vars[i])] = a[static_cast<size_t>(nv + nb) + i];
+    std::vector<Tensor> g = graph_vjp(body, args, sources, seeds);
+    for (Tensor& t : g) t = moved_to(t, device);
+    return g;
+  });
+  finish_subgraphs({&grad});
+  TF_CHECK_T(InternalError, grad.captures.empty(), name(),
+             "the body's gradient graph captured {} tensors", grad.captures.size());
+
+  return grad.graph;
+}
+
+std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
+                                 std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                 std::span<const Tensor> outputs) const {
+  TF_CHECK_T(UnimplementedError, effects.replay_blocker.empty(), name(),
+             "the gradient re-runs the body, which holds {} (random numbers and variable "
+             "assignments would run again); take this gradient eagerly, or move the op out of "
+             "the loop",
+             effects.replay_blocker);
+  const int nv = n();
+  const int nb = static_cast<int>(body_feeds.size());
+  std::vector<int> float_vars, float_caps;
+  for (int k = 0; k < nv; ++k)
+    if (is_floating(var_metas[static_cast<size_t>(k)].dtype)) float_vars.push_back(k);
+  for (int j = 0; j < nb; ++j)
+    if (is_floating(body_graph->inputs[static_cast<size_t>(nv + j)].dtype)) float_caps.push_back(j);
+
+  std::unique_lock lock(grad_cache->mu);
+  if (!grad_cache->graph) grad_cache->graph = body_gradient_graph(float_vars, float_caps);
+  const std::shared_ptr<const Graph> grad_graph = grad_cache->graph;
+  lock.unlock();
+
+  auto op = std::make_shared<WhileGradOp>();
+  op->grad_graph = grad_graph;
+  op->var_metas = var_metas;
+  for (int j = 0; j < nb; ++j)
+    op->capture_metas.push_back(body_graph->inputs[static_cast<size_t>(nv + j)]);
+  op->float_vars = float_vars;
+  op->float_captures = float_caps;
+  op->device = device;
+  op->id = g_next_id++;
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < nv; ++k) inputs.push_back(outputs[static_cast<size_t>(nv + 1 + k)]);
+  inputs.push_back(outputs[static_cast<size_t>(nv)]);
+  for (int f : body_feeds) inputs.push_back(primals[static_cast<size_t>(f)]);
+  for (int k : float_vars) {
+    const Tensor& c = cotangents[static_cast<size_t>(k)];
+    inputs.push_back(c.defined() ? moved_to(c, device)
+                                 : zeros_like(outputs[static_cast<size_t>(k)]));
+  }
+  const std::vector<Tensor> grads = detail::dispatch_multi(*op, inputs);
+
+  std::vector<Tensor> result;
+  for (int a : argnums) {
+    Tensor g;
+    if (a < nv) {
+      const auto it = std::find(float_vars.begin(), float_vars.end(), a);
+      if (it != float_vars.end()) g = grads[static_cast<size_t>(it - float_vars.begin())];
+    } else if (is_floating(primals[static_cast<size_t>(a)].dtype())) {
+      for (size_t j = 0; j < float_caps.size(); ++j)
+        if (body_feeds[static_cast<size_t>(float_caps[j])] == a) g = grads[float_vars.size() + j];
+      if (!g.defined()) g = zeros_like(primals[static_cast<size_t>(a)]);  // read by cond only
+    }
+    result.push_back(g);
+  }
+  return result;
+}
+
+std::shared_ptr<Primitive> keeping_history(const Primitive& p) {
+  const auto* loop = dynamic_cast<const WhileOp*>(&p);
+  if (loop == nullptr || loop->keep_history) return nullptr;
+  auto copy = std::make_shared<WhileOp>(*loop);
+  copy->keep_history = true;
+  return copy;
+}
+
+const ControlFlowOp* as_control_flow(const Primitive& p) {
+  return dynamic_cast<const ControlFlowOp*>(&p);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<Tensor> cond_impl(const Tensor& pred, const BranchFn& true_fn,
+                              const BranchFn& false_fn) {
+  check_predicate("cond", "pred", pred);
+  if (!tracing() || !pred.is_symbolic()) return pred.item<bool>() ? true_fn() : false_fn();
+
+  // Every result on one device: the scope's, else that of the true branch's first result.
+  const auto& stack = thread_context().device_stack;
+  std::optional<Device> device;
+  if (!stack.empty()) device = stack.back();
+  auto branch = [&](const BranchFn& fn, const char* which) {
+    return trace_subgraph({}, {}, [&](const std::vector<Tensor>&) {
+      std::vector<Tensor> out = fn();
+      for (size_t k = 0; k < out.size(); ++k) {
+        TF_CHECK_ARG(out[k].defined(), "cond", "the {} branch's result {} is an undefined tensor",
+                     which, k);
+        if (!device) device = out[k].placement();
+        out[k] = moved_to(out[k], *device);
+      }
+      return out;
+    });
+  };
+  SubGraph then_g = branch(true_fn, "true");
+  SubGraph else_g = branch(false_fn, "false");
+  finish_subgraphs({&then_g, &else_g});
+  const std::vector<TensorMeta> then_m = output_metas(*then_g.graph);
+  const std::vector<TensorMeta> else_m = output_metas(*else_g.graph);
+  TF_CHECK_ARG(then_m.size() == else_m.size(), "cond",
+               "the true branch returns {} tensors and the false branch {}", then_m.size(),
+               else_m.size());
+  for (size_t k = 0; k < then_m.size(); ++k)
+    TF_CHECK_ARG(then_m[k] == else_m[k], "cond",
+                 "result {} is {} in the true branch and {} in the false branch (traced, both "
+                 "branches must give the same dtypes and shapes)",
+                 k, type_text(then_m[k]), type_text(else_m[k]));
+
+  auto op = std::make_shared<CondOp>();
+  CaptureSet captures(1);
+  op->feeds[0] = captures.add(then_g.captures);
+  op->feeds[1] = captures.add(else_g.captures);
+  op->branches = {then_g.graph, else_g.graph};
+  op->out_metas = then_m;
+  op->device = device.value_or(pred.placement());
+  op->id = g_next_id++;
+  op->effects = effects_of(*then_g.graph);
+  const Effects more = effects_of(*else_g.graph);
+  for (const void* v : more.variables) add_once(op->effects.variables, v);
+  op->effects.writes = op->effects.writes || more.writes;
+  if (op->effects.replay_blocker.empty()) op->effects.replay_blocker = more.replay_blocker;
+  std::vector<Tensor> inputs{pred};
+  inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
+  op->n_inputs = static_cast<int>(inputs.size());
+  return dispatch_multi(*op, inputs);
+}
+
+std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& body,
+                                    std::vector<Tensor> loop_vars,
+                                    const WhileLoopOptions& options) {
+  const char* op_name = "while_loop";
+  TF_CHECK_ARG(options.maximum_iterations >= -1, op_name,
+               "maximum_iterations must be -1 (no limit) or at least 0, got {}",
+               options.maximum_iterations);
+  for (size_t k = 0; k < loop_vars.size(); ++k)
+    TF_CHECK_ARG(loop_vars[k].defined(), op_name, "loop variable {} is an undefined tensor", k);
+  auto check_body = [&](const std::vector<Tensor>& before, const std::vector<Tensor>& after,
+                        bool shapes) {
+    TF_CHECK_ARG(after.size() == before.size(), op_name,
+                 "the body returns {} tensors for {} loop variables", after.size(), before.size());
+    for (size_t k = 0; k < after.size(); ++k) {
+      TF_CHECK_ARG(after[k].defined(), op_name, "the body's result {} is an undefined tensor", k);
+      TF_CHECK_ARG(after[k].dtype() == before[k].dtype() &&
+                       (!shapes || after[k].shape() == before[k].shape()),
+                   op_name, "loop variable {} enters the body as {} and leaves it as {}{}", k,
+                   type_text(before[k]), type_text(after[k]),
+                   shapes ? " (traced, each loop variable keeps its dtype and shape: TF's shape "
+                            "invariants)"
+                          : " (each loop variable keeps its dtype)");
+    }
+  };
+
+  if (!tracing()) {
+    int64_t count = 0;
+    while (options.maximum_iterations < 0 || count < options.maximum_iterations) {
+      const Tensor p = cond(loop_vars);
+      check_predicate(op_name, "cond's result", p);
+      if (!p.item<bool>()) break;
+      std::vector<Tensor> next = body(loop_vars);
+      check_body(loop_vars, next, false);
+      loop_vars = std::move(next);
+      ++count;
+    }
+    return loop_vars;
+  }
+
+  // Traced: every loop variable on one device (the scope's, else the first variable's).
+  const auto& stack = thread_context().device_stack;
+  const Device device = !stack.empty()      ? stack.back()
+                        : loop_vars.empty() ? default_device()
+                                            : loop_vars[0].placement();
+  for (Tensor& v : loop_vars) v = moved_to(v, device);
+  const std::vector<TensorMeta> metas = metas_of(loop_vars);
+  const std::vector<Device> devices(loop_vars.size(), device);
+  SubGraph cond_g = trace_subgraph(metas, devices, [&](const std::vector<Tensor>& v) {
+    const Tensor p = cond(v);
+    check_predicate(op_name, "cond's result", p);
+    return std::vector<Tensor>{p};
+  });
+  SubGraph body_g = trace_subgraph(metas, devices, [&](const std::vector<Tensor>& v) {
+    std::vector<Tensor> next = body(v);
+    check_body(v, next, true);
+    for (Tensor& t : next) t = moved_to(t, device);
+    return next;
+  });
+  finish_subgraphs({&cond_g, &body_g});
+
+  const int n = static_cast<int>(loop_vars.size());
+  auto op = std::make_shared<WhileOp>();
+  CaptureSet captures(n);
+  op->cond_feeds = captures.add(cond_g.captures);
+  op->body_feeds = captures.add(body_g.captures);
+  op->cond_graph = cond_g.graph;
+  op->body_graph = body_g.graph;
+  op->var_metas = metas;
+  op->maximum_iterations = options.maximum_iterations;
+  op->keep_history = !thread_context().tapes.empty();
+  op->device = device;
+  op->id = g_next_id++;
+  op->effects = effects_of(*cond_g.graph);
+  const Effects more = effects_of(*body_g.graph);
+  for (const void* v : more.variables) add_once(op->effects.variables, v);
+  op->effects.writes = op->effects.writes || more.writes;
+  if (op->effects.replay_blocker.empty()) op->effects.replay_blocker = more.replay_blocker;
+  std::vector<Tensor> inputs = loop_vars;
+  inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
+  op->n_inputs = static_cast<int>(inputs.size());
+  std::vector<Tensor> out = dispatch_multi(*op, inputs);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tapeflow

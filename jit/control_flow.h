@@ -1,0 +1,87 @@
+// Data-dependent control flow: TF's tf.cond and tf.while_loop. Eagerly they are C++ control flow
+// (the predicate is read and one branch, or one iteration after another, runs). Inside
+// tf::function, where C++ control flow is unrolled at trace time, they trace each branch (the
+// loop's condition and body) once into a sub-graph of its own and add one node, `cond` or
+// `while_loop`, that picks the branch or repeats the body when the graph runs, reading the
+// predicate each time (from the GPU: one synchronisation). Gradients flow through both forms,
+// eagerly and traced (docs/function.md, "Control flow").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapeflow {
+
+struct WhileLoopOptions {
+  // TF's maximum_iterations: at most this many iterations, even while cond is still true
+  // (-1: no limit).
+  int64_t maximum_iterations = -1;
+};
+
+namespace detail {
+using BranchFn = std::function<std::vector<Tensor>()>;
+using LoopCondFn = std::function<Tensor(const std::vector<Tensor>&)>;
+using LoopBodyFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+std::vector<Tensor> cond_impl(const Tensor& pred, const BranchFn& true_fn,
+                              const BranchFn& false_fn);
+std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& body,
+                                    std::vector<Tensor> loop_vars, const WhileLoopOptions& options);
+
+// What the templates below take: branches that return a Tensor or a vector of them, a loop's
+// condition and body over a vector of tensors or over one tensor.
+template <class F>
+concept TensorBranch = std::is_invocable_r_v<Tensor, F&>;
+template <class F>
+concept TensorsBranch = std::is_invocable_r_v<std::vector<Tensor>, F&> && !TensorBranch<F>;
+template <class F>
+concept TensorsLoopCond = std::is_invocable_r_v<Tensor, F&, const std::vector<Tensor>&>;
+template <class F>
+concept TensorsLoopBody =
+    std::is_invocable_r_v<std::vector<Tensor>, F&, const std::vector<Tensor>&>;
+template <class F>
+concept TensorLoopFn = std::is_invocable_r_v<Tensor, F&, const Tensor&>;
+}  // namespace detail
+
+// TF's tf.cond(pred, true_fn, false_fn): true_fn() if the scalar bool tensor pred is true, else
+// false_fn(). Both branches return a Tensor (this form) or a std::vector<Tensor> (the next);
+// traced, they must return as many tensors with the same dtypes and shapes (else an
+// InvalidArgumentError naming the output and both types), and only the branch taken runs, side
+// effects (tf::print, variable assignments) included.
+template <detail::TensorBranch T, detail::TensorBranch F>
+Tensor cond(const Tensor& pred, T true_fn, F false_fn) {
+  return detail::cond_impl(
+      pred, [&]() -> std::vector<Tensor> { return {Tensor(true_fn())}; },
+      [&]() -> std::vector<Tensor> { return {Tensor(false_fn())}; })[0];
+}
+template <detail::TensorsBranch T, detail::TensorsBranch F>
+std::vector<Tensor> cond(const Tensor& pred, T true_fn, F false_fn) {
+  return detail::cond_impl(pred, detail::BranchFn(std::ref(true_fn)),
+                           detail::BranchFn(std::ref(false_fn)));
+}
+
+// TF's tf.while_loop(cond, body, loop_vars): while cond(vars) is true (a scalar bool tensor),
+// vars = body(vars); returns the last vars. body returns as many tensors as it takes, with the
+// same dtypes; traced, also with the same shapes (TF's shape invariants; eagerly a shape may
+// change, as in TF). options.maximum_iterations bounds the number of iterations.
+template <detail::TensorsLoopCond C, detail::TensorsLoopBody B>
+std::vector<Tensor> while_loop(C cond, B body, std::vector<Tensor> loop_vars,
+                               const WhileLoopOptions& options = {}) {
+  return detail::while_loop_impl(
+      [&](const std::vector<Tensor>& v) { return Tensor(cond(v)); },
+      [&](const std::vector<Tensor>& v) { return std::vector<Tensor>(body(v)); },
+      std::move(loop_vars), options);
+}
+// One loop variable: cond(x) -> bool scalar, body(x) -> the next x.
+template <detail::TensorLoopFn C, detail::TensorLoopFn B>
+Tensor while_loop(C cond, B body, const Tensor& loop_var, const WhileLoopOptions& options = {}) {
+  return detail::while_loop_impl(
+      [&](const std::vector<Tensor>& v) { return Tensor(cond(v[0])); },
+      [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{Tensor(body(v[0]))}; },
+      {loop_var}, options)[0];
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,601 @@
+// tf::cond and tf::while_loop (jit/control_flow.h): eager control flow, traced sub-graphs that
+// choose or repeat at every call, gradients through both (eager, a tape inside the traced
+// function, a tape around the call) against central differences, variables read and written
+// inside, nesting, and the errors.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "autograd/variable.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "jit/control_flow.h"
+#include "jit/cuda_graph.h"
+#include "jit/function.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+using tf::testing::check_close;
+using tf::testing::check_values;
+
+namespace {
+
+// The function the cond cases compute: sin(x) * w where sum(x) > 0, else x * x - w.
+tf::Tensor branchy(const tf::Tensor& x, const tf::Tensor& w) {
+  return tf::cond(
+      tf::greater(tf::reduce_sum(x), 0.0), [&] { return tf::sin(x) * w; },
+      [&] { return x * x - w; });
+}
+tf::Tensor branchy_reference(const tf::Tensor& x, const tf::Tensor& w) {
+  return tf::reduce_sum(x).item<double>() > 0 ? tf::sin(x) * w : x * x - w;
+}
+
+// Doubles y (with y = y * a + sin(y)) until sum(y) >= 10, at most 50 times.
+std::vector<tf::Tensor> growing(const tf::Tensor& x, const tf::Tensor& a) {
+  return tf::while_loop(
+      [](const std::vector<tf::Tensor>& v) { return tf::less(tf::reduce_sum(v[1]), 10.0); },
+      [&](const std::vector<tf::Tensor>& v) {
+        return std::vector<tf::Tensor>{v[0] + 1, v[1] * a + tf::sin(v[1])};
+      },
+      {tf::constant(int64_t{0}), x}, {.maximum_iterations = 50});
+}
+
+}  // namespace
+
+TEST_CASE("control flow: eager cond runs one branch, eager while_loop iterates", "[jit]") {
+  int true_runs = 0, false_runs = 0;
+  auto pick = [&](bool p) {
+    return tf::cond(
+        tf::constant(p),
+        [&] {
+          ++true_runs;
+          return tf::constant(1.0f);
+        },
+        [&] {
+          ++false_runs;
+          return tf::constant(2.0f);
+        });
+  };
+  check_values(pick(true), {1.0});
+  check_values(pick(false), {2.0});
+  CHECK(true_runs == 1);
+  CHECK(false_runs == 1);
+
+  // Several results.
+  std::vector<tf::Tensor> two = tf::cond(
+      tf::constant(false),
+      [] {
+        return std::vector<tf::Tensor>{tf::constant(1), tf::constant(2)};
+      },
+      [] {
+        return std::vector<tf::Tensor>{tf::constant(3), tf::constant(4)};
+      });
+  REQUIRE(two.size() == 2);
+  check_values(two[0], {3});
+  check_values(two[1], {4});
+
+  // One loop variable; several; maximum_iterations; zero iterations.
+  tf::Tensor p = tf::while_loop([](const tf::Tensor& x) { return tf::less(x, 100.0f); },
+                                [](const tf::Tensor& x) { return x * 3.0f; }, tf::constant(1.0f));
+  check_values(p, {243.0});
+  std::vector<tf::Tensor> r = growing(tf::constant({0.5, 1.0}), tf::constant(1.5));
+  CHECK(r[0].item<int64_t>() > 0);
+  CHECK(tf::reduce_sum(r[1]).item<double>() >= 10.0);
+  tf::Tensor capped = tf::while_loop([](const tf::Tensor&) { return tf::constant(true); },
+                                     [](const tf::Tensor& x) { return x + 1; },
+                                     tf::constant(int32_t{0}), {.maximum_iterations = 7});
+  check_values(capped, {7});
+  tf::Tensor none =
+      tf::while_loop([](const tf::Tensor& x) { return tf::greater(x, 5); },
+                     [](const tf::Tensor& x) { return x + 1; }, tf::constant(int32_t{0}));
+  check_values(none, {0});
+  // Eagerly a loop variable may change its shape (as in TF's eager while_loop).
+  tf::Tensor grown =
+      tf::while_loop([](const tf::Tensor& x) { return tf::constant(x.shape()[0] < 4); },
+                     [](const tf::Tensor& x) {
+                       return tf::concat({x, x}, 0);
+                     },
+                     tf::constant({1.0f}));
+  CHECK(grown.shape() == tf::TensorShape{4});
+}
+
+TEST_CASE("control flow: a traced cond picks its branch at every call", "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    int traced = 0;
+    auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& w) {
+      ++traced;
+      return branchy(x, w);
+    });
+    const tf::Tensor w = tf::constant({0.5, -2.0, 3.0});
+    for (const auto& values :
+         {std::vector<double>{0.3, 0.4, -0.1}, std::vector<double>{-1.0, 0.2, 0.1},
+          std::vector<double>{2, 2, 2}, std::vector<double>{-3, 0, 0}}) {
+      const tf::Tensor x = tf::constant(values);
+      const tf::Tensor y = f(x, w);
+      check_close(y, branchy_reference(x, w), 1e-12, 1e-12);
+      CHECK(y.device() == dev.to_string());
+    }
+    CHECK(f.tracing_count() == 1);
+    CHECK(traced == 1);
+    const std::string dump =
+        f.get_concrete_function(tf::TensorSpec({3}, tf::float64), tf::TensorSpec({3}, tf::float64))
+            .graph()
+            .to_string();
+    CHECK(dump.find("cond(") != std::string::npos);
+    // The predicate is read on the host: no CUDA-graph capture.
+    CHECK(tf::jit::capture_blocker(f.get_concrete_function(tf::TensorSpec({3}, tf::float64),
+                                                           tf::TensorSpec({3}, tf::float64))
+                                       .graph(),
+                                   nullptr)
+              .find("cond reads its predicate") != std::string::npos);
+  }
+}
+
+TEST_CASE("control flow: only the branch taken runs its side effects", "[jit]") {
+  tf::Variable v(tf::constant(0.0f), "v");
+  auto f = tf::function([&](const tf::Tensor& p) {
+    return tf::cond(
+        p,
+        [&] {
+          v.assign_add(tf::constant(1.0f));
+          return v.value() * 10.0f;
+        },
+        [&] {
+          v.assign_sub(tf::constant(0.5f));
+          return v.value();
+        });
+  });
+  check_values(f(tf::constant(true)), {10.0});
+  check_values(f(tf::constant(true)), {20.0});
+  check_values(f(tf::constant(false)), {1.5});
+  check_values(v.value(), {1.5});
+  CHECK(f.tracing_count() == 1);
+  // A branch without results (only effects).
+  auto g = tf::function([&](const tf::Tensor& p) {
+    tf::cond(
+        p,
+        [&] {
+          v.assign(tf::constant(7.0f));
+          return std::vector<tf::Tensor>{};
+        },
+        [&] { return std::vector<tf::Tensor>{}; });
+    return v.value() + 0.0f;
+  });
+  check_values(g(tf::constant(false)), {1.5});
+  check_values(g(tf::constant(true)), {7.0});
+}
+
+TEST_CASE("control flow: cond gradients, eager and traced, match central differences",
+          "[jit][cuda]") {
+  const std::vector<double> pos{0.3, 0.4, -0.1}, neg{-1.0, 0.2, 0.1};
+  const tf::Tensor w = tf::constant({0.5, -2.0, 3.0});
+  // Eager (the tape records the branch's ops).
+  for (const auto& at : {pos, neg})
+    tf::testing::check_gradient([&](const tf::Tensor& x) { return branchy(x, w); }, {3}, at);
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor wd = tf::constant({0.5, -2.0, 3.0});
+    // A tape around the call: it records the cond node, whose vjp re-runs the branch taken.
+    auto f = tf::function([&](const tf::Tensor& x) { return branchy(x, wd); });
+    for (const auto& at : {pos, neg})
+      tf::testing::check_gradient([&](const tf::Tensor& x) { return f(x); }, {3}, at);
+    // A tape inside the function (a train step): the gradient is traced as a cond of the
+    // branches' gradients; gradients reach both x and the captured w.
+    auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& w2) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      tape.watch(w2);
+      const tf::Tensor loss = tf::reduce_sum(branchy(x, w2) * x);
+      return tape.gradient(loss, std::vector<tf::Tensor>{x, w2});
+    });
+    for (const auto& at : {pos, neg}) {
+      const tf::Tensor x = tf::constant(at);
+      tf::GradientTape tape;
+      tape.watch(x);
+      tape.watch(wd);
+      const tf::Tensor loss = tf::reduce_sum(branchy_reference(x, wd) * x);
+      const std::vector<tf::Tensor> want = tape.gradient(loss, std::vector<tf::Tensor>{x, wd});
+      const std::vector<tf::Tensor> got = step(x, wd);
+      check_close(got[0], want[0], 1e-12, 1e-12);
+      check_close(got[1], want[1], 1e-12, 1e-12);
+    }
+    CHECK(step.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("control flow: a variable read only inside a branch or a loop gets its gradient",
+          "[jit]") {
+  tf::Variable w(tf::constant({1.5, -0.5}), "w");
+  auto step = tf::function([&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    const tf::Tensor y = tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0), [&] { return tf::reduce_sum(w.value() * x); },
+        [&] { return tf::reduce_sum(x); });
+    const tf::Tensor z =
+        tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 5.0); },
+                       [&](const tf::Tensor& s) { return s + w.value() * w.value() + 1.0; }, x);
+    return tape.gradient(y + tf::reduce_sum(z), w);
+  });
+  auto reference = [&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tf::Tensor y =
+        tf::reduce_sum(x).item<double>() > 0 ? tf::reduce_sum(w.value() * x) : tf::reduce_sum(x);
+    tf::Tensor s = x;
+    while (tf::reduce_sum(s).item<double>() < 5.0) s = s + w.value() * w.value() + 1.0;
+    return tape.gradient(y + tf::reduce_sum(s), w);
+  };
+  for (const auto& at : {std::vector<double>{0.5, 0.25}, std::vector<double>{-2.0, 0.5}}) {
+    const tf::Tensor x = tf::constant(at);
+    check_close(step(x), reference(x), 1e-12, 1e-12);
+  }
+  CHECK(step.tracing_count() == 1);
+}
+
+TEST_CASE("control flow: a traced while_loop runs as many iterations as its data asks",
+          "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // Collatz steps: the iteration count depends on the value.
+    auto steps = tf::function([](const tf::Tensor& n) {
+      return tf::while_loop(
+          [](const std::vector<tf::Tensor>& v) { return tf::greater(v[0], int64_t{1}); },
+          [](const std::vector<tf::Tensor>& v) {
+            const tf::Tensor even = tf::equal(tf::floormod(v[0], int64_t{2}), int64_t{0});
+            return std::vector<tf::Tensor>{
+                tf::where(even, tf::floordiv(v[0], int64_t{2}), v[0] * int64_t{3} + int64_t{1}),
+                v[1] + int64_t{1}};
+          },
+          {n, tf::constant(int64_t{0})})[1];
+    });
+    auto collatz = [](int64_t n) {
+      int64_t s = 0;
+      for (; n > 1; ++s) n = n % 2 == 0 ? n / 2 : 3 * n + 1;
+      return s;
+    };
+    for (int64_t n : {1, 6, 7, 27, 97}) {
+      const tf::Tensor s = steps(tf::constant(n));
+      CHECK(s.item<int64_t>() == collatz(n));
+      CHECK(s.device() == dev.to_string());
+    }
+    CHECK(steps.tracing_count() == 1);
+
+    // maximum_iterations, and a loop that never enters its body.
+    auto capped = tf::function([](const tf::Tensor& x, const tf::Tensor& limit) {
+      return tf::while_loop([&](const tf::Tensor& y) { return tf::less(tf::reduce_max(y), limit); },
+                            [](const tf::Tensor& y) { return y * 2.0f; }, x,
+                            {.maximum_iterations = 4});
+    });
+    check_values(capped(tf::constant({1.0f, 3.0f}), tf::constant(100.0f)), {16, 48});
+    check_values(capped(tf::constant({1.0f, 3.0f}), tf::constant(10.0f)), {4, 12});
+    check_values(capped(tf::constant({1.0f, 3.0f}), tf::constant(2.0f)), {1, 3});
+    CHECK(capped.tracing_count() == 1);
+    const std::string dump = capped
+                                 .get_concrete_function(tf::TensorSpec({2}, tf::float32),
+                                                        tf::TensorSpec({}, tf::float32))
+                                 .graph()
+                                 .to_string();
+    CHECK(dump.find("while_loop(") != std::string::npos);
+    CHECK(dump.find("maximum_iterations=4") != std::string::npos);
+  }
+}
+
+TEST_CASE("control flow: while_loop gradients, eager and traced, match central differences",
+          "[jit][cuda]") {
+  const std::vector<double> x0{0.5, 1.0}, x1{2.0, 3.0}, x2{6.0, 5.0};
+  // Eager: the tape records every iteration.
+  // (x2 runs no iteration: the result does not depend on a, whose gradient is then undefined
+  // eagerly, TF's None, and zeros traced.)
+  for (const auto& at : {x0, x1, x2}) {
+    tf::testing::check_gradient(
+        [&](const tf::Tensor& x) { return growing(x, tf::constant(1.25))[1]; }, {2}, at);
+    if (at != x2)
+      tf::testing::check_gradient(
+          [&](const tf::Tensor& a) { return growing(tf::constant(at), tf::reshape(a, {}))[1]; },
+          {1}, {1.25});
+  }
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    // A tape around the call: the loop keeps each iteration's variables for the vjp.
+    auto f =
+        tf::function([&](const tf::Tensor& x, const tf::Tensor& a) { return growing(x, a)[1]; });
+    for (const auto& at : {x0, x1, x2}) {
+      INFO("x = " << at[0] << ", " << at[1]);
+      tf::testing::check_gradient([&](const tf::Tensor& x) { return f(x, tf::constant(1.25)); },
+                                  {2}, at);
+      tf::testing::check_gradient(
+          [&](const tf::Tensor& a) { return f(tf::constant(at), tf::reshape(a, {})); }, {1},
+          {1.25});
+    }
+    // A tape inside the function.
+    auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& a) {
+      tf::GradientTape tape;
+      tape.watch(x);
+      tape.watch(a);
+      const std::vector<tf::Tensor> r = growing(x, a);
+      return tape.gradient(tf::reduce_sum(r[1] * r[1]), std::vector<tf::Tensor>{x, a});
+    });
+    for (const auto& at : {x0, x1, x2}) {
+      const tf::Tensor x = tf::constant(at), a = tf::constant(1.25);
+      tf::GradientTape tape;
+      tape.watch(x);
+      tape.watch(a);
+      const std::vector<tf::Tensor> r = growing(x, a);  // eager
+      const std::vector<tf::Tensor> want =
+          tape.gradient(tf::reduce_sum(r[1] * r[1]), std::vector<tf::Tensor>{x, a});
+      const std::vector<tf::Tensor> got = step(x, a);
+      check_close(got[0], want[0], 1e-12, 1e-12);
+      if (at == x2) {  // no iteration: eagerly None, traced zeros (see above)
+        CHECK_FALSE(want[1].defined());
+        check_values(got[1], {0.0});
+      } else {
+        check_close(got[1], want[1], 1e-12, 1e-12);
+      }
+    }
+    CHECK(step.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("control flow: cond and while_loop nest", "[jit]") {
+  // Inside the loop, a cond on the counter; inside a cond, a loop.
+  auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& n) {
+    const std::vector<tf::Tensor> r = tf::while_loop(
+        [&](const std::vector<tf::Tensor>& v) { return tf::less(v[0], n); },
+        [&](const std::vector<tf::Tensor>& v) {
+          const tf::Tensor odd = tf::equal(tf::floormod(v[0], int64_t{2}), int64_t{1});
+          const tf::Tensor y = tf::cond(
+              odd, [&] { return v[1] * x; },
+              [&] {
+                return tf::while_loop(
+                    [](const tf::Tensor& z) { return tf::less(tf::reduce_sum(z), 50.0); },
+                    [](const tf::Tensor& z) { return z + 7.0; }, v[1]);
+              });
+          return std::vector<tf::Tensor>{v[0] + int64_t{1}, y};
+        },
+        {tf::constant(int64_t{0}), tf::constant({1.0, 2.0})});
+    return r[1];
+  });
+  auto reference = [](const tf::Tensor& x, int64_t n) {
+    tf::Tensor y = tf::constant({1.0, 2.0});
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % 2 == 1) {
+        y = y * x;
+      } else {
+        while (tf::reduce_sum(y).item<double>() < 50.0) y = y + 7.0;
+      }
+    }
+    return y;
+  };
+  const tf::Tensor x = tf::constant({0.5, 1.5});
+  for (int64_t n : {0, 1, 2, 5}) check_close(f(x, tf::constant(n)), reference(x, n), 1e-12, 0);
+  CHECK(f.tracing_count() == 1);
+  // Gradients through both levels (tape around the call).
+  tf::testing::check_gradient([&](const tf::Tensor& xv) { return f(xv, tf::constant(int64_t{4})); },
+                              {2}, {0.5, 1.5});
+}
+
+TEST_CASE("control flow: loops in a function with None dimensions", "[jit]") {
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return tf::while_loop(
+            [](const tf::Tensor& y) { return tf::less(tf::reduce_sum(y), 100.0f); },
+            [](const tf::Tensor& y) { return y * 2.0f; }, x);
+      },
+      {.input_signature = {tf::TensorSpec({tf::None}, tf::float32)}});
+  check_values(f(tf::constant({1.0f, 2.0f})), {64, 128});
+  check_values(f(tf::constant({1.0f, 2.0f, 3.0f})), {32, 64, 96});
+  check_values(f(tf::constant({3.0f, 2.0f})), {96, 64});
+}
+
+TEST_CASE("control flow: errors name the op, the shapes and the dtypes", "[jit]") {
+  using tf::testing::require_error;
+  // The predicate.
+  require_error(
+      [] {
+        tf::cond(
+            tf::constant(1.0f), [] { return tf::constant(1); }, [] { return tf::constant(2); });
+      },
+      {"[cond]", "pred must be a scalar bool tensor", "float32 ()"});
+  require_error(
+      [] {
+        tf::cond(
+            tf::constant({true, false}), [] { return tf::constant(1); },
+            [] { return tf::constant(2); });
+      },
+      {"[cond]", "bool (2,)"});
+  require_error(
+      [] {
+        tf::while_loop([](const tf::Tensor& x) { return x; }, [](const tf::Tensor& x) { return x; },
+                       tf::constant(1));
+      },
+      {"[while_loop]", "cond's result must be a scalar bool tensor", "int32 ()"});
+  require_error(
+      [] {
+        tf::while_loop([](const tf::Tensor& x) { return tf::less(x, 3); },
+                       [](const tf::Tensor& x) { return x + 1; }, tf::constant(0),
+                       {.maximum_iterations = -2});
+      },
+      {"[while_loop]", "maximum_iterations", "-2"});
+  // Eager body that changes a dtype.
+  require_error(
+      [] {
+        tf::while_loop([](const tf::Tensor& x) { return tf::less(x, 3.0); },
+                       [](const tf::Tensor& x) { return tf::cast(x, tf::float32) + 1.0f; },
+                       tf::constant(0.0));
+      },
+      {"[while_loop]",
+       "loop variable 0 enters the body as float64 () and leaves it as float32 ()"});
+
+  // Traced: the branches must agree, the body must keep shapes.
+  auto mismatched = tf::function([](const tf::Tensor& x) {
+    return tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0f), [&] { return x; }, [&] { return tf::reduce_sum(x); });
+  });
+  require_error(
+      [&] {
+        mismatched(tf::constant({1.0f, 2.0f}));
+      },
+      {"[cond]", "result 0 is float32 (2,) in the true branch and float32 () in the false"});
+  auto counts = tf::function([](const tf::Tensor& x) {
+    return tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0f),
+        [&] {
+          return std::vector<tf::Tensor>{x, x};
+        },
+        [&] { return std::vector<tf::Tensor>{x}; })[0];
+  });
+  require_error([&] { counts(tf::constant({1.0f})); },
+                {"[cond]", "the true branch returns 2 tensors and the false branch 1"});
+  auto growing_shape = tf::function([](const tf::Tensor& x) {
+    return tf::while_loop([](const tf::Tensor& y) { return tf::less(tf::reduce_sum(y), 10.0f); },
+                          [](const tf::Tensor& y) {
+                            return tf::concat({y, y}, 0);
+                          },
+                          x);
+  });
+  require_error([&] { growing_shape(tf::constant({1.0f})); },
+                {"[while_loop]",
+                 "loop variable 0 enters the body as float32 (1,) and leaves it as "
+                 "float32 (2,)",
+                 "shape invariants"});
+  auto wrong_count = tf::function([](const tf::Tensor& x) {
+    return tf::while_loop(
+        [](const std::vector<tf::Tensor>& v) { return tf::less(tf::reduce_sum(v[0]), 10.0f); },
+        [](const std::vector<tf::Tensor>& v) {
+          return std::vector<tf::Tensor>{v[0], v[0]};
+        },
+        {x})[0];
+  });
+  require_error([&] { wrong_count(tf::constant({1.0f})); },
+                {"[while_loop]", "the body returns 2 tensors for 1 loop variables"});
+}
+
+TEST_CASE("control flow: gradients that would repeat effects are refused", "[jit]") {
+  // A random op in a branch: re-running it for the gradient would draw other numbers.
+  auto noisy = tf::function([](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0f), [&] { return x * tf::random::uniform({2}); },
+        [&] { return x; });
+    return tape.gradient(tf::reduce_sum(y), x);
+  });
+  TF_REQUIRE_THROWS_CONTAINING(noisy(tf::constant({1.0f, 2.0f})), tf::UnimplementedError,
+                               "holds random_uniform");
+  // An assignment in the loop body.
+  tf::Variable v(tf::constant(0.0f), "v");
+  auto counting = tf::function([&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y =
+        tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 10.0f); },
+                       [&](const tf::Tensor& s) {
+                         v.assign_add(tf::constant(1.0f));
+                         return s * 2.0f;
+                       },
+                       x);
+    return tape.gradient(tf::reduce_sum(y), x);
+  });
+  TF_REQUIRE_THROWS_CONTAINING(counting(tf::constant({1.0f, 2.0f})), tf::UnimplementedError,
+                               "re-runs the body, which holds assign");
+  // Without a gradient the assignments run once per iteration.
+  auto forward = tf::function([&](const tf::Tensor& x) {
+    return tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 10.0f); },
+                          [&](const tf::Tensor& s) {
+                            v.assign_add(tf::constant(1.0f));
+                            return s * 2.0f;
+                          },
+                          x);
+  });
+  v.assign(tf::constant(0.0f));
+  check_values(forward(tf::constant({1.0f, 2.0f})), {4, 8});
+  check_values(v.value(), {2});
+  // Second order through a traced loop.
+  auto inner = tf::function([](const tf::Tensor& x) {
+    return tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 10.0); },
+                          [](const tf::Tensor& s) { return s * s + 1.0; }, x);
+  });
+  auto second = tf::function([&](const tf::Tensor& x) {
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor g = tape.gradient(tf::reduce_sum(inner(x)), x);
+    return outer.gradient(tf::reduce_sum(g), x);
+  });
+  TF_REQUIRE_THROWS_CONTAINING(second(tf::constant({1.0, 0.5})), tf::UnimplementedError,
+                               "second-order gradients through a traced while_loop");
+}
+
+TEST_CASE("control flow: a loop's condition reads what its body assigns", "[jit]") {
+  tf::Variable v(tf::constant(0.0f), "v");
+  tf::Variable scale(tf::constant(2.0f), "scale");
+  auto f = tf::function([&](const tf::Tensor& x) {
+    return tf::while_loop([&](const tf::Tensor&) { return tf::less(v.value(), 5.0f); },
+                          [&](const tf::Tensor& y) {
+                            v.assign_add(tf::constant(1.0f));
+                            return y * scale.value();  // read, never written: hoisted
+                          },
+                          x);
+  });
+  check_values(f(tf::constant(1.0f)), {32});
+  check_values(v.value(), {5});
+  v.assign(tf::constant(3.0f));
+  scale.assign(tf::constant(3.0f));
+  check_values(f(tf::constant(1.0f)), {9});
+  check_values(v.value(), {5});
+  CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("control flow: second-order gradients through a traced cond", "[jit]") {
+  // d2/dx2 of sum(cond(sum(x) > 0, sin(x) * x, x^3)).
+  auto f = tf::function([](const tf::Tensor& x) {
+    return tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0), [&] { return tf::sin(x) * x; },
+        [&] { return x * x * x; });
+  });
+  for (const auto& at : {std::vector<double>{0.5, 1.0}, std::vector<double>{-1.0, 0.25}}) {
+    const tf::Tensor x = tf::constant(at);
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor g;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      g = inner.gradient(tf::reduce_sum(f(x)), x);
+    }
+    const tf::Tensor h = outer.gradient(tf::reduce_sum(g), x);
+    std::vector<double> want;
+    for (double v : at)
+      want.push_back(at[0] + at[1] > 0 ? 2 * std::cos(v) - v * std::sin(v) : 6 * v);
+    check_values(h, want, 1e-12, 1e-12);
+  }
+}
+
+TEST_CASE("control flow: the docs/function.md example", "[jit]") {
+  auto f = tf::function([&](const tf::Tensor& x) {
+    auto r = tf::while_loop(
+        [](const std::vector<tf::Tensor>& v) {
+          return tf::greater(tf::reduce_max(tf::abs(v[1])), 1e-6);
+        },
+        [&](const std::vector<tf::Tensor>& v) {
+          tf::Tensor step = (v[0] - x / v[0]) * 0.5;
+          return std::vector<tf::Tensor>{v[0] - step, step};
+        },
+        {x, tf::ones_like(x)}, {.maximum_iterations = 100});
+    return tf::cond(
+        tf::reduce_all(tf::greater(x, 0.0)), [&] { return r[0]; },
+        [&] { return tf::zeros_like(x); });
+  });
+  check_values(f(tf::constant({4.0, 2.0, 9.0})), {2.0, std::sqrt(2.0), 3.0}, 1e-12, 1e-12);
+  check_values(f(tf::constant({4.0, -1.0, 9.0})), {0, 0, 0});
+  check_values(f(tf::constant({1e6, 1e-4, 1.0})), {1e3, 1e-2, 1.0}, 1e-12, 1e-12);
+  CHECK(f.tracing_count() == 1);
+}
