@@ -19,10 +19,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -142,6 +142,10 @@ struct SubGraph {
   std::shared_ptr<Graph> graph;
   std::vector<Tensor> captures;  // the enclosing trace's tensors fed to the inputs after params
   uint64_t first_traced_id = 0;  // tensors made while tracing it have this id or a larger one
+  // The trainable variables it read, as the handles the caller read them through (a mirrored
+  // variable's handle, not the replica's copy that the read node holds): tapes key their
+  // variable reads by those handles.
+  std::vector<Variable> read_variables;
 };
 
 // The variables that a graph's nodes may write.
@@ -184,7 +188,13 @@ void hoist_variable_reads(SubGraph& s, const std::vector<const void*>& written) 
     for (Ref& r : n.inputs) rewrite(r);
   for (Ref& r : g.outputs) rewrite(r);
   jit::remove_nodes(g, keep);
-  for (const auto& state : hoisted) s.captures.push_back(Variable::from_state(state).read_value());
+  for (const auto& state : hoisted) {
+    Variable handle = Variable::from_state(state);
+    for (const Variable& v : s.read_variables)
+      for (const Variable& copy : v.components())
+        if (copy.handle_id() == state.get()) handle = v;
+    s.captures.push_back(handle.read_value());
+  }
 }
 
 void optimize_subgraph(Graph& g, uint64_t first_traced_id) {
@@ -201,17 +211,20 @@ using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // completes it).
 SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
                         const TraceFn& fn) {
-  SubGraph s{std::make_shared<Graph>(), {}};
+  SubGraph s;
+  s.graph = std::make_shared<Graph>();
   const uint64_t first_traced_id = detail::next_tensor_id();
   {
     // The enclosing tapes record the control-flow node, not the ops inside it.
     PauseTapes pause;
+    detail::VariableReadWatcher reads;
     jit::Tracer tracer(*s.graph, &s.captures);
     std::vector<Tensor> args;
     args.reserve(params.size());
     for (size_t i = 0; i < params.size(); ++i)
       args.push_back(tracer.add_input(params[i], devices[i]));
     tracer.set_outputs(fn(args));
+    s.read_variables = reads.read();
   }
   s.first_traced_id = first_traced_id;
   return s;
@@ -219,7 +232,7 @@ SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector
 
 // Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
 // them writes: a loop's condition must read again what its body assigns) and optimises them.
-void finish_subgraphs(std::initializer_list<SubGraph*> parts) {
+void finish_subgraphs(std::span<SubGraph* const> parts) {
   std::vector<const void*> written;
   for (SubGraph* s : parts) add_written(*s->graph, written);
   for (SubGraph* s : parts) {
@@ -316,38 +329,64 @@ std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
 }
 
 // ---------------------------------------------------------------------------------------------
-// cond
+// cond and switch_case
+
+// What picks the branch: cond's scalar bool, switch_case's scalar integer index.
+void check_selector(const char* op, const Tensor& s) {
+  if (std::string_view(op) == "cond") {
+    check_predicate(op, "pred", s);
+    return;
+  }
+  TF_CHECK_ARG(s.defined(), op, "branch_index is an undefined tensor");
+  TF_CHECK_ARG((s.dtype() == int32 || s.dtype() == int64) && s.rank() == 0, op,
+               "branch_index must be a scalar int32 or int64 tensor, got {}", type_text(s));
+}
+
+// The branch a selector picks among n: cond's true is 0 and false 1; switch_case's index picks
+// its branch when in [0, indexed), else the last branch (the default).
+size_t branch_of(const Tensor& s, size_t n, size_t indexed) {
+  if (s.dtype() == bool_) return s.item<bool>() ? 0 : 1;
+  const int64_t i = s.dtype() == int64 ? s.item<int64_t>() : s.item<int32_t>();
+  return i >= 0 && static_cast<uint64_t>(i) < indexed ? static_cast<size_t>(i) : n - 1;
+}
 
 class CondOp final : public ControlFlowOp {
  public:
-  std::array<std::shared_ptr<const Graph>, 2> branches;  // true, false
-  std::array<std::vector<int>, 2> feeds;  // the node input that feeds each branch input
+  const char* op = "cond";  // or "switch_case"
+  std::vector<std::shared_ptr<const Graph>> branches;
+  std::vector<std::vector<int>> feeds;  // the node input that feeds each branch input
+  size_t indexed = 2;                   // switch_case: the branches an index picks
   std::vector<TensorMeta> out_metas;
   int n_inputs = 1;
 
-  const char* name() const override { return "cond"; }
+  const char* name() const override { return op; }
   int num_outputs() const override { return static_cast<int>(out_metas.size()); }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<CondOp>(*this); }
   std::string attributes() const override {
-    return fmt::format("true={} nodes, false={} nodes, id={}", branches[0]->num_nodes(),
-                       branches[1]->num_nodes(), id);
+    if (std::string_view(op) == "cond")
+      return fmt::format("true={} nodes, false={} nodes, id={}", branches[0]->num_nodes(),
+                         branches[1]->num_nodes(), id);
+    std::vector<int> sizes;
+    for (const auto& b : branches) sizes.push_back(b->num_nodes());
+    return fmt::format("branches=[{}] nodes{}, id={}", fmt::join(sizes, ", "),
+                       indexed < branches.size() ? ", the last is the default" : "", id);
   }
 
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
                "takes {} inputs, got {}", n_inputs, in.size());
-    check_predicate(name(), "pred", in[0]);
+    check_selector(op, in[0]);
     for (size_t k = 0; k < out.size(); ++k) out[k] = out_metas[k];
   }
 
   bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
-    const int b = in[0].item<bool>() ? 0 : 1;
+    const size_t b = branch_of(in[0], branches.size(), indexed);
     std::vector<Tensor> args;
-    for (int f : feeds[static_cast<size_t>(b)]) args.push_back(in[static_cast<size_t>(f)]);
+    for (int f : feeds[b]) args.push_back(in[static_cast<size_t>(f)]);
     std::vector<Tensor> result;
     {
       PauseTapes pause;  // tapes record this node, with its vjp
-      result = branches[static_cast<size_t>(b)]->run(args);
+      result = branches[b]->run(args);
     }
     for (size_t k = 0; k < out.size(); ++k) out[k] = fresh(result[k]);
     return true;
@@ -364,8 +403,8 @@ class CondOp final : public ControlFlowOp {
     for (int a : argnums)
       if (a > 0 && is_floating(primals[static_cast<size_t>(a)].dtype())) wanted.push_back(a);
     const std::vector<Tensor> seeds(cotangents.begin(), cotangents.end());
-    auto branch_grad = [&](int b) {
-      const std::vector<int>& feed = feeds[static_cast<size_t>(b)];
+    auto branch_grad = [&](size_t b) {
+      const std::vector<int>& feed = feeds[b];
       std::vector<Tensor> args;
       for (int f : feed) args.push_back(primals[static_cast<size_t>(f)]);
       std::vector<int> sources;
@@ -377,15 +416,17 @@ class CondOp final : public ControlFlowOp {
         slot.push_back(w);
       }
       std::vector<Tensor> result(wanted.size());
-      const std::vector<Tensor> grads =
-          graph_vjp(*branches[static_cast<size_t>(b)], args, sources, seeds);
+      const std::vector<Tensor> grads = graph_vjp(*branches[b], args, sources, seeds);
       for (size_t j = 0; j < slot.size(); ++j) result[slot[j]] = grads[j];
       for (size_t w = 0; w < wanted.size(); ++w)
         if (!result[w].defined()) result[w] = zeros_like(primals[static_cast<size_t>(wanted[w])]);
       return result;
     };
-    const std::vector<Tensor> grads = detail::cond_impl(
-        primals[0], [&] { return branch_grad(0); }, [&] { return branch_grad(1); });
+    // The gradient picks its branch as the forward did.
+    std::vector<detail::BranchFn> grad_fns;
+    for (size_t b = 0; b < branches.size(); ++b)
+      grad_fns.push_back([&branch_grad, b] { return branch_grad(b); });
+    const std::vector<Tensor> grads = select_impl(op, primals[0], grad_fns, indexed);
     std::vector<Tensor> result;
     for (int a : argnums) {
       const auto it = std::find(wanted.begin(), wanted.end(), a);
@@ -394,7 +435,73 @@ class CondOp final : public ControlFlowOp {
     }
     return result;
   }
+
+  // cond and switch_case: the branch that `selector` picks, run eagerly or traced into a node.
+  static std::vector<Tensor> select_impl(const char* op, const Tensor& selector,
+                                         const std::vector<detail::BranchFn>& fns, size_t indexed);
 };
+
+std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
+                                        const std::vector<detail::BranchFn>& fns, size_t indexed) {
+  check_selector(op, selector);
+  if (!tracing() || !selector.is_symbolic()) return fns[branch_of(selector, fns.size(), indexed)]();
+
+  const bool is_cond = std::string_view(op) == "cond";
+  auto branch_name = [&](size_t b) {
+    if (is_cond) return std::string(b == 0 ? "the true branch" : "the false branch");
+    return b < indexed ? fmt::format("branch {}", b) : std::string("the default branch");
+  };
+  // Every result on one device: the scope's, else that of the first branch's first result.
+  const auto& stack = detail::thread_context().device_stack;
+  std::optional<Device> device;
+  if (!stack.empty()) device = stack.back();
+  std::vector<SubGraph> parts;
+  for (size_t b = 0; b < fns.size(); ++b)
+    parts.push_back(trace_subgraph({}, {}, [&](const std::vector<Tensor>&) {
+      std::vector<Tensor> out = fns[b]();
+      for (size_t k = 0; k < out.size(); ++k) {
+        TF_CHECK_ARG(out[k].defined(), op, "{}'s result {} is an undefined tensor", branch_name(b),
+                     k);
+        if (!device) device = out[k].placement();
+        out[k] = moved_to(out[k], *device);
+      }
+      return out;
+    }));
+  std::vector<SubGraph*> all;
+  for (SubGraph& p : parts) all.push_back(&p);
+  finish_subgraphs(all);
+  const std::vector<TensorMeta> first = output_metas(*parts[0].graph);
+  for (size_t b = 1; b < parts.size(); ++b) {
+    const std::vector<TensorMeta> m = output_metas(*parts[b].graph);
+    TF_CHECK_ARG(m.size() == first.size(), op, "{} returns {} tensors and {} {}", branch_name(0),
+                 first.size(), branch_name(b), m.size());
+    for (size_t k = 0; k < m.size(); ++k)
+      TF_CHECK_ARG(m[k] == first[k], op,
+                   "result {} is {} in {} and {} in {} (traced, every branch must give "
+                   "the same dtypes and shapes)",
+                   k, type_text(first[k]), branch_name(0), type_text(m[k]), branch_name(b));
+  }
+
+  auto node = std::make_shared<CondOp>();
+  node->op = is_cond ? "cond" : "switch_case";
+  node->indexed = indexed;
+  CaptureSet captures(1);
+  for (SubGraph& p : parts) {
+    node->feeds.push_back(captures.add(p.captures));
+    node->branches.push_back(p.graph);
+    const Effects e = effects_of(*p.graph);
+    for (const void* v : e.variables) add_once(node->effects.variables, v);
+    node->effects.writes = node->effects.writes || e.writes;
+    if (node->effects.replay_blocker.empty()) node->effects.replay_blocker = e.replay_blocker;
+  }
+  node->out_metas = first;
+  node->device = device.value_or(selector.placement());
+  node->id = g_next_id++;
+  std::vector<Tensor> inputs{selector};
+  inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
+  node->n_inputs = static_cast<int>(inputs.size());
+  return detail::dispatch_multi(*node, inputs);
+}
 
 // ---------------------------------------------------------------------------------------------
 // while_loop
@@ -587,7 +694,7 @@ std::shared_ptr<const Graph> WhileOp::body_gradient_graph(
     for (Tensor& t : g) t = moved_to(t, device);
     return g;
   });
-  finish_subgraphs({&grad});
+  finish_subgraphs(std::array<SubGraph*, 1>{&grad});
   TF_CHECK_T(InternalError, grad.captures.empty(), name(),
              "the body's gradient graph captured {} tensors", grad.captures.size());
 
@@ -669,56 +776,18 @@ namespace detail {
 
 std::vector<Tensor> cond_impl(const Tensor& pred, const BranchFn& true_fn,
                               const BranchFn& false_fn) {
-  check_predicate("cond", "pred", pred);
-  if (!tracing() || !pred.is_symbolic()) return pred.item<bool>() ? true_fn() : false_fn();
+  return CondOp::select_impl("cond", pred, {true_fn, false_fn}, 2);
+}
 
-  // Every result on one device: the scope's, else that of the true branch's first result.
-  const auto& stack = thread_context().device_stack;
-  std::optional<Device> device;
-  if (!stack.empty()) device = stack.back();
-  auto branch = [&](const BranchFn& fn, const char* which) {
-    return trace_subgraph({}, {}, [&](const std::vector<Tensor>&) {
-      std::vector<Tensor> out = fn();
-      for (size_t k = 0; k < out.size(); ++k) {
-        TF_CHECK_ARG(out[k].defined(), "cond", "the {} branch's result {} is an undefined tensor",
-                     which, k);
-        if (!device) device = out[k].placement();
-        out[k] = moved_to(out[k], *device);
-      }
-      return out;
-    });
-  };
-  SubGraph then_g = branch(true_fn, "true");
-  SubGraph else_g = branch(false_fn, "false");
-  finish_subgraphs({&then_g, &else_g});
-  const std::vector<TensorMeta> then_m = output_metas(*then_g.graph);
-  const std::vector<TensorMeta> else_m = output_metas(*else_g.graph);
-  TF_CHECK_ARG(then_m.size() == else_m.size(), "cond",
-               "the true branch returns {} tensors and the false branch {}", then_m.size(),
-               else_m.size());
-  for (size_t k = 0; k < then_m.size(); ++k)
-    TF_CHECK_ARG(then_m[k] == else_m[k], "cond",
-                 "result {} is {} in the true branch and {} in the false branch (traced, both "
-                 "branches must give the same dtypes and shapes)",
-                 k, type_text(then_m[k]), type_text(else_m[k]));
-
-  auto op = std::make_shared<CondOp>();
-  CaptureSet captures(1);
-  op->feeds[0] = captures.add(then_g.captures);
-  op->feeds[1] = captures.add(else_g.captures);
-  op->branches = {then_g.graph, else_g.graph};
-  op->out_metas = then_m;
-  op->device = device.value_or(pred.placement());
-  op->id = g_next_id++;
-  op->effects = effects_of(*then_g.graph);
-  const Effects more = effects_of(*else_g.graph);
-  for (const void* v : more.variables) add_once(op->effects.variables, v);
-  op->effects.writes = op->effects.writes || more.writes;
-  if (op->effects.replay_blocker.empty()) op->effects.replay_blocker = more.replay_blocker;
-  std::vector<Tensor> inputs{pred};
-  inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
-  op->n_inputs = static_cast<int>(inputs.size());
-  return dispatch_multi(*op, inputs);
+std::vector<Tensor> switch_case_impl(const Tensor& branch_index,
+                                     const std::vector<BranchFn>& branch_fns,
+                                     const BranchFn& default_fn) {
+  TF_CHECK_ARG(!branch_fns.empty(), "switch_case", "branch_fns is empty");
+  for (size_t b = 0; b < branch_fns.size(); ++b)
+    TF_CHECK_ARG(static_cast<bool>(branch_fns[b]), "switch_case", "branch_fns[{}] is empty", b);
+  std::vector<BranchFn> fns = branch_fns;
+  if (default_fn) fns.push_back(default_fn);
+  return CondOp::select_impl("switch_case", branch_index, fns, branch_fns.size());
 }
 
 std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& body,
@@ -779,7 +848,7 @@ std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& bo
     for (Tensor& t : next) t = moved_to(t, device);
     return next;
   });
-  finish_subgraphs({&cond_g, &body_g});
+  finish_subgraphs(std::array<SubGraph*, 2>{&cond_g, &body_g});
 
   const int n = static_cast<int>(loop_vars.size());
   auto op = std::make_shared<WhileOp>();

@@ -1,10 +1,10 @@
-// Data-dependent control flow: TF's tf.cond and tf.while_loop. Eagerly they are C++ control flow
-// (the predicate is read and one branch, or one iteration after another, runs). Inside
-// tf::function, where C++ control flow is unrolled at trace time, they trace each branch (the
-// loop's condition and body) once into a sub-graph of its own and add one node, `cond` or
-// `while_loop`, that picks the branch or repeats the body when the graph runs, reading the
-// predicate each time (from the GPU: one synchronisation). Gradients flow through both forms,
-// eagerly and traced (docs/function.md, "Control flow").
+// Data-dependent control flow: TF's tf.cond, tf.switch_case and tf.while_loop. Eagerly they are
+// C++ control flow (the predicate is read and one branch, or one iteration after another, runs).
+// Inside tf::function, where C++ control flow is unrolled at trace time, they trace each branch
+// (the loop's condition and body) once into a sub-graph of its own and add one node, `cond`,
+// `switch_case` or `while_loop`, that picks the branch or repeats the body when the graph runs,
+// reading the predicate each time (from the GPU: one synchronisation). Gradients flow through
+// them, eagerly and traced (docs/function.md, "Control flow").
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,9 @@ using LoopCondFn = std::function<Tensor(const std::vector<Tensor>&)>;
 using LoopBodyFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 std::vector<Tensor> cond_impl(const Tensor& pred, const BranchFn& true_fn,
                               const BranchFn& false_fn);
+std::vector<Tensor> switch_case_impl(const Tensor& branch_index,
+                                     const std::vector<BranchFn>& branch_fns,
+                                     const BranchFn& default_fn);
 std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& body,
                                     std::vector<Tensor> loop_vars, const WhileLoopOptions& options);
 
@@ -61,6 +64,28 @@ template <detail::TensorsBranch T, detail::TensorsBranch F>
 std::vector<Tensor> cond(const Tensor& pred, T true_fn, F false_fn) {
   return detail::cond_impl(pred, detail::BranchFn(std::ref(true_fn)),
                            detail::BranchFn(std::ref(false_fn)));
+}
+
+// TF's tf.switch_case(branch_index, branch_fns, default): branch_fns[branch_index]() for a
+// scalar int32 or int64 branch_index; an index outside [0, branch_fns.size()) runs default_fn,
+// or the last branch when there is none (TF's rule). Traced as cond is: every branch must return
+// as many tensors with the same dtypes and shapes, and only the branch taken runs.
+inline Tensor switch_case(const Tensor& branch_index,
+                          const std::vector<std::function<Tensor()>>& branch_fns,
+                          const std::function<Tensor()>& default_fn = nullptr) {
+  auto wrap = [](const std::function<Tensor()>& f) -> detail::BranchFn {
+    if (!f) return nullptr;
+    return [&f]() -> std::vector<Tensor> { return {f()}; };
+  };
+  std::vector<detail::BranchFn> fns;
+  for (const auto& f : branch_fns) fns.push_back(wrap(f));
+  return detail::switch_case_impl(branch_index, fns, wrap(default_fn))[0];
+}
+// Branches that return several tensors.
+inline std::vector<Tensor> switch_case(
+    const Tensor& branch_index, const std::vector<std::function<std::vector<Tensor>()>>& branch_fns,
+    const std::function<std::vector<Tensor>()>& default_fn = nullptr) {
+  return detail::switch_case_impl(branch_index, branch_fns, default_fn);
 }
 
 // TF's tf.while_loop(cond, body, loop_vars): while cond(vars) is true (a scalar bool tensor),

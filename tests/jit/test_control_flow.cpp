@@ -599,3 +599,69 @@ TEST_CASE("control flow: the docs/function.md example", "[jit]") {
   check_values(f(tf::constant({1e6, 1e-4, 1.0})), {1e3, 1e-2, 1.0}, 1e-12, 1e-12);
   CHECK(f.tracing_count() == 1);
 }
+
+TEST_CASE("control flow: switch_case picks a branch by index, the default out of range",
+          "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    int traced = 0;
+    auto f = tf::function([&](const tf::Tensor& i, const tf::Tensor& x) {
+      ++traced;
+      return tf::switch_case(
+          i, {[&] { return x * 2.0; }, [&] { return tf::sin(x); }, [&] { return x * x; }});
+    });
+    const tf::Tensor x = tf::constant({0.5, -1.5});
+    auto reference = [&](int32_t i) {
+      return i == 0 ? x * 2.0 : i == 1 ? tf::sin(x) : x * x;  // out of range: the last
+    };
+    for (int32_t i : {0, 1, 2, 3, -1, 7}) {
+      const tf::Tensor y = f(tf::constant(i), x);
+      check_close(y, reference(i), 1e-12, 0);
+      CHECK(y.device() == dev.to_string());
+    }
+    CHECK(f.tracing_count() == 1);
+    CHECK(traced == 1);
+    // With a default; several results; an int64 index; eagerly the same.
+    auto g = [&](const tf::Tensor& i) {
+      return tf::switch_case(i,
+                             {[&] {
+                                return std::vector<tf::Tensor>{x, x + 1.0};
+                              },
+                              [&] {
+                                return std::vector<tf::Tensor>{x * 3.0, x};
+                              }},
+                             [&] {
+                               return std::vector<tf::Tensor>{x * 0.0, x * 0.0};
+                             });
+    };
+    auto traced_g = tf::function([&](const tf::Tensor& i) { return g(i); });
+    for (int64_t i : {0, 1, 2, -3}) {
+      const std::vector<double> want0 = i == 0   ? std::vector<double>{0.5, -1.5}
+                                        : i == 1 ? std::vector<double>{1.5, -4.5}
+                                                 : std::vector<double>{0, 0};
+      check_values(traced_g(tf::constant(i))[0], want0, 1e-12, 0);
+      check_values(g(tf::constant(i))[0], want0, 1e-12, 0);
+    }
+    CHECK(traced_g.tracing_count() == 1);
+    const std::string dump =
+        traced_g.get_concrete_function(tf::TensorSpec({}, tf::int64)).graph().to_string();
+    CHECK(dump.find("switch_case(") != std::string::npos);
+    CHECK(dump.find("the last is the default") != std::string::npos);
+    // Gradients through the branch taken (tape around the call), against central differences.
+    for (int32_t i : {0, 1, 2, 5})
+      tf::testing::check_gradient([&](const tf::Tensor& xv) { return f(tf::constant(i), xv); }, {2},
+                                  {0.5, -1.5});
+  }
+  using tf::testing::require_error;
+  require_error(
+      [] { tf::switch_case(tf::constant(1.0f), {[] { return tf::constant(1); }}); },
+      {"[switch_case]", "branch_index must be a scalar int32 or int64 tensor", "float32 ()"});
+  require_error(
+      [] { tf::switch_case(tf::constant(0), std::vector<std::function<tf::Tensor()>>{}); },
+      {"[switch_case]", "branch_fns is empty"});
+  auto mismatched = tf::function([](const tf::Tensor& i) {
+    return tf::switch_case(i, {[] { return tf::constant(1.0f); }, [] { return tf::constant(1); }});
+  });
+  require_error([&] { mismatched(tf::constant(0)); },
+                {"[switch_case]", "result 0 is float32 () in branch 0 and int32 () in branch 1"});
+}
