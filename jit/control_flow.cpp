@@ -772,6 +772,24 @@ const ControlFlowOp* as_control_flow(const Primitive& p) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, const Graph*>> jit::subgraphs_of(const Primitive& prim) {
+  std::vector<std::pair<std::string, const Graph*>> out;
+  if (const auto* c = dynamic_cast<const CondOp*>(&prim)) {
+    const bool is_cond = std::string_view(c->op) == "cond";
+    for (size_t b = 0; b < c->branches.size(); ++b)
+      out.emplace_back(is_cond          ? (b == 0 ? "true branch" : "false branch")
+                       : b < c->indexed ? fmt::format("branch {}", b)
+                                        : std::string("default branch"),
+                       c->branches[b].get());
+  } else if (const auto* w = dynamic_cast<const WhileOp*>(&prim)) {
+    out.emplace_back("cond", w->cond_graph.get());
+    out.emplace_back("body", w->body_graph.get());
+  } else if (const auto* g = dynamic_cast<const WhileGradOp*>(&prim)) {
+    out.emplace_back("body gradient", g->grad_graph.get());
+  }
+  return out;
+}
+
 namespace detail {
 
 std::vector<Tensor> cond_impl(const Tensor& pred, const BranchFn& true_fn,

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -108,5 +110,13 @@ Tensor while_loop(C cond, B body, const Tensor& loop_var, const WhileLoopOptions
       [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{Tensor(body(v[0]))}; },
       {loop_var}, options)[0];
 }
+
+class Graph;
+class Primitive;
+namespace jit {
+// The sub-graphs that a control-flow node runs, each with a label ("true branch", "body"), for
+// graph dumps (Graph::to_string lists them under the node); empty for any other primitive.
+std::vector<std::pair<std::string, const Graph*>> subgraphs_of(const Primitive& prim);
+}  // namespace jit
 
 }  // namespace tapeflow

@@ -8,6 +8,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/log.h"
+#include "jit/control_flow.h"
 #include "jit/cuda_graph.h"
 #include "jit/memory_plan.h"
 #include "jit/tracer.h"
@@ -52,6 +53,17 @@ std::string Graph::to_string() const {
     s += fmt::format("%{} = {}({}){}{} on {}{}\n", i, n.prim->name(), args,
                      outs.empty() ? "" : " -> ", outs, n.device.to_string(),
                      attrs.empty() ? "" : " {" + attrs + "}");
+    // A control-flow node's sub-graphs, indented under it (their %argN: the node's inputs that
+    // feed them).
+    for (const auto& [label, sub] : jit::subgraphs_of(*n.prim)) {
+      s += fmt::format("  %{} {}:\n", i, label);
+      std::string text = sub->to_string();
+      for (size_t at = 0; at < text.size();) {
+        const size_t end = text.find('\n', at);
+        s += "    " + text.substr(at, end - at) + "\n";
+        at = end == std::string::npos ? text.size() : end + 1;
+      }
+    }
   }
   std::string outs;
   for (size_t k = 0; k < outputs.size(); ++k) outs += (k ? ", " : "") + ref_name(outputs[k]);

@@ -665,3 +665,20 @@ TEST_CASE("control flow: switch_case picks a branch by index, the default out of
   require_error([&] { mismatched(tf::constant(0)); },
                 {"[switch_case]", "result 0 is float32 () in branch 0 and int32 () in branch 1"});
 }
+
+TEST_CASE("control flow: graph dumps list the sub-graphs under their node", "[jit]") {
+  auto f = tf::function([](const tf::Tensor& x) {
+    const tf::Tensor y =
+        tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 10.0f); },
+                       [](const tf::Tensor& s) { return s * 2.0f; }, x);
+    return tf::cond(
+        tf::greater(tf::reduce_max(y), 0.0f), [&] { return tf::exp(y); }, [&] { return y; });
+  });
+  const std::string dump =
+      f.get_concrete_function(tf::TensorSpec({2}, tf::float32)).graph().to_string();
+  INFO(dump);
+  for (const char* part : {"while_loop(", "  %0 cond:\n", "  %0 body:\n",
+                           "    %arg0 : float32 (2,)", "= multiply(%arg0, %const0)", "cond(",
+                           " true branch:\n", " false branch:\n", "= exp(%arg0)"})
+    CHECK(dump.find(part) != std::string::npos);
+}
