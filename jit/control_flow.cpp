@@ -43,6 +43,7 @@
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/traced_loop.h"
 
 namespace tapeflow {
 
@@ -789,6 +790,17 @@ std::vector<std::pair<std::string, const Graph*>> jit::subgraphs_of(const Primit
   }
   return out;
 }
+
+namespace {
+// ops/ (expm's squarings) loops through tf::while_loop (ops/traced_loop.h).
+const bool g_registered_for_ops = [] {
+  detail::set_while_loop_hook([](const detail::OpsLoopCond& cond, const detail::OpsLoopBody& body,
+                                 std::vector<Tensor> loop_vars) {
+    return detail::while_loop_impl(cond, body, std::move(loop_vars), {});
+  });
+  return true;
+}();
+}  // namespace
 
 namespace detail {
 

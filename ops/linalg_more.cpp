@@ -16,6 +16,7 @@
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/traced_loop.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
@@ -331,10 +332,6 @@ Tensor expm_body(const Tensor& input) {
   check_square_float(op, input.shape(), input.dtype());
   const auto [n, unused] = matrix_dims(op, input);
   (void)unused;
-  TF_CHECK_T(UnimplementedError, !input.is_symbolic(), op,
-             "the number of squarings depends on the input's values, which a traced function "
-             "does not have: call expm eagerly (input {})",
-             input.shape().to_string());
   if (input.num_elements() == 0) return input;
   const DType dt = input.dtype();
   const bool f64 = dt == float64;
@@ -374,6 +371,18 @@ Tensor expm_body(const Tensor& input) {
   }
   Tensor r = solve(v - u, v + u);
   // Each matrix squares its own s times (NaN norms: none).
+  if (input.is_symbolic()) {
+    // Traced, the count is known when the graph runs: a tf::while_loop up to the largest s (a
+    // NaN ends it at once).
+    const Tensor most = reduce_max(s);
+    return detail::ops_while_loop(
+        [&](const std::vector<Tensor>& v) { return less(v[0], most); },
+        [&](const std::vector<Tensor>& v) {
+          return std::vector<Tensor>{v[0] + scalar_of(1, dt),
+                                     where(less(v[0], s_mat), tapeflow::matmul(v[1], v[1]), v[1])};
+        },
+        {scalar_of(0, dt), r})[1];
+  }
   const double most = reduce_max(s).item<double>();
   const int64_t squarings = std::isnan(most) ? 0 : static_cast<int64_t>(most);
   for (int64_t i = 0; i < squarings; ++i)

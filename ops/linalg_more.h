@@ -46,8 +46,9 @@ Tensor l2_normalize(const Tensor& x, const std::vector<int>& axes, double epsilo
 // Matrix exponential of each square matrix (float32/float64) by scaling and squaring with a
 // Pade approximant (Higham 2005): order 13 for float64, 7 for float32, after scaling by 2^-s so
 // that the 1-norm is below the order's bound, then s squarings. TF picks lower orders for
-// small norms; the results agree to rounding. The number of squarings depends on the values, so
-// inside tf::function (symbolic inputs) it is an UnimplementedError: call it eagerly.
+// small norms; the results agree to rounding. The number of squarings depends on the values:
+// inside tf::function (symbolic inputs) a tf::while_loop (ops/traced_loop.h) counts them when
+// the graph runs.
 Tensor expm(const Tensor& input);
 
 // x with op(matrix) x = rhs, op = transpose when adjoint; only the lower (or upper) triangle of

@@ -15,6 +15,7 @@
 #include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -681,4 +682,33 @@ TEST_CASE("control flow: graph dumps list the sub-graphs under their node", "[ji
                            "    %arg0 : float32 (2,)", "= multiply(%arg0, %const0)", "cond(",
                            " true branch:\n", " false branch:\n", "= exp(%arg0)"})
     CHECK(dump.find(part) != std::string::npos);
+}
+
+TEST_CASE("control flow: expm traced squares as often as each call's norms ask", "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto f = tf::function([](const tf::Tensor& a) { return tf::linalg::expm(a); });
+    // 1-norms 0.35, 7.5 and 60: zero, one and four squarings in float64 (one graph).
+    for (double scale : {0.05, 1.0, 8.0}) {
+      const tf::Tensor a =
+          tf::constant({{1.0, -2.0, 3.0}, {0.5, 1.5, -1.0}, {2.0, 0.0, -3.0}}) * scale;
+      check_close(f(a), tf::linalg::expm(a), 1e-13, 1e-13);
+      check_close(f(tf::cast(a, tf::float32)), tf::linalg::expm(tf::cast(a, tf::float32)), 1e-6,
+                  1e-6);
+    }
+    // A batch with different counts per matrix.
+    const tf::Tensor batch =
+        tf::reshape(tf::constant({0.1, 0.2, -0.3, 0.05, 6.0, -5.0, 4.0, -3.0}), {2, 2, 2});
+    check_close(f(batch), tf::linalg::expm(batch), 1e-13, 1e-13);
+    CHECK(f.tracing_count() == 3);  // float64 (3, 3), float32 (3, 3), float64 (2, 2, 2)
+    // The gradient through the traced loop (a tape around the call) equals the eager one.
+    const tf::Tensor a = tf::constant({{1.0, -2.0}, {0.5, 1.5}}) * 3.0;
+    const tf::Tensor w = tf::constant({{0.3, -1.0}, {2.0, 0.5}});
+    auto grad = [&](bool traced) {
+      tf::GradientTape tape;
+      tape.watch(a);
+      return tape.gradient(tf::reduce_sum((traced ? f(a) : tf::linalg::expm(a)) * w), a);
+    };
+    check_close(grad(true), grad(false), 1e-12, 1e-12);
+  }
 }
