@@ -263,6 +263,12 @@ class STFTSpectrogramImpl final : public LayerImpl {
                  "layer \"{}\" (STFTSpectrogram) needs known time and channel dimensions, got "
                  "shape {}",
                  n, x.shape().to_string());
+    // Keras: "Computed output size would be zero or negative".
+    TF_CHECK_ARG(o_.padding == "same" || time >= o_.frame_length, n.c_str(),
+                 "layer \"{}\" (STFTSpectrogram): signals of {} samples (input shape {}) are "
+                 "shorter than frame_length {} with padding \"valid\", so no frame fits; pad "
+                 "them or use padding \"same\"",
+                 n, time, x.shape().to_string(), o_.frame_length);
     // (B, T, C) or (B, C, T) -> (B * C, T, 1): every channel a signal of its own.
     const Tensor signals = reshape(last ? transpose(x, {0, 2, 1}) : x, {-1, time, 1});
     // (B * C, frames, bins) -> (B, C, bins, frames), Keras' layout before _adjust_shapes.

@@ -419,6 +419,17 @@ TEST_CASE("STFTSpectrogram: Keras configs, trainable kernels, saving, errors",
         L::STFTSpectrogram({.frame_length = 4})(tf::zeros({2, 10}));
       },
       {"STFTSpectrogram", "ndim=3"});
+  // A signal shorter than one frame (Keras: "Computed output size would be zero or negative").
+  require_error(
+      [] {
+        L::STFTSpectrogram({.frame_length = 8, .frame_step = 4, .name = "short"})(
+            tf::zeros({1, 5, 1}));
+      },
+      {"layer \"short\" (STFTSpectrogram): signals of 5 samples (input shape (1, 5, 1)) are "
+       "shorter than frame_length 8 with padding \"valid\""});
+  CHECK(L::STFTSpectrogram({.frame_length = 8, .frame_step = 4, .padding = "same"})(
+            tf::zeros({1, 5, 1}))
+            .shape() == tf::TensorShape{1, 2, 5});
   Config bad = Config::parse(keras);
   bad["config"]["window"] = Config::array({1.0, 2.0});
   require_error([&] { K::saving::deserialize(bad); },
