@@ -679,11 +679,23 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
   }
   TF_CHECK_ARG(!vars.empty() || vars_in.empty(), op,
                "No gradients provided for any variable: {}", names_of(vars_in));
-  if (!missing.empty())
-    TF_LOG_WARN(
-        "Gradients do not exist for variables {} when minimizing the loss. If you're using "
-        "`model.compile()`, did you forget to provide a `loss` argument?",
-        names_of(missing));
+  if (!missing.empty()) {
+    // Once per list of variables, as Keras' warnings.warn shows one message once (an eager
+    // step through a branch that skips some layers would repeat it at every step).
+    static std::mutex warned_mu;
+    static std::set<std::string> warned;
+    const std::string names = names_of(missing);
+    bool fresh = false;
+    {
+      std::lock_guard lock(warned_mu);
+      fresh = warned.insert(names).second;
+    }
+    if (fresh)
+      TF_LOG_WARN(
+          "Gradients do not exist for variables {} when minimizing the loss. If you're using "
+          "`model.compile()`, did you forget to provide a `loss` argument?",
+          names);
+  }
   if (vars.empty()) return;
 
   // Read before the all-reduce: a replica that increments a shared (non-mirrored) counter can
