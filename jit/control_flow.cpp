@@ -602,13 +602,20 @@ class WhileOp final : public ControlFlowOp {
 //   outputs: cotangents of the initial floating loop variables (f), of the floating captures
 class WhileGradOp final : public ControlFlowOp {
  public:
-  std::shared_ptr<const Graph>
-      grad_graph;  // (vars n, captures m, cotangents f) -> (f, floating captures)
+  // (vars n, captures m, cotangents f) -> (f, floating captures)
+  std::shared_ptr<const Graph> grad_graph;
   std::vector<TensorMeta> var_metas, capture_metas;
   std::vector<int> float_vars, float_captures;  // indices into the vars and the captures
+  // The inputs end with cotangents of the floating vars' histories (a gradient of the gradient
+  // reaches the loop variables of every iteration through them).
+  bool history_cotangents = false;
 
   int n() const { return static_cast<int>(var_metas.size()); }
   int m() const { return static_cast<int>(capture_metas.size()); }
+  size_t nf() const { return float_vars.size(); }
+  size_t n_inputs() const {
+    return static_cast<size_t>(n() + 1 + m()) + nf() * (history_cotangents ? 2 : 1);
+  }
   const char* name() const override { return "while_loop_grad"; }
   int num_outputs() const override {
     return static_cast<int>(float_vars.size() + float_captures.size());
@@ -618,55 +625,95 @@ class WhileGradOp final : public ControlFlowOp {
     return fmt::format("grad={} nodes, id={}", grad_graph->num_nodes(), id);
   }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    TF_CHECK_T(InternalError, in.size() == static_cast<size_t>(n() + 1 + m()) + float_vars.size(),
-               name(), "takes {} inputs, got {}",
-               static_cast<size_t>(n() + 1 + m()) + float_vars.size(), in.size());
+    TF_CHECK_T(InternalError, in.size() == n_inputs(), name(), "takes {} inputs, got {}",
+               n_inputs(), in.size());
     size_t o = 0;
     for (int k : float_vars) out[o++] = var_metas[static_cast<size_t>(k)];
     for (int j : float_captures) out[o++] = capture_metas[static_cast<size_t>(j)];
   }
 
-  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+  // The backward loop. `recorded`: rows are taken with ops (a tape differentiates them: the
+  // gradient of this gradient), else as views of the histories.
+  std::vector<Tensor> backward(std::span<const Tensor> in, bool recorded) const {
     const int64_t count = in[static_cast<size_t>(n())].item<int64_t>();
     for (int k = 0; k < n(); ++k)
       TF_CHECK_T(InternalError, in[static_cast<size_t>(k)].shape()[0] == count, name(),
                  "loop variable {}'s history has {} entries for {} iterations (the loop ran "
                  "without a tape)",
                  k, in[static_cast<size_t>(k)].shape()[0], count);
-    PauseTapes pause;
     DeviceScope scope(device);
-    const size_t nf = float_vars.size();
-    std::vector<Tensor> cots(in.begin() + n() + 1 + m(), in.end());
+    auto row = [&](const Tensor& h, const TensorMeta& meta, int64_t i) {
+      if (recorded) return gather(h, constant(std::vector<int64_t>{i}, TensorShape{}), 0);
+      // In place: the history is contiguous (stack made it).
+      return detail::view(h, meta.shape, static_cast<size_t>(i) * meta.nbytes());
+    };
+    const size_t first_cot = static_cast<size_t>(n() + 1 + m());
+    std::vector<Tensor> cots(in.begin() + static_cast<std::ptrdiff_t>(first_cot),
+                             in.begin() + static_cast<std::ptrdiff_t>(first_cot + nf()));
     std::vector<Tensor> dcaps(float_captures.size());
     for (int64_t i = count - 1; i >= 0; --i) {
       std::vector<Tensor> args;
-      for (int k = 0; k < n(); ++k) {
-        // Row i of the history, in place (the history is contiguous: stack made it).
-        const Tensor& h = in[static_cast<size_t>(k)];
-        const TensorMeta& m = var_metas[static_cast<size_t>(k)];
-        args.push_back(detail::view(h, m.shape, static_cast<size_t>(i) * m.nbytes()));
-      }
+      for (int k = 0; k < n(); ++k)
+        args.push_back(row(in[static_cast<size_t>(k)], var_metas[static_cast<size_t>(k)], i));
       for (int j = 0; j < m(); ++j) args.push_back(in[static_cast<size_t>(n() + 1 + j)]);
       for (const Tensor& c : cots) args.push_back(c);
       std::vector<Tensor> r = grad_graph->run(args);
-      for (size_t k = 0; k < nf; ++k) cots[k] = std::move(r[k]);
+      for (size_t k = 0; k < nf(); ++k) {
+        cots[k] = std::move(r[k]);
+        if (history_cotangents)
+          cots[k] = add(cots[k], row(in[first_cot + nf() + k],
+                                     var_metas[static_cast<size_t>(float_vars[k])], i));
+      }
       for (size_t j = 0; j < dcaps.size(); ++j)
-        dcaps[j] = dcaps[j].defined() ? add(dcaps[j], r[nf + j]) : std::move(r[nf + j]);
+        dcaps[j] = dcaps[j].defined() ? add(dcaps[j], r[nf() + j]) : std::move(r[nf() + j]);
     }
-    size_t o = 0;
-    for (size_t k = 0; k < nf; ++k) out[o++] = cots[k];
+    std::vector<Tensor> out = cots;
     for (size_t j = 0; j < dcaps.size(); ++j) {
       const TensorMeta& meta = capture_metas[static_cast<size_t>(float_captures[j])];
-      out[o++] = dcaps[j].defined() ? dcaps[j] : zeros(meta.shape, meta.dtype);
+      out.push_back(dcaps[j].defined() ? dcaps[j] : zeros(meta.shape, meta.dtype));
     }
+    return out;
+  }
+
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
+    PauseTapes pause;
+    std::vector<Tensor> result = backward(in, false);
+    for (size_t k = 0; k < out.size(); ++k) out[k] = std::move(result[k]);
     return true;
   }
 
-  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>, std::span<const int>,
-                          std::span<const Tensor>) const override {
-    TF_THROW(UnimplementedError, name(),
-             "second-order gradients through a traced while_loop are not implemented; take "
-             "them eagerly (outside tf::function), where the loop is C++ code");
+  // The gradient of the gradient: the backward loop once more, under a tape.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    TF_CHECK_T(UnimplementedError, !tracing(), name(),
+               "second-order gradients through a traced while_loop with the tapes inside "
+               "tf::function are not implemented; put the tapes around the call (the loop then "
+               "differentiates its own gradient) or run eagerly");
+    const std::vector<Tensor> in(primals.begin(), primals.end());
+    GradientTape tape;
+    std::vector<Tensor> sources;
+    std::vector<size_t> slot;
+    for (size_t w = 0; w < argnums.size(); ++w) {
+      const Tensor& t = in[static_cast<size_t>(argnums[w])];
+      if (!is_floating(t.dtype())) continue;
+      tape.watch(t);
+      sources.push_back(t);
+      slot.push_back(w);
+    }
+    std::vector<Tensor> result(argnums.size());
+    if (sources.empty()) return result;
+    const std::vector<Tensor> outs = backward(in, true);
+    std::vector<Tensor> targets, seeds;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (!cotangents[k].defined()) continue;
+      targets.push_back(outs[k]);
+      seeds.push_back(cotangents[k]);
+    }
+    if (targets.empty()) return result;
+    const std::vector<Tensor> grads =
+        tape.gradient(targets, sources, seeds, UnconnectedGradients::ZERO);
+    for (size_t j = 0; j < slot.size(); ++j) result[slot[j]] = grads[j];
+    return result;
   }
 };
 
@@ -741,6 +788,16 @@ std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
     inputs.push_back(c.defined() ? moved_to(c, device)
                                  : zeros_like(outputs[static_cast<size_t>(k)]));
   }
+  // Cotangents of the histories: only a gradient of this gradient gives them.
+  for (int k : float_vars)
+    op->history_cotangents =
+        op->history_cotangents || cotangents[static_cast<size_t>(nv + 1 + k)].defined();
+  if (op->history_cotangents)
+    for (int k : float_vars) {
+      const Tensor& c = cotangents[static_cast<size_t>(nv + 1 + k)];
+      inputs.push_back(c.defined() ? moved_to(c, device)
+                                   : zeros_like(outputs[static_cast<size_t>(nv + 1 + k)]));
+    }
   const std::vector<Tensor> grads = detail::dispatch_multi(*op, inputs);
 
   std::vector<Tensor> result;

@@ -532,7 +532,63 @@ TEST_CASE("control flow: gradients that would repeat effects are refused", "[jit
     return outer.gradient(tf::reduce_sum(g), x);
   });
   TF_REQUIRE_THROWS_CONTAINING(second(tf::constant({1.0, 0.5})), tf::UnimplementedError,
-                               "second-order gradients through a traced while_loop");
+                               "second-order gradients through a traced while_loop with the "
+                               "tapes inside");
+}
+
+TEST_CASE("control flow: second-order gradients through a traced while_loop, tapes around",
+          "[jit][cuda]") {
+  // d2/dx2 of sum(loop(x)) with s -> s * s * 0.5 + sin(s) until sum(s) >= 10, and a captured a.
+  auto loop = [](const tf::Tensor& x, const tf::Tensor& a) {
+    return tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 10.0); },
+                          [&](const tf::Tensor& s) { return s * s * a + tf::sin(s); }, x,
+                          {.maximum_iterations = 20});
+  };
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    auto f = tf::function(loop);
+    for (const auto& at : {std::vector<double>{0.5, 0.75}, std::vector<double>{1.5, 0.25}}) {
+      const tf::Tensor x = tf::constant(at), a = tf::constant(0.5);
+      auto hessian_vector = [&](bool traced) {
+        tf::GradientTape outer;
+        outer.watch(x);
+        outer.watch(a);
+        tf::Tensor g;
+        {
+          tf::GradientTape inner;
+          inner.watch(x);
+          inner.watch(a);
+          const tf::Tensor y = traced ? f(x, a) : loop(x, a);
+          g = inner.gradient(tf::reduce_sum(y * y), x);
+        }
+        return outer.gradient(tf::reduce_sum(g * tf::constant({1.0, -2.0})),
+                              std::vector<tf::Tensor>{x, a});
+      };
+      const std::vector<tf::Tensor> want = hessian_vector(false), got = hessian_vector(true);
+      check_close(got[0], want[0], 1e-10, 1e-10);
+      check_close(got[1], want[1], 1e-10, 1e-10);
+    }
+    // Third order as well (the second-order loop differentiates itself again).
+    const tf::Tensor x = tf::constant({0.5, 0.75}), a = tf::constant(0.5);
+    auto third = [&](bool traced) {
+      tf::GradientTape t3;
+      t3.watch(x);
+      tf::Tensor g2;
+      {
+        tf::GradientTape t2;
+        t2.watch(x);
+        tf::Tensor g1;
+        {
+          tf::GradientTape t1;
+          t1.watch(x);
+          g1 = t1.gradient(tf::reduce_sum(traced ? f(x, a) : loop(x, a)), x);
+        }
+        g2 = t2.gradient(tf::reduce_sum(g1), x);
+      }
+      return t3.gradient(tf::reduce_sum(g2), x);
+    };
+    check_close(third(true), third(false), 1e-9, 1e-9);
+  }
 }
 
 TEST_CASE("control flow: a loop's condition reads what its body assigns", "[jit]") {
