@@ -1,17 +1,17 @@
-// tf::cond and tf::while_loop (jit/control_flow.h). Traced, each branch, condition or body is
-// traced into a Graph of its own (a nested jit::Tracer that turns tensors of the enclosing trace
-// into extra graph inputs, its captures) and one primitive runs those graphs when the enclosing
-// graph runs:
-//   cond        inputs (pred, captures...), outputs the branches' results;
+// tf::cond, tf::switch_case and tf::while_loop (jit/control_flow.h). Traced, each branch,
+// condition or body is traced into a Graph of its own (a nested jit::Tracer that turns tensors
+// of the enclosing trace into extra graph inputs, its captures) and one primitive runs those
+// graphs when the enclosing graph runs:
+//   cond, switch_case  inputs (pred or index, captures...), outputs the branches' results;
 //   while_loop  inputs (loop vars..., captures...), outputs (final vars..., iteration count,
 //               one history per var: the vars each iteration started from, stacked; kept only
 //               when a gradient may be asked for);
 //   while_loop_grad  runs the body's vector-Jacobian product once per iteration, last first,
-//               on the history.
+//               on the history (its own gradient runs that loop again under a tape).
 // Gradients re-run a branch or the body (from the saved inputs) under a tape, so they need
-// sub-graphs without random ops or assignments. Variables that a sub-graph reads but does not
-// write are read by the enclosing graph and passed in as captures: tapes watch them there, and
-// gradients reach them through the control-flow node.
+// sub-graphs without random ops or assignments. Variables that a sub-graph reads but that no
+// sub-graph of the node writes are read by the enclosing graph and passed in as captures: tapes
+// watch them there, and gradients reach them through the control-flow node.
 #include "jit/control_flow.h"
 
 #include <fmt/format.h>
