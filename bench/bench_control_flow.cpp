@@ -79,20 +79,22 @@ void BM_loop_while_eager(benchmark::State& state) {
   finish(state);
 }
 
-void BM_loop_while_traced(benchmark::State& state) {
+// Times a tf::function of `body` on the input (traced by a first call).
+template <class F>
+void run_traced(benchmark::State& state, F body) {
   const tf::Tensor y0 = input(state);
-  auto f = tf::function([](const tf::Tensor& y) { return counted_loop(y)[1]; });
+  auto f = tf::function(body);
   f(y0);
-  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
+  for (auto _ : state) benchmark::DoNotOptimize(tf::Tensor(f(y0)).data<float>());
   finish(state);
 }
 
+void BM_loop_while_traced(benchmark::State& state) {
+  run_traced(state, [](const tf::Tensor& y) { return counted_loop(y)[1]; });
+}
+
 void BM_loop_unrolled_traced(benchmark::State& state) {
-  const tf::Tensor y0 = input(state);
-  auto f = tf::function([](const tf::Tensor& y) { return unrolled(y); });
-  f(y0);
-  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
-  finish(state);
+  run_traced(state, [](const tf::Tensor& y) { return unrolled(y); });
 }
 
 void BM_loop_eager_cpp_grad(benchmark::State& state) {
@@ -102,19 +104,11 @@ void BM_loop_eager_cpp_grad(benchmark::State& state) {
 }
 
 void BM_loop_while_traced_grad(benchmark::State& state) {
-  const tf::Tensor y0 = input(state);
-  auto f = tf::function([](const tf::Tensor& y) { return with_gradient(y, true); });
-  f(y0);
-  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
-  finish(state);
+  run_traced(state, [](const tf::Tensor& y) { return with_gradient(y, true); });
 }
 
 void BM_loop_unrolled_traced_grad(benchmark::State& state) {
-  const tf::Tensor y0 = input(state);
-  auto f = tf::function([](const tf::Tensor& y) { return with_gradient(y, false); });
-  f(y0);
-  for (auto _ : state) benchmark::DoNotOptimize(f(y0).data<float>());
-  finish(state);
+  run_traced(state, [](const tf::Tensor& y) { return with_gradient(y, false); });
 }
 
 // One cond per call: the branch taken alternates.
