@@ -17,6 +17,7 @@
 #include "distribute/strategy.h"
 #include "jit/control_flow.h"
 #include "jit/function.h"
+#include "jit/py_function.h"
 #include "keras/callbacks.h"
 #include "keras/checkpoint.h"
 #include "keras/functional.h"

@@ -13,6 +13,7 @@
 #include "jit/control_flow.h"
 #include "jit/cuda_graph.h"
 #include "jit/function.h"
+#include "jit/py_function.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg_more.h"
@@ -767,4 +768,91 @@ TEST_CASE("control flow: expm traced squares as often as each call's norms ask",
     };
     check_close(grad(true), grad(false), 1e-12, 1e-12);
   }
+}
+
+TEST_CASE("py_function: C++ code at every call of a traced function, with gradients",
+          "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    int calls = 0, traced = 0;
+    // x * x * scale + a count of the calls so far: the count is C++ state.
+    auto g = [&](const std::vector<tf::Tensor>& in) {
+      ++calls;
+      return in[0] * in[0] * in[1] + static_cast<double>(calls);
+    };
+    auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& s) {
+      ++traced;
+      return tf::py_function(g, {x, s}, tf::TensorSpec({2}, tf::float64)) + 1.0;
+    });
+    const tf::Tensor x = tf::constant({1.5, -2.0}), s = tf::constant(0.5);
+    check_values(f(x, s), {1.125 + 1 + 1, 2 + 1 + 1}, 1e-12, 0);  // tracing does not run g
+    const int after_first = calls;
+    const double before = after_first;
+    check_values(f(x, s), {1.125 + before + 2, 2 + before + 2}, 1e-12, 0);
+    CHECK(calls == after_first + 1);
+    CHECK(traced == 1);
+    CHECK(f(x, s).device() == dev.to_string());
+    const std::string dump =
+        f.get_concrete_function(tf::TensorSpec({2}, tf::float64), tf::TensorSpec({}, tf::float64))
+            .graph()
+            .to_string();
+    CHECK(dump.find("py_function(") != std::string::npos);
+    // Gradients through the call (a tape around it, and inside the function), against the
+    // closed form 2 x s and x^2.
+    auto h = tf::function([&](const tf::Tensor& xv, const tf::Tensor& sv) {
+      return tf::reduce_sum(
+          tf::py_function([](const std::vector<tf::Tensor>& in) { return tf::sin(in[0]) * in[1]; },
+                          {xv, sv}, tf::TensorSpec({2}, tf::float64)));
+    });
+    tf::testing::check_gradient([&](const tf::Tensor& xv) { return h(xv, s); }, {2}, {1.5, -2.0});
+    auto step = tf::function([&](const tf::Tensor& xv, const tf::Tensor& sv) {
+      tf::GradientTape tape;
+      tape.watch(xv);
+      tape.watch(sv);
+      const tf::Tensor y =
+          tf::py_function([](const std::vector<tf::Tensor>& in) { return in[0] * in[0] * in[1]; },
+                          {xv, sv}, tf::TensorSpec({2}, tf::float64));
+      return tape.gradient(tf::reduce_sum(y), std::vector<tf::Tensor>{xv, sv});
+    });
+    const std::vector<tf::Tensor> grads = step(x, s);
+    check_values(grads[0], {1.5, -2.0}, 1e-12, 0);  // 2 x s
+    check_values(grads[1], {6.25}, 1e-12, 0);       // sum x^2
+    // Results checked against Tout at every call.
+    auto wrong = tf::function([](const tf::Tensor& xv) {
+      return tf::py_function(
+          [](const std::vector<tf::Tensor>& in) { return tf::cast(in[0], tf::float32); }, {xv},
+          tf::TensorSpec({2}, tf::float64));
+    });
+    tf::testing::require_error([&] { wrong(x); }, {"[py_function]",
+                                                   "fn's result 0 is float32 (2,), but Tout[0] is "
+                                                   "float64 (2,)"});
+  }
+  tf::testing::require_error(
+      [] {
+        auto f = tf::function([](const tf::Tensor& x) {
+          return tf::py_function([](const std::vector<tf::Tensor>& in) { return in[0]; }, {x},
+                                 tf::TensorSpec({tf::None}, tf::float32));
+        });
+        f(tf::constant({1.0f}));
+      },
+      {"[py_function]", "Tout[0] is float32 (None,)", "must be known"});
+  // Eagerly: a plain call.
+  check_values(tf::py_function([](const std::vector<tf::Tensor>& in) { return in[0] + 1.0f; },
+                               {tf::constant(1.0f)}, tf::TensorSpec({}, tf::float32)),
+               {2.0});
+}
+
+TEST_CASE("py_function: the docs/function.md example", "[jit]") {
+  int64_t steps = 0;
+  auto step = tf::function([&](const tf::Tensor& x) {
+    return tf::py_function(
+        [&](const std::vector<tf::Tensor>& in) {
+          ++steps;  // C++ state, updated at every call
+          return in[0] * 2.0f;
+        },
+        {x}, tf::TensorSpec({3}, tf::float32));
+  });
+  for (int i = 0; i < 3; ++i) check_values(step(tf::constant({1.0f, 2.0f, 3.0f})), {2, 4, 6});
+  CHECK(steps == 3);
+  CHECK(step.tracing_count() == 1);
 }
