@@ -4,6 +4,7 @@
 // inside, nesting, and the errors.
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -15,6 +16,7 @@
 #include "jit/function.h"
 #include "jit/py_function.h"
 #include "ops/binary.h"
+#include "ops/debugging.h"
 #include "ops/factory.h"
 #include "ops/linalg_more.h"
 #include "ops/movement.h"
@@ -855,4 +857,54 @@ TEST_CASE("py_function: the docs/function.md example", "[jit]") {
   for (int i = 0; i < 3; ++i) check_values(step(tf::constant({1.0f, 2.0f, 3.0f})), {2, 4, 6});
   CHECK(steps == 3);
   CHECK(step.tracing_count() == 1);
+}
+
+TEST_CASE("control flow: threads replay a loop and take its gradient at once", "[jit][threads]") {
+  // One traced function, four threads: the loop's node, its sub-graphs and the cached gradient
+  // graph are shared (ThreadSanitizer runs this case).
+  auto f = tf::function([](const tf::Tensor& x) {
+    return tf::while_loop([](const tf::Tensor& s) { return tf::less(tf::reduce_sum(s), 20.0); },
+                          [](const tf::Tensor& s) { return s * 1.5 + tf::sin(s); }, x);
+  });
+  auto reference = [](const tf::Tensor& x) {
+    tf::Tensor s = x;
+    while (tf::reduce_sum(s).item<double>() < 20.0) s = s * 1.5 + tf::sin(s);
+    return s;
+  };
+  f(tf::constant({0.5, 1.0}));  // traced once, before the threads
+  std::vector<std::vector<double>> got(4), want(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const tf::Tensor x = tf::constant({0.25 * (t + 1), 1.0});
+      for (int rep = 0; rep < 5; ++rep) {
+        tf::GradientTape tape;
+        tape.watch(x);
+        const tf::Tensor y = f(x);
+        const tf::Tensor g = tape.gradient(tf::reduce_sum(y), x);
+        got[t] = tf::detail::to_double_vector(tf::concat({y, g}, 0));
+      }
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = reference(x);
+      want[t] =
+          tf::detail::to_double_vector(tf::concat({y, tape.gradient(tf::reduce_sum(y), x)}, 0));
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t)
+    for (size_t k = 0; k < want[t].size(); ++k)
+      CHECK(got[t][k] == Approx(want[t][k]).epsilon(1e-12));
+  CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("control flow: check_numerics names the op inside a branch", "[jit]") {
+  tf::debugging::enable_check_numerics();
+  auto f = tf::function([](const tf::Tensor& x) {
+    return tf::cond(
+        tf::greater(tf::reduce_sum(x), 0.0f), [&] { return tf::log(x - 10.0f); },
+        [&] { return x; });
+  });
+  TF_REQUIRE_THROWS_CONTAINING(f(tf::constant({1.0f, 2.0f})), tf::InvalidArgumentError, "log");
+  check_values(f(tf::constant({-1.0f, -2.0f})), {-1, -2});
+  tf::debugging::disable_check_numerics();
 }
