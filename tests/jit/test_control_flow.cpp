@@ -838,6 +838,24 @@ TEST_CASE("py_function: C++ code at every call of a traced function, with gradie
         f(tf::constant({1.0f}));
       },
       {"[py_function]", "Tout[0] is float32 (None,)", "must be known"});
+  // Second order through the traced call (tapes around it): d2/dx2 sum(sin(x) x).
+  auto sx = tf::function([](const tf::Tensor& x) {
+    return tf::py_function([](const std::vector<tf::Tensor>& in) { return tf::sin(in[0]) * in[0]; },
+                           {x}, tf::TensorSpec({2}, tf::float64));
+  });
+  const tf::Tensor x2 = tf::constant({0.5, -1.25});
+  tf::GradientTape outer;
+  outer.watch(x2);
+  tf::Tensor g;
+  {
+    tf::GradientTape inner;
+    inner.watch(x2);
+    g = inner.gradient(tf::reduce_sum(sx(x2)), x2);
+  }
+  check_values(
+      outer.gradient(tf::reduce_sum(g), x2),
+      {2 * std::cos(0.5) - 0.5 * std::sin(0.5), 2 * std::cos(-1.25) + 1.25 * std::sin(-1.25)},
+      1e-12, 1e-12);
   // Eagerly: a plain call.
   check_values(tf::py_function([](const std::vector<tf::Tensor>& in) { return in[0] + 1.0f; },
                                {tf::constant(1.0f)}, tf::TensorSpec({}, tf::float32)),
