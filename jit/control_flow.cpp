@@ -87,6 +87,13 @@ struct Effects {
                                        // those read where something writes them)
   bool writes = false;                 // assigns a variable
   std::string replay_blocker;          // an op that a gradient's re-run would repeat
+
+  // Adds another sub-graph's effects (a node's other branch, a nested node's).
+  void merge(const Effects& other) {
+    for (const void* v : other.variables) add_once(variables, v);
+    writes = writes || other.writes;
+    if (replay_blocker.empty()) replay_blocker = other.replay_blocker;
+  }
 };
 
 class ControlFlowOp;
@@ -123,9 +130,7 @@ Effects effects_of(const Graph& g) {
       continue;
     }
     if (const ControlFlowOp* inner = as_control_flow(p)) {
-      for (const void* v : inner->effects.variables) add_once(e.variables, v);
-      e.writes = e.writes || inner->effects.writes;
-      if (e.replay_blocker.empty()) e.replay_blocker = inner->effects.replay_blocker;
+      e.merge(inner->effects);
       continue;
     }
     const std::vector<const void*> written = p.written_variables();
@@ -490,10 +495,7 @@ std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
   for (SubGraph& p : parts) {
     node->feeds.push_back(captures.add(p.captures));
     node->branches.push_back(p.graph);
-    const Effects e = effects_of(*p.graph);
-    for (const void* v : e.variables) add_once(node->effects.variables, v);
-    node->effects.writes = node->effects.writes || e.writes;
-    if (node->effects.replay_blocker.empty()) node->effects.replay_blocker = e.replay_blocker;
+    node->effects.merge(effects_of(*p.graph));
   }
   node->out_metas = first;
   node->device = device.value_or(selector.placement());
@@ -950,10 +952,7 @@ std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& bo
   op->device = device;
   op->id = g_next_id++;
   op->effects = effects_of(*cond_g.graph);
-  const Effects more = effects_of(*body_g.graph);
-  for (const void* v : more.variables) add_once(op->effects.variables, v);
-  op->effects.writes = op->effects.writes || more.writes;
-  if (op->effects.replay_blocker.empty()) op->effects.replay_blocker = more.replay_blocker;
+  op->effects.merge(effects_of(*body_g.graph));
   std::vector<Tensor> inputs = loop_vars;
   inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
   op->n_inputs = static_cast<int>(inputs.size());
