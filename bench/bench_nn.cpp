@@ -57,73 +57,59 @@ void set_conv_counters(benchmark::State& state, const ConvShape& s) {
 
 // ---------------------------------------------------------------- conv2d
 
-static void BM_tapeflow_conv2d(benchmark::State& state) {
+// The three ways a convolution of shape s runs here: 0 NHWC; 1 data_format "NCHW" (what a Keras
+// Conv2D with data_format "channels_first" runs: one conv2d primitive, whose CPU kernel moves
+// the tensors to NHWC and back, ops/cpu/conv.cpp); 2 NCHW through two transposes around the NHWC
+// convolution (the route channels_first layers took before NCHW convolutions).
+static tf::Tensor conv_input(const ConvShape& s, int64_t mode) {
+  const tf::TensorShape xs =
+      mode == 0 ? tf::TensorShape{s.n, s.h, s.w, s.c} : tf::TensorShape{s.n, s.c, s.h, s.w};
+  return tf::random::uniform(xs, -1, 1, tf::float32, 1);
+}
+static tf::Tensor conv_in_mode(const tf::Tensor& x, const tf::Tensor& f, int64_t mode) {
+  if (mode == 0) return tf::nn::conv2d(x, f, {1}, "SAME");
+  if (mode == 1) return tf::nn::conv2d(x, f, {1}, "SAME", {1}, "NCHW");
+  return tf::transpose(tf::nn::conv2d(tf::transpose(x, {0, 2, 3, 1}), f, {1}, "SAME"),
+                       {0, 3, 1, 2});
+}
+
+static void conv2d_forward(benchmark::State& state, int64_t mode) {
   const ConvShape s = kConv[state.range(0)];
   tf::DeviceScope scope("/cpu:0");
-  const tf::Tensor x = tf::random::uniform({s.n, s.h, s.w, s.c}, -1, 1, tf::float32, 1);
+  const tf::Tensor x = conv_input(s, mode);
   const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
   for (auto _ : state) {
-    tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME");
+    tf::Tensor y = conv_in_mode(x, f, mode);
     benchmark::DoNotOptimize(y.raw_data());
   }
   set_conv_counters(state, s);
+}
+static void BM_tapeflow_conv2d(benchmark::State& state) {
+  conv2d_forward(state, 0);
+}
+static void BM_tapeflow_conv2d_nchw(benchmark::State& state) {
+  conv2d_forward(state, 1);
+}
+static void BM_tapeflow_conv2d_channels_first(benchmark::State& state) {
+  conv2d_forward(state, 2);
 }
 BENCHMARK(BM_tapeflow_conv2d)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
-
-// data_format "NCHW" (what a Keras Conv2D with data_format "channels_first" runs): one conv2d
-// primitive, whose CPU kernel moves the tensors to NHWC and back (ops/cpu/conv.cpp).
-static void BM_tapeflow_conv2d_nchw(benchmark::State& state) {
-  const ConvShape s = kConv[state.range(0)];
-  tf::DeviceScope scope("/cpu:0");
-  const tf::Tensor x = tf::random::uniform({s.n, s.c, s.h, s.w}, -1, 1, tf::float32, 1);
-  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
-  for (auto _ : state) {
-    tf::Tensor y = tf::nn::conv2d(x, f, {1}, "SAME", {1}, "NCHW");
-    benchmark::DoNotOptimize(y.raw_data());
-  }
-  set_conv_counters(state, s);
-}
 BENCHMARK(BM_tapeflow_conv2d_nchw)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
-
-// The route channels_first layers took before NCHW convolutions: the NCHW input transposed to
-// NHWC, the NHWC convolution, its output transposed back to NCHW.
-static void BM_tapeflow_conv2d_channels_first(benchmark::State& state) {
-  const ConvShape s = kConv[state.range(0)];
-  tf::DeviceScope scope("/cpu:0");
-  const tf::Tensor x = tf::random::uniform({s.n, s.c, s.h, s.w}, -1, 1, tf::float32, 1);
-  const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
-  for (auto _ : state) {
-    const tf::Tensor nhwc = tf::transpose(x, {0, 2, 3, 1});
-    tf::Tensor y = tf::transpose(tf::nn::conv2d(nhwc, f, {1}, "SAME"), {0, 3, 1, 2});
-    benchmark::DoNotOptimize(y.raw_data());
-  }
-  set_conv_counters(state, s);
-}
 BENCHMARK(BM_tapeflow_conv2d_channels_first)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 // A training step's convolution work: the forward op and the gradients of sum(y * y) with
-// respect to the input and the filters. range(1): 0 NHWC, 1 NCHW, 2 NCHW through two transposes.
+// respect to the input and the filters. range(1): the mode, as conv_in_mode.
 static void BM_tapeflow_conv2d_grad(benchmark::State& state) {
   const ConvShape s = kConv[state.range(0)];
   const int64_t mode = state.range(1);
   tf::DeviceScope scope("/cpu:0");
-  const tf::TensorShape xs =
-      mode == 0 ? tf::TensorShape{s.n, s.h, s.w, s.c} : tf::TensorShape{s.n, s.c, s.h, s.w};
-  const tf::Tensor x = tf::random::uniform(xs, -1, 1, tf::float32, 1);
+  const tf::Tensor x = conv_input(s, mode);
   const tf::Tensor f = tf::random::uniform({s.k, s.k, s.c, s.o}, -1, 1, tf::float32, 2);
   for (auto _ : state) {
     tf::GradientTape tape;
     tape.watch(x);
     tape.watch(f);
-    tf::Tensor y;
-    if (mode == 0) {
-      y = tf::nn::conv2d(x, f, {1}, "SAME");
-    } else if (mode == 1) {
-      y = tf::nn::conv2d(x, f, {1}, "SAME", {1}, "NCHW");
-    } else {
-      y = tf::transpose(tf::nn::conv2d(tf::transpose(x, {0, 2, 3, 1}), f, {1}, "SAME"),
-                        {0, 3, 1, 2});
-    }
+    const tf::Tensor y = conv_in_mode(x, f, mode);
     const auto g = tape.gradient(tf::reduce_sum(y * y), std::vector<tf::Tensor>{x, f});
     benchmark::DoNotOptimize(g[0].raw_data());
     benchmark::DoNotOptimize(g[1].raw_data());
