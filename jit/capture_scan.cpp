@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "autograd/variable.h"
+#include "jit/control_flow.h"
 #include "jit/cuda_graph.h"
 #include "jit/graph.h"
 #include "jit/passes.h"
@@ -24,10 +24,10 @@ std::string capture_blocker(const Graph& graph, GraphVariables* vars) {
   GraphVariables found;
   for (const Graph::Node& n : graph.nodes) {
     const Primitive& p = *n.prim;
-    // tf::cond and tf::while_loop (jit/control_flow.cpp) read their predicate on the host.
-    const std::string_view op = p.name();
-    if (op == "cond" || op == "while_loop" || op == "while_loop_grad")
-      return fmt::format("{} reads its predicate or iteration count on the host", op);
+    // Control-flow nodes (jit/control_flow.h: the nodes that run sub-graphs) read their
+    // predicate, index or iteration count on the host.
+    if (!subgraphs_of(p).empty())
+      return fmt::format("{} reads its predicate or iteration count on the host", p.name());
     if (const auto read = detail::read_variable_state(p)) {
       add_once(found.read, read.get());
       continue;

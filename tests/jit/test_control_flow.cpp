@@ -707,6 +707,19 @@ TEST_CASE("control flow: switch_case picks a branch by index, the default out of
         traced_g.get_concrete_function(tf::TensorSpec({}, tf::int64)).graph().to_string();
     CHECK(dump.find("switch_case(") != std::string::npos);
     CHECK(dump.find("the last is the default") != std::string::npos);
+    // The index is read on the host: no CUDA-graph capture, also when a branch writes a
+    // variable (a node that touches variables otherwise may be captured).
+    tf::Variable counter(tf::constant(0.0), "counter");
+    auto counting = tf::function([&](const tf::Tensor& i) {
+      return tf::switch_case(i, {[&] {
+                                   counter.assign_add(tf::constant(1.0));
+                                   return x;
+                                 },
+                                 [&] { return x * 2.0; }});
+    });
+    CHECK(tf::jit::capture_blocker(
+              counting.get_concrete_function(tf::TensorSpec({}, tf::int32)).graph(), nullptr)
+              .find("switch_case reads its predicate") != std::string::npos);
     // Gradients through the branch taken (tape around the call), against central differences.
     for (int32_t i : {0, 1, 2, 5})
       tf::testing::check_gradient([&](const tf::Tensor& xv) { return f(tf::constant(i), xv); }, {2},
