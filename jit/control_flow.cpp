@@ -18,14 +18,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "autograd/tape.h"
@@ -33,11 +31,8 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/device.h"
-#include "jit/fusion.h"
+#include "jit/control_flow_internal.h"
 #include "jit/graph.h"
-#include "jit/memory_plan.h"
-#include "jit/passes.h"
-#include "jit/tracer.h"
 #include "ops/binary.h"
 #include "ops/copy.h"
 #include "ops/dispatch.h"
@@ -49,289 +44,13 @@ namespace tapeflow {
 
 namespace {
 
-using Ref = Graph::Ref;
-using Source = Graph::Source;
+using namespace jit::cf;  // NOLINT(google-build-using-namespace)
 using detail::PauseTapes;
-
-// A tape keeps every input and output of these nodes for their vjp (any count; the per-index
-// bits of Primitive::vjp_saves stop at 16).
-constexpr uint32_t kSaveEverything = 0xFFFFFFFFu;
-
-std::atomic<uint64_t> g_next_id{1};
-
-bool tracing() {
-  return detail::thread_context().trace != nullptr;
-}
-
-std::string type_text(const TensorMeta& m) {
-  return fmt::format("{} {}", dtype_name(m.dtype), m.shape.to_string());
-}
-std::string type_text(const Tensor& t) {
-  return type_text(TensorMeta{t.shape(), t.dtype()});
-}
 
 void check_predicate(const char* op, std::string_view what, const Tensor& p) {
   TF_CHECK_ARG(p.defined(), op, "{} is an undefined tensor", what);
   TF_CHECK_ARG(p.dtype() == bool_ && p.rank() == 0, op, "{} must be a scalar bool tensor, got {}",
                what, type_text(p));
-}
-
-template <class T>
-void add_once(std::vector<T>& list, const T& v) {
-  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-}
-
-// What a sub-graph does besides computing its outputs.
-struct Effects {
-  std::vector<const void*> variables;  // read or written (after hoisting: written ones and
-                                       // those read where something writes them)
-  bool writes = false;                 // assigns a variable
-  std::string replay_blocker;          // an op that a gradient's re-run would repeat
-
-  // Adds another sub-graph's effects (a node's other branch, a nested node's).
-  void merge(const Effects& other) {
-    for (const void* v : other.variables) add_once(variables, v);
-    writes = writes || other.writes;
-    if (replay_blocker.empty()) replay_blocker = other.replay_blocker;
-  }
-};
-
-class ControlFlowOp;
-const ControlFlowOp* as_control_flow(const Primitive& p);
-
-// The base of the three primitives: run through produce(), never as kernels.
-class ControlFlowOp : public Primitive {
- public:
-  Effects effects;
-  Device device;
-  uint64_t id = 0;
-
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  // Never folded, merged or removed, and never captured into a CUDA graph (the predicate is
-  // read on the host).
-  bool has_side_effects() const override { return true; }
-  std::vector<const void*> written_variables() const override { return effects.variables; }
-  // The inputs stay where they are (the sub-graphs were traced for their devices).
-  std::optional<Device> target_device() const override { return device; }
-  uint32_t vjp_saves() const override { return kSaveEverything; }
-};
-
-Effects effects_of(const Graph& g) {
-  Effects e;
-  for (const Graph::Node& n : g.nodes) {
-    const Primitive& p = *n.prim;
-    if (const auto state = detail::read_variable_state(p)) {
-      add_once(e.variables, static_cast<const void*>(state.get()));
-      continue;
-    }
-    if (const ControlFlowOp* inner = as_control_flow(p)) {
-      e.merge(inner->effects);
-      continue;
-    }
-    const std::vector<const void*> written = p.written_variables();
-    for (const void* v : written) add_once(e.variables, v);
-    if (!written.empty()) e.writes = true;
-    const bool repeats =
-        !written.empty() || (jit::must_keep(p) && std::string_view(p.name()) != "print");
-    if (repeats && e.replay_blocker.empty()) e.replay_blocker = p.name();
-  }
-  return e;
-}
-
-// A traced branch, condition or body.
-struct SubGraph {
-  std::shared_ptr<Graph> graph;
-  std::vector<Tensor> captures;  // the enclosing trace's tensors fed to the inputs after params
-  uint64_t first_traced_id = 0;  // tensors made while tracing it have this id or a larger one
-  // The trainable variables it read, as the handles the caller read them through (a mirrored
-  // variable's handle, not the replica's copy that the read node holds): tapes key their
-  // variable reads by those handles.
-  std::vector<Variable> read_variables;
-};
-
-// The variables that a graph's nodes may write.
-void add_written(const Graph& g, std::vector<const void*>& written) {
-  for (const Graph::Node& n : g.nodes) {
-    if (const ControlFlowOp* inner = as_control_flow(*n.prim)) {
-      // A nested node lists the variables it reads (unhoisted ones) with those it writes.
-      if (inner->effects.writes)
-        for (const void* v : inner->effects.variables) add_once(written, v);
-      continue;
-    }
-    for (const void* v : n.prim->written_variables()) add_once(written, v);
-  }
-}
-
-// Replaces the reads of variables outside `written` by inputs, and reads them in the enclosing
-// trace instead (appended to captures): a tape there watches the read, and the gradient
-// reaches the variable through the control-flow node's vjp.
-void hoist_variable_reads(SubGraph& s, const std::vector<const void*>& written) {
-  Graph& g = *s.graph;
-  std::vector<char> keep(g.nodes.size(), 1);
-  std::vector<std::optional<Ref>> replaced(g.nodes.size());
-  std::vector<std::shared_ptr<Variable::State>> hoisted;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const auto state = detail::read_variable_state(*g.nodes[i].prim);
-    if (!state || std::find(written.begin(), written.end(), state.get()) != written.end()) continue;
-    const Ref input{Source::Input, static_cast<int>(g.inputs.size()), 0};
-    g.inputs.push_back(g.nodes[i].outputs[0]);
-    g.input_devices.push_back(g.nodes[i].device);
-    hoisted.push_back(state);
-    replaced[i] = input;
-    keep[i] = 0;
-  }
-  if (hoisted.empty()) return;
-  auto rewrite = [&](Ref& r) {
-    if (r.source == Source::Node && replaced[static_cast<size_t>(r.index)])
-      r = *replaced[static_cast<size_t>(r.index)];
-  };
-  for (Graph::Node& n : g.nodes)
-    for (Ref& r : n.inputs) rewrite(r);
-  for (Ref& r : g.outputs) rewrite(r);
-  jit::remove_nodes(g, keep);
-  for (const auto& state : hoisted) {
-    Variable handle = Variable::from_state(state);
-    for (const Variable& v : s.read_variables)
-      for (const Variable& copy : v.components())
-        if (copy.handle_id() == state.get()) handle = v;
-    s.captures.push_back(handle.read_value());
-  }
-}
-
-void optimize_subgraph(Graph& g, uint64_t first_traced_id) {
-  // No variable-update fusion: an update in place could change a snapshot that the enclosing
-  // graph holds, which this graph cannot see.
-  jit::optimize(g, first_traced_id);
-  if (jit::fusion_enabled()) jit::fuse_elementwise(g, jit::FusionOptions{});
-  g.prepare(jit::memory_planning_enabled(), false);
-}
-
-using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-
-// Traces fn on symbolic parameters of the given types into a new graph (finish_subgraphs
-// completes it).
-SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
-                        const TraceFn& fn) {
-  SubGraph s;
-  s.graph = std::make_shared<Graph>();
-  const uint64_t first_traced_id = detail::next_tensor_id();
-  {
-    // The enclosing tapes record the control-flow node, not the ops inside it.
-    PauseTapes pause;
-    detail::VariableReadWatcher reads;
-    jit::Tracer tracer(*s.graph, &s.captures);
-    std::vector<Tensor> args;
-    args.reserve(params.size());
-    for (size_t i = 0; i < params.size(); ++i)
-      args.push_back(tracer.add_input(params[i], devices[i]));
-    tracer.set_outputs(fn(args));
-    s.read_variables = reads.read();
-  }
-  s.first_traced_id = first_traced_id;
-  return s;
-}
-
-// Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
-// them writes: a loop's condition must read again what its body assigns) and optimises them.
-void finish_subgraphs(std::span<SubGraph* const> parts) {
-  std::vector<const void*> written;
-  for (SubGraph* s : parts) add_written(*s->graph, written);
-  for (SubGraph* s : parts) {
-    hoist_variable_reads(*s, written);
-    optimize_subgraph(*s->graph, s->first_traced_id);
-  }
-}
-
-// The tensors that the control-flow node takes after its leading inputs: each capture once.
-class CaptureSet {
- public:
-  explicit CaptureSet(int base) : base_(base) {}
-  // The node input index of each of the sub-graph's captures.
-  std::vector<int> add(const std::vector<Tensor>& captures) {
-    std::vector<int> feeds;
-    for (const Tensor& t : captures) {
-      auto [it, fresh] = index_.try_emplace(t.id(), base_ + static_cast<int>(tensors_.size()));
-      if (fresh) tensors_.push_back(t);
-      feeds.push_back(it->second);
-    }
-    return feeds;
-  }
-  const std::vector<Tensor>& tensors() const { return tensors_; }
-
- private:
-  int base_;
-  std::vector<Tensor> tensors_;
-  std::unordered_map<uint64_t, int> index_;
-};
-
-std::vector<TensorMeta> output_metas(const Graph& g) {
-  std::vector<TensorMeta> m;
-  for (const Ref& r : g.outputs) m.push_back(g.meta_of(r));
-  return m;
-}
-
-std::vector<TensorMeta> metas_of(const std::vector<Tensor>& ts) {
-  std::vector<TensorMeta> m;
-  for (const Tensor& t : ts) m.push_back({t.shape(), t.dtype()});
-  return m;
-}
-
-// A result that may be one of the node's inputs (a branch or a loop that returns what it was
-// given) as a tensor of its own: tapes tell values apart by tensor, and an output that is its
-// own input would take its cotangent twice.
-Tensor fresh(const Tensor& t) {
-  return detail::view(t, t.shape());
-}
-
-Tensor moved_to(const Tensor& t, Device device) {
-  return t.placement() == device ? t : detail::copy_to(t, device);
-}
-
-// The primitive of a while_loop node that keeps its history, or null (any other node, or a
-// loop that keeps it already).
-std::shared_ptr<Primitive> keeping_history(const Primitive& p);
-
-// The gradients of `sources` (graph inputs given by index) for one run of `g` on `args`,
-// seeded with `seeds` (one per graph output; undefined: no seed). Unconnected ones are zeros.
-std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
-                              const std::vector<int>& sources, const std::vector<Tensor>& seeds) {
-  std::vector<Tensor> result(sources.size());
-  if (sources.empty()) return result;
-  GradientTape tape;
-  std::vector<Tensor> watched;
-  for (int k : sources) {
-    tape.watch(args[static_cast<size_t>(k)]);
-    watched.push_back(args[static_cast<size_t>(k)]);
-  }
-  // Loops inside run again under this tape, traced or not: their vjps read their histories.
-  Graph copy;
-  const Graph* run = &g;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    std::shared_ptr<Primitive> keeping = keeping_history(*g.nodes[i].prim);
-    if (!keeping) continue;
-    if (run == &g) {
-      copy = g;
-      run = &copy;
-    }
-    copy.nodes[i].prim = std::move(keeping);
-  }
-  const std::vector<Tensor> outs = run->run(args);
-  std::vector<Tensor> targets, grads;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    if (!is_floating(outs[k].dtype()) || !seeds[k].defined()) continue;
-    targets.push_back(outs[k]);
-    grads.push_back(seeds[k]);
-  }
-  if (targets.empty()) {
-    for (size_t j = 0; j < sources.size(); ++j) result[j] = zeros_like(watched[j]);
-    return result;
-  }
-  return tape.gradient(targets, watched, grads, UnconnectedGradients::ZERO);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,14 +87,24 @@ class CondOp final : public ControlFlowOp {
   const char* name() const override { return op; }
   int num_outputs() const override { return static_cast<int>(out_metas.size()); }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<CondOp>(*this); }
-  std::string attributes() const override {
+  std::string structure() const override {
     if (std::string_view(op) == "cond")
-      return fmt::format("true={} nodes, false={} nodes, id={}", branches[0]->num_nodes(),
-                         branches[1]->num_nodes(), id);
+      return fmt::format("true={} nodes, false={} nodes", branches[0]->num_nodes(),
+                         branches[1]->num_nodes());
     std::vector<int> sizes;
     for (const auto& b : branches) sizes.push_back(b->num_nodes());
-    return fmt::format("branches=[{}] nodes{}, id={}", fmt::join(sizes, ", "),
-                       indexed < branches.size() ? ", the last is the default" : "", id);
+    return fmt::format("branches=[{}] nodes{}", fmt::join(sizes, ", "),
+                       indexed < branches.size() ? ", the last is the default" : "");
+  }
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
+    std::vector<std::pair<std::string, const Graph*>> out;
+    const bool is_cond = std::string_view(op) == "cond";
+    for (size_t b = 0; b < branches.size(); ++b)
+      out.emplace_back(is_cond       ? (b == 0 ? "true branch" : "false branch")
+                       : b < indexed ? fmt::format("branch {}", b)
+                                     : std::string("default branch"),
+                       branches[b].get());
+    return out;
   }
 
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
@@ -499,7 +228,7 @@ std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
   }
   node->out_metas = first;
   node->device = device.value_or(selector.placement());
-  node->id = g_next_id++;
+  node->id = next_node_id();
   std::vector<Tensor> inputs{selector};
   inputs.insert(inputs.end(), captures.tensors().begin(), captures.tensors().end());
   node->n_inputs = static_cast<int>(inputs.size());
@@ -530,9 +259,18 @@ class WhileOp final : public ControlFlowOp {
   const char* name() const override { return "while_loop"; }
   int num_outputs() const override { return 2 * n() + 1; }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileOp>(*this); }
-  std::string attributes() const override {
-    return fmt::format("cond={} nodes, body={} nodes, maximum_iterations={}, id={}",
-                       cond_graph->num_nodes(), body_graph->num_nodes(), maximum_iterations, id);
+  std::string structure() const override {
+    return fmt::format("cond={} nodes, body={} nodes, maximum_iterations={}",
+                       cond_graph->num_nodes(), body_graph->num_nodes(), maximum_iterations);
+  }
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
+    return {{"cond", cond_graph.get()}, {"body", body_graph.get()}};
+  }
+  std::shared_ptr<Primitive> with_history() const override {
+    if (keep_history) return nullptr;
+    auto copy = std::make_shared<WhileOp>(*this);
+    copy->keep_history = true;
+    return copy;
   }
   bool vjp_accepts_undefined_cotangents() const override { return true; }
 
@@ -623,8 +361,11 @@ class WhileGradOp final : public ControlFlowOp {
     return static_cast<int>(float_vars.size() + float_captures.size());
   }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileGradOp>(*this); }
-  std::string attributes() const override {
-    return fmt::format("grad={} nodes, id={}", grad_graph->num_nodes(), id);
+  std::string structure() const override {
+    return fmt::format("grad={} nodes", grad_graph->num_nodes());
+  }
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
+    return {{"body gradient", grad_graph.get()}};
   }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, in.size() == n_inputs(), name(), "takes {} inputs, got {}",
@@ -780,7 +521,7 @@ std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
   op->float_vars = float_vars;
   op->float_captures = float_caps;
   op->device = device;
-  op->id = g_next_id++;
+  op->id = next_node_id();
   std::vector<Tensor> inputs;
   for (int k = 0; k < nv; ++k) inputs.push_back(outputs[static_cast<size_t>(nv + 1 + k)]);
   inputs.push_back(outputs[static_cast<size_t>(nv)]);
@@ -818,36 +559,11 @@ std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
   return result;
 }
 
-std::shared_ptr<Primitive> keeping_history(const Primitive& p) {
-  const auto* loop = dynamic_cast<const WhileOp*>(&p);
-  if (loop == nullptr || loop->keep_history) return nullptr;
-  auto copy = std::make_shared<WhileOp>(*loop);
-  copy->keep_history = true;
-  return copy;
-}
-
-const ControlFlowOp* as_control_flow(const Primitive& p) {
-  return dynamic_cast<const ControlFlowOp*>(&p);
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, const Graph*>> jit::subgraphs_of(const Primitive& prim) {
-  std::vector<std::pair<std::string, const Graph*>> out;
-  if (const auto* c = dynamic_cast<const CondOp*>(&prim)) {
-    const bool is_cond = std::string_view(c->op) == "cond";
-    for (size_t b = 0; b < c->branches.size(); ++b)
-      out.emplace_back(is_cond          ? (b == 0 ? "true branch" : "false branch")
-                       : b < c->indexed ? fmt::format("branch {}", b)
-                                        : std::string("default branch"),
-                       c->branches[b].get());
-  } else if (const auto* w = dynamic_cast<const WhileOp*>(&prim)) {
-    out.emplace_back("cond", w->cond_graph.get());
-    out.emplace_back("body", w->body_graph.get());
-  } else if (const auto* g = dynamic_cast<const WhileGradOp*>(&prim)) {
-    out.emplace_back("body gradient", g->grad_graph.get());
-  }
-  return out;
+  if (const cf::ControlFlowOp* c = cf::as_control_flow(prim)) return c->subgraphs();
+  return {};
 }
 
 namespace {
@@ -950,7 +666,7 @@ std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& bo
   op->maximum_iterations = options.maximum_iterations;
   op->keep_history = !thread_context().tapes.empty();
   op->device = device;
-  op->id = g_next_id++;
+  op->id = next_node_id();
   op->effects = effects_of(*cond_g.graph);
   op->effects.merge(effects_of(*body_g.graph));
   std::vector<Tensor> inputs = loop_vars;

@@ -1,0 +1,269 @@
+// The pieces that the control-flow nodes share (jit/control_flow_internal.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string_view>
+
+#include "autograd/tape.h"
+#include "jit/control_flow_internal.h"
+#include "jit/fusion.h"
+#include "jit/memory_plan.h"
+#include "jit/passes.h"
+#include "jit/tracer.h"
+#include "ops/copy.h"
+#include "ops/factory.h"
+
+namespace tapeflow::jit::cf {
+
+namespace {
+
+using Ref = Graph::Ref;
+using Source = Graph::Source;
+using detail::PauseTapes;
+
+std::atomic<uint64_t> g_next_id{1};
+
+template <class T>
+void add_once(std::vector<T>& list, const T& v) {
+  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+}
+
+// The variables that a graph's nodes may write.
+void add_written(const Graph& g, std::vector<const void*>& written) {
+  for (const Graph::Node& n : g.nodes) {
+    if (const ControlFlowOp* inner = as_control_flow(*n.prim)) {
+      // A nested node lists the variables it reads (unhoisted ones) with those it writes.
+      if (inner->effects.writes)
+        for (const void* v : inner->effects.variables) add_once(written, v);
+      continue;
+    }
+    for (const void* v : n.prim->written_variables()) add_once(written, v);
+  }
+}
+
+// Replaces the reads of variables outside `written` by inputs, and reads them in the enclosing
+// trace instead (appended to captures): a tape there watches the read, and the gradient
+// reaches the variable through the control-flow node's vjp.
+void hoist_variable_reads(SubGraph& s, const std::vector<const void*>& written) {
+  Graph& g = *s.graph;
+  std::vector<char> keep(g.nodes.size(), 1);
+  std::vector<std::optional<Ref>> replaced(g.nodes.size());
+  std::vector<std::shared_ptr<Variable::State>> hoisted;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto state = detail::read_variable_state(*g.nodes[i].prim);
+    if (!state || std::find(written.begin(), written.end(), state.get()) != written.end()) continue;
+    const Ref input{Source::Input, static_cast<int>(g.inputs.size()), 0};
+    g.inputs.push_back(g.nodes[i].outputs[0]);
+    g.input_devices.push_back(g.nodes[i].device);
+    hoisted.push_back(state);
+    replaced[i] = input;
+    keep[i] = 0;
+  }
+  if (hoisted.empty()) return;
+  auto rewrite = [&](Ref& r) {
+    if (r.source == Source::Node && replaced[static_cast<size_t>(r.index)])
+      r = *replaced[static_cast<size_t>(r.index)];
+  };
+  for (Graph::Node& n : g.nodes)
+    for (Ref& r : n.inputs) rewrite(r);
+  for (Ref& r : g.outputs) rewrite(r);
+  jit::remove_nodes(g, keep);
+  for (const auto& state : hoisted) {
+    Variable handle = Variable::from_state(state);
+    for (const Variable& v : s.read_variables)
+      for (const Variable& copy : v.components())
+        if (copy.handle_id() == state.get()) handle = v;
+    s.captures.push_back(handle.read_value());
+  }
+}
+
+void optimize_subgraph(Graph& g, uint64_t first_traced_id) {
+  // No variable-update fusion: an update in place could change a snapshot that the enclosing
+  // graph holds, which this graph cannot see.
+  jit::optimize(g, first_traced_id);
+  if (jit::fusion_enabled()) jit::fuse_elementwise(g, jit::FusionOptions{});
+  g.prepare(jit::memory_planning_enabled(), false);
+}
+
+// A graph's nodes and constants as text (nested control-flow nodes by their trace_attributes).
+std::string graph_structure(const Graph& g) {
+  std::string s;
+  auto ref = [](const Ref& r) {
+    const char* kind = r.source == Source::Input ? "in" : r.source == Source::Constant ? "c" : "%";
+    return fmt::format("{}{}:{}", kind, r.index, r.output);
+  };
+  for (const TensorMeta& m : g.inputs) s += type_text(m) + ";";
+  for (const Tensor& c : g.constants) {
+    const Tensor host = c.placement().is_cpu() ? c : detail::copy_to(c, Device{});
+    s += fmt::format(
+        "c {} {:02x};", type_text(host),
+        fmt::join(std::span(static_cast<const uint8_t*>(host.raw_data()), host.nbytes()), ""));
+  }
+  for (const Graph::Node& n : g.nodes) {
+    s += fmt::format("{}[{}](", n.prim->name(), n.prim->trace_attributes());
+    for (const Ref& r : n.inputs) s += ref(r) + ",";
+    s += ")->";
+    for (const TensorMeta& m : n.outputs) s += type_text(m) + ",";
+    s += n.device.to_string() + ";";
+  }
+  for (const Ref& r : g.outputs) s += ref(r) + ",";
+  return s;
+}
+
+}  // namespace
+
+uint64_t next_node_id() {
+  return g_next_id++;
+}
+
+std::string type_text(const TensorMeta& m) {
+  return fmt::format("{} {}", dtype_name(m.dtype), m.shape.to_string());
+}
+std::string type_text(const Tensor& t) {
+  return type_text(TensorMeta{t.shape(), t.dtype()});
+}
+
+void Effects::merge(const Effects& other) {
+  for (const void* v : other.variables) add_once(variables, v);
+  writes = writes || other.writes;
+  if (replay_blocker.empty()) replay_blocker = other.replay_blocker;
+}
+
+std::string ControlFlowOp::attributes() const {
+  return fmt::format("{}, id={}", structure(), id);
+}
+
+std::string ControlFlowOp::trace_attributes() const {
+  std::string s = structure();
+  for (const auto& [label, g] : subgraphs())
+    s += fmt::format(" {}{{{}}}", label, graph_structure(*g));
+  return s;
+}
+
+const ControlFlowOp* as_control_flow(const Primitive& p) {
+  return dynamic_cast<const ControlFlowOp*>(&p);
+}
+
+Effects effects_of(const Graph& g) {
+  Effects e;
+  for (const Graph::Node& n : g.nodes) {
+    const Primitive& p = *n.prim;
+    if (const auto state = detail::read_variable_state(p)) {
+      add_once(e.variables, static_cast<const void*>(state.get()));
+      continue;
+    }
+    if (const ControlFlowOp* inner = as_control_flow(p)) {
+      e.merge(inner->effects);
+      continue;
+    }
+    const std::vector<const void*> written = p.written_variables();
+    for (const void* v : written) add_once(e.variables, v);
+    if (!written.empty()) e.writes = true;
+    const bool repeats =
+        !written.empty() || (jit::must_keep(p) && std::string_view(p.name()) != "print");
+    if (repeats && e.replay_blocker.empty()) e.replay_blocker = p.name();
+  }
+  return e;
+}
+
+SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
+                        const TraceFn& fn) {
+  SubGraph s;
+  s.graph = std::make_shared<Graph>();
+  const uint64_t first_traced_id = detail::next_tensor_id();
+  {
+    // The enclosing tapes record the control-flow node, not the ops inside it.
+    PauseTapes pause;
+    detail::VariableReadWatcher reads;
+    jit::Tracer tracer(*s.graph, &s.captures);
+    std::vector<Tensor> args;
+    args.reserve(params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      args.push_back(tracer.add_input(params[i], devices[i]));
+    tracer.set_outputs(fn(args));
+    s.read_variables = reads.read();
+  }
+  s.first_traced_id = first_traced_id;
+  return s;
+}
+
+// Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
+// them writes: a loop's condition must read again what its body assigns) and optimises them.
+void finish_subgraphs(std::span<SubGraph* const> parts) {
+  std::vector<const void*> written;
+  for (SubGraph* s : parts) add_written(*s->graph, written);
+  for (SubGraph* s : parts) {
+    hoist_variable_reads(*s, written);
+    optimize_subgraph(*s->graph, s->first_traced_id);
+  }
+}
+
+std::vector<int> CaptureSet::add(const std::vector<Tensor>& captures) {
+  std::vector<int> feeds;
+  for (const Tensor& t : captures) {
+    auto [it, fresh] = index_.try_emplace(t.id(), base_ + static_cast<int>(tensors_.size()));
+    if (fresh) tensors_.push_back(t);
+    feeds.push_back(it->second);
+  }
+  return feeds;
+}
+
+std::vector<TensorMeta> output_metas(const Graph& g) {
+  std::vector<TensorMeta> m;
+  for (const Ref& r : g.outputs) m.push_back(g.meta_of(r));
+  return m;
+}
+
+std::vector<TensorMeta> metas_of(const std::vector<Tensor>& ts) {
+  std::vector<TensorMeta> m;
+  for (const Tensor& t : ts) m.push_back({t.shape(), t.dtype()});
+  return m;
+}
+
+Tensor fresh(const Tensor& t) {
+  return detail::view(t, t.shape());
+}
+
+Tensor moved_to(const Tensor& t, Device device) {
+  return t.placement() == device ? t : detail::copy_to(t, device);
+}
+
+std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
+                              const std::vector<int>& sources, const std::vector<Tensor>& seeds) {
+  std::vector<Tensor> result(sources.size());
+  if (sources.empty()) return result;
+  GradientTape tape;
+  std::vector<Tensor> watched;
+  for (int k : sources) {
+    tape.watch(args[static_cast<size_t>(k)]);
+    watched.push_back(args[static_cast<size_t>(k)]);
+  }
+  // Loops inside run again under this tape, traced or not: their vjps read their histories.
+  Graph copy;
+  const Graph* run = &g;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ControlFlowOp* node = as_control_flow(*g.nodes[i].prim);
+    std::shared_ptr<Primitive> keeping = node != nullptr ? node->with_history() : nullptr;
+    if (!keeping) continue;
+    if (run == &g) {
+      copy = g;
+      run = &copy;
+    }
+    copy.nodes[i].prim = std::move(keeping);
+  }
+  const std::vector<Tensor> outs = run->run(args);
+  std::vector<Tensor> targets, grads;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!is_floating(outs[k].dtype()) || !seeds[k].defined()) continue;
+    targets.push_back(outs[k]);
+    grads.push_back(seeds[k]);
+  }
+  if (targets.empty()) {
+    for (size_t j = 0; j < sources.size(); ++j) result[j] = zeros_like(watched[j]);
+    return result;
+  }
+  return tape.gradient(targets, watched, grads, UnconnectedGradients::ZERO);
+}
+
+}  // namespace tapeflow::jit::cf

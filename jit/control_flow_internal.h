@@ -1,0 +1,141 @@
+// What the control-flow nodes share (jit/control_flow.cpp: cond, switch_case, while_loop;
+// jit/scan_loop.cpp: the loop of map_fn, foldl, foldr and scan): the primitive base, tracing a
+// callable into a sub-graph with its captures, and a sub-graph's vector-Jacobian product.
+// Internal to jit/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/check.h"
+#include "core/context.h"
+#include "core/device.h"
+#include "core/tensor.h"
+#include "jit/graph.h"
+#include "ops/primitive.h"
+
+namespace tapeflow::jit::cf {
+
+// A tape keeps every input and output of these nodes for their vjp (any count; the per-index
+// bits of Primitive::vjp_saves stop at 16).
+constexpr uint32_t kSaveEverything = 0xFFFFFFFFu;
+
+// An id for graph dumps (each control-flow node has its own).
+uint64_t next_node_id();
+
+inline bool tracing() {
+  return detail::thread_context().trace != nullptr;
+}
+
+// "float32 (2, 3)".
+std::string type_text(const TensorMeta& m);
+std::string type_text(const Tensor& t);
+
+// What a sub-graph does besides computing its outputs.
+struct Effects {
+  std::vector<const void*> variables;  // read or written (after hoisting: written ones and
+                                       // those read where something writes them)
+  bool writes = false;                 // assigns a variable
+  std::string replay_blocker;          // an op that a gradient's re-run would repeat
+
+  // Adds another sub-graph's effects (a node's other branch, a nested node's).
+  void merge(const Effects& other);
+};
+
+// The base of the control-flow primitives: run through produce(), never as kernels.
+class ControlFlowOp : public Primitive {
+ public:
+  Effects effects;
+  Device device;
+  uint64_t id = 0;
+
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  // Never folded, merged or removed, and never captured into a CUDA graph (the predicate or the
+  // loop's length is read on the host).
+  bool has_side_effects() const override { return true; }
+  std::vector<const void*> written_variables() const override { return effects.variables; }
+  // The inputs stay where they are (the sub-graphs were traced for their devices).
+  std::optional<Device> target_device() const override { return device; }
+  uint32_t vjp_saves() const override { return kSaveEverything; }
+  // attributes() without the id, and every sub-graph's nodes and constants: two traces (at two
+  // shapes of a function's None dimensions) that made the same sub-graphs give the same text.
+  std::string trace_attributes() const override;
+
+  // The sub-graphs it runs, each with a label ("true branch", "body").
+  virtual std::vector<std::pair<std::string, const Graph*>> subgraphs() const = 0;
+  // A copy that keeps what its vjp needs when run without a tape (a loop's history), or null
+  // when it always does.
+  virtual std::shared_ptr<Primitive> with_history() const { return nullptr; }
+  // attributes() less the id.
+  virtual std::string structure() const = 0;
+  std::string attributes() const override;
+};
+
+const ControlFlowOp* as_control_flow(const Primitive& p);
+
+Effects effects_of(const Graph& g);
+
+// A traced branch, condition or body.
+struct SubGraph {
+  std::shared_ptr<Graph> graph;
+  std::vector<Tensor> captures;  // the enclosing trace's tensors fed to the inputs after params
+  uint64_t first_traced_id = 0;  // tensors made while tracing it have this id or a larger one
+  // The trainable variables it read, as the handles the caller read them through (a mirrored
+  // variable's handle, not the replica's copy that the read node holds): tapes key their
+  // variable reads by those handles.
+  std::vector<Variable> read_variables;
+};
+
+using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Traces fn on symbolic parameters of the given types into a new graph (finish_subgraphs
+// completes it).
+SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
+                        const TraceFn& fn);
+// Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
+// them writes: a loop's condition must read again what its body assigns) and optimises them.
+void finish_subgraphs(std::span<SubGraph* const> parts);
+
+// The tensors that the control-flow node takes after its leading inputs: each capture once.
+class CaptureSet {
+ public:
+  explicit CaptureSet(int base) : base_(base) {}
+  // The node input index of each of the sub-graph's captures.
+  std::vector<int> add(const std::vector<Tensor>& captures);
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+
+ private:
+  int base_;
+  std::vector<Tensor> tensors_;
+  std::unordered_map<uint64_t, int> index_;
+};
+
+std::vector<TensorMeta> output_metas(const Graph& g);
+std::vector<TensorMeta> metas_of(const std::vector<Tensor>& ts);
+
+// A result that may be one of the node's inputs (a branch or a loop that returns what it was
+// given) as a tensor of its own: tapes tell values apart by tensor, and an output that is its
+// own input would take its cotangent twice.
+Tensor fresh(const Tensor& t);
+Tensor moved_to(const Tensor& t, Device device);
+
+// The gradients of `sources` (graph inputs given by index) for one run of `g` on `args`,
+// seeded with `seeds` (one per graph output; undefined: no seed). Unconnected ones are zeros.
+// Loops inside run keeping their histories.
+std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
+                              const std::vector<int>& sources, const std::vector<Tensor>& seeds);
+
+}  // namespace tapeflow::jit::cf
