@@ -9,7 +9,17 @@
 //   - *_grad: the same with the gradient of sum(y) with respect to y0 (a tape inside the
 //     function: while_loop keeps each iteration's y and runs the body's vjp 100 times).
 // Counter s_per_loop_iteration: the time of one call over 100 (seconds).
-// bench/compare/control_flow_tf.py times TF's tf.while_loop in tf.function on the same loop.
+// The loops over elements (map_fn, scan; ops/higher_order.h) over n rows of (n, 16) float32:
+//   - map_fn_traced: tf::map_fn(fn, x) in tf::function, fn(r) = tanh(r) * sum(r * r) (one loop
+//     node running fn's trace per row);
+//   - map_unrolled_traced: what a trace held before the loop node: fn traced once per row
+//     (unstack, n copies of fn, stack), fused;
+//   - scan_traced[_grad]: tf::scan(a * 0.9 + tanh(r), x) [with the gradient of sum of the
+//     stacked states with respect to x, the tape inside];
+//   - *_trace: the first call of a new function (the trace, its optimisation and one run).
+// Counter s_per_element: the time of one call over n.
+// bench/compare/control_flow_tf.py times TF's tf.while_loop, tf.cond, tf.map_fn and tf.scan in
+// tf.function on the same computations.
 //
 //   OMP_NUM_THREADS=2 ./bench_control_flow --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
@@ -21,8 +31,11 @@
 #include "autograd/tape.h"
 #include "jit/control_flow.h"
 #include "jit/function.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/higher_order.h"
+#include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 
@@ -127,6 +140,80 @@ void BM_cond_traced(benchmark::State& state) {
   }
 }
 
+// The loops over the rows of an (n, 16) input.
+constexpr int64_t kRowWidth = 16;
+
+tf::Tensor row_fn(const tf::Tensor& r) {
+  return tf::tanh(r) * tf::reduce_sum(r * r);
+}
+tf::Tensor scan_step(const tf::Tensor& a, const tf::Tensor& r) {
+  return a * 0.9f + tf::tanh(r);
+}
+tf::Tensor map_fn_rows(const tf::Tensor& x) {
+  return tf::map_fn(row_fn, x);
+}
+tf::Tensor map_unrolled(const tf::Tensor& x) {
+  std::vector<tf::Tensor> out;
+  for (const tf::Tensor& r : tf::unstack(x)) out.push_back(row_fn(r));
+  return tf::stack(out, 0);
+}
+tf::Tensor scan_rows(const tf::Tensor& x) {
+  return tf::scan(scan_step, x);
+}
+tf::Tensor scan_rows_grad(const tf::Tensor& x) {
+  tf::GradientTape tape;
+  tape.watch(x);
+  return tape.gradient(tf::reduce_sum(scan_rows(x)), x);
+}
+
+tf::Tensor rows_input(benchmark::State& state) {
+  return tf::fill({state.range(0), kRowWidth}, tf::constant(0.5f));
+}
+
+void per_element(benchmark::State& state) {
+  state.counters["s_per_element"] = benchmark::Counter(
+      static_cast<double>(state.range(0)),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+template <class F>
+void run_rows(benchmark::State& state, F body) {
+  const tf::Tensor x = rows_input(state);
+  auto f = tf::function(body);
+  f(x);
+  for (auto _ : state) benchmark::DoNotOptimize(tf::Tensor(f(x)).data<float>());
+  per_element(state);
+}
+
+// The first call of a new function: trace, optimise, run once.
+template <class F>
+void trace_rows(benchmark::State& state, F body) {
+  const tf::Tensor x = rows_input(state);
+  for (auto _ : state) {
+    auto f = tf::function(body);
+    benchmark::DoNotOptimize(tf::Tensor(f(x)).data<float>());
+  }
+}
+
+void BM_map_fn_traced(benchmark::State& state) {
+  run_rows(state, map_fn_rows);
+}
+void BM_map_unrolled_traced(benchmark::State& state) {
+  run_rows(state, map_unrolled);
+}
+void BM_map_fn_trace(benchmark::State& state) {
+  trace_rows(state, map_fn_rows);
+}
+void BM_map_unrolled_trace(benchmark::State& state) {
+  trace_rows(state, map_unrolled);
+}
+void BM_scan_traced(benchmark::State& state) {
+  run_rows(state, scan_rows);
+}
+void BM_scan_traced_grad(benchmark::State& state) {
+  run_rows(state, scan_rows_grad);
+}
+
 }  // namespace
 
 BENCHMARK(BM_loop_eager_cpp)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
@@ -137,4 +224,10 @@ BENCHMARK(BM_loop_eager_cpp_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicro
 BENCHMARK(BM_loop_while_traced_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_loop_unrolled_traced_grad)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_cond_traced)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_map_fn_traced)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_map_unrolled_traced)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_map_fn_trace)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_map_unrolled_trace)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_scan_traced)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_scan_traced_grad)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

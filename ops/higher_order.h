@@ -1,8 +1,9 @@
 // TF's higher-order functions over a tensor's first dimension: tf.map_fn, tf.foldl, tf.foldr
-// and tf.scan. fn is any C++ callable written with tapeflow ops; it runs once per element, in
-// order (eagerly: one call per element; inside tf::function the loop is unrolled while tracing,
-// as C++ control flow always is, so the trace holds one copy of fn's ops per element and a
-// None first dimension gets one trace per size). Gradients flow through fn as through any ops.
+// and tf.scan. fn is any C++ callable written with tapeflow ops. Eagerly it runs once per
+// element, in order. Inside tf::function it is traced once and one loop node runs that trace per
+// element (jit/scan_loop.cpp): the graph does not grow with the number of elements and a None
+// first dimension is served by one trace; fn holding a random op or a variable assignment is
+// unrolled instead (one copy per element). Gradients flow through fn, to any order.
 #pragma once
 
 #include <concepts>

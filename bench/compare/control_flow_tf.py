@@ -2,7 +2,10 @@
 """TF's side of bench/bench_control_flow.cpp: the loop y = y * 0.999 + sin(y) * 0.001 over (n,)
 float32, 100 iterations counted by an int64 tensor, in tf.function as tf.while_loop (AutoGraph's
 form of a `while` on a tensor), alone and with the gradient of sum(y) under a GradientTape inside
-the function, and one tf.cond per call; on the CPU with TF's intra-op threads set to --threads.
+the function, and one tf.cond per call; then tf.map_fn(lambda r: tanh(r) * sum(r * r), x) and
+tf.scan(lambda a, r: a * 0.9 + tanh(r), x) over the n rows of an (n, 16) float32 x (the scan also
+with the gradient of the sum of its states, the tape inside); on the CPU with TF's intra-op
+threads set to --threads.
 Prints the median microseconds per call and per iteration (one warm-up call, then at least 5
 timed calls and more until they add up to 0.2 s).
 
@@ -60,6 +63,29 @@ def main():
             return cond_traced(y0, t if flip[0] else f).numpy()
 
         print(f"cond_traced/{n}: {1e3 * median_ms(one_cond):.1f} us per call")
+
+    @tf.function
+    def map_fn_traced(x):
+        return tf.map_fn(lambda r: tf.tanh(r) * tf.reduce_sum(r * r), x)
+
+    def scan(x):
+        return tf.scan(lambda a, r: a * 0.9 + tf.tanh(r), x)
+
+    scan_traced = tf.function(scan)
+
+    @tf.function
+    def scan_traced_grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            s = tf.reduce_sum(scan(x))
+        return tape.gradient(s, x)
+
+    for n in (64, 1024):
+        x = tf.fill((n, 16), 0.5)
+        for name, fn in (("map_fn_traced", map_fn_traced), ("scan_traced", scan_traced),
+                         ("scan_traced_grad", scan_traced_grad)):
+            ms = median_ms(lambda: fn(x).numpy())
+            print(f"{name}/{n}: {1e3 * ms:.1f} us per call, {1e3 * ms / n:.2f} us per element")
 
 
 if __name__ == "__main__":

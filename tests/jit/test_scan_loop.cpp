@@ -4,6 +4,7 @@
 // call, second and third order) equal to eager's, variables read inside, and the cases that
 // still unroll (random ops in fn, no initializer with a None first dimension).
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -362,4 +363,36 @@ TEST_CASE("scan loop: errors name the op, the element and the types", "[jit]") {
         pair(tf::constant({1.0f, 2.0f}), tf::constant({3.0f, 4.0f, 5.0f}));
       },
       {"map_fn", "different first dimensions", "2", "3"});
+}
+
+TEST_CASE("scan loop: threads replay a scan and take its gradient at once", "[jit][threads]") {
+  // One traced function, four threads: the node, its body and the cached gradient node are
+  // shared (ThreadSanitizer runs this case).
+  auto step = [](const tf::Tensor& a, const tf::Tensor& r) { return tf::sin(a) * 0.5 + r; };
+  auto f = tf::function([&](const tf::Tensor& x) { return tf::scan(step, x); });
+  const tf::Tensor x0 = rows(6, 2, 3);
+  f(x0);  // traced once, before the threads
+  std::vector<std::vector<double>> got(4), want(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const tf::Tensor x = x0 * (1.0 + 0.5 * t);
+      for (int rep = 0; rep < 5; ++rep) {
+        tf::GradientTape tape;
+        tape.watch(x);
+        const tf::Tensor y = f(x);
+        const tf::Tensor g = tape.gradient(tf::reduce_sum(y * y), x);
+        got[t] = tf::detail::to_double_vector(tf::concat({y, g}, 0));
+      }
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = tf::scan(step, x);  // eager
+      want[t] =
+          tf::detail::to_double_vector(tf::concat({y, tape.gradient(tf::reduce_sum(y * y), x)}, 0));
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t)
+    for (size_t k = 0; k < want[t].size(); ++k)
+      CHECK(got[t][k] == Approx(want[t][k]).epsilon(1e-12));
+  CHECK(f.tracing_count() == 1);
 }
