@@ -18,6 +18,11 @@
 //     stacked states with respect to x, the tape inside];
 //   - *_trace: the first call of a new function (the trace, its optimisation and one run).
 // Counter s_per_element: the time of one call over n.
+// Keras' LSTM(32) on (32, T, 16) float32, T = 20 / 200, a traced step with the gradient of the
+// mean square output with respect to the weights (the tape inside):
+//   - lstm_loop_step: the timesteps as one loop node (unroll = false, Keras' default);
+//   - lstm_unrolled_step: one copy of the step per timestep (unroll = true);
+//   - *_first: the first call (trace, optimise, run).
 // bench/compare/control_flow_tf.py times TF's tf.while_loop, tf.cond, tf.map_fn and tf.scan in
 // tf.function on the same computations.
 //
@@ -31,6 +36,7 @@
 #include "autograd/tape.h"
 #include "jit/control_flow.h"
 #include "jit/function.h"
+#include "keras/layers_recurrent.h"
 #include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -214,6 +220,52 @@ void BM_scan_traced_grad(benchmark::State& state) {
   run_rows(state, scan_rows_grad);
 }
 
+// The LSTM train step's gradient.
+struct LstmStep {
+  tapeflow::keras::layers::LSTM lstm;
+  explicit LstmStep(bool unroll) : lstm(32, {.unroll = unroll}) {}
+  std::vector<tf::Tensor> operator()(const tf::Tensor& x) {
+    tf::GradientTape tape;
+    const tf::Tensor y = lstm(x);
+    return tape.gradient(tf::reduce_mean(y * y), lstm.trainable_variables());
+  }
+};
+
+tf::Tensor lstm_input(benchmark::State& state) {
+  return tf::fill({32, state.range(0), 16}, tf::constant(0.25f));
+}
+
+void run_lstm(benchmark::State& state, bool unroll) {
+  const tf::Tensor x = lstm_input(state);
+  LstmStep step(unroll);
+  auto f = tf::function([&](const tf::Tensor& xv) { return step(xv); });
+  f(x);
+  for (auto _ : state) benchmark::DoNotOptimize(f(x)[0].data<float>());
+}
+
+void first_lstm(benchmark::State& state, bool unroll) {
+  const tf::Tensor x = lstm_input(state);
+  LstmStep step(unroll);
+  (void)step(x);  // built
+  for (auto _ : state) {
+    auto f = tf::function([&](const tf::Tensor& xv) { return step(xv); });
+    benchmark::DoNotOptimize(f(x)[0].data<float>());
+  }
+}
+
+void BM_lstm_loop_step(benchmark::State& state) {
+  run_lstm(state, false);
+}
+void BM_lstm_unrolled_step(benchmark::State& state) {
+  run_lstm(state, true);
+}
+void BM_lstm_loop_first(benchmark::State& state) {
+  first_lstm(state, false);
+}
+void BM_lstm_unrolled_first(benchmark::State& state) {
+  first_lstm(state, true);
+}
+
 }  // namespace
 
 BENCHMARK(BM_loop_eager_cpp)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
@@ -230,4 +282,8 @@ BENCHMARK(BM_map_fn_trace)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_map_unrolled_trace)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_scan_traced)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_scan_traced_grad)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_lstm_loop_step)->Arg(20)->Arg(200)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_lstm_unrolled_step)->Arg(20)->Arg(200)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_lstm_loop_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_lstm_unrolled_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -10,6 +10,7 @@
 #include "jit/fusion.h"
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
+#include "jit/reinfer.h"
 #include "jit/tracer.h"
 #include "ops/copy.h"
 #include "ops/factory.h"
@@ -86,31 +87,6 @@ void optimize_subgraph(Graph& g, uint64_t first_traced_id) {
   g.prepare(jit::memory_planning_enabled(), false);
 }
 
-// A graph's nodes and constants as text (nested control-flow nodes by their trace_attributes).
-std::string graph_structure(const Graph& g) {
-  std::string s;
-  auto ref = [](const Ref& r) {
-    const char* kind = r.source == Source::Input ? "in" : r.source == Source::Constant ? "c" : "%";
-    return fmt::format("{}{}:{}", kind, r.index, r.output);
-  };
-  for (const TensorMeta& m : g.inputs) s += type_text(m) + ";";
-  for (const Tensor& c : g.constants) {
-    const Tensor host = c.placement().is_cpu() ? c : detail::copy_to(c, Device{});
-    s += fmt::format(
-        "c {} {:02x};", type_text(host),
-        fmt::join(std::span(static_cast<const uint8_t*>(host.raw_data()), host.nbytes()), ""));
-  }
-  for (const Graph::Node& n : g.nodes) {
-    s += fmt::format("{}[{}](", n.prim->name(), n.prim->trace_attributes());
-    for (const Ref& r : n.inputs) s += ref(r) + ",";
-    s += ")->";
-    for (const TensorMeta& m : n.outputs) s += type_text(m) + ",";
-    s += n.device.to_string() + ";";
-  }
-  for (const Ref& r : g.outputs) s += ref(r) + ",";
-  return s;
-}
-
 }  // namespace
 
 uint64_t next_node_id() {
@@ -137,7 +113,39 @@ std::string ControlFlowOp::attributes() const {
 std::string ControlFlowOp::trace_attributes() const {
   std::string s = structure();
   for (const auto& [label, g] : subgraphs())
-    s += fmt::format(" {}{{{}}}", label, graph_structure(*g));
+    s += fmt::format(" {}{{{}}}", label, graph_structure(*g, true));
+  return s;
+}
+
+std::string ControlFlowOp::probe_mismatch(const ControlFlowOp& other) const {
+  return trace_attributes() == other.trace_attributes() ? std::string()
+                                                        : std::string("runs other sub-graphs");
+}
+
+std::string graph_structure(const Graph& g, bool shapes) {
+  std::string s;
+  auto ref = [](const Ref& r) {
+    const char* kind = r.source == Source::Input ? "in" : r.source == Source::Constant ? "c" : "%";
+    return fmt::format("{}{}:{}", kind, r.index, r.output);
+  };
+  auto type = [&](const TensorMeta& m) {
+    return shapes ? type_text(m) : fmt::format("{} rank {}", dtype_name(m.dtype), m.shape.rank());
+  };
+  for (const TensorMeta& m : g.inputs) s += type(m) + ";";
+  for (const Tensor& c : g.constants) {
+    const Tensor host = c.placement().is_cpu() ? c : detail::copy_to(c, Device{});
+    s += fmt::format(
+        "c {} {:02x};", type_text(host),
+        fmt::join(std::span(static_cast<const uint8_t*>(host.raw_data()), host.nbytes()), ""));
+  }
+  for (const Graph::Node& n : g.nodes) {
+    s += fmt::format("{}[{}](", n.prim->name(), n.prim->trace_attributes());
+    for (const Ref& r : n.inputs) s += ref(r) + ",";
+    s += ")->";
+    for (const TensorMeta& m : n.outputs) s += type(m) + ",";
+    s += n.device.to_string() + ";";
+  }
+  for (const Ref& r : g.outputs) s += ref(r) + ",";
   return s;
 }
 
@@ -190,13 +198,26 @@ SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector
 
 // Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
 // them writes: a loop's condition must read again what its body assigns) and optimises them.
-void finish_subgraphs(std::span<SubGraph* const> parts) {
+void finish_subgraphs(std::span<SubGraph* const> parts,
+                      std::vector<std::shared_ptr<const Graph>>* raw) {
   std::vector<const void*> written;
   for (SubGraph* s : parts) add_written(*s->graph, written);
   for (SubGraph* s : parts) {
     hoist_variable_reads(*s, written);
+    if (raw != nullptr) raw->push_back(std::make_shared<const Graph>(*s->graph));
     optimize_subgraph(*s->graph, s->first_traced_id);
   }
+}
+
+std::shared_ptr<const Graph> specialize_subgraph(const Graph& raw,
+                                                 const std::vector<TensorMeta>& inputs,
+                                                 uint64_t first_traced_id) {
+  auto g = std::make_shared<Graph>(raw);
+  jit::reinfer(*g, inputs);
+  bool known = true;
+  for (const TensorMeta& m : inputs) known = known && m.shape.is_fully_defined();
+  if (known) optimize_subgraph(*g, first_traced_id);
+  return g;
 }
 
 std::vector<int> CaptureSet::add(const std::vector<Tensor>& captures) {
@@ -263,7 +284,12 @@ std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
     for (size_t j = 0; j < sources.size(); ++j) result[j] = zeros_like(watched[j]);
     return result;
   }
-  return tape.gradient(targets, watched, grads, UnconnectedGradients::ZERO);
+  // Unconnected ones as zeros like the argument (inside a trace with None dimensions, zeros
+  // whose shape is read when the graph runs, not a constant of the traced shape).
+  result = tape.gradient(targets, watched, grads, UnconnectedGradients::NONE);
+  for (size_t j = 0; j < sources.size(); ++j)
+    if (!result[j].defined()) result[j] = zeros_like(watched[j]);
+  return result;
 }
 
 }  // namespace tapeflow::jit::cf

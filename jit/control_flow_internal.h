@@ -82,6 +82,10 @@ class ControlFlowOp : public Primitive {
   // attributes() less the id.
   virtual std::string structure() const = 0;
   std::string attributes() const override;
+  // Why this node, traced at one shape of a function's None dimensions, cannot serve as
+  // `other`, the same node traced at the next ("" when it can): tf::function's generic traces
+  // (jit/function.h) ask. By default their trace_attributes() must be equal.
+  virtual std::string probe_mismatch(const ControlFlowOp& other) const;
 };
 
 const ControlFlowOp* as_control_flow(const Primitive& p);
@@ -107,7 +111,18 @@ SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector
                         const TraceFn& fn);
 // Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
 // them writes: a loop's condition must read again what its body assigns) and optimises them.
-void finish_subgraphs(std::span<SubGraph* const> parts);
+// `raw`, when given, receives each graph as it was before optimising (to specialise it for
+// other shapes: specialize_subgraph).
+void finish_subgraphs(std::span<SubGraph* const> parts,
+                      std::vector<std::shared_ptr<const Graph>>* raw = nullptr);
+// `raw` inferred at other input shapes and, when they are fully known, optimised and
+// memory-planned as finish_subgraphs does.
+std::shared_ptr<const Graph> specialize_subgraph(const Graph& raw,
+                                                 const std::vector<TensorMeta>& inputs,
+                                                 uint64_t first_traced_id);
+// A graph's nodes (name, trace_attributes, wiring, devices), constants (values) and, with
+// `shapes`, its input and output types; without, their dtypes and ranks.
+std::string graph_structure(const Graph& g, bool shapes);
 
 // The tensors that the control-flow node takes after its leading inputs: each capture once.
 class CaptureSet {

@@ -15,10 +15,12 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "jit/control_flow_internal.h"
 #include "jit/cuda_graph.h"
 #include "jit/fusion.h"
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
+#include "jit/reinfer.h"
 #include "jit/tracer.h"
 #include "jit/variable_update.h"
 #include "ops/dispatch.h"
@@ -189,33 +191,6 @@ void throw_not_generic(const std::string& function, const std::string& reason) {
 
 namespace {
 
-// Infers every node's outputs for new input shapes (the ops' own shape checks run, so a shape
-// the graph cannot take raises the op's usual error).
-void reinfer(Graph& g, const std::vector<TensorMeta>& inputs) {
-  g.inputs = inputs;
-  std::vector<std::vector<Tensor>> values(g.nodes.size());
-  std::vector<Tensor> in;
-  std::vector<TensorMeta> metas;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    Graph::Node& n = g.nodes[i];
-    in.clear();
-    for (const Graph::Ref& r : n.inputs) {
-      switch (r.source) {
-        case Graph::Source::Input:
-          in.push_back(symbolic(g.inputs[r.index].shape, g.inputs[r.index].dtype,
-                                g.input_devices[r.index]));
-          break;
-        case Graph::Source::Constant: in.push_back(g.constants[r.index]); break;
-        case Graph::Source::Node: in.push_back(values[r.index][r.output]); break;
-      }
-    }
-    metas.assign(n.outputs.size(), TensorMeta{});
-    n.prim->infer(in, metas);
-    n.outputs = metas;
-    for (const TensorMeta& m : metas) values[i].push_back(symbolic(m.shape, m.dtype, n.device));
-  }
-}
-
 bool same_constant(const Tensor& a, const Tensor& b) {
   if (a.impl() == b.impl()) return true;
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
@@ -241,9 +216,16 @@ std::string GenericTrace::mismatch(const Graph& b) const {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Graph::Node& x = a.nodes[i];
     const Graph::Node& y = b.nodes[i];
+    // A control-flow node compares its sub-graphs (a loop's body may serve other shapes).
+    const jit::cf::ControlFlowOp* flow = jit::cf::as_control_flow(*x.prim);
+    if (flow != nullptr && typeid(*x.prim) == typeid(*y.prim)) {
+      const std::string why = flow->probe_mismatch(*jit::cf::as_control_flow(*y.prim));
+      if (!why.empty())
+        return fmt::format("op %{} ({}) {} at the next shapes", i, x.prim->name(), why);
+    }
     if (typeid(*x.prim) != typeid(*y.prim) ||
-        x.prim->trace_attributes() != y.prim->trace_attributes() || x.inputs != y.inputs ||
-        x.device != y.device || x.outputs.size() != y.outputs.size())
+        (flow == nullptr && x.prim->trace_attributes() != y.prim->trace_attributes()) ||
+        x.inputs != y.inputs || x.device != y.device || x.outputs.size() != y.outputs.size())
       return fmt::format("op %{} ({}) has {{{}}} at the first shapes and {} {{{}}} at the next", i,
                          x.prim->name(), x.prim->attributes(), y.prim->name(),
                          y.prim->attributes());
@@ -251,7 +233,7 @@ std::string GenericTrace::mismatch(const Graph& b) const {
   if (a.outputs != b.outputs) return "the results depend on the None dimensions";
   Graph check = a;
   try {
-    reinfer(check, b.inputs);
+    jit::reinfer(check, b.inputs);
   } catch (const std::exception& e) {
     return std::string("shape inference at the next shapes failed: ") + e.what();
   }
@@ -341,7 +323,7 @@ std::shared_ptr<ConcreteFunction> GenericTrace::specialization(std::span<const T
   cf->output_structure_ = output_structure;
   std::vector<TensorMeta> metas;
   for (const Tensor& t : args) metas.push_back({t.shape(), t.dtype()});
-  reinfer(cf->graph_, metas);
+  jit::reinfer(cf->graph_, metas);
   FunctionCore::optimize(cf->graph_, first_traced_id, jit_compile);
   std::lock_guard lock(mu_);
   cache_.emplace_front(std::move(key), cf);

@@ -8,7 +8,10 @@
 //            each step started from, stacked in elems' order; kept only when a gradient may be
 //            asked for, else (0, ...))
 // The graph holds one copy of fn whatever the number of elements, and a function with a None
-// first dimension serves every length with one trace. Its gradient is the same kind of node
+// first dimension serves every length with one trace. Other None dimensions may reach the body
+// (a batch inside the slices): the node keeps the body before optimising and specialises it for
+// each new input shape (cached), and tells tf::function's probes (probe_mismatch) whether the
+// body traced at one size infers the body traced at the next. Its gradient is the same kind of node
 // (`map_fn_grad`, ...) running the body's vector-Jacobian product over the elems the other way
 // round, carrying the carries' cotangents and the captures' summed gradients; the gradient of
 // that gradient is one more such node, to any order, eager or traced.
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "jit/control_flow_internal.h"
+#include "jit/reinfer.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -65,26 +69,65 @@ std::vector<int> floating_of(const std::vector<TensorMeta>& metas) {
 class ScanOp final : public ControlFlowOp {
  public:
   std::string op;  // map_fn, foldl, foldr, scan, or one of those with "_grad" for a gradient
-  std::shared_ptr<const Graph> body;
-  std::vector<int> feeds;  // the node input of each body capture
+  std::shared_ptr<const Graph> body;      // optimised, for the shapes it was traced at
+  std::shared_ptr<const Graph> raw_body;  // before optimising: specialised for other shapes
+  uint64_t first_traced_id = 0;           // raw_body's (the optimiser's argument)
+  std::vector<int> feeds;                 // the node input of each body capture
   int nc = 0, nx = 0;
-  std::vector<TensorMeta> carry_metas, y_metas;
+  std::vector<TensorMeta> carry_metas, y_metas;  // as traced
   bool reverse = false;
   bool keep_history = false;  // a tape recorded the trace: its gradient reads the history
   int n_inputs = 0;
-  // The gradient nodes (without and with cotangents for the histories), built at the first
-  // vjp and shared by the copies of this op.
-  struct GradCache {
+  // Shared by the copies of this op: the body specialised for other shapes (a function's
+  // None dimensions: another batch size), and the gradient nodes built at the first vjp for
+  // each shape (with and without cotangents for the histories).
+  struct Cache {
     std::mutex mu;
-    std::array<std::shared_ptr<const ScanOp>, 2> grad;
+    std::vector<std::pair<std::string, std::shared_ptr<const Graph>>> bodies;
+    std::vector<std::pair<std::string, std::shared_ptr<const ScanOp>>> grads;
   };
-  std::shared_ptr<GradCache> grad_cache = std::make_shared<GradCache>();
+  std::shared_ptr<Cache> cache = std::make_shared<Cache>();
+  static constexpr size_t kMaxCached = 16;
 
   int ny() const { return static_cast<int>(y_metas.size()); }
   int m() const { return static_cast<int>(feeds.size()); }
-  const TensorMeta& slice_meta(int j) const { return body->inputs[static_cast<size_t>(nc + j)]; }
-  const TensorMeta& capture_meta(int c) const {
-    return body->inputs[static_cast<size_t>(nc + nx + c)];
+
+  // The body's input types for a run on the node's inputs `in`.
+  std::vector<TensorMeta> body_inputs(std::span<const Tensor> in) const {
+    std::vector<TensorMeta> metas;
+    for (int k = 0; k < nc; ++k)
+      metas.push_back({in[static_cast<size_t>(k)].shape(), in[static_cast<size_t>(k)].dtype()});
+    for (int j = 0; j < nx; ++j) {
+      const Tensor& x = in[static_cast<size_t>(nc + j)];
+      metas.push_back({without_leading(x.shape()), x.dtype()});
+    }
+    for (int f : feeds)
+      metas.push_back({in[static_cast<size_t>(f)].shape(), in[static_cast<size_t>(f)].dtype()});
+    return metas;
+  }
+  static std::string key_of(const std::vector<TensorMeta>& metas) {
+    std::string key;
+    for (const TensorMeta& m : metas) key += type_text(m) + ";";
+    return key;
+  }
+  // The body for inputs of these types: the traced one, else raw_body specialised (cached).
+  std::shared_ptr<const Graph> body_for(const std::vector<TensorMeta>& metas) const {
+    if (metas == body->inputs) return body;
+    const std::string key = key_of(metas);
+    std::lock_guard lock(cache->mu);
+    for (const auto& [k, g] : cache->bodies)
+      if (k == key) return g;
+    std::shared_ptr<const Graph> g = specialize_subgraph(*raw_body, metas, first_traced_id);
+    const std::vector<TensorMeta> outs = output_metas(*g);
+    for (int k = 0; k < nc; ++k)
+      TF_CHECK_ARG(outs[static_cast<size_t>(k)] == metas[static_cast<size_t>(k)], name(),
+                   "fn turns the accumulator {} into {} at these shapes (it keeps its type when "
+                   "traced)",
+                   type_text(metas[static_cast<size_t>(k)]),
+                   type_text(outs[static_cast<size_t>(k)]));
+    if (cache->bodies.size() >= kMaxCached) cache->bodies.erase(cache->bodies.begin());
+    cache->bodies.emplace_back(key, g);
+    return g;
   }
 
   const char* name() const override { return op.c_str(); }
@@ -96,6 +139,28 @@ class ScanOp final : public ControlFlowOp {
   }
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
     return {{"body", body.get()}};
+  }
+  // The body as traced, without its shapes: a trace at other shapes of a function's None
+  // dimensions that made the same body is served by specialising this one.
+  std::string trace_attributes() const override {
+    return fmt::format("{} body{{{}}}", structure(), graph_structure(*raw_body, false));
+  }
+  std::string probe_mismatch(const ControlFlowOp& other) const override {
+    const auto& o = static_cast<const ScanOp&>(other);
+    if (trace_attributes() != o.trace_attributes()) return "runs another loop body";
+    Graph check = *raw_body;
+    try {
+      jit::reinfer(check, o.raw_body->inputs);
+    } catch (const std::exception& e) {
+      return fmt::format("cannot infer its body's shapes ({})", e.what());
+    }
+    for (size_t i = 0; i < check.nodes.size(); ++i)
+      for (size_t k = 0; k < check.nodes[i].outputs.size(); ++k)
+        if (!(check.nodes[i].outputs[k] == o.raw_body->nodes[i].outputs[k]))
+          return fmt::format("infers {} for its body's op %{} ({}), which traces {}",
+                             type_text(check.nodes[i].outputs[k]), i, check.nodes[i].prim->name(),
+                             type_text(o.raw_body->nodes[i].outputs[k]));
+    return "";
   }
   std::shared_ptr<Primitive> with_history() const override {
     if (keep_history || nc == 0) return nullptr;
@@ -125,15 +190,17 @@ class ScanOp final : public ControlFlowOp {
     TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
                "takes {} inputs, got {}", n_inputs, in.size());
     const int64_t n = length(in);
+    const std::vector<TensorMeta> metas = body_inputs(in);
+    const std::vector<TensorMeta> outs = output_metas(*body_for(metas));
     for (int k = 0; k < nc; ++k) {
-      const TensorMeta& c = carry_metas[static_cast<size_t>(k)];
+      const TensorMeta& c = metas[static_cast<size_t>(k)];
       out[static_cast<size_t>(k)] = c;
       // Kept: one entry per element; else empty, unless a tape is active when it runs.
       out[static_cast<size_t>(nc + ny() + k)] = {with_leading(keep_history ? n : None, c.shape),
                                                  c.dtype};
     }
     for (int j = 0; j < ny(); ++j) {
-      const TensorMeta& y = y_metas[static_cast<size_t>(j)];
+      const TensorMeta& y = outs[static_cast<size_t>(nc + j)];
       out[static_cast<size_t>(nc + j)] = {with_leading(n, y.shape), y.dtype};
     }
   }
@@ -152,6 +219,7 @@ class ScanOp final : public ControlFlowOp {
     PauseTapes pause;  // tapes record this node, with its vjp
     DeviceScope scope(device);
     const int64_t n = length(in);
+    const std::shared_ptr<const Graph> g = body_for(body_inputs(in));
     std::vector<Tensor> carries(in.begin(), in.begin() + nc);
     std::vector<TensorShape> row_shapes;
     std::vector<size_t> row_bytes;
@@ -181,7 +249,7 @@ class ScanOp final : public ControlFlowOp {
         args[static_cast<size_t>(nc + j)] =
             detail::view(in[static_cast<size_t>(nc + j)], row_shapes[jj], row * row_bytes[jj]);
       }
-      std::vector<Tensor> r = body->run(args);
+      std::vector<Tensor> r = g->run(args);
       for (int k = 0; k < nc; ++k) carries[static_cast<size_t>(k)] = r[static_cast<size_t>(k)];
       for (int j = 0; j < ny(); ++j)
         ys[static_cast<size_t>(j)][row] = std::move(r[static_cast<size_t>(nc + j)]);
@@ -193,10 +261,11 @@ class ScanOp final : public ControlFlowOp {
           keep && n > 0 ? stack(history[static_cast<size_t>(k)], 0)
                         : zeros(with_leading(0, carries[static_cast<size_t>(k)].shape()), c.dtype);
     }
+    const std::vector<TensorMeta> outs = n > 0 ? std::vector<TensorMeta>() : output_metas(*g);
     for (int j = 0; j < ny(); ++j)
       out[static_cast<size_t>(nc + j)] =
           n > 0 ? stack(ys[static_cast<size_t>(j)], 0)
-                : empty_stack(y_metas[static_cast<size_t>(j)], "result", j);
+                : empty_stack(outs[static_cast<size_t>(nc + j)], "result", j);
     return true;
   }
 
@@ -212,18 +281,22 @@ class ScanOp final : public ControlFlowOp {
   //   captures: the body's captures
   // and outputs (cotangents of the initial floating carries, gradients of the floating
   // captures, cotangents of the floating elems stacked).
-  std::shared_ptr<const ScanOp> gradient_op(bool with_history_cotangents) const;
+  // `fwd` is the body at the shapes of the run being differentiated.
+  std::shared_ptr<const ScanOp> gradient_op(bool with_history_cotangents, const Graph& fwd) const;
 };
 
-std::shared_ptr<const ScanOp> ScanOp::gradient_op(bool dh) const {
-  const std::vector<int> fc = floating_of(carry_metas);
-  const std::vector<int> fy = floating_of(y_metas);
+std::shared_ptr<const ScanOp> ScanOp::gradient_op(bool dh, const Graph& fwd) const {
+  const std::vector<TensorMeta> fwd_outs = output_metas(fwd);
+  const std::vector<TensorMeta> carries(fwd.inputs.begin(), fwd.inputs.begin() + nc);
+  const std::vector<TensorMeta> ys(fwd_outs.begin() + nc, fwd_outs.end());
+  const std::vector<int> fc = floating_of(carries);
+  const std::vector<int> fy = floating_of(ys);
   std::vector<TensorMeta> slices, captures;
   std::vector<Device> capture_devices;
-  for (int j = 0; j < nx; ++j) slices.push_back(slice_meta(j));
+  for (int j = 0; j < nx; ++j) slices.push_back(fwd.inputs[static_cast<size_t>(nc + j)]);
   for (int c = 0; c < m(); ++c) {
-    captures.push_back(capture_meta(c));
-    capture_devices.push_back(body->input_devices[static_cast<size_t>(nc + nx + c)]);
+    captures.push_back(fwd.inputs[static_cast<size_t>(nc + nx + c)]);
+    capture_devices.push_back(fwd.input_devices[static_cast<size_t>(nc + nx + c)]);
   }
   const std::vector<int> fx = floating_of(slices);
   const std::vector<int> fcap = floating_of(captures);
@@ -238,18 +311,17 @@ std::shared_ptr<const ScanOp> ScanOp::gradient_op(bool dh) const {
     }
   };
   const std::vector<Device> fcap_devices = pick(capture_devices, fcap);
-  append(pick(carry_metas, fc), nullptr);
+  append(pick(carries, fc), nullptr);
   append(pick(captures, fcap), &fcap_devices);
-  append(carry_metas, nullptr);
+  append(carries, nullptr);
   append(slices, nullptr);
-  append(pick(y_metas, fy), nullptr);
-  if (dh) append(pick(carry_metas, fc), nullptr);
+  append(pick(ys, fy), nullptr);
+  if (dh) append(pick(carries, fc), nullptr);
   append(captures, &capture_devices);
   const size_t o_dcap = nfc, o_h = o_dcap + nfcap, o_x = o_h + static_cast<size_t>(nc),
                o_dy = o_x + static_cast<size_t>(nx), o_dh = o_dy + nfy,
                o_cap = o_dh + (dh ? nfc : 0);
 
-  const Graph& fwd = *body;
   SubGraph grad = trace_subgraph(params, devices, [&](const std::vector<Tensor>& a) {
     std::vector<Tensor> args(a.begin() + static_cast<std::ptrdiff_t>(o_h),
                              a.begin() + static_cast<std::ptrdiff_t>(o_dy));
@@ -269,13 +341,16 @@ std::shared_ptr<const ScanOp> ScanOp::gradient_op(bool dh) const {
     for (size_t j = 0; j < nfx; ++j) result.push_back(moved_to(g[nfc + j], device));
     return result;
   });
-  finish_subgraphs(std::array<SubGraph*, 1>{&grad});
+  std::vector<std::shared_ptr<const Graph>> raw;
+  finish_subgraphs(std::array<SubGraph*, 1>{&grad}, &raw);
   TF_CHECK_T(InternalError, grad.captures.empty(), name(),
              "the body's gradient graph captured {} tensors", grad.captures.size());
 
   auto g = std::make_shared<ScanOp>();
   g->op = op + "_grad";
   g->body = grad.graph;
+  g->raw_body = raw[0];
+  g->first_traced_id = grad.first_traced_id;
   g->nc = static_cast<int>(nfc + nfcap);
   g->nx = static_cast<int>(o_cap - o_h);
   for (int c = 0; c < m(); ++c) g->feeds.push_back(static_cast<int>(o_cap) + c);
@@ -297,9 +372,9 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
              effects.replay_blocker);
   const std::vector<int> fc = floating_of(carry_metas);
   const std::vector<int> fy = floating_of(y_metas);
-  std::vector<TensorMeta> slices, captures;
-  for (int j = 0; j < nx; ++j) slices.push_back(slice_meta(j));
-  for (int c = 0; c < m(); ++c) captures.push_back(capture_meta(c));
+  // (Types as traced: other shapes keep the dtypes.)
+  const std::vector<TensorMeta> slices(body->inputs.begin() + nc, body->inputs.begin() + nc + nx);
+  const std::vector<TensorMeta> captures(body->inputs.begin() + nc + nx, body->inputs.end());
   const std::vector<int> fx = floating_of(slices);
   const std::vector<int> fcap = floating_of(captures);
 
@@ -313,9 +388,25 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
   bool dh = false;
   for (int k : fc) dh = dh || cotangents[static_cast<size_t>(nc + ny() + k)].defined();
 
-  std::unique_lock lock(grad_cache->mu);
-  std::shared_ptr<const ScanOp>& cached = grad_cache->grad[dh ? 1 : 0];
-  if (!cached) cached = gradient_op(dh);
+  const std::vector<TensorMeta> metas = body_inputs(primals);
+  // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
+  // other shapes can infer again; fused nodes keep the shapes they were fused at).
+  std::shared_ptr<const Graph> fwd = raw_body;
+  if (!(metas == raw_body->inputs)) {
+    auto g = std::make_shared<Graph>(*raw_body);
+    jit::reinfer(*g, metas);
+    fwd = g;
+  }
+  const std::string key = (dh ? "h;" : "-;") + key_of(metas);
+  std::unique_lock lock(cache->mu);
+  std::shared_ptr<const ScanOp> cached;
+  for (const auto& [k, prototype] : cache->grads)
+    if (k == key) cached = prototype;
+  if (!cached) {
+    cached = gradient_op(dh, *fwd);
+    if (cache->grads.size() >= kMaxCached) cache->grads.erase(cache->grads.begin());
+    cache->grads.emplace_back(key, cached);
+  }
   auto g = std::make_shared<ScanOp>(*cached);
   lock.unlock();
   g->keep_history = !detail::thread_context().tapes.empty();
@@ -393,11 +484,14 @@ std::optional<std::vector<Tensor>> scan_loop(const char* op, const detail::OpsSc
   // fn's random ops and assignments would run again in the gradient: the caller unrolls.
   const Effects effects = effects_of(*body.graph);
   if (!effects.replay_blocker.empty()) return std::nullopt;
-  finish_subgraphs(std::array<SubGraph*, 1>{&body});
+  std::vector<std::shared_ptr<const Graph>> raw;
+  finish_subgraphs(std::array<SubGraph*, 1>{&body}, &raw);
 
   auto node = std::make_shared<ScanOp>();
   node->op = op;
   node->body = body.graph;
+  node->raw_body = raw[0];
+  node->first_traced_id = body.first_traced_id;
   node->nc = nc;
   node->nx = nx;
   CaptureSet captures(nc + nx);

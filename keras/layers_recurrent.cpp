@@ -1,5 +1,6 @@
 // SimpleRNN, LSTM, GRU and Bidirectional (keras/layers_recurrent.h): one LayerImpl for the three
-// cells, whose call unrolls the timesteps into ops, and the wrapper that runs two of them.
+// cells, whose call runs the timesteps as ops (one loop node when traced, unless unrolled), and
+// the wrapper that runs two of them.
 #include "keras/layers_recurrent.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/context.h"
 #include "keras/call_request.h"
 #include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
@@ -19,6 +21,9 @@
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/traced_loop.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -40,6 +45,7 @@ struct RecurrentConfig {
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
   bool return_sequences = false;
   bool go_backwards = false;
+  bool unroll = false;
   bool zero_output_for_mask = false;
   bool reset_after = true;
   double dropout = 0.0, recurrent_dropout = 0.0;
@@ -71,13 +77,20 @@ struct StateRequest {
 };
 using Requests = detail::CallRequests<StateRequest>;
 
+// y reversed along `axis`, by a gather whose indices n-1, ..., 0 are computed when the graph
+// runs: no constant holds the length, so one trace serves every number of timesteps.
+Tensor reverse_along(const Tensor& y, int axis) {
+  const int64_t n = y.shape()[axis];
+  if (n != None && n <= 1) return y;
+  std::vector<int64_t> begin(static_cast<size_t>(y.rank()), 0), size(begin.size(), 1);
+  size[static_cast<size_t>(axis)] = -1;
+  const Tensor ones = ones_like(reshape(slice(y, begin, size), TensorShape({-1})), int64);
+  return gather(y, reduce_sum(ones) - cumsum(ones), axis);
+}
+
 // Reverses the time axis (1) of a (batch, timesteps, units) tensor.
 Tensor reverse_time(const Tensor& y) {
-  const int64_t steps = y.shape()[1];
-  if (steps <= 1) return y;
-  std::vector<Tensor> parts = split(y, static_cast<int>(steps), 1);
-  std::reverse(parts.begin(), parts.end());
-  return concat(parts, 1);
+  return reverse_along(y, 1);
 }
 
 class RecurrentImpl final : public LayerImpl {
@@ -198,19 +211,18 @@ std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
 std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     const Tensor& x, const std::vector<Tensor>& initial_state, bool training,
     const Tensor& mask) const {
+  // Traced, the timesteps run as one loop node unless the layer asks to unroll them.
+  const bool as_loop = !c_.unroll && ::tapeflow::detail::thread_context().trace != nullptr;
   const int64_t steps = x.shape()[1];
-  TF_CHECK_ARG(steps != None && steps >= 1, name_.c_str(),
-               "layer \"{}\" ({}) unrolls its timesteps and needs a known number of them (at "
-               "least 1), got input shape {}",
-               name_, class_name_, x.shape().to_string());
-  std::vector<Tensor> step_masks;  // (batch, 1) bool per timestep
-  if (mask.defined()) {
+  TF_CHECK_ARG(steps != 0 && (steps != None || as_loop), name_.c_str(),
+               "layer \"{}\" ({}) needs at least 1 timestep{}, got input shape {}", name_,
+               class_name_, c_.unroll ? " and, with unroll, a known number of them" : "",
+               x.shape().to_string());
+  if (mask.defined())
     TF_CHECK_ARG(mask.rank() == 2, name_.c_str(),
                  "layer \"{}\" ({}) takes a mask of shape (batch, timesteps), got {} for an "
                  "input of shape {}",
                  name_, class_name_, mask.shape().to_string(), x.shape().to_string());
-    step_masks = split(mask, static_cast<int>(steps), 1);
-  }
   const std::vector<Tensor> initial = checked_initial(x, initial_state);
   const int64_t u = c_.units;
   const int64_t k = gates_of(c_.cell);
@@ -261,7 +273,6 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     }
     xp = nn::bias_add(xp, b);
   }
-  std::vector<Tensor> inputs = split(xp, static_cast<int>(steps), 1);
   Tensor rk_zr, rk_h;  // GRU without reset_after: h multiplies [U_z U_r], r * h multiplies U_h
   if (c_.cell == Cell::gru && !c_.reset_after) {
     std::vector<Tensor> parts = split(rk, std::vector<int64_t>{2 * u, u}, 1);
@@ -269,9 +280,13 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     rk_h = parts[1];
   }
 
-  // Undefined states stand for zeros: the first step skips their terms (same values).
-  Tensor h = initial.empty() ? Tensor() : initial[0];
-  Tensor c = initial.size() > 1 ? initial[1] : Tensor();
+  // The states: h, c (LSTM) and, with a mask, the output a masked step repeats. Undefined ones
+  // stand for zeros: an unrolled first step skips their terms (same values).
+  struct States {
+    Tensor h, c, prev_output;
+  };
+  States init{initial.empty() ? Tensor() : initial[0], initial.size() > 1 ? initial[1] : Tensor(),
+              Tensor()};
   std::vector<Tensor> rec_masks;  // drawn at the first step that has a state
   auto masked = [&](const Tensor& state, int64_t g) {
     if (!drop_rec) return state;
@@ -288,15 +303,14 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
       parts.push_back(matmul(masked(state, g), rk_parts[static_cast<size_t>(g)]));
     return concat(parts, 1);
   };
-  std::vector<Tensor> outputs;
-  outputs.reserve(static_cast<size_t>(steps));
   const auto& act = activation_;
   const auto& ract = recurrent_activation_;
-  Tensor prev_output;  // the output a masked step repeats (undefined: zeros)
-  for (int64_t n = 0; n < steps; ++n) {
-    const int64_t t = c_.go_backwards ? steps - 1 - n : n;
-    const Tensor xt = squeeze(inputs[static_cast<size_t>(t)], {1});
-    const Tensor h_prev = h, c_prev = c;
+  // One timestep: its projected input xt (batch, k * units) and, with a mask, keep (batch, 1);
+  // returns the states after it and its output.
+  auto step = [&](const States& before, const Tensor& xt, const Tensor& keep) {
+    States s = before;
+    Tensor& h = s.h;
+    Tensor& c = s.c;
     switch (c_.cell) {
       case Cell::simple:
         h = activate(act, h.defined() ? xt + project(h) : xt);
@@ -328,30 +342,75 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
         break;
       }
     }
-    if (step_masks.empty()) {
-      outputs.push_back(h);
-      continue;
-    }
+    if (!keep.defined()) return std::make_pair(s, h);
     // Keras' masked step: the states stay (zeros before the first kept step), and the output
     // is the previous step's (or zeros with zero_output_for_mask).
-    const Tensor& keep = step_masks[static_cast<size_t>(t)];
-    auto hold = [&](const Tensor& now, const Tensor& before) {
-      return where(keep, now, before.defined() ? before : zeros_like(now));
+    auto hold = [&](const Tensor& now, const Tensor& previous) {
+      return where(keep, now, previous.defined() ? previous : zeros_like(now));
     };
-    const Tensor out = hold(h, c_.zero_output_for_mask ? Tensor() : prev_output);
-    h = hold(h, h_prev);
-    if (c.defined()) c = hold(c, c_prev);
-    prev_output = out;
-    outputs.push_back(out);
+    const Tensor out = hold(h, c_.zero_output_for_mask ? Tensor() : before.prev_output);
+    h = hold(h, before.h);
+    if (c.defined()) c = hold(c, before.c);
+    s.prev_output = out;
+    return std::make_pair(s, out);
+  };
+  auto finish = [&](const States& last, const Tensor& sequence) {
+    std::vector<Tensor> states{last.h};
+    if (c_.cell == Cell::lstm) states.push_back(last.c);
+    const Tensor& last_output = mask.defined() ? last.prev_output : last.h;
+    return std::make_pair(c_.return_sequences ? sequence : last_output, std::move(states));
+  };
+
+  if (as_loop) {
+    // One node that runs `step` per timestep (jit/scan_loop.cpp), time-major. Its carries are
+    // defined: zeros for the undefined states.
+    const Tensor zero = zeros_like(squeeze(slice(xp, {0, 0, 0}, {-1, 1, u}), {1}));
+    std::vector<Tensor> carries{init.h.defined() ? init.h : zero};
+    if (c_.cell == Cell::lstm) carries.push_back(init.c.defined() ? init.c : zero);
+    if (mask.defined()) carries.push_back(zero);
+    if (drop_rec) masked(carries[0], 0);  // the recurrent masks, drawn before the loop
+    std::vector<Tensor> elems{transpose(xp, {1, 0, 2})};
+    if (mask.defined()) elems.push_back(expand_dims(transpose(mask, {1, 0}), 2));
+    if (c_.go_backwards)
+      for (Tensor& e : elems) e = reverse_along(e, 0);
+    const size_t n_states = carries.size();
+    const ::tapeflow::detail::OpsScanBody body = [&](const std::vector<Tensor>& in,
+                                                     const std::vector<Tensor>& xs) {
+      States s{in[0], c_.cell == Cell::lstm ? in[1] : Tensor(),
+               mask.defined() ? in.back() : Tensor()};
+      auto [next, out] = step(s, xs[0], mask.defined() ? xs[1] : Tensor());
+      std::vector<Tensor> r{next.h};
+      if (c_.cell == Cell::lstm) r.push_back(next.c);
+      if (mask.defined()) r.push_back(next.prev_output);
+      if (c_.return_sequences) r.push_back(out);
+      return r;
+    };
+    if (auto r = ::tapeflow::detail::ops_scan(generic_of(c_.cell), body, carries, elems, false)) {
+      States last{(*r)[0], c_.cell == Cell::lstm ? (*r)[1] : Tensor(),
+                  mask.defined() ? (*r)[n_states - 1] : Tensor()};
+      return finish(last, c_.return_sequences ? transpose((*r)[n_states], {1, 0, 2}) : Tensor());
+    }
+    TF_CHECK_ARG(steps != None, name_.c_str(),
+                 "layer \"{}\" ({}) cannot run its timesteps as a loop and needs a known number "
+                 "of them, got input shape {}",
+                 name_, class_name_, x.shape().to_string());
   }
-  if (!step_masks.empty()) {
-    std::vector<Tensor> states{h};
-    if (c_.cell == Cell::lstm) states.push_back(c);
-    return {c_.return_sequences ? stack(outputs, 1) : outputs.back(), std::move(states)};
+
+  std::vector<Tensor> inputs = split(xp, static_cast<int>(steps), 1);
+  std::vector<Tensor> step_masks;  // (batch, 1) bool per timestep
+  if (mask.defined()) step_masks = split(mask, static_cast<int>(steps), 1);
+  std::vector<Tensor> outputs;
+  outputs.reserve(static_cast<size_t>(steps));
+  States s = init;
+  for (int64_t n = 0; n < steps; ++n) {
+    const int64_t t = c_.go_backwards ? steps - 1 - n : n;
+    const Tensor xt = squeeze(inputs[static_cast<size_t>(t)], {1});
+    auto [next, out] =
+        step(s, xt, step_masks.empty() ? Tensor() : step_masks[static_cast<size_t>(t)]);
+    s = std::move(next);
+    outputs.push_back(std::move(out));
   }
-  std::vector<Tensor> states{h};
-  if (c_.cell == Cell::lstm) states.push_back(c);
-  return {c_.return_sequences ? stack(outputs, 1) : h, std::move(states)};
+  return finish(s, c_.return_sequences ? stack(outputs, 1) : Tensor());
 }
 
 // ---- Bidirectional ----
@@ -456,6 +515,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptio
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
                          .recurrent_dropout = o.recurrent_dropout,
@@ -477,6 +537,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
                          .recurrent_dropout = o.recurrent_dropout,
@@ -497,6 +558,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o)
                          .bias_regularizer = o.bias_regularizer,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .reset_after = o.reset_after,
                          .dropout = o.dropout,
@@ -623,6 +685,7 @@ std::optional<RecurrentConfig> recurrent(const LayerImpl& layer) {
                          .bias_regularizer = c.bias_regularizer,
                          .return_sequences = c.return_sequences,
                          .go_backwards = c.go_backwards,
+                         .unroll = c.unroll,
                          .zero_output_for_mask = c.zero_output_for_mask,
                          .reset_after = c.reset_after,
                          .dropout = c.dropout,

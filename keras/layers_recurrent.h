@@ -5,8 +5,9 @@
 // kernel (features, k * units), recurrent_kernel (units, k * units) and bias, with k = 1
 // (SimpleRNN), 4 (LSTM: gates i, f, c, o) or 3 (GRU: gates z, r, h; bias (2, 3 * units) with
 // reset_after, (3 * units) without). A call projects every timestep's input with one matmul,
-// then runs the timesteps as an unrolled loop of ops, so it works eagerly, under a GradientTape
-// and inside a traced tf::function alike (the number of timesteps must be known there).
+// then runs the timesteps one after the other, so it works eagerly, under a GradientTape and
+// inside a traced tf::function alike; traced, the timesteps are one loop node (unroll = false,
+// Keras' default: any number of timesteps, None included) or one copy of the step each.
 //
 // Keras' return_state (several outputs) is call_with_state(): {output, states...}, which also
 // takes initial states. Threading: as every layer (keras/layers.h).
@@ -35,6 +36,11 @@ struct SimpleRNNOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
   bool go_backwards = false;      // run the timesteps last to first
+  // Keras' unroll: inside tf::function, false (Keras' default) runs the timesteps as one loop
+  // node (one copy of the step; any number of timesteps, None included, with one trace); true
+  // traces one copy of the step per timestep (faster for a few short steps, as Keras says).
+  // Eagerly the timesteps run one after the other either way.
+  bool unroll = false;
   // With a mask (docs/keras_recurrent.md, "Masking and padding"): masked steps output zeros
   // instead of repeating the previous output (Keras' zero_output_for_mask).
   bool zero_output_for_mask = false;
@@ -60,6 +66,7 @@ struct LSTMOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool unroll = false;
   bool zero_output_for_mask = false;
   double dropout = 0.0;
   double recurrent_dropout = 0.0;
@@ -80,6 +87,7 @@ struct GRUOptions {
   Regularizer bias_regularizer = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool unroll = false;
   bool zero_output_for_mask = false;
   // Keras 3's default: the reset gate multiplies the recurrent projection (h @ U_h + b_h) and
   // the bias is (2, 3 * units), input and recurrent; false: it multiplies h before the matmul.

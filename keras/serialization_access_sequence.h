@@ -34,7 +34,8 @@ struct RecurrentConfig {
   Initializer kernel_initializer, recurrent_initializer, bias_initializer;  // defined
   bool unit_forget_bias = true;
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
-  bool return_sequences = false, go_backwards = false, zero_output_for_mask = false;
+  bool return_sequences = false, go_backwards = false, unroll = false;
+  bool zero_output_for_mask = false;
   bool reset_after = true;
   double dropout = 0.0, recurrent_dropout = 0.0;
   std::optional<int64_t> seed;

@@ -72,8 +72,8 @@ Layer nested_layer(Reader& r, const std::string& key) {
 enum class Rnn { simple, lstm, gru };
 
 // Keras' keys in its order; the class decides which of recurrent_activation, unit_forget_bias,
-// reset_after and seed it has. Keras' return_state, stateful and unroll are not options here:
-// written at their defaults.
+// reset_after and seed it has. Keras' return_state and stateful are not options here: written
+// at their defaults.
 // The weight keys of the recurrent layers and ConvLSTM, in Keras' order: the three initializers,
 // unit_forget_bias (LSTM and ConvLSTM), the three regularizers, the unsupported regularizer and
 // constraints (null).
@@ -115,7 +115,7 @@ Config recurrent_get(const Layer& layer) {
              {"return_state", false},
              {"go_backwards", c.go_backwards},
              {"stateful", false},
-             {"unroll", false},
+             {"unroll", c.unroll},
              {"zero_output_for_mask", c.zero_output_for_mask},
              {"units", c.units},
              {"activation", activation_json(c.activation)}};
@@ -142,7 +142,7 @@ Layer recurrent_from(const Config& config) {
   r.expect("return_state", false);  // several outputs: call_with_state, not a config option
   o.go_backwards = r.boolean("go_backwards", false);
   r.expect("stateful", false);
-  r.boolean("unroll", false);  // how Keras runs the loop, not what it computes: either loads
+  o.unroll = r.boolean("unroll", false);  // how the loop is traced, not what it computes
   o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
   const int64_t units = r.integer("units");
   o.activation = r.activation("activation");
@@ -181,6 +181,7 @@ Layer recurrent_from(const Config& config) {
                                               .bias_regularizer = o.bias_regularizer,
                                               .return_sequences = o.return_sequences,
                                               .go_backwards = o.go_backwards,
+                                              .unroll = o.unroll,
                                               .zero_output_for_mask = o.zero_output_for_mask,
                                               .dropout = o.dropout,
                                               .recurrent_dropout = o.recurrent_dropout,
@@ -198,6 +199,7 @@ Layer recurrent_from(const Config& config) {
                                           .bias_regularizer = o.bias_regularizer,
                                           .return_sequences = o.return_sequences,
                                           .go_backwards = o.go_backwards,
+                                          .unroll = o.unroll,
                                           .zero_output_for_mask = o.zero_output_for_mask,
                                           .dropout = o.dropout,
                                           .recurrent_dropout = o.recurrent_dropout,

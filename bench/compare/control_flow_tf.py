@@ -4,8 +4,10 @@ float32, 100 iterations counted by an int64 tensor, in tf.function as tf.while_l
 form of a `while` on a tensor), alone and with the gradient of sum(y) under a GradientTape inside
 the function, and one tf.cond per call; then tf.map_fn(lambda r: tanh(r) * sum(r * r), x) and
 tf.scan(lambda a, r: a * 0.9 + tanh(r), x) over the n rows of an (n, 16) float32 x (the scan also
-with the gradient of the sum of its states, the tape inside); on the CPU with TF's intra-op
-threads set to --threads.
+with the gradient of the sum of its states, the tape inside); then keras.layers.LSTM(32) on
+(32, T, 16) float32, T = 20 / 200, a tf.function step with the gradient of the mean square
+output with respect to its weights (Keras' default unroll=False: a while_loop); on the CPU with
+TF's intra-op threads set to --threads.
 Prints the median microseconds per call and per iteration (one warm-up call, then at least 5
 timed calls and more until they add up to 0.2 s).
 
@@ -86,6 +88,22 @@ def main():
                          ("scan_traced_grad", scan_traced_grad)):
             ms = median_ms(lambda: fn(x).numpy())
             print(f"{name}/{n}: {1e3 * ms:.1f} us per call, {1e3 * ms / n:.2f} us per element")
+
+    import keras
+    for steps in (20, 200):
+        lstm = keras.layers.LSTM(32)
+        x = tf.fill((32, steps, 16), 0.25)
+        lstm(x)
+
+        @tf.function
+        def lstm_step(xv):
+            with tf.GradientTape() as tape:
+                y = lstm(xv)
+                loss = tf.reduce_mean(y * y)
+            return tape.gradient(loss, lstm.trainable_variables)
+
+        ms = median_ms(lambda: lstm_step(x)[0].numpy())
+        print(f"lstm_loop_step/{steps}: {1e3 * ms:.1f} us per call")
 
 
 if __name__ == "__main__":

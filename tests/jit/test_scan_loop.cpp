@@ -123,6 +123,49 @@ TEST_CASE("scan loop: one trace serves every length of a None first dimension", 
   CHECK(f.tracing_count() == 1);
 }
 
+TEST_CASE("scan loop: one trace serves every size of a None dimension inside the slices", "[jit]") {
+  // Time-major (steps, None batch, 3): each slice, the carry and the gradient's body have the
+  // batch dimension; the body traced at one batch size is specialised for the others.
+  auto cell = [](const tf::Tensor& h, const tf::Tensor& r, const tf::Tensor& w) {
+    return tf::tanh(h * w + r);
+  };
+  auto loss = [&](const tf::Tensor& x, const tf::Tensor& w) {
+    const tf::Tensor h0 = tf::zeros_like(tf::reduce_sum(x, {0}));
+    const tf::Tensor hs =
+        tf::scan([&](const tf::Tensor& h, const tf::Tensor& r) { return cell(h, r, w); }, x, h0);
+    return tf::reduce_sum(tf::square(hs));
+  };
+  auto step = tf::function(
+      [&](const tf::Tensor& x, const tf::Tensor& w) {
+        tf::GradientTape tape;
+        tape.watch(x);
+        tape.watch(w);
+        const tf::Tensor l = loss(x, w);
+        std::vector<tf::Tensor> out{l};
+        for (const tf::Tensor& g : tape.gradient(l, std::vector<tf::Tensor>{x, w}))
+          out.push_back(g);
+        return out;
+      },
+      {.input_signature = {tf::TensorSpec({4, tf::None, 3}, tf::float64),
+                           tf::TensorSpec({3}, tf::float64)}});
+  const tf::Tensor w = tf::constant({0.5, -1.0, 0.75});
+  for (int64_t batch : {2, 5, 1, 3}) {
+    INFO("batch " << batch);
+    const tf::Tensor x =
+        tf::reshape(rows(4 * batch, 3, static_cast<unsigned>(batch)), {4, batch, 3});
+    const std::vector<tf::Tensor> got = step(x, w);
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(w);
+    const tf::Tensor l = loss(x, w);
+    const std::vector<tf::Tensor> want = tape.gradient(l, std::vector<tf::Tensor>{x, w});
+    check_close(got[0], l, 1e-12, 1e-12);
+    check_close(got[1], want[0], 1e-11, 1e-11);
+    check_close(got[2], want[1], 1e-11, 1e-11);
+  }
+  CHECK(step.tracing_count() == 1);
+}
+
 TEST_CASE("scan loop: traced values equal eager for every form", "[jit][cuda]") {
   for (tf::Device dev : tf::testing::devices_under_test()) {
     INFO("device " << dev.to_string());

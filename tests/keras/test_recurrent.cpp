@@ -22,6 +22,7 @@
 #include "keras/model.h"
 #include "keras/optimizers.h"
 #include "keras/regularizers.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -912,6 +913,113 @@ TEST_CASE("recurrent layers: a traced call equals the eager one", "[cpu][cuda][k
   }
 }
 
+TEST_CASE("recurrent layers: traced timesteps are one loop node unless unrolled",
+          "[cpu][cuda][keras]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    tf::random::set_seed(3);
+    const tf::Tensor x = tf::random::normal({3, 7, 4});
+    const tf::Tensor mask = tf::sequence_mask(tf::constant({7, 4, 1}), 7);
+    const std::vector<tf::Tensor> h0{tf::random::normal({3, 5}), tf::random::normal({3, 5})};
+    // Each case: a layer looped when traced and its unrolled twin with the same weights, fed
+    // with or without the mask and the initial states.
+    struct Case {
+      const char* what;
+      layers::RecurrentLayer loop, unrolled;
+      bool masked;
+      size_t states;  // initial states given
+    };
+    std::vector<Case> cases{
+        {"LSTM, sequences, mask, initial states", layers::LSTM(5, {.return_sequences = true}),
+         layers::LSTM(5, {.return_sequences = true, .unroll = true}), true, 2},
+        {"GRU before, backwards, zero outputs for the mask",
+         layers::GRU(5, {.return_sequences = true,
+                         .go_backwards = true,
+                         .zero_output_for_mask = true,
+                         .reset_after = false}),
+         layers::GRU(5, {.return_sequences = true,
+                         .go_backwards = true,
+                         .unroll = true,
+                         .zero_output_for_mask = true,
+                         .reset_after = false}),
+         true, 0},
+        {"SimpleRNN backwards, last output, mask", layers::SimpleRNN(5, {.go_backwards = true}),
+         layers::SimpleRNN(5, {.go_backwards = true, .unroll = true}), true, 1},
+        {"GRU after, initial state", layers::GRU(5), layers::GRU(5, {.unroll = true}), false, 1},
+        {"LSTM backwards", layers::LSTM(5, {.go_backwards = true}),
+         layers::LSTM(5, {.go_backwards = true, .unroll = true}), false, 0},
+    };
+    for (Case& c : cases) {
+      CAPTURE(c.what);
+      const std::vector<tf::Tensor> init(h0.begin(), h0.begin() + static_cast<long>(c.states));
+      const tf::Tensor m = c.masked ? mask : tf::Tensor();
+      const std::vector<tf::Tensor> eager = c.loop.call_with_state(x, init, false, m);
+      (void)c.unrolled.call_with_state(x, init, false, m);
+      c.unrolled.set_weights(c.loop.get_weights());
+      auto run = [&](layers::RecurrentLayer& l) {
+        return tf::function([&l, &init, &m](const tf::Tensor& xv) {
+          return l.call_with_state(xv, init, false, m);
+        });
+      };
+      auto looped = run(c.loop), unrolled = run(c.unrolled);
+      const std::vector<tf::Tensor> a = looped(x), b = unrolled(x);
+      REQUIRE(a.size() == eager.size());
+      for (size_t i = 0; i < eager.size(); ++i) {
+        tf::testing::check_close(a[i], eager[i], 1e-5, 1e-6);
+        tf::testing::check_close(b[i], eager[i], 1e-5, 1e-6);
+      }
+      // One copy of the step in the loop's graph, one per timestep unrolled.
+      const std::string loop_dump =
+          looped.get_concrete_function(tf::TensorSpec({3, 7, 4})).graph().to_string();
+      const std::string unrolled_dump =
+          unrolled.get_concrete_function(tf::TensorSpec({3, 7, 4})).graph().to_string();
+      auto matmuls = [](const std::string& d) {
+        size_t n = 0;
+        for (size_t at = d.find("= matmul("); at != std::string::npos;
+             at = d.find("= matmul(", at + 1))
+          ++n;
+        return n;
+      };
+      INFO(loop_dump);
+      CHECK(matmuls(loop_dump) <= 4);
+      CHECK(matmuls(unrolled_dump) >= 7);
+    }
+    // Gradients through the loop with the tape inside, against eager, for a masked LSTM.
+    layers::LSTM lstm(4, {.return_sequences = true});
+    auto loss = [&](const tf::Tensor& xv) {
+      return tf::reduce_sum(tf::square(lstm.call_with_state(xv, {}, false, mask)[0]));
+    };
+    (void)loss(x);
+    auto grads = tf::function([&](const tf::Tensor& xv) {
+      tf::GradientTape tape;
+      tape.watch(xv);
+      return tape.gradient(loss(xv), std::vector<tf::Tensor>{xv});
+    });
+    tf::Tensor want;
+    {
+      tf::GradientTape tape;
+      tape.watch(x);
+      want = tape.gradient(loss(x), x);
+    }
+    tf::testing::check_close(grads(x)[0], want, 1e-4, 1e-6);
+  }
+}
+
+TEST_CASE("recurrent layers: one trace serves every number of timesteps", "[cpu][keras]") {
+  tf::random::set_seed(5);
+  layers::GRU gru(3, {.return_sequences = true});
+  layers::Bidirectional bi(layers::LSTM(2));
+  auto forward = [&](const tf::Tensor& x) { return bi(gru(x)); };
+  auto f = tf::function(forward, {.input_signature = {tf::TensorSpec({tf::None, tf::None, 2})}});
+  for (const auto& [batch, steps] : {std::pair<int64_t, int64_t>{2, 3}, {4, 9}, {1, 1}, {3, 20}}) {
+    CAPTURE(batch, steps);
+    const tf::Tensor x = tf::random::normal({batch, steps, 2});
+    tf::testing::check_close(f(x), forward(x), 1e-5, 1e-6);
+  }
+  CHECK(f.tracing_count() == 1);
+}
+
 TEST_CASE("recurrent layers: default initializers and weight shapes are Keras'", "[cpu][keras]") {
   tf::random::set_seed(5);
   layers::LSTM lstm(3);
@@ -1024,14 +1132,27 @@ TEST_CASE("recurrent layers: shape errors and bad arguments", "[cpu][keras]") {
         (void)lstm.call_with_state(tf::ones({2, 5, 4}), {tf::ones({2, 3}), tf::ones({2, 2})});
       },
       {"initial state 1", "(2, 2)"});
-  // The timesteps are unrolled: a signature with None timesteps traces once per length.
+  // The timesteps are one loop node: a signature with None timesteps traces once; unrolled,
+  // once per length.
+  layers::LSTM unrolled(3, {.unroll = true});
+  (void)unrolled(tf::ones({2, 5, 4}));
+  unrolled.set_weights(lstm.get_weights());
   auto f = tf::function([&](const tf::Tensor& x) { return lstm(x); },
                         {.input_signature = {tf::TensorSpec({2, tf::None, 4})}});
+  auto fu = tf::function([&](const tf::Tensor& x) { return unrolled(x); },
+                         {.input_signature = {tf::TensorSpec({2, tf::None, 4})}});
   for (int64_t steps : {5, 7}) {
     const tf::Tensor x = tf::random::normal({2, steps, 4});
     tf::testing::check_close(f(x), lstm(x), 1e-5, 1e-6);
+    tf::testing::check_close(fu(x), lstm(x), 1e-5, 1e-6);
   }
-  CHECK(f.tracing_count() == 2);
+  CHECK(f.tracing_count() == 1);
+  CHECK(fu.tracing_count() == 2);
+  tf::testing::require_error(
+      [&] {
+        (void)lstm(tf::ones({2, 0, 4}));
+      },
+      {"LSTM", "at least 1 timestep", "(2, 0, 4)"});
   layers::Bidirectional bi(layers::LSTM(2));
   tf::testing::require_error(
       [&] {

@@ -731,6 +731,16 @@ TEST_CASE("serialization: Keras' configs of the sequence layers load and write b
     CHECK(l.class_name() == cls);
     CHECK(K::saving::get_config(l) == Config::parse(json));
   }
+  // unroll is kept (it decides how a trace runs the timesteps).
+  for (const char* cls : {"SimpleRNN", "LSTM", "GRU"}) {
+    CAPTURE(cls);
+    Config config = Config::parse(std::string(cls) == "SimpleRNN" ? kSimpleRNNConfig
+                                  : std::string(cls) == "LSTM"    ? kLSTMConfig
+                                                                  : kGRUConfig);
+    config["unroll"] = true;
+    const K::Layer l = K::saving::from_config_json(cls, config.dump());
+    CHECK(K::saving::get_config(l)["unroll"] == Config(true));
+  }
   // The options reached the layers, not only the configs.
   K::Layer loaded = K::saving::from_config_json("Bidirectional", kBidirectionalConfig);
   const auto y = loaded(tf::ones({1, 4, 2}, tf::float32), false);
