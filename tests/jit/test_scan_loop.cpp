@@ -45,10 +45,10 @@ tf::Tensor all_four(const tf::Tensor& x, const tf::Tensor& w) {
   return tf::reduce_sum(f1 * f2) + tf::reduce_sum(s1);
 }
 
-// The graph dump of f's trace for one argument of `spec`.
-template <class F>
-std::string dump_of(F& f, const tf::TensorSpec& spec) {
-  return f.get_concrete_function(spec).graph().to_string();
+// The graph dump of f's trace for arguments of these specs.
+template <class F, class... Specs>
+std::string dump_of(F& f, const Specs&... specs) {
+  return f.get_concrete_function(specs...).graph().to_string();
 }
 
 size_t count(const std::string& text, const std::string& part) {
@@ -438,4 +438,75 @@ TEST_CASE("scan loop: threads replay a scan and take its gradient at once", "[ji
     for (size_t k = 0; k < want[t].size(); ++k)
       CHECK(got[t][k] == Approx(want[t][k]).epsilon(1e-12));
   CHECK(f.tracing_count() == 1);
+}
+
+TEST_CASE("scan loop: nests with itself, cond and while_loop, with gradients", "[jit]") {
+  const tf::Tensor x = rows(5, 3, 31), w = tf::constant({0.5, -1.0, 0.75});
+  // Per row: a map_fn over its elements, a cond on its sign, a while_loop that halves it until
+  // small; then a scan over the rows' results.
+  auto program = [](const tf::Tensor& xv, const tf::Tensor& wv) {
+    const tf::Tensor per_row = tf::map_fn(
+        [&](const tf::Tensor& r) {
+          const tf::Tensor inner =
+              tf::map_fn([&](const tf::Tensor& e) { return tf::sin(e) * e; }, r * wv);
+          const tf::Tensor picked = tf::cond(
+              tf::greater(tf::reduce_sum(r), 0.0), [&] { return inner * 2.0; },
+              [&] { return tf::exp(inner); });
+          return tf::while_loop(
+              [](const tf::Tensor& s) { return tf::greater(tf::reduce_sum(tf::abs(s)), 1.0); },
+              [](const tf::Tensor& s) { return s * 0.5; }, picked, {.maximum_iterations = 10});
+        },
+        xv);
+    return tf::reduce_sum(tf::scan(
+        [](const tf::Tensor& a, const tf::Tensor& r) { return tf::tanh(a + r); }, per_row));
+  };
+  auto f = tf::function([&](const tf::Tensor& xv, const tf::Tensor& wv) {
+    tf::GradientTape tape;
+    tape.watch(xv);
+    tape.watch(wv);
+    const tf::Tensor y = program(xv, wv);
+    std::vector<tf::Tensor> out{y};
+    for (const tf::Tensor& g : tape.gradient(y, std::vector<tf::Tensor>{xv, wv})) out.push_back(g);
+    return out;
+  });
+  tf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(w);
+  const tf::Tensor y = program(x, w);
+  const std::vector<tf::Tensor> want = tape.gradient(y, std::vector<tf::Tensor>{x, w});
+  const std::vector<tf::Tensor> got = f(x, w);
+  check_close(got[0], y, 1e-12, 1e-12);
+  check_close(got[1], want[0], 1e-10, 1e-10);
+  check_close(got[2], want[1], 1e-10, 1e-10);
+  const std::string dump =
+      dump_of(f, tf::TensorSpec({5, 3}, tf::float64), tf::TensorSpec({3}, tf::float64));
+  INFO(dump);
+  CHECK(dump.find("map_fn(") != std::string::npos);
+  CHECK(dump.find("map_fn_grad(") != std::string::npos);
+}
+
+TEST_CASE("scan loop: integer elems, results that are the slices, accumulators that are views",
+          "[jit]") {
+  tf::Variable w(tf::constant({0.5, 2.0, -1.0, 3.0}), "w");
+  auto f = tf::function([&](const tf::Tensor& ids, const tf::Tensor& x) {
+    tf::GradientTape tape;
+    // Integer elems: each id picks an entry of w.
+    const tf::Tensor picked =
+        tf::map_fn([&](const tf::Tensor& i) { return tf::gather(w.read_value(), i); }, ids,
+                   tf::TensorSpec({}, tf::float64));
+    // fn returning its slice; foldl whose accumulator becomes a slice of elems.
+    const tf::Tensor same = tf::map_fn([](const tf::Tensor& r) { return r; }, x);
+    const tf::Tensor last = tf::foldl([](const tf::Tensor&, const tf::Tensor& r) { return r; }, x);
+    const tf::Tensor loss =
+        tf::reduce_sum(picked * picked) + tf::reduce_sum(same) + tf::reduce_sum(last * last);
+    return std::vector<tf::Tensor>{picked, same, last, tape.gradient(loss, w)};
+  });
+  const tf::Tensor ids = tf::constant(std::vector<int64_t>{3, 0, 3, 1}, {4});
+  const tf::Tensor x = rows(3, 2, 4);
+  const std::vector<tf::Tensor> got = f(ids, x);
+  check_values(got[0], {3.0, 0.5, 3.0, 2.0});
+  check_close(got[1], x, 0, 0);
+  check_close(got[2], tf::gather(x, tf::constant(int64_t{2})), 0, 0);
+  // d/dw of sum(w[ids]^2): 2 * w[k] * count(k).
+  check_values(got[3], {2 * 0.5, 2 * 2.0, 0.0, 2 * 2 * 3.0});
 }
