@@ -11,6 +11,7 @@
 #include "jit/memory_plan.h"
 #include "jit/passes.h"
 #include "jit/reinfer.h"
+#include "jit/subgraph_trace.h"
 #include "jit/tracer.h"
 #include "ops/copy.h"
 #include "ops/factory.h"
@@ -24,6 +25,7 @@ using Source = Graph::Source;
 using detail::PauseTapes;
 
 std::atomic<uint64_t> g_next_id{1};
+thread_local int t_subgraph_depth = 0;
 
 template <class T>
 void add_once(std::vector<T>& list, const T& v) {
@@ -183,6 +185,10 @@ SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector
   {
     // The enclosing tapes record the control-flow node, not the ops inside it.
     PauseTapes pause;
+    ++t_subgraph_depth;
+    struct Leave {
+      ~Leave() { --t_subgraph_depth; }
+    } leave;
     detail::VariableReadWatcher reads;
     jit::Tracer tracer(*s.graph, &s.captures);
     std::vector<Tensor> args;
@@ -293,3 +299,7 @@ std::vector<Tensor> graph_vjp(const Graph& g, const std::vector<Tensor>& args,
 }
 
 }  // namespace tapeflow::jit::cf
+
+bool tapeflow::jit::tracing_subgraph() {
+  return jit::cf::t_subgraph_depth > 0;
+}

@@ -15,6 +15,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "jit/subgraph_trace.h"
 #include "keras/data_format.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -658,6 +659,11 @@ void LayerImpl::add_loss(const Tensor& loss) {
              "records the losses of the forward pass",
              n);
   if (t_build_scopes > 0) return;  // a shape probe, not the user's forward pass
+  TF_CHECK_T(FailedPreconditionError, !jit::tracing_subgraph(), n.c_str(),
+             "add_loss() of layer \"{}\" inside a traced loop or branch (an RNN's timesteps, "
+             "tf::map_fn, tf::cond): the loss cannot leave it; give the RNN unroll = true, or "
+             "add the loss outside",
+             n);
   // Notes the current call in this layer and in its callers on this thread. The first loss
   // starts their records (until then their calls note nothing); a caller whose records another
   // thread began during this call gets its record for this thread here.

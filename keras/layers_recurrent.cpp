@@ -16,6 +16,7 @@
 #include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/serialization_access_sequence.h"
+#include "keras/time_axis.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -77,20 +78,9 @@ struct StateRequest {
 };
 using Requests = detail::CallRequests<StateRequest>;
 
-// y reversed along `axis`, by a gather whose indices n-1, ..., 0 are computed when the graph
-// runs: no constant holds the length, so one trace serves every number of timesteps.
-Tensor reverse_along(const Tensor& y, int axis) {
-  const int64_t n = y.shape()[axis];
-  if (n != None && n <= 1) return y;
-  std::vector<int64_t> begin(static_cast<size_t>(y.rank()), 0), size(begin.size(), 1);
-  size[static_cast<size_t>(axis)] = -1;
-  const Tensor ones = ones_like(reshape(slice(y, begin, size), TensorShape({-1})), int64);
-  return gather(y, reduce_sum(ones) - cumsum(ones), axis);
-}
-
 // Reverses the time axis (1) of a (batch, timesteps, units) tensor.
 Tensor reverse_time(const Tensor& y) {
-  return reverse_along(y, 1);
+  return detail::reverse_along(y, 1);
 }
 
 class RecurrentImpl final : public LayerImpl {
@@ -372,7 +362,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     std::vector<Tensor> elems{transpose(xp, {1, 0, 2})};
     if (mask.defined()) elems.push_back(expand_dims(transpose(mask, {1, 0}), 2));
     if (c_.go_backwards)
-      for (Tensor& e : elems) e = reverse_along(e, 0);
+      for (Tensor& e : elems) e = detail::reverse_along(e, 0);
     const size_t n_states = carries.size();
     const ::tapeflow::detail::OpsScanBody body = [&](const std::vector<Tensor>& in,
                                                      const std::vector<Tensor>& xs) {
@@ -728,4 +718,13 @@ Layer make_bidirectional(const Layer& forward, const Layer& backward, const std:
 }
 
 }  // namespace detail::layer_options
+Tensor detail::reverse_along(const Tensor& y, int axis) {
+  const int64_t n = y.shape()[axis];
+  if (n != None && n <= 1) return y;
+  std::vector<int64_t> begin(static_cast<size_t>(y.rank()), 0), size(begin.size(), 1);
+  size[static_cast<size_t>(axis)] = -1;
+  const Tensor ones = ones_like(reshape(slice(y, begin, size), TensorShape({-1})), int64);
+  return gather(y, reduce_sum(ones) - cumsum(ones), axis);
+}
+
 }  // namespace tapeflow::keras

@@ -16,12 +16,14 @@
 #include "keras/call_request.h"
 #include "keras/data_format.h"
 #include "keras/serialization_access_sequence.h"
+#include "keras/time_axis.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/traced_loop.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
@@ -602,41 +604,31 @@ std::vector<Tensor> RNNImpl::checked_initial(const Tensor& x,
 std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
                                                              const std::vector<Tensor>& initial,
                                                              bool training) const {
+  // Traced, the timesteps after the first run as one loop node unless the layer unrolls them.
+  const bool as_loop = !o_.unroll && ::tapeflow::detail::thread_context().trace != nullptr;
   const int64_t steps = x.shape()[1];
-  TF_CHECK_ARG(steps != None && steps >= 1, name_.c_str(),
-               "layer \"{}\" ({}) unrolls its timesteps and needs a known number of them (at "
-               "least 1), got input shape {}",
-               name_, class_name_, x.shape().to_string());
+  TF_CHECK_ARG(steps != 0 && (steps != None || as_loop), name_.c_str(),
+               "layer \"{}\" ({}) needs at least 1 timestep{}, got input shape {}", name_,
+               class_name_, o_.unroll ? " and, with unroll, a known number of them" : "",
+               x.shape().to_string());
   const Tensor mask = call_mask();
-  std::vector<Tensor> step_masks;  // (batch, 1) bool per timestep
-  if (mask.defined()) {
+  if (mask.defined())
     TF_CHECK_ARG(mask.rank() == 2, name_.c_str(),
                  "layer \"{}\" ({}) takes a mask of shape (batch, timesteps), got {} for an "
                  "input of shape {}",
                  name_, class_name_, mask.shape().to_string(), x.shape().to_string());
-    step_masks = split(mask, static_cast<int>(steps), 1);
-  }
-  std::vector<Tensor> states = checked_initial(x, initial);
+  const std::vector<Tensor> initial_states = checked_initial(x, initial);
   const detail::DropoutScope dropout_scope;  // the cells' dropout masks of this call
-  const std::vector<Tensor> inputs = split(x, static_cast<int>(steps), 1);
-  std::vector<Tensor> outputs;
-  outputs.reserve(static_cast<size_t>(steps));
-  Tensor prev_output;  // the output a masked step repeats (undefined: zeros)
   LayerImpl& cell = cell_->impl();
-  for (int64_t n = 0; n < steps; ++n) {
-    const int64_t t = o_.go_backwards ? steps - 1 - n : n;
-    auto [out, next] =
-        detail::cell_step(cell, squeeze(inputs[static_cast<size_t>(t)], {1}), states, training);
-    if (step_masks.empty()) {
-      states = std::move(next);
-      outputs.push_back(out);
-      continue;
-    }
-    // Keras' masked step: the states stay, the output is the previous step's (zeros before
-    // the first kept step, or always with zero_output_for_mask).
-    const Tensor& keep2 = step_masks[static_cast<size_t>(t)];
+  // One timestep: the states after it and its output. With a mask (keep: (batch, 1) bool),
+  // Keras' masked step: the states stay, the output is the previous step's (zeros before the
+  // first kept step, or always with zero_output_for_mask).
+  auto step = [&](const std::vector<Tensor>& states, const Tensor& prev_output, const Tensor& xt,
+                  const Tensor& keep_t) {
+    auto [out, next] = detail::cell_step(cell, xt, states, training);
+    if (!keep_t.defined()) return std::make_pair(out, std::move(next));
     auto hold = [&](const Tensor& now, const Tensor& before) {
-      Tensor keep = keep2;
+      Tensor keep = keep_t;
       if (now.rank() > 2) {  // (batch, 1, ..., 1) against ConvLSTM's states
         std::vector<int64_t> dims(static_cast<size_t>(now.rank()), 1);
         dims[0] = -1;
@@ -644,9 +636,76 @@ std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
       }
       return where(keep, now, before.defined() ? before : zeros_like(now));
     };
-    for (size_t i = 0; i < states.size(); ++i) states[i] = hold(next[i], states[i]);
-    prev_output = hold(out, o_.zero_output_for_mask ? Tensor() : prev_output);
-    outputs.push_back(prev_output);
+    for (size_t i = 0; i < next.size(); ++i) next[i] = hold(next[i], states[i]);
+    return std::make_pair(hold(out, o_.zero_output_for_mask ? Tensor() : prev_output),
+                          std::move(next));
+  };
+
+  if (as_loop) {
+    // One node that runs the step per timestep (jit/scan_loop.cpp), time-major. The first
+    // timestep's call runs once before it, its results unused (the loop runs that step again):
+    // it draws the cells' dropout masks, which every step then reuses, and does what a first
+    // call does.
+    const Tensor xs = o_.go_backwards ? detail::reverse_along(x, 1) : x;
+    const Tensor ms = mask.defined() && o_.go_backwards ? detail::reverse_along(mask, 1) : mask;
+    std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
+    size[1] = 1;
+    const Tensor x0 = squeeze(slice(xs, begin, size), {1});
+    const Tensor out0 = step(initial_states, Tensor(), x0, Tensor()).first;
+    // The output a masked step repeats starts as zeros: of the output's shape, the batch read
+    // from the input when the graph runs (no constant holds it).
+    std::vector<int64_t> one(static_cast<size_t>(out0.rank()), 1);
+    std::fill(size.begin(), size.end(), 1);
+    size[0] = -1;
+    one[0] = -1;
+    std::vector<int64_t> sample = out0.shape().dims();
+    sample[0] = 1;
+    const Tensor zero_output =
+        zeros(TensorShape(sample), out0.dtype()) +
+        reshape(zeros_like(slice(x, std::vector<int64_t>(size.size(), 0), size), out0.dtype()),
+                TensorShape(one));
+    std::vector<int> perm(static_cast<size_t>(x.rank()));
+    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int>(d);
+    std::swap(perm[0], perm[1]);
+    std::vector<Tensor> elems{transpose(xs, perm)};
+    if (ms.defined()) elems.push_back(expand_dims(transpose(ms, {1, 0}), 2));
+    // Carries: the states, then the last output (the one a masked step repeats).
+    std::vector<Tensor> carries = initial_states;
+    carries.push_back(zero_output);
+    const size_t n_states = initial_states.size();
+    const ::tapeflow::detail::OpsScanBody body = [&](const std::vector<Tensor>& in,
+                                                     const std::vector<Tensor>& xt) {
+      const std::vector<Tensor> states(in.begin(), in.begin() + static_cast<long>(n_states));
+      auto [out, next] = step(states, in.back(), xt[0], ms.defined() ? xt[1] : Tensor());
+      next.push_back(out);
+      if (o_.return_sequences) next.push_back(out);
+      return next;
+    };
+    if (auto r = ::tapeflow::detail::ops_scan("rnn", body, carries, elems, false)) {
+      std::vector<Tensor> states(r->begin(), r->begin() + static_cast<long>(n_states));
+      if (!o_.return_sequences) return {(*r)[n_states], std::move(states)};
+      return {transpose((*r)[n_states + 1], perm), std::move(states)};
+    }
+    TF_CHECK_ARG(steps != None, name_.c_str(),
+                 "layer \"{}\" ({}) cannot run its timesteps as a loop (its cell holds random "
+                 "ops or assignments) and needs a known number of them, got input shape {}",
+                 name_, class_name_, x.shape().to_string());
+  }
+
+  std::vector<Tensor> step_masks;  // (batch, 1) bool per timestep
+  if (mask.defined()) step_masks = split(mask, static_cast<int>(steps), 1);
+  const std::vector<Tensor> inputs = split(x, static_cast<int>(steps), 1);
+  std::vector<Tensor> outputs;
+  outputs.reserve(static_cast<size_t>(steps));
+  std::vector<Tensor> states = initial_states;
+  Tensor prev_output;  // the output a masked step repeats (undefined: zeros)
+  for (int64_t n = 0; n < steps; ++n) {
+    const int64_t t = o_.go_backwards ? steps - 1 - n : n;
+    auto [out, next] = step(states, prev_output, squeeze(inputs[static_cast<size_t>(t)], {1}),
+                            step_masks.empty() ? Tensor() : step_masks[static_cast<size_t>(t)]);
+    states = std::move(next);
+    prev_output = out;
+    outputs.push_back(std::move(out));
   }
   return {o_.return_sequences ? stack(outputs, 1) : outputs.back(), std::move(states)};
 }

@@ -213,6 +213,9 @@ class StackedRNNCells : public RNNCell {
 struct RNNOptions {
   bool return_sequences = false;  // (batch, timesteps, output...) instead of the last output
   bool go_backwards = false;      // last timestep first (outputs stay in that order)
+  // Keras' unroll: inside tf::function, false (the default) runs the timesteps after the first
+  // as one loop node; true traces one copy of the cell per timestep (docs/keras_recurrent.md).
+  bool unroll = false;
   // With a mask: masked steps output zeros instead of repeating the previous output.
   bool zero_output_for_mask = false;
   std::vector<int64_t> input_shape = {};  // (timesteps, features...), builds at construction

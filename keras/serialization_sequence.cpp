@@ -364,7 +364,7 @@ Config rnn_get(const Layer& layer) {
                 {"return_state", false},
                 {"go_backwards", c.options.go_backwards},
                 {"stateful", false},
-                {"unroll", false},
+                {"unroll", c.options.unroll},
                 {"zero_output_for_mask", c.options.zero_output_for_mask},
                 {"cell", cell_object(layer, *c.cell)}};
 }
@@ -377,7 +377,7 @@ Layer rnn_from(const Config& config) {
   r.expect("return_state", false);
   o.go_backwards = r.boolean("go_backwards", false);
   r.expect("stateful", false);
-  r.boolean("unroll", false);  // as the recurrent layers': either loads
+  o.unroll = r.boolean("unroll", false);  // as the recurrent layers'
   o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
   std::shared_ptr<layers::RNNCell> cell = cell_from(r, "cell", r.require("cell"));
   o.name = b.name;

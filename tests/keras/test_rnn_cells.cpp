@@ -26,6 +26,7 @@
 #include "keras/mixed_precision.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -82,6 +83,20 @@ class MinimalRNNCell : public layers::RNNCell {
 
  private:
   int64_t units_;
+};
+
+// MinimalRNNCell that adds the mean square of its output as a loss (Keras' add_loss).
+class LossyCell : public MinimalRNNCell {
+ public:
+  using MinimalRNNCell::MinimalRNNCell;
+  std::pair<tf::Tensor, std::vector<tf::Tensor>> call(const tf::Tensor& x,
+                                                      const std::vector<tf::Tensor>& states,
+                                                      bool training) override {
+    auto r = MinimalRNNCell::call(x, states, training);
+    add_loss(tf::reduce_mean(tf::square(r.first)));
+    return r;
+  }
+  using RNNCell::call;
 };
 
 struct KerasCase {
@@ -488,6 +503,87 @@ TEST_CASE("RNN cells and ConvLSTM2D: a traced call equals the eager one", "[cpu]
     }
     CHECK(traced.tracing_count() == 1);
     CHECK(grad_step.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("RNN cells: traced timesteps are one loop node, the first step peeled",
+          "[cpu][cuda][keras]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    tf::random::set_seed(12);
+    const tf::Tensor x = tf::random::normal({3, 6, 2});
+    const tf::Tensor mask = tf::sequence_mask(tf::constant({6, 2, 4}), 6);
+    // An RNN of an LSTMCell, looped and unrolled, against the LSTM layer with its weights.
+    layers::RNN looped(layers::LSTMCell(4), {.return_sequences = true, .go_backwards = true});
+    layers::RNN unrolled(layers::LSTMCell(4),
+                         {.return_sequences = true, .go_backwards = true, .unroll = true});
+    layers::LSTM reference(4, {.return_sequences = true, .go_backwards = true});
+    (void)looped(x);
+    (void)unrolled(x);
+    (void)reference(x);
+    unrolled.set_weights(looped.get_weights());
+    reference.set_weights(looped.get_weights());
+    auto run = [&](layers::RNN& l) {
+      return tf::function(
+          [&l, &mask](const tf::Tensor& xv) { return l.call_with_state(xv, {}, false, mask); });
+    };
+    auto fl = run(looped), fu = run(unrolled);
+    const std::vector<tf::Tensor> want = reference.call_with_state(x, {}, false, mask);
+    for (auto* f : {&fl, &fu}) {
+      const std::vector<tf::Tensor> got = (*f)(x);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        tf::testing::check_close(got[i], want[i], 1e-5, 1e-6);
+    }
+    const std::string dump =
+        fl.get_concrete_function(tf::TensorSpec({3, 6, 2})).graph().to_string();
+    INFO(dump);
+    CHECK(dump.find("= rnn(") != std::string::npos);
+    // Training with dropout: the peeled first step draws the masks, the loop reuses them; the
+    // first call of the trace equals eager under the same seed.
+    layers::RNN drop(layers::GRUCell(3, {.dropout = 0.4, .recurrent_dropout = 0.3}),
+                     {.return_sequences = true});
+    (void)drop(x);
+    auto fd = tf::function([&](const tf::Tensor& xv) { return drop(xv, true); });
+    tf::random::set_seed(31);
+    const tf::Tensor eager = drop(x, true);
+    tf::random::set_seed(31);
+    tf::testing::check_close(fd(x), eager, 1e-5, 1e-6);
+    const std::string drop_dump =
+        fd.get_concrete_function(tf::TensorSpec({3, 6, 2})).graph().to_string();
+    CHECK(drop_dump.find("= rnn(") != std::string::npos);
+    // One trace for every batch size and number of timesteps, gradients included.
+    auto step = tf::function(
+        [&](const tf::Tensor& xv) {
+          tf::GradientTape tape;
+          const tf::Tensor loss = tf::reduce_sum(tf::square(looped(xv)));
+          return tape.gradient(loss, looped.trainable_variables());
+        },
+        {.input_signature = {tf::TensorSpec({tf::None, tf::None, 2})}});
+    for (const auto& [batch, steps] : {std::pair<int64_t, int64_t>{2, 5}, {4, 1}, {1, 9}, {3, 3}}) {
+      CAPTURE(batch, steps);
+      const tf::Tensor xv = tf::random::normal({batch, steps, 2});
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::reduce_sum(tf::square(looped(xv)));
+      const std::vector<tf::Tensor> g_eager = tape.gradient(loss, looped.trainable_variables());
+      const std::vector<tf::Tensor> g_graph = step(xv);
+      REQUIRE(g_graph.size() == g_eager.size());
+      for (size_t i = 0; i < g_eager.size(); ++i)
+        tf::testing::check_close(g_graph[i], g_eager[i], 1e-4, 1e-5);
+    }
+    CHECK(step.tracing_count() == 1);
+    // A cell's add_loss cannot leave the loop's body: a clear error, and unroll works.
+    layers::RNN lossy(LossyCell(2));
+    auto fl_loss = tf::function([&](const tf::Tensor& xv) { return lossy(xv); });
+    TF_REQUIRE_THROWS_CONTAINING(fl_loss(x), tf::FailedPreconditionError,
+                                 "inside a traced loop or branch (an RNN's timesteps");
+    layers::RNN lossy_unrolled(LossyCell(2), {.unroll = true});
+    auto fu_loss = tf::function([&](const tf::Tensor& xv) {
+      const tf::Tensor y = lossy_unrolled(xv);
+      return std::vector<tf::Tensor>{y, lossy_unrolled.losses()[0]};
+    });
+    CHECK(fu_loss(x)[0].shape() == tf::TensorShape({3, 2}));
   }
 }
 
