@@ -2,6 +2,7 @@
 // replica runs its own graph on its own device, reads its copy of a mirrored variable inside the
 // loop, takes the gradient through the loop and the cond, and the all-reduced update keeps the
 // copies identical and equal to the one-device result.
+#include <functional>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -48,30 +49,29 @@ tf::Tensor scan_loss(const tf::Variable& w, const tf::Tensor& x) {
   return tf::reduce_sum(per_row);
 }
 
-}  // namespace
-
-TEST_CASE("control flow: a traced replica step with a loop and a cond on 2 replicas",
-          "[cpu][distribute]") {
+// One SGD step (rate 0.1) on w = w0 with `loss` over two batches: on one device (the sum of
+// both batches' gradients), then traced per replica on two CPUs with the gradients
+// all-reduced; both copies of the mirrored w must equal the one-device result.
+void check_two_replicas(
+    const std::function<tf::Tensor(const tf::Variable&, const tf::Tensor&)>& loss_of,
+    const std::vector<tf::Tensor>& batches, double w0) {
   split_cpu();
-  const std::vector<tf::Tensor> batches = {tf::constant({{0.5, 0.25}, {0.1, -0.2}}),
-                                           tf::constant({{-0.5, -0.3}, {0.2, 0.1}})};
-  // One device: the sum of both batches' gradients.
-  tf::Variable w1(tf::constant(1.25), "w");
+  tf::Variable w1(tf::constant(w0), "w");
   tf::Tensor want;
   {
     tf::GradientTape tape;
-    const tf::Tensor loss = batch_loss(w1, batches[0]) + batch_loss(w1, batches[1]);
+    const tf::Tensor loss = loss_of(w1, batches[0]) + loss_of(w1, batches[1]);
     want = w1.value() - tape.gradient(loss, w1) * 0.1;
   }
 
   ds::MirroredStrategy strategy(cpus(2));
   tf::Variable w = [&] {
     auto scope = strategy.scope();
-    return tf::Variable(tf::constant(1.25), "w");
+    return tf::Variable(tf::constant(w0), "w");
   }();
   auto step = tf::function([&](const tf::Tensor& x) {
     tf::GradientTape tape;
-    const tf::Tensor loss = batch_loss(w, x);
+    const tf::Tensor loss = loss_of(w, x);
     const tf::Tensor g = tape.gradient(loss, w);
     const tf::Tensor total =
         tf::distribute::get_replica_context()->all_reduce(ds::ReduceOp::SUM, g);
@@ -89,39 +89,19 @@ TEST_CASE("control flow: a traced replica step with a loop and a cond on 2 repli
                            1e-12);
 }
 
+}  // namespace
+
+TEST_CASE("control flow: a traced replica step with a loop and a cond on 2 replicas",
+          "[cpu][distribute]") {
+  check_two_replicas(
+      batch_loss,
+      {tf::constant({{0.5, 0.25}, {0.1, -0.2}}), tf::constant({{-0.5, -0.3}, {0.2, 0.1}})}, 1.25);
+}
+
 TEST_CASE("control flow: a traced replica step with map_fn and scan on 2 replicas",
           "[cpu][distribute]") {
-  split_cpu();
-  const std::vector<tf::Tensor> batches = {tf::constant({{0.5, 0.25}, {0.1, -0.2}, {0.3, 0.9}}),
-                                           tf::constant({{-0.5, -0.3}, {0.2, 0.1}, {1.0, 0.4}})};
-  tf::Variable w1(tf::constant(0.75), "w");
-  tf::Tensor want;
-  {
-    tf::GradientTape tape;
-    const tf::Tensor loss = scan_loss(w1, batches[0]) + scan_loss(w1, batches[1]);
-    want = w1.value() - tape.gradient(loss, w1) * 0.1;
-  }
-
-  ds::MirroredStrategy strategy(cpus(2));
-  tf::Variable w = [&] {
-    auto scope = strategy.scope();
-    return tf::Variable(tf::constant(0.75), "w");
-  }();
-  auto step = tf::function([&](const tf::Tensor& x) {
-    tf::GradientTape tape;
-    const tf::Tensor loss = scan_loss(w, x);
-    const tf::Tensor g = tape.gradient(loss, w);
-    const tf::Tensor total =
-        tf::distribute::get_replica_context()->all_reduce(ds::ReduceOp::SUM, g);
-    w.assign_sub(total * 0.1);
-    return loss;
-  });
-  const ds::PerReplica<tf::Tensor> per_replica(std::vector<tf::Tensor>{
-      batches[0], tf::detail::copy_to(batches[1], tf::Device::parse("/cpu:1"))});
-  strategy.run([&](const tf::Tensor& x) { return step(x); }, per_replica);
-  const std::vector<tf::Variable> copies = strategy.experimental_local_results(w);
-  REQUIRE(copies.size() == 2);
-  tf::testing::check_close(copies[0].value(), want, 1e-12, 1e-12);
-  tf::testing::check_close(tf::detail::copy_to(copies[1].value(), tf::Device{}), want, 1e-12,
-                           1e-12);
+  check_two_replicas(scan_loss,
+                     {tf::constant({{0.5, 0.25}, {0.1, -0.2}, {0.3, 0.9}}),
+                      tf::constant({{-0.5, -0.3}, {0.2, 0.1}, {1.0, 0.4}})},
+                     0.75);
 }
