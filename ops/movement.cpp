@@ -45,18 +45,61 @@ Tensor reshape_to(const Tensor& x, const TensorShape& s) {
   return detail::dispatch(prims::Reshape(s), {x});
 }
 
-std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
-  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0);
-  // Whole in every other dimension: -1, so that the pieces of a None batch stay open in a trace.
-  std::vector<int64_t> size(static_cast<size_t>(x.rank()), -1);
-  std::vector<Tensor> out;
-  out.reserve(sizes.size());
-  for (int64_t s : sizes) {
-    size[axis] = s;
-    out.push_back(detail::dispatch(prims::Slice(begin, size), {x}));
-    begin[axis] += s;
+// split's primitive: the pieces of x along `axis`, each a Slice (its kernels run them), with one
+// vjp for all of them: the pieces' cotangents concatenated (zeros for a piece without one). As
+// separate slices, each piece's vjp padded its cotangent to x's whole shape and the tape added
+// those: n pieces cost n full-size pads and adds (quadratic in n: an unrolled RNN's timesteps).
+class Split final : public PrimitiveBase<Split> {
+ public:
+  int axis = 0;
+  std::vector<int64_t> sizes;
+  Split(int a, std::vector<int64_t> s) : axis(a), sizes(std::move(s)) {}
+  const char* name() const override { return "split"; }
+  int num_outputs() const override { return static_cast<int>(sizes.size()); }
+  std::string attributes() const override {
+    return fmt::format("axis={}, sizes={}", axis, detail::vec_to_string(sizes));
   }
-  return out;
+  // Piece k as a Slice: whole in every other dimension (-1), so that the pieces of a None batch
+  // stay open in a trace.
+  prims::Slice piece(size_t k, int rank) const {
+    std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(begin.size(), -1);
+    for (size_t j = 0; j < k; ++j) begin[static_cast<size_t>(axis)] += sizes[j];
+    size[static_cast<size_t>(axis)] = sizes[k];
+    return prims::Slice(std::move(begin), std::move(size));
+  }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    for (size_t k = 0; k < sizes.size(); ++k) piece(k, in[0].rank()).infer(in, out.subspan(k, 1));
+  }
+  void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    for (size_t k = 0; k < sizes.size(); ++k)
+      piece(k, in[0].rank()).eval_cpu(in, out.subspan(k, 1));
+  }
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    for (size_t k = 0; k < sizes.size(); ++k)
+      piece(k, in[0].rank()).eval_cuda(in, out.subspan(k, 1));
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }  // zeros for missing pieces
+  bool vjp_accepts_undefined_cotangents() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    std::vector<Tensor> parts;
+    Tensor zero_x;  // zeros like x, made for the first piece without a cotangent
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (cotangents[k].defined()) {
+        parts.push_back(cotangents[k]);
+        continue;
+      }
+      if (!zero_x.defined()) zero_x = zeros_like(primals[0]);
+      const prims::Slice s = piece(k, primals[0].rank());
+      parts.push_back(slice(zero_x, s.begin, s.size));
+    }
+    return {parts.size() == 1 ? parts[0] : concat(parts, axis)};
+  }
+};
+
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+  const Tensor in[] = {x};
+  return detail::dispatch_multi(Split(axis, sizes), in);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/scatter.h"
+#include "ops/unary.h"
 #include "support/testing.h"
 
 namespace tf = tapeflow;
@@ -360,6 +361,45 @@ TEST_CASE("split into equal parts or given sizes", "[cpu][cuda][movement]") {
                                  tf::InvalidArgumentError, "more than dimension 1");
     TF_REQUIRE_THROWS_CONTAINING(tf::split(x, 1, 2), tf::InvalidArgumentError,
                                  "[split] axis 2 is out of range");
+  }
+}
+
+TEST_CASE("split: one gradient for all pieces, zeros for unused ones", "[cpu][cuda][movement]") {
+  // Pieces 0 and 2 of 3 reach the result: piece 1's gradient is zeros. Central differences,
+  // the second order, and many pieces (one concat, not a pad per piece).
+  auto f = [](const tf::Tensor& x) {
+    const std::vector<tf::Tensor> p = tf::split(x, std::vector<int64_t>{1, 2, 3}, 1);
+    return tf::sin(p[0]) * tf::reduce_sum(p[2] * p[2], {1}, true);
+  };
+  tf::testing::check_gradient(f, {3, 6});
+  for (auto dev : tf::testing::devices_under_test()) {
+    tf::DeviceScope scope(dev);
+    const tf::Tensor x = tf::constant(tf::testing::random_values(18, -1, 1, 3), {3, 6});
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor g;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      g = inner.gradient(tf::reduce_sum(f(x)), x);
+    }
+    CHECK(g.placement() == dev);
+    // Columns 1 and 2 (piece 1) get no gradient.
+    const std::vector<double> gv = tf::detail::to_double_vector(g);
+    for (int r = 0; r < 3; ++r) {
+      CHECK(gv[static_cast<size_t>(r * 6 + 1)] == 0.0);
+      CHECK(gv[static_cast<size_t>(r * 6 + 2)] == 0.0);
+    }
+    // d/dx of sum(g * g): through the first gradient's concat and the zeros.
+    const tf::Tensor h = outer.gradient(tf::reduce_sum(g * g), x);
+    CHECK(h.shape() == x.shape());
+    // 500 pieces: the gradient of each piece's sum is ones.
+    const tf::Tensor long_x = tf::ones({2, 500});
+    tf::GradientTape tape;
+    tape.watch(long_x);
+    tf::Tensor total = tf::zeros({});
+    for (const tf::Tensor& piece : tf::split(long_x, 500, 1)) total = total + tf::reduce_sum(piece);
+    tf::testing::check_close(tape.gradient(total, long_x), tf::ones({2, 500}), 0, 0);
   }
 }
 
