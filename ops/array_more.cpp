@@ -62,6 +62,12 @@ std::vector<Tensor> unstack(const Tensor& x, std::optional<int64_t> num, int axi
   const int64_t count = n == None ? *num : n;
   std::vector<Tensor> out;
   out.reserve(static_cast<size_t>(count));
+  if (n != None && count > 0) {
+    // One split: its gradient concatenates the pieces' (one slice each would pad each to x).
+    for (const Tensor& piece : split(x, std::vector<int64_t>(static_cast<size_t>(count), 1), a))
+      out.push_back(squeeze(piece, {a}));
+    return out;
+  }
   for (int64_t i = 0; i < count; ++i) {
     std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
     begin[static_cast<size_t>(a)] = i;
