@@ -52,8 +52,14 @@ Tensor reshape_to(const Tensor& x, const TensorShape& s) {
 class Split final : public PrimitiveBase<Split> {
  public:
   int axis = 0;
-  std::vector<int64_t> sizes;
-  Split(int a, std::vector<int64_t> s) : axis(a), sizes(std::move(s)) {}
+  std::vector<int64_t> sizes, offsets;  // offsets[k]: where piece k begins along axis
+  Split(int a, std::vector<int64_t> s) : axis(a), sizes(std::move(s)) {
+    int64_t at = 0;
+    for (int64_t n : sizes) {
+      offsets.push_back(at);
+      at += n;
+    }
+  }
   const char* name() const override { return "split"; }
   int num_outputs() const override { return static_cast<int>(sizes.size()); }
   std::string attributes() const override {
@@ -63,7 +69,7 @@ class Split final : public PrimitiveBase<Split> {
   // stay open in a trace.
   prims::Slice piece(size_t k, int rank) const {
     std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(begin.size(), -1);
-    for (size_t j = 0; j < k; ++j) begin[static_cast<size_t>(axis)] += sizes[j];
+    begin[static_cast<size_t>(axis)] = offsets[k];
     size[static_cast<size_t>(axis)] = sizes[k];
     return prims::Slice(std::move(begin), std::move(size));
   }
