@@ -1,6 +1,7 @@
 // Shape and data-movement ops. reshape is a view (no copy); the rest copy.
 // Primitives: Reshape (a host view: no kernel work), Transpose, BroadcastTo, Slice, Concat, Pad,
-// Gather. expand_dims and squeeze are reshapes; stack, split, tile and one_hot are composites.
+// Gather, and split (its pieces run Slice's kernels; one vjp concatenates their cotangents).
+// expand_dims and squeeze are reshapes; stack, tile and one_hot are composites.
 // Everything here is stateless and thread-safe.
 #pragma once
 
