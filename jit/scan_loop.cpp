@@ -389,20 +389,21 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
   for (int k : fc) dh = dh || cotangents[static_cast<size_t>(nc + ny() + k)].defined();
 
   const std::vector<TensorMeta> metas = body_inputs(primals);
-  // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
-  // other shapes can infer again; fused nodes keep the shapes they were fused at).
-  std::shared_ptr<const Graph> fwd = raw_body;
-  if (!(metas == raw_body->inputs)) {
-    auto g = std::make_shared<Graph>(*raw_body);
-    jit::reinfer(*g, metas);
-    fwd = g;
-  }
   const std::string key = (dh ? "h;" : "-;") + key_of(metas);
   std::unique_lock lock(cache->mu);
   std::shared_ptr<const ScanOp> cached;
   for (const auto& [k, prototype] : cache->grads)
     if (k == key) cached = prototype;
   if (!cached) {
+    // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
+    // other shapes can infer again; fused nodes keep the shapes they were fused at).
+    const Graph* fwd = raw_body.get();
+    Graph reinferred;
+    if (!(metas == raw_body->inputs)) {
+      reinferred = *raw_body;
+      jit::reinfer(reinferred, metas);
+      fwd = &reinferred;
+    }
     cached = gradient_op(dh, *fwd);
     if (cache->grads.size() >= kMaxCached) cache->grads.erase(cache->grads.begin());
     cache->grads.emplace_back(key, cached);
