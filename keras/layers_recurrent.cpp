@@ -16,7 +16,6 @@
 #include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/serialization_access_sequence.h"
-#include "keras/time_axis.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -80,7 +79,7 @@ using Requests = detail::CallRequests<StateRequest>;
 
 // Reverses the time axis (1) of a (batch, timesteps, units) tensor.
 Tensor reverse_time(const Tensor& y) {
-  return detail::reverse_along(y, 1);
+  return reverse(y, {1});
 }
 
 class RecurrentImpl final : public LayerImpl {
@@ -362,7 +361,7 @@ std::pair<Tensor, std::vector<Tensor>> RecurrentImpl::run_sequence(
     std::vector<Tensor> elems{transpose(xp, {1, 0, 2})};
     if (mask.defined()) elems.push_back(expand_dims(transpose(mask, {1, 0}), 2));
     if (c_.go_backwards)
-      for (Tensor& e : elems) e = detail::reverse_along(e, 0);
+      for (Tensor& e : elems) e = reverse(e, {0});
     const size_t n_states = carries.size();
     const ::tapeflow::detail::OpsScanBody body = [&](const std::vector<Tensor>& in,
                                                      const std::vector<Tensor>& xs) {
@@ -718,13 +717,5 @@ Layer make_bidirectional(const Layer& forward, const Layer& backward, const std:
 }
 
 }  // namespace detail::layer_options
-Tensor detail::reverse_along(const Tensor& y, int axis) {
-  const int64_t n = y.shape()[axis];
-  if (n != None && n <= 1) return y;
-  std::vector<int64_t> begin(static_cast<size_t>(y.rank()), 0), size(begin.size(), 1);
-  size[static_cast<size_t>(axis)] = -1;
-  const Tensor ones = ones_like(reshape(slice(y, begin, size), TensorShape({-1})), int64);
-  return gather(y, reduce_sum(ones) - cumsum(ones), axis);
-}
 
 }  // namespace tapeflow::keras

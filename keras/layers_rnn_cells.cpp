@@ -16,13 +16,13 @@
 #include "keras/call_request.h"
 #include "keras/data_format.h"
 #include "keras/serialization_access_sequence.h"
-#include "keras/time_axis.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
+#include "ops/scan.h"
 #include "ops/traced_loop.h"
 #include "ops/unary.h"
 
@@ -646,8 +646,8 @@ std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
     // timestep's call runs once before it, its results unused (the loop runs that step again):
     // it draws the cells' dropout masks, which every step then reuses, and does what a first
     // call does.
-    const Tensor xs = o_.go_backwards ? detail::reverse_along(x, 1) : x;
-    const Tensor ms = mask.defined() && o_.go_backwards ? detail::reverse_along(mask, 1) : mask;
+    const Tensor xs = o_.go_backwards ? reverse(x, {1}) : x;
+    const Tensor ms = mask.defined() && o_.go_backwards ? reverse(mask, {1}) : mask;
     std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), -1);
     size[1] = 1;
     const Tensor x0 = squeeze(slice(xs, begin, size), {1});

@@ -5,9 +5,11 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
 
 namespace tapeflow {
 
@@ -99,6 +101,15 @@ Tensor reverse(const Tensor& x, const std::vector<int>& axes) {
     TF_CHECK_ARG(n >= 0, op, "axis {} of the input of shape {} has an unknown size", a,
                  x.shape().to_string());
     if (n <= 1) continue;  // nothing to reverse
+    if (detail::open_shapes() && x.is_symbolic()) {
+      // Traced for None dimensions: the indices n-1, ..., 0 computed when the graph runs (a
+      // constant would hold the traced length).
+      std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), 1);
+      size[static_cast<size_t>(a)] = -1;
+      const Tensor ones = ones_like(reshape(slice(x, begin, size), TensorShape({-1})), int64);
+      y = gather(y, reduce_sum(ones) - cumsum(ones), a);
+      continue;
+    }
     y = gather(y, range(n - 1, int64_t{-1}, int64_t{-1}, int64), a);
   }
   return y;

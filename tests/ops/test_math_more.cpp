@@ -565,6 +565,19 @@ TEST_CASE("reverse matches TF 2.21 on every dtype", "[cpu][cuda][movement][math]
             same = same && got[static_cast<size_t>(((a * 3 + b) * 4 + c) * 5 + e)] ==
                                (((a * 3 + (2 - b)) * 4 + c) * 5 + (4 - e));
     CHECK(same);
+    // Traced with None dimensions: one graph for every length (the indices are computed when
+    // the graph runs).
+    auto f = tf::function(
+        [](const tf::Tensor& v) {
+          return tf::reverse(v, {0, 1});
+        },
+        {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64)}});
+    for (int64_t n : {2, 5, 1}) {
+      const tf::Tensor v =
+          tf::cast(tf::reshape(tf::range(0.0, static_cast<double>(3 * n)), {n, 3}), tf::float64);
+      tf::testing::check_close(f(v), tf::reverse(v, {0, 1}), 0, 0);
+    }
+    CHECK(f.tracing_count() == 1);
   }
   require_error([] { tf::reverse(tf::ones({2, 2}), {0, 0}); }, {"[reverse]", "duplicate"});
   require_error([] { tf::reverse(tf::ones({2, 2}), {1, -1}); }, {"[reverse]", "duplicate"});
