@@ -274,19 +274,13 @@ class WhileOp final : public ControlFlowOp {
   }
   bool vjp_accepts_undefined_cotangents() const override { return true; }
 
-  static TensorShape history_shape(const TensorShape& s, int64_t count) {
-    std::vector<int64_t> dims{count};
-    for (int d = 0; d < s.rank(); ++d) dims.push_back(s[d]);
-    return TensorShape(dims);
-  }
-
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
                "takes {} inputs, got {}", n_inputs, in.size());
     for (int k = 0; k < n(); ++k) {
       out[static_cast<size_t>(k)] = var_metas[static_cast<size_t>(k)];
       out[static_cast<size_t>(n() + 1 + k)] = {
-          history_shape(var_metas[static_cast<size_t>(k)].shape, None),
+          with_leading(None, var_metas[static_cast<size_t>(k)].shape),
           var_metas[static_cast<size_t>(k)].dtype};
     }
     out[static_cast<size_t>(n())] = {TensorShape{}, int64};
@@ -320,7 +314,7 @@ class WhileOp final : public ControlFlowOp {
       out[static_cast<size_t>(k)] = fresh(vars[static_cast<size_t>(k)]);
       out[static_cast<size_t>(n() + 1 + k)] = keep && count > 0
                                                   ? stack(history[static_cast<size_t>(k)])
-                                                  : zeros(history_shape(m.shape, 0), m.dtype);
+                                                  : zeros(with_leading(0, m.shape), m.dtype);
     }
     out[static_cast<size_t>(n())] = constant(std::vector<int64_t>{count}, TensorShape{});
     return true;

@@ -102,6 +102,12 @@ std::string type_text(const Tensor& t) {
   return type_text(TensorMeta{t.shape(), t.dtype()});
 }
 
+TensorShape with_leading(int64_t n, const TensorShape& s) {
+  std::vector<int64_t> dims{n};
+  for (int d = 0; d < s.rank(); ++d) dims.push_back(s[d]);
+  return TensorShape(dims);
+}
+
 void Effects::merge(const Effects& other) {
   for (const void* v : other.variables) add_once(variables, v);
   writes = writes || other.writes;

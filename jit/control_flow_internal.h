@@ -38,6 +38,8 @@ inline bool tracing() {
 // "float32 (2, 3)".
 std::string type_text(const TensorMeta& m);
 std::string type_text(const Tensor& t);
+// s with a leading dimension of size n: a stack of n tensors of shape s (a loop's history).
+TensorShape with_leading(int64_t n, const TensorShape& s);
 
 // What a sub-graph does besides computing its outputs.
 struct Effects {

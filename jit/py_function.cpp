@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -11,6 +10,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/device.h"
+#include "jit/control_flow_internal.h"
 #include "ops/copy.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -20,10 +20,10 @@ namespace tapeflow {
 
 namespace {
 
-std::atomic<uint64_t> g_next_id{1};
+using jit::cf::next_node_id;
 
 std::string type_text(DType dtype, const TensorShape& shape) {
-  return fmt::format("{} {}", dtype_name(dtype), shape.to_string());
+  return jit::cf::type_text(TensorMeta{shape, dtype});
 }
 
 // fn's results against Tout: as many, each of its dtype and a compatible shape.
@@ -155,7 +155,7 @@ std::vector<Tensor> py_function(const PyFunctionFn& fn, const std::vector<Tensor
   node->device = !ctx.device_stack.empty() ? ctx.device_stack.back()
                  : inputs.empty()          ? detail::default_device()
                                            : inputs[0].placement();
-  node->id = g_next_id++;
+  node->id = next_node_id();
   return detail::dispatch_multi(*node, inputs);
 }
 

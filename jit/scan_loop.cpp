@@ -40,12 +40,6 @@ namespace {
 using namespace jit::cf;  // NOLINT(google-build-using-namespace)
 using detail::PauseTapes;
 
-TensorShape with_leading(int64_t n, const TensorShape& s) {
-  std::vector<int64_t> dims{n};
-  for (int d = 0; d < s.rank(); ++d) dims.push_back(s[d]);
-  return TensorShape(dims);
-}
-
 TensorShape without_leading(const TensorShape& s) {
   std::vector<int64_t> dims;
   for (int d = 1; d < s.rank(); ++d) dims.push_back(s[d]);
