@@ -476,6 +476,16 @@ namespace {
 
 using detail::LayerImpl;
 
+// `one` (one sample: batch 1) broadcast to x's batch through zeros of `dtype` read from x when
+// the graph runs: no constant holds the batch size, so one trace serves every one.
+Tensor with_batch_of(const Tensor& one, const Tensor& x, DType dtype) {
+  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), 1);
+  size[0] = -1;
+  std::vector<int64_t> dims(static_cast<size_t>(one.rank()), 1);
+  dims[0] = -1;
+  return one + reshape(zeros_like(slice(x, begin, size), dtype), TensorShape(dims));
+}
+
 class RNNImpl final : public LayerImpl {
  public:
   // `input_rank` 0: any rank from 3 (RNN); else exactly that rank (ConvLSTM).
@@ -561,17 +571,10 @@ std::vector<Tensor> RNNImpl::checked_initial(const Tensor& x,
   if (initial.empty()) {
     if (batch != None && ::tapeflow::detail::thread_context().trace == nullptr)
       return cell_->get_initial_state(batch);
-    // In a trace: the cell's states for one sequence, broadcast against zeros of the input's
-    // batch, so that no constant depends on the batch size and one trace serves every one.
-    std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), size(begin.size(), 1);
-    size[0] = -1;
-    const Tensor batch_zeros = zeros_like(slice(x, begin, size));
+    // In a trace: the cell's states for one sequence, given the input's batch.
     std::vector<Tensor> out;
-    for (const Tensor& s : cell_->get_initial_state(1)) {
-      std::vector<int64_t> dims(static_cast<size_t>(s.rank()), 1);
-      dims[0] = -1;
-      out.push_back(s + reshape(batch_zeros, TensorShape(dims)));
-    }
+    for (const Tensor& s : cell_->get_initial_state(1))
+      out.push_back(with_batch_of(s, x, x.dtype()));
     return out;
   }
   const std::vector<int64_t> sizes = cell_->state_size();
@@ -652,18 +655,11 @@ std::pair<Tensor, std::vector<Tensor>> RNNImpl::run_sequence(const Tensor& x,
     size[1] = 1;
     const Tensor x0 = squeeze(slice(xs, begin, size), {1});
     const Tensor out0 = step(initial_states, Tensor(), x0, Tensor()).first;
-    // The output a masked step repeats starts as zeros: of the output's shape, the batch read
-    // from the input when the graph runs (no constant holds it).
-    std::vector<int64_t> one(static_cast<size_t>(out0.rank()), 1);
-    std::fill(size.begin(), size.end(), 1);
-    size[0] = -1;
-    one[0] = -1;
+    // The output a masked step repeats starts as zeros of the output's shape.
     std::vector<int64_t> sample = out0.shape().dims();
     sample[0] = 1;
     const Tensor zero_output =
-        zeros(TensorShape(sample), out0.dtype()) +
-        reshape(zeros_like(slice(x, std::vector<int64_t>(size.size(), 0), size), out0.dtype()),
-                TensorShape(one));
+        with_batch_of(zeros(TensorShape(sample), out0.dtype()), x, out0.dtype());
     std::vector<int> perm(static_cast<size_t>(x.rank()));
     for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int>(d);
     std::swap(perm[0], perm[1]);
