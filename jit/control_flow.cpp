@@ -78,50 +78,69 @@ size_t branch_of(const Tensor& s, size_t n, size_t indexed) {
 class CondOp final : public ControlFlowOp {
  public:
   const char* op = "cond";  // or "switch_case"
-  std::vector<std::shared_ptr<const Graph>> branches;
+  std::vector<ShapedGraph> branches;
   std::vector<std::vector<int>> feeds;  // the node input that feeds each branch input
   size_t indexed = 2;                   // switch_case: the branches an index picks
-  std::vector<TensorMeta> out_metas;
   int n_inputs = 1;
 
   const char* name() const override { return op; }
-  int num_outputs() const override { return static_cast<int>(out_metas.size()); }
+  int num_outputs() const override {
+    return static_cast<int>(branches[0].traced()->outputs.size());
+  }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<CondOp>(*this); }
   std::string structure() const override {
     if (std::string_view(op) == "cond")
-      return fmt::format("true={} nodes, false={} nodes", branches[0]->num_nodes(),
-                         branches[1]->num_nodes());
+      return fmt::format("true={} nodes, false={} nodes", branches[0].traced()->num_nodes(),
+                         branches[1].traced()->num_nodes());
     std::vector<int> sizes;
-    for (const auto& b : branches) sizes.push_back(b->num_nodes());
+    for (const ShapedGraph& b : branches) sizes.push_back(b.traced()->num_nodes());
     return fmt::format("branches=[{}] nodes{}", fmt::join(sizes, ", "),
                        indexed < branches.size() ? ", the last is the default" : "");
   }
-  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
-    std::vector<std::pair<std::string, const Graph*>> out;
-    const bool is_cond = std::string_view(op) == "cond";
-    for (size_t b = 0; b < branches.size(); ++b)
-      out.emplace_back(is_cond       ? (b == 0 ? "true branch" : "false branch")
-                       : b < indexed ? fmt::format("branch {}", b)
-                                     : std::string("default branch"),
-                       branches[b].get());
+  std::string branch_name(size_t b) const {
+    if (std::string_view(op) == "cond") return b == 0 ? "true branch" : "false branch";
+    return b < indexed ? fmt::format("branch {}", b) : std::string("default branch");
+  }
+  std::vector<std::pair<std::string, const ShapedGraph*>> parts() const override {
+    std::vector<std::pair<std::string, const ShapedGraph*>> out;
+    for (size_t b = 0; b < branches.size(); ++b) out.emplace_back(branch_name(b), &branches[b]);
     return out;
+  }
+
+  // Branch b for the node's inputs `in` (another shape of a function's None dimensions gets a
+  // specialisation of the traced branch).
+  std::shared_ptr<const Graph> branch_for(size_t b, std::span<const Tensor> in) const {
+    std::vector<TensorMeta> metas;
+    for (int f : feeds[b])
+      metas.push_back({in[static_cast<size_t>(f)].shape(), in[static_cast<size_t>(f)].dtype()});
+    return branches[b].for_inputs(metas);
   }
 
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
                "takes {} inputs, got {}", n_inputs, in.size());
     check_selector(op, in[0]);
-    for (size_t k = 0; k < out.size(); ++k) out[k] = out_metas[k];
+    const std::vector<TensorMeta> first = output_metas(*branch_for(0, in));
+    for (size_t b = 1; b < branches.size(); ++b) {
+      const std::vector<TensorMeta> m = output_metas(*branch_for(b, in));
+      for (size_t k = 0; k < m.size(); ++k)
+        TF_CHECK_ARG(m[k] == first[k], name(),
+                     "result {} is {} in the {} and {} in the {} at these shapes (every branch "
+                     "gives the same dtypes and shapes)",
+                     k, type_text(first[k]), branch_name(0), type_text(m[k]), branch_name(b));
+    }
+    for (size_t k = 0; k < out.size(); ++k) out[k] = first[k];
   }
 
   bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device) const override {
     const size_t b = branch_of(in[0], branches.size(), indexed);
     std::vector<Tensor> args;
     for (int f : feeds[b]) args.push_back(in[static_cast<size_t>(f)]);
+    const std::shared_ptr<const Graph> g = branch_for(b, in);
     std::vector<Tensor> result;
     {
       PauseTapes pause;  // tapes record this node, with its vjp
-      result = branches[b]->run(args);
+      result = g->run(args);
     }
     for (size_t k = 0; k < out.size(); ++k) out[k] = fresh(result[k]);
     return true;
@@ -151,7 +170,12 @@ class CondOp final : public ControlFlowOp {
         slot.push_back(w);
       }
       std::vector<Tensor> result(wanted.size());
-      const std::vector<Tensor> grads = graph_vjp(*branches[b], args, sources, seeds);
+      // Traced (a tape inside the function), the branch's primitive ops: the enclosing trace
+      // may be specialised for other shapes, which fused nodes would not follow.
+      const std::vector<TensorMeta> metas = metas_of(args);
+      const std::shared_ptr<const Graph> g =
+          tracing() ? branches[b].raw_for(metas) : branches[b].for_inputs(metas);
+      const std::vector<Tensor> grads = graph_vjp(*g, args, sources, seeds);
       for (size_t j = 0; j < slot.size(); ++j) result[slot[j]] = grads[j];
       for (size_t w = 0; w < wanted.size(); ++w)
         if (!result[w].defined()) result[w] = zeros_like(primals[static_cast<size_t>(wanted[w])]);
@@ -204,7 +228,7 @@ std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
     }));
   std::vector<SubGraph*> all;
   for (SubGraph& p : parts) all.push_back(&p);
-  finish_subgraphs(all);
+  std::vector<ShapedGraph> finished = finish_subgraphs(all);
   const std::vector<TensorMeta> first = output_metas(*parts[0].graph);
   for (size_t b = 1; b < parts.size(); ++b) {
     const std::vector<TensorMeta> m = output_metas(*parts[b].graph);
@@ -221,12 +245,11 @@ std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
   node->op = is_cond ? "cond" : "switch_case";
   node->indexed = indexed;
   CaptureSet captures(1);
-  for (SubGraph& p : parts) {
-    node->feeds.push_back(captures.add(p.captures));
-    node->branches.push_back(p.graph);
-    node->effects.merge(effects_of(*p.graph));
+  for (size_t b = 0; b < parts.size(); ++b) {
+    node->feeds.push_back(captures.add(parts[b].captures));
+    node->effects.merge(effects_of(*parts[b].graph));
+    node->branches.push_back(std::move(finished[b]));
   }
-  node->out_metas = first;
   node->device = device.value_or(selector.placement());
   node->id = next_node_id();
   std::vector<Tensor> inputs{selector};
@@ -240,18 +263,18 @@ std::vector<Tensor> CondOp::select_impl(const char* op, const Tensor& selector,
 
 class WhileOp final : public ControlFlowOp {
  public:
-  std::shared_ptr<const Graph> cond_graph, body_graph;
+  ShapedGraph cond, body;  // served for other shapes by specialising (a None batch)
   // The node input that feeds each graph input after the loop variables.
   std::vector<int> cond_feeds, body_feeds;
-  std::vector<TensorMeta> var_metas;
+  std::vector<TensorMeta> var_metas;  // as traced
   int n_inputs = 0;
   int64_t maximum_iterations = -1;
   bool keep_history = false;  // a tape recorded the trace: its gradient reads the history
-  // The body's gradient graph, traced at the first vjp and shared by the copies of this op (a
-  // tape around each call of a function asks for it at every step).
+  // The body's gradient graphs, traced at the first vjp for each shape and shared by the copies
+  // of this op (a tape around each call of a function asks for one at every step).
   struct GradCache {
     std::mutex mu;
-    std::shared_ptr<const Graph> graph;
+    std::vector<std::pair<std::string, ShapedGraph>> graphs;
   };
   std::shared_ptr<GradCache> grad_cache = std::make_shared<GradCache>();
 
@@ -261,10 +284,10 @@ class WhileOp final : public ControlFlowOp {
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileOp>(*this); }
   std::string structure() const override {
     return fmt::format("cond={} nodes, body={} nodes, maximum_iterations={}",
-                       cond_graph->num_nodes(), body_graph->num_nodes(), maximum_iterations);
+                       cond.traced()->num_nodes(), body.traced()->num_nodes(), maximum_iterations);
   }
-  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
-    return {{"cond", cond_graph.get()}, {"body", body_graph.get()}};
+  std::vector<std::pair<std::string, const ShapedGraph*>> parts() const override {
+    return {{"cond", &cond}, {"body", &body}};
   }
   std::shared_ptr<Primitive> with_history() const override {
     if (keep_history) return nullptr;
@@ -274,14 +297,43 @@ class WhileOp final : public ControlFlowOp {
   }
   bool vjp_accepts_undefined_cotangents() const override { return true; }
 
+  // The input types of a graph fed the loop variables and then `feeds`, for the node's inputs.
+  std::vector<TensorMeta> graph_inputs(std::span<const Tensor> in,
+                                       const std::vector<int>& feeds) const {
+    std::vector<TensorMeta> metas;
+    for (int k = 0; k < n(); ++k)
+      metas.push_back({in[static_cast<size_t>(k)].shape(), in[static_cast<size_t>(k)].dtype()});
+    for (int f : feeds)
+      metas.push_back({in[static_cast<size_t>(f)].shape(), in[static_cast<size_t>(f)].dtype()});
+    return metas;
+  }
+  // The condition and the body for the node's inputs: as traced, else specialised for the
+  // shapes of this call (a function's None dimensions); the body keeps every variable's type.
+  std::pair<std::shared_ptr<const Graph>, std::shared_ptr<const Graph>> graphs_for(
+      std::span<const Tensor> in) const {
+    const std::vector<TensorMeta> metas = graph_inputs(in, body_feeds);
+    std::shared_ptr<const Graph> b = body.for_inputs(metas);
+    if (b != body.traced()) {
+      const std::vector<TensorMeta> outs = output_metas(*b);
+      for (int k = 0; k < n(); ++k)
+        TF_CHECK_ARG(outs[static_cast<size_t>(k)] == metas[static_cast<size_t>(k)], name(),
+                     "loop variable {} enters the body as {} and leaves it as {} at these "
+                     "shapes (traced, each loop variable keeps its dtype and shape: TF's shape "
+                     "invariants)",
+                     k, type_text(metas[static_cast<size_t>(k)]),
+                     type_text(outs[static_cast<size_t>(k)]));
+    }
+    return {cond.for_inputs(graph_inputs(in, cond_feeds)), std::move(b)};
+  }
+
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n_inputs, name(),
                "takes {} inputs, got {}", n_inputs, in.size());
+    graphs_for(in);  // checks that the sub-graphs take these shapes
     for (int k = 0; k < n(); ++k) {
-      out[static_cast<size_t>(k)] = var_metas[static_cast<size_t>(k)];
-      out[static_cast<size_t>(n() + 1 + k)] = {
-          with_leading(None, var_metas[static_cast<size_t>(k)].shape),
-          var_metas[static_cast<size_t>(k)].dtype};
+      const TensorMeta v{in[static_cast<size_t>(k)].shape(), in[static_cast<size_t>(k)].dtype()};
+      out[static_cast<size_t>(k)] = v;
+      out[static_cast<size_t>(n() + 1 + k)] = {with_leading(None, v.shape), v.dtype};
     }
     out[static_cast<size_t>(n())] = {TensorShape{}, int64};
   }
@@ -297,6 +349,7 @@ class WhileOp final : public ControlFlowOp {
     const bool keep = keep_history || !detail::thread_context().tapes.empty();
     PauseTapes pause;
     DeviceScope scope(device);
+    const auto [cond_graph, body_graph] = graphs_for(in);
     std::vector<Tensor> vars(in.begin(), in.begin() + n());
     std::vector<std::vector<Tensor>> history(static_cast<size_t>(n()));
     int64_t count = 0;
@@ -310,11 +363,11 @@ class WhileOp final : public ControlFlowOp {
       ++count;
     }
     for (int k = 0; k < n(); ++k) {
-      const TensorMeta& m = var_metas[static_cast<size_t>(k)];
+      const Tensor& v = in[static_cast<size_t>(k)];
       out[static_cast<size_t>(k)] = fresh(vars[static_cast<size_t>(k)]);
       out[static_cast<size_t>(n() + 1 + k)] = keep && count > 0
                                                   ? stack(history[static_cast<size_t>(k)])
-                                                  : zeros(with_leading(0, m.shape), m.dtype);
+                                                  : zeros(with_leading(0, v.shape()), v.dtype());
     }
     out[static_cast<size_t>(n())] = constant(std::vector<int64_t>{count}, TensorShape{});
     return true;
@@ -325,8 +378,9 @@ class WhileOp final : public ControlFlowOp {
                           std::span<const Tensor> outputs) const override;
 
  private:
-  std::shared_ptr<const Graph> body_gradient_graph(const std::vector<int>& float_vars,
-                                                   const std::vector<int>& float_caps) const;
+  // The body's vjp traced from `fwd`, the body at the shapes of the run differentiated.
+  ShapedGraph body_gradient_graph(const Graph& fwd, const std::vector<int>& float_vars,
+                                  const std::vector<int>& float_caps) const;
 };
 
 // The gradient of a while_loop: the body's vjp on each iteration's saved loop variables, from
@@ -334,18 +388,20 @@ class WhileOp final : public ControlFlowOp {
 //   inputs:  histories (n), iteration count, body captures (m), cotangents of the final floating
 //            loop variables (f)
 //   outputs: cotangents of the initial floating loop variables (f), of the floating captures
+// The shapes come from the inputs (a function's None dimensions: the gradient graph is
+// specialised for them).
 class WhileGradOp final : public ControlFlowOp {
  public:
   // (vars n, captures m, cotangents f) -> (f, floating captures)
-  std::shared_ptr<const Graph> grad_graph;
-  std::vector<TensorMeta> var_metas, capture_metas;
+  ShapedGraph grad;
+  int nv = 0, nm = 0;
   std::vector<int> float_vars, float_captures;  // indices into the vars and the captures
   // The inputs end with cotangents of the floating vars' histories (a gradient of the gradient
   // reaches the loop variables of every iteration through them).
   bool history_cotangents = false;
 
-  int n() const { return static_cast<int>(var_metas.size()); }
-  int m() const { return static_cast<int>(capture_metas.size()); }
+  int n() const { return nv; }
+  int m() const { return nm; }
   size_t nf() const { return float_vars.size(); }
   size_t n_inputs() const {
     return static_cast<size_t>(n() + 1 + m()) + nf() * (history_cotangents ? 2 : 1);
@@ -356,17 +412,22 @@ class WhileGradOp final : public ControlFlowOp {
   }
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<WhileGradOp>(*this); }
   std::string structure() const override {
-    return fmt::format("grad={} nodes", grad_graph->num_nodes());
+    return fmt::format("grad={} nodes", grad.traced()->num_nodes());
   }
-  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
-    return {{"body gradient", grad_graph.get()}};
+  std::vector<std::pair<std::string, const ShapedGraph*>> parts() const override {
+    return {{"body gradient", &grad}};
   }
+  // Loop variable k's type: a row of its history.
+  static TensorMeta row_meta(const Tensor& history) {
+    return {without_leading(history.shape()), history.dtype()};
+  }
+  static TensorMeta meta(const Tensor& t) { return {t.shape(), t.dtype()}; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     TF_CHECK_T(InternalError, in.size() == n_inputs(), name(), "takes {} inputs, got {}",
                n_inputs(), in.size());
     size_t o = 0;
-    for (int k : float_vars) out[o++] = var_metas[static_cast<size_t>(k)];
-    for (int j : float_captures) out[o++] = capture_metas[static_cast<size_t>(j)];
+    for (int k : float_vars) out[o++] = row_meta(in[static_cast<size_t>(k)]);
+    for (int j : float_captures) out[o++] = meta(in[static_cast<size_t>(n() + 1 + j)]);
   }
 
   // The backward loop. `recorded`: rows are taken with ops (a tape differentiates them: the
@@ -379,35 +440,38 @@ class WhileGradOp final : public ControlFlowOp {
                  "without a tape)",
                  k, in[static_cast<size_t>(k)].shape()[0], count);
     DeviceScope scope(device);
-    auto row = [&](const Tensor& h, const TensorMeta& meta, int64_t i) {
+    auto row = [&](const Tensor& h, int64_t i) {
       if (recorded) return gather(h, constant(std::vector<int64_t>{i}, TensorShape{}), 0);
       // In place: the history is contiguous (stack made it).
-      return detail::view(h, meta.shape, static_cast<size_t>(i) * meta.nbytes());
+      const TensorMeta r = row_meta(h);
+      return detail::view(h, r.shape, static_cast<size_t>(i) * r.nbytes());
     };
     const size_t first_cot = static_cast<size_t>(n() + 1 + m());
     std::vector<Tensor> cots(in.begin() + static_cast<std::ptrdiff_t>(first_cot),
                              in.begin() + static_cast<std::ptrdiff_t>(first_cot + nf()));
+    std::vector<TensorMeta> metas;
+    for (int k = 0; k < n(); ++k) metas.push_back(row_meta(in[static_cast<size_t>(k)]));
+    for (int j = 0; j < m(); ++j) metas.push_back(meta(in[static_cast<size_t>(n() + 1 + j)]));
+    for (const Tensor& c : cots) metas.push_back(meta(c));
+    const std::shared_ptr<const Graph> grad_graph = grad.for_inputs(metas);
     std::vector<Tensor> dcaps(float_captures.size());
     for (int64_t i = count - 1; i >= 0; --i) {
       std::vector<Tensor> args;
-      for (int k = 0; k < n(); ++k)
-        args.push_back(row(in[static_cast<size_t>(k)], var_metas[static_cast<size_t>(k)], i));
+      for (int k = 0; k < n(); ++k) args.push_back(row(in[static_cast<size_t>(k)], i));
       for (int j = 0; j < m(); ++j) args.push_back(in[static_cast<size_t>(n() + 1 + j)]);
       for (const Tensor& c : cots) args.push_back(c);
       std::vector<Tensor> r = grad_graph->run(args);
       for (size_t k = 0; k < nf(); ++k) {
         cots[k] = std::move(r[k]);
-        if (history_cotangents)
-          cots[k] = add(cots[k], row(in[first_cot + nf() + k],
-                                     var_metas[static_cast<size_t>(float_vars[k])], i));
+        if (history_cotangents) cots[k] = add(cots[k], row(in[first_cot + nf() + k], i));
       }
       for (size_t j = 0; j < dcaps.size(); ++j)
         dcaps[j] = dcaps[j].defined() ? add(dcaps[j], r[nf() + j]) : std::move(r[nf() + j]);
     }
     std::vector<Tensor> out = cots;
     for (size_t j = 0; j < dcaps.size(); ++j) {
-      const TensorMeta& meta = capture_metas[static_cast<size_t>(float_captures[j])];
-      out.push_back(dcaps[j].defined() ? dcaps[j] : zeros(meta.shape, meta.dtype));
+      const Tensor& c = in[static_cast<size_t>(n() + 1 + float_captures[j])];
+      out.push_back(dcaps[j].defined() ? dcaps[j] : zeros(c.shape(), c.dtype()));
     }
     return out;
   }
@@ -456,17 +520,16 @@ class WhileGradOp final : public ControlFlowOp {
 
 // The body's vjp as a graph: (vars, captures, cotangents of the floating vars) -> (cotangents
 // of the floating vars, gradients of the floating captures).
-std::shared_ptr<const Graph> WhileOp::body_gradient_graph(
-    const std::vector<int>& float_vars, const std::vector<int>& float_caps) const {
+ShapedGraph WhileOp::body_gradient_graph(const Graph& fwd, const std::vector<int>& float_vars,
+                                         const std::vector<int>& float_caps) const {
   const int nv = n();
   const int nb = static_cast<int>(body_feeds.size());
-  std::vector<TensorMeta> params(body_graph->inputs.begin(), body_graph->inputs.end());
-  std::vector<Device> devices(body_graph->input_devices.begin(), body_graph->input_devices.end());
+  std::vector<TensorMeta> params(fwd.inputs.begin(), fwd.inputs.end());
+  std::vector<Device> devices(fwd.input_devices.begin(), fwd.input_devices.end());
   for (int k : float_vars) {
-    params.push_back(var_metas[static_cast<size_t>(k)]);
+    params.push_back(fwd.inputs[static_cast<size_t>(k)]);
     devices.push_back(device);
   }
-  const Graph& body = *body_graph;
   SubGraph grad = trace_subgraph(params, devices, [&](const std::vector<Tensor>& a) {
     const std::vector<Tensor> args(a.begin(), a.begin() + nv + nb);
     std::vector<int> sources;
@@ -475,15 +538,14 @@ std::shared_ptr<const Graph> WhileOp::body_gradient_graph(
     std::vector<Tensor> seeds(static_cast<size_t>(nv));
     for (size_t i = 0; i < float_vars.size(); ++i)
       seeds[static_cast<size_t>(float_vars[i])] = a[static_cast<size_t>(nv + nb) + i];
-    std::vector<Tensor> g = graph_vjp(body, args, sources, seeds);
+    std::vector<Tensor> g = graph_vjp(fwd, args, sources, seeds);
     for (Tensor& t : g) t = moved_to(t, device);
     return g;
   });
-  finish_subgraphs(std::array<SubGraph*, 1>{&grad});
+  std::vector<ShapedGraph> finished = finish_subgraphs(std::array<SubGraph*, 1>{&grad});
   TF_CHECK_T(InternalError, grad.captures.empty(), name(),
              "the body's gradient graph captured {} tensors", grad.captures.size());
-
-  return grad.graph;
+  return std::move(finished[0]);
 }
 
 std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
@@ -500,18 +562,29 @@ std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
   for (int k = 0; k < nv; ++k)
     if (is_floating(var_metas[static_cast<size_t>(k)].dtype)) float_vars.push_back(k);
   for (int j = 0; j < nb; ++j)
-    if (is_floating(body_graph->inputs[static_cast<size_t>(nv + j)].dtype)) float_caps.push_back(j);
+    if (is_floating(body.inputs()[static_cast<size_t>(nv + j)].dtype)) float_caps.push_back(j);
 
-  std::unique_lock lock(grad_cache->mu);
-  if (!grad_cache->graph) grad_cache->graph = body_gradient_graph(float_vars, float_caps);
-  const std::shared_ptr<const Graph> grad_graph = grad_cache->graph;
-  lock.unlock();
+  // The gradient graph for the shapes of this run (traced from the unoptimised body: fused
+  // nodes keep the shapes they were fused at).
+  const std::vector<TensorMeta> metas = graph_inputs(primals, body_feeds);
+  const std::string key = key_of(metas);
+  ShapedGraph grad;
+  {
+    std::lock_guard lock(grad_cache->mu);
+    for (const auto& [k, g] : grad_cache->graphs)
+      if (k == key) grad = g;
+    if (!grad.traced()) {
+      grad = body_gradient_graph(*body.raw_for(metas), float_vars, float_caps);
+      if (grad_cache->graphs.size() >= ShapedGraph::kMaxCached)
+        grad_cache->graphs.erase(grad_cache->graphs.begin());
+      grad_cache->graphs.emplace_back(key, grad);
+    }
+  }
 
   auto op = std::make_shared<WhileGradOp>();
-  op->grad_graph = grad_graph;
-  op->var_metas = var_metas;
-  for (int j = 0; j < nb; ++j)
-    op->capture_metas.push_back(body_graph->inputs[static_cast<size_t>(nv + j)]);
+  op->grad = std::move(grad);
+  op->nv = nv;
+  op->nm = nb;
   op->float_vars = float_vars;
   op->float_captures = float_caps;
   op->device = device;
@@ -647,15 +720,15 @@ std::vector<Tensor> while_loop_impl(const LoopCondFn& cond, const LoopBodyFn& bo
     for (Tensor& t : next) t = moved_to(t, device);
     return next;
   });
-  finish_subgraphs(std::array<SubGraph*, 2>{&cond_g, &body_g});
+  std::vector<ShapedGraph> finished = finish_subgraphs(std::array<SubGraph*, 2>{&cond_g, &body_g});
 
   const int n = static_cast<int>(loop_vars.size());
   auto op = std::make_shared<WhileOp>();
   CaptureSet captures(n);
   op->cond_feeds = captures.add(cond_g.captures);
   op->body_feeds = captures.add(body_g.captures);
-  op->cond_graph = cond_g.graph;
-  op->body_graph = body_g.graph;
+  op->cond = std::move(finished[0]);
+  op->body = std::move(finished[1]);
   op->var_metas = metas;
   op->maximum_iterations = options.maximum_iterations;
   op->keep_history = !thread_context().tapes.empty();

@@ -108,6 +108,12 @@ TensorShape with_leading(int64_t n, const TensorShape& s) {
   return TensorShape(dims);
 }
 
+TensorShape without_leading(const TensorShape& s) {
+  std::vector<int64_t> dims;
+  for (int d = 1; d < s.rank(); ++d) dims.push_back(s[d]);
+  return TensorShape(dims);
+}
+
 void Effects::merge(const Effects& other) {
   for (const void* v : other.variables) add_once(variables, v);
   writes = writes || other.writes;
@@ -120,14 +126,27 @@ std::string ControlFlowOp::attributes() const {
 
 std::string ControlFlowOp::trace_attributes() const {
   std::string s = structure();
-  for (const auto& [label, g] : subgraphs())
-    s += fmt::format(" {}{{{}}}", label, graph_structure(*g, true));
+  for (const auto& [label, g] : parts())
+    s += fmt::format(" {}{{{}}}", label, graph_structure(g->raw(), false));
   return s;
 }
 
+std::vector<std::pair<std::string, const Graph*>> ControlFlowOp::subgraphs() const {
+  std::vector<std::pair<std::string, const Graph*>> out;
+  for (const auto& [label, g] : parts()) out.emplace_back(label, g->traced().get());
+  return out;
+}
+
 std::string ControlFlowOp::probe_mismatch(const ControlFlowOp& other) const {
-  return trace_attributes() == other.trace_attributes() ? std::string()
-                                                        : std::string("runs other sub-graphs");
+  const auto mine = parts();
+  const auto theirs = other.parts();
+  if (structure() != other.structure() || mine.size() != theirs.size())
+    return "runs other sub-graphs";
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const std::string why = mine[i].second->probe_mismatch(*theirs[i].second);
+    if (!why.empty()) return fmt::format("{} (its {})", why, mine[i].first);
+  }
+  return "";
 }
 
 std::string graph_structure(const Graph& g, bool shapes) {
@@ -208,28 +227,75 @@ SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector
   return s;
 }
 
-// Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
-// them writes: a loop's condition must read again what its body assigns) and optimises them.
-void finish_subgraphs(std::span<SubGraph* const> parts,
-                      std::vector<std::shared_ptr<const Graph>>* raw) {
+std::vector<ShapedGraph> finish_subgraphs(std::span<SubGraph* const> parts) {
   std::vector<const void*> written;
   for (SubGraph* s : parts) add_written(*s->graph, written);
+  std::vector<ShapedGraph> out;
   for (SubGraph* s : parts) {
     hoist_variable_reads(*s, written);
-    if (raw != nullptr) raw->push_back(std::make_shared<const Graph>(*s->graph));
+    auto raw = std::make_shared<const Graph>(*s->graph);
     optimize_subgraph(*s->graph, s->first_traced_id);
+    out.emplace_back(s->graph, std::move(raw), s->first_traced_id);
   }
+  return out;
 }
 
-std::shared_ptr<const Graph> specialize_subgraph(const Graph& raw,
-                                                 const std::vector<TensorMeta>& inputs,
-                                                 uint64_t first_traced_id) {
-  auto g = std::make_shared<Graph>(raw);
+std::string key_of(const std::vector<TensorMeta>& metas) {
+  std::string key;
+  for (const TensorMeta& m : metas) key += type_text(m) + ";";
+  return key;
+}
+
+ShapedGraph::ShapedGraph(std::shared_ptr<const Graph> traced, std::shared_ptr<const Graph> raw,
+                         uint64_t first_traced_id)
+    : traced_(std::move(traced)), raw_(std::move(raw)), first_traced_id_(first_traced_id) {}
+
+std::shared_ptr<const Graph> ShapedGraph::for_inputs(const std::vector<TensorMeta>& inputs) const {
+  if (inputs == traced_->inputs) return traced_;
+  const std::string key = key_of(inputs);
+  std::lock_guard lock(cache_->mu);
+  for (const auto& [k, g] : cache_->graphs)
+    if (k == key) return g;
+  auto g = std::make_shared<Graph>(*raw_);
   jit::reinfer(*g, inputs);
+  // With None dimensions left (a generic graph's display) it is only inferred, never run.
   bool known = true;
   for (const TensorMeta& m : inputs) known = known && m.shape.is_fully_defined();
-  if (known) optimize_subgraph(*g, first_traced_id);
+  if (known) optimize_subgraph(*g, first_traced_id_);
+  if (cache_->graphs.size() >= kMaxCached) cache_->graphs.erase(cache_->graphs.begin());
+  cache_->graphs.emplace_back(key, g);
   return g;
+}
+
+std::shared_ptr<const Graph> ShapedGraph::raw_for(const std::vector<TensorMeta>& inputs) const {
+  if (inputs == raw_->inputs) return raw_;
+  const std::string key = "raw;" + key_of(inputs);
+  std::lock_guard lock(cache_->mu);
+  for (const auto& [k, g] : cache_->graphs)
+    if (k == key) return g;
+  auto g = std::make_shared<Graph>(*raw_);
+  jit::reinfer(*g, inputs);
+  if (cache_->graphs.size() >= kMaxCached) cache_->graphs.erase(cache_->graphs.begin());
+  cache_->graphs.emplace_back(key, g);
+  return g;
+}
+
+std::string ShapedGraph::probe_mismatch(const ShapedGraph& other) const {
+  if (graph_structure(*raw_, false) != graph_structure(*other.raw_, false))
+    return "runs other sub-graphs";
+  Graph check = *raw_;
+  try {
+    jit::reinfer(check, other.raw_->inputs);
+  } catch (const std::exception& e) {
+    return fmt::format("cannot infer its sub-graph's shapes ({})", e.what());
+  }
+  for (size_t i = 0; i < check.nodes.size(); ++i)
+    for (size_t k = 0; k < check.nodes[i].outputs.size(); ++k)
+      if (!(check.nodes[i].outputs[k] == other.raw_->nodes[i].outputs[k]))
+        return fmt::format("infers {} for its sub-graph's op %{} ({}), which traces {}",
+                           type_text(check.nodes[i].outputs[k]), i, check.nodes[i].prim->name(),
+                           type_text(other.raw_->nodes[i].outputs[k]));
+  return "";
 }
 
 std::vector<int> CaptureSet::add(const std::vector<Tensor>& captures) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +41,8 @@ std::string type_text(const TensorMeta& m);
 std::string type_text(const Tensor& t);
 // s with a leading dimension of size n: a stack of n tensors of shape s (a loop's history).
 TensorShape with_leading(int64_t n, const TensorShape& s);
+// s without its first dimension: one entry of a stack.
+TensorShape without_leading(const TensorShape& s);
 
 // What a sub-graph does besides computing its outputs.
 struct Effects {
@@ -51,6 +54,48 @@ struct Effects {
   // Adds another sub-graph's effects (a node's other branch, a nested node's).
   void merge(const Effects& other);
 };
+
+// A sub-graph (a branch, a loop's condition or body, a gradient's body) traced at one set of
+// input types that serves others: a function's None dimensions (another batch size, another
+// length) reach it through the node's inputs. It keeps the graph as traced before optimising
+// and specialises that per new input types (re-inferred, optimised and memory-planned; cached,
+// kMaxCached at most, shared by the copies of the node).
+class ShapedGraph {
+ public:
+  static constexpr size_t kMaxCached = 16;
+
+  ShapedGraph() = default;
+  ShapedGraph(std::shared_ptr<const Graph> traced, std::shared_ptr<const Graph> raw,
+              uint64_t first_traced_id);
+
+  // Optimised, for the input types it was traced at.
+  const std::shared_ptr<const Graph>& traced() const { return traced_; }
+  // Before optimising (as traced).
+  const Graph& raw() const { return *raw_; }
+  const std::vector<TensorMeta>& inputs() const { return traced_->inputs; }
+  // The optimised graph for inputs of these types: the traced one, else a specialisation
+  // (an op that cannot take those shapes raises its own error).
+  std::shared_ptr<const Graph> for_inputs(const std::vector<TensorMeta>& inputs) const;
+  // The unoptimised graph at these input types (vjps are traced from primitive ops: fused
+  // nodes keep the shapes they were fused at).
+  std::shared_ptr<const Graph> raw_for(const std::vector<TensorMeta>& inputs) const;
+  // Why this graph, traced at one shape of a function's None dimensions, cannot serve as
+  // `other`, the same sub-graph traced at the next ("" when it can): the same nodes, wiring and
+  // constants, and this one's shapes inferred at other's inputs are other's shapes.
+  std::string probe_mismatch(const ShapedGraph& other) const;
+
+ private:
+  std::shared_ptr<const Graph> traced_, raw_;
+  uint64_t first_traced_id_ = 0;
+  struct Cache {
+    std::mutex mu;
+    std::vector<std::pair<std::string, std::shared_ptr<const Graph>>> graphs;
+  };
+  std::shared_ptr<Cache> cache_ = std::make_shared<Cache>();
+};
+
+// "float32 (2, 3);int64 ();": a cache key for a list of types.
+std::string key_of(const std::vector<TensorMeta>& metas);
 
 // The base of the control-flow primitives: run through produce(), never as kernels.
 class ControlFlowOp : public Primitive {
@@ -72,12 +117,15 @@ class ControlFlowOp : public Primitive {
   // The inputs stay where they are (the sub-graphs were traced for their devices).
   std::optional<Device> target_device() const override { return device; }
   uint32_t vjp_saves() const override { return kSaveEverything; }
-  // attributes() without the id, and every sub-graph's nodes and constants: two traces (at two
-  // shapes of a function's None dimensions) that made the same sub-graphs give the same text.
+  // attributes() without the id, and every sub-graph's nodes and constants without their
+  // shapes: two traces (at two shapes of a function's None dimensions) that made the same
+  // sub-graphs give the same text (probe_mismatch then compares their shapes).
   std::string trace_attributes() const override;
 
   // The sub-graphs it runs, each with a label ("true branch", "body").
-  virtual std::vector<std::pair<std::string, const Graph*>> subgraphs() const = 0;
+  virtual std::vector<std::pair<std::string, const ShapedGraph*>> parts() const = 0;
+  // Those sub-graphs as traced and optimised (graph dumps show them).
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const;
   // A copy that keeps what its vjp needs when run without a tape (a loop's history), or null
   // when it always does.
   virtual std::shared_ptr<Primitive> with_history() const { return nullptr; }
@@ -86,8 +134,9 @@ class ControlFlowOp : public Primitive {
   std::string attributes() const override;
   // Why this node, traced at one shape of a function's None dimensions, cannot serve as
   // `other`, the same node traced at the next ("" when it can): tf::function's generic traces
-  // (jit/function.h) ask. By default their trace_attributes() must be equal.
-  virtual std::string probe_mismatch(const ControlFlowOp& other) const;
+  // (jit/function.h) ask: their trace_attributes() must be equal, and every part's shapes
+  // inferred at the other's inputs must be the other's (ShapedGraph::probe_mismatch).
+  std::string probe_mismatch(const ControlFlowOp& other) const;
 };
 
 const ControlFlowOp* as_control_flow(const Primitive& p);
@@ -112,16 +161,9 @@ using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 SubGraph trace_subgraph(const std::vector<TensorMeta>& params, const std::vector<Device>& devices,
                         const TraceFn& fn);
 // Hoists the variable reads of the sub-graphs of one node (those of a variable that none of
-// them writes: a loop's condition must read again what its body assigns) and optimises them.
-// `raw`, when given, receives each graph as it was before optimising (to specialise it for
-// other shapes: specialize_subgraph).
-void finish_subgraphs(std::span<SubGraph* const> parts,
-                      std::vector<std::shared_ptr<const Graph>>* raw = nullptr);
-// `raw` inferred at other input shapes and, when they are fully known, optimised and
-// memory-planned as finish_subgraphs does.
-std::shared_ptr<const Graph> specialize_subgraph(const Graph& raw,
-                                                 const std::vector<TensorMeta>& inputs,
-                                                 uint64_t first_traced_id);
+// them writes: a loop's condition must read again what its body assigns), optimises them, and
+// returns each as a ShapedGraph (that keeps it as it was before optimising too).
+std::vector<ShapedGraph> finish_subgraphs(std::span<SubGraph* const> parts);
 // A graph's nodes (name, trace_attributes, wiring, devices), constants (values) and, with
 // `shapes`, its input and output types; without, their dtypes and ranks.
 std::string graph_structure(const Graph& g, bool shapes);

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "jit/control_flow_internal.h"
-#include "jit/reinfer.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
@@ -39,12 +38,6 @@ namespace {
 
 using namespace jit::cf;  // NOLINT(google-build-using-namespace)
 using detail::PauseTapes;
-
-TensorShape without_leading(const TensorShape& s) {
-  std::vector<int64_t> dims;
-  for (int d = 1; d < s.rank(); ++d) dims.push_back(s[d]);
-  return TensorShape(dims);
-}
 
 template <class T>
 std::vector<T> pick(const std::vector<T>& all, const std::vector<int>& which) {
@@ -63,25 +56,20 @@ std::vector<int> floating_of(const std::vector<TensorMeta>& metas) {
 class ScanOp final : public ControlFlowOp {
  public:
   std::string op;  // map_fn, foldl, foldr, scan, or one of those with "_grad" for a gradient
-  std::shared_ptr<const Graph> body;      // optimised, for the shapes it was traced at
-  std::shared_ptr<const Graph> raw_body;  // before optimising: specialised for other shapes
-  uint64_t first_traced_id = 0;           // raw_body's (the optimiser's argument)
-  std::vector<int> feeds;                 // the node input of each body capture
+  ShapedGraph body;        // served for other shapes by specialising (a None batch)
+  std::vector<int> feeds;  // the node input of each body capture
   int nc = 0, nx = 0;
   std::vector<TensorMeta> carry_metas, y_metas;  // as traced
   bool reverse = false;
   bool keep_history = false;  // a tape recorded the trace: its gradient reads the history
   int n_inputs = 0;
-  // Shared by the copies of this op: the body specialised for other shapes (a function's
-  // None dimensions: another batch size), and the gradient nodes built at the first vjp for
-  // each shape (with and without cotangents for the histories).
+  // The gradient nodes built at the first vjp for each shape (with and without cotangents for
+  // the histories), shared by the copies of this op.
   struct Cache {
     std::mutex mu;
-    std::vector<std::pair<std::string, std::shared_ptr<const Graph>>> bodies;
     std::vector<std::pair<std::string, std::shared_ptr<const ScanOp>>> grads;
   };
   std::shared_ptr<Cache> cache = std::make_shared<Cache>();
-  static constexpr size_t kMaxCached = 16;
 
   int ny() const { return static_cast<int>(y_metas.size()); }
   int m() const { return static_cast<int>(feeds.size()); }
@@ -99,19 +87,10 @@ class ScanOp final : public ControlFlowOp {
       metas.push_back({in[static_cast<size_t>(f)].shape(), in[static_cast<size_t>(f)].dtype()});
     return metas;
   }
-  static std::string key_of(const std::vector<TensorMeta>& metas) {
-    std::string key;
-    for (const TensorMeta& m : metas) key += type_text(m) + ";";
-    return key;
-  }
-  // The body for inputs of these types: the traced one, else raw_body specialised (cached).
+  // The body for inputs of these types: the traced one, else a specialisation (cached).
   std::shared_ptr<const Graph> body_for(const std::vector<TensorMeta>& metas) const {
-    if (metas == body->inputs) return body;
-    const std::string key = key_of(metas);
-    std::lock_guard lock(cache->mu);
-    for (const auto& [k, g] : cache->bodies)
-      if (k == key) return g;
-    std::shared_ptr<const Graph> g = specialize_subgraph(*raw_body, metas, first_traced_id);
+    std::shared_ptr<const Graph> g = body.for_inputs(metas);
+    if (g == body.traced()) return g;
     const std::vector<TensorMeta> outs = output_metas(*g);
     for (int k = 0; k < nc; ++k)
       TF_CHECK_ARG(outs[static_cast<size_t>(k)] == metas[static_cast<size_t>(k)], name(),
@@ -119,8 +98,6 @@ class ScanOp final : public ControlFlowOp {
                    "traced)",
                    type_text(metas[static_cast<size_t>(k)]),
                    type_text(outs[static_cast<size_t>(k)]));
-    if (cache->bodies.size() >= kMaxCached) cache->bodies.erase(cache->bodies.begin());
-    cache->bodies.emplace_back(key, g);
     return g;
   }
 
@@ -129,32 +106,10 @@ class ScanOp final : public ControlFlowOp {
   std::shared_ptr<Primitive> clone() const override { return std::make_shared<ScanOp>(*this); }
   std::string structure() const override {
     return fmt::format("carries={}, elems={}, results={}, body={} nodes{}", nc, nx, ny(),
-                       body->num_nodes(), reverse ? ", reverse" : "");
+                       body.traced()->num_nodes(), reverse ? ", reverse" : "");
   }
-  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override {
-    return {{"body", body.get()}};
-  }
-  // The body as traced, without its shapes: a trace at other shapes of a function's None
-  // dimensions that made the same body is served by specialising this one.
-  std::string trace_attributes() const override {
-    return fmt::format("{} body{{{}}}", structure(), graph_structure(*raw_body, false));
-  }
-  std::string probe_mismatch(const ControlFlowOp& other) const override {
-    const auto& o = static_cast<const ScanOp&>(other);
-    if (trace_attributes() != o.trace_attributes()) return "runs another loop body";
-    Graph check = *raw_body;
-    try {
-      jit::reinfer(check, o.raw_body->inputs);
-    } catch (const std::exception& e) {
-      return fmt::format("cannot infer its body's shapes ({})", e.what());
-    }
-    for (size_t i = 0; i < check.nodes.size(); ++i)
-      for (size_t k = 0; k < check.nodes[i].outputs.size(); ++k)
-        if (!(check.nodes[i].outputs[k] == o.raw_body->nodes[i].outputs[k]))
-          return fmt::format("infers {} for its body's op %{} ({}), which traces {}",
-                             type_text(check.nodes[i].outputs[k]), i, check.nodes[i].prim->name(),
-                             type_text(o.raw_body->nodes[i].outputs[k]));
-    return "";
+  std::vector<std::pair<std::string, const ShapedGraph*>> parts() const override {
+    return {{"body", &body}};
   }
   std::shared_ptr<Primitive> with_history() const override {
     if (keep_history || nc == 0) return nullptr;
@@ -335,16 +290,13 @@ std::shared_ptr<const ScanOp> ScanOp::gradient_op(bool dh, const Graph& fwd) con
     for (size_t j = 0; j < nfx; ++j) result.push_back(moved_to(g[nfc + j], device));
     return result;
   });
-  std::vector<std::shared_ptr<const Graph>> raw;
-  finish_subgraphs(std::array<SubGraph*, 1>{&grad}, &raw);
+  std::vector<ShapedGraph> finished = finish_subgraphs(std::array<SubGraph*, 1>{&grad});
   TF_CHECK_T(InternalError, grad.captures.empty(), name(),
              "the body's gradient graph captured {} tensors", grad.captures.size());
 
   auto g = std::make_shared<ScanOp>();
   g->op = op + "_grad";
-  g->body = grad.graph;
-  g->raw_body = raw[0];
-  g->first_traced_id = grad.first_traced_id;
+  g->body = std::move(finished[0]);
   g->nc = static_cast<int>(nfc + nfcap);
   g->nx = static_cast<int>(o_cap - o_h);
   for (int c = 0; c < m(); ++c) g->feeds.push_back(static_cast<int>(o_cap) + c);
@@ -367,8 +319,9 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
   const std::vector<int> fc = floating_of(carry_metas);
   const std::vector<int> fy = floating_of(y_metas);
   // (Types as traced: other shapes keep the dtypes.)
-  const std::vector<TensorMeta> slices(body->inputs.begin() + nc, body->inputs.begin() + nc + nx);
-  const std::vector<TensorMeta> captures(body->inputs.begin() + nc + nx, body->inputs.end());
+  const std::vector<TensorMeta>& traced = body.inputs();
+  const std::vector<TensorMeta> slices(traced.begin() + nc, traced.begin() + nc + nx);
+  const std::vector<TensorMeta> captures(traced.begin() + nc + nx, traced.end());
   const std::vector<int> fx = floating_of(slices);
   const std::vector<int> fcap = floating_of(captures);
 
@@ -391,15 +344,8 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
   if (!cached) {
     // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
     // other shapes can infer again; fused nodes keep the shapes they were fused at).
-    const Graph* fwd = raw_body.get();
-    Graph reinferred;
-    if (!(metas == raw_body->inputs)) {
-      reinferred = *raw_body;
-      jit::reinfer(reinferred, metas);
-      fwd = &reinferred;
-    }
-    cached = gradient_op(dh, *fwd);
-    if (cache->grads.size() >= kMaxCached) cache->grads.erase(cache->grads.begin());
+    cached = gradient_op(dh, *body.raw_for(metas));
+    if (cache->grads.size() >= ShapedGraph::kMaxCached) cache->grads.erase(cache->grads.begin());
     cache->grads.emplace_back(key, cached);
   }
   auto g = std::make_shared<ScanOp>(*cached);
@@ -479,14 +425,11 @@ std::optional<std::vector<Tensor>> scan_loop(const char* op, const detail::OpsSc
   // fn's random ops and assignments would run again in the gradient: the caller unrolls.
   const Effects effects = effects_of(*body.graph);
   if (!effects.replay_blocker.empty()) return std::nullopt;
-  std::vector<std::shared_ptr<const Graph>> raw;
-  finish_subgraphs(std::array<SubGraph*, 1>{&body}, &raw);
+  std::vector<ShapedGraph> finished = finish_subgraphs(std::array<SubGraph*, 1>{&body});
 
   auto node = std::make_shared<ScanOp>();
   node->op = op;
-  node->body = body.graph;
-  node->raw_body = raw[0];
-  node->first_traced_id = body.first_traced_id;
+  node->body = std::move(finished[0]);
   node->nc = nc;
   node->nx = nx;
   CaptureSet captures(nc + nx);

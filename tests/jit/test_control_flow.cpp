@@ -396,6 +396,107 @@ TEST_CASE("control flow: loops in a function with None dimensions", "[jit]") {
   check_values(f(tf::constant({1.0f, 2.0f})), {64, 128});
   check_values(f(tf::constant({1.0f, 2.0f, 3.0f})), {32, 64, 96});
   check_values(f(tf::constant({3.0f, 2.0f})), {96, 64});
+  check_values(f(tf::constant({1.0f, 1.0f, 1.0f, 1.0f, 1.0f})), {32, 32, 32, 32, 32});
+  // The loop variable's None dimension reaches the condition and the body, which are
+  // specialised per length: one trace.
+  CHECK(f.tracing_count() == 1);
+}
+
+namespace {
+
+// A loop over a (batch, 3) state with a counter and a captured weight, then a cond and a
+// switch_case on the data: every sub-graph sees the batch dimension.
+tf::Tensor batch_model(const tf::Tensor& x, const tf::Tensor& w) {
+  const std::vector<tf::Tensor> r =
+      tf::while_loop([](const std::vector<tf::Tensor>& v) { return tf::less(v[0], 3); },
+                     [&](const std::vector<tf::Tensor>& v) {
+                       return std::vector<tf::Tensor>{v[0] + 1, tf::tanh(v[1] * w + 0.1)};
+                     },
+                     {tf::constant(0), x});
+  const tf::Tensor h = r[1];
+  const tf::Tensor y = tf::cond(
+      tf::greater(tf::reduce_sum(h), 0.0), [&] { return h * w; },
+      [&] { return tf::square(h) - w; });
+  const tf::Tensor i = tf::cast(tf::greater(tf::reduce_mean(y), 0.0), tf::int32);
+  return tf::switch_case(i, {[&] { return y * 2.0; }, [&] { return tf::sin(y) * w; }});
+}
+
+}  // namespace
+
+TEST_CASE("control flow: one trace serves every size of a None batch, gradients included",
+          "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor w = tf::constant({0.5, -1.0, 0.75});
+    auto loss = [](const std::vector<tf::Tensor>& xw) {
+      return tf::reduce_sum(tf::square(batch_model(xw[0], xw[1])));
+    };
+    auto forward =
+        tf::function(batch_model, {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64),
+                                                       tf::TensorSpec({3}, tf::float64)}});
+    // A tape inside the function: the loop's gradient node has the batch dimension too.
+    auto step = tf::function(
+        [&](const tf::Tensor& x, const tf::Tensor& w_) {
+          return tf::testing::value_and_gradients(loss, {x, w_});
+        },
+        {.input_signature = {tf::TensorSpec({tf::None, 3}, tf::float64),
+                             tf::TensorSpec({3}, tf::float64)}});
+    for (int64_t batch : {2, 5, 1, 3, 4}) {
+      INFO("batch " << batch);
+      // Signs vary with the batch: both branches of the cond and of the switch_case run.
+      std::vector<double> v = tf::testing::random_values(static_cast<size_t>(batch * 3), -1, 1,
+                                                         static_cast<unsigned>(batch));
+      if (batch % 2 == 0)
+        for (double& e : v) e = std::abs(e);
+      const tf::Tensor x = tf::constant(v, {batch, 3});
+      check_close(forward(x, w), batch_model(x, w), 1e-12, 1e-12);
+      const std::vector<tf::Tensor> want = tf::testing::value_and_gradients(loss, {x, w});
+      const std::vector<tf::Tensor> got = step(x, w);
+      // A tape around the call of the shape-generic function.
+      const std::vector<tf::Tensor> around = tf::testing::value_and_gradients(
+          [&](const std::vector<tf::Tensor>& xw) {
+            return tf::reduce_sum(tf::square(forward(xw[0], xw[1])));
+          },
+          {x, w});
+      for (size_t k = 0; k < want.size(); ++k) {
+        check_close(got[k], want[k], 1e-11, 1e-11);
+        check_close(around[k], want[k], 1e-11, 1e-11);
+      }
+    }
+    CHECK(forward.tracing_count() == 1);
+    CHECK(step.tracing_count() == 1);
+    // The dump shows the open batch on the node's results.
+    const std::string dump = forward
+                                 .get_concrete_function(tf::TensorSpec({tf::None, 3}, tf::float64),
+                                                        tf::TensorSpec({3}, tf::float64))
+                                 .graph()
+                                 .to_string();
+    CHECK(dump.find("while_loop") != std::string::npos);
+    CHECK(dump.find("(None, 3)") != std::string::npos);
+  }
+}
+
+TEST_CASE("control flow: a body that computes a shape from a None dimension traces per shape",
+          "[jit]") {
+  // The reshape's target is a constant of the traced batch: the sub-graphs differ between the
+  // probes, so each batch size gets a trace of its own, with the right values.
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return tf::while_loop([](const std::vector<tf::Tensor>& v) { return tf::less(v[0], 2); },
+                              [](const std::vector<tf::Tensor>& v) {
+                                const int64_t n = v[1].shape()[0];
+                                return std::vector<tf::Tensor>{
+                                    v[0] + 1,
+                                    tf::reshape(tf::reshape(v[1], {n * 2}) * 2.0f, {n, 2})};
+                              },
+                              {tf::constant(0), x})[1];
+      },
+      {.input_signature = {tf::TensorSpec({tf::None, 2}, tf::float32)}});
+  check_values(f(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}})), {4, 8, 12, 16});
+  check_values(f(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}})), {4, 8, 12, 16, 20, 24});
+  check_values(f(tf::constant({{1.0f, -1.0f}})), {4, -4});
+  CHECK(f.tracing_count() > 1);
 }
 
 TEST_CASE("control flow: errors name the op, the shapes and the dtypes", "[jit]") {

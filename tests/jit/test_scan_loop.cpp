@@ -129,22 +129,15 @@ TEST_CASE("scan loop: one trace serves every size of a None dimension inside the
   auto cell = [](const tf::Tensor& h, const tf::Tensor& r, const tf::Tensor& w) {
     return tf::tanh(h * w + r);
   };
-  auto loss = [&](const tf::Tensor& x, const tf::Tensor& w) {
-    const tf::Tensor h0 = tf::zeros_like(tf::reduce_sum(x, {0}));
-    const tf::Tensor hs =
-        tf::scan([&](const tf::Tensor& h, const tf::Tensor& r) { return cell(h, r, w); }, x, h0);
+  auto loss = [&](const std::vector<tf::Tensor>& xw) {
+    const tf::Tensor h0 = tf::zeros_like(tf::reduce_sum(xw[0], {0}));
+    const tf::Tensor hs = tf::scan(
+        [&](const tf::Tensor& h, const tf::Tensor& r) { return cell(h, r, xw[1]); }, xw[0], h0);
     return tf::reduce_sum(tf::square(hs));
   };
   auto step = tf::function(
       [&](const tf::Tensor& x, const tf::Tensor& w) {
-        tf::GradientTape tape;
-        tape.watch(x);
-        tape.watch(w);
-        const tf::Tensor l = loss(x, w);
-        std::vector<tf::Tensor> out{l};
-        for (const tf::Tensor& g : tape.gradient(l, std::vector<tf::Tensor>{x, w}))
-          out.push_back(g);
-        return out;
+        return tf::testing::value_and_gradients(loss, {x, w});
       },
       {.input_signature = {tf::TensorSpec({4, tf::None, 3}, tf::float64),
                            tf::TensorSpec({3}, tf::float64)}});
@@ -154,14 +147,8 @@ TEST_CASE("scan loop: one trace serves every size of a None dimension inside the
     const tf::Tensor x =
         tf::reshape(rows(4 * batch, 3, static_cast<unsigned>(batch)), {4, batch, 3});
     const std::vector<tf::Tensor> got = step(x, w);
-    tf::GradientTape tape;
-    tape.watch(x);
-    tape.watch(w);
-    const tf::Tensor l = loss(x, w);
-    const std::vector<tf::Tensor> want = tape.gradient(l, std::vector<tf::Tensor>{x, w});
-    check_close(got[0], l, 1e-12, 1e-12);
-    check_close(got[1], want[0], 1e-11, 1e-11);
-    check_close(got[2], want[1], 1e-11, 1e-11);
+    const std::vector<tf::Tensor> want = tf::testing::value_and_gradients(loss, {x, w});
+    for (size_t k = 0; k < want.size(); ++k) check_close(got[k], want[k], 1e-11, 1e-11);
   }
   CHECK(step.tracing_count() == 1);
 }

@@ -182,4 +182,14 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
   check_values(g, central_differences(at, data, h), rtol, atol);
 }
 
+std::vector<Tensor> value_and_gradients(
+    const std::function<Tensor(const std::vector<Tensor>&)>& loss, const std::vector<Tensor>& xs) {
+  GradientTape tape;
+  for (const Tensor& x : xs) tape.watch(x);
+  const Tensor l = loss(xs);
+  std::vector<Tensor> out{l};
+  for (const Tensor& g : tape.gradient(l, xs)) out.push_back(g);
+  return out;
+}
+
 }  // namespace tapeflow::testing

@@ -69,6 +69,11 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
                     std::vector<double> data = {}, double rtol = 1e-7, double atol = 1e-8,
                     double h = 1e-6);
 
+// {loss(xs), d loss / d xs[0], d loss / d xs[1], ...}: a tape watches xs while `loss` runs
+// (eagerly, or traced inside a tf::function whose body this is).
+std::vector<Tensor> value_and_gradients(
+    const std::function<Tensor(const std::vector<Tensor>&)>& loss, const std::vector<Tensor>& xs);
+
 }  // namespace tapeflow::testing
 
 // REQUIRE that EXPR throws exception type E whose message contains SUBSTRING.
