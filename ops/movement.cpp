@@ -682,11 +682,12 @@ std::vector<Tensor> Gather::vjp(Span p, Span cts, std::span<const int> argnums, 
     back.push_back(0);
     for (int d = axis + 1; d < pr; ++d) back.push_back(d);
     if (detail::open_shapes()) {
-      // A shape-generic trace: every size but ps[axis] comes from g when the graph runs, so
-      // any number of None dimensions (indices or params) is served by one graph.
-      const Tensor summed =
-          detail::dispatch(UnsortedSegmentSum(ps[axis]),
-                           {detail::merge_axes(g, {ir, pr - 1}), detail::merge_axes(idx, {ir})});
+      // A shape-generic trace: the sizes come from g and from params (the number of segments,
+      // the gathered axis's length) when the graph runs, so any number of None dimensions
+      // (indices or params, the gathered axis included) is served by one graph.
+      const Tensor summed = detail::dispatch(
+          UnsortedSegmentSum::like(axis),
+          {detail::merge_axes(g, {ir, pr - 1}), detail::merge_axes(idx, {ir}), p[0]});
       std::vector<std::pair<int, int>> parts{{0, 0}};
       for (int d = 0; d + 1 < pr; ++d) parts.push_back({1, ir + d});
       const Tensor shaped = detail::reshape_from(summed, {summed, g}, parts);

@@ -18,7 +18,14 @@ void UnsortedSegmentSum::infer(std::span<const Tensor> in, std::span<TensorMeta>
   TF_CHECK_ARG(in[0].rank() == 2 && in[1].rank() == 1 && in[1].shape()[0] == in[0].shape()[0],
                name(), "expects data (N, D) and ids (N), got {} and {}",
                in[0].shape().to_string(), in[1].shape().to_string());
-  out[0] = {TensorShape{num_segments, in[0].shape()[1]}, in[0].dtype()};
+  int64_t n = num_segments;
+  if (like_axis >= 0) {
+    TF_CHECK_T(InternalError, in.size() == 3 && like_axis < in[2].rank(), name(),
+               "takes its segment count from dimension {} of a third input, got {} inputs",
+               like_axis, in.size());
+    n = in[2].shape()[like_axis];
+  }
+  out[0] = {TensorShape{n, in[0].shape()[1]}, in[0].dtype()};
 }
 
 // Linear in data: the cotangent of row i is the cotangent of its segment, and zero for a
@@ -32,8 +39,7 @@ std::vector<Tensor> UnsortedSegmentSum::vjp(std::span<const Tensor> p,
     const Tensor& ids = p[1];
     const Tensor& ct = cts[0];
     // No segments: every id was negative (the kernel refuses the others).
-    if (num_segments == 0)
-      return zeros({ids.shape()[0], ct.shape()[1]}, ct.dtype());
+    if (ct.shape()[0] == 0) return zeros({ids.shape()[0], ct.shape()[1]}, ct.dtype());
     const Tensor zero = zeros_like(ids);
     const Tensor rows = gather(ct, maximum(ids, zero), 0);
     return where(expand_dims(greater_equal(ids, zero), 1), rows, zeros_like(rows));

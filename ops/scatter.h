@@ -15,15 +15,26 @@ namespace prims {
 
 // Inputs: data (N, D) of a floating dtype, ids (N) int32/int64 (negative: the row is dropped;
 // >= num_segments: the CPU kernel raises, the CUDA kernel drops). Output (num_segments, D).
+// With like_axis >= 0 a third input's dimension like_axis is num_segments, read when the op
+// runs (gather's gradient in a trace for None dimensions: the gathered axis may be one); the
+// kernels take the count from their output.
 struct UnsortedSegmentSum final : PrimitiveBase<UnsortedSegmentSum> {
   int64_t num_segments = 0;
+  int like_axis = -1;
   explicit UnsortedSegmentSum(int64_t n) : num_segments(n) {}
+  // num_segments = dimension `axis` of the third input.
+  static UnsortedSegmentSum like(int axis) {
+    UnsortedSegmentSum p(-1);
+    p.like_axis = axis;
+    return p;
+  }
   const char* name() const override { return "unsorted_segment_sum"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
   TF_DECLARE_VJP
   std::string attributes() const override {
-    return "num_segments=" + std::to_string(num_segments);
+    return like_axis >= 0 ? "num_segments=dimension " + std::to_string(like_axis) + " of input 2"
+                          : "num_segments=" + std::to_string(num_segments);
   }
 };
 

@@ -1018,6 +1018,23 @@ TEST_CASE("recurrent layers: one trace serves every number of timesteps", "[cpu]
     tf::testing::check_close(f(x), forward(x), 1e-5, 1e-6);
   }
   CHECK(f.tracing_count() == 1);
+  // With the input's gradient, the tape inside: the backward LSTM reverses the time axis (a
+  // gather along a None dimension), and its gradient reads the number of timesteps when the
+  // graph runs.
+  auto loss = [&](const std::vector<tf::Tensor>& xs) {
+    return tf::reduce_sum(tf::square(forward(xs[0])));
+  };
+  auto g =
+      tf::function([&](const tf::Tensor& x) { return tf::testing::value_and_gradients(loss, {x}); },
+                   {.input_signature = {tf::TensorSpec({tf::None, tf::None, 2})}});
+  for (const auto& [batch, steps] : {std::pair<int64_t, int64_t>{2, 3}, {4, 9}, {1, 1}, {3, 5}}) {
+    CAPTURE(batch, steps);
+    const tf::Tensor x = tf::random::normal({batch, steps, 2});
+    const std::vector<tf::Tensor> got = g(x);
+    const std::vector<tf::Tensor> want = tf::testing::value_and_gradients(loss, {x});
+    for (size_t k = 0; k < want.size(); ++k) tf::testing::check_close(got[k], want[k], 1e-4, 1e-6);
+  }
+  CHECK(g.tracing_count() == 1);
 }
 
 TEST_CASE("recurrent layers: default initializers and weight shapes are Keras'", "[cpu][keras]") {

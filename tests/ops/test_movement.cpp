@@ -16,6 +16,7 @@
 #include "ops/linalg_more.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/scatter.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -947,8 +948,8 @@ TEST_CASE("unsorted_segment_sum adds rows into segments and checks the ids",
 }
 
 TEST_CASE(
-    "gather's gradient, unsorted_segment_sum and tensordot serve two None dimensions "
-    "from one trace",
+    "gather's gradient (along a None axis too), unsorted_segment_sum and tensordot serve two "
+    "None dimensions from one trace",
     "[cpu][cuda][movement][jit]") {
   // Before, each reshaped with sizes from the first shapes it saw (the trailing or the free
   // dimensions), so a function traced for (None, None, 5) retraced for every new shape.
@@ -965,7 +966,11 @@ TEST_CASE(
       const tf::Tensor s = tf::unsorted_segment_sum(
           tf::transpose(g, {2, 0, 1}), tf::constant(std::vector<int64_t>{1, 0, 1, 1}), 2);
       const tf::Tensor t = tf::linalg::tensordot(x, w, 1);
-      const tf::Tensor loss = tf::reduce_sum(g * g) + tf::reduce_sum(t * t) + tf::reduce_sum(s);
+      // A gather along a None axis (reverse's indices are computed when the graph runs): its
+      // gradient's segment count is that axis's length, read when the graph runs too.
+      const tf::Tensor r = tf::reverse(x, {1});
+      const tf::Tensor loss = tf::reduce_sum(g * g) + tf::reduce_sum(t * t) + tf::reduce_sum(s) +
+                              tf::reduce_sum(r * tf::sin(x));
       return tf::concat(
           {tf::reshape(tape.gradient(loss, x), {-1}), tf::reshape(s, {-1}), tf::reshape(t, {-1})},
           0);
