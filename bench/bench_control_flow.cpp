@@ -23,6 +23,13 @@
 //   - lstm_loop_step: the timesteps as one loop node (unroll = false, Keras' default);
 //   - lstm_unrolled_step: one copy of the step per timestep (unroll = true);
 //   - *_first: the first call (trace, optimise, run).
+// A None batch reaching the loop: the while_loop above with its gradient (the tape inside) over
+// a (batch, 4) state, called at 8 / 32 batch sizes it has not seen (1, 2, ...):
+//   - new_batch_generic: input_signature (None, 64): one trace; each new size specialises the
+//     graph and the loop's sub-graphs (shape inference, optimisation, memory planning);
+//   - new_batch_retrace: no signature: one trace per size (what the None signature cost too
+//     while the loop's sub-graphs held their traced shapes).
+// Counter s_per_new_batch: the time of a first call at a new batch size.
 // bench/compare/control_flow_tf.py times TF's tf.while_loop, tf.cond, tf.map_fn and tf.scan in
 // tf.function on the same computations.
 //
@@ -266,6 +273,29 @@ void BM_lstm_unrolled_first(benchmark::State& state) {
   first_lstm(state, true);
 }
 
+void new_batches(benchmark::State& state, bool generic) {
+  std::vector<tf::Tensor> inputs;
+  for (int64_t b = 1; b <= state.range(0); ++b)
+    inputs.push_back(tf::fill({b, 4}, tf::constant(0.5f)));
+  auto body = [](const tf::Tensor& y) { return with_gradient(y, true); };
+  tf::FunctionOptions options;
+  if (generic) options.input_signature = {tf::TensorSpec({tf::None, 4})};
+  for (auto _ : state) {
+    auto f = tf::function(body, options);
+    for (const tf::Tensor& x : inputs) benchmark::DoNotOptimize(tf::Tensor(f(x)).data<float>());
+  }
+  state.counters["s_per_new_batch"] = benchmark::Counter(
+      static_cast<double>(state.range(0)),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_new_batch_generic(benchmark::State& state) {
+  new_batches(state, true);
+}
+void BM_new_batch_retrace(benchmark::State& state) {
+  new_batches(state, false);
+}
+
 }  // namespace
 
 BENCHMARK(BM_loop_eager_cpp)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
@@ -286,4 +316,6 @@ BENCHMARK(BM_lstm_loop_step)->Arg(20)->Arg(200)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_lstm_unrolled_step)->Arg(20)->Arg(200)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_lstm_loop_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_lstm_unrolled_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_new_batch_generic)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_new_batch_retrace)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
