@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/indexing.h"
@@ -222,6 +223,16 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optiona
   const int64_t n = v.shape()[a];
   TF_CHECK_ARG(n != None, op, "dimension {} of shape {} must be known", a, v.shape().to_string());
   for (int64_t r : repeats) TF_CHECK_ARG(r >= 0, op, "repeats must be non-negative, got {}", r);
+  if (repeats.size() == 1 && detail::open_shapes() && v.is_symbolic() && repeats[0] > 0) {
+    // A trace for None dimensions (the axis may be one): each slice tiled along a new axis
+    // after it, the two axes then merged, with sizes read when the graph runs (an index table
+    // would hold the traced length).
+    std::vector<int64_t> multiples(static_cast<size_t>(v.rank() + 1), 1);
+    multiples[static_cast<size_t>(a + 1)] = repeats[0];
+    std::vector<int> groups(static_cast<size_t>(v.rank()), 1);
+    groups[static_cast<size_t>(a)] = 2;
+    return detail::merge_axes(tile(detail::insert_axes(v, {a + 1}), multiples), groups);
+  }
   TF_CHECK_ARG(repeats.size() == 1 || static_cast<int64_t>(repeats.size()) == n, op,
                "repeats has {} entries but dimension {} of shape {} has {} (give 1 or {})",
                repeats.size(), a, v.shape().to_string(), n, n);

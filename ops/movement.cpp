@@ -103,6 +103,81 @@ class Split final : public PrimitiveBase<Split> {
   }
 };
 
+// Concat's gradient in a trace for None dimensions: inputs (the cotangent, then each concat
+// input), outputs the cotangent's pieces, piece k shaped as input k (its length along axis read
+// when the graph runs: the inputs' lengths may be None dimensions).
+class SplitLike final : public PrimitiveBase<SplitLike> {
+ public:
+  int axis = 0, n = 0;
+  SplitLike(int a, int pieces) : axis(a), n(pieces) {}
+  const char* name() const override { return "split_like"; }
+  int num_outputs() const override { return n; }
+  std::string attributes() const override {
+    return fmt::format("axis={}, pieces shaped as inputs 1-{}", axis, n);
+  }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    TF_CHECK_T(InternalError, static_cast<int>(in.size()) == n + 1, name(),
+               "takes the cotangent and {} tensors, got {} inputs", n, in.size());
+    const TensorShape& s = in[0].shape();
+    int64_t total = 0;
+    bool known = true;
+    for (int k = 0; k < n; ++k) {
+      const TensorShape& p = in[static_cast<size_t>(k + 1)].shape();
+      TF_CHECK_ARG(p.rank() == s.rank(), name(), "piece {} has shape {}, the tensor split {}", k,
+                   p.to_string(), s.to_string());
+      known = known && p[axis] != None;
+      if (known) total += p[axis];
+      TensorShape piece = s;
+      piece[axis] = p[axis];
+      out[static_cast<size_t>(k)] = {piece, in[0].dtype()};
+    }
+    TF_CHECK_ARG(!known || s[axis] == None || s[axis] == total, name(),
+                 "the pieces' lengths along axis {} add up to {}, the tensor split has shape {}",
+                 axis, total, s.to_string());
+  }
+  // Piece k as a Slice of the cotangent, at the offset the earlier pieces' lengths give.
+  template <class Eval>
+  void each_piece(std::span<const Tensor> in, std::span<Tensor> out, Eval eval) const {
+    const int rank = in[0].rank();
+    int64_t at = 0;
+    for (int k = 0; k < n; ++k) {
+      std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(begin.size(), -1);
+      begin[static_cast<size_t>(axis)] = at;
+      size[static_cast<size_t>(axis)] = out[static_cast<size_t>(k)].shape()[axis];
+      at += size[static_cast<size_t>(axis)];
+      eval(prims::Slice(std::move(begin), std::move(size)), in.subspan(0, 1),
+           out.subspan(static_cast<size_t>(k), 1));
+    }
+  }
+  void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    each_piece(in, out, [](const prims::Slice& s, auto i, auto o) { s.eval_cpu(i, o); });
+  }
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    each_piece(in, out, [](const prims::Slice& s, auto i, auto o) { s.eval_cuda(i, o); });
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  bool vjp_accepts_undefined_cotangents() const override { return true; }
+  // Linear in the cotangent: the pieces' cotangents concatenated (zeros for unused pieces);
+  // the other inputs give only shapes.
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> out;
+    for (int a : argnums) {
+      if (a != 0) {
+        out.emplace_back();
+        continue;
+      }
+      std::vector<Tensor> parts;
+      for (int k = 0; k < n; ++k)
+        parts.push_back(cotangents[static_cast<size_t>(k)].defined()
+                            ? cotangents[static_cast<size_t>(k)]
+                            : zeros_like(primals[static_cast<size_t>(k + 1)]));
+      out.push_back(parts.size() == 1 ? parts[0] : concat(parts, axis));
+    }
+    return out;
+  }
+};
+
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   const Tensor in[] = {x};
   return detail::dispatch_multi(Split(axis, sizes), in);
@@ -391,6 +466,35 @@ Tensor tile_to(const Tensor& x, const std::vector<int64_t>& multiples, const Ten
 
 }  // namespace
 
+namespace {
+
+// tile in a trace for None dimensions: copies concatenated along each tiled axis (doubling, then
+// the binary digits of the multiple: O(log m) concats), whose shapes (and gradients' shapes)
+// follow the input's when the graph runs, where the broadcast above bakes the traced sizes in.
+Tensor tile_by_concat(const Tensor& x, const std::vector<int64_t>& multiples) {
+  Tensor cur = x;
+  for (int i = 0; i < x.rank(); ++i) {
+    int64_t m = multiples[static_cast<size_t>(i)];
+    if (m == 1) continue;
+    if (m == 0) {
+      // No slice along axis i: a gather of no indices (its gradient, zeros, takes its shape
+      // from the input when the graph runs, where a slice's would pad to the traced length).
+      cur = gather(cur, constant(std::vector<int64_t>{}, TensorShape{0}), i);
+      continue;
+    }
+    Tensor power = cur;  // cur tiled 2^j times
+    std::vector<Tensor> parts;
+    for (; m > 0; m >>= 1) {
+      if (m & 1) parts.push_back(power);
+      if (m > 1) power = concat({power, power}, i);
+    }
+    cur = parts.size() == 1 ? parts[0] : concat(parts, i);
+  }
+  return cur;
+}
+
+}  // namespace
+
 Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
   check_defined("tile", x);
   const int r = x.rank();
@@ -412,6 +516,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
   std::vector<int64_t> effective = multiples;
   for (int i = 0; i < r; ++i)
     if (x.shape()[i] == 0) effective[i] = 1;
+  if (detail::open_shapes() && x.is_symbolic()) return tile_by_concat(x, effective);
   try {
     return tile_to(x, effective, out);
   } catch (const ResourceExhaustedError& e) {  // the output did not fit: say it was tile's
@@ -633,6 +738,17 @@ std::vector<Tensor> Slice::vjp(Span p, Span cts, std::span<const int>, Span) con
 
 uint32_t Concat::vjp_saves() const { return 0; }
 std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, Span) const {
+  if (detail::open_shapes() && p.size() > 1) {
+    // A shape-generic trace: the inputs' lengths along axis (a None batch concatenated) are
+    // read when the graph runs. (Every input is kept in such a trace.)
+    std::vector<Tensor> in{cts[0]};
+    in.insert(in.end(), p.begin(), p.end());
+    const std::vector<Tensor> pieces =
+        detail::dispatch_multi(SplitLike(axis, static_cast<int>(p.size())), in);
+    std::vector<Tensor> out;
+    for (int k : argnums) out.push_back(pieces[static_cast<size_t>(k)]);
+    return out;
+  }
   std::vector<int64_t> offsets(p.size() + 1, 0);
   for (size_t i = 0; i < p.size(); ++i) offsets[i + 1] = offsets[i] + p[i].shape()[axis];
   std::vector<Tensor> out;

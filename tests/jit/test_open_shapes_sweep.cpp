@@ -1,0 +1,232 @@
+// A sweep over the differentiable ops in a tf::function whose input has a None batch: for each
+// op, the function computes a loss of the op's result and its gradient (the tape inside), is
+// called at several batch sizes, and must equal eager at each while tracing once. An op whose
+// forward or gradient bakes a traced size into the graph (a reshape to the traced batch, a
+// segment count) makes the probes differ and the function trace per shape: the CHECK on
+// tracing_count() names the op.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/testing.h"
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+using Op = std::function<tf::Tensor(const tf::Tensor&)>;
+
+struct Case {
+  const char* name;
+  Op op;
+};
+
+// x: (batch, 3, 4) float64 in [0.2, 1.2) (every op below is smooth there).
+std::vector<Case> cases() {
+  const tf::Tensor w = tf::constant({0.5, -1.0, 0.75, 2.0});  // broadcasts over the last axis
+  const tf::Tensor m = tf::reshape(tf::range(0.0, 20.0, 1.0, tf::float64) * 0.1 - 1.0, {4, 5});
+  const tf::Tensor filters =
+      tf::reshape(tf::range(0.0, 24.0, 1.0, tf::float64) * 0.05 - 0.5, {2, 4, 3});
+  const tf::Tensor i0 = tf::constant(std::vector<int64_t>{0});
+  const tf::Tensor i1 = tf::constant(std::vector<int64_t>{2, 0, 2});
+  return {
+      {"exp", [](const tf::Tensor& x) { return tf::exp(x); }},
+      {"log", [](const tf::Tensor& x) { return tf::log(x); }},
+      {"sqrt and rsqrt", [](const tf::Tensor& x) { return tf::sqrt(x) + tf::rsqrt(x); }},
+      {"tanh, sigmoid, sin",
+       [](const tf::Tensor& x) { return tf::tanh(x) * tf::sigmoid(x) + tf::sin(x); }},
+      {"erf, atan", [](const tf::Tensor& x) { return tf::erf(x) + tf::atan(x); }},
+      {"lgamma, digamma",
+       [](const tf::Tensor& x) { return tf::math::lgamma(x) + tf::math::digamma(x); }},
+      {"activations",
+       [](const tf::Tensor& x) {
+         const tf::Tensor c = x - 0.7;
+         return tf::nn::softplus(c) + tf::nn::elu(c) + tf::nn::gelu(c) + tf::nn::selu(c) +
+                tf::nn::relu(c) + tf::nn::leaky_relu(c);
+       }},
+      {"broadcast arithmetic",
+       [w](const tf::Tensor& x) { return x * w + x / (w + 3.0) - tf::pow(x, w + 2.0); }},
+      {"maximum, squared_difference, atan2",
+       [w](const tf::Tensor& x) {
+         return tf::maximum(x, w * 0.5) + tf::math::squared_difference(x, w) +
+                tf::atan2(x, w + 3.0);
+       }},
+      {"where, clip_by_value",
+       [](const tf::Tensor& x) {
+         return tf::where(tf::greater(x, 0.7), x, x * x) +
+                tf::clip_by_value(x, tf::constant(0.3), tf::constant(0.9));
+       }},
+      {"clip_by_norm", [](const tf::Tensor& x) { return tf::clip_by_norm(x, tf::constant(1.0)); }},
+      {"reduce_sum, reduce_mean",
+       [](const tf::Tensor& x) {
+         return tf::reduce_sum(x, 1) * tf::reduce_mean(x, {0, 1}) +
+                tf::reduce_sum(tf::reduce_mean(x, 0));
+       }},
+      {"reduce_max, reduce_min",
+       [](const tf::Tensor& x) {
+         return tf::reduce_max(x, -1) * tf::reduce_min(x, {0, 2});
+       }},
+      {"reduce_prod", [](const tf::Tensor& x) { return tf::reduce_prod(x, 1); }},
+      {"reduce_logsumexp", [](const tf::Tensor& x) { return tf::reduce_logsumexp(x, 2); }},
+      {"reduce_variance, reduce_std",
+       [](const tf::Tensor& x) {
+         return tf::math::reduce_variance(x, 0) * tf::reduce_sum(tf::math::reduce_std(x, 1));
+       }},
+      {"norms",
+       [](const tf::Tensor& x) {
+         return tf::linalg::norm(x, "euclidean", -1) + tf::math::reduce_euclidean_norm(x, 2);
+       }},
+      {"l2_normalize", [](const tf::Tensor& x) { return tf::linalg::l2_normalize(x, 0); }},
+      {"moments and batch_normalization",
+       [](const tf::Tensor& x) {
+         const auto [mean, variance] = tf::nn::moments(x, {0});
+         return tf::nn::batch_normalization(x, mean, variance, tf::Tensor(), tf::Tensor(), 1e-3);
+       }},
+      {"softmax, log_softmax",
+       [](const tf::Tensor& x) { return tf::nn::softmax(x, 0) + tf::nn::log_softmax(x, -1); }},
+      {"transpose, reshape",
+       [](const tf::Tensor& x) {
+         return tf::reshape(tf::transpose(x, {1, 0, 2}), {3, -1}) * 2.0;
+       }},
+      {"expand_dims, squeeze",
+       [](const tf::Tensor& x) { return tf::squeeze(tf::expand_dims(x, 1) * 2.0, {1}); }},
+      {"concat, stack",
+       [](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::concat({x, x * 2.0}, 0)) +
+                tf::reduce_sum(tf::stack({x, -x * 2.0}, 1), {1});
+       }},
+      {"concat along a known axis",
+       [](const tf::Tensor& x) {
+         return tf::concat({x, tf::sin(x)}, 1);
+       }},
+      {"split",
+       [](const tf::Tensor& x) {
+         const std::vector<tf::Tensor> p = tf::split(x, 2, 2);
+         return p[0] * p[1];
+       }},
+      {"slice, pad",
+       [](const tf::Tensor& x) {
+         return tf::pad(tf::slice(x, {0, 1, 0}, {-1, 2, -1}), {{0, 0}, {1, 0}, {0, 2}});
+       }},
+      {"tile",
+       [](const tf::Tensor& x) {
+         return tf::tile(x, {2, 1, 2});
+       }},
+      {"tile by odd multiples and by zero",
+       [](const tf::Tensor& x) {
+         return tf::tile(x, {3, 1, 5}) + tf::reduce_sum(tf::tile(x, {0, 1, 1}));
+       }},
+      {"repeat", [](const tf::Tensor& x) { return tf::repeat(x, 2, 0) + 0.0; }},
+      {"unstack a known axis",
+       [](const tf::Tensor& x) {
+         const std::vector<tf::Tensor> rows = tf::unstack(x, std::nullopt, 1);
+         return rows[0] * rows[2];
+       }},
+      {"matrix inverse, determinant, cholesky",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         return tf::reduce_sum(tf::linalg::inv(a), {1}) +
+                tf::expand_dims(tf::linalg::det(a) + tf::linalg::logdet(a), 1) +
+                tf::reduce_sum(tf::linalg::cholesky(a), {2});
+       }},
+      {"solve, trace",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         return tf::linalg::solve(a, x) + tf::reshape(tf::linalg::trace(a), {-1, 1, 1});
+       }},
+      {"cross entropies",
+       [](const tf::Tensor& x) {
+         const tf::Tensor labels = tf::nn::softmax(x * 0.5);
+         return tf::nn::softmax_cross_entropy_with_logits(labels, x) +
+                tf::reduce_sum(tf::nn::sigmoid_cross_entropy_with_logits(labels, x), -1);
+       }},
+      {"gather along the batch", [i0](const tf::Tensor& x) { return tf::gather(x, i0, 0) * x; }},
+      {"gather along a known axis", [i1](const tf::Tensor& x) { return tf::gather(x, i1, 1); }},
+      {"reverse along the batch and a known axis",
+       [](const tf::Tensor& x) { return tf::reverse(x, {0}) * tf::reverse(x, {1}) + x; }},
+      {"roll", [](const tf::Tensor& x) { return tf::roll(x, 1, 2) * x; }},
+      {"cumsum, cumprod",
+       [](const tf::Tensor& x) {
+         return tf::cumsum(x, 0) + tf::cumprod(x, 1) + tf::cumsum(x, 2, true, true);
+       }},
+      {"matmul",
+       [m](const tf::Tensor& x) {
+         return tf::matmul(x, m) + tf::reduce_sum(tf::matmul(x, x, false, true));
+       }},
+      {"einsum", [m](const tf::Tensor& x) { return tf::einsum("bij,jk->bik", x, m); }},
+      {"sort, top_k",
+       [](const tf::Tensor& x) {
+         return tf::sort(x, -1) + tf::reduce_sum(tf::math::top_k(x, 2).first);
+       }},
+      {"conv1d", [filters](const tf::Tensor& x) { return tf::nn::conv1d(x, filters, 1, "SAME"); }},
+      {"conv2d in both layouts",
+       [filters](const tf::Tensor& x) {
+         // (batch, 3, 4, 1) images; (2, 2, 1, 3) filters.
+         const tf::Tensor img = tf::expand_dims(x, 3);
+         const tf::Tensor f = tf::reshape(tf::slice(filters, {0, 0, 0}, {2, 2, 3}), {2, 2, 1, 3});
+         return tf::nn::conv2d(img, f, 1, "SAME") +
+                tf::transpose(
+                    tf::nn::conv2d(tf::transpose(img, {0, 3, 1, 2}), f, 1, "SAME", {1}, "NCHW"),
+                    {0, 2, 3, 1});
+       }},
+      {"depthwise and separable conv2d",
+       [filters](const tf::Tensor& x) {
+         const tf::Tensor img = tf::stack({x, x * x}, 3);  // (batch, 3, 4, 2)
+         const tf::Tensor dw = tf::reshape(tf::slice(filters, {0, 0, 0}, {2, 2, 2}), {2, 2, 2, 1});
+         const tf::Tensor pw = tf::reshape(tf::slice(filters, {1, 0, 0}, {1, 2, 3}), {1, 1, 2, 3});
+         return tf::reduce_sum(tf::nn::depthwise_conv2d(img, dw, {1}, "SAME"), -1, true) +
+                tf::reduce_sum(tf::nn::separable_conv2d(img, dw, pw, {1}, "VALID"));
+       }},
+      {"max_pool2d, avg_pool2d, space_to_depth",
+       [](const tf::Tensor& x) {
+         const tf::Tensor img = tf::expand_dims(x, 3);
+         return tf::nn::max_pool2d(img, {2}, {1}, "SAME") +
+                tf::reduce_sum(tf::nn::avg_pool2d(img, {2}, {2}, "SAME")) +
+                tf::reduce_sum(
+                    tf::nn::space_to_depth(tf::slice(img, {0, 0, 0, 0}, {-1, 2, 4, 1}), 2));
+       }},
+      {"max_pool1d, avg_pool1d",
+       [](const tf::Tensor& x) {
+         return tf::nn::max_pool1d(x, 2, 1, "SAME") + tf::nn::avg_pool1d(x, 2, 1, "SAME");
+       }},
+      {"map_fn over the batch",
+       [](const tf::Tensor& x) {
+         return tf::map_fn([](const tf::Tensor& r) { return tf::tanh(r) * tf::reduce_sum(r); }, x);
+       }},
+  };
+}
+
+tf::Tensor input(int64_t batch) {
+  return tf::constant(tf::testing::random_values(static_cast<size_t>(batch * 12), 0.2, 1.2,
+                                                 static_cast<unsigned>(batch + 11)),
+                      {batch, 3, 4});
+}
+
+}  // namespace
+
+TEST_CASE("None batch sweep: each op and its gradient trace once and equal eager", "[jit][cuda]") {
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const Case& c : cases()) {
+      INFO("op: " << c.name);
+      auto loss = [&](const std::vector<tf::Tensor>& xs) {
+        return tf::reduce_sum(tf::sin(c.op(xs[0])));
+      };
+      auto f = tf::function(
+          [&](const tf::Tensor& x) { return tf::testing::value_and_gradients(loss, {x}); },
+          {.input_signature = {tf::TensorSpec({tf::None, 3, 4}, tf::float64)}});
+      for (int64_t batch : {2, 5, 1, 3}) {
+        INFO("batch " << batch);
+        const tf::Tensor x = input(batch);
+        const std::vector<tf::Tensor> want = tf::testing::value_and_gradients(loss, {x});
+        const std::vector<tf::Tensor> got = f(x);
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < want.size(); ++k)
+          tf::testing::check_close(got[k], want[k], 1e-10, 1e-10);
+      }
+      CHECK(f.tracing_count() == 1);
+    }
+  }
+}
