@@ -1,0 +1,131 @@
+// A sweep over Keras layers in a tf::function whose input has a None batch: for each layer, the
+// function computes a loss of the layer's output and its gradients with respect to the input
+// and the layer's weights (the tape inside), is called at several batch sizes, and must equal
+// eager at each while tracing once. A layer (or an op under it) that bakes the traced batch
+// into the graph makes the function trace per shape: the CHECK on tracing_count() names it.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/testing.h"
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+namespace L = tapeflow::keras::layers;
+
+namespace {
+
+struct Case {
+  const char* name;
+  std::function<tf::keras::Layer()> make;
+  std::vector<int64_t> features;  // the input's shape after the batch dimension
+  bool training = false;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"Dense", [] { return L::Dense(4, "tanh"); }, {6}},
+      {"EinsumDense", [] { return L::EinsumDense("ab,bc->ac", 4); }, {6}},
+      {"LayerNormalization", [] { return L::LayerNormalization(); }, {6}},
+      {"RMSNormalization", [] { return L::RMSNormalization(); }, {6}},
+      {"UnitNormalization", [] { return L::UnitNormalization(); }, {6}},
+      {"BatchNormalization, training", [] { return L::BatchNormalization(); }, {6}, true},
+      {"BatchNormalization, inference", [] { return L::BatchNormalization(); }, {5, 6}},
+      {"RepeatVector", [] { return L::RepeatVector(3); }, {6}},
+      {"Reshape",
+       [] {
+         return L::Reshape({3, 2});
+       },
+       {6}},
+      {"PReLU", [] { return L::PReLU(); }, {6}},
+      {"Softmax", [] { return L::Softmax(); }, {6}},
+      {"Conv1D same", [] { return L::Conv1D(4, 3, {.padding = "same"}); }, {5, 6}},
+      {"Conv1D causal, strided",
+       [] { return L::Conv1D(4, 2, {.strides = 2, .padding = "causal"}); },
+       {5, 6}},
+      {"Conv1DTranspose", [] { return L::Conv1DTranspose(4, 3, {.strides = 2}); }, {5, 6}},
+      {"DepthwiseConv1D", [] { return L::DepthwiseConv1D(3); }, {5, 6}},
+      {"SeparableConv1D", [] { return L::SeparableConv1D(4, 3); }, {5, 6}},
+      {"MaxPooling1D", [] { return L::MaxPooling1D(2); }, {5, 6}},
+      {"GlobalAveragePooling1D", [] { return L::GlobalAveragePooling1D(); }, {5, 6}},
+      {"UpSampling1D", [] { return L::UpSampling1D(2); }, {5, 6}},
+      {"ZeroPadding1D", [] { return L::ZeroPadding1D(1); }, {5, 6}},
+      {"Cropping1D", [] { return L::Cropping1D(1); }, {5, 6}},
+      {"Flatten", [] { return L::Flatten(); }, {5, 6}},
+      {"Permute",
+       [] {
+         return L::Permute({2, 1});
+       },
+       {5, 6}},
+      {"TimeDistributed(Dense)", [] { return L::TimeDistributed(L::Dense(3)); }, {5, 6}},
+      {"GroupNormalization", [] { return L::GroupNormalization(2); }, {5, 6}},
+      {"Conv2D", [] { return L::Conv2D(3, 2, {.padding = "same"}); }, {4, 5, 2}},
+      {"Conv2D channels_first",
+       [] { return L::Conv2D(3, 2, {.padding = "same", .data_format = "channels_first"}); },
+       {2, 4, 5}},
+      {"Conv2DTranspose", [] { return L::Conv2DTranspose(3, 2, {.strides = 2}); }, {4, 5, 2}},
+      {"DepthwiseConv2D", [] { return L::DepthwiseConv2D(2); }, {4, 5, 2}},
+      {"SeparableConv2D", [] { return L::SeparableConv2D(3, 2); }, {4, 5, 2}},
+      {"MaxPooling2D", [] { return L::MaxPooling2D(2); }, {4, 5, 2}},
+      {"AveragePooling2D", [] { return L::AveragePooling2D(2); }, {4, 5, 2}},
+      {"GlobalAveragePooling2D", [] { return L::GlobalAveragePooling2D(); }, {4, 5, 2}},
+      {"UpSampling2D", [] { return L::UpSampling2D(2); }, {4, 5, 2}},
+      {"ZeroPadding2D", [] { return L::ZeroPadding2D(1); }, {4, 5, 2}},
+      {"Cropping2D", [] { return L::Cropping2D(1); }, {4, 5, 2}},
+      {"AdaptiveAveragePooling2D",
+       [] {
+         return L::AdaptiveAveragePooling2D({2, 2});
+       },
+       {4, 5, 2}},
+  };
+}
+
+std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& features) {
+  std::vector<int64_t> dims{batch};
+  dims.insert(dims.end(), features.begin(), features.end());
+  return dims;
+}
+
+// {loss, d loss / d x, d loss / d each trainable weight}.
+std::vector<tf::Tensor> loss_and_gradients(const tf::keras::Layer& layer, const tf::Tensor& x,
+                                           bool training) {
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  const tf::Tensor loss = tf::reduce_sum(tf::sin(layer(x, training)));
+  std::vector<tf::Tensor> out{loss, tape.gradient(loss, x)};
+  for (const tf::Tensor& g : tape.gradient(loss, layer.trainable_variables())) out.push_back(g);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("None batch sweep: Keras layers and their gradients trace once and equal eager",
+          "[keras]") {
+  tf::keras::backend::set_floatx(tf::float64);
+  struct Restore {
+    ~Restore() { tf::keras::backend::set_floatx(tf::float32); }
+  } restore;
+  for (const Case& c : cases()) {
+    INFO("layer: " << c.name);
+    const tf::keras::Layer layer = c.make();
+    std::vector<int64_t> spec{tf::None};
+    spec.insert(spec.end(), c.features.begin(), c.features.end());
+    auto f =
+        tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
+                     {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
+    for (int64_t batch : {2, 5, 1, 3}) {
+      INFO("batch " << batch);
+      const tf::TensorShape shape(with_batch(batch, c.features));
+      const tf::Tensor x =
+          tf::constant(tf::testing::random_values(static_cast<size_t>(shape.num_elements()), -1, 1,
+                                                  static_cast<unsigned>(batch + 5)),
+                       shape);
+      const std::vector<tf::Tensor> want = loss_and_gradients(layer, x, c.training);  // builds
+      const std::vector<tf::Tensor> got = f(x);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        tf::testing::check_close(got[k], want[k], 1e-9, 1e-10);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
