@@ -347,9 +347,15 @@ std::vector<Tensor> GradientTape::compute(const std::vector<Tensor>& targets,
     }
     if (any) {
       if (!n.prim->vjp_accepts_undefined_cotangents())
-        for (size_t j = 0; j < cts.size(); ++j)
-          if (!cts[j].defined())
-            cts[j] = zeros_on(n.out[j].meta.shape, n.out[j].meta.dtype, n.out[j].device);
+        for (size_t j = 0; j < cts.size(); ++j) {
+          if (cts[j].defined()) continue;
+          const Node::Value& o = n.out[j];
+          // In a trace for None dimensions, zeros shaped like the kept output when the graph
+          // runs (a constant would hold the traced shape).
+          cts[j] = detail::thread_context().open_shapes && o.kept.defined()
+                       ? zeros_like(o.kept)
+                       : zeros_on(o.meta.shape, o.meta.dtype, o.device);
+        }
       std::vector<int> argnums;
       for (size_t k = 0; k < n.in.size(); ++k)
         if (n.in[k].tracked && depends.count(n.in[k].id)) argnums.push_back(static_cast<int>(k));

@@ -135,6 +135,27 @@ std::vector<Case> cases() {
          const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
          return tf::linalg::solve(a, x) + tf::reshape(tf::linalg::trace(a), {-1, 1, 1});
        }},
+      {"eigh",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         return tf::linalg::eigh(a).eigenvalues;
+       }},
+      {"qr", [](const tf::Tensor& x) { return tf::linalg::qr(x, false).r; }},
+      {"svd", [](const tf::Tensor& x) { return tf::linalg::svd(x, false, false).s; }},
+      {"band_part, diag_part, set_diag, matvec, slogdet",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         return tf::linalg::diag_part(tf::linalg::band_part(a, 1, 0)) +
+                tf::linalg::matvec(tf::linalg::set_diag(a, tf::reduce_sum(x, {2})),
+                                   tf::reduce_mean(x, {2})) +
+                tf::expand_dims(tf::linalg::slogdet(a).second, 1);
+       }},
+      {"triangular_solve, cholesky_solve",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         const tf::Tensor c = tf::linalg::cholesky(a);
+         return tf::linalg::triangular_solve(c, x) + tf::linalg::cholesky_solve(c, x);
+       }},
       {"cross entropies",
        [](const tf::Tensor& x) {
          const tf::Tensor labels = tf::nn::softmax(x * 0.5);
