@@ -416,12 +416,18 @@ Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, boo
     TF_THROW(InvalidArgumentError, op, "batch dimensions of matrix {} and rhs {} do not broadcast",
              matrix.shape().to_string(), rhs.shape().to_string());
   }
-  auto broadcast = [&](const Tensor& x) {
+  auto broadcast = [&](const Tensor& x, const Tensor& other) {
     const TensorShape want = with_tail(batch, {x.shape()[x.rank() - 2], x.shape()[x.rank() - 1]});
-    return x.shape() == want ? x : broadcast_to(x, want);
+    if (x.shape() == want) return x;
+    if (!detail::open_shapes()) return broadcast_to(x, want);
+    // A trace for None dimensions: the batch read from `other` when the graph runs (zeros of
+    // x's matrices plus zeros of other's batch of 1 x 1 matrices have the shape wanted).
+    std::vector<int64_t> begin(static_cast<size_t>(other.rank()), 0), size(begin.size(), -1);
+    size[size.size() - 1] = size[size.size() - 2] = 1;
+    return detail::broadcast_like(x, zeros_like(x) + zeros_like(slice(other, begin, size)));
   };
   return detail::dispatch(prims::MatrixTriangularSolve(lower, adjoint),
-                          {broadcast(matrix), broadcast(rhs)});
+                          {broadcast(matrix, rhs), broadcast(rhs, matrix)});
 }
 
 std::pair<Tensor, Tensor> slogdet(const Tensor& input) {
@@ -443,9 +449,8 @@ std::pair<Tensor, Tensor> lu(const Tensor& input, DType output_idx_type) {
 namespace {
 // Unit-lower L and upper U from lu's packed factors.
 Tensor unit_lower(const Tensor& lower_upper) {
-  const int64_t n = lower_upper.shape()[lower_upper.rank() - 1];
-  return set_diag(band_part(lower_upper, -1, 0),
-                  ones(with_tail(batch_of(lower_upper.shape(), 2), {n}), lower_upper.dtype()));
+  // Ones shaped like the diagonal (read when the graph runs in a trace for None dimensions).
+  return set_diag(band_part(lower_upper, -1, 0), ones_like(diag_part(lower_upper)));
 }
 
 void check_lu_args(const char* op, const Tensor& lower_upper, const Tensor& perm) {
@@ -480,7 +485,7 @@ Tensor lu_matrix_inverse(const Tensor& lower_upper, const Tensor& perm) {
   check_lu_args(op, lower_upper, perm);
   const int64_t n = lower_upper.shape()[lower_upper.rank() - 1];
   return lu_solve(lower_upper, perm,
-                  broadcast_to(eye(n, lower_upper.dtype()), lower_upper.shape()));
+                  detail::broadcast_like(eye(n, lower_upper.dtype()), lower_upper));
 }
 
 Tensor lu_reconstruct(const Tensor& lower_upper, const Tensor& perm) {

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
@@ -212,6 +213,23 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
 
 namespace math {
 namespace {
+// The inputs broadcast to their common shape s. In a trace for None dimensions the shape is read
+// when the graph runs, from an input of shape s (or a sum of zeros of every input's shape), so
+// that the graph serves every size of those dimensions.
+void broadcast_all(std::vector<Tensor>& v, const TensorShape& s) {
+  if (!detail::open_shapes()) {
+    for (Tensor& t : v)
+      if (t.shape() != s) t = broadcast_to(t, s);
+    return;
+  }
+  Tensor like;
+  for (const Tensor& t : v)
+    if (t.shape() == s) like = t;
+  if (!like.defined())
+    for (const Tensor& t : v) like = like.defined() ? like + zeros_like(t) : zeros_like(t);
+  for (Tensor& t : v)
+    if (t.shape() != s) t = detail::broadcast_like(t, like);
+}
 Tensor unary(prims::SpecialFn f, const Tensor& x) {
   TF_CHECK_ARG(x.defined(), prims::Special(f).name(), "the input is undefined");
   return detail::dispatch(prims::Special(f), {x});
@@ -220,10 +238,9 @@ Tensor binary(prims::SpecialFn f, const Tensor& a, const Tensor& b) {
   const char* op = prims::Special(f).name();
   TF_CHECK_ARG(a.defined() && b.defined(), op, "an input is undefined");
   auto [x, y] = detail::unify_dtypes(op, a, b);
-  const TensorShape s = detail::broadcast_shapes(op, x.shape(), y.shape());
-  if (x.shape() != s) x = broadcast_to(x, s);
-  if (y.shape() != s) y = broadcast_to(y, s);
-  return detail::dispatch(prims::Special(f), {x, y});
+  std::vector<Tensor> v{x, y};
+  broadcast_all(v, detail::broadcast_shapes(op, x.shape(), y.shape()));
+  return detail::dispatch(prims::Special(f), {v[0], v[1]});
 }
 }  // namespace
 
@@ -272,8 +289,7 @@ Tensor betainc(const Tensor& a, const Tensor& b, const Tensor& x) {
   detail::unify_dtypes(op, v);
   const TensorShape s = detail::broadcast_shapes(
       op, detail::broadcast_shapes(op, v[0].shape(), v[1].shape()), v[2].shape());
-  for (auto& t : v)
-    if (t.shape() != s) t = broadcast_to(t, s);
+  broadcast_all(v, s);
   return detail::dispatch(prims::Special(SpecialFn::Betainc), {v[0], v[1], v[2]});
 }
 

@@ -156,6 +156,51 @@ std::vector<Case> cases() {
          const tf::Tensor c = tf::linalg::cholesky(a);
          return tf::linalg::triangular_solve(c, x) + tf::linalg::cholesky_solve(c, x);
        }},
+      {"triangular_solve with a broadcast matrix",
+       [](const tf::Tensor& x) {
+         const tf::Tensor lower =
+             tf::constant({{2.0, 0.0, 0.0}, {0.5, 1.5, 0.0}, {-1.0, 0.25, 3.0}});
+         return tf::linalg::triangular_solve(lower, x);
+       }},
+      {"lu, lu_matrix_inverse",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(3, tf::float64);
+         const auto [lu, perm] = tf::linalg::lu(a);
+         return tf::linalg::lu_matrix_inverse(lu, perm);
+       }},
+      {"pinv, lstsq, expm",
+       [](const tf::Tensor& x) {
+         const tf::Tensor a = tf::matmul(x, x, false, true) * 0.1;
+         return tf::reduce_sum(tf::linalg::pinv(x), {1}, true) +
+                tf::reduce_sum(tf::linalg::lstsq(x, a), {1}, true) +
+                tf::reduce_sum(tf::linalg::expm(a), {2}, true);
+       }},
+      {"relu6, crelu, log_sigmoid, l2_loss",
+       [](const tf::Tensor& x) {
+         return tf::nn::relu6(x * 8.0 - 2.0) + tf::nn::log_sigmoid(x) +
+                tf::reduce_sum(tf::nn::crelu(x - 0.7), -1, true) + tf::nn::l2_loss(x);
+       }},
+      {"xlogy, polygamma, igamma",
+       [](const tf::Tensor& x) {
+         return tf::math::xlogy(x, x + 1.0) + tf::math::polygamma(tf::constant(1.0), x + 1.0) +
+                tf::math::igamma(tf::constant(2.0), x);
+       }},
+      {"sparse softmax cross entropy with labels from the batch",
+       [](const tf::Tensor& x) {
+         const tf::Tensor labels = tf::argmax(x, 2);  // (batch, 3) int64
+         return tf::nn::sparse_softmax_cross_entropy_with_logits(labels, x * 2.0);
+       }},
+      {"embedding_lookup of rows of the batch",
+       [](const tf::Tensor& x) {
+         const tf::Tensor table = tf::reshape(x, {-1, 4});  // (batch * 3, 4)
+         return tf::nn::embedding_lookup(table, tf::constant(std::vector<int64_t>{0, 2, 1}));
+       }},
+      {"local_response_normalization, depth_to_space",
+       [](const tf::Tensor& x) {
+         const tf::Tensor img = tf::expand_dims(x, 1);  // (batch, 1, 3, 4)
+         return tf::reduce_sum(tf::nn::local_response_normalization(img, 1)) +
+                tf::reduce_sum(tf::nn::depth_to_space(img, 2), {1, 2, 3});
+       }},
       {"cross entropies",
        [](const tf::Tensor& x) {
          const tf::Tensor labels = tf::nn::softmax(x * 0.5);
