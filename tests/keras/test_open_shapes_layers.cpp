@@ -129,3 +129,62 @@ TEST_CASE("None batch sweep: Keras layers and their gradients trace once and equ
     CHECK(f.tracing_count() == 1);
   }
 }
+
+TEST_CASE("None batch sweep: Keras losses and their gradients trace once and equal eager",
+          "[keras]") {
+  namespace losses = tf::keras::losses;
+  struct LossCase {
+    const char* name;
+    losses::Loss loss;
+    bool sparse = false;  // integer labels
+  };
+  const std::vector<LossCase> cases{
+      {"MeanSquaredError", losses::MeanSquaredError()},
+      {"MeanAbsoluteError", losses::MeanAbsoluteError()},
+      {"MeanAbsolutePercentageError", losses::MeanAbsolutePercentageError()},
+      {"MeanSquaredLogarithmicError", losses::MeanSquaredLogarithmicError()},
+      {"Huber", losses::Huber()},
+      {"LogCosh", losses::LogCosh()},
+      {"KLDivergence", losses::KLDivergence()},
+      {"Poisson", losses::Poisson()},
+      {"CosineSimilarity", losses::CosineSimilarity()},
+      {"Hinge", losses::Hinge()},
+      {"SquaredHinge", losses::SquaredHinge()},
+      {"CategoricalHinge", losses::CategoricalHinge()},
+      {"CategoricalCrossentropy", losses::CategoricalCrossentropy()},
+      {"BinaryCrossentropy", losses::BinaryCrossentropy()},
+      {"SparseCategoricalCrossentropy", losses::SparseCategoricalCrossentropy(), true},
+      {"BinaryFocalCrossentropy", losses::BinaryFocalCrossentropy()},
+      {"CategoricalFocalCrossentropy", losses::CategoricalFocalCrossentropy()},
+      {"Dice", losses::Dice()},
+      {"Tversky", losses::Tversky()},
+      {"CategoricalGeneralizedCrossEntropy", losses::CategoricalGeneralizedCrossEntropy(), true},
+  };
+  // y_pred: probabilities of 5 classes; y_true: other probabilities, or their argmax.
+  auto run = [](const LossCase& c, const tf::Tensor& logits) {
+    tf::GradientTape tape;
+    tape.watch(logits);
+    const tf::Tensor y_pred = tf::nn::softmax(logits);
+    const tf::Tensor target = tf::nn::softmax(tf::reverse(logits, {1}) * 2.0);
+    const tf::Tensor y_true = c.sparse ? tf::argmax(target, 1) : target;
+    const tf::Tensor l = c.loss(y_true, y_pred);
+    return std::vector<tf::Tensor>{l, tape.gradient(l, logits)};
+  };
+  for (const LossCase& c : cases) {
+    INFO("loss: " << c.name);
+    auto f = tf::function([&](const tf::Tensor& logits) { return run(c, logits); },
+                          {.input_signature = {tf::TensorSpec({tf::None, 5}, tf::float64)}});
+    for (int64_t batch : {2, 5, 1, 3}) {
+      INFO("batch " << batch);
+      const tf::Tensor logits =
+          tf::constant(tf::testing::random_values(static_cast<size_t>(batch * 5), -2, 2,
+                                                  static_cast<unsigned>(batch + 9)),
+                       {batch, 5});
+      const std::vector<tf::Tensor> want = run(c, logits);
+      const std::vector<tf::Tensor> got = f(logits);
+      for (size_t k = 0; k < want.size(); ++k)
+        tf::testing::check_close(got[k], want[k], 1e-9, 1e-10);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
