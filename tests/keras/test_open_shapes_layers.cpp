@@ -188,3 +188,75 @@ TEST_CASE("None batch sweep: Keras losses and their gradients trace once and equ
     CHECK(f.tracing_count() == 1);
   }
 }
+
+TEST_CASE("None batch sweep: Keras metrics update traced once and agree with eager", "[keras]") {
+  namespace M = tf::keras::metrics;
+  enum class Kind { Probabilities, Sparse, Binary };
+  struct MetricCase {
+    const char* name;
+    std::function<M::Metric()> make;
+    Kind kind;
+  };
+  const std::vector<MetricCase> cases{
+      {"CategoricalAccuracy", [] { return M::CategoricalAccuracy(); }, Kind::Probabilities},
+      {"TopKCategoricalAccuracy", [] { return M::TopKCategoricalAccuracy(2); },
+       Kind::Probabilities},
+      {"CategoricalCrossentropy", [] { return M::CategoricalCrossentropy(); }, Kind::Probabilities},
+      {"KLDivergence", [] { return M::KLDivergence(); }, Kind::Probabilities},
+      {"CosineSimilarity", [] { return M::CosineSimilarity(); }, Kind::Probabilities},
+      {"MeanSquaredError", [] { return M::MeanSquaredError(); }, Kind::Probabilities},
+      {"RootMeanSquaredError", [] { return M::RootMeanSquaredError(); }, Kind::Probabilities},
+      {"LogCoshError", [] { return M::LogCoshError(); }, Kind::Probabilities},
+      {"R2Score", [] { return M::R2Score(); }, Kind::Probabilities},
+      {"PearsonCorrelation", [] { return M::PearsonCorrelation(); }, Kind::Probabilities},
+      {"ConcordanceCorrelation", [] { return M::ConcordanceCorrelation(); }, Kind::Probabilities},
+      {"F1Score", [] { return M::F1Score(); }, Kind::Binary},
+      {"SparseCategoricalAccuracy", [] { return M::SparseCategoricalAccuracy(); }, Kind::Sparse},
+      {"SparseCategoricalCrossentropy", [] { return M::SparseCategoricalCrossentropy(); },
+       Kind::Sparse},
+      {"SparseTopKCategoricalAccuracy", [] { return M::SparseTopKCategoricalAccuracy(2); },
+       Kind::Sparse},
+      {"BinaryAccuracy", [] { return M::BinaryAccuracy(); }, Kind::Binary},
+      {"BinaryCrossentropy", [] { return M::BinaryCrossentropy(); }, Kind::Binary},
+      {"Precision", [] { return M::Precision(); }, Kind::Binary},
+      {"Recall", [] { return M::Recall(); }, Kind::Binary},
+      {"AUC", [] { return M::AUC(); }, Kind::Binary},
+      {"TruePositives", [] { return M::TruePositives(); }, Kind::Binary},
+      {"BinaryIoU", [] { return M::BinaryIoU(); }, Kind::Binary},
+  };
+  // Predictions from logits; labels from other logits (one-hot, class ids or 0/1).
+  auto data = [](Kind kind, int64_t batch) {
+    auto values = [&](unsigned seed) {
+      return tf::constant(tf::testing::random_values(static_cast<size_t>(batch * 5), -2, 2, seed),
+                          {batch, 5});
+    };
+    const tf::Tensor a = values(static_cast<unsigned>(batch + 21));
+    const tf::Tensor b = values(static_cast<unsigned>(batch + 41));
+    if (kind == Kind::Binary)
+      return std::pair{tf::cast(tf::greater(b, 0.0), tf::float64), tf::sigmoid(a)};
+    const tf::Tensor ids = tf::argmax(b, 1);
+    if (kind == Kind::Sparse) return std::pair{ids, tf::nn::softmax(a)};
+    return std::pair{tf::one_hot(ids, 5, 1.0f, 0.0f), tf::nn::softmax(a)};
+  };
+  for (const MetricCase& c : cases) {
+    INFO("metric: " << c.name);
+    M::Metric traced = c.make(), eager = c.make();
+    const tf::TensorSpec labels = c.kind == Kind::Sparse ? tf::TensorSpec({tf::None}, tf::int64)
+                                  : c.kind == Kind::Binary
+                                      ? tf::TensorSpec({tf::None, 5}, tf::float64)
+                                      : tf::TensorSpec({tf::None, 5}, tf::float32);
+    auto update = tf::function(
+        [&](const tf::Tensor& y_true, const tf::Tensor& y_pred) {
+          traced.update_state(y_true, y_pred);
+          return traced.result();
+        },
+        {.input_signature = {labels, tf::TensorSpec({tf::None, 5}, tf::float64)}});
+    for (int64_t batch : {2, 5, 1, 3}) {
+      INFO("batch " << batch);
+      const auto [y_true, y_pred] = data(c.kind, batch);
+      eager.update_state(y_true, y_pred);
+      tf::testing::check_close(update(y_true, y_pred), eager.result(), 1e-5, 1e-6);
+    }
+    CHECK(update.tracing_count() == 1);
+  }
+}
