@@ -8,6 +8,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
 #include "ops/scan.h"
 
 namespace tapeflow {
@@ -74,7 +75,6 @@ std::vector<Tensor> ScatterRowsUpdate::vjp(std::span<const Tensor> p, std::span<
                                            std::span<const Tensor>) const {
   const Tensor& pos = p[1];
   const Tensor& ct = cts[0];
-  const int64_t rows = ct.shape()[0];
   std::vector<Tensor> out;
   for (int k : argnums) {
     if (k == 0) {
@@ -82,11 +82,14 @@ std::vector<Tensor> ScatterRowsUpdate::vjp(std::span<const Tensor> p, std::span<
     } else if (k == 2) {
       // Each update's index 0, 1, ... as an (n, 1) column.
       const Tensor ids = expand_dims(cumsum(ones_like(pos), 0, /*exclusive=*/true), 1);
-      const Tensor last =
-          detail::dispatch(ScatterRowsUpdate{}, {fill({rows, 1}, Tensor(int64_t{-1})), pos, ids});
+      // A (rows, 1) column of -1 and the row count, from ct (not host sizes: a trace for None
+      // dimensions reads them when the graph runs).
+      const Tensor minus_one =
+          reduce_sum(zeros_like(ct, int64), {1}, /*keepdims=*/true) - Tensor(int64_t{1});
+      const Tensor last = detail::dispatch(ScatterRowsUpdate{}, {minus_one, pos, ids});
+      const Tensor row_count = detail::element_count(ct, {0}, int64);
       // Positions outside [0, rows) were skipped (a GPU in a trace): they get no gradient.
-      const Tensor inside =
-          logical_and(greater_equal(pos, zeros_like(pos)), less(pos, constant(Tensor(rows))));
+      const Tensor inside = logical_and(greater_equal(pos, zeros_like(pos)), less(pos, row_count));
       const Tensor safe = where(inside, pos, zeros_like(pos));
       const Tensor won = logical_and(equal(gather(last, safe, 0), ids), expand_dims(inside, 1));
       const Tensor rows_ct = gather(ct, safe, 0);

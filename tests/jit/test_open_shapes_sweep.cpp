@@ -20,6 +20,9 @@ using Op = std::function<tf::Tensor(const tf::Tensor&)>;
 struct Case {
   const char* name;
   Op op;
+  // Traced, a while_loop's second-order gradient with the tapes inside is not implemented
+  // (docs/function.md): expm squares through one.
+  bool second_order = true;
 };
 
 // x: (batch, 3, 4) float64 in [0.2, 1.2) (every op below is smooth there).
@@ -168,13 +171,15 @@ std::vector<Case> cases() {
          const auto [lu, perm] = tf::linalg::lu(a);
          return tf::linalg::lu_matrix_inverse(lu, perm);
        }},
-      {"pinv, lstsq, expm",
+      {"pinv, lstsq",
        [](const tf::Tensor& x) {
          const tf::Tensor a = tf::matmul(x, x, false, true) * 0.1;
          return tf::reduce_sum(tf::linalg::pinv(x), {1}, true) +
-                tf::reduce_sum(tf::linalg::lstsq(x, a), {1}, true) +
-                tf::reduce_sum(tf::linalg::expm(a), {2}, true);
+                tf::reduce_sum(tf::linalg::lstsq(x, a), {1}, true);
        }},
+      {"expm",
+       [](const tf::Tensor& x) { return tf::linalg::expm(tf::matmul(x, x, false, true) * 0.1); },
+       false},
       {"relu6, crelu, log_sigmoid, l2_loss",
        [](const tf::Tensor& x) {
          return tf::nn::relu6(x * 8.0 - 2.0) + tf::nn::log_sigmoid(x) +
@@ -294,5 +299,30 @@ TEST_CASE("None batch sweep: each op and its gradient trace once and equal eager
       }
       CHECK(f.tracing_count() == 1);
     }
+  }
+}
+
+TEST_CASE("None batch sweep: second-order gradients trace once and equal eager", "[jit]") {
+  // d/dx of the squared norm of the gradient, nested tapes inside the function.
+  for (const Case& c : cases()) {
+    if (!c.second_order) continue;
+    INFO("op: " << c.name);
+    auto second = [&](const tf::Tensor& x) {
+      tf::GradientTape outer;
+      outer.watch(x);
+      tf::GradientTape inner;
+      inner.watch(x);
+      const tf::Tensor l = tf::reduce_sum(tf::sin(c.op(x)));
+      const tf::Tensor g = inner.gradient(l, x);
+      return outer.gradient(tf::reduce_sum(g * g), x);
+    };
+    auto f =
+        tf::function(second, {.input_signature = {tf::TensorSpec({tf::None, 3, 4}, tf::float64)}});
+    for (int64_t batch : {2, 5, 1, 3}) {
+      INFO("batch " << batch);
+      const tf::Tensor x = input(batch);
+      tf::testing::check_close(f(x), second(x), 1e-9, 1e-9);
+    }
+    CHECK(f.tracing_count() == 1);
   }
 }
