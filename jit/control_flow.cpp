@@ -8,6 +8,9 @@
 //               when a gradient may be asked for);
 //   while_loop_grad  runs the body's vector-Jacobian product once per iteration, last first,
 //               on the history (its own gradient runs that loop again under a tape).
+// Each sub-graph is a ShapedGraph (jit/control_flow_internal.h): a function traced for None
+// dimensions serves other shapes by specialising the sub-graphs per call shape, so the nodes
+// infer their result types from their inputs.
 // Gradients re-run a branch or the body (from the saved inputs) under a tape, so they need
 // sub-graphs without random ops or assignments. Variables that a sub-graph reads but that no
 // sub-graph of the node writes are read by the enclosing graph and passed in as captures: tapes
