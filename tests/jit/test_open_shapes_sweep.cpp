@@ -326,3 +326,84 @@ TEST_CASE("None batch sweep: second-order gradients trace once and equal eager",
     CHECK(f.tracing_count() == 1);
   }
 }
+
+namespace {
+
+// x: (2, steps, 4) float64 in [0.2, 1.2): sequence ops along a None time axis.
+std::vector<Case> sequence_cases() {
+  const tf::Tensor m = tf::reshape(tf::range(0.0, 20.0, 1.0, tf::float64) * 0.1 - 1.0, {4, 5});
+  return {
+      {"reductions over time",
+       [](const tf::Tensor& x) {
+         return tf::reduce_mean(x, 1) * tf::reduce_max(x, 1) + tf::math::reduce_std(x, 1);
+       }},
+      {"cumsum, reverse over time",
+       [](const tf::Tensor& x) { return tf::cumsum(x, 1) * tf::reverse(x, {1}); }},
+      {"softmax over time",
+       [](const tf::Tensor& x) { return tf::nn::softmax(x, 1) + tf::nn::log_softmax(x, 1); }},
+      {"attention scores",
+       [](const tf::Tensor& x) {
+         const tf::Tensor scores = tf::nn::softmax(tf::matmul(x, x, false, true), -1);  // (2, T, T)
+         return tf::matmul(scores, x);
+       }},
+      {"einsum, matmul over features",
+       [m](const tf::Tensor& x) { return tf::einsum("btf,fg->btg", x, m) + tf::matmul(x, m); }},
+      // (Not yet one trace over a None time axis: conv1d's and the poolings' gradients take the
+      // input's spatial shape as an attribute, and pad's gradient slices to the padded length
+      // when something is padded after the sequence.)
+      {"pad before, slice, concat, tile over time",
+       [](const tf::Tensor& x) {
+         const tf::Tensor p = tf::pad(x, {{0, 0}, {2, 0}, {0, 0}});  // (2, T + 2, 4)
+         const tf::Tensor s = tf::slice(p, {0, 1, 0}, {-1, -1, 2});  // (2, T + 1, 2)
+         return tf::reduce_sum(tf::concat({s, s * 2.0}, 1), {1, 2}) +
+                tf::reduce_sum(tf::tile(x, {1, 2, 1}), {1, 2});
+       }},
+      {"gather the first step, transpose, reshape",
+       [](const tf::Tensor& x) {
+         const tf::Tensor first = tf::gather(x, tf::constant(std::vector<int64_t>{0}), 1);
+         return tf::reshape(tf::transpose(x * first, {1, 0, 2}), {-1, 4});
+       }},
+      {"layer-norm-like moments over features",
+       [](const tf::Tensor& x) {
+         const auto [mean, variance] = tf::nn::moments(x, {2}, true);
+         return (x - mean) * tf::rsqrt(variance + 1e-3);
+       }},
+      {"scan over time",
+       [](const tf::Tensor& x) {
+         const tf::Tensor steps = tf::transpose(x, {1, 0, 2});  // (T, 2, 4)
+         return tf::scan([](const tf::Tensor& a, const tf::Tensor& r) { return tf::tanh(a + r); },
+                         steps, tf::zeros({2, 4}, tf::float64));
+       }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("None time sweep: sequence ops and their gradients trace once and equal eager", "[jit]") {
+  for (const Case& c : sequence_cases()) {
+    INFO("op: " << c.name);
+    auto first_and_second = [&](const tf::Tensor& x) {
+      tf::GradientTape outer;
+      outer.watch(x);
+      tf::GradientTape inner;
+      inner.watch(x);
+      const tf::Tensor l = tf::reduce_sum(tf::sin(c.op(x)));
+      const tf::Tensor g = inner.gradient(l, x);
+      return std::vector<tf::Tensor>{l, g, outer.gradient(tf::reduce_sum(g * g), x)};
+    };
+    auto f = tf::function(first_and_second,
+                          {.input_signature = {tf::TensorSpec({2, tf::None, 4}, tf::float64)}});
+    for (int64_t steps : {2, 5, 1, 3}) {
+      INFO("steps " << steps);
+      const tf::Tensor x =
+          tf::constant(tf::testing::random_values(static_cast<size_t>(8 * steps), 0.2, 1.2,
+                                                  static_cast<unsigned>(steps + 31)),
+                       {2, steps, 4});
+      const std::vector<tf::Tensor> want = first_and_second(x);
+      const std::vector<tf::Tensor> got = f(x);
+      for (size_t k = 0; k < want.size(); ++k)
+        tf::testing::check_close(got[k], want[k], 1e-9, 1e-9);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
