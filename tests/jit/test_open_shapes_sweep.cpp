@@ -268,6 +268,18 @@ std::vector<Case> cases() {
   };
 }
 
+// {l, dl/dx, d|dl/dx|^2/dx} for l = sum(sin(op(x))): nested tapes (inside the function when
+// traced).
+std::vector<tf::Tensor> first_and_second(const Op& op, const tf::Tensor& x) {
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::GradientTape inner;
+  inner.watch(x);
+  const tf::Tensor l = tf::reduce_sum(tf::sin(op(x)));
+  const tf::Tensor g = inner.gradient(l, x);
+  return {l, g, outer.gradient(tf::reduce_sum(g * g), x)};
+}
+
 tf::Tensor input(int64_t batch) {
   return tf::constant(tf::testing::random_values(static_cast<size_t>(batch * 12), 0.2, 1.2,
                                                  static_cast<unsigned>(batch + 11)),
@@ -307,15 +319,7 @@ TEST_CASE("None batch sweep: second-order gradients trace once and equal eager",
   for (const Case& c : cases()) {
     if (!c.second_order) continue;
     INFO("op: " << c.name);
-    auto second = [&](const tf::Tensor& x) {
-      tf::GradientTape outer;
-      outer.watch(x);
-      tf::GradientTape inner;
-      inner.watch(x);
-      const tf::Tensor l = tf::reduce_sum(tf::sin(c.op(x)));
-      const tf::Tensor g = inner.gradient(l, x);
-      return outer.gradient(tf::reduce_sum(g * g), x);
-    };
+    auto second = [&](const tf::Tensor& x) { return first_and_second(c.op, x)[2]; };
     auto f =
         tf::function(second, {.input_signature = {tf::TensorSpec({tf::None, 3, 4}, tf::float64)}});
     for (int64_t batch : {2, 5, 1, 3}) {
@@ -382,24 +386,16 @@ std::vector<Case> sequence_cases() {
 TEST_CASE("None time sweep: sequence ops and their gradients trace once and equal eager", "[jit]") {
   for (const Case& c : sequence_cases()) {
     INFO("op: " << c.name);
-    auto first_and_second = [&](const tf::Tensor& x) {
-      tf::GradientTape outer;
-      outer.watch(x);
-      tf::GradientTape inner;
-      inner.watch(x);
-      const tf::Tensor l = tf::reduce_sum(tf::sin(c.op(x)));
-      const tf::Tensor g = inner.gradient(l, x);
-      return std::vector<tf::Tensor>{l, g, outer.gradient(tf::reduce_sum(g * g), x)};
-    };
-    auto f = tf::function(first_and_second,
-                          {.input_signature = {tf::TensorSpec({2, tf::None, 4}, tf::float64)}});
+    auto both = [&](const tf::Tensor& x) { return first_and_second(c.op, x); };
+    auto f =
+        tf::function(both, {.input_signature = {tf::TensorSpec({2, tf::None, 4}, tf::float64)}});
     for (int64_t steps : {2, 5, 1, 3}) {
       INFO("steps " << steps);
       const tf::Tensor x =
           tf::constant(tf::testing::random_values(static_cast<size_t>(8 * steps), 0.2, 1.2,
                                                   static_cast<unsigned>(steps + 31)),
                        {2, steps, 4});
-      const std::vector<tf::Tensor> want = first_and_second(x);
+      const std::vector<tf::Tensor> want = both(x);
       const std::vector<tf::Tensor> got = f(x);
       for (size_t k = 0; k < want.size(); ++k)
         tf::testing::check_close(got[k], want[k], 1e-9, 1e-9);
