@@ -178,6 +178,97 @@ class SplitLike final : public PrimitiveBase<SplitLike> {
   }
 };
 
+// pad's gradient in a trace for None dimensions and its own gradient: the window of x at `begin`
+// shaped as `like` (SliceLike), and x placed at `begin` in zeros shaped as `like` (PadLike).
+// The sizes are read when the graph runs (a padded None axis), and each is the other's vjp.
+// Inputs (x, like); like gives only its shape.
+class SliceLike final : public PrimitiveBase<SliceLike> {
+ public:
+  std::vector<int64_t> begin;
+  explicit SliceLike(std::vector<int64_t> b) : begin(std::move(b)) {}
+  const char* name() const override { return "slice_like"; }
+  std::string attributes() const override {
+    return fmt::format("begin={}", detail::vec_to_string(begin));
+  }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    const TensorShape &x = in[0].shape(), &like = in[1].shape();
+    TF_CHECK_ARG(x.rank() == like.rank() && static_cast<int>(begin.size()) == x.rank(), name(),
+                 "a window of shape {} at {} of a tensor of shape {}", like.to_string(),
+                 detail::vec_to_string(begin), x.to_string());
+    for (int d = 0; d < x.rank(); ++d)
+      TF_CHECK_ARG(
+          x[d] == None || like[d] == None || begin[static_cast<size_t>(d)] + like[d] <= x[d],
+          name(), "a window of shape {} at {} does not fit in a tensor of shape {}",
+          like.to_string(), detail::vec_to_string(begin), x.to_string());
+    out[0] = {like, in[0].dtype()};
+  }
+  prims::Slice window(const Tensor& out) const { return prims::Slice(begin, out.shape().dims()); }
+  void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    window(out[0]).eval_cpu(in.subspan(0, 1), out);
+  }
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    window(out[0]).eval_cuda(in.subspan(0, 1), out);
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override;
+};
+
+class PadLike final : public PrimitiveBase<PadLike> {
+ public:
+  std::vector<int64_t> begin;
+  explicit PadLike(std::vector<int64_t> b) : begin(std::move(b)) {}
+  const char* name() const override { return "pad_like"; }
+  std::string attributes() const override {
+    return fmt::format("begin={}", detail::vec_to_string(begin));
+  }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    const TensorShape &x = in[0].shape(), &like = in[1].shape();
+    TF_CHECK_ARG(x.rank() == like.rank() && static_cast<int>(begin.size()) == x.rank(), name(),
+                 "a tensor of shape {} at {} in zeros of shape {}", x.to_string(),
+                 detail::vec_to_string(begin), like.to_string());
+    for (int d = 0; d < x.rank(); ++d)
+      TF_CHECK_ARG(
+          x[d] == None || like[d] == None || begin[static_cast<size_t>(d)] + x[d] <= like[d],
+          name(), "a tensor of shape {} at {} does not fit in zeros of shape {}", x.to_string(),
+          detail::vec_to_string(begin), like.to_string());
+    out[0] = {like, in[0].dtype()};
+  }
+  prims::Pad padding(const Tensor& x, const Tensor& out) const {
+    std::vector<std::pair<int64_t, int64_t>> p;
+    for (int d = 0; d < x.rank(); ++d) {
+      const int64_t b = begin[static_cast<size_t>(d)];
+      p.emplace_back(b, out.shape()[d] - b - x.shape()[d]);
+    }
+    return prims::Pad(std::move(p), 0.0);
+  }
+  void eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    padding(in[0], out[0]).eval_cpu(in.subspan(0, 1), out);
+  }
+  void eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const override {
+    padding(in[0], out[0]).eval_cuda(in.subspan(0, 1), out);
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    std::vector<Tensor> out;
+    for (int a : argnums)
+      out.push_back(a == 0 ? detail::dispatch(SliceLike(begin), {cotangents[0], primals[0]})
+                           : Tensor());
+    return out;
+  }
+};
+
+std::vector<Tensor> SliceLike::vjp(std::span<const Tensor> primals,
+                                   std::span<const Tensor> cotangents, std::span<const int> argnums,
+                                   std::span<const Tensor>) const {
+  std::vector<Tensor> out;
+  for (int a : argnums)
+    out.push_back(a == 0 ? detail::dispatch(PadLike(begin), {cotangents[0], primals[0]})
+                         : Tensor());
+  return out;
+}
+
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   const Tensor in[] = {x};
   return detail::dispatch_multi(Split(axis, sizes), in);
@@ -764,6 +855,13 @@ std::vector<Tensor> Concat::vjp(Span p, Span cts, std::span<const int> argnums, 
 
 uint32_t Pad::vjp_saves() const { return 0; }
 std::vector<Tensor> Pad::vjp(Span p, Span cts, std::span<const int>, Span) const {
+  if (detail::open_shapes()) {
+    // A trace for None dimensions: the input's window, shaped as the input when the graph runs
+    // (something padded after a None axis). (Every input is kept in such a trace.)
+    std::vector<int64_t> begin;
+    for (const auto& pd : paddings) begin.push_back(pd.first);
+    return {detail::dispatch(SliceLike(std::move(begin)), {cts[0], p[0]})};
+  }
   // The input's window; -1 (the rest) where nothing was padded after, so that a None batch
   // (never padded) stays open in a traced gradient.
   std::vector<int64_t> b, s = p[0].shape().dims();
