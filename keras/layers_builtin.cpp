@@ -257,10 +257,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
     if (in == None) return None;
-    const int64_t eff = static_cast<int64_t>(k - 1) * dilation + 1;
-    if (!pad) return same_ ? in * stride : in * stride + std::max<int64_t>(eff - stride, 0);
-    const int64_t p = same_ ? eff / 2 : 0;
-    return (in - 1) * stride + eff - 2 * p + *pad;
+    return in * stride + tapeflow::detail::transposed_extra(k, stride, dilation, same_, pad);
   }
   TensorShape compute_output_shape(const TensorShape& input) const override {
     if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
@@ -285,10 +282,16 @@ class Conv2DTransposeImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override {
     // channels_first runs as an NCHW transposed convolution (no transposes).
     const char* data_format = format_.channels_first() ? "NCHW" : "NHWC";
-    const TensorShape out = compute_output_shape(x.shape());
-    Tensor y =
-        nn::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
-                             same_ ? "SAME" : "VALID", {dilation_.h, dilation_.w}, data_format);
+    // The height and width are left to the op (Keras' lengths, from output_padding), so that a
+    // graph traced for None dimensions serves every input size.
+    TensorShape out = compute_output_shape(x.shape());
+    const int h = format_.channels_first() ? 2 : 1;
+    out[h] = out[h + 1] = None;
+    std::optional<std::array<int, 2>> padding;
+    if (output_padding_) padding = std::array<int, 2>{output_padding_->h, output_padding_->w};
+    Tensor y = tapeflow::detail::conv2d_transpose(x, kernel_.value(), out, {strides_.h, strides_.w},
+                                                  same_ ? "SAME" : "VALID",
+                                                  {dilation_.h, dilation_.w}, data_format, padding);
     if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
     return activation_ ? activation_(y) : y;
   }
@@ -400,14 +403,10 @@ class FlattenImpl final : public LayerImpl {
     // channels_first: the channels move last first, so that the flattened order is the
     // channels_last one (Keras').
     const Tensor x = format_.to_last(input);
-    const TensorShape& s = x.shape();
-    const int64_t rest = compute_output_shape(s)[1];
-    // Prefer the known sizes so that an unknown batch (a traced signature) or an empty batch
-    // still reshapes.
-    // -1 for the batch: one traced graph serves every batch size (tf::function's None).
-    if (rest != None && rest > 0) return reshape(x, TensorShape({-1, rest}));
-    if (rest != None) return reshape(x, TensorShape({s[0] == None ? -1 : s[0], rest}));
-    return reshape(x, TensorShape({s[0], -1}));
+    (void)compute_output_shape(x.shape());  // checks the rank and the flattened size
+    // The sizes follow x when the graph runs: one traced graph serves every batch size and
+    // every length or image size of its None dimensions.
+    return tapeflow::detail::merge_axes(x, {1, x.rank() - 1});
   }
 
  private:

@@ -22,6 +22,7 @@
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
+#include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -262,6 +263,16 @@ class AdaptivePoolImpl final : public LayerImpl {
     for (size_t i = 0; i < sizes_.size(); ++i) o[axis(i)] = sizes_[i];
     return o;
   }
+  // The (n, len) averaging weights of the bins of an axis of length len.
+  static std::vector<double> bin_weights(int64_t len, int64_t n) {
+    std::vector<double> w(static_cast<size_t>(n * len), 0.0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t start = (j * len) / n, end = ((j + 1) * len + n - 1) / n;
+      for (int64_t l = start; l < end; ++l)
+        w[static_cast<size_t>(j * len + l)] = 1.0 / static_cast<double>(end - start);
+    }
+    return w;
+  }
   Tensor call(const Tensor& x, bool) override {
     // Pools one spatial axis at a time (the mean and the max over a box are the mean and max of
     // the per-axis ones): output i of an axis of length L covers [floor(i L / n),
@@ -274,6 +285,21 @@ class AdaptivePoolImpl final : public LayerImpl {
                    "layer \"{}\" ({}) needs a known, non-zero size at axis {}, got input shape {}",
                    name_, class_name_, axis, shape_str(x.shape()));
       const int64_t n = sizes_[i];
+      if (!max_ && ::tapeflow::detail::open_shapes()) {
+        // In a trace for None dimensions: the bins' averaging weights, made from the length
+        // when the graph runs, applied with a matmul along the axis (moved next to last).
+        const Tensor w = ::tapeflow::detail::axis_table(
+            y, axis, "adaptive_average_bins", {static_cast<double>(n)}, y.dtype(),
+            [n](int64_t l) { return bin_weights(l, n); },
+            [n](int64_t l) {
+              return TensorShape({n, l});
+            });
+        std::vector<int> perm(static_cast<size_t>(y.rank()));
+        for (int d = 0; d < y.rank(); ++d) perm[static_cast<size_t>(d)] = d;
+        std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(y.rank() - 2)]);
+        y = transpose(matmul(w, transpose(y, perm)), perm);
+        continue;
+      }
       std::vector<Tensor> parts;
       parts.reserve(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j) {

@@ -106,10 +106,6 @@ class Conv1DTransposeImpl final : public LayerImpl {
   Tensor call(const Tensor& input, bool) override {
     const Tensor x = format_.to_last(input);
     const TensorShape& s = x.shape();
-    TF_CHECK_ARG(s[1] != None, name_.c_str(),
-                 "layer \"{}\" (Conv1DTranspose) needs a known number of steps to size its "
-                 "output, got shape {}",
-                 name_, input.shape().to_string());
     Tensor y;
     if (s[1] == 0) {
       // No steps: nothing reaches the output (Keras gives the bias at each of its
@@ -117,11 +113,15 @@ class Conv1DTransposeImpl final : public LayerImpl {
       y = reduce_sum(x, {1, 2}, true) * zeros(TensorShape({1, out_length(0), filters_}), x.dtype());
     } else {
       // A conv2d_transpose over (batch, 1, steps, channels) with a (1, k, filters, channels)
-      // kernel.
-      const TensorShape out({s[0], 1, out_length(s[1]), filters_});
+      // kernel; the op sizes the steps (Keras' length, from output_padding), so that a graph
+      // traced for None dimensions serves every length.
+      const TensorShape out({s[0], 1, None, filters_});
       const Tensor k = expand_dims(kernel_var_.value(), 0);
-      y = squeeze(nn::conv2d_transpose(expand_dims(x, 1), k, out, {1, stride_},
-                                       same_ ? "SAME" : "VALID", {1, dilation_}),
+      y = squeeze(tapeflow::detail::conv2d_transpose(
+                      expand_dims(x, 1), k, out, {1, stride_}, same_ ? "SAME" : "VALID",
+                      {1, dilation_}, "NHWC",
+                      output_padding_ ? std::optional(std::array<int, 2>{0, *output_padding_})
+                                      : std::nullopt),
                   {1});
     }
     if (use_bias_) y = nn::bias_add(y, bias_.value());

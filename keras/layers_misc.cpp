@@ -39,12 +39,6 @@ std::string sides_str(const Sides2D& s) {
   return fmt::format("({}, {})", sides_str(s.height), sides_str(s.width));
 }
 
-// The reshape target of a batch dimension: -1 (one traced graph serves every batch size) unless
-// an example is empty, where only the batch itself determines the size.
-int64_t batch_dim(const TensorShape& s, int64_t per_example) {
-  return per_example > 0 ? -1 : s[0];
-}
-
 // ---- ZeroPadding1D/2D and Cropping1D/2D ----
 // One class for the four: `rank` 3 (steps at axis 1) or 4 (height and width at axes 1 and 2;
 // 2 and 3 with channels_first).
@@ -94,19 +88,20 @@ class PadCropImpl final : public LayerImpl {
   }
   bool casts_all_inputs() const override { return false; }  // Keras keeps the dtype
   Tensor call(const Tensor& x, bool) override {
-    const TensorShape o = compute_output_shape(x.shape());
+    (void)compute_output_shape(x.shape());  // checks the rank and what the cropping leaves
     if (!crop_) {
       std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank()), {0, 0});
       for (size_t i = 0; i < sides_.size(); ++i) p[axis(i)] = {sides_[i].begin, sides_[i].end};
       return pad(x, p);
     }
+    // From each end, whatever the length (a graph traced for None dimensions serves them all).
     std::vector<int64_t> begin(static_cast<size_t>(rank()), 0),
-        size(static_cast<size_t>(rank()), -1);
+        trim(static_cast<size_t>(rank()), 0);
     for (size_t i = 0; i < sides_.size(); ++i) {
       begin[axis(i)] = sides_[i].begin;
-      size[axis(i)] = o[axis(i)];
+      trim[axis(i)] = sides_[i].end;
     }
-    return slice(x, begin, size);
+    return tapeflow::detail::crop(class_name_.c_str(), x, begin, trim);
   }
 
  private:
@@ -306,12 +301,10 @@ class UpSampling1DImpl final : public LayerImpl {
     LayerImpl::check_input(s);
     if (s.rank() != 3) incompatible(s, "expected ndim=3 (batch, steps, channels)");
   }
-  // (b, t, c) -> (b, t, size, c) -> (b, t * size, c): each step repeated in place.
+  // (b, t, c) -> (b, t, size, c) -> (b, t * size, c): each step repeated in place (the sizes
+  // follow x when a graph traced for None dimensions runs).
   Tensor call(const Tensor& x, bool) override {
-    const TensorShape& s = x.shape();
-    const int64_t rest = s[1] * size_ * s[2];
-    return reshape(repeat_after(x, 2, size_),
-                   TensorShape({batch_dim(s, rest), s[1] * size_, s[2]}));
+    return tapeflow::detail::merge_axes(repeat_after(x, 2, size_), {1, 2, 1});
   }
 
  private:
@@ -519,29 +512,24 @@ class GroupNormImpl final : public LayerImpl {
   // Keras: reshape the channels into (groups, channels / groups), moments over every axis but
   // the batch and the group, x * inv + (beta - mean * inv) with inv = gamma * rsqrt(var + eps).
   Tensor call(const Tensor& x, bool) override {
-    const TensorShape& s = x.shape();
     const int64_t per_group = channels_ / groups_;
-    TensorShape g, bshape;  // the grouped input and the broadcast shape of gamma and beta
-    int64_t rest = 1;
+    TensorShape bshape;  // the broadcast shape of gamma and beta
     for (int i = 0; i < rank_; ++i) {
       if (i == axis_) {
-        g.push_back(groups_);
-        g.push_back(per_group);
         bshape.push_back(groups_);
         bshape.push_back(per_group);
-        rest *= channels_;
         continue;
       }
-      g.push_back(s[i]);
       bshape.push_back(1);
-      if (i > 0) rest *= s[i];
     }
-    g[0] = batch_dim(s, rest);
+    // The channels split into (groups, channels / groups); the other sizes follow x when a
+    // graph traced for None dimensions runs.
+    const Tensor grouped = tapeflow::detail::split_axis(x, axis_, {groups_, per_group});
     // As Keras: float16 and bfloat16 are normalised in float32 (a squared deviation above
     // about 256 overflows float16) and the result cast back.
     const DType dt = x.dtype();
     const bool half = dt == float16 || dt == bfloat16;
-    const Tensor xg = half ? cast(reshape(x, g), float32) : reshape(x, g);
+    const Tensor xg = half ? cast(grouped, float32) : grouped;
     const auto weight = [&](const Variable& v) {
       const Tensor w = reshape(v.value(), bshape);
       return w.dtype() == xg.dtype() ? w : cast(w, xg.dtype());
@@ -555,9 +543,7 @@ class GroupNormImpl final : public LayerImpl {
     if (o_.scale) inv = inv * weight(gamma_);
     Tensor shift = -(mean * inv);
     if (o_.center) shift = shift + weight(beta_);
-    TensorShape out = s;
-    out[0] = batch_dim(s, rest);
-    const Tensor y = reshape(xg * inv + shift, out);
+    const Tensor y = tapeflow::detail::reshape_like(xg * inv + shift, x);
     return half ? cast(y, dt) : y;
   }
 
@@ -650,14 +636,13 @@ class TimeDistributedImpl final : public LayerImpl {
   // each step's share of it ((batch, steps, ...) folded as the input is).
   bool supports_masking() const override { return true; }
   Tensor call(const Tensor& x, bool training) override {
-    const TensorShape& s = x.shape();
-    int64_t rest = s[1];
-    TensorShape folded({0});
-    for (int i = 2; i < s.rank(); ++i) {
-      folded.push_back(s[i]);
-      rest *= s[i];
-    }
-    folded[0] = rest > 0 ? -1 : s[0] * s[1];
+    // (batch, steps, ...) folded into (batch * steps, ...) and back; the sizes follow x when a
+    // graph traced for None dimensions runs.
+    const auto fold = [](const Tensor& t) {
+      std::vector<int> groups(static_cast<size_t>(t.rank() - 1), 1);
+      groups[0] = 2;
+      return tapeflow::detail::merge_axes(t, groups);
+    };
     const Tensor mask = call_mask();
     if (mask.defined())
       TF_CHECK_ARG(mask.rank() >= 2, name_.c_str(),
@@ -666,21 +651,13 @@ class TimeDistributedImpl final : public LayerImpl {
                    name_, shape_str(mask.shape()));
     Tensor y;
     if (mask.defined() && mask.rank() >= 3 && inner_.supports_masking()) {
-      TensorShape mfolded({-1});
-      for (int i = 2; i < mask.rank(); ++i) mfolded.push_back(mask.shape()[i]);
-      if (rest == 0) mfolded[0] = s[0] * s[1];
-      y = inner_.impl().invoke_masked(reshape(x, folded), reshape(mask, mfolded), training).output;
+      y = inner_.impl().invoke_masked(fold(x), fold(mask), training).output;
     } else {
-      y = inner_.impl().invoke(reshape(x, folded), training);
+      y = inner_.impl().invoke(fold(x), training);
     }
-    TensorShape out({0, s[1]});
-    int64_t out_rest = s[1];
-    for (int i = 1; i < y.rank(); ++i) {
-      out.push_back(y.shape()[i]);
-      out_rest *= y.shape()[i];
-    }
-    out[0] = out_rest > 0 ? -1 : s[0];
-    return reshape(y, out);
+    std::vector<std::pair<int, int>> parts{{0, 0}, {0, 1}};
+    for (int i = 1; i < y.rank(); ++i) parts.emplace_back(1, i);
+    return tapeflow::detail::reshape_from(y, {x, y}, parts);
   }
 
  private:

@@ -18,6 +18,7 @@
 #include "keras/serialization_access.h"
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/movement.h"
@@ -613,11 +614,10 @@ class UpSampling2DImpl final : public LayerImpl {
   // merged; the gradient sums each block back onto its pixel. (Broadcasting, unlike a gather
   // along axis 1, keeps a graph traced for a None batch open to every batch size.)
   Tensor repeat_pixels(const Tensor& x) const {
-    const TensorShape& s = x.shape();
     Tensor y = expand_dims(expand_dims(x, 3), 2);
     y = y * ones(TensorShape({1, 1, size_.h, 1, size_.w, 1}), x.dtype());
-    const int64_t rest = s[1] * size_.h * s[2] * size_.w * s[3];
-    return reshape(y, TensorShape({rest > 0 ? -1 : s[0], s[1] * size_.h, s[2] * size_.w, s[3]}));
+    // (The sizes follow x when a graph traced for None dimensions runs.)
+    return tapeflow::detail::merge_axes(y, {1, 2, 2, 1});
   }
 
   friend std::optional<detail::layer_options::UpSampling2DConfig>

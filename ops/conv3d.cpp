@@ -101,15 +101,15 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
   // (A string: a huge SAME window's sizes overflow a TensorShape's element count.)
   const std::string window = detail::vec_to_string(k);
   const char* dims[3] = {"depth", "height", "width"};
-  int64_t out[3];
-  for (int i = 0; i < 3; ++i)
-    out[i] = out_size(op, dims[i], xs[1 + i], k[i], s[i], 1, same, xs, window);
-  const int64_t d = xs[1], c = xs[4];
-  // Each depth slice pooled in 2-D: (N * D, H, W, C) -> (N, D, OH, OW, C).
-  const Tensor flat = tapeflow::reshape(input, {-1, xs[2], xs[3], c});
+  // Checks each dimension's window (the pooled tensors below carry the output sizes).
+  for (int i = 0; i < 3; ++i) out_size(op, dims[i], xs[1 + i], k[i], s[i], 1, same, xs, window);
+  const int64_t d = xs[1];
+  // Each depth slice pooled in 2-D: (N * D, H, W, C) -> (N, D, OH, OW, C) (sizes read when a
+  // graph for None dimensions runs).
+  const Tensor flat = detail::merge_axes(input, {2, 1, 1, 1});
   const Tensor p2 = kind == Pool::kMax ? max_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding)
                                        : avg_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding);
-  const Tensor p = tapeflow::reshape(p2, {-1, d, out[1], out[2], c});
+  const Tensor p = detail::reshape_from(p2, {input, p2}, {{0, 0}, {0, 1}, {1, 1}, {1, 2}, {1, 3}});
   if (k[0] == 1 && s[0] == 1) return p;
   // A SAME depth window of the clipped length (detail::clamp_same_window) needs no index table
   // of, say, 2^30 mostly padded taps; an empty depth has no windows, so one tap does.
@@ -394,13 +394,13 @@ std::vector<Tensor> Conv3D::vjp(std::span<const Tensor> primals, std::span<const
                                 std::span<const int> argnums, std::span<const Tensor>) const {
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
-  // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
-  TensorShape xs = x.shape();
-  if (detail::open_shapes()) xs[0] = None;
+  // (In a trace for None dimensions, dx takes x's shape when the graph runs.)
+  const detail::ShapeSource xs = detail::shape_source(x);
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::dispatch(Conv3DBackpropInput(xs, win), {f, cotangents[0]}));
+      grads.push_back(detail::dispatch(Conv3DBackpropInput(xs.shape, win, xs.from),
+                                       xs.with({f, cotangents[0]})));
     else
       grads.push_back(detail::dispatch(Conv3DBackpropFilter(f.shape(), win), {x, cotangents[0]}));
   }
@@ -412,14 +412,14 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   const Tensor& f = in[0];
   const Tensor& dy = in[1];
   check_operand(op, "input_shape", input_shape, "NDHWC");
+  TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
   check_operand(op, "filters", f.shape(), "DHWIO");
   check_operand(op, "dy", dy.shape(), "NDHWC");
   detail::check_float_pair(op, "filters", f, "dy", dy);
   for (int i = 1; i < 4; ++i) {
-    TF_CHECK_ARG(input_shape[i] != None && input_shape[i] >= 0, op,
-                 "input_shape {} needs a known depth, height and width", input_shape.to_string());
+    TF_CHECK_ARG(xs[i] != None && xs[i] >= 0, op,
+                 "input_shape {} needs a known depth, height and width", xs.to_string());
   }
-  TensorShape xs = input_shape;
   if (xs[0] == None) xs[0] = dy.shape()[0];
   if (xs[4] == None && f.shape()[3] != None) xs[4] = f.shape()[3] * win.groups;
   check_dy(op, xs, f.shape(), dy.shape(), win);
@@ -427,7 +427,8 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
 }
 
 std::string Conv3DBackpropInput::attributes() const {
-  return "input_shape=" + input_shape.to_string() + ", " + win.to_string();
+  return "input_shape=" + input_shape.to_string() + ", " + win.to_string() +
+         detail::shape_from_text(from);
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv3d(G, f)> = <f, backprop_filter(G, dy)>.
@@ -442,8 +443,10 @@ std::vector<Tensor> Conv3DBackpropInput::vjp(std::span<const Tensor> primals,
   for (int a : argnums) {
     if (a == 0)
       grads.push_back(detail::dispatch(Conv3DBackpropFilter(f.shape(), win), {g, dy}));
-    else
+    else if (a == 1)
       grads.push_back(detail::dispatch(Conv3D(win), {g, f}));
+    else
+      grads.emplace_back();  // the forward input gives only its shape
   }
   return grads;
 }
@@ -474,12 +477,12 @@ std::vector<Tensor> Conv3DBackpropFilter::vjp(std::span<const Tensor> primals,
   const Tensor& x = primals[0];
   const Tensor& dy = primals[1];
   const Tensor& g = cotangents[0];
-  TensorShape xs = x.shape();
-  if (detail::open_shapes()) xs[0] = None;
+  const detail::ShapeSource xs = detail::shape_source(x);
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::dispatch(Conv3DBackpropInput(xs, win), {g, dy}));
+      grads.push_back(
+          detail::dispatch(Conv3DBackpropInput(xs.shape, win, xs.from), xs.with({g, dy})));
     else
       grads.push_back(detail::dispatch(Conv3D(win), {x, g}));
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/dynamic_shape.h"
 #include "ops/primitive.h"
 
 namespace tapeflow::nn {
@@ -94,11 +95,15 @@ struct Conv3D final : PrimitiveBase<Conv3D> {
 
 // filters (KD, KH, KW, C / G, O) and dy (N, OD, OH, OW, O) -> dx of input_shape (N, D, H, W, C):
 // conv3d's gradient with respect to its input (TF's Conv3DBackpropInputV2, and
-// conv3d_transpose). Linear in filters and dy.
+// conv3d_transpose). Linear in filters and dy. With `from` other than attribute, a third input
+// (the forward input) gives input_shape's None dimensions when the op runs (detail::ShapeFrom).
 struct Conv3DBackpropInput final : PrimitiveBase<Conv3DBackpropInput> {
   TensorShape input_shape;  // the forward input's; a None batch comes from dy
   detail::Conv3DWindow win;
-  Conv3DBackpropInput(TensorShape s, detail::Conv3DWindow w) : input_shape(std::move(s)), win(w) {}
+  detail::ShapeFrom from;
+  Conv3DBackpropInput(TensorShape s, detail::Conv3DWindow w,
+                      detail::ShapeFrom f = detail::ShapeFrom::attribute)
+      : input_shape(std::move(s)), win(w), from(f) {}
   const char* name() const override { return "conv3d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS

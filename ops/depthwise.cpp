@@ -140,6 +140,12 @@ Tensor depthwise_conv2d_backprop_input(const TensorShape& input_shape, const Ten
   return dispatch(prims::DepthwiseConv2DBackpropInput(input_shape, win), {filter, dy});
 }
 
+Tensor depthwise_conv2d_backprop_input(const ShapeSource& input, const Tensor& filter,
+                                       const Tensor& dy, const DepthwiseWindow& win) {
+  return dispatch(prims::DepthwiseConv2DBackpropInput(input.shape, win, input.from),
+                  input.with({filter, dy}));
+}
+
 Tensor depthwise_conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
                                         const Tensor& dy, const DepthwiseWindow& win) {
   return dispatch(prims::DepthwiseConv2DBackpropFilter(filter_shape, win), {input, dy});
@@ -165,12 +171,11 @@ std::vector<Tensor> DepthwiseConv2D::vjp(std::span<const Tensor> primals,
                                          std::span<const Tensor>) const {
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
-  TensorShape xs = x.shape();
-  if (detail::open_shapes()) xs[0] = None;  // the batch comes from dy when the graph runs
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::depthwise_conv2d_backprop_input(xs, f, cotangents[0], win));
+      grads.push_back(
+          detail::depthwise_conv2d_backprop_input(detail::shape_source(x), f, cotangents[0], win));
     else
       grads.push_back(detail::depthwise_conv2d_backprop_filter(x, f.shape(), cotangents[0], win));
   }
@@ -183,17 +188,18 @@ void DepthwiseConv2DBackpropInput::infer(std::span<const Tensor> in,
   const Tensor& f = in[0];
   const Tensor& dy = in[1];
   check_rank4(op, "input_shape", input_shape);
+  const TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
   check_rank4(op, "filter", f.shape());
   detail::check_float_pair(op, "filter", f, "dy", dy);
-  check_shapes(op, win, input_shape, f.shape(), &dy.shape());
-  const TensorShape& xs = input_shape;
+  check_shapes(op, win, xs, f.shape(), &dy.shape());
   out[0] = {
       TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], f.shape()[2])},
       f.dtype()};
 }
 
 std::string DepthwiseConv2DBackpropInput::attributes() const {
-  return fmt::format("input_shape={}, {}", input_shape.to_string(), win.to_string());
+  return fmt::format("input_shape={}, {}{}", input_shape.to_string(), win.to_string(),
+                     detail::shape_from_text(from));
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, dwconv(G, f)> = <f, backprop_filter(G, dy)>.
@@ -208,8 +214,10 @@ std::vector<Tensor> DepthwiseConv2DBackpropInput::vjp(std::span<const Tensor> pr
   for (int a : argnums) {
     if (a == 0)
       grads.push_back(detail::depthwise_conv2d_backprop_filter(g, f.shape(), dy, win));
-    else
+    else if (a == 1)
       grads.push_back(detail::dispatch(DepthwiseConv2D(win), {g, f}));
+    else
+      grads.emplace_back();  // the forward input gives only its shape
   }
   return grads;
 }
@@ -242,12 +250,10 @@ std::vector<Tensor> DepthwiseConv2DBackpropFilter::vjp(std::span<const Tensor> p
   const Tensor& x = primals[0];
   const Tensor& dy = primals[1];
   const Tensor& g = cotangents[0];
-  TensorShape xs = x.shape();
-  if (detail::open_shapes()) xs[0] = None;
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::depthwise_conv2d_backprop_input(xs, g, dy, win));
+      grads.push_back(detail::depthwise_conv2d_backprop_input(detail::shape_source(x), g, dy, win));
     else
       grads.push_back(detail::dispatch(DepthwiseConv2D(win), {x, g}));
   }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/dynamic_shape.h"
 #include "ops/primitive.h"
 
 namespace tapeflow::nn {
@@ -66,6 +67,10 @@ DepthwiseGeom depthwise_geometry(const DepthwiseWindow& win, const TensorShape& 
 // The gradients of depthwise_conv2d (single primitives; linear in both of their inputs).
 Tensor depthwise_conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filter,
                                        const Tensor& dy, const DepthwiseWindow& win);
+// The same with the input's shape from `input` (read when the op runs in a trace for None
+// dimensions).
+Tensor depthwise_conv2d_backprop_input(const ShapeSource& input, const Tensor& filter,
+                                       const Tensor& dy, const DepthwiseWindow& win);
 Tensor depthwise_conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
                                         const Tensor& dy, const DepthwiseWindow& win);
 
@@ -88,12 +93,15 @@ struct DepthwiseConv2D final : PrimitiveBase<DepthwiseConv2D> {
 };
 
 // filter (KH, KW, C, M) and dy (N, OH, OW, C * M) -> dx of input_shape (N, H, W, C)
-// (TF's DepthwiseConv2dNativeBackpropInput).
+// (TF's DepthwiseConv2dNativeBackpropInput). With `from` other than attribute, a third input
+// (the forward input) gives input_shape's None dimensions when the op runs (detail::ShapeFrom).
 struct DepthwiseConv2DBackpropInput final : PrimitiveBase<DepthwiseConv2DBackpropInput> {
   TensorShape input_shape;  // tf::None dims come from filter and dy
   detail::DepthwiseWindow win;
-  DepthwiseConv2DBackpropInput(TensorShape s, detail::DepthwiseWindow w)
-      : input_shape(std::move(s)), win(std::move(w)) {}
+  detail::ShapeFrom from;
+  DepthwiseConv2DBackpropInput(TensorShape s, detail::DepthwiseWindow w,
+                               detail::ShapeFrom f = detail::ShapeFrom::attribute)
+      : input_shape(std::move(s)), win(std::move(w)), from(f) {}
   const char* name() const override { return "depthwise_conv2d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS

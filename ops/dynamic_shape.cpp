@@ -9,6 +9,7 @@
 #include "core/context.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/helpers.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 
@@ -186,6 +187,76 @@ struct MergeAxes final : PrimitiveBase<MergeAxes> {
   }
 };
 
+// detail::axis_table's op: the table for the size of one axis of its input, made in produce().
+struct AxisTable final : PrimitiveBase<AxisTable> {
+  int axis;
+  std::string kind;
+  std::vector<double> params;
+  DType dtype;
+  std::function<std::vector<double>(int64_t)> make;
+  std::function<TensorShape(int64_t)> shape;
+  const char* name() const override { return "axis_table"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {shape(in[0].shape()[axis]), dtype};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool reads_only_shapes() const override { return true; }
+  bool stops_gradients() const override { return true; }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+    const int64_t n = in[0].shape()[axis];
+    out[0] = detail::copy_to_device(detail::from_doubles(make(n), shape(n), dtype), device);
+    return true;
+  }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override {
+    return fmt::format("kind={}, axis={}, params=[{}], dtype={}", kind, axis,
+                       fmt::join(params, ", "), dtype_name(dtype));
+  }
+};
+
+TensorShape split_shape(const TensorShape& s, int axis, const std::vector<int64_t>& sizes) {
+  TensorShape o;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i != axis) {
+      o.push_back(s[i]);
+      continue;
+    }
+    for (int64_t n : sizes) o.push_back(n);
+  }
+  return o;
+}
+
+// x with one axis split into known sizes (a view; the other sizes follow x).
+struct SplitAxis final : PrimitiveBase<SplitAxis> {
+  int axis;
+  std::vector<int64_t> sizes;
+  SplitAxis(int a, std::vector<int64_t> s) : axis(a), sizes(std::move(s)) {}
+  const char* name() const override { return "split_axis"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    prims::Reshape(split_shape(in[0].shape(), axis, sizes)).infer(in, out);
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    return {detail::reshape_like(cts[0], p[0])};
+  }
+  uint32_t vjp_saves() const override { return save_input(0); }
+  std::string attributes() const override {
+    return fmt::format("axis={}, sizes=[{}]", axis, fmt::join(sizes, ", "));
+  }
+};
+
 TensorShape parts_shape(std::span<const Tensor> sources,
                         const std::vector<std::pair<int, int>>& parts) {
   TensorShape s;
@@ -241,6 +312,51 @@ Tensor reshape_from(const Tensor& x, const std::vector<Tensor>& sources,
   return dispatch(ReshapeFrom(parts), in);
 }
 
+Tensor axis_table(const Tensor& x, int axis, std::string kind, std::vector<double> params,
+                  DType dtype, std::function<std::vector<double>(int64_t)> make,
+                  std::function<TensorShape(int64_t)> shape) {
+  const int a = normalize_axis("axis_table", axis, x.shape());
+  if (!open_shapes()) {
+    const int64_t n = x.shape()[a];
+    return from_doubles(make(n), shape(n), dtype);
+  }
+  AxisTable op;
+  op.axis = a;
+  op.kind = std::move(kind);
+  op.params = std::move(params);
+  op.dtype = dtype;
+  op.make = std::move(make);
+  op.shape = std::move(shape);
+  return dispatch(op, {x});
+}
+
+Tensor split_axis(const Tensor& x, int axis, const std::vector<int64_t>& sizes) {
+  const int a = normalize_axis("split_axis", axis, x.shape());
+  int64_t n = 1;
+  for (int64_t k : sizes) n *= k;
+  TF_CHECK_ARG(x.shape()[a] == None || x.shape()[a] == n, "split_axis",
+               "cannot split axis {} of shape {} into [{}]", a, x.shape().to_string(),
+               fmt::join(sizes, ", "));
+  if (!open_shapes()) return reshape(x, split_shape(x.shape(), a, sizes));
+  return dispatch(SplitAxis(a, sizes), {x});
+}
+
+Tensor crop(const char* op, const Tensor& x, const std::vector<int64_t>& begin,
+            const std::vector<int64_t>& trim) {
+  TF_CHECK_ARG(begin.size() == static_cast<size_t>(x.rank()) && trim.size() == begin.size(), op,
+               "begin [{}] and trim [{}] need one entry per dimension of shape {}",
+               fmt::join(begin, ", "), fmt::join(trim, ", "), x.shape().to_string());
+  std::vector<int64_t> size(begin.size());
+  for (size_t i = 0; i < begin.size(); ++i) {
+    const int64_t d = x.shape()[static_cast<int>(i)];
+    TF_CHECK_ARG(begin[i] >= 0 && trim[i] >= 0 && (d == None || begin[i] + trim[i] <= d), op,
+                 "cropping {} from the start and {} from the end exceeds dimension {} of shape {}",
+                 begin[i], trim[i], i, x.shape().to_string());
+    size[i] = -1 - trim[i];  // the rest of the dimension but its last trim[i]
+  }
+  return dispatch(prims::Slice(begin, std::move(size)), {x});
+}
+
 Tensor insert_axes(const Tensor& x, const std::vector<int>& axes) {
   if (axes.empty()) return x;
   return dispatch(InsertAxes(axes), {x});
@@ -273,3 +389,57 @@ Tensor reshape_like(const Tensor& x, const Tensor& like) {
 
 }  // namespace detail
 }  // namespace tapeflow
+
+namespace tapeflow::detail {
+
+namespace {
+// x's shape in channels-last order: (N, C, s1, ..., sk) -> (N, s1, ..., sk, C).
+TensorShape channels_last(const TensorShape& s) {
+  if (s.rank() < 3) return s;
+  std::vector<int64_t> d{s[0]};
+  for (int i = 2; i < s.rank(); ++i) d.push_back(s[i]);
+  d.push_back(s[1]);
+  return TensorShape(d);
+}
+}  // namespace
+
+TensorShape resolve_input_shape(const char* op, const TensorShape& attr, ShapeFrom from,
+                                std::span<const Tensor> inputs) {
+  if (from == ShapeFrom::attribute) return attr;
+  TF_CHECK_T(InternalError, !inputs.empty(), op, "expects the forward input as its last input");
+  const TensorShape& x = inputs.back().shape();
+  const TensorShape like = from == ShapeFrom::last_input_channels_first ? channels_last(x) : x;
+  TF_CHECK_T(InternalError, like.rank() == attr.rank(), op,
+             "input_shape {} and its last input {} differ in rank", attr.to_string(),
+             x.to_string());
+  TensorShape out = attr;
+  for (int i = 0; i < attr.rank(); ++i)
+    if (out[i] == None) out[i] = like[i];
+  return out;
+}
+
+std::string shape_from_text(ShapeFrom from) {
+  switch (from) {
+    case ShapeFrom::attribute:
+      return {};
+    case ShapeFrom::last_input:
+      return ", input_shape from the last input";
+    case ShapeFrom::last_input_channels_first:
+      return ", input_shape from the last input (channels first)";
+  }
+  return {};
+}
+
+std::vector<Tensor> ShapeSource::with(std::vector<Tensor> inputs) const {
+  if (like.defined()) inputs.push_back(like);
+  return inputs;
+}
+
+ShapeSource shape_source(const Tensor& x, bool channels_first) {
+  if (!open_shapes())
+    return {channels_first ? channels_last(x.shape()) : x.shape(), ShapeFrom::attribute, Tensor()};
+  return {TensorShape(std::vector<int64_t>(static_cast<size_t>(x.rank()), None)),
+          channels_first ? ShapeFrom::last_input_channels_first : ShapeFrom::last_input, x};
+}
+
+}  // namespace tapeflow::detail

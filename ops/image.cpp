@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/image_kernels.h"
 #include "ops/image_more.h"
@@ -53,47 +54,68 @@ Tensor reverse_axis(const Tensor& x, int axis) {
   return gather(x, constant(idx), axis);
 }
 
-// A constant of per-position values along `axis`, shaped to broadcast against the dimensions
-// after it (trailing sizes 1).
-Tensor along_axis(const std::vector<double>& v, DType dtype, int axis, int rank) {
-  TensorShape s{static_cast<int64_t>(v.size())};
-  for (int d = axis + 1; d < rank; ++d) s.push_back(1);
-  return detail::from_doubles(v, s, dtype);
-}
-
-// One axis of TF's ResizeBilinear with half-pixel centres: output o reads input position
-// (o + 0.5) * in / out - 0.5, between floor and ceil (clamped to the image), in float32 as TF.
-Tensor resize_bilinear_axis(const Tensor& x, int axis, int64_t out_size) {
-  const int64_t in_size = x.shape()[axis];
-  if (in_size == out_size) return x;  // every position falls on a pixel
+// The tables of one axis of TF's ResizeBilinear with half-pixel centres for an input of length
+// in_size: output o reads input position (o + 0.5) * in / out - 0.5, between floor (which 0)
+// and ceil (which 1; clamped to the image) with weight (which 2) position - floor, in float32
+// as TF.
+std::vector<double> bilinear_table(int64_t in_size, int64_t out_size, int which) {
   const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
-  std::vector<int64_t> lo(static_cast<size_t>(out_size)), hi(lo.size());
-  std::vector<double> lerp(lo.size());
+  std::vector<double> t(static_cast<size_t>(out_size));
   for (int64_t o = 0; o < out_size; ++o) {
     const float in = (static_cast<float>(o) + 0.5f) * scale - 0.5f;
     const float f = std::floor(in);
     const auto k = static_cast<size_t>(o);
-    lo[k] = std::max<int64_t>(static_cast<int64_t>(f), 0);
-    hi[k] = std::min<int64_t>(static_cast<int64_t>(std::ceil(in)), in_size - 1);
-    lerp[k] = static_cast<double>(in - f);
+    if (which == 0)
+      t[k] = static_cast<double>(std::max<int64_t>(static_cast<int64_t>(f), 0));
+    else if (which == 1)
+      t[k] =
+          static_cast<double>(std::min<int64_t>(static_cast<int64_t>(std::ceil(in)), in_size - 1));
+    else
+      t[k] = static_cast<double>(in - f);
   }
-  const Tensor a = gather(x, constant(lo), axis);
-  const Tensor b = gather(x, constant(hi), axis);
-  return a + (b - a) * along_axis(lerp, x.dtype(), axis, x.rank());
+  return t;
+}
+
+// One of bilinear_table's tables for x's axis (made when the graph runs in a trace for None
+// dimensions), shaped (out_size, 1, ...) to index or broadcast along `axis`.
+Tensor bilinear(const Tensor& x, int axis, int64_t out_size, int which, DType dtype) {
+  const int trailing = which == 2 ? x.rank() - axis - 1 : 0;
+  return detail::axis_table(
+      x, axis, "resize_bilinear", {static_cast<double>(out_size), static_cast<double>(which)},
+      dtype, [out_size, which](int64_t n) { return bilinear_table(n, out_size, which); },
+      [out_size, trailing](int64_t) {
+        TensorShape s{out_size};
+        for (int d = 0; d < trailing; ++d) s.push_back(1);
+        return s;
+      });
+}
+
+// One axis of TF's ResizeBilinear (bilinear_table).
+Tensor resize_bilinear_axis(const Tensor& x, int axis, int64_t out_size) {
+  // Every position falls on a pixel (in a trace for None dimensions the tables say so).
+  if (x.shape()[axis] == out_size && !detail::open_shapes()) return x;
+  const Tensor a = gather(x, bilinear(x, axis, out_size, 0, int64), axis);
+  const Tensor b = gather(x, bilinear(x, axis, out_size, 1, int64), axis);
+  return a + (b - a) * bilinear(x, axis, out_size, 2, x.dtype());
 }
 
 // One axis of TF's ResizeNearestNeighbor with half-pixel centres (align_corners false): output
 // o reads floor((o + 0.5) * in / out), clamped to the image.
 Tensor resize_nearest_axis(const Tensor& x, int axis, int64_t out_size) {
-  const int64_t in_size = x.shape()[axis];
-  if (in_size == out_size) return x;
-  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
-  std::vector<int64_t> idx(static_cast<size_t>(out_size));
-  for (int64_t o = 0; o < out_size; ++o) {
-    const auto i = static_cast<int64_t>(std::floor((static_cast<float>(o) + 0.5f) * scale));
-    idx[static_cast<size_t>(o)] = std::clamp<int64_t>(i, 0, in_size - 1);
-  }
-  return gather(x, constant(idx), axis);
+  if (x.shape()[axis] == out_size && !detail::open_shapes()) return x;
+  auto table = [out_size](int64_t in_size) {
+    const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+    std::vector<double> idx(static_cast<size_t>(out_size));
+    for (int64_t o = 0; o < out_size; ++o) {
+      const auto i = static_cast<int64_t>(std::floor((static_cast<float>(o) + 0.5f) * scale));
+      idx[static_cast<size_t>(o)] = static_cast<double>(std::clamp<int64_t>(i, 0, in_size - 1));
+    }
+    return idx;
+  };
+  const Tensor idx =
+      detail::axis_table(x, axis, "resize_nearest", {static_cast<double>(out_size)}, int64, table,
+                         [out_size](int64_t) { return TensorShape{out_size}; });
+  return gather(x, idx, axis);
 }
 
 // The slice sizes of a crop: -1 (everything) for the batch, so a None batch stays None.

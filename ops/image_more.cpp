@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
@@ -160,9 +161,7 @@ std::vector<double> scale_translate_weights(const Kernel& kernel, bool antialias
 // Applies the (out, in) weights along the height (rank - 3) or width (rank - 2) axis with a
 // broadcast matmul: the width is the row axis of each (width, channels) matrix; the height is
 // swapped into that place and back.
-Tensor apply_axis(const Tensor& x, int axis, const std::vector<double>& weights, int64_t out) {
-  const int64_t in = x.shape()[axis];
-  const Tensor w = tapeflow::detail::from_doubles(weights, {out, in}, x.dtype());
+Tensor apply_axis(const Tensor& x, int axis, const Tensor& w) {
   if (axis == x.rank() - 2) return matmul(w, x);
   std::vector<int> perm(static_cast<size_t>(x.rank()));
   for (int d = 0; d < x.rank(); ++d) perm[static_cast<size_t>(d)] = d;
@@ -204,7 +203,8 @@ std::vector<double> resize_weights(const std::string& method, bool antialias, in
 
 Tensor apply_axis_weights(const Tensor& x, int axis, const std::vector<double>& weights,
                           int64_t out) {
-  return image::apply_axis(x, axis, weights, out);
+  const int64_t in = x.shape()[axis];
+  return image::apply_axis(x, axis, tapeflow::detail::from_doubles(weights, {out, in}, x.dtype()));
 }
 
 Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>& size,
@@ -213,10 +213,19 @@ Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>&
   // TF's kernels return float32; float64 stays float64 (as bilinear) so that gradients can be
   // checked in float64.
   const Tensor x = d == float64 || d == float32 ? images : cast(images, float32);
-  const int64_t H = images.shape()[h], W = images.shape()[h + 1];
-  const auto wh = resize_weights(method, antialias, H, size[0]);
-  const auto ww = resize_weights(method, antialias, W, size[1]);
-  return image::apply_axis(image::apply_axis(x, h + 1, ww, size[1]), h, wh, size[0]);
+  // The (out, in) weights of an axis, made from its length when the graph runs in a trace for
+  // None dimensions.
+  const auto weights = [&](const Tensor& t, int axis, int64_t out) {
+    return tapeflow::detail::axis_table(
+        t, axis, std::string("resize_") + method + (antialias ? "_antialias" : ""),
+        {static_cast<double>(out)}, t.dtype(),
+        [method, antialias, out](int64_t in) { return resize_weights(method, antialias, in, out); },
+        [out](int64_t in) {
+          return TensorShape{out, in};
+        });
+  };
+  const Tensor y = image::apply_axis(x, h + 1, weights(x, h + 1, size[1]));
+  return image::apply_axis(y, h, weights(y, h, size[0]));
 }
 
 }  // namespace tapeflow::image_detail

@@ -696,17 +696,18 @@ void Slice::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
   TF_CHECK_ARG(begin.size() == static_cast<size_t>(r) && size.size() == static_cast<size_t>(r),
                name(), "begin {} and size {} need one entry per dimension of shape {}",
                detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
-  TensorShape os(size);
+  std::vector<int64_t> os(size);
   for (int i = 0; i < r; ++i) {
     const int64_t d = x.shape()[i];
     // A symbolic tensor's unknown dimension (-1) is checked when the graph runs.
-    TF_CHECK_ARG(
-        begin[i] >= 0 && size[i] >= -1 && (d < 0 || (begin[i] <= d && size[i] <= d - begin[i])),
-        name(), "begin {} and size {} are out of bounds for shape {}", detail::vec_to_string(begin),
-        detail::vec_to_string(size), x.shape().to_string());
-    if (size[i] == -1) os[i] = d < 0 ? -1 : d - begin[i];
+    // (size -1 - t: the rest of the dimension but its last t.)
+    const int64_t trim = size[i] < 0 ? -1 - size[i] : 0;
+    TF_CHECK_ARG(begin[i] >= 0 && (d < 0 || (begin[i] + trim <= d && size[i] <= d - begin[i])),
+                 name(), "begin {} and size {} are out of bounds for shape {}",
+                 detail::vec_to_string(begin), detail::vec_to_string(size), x.shape().to_string());
+    if (size[i] < 0) os[static_cast<size_t>(i)] = d < 0 ? -1 : d - begin[i] - trim;
   }
-  out[0] = {os, x.dtype()};
+  out[0] = {TensorShape(std::move(os)), x.dtype()};
 }
 std::string Slice::attributes() const {
   return fmt::format("begin={}, size={}", detail::vec_to_string(begin),
@@ -823,7 +824,8 @@ uint32_t Slice::vjp_saves() const { return 0; }
 std::vector<Tensor> Slice::vjp(Span p, Span cts, std::span<const int>, Span) const {
   std::vector<std::pair<int64_t, int64_t>> paddings;
   for (int d = 0; d < p[0].rank(); ++d)
-    paddings.emplace_back(begin[d], size[d] == -1 ? 0 : p[0].shape()[d] - begin[d] - size[d]);
+    paddings.emplace_back(begin[d],
+                          size[d] < 0 ? -1 - size[d] : p[0].shape()[d] - begin[d] - size[d]);
   return {pad(cts[0], paddings)};
 }
 

@@ -85,7 +85,8 @@ struct BroadcastTo final : PrimitiveBase<BroadcastTo> {
 };
 
 // 0 <= begin[i] <= begin[i] + size[i] <= dim; size[i] = -1 takes the rest of dimension i
-// (dim - begin[i]), so that a graph traced for a None dimension does not bake its size in.
+// (dim - begin[i]), so that a graph traced for a None dimension does not bake its size in, and
+// size[i] = -1 - t the rest but the last t (x[b:-t]; detail::crop; tf::slice allows -1 only).
 struct Slice final : PrimitiveBase<Slice> {
   std::vector<int64_t> begin, size;
   Slice(std::vector<int64_t> b, std::vector<int64_t> s) : begin(std::move(b)), size(std::move(s)) {}

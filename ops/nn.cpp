@@ -43,6 +43,13 @@ WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same)
   return d;
 }
 
+int64_t transposed_extra(int64_t k, int stride, int dilation, bool same,
+                         std::optional<int> output_padding) {
+  const int64_t eff = (k - 1) * dilation + 1;
+  if (!output_padding) return same ? 0 : std::max<int64_t>(eff - stride, 0);
+  return eff - stride - 2 * (same ? eff / 2 : 0) + *output_padding;
+}
+
 int64_t clamp_same_window(int64_t in, int64_t k, int stride) {
   if (in == None || in <= 0 || stride <= 0) return k;  // no window over an empty dimension
   const int64_t out = (in + stride - 1) / stride;
@@ -145,16 +152,15 @@ std::vector<Tensor> Conv2D::vjp(std::span<const Tensor> primals, std::span<const
   const Tensor& x = primals[0];
   const Tensor& f = primals[1];
   std::vector<Tensor> grads;
-  // A graph for None dimensions leaves the batch open: the op takes it from dy when it runs.
-  TensorShape xs = x.shape();
-  if (detail::open_shapes()) xs[0] = None;
   // NCHW: the NHWC gradient ops on dy moved to NHWC once (and x for the filters), dx moved back.
   const bool cf = layout.channels_first;
   const Tensor dy = cf ? tapeflow::transpose(cotangents[0], {0, 2, 3, 1}) : cotangents[0];
   for (int a : argnums) {
     if (a == 0) {
-      const Tensor dx = detail::conv2d_backprop_input(layout.nhwc(xs), f, dy, stride_h, stride_w,
-                                                      dilation_h, dilation_w, same, groups);
+      // (In a trace for None dimensions, dx takes x's shape when the graph runs.)
+      const Tensor dx =
+          detail::conv2d_backprop_input(detail::shape_source(x, cf), f, dy, stride_h, stride_w,
+                                        dilation_h, dilation_w, same, groups);
       grads.push_back(cf ? tapeflow::transpose(dx, {0, 3, 1, 2}) : dx);
     } else {
       grads.push_back(detail::conv2d_backprop_filter(cf ? tapeflow::transpose(x, {0, 2, 3, 1}) : x,
@@ -206,11 +212,9 @@ std::vector<Tensor> AvgPool2D::vjp(std::span<const Tensor> primals,
                                    std::span<const Tensor> cotangents, std::span<const int> argnums,
                                    std::span<const Tensor>) const {
   std::vector<Tensor> grads;
-  TensorShape xs = primals[0].shape();
-  if (detail::open_shapes()) xs[0] = None;  // taken from dy when it runs
   for (size_t i = 0; i < argnums.size(); ++i)
-    grads.push_back(detail::avg_pool2d_grad(xs, cotangents[0], k_h, k_w, stride_h, stride_w,
-                                            same));
+    grads.push_back(detail::avg_pool2d_grad(detail::shape_source(primals[0]), cotangents[0], k_h,
+                                            k_w, stride_h, stride_w, same));
   return grads;
 }
 
@@ -573,6 +577,18 @@ namespace nn {
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding,
                         const std::vector<int>& dilations, const std::string& data_format) {
+  return detail::conv2d_transpose(input, filters, output_shape, strides, padding, dilations,
+                                  data_format, std::nullopt);
+}
+
+}  // namespace nn
+
+namespace detail {
+
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations, const std::string& data_format,
+                        std::optional<std::array<int, 2>> output_padding) {
   const char* op = "conv2d_transpose";
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
@@ -598,9 +614,17 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Tensor
                os.to_string(), os[c], fs.to_string(), fs[2]);
   TF_CHECK_ARG(!differ(os[0], xs[0]), op, "output_shape {} has batch {} but the input {} has {}",
                os.to_string(), os[0], xs.to_string(), xs[0]);
+  std::array<int64_t, 2> extra{0, 0};
   for (int i = 0; i < 2; ++i) {
-    TF_CHECK_ARG(os[h + i] != None && os[h + i] >= 0, op,
-                 "output_shape {} needs a known, non-negative height and width", os.to_string());
+    if (os[h + i] == None) {  // Keras' length, which the op checks when it runs
+      extra[static_cast<size_t>(i)] = detail::transposed_extra(
+          fs[i], s[i], d[i], same,
+          output_padding ? std::optional<int>((*output_padding)[static_cast<size_t>(i)])
+                         : std::nullopt);
+      continue;
+    }
+    TF_CHECK_ARG(os[h + i] >= 0, op, "output_shape {} needs a non-negative height and width",
+                 os.to_string());
     const int64_t eff = (fs[i] - 1) * d[i] + 1;
     const int64_t back =
         same || os[h + i] >= eff ? detail::window_dim(os[h + i], fs[i], s[i], d[i], same).out : 0;
@@ -618,12 +642,17 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   // NCHW: the NHWC op between two transposes.
   return detail::naming_errors(op, [&] {
     if (!layout.channels_first)
-      return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same);
+      return detail::conv2d_backprop_input(out, filters, input, s[0], s[1], d[0], d[1], same, 1,
+                                           extra);
     const Tensor in = detail::move_channels_last(op, input, 4, "NCHW");
-    return detail::move_channels_first(
-        detail::conv2d_backprop_input(layout.nhwc(out), filters, in, s[0], s[1], d[0], d[1], same));
+    return detail::move_channels_first(detail::conv2d_backprop_input(
+        layout.nhwc(out), filters, in, s[0], s[1], d[0], d[1], same, 1, extra));
   });
 }
+
+}  // namespace detail
+
+namespace nn {
 
 namespace {
 // detail::clamp_same_window for both dimensions of a 2-D pooling.

@@ -2,6 +2,7 @@
 // and pooling (NHWC inputs, HWIO filters, "SAME" or "VALID" padding, as TF).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -62,7 +63,11 @@ inline Tensor conv2d(const Tensor& input, const Tensor& filters, int strides,
 // input, as a forward op. filters are (KH, KW, out_channels, in_channels), as TF's; output_shape
 // is the output shape (in data_format's layout), which a conv2d with these filters, strides,
 // padding and dilations must map back to the input's height and width (else an
-// InvalidArgumentError naming both). data_format "NCHW" runs natively, as conv2d's.
+// InvalidArgumentError naming both). data_format "NCHW" runs natively, as conv2d's. A height or
+// width of tf::None (where TF takes a run-time shape tensor) is Keras' default length, the
+// shortest that maps back: input * stride for SAME, input * stride + max(effective kernel -
+// stride, 0) for VALID; in a tf::function traced for None dimensions it follows each call's
+// input.
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding = "SAME",
                         const std::vector<int>& dilations = {1},
@@ -148,6 +153,13 @@ struct WindowDim {
   int64_t pad_after = 0;
 };
 WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same);
+// Keras' deconv_output_length, a transposed convolution's output length for an input of length
+// `in`, as in * stride + transposed_extra(...): with output_padding p, (in - 1) * stride +
+// effective_k - 2 * pad + p (pad = effective_k / 2 for SAME, 0 for VALID); without it, 0 more
+// for SAME and max(effective_k - stride, 0) for VALID (the shortest length whose convolution
+// gives `in` windows).
+int64_t transposed_extra(int64_t k, int stride, int dilation, bool same,
+                         std::optional<int> output_padding = std::nullopt);
 // A SAME pooling window longer than in + (out - 1) * stride covers the whole input at every
 // output once clipped (pooling ignores the padding), so that length gives the same result
 // without walking a window of, say, 2^30 mostly padded positions: min(k, that length), or k
@@ -179,6 +191,12 @@ Tensor conv2d_with_groups(const Tensor& input, const Tensor& filters,
 // A pooling primitive's attributes, as graph dumps show them (and equivalence compares):
 // "ksize=[kh, kw], strides=[sh, sw], padding=SAME".
 std::string pool_attributes(int k_h, int k_w, int stride_h, int stride_w, bool same);
+// nn::conv2d_transpose with Keras' output_padding (per spatial dimension), which sets the length
+// of a None height or width of output_shape (transposed_extra).
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations, const std::string& data_format,
+                        std::optional<std::array<int, 2>> output_padding);
 // With one output along a dimension the stride changes nothing: it is shrunk to the smallest
 // one that still gives that single output (h + pads - k + 1), for kernels that reject huge
 // strides (oneDNN refused a pooling descriptor with a stride of 2^31 - 1). G has the fields

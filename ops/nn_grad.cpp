@@ -91,12 +91,16 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   const Tensor& dy = in[1];
   check_window(op, stride_h, stride_w, dilation_h, dilation_w);
   check_rank4(op, "input_shape", input_shape, "NHWC");
+  TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
+  const int stride[2] = {stride_h, stride_w};
+  for (int i = 0; i < 2; ++i)
+    if (xs[1 + i] == None && dy.shape().rank() == 4 && dy.shape()[1 + i] != None)
+      xs[1 + i] = dy.shape()[1 + i] * stride[i] + extra[static_cast<size_t>(i)];
   check_rank4(op, "filters", f.shape(), "HWIO");
   check_rank4(op, "dy", dy.shape(), "NHWC");
   detail::check_float_pair(op, "filters", f, "dy", dy);
-  check_conv_shapes(op, input_shape, f.shape(), dy.shape(), stride_h, stride_w, dilation_h,
-                    dilation_w, same, groups);
-  const TensorShape& xs = input_shape;
+  check_conv_shapes(op, xs, f.shape(), dy.shape(), stride_h, stride_w, dilation_h, dilation_w, same,
+                    groups);
   const int64_t fc = f.shape()[2];
   out[0] = {TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2],
                         known_or(xs[3], fc == None ? None : fc * groups)},
@@ -104,9 +108,14 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
 }
 
 std::string Conv2DBackpropInput::attributes() const {
-  return fmt::format("input_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}",
+  return fmt::format("input_shape={}, strides=[{}, {}], dilations=[{}, {}], padding={}{}{}",
                      input_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
-                     padding_name(same), detail::conv_groups_attribute(groups));
+                     padding_name(same), detail::conv_groups_attribute(groups),
+                     detail::shape_from_text(from)) +
+         (from == detail::ShapeFrom::attribute && input_shape.rank() == 4 &&
+                  (input_shape[1] == None || input_shape[2] == None)
+              ? fmt::format(", extra=[{}, {}]", extra[0], extra[1])
+              : std::string());
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv2d(G, f)> = <f, backprop_filter(G, dy)>.
@@ -122,6 +131,8 @@ std::vector<Tensor> Conv2DBackpropInput::vjp(std::span<const Tensor> primals,
     if (a == 0)
       grads.push_back(detail::conv2d_backprop_filter(g, f.shape(), dy, stride_h, stride_w,
                                                      dilation_h, dilation_w, same, groups));
+    else if (a == 2)
+      grads.emplace_back();  // the forward input gives only its shape
     else
       // (Filters without elements: Conv2D refuses them, and dy has no dependence on them.)
       grads.push_back(
@@ -171,8 +182,9 @@ std::vector<Tensor> Conv2DBackpropFilter::vjp(std::span<const Tensor> primals,
   std::vector<Tensor> grads;
   for (int a : argnums) {
     if (a == 0)
-      grads.push_back(detail::conv2d_backprop_input(x.shape(), g, dy, stride_h, stride_w,
-                                                    dilation_h, dilation_w, same, groups));
+      grads.push_back(detail::conv2d_backprop_input(detail::shape_source(x), g, dy, stride_h,
+                                                    stride_w, dilation_h, dilation_w, same,
+                                                    groups));
     else
       grads.push_back(
           g.num_elements() == 0
@@ -254,12 +266,12 @@ void AvgPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
   const char* op = name();
   const Tensor& dy = in[0];
   check_rank4(op, "input_shape", input_shape, "NHWC");
+  const TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
   check_rank4(op, "dy", dy.shape(), "NHWC");
   TF_CHECK_ARG(is_floating(dy.dtype()), op,
                "expects float16, bfloat16, float32 or float64 tensors, got {}",
                dtype_name(dy.dtype()));
-  check_pool_shapes(op, input_shape, dy.shape(), k_h, k_w, stride_h, stride_w, same);
-  const TensorShape& xs = input_shape;
+  check_pool_shapes(op, xs, dy.shape(), k_h, k_w, stride_h, stride_w, same);
   out[0] = {
       TensorShape{known_or(xs[0], dy.shape()[0]), xs[1], xs[2], known_or(xs[3], dy.shape()[3])},
       dy.dtype()};
@@ -267,7 +279,8 @@ void AvgPool2DGrad::infer(std::span<const Tensor> in, std::span<TensorMeta> out)
 
 std::string AvgPool2DGrad::attributes() const {
   return "input_shape=" + input_shape.to_string() + ", " +
-         detail::pool_attributes(k_h, k_w, stride_h, stride_w, same);
+         detail::pool_attributes(k_h, k_w, stride_h, stride_w, same) +
+         detail::shape_from_text(from);
 }
 
 // Linear in dy, and the transpose of avg_pool2d: its vjp is avg_pool2d itself.
@@ -275,9 +288,10 @@ std::vector<Tensor> AvgPool2DGrad::vjp(std::span<const Tensor>, std::span<const 
                                        std::span<const int> argnums,
                                        std::span<const Tensor>) const {
   std::vector<Tensor> grads;
-  for (size_t i = 0; i < argnums.size(); ++i)
+  for (int a : argnums)
     grads.push_back(
-        detail::dispatch(AvgPool2D(k_h, k_w, stride_h, stride_w, same), {cotangents[0]}));
+        a == 0 ? detail::dispatch(AvgPool2D(k_h, k_w, stride_h, stride_w, same), {cotangents[0]})
+               : Tensor());  // the forward input gives only its shape
   return grads;
 }
 
@@ -288,10 +302,18 @@ namespace detail {
 
 Tensor conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filters,
                              const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                             int dilation_w, bool same, int groups) {
+                             int dilation_w, bool same, int groups, std::array<int64_t, 2> extra) {
   return dispatch(prims::Conv2DBackpropInput(input_shape, stride_h, stride_w, dilation_h,
-                                             dilation_w, same, groups),
+                                             dilation_w, same, groups, ShapeFrom::attribute, extra),
                   {filters, dy});
+}
+
+Tensor conv2d_backprop_input(const ShapeSource& input, const Tensor& filters, const Tensor& dy,
+                             int stride_h, int stride_w, int dilation_h, int dilation_w, bool same,
+                             int groups) {
+  return dispatch(prims::Conv2DBackpropInput(input.shape, stride_h, stride_w, dilation_h,
+                                             dilation_w, same, groups, input.from),
+                  input.with({filters, dy}));
 }
 
 Tensor conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
@@ -309,7 +331,14 @@ Tensor max_pool2d_grad(const Tensor& input, const Tensor& dy, int k_h, int k_w, 
 
 Tensor avg_pool2d_grad(const TensorShape& input_shape, const Tensor& dy, int k_h, int k_w,
                        int stride_h, int stride_w, bool same) {
-  return dispatch(prims::AvgPool2DGrad(input_shape, k_h, k_w, stride_h, stride_w, same), {dy});
+  return avg_pool2d_grad(ShapeSource{input_shape, ShapeFrom::attribute, Tensor()}, dy, k_h, k_w,
+                         stride_h, stride_w, same);
+}
+
+Tensor avg_pool2d_grad(const ShapeSource& input, const Tensor& dy, int k_h, int k_w, int stride_h,
+                       int stride_w, bool same) {
+  return dispatch(prims::AvgPool2DGrad(input.shape, k_h, k_w, stride_h, stride_w, same, input.from),
+                  input.with({dy}));
 }
 
 }  // namespace detail

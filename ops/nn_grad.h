@@ -5,29 +5,40 @@
 // own where the op is linear, so second-order gradients work. Floating dtypes only.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
+#include "ops/dynamic_shape.h"
 #include "ops/primitive.h"
 
 namespace tapeflow::prims {
 
 // filters (KH, KW, C / G, O) and dy (N, OH, OW, O) -> dx of input_shape (N, H, W, C): conv2d's
 // gradient with respect to its input (the transposed convolution), G = groups as in Conv2D.
-// Linear in filters and dy.
+// Linear in filters and dy. With `from` other than attribute, a third input (the forward input)
+// gives input_shape's None dimensions when the op runs (detail::ShapeFrom); a None height or
+// width left is dy's times the stride plus `extra` (a transposed convolution's length,
+// detail::transposed_extra), the batch and channels come from dy and filters.
 struct Conv2DBackpropInput final : PrimitiveBase<Conv2DBackpropInput> {
-  TensorShape input_shape;  // the forward input's shape; tf::None dims come from filters and dy
+  TensorShape input_shape;  // the forward input's shape
   int stride_h, stride_w, dilation_h, dilation_w;
   bool same;
   int groups;
-  Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s, int g = 1)
+  detail::ShapeFrom from;
+  std::array<int64_t, 2> extra;
+  Conv2DBackpropInput(TensorShape in, int sh, int sw, int dh, int dw, bool s, int g = 1,
+                      detail::ShapeFrom f = detail::ShapeFrom::attribute,
+                      std::array<int64_t, 2> e = {0, 0})
       : input_shape(std::move(in)),
         stride_h(sh),
         stride_w(sw),
         dilation_h(dh),
         dilation_w(dw),
         same(s),
-        groups(g) {}
+        groups(g),
+        from(f),
+        extra(e) {}
   const char* name() const override { return "conv2d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
@@ -103,12 +114,22 @@ struct MaxPool2DGradGrad final : PrimitiveBase<MaxPool2DGradGrad> {
 
 // dy (N, OH, OW, C) -> dx of input_shape (N, H, W, C): each dy element divided by its window's
 // count of valid (non-padded) elements, as avg_pool2d divides, spread over that window. Linear.
+// With `from` other than attribute, a second input (the forward input) gives input_shape's None
+// dimensions when the op runs (detail::ShapeFrom).
 struct AvgPool2DGrad final : PrimitiveBase<AvgPool2DGrad> {
   TensorShape input_shape;
   int k_h, k_w, stride_h, stride_w;
   bool same;
-  AvgPool2DGrad(TensorShape in, int kh, int kw, int sh, int sw, bool s)
-      : input_shape(std::move(in)), k_h(kh), k_w(kw), stride_h(sh), stride_w(sw), same(s) {}
+  detail::ShapeFrom from;
+  AvgPool2DGrad(TensorShape in, int kh, int kw, int sh, int sw, bool s,
+                detail::ShapeFrom f = detail::ShapeFrom::attribute)
+      : input_shape(std::move(in)),
+        k_h(kh),
+        k_w(kw),
+        stride_h(sh),
+        stride_w(sw),
+        same(s),
+        from(f) {}
   const char* name() const override { return "avg_pool2d_grad"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS
@@ -127,7 +148,13 @@ namespace tapeflow::detail {
 // primitive whose gradient they compute.
 Tensor conv2d_backprop_input(const TensorShape& input_shape, const Tensor& filters,
                              const Tensor& dy, int stride_h, int stride_w, int dilation_h,
-                             int dilation_w, bool same, int groups = 1);
+                             int dilation_w, bool same, int groups = 1,
+                             std::array<int64_t, 2> extra = {0, 0});
+// The same with the input's shape from `input` (detail::shape_source: read when the op runs in a
+// trace for None dimensions).
+Tensor conv2d_backprop_input(const ShapeSource& input, const Tensor& filters, const Tensor& dy,
+                             int stride_h, int stride_w, int dilation_h, int dilation_w, bool same,
+                             int groups = 1);
 Tensor conv2d_backprop_filter(const Tensor& input, const TensorShape& filter_shape,
                               const Tensor& dy, int stride_h, int stride_w, int dilation_h,
                               int dilation_w, bool same, int groups = 1);
@@ -135,5 +162,7 @@ Tensor max_pool2d_grad(const Tensor& input, const Tensor& dy, int k_h, int k_w, 
                        int stride_w, bool same);
 Tensor avg_pool2d_grad(const TensorShape& input_shape, const Tensor& dy, int k_h, int k_w,
                        int stride_h, int stride_w, bool same);
+Tensor avg_pool2d_grad(const ShapeSource& input, const Tensor& dy, int k_h, int k_w, int stride_h,
+                       int stride_w, bool same);
 
 }  // namespace tapeflow::detail

@@ -20,6 +20,7 @@ struct Case {
   std::function<tf::keras::Layer()> make;
   std::vector<int64_t> features;  // the input's shape after the batch dimension
   bool training = false;
+  bool channels_first = false;  // features[0] holds the channels (else the last one)
 };
 
 std::vector<Case> cases() {
@@ -62,7 +63,9 @@ std::vector<Case> cases() {
       {"Conv2D", [] { return L::Conv2D(3, 2, {.padding = "same"}); }, {4, 5, 2}},
       {"Conv2D channels_first",
        [] { return L::Conv2D(3, 2, {.padding = "same", .data_format = "channels_first"}); },
-       {2, 4, 5}},
+       {2, 4, 5},
+       false,
+       true},
       {"Conv2DTranspose", [] { return L::Conv2DTranspose(3, 2, {.strides = 2}); }, {4, 5, 2}},
       {"DepthwiseConv2D", [] { return L::DepthwiseConv2D(2); }, {4, 5, 2}},
       {"SeparableConv2D", [] { return L::SeparableConv2D(3, 2); }, {4, 5, 2}},
@@ -125,6 +128,46 @@ TEST_CASE("None batch sweep: Keras layers and their gradients trace once and equ
       REQUIRE(got.size() == want.size());
       for (size_t k = 0; k < want.size(); ++k)
         tf::testing::check_close(got[k], want[k], 1e-9, 1e-10);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
+TEST_CASE("None spatial sweep: Keras layers over any length or image size trace once", "[keras]") {
+  // The cases above whose input has a time or spatial axis, with every dimension but the
+  // channels None: a text CNN over sequences of any length, a fully convolutional network over
+  // images of any size.
+  tf::keras::backend::set_floatx(tf::float64);
+  struct Restore {
+    ~Restore() { tf::keras::backend::set_floatx(tf::float32); }
+  } restore;
+  for (const Case& c : cases()) {
+    if (c.features.size() < 2) continue;
+    INFO("layer: " << c.name);
+    const tf::keras::Layer layer = c.make();
+    const size_t channels = c.channels_first ? 0 : c.features.size() - 1;
+    std::vector<int64_t> spec{tf::None};
+    for (size_t i = 0; i < c.features.size(); ++i)
+      spec.push_back(i == channels ? c.features[i] : tf::None);
+    auto f =
+        tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
+                     {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
+    const int64_t batches[] = {2, 5, 1, 3}, grow[] = {0, 3, 1, 2};
+    for (int k = 0; k < 4; ++k) {
+      std::vector<int64_t> dims{batches[k]};
+      for (size_t i = 0; i < c.features.size(); ++i)
+        dims.push_back(c.features[i] + (i == channels ? 0 : grow[k] + static_cast<int64_t>(i)));
+      const tf::TensorShape shape(dims);
+      INFO("input " << shape.to_string());
+      const tf::Tensor x =
+          tf::constant(tf::testing::random_values(static_cast<size_t>(shape.num_elements()), -1, 1,
+                                                  static_cast<unsigned>(k + 7)),
+                       shape);
+      const std::vector<tf::Tensor> want = loss_and_gradients(layer, x, c.training);
+      const std::vector<tf::Tensor> got = f(x);
+      REQUIRE(got.size() == want.size());
+      for (size_t j = 0; j < want.size(); ++j)
+        tf::testing::check_close(got[j], want[j], 1e-9, 1e-10);
     }
     CHECK(f.tracing_count() == 1);
   }

@@ -1,0 +1,152 @@
+// A sweep over the convolutions, poolings and resizes in a tf::function whose input has None
+// spatial dimensions (a fully convolutional network on images of any size, a 1-D convolution over
+// sequences of any length): for each op, the function computes a loss of the op's result and its
+// first and second-order gradients (nested tapes inside), is called at several sizes, and must
+// equal eager at each while tracing once. A gradient that bakes the traced height or width into
+// the graph makes the probes differ and the function trace per shape: the CHECK on
+// tracing_count() names the op.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/testing.h"
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+using Op = std::function<tf::Tensor(const tf::Tensor&)>;
+
+struct Case {
+  const char* name;
+  Op op;
+};
+
+tf::Tensor ramp(int64_t n, double scale, const tf::TensorShape& shape) {
+  return tf::reshape(tf::range(0.0, static_cast<double>(n), 1.0, tf::float64) * scale - 0.5, shape);
+}
+
+// x: (batch, height, width, 2) float64 in [0.2, 1.2).
+std::vector<Case> image_cases() {
+  const tf::Tensor f3 = ramp(36, 0.03, {3, 3, 2, 2});
+  const tf::Tensor f2 = ramp(16, 0.06, {2, 2, 2, 2});
+  const tf::Tensor grouped = ramp(16, 0.06, {2, 2, 1, 4});  // 2 groups of 1 channel
+  const tf::Tensor dw = ramp(8, 0.1, {2, 2, 2, 1});
+  const tf::Tensor pw = ramp(6, 0.2, {1, 1, 2, 3});
+  const tf::Tensor f5 = ramp(32, 0.03, {2, 2, 2, 2, 2});
+  return {
+      {"conv2d SAME in both layouts",
+       [f3](const tf::Tensor& x) {
+         return tf::nn::conv2d(x, f3, 1, "SAME") +
+                tf::transpose(
+                    tf::nn::conv2d(tf::transpose(x, {0, 3, 1, 2}), f3, 1, "SAME", {1}, "NCHW"),
+                    {0, 2, 3, 1});
+       }},
+      {"conv2d strided",
+       [f3, f2](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::conv2d(x, f3, 2, "VALID"), {1, 2}) +
+                tf::reduce_sum(tf::nn::conv2d(x, f2, 2, "SAME"), {1, 2});
+       }},
+      {"conv2d dilated, grouped",
+       [f2, grouped](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::conv2d(x, f2, 1, "SAME", {2}), {1, 2, 3}) +
+                tf::reduce_sum(tf::nn::conv2d(x, grouped, 1, "VALID"), {1, 2, 3});
+       }},
+      {"depthwise and separable conv2d",
+       [dw, pw](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::depthwise_conv2d(x, dw, {2}, "SAME"), {1, 2, 3}) +
+                tf::reduce_sum(tf::nn::separable_conv2d(x, dw, pw, {1}, "VALID"), {1, 2, 3});
+       }},
+      {"max_pool2d, avg_pool2d",
+       [](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::max_pool2d(x, {2}, {2}, "SAME"), {1, 2}) +
+                tf::reduce_sum(tf::nn::avg_pool2d(x, {3}, {2}, "VALID"), {1, 2}) +
+                tf::reduce_sum(tf::nn::avg_pool2d(x, {2}, {1}, "SAME"), {1, 2});
+       }},
+      {"resize to a fixed size",
+       [](const tf::Tensor& x) {
+         return tf::image::resize(x, {4, 3}) + tf::image::resize(x, {4, 3}, "bicubic");
+       }},
+      {"conv3d, max_pool3d, avg_pool3d over None height and width",
+       [f5](const tf::Tensor& x) {
+         const tf::Tensor v = tf::stack({x, x * x}, 1);  // (batch, 2, height, width, 2)
+         return tf::reduce_sum(tf::nn::conv3d(v, f5, {1}, "SAME"), {1, 2, 3}) +
+                tf::reduce_sum(tf::nn::max_pool3d(v, {2}, {1, 1, 2}, "SAME"), {1, 2, 3}) +
+                tf::reduce_sum(tf::nn::avg_pool3d(v, {2}, {1}, "VALID"), {1, 2, 3});
+       }},
+  };
+}
+
+// x: (2, steps, 3) float64 in [0.2, 1.2).
+std::vector<Case> sequence_cases() {
+  const tf::Tensor f3 = ramp(18, 0.06, {3, 3, 2});
+  const tf::Tensor f2 = ramp(12, 0.1, {2, 3, 2});
+  return {
+      {"conv1d SAME, strided VALID, dilated",
+       [f3, f2](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::conv1d(x, f3, 1, "SAME"), 1) +
+                tf::reduce_sum(tf::nn::conv1d(x, f2, 2, "VALID"), 1) +
+                tf::reduce_sum(tf::nn::conv1d(x, f2, 1, "SAME", "NWC", 2), 1);
+       }},
+      {"conv1d channels first",
+       [f3](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::conv1d(tf::transpose(x, {0, 2, 1}), f3, 1, "SAME", "NCW"),
+                               2);
+       }},
+      {"max_pool1d, avg_pool1d",
+       [](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::max_pool1d(x, 2, 2, "SAME"), 1) +
+                tf::reduce_sum(tf::nn::avg_pool1d(x, 2, 1, "VALID"), 1);
+       }},
+  };
+}
+
+// {l, dl/dx, d|dl/dx|^2/dx} for l = sum(sin(op(x))): nested tapes (inside the function when
+// traced).
+std::vector<tf::Tensor> first_and_second(const Op& op, const tf::Tensor& x) {
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::GradientTape inner;
+  inner.watch(x);
+  const tf::Tensor l = tf::reduce_sum(tf::sin(op(x)));
+  const tf::Tensor g = inner.gradient(l, x);
+  return {l, g, outer.gradient(tf::reduce_sum(g * g), x)};
+}
+
+tf::Tensor input(const tf::TensorShape& shape, unsigned seed) {
+  return tf::constant(
+      tf::testing::random_values(static_cast<size_t>(shape.num_elements()), 0.2, 1.2, seed), shape);
+}
+
+void sweep(const std::vector<Case>& cases, const tf::TensorSpec& spec,
+           const std::vector<tf::TensorShape>& shapes) {
+  for (const Case& c : cases) {
+    INFO("op: " << c.name);
+    auto both = [&](const tf::Tensor& x) { return first_and_second(c.op, x); };
+    auto f = tf::function(both, {.input_signature = {spec}});
+    unsigned seed = 3;
+    for (const tf::TensorShape& shape : shapes) {
+      INFO("input " << shape.to_string());
+      const tf::Tensor x = input(shape, ++seed);
+      const std::vector<tf::Tensor> want = both(x);
+      const std::vector<tf::Tensor> got = f(x);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        tf::testing::check_close(got[k], want[k], 1e-9, 1e-9);
+    }
+    CHECK(f.tracing_count() == 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("None spatial sweep: image ops and their gradients trace once and equal eager", "[jit]") {
+  sweep(image_cases(), tf::TensorSpec({tf::None, tf::None, tf::None, 2}, tf::float64),
+        {{2, 5, 6, 2}, {3, 4, 7, 2}, {1, 6, 5, 2}, {2, 3, 3, 2}});
+}
+
+TEST_CASE("None spatial sweep: 1-D convolutions and poolings trace once and equal eager", "[jit]") {
+  sweep(sequence_cases(), tf::TensorSpec({2, tf::None, 3}, tf::float64),
+        {{2, 5, 3}, {2, 8, 3}, {2, 3, 3}, {2, 6, 3}});
+}
