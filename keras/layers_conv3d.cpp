@@ -11,6 +11,7 @@
 #include "keras/serialization_access_conv.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
@@ -217,10 +218,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
     if (in == None) return None;
-    const int64_t eff = static_cast<int64_t>(k - 1) * dilation + 1;
-    if (!pad) return same_ ? in * stride : in * stride + std::max<int64_t>(eff - stride, 0);
-    const int64_t p = same_ ? eff / 2 : 0;
-    return (in - 1) * stride + eff - 2 * p + *pad;
+    return in * stride + tapeflow::detail::transposed_extra(k, stride, dilation, same_, pad);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
@@ -243,9 +241,17 @@ class Conv3DTransposeImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool) override {
     // channels_first is conv3d_transpose's data_format "NCDHW".
     const char* data_format = format_.channels_first() ? "NCDHW" : "NDHWC";
-    Tensor y = nn::conv3d_transpose(x, kernel_var_.value(), compute_output_shape(x.shape()),
-                                    {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
-                                    {dilation_.d, dilation_.h, dilation_.w}, data_format);
+    // The depth, height and width are left to the op (Keras' lengths, from output_padding), so
+    // that a graph traced for None dimensions serves every input size.
+    TensorShape out = compute_output_shape(x.shape());
+    const int d = format_.channels_first() ? 2 : 1;
+    out[d] = out[d + 1] = out[d + 2] = None;
+    std::optional<std::array<int, 3>> padding;
+    if (output_padding_)
+      padding = std::array<int, 3>{output_padding_->d, output_padding_->h, output_padding_->w};
+    Tensor y = tapeflow::detail::conv3d_transpose(
+        x, kernel_var_.value(), out, {strides_.d, strides_.h, strides_.w}, same_ ? "SAME" : "VALID",
+        {dilation_.d, dilation_.h, dilation_.w}, data_format, padding);
     if (use_bias_) y = nn::bias_add(y, bias_.value(), data_format);
     // The activation sees the output in the layer's format, as Keras' (softmax's axis -1).
     return activation_ ? activation_(y) : y;
@@ -407,12 +413,10 @@ class UpSampling3DImpl final : public LayerImpl {
   Tensor repeat(const Tensor& x) const {
     // bool has no product: repeat its 0/1 bytes.
     if (x.dtype() == bool_) return cast(repeat(cast(x, uint8)), bool_);
-    const TensorShape& s = x.shape();
     Tensor y = expand_dims(expand_dims(expand_dims(x, 4), 3), 2);
     y = y * ones(TensorShape({1, 1, size_.d, 1, size_.h, 1, size_.w, 1}), x.dtype());
-    const TensorShape o = output_shape_last(s);
-    const int64_t rest = o[1] * o[2] * o[3] * o[4];
-    return reshape(y, TensorShape({rest > 0 ? -1 : s[0], o[1], o[2], o[3], o[4]}));
+    // (The sizes follow x when a graph traced for None dimensions runs.)
+    return tapeflow::detail::merge_axes(y, {1, 2, 2, 2, 1});
   }
 
   friend std::optional<detail::layer_options::UpSampling3DConfig>
@@ -468,18 +472,19 @@ class PadCrop3DImpl final : public LayerImpl {
   }
   bool casts_all_inputs() const override { return false; }  // Keras keeps the dtype
   Tensor call(const Tensor& x, bool) override {
-    const TensorShape o = compute_output_shape(x.shape());
+    (void)compute_output_shape(x.shape());  // checks the rank and what the cropping leaves
     if (!crop_) {
       std::vector<std::pair<int64_t, int64_t>> p(5, {0, 0});
       for (int i = 0; i < 3; ++i) p[axis(i)] = {sides_[i].begin, sides_[i].end};
       return pad(x, p);
     }
-    std::vector<int64_t> begin(5, 0), size(5, -1);
+    // From each end, whatever the size (a graph traced for None dimensions serves them all).
+    std::vector<int64_t> begin(5, 0), trim(5, 0);
     for (int i = 0; i < 3; ++i) {
       begin[axis(i)] = sides_[i].begin;
-      size[axis(i)] = o[axis(i)];
+      trim[axis(i)] = sides_[i].end;
     }
-    return slice(x, begin, size);
+    return tapeflow::detail::crop(class_name_.c_str(), x, begin, trim);
   }
 
  private:

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <optional>
 
 #include "core/check.h"
@@ -72,22 +71,6 @@ int64_t out_size(const char* op, const char* dim, int64_t in, int64_t k, int str
   return detail::window_dim(in, k, stride, dilation, same).out;
 }
 
-// Constants (indices, counts) go where the input lives unless a DeviceScope says otherwise.
-void enter_scope(std::optional<DeviceScope>& scope, const Tensor& x) {
-  if (detail::thread_context().device_stack.empty()) scope.emplace(x.placement());
-}
-
-// The depth windows of a pooling: x (N, D, ...) padded by wd's pads -> (N, OD, KD, ...), the
-// window of output depth o at [o, :].
-Tensor depth_windows(const Tensor& x, const detail::WindowDim& wd, int kd, int sd) {
-  std::vector<int64_t> idx(static_cast<size_t>(wd.out * kd));
-  for (int64_t o = 0; o < wd.out; ++o)
-    for (int k = 0; k < kd; ++k) idx[static_cast<size_t>(o * kd + k)] = o * sd + k;
-  std::optional<DeviceScope> scope;
-  enter_scope(scope, x);
-  return tapeflow::gather(x, constant(idx, TensorShape{wd.out, kd}), 1);
-}
-
 enum class Pool { kMax, kAvg };
 
 Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<int>& ksize,
@@ -103,7 +86,6 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
   const char* dims[3] = {"depth", "height", "width"};
   // Checks each dimension's window (the pooled tensors below carry the output sizes).
   for (int i = 0; i < 3; ++i) out_size(op, dims[i], xs[1 + i], k[i], s[i], 1, same, xs, window);
-  const int64_t d = xs[1];
   // Each depth slice pooled in 2-D: (N * D, H, W, C) -> (N, D, OH, OW, C) (sizes read when a
   // graph for None dimensions runs).
   const Tensor flat = detail::merge_axes(input, {2, 1, 1, 1});
@@ -111,35 +93,13 @@ Tensor pool3d(const char* op, Pool kind, const Tensor& input, const std::vector<
                                        : avg_pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, padding);
   const Tensor p = detail::reshape_from(p2, {input, p2}, {{0, 0}, {0, 1}, {1, 1}, {1, 2}, {1, 3}});
   if (k[0] == 1 && s[0] == 1) return p;
-  // A SAME depth window of the clipped length (detail::clamp_same_window) needs no index table
-  // of, say, 2^30 mostly padded taps; an empty depth has no windows, so one tap does.
-  const int kd = !same   ? k[0]
-                 : d > 0 ? static_cast<int>(detail::clamp_same_window(d, k[0], s[0]))
-                         : 1;
-  const auto wd = detail::window_dim(d, kd, s[0], 1, same);
-  // Padding that no window result sees: -inf for the maximum (every SAME window holds at least
-  // one valid element), 0 for the sum.
-  std::vector<std::pair<int64_t, int64_t>> pads(5, {0, 0});
-  pads[1] = {wd.pad_before, wd.pad_after};
-  if (kind == Pool::kMax) {
-    const Tensor padded = wd.pad_before + wd.pad_after > 0
-                              ? tapeflow::pad(p, pads, -std::numeric_limits<double>::infinity())
-                              : p;
-    return reduce_max(depth_windows(padded, wd, kd, s[0]), 2);
-  }
-  const Tensor padded = wd.pad_before + wd.pad_after > 0 ? tapeflow::pad(p, pads) : p;
-  const Tensor sum = reduce_sum(depth_windows(padded, wd, kd, s[0]), 2);
-  // 1 / (the number of valid depth slices in each window), per output depth.
-  std::vector<double> inv(static_cast<size_t>(wd.out));
-  for (int64_t o = 0; o < wd.out; ++o) {
-    const int64_t lo = std::max<int64_t>(o * s[0] - wd.pad_before, 0);
-    const int64_t hi = std::min<int64_t>(o * s[0] - wd.pad_before + kd, d);
-    inv[static_cast<size_t>(o)] = hi > lo ? 1.0 / static_cast<double>(hi - lo) : 0.0;
-  }
-  std::optional<DeviceScope> scope;
-  enter_scope(scope, input);
-  const Tensor scale = cast(constant(inv, TensorShape{wd.out, 1, 1, 1}), input.dtype());
-  return sum * scale;
+  // Then the depth windows: a 2-D pooling of (N, D, 1, OH * OW * C) with a (KD, 1) window, whose
+  // SAME windows ignore the padding as the depth's must (the maximum of the valid slices, the
+  // average of their 2-D averages).
+  const Tensor rows = detail::insert_axes(detail::merge_axes(p, {1, 1, 3}), {2});
+  const Tensor q = kind == Pool::kMax ? max_pool2d(rows, {k[0], 1}, {s[0], 1}, padding)
+                                      : avg_pool2d(rows, {k[0], 1}, {s[0], 1}, padding);
+  return detail::reshape_from(q, {q, p}, {{0, 0}, {0, 1}, {1, 2}, {1, 3}, {1, 4}});
 }
 
 }  // namespace
@@ -200,16 +160,19 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
   return detail::dispatch(prims::Conv3D(win), {input, filters});
 }
 
-Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
-                        const std::vector<int>& strides, const std::string& padding,
-                        const std::vector<int>& dilations, const std::string& data_format) {
+namespace {
+Tensor conv3d_transpose_padded(const Tensor& input, const Tensor& filters,
+                               const TensorShape& output_shape, const std::vector<int>& strides,
+                               const std::string& padding, const std::vector<int>& dilations,
+                               const std::string& data_format,
+                               std::optional<std::array<int, 3>> output_padding) {
   const char* op = "conv3d_transpose";
   if (detail::parse_channels_first(op, data_format, "NDHWC", "NCDHW"))
-    return detail::move_channels_first(
-        conv3d_transpose(detail::move_channels_last(op, input, 5, "NCDHW"), filters,
-                         detail::channels_last_shape(output_shape),
-                         detail::spatial_values(op, "strides", strides, 3, "NCDHW"), padding,
-                         detail::spatial_values(op, "dilations", dilations, 3, "NCDHW")));
+    return detail::move_channels_first(conv3d_transpose_padded(
+        detail::move_channels_last(op, input, 5, "NCDHW"), filters,
+        detail::channels_last_shape(output_shape),
+        detail::spatial_values(op, "strides", strides, 3, "NCDHW"), padding,
+        detail::spatial_values(op, "dilations", dilations, 3, "NCDHW"), "NDHWC", output_padding));
   TF_CHECK_ARG(input.defined() && filters.defined(), op,
                "an input is an undefined tensor (TF's None)");
   const auto s = parse_dhw(op, "strides", strides);
@@ -242,9 +205,16 @@ Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const Tensor
                "output_shape {} has batch {} but the input {} has {}", os.to_string(), os[0],
                xs.to_string(), xs[0]);
   const char* dims[3] = {"depth", "height", "width"};
+  std::array<int64_t, 3> extra{0, 0, 0};
   for (int i = 0; i < 3; ++i) {
-    TF_CHECK_ARG(os[1 + i] != None && os[1 + i] >= 0, op,
-                 "output_shape {} needs a known, non-negative depth, height and width",
+    if (os[1 + i] == None) {  // Keras' length, which the op checks when it runs
+      extra[static_cast<size_t>(i)] = detail::transposed_extra(
+          fs[i], s[i], dl[i], same,
+          output_padding ? std::optional<int>((*output_padding)[static_cast<size_t>(i)])
+                         : std::nullopt);
+      continue;
+    }
+    TF_CHECK_ARG(os[1 + i] >= 0, op, "output_shape {} needs a non-negative depth, height and width",
                  os.to_string());
     const int64_t eff = (fs[i] - 1) * dl[i] + 1;
     const int64_t back =
@@ -259,11 +229,23 @@ Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const Tensor
   win.strides = s;
   win.dilations = dl;
   win.same = same;
+  // The batch always equals the input's: in a trace for None dimensions it is left open, so that
+  // one graph serves every batch size.
   TensorShape input_shape = os;
-  input_shape[0] = os[0] != None ? os[0] : xs[0];
+  input_shape[0] = detail::open_shapes() ? None : os[0] != None ? os[0] : xs[0];
   return detail::naming_errors(op, [&] {
-    return detail::dispatch(prims::Conv3DBackpropInput(input_shape, win), {filters, input});
+    return detail::dispatch(
+        prims::Conv3DBackpropInput(input_shape, win, detail::ShapeFrom::attribute, extra),
+        {filters, input});
   });
+}
+}  // namespace
+
+Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations, const std::string& data_format) {
+  return conv3d_transpose_padded(input, filters, output_shape, strides, padding, dilations,
+                                 data_format, std::nullopt);
 }
 
 namespace {
@@ -294,6 +276,14 @@ Tensor avg_pool3d(const Tensor& input, const std::vector<int>& ksize,
 }  // namespace tapeflow::nn
 
 namespace tapeflow::detail {
+
+Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations, const std::string& data_format,
+                        std::optional<std::array<int, 3>> output_padding) {
+  return nn::conv3d_transpose_padded(input, filters, output_shape, strides, padding, dilations,
+                                     data_format, output_padding);
+}
 
 std::string Conv3DWindow::to_string() const {
   return fmt::format("strides=[{}, {}, {}], dilations=[{}, {}, {}], padding={}{}", strides[0],
@@ -415,6 +405,10 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
   check_operand(op, "filters", f.shape(), "DHWIO");
   check_operand(op, "dy", dy.shape(), "NDHWC");
+  for (int i = 1; i < 4; ++i)
+    if (xs[i] == None && dy.shape()[i] != None)
+      xs[i] = dy.shape()[i] * win.strides[static_cast<size_t>(i - 1)] +
+              extra[static_cast<size_t>(i - 1)];
   detail::check_float_pair(op, "filters", f, "dy", dy);
   for (int i = 1; i < 4; ++i) {
     TF_CHECK_ARG(xs[i] != None && xs[i] >= 0, op,
@@ -427,8 +421,11 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
 }
 
 std::string Conv3DBackpropInput::attributes() const {
+  const bool open = from == detail::ShapeFrom::attribute && input_shape.rank() == 5 &&
+                    (input_shape[1] == None || input_shape[2] == None || input_shape[3] == None);
   return "input_shape=" + input_shape.to_string() + ", " + win.to_string() +
-         detail::shape_from_text(from);
+         detail::shape_from_text(from) +
+         (open ? fmt::format(", extra=[{}, {}, {}]", extra[0], extra[1], extra[2]) : "");
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv3d(G, f)> = <f, backprop_filter(G, dy)>.

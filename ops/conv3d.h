@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ Tensor conv3d(const Tensor& input, const Tensor& filters, const std::vector<int>
 // output shape (depth, height and width known), which a conv3d with these filters, strides,
 // padding and dilations must map back to the input's depth, height and width (else an
 // InvalidArgumentError naming both). One Conv3DBackpropInput. data_format "NCDHW": input and
-// output_shape (N, C, D, H, W), between two transposes.
+// output_shape (N, C, D, H, W), between two transposes. A depth, height or width of tf::None is
+// Keras' default length, as for nn::conv2d_transpose.
 Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
                         const std::vector<int>& strides, const std::string& padding = "SAME",
                         const std::vector<int>& dilations = {1},
@@ -73,6 +75,13 @@ struct Conv3DWindow {
 struct Conv3DFold;
 Conv3DFold conv3d_fold(const Conv3DWindow& win, const TensorShape& x, const TensorShape& f);
 
+// nn::conv3d_transpose with Keras' output_padding (per spatial dimension), which sets the length
+// of a None depth, height or width of output_shape (transposed_extra).
+Tensor conv3d_transpose(const Tensor& input, const Tensor& filters, const TensorShape& output_shape,
+                        const std::vector<int>& strides, const std::string& padding,
+                        const std::vector<int>& dilations, const std::string& data_format,
+                        std::optional<std::array<int, 3>> output_padding);
+
 }  // namespace tapeflow::detail
 
 namespace tapeflow::prims {
@@ -97,13 +106,17 @@ struct Conv3D final : PrimitiveBase<Conv3D> {
 // conv3d's gradient with respect to its input (TF's Conv3DBackpropInputV2, and
 // conv3d_transpose). Linear in filters and dy. With `from` other than attribute, a third input
 // (the forward input) gives input_shape's None dimensions when the op runs (detail::ShapeFrom).
+// A None depth, height or width left is dy's times the stride plus `extra` (a transposed
+// convolution's length, detail::transposed_extra).
 struct Conv3DBackpropInput final : PrimitiveBase<Conv3DBackpropInput> {
   TensorShape input_shape;  // the forward input's; a None batch comes from dy
   detail::Conv3DWindow win;
   detail::ShapeFrom from;
+  std::array<int64_t, 3> extra;
   Conv3DBackpropInput(TensorShape s, detail::Conv3DWindow w,
-                      detail::ShapeFrom f = detail::ShapeFrom::attribute)
-      : input_shape(std::move(s)), win(w), from(f) {}
+                      detail::ShapeFrom f = detail::ShapeFrom::attribute,
+                      std::array<int64_t, 3> e = {0, 0, 0})
+      : input_shape(std::move(s)), win(w), from(f), extra(e) {}
   const char* name() const override { return "conv3d_backprop_input"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override;
   TF_DECLARE_KERNELS

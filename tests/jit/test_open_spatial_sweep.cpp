@@ -66,7 +66,18 @@ std::vector<Case> image_cases() {
        }},
       {"resize to a fixed size",
        [](const tf::Tensor& x) {
-         return tf::image::resize(x, {4, 3}) + tf::image::resize(x, {4, 3}, "bicubic");
+         return tf::image::resize(x, {4, 3}) + tf::image::resize(x, {4, 3}, "bicubic") +
+                tf::image::resize(x, {4, 3}, "nearest") + tf::image::resize(x, {4, 3}, "area") +
+                tf::image::resize(x, {4, 3}, "bilinear", /*antialias=*/true);
+       }},
+      {"conv2d_transpose with a None height and width",
+       [f3, f2](const tf::Tensor& x) {
+         // (batch, 2H + 1, 2W + 1, 2) and (batch, 2H, 2W, 2): Keras' lengths.
+         const tf::Tensor a = tf::nn::conv2d_transpose(
+             x, f3, tf::TensorShape({tf::None, tf::None, tf::None, 2}), {2}, "VALID");
+         const tf::Tensor b = tf::nn::conv2d_transpose(
+             x, f2, tf::TensorShape({tf::None, tf::None, tf::None, 2}), {2}, "SAME");
+         return tf::reduce_sum(a, {1, 2}) + tf::reduce_sum(b, {1, 2});
        }},
       {"conv3d, max_pool3d, avg_pool3d over None height and width",
        [f5](const tf::Tensor& x) {
@@ -82,6 +93,7 @@ std::vector<Case> image_cases() {
 std::vector<Case> sequence_cases() {
   const tf::Tensor f3 = ramp(18, 0.06, {3, 3, 2});
   const tf::Tensor f2 = ramp(12, 0.1, {2, 3, 2});
+  const tf::Tensor ft = ramp(18, 0.06, {3, 2, 3});  // (width, out, in)
   return {
       {"conv1d SAME, strided VALID, dilated",
        [f3, f2](const tf::Tensor& x) {
@@ -93,6 +105,10 @@ std::vector<Case> sequence_cases() {
        [f3](const tf::Tensor& x) {
          return tf::reduce_sum(tf::nn::conv1d(tf::transpose(x, {0, 2, 1}), f3, 1, "SAME", "NCW"),
                                2);
+       }},
+      {"conv1d_transpose with a None length",
+       [ft](const tf::Tensor& x) {
+         return tf::reduce_sum(tf::nn::conv1d_transpose(x, ft, {2, tf::None, 2}, 2, "SAME"), 1);
        }},
       {"max_pool1d, avg_pool1d",
        [](const tf::Tensor& x) {

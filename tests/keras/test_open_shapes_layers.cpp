@@ -21,6 +21,9 @@ struct Case {
   std::vector<int64_t> features;  // the input's shape after the batch dimension
   bool training = false;
   bool channels_first = false;  // features[0] holds the channels (else the last one)
+  // Keras fixes the sizes after the time axis (features[0]) at build, as TF2's ConvRNN: only the
+  // time axis is None in the spatial sweep.
+  bool fixed_after_time = false;
 };
 
 std::vector<Case> cases() {
@@ -80,6 +83,29 @@ std::vector<Case> cases() {
          return L::AdaptiveAveragePooling2D({2, 2});
        },
        {4, 5, 2}},
+      {"AveragePooling1D", [] { return L::AveragePooling1D(2); }, {5, 6}},
+      {"GlobalMaxPooling1D", [] { return L::GlobalMaxPooling1D(); }, {5, 6}},
+      {"AdaptiveAveragePooling1D", [] { return L::AdaptiveAveragePooling1D(2); }, {5, 6}},
+      {"SimpleRNN", [] { return L::SimpleRNN(3); }, {5, 6}},
+      {"LSTM, return_sequences", [] { return L::LSTM(3, {.return_sequences = true}); }, {5, 6}},
+      {"GRU", [] { return L::GRU(3); }, {5, 6}},
+      {"Bidirectional(LSTM)", [] { return L::Bidirectional(L::LSTM(3)); }, {5, 6}},
+      {"ConvLSTM1D",
+       [] { return L::ConvLSTM1D(2, {2}, {.padding = "same"}); },
+       {3, 5, 2},
+       false,
+       false,
+       true},
+      {"GlobalMaxPooling2D", [] { return L::GlobalMaxPooling2D(); }, {4, 5, 2}},
+      {"Resizing", [] { return L::Resizing(3, 4); }, {4, 5, 2}},
+      {"Conv3D", [] { return L::Conv3D(2, 2, {.padding = "same"}); }, {3, 4, 5, 2}},
+      {"Conv3DTranspose", [] { return L::Conv3DTranspose(2, 2, {.strides = 2}); }, {3, 4, 5, 2}},
+      {"MaxPooling3D", [] { return L::MaxPooling3D(2); }, {3, 4, 5, 2}},
+      {"AveragePooling3D", [] { return L::AveragePooling3D(2); }, {3, 4, 5, 2}},
+      {"GlobalAveragePooling3D", [] { return L::GlobalAveragePooling3D(); }, {3, 4, 5, 2}},
+      {"UpSampling3D", [] { return L::UpSampling3D(2); }, {3, 4, 5, 2}},
+      {"ZeroPadding3D", [] { return L::ZeroPadding3D(1); }, {3, 4, 5, 2}},
+      {"Cropping3D", [] { return L::Cropping3D(1); }, {3, 4, 5, 2}},
   };
 }
 
@@ -146,9 +172,10 @@ TEST_CASE("None spatial sweep: Keras layers over any length or image size trace 
     INFO("layer: " << c.name);
     const tf::keras::Layer layer = c.make();
     const size_t channels = c.channels_first ? 0 : c.features.size() - 1;
+    auto open = [&](size_t i) { return i != channels && (!c.fixed_after_time || i == 0); };
     std::vector<int64_t> spec{tf::None};
     for (size_t i = 0; i < c.features.size(); ++i)
-      spec.push_back(i == channels ? c.features[i] : tf::None);
+      spec.push_back(open(i) ? tf::None : c.features[i]);
     auto f =
         tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
                      {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
@@ -156,7 +183,7 @@ TEST_CASE("None spatial sweep: Keras layers over any length or image size trace 
     for (int k = 0; k < 4; ++k) {
       std::vector<int64_t> dims{batches[k]};
       for (size_t i = 0; i < c.features.size(); ++i)
-        dims.push_back(c.features[i] + (i == channels ? 0 : grow[k] + static_cast<int64_t>(i)));
+        dims.push_back(c.features[i] + (open(i) ? grow[k] + static_cast<int64_t>(i) : 0));
       const tf::TensorShape shape(dims);
       INFO("input " << shape.to_string());
       const tf::Tensor x =
