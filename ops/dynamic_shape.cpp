@@ -20,8 +20,30 @@ std::string axes_text(const std::vector<int>& axes) {
   return fmt::format("axes=[{}]", fmt::join(axes, ", "));
 }
 
-// A scalar holding a product of input dimensions, made on the host when the op runs.
-struct ElementCount final : PrimitiveBase<ElementCount> {
+// An op whose output is made on the host from its inputs' shapes alone when it runs (produce(),
+// never a kernel): constant folding evaluates it once the shapes are known. No gradient.
+template <class Derived>
+struct ShapeFunctionOp : PrimitiveBase<Derived> {
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, this->name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, this->name(), "runs through produce(), never as a kernel");
+  }
+  bool reads_only_shapes() const override { return true; }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+    out[0] = detail::copy_to_device(static_cast<const Derived&>(*this).host(in), device);
+    return true;
+  }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());
+  }
+  uint32_t vjp_saves() const override { return 0; }
+};
+
+// A scalar holding a product of input dimensions (it does not change with x's values).
+struct ElementCount final : ShapeFunctionOp<ElementCount> {
   std::vector<int> axes;
   DType dtype;
   ElementCount(std::vector<int> a, DType d) : axes(std::move(a)), dtype(d) {}
@@ -29,25 +51,10 @@ struct ElementCount final : PrimitiveBase<ElementCount> {
   void infer(std::span<const Tensor>, std::span<TensorMeta> out) const override {
     out[0] = {TensorShape{}, dtype};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  bool reads_only_shapes() const override { return true; }
-  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+  Tensor host(std::span<const Tensor> in) const {
     const int64_t n = detail::reduced_count(in[0].shape(), axes);
-    out[0] = detail::copy_to_device(detail::from_doubles({static_cast<double>(n)}, {}, dtype),
-                                    device);
-    return true;
+    return detail::from_doubles({static_cast<double>(n)}, {}, dtype);
   }
-  // The count does not change with the values of x: no gradient.
-  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
-                          std::span<const int> argnums, std::span<const Tensor>) const override {
-    return std::vector<Tensor>(argnums.size());
-  }
-  uint32_t vjp_saves() const override { return 0; }
   std::string attributes() const override {
     return axes_text(axes) + ", dtype=" + std::string(dtype_name(dtype));
   }
@@ -74,15 +81,31 @@ struct BroadcastLike final : PrimitiveBase<BroadcastLike> {
   uint32_t vjp_saves() const override { return 0; }
 };
 
+// A view of its first input: no kernel work (the derived op gives the shape and the vjp).
+template <class Derived>
+struct ViewOp : PrimitiveBase<Derived> {
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
+  bool is_view() const override { return true; }
+};
+
+// A view of x with its dimensions regrouped (merge_axes, split_axis): the cotangent is reshaped
+// like x (a graph value in a traced vjp, so x is saved).
+template <class Derived>
+struct RegroupOp : ViewOp<Derived> {
+  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                          std::span<const int>, std::span<const Tensor>) const override {
+    return {detail::reshape_like(cts[0], p[0])};
+  }
+  uint32_t vjp_saves() const override { return Primitive::save_input(0); }
+};
+
 // reshape(x, like.shape()) (a view).
-struct ReshapeLike final : PrimitiveBase<ReshapeLike> {
+struct ReshapeLike final : ViewOp<ReshapeLike> {
   const char* name() const override { return "reshape_like"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     prims::Reshape(in[1].shape()).infer(in.first(1), out);
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
                           std::span<const int> argnums, std::span<const Tensor>) const override {
     std::vector<Tensor> g;
@@ -94,7 +117,7 @@ struct ReshapeLike final : PrimitiveBase<ReshapeLike> {
 };
 
 // x with size-1 dimensions inserted at the output positions `axes` (sorted).
-struct InsertAxes final : PrimitiveBase<InsertAxes> {
+struct InsertAxes final : ViewOp<InsertAxes> {
   std::vector<int> axes;
   explicit InsertAxes(std::vector<int> a) : axes(std::move(a)) {}
   const char* name() const override { return "insert_axes"; }
@@ -109,9 +132,6 @@ struct InsertAxes final : PrimitiveBase<InsertAxes> {
     }
     out[0] = {s, in[0].dtype()};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor> cts,
                           std::span<const int>, std::span<const Tensor>) const override {
     return {detail::remove_axes(cts[0], axes)};
@@ -121,7 +141,7 @@ struct InsertAxes final : PrimitiveBase<InsertAxes> {
 };
 
 // x without the dimensions `axes` (each of size 1 when it runs).
-struct RemoveAxes final : PrimitiveBase<RemoveAxes> {
+struct RemoveAxes final : ViewOp<RemoveAxes> {
   std::vector<int> axes;
   explicit RemoveAxes(std::vector<int> a) : axes(std::move(a)) {}
   const char* name() const override { return "remove_axes"; }
@@ -138,9 +158,6 @@ struct RemoveAxes final : PrimitiveBase<RemoveAxes> {
     }
     out[0] = {s, in[0].dtype()};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor> cts,
                           std::span<const int>, std::span<const Tensor>) const override {
     return {detail::insert_axes(cts[0], axes)};
@@ -167,28 +184,20 @@ TensorShape merged_shape(const TensorShape& xs, const std::vector<int>& groups) 
 }
 
 // Consecutive axes merged (a view; sizes from the input when it runs).
-struct MergeAxes final : PrimitiveBase<MergeAxes> {
+struct MergeAxes final : RegroupOp<MergeAxes> {
   std::vector<int> groups;
   explicit MergeAxes(std::vector<int> g) : groups(std::move(g)) {}
   const char* name() const override { return "merge_axes"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     out[0] = {merged_shape(in[0].shape(), groups), in[0].dtype()};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
-  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
-                          std::span<const int>, std::span<const Tensor>) const override {
-    return {detail::reshape_like(cts[0], p[0])};
-  }
-  uint32_t vjp_saves() const override { return save_input(0); }
   std::string attributes() const override {
     return fmt::format("groups=[{}]", fmt::join(groups, ", "));
   }
 };
 
-// detail::axis_table's op: the table for the size of one axis of its input, made in produce().
-struct AxisTable final : PrimitiveBase<AxisTable> {
+// detail::axis_table's op: the table for the size of one axis of its input.
+struct AxisTable final : ShapeFunctionOp<AxisTable> {
   int axis;
   std::string kind;
   std::vector<double> params;
@@ -199,24 +208,11 @@ struct AxisTable final : PrimitiveBase<AxisTable> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     out[0] = {shape(in[0].shape()[axis]), dtype};
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  bool reads_only_shapes() const override { return true; }
   bool stops_gradients() const override { return true; }
-  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+  Tensor host(std::span<const Tensor> in) const {
     const int64_t n = in[0].shape()[axis];
-    out[0] = detail::copy_to_device(detail::from_doubles(make(n), shape(n), dtype), device);
-    return true;
+    return detail::from_doubles(make(n), shape(n), dtype);
   }
-  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
-                          std::span<const int> argnums, std::span<const Tensor>) const override {
-    return std::vector<Tensor>(argnums.size());
-  }
-  uint32_t vjp_saves() const override { return 0; }
   std::string attributes() const override {
     return fmt::format("kind={}, axis={}, params=[{}], dtype={}", kind, axis,
                        fmt::join(params, ", "), dtype_name(dtype));
@@ -236,7 +232,7 @@ TensorShape split_shape(const TensorShape& s, int axis, const std::vector<int64_
 }
 
 // x with one axis split into known sizes (a view; the other sizes follow x).
-struct SplitAxis final : PrimitiveBase<SplitAxis> {
+struct SplitAxis final : RegroupOp<SplitAxis> {
   int axis;
   std::vector<int64_t> sizes;
   SplitAxis(int a, std::vector<int64_t> s) : axis(a), sizes(std::move(s)) {}
@@ -244,14 +240,6 @@ struct SplitAxis final : PrimitiveBase<SplitAxis> {
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     prims::Reshape(split_shape(in[0].shape(), axis, sizes)).infer(in, out);
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
-  std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
-                          std::span<const int>, std::span<const Tensor>) const override {
-    return {detail::reshape_like(cts[0], p[0])};
-  }
-  uint32_t vjp_saves() const override { return save_input(0); }
   std::string attributes() const override {
     return fmt::format("axis={}, sizes=[{}]", axis, fmt::join(sizes, ", "));
   }
@@ -265,16 +253,13 @@ TensorShape parts_shape(std::span<const Tensor> sources,
 }
 
 // x (input 0) reshaped to sizes read from the other inputs' shapes (a view).
-struct ReshapeFrom final : PrimitiveBase<ReshapeFrom> {
+struct ReshapeFrom final : ViewOp<ReshapeFrom> {
   std::vector<std::pair<int, int>> parts;
   explicit ReshapeFrom(std::vector<std::pair<int, int>> p) : parts(std::move(p)) {}
   const char* name() const override { return "reshape_from"; }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
     prims::Reshape(parts_shape(in.subspan(1), parts)).infer(in.first(1), out);
   }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
   std::vector<Tensor> vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
                           std::span<const int> argnums, std::span<const Tensor>) const override {
     std::vector<Tensor> g;  // the sources give sizes only: no gradient

@@ -268,18 +268,6 @@ std::vector<Case> cases() {
   };
 }
 
-// {l, dl/dx, d|dl/dx|^2/dx} for l = sum(sin(op(x))): nested tapes (inside the function when
-// traced).
-std::vector<tf::Tensor> first_and_second(const Op& op, const tf::Tensor& x) {
-  tf::GradientTape outer;
-  outer.watch(x);
-  tf::GradientTape inner;
-  inner.watch(x);
-  const tf::Tensor l = tf::reduce_sum(tf::sin(op(x)));
-  const tf::Tensor g = inner.gradient(l, x);
-  return {l, g, outer.gradient(tf::reduce_sum(g * g), x)};
-}
-
 tf::Tensor input(int64_t batch) {
   return tf::constant(tf::testing::random_values(static_cast<size_t>(batch * 12), 0.2, 1.2,
                                                  static_cast<unsigned>(batch + 11)),
@@ -319,7 +307,7 @@ TEST_CASE("None batch sweep: second-order gradients trace once and equal eager",
   for (const Case& c : cases()) {
     if (!c.second_order) continue;
     INFO("op: " << c.name);
-    auto second = [&](const tf::Tensor& x) { return first_and_second(c.op, x)[2]; };
+    auto second = [&](const tf::Tensor& x) { return tf::testing::first_and_second(c.op, x)[2]; };
     auto f =
         tf::function(second, {.input_signature = {tf::TensorSpec({tf::None, 3, 4}, tf::float64)}});
     for (int64_t batch : {2, 5, 1, 3}) {
@@ -385,7 +373,7 @@ std::vector<Case> sequence_cases() {
 TEST_CASE("None time sweep: sequence ops and their gradients trace once and equal eager", "[jit]") {
   for (const Case& c : sequence_cases()) {
     INFO("op: " << c.name);
-    auto both = [&](const tf::Tensor& x) { return first_and_second(c.op, x); };
+    auto both = [&](const tf::Tensor& x) { return tf::testing::first_and_second(c.op, x); };
     auto f =
         tf::function(both, {.input_signature = {tf::TensorSpec({2, tf::None, 4}, tf::float64)}});
     for (int64_t steps : {2, 5, 1, 3}) {

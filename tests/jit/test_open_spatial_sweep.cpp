@@ -118,18 +118,6 @@ std::vector<Case> sequence_cases() {
   };
 }
 
-// {l, dl/dx, d|dl/dx|^2/dx} for l = sum(sin(op(x))): nested tapes (inside the function when
-// traced).
-std::vector<tf::Tensor> first_and_second(const Op& op, const tf::Tensor& x) {
-  tf::GradientTape outer;
-  outer.watch(x);
-  tf::GradientTape inner;
-  inner.watch(x);
-  const tf::Tensor l = tf::reduce_sum(tf::sin(op(x)));
-  const tf::Tensor g = inner.gradient(l, x);
-  return {l, g, outer.gradient(tf::reduce_sum(g * g), x)};
-}
-
 tf::Tensor input(const tf::TensorShape& shape, unsigned seed) {
   return tf::constant(
       tf::testing::random_values(static_cast<size_t>(shape.num_elements()), 0.2, 1.2, seed), shape);
@@ -139,7 +127,7 @@ void sweep(const std::vector<Case>& cases, const tf::TensorSpec& spec,
            const std::vector<tf::TensorShape>& shapes) {
   for (const Case& c : cases) {
     INFO("op: " << c.name);
-    auto both = [&](const tf::Tensor& x) { return first_and_second(c.op, x); };
+    auto both = [&](const tf::Tensor& x) { return tf::testing::first_and_second(c.op, x); };
     auto f = tf::function(both, {.input_signature = {spec}});
     unsigned seed = 3;
     for (const tf::TensorShape& shape : shapes) {

@@ -15,6 +15,7 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace tapeflow::testing {
 
@@ -190,6 +191,17 @@ std::vector<Tensor> value_and_gradients(
   std::vector<Tensor> out{l};
   for (const Tensor& g : tape.gradient(l, xs)) out.push_back(g);
   return out;
+}
+
+std::vector<Tensor> first_and_second(const std::function<Tensor(const Tensor&)>& op,
+                                     const Tensor& x) {
+  GradientTape outer;
+  outer.watch(x);
+  GradientTape inner;
+  inner.watch(x);
+  const Tensor l = reduce_sum(sin(op(x)));
+  const Tensor g = inner.gradient(l, x);
+  return {l, g, outer.gradient(reduce_sum(g * g), x)};
 }
 
 }  // namespace tapeflow::testing

@@ -74,6 +74,11 @@ void check_gradient(const std::function<Tensor(const Tensor&)>& f, const TensorS
 std::vector<Tensor> value_and_gradients(
     const std::function<Tensor(const std::vector<Tensor>&)>& loss, const std::vector<Tensor>& xs);
 
+// {l, dl/dx, d|dl/dx|^2/dx} for l = sum(sin(op(x))): nested tapes (inside the function when
+// traced), for sweeps that check first and second-order gradients.
+std::vector<Tensor> first_and_second(const std::function<Tensor(const Tensor&)>& op,
+                                     const Tensor& x);
+
 }  // namespace tapeflow::testing
 
 // REQUIRE that EXPR throws exception type E whose message contains SUBSTRING.
