@@ -30,6 +30,15 @@
 //   - new_batch_retrace: no signature: one trace per size (what the None signature cost too
 //     while the loop's sub-graphs held their traced shapes).
 // Counter s_per_new_batch: the time of a first call at a new batch size.
+// None spatial dimensions: a small convolutional step (conv2d 3x3 SAME 3->8, relu, conv2d 3x3
+// stride 2 8->8, relu, a global mean and a (8, 4) matmul; the gradients of its three weights,
+// the tape inside) on (2, s, s, 3) float32 images, called at 4 / 8 sizes s it has not seen
+// (16, 17, ...):
+//   - new_image_size_generic: input_signature (None, None, None, 3): one trace; each new size
+//     specialises it (the conv gradients read the input's shape when the graph runs);
+//   - new_image_size_retrace: no signature: one trace per size (what the None signature cost
+//     while the conv gradients took the traced height and width as an attribute).
+// Counter s_per_new_size: the time of a first call at a new image size.
 // bench/compare/control_flow_tf.py times TF's tf.while_loop, tf.cond, tf.map_fn and tf.scan in
 // tf.function on the same computations.
 //
@@ -48,7 +57,9 @@
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/higher_order.h"
+#include "ops/linalg.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 
@@ -296,6 +307,40 @@ void BM_new_batch_retrace(benchmark::State& state) {
   new_batches(state, false);
 }
 
+void new_image_sizes(benchmark::State& state, bool generic) {
+  const auto weights = [](int64_t n, const tf::TensorShape& shape) {
+    return tf::reshape(tf::sin(tf::range(0.0f, static_cast<float>(n), 1.0f)) * 0.2f, shape);
+  };
+  const tf::Tensor f1 = weights(216, {3, 3, 3, 8}), f2 = weights(576, {3, 3, 8, 8}),
+                   w = weights(32, {8, 4});
+  std::vector<tf::Tensor> inputs;
+  for (int64_t s = 16; s < 16 + state.range(0); ++s) inputs.push_back(tf::fill({2, s, s, 3}, 0.5f));
+  auto body = [&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    for (const tf::Tensor& v : {f1, f2, w}) tape.watch(v);
+    const tf::Tensor h1 = tf::nn::relu(tf::nn::conv2d(x, f1, 1, "SAME"));
+    const tf::Tensor h2 = tf::nn::relu(tf::nn::conv2d(h1, f2, 2, "SAME"));
+    const tf::Tensor loss = tf::reduce_sum(tf::matmul(tf::reduce_mean(h2, {1, 2}), w));
+    return tape.gradient(loss, std::vector<tf::Tensor>{f1, f2, w});
+  };
+  tf::FunctionOptions options;
+  if (generic) options.input_signature = {tf::TensorSpec({tf::None, tf::None, tf::None, 3})};
+  for (auto _ : state) {
+    auto f = tf::function(body, options);
+    for (const tf::Tensor& x : inputs) benchmark::DoNotOptimize(f(x)[0].data<float>());
+  }
+  state.counters["s_per_new_size"] = benchmark::Counter(
+      static_cast<double>(state.range(0)),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_new_image_size_generic(benchmark::State& state) {
+  new_image_sizes(state, true);
+}
+void BM_new_image_size_retrace(benchmark::State& state) {
+  new_image_sizes(state, false);
+}
+
 }  // namespace
 
 BENCHMARK(BM_loop_eager_cpp)->Arg(64)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
@@ -318,4 +363,6 @@ BENCHMARK(BM_lstm_loop_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_lstm_unrolled_first)->Arg(20)->Arg(200)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_new_batch_generic)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_new_batch_retrace)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_new_image_size_generic)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_new_image_size_retrace)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -275,11 +275,7 @@ class WhileOp final : public ControlFlowOp {
   bool keep_history = false;  // a tape recorded the trace: its gradient reads the history
   // The body's gradient graphs, traced at the first vjp for each shape and shared by the copies
   // of this op (a tape around each call of a function asks for one at every step).
-  struct GradCache {
-    std::mutex mu;
-    std::vector<std::pair<std::string, ShapedGraph>> graphs;
-  };
-  std::shared_ptr<GradCache> grad_cache = std::make_shared<GradCache>();
+  std::shared_ptr<KeyedCache<ShapedGraph>> grad_cache = std::make_shared<KeyedCache<ShapedGraph>>();
 
   int n() const { return static_cast<int>(var_metas.size()); }
   const char* name() const override { return "while_loop"; }
@@ -570,19 +566,9 @@ std::vector<Tensor> WhileOp::vjp(std::span<const Tensor> primals,
   // The gradient graph for the shapes of this run (traced from the unoptimised body: fused
   // nodes keep the shapes they were fused at).
   const std::vector<TensorMeta> metas = graph_inputs(primals, body_feeds);
-  const std::string key = key_of(metas);
-  ShapedGraph grad;
-  {
-    std::lock_guard lock(grad_cache->mu);
-    for (const auto& [k, g] : grad_cache->graphs)
-      if (k == key) grad = g;
-    if (!grad.traced()) {
-      grad = body_gradient_graph(*body.raw_for(metas), float_vars, float_caps);
-      if (grad_cache->graphs.size() >= ShapedGraph::kMaxCached)
-        grad_cache->graphs.erase(grad_cache->graphs.begin());
-      grad_cache->graphs.emplace_back(key, grad);
-    }
-  }
+  ShapedGraph grad = grad_cache->get(key_of(metas), [&] {
+    return body_gradient_graph(*body.raw_for(metas), float_vars, float_caps);
+  });
 
   auto op = std::make_shared<WhileGradOp>();
   op->grad = std::move(grad);

@@ -252,32 +252,24 @@ ShapedGraph::ShapedGraph(std::shared_ptr<const Graph> traced, std::shared_ptr<co
 
 std::shared_ptr<const Graph> ShapedGraph::for_inputs(const std::vector<TensorMeta>& inputs) const {
   if (inputs == traced_->inputs) return traced_;
-  const std::string key = key_of(inputs);
-  std::lock_guard lock(cache_->mu);
-  for (const auto& [k, g] : cache_->graphs)
-    if (k == key) return g;
-  auto g = std::make_shared<Graph>(*raw_);
-  jit::reinfer(*g, inputs);
-  // With None dimensions left (a generic graph's display) it is only inferred, never run.
-  bool known = true;
-  for (const TensorMeta& m : inputs) known = known && m.shape.is_fully_defined();
-  if (known) optimize_subgraph(*g, first_traced_id_);
-  if (cache_->graphs.size() >= kMaxCached) cache_->graphs.erase(cache_->graphs.begin());
-  cache_->graphs.emplace_back(key, g);
-  return g;
+  return cache_->get(key_of(inputs), [&]() -> std::shared_ptr<const Graph> {
+    auto g = std::make_shared<Graph>(*raw_);
+    jit::reinfer(*g, inputs);
+    // With None dimensions left (a generic graph's display) it is only inferred, never run.
+    bool known = true;
+    for (const TensorMeta& m : inputs) known = known && m.shape.is_fully_defined();
+    if (known) optimize_subgraph(*g, first_traced_id_);
+    return g;
+  });
 }
 
 std::shared_ptr<const Graph> ShapedGraph::raw_for(const std::vector<TensorMeta>& inputs) const {
   if (inputs == raw_->inputs) return raw_;
-  const std::string key = "raw;" + key_of(inputs);
-  std::lock_guard lock(cache_->mu);
-  for (const auto& [k, g] : cache_->graphs)
-    if (k == key) return g;
-  auto g = std::make_shared<Graph>(*raw_);
-  jit::reinfer(*g, inputs);
-  if (cache_->graphs.size() >= kMaxCached) cache_->graphs.erase(cache_->graphs.begin());
-  cache_->graphs.emplace_back(key, g);
-  return g;
+  return cache_->get("raw;" + key_of(inputs), [&]() -> std::shared_ptr<const Graph> {
+    auto g = std::make_shared<Graph>(*raw_);
+    jit::reinfer(*g, inputs);
+    return g;
+  });
 }
 
 std::string ShapedGraph::probe_mismatch(const ShapedGraph& other) const {

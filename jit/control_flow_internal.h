@@ -55,15 +55,36 @@ struct Effects {
   void merge(const Effects& other);
 };
 
+// A small cache of values by key (a sub-graph's specialisations, a loop's gradient graphs per
+// shape), shared by the copies of a node through a shared_ptr; past kMaxCached entries the
+// oldest goes. get() makes a missing value under the lock, so one thread makes it.
+template <class V>
+class KeyedCache {
+ public:
+  static constexpr size_t kMaxCached = 16;
+  template <class Make>
+  V get(const std::string& key, Make&& make) {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, v] : entries_)
+      if (k == key) return v;
+    V v = make();
+    if (entries_.size() >= kMaxCached) entries_.erase(entries_.begin());
+    entries_.emplace_back(key, v);
+    return v;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::string, V>> entries_;
+};
+
 // A sub-graph (a branch, a loop's condition or body, a gradient's body) traced at one set of
 // input types that serves others: a function's None dimensions (another batch size, another
 // length) reach it through the node's inputs. It keeps the graph as traced before optimising
-// and specialises that per new input types (re-inferred, optimised and memory-planned; cached,
-// kMaxCached at most, shared by the copies of the node).
+// and specialises that per new input types (re-inferred, optimised and memory-planned; in a
+// KeyedCache shared by the copies of the node).
 class ShapedGraph {
  public:
-  static constexpr size_t kMaxCached = 16;
-
   ShapedGraph() = default;
   ShapedGraph(std::shared_ptr<const Graph> traced, std::shared_ptr<const Graph> raw,
               uint64_t first_traced_id);
@@ -87,10 +108,7 @@ class ShapedGraph {
  private:
   std::shared_ptr<const Graph> traced_, raw_;
   uint64_t first_traced_id_ = 0;
-  struct Cache {
-    std::mutex mu;
-    std::vector<std::pair<std::string, std::shared_ptr<const Graph>>> graphs;
-  };
+  using Cache = KeyedCache<std::shared_ptr<const Graph>>;
   std::shared_ptr<Cache> cache_ = std::make_shared<Cache>();
 };
 

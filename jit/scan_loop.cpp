@@ -65,10 +65,7 @@ class ScanOp final : public ControlFlowOp {
   int n_inputs = 0;
   // The gradient nodes built at the first vjp for each shape (with and without cotangents for
   // the histories), shared by the copies of this op.
-  struct Cache {
-    std::mutex mu;
-    std::vector<std::pair<std::string, std::shared_ptr<const ScanOp>>> grads;
-  };
+  using Cache = KeyedCache<std::shared_ptr<const ScanOp>>;
   std::shared_ptr<Cache> cache = std::make_shared<Cache>();
 
   int ny() const { return static_cast<int>(y_metas.size()); }
@@ -337,19 +334,12 @@ std::vector<Tensor> ScanOp::vjp(std::span<const Tensor> primals, std::span<const
 
   const std::vector<TensorMeta> metas = body_inputs(primals);
   const std::string key = (dh ? "h;" : "-;") + key_of(metas);
-  std::unique_lock lock(cache->mu);
-  std::shared_ptr<const ScanOp> cached;
-  for (const auto& [k, prototype] : cache->grads)
-    if (k == key) cached = prototype;
-  if (!cached) {
-    // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
-    // other shapes can infer again; fused nodes keep the shapes they were fused at).
-    cached = gradient_op(dh, *body.raw_for(metas));
-    if (cache->grads.size() >= ShapedGraph::kMaxCached) cache->grads.erase(cache->grads.begin());
-    cache->grads.emplace_back(key, cached);
-  }
+  // The body unoptimised (its vjp is traced from primitive ops, which a specialisation for
+  // other shapes can infer again; fused nodes keep the shapes they were fused at).
+  const std::shared_ptr<const ScanOp> cached = cache->get(
+      key,
+      [&]() -> std::shared_ptr<const ScanOp> { return gradient_op(dh, *body.raw_for(metas)); });
   auto g = std::make_shared<ScanOp>(*cached);
-  lock.unlock();
   g->keep_history = !detail::thread_context().tapes.empty();
   g->id = next_node_id();
 
