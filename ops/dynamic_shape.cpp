@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/context.h"
+#include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -313,6 +314,16 @@ Tensor axis_table(const Tensor& x, int axis, std::string kind, std::vector<doubl
   op.make = std::move(make);
   op.shape = std::move(shape);
   return dispatch(op, {x});
+}
+
+Tensor broadcast_with(const Tensor& x, const std::vector<Tensor>& others, const TensorShape& want) {
+  if (x.shape() == want) return x;
+  if (!open_shapes()) return broadcast_to(x, want);
+  for (const Tensor& o : others)
+    if (o.shape() == want) return broadcast_like(x, o);
+  Tensor like = zeros_like(x);
+  for (const Tensor& o : others) like = like + zeros_like(o);
+  return broadcast_like(x, like);
 }
 
 Tensor split_axis(const Tensor& x, int axis, const std::vector<int64_t>& sizes) {

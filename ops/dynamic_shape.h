@@ -21,6 +21,10 @@ bool open_shapes();
 Tensor element_count(const Tensor& x, const std::vector<int>& axes, DType dtype);
 // broadcast_to(x, like.shape()) and reshape(x, like.shape()).
 Tensor broadcast_like(const Tensor& x, const Tensor& like);
+// broadcast_to(x, want), where want is the broadcast shape of x and `others`: in a trace for None
+// dimensions, the shape of one of them that has it, else of the sum of their zeros, read when
+// the op runs.
+Tensor broadcast_with(const Tensor& x, const std::vector<Tensor>& others, const TensorShape& want);
 Tensor reshape_like(const Tensor& x, const Tensor& like);
 // Views that add size-1 dimensions at the (sorted, output) positions `axes`, or remove the
 // listed size-1 (or, for remove_axes of leading dimensions, any) dimensions: the other sizes

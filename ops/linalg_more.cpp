@@ -418,13 +418,12 @@ Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, boo
   }
   auto broadcast = [&](const Tensor& x, const Tensor& other) {
     const TensorShape want = with_tail(batch, {x.shape()[x.rank() - 2], x.shape()[x.rank() - 1]});
-    if (x.shape() == want) return x;
-    if (!detail::open_shapes()) return broadcast_to(x, want);
-    // A trace for None dimensions: the batch read from `other` when the graph runs (zeros of
-    // x's matrices plus zeros of other's batch of 1 x 1 matrices have the shape wanted).
+    if (x.shape() == want || !detail::open_shapes()) return detail::broadcast_with(x, {}, want);
+    // A trace for None dimensions: the batch read from `other` when the graph runs (x's
+    // matrices broadcast with other's batch of 1 x 1 matrices have the shape wanted).
     std::vector<int64_t> begin(static_cast<size_t>(other.rank()), 0), size(begin.size(), -1);
     size[size.size() - 1] = size[size.size() - 2] = 1;
-    return detail::broadcast_like(x, zeros_like(x) + zeros_like(slice(other, begin, size)));
+    return detail::broadcast_with(x, {slice(other, begin, size)}, want);
   };
   return detail::dispatch(prims::MatrixTriangularSolve(lower, adjoint),
                           {broadcast(matrix, rhs), broadcast(rhs, matrix)});

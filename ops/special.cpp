@@ -217,18 +217,8 @@ namespace {
 // when the graph runs, from an input of shape s (or a sum of zeros of every input's shape), so
 // that the graph serves every size of those dimensions.
 void broadcast_all(std::vector<Tensor>& v, const TensorShape& s) {
-  if (!detail::open_shapes()) {
-    for (Tensor& t : v)
-      if (t.shape() != s) t = broadcast_to(t, s);
-    return;
-  }
-  Tensor like;
-  for (const Tensor& t : v)
-    if (t.shape() == s) like = t;
-  if (!like.defined())
-    for (const Tensor& t : v) like = like.defined() ? like + zeros_like(t) : zeros_like(t);
-  for (Tensor& t : v)
-    if (t.shape() != s) t = detail::broadcast_like(t, like);
+  const std::vector<Tensor> all = v;
+  for (Tensor& t : v) t = detail::broadcast_with(t, all, s);
 }
 Tensor unary(prims::SpecialFn f, const Tensor& x) {
   TF_CHECK_ARG(x.defined(), prims::Special(f).name(), "the input is undefined");
