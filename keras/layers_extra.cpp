@@ -290,7 +290,11 @@ class AdaptivePoolImpl final : public LayerImpl {
         // when the graph runs, applied with a matmul along the axis (moved next to last).
         const Tensor w = ::tapeflow::detail::axis_table(
             y, axis, "adaptive_average_bins", {static_cast<double>(n)}, y.dtype(),
-            [n](int64_t l) { return bin_weights(l, n); },
+            [n, layer = name_, cls = class_name_](int64_t l) {
+              TF_CHECK_ARG(l > 0, layer.c_str(), "layer \"{}\" ({}) needs a non-zero size, got {}",
+                           layer, cls, l);
+              return bin_weights(l, n);
+            },
             [n](int64_t l) {
               return TensorShape({n, l});
             });

@@ -219,7 +219,11 @@ Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>&
     return tapeflow::detail::axis_table(
         t, axis, std::string("resize_") + method + (antialias ? "_antialias" : ""),
         {static_cast<double>(out)}, t.dtype(),
-        [method, antialias, out](int64_t in) { return resize_weights(method, antialias, in, out); },
+        [method, antialias, out](int64_t in) {
+          TF_CHECK_ARG(in > 0, "resize", "images must have a positive height and width, got {}",
+                       in);
+          return resize_weights(method, antialias, in, out);
+        },
         [out](int64_t in) {
           return TensorShape{out, in};
         });

@@ -154,3 +154,15 @@ TEST_CASE("None spatial sweep: 1-D convolutions and poolings trace once and equa
   sweep(sequence_cases(), tf::TensorSpec({2, tf::None, 3}, tf::float64),
         {{2, 5, 3}, {2, 8, 3}, {2, 3, 3}, {2, 6, 3}});
 }
+
+TEST_CASE("None spatial sweep: a size the op refuses is an error when the graph runs", "[jit]") {
+  // The one graph serves every size its ops take; an image without rows, which resize refuses
+  // eagerly, is refused by the resize tables made when the graph runs.
+  auto f = tf::function([](const tf::Tensor& x) { return tf::image::resize(x, {4, 3}); },
+                        {.input_signature = {tf::TensorSpec({1, tf::None, tf::None, 1})}});
+  CHECK(f(tf::zeros({1, 5, 6, 1})).shape() == tf::TensorShape({1, 4, 3, 1}));
+  CHECK(f(tf::zeros({1, 7, 2, 1})).shape() == tf::TensorShape({1, 4, 3, 1}));
+  tf::testing::require_error([&] { f(tf::zeros({1, 0, 6, 1})); },
+                             {"resize", "positive height and width"});
+  CHECK(f.tracing_count() == 1);
+}
