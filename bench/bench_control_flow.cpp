@@ -39,8 +39,8 @@
 //   - new_image_size_retrace: no signature: one trace per size (what the None signature cost
 //     while the conv gradients took the traced height and width as an attribute).
 // Counter s_per_new_size: the time of a first call at a new image size. (oneDNN creates its
-// primitives for each new geometry once per process, in the first iteration, tens of ms each on
-// 2 cores; the medians time tapeflow's tracing, specialisation and the step itself.)
+// primitives for each new geometry once per process, in the first iteration, about 1 ms per
+// size on 2 cores; the medians time tapeflow's tracing, specialisation and the step itself.)
 // bench/compare/control_flow_tf.py times TF's tf.while_loop, tf.cond, tf.map_fn and tf.scan in
 // tf.function on the same computations.
 //
