@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -285,11 +286,12 @@ class AdaptivePoolImpl final : public LayerImpl {
                    "layer \"{}\" ({}) needs a known, non-zero size at axis {}, got input shape {}",
                    name_, class_name_, axis, shape_str(x.shape()));
       const int64_t n = sizes_[i];
-      if (!max_ && ::tapeflow::detail::open_shapes()) {
-        // In a trace for None dimensions: the bins' averaging weights, made from the length
-        // when the graph runs, applied with a matmul along the axis (moved next to last).
+      if (::tapeflow::detail::open_shapes()) {
+        // In a trace for None dimensions: the bins as an (n, len) table made from the length
+        // when the graph runs (averaging weights; for the maximum, where each bin holds).
         const Tensor w = ::tapeflow::detail::axis_table(
-            y, axis, "adaptive_average_bins", {static_cast<double>(n)}, y.dtype(),
+            y, axis, max_ ? "adaptive_max_bins" : "adaptive_average_bins", {static_cast<double>(n)},
+            max_ ? bool_ : y.dtype(),
             [n, layer = name_, cls = class_name_](int64_t l) {
               TF_CHECK_ARG(l > 0, layer.c_str(), "layer \"{}\" ({}) needs a non-zero size, got {}",
                            layer, cls, l);
@@ -298,10 +300,20 @@ class AdaptivePoolImpl final : public LayerImpl {
             [n](int64_t l) {
               return TensorShape({n, l});
             });
+        // The axis moved next to last (the average: a matmul) or last (the maximum: (..., n,
+        // len) of the values in each bin and -inf elsewhere, reduced over len), and back.
         std::vector<int> perm(static_cast<size_t>(y.rank()));
         for (int d = 0; d < y.rank(); ++d) perm[static_cast<size_t>(d)] = d;
-        std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(y.rank() - 2)]);
-        y = transpose(matmul(w, transpose(y, perm)), perm);
+        std::swap(perm[static_cast<size_t>(axis)],
+                  perm[static_cast<size_t>(y.rank() - (max_ ? 1 : 2))]);
+        const Tensor t = transpose(y, perm);
+        if (!max_) {
+          y = transpose(matmul(w, t), perm);
+          continue;
+        }
+        const Tensor lowest = cast(Tensor(-std::numeric_limits<double>::infinity()), y.dtype());
+        const Tensor in_bins = where(w, ::tapeflow::detail::insert_axes(t, {t.rank() - 1}), lowest);
+        y = transpose(reduce_max(in_bins, -1), perm);
         continue;
       }
       std::vector<Tensor> parts;

@@ -86,6 +86,11 @@ std::vector<Case> cases() {
       {"AveragePooling1D", [] { return L::AveragePooling1D(2); }, {5, 6}},
       {"GlobalMaxPooling1D", [] { return L::GlobalMaxPooling1D(); }, {5, 6}},
       {"AdaptiveAveragePooling1D", [] { return L::AdaptiveAveragePooling1D(2); }, {5, 6}},
+      {"AdaptiveMaxPooling2D",
+       [] {
+         return L::AdaptiveMaxPooling2D({2, 3});
+       },
+       {4, 5, 2}},
       {"SimpleRNN", [] { return L::SimpleRNN(3); }, {5, 6}},
       {"LSTM, return_sequences", [] { return L::LSTM(3, {.return_sequences = true}); }, {5, 6}},
       {"GRU", [] { return L::GRU(3); }, {5, 6}},
