@@ -256,8 +256,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   }
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
-    if (in == None) return None;
-    return in * stride + tapeflow::detail::transposed_extra(k, stride, dilation, same_, pad);
+    return tapeflow::detail::transposed_length(in, k, stride, dilation, same_, pad);
   }
   TensorShape compute_output_shape(const TensorShape& input) const override {
     if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));

@@ -217,8 +217,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
   }
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
-    if (in == None) return None;
-    return in * stride + tapeflow::detail::transposed_extra(k, stride, dilation, same_, pad);
+    return tapeflow::detail::transposed_length(in, k, stride, dilation, same_, pad);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));

@@ -300,17 +300,16 @@ class AdaptivePoolImpl final : public LayerImpl {
             [n](int64_t l) {
               return TensorShape({n, l});
             });
-        // The axis moved next to last (the average: a matmul) or last (the maximum: (..., n,
-        // len) of the values in each bin and -inf elsewhere, reduced over len), and back.
-        std::vector<int> perm(static_cast<size_t>(y.rank()));
-        for (int d = 0; d < y.rank(); ++d) perm[static_cast<size_t>(d)] = d;
-        std::swap(perm[static_cast<size_t>(axis)],
-                  perm[static_cast<size_t>(y.rank() - (max_ ? 1 : 2))]);
-        const Tensor t = transpose(y, perm);
         if (!max_) {
-          y = transpose(matmul(w, t), perm);
+          y = ::tapeflow::detail::matmul_along(w, y, axis);
           continue;
         }
+        // The maximum: the axis moved last, (..., n, len) of the values in each bin and -inf
+        // elsewhere, reduced over len, and moved back.
+        std::vector<int> perm(static_cast<size_t>(y.rank()));
+        for (int d = 0; d < y.rank(); ++d) perm[static_cast<size_t>(d)] = d;
+        std::swap(perm[static_cast<size_t>(axis)], perm.back());
+        const Tensor t = transpose(y, perm);
         const Tensor lowest = cast(Tensor(-std::numeric_limits<double>::infinity()), y.dtype());
         const Tensor in_bins = where(w, ::tapeflow::detail::insert_axes(t, {t.rank() - 1}), lowest);
         y = transpose(reduce_max(in_bins, -1), perm);

@@ -133,12 +133,8 @@ class Conv1DTransposeImpl final : public LayerImpl {
  private:
   // Keras' deconv_output_length.
   int64_t out_length(int64_t in) const {
-    if (in == None) return None;
-    const int64_t eff = static_cast<int64_t>(kernel_ - 1) * dilation_ + 1;
-    if (!output_padding_)
-      return same_ ? in * stride_ : in * stride_ + std::max<int64_t>(eff - stride_, 0);
-    const int64_t p = same_ ? eff / 2 : 0;
-    return (in - 1) * stride_ + eff - 2 * p + *output_padding_;
+    return tapeflow::detail::transposed_length(in, kernel_, stride_, dilation_, same_,
+                                               output_padding_);
   }
 
   friend std::optional<detail::layer_options::ConvConfig> detail::layer_options::conv1d_transpose(

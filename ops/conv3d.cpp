@@ -405,10 +405,7 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
   check_operand(op, "filters", f.shape(), "DHWIO");
   check_operand(op, "dy", dy.shape(), "NDHWC");
-  for (int i = 1; i < 4; ++i)
-    if (xs[i] == None && dy.shape()[i] != None)
-      xs[i] = dy.shape()[i] * win.strides[static_cast<size_t>(i - 1)] +
-              extra[static_cast<size_t>(i - 1)];
+  detail::fill_transposed_lengths(xs, dy.shape(), win.strides, extra);
   detail::check_float_pair(op, "filters", f, "dy", dy);
   for (int i = 1; i < 4; ++i) {
     TF_CHECK_ARG(xs[i] != None && xs[i] >= 0, op,
@@ -421,11 +418,9 @@ void Conv3DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
 }
 
 std::string Conv3DBackpropInput::attributes() const {
-  const bool open = from == detail::ShapeFrom::attribute && input_shape.rank() == 5 &&
-                    (input_shape[1] == None || input_shape[2] == None || input_shape[3] == None);
   return "input_shape=" + input_shape.to_string() + ", " + win.to_string() +
          detail::shape_from_text(from) +
-         (open ? fmt::format(", extra=[{}, {}, {}]", extra[0], extra[1], extra[2]) : "");
+         detail::transposed_extra_text(input_shape, from == detail::ShapeFrom::attribute, extra);
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv3d(G, f)> = <f, backprop_filter(G, dy)>.

@@ -12,6 +12,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/reduce.h"
 
 namespace tapeflow {
@@ -383,28 +384,13 @@ Tensor reshape_like(const Tensor& x, const Tensor& like) {
   return dispatch(ReshapeLike(), {x, like});
 }
 
-}  // namespace detail
-}  // namespace tapeflow
-
-namespace tapeflow::detail {
-
-namespace {
-// x's shape in channels-last order: (N, C, s1, ..., sk) -> (N, s1, ..., sk, C).
-TensorShape channels_last(const TensorShape& s) {
-  if (s.rank() < 3) return s;
-  std::vector<int64_t> d{s[0]};
-  for (int i = 2; i < s.rank(); ++i) d.push_back(s[i]);
-  d.push_back(s[1]);
-  return TensorShape(d);
-}
-}  // namespace
-
 TensorShape resolve_input_shape(const char* op, const TensorShape& attr, ShapeFrom from,
                                 std::span<const Tensor> inputs) {
   if (from == ShapeFrom::attribute) return attr;
   TF_CHECK_T(InternalError, !inputs.empty(), op, "expects the forward input as its last input");
   const TensorShape& x = inputs.back().shape();
-  const TensorShape like = from == ShapeFrom::last_input_channels_first ? channels_last(x) : x;
+  const TensorShape like =
+      from == ShapeFrom::last_input_channels_first ? channels_last_shape(x) : x;
   TF_CHECK_T(InternalError, like.rank() == attr.rank(), op,
              "input_shape {} and its last input {} differ in rank", attr.to_string(),
              x.to_string());
@@ -433,9 +419,11 @@ std::vector<Tensor> ShapeSource::with(std::vector<Tensor> inputs) const {
 
 ShapeSource shape_source(const Tensor& x, bool channels_first) {
   if (!open_shapes())
-    return {channels_first ? channels_last(x.shape()) : x.shape(), ShapeFrom::attribute, Tensor()};
+    return {channels_first ? channels_last_shape(x.shape()) : x.shape(), ShapeFrom::attribute,
+            Tensor()};
   return {TensorShape(std::vector<int64_t>(static_cast<size_t>(x.rank()), None)),
           channels_first ? ShapeFrom::last_input_channels_first : ShapeFrom::last_input, x};
 }
 
-}  // namespace tapeflow::detail
+}  // namespace detail
+}  // namespace tapeflow

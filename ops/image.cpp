@@ -59,9 +59,7 @@ Tensor reverse_axis(const Tensor& x, int axis) {
 // and ceil (which 1; clamped to the image) with weight (which 2) position - floor, in float32
 // as TF.
 std::vector<double> bilinear_table(int64_t in_size, int64_t out_size, int which) {
-  // (A graph traced for None dimensions checks the size when it runs.)
-  TF_CHECK_ARG(in_size > 0, "resize", "images must have a positive height and width, got {}",
-               in_size);
+  image_detail::check_resize_length(in_size);  // (a None trace's run checks it here)
   const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
   std::vector<double> t(static_cast<size_t>(out_size));
   for (int64_t o = 0; o < out_size; ++o) {
@@ -107,8 +105,7 @@ Tensor resize_bilinear_axis(const Tensor& x, int axis, int64_t out_size) {
 Tensor resize_nearest_axis(const Tensor& x, int axis, int64_t out_size) {
   if (x.shape()[axis] == out_size && !detail::open_shapes()) return x;
   auto table = [out_size](int64_t in_size) {
-    TF_CHECK_ARG(in_size > 0, "resize", "images must have a positive height and width, got {}",
-                 in_size);
+    image_detail::check_resize_length(in_size);
     const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
     std::vector<double> idx(static_cast<size_t>(out_size));
     for (int64_t o = 0; o < out_size; ++o) {

@@ -162,11 +162,7 @@ std::vector<double> scale_translate_weights(const Kernel& kernel, bool antialias
 // broadcast matmul: the width is the row axis of each (width, channels) matrix; the height is
 // swapped into that place and back.
 Tensor apply_axis(const Tensor& x, int axis, const Tensor& w) {
-  if (axis == x.rank() - 2) return matmul(w, x);
-  std::vector<int> perm(static_cast<size_t>(x.rank()));
-  for (int d = 0; d < x.rank(); ++d) perm[static_cast<size_t>(d)] = d;
-  std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(axis + 1)]);
-  return transpose(matmul(w, transpose(x, perm)), perm);
+  return tapeflow::detail::matmul_along(w, x, axis);
 }
 
 }  // namespace
@@ -201,6 +197,10 @@ std::vector<double> resize_weights(const std::string& method, bool antialias, in
   return scale_translate_weights(k, antialias, in_size, out_size);
 }
 
+void check_resize_length(int64_t n) {
+  TF_CHECK_ARG(n > 0, "resize", "images must have a positive height and width, got {}", n);
+}
+
 Tensor apply_axis_weights(const Tensor& x, int axis, const std::vector<double>& weights,
                           int64_t out) {
   const int64_t in = x.shape()[axis];
@@ -220,8 +220,7 @@ Tensor resize_resampled(const Tensor& images, int h, const std::vector<int64_t>&
         t, axis, std::string("resize_") + method + (antialias ? "_antialias" : ""),
         {static_cast<double>(out)}, t.dtype(),
         [method, antialias, out](int64_t in) {
-          TF_CHECK_ARG(in > 0, "resize", "images must have a positive height and width, got {}",
-                       in);
+          check_resize_length(in);
           return resize_weights(method, antialias, in, out);
         },
         [out](int64_t in) {

@@ -160,6 +160,9 @@ namespace tapeflow::image_detail {
 void check_image(const char* op, const Tensor& images);
 // An int32 scalar on the current device (index arithmetic of the composite image ops).
 Tensor i32(int64_t v);
+// resize's check of an input height or width, also made by its tables when a graph traced for
+// None dimensions runs: InvalidArgumentError unless positive.
+void check_resize_length(int64_t n);
 
 // resize for every method and antialias setting except antialias-free "bilinear" and "nearest"
 // (ops/image.cpp has those); h is the height axis; the arguments are already checked.

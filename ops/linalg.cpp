@@ -326,3 +326,16 @@ std::vector<Tensor> MatrixDeterminant::vjp(Span p, Span cts, std::span<const int
 }
 
 }  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+
+Tensor matmul_along(const Tensor& w, const Tensor& x, int axis) {
+  const int a = normalize_axis("matmul_along", axis, x.shape());
+  if (a == x.rank() - 2) return matmul(w, x);
+  std::vector<int> perm(static_cast<size_t>(x.rank()));
+  for (int d = 0; d < x.rank(); ++d) perm[static_cast<size_t>(d)] = d;
+  std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(x.rank() - 2)]);
+  return transpose(matmul(w, transpose(x, perm)), perm);
+}
+
+}  // namespace tapeflow::detail

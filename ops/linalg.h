@@ -156,6 +156,10 @@ void gemm_accumulate(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
 // Products take TF32 when enabled, as matmul's. Builds without CUDA throw UnimplementedError.
 void gemm_accumulate_device(bool transpose_a, bool transpose_b, const Tensor& a, const Tensor& b,
                             double sign, const Tensor& scale, const Tensor& decay, Tensor& c);
+// w (out, in) applied along axis `axis` of x (of length in), which becomes out long: a broadcast
+// matmul with that axis swapped next to last and back (a resize's weights, adaptive pooling's
+// bins).
+Tensor matmul_along(const Tensor& w, const Tensor& x, int axis);
 
 }  // namespace detail
 

@@ -178,6 +178,21 @@ class SplitLike final : public PrimitiveBase<SplitLike> {
   }
 };
 
+// SliceLike's and PadLike's check: `inner` (the window, or the tensor placed) at `begin` fits in
+// `outer` (None sizes are checked when the graph runs); the nouns name them in the messages.
+void check_placement(const char* op, const TensorShape& inner, const char* inner_noun,
+                     const std::vector<int64_t>& begin, const TensorShape& outer,
+                     const char* outer_noun, const char* prep) {
+  TF_CHECK_ARG(inner.rank() == outer.rank() && static_cast<int>(begin.size()) == outer.rank(), op,
+               "{} of shape {} at {} {} {} of shape {}", inner_noun, inner.to_string(),
+               detail::vec_to_string(begin), prep, outer_noun, outer.to_string());
+  for (int d = 0; d < outer.rank(); ++d)
+    TF_CHECK_ARG(outer[d] == None || inner[d] == None ||
+                     begin[static_cast<size_t>(d)] + inner[d] <= outer[d],
+                 op, "{} of shape {} at {} does not fit in {} of shape {}", inner_noun,
+                 inner.to_string(), detail::vec_to_string(begin), outer_noun, outer.to_string());
+}
+
 // pad's gradient in a trace for None dimensions and its own gradient: the window of x at `begin`
 // shaped as `like` (SliceLike), and x placed at `begin` in zeros shaped as `like` (PadLike).
 // The sizes are read when the graph runs (a padded None axis), and each is the other's vjp.
@@ -191,15 +206,8 @@ class SliceLike final : public PrimitiveBase<SliceLike> {
     return fmt::format("begin={}", detail::vec_to_string(begin));
   }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    const TensorShape &x = in[0].shape(), &like = in[1].shape();
-    TF_CHECK_ARG(x.rank() == like.rank() && static_cast<int>(begin.size()) == x.rank(), name(),
-                 "a window of shape {} at {} of a tensor of shape {}", like.to_string(),
-                 detail::vec_to_string(begin), x.to_string());
-    for (int d = 0; d < x.rank(); ++d)
-      TF_CHECK_ARG(
-          x[d] == None || like[d] == None || begin[static_cast<size_t>(d)] + like[d] <= x[d],
-          name(), "a window of shape {} at {} does not fit in a tensor of shape {}",
-          like.to_string(), detail::vec_to_string(begin), x.to_string());
+    const TensorShape& like = in[1].shape();
+    check_placement(name(), like, "a window", begin, in[0].shape(), "a tensor", "of");
     out[0] = {like, in[0].dtype()};
   }
   prims::Slice window(const Tensor& out) const { return prims::Slice(begin, out.shape().dims()); }
@@ -223,15 +231,8 @@ class PadLike final : public PrimitiveBase<PadLike> {
     return fmt::format("begin={}", detail::vec_to_string(begin));
   }
   void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    const TensorShape &x = in[0].shape(), &like = in[1].shape();
-    TF_CHECK_ARG(x.rank() == like.rank() && static_cast<int>(begin.size()) == x.rank(), name(),
-                 "a tensor of shape {} at {} in zeros of shape {}", x.to_string(),
-                 detail::vec_to_string(begin), like.to_string());
-    for (int d = 0; d < x.rank(); ++d)
-      TF_CHECK_ARG(
-          x[d] == None || like[d] == None || begin[static_cast<size_t>(d)] + x[d] <= like[d],
-          name(), "a tensor of shape {} at {} does not fit in zeros of shape {}", x.to_string(),
-          detail::vec_to_string(begin), like.to_string());
+    const TensorShape& like = in[1].shape();
+    check_placement(name(), in[0].shape(), "a tensor", begin, like, "zeros", "in");
     out[0] = {like, in[0].dtype()};
   }
   prims::Pad padding(const Tensor& x, const Tensor& out) const {

@@ -1,15 +1,17 @@
 #include "ops/nn.h"
 
-#include "ops/dynamic_shape.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 
 #include "core/check.h"
 #include "core/context.h"
-#include "ops/binary.h"
 #include "ops/activation.h"
+#include "ops/binary.h"
 #include "ops/depthwise.h"
 #include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/loss.h"
@@ -48,6 +50,29 @@ int64_t transposed_extra(int64_t k, int stride, int dilation, bool same,
   const int64_t eff = (k - 1) * dilation + 1;
   if (!output_padding) return same ? 0 : std::max<int64_t>(eff - stride, 0);
   return eff - stride - 2 * (same ? eff / 2 : 0) + *output_padding;
+}
+
+void fill_transposed_lengths(TensorShape& xs, const TensorShape& dy, std::span<const int> strides,
+                             std::span<const int64_t> extra) {
+  if (dy.rank() != xs.rank()) return;  // the op's rank checks report it
+  for (size_t i = 0; i < strides.size(); ++i) {
+    const int a = static_cast<int>(i) + 1;
+    if (xs[a] == None && dy[a] != None) xs[a] = dy[a] * strides[i] + extra[i];
+  }
+}
+
+std::string transposed_extra_text(const TensorShape& input_shape, bool from_attribute,
+                                  std::span<const int64_t> extra) {
+  bool open = false;
+  for (size_t i = 0; i < extra.size() && static_cast<int>(i) + 1 < input_shape.rank(); ++i)
+    open = open || input_shape[static_cast<int>(i) + 1] == None;
+  return from_attribute && open ? fmt::format(", extra=[{}]", fmt::join(extra, ", ")) : "";
+}
+
+int64_t transposed_length(int64_t in, int64_t k, int stride, int dilation, bool same,
+                          std::optional<int> output_padding) {
+  if (in == None) return None;
+  return in * stride + transposed_extra(k, stride, dilation, same, output_padding);
 }
 
 int64_t clamp_same_window(int64_t in, int64_t k, int stride) {

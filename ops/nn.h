@@ -160,6 +160,17 @@ WindowDim window_dim(int64_t in, int64_t k, int stride, int dilation, bool same)
 // gives `in` windows).
 int64_t transposed_extra(int64_t k, int stride, int dilation, bool same,
                          std::optional<int> output_padding = std::nullopt);
+// A transposed convolution's input_shape xs (N, spatial..., C): each spatial length still None
+// becomes dy's times strides[i] plus extra[i] (transposed_extra) where dy's is known.
+void fill_transposed_lengths(TensorShape& xs, const TensorShape& dy, std::span<const int> strides,
+                             std::span<const int64_t> extra);
+// ", extra=[...]" for graph dumps when an attribute input_shape leaves a spatial length None
+// (fill_transposed_lengths reads extra then), else "".
+std::string transposed_extra_text(const TensorShape& input_shape, bool from_attribute,
+                                  std::span<const int64_t> extra);
+// Keras' deconv_output_length itself: in * stride + transposed_extra(...), None for a None in.
+int64_t transposed_length(int64_t in, int64_t k, int stride, int dilation, bool same,
+                          std::optional<int> output_padding = std::nullopt);
 // A SAME pooling window longer than in + (out - 1) * stride covers the whole input at every
 // output once clipped (pooling ignores the padding), so that length gives the same result
 // without walking a window of, say, 2^30 mostly padded positions: min(k, that length), or k

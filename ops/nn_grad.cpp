@@ -92,10 +92,8 @@ void Conv2DBackpropInput::infer(std::span<const Tensor> in, std::span<TensorMeta
   check_window(op, stride_h, stride_w, dilation_h, dilation_w);
   check_rank4(op, "input_shape", input_shape, "NHWC");
   TensorShape xs = detail::resolve_input_shape(op, input_shape, from, in);
-  const int stride[2] = {stride_h, stride_w};
-  for (int i = 0; i < 2; ++i)
-    if (xs[1 + i] == None && dy.shape().rank() == 4 && dy.shape()[1 + i] != None)
-      xs[1 + i] = dy.shape()[1 + i] * stride[i] + extra[static_cast<size_t>(i)];
+  const int strides[2] = {stride_h, stride_w};
+  detail::fill_transposed_lengths(xs, dy.shape(), strides, extra);
   check_rank4(op, "filters", f.shape(), "HWIO");
   check_rank4(op, "dy", dy.shape(), "NHWC");
   detail::check_float_pair(op, "filters", f, "dy", dy);
@@ -112,10 +110,7 @@ std::string Conv2DBackpropInput::attributes() const {
                      input_shape.to_string(), stride_h, stride_w, dilation_h, dilation_w,
                      padding_name(same), detail::conv_groups_attribute(groups),
                      detail::shape_from_text(from)) +
-         (from == detail::ShapeFrom::attribute && input_shape.rank() == 4 &&
-                  (input_shape[1] == None || input_shape[2] == None)
-              ? fmt::format(", extra=[{}, {}]", extra[0], extra[1])
-              : std::string());
+         detail::transposed_extra_text(input_shape, from == detail::ShapeFrom::attribute, extra);
 }
 
 // Linear in both inputs: <G, dx(f, dy)> = <dy, conv2d(G, f)> = <f, backprop_filter(G, dy)>.

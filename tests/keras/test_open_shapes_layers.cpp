@@ -114,12 +114,6 @@ std::vector<Case> cases() {
   };
 }
 
-std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& features) {
-  std::vector<int64_t> dims{batch};
-  dims.insert(dims.end(), features.begin(), features.end());
-  return dims;
-}
-
 // {loss, d loss / d x, d loss / d each trainable weight}.
 std::vector<tf::Tensor> loss_and_gradients(const tf::keras::Layer& layer, const tf::Tensor& x,
                                            bool training) {
@@ -131,77 +125,59 @@ std::vector<tf::Tensor> loss_and_gradients(const tf::keras::Layer& layer, const 
   return out;
 }
 
+// Keras' floatx float64 while it lives (the sweeps compare to 1e-9).
+struct Float64Layers {
+  Float64Layers() { tf::keras::backend::set_floatx(tf::float64); }
+  ~Float64Layers() { tf::keras::backend::set_floatx(tf::float32); }
+};
+
+// c's layer in a tf::function whose signature leaves the batch and the features where `open`
+// None, called at four shapes (batches 2, 5, 1, 3; each open feature i grown by 0, 3, 1, 2 plus
+// i): the loss and gradients equal eager at each, and one trace.
+void sweep_case(const Case& c, const std::function<bool(size_t)>& open) {
+  INFO("layer: " << c.name);
+  const tf::keras::Layer layer = c.make();
+  std::vector<int64_t> spec{tf::None};
+  for (size_t i = 0; i < c.features.size(); ++i) spec.push_back(open(i) ? tf::None : c.features[i]);
+  auto f =
+      tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
+                   {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
+  const int64_t batches[] = {2, 5, 1, 3}, grow[] = {0, 3, 1, 2};
+  for (int k = 0; k < 4; ++k) {
+    std::vector<int64_t> dims{batches[k]};
+    for (size_t i = 0; i < c.features.size(); ++i)
+      dims.push_back(c.features[i] + (open(i) ? grow[k] + static_cast<int64_t>(i) : 0));
+    const tf::TensorShape shape(dims);
+    INFO("input " << shape.to_string());
+    const tf::Tensor x =
+        tf::constant(tf::testing::random_values(static_cast<size_t>(shape.num_elements()), -1, 1,
+                                                static_cast<unsigned>(batches[k] + 5)),
+                     shape);
+    const std::vector<tf::Tensor> want = loss_and_gradients(layer, x, c.training);  // builds
+    const std::vector<tf::Tensor> got = f(x);
+    REQUIRE(got.size() == want.size());
+    for (size_t j = 0; j < want.size(); ++j) tf::testing::check_close(got[j], want[j], 1e-9, 1e-10);
+  }
+  CHECK(f.tracing_count() == 1);
+}
+
 }  // namespace
 
 TEST_CASE("None batch sweep: Keras layers and their gradients trace once and equal eager",
           "[keras]") {
-  tf::keras::backend::set_floatx(tf::float64);
-  struct Restore {
-    ~Restore() { tf::keras::backend::set_floatx(tf::float32); }
-  } restore;
-  for (const Case& c : cases()) {
-    INFO("layer: " << c.name);
-    const tf::keras::Layer layer = c.make();
-    std::vector<int64_t> spec{tf::None};
-    spec.insert(spec.end(), c.features.begin(), c.features.end());
-    auto f =
-        tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
-                     {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
-    for (int64_t batch : {2, 5, 1, 3}) {
-      INFO("batch " << batch);
-      const tf::TensorShape shape(with_batch(batch, c.features));
-      const tf::Tensor x =
-          tf::constant(tf::testing::random_values(static_cast<size_t>(shape.num_elements()), -1, 1,
-                                                  static_cast<unsigned>(batch + 5)),
-                       shape);
-      const std::vector<tf::Tensor> want = loss_and_gradients(layer, x, c.training);  // builds
-      const std::vector<tf::Tensor> got = f(x);
-      REQUIRE(got.size() == want.size());
-      for (size_t k = 0; k < want.size(); ++k)
-        tf::testing::check_close(got[k], want[k], 1e-9, 1e-10);
-    }
-    CHECK(f.tracing_count() == 1);
-  }
+  const Float64Layers float64;
+  for (const Case& c : cases()) sweep_case(c, [](size_t) { return false; });
 }
 
 TEST_CASE("None spatial sweep: Keras layers over any length or image size trace once", "[keras]") {
   // The cases above whose input has a time or spatial axis, with every dimension but the
   // channels None: a text CNN over sequences of any length, a fully convolutional network over
   // images of any size.
-  tf::keras::backend::set_floatx(tf::float64);
-  struct Restore {
-    ~Restore() { tf::keras::backend::set_floatx(tf::float32); }
-  } restore;
+  const Float64Layers float64;
   for (const Case& c : cases()) {
     if (c.features.size() < 2) continue;
-    INFO("layer: " << c.name);
-    const tf::keras::Layer layer = c.make();
     const size_t channels = c.channels_first ? 0 : c.features.size() - 1;
-    auto open = [&](size_t i) { return i != channels && (!c.fixed_after_time || i == 0); };
-    std::vector<int64_t> spec{tf::None};
-    for (size_t i = 0; i < c.features.size(); ++i)
-      spec.push_back(open(i) ? tf::None : c.features[i]);
-    auto f =
-        tf::function([&](const tf::Tensor& x) { return loss_and_gradients(layer, x, c.training); },
-                     {.input_signature = {tf::TensorSpec(tf::TensorShape(spec), tf::float64)}});
-    const int64_t batches[] = {2, 5, 1, 3}, grow[] = {0, 3, 1, 2};
-    for (int k = 0; k < 4; ++k) {
-      std::vector<int64_t> dims{batches[k]};
-      for (size_t i = 0; i < c.features.size(); ++i)
-        dims.push_back(c.features[i] + (open(i) ? grow[k] + static_cast<int64_t>(i) : 0));
-      const tf::TensorShape shape(dims);
-      INFO("input " << shape.to_string());
-      const tf::Tensor x =
-          tf::constant(tf::testing::random_values(static_cast<size_t>(shape.num_elements()), -1, 1,
-                                                  static_cast<unsigned>(k + 7)),
-                       shape);
-      const std::vector<tf::Tensor> want = loss_and_gradients(layer, x, c.training);
-      const std::vector<tf::Tensor> got = f(x);
-      REQUIRE(got.size() == want.size());
-      for (size_t j = 0; j < want.size(); ++j)
-        tf::testing::check_close(got[j], want[j], 1e-9, 1e-10);
-    }
-    CHECK(f.tracing_count() == 1);
+    sweep_case(c, [&](size_t i) { return i != channels && (!c.fixed_after_time || i == 0); });
   }
 }
 
