@@ -123,34 +123,41 @@ tf::Tensor input(const tf::TensorShape& shape, unsigned seed) {
       tf::testing::random_values(static_cast<size_t>(shape.num_elements()), 0.2, 1.2, seed), shape);
 }
 
+// On every device the suite reaches (the traced graph's run-time shapes and tables there too).
 void sweep(const std::vector<Case>& cases, const tf::TensorSpec& spec,
            const std::vector<tf::TensorShape>& shapes) {
-  for (const Case& c : cases) {
-    INFO("op: " << c.name);
-    auto both = [&](const tf::Tensor& x) { return tf::testing::first_and_second(c.op, x); };
-    auto f = tf::function(both, {.input_signature = {spec}});
-    unsigned seed = 3;
-    for (const tf::TensorShape& shape : shapes) {
-      INFO("input " << shape.to_string());
-      const tf::Tensor x = input(shape, ++seed);
-      const std::vector<tf::Tensor> want = both(x);
-      const std::vector<tf::Tensor> got = f(x);
-      REQUIRE(got.size() == want.size());
-      for (size_t k = 0; k < want.size(); ++k)
-        tf::testing::check_close(got[k], want[k], 1e-9, 1e-9);
+  for (tf::Device dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    for (const Case& c : cases) {
+      INFO("op: " << c.name);
+      auto both = [&](const tf::Tensor& x) { return tf::testing::first_and_second(c.op, x); };
+      auto f = tf::function(both, {.input_signature = {spec}});
+      unsigned seed = 3;
+      for (const tf::TensorShape& shape : shapes) {
+        INFO("input " << shape.to_string());
+        const tf::Tensor x = input(shape, ++seed);
+        const std::vector<tf::Tensor> want = both(x);
+        const std::vector<tf::Tensor> got = f(x);
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < want.size(); ++k)
+          tf::testing::check_close(got[k], want[k], 1e-9, 1e-9);
+      }
+      CHECK(f.tracing_count() == 1);
     }
-    CHECK(f.tracing_count() == 1);
   }
 }
 
 }  // namespace
 
-TEST_CASE("None spatial sweep: image ops and their gradients trace once and equal eager", "[jit]") {
+TEST_CASE("None spatial sweep: image ops and their gradients trace once and equal eager",
+          "[jit][cuda]") {
   sweep(image_cases(), tf::TensorSpec({tf::None, tf::None, tf::None, 2}, tf::float64),
         {{2, 5, 6, 2}, {3, 4, 7, 2}, {1, 6, 5, 2}, {2, 3, 3, 2}});
 }
 
-TEST_CASE("None spatial sweep: 1-D convolutions and poolings trace once and equal eager", "[jit]") {
+TEST_CASE("None spatial sweep: 1-D convolutions and poolings trace once and equal eager",
+          "[jit][cuda]") {
   sweep(sequence_cases(), tf::TensorSpec({2, tf::None, 3}, tf::float64),
         {{2, 5, 3}, {2, 8, 3}, {2, 3, 3}, {2, 6, 3}});
 }
@@ -158,11 +165,17 @@ TEST_CASE("None spatial sweep: 1-D convolutions and poolings trace once and equa
 TEST_CASE("None spatial sweep: a size the op refuses is an error when the graph runs", "[jit]") {
   // The one graph serves every size its ops take; an image without rows, which resize refuses
   // eagerly, is refused by the resize tables made when the graph runs.
-  auto f = tf::function([](const tf::Tensor& x) { return tf::image::resize(x, {4, 3}); },
-                        {.input_signature = {tf::TensorSpec({1, tf::None, tf::None, 1})}});
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return tf::image::resize(x, {4, 3});
+      },
+      {.input_signature = {tf::TensorSpec({1, tf::None, tf::None, 1})}});
   CHECK(f(tf::zeros({1, 5, 6, 1})).shape() == tf::TensorShape({1, 4, 3, 1}));
   CHECK(f(tf::zeros({1, 7, 2, 1})).shape() == tf::TensorShape({1, 4, 3, 1}));
-  tf::testing::require_error([&] { f(tf::zeros({1, 0, 6, 1})); },
-                             {"resize", "positive height and width"});
+  tf::testing::require_error(
+      [&] {
+        f(tf::zeros({1, 0, 6, 1}));
+      },
+      {"resize", "positive height and width"});
   CHECK(f.tracing_count() == 1);
 }
