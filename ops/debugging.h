@@ -1,12 +1,18 @@
 // tf.debugging's numeric checks: check_numerics(x, message), which fails on NaN or Inf, and
 // enable_check_numerics(), which checks the output of every op from then on (eager ops and the
 // ops of functions traced afterwards) and names the first op that makes a NaN or an Inf.
+// tf.debugging's assertions (ops/debugging_asserts.cpp): the value checks (assert_equal,
+// assert_less, ..., assert_near, assert_positive, ..., Assert) check eagerly and, inside
+// tf::function, at every call; the static ones (assert_rank, assert_type, ...) when called.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ops/primitive.h"
+#include "ops/print.h"
 
 namespace tapeflow {
 namespace debugging {
@@ -34,6 +40,62 @@ void enable_check_numerics();
 // TF's tf.debugging.disable_check_numerics(): eager ops and later traces are not checked.
 void disable_check_numerics();
 bool check_numerics_enabled();
+
+// TF's tf.debugging.assert_all_finite: check_numerics(t, message).
+Tensor assert_all_finite(const Tensor& t, const std::string& message);
+
+// TF's element-wise assertions: each raises InvalidArgumentError unless the condition holds for
+// every element of the broadcast of x and y (an empty tensor passes), with TF's eager message:
+//   "[assert_less] <message>\nCondition x < y did not hold.\nIndices of first 2 different
+//   values:\n[[0]\n [2]]\nCorresponding x values:\n[1 3]\nCorresponding y values:\n[1 2]\nFirst 3
+//   elements of x:\n[1 2 3]\nFirst 3 elements of y:\n[1 3 2]"
+// (values in tf::print's format; the indices are of the broadcast shape, also where x and y
+// differ in shape, which TF leaves out). summarize caps each list (negative: all). x and y
+// follow the comparison ops' rules (tf::less ...): one dtype after a C++ scalar adopts the
+// other's, shapes that broadcast; their errors name the comparison. Inside tf::function the
+// check is a graph node kept whatever uses it, run at every call (so that one trace checks every
+// call's values; a function holding one is not captured as a CUDA graph: the check reads one
+// bool back on the host per call). Nothing is returned (TF's eager None); no gradient is
+// involved.
+void assert_equal(const Tensor& x, const Tensor& y, const std::string& message = "",
+                  int summarize = 3);
+void assert_none_equal(const Tensor& x, const Tensor& y, const std::string& message = "",
+                       int summarize = 3);
+void assert_less(const Tensor& x, const Tensor& y, const std::string& message = "",
+                 int summarize = 3);
+void assert_less_equal(const Tensor& x, const Tensor& y, const std::string& message = "",
+                       int summarize = 3);
+void assert_greater(const Tensor& x, const Tensor& y, const std::string& message = "",
+                    int summarize = 3);
+void assert_greater_equal(const Tensor& x, const Tensor& y, const std::string& message = "",
+                          int summarize = 3);
+// |x - y| <= atol + rtol * |y| element-wise for floating x and y (TF's assert_near; NaN fails).
+// rtol and atol default to 10 * epsilon of the dtype (float16: 1e-2 ... float64: 2.2e-15).
+void assert_near(const Tensor& x, const Tensor& y, std::optional<double> rtol = std::nullopt,
+                 std::optional<double> atol = std::nullopt, const std::string& message = "",
+                 int summarize = 3);
+// x > 0, x < 0, x >= 0, x <= 0 (the message says "Condition x > 0 did not hold.").
+void assert_positive(const Tensor& x, const std::string& message = "", int summarize = 3);
+void assert_negative(const Tensor& x, const std::string& message = "", int summarize = 3);
+void assert_non_negative(const Tensor& x, const std::string& message = "", int summarize = 3);
+void assert_non_positive(const Tensor& x, const std::string& message = "", int summarize = 3);
+// TF's tf.debugging.Assert: raises InvalidArgumentError "[Assert] assertion failed: [x is]
+// [1 2 3 ... 6 7 8]" unless the bool scalar `condition` is true: data's strings and scalars in
+// brackets, its other tensors in tf::print's format, summarised to `summarize` elements per
+// dimension edge.
+// Checked at every call inside tf::function, as the assertions above.
+void Assert(const Tensor& condition, const std::vector<PrintArg>& data, int summarize = 3);
+
+// The static assertions: the shape or dtype, known when called (also while tracing), checked
+// then; InvalidArgumentError "[assert_rank] <message> Tensor must have rank 2. Received rank 1,
+// shape (5)" (TF raises ValueError or TypeError).
+void assert_rank(const Tensor& x, int rank, const std::string& message = "");
+void assert_rank_at_least(const Tensor& x, int rank, const std::string& message = "");
+void assert_rank_in(const Tensor& x, const std::vector<int>& ranks,
+                    const std::string& message = "");
+void assert_scalar(const Tensor& x, const std::string& message = "");
+void assert_type(const Tensor& x, DType dtype, const std::string& message = "");
+void assert_integer(const Tensor& x, const std::string& message = "");
 
 }  // namespace debugging
 
@@ -81,6 +143,26 @@ struct CheckNumerics final : PrimitiveBase<CheckNumerics> {
                           std::span<const int> argnums,
                           std::span<const Tensor> outputs) const override;
   uint32_t vjp_saves() const override { return 0; }
+  bool has_side_effects() const override { return true; }
+  std::string attributes() const override;
+};
+// The value check behind the assertions above: inputs (ok, ...) where ok is a bool scalar,
+// then, for a comparison, the element-wise result and the operands (cond, x, y) or (cond, x),
+// for Assert the data tensors. Raises InvalidArgumentError when ok is false; no outputs. A host
+// op on every device (it reads ok back, and the rest only to write the message).
+struct AssertThat final : PrimitiveBase<AssertThat> {
+  std::string op;         // "assert_less", "Assert"
+  std::string message;    // the user's message
+  std::string condition;  // "x < y", "x > 0"; empty for Assert
+  std::string detail;     // a line after the condition (assert_near's tolerances)
+  // Assert's data: text pieces, std::monostate for the next tensor input.
+  std::vector<std::variant<std::monostate, std::string>> pieces;
+  int summarize = 3;
+
+  const char* name() const override { return "assert"; }
+  int num_outputs() const override { return 0; }
+  void infer(std::span<const Tensor> inputs, std::span<TensorMeta> outputs) const override;
+  TF_DECLARE_KERNELS
   bool has_side_effects() const override { return true; }
   std::string attributes() const override;
 };

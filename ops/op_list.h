@@ -68,4 +68,4 @@
 // clang-format on
 
 // Both kernels in host code.
-#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print)
+#define TF_HOST_PRIMITIVES(X) X(Reshape) X(Copy) X(Print) X(AssertThat)

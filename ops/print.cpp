@@ -138,6 +138,17 @@ std::string print_v2_text(const Tensor& t, int summarize) {
   return out;
 }
 
+std::string print_v2_elements(const Tensor& t, const std::vector<int64_t>& flat) {
+  const HostBytes hb = host_bytes(t);
+  std::string out = "[";
+  for (size_t i = 0; i < flat.size(); ++i) {
+    TF_ASSERT(flat[i] >= 0 && flat[i] < t.num_elements());
+    if (i > 0) out += ' ';
+    out += element_text(hb.data, t.dtype(), flat[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace detail
 
 void print_args(const std::vector<PrintArg>& args) {

@@ -37,6 +37,9 @@ namespace detail {
 void set_print_stream(std::ostream* os);
 // TF's tf.print text of a tensor: "[1 2 3 ... 8 9 10]", summarising 3 items per edge.
 std::string print_v2_text(const Tensor& t, int summarize = 3);
+// The elements of t at the given row-major flat positions, as one line in print_v2_text's
+// format: "[1 3 4]" (t is read back to the host; the positions must be in range).
+std::string print_v2_elements(const Tensor& t, const std::vector<int64_t>& flat);
 }  // namespace detail
 
 namespace prims {
