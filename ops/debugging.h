@@ -101,6 +101,14 @@ void assert_integer(const Tensor& x, const std::string& message = "");
 
 namespace detail {
 
+// The value check behind the assertions, for other ops' run-time checks: raises
+// InvalidArgumentError "[op] <message>\nCondition <condition> did not hold.\nIndices of first
+// ...\nCorresponding <names[k]> values: ..." unless every element of the bool tensor cond holds;
+// operands (one name each) broadcast to cond's shape. Eagerly now; traced, at every call.
+void check_elementwise(const char* op, const std::string& condition, const Tensor& cond,
+                       const std::vector<Tensor>& operands, const std::vector<std::string>& names,
+                       const std::string& message = "", int summarize = 3);
+
 // The non-finite elements of a floating tensor (any device; CUDA waits for the stream).
 struct NonFiniteCounts {
   int64_t nan = 0, pos_inf = 0, neg_inf = 0;
@@ -155,6 +163,7 @@ struct AssertThat final : PrimitiveBase<AssertThat> {
   std::string message;    // the user's message
   std::string condition;  // "x < y", "x > 0"; empty for Assert
   std::string detail;     // a line after the condition (assert_near's tolerances)
+  std::vector<std::string> names;  // the operands' names in the message ("x", "y")
   // Assert's data: text pieces, std::monostate for the next tensor input.
   std::vector<std::variant<std::monostate, std::string>> pieces;
   int summarize = 3;

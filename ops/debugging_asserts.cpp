@@ -66,17 +66,29 @@ std::vector<int64_t> first_positions(int64_t n, int summarize) {
 }
 
 // Records (or, eagerly, runs) the check of an element-wise condition over its operands.
-void check_condition(const char* op, std::string condition, std::string detail, const Tensor& cond,
-                     std::vector<Tensor> operands, const std::string& message, int summarize) {
+void record_check(const char* op, std::string condition, std::string detail, const Tensor& cond,
+                  std::vector<Tensor> operands, std::vector<std::string> names,
+                  const std::string& message, int summarize) {
+  TF_ASSERT(names.size() == operands.size() && cond.dtype() == bool_);
   prims::AssertThat p;
   p.op = op;
   p.message = message;
   p.condition = std::move(condition);
   p.detail = std::move(detail);
+  p.names = std::move(names);
   p.summarize = summarize;
   std::vector<Tensor> inputs{reduce_all(cond), cond};
   for (Tensor& t : operands) inputs.push_back(std::move(t));
   detail::dispatch_multi(p, inputs);
+}
+
+// The same over x, or x and y.
+void check_condition(const char* op, std::string condition, std::string detail, const Tensor& cond,
+                     std::vector<Tensor> operands, const std::string& message, int summarize) {
+  std::vector<std::string> names{"x", "y"};
+  names.resize(operands.size());
+  record_check(op, std::move(condition), std::move(detail), cond, std::move(operands),
+               std::move(names), message, summarize);
 }
 
 using Comparison = Tensor (*)(const Tensor&, const Tensor&);
@@ -118,6 +130,16 @@ double default_tolerance(DType dt) {
 }
 
 }  // namespace
+
+namespace detail {
+
+void check_elementwise(const char* op, const std::string& condition, const Tensor& cond,
+                       const std::vector<Tensor>& operands, const std::vector<std::string>& names,
+                       const std::string& message, int summarize) {
+  record_check(op, condition, "", cond, operands, names, message, summarize);
+}
+
+}  // namespace detail
 
 namespace debugging {
 
@@ -281,7 +303,6 @@ void AssertThat::eval_cpu(std::span<const Tensor> in, std::span<Tensor>) const {
   const size_t limit = summarize < 0 ? holds.size() : static_cast<size_t>(summarize);
   for (size_t i = 0; i < holds.size() && bad.size() < limit; ++i)
     if (!holds[i]) bad.push_back(static_cast<int64_t>(i));
-  static constexpr const char* kNames[] = {"x", "y"};
   const std::span<const Tensor> operands = in.subspan(2);
   if (!bad.empty()) {
     text += fmt::format("\nIndices of first {} different values:\n{}", bad.size(),
@@ -290,13 +311,13 @@ void AssertThat::eval_cpu(std::span<const Tensor> in, std::span<Tensor>) const {
       std::vector<int64_t> at(bad.size());
       for (size_t i = 0; i < bad.size(); ++i)
         at[i] = broadcast_source(cond.shape(), operands[k].shape(), bad[i]);
-      text += fmt::format("\nCorresponding {} values:\n{}", kNames[k],
+      text += fmt::format("\nCorresponding {} values:\n{}", names[k],
                           detail::print_v2_elements(operands[k], at));
     }
   }
   for (size_t k = 0; k < operands.size(); ++k) {
     const std::vector<int64_t> first = first_positions(operands[k].num_elements(), summarize);
-    text += fmt::format("\nFirst {} elements of {}:\n{}", first.size(), kNames[k],
+    text += fmt::format("\nFirst {} elements of {}:\n{}", first.size(), names[k],
                         detail::print_v2_elements(operands[k], first));
   }
   TF_THROW(InvalidArgumentError, op.c_str(), "{}", text);

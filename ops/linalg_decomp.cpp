@@ -283,6 +283,21 @@ Tensor pinv_body(const Tensor& a, double rcond) {
 }
 }  // namespace
 
+Tensor matrix_rank(const Tensor& a, std::optional<double> tol) {
+  const char* op = "matrix_rank";
+  check_input(op, a, false);
+  const TensorShape& sa = a.shape();
+  const int64_t m = sa[sa.rank() - 2], n = sa[sa.rank() - 1];
+  TF_CHECK_ARG(known(m) && known(n), op, "needs known matrix dimensions, got shape {}",
+               sa.to_string());
+  TF_CHECK_ARG(!tol || *tol >= 0, op, "tol must be non-negative, got {}", tol.value_or(0));
+  const Tensor s = svd(a, false, false).s;
+  const Tensor cutoff =
+      tol ? detail::adopt_dtype(Tensor(*tol), s.dtype(), op)
+          : static_cast<double>(std::max(m, n)) * epsilon_of(a) * reduce_max(s, -1, true);
+  return reduce_sum(cast(greater(s, cutoff), int64), -1);
+}
+
 Tensor pinv(const Tensor& a, double rcond) {
   return detail::naming_errors("pinv", [&] { return pinv_body(a, rcond); });
 }

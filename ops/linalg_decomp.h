@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct SvdResult {
 // are then undefined tensors). The gradient through u or v needs distinct nonzero singular
 // values (as TF's); through s alone it is u v^T weighted, always defined.
 SvdResult svd(const Tensor& a, bool full_matrices = false, bool compute_uv = true);
+
+// TF's tf.linalg.matrix_rank: the number of singular values of each [..., m, n] matrix greater
+// than tol (default: the largest singular value times max(m, n) times epsilon of the dtype), int64
+// [...]. No gradient (an integer result).
+Tensor matrix_rank(const Tensor& a, std::optional<double> tol = std::nullopt);
 
 // Moore-Penrose pseudo-inverse through the SVD (tf.linalg.pinv): singular values at most
 // rcond * max(s) count as zero; a negative rcond (the default) means TF's default

@@ -123,9 +123,49 @@ Tensor squared_difference(const Tensor& a, const Tensor& b) {
   return detail::naming_errors(op, [&] { return square(x - y); });
 }
 
+namespace {
+// The operands of divide_no_nan / multiply_no_nan: one floating dtype.
+std::pair<Tensor, Tensor> no_nan_operands(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(op, a);
+  check_defined(op, b);
+  auto [x, y] = detail::unify_dtypes(op, a, b);
+  detail::check_dtype_floating(op, x);
+  (void)detail::broadcast_shapes(op, x.shape(), y.shape());
+  return {x, y};
+}
+}  // namespace
+
+// Where y is 0 the division is by 1 instead, so that neither the result nor the gradients (which
+// the outer where zeroes there, as TF's DivNoNanGrad) see an inf or a NaN.
+Tensor divide_no_nan(const Tensor& a, const Tensor& b) {
+  const auto [x, y] = no_nan_operands("divide_no_nan", a, b);
+  const Tensor zero = equal(y, 0);
+  return where(zero, 0, x / where(zero, 1, y));
+}
+
+// x * y with x replaced by 0 where y is 0 and x is not finite: the gradients are TF's (y with
+// respect to x; x with respect to y, also at y = 0).
+Tensor multiply_no_nan(const Tensor& a, const Tensor& b) {
+  const auto [x, y] = no_nan_operands("multiply_no_nan", a, b);
+  return where(logical_and(equal(y, 0), logical_not(is_finite(x))), 0, x) * y;
+}
+
 }  // namespace math
 
 namespace nn {
+
+namespace {
+// The moments computed with kept dimensions, squeezed unless keepdims, in dtype d.
+std::pair<Tensor, Tensor> finish_moments(Tensor mean, Tensor variance, const std::vector<int>& axes,
+                                         bool keepdims, DType d) {
+  if (!keepdims && !axes.empty()) {
+    mean = squeeze(mean, axes);
+    variance = squeeze(variance, axes);
+  }
+  if (mean.dtype() != d) return {cast(mean, d), cast(variance, d)};
+  return {mean, variance};
+}
+}  // namespace
 
 std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   const char* op = "moments";
@@ -140,14 +180,27 @@ std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int>& axes,
   const Tensor mean = reduce_mean(y, norm, true);
   // TF stops the gradient through this mean; here it flows, and its term, -2 mean(x - mean),
   // is zero up to rounding (ops cannot call autograd's stop_gradient).
-  Tensor variance = reduce_mean(math::squared_difference(y, mean), norm, true);
-  Tensor m = mean;
-  if (!keepdims && !norm.empty()) {
-    m = squeeze(m, norm);
-    variance = squeeze(variance, norm);
-  }
-  if (half) return {cast(m, d), cast(variance, d)};
-  return {m, variance};
+  const Tensor variance = reduce_mean(math::squared_difference(y, mean), norm, true);
+  return finish_moments(mean, variance, norm, keepdims, d);
+}
+
+std::pair<Tensor, Tensor> weighted_moments(const Tensor& x, const std::vector<int>& axes,
+                                           const Tensor& frequency_weights, bool keepdims) {
+  const char* op = "weighted_moments";
+  check_defined(op, x);
+  check_defined(op, frequency_weights);
+  detail::check_dtype_floating(op, x);
+  (void)detail::broadcast_shapes(op, x.shape(), frequency_weights.shape());
+  const std::vector<int> norm = detail::normalize_axes(op, axes, x.shape());
+  const DType d = x.dtype();
+  const bool half = d == float16;  // as TF: float16 (only) in float32
+  const Tensor y = half ? cast(x, float32) : x;
+  const Tensor w = cast(frequency_weights, y.dtype());
+  const Tensor sum_w = reduce_sum(w + zeros_like(y), norm, true);
+  const Tensor mean = math::divide_no_nan(reduce_sum(w * y, norm, true), sum_w);
+  const Tensor variance =
+      math::divide_no_nan(reduce_sum(w * math::squared_difference(y, mean), norm, true), sum_w);
+  return finish_moments(mean, variance, norm, keepdims, d);
 }
 
 }  // namespace nn

@@ -40,6 +40,11 @@ Tensor is_finite(const Tensor& x);
 // (a - b)^2 with broadcasting, as TF's tf.math.squared_difference: floating, int32 and int64
 // (uint8 and bool are rejected as in TF); integers wrap around.
 Tensor squared_difference(const Tensor& a, const Tensor& b);
+// x / y, 0 where y is 0 (also for x = 0, inf or NaN), as TF's tf.math.divide_no_nan: floating
+// dtypes, broadcasting. The gradients are 0 where y is 0 (TF's too).
+Tensor divide_no_nan(const Tensor& x, const Tensor& y);
+// x * y, 0 where y is 0 (also where x is inf or NaN), as TF's tf.math.multiply_no_nan.
+Tensor multiply_no_nan(const Tensor& x, const Tensor& y);
 
 // The reductions take TF's axis argument as the other reduce_* ops do (ops/reduce.h): none
 // (every axis), one axis, or a list ({}: TF's axis=[], each element alone).
@@ -127,6 +132,11 @@ inline std::pair<Tensor, Tensor> moments(const Tensor& x, std::initializer_list<
                                          bool keepdims = false) {
   return moments(x, std::vector<int>(axes), keepdims);
 }
+// TF's tf.nn.weighted_moments: the mean and variance of floating x over axes with frequency
+// weights broadcasting to x (cast to x's dtype): sum(w x) / sum(w) and sum(w (x - mean)^2) /
+// sum(w), each 0 where the weights sum to 0 (divide_no_nan); float16 in float32, rounded once.
+std::pair<Tensor, Tensor> weighted_moments(const Tensor& x, const std::vector<int>& axes,
+                                           const Tensor& frequency_weights, bool keepdims = false);
 }  // namespace nn
 
 }  // namespace tapeflow

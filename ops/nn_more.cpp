@@ -94,6 +94,21 @@ Tensor weighted_cross_entropy_with_logits(const Tensor& labels, const Tensor& lo
                        relu(tapeflow::negative(logits)));
 }
 
+Tensor log_poisson_loss(const Tensor& targets, const Tensor& log_input, bool compute_full_loss) {
+  const char* op = "log_poisson_loss";
+  check_floating_input(op, targets, "targets");
+  check_floating_input(op, log_input, "log_input");
+  check_same(op, targets, log_input, "targets", "log_input");
+  const Tensor loss = tapeflow::exp(log_input) - log_input * targets;
+  if (!compute_full_loss) return loss;
+  // Stirling's approximation of log(targets!), left out for targets in [0, 1].
+  const Tensor small =
+      tapeflow::logical_and(tapeflow::greater_equal(targets, 0), tapeflow::less_equal(targets, 1));
+  const Tensor t = tapeflow::where(small, 2, targets);
+  const Tensor stirling = t * tapeflow::log(t) - t + 0.5 * tapeflow::log(2 * M_PI * t);
+  return loss + tapeflow::where(small, 0, stirling);
+}
+
 Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std::string& padding,
               const std::string& data_format, int dilations) {
   const char* op = "conv1d";

@@ -1,10 +1,11 @@
 // tf.nn ops the core nn family lacks, all composites of existing primitives (so every device and
 // every gradient order come with them): conv1d, conv1d_transpose, max_pool1d, avg_pool1d,
 // max_pool_with_argmax, relu6, crelu, log_sigmoid, l2_loss, softmax_cross_entropy_with_logits,
-// weighted_cross_entropy_with_logits, embedding_lookup, batch_normalization, normalize_moments,
-// sufficient_statistics, local_response_normalization, space_to_depth and depth_to_space.
-// ctc_loss is the one primitive (CtcLoss): a host kernel and a CUDA kernel (ops/cuda/ctc.cu), both
-// in float64 log space. Argument order and defaults follow TF 2.21. See docs/ops.md.
+// weighted_cross_entropy_with_logits, log_poisson_loss, embedding_lookup, batch_normalization,
+// normalize_moments, sufficient_statistics, local_response_normalization, space_to_depth and
+// depth_to_space. ctc_loss is the one primitive (CtcLoss): a host kernel and a CUDA kernel
+// (ops/cuda/ctc.cu), both in float64 log space. Argument order and defaults follow TF 2.21. See
+// docs/ops.md.
 #pragma once
 
 #include <string>
@@ -30,6 +31,12 @@ Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
 // q = pos_weight (a scalar or a tensor broadcasting to them), TF's stable form.
 Tensor weighted_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits,
                                           const Tensor& pos_weight);
+// TF's tf.nn.log_poisson_loss: exp(log_input) - log_input * targets for floating tensors of one
+// shape; with compute_full_loss the Stirling term targets * log(targets) - targets +
+// 0.5 * log(2 pi targets) is added where targets > 1 or < 0 (TF's rule; computed on a safe
+// value elsewhere, so that a gradient with respect to targets of 0 is finite, where TF's is NaN).
+Tensor log_poisson_loss(const Tensor& targets, const Tensor& log_input,
+                        bool compute_full_loss = false);
 // 1-D convolution: input (N, W, C) ("NWC") or (N, C, W) ("NCW"), filters (K, C, O); conv2d on
 // a height of 1, as TF's tf.nn.conv1d.
 Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std::string& padding,
