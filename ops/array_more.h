@@ -62,6 +62,16 @@ Tensor truncated_normal(const TensorShape& shape, double mean = 0.0, double stdd
 // TF's tf.random.shuffle: value permuted along its first dimension by the stable argsort of
 // random keys drawn under the seed rules of ops/random.h (traced too, for any batch size).
 Tensor shuffle(const Tensor& value, std::optional<int64_t> seed = std::nullopt);
+// TF's tf.random.gamma: samples of Gamma(alpha, beta) (shape alpha > 0, rate beta > 0; beta
+// undefined: 1) of shape `shape` followed by the broadcast shape of alpha and beta, in dtype
+// (floating; alpha and beta are cast to it). Marsaglia and Tsang's method in float64 (alpha < 1
+// through alpha + 1 times u^(1/alpha)), its rejections redrawn (eager: until none is left;
+// traced: 12 rounds, after which an element is left unaccepted with probability below 1e-15 and
+// takes alpha - 1/3, near the mode); alpha <= 0 gives NaN. Gradients: with respect to alpha the
+// implicit reparameterization d x / d alpha = -(d/d alpha P(alpha, x)) / p(x; alpha) (TF's
+// random_gamma_grad), with respect to beta -x / beta.
+Tensor gamma(const TensorShape& shape, const Tensor& alpha, const Tensor& beta = Tensor(),
+             DType dtype = float32, std::optional<int64_t> seed = std::nullopt);
 // TF's tf.random.stateless_uniform / stateless_normal: the same seed pair always gives the same
 // numbers (also inside tf::function, on every call). The stream is tapeflow's Philox stream for
 // that pair, not TF's numbers.
