@@ -1,8 +1,10 @@
-// tf::random::gamma (ops/array_more.h) on every device of devices_under_test(): the shape rule,
+// tf::random::gamma and poisson (ops/array_more.h) on every device of devices_under_test(). Gamma:
+// the shape rule,
 // the distribution's mean, variance and CDF at a point against Gamma(alpha, beta), seeds,
 // every floating dtype, traced calls drawing new numbers, and the implicit gradient checked
 // against the CDF it keeps fixed (P(alpha + h, x + h dx/dalpha) = P(alpha, x) to O(h^2)) and
-// in expectation (d E[x] / d alpha = 1 / beta).
+// in expectation (d E[x] / d alpha = 1 / beta). Poisson: mean, variance and P(X = k) on both
+// samplers' sides of lam = 10, dtypes, lam <= 0 and NaN, traced draws.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -155,4 +157,55 @@ TEST_CASE("random gamma: bad arguments", "[cpu][random][gamma]") {
                 {"[random_gamma] shape (None,) has an unknown dimension"});
   require_error([] { tf::random::gamma({2}, tf::constant<bool>({true}, {1})); },
                 {"alpha must be a number, got bool"});
+}
+
+TEST_CASE("random poisson: moments and probabilities on both samplers",
+          "[cpu][cuda][random][poisson]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    tf::random::set_seed(8);
+    // The inverse CDF (below 10) and PTRS (from 10), one column each.
+    const std::vector<double> lam = {0.01, 1.5, 7.0, 10.0, 33.0, 1e6};
+    const int64_t n = 100000;
+    const tf::Tensor x = tf::random::poisson({n}, vec(lam), tf::float64);
+    CHECK(x.shape() == tf::TensorShape{n, 6});
+    CHECK(tf::reduce_all(tf::equal(x, tf::floor(x))).item<bool>());
+    CHECK(tf::reduce_min(x).item<double>() >= 0);
+    const std::vector<double> mean = column_means(x);
+    const std::vector<double> var = column_means(tf::square(x - tf::reduce_mean(x, 0, true)));
+    // P(X = floor(lam)) = exp(-lam + k log lam - lgamma(k + 1)).
+    std::vector<double> at_k(lam.size()), p_k(lam.size());
+    for (size_t c = 0; c < lam.size(); ++c) at_k[c] = std::floor(lam[c]);
+    const std::vector<double> hit = column_means(tf::cast(tf::equal(x, vec(at_k)), tf::float64));
+    for (size_t c = 0; c < lam.size(); ++c) {
+      INFO("lam " << lam[c]);
+      const double k = at_k[c];
+      const double pk = std::exp(-lam[c] + (k > 0 ? k * std::log(lam[c]) : 0) - std::lgamma(k + 1));
+      CHECK(std::abs(mean[c] - lam[c]) <= 5 * std::sqrt(lam[c] / n));
+      CHECK(std::abs(var[c] - lam[c]) <= 5 * lam[c] * std::sqrt((2 + 1 / lam[c]) / n));
+      CHECK(std::abs(hit[c] - pk) <= 5 * std::sqrt(pk * (1 - pk) / n) + 1e-9);
+    }
+    // Integer dtypes, lam <= 0 (0, as TF), NaN (NaN; 0 in integers).
+    const tf::Tensor i = tf::random::poisson({3}, vec({2.0, 0.0, -1.0}), tf::int32);
+    CHECK(i.dtype() == tf::int32);
+    const std::vector<double> iv = i.numpy<double>();
+    CHECK(iv[1] == 0);
+    CHECK(iv[2] == 0);
+    const tf::Tensor nan = tf::random::poisson({2}, vec({std::nan(""), 3.0}), tf::float32);
+    CHECK(std::isnan(nan.numpy<double>()[0]));
+    CHECK(tf::random::poisson({2}, vec({std::nan("")}), tf::int64).numpy<double>()[0] == 0);
+    // Traced: one trace, new numbers at each call, the same distribution.
+    auto f = tf::function([](const tf::Tensor& l) { return tf::random::poisson({20000}, l); });
+    const tf::Tensor f1 = f(vec({4.0, 50.0}, tf::float32)), f2 = f(vec({4.0, 50.0}, tf::float32));
+    CHECK(f.tracing_count() == 1);
+    CHECK(f1.numpy<double>() != f2.numpy<double>());
+    const std::vector<double> fm = column_means(f1);
+    CHECK(std::abs(fm[0] - 4.0) < 0.1);
+    CHECK(std::abs(fm[1] - 50.0) < 0.3);
+    require_error([] { tf::random::poisson({2}, 1.0, tf::bool_); },
+                  {"[random_poisson] dtype must be float16, float32, float64, int32 or int64"});
+    require_error([] { tf::random::poisson({2}, tf::Tensor()); },
+                  {"[random_poisson] lam is an undefined tensor"});
+  }
 }
