@@ -1,0 +1,111 @@
+#include "ops/shape_ops.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "ops/binary.h"
+#include "ops/debugging.h"
+#include "ops/dispatch.h"
+#include "ops/dynamic_shape.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+
+namespace tapeflow {
+
+namespace detail {
+namespace {
+
+// x's shape when it runs (a trace for None dimensions): 1-D, `dtype`.
+struct ShapeOf final : PrimitiveBase<ShapeOf> {
+  DType dtype;
+  explicit ShapeOf(DType d) : dtype(d) {}
+  const char* name() const override { return "shape"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {TensorShape{in[0].rank()}, dtype};
+  }
+  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
+    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
+  }
+  bool reads_only_shapes() const override { return true; }
+  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
+    out[0] = copy_to_device(host(in[0].shape()), device);
+    return true;
+  }
+  Tensor host(const TensorShape& s) const {
+    std::vector<double> v;
+    for (int d = 0; d < s.rank(); ++d) v.push_back(static_cast<double>(s[d]));
+    return from_doubles(v, TensorShape{s.rank()}, dtype);
+  }
+  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
+                          std::span<const int> argnums, std::span<const Tensor>) const override {
+    return std::vector<Tensor>(argnums.size());
+  }
+  uint32_t vjp_saves() const override { return 0; }
+  std::string attributes() const override { return fmt::format("out_type={}", dtype_name(dtype)); }
+};
+
+void check_out_type(const char* op, const Tensor& x, DType out_type) {
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(out_type == int32 || out_type == int64, op,
+               "out_type must be int32 or int64, got {}", dtype_name(out_type));
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor shape(const Tensor& x, DType out_type) {
+  detail::check_out_type("shape", x, out_type);
+  const detail::ShapeOf op(out_type);
+  if (!detail::open_shapes()) return op.host(x.shape());
+  return detail::dispatch(op, {x});
+}
+
+Tensor size(const Tensor& x, DType out_type) {
+  detail::check_out_type("size", x, out_type);
+  std::vector<int> all(static_cast<size_t>(x.rank()));
+  for (int d = 0; d < x.rank(); ++d) all[static_cast<size_t>(d)] = d;
+  return detail::element_count(x, all, out_type);
+}
+
+Tensor rank(const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), "rank", "the input is an undefined tensor (TF's None)");
+  return Tensor(static_cast<int32_t>(x.rank()));
+}
+
+Tensor ensure_shape(const Tensor& x, const TensorShape& want) {
+  const char* op = "ensure_shape";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  const TensorShape& s = x.shape();
+  // In a trace for None dimensions the traced sizes are stand-ins: every size `want` fixes is
+  // checked when the graph runs. Otherwise the known sizes are checked now, the rest then.
+  const bool open = detail::open_shapes();
+  bool ok = s.rank() == want.rank();
+  std::vector<int64_t> axes, sizes;
+  for (int d = 0; ok && d < s.rank(); ++d) {
+    if (want[d] == None) continue;
+    if (open || s[d] == None) {
+      axes.push_back(d);
+      sizes.push_back(want[d]);
+    } else {
+      ok = s[d] == want[d];
+    }
+  }
+  TF_CHECK_ARG(ok, op, "Shape of tensor input {} is not compatible with expected shape {}",
+               s.to_string(), want.to_string());
+  if (axes.empty()) return x;
+  const auto n = static_cast<int64_t>(axes.size());
+  const Tensor got = gather(shape(x, int64), constant(axes, TensorShape{n}));
+  detail::check_elementwise(op,
+                            fmt::format("the shape of input matches {} at axes [{}]",
+                                        want.to_string(), fmt::join(axes, ", ")),
+                            equal(got, constant(sizes, TensorShape{n})), {got}, {"input sizes"});
+  return x;
+}
+
+}  // namespace tapeflow
