@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/binary.h"
+#include "ops/debugging.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
@@ -18,6 +19,8 @@
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 
 namespace tapeflow::nn {
@@ -107,6 +110,65 @@ Tensor log_poisson_loss(const Tensor& targets, const Tensor& log_input, bool com
   const Tensor t = tapeflow::where(small, 2, targets);
   const Tensor stirling = t * tapeflow::log(t) - t + 0.5 * tapeflow::log(2 * M_PI * t);
   return loss + tapeflow::where(small, 0, stirling);
+}
+
+CtcDecoded ctc_greedy_decoder(const Tensor& inputs, const Tensor& sequence_length,
+                              bool merge_repeated, std::optional<int> blank_index) {
+  const char* op = "ctc_greedy_decoder";
+  check_floating_input(op, inputs, "inputs");
+  TF_CHECK_ARG(inputs.rank() == 3, op, "inputs must be (frames, batch, classes), got shape {}",
+               inputs.shape().to_string());
+  TF_CHECK_ARG(sequence_length.defined(), op, "sequence_length is an undefined tensor");
+  TF_CHECK_ARG(sequence_length.dtype() == int32 || sequence_length.dtype() == int64, op,
+               "sequence_length must be int32 or int64, got {}",
+               dtype_name(sequence_length.dtype()));
+  const TensorShape& s = inputs.shape();
+  TF_CHECK_ARG(sequence_length.shape() == TensorShape{s[1]}, op,
+               "sequence_length must be (batch,) = ({},), got shape {}", s[1],
+               sequence_length.shape().to_string());
+  const int64_t frames = s[0], classes = s[2];
+  TF_CHECK_ARG(frames != None && classes != None, op,
+               "needs known frame and class counts, got shape {}", s.to_string());
+  TF_CHECK_ARG(classes >= 1, op, "inputs must have at least one class, got shape {}",
+               s.to_string());
+  int64_t blank = blank_index ? *blank_index : classes - 1;
+  if (blank < 0) blank += classes;
+  TF_CHECK_ARG(blank >= 0 && blank < classes, op, "blank_index {} is out of range for {} classes",
+               blank_index.value_or(0), classes);
+  const Tensor lengths = tapeflow::cast(sequence_length, int64);
+  detail::check_elementwise(op, fmt::format("0 <= sequence_length <= {} (the frame count)", frames),
+                            tapeflow::logical_and(tapeflow::greater_equal(lengths, int64_t{0}),
+                                                  tapeflow::less_equal(lengths, frames)),
+                            {lengths}, {"sequence_length"});
+  if (frames == 0)  // nothing decoded; the sum of no logits is 0
+    return {tapeflow::zeros({s[1], 0}, int64),
+            tapeflow::expand_dims(tapeflow::reduce_sum(inputs, {0, 2}), 1)};
+  const Tensor best = tapeflow::argmax(inputs, 2);  // (frames, batch) int64
+  // valid[t, b]: frame t is within sequence b.
+  const Tensor t_index = tapeflow::cumsum(tapeflow::ones_like(best), 0) - int64_t{1};
+  const Tensor valid = tapeflow::less(t_index, tapeflow::expand_dims(lengths, 0));
+  const Tensor top = tapeflow::reduce_max(inputs, 2);
+  const Tensor neg_sum = tapeflow::negative(
+      tapeflow::reduce_sum(tapeflow::where(valid, top, scalar_like(0.0, top)), 0));
+  Tensor keep = tapeflow::logical_and(valid, tapeflow::not_equal(best, blank));
+  if (merge_repeated && frames > 1) {
+    // The previous frame's best class (-1 before the first).
+    const Tensor earlier =
+        tapeflow::concat({tapeflow::zeros_like(tapeflow::slice(best, {0, 0}, {1, -1})) - int64_t{1},
+                          tapeflow::slice(best, {0, 0}, {frames - 1, -1})},
+                         0);
+    keep = tapeflow::logical_and(keep, tapeflow::not_equal(best, earlier));
+  }
+  // Compaction by sorting each sequence on key = rank * (classes + 1) + label + 1, with rank the
+  // label's place among the kept ones and `frames` for the others: the kept labels come first,
+  // in order (no shape depends on the values or the batch).
+  const int64_t base = classes + 1;
+  const Tensor rank = tapeflow::cumsum(tapeflow::cast(keep, int64), 0) - int64_t{1};
+  const Tensor key = tapeflow::where(keep, rank, frames) * base + best + int64_t{1};
+  const Tensor sorted = sort(tapeflow::transpose(key), -1);
+  const Tensor decoded = tapeflow::where(tapeflow::less(sorted, frames * base),
+                                         floormod(sorted, base) - int64_t{1}, int64_t{-1});
+  return {decoded, tapeflow::expand_dims(neg_sum, 1)};
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& filters, int stride, const std::string& padding,

@@ -8,6 +8,7 @@
 // docs/ops.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,21 @@ Tensor depth_to_space(const Tensor& input, int block_size, const std::string& da
 // number). Differentiable once with respect to the logits (TF has no second derivative either).
 Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_length,
                 const Tensor& logit_length, bool logits_time_major = true, int blank_index = 0);
+
+// TF's tf.nn.ctc_greedy_decoder: the best class of each frame of inputs (frames, batch, classes)
+// within sequence_length (batch,) frames, repeats merged (merge_repeated) and blanks removed
+// (blank_index, default classes - 1; negative counts from classes). decoded is (batch, frames)
+// int64, each row's labels first and -1 after them: TF's SparseTensor as
+// tf.sparse.to_dense(default_value=-1) gives it, padded to the frame count (a shape known before
+// the values, so it traces). neg_sum_logits (batch, 1) is minus the sum of each frame's best
+// logit, as TF's.
+struct CtcDecoded {
+  Tensor decoded;
+  Tensor neg_sum_logits;
+};
+CtcDecoded ctc_greedy_decoder(const Tensor& inputs, const Tensor& sequence_length,
+                              bool merge_repeated = true,
+                              std::optional<int> blank_index = std::nullopt);
 
 }  // namespace tapeflow::nn
 
