@@ -15,6 +15,7 @@
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/scatter.h"
+#include "ops/segment.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
@@ -237,6 +238,42 @@ Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
       detail::dispatch(prims::ScatterRowsUpdate{},
                        {reshape(tensor, {rows, width}), pos, reshape(updates, {-1, width})});
   return reshape(out, ts);
+}
+
+namespace {
+// tensor_scatter_nd_max / _min: the updates' maximum (minimum) per addressed slice, by the
+// segment reduction (empty segments hold the dtype's lowest / highest value), then the element-
+// wise maximum (minimum) with the tensor.
+Tensor scatter_extreme(const char* op, bool take_max, const Tensor& tensor, const Tensor& indices,
+                       const Tensor& updates) {
+  check_defined(op, tensor, "tensor");
+  check_indices(op, indices);
+  check_defined(op, updates, "updates");
+  const TensorShape& ts = tensor.shape();
+  TF_CHECK_ARG(ts.is_fully_defined(), op, "the tensor's shape must be fully known, got {}",
+               ts.to_string());
+  const DType dt = tensor.dtype();
+  TF_CHECK_ARG(updates.dtype() == dt, op, "updates are {} but the tensor is {}: they must match",
+               dtype_name(updates.dtype()), dtype_name(dt));
+  TF_CHECK_ARG(is_floating(dt) || dt == int32 || dt == int64, op,
+               "expects floating, int32 or int64 tensors, got {}", dtype_name(dt));
+  const ScatterRows target = scatter_rows(op, indices, updates, ts, /*of_tensor=*/true);
+  const int64_t rows = target.rows, width = product(target.slice);
+  const Tensor upd = reshape(updates, {-1, width});
+  const Tensor flat = reshape(tensor, {rows, width});
+  return detail::naming_errors(op, [&] {
+    const Tensor seg = take_max ? math::unsorted_segment_max(upd, target.pos, rows)
+                                : math::unsorted_segment_min(upd, target.pos, rows);
+    return reshape(take_max ? maximum(flat, seg) : minimum(flat, seg), ts);
+  });
+}
+}  // namespace
+
+Tensor tensor_scatter_nd_max(const Tensor& tensor, const Tensor& indices, const Tensor& updates) {
+  return scatter_extreme("tensor_scatter_nd_max", true, tensor, indices, updates);
+}
+Tensor tensor_scatter_nd_min(const Tensor& tensor, const Tensor& indices, const Tensor& updates) {
+  return scatter_extreme("tensor_scatter_nd_min", false, tensor, indices, updates);
 }
 
 Tensor boolean_mask(const Tensor& tensor, const Tensor& mask, int axis) {

@@ -1,4 +1,4 @@
-// N-dimensional indexing: TF's gather_nd, scatter_nd, tensor_scatter_nd_add/_sub/_update,
+// N-dimensional indexing: TF's gather_nd, scatter_nd, tensor_scatter_nd_add/_sub/_update/_max/_min,
 // boolean_mask and clip_by_global_norm. All but tensor_scatter_nd_update (primitive
 // ScatterRowsUpdate, ops/scatter.h) are composites of gather, unsorted_segment_sum, reshape and
 // elementwise ops; all run on every device and are differentiable (gradients reach params,
@@ -36,6 +36,13 @@ Tensor tensor_scatter_nd_sub(const Tensor& tensor, const Tensor& indices, const 
 // device (TF leaves the order unspecified). Every dtype; gradients reach tensor (zero where
 // replaced) and the updates that won.
 Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
+
+// TF's tf.tensor_scatter_nd_max / _min: tensor with each addressed slice replaced by its
+// element-wise maximum (minimum) with the updates aimed at it (repeated indices: all of them).
+// Floating, int32 and int64; gradients as maximum's and the segment reductions' (to the largest
+// or smallest of tensor and updates).
+Tensor tensor_scatter_nd_max(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
+Tensor tensor_scatter_nd_min(const Tensor& tensor, const Tensor& indices, const Tensor& updates);
 
 // TF's tf.boolean_mask: the elements (or slices) of tensor where the bool mask is true. The mask
 // covers dimensions [axis, axis + mask.rank()) of tensor, which collapse into one dimension as

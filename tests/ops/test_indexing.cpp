@@ -466,3 +466,43 @@ TEST_CASE("indexing ops reject bad indices and shapes as TF does", "[cpu][indexi
       {"must share a dtype"});
   require_error([&] { tf::global_norm({tf::constant({1})}); }, {"must be floating"});
 }
+
+TEST_CASE("tensor_scatter_nd_max and _min take the extremes of tensor and updates",
+          "[cpu][cuda][indexing]") {
+  for (const tf::Device& dev : tf::testing::devices_under_test()) {
+    INFO("device " << dev.to_string());
+    tf::DeviceScope scope(dev);
+    const tf::Tensor t = tf::constant<float>({1, 5, 3, 2, 0, 0}, {3, 2});
+    const tf::Tensor rows = tf::cast(tf::constant<int64_t>({0, 2, 0, 1}, {4, 1}), tf::int32);
+    const tf::Tensor u = tf::constant<float>({4, 1, -1, -2, 0, 7, 2, 9}, {4, 2});
+    // TF 2.21 values (row 0 is updated twice).
+    check_values(tf::tensor_scatter_nd_max(t, rows, u), {4, 7, 3, 9, 0, 0}, 0, 0);
+    check_values(tf::tensor_scatter_nd_min(t, rows, u), {0, 1, 2, 2, -1, -2}, 0, 0);
+    const tf::Tensor cells = tf::constant<int64_t>({0, 1, 2, 0, 0, 1}, {3, 2});
+    const tf::Tensor v = tf::constant<float>({9, -3, 6}, {3});
+    check_values(tf::tensor_scatter_nd_max(t, cells, v), {1, 9, 3, 2, 0, 0}, 0, 0);
+    check_values(tf::tensor_scatter_nd_min(t, cells, v), {1, 5, 3, 2, -3, 0}, 0, 0);
+    check_values(tf::tensor_scatter_nd_max(tf::cast(t, tf::int64), cells, tf::cast(v, tf::int64)),
+                 {1, 9, 3, 2, 0, 0}, 0, 0);
+    // Gradients reach the winners: the tensor where it stays, the updates where they win.
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          return tf::tensor_scatter_nd_max(x, rows, tf::cast(u, tf::float64));
+        },
+        {3, 2}, {1, 5, 3, 2, 0.5, 0.25});
+    check_gradient(
+        [&](const tf::Tensor& x) {
+          return tf::tensor_scatter_nd_min(tf::cast(t, tf::float64), rows, x);
+        },
+        {4, 2}, {4, 1, -1, -2, 0.5, 7, 2, 9});
+    // TF 2.21: "indices[0] = [3] does not index into shape [3,2]".
+    require_error(
+        [&] {
+          tf::tensor_scatter_nd_max(t, tf::constant<int32_t>({3}, {1, 1}),
+                                    tf::constant<float>({1, 1}, {1, 2}));
+        },
+        {"[tensor_scatter_nd_max] indices[0] = [3] does not index into"});
+    require_error([&] { tf::tensor_scatter_nd_min(t, rows, tf::cast(u, tf::float64)); },
+                  {"[tensor_scatter_nd_min] updates are float64 but the tensor is float32"});
+  }
+}
