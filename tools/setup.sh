@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PACKAGES=(cmake g++ make ccache catch2 libspdlog-dev libfmt-dev libopenblas-dev
-  libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev
-  libopenmpi-dev openmpi-bin libbenchmark-dev dataset-fashion-mnist ocl-icd-opencl-dev)
+  libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
+  nlohmann-json3-dev libopenmpi-dev openmpi-bin libbenchmark-dev dataset-fashion-mnist
+  ocl-icd-opencl-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

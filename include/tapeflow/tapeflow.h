@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx.h"
+#include "data/image_io.h"
 #include "distribute/strategy.h"
 #include "jit/control_flow.h"
 #include "jit/function.h"
