@@ -1,6 +1,8 @@
-// keras.utils' data helpers: to_categorical, pad_sequences and timeseries_dataset_from_array.
+// keras.utils' data helpers: to_categorical, pad_sequences, timeseries_dataset_from_array and
+// image_dataset_from_directory (keras/image_dataset.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,5 +60,45 @@ data::Dataset timeseries_dataset_from_array(const Tensor& data,
                                             const std::optional<Tensor>& targets,
                                             int64_t sequence_length,
                                             TimeseriesOptions options = {});
+
+struct ImageDatasetOptions {
+  // "inferred" (one class per subfolder of the directory) or "" (Keras' None: no labels, every
+  // image file under the directory).
+  std::string labels = "inferred";
+  std::string label_mode = "int";  // "int" (int32), "categorical" (float32 one-hot), "binary"
+                                   // (float32 (batch, 1), two classes), "" (no labels)
+  std::vector<std::string> class_names = {};  // the subfolders to use, in this order
+  std::string color_mode = "rgb";             // "grayscale", "rgb" or "rgba": 1, 3, 4 channels
+  std::optional<int64_t> batch_size = 32;     // nullopt: single images
+  std::array<int64_t, 2> image_size = {256, 256};  // every image is resized to it
+  bool shuffle = true;
+  std::optional<int64_t> seed = std::nullopt;
+  std::optional<double> validation_split = std::nullopt;  // a fraction in (0, 1)
+  std::string subset = "";                  // with validation_split: "training" or "validation"
+  std::string interpolation = "bilinear";   // tf::image::resize's methods
+  bool follow_links = false;
+  bool crop_to_aspect_ratio = false;  // crop the center to image_size's aspect ratio first
+  bool pad_to_aspect_ratio = false;   // or pad with zeros to it
+  bool verbose = true;                // Keras' "Found N files belonging to K classes."
+};
+
+struct ImageDataset {
+  // Elements {images float32 (batch, height, width, channels) with values 0..255, labels}, or
+  // {images} without labels.
+  data::Dataset dataset;
+  std::vector<std::string> class_names;
+  std::vector<std::string> file_paths;  // in the order the dataset reads them (before shuffle)
+};
+
+// Keras' image_dataset_from_directory: the PNG and JPEG files (.png, .jpg, .jpeg; .bmp and
+// .gif, which Keras also lists, are skipped with a warning: tapeflow decodes PNG and JPEG)
+// under each class subfolder (sorted by name, or class_names), files sorted within a folder,
+// walked recursively. With shuffle the file list is shuffled once with the seed (then split:
+// the first 1 - validation_split for "training", the rest for "validation", so both subsets
+// with one seed are disjoint) and the dataset reshuffles within 8 batches every epoch. Images
+// are read, decoded and resized when iterated (a map on the CPU); a file that does not decode
+// is an InvalidArgumentError naming it.
+ImageDataset image_dataset_from_directory(const std::string& directory,
+                                          ImageDatasetOptions options = {});
 
 }  // namespace tapeflow::keras::utils

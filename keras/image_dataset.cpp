@@ -1,0 +1,209 @@
+// keras.utils.image_dataset_from_directory (keras/utils.h): the file list is made and split when
+// called; the images are read, decoded (data/image_io.h) and resized by a map when iterated.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "data/image_io.h"
+#include "keras/utils.h"
+#include "ops/binary.h"
+#include "ops/factory.h"
+#include "ops/image.h"
+#include "ops/movement.h"
+#include "ops/unary.h"
+
+namespace tapeflow::keras::utils {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kOp = "image_dataset_from_directory";
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The image files under `dir` (recursively), sorted; counts the .bmp and .gif files skipped.
+std::vector<std::string> image_files(const fs::path& dir, bool follow_links, int64_t& skipped) {
+  std::vector<std::string> out;
+  auto opts =
+      follow_links ? fs::directory_options::follow_directory_symlink : fs::directory_options::none;
+  for (const auto& e : fs::recursive_directory_iterator(dir, opts)) {
+    if (!e.is_regular_file()) continue;
+    const std::string ext = lower(e.path().extension().string());
+    if (ext == ".png" || ext == ".jpg" || ext == ".jpeg")
+      out.push_back(e.path().string());
+    else if (ext == ".bmp" || ext == ".gif")
+      ++skipped;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Keras' crop_to_aspect_ratio (smart_resize's central crop) or pad_to_aspect_ratio (zeros
+// around), then the resize.
+Tensor fit_image(const Tensor& image, const ImageDatasetOptions& o) {
+  Tensor x = cast(image, float32);
+  const int64_t h = x.shape()[0], w = x.shape()[1], th = o.image_size[0], tw = o.image_size[1];
+  if (o.crop_to_aspect_ratio) {
+    const int64_t ch = std::max<int64_t>(std::min(h, w * th / tw), 1);
+    const int64_t cw = std::max<int64_t>(std::min(w, h * tw / th), 1);
+    x = slice(x, {(h - ch) / 2, (w - cw) / 2, 0}, {ch, cw, -1});
+  } else if (o.pad_to_aspect_ratio) {
+    const int64_t ph = std::max(h, w * th / tw), pw = std::max(w, h * tw / th);
+    x = pad(x,
+            {{(ph - h) / 2, ph - h - (ph - h) / 2}, {(pw - w) / 2, pw - w - (pw - w) / 2}, {0, 0}});
+  }
+  return image::resize(x, {th, tw}, o.interpolation);
+}
+
+}  // namespace
+
+ImageDataset image_dataset_from_directory(const std::string& directory, ImageDatasetOptions o) {
+  TF_CHECK_T(NotFoundError, fs::is_directory(directory), kOp, "{} is not a directory", directory);
+  TF_CHECK_ARG(o.labels == "inferred" || o.labels.empty(), kOp,
+               "labels must be \"inferred\" or \"\" (no labels), got \"{}\"", o.labels);
+  TF_CHECK_ARG(o.label_mode == "int" || o.label_mode == "categorical" || o.label_mode == "binary" ||
+                   o.label_mode.empty(),
+               kOp, "label_mode must be \"int\", \"categorical\", \"binary\" or \"\", got \"{}\"",
+               o.label_mode);
+  if (o.labels.empty()) o.label_mode.clear();
+  const int channels = o.color_mode == "grayscale" ? 1
+                       : o.color_mode == "rgb"     ? 3
+                       : o.color_mode == "rgba"    ? 4
+                                                   : 0;
+  TF_CHECK_ARG(channels != 0, kOp,
+               "color_mode must be \"grayscale\", \"rgb\" or \"rgba\", got \"{}\"", o.color_mode);
+  TF_CHECK_ARG(o.image_size[0] > 0 && o.image_size[1] > 0, kOp,
+               "image_size must be positive, got ({}, {})", o.image_size[0], o.image_size[1]);
+  TF_CHECK_ARG(!o.batch_size || *o.batch_size > 0, kOp, "batch_size must be positive, got {}",
+               o.batch_size.value_or(0));
+  TF_CHECK_ARG(!(o.crop_to_aspect_ratio && o.pad_to_aspect_ratio), kOp,
+               "crop_to_aspect_ratio and pad_to_aspect_ratio cannot both be true");
+  if (o.validation_split) {
+    TF_CHECK_ARG(*o.validation_split > 0 && *o.validation_split < 1, kOp,
+                 "validation_split must be between 0 and 1, got {}", *o.validation_split);
+    TF_CHECK_ARG(o.subset == "training" || o.subset == "validation", kOp,
+                 "with validation_split, subset must be \"training\" or \"validation\", got "
+                 "\"{}\"",
+                 o.subset);
+    TF_CHECK_ARG(!o.shuffle || o.seed, kOp,
+                 "with validation_split and shuffle, give a seed: the two subsets must come "
+                 "from one order");
+  } else {
+    TF_CHECK_ARG(o.subset.empty(), kOp, "subset \"{}\" needs a validation_split", o.subset);
+  }
+
+  // The files and their labels, class by class.
+  ImageDataset result;
+  std::vector<int64_t> labels;
+  int64_t skipped = 0;
+  if (o.label_mode.empty() && o.labels.empty()) {
+    result.file_paths = image_files(directory, o.follow_links, skipped);
+  } else {
+    std::vector<std::string> classes = o.class_names;
+    if (classes.empty()) {
+      for (const auto& e : fs::directory_iterator(directory))
+        if (e.is_directory()) classes.push_back(e.path().filename().string());
+      std::sort(classes.begin(), classes.end());
+    }
+    for (size_t k = 0; k < classes.size(); ++k) {
+      const fs::path sub = fs::path(directory) / classes[k];
+      TF_CHECK_T(NotFoundError, fs::is_directory(sub), kOp,
+                 "class_names names \"{}\", which is not a folder of {}", classes[k], directory);
+      for (std::string& f : image_files(sub, o.follow_links, skipped)) {
+        result.file_paths.push_back(std::move(f));
+        labels.push_back(static_cast<int64_t>(k));
+      }
+    }
+    result.class_names = classes;
+    TF_CHECK_ARG(o.label_mode != "binary" || classes.size() == 2, kOp,
+                 "label_mode \"binary\" needs exactly 2 classes, found {} in {}", classes.size(),
+                 directory);
+  }
+  if (skipped > 0)
+    TF_LOG_WARN("{}: skipped {} .bmp/.gif files under {} (tapeflow decodes PNG and JPEG)", kOp,
+                skipped, directory);
+  if (o.verbose) {
+    if (o.label_mode.empty())
+      std::cout << "Found " << result.file_paths.size() << " files." << std::endl;
+    else
+      std::cout << "Found " << result.file_paths.size() << " files belonging to "
+                << result.class_names.size() << " classes." << std::endl;
+  }
+  TF_CHECK_ARG(!result.file_paths.empty(), kOp,
+               "no images found in directory {}. Allowed formats: .png, .jpg, .jpeg", directory);
+
+  // One shuffle of the list with the seed, then the split (both subsets from one order).
+  if (o.shuffle) {
+    const uint64_t seed = o.seed ? static_cast<uint64_t>(*o.seed) : std::random_device{}();
+    std::mt19937_64 rng(seed);
+    std::vector<size_t> order(result.file_paths.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::string> files;
+    std::vector<int64_t> shuffled_labels;
+    for (size_t i : order) {
+      files.push_back(result.file_paths[i]);
+      if (!labels.empty()) shuffled_labels.push_back(labels[i]);
+    }
+    result.file_paths = std::move(files);
+    labels = std::move(shuffled_labels);
+  }
+  if (o.validation_split) {
+    const auto n = static_cast<int64_t>(result.file_paths.size());
+    const auto num_val = static_cast<int64_t>(*o.validation_split * static_cast<double>(n));
+    const bool training = o.subset == "training";
+    const int64_t from = training ? 0 : n - num_val, to = training ? n - num_val : n;
+    result.file_paths =
+        std::vector<std::string>(result.file_paths.begin() + from, result.file_paths.begin() + to);
+    if (!labels.empty()) labels = std::vector<int64_t>(labels.begin() + from, labels.begin() + to);
+    if (o.verbose)
+      std::cout << "Using " << result.file_paths.size() << " files for " << o.subset << "."
+                << std::endl;
+  }
+
+  // Elements: the file's position (and its label); the map reads the file.
+  const auto n = static_cast<int64_t>(result.file_paths.size());
+  std::vector<Tensor> columns{range(int64_t{0}, n)};
+  if (!o.label_mode.empty()) {
+    const Tensor ids = cast(constant(labels, TensorShape{n}), int32);
+    if (o.label_mode == "int")
+      columns.push_back(ids);
+    else if (o.label_mode == "binary")
+      columns.push_back(reshape(cast(ids, float32), {n, 1}));
+    else
+      columns.push_back(to_categorical(ids, static_cast<int64_t>(result.class_names.size())));
+  }
+  data::Dataset ds = data::Dataset::from_tensor_slices(columns);
+  if (o.shuffle) ds = ds.shuffle(o.batch_size.value_or(1) * 8, o.seed);
+  auto files = std::make_shared<const std::vector<std::string>>(result.file_paths);
+  const ImageDatasetOptions opts = o;
+  ds = ds.map(
+      [files, opts, channels](const std::vector<Tensor>& e) -> data::Element {
+        const std::string& path = (*files)[static_cast<size_t>(e[0].item<int64_t>())];
+        Tensor image;
+        try {
+          image = fit_image(io::decode_image(io::read_file(path), channels), opts);
+        } catch (const Error& err) {
+          TF_THROW(InvalidArgumentError, kOp, "{}: {}", path, err.what());
+        }
+        if (e.size() == 1) return {image};
+        return {image, e[1]};
+      },
+      data::AUTOTUNE);
+  if (o.batch_size) ds = ds.batch(*o.batch_size);
+  result.dataset = ds;
+  return result;
+}
+
+}  // namespace tapeflow::keras::utils

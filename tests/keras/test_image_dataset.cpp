@@ -1,0 +1,204 @@
+// keras::utils::image_dataset_from_directory (keras/utils.h) on a folder of PNG and JPEG files
+// written by the test: classes from the subfolders, labels that match each image (every class
+// has its own color), the label modes, color modes, aspect-ratio handling, a validation split
+// into disjoint subsets, fit on the dataset, and the errors.
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "data/image_io.h"
+#include "keras/layers.h"
+#include "keras/losses.h"
+#include "keras/model.h"
+#include "keras/optimizers.h"
+#include "keras/utils.h"
+#include "ops/factory.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#include "support/temp_dir.h"
+#include "support/testing.h"
+
+namespace tf = tapeflow;
+namespace fs = std::filesystem;
+using tf::testing::require_error;
+
+namespace {
+
+// An h x w image of one RGB color.
+tf::Tensor solid(int64_t h, int64_t w, double r, double g, double b) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < h * w; ++i) v.insert(v.end(), {r, g, b});
+  return tf::cast(tf::constant(v, {h, w, 3}), tf::uint8);
+}
+
+// root/cats: 4 red PNGs (one in a nested folder), root/dogs: 6 blue JPEGs, of assorted sizes;
+// a GIF and a text file that are not read.
+void write_folder(const fs::path& root) {
+  fs::create_directories(root / "cats" / "nested");
+  fs::create_directories(root / "dogs");
+  for (int i = 0; i < 4; ++i) {
+    const fs::path dir = i == 3 ? root / "cats" / "nested" : root / "cats";
+    tf::io::write_file((dir / ("c" + std::to_string(i) + ".png")).string(),
+                       tf::io::encode_png(solid(10 + i, 14, 200, 0, 0)));
+  }
+  for (int i = 0; i < 6; ++i)
+    tf::io::write_file((root / "dogs" / ("d" + std::to_string(i) + ".JPG")).string(),
+                       tf::io::encode_jpeg(solid(16, 8 + 2 * i, 0, 0, 200)));
+  tf::io::write_file((root / "dogs" / "anim.gif").string(), "GIF89a");
+  tf::io::write_file((root / "cats" / "notes.txt").string(), "not an image");
+}
+
+// The mean of each channel of an (h, w, c) image.
+std::vector<double> channel_means(const tf::Tensor& image) {
+  return tf::reduce_mean(image, {0, 1}).numpy<double>();
+}
+
+}  // namespace
+
+TEST_CASE("image_dataset_from_directory labels each image with its folder's class",
+          "[keras][data][io]") {
+  tf::testing::TempDir tmp;
+  const fs::path root = fs::path(tmp.path()) / "pets";
+  write_folder(root);
+  namespace ku = tf::keras::utils;
+  const ku::ImageDataset d = ku::image_dataset_from_directory(
+      root.string(), {.batch_size = 4, .image_size = {8, 6}, .seed = 3, .verbose = false});
+  CHECK(d.class_names == std::vector<std::string>{"cats", "dogs"});
+  CHECK(d.file_paths.size() == 10);
+  int64_t seen = 0, cats = 0;
+  std::set<std::string> batches;
+  for (const std::vector<tf::Tensor>& e : d.dataset) {
+    REQUIRE(e.size() == 2);
+    const int64_t b = e[0].shape()[0];
+    CHECK(e[0].shape() == tf::TensorShape{b, 8, 6, 3});
+    CHECK(e[0].dtype() == tf::float32);
+    CHECK(e[1].dtype() == tf::int32);
+    const std::vector<double> labels = e[1].numpy<double>();
+    for (int64_t i = 0; i < b; ++i) {
+      const tf::Tensor image = tf::slice(e[0], {i, 0, 0, 0}, {1, -1, -1, -1});
+      const std::vector<double> m = tf::reduce_mean(image, {0, 1, 2}).numpy<double>();
+      if (labels[static_cast<size_t>(i)] == 0) {
+        ++cats;
+        CHECK(m[0] > 190);  // red, 0..255 (JPEG's and the resize's small errors allowed)
+        CHECK(m[2] < 10);
+      } else {
+        CHECK(m[2] > 190);  // blue
+        CHECK(m[0] < 10);
+      }
+    }
+    seen += b;
+  }
+  CHECK(seen == 10);
+  CHECK(cats == 4);
+
+  // Other label and color modes, no batching, the aspect-ratio options.
+  const auto cat = ku::image_dataset_from_directory(root.string(), {.label_mode = "categorical",
+                                                                    .color_mode = "grayscale",
+                                                                    .batch_size = 10,
+                                                                    .image_size = {4, 4},
+                                                                    .shuffle = false,
+                                                                    .verbose = false});
+  for (const auto& e : cat.dataset) {
+    CHECK(e[0].shape() == tf::TensorShape{10, 4, 4, 1});
+    CHECK(e[1].shape() == tf::TensorShape{10, 2});
+    // Unshuffled: the 4 cats first.
+    CHECK(e[1].numpy<double>()[0] == 1);
+    CHECK(e[1].numpy<double>()[19] == 1);
+  }
+  const auto binary = ku::image_dataset_from_directory(root.string(), {.label_mode = "binary",
+                                                                       .batch_size = std::nullopt,
+                                                                       .image_size = {5, 5},
+                                                                       .shuffle = false,
+                                                                       .crop_to_aspect_ratio = true,
+                                                                       .verbose = false});
+  int64_t n = 0;
+  for (const auto& e : binary.dataset) {
+    CHECK(e[0].shape() == tf::TensorShape{5, 5, 3});
+    CHECK(e[1].shape() == tf::TensorShape{1});
+    const std::vector<double> m = channel_means(e[0]);
+    CHECK((e[1].numpy<double>()[0] == 0 ? m[0] : m[2]) > 190);
+    ++n;
+  }
+  CHECK(n == 10);
+  const auto padded =
+      ku::image_dataset_from_directory((root / "cats").string(), {.labels = "",
+                                                                  .batch_size = std::nullopt,
+                                                                  .image_size = {12, 12},
+                                                                  .shuffle = false,
+                                                                  .pad_to_aspect_ratio = true,
+                                                                  .verbose = false});
+  CHECK(padded.class_names.empty());
+  for (const auto& e : padded.dataset) {
+    REQUIRE(e.size() == 1);
+    // 10..13 x 14 padded to a square: zero rows above and below the red.
+    CHECK(channel_means(e[0])[0] < 200);
+    CHECK(tf::reduce_max(e[0]).item<double>() >= 199);
+  }
+}
+
+TEST_CASE("image_dataset_from_directory splits into disjoint subsets and feeds fit",
+          "[keras][data][io]") {
+  tf::testing::TempDir tmp;
+  const fs::path root = fs::path(tmp.path()) / "pets";
+  write_folder(root);
+  namespace ku = tf::keras::utils;
+  ku::ImageDatasetOptions o{.batch_size = 3,
+                            .image_size = {6, 6},
+                            .seed = 9,
+                            .validation_split = 0.2,
+                            .subset = "training",
+                            .verbose = false};
+  const auto train = ku::image_dataset_from_directory(root.string(), o);
+  o.subset = "validation";
+  const auto val = ku::image_dataset_from_directory(root.string(), o);
+  CHECK(train.file_paths.size() == 8);
+  CHECK(val.file_paths.size() == 2);
+  std::set<std::string> all(train.file_paths.begin(), train.file_paths.end());
+  all.insert(val.file_paths.begin(), val.file_paths.end());
+  CHECK(all.size() == 10);
+
+  tf::keras::Sequential model({tf::keras::layers::Flatten({6, 6, 3}), tf::keras::layers::Dense(2)});
+  model.compile(tf::keras::optimizers::Adam(1e-2),
+                tf::keras::losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  const auto history =
+      model.fit(train.dataset, {.epochs = 3, .validation_data = val.dataset, .verbose = 0});
+  CHECK(history.history.at("loss").size() == 3);
+
+  require_error(
+      [&] {
+        ku::image_dataset_from_directory(
+            root.string(),
+            {.label_mode = "binary", .class_names = {"cats", "dogs", "cats"}, .verbose = false});
+      },
+      {"label_mode \"binary\" needs exactly 2 classes, found 3"});
+  require_error(
+      [&] {
+        ku::image_dataset_from_directory(root.string(),
+                                         {.validation_split = 0.2, .verbose = false});
+      },
+      {"with validation_split, subset must be \"training\" or \"validation\""});
+  require_error(
+      [&] {
+        ku::image_dataset_from_directory(root.string(), {.color_mode = "cmyk", .verbose = false});
+      },
+      {"color_mode must be \"grayscale\", \"rgb\" or \"rgba\", got \"cmyk\""});
+  TF_REQUIRE_THROWS_CONTAINING(ku::image_dataset_from_directory((root / "missing").string()),
+                               tf::NotFoundError, "is not a directory");
+  fs::create_directories(root / "empty" / "none");
+  require_error(
+      [&] { ku::image_dataset_from_directory((root / "empty").string(), {.verbose = false}); },
+      {"no images found in directory"});
+  // A file that does not decode fails at iteration, naming the file.
+  tf::io::write_file((root / "dogs" / "broken.png").string(), "\x89PNG\r\n\x1a\n broken");
+  const auto broken = ku::image_dataset_from_directory(
+      root.string(), {.batch_size = 20, .shuffle = false, .verbose = false});
+  require_error(
+      [&] {
+        for (const auto& e : broken.dataset) (void)e;
+      },
+      {"[image_dataset_from_directory]", "broken.png", "invalid PNG data"});
+}
