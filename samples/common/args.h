@@ -85,6 +85,13 @@ class Args {
     return real("min_accuracy", fallback, 0, 1, meaning);
   }
 
+  // The next argument as text (a path), `fallback` when there is none.
+  std::string text(const char* name, const std::string& fallback, const char* meaning) {
+    declare(name, meaning, fallback.empty() ? "none" : fallback);
+    const char* a = next();
+    return a ? std::string(a) : fallback;
+  }
+
   // After every argument is declared: --help, or the first error, ends the program here.
   void done() {
     if (help_) {
