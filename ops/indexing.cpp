@@ -219,9 +219,10 @@ Tensor tensor_scatter_nd_sub(const Tensor& tensor, const Tensor& indices, const 
   });
 }
 
-Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
-                                const Tensor& updates) {
-  const char* op = "tensor_scatter_nd_update";
+namespace {
+// The checks of the tensor_scatter_nd ops that write into `tensor`, and where they write.
+ScatterRows tensor_target(const char* op, const Tensor& tensor, const Tensor& indices,
+                          const Tensor& updates) {
   check_defined(op, tensor, "tensor");
   check_indices(op, indices);
   check_defined(op, updates, "updates");
@@ -231,7 +232,15 @@ Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
   TF_CHECK_ARG(updates.dtype() == tensor.dtype(), op,
                "updates are {} but the tensor is {}: they must match", dtype_name(updates.dtype()),
                dtype_name(tensor.dtype()));
-  const ScatterRows target = scatter_rows(op, indices, updates, ts, /*of_tensor=*/true);
+  return scatter_rows(op, indices, updates, ts, /*of_tensor=*/true);
+}
+}  // namespace
+
+Tensor tensor_scatter_nd_update(const Tensor& tensor, const Tensor& indices,
+                                const Tensor& updates) {
+  const char* op = "tensor_scatter_nd_update";
+  const ScatterRows target = tensor_target(op, tensor, indices, updates);
+  const TensorShape& ts = tensor.shape();
   const int64_t rows = target.rows, width = product(target.slice);
   const Tensor& pos = target.pos;
   const Tensor out =
@@ -246,18 +255,11 @@ namespace {
 // wise maximum (minimum) with the tensor.
 Tensor scatter_extreme(const char* op, bool take_max, const Tensor& tensor, const Tensor& indices,
                        const Tensor& updates) {
-  check_defined(op, tensor, "tensor");
-  check_indices(op, indices);
-  check_defined(op, updates, "updates");
+  const ScatterRows target = tensor_target(op, tensor, indices, updates);
   const TensorShape& ts = tensor.shape();
-  TF_CHECK_ARG(ts.is_fully_defined(), op, "the tensor's shape must be fully known, got {}",
-               ts.to_string());
   const DType dt = tensor.dtype();
-  TF_CHECK_ARG(updates.dtype() == dt, op, "updates are {} but the tensor is {}: they must match",
-               dtype_name(updates.dtype()), dtype_name(dt));
   TF_CHECK_ARG(is_floating(dt) || dt == int32 || dt == int64, op,
                "expects floating, int32 or int64 tensors, got {}", dtype_name(dt));
-  const ScatterRows target = scatter_rows(op, indices, updates, ts, /*of_tensor=*/true);
   const int64_t rows = target.rows, width = product(target.slice);
   const Tensor upd = reshape(updates, {-1, width});
   const Tensor flat = reshape(tensor, {rows, width});

@@ -11,6 +11,7 @@
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/gradient_view.h"
 #include "ops/helpers.h"
 #include "ops/linalg.h"
 #include "ops/linalg_more.h"
@@ -229,33 +230,15 @@ namespace {
 // (Golub and Pereyra, 1973; exact where the rank does not change, as pinv's own continuity).
 // Input 0 gets no gradient, so none flows back through the SVD. Built from matmuls of a and p,
 // the vjp is itself differentiable: a tape around it sees p depend on a through this op.
-struct PinvGradient final : PrimitiveBase<PinvGradient> {
+struct PinvGradient final : detail::GradientView<PinvGradient> {
   const char* name() const override { return "pinv_gradient"; }
-  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    out[0] = {in[0].shape(), in[0].dtype()};
-  }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
-  uint32_t vjp_saves() const override { return save_input(1) | save_output(0); }
-  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
-                          std::span<const int> argnums,
-                          std::span<const Tensor> outputs) const override {
-    const Tensor &a = primals[1], &p = outputs[0], &g = cotangents[0];
-    std::vector<Tensor> out;
-    for (int i : argnums) {
-      if (i == 0) {
-        out.emplace_back();
-        continue;
-      }
-      const Tensor first = -tapeflow::matmul(tapeflow::matmul(p, g, true, false), p, false, true);
-      const Tensor w = tapeflow::matmul(tapeflow::matmul(g, p, true, false), p, false, true);
-      const Tensor second = w - tapeflow::matmul(a, tapeflow::matmul(p, w));
-      const Tensor y = tapeflow::matmul(tapeflow::matmul(p, p, true, false), g, false, true);
-      const Tensor third = y - tapeflow::matmul(tapeflow::matmul(y, p), a);
-      out.push_back(first + second + third);
-    }
-    return out;
+  Tensor gradient(const Tensor& a, const Tensor& p, const Tensor& g) const {
+    const Tensor first = -tapeflow::matmul(tapeflow::matmul(p, g, true, false), p, false, true);
+    const Tensor w = tapeflow::matmul(tapeflow::matmul(g, p, true, false), p, false, true);
+    const Tensor second = w - tapeflow::matmul(a, tapeflow::matmul(p, w));
+    const Tensor y = tapeflow::matmul(tapeflow::matmul(p, p, true, false), g, false, true);
+    const Tensor third = y - tapeflow::matmul(tapeflow::matmul(y, p), a);
+    return first + second + third;
   }
 };
 

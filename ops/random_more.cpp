@@ -10,6 +10,7 @@
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
+#include "ops/gradient_view.h"
 #include "ops/helpers.h"
 #include "ops/math.h"
 #include "ops/movement.h"
@@ -26,30 +27,12 @@ namespace {
 // implicit gradient d x / d alpha = -(d/d alpha P(alpha, x)) / p(x; alpha), with the density
 // p(x; alpha) = exp(-x + (alpha - 1) log x - lgamma(alpha)), and x none (the sampler's own path,
 // which the rejections make biased, is cut).
-struct GammaSample final : PrimitiveBase<GammaSample> {
+struct GammaSample final : detail::GradientView<GammaSample> {
   const char* name() const override { return "random_gamma_grad"; }
-  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    out[0] = {in[0].shape(), in[0].dtype()};
-  }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {}
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {}
-  bool is_view() const override { return true; }
-  uint32_t vjp_saves() const override { return save_input(1) | save_output(0); }
-  std::vector<Tensor> vjp(std::span<const Tensor> primals, std::span<const Tensor> cotangents,
-                          std::span<const int> argnums,
-                          std::span<const Tensor> outputs) const override {
-    const Tensor &a = primals[1], &x = outputs[0], &g = cotangents[0];
-    std::vector<Tensor> out;
-    for (int i : argnums) {
-      if (i == 0) {
-        out.emplace_back();
-        continue;
-      }
-      const Tensor dp = detail::dispatch(prims::Special(prims::SpecialFn::IgammaGradA), {a, x});
-      const Tensor log_density = negative(x) + (a - 1.0) * log(x) - math::lgamma(a);
-      out.push_back(g * negative(dp) * exp(negative(log_density)));
-    }
-    return out;
+  Tensor gradient(const Tensor& a, const Tensor& x, const Tensor& g) const {
+    const Tensor dp = detail::dispatch(prims::Special(prims::SpecialFn::IgammaGradA), {a, x});
+    const Tensor log_density = negative(x) + (a - 1.0) * log(x) - math::lgamma(a);
+    return g * negative(dp) * exp(negative(log_density));
   }
 };
 
