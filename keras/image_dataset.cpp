@@ -1,5 +1,6 @@
 // keras.utils.image_dataset_from_directory (keras/utils.h): the file list is made and split when
 // called; the images are read, decoded (data/image_io.h) and resized by a map when iterated.
+// Also load_img and save_img.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "ops/factory.h"
 #include "ops/image.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras::utils {
@@ -50,20 +52,31 @@ std::vector<std::string> image_files(const fs::path& dir, bool follow_links, int
 }
 
 // Keras' crop_to_aspect_ratio (smart_resize's central crop) or pad_to_aspect_ratio (zeros
-// around), then the resize.
-Tensor fit_image(const Tensor& image, const ImageDatasetOptions& o) {
+// around), then the resize to (th, tw).
+Tensor fit_image(const Tensor& image, int64_t th, int64_t tw, bool crop, bool pad_to,
+                 const std::string& interpolation) {
   Tensor x = cast(image, float32);
-  const int64_t h = x.shape()[0], w = x.shape()[1], th = o.image_size[0], tw = o.image_size[1];
-  if (o.crop_to_aspect_ratio) {
+  const int64_t h = x.shape()[0], w = x.shape()[1];
+  if (crop) {
     const int64_t ch = std::max<int64_t>(std::min(h, w * th / tw), 1);
     const int64_t cw = std::max<int64_t>(std::min(w, h * tw / th), 1);
     x = slice(x, {(h - ch) / 2, (w - cw) / 2, 0}, {ch, cw, -1});
-  } else if (o.pad_to_aspect_ratio) {
+  } else if (pad_to) {
     const int64_t ph = std::max(h, w * th / tw), pw = std::max(w, h * tw / th);
     x = pad(x,
             {{(ph - h) / 2, ph - h - (ph - h) / 2}, {(pw - w) / 2, pw - w - (pw - w) / 2}, {0, 0}});
   }
-  return image::resize(x, {th, tw}, o.interpolation);
+  return image::resize(x, {th, tw}, interpolation);
+}
+
+int channels_of(const std::string& color_mode) {
+  const int c = color_mode == "grayscale" ? 1
+                : color_mode == "rgb"     ? 3
+                : color_mode == "rgba"    ? 4
+                                          : 0;
+  TF_CHECK_ARG(c != 0, kOp, "color_mode must be \"grayscale\", \"rgb\" or \"rgba\", got \"{}\"",
+               color_mode);
+  return c;
 }
 
 }  // namespace
@@ -77,12 +90,7 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
                kOp, "label_mode must be \"int\", \"categorical\", \"binary\" or \"\", got \"{}\"",
                o.label_mode);
   if (o.labels.empty()) o.label_mode.clear();
-  const int channels = o.color_mode == "grayscale" ? 1
-                       : o.color_mode == "rgb"     ? 3
-                       : o.color_mode == "rgba"    ? 4
-                                                   : 0;
-  TF_CHECK_ARG(channels != 0, kOp,
-               "color_mode must be \"grayscale\", \"rgb\" or \"rgba\", got \"{}\"", o.color_mode);
+  const int channels = channels_of(o.color_mode);
   TF_CHECK_ARG(o.image_size[0] > 0 && o.image_size[1] > 0, kOp,
                "image_size must be positive, got ({}, {})", o.image_size[0], o.image_size[1]);
   TF_CHECK_ARG(!o.batch_size || *o.batch_size > 0, kOp, "batch_size must be positive, got {}",
@@ -193,7 +201,9 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
         const std::string& path = (*files)[static_cast<size_t>(e[0].item<int64_t>())];
         Tensor image;
         try {
-          image = fit_image(io::decode_image(io::read_file(path), channels), opts);
+          image = fit_image(io::decode_image(io::read_file(path), channels), opts.image_size[0],
+                            opts.image_size[1], opts.crop_to_aspect_ratio, opts.pad_to_aspect_ratio,
+                            opts.interpolation);
         } catch (const Error& err) {
           TF_THROW(InvalidArgumentError, kOp, "{}: {}", path, err.what());
         }
@@ -204,6 +214,31 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
   if (o.batch_size) ds = ds.batch(*o.batch_size);
   result.dataset = ds;
   return result;
+}
+
+Tensor load_img(const std::string& path, LoadImgOptions o) {
+  const Tensor image = io::decode_image(io::read_file(path), channels_of(o.color_mode));
+  if (!o.target_size) return cast(image, float32);
+  const auto [th, tw] = *o.target_size;
+  TF_CHECK_ARG(th > 0 && tw > 0, "load_img", "target_size must be positive, got ({}, {})", th, tw);
+  return fit_image(image, th, tw, o.keep_aspect_ratio, false, o.interpolation);
+}
+
+void save_img(const std::string& path, const Tensor& x, bool scale) {
+  const char* op = "save_img";
+  TF_CHECK_ARG(x.defined() && x.rank() == 3, op,
+               "x must be an image (height, width, channels), got {}",
+               x.defined() ? "shape " + x.shape().to_string() : std::string("an undefined tensor"));
+  Tensor v = cast(x, float64);
+  if (scale) {  // Keras' array_to_img: x - min(x), then * 255 / max
+    v = v - reduce_min(v);
+    const double top = reduce_max(v).item<double>();
+    if (top > 0) v = v * (255.0 / top);
+  }
+  const Tensor pixels = cast(round(clip_by_value(v, Tensor(0.0), Tensor(255.0))), uint8);
+  const std::string ext = lower(fs::path(path).extension().string());
+  io::write_file(
+      path, ext == ".jpg" || ext == ".jpeg" ? io::encode_jpeg(pixels) : io::encode_png(pixels));
 }
 
 }  // namespace tapeflow::keras::utils

@@ -101,4 +101,21 @@ struct ImageDataset {
 ImageDataset image_dataset_from_directory(const std::string& directory,
                                           ImageDatasetOptions options = {});
 
+struct LoadImgOptions {
+  std::string color_mode = "rgb";  // "grayscale", "rgb" or "rgba"
+  // (height, width) to resize to; nullopt keeps the file's size.
+  std::optional<std::array<int64_t, 2>> target_size = std::nullopt;
+  std::string interpolation = "nearest";  // Keras' default; any tf::image::resize method
+  bool keep_aspect_ratio = false;         // crop the center to target_size's aspect ratio first
+};
+// Keras' img_to_array(load_img(path, ...)): a PNG or JPEG file as a float32 (height, width,
+// channels) tensor of values 0..255 (Keras' load_img returns a PIL image; C++ has none).
+Tensor load_img(const std::string& path, LoadImgOptions options = {});
+
+// Keras' save_img: x (height, width, 1, 3 or 4 channels; any real dtype) written as PNG, or as
+// JPEG for a .jpg or .jpeg path (1 or 3 channels). With scale (Keras' default) x is first
+// mapped from [min(x), max(x)] to [0, 255] as array_to_img does; without, its values are
+// rounded and clipped to 0..255. The file is written atomically.
+void save_img(const std::string& path, const Tensor& x, bool scale = true);
+
 }  // namespace tapeflow::keras::utils

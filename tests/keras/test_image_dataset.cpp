@@ -2,6 +2,8 @@
 // written by the test: classes from the subfolders, labels that match each image (every class
 // has its own color), the label modes, color modes, aspect-ratio handling, a validation split
 // into disjoint subsets, fit on the dataset, and the errors.
+#include <array>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -24,6 +26,7 @@
 
 namespace tf = tapeflow;
 namespace fs = std::filesystem;
+using tf::testing::check_values;
 using tf::testing::require_error;
 
 namespace {
@@ -201,4 +204,40 @@ TEST_CASE("image_dataset_from_directory splits into disjoint subsets and feeds f
         for (const auto& e : broken.dataset) (void)e;
       },
       {"[image_dataset_from_directory]", "broken.png", "invalid PNG data"});
+}
+
+TEST_CASE("load_img and save_img", "[keras][data][io]") {
+  tf::testing::TempDir tmp;
+  namespace ku = tf::keras::utils;
+  const std::string png = (fs::path(tmp.path()) / "red.png").string();
+  tf::io::write_file(png, tf::io::encode_png(solid(10, 14, 200, 0, 0)));
+  const tf::Tensor x = ku::load_img(png);
+  CHECK(x.dtype() == tf::float32);
+  CHECK(x.shape() == tf::TensorShape{10, 14, 3});
+  CHECK(channel_means(x) == std::vector<double>{200, 0, 0});
+  CHECK(ku::load_img(png, {.target_size = std::array<int64_t, 2>{5, 7}}).shape() ==
+        tf::TensorShape{5, 7, 3});
+  CHECK(ku::load_img(png, {.color_mode = "grayscale"}).shape() == tf::TensorShape{10, 14, 1});
+  const tf::Tensor square =
+      ku::load_img(png, {.target_size = std::array<int64_t, 2>{5, 5}, .keep_aspect_ratio = true});
+  CHECK(square.shape() == tf::TensorShape{5, 5, 3});
+  CHECK(channel_means(square)[0] == 200);
+
+  // scale: [min, max] to [0, 255] (Keras' array_to_img); without, rounded values as they are.
+  std::vector<double> ramp;
+  for (int i = 0; i < 12; ++i) ramp.push_back(i / 11.0);
+  const std::string out = (fs::path(tmp.path()) / "ramp.png").string();
+  ku::save_img(out, tf::constant(ramp, {3, 4, 1}));
+  const std::vector<double> back = tf::io::decode_png(tf::io::read_file(out)).numpy<double>();
+  CHECK(back.front() == 0);
+  CHECK(back.back() == 255);
+  CHECK(back[5] == std::round(5 * 255.0 / 11));
+  ku::save_img(out, tf::constant(std::vector<double>{3, 250.4, 300, -2}, {2, 2, 1}), false);
+  check_values(tf::io::decode_png(tf::io::read_file(out)), {3, 250, 255, 0}, 0, 0);
+  const std::string jpg = (fs::path(tmp.path()) / "red.jpg").string();
+  ku::save_img(jpg, x, false);
+  CHECK(tf::io::decode_jpeg(tf::io::read_file(jpg)).shape() == tf::TensorShape{10, 14, 3});
+  require_error([&] { ku::save_img(out, tf::zeros({4, 4})); }, {"[save_img] x must be an image"});
+  require_error([&] { ku::load_img(png, {.color_mode = "bgr"}); }, {"color_mode must be"});
+  TF_REQUIRE_THROWS_CONTAINING(ku::load_img(png + ".missing"), tf::NotFoundError, "[read_file]");
 }
