@@ -150,6 +150,14 @@ std::vector<double> convert_channels(const S* in, size_t pixels, int from, int t
   return out;
 }
 
+// 8-bit pixels as they are: a uint8 tensor (one copy), or float32 over 255.
+Tensor pixel_tensor(const RawImage& img, DType dtype) {
+  const Tensor t = constant(img.pixels, TensorShape{static_cast<int64_t>(img.height),
+                                                    static_cast<int64_t>(img.width), img.channels});
+  return dtype == float32 ? cast(t, float32) / 255.0f : t;
+}
+
+// Converted samples (channel conversions, 16-bit files) as uint8, or float32 over `scale`.
 Tensor image_tensor(const std::vector<double>& values, uint32_t height, uint32_t width,
                     int channels, DType dtype, double scale) {
   const TensorShape shape{static_cast<int64_t>(height), static_cast<int64_t>(width), channels};
@@ -228,8 +236,7 @@ std::vector<unsigned char> image_bytes(const char* op, const Tensor& image,
   TF_CHECK_ARG(image.shape()[0] >= 1 && image.shape()[1] >= 1 && image.shape()[0] < (1 << 30) &&
                    image.shape()[1] < (1 << 30),
                op, "the image must have rows and columns, got shape {}", image.shape().to_string());
-  const std::vector<int64_t> v = image.numpy<int64_t>();
-  return std::vector<unsigned char>(v.begin(), v.end());
+  return image.numpy<uint8_t>();
 }
 
 struct PngSink {
@@ -334,6 +341,7 @@ Tensor decode_png(const std::string& contents, int channels, DType dtype) {
   PngError err;
   TF_CHECK_ARG(png_decode_raw(contents, img, err), op, "invalid PNG data: {}", err.message);
   const int to = channels == 0 ? img.channels : channels;
+  if (img.bits == 8 && to == img.channels) return pixel_tensor(img, dtype);
   const size_t pixels = static_cast<size_t>(img.height) * img.width;
   std::vector<double> v;
   double scale = 255.0;
@@ -362,8 +370,7 @@ Tensor decode_jpeg(const std::string& contents, int channels) {
   const bool ok = jpeg_decode_raw(contents, channels, img, err, cmyk);
   TF_CHECK_ARG(!cmyk, op, "CMYK JPEG files are not supported");
   TF_CHECK_ARG(ok, op, "invalid JPEG data: {}", err.message);
-  std::vector<double> v(img.pixels.begin(), img.pixels.end());
-  return image_tensor(v, img.height, img.width, img.channels, uint8, 255.0);
+  return pixel_tensor(img, uint8);
 }
 
 Tensor decode_image(const std::string& contents, int channels, DType dtype) {

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "data/image_io.h"
+#include "keras/layers_preprocessing.h"
 #include "keras/utils.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -51,17 +52,14 @@ std::vector<std::string> image_files(const fs::path& dir, bool follow_links, int
   return out;
 }
 
-// Keras' crop_to_aspect_ratio (smart_resize's central crop) or pad_to_aspect_ratio (zeros
-// around), then the resize to (th, tw).
+// Keras' crop_to_aspect_ratio (the Resizing layer's central crop) or pad_to_aspect_ratio (zeros
+// around, the odd row or column after), then the resize.
 Tensor fit_image(const Tensor& image, int64_t th, int64_t tw, bool crop, bool pad_to,
                  const std::string& interpolation) {
   Tensor x = cast(image, float32);
-  const int64_t h = x.shape()[0], w = x.shape()[1];
-  if (crop) {
-    const int64_t ch = std::max<int64_t>(std::min(h, w * th / tw), 1);
-    const int64_t cw = std::max<int64_t>(std::min(w, h * tw / th), 1);
-    x = slice(x, {(h - ch) / 2, (w - cw) / 2, 0}, {ch, cw, -1});
-  } else if (pad_to) {
+  if (crop) x = detail::crop_to_aspect(x, th, tw, true);
+  if (pad_to) {
+    const int64_t h = x.shape()[0], w = x.shape()[1];
     const int64_t ph = std::max(h, w * th / tw), pw = std::max(w, h * tw / th);
     x = pad(x,
             {{(ph - h) / 2, ph - h - (ph - h) / 2}, {(pw - w) / 2, pw - w - (pw - w) / 2}, {0, 0}});

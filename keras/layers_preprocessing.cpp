@@ -22,6 +22,29 @@
 #include "ops/unary.h"
 
 namespace tapeflow::keras {
+
+namespace detail {
+
+// The target's aspect ratio cut from the centre, as Keras' crop_to_aspect_ratio (and
+// smart_resize, which skips the max(.., 1)).
+Tensor crop_to_aspect(const Tensor& x, int64_t th, int64_t tw, bool at_least_one) {
+  const int h = x.rank() - 3;
+  const int64_t H = x.shape()[h], W = x.shape()[h + 1];
+  int64_t ch = std::min<int64_t>(
+      H, static_cast<int64_t>(static_cast<float>(W * th) / static_cast<float>(tw)));
+  int64_t cw = std::min<int64_t>(
+      W, static_cast<int64_t>(static_cast<float>(H * tw) / static_cast<float>(th)));
+  if (at_least_one) {
+    ch = std::max<int64_t>(ch, 1);
+    cw = std::max<int64_t>(cw, 1);
+  }
+  const auto hs = static_cast<int64_t>(static_cast<float>(H - ch) / 2);
+  const auto ws = static_cast<int64_t>(static_cast<float>(W - cw) / 2);
+  return image::crop_to_bounding_box(x, hs, ws, ch, cw);
+}
+
+}  // namespace detail
+
 namespace {
 
 using detail::LayerImpl;
@@ -67,24 +90,6 @@ class ImageLayerImpl : public LayerImpl, public detail::ImageFormat {
   }
 };
 
-// The target's aspect ratio cut from the centre, as Keras' crop_to_aspect_ratio (and
-// smart_resize, which skips the max(.., 1)).
-Tensor crop_to_aspect(const Tensor& x, int64_t th, int64_t tw, bool at_least_one) {
-  const int h = x.rank() - 3;
-  const int64_t H = x.shape()[h], W = x.shape()[h + 1];
-  int64_t ch = std::min<int64_t>(
-      H, static_cast<int64_t>(static_cast<float>(W * th) / static_cast<float>(tw)));
-  int64_t cw = std::min<int64_t>(
-      W, static_cast<int64_t>(static_cast<float>(H * tw) / static_cast<float>(th)));
-  if (at_least_one) {
-    ch = std::max<int64_t>(ch, 1);
-    cw = std::max<int64_t>(cw, 1);
-  }
-  const auto hs = static_cast<int64_t>(static_cast<float>(H - ch) / 2);
-  const auto ws = static_cast<int64_t>(static_cast<float>(W - cw) / 2);
-  return image::crop_to_bounding_box(x, hs, ws, ch, cw);
-}
-
 TensorShape with_size(const TensorShape& s, int64_t h, int64_t w) {
   TensorShape o = s;
   if (o.rank() >= 3) {
@@ -123,7 +128,7 @@ class ResizingImpl final : public ImageLayerImpl {
   }
   Tensor call_last(const Tensor& x, bool) override {
     Tensor y = x;
-    if (o_.crop_to_aspect_ratio) y = crop_to_aspect(y, h_, w_, true);
+    if (o_.crop_to_aspect_ratio) y = detail::crop_to_aspect(y, h_, w_, true);
     if (o_.pad_to_aspect_ratio) y = pad_to_aspect(y);
     y = image::resize(y, {h_, w_}, o_.interpolation, o_.antialias);
     if (y.dtype() == x.dtype()) return y;
@@ -182,7 +187,7 @@ class CenterCropImpl final : public ImageLayerImpl {
     const int64_t H = x.shape()[h], W = x.shape()[h + 1];
     if (H >= h_ && W >= w_)
       return image::crop_to_bounding_box(x, (H - h_) / 2, (W - w_) / 2, h_, w_);
-    return image::resize(crop_to_aspect(x, h_, w_, false), {h_, w_});
+    return image::resize(detail::crop_to_aspect(x, h_, w_, false), {h_, w_});
   }
 
  public:

@@ -180,3 +180,10 @@ class Normalization : public Layer {
 };
 
 }  // namespace tapeflow::keras::layers
+
+namespace tapeflow::keras::detail {
+// The Resizing layer's central crop of (..., height, width, channels) images to the aspect
+// ratio of (th, tw) (Keras' crop_to_aspect_ratio; smart_resize's without at_least_one), which
+// keras::utils' image loading shares.
+Tensor crop_to_aspect(const Tensor& x, int64_t th, int64_t tw, bool at_least_one);
+}  // namespace tapeflow::keras::detail

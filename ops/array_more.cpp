@@ -30,23 +30,6 @@ void check_defined(const char* op, const Tensor& t, const char* what) {
   TF_CHECK_ARG(t.defined(), op, "{} is an undefined tensor (TF's None)", what);
 }
 
-void check_int(const char* op, const Tensor& t, const char* what) {
-  TF_CHECK_ARG(t.dtype() == int32 || t.dtype() == int64, op, "{} must be int32 or int64, got {}",
-               what, dtype_name(t.dtype()));
-}
-
-// The values of an integer tensor read on the host; a traced (symbolic) tensor has none.
-std::vector<int64_t> host_ints(const char* op, const Tensor& t, const char* what) {
-  TF_CHECK_ARG(!t.is_symbolic(), op,
-               "the result's shape depends on the values of {}, which a traced function does not "
-               "have",
-               what);
-  return t.dtype() == int64 ? t.numpy<int64_t>() : [&] {
-    const auto v = t.numpy<int32_t>();
-    return std::vector<int64_t>(v.begin(), v.end());
-  }();
-}
-
 }  // namespace
 
 std::vector<Tensor> unstack(const Tensor& x, std::optional<int64_t> num, int axis) {
@@ -148,7 +131,7 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& i
 Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen, DType dtype) {
   const char* op = "sequence_mask";
   check_defined(op, lengths, "lengths");
-  check_int(op, lengths, "lengths");
+  detail::check_int_tensor(op, lengths, "lengths");
   int64_t m = 0;
   if (maxlen) {
     TF_CHECK_ARG(*maxlen >= 0, op, "maxlen must be non-negative, got {}", *maxlen);
@@ -157,7 +140,7 @@ Tensor sequence_mask(const Tensor& lengths, std::optional<int64_t> maxlen, DType
     TF_CHECK_ARG(!lengths.is_symbolic(), op,
                  "without maxlen the result's shape depends on max(lengths), which a traced "
                  "function does not have: give maxlen");
-    for (int64_t v : host_ints(op, lengths, "lengths")) m = std::max(m, v);
+    for (int64_t v : detail::host_ints(op, lengths, "lengths")) m = std::max(m, v);
   }
   return detail::naming_errors(op, [&] {
     const Tensor row = range(0.0, static_cast<double>(m), 1.0, lengths.dtype());
@@ -170,7 +153,7 @@ Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis
   const char* op = "reverse_sequence";
   check_defined(op, x, "the input");
   check_defined(op, seq_lengths, "seq_lengths");
-  check_int(op, seq_lengths, "seq_lengths");
+  detail::check_int_tensor(op, seq_lengths, "seq_lengths");
   const TensorShape& s = x.shape();
   TF_CHECK_ARG(s.rank() >= 2, op, "the input must have rank at least 2, got shape {}",
                s.to_string());
@@ -185,7 +168,7 @@ Tensor reverse_sequence(const Tensor& x, const Tensor& seq_lengths, int seq_axis
   TF_CHECK_ARG(t != None, op, "dimension {} (seq_axis) of shape {} must be known", sa,
                s.to_string());
   if (!seq_lengths.is_symbolic())
-    for (int64_t v : host_ints(op, seq_lengths, "seq_lengths"))
+    for (int64_t v : detail::host_ints(op, seq_lengths, "seq_lengths"))
       TF_CHECK_ARG(v >= 0 && v <= t, op,
                    "seq_lengths holds {}, outside [0, {}] (dimension {} of the input of shape {})",
                    v, t, sa, s.to_string());
@@ -265,10 +248,10 @@ Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int> axis) {
 Tensor repeat(const Tensor& x, const Tensor& repeats, std::optional<int> axis) {
   const char* op = "repeat";
   check_defined(op, repeats, "repeats");
-  check_int(op, repeats, "repeats");
+  detail::check_int_tensor(op, repeats, "repeats");
   TF_CHECK_ARG(repeats.rank() <= 1, op, "repeats must be a scalar or a vector, got shape {}",
                repeats.shape().to_string());
-  return repeat(x, host_ints(op, repeats, "repeats"), axis);
+  return repeat(x, detail::host_ints(op, repeats, "repeats"), axis);
 }
 
 Tensor where(const Tensor& cond) {

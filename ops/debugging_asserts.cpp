@@ -46,15 +46,9 @@ int64_t broadcast_source(const TensorShape& out, const TensorShape& in, int64_t 
 // layout, as TF's message).
 std::string coordinates_text(const TensorShape& shape, const std::vector<int64_t>& flat) {
   std::string out = "[";
-  for (size_t r = 0; r < flat.size(); ++r) {
-    std::vector<int64_t> c(static_cast<size_t>(shape.rank()));
-    int64_t f = flat[r];
-    for (int d = shape.rank() - 1; d >= 0; --d) {
-      c[static_cast<size_t>(d)] = f % shape[d];
-      f /= shape[d];
-    }
-    out += fmt::format("{}[{}]", r == 0 ? "" : "\n ", fmt::join(c, " "));
-  }
+  for (size_t r = 0; r < flat.size(); ++r)
+    out += fmt::format("{}[{}]", r == 0 ? "" : "\n ",
+                       fmt::join(detail::unravel_flat(shape, flat[r]), " "));
   return out + "]";
 }
 
@@ -269,7 +263,7 @@ void AssertThat::infer(std::span<const Tensor> in, std::span<TensorMeta>) const 
              "the check takes a bool scalar first");
   TF_CHECK_T(InternalError,
              !condition.empty()
-                 ? in.size() == 3 || in.size() == 4
+                 ? in.size() == 2 + names.size()
                  : static_cast<size_t>(std::count_if(
                        pieces.begin(), pieces.end(),
                        [](const auto& p) { return std::holds_alternative<std::monostate>(p); })) ==

@@ -62,6 +62,23 @@ struct ElementCount final : ShapeFunctionOp<ElementCount> {
   }
 };
 
+// x's dimensions, 1-D (tf::shape in a trace for None dimensions).
+struct ShapeOf final : ShapeFunctionOp<ShapeOf> {
+  DType dtype;
+  explicit ShapeOf(DType d) : dtype(d) {}
+  const char* name() const override { return "shape"; }
+  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
+    out[0] = {TensorShape{in[0].rank()}, dtype};
+  }
+  static Tensor of(const TensorShape& s, DType dtype) {
+    std::vector<double> v;
+    for (int d = 0; d < s.rank(); ++d) v.push_back(static_cast<double>(s[d]));
+    return detail::from_doubles(v, TensorShape{s.rank()}, dtype);
+  }
+  Tensor host(std::span<const Tensor> in) const { return of(in[0].shape(), dtype); }
+  std::string attributes() const override { return "out_type=" + std::string(dtype_name(dtype)); }
+};
+
 // broadcast_to(x, like.shape()).
 struct BroadcastLike final : PrimitiveBase<BroadcastLike> {
   const char* name() const override { return "broadcast_like"; }
@@ -371,6 +388,11 @@ Tensor element_count(const Tensor& x, const std::vector<int>& axes, DType dtype)
     return from_doubles({static_cast<double>(reduced_count(x.shape(), axes))}, {}, dtype);
   }
   return dispatch(ElementCount(axes, dtype), {x});
+}
+
+Tensor shape_of(const Tensor& x, DType dtype) {
+  if (!open_shapes()) return ShapeOf::of(x.shape(), dtype);
+  return dispatch(ShapeOf(dtype), {x});
 }
 
 Tensor broadcast_like(const Tensor& x, const Tensor& like) {

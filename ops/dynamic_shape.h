@@ -19,6 +19,8 @@ namespace tapeflow::detail {
 bool open_shapes();
 // The product of x's dimensions over `axes` (normalised; 1 when empty): a scalar of `dtype`.
 Tensor element_count(const Tensor& x, const std::vector<int>& axes, DType dtype);
+// x's dimensions as a 1-D tensor of `dtype` (tf::shape).
+Tensor shape_of(const Tensor& x, DType dtype);
 // broadcast_to(x, like.shape()) and reshape(x, like.shape()).
 Tensor broadcast_like(const Tensor& x, const Tensor& like);
 // broadcast_to(x, want), where want is the broadcast shape of x and `others`: in a trace for None

@@ -211,6 +211,29 @@ std::array<int64_t, TensorShape::kMaxRank> broadcast_strides(const TensorShape& 
 std::string vec_to_string(std::span<const int64_t> v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }
+void check_int_tensor(const char* op, const Tensor& t, const std::string& what) {
+  TF_CHECK_ARG(t.defined(), op, "{} is an undefined tensor (TF's None)", what);
+  TF_CHECK_ARG(t.dtype() == int32 || t.dtype() == int64, op, "{} must be int32 or int64, got {}",
+               what, dtype_name(t.dtype()));
+}
+
+std::vector<int64_t> host_ints(const char* op, const Tensor& t, const std::string& what) {
+  TF_CHECK_ARG(!t.is_symbolic(), op,
+               "the result's shape depends on the values of {}, which a traced function does not "
+               "have (inside tf::function only constant {} serve)",
+               what, what);
+  return host_elements<int64_t>(t);
+}
+
+std::vector<int64_t> unravel_flat(const TensorShape& s, int64_t flat) {
+  std::vector<int64_t> c(static_cast<size_t>(s.rank()));
+  for (int d = s.rank() - 1; d >= 0; --d) {
+    c[static_cast<size_t>(d)] = flat % s[d];
+    flat /= s[d];
+  }
+  return c;
+}
+
 std::string vec_to_string(std::span<const int> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 }  // namespace tapeflow::detail

@@ -58,6 +58,14 @@ std::array<int64_t, TensorShape::kMaxRank> contiguous_strides(const TensorShape&
 std::array<int64_t, TensorShape::kMaxRank> broadcast_strides(const TensorShape& in,
                                                              const TensorShape& out);
 
+// InvalidArgumentError naming op unless t is a defined int32 or int64 tensor (`what` names it).
+void check_int_tensor(const char* op, const Tensor& t, const std::string& what);
+// An integer tensor's values on the host, for a result whose shape depends on them: a traced
+// (symbolic) tensor has none, an InvalidArgumentError that says so.
+std::vector<int64_t> host_ints(const char* op, const Tensor& t, const std::string& what);
+// The coordinates of row-major position `flat` in a tensor of shape s.
+std::vector<int64_t> unravel_flat(const TensorShape& s, int64_t flat);
+
 // "[2, 3]"-style text for vectors in messages.
 std::string vec_to_string(std::span<const int64_t> v);
 std::string vec_to_string(std::span<const int> v);

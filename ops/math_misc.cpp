@@ -118,11 +118,12 @@ Tensor invert_permutation(const Tensor& x) {
   const int64_t n = x.shape()[0];
   TF_CHECK_ARG(n != None, op, "x needs a known length, got shape {}", x.shape().to_string());
   // A permutation sorted is 0 .. n-1; its inverse is the order that sorts it.
-  const Tensor sorted = sort(x);
+  const Tensor order = argsort(x);
+  const Tensor sorted = gather(x, order);
   detail::check_elementwise(op, fmt::format("x is a permutation of 0 .. {}", n - 1),
                             equal(sorted, range(0.0, static_cast<double>(n), 1.0, x.dtype())),
                             {sorted}, {"sorted x"});
-  return cast(argsort(x), x.dtype());
+  return cast(order, x.dtype());
 }
 
 Tensor histogram_fixed_width_bins(const Tensor& values, const Tensor& value_range, int64_t nbins,

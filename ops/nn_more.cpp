@@ -151,12 +151,10 @@ CtcDecoded ctc_greedy_decoder(const Tensor& inputs, const Tensor& sequence_lengt
   const Tensor neg_sum = tapeflow::negative(
       tapeflow::reduce_sum(tapeflow::where(valid, top, scalar_like(0.0, top)), 0));
   Tensor keep = tapeflow::logical_and(valid, tapeflow::not_equal(best, blank));
-  if (merge_repeated && frames > 1) {
+  if (merge_repeated) {
     // The previous frame's best class (-1 before the first).
     const Tensor earlier =
-        tapeflow::concat({tapeflow::zeros_like(tapeflow::slice(best, {0, 0}, {1, -1})) - int64_t{1},
-                          tapeflow::slice(best, {0, 0}, {frames - 1, -1})},
-                         0);
+        tapeflow::pad(tapeflow::slice(best, {0, 0}, {frames - 1, -1}), {{1, 0}, {0, 0}}, -1);
     keep = tapeflow::logical_and(keep, tapeflow::not_equal(best, earlier));
   }
   // Compaction by sorting each sequence on key = rank * (classes + 1) + label + 1, with rank the

@@ -12,6 +12,7 @@
 #include "ops/debugging.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
+#include "ops/helpers.h"
 #include "ops/movement.h"
 #include "ops/unary.h"
 
@@ -19,29 +20,9 @@ namespace tapeflow {
 
 namespace {
 
-void check_int(const char* op, const Tensor& t, const std::string& what) {
-  TF_CHECK_ARG(t.defined(), op, "{} is an undefined tensor (TF's None)", what);
-  TF_CHECK_ARG(t.dtype() == int32 || t.dtype() == int64, op, "{} must be int32 or int64, got {}",
-               what, dtype_name(t.dtype()));
-}
-
-// An integer tensor's values on the host; a traced (symbolic) tensor has none.
-std::vector<int64_t> host_values(const char* op, const Tensor& t, const std::string& what) {
-  TF_CHECK_ARG(!t.is_symbolic(), op,
-               "the result's shape depends on the values of {}, which a traced function does not "
-               "have (inside tf::function only constant {} serve)",
-               what, what);
-  return detail::host_elements<int64_t>(t);
-}
-
 // "[1, 0]": the coordinates of flat position i of shape s.
 std::string coordinates(const TensorShape& s, int64_t i) {
-  std::vector<int64_t> c(static_cast<size_t>(s.rank()));
-  for (int d = s.rank() - 1; d >= 0; --d) {
-    c[static_cast<size_t>(d)] = i % s[d];
-    i /= s[d];
-  }
-  return fmt::format("[{}]", fmt::join(c, ", "));
+  return fmt::format("[{}]", fmt::join(detail::unravel_flat(s, i), ", "));
 }
 
 // x with its first `lead` axes merged into one (a new axis of 1 when lead is 0).
@@ -66,24 +47,20 @@ TensorShape trailing(const TensorShape& s, int lead) {
   return TensorShape(d);
 }
 
-Tensor positions(const std::vector<int64_t>& v) {
-  return constant(v, TensorShape{static_cast<int64_t>(v.size())});
-}
-
 }  // namespace
 
 std::vector<Tensor> dynamic_partition(const Tensor& data, const Tensor& partitions,
                                       int num_partitions) {
   const char* op = "dynamic_partition";
   TF_CHECK_ARG(data.defined(), op, "data is an undefined tensor (TF's None)");
-  check_int(op, partitions, "partitions");
+  detail::check_int_tensor(op, partitions, "partitions");
   TF_CHECK_ARG(num_partitions >= 1, op, "num_partitions must be at least 1, got {}",
                num_partitions);
   TF_CHECK_ARG(begins_with(data.shape(), partitions.shape()), op,
                "data.shape must start with partitions.shape, got data.shape = {}, "
                "partitions.shape = {}",
                data.shape().to_string(), partitions.shape().to_string());
-  const std::vector<int64_t> p = host_values(op, partitions, "partitions");
+  const std::vector<int64_t> p = detail::host_ints(op, partitions, "partitions");
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(num_partitions));
   for (size_t i = 0; i < p.size(); ++i) {
     TF_CHECK_ARG(p[i] >= 0 && p[i] < num_partitions, op, "partitions{} = {} is not in [0, {})",
@@ -93,7 +70,7 @@ std::vector<Tensor> dynamic_partition(const Tensor& data, const Tensor& partitio
   const Tensor rows = rows_of(data, partitions.rank());
   std::vector<Tensor> out;
   out.reserve(members.size());
-  for (const std::vector<int64_t>& m : members) out.push_back(gather(rows, positions(m)));
+  for (const std::vector<int64_t>& m : members) out.push_back(gather(rows, constant(m)));
   return out;
 }
 
@@ -108,7 +85,7 @@ Tensor dynamic_stitch(const std::vector<Tensor>& indices, const std::vector<Tens
   int64_t total = 0;
   TensorShape rest;
   for (size_t m = 0; m < indices.size(); ++m) {
-    check_int(op, indices[m], fmt::format("indices[{}]", m));
+    detail::check_int_tensor(op, indices[m], fmt::format("indices[{}]", m));
     TF_CHECK_ARG(data[m].defined(), op, "data[{}] is an undefined tensor (TF's None)", m);
     TF_CHECK_ARG(begins_with(data[m].shape(), indices[m].shape()), op,
                  "data[{}].shape = {} does not start with indices[{}].shape = {}", m,
@@ -122,7 +99,8 @@ Tensor dynamic_stitch(const std::vector<Tensor>& indices, const std::vector<Tens
                  "data[{}] has shape {} after its indices' dimensions, data[0] has {}: they must "
                  "be equal",
                  m, r.to_string(), rest.to_string());
-    const std::vector<int64_t> idx = host_values(op, indices[m], fmt::format("indices[{}]", m));
+    const std::vector<int64_t> idx =
+        detail::host_ints(op, indices[m], fmt::format("indices[{}]", m));
     for (size_t i = 0; i < idx.size(); ++i) {
       TF_CHECK_ARG(idx[i] >= 0, op, "indices[{}]{} = {} is negative", m,
                    coordinates(indices[m].shape(), static_cast<int64_t>(i)), idx[i]);
@@ -145,12 +123,12 @@ Tensor dynamic_stitch(const std::vector<Tensor>& indices, const std::vector<Tens
     for (int64_t& s : source)
       if (s < 0) s = total;
   }
-  return gather(concat(rows, 0), positions(source));
+  return gather(concat(rows, 0), constant(source));
 }
 
 Tensor unravel_index(const Tensor& indices, const std::vector<int64_t>& dims) {
   const char* op = "unravel_index";
-  check_int(op, indices, "indices");
+  detail::check_int_tensor(op, indices, "indices");
   TF_CHECK_ARG(indices.rank() <= 1, op, "indices must be a scalar or 1-D, got shape {}",
                indices.shape().to_string());
   TF_CHECK_ARG(!dims.empty(), op, "dims must have at least one entry");

@@ -15,40 +15,7 @@
 
 namespace tapeflow {
 
-namespace detail {
 namespace {
-
-// x's shape when it runs (a trace for None dimensions): 1-D, `dtype`.
-struct ShapeOf final : PrimitiveBase<ShapeOf> {
-  DType dtype;
-  explicit ShapeOf(DType d) : dtype(d) {}
-  const char* name() const override { return "shape"; }
-  void infer(std::span<const Tensor> in, std::span<TensorMeta> out) const override {
-    out[0] = {TensorShape{in[0].rank()}, dtype};
-  }
-  void eval_cpu(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  void eval_cuda(std::span<const Tensor>, std::span<Tensor>) const override {
-    TF_THROW(InternalError, name(), "runs through produce(), never as a kernel");
-  }
-  bool reads_only_shapes() const override { return true; }
-  bool produce(std::span<const Tensor> in, std::span<Tensor> out, Device device) const override {
-    out[0] = copy_to_device(host(in[0].shape()), device);
-    return true;
-  }
-  Tensor host(const TensorShape& s) const {
-    std::vector<double> v;
-    for (int d = 0; d < s.rank(); ++d) v.push_back(static_cast<double>(s[d]));
-    return from_doubles(v, TensorShape{s.rank()}, dtype);
-  }
-  std::vector<Tensor> vjp(std::span<const Tensor>, std::span<const Tensor>,
-                          std::span<const int> argnums, std::span<const Tensor>) const override {
-    return std::vector<Tensor>(argnums.size());
-  }
-  uint32_t vjp_saves() const override { return 0; }
-  std::string attributes() const override { return fmt::format("out_type={}", dtype_name(dtype)); }
-};
 
 void check_out_type(const char* op, const Tensor& x, DType out_type) {
   TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
@@ -57,17 +24,14 @@ void check_out_type(const char* op, const Tensor& x, DType out_type) {
 }
 
 }  // namespace
-}  // namespace detail
 
 Tensor shape(const Tensor& x, DType out_type) {
-  detail::check_out_type("shape", x, out_type);
-  const detail::ShapeOf op(out_type);
-  if (!detail::open_shapes()) return op.host(x.shape());
-  return detail::dispatch(op, {x});
+  check_out_type("shape", x, out_type);
+  return detail::shape_of(x, out_type);
 }
 
 Tensor size(const Tensor& x, DType out_type) {
-  detail::check_out_type("size", x, out_type);
+  check_out_type("size", x, out_type);
   std::vector<int> all(static_cast<size_t>(x.rank()));
   for (int d = 0; d < x.rank(); ++d) all[static_cast<size_t>(d)] = d;
   return detail::element_count(x, all, out_type);
