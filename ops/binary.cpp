@@ -44,6 +44,10 @@ void binary_infer(const char* op, BinaryKind kind, std::span<const Tensor> in,
                    "expects floating-point tensors (float16, bfloat16, float32, float64), got {}",
                    dtype_name(da));
       break;
+    case BinaryKind::Bitwise:
+      TF_CHECK_ARG(is_integer(da), op, "expects integer tensors (int32, int64, uint8), got {}",
+                   dtype_name(da));
+      break;
   }
   out[0] = {broadcast_shapes(op, in[0].shape(), in[1].shape()), result};
 }
@@ -83,6 +87,11 @@ TF_BINARY_INFER(GreaterEqual)
 TF_BINARY_INFER(LogicalAnd)
 TF_BINARY_INFER(LogicalOr)
 TF_BINARY_INFER(Atan2)
+TF_BINARY_INFER(BitwiseAnd)
+TF_BINARY_INFER(BitwiseOr)
+TF_BINARY_INFER(BitwiseXor)
+TF_BINARY_INFER(LeftShift)
+TF_BINARY_INFER(RightShift)
 #undef TF_BINARY_INFER
 
 void Select::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
@@ -156,6 +165,31 @@ Tensor logical_and(const Tensor& a, const Tensor& b) {
 Tensor logical_or(const Tensor& a, const Tensor& b) {
   return detail::binary<prims::LogicalOr>("logical_or", a, b);
 }
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  const char* op = "logical_xor";
+  auto [x, y] = detail::unify_dtypes(op, a, b);
+  TF_CHECK_ARG(is_bool(x.dtype()), op, "expects bool tensors, got {}", dtype_name(x.dtype()));
+  detail::broadcast_shapes(op, x.shape(), y.shape());  // errors name logical_xor
+  return not_equal(x, y);
+}
+
+namespace bitwise {
+Tensor bitwise_and(const Tensor& x, const Tensor& y) {
+  return detail::binary<prims::BitwiseAnd>("bitwise_and", x, y);
+}
+Tensor bitwise_or(const Tensor& x, const Tensor& y) {
+  return detail::binary<prims::BitwiseOr>("bitwise_or", x, y);
+}
+Tensor bitwise_xor(const Tensor& x, const Tensor& y) {
+  return detail::binary<prims::BitwiseXor>("bitwise_xor", x, y);
+}
+Tensor left_shift(const Tensor& x, const Tensor& y) {
+  return detail::binary<prims::LeftShift>("left_shift", x, y);
+}
+Tensor right_shift(const Tensor& x, const Tensor& y) {
+  return detail::binary<prims::RightShift>("right_shift", x, y);
+}
+}  // namespace bitwise
 
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
   TF_CHECK_ARG(cond.defined(), "where", "the condition is an undefined tensor (TF's None)");
@@ -223,6 +257,26 @@ Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
 Tensor operator%(const Tensor& a, const Tensor& b) { return floormod(a, b); }
 
+namespace {
+// Python's &, |, ^ on TF tensors: the logical op on bool operands, the bitwise one otherwise
+// (which names itself when it refuses a floating dtype).
+Tensor logical_or_bitwise(const char* op, const Tensor& a, const Tensor& b,
+                          Tensor (*logical)(const Tensor&, const Tensor&),
+                          Tensor (*bits)(const Tensor&, const Tensor&)) {
+  auto [x, y] = detail::unify_dtypes(op, a, b);
+  return is_bool(x.dtype()) ? logical(x, y) : bits(x, y);
+}
+}  // namespace
+Tensor operator&(const Tensor& a, const Tensor& b) {
+  return logical_or_bitwise("operator&", a, b, logical_and, bitwise::bitwise_and);
+}
+Tensor operator|(const Tensor& a, const Tensor& b) {
+  return logical_or_bitwise("operator|", a, b, logical_or, bitwise::bitwise_or);
+}
+Tensor operator^(const Tensor& a, const Tensor& b) {
+  return logical_or_bitwise("operator^", a, b, logical_xor, bitwise::bitwise_xor);
+}
+
 }  // namespace tapeflow
 
 // ---- gradients: each cotangent is summed back to its operand's (broadcast) shape ----
@@ -281,11 +335,22 @@ std::vector<Tensor> Pow::vjp(Span p, Span cts, std::span<const int> argnums, Spa
   });
 }
 
-// Piecewise constant: no gradient for either operand (TF registers None).
-uint32_t FloorDiv::vjp_saves() const { return 0; }
-std::vector<Tensor> FloorDiv::vjp(Span, Span, std::span<const int> argnums, Span) const {
-  return std::vector<Tensor>(argnums.size());
-}
+// Piecewise constant: no gradient for either operand (TF registers None). The bitwise ops
+// have integer outputs, which tapes never record; TF registers no gradient either.
+#define TF_NO_GRADIENT_VJP(STRUCT)                                                        \
+  uint32_t STRUCT::vjp_saves() const {                                                    \
+    return 0;                                                                             \
+  }                                                                                       \
+  std::vector<Tensor> STRUCT::vjp(Span, Span, std::span<const int> argnums, Span) const { \
+    return std::vector<Tensor>(argnums.size());                                           \
+  }
+TF_NO_GRADIENT_VJP(FloorDiv)
+TF_NO_GRADIENT_VJP(BitwiseAnd)
+TF_NO_GRADIENT_VJP(BitwiseOr)
+TF_NO_GRADIENT_VJP(BitwiseXor)
+TF_NO_GRADIENT_VJP(LeftShift)
+TF_NO_GRADIENT_VJP(RightShift)
+#undef TF_NO_GRADIENT_VJP
 
 // a - floor(a / b) * b: (g, -floordiv(a, b) * g), TF's _FloorModGrad.
 uint32_t FloorMod::vjp_saves() const { return kBoth; }

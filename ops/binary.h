@@ -41,6 +41,21 @@ Tensor greater_equal(const Tensor& a, const Tensor& b);
 
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
+// tf.math.logical_xor: bool tensors, true where exactly one is true.
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+
+// tf.bitwise: integer tensors (int32, int64, uint8) of one dtype, broadcast; no gradient (TF
+// registers none). The shifts clamp the amount to [0, bits - 1] as TF's kernels do: a negative
+// amount shifts by 0, an amount of the width or more by bits - 1 (right_shift(-8, 40) is -1 in
+// int32, left_shift(1, 40) the sign bit); signed right shifts are arithmetic, left shifts wrap.
+// invert (~x) is in ops/unary.h.
+namespace bitwise {
+Tensor bitwise_and(const Tensor& x, const Tensor& y);
+Tensor bitwise_or(const Tensor& x, const Tensor& y);
+Tensor bitwise_xor(const Tensor& x, const Tensor& y);
+Tensor left_shift(const Tensor& x, const Tensor& y);
+Tensor right_shift(const Tensor& x, const Tensor& y);
+}  // namespace bitwise
 
 // Elements of x where cond is true, else of y; all three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
@@ -67,6 +82,12 @@ Tensor operator/(const Tensor& a, const Tensor& b);
 // floormod, as Python's % on TF tensors. (operator/ stays true division, as TF's /; floor
 // division has no C++ operator: call floordiv.)
 Tensor operator%(const Tensor& a, const Tensor& b);
+// As Python's &, | and ^ on TF tensors: logical_and / logical_or / logical_xor on bool tensors,
+// bitwise_and / bitwise_or / bitwise_xor on integer tensors (a floating operand is an
+// InvalidArgumentError naming the bitwise op). ~ is in ops/unary.h.
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
 
 namespace detail {
 // The dtypes a binary op accepts, and its result dtype.
@@ -78,6 +99,7 @@ enum class BinaryKind : uint8_t {
   Equality,    // equal, not_equal: every dtype, bool result
   Logical,     // logical_and, logical_or: bool
   Floating,    // atan2: floating, result of that dtype
+  Bitwise,     // bitwise_and, ..., left_shift, right_shift: int32, int64, uint8, same result
 };
 }  // namespace detail
 
@@ -112,6 +134,11 @@ TF_DECLARE_BINARY_PRIMITIVE(GreaterEqual, "greater_equal", Compare)
 TF_DECLARE_BINARY_PRIMITIVE(LogicalAnd, "logical_and", Logical)
 TF_DECLARE_BINARY_PRIMITIVE(LogicalOr, "logical_or", Logical)
 TF_DECLARE_BINARY_PRIMITIVE(Atan2, "atan2", Floating)
+TF_DECLARE_BINARY_PRIMITIVE(BitwiseAnd, "bitwise_and", Bitwise)
+TF_DECLARE_BINARY_PRIMITIVE(BitwiseOr, "bitwise_or", Bitwise)
+TF_DECLARE_BINARY_PRIMITIVE(BitwiseXor, "bitwise_xor", Bitwise)
+TF_DECLARE_BINARY_PRIMITIVE(LeftShift, "left_shift", Bitwise)
+TF_DECLARE_BINARY_PRIMITIVE(RightShift, "right_shift", Bitwise)
 #undef TF_DECLARE_BINARY_PRIMITIVE
 
 // where(cond, x, y): inputs {cond (bool), x, y}, all three broadcast; x and y share a dtype.

@@ -4,14 +4,16 @@
 // Host-only primitives (views, copies, printing) define both kernels in host code.
 #pragma once
 
-#define TF_UNARY_PRIMITIVES(X)                                                                \
-  X(Negative) X(Abs) X(Sign) X(Exp) X(Log) X(Log1p) X(Sqrt) X(Rsqrt) X(Square) X(Tanh)        \
-  X(Sigmoid) X(Sin) X(Cos) X(Erf) X(Erfc) X(Softsign) X(Floor) X(Ceil) X(Round) X(LogicalNot)  \
-  X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Expm1) X(Cast)
-#define TF_BINARY_PRIMITIVES(X)                                                               \
-  X(Add) X(Subtract) X(Multiply) X(Divide) X(Pow) X(Maximum) X(Minimum) X(FloorDiv) X(FloorMod) \
-  X(Equal) X(NotEqual) X(Less) X(LessEqual) X(Greater) X(GreaterEqual) X(LogicalAnd)          \
-  X(LogicalOr) X(Select) X(Atan2)
+#define TF_UNARY_PRIMITIVES(X)                                                                 \
+  X(Negative)                                                                                  \
+  X(Abs) X(Sign) X(Exp) X(Log) X(Log1p) X(Sqrt) X(Rsqrt) X(Square) X(Tanh) X(Sigmoid) X(Sin)   \
+      X(Cos) X(Erf) X(Erfc) X(Softsign) X(Floor) X(Ceil) X(Round) X(LogicalNot) X(Tan) X(Asin) \
+          X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Expm1) X(Cast) X(Invert)
+#define TF_BINARY_PRIMITIVES(X)                                                                   \
+  X(Add)                                                                                          \
+  X(Subtract) X(Multiply) X(Divide) X(Pow) X(Maximum) X(Minimum) X(FloorDiv) X(FloorMod) X(Equal) \
+      X(NotEqual) X(Less) X(LessEqual) X(Greater) X(GreaterEqual) X(LogicalAnd) X(LogicalOr)      \
+          X(Select) X(Atan2) X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor) X(LeftShift) X(RightShift)
 #define TF_REDUCE_PRIMITIVES(X) \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin) X(ArgMax) X(ArgMin)
 #define TF_MOVEMENT_PRIMITIVES(X) \

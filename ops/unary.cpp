@@ -31,6 +31,10 @@ void check_unary_dtype(const char* op, UnaryDTypes accepted, DType d) {
     case UnaryDTypes::Bool:
       TF_CHECK_ARG(is_bool(d), op, "expects a bool tensor, got {}", dtype_name(d));
       break;
+    case UnaryDTypes::Integer:
+      TF_CHECK_ARG(is_integer(d), op, "expects an integer tensor (int32, int64, uint8), got {}",
+                   dtype_name(d));
+      break;
   }
 }
 
@@ -74,6 +78,7 @@ TF_UNARY_INFER(Floor)
 TF_UNARY_INFER(Ceil)
 TF_UNARY_INFER(Round)
 TF_UNARY_INFER(LogicalNot)
+TF_UNARY_INFER(Invert)
 #undef TF_UNARY_INFER
 
 void Cast::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {
@@ -113,6 +118,9 @@ Tensor floor(const Tensor& x) { return detail::dispatch(prims::Floor{}, {x}); }
 Tensor ceil(const Tensor& x) { return detail::dispatch(prims::Ceil{}, {x}); }
 Tensor round(const Tensor& x) { return detail::dispatch(prims::Round{}, {x}); }
 Tensor logical_not(const Tensor& x) { return detail::dispatch(prims::LogicalNot{}, {x}); }
+Tensor bitwise::invert(const Tensor& x) {
+  return detail::dispatch(prims::Invert{}, {x});
+}
 
 Tensor cast(const Tensor& x, DType dtype) {
   TF_CHECK_ARG(x.defined(), "cast", "the input is an undefined tensor (TF's None)");
@@ -123,6 +131,10 @@ Tensor cast(const Tensor& x, DType dtype) {
 }
 
 Tensor operator-(const Tensor& x) { return negative(x); }
+Tensor operator~(const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), "operator~", "the input is an undefined tensor (TF's None)");
+  return is_bool(x.dtype()) ? logical_not(x) : bitwise::invert(x);
+}
 
 }  // namespace tapeflow
 
@@ -193,6 +205,8 @@ TF_UNARY_VJP(Ceil, kNone, zeros_like(g))
 TF_UNARY_VJP(Round, kNone, zeros_like(g))
 // bool -> bool: never recorded (no floating output).
 TF_UNARY_VJP(LogicalNot, kNone, Tensor())
+// Integer -> integer: never recorded; TF registers no gradient.
+TF_UNARY_VJP(Invert, kNone, Tensor())
 // Back to the input's dtype (a floating input; integer inputs are never watched).
 TF_UNARY_VJP(Cast, kNone, cast(g, x.dtype()))
 #undef TF_UNARY_VJP

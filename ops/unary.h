@@ -42,10 +42,16 @@ Tensor ceil(const Tensor& x);
 // Rounds half to even, as TF's tf.round.
 Tensor round(const Tensor& x);
 Tensor logical_not(const Tensor& x);
+namespace bitwise {
+// tf.bitwise.invert: every bit flipped (~x), integer tensors (int32, int64, uint8); no gradient.
+Tensor invert(const Tensor& x);
+}  // namespace bitwise
 // Converts to dtype (float -> int truncates toward zero; to bool: x != 0).
 Tensor cast(const Tensor& x, DType dtype);
 
 Tensor operator-(const Tensor& x);
+// As Python's ~ on TF tensors: logical_not on bool tensors, bitwise::invert on integer ones.
+Tensor operator~(const Tensor& x);
 
 namespace detail {
 // The dtypes a unary op accepts (TF's kernel registrations).
@@ -55,6 +61,7 @@ enum class UnaryDTypes : uint8_t {
   FloatingInteger,  // abs, square: floating, int32, int64, uint8
   Numeric,          // round: every dtype but bool (identity on integers)
   Bool,             // logical_not
+  Integer,          // bitwise::invert: int32, int64, uint8
 };
 }  // namespace detail
 
@@ -104,6 +111,7 @@ TF_DECLARE_UNARY_PRIMITIVE(Floor, "floor", Floating)
 TF_DECLARE_UNARY_PRIMITIVE(Ceil, "ceil", Floating)
 TF_DECLARE_UNARY_PRIMITIVE(Round, "round", Numeric)
 TF_DECLARE_UNARY_PRIMITIVE(LogicalNot, "logical_not", Bool)
+TF_DECLARE_UNARY_PRIMITIVE(Invert, "invert", Integer)
 #undef TF_DECLARE_UNARY_PRIMITIVE
 
 // Any dtype to any dtype.

@@ -192,6 +192,7 @@ TF_UNARY_EVAL(Floor, FloorOp, kCheapGrain)
 TF_UNARY_EVAL(Ceil, CeilOp, kCheapGrain)
 TF_UNARY_EVAL(Round, RoundOp, kCheapGrain)
 TF_UNARY_EVAL(LogicalNot, LogicalNotOp, kCheapGrain)
+TF_UNARY_EVAL(Invert, InvertOp, kCheapGrain)
 #undef TF_UNARY_EVAL
 
 void Cast::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {

@@ -341,6 +341,11 @@ TF_BINARY_EVAL(Greater, GreaterOp, kCheapGrain)
 TF_BINARY_EVAL(GreaterEqual, GreaterEqualOp, kCheapGrain)
 TF_BINARY_EVAL(LogicalAnd, LogicalAndOp, kCheapGrain)
 TF_BINARY_EVAL(LogicalOr, LogicalOrOp, kCheapGrain)
+TF_BINARY_EVAL(BitwiseAnd, BitwiseAndOp, kCheapGrain)
+TF_BINARY_EVAL(BitwiseOr, BitwiseOrOp, kCheapGrain)
+TF_BINARY_EVAL(BitwiseXor, BitwiseXorOp, kCheapGrain)
+TF_BINARY_EVAL(LeftShift, LeftShiftOp, kCheapGrain)
+TF_BINARY_EVAL(RightShift, RightShiftOp, kCheapGrain)
 #undef TF_BINARY_EVAL
 
 namespace {

@@ -765,6 +765,14 @@ struct LogicalNotOp : UnaryOpBase {
     return !x;
   }
 };
+struct InvertOp : UnaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_int_v<T>;
+  template <class C>
+  C operator()(C x) const {
+    return static_cast<C>(~x);
+  }
+};
 
 // Float to a signed integer type, truncating toward zero and saturating: NaN gives 0, values
 // beyond the type's range its minimum or maximum. That is what CUDA's conversion instructions do,
@@ -1050,6 +1058,50 @@ struct LogicalOrOp : BinaryOpBase {
   template <class T>
   static constexpr bool ok = std::is_same_v<T, bool>;
   bool operator()(bool a, bool b) const { return a || b; }
+};
+
+// tf.bitwise on integers. The shift amount is clamped to [0, bits - 1] (TF's kernels do the
+// same, to avoid C++'s undefined shifts); left shifts go through the unsigned type (wrap).
+struct BitwiseOpBase : BinaryOpBase {
+  template <class T>
+  static constexpr bool ok = is_int_v<T>;
+};
+struct BitwiseAndOp : BitwiseOpBase {
+  template <class C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrOp : BitwiseOpBase {
+  template <class C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorOp : BitwiseOpBase {
+  template <class C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+template <class C>
+inline C clamp_shift(C b) {
+  constexpr C kMax = static_cast<C>(sizeof(C) * 8 - 1);
+  if constexpr (std::is_signed_v<C>) b = b < 0 ? C(0) : b;
+  return b > kMax ? kMax : b;
+}
+struct LeftShiftOp : BitwiseOpBase {
+  template <class C>
+  C operator()(C a, C b) const {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) << clamp_shift(b)));
+  }
+};
+struct RightShiftOp : BitwiseOpBase {
+  template <class C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a >> clamp_shift(b));
+  }
 };
 
 }  // namespace tapeflow::cpu

@@ -25,6 +25,7 @@ constexpr bool accepts() {
   if constexpr (K == BinaryKind::Equality) return true;
   else if constexpr (K == BinaryKind::Logical) return std::is_same_v<T, bool>;
   else if constexpr (K == BinaryKind::Floating) return ew::is_float_v<T>;
+  else if constexpr (K == BinaryKind::Bitwise) return ew::is_int_v<T>;
   else return ew::is_numeric_v<T>;
 }
 
@@ -170,6 +171,11 @@ TF_BINARY_CUDA(GreaterEqual, LessEqualF, true)
 TF_BINARY_CUDA(LogicalAnd, LogicalAndF, false)
 TF_BINARY_CUDA(LogicalOr, LogicalOrF, false)
 TF_BINARY_CUDA(Atan2, Atan2F, false)
+TF_BINARY_CUDA(BitwiseAnd, BitwiseAndF, false)
+TF_BINARY_CUDA(BitwiseOr, BitwiseOrF, false)
+TF_BINARY_CUDA(BitwiseXor, BitwiseXorF, false)
+TF_BINARY_CUDA(LeftShift, LeftShiftF, false)
+TF_BINARY_CUDA(RightShift, RightShiftF, false)
 #undef TF_BINARY_CUDA
 
 void Pow::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

@@ -327,6 +327,12 @@ struct RoundF {
 struct LogicalNotF {
   TF_EW_HD bool operator()(bool x) const { return !x; }
 };
+struct InvertF {
+  template <class C>
+  TF_EW_HD C operator()(C x) const {
+    return static_cast<C>(~x);
+  }
+};
 
 // ---- binary functors: R operator()(C a, C b) ----
 
@@ -446,6 +452,45 @@ struct LogicalAndF {
 };
 struct LogicalOrF {
   TF_EW_HD bool operator()(bool a, bool b) const { return a || b; }
+};
+// tf.bitwise on integers, as the cpu:: functors: shift amounts clamped to [0, bits - 1], left
+// shifts through the unsigned type.
+struct BitwiseAndF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+template <class C>
+TF_EW_HD C clamp_shift(C b) {
+  constexpr C kMax = static_cast<C>(sizeof(C) * 8 - 1);
+  if constexpr (std::is_signed_v<C>) b = b < 0 ? C(0) : b;
+  return b > kMax ? kMax : b;
+}
+struct LeftShiftF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) << clamp_shift(b)));
+  }
+};
+struct RightShiftF {
+  template <class C>
+  TF_EW_HD C operator()(C a, C b) const {
+    return static_cast<C>(a >> clamp_shift(b));
+  }
 };
 
 // ---- storage-level operations handed to the kernels: O operator()(T...) ----

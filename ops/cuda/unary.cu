@@ -26,6 +26,7 @@ constexpr bool accepts() {
     return ew::is_float_v<T> || ew::is_signed_int_v<T>;
   else if constexpr (K == UnaryDTypes::FloatingInteger || K == UnaryDTypes::Numeric)
     return ew::is_numeric_v<T>;
+  else if constexpr (K == UnaryDTypes::Integer) return ew::is_int_v<T>;
   else return std::is_same_v<T, bool>;
 }
 
@@ -93,6 +94,7 @@ TF_UNARY_CUDA(Floor, FloorF)
 TF_UNARY_CUDA(Ceil, CeilF)
 TF_UNARY_CUDA(Round, RoundF)
 TF_UNARY_CUDA(LogicalNot, LogicalNotF)
+TF_UNARY_CUDA(Invert, InvertF)
 #undef TF_UNARY_CUDA
 
 void Cast::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {

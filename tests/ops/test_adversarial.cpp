@@ -45,6 +45,7 @@ TEST_CASE("adversarial: unary ops", "[adversarial]") {
                                                             {"ceil", tf::ceil},
                                                             {"round", tf::round},
                                                             {"logical_not", tf::logical_not},
+                                                            {"invert", tf::bitwise::invert},
                                                             {"relu", tf::nn::relu}};
     for (const auto& [name, op] : ops)
       for (const auto& shape : kShapes)
@@ -67,21 +68,28 @@ TEST_CASE("adversarial: unary ops", "[adversarial]") {
 TEST_CASE("adversarial: binary ops", "[adversarial]") {
   on_every_device([&] {
     using Binary = tf::Tensor (*)(const tf::Tensor&, const tf::Tensor&);
-    const std::vector<std::pair<std::string, Binary>> ops = {{"add", tf::add},
-                                                             {"subtract", tf::subtract},
-                                                             {"multiply", tf::multiply},
-                                                             {"divide", tf::divide},
-                                                             {"pow", tf::pow},
-                                                             {"maximum", tf::maximum},
-                                                             {"minimum", tf::minimum},
-                                                             {"equal", tf::equal},
-                                                             {"not_equal", tf::not_equal},
-                                                             {"less", tf::less},
-                                                             {"less_equal", tf::less_equal},
-                                                             {"greater", tf::greater},
-                                                             {"greater_equal", tf::greater_equal},
-                                                             {"logical_and", tf::logical_and},
-                                                             {"logical_or", tf::logical_or}};
+    const std::vector<std::pair<std::string, Binary>> ops = {
+        {"add", tf::add},
+        {"subtract", tf::subtract},
+        {"multiply", tf::multiply},
+        {"divide", tf::divide},
+        {"pow", tf::pow},
+        {"maximum", tf::maximum},
+        {"minimum", tf::minimum},
+        {"equal", tf::equal},
+        {"not_equal", tf::not_equal},
+        {"less", tf::less},
+        {"less_equal", tf::less_equal},
+        {"greater", tf::greater},
+        {"greater_equal", tf::greater_equal},
+        {"logical_and", tf::logical_and},
+        {"logical_or", tf::logical_or},
+        {"logical_xor", tf::logical_xor},
+        {"bitwise_and", tf::bitwise::bitwise_and},
+        {"bitwise_or", tf::bitwise::bitwise_or},
+        {"bitwise_xor", tf::bitwise::bitwise_xor},
+        {"left_shift", tf::bitwise::left_shift},
+        {"right_shift", tf::bitwise::right_shift}};
     const std::vector<std::pair<tf::DType, tf::DType>> dtype_pairs = {
         {tf::float16, tf::float16}, {tf::bfloat16, tf::bfloat16}, {tf::float32, tf::float32},
         {tf::float64, tf::float64}, {tf::int32, tf::int32},       {tf::int64, tf::int64},
