@@ -18,8 +18,9 @@
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin) X(ArgMax) X(ArgMin)
 #define TF_MOVEMENT_PRIMITIVES(X) \
   X(Transpose) X(BroadcastTo) X(Slice) X(Concat) X(Pad) X(Gather)
-// Inclusive / exclusive, forward / reverse running sums and products along one axis.
-#define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod)
+// Inclusive / exclusive, forward / reverse running sums, products and log-sum-exps along one
+// axis.
+#define TF_SCAN_PRIMITIVES(X) X(Cumsum) X(Cumprod) X(CumulativeLogsumexp)
 #define TF_LINALG_PRIMITIVES(X) X(MatMul) X(MatrixInverse) X(MatrixSolve) X(MatrixDeterminant)
 // triangular_solve, slogdet, lu and tridiagonal_solve (ops/linalg_more.h).
 #define TF_LINALG_MORE_PRIMITIVES(X) \

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
@@ -10,6 +12,7 @@
 #include "ops/helpers.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -35,20 +38,27 @@ Tensor scan(const char* op, const Tensor& x, int axis, bool exclusive, bool reve
 
 namespace prims {
 
-#define TF_SCAN_INFER(STRUCT)                                                                    \
-  void STRUCT::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {              \
-    TF_CHECK_ARG(!is_bool(in[0].dtype()), name(), "expects a numeric tensor (not bool), got {}", \
-                 dtype_name(in[0].dtype()));                                                     \
-    TF_CHECK_ARG(axis >= 0 && axis < in[0].rank(), name(),                                       \
-                 "axis {} is out of range for a tensor of shape {}", axis,                       \
-                 in[0].shape().to_string());                                                     \
-    out[0] = {in[0].shape(), in[0].dtype()};                                                     \
-  }                                                                                              \
-  std::string STRUCT::attributes() const {                                                       \
-    return fmt::format("axis={}, exclusive={}, reverse={}", axis, exclusive, reverse);           \
+#define TF_SCAN_INFER(STRUCT, DTYPE_OK, EXPECTED)                                      \
+  void STRUCT::infer(std::span<const Tensor> in, std::span<TensorMeta> out) const {    \
+    TF_CHECK_ARG(DTYPE_OK(in[0].dtype()), name(), "expects {}, got {}", EXPECTED,      \
+                 dtype_name(in[0].dtype()));                                           \
+    TF_CHECK_ARG(axis >= 0 && axis < in[0].rank(), name(),                             \
+                 "axis {} is out of range for a tensor of shape {}", axis,             \
+                 in[0].shape().to_string());                                           \
+    out[0] = {in[0].shape(), in[0].dtype()};                                           \
+  }                                                                                    \
+  std::string STRUCT::attributes() const {                                             \
+    return fmt::format("axis={}, exclusive={}, reverse={}", axis, exclusive, reverse); \
   }
-TF_SCAN_INFER(Cumsum)
-TF_SCAN_INFER(Cumprod)
+namespace {
+bool numeric(DType d) {
+  return !is_bool(d);
+}
+}  // namespace
+TF_SCAN_INFER(Cumsum, numeric, "a numeric tensor (not bool)")
+TF_SCAN_INFER(Cumprod, numeric, "a numeric tensor (not bool)")
+TF_SCAN_INFER(CumulativeLogsumexp, is_floating,
+              "a floating-point tensor (float16, bfloat16, float32, float64)")
 #undef TF_SCAN_INFER
 
 // Linear: each input element reaches the results after it (before it, reversed), so its
@@ -81,6 +91,33 @@ std::vector<Tensor> Cumprod::vjp(std::span<const Tensor> p, std::span<const Tens
   return std::vector<Tensor>(argnums.size(), grad);
 }
 
+// y_i = log sum_{j in S(i)} exp(x_j), so dL/dx_j = exp(x_j) sum_{i : j in S(i)} g_i exp(-y_i):
+// a scan the other way round with the same exclusiveness. As TF's gradient, it runs in log
+// space on the cotangent's positive and negative parts (log g - y, -inf where g has the other
+// sign or is 0) and returns their difference. A y of -inf (all its terms -inf, or an exclusive
+// scan's first) passes nothing back, where TF's gives NaN: the derivative of such a term is
+// exp(-inf - y) = 0 for every finite y after it.
+uint32_t CumulativeLogsumexp::vjp_saves() const {
+  return save_input(0) | save_output(0);
+}
+std::vector<Tensor> CumulativeLogsumexp::vjp(std::span<const Tensor> p, std::span<const Tensor> cts,
+                                             std::span<const int> argnums,
+                                             std::span<const Tensor> outs) const {
+  const Tensor &x = p[0], &y = outs[0], &g = cts[0];
+  const Tensor neg_inf(-std::numeric_limits<double>::infinity());
+  const Tensor finite_y = greater(y, neg_inf);
+  // Every log and difference reads safe values where its result is not taken (no NaN reaches
+  // the second-order gradient).
+  const Tensor safe_y = where(finite_y, y, zeros_like(y));
+  auto part = [&](const Tensor& v) {
+    const Tensor take = logical_and(greater(v, 0), finite_y);
+    const Tensor log_v = log(where(take, v, ones_like(v)));
+    const Tensor terms = where(take, log_v - safe_y, neg_inf);
+    return exp(cumulative_logsumexp(terms, axis, exclusive, !reverse) + x);
+  };
+  return std::vector<Tensor>(argnums.size(), part(g) - part(negative(g)));
+}
+
 }  // namespace prims
 
 Tensor cumsum(const Tensor& x, int axis, bool exclusive, bool reverse) {
@@ -89,6 +126,14 @@ Tensor cumsum(const Tensor& x, int axis, bool exclusive, bool reverse) {
 
 Tensor cumprod(const Tensor& x, int axis, bool exclusive, bool reverse) {
   return scan<prims::Cumprod>("cumprod", x, axis, exclusive, reverse);
+}
+
+Tensor cumulative_logsumexp(const Tensor& x, int axis, bool exclusive, bool reverse) {
+  const char* op = "cumulative_logsumexp";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, x);
+  return detail::dispatch(prims::CumulativeLogsumexp(scan_axis(op, x, axis), exclusive, reverse),
+                          {x});
 }
 
 Tensor reverse(const Tensor& x, const std::vector<int>& axes) {

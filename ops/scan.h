@@ -1,5 +1,6 @@
-// Running sums and products along an axis (TF's tf.math.cumsum, tf.math.cumprod) and
-// tf.reverse. Primitives: Cumsum, Cumprod (one axis, exclusive / reverse flags). reverse is a
+// Running sums, products and log-sum-exps along an axis (TF's tf.math.cumsum, tf.math.cumprod,
+// tf.math.cumulative_logsumexp) and tf.reverse. Primitives: Cumsum, Cumprod,
+// CumulativeLogsumexp (one axis, exclusive / reverse flags). reverse is a
 // composite (one gather per reversed axis). Everything here is stateless and thread-safe.
 #pragma once
 
@@ -21,6 +22,16 @@ Tensor cumsum(const Tensor& x, int axis = 0, bool exclusive = false, bool revers
 // div_no_nan, so the gradient with respect to a zero element is 0, not its true value).
 Tensor cumprod(const Tensor& x, int axis = 0, bool exclusive = false, bool reverse = false);
 
+// log(exp(x[..., 0]) + ... + exp(x[..., i])) along axis, as TF's tf.math.cumulative_logsumexp
+// (exclusive: the first result is -inf; reverse: from the end). Floating dtypes; each step
+// combines the running value r and the next element v as max + log1p(exp(min - max)) (-inf
+// while both are -inf), so values far below the running maximum neither underflow nor lose the
+// earlier terms (cumulative_logsumexp([-200, 0]) is [-200, 0]). The gradient is TF's: the
+// cotangent's positive and negative parts run through cumulative_logsumexp the other way round in
+// log space.
+Tensor cumulative_logsumexp(const Tensor& x, int axis = 0, bool exclusive = false,
+                            bool reverse = false);
+
 // x with the order of the elements along each of `axes` reversed, as TF's tf.reverse: any dtype;
 // axes in [-rank, rank), each at most once ({}: x unchanged). A composite of gathers.
 Tensor reverse(const Tensor& x, const std::vector<int>& axes);
@@ -31,6 +42,7 @@ inline Tensor reverse(const Tensor& x, std::initializer_list<int> axes) {
 namespace math {
 using tapeflow::cumprod;
 using tapeflow::cumsum;
+using tapeflow::cumulative_logsumexp;
 }  // namespace math
 
 namespace prims {
@@ -50,6 +62,7 @@ namespace prims {
   };
 TF_SCAN_PRIMITIVE(Cumsum, "cumsum")
 TF_SCAN_PRIMITIVE(Cumprod, "cumprod")
+TF_SCAN_PRIMITIVE(CumulativeLogsumexp, "cumulative_logsumexp")  // floating dtypes only
 #undef TF_SCAN_PRIMITIVE
 
 }  // namespace prims

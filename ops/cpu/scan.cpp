@@ -1,10 +1,12 @@
-// CPU kernels of Cumsum and Cumprod. The input is read as (outer, n, inner) around the scanned
-// axis; each outer slice keeps a running row of `inner` accumulators (in float for the half
-// types), so the inner loop runs over contiguous memory and vectorises. Outer slices are split
-// over the thread pool. Integers wrap around on overflow, as TF's.
+// CPU kernels of Cumsum, Cumprod and CumulativeLogsumexp. The input is read as (outer, n, inner)
+// around the scanned axis; each outer slice keeps a running row of `inner` accumulators (in float
+// for the half types), so the inner loop runs over contiguous memory and vectorises. Outer slices
+// are split over the thread pool. Integers wrap around on overflow, as TF's.
 #include "ops/scan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/parallel.h"
@@ -32,6 +34,22 @@ struct ProdStep {
   template <class C>
   static C apply(C a, C b) {
     return cpu::wrap_mul(a, b);
+  }
+};
+
+// max + log1p(exp(min - max)), or max itself while max is -inf (both -inf), as TF's step; a NaN
+// operand gives NaN (TF's kernel drops it: [1, NaN, 2] gives [1, 1.69, 2.55] there).
+struct LogSumExpStep {
+  template <class C>
+  static C identity() {
+    return -std::numeric_limits<C>::infinity();
+  }
+  template <class C>
+  static C apply(C a, C b) {
+    if (a != a || b != b) return a + b;
+    const C hi = std::max(a, b), lo = std::min(a, b);
+    if (hi == -std::numeric_limits<C>::infinity()) return hi;
+    return hi + std::log1p(std::exp(lo - hi));
   }
 };
 
@@ -89,6 +107,13 @@ void Cumsum::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
 
 void Cumprod::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   scan_eval<ProdStep>(in[0], out[0], axis, exclusive, reverse);
+}
+
+void CumulativeLogsumexp::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
+  TF_DISPATCH_ALL_TYPES(in[0].dtype(), {
+    if constexpr (cpu::is_float_v<T>)
+      scan_typed<LogSumExpStep, T>(in[0], out[0], axis, exclusive, reverse);
+  })
 }
 
 }  // namespace tapeflow::prims

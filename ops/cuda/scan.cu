@@ -1,4 +1,4 @@
-// CUDA kernels of Cumsum and Cumprod: the input is read as (outer, n, inner) around the scanned
+// CUDA kernels of Cumsum, Cumprod and CumulativeLogsumexp: the input is read as (outer, n, inner) around the scanned
 // axis, one thread per (outer, inner) column runs the scan along n sequentially in the compute
 // type (float for the half types), in the CPU kernel's order, so both devices add the same
 // terms in the same order. Neighbouring threads read neighbouring columns (coalesced when inner
@@ -35,6 +35,21 @@ struct ProdStep {
   }
 };
 
+// As the CPU kernel's: max + log1p(exp(min - max)), or max while it is -inf; NaN propagates.
+struct LogSumExpStep {
+  template <class C>
+  __device__ static C identity() {
+    return C(-INFINITY);
+  }
+  template <class C>
+  __device__ static C apply(C a, C b) {
+    if (a != a || b != b) return a + b;
+    const C hi = a > b ? a : b, lo = a > b ? b : a;
+    if (hi == C(-INFINITY)) return hi;
+    return hi + ew::m_log1p(ew::m_exp(lo - hi));
+  }
+};
+
 template <class Step, class T>
 __global__ void __launch_bounds__(cuda::kThreads)
     scan_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t outer, int64_t n,
@@ -61,7 +76,7 @@ __global__ void __launch_bounds__(cuda::kThreads)
   }
 }
 
-template <class Step>
+template <class Step, bool kFloatingOnly = false>
 void scan_eval(const char* name, const Tensor& x, Tensor& y, int axis, bool exclusive,
                bool reverse) {
   const TensorShape& s = x.shape();
@@ -74,7 +89,7 @@ void scan_eval(const char* name, const Tensor& x, Tensor& y, int axis, bool excl
   cudaStream_t st = detail::cuda::stream(dev);
   const unsigned grid = cuda::grid_for(outer * inner, dev);
   TF_CUDA_DISPATCH_ALL_TYPES(x.dtype(), {
-    if constexpr (!std::is_same_v<T, bool>)
+    if constexpr (kFloatingOnly ? ew::is_float_v<T> : !std::is_same_v<T, bool>)
       scan_kernel<Step, T><<<grid, cuda::kThreads, 0, st>>>(cuda::dptr<T>(x), cuda::dptr<T>(y),
                                                             outer, n, inner, exclusive, reverse);
   })
@@ -89,6 +104,10 @@ void Cumsum::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const 
 
 void Cumprod::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
   scan_eval<ProdStep>(name(), in[0], out[0], axis, exclusive, reverse);
+}
+
+void CumulativeLogsumexp::eval_cuda(std::span<const Tensor> in, std::span<Tensor> out) const {
+  scan_eval<LogSumExpStep, true>(name(), in[0], out[0], axis, exclusive, reverse);
 }
 
 }  // namespace tapeflow::prims

@@ -307,6 +307,8 @@ std::vector<Case> cases() {
        [](V x) { return tf::math::cumprod(x[0], -1, true); }},
       {"cumprod_reverse", {{S33, -2, 2, true}},
        [](V x) { return tf::math::cumprod(x[0], 0, false, true); }},
+      {"cumulative_logsumexp", {{S23, -3, 3}},
+       [](V x) { return tf::math::cumulative_logsumexp(x[0], 1, false, true); }},
       {"reverse", {{S23}}, [](V x) { return tf::reverse(x[0], {0, -1}) * x[0]; }},
       // norms
       {"norm", {{S23}}, [](V x) { return tf::norm(x[0]); }},

@@ -217,9 +217,10 @@ std::vector<Case> cases() {
       {"reverse along the batch and a known axis",
        [](const tf::Tensor& x) { return tf::reverse(x, {0}) * tf::reverse(x, {1}) + x; }},
       {"roll", [](const tf::Tensor& x) { return tf::roll(x, 1, 2) * x; }},
-      {"cumsum, cumprod",
+      {"cumsum, cumprod, cumulative_logsumexp",
        [](const tf::Tensor& x) {
-         return tf::cumsum(x, 0) + tf::cumprod(x, 1) + tf::cumsum(x, 2, true, true);
+         return tf::cumsum(x, 0) + tf::cumprod(x, 1) + tf::cumsum(x, 2, true, true) +
+                tf::cumulative_logsumexp(x, 0, false, true);
        }},
       {"matmul",
        [m](const tf::Tensor& x) {
