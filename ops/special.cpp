@@ -9,6 +9,7 @@
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
+#include "ops/reduce.h"
 #include "ops/unary.h"
 
 namespace tapeflow {
@@ -28,6 +29,8 @@ Accepts accepts(SpecialFn f) {
     case SpecialFn::Digamma:
     case SpecialFn::BesselI0e:
     case SpecialFn::BesselI1e:
+    case SpecialFn::BesselI0:
+    case SpecialFn::BesselI1:
       return Accepts::HalfUp;
     case SpecialFn::Xlogy:
     case SpecialFn::Xdivy:
@@ -53,6 +56,10 @@ const char* Special::name() const {
       return "bessel_i0e";
     case SpecialFn::BesselI1e:
       return "bessel_i1e";
+    case SpecialFn::BesselI0:
+      return "bessel_i0";
+    case SpecialFn::BesselI1:
+      return "bessel_i1";
     case SpecialFn::Polygamma:
       return "polygamma";
     case SpecialFn::Xlogy:
@@ -67,6 +74,8 @@ const char* Special::name() const {
       return "igammac";
     case SpecialFn::IgammaGradA:
       return "igamma_grad_a";
+    case SpecialFn::Zeta:
+      return "zeta";
     case SpecialFn::Betainc:
       return "betainc";
   }
@@ -108,6 +117,7 @@ uint32_t Special::vjp_saves() const {
     case SpecialFn::Ndtri:
       return save_output(0);
     case SpecialFn::BesselI1e:
+    case SpecialFn::BesselI1:
       return save_input(0) | save_output(0);
     default:
       return arity(fn) == 3   ? save_input(0) | save_input(1) | save_input(2)
@@ -140,15 +150,21 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
         return g * (2.5066282746310002 * exp(square(outs[0]) * 0.5));
       case SpecialFn::BesselI0e:
         return g * (math::bessel_i1e(x) - sign(x) * math::bessel_i0e(x));
-      case SpecialFn::BesselI1e: {
+      case SpecialFn::BesselI0:
+        return g * math::bessel_i1(x);
+      case SpecialFn::BesselI1e:
+      case SpecialFn::BesselI1: {
         // TF's guard: 0.5 where |x| is at most the dtype's smallest normal (1 / x overflows).
+        // i1e' = i0e - y (sign(x) + 1 / x); I1' = I0 - y / x.
         const Tensor zero = zeros_like(x);
         const double tiny = x.dtype() == float64   ? std::numeric_limits<double>::min()
                             : x.dtype() == float16 ? 6.103515625e-05
                                                    : std::numeric_limits<float>::min();
         const Tensor at_zero = less_equal(abs(x), zero + tiny);
         const Tensor safe = where(at_zero, ones_like(x), x);
-        const Tensor d = math::bessel_i0e(x) - outs[0] * (sign(x) + 1 / safe);
+        const Tensor d = fn == SpecialFn::BesselI1e
+                             ? math::bessel_i0e(x) - outs[0] * (sign(x) + 1 / safe)
+                             : math::bessel_i0(x) - outs[0] / safe;
         return g * where(at_zero, zero + 0.5, d);
       }
       // TF's _XLogyGrad, _XDivyGrad, _XLog1pyGrad: 0 where x == 0.
@@ -166,7 +182,7 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
         const Tensor d = detail::dispatch(Special(SpecialFn::IgammaGradA), {x, p[1]});
         return fn == SpecialFn::Igamma ? g * d : negative(g) * d;
       }
-      // polygamma's order and igamma_grad_a: no gradient, as in TF.
+      // polygamma's order, zeta's x and igamma_grad_a: no gradient, as in TF.
       default:
         return Tensor();
     }
@@ -176,6 +192,8 @@ std::vector<Tensor> Special::vjp(std::span<const Tensor> p, std::span<const Tens
     switch (fn) {
       case SpecialFn::Polygamma:
         return g * math::polygamma(x + 1, y);
+      case SpecialFn::Zeta:  // TF's _ZetaGrad: none for x
+        return g * negative(x) * math::zeta(x + 1, y);
       case SpecialFn::Xlogy:
         return g * xdivy(x, y);
       case SpecialFn::Xdivy:
@@ -253,8 +271,28 @@ Tensor bessel_i0e(const Tensor& x) {
 Tensor bessel_i1e(const Tensor& x) {
   return unary(SpecialFn::BesselI1e, x);
 }
+Tensor bessel_i0(const Tensor& x) {
+  return unary(SpecialFn::BesselI0, x);
+}
+Tensor bessel_i1(const Tensor& x) {
+  return unary(SpecialFn::BesselI1, x);
+}
 Tensor polygamma(const Tensor& a, const Tensor& x) {
   return binary(SpecialFn::Polygamma, a, x);
+}
+Tensor zeta(const Tensor& x, const Tensor& q) {
+  return binary(SpecialFn::Zeta, x, q);
+}
+Tensor lbeta(const Tensor& x) {
+  const char* op = "lbeta";
+  TF_CHECK_ARG(x.defined(), op, "the input is undefined");
+  TF_CHECK_ARG(x.dtype() == float16 || x.dtype() == float32 || x.dtype() == float64, op,
+               "expects a float16, float32 or float64 tensor (lgamma's dtypes), got {}",
+               dtype_name(x.dtype()));
+  TF_CHECK_ARG(x.rank() >= 1, op,
+               "expects a tensor of rank >= 1 (it reduces the last axis), got shape {}",
+               x.shape().to_string());
+  return reduce_sum(lgamma(x), -1) - lgamma(reduce_sum(x, -1));
 }
 Tensor xlogy(const Tensor& x, const Tensor& y) {
   return binary(SpecialFn::Xlogy, x, y);

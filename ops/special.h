@@ -1,5 +1,6 @@
 // Special functions, as TF's tf.math.lgamma, digamma, polygamma, erfinv, ndtri, xlogy, xdivy,
-// xlog1py, bessel_i0e, bessel_i1e, igamma, igammac and betainc. Elementwise; the
+// xlog1py, bessel_i0e, bessel_i1e, bessel_i0, bessel_i1, igamma, igammac, zeta, lbeta and
+// betainc. Elementwise; the
 // binary ones broadcast their two inputs (and promote C++ scalars) as the other binary ops. Every
 // dtype computes in float64 (ops/cpu/special_math.h, shared with the CUDA kernels, states the
 // measured accuracy). Special values as TF 2.21: lgamma(0) = +inf, digamma(0) = NaN,
@@ -32,6 +33,21 @@ Tensor erfinv(const Tensor& x);
 Tensor ndtri(const Tensor& x);
 Tensor bessel_i0e(const Tensor& x);
 Tensor bessel_i1e(const Tensor& x);
+// I0(x) and I1(x), as tf.math.bessel_i0 / bessel_i1 (float16, float32, float64): computed in
+// float64 as bessel_i0e / bessel_i1e times exp(|x|), so a float32 result is finite up to its own
+// overflow (I0(89) = 1.9e37; TF's float32 kernel gives inf from 88.7 on) and I0(+-inf) = inf,
+// I1(+-inf) = +-inf (TF gives NaN). Gradients: I0' = I1, I1' = I0 - I1 / x, 0.5 at 0 (the true
+// value: I1(x) = x / 2 + ...; TF 2.21 imputes 1 there).
+Tensor bessel_i0(const Tensor& x);
+Tensor bessel_i1(const Tensor& x);
+// The Hurwitz zeta function sum_k (q + k)^-x, as tf.math.zeta (float32, float64; broadcast):
+// inf at x = 1, NaN for x < 1; at q = 0, -1, ... inf for even x and NaN for odd x, as TF. The
+// gradient is TF's: -x zeta(x + 1, q) for q, none for x.
+Tensor zeta(const Tensor& x, const Tensor& q);
+// log(|Beta(x)|) over the last axis, as tf.math.lbeta: sum(lgamma(x), -1) - lgamma(sum(x, -1))
+// (float16, float32, float64; rank >= 1). An empty last axis gives -inf and a one-element one 0,
+// as TF. Its gradient is digamma(x) - digamma(sum(x)).
+Tensor lbeta(const Tensor& x);
 Tensor xlogy(const Tensor& x, const Tensor& y);
 Tensor xdivy(const Tensor& x, const Tensor& y);
 Tensor xlog1py(const Tensor& x, const Tensor& y);
@@ -53,6 +69,8 @@ enum class SpecialFn : uint8_t {
   Ndtri,
   BesselI0e,
   BesselI1e,
+  BesselI0,
+  BesselI1,
   // Two inputs of one shape and dtype (the frontend broadcasts).
   Polygamma,
   Xlogy,
@@ -62,6 +80,8 @@ enum class SpecialFn : uint8_t {
   Igammac,
   // d/da igamma(a, x) (TF's IgammaGradA): the gradients of igamma and igammac w.r.t. a.
   IgammaGradA,
+  // The Hurwitz zeta function zeta(x, q).
+  Zeta,
   // Three inputs of one shape and dtype: betainc(a, b, x).
   Betainc,
 };

@@ -22,6 +22,10 @@ TF_SPECIAL_HD double apply_special(SpecialFn f, double a, double b, double c) {
       return special::bessel_ie(0, a);
     case SpecialFn::BesselI1e:
       return special::bessel_ie(1, a);
+    case SpecialFn::BesselI0:
+      return special::bessel_i(0, a);
+    case SpecialFn::BesselI1:
+      return special::bessel_i(1, a);
     case SpecialFn::Polygamma:
       return special::polygamma(a, b);
     case SpecialFn::Xlogy:
@@ -36,6 +40,8 @@ TF_SPECIAL_HD double apply_special(SpecialFn f, double a, double b, double c) {
       return special::igammac(a, b);
     case SpecialFn::IgammaGradA:
       return special::igamma_grad_a(a, b);
+    case SpecialFn::Zeta:
+      return special::zeta(a, b);
     case SpecialFn::Betainc:
       return special::betainc(a, b, c);
   }

@@ -204,6 +204,18 @@ TF_SPECIAL_HD double bessel_ie(int nu, double x) {
   return sign * sum;
 }
 
+// The modified Bessel functions I0 and I1 themselves: bessel_ie times exp(|x|), applied as two
+// factors exp(|x| / 2) so that the product overflows only where the result does (I0(712) is
+// 2.2e307; TF's float64 kernel gives inf from 710 on). I0(+-inf) = inf, I1(+-inf) = +-inf, the
+// limits (TF's kernels give NaN).
+TF_SPECIAL_HD double bessel_i(int nu, double x) {
+  if (isnan(x)) return x;
+  const double ax = ::fabs(x);
+  if (ax == inf_d()) return nu == 1 && x < 0 ? -inf_d() : inf_d();
+  const double h = ::exp(ax / 2);
+  return bessel_ie(nu, x) * h * h;
+}
+
 // x * log(y), x / y, x * log1p(y), 0 where x == 0 (whatever y is: NaN, 0, inf), as TF.
 TF_SPECIAL_HD double xlogy(double x, double y) {
   return x == 0 ? 0.0 : x * ::log(y);

@@ -13,6 +13,7 @@
 #include "jit/function.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/nn_more.h"
 #include "ops/reduce.h"
 #include "ops/special.h"
@@ -450,5 +451,94 @@ TEST_CASE("special: digamma's float16 gradient goes through float32", "[cpu][cud
       CHECK(g.dtype() == d);
       check_values(g, want, 4e-3, 0);
     }
+  }
+}
+
+TEST_CASE("special: bessel_i0, bessel_i1, zeta and lbeta equal TF", "[cpu][cuda][special]") {
+  using V = const std::vector<tf::Tensor>&;
+  for (auto dev : tf::testing::devices_under_test()) {
+    INFO(dev.to_string());
+    tf::DeviceScope scope(dev);
+    // tf.math.bessel_i0 / bessel_i1 in float64 (TF 2.21); at 712 TF overflows to inf, the true
+    // values are 2.2e307 (I0 = I0e * e^712, with I0e(712) = 0.0149485...).
+    const auto v = f64({0.0, 0.5, -1.0, 10.0, 700.0});
+    check_values(
+        tf::math::bessel_i0(v),
+        {1.0, 1.0634833707413238, 1.2660658777520082, 2815.7166284662544, 1.5295933476718735e+302},
+        1e-14, 0);
+    check_values(tf::math::bessel_i1(v),
+                 {0.0, 0.25789430539089619, -0.56515910399248503, 2670.9883037012551,
+                  1.5285003902339004e+302},
+                 1e-14, 0);
+    const double i0_712 = tf::math::bessel_i0(f64({712.0})).numpy<double>()[0];
+    CHECK(std::isfinite(i0_712));
+    CHECK(i0_712 == Approx(tf::math::bessel_i0e(f64({712.0})).numpy<double>()[0] * std::exp(356.0) *
+                           std::exp(356.0))
+                        .epsilon(1e-13));
+    // float32: TF gives inf at 89 (its float32 arithmetic overflows); I0(89) is 1.9e37 (the
+    // series summed in float64 here gives 1.901241929906526e+37 and I1(89) 1.89053044910686e+37).
+    const auto f = tf::cast(f64({-30.0, 89.0, kInf, -kInf, kNan}), tf::float32);
+    check_values(tf::math::bessel_i0(f), {7.8167232e+11, 1.9012419e+37, kInf, kInf, kNan}, 1e-6, 0);
+    check_values(tf::math::bessel_i1(f), {-7.6853202e+11, 1.8905305e+37, kInf, -kInf, kNan}, 1e-6,
+                 0);
+    CHECK(tf::math::bessel_i0(tf::cast(v, tf::float16)).dtype() == tf::float16);
+    require_error([&] { tf::math::bessel_i0(tf::cast(v, tf::bfloat16)); },
+                  {"[bessel_i0] expects a float16, float32 or float64 tensor", "bfloat16"});
+
+    // tf.math.zeta(x, q): poles and domain edges as TF.
+    check_values(tf::math::zeta(f64({2.0, 3.0, 1.0, 0.5, 2.0, 3.0, 2.0, 4.5}),
+                                f64({1.0, 2.0, 1.0, 1.0, -1.0, -2.0, 0.5, 3.0})),
+                 {1.6449340668482266, 0.2020569031595943, kInf, kNan, kInf, kNan, 4.93480220054468,
+                  0.01051333693729505},
+                 1e-14, 0);
+    require_error([&] { tf::math::zeta(tf::cast(v, tf::float16), tf::cast(v, tf::float16)); },
+                  {"[zeta] expects a float32 or float64 tensor", "float16"});
+
+    // tf.math.lbeta over the last axis; an empty axis gives -inf, one element 0.
+    const auto m = tf::detail::from_doubles({1.0, 2.0, 3.0, 0.5, 0.5, 4.0}, {2, 3}, tf::float64);
+    check_values(tf::math::lbeta(m), {-4.0943445622221, -0.2415644752704904}, 1e-13, 0);
+    check_values(tf::math::lbeta(f64({2.5})), {0.0}, 0, 0);
+    check_values(tf::math::lbeta(tf::zeros({2, 0}, tf::float64)), {-kInf, -kInf}, 0, 0);
+    check_values(tf::math::lbeta(f64({0.0, 1.0})), {kInf}, 0, 0);
+    require_error([&] { tf::math::lbeta(tf::Tensor(1.0)); },
+                  {"[lbeta] expects a tensor of rank >= 1", "()"});
+    require_error([&] { tf::math::lbeta(tf::constant({1, 2})); }, {"[lbeta]", "int32"});
+
+    // Gradients as TF 2.21: zeta w.r.t. q (none w.r.t. x), lbeta, I0, I1 (0.5 at 0 for I1).
+    const auto zx = f64({2.0, 3.0}), zq = f64({1.0, 2.5});
+    tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+    tape.watch(zx);
+    tape.watch(zq);
+    tape.watch(m);
+    const auto w = f64({0.0, 0.5, -1.0, 3.0});
+    tape.watch(w);
+    const auto z = tf::reduce_sum(tf::math::zeta(zx, zq));
+    CHECK_FALSE(tape.gradient(z, zx).defined());
+    check_values(tape.gradient(z, zq), {-2.404113806319188, -0.11195292440862604}, 1e-13, 0);
+    const auto lb = tf::reduce_sum(tf::math::lbeta(m) * f64({1.0, -2.0}));
+    check_values(tape.gradient(lb, m),
+                 {-2.283333333333333, -1.2833333333333332, -0.7833333333333332, 6.939255388906447,
+                  6.939255388906447, 0.5},
+                 1e-13, 1e-15);
+    check_values(tape.gradient(tf::reduce_sum(tf::math::bessel_i0(w)), w),
+                 {0.0, 0.2578943053908962, -0.565159103992485, 3.9533702174026093}, 1e-14, 0);
+    // TF 2.21 gives 1 at x = 0 (its _BesselI1Grad imputes 1); I1(x) = x / 2 + x^3 / 16 + ...,
+    // so the derivative there is 0.5, as i1e's (whose gradient TF does give as 0.5).
+    check_values(tape.gradient(tf::reduce_sum(tf::math::bessel_i1(w)), w),
+                 {0.5, 0.5476947599595314, 0.7009067737595231, 3.563002513397487}, 1e-14, 0);
+
+    const std::vector<double> mixed = {-1.3, -0.4, 0.6, 3.1}, pos = {0.3, 1.7, 2.9, 7.5};
+    check_fd(
+        "bessel_i0", [](V x) { return tf::math::bessel_i0(x[0]); }, {mixed}, 0);
+    check_fd(
+        "bessel_i1", [](V x) { return tf::math::bessel_i1(x[0]); }, {mixed}, 0);
+    check_fd(
+        "zeta", [](V x) { return tf::math::zeta(x[0], x[1]); }, {{2.5, 3, 4, 1.5}, pos}, 1);
+    check_fd(
+        "lbeta",
+        [](V x) {
+          return tf::math::lbeta(tf::reshape(x[0], {2, 2}));
+        },
+        {pos}, 0);
   }
 }
