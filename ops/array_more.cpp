@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
@@ -17,6 +18,7 @@
 #include "ops/indexing.h"
 #include "ops/movement.h"
 #include "ops/random.h"
+#include "ops/random_draws.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/sort.h"
@@ -281,9 +283,10 @@ Tensor where(const Tensor& cond) {
 
 namespace random {
 
-Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
-                   std::optional<int64_t> seed) {
-  const char* op = "categorical";
+namespace {
+
+void check_categorical_args(const char* op, const Tensor& logits, int64_t num_samples,
+                            DType dtype) {
   check_defined(op, logits, "logits");
   TF_CHECK_ARG(is_floating(logits.dtype()), op, "logits must be floating, got {}",
                dtype_name(logits.dtype()));
@@ -294,49 +297,94 @@ Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
   TF_CHECK_ARG(num_samples >= 0, op, "num_samples must be non-negative, got {}", num_samples);
   TF_CHECK_ARG(dtype == int32 || dtype == int64, op, "dtype must be int32 or int64, got {}",
                dtype_name(dtype));
-  // The inverse CDF in float64: u * total, u uniform in [0, 1), looked up in each row's running
-  // sum of exp(logits - max) (the first class whose running sum exceeds it), so memory grows
-  // with batch x (classes + samples), not with their product. A row whose logits are all -inf
-  // (nothing to draw) gives num_classes, as TF's out-of-range marker.
+}
+
+// The inverse CDF in float64: u * total, u uniform in [0, 1), looked up in each row's running
+// sum of exp(logits - max) (the first class whose running sum exceeds it), so memory grows with
+// batch x (classes + samples), not with their product. A row whose logits are all -inf (nothing
+// to draw) gives num_classes, as TF's out-of-range marker.
+Tensor categorical_samples(const Tensor& logits, int64_t num_samples, DType dtype,
+                           detail::RandomDraws& draws) {
+  const int64_t classes = logits.shape()[1];
+  const Tensor x = cast(logits, float64);
+  const Tensor top = reduce_max(x, std::vector<int>{1}, true);
+  const Tensor p = exp(x - where(equal(top, top - top), top, zeros_like(top)));
+  const Tensor running = cumsum(p, 1);
+  const Tensor total = slice(running, {0, classes - 1}, {-1, 1});  // (batch, 1)
+  const Tensor u = draws.uniform_like(tile(total, {1, num_samples}), 0.0, 1.0, float64);
+  const Tensor drawn = searchsorted(running, u * total, "right", int64);
+  // u * total may round up to total itself: that draw is the last class with any mass.
+  const Tensor last = cast(argmax(reverse(cast(greater(p, 0.0), int32), {1}), 1), int64);
+  const Tensor last_class = expand_dims(int64_t{classes - 1} - last, 1);
+  const Tensor fixed = where(
+      logical_and(greater_equal(drawn, int64_t{classes}), greater(total, 0.0)), last_class, drawn);
+  return cast(fixed, dtype);
+}
+
+void check_truncated_normal_args(const char* op, const TensorShape& shape, double mean,
+                                 double stddev, DType dtype) {
+  TF_CHECK_ARG(is_floating(dtype), op,
+               "dtype must be float16, bfloat16, float32 or float64, got {}", dtype_name(dtype));
+  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown dimension",
+               shape.to_string());
+  TF_CHECK_ARG(stddev >= 0 && std::isfinite(stddev) && std::isfinite(mean), op,
+               "needs a finite mean and a finite, non-negative stddev, got {} and {}", mean,
+               stddev);
+}
+
+// Drawn in float64 and rounded once at the end, so the bound test is exact for every dtype.
+// Traced: 17 draws (16 redraw rounds), then clipped to the bounds.
+Tensor truncated_normal_samples(const TensorShape& shape, double mean, double stddev, DType dtype,
+                                detail::RandomDraws& draws) {
+  Tensor z;
+  const bool traced = detail::rejection_rounds(17, [&](int pass) {
+    const Tensor fresh = draws.normal(shape, 0.0, 1.0, float64);
+    z = pass == 0 ? fresh : where(greater(abs(z), 2.0), fresh, z);
+    return less_equal(abs(z), 2.0);
+  });
+  if (traced) z = clip_by_value(z, Tensor(-2.0), Tensor(2.0));
+  return cast(z * stddev + mean, dtype);
+}
+
+}  // namespace
+
+Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype,
+                   std::optional<int64_t> seed) {
+  const char* op = "categorical";
+  check_categorical_args(op, logits, num_samples, dtype);
   return detail::naming_errors(op, [&] {
-    const int64_t classes = logits.shape()[1];
-    const Tensor x = cast(logits, float64);
-    const Tensor top = reduce_max(x, std::vector<int>{1}, true);
-    const Tensor p = exp(x - where(equal(top, top - top), top, zeros_like(top)));
-    const Tensor running = cumsum(p, 1);
-    const Tensor total = slice(running, {0, classes - 1}, {-1, 1});  // (batch, 1)
-    const Tensor u =
-        detail::random_uniform_like(tile(total, {1, num_samples}), 0.0, 1.0, float64, seed);
-    const Tensor drawn = searchsorted(running, u * total, "right", int64);
-    // u * total may round up to total itself: that draw is the last class with any mass.
-    const Tensor last = cast(argmax(reverse(cast(greater(p, 0.0), int32), {1}), 1), int64);
-    const Tensor last_class = expand_dims(int64_t{classes - 1} - last, 1);
-    const Tensor fixed =
-        where(logical_and(greater_equal(drawn, int64_t{classes}), greater(total, 0.0)), last_class,
-              drawn);
-    return cast(fixed, dtype);
+    detail::RandomDraws draws = detail::RandomDraws::stateful(seed);
+    return categorical_samples(logits, num_samples, dtype, draws);
+  });
+}
+
+Tensor stateless_categorical(const Tensor& logits, int64_t num_samples, std::array<int64_t, 2> seed,
+                             DType dtype) {
+  const char* op = "stateless_categorical";
+  check_categorical_args(op, logits, num_samples, dtype);
+  return detail::naming_errors(op, [&] {
+    detail::RandomDraws draws = detail::RandomDraws::stateless(seed);
+    return categorical_samples(logits, num_samples, dtype, draws);
   });
 }
 
 Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
                         std::optional<int64_t> seed) {
   const char* op = "truncated_normal";
-  TF_CHECK_ARG(is_floating(dtype), op,
-               "dtype must be float16, bfloat16, float32 or float64, got {}", dtype_name(dtype));
-  TF_CHECK_ARG(stddev >= 0 && std::isfinite(stddev) && std::isfinite(mean), op,
-               "needs a finite mean and a finite, non-negative stddev, got {} and {}", mean,
-               stddev);
+  check_truncated_normal_args(op, shape, mean, stddev, dtype);
   return detail::naming_errors(op, [&] {
-    // Draw in float64 and round once at the end, so the bound test is exact for every dtype.
-    Tensor z = normal(shape, 0.0, 1.0, float64, seed);
-    const bool traced = z.is_symbolic();
-    for (int pass = 0; pass < 16 || !traced; ++pass) {
-      const Tensor outside = greater(abs(z), 2.0);
-      if (!traced && !reduce_any(outside).item<bool>()) break;
-      z = where(outside, normal(shape, 0.0, 1.0, float64, seed), z);
-    }
-    if (traced) z = clip_by_value(z, Tensor(-2.0), Tensor(2.0));
-    return cast(z * stddev + mean, dtype);
+    detail::RandomDraws draws = detail::RandomDraws::stateful(seed);
+    return truncated_normal_samples(shape, mean, stddev, dtype, draws);
+  });
+}
+
+Tensor stateless_truncated_normal(const TensorShape& shape, std::array<int64_t, 2> seed,
+                                  double mean, double stddev, DType dtype) {
+  const char* op = "stateless_truncated_normal";
+  check_truncated_normal_args(op, shape, mean, stddev, dtype);
+  return detail::naming_errors(op, [&] {
+    detail::RandomDraws draws = detail::RandomDraws::stateless(seed);
+    return truncated_normal_samples(shape, mean, stddev, dtype, draws);
   });
 }
 
@@ -360,15 +408,10 @@ Tensor shuffle(const Tensor& value, std::optional<int64_t> seed) {
 Tensor stateless_uniform(const TensorShape& shape, std::array<int64_t, 2> seed, double minval,
                          double maxval, DType dtype) {
   const char* op = "stateless_random_uniform";
-  TF_CHECK_ARG(is_floating(dtype), op,
-               "dtype must be float16, bfloat16, float32 or float64, got {}", dtype_name(dtype));
-  TF_CHECK_ARG(shape.is_fully_defined(), op, "shape {} has an unknown dimension",
-               shape.to_string());
-  TF_CHECK_ARG(std::isfinite(minval) && std::isfinite(maxval) && maxval > minval, op,
-               "needs finite minval < maxval, got {} and {}", minval, maxval);
   // No `executions` counter: every run (eager or replayed) uses exactly this seed pair.
-  prims::RandomUniform prim(shape, dtype, minval, maxval, static_cast<uint64_t>(seed[0]),
-                            static_cast<uint64_t>(seed[1]));
+  const prims::RandomUniform prim =
+      detail::uniform_primitive(op, shape, minval, maxval, dtype, static_cast<uint64_t>(seed[0]),
+                                static_cast<uint64_t>(seed[1]));
   return detail::naming_errors(op,
                                [&] { return detail::dispatch(prim, std::span<const Tensor>{}); });
 }
@@ -387,6 +430,24 @@ Tensor stateless_normal(const TensorShape& shape, std::array<int64_t, 2> seed, d
                            static_cast<uint64_t>(seed[1]));
   return detail::naming_errors(op,
                                [&] { return detail::dispatch(prim, std::span<const Tensor>{}); });
+}
+
+std::array<int64_t, 2> fold_in(std::array<int64_t, 2> seed, int64_t data) {
+  // Philox keys of the pair's stream continued at a position made from data: distinct data give
+  // unrelated pairs, and the first key stays, so the result is again a valid pair.
+  const uint64_t k2 = detail::continue_random_stream(
+      static_cast<uint64_t>(seed[1]),
+      detail::splitmix64_mix(static_cast<uint64_t>(data) ^ 0x6A09E667F3BCC909ull) | 1);
+  return {static_cast<int64_t>(detail::splitmix64_mix(static_cast<uint64_t>(seed[0]) ^ k2)),
+          static_cast<int64_t>(k2)};
+}
+
+std::vector<std::array<int64_t, 2>> split(std::array<int64_t, 2> seed, int num) {
+  TF_CHECK_ARG(num >= 0, "split", "num must be non-negative, got {}", num);
+  std::vector<std::array<int64_t, 2>> out;
+  out.reserve(static_cast<size_t>(num));
+  for (int i = 0; i < num; ++i) out.push_back(fold_in(seed, -1 - static_cast<int64_t>(i)));
+  return out;
 }
 
 }  // namespace random

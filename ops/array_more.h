@@ -1,6 +1,7 @@
 // Array ops TF has and the core families lack: tf.unstack, tf.roll, tf.meshgrid,
 // tf.sequence_mask, tf.reverse_sequence, tf.repeat, the one-argument tf.where, and the random
-// ops tf.random.categorical, truncated_normal, shuffle, stateless_uniform and stateless_normal.
+// ops tf.random.categorical, truncated_normal, shuffle and the stateless ones (stateless_uniform,
+// stateless_normal, stateless_truncated_normal, ..., fold_in, split).
 // All are composites of existing primitives, so they run on every device and differentiate
 // where TF does. Ops whose result shape depends on tensor values (where(cond), repeat with
 // tensor repeats, sequence_mask without maxlen) read those values on the host and raise
@@ -51,7 +52,8 @@ Tensor where(const Tensor& cond);
 
 namespace random {
 // TF's tf.random.categorical: num_samples class indices per row of logits (batch, classes)
-// (unnormalised log-probabilities), drawn with the Gumbel-max trick; dtype int32 or int64.
+// (unnormalised log-probabilities), by the inverse CDF of each row's softmax in float64 (one
+// uniform per sample); a row whose logits are all -inf gives num_classes. dtype int32 or int64.
 Tensor categorical(const Tensor& logits, int64_t num_samples, DType dtype = int64,
                    std::optional<int64_t> seed = std::nullopt);
 // TF's tf.random.truncated_normal: normal values, redrawn where they fall outside two standard
@@ -82,11 +84,31 @@ Tensor poisson(const TensorShape& shape, const Tensor& lam, DType dtype = float3
                std::optional<int64_t> seed = std::nullopt);
 // TF's tf.random.stateless_uniform / stateless_normal: the same seed pair always gives the same
 // numbers (also inside tf::function, on every call). The stream is tapeflow's Philox stream for
-// that pair, not TF's numbers.
+// that pair, not TF's numbers. stateless_uniform takes random::uniform's dtypes (int32 and int64
+// too, with whole minval < maxval).
 Tensor stateless_uniform(const TensorShape& shape, std::array<int64_t, 2> seed, double minval = 0.0,
                          double maxval = 1.0, DType dtype = float32);
 Tensor stateless_normal(const TensorShape& shape, std::array<int64_t, 2> seed, double mean = 0.0,
                         double stddev = 1.0, DType dtype = float32);
+// The stateless forms of truncated_normal, categorical, gamma and poisson (TF's
+// tf.random.stateless_*): the same samplers, their k-th draw taken from the k-th continuation of
+// the seed pair, so one pair gives the same samples eagerly and at every call of a traced
+// function. As TF's, stateless_gamma and stateless_poisson give samples of exactly `shape`, with
+// alpha, beta and lam broadcast to it (they must not grow it); the gradient of stateless_gamma
+// reaches alpha and beta as gamma's does.
+Tensor stateless_truncated_normal(const TensorShape& shape, std::array<int64_t, 2> seed,
+                                  double mean = 0.0, double stddev = 1.0, DType dtype = float32);
+Tensor stateless_categorical(const Tensor& logits, int64_t num_samples, std::array<int64_t, 2> seed,
+                             DType dtype = int64);
+Tensor stateless_gamma(const TensorShape& shape, std::array<int64_t, 2> seed, const Tensor& alpha,
+                       const Tensor& beta = Tensor(), DType dtype = float32);
+Tensor stateless_poisson(const TensorShape& shape, std::array<int64_t, 2> seed, const Tensor& lam,
+                         DType dtype = float32);
+// TF's tf.random.fold_in(seed, data) and tf.random.split(seed, num): new seed pairs made from a
+// pair, for deriving independent stateless streams (per step, per replica, per layer).
+// Deterministic and distinct for distinct data; not TF's values (tapeflow's stream differs).
+std::array<int64_t, 2> fold_in(std::array<int64_t, 2> seed, int64_t data);
+std::vector<std::array<int64_t, 2>> split(std::array<int64_t, 2> seed, int num = 2);
 }  // namespace random
 
 }  // namespace tapeflow

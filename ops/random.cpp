@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/context.h"
@@ -113,12 +114,25 @@ Tensor normal(const TensorShape& shape, double mean, double stddev, DType dtype,
 
 Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dtype,
                std::optional<int64_t> seed) {
-  const char* op = "random_uniform";
+  // Checked before the seeds are resolved: a failed call does not advance the op counter.
+  prims::RandomUniform prim =
+      detail::uniform_primitive("random_uniform", shape, minval, maxval, dtype, 0, 0);
+  std::tie(prim.seed, prim.seed2) = detail::resolve_random_seeds(seed);
+  if (detail::thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
+  return detail::dispatch(prim, std::span<const Tensor>{});
+}
+
+}  // namespace random
+
+namespace detail {
+
+prims::RandomUniform uniform_primitive(const char* op, const TensorShape& shape, double minval,
+                                       double maxval, DType dtype, uint64_t k, uint64_t k2) {
   const bool is_int = dtype == int32 || dtype == int64;
   TF_CHECK_ARG(is_floating(dtype) || is_int, op,
                "dtype must be float16, bfloat16, float32, float64, int32 or int64, got {}",
                dtype_name(dtype));
-  check_shape(op, shape);
+  random::check_shape(op, shape);
   TF_CHECK_ARG(std::isfinite(minval) && std::isfinite(maxval), op,
                "minval and maxval must be finite, got {} and {}", minval, maxval);
   TF_CHECK_ARG(maxval > minval, op, "needs minval < maxval, got minval {} and maxval {} ({})",
@@ -137,17 +151,12 @@ Tensor uniform(const TensorShape& shape, double minval, double maxval, DType dty
     imax = maxval >= 9223372036854775807.0 ? std::numeric_limits<int64_t>::max()
                                            : static_cast<int64_t>(maxval);
   }
-  const auto [k, k2] = detail::resolve_random_seeds(seed);
   prims::RandomUniform prim(shape, dtype, minval, maxval, k, k2);
   prim.imin = imin;
   prim.imax = imax;
-  if (detail::thread_context().trace) prim.executions = std::make_shared<std::atomic<uint64_t>>(0);
-  return detail::dispatch(prim, std::span<const Tensor>{});
+  return prim;
 }
 
-}  // namespace random
-
-namespace detail {
 Tensor random_uniform_like(const Tensor& like, double minval, double maxval, DType dtype,
                            std::optional<int64_t> seed) {
   if (!thread_context().open_shapes) return random::uniform(like.shape(), minval, maxval, dtype, seed);

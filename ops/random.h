@@ -123,3 +123,11 @@ struct RandomUniform final : PrimitiveBase<RandomUniform> {
 };
 
 }  // namespace tapeflow::prims
+
+namespace tapeflow::detail {
+// A RandomUniform of `shape` drawing from the pair (k, k2), after random::uniform's checks of
+// the dtype (floating, int32, int64), the shape and the bounds (finite, minval < maxval, whole
+// numbers within the integer dtype), named `op`. No execution counter.
+prims::RandomUniform uniform_primitive(const char* op, const TensorShape& shape, double minval,
+                                       double maxval, DType dtype, uint64_t k, uint64_t k2);
+}  // namespace tapeflow::detail
