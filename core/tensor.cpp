@@ -59,6 +59,12 @@ Tensor view(const Tensor& src, const TensorShape& shape, size_t byte_offset) {
   return Tensor(std::move(impl));
 }
 
+Tensor reinterpret(const Tensor& src, const TensorShape& shape, DType dtype) {
+  Tensor t = view(src, shape);
+  t.impl()->dtype = dtype;
+  return t;
+}
+
 template <class T>
 Tensor from_host(const T* data, const TensorShape& shape, Device device, bool weak) {
   Tensor t = empty(shape, dtype_of<T>(), device);

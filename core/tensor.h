@@ -134,6 +134,8 @@ Tensor empty(const TensorShape& shape, DType dtype, Device device);
 Tensor symbolic(const TensorShape& shape, DType dtype, Device device);
 // A tensor sharing `src`'s storage with another shape (same number of elements) or offset.
 Tensor view(const Tensor& src, const TensorShape& shape, size_t byte_offset = 0);
+// A tensor sharing `src`'s bytes read as another dtype (the same number of bytes: tf::bitcast).
+Tensor reinterpret(const Tensor& src, const TensorShape& shape, DType dtype);
 // Copies host elements of type T into a new tensor of dtype_of<T>() on `device`.
 template <class T>
 Tensor from_host(const T* data, const TensorShape& shape, Device device, bool weak = false);

@@ -37,6 +37,15 @@ bool functions_run_eagerly() {
 }
 }  // namespace tapeflow::config
 
+namespace tapeflow {
+bool executing_eagerly() {
+  return detail::thread_context().trace == nullptr;
+}
+bool inside_function() {
+  return !executing_eagerly();
+}
+}  // namespace tapeflow
+
 namespace tapeflow::detail {
 
 void SignatureKey::add_tensor(const Tensor& t) {

@@ -60,6 +60,11 @@ void run_functions_eagerly(bool run_eagerly);
 bool functions_run_eagerly();
 }  // namespace config
 
+// TF's tf.executing_eagerly(): false while this thread traces a tf::function's body (the ops
+// then build a graph), true otherwise; tf.inside_function() is its negation.
+bool executing_eagerly();
+bool inside_function();
+
 // One traced graph (TF's ConcreteFunction). A shape-generic one (traced for tf::None
 // dimensions) shows those dimensions as None in graph() and specialises itself to each call's
 // shapes (shape inference over the graph, no new trace).

@@ -96,6 +96,13 @@ void assert_rank_in(const Tensor& x, const std::vector<int>& ranks,
 void assert_scalar(const Tensor& x, const std::string& message = "");
 void assert_type(const Tensor& x, DType dtype, const std::string& message = "");
 void assert_integer(const Tensor& x, const std::string& message = "");
+// TF's tf.debugging.assert_same_float_dtype: the one floating dtype of the tensors and of
+// `dtype` (when given); an InvalidArgumentError when they differ or one is not floating. float32
+// when there is neither a tensor nor a dtype, as TF.
+DType assert_same_float_dtype(const std::vector<Tensor>& tensors,
+                              std::optional<DType> dtype = std::nullopt);
+// TF's tf.debugging.is_numeric_tensor: a defined tensor of a numeric dtype (not bool).
+bool is_numeric_tensor(const Tensor& x);
 
 }  // namespace debugging
 

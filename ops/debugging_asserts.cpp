@@ -254,6 +254,29 @@ void assert_integer(const Tensor& x, const std::string& message) {
                dtype_name(x.dtype()));
 }
 
+DType assert_same_float_dtype(const std::vector<Tensor>& tensors, std::optional<DType> dtype) {
+  const char* op = "assert_same_float_dtype";
+  std::optional<DType> found = dtype;
+  std::string first = dtype ? "the dtype argument" : "";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_defined(op, tensors[i], "a tensor");
+    const DType d = tensors[i].dtype();
+    if (!found) {
+      found = d;
+      first = fmt::format("tensor {}", i);
+    }
+    TF_CHECK_ARG(d == *found, op, "Expected {} for tensor {}, got {} (from {})", dtype_name(*found),
+                 i, dtype_name(d), first);
+  }
+  const DType result = found.value_or(float32);
+  TF_CHECK_ARG(is_floating(result), op, "Expected floating point type, got {}", dtype_name(result));
+  return result;
+}
+
+bool is_numeric_tensor(const Tensor& x) {
+  return x.defined() && !is_bool(x.dtype());
+}
+
 }  // namespace debugging
 
 namespace prims {

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
@@ -553,6 +554,110 @@ Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs
                "the three diagonals need one shape [..., M], got {}, {} and {}",
                diagonals[0].shape().to_string(), s.to_string(), diagonals[2].shape().to_string());
   return tridiagonal_solve(stack(diagonals, -2), rhs, "compact", transpose_rhs, partial_pivoting);
+}
+
+namespace {
+// rows of x [..., M, N] moved by one along axis -2: next (row i holds row i + 1, the last zero)
+// or previous (row i holds row i - 1, the first zero).
+Tensor shifted_rows(const Tensor& x, bool next) {
+  const int r = x.rank();
+  std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(r), {0, 0});
+  pads[static_cast<size_t>(r - 2)] =
+      next ? std::pair<int64_t, int64_t>{0, 1} : std::pair<int64_t, int64_t>{1, 0};
+  const Tensor p = pad(x, pads);
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), size(static_cast<size_t>(r), -1);
+  if (next)
+    begin[static_cast<size_t>(r - 2)] = 1;
+  else
+    size[static_cast<size_t>(r - 2)] = x.shape()[-2];
+  return slice(p, begin, size);
+}
+}  // namespace
+
+Tensor tridiagonal_matmul(const Tensor& diagonals, const Tensor& rhs,
+                          const std::string& diagonals_format) {
+  const char* op = "tridiagonal_matmul";
+  check_defined(op, {&diagonals, &rhs});
+  TF_CHECK_ARG(is_floating(rhs.dtype()) && diagonals.dtype() == rhs.dtype(), op,
+               "expects floating-point diagonals and rhs of one dtype, got {} and {}",
+               dtype_name(diagonals.dtype()), dtype_name(rhs.dtype()));
+  TF_CHECK_ARG(rhs.rank() >= 2, op, "rhs must be [..., M, N], got shape {}",
+               rhs.shape().to_string());
+  const int64_t m = rhs.shape()[-2];
+  Tensor super, main, sub;
+  if (diagonals_format == "compact") {
+    const TensorShape& d = diagonals.shape();
+    TF_CHECK_ARG(d.rank() >= 2 && d[-2] == 3 && d[-1] == m, op,
+                 "compact diagonals must be [..., 3, M] with M = {} (rhs of shape {}), got "
+                 "shape {}",
+                 m, rhs.shape().to_string(), d.to_string());
+    const auto parts = unstack(diagonals, 3, -2);
+    super = parts[0];
+    main = parts[1];
+    sub = parts[2];
+  } else if (diagonals_format == "matrix") {
+    const TensorShape& d = diagonals.shape();
+    TF_CHECK_ARG(d.rank() >= 2 && d[-2] == m && d[-1] == m, op,
+                 "a matrix must be [..., M, M] with M = {} (rhs of shape {}), got shape {}", m,
+                 rhs.shape().to_string(), d.to_string());
+    main = diag_part(diagonals);
+    // The off-diagonals have M - 1 entries: padded to M where the compact format ignores one.
+    std::vector<std::pair<int64_t, int64_t>> pads(static_cast<size_t>(d.rank() - 1), {0, 0});
+    pads.back() = {0, 1};
+    super = m > 0 ? pad(diag_part(diagonals, 1), pads) : main;
+    pads.back() = {1, 0};
+    sub = m > 0 ? pad(diag_part(diagonals, -1), pads) : main;
+  } else {
+    TF_THROW(InvalidArgumentError, op,
+             "diagonals_format must be \"compact\" or \"matrix\" (the sequence format is "
+             "the std::vector overload), got \"{}\"",
+             diagonals_format);
+  }
+  TF_CHECK_ARG(main.rank() == rhs.rank() - 1, op,
+               "diagonals of shape {} and rhs of shape {} need the same batch dimensions",
+               diagonals.shape().to_string(), rhs.shape().to_string());
+  return expand_dims(super, -1) * shifted_rows(rhs, true) + expand_dims(main, -1) * rhs +
+         expand_dims(sub, -1) * shifted_rows(rhs, false);
+}
+
+Tensor tridiagonal_matmul(const std::vector<Tensor>& diagonals, const Tensor& rhs) {
+  const char* op = "tridiagonal_matmul";
+  TF_CHECK_ARG(diagonals.size() == 3, op,
+               "the sequence format takes 3 diagonals (super, main, sub), got {}",
+               diagonals.size());
+  for (const Tensor& t : diagonals) check_defined(op, {&t});
+  const TensorShape& s = diagonals[1].shape();
+  TF_CHECK_ARG(diagonals[0].shape() == s && diagonals[2].shape() == s, op,
+               "the three diagonals need one shape [..., M], got {}, {} and {}",
+               diagonals[0].shape().to_string(), s.to_string(), diagonals[2].shape().to_string());
+  return tridiagonal_matmul(stack(diagonals, -2), rhs, "compact");
+}
+
+Tensor tensor_diag(const Tensor& diagonal) {
+  const char* op = "tensor_diag";
+  check_defined(op, {&diagonal});
+  const TensorShape& s = diagonal.shape();
+  TF_CHECK_ARG(s.is_fully_defined(), op, "the diagonal's shape must be known, got {}",
+               s.to_string());
+  std::vector<int64_t> dims = s.dims();
+  dims.insert(dims.end(), s.begin(), s.end());
+  return reshape(diag(reshape(diagonal, {-1})), TensorShape(dims));
+}
+
+Tensor tensor_diag_part(const Tensor& input) {
+  const char* op = "tensor_diag_part";
+  check_defined(op, {&input});
+  const TensorShape& s = input.shape();
+  const int half = s.rank() / 2;
+  bool ok = s.rank() % 2 == 0 && s.is_fully_defined();
+  for (int d = 0; ok && d < half; ++d) ok = s[d] == s[d + half];
+  TF_CHECK_ARG(ok, op,
+               "expects a known shape s + s (an even rank whose two halves are equal), got {}",
+               s.to_string());
+  const std::vector<int64_t> part(s.begin(), s.begin() + half);
+  int64_t n = 1;
+  for (int64_t d : part) n *= d;
+  return reshape(diag_part(reshape(input, {n, n})), TensorShape(part));
 }
 
 }  // namespace linalg

@@ -82,6 +82,19 @@ Tensor tridiagonal_solve(const Tensor& diagonals, const Tensor& rhs,
 // diagonals_format "sequence": {superdiagonal, main diagonal, subdiagonal}, each [..., M].
 Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs,
                          bool transpose_rhs = false, bool partial_pivoting = true);
+// A rhs for tridiagonal A (the product, not the solve), as TF's tf.linalg.tridiagonal_matmul:
+// row i is super[i] rhs[i + 1] + main[i] rhs[i] + sub[i] rhs[i - 1]. diagonals_format
+// "compact" ([..., 3, M], as tridiagonal_solve's), "matrix" ([..., M, M]: only its three
+// diagonals are read) or "sequence" (the std::vector form); rhs [..., M, N] with the same batch
+// dimensions. Floating dtypes; a composite (every device, gradients to the diagonals and rhs).
+Tensor tridiagonal_matmul(const Tensor& diagonals, const Tensor& rhs,
+                          const std::string& diagonals_format = "compact");
+Tensor tridiagonal_matmul(const std::vector<Tensor>& diagonals, const Tensor& rhs);
+// The tensor of shape diagonal.shape + diagonal.shape with output[i..., i...] = diagonal[i...]
+// and zeros elsewhere, as TF's tf.linalg.tensor_diag (tf.diag); tensor_diag_part is its inverse
+// (input of shape s + s, s of any rank; TF's tf.linalg.tensor_diag_part).
+Tensor tensor_diag(const Tensor& diagonal);
+Tensor tensor_diag_part(const Tensor& input);
 
 }  // namespace linalg
 

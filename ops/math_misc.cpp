@@ -159,4 +159,71 @@ Tensor erfcinv(const Tensor& x) {
   return detail::naming_errors("erfcinv", [&] { return -ndtri(0.5 * x) * std::sqrt(0.5); });
 }
 
+Tensor add_n(const std::vector<Tensor>& inputs) {
+  const char* op = "add_n";
+  TF_CHECK_ARG(!inputs.empty(), op, "needs at least one input tensor");
+  const Tensor& first = inputs[0];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    TF_CHECK_ARG(t.defined(), op, "input {} is an undefined tensor (TF's None)", i);
+    TF_CHECK_ARG(!is_bool(t.dtype()), op, "expects numeric tensors, got {} (input {})",
+                 dtype_name(t.dtype()), i);
+    TF_CHECK_ARG(t.dtype() == first.dtype(), op,
+                 "inputs must have one dtype: input 0 is {}, input {} is {}",
+                 dtype_name(first.dtype()), i, dtype_name(t.dtype()));
+    TF_CHECK_ARG(t.shape() == first.shape(), op,
+                 "inputs must have the same size and shape: input 0 has shape {}, input {} "
+                 "has shape {}",
+                 first.shape().to_string(), i, t.shape().to_string());
+  }
+  Tensor sum = first;
+  for (size_t i = 1; i < inputs.size(); ++i) sum = add(sum, inputs[i]);
+  return sum;
+}
+
+Tensor accumulate_n(const std::vector<Tensor>& inputs) {
+  return add_n(inputs);
+}
+
+Tensor scalar_mul(const Tensor& scalar, const Tensor& x) {
+  const char* op = "scalar_mul";
+  TF_CHECK_ARG(scalar.defined() && x.defined(), op, "an input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(scalar.rank() == 0, op, "Only scalar multiply works, got a scalar of shape {}",
+               scalar.shape().to_string());
+  return multiply(scalar, x);
+}
+
+Tensor truediv(const Tensor& x, const Tensor& y) {
+  return divide(x, y);
+}
+
+Tensor realdiv(const Tensor& x, const Tensor& y) {
+  const char* op = "realdiv";
+  auto [a, b] = detail::unify_dtypes(op, x, y);
+  TF_CHECK_ARG(is_floating(a.dtype()), op,
+               "expects floating-point tensors (TF has no CPU kernel for {}); use truediv or "
+               "floordiv for integers",
+               dtype_name(a.dtype()));
+  return divide(a, b);
+}
+
+Tensor rint(const Tensor& x) {
+  const char* op = "rint";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, x);
+  return round(x);
+}
+
+Tensor reciprocal_no_nan(const Tensor& x) {
+  const char* op = "reciprocal_no_nan";
+  TF_CHECK_ARG(x.defined(), op, "the input is an undefined tensor (TF's None)");
+  detail::check_dtype_floating(op, x);
+  return divide_no_nan(ones_like(x), x);
+}
+
+Tensor zero_fraction(const Tensor& value) {
+  TF_CHECK_ARG(value.defined(), "zero_fraction", "the input is an undefined tensor (TF's None)");
+  return reduce_mean(cast(equal(value, zeros_like(value)), float32));
+}
+
 }  // namespace tapeflow::math

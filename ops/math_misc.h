@@ -1,5 +1,6 @@
 // More of TF's tf.math: count_nonzero, truncatediv, truncatemod, polyval, is_non_decreasing,
-// is_strictly_increasing, invert_permutation, histogram_fixed_width_bins and erfcinv. All are
+// is_strictly_increasing, invert_permutation, histogram_fixed_width_bins, erfcinv, add_n,
+// accumulate_n, scalar_mul, truediv, realdiv, rint, reciprocal_no_nan and zero_fraction. All are
 // composites of existing primitives (every device, and the gradients those give). See
 // docs/ops.md.
 #pragma once
@@ -39,12 +40,41 @@ Tensor histogram_fixed_width_bins(const Tensor& values, const Tensor& value_rang
                                   int64_t nbins = 100, DType dtype = int32);
 // The inverse of erfc on (0, 2): -ndtri(x / 2) / sqrt(2), as TF's tf.math.erfcinv.
 Tensor erfcinv(const Tensor& x);
+// The elementwise sum of the inputs, as TF's tf.add_n: one or more tensors of one shape and
+// dtype (numeric; no broadcasting, as TF's AddN), summed left to right; the gradient of each
+// input is the cotangent. accumulate_n is TF's deprecated alias with the same result.
+Tensor add_n(const std::vector<Tensor>& inputs);
+Tensor accumulate_n(const std::vector<Tensor>& inputs);
+// scalar * x for a one-element scalar, as TF's tf.math.scalar_mul (a C++ number takes x's dtype).
+Tensor scalar_mul(const Tensor& scalar, const Tensor& x);
+// x / y as TF's tf.math.truediv: integers are converted first (uint8 to float32, int32 and int64
+// to float64), floats divide as they are; the operands must share a dtype (tapeflow's divide).
+Tensor truediv(const Tensor& x, const Tensor& y);
+// x / y for floating tensors, as TF's tf.realdiv (TF has no CPU kernel for integers; tapeflow
+// raises an InvalidArgumentError naming realdiv).
+Tensor realdiv(const Tensor& x, const Tensor& y);
+// The nearest integer, halves to even, as TF's tf.math.rint (tf::round's values; floating dtypes
+// only, as TF's).
+Tensor rint(const Tensor& x);
+// 1 / x, 0 where x is 0 (either sign), as TF's tf.math.reciprocal_no_nan: floating dtypes.
+Tensor reciprocal_no_nan(const Tensor& x);
+// The fraction of x's elements that are zero (false), a float32 scalar, as TF's
+// tf.math.zero_fraction (also tf.nn.zero_fraction); NaN for an empty x, as TF.
+Tensor zero_fraction(const Tensor& value);
 
 }  // namespace tapeflow::math
 
 namespace tapeflow {
+using math::add_n;
 using math::histogram_fixed_width_bins;
 using math::invert_permutation;
+using math::realdiv;
+using math::scalar_mul;
+using math::truediv;
 using math::truncatediv;
 using math::truncatemod;
 }  // namespace tapeflow
+
+namespace tapeflow::nn {
+using math::zero_fraction;
+}  // namespace tapeflow::nn

@@ -84,6 +84,11 @@ std::pair<Tensor, Tensor> normalize_moments(const Tensor& counts, const Tensor& 
 // is a matmul with a band matrix (channels must be known).
 Tensor local_response_normalization(const Tensor& input, int depth_radius = 5, double bias = 1.0,
                                     double alpha = 1.0, double beta = 0.5);
+// tf.nn.lrn: TF's other name of local_response_normalization.
+inline Tensor lrn(const Tensor& input, int depth_radius = 5, double bias = 1.0, double alpha = 1.0,
+                  double beta = 0.5) {
+  return local_response_normalization(input, depth_radius, bias, alpha, beta);
+}
 // TF's tf.nn.space_to_depth / depth_to_space on NHWC: block_size x block_size spatial blocks
 // to channels (channel (by * b + bx) * C + c) and back.
 // data_format "NCHW": the same blocks and channel order on (N, C, H, W) tensors (TF's GPU

@@ -1,7 +1,9 @@
 #include "ops/shape_ops.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
+#include "ops/unary.h"
 
 namespace tapeflow {
 
@@ -70,6 +73,93 @@ Tensor ensure_shape(const Tensor& x, const TensorShape& want) {
                                         want.to_string(), fmt::join(axes, ", ")),
                             equal(got, constant(sizes, TensorShape{n})), {got}, {"input sizes"});
   return x;
+}
+
+std::vector<Tensor> shape_n(const std::vector<Tensor>& inputs, DType out_type) {
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (const Tensor& x : inputs) {
+    check_out_type("shape_n", x, out_type);
+    out.push_back(detail::shape_of(x, out_type));
+  }
+  return out;
+}
+
+std::vector<Tensor> identity_n(const std::vector<Tensor>& inputs) {
+  for (const Tensor& x : inputs)
+    TF_CHECK_ARG(x.defined(), "identity_n", "an input is an undefined tensor (TF's None)");
+  return inputs;
+}
+
+TensorShape broadcast_static_shape(const TensorShape& x, const TensorShape& y) {
+  const int r = std::max(x.rank(), y.rank());
+  std::vector<int64_t> out(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) {
+    const int dx = x.rank() - r + i, dy = y.rank() - r + i;
+    const int64_t a = dx >= 0 ? x[dx] : 1, b = dy >= 0 ? y[dy] : 1;
+    int64_t o;
+    if (a == 1)
+      o = b;
+    else if (b == 1)
+      o = a;
+    else if (a == None)
+      o = b;  // None against a known size > 1 (or None)
+    else if (b == None || a == b)
+      o = a;
+    else
+      TF_THROW(InvalidArgumentError, "broadcast_static_shape", "Incompatible shapes: {} and {}",
+               x.to_string(), y.to_string());
+    out[static_cast<size_t>(i)] = o;
+  }
+  return TensorShape(out);
+}
+
+namespace {
+std::string tf_shape_list(const std::vector<int64_t>& v) {  // TF's "[2,3]"
+  return fmt::format("[{}]", fmt::join(v, ","));
+}
+}  // namespace
+
+Tensor broadcast_dynamic_shape(const Tensor& shape_x, const Tensor& shape_y) {
+  const char* op = "broadcast_dynamic_shape";
+  for (const Tensor* t : {&shape_x, &shape_y}) {
+    TF_CHECK_ARG(t->defined(), op, "an input is an undefined tensor (TF's None)");
+    TF_CHECK_ARG(t->dtype() == int32 || t->dtype() == int64, op,
+                 "shapes must be int32 or int64 tensors, got {}", dtype_name(t->dtype()));
+    TF_CHECK_ARG(t->rank() == 1 && t->shape()[0] != None, op,
+                 "shapes must be 1-D tensors of known length, got shape {}",
+                 t->shape().to_string());
+  }
+  TF_CHECK_ARG(shape_x.dtype() == shape_y.dtype(), op, "dtypes differ: {} and {}",
+               dtype_name(shape_x.dtype()), dtype_name(shape_y.dtype()));
+  const DType dtype = shape_x.dtype();
+  const int64_t nx = shape_x.shape()[0], ny = shape_y.shape()[0], r = std::max(nx, ny);
+  if (!shape_x.is_symbolic() && !shape_y.is_symbolic()) {
+    const std::vector<int64_t> x = cast(shape_x, int64).numpy<int64_t>();
+    const std::vector<int64_t> y = cast(shape_y, int64).numpy<int64_t>();
+    std::vector<int64_t> out(static_cast<size_t>(r));
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t ix = nx - r + i, iy = ny - r + i;
+      const int64_t a = ix >= 0 ? x[static_cast<size_t>(ix)] : 1;
+      const int64_t b = iy >= 0 ? y[static_cast<size_t>(iy)] : 1;
+      TF_CHECK_ARG(a == b || a == 1 || b == 1, op, "Incompatible shapes: {} vs. {}",
+                   tf_shape_list(x), tf_shape_list(y));
+      out[static_cast<size_t>(i)] = a == 1 ? b : a;
+    }
+    return cast(constant(out, TensorShape{r}), dtype);
+  }
+  // Traced: both padded in front with ones to the larger rank, combined and checked per size.
+  auto padded = [&](const Tensor& t, int64_t n) {
+    if (n == r) return t;
+    return concat({ones({r - n}, dtype), t}, 0);
+  };
+  const Tensor x = padded(shape_x, nx), y = padded(shape_y, ny);
+  const Tensor one = ones({}, dtype);
+  const Tensor x_one = equal(x, one), y_one = equal(y, one);
+  detail::check_elementwise(op, "each pair of sizes is equal or has a 1",
+                            logical_or(equal(x, y), logical_or(x_one, y_one)), {x, y},
+                            {"shape_x", "shape_y"}, "Incompatible shapes");
+  return where(x_one, y, x);
 }
 
 }  // namespace tapeflow

@@ -4,6 +4,8 @@
 // batch), and ensure_shape checks the sizes it can only know then at every call.
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace tapeflow {
@@ -20,5 +22,18 @@ Tensor rank(const Tensor& x);
 // know yet (a trace for None dimensions) is checked when the graph runs, at every call (the
 // check of tf::debugging's assertions); the result's static shape stays x's.
 Tensor ensure_shape(const Tensor& x, const TensorShape& shape);
+// tf::shape of each input, as TF's tf.shape_n.
+std::vector<Tensor> shape_n(const std::vector<Tensor>& inputs, DType out_type = int32);
+// The inputs themselves, as TF's tf.identity_n (tensors are immutable values: no copy).
+std::vector<Tensor> identity_n(const std::vector<Tensor>& inputs);
+// The numpy broadcast of two static shapes, as TF's tf.broadcast_static_shape: a None size
+// broadcasts to the other side's size when that is not 1 and stays None otherwise; sizes that
+// cannot broadcast are an InvalidArgumentError naming both shapes.
+TensorShape broadcast_static_shape(const TensorShape& shape_x, const TensorShape& shape_y);
+// The broadcast of two shapes given as 1-D int32 / int64 tensors (tf::shape's), as TF's
+// tf.broadcast_dynamic_shape: of the larger rank, in the inputs' dtype. Incompatible sizes are an
+// InvalidArgumentError ("Incompatible shapes: [2,3] vs. [4,3]", as TF), checked eagerly and, in a
+// trace, whenever the graph runs.
+Tensor broadcast_dynamic_shape(const Tensor& shape_x, const Tensor& shape_y);
 
 }  // namespace tapeflow

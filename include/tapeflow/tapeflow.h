@@ -50,6 +50,7 @@
 #include "keras/utils.h"
 #include "ops/array_more.h"
 #include "ops/binary.h"
+#include "ops/bitcast.h"
 #include "ops/conv3d.h"
 #include "ops/copy.h"
 #include "ops/debugging.h"
