@@ -82,5 +82,6 @@
 #include "ops/signal.h"
 #include "ops/sort.h"
 #include "ops/space_batch.h"
+#include "ops/strided_slice.h"
 #include "ops/special.h"
 #include "ops/unary.h"
