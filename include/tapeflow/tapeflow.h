@@ -69,6 +69,7 @@
 #include "ops/linalg_more.h"
 #include "ops/math.h"
 #include "ops/math_misc.h"
+#include "ops/morphology.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/nn_more.h"
