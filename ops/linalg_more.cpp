@@ -542,9 +542,9 @@ Tensor tridiagonal_solve(const Tensor& diagonals, const Tensor& rhs,
   return vector ? squeeze(x, {-1}) : x;
 }
 
-Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs,
-                         bool transpose_rhs, bool partial_pivoting) {
-  const char* op = "tridiagonal_solve";
+namespace {
+// The sequence format {super, main, sub} (each [..., M]) stacked into the compact [..., 3, M].
+Tensor compact_diagonals(const char* op, const std::vector<Tensor>& diagonals) {
   TF_CHECK_ARG(diagonals.size() == 3, op,
                "the sequence format takes 3 diagonals (super, main, sub), got {}",
                diagonals.size());
@@ -553,7 +553,14 @@ Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs
   TF_CHECK_ARG(diagonals[0].shape() == s && diagonals[2].shape() == s, op,
                "the three diagonals need one shape [..., M], got {}, {} and {}",
                diagonals[0].shape().to_string(), s.to_string(), diagonals[2].shape().to_string());
-  return tridiagonal_solve(stack(diagonals, -2), rhs, "compact", transpose_rhs, partial_pivoting);
+  return stack(diagonals, -2);
+}
+}  // namespace
+
+Tensor tridiagonal_solve(const std::vector<Tensor>& diagonals, const Tensor& rhs,
+                         bool transpose_rhs, bool partial_pivoting) {
+  return tridiagonal_solve(compact_diagonals("tridiagonal_solve", diagonals), rhs, "compact",
+                           transpose_rhs, partial_pivoting);
 }
 
 namespace {
@@ -621,16 +628,7 @@ Tensor tridiagonal_matmul(const Tensor& diagonals, const Tensor& rhs,
 }
 
 Tensor tridiagonal_matmul(const std::vector<Tensor>& diagonals, const Tensor& rhs) {
-  const char* op = "tridiagonal_matmul";
-  TF_CHECK_ARG(diagonals.size() == 3, op,
-               "the sequence format takes 3 diagonals (super, main, sub), got {}",
-               diagonals.size());
-  for (const Tensor& t : diagonals) check_defined(op, {&t});
-  const TensorShape& s = diagonals[1].shape();
-  TF_CHECK_ARG(diagonals[0].shape() == s && diagonals[2].shape() == s, op,
-               "the three diagonals need one shape [..., M], got {}, {} and {}",
-               diagonals[0].shape().to_string(), s.to_string(), diagonals[2].shape().to_string());
-  return tridiagonal_matmul(stack(diagonals, -2), rhs, "compact");
+  return tridiagonal_matmul(compact_diagonals("tridiagonal_matmul", diagonals), rhs, "compact");
 }
 
 Tensor tensor_diag(const Tensor& diagonal) {
