@@ -164,6 +164,25 @@ Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
   });
 }
 
+Initializer LecunNormal(std::optional<int64_t> seed) {
+  return variance_scaling("lecun_normal", 1.0, true, false, seed);
+}
+Initializer LecunUniform(std::optional<int64_t> seed) {
+  return variance_scaling("lecun_uniform", 1.0, true, true, seed);
+}
+
+Initializer Identity(double gain) {
+  return Initializer("identity", {{"gain", gain}}, [gain](const TensorShape& s, DType d) {
+    check_floating("identity", d);
+    TF_CHECK_ARG(s.rank() == 2, "identity",
+                 "Identity matrix initializer can only be used for 2D matrices, got shape {}",
+                 s.to_string());
+    std::vector<double> v(static_cast<size_t>(s.num_elements()), 0.0);
+    for (int64_t i = 0; i < std::min(s[0], s[1]); ++i) v[static_cast<size_t>(i * s[1] + i)] = gain;
+    return cast(convert_to_tensor(v, s), d);
+  });
+}
+
 Initializer get(const std::string& id) {
   if (id == "glorot_uniform") return GlorotUniform();
   if (id == "glorot_normal") return GlorotNormal();
@@ -175,9 +194,13 @@ Initializer get(const std::string& id) {
   if (id == "random_uniform" || id == "uniform") return RandomUniform();
   if (id == "truncated_normal") return TruncatedNormal();
   if (id == "orthogonal") return Orthogonal();
+  if (id == "lecun_normal") return LecunNormal();
+  if (id == "lecun_uniform") return LecunUniform();
+  if (id == "identity") return Identity();
   TF_THROW(InvalidArgumentError, "initializers",
            "unknown initializer '{}': expected one of glorot_uniform, glorot_normal, he_uniform, "
-           "he_normal, zeros, ones, random_normal, random_uniform, truncated_normal, orthogonal",
+           "he_normal, zeros, ones, random_normal, random_uniform, truncated_normal, orthogonal, "
+           "lecun_normal, lecun_uniform, identity",
            id);
 }
 

@@ -27,7 +27,8 @@ class Initializer {
   Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   // Keras' string identifiers: "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
   // "zeros", "ones", "random_normal", "random_uniform" (and Keras' aliases "normal", "uniform"),
-  // "truncated_normal", "orthogonal". Anything else is an InvalidArgumentError.
+  // "truncated_normal", "orthogonal", "lecun_normal", "lecun_uniform", "identity". Anything
+  // else is an InvalidArgumentError.
   Initializer(const char* identifier);         // NOLINT(google-explicit-constructor): as Keras
   Initializer(const std::string& identifier);  // NOLINT(google-explicit-constructor)
 
@@ -74,6 +75,14 @@ Initializer HeNormal(std::optional<int64_t> seed = std::nullopt);
 // QR's Q with the signs that make R's diagonal positive) and transposed when it has fewer rows
 // than columns. Rank >= 2 (the recurrent kernels' default initializer).
 Initializer Orthogonal(double gain = 1.0, std::optional<int64_t> seed = std::nullopt);
+// Truncated normal with stddev = sqrt(1 / fan_in) / 0.8796... (Keras' LecunNormal, SELU's).
+Initializer LecunNormal(std::optional<int64_t> seed = std::nullopt);
+// U(-limit, limit) with limit = sqrt(3 / fan_in).
+Initializer LecunUniform(std::optional<int64_t> seed = std::nullopt);
+// gain times the identity matrix (ones on the main diagonal of a rectangular matrix), as Keras'
+// Identity; 2-D shapes only. (Keras 3.15 leaves gain out of its config; tapeflow's config keeps
+// it, which Keras reads back.)
+Initializer Identity(double gain = 1.0);
 // The initializer named by a Keras identifier (see Initializer(const char*)).
 Initializer get(const std::string& identifier);
 }  // namespace initializers

@@ -16,10 +16,12 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "jit/subgraph_trace.h"
+#include "keras/activations.h"
 #include "keras/data_format.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/nn.h"
+#include "ops/nn_more.h"
 #include "ops/rethrow.h"
 #include "ops/unary.h"
 
@@ -113,10 +115,29 @@ Activation get(const std::string& name) {
   if (name == "silu" || name == "swish") return [](const Tensor& x) { return nn::silu(x); };
   if (name == "leaky_relu") return [](const Tensor& x) { return nn::leaky_relu(x, 0.2); };
   if (name == "exponential") return [](const Tensor& x) { return tapeflow::exp(x); };
+  if (name == "relu6") return [](const Tensor& x) { return nn::relu6(x); };
+  if (name == "log_softmax") return [](const Tensor& x) { return nn::log_softmax(x, -1); };
+  if (name == "log_sigmoid") return [](const Tensor& x) { return math::log_sigmoid(x); };
+  // keras/activations.h, with Keras' defaults.
+  if (name == "hard_sigmoid") return [](const Tensor& x) { return hard_sigmoid(x); };
+  if (name == "hard_silu" || name == "hard_swish")
+    return [](const Tensor& x) { return hard_silu(x); };
+  if (name == "mish") return [](const Tensor& x) { return mish(x); };
+  if (name == "celu") return [](const Tensor& x) { return celu(x); };
+  if (name == "glu") return [](const Tensor& x) { return glu(x); };
+  if (name == "hard_tanh") return [](const Tensor& x) { return hard_tanh(x); };
+  if (name == "hard_shrink") return [](const Tensor& x) { return hard_shrink(x); };
+  if (name == "soft_shrink") return [](const Tensor& x) { return soft_shrink(x); };
+  if (name == "tanh_shrink") return [](const Tensor& x) { return tanh_shrink(x); };
+  if (name == "squareplus") return [](const Tensor& x) { return squareplus(x); };
+  if (name == "sparse_plus") return [](const Tensor& x) { return sparse_plus(x); };
+  if (name == "sparse_sigmoid") return [](const Tensor& x) { return sparse_sigmoid(x); };
   TF_THROW(InvalidArgumentError, "activations",
            "unknown activation function '{}': expected one of relu, softmax, sigmoid, tanh, "
-           "softplus, softsign, elu, selu, gelu, silu, swish, leaky_relu, exponential, linear "
-           "or \"\"",
+           "softplus, softsign, elu, selu, gelu, silu, swish, leaky_relu, exponential, relu6, "
+           "log_softmax, log_sigmoid, hard_sigmoid, hard_silu, hard_swish, mish, celu, glu, "
+           "hard_tanh, hard_shrink, soft_shrink, tanh_shrink, squareplus, sparse_plus, "
+           "sparse_sigmoid, linear or \"\"",
            name);
 }
 }  // namespace activations

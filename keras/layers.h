@@ -149,8 +149,10 @@ namespace activations {
 using Activation = std::function<Tensor(const Tensor&)>;
 // Keras 3's names: "relu", "softmax", "sigmoid", "tanh", "softplus", "softsign", "elu", "selu",
 // "gelu" (exact), "silu" and "swish" (the same), "leaky_relu" (negative_slope 0.2),
-// "exponential", "linear" or "" (identity). Anything else is an InvalidArgumentError naming the
-// string.
+// "exponential", "relu6", "log_softmax", "log_sigmoid", the functions of keras/activations.h
+// ("hard_sigmoid", "hard_silu" / "hard_swish", "mish", "celu", "glu", "hard_tanh",
+// "hard_shrink", "soft_shrink", "tanh_shrink", "squareplus", "sparse_plus", "sparse_sigmoid"),
+// "linear" or "" (identity). Anything else is an InvalidArgumentError naming the string.
 Activation get(const std::string& name);
 }  // namespace activations
 

@@ -101,6 +101,9 @@ constexpr InitializerClass kInitializers[] = {
     {"he_uniform", "HeUniform", true},
     {"he_normal", "HeNormal", true},
     {"orthogonal", "Orthogonal", false},
+    {"lecun_normal", "LecunNormal", true},
+    {"lecun_uniform", "LecunUniform", true},
+    {"identity", "Identity", false},
 };
 
 // `init` undefined: the layer's default, `fallback`.
@@ -200,14 +203,18 @@ Initializer Reader::initializer(const std::string& key) {
     auto seed = c.optional_integer("seed");
     out = initializers::TruncatedNormal(c.number("mean", 0.0), c.number("stddev", 0.05), seed);
   } else if (cls == "GlorotUniform" || cls == "GlorotNormal" || cls == "HeUniform" ||
-             cls == "HeNormal") {
+             cls == "HeNormal" || cls == "LecunNormal" || cls == "LecunUniform") {
     auto seed = c.optional_integer("seed");
     c.expect_null("input_axes");
     c.expect_null("output_axes");
     out = cls == "GlorotUniform"  ? initializers::GlorotUniform(seed)
           : cls == "GlorotNormal" ? initializers::GlorotNormal(seed)
           : cls == "HeUniform"    ? initializers::HeUniform(seed)
-                                  : initializers::HeNormal(seed);
+          : cls == "HeNormal"     ? initializers::HeNormal(seed)
+          : cls == "LecunNormal"  ? initializers::LecunNormal(seed)
+                                  : initializers::LecunUniform(seed);
+  } else if (cls == "Identity" || cls == "IdentityInitializer") {
+    out = initializers::Identity(c.number("gain", 1.0));
   } else if (cls == "Orthogonal") {
     auto seed = c.optional_integer("seed");
     out = initializers::Orthogonal(c.number("gain", 1.0), seed);
@@ -215,7 +222,7 @@ Initializer Reader::initializer(const std::string& key) {
     fail(key, "is the initializer class \"" + cls +
                   "\", which tapeflow does not have (Zeros, Ones, Constant, RandomNormal, "
                   "RandomUniform, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
-                  "HeNormal, Orthogonal)");
+                  "HeNormal, LecunNormal, LecunUniform, Orthogonal, Identity)");
   }
   c.finish();
   return out;
