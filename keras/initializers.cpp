@@ -177,9 +177,7 @@ Initializer Identity(double gain) {
     TF_CHECK_ARG(s.rank() == 2, "identity",
                  "Identity matrix initializer can only be used for 2D matrices, got shape {}",
                  s.to_string());
-    std::vector<double> v(static_cast<size_t>(s.num_elements()), 0.0);
-    for (int64_t i = 0; i < std::min(s[0], s[1]); ++i) v[static_cast<size_t>(i * s[1] + i)] = gain;
-    return cast(convert_to_tensor(v, s), d);
+    return cast(eye(s[0], s[1], float64) * gain, d);
   });
 }
 

@@ -9,6 +9,7 @@
 #include "ops/helpers.h"
 #include "ops/image_more.h"
 #include "ops/movement.h"
+#include "ops/nn.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/unary.h"
@@ -28,15 +29,6 @@ std::pair<int64_t, int64_t> pair_of(const char* op, const char* what,
   const int64_t h = four ? v[1] : v[0], w = four ? v[2] : v[1];
   TF_CHECK_ARG(h >= 1 && w >= 1, op, "{} must be positive, got {} and {}", what, h, w);
   return {h, w};
-}
-
-// The padding before and the output size of one spatial dimension (TF's SAME / VALID).
-std::pair<int64_t, int64_t> window(int64_t in, int64_t k, int64_t stride, int64_t rate, bool same) {
-  const int64_t span = (k - 1) * rate + 1;
-  if (!same) return {0, in >= span ? (in - span) / stride + 1 : 0};
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + span - in, 0);
-  return {total / 2, out};
 }
 
 }  // namespace
@@ -68,16 +60,17 @@ Tensor dilation2d(const Tensor& input, const Tensor& filters, const std::vector<
   const auto [rh, rw] = pair_of(op, "dilations", dilations);
   const bool same = padding == "SAME";
   const int64_t kh = f[0], kw = f[1], c = s[3];
-  const auto [top, oh] = window(s[1], kh, sh, rh, same);
-  const auto [left, ow] = window(s[2], kw, sw, rw, same);
+  // TF's SAME / VALID output sizes and paddings, as the convolutions and poolings compute them.
+  const detail::WindowDim y =
+      detail::window_dim(s[1], kh, static_cast<int>(sh), static_cast<int>(rh), same);
+  const detail::WindowDim x =
+      detail::window_dim(s[2], kw, static_cast<int>(sw), static_cast<int>(rw), same);
+  const int64_t oh = y.out, ow = x.out;
   // Taps outside the image take the lowest value, so that a maximum never picks them (TF's
   // kernel skips them).
   const double lowest = -std::numeric_limits<double>::infinity();
-  const int64_t bottom =
-      same ? std::max<int64_t>((oh - 1) * sh + (kh - 1) * rh + 1 - s[1] - top, 0) : 0;
-  const int64_t right =
-      same ? std::max<int64_t>((ow - 1) * sw + (kw - 1) * rw + 1 - s[2] - left, 0) : 0;
-  const Tensor padded = pad(input, {{0, 0}, {top, bottom}, {left, right}, {0, 0}}, lowest);
+  const Tensor padded = pad(
+      input, {{0, 0}, {y.pad_before, y.pad_after}, {x.pad_before, x.pad_after}, {0, 0}}, lowest);
   // (batch, oh, ow, kh * kw, channels): each window's taps in row-major order.
   const Tensor taps = reshape(image::extract_patches(padded, {kh, kw}, {sh, sw}, {rh, rw}, "VALID"),
                               {-1, oh, ow, kh * kw, c});

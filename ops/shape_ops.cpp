@@ -13,6 +13,7 @@
 #include "ops/dispatch.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
+#include "ops/helpers.h"
 #include "ops/movement.h"
 #include "ops/unary.h"
 
@@ -92,26 +93,14 @@ std::vector<Tensor> identity_n(const std::vector<Tensor>& inputs) {
 }
 
 TensorShape broadcast_static_shape(const TensorShape& x, const TensorShape& y) {
-  const int r = std::max(x.rank(), y.rank());
-  std::vector<int64_t> out(static_cast<size_t>(r));
-  for (int i = 0; i < r; ++i) {
-    const int dx = x.rank() - r + i, dy = y.rank() - r + i;
-    const int64_t a = dx >= 0 ? x[dx] : 1, b = dy >= 0 ? y[dy] : 1;
-    int64_t o;
-    if (a == 1)
-      o = b;
-    else if (b == 1)
-      o = a;
-    else if (a == None)
-      o = b;  // None against a known size > 1 (or None)
-    else if (b == None || a == b)
-      o = a;
-    else
-      TF_THROW(InvalidArgumentError, "broadcast_static_shape", "Incompatible shapes: {} and {}",
-               x.to_string(), y.to_string());
-    out[static_cast<size_t>(i)] = o;
+  // The broadcast every binary op applies (a None size takes the other side's known size > 1),
+  // with TF's message.
+  try {
+    return detail::broadcast_shapes("broadcast_static_shape", x, y);
+  } catch (const InvalidArgumentError&) {
+    TF_THROW(InvalidArgumentError, "broadcast_static_shape", "Incompatible shapes: {} and {}",
+             x.to_string(), y.to_string());
   }
-  return TensorShape(out);
 }
 
 namespace {
