@@ -29,12 +29,15 @@ struct OptimizerConfig {
   std::optional<optimizers::LearningRateSchedule> schedule;  // else the learning_rate variable
   double momentum = 0.0;                                     // SGD, RMSprop
   bool nesterov = false;                                     // SGD
-  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;       // Adam(W), Adamax, Nadam, Lion
+  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;       // Adam(W), Adamax, Nadam, Lion, Lamb
   bool amsgrad = false;                                      // Adam(W)
   double rho = 0.9;                                          // RMSprop, Adadelta
   bool centered = false;                                     // RMSprop
   double initial_accumulator_value = 0.1;                    // Adagrad, Ftrl
   double learning_rate_power = -0.5, l1 = 0.0, l2 = 0.0, l2_shrinkage = 0.0, beta = 0.0;  // Ftrl
+  double beta_2_decay = -0.8, epsilon_1 = 1e-30, epsilon_2 = 1e-3;  // Adafactor
+  double clip_threshold = 1.0;
+  bool relative_step = true;
 };
 // nullopt for an empty handle. A LossScaleOptimizer gives its inner optimizer's config (check
 // Optimizer::is_loss_scaled first).

@@ -127,6 +127,9 @@ struct OptimizerImpl {
   virtual std::vector<std::string> slot_names() const = 0;
   // The value every element of slot `s` starts from (Adagrad's and Ftrl's accumulators: not 0).
   virtual double slot_initial_value(size_t /*s*/) const { return 0.0; }
+  // The shape of slot `s` of a variable shaped `var` (the variable's, but Adafactor's factored
+  // second moments).
+  virtual TensorShape slot_shape(size_t /*s*/, const TensorShape& var) const { return var; }
   // Optimizer-level variables besides iterations and learning_rate, made by the constructor
   // (so mirrored under a strategy's scope and restored by name): Nadam's "u_product". They are
   // float64, which holds exactly the values of the dtype advance() computes them in.
@@ -206,11 +209,12 @@ struct OptimizerImpl {
       }
       if (!restored[s]) continue;
       const Tensor& t = *restored[s];
-      TF_CHECK_ARG(t.shape() == var.shape() && t.dtype() == var.dtype(), name.c_str(),
-                   "the checkpoint value of slot '{}' has shape {} and dtype {}, the variable "
-                   "'{}' has shape {} and dtype {}",
-                   key, t.shape().to_string(), dtype_name(t.dtype()), var.name(),
-                   var.shape().to_string(), dtype_name(var.dtype()));
+      const TensorShape want = slot_shape(s, var.shape());
+      TF_CHECK_ARG(t.shape() == want && t.dtype() == var.dtype(), name.c_str(),
+                   "the checkpoint value of slot '{}' has shape {} and dtype {}, the slot of "
+                   "variable '{}' has shape {} and dtype {}",
+                   key, t.shape().to_string(), dtype_name(t.dtype()), var.name(), want.to_string(),
+                   dtype_name(var.dtype()));
     }
     Entry e;
     e.owner = var.weak_state();
@@ -224,10 +228,10 @@ struct OptimizerImpl {
       tapeflow::detail::MirrorVariablesScope mirror(devices);
       DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
       for (size_t s = 0; s < names.size(); ++s)
-        e.slots.emplace_back(
-            restored[s] ? *restored[s]
-                        : fill(var.shape(), keras_cast(slot_initial_value(s), var.dtype())),
-            name + "/" + prefix + "/" + names[s], false);
+        e.slots.emplace_back(restored[s] ? *restored[s]
+                                         : fill(slot_shape(s, var.shape()),
+                                                keras_cast(slot_initial_value(s), var.dtype())),
+                             name + "/" + prefix + "/" + names[s], false);
     }
     // The slots exist: now take the name and drop the values they consumed.
     prefixes.insert(prefix);
@@ -630,6 +634,105 @@ struct LionImpl final : OptimizerImpl {
   }
 };
 
+// Layer-wise adaptive moments: Adam's moments, the step scaled by ||var|| / ||update||.
+struct LambImpl final : OptimizerImpl {
+  double beta_1, beta_2, epsilon;
+  LambImpl(const LearningRate& lr, double b1, double b2, double eps, OptimizerOptions o)
+      : OptimizerImpl("Lamb", lr, std::move(o)), beta_1(b1), beta_2(b2), epsilon(eps) {
+    // 1 - beta^t divides: beta = 1 divides by zero.
+    check_range(name, "beta_1", beta_1, 0, 1, false, true);
+    check_range(name, "beta_2", beta_2, 0, 1, false, true);
+    check_epsilon(name, epsilon);
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    k.more = {subtract(Tensor(1.0), pow(keras_cast(beta_1, d), k.step)),
+              subtract(Tensor(1.0), pow(keras_cast(beta_2, d), k.step))};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& m = slots[0];
+    Variable& v = slots[1];
+    m.assign_add(multiply(subtract(g, m.value()), Tensor(1.0 - beta_1)));
+    v.assign_add(multiply(subtract(square(g), v.value()), Tensor(1.0 - beta_2)));
+    const Tensor m_hat = divide(m.value(), k.more[0]);
+    const Tensor v_sqrt = add(sqrt(divide(v.value(), k.more[1])), Tensor(epsilon));
+    const Tensor step = divide(m_hat, v_sqrt);
+    const Tensor w_norm = sqrt(reduce_sum(square(var.value())));
+    const Tensor g_norm = sqrt(reduce_sum(square(step)));
+    const Tensor one = keras_cast(1.0, var.dtype());
+    // Keras divides first and selects after: a zero g_norm's inf or NaN is never picked.
+    const Tensor ratio =
+        where(greater(w_norm, Tensor(0.0)),
+              where(greater(g_norm, Tensor(0.0)), divide(w_norm, g_norm), one), one);
+    var.assign_sub(multiply(multiply(ratio, k.lr), step));
+  }
+};
+
+// Adafactor: factored second moments for matrices (and stacks of them), a relative step size
+// and update clipping.
+struct AdafactorImpl final : OptimizerImpl {
+  double beta_2_decay, epsilon_1, epsilon_2, clip_threshold;
+  bool relative_step;
+  AdafactorImpl(const LearningRate& lr, double decay, double eps1, double eps2, double clip,
+                bool relative, OptimizerOptions o)
+      : OptimizerImpl("Adafactor", lr, std::move(o)),
+        beta_2_decay(decay),
+        epsilon_1(eps1),
+        epsilon_2(eps2),
+        clip_threshold(clip),
+        relative_step(relative) {
+    // beta_2_t = 1 - t^decay: a positive decay makes it negative after the first step.
+    TF_CHECK_ARG(beta_2_decay <= 0 && std::isfinite(beta_2_decay), name.c_str(),
+                 "beta_2_decay must be finite and <= 0, got {}", beta_2_decay);
+    check_epsilon(name, epsilon_1);
+    check_epsilon(name, epsilon_2);
+    TF_CHECK_ARG(clip_threshold > 0 && std::isfinite(clip_threshold), name.c_str(),
+                 "clip_threshold must be finite and > 0, got {}", clip_threshold);
+  }
+  std::vector<std::string> slot_names() const override { return {"r", "c", "velocity"}; }
+  TensorShape slot_shape(size_t s, const TensorShape& var) const override {
+    if (s == 2) return var;
+    if (var.rank() < 2) return TensorShape({});
+    std::vector<int64_t> dims = var.dims();
+    if (s == 1) dims[dims.size() - 2] = dims.back();  // c: var[:-2] + [n]
+    dims.pop_back();                                  // r: var[:-1]
+    return TensorShape(dims);
+  }
+  static Tensor rms(const Tensor& x) { return sqrt(reduce_mean(square(x))); }
+  void prepare(Scalars& k) const override {
+    const Tensor inv_sqrt_t = divide(Tensor(1.0), sqrt(k.step));
+    Tensor lr = k.lr;
+    if (!schedule && relative_step) lr = minimum(lr, inv_sqrt_t);
+    k.alpha = minimum(lr, inv_sqrt_t);                                    // rho_t
+    k.more = {subtract(Tensor(1.0), pow(k.step, Tensor(beta_2_decay)))};  // beta_2_t
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const DType d = var.dtype();
+    const Tensor& beta_2_t = k.more[0];
+    const Tensor keep = subtract(Tensor(1.0), beta_2_t);
+    const Tensor alpha_t = multiply(maximum(keras_cast(epsilon_2, d), rms(var.value())), k.alpha);
+    const Tensor g2 = add(square(g), Tensor(epsilon_1));
+    Variable& v = slots[2];
+    if (var.shape().rank() >= 2) {
+      Variable& r = slots[0];
+      Variable& c = slots[1];
+      r.assign(add(multiply(beta_2_t, r.value()), multiply(keep, reduce_mean(g2, {-1}))));
+      c.assign(add(multiply(beta_2_t, c.value()), multiply(keep, reduce_mean(g2, {-2}))));
+      const Tensor row = divide(r.value(), reduce_mean(r.value(), {-1}, true));
+      v.assign(multiply(expand_dims(row, -1), expand_dims(c.value(), -2)));
+    } else {
+      v.assign(add(multiply(beta_2_t, v.value()), multiply(keep, g2)));
+    }
+    const Tensor u = divide(g, sqrt(v.value()));
+    const Tensor u_hat =
+        divide(u, maximum(keras_cast(1.0, d), divide(rms(u), Tensor(clip_threshold))));
+    var.assign_sub(multiply(alpha_t, u_hat));
+  }
+};
+
 }  // namespace
 
 // ---- Optimizer ----
@@ -854,6 +957,15 @@ void Optimizer::restore_deferred_slot(const Variable& var, const std::string& sl
 
 std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).slot_names(); }
 
+TensorShape Optimizer::slot_shape(const std::string& slot, const TensorShape& var_shape) const {
+  const auto& impl = checked(impl_);
+  const auto names = impl.slot_names();
+  const auto it = std::find(names.begin(), names.end(), slot);
+  TF_CHECK_ARG(it != names.end(), impl.name.c_str(), "optimizer \"{}\" keeps no slot \"{}\"",
+               impl.name, slot);
+  return impl.slot_shape(static_cast<size_t>(it - names.begin()), var_shape);
+}
+
 std::vector<std::pair<Variable, std::vector<Variable>>> Optimizer::slots() const {
   auto& impl = checked(impl_);
   std::lock_guard lock(impl.mu);
@@ -919,6 +1031,18 @@ Ftrl::Ftrl(LearningRate learning_rate, double learning_rate_power, double initia
 Lion::Lion(LearningRate learning_rate, double beta_1, double beta_2, OptimizerOptions options)
     : Optimizer(std::make_shared<LionImpl>(learning_rate, beta_1, beta_2, std::move(options))) {}
 
+Lamb::Lamb(LearningRate learning_rate, double beta_1, double beta_2, double epsilon,
+           OptimizerOptions options)
+    : Optimizer(
+          std::make_shared<LambImpl>(learning_rate, beta_1, beta_2, epsilon, std::move(options))) {}
+
+Adafactor::Adafactor(LearningRate learning_rate, double beta_2_decay, double epsilon_1,
+                     double epsilon_2, double clip_threshold, bool relative_step,
+                     OptimizerOptions options)
+    : Optimizer(std::make_shared<AdafactorImpl>(learning_rate, beta_2_decay, epsilon_1, epsilon_2,
+                                                clip_threshold, relative_step,
+                                                std::move(options))) {}
+
 Optimizer get(const std::string& identifier) {
   std::string id = identifier;
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -932,9 +1056,11 @@ Optimizer get(const std::string& identifier) {
   if (id == "nadam") return Nadam();
   if (id == "ftrl") return Ftrl();
   if (id == "lion") return Lion();
+  if (id == "lamb") return Lamb();
+  if (id == "adafactor") return Adafactor();
   TF_THROW(InvalidArgumentError, "optimizers.get",
            "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax, "
-           "nadam, ftrl, lion)",
+           "nadam, ftrl, lion, lamb, adafactor)",
            identifier);
 }
 
@@ -998,6 +1124,18 @@ std::optional<OptimizerConfig> optimizer_config(const optimizers::Optimizer& opt
     c.class_name = "Lion";
     c.beta_1 = o->beta_1;
     c.beta_2 = o->beta_2;
+  } else if (const auto* o = dynamic_cast<const LambImpl*>(impl)) {
+    c.class_name = "Lamb";
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+    c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const AdafactorImpl*>(impl)) {
+    c.class_name = "Adafactor";
+    c.beta_2_decay = o->beta_2_decay;
+    c.epsilon_1 = o->epsilon_1;
+    c.epsilon_2 = o->epsilon_2;
+    c.clip_threshold = o->clip_threshold;
+    c.relative_step = o->relative_step;
   } else {
     return std::nullopt;
   }

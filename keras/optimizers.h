@@ -1,5 +1,5 @@
 // Optimizers (tf.keras.optimizers, Keras 3 / TF 2.11+ formulas): SGD, Adam, AdamW, RMSprop,
-// Adagrad, Adadelta, Adamax, Nadam, Ftrl, Lion.
+// Adagrad, Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor.
 //
 // An optimizer is a shared handle: copies refer to the same state (iterations, slots), so it is
 // passed by value to compile() and captured by value in traced functions. Updates are written
@@ -106,6 +106,10 @@ class Optimizer : public Trackable {
   void restore_deferred_slot(const Variable& var, const std::string& slot, const Tensor& value);
   // The slots an update keeps per variable ("m", "v" for Adam; none for plain SGD).
   std::vector<std::string> slot_names() const;
+  // The shape of slot `slot` (one of slot_names()) for a variable shaped `var_shape`: the
+  // variable's shape, except Adafactor's factored "r" and "c". InvalidArgumentError for a slot
+  // this optimizer does not keep.
+  TensorShape slot_shape(const std::string& slot, const TensorShape& var_shape) const;
   // Each variable that has slots, with its slots in slot_names() order, in creation order.
   std::vector<std::pair<Variable, std::vector<Variable>>> slots() const;
   const void* handle_id() const { return impl_.get(); }
@@ -220,8 +224,35 @@ class Lion : public Optimizer {
        OptimizerOptions options = {});
 };
 
-// "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion"
-// (case-insensitive) with Keras' defaults, as compile("adam").
+// Layer-wise adaptive Adam (You et al., 2019), Keras 3's update: m and v as Adam's,
+// update = (m / (1 - beta_1^t)) / (sqrt(v / (1 - beta_2^t)) + epsilon);
+// ratio = ||var|| / ||update|| (1 when either norm is 0); var -= ratio * lr * update.
+// Slots "momentum", "velocity".
+class Lamb : public Optimizer {
+ public:
+  Lamb(LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.999,
+       double epsilon = 1e-7, OptimizerOptions options = {});
+};
+
+// Adafactor (Shazeer & Stern, 2018), Keras 3's update, with t = iterations + 1:
+// rho_t = min(lr, 1 / sqrt(t)) (lr itself is min(lr, 1 / sqrt(t)) with relative_step and a
+// constant rate); alpha_t = max(epsilon_2, rms(var)) * rho_t; g2 = g^2 + epsilon_1;
+// beta_2_t = 1 - t^beta_2_decay. A variable of rank >= 2 keeps factored second moments, the
+// row means "r" (shape var[:-1]) and the column means "c" (shape var[:-2] + var[-1:]):
+// r = beta_2_t r + (1 - beta_2_t) mean(g2, -1), c likewise with mean(g2, -2), and
+// v = (r / mean(r, -1))[..., None] * c[..., None, :]; a vector or scalar keeps
+// v = beta_2_t v + (1 - beta_2_t) g2 (its "r" and "c" are unused scalars: Keras makes them too
+// but leaves them out of its variables). u = g / sqrt(v);
+// var -= alpha_t * u / max(1, rms(u) / clip_threshold). Slots "r", "c", "velocity".
+class Adafactor : public Optimizer {
+ public:
+  Adafactor(LearningRate learning_rate = 0.001, double beta_2_decay = -0.8,
+            double epsilon_1 = 1e-30, double epsilon_2 = 1e-3, double clip_threshold = 1.0,
+            bool relative_step = true, OptimizerOptions options = {});
+};
+
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion",
+// "lamb", "adafactor" (case-insensitive) with Keras' defaults, as compile("adam").
 Optimizer get(const std::string& identifier);
 
 }  // namespace tapeflow::keras::optimizers

@@ -185,7 +185,8 @@ namespace optimizers {
 namespace {
 constexpr const char* kOptimizerClasses[] = {
     "LossScaleOptimizer", "SGD",    "Adam",  "AdamW", "RMSprop", "Adagrad",
-    "Adadelta",           "Adamax", "Nadam", "Ftrl",  "Lion"};
+    "Adadelta",           "Adamax", "Nadam", "Ftrl",  "Lion",    "Lamb",
+    "Adafactor"};
 
 // Keras' class name for any spelling Keras' deserialize accepts ("adam", "Adam").
 std::optional<std::string> optimizer_class(const std::string& name) {
@@ -254,6 +255,16 @@ Config get_config(const Optimizer& optimizer) {
     out["l2_regularization_strength"] = c->l2;
     out["l2_shrinkage_regularization_strength"] = c->l2_shrinkage;
     out["beta"] = c->beta;
+  } else if (k == "Lamb") {
+    out["beta_1"] = c->beta_1;
+    out["beta_2"] = c->beta_2;
+    out["epsilon"] = c->epsilon;
+  } else if (k == "Adafactor") {
+    out["beta_2_decay"] = c->beta_2_decay;
+    out["epsilon_1"] = c->epsilon_1;
+    out["epsilon_2"] = c->epsilon_2;
+    out["clip_threshold"] = c->clip_threshold;
+    out["relative_step"] = c->relative_step;
   } else {  // Lion
     out["beta_1"] = c->beta_1;
     out["beta_2"] = c->beta_2;
@@ -265,7 +276,7 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
   const auto known = optimizer_class(class_name);
   TF_CHECK_ARG(known.has_value() && *known == class_name, "from_config",
                "unknown optimizer class \"{}\" (tapeflow has SGD, Adam, AdamW, RMSprop, Adagrad, "
-               "Adadelta, Adamax, Nadam, Ftrl, Lion, LossScaleOptimizer)",
+               "Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor, LossScaleOptimizer)",
                class_name);
   const std::string& k = class_name;
   Reader r(k, config);
@@ -353,6 +364,14 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
     const double l2 = r.number("l2_regularization_strength", 0.0);
     const double shrink = r.number("l2_shrinkage_regularization_strength", 0.0);
     out = Ftrl(rate, power, init, l1, l2, shrink, r.number("beta", 0.0), o);
+  } else if (k == "Lamb") {
+    const double b1 = r.number("beta_1", 0.9), b2 = r.number("beta_2", 0.999);
+    out = Lamb(rate, b1, b2, r.number("epsilon", 1e-7), o);
+  } else if (k == "Adafactor") {
+    const double decay = r.number("beta_2_decay", -0.8);
+    const double eps1 = r.number("epsilon_1", 1e-30), eps2 = r.number("epsilon_2", 1e-3);
+    const double clip = r.number("clip_threshold", 1.0);
+    out = Adafactor(rate, decay, eps1, eps2, clip, r.boolean("relative_step", true), o);
   } else {  // Lion
     const double b1 = r.number("beta_1", 0.9);
     out = Lion(rate, b1, r.number("beta_2", 0.99), o);
@@ -1018,8 +1037,13 @@ void restore_optimizer_variables(const Model& model, const safetensors::Reader& 
                  "'{}': optimizer variable \"{}\" is slot \"{}\", which optimizer \"{}\" does not "
                  "keep",
                  path, name, safetensors::detail::printable(slot), opt.name());
-    safetensors::detail::check_fits("load_model", path, name, info->shape, info->dtype,
-                                    var->second);
+    const TensorShape want = opt.slot_shape(slot, var->second.shape());
+    TF_CHECK_ARG(info->shape == want && info->dtype == var->second.dtype(), "load_model",
+                 "'{}': tensor '{}' has shape {} and dtype {}, slot \"{}\" of variable '{}' has "
+                 "shape {} and dtype {}",
+                 path, name, info->shape.to_string(), dtype_name(info->dtype),
+                 safetensors::detail::printable(slot), var->second.name(), want.to_string(),
+                 dtype_name(var->second.dtype()));
     deferred.emplace_back(var->second, slot, reader.read(name));
   }
   for (auto& [v, t] : assign) v.assign(t);

@@ -127,6 +127,15 @@ TEST_CASE("serialization compile: optimizer get_config is Keras'", "[keras][seri
   check_json(O::serialize(O::Lion(0.001, 0.9, 0.99, named("lion"))),
              keras_optimizer("Lion", R"({"name": "lion", )" + lr + common +
                                          R"("beta_1": 0.9, "beta_2": 0.99})"));
+  // O.serialize(O.Lamb())
+  check_json(O::serialize(O::Lamb(0.001, 0.9, 0.999, 1e-7, named("lamb"))),
+             keras_optimizer("Lamb", R"({"name": "lamb", )" + lr + common +
+                                         R"("beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-07})"));
+  // O.serialize(O.Adafactor())
+  check_json(O::serialize(O::Adafactor(0.001, -0.8, 1e-30, 1e-3, 1.0, true, named("adafactor"))),
+             keras_optimizer("Adafactor", R"({"name": "adafactor", )" + lr + common +
+                                              R"("beta_2_decay": -0.8, "epsilon_1": 1e-30,
+"epsilon_2": 0.001, "clip_threshold": 1.0, "relative_step": true})"));
   // O.serialize(O.SGD(clipnorm=1.0, weight_decay=0.01))
   O::OptimizerOptions clip = named("sgd_2");
   clip.clipnorm = 1.0;
@@ -174,7 +183,9 @@ TEST_CASE("serialization compile: optimizer get_config is Keras'", "[keras][seri
   for (const O::Optimizer& o :
        {O::Optimizer(O::RMSprop(0.01, 0.8, 0.5, 1e-6, true)), O::Optimizer(O::AdamW(0.002, 0.1)),
         O::Optimizer(O::Ftrl(0.1, -0.4, 0.2, 0.01, 0.02, 0.03, 0.1)),
-        O::Optimizer(O::Adam(0.01, 0.8, 0.99, 1e-6, true))}) {
+        O::Optimizer(O::Adam(0.01, 0.8, 0.99, 1e-6, true)),
+        O::Optimizer(O::Lamb(0.01, 0.8, 0.9, 1e-3)),
+        O::Optimizer(O::Adafactor(0.2, -0.5, 1e-20, 1e-2, 0.5, false))}) {
     const Config c = O::serialize(o);
     CHECK(O::serialize(O::deserialize(c)) == c);
   }
@@ -302,7 +313,7 @@ TEST_CASE("serialization compile: bad optimizer and schedule configs name the cl
         {"Adam config key \"beta_1\"", "must be a number"});
   fails(R"({"class_name": "Adam", "config": {"learning_rate": "fast"}})",
         {"Adam config key \"learning_rate\""});
-  fails(R"({"class_name": "Adafactor", "config": {}})", {"unknown optimizer class \"Adafactor\""});
+  fails(R"({"class_name": "Muon", "config": {}})", {"unknown optimizer class \"Muon\""});
   fails(R"({"class_name": "SGD", "config": {"learning_rate": {"class_name": "ExponentialDecay",
 "config": {"initial_learning_rate": 0.1, "decay_steps": 10, "decay_rate": 0.5, "bogus": 1}}}})",
         {"SGD config key \"learning_rate\"", "ExponentialDecay config key \"bogus\""});
@@ -525,6 +536,8 @@ TEST_CASE("serialization compile: training resumes exactly after save_model and 
        }},
       {"RMSprop centered", [] { return O::RMSprop(0.01, 0.9, 0.5, 1e-7, true); }},
       {"Nadam", [] { return O::Nadam(0.01); }},
+      {"Lamb", [] { return O::Lamb(0.01); }},
+      {"Adafactor (factored slots)", [] { return O::Adafactor(0.05); }},
   };
   for (const auto& [what, make] : optimizers) {
     CAPTURE(what);
