@@ -51,6 +51,7 @@
 #include "ops/array_more.h"
 #include "ops/binary.h"
 #include "ops/bitcast.h"
+#include "ops/candidate_sampling.h"
 #include "ops/conv3d.h"
 #include "ops/copy.h"
 #include "ops/debugging.h"
