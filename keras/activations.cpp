@@ -5,11 +5,15 @@
 
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/helpers.h"
 #include "ops/movement.h"
 #include "ops/nn.h"
 #include "ops/nn_more.h"
+#include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/sort.h"
 #include "ops/unary.h"
 
 namespace tapeflow::keras::activations {
@@ -102,6 +106,34 @@ Tensor sparse_plus(const Tensor& x) {
 Tensor sparse_sigmoid(const Tensor& x) {
   check("sparse_sigmoid", x);
   return clip_by_value((x + 1.0) * 0.5, Tensor(0.0), Tensor(1.0));
+}
+
+Tensor sparsemax(const Tensor& x, int axis) {
+  const char* op = "sparsemax";
+  check(op, x);
+  const int r = x.rank();
+  TF_CHECK_ARG(r >= 1 && axis >= -r && axis < r, op,
+               "axis {} is out of range for a tensor of shape {}", axis, x.shape().to_string());
+  return ::tapeflow::detail::naming_errors(op, [&] {
+    // Shifted by the maximum (which changes no result): the entries that decide tau are then
+    // near 0, and large logits keep their precision.
+    const Tensor z = x - reduce_max(x, std::vector<int>{axis}, true);
+    const Tensor sorted = sort(z, axis, "DESCENDING");
+    const Tensor running = cumsum(sorted, axis);
+    const Tensor rank = cumsum(ones_like(sorted), axis);  // 1, 2, ... along the axis
+    // The support: the k largest entries with 1 + k z_(k) > z_(1) + ... + z_(k).
+    const Tensor support = greater(sorted - (running - 1.0) / rank, Tensor(0.0));
+    const Tensor k = reduce_sum(cast(support, z.dtype()), std::vector<int>{axis}, true);
+    // tau = (z_(1) + ... + z_(k) - 1) / k (Martins & Astudillo's threshold).
+    const Tensor top =
+        reduce_sum(where(support, sorted, zeros_like(sorted)), std::vector<int>{axis}, true);
+    return maximum(z - (top - 1.0) / k, Tensor(0.0));
+  });
+}
+
+Tensor threshold(const Tensor& x, double threshold, double default_value) {
+  check("threshold", x);
+  return where(greater(x, Tensor(threshold)), x, zeros_like(x) + default_value);
 }
 
 }  // namespace tapeflow::keras::activations

@@ -1,9 +1,9 @@
 // Keras 3's activation functions beyond tf.nn's (keras.activations): hard_sigmoid, hard_silu
 // (hard_swish), mish, celu, glu, hard_tanh, hard_shrink, soft_shrink, tanh_shrink, squareplus,
-// sparse_plus and sparse_sigmoid, with Keras' defaults. Composites of elementwise ops (every
-// device, gradients of every order; they fuse in tf::function chains where their parts do);
-// floating dtypes. activations::get (keras/layers.h) names each of them, so layers take them as
-// strings: Dense(64, "mish").
+// sparse_plus, sparse_sigmoid, sparsemax and threshold, with Keras' defaults. Composites of
+// elementwise ops (every device, gradients of every order; they fuse in tf::function chains where
+// their parts do); floating dtypes. activations::get (keras/layers.h) names each of them, so layers
+// take them as strings: Dense(64, "mish").
 #pragma once
 
 #include "core/tensor.h"
@@ -37,5 +37,14 @@ Tensor squareplus(const Tensor& x, double b = 4.0);
 Tensor sparse_plus(const Tensor& x);
 // 0 at or below -1, 1 at or above 1, (x + 1) / 2 between.
 Tensor sparse_sigmoid(const Tensor& x);
+
+// The Euclidean projection of x onto the probability simplex along `axis` (Martins & Astudillo,
+// 2016): max(x - tau, 0) with tau chosen so that each slice sums to 1; sparse where softmax is
+// not. Keras 3.15's sparsemax computes tau from the sum of the cumulative sums over the support
+// (keras-team/keras#23425, fixed after 3.15), so its slices do not sum to 1 when more than one
+// entry survives; tapeflow computes the published threshold (TF Addons' values).
+Tensor sparsemax(const Tensor& x, int axis = -1);
+// x where x > threshold, else default_value (Keras' threshold).
+Tensor threshold(const Tensor& x, double threshold, double default_value);
 
 }  // namespace tapeflow::keras::activations

@@ -132,12 +132,13 @@ Activation get(const std::string& name) {
   if (name == "squareplus") return [](const Tensor& x) { return squareplus(x); };
   if (name == "sparse_plus") return [](const Tensor& x) { return sparse_plus(x); };
   if (name == "sparse_sigmoid") return [](const Tensor& x) { return sparse_sigmoid(x); };
+  if (name == "sparsemax") return [](const Tensor& x) { return sparsemax(x); };
   TF_THROW(InvalidArgumentError, "activations",
            "unknown activation function '{}': expected one of relu, softmax, sigmoid, tanh, "
            "softplus, softsign, elu, selu, gelu, silu, swish, leaky_relu, exponential, relu6, "
            "log_softmax, log_sigmoid, hard_sigmoid, hard_silu, hard_swish, mish, celu, glu, "
            "hard_tanh, hard_shrink, soft_shrink, tanh_shrink, squareplus, sparse_plus, "
-           "sparse_sigmoid, linear or \"\"",
+           "sparse_sigmoid, sparsemax, linear or \"\"",
            name);
 }
 }  // namespace activations

@@ -1,7 +1,9 @@
 // Keras 3's activation functions of keras/activations.h and the initializers LecunNormal,
 // LecunUniform and Identity: values against Keras 3.15 (TF backend) on every device,
 // gradients against central differences, the names activations::get and layers take, the
-// errors, the initializers' statistics and their configs written and read back.
+// errors, the initializers' statistics and their configs written and read back; sparsemax
+// against a bisection for the simplex projection (Keras 3.15's own sparsemax is wrong).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "keras/serialization.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -112,8 +115,8 @@ TEST_CASE("layers take the new activation names; errors name the function",
   const tf::Tensor y = dense(tf::ones({2, 4}));
   CHECK(y.shape() == tf::TensorShape{2, 3});
   CHECK(K::layers::Dense(2, "hard_swish")(tf::ones({1, 2})).shape() == tf::TensorShape{1, 2});
-  require_error([] { K::activations::get("sparsemax"); },
-                {"[activations] unknown activation function 'sparsemax'", "mish"});
+  require_error([] { K::activations::get("rectifier"); },
+                {"[activations] unknown activation function 'rectifier'", "mish"});
   require_error(
       [] {
         A::glu(tf::ones({2, 3}));
@@ -157,4 +160,71 @@ TEST_CASE("LecunNormal, LecunUniform and Identity initializers", "[cpu][keras][i
   CHECK(eye_json.find(R"("class_name":"Identity","config":{"gain":2.0})") != std::string::npos);
   CHECK(K::saving::get_config_json(K::saving::from_config_json("Dense", json)) == json);
   CHECK(K::saving::get_config_json(K::saving::from_config_json("Dense", eye_json)) == eye_json);
+}
+
+namespace {
+
+// The projection onto the simplex by bisection on tau (sum(max(x - tau, 0)) = 1): an algorithm
+// independent of sparsemax's sort and cumulative sums.
+std::vector<double> simplex_projection(const std::vector<double>& x) {
+  double lo = *std::min_element(x.begin(), x.end()) - 1.0;
+  double hi = *std::max_element(x.begin(), x.end());
+  for (int i = 0; i < 200; ++i) {
+    const double tau = 0.5 * (lo + hi);
+    double s = 0.0;
+    for (double v : x) s += std::max(v - tau, 0.0);
+    (s > 1.0 ? lo : hi) = tau;
+  }
+  std::vector<double> out;
+  for (double v : x) out.push_back(std::max(v - 0.5 * (lo + hi), 0.0));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sparsemax projects onto the simplex", "[cpu][cuda][keras][activations]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    // Rows with a support of 1, 2 and 3 entries, ties, and a large offset (the mean shift keeps
+    // float32's precision).
+    const std::vector<std::vector<double>> rows = {
+        {0.1, 0.2, 0.3, 0.4}, {1.0, 2.0, 3.0, 4.0},     {0.5, 0.4, -1.0, 0.45},
+        {0.0, 0.0, 0.0, 0.0}, {1e4, 1e4 + 0.5, 1e4, 0}, {-3.0, 2.0, 1.9, 1.95}};
+    std::vector<double> flat, want;
+    for (const auto& r : rows) {
+      flat.insert(flat.end(), r.begin(), r.end());
+      const auto p = simplex_projection(r);
+      want.insert(want.end(), p.begin(), p.end());
+    }
+    for (tf::DType dtype : {tf::float32, tf::float64}) {
+      CAPTURE(tf::dtype_name(dtype));
+      const tf::Tensor x = tf::constant(tf::convert_to_tensor(flat, {6, 4}), dtype);
+      const tf::Tensor y = A::sparsemax(x);
+      check_values(y, want, 0, dtype == tf::float32 ? 2e-6 : 1e-10);
+      check_values(tf::reduce_sum(y, 1), std::vector<double>(6, 1.0), 1e-6, 0);
+      // Along axis 0 of the transpose, and through activations::get.
+      check_values(tf::transpose(A::sparsemax(tf::transpose(x), 0)), want, 0,
+                   dtype == tf::float32 ? 2e-6 : 1e-10);
+      check_values(K::activations::get("sparsemax")(x), want, 0,
+                   dtype == tf::float32 ? 2e-6 : 1e-10);
+    }
+    // Keras 3.15 gives [0, 0.0667, 0.1667] for [0.1, 0.2, 0.3] (its tau sums the cumulative
+    // sums); the projection is [0.2333, 0.3333, 0.4333].
+    check_values(A::sparsemax(tf::constant({0.1, 0.2, 0.3})), {0.7 / 3, 1.0 / 3, 1.3 / 3}, 1e-12);
+  }
+  // The Jacobian on the support S is I - 1/|S|, 0 elsewhere: central differences, on a 3-D
+  // input along its middle axis, away from the support's boundaries.
+  tf::testing::check_gradient([](const tf::Tensor& v) { return A::sparsemax(v, 1); }, {2, 4, 3},
+                              {0.1, 0.9, -0.4, 0.2, 0.3, 0.5, -1.0, 0.0,  0.45, 0.35, 0.8,  0.1,
+                               2.0, 0.0, 0.3,  1.7, 0.1, 0.2, 1.2,  -0.5, 0.25, -2.0, 0.05, 0.15});
+  // threshold(x, 0.5, -1): Keras' where(x > 0.5, x, -1).
+  check_values(A::threshold(tf::constant({0.2f, 0.5f, 0.7f, 3.0f}), 0.5, -1.0),
+               {-1.0, -1.0, 0.7, 3.0}, 1e-7);
+  require_error(
+      [] {
+        A::sparsemax(tf::ones({2, 3}), 2);
+      },
+      {"[sparsemax] axis 2 is out of range", "(2, 3)"});
+  require_error([] { A::sparsemax(tf::constant({1, 2})); }, {"[sparsemax]", "int32"});
 }
