@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/primitive.h"
@@ -103,6 +104,31 @@ DType assert_same_float_dtype(const std::vector<Tensor>& tensors,
                               std::optional<DType> dtype = std::nullopt);
 // TF's tf.debugging.is_numeric_tensor: a defined tensor of a numeric dtype (not bool).
 bool is_numeric_tensor(const Tensor& x);
+
+// One size of a shape given to assert_shapes: an integer (or a string that parses as one) is an
+// explicit size; "." (or "") any size; "*" or "..." as the first entry any number of outer
+// dimensions (the rest then constrain the innermost ones); any other string names a size that
+// must be the same wherever the name appears.
+struct ShapeDim {
+  ShapeDim(int64_t size) : size(size) {}  // NOLINT: implicit, as Python's ints
+  ShapeDim(int size) : size(size) {}      // NOLINT
+  ShapeDim(const char* name) : ShapeDim(std::string(name)) {}  // NOLINT
+  ShapeDim(std::string name);                                   // NOLINT
+  std::optional<int64_t> size;
+  std::string name;
+};
+// TF's tf.debugging.assert_shapes: every tensor has its shape, and the named sizes agree:
+//   assert_shapes({{x, {"N", "Q"}}, {y, {"N", "D"}}, {param, {"Q"}}, {scalar, {}}});
+// As TF, a scalar and a shape of no entries count as a shape of one entry of size 1. The ranks
+// and the known sizes are checked when called (also while tracing), with TF's messages
+// ("<message>.  Specified by tensor shape=(10, 3) dtype=float32 dimension 1.  Tensor shape=(10,
+// 7) dtype=float32 dimension 1 must have size 3.  Received size 7, shape (10, 7)"),
+// InvalidArgumentError (TF raises ValueError). Inside tf::function each trace sees its call's
+// sizes, and a graph traced for None dimensions serves only calls whose sizes keep the traced
+// equalities, so a call that breaks the shapes retraces and raises. An unknown size (a Keras
+// symbolic tensor's None) is not checked.
+void assert_shapes(const std::vector<std::pair<Tensor, std::vector<ShapeDim>>>& shapes,
+                   const std::string& message = "");
 
 }  // namespace debugging
 

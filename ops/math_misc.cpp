@@ -1,15 +1,19 @@
 #include "ops/math_misc.h"
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 
+#include "autograd/tape.h"
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/bitcast.h"
 #include "ops/debugging.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
-#include "ops/math.h"
 #include "ops/helpers.h"
+#include "ops/math.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/sort.h"
@@ -224,6 +228,47 @@ Tensor reciprocal_no_nan(const Tensor& x) {
 Tensor zero_fraction(const Tensor& value) {
   TF_CHECK_ARG(value.defined(), "zero_fraction", "the input is an undefined tensor (TF's None)");
   return reduce_mean(cast(equal(value, zeros_like(value)), float32));
+}
+
+namespace {
+
+// nextafter's value: one step of the bit pattern (sign and magnitude) towards x2.
+Tensor next_representable(const Tensor& x1, const Tensor& x2) {
+  const DType dtype = x1.dtype();
+  const DType bits = dtype == float32 ? int32 : int64;
+  const double tiny = dtype == float32 ? std::numeric_limits<float>::denorm_min()
+                                       : std::numeric_limits<double>::denorm_min();
+  const Tensor one = constant(Tensor(int64_t{1}), bits);
+  // Away from zero (a larger magnitude) when x1 > 0 moves up or x1 < 0 moves down.
+  const Tensor away = equal(greater(x1, Tensor(0.0)), greater(x2, x1));
+  const Tensor moved = bitcast(bitcast(x1, bits) + where(away, one, -one), dtype);
+  const Tensor from_zero =
+      where(greater(x2, Tensor(0.0)), ones_like(x2) * tiny, ones_like(x2) * -tiny);
+  Tensor out = where(equal(x1, Tensor(0.0)), from_zero, moved);
+  out = where(equal(x1, x2), x2, out);
+  return where(logical_or(is_nan(x1), is_nan(x2)), x1 + x2, out);
+}
+
+}  // namespace
+
+Tensor nextafter(const Tensor& x1, const Tensor& x2) {
+  const char* op = "nextafter";
+  TF_CHECK_ARG(x1.defined() && x2.defined(), op, "an input is an undefined tensor (TF's None)");
+  TF_CHECK_ARG(x1.dtype() == x2.dtype() && (x1.dtype() == float32 || x1.dtype() == float64), op,
+               "x1 and x2 must both be float32 or both float64 (TF's NextAfter), got {} and {}",
+               dtype_name(x1.dtype()), dtype_name(x2.dtype()));
+  (void)detail::broadcast_shapes(op, x1.shape(), x2.shape());
+  return detail::naming_errors(op, [&] {
+    const auto fn = custom_gradient([](const std::vector<Tensor>& xs) {
+      const Tensor value = next_representable(xs[0], xs[1]);
+      const TensorShape shape = xs[0].shape();
+      return std::make_pair(
+          value, std::function<std::vector<Tensor>(const Tensor&)>([shape](const Tensor& g) {
+            return std::vector<Tensor>{detail::sum_to_shape(g, shape), Tensor()};
+          }));
+    });
+    return fn({x1, x2});
+  });
 }
 
 }  // namespace tapeflow::math

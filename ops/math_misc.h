@@ -1,6 +1,7 @@
 // More of TF's tf.math: count_nonzero, truncatediv, truncatemod, polyval, is_non_decreasing,
 // is_strictly_increasing, invert_permutation, histogram_fixed_width_bins, erfcinv, add_n,
-// accumulate_n, scalar_mul, truediv, realdiv, rint, reciprocal_no_nan and zero_fraction. All are
+// accumulate_n, scalar_mul, truediv, realdiv, rint, reciprocal_no_nan, zero_fraction and
+// nextafter. All are
 // composites of existing primitives (every device, and the gradients those give). See
 // docs/ops.md.
 #pragma once
@@ -61,6 +62,11 @@ Tensor reciprocal_no_nan(const Tensor& x);
 // The fraction of x's elements that are zero (false), a float32 scalar, as TF's
 // tf.math.zero_fraction (also tf.nn.zero_fraction); NaN for an empty x, as TF.
 Tensor zero_fraction(const Tensor& value);
+// The next representable value after x1 towards x2, elementwise with broadcasting, as TF's
+// tf.math.nextafter: float32 or float64 (both the same), x2 where x1 == x2, NaN where either is
+// NaN, +-the smallest subnormal from 0. Its gradient is the upstream gradient for x1 (TF's) and
+// none for x2.
+Tensor nextafter(const Tensor& x1, const Tensor& x2);
 
 }  // namespace tapeflow::math
 
