@@ -64,4 +64,12 @@ Tensor bitcast(const Tensor& x, DType dtype) {
   return detail::dispatch(prims::Bitcast(dtype), {x});
 }
 
+namespace detail {
+Tensor without_gradient(const Tensor& x) {
+  TF_CHECK_ARG(x.defined(), "without_gradient", "the input is an undefined tensor (TF's None)");
+  if (!is_floating(x.dtype())) return x;  // no gradient flows through other dtypes anyway
+  return dispatch(prims::Bitcast(x.dtype()), {x});
+}
+}  // namespace detail
+
 }  // namespace tapeflow

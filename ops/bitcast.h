@@ -12,6 +12,12 @@ namespace tapeflow {
 // functions (also for None dimensions).
 Tensor bitcast(const Tensor& x, DType dtype);
 
+namespace detail {
+// x's values through which no gradient flows, for ops (which cannot call autograd's
+// stop_gradient): a same-dtype bitcast, a view.
+Tensor without_gradient(const Tensor& x);
+}  // namespace detail
+
 namespace prims {
 struct Bitcast final : PrimitiveBase<Bitcast> {
   DType dtype;

@@ -6,9 +6,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "autograd/tape.h"
 #include "core/check.h"
 #include "ops/binary.h"
+#include "ops/bitcast.h"
 #include "ops/dispatch.h"
 #include "ops/factory.h"
 #include "ops/linalg.h"
@@ -136,9 +136,10 @@ random::CandidateSample sample(const char* op, const Distribution& dist, const T
                   float32);
     };
     random::CandidateSample out;
-    out.sampled_candidates = stop_gradient(ids);
-    out.true_expected_count = stop_gradient(expected(dist.prob(cast(true_classes, int64))));
-    out.sampled_expected_count = stop_gradient(expected(dist.prob(ids)));
+    out.sampled_candidates = detail::without_gradient(ids);
+    out.true_expected_count =
+        detail::without_gradient(expected(dist.prob(cast(true_classes, int64))));
+    out.sampled_expected_count = detail::without_gradient(expected(dist.prob(ids)));
     return out;
   });
 }
@@ -320,9 +321,9 @@ std::pair<Tensor, Tensor> sampled_logits(const char* op, const Tensor& weights,
         given ? *given
               : random::log_uniform_candidate_sampler(ids, num_true, num_sampled, true, num_classes,
                                                       seed);
-    const Tensor sampled = cast(stop_gradient(s.sampled_candidates), int64);
-    const Tensor true_count = cast(stop_gradient(s.true_expected_count), dtype);
-    const Tensor sampled_count = cast(stop_gradient(s.sampled_expected_count), dtype);
+    const Tensor sampled = cast(detail::without_gradient(s.sampled_candidates), int64);
+    const Tensor true_count = cast(detail::without_gradient(s.true_expected_count), dtype);
+    const Tensor sampled_count = cast(detail::without_gradient(s.sampled_expected_count), dtype);
     // (batch, num_true) true logits: each input dotted with its classes' weight rows.
     const Tensor true_w = cast(gather(weights, ids), dtype);  // (batch, num_true, dim)
     Tensor true_logits = reduce_sum(expand_dims(inputs, 1) * true_w, std::vector<int>{2}) +
@@ -379,8 +380,9 @@ Tensor sampled_softmax_loss(const Tensor& weights, const Tensor& biases, const T
   const auto [logits, targets] =
       sampled_logits(op, weights, biases, labels, inputs, num_sampled, num_classes, num_true,
                      sampled_values, remove_accidental_hits, seed);
-  return detail::naming_errors(
-      op, [&] { return softmax_cross_entropy_with_logits(stop_gradient(targets), logits); });
+  return detail::naming_errors(op, [&] {
+    return softmax_cross_entropy_with_logits(detail::without_gradient(targets), logits);
+  });
 }
 
 }  // namespace nn

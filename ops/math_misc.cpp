@@ -1,11 +1,9 @@
 #include "ops/math_misc.h"
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/bitcast.h"
@@ -259,15 +257,11 @@ Tensor nextafter(const Tensor& x1, const Tensor& x2) {
                dtype_name(x1.dtype()), dtype_name(x2.dtype()));
   (void)detail::broadcast_shapes(op, x1.shape(), x2.shape());
   return detail::naming_errors(op, [&] {
-    const auto fn = custom_gradient([](const std::vector<Tensor>& xs) {
-      const Tensor value = next_representable(xs[0], xs[1]);
-      const TensorShape shape = xs[0].shape();
-      return std::make_pair(
-          value, std::function<std::vector<Tensor>(const Tensor&)>([shape](const Tensor& g) {
-            return std::vector<Tensor>{detail::sum_to_shape(g, shape), Tensor()};
-          }));
-    });
-    return fn({x1, x2});
+    // The value without gradients, then TF's gradient (the upstream one for x1, none for x2)
+    // added without changing a bit: x1 - x1 is +0 where x1 is finite, and r - (+0) is r, -0
+    // included.
+    const Tensor r = detail::without_gradient(next_representable(x1, x2));
+    return r - where(is_finite(x1), detail::without_gradient(x1) - x1, zeros_like(x1));
   });
 }
 

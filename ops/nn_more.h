@@ -122,6 +122,26 @@ CtcDecoded ctc_greedy_decoder(const Tensor& inputs, const Tensor& sequence_lengt
                               bool merge_repeated = true,
                               std::optional<int> blank_index = std::nullopt);
 
+// TF's tf.nn.ctc_beam_search_decoder: the top_paths most probable labellings of inputs (frames,
+// batch, classes) within sequence_length (batch,) frames, by TF's prefix beam search of
+// beam_width beams. The blank is the last class; each frame is normalised by its log-sum-exp,
+// so logits and their log-softmax give the same results, and log_probabilities (batch,
+// top_paths) is each path's log probability under softmax(inputs) (TF 2.21's values; in float64
+// tapeflow's are exact where TF's are off by about 1e-8). decoded[k] is the k-th best path of
+// every batch entry as (batch, frames) int64 padded with -1 (ctc_greedy_decoder's layout of
+// TF's SparseTensor). merge_repeated merges repeated labels of a path (TF 1's default; TF 2's
+// decoder passes false). A host algorithm (TF's runs on the CPU only): eager only (an
+// InvalidArgumentError inside tf::function: wrap it in tf::py_function there); inputs on a GPU
+// are read back. InvalidArgumentError for top_paths outside [1, beam_width] or above the beams
+// a short sequence leaves (TF's "Less leaves in the beam search than requested").
+struct CtcBeamDecoded {
+  std::vector<Tensor> decoded;
+  Tensor log_probabilities;
+};
+CtcBeamDecoded ctc_beam_search_decoder(const Tensor& inputs, const Tensor& sequence_length,
+                                       int beam_width = 100, int top_paths = 1,
+                                       bool merge_repeated = false);
+
 }  // namespace tapeflow::nn
 
 namespace tapeflow::math {
