@@ -564,7 +564,7 @@ void LayerImpl::require_rank_and_channels(const TensorShape& got, int rank, int6
 
 Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape,
                                const Initializer& initializer, bool trainable,
-                               const Regularizer& regularizer) {
+                               const Regularizer& regularizer, const Constraint& constraint) {
   const std::string n = this->name();
   const bool in_build = in_build_proper(this);
   if (!in_build) {
@@ -598,6 +598,7 @@ Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape
                    "unique within a layer",
                    n, class_name(), name);
       w.pass = build_pass_;
+      if (constraint.defined()) constraints::attach(w.variable, constraint);
       return w.variable;
     }
   }
@@ -626,6 +627,7 @@ Variable LayerImpl::add_weight(const std::string& name, const TensorShape& shape
                class_name(), name, shape.to_string());
     }
   }
+  if (constraint.defined()) constraints::attach(v, constraint);
   std::lock_guard lock(weights_mu_);
   weights_.push_back({.name = name,
                       .variable = v,

@@ -32,6 +32,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "keras/constraints.h"
 #include "keras/initializers.h"
 #include "keras/mixed_precision.h"
 #include "keras/regularizers.h"
@@ -184,6 +185,8 @@ struct DenseOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   // Keras' input_shape (without the batch dimension): builds the layer at construction.
   std::vector<int64_t> input_shape = {};
   std::string name = "";
@@ -233,6 +236,8 @@ struct Conv2DOptions {
   Initializer bias_initializer = {};
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
   std::string name = "";
 };
@@ -270,6 +275,8 @@ struct Conv2DTransposeOptions {
   Initializer bias_initializer = {};
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
   std::string name = "";
 };
@@ -588,9 +595,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // its calls (a custom layer's constructor, or a direct call of its build override): such a
   // weight is kept, and the build reuses it when it asks for the same name and shape again.
   // Refused inside a call and after the build; a name used twice in one build is an error.
+  // A defined `constraint` is attached to the weight (constraints::of), so that Keras'
+  // optimizers project it after each update.
   Variable add_weight(const std::string& name, const TensorShape& shape,
                       const Initializer& initializer, bool trainable,
-                      const Regularizer& regularizer = {});
+                      const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // Runs `fn` as a build of this layer on this thread: eagerly (BuildScope), with add_weight
   // allowed; the weights it made are published when it returns, and removed if it throws.
   void run_as_build(const std::function<void()>& fn);

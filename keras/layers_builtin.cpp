@@ -74,8 +74,11 @@ class DenseImpl final : public LayerImpl {
                  "got shape {}",
                  name_, shape_str(s));
     in_ = s[s.rank() - 1];
-    kernel_ = add_weight("kernel", TensorShape({in_, units_}), kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({units_}), bias_init_, true, bias_reg_);
+    kernel_ = add_weight("kernel", TensorShape({in_, units_}), kernel_init_, true, kernel_reg_,
+                         options_.kernel_constraint);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({units_}), bias_init_, true, bias_reg_,
+                         options_.bias_constraint);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TF_CHECK_ARG(s.rank() >= 2, name_.c_str(),
@@ -164,9 +167,11 @@ class Conv2DImpl final : public LayerImpl {
                  name_, groups_, s[3], shape_str(input));
     channels_ = s[3];
     const TensorShape kshape({kernel_size_.h, kernel_size_.w, channels_ / groups_, filters_});
-    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
+    kernel_ =
+        add_weight("kernel", kshape, kernel_init_, true, kernel_reg_, options_.kernel_constraint);
     if (use_bias_)
-      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_,
+                         options_.bias_constraint);
   }
   TensorShape compute_output_shape(const TensorShape& input) const override {
     if (input.rank() != 4) incompatible(input, format_.expected_ndim(2));
@@ -228,7 +233,9 @@ class Conv2DTransposeImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {
     const char* op = "Conv2DTranspose";
     TF_CHECK_ARG(filters > 0, op, "filters must be positive, got {}", filters);
     check_size2(op, "kernel_size", kernel);
@@ -251,8 +258,9 @@ class Conv2DTransposeImpl final : public LayerImpl {
                  name_, format_.layout(2), shape_str(input));
     channels_ = s[3];
     const TensorShape kshape({kernel_size_.h, kernel_size_.w, filters_, channels_});
-    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+    kernel_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_, bias_con_);
   }
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
@@ -309,6 +317,7 @@ class Conv2DTransposeImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   int64_t channels_ = 0;
   Variable kernel_, bias_;
 };
@@ -804,6 +813,8 @@ std::optional<ConvConfig> conv2d_transpose(const LayerImpl& layer) {
   c.bias_initializer = p->bias_init_;
   c.kernel_regularizer = p->kernel_reg_;
   c.bias_regularizer = p->bias_reg_;
+  c.kernel_constraint = p->kernel_con_;
+  c.bias_constraint = p->bias_con_;
   return c;
 }
 

@@ -85,7 +85,9 @@ class Conv3DImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {
     const char* cls = "Conv3D";
     TF_CHECK_ARG(filters > 0, cls, "filters must be positive, got {}", filters);
     check_size3(cls, "kernel_size", kernel);
@@ -121,8 +123,9 @@ class Conv3DImpl final : public LayerImpl {
                  name_, groups_, s[4], s.to_string());
     channels_ = s[4];
     const TensorShape kshape({kernel_.d, kernel_.h, kernel_.w, channels_ / groups_, filters_});
-    kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+    kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_, bias_con_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (s.rank() != 5) incompatible(s, format_.expected_ndim(3));
@@ -159,6 +162,7 @@ class Conv3DImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   int64_t channels_ = 0;
   Variable kernel_var_, bias_;
 };
@@ -181,7 +185,9 @@ class Conv3DTransposeImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {
     const char* cls = "Conv3DTranspose";
     TF_CHECK_ARG(filters > 0, cls, "filters must be positive, got {}", filters);
     check_size3(cls, "kernel_size", kernel);
@@ -212,8 +218,9 @@ class Conv3DTransposeImpl final : public LayerImpl {
                  name_, input.to_string());
     channels_ = s[4];
     const TensorShape kshape({kernel_.d, kernel_.h, kernel_.w, filters_, channels_});
-    kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+    kernel_var_ = add_weight("kernel", kshape, kernel_init_, true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_, bias_con_);
   }
   // Keras' deconv_output_length for one spatial dimension.
   int64_t out_length(int64_t in, int k, int stride, int dilation, std::optional<int> pad) const {
@@ -269,6 +276,7 @@ class Conv3DTransposeImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   int64_t channels_ = 0;
   Variable kernel_var_, bias_;
 };
@@ -572,6 +580,8 @@ std::optional<ConvConfig> conv3d(const LayerImpl& layer) {
   c.bias_initializer = p->bias_init_;
   c.kernel_regularizer = p->kernel_reg_;
   c.bias_regularizer = p->bias_reg_;
+  c.kernel_constraint = p->kernel_con_;
+  c.bias_constraint = p->bias_con_;
   return c;
 }
 std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer) {
@@ -591,6 +601,8 @@ std::optional<ConvConfig> conv3d_transpose(const LayerImpl& layer) {
   c.bias_initializer = p->bias_init_;
   c.kernel_regularizer = p->kernel_reg_;
   c.bias_regularizer = p->bias_reg_;
+  c.kernel_constraint = p->kernel_con_;
+  c.bias_constraint = p->bias_con_;
   return c;
 }
 std::optional<PoolingConfig> pooling3d(const LayerImpl& layer) {

@@ -40,6 +40,8 @@ struct Conv3DOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (D, H, W, C), builds at construction
   std::string name = "";
 };
@@ -77,6 +79,8 @@ struct Conv3DTransposeOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (D, H, W, C), builds at construction
   std::string name = "";
 };

@@ -60,7 +60,9 @@ class Conv1DTransposeImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {
     const char* cls = "Conv1DTranspose";
     TF_CHECK_ARG(filters > 0, cls, "filters must be positive, got {}", filters);
     TF_CHECK_ARG(kernel > 0, cls, "kernel_size must be positive, got {}", kernel);
@@ -96,8 +98,9 @@ class Conv1DTransposeImpl final : public LayerImpl {
                  name_, format_.layout(1), input.to_string());
     channels_ = s[2];
     kernel_var_ = add_weight("kernel", TensorShape({kernel_, filters_, channels_}), kernel_init_,
-                             true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+                             true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_, bias_con_);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
@@ -149,6 +152,7 @@ class Conv1DTransposeImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   int64_t channels_ = 0;
   Variable kernel_var_, bias_;
 };
@@ -691,6 +695,8 @@ std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer) {
   c.bias_initializer = p->bias_init_;
   c.kernel_regularizer = p->kernel_reg_;
   c.bias_regularizer = p->bias_reg_;
+  c.kernel_constraint = p->kernel_con_;
+  c.bias_constraint = p->bias_con_;
   return c;
 }
 

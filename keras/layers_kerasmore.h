@@ -27,6 +27,8 @@ struct Conv1DTransposeOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (steps, channels), builds at construction
   std::string name = "";
 };

@@ -74,6 +74,7 @@ class EmbeddingImpl final : public LayerImpl {
         init_(o.embeddings_initializer.defined() ? o.embeddings_initializer
                                                  : initializers::RandomUniform(-0.05, 0.05)),
         reg_(o.embeddings_regularizer),
+        con_(o.embeddings_constraint),
         mask_zero_(o.mask_zero) {
     TF_CHECK_ARG(input_dim > 0 && output_dim > 0, "Embedding",
                  "input_dim and output_dim must be positive, got input_dim={}, output_dim={}",
@@ -91,7 +92,8 @@ class EmbeddingImpl final : public LayerImpl {
 
  protected:
   void build(const TensorShape&) override {
-    table_ = add_weight("embeddings", TensorShape({input_dim_, output_dim_}), init_, true, reg_);
+    table_ =
+        add_weight("embeddings", TensorShape({input_dim_, output_dim_}), init_, true, reg_, con_);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TF_CHECK_ARG(s.rank() < TensorShape::kMaxRank, name_.c_str(),
@@ -119,6 +121,7 @@ class EmbeddingImpl final : public LayerImpl {
   int64_t input_dim_, output_dim_;
   Initializer init_;
   Regularizer reg_;
+  Constraint con_;
   bool mask_zero_ = false;
   Variable table_;
 };
@@ -417,7 +420,9 @@ class Conv1DImpl final : public LayerImpl {
                                                     : initializers::GlorotUniform()),
         bias_init_(o.bias_initializer.defined() ? o.bias_initializer : initializers::Zeros()),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {
     TF_CHECK_ARG(filters > 0, "Conv1D", "filters must be positive, got {}", filters);
     TF_CHECK_ARG(kernel > 0, "Conv1D", "kernel_size must be positive, got {}", kernel);
     TF_CHECK_ARG(o.strides > 0, "Conv1D", "strides must be positive, got {}", o.strides);
@@ -449,8 +454,9 @@ class Conv1DImpl final : public LayerImpl {
                  name_, groups_, s[2], shape_str(input));
     channels_ = s[2];
     kernel_ = add_weight("kernel", TensorShape({kernel_size_, channels_ / groups_, filters_}),
-                         kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_);
+                         kernel_init_, true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape({filters_}), bias_init_, true, bias_reg_, bias_con_);
   }
   TensorShape compute_output_shape(const TensorShape& input) const override {
     if (input.rank() != 3) incompatible(input, format_.expected_ndim(1));
@@ -499,6 +505,7 @@ class Conv1DImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   int64_t channels_ = 0;
   Variable kernel_, bias_;
 };
@@ -732,7 +739,7 @@ std::optional<std::string> activation(const LayerImpl& layer) {
 std::optional<EmbeddingConfig> embedding(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const EmbeddingImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return EmbeddingConfig{p->input_dim_, p->output_dim_, p->init_, p->reg_, p->mask_zero_};
+  return EmbeddingConfig{p->input_dim_, p->output_dim_, p->init_, p->reg_, p->mask_zero_, p->con_};
 }
 std::optional<layers::LayerNormalizationOptions> layer_normalization(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const LayerNormImpl*>(&layer);
@@ -763,6 +770,8 @@ std::optional<ConvConfig> conv1d(const LayerImpl& layer) {
   c.bias_initializer = p->bias_init_;
   c.kernel_regularizer = p->kernel_reg_;
   c.bias_regularizer = p->bias_reg_;
+  c.kernel_constraint = p->kernel_con_;
+  c.bias_constraint = p->bias_con_;
   return c;
 }
 std::optional<PoolingConfig> pooling1d(const LayerImpl& layer) {

@@ -23,6 +23,7 @@ namespace tapeflow::keras::layers {
 struct EmbeddingOptions {
   Initializer embeddings_initializer = {};  // Keras' "uniform": RandomUniform(-0.05, 0.05)
   Regularizer embeddings_regularizer = {};
+  Constraint embeddings_constraint = {};
   // Keras' mask_zero: id 0 is padding, and the output carries the mask ids != 0 (see
   // Layer::call_with_mask); input_dim stays the vocabulary size plus one, as in Keras.
   bool mask_zero = false;
@@ -171,6 +172,8 @@ struct Conv1DOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (steps, channels), builds at construction
   std::string name = "";
 };

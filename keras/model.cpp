@@ -430,8 +430,9 @@ void Model::build(const TensorShape& input_shape) {
 
 Variable Model::add_weight(const std::string& name, const TensorShape& shape,
                            const Initializer& initializer, bool trainable,
-                           const Regularizer& regularizer) {
-  return model_impl().add_custom_weight(name, shape, initializer, trainable, regularizer);
+                           const Regularizer& regularizer, const Constraint& constraint) {
+  return model_impl().add_custom_weight(name, shape, initializer, trainable, regularizer,
+                                        constraint);
 }
 
 void Model::add_loss(const Tensor& loss) {

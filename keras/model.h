@@ -78,8 +78,8 @@ class ModelImpl : public LayerImpl {
   // For Model::add_weight (LayerImpl::add_weight's rules).
   Variable add_custom_weight(const std::string& name, const TensorShape& shape,
                              const Initializer& initializer, bool trainable,
-                             const Regularizer& regularizer) {
-    return add_weight(name, shape, initializer, trainable, regularizer);
+                             const Regularizer& regularizer, const Constraint& constraint) {
+    return add_weight(name, shape, initializer, trainable, regularizer, constraint);
   }
 
   // Masking of a subclassed model (custom layer): Model::set_supports_masking's flag, and its
@@ -262,12 +262,13 @@ class Model : public Layer {
   // Keras' add_weight for a custom layer: a weight "<model>/<name>" of `shape` (fully defined)
   // and the model's dtype, initialised by `initializer` (a name such as "zeros" or an
   // Initializer; none: "glorot_uniform", Keras' default for floating weights), trainable or
-  // not, with an optional regularizer whose penalty joins losses(). Call it in build() (or in
+  // not, with an optional regularizer whose penalty joins losses() and an optional constraint
+  // the optimizers apply after each update (keras/constraints.h). Call it in build() (or in
   // the constructor, when the shape is known there); inside call() or after the build it is a
   // FailedPreconditionError, and a name used twice an InvalidArgumentError.
   Variable add_weight(const std::string& name, const TensorShape& shape,
                       const Initializer& initializer = {}, bool trainable = true,
-                      const Regularizer& regularizer = {});
+                      const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // Keras' add_loss inside call(): `loss` (summed if not a scalar) is added to the compiled loss
   // by fit, train_on_batch, evaluate and test_on_batch, and is listed by losses() until the
   // next call. FailedPreconditionError outside a call of this model.

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "distribute/replica_context.h"
 #include "keras/compile_access.h"
+#include "keras/constraints.h"
 #include "keras/mixed_precision.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -866,6 +867,8 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
                      k.lr)));
     }
     impl.update(grads[i], var, slots[i], k);
+    // Keras 3 projects a variable with a constraint right after its update.
+    if (const Constraint c = constraints::of(var); c.defined()) var.assign(c(var.value()));
   }
   // A variable shared by the replicas (not mirrored) is written by replica 0 alone; every
   // replica computed the same value from what it read before the all-reduce.

@@ -153,6 +153,25 @@ Config regularizer_json(const Layer& layer, const char* key, const Regularizer& 
                 {"registered_name", nullptr}};
 }
 
+Config constraint_json(const Layer& layer, const char* key, const Constraint& c) {
+  if (!c.defined()) return nullptr;
+  const auto& k = c.config();
+  TF_CHECK_T(UnimplementedError,
+             c.name() == "MaxNorm" || c.name() == "MinMaxNorm" || c.name() == "NonNeg" ||
+                 c.name() == "UnitNorm",
+             "get_config",
+             "{}: {} is the custom constraint \"{}\", which has no Keras config (use "
+             "tf::keras::constraints::MaxNorm, MinMaxNorm, NonNeg or UnitNorm)",
+             who(layer), key, c.name());
+  Config config = Config::object();
+  for (const auto& [name, v] : k.numbers) config[name] = v;
+  if (k.has_axis) config["axis"] = k.axis.size() == 1 ? Config(k.axis[0]) : Config(k.axis);
+  return Config{{"module", "keras.constraints"},
+                {"class_name", c.name()},
+                {"config", config},
+                {"registered_name", nullptr}};
+}
+
 // ---- reading a config, key by key ----
 
 // A Keras serialized object's class and config, checking its module and registered_name.
@@ -224,6 +243,59 @@ Initializer Reader::initializer(const std::string& key) {
                   "RandomUniform, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
                   "HeNormal, LecunNormal, LecunUniform, Orthogonal, Identity)");
   }
+  c.finish();
+  return out;
+}
+
+Constraint Reader::constraint(const std::string& key) {
+  const Config* v = find(key);
+  if (v == nullptr || v->is_null()) return {};
+  if (v->is_string()) {
+    try {
+      return constraints::get(v->get<std::string>());
+    } catch (const InvalidArgumentError&) {
+      fail(key, "names a constraint tapeflow does not have: \"" + v->get<std::string>() +
+                    "\" (max_norm, min_max_norm, non_neg, unit_norm)");
+    }
+  }
+  auto [cls, config] = object_parts(*this, key, *v, "keras.constraints");
+  Reader c(class_name_ + " " + key + " (" + cls + ")", config);
+  // Keras' axis: an int or a list of ints.
+  auto axis = [&c] {
+    const Config* a = c.find("axis");
+    if (a == nullptr) return std::vector<int>{0};
+    if (a->is_number_integer()) return std::vector<int>{a->get<int>()};
+    if (a->is_array() && !a->empty()) {
+      std::vector<int> out;
+      for (const Config& e : *a) {
+        if (!e.is_number_integer()) c.fail("axis", "must be an int or a list of ints");
+        out.push_back(e.get<int>());
+      }
+      return out;
+    }
+    c.fail("axis", "must be an int or a non-empty list of ints, got " + c.got(*a));
+  };
+  Constraint out;
+  try {
+    if (cls == "MaxNorm") {
+      const double max_value = c.number("max_value", 2.0);
+      out = constraints::MaxNorm(max_value, axis());
+    } else if (cls == "MinMaxNorm") {
+      const double lo = c.number("min_value", 0.0), hi = c.number("max_value", 1.0);
+      const double rate = c.number("rate", 1.0);
+      out = constraints::MinMaxNorm(lo, hi, rate, axis());
+    } else if (cls == "NonNeg") {
+      out = constraints::NonNeg();
+    } else if (cls == "UnitNorm") {
+      out = constraints::UnitNorm(axis());
+    } else {
+      fail(key, "is the constraint class \"" + cls +
+                    "\", which tapeflow does not have (MaxNorm, MinMaxNorm, NonNeg, UnitNorm)");
+    }
+  } catch (const InvalidArgumentError& e) {
+    fail(key, std::string("does not load: ") + e.what());
+  }
+  (void)c.find("axis");  // read above
   c.finish();
   return out;
 }
@@ -329,7 +401,7 @@ Config embedding_keys_json(const Layer& layer, const EmbeddingKeys& k) {
                                                   initializers::RandomUniform(-0.05, 0.05))},
       {"embeddings_regularizer", regularizer_json(layer, "embeddings_regularizer", k.regularizer)},
       {"activity_regularizer", nullptr},
-      {"embeddings_constraint", nullptr},
+      {"embeddings_constraint", constraint_json(layer, "embeddings_constraint", k.constraint)},
       {"mask_zero", k.mask_zero},
       {"quantization_config", nullptr}};
 }
@@ -341,7 +413,7 @@ EmbeddingKeys read_embedding_keys(Reader& r) {
   k.initializer = r.initializer("embeddings_initializer");
   k.regularizer = r.regularizer("embeddings_regularizer");
   r.expect_null("activity_regularizer");
-  r.expect_null("embeddings_constraint");
+  k.constraint = r.constraint("embeddings_constraint");
   k.mask_zero = r.boolean("mask_zero", false);
   r.expect_null("quantization_config");
   return k;
@@ -368,9 +440,10 @@ Layer dense_from(const Config& config) {
   o.bias_initializer = r.initializer("bias_initializer");
   o.kernel_regularizer = r.regularizer("kernel_regularizer");
   o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint",
-                        "quantization_config", "lora_rank"})
-    r.expect_null(k);
+  r.expect_null("activity_regularizer");
+  o.kernel_constraint = r.constraint("kernel_constraint");
+  o.bias_constraint = r.constraint("bias_constraint");
+  for (const char* k : {"quantization_config", "lora_rank"}) r.expect_null(k);
   if (r.has("lora_alpha")) r.number("lora_alpha");  // meaningful only with lora_rank
   o.name = b.name;
   r.finish();
@@ -385,8 +458,8 @@ Config dense_get(const Layer& layer) {
       {"units", c.units}, {"activation", activation_json(o.activation)}, {"use_bias", o.use_bias}};
   add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
                        o.bias_regularizer);
-  out["kernel_constraint"] = nullptr;
-  out["bias_constraint"] = nullptr;
+  out["kernel_constraint"] = constraint_json(layer, "kernel_constraint", o.kernel_constraint);
+  out["bias_constraint"] = constraint_json(layer, "bias_constraint", o.bias_constraint);
   out["quantization_config"] = nullptr;
   return out;
 }
@@ -555,6 +628,7 @@ Layer embedding_from(const Config& config) {
   layers::EmbeddingOptions o;
   o.embeddings_initializer = k.initializer;
   o.embeddings_regularizer = k.regularizer;
+  o.embeddings_constraint = k.constraint;
   o.mask_zero = k.mask_zero;
   r.expect_null("lora_rank");
   if (r.has("lora_alpha")) r.number("lora_alpha");
@@ -568,7 +642,7 @@ Layer embedding_from(const Config& config) {
 Config embedding_get(const Layer& layer) {
   auto c = need(lo::embedding(layer.impl()), layer);
   return embedding_keys_json(
-      layer, {c.input_dim, c.output_dim, c.initializer, c.regularizer, c.mask_zero});
+      layer, {c.input_dim, c.output_dim, c.initializer, c.regularizer, c.mask_zero, c.constraint});
 }
 
 Layer layer_norm_from(const Config& config) {

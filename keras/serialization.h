@@ -6,8 +6,8 @@
 // ({"module": "keras.layers", "class_name": "Dense", "config": {...}, "registered_name": null}),
 // so JSON written by Keras' model.to_json() for the supported layers loads here and tapeflow's
 // loads in Keras. Reading is strict: a key tapeflow does not know, or a value it cannot honour
-// (a constraint, channels_first, an initializer class it lacks), is an InvalidArgumentError
-// naming the layer class and the key; nothing is dropped silently.
+// (a constraint of a layer that takes none yet, an initializer class it lacks), is an
+// InvalidArgumentError naming the layer class and the key; nothing is dropped silently.
 //
 // Supported classes: Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
 // BatchNormalization, ReLU, Softmax, Activation, Embedding, LayerNormalization, Reshape,

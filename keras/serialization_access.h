@@ -40,6 +40,7 @@ struct EmbeddingConfig {
   Initializer initializer;  // undefined: Keras' default
   Regularizer regularizer;
   bool mask_zero = false;
+  Constraint constraint;
 };
 
 // keras/layers_builtin.cpp

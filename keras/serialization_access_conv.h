@@ -31,6 +31,7 @@ struct ConvConfig {
   bool use_bias = true;
   Initializer kernel_initializer, pointwise_initializer, bias_initializer;  // undefined: default
   Regularizer kernel_regularizer, pointwise_regularizer, bias_regularizer;
+  Constraint kernel_constraint, bias_constraint;  // Conv1D/2D/3D and their transposes
 };
 // Max- and AveragePooling1D/3D.
 struct PoolingConfig {

@@ -122,6 +122,8 @@ std::optional<lo::ConvConfig> conv2d_config(const LayerImpl& layer) {
   c.bias_initializer = o.bias_initializer;
   c.kernel_regularizer = o.kernel_regularizer;
   c.bias_regularizer = o.bias_regularizer;
+  c.kernel_constraint = o.kernel_constraint;
+  c.bias_constraint = o.bias_constraint;
   return c;
 }
 
@@ -135,6 +137,7 @@ O conv_options(const lo::ConvConfig& c, const std::string& name) {
   o.use_bias = c.use_bias;
   o.bias_initializer = c.bias_initializer;
   o.bias_regularizer = c.bias_regularizer;
+  if constexpr (requires { o.bias_constraint; }) o.bias_constraint = c.bias_constraint;
   o.name = name;
   return o;
 }
@@ -143,6 +146,7 @@ O kernel_options(const lo::ConvConfig& c, const std::string& name) {
   O o = conv_options<O>(c, name);
   o.kernel_initializer = c.kernel_initializer;
   o.kernel_regularizer = c.kernel_regularizer;
+  if constexpr (requires { o.kernel_constraint; }) o.kernel_constraint = c.kernel_constraint;
   return o;
 }
 template <class O>
@@ -277,9 +281,9 @@ Config conv_get(const ConvClass& k, const Layer& layer) {
         regularizer_json(layer, "pointwise_regularizer", c.pointwise_regularizer);
   out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", c.bias_regularizer);
   out["activity_regularizer"] = nullptr;
-  out[w + "_constraint"] = nullptr;
+  out[w + "_constraint"] = constraint_json(layer, (w + "_constraint").c_str(), c.kernel_constraint);
   if (k.kind == ConvKind::kSeparable) out["pointwise_constraint"] = nullptr;
-  out["bias_constraint"] = nullptr;
+  out["bias_constraint"] = constraint_json(layer, "bias_constraint", c.bias_constraint);
   return out;
 }
 
@@ -310,8 +314,13 @@ Layer conv_from(const ConvClass& k, const Config& config) {
   c.kernel_regularizer = r.regularizer(w + "_regularizer");
   c.bias_regularizer = r.regularizer("bias_regularizer");
   r.expect_null("activity_regularizer");
-  r.expect_null(w + "_constraint");
-  r.expect_null("bias_constraint");
+  if (is_depthwise(k.kind)) {  // their options have no constraints yet
+    r.expect_null(w + "_constraint");
+    r.expect_null("bias_constraint");
+  } else {
+    c.kernel_constraint = r.constraint(w + "_constraint");
+    c.bias_constraint = r.constraint("bias_constraint");
+  }
   if (k.kind == ConvKind::kSeparable) {
     c.pointwise_initializer = r.initializer("pointwise_initializer");
     c.pointwise_regularizer = r.regularizer("pointwise_regularizer");

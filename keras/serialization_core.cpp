@@ -102,6 +102,8 @@ Layer reversible_embedding_from(const Config& config) {
   layers::ReversibleEmbeddingOptions o;
   o.embeddings_initializer = k.initializer;
   o.embeddings_regularizer = k.regularizer;
+  if (k.constraint.defined())
+    r.fail("embeddings_constraint", "is not supported by tapeflow's ReversibleEmbedding (null)");
   o.mask_zero = k.mask_zero;
   o.tie_weights = r.boolean("tie_weights", true);
   if (const Config* d = r.find("reverse_dtype"); d != nullptr && !d->is_null()) {
@@ -123,8 +125,12 @@ Layer reversible_embedding_from(const Config& config) {
 Config reversible_embedding_get(const Layer& layer) {
   const lo::ReversibleEmbeddingConfig c = need(lo::reversible_embedding(layer.impl()), layer);
   const layers::ReversibleEmbeddingOptions& o = c.options;
-  Config out = embedding_keys_json(layer, {c.input_dim, c.output_dim, o.embeddings_initializer,
-                                           o.embeddings_regularizer, o.mask_zero});
+  Config out = embedding_keys_json(layer, {c.input_dim,
+                                           c.output_dim,
+                                           o.embeddings_initializer,
+                                           o.embeddings_regularizer,
+                                           o.mask_zero,
+                                           {}});
   out["tie_weights"] = o.tie_weights;
   out["reverse_dtype"] =
       o.reverse_dtype ? Config(std::string(dtype_name(*o.reverse_dtype))) : Config(nullptr);

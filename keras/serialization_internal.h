@@ -35,6 +35,7 @@ std::string who(const Layer& layer);                // "layer \"dense\" (Dense)"
 Config initializer_json(const Layer& layer, const char* key, const Initializer& init,
                         const Initializer& fallback);
 Config regularizer_json(const Layer& layer, const char* key, const Regularizer& r);  // null: none
+Config constraint_json(const Layer& layer, const char* key, const Constraint& c);    // null: none
 // Appends Keras' "kernel_initializer", "bias_initializer", "kernel_regularizer" and
 // "bias_regularizer" (in that order) of a layer with a kernel and a bias (glorot_uniform and
 // zeros when not given).
@@ -189,6 +190,7 @@ class Reader {
   }
   Initializer initializer(const std::string& key);
   Regularizer regularizer(const std::string& key);
+  Constraint constraint(const std::string& key);  // null: none
 
   // Rejects the keys nobody read.
   void finish() const {
@@ -222,13 +224,14 @@ void apply_base(const Layer& layer, const Base& b);
 Config base_config(const Layer& layer);  // Keras' "name", "trainable", "dtype", in its order
 
 // Keras' Embedding keys, which ReversibleEmbedding's config begins with, in Keras' order:
-// input_dim, output_dim, the initializer and regularizer, activity_regularizer and
-// embeddings_constraint (null), mask_zero, quantization_config (null).
+// input_dim, output_dim, the initializer and regularizer, activity_regularizer (null),
+// embeddings_constraint, mask_zero, quantization_config (null).
 struct EmbeddingKeys {
   int64_t input_dim = 0, output_dim = 0;
   Initializer initializer;
   Regularizer regularizer;
   bool mask_zero = false;
+  Constraint constraint;
 };
 Config embedding_keys_json(const Layer& layer, const EmbeddingKeys& k);
 EmbeddingKeys read_embedding_keys(Reader& r);

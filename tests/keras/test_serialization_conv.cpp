@@ -1029,10 +1029,14 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
   with(L::Conv2DTranspose(2, 3), "strides", Config::array({1, 2, 3}), "list of 2 integers");
   with(L::Conv3D(2, 3), "dilation_rate", Config::array({1, 0, 1}), ">= 1");
   with(L::Conv2D(2, 3), "padding", "causal", "causal");
-  with(L::Conv1DTranspose(2, 3), "kernel_constraint",
+  with(L::DepthwiseConv2D(3), "depthwise_constraint",
        Config::parse(R"({"module": "keras.constraints", "class_name": "NonNeg", "config": {},
        "registered_name": null})"),
        "not supported");
+  with(L::Conv1DTranspose(2, 3), "kernel_constraint",
+       Config::parse(R"({"module": "keras.constraints", "class_name": "Clip", "config": {},
+       "registered_name": null})"),
+       "\"Clip\"");
   with(L::SeparableConv2D(2, 3), "pointwise_initializer",
        Config::parse(R"({"module": "keras.initializers", "class_name": "VarianceScaling",
        "config": {"seed": null, "scale": 0.1}, "registered_name": null})"),
