@@ -309,12 +309,24 @@ Tensor dice(const Tensor& y_true, const Tensor& y_pred, const std::vector<int>& 
 Tensor tversky(const Tensor& y_true, const Tensor& y_pred, double alpha = 0.5, double beta = 0.5,
                const std::vector<int>& axis = {});
 
+// ---- CTC (keras/losses_ctc.cpp) ----
+// Keras 3's CTC loss for sequence labelling without alignments (speech, OCR): y_true (batch,
+// max_length) integer labels padded with 0 (class 0 is the blank), y_pred (batch, frames,
+// classes) logits; per sample tf::nn::ctc_loss with each label's length its count of non-zero
+// entries and every sequence spanning all the frames. Differentiable with respect to y_pred.
+// float64 is computed in float64 (Keras 3.15 computes it in float32). compile() string "ctc".
+Tensor ctc(const Tensor& y_true, const Tensor& y_pred);
+class CTC : public Loss {
+ public:
+  explicit CTC(Reduction reduction = Reduction::AUTO, std::string name = "ctc");
+};
+
 namespace detail {
 // The losses of keras/losses_extra.cpp by compile() string (lower case), as get_more.
 Loss get_extra(const std::string& id);
 inline constexpr const char* kExtraLossNames =
     "binary_focal_crossentropy, categorical_focal_crossentropy, dice, tversky, "
-    "categorical_generalized_cross_entropy, circle";
+    "categorical_generalized_cross_entropy, circle, ctc";
 }  // namespace detail
 
 }  // namespace tapeflow::keras::losses

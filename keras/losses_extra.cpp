@@ -278,6 +278,7 @@ Loss detail::get_extra(const std::string& id) {
   if (id == "categorical_generalized_cross_entropy" || id == "categoricalgeneralizedcrossentropy")
     return CategoricalGeneralizedCrossEntropy();
   if (id == "circle") return Circle();
+  if (id == "ctc") return CTC();
   return Loss();
 }
 

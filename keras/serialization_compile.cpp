@@ -414,7 +414,8 @@ constexpr std::pair<const char*, const char*> kPlainLosses[] = {
     {"Poisson", "poisson"},
     {"Hinge", "hinge"},
     {"SquaredHinge", "squared_hinge"},
-    {"CategoricalHinge", "categorical_hinge"}};
+    {"CategoricalHinge", "categorical_hinge"},
+    {"CTC", "ctc"}};
 
 const char* reduction_json(Reduction r) {
   switch (r) {
@@ -439,6 +440,7 @@ Loss plain_loss(const std::string& kind, Reduction reduction, std::string name) 
   if (kind == "poisson") return Poisson(reduction, std::move(name));
   if (kind == "hinge") return Hinge(reduction, std::move(name));
   if (kind == "squared_hinge") return SquaredHinge(reduction, std::move(name));
+  if (kind == "ctc") return CTC(reduction, std::move(name));
   return CategoricalHinge(reduction, std::move(name));
 }
 }  // namespace
@@ -479,7 +481,7 @@ constexpr const char* kLossClassNames =
     "MeanSquaredLogarithmicError, LogCosh, KLDivergence, Poisson, Hinge, SquaredHinge, "
     "CategoricalHinge, SparseCategoricalCrossentropy, CategoricalCrossentropy, "
     "BinaryCrossentropy, Huber, CosineSimilarity, BinaryFocalCrossentropy, "
-    "CategoricalFocalCrossentropy, Dice, Tversky, CategoricalGeneralizedCrossEntropy, Circle";
+    "CategoricalFocalCrossentropy, Dice, Tversky, CategoricalGeneralizedCrossEntropy, Circle, CTC";
 
 // Dice's and Tversky's axis: null (every axis), an integer or a list of them.
 std::vector<int> axes_key(Reader& r, const std::string& key) {
