@@ -390,6 +390,8 @@ struct BatchNormalizationOptions {
   Initializer moving_variance_initializer = {};  // ones
   Regularizer beta_regularizer = {};
   Regularizer gamma_regularizer = {};
+  Constraint beta_constraint = {};
+  Constraint gamma_constraint = {};
   std::string name = "";
 };
 

@@ -555,10 +555,10 @@ class BatchNormImpl final : public LayerImpl {
     auto pick = [](const Initializer& i, Initializer d) { return i.defined() ? i : d; };
     if (o_.scale)
       gamma_ = add_weight("gamma", c, pick(o_.gamma_initializer, initializers::Ones()), true,
-                          o_.gamma_regularizer);
+                          o_.gamma_regularizer, o_.gamma_constraint);
     if (o_.center)
       beta_ = add_weight("beta", c, pick(o_.beta_initializer, initializers::Zeros()), true,
-                         o_.beta_regularizer);
+                         o_.beta_regularizer, o_.beta_constraint);
     moving_mean_ = add_weight("moving_mean", c,
                               pick(o_.moving_mean_initializer, initializers::Zeros()), false);
     moving_variance_ =

@@ -37,6 +37,7 @@ struct Config {
   bool use_bias = true;
   Initializer depthwise_init = {}, pointwise_init = {}, bias_init = {};
   Regularizer depthwise_reg = {}, pointwise_reg = {}, bias_reg = {};
+  Constraint depthwise_con = {}, pointwise_con = {}, bias_con = {};
   std::string name = {};
 };
 
@@ -79,15 +80,16 @@ class DepthwiseImpl final : public LayerImpl {
     const TensorShape dshape = c_.rank == 2 ? TensorShape({c_.kernel.h, c_.kernel.w, channels_, dm})
                                             : TensorShape({c_.kernel.w, channels_, dm});
     depthwise_ = add_weight(c_.separable ? "depthwise_kernel" : "kernel", dshape, c_.depthwise_init,
-                            true, c_.depthwise_reg);
+                            true, c_.depthwise_reg, c_.depthwise_con);
     if (c_.separable) {
       const TensorShape pshape = c_.rank == 2 ? TensorShape({1, 1, channels_ * dm, c_.filters})
                                               : TensorShape({1, channels_ * dm, c_.filters});
-      pointwise_ =
-          add_weight("pointwise_kernel", pshape, c_.pointwise_init, true, c_.pointwise_reg);
+      pointwise_ = add_weight("pointwise_kernel", pshape, c_.pointwise_init, true, c_.pointwise_reg,
+                              c_.pointwise_con);
     }
     if (c_.use_bias)
-      bias_ = add_weight("bias", TensorShape({out_channels()}), c_.bias_init, true, c_.bias_reg);
+      bias_ = add_weight("bias", TensorShape({out_channels()}), c_.bias_init, true, c_.bias_reg,
+                         c_.bias_con);
   }
   TensorShape compute_output_shape(const TensorShape& input) const override {
     if (input.rank() != c_.rank + 2) incompatible(input, format_.expected_ndim(c_.rank));
@@ -170,6 +172,8 @@ DepthwiseConv2D::DepthwiseConv2D(Size2 kernel_size, DepthwiseConv2DOptions o) {
            .bias_init = o.bias_initializer,
            .depthwise_reg = o.depthwise_regularizer,
            .bias_reg = o.bias_regularizer,
+           .depthwise_con = o.depthwise_constraint,
+           .bias_con = o.bias_constraint,
            .name = o.name};
   impl_ = make("DepthwiseConv2D", "depthwise_conv2d", std::move(c), o.input_shape);
 }
@@ -198,6 +202,9 @@ SeparableConv2D::SeparableConv2D(int64_t filters, Size2 kernel_size, SeparableCo
            .depthwise_reg = o.depthwise_regularizer,
            .pointwise_reg = o.pointwise_regularizer,
            .bias_reg = o.bias_regularizer,
+           .depthwise_con = o.depthwise_constraint,
+           .pointwise_con = o.pointwise_constraint,
+           .bias_con = o.bias_constraint,
            .name = o.name};
   impl_ = make("SeparableConv2D", "separable_conv2d", std::move(c), o.input_shape);
 }
@@ -226,6 +233,8 @@ DepthwiseConv1D::DepthwiseConv1D(int kernel_size, DepthwiseConv1DOptions o) {
            .bias_init = o.bias_initializer,
            .depthwise_reg = o.depthwise_regularizer,
            .bias_reg = o.bias_regularizer,
+           .depthwise_con = o.depthwise_constraint,
+           .bias_con = o.bias_constraint,
            .name = o.name};
   impl_ = make("DepthwiseConv1D", "depthwise_conv1d", std::move(c), o.input_shape);
 }
@@ -254,6 +263,9 @@ SeparableConv1D::SeparableConv1D(int64_t filters, int kernel_size, SeparableConv
            .depthwise_reg = o.depthwise_regularizer,
            .pointwise_reg = o.pointwise_regularizer,
            .bias_reg = o.bias_regularizer,
+           .depthwise_con = o.depthwise_constraint,
+           .pointwise_con = o.pointwise_constraint,
+           .bias_con = o.bias_constraint,
            .name = o.name};
   impl_ = make("SeparableConv1D", "separable_conv1d", std::move(c), o.input_shape);
 }
@@ -294,6 +306,9 @@ std::optional<ConvConfig> depthwise_conv(const LayerImpl& layer) {
   c.kernel_regularizer = k.depthwise_reg;
   c.pointwise_regularizer = k.pointwise_reg;
   c.bias_regularizer = k.bias_reg;
+  c.kernel_constraint = k.depthwise_con;
+  c.pointwise_constraint = k.pointwise_con;
+  c.bias_constraint = k.bias_con;
   return c;
 }
 

@@ -27,6 +27,8 @@ struct DepthwiseConv2DOptions {
   Initializer bias_initializer = {};       // zeros
   Regularizer depthwise_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint depthwise_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
   std::string name = "";
 };
@@ -69,6 +71,9 @@ struct SeparableConv2DOptions {
   Regularizer depthwise_regularizer = {};
   Regularizer pointwise_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint depthwise_constraint = {};
+  Constraint pointwise_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (H, W, C), builds at construction
   std::string name = "";
 };
@@ -108,6 +113,8 @@ struct DepthwiseConv1DOptions {
   Initializer bias_initializer = {};
   Regularizer depthwise_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint depthwise_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (steps, channels), builds at construction
   std::string name = "";
 };
@@ -136,6 +143,9 @@ struct SeparableConv1DOptions {
   Regularizer depthwise_regularizer = {};
   Regularizer pointwise_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint depthwise_constraint = {};
+  Constraint pointwise_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // (steps, channels), builds at construction
   std::string name = "";
 };

@@ -163,6 +163,7 @@ class PReLUImpl final : public LayerImpl {
       : LayerImpl("PReLU", "p_re_lu", o.name),
         init_(o.alpha_initializer.defined() ? o.alpha_initializer : initializers::Zeros()),
         reg_(o.alpha_regularizer),
+        con_(o.alpha_constraint),
         shared_(std::move(o.shared_axes)) {}
 
  protected:
@@ -185,7 +186,7 @@ class PReLUImpl final : public LayerImpl {
                  "must be known outside shared_axes, got input shape {}",
                  name_, shape_str(s));
     alpha_shape_ = a;
-    alpha_ = add_weight("alpha", a, init_, true, reg_);
+    alpha_ = add_weight("alpha", a, init_, true, reg_, con_);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
@@ -208,6 +209,7 @@ class PReLUImpl final : public LayerImpl {
       const LayerImpl&);
   Initializer init_;
   Regularizer reg_;
+  Constraint con_;
   std::vector<int> shared_;
   TensorShape alpha_shape_;
   Variable alpha_;
@@ -494,10 +496,10 @@ class GroupNormImpl final : public LayerImpl {
     auto pick = [](const Initializer& i, Initializer d) { return i.defined() ? i : d; };
     if (o_.scale)
       gamma_ = add_weight("gamma", c, pick(o_.gamma_initializer, initializers::Ones()), true,
-                          o_.gamma_regularizer);
+                          o_.gamma_regularizer, o_.gamma_constraint);
     if (o_.center)
       beta_ = add_weight("beta", c, pick(o_.beta_initializer, initializers::Zeros()), true,
-                         o_.beta_regularizer);
+                         o_.beta_regularizer, o_.beta_constraint);
   }
   // Keras: autocast = False, so gamma and beta are read in float32 under a mixed policy.
   bool autocast() const override { return false; }
@@ -766,7 +768,7 @@ std::optional<double> elu_alpha(const LayerImpl& layer) {
 std::optional<PReLUConfig> prelu(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const PReLUImpl*>(&layer);
   if (p == nullptr) return std::nullopt;
-  return PReLUConfig{p->init_, p->reg_, p->shared_};
+  return PReLUConfig{p->init_, p->reg_, p->shared_, p->con_};
 }
 std::optional<std::vector<int>> permute_dims(const LayerImpl& layer) {
   const auto* p = dynamic_cast<const PermuteImpl*>(&layer);

@@ -127,6 +127,7 @@ class ELU : public Layer {
 struct PReLUOptions {
   Initializer alpha_initializer = {};  // zeros
   Regularizer alpha_regularizer = {};
+  Constraint alpha_constraint = {};
   // 1-based axes (after the batch) that share one alpha, e.g. {1, 2} for the height and width
   // of images: alpha has size 1 there.
   std::vector<int> shared_axes = {};
@@ -221,6 +222,8 @@ struct GroupNormalizationOptions {
   Initializer gamma_initializer = {};  // ones
   Regularizer beta_regularizer = {};
   Regularizer gamma_regularizer = {};
+  Constraint beta_constraint = {};
+  Constraint gamma_constraint = {};
   std::string name = "";
 };
 // Splits the channels (at `axis`) into `groups` groups and normalises each example's group over

@@ -169,10 +169,10 @@ class LayerNormImpl final : public LayerImpl {
     auto pick = [](const Initializer& i, Initializer d) { return i.defined() ? i : d; };
     if (o_.scale)
       gamma_ = add_weight("gamma", param, pick(o_.gamma_initializer, initializers::Ones()), true,
-                          o_.gamma_regularizer);
+                          o_.gamma_regularizer, o_.gamma_constraint);
     if (o_.center)
       beta_ = add_weight("beta", param, pick(o_.beta_initializer, initializers::Zeros()), true,
-                         o_.beta_regularizer);
+                         o_.beta_regularizer, o_.beta_constraint);
   }
   void check_input(const TensorShape& s) const override {
     bool ok = s.rank() == rank_;

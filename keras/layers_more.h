@@ -64,6 +64,8 @@ struct LayerNormalizationOptions {
   Initializer gamma_initializer = {};  // ones
   Regularizer beta_regularizer = {};
   Regularizer gamma_regularizer = {};
+  Constraint beta_constraint = {};
+  Constraint gamma_constraint = {};
   std::string name = "";
 };
 

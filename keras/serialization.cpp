@@ -535,8 +535,8 @@ Layer batch_norm_from(const Config& config) {
   o.moving_variance_initializer = r.initializer("moving_variance_initializer");
   o.beta_regularizer = r.regularizer("beta_regularizer");
   o.gamma_regularizer = r.regularizer("gamma_regularizer");
-  r.expect_null("beta_constraint");
-  r.expect_null("gamma_constraint");
+  o.beta_constraint = r.constraint("beta_constraint");
+  o.gamma_constraint = r.constraint("gamma_constraint");
   r.expect("synchronized", false);
   r.expect("renorm", false);
   r.expect_null("renorm_clipping");
@@ -567,8 +567,8 @@ Config batch_norm_get(const Layer& layer) {
                         initializers::Ones())},
       {"beta_regularizer", regularizer_json(layer, "beta_regularizer", o.beta_regularizer)},
       {"gamma_regularizer", regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer)},
-      {"beta_constraint", nullptr},
-      {"gamma_constraint", nullptr},
+      {"beta_constraint", constraint_json(layer, "beta_constraint", o.beta_constraint)},
+      {"gamma_constraint", constraint_json(layer, "gamma_constraint", o.gamma_constraint)},
       {"synchronized", false},
       {"renorm", false},
       {"renorm_clipping", nullptr},
@@ -660,8 +660,8 @@ Layer layer_norm_from(const Config& config) {
   o.gamma_initializer = r.initializer("gamma_initializer");
   o.beta_regularizer = r.regularizer("beta_regularizer");
   o.gamma_regularizer = r.regularizer("gamma_regularizer");
-  r.expect_null("beta_constraint");
-  r.expect_null("gamma_constraint");
+  o.beta_constraint = r.constraint("beta_constraint");
+  o.gamma_constraint = r.constraint("gamma_constraint");
   o.name = b.name;
   r.finish();
   Layer l = layers::LayerNormalization(o);

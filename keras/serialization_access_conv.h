@@ -31,7 +31,7 @@ struct ConvConfig {
   bool use_bias = true;
   Initializer kernel_initializer, pointwise_initializer, bias_initializer;  // undefined: default
   Regularizer kernel_regularizer, pointwise_regularizer, bias_regularizer;
-  Constraint kernel_constraint, bias_constraint;  // Conv1D/2D/3D and their transposes
+  Constraint kernel_constraint, pointwise_constraint, bias_constraint;
 };
 // Max- and AveragePooling1D/3D.
 struct PoolingConfig {
@@ -66,6 +66,7 @@ struct PReLUConfig {
   Initializer initializer;  // undefined: zeros
   Regularizer regularizer;
   std::vector<int> shared_axes;
+  Constraint constraint;
 };
 struct AlphaDropoutConfig {
   double rate = 0.0;

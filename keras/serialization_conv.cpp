@@ -137,7 +137,7 @@ O conv_options(const lo::ConvConfig& c, const std::string& name) {
   o.use_bias = c.use_bias;
   o.bias_initializer = c.bias_initializer;
   o.bias_regularizer = c.bias_regularizer;
-  if constexpr (requires { o.bias_constraint; }) o.bias_constraint = c.bias_constraint;
+  o.bias_constraint = c.bias_constraint;
   o.name = name;
   return o;
 }
@@ -146,7 +146,7 @@ O kernel_options(const lo::ConvConfig& c, const std::string& name) {
   O o = conv_options<O>(c, name);
   o.kernel_initializer = c.kernel_initializer;
   o.kernel_regularizer = c.kernel_regularizer;
-  if constexpr (requires { o.kernel_constraint; }) o.kernel_constraint = c.kernel_constraint;
+  o.kernel_constraint = c.kernel_constraint;
   return o;
 }
 template <class O>
@@ -155,6 +155,7 @@ O depthwise_options(const lo::ConvConfig& c, const std::string& name) {
   o.depth_multiplier = c.depth_multiplier;
   o.depthwise_initializer = c.kernel_initializer;
   o.depthwise_regularizer = c.kernel_regularizer;
+  o.depthwise_constraint = c.kernel_constraint;
   return o;
 }
 
@@ -218,6 +219,7 @@ Layer make_separable_conv1d(const lo::ConvConfig& c, const std::string& name) {
   o.dilation_rate = c.dilation_rate[0];
   o.pointwise_initializer = c.pointwise_initializer;
   o.pointwise_regularizer = c.pointwise_regularizer;
+  o.pointwise_constraint = c.pointwise_constraint;
   return layers::SeparableConv1D(c.filters, c.kernel_size[0], o);
 }
 Layer make_separable_conv2d(const lo::ConvConfig& c, const std::string& name) {
@@ -226,6 +228,7 @@ Layer make_separable_conv2d(const lo::ConvConfig& c, const std::string& name) {
   o.dilation_rate = size2(c.dilation_rate);
   o.pointwise_initializer = c.pointwise_initializer;
   o.pointwise_regularizer = c.pointwise_regularizer;
+  o.pointwise_constraint = c.pointwise_constraint;
   return layers::SeparableConv2D(c.filters, size2(c.kernel_size), o);
 }
 
@@ -282,7 +285,9 @@ Config conv_get(const ConvClass& k, const Layer& layer) {
   out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", c.bias_regularizer);
   out["activity_regularizer"] = nullptr;
   out[w + "_constraint"] = constraint_json(layer, (w + "_constraint").c_str(), c.kernel_constraint);
-  if (k.kind == ConvKind::kSeparable) out["pointwise_constraint"] = nullptr;
+  if (k.kind == ConvKind::kSeparable)
+    out["pointwise_constraint"] =
+        constraint_json(layer, "pointwise_constraint", c.pointwise_constraint);
   out["bias_constraint"] = constraint_json(layer, "bias_constraint", c.bias_constraint);
   return out;
 }
@@ -314,17 +319,12 @@ Layer conv_from(const ConvClass& k, const Config& config) {
   c.kernel_regularizer = r.regularizer(w + "_regularizer");
   c.bias_regularizer = r.regularizer("bias_regularizer");
   r.expect_null("activity_regularizer");
-  if (is_depthwise(k.kind)) {  // their options have no constraints yet
-    r.expect_null(w + "_constraint");
-    r.expect_null("bias_constraint");
-  } else {
-    c.kernel_constraint = r.constraint(w + "_constraint");
-    c.bias_constraint = r.constraint("bias_constraint");
-  }
+  c.kernel_constraint = r.constraint(w + "_constraint");
+  c.bias_constraint = r.constraint("bias_constraint");
   if (k.kind == ConvKind::kSeparable) {
     c.pointwise_initializer = r.initializer("pointwise_initializer");
     c.pointwise_regularizer = r.regularizer("pointwise_regularizer");
-    r.expect_null("pointwise_constraint");
+    c.pointwise_constraint = r.constraint("pointwise_constraint");
   }
   return finish(r, b, [&] { return k.make(c, b.name); });
 }
@@ -573,7 +573,7 @@ Layer prelu_from(const Config& config) {
   layers::PReLUOptions o;
   o.alpha_initializer = r.initializer("alpha_initializer");
   o.alpha_regularizer = r.regularizer("alpha_regularizer");
-  r.expect_null("alpha_constraint");
+  o.alpha_constraint = r.constraint("alpha_constraint");
   if (const Config* s = r.find("shared_axes"); s != nullptr && !s->is_null())
     for (int64_t a : r.int_list("shared_axes")) o.shared_axes.push_back(static_cast<int>(a));
   o.name = b.name;
@@ -585,7 +585,7 @@ Config prelu_get(const Layer& layer) {
       {"alpha_initializer",
        initializer_json(layer, "alpha_initializer", c.initializer, initializers::Zeros())},
       {"alpha_regularizer", regularizer_json(layer, "alpha_regularizer", c.regularizer)},
-      {"alpha_constraint", nullptr},
+      {"alpha_constraint", constraint_json(layer, "alpha_constraint", c.constraint)},
       {"shared_axes", c.shared_axes.empty() ? Config(nullptr) : ints_json(c.shared_axes)}};
 }
 
@@ -681,8 +681,8 @@ Layer group_norm_from(const Config& config) {
   o.gamma_initializer = r.initializer("gamma_initializer");
   o.beta_regularizer = r.regularizer("beta_regularizer");
   o.gamma_regularizer = r.regularizer("gamma_regularizer");
-  r.expect_null("beta_constraint");
-  r.expect_null("gamma_constraint");
+  o.beta_constraint = r.constraint("beta_constraint");
+  o.gamma_constraint = r.constraint("gamma_constraint");
   o.name = b.name;
   return finish(r, b, [&] { return layers::GroupNormalization(o); });
 }

@@ -267,7 +267,7 @@ T need(std::optional<T> options, const Layer& layer) {
 }
 
 // Appends the beta/gamma keys of a normalization layer's options `o` (LayerNormalization's,
-// GroupNormalization's) in Keras' order: initializers, regularizers, then null constraints.
+// GroupNormalization's) in Keras' order: initializers, regularizers, then constraints.
 template <class O>
 void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
   c["beta_initializer"] =
@@ -276,8 +276,8 @@ void add_beta_gamma(Config& c, const Layer& layer, const O& o) {
       initializer_json(layer, "gamma_initializer", o.gamma_initializer, initializers::Ones());
   c["beta_regularizer"] = regularizer_json(layer, "beta_regularizer", o.beta_regularizer);
   c["gamma_regularizer"] = regularizer_json(layer, "gamma_regularizer", o.gamma_regularizer);
-  c["beta_constraint"] = nullptr;
-  c["gamma_constraint"] = nullptr;
+  c["beta_constraint"] = constraint_json(layer, "beta_constraint", o.beta_constraint);
+  c["gamma_constraint"] = constraint_json(layer, "gamma_constraint", o.gamma_constraint);
 }
 
 std::string padding_of(Reader& r);  // "valid" or "same", lower case

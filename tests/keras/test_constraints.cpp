@@ -13,6 +13,8 @@
 #include "keras/constraints.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
+#include "keras/layers_conv.h"
+#include "keras/layers_misc.h"
 #include "keras/layers_more.h"
 #include "keras/model.h"
 #include "keras/optimizers.h"
@@ -156,8 +158,31 @@ TEST_CASE("layer configs carry their constraints, as Keras 3.15's",
         Config::parse(R"({"module": "keras.constraints", "class_name": "MinMaxNorm",
 "config": {"min_value": 0.5, "max_value": 1.2, "rate": 0.7, "axis": 1},
 "registered_name": null})"));
+  // keras.layers.SeparableConv2D(4, 3, depthwise_constraint=NonNeg(),
+  //     pointwise_constraint=MaxNorm(1.0, [0, 1, 2]), bias_constraint=UnitNorm())
+  const L::SeparableConv2D sep(
+      4, 3,
+      L::SeparableConv2DOptions{.depthwise_constraint = C::NonNeg(),
+                                .pointwise_constraint = C::MaxNorm(1.0, {0, 1, 2}),
+                                .bias_constraint = C::UnitNorm()});
+  const Config sc = config_of(sep);
+  CHECK(sc["depthwise_constraint"]["class_name"] == "NonNeg");
+  CHECK(sc["pointwise_constraint"]["config"] ==
+        Config::parse(R"({"max_value": 1.0, "axis": [0, 1, 2]})"));
+  CHECK(sc["bias_constraint"]["class_name"] == "UnitNorm");
+  const L::DepthwiseConv2D dw(3, L::DepthwiseConv2DOptions{.depthwise_constraint = C::NonNeg()});
+  CHECK(config_of(dw)["depthwise_constraint"]["class_name"] == "NonNeg");
+  const L::BatchNormalization bn(
+      {.beta_constraint = C::NonNeg(), .gamma_constraint = C::MaxNorm(3.0)});
+  CHECK(config_of(bn)["gamma_constraint"]["class_name"] == "MaxNorm");
+  const L::LayerNormalization ln({.gamma_constraint = C::NonNeg()});
+  CHECK(config_of(ln)["gamma_constraint"]["class_name"] == "NonNeg");
+  const L::PReLU prelu({.alpha_constraint = C::NonNeg()});
+  CHECK(config_of(prelu)["alpha_constraint"]["class_name"] == "NonNeg");
   // Read back: the same configs, and the constraints act.
-  for (const K::Layer& l : {K::Layer(dense), K::Layer(conv), K::Layer(emb), K::Layer(mm)}) {
+  for (const K::Layer& l :
+       {K::Layer(dense), K::Layer(conv), K::Layer(emb), K::Layer(mm), K::Layer(sep), K::Layer(dw),
+        K::Layer(bn), K::Layer(ln), K::Layer(prelu)}) {
     CAPTURE(l.class_name());
     const std::string json = K::saving::get_config_json(l);
     const K::Layer back = K::saving::from_config_json(l.class_name(), json);

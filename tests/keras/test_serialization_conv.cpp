@@ -1030,9 +1030,9 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
   with(L::Conv3D(2, 3), "dilation_rate", Config::array({1, 0, 1}), ">= 1");
   with(L::Conv2D(2, 3), "padding", "causal", "causal");
   with(L::DepthwiseConv2D(3), "depthwise_constraint",
-       Config::parse(R"({"module": "keras.constraints", "class_name": "NonNeg", "config": {},
-       "registered_name": null})"),
-       "not supported");
+       Config::parse(R"({"module": "keras.constraints", "class_name": "UnitNorm", "config":
+       {"axis": "0"}, "registered_name": null})"),
+       "axis");
   with(L::Conv1DTranspose(2, 3), "kernel_constraint",
        Config::parse(R"({"module": "keras.constraints", "class_name": "Clip", "config": {},
        "registered_name": null})"),
@@ -1047,11 +1047,10 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
   with(L::UpSampling2D(), "interpolation", "spline", "spline");
   with(L::ZeroPadding2D(), "padding", Config::parse("[[1, -1], [0, 0]]"), ">= 0");
   with(L::Cropping3D(), "cropping", Config::array({1, 2}), "3 pairs");
-  with(L::PReLU(), "alpha_constraint", Config::parse(R"({"class_name": "NonNeg"})"),
-       "not supported");
+  with(L::PReLU(), "alpha_constraint", Config::parse(R"({"class_name": "Clip"})"), "\"Clip\"");
   with(L::GroupNormalization(), "groups", "two", "integer");
-  with(L::GroupNormalization(), "gamma_constraint", Config::parse(R"({"class_name": "NonNeg"})"),
-       "not supported");
+  with(L::GroupNormalization(), "gamma_constraint",
+       Config::parse(R"({"class_name": "MaxNorm", "config": {"max_value": -1}})"), "max_value");
   with(L::AlphaDropout(0.1), "noise_shape", Config::array({0, 2}), "null");
   with(L::GaussianNoise(0.1), "seed", 1.5, "integer");
   with(L::RMSNormalization(), "axis", "last", "list of integers");
