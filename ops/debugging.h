@@ -110,10 +110,10 @@ bool is_numeric_tensor(const Tensor& x);
 // dimensions (the rest then constrain the innermost ones); any other string names a size that
 // must be the same wherever the name appears.
 struct ShapeDim {
-  ShapeDim(int64_t size) : size(size) {}  // NOLINT: implicit, as Python's ints
-  ShapeDim(int size) : size(size) {}      // NOLINT
+  ShapeDim(int64_t size) : size(size) {}                       // NOLINT: implicit, as Python's ints
+  ShapeDim(int size) : size(size) {}                           // NOLINT
   ShapeDim(const char* name) : ShapeDim(std::string(name)) {}  // NOLINT
-  ShapeDim(std::string name);                                   // NOLINT
+  ShapeDim(std::string name);                                  // NOLINT
   std::optional<int64_t> size;
   std::string name;
 };
