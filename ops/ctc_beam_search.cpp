@@ -127,12 +127,10 @@ class BeamSearch {
     return a > b ? a + std::log1p(std::exp(b - a)) : b + std::log1p(std::exp(a - b));
   }
 
-  // The leaf of the lowest probability (the beam is full when asked).
-  Entry* bottom() const {
-    return *std::min_element(leaves_.begin(), leaves_.end(), [](const Entry* a, const Entry* b) {
-      return a->newp.total < b->newp.total;
-    });
-  }
+  // The leaf of the lowest probability (the beam is full when asked): kept by push(), so that
+  // the search's innermost loop asks in constant time. Leaves do not change their scores while
+  // the beam is full but for bottom()'s reset, after which push() replaces it.
+  Entry* bottom() const { return leaves_[weakest_]; }
   bool is_candidate(T total) const {
     return total > kLogZero &&
            (static_cast<int>(leaves_.size()) < beam_width_ || total > bottom()->newp.total);
@@ -141,12 +139,21 @@ class BeamSearch {
   void push(Entry* e) {
     if (static_cast<int>(leaves_.size()) < beam_width_) {
       leaves_.push_back(e);
+      if (static_cast<int>(leaves_.size()) == beam_width_) find_weakest();
       return;
     }
-    auto weakest = std::min_element(
-        leaves_.begin(), leaves_.end(),
-        [](const Entry* a, const Entry* b) { return a->newp.total < b->newp.total; });
-    if (e->newp.total > (*weakest)->newp.total) *weakest = e;
+    if (e->newp.total > bottom()->newp.total) {
+      leaves_[weakest_] = e;
+      find_weakest();
+    }
+  }
+  // The first leaf of the lowest probability.
+  void find_weakest() {
+    weakest_ = static_cast<size_t>(std::min_element(leaves_.begin(), leaves_.end(),
+                                                    [](const Entry* a, const Entry* b) {
+                                                      return a->newp.total < b->newp.total;
+                                                    }) -
+                                   leaves_.begin());
   }
   std::vector<Entry*> sorted_leaves() const {
     std::vector<Entry*> out = leaves_;
@@ -158,6 +165,7 @@ class BeamSearch {
   int classes_, beam_width_;
   std::deque<Entry> entries_;  // every prefix of this sequence (stable addresses)
   std::vector<Entry*> leaves_;
+  size_t weakest_ = 0;  // bottom()'s position in leaves_, once the beam is full
 };
 
 template <class T>
