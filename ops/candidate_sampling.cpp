@@ -44,16 +44,18 @@ class Distribution {
  public:
   enum class Kind { Uniform, LogUniform, Unigram };
   Distribution(Kind kind, int64_t range) : kind_(kind), range_(range) {}
-  // Unigram: probabilities (summing to 1) of every class.
-  Distribution(std::vector<double> probs)  // NOLINT
-      : kind_(Kind::Unigram), range_(static_cast<int64_t>(probs.size())), probs_(std::move(probs)) {
-    double total = 0.0;
-    cdf_.reserve(probs_.size());
-    for (size_t i = 0; i < probs_.size(); ++i) {
-      total += probs_[i];
-      cdf_.push_back(total);
-      if (probs_[i] > 0) last_nonzero_ = static_cast<int64_t>(i);
+  // Unigram: probabilities (summing to 1) of every class, made into tensors once.
+  explicit Distribution(const std::vector<double>& probs)
+      : kind_(Kind::Unigram), range_(static_cast<int64_t>(probs.size())) {
+    std::vector<double> cdf;
+    cdf.reserve(probs.size());
+    for (size_t i = 0; i < probs.size(); ++i) {
+      total_ += probs[i];
+      cdf.push_back(total_);
+      if (probs[i] > 0) last_nonzero_ = static_cast<int64_t>(i);
     }
+    probs_ = convert_to_tensor(probs, {range_});
+    cdf_ = convert_to_tensor(cdf, {range_});
   }
 
   // The float64 probability of each class of `ids` (int64).
@@ -66,7 +68,7 @@ class Distribution {
         return log((x + 2.0) / (x + 1.0)) / Tensor(std::log1p(static_cast<double>(range_)));
       }
       case Kind::Unigram:
-        return gather(convert_to_tensor(probs_, {range_}), ids);
+        return gather(probs_, ids);
     }
     return {};
   }
@@ -84,8 +86,7 @@ class Distribution {
         return cast(where(greater_equal(v, Tensor(range)), v - range, v), int64);
       }
       case Kind::Unigram: {
-        const Tensor cdf = convert_to_tensor(cdf_, {range_});
-        const Tensor drawn = searchsorted(cdf, u * cdf_.back(), "right", int64);
+        const Tensor drawn = searchsorted(cdf_, u * total_, "right", int64);
         // u * total may round up to total: that draw is the last class with any mass.
         return where(greater_equal(drawn, int64_t{range_}),
                      fill({n}, constant(Tensor(last_nonzero_), int64)), drawn);
@@ -99,7 +100,8 @@ class Distribution {
  private:
   Kind kind_;
   int64_t range_;
-  std::vector<double> probs_, cdf_;
+  Tensor probs_, cdf_;  // Unigram
+  double total_ = 0.0;
   int64_t last_nonzero_ = 0;
 };
 
@@ -109,9 +111,10 @@ random::CandidateSample sample(const char* op, const Distribution& dist, const T
   return detail::naming_errors(op, [&] {
     detail::RandomDraws draws = detail::RandomDraws::stateful(seed);
     const double n = static_cast<double>(num_sampled);
-    Tensor ids, num_tries;
+    Tensor ids, p_ids, num_tries;
     if (!unique) {
       ids = dist.draw(num_sampled, draws);
+      p_ids = dist.prob(ids);
     } else {
       // Sampling with replacement until num_sampled distinct classes came up picks them as
       // sampling without replacement does, each next one with probability proportional to p among
@@ -120,13 +123,13 @@ random::CandidateSample sample(const char* op, const Distribution& dist, const T
       const Tensor u = draws.uniform({dist.range()}, 0.0, 1.0, float64);
       const Tensor keys = log(dist.prob(all)) - log(-log(u));
       ids = cast(math::top_k(keys, num_sampled).second, int64);
+      p_ids = dist.prob(ids);
       // TF's loop drew num_tries times: between the i-th and the next new class, a geometric
       // number of repeats, each of probability S_i (the mass of the classes picked so far).
-      const Tensor s = minimum(cumsum(dist.prob(ids), 0, true), Tensor(std::nextafter(1.0, 0.0)));
+      const Tensor s = minimum(cumsum(p_ids, 0, true), Tensor(std::nextafter(1.0, 0.0)));
       const Tensor v = 1.0 - draws.uniform({num_sampled}, 0.0, 1.0, float64);  // (0, 1]
-      const Tensor repeats =
-          where(greater(s, Tensor(0.0)), floor(log(v) / log(where(greater(s, 0.0), s, 0.5))),
-                zeros_like(s));
+      const Tensor some = greater(s, Tensor(0.0));  // none repeat before the first class
+      const Tensor repeats = where(some, floor(log(v) / log(where(some, s, 0.5))), zeros_like(s));
       num_tries = reduce_sum(repeats) + n;
     }
     auto expected = [&](const Tensor& p) {
@@ -135,11 +138,11 @@ random::CandidateSample sample(const char* op, const Distribution& dist, const T
       return cast(where(equal(num_tries, Tensor(n)), p * n, -expm1(num_tries * log1p(-p))),
                   float32);
     };
+    // Nothing here depends on a differentiable input: no gradient flows out.
     random::CandidateSample out;
-    out.sampled_candidates = detail::without_gradient(ids);
-    out.true_expected_count =
-        detail::without_gradient(expected(dist.prob(cast(true_classes, int64))));
-    out.sampled_expected_count = detail::without_gradient(expected(dist.prob(ids)));
+    out.sampled_candidates = ids;
+    out.true_expected_count = expected(dist.prob(cast(true_classes, int64)));
+    out.sampled_expected_count = expected(p_ids);
     return out;
   });
 }
@@ -210,7 +213,7 @@ CandidateSample fixed_unigram_candidate_sampler(const Tensor& true_classes, int6
                "probability, got {}",
                num_sampled, nonzero);
   for (double& p : probs) p /= total;
-  return sample(op, Distribution(std::move(probs)), true_classes, num_sampled, unique, seed);
+  return sample(op, Distribution(probs), true_classes, num_sampled, unique, seed);
 }
 
 CandidateSample all_candidate_sampler(const Tensor& true_classes, int64_t num_true,
