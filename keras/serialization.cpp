@@ -259,45 +259,39 @@ Constraint Reader::constraint(const std::string& key) {
     }
   }
   auto [cls, config] = object_parts(*this, key, *v, "keras.constraints");
+  if (cls != "MaxNorm" && cls != "MinMaxNorm" && cls != "NonNeg" && cls != "UnitNorm")
+    fail(key, "is the constraint class \"" + cls +
+                  "\", which tapeflow does not have (MaxNorm, MinMaxNorm, NonNeg, UnitNorm)");
   Reader c(class_name_ + " " + key + " (" + cls + ")", config);
-  // Keras' axis: an int or a list of ints.
-  auto axis = [&c] {
-    const Config* a = c.find("axis");
-    if (a == nullptr) return std::vector<int>{0};
-    if (a->is_number_integer()) return std::vector<int>{a->get<int>()};
-    if (a->is_array() && !a->empty()) {
-      std::vector<int> out;
+  // The keys first (their errors name the key), then the constraint (its own checks).
+  std::vector<int> axis = {0};  // Keras' axis: an int or a non-empty list of ints
+  if (const Config* a = cls == "NonNeg" ? nullptr : c.find("axis"); a != nullptr) {
+    if (a->is_number_integer()) {
+      axis = {a->get<int>()};
+    } else {
+      if (!a->is_array() || a->empty())
+        c.fail("axis", "must be an int or a non-empty list of ints, got " + c.got(*a));
+      axis.clear();
       for (const Config& e : *a) {
         if (!e.is_number_integer()) c.fail("axis", "must be an int or a list of ints");
-        out.push_back(e.get<int>());
+        axis.push_back(e.get<int>());
       }
-      return out;
     }
-    c.fail("axis", "must be an int or a non-empty list of ints, got " + c.got(*a));
-  };
-  Constraint out;
+  }
+  const double min_value = cls == "MinMaxNorm" ? c.number("min_value", 0.0) : 0.0;
+  const double max_value = cls == "MaxNorm"      ? c.number("max_value", 2.0)
+                           : cls == "MinMaxNorm" ? c.number("max_value", 1.0)
+                                                 : 0.0;
+  const double rate = cls == "MinMaxNorm" ? c.number("rate", 1.0) : 1.0;
+  c.finish();
   try {
-    if (cls == "MaxNorm") {
-      const double max_value = c.number("max_value", 2.0);
-      out = constraints::MaxNorm(max_value, axis());
-    } else if (cls == "MinMaxNorm") {
-      const double lo = c.number("min_value", 0.0), hi = c.number("max_value", 1.0);
-      const double rate = c.number("rate", 1.0);
-      out = constraints::MinMaxNorm(lo, hi, rate, axis());
-    } else if (cls == "NonNeg") {
-      out = constraints::NonNeg();
-    } else if (cls == "UnitNorm") {
-      out = constraints::UnitNorm(axis());
-    } else {
-      fail(key, "is the constraint class \"" + cls +
-                    "\", which tapeflow does not have (MaxNorm, MinMaxNorm, NonNeg, UnitNorm)");
-    }
+    if (cls == "MaxNorm") return constraints::MaxNorm(max_value, axis);
+    if (cls == "MinMaxNorm") return constraints::MinMaxNorm(min_value, max_value, rate, axis);
+    if (cls == "UnitNorm") return constraints::UnitNorm(axis);
+    return constraints::NonNeg();
   } catch (const InvalidArgumentError& e) {
     fail(key, std::string("does not load: ") + e.what());
   }
-  (void)c.find("axis");  // read above
-  c.finish();
-  return out;
 }
 
 Regularizer Reader::regularizer(const std::string& key) {
