@@ -41,14 +41,14 @@ Size size_of(const Tensor& x, int index, int reported) {
   return {x.rank() == 0 ? 1 : x.shape()[index], describe(x), reported};  // a scalar: (1,)
 }
 
-// Checks `got` against the size `want` when both are known.
+// Checks `got` against the size `want` when both are known; `head` starts the message ("" or
+// "<message>.  ").
 void check_size(const Size& got, const Size& want, const std::string& specified, const Tensor& x,
-                const std::string& message) {
+                const std::string& head) {
   if (got.known == None || want.known == None) return;  // a symbolic (Keras) dimension
   TF_CHECK_ARG(got.known == want.known, kOp,
-               "{}{}.  Tensor {} dimension {} must have size {}.  Received size {}, shape {}",
-               message.empty() ? "" : message + ".  ", specified, got.tensor, got.dim, want.known,
-               got.known, x.shape().to_string());
+               "{}{}.  Tensor {} dimension {} must have size {}.  Received size {}, shape {}", head,
+               specified, got.tensor, got.dim, want.known, got.known, x.shape().to_string());
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ void assert_shapes(const std::vector<std::pair<Tensor, std::vector<ShapeDim>>>& 
       const int index = ellipsis ? rank - n + i : i;
       const Size got = size_of(x, rank == 0 ? 0 : index, ellipsis ? i - n : i);
       if (d.size) {
-        check_size(got, Size{*d.size, "", 0}, "Specified explicitly", x, message);
+        check_size(got, Size{*d.size, "", 0}, "Specified explicitly", x, head);
         continue;
       }
       const auto it = named.find(d.name);
@@ -100,7 +100,7 @@ void assert_shapes(const std::vector<std::pair<Tensor, std::vector<ShapeDim>>>& 
       check_size(
           got, it->second,
           fmt::format("Specified by tensor {} dimension {}", it->second.tensor, it->second.dim), x,
-          message);
+          head);
     }
   }
 }
