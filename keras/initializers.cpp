@@ -1,12 +1,14 @@
 #include "keras/initializers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <vector>
 
 #include "core/check.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/array_more.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -23,38 +25,119 @@ void check_floating(const char* who, DType dtype) {
                dtype_name(dtype));
 }
 
-// A seed as Initializer::Config keeps it (nullopt: None).
-std::optional<double> seed_config(std::optional<int64_t> seed) {
-  return seed ? std::optional<double>(static_cast<double>(*seed)) : std::nullopt;
+// A seed as Initializer::Config keeps it (std::monostate: None).
+Initializer::Value seed_config(std::optional<int64_t> seed) {
+  if (seed) return *seed;
+  return std::monostate{};
+}
+Initializer::Value axes_config(const std::optional<std::vector<int64_t>>& axes) {
+  if (axes) return *axes;
+  return std::monostate{};
 }
 
+// The draws of an initializer. As Keras', a seeded one repeats its values at every call (the
+// stateless ops with the pair (seed, 0)); an unseeded one draws from tf::random's stream (new
+// values at every call, reproducible under tf::random::set_seed).
+Tensor draw_uniform(const TensorShape& shape, double minval, double maxval, DType dtype,
+                    std::optional<int64_t> seed) {
+  if (seed) return random::stateless_uniform(shape, {*seed, 0}, minval, maxval, dtype);
+  return random::uniform(shape, minval, maxval, dtype);
+}
+Tensor draw_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
+                   std::optional<int64_t> seed) {
+  if (seed) return random::stateless_normal(shape, {*seed, 0}, mean, stddev, dtype);
+  return random::normal(shape, mean, stddev, dtype);
+}
+// Normal values redrawn until they lie within two standard deviations of the mean.
 Tensor truncated_normal(const TensorShape& shape, double mean, double stddev, DType dtype,
                         std::optional<int64_t> seed) {
-  // Redraw the values outside (-2, 2) until none is left: each pass keeps about 95% of them, so a
-  // handful of passes suffice. Built eagerly while a layer builds (never inside a trace).
-  Tensor z = random::normal(shape, 0.0, 1.0, dtype, seed);
-  for (int pass = 0; pass < 64; ++pass) {
-    Tensor outside = greater_equal(abs(z), 2.0);
-    if (!reduce_any(outside).item<bool>()) break;
-    z = where(outside, random::normal(shape, 0.0, 1.0, dtype, seed), z);
-  }
-  return z * stddev + mean;
+  if (seed) return random::stateless_truncated_normal(shape, {*seed, 0}, mean, stddev, dtype);
+  return random::truncated_normal(shape, mean, stddev, dtype);
 }
 
-// Keras' VarianceScaling(scale, mode, distribution).
-Initializer variance_scaling(std::string name, double scale, bool fan_in_only, bool uniform,
-                             std::optional<int64_t> seed) {
-  Initializer::Config c{{"seed", seed_config(seed)}};
-  return Initializer(name, c, [=](const TensorShape& shape, DType dtype) {
-    auto [fan_in, fan_out] = detail::compute_fans(shape);
-    const double n = fan_in_only ? fan_in : (fan_in + fan_out) / 2.0;
-    const double s = scale / std::max(1.0, n);
-    if (uniform) {
+// Keras' VarianceScaling(scale, mode, distribution, seed, input_axes, output_axes), under the
+// name of the class it is (GlorotUniform: "glorot_uniform", ...; itself: "variance_scaling").
+struct VarianceScalingArgs {
+  std::string name;
+  double scale = 1.0;
+  std::string mode = "fan_in";                    // fan_in, fan_out, fan_avg
+  std::string distribution = "truncated_normal";  // truncated_normal, untruncated_normal, uniform
+  std::optional<int64_t> seed;
+  std::optional<std::vector<int64_t>> input_axes, output_axes;
+};
+
+// The product of `shape`'s `axes` (Keras' compute_fans with axes; negative axes from the end).
+double fan_of(const TensorShape& shape, const std::vector<int64_t>& axes, const char* which) {
+  double fan = 1.0;
+  for (int64_t a : axes) {
+    const int64_t r = shape.rank();
+    TF_CHECK_ARG(a >= -r && a < r, "variance_scaling", "{} {} is out of range for shape {}", which,
+                 a, shape.to_string());
+    fan *= double(shape[a < 0 ? a + r : a]);
+  }
+  return fan;
+}
+
+// The initializer of `a`; `fixed_fans` (EinsumDense's) replaces the fans of the shape drawn.
+Initializer variance_scaling(const VarianceScalingArgs& a,
+                             std::optional<std::pair<double, double>> fixed_fans = std::nullopt) {
+  Initializer::Config c{{"seed", seed_config(a.seed)}};
+  if (a.name == "variance_scaling") {
+    c.emplace_back("scale", a.scale);
+    c.emplace_back("mode", a.mode);
+    c.emplace_back("distribution", a.distribution);
+  }
+  c.emplace_back("input_axes", axes_config(a.input_axes));
+  c.emplace_back("output_axes", axes_config(a.output_axes));
+  return Initializer(a.name, c, [a, fixed_fans](const TensorShape& shape, DType dtype) {
+    check_floating(a.name.c_str(), dtype);
+    std::pair<double, double> fans;
+    if (fixed_fans)
+      fans = *fixed_fans;
+    else if (a.input_axes && a.output_axes)
+      fans = {fan_of(shape, *a.input_axes, "input axis"),
+              fan_of(shape, *a.output_axes, "output axis")};
+    else
+      fans = detail::compute_fans(shape);
+    const double n = a.mode == "fan_in"    ? fans.first
+                     : a.mode == "fan_out" ? fans.second
+                                           : (fans.first + fans.second) / 2.0;
+    const double s = a.scale / std::max(1.0, n);
+    if (a.distribution == "uniform") {
       const double limit = std::sqrt(3.0 * s);
-      return random::uniform(shape, -limit, limit, dtype, seed);
+      return draw_uniform(shape, -limit, limit, dtype, a.seed);
     }
-    return truncated_normal(shape, 0.0, std::sqrt(s) / kTruncatedStddev, dtype, seed);
+    if (a.distribution == "untruncated_normal")
+      return draw_normal(shape, 0.0, std::sqrt(s), dtype, a.seed);
+    return truncated_normal(shape, 0.0, std::sqrt(s) / kTruncatedStddev, dtype, a.seed);
   });
+}
+
+// The fixed arguments of VarianceScaling's subclasses, by name.
+std::optional<VarianceScalingArgs> subclass_args(const std::string& name,
+                                                 std::optional<int64_t> seed) {
+  struct Fixed {
+    const char* name;
+    double scale;
+    const char* mode;
+    const char* distribution;
+  };
+  static constexpr Fixed kFixed[] = {
+      {"glorot_uniform", 1.0, "fan_avg", "uniform"},
+      {"glorot_normal", 1.0, "fan_avg", "truncated_normal"},
+      {"he_uniform", 2.0, "fan_in", "uniform"},
+      {"he_normal", 2.0, "fan_in", "truncated_normal"},
+      {"lecun_uniform", 1.0, "fan_in", "uniform"},
+      {"lecun_normal", 1.0, "fan_in", "truncated_normal"},
+  };
+  for (const Fixed& f : kFixed)
+    if (name == f.name)
+      return VarianceScalingArgs{f.name, f.scale, f.mode, f.distribution, seed, {}, {}};
+  return std::nullopt;
+}
+
+Initializer subclass(const char* name, std::optional<int64_t> seed) {
+  return variance_scaling(*subclass_args(name, seed));
 }
 }  // namespace
 
@@ -68,7 +151,39 @@ std::pair<double, double> compute_fans(const TensorShape& shape) {
   for (int i = 0; i < r - 2; ++i) receptive *= double(shape[i]);
   return {double(shape[r - 2]) * receptive, double(shape[r - 1]) * receptive};
 }
+
+Initializer with_fans(const Initializer& init, int64_t fan_in, int64_t fan_out) {
+  auto number = [&](const char* key) { return std::get<double>(init.config_value(key)); };
+  auto text = [&](const char* key) { return std::get<std::string>(init.config_value(key)); };
+  auto axes = [&](const char* key) -> std::optional<std::vector<int64_t>> {
+    const Initializer::Value v = init.config_value(key);
+    if (std::holds_alternative<std::vector<int64_t>>(v)) return std::get<std::vector<int64_t>>(v);
+    return std::nullopt;
+  };
+  if (init.config().empty()) return init;  // a custom initializer (or one without arguments)
+  const Initializer::Value seed_value = init.config_value("seed");
+  const std::optional<int64_t> seed = std::holds_alternative<int64_t>(seed_value)
+                                          ? std::optional<int64_t>(std::get<int64_t>(seed_value))
+                                          : std::nullopt;
+  std::optional<VarianceScalingArgs> args = subclass_args(init.name(), seed);
+  if (!args && init.name() == "variance_scaling")
+    args = VarianceScalingArgs{
+        "variance_scaling", number("scale"), text("mode"), text("distribution"), seed, {}, {}};
+  if (!args || (axes("input_axes") && axes("output_axes"))) return init;
+  // Keras sets both axis lists when either is unset; the config stays the user's.
+  Initializer fixed =
+      variance_scaling(*args, std::pair<double, double>(double(fan_in), double(fan_out)));
+  return Initializer(init.name(), init.config(), [fixed](const TensorShape& shape, DType dtype) {
+    return fixed(shape, dtype);
+  });
+}
 }  // namespace detail
+
+Initializer::Value Initializer::config_value(const std::string& key) const {
+  for (const auto& [k, v] : config_)
+    if (k == key) return v;
+  return std::monostate{};
+}
 
 Initializer::Initializer(const char* identifier) : Initializer(std::string(identifier)) {}
 Initializer::Initializer(const std::string& identifier)
@@ -99,14 +214,14 @@ Initializer RandomNormal(double mean, double stddev, std::optional<int64_t> seed
   Initializer::Config c{{"seed", seed_config(seed)}, {"mean", mean}, {"stddev", stddev}};
   return Initializer("random_normal", c, [=](const TensorShape& s, DType d) {
     check_floating("random_normal", d);
-    return random::normal(s, mean, stddev, d, seed);
+    return draw_normal(s, mean, stddev, d, seed);
   });
 }
 Initializer RandomUniform(double minval, double maxval, std::optional<int64_t> seed) {
   Initializer::Config c{{"seed", seed_config(seed)}, {"minval", minval}, {"maxval", maxval}};
   return Initializer("random_uniform", c, [=](const TensorShape& s, DType d) {
     check_floating("random_uniform", d);
-    return random::uniform(s, minval, maxval, d, seed);
+    return draw_uniform(s, minval, maxval, d, seed);
   });
 }
 Initializer TruncatedNormal(double mean, double stddev, std::optional<int64_t> seed) {
@@ -117,16 +232,16 @@ Initializer TruncatedNormal(double mean, double stddev, std::optional<int64_t> s
   });
 }
 Initializer GlorotUniform(std::optional<int64_t> seed) {
-  return variance_scaling("glorot_uniform", 1.0, false, true, seed);
+  return subclass("glorot_uniform", seed);
 }
 Initializer GlorotNormal(std::optional<int64_t> seed) {
-  return variance_scaling("glorot_normal", 1.0, false, false, seed);
+  return subclass("glorot_normal", seed);
 }
 Initializer HeUniform(std::optional<int64_t> seed) {
-  return variance_scaling("he_uniform", 2.0, true, true, seed);
+  return subclass("he_uniform", seed);
 }
 Initializer HeNormal(std::optional<int64_t> seed) {
-  return variance_scaling("he_normal", 2.0, true, false, seed);
+  return subclass("he_normal", seed);
 }
 
 Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
@@ -139,7 +254,7 @@ Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
     // Modified Gram-Schmidt of the columns of a normal (m, n) matrix, in float64 on the host:
     // the Q of its QR decomposition with R's diagonal made positive (Keras' q * sign(diag(r))).
     std::vector<double> a =
-        ::tapeflow::detail::to_double_vector(random::normal({m, n}, 0.0, 1.0, float64, seed));
+        ::tapeflow::detail::to_double_vector(draw_normal({m, n}, 0.0, 1.0, float64, seed));
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t k = 0; k < j; ++k) {
         double dot = 0.0;
@@ -165,10 +280,10 @@ Initializer Orthogonal(double gain, std::optional<int64_t> seed) {
 }
 
 Initializer LecunNormal(std::optional<int64_t> seed) {
-  return variance_scaling("lecun_normal", 1.0, true, false, seed);
+  return subclass("lecun_normal", seed);
 }
 Initializer LecunUniform(std::optional<int64_t> seed) {
-  return variance_scaling("lecun_uniform", 1.0, true, true, seed);
+  return subclass("lecun_uniform", seed);
 }
 
 Initializer Identity(double gain) {
@@ -179,6 +294,27 @@ Initializer Identity(double gain) {
                  s.to_string());
     return cast(eye(s[0], s[1], float64) * gain, d);
   });
+}
+
+Initializer VarianceScaling(double scale, const std::string& mode, const std::string& distribution,
+                            std::optional<int64_t> seed,
+                            std::optional<std::vector<int64_t>> input_axes,
+                            std::optional<std::vector<int64_t>> output_axes) {
+  TF_CHECK_ARG(scale > 0.0, "variance_scaling",
+               "Argument `scale` must be positive float. Received: scale={}", scale);
+  TF_CHECK_ARG(mode == "fan_in" || mode == "fan_out" || mode == "fan_avg", "variance_scaling",
+               "Invalid `mode` argument: {}. Please use one of fan_in, fan_out, fan_avg", mode);
+  std::string dist = distribution;
+  std::transform(dist.begin(), dist.end(), dist.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (dist == "normal") dist = "truncated_normal";
+  TF_CHECK_ARG(dist == "uniform" || dist == "truncated_normal" || dist == "untruncated_normal",
+               "variance_scaling",
+               "Invalid `distribution` argument: {}. Please use one of truncated_normal, "
+               "untruncated_normal, uniform",
+               distribution);
+  return variance_scaling(VarianceScalingArgs{"variance_scaling", scale, mode, dist, seed,
+                                              std::move(input_axes), std::move(output_axes)});
 }
 
 Initializer get(const std::string& id) {
@@ -195,10 +331,11 @@ Initializer get(const std::string& id) {
   if (id == "lecun_normal") return LecunNormal();
   if (id == "lecun_uniform") return LecunUniform();
   if (id == "identity") return Identity();
+  if (id == "variance_scaling") return VarianceScaling();
   TF_THROW(InvalidArgumentError, "initializers",
            "unknown initializer '{}': expected one of glorot_uniform, glorot_normal, he_uniform, "
            "he_normal, zeros, ones, random_normal, random_uniform, truncated_normal, orthogonal, "
-           "lecun_normal, lecun_uniform, identity",
+           "lecun_normal, lecun_uniform, identity, variance_scaling",
            id);
 }
 

@@ -75,11 +75,6 @@ Equation parse_equation(const std::string& equation) {
   return e;
 }
 
-bool is_variance_scaling(const Initializer& init) {
-  const std::string& n = init.name();
-  return n == "glorot_uniform" || n == "glorot_normal" || n == "he_uniform" || n == "he_normal";
-}
-
 class EinsumDenseImpl final : public LayerImpl {
  public:
   EinsumDenseImpl(std::string equation, std::vector<int64_t> output_shape, EinsumDenseOptions o)
@@ -125,16 +120,8 @@ class EinsumDenseImpl final : public LayerImpl {
   void build(const TensorShape& s) override {
     const Shapes sh = shapes(s, true);
     in_rank_ = s.rank();
-    Initializer init = kernel_init_;
-    if (is_variance_scaling(init)) {
-      // Keras 3.15 gives VarianceScaling the kernel's input and output axes: the same numbers
-      // as drawing a (fan_in, fan_out) matrix and reshaping it.
-      const TensorShape fans({sh.fan_in, sh.fan_out});
-      init = Initializer(kernel_init_.name(), kernel_init_.config(),
-                         [orig = kernel_init_, fans](const TensorShape& shape, DType dtype) {
-                           return reshape(orig(fans, dtype), shape);
-                         });
-    }
+    // Keras 3.15 gives a VarianceScaling kernel initializer the kernel's input and output axes.
+    const Initializer init = detail::with_fans(kernel_init_, sh.fan_in, sh.fan_out);
     kernel_ = add_weight("kernel", sh.kernel, init, true, options_.kernel_regularizer);
     if (!options_.bias_axes.empty())
       bias_ = add_weight("bias", sh.bias, bias_init_, true, options_.bias_regularizer);

@@ -19,9 +19,10 @@ struct EinsumDenseOptions {
   // None). The bias spans the output from the first of them on: (6,) for "abd" with "d",
   // (2, 3) for "abde" with "de", (3, 1) for "ac..." with "c" on rank-3 inputs.
   std::string bias_axes = "";
-  // Default glorot_uniform. The variance-scaling ones (glorot_*, he_*) take their fans from the
-  // kernel's axes as Keras 3.15 does: fan_in the product of the kernel dimensions that come from
-  // the input, fan_out that of those that come from the output.
+  // Default glorot_uniform. The variance-scaling ones (glorot_*, he_*, lecun_* and a
+  // VarianceScaling without both axis lists) take their fans from the kernel's axes as Keras
+  // 3.15 does: fan_in the product of the kernel dimensions that come from the input, fan_out
+  // that of those that come from the output.
   Initializer kernel_initializer = {};
   Initializer bias_initializer = {};  // zeros
   Regularizer kernel_regularizer = {};

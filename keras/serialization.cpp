@@ -11,6 +11,7 @@
 #include <set>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "core/check.h"
 #include "keras/data_format.h"
@@ -87,23 +88,32 @@ std::string who(const Layer& layer) {
 struct InitializerClass {
   const char* name;        // tapeflow's Initializer::name()
   const char* keras_name;  // Keras' class
-  bool variance_scaling;   // writes input_axes / output_axes (Keras 3.15)
 };
 constexpr InitializerClass kInitializers[] = {
-    {"zeros", "Zeros", false},
-    {"ones", "Ones", false},
-    {"constant", "Constant", false},
-    {"random_normal", "RandomNormal", false},
-    {"random_uniform", "RandomUniform", false},
-    {"truncated_normal", "TruncatedNormal", false},
-    {"glorot_uniform", "GlorotUniform", true},
-    {"glorot_normal", "GlorotNormal", true},
-    {"he_uniform", "HeUniform", true},
-    {"he_normal", "HeNormal", true},
-    {"orthogonal", "Orthogonal", false},
-    {"lecun_normal", "LecunNormal", true},
-    {"lecun_uniform", "LecunUniform", true},
-    {"identity", "Identity", false},
+    {"zeros", "Zeros"},
+    {"ones", "Ones"},
+    {"constant", "Constant"},
+    {"random_normal", "RandomNormal"},
+    {"random_uniform", "RandomUniform"},
+    {"truncated_normal", "TruncatedNormal"},
+    {"glorot_uniform", "GlorotUniform"},
+    {"glorot_normal", "GlorotNormal"},
+    {"he_uniform", "HeUniform"},
+    {"he_normal", "HeNormal"},
+    {"orthogonal", "Orthogonal"},
+    {"lecun_normal", "LecunNormal"},
+    {"lecun_uniform", "LecunUniform"},
+    {"identity", "Identity"},
+    {"variance_scaling", "VarianceScaling"},
+};
+
+// An initializer's config value as JSON (std::monostate: null).
+struct InitializerValueJson {
+  Config operator()(std::monostate) const { return nullptr; }
+  Config operator()(double v) const { return v; }
+  Config operator()(int64_t v) const { return v; }
+  Config operator()(const std::string& v) const { return v; }
+  Config operator()(const std::vector<int64_t>& v) const { return v; }
 };
 
 // `init` undefined: the layer's default, `fallback`.
@@ -113,16 +123,7 @@ Config initializer_json(const Layer& layer, const char* key, const Initializer& 
   for (const InitializerClass& c : kInitializers) {
     if (i.name() != c.name) continue;
     Config config = Config::object();
-    for (const auto& [k, v] : i.config()) {
-      if (k == "seed")
-        config[k] = v ? Config(static_cast<int64_t>(*v)) : Config(nullptr);
-      else
-        config[k] = v ? Config(*v) : Config(nullptr);
-    }
-    if (c.variance_scaling) {
-      config["input_axes"] = nullptr;
-      config["output_axes"] = nullptr;
-    }
+    for (const auto& [k, v] : i.config()) config[k] = std::visit(InitializerValueJson{}, v);
     return Config{{"module", "keras.initializers"},
                   {"class_name", c.keras_name},
                   {"config", config},
@@ -237,11 +238,28 @@ Initializer Reader::initializer(const std::string& key) {
   } else if (cls == "Orthogonal") {
     auto seed = c.optional_integer("seed");
     out = initializers::Orthogonal(c.number("gain", 1.0), seed);
+  } else if (cls == "VarianceScaling") {
+    auto seed = c.optional_integer("seed");
+    const double scale = c.number("scale", 1.0);
+    const std::string mode = c.string("mode", "fan_in");
+    const std::string distribution = c.string("distribution", "truncated_normal");
+    auto axes = [&](const char* k) -> std::optional<std::vector<int64_t>> {
+      const Config* a = c.find(k);
+      if (a == nullptr || a->is_null()) return std::nullopt;
+      return c.int_list(k);
+    };
+    auto input_axes = axes("input_axes");
+    auto output_axes = axes("output_axes");
+    try {
+      out = initializers::VarianceScaling(scale, mode, distribution, seed, input_axes, output_axes);
+    } catch (const InvalidArgumentError& e) {
+      fail(key, std::string("is not a valid VarianceScaling: ") + e.what());
+    }
   } else {
     fail(key, "is the initializer class \"" + cls +
                   "\", which tapeflow does not have (Zeros, Ones, Constant, RandomNormal, "
                   "RandomUniform, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
-                  "HeNormal, LecunNormal, LecunUniform, Orthogonal, Identity)");
+                  "HeNormal, LecunNormal, LecunUniform, Orthogonal, Identity, VarianceScaling)");
   }
   c.finish();
   return out;

@@ -486,9 +486,9 @@ TEST_CASE("serialization: unsupported config keys and values name the class and 
   bad["surprise"] = 1;
   tf::testing::require_error([&] { K::saving::from_config("Dense", bad); }, {"Dense", "surprise"});
   bad = dense;
-  bad["kernel_initializer"]["class_name"] = "VarianceScaling";
+  bad["kernel_initializer"]["class_name"] = "STFTInitializer";
   tf::testing::require_error([&] { K::saving::from_config("Dense", bad); },
-                             {"Dense", "kernel_initializer", "VarianceScaling"});
+                             {"Dense", "kernel_initializer", "STFTInitializer"});
   bad = dense;
   bad["activation"] = "hard_sigmoidish";
   tf::testing::require_error([&] { K::saving::from_config("Dense", bad); },

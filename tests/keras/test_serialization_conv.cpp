@@ -1039,8 +1039,8 @@ TEST_CASE("serialization: bad configs of these layers name the class and the key
        "\"Clip\"");
   with(L::SeparableConv2D(2, 3), "pointwise_initializer",
        Config::parse(R"({"module": "keras.initializers", "class_name": "VarianceScaling",
-       "config": {"seed": null, "scale": 0.1}, "registered_name": null})"),
-       "VarianceScaling");
+       "config": {"seed": null, "scale": -0.1}, "registered_name": null})"),
+       "Argument `scale` must be positive float");
   with(L::Conv1D(2, 3), "activation", "swishy", "swishy");
   with(L::Conv3DTranspose(2, 3), "output_padding", Config::array({1, -1, 0}), ">= 0");
   with(L::MaxPooling1D(), "strides", Config::array({1, 2}), "list of 1 integers");
