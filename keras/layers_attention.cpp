@@ -153,15 +153,16 @@ void check_qkv(const Tensor& q, const Tensor& v, const Tensor& k, const std::str
 // axes).
 class EinsumDenseImpl final : public LayerImpl {
  public:
-  EinsumDenseImpl(std::string name, int bound, bool use_bias, Initializer kernel_init,
-                  Initializer bias_init, Regularizer kernel_reg, Regularizer bias_reg)
+  EinsumDenseImpl(std::string name, int bound, const layers::MultiHeadAttentionOptions& o)
       : LayerImpl("EinsumDense", "einsum_dense", std::move(name)),
         bound_(bound),
-        use_bias_(use_bias),
-        kernel_init_(std::move(kernel_init)),
-        bias_init_(std::move(bias_init)),
-        kernel_reg_(std::move(kernel_reg)),
-        bias_reg_(std::move(bias_reg)) {}
+        use_bias_(o.use_bias),
+        kernel_init_(o.kernel_initializer),
+        bias_init_(o.bias_initializer),
+        kernel_reg_(o.kernel_regularizer),
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {}
   // Set by the owning layer's build before this one builds.
   void set_out_dims(std::vector<int64_t> d) { out_dims_ = std::move(d); }
   TensorShape compute_output_shape(const TensorShape& s) const override {
@@ -184,8 +185,15 @@ class EinsumDenseImpl final : public LayerImpl {
     for (int i = 0; i < bound_; ++i, ++c) in += c, ker += c;
     for (size_t i = 0; i < out_dims_.size(); ++i, ++c) ker += c, out += c;
     equation_ = in + "," + ker + "->" + out;
-    kernel_ = add_weight("kernel", TensorShape(kd), kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_);
+    // Keras' EinsumDense gives a VarianceScaling initializer the kernel's input and output axes.
+    int64_t fan_in = 1, fan_out = 1;
+    for (int i = free; i < s.rank(); ++i) fan_in *= s[i];
+    for (int64_t d : out_dims_) fan_out *= d;
+    kernel_ =
+        add_weight("kernel", TensorShape(kd), detail::with_fans(kernel_init_, fan_in, fan_out),
+                   true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_, bias_con_);
   }
   Tensor call(const Tensor& x, bool /*training*/) override {
     Tensor y = einsum(equation_, x, kernel_.value());
@@ -197,6 +205,7 @@ class EinsumDenseImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   std::vector<int64_t> out_dims_;
   std::string equation_;
   Variable kernel_, bias_;
@@ -228,9 +237,7 @@ class MultiHeadAttentionImpl final : public LayerImpl {
     if (!o_.kernel_initializer.defined()) o_.kernel_initializer = initializers::GlorotUniform();
     if (!o_.bias_initializer.defined()) o_.bias_initializer = initializers::Zeros();
     auto dense = [&](const char* n, int bound) {
-      return std::make_shared<EinsumDenseImpl>(n, bound, o_.use_bias, o_.kernel_initializer,
-                                               o_.bias_initializer, o_.kernel_regularizer,
-                                               o_.bias_regularizer);
+      return std::make_shared<EinsumDenseImpl>(n, bound, o_);
     };
     query_ = dense("query", 1);
     key_ = dense("key", 1);

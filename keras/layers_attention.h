@@ -50,6 +50,8 @@ struct MultiHeadAttentionOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};  // of the four projections' kernels, as Keras'
+  Constraint bias_constraint = {};
   std::optional<int64_t> seed = std::nullopt;  // of the dropout, as tf::nn::dropout's
   std::string name = "";
 };

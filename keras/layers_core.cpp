@@ -122,9 +122,11 @@ class EinsumDenseImpl final : public LayerImpl {
     in_rank_ = s.rank();
     // Keras 3.15 gives a VarianceScaling kernel initializer the kernel's input and output axes.
     const Initializer init = detail::with_fans(kernel_init_, sh.fan_in, sh.fan_out);
-    kernel_ = add_weight("kernel", sh.kernel, init, true, options_.kernel_regularizer);
+    kernel_ = add_weight("kernel", sh.kernel, init, true, options_.kernel_regularizer,
+                         options_.kernel_constraint);
     if (!options_.bias_axes.empty())
-      bias_ = add_weight("bias", sh.bias, bias_init_, true, options_.bias_regularizer);
+      bias_ = add_weight("bias", sh.bias, bias_init_, true, options_.bias_regularizer,
+                         options_.bias_constraint);
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     return shapes(s, false).output;
@@ -328,7 +330,7 @@ class ReversibleEmbeddingImpl final : public LayerImpl {
  protected:
   void build(const TensorShape&) override {
     table_ = add_weight("embeddings", TensorShape({input_dim_, output_dim_}), init_, true,
-                        o_.embeddings_regularizer);
+                        o_.embeddings_regularizer, o_.embeddings_constraint);
     if (!o_.tie_weights)
       reverse_ = add_weight("reverse_embeddings", TensorShape({output_dim_, input_dim_}), init_,
                             true, Regularizer());

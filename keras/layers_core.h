@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "keras/constraints.h"
 #include "keras/initializers.h"
 #include "keras/layers.h"
 #include "keras/regularizers.h"
@@ -27,6 +28,8 @@ struct EinsumDenseOptions {
   Initializer bias_initializer = {};  // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint bias_constraint = {};
   std::vector<int64_t> input_shape = {};  // without the batch dimension; builds at construction
   std::string name = "";
 };
@@ -68,6 +71,8 @@ struct ReversibleEmbeddingOptions {
   bool tie_weights = true;
   Initializer embeddings_initializer = {};  // Keras' "uniform": RandomUniform(-0.05, 0.05)
   Regularizer embeddings_regularizer = {};
+  // The table's constraint (as Keras', not the untied reverse_embeddings').
+  Constraint embeddings_constraint = {};
   bool mask_zero = false;  // as Embedding's
   // The dtype the reverse projection computes in (Keras' reverse_dtype; unset: the input's).
   std::optional<DType> reverse_dtype = std::nullopt;

@@ -184,7 +184,9 @@ class ProjectionImpl final : public LayerImpl {
         kernel_init_(o.kernel_initializer),
         bias_init_(o.bias_initializer),
         kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer) {}
+        bias_reg_(o.bias_regularizer),
+        kernel_con_(o.kernel_constraint),
+        bias_con_(o.bias_constraint) {}
   void set_out_dims(std::vector<int64_t> d) { out_dims_ = std::move(d); }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     std::vector<int64_t> d;
@@ -199,8 +201,15 @@ class ProjectionImpl final : public LayerImpl {
     for (int i = s.rank() - bound_; i < s.rank(); ++i) kd.push_back(s[i]);
     kd.insert(kd.end(), out_dims_.begin(), out_dims_.end());
     equation_ = bound_ == 1 ? "bqm,muh->bquh" : "bquh,uhm->bqm";
-    kernel_ = add_weight("kernel", TensorShape(kd), kernel_init_, true, kernel_reg_);
-    if (use_bias_) bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_);
+    // Keras' EinsumDense gives a VarianceScaling initializer the kernel's input and output axes.
+    int64_t fan_in = 1, fan_out = 1;
+    for (int i = s.rank() - bound_; i < s.rank(); ++i) fan_in *= s[i];
+    for (int64_t d : out_dims_) fan_out *= d;
+    kernel_ =
+        add_weight("kernel", TensorShape(kd), detail::with_fans(kernel_init_, fan_in, fan_out),
+                   true, kernel_reg_, kernel_con_);
+    if (use_bias_)
+      bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_, bias_con_);
   }
   Tensor call(const Tensor& x, bool) override {
     Tensor y = einsum(equation_, x, kernel_.value());
@@ -213,6 +222,7 @@ class ProjectionImpl final : public LayerImpl {
   bool use_bias_;
   Initializer kernel_init_, bias_init_;
   Regularizer kernel_reg_, bias_reg_;
+  Constraint kernel_con_, bias_con_;
   std::string equation_;
   Variable kernel_, bias_;
 };

@@ -60,6 +60,8 @@ struct GroupQueryAttentionOptions {
   Initializer bias_initializer = {};    // zeros
   Regularizer kernel_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};  // of the projections' kernels, as Keras'
+  Constraint bias_constraint = {};
   std::optional<int64_t> seed = std::nullopt;  // of the dropout
   std::string name = "";
 };

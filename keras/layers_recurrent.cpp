@@ -43,6 +43,7 @@ struct RecurrentConfig {
   Initializer kernel_initializer, recurrent_initializer, bias_initializer;
   bool unit_forget_bias = true;
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
+  Constraint kernel_constraint, recurrent_constraint, bias_constraint;
   bool return_sequences = false;
   bool go_backwards = false;
   bool unroll = false;
@@ -128,9 +129,9 @@ class RecurrentImpl final : public LayerImpl {
     features_ = s[2];
     const int64_t u = c_.units, k = gates_of(c_.cell);
     kernel_ = add_weight("kernel", TensorShape({features_, k * u}), c_.kernel_initializer, true,
-                         c_.kernel_regularizer);
+                         c_.kernel_regularizer, c_.kernel_constraint);
     recurrent_ = add_weight("recurrent_kernel", TensorShape({u, k * u}), c_.recurrent_initializer,
-                            true, c_.recurrent_regularizer);
+                            true, c_.recurrent_regularizer, c_.recurrent_constraint);
     if (!c_.use_bias) return;
     Initializer init = c_.bias_initializer;
     if (c_.cell == Cell::lstm && c_.unit_forget_bias) {
@@ -143,7 +144,7 @@ class RecurrentImpl final : public LayerImpl {
     }
     const TensorShape bshape =
         c_.cell == Cell::gru && c_.reset_after ? TensorShape({2, k * u}) : TensorShape({k * u});
-    bias_ = add_weight("bias", bshape, init, true, c_.bias_regularizer);
+    bias_ = add_weight("bias", bshape, init, true, c_.bias_regularizer, c_.bias_constraint);
   }
   void check_input(const TensorShape& s) const override {
     LayerImpl::check_input(s);
@@ -502,6 +503,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptio
                          .kernel_regularizer = o.kernel_regularizer,
                          .recurrent_regularizer = o.recurrent_regularizer,
                          .bias_regularizer = o.bias_regularizer,
+                         .kernel_constraint = o.kernel_constraint,
+                         .recurrent_constraint = o.recurrent_constraint,
+                         .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
                          .unroll = o.unroll,
@@ -524,6 +528,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o
                          .kernel_regularizer = o.kernel_regularizer,
                          .recurrent_regularizer = o.recurrent_regularizer,
                          .bias_regularizer = o.bias_regularizer,
+                         .kernel_constraint = o.kernel_constraint,
+                         .recurrent_constraint = o.recurrent_constraint,
+                         .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
                          .unroll = o.unroll,
@@ -545,6 +552,9 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o)
                          .kernel_regularizer = o.kernel_regularizer,
                          .recurrent_regularizer = o.recurrent_regularizer,
                          .bias_regularizer = o.bias_regularizer,
+                         .kernel_constraint = o.kernel_constraint,
+                         .recurrent_constraint = o.recurrent_constraint,
+                         .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
                          .unroll = o.unroll,
@@ -672,6 +682,9 @@ std::optional<RecurrentConfig> recurrent(const LayerImpl& layer) {
                          .kernel_regularizer = c.kernel_regularizer,
                          .recurrent_regularizer = c.recurrent_regularizer,
                          .bias_regularizer = c.bias_regularizer,
+                         .kernel_constraint = c.kernel_constraint,
+                         .recurrent_constraint = c.recurrent_constraint,
+                         .bias_constraint = c.bias_constraint,
                          .return_sequences = c.return_sequences,
                          .go_backwards = c.go_backwards,
                          .unroll = c.unroll,

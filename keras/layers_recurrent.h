@@ -34,6 +34,9 @@ struct SimpleRNNOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
   bool go_backwards = false;      // run the timesteps last to first
   // Keras' unroll: inside tf::function, false (Keras' default) runs the timesteps as one loop
@@ -64,6 +67,9 @@ struct LSTMOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
   bool unroll = false;
@@ -85,6 +91,9 @@ struct GRUOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
   bool unroll = false;

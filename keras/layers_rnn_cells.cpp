@@ -297,14 +297,14 @@ void SimpleRNNCell::build(const TensorShape& s) {
   check_step_input(*this, s);
   add_weight("kernel", TensorShape({s[1], units_}),
              detail::or_default(o_.kernel_initializer, initializers::GlorotUniform()), true,
-             o_.kernel_regularizer);
+             o_.kernel_regularizer, o_.kernel_constraint);
   add_weight("recurrent_kernel", TensorShape({units_, units_}),
              detail::or_default(o_.recurrent_initializer, initializers::Orthogonal()), true,
-             o_.recurrent_regularizer);
+             o_.recurrent_regularizer, o_.recurrent_constraint);
   if (o_.use_bias)
     add_weight("bias", TensorShape({units_}),
                detail::or_default(o_.bias_initializer, initializers::Zeros()), true,
-               o_.bias_regularizer);
+               o_.bias_regularizer, o_.bias_constraint);
   Model::build(s);
 }
 
@@ -336,14 +336,14 @@ void LSTMCell::build(const TensorShape& s) {
   check_step_input(*this, s);
   add_weight("kernel", TensorShape({s[1], 4 * units_}),
              detail::or_default(o_.kernel_initializer, initializers::GlorotUniform()), true,
-             o_.kernel_regularizer);
+             o_.kernel_regularizer, o_.kernel_constraint);
   add_weight("recurrent_kernel", TensorShape({units_, 4 * units_}),
              detail::or_default(o_.recurrent_initializer, initializers::Orthogonal()), true,
-             o_.recurrent_regularizer);
+             o_.recurrent_regularizer, o_.recurrent_constraint);
   if (o_.use_bias) {
     Initializer b = detail::or_default(o_.bias_initializer, initializers::Zeros());
     if (o_.unit_forget_bias) b = detail::forget_bias_initializer(b, units_);
-    add_weight("bias", TensorShape({4 * units_}), b, true, o_.bias_regularizer);
+    add_weight("bias", TensorShape({4 * units_}), b, true, o_.bias_regularizer, o_.bias_constraint);
   }
   Model::build(s);
 }
@@ -374,14 +374,14 @@ void GRUCell::build(const TensorShape& s) {
   check_step_input(*this, s);
   add_weight("kernel", TensorShape({s[1], 3 * units_}),
              detail::or_default(o_.kernel_initializer, initializers::GlorotUniform()), true,
-             o_.kernel_regularizer);
+             o_.kernel_regularizer, o_.kernel_constraint);
   add_weight("recurrent_kernel", TensorShape({units_, 3 * units_}),
              detail::or_default(o_.recurrent_initializer, initializers::Orthogonal()), true,
-             o_.recurrent_regularizer);
+             o_.recurrent_regularizer, o_.recurrent_constraint);
   if (o_.use_bias)
     add_weight("bias", o_.reset_after ? TensorShape({2, 3 * units_}) : TensorShape({3 * units_}),
                detail::or_default(o_.bias_initializer, initializers::Zeros()), true,
-               o_.bias_regularizer);
+               o_.bias_regularizer, o_.bias_constraint);
   Model::build(s);
 }
 
@@ -852,14 +852,15 @@ class ConvLSTMCell final : public RNNCell {
     rk.push_back(4 * filters_);
     add_weight("kernel", TensorShape(k),
                detail::or_default(o_.kernel_initializer, initializers::GlorotUniform()), true,
-               o_.kernel_regularizer);
+               o_.kernel_regularizer, o_.kernel_constraint);
     add_weight("recurrent_kernel", TensorShape(rk),
                detail::or_default(o_.recurrent_initializer, initializers::Orthogonal()), true,
-               o_.recurrent_regularizer);
+               o_.recurrent_regularizer, o_.recurrent_constraint);
     if (o_.use_bias) {
       Initializer b = detail::or_default(o_.bias_initializer, initializers::Zeros());
       if (o_.unit_forget_bias) b = detail::forget_bias_initializer(b, filters_);
-      add_weight("bias", TensorShape({4 * filters_}), b, true, o_.bias_regularizer);
+      add_weight("bias", TensorShape({4 * filters_}), b, true, o_.bias_regularizer,
+                 o_.bias_constraint);
     }
     Model::build(s);
   }

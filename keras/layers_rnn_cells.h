@@ -79,6 +79,9 @@ struct SimpleRNNCellOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
   // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
   // Keras' implementation 1); seed as tf::nn::dropout's.
@@ -98,6 +101,9 @@ struct LSTMCellOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
   // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
   // Keras' implementation 1); seed as tf::nn::dropout's.
@@ -116,6 +122,9 @@ struct GRUCellOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   bool reset_after = true;  // Keras 3's default, as GRU's
   // Keras' dropout of the inputs and of the recurrent state, in training only: masks drawn once
   // per RNN call and shared by its timesteps (one per gate when recurrent_dropout is set, as
@@ -269,6 +278,9 @@ struct ConvLSTMOptions {
   Regularizer kernel_regularizer = {};
   Regularizer recurrent_regularizer = {};
   Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};
+  Constraint recurrent_constraint = {};
+  Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
   // As the cells' (one mask per gate for each, as Keras' ConvLSTM).

@@ -34,6 +34,7 @@ struct RecurrentConfig {
   Initializer kernel_initializer, recurrent_initializer, bias_initializer;  // defined
   bool unit_forget_bias = true;
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
+  Constraint kernel_constraint, recurrent_constraint, bias_constraint;
   bool return_sequences = false, go_backwards = false, unroll = false;
   bool zero_output_for_mask = false;
   bool reset_after = true;

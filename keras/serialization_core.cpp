@@ -51,8 +51,10 @@ Layer einsum_dense_from(const Config& config) {
   o.bias_initializer = r.initializer("bias_initializer");
   o.kernel_regularizer = r.regularizer("kernel_regularizer");
   o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint",
-                        "quantization_config", "lora_rank", "gptq_unpacked_column_size"})
+  o.kernel_constraint = r.constraint("kernel_constraint");
+  o.bias_constraint = r.constraint("bias_constraint");
+  for (const char* k :
+       {"activity_regularizer", "quantization_config", "lora_rank", "gptq_unpacked_column_size"})
     r.expect_null(k);
   if (r.has("lora_alpha")) r.number("lora_alpha");  // meaningful only with lora_rank
   o.name = b.name;
@@ -73,9 +75,10 @@ Config einsum_dense_get(const Layer& layer) {
              {"bias_axes", o.bias_axes.empty() ? Config(nullptr) : Config(o.bias_axes)}};
   add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
                        o.bias_regularizer);
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "bias_constraint", "quantization_config"})
-    out[k] = nullptr;
+  out["activity_regularizer"] = nullptr;
+  out["kernel_constraint"] = constraint_json(layer, "kernel_constraint", o.kernel_constraint);
+  out["bias_constraint"] = constraint_json(layer, "bias_constraint", o.bias_constraint);
+  out["quantization_config"] = nullptr;
   return out;
 }
 
@@ -102,8 +105,7 @@ Layer reversible_embedding_from(const Config& config) {
   layers::ReversibleEmbeddingOptions o;
   o.embeddings_initializer = k.initializer;
   o.embeddings_regularizer = k.regularizer;
-  if (k.constraint.defined())
-    r.fail("embeddings_constraint", "is not supported by tapeflow's ReversibleEmbedding (null)");
+  o.embeddings_constraint = k.constraint;
   o.mask_zero = k.mask_zero;
   o.tie_weights = r.boolean("tie_weights", true);
   if (const Config* d = r.find("reverse_dtype"); d != nullptr && !d->is_null()) {
@@ -125,12 +127,9 @@ Layer reversible_embedding_from(const Config& config) {
 Config reversible_embedding_get(const Layer& layer) {
   const lo::ReversibleEmbeddingConfig c = need(lo::reversible_embedding(layer.impl()), layer);
   const layers::ReversibleEmbeddingOptions& o = c.options;
-  Config out = embedding_keys_json(layer, {c.input_dim,
-                                           c.output_dim,
-                                           o.embeddings_initializer,
-                                           o.embeddings_regularizer,
-                                           o.mask_zero,
-                                           {}});
+  Config out =
+      embedding_keys_json(layer, {c.input_dim, c.output_dim, o.embeddings_initializer,
+                                  o.embeddings_regularizer, o.mask_zero, o.embeddings_constraint});
   out["tie_weights"] = o.tie_weights;
   out["reverse_dtype"] =
       o.reverse_dtype ? Config(std::string(dtype_name(*o.reverse_dtype))) : Config(nullptr);

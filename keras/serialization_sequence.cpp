@@ -75,8 +75,8 @@ enum class Rnn { simple, lstm, gru };
 // reset_after and seed it has. Keras' return_state and stateful are not options here: written
 // at their defaults.
 // The weight keys of the recurrent layers and ConvLSTM, in Keras' order: the three initializers,
-// unit_forget_bias (LSTM and ConvLSTM), the three regularizers, the unsupported regularizer and
-// constraints (null).
+// unit_forget_bias (LSTM and ConvLSTM), the three regularizers, the unsupported activity
+// regularizer (null) and the three constraints.
 template <class C>
 void add_recurrent_weight_keys(Config& out, const Layer& layer, const C& c, bool forget_bias) {
   out["kernel_initializer"] = initializer_json(layer, "kernel_initializer", c.kernel_initializer,
@@ -90,9 +90,11 @@ void add_recurrent_weight_keys(Config& out, const Layer& layer, const C& c, bool
   out["recurrent_regularizer"] =
       regularizer_json(layer, "recurrent_regularizer", c.recurrent_regularizer);
   out["bias_regularizer"] = regularizer_json(layer, "bias_regularizer", c.bias_regularizer);
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    out[k] = nullptr;
+  out["activity_regularizer"] = nullptr;
+  out["kernel_constraint"] = constraint_json(layer, "kernel_constraint", c.kernel_constraint);
+  out["recurrent_constraint"] =
+      constraint_json(layer, "recurrent_constraint", c.recurrent_constraint);
+  out["bias_constraint"] = constraint_json(layer, "bias_constraint", c.bias_constraint);
 }
 // Their reading (unit_forget_bias apart).
 template <class O>
@@ -103,9 +105,10 @@ void read_recurrent_weight_keys(Reader& r, O& o) {
   o.kernel_regularizer = r.regularizer("kernel_regularizer");
   o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
   o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k :
-       {"activity_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    r.expect_null(k);
+  r.expect_null("activity_regularizer");
+  o.kernel_constraint = r.constraint("kernel_constraint");
+  o.recurrent_constraint = r.constraint("recurrent_constraint");
+  o.bias_constraint = r.constraint("bias_constraint");
 }
 
 Config recurrent_get(const Layer& layer) {
@@ -179,6 +182,9 @@ Layer recurrent_from(const Config& config) {
                                               .kernel_regularizer = o.kernel_regularizer,
                                               .recurrent_regularizer = o.recurrent_regularizer,
                                               .bias_regularizer = o.bias_regularizer,
+                                              .kernel_constraint = o.kernel_constraint,
+                                              .recurrent_constraint = o.recurrent_constraint,
+                                              .bias_constraint = o.bias_constraint,
                                               .return_sequences = o.return_sequences,
                                               .go_backwards = o.go_backwards,
                                               .unroll = o.unroll,
@@ -197,6 +203,9 @@ Layer recurrent_from(const Config& config) {
                                           .kernel_regularizer = o.kernel_regularizer,
                                           .recurrent_regularizer = o.recurrent_regularizer,
                                           .bias_regularizer = o.bias_regularizer,
+                                          .kernel_constraint = o.kernel_constraint,
+                                          .recurrent_constraint = o.recurrent_constraint,
+                                          .bias_constraint = o.bias_constraint,
                                           .return_sequences = o.return_sequences,
                                           .go_backwards = o.go_backwards,
                                           .unroll = o.unroll,
@@ -244,8 +253,10 @@ Config cell_object(const Layer& rnn, const layers::RNNCell& cell) {
     c["recurrent_regularizer"] =
         regularizer_json(cell, "recurrent_regularizer", o.recurrent_regularizer);
     c["bias_regularizer"] = regularizer_json(cell, "bias_regularizer", o.bias_regularizer);
-    for (const char* k : {"kernel_constraint", "recurrent_constraint", "bias_constraint"})
-      c[k] = nullptr;
+    c["kernel_constraint"] = constraint_json(cell, "kernel_constraint", o.kernel_constraint);
+    c["recurrent_constraint"] =
+        constraint_json(cell, "recurrent_constraint", o.recurrent_constraint);
+    c["bias_constraint"] = constraint_json(cell, "bias_constraint", o.bias_constraint);
     c["dropout"] = o.dropout;
     c["recurrent_dropout"] = o.recurrent_dropout;
   };
@@ -320,8 +331,9 @@ std::shared_ptr<layers::RNNCell> cell_from(Reader& parent, const std::string& ke
       o.kernel_regularizer = r.regularizer("kernel_regularizer");
       o.recurrent_regularizer = r.regularizer("recurrent_regularizer");
       o.bias_regularizer = r.regularizer("bias_regularizer");
-      for (const char* k : {"kernel_constraint", "recurrent_constraint", "bias_constraint"})
-        r.expect_null(k);
+      o.kernel_constraint = r.constraint("kernel_constraint");
+      o.recurrent_constraint = r.constraint("recurrent_constraint");
+      o.bias_constraint = r.constraint("bias_constraint");
       o.dropout = r.number("dropout", 0.0);
       o.recurrent_dropout = r.number("recurrent_dropout", 0.0);
       o.name = b.name;
@@ -601,14 +613,15 @@ std::vector<int64_t> optional_int_list(Reader& r, const std::string& key) {
 }
 
 // The keys MultiHeadAttention and GroupQueryAttention end with, in Keras' order: the
-// initializers and regularizers, the unsupported regularizer and constraints (null), the seed.
+// initializers and regularizers, the unsupported activity regularizer (null), the constraints,
+// the seed.
 template <class Options>
 void add_attention_tail(Config& out, const Layer& layer, const Options& o) {
   add_kernel_bias_keys(out, layer, o.kernel_initializer, o.bias_initializer, o.kernel_regularizer,
                        o.bias_regularizer);
   out["activity_regularizer"] = nullptr;
-  out["kernel_constraint"] = nullptr;
-  out["bias_constraint"] = nullptr;
+  out["kernel_constraint"] = constraint_json(layer, "kernel_constraint", o.kernel_constraint);
+  out["bias_constraint"] = constraint_json(layer, "bias_constraint", o.bias_constraint);
   out["seed"] = seed_json(o.seed);
 }
 template <class Options>
@@ -617,8 +630,9 @@ void read_attention_tail(Reader& r, Options& o) {
   o.bias_initializer = r.initializer("bias_initializer");
   o.kernel_regularizer = r.regularizer("kernel_regularizer");
   o.bias_regularizer = r.regularizer("bias_regularizer");
-  for (const char* k : {"activity_regularizer", "kernel_constraint", "bias_constraint"})
-    r.expect_null(k);
+  r.expect_null("activity_regularizer");
+  o.kernel_constraint = r.constraint("kernel_constraint");
+  o.bias_constraint = r.constraint("bias_constraint");
   o.seed = r.optional_integer("seed");
 }
 

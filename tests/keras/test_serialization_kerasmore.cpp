@@ -127,9 +127,9 @@ null, "activity_regularizer": null, "kernel_constraint": null, "bias_constraint"
 
   // Strict reading.
   Config bad = g2;
-  bad["kernel_constraint"] = "non_neg";
+  bad["kernel_constraint"] = "non_negative";
   require_error([&] { K::saving::from_config("GroupQueryAttention", bad); },
-                {"GroupQueryAttention config key \"kernel_constraint\""});
+                {"GroupQueryAttention config key \"kernel_constraint\"", "non_negative"});
   bad = g2;
   bad["num_query_heads"] = 3;
   require_error([&] { K::saving::from_config("GroupQueryAttention", bad); },

@@ -877,8 +877,8 @@ TEST_CASE("serialization: bad sequence layer configs name the class and the key"
   fails("LSTM", bad, {"LSTM", "return_state", "not supported"});
   bad = lstm;
   bad["recurrent_constraint"] =
-      Config::parse(R"({"module": "keras.constraints", "class_name": "NonNeg", "config": {}})");
-  fails("LSTM", bad, {"LSTM", "recurrent_constraint"});
+      Config::parse(R"({"module": "keras.constraints", "class_name": "Clip", "config": {}})");
+  fails("LSTM", bad, {"LSTM", "recurrent_constraint", "\"Clip\""});
   bad = lstm;
   bad["use_cudnn"] = "sometimes";
   fails("LSTM", bad, {"LSTM", "use_cudnn"});
