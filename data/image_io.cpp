@@ -25,6 +25,7 @@
 #include "core/file.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/unary.h"
 
 namespace tapeflow::io {
@@ -373,21 +374,31 @@ Tensor decode_jpeg(const std::string& contents, int channels) {
   return pixel_tensor(img, uint8);
 }
 
-Tensor decode_image(const std::string& contents, int channels, DType dtype) {
+Tensor decode_image(const std::string& contents, int channels, DType dtype,
+                    bool expand_animations) {
   const char* op = "decode_image";
   TF_CHECK_ARG(dtype == uint8 || dtype == float32, op, "dtype must be uint8 or float32, got {}",
                dtype_name(dtype));
   if (is_png(contents)) return decode_png(contents, channels, dtype);
+  Tensor image;
   if (is_jpeg(contents)) {
-    const Tensor image = decode_jpeg(contents, channels);
-    return dtype == float32 ? cast(image, float32) / 255.0f : image;
+    image = decode_jpeg(contents, channels);
+  } else if (contents.rfind("GIF8", 0) == 0) {
+    TF_CHECK_ARG(channels == 0 || channels == 3, op, "channels must be 0 or 3 for GIF, got {}",
+                 channels);
+    image = decode_gif(contents);
+    if (!expand_animations) {
+      const TensorShape& sh = image.shape();
+      image = squeeze(slice(image, {0, 0, 0, 0}, {1, sh[1], sh[2], 3}), {0});
+    }
+  } else if (contents.rfind("BM", 0) == 0) {
+    image = decode_bmp(contents, channels);
+  } else {
+    TF_THROW(InvalidArgumentError, op,
+             "unknown image format: the data starts with none of the PNG, JPEG, GIF and BMP "
+             "signatures");
   }
-  const bool gif = contents.rfind("GIF8", 0) == 0;
-  const bool bmp = contents.rfind("BM", 0) == 0;
-  TF_THROW(InvalidArgumentError, op, "{} (tapeflow decodes PNG and JPEG)",
-           gif   ? "GIF images are not supported"
-           : bmp ? "BMP images are not supported"
-                 : "unknown image format: the data starts with neither a PNG nor a JPEG signature");
+  return dtype == float32 ? cast(image, float32) / 255.0f : image;
 }
 
 std::string encode_png(const Tensor& image, int compression) {

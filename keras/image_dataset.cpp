@@ -35,18 +35,16 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The image files under `dir` (recursively), sorted; counts the .bmp and .gif files skipped.
-std::vector<std::string> image_files(const fs::path& dir, bool follow_links, int64_t& skipped) {
+// The image files under `dir` (recursively): Keras' extensions, sorted.
+std::vector<std::string> image_files(const fs::path& dir, bool follow_links) {
   std::vector<std::string> out;
   auto opts =
       follow_links ? fs::directory_options::follow_directory_symlink : fs::directory_options::none;
   for (const auto& e : fs::recursive_directory_iterator(dir, opts)) {
     if (!e.is_regular_file()) continue;
     const std::string ext = lower(e.path().extension().string());
-    if (ext == ".png" || ext == ".jpg" || ext == ".jpeg")
+    if (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".gif")
       out.push_back(e.path().string());
-    else if (ext == ".bmp" || ext == ".gif")
-      ++skipped;
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -65,6 +63,30 @@ Tensor fit_image(const Tensor& image, int64_t th, int64_t tw, bool crop, bool pa
             {{(ph - h) / 2, ph - h - (ph - h) / 2}, {(pw - w) / 2, pw - w - (pw - w) / 2}, {0, 0}});
   }
   return image::resize(x, {th, tw}, interpolation);
+}
+
+// An image file's pixels with `channels` channels, as Keras' decode_image(..., channels,
+// expand_animations=False) (a GIF's first frame). Where TF refuses the channel count (1 or 4 for
+// a GIF, 1 for a BMP) the file's own channels are converted: to gray by TF's rgb_to_grayscale
+// weights (rounded), to RGBA with an opaque alpha.
+Tensor decode_file(const std::string& path, int channels) {
+  const std::string contents = io::read_file(path);
+  const bool gif = contents.rfind("GIF8", 0) == 0, bmp = contents.rfind("BM", 0) == 0;
+  if (!(gif && channels != 3) && !(bmp && channels == 1))
+    return io::decode_image(contents, channels, uint8, false);
+  Tensor image = io::decode_image(contents, 0, uint8, false);
+  const int64_t have = image.shape()[2];
+  if (have == channels) return image;
+  if (channels == 1) {
+    Tensor rgb =
+        cast(have == 1 ? image : slice(image, {0, 0, 0}, {image.shape()[0], image.shape()[1], 3}),
+             float32);
+    return cast(round(image::rgb_to_grayscale(rgb)), uint8);
+  }
+  // channels 4 from a 3-channel GIF frame.
+  return concat({image, fill(TensorShape{image.shape()[0], image.shape()[1], 1},
+                             constant(Tensor(255.0), uint8))},
+                2);
 }
 
 int channels_of(const std::string& color_mode) {
@@ -112,9 +134,8 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
   // The files and their labels, class by class.
   ImageDataset result;
   std::vector<int64_t> labels;
-  int64_t skipped = 0;
   if (o.label_mode.empty() && o.labels.empty()) {
-    result.file_paths = image_files(directory, o.follow_links, skipped);
+    result.file_paths = image_files(directory, o.follow_links);
   } else {
     std::vector<std::string> classes = o.class_names;
     if (classes.empty()) {
@@ -126,7 +147,7 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
       const fs::path sub = fs::path(directory) / classes[k];
       TF_CHECK_T(NotFoundError, fs::is_directory(sub), kOp,
                  "class_names names \"{}\", which is not a folder of {}", classes[k], directory);
-      for (std::string& f : image_files(sub, o.follow_links, skipped)) {
+      for (std::string& f : image_files(sub, o.follow_links)) {
         result.file_paths.push_back(std::move(f));
         labels.push_back(static_cast<int64_t>(k));
       }
@@ -136,9 +157,6 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
                  "label_mode \"binary\" needs exactly 2 classes, found {} in {}", classes.size(),
                  directory);
   }
-  if (skipped > 0)
-    TF_LOG_WARN("{}: skipped {} .bmp/.gif files under {} (tapeflow decodes PNG and JPEG)", kOp,
-                skipped, directory);
   if (o.verbose) {
     if (o.label_mode.empty())
       std::cout << "Found " << result.file_paths.size() << " files." << std::endl;
@@ -199,9 +217,9 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
         const std::string& path = (*files)[static_cast<size_t>(e[0].item<int64_t>())];
         Tensor image;
         try {
-          image = fit_image(io::decode_image(io::read_file(path), channels), opts.image_size[0],
-                            opts.image_size[1], opts.crop_to_aspect_ratio, opts.pad_to_aspect_ratio,
-                            opts.interpolation);
+          image =
+              fit_image(decode_file(path, channels), opts.image_size[0], opts.image_size[1],
+                        opts.crop_to_aspect_ratio, opts.pad_to_aspect_ratio, opts.interpolation);
         } catch (const Error& err) {
           TF_THROW(InvalidArgumentError, kOp, "{}: {}", path, err.what());
         }
@@ -215,7 +233,7 @@ ImageDataset image_dataset_from_directory(const std::string& directory, ImageDat
 }
 
 Tensor load_img(const std::string& path, LoadImgOptions o) {
-  const Tensor image = io::decode_image(io::read_file(path), channels_of(o.color_mode));
+  const Tensor image = decode_file(path, channels_of(o.color_mode));
   if (!o.target_size) return cast(image, float32);
   const auto [th, tw] = *o.target_size;
   TF_CHECK_ARG(th > 0 && tw > 0, "load_img", "target_size must be positive, got ({}, {})", th, tw);

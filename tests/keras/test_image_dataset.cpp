@@ -38,8 +38,71 @@ tf::Tensor solid(int64_t h, int64_t w, double r, double g, double b) {
   return tf::cast(tf::constant(v, {h, w, 3}), tf::uint8);
 }
 
-// root/cats: 4 red PNGs (one in a nested folder), root/dogs: 6 blue JPEGs, of assorted sizes;
-// a GIF and a text file that are not read.
+// A 24-bit BMP of an h x w image of one color.
+std::string solid_bmp(int h, int w, uint8_t r, uint8_t g, uint8_t b) {
+  auto le = [](std::string& s, uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  const uint32_t stride = (static_cast<uint32_t>(w) * 3 + 3) / 4 * 4;
+  std::string out = "BM";
+  le(out, 54 + stride * static_cast<uint32_t>(h), 4);
+  le(out, 0, 4);
+  le(out, 54, 4);
+  for (uint32_t v : {40u, static_cast<uint32_t>(w), static_cast<uint32_t>(h)}) le(out, v, 4);
+  le(out, 1, 2);
+  le(out, 24, 2);
+  for (int i = 0; i < 6; ++i) le(out, 0, 4);
+  for (int y = 0; y < h; ++y) {
+    std::string row;
+    for (int x = 0; x < w; ++x)
+      row += {static_cast<char>(b), static_cast<char>(g), static_cast<char>(r)};
+    row.resize(stride, '\0');
+    out += row;
+  }
+  return out;
+}
+
+// A GIF of an h x w image of one color: a 2-color table, index 0 everywhere, LZW codes that are
+// all single indices (a clear code after every two keeps them 3 bits wide).
+std::string solid_gif(int h, int w, uint8_t r, uint8_t g, uint8_t b) {
+  std::string out = "GIF89a";
+  auto le16 = [&](uint32_t v) { out += {static_cast<char>(v & 0xff), static_cast<char>(v >> 8)}; };
+  le16(static_cast<uint32_t>(w));
+  le16(static_cast<uint32_t>(h));
+  out +=
+      {'\x80', '\0', '\0',  static_cast<char>(r), static_cast<char>(g), static_cast<char>(b), '\0',
+       '\0',   '\0', '\x2c'};
+  le16(0);
+  le16(0);
+  le16(static_cast<uint32_t>(w));
+  le16(static_cast<uint32_t>(h));
+  out += {'\0', '\x02'};
+  std::string data;
+  uint32_t acc = 0;
+  int bits = 0;
+  auto emit = [&](uint32_t code) {
+    acc |= code << bits;
+    bits += 3;
+    while (bits >= 8) data += static_cast<char>(acc & 0xff), acc >>= 8, bits -= 8;
+  };
+  emit(4);
+  for (int i = 0; i < h * w; ++i) {
+    emit(0);
+    if (i % 2 == 1) emit(4);
+  }
+  emit(5);
+  if (bits > 0) data += static_cast<char>(acc & 0xff);
+  for (size_t i = 0; i < data.size(); i += 255) {
+    const std::string block = data.substr(i, 255);
+    out += static_cast<char>(block.size());
+    out += block;
+  }
+  out += {'\0', ';'};
+  return out;
+}
+
+// root/cats: 4 red PNGs (one in a nested folder), root/dogs: 6 blue images of assorted sizes
+// (4 JPEGs, a GIF and a BMP, as Keras' extensions); a text file that is not read.
 void write_folder(const fs::path& root) {
   fs::create_directories(root / "cats" / "nested");
   fs::create_directories(root / "dogs");
@@ -48,10 +111,11 @@ void write_folder(const fs::path& root) {
     tf::io::write_file((dir / ("c" + std::to_string(i) + ".png")).string(),
                        tf::io::encode_png(solid(10 + i, 14, 200, 0, 0)));
   }
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i < 4; ++i)
     tf::io::write_file((root / "dogs" / ("d" + std::to_string(i) + ".JPG")).string(),
                        tf::io::encode_jpeg(solid(16, 8 + 2 * i, 0, 0, 200)));
-  tf::io::write_file((root / "dogs" / "anim.gif").string(), "GIF89a");
+  tf::io::write_file((root / "dogs" / "d4.gif").string(), solid_gif(16, 16, 0, 0, 200));
+  tf::io::write_file((root / "dogs" / "d5.bmp").string(), solid_bmp(16, 18, 0, 0, 200));
   tf::io::write_file((root / "cats" / "notes.txt").string(), "not an image");
 }
 
