@@ -38,6 +38,7 @@ struct OptimizerConfig {
   double beta_2_decay = -0.8, epsilon_1 = 1e-30, epsilon_2 = 1e-3;  // Adafactor
   double clip_threshold = 1.0;
   bool relative_step = true;
+  optimizers::MuonOptions muon;  // Muon
 };
 // nullopt for an empty handle. A LossScaleOptimizer gives its inner optimizer's config (check
 // Optimizer::is_loss_scaled first).

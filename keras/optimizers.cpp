@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <unordered_map>
 
@@ -21,6 +22,7 @@
 #include "keras/mixed_precision.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -130,7 +132,11 @@ struct OptimizerImpl {
   virtual double slot_initial_value(size_t /*s*/) const { return 0.0; }
   // The shape of slot `s` of a variable shaped `var` (the variable's, but Adafactor's factored
   // second moments).
-  virtual TensorShape slot_shape(size_t /*s*/, const TensorShape& var) const { return var; }
+  virtual TensorShape slot_shape(size_t /*s*/, const Variable& var) const { return var.shape(); }
+  // The decoupled weight decay of `var` (Muon's differs by variable).
+  virtual std::optional<double> weight_decay_for(const Variable& /*var*/) const {
+    return options.weight_decay;
+  }
   // Optimizer-level variables besides iterations and learning_rate, made by the constructor
   // (so mirrored under a strategy's scope and restored by name): Nadam's "u_product". They are
   // float64, which holds exactly the values of the dtype advance() computes them in.
@@ -210,7 +216,7 @@ struct OptimizerImpl {
       }
       if (!restored[s]) continue;
       const Tensor& t = *restored[s];
-      const TensorShape want = slot_shape(s, var.shape());
+      const TensorShape want = slot_shape(s, var);
       TF_CHECK_ARG(t.shape() == want && t.dtype() == var.dtype(), name.c_str(),
                    "the checkpoint value of slot '{}' has shape {} and dtype {}, the slot of "
                    "variable '{}' has shape {} and dtype {}",
@@ -229,10 +235,10 @@ struct OptimizerImpl {
       tapeflow::detail::MirrorVariablesScope mirror(devices);
       DeviceScope place(var.is_mirrored() ? devices.front() : var.placement());
       for (size_t s = 0; s < names.size(); ++s)
-        e.slots.emplace_back(restored[s] ? *restored[s]
-                                         : fill(slot_shape(s, var.shape()),
-                                                keras_cast(slot_initial_value(s), var.dtype())),
-                             name + "/" + prefix + "/" + names[s], false);
+        e.slots.emplace_back(
+            restored[s] ? *restored[s]
+                        : fill(slot_shape(s, var), keras_cast(slot_initial_value(s), var.dtype())),
+            name + "/" + prefix + "/" + names[s], false);
     }
     // The slots exist: now take the name and drop the values they consumed.
     prefixes.insert(prefix);
@@ -693,7 +699,8 @@ struct AdafactorImpl final : OptimizerImpl {
                  "clip_threshold must be finite and > 0, got {}", clip_threshold);
   }
   std::vector<std::string> slot_names() const override { return {"r", "c", "velocity"}; }
-  TensorShape slot_shape(size_t s, const TensorShape& var) const override {
+  TensorShape slot_shape(size_t s, const Variable& variable) const override {
+    const TensorShape var = variable.shape();
     if (s == 2) return var;
     if (var.rank() < 2) return TensorShape({});
     std::vector<int64_t> dims = var.dims();
@@ -731,6 +738,98 @@ struct AdafactorImpl final : OptimizerImpl {
     const Tensor u_hat =
         divide(u, maximum(keras_cast(1.0, d), divide(rms(u), Tensor(clip_threshold))));
     var.assign_sub(multiply(alpha_t, u_hat));
+  }
+};
+
+// Muon: momentum orthogonalized by Newton-Schulz for matrices, AdamW for everything else.
+struct MuonImpl final : OptimizerImpl {
+  MuonOptions m;
+  std::vector<std::regex> excluded;
+  MuonImpl(const LearningRate& lr, MuonOptions mo, OptimizerOptions o)
+      : OptimizerImpl("Muon", lr, std::move(o)), m(std::move(mo)) {
+    TF_CHECK_ARG(!options.weight_decay, name.c_str(),
+                 "set Muon's weight decays in MuonOptions (weight_decay, adam_weight_decay), not "
+                 "OptimizerOptions::weight_decay");
+    check_range(name, "adam_beta_1", m.adam_beta_1, 0, 1, false, true);
+    check_range(name, "adam_beta_2", m.adam_beta_2, 0, 1, false, true);
+    check_range(name, "momentum", m.momentum, 0, 1, false, false);
+    check_epsilon(name, m.epsilon);
+    TF_CHECK_ARG(m.ns_steps >= 0, name.c_str(), "ns_steps must be >= 0, got {}", m.ns_steps);
+    for (double v : {m.muon_a, m.muon_b, m.muon_c, m.adam_lr_ratio})
+      TF_CHECK_ARG(std::isfinite(v), name.c_str(),
+                   "muon_a, muon_b, muon_c and adam_lr_ratio must be finite, got {}", v);
+    for (const auto& wd : {m.weight_decay, m.adam_weight_decay, m.rms_rate})
+      TF_CHECK_ARG(!wd || std::isfinite(*wd), name.c_str(),
+                   "weight_decay, adam_weight_decay and rms_rate must be finite, got {}", *wd);
+    for (const std::string& k : m.exclude_layers) {
+      try {
+        excluded.emplace_back(k, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        TF_THROW(InvalidArgumentError, name.c_str(),
+                 "exclude_layers entry \"{}\" is not a regular expression: {}", k, e.what());
+      }
+    }
+  }
+  // Keras' _should_use_adamw, on the variable's name.
+  bool use_adamw(const Variable& var) const {
+    if (var.shape().rank() != 2) return true;
+    std::string lower = var.name();
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (m.exclude_embeddings && lower.find("embedding") != std::string::npos) return true;
+    for (const std::regex& r : excluded)
+      if (std::regex_search(var.name(), r)) return true;
+    return false;
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
+  TensorShape slot_shape(size_t s, const Variable& var) const override {
+    return s == 1 && !use_adamw(var) ? TensorShape({}) : var.shape();
+  }
+  std::optional<double> weight_decay_for(const Variable& var) const override {
+    return use_adamw(var) ? m.adam_weight_decay : m.weight_decay;
+  }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    // AdamW's rate: lr * adam_lr_ratio * sqrt(1 - beta_2^t) / (1 - beta_1^t).
+    const Tensor lr = multiply(k.lr, Tensor(m.adam_lr_ratio));
+    k.alpha =
+        divide(multiply(lr, sqrt(subtract(Tensor(1.0), pow(keras_cast(m.adam_beta_2, d), k.step)))),
+               subtract(Tensor(1.0), pow(keras_cast(m.adam_beta_1, d), k.step)));
+  }
+  // The quintic Newton-Schulz iteration of Keras' zeropower_via_newtonschulz5.
+  Tensor orthogonalize(const Tensor& g) const {
+    const bool tall = g.shape()[0] > g.shape()[1];
+    Tensor x = tall ? transpose(g) : g;
+    x = divide(x, add(sqrt(reduce_sum(square(x))), Tensor(1e-7)));
+    for (int i = 0; i < m.ns_steps; ++i) {
+      const Tensor a = matmul(x, x, false, true);
+      const Tensor b = add(multiply(a, Tensor(m.muon_b)), matmul(multiply(a, Tensor(m.muon_c)), a));
+      x = add(multiply(x, Tensor(m.muon_a)), matmul(b, x));
+    }
+    return tall ? transpose(x) : x;
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    Variable& mom = slots[0];
+    if (use_adamw(var)) {
+      Variable& v = slots[1];
+      mom.assign_add(multiply(subtract(g, mom.value()), Tensor(1.0 - m.adam_beta_1)));
+      v.assign_add(multiply(subtract(square(g), v.value()), Tensor(1.0 - m.adam_beta_2)));
+      var.assign_sub(
+          divide(multiply(mom.value(), k.alpha), add(sqrt(v.value()), Tensor(m.epsilon))));
+      return;
+    }
+    mom.assign_add(add(g, multiply(mom.value(), Tensor(m.momentum - 1.0))));
+    const Tensor u = m.nesterov ? add(g, multiply(mom.value(), Tensor(m.momentum))) : mom.value();
+    Tensor step = multiply(k.lr, orthogonalize(u));
+    if (m.rms_rate) {
+      const double rows = static_cast<double>(var.shape()[0]);
+      const double cols = static_cast<double>(var.shape()[1]);
+      // Keras: x * sqrt(max(rows, cols)) * rms_rate, the square root in float32.
+      step = multiply(multiply(step, Tensor(static_cast<double>(
+                                         std::sqrt(static_cast<float>(std::max(rows, cols)))))),
+                      Tensor(*m.rms_rate));
+    }
+    var.assign_sub(step);
   }
 };
 
@@ -855,16 +954,14 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       found = cache.end() - 1;
     }
     const OptimizerImpl::Scalars& k = found->second;
-    if (impl.options.weight_decay) {
+    if (const std::optional<double> wd = impl.weight_decay_for(var)) {
       bool excluded = false;
       for (const auto& s : impl.options.exclude_from_weight_decay)
         if (var.name().find(s) != std::string::npos) excluded = true;
       // Keras: var -= var * tf.cast(weight_decay, dtype) * lr (the cast goes through float32).
       if (!excluded)
-        var.assign(subtract(
-            var.value(),
-            multiply(multiply(var.value(), keras_cast(*impl.options.weight_decay, var.dtype())),
-                     k.lr)));
+        var.assign(subtract(var.value(),
+                            multiply(multiply(var.value(), keras_cast(*wd, var.dtype())), k.lr)));
     }
     impl.update(grads[i], var, slots[i], k);
     // Keras 3 projects a variable with a constraint right after its update.
@@ -960,13 +1057,13 @@ void Optimizer::restore_deferred_slot(const Variable& var, const std::string& sl
 
 std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).slot_names(); }
 
-TensorShape Optimizer::slot_shape(const std::string& slot, const TensorShape& var_shape) const {
+TensorShape Optimizer::slot_shape(const std::string& slot, const Variable& var) const {
   const auto& impl = checked(impl_);
   const auto names = impl.slot_names();
   const auto it = std::find(names.begin(), names.end(), slot);
   TF_CHECK_ARG(it != names.end(), impl.name.c_str(), "optimizer \"{}\" keeps no slot \"{}\"",
                impl.name, slot);
-  return impl.slot_shape(static_cast<size_t>(it - names.begin()), var_shape);
+  return impl.slot_shape(static_cast<size_t>(it - names.begin()), var);
 }
 
 std::vector<std::pair<Variable, std::vector<Variable>>> Optimizer::slots() const {
@@ -1034,6 +1131,9 @@ Ftrl::Ftrl(LearningRate learning_rate, double learning_rate_power, double initia
 Lion::Lion(LearningRate learning_rate, double beta_1, double beta_2, OptimizerOptions options)
     : Optimizer(std::make_shared<LionImpl>(learning_rate, beta_1, beta_2, std::move(options))) {}
 
+Muon::Muon(LearningRate learning_rate, MuonOptions muon, OptimizerOptions options)
+    : Optimizer(std::make_shared<MuonImpl>(learning_rate, std::move(muon), std::move(options))) {}
+
 Lamb::Lamb(LearningRate learning_rate, double beta_1, double beta_2, double epsilon,
            OptimizerOptions options)
     : Optimizer(
@@ -1060,10 +1160,11 @@ Optimizer get(const std::string& identifier) {
   if (id == "ftrl") return Ftrl();
   if (id == "lion") return Lion();
   if (id == "lamb") return Lamb();
+  if (id == "muon") return Muon();
   if (id == "adafactor") return Adafactor();
   TF_THROW(InvalidArgumentError, "optimizers.get",
            "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax, "
-           "nadam, ftrl, lion, lamb, adafactor)",
+           "nadam, ftrl, lion, lamb, adafactor, muon)",
            identifier);
 }
 
@@ -1132,6 +1233,9 @@ std::optional<OptimizerConfig> optimizer_config(const optimizers::Optimizer& opt
     c.beta_1 = o->beta_1;
     c.beta_2 = o->beta_2;
     c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const MuonImpl*>(impl)) {
+    c.class_name = "Muon";
+    c.muon = o->m;
   } else if (const auto* o = dynamic_cast<const AdafactorImpl*>(impl)) {
     c.class_name = "Adafactor";
     c.beta_2_decay = o->beta_2_decay;

@@ -106,10 +106,10 @@ class Optimizer : public Trackable {
   void restore_deferred_slot(const Variable& var, const std::string& slot, const Tensor& value);
   // The slots an update keeps per variable ("m", "v" for Adam; none for plain SGD).
   std::vector<std::string> slot_names() const;
-  // The shape of slot `slot` (one of slot_names()) for a variable shaped `var_shape`: the
-  // variable's shape, except Adafactor's factored "r" and "c". InvalidArgumentError for a slot
-  // this optimizer does not keep.
-  TensorShape slot_shape(const std::string& slot, const TensorShape& var_shape) const;
+  // The shape of slot `slot` (one of slot_names()) for the variable `var`: the variable's shape,
+  // except Adafactor's factored "r" and "c" and the unused scalar "velocity" of a Muon-updated
+  // matrix. InvalidArgumentError for a slot this optimizer does not keep.
+  TensorShape slot_shape(const std::string& slot, const Variable& var) const;
   // Each variable that has slots, with its slots in slot_names() order, in creation order.
   std::vector<std::pair<Variable, std::vector<Variable>>> slots() const;
   const void* handle_id() const { return impl_.get(); }
@@ -251,8 +251,44 @@ class Adafactor : public Optimizer {
             bool relative_step = true, OptimizerOptions options = {});
 };
 
+// Muon's own arguments (Keras 3.15's, with its defaults).
+struct MuonOptions {
+  double adam_beta_1 = 0.9, adam_beta_2 = 0.999;
+  double epsilon = 1e-7;  // AdamW's
+  // Regular expressions (ECMAScript) searched in a variable's name: a match updates it by AdamW.
+  std::vector<std::string> exclude_layers = {};
+  bool exclude_embeddings = true;  // names containing "embedding" (any case) use AdamW
+  double muon_a = 3.4445, muon_b = -4.7750, muon_c = 2.0315;  // Newton-Schulz coefficients
+  double adam_lr_ratio = 1.0;  // AdamW's learning rate is learning_rate * adam_lr_ratio
+  double momentum = 0.95;
+  int ns_steps = 5;
+  bool nesterov = true;
+  std::optional<double> rms_rate = 0.2;  // nullopt: no update rescaling
+  // Decoupled weight decays (var -= var * wd * learning_rate) of the Muon-updated matrices and
+  // of the AdamW-updated variables; nullopt for none. OptimizerOptions::weight_decay must stay
+  // unset (it would be ambiguous).
+  std::optional<double> weight_decay = 0.004;
+  std::optional<double> adam_weight_decay = 0.004;
+};
+
+// Muon (Jordan et al., 2024; Liu et al., 2025's RMS matching), Keras 3.15's update. A 2-D
+// variable not excluded (exclude_embeddings, exclude_layers) takes the Muon step:
+// m += g + m (momentum - 1); u = nesterov ? g + momentum m : m; u = NS(u), ns_steps iterations of
+// the quintic Newton-Schulz map X = a X + (b A + c A A) X with A = X X^T, from
+// X = u / (||u||_F + 1e-7) (transposed while there are more rows than columns), which takes u
+// towards the orthogonal factor of its polar decomposition; var -= lr u sqrt(max(rows, cols))
+// rms_rate. Any other variable takes AdamW's step with adam_beta_1/2, epsilon and
+// lr * adam_lr_ratio. Slots "momentum" and "velocity" (a Muon-updated variable's "velocity" is
+// an unused scalar: Keras makes none). The optimizer for the hidden matrices of a network;
+// Keras recommends excluding the output layer (exclude_layers = {"output_dense"}).
+class Muon : public Optimizer {
+ public:
+  explicit Muon(LearningRate learning_rate = 0.001, MuonOptions muon = {},
+                OptimizerOptions options = {});
+};
+
 // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion",
-// "lamb", "adafactor" (case-insensitive) with Keras' defaults, as compile("adam").
+// "lamb", "adafactor", "muon" (case-insensitive) with Keras' defaults, as compile("adam").
 Optimizer get(const std::string& identifier);
 
 }  // namespace tapeflow::keras::optimizers

@@ -186,7 +186,7 @@ namespace {
 constexpr const char* kOptimizerClasses[] = {
     "LossScaleOptimizer", "SGD",    "Adam",  "AdamW", "RMSprop", "Adagrad",
     "Adadelta",           "Adamax", "Nadam", "Ftrl",  "Lion",    "Lamb",
-    "Adafactor"};
+    "Adafactor",          "Muon"};
 
 // Keras' class name for any spelling Keras' deserialize accepts ("adam", "Adam").
 std::optional<std::string> optimizer_class(const std::string& name) {
@@ -213,9 +213,10 @@ Config get_config(const Optimizer& optimizer) {
   Config lr = c->schedule
                   ? schedules::serialize(*c->schedule)
                   : Config(as_float32(optimizer.without_loss_scale().current_learning_rate()));
+  const bool muon = c->class_name == "Muon";
   Config out{{"name", c->name},
              {"learning_rate", std::move(lr)},
-             {"weight_decay", optional_json(o.weight_decay)},
+             {"weight_decay", optional_json(muon ? c->muon.weight_decay : o.weight_decay)},
              {"clipnorm", optional_json(o.clipnorm)},
              {"global_clipnorm", optional_json(o.global_clipnorm)},
              {"clipvalue", optional_json(o.clipvalue)},
@@ -265,6 +266,26 @@ Config get_config(const Optimizer& optimizer) {
     out["epsilon_2"] = c->epsilon_2;
     out["clip_threshold"] = c->clip_threshold;
     out["relative_step"] = c->relative_step;
+  } else if (muon) {
+    const optimizers::MuonOptions& m = c->muon;
+    // Keras writes its arguments as given: the default adam_lr_ratio is the integer 1.
+    auto number = [](double v) {
+      return v == std::floor(v) && std::abs(v) < 1e15 ? Config(static_cast<int64_t>(v)) : Config(v);
+    };
+    out["adam_beta_1"] = m.adam_beta_1;
+    out["adam_beta_2"] = m.adam_beta_2;
+    out["epsilon"] = m.epsilon;
+    out["exclude_layers"] = m.exclude_layers;
+    out["muon_a"] = m.muon_a;
+    out["muon_b"] = m.muon_b;
+    out["muon_c"] = m.muon_c;
+    out["adam_lr_ratio"] = number(m.adam_lr_ratio);
+    out["momentum"] = m.momentum;
+    out["ns_steps"] = m.ns_steps;
+    out["nesterov"] = m.nesterov;
+    out["exclude_embeddings"] = m.exclude_embeddings;
+    out["adam_weight_decay"] = optional_json(m.adam_weight_decay);
+    out["rms_rate"] = optional_json(m.rms_rate);
   } else {  // Lion
     out["beta_1"] = c->beta_1;
     out["beta_2"] = c->beta_2;
@@ -276,7 +297,7 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
   const auto known = optimizer_class(class_name);
   TF_CHECK_ARG(known.has_value() && *known == class_name, "from_config",
                "unknown optimizer class \"{}\" (tapeflow has SGD, Adam, AdamW, RMSprop, Adagrad, "
-               "Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor, LossScaleOptimizer)",
+               "Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor, Muon, LossScaleOptimizer)",
                class_name);
   const std::string& k = class_name;
   Reader r(k, config);
@@ -372,6 +393,34 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
     const double eps1 = r.number("epsilon_1", 1e-30), eps2 = r.number("epsilon_2", 1e-3);
     const double clip = r.number("clip_threshold", 1.0);
     out = Adafactor(rate, decay, eps1, eps2, clip, r.boolean("relative_step", true), o);
+  } else if (k == "Muon") {
+    // Muon's weight_decay (Keras' default 0.004 when absent) is one of its own arguments.
+    MuonOptions m;
+    m.weight_decay = r.has("weight_decay") ? o.weight_decay : std::optional<double>(0.004);
+    o.weight_decay.reset();
+    m.adam_beta_1 = r.number("adam_beta_1", 0.9);
+    m.adam_beta_2 = r.number("adam_beta_2", 0.999);
+    m.epsilon = r.number("epsilon", 1e-7);
+    if (const Config* e = r.find("exclude_layers"); e != nullptr && !e->is_null()) {
+      if (!e->is_array()) r.fail("exclude_layers", "must be a list of strings, got " + r.got(*e));
+      for (const Config& k2 : *e) {
+        if (!k2.is_string())
+          r.fail("exclude_layers", "must be a list of strings, got " + r.got(*e));
+        m.exclude_layers.push_back(k2.get<std::string>());
+      }
+    }
+    m.muon_a = r.number("muon_a", 3.4445);
+    m.muon_b = r.number("muon_b", -4.7750);
+    m.muon_c = r.number("muon_c", 2.0315);
+    m.adam_lr_ratio = r.number("adam_lr_ratio", 1.0);
+    m.momentum = r.number("momentum", 0.95);
+    m.ns_steps = r.int_of("ns_steps", 5);
+    m.nesterov = r.boolean("nesterov", true);
+    m.exclude_embeddings = r.boolean("exclude_embeddings", true);
+    m.adam_weight_decay = r.has("adam_weight_decay") ? r.optional_number("adam_weight_decay")
+                                                     : std::optional<double>(0.004);
+    m.rms_rate = r.has("rms_rate") ? r.optional_number("rms_rate") : std::optional<double>(0.2);
+    out = Muon(rate, m, o);
   } else {  // Lion
     const double b1 = r.number("beta_1", 0.9);
     out = Lion(rate, b1, r.number("beta_2", 0.99), o);
@@ -1039,7 +1088,7 @@ void restore_optimizer_variables(const Model& model, const safetensors::Reader& 
                  "'{}': optimizer variable \"{}\" is slot \"{}\", which optimizer \"{}\" does not "
                  "keep",
                  path, name, safetensors::detail::printable(slot), opt.name());
-    const TensorShape want = opt.slot_shape(slot, var->second.shape());
+    const TensorShape want = opt.slot_shape(slot, var->second);
     TF_CHECK_ARG(info->shape == want && info->dtype == var->second.dtype(), "load_model",
                  "'{}': tensor '{}' has shape {} and dtype {}, slot \"{}\" of variable '{}' has "
                  "shape {} and dtype {}",

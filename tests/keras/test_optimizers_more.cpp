@@ -736,11 +736,12 @@ TEST_CASE("optimizers more: Adafactor's factored moments match Keras 3.15", "[ke
   }
   // A vector's r and c are unused scalars; slot_shape says so.
   opt::Adafactor o;
-  CHECK(o.slot_shape("r", tf::TensorShape({4})) == tf::TensorShape({}));
-  CHECK(o.slot_shape("c", tf::TensorShape({5, 4, 3})) == tf::TensorShape({5, 3}));
-  CHECK(o.slot_shape("r", tf::TensorShape({5, 4, 3})) == tf::TensorShape({5, 4}));
-  CHECK(o.slot_shape("velocity", tf::TensorShape({5, 4, 3})) == tf::TensorShape({5, 4, 3}));
-  tf::testing::require_error([&] { o.slot_shape("momentum", tf::TensorShape({2})); },
+  const tf::Variable v4(tf::zeros({4})), v543(tf::zeros({5, 4, 3}));
+  CHECK(o.slot_shape("r", v4) == tf::TensorShape({}));
+  CHECK(o.slot_shape("c", v543) == tf::TensorShape({5, 3}));
+  CHECK(o.slot_shape("r", v543) == tf::TensorShape({5, 4}));
+  CHECK(o.slot_shape("velocity", v543) == tf::TensorShape({5, 4, 3}));
+  tf::testing::require_error([&] { o.slot_shape("momentum", v4); },
                              {"[Adafactor]", "no slot \"momentum\""});
   // A factored slot restored from a checkpoint must have the factored shape.
   opt::Adafactor fresh;

@@ -538,6 +538,7 @@ TEST_CASE("serialization compile: training resumes exactly after save_model and 
       {"Nadam", [] { return O::Nadam(0.01); }},
       {"Lamb", [] { return O::Lamb(0.01); }},
       {"Adafactor (factored slots)", [] { return O::Adafactor(0.05); }},
+      {"Muon (scalar velocity slots of its matrices)", [] { return O::Muon(0.05); }},
   };
   for (const auto& [what, make] : optimizers) {
     CAPTURE(what);
