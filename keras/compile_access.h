@@ -39,6 +39,7 @@ struct OptimizerConfig {
   double clip_threshold = 1.0;
   bool relative_step = true;
   optimizers::MuonOptions muon;  // Muon
+  int64_t warmup_steps = 0;      // ScheduleFreeAdamW
 };
 // nullopt for an empty handle. A LossScaleOptimizer gives its inner optimizer's config (check
 // Optimizer::is_loss_scaled first).

@@ -130,6 +130,8 @@ struct OptimizerImpl {
   virtual std::vector<std::string> slot_names() const = 0;
   // The value every element of slot `s` starts from (Adagrad's and Ftrl's accumulators: not 0).
   virtual double slot_initial_value(size_t /*s*/) const { return 0.0; }
+  // Whether slot `s` starts as a copy of its variable (ScheduleFreeAdamW's "momentum", z).
+  virtual bool slot_copies_variable(size_t /*s*/) const { return false; }
   // The shape of slot `s` of a variable shaped `var` (the variable's, but Adafactor's factored
   // second moments).
   virtual TensorShape slot_shape(size_t /*s*/, const Variable& var) const { return var.shape(); }
@@ -237,7 +239,9 @@ struct OptimizerImpl {
       for (size_t s = 0; s < names.size(); ++s)
         e.slots.emplace_back(
             restored[s] ? *restored[s]
-                        : fill(slot_shape(s, var), keras_cast(slot_initial_value(s), var.dtype())),
+            : slot_copies_variable(s)
+                ? var.read_value()
+                : fill(slot_shape(s, var), keras_cast(slot_initial_value(s), var.dtype())),
             name + "/" + prefix + "/" + names[s], false);
     }
     // The slots exist: now take the name and drop the values they consumed.
@@ -741,6 +745,62 @@ struct AdafactorImpl final : OptimizerImpl {
   }
 };
 
+// Schedule-free AdamW: the variable holds y, slot "momentum" z (starting as the variable), the
+// averaged iterate x recovered from y and z.
+struct ScheduleFreeAdamWImpl final : OptimizerImpl {
+  double beta_1, beta_2, epsilon;
+  int64_t warmup_steps;
+  ScheduleFreeAdamWImpl(const LearningRate& lr, double b1, double b2, double eps, int64_t warmup,
+                        OptimizerOptions o)
+      : OptimizerImpl("ScheduleFreeAdamW", lr, std::move(o)),
+        beta_1(b1),
+        beta_2(b2),
+        epsilon(eps),
+        warmup_steps(warmup) {
+    // x = (y - (1 - beta_1) z) / beta_1 divides by beta_1; 1 - beta_2^t divides too.
+    check_range(name, "beta_1", beta_1, 0, 1, true, false);
+    check_range(name, "beta_2", beta_2, 0, 1, false, true);
+    check_epsilon(name, epsilon);
+    TF_CHECK_ARG(warmup_steps >= 0, name.c_str(), "warmup_steps must be >= 0, got {}",
+                 warmup_steps);
+  }
+  std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
+  bool slot_copies_variable(size_t s) const override { return s == 0; }
+  void prepare(Scalars& k) const override {
+    const DType d = k.lr.dtype();
+    Tensor lr = k.lr;
+    if (warmup_steps > 0)
+      lr = multiply(lr, minimum(divide(k.step, keras_cast(static_cast<double>(warmup_steps), d)),
+                                Tensor(1.0)));
+    k.alpha = lr;
+    const Tensor b2 = keras_cast(beta_2, d);
+    k.more = {keras_cast(beta_1, d), b2, subtract(Tensor(1.0), pow(b2, k.step)),
+              divide(Tensor(1.0), k.step)};
+  }
+  void update(const Tensor& g, Variable& var, std::vector<Variable>& slots,
+              const Scalars& k) const override {
+    const DType d = var.dtype();
+    const Tensor& b1 = k.more[0];
+    const Tensor& b2 = k.more[1];
+    const Tensor& weight = k.more[3];  // 1 / t
+    Variable& z = slots[0];
+    Variable& v = slots[1];
+    v.assign_add(multiply(subtract(square(g), v.value()), subtract(Tensor(1.0), b2)));
+    const Tensor denom = add(sqrt(divide(v.value(), k.more[2])), keras_cast(epsilon, d));
+    const Tensor z_old = z.value(), y_old = var.value();
+    const Tensor z_new = subtract(z_old, divide(multiply(k.alpha, g), denom));
+    const Tensor one_minus_b1 = subtract(Tensor(1.0), b1);
+    // x_t from y_t and z_t, the z before this step (the paper's; Keras 3.15 reads the updated
+    // z here, see docs/keras_training.md).
+    const Tensor x_old = divide(subtract(y_old, multiply(one_minus_b1, z_old)), b1);
+    const Tensor x_new =
+        add(multiply(subtract(Tensor(1.0), weight), x_old), multiply(weight, z_new));
+    const Tensor y_new = add(multiply(one_minus_b1, z_new), multiply(b1, x_new));
+    z.assign(z_new);
+    var.assign(y_new);
+  }
+};
+
 // Muon: momentum orthogonalized by Newton-Schulz for matrices, AdamW for everything else.
 struct MuonImpl final : OptimizerImpl {
   MuonOptions m;
@@ -1131,6 +1191,11 @@ Ftrl::Ftrl(LearningRate learning_rate, double learning_rate_power, double initia
 Lion::Lion(LearningRate learning_rate, double beta_1, double beta_2, OptimizerOptions options)
     : Optimizer(std::make_shared<LionImpl>(learning_rate, beta_1, beta_2, std::move(options))) {}
 
+ScheduleFreeAdamW::ScheduleFreeAdamW(LearningRate learning_rate, double beta_1, double beta_2,
+                                     double epsilon, int64_t warmup_steps, OptimizerOptions options)
+    : Optimizer(std::make_shared<ScheduleFreeAdamWImpl>(learning_rate, beta_1, beta_2, epsilon,
+                                                        warmup_steps, std::move(options))) {}
+
 Muon::Muon(LearningRate learning_rate, MuonOptions muon, OptimizerOptions options)
     : Optimizer(std::make_shared<MuonImpl>(learning_rate, std::move(muon), std::move(options))) {}
 
@@ -1161,10 +1226,11 @@ Optimizer get(const std::string& identifier) {
   if (id == "lion") return Lion();
   if (id == "lamb") return Lamb();
   if (id == "muon") return Muon();
+  if (id == "schedulefreeadamw") return ScheduleFreeAdamW();
   if (id == "adafactor") return Adafactor();
   TF_THROW(InvalidArgumentError, "optimizers.get",
            "unknown optimizer '{}' (known: sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax, "
-           "nadam, ftrl, lion, lamb, adafactor, muon)",
+           "nadam, ftrl, lion, lamb, adafactor, muon, schedulefreeadamw)",
            identifier);
 }
 
@@ -1233,6 +1299,12 @@ std::optional<OptimizerConfig> optimizer_config(const optimizers::Optimizer& opt
     c.beta_1 = o->beta_1;
     c.beta_2 = o->beta_2;
     c.epsilon = o->epsilon;
+  } else if (const auto* o = dynamic_cast<const ScheduleFreeAdamWImpl*>(impl)) {
+    c.class_name = "ScheduleFreeAdamW";
+    c.beta_1 = o->beta_1;
+    c.beta_2 = o->beta_2;
+    c.epsilon = o->epsilon;
+    c.warmup_steps = o->warmup_steps;
   } else if (const auto* o = dynamic_cast<const MuonImpl*>(impl)) {
     c.class_name = "Muon";
     c.muon = o->m;

@@ -287,8 +287,24 @@ class Muon : public Optimizer {
                 OptimizerOptions options = {});
 };
 
+// Schedule-free AdamW (Defazio et al., 2024), Keras 3.15's arguments and defaults. The variable
+// holds y, the point gradients are taken at; slot "momentum" holds z (it starts as the variable)
+// and slot "velocity" Adam's second moment. With t = iterations + 1, lr scaled by
+// min(t / warmup_steps, 1) when warmup_steps > 0: v += (g^2 - v)(1 - beta_2);
+// z' = z - lr g / (sqrt(v / (1 - beta_2^t)) + epsilon); x = (y - (1 - beta_1) z) / beta_1;
+// x' = (1 - 1/t) x + z' / t; y' = (1 - beta_1) z' + beta_1 x'. Keras 3.15 computes x from the
+// updated z' (its momentum.value is a live reference read after the update), which is not the
+// paper's recovery of x; tapeflow follows the paper (docs/keras_training.md). Evaluate at x
+// for the paper's guarantees; the variable keeps y, as Keras'.
+class ScheduleFreeAdamW : public Optimizer {
+ public:
+  ScheduleFreeAdamW(LearningRate learning_rate = 0.0025, double beta_1 = 0.9, double beta_2 = 0.999,
+                    double epsilon = 1e-8, int64_t warmup_steps = 0, OptimizerOptions options = {});
+};
+
 // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion",
-// "lamb", "adafactor", "muon" (case-insensitive) with Keras' defaults, as compile("adam").
+// "lamb", "adafactor", "muon", "schedulefreeadamw" (case-insensitive) with Keras' defaults, as
+// compile("adam").
 Optimizer get(const std::string& identifier);
 
 }  // namespace tapeflow::keras::optimizers

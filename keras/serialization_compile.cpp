@@ -183,10 +183,21 @@ LearningRateSchedule deserialize(const Config& object) {
 namespace optimizers {
 
 namespace {
-constexpr const char* kOptimizerClasses[] = {
-    "LossScaleOptimizer", "SGD",    "Adam",  "AdamW", "RMSprop", "Adagrad",
-    "Adadelta",           "Adamax", "Nadam", "Ftrl",  "Lion",    "Lamb",
-    "Adafactor",          "Muon"};
+constexpr const char* kOptimizerClasses[] = {"LossScaleOptimizer",
+                                             "SGD",
+                                             "Adam",
+                                             "AdamW",
+                                             "RMSprop",
+                                             "Adagrad",
+                                             "Adadelta",
+                                             "Adamax",
+                                             "Nadam",
+                                             "Ftrl",
+                                             "Lion",
+                                             "Lamb",
+                                             "Adafactor",
+                                             "Muon",
+                                             "ScheduleFreeAdamW"};
 
 // Keras' class name for any spelling Keras' deserialize accepts ("adam", "Adam").
 std::optional<std::string> optimizer_class(const std::string& name) {
@@ -266,6 +277,11 @@ Config get_config(const Optimizer& optimizer) {
     out["epsilon_2"] = c->epsilon_2;
     out["clip_threshold"] = c->clip_threshold;
     out["relative_step"] = c->relative_step;
+  } else if (k == "ScheduleFreeAdamW") {
+    out["beta_1"] = c->beta_1;
+    out["beta_2"] = c->beta_2;
+    out["epsilon"] = c->epsilon;
+    out["warmup_steps"] = c->warmup_steps;
   } else if (muon) {
     const optimizers::MuonOptions& m = c->muon;
     // Keras writes its arguments as given: the default adam_lr_ratio is the integer 1.
@@ -297,7 +313,8 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
   const auto known = optimizer_class(class_name);
   TF_CHECK_ARG(known.has_value() && *known == class_name, "from_config",
                "unknown optimizer class \"{}\" (tapeflow has SGD, Adam, AdamW, RMSprop, Adagrad, "
-               "Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor, Muon, LossScaleOptimizer)",
+               "Adadelta, Adamax, Nadam, Ftrl, Lion, Lamb, Adafactor, Muon, ScheduleFreeAdamW, "
+               "LossScaleOptimizer)",
                class_name);
   const std::string& k = class_name;
   Reader r(k, config);
@@ -393,6 +410,11 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
     const double eps1 = r.number("epsilon_1", 1e-30), eps2 = r.number("epsilon_2", 1e-3);
     const double clip = r.number("clip_threshold", 1.0);
     out = Adafactor(rate, decay, eps1, eps2, clip, r.boolean("relative_step", true), o);
+  } else if (k == "ScheduleFreeAdamW") {
+    const double b1 = r.number("beta_1", 0.9), b2 = r.number("beta_2", 0.999);
+    const double eps = r.number("epsilon", 1e-8);
+    out = ScheduleFreeAdamW(lr ? *lr : LearningRate(0.0025), b1, b2, eps,
+                            r.integer("warmup_steps", 0), o);
   } else if (k == "Muon") {
     // Muon's weight_decay (Keras' default 0.004 when absent) is one of its own arguments.
     MuonOptions m;

@@ -539,6 +539,7 @@ TEST_CASE("serialization compile: training resumes exactly after save_model and 
       {"Lamb", [] { return O::Lamb(0.01); }},
       {"Adafactor (factored slots)", [] { return O::Adafactor(0.05); }},
       {"Muon (scalar velocity slots of its matrices)", [] { return O::Muon(0.05); }},
+      {"ScheduleFreeAdamW", [] { return O::ScheduleFreeAdamW(0.05, 0.9, 0.999, 1e-8, 2); }},
   };
   for (const auto& [what, make] : optimizers) {
     CAPTURE(what);
