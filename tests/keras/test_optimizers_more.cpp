@@ -393,7 +393,7 @@ TEST_CASE("optimizers more: slot names and initial values follow Keras", "[keras
   }
   CHECK(opt::get("nadam").name() == "Nadam");
   CHECK(opt::Lion(0.1, 0.9, 0.99, {.name = "my_lion"}).name() == "my_lion");
-  TF_REQUIRE_THROWS_CONTAINING(opt::get("muon"), tf::InvalidArgumentError, "adafactor");
+  TF_REQUIRE_THROWS_CONTAINING(opt::get("sophia"), tf::InvalidArgumentError, "schedulefreeadamw");
   // Nadam's u_product: beta_1 (1 - 0.5 * 0.96^t) multiplied in at each step, in the first
   // variable's dtype (float64 here: the exact product).
   opt::Nadam nadam(0.01);

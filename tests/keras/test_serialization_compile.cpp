@@ -313,7 +313,7 @@ TEST_CASE("serialization compile: bad optimizer and schedule configs name the cl
         {"Adam config key \"beta_1\"", "must be a number"});
   fails(R"({"class_name": "Adam", "config": {"learning_rate": "fast"}})",
         {"Adam config key \"learning_rate\""});
-  fails(R"({"class_name": "Muon", "config": {}})", {"unknown optimizer class \"Muon\""});
+  fails(R"({"class_name": "Sophia", "config": {}})", {"unknown optimizer class \"Sophia\""});
   fails(R"({"class_name": "SGD", "config": {"learning_rate": {"class_name": "ExponentialDecay",
 "config": {"initial_learning_rate": 0.1, "decay_steps": 10, "decay_rate": 0.5, "bogus": 1}}}})",
         {"SGD config key \"learning_rate\"", "ExponentialDecay config key \"bogus\""});
