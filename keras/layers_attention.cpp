@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/attention_projection.h"
 #include "keras/call_request.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_sequence.h"
@@ -148,69 +149,6 @@ void check_qkv(const Tensor& q, const Tensor& v, const Tensor& k, const std::str
 
 // ---- EinsumDense: the projections of MultiHeadAttention ----
 
-// y = einsum(equation, x, kernel) + bias over the last `bound` axes of x: kernel
-// x.shape[-bound:] + out_dims, bias out_dims (Keras' EinsumDense with bias_axes = the output
-// axes).
-class EinsumDenseImpl final : public LayerImpl {
- public:
-  EinsumDenseImpl(std::string name, int bound, const layers::MultiHeadAttentionOptions& o)
-      : LayerImpl("EinsumDense", "einsum_dense", std::move(name)),
-        bound_(bound),
-        use_bias_(o.use_bias),
-        kernel_init_(o.kernel_initializer),
-        bias_init_(o.bias_initializer),
-        kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer),
-        kernel_con_(o.kernel_constraint),
-        bias_con_(o.bias_constraint) {}
-  // Set by the owning layer's build before this one builds.
-  void set_out_dims(std::vector<int64_t> d) { out_dims_ = std::move(d); }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    std::vector<int64_t> d;
-    for (int i = 0; i < s.rank() - bound_; ++i) d.push_back(s[i]);
-    d.insert(d.end(), out_dims_.begin(), out_dims_.end());
-    return TensorShape(d);
-  }
-
- protected:
-  void build(const TensorShape& s) override {
-    const int free = s.rank() - bound_;
-    std::vector<int64_t> kd;
-    for (int i = free; i < s.rank(); ++i) kd.push_back(s[i]);
-    kd.insert(kd.end(), out_dims_.begin(), out_dims_.end());
-    // "abc,cde->abde": the free axes, then the bound ones, then the output ones.
-    std::string in, ker, out;
-    char c = 'a';
-    for (int i = 0; i < free; ++i, ++c) in += c, out += c;
-    for (int i = 0; i < bound_; ++i, ++c) in += c, ker += c;
-    for (size_t i = 0; i < out_dims_.size(); ++i, ++c) ker += c, out += c;
-    equation_ = in + "," + ker + "->" + out;
-    // Keras' EinsumDense gives a VarianceScaling initializer the kernel's input and output axes.
-    int64_t fan_in = 1, fan_out = 1;
-    for (int i = free; i < s.rank(); ++i) fan_in *= s[i];
-    for (int64_t d : out_dims_) fan_out *= d;
-    kernel_ =
-        add_weight("kernel", TensorShape(kd), detail::with_fans(kernel_init_, fan_in, fan_out),
-                   true, kernel_reg_, kernel_con_);
-    if (use_bias_)
-      bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_, bias_con_);
-  }
-  Tensor call(const Tensor& x, bool /*training*/) override {
-    Tensor y = einsum(equation_, x, kernel_.value());
-    return use_bias_ ? y + bias_.value() : y;
-  }
-
- private:
-  int bound_;
-  bool use_bias_;
-  Initializer kernel_init_, bias_init_;
-  Regularizer kernel_reg_, bias_reg_;
-  Constraint kernel_con_, bias_con_;
-  std::vector<int64_t> out_dims_;
-  std::string equation_;
-  Variable kernel_, bias_;
-};
-
 // ---- MultiHeadAttention ----
 
 class MultiHeadAttentionImpl final : public LayerImpl {
@@ -237,7 +175,8 @@ class MultiHeadAttentionImpl final : public LayerImpl {
     if (!o_.kernel_initializer.defined()) o_.kernel_initializer = initializers::GlorotUniform();
     if (!o_.bias_initializer.defined()) o_.bias_initializer = initializers::Zeros();
     auto dense = [&](const char* n, int bound) {
-      return std::make_shared<EinsumDenseImpl>(n, bound, o_);
+      return std::make_shared<detail::AttentionProjection>(n, bound, std::vector<int64_t>{},
+                                                           detail::projection_weights(o_));
     };
     query_ = dense("query", 1);
     key_ = dense("key", 1);
@@ -266,10 +205,10 @@ class MultiHeadAttentionImpl final : public LayerImpl {
   int64_t num_heads() const { return num_heads_; }
   int64_t key_dim() const { return key_dim_; }
   int64_t value_dim() const { return value_dim_; }
-  const std::shared_ptr<EinsumDenseImpl>& query() const { return query_; }
-  const std::shared_ptr<EinsumDenseImpl>& key() const { return key_; }
-  const std::shared_ptr<EinsumDenseImpl>& value() const { return value_; }
-  const std::shared_ptr<EinsumDenseImpl>& output() const { return output_; }
+  const std::shared_ptr<detail::AttentionProjection>& query() const { return query_; }
+  const std::shared_ptr<detail::AttentionProjection>& key() const { return key_; }
+  const std::shared_ptr<detail::AttentionProjection>& value() const { return value_; }
+  const std::shared_ptr<detail::AttentionProjection>& output() const { return output_; }
   const layers::MultiHeadAttentionOptions& options() const { return o_; }
   // The attention axes once built (of the input: the projection keeps axes 1 .. rank - 2).
   const std::vector<int>& built_axes() const { return axes_; }
@@ -365,7 +304,7 @@ class MultiHeadAttentionImpl final : public LayerImpl {
  private:
   int64_t num_heads_, key_dim_, value_dim_;
   layers::MultiHeadAttentionOptions o_;
-  std::shared_ptr<EinsumDenseImpl> query_, key_, value_, output_;
+  std::shared_ptr<detail::AttentionProjection> query_, key_, value_, output_;
   // Set by build.
   int rank_ = 3;
   int64_t query_dim_ = 0, value_in_dim_ = 0, key_in_dim_ = 0;

@@ -14,6 +14,7 @@
 #include "autograd/tape.h"
 #include "core/check.h"
 #include "core/error.h"
+#include "keras/attention_projection.h"
 #include "keras/call_request.h"
 #include "keras/data_format.h"
 #include "keras/layer_handle.h"
@@ -171,62 +172,6 @@ struct GqaRequest {
 };
 using GqaRequests = detail::CallRequests<GqaRequest>;
 
-// A dense projection over the last input axis into `out_dims` (Keras' EinsumDense
-// "bqm,muh->bquh"), or over the last two into one (`bound` 2: "bquh,uhm->bqm").
-class ProjectionImpl final : public LayerImpl {
- public:
-  ProjectionImpl(std::string name, int bound, std::vector<int64_t> out_dims,
-                 const layers::GroupQueryAttentionOptions& o)
-      : LayerImpl("EinsumDense", "einsum_dense", std::move(name)),
-        bound_(bound),
-        out_dims_(std::move(out_dims)),
-        use_bias_(o.use_bias),
-        kernel_init_(o.kernel_initializer),
-        bias_init_(o.bias_initializer),
-        kernel_reg_(o.kernel_regularizer),
-        bias_reg_(o.bias_regularizer),
-        kernel_con_(o.kernel_constraint),
-        bias_con_(o.bias_constraint) {}
-  void set_out_dims(std::vector<int64_t> d) { out_dims_ = std::move(d); }
-  TensorShape compute_output_shape(const TensorShape& s) const override {
-    std::vector<int64_t> d;
-    for (int i = 0; i < s.rank() - bound_; ++i) d.push_back(s[i]);
-    d.insert(d.end(), out_dims_.begin(), out_dims_.end());
-    return TensorShape(d);
-  }
-
- protected:
-  void build(const TensorShape& s) override {
-    std::vector<int64_t> kd;
-    for (int i = s.rank() - bound_; i < s.rank(); ++i) kd.push_back(s[i]);
-    kd.insert(kd.end(), out_dims_.begin(), out_dims_.end());
-    equation_ = bound_ == 1 ? "bqm,muh->bquh" : "bquh,uhm->bqm";
-    // Keras' EinsumDense gives a VarianceScaling initializer the kernel's input and output axes.
-    int64_t fan_in = 1, fan_out = 1;
-    for (int i = s.rank() - bound_; i < s.rank(); ++i) fan_in *= s[i];
-    for (int64_t d : out_dims_) fan_out *= d;
-    kernel_ =
-        add_weight("kernel", TensorShape(kd), detail::with_fans(kernel_init_, fan_in, fan_out),
-                   true, kernel_reg_, kernel_con_);
-    if (use_bias_)
-      bias_ = add_weight("bias", TensorShape(out_dims_), bias_init_, true, bias_reg_, bias_con_);
-  }
-  Tensor call(const Tensor& x, bool) override {
-    Tensor y = einsum(equation_, x, kernel_.value());
-    return use_bias_ ? y + bias_.value() : y;
-  }
-
- private:
-  int bound_;
-  std::vector<int64_t> out_dims_;
-  bool use_bias_;
-  Initializer kernel_init_, bias_init_;
-  Regularizer kernel_reg_, bias_reg_;
-  Constraint kernel_con_, bias_con_;
-  std::string equation_;
-  Variable kernel_, bias_;
-};
-
 Tensor bool_mask(const Tensor& m, const std::string& layer, const char* what) {
   if (m.dtype() == bool_) return m;
   TF_CHECK_ARG(is_floating(m.dtype()) || is_integer(m.dtype()), layer.c_str(),
@@ -261,12 +206,17 @@ class GroupQueryAttentionImpl final : public LayerImpl {
                  o_.sliding_window.value_or(0));
     if (!o_.kernel_initializer.defined()) o_.kernel_initializer = initializers::GlorotUniform();
     if (!o_.bias_initializer.defined()) o_.bias_initializer = initializers::Zeros();
-    query_ = std::make_shared<ProjectionImpl>("query", 1, std::vector<int64_t>{nq, head_dim}, o_);
-    key_ = std::make_shared<ProjectionImpl>("key", 1, std::vector<int64_t>{nkv, head_dim}, o_);
-    value_ = std::make_shared<ProjectionImpl>("value", 1, std::vector<int64_t>{nkv, head_dim}, o_);
+    query_ = std::make_shared<detail::AttentionProjection>(
+        "query", 1, std::vector<int64_t>{nq, head_dim}, detail::projection_weights(o_));
+    key_ = std::make_shared<detail::AttentionProjection>(
+        "key", 1, std::vector<int64_t>{nkv, head_dim}, detail::projection_weights(o_));
+    value_ = std::make_shared<detail::AttentionProjection>(
+        "value", 1, std::vector<int64_t>{nkv, head_dim}, detail::projection_weights(o_));
     if (o_.use_gate)
-      gate_ = std::make_shared<ProjectionImpl>("gate", 1, std::vector<int64_t>{nq, head_dim}, o_);
-    output_ = std::make_shared<ProjectionImpl>("attention_output", 2, std::vector<int64_t>{}, o_);
+      gate_ = std::make_shared<detail::AttentionProjection>(
+          "gate", 1, std::vector<int64_t>{nq, head_dim}, detail::projection_weights(o_));
+    output_ = std::make_shared<detail::AttentionProjection>(
+        "attention_output", 2, std::vector<int64_t>{}, detail::projection_weights(o_));
   }
   std::vector<Layer> sublayers() const override {
     if (gate_) return {Layer(query_), Layer(key_), Layer(gate_), Layer(value_), Layer(output_)};
@@ -279,11 +229,11 @@ class GroupQueryAttentionImpl final : public LayerImpl {
                  name_, s.to_string());
     return s;
   }
-  const std::shared_ptr<ProjectionImpl>& query() const { return query_; }
-  const std::shared_ptr<ProjectionImpl>& key() const { return key_; }
-  const std::shared_ptr<ProjectionImpl>& value() const { return value_; }
-  const std::shared_ptr<ProjectionImpl>& output() const { return output_; }
-  const std::shared_ptr<ProjectionImpl>& gate() const { return gate_; }
+  const std::shared_ptr<detail::AttentionProjection>& query() const { return query_; }
+  const std::shared_ptr<detail::AttentionProjection>& key() const { return key_; }
+  const std::shared_ptr<detail::AttentionProjection>& value() const { return value_; }
+  const std::shared_ptr<detail::AttentionProjection>& output() const { return output_; }
+  const std::shared_ptr<detail::AttentionProjection>& gate() const { return gate_; }
 
  protected:
   void build(const TensorShape& qs) override {
@@ -329,7 +279,7 @@ class GroupQueryAttentionImpl final : public LayerImpl {
   detail::layer_options::group_query_attention(const LayerImpl&);
   int64_t head_dim_, nq_, nkv_;
   layers::GroupQueryAttentionOptions o_;
-  std::shared_ptr<ProjectionImpl> query_, key_, value_, output_, gate_;
+  std::shared_ptr<detail::AttentionProjection> query_, key_, value_, output_, gate_;
   int64_t query_dim_ = 0, value_in_dim_ = 0, key_in_dim_ = 0;
 };
 
