@@ -30,14 +30,15 @@
 
 namespace tapeflow::io {
 
+bool is_jpeg(const std::string& s) {
+  return s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xff &&
+         static_cast<unsigned char>(s[1]) == 0xd8 && static_cast<unsigned char>(s[2]) == 0xff;
+}
+
 namespace {
 
 bool is_png(const std::string& s) {
   return s.size() >= 8 && std::memcmp(s.data(), "\x89PNG\r\n\x1a\n", 8) == 0;
-}
-bool is_jpeg(const std::string& s) {
-  return s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xff &&
-         static_cast<unsigned char>(s[1]) == 0xd8 && static_cast<unsigned char>(s[2]) == 0xff;
 }
 
 void check_channels(const char* op, int channels, std::initializer_list<int> allowed) {
@@ -374,29 +375,42 @@ Tensor decode_jpeg(const std::string& contents, int channels) {
   return pixel_tensor(img, uint8);
 }
 
+ImageFormat image_format(const std::string& contents) {
+  if (is_png(contents)) return ImageFormat::png;
+  if (is_jpeg(contents)) return ImageFormat::jpeg;
+  if (contents.rfind("GIF8", 0) == 0) return ImageFormat::gif;
+  if (contents.rfind("BM", 0) == 0) return ImageFormat::bmp;
+  return ImageFormat::unknown;
+}
+
 Tensor decode_image(const std::string& contents, int channels, DType dtype,
                     bool expand_animations) {
   const char* op = "decode_image";
   TF_CHECK_ARG(dtype == uint8 || dtype == float32, op, "dtype must be uint8 or float32, got {}",
                dtype_name(dtype));
-  if (is_png(contents)) return decode_png(contents, channels, dtype);
+  const ImageFormat format = image_format(contents);
+  if (format == ImageFormat::png) return decode_png(contents, channels, dtype);
   Tensor image;
-  if (is_jpeg(contents)) {
-    image = decode_jpeg(contents, channels);
-  } else if (contents.rfind("GIF8", 0) == 0) {
-    TF_CHECK_ARG(channels == 0 || channels == 3, op, "channels must be 0 or 3 for GIF, got {}",
-                 channels);
-    image = decode_gif(contents);
-    if (!expand_animations) {
-      const TensorShape& sh = image.shape();
-      image = squeeze(slice(image, {0, 0, 0, 0}, {1, sh[1], sh[2], 3}), {0});
-    }
-  } else if (contents.rfind("BM", 0) == 0) {
-    image = decode_bmp(contents, channels);
-  } else {
-    TF_THROW(InvalidArgumentError, op,
-             "unknown image format: the data starts with none of the PNG, JPEG, GIF and BMP "
-             "signatures");
+  switch (format) {
+    case ImageFormat::jpeg:
+      image = decode_jpeg(contents, channels);
+      break;
+    case ImageFormat::gif:
+      TF_CHECK_ARG(channels == 0 || channels == 3, op, "channels must be 0 or 3 for GIF, got {}",
+                   channels);
+      image = decode_gif(contents);
+      if (!expand_animations) {
+        const TensorShape& sh = image.shape();
+        image = squeeze(slice(image, {0, 0, 0, 0}, {1, sh[1], sh[2], 3}), {0});
+      }
+      break;
+    case ImageFormat::bmp:
+      image = decode_bmp(contents, channels);
+      break;
+    default:
+      TF_THROW(InvalidArgumentError, op,
+               "unknown image format: the data starts with none of the PNG, JPEG, GIF and BMP "
+               "signatures");
   }
   return dtype == float32 ? cast(image, float32) / 255.0f : image;
 }

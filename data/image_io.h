@@ -18,6 +18,13 @@ std::string read_file(const std::string& filename);
 // leaves no torn file), as TF's tf.io.write_file writes it.
 void write_file(const std::string& filename, const std::string& contents);
 
+// The image formats decode_image reads, told apart by their first bytes (PNG's 8-byte signature,
+// JPEG's FF D8 FF, "GIF8", "BM"); unknown for anything else.
+enum class ImageFormat { unknown, png, jpeg, gif, bmp };
+ImageFormat image_format(const std::string& contents);
+// TF's tf.io.is_jpeg: whether the bytes start with JPEG's signature.
+bool is_jpeg(const std::string& contents);
+
 // TF's tf.io.decode_png: (height, width, channels) with channels 0 (the file's: 1 gray, 2 gray
 // and alpha, 3 RGB, 4 RGBA), 1, 2, 3 or 4 (converted: gray to RGB by repetition, RGB to gray by
 // libpng's luminance, alpha added as opaque or dropped). dtype uint8 (16-bit files keep their

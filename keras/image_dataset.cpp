@@ -71,7 +71,8 @@ Tensor fit_image(const Tensor& image, int64_t th, int64_t tw, bool crop, bool pa
 // weights (rounded), to RGBA with an opaque alpha.
 Tensor decode_file(const std::string& path, int channels) {
   const std::string contents = io::read_file(path);
-  const bool gif = contents.rfind("GIF8", 0) == 0, bmp = contents.rfind("BM", 0) == 0;
+  const io::ImageFormat format = io::image_format(contents);
+  const bool gif = format == io::ImageFormat::gif, bmp = format == io::ImageFormat::bmp;
   if (!(gif && channels != 3) && !(bmp && channels == 1))
     return io::decode_image(contents, channels, uint8, false);
   Tensor image = io::decode_image(contents, 0, uint8, false);

@@ -267,6 +267,23 @@ TEST_CASE("decode_bmp: TF's files and channels, and palettes, 16-bit and BITFIEL
         static_cast<float>(0x5f) / 255.0f);
 }
 
+TEST_CASE("image_format and is_jpeg tell the four formats apart by their signatures",
+          "[cpu][data][image_io]") {
+  using tf::io::ImageFormat;
+  const tf::Tensor pixels =
+      tf::fill(tf::TensorShape{2, 2, 3}, tf::constant(tf::Tensor(9.0), tf::uint8));
+  CHECK(tf::io::image_format(tf::io::encode_png(pixels)) == ImageFormat::png);
+  CHECK(tf::io::image_format(tf::io::encode_jpeg(pixels)) == ImageFormat::jpeg);
+  CHECK(tf::io::image_format(bmp(2, 2, 24, {0, 0, 0, 0})) == ImageFormat::bmp);
+  CHECK(tf::io::image_format("GIF89a") == ImageFormat::gif);
+  CHECK(tf::io::image_format("GIF7") == ImageFormat::unknown);
+  CHECK(tf::io::image_format("") == ImageFormat::unknown);
+  CHECK(tf::io::image_format("\x89PNG\r\n") == ImageFormat::unknown);  // truncated signature
+  CHECK(tf::io::is_jpeg(tf::io::encode_jpeg(pixels)));
+  CHECK_FALSE(tf::io::is_jpeg(tf::io::encode_png(pixels)));
+  CHECK_FALSE(tf::io::is_jpeg("\xff\xd8"));
+}
+
 TEST_CASE("decode_bmp: bad files and channels are named errors", "[cpu][data][image_io]") {
   const std::string ok = bmp(2, 2, 24, {0, 0, 0, 0});
   // TF 2.21's message.
