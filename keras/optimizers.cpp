@@ -830,16 +830,21 @@ struct MuonImpl final : OptimizerImpl {
       }
     }
   }
-  // Keras' _should_use_adamw, on the variable's name.
+  // Keras' _should_use_adamw, on the variable's name. The regexes run once per name: slot
+  // creation, weight decay and every update ask again.
   bool use_adamw(const Variable& var) const {
     if (var.shape().rank() != 2) return true;
+    std::lock_guard<std::mutex> lock(adamw_mutex);
+    auto [it, inserted] = adamw_by_name.try_emplace(var.name(), false);
+    if (!inserted) return it->second;
     std::string lower = var.name();
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (m.exclude_embeddings && lower.find("embedding") != std::string::npos) return true;
-    for (const std::regex& r : excluded)
-      if (std::regex_search(var.name(), r)) return true;
-    return false;
+    bool adamw = m.exclude_embeddings && lower.find("embedding") != std::string::npos;
+    for (const std::regex& r : excluded) adamw = adamw || std::regex_search(var.name(), r);
+    return it->second = adamw;
   }
+  mutable std::mutex adamw_mutex;
+  mutable std::unordered_map<std::string, bool> adamw_by_name;
   std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
   TensorShape slot_shape(size_t s, const Variable& var) const override {
     return s == 1 && !use_adamw(var) ? TensorShape({}) : var.shape();
