@@ -430,6 +430,16 @@ void LayerImpl::defer_restore(std::string tracked_name, DeferredRestore restore)
   has_deferred_.store(true, std::memory_order_release);
 }
 
+bool LayerImpl::stateful() const {
+  for (const Layer& child : sublayers())
+    if (child.impl().stateful()) return true;
+  return false;
+}
+
+void LayerImpl::reset_states() {
+  for (const Layer& child : sublayers()) child.impl().reset_states();
+}
+
 bool LayerImpl::fully_built() const {
   std::vector<const LayerImpl*> todo{this};
   std::vector<const LayerImpl*> seen;

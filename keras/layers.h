@@ -520,6 +520,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::vector<Tensor> added_losses() const;
   // Sub-layers whose weights belong to this layer (models' layers), in order.
   virtual std::vector<Layer> sublayers() const { return {}; }
+  // Keras' stateful recurrent layers (keras/rnn_state.h): whether this layer or one of its
+  // sub-layers keeps states from call to call (tf.keras 2's model.stateful), and setting every
+  // kept state to zeros (tf.keras 2's model.reset_states()). The defaults ask the sub-layers.
+  virtual bool stateful() const;
+  virtual void reset_states();
 
   // Keras 3's layer.weights with each weight's effective trainability (see Layer); `seen`
   // deduplicates shared weights. Virtual for a layer that, as in Keras, lists a sub-layer's

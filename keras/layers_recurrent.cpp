@@ -15,6 +15,7 @@
 #include "keras/call_request.h"
 #include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
+#include "keras/rnn_state.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
@@ -46,6 +47,7 @@ struct RecurrentConfig {
   Constraint kernel_constraint, recurrent_constraint, bias_constraint;
   bool return_sequences = false;
   bool go_backwards = false;
+  bool stateful = false;
   bool unroll = false;
   bool zero_output_for_mask = false;
   bool reset_after = true;
@@ -153,11 +155,32 @@ class RecurrentImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     StateRequest* request = Requests::take(this);
     static const std::vector<Tensor> kNone;
-    auto [output, states] =
-        run_sequence(x, request ? *request->initial : kNone, training, call_mask());
+    const std::vector<Tensor>& given = request ? *request->initial : kNone;
+    std::vector<Tensor> kept;
+    if (c_.stateful)
+      kept = states_.initial(
+          *this, x, given,
+          [this](int64_t batch) {
+            return std::vector<Tensor>(static_cast<size_t>(num_states()),
+                                       zeros(TensorShape({batch, c_.units}), compute_dtype_));
+          },
+          mirror_spec_);
+    auto [output, states] = run_sequence(x, c_.stateful ? kept : given, training, call_mask());
+    if (c_.stateful) states_.keep(states);
     if (request) request->states = std::move(states);
     return output;
   }
+
+ public:
+  bool stateful() const override { return c_.stateful; }
+  void reset_states() override { reset_states_to({}); }
+  void reset_states_to(const std::vector<Tensor>& values) {
+    TF_CHECK_ARG(c_.stateful || values.empty(), name_.c_str(),
+                 "reset_states: layer \"{}\" ({}) is not stateful (options.stateful)", name_,
+                 class_name_);
+    states_.reset(*this, values, mirror_spec_);
+  }
+  std::vector<Variable> state_variables() const { return states_.variables(); }
 
  private:
   friend class layers::RecurrentLayer;
@@ -167,6 +190,7 @@ class RecurrentImpl final : public LayerImpl {
   activations::Activation activation_, recurrent_activation_;
   int64_t features_ = 0;
   Variable kernel_, recurrent_, bias_;  // set by build, read after built() (acquire)
+  detail::RecurrentStates states_;      // stateful only
 };
 
 std::vector<Tensor> RecurrentImpl::checked_initial(const Tensor& x,
@@ -508,6 +532,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptio
                          .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .stateful = o.stateful,
                          .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
@@ -533,6 +558,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::LSTMOptions& o
                          .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .stateful = o.stateful,
                          .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .dropout = o.dropout,
@@ -557,6 +583,7 @@ RecurrentConfig config_of(Cell cell, int64_t units, const layers::GRUOptions& o)
                          .bias_constraint = o.bias_constraint,
                          .return_sequences = o.return_sequences,
                          .go_backwards = o.go_backwards,
+                         .stateful = o.stateful,
                          .unroll = o.unroll,
                          .zero_output_for_mask = o.zero_output_for_mask,
                          .reset_after = o.reset_after,
@@ -603,6 +630,15 @@ Variable RecurrentLayer::recurrent_kernel() const {
 }
 Variable RecurrentLayer::bias() const {
   return impl().weight("bias");
+}
+bool RecurrentLayer::stateful() const {
+  return rnn(*this).config().stateful;
+}
+std::vector<Variable> RecurrentLayer::states() const {
+  return rnn(*this).state_variables();
+}
+void RecurrentLayer::reset_states(const std::vector<Tensor>& values) const {
+  rnn(*this).reset_states_to(values);
 }
 
 std::vector<Tensor> RecurrentLayer::call_with_state(const Tensor& x,
@@ -655,6 +691,9 @@ RecurrentLayer Bidirectional::forward_layer() const {
 RecurrentLayer Bidirectional::backward_layer() const {
   return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").backward());
 }
+void Bidirectional::reset_state() const {
+  impl_as<BidirectionalImpl>(*this, "Bidirectional").reset_states();
+}
 std::vector<Tensor> Bidirectional::call_with_state(const Tensor& x,
                                                    const std::vector<Tensor>& initial_state,
                                                    bool training, const Tensor& mask) const {
@@ -687,6 +726,7 @@ std::optional<RecurrentConfig> recurrent(const LayerImpl& layer) {
                          .bias_constraint = c.bias_constraint,
                          .return_sequences = c.return_sequences,
                          .go_backwards = c.go_backwards,
+                         .stateful = c.stateful,
                          .unroll = c.unroll,
                          .zero_output_for_mask = c.zero_output_for_mask,
                          .reset_after = c.reset_after,
@@ -715,14 +755,15 @@ Layer make_bidirectional(const Layer& forward, const Layer& backward, const std:
                backward.class_name());
   const auto& fc = f->config();
   const auto& bc = b->config();
-  TF_CHECK_ARG(fc.cell == bc.cell && fc.units == bc.units &&
-                   fc.return_sequences == bc.return_sequences && fc.go_backwards != bc.go_backwards,
-               "Bidirectional",
-               "the backward layer \"{}\" ({}, units {}, return_sequences {}, go_backwards {}) "
-               "must be of the forward layer \"{}\"'s class with its units and return_sequences "
-               "({}, {}, {}) and the opposite go_backwards ({})",
-               b->name(), class_of(bc.cell), bc.units, bc.return_sequences, bc.go_backwards,
-               f->name(), class_of(fc.cell), fc.units, fc.return_sequences, fc.go_backwards);
+  TF_CHECK_ARG(
+      fc.cell == bc.cell && fc.units == bc.units && fc.return_sequences == bc.return_sequences &&
+          fc.stateful == bc.stateful && fc.go_backwards != bc.go_backwards,
+      "Bidirectional",
+      "the backward layer \"{}\" ({}, units {}, return_sequences {}, stateful {}, "
+      "go_backwards {}) must be of the forward layer \"{}\"'s class with its units, "
+      "return_sequences and stateful ({}, {}, {}, {}) and the opposite go_backwards ({})",
+      b->name(), class_of(bc.cell), bc.units, bc.return_sequences, bc.stateful, bc.go_backwards,
+      f->name(), class_of(fc.cell), fc.units, fc.return_sequences, fc.stateful, fc.go_backwards);
   TF_CHECK_ARG(!f->built() && !b->built(), "Bidirectional",
                "wraps new layers only; layer \"{}\" or \"{}\" is already built", f->name(),
                b->name());

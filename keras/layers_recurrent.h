@@ -39,6 +39,9 @@ struct SimpleRNNOptions {
   Constraint bias_constraint = {};
   bool return_sequences = false;  // (batch, timesteps, units) instead of the last output
   bool go_backwards = false;      // run the timesteps last to first
+  // Keras' stateful: each call starts from the final states of the previous one (per sample
+  // index, so the batch size stays fixed) until reset_states(); see docs/keras_recurrent.md.
+  bool stateful = false;
   // Keras' unroll: inside tf::function, false (Keras' default) runs the timesteps as one loop
   // node (one copy of the step; any number of timesteps, None included, with one trace); true
   // traces one copy of the step per timestep (faster for a few short steps, as Keras says).
@@ -72,6 +75,7 @@ struct LSTMOptions {
   Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool stateful = false;  // as SimpleRNNOptions'
   bool unroll = false;
   bool zero_output_for_mask = false;
   double dropout = 0.0;
@@ -96,6 +100,7 @@ struct GRUOptions {
   Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool stateful = false;  // as SimpleRNNOptions'
   bool unroll = false;
   bool zero_output_for_mask = false;
   // Keras 3's default: the reset gate multiplies the recurrent projection (h @ U_h + b_h) and
@@ -128,6 +133,16 @@ class RecurrentLayer : public Layer {
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
                                       bool training = false, const Tensor& mask = {}) const;
+  // Keras' stateful layers (options.stateful; docs/keras_recurrent.md). states(): the kept
+  // states, non-trainable variables "<name>/rnn_state" of shape (batch, units), made by the
+  // first call (empty before it and for a layer that is not stateful). reset_state(): Keras'
+  // reset_state(), the kept states to zeros. reset_states(values): tf.keras 2's
+  // reset_states(states), one (batch, units) tensor per state (no values: zeros); before the
+  // first call the values make the states (and fix the batch size).
+  bool stateful() const;
+  std::vector<Variable> states() const;
+  void reset_state() const { reset_states(); }
+  void reset_states(const std::vector<Tensor>& values = {}) const;
 
  protected:
   friend class Bidirectional;
@@ -190,6 +205,9 @@ class Bidirectional : public Layer {
                          std::string name = "");
   RecurrentLayer forward_layer() const;
   RecurrentLayer backward_layer() const;
+  // Both layers' kept states to zeros (stateful layers; Keras' reset_state()).
+  void reset_state() const;
+  void reset_states() const { reset_state(); }
   // {output, forward states..., backward states...}; `initial_state` is empty or the forward
   // states followed by the backward ones (Keras' order). `mask` as RecurrentLayer's.
   std::vector<Tensor> call_with_state(const Tensor& x,

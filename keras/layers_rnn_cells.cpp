@@ -15,6 +15,7 @@
 #include "core/context.h"
 #include "keras/call_request.h"
 #include "keras/data_format.h"
+#include "keras/rnn_state.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
@@ -532,10 +533,31 @@ class RNNImpl final : public LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     detail::SequenceRequest* request = detail::SequenceRequests::take(this);
     static const std::vector<Tensor> kNone;
-    auto [output, states] = run_sequence(x, request ? *request->initial : kNone, training);
+    const std::vector<Tensor>& given = request ? *request->initial : kNone;
+    std::vector<Tensor> kept;
+    if (o_.stateful)
+      kept = states_.initial(
+          *this, x, given, [this](int64_t batch) { return cell_->get_initial_state(batch); },
+          mirror_spec_);
+    auto [output, states] = run_sequence(x, o_.stateful ? kept : given, training);
+    if (o_.stateful) states_.keep(states);
     if (request) request->states = std::move(states);
     return output;
   }
+
+ public:
+  bool stateful() const override { return o_.stateful || LayerImpl::stateful(); }
+  void reset_states() override {
+    if (o_.stateful) states_.reset(*this, {}, mirror_spec_);
+    LayerImpl::reset_states();  // a cell holding stateful layers of its own
+  }
+  void reset_states_to(const std::vector<Tensor>& values) {
+    TF_CHECK_ARG(o_.stateful || values.empty(), name_.c_str(),
+                 "reset_states: layer \"{}\" ({}) is not stateful (options.stateful)", name_,
+                 class_name_);
+    if (o_.stateful) states_.reset(*this, values, mirror_spec_);
+  }
+  std::vector<Variable> state_variables() const { return states_.variables(); }
 
  private:
   void check_rank(const TensorShape& s) const {
@@ -563,6 +585,7 @@ class RNNImpl final : public LayerImpl {
   std::shared_ptr<layers::RNNCell> cell_;
   layers::RNNOptions o_;
   int input_rank_;
+  detail::RecurrentStates states_;  // stateful only
 };
 
 std::vector<Tensor> RNNImpl::checked_initial(const Tensor& x,
@@ -743,6 +766,15 @@ bool RNN::return_sequences() const {
 }
 bool RNN::go_backwards() const {
   return rnn_of(*this).options().go_backwards;
+}
+bool RNN::stateful() const {
+  return rnn_of(*this).options().stateful;
+}
+std::vector<Variable> RNN::states() const {
+  return rnn_of(*this).state_variables();
+}
+void RNN::reset_states(const std::vector<Tensor>& values) const {
+  rnn_of(*this).reset_states_to(values);
 }
 
 std::vector<Tensor> RNN::call_with_state(const Tensor& x, const std::vector<Tensor>& initial_state,
@@ -941,6 +973,7 @@ std::shared_ptr<detail::LayerImpl> make_conv_lstm(int rank, int64_t filters,
   auto cell = std::make_shared<ConvLSTMCell>(rank, filters, std::move(kernel_size), o);
   RNNOptions ro{.return_sequences = o.return_sequences,
                 .go_backwards = o.go_backwards,
+                .stateful = o.stateful,
                 .zero_output_for_mask = false,
                 .input_shape = o.input_shape,
                 .name = o.name};

@@ -222,6 +222,9 @@ class StackedRNNCells : public RNNCell {
 struct RNNOptions {
   bool return_sequences = false;  // (batch, timesteps, output...) instead of the last output
   bool go_backwards = false;      // last timestep first (outputs stay in that order)
+  // Keras' stateful: each call starts from the final states of the previous one until
+  // reset_states() (docs/keras_recurrent.md, "Stateful layers").
+  bool stateful = false;
   // Keras' unroll: inside tf::function, false (the default) runs the timesteps after the first
   // as one loop node; true traces one copy of the cell per timestep (docs/keras_recurrent.md).
   bool unroll = false;
@@ -253,6 +256,13 @@ class RNN : public Layer {
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
                                       bool training = false, const Tensor& mask = {}) const;
+  // Keras' stateful layers (options.stateful), as RecurrentLayer's: states() are the kept
+  // states (variables "<name>/rnn_state", first made from the cell's get_initial_state at the
+  // first call), reset_state() sets them to zeros, reset_states(values) to the values.
+  bool stateful() const;
+  std::vector<Variable> states() const;
+  void reset_state() const { reset_states(); }
+  void reset_states(const std::vector<Tensor>& values = {}) const;
 
  protected:
   explicit RNN(std::shared_ptr<detail::LayerImpl> impl) : Layer(std::move(impl)) {}
@@ -283,6 +293,7 @@ struct ConvLSTMOptions {
   Constraint bias_constraint = {};
   bool return_sequences = false;
   bool go_backwards = false;
+  bool stateful = false;  // as RNNOptions'
   // As the cells' (one mask per gate for each, as Keras' ConvLSTM).
   double dropout = 0.0;
   double recurrent_dropout = 0.0;

@@ -440,6 +440,12 @@ void Model::add_loss(const Tensor& loss) {
 }
 
 std::vector<Layer> Model::layers() const { return model_impl().sublayers(); }
+bool Model::stateful() const {
+  return model_impl().stateful();
+}
+void Model::reset_states() const {
+  model_impl().reset_states();
+}
 
 Layer Model::get_layer(const std::string& layer_name) const {
   std::vector<std::string> names;

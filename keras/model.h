@@ -163,6 +163,14 @@ class Model : public Layer {
   std::vector<Layer> layers() const;
   // The layer of that name among layers() (Keras' get_layer); NotFoundError otherwise.
   Layer get_layer(const std::string& name) const;
+  // tf.keras 2's model.stateful: whether a layer of the model (at any depth) is a stateful
+  // recurrent layer (docs/keras_recurrent.md, "Stateful layers"). fit, evaluate and predict
+  // then trace their steps for the batch size of the batches (instead of None), since the kept
+  // states fix it.
+  bool stateful() const;
+  // tf.keras 2's model.reset_states(): every stateful layer's kept states to zeros (Keras 3
+  // dropped it for layer.reset_state() per layer).
+  void reset_states() const;
   // Prints Keras' table (Model: "name", Layer (type) / Output Shape / Param #, the totals).
   // FailedPreconditionError before the model is built (call it on data or build() first).
   void summary(std::ostream& out = std::cout, int line_length = 65) const;

@@ -35,7 +35,7 @@ struct RecurrentConfig {
   bool unit_forget_bias = true;
   Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
   Constraint kernel_constraint, recurrent_constraint, bias_constraint;
-  bool return_sequences = false, go_backwards = false, unroll = false;
+  bool return_sequences = false, go_backwards = false, stateful = false, unroll = false;
   bool zero_output_for_mask = false;
   bool reset_after = true;
   double dropout = 0.0, recurrent_dropout = 0.0;

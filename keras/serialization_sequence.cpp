@@ -72,8 +72,8 @@ Layer nested_layer(Reader& r, const std::string& key) {
 enum class Rnn { simple, lstm, gru };
 
 // Keras' keys in its order; the class decides which of recurrent_activation, unit_forget_bias,
-// reset_after and seed it has. Keras' return_state and stateful are not options here: written
-// at their defaults.
+// reset_after and seed it has. Keras' return_state is not an option here (call_with_state):
+// written as false.
 // The weight keys of the recurrent layers and ConvLSTM, in Keras' order: the three initializers,
 // unit_forget_bias (LSTM and ConvLSTM), the three regularizers, the unsupported activity
 // regularizer (null) and the three constraints.
@@ -117,7 +117,7 @@ Config recurrent_get(const Layer& layer) {
   Config out{{"return_sequences", c.return_sequences},
              {"return_state", false},
              {"go_backwards", c.go_backwards},
-             {"stateful", false},
+             {"stateful", c.stateful},
              {"unroll", c.unroll},
              {"zero_output_for_mask", c.zero_output_for_mask},
              {"units", c.units},
@@ -144,7 +144,7 @@ Layer recurrent_from(const Config& config) {
   o.return_sequences = r.boolean("return_sequences", false);
   r.expect("return_state", false);  // several outputs: call_with_state, not a config option
   o.go_backwards = r.boolean("go_backwards", false);
-  r.expect("stateful", false);
+  o.stateful = r.boolean("stateful", false);
   o.unroll = r.boolean("unroll", false);  // how the loop is traced, not what it computes
   o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
   const int64_t units = r.integer("units");
@@ -187,6 +187,7 @@ Layer recurrent_from(const Config& config) {
                                               .bias_constraint = o.bias_constraint,
                                               .return_sequences = o.return_sequences,
                                               .go_backwards = o.go_backwards,
+                                              .stateful = o.stateful,
                                               .unroll = o.unroll,
                                               .zero_output_for_mask = o.zero_output_for_mask,
                                               .dropout = o.dropout,
@@ -208,6 +209,7 @@ Layer recurrent_from(const Config& config) {
                                           .bias_constraint = o.bias_constraint,
                                           .return_sequences = o.return_sequences,
                                           .go_backwards = o.go_backwards,
+                                          .stateful = o.stateful,
                                           .unroll = o.unroll,
                                           .zero_output_for_mask = o.zero_output_for_mask,
                                           .dropout = o.dropout,
@@ -375,7 +377,7 @@ Config rnn_get(const Layer& layer) {
   return Config{{"return_sequences", c.options.return_sequences},
                 {"return_state", false},
                 {"go_backwards", c.options.go_backwards},
-                {"stateful", false},
+                {"stateful", c.options.stateful},
                 {"unroll", c.options.unroll},
                 {"zero_output_for_mask", c.options.zero_output_for_mask},
                 {"cell", cell_object(layer, *c.cell)}};
@@ -388,7 +390,7 @@ Layer rnn_from(const Config& config) {
   o.return_sequences = r.boolean("return_sequences", false);
   r.expect("return_state", false);
   o.go_backwards = r.boolean("go_backwards", false);
-  r.expect("stateful", false);
+  o.stateful = r.boolean("stateful", false);
   o.unroll = r.boolean("unroll", false);  // as the recurrent layers'
   o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
   std::shared_ptr<layers::RNNCell> cell = cell_from(r, "cell", r.require("cell"));
@@ -423,7 +425,7 @@ Config conv_lstm_get(const Layer& layer) {
   Config out{{"return_sequences", o.return_sequences},
              {"return_state", false},
              {"go_backwards", o.go_backwards},
-             {"stateful", false},
+             {"stateful", o.stateful},
              {"unroll", false},
              {"zero_output_for_mask", false},
              {"filters", c.filters},
@@ -451,7 +453,7 @@ Layer conv_lstm_from(const Config& config) {
   o.return_sequences = r.boolean("return_sequences", false);
   r.expect("return_state", false);  // several outputs: call_with_state, not a config option
   o.go_backwards = r.boolean("go_backwards", false);
-  r.expect("stateful", false);
+  o.stateful = r.boolean("stateful", false);
   r.boolean("unroll", false);  // how Keras runs the loop, not what it computes
   r.expect("zero_output_for_mask", false);
   const int64_t filters = r.integer("filters");

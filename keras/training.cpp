@@ -2,6 +2,7 @@
 #include "keras/training.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -96,6 +97,9 @@ struct TrainingState {
   };
   using Traced = TracedOf<Tensor>;
   Traced train, test, predict;
+  // Whether the steps are traced for the batches' batch size instead of None: a stateful model
+  // (Model::stateful), whose kept states fix it. Set when fit, evaluate, predict, ... start.
+  std::atomic<bool> keep_batch{false};
   TracedOf<std::vector<Tensor>> predict_all;  // every output of a multi-output model
 };
 
@@ -353,11 +357,11 @@ StepFor<Body> make_step(Body body, const std::vector<TensorSpec>& signature,
                              std::make_index_sequence<kMaxBatchComponents>{});
 }
 
-std::vector<TensorSpec> batch_signature(const std::vector<Tensor>& batch) {
+std::vector<TensorSpec> batch_signature(const std::vector<Tensor>& batch, bool keep_batch) {
   std::vector<TensorSpec> sig;
   for (const Tensor& t : batch) {
     TensorShape s = t.shape();
-    if (s.rank() > 0) s[0] = None;
+    if (s.rank() > 0 && !keep_batch) s[0] = None;
     sig.emplace_back(s, t.dtype());
   }
   return sig;
@@ -392,7 +396,9 @@ TrainingState& state_of(const Model& m, const char* op) {
 // the one in use.
 std::shared_ptr<TrainingState> held_state_of(const Model& m, const char* op) {
   state_of(m, op);
-  return m.model_impl_for_training();
+  std::shared_ptr<TrainingState> st = m.model_impl_for_training();
+  st->keep_batch.store(m.stateful(), std::memory_order_relaxed);
+  return st;
 }
 }  // namespace
 
@@ -723,8 +729,8 @@ std::vector<double> values_of(const Logs& logs) {
 // `traced` for batches like `batch`, (re)built when their signature changed.
 template <class Body, class Traced>
 StepFor<Body> ensure_step(Traced& traced, Body body, const std::vector<Tensor>& batch,
-                          const std::string& name, const CompileOptions& options) {
-  const auto sig = batch_signature(batch);
+                          const std::string& name, const CompileOptions& options, bool keep_batch) {
+  const auto sig = batch_signature(batch, keep_batch);
   std::lock_guard lock(traced.mu);
   if (!traced.fn || !same_signature(sig, traced.signature)) {
     traced.fn = make_step(body, sig, name, options);
@@ -735,8 +741,8 @@ StepFor<Body> ensure_step(Traced& traced, Body body, const std::vector<Tensor>& 
 
 template <class Body, class Traced>
 auto run_step(Traced& traced, Body body, const std::vector<Tensor>& batch, const std::string& name,
-              const CompileOptions& options) {
-  return ensure_step(traced, body, batch, name, options)(batch);
+              const CompileOptions& options, bool keep_batch) {
+  return ensure_step(traced, body, batch, name, options, keep_batch)(batch);
 }
 
 // The callbacks of one loop in Keras 3's order: the user's, then History (fit's), then the
@@ -759,13 +765,13 @@ template <class Body>
 void run_train_step(TrainingState& st, Body body, const std::vector<Tensor>& batch) {
   distribute::Strategy* strategy = live_strategy(st, "train_function");
   if (!strategy) {
-    run_step(st.train, body, batch, "train_function", st.options);
+    run_step(st.train, body, batch, "train_function", st.options, st.keep_batch);
     return;
   }
   const auto per_replica = distribute::detail::split_global_batch(batch, strategy->layout());
   // Build (or rebuild) the traced step here, on the calling thread, from one replica's shapes.
-  const Step fn =
-      ensure_step(st.train, body, per_replica.values()[0], "train_function", st.options);
+  const Step fn = ensure_step(st.train, body, per_replica.values()[0], "train_function", st.options,
+                              st.keep_batch);
   strategy->run([&fn](const std::vector<Tensor>& local) { (void)fn(local); }, per_replica);
 }
 
@@ -1189,7 +1195,7 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
                      "expects validation batches of (x, y) or (x, y, sample_weight), got {} "
                      "components ({})",
                      batch.size(), shapes_text(batch));
-        run_step(st.test, test, batch, "test_function", st.options);
+        run_step(st.test, test, batch, "test_function", st.options, st.keep_batch);
         list.on_test_batch_end(vstep++, test_batch_logs ? current_logs(st) : Logs{});
       }
       // An empty validation set would log val_loss 0 (and mislead EarlyStopping): as
@@ -1274,7 +1280,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
     TF_CHECK_ARG(st.multi || batch.size() == 2 || batch.size() == 3, "evaluate",
                  "expects (x, y) or (x, y, sample_weight) batches, got {} components ({})",
                  batch.size(), shapes_text(batch));
-    run_step(st.test, test, batch, "test_function", st.options);
+    run_step(st.test, test, batch, "test_function", st.options, st.keep_batch);
     list.on_test_batch_end(step++, batch_logs ? current_logs(st) : Logs{});
   }
   TF_CHECK_ARG(step > 0, "evaluate",
@@ -1307,6 +1313,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   // predict needs no compile(): its step lives in a state of its own when not compiled.
   auto& slot = model_impl_for_training();
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
+  st->keep_batch.store(stateful(), std::memory_order_relaxed);
   callbacks::TrainingContext ctx;
   const int64_t card = dataset.cardinality();
   check_steps("predict", options.steps, card);
@@ -1319,7 +1326,8 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   for (const auto& batch : dataset) {
     if (options.steps > 0 && step >= options.steps) break;
     TF_CHECK_ARG(!batch.empty(), "predict", "a batch has no components");
-    outs.push_back(run_step(st->predict, pred, {batch[0]}, "predict_function", st->options));
+    outs.push_back(
+        run_step(st->predict, pred, {batch[0]}, "predict_function", st->options, st->keep_batch));
     list.on_predict_batch_end(step++);
   }
   list.on_predict_end();
@@ -1438,6 +1446,7 @@ std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset, Predict
   };
   auto& slot = model_impl_for_training();
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
+  st->keep_batch.store(stateful(), std::memory_order_relaxed);
   callbacks::TrainingContext ctx;
   const int64_t card = dataset.cardinality();
   check_steps("predict", options.steps, card);
@@ -1455,7 +1464,7 @@ std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset, Predict
                  name(), ni, names_text(in), batch.size(), shapes_text(batch));
     const std::vector<Tensor> xs(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(ni));
     const std::vector<Tensor> ys =
-        run_step(st->predict_all, pred, xs, "predict_function", st->options);
+        run_step(st->predict_all, pred, xs, "predict_function", st->options, st->keep_batch);
     for (size_t i = 0; i < outs.size(); ++i) outs[i].push_back(ys[i]);
     list.on_predict_batch_end(step++);
   }
@@ -1507,7 +1516,7 @@ std::vector<double> Model::test_on_batch(const Tensor& x, const Tensor& y) {
       "one output (use evaluate with lists of tensors)",
       name());
   reset_metrics();
-  run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options);
+  run_step(st.test, test_fn(&st, impl_), {x, y}, "test_function", st.options, st.keep_batch);
   return values_of(current_logs(st));
 }
 

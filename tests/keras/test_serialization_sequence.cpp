@@ -870,8 +870,11 @@ TEST_CASE("serialization: bad sequence layer configs name the class and the key"
   bad["units"] = "3";
   fails("LSTM", bad, {"LSTM", "units", "integer"});
   bad = lstm;
-  bad["stateful"] = true;
-  fails("LSTM", bad, {"LSTM", "stateful", "not supported"});
+  bad["stateful"] = "yes";
+  fails("LSTM", bad, {"LSTM", "stateful"});
+  Config stateful = lstm;  // Keras' stateful layers load (docs/keras_recurrent.md)
+  stateful["stateful"] = true;
+  CHECK(K::saving::get_config(K::saving::from_config("LSTM", stateful))["stateful"] == true);
   bad = lstm;
   bad["return_state"] = true;
   fails("LSTM", bad, {"LSTM", "return_state", "not supported"});
@@ -1264,6 +1267,9 @@ TEST_CASE("serialization: bad RNN configs name the class and the key", "[keras][
   tf::testing::require_error([&] { K::saving::from_config("RNN", bad); },
                              {"SimpleRNNCell", "unit_forget_bias"});
   bad = r2;
-  bad["stateful"] = true;
+  bad["stateful"] = 1.5;
   tf::testing::require_error([&] { K::saving::from_config("RNN", bad); }, {"RNN", "stateful"});
+  Config stateful = r2;  // a stateful RNN loads and writes stateful back
+  stateful["stateful"] = true;
+  CHECK(K::saving::get_config(K::saving::from_config("RNN", stateful))["stateful"] == true);
 }
