@@ -509,6 +509,44 @@ LearningRateScheduler::LearningRateScheduler(std::function<double(int, double)> 
   TF_CHECK_ARG(static_cast<bool>(schedule_), "LearningRateScheduler", "the schedule is empty");
 }
 
+void SwapEMAWeights::swap() {
+  auto& ctx = context();
+  TF_CHECK_T(FailedPreconditionError, static_cast<bool>(ctx.swap_ema_weights), "SwapEMAWeights",
+             "needs a compiled model whose optimizer has use_ema (OptimizerOptions)");
+  ctx.swap_ema_weights();
+}
+void SwapEMAWeights::on_epoch_begin(int, const Logs&) {
+  if (swap_on_epoch_ && ema_in_model_) {
+    swap();
+    ema_in_model_ = false;
+  }
+}
+void SwapEMAWeights::on_epoch_end(int epoch, const Logs&) {
+  if (!swap_on_epoch_ || ema_in_model_) return;
+  swap();
+  ema_in_model_ = true;
+  // After the last epoch fit gives the weights their averages (finalize_variable_values):
+  // the averages must hold them again, as Keras' _finalize_ema_values.
+  if (epoch == context().epochs - 1 && context().copy_weights_to_ema)
+    context().copy_weights_to_ema();
+}
+void SwapEMAWeights::on_test_begin(const Logs&) {
+  if (ema_in_model_) return;
+  swap();
+  ema_in_model_ = true;
+}
+void SwapEMAWeights::on_test_end(const Logs&) {
+  if (!ema_in_model_) return;
+  swap();
+  ema_in_model_ = false;
+}
+void SwapEMAWeights::on_predict_begin(const Logs& logs) {
+  on_test_begin(logs);
+}
+void SwapEMAWeights::on_predict_end(const Logs& logs) {
+  on_test_end(logs);
+}
+
 void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
   auto& ctx = context();
   TF_CHECK_ARG(ctx.get_learning_rate && ctx.set_learning_rate, "LearningRateScheduler",

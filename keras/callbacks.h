@@ -60,6 +60,10 @@ struct TrainingContext {
   // compiled metric of that name). Callbacks in "auto" mode read it; without it they fall back
   // to metric_is_maximized's name rule.
   std::function<std::string(const std::string& name)> metric_direction = {};
+  // The compiled optimizer's Optimizer::swap_ema_weights (SwapEMAWeights); empty in a loop of a
+  // model without a compiled optimizer.
+  std::function<void()> swap_ema_weights = {};
+  std::function<void()> copy_weights_to_ema = {};  // Optimizer::copy_weights_to_ema
 };
 
 class Callback {
@@ -315,6 +319,30 @@ class ReduceLROnPlateau : public Callback {
 // Invalid loss, terminating training" and sets the stop flag, so fit ends that epoch there (its
 // validation and on_epoch_end still run, then on_train_end). With raise_error it throws an
 // InvalidArgumentError at once instead, and no on_train_end runs (Keras' RuntimeError).
+// Keras 3's SwapEMAWeights, for an optimizer with use_ema (OptimizerOptions): the model's
+// trainable weights and their moving averages change places for evaluation (on_test_begin)
+// and back after it (on_test_end), likewise around predict; with swap_on_epoch also at each
+// epoch's end and back at the next epoch's begin, so that the callbacks after this one
+// (ModelCheckpoint) see the averages. At the last epoch's end the averages are left in place
+// and fit's finalize_variable_values keeps them. Keras 3.15 forgets to swap back after predict
+// (its on_predict_end tests the wrong flag); this one does.
+class SwapEMAWeights : public Callback {
+ public:
+  explicit SwapEMAWeights(bool swap_on_epoch = false) : swap_on_epoch_(swap_on_epoch) {}
+  void on_epoch_begin(int epoch, const Logs&) override;
+  void on_epoch_end(int epoch, const Logs&) override;
+  void on_test_begin(const Logs&) override;
+  void on_test_end(const Logs&) override;
+  void on_predict_begin(const Logs&) override;
+  void on_predict_end(const Logs&) override;
+  bool reads_batch_logs() const override { return false; }
+
+ private:
+  void swap();
+  bool swap_on_epoch_;
+  bool ema_in_model_ = false;
+};
+
 class TerminateOnNaN : public Callback {
  public:
   explicit TerminateOnNaN(bool raise_error = false) : raise_error_(raise_error) {}

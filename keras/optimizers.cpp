@@ -171,6 +171,25 @@ struct OptimizerImpl {
                       options.global_clipnorm.has_value();
     TF_CHECK_ARG(clips <= 1, name.c_str(),
                  "only one of clipnorm, clipvalue and global_clipnorm can be set");
+    // Keras' checks and messages.
+    if (const auto& g = options.gradient_accumulation_steps)
+      TF_CHECK_ARG(*g >= 2, name.c_str(),
+                   "`gradient_accumulation_steps` must be an integer >= 2. Received: "
+                   "gradient_accumulation_steps={}",
+                   *g);
+    if (options.use_ema) {
+      TF_CHECK_ARG(options.ema_momentum >= 0 && options.ema_momentum <= 1, name.c_str(),
+                   "`ema_momentum` must be in the range [0, 1]. Received: ema_momentum={}",
+                   options.ema_momentum);
+      if (const auto& f = options.ema_overwrite_frequency)
+        TF_CHECK_ARG(*f >= 1, name.c_str(),
+                     "`ema_overwrite_frequency` must be an integer >= 1 or None. Received: "
+                     "ema_overwrite_frequency={}",
+                     *f);
+    }
+    if (const auto& f = options.loss_scale_factor)
+      TF_CHECK_ARG(std::isfinite(*f) && *f != 0, name.c_str(),
+                   "loss_scale_factor must be a finite, non-zero number, got {}", *f);
     // Created where the optimizer is made: mirrored under a strategy's scope, as TF.
     iterations = Variable(constant(Tensor(int64_t{0}), int64), name + "/iterations", false);
     if (lr.is_schedule()) {
@@ -181,10 +200,33 @@ struct OptimizerImpl {
     }
   }
 
-  // The float32 learning rate for the update about to run (iterations not yet incremented).
+  // The float32 learning rate for the update about to run (`iterations_value`: the effective
+  // count, see steps_taken).
   Tensor current_lr(const Tensor& iterations_value) const {
     if (schedule) return cast((*schedule)(iterations_value), float32);
     return lr_var.value();
+  }
+  // Keras' optimizer.iterations: the updates taken, `raw` (the calls counted by the iterations
+  // variable) divided by gradient_accumulation_steps.
+  Tensor steps_taken(const Tensor& raw) const {
+    if (!options.gradient_accumulation_steps) return raw;
+    return floordiv(raw, constant(Tensor(*options.gradient_accumulation_steps), int64));
+  }
+  // slot_names() and the slots of the base optimizer's options after them: "average"
+  // (use_ema), "gradient_accumulator" (gradient_accumulation_steps), Keras' names.
+  std::vector<std::string> all_slot_names() const {
+    std::vector<std::string> n = slot_names();
+    if (options.use_ema) n.emplace_back("average");
+    if (options.gradient_accumulation_steps) n.emplace_back("gradient_accumulator");
+    return n;
+  }
+  std::optional<size_t> average_slot() const {
+    if (!options.use_ema) return std::nullopt;
+    return slot_names().size();
+  }
+  std::optional<size_t> accumulator_slot() const {
+    if (!options.gradient_accumulation_steps) return std::nullopt;
+    return slot_names().size() + (options.use_ema ? 1 : 0);
   }
 
   // Makes the slots of `var` (caller holds mu): zeros shaped as var, on var's device, mirrored
@@ -202,7 +244,8 @@ struct OptimizerImpl {
     }
     // Every checkpoint value is found and checked before anything changes: a bad one raises
     // here again at the next call instead of being dropped (and the prefix taken) by this one.
-    const std::vector<std::string> names = slot_names();
+    const std::vector<std::string> names = all_slot_names();
+    const size_t own = slot_names().size();  // the rest: zeros shaped as the variable
     auto by_variable = deferred_by_variable.find(var.handle_id());
     if (by_variable != deferred_by_variable.end() && !is_owner(by_variable->second.owner, var))
       by_variable = deferred_by_variable.end();
@@ -218,7 +261,7 @@ struct OptimizerImpl {
       }
       if (!restored[s]) continue;
       const Tensor& t = *restored[s];
-      const TensorShape want = slot_shape(s, var);
+      const TensorShape want = s < own ? slot_shape(s, var) : var.shape();
       TF_CHECK_ARG(t.shape() == want && t.dtype() == var.dtype(), name.c_str(),
                    "the checkpoint value of slot '{}' has shape {} and dtype {}, the slot of "
                    "variable '{}' has shape {} and dtype {}",
@@ -239,6 +282,7 @@ struct OptimizerImpl {
       for (size_t s = 0; s < names.size(); ++s)
         e.slots.emplace_back(
             restored[s] ? *restored[s]
+            : s >= own  ? zeros(var.shape(), var.dtype())
             : slot_copies_variable(s)
                 ? var.read_value()
                 : fill(slot_shape(s, var), keras_cast(slot_initial_value(s), var.dtype())),
@@ -982,13 +1026,9 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
     grads = ctx->all_reduce(distribute::ReduceOp::SUM, grads);
   }
 
-  if (impl.options.clipnorm && *impl.options.clipnorm > 0)
-    for (Tensor& g : grads) g = clip_by_norm(g, *impl.options.clipnorm);
-  else if (impl.options.global_clipnorm && *impl.options.global_clipnorm > 0)
-    clip_by_global_norm(grads, *impl.options.global_clipnorm);
-  else if (impl.options.clipvalue && *impl.options.clipvalue > 0)
-    for (Tensor& g : grads)
-      g = clip_by_value(g, Tensor(-*impl.options.clipvalue), Tensor(*impl.options.clipvalue));
+  const OptimizerOptions& o = impl.options;
+  if (o.loss_scale_factor)  // Keras: g / loss_scale_factor
+    for (Tensor& g : grads) g = divide(g, Tensor(*o.loss_scale_factor));
 
   std::vector<std::vector<Variable>> slots(vars.size());
   {
@@ -999,9 +1039,41 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
     }
   }
 
+  // Gradient accumulation (Keras' rule): this call updates when (calls + 1) % steps == 0, with
+  // the mean of the gradients summed since the last update; the other calls only add theirs.
+  // The update runs either way and is undone where the call does not update (a traced step
+  // decides at run time, without a conditional node).
+  const Tensor raw_it = it;
+  it = impl.steps_taken(raw_it);
+  Tensor is_update;
+  std::vector<Tensor> accumulated;  // the accumulators' next values
+  if (const auto acc = impl.accumulator_slot()) {
+    const int64_t steps = *o.gradient_accumulation_steps;
+    is_update = equal(
+        floormod(add(raw_it, constant(Tensor(int64_t{1}), int64)), constant(Tensor(steps), int64)),
+        constant(Tensor(int64_t{0}), int64));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      DeviceScope place(vars[i].placement());
+      const Tensor sum = add(grads[i], slots[i][*acc].value());
+      accumulated.push_back(where(is_update, zeros_like(sum), sum));
+      grads[i] = divide(sum, Tensor(static_cast<double>(steps)));
+    }
+  }
+
+  if (o.clipnorm && *o.clipnorm > 0)
+    for (Tensor& g : grads) g = clip_by_norm(g, *o.clipnorm);
+  else if (o.global_clipnorm && *o.global_clipnorm > 0)
+    clip_by_global_norm(grads, *o.global_clipnorm);
+  else if (o.clipvalue && *o.clipvalue > 0)
+    for (Tensor& g : grads) g = clip_by_value(g, Tensor(-*o.clipvalue), Tensor(*o.clipvalue));
+
   Tensor lr32 = impl.current_lr(it);
   Tensor step64 = add(cast(it, float64), Tensor(1.0));
-  const std::vector<Tensor> state = impl.advance(state_before, it, vars.front().dtype());
+  std::vector<Tensor> state = impl.advance(state_before, it, vars.front().dtype());
+  if (is_update.defined())
+    for (size_t j = 0; j < state.size(); ++j)
+      state[j] = where(is_update, state[j], state_before[j]);
+  const size_t n_own = impl.slot_names().size();
   std::vector<std::pair<std::pair<DType, Device>, OptimizerImpl::Scalars>> cache;
   for (size_t i = 0; i < vars.size(); ++i) {
     Variable& var = vars[i];
@@ -1019,9 +1091,14 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       found = cache.end() - 1;
     }
     const OptimizerImpl::Scalars& k = found->second;
+    std::vector<Tensor> before;  // with accumulation: the values a non-updating call keeps
+    if (is_update.defined()) {
+      before.push_back(var.value());
+      for (size_t s = 0; s < n_own; ++s) before.push_back(slots[i][s].value());
+    }
     if (const std::optional<double> wd = impl.weight_decay_for(var)) {
       bool excluded = false;
-      for (const auto& s : impl.options.exclude_from_weight_decay)
+      for (const auto& s : o.exclude_from_weight_decay)
         if (var.name().find(s) != std::string::npos) excluded = true;
       // Keras: var -= var * tf.cast(weight_decay, dtype) * lr (the cast goes through float32).
       if (!excluded)
@@ -1029,9 +1106,40 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
                             multiply(multiply(var.value(), keras_cast(*wd, var.dtype())), k.lr)));
     }
     impl.update(grads[i], var, slots[i], k);
-    // Keras 3 projects a variable with a constraint right after its update.
-    if (const Constraint c = constraints::of(var); c.defined()) var.assign(c(var.value()));
+    if (is_update.defined()) {
+      var.assign(where(is_update, var.value(), before[0]));
+      for (size_t s = 0; s < n_own; ++s)
+        slots[i][s].assign(where(is_update, slots[i][s].value(), before[s + 1]));
+      slots[i][*impl.accumulator_slot()].assign(accumulated[i]);
+    }
   }
+  if (const auto avg = impl.average_slot()) {
+    // Keras' moving average of the weights, at every call: momentum 0 at the first step (so
+    // the average starts as the weights), and every ema_overwrite_frequency steps the weights
+    // take their averages.
+    const Tensor first = equal(it, constant(Tensor(int64_t{0}), int64));
+    Tensor overwrite;
+    if (o.ema_overwrite_frequency)
+      overwrite = equal(floormod(add(it, constant(Tensor(int64_t{1}), int64)),
+                                 constant(Tensor(*o.ema_overwrite_frequency), int64)),
+                        constant(Tensor(int64_t{0}), int64));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      Variable& var = vars[i];
+      DeviceScope place(var.placement());
+      const Tensor m =
+          where(first, zeros({}, var.dtype()), keras_cast(o.ema_momentum, var.dtype()));
+      Variable& average = slots[i][*avg];
+      average.assign(add(multiply(m, average.value()),
+                         multiply(subtract(constant(Tensor(1.0), var.dtype()), m), var.value())));
+      if (overwrite.defined()) var.assign(where(overwrite, average.value(), var.value()));
+    }
+  }
+  // Keras 3 projects a variable with a constraint once the updates are done.
+  for (Variable& var : vars)
+    if (const Constraint c = constraints::of(var); c.defined()) {
+      DeviceScope place(var.placement());
+      var.assign(c(var.value()));
+    }
   // A variable shared by the replicas (not mirrored) is written by replica 0 alone; every
   // replica computed the same value from what it read before the all-reduce.
   auto writes = [&](const Variable& v) {
@@ -1048,12 +1156,63 @@ Tensor Optimizer::minimize(const std::function<Tensor()>& loss, const std::vecto
   GradientTape tape;
   Tensor value = loss();
   // A LossScaleOptimizer differentiates the scaled loss; its apply_gradients unscales.
-  const Tensor target = loss_scale_ && is_floating(value.dtype())
-                            ? mixed_precision::detail::scaled_loss(*loss_scale_, value)
-                            : value;
+  Tensor target = loss_scale_ && is_floating(value.dtype())
+                      ? mixed_precision::detail::scaled_loss(*loss_scale_, value)
+                      : value;
+  target = scale_loss(target);  // apply_gradients divides by loss_scale_factor
   std::vector<Tensor> grads = tape.gradient(target, vars);
   apply_gradients(grads, vars);
   return value;
+}
+
+Tensor Optimizer::scale_loss(const Tensor& loss) const {
+  const auto& f = checked(impl_).options.loss_scale_factor;
+  return f ? multiply(loss, Tensor(*f)) : loss;
+}
+
+namespace {
+// Each live variable that has an average slot, with that slot (use_ema).
+std::vector<std::pair<Variable, Variable>> averaged(OptimizerImpl& impl) {
+  std::vector<std::pair<Variable, Variable>> out;
+  const auto avg = impl.average_slot();
+  if (!avg) return out;
+  std::lock_guard lock(impl.mu);
+  for (const auto& e : impl.entries)
+    if (auto owner = e.owner.lock()) out.emplace_back(Variable::from_state(owner), e.slots[*avg]);
+  return out;
+}
+}  // namespace
+
+void Optimizer::finalize_variable_values(const std::vector<Variable>& vars) const {
+  auto& impl = checked(impl_);
+  if (!impl.options.use_ema) return;
+  tapeflow::detail::PauseTapes pause;
+  // Variables the optimizer never updated have no average and keep their values (Keras
+  // raises when the lists differ in length).
+  for (const auto& [var, average] : averaged(impl))
+    for (const Variable& v : vars)
+      if (v.handle_id() == var.handle_id()) Variable(var).assign(average.value());
+}
+
+void Optimizer::swap_ema_weights() const {
+  auto& impl = checked(impl_);
+  TF_CHECK_T(FailedPreconditionError, impl.options.use_ema, impl.name.c_str(),
+             "SwapEMAWeights must be used when `use_ema=True` is set on the optimizer. "
+             "Received: use_ema=False");
+  tapeflow::detail::PauseTapes pause;
+  for (auto [var, average] : averaged(impl)) {
+    const Tensor weights = var.value();
+    var.assign(average.value());
+    average.assign(weights);
+  }
+}
+
+void Optimizer::copy_weights_to_ema() const {
+  auto& impl = checked(impl_);
+  TF_CHECK_T(FailedPreconditionError, impl.options.use_ema, impl.name.c_str(),
+             "copy_weights_to_ema needs `use_ema=True` on the optimizer");
+  tapeflow::detail::PauseTapes pause;
+  for (auto [var, average] : averaged(impl)) average.assign(var.value());
 }
 
 Variable Optimizer::iterations() const { return checked(impl_).iterations; }
@@ -1061,7 +1220,7 @@ Variable Optimizer::iterations() const { return checked(impl_).iterations; }
 Tensor Optimizer::learning_rate() const {
   auto& impl = checked(impl_);
   tapeflow::detail::PauseTapes pause;
-  return impl.current_lr(impl.iterations.value());
+  return impl.current_lr(impl.steps_taken(impl.iterations.value()));
 }
 
 double Optimizer::current_learning_rate() const {
@@ -1090,7 +1249,7 @@ std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() con
   if (!impl.schedule) out.emplace_back("learning_rate", impl.lr_var);
   for (const auto& sv : impl.step_variables) out.push_back(sv);
   std::lock_guard lock(impl.mu);
-  const auto names = impl.slot_names();
+  const auto names = impl.all_slot_names();
   for (const auto& e : impl.entries) {
     if (e.owner.expired()) continue;  // dropped with the next variable that gets slots
     for (size_t s = 0; s < e.slots.size(); ++s)
@@ -1120,15 +1279,18 @@ void Optimizer::restore_deferred_slot(const Variable& var, const std::string& sl
   d.slots[slot] = value;
 }
 
-std::vector<std::string> Optimizer::slot_names() const { return checked(impl_).slot_names(); }
+std::vector<std::string> Optimizer::slot_names() const {
+  return checked(impl_).all_slot_names();
+}
 
 TensorShape Optimizer::slot_shape(const std::string& slot, const Variable& var) const {
   const auto& impl = checked(impl_);
-  const auto names = impl.slot_names();
+  const auto names = impl.all_slot_names();
   const auto it = std::find(names.begin(), names.end(), slot);
   TF_CHECK_ARG(it != names.end(), impl.name.c_str(), "optimizer \"{}\" keeps no slot \"{}\"",
                impl.name, slot);
-  return impl.slot_shape(static_cast<size_t>(it - names.begin()), var);
+  const size_t s = static_cast<size_t>(it - names.begin());
+  return s < impl.slot_names().size() ? impl.slot_shape(s, var) : var.shape();
 }
 
 std::vector<std::pair<Variable, std::vector<Variable>>> Optimizer::slots() const {

@@ -58,6 +58,21 @@ struct OptimizerOptions {
   std::string name = {};  // default: the class name ("Adam")
   // Variables whose name contains one of these strings get no weight decay.
   std::vector<std::string> exclude_from_weight_decay = {};
+  // Keras' exponential moving average of the weights (docs/keras_training.md, "Weight
+  // averaging and gradient accumulation"): after each update, average = m * average + (1 - m)
+  // * variable (m = ema_momentum, 0 at the first step), kept in an "average" slot per variable;
+  // every ema_overwrite_frequency steps the variables take their averages, and fit ends by
+  // giving them the averages (finalize_variable_values).
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int64_t> ema_overwrite_frequency = std::nullopt;
+  // Keras' loss_scale_factor: scale_loss() multiplies the loss by it (fit's step does) and
+  // apply_gradients divides the gradients by it.
+  std::optional<double> loss_scale_factor = std::nullopt;
+  // Keras' gradient_accumulation_steps (>= 2): the gradients of that many apply_gradients calls
+  // are summed in a "gradient_accumulator" slot per variable, and every that many calls their
+  // mean updates the variables; the schedules and bias corrections count those updates.
+  std::optional<int64_t> gradient_accumulation_steps = std::nullopt;
 };
 
 namespace detail {
@@ -80,6 +95,17 @@ class Optimizer : public Trackable {
   void apply(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
     apply_gradients(grads, vars);
   }
+  // Keras' scale_loss: the loss times loss_scale_factor (unchanged without one).
+  Tensor scale_loss(const Tensor& loss) const;
+  // Keras' finalize_variable_values: with use_ema, each of `vars` takes its moving average
+  // (fit calls it when training ends); nothing otherwise.
+  void finalize_variable_values(const std::vector<Variable>& vars) const;
+  // SwapEMAWeights' swap: each variable with an "average" slot exchanges values with it
+  // (FailedPreconditionError without use_ema).
+  void swap_ema_weights() const;
+  // Each average takes its variable's value (SwapEMAWeights at the last epoch with
+  // swap_on_epoch, Keras' _finalize_ema_values). FailedPreconditionError without use_ema.
+  void copy_weights_to_ema() const;
   // Records loss() on a tape, then applies its gradients; returns the loss.
   Tensor minimize(const std::function<Tensor()>& loss, const std::vector<Variable>& vars);
   // Creates the slots of `vars` now (apply_gradients does it on first use).

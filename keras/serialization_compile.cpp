@@ -66,6 +66,9 @@ std::pair<std::string, Config> parts(const Config& object, const char* module, c
 Config optional_json(const std::optional<double>& v) {
   return v ? Config(*v) : Config(nullptr);
 }
+Config optional_json(const std::optional<int64_t>& v) {
+  return v ? Config(*v) : Config(nullptr);
+}
 
 // The float32 value Keras reads a float into (its learning_rate variable holds a float32).
 double as_float32(double v) {
@@ -231,11 +234,11 @@ Config get_config(const Optimizer& optimizer) {
              {"clipnorm", optional_json(o.clipnorm)},
              {"global_clipnorm", optional_json(o.global_clipnorm)},
              {"clipvalue", optional_json(o.clipvalue)},
-             {"use_ema", false},
-             {"ema_momentum", 0.99},
-             {"ema_overwrite_frequency", nullptr},
-             {"loss_scale_factor", nullptr},
-             {"gradient_accumulation_steps", nullptr}};
+             {"use_ema", o.use_ema},
+             {"ema_momentum", o.ema_momentum},
+             {"ema_overwrite_frequency", optional_json(o.ema_overwrite_frequency)},
+             {"loss_scale_factor", optional_json(o.loss_scale_factor)},
+             {"gradient_accumulation_steps", optional_json(o.gradient_accumulation_steps)}};
   const std::string& k = c->class_name;
   if (k == "SGD") {
     out["momentum"] = c->momentum;
@@ -354,14 +357,11 @@ Optimizer from_config(const std::string& class_name, const Config& config) {
   o.clipnorm = r.optional_number("clipnorm");
   o.global_clipnorm = r.optional_number("global_clipnorm");
   o.clipvalue = r.optional_number("clipvalue");
-  r.expect("use_ema", false);
-  (void)r.number("ema_momentum", 0.99);  // used only with use_ema
-  r.expect_null("ema_overwrite_frequency");
-  r.expect_null("loss_scale_factor");
-  if (const Config* g = r.find("gradient_accumulation_steps");
-      g != nullptr && !g->is_null() && *g != 1)
-    r.fail("gradient_accumulation_steps",
-           "= " + r.got(*g) + " is not supported by tapeflow (only null or 1)");
+  o.use_ema = r.boolean("use_ema", false);
+  o.ema_momentum = r.number("ema_momentum", 0.99);
+  o.ema_overwrite_frequency = r.optional_integer("ema_overwrite_frequency");
+  o.loss_scale_factor = r.optional_number("loss_scale_factor");
+  o.gradient_accumulation_steps = r.optional_integer("gradient_accumulation_steps");
   const double keras_default_lr = k == "SGD" ? 0.01 : 0.001;
   const LearningRate rate = lr ? *lr : LearningRate(keras_default_lr);
   std::optional<Optimizer> out;
@@ -1036,7 +1036,17 @@ void add_optimizer_variables(const Model& model,
   for (const auto& [var, s] : opt.slots())
     if (auto it = path_of.find(var.handle_id()); it != path_of.end())
       slots.emplace_back(it->second, s);
-  for (const auto& group : slot_groups(config->class_name, names))
+  // Keras' order: every variable's "average" (use_ema), every "gradient_accumulator", then the
+  // class's own slots.
+  std::vector<std::vector<std::string>> groups;
+  std::vector<std::string> own;
+  for (const auto& n : names)
+    if (n == "average" || n == "gradient_accumulator")
+      groups.push_back({n});
+    else
+      own.push_back(n);
+  for (auto& g : slot_groups(config->class_name, own)) groups.push_back(std::move(g));
+  for (const auto& group : groups)
     for (const auto& [path, s] : slots)
       for (const auto& slot : group) {
         const size_t i = std::find(names.begin(), names.end(), slot) - names.begin();

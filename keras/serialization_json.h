@@ -79,9 +79,8 @@ namespace optimizers {
 saving::Config get_config(const Optimizer& optimizer);
 // Keras' cls.from_config(config) for "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
 // "Adamax", "Nadam", "Ftrl", "Lion", "Lamb", "Adafactor", "Muon", "LossScaleOptimizer". Missing
-// keys take the class's defaults; a key tapeflow does not know or a value it cannot honour
-// (use_ema=true, gradient_accumulation_steps) is an InvalidArgumentError naming the class and the
-// key.
+// keys take the class's defaults; a key tapeflow does not know or a value it cannot honour is
+// an InvalidArgumentError naming the class and the key.
 Optimizer from_config(const std::string& class_name, const saving::Config& config);
 // keras.optimizers.serialize / deserialize: {"module": "keras.optimizers", "class_name",
 // "config", "registered_name": null}; deserialize also takes a name ("adam", optimizers::get).

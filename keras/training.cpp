@@ -235,8 +235,11 @@ void track_multi(TrainingState& st, const Roles& r, const std::vector<Tensor>& p
 // its scale (its apply_gradients divides the gradients by it); other optimizers leave it. The
 // loss the step reports stays unscaled.
 static Tensor scaled_loss(const TrainingState& st, const Tensor& loss) {
-  if (!st.optimizer.is_loss_scaled()) return loss;
-  return mixed_precision::LossScaleOptimizer::from(st.optimizer).scale_loss(loss);
+  // Keras' optimizer.scale_loss (loss_scale_factor), then a LossScaleOptimizer's dynamic scale;
+  // apply_gradients divides by both.
+  const Tensor l = st.optimizer.scale_loss(loss);
+  if (!st.optimizer.is_loss_scaled()) return l;
+  return mixed_precision::LossScaleOptimizer::from(st.optimizer).scale_loss(l);
 }
 
 Tensor train_body_multi(TrainingState& st, const Layer& model, const std::vector<Tensor>& v) {
@@ -394,6 +397,14 @@ TrainingState& state_of(const Model& m, const char* op) {
 // The state a running fit or evaluate holds on to: compile() from a callback meanwhile makes a
 // new one for later calls (as Keras's train_function outlives a recompile), and never frees
 // the one in use.
+// SwapEMAWeights' hooks into the compiled optimizer (`st` outlives the loop's context).
+void attach_ema(callbacks::TrainingContext& ctx, const TrainingState& st) {
+  if (!st.optimizer.defined()) return;
+  const optimizers::Optimizer opt = st.optimizer;
+  ctx.swap_ema_weights = [opt] { opt.swap_ema_weights(); };
+  ctx.copy_weights_to_ema = [opt] { opt.copy_weights_to_ema(); };
+}
+
 std::shared_ptr<TrainingState> held_state_of(const Model& m, const char* op) {
   state_of(m, op);
   std::shared_ptr<TrainingState> st = m.model_impl_for_training();
@@ -1022,6 +1033,7 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
   ctx.stop_training = &stop;
   // A schedule's rate is readable (TensorBoard's epoch_learning_rate) but not settable.
   ctx.get_learning_rate = [stp] { return stp->optimizer.current_learning_rate(); };
+  attach_ema(ctx, st);
   if (!st.optimizer.has_schedule())
     ctx.set_learning_rate = [stp](double lr) { stp->optimizer.set_learning_rate(lr); };
   // ModelCheckpoint: a path ending in .keras or .tfmodel gets the whole model (Keras 3's
@@ -1211,6 +1223,8 @@ History Model::fit(const data::Dataset& given, FitOptions options) {
     list.on_epoch_end(epoch, logs);
     if (stop) break;
   }
+  // Keras: with use_ema the weights end as their moving averages.
+  if (options.epochs > 0) st.optimizer.finalize_variable_values(trainable_variables());
   list.on_train_end(logs);
   return *history;
 }
@@ -1264,6 +1278,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
   auto& st = *held;
   const auto test = test_fn(&st, impl_);
   callbacks::TrainingContext ctx;
+  attach_ema(ctx, st);
   const int64_t card = dataset.cardinality();
   check_steps("evaluate", options.steps, card);
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
@@ -1315,6 +1330,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
   st->keep_batch.store(stateful(), std::memory_order_relaxed);
   callbacks::TrainingContext ctx;
+  attach_ema(ctx, *st);
   const int64_t card = dataset.cardinality();
   check_steps("predict", options.steps, card);
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
@@ -1448,6 +1464,7 @@ std::vector<Tensor> Model::predict_outputs(const data::Dataset& dataset, Predict
   std::shared_ptr<TrainingState> st = slot ? slot : std::make_shared<TrainingState>();
   st->keep_batch.store(stateful(), std::memory_order_relaxed);
   callbacks::TrainingContext ctx;
+  attach_ema(ctx, *st);
   const int64_t card = dataset.cardinality();
   check_steps("predict", options.steps, card);
   ctx.steps = options.steps > 0 ? options.steps : (card >= 0 ? card : -1);
