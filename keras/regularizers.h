@@ -44,6 +44,14 @@ Regularizer L1(double l1 = 0.01);
 Regularizer L2(double l2 = 0.01);
 // l1 * reduce_sum(abs(w)) + l2 * reduce_sum(square(w)).
 Regularizer L1L2(double l1 = 0.0, double l2 = 0.0);
+// Keras' OrthogonalRegularizer (also "orthogonal_regularizer"), for a rank-2 weight: its rows
+// (mode "rows") or columns ("columns") normalized to unit length (x * min(rsqrt(sum x^2), 1e7),
+// so a zero row stays zero), then factor * 0.5 * the mean |cosine| over the pairs:
+// factor * 0.5 * sum(|N N^T - diag|) / (n (n - 1) / 2) for n rows (N^T N for columns). It
+// pushes the rows (columns) apart towards orthogonality. A weight of another rank is an
+// InvalidArgumentError (Keras' message); one row (column) has no pairs and gives 0 (Keras:
+// NaN).
+Regularizer OrthogonalRegularizer(double factor = 0.01, const std::string& mode = "rows");
 }  // namespace regularizers
 
 }  // namespace tapeflow::keras

@@ -137,13 +137,19 @@ Config initializer_json(const Layer& layer, const char* key, const Initializer& 
 
 Config regularizer_json(const Layer& layer, const char* key, const Regularizer& r) {
   if (!r.defined()) return nullptr;
-  if (r.name() != "L1" && r.name() != "L2" && r.name() != "L1L2")
+  const bool orthogonal = r.name() == "OrthogonalRegularizer";
+  if (r.name() != "L1" && r.name() != "L2" && r.name() != "L1L2" && !orthogonal)
     TF_THROW(UnimplementedError, "get_config",
              "{}: {} is the custom regularizer \"{}\", which has no Keras config (use "
-             "tf::keras::regularizers::L1, L2 or L1L2)",
+             "tf::keras::regularizers::L1, L2, L1L2 or OrthogonalRegularizer)",
              who(layer), key, r.name());
   Config config = Config::object();
   for (const auto& [k, v] : r.config()) config[k] = v;
+  if (orthogonal) {  // {"factor": f, "mode": "rows" or "columns"}, as Keras
+    const bool columns = config["columns"].get<double>() != 0.0;
+    config.erase("columns");
+    config["mode"] = columns ? "columns" : "rows";
+  }
   // Keras' L1 keeps its factor as a float32 tensor, so its config holds the float32 value
   // (L1(0.001): 0.0010000000474974513); L2 and L1L2 keep Python floats.
   if (r.name() == "L1")
@@ -320,7 +326,9 @@ Regularizer Reader::regularizer(const std::string& key) {
     if (s == "l1") return regularizers::L1();
     if (s == "l2") return regularizers::L2();
     if (s == "l1_l2") return regularizers::L1L2(0.01, 0.01);
-    fail(key, "names a regularizer tapeflow does not have: \"" + s + "\" (l1, l2, l1_l2)");
+    if (s == "orthogonal_regularizer") return regularizers::OrthogonalRegularizer();
+    fail(key, "names a regularizer tapeflow does not have: \"" + s +
+                  "\" (l1, l2, l1_l2, orthogonal_regularizer)");
   }
   auto [cls, config] = object_parts(*this, key, *v, "keras.regularizers");
   Reader c(class_name_ + " " + key + " (" + cls + ")", config);
@@ -332,10 +340,17 @@ Regularizer Reader::regularizer(const std::string& key) {
   } else if (cls == "L1L2") {
     const double l1 = c.number("l1", 0.0);
     out = regularizers::L1L2(l1, c.number("l2", 0.0));
+  } else if (cls == "OrthogonalRegularizer") {
+    const double factor = c.number("factor", 0.01);
+    const std::string mode = c.string("mode", "rows");
+    try {
+      out = regularizers::OrthogonalRegularizer(factor, mode);
+    } catch (const InvalidArgumentError& e) {
+      fail(key, std::string("does not load: ") + e.what());
+    }
   } else {
     fail(key, "is the regularizer class \"" + cls +
-                  "\", which tapeflow does not have (L1, L2, "
-                  "L1L2)");
+                  "\", which tapeflow does not have (L1, L2, L1L2, OrthogonalRegularizer)");
   }
   c.finish();
   return out;
