@@ -437,36 +437,68 @@ void check_merge_mode(const std::string& merge_mode) {
       merge_mode);
 }
 
+// What Bidirectional reads of the layer it wraps: a SimpleRNN, LSTM or GRU here, or an RNN(cell)
+// or ConvLSTM (keras/layers_rnn_cells.cpp).
+using detail::layer_options::SequenceLayerInfo;
+std::optional<SequenceLayerInfo> wrapped_info(const LayerImpl& l) {
+  if (const auto* r = dynamic_cast<const RecurrentImpl*>(&l))
+    return SequenceLayerInfo{r->config().return_sequences, r->config().go_backwards,
+                             r->config().stateful, static_cast<size_t>(r->num_states())};
+  return detail::layer_options::rnn_info(l);
+}
+SequenceLayerInfo info_of(const LayerImpl& l) {
+  const auto info = wrapped_info(l);
+  TF_CHECK_ARG(info.has_value(), "Bidirectional",
+               "wraps a SimpleRNN, LSTM, GRU, RNN or ConvLSTM layer, got \"{}\" ({})", l.name(),
+               l.class_name());
+  return *info;
+}
+// Keras' copy of the wrapped layer: its config with another name (go_backwards flipped for the
+// backward copy); the copies give zeros at masked steps when they return sequences.
+std::shared_ptr<LayerImpl> copy_wrapped(const LayerImpl& l, const std::string& name, bool flip) {
+  if (const auto* r = dynamic_cast<const RecurrentImpl*>(&l)) {
+    RecurrentConfig c = r->config();
+    c.name = name;
+    if (flip) c.go_backwards = !c.go_backwards;
+    c.zero_output_for_mask = c.return_sequences;
+    return std::make_shared<RecurrentImpl>(std::move(c));
+  }
+  return detail::layer_options::rnn_copy(l, name, flip, info_of(l).return_sequences);
+}
+std::vector<Tensor> call_wrapped(const std::shared_ptr<LayerImpl>& l, const Tensor& x,
+                                 const std::vector<Tensor>& initial, bool training,
+                                 const Tensor& mask) {
+  if (dynamic_cast<const RecurrentImpl*>(l.get()) != nullptr)
+    return detail::call_with_state(l, x, initial, training, mask);
+  return detail::layer_options::rnn_call_with_state(l, x, initial, training, mask);
+}
+
 class BidirectionalImpl final : public LayerImpl {
  public:
-  BidirectionalImpl(const RecurrentImpl& layer, const std::string& merge_mode, std::string name)
+  BidirectionalImpl(const LayerImpl& layer, const std::string& merge_mode, std::string name)
       : LayerImpl("Bidirectional", "bidirectional", std::move(name)), merge_mode_(merge_mode) {
     check_merge_mode(merge_mode);
+    (void)info_of(layer);
     const std::string base = layer.local_base_name();
-    RecurrentConfig f = layer.config(), b = layer.config();
-    f.name = "forward_" + base;
-    b.name = "backward_" + base;
-    b.go_backwards = !b.go_backwards;
-    // Keras: the copies give zeros at masked steps when they return sequences.
-    f.zero_output_for_mask = f.return_sequences;
-    b.zero_output_for_mask = b.return_sequences;
-    forward_ = std::make_shared<RecurrentImpl>(std::move(f));
-    backward_ = std::make_shared<RecurrentImpl>(std::move(b));
+    forward_ = copy_wrapped(layer, "forward_" + base, false);
+    backward_ = copy_wrapped(layer, "backward_" + base, true);
+    info_ = info_of(*forward_);
   }
   // Keras' from_config: the two layers as given (checked by make_bidirectional).
-  BidirectionalImpl(std::shared_ptr<RecurrentImpl> forward, std::shared_ptr<RecurrentImpl> backward,
+  BidirectionalImpl(std::shared_ptr<LayerImpl> forward, std::shared_ptr<LayerImpl> backward,
                     const std::string& merge_mode, std::string name)
       : LayerImpl("Bidirectional", "bidirectional", std::move(name)),
         merge_mode_(merge_mode),
         forward_(std::move(forward)),
-        backward_(std::move(backward)) {}
+        backward_(std::move(backward)),
+        info_(info_of(*forward_)) {}
   const std::string& merge_mode() const { return merge_mode_; }
   std::vector<Layer> sublayers() const override { return {Layer(forward_), Layer(backward_)}; }
-  const std::shared_ptr<RecurrentImpl>& forward() const { return forward_; }
-  const std::shared_ptr<RecurrentImpl>& backward() const { return backward_; }
+  const std::shared_ptr<LayerImpl>& forward() const { return forward_; }
+  const std::shared_ptr<LayerImpl>& backward() const { return backward_; }
   bool supports_masking() const override { return true; }
   Tensor compute_mask(const Tensor&, const Tensor& mask) const override {
-    return forward_->config().return_sequences ? mask : Tensor();
+    return info_.return_sequences ? mask : Tensor();
   }
 
  protected:
@@ -476,7 +508,8 @@ class BidirectionalImpl final : public LayerImpl {
   }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     TensorShape o = forward_->compute_output_shape(s);
-    if (merge_mode_ == "concat") o[o.rank() - 1] = 2 * forward_->config().units;
+    // Keras concatenates on the last axis, whatever the layer's data_format.
+    if (merge_mode_ == "concat" && o[o.rank() - 1] != None) o[o.rank() - 1] *= 2;
     return o;
   }
   void check_input(const TensorShape& s) const override {
@@ -488,7 +521,7 @@ class BidirectionalImpl final : public LayerImpl {
     std::vector<Tensor> fw_init, bw_init;
     if (request && !request->initial->empty()) {
       const auto& init = *request->initial;
-      const size_t n = static_cast<size_t>(forward_->num_states());
+      const size_t n = info_.num_states;
       TF_CHECK_ARG(init.size() == 2 * n, name_.c_str(),
                    "layer \"{}\" (Bidirectional) takes {} initial states (forward's, then "
                    "backward's), got {}",
@@ -497,10 +530,10 @@ class BidirectionalImpl final : public LayerImpl {
       bw_init.assign(init.begin() + static_cast<std::ptrdiff_t>(n), init.end());
     }
     const Tensor mask = call_mask();
-    const std::vector<Tensor> fw = detail::call_with_state(forward_, x, fw_init, training, mask);
-    const std::vector<Tensor> bw = detail::call_with_state(backward_, x, bw_init, training, mask);
+    const std::vector<Tensor> fw = call_wrapped(forward_, x, fw_init, training, mask);
+    const std::vector<Tensor> bw = call_wrapped(backward_, x, bw_init, training, mask);
     Tensor yb = bw[0];
-    if (backward_->config().return_sequences) yb = reverse_time(yb);
+    if (info_.return_sequences) yb = reverse_time(yb);
     if (request) {
       request->states.assign(fw.begin() + 1, fw.end());
       request->states.insert(request->states.end(), bw.begin() + 1, bw.end());
@@ -513,7 +546,8 @@ class BidirectionalImpl final : public LayerImpl {
 
  private:
   std::string merge_mode_;
-  std::shared_ptr<RecurrentImpl> forward_, backward_;
+  std::shared_ptr<LayerImpl> forward_, backward_;
+  SequenceLayerInfo info_;
 };
 
 RecurrentConfig config_of(Cell cell, int64_t units, const layers::SimpleRNNOptions& o) {
@@ -677,19 +711,39 @@ LSTM::LSTM(int64_t units, LSTMOptions options)
 GRU::GRU(int64_t units, GRUOptions options)
     : RecurrentLayer(make_recurrent(Cell::gru, units, options)) {}
 
-Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode, std::string name)
-    : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {
-  // Keras passes the wrapped layer's input_shape on: the wrapper builds at once.
+namespace {
+// Keras passes the wrapped layer's input_shape on: the wrapper builds at once.
+void build_as_declared(Layer& wrapper, const Layer& layer) {
   if (const auto& declared = layer.impl().declared_input_shape()) {
     const std::vector<int64_t> dims = declared->dims();
-    impl().build_from_declared_shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+    wrapper.impl().build_from_declared_shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
   }
 }
+}  // namespace
+
+Bidirectional::Bidirectional(const RecurrentLayer& layer, std::string merge_mode, std::string name)
+    : Layer(std::make_shared<BidirectionalImpl>(rnn(layer), merge_mode, std::move(name))) {
+  build_as_declared(*this, layer);
+}
+Bidirectional::Bidirectional(const RNN& layer, std::string merge_mode, std::string name)
+    : Layer(std::make_shared<BidirectionalImpl>(layer.impl(), merge_mode, std::move(name))) {
+  build_as_declared(*this, layer);
+}
+Layer Bidirectional::forward() const {
+  return Layer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());
+}
+Layer Bidirectional::backward() const {
+  return Layer(impl_as<BidirectionalImpl>(*this, "Bidirectional").backward());
+}
 RecurrentLayer Bidirectional::forward_layer() const {
-  return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());
+  const Layer f = forward();
+  (void)rnn(f);  // a SimpleRNN, LSTM or GRU (else forward() has the RNN)
+  return RecurrentLayer(f.impl_ptr());
 }
 RecurrentLayer Bidirectional::backward_layer() const {
-  return RecurrentLayer(impl_as<BidirectionalImpl>(*this, "Bidirectional").backward());
+  const Layer b = backward();
+  (void)rnn(b);
+  return RecurrentLayer(b.impl_ptr());
 }
 void Bidirectional::reset_state() const {
   impl_as<BidirectionalImpl>(*this, "Bidirectional").reset_states();
@@ -743,31 +797,36 @@ std::optional<BidirectionalConfig> bidirectional(const LayerImpl& layer) {
 
 Layer make_bidirectional(const Layer& forward, const Layer& backward, const std::string& merge_mode,
                          const std::string& name) {
-  auto f = std::dynamic_pointer_cast<RecurrentImpl>(forward.impl_ptr());
-  TF_CHECK_ARG(f != nullptr, "Bidirectional",
-               "wraps a SimpleRNN, LSTM or GRU layer, got \"{}\" ({})", forward.name(),
-               forward.class_name());
-  if (!backward.defined()) return Layer(std::make_shared<BidirectionalImpl>(*f, merge_mode, name));
+  const auto fi = wrapped_info(forward.impl());
+  TF_CHECK_ARG(fi.has_value(), "Bidirectional",
+               "wraps a SimpleRNN, LSTM, GRU, RNN or ConvLSTM layer, got \"{}\" ({})",
+               forward.name(), forward.class_name());
+  if (!backward.defined())
+    return Layer(std::make_shared<BidirectionalImpl>(forward.impl(), merge_mode, name));
   check_merge_mode(merge_mode);
-  auto b = std::dynamic_pointer_cast<RecurrentImpl>(backward.impl_ptr());
-  TF_CHECK_ARG(b != nullptr, "Bidirectional",
-               "takes a SimpleRNN, LSTM or GRU backward layer, got \"{}\" ({})", backward.name(),
-               backward.class_name());
-  const auto& fc = f->config();
-  const auto& bc = b->config();
-  TF_CHECK_ARG(
-      fc.cell == bc.cell && fc.units == bc.units && fc.return_sequences == bc.return_sequences &&
-          fc.stateful == bc.stateful && fc.go_backwards != bc.go_backwards,
-      "Bidirectional",
-      "the backward layer \"{}\" ({}, units {}, return_sequences {}, stateful {}, "
-      "go_backwards {}) must be of the forward layer \"{}\"'s class with its units, "
-      "return_sequences and stateful ({}, {}, {}, {}) and the opposite go_backwards ({})",
-      b->name(), class_of(bc.cell), bc.units, bc.return_sequences, bc.stateful, bc.go_backwards,
-      f->name(), class_of(fc.cell), fc.units, fc.return_sequences, fc.stateful, fc.go_backwards);
-  TF_CHECK_ARG(!f->built() && !b->built(), "Bidirectional",
-               "wraps new layers only; layer \"{}\" or \"{}\" is already built", f->name(),
-               b->name());
-  return Layer(std::make_shared<BidirectionalImpl>(std::move(f), std::move(b), merge_mode, name));
+  const auto bi = wrapped_info(backward.impl());
+  TF_CHECK_ARG(bi.has_value(), "Bidirectional",
+               "takes a SimpleRNN, LSTM, GRU, RNN or ConvLSTM backward layer, got \"{}\" ({})",
+               backward.name(), backward.class_name());
+  auto units = [](const Layer& l) -> int64_t {
+    const auto* r = dynamic_cast<const RecurrentImpl*>(&l.impl());
+    return r ? r->config().units : 0;
+  };
+  TF_CHECK_ARG(forward.class_name() == backward.class_name() && units(forward) == units(backward) &&
+                   fi->return_sequences == bi->return_sequences && fi->stateful == bi->stateful &&
+                   fi->go_backwards != bi->go_backwards,
+               "Bidirectional",
+               "the backward layer \"{}\" ({}, units {}, return_sequences {}, stateful {}, "
+               "go_backwards {}) must be of the forward layer \"{}\"'s class with its units, "
+               "return_sequences and stateful ({}, {}, {}, {}) and the opposite go_backwards ({})",
+               backward.name(), backward.class_name(), units(backward), bi->return_sequences,
+               bi->stateful, bi->go_backwards, forward.name(), forward.class_name(), units(forward),
+               fi->return_sequences, fi->stateful, fi->go_backwards);
+  TF_CHECK_ARG(!forward.impl().built() && !backward.impl().built(), "Bidirectional",
+               "wraps new layers only; layer \"{}\" or \"{}\" is already built", forward.name(),
+               backward.name());
+  return Layer(std::make_shared<BidirectionalImpl>(forward.impl_ptr(), backward.impl_ptr(),
+                                                   merge_mode, name));
 }
 
 }  // namespace detail::layer_options

@@ -25,6 +25,8 @@
 
 namespace tapeflow::keras::layers {
 
+class RNN;  // keras/layers_rnn_cells.h
+
 struct SimpleRNNOptions {
   std::string activation = "tanh";
   bool use_bias = true;
@@ -203,6 +205,16 @@ class Bidirectional : public Layer {
  public:
   explicit Bidirectional(const RecurrentLayer& layer, std::string merge_mode = "concat",
                          std::string name = "");
+  // An RNN(cell) or a ConvLSTM1D/2D/3D: copied as Keras copies it, through its config (so its
+  // cell must be one tapeflow serializes: the built-in cells, StackedRNNCells, or a cell class
+  // registered with keras/serialization_json.h). The concat merge joins the last axes, as Keras
+  // (a channels_first ConvLSTM's last axis is spatial).
+  explicit Bidirectional(const RNN& layer, std::string merge_mode = "concat",
+                         std::string name = "");
+  // The two copies, whatever their class; forward_layer()/backward_layer() for a wrapped
+  // SimpleRNN, LSTM or GRU (FailedPreconditionError for an RNN).
+  Layer forward() const;
+  Layer backward() const;
   RecurrentLayer forward_layer() const;
   RecurrentLayer backward_layer() const;
   // Both layers' kept states to zeros (stateful layers; Keras' reset_state()).

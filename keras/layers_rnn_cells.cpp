@@ -17,6 +17,7 @@
 #include "keras/data_format.h"
 #include "keras/rnn_state.h"
 #include "keras/serialization_access_sequence.h"
+#include "keras/serialization_json.h"
 #include "ops/binary.h"
 #include "ops/conv3d.h"
 #include "ops/factory.h"
@@ -558,6 +559,8 @@ class RNNImpl final : public LayerImpl {
     if (o_.stateful) states_.reset(*this, values, mirror_spec_);
   }
   std::vector<Variable> state_variables() const { return states_.variables(); }
+  // Bidirectional's copies (Keras forces it to return_sequences); before any call.
+  void set_zero_output_for_mask(bool v) { o_.zero_output_for_mask = v; }
 
  private:
   void check_rank(const TensorShape& s) const {
@@ -779,7 +782,14 @@ void RNN::reset_states(const std::vector<Tensor>& values) const {
 
 std::vector<Tensor> RNN::call_with_state(const Tensor& x, const std::vector<Tensor>& initial_state,
                                          bool training, const Tensor& mask) const {
-  RNNImpl& impl = rnn_of(*this);
+  return call_with_state_of(impl_, x, initial_state, training, mask);
+}
+
+std::vector<Tensor> RNN::call_with_state_of(const std::shared_ptr<detail::LayerImpl>& layer,
+                                            const Tensor& x,
+                                            const std::vector<Tensor>& initial_state, bool training,
+                                            const Tensor& mask) {
+  RNNImpl& impl = rnn_of(Layer(layer));
   detail::SequenceRequest request{
       .layer = &impl, .initial = &initial_state, .states = {}, .served = false};
   Tensor output;
@@ -986,6 +996,37 @@ std::shared_ptr<detail::LayerImpl> make_conv_lstm(int rank, int64_t filters,
 }  // namespace
 
 }  // namespace layers
+
+std::optional<detail::layer_options::SequenceLayerInfo> detail::layer_options::rnn_info(
+    const LayerImpl& layer) {
+  const auto* p = dynamic_cast<const RNNImpl*>(&layer);
+  if (p == nullptr) return std::nullopt;
+  const auto& o = p->options();
+  return SequenceLayerInfo{o.return_sequences, o.go_backwards, o.stateful,
+                           p->cell().state_size().size()};
+}
+
+std::vector<Tensor> detail::layer_options::rnn_call_with_state(
+    const std::shared_ptr<LayerImpl>& layer, const Tensor& x,
+    const std::vector<Tensor>& initial_state, bool training, const Tensor& mask) {
+  return layers::RNN::call_with_state_of(layer, x, initial_state, training, mask);
+}
+
+std::shared_ptr<LayerImpl> detail::layer_options::rnn_copy(const LayerImpl& layer,
+                                                           const std::string& name,
+                                                           bool flip_go_backwards,
+                                                           bool zero_output_for_mask) {
+  const Layer original(std::const_pointer_cast<LayerImpl>(layer.shared_from_this()));
+  saving::Config config = saving::get_config(original);
+  config["name"] = name;
+  if (flip_go_backwards) config["go_backwards"] = !config["go_backwards"].get<bool>();
+  const Layer copy = saving::from_config(layer.class_name(), config);
+  auto* impl = dynamic_cast<RNNImpl*>(&copy.impl());
+  TF_CHECK_T(InternalError, impl != nullptr, "Bidirectional", "the copy of \"{}\" is a {}",
+             layer.name(), copy.class_name());
+  impl->set_zero_output_for_mask(zero_output_for_mask);
+  return copy.impl_ptr();
+}
 
 std::optional<detail::layer_options::ConvLSTMConfig> detail::layer_options::conv_lstm(
     const LayerImpl& layer) {

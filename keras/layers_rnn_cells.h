@@ -263,6 +263,11 @@ class RNN : public Layer {
   std::vector<Variable> states() const;
   void reset_state() const { reset_states(); }
   void reset_states(const std::vector<Tensor>& values = {}) const;
+  // Internal: call_with_state of the RNN behind `layer` (Bidirectional's call).
+  static std::vector<Tensor> call_with_state_of(const std::shared_ptr<detail::LayerImpl>& layer,
+                                                const Tensor& x,
+                                                const std::vector<Tensor>& initial_state,
+                                                bool training, const Tensor& mask);
 
  protected:
   explicit RNN(std::shared_ptr<detail::LayerImpl> impl) : Layer(std::move(impl)) {}

@@ -131,6 +131,20 @@ struct ConvLSTMConfig {
   std::shared_ptr<layers::RNNCell> cell;
 };
 std::optional<ConvLSTMConfig> conv_lstm(const LayerImpl& layer);
+// What Bidirectional needs of an RNN(cell) or ConvLSTM it wraps (keras/layers_rnn_cells.cpp):
+// its flags and number of states (nullopt for another layer), its call with states
+// (RNN::call_with_state), and Keras' copy of it, from its config with another name, go_backwards
+// flipped when asked, and zero_output_for_mask set.
+struct SequenceLayerInfo {
+  bool return_sequences = false, go_backwards = false, stateful = false;
+  size_t num_states = 0;
+};
+std::optional<SequenceLayerInfo> rnn_info(const LayerImpl& layer);
+std::vector<Tensor> rnn_call_with_state(const std::shared_ptr<LayerImpl>& layer, const Tensor& x,
+                                        const std::vector<Tensor>& initial_state, bool training,
+                                        const Tensor& mask);
+std::shared_ptr<LayerImpl> rnn_copy(const LayerImpl& layer, const std::string& name,
+                                    bool flip_go_backwards, bool zero_output_for_mask);
 // keras/layers_misc.cpp
 std::optional<Layer> time_distributed_layer(const LayerImpl& layer);
 // keras/layers_preprocessing.cpp

@@ -511,8 +511,9 @@ Layer bidirectional_from(const Config& config) {
   Layer forward = nested_layer(r, "layer");
   Layer backward = r.has("backward_layer") ? nested_layer(r, "backward_layer") : Layer();
   r.finish();
-  if (!lo::recurrent(forward.impl()))
-    r.fail("layer", "must be a SimpleRNN, LSTM or GRU layer, got " + forward.class_name());
+  if (!lo::recurrent(forward.impl()) && !lo::rnn_info(forward.impl()))
+    r.fail("layer",
+           "must be a SimpleRNN, LSTM, GRU, RNN or ConvLSTM layer, got " + forward.class_name());
   Layer l;
   try {
     l = lo::make_bidirectional(forward, backward, merge_mode, b.name);
