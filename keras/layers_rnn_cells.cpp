@@ -559,8 +559,6 @@ class RNNImpl final : public LayerImpl {
     if (o_.stateful) states_.reset(*this, values, mirror_spec_);
   }
   std::vector<Variable> state_variables() const { return states_.variables(); }
-  // Bidirectional's copies (Keras forces it to return_sequences); before any call.
-  void set_zero_output_for_mask(bool v) { o_.zero_output_for_mask = v; }
 
  private:
   void check_rank(const TensorShape& s) const {
@@ -984,7 +982,7 @@ std::shared_ptr<detail::LayerImpl> make_conv_lstm(int rank, int64_t filters,
   RNNOptions ro{.return_sequences = o.return_sequences,
                 .go_backwards = o.go_backwards,
                 .stateful = o.stateful,
-                .zero_output_for_mask = false,
+                .zero_output_for_mask = o.zero_output_for_mask,
                 .input_shape = o.input_shape,
                 .name = o.name};
   auto impl = std::make_shared<RNNImpl>(cell, std::move(ro), kClass[rank - 1], kGeneric[rank - 1],
@@ -1020,11 +1018,10 @@ std::shared_ptr<LayerImpl> detail::layer_options::rnn_copy(const LayerImpl& laye
   saving::Config config = saving::get_config(original);
   config["name"] = name;
   if (flip_go_backwards) config["go_backwards"] = !config["go_backwards"].get<bool>();
+  config["zero_output_for_mask"] = zero_output_for_mask;
   const Layer copy = saving::from_config(layer.class_name(), config);
-  auto* impl = dynamic_cast<RNNImpl*>(&copy.impl());
-  TF_CHECK_T(InternalError, impl != nullptr, "Bidirectional", "the copy of \"{}\" is a {}",
-             layer.name(), copy.class_name());
-  impl->set_zero_output_for_mask(zero_output_for_mask);
+  TF_CHECK_T(InternalError, rnn_info(copy.impl()).has_value(), "Bidirectional",
+             "the copy of \"{}\" is a {}", layer.name(), copy.class_name());
   return copy.impl_ptr();
 }
 

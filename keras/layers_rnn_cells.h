@@ -299,6 +299,9 @@ struct ConvLSTMOptions {
   bool return_sequences = false;
   bool go_backwards = false;
   bool stateful = false;  // as RNNOptions'
+  // With a mask: masked steps output zeros instead of repeating the previous output (as
+  // RNNOptions'; Bidirectional's return_sequences copies set it, as Keras).
+  bool zero_output_for_mask = false;
   // As the cells' (one mask per gate for each, as Keras' ConvLSTM).
   double dropout = 0.0;
   double recurrent_dropout = 0.0;

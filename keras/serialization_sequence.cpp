@@ -427,7 +427,7 @@ Config conv_lstm_get(const Layer& layer) {
              {"go_backwards", o.go_backwards},
              {"stateful", o.stateful},
              {"unroll", false},
-             {"zero_output_for_mask", false},
+             {"zero_output_for_mask", o.zero_output_for_mask},
              {"filters", c.filters},
              {"kernel_size", c.kernel_size},
              {"strides", c.strides},
@@ -455,7 +455,7 @@ Layer conv_lstm_from(const Config& config) {
   o.go_backwards = r.boolean("go_backwards", false);
   o.stateful = r.boolean("stateful", false);
   r.boolean("unroll", false);  // how Keras runs the loop, not what it computes
-  r.expect("zero_output_for_mask", false);
+  o.zero_output_for_mask = r.boolean("zero_output_for_mask", false);
   const int64_t filters = r.integer("filters");
   const std::vector<int64_t> kernel_size = r.int_list("kernel_size");
   auto ints = [&](const char* key) {

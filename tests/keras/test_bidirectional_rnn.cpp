@@ -12,6 +12,7 @@
 #include "keras/serialization_json.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
+#include "ops/movement.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "support/testing.h"
@@ -168,6 +169,21 @@ TEST_CASE("Bidirectional around RNN(cell): configs, stateful copies and errors",
   CHECK(tf::reduce_max(tf::abs(tf::subtract(s(x), y1))).item<float>() > 1e-4f);
   s.reset_state();
   check_close(s(x), y1, 1e-6, 1e-8);
+  // A ConvLSTM's copies return sequences: Keras writes zero_output_for_mask true in their
+  // configs, and masked steps give zeros.
+  layers::Bidirectional conv(
+      layers::ConvLSTM1D(2, {3}, {.padding = "same", .return_sequences = true}));
+  const tf::Tensor xc = ramp({2, 3, 5, 2}, 30.0);
+  const tf::Tensor mask =
+      tf::convert_to_tensor(std::vector<bool>{true, true, false, true, true, true}, {2, 3});
+  const tf::Tensor yc = conv.call_with_mask(xc, mask).output;  // (2, 3, 5, 4)
+  CHECK(tf::reduce_max(tf::abs(tf::slice(yc, {0, 2, 0, 0}, {1, 1, -1, -1}))).item<float>() == 0.0f);
+  const K::saving::Config cc = K::saving::get_config(conv);
+  CHECK(cc["layer"]["config"]["zero_output_for_mask"] == true);
+  K::Layer conv_copy = K::saving::from_config("Bidirectional", cc);
+  conv_copy.build({tf::None, 3, 5, 2});
+  conv_copy.set_weights(conv.get_weights());
+  check_close(conv_copy.call_with_mask(xc, mask).output, yc);
   // forward_layer() is for a wrapped SimpleRNN, LSTM or GRU.
   CHECK_THROWS_AS(b.forward_layer(), tf::FailedPreconditionError);
   // A backward layer of another class.
