@@ -729,6 +729,16 @@ Bidirectional::Bidirectional(const RNN& layer, std::string merge_mode, std::stri
     : Layer(std::make_shared<BidirectionalImpl>(layer.impl(), merge_mode, std::move(name))) {
   build_as_declared(*this, layer);
 }
+Bidirectional::Bidirectional(const Layer& layer, const Layer& backward_layer,
+                             std::string merge_mode, std::string name)
+    : Layer([&] {
+        TF_CHECK_ARG(layer.defined() && backward_layer.defined(), "Bidirectional",
+                     "layer and backward_layer must be layers, got an empty handle");
+        return detail::layer_options::make_bidirectional(layer, backward_layer, merge_mode, name)
+            .impl_ptr();
+      }()) {
+  build_as_declared(*this, layer);
+}
 Layer Bidirectional::forward() const {
   return Layer(impl_as<BidirectionalImpl>(*this, "Bidirectional").forward());
 }

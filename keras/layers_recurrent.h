@@ -211,6 +211,12 @@ class Bidirectional : public Layer {
   // (a channels_first ConvLSTM's last axis is spatial).
   explicit Bidirectional(const RNN& layer, std::string merge_mode = "concat",
                          std::string name = "");
+  // Keras' backward_layer argument: `layer` runs forwards and `backward_layer` backwards, both
+  // used as they are (not copied), new layers of one class with the same units,
+  // return_sequences and stateful and opposite go_backwards (InvalidArgumentError naming the
+  // difference otherwise).
+  Bidirectional(const Layer& layer, const Layer& backward_layer, std::string merge_mode = "concat",
+                std::string name = "");
   // The two copies, whatever their class; forward_layer()/backward_layer() for a wrapped
   // SimpleRNN, LSTM or GRU (FailedPreconditionError for an RNN).
   Layer forward() const;

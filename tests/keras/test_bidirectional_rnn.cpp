@@ -14,6 +14,7 @@
 #include "ops/factory.h"
 #include "ops/movement.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/unary.h"
 #include "support/testing.h"
 
@@ -184,6 +185,17 @@ TEST_CASE("Bidirectional around RNN(cell): configs, stateful copies and errors",
   conv_copy.build({tf::None, 3, 5, 2});
   conv_copy.set_weights(conv.get_weights());
   check_close(conv_copy.call_with_mask(xc, mask).output, yc);
+  // Keras' backward_layer argument: the two layers as they are.
+  layers::GRU fwd(3, {.return_sequences = true, .name = "fwd"});
+  layers::GRU bwd(3, {.return_sequences = true, .go_backwards = true, .name = "bwd"});
+  layers::Bidirectional given(fwd, bwd, "sum");
+  CHECK(given.forward().name() == "fwd");
+  CHECK(given.backward().name() == "bwd");
+  const tf::Tensor yg = given(x);
+  check_close(yg, tf::add(fwd(x), tf::reverse(bwd(x), {1})));
+  require_error(
+      [] { layers::Bidirectional(layers::GRU(3), layers::GRU(4, {.go_backwards = true})); },
+      {"Bidirectional", "units 4", "must be of the forward layer"});
   // forward_layer() is for a wrapped SimpleRNN, LSTM or GRU.
   CHECK_THROWS_AS(b.forward_layer(), tf::FailedPreconditionError);
   // A backward layer of another class.

@@ -333,7 +333,7 @@ TEST_CASE("LeakyReLU ELU and PReLU match Keras values and gradients", "[cpu][ker
   p.build({tf::None, 3, 2});
   CHECK(p.alpha().shape() == tf::TensorShape({3, 2}));
   check_values(p.alpha(), std::vector<double>(6, 0.0));  // Keras' zeros initializer
-  CHECK(weight_names(p) == std::vector<std::string>{p.name() + "/alpha"});
+  CHECK(weight_names(p) == std::vector<std::string>{p.impl().local_base_name() + "/alpha"});
   p.set_weights({seq({3, 2}, 0.5, 0.2, 0.3)});
   check_keras(p, xp,
               {{0.149750128, 1.07603419, 1.49624252, 1.21274459, 0.358873993, -0.0851059482,
