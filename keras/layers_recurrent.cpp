@@ -175,10 +175,7 @@ class RecurrentImpl final : public LayerImpl {
   bool stateful() const override { return c_.stateful; }
   void reset_states() override { reset_states_to({}); }
   void reset_states_to(const std::vector<Tensor>& values) {
-    TF_CHECK_ARG(c_.stateful || values.empty(), name_.c_str(),
-                 "reset_states: layer \"{}\" ({}) is not stateful (options.stateful)", name_,
-                 class_name_);
-    states_.reset(*this, values, mirror_spec_);
+    states_.reset(*this, c_.stateful, values, mirror_spec_);
   }
   std::vector<Variable> state_variables() const { return states_.variables(); }
 

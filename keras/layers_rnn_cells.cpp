@@ -549,14 +549,11 @@ class RNNImpl final : public LayerImpl {
  public:
   bool stateful() const override { return o_.stateful || LayerImpl::stateful(); }
   void reset_states() override {
-    if (o_.stateful) states_.reset(*this, {}, mirror_spec_);
+    reset_states_to({});
     LayerImpl::reset_states();  // a cell holding stateful layers of its own
   }
   void reset_states_to(const std::vector<Tensor>& values) {
-    TF_CHECK_ARG(o_.stateful || values.empty(), name_.c_str(),
-                 "reset_states: layer \"{}\" ({}) is not stateful (options.stateful)", name_,
-                 class_name_);
-    if (o_.stateful) states_.reset(*this, values, mirror_spec_);
+    states_.reset(*this, o_.stateful, values, mirror_spec_);
   }
   std::vector<Variable> state_variables() const { return states_.variables(); }
 

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/tape.h"
 #include "autograd/training_ops.h"
@@ -1045,9 +1046,13 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
   // decides at run time, without a conditional node).
   const Tensor raw_it = it;
   it = impl.steps_taken(raw_it);
+  // Where the base optimizer's slots sit after the class's own (each lookup builds the list of
+  // slot names: done once per call, not per variable).
+  const size_t n_own = impl.slot_names().size();
+  const std::optional<size_t> acc = impl.accumulator_slot(), avg = impl.average_slot();
   Tensor is_update;
   std::vector<Tensor> accumulated;  // the accumulators' next values
-  if (const auto acc = impl.accumulator_slot()) {
+  if (acc) {
     const int64_t steps = *o.gradient_accumulation_steps;
     is_update = equal(
         floormod(add(raw_it, constant(Tensor(int64_t{1}), int64)), constant(Tensor(steps), int64)),
@@ -1073,7 +1078,6 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
   if (is_update.defined())
     for (size_t j = 0; j < state.size(); ++j)
       state[j] = where(is_update, state[j], state_before[j]);
-  const size_t n_own = impl.slot_names().size();
   std::vector<std::pair<std::pair<DType, Device>, OptimizerImpl::Scalars>> cache;
   for (size_t i = 0; i < vars.size(); ++i) {
     Variable& var = vars[i];
@@ -1110,10 +1114,10 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads_in,
       var.assign(where(is_update, var.value(), before[0]));
       for (size_t s = 0; s < n_own; ++s)
         slots[i][s].assign(where(is_update, slots[i][s].value(), before[s + 1]));
-      slots[i][*impl.accumulator_slot()].assign(accumulated[i]);
+      slots[i][*acc].assign(accumulated[i]);
     }
   }
-  if (const auto avg = impl.average_slot()) {
+  if (avg) {
     // Keras' moving average of the weights, at every call: momentum 0 at the first step (so
     // the average starts as the weights), and every ema_overwrite_frequency steps the weights
     // take their averages.
@@ -1189,9 +1193,10 @@ void Optimizer::finalize_variable_values(const std::vector<Variable>& vars) cons
   tapeflow::detail::PauseTapes pause;
   // Variables the optimizer never updated have no average and keep their values (Keras
   // raises when the lists differ in length).
-  for (const auto& [var, average] : averaged(impl))
-    for (const Variable& v : vars)
-      if (v.handle_id() == var.handle_id()) Variable(var).assign(average.value());
+  std::unordered_set<const void*> wanted;
+  for (const Variable& v : vars) wanted.insert(v.handle_id());
+  for (auto [var, average] : averaged(impl))
+    if (wanted.count(var.handle_id())) var.assign(average.value());
 }
 
 void Optimizer::swap_ema_weights() const {

@@ -68,9 +68,14 @@ void RecurrentStates::keep(const std::vector<Tensor>& finals) {
                                                           : cast(finals[i], vars_[i].dtype()));
 }
 
-void RecurrentStates::reset(const LayerImpl& layer, const std::vector<Tensor>& values,
+void RecurrentStates::reset(const LayerImpl& layer, bool stateful,
+                            const std::vector<Tensor>& values,
                             const ::tapeflow::detail::MirrorSpec& mirror) {
   const std::string name = layer.name();
+  TF_CHECK_ARG(stateful || values.empty(), name.c_str(),
+               "reset_states: layer \"{}\" ({}) is not stateful (options.stateful)", name,
+               layer.class_name());
+  if (!stateful) return;  // nothing kept
   std::lock_guard lock(mu_);
   if (values.empty()) {
     for (Variable& v : vars_) v.assign(zeros_like(v.read_value()));

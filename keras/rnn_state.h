@@ -35,8 +35,9 @@ class RecurrentStates {
   void keep(const std::vector<Tensor>& finals);
   // Keras' reset_state(): every kept state to zeros (nothing before the first call). With
   // `values` (tf.keras 2's reset_states(states)): those, one per state, of the states' shapes;
-  // before the first call they make the states.
-  void reset(const LayerImpl& layer, const std::vector<Tensor>& values,
+  // before the first call they make the states. A layer that is not `stateful` keeps nothing:
+  // no values is nothing to do, values are an InvalidArgumentError.
+  void reset(const LayerImpl& layer, bool stateful, const std::vector<Tensor>& values,
              const ::tapeflow::detail::MirrorSpec& mirror);
   // The variables (empty before the first call), in state order.
   std::vector<Variable> variables() const;
