@@ -394,9 +394,6 @@ TrainingState& state_of(const Model& m, const char* op) {
              "You must call compile() before using the model (model '{}')", m.name());
   return *st;
 }
-// The state a running fit or evaluate holds on to: compile() from a callback meanwhile makes a
-// new one for later calls (as Keras's train_function outlives a recompile), and never frees
-// the one in use.
 // SwapEMAWeights' hooks into the compiled optimizer (`st` outlives the loop's context).
 void attach_ema(callbacks::TrainingContext& ctx, const TrainingState& st) {
   if (!st.optimizer.defined()) return;
@@ -405,6 +402,9 @@ void attach_ema(callbacks::TrainingContext& ctx, const TrainingState& st) {
   ctx.copy_weights_to_ema = [opt] { opt.copy_weights_to_ema(); };
 }
 
+// The state a running fit or evaluate holds on to: compile() from a callback meanwhile makes a
+// new one for later calls (as Keras's train_function outlives a recompile), and never frees
+// the one in use.
 std::shared_ptr<TrainingState> held_state_of(const Model& m, const char* op) {
   state_of(m, op);
   std::shared_ptr<TrainingState> st = m.model_impl_for_training();
