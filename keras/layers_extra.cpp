@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "core/error.h"
+#include "keras/categorical.h"
 #include "keras/data_format.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
@@ -23,6 +24,7 @@
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
+#include "ops/hash.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/random.h"
@@ -354,11 +356,10 @@ std::optional<std::pair<int64_t, int64_t>> eager_range(const Tensor& ids) {
   return std::make_pair(static_cast<int64_t>(lo[0]), static_cast<int64_t>(hi[0]));
 }
 
-// The encodings shared by CategoryEncoding and IntegerLookup: int64 `ids` (all in [0, depth))
-// to (batch, depth) in `dtype`. "one_hot": (batch,) or (batch, 1) ids; "multi_hot" and "count":
-// (batch, k) ids, or (k,) ids of one example (a (depth,) output, as Keras).
-Tensor encode(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype,
-              const Tensor& count_weights, const std::string& layer, const char* cls) {
+}  // namespace
+
+Tensor encode_categorical(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype,
+                          const Tensor& count_weights, const std::string& layer, const char* cls) {
   const TensorShape& s = ids.shape();
   if (mode == "one_hot") {
     Tensor v = ids;
@@ -392,6 +393,8 @@ Tensor encode(const Tensor& ids, int64_t depth, const std::string& mode, DType d
   return cast(reduce_sum(hot, axis), dtype);
 }
 
+namespace {
+
 // ---- CategoryEncoding ----
 class CategoryEncodingImpl final : public LayerImpl {
  public:
@@ -414,7 +417,7 @@ class CategoryEncodingImpl final : public LayerImpl {
                    "layer \"{}\" (CategoryEncoding) has num_tokens {}: every id must be in [0, "
                    "{}), got ids from {} to {} (shape {})",
                    name_, num_tokens_, num_tokens_, r->first, r->second, shape_str(ids.shape()));
-    return encode(ids, num_tokens_, mode_, dtype_, weights, name_, "CategoryEncoding");
+    return encode_categorical(ids, num_tokens_, mode_, dtype_, weights, name_, "CategoryEncoding");
   }
 
  protected:
@@ -571,6 +574,13 @@ class IntegerLookupImpl final : public LayerImpl {
                  o_.output_mode);
     TF_CHECK_ARG(!o_.invert || o_.output_mode == "int", cls,
                  "invert needs output_mode \"int\", got \"{}\"", o_.output_mode);
+    TF_CHECK_ARG(o_.oov_method == "floormod" || o_.oov_method == "farmhash", cls,
+                 "oov_method must be \"floormod\" or \"farmhash\", got \"{}\"", o_.oov_method);
+    TF_CHECK_ARG(o_.salt.empty() || o_.oov_method == "farmhash", cls,
+                 "`salt` can only be used when `oov_method='farmhash'`. Received: oov_method={}",
+                 o_.oov_method);
+    TF_CHECK_ARG(o_.salt.size() <= 2, cls, "salt must be one integer or two, got {} of them",
+                 o_.salt.size());
     TF_CHECK_ARG(!o_.max_tokens || *o_.max_tokens > reserved(), cls,
                  "max_tokens ({}) must exceed the {} reserved indices (mask and OOV)",
                  o_.max_tokens.value_or(0), reserved());
@@ -683,15 +693,23 @@ class IntegerLookupImpl final : public LayerImpl {
                    "the vocabulary (tokens of shape {})",
                    name_, shape_str(tokens.shape()));
     }
-    // Several OOV indices: Keras' default "floormod" spreads unknown tokens over them.
-    const Tensor oov = o_.num_oov_indices > 1
-                           ? floormod(tokens, fill_like_int(tokens, o_.num_oov_indices)) + oov_start
-                           : fill_like_int(tokens, oov_index);
+    // Several OOV indices: Keras' default "floormod" or its "farmhash" spreads unknown tokens
+    // over them.
+    Tensor oov;
+    if (o_.num_oov_indices <= 1)
+      oov = fill_like_int(tokens, oov_index);
+    else if (o_.oov_method == "farmhash")
+      oov = (o_.salt.empty() ? strings::to_hash_bucket_fast(tokens, o_.num_oov_indices)
+                             : strings::to_hash_bucket_strong(tokens, o_.num_oov_indices,
+                                                              {o_.salt.front(), o_.salt.back()})) +
+            oov_start;
+    else
+      oov = floormod(tokens, fill_like_int(tokens, o_.num_oov_indices)) + oov_start;
     Tensor ids = where(found, index, oov);
     if (o_.mask_token)
       ids = where(mask_of(tokens), fill_like_int(ids, mask_indexed() ? 0 : -1), ids);
     if (o_.output_mode == "int") return ids;
-    return encode(ids, size, o_.output_mode, int64, Tensor(), name_, "IntegerLookup");
+    return encode_categorical(ids, size, o_.output_mode, int64, Tensor(), name_, "IntegerLookup");
   }
 
  private:

@@ -144,13 +144,18 @@ struct IntegerLookupOptions {
   std::string output_mode = "int";                   // "int", "one_hot", "multi_hot", "count"
   bool invert = false;                               // indices back to tokens ("int" only)
   std::optional<int64_t> max_tokens = std::nullopt;  // adapt(): keep the most frequent
+  // How several OOV indices share unknown tokens: "floormod" or "farmhash" (Keras' FarmHash64 of
+  // the token's decimal text, modulo num_oov_indices; with a salt, SipHash-2-4 keyed by it).
+  std::string oov_method = "floormod";
+  std::vector<int64_t> salt = {};  // "farmhash" only: {s} (Keras' salt=s, i.e. {s, s}) or {a, b}
   std::string name = "";
 };
 // Keras' IntegerLookup: integer tokens to indices in a vocabulary. Indices: the mask token (if
 // any, output_mode "int" only) is 0, then the OOV indices, then the vocabulary in order;
 // get_vocabulary() lists them that way (the OOV token once per OOV index). With several OOV
-// indices an unknown token t takes the one floormod(t, num_oov_indices) along, as Keras'
-// default oov_method "floormod" (its "farmhash" is not here). With "one_hot", "multi_hot" or
+// indices an unknown token t takes the one floormod(t, num_oov_indices) along (Keras' default
+// oov_method "floormod"), or Keras' "farmhash" bucket of it (the same values as Keras' for
+// every token, salted or not). With "one_hot", "multi_hot" or
 // "count" the mask token has no index and masked tokens encode to nothing, as Keras.
 // num_oov_indices = 0: an unknown token is an InvalidArgumentError in eager calls; a traced call
 // gives it -1 (nothing when encoded). adapt() builds the vocabulary from data, most frequent first

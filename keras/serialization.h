@@ -20,10 +20,10 @@
 // RMSNormalization (keras/serialization_conv.cpp); SimpleRNN, LSTM, GRU, RNN (with the built-in
 // cells), Bidirectional, TimeDistributed, MultiHeadAttention, Attention, AdditiveAttention
 // (self-attention in functional models), Masking, Normalization, Discretization,
-// CategoryEncoding, Resizing, CenterCrop, RandomCrop, RandomFlip, RandomRotation, RandomZoom,
-// RandomTranslation, RandomContrast, RandomBrightness, RandomGrayscale, RandomSaturation,
-// RandomHue (keras/serialization_sequence.cpp); Sequential and functional models (nested too),
-// and whatever saving::register_layer adds.
+// CategoryEncoding, IntegerLookup, Hashing, HashedCrossing, Resizing, CenterCrop, RandomCrop,
+// RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast, RandomBrightness,
+// RandomGrayscale, RandomSaturation, RandomHue (keras/serialization_sequence.cpp); Sequential and
+// functional models (nested too), and whatever saving::register_layer adds.
 //
 // This header needs only the standard library (as every public tapeflow header): configs are
 // JSON text here. keras/serialization_json.h has the same calls on nlohmann::ordered_json

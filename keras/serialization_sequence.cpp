@@ -13,6 +13,7 @@
 
 #include "keras/layers_attention.h"
 #include "keras/layers_extra.h"
+#include "keras/layers_hashing.h"
 #include "keras/layers_masking.h"
 #include "keras/layers_misc.h"
 #include "keras/layers_preprocessing.h"
@@ -872,6 +873,21 @@ Layer discretization_from(const Config& config) {
   return l;
 }
 
+// Keras' salt of IntegerLookup and Hashing: null, or the two key words ([s, s] for one int).
+Config salt_json(const std::vector<int64_t>& salt) {
+  if (salt.empty()) return nullptr;
+  return Config::array({salt.front(), salt.back()});
+}
+std::vector<int64_t> read_salt(Reader& r) {
+  const Config* v = r.find("salt");
+  if (v == nullptr || v->is_null()) return {};
+  if (v->is_number_integer()) return {v->get<int64_t>()};
+  if (!v->is_array() || v->size() != 2 || !(*v)[0].is_number_integer() ||
+      !(*v)[1].is_number_integer())
+    r.fail("salt", "must be null, an integer or a list of two integers, got " + r.got(*v));
+  return {(*v)[0].get<int64_t>(), (*v)[1].get<int64_t>()};
+}
+
 Config integer_lookup_get(const Layer& layer) {
   const layers::IntegerLookupOptions o = need(lo::integer_lookup(layer.impl()), layer);
   const bool mask_indexed = o.mask_token && o.output_mode == "int";
@@ -889,8 +905,8 @@ Config integer_lookup_get(const Layer& layer) {
                 {"idf_weights", nullptr},
                 {"vocabulary", o.vocabulary.empty() ? Config(nullptr) : Config(o.vocabulary)},
                 {"vocabulary_size", size},
-                {"oov_method", "floormod"},
-                {"salt", nullptr}};
+                {"oov_method", o.oov_method},
+                {"salt", salt_json(o.salt)}};
 }
 
 Layer integer_lookup_from(const Config& config) {
@@ -920,12 +936,81 @@ Layer integer_lookup_from(const Config& config) {
     for (int64_t t : r.int_list("vocabulary")) o.vocabulary.push_back(t);
   }
   if (r.has("vocabulary_size")) r.integer("vocabulary_size");  // follows from the rest
-  r.expect("oov_method", "floormod");
-  r.expect_null("salt");
+  o.oov_method = r.string("oov_method", "floormod");
+  if (o.oov_method != "floormod" && o.oov_method != "farmhash")
+    r.fail("oov_method", "= \"" + o.oov_method + "\" is not one of floormod, farmhash");
+  o.salt = read_salt(r);
   o.name = b.name;
   r.finish();
   Layer l = layers::IntegerLookup(o);
   apply_base(l, b);
+  return l;
+}
+
+// Keras writes Hashing's dtype as "int64" for output_mode "int" (its bins' dtype) and as the
+// float type of the encodings otherwise; neither is a tapeflow policy, so the key is dropped.
+Config without_integer_dtype(const Config& config) {
+  Config c = config;
+  if (const auto it = c.find("dtype"); it != c.end()) {
+    std::string name;
+    if (it->is_string())
+      name = it->get<std::string>();
+    else if (it->is_object() && it->contains("config") && (*it)["config"].is_object() &&
+             (*it)["config"].contains("name") && (*it)["config"]["name"].is_string())
+      name = (*it)["config"]["name"].get<std::string>();
+    if (name.rfind("int", 0) == 0 || name.rfind("uint", 0) == 0) c.erase("dtype");
+  }
+  return c;
+}
+
+Config hashing_get(const Layer& layer) {
+  const auto c = need(lo::hashing(layer.impl()), layer);
+  const layers::HashingOptions& o = c.options;
+  Config out = base_config(layer);  // Keras' name, trainable, dtype
+  out["dtype"]["config"]["name"] = o.output_mode == "int" ? "int64" : "float32";
+  out["num_bins"] = c.num_bins;
+  out["salt"] = salt_json(o.salt);
+  out["mask_value"] = o.mask_value ? Config(*o.mask_value) : Config(nullptr);
+  out["output_mode"] = o.output_mode;
+  out["sparse"] = false;
+  return out;
+}
+
+Layer hashing_from(const Config& config) {
+  const Config c = without_integer_dtype(config);  // the Reader keeps a reference
+  Reader r("Hashing", c);
+  Base b = read_base(r);
+  layers::HashingOptions o;
+  const int64_t num_bins = r.integer("num_bins");
+  o.salt = read_salt(r);
+  o.mask_value = r.optional_integer("mask_value");
+  o.output_mode = r.string("output_mode", "int");
+  r.expect("sparse", false);
+  o.name = b.name;
+  r.finish();
+  Layer l = layers::Hashing(num_bins, o);
+  if (!b.trainable) l.set_trainable(false);
+  return l;
+}
+
+Config hashed_crossing_get(const Layer& layer) {
+  const auto c = need(lo::hashed_crossing(layer.impl()), layer);
+  return Config{{"num_bins", c.num_bins},
+                {"output_mode", c.output_mode},
+                {"sparse", false},
+                {"name", layer.name()},
+                {"dtype", "float32"}};
+}
+
+Layer hashed_crossing_from(const Config& config) {
+  Reader r("HashedCrossing", config);
+  Base b = read_base(r);
+  const int64_t num_bins = r.integer("num_bins");
+  const std::string mode = r.string("output_mode", "int");
+  r.expect("sparse", false);
+  r.finish();
+  Layer l = layers::HashedCrossing(num_bins, mode, b.name);
+  if (!b.trainable) l.set_trainable(false);
   return l;
 }
 
@@ -1136,6 +1221,8 @@ void add_sequence_layers(Registry& m) {
   add_builtin(m, "Discretization", discretization_get, discretization_from);
   add_builtin(m, "IntegerLookup", integer_lookup_get, integer_lookup_from);
   add_builtin(m, "CategoryEncoding", category_encoding_get, category_encoding_from);
+  add_builtin(m, "Hashing", hashing_get, hashing_from);
+  add_builtin(m, "HashedCrossing", hashed_crossing_get, hashed_crossing_from);
   add_builtin(m, kResizing, image_get, image_from<kResizing>);
   add_builtin(m, kCenterCrop, image_get, image_from<kCenterCrop>);
   add_builtin(m, kRandomCrop, image_get, image_from<kRandomCrop>);

@@ -117,6 +117,9 @@ std::vector<Maker> layer_makers() {
       {"ReversibleEmbedding", [] { return L::ReversibleEmbedding(5, 2); }},
       {"CategoryEncoding", [] { return L::CategoryEncoding(4); }},
       {"CategoryEncoding(count)", [] { return L::CategoryEncoding(4, "count"); }},
+      {"Hashing", [] { return L::Hashing(5); }},
+      {"Hashing(mask, multi_hot)",
+       [] { return L::Hashing(5, {.mask_value = 0, .output_mode = "multi_hot"}); }},
       {"Discretization",
        [] {
          return L::Discretization({0.0, 1.0});
@@ -462,6 +465,7 @@ TEST_CASE("adversarial: merge and attention layers on odd input lists", "[advers
                                                          [] { return L::Concatenate(0); },
                                                          [] { return L::Concatenate(5); },
                                                          [] { return L::Dot(1); },
+                                                         [] { return L::HashedCrossing(4); },
                                                          [] {
                                                            return L::Dot({2, 2}, true);
                                                          }};

@@ -150,9 +150,13 @@ TEST_CASE("IntegerLookup: Keras configs both ways, adapted vocabularies kept",
   tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
                              {"IntegerLookup config key \"vocabulary\"", "vocabulary files"});
   bad = il;
-  bad["oov_method"] = "farmhash";
+  bad["oov_method"] = "md5";
   tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
-                             {"IntegerLookup config key \"oov_method\"", "farmhash"});
+                             {"IntegerLookup config key \"oov_method\"", "md5"});
+  bad = il;
+  bad["salt"] = "pepper";
+  tf::testing::require_error([&] { K::saving::from_config("IntegerLookup", bad); },
+                             {"IntegerLookup config key \"salt\"", "two integers"});
 }
 
 TEST_CASE("ConvLSTM1D/2D/3D: Keras configs both ways, weights under cell/",

@@ -1,0 +1,19 @@
+// Internal: Keras' encode_categorical_inputs, shared by CategoryEncoding, IntegerLookup
+// (keras/layers_extra.cpp), Hashing and HashedCrossing (keras/layers_hashing.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tapeflow::keras::detail {
+
+// int64 `ids` (all in [0, depth)) to (batch, depth) in `dtype`. mode "one_hot": (batch,) or
+// (batch, 1) ids; "multi_hot" and "count": (batch, k) ids, or (k,) ids of one example (a
+// (depth,) output, as Keras). count_weights (mode "count" only, undefined for none) weigh each
+// id. Errors name `layer` and its class `cls`.
+Tensor encode_categorical(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype,
+                          const Tensor& count_weights, const std::string& layer, const char* cls);
+
+}  // namespace tapeflow::keras::detail
