@@ -1,5 +1,6 @@
 // tf.linalg's decompositions side by side in one run: tapeflow's cholesky, eigh, qr, svd,
-// triangular_solve and slogdet against the same LAPACK routines called directly (OpenBLAS's
+// triangular_solve, slogdet and sqrtm against the same LAPACK routines called directly (for
+// sqrtm: its Schur decomposition dgees alone, the lower bound) (OpenBLAS's
 // LAPACK, which tapeflow's CPU kernels call), on a copy of the same float64 matrix. The ratio
 // is tapeflow's overhead: its checks, the copy into a new tensor, the row- to column-major
 // transposes, the workspace queries. Compare TF 2.21 at the same sizes with
@@ -19,7 +20,9 @@
 
 #include "ops/factory.h"
 #include "ops/linalg_decomp.h"
+#include "ops/dispatch.h"
 #include "ops/linalg_more.h"
+#include "ops/sqrtm.h"
 
 extern "C" {
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t);
@@ -34,6 +37,9 @@ void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int*
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t);
 void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void dgees_(const char* jobvs, const char* sort, int (*select)(const double*, const double*),
+            const int* n, double* a, const int* lda, int* sdim, double* wr, double* wi, double* vs,
+            const int* ldvs, double* work, const int* lwork, int* bwork, int* info, size_t, size_t);
 }
 
 namespace tf = tapeflow;
@@ -99,6 +105,19 @@ void BM_TriangularSolve_tapeflow(benchmark::State& state) {
 void BM_Slogdet_tapeflow(benchmark::State& state) {
   const tf::Tensor a = spd_tensor(static_cast<int>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(tf::linalg::slogdet(a).second.raw_data());
+}
+
+void BM_Sqrtm_tapeflow(benchmark::State& state) {
+  const tf::Tensor a = spd_tensor(static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(tf::linalg::sqrtm(a).raw_data());
+}
+// sqrtm's gradient alone: the Schur decomposition of the root and a Sylvester solve.
+void BM_SqrtmGrad_tapeflow(benchmark::State& state) {
+  const tf::Tensor a = spd_tensor(static_cast<int>(state.range(0)));
+  const tf::Tensor r = tf::linalg::sqrtm(a);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        tf::detail::dispatch(tf::prims::MatrixSquareRootGrad{}, {r, a}).raw_data());
 }
 
 // ---- LAPACK called directly, on a copy (the routines overwrite their input) ----
@@ -173,6 +192,25 @@ void BM_TriangularSolve_lapack(benchmark::State& state) {
     benchmark::DoNotOptimize(b.data());
   }
 }
+void BM_Schur_lapack(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const std::vector<double>& a0 = spd(n);
+  std::vector<double> a(a0.size()), z(a0.size()), wr(static_cast<size_t>(n)),
+      wi(static_cast<size_t>(n));
+  std::vector<int> bwork(static_cast<size_t>(n));
+  int sdim = 0, info = 0, lwork = -1;
+  double query = 0;
+  dgees_("V", "N", nullptr, &n, a.data(), &n, &sdim, wr.data(), wi.data(), z.data(), &n, &query,
+         &lwork, bwork.data(), &info, 1, 1);
+  lwork = static_cast<int>(query);
+  std::vector<double> work(static_cast<size_t>(lwork));
+  for (auto _ : state) {
+    std::memcpy(a.data(), a0.data(), a0.size() * sizeof(double));
+    dgees_("V", "N", nullptr, &n, a.data(), &n, &sdim, wr.data(), wi.data(), z.data(), &n,
+           work.data(), &lwork, bwork.data(), &info, 1, 1);
+    benchmark::DoNotOptimize(a.data());
+  }
+}
 void BM_Slogdet_lapack(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   std::vector<double> a;
@@ -201,5 +239,8 @@ BENCHMARK(BM_TriangularSolve_tapeflow)->Apply(sizes);
 BENCHMARK(BM_TriangularSolve_lapack)->Apply(sizes);
 BENCHMARK(BM_Slogdet_tapeflow)->Apply(sizes);
 BENCHMARK(BM_Slogdet_lapack)->Apply(sizes);
+BENCHMARK(BM_Sqrtm_tapeflow)->Apply(sizes);
+BENCHMARK(BM_SqrtmGrad_tapeflow)->Apply(sizes);
+BENCHMARK(BM_Schur_lapack)->Apply(sizes);
 
 BENCHMARK_MAIN();

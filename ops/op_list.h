@@ -60,6 +60,8 @@
 #define TF_SIGNAL_PRIMITIVES(X) X(Fft) X(Rfft) X(Irfft)
 // to_hash_bucket_fast/strong and cross_hashed (ops/hash.h).
 #define TF_HASH_PRIMITIVES(X) X(HashBucket) X(HashCross)
+// tf.linalg.sqrtm and its gradient (ops/sqrtm.h).
+#define TF_SQRTM_PRIMITIVES(X) X(MatrixSquareRoot) X(MatrixSquareRootGrad)
 
 // clang-format off (one family list per line, by hand)
 #define TF_PRIMITIVES(X)                                                                      \
@@ -69,7 +71,7 @@
   TF_LOSS_PRIMITIVES(X) TF_SCAN_PRIMITIVES(X) TF_IMAGE_PRIMITIVES(X) TF_DEPTHWISE_PRIMITIVES(X) \
   TF_LINALG_MORE_PRIMITIVES(X) TF_LINALG_DECOMP_PRIMITIVES(X) TF_SORT_PRIMITIVES(X)          \
   TF_SEGMENT_PRIMITIVES(X) TF_SPECIAL_PRIMITIVES(X) TF_CTC_PRIMITIVES(X)                     \
-  TF_SIGNAL_PRIMITIVES(X) TF_CONV3D_PRIMITIVES(X) TF_HASH_PRIMITIVES(X)
+  TF_SIGNAL_PRIMITIVES(X) TF_CONV3D_PRIMITIVES(X) TF_HASH_PRIMITIVES(X) TF_SQRTM_PRIMITIVES(X)
 // clang-format on
 
 // Both kernels in host code.

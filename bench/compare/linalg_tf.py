@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""TF's side of bench/bench_linalg.cpp: tf.linalg.cholesky, eigh, qr, svd, triangular_solve and
-slogdet on float64 symmetric positive-definite matrices (B B^T / n + I, B uniform in [-1, 1)) at
-the same sizes, eagerly, on the CPU, with TF's intra-op threads set to --threads. Prints the
-median milliseconds per call (one warm-up call, then at least 5 timed calls and more until they
-add up to 0.2 s).
+"""TF's side of bench/bench_linalg.cpp: tf.linalg.cholesky, eigh, qr, svd, triangular_solve,
+slogdet and sqrtm (and sqrtm's gradient, forward and backward, only up to n = 64: TF solves an
+n^2 x n^2 system for it) on float64 symmetric positive-definite matrices (B B^T / n + I, B uniform
+in [-1, 1)) at the same sizes, eagerly, on the CPU, with TF's intra-op threads set to
+--threads. Prints the median milliseconds per call (one warm-up call, then at least 5 timed
+calls and more until they add up to 0.2 s).
 
     python bench/compare/linalg_tf.py [--threads 2] [--sizes 64 256 768]
 
@@ -13,6 +14,14 @@ build.
 import argparse
 
 from tf_timing import import_tf, median_ms
+
+
+def sqrtm_grad(tf, a):
+    """The gradient of sum(sqrtm(a) * a) with respect to a (one forward and one backward)."""
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        y = tf.reduce_sum(tf.linalg.sqrtm(a) * a)
+    return tape.gradient(y, a).numpy()
 
 
 def main():
@@ -38,9 +47,12 @@ def main():
             "svd": lambda: tf.linalg.svd(a)[0].numpy(),
             "triangular_solve": lambda: tf.linalg.triangular_solve(chol, a).numpy(),
             "slogdet": lambda: tf.linalg.slogdet(a)[1].numpy(),
+            "sqrtm": lambda: tf.linalg.sqrtm(a).numpy(),
+            "sqrtm_grad": lambda: sqrtm_grad(tf, a),
         }
         for name, fn in ops.items():
-            rows.setdefault(name, []).append(median_ms(fn))
+            skip = name == "sqrtm_grad" and n > 64
+            rows.setdefault(name, []).append(float("nan") if skip else median_ms(fn))
     for name, ms in rows.items():
         print(f"{name:<18}" + "".join(f"{m:>12.3f}" for m in ms))
 

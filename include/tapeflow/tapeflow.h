@@ -88,5 +88,6 @@
 #include "ops/sort.h"
 #include "ops/space_batch.h"
 #include "ops/special.h"
+#include "ops/sqrtm.h"
 #include "ops/strided_slice.h"
 #include "ops/unary.h"
