@@ -15,5 +15,10 @@ namespace tapeflow::keras::detail {
 // id. Errors name `layer` and its class `cls`.
 Tensor encode_categorical(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype,
                           const Tensor& count_weights, const std::string& layer, const char* cls);
+// The shape encode_categorical gives for ids of shape s ("int": s itself).
+TensorShape encoded_shape(const TensorShape& s, const std::string& mode, int64_t depth);
+// Keras' output_mode check of IntegerLookup and Hashing: "int", "one_hot", "multi_hot" or
+// "count", else an InvalidArgumentError naming the class.
+void check_output_mode(const char* cls, const std::string& mode);
 
 }  // namespace tapeflow::keras::detail

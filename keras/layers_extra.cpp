@@ -358,6 +358,18 @@ std::optional<std::pair<int64_t, int64_t>> eager_range(const Tensor& ids) {
 
 }  // namespace
 
+TensorShape encoded_shape(const TensorShape& s, const std::string& mode, int64_t depth) {
+  if (mode == "int") return s;
+  if (mode != "one_hot" && s.rank() == 1) return TensorShape({depth});
+  return TensorShape({s.rank() == 0 ? None : s[0], depth});
+}
+
+void check_output_mode(const char* cls, const std::string& mode) {
+  TF_CHECK_ARG(mode == "int" || mode == "one_hot" || mode == "multi_hot" || mode == "count", cls,
+               "output_mode must be \"int\", \"one_hot\", \"multi_hot\" or \"count\", got \"{}\"",
+               mode);
+}
+
 Tensor encode_categorical(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype,
                           const Tensor& count_weights, const std::string& layer, const char* cls) {
   const TensorShape& s = ids.shape();
@@ -423,8 +435,7 @@ class CategoryEncodingImpl final : public LayerImpl {
  protected:
   bool casts_all_inputs() const override { return false; }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (mode_ != "one_hot" && s.rank() == 1) return TensorShape({num_tokens_});
-    return TensorShape({s.rank() == 0 ? None : s[0], num_tokens_});
+    return encoded_shape(s, mode_, num_tokens_);
   }
   Tensor call(const Tensor& x, bool) override { return encode_with(x, Tensor()); }
 
@@ -566,12 +577,7 @@ class IntegerLookupImpl final : public LayerImpl {
     const char* cls = "IntegerLookup";
     TF_CHECK_ARG(o_.num_oov_indices >= 0, cls, "num_oov_indices must be >= 0, got {}",
                  o_.num_oov_indices);
-    TF_CHECK_ARG(o_.output_mode == "int" || o_.output_mode == "one_hot" ||
-                     o_.output_mode == "multi_hot" || o_.output_mode == "count",
-                 cls,
-                 "output_mode must be \"int\", \"one_hot\", \"multi_hot\" or \"count\", got "
-                 "\"{}\"",
-                 o_.output_mode);
+    check_output_mode(cls, o_.output_mode);
     TF_CHECK_ARG(!o_.invert || o_.output_mode == "int", cls,
                  "invert needs output_mode \"int\", got \"{}\"", o_.output_mode);
     TF_CHECK_ARG(o_.oov_method == "floormod" || o_.oov_method == "farmhash", cls,
@@ -652,9 +658,7 @@ class IntegerLookupImpl final : public LayerImpl {
   bool autocast() const override { return false; }
   TensorShape compute_output_shape(const TensorShape& s) const override {
     if (o_.output_mode == "int") return s;
-    const int64_t depth = static_cast<int64_t>(table().size());
-    if (o_.output_mode != "one_hot" && s.rank() == 1) return TensorShape({depth});
-    return TensorShape({s.rank() == 0 ? None : s[0], depth});
+    return encoded_shape(s, o_.output_mode, static_cast<int64_t>(table().size()));
   }
   Tensor call(const Tensor& x, bool) override {
     TF_CHECK_ARG(x.dtype() == int32 || x.dtype() == int64, name_.c_str(),

@@ -31,12 +31,7 @@ class HashingImpl final : public LayerImpl {
                  "The `num_bins` for `Hashing` cannot be `None` or non-positive values. "
                  "Received: num_bins={}",
                  num_bins);
-    TF_CHECK_ARG(o_.output_mode == "int" || o_.output_mode == "one_hot" ||
-                     o_.output_mode == "multi_hot" || o_.output_mode == "count",
-                 cls,
-                 "output_mode must be \"int\", \"one_hot\", \"multi_hot\" or \"count\", got "
-                 "\"{}\"",
-                 o_.output_mode);
+    check_output_mode(cls, o_.output_mode);
     TF_CHECK_ARG(o_.salt.size() <= 2, cls,
                  "The `salt` argument for `Hashing` can only be a tuple of size 2 integers, or a "
                  "single integer. Received: salt={} integers",
@@ -49,9 +44,7 @@ class HashingImpl final : public LayerImpl {
   bool casts_all_inputs() const override { return false; }
   bool autocast() const override { return false; }
   TensorShape compute_output_shape(const TensorShape& s) const override {
-    if (o_.output_mode == "int") return s;
-    if (o_.output_mode != "one_hot" && s.rank() == 1) return TensorShape({num_bins_});
-    return TensorShape({s.rank() == 0 ? None : s[0], num_bins_});
+    return encoded_shape(s, o_.output_mode, num_bins_);
   }
   Tensor call(const Tensor& x, bool) override {
     const DType d = x.dtype();

@@ -23,12 +23,12 @@ Tensor sqrtm(const Tensor& a);
 }  // namespace linalg
 
 namespace detail {
-// The host routines behind both kernels (row-major float32/float64 batches of n x n matrices).
-// sqrtm_host writes the roots; sqrtm_grad_host writes, for roots r and upstream gradients g,
-// the solutions x of r^T x + x r^T = g.
-void sqrtm_host(DType dtype, const void* a, void* out, int64_t batches, int64_t n);
-void sqrtm_grad_host(DType dtype, const void* r, const void* g, void* out, int64_t batches,
-                     int64_t n);
+// The host routines behind both kernels (row-major float32/float64 tensors of `shape`, a batch
+// of n x n matrices). sqrtm_host writes the roots; sqrtm_grad_host writes, for roots r and
+// upstream gradients g, the solutions x of r^T x + x r^T = g.
+void sqrtm_host(DType dtype, const TensorShape& shape, const void* a, void* out);
+void sqrtm_grad_host(DType dtype, const TensorShape& shape, const void* r, const void* g,
+                     void* out);
 }  // namespace detail
 
 namespace prims {

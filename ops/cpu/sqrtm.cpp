@@ -150,16 +150,24 @@ void congruence(int n, const double* x, const double* y, double* tmp, double* ou
               1.0, tmp, n, x, n, 0.0, out, n);
 }
 
-bool all_finite(const double* v, size_t count) {
-  for (size_t i = 0; i < count; ++i)
-    if (!std::isfinite(v[i])) return false;
-  return true;
+// A matrix holding a NaN or an infinity has a NaN root and gradient (LAPACK never sees it):
+// fills `result` with NaN and returns true for one.
+bool nan_unless_finite(const std::vector<double>& in, double* result) {
+  for (double v : in)
+    if (!std::isfinite(v)) {
+      std::fill(result, result + in.size(), std::numeric_limits<double>::quiet_NaN());
+      return true;
+    }
+  return false;
 }
 
 // Runs fn(b, in buffers, out buffer) for each matrix in float64, converting float32 in and out.
 template <class F>
-void for_each_matrix(const char* op, DType dtype, std::vector<const void*> ins, void* out,
-                     int64_t batches, int64_t n64, F&& fn) {
+void for_each_matrix(const char* op, DType dtype, const TensorShape& shape,
+                     std::vector<const void*> ins, void* out, F&& fn) {
+  int64_t batches = 1;
+  for (int i = 0; i + 2 < shape.rank(); ++i) batches *= shape[i];
+  const int64_t n64 = shape[-1];
   TF_CHECK_T(UnimplementedError, n64 <= 46340, op,
              "matrices of order {} exceed LAPACK's 32-bit sizes", n64);
   const int n = static_cast<int>(n64);
@@ -205,14 +213,11 @@ void for_each_matrix(const char* op, DType dtype, std::vector<const void*> ins, 
 
 }  // namespace
 
-void sqrtm_host(DType dtype, const void* a, void* out, int64_t batches, int64_t n) {
-  for_each_matrix("sqrtm", dtype, {a}, out, batches, n,
+void sqrtm_host(DType dtype, const TensorShape& shape, const void* a, void* out) {
+  for_each_matrix("sqrtm", dtype, shape, {a}, out,
                   [](int m, std::vector<std::vector<double>>& in, double* result) {
-                    const size_t nn = static_cast<size_t>(m) * static_cast<size_t>(m);
-                    if (!all_finite(in[0].data(), nn)) {
-                      std::fill(result, result + nn, std::numeric_limits<double>::quiet_NaN());
-                      return 0;
-                    }
+                    if (nan_unless_finite(in[0], result)) return 0;
+                    const size_t nn = in[0].size();
                     std::vector<double> z(nn), s(nn), tmp(nn);
                     const int info = schur(m, in[0].data(), z.data());
                     if (info != 0) return info;
@@ -222,15 +227,12 @@ void sqrtm_host(DType dtype, const void* a, void* out, int64_t batches, int64_t 
                   });
 }
 
-void sqrtm_grad_host(DType dtype, const void* r, const void* g, void* out, int64_t batches,
-                     int64_t n) {
-  for_each_matrix("sqrtm_grad", dtype, {r, g}, out, batches, n,
+void sqrtm_grad_host(DType dtype, const TensorShape& shape, const void* r, const void* g,
+                     void* out) {
+  for_each_matrix("sqrtm_grad", dtype, shape, {r, g}, out,
                   [](int m, std::vector<std::vector<double>>& in, double* result) {
-                    const size_t nn = static_cast<size_t>(m) * static_cast<size_t>(m);
-                    if (!all_finite(in[0].data(), nn)) {
-                      std::fill(result, result + nn, std::numeric_limits<double>::quiet_NaN());
-                      return 0;
-                    }
+                    if (nan_unless_finite(in[0], result)) return 0;
+                    const size_t nn = in[0].size();
                     std::vector<double> z(nn), c(nn), tmp(nn);
                     const int info = schur(m, in[0].data(), z.data());  // in[0] becomes s
                     if (info != 0) return info;
@@ -254,23 +256,13 @@ void sqrtm_grad_host(DType dtype, const void* r, const void* g, void* out, int64
 
 namespace tapeflow::prims {
 
-namespace {
-int64_t batches_of(const TensorShape& s) {
-  int64_t b = 1;
-  for (int i = 0; i + 2 < s.rank(); ++i) b *= s[i];
-  return b;
-}
-}  // namespace
-
 void MatrixSquareRoot::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
-  const TensorShape& s = in[0].shape();
-  detail::sqrtm_host(in[0].dtype(), in[0].raw_data(), out[0].raw_data(), batches_of(s), s[-1]);
+  detail::sqrtm_host(in[0].dtype(), in[0].shape(), in[0].raw_data(), out[0].raw_data());
 }
 
 void MatrixSquareRootGrad::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
-  const TensorShape& s = in[0].shape();
-  detail::sqrtm_grad_host(in[0].dtype(), in[0].raw_data(), in[1].raw_data(), out[0].raw_data(),
-                          batches_of(s), s[-1]);
+  detail::sqrtm_grad_host(in[0].dtype(), in[0].shape(), in[0].raw_data(), in[1].raw_data(),
+                          out[0].raw_data());
 }
 
 }  // namespace tapeflow::prims

@@ -19,12 +19,6 @@ namespace {
 
 namespace cu = detail::cuda;
 
-int64_t batches_of(const TensorShape& s) {
-  int64_t b = 1;
-  for (int i = 0; i + 2 < s.rank(); ++i) b *= s[i];
-  return b;
-}
-
 void refuse_capture(const char* op, Device dev) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   TF_CUDA_CHECK(cudaStreamIsCapturing(cu::stream(dev), &capture));
@@ -46,8 +40,7 @@ void MatrixSquareRoot::eval_cuda(std::span<const Tensor> in, std::span<Tensor> o
   refuse_capture(name(), dev);
   const std::vector<char> a = to_host(in[0], dev);
   std::vector<char> r(out[0].nbytes());
-  const TensorShape& s = in[0].shape();
-  detail::sqrtm_host(in[0].dtype(), a.data(), r.data(), batches_of(s), s[-1]);
+  detail::sqrtm_host(in[0].dtype(), in[0].shape(), a.data(), r.data());
   detail::copy_bytes(out[0].raw_data(), dev, r.data(), Device{}, r.size());
 }
 
@@ -57,8 +50,7 @@ void MatrixSquareRootGrad::eval_cuda(std::span<const Tensor> in, std::span<Tenso
   refuse_capture(name(), dev);
   const std::vector<char> root = to_host(in[0], dev), g = to_host(in[1], dev);
   std::vector<char> x(out[0].nbytes());
-  const TensorShape& s = in[0].shape();
-  detail::sqrtm_grad_host(in[0].dtype(), root.data(), g.data(), x.data(), batches_of(s), s[-1]);
+  detail::sqrtm_grad_host(in[0].dtype(), in[0].shape(), root.data(), g.data(), x.data());
   detail::copy_bytes(out[0].raw_data(), dev, x.data(), Device{}, x.size());
 }
 
