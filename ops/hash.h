@@ -6,8 +6,9 @@
 //                                                        tf.strings.as_string(ids), 1000)
 //
 // Every value equals TF's (FarmHash Fingerprint64, SipHash-2-4 and FingerprintCat64; see
-// ops/cpu/hash_math.h), on the CPU and on GPUs, eagerly and in traced functions (None
-// dimensions too). The outputs are int64 and carry no gradient (TF registers none).
+// ops/cpu/hash_math.h), eagerly and in traced functions (None dimensions too); the CUDA kernels
+// run the CPU's scalar code (written 2026-12-06, not yet run on a GPU). The outputs are int64
+// and carry no gradient (TF registers none).
 #pragma once
 
 #include <array>

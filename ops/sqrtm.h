@@ -18,7 +18,8 @@ namespace linalg {
 // once. The gradient is TF's: the upstream gradient g gives the x that solves
 // R^T x + x R^T = g (R the result), here with LAPACK's Sylvester solver on R's Schur form (TF
 // solves an n^2 x n^2 Kronecker system); it has no gradient itself (no second order). TF has
-// no GPU kernel; on a GPU the matrices go through the host and the result comes back there.
+// no GPU kernel; on a GPU the matrices go through the host and the result comes back there
+// (ops/cuda/sqrtm.cpp, not yet run on a GPU).
 Tensor sqrtm(const Tensor& a);
 }  // namespace linalg
 
