@@ -24,7 +24,6 @@
 #include "ops/binary.h"
 #include "ops/dynamic_shape.h"
 #include "ops/factory.h"
-#include "ops/hash.h"
 #include "ops/linalg.h"
 #include "ops/movement.h"
 #include "ops/random.h"
@@ -703,10 +702,7 @@ class IntegerLookupImpl final : public LayerImpl {
     if (o_.num_oov_indices <= 1)
       oov = fill_like_int(tokens, oov_index);
     else if (o_.oov_method == "farmhash")
-      oov = (o_.salt.empty() ? strings::to_hash_bucket_fast(tokens, o_.num_oov_indices)
-                             : strings::to_hash_bucket_strong(tokens, o_.num_oov_indices,
-                                                              {o_.salt.front(), o_.salt.back()})) +
-            oov_start;
+      oov = hash_to_bins(tokens, o_.num_oov_indices, o_.salt) + oov_start;
     else
       oov = floormod(tokens, fill_like_int(tokens, o_.num_oov_indices)) + oov_start;
     Tensor ids = where(found, index, oov);

@@ -61,9 +61,7 @@ class HashingImpl final : public LayerImpl {
                             : equal(cast(x, int64), *o_.mask_value);
     }
     const Tensor v = is_floating(d) ? cast(x, int64) : x;
-    Tensor h = o_.salt.empty()
-                   ? strings::to_hash_bucket_fast(v, bins)
-                   : strings::to_hash_bucket_strong(v, bins, {o_.salt.front(), o_.salt.back()});
+    Tensor h = hash_to_bins(v, bins, o_.salt);
     if (mask.defined()) h = where(mask, zeros_like(h), h + int64_t{1});
     if (o_.output_mode == "int") return h;
     return encode_categorical(h, num_bins_, o_.output_mode, float32, Tensor(), name_, "Hashing");
@@ -143,6 +141,12 @@ class HashedCrossingImpl final : public MergeImpl {
 };
 
 }  // namespace
+
+Tensor hash_to_bins(const Tensor& values, int64_t bins, const std::vector<int64_t>& salt) {
+  if (salt.empty()) return strings::to_hash_bucket_fast(values, bins);
+  return strings::to_hash_bucket_strong(values, bins, {salt.front(), salt.back()});
+}
+
 }  // namespace detail
 
 namespace layers {

@@ -989,7 +989,7 @@ Layer hashing_from(const Config& config) {
   o.name = b.name;
   r.finish();
   Layer l = layers::Hashing(num_bins, o);
-  if (!b.trainable) l.set_trainable(false);
+  apply_base(l, b);
   return l;
 }
 
@@ -1010,7 +1010,7 @@ Layer hashed_crossing_from(const Config& config) {
   r.expect("sparse", false);
   r.finish();
   Layer l = layers::HashedCrossing(num_bins, mode, b.name);
-  if (!b.trainable) l.set_trainable(false);
+  apply_base(l, b);
   return l;
 }
 

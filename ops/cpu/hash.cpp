@@ -2,6 +2,8 @@
 // (ops/cpu/hash_math.h), split over the thread pool.
 #include "ops/hash.h"
 
+#include <vector>
+
 #include "core/parallel.h"
 #include "ops/cpu/hash_math.h"
 
@@ -26,6 +28,12 @@ void HashBucket::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) con
 void HashCross::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) const {
   const int64_t batch = out[0].shape()[0], width = out[0].shape()[1];
   const size_t k = in.size();
+  std::vector<const int64_t*> data(k);
+  std::vector<int64_t> widths(k);
+  for (size_t f = 0; f < k; ++f) {
+    data[f] = in[f].data<int64_t>();
+    widths[f] = in[f].shape()[1];
+  }
   int64_t* y = out[0].data<int64_t>();
   const uint64_t modulus =
       num_buckets > 0 ? static_cast<uint64_t>(num_buckets) : uint64_t{0x7fffffffffffffff};
@@ -35,15 +43,12 @@ void HashCross::eval_cpu(std::span<const Tensor> in, std::span<Tensor> out) cons
       // The combination's index per input, the first input's varying slowest.
       int64_t j = e % width, idx[kMaxInputs];
       for (size_t f = k; f-- > 0;) {
-        const int64_t w = in[f].shape()[1];
-        idx[f] = j % w;
-        j /= w;
+        idx[f] = j % widths[f];
+        j /= widths[f];
       }
       uint64_t h = hash_key;
-      for (size_t f = 0; f < k; ++f) {
-        const int64_t v = in[f].data<int64_t>()[r * in[f].shape()[1] + idx[f]];
-        h = hashing::fingerprint_cat64(h, static_cast<uint64_t>(v));
-      }
+      for (size_t f = 0; f < k; ++f)
+        h = hashing::fingerprint_cat64(h, static_cast<uint64_t>(data[f][r * widths[f] + idx[f]]));
       y[e] = static_cast<int64_t>(h % modulus);
     }
   });

@@ -21,6 +21,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "ops/cpu/lapack_batch.h"
 #include "ops/linalg_decomp.h"
 
 extern "C" {
@@ -52,6 +53,8 @@ void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int*
 namespace tapeflow {
 
 namespace {
+
+using detail::for_each_matrix;
 
 template <class T>
 struct Lapack;
@@ -131,28 +134,6 @@ template <class T>
 int work_size(T wq) {
   const double w = std::ceil(static_cast<double>(wq) * (1.0 + 1e-6)) + 1.0;
   return static_cast<int>(std::clamp(w, 1.0, static_cast<double>(INT32_MAX)));
-}
-
-// Runs fn(b) for every matrix b of the batch, spread over the threads when there are several;
-// returns the first matrix whose fn returned a nonzero LAPACK info (and that info), or -1.
-template <class F>
-std::pair<int64_t, int> for_each_matrix(int64_t batches, F&& fn) {
-  std::atomic<int64_t> first{-1};
-  std::atomic<int> first_info{0};
-  auto run = [&](int64_t b) {
-    const int info = fn(b);
-    if (info == 0) return;
-    int64_t none = -1;
-    if (first.compare_exchange_strong(none, b)) first_info.store(info);
-  };
-  if (batches == 1) {
-    run(0);
-  } else if (batches > 1) {
-    detail::parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) run(b);
-    });
-  }
-  return {first.load(), first_info.load()};
 }
 
 // A LAPACK error (a negative info: an invalid argument, a bug here) or a failed convergence.

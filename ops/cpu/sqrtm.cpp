@@ -17,7 +17,6 @@
 
 #include <cblas.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,7 +24,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/parallel.h"
+#include "ops/cpu/lapack_batch.h"
 
 extern "C" {
 // LAPACK (exported by OpenBLAS). Trailing size_t: Fortran's hidden lengths of the char args.
@@ -161,10 +160,12 @@ bool nan_unless_finite(const std::vector<double>& in, double* result) {
   return false;
 }
 
-// Runs fn(b, in buffers, out buffer) for each matrix in float64, converting float32 in and out.
+// Runs fn(n, inputs, result) for each n x n matrix of the batch (the inputs' b-th matrices
+// copied into float64 buffers, float32 converted; result written back in the dtype), over the
+// thread pool; a nonzero info from fn (dgees' failure) raises for the first such matrix.
 template <class F>
-void for_each_matrix(const char* op, DType dtype, const TensorShape& shape,
-                     std::vector<const void*> ins, void* out, F&& fn) {
+void for_each_matrix_f64(const char* op, DType dtype, const TensorShape& shape,
+                         std::vector<const void*> ins, void* out, F&& fn) {
   int64_t batches = 1;
   for (int i = 0; i + 2 < shape.rank(); ++i) batches *= shape[i];
   const int64_t n64 = shape[-1];
@@ -172,9 +173,8 @@ void for_each_matrix(const char* op, DType dtype, const TensorShape& shape,
              "matrices of order {} exceed LAPACK's 32-bit sizes", n64);
   const int n = static_cast<int>(n64);
   const size_t nn = static_cast<size_t>(n) * static_cast<size_t>(n);
-  std::atomic<int64_t> failed{-1};
-  std::atomic<int> failed_info{0};
-  auto run = [&](int64_t b) {
+  if (n == 0 || batches == 0) return;
+  const auto failed = for_each_matrix(batches, [&](int64_t b) {
     std::vector<std::vector<double>> in(ins.size(), std::vector<double>(nn));
     for (size_t k = 0; k < ins.size(); ++k) {
       if (dtype == float64) {
@@ -186,70 +186,61 @@ void for_each_matrix(const char* op, DType dtype, const TensorShape& shape,
     }
     std::vector<double> result(nn);
     const int info = fn(n, in, result.data());
-    if (info != 0) {
-      int64_t none = -1;
-      if (failed.compare_exchange_strong(none, b)) failed_info.store(info);
-    }
     if (dtype == float64) {
       std::memcpy(static_cast<double*>(out) + b * nn, result.data(), nn * sizeof(double));
     } else {
       float* dst = static_cast<float*>(out) + b * nn;
       for (size_t e = 0; e < nn; ++e) dst[e] = static_cast<float>(result[e]);
     }
-  };
-  if (n == 0 || batches == 0) return;
-  if (batches == 1)
-    run(0);
-  else
-    parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) run(b);
-    });
-  if (failed.load() >= 0)
+    return info;
+  });
+  if (failed.first >= 0)
     TF_THROW(InvalidArgumentError, op,
              "LAPACK's dgees (the Schur decomposition) did not converge for matrix {} of the "
              "batch of {} {}x{} matrices (info {})",
-             failed.load(), batches, n, n, failed_info.load());
+             failed.first, batches, n, n, failed.second);
 }
 
 }  // namespace
 
 void sqrtm_host(DType dtype, const TensorShape& shape, const void* a, void* out) {
-  for_each_matrix("sqrtm", dtype, shape, {a}, out,
-                  [](int m, std::vector<std::vector<double>>& in, double* result) {
-                    if (nan_unless_finite(in[0], result)) return 0;
-                    const size_t nn = in[0].size();
-                    std::vector<double> z(nn), s(nn), tmp(nn);
-                    const int info = schur(m, in[0].data(), z.data());
-                    if (info != 0) return info;
-                    sqrt_quasi_triangular(m, in[0].data(), s.data());
-                    congruence(m, z.data(), s.data(), tmp.data(), result, false);
-                    return 0;
-                  });
+  for_each_matrix_f64("sqrtm", dtype, shape, {a}, out,
+                      [](int m, std::vector<std::vector<double>>& in, double* result) {
+                        if (nan_unless_finite(in[0], result)) return 0;
+                        const size_t nn = in[0].size();
+                        std::vector<double> z(nn), s(nn), tmp(nn);
+                        const int info = schur(m, in[0].data(), z.data());
+                        if (info != 0) return info;
+                        sqrt_quasi_triangular(m, in[0].data(), s.data());
+                        congruence(m, z.data(), s.data(), tmp.data(), result, false);
+                        return 0;
+                      });
 }
 
 void sqrtm_grad_host(DType dtype, const TensorShape& shape, const void* r, const void* g,
                      void* out) {
-  for_each_matrix("sqrtm_grad", dtype, shape, {r, g}, out,
-                  [](int m, std::vector<std::vector<double>>& in, double* result) {
-                    if (nan_unless_finite(in[0], result)) return 0;
-                    const size_t nn = in[0].size();
-                    std::vector<double> z(nn), c(nn), tmp(nn);
-                    const int info = schur(m, in[0].data(), z.data());  // in[0] becomes s
-                    if (info != 0) return info;
-                    congruence(m, z.data(), in[1].data(), tmp.data(), c.data(), true);  // z^T g z
-                    const int isgn = 1;
-                    double scale = 1;
-                    int sinfo = 0;
-                    // s^T y + y s^T = scale c; info 1 (s and -s share an eigenvalue: a singular
-                    // root) means LAPACK perturbed the system, which gives large values where TF's
-                    // solve raises.
-                    dtrsyl_("T", "T", &isgn, &m, &m, in[0].data(), &m, in[0].data(), &m, c.data(),
-                            &m, &scale, &sinfo, 1, 1);
-                    if (scale != 1.0)
-                      for (double& v : c) v /= scale;
-                    congruence(m, z.data(), c.data(), tmp.data(), result, false);  // z y z^T
-                    return 0;
-                  });
+  for_each_matrix_f64("sqrtm_grad", dtype, shape, {r, g}, out,
+                      [](int m, std::vector<std::vector<double>>& in, double* result) {
+                        if (nan_unless_finite(in[0], result)) return 0;
+                        const size_t nn = in[0].size();
+                        std::vector<double> z(nn), c(nn), tmp(nn);
+                        const int info = schur(m, in[0].data(), z.data());  // in[0] becomes s
+                        if (info != 0) return info;
+                        congruence(m, z.data(), in[1].data(), tmp.data(), c.data(),
+                                   true);  // z^T g z
+                        const int isgn = 1;
+                        double scale = 1;
+                        int sinfo = 0;
+                        // s^T y + y s^T = scale c; info 1 (s and -s share an eigenvalue: a singular
+                        // root) means LAPACK perturbed the system, which gives large values where
+                        // TF's solve raises.
+                        dtrsyl_("T", "T", &isgn, &m, &m, in[0].data(), &m, in[0].data(), &m,
+                                c.data(), &m, &scale, &sinfo, 1, 1);
+                        if (scale != 1.0)
+                          for (double& v : c) v /= scale;
+                        congruence(m, z.data(), c.data(), tmp.data(), result, false);  // z y z^T
+                        return 0;
+                      });
 }
 
 }  // namespace tapeflow::detail
