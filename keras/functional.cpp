@@ -35,6 +35,9 @@ Layer KerasTensor::layer() const {
 int KerasTensor::node_index() const {
   return checked().node->node_index;
 }
+int KerasTensor::tensor_index() const {
+  return checked().tensor_index;
+}
 std::string KerasTensor::to_string() const {
   const auto& d = checked();
   return fmt::format("<KerasTensor shape={}, dtype={}, name={}>", d.shape.to_string(),
@@ -74,13 +77,20 @@ int next_node_index(const Layer& layer) {
 }
 
 KerasTensor make_tensor(TensorShape shape, DType dtype, std::string name,
-                        std::shared_ptr<KerasNode> node) {
+                        std::shared_ptr<KerasNode> node, int tensor_index = 0) {
   auto d = std::make_shared<KerasTensorData>();
   d->shape = std::move(shape);
   d->dtype = dtype;
   d->name = name.empty() ? unique_name("keras_tensor") : std::move(name);
   d->node = std::move(node);
+  d->tensor_index = tensor_index;
   return KerasTensor(std::move(d));
+}
+
+// A value of the graph: a node's output (the node, which output).
+using Key = std::pair<const KerasNode*, int>;
+Key key_of(const KerasTensorData* t) {
+  return {t->node.get(), t->tensor_index};
 }
 
 // Whether `shape` is compatible with `expected` (same rank, equal where both are known).
@@ -103,13 +113,39 @@ thread_local PendingCall t_pending;
 
 }  // namespace
 
+void check_defined(const Layer& layer, const std::vector<KerasTensor>& inputs) {
+  const std::string n = layer.name();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    TF_CHECK_ARG(inputs[i].defined(), n.c_str(),
+                 "input {} of layer \"{}\" is an empty KerasTensor handle", i, n);
+}
+
+std::vector<KerasTensor> call_multi(const Layer& layer, const std::vector<KerasTensor>& inputs,
+                                    std::shared_ptr<const MultiCall> how,
+                                    std::optional<bool> training) {
+  check_defined(layer, inputs);
+  std::vector<TensorShape> shapes;
+  for (const KerasTensor& t : inputs) shapes.push_back(t.shape());
+  std::vector<TensorShape> out = how->shapes(shapes);
+  auto node = std::make_shared<KerasNode>();
+  node->layer = layer;
+  node->inputs = inputs;
+  node->multi = std::move(how);
+  node->num_outputs = static_cast<int>(out.size());
+  node->training = training;
+  node->node_index = next_node_index(layer);
+  std::vector<KerasTensor> result;
+  for (size_t i = 0; i < out.size(); ++i)
+    result.push_back(
+        make_tensor(std::move(out[i]), layer.impl().dtype(), "", node, static_cast<int>(i)));
+  return result;
+}
+
 KerasTensor call_symbolic(const Layer& layer, const std::vector<KerasTensor>& inputs,
                           bool list_call, std::optional<bool> training) {
   LayerImpl& impl = layer.impl();
   const std::string n = impl.name();
-  for (size_t i = 0; i < inputs.size(); ++i)
-    TF_CHECK_ARG(inputs[i].defined(), n.c_str(),
-                 "input {} of layer \"{}\" is an empty KerasTensor handle", i, n);
+  check_defined(layer, inputs);
   auto* merge = dynamic_cast<MergeImpl*>(&impl);
   std::vector<TensorShape> shapes;
   std::vector<DType> dtypes;
@@ -179,48 +215,46 @@ FunctionalImpl::FunctionalImpl(const std::vector<KerasTensor>& inputs,
                        [t](const KerasTensor& k) { return k.data().get() == t; });
   };
   // Keras' _build_map: a depth-first walk back from the outputs. `order`: the nodes, inputs
-  // before their users (post-order); `first_seen`: each layer's pre-order index (ties of depth).
-  std::vector<const KerasTensorData*> order;  // the tensors whose nodes run, in order
-  std::vector<const void*> layer_seen;        // layers by first traversal
-  std::vector<const KerasTensorData*> done, in_progress;
+  // before their users (post-order); `layer_seen`: the layers in pre-order (ties of depth).
+  std::vector<const KerasNode*> order;
+  std::vector<const void*> layer_seen;  // layers by first traversal
+  std::vector<const KerasNode*> done, in_progress;
   std::function<void(const KerasTensorData*)> visit = [&](const KerasTensorData* t) {
-    if (std::find(done.begin(), done.end(), t) != done.end()) return;
-    if (is_input(t) && !t->node->is_input()) {  // an intermediate tensor used as an input
-      done.push_back(t);
-      return;
-    }
-    TF_CHECK_ARG(std::find(in_progress.begin(), in_progress.end(), t) == in_progress.end(),
+    if (is_input(t) && !t->node->is_input()) return;  // an intermediate tensor used as an input
+    const KerasNode* node = t->node.get();
+    if (std::find(done.begin(), done.end(), node) != done.end()) return;
+    TF_CHECK_ARG(std::find(in_progress.begin(), in_progress.end(), node) == in_progress.end(),
                  n.c_str(), "tensor {} of layer \"{}\" is part of a cycle", t->name,
-                 t->node->layer.name());
-    const void* l = t->node->layer.id();
+                 node->layer.name());
+    const void* l = node->layer.id();
     if (std::find(layer_seen.begin(), layer_seen.end(), l) == layer_seen.end())
       layer_seen.push_back(l);
-    in_progress.push_back(t);
-    for (const KerasTensor& in : t->node->inputs) visit(in.data().get());
+    in_progress.push_back(node);
+    for (const KerasTensor& in : node->inputs) visit(in.data().get());
     in_progress.pop_back();
-    done.push_back(t);
-    order.push_back(t);
+    done.push_back(node);
+    order.push_back(node);
   };
   for (const KerasTensor& out : outputs_) visit(out.data().get());
 
   // Every input of every node must be computable from the model's inputs (Keras' "Graph
   // disconnected"), checked in execution order.
-  std::vector<const KerasTensorData*> computable;
-  for (const KerasTensor& in : inputs_) computable.push_back(in.data().get());
+  std::vector<Key> computable;
+  for (const KerasTensor& in : inputs_) computable.push_back(key_of(in.data().get()));
   std::vector<std::string> fine;  // layers reached without issue, for the message
   auto known = [&](const KerasTensorData* t) {
-    return std::find(computable.begin(), computable.end(), t) != computable.end();
+    return std::find(computable.begin(), computable.end(), key_of(t)) != computable.end();
   };
-  for (const KerasTensorData* t : order) {
-    if (t->node->is_input()) continue;
-    for (const KerasTensor& in : t->node->inputs)
+  for (const KerasNode* node : order) {
+    if (node->is_input()) continue;
+    for (const KerasTensor& in : node->inputs)
       TF_CHECK_ARG(known(in.data().get()), n.c_str(),
                    "Graph disconnected: cannot find parent for tensor {} at layer '{}'. The "
                    "following previous layers were accessed without issue: [{}]",
-                   in.to_string(), t->node->layer.name(), fmt::join(fine, ", "));
-    computable.push_back(t);
-    if (std::find(fine.begin(), fine.end(), t->node->layer.name()) == fine.end())
-      fine.push_back(t->node->layer.name());
+                   in.to_string(), node->layer.name(), fmt::join(fine, ", "));
+    for (int i = 0; i < node->num_outputs; ++i) computable.emplace_back(node, i);
+    if (std::find(fine.begin(), fine.end(), node->layer.name()) == fine.end())
+      fine.push_back(node->layer.name());
   }
   for (const KerasTensor& out : outputs_)
     TF_CHECK_ARG(known(out.data().get()), n.c_str(),
@@ -230,7 +264,7 @@ FunctionalImpl::FunctionalImpl(const std::vector<KerasTensor>& inputs,
 
   // Keras' depths: 0 at the outputs, each node one more than the deepest node using it; a
   // layer's depth is the largest of its nodes'.
-  std::map<const KerasTensorData*, int> depth;
+  std::map<const KerasNode*, int> depth;
   std::vector<std::pair<const void*, int>> layer_depth;
   auto layer_depth_of = [&](const void* l) -> int& {
     for (auto& [k, d] : layer_depth)
@@ -239,14 +273,16 @@ FunctionalImpl::FunctionalImpl(const std::vector<KerasTensor>& inputs,
     return layer_depth.back().second;
   };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const KerasTensorData* t = *it;
-    int& ld = layer_depth_of(t->node->layer.id());
-    const int d = std::max(depth[t], ld);
+    const KerasNode* node = *it;
+    int& ld = layer_depth_of(node->layer.id());
+    const int d = std::max(depth[node], ld);
     ld = d;
-    depth[t] = d;
-    for (const KerasTensor& in : t->node->inputs) {
-      if (std::find(order.begin(), order.end(), in.data().get()) == order.end()) continue;
-      depth[in.data().get()] = std::max(depth[in.data().get()], d + 1);
+    depth[node] = d;
+    for (const KerasTensor& in : node->inputs) {
+      const KerasNode* from = in.data()->node.get();
+      if (is_input(in.data().get()) && !from->is_input()) continue;
+      if (std::find(order.begin(), order.end(), from) == order.end()) continue;
+      depth[from] = std::max(depth[from], d + 1);
     }
   }
   // Inputs that no output uses are still the model's (depth 0, first among ties).
@@ -262,9 +298,9 @@ FunctionalImpl::FunctionalImpl(const std::vector<KerasTensor>& inputs,
   std::vector<Layer> by_seen;
   for (size_t i = 0; i < layer_seen.size(); ++i) {
     keys.emplace_back(layer_depth_of(layer_seen[i]), i);
-    for (const KerasTensorData* t : order)
-      if (t->node->layer.id() == layer_seen[i]) {
-        by_seen.push_back(t->node->layer);
+    for (const KerasNode* node : order)
+      if (node->layer.id() == layer_seen[i]) {
+        by_seen.push_back(node->layer);
         break;
       }
     if (by_seen.size() == i) {  // an unused input
@@ -289,46 +325,69 @@ FunctionalImpl::FunctionalImpl(const std::vector<KerasTensor>& inputs,
     names.push_back(ln);
   }
 
-  // Keras' summary: a chain (one node per depth, one input each, no shared layer) prints the
-  // 3-column table, anything else the "Connected to" column.
+  // Keras' summary: a chain (one node per depth, one input and one output each, no shared
+  // layer) prints the 3-column table, anything else the "Connected to" column.
   std::map<int, int> nodes_at_depth;
-  for (const KerasTensorData* t : order) {
-    if (++nodes_at_depth[depth[t]] > 1 || t->node->inputs.size() > 1) sequential_like_ = false;
+  for (const KerasNode* node : order) {
+    if (++nodes_at_depth[depth[node]] > 1 || node->inputs.size() > 1 || node->num_outputs > 1)
+      sequential_like_ = false;
   }
   for (const Layer& l : layers_) {
     std::string c;
     int nodes = 0;
-    for (const KerasTensorData* t : order) {
-      if (t->node->layer.id() != l.id() || t->node->is_input()) continue;
+    for (const KerasNode* node : order) {
+      if (node->layer.id() != l.id() || node->is_input()) continue;
       ++nodes;
-      for (const KerasTensor& in : t->node->inputs)
-        c += (c.empty() ? "" : ", ") + fmt::format("{}[{}][0]", in.layer().name(), in.node_index());
+      for (const KerasTensor& in : node->inputs)
+        c += (c.empty() ? "" : ", ") +
+             fmt::format("{}[{}][{}]", in.layer().name(), in.node_index(), in.tensor_index());
     }
     if (nodes > 1) sequential_like_ = false;
     connections_.push_back(c.empty() ? "-" : c);
+    // Keras lists the shapes of a call of several outputs: [(None, 4), (None, 4)].
+    std::string shapes;
+    for (const KerasNode* node : order) {
+      if (node->layer.id() != l.id() || node->num_outputs < 2) continue;
+      std::vector<TensorShape> in, out;
+      for (const KerasTensor& t : node->inputs) in.push_back(t.shape());
+      for (const TensorShape& s : node->multi->shapes(in)) out.push_back(s);
+      shapes = fmt::format("[{}]", fmt::join(
+                                       [&] {
+                                         std::vector<std::string> v;
+                                         for (const TensorShape& s : out)
+                                           v.push_back(s.to_string());
+                                         return v;
+                                       }(),
+                                       ", "));
+      break;
+    }
+    shapes_.push_back(shapes);
   }
 
   // The execution plan: value slots for the inputs, then one per node output.
-  std::vector<const KerasTensorData*> slot_of;
-  auto slot = [&](const KerasTensorData* t) {
-    auto it = std::find(slot_of.begin(), slot_of.end(), t);
+  std::vector<Key> slot_of;
+  auto slot = [&](Key k) {
+    auto it = std::find(slot_of.begin(), slot_of.end(), k);
     if (it != slot_of.end()) return static_cast<size_t>(it - slot_of.begin());
-    slot_of.push_back(t);
+    slot_of.push_back(k);
     return slot_of.size() - 1;
   };
-  for (const KerasTensor& in : inputs_) input_slots_.push_back(slot(in.data().get()));
-  for (const KerasTensorData* t : order) {
-    if (t->node->is_input() || is_input(t)) continue;
+  for (const KerasTensor& in : inputs_) input_slots_.push_back(slot(key_of(in.data().get())));
+  for (const KerasNode* node : order) {
+    if (node->is_input()) continue;
     Step s;
-    s.layer = t->node->layer;
-    s.merge = t->node->list_call ? dynamic_cast<MergeImpl*>(&s.layer.impl()) : nullptr;
-    for (const KerasTensor& in : t->node->inputs) s.in.push_back(slot(in.data().get()));
-    s.out = slot(t);
-    s.training = t->node->training;
+    s.layer = node->layer;
+    s.merge = node->list_call ? dynamic_cast<MergeImpl*>(&s.layer.impl()) : nullptr;
+    s.multi = node->multi.get();
+    for (const KerasTensor& in : node->inputs) s.in.push_back(slot(key_of(in.data().get())));
+    for (int i = 0; i < node->num_outputs; ++i) s.out.push_back(slot({node, i}));
+    s.training = node->training;
     steps_.push_back(std::move(s));
   }
-  for (const KerasTensor& out : outputs_) output_slots_.push_back(slot(out.data().get()));
+  for (const KerasTensor& out : outputs_) output_slots_.push_back(slot(key_of(out.data().get())));
   slots_ = slot_of.size();
+  is_input_slot_.assign(slots_, false);
+  for (size_t i : input_slots_) is_input_slot_[i] = true;
   // Built at once (Keras): the shapes of the first input and output.
   set_built_shapes(with_unknown_batch(inputs_[0].shape()), with_unknown_batch(outputs_[0].shape()));
 }
@@ -354,14 +413,19 @@ TensorShape FunctionalImpl::compute_output_shape(const TensorShape& input_shape)
   std::vector<TensorShape> shapes(slots_);
   shapes[input_slots_[0]] = input_shape;
   for (const Step& s : steps_) {
-    if (s.merge != nullptr) {
-      std::vector<TensorShape> in;
-      for (size_t i : s.in) in.push_back(shapes[i]);
-      shapes[s.out] = s.merge->merged_shape(in);
+    std::vector<TensorShape> in;
+    for (size_t i : s.in) in.push_back(shapes[i]);
+    std::vector<TensorShape> out;
+    if (s.multi != nullptr) {
+      out = s.multi->shapes(in);
+    } else if (s.merge != nullptr) {
+      out = {s.merge->merged_shape(in)};
     } else {
-      s.layer.impl().validate_input(shapes[s.in[0]]);
-      shapes[s.out] = s.layer.impl().compute_output_shape(shapes[s.in[0]]);
+      s.layer.impl().validate_input(in[0]);
+      out = {s.layer.impl().compute_output_shape(in[0])};
     }
+    for (size_t i = 0; i < s.out.size(); ++i)
+      if (!is_input_slot_[s.out[i]]) shapes[s.out[i]] = out[i];
   }
   return shapes[output_slots_[0]];
 }
@@ -407,8 +471,27 @@ std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs, b
   }
   if (input_mask.defined() && !input_slots_.empty()) masks[input_slots_[0]] = input_mask;
   std::vector<Tensor> list;
+  // A step's outputs, but not those the caller gives (an intermediate tensor as a model input).
+  auto put = [&](const Step& s, size_t i, Tensor value, Tensor mask) {
+    if (is_input_slot_[s.out[i]]) return;
+    values[s.out[i]] = std::move(value);
+    masks[s.out[i]] = std::move(mask);
+  };
   for (const Step& s : steps_) {
-    if (s.merge != nullptr) {
+    // Keras 3 passes the model's training flag to every layer whenever it is given, over a
+    // flag pinned at the layer's call (fit trains a layer pinned to false); a C++ call has no
+    // "not given", so the model's false (the default) leaves a pinned true in force.
+    const bool t = training || s.training.value_or(false);
+    if (s.multi != nullptr) {
+      std::vector<Tensor> in, in_masks;
+      for (size_t i : s.in) {
+        in.push_back(values[i]);
+        in_masks.push_back(masks[i]);
+      }
+      std::vector<MaskedTensor> r = s.multi->run(in, in_masks, t);
+      for (size_t i = 0; i < s.out.size(); ++i)
+        put(s, i, std::move(r[i].output), std::move(r[i].mask));
+    } else if (s.merge != nullptr) {
       list.clear();
       std::vector<Tensor> in_masks;
       for (size_t i : s.in) {
@@ -418,20 +501,14 @@ std::vector<Tensor> FunctionalImpl::execute(const std::vector<Tensor>& inputs, b
       // Keras' merge masks (MergeImpl::merged_mask): the OR of the inputs' masks, none when an
       // input has none; Concatenate's and Dot's own rules.
       MaskedTensor r = s.merge->invoke_masked_list(list, in_masks);
-      values[s.out] = std::move(r.output);
-      masks[s.out] = std::move(r.mask);
+      put(s, 0, std::move(r.output), std::move(r.mask));
     } else {
-      // Keras 3 passes the model's training flag to every layer whenever it is given, over a
-      // flag pinned at the layer's call (fit trains a layer pinned to false); a C++ call has no
-      // "not given", so the model's false (the default) leaves a pinned true in force.
-      const bool t = training || s.training.value_or(false);
       const Tensor& in_mask = masks[s.in[0]];
       if (!in_mask.defined() && !s.layer.impl().supports_masking()) {
-        values[s.out] = s.layer(values[s.in[0]], t);
+        put(s, 0, s.layer(values[s.in[0]], t), Tensor());
       } else {
         MaskedTensor r = s.layer.impl().invoke_masked(values[s.in[0]], in_mask, t);
-        values[s.out] = std::move(r.output);
-        masks[s.out] = std::move(r.mask);
+        put(s, 0, std::move(r.output), std::move(r.mask));
       }
     }
     // A value no later step reads could be dropped here; models are small enough to keep all.

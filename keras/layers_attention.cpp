@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "keras/attention_projection.h"
 #include "keras/call_request.h"
+#include "keras/functional.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_sequence.h"
 #include "ops/binary.h"
@@ -738,5 +739,119 @@ AttentionOutputs AdditiveAttention::call_with_scores(const Tensor& query, const 
   return call_dot(impl_, query, value, args, true);
 }
 
+#define TF_SYMBOLIC_ATTENTION(Class)                                                            \
+  KerasTensor Class::operator()(const KerasTensor& query, const KerasTensor& value,             \
+                                const SymbolicAttentionCall& args) const {                      \
+    return detail::call_attention_symbolic(*this, query, value, args.key, args.use_causal_mask, \
+                                           false, args.training)                                \
+        .front();                                                                               \
+  }                                                                                             \
+  std::vector<KerasTensor> Class::call_with_scores(                                             \
+      const KerasTensor& query, const KerasTensor& value, const SymbolicAttentionCall& args)    \
+      const {                                                                                   \
+    return detail::call_attention_symbolic(*this, query, value, args.key, args.use_causal_mask, \
+                                           true, args.training);                                \
+  }
+TF_SYMBOLIC_ATTENTION(MultiHeadAttention)
+TF_SYMBOLIC_ATTENTION(Attention)
+TF_SYMBOLIC_ATTENTION(AdditiveAttention)
+#undef TF_SYMBOLIC_ATTENTION
+
 }  // namespace layers
+
+std::vector<KerasTensor> detail::call_attention_symbolic(
+    const Layer& layer, const KerasTensor& query, const KerasTensor& value, const KerasTensor& key,
+    bool use_causal_mask, bool scores, std::optional<bool> training) {
+  std::vector<KerasTensor> inputs{query, value};
+  if (key.defined()) inputs.push_back(key);
+  check_defined(layer, inputs);
+  const std::shared_ptr<LayerImpl> impl = layer.impl_ptr();
+  const std::string n = impl->name();
+  auto* mha = dynamic_cast<MultiHeadAttentionImpl*>(impl.get());
+  auto* dot = dynamic_cast<DotAttentionImpl*>(impl.get());
+  TF_CHECK_ARG(mha != nullptr || dot != nullptr, n.c_str(),
+               "layer \"{}\" ({}) is not an attention layer taking a query and a value in a "
+               "functional model (MultiHeadAttention, Attention, AdditiveAttention)",
+               n, impl->class_name());
+  const TensorShape& qs = query.shape();
+  const TensorShape& vs = value.shape();
+  const TensorShape ks = key.defined() ? key.shape() : vs;
+  if (dot != nullptr) {
+    const char* names[] = {"query", "value", "key"};
+    const TensorShape* shapes[] = {&qs, &vs, &ks};
+    for (int i = 0; i < 3; ++i)
+      TF_CHECK_ARG(shapes[i]->rank() == 3, n.c_str(),
+                   "layer \"{}\" ({}) needs a {} of shape (batch, T, dim), got shape {}", n,
+                   impl->class_name(), names[i], dims_str(*shapes[i]));
+    TF_CHECK_ARG(vs[1] == None || ks[1] == None || vs[1] == ks[1], n.c_str(),
+                 "layer \"{}\" ({}): the value and the key need one length, got shapes {} and {}",
+                 n, impl->class_name(), dims_str(vs), dims_str(ks));
+  }
+  if (scores && mha != nullptr)
+    TF_CHECK_ARG(qs.rank() == 3, n.c_str(),
+                 "layer \"{}\" (MultiHeadAttention): the scores of a symbolic call are taken "
+                 "for inputs of shape (batch, T, dim), got a query of shape {} (call_with_scores "
+                 "on tensors takes any rank)",
+                 n, dims_str(qs));
+  AttentionRequest r;
+  r.layer = impl.get();
+  r.value_shape = vs;
+  r.key_shape = ks;
+  {
+    Requests::Scope scope(&r);
+    impl->ensure_built(qs);
+  }
+  const int64_t heads = mha != nullptr ? mha->num_heads() : 0;
+  auto how = std::make_shared<MultiCall>();
+  how->kind = MultiCall::Kind::attention;
+  how->return_scores = scores;
+  how->use_causal_mask = use_causal_mask;
+  how->has_key = key.defined();
+  const bool is_mha = mha != nullptr;
+  how->shapes = [impl, scores, heads, is_mha](const std::vector<TensorShape>& in) {
+    AttentionRequest req;
+    req.layer = impl.get();
+    req.value_shape = in[1];
+    req.key_shape = in.size() > 2 ? in[2] : in[1];
+    Requests::Scope scope(&req);
+    std::vector<TensorShape> out{impl->compute_output_shape(in[0])};
+    if (scores) {
+      if (is_mha)
+        out.push_back(TensorShape({in[0][0], heads, in[0][1], in[1][1]}));
+      else
+        out.push_back(TensorShape({in[0][0], in[0][1], in[1][1]}));
+    }
+    return out;
+  };
+  how->run = [impl, scores, is_mha, use_causal_mask](const std::vector<Tensor>& in,
+                                                     const std::vector<Tensor>& masks, bool train) {
+    const bool has_key = in.size() > 2;
+    AttentionRequest req;
+    if (is_mha) {
+      layers::MultiHeadAttentionCall a;
+      if (has_key) a.key = in[2];
+      a.query_mask = masks[0];
+      a.value_mask = masks[1];
+      if (has_key) a.key_mask = masks[2];
+      a.use_causal_mask = use_causal_mask;
+      a.training = train;
+      req = mha_request(in[0], in[1], a, scores, impl->name());
+    } else {
+      layers::AttentionCall a;
+      if (has_key) a.key = in[2];
+      a.query_mask = masks[0];
+      a.value_mask = masks[1];
+      a.use_causal_mask = use_causal_mask;
+      a.training = train;
+      req = dot_request(in[0], in[1], a, scores, *impl);
+    }
+    layers::AttentionOutputs o = invoke_with(impl, in[0], req, train);
+    // Keras: the output carries the query's mask; the scores none.
+    std::vector<MaskedTensor> out{{o.output, masks[0]}};
+    if (scores) out.push_back({o.scores, Tensor()});
+    return out;
+  };
+  return call_multi(layer, inputs, std::move(how), training);
+}
+
 }  // namespace tapeflow::keras

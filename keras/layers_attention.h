@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "keras/initializers.h"
+#include "keras/keras_tensor.h"
 #include "keras/layers.h"
 #include "keras/regularizers.h"
 
@@ -32,6 +33,17 @@ namespace tapeflow::keras::layers {
 struct AttentionOutputs {
   Tensor output;
   Tensor scores;
+};
+
+// An attention layer's call on KerasTensors in a functional model (keras/functional.h):
+//   mha(query, value, key=k, use_causal_mask=True)  ->  mha(q, v, {.key = k, .use_causal_mask =
+//   true}); Attention()([q, v, k])                   ->  attention(q, v, {.key = k}).
+// The inputs' Keras masks become the call's query, value and key masks, and the query's mask
+// the output's, as in Keras.
+struct SymbolicAttentionCall {
+  KerasTensor key = {};  // default: value
+  bool use_causal_mask = false;
+  std::optional<bool> training = std::nullopt;  // pinned (else the model's)
 };
 
 struct MultiHeadAttentionOptions {
@@ -93,6 +105,12 @@ class MultiHeadAttention : public Layer {
                     const MultiHeadAttentionCall& args = {}) const;
   AttentionOutputs call_with_scores(const Tensor& query, const Tensor& value,
                                     const MultiHeadAttentionCall& args = {}) const;
+  // In a functional model: the output, or {output, scores} (Keras' return_attention_scores;
+  // inputs of rank 3 for the scores).
+  KerasTensor operator()(const KerasTensor& query, const KerasTensor& value,
+                         const SymbolicAttentionCall& args = {}) const;
+  std::vector<KerasTensor> call_with_scores(const KerasTensor& query, const KerasTensor& value,
+                                            const SymbolicAttentionCall& args = {}) const;
   // Keras' build(query_shape, value_shape, key_shape=None) (batch dimension included, any value
   // there); Layer::build(shape) builds for self-attention.
   using Layer::build;
@@ -141,6 +159,11 @@ class Attention : public Layer {
   Tensor operator()(const Tensor& query, const Tensor& value, const AttentionCall& args = {}) const;
   AttentionOutputs call_with_scores(const Tensor& query, const Tensor& value,
                                     const AttentionCall& args = {}) const;
+  // In a functional model (Keras' layer([query, value, key])): the output, or {output, scores}.
+  KerasTensor operator()(const KerasTensor& query, const KerasTensor& value,
+                         const SymbolicAttentionCall& args = {}) const;
+  std::vector<KerasTensor> call_with_scores(const KerasTensor& query, const KerasTensor& value,
+                                            const SymbolicAttentionCall& args = {}) const;
 };
 
 struct AdditiveAttentionOptions {
@@ -162,6 +185,20 @@ class AdditiveAttention : public Layer {
   Tensor operator()(const Tensor& query, const Tensor& value, const AttentionCall& args = {}) const;
   AttentionOutputs call_with_scores(const Tensor& query, const Tensor& value,
                                     const AttentionCall& args = {}) const;
+  // In a functional model (Keras' layer([query, value, key])): the output, or {output, scores}.
+  KerasTensor operator()(const KerasTensor& query, const KerasTensor& value,
+                         const SymbolicAttentionCall& args = {}) const;
+  std::vector<KerasTensor> call_with_scores(const KerasTensor& query, const KerasTensor& value,
+                                            const SymbolicAttentionCall& args = {}) const;
 };
 
 }  // namespace tapeflow::keras::layers
+
+namespace tapeflow::keras::detail {
+// The symbolic call of a MultiHeadAttention, Attention or AdditiveAttention layer on a query, a
+// value and a key (undefined: the value): {output} or, with `scores`, {output, scores}.
+std::vector<KerasTensor> call_attention_symbolic(const Layer& layer, const KerasTensor& query,
+                                                 const KerasTensor& value, const KerasTensor& key,
+                                                 bool use_causal_mask, bool scores,
+                                                 std::optional<bool> training);
+}  // namespace tapeflow::keras::detail

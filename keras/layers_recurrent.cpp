@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/context.h"
 #include "keras/call_request.h"
+#include "keras/functional.h"
 #include "keras/layer_handle.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/rnn_state.h"
@@ -699,7 +700,87 @@ std::vector<Tensor> detail::call_with_state(const std::shared_ptr<LayerImpl>& im
   return out;
 }
 
+std::vector<KerasTensor> detail::call_with_state_symbolic(
+    const Layer& layer, const KerasTensor& x, const std::vector<KerasTensor>& initial_state,
+    bool return_state, std::optional<bool> training) {
+  std::vector<KerasTensor> inputs{x};
+  inputs.insert(inputs.end(), initial_state.begin(), initial_state.end());
+  check_defined(layer, inputs);
+  const std::shared_ptr<LayerImpl> impl = layer.impl_ptr();
+  const std::string n = impl->name();
+  // The states' sizes: (batch, units) each, the backward layer's after the forward's.
+  const LayerImpl* inner = impl.get();
+  int copies = 1;
+  if (const auto* b = dynamic_cast<const BidirectionalImpl*>(inner)) {
+    inner = b->forward().get();
+    copies = 2;
+  }
+  const auto* r = dynamic_cast<const RecurrentImpl*>(inner);
+  TF_CHECK_ARG(r != nullptr, n.c_str(),
+               "layer \"{}\" ({}): in a functional model, initial states and returned states "
+               "are taken by SimpleRNN, LSTM, GRU and a Bidirectional of one (call_with_state "
+               "on tensors, in a subclassed model, takes the others)",
+               n, impl->class_name());
+  const int64_t units = r->config().units;
+  const size_t num_states = static_cast<size_t>(r->num_states() * copies);
+  const bool return_sequences = r->config().return_sequences;
+  TF_CHECK_ARG(initial_state.empty() || initial_state.size() == num_states, n.c_str(),
+               "layer \"{}\" ({}) has {} states, it was given {} initial states", n,
+               impl->class_name(), num_states, initial_state.size());
+  for (size_t i = 0; i < initial_state.size(); ++i) {
+    const TensorShape& s = initial_state[i].shape();
+    TF_CHECK_ARG(s.rank() == 2 && (s[1] == None || s[1] == units), n.c_str(),
+                 "layer \"{}\" ({}): initial state {} must be (batch, {}), got shape {}", n,
+                 impl->class_name(), i, units, s.to_string());
+  }
+  impl->ensure_built(x.shape());
+  impl->validate_input(x.shape());
+  auto how = std::make_shared<MultiCall>();
+  how->kind = MultiCall::Kind::recurrent;
+  how->return_state = return_state;
+  how->shapes = [impl, units, num_states, return_state](const std::vector<TensorShape>& in) {
+    std::vector<TensorShape> out{impl->compute_output_shape(in[0])};
+    if (return_state)
+      for (size_t i = 0; i < num_states; ++i) out.push_back(TensorShape({in[0][0], units}));
+    return out;
+  };
+  how->run = [impl, return_state, return_sequences](const std::vector<Tensor>& in,
+                                                    const std::vector<Tensor>& masks, bool train) {
+    const std::vector<Tensor> initial(in.begin() + 1, in.end());
+    std::vector<Tensor> r = call_with_state(impl, in[0], initial, train, masks[0]);
+    // Keras' compute_mask: the input's mask for a sequence output, none for the states.
+    std::vector<MaskedTensor> out{{r[0], return_sequences ? masks[0] : Tensor()}};
+    if (return_state)
+      for (size_t i = 1; i < r.size(); ++i) out.push_back({r[i], Tensor()});
+    return out;
+  };
+  return call_multi(layer, inputs, std::move(how), training);
+}
+
 namespace layers {
+
+std::vector<KerasTensor> RecurrentLayer::call_with_state(
+    const KerasTensor& x, const std::vector<KerasTensor>& initial_state,
+    std::optional<bool> training) const {
+  return detail::call_with_state_symbolic(*this, x, initial_state, true, training);
+}
+KerasTensor RecurrentLayer::operator()(const KerasTensor& x,
+                                       const std::vector<KerasTensor>& initial_state,
+                                       std::optional<bool> training) const {
+  if (initial_state.empty()) return Layer::operator()(x, training);
+  return detail::call_with_state_symbolic(*this, x, initial_state, false, training)[0];
+}
+std::vector<KerasTensor> Bidirectional::call_with_state(
+    const KerasTensor& x, const std::vector<KerasTensor>& initial_state,
+    std::optional<bool> training) const {
+  return detail::call_with_state_symbolic(*this, x, initial_state, true, training);
+}
+KerasTensor Bidirectional::operator()(const KerasTensor& x,
+                                      const std::vector<KerasTensor>& initial_state,
+                                      std::optional<bool> training) const {
+  if (initial_state.empty()) return Layer::operator()(x, training);
+  return detail::call_with_state_symbolic(*this, x, initial_state, false, training)[0];
+}
 
 SimpleRNN::SimpleRNN(int64_t units, SimpleRNNOptions options)
     : RecurrentLayer(make_recurrent(Cell::simple, units, options)) {}

@@ -135,6 +135,18 @@ class RecurrentLayer : public Layer {
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
                                       bool training = false, const Tensor& mask = {}) const;
+  // The same in a functional model (keras/functional.h), on KerasTensors: Keras'
+  //   auto [out, h, c] = LSTM(...)(x, return_state=True)   (encoder)
+  // as  auto s = lstm.call_with_state(x);  s = {output, h, c}, one KerasTensor each, and
+  //   LSTM(...)(y, initial_state=[h, c])                     (decoder)
+  // as  lstm(y, {h, c})  (the output alone). States are (batch, units); x's mask reaches the
+  // layer and the output (with return_sequences), not the states, as Keras.
+  std::vector<KerasTensor> call_with_state(const KerasTensor& x,
+                                           const std::vector<KerasTensor>& initial_state = {},
+                                           std::optional<bool> training = std::nullopt) const;
+  using Layer::operator();
+  KerasTensor operator()(const KerasTensor& x, const std::vector<KerasTensor>& initial_state,
+                         std::optional<bool> training = std::nullopt) const;
   // Keras' stateful layers (options.stateful; docs/keras_recurrent.md). states(): the kept
   // states, non-trainable variables "<name>/rnn_state" of shape (batch, units), made by the
   // first call (empty before it and for a layer that is not stateful). reset_state(): Keras'
@@ -231,6 +243,15 @@ class Bidirectional : public Layer {
   std::vector<Tensor> call_with_state(const Tensor& x,
                                       const std::vector<Tensor>& initial_state = {},
                                       bool training = false, const Tensor& mask = {}) const;
+  // On KerasTensors in a functional model, as RecurrentLayer's (a wrapped SimpleRNN, LSTM or
+  // GRU): {output, forward states..., backward states...}, and the output alone of a call with
+  // initial states.
+  std::vector<KerasTensor> call_with_state(const KerasTensor& x,
+                                           const std::vector<KerasTensor>& initial_state = {},
+                                           std::optional<bool> training = std::nullopt) const;
+  using Layer::operator();
+  KerasTensor operator()(const KerasTensor& x, const std::vector<KerasTensor>& initial_state,
+                         std::optional<bool> training = std::nullopt) const;
 };
 
 }  // namespace tapeflow::keras::layers
@@ -241,4 +262,10 @@ namespace tapeflow::keras::detail {
 std::vector<Tensor> call_with_state(const std::shared_ptr<LayerImpl>& layer, const Tensor& x,
                                     const std::vector<Tensor>& initial_state, bool training,
                                     const Tensor& mask = {});
+// The symbolic call of a SimpleRNN, LSTM, GRU or a Bidirectional of one in a functional model:
+// {output, final states...} with `return_state`, else {output} (InvalidArgumentError naming
+// the layer for other classes and for initial states of the wrong number or shape).
+std::vector<KerasTensor> call_with_state_symbolic(const Layer& layer, const KerasTensor& x,
+                                                  const std::vector<KerasTensor>& initial_state,
+                                                  bool return_state, std::optional<bool> training);
 }  // namespace tapeflow::keras::detail

@@ -350,9 +350,11 @@ std::string ModelImpl::summary(int line_length) const {
   print_row(header, positions, out);
   out += std::string(static_cast<size_t>(line_length), '=') + "\n";
   const std::vector<Layer> layers = sublayers();
+  const std::vector<std::string> shapes = summary_shapes();
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
-    const std::string shape = l.built() ? l.output_shape().to_string() : "?";
+    std::string shape = l.built() ? l.output_shape().to_string() : "?";
+    if (i < shapes.size() && !shapes[i].empty()) shape = shapes[i];
     std::vector<std::string> row = {l.name() + " (" + l.class_name() + ")", shape,
                                     std::to_string(l.count_params())};
     if (connected) row.push_back(i < connections.size() ? connections[i] : "-");

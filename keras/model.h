@@ -71,6 +71,9 @@ class ModelImpl : public LayerImpl {
   // The "Connected to" column of a functional model that is not a plain chain, one entry per
   // sublayers() entry (Keras' 4-column summary); empty for the 3-column table.
   virtual std::vector<std::string> summary_connections() const { return {}; }
+  // Per layer of sublayers(), the "Output Shape" entry of summary(), where the layer's own
+  // output_shape() does not say it (a call of several outputs); empty: none differ.
+  virtual std::vector<std::string> summary_shapes() const { return {}; }
 
   // Runs the subclass's build(input_shape) override once (Keras' build, before the first
   // call), eagerly and mirrored as layers build; a no-op once it ran or while it runs here.

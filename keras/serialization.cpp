@@ -16,10 +16,13 @@
 #include "core/check.h"
 #include "keras/data_format.h"
 #include "keras/functional.h"
+#include "keras/layers_attention.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_more.h"
+#include "keras/layers_recurrent.h"
 #include "keras/safetensors.h"
 #include "keras/serialization_access.h"
+#include "keras/serialization_access_sequence.h"
 #include "keras/serialization_compile.h"
 #include "keras/serialization_internal.h"
 #include "keras/serialization_json.h"
@@ -867,13 +870,57 @@ Config sequential_config(const Layer& model) {
 Config keras_tensor_json(const KerasTensor& t, const std::map<const void*, int>& local_index) {
   const auto& node = t.data()->node;
   auto it = local_index.find(node.get());
-  return Config{
-      {"class_name", "__keras_tensor__"},
-      {"config",
-       {{"shape", shape_json(t.shape())},
-        {"dtype", std::string(dtype_name(t.dtype()))},
-        {"keras_history",
-         Config::array({node->layer.name(), it == local_index.end() ? 0 : it->second, 0})}}}};
+  return Config{{"class_name", "__keras_tensor__"},
+                {"config",
+                 {{"shape", shape_json(t.shape())},
+                  {"dtype", std::string(dtype_name(t.dtype()))},
+                  {"keras_history",
+                   Config::array({node->layer.name(), it == local_index.end() ? 0 : it->second,
+                                  t.data()->tensor_index})}}}};
+}
+
+// Keras' return_state=True in a recurrent layer's config (a Bidirectional's wrapped layers').
+void set_return_state(Config& entry) {
+  Config& c = entry["config"];
+  if (entry.value("class_name", "") != "Bidirectional") {
+    c["return_state"] = true;
+    return;
+  }
+  for (const char* key : {"layer", "backward_layer"})
+    if (c.contains(key) && c[key].is_object() && c[key].contains("config"))
+      c[key]["config"]["return_state"] = true;
+}
+// Whether a layer's config says return_state=True (a Bidirectional's: its wrapped layer's);
+// the flag is cleared, as tapeflow's layers take it per call (call_with_state).
+bool take_return_state(Config& entry) {
+  auto take = [](Config& object) {
+    if (!object.is_object() || !object.contains("config") || !object["config"].is_object())
+      return false;
+    Config& c = object["config"];
+    if (!c.contains("return_state") || c["return_state"] != true) return false;
+    c["return_state"] = false;
+    return true;
+  };
+  const std::string cls = entry.value("class_name", "");
+  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU") return take(entry);
+  if (cls != "Bidirectional" || !entry.contains("config") || !entry["config"].is_object())
+    return false;
+  Config& c = entry["config"];
+  bool r = c.contains("layer") && take(c["layer"]);
+  if (c.contains("backward_layer")) r = take(c["backward_layer"]) || r;
+  return r;
+}
+// Keras' build_config of an attention layer called on a query, a value and maybe a key.
+Config attention_build_config(const Layer& layer, const std::vector<KerasTensor>& inputs) {
+  if (keras_call_form(layer) == 1) {
+    Config shapes = Config::array();
+    for (const KerasTensor& t : inputs) shapes.push_back(shape_json(t.shape()));
+    return Config{{"input_shape", shapes}};
+  }
+  Config d{{"query_shape", shape_json(inputs[0].shape())},
+           {"value_shape", shape_json(inputs[1].shape())}};
+  if (inputs.size() > 2) d["key_shape"] = shape_json(inputs[2].shape());
+  return Config{{"shapes_dict", d}};
 }
 
 Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
@@ -931,9 +978,28 @@ Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
     std::vector<const detail::KerasNode*> mine;
     for (const detail::KerasNode* n : nodes)
       if (n->layer.id() == l.id()) mine.push_back(n);
+    bool return_state = false;
     for (const detail::KerasNode* n : mine) {
       Config args = Config::array();
-      if (n->list_call) {
+      Config kwargs = Config::object();
+      if (n->multi != nullptr && n->multi->kind == detail::MultiCall::Kind::recurrent) {
+        // Keras: layer(x, initial_state=[...]), return_state in the layer's config.
+        args.push_back(keras_tensor_json(n->inputs[0], local_index));
+        if (n->inputs.size() > 1) {
+          Config states = Config::array();
+          for (size_t i = 1; i < n->inputs.size(); ++i)
+            states.push_back(keras_tensor_json(n->inputs[i], local_index));
+          kwargs["initial_state"] = states;
+        }
+        return_state |= n->multi->return_state;
+      } else if (n->multi != nullptr) {
+        // Keras: mha(query, value[, key], ...) or att([query, value[, key]], ...).
+        Config list = Config::array();
+        for (const KerasTensor& in : n->inputs) list.push_back(keras_tensor_json(in, local_index));
+        args = keras_call_form(l) == 1 ? Config::array({list}) : list;
+        if (n->multi->return_scores) kwargs["return_attention_scores"] = true;
+        if (n->multi->use_causal_mask) kwargs["use_causal_mask"] = true;
+      } else if (n->list_call) {
         Config list = Config::array();
         for (const KerasTensor& in : n->inputs) list.push_back(keras_tensor_json(in, local_index));
         args.push_back(list);
@@ -941,18 +1007,23 @@ Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
         for (const KerasTensor& in : n->inputs) args.push_back(keras_tensor_json(in, local_index));
         args = keras_call_args(l, args);
       }
-      Config kwargs = Config::object();
       if (n->training) kwargs["training"] = *n->training;
       inbound.push_back(Config{{"args", args}, {"kwargs", kwargs}});
     }
     entry["inbound_nodes"] = inbound;
+    if (return_state) set_return_state(entry);
+    // Keras builds an attention layer for its first call's query, value and key shapes.
+    if (!mine.empty() && mine[0]->multi != nullptr &&
+        mine[0]->multi->kind == detail::MultiCall::Kind::attention &&
+        entry.contains("build_config"))
+      entry["build_config"] = attention_build_config(l, mine[0]->inputs);
     layers_json.push_back(entry);
   }
   auto refs = [&](const std::vector<KerasTensor>& ts) {
     Config out = Config::array();
     for (const KerasTensor& t : ts)
-      out.push_back(
-          Config::array({t.data()->node->layer.name(), local_index.at(t.data()->node.get()), 0}));
+      out.push_back(Config::array(
+          {t.data()->node->layer.name(), local_index.at(t.data()->node.get()), t.tensor_index()}));
     return out.size() == 1 ? out[0] : out;
   };
   Config c{{"name", model.name()}, {"trainable", model.trainable()}};
@@ -1055,16 +1126,17 @@ Model sequential_from(const Config& config, const Config& object) {
 struct Ref {
   std::string layer;
   int node = 0;
+  int tensor = 0;
 };
 Ref ref_from(const std::string& where, const Config& v) {
   TF_CHECK_ARG(v.is_array() && v.size() == 3 && v[0].is_string() && v[1].is_number_integer() &&
                    v[2].is_number_integer(),
                "deserialize", "{}: expected [layer name, node index, tensor index], got {}", where,
                v.dump().substr(0, 80));
-  TF_CHECK_ARG(v[2].get<int64_t>() == 0, "deserialize",
-               "{}: tensor index {} of layer \"{}\": tapeflow layers have one output", where,
-               v[2].get<int64_t>(), v[0].get<std::string>());
-  return Ref{v[0].get<std::string>(), static_cast<int>(v[1].get<int64_t>())};
+  TF_CHECK_ARG(v[1].get<int64_t>() >= 0 && v[2].get<int64_t>() >= 0, "deserialize",
+               "{}: negative node or tensor index in {}", where, v.dump());
+  return Ref{v[0].get<std::string>(), static_cast<int>(v[1].get<int64_t>()),
+             static_cast<int>(v[2].get<int64_t>())};
 }
 std::vector<Ref> refs_from(const std::string& where, const Config& v) {
   TF_CHECK_ARG(v.is_array() && !v.empty(), "deserialize", "{} must be a non-empty list", where);
@@ -1090,8 +1162,10 @@ Model functional_from(const Config& config) {
     std::string name;
     std::vector<Config> nodes;
     size_t next = 0;
+    bool return_state = false;  // Keras' return_state=True: every call returns the states
   };
-  std::map<std::string, std::vector<KerasTensor>> outputs;  // per layer, per node
+  // Per layer, per node, the node's outputs.
+  std::map<std::string, std::vector<std::vector<KerasTensor>>> outputs;
   std::vector<Pending> pending;
   for (const Config& item : list) {
     TF_CHECK_ARG(item.is_object() && item.contains("class_name"), "deserialize",
@@ -1105,7 +1179,7 @@ Model functional_from(const Config& config) {
       for (int i = 1; i < s.batch_shape.rank(); ++i) dims.push_back(s.batch_shape[i]);
       std::optional<int64_t> batch;
       if (s.batch_shape[0] != None) batch = s.batch_shape[0];
-      outputs[s.name].push_back(Input(dims, s.dtype, s.name, batch));
+      outputs[s.name].push_back({Input(dims, s.dtype, s.name, batch)});
       continue;
     }
     Config stripped = item;
@@ -1113,11 +1187,12 @@ Model functional_from(const Config& config) {
     stripped.erase("inbound_nodes");
     stripped.erase("name");
     Pending p;
+    p.return_state = take_return_state(stripped);
     p.layer = deserialize(stripped);
     p.name = p.layer.name();
     TF_CHECK_ARG(inbound.is_array(), "deserialize", "layer \"{}\": inbound_nodes must be a list",
                  p.name);
-    for (const Config& n : inbound) p.nodes.push_back(single_input_node(p.layer, n));
+    for (const Config& n : inbound) p.nodes.push_back(n);
     pending.push_back(std::move(p));
   }
   auto tensor_of = [&](const std::string& where, const Config& t) -> std::optional<KerasTensor> {
@@ -1128,7 +1203,11 @@ Model functional_from(const Config& config) {
     Ref ref = ref_from(where, t["config"]["keras_history"]);
     auto it = outputs.find(ref.layer);
     if (it == outputs.end() || ref.node >= static_cast<int>(it->second.size())) return std::nullopt;
-    return it->second[ref.node];
+    const std::vector<KerasTensor>& made = it->second[ref.node];
+    TF_CHECK_ARG(ref.tensor < static_cast<int>(made.size()), "deserialize",
+                 "{}: takes output {} of layer \"{}\" node {}, which has {} output{}", where,
+                 ref.tensor, ref.layer, ref.node, made.size(), made.size() == 1 ? "" : "s");
+    return made[ref.tensor];
   };
   // Calls each layer's nodes in order once their inputs exist (Keras' deserialization order).
   for (bool progress = true; progress;) {
@@ -1138,29 +1217,46 @@ Model functional_from(const Config& config) {
         const Config& node = p.nodes[p.next];
         const std::string where = fmt::format("layer \"{}\" node {}", p.name, p.next);
         TF_CHECK_ARG(node.is_object() && node.contains("args") && node["args"].is_array() &&
-                         node["args"].size() == 1,
+                         !node["args"].empty(),
                      "deserialize", "{}: expected {{\"args\": [inputs], \"kwargs\": {{...}}}}",
                      where);
+        const int form = keras_call_form(p.layer);
         std::optional<bool> training;
+        bool scores = false, causal = false;
+        const Config* initial = nullptr;
         if (node.contains("kwargs")) {
           const Config& kw = node["kwargs"];
           TF_CHECK_ARG(kw.is_object(), "deserialize", "{}: kwargs must be an object", where);
           for (auto it = kw.begin(); it != kw.end(); ++it) {
-            if (it.key() == "training" && it.value().is_boolean()) {
-              training = it.value().get<bool>();
-              continue;
+            const std::string& k = it.key();
+            const Config& v = it.value();
+            if (k == "training" && v.is_boolean()) {
+              training = v.get<bool>();
+            } else if (k == "mask" && v.is_null()) {
+            } else if (form != 0 && k == "return_attention_scores" && v.is_boolean()) {
+              scores = v.get<bool>();
+            } else if (form != 0 && k == "use_causal_mask" && v.is_boolean()) {
+              causal = v.get<bool>();
+            } else if (form == 0 && k == "initial_state" && v.is_array()) {
+              initial = &v;
+            } else if (!(form == 0 && k == "initial_state" && v.is_null())) {
+              TF_THROW(InvalidArgumentError, "deserialize",
+                       "{}: call argument \"{}\" = {} is not supported by tapeflow", where, k,
+                       v.dump().substr(0, 80));
             }
-            if (it.key() == "mask" && it.value().is_null()) continue;
-            TF_THROW(InvalidArgumentError, "deserialize",
-                     "{}: call argument \"{}\" = {} is not supported by tapeflow", where, it.key(),
-                     it.value().dump().substr(0, 80));
           }
         }
-        const Config& arg = node["args"][0];
-        const bool list_call = arg.is_array();
-        std::vector<KerasTensor> ins;
+        // The tensors: one argument, a list of them (merge layers, Attention), or the positional
+        // query, value and key of a MultiHeadAttention.
+        const Config& args = node["args"];
+        const bool list_call = args.size() == 1 && args[0].is_array();
+        TF_CHECK_ARG(args.size() == 1 || (form == 2 && args.size() <= 3), "deserialize",
+                     "{}: {} positional arguments, tapeflow's {} takes one", where, args.size(),
+                     p.layer.class_name());
+        const Config& tensors = list_call ? args[0] : args;
+        std::vector<KerasTensor> ins, states;
         bool ready = true;
-        for (const Config& t : list_call ? arg : Config::array({arg})) {
+        for (const Config& t : tensors) {
           auto kt = tensor_of(where, t);
           if (!kt) {
             ready = false;
@@ -1168,8 +1264,44 @@ Model functional_from(const Config& config) {
           }
           ins.push_back(*kt);
         }
+        if (ready && initial != nullptr)
+          for (const Config& t : *initial) {
+            auto kt = tensor_of(where, t);
+            if (!kt) {
+              ready = false;
+              break;
+            }
+            states.push_back(*kt);
+          }
         if (!ready) break;
-        outputs[p.name].push_back(detail::call_symbolic(p.layer, ins, list_call, training));
+        std::vector<KerasTensor> made;
+        const bool self_attention =
+            std::all_of(ins.begin(), ins.end(),
+                        [&](const KerasTensor& t) { return t.data() == ins[0].data(); }) &&
+            !scores && !causal;
+        if (form != 0 && !self_attention) {
+          TF_CHECK_ARG(ins.size() == 2 || ins.size() == 3, "deserialize",
+                       "{}: {} takes a query, a value and a key, got {} tensors", where,
+                       p.layer.class_name(), ins.size());
+          TF_CHECK_ARG(!lo::group_query_attention(p.layer.impl()), "deserialize",
+                       "{}: a GroupQueryAttention in a tapeflow functional model is "
+                       "self-attention (one tensor for query, value and key, no scores or causal "
+                       "mask), got {}",
+                       where, node.dump().substr(0, 200));
+          made = detail::call_attention_symbolic(p.layer, ins[0], ins[1],
+                                                 ins.size() > 2 ? ins[2] : KerasTensor(), causal,
+                                                 scores, training);
+        } else if (form != 0) {
+          made = {detail::call_symbolic(p.layer, {ins[0]}, false, training)};
+        } else if (p.return_state || !states.empty()) {
+          TF_CHECK_ARG(!list_call && ins.size() == 1, "deserialize",
+                       "{}: a recurrent layer takes one input, got {}", where, args.dump());
+          made =
+              detail::call_with_state_symbolic(p.layer, ins[0], states, p.return_state, training);
+        } else {
+          made = {detail::call_symbolic(p.layer, ins, list_call, training)};
+        }
+        outputs[p.name].push_back(std::move(made));
         ++p.next;
         progress = true;
       }
@@ -1183,12 +1315,13 @@ Model functional_from(const Config& config) {
     std::vector<KerasTensor> out;
     for (const Ref& ref : refs_from(fmt::format("Functional {}", key), v)) {
       auto it = outputs.find(ref.layer);
-      TF_CHECK_ARG(it != outputs.end() && ref.node < static_cast<int>(it->second.size()),
+      TF_CHECK_ARG(it != outputs.end() && ref.node < static_cast<int>(it->second.size()) &&
+                       ref.tensor < static_cast<int>(it->second[ref.node].size()),
                    "deserialize",
-                   "Functional {} names node {} of layer \"{}\", which the config "
+                   "Functional {} names output {} of node {} of layer \"{}\", which the config "
                    "does not have",
-                   key, ref.node, ref.layer);
-      out.push_back(it->second[ref.node]);
+                   key, ref.tensor, ref.node, ref.layer);
+      out.push_back(it->second[ref.node][ref.tensor]);
     }
     return out;
   };

@@ -305,13 +305,11 @@ layers::RandomTransformOptions transform_of(Reader& r, const Base& b);
 
 // ---- classes whose Keras call takes several inputs (serialization_sequence.cpp) ----
 
-// Keras calls MultiHeadAttention as mha(query, value[, key]) and Attention / AdditiveAttention
-// as att([query, value[, key]]) where tapeflow's layer call takes one tensor (self-attention):
-// a functional model's node of such a call converts between the two spellings here.
-// Keras' inbound node as tapeflow's one-input node ({"args": [x], ...}); InvalidArgumentError
-// naming the layer when its query, value and key are not one tensor. Other classes' nodes are
-// returned unchanged.
-Config single_input_node(const Layer& layer, const Config& node);
+// Keras calls MultiHeadAttention and GroupQueryAttention as mha(query, value[, key]) (2: the
+// inputs are positional) and Attention / AdditiveAttention as att([query, value[, key]]) (1:
+// one list); 0 for the other classes. tapeflow's one-input call of such a layer is
+// self-attention, which Keras spells with the one tensor repeated.
+int keras_call_form(const Layer& layer);
 // The args [x] of such a layer's node as Keras writes them; others unchanged.
 Config keras_call_args(const Layer& layer, const Config& args);
 // Keras' build_config of such a layer built for query shape `shape` (MultiHeadAttention:

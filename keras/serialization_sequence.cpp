@@ -1148,38 +1148,12 @@ constexpr char kResizing[] = "Resizing", kCenterCrop[] = "CenterCrop", kRandomCr
                kRandomGrayscale[] = "RandomGrayscale", kRandomSaturation[] = "RandomSaturation",
                kRandomHue[] = "RandomHue";
 
-// Whether Keras calls `layer` with several inputs: 2 (MultiHeadAttention and
-// GroupQueryAttention, positional) or 1
-// (Attention and AdditiveAttention: one list); 0 for the other classes.
+}  // namespace
+
 int keras_call_form(const Layer& layer) {
   if (lo::multi_head_attention(layer.impl()) || lo::group_query_attention(layer.impl())) return 2;
   if (lo::attention(layer.impl())) return 1;
   return 0;
-}
-
-}  // namespace
-
-Config single_input_node(const Layer& layer, const Config& node) {
-  const int form = keras_call_form(layer);
-  if (form == 0 || !node.is_object() || !node.contains("args") || !node["args"].is_array())
-    return node;
-  const Config& args = node["args"];
-  const Config* inputs = &args;  // MultiHeadAttention: the positional args
-  if (form == 1) {
-    if (args.size() != 1 || !args[0].is_array()) return node;  // one tensor: already tapeflow's
-    inputs = &args[0];
-  } else if (args.size() == 1) {
-    return node;
-  }
-  bool same = inputs->size() == 2 || inputs->size() == 3;
-  for (const Config& t : *inputs) same = same && t == (*inputs)[0];
-  TF_CHECK_ARG(same, "deserialize",
-               "layer \"{}\" ({}) is called on {}: tapeflow's {} in a functional model is "
-               "self-attention (query, value and key one tensor)",
-               layer.name(), layer.class_name(), inputs->dump().substr(0, 200), layer.class_name());
-  Config out = node;
-  out["args"] = Config::array({(*inputs)[0]});
-  return out;
 }
 
 Config keras_call_args(const Layer& layer, const Config& args) {
