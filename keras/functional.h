@@ -60,6 +60,7 @@ struct MultiCall {
   bool return_scores = false;    // attention: the outputs are {output, scores}, else {output}
   bool use_causal_mask = false;  // attention
   bool has_key = false;          // attention: the inputs are {query, value, key}, else 2
+  bool has_attention_mask = false;  // attention: then the attention_mask, the last input
   // The outputs and their Keras masks (undefined: none) from the inputs and their masks.
   std::function<std::vector<MaskedTensor>(const std::vector<Tensor>& inputs,
                                           const std::vector<Tensor>& masks, bool training)>

@@ -739,18 +739,18 @@ AttentionOutputs AdditiveAttention::call_with_scores(const Tensor& query, const 
   return call_dot(impl_, query, value, args, true);
 }
 
-#define TF_SYMBOLIC_ATTENTION(Class)                                                            \
-  KerasTensor Class::operator()(const KerasTensor& query, const KerasTensor& value,             \
-                                const SymbolicAttentionCall& args) const {                      \
-    return detail::call_attention_symbolic(*this, query, value, args.key, args.use_causal_mask, \
-                                           false, args.training)                                \
-        .front();                                                                               \
-  }                                                                                             \
-  std::vector<KerasTensor> Class::call_with_scores(                                             \
-      const KerasTensor& query, const KerasTensor& value, const SymbolicAttentionCall& args)    \
-      const {                                                                                   \
-    return detail::call_attention_symbolic(*this, query, value, args.key, args.use_causal_mask, \
-                                           true, args.training);                                \
+#define TF_SYMBOLIC_ATTENTION(Class)                                                           \
+  KerasTensor Class::operator()(const KerasTensor& query, const KerasTensor& value,            \
+                                const SymbolicAttentionCall& args) const {                     \
+    return detail::call_attention_symbolic(*this, query, value, args.key, args.attention_mask, \
+                                           args.use_causal_mask, false, args.training)         \
+        .front();                                                                              \
+  }                                                                                            \
+  std::vector<KerasTensor> Class::call_with_scores(                                            \
+      const KerasTensor& query, const KerasTensor& value, const SymbolicAttentionCall& args)   \
+      const {                                                                                  \
+    return detail::call_attention_symbolic(*this, query, value, args.key, args.attention_mask, \
+                                           args.use_causal_mask, true, args.training);         \
   }
 TF_SYMBOLIC_ATTENTION(MultiHeadAttention)
 TF_SYMBOLIC_ATTENTION(Attention)
@@ -761,9 +761,11 @@ TF_SYMBOLIC_ATTENTION(AdditiveAttention)
 
 std::vector<KerasTensor> detail::call_attention_symbolic(
     const Layer& layer, const KerasTensor& query, const KerasTensor& value, const KerasTensor& key,
-    bool use_causal_mask, bool scores, std::optional<bool> training) {
+    const KerasTensor& attention_mask, bool use_causal_mask, bool scores,
+    std::optional<bool> training) {
   std::vector<KerasTensor> inputs{query, value};
   if (key.defined()) inputs.push_back(key);
+  if (attention_mask.defined()) inputs.push_back(attention_mask);
   check_defined(layer, inputs);
   const std::shared_ptr<LayerImpl> impl = layer.impl_ptr();
   const std::string n = impl->name();
@@ -777,6 +779,10 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
   const TensorShape& vs = value.shape();
   const TensorShape ks = key.defined() ? key.shape() : vs;
   if (dot != nullptr) {
+    TF_CHECK_ARG(!attention_mask.defined(), n.c_str(),
+                 "layer \"{}\" ({}) takes no attention_mask (Keras' Attention layers take the "
+                 "inputs' masks and use_causal_mask)",
+                 n, impl->class_name());
     const char* names[] = {"query", "value", "key"};
     const TensorShape* shapes[] = {&qs, &vs, &ks};
     for (int i = 0; i < 3; ++i)
@@ -807,12 +813,14 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
   how->return_scores = scores;
   how->use_causal_mask = use_causal_mask;
   how->has_key = key.defined();
+  how->has_attention_mask = attention_mask.defined();
+  const bool has_key = key.defined(), has_mask = attention_mask.defined();
   const bool is_mha = mha != nullptr;
-  how->shapes = [impl, scores, heads, is_mha](const std::vector<TensorShape>& in) {
+  how->shapes = [impl, scores, heads, is_mha, has_key](const std::vector<TensorShape>& in) {
     AttentionRequest req;
     req.layer = impl.get();
     req.value_shape = in[1];
-    req.key_shape = in.size() > 2 ? in[2] : in[1];
+    req.key_shape = has_key ? in[2] : in[1];
     Requests::Scope scope(&req);
     std::vector<TensorShape> out{impl->compute_output_shape(in[0])};
     if (scores) {
@@ -823,13 +831,13 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
     }
     return out;
   };
-  how->run = [impl, scores, is_mha, use_causal_mask](const std::vector<Tensor>& in,
-                                                     const std::vector<Tensor>& masks, bool train) {
-    const bool has_key = in.size() > 2;
+  how->run = [impl, scores, is_mha, use_causal_mask, has_key, has_mask](
+                 const std::vector<Tensor>& in, const std::vector<Tensor>& masks, bool train) {
     AttentionRequest req;
     if (is_mha) {
       layers::MultiHeadAttentionCall a;
       if (has_key) a.key = in[2];
+      if (has_mask) a.attention_mask = in[has_key ? 3 : 2];
       a.query_mask = masks[0];
       a.value_mask = masks[1];
       if (has_key) a.key_mask = masks[2];

@@ -42,6 +42,9 @@ struct AttentionOutputs {
 // the output's, as in Keras.
 struct SymbolicAttentionCall {
   KerasTensor key = {};  // default: value
+  // MultiHeadAttention's attention_mask (Keras' mha(q, v, attention_mask=m)): an input of the
+  // graph, (batch, T, S) or any shape that broadcasts to the scores, true where allowed.
+  KerasTensor attention_mask = {};
   bool use_causal_mask = false;
   std::optional<bool> training = std::nullopt;  // pinned (else the model's)
 };
@@ -196,9 +199,11 @@ class AdditiveAttention : public Layer {
 
 namespace tapeflow::keras::detail {
 // The symbolic call of a MultiHeadAttention, Attention or AdditiveAttention layer on a query, a
-// value and a key (undefined: the value): {output} or, with `scores`, {output, scores}.
+// value and a key (undefined: the value), a MultiHeadAttention's attention_mask (undefined:
+// none): {output} or, with `scores`, {output, scores}.
 std::vector<KerasTensor> call_attention_symbolic(const Layer& layer, const KerasTensor& query,
                                                  const KerasTensor& value, const KerasTensor& key,
+                                                 const KerasTensor& attention_mask,
                                                  bool use_causal_mask, bool scores,
                                                  std::optional<bool> training);
 }  // namespace tapeflow::keras::detail

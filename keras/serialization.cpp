@@ -993,10 +993,14 @@ Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
         }
         return_state |= n->multi->return_state;
       } else if (n->multi != nullptr) {
-        // Keras: mha(query, value[, key], ...) or att([query, value[, key]], ...).
+        // Keras: mha(query, value[, key], attention_mask=...) or att([query, value[, key]]).
         Config list = Config::array();
-        for (const KerasTensor& in : n->inputs) list.push_back(keras_tensor_json(in, local_index));
+        const size_t tensors = n->inputs.size() - (n->multi->has_attention_mask ? 1 : 0);
+        for (size_t i = 0; i < tensors; ++i)
+          list.push_back(keras_tensor_json(n->inputs[i], local_index));
         args = keras_call_form(l) == 1 ? Config::array({list}) : list;
+        if (n->multi->has_attention_mask)
+          kwargs["attention_mask"] = keras_tensor_json(n->inputs.back(), local_index);
         if (n->multi->return_scores) kwargs["return_attention_scores"] = true;
         if (n->multi->use_causal_mask) kwargs["use_causal_mask"] = true;
       } else if (n->list_call) {
@@ -1016,7 +1020,9 @@ Config functional_config(const Layer& model, const detail::FunctionalImpl& f) {
     if (!mine.empty() && mine[0]->multi != nullptr &&
         mine[0]->multi->kind == detail::MultiCall::Kind::attention &&
         entry.contains("build_config"))
-      entry["build_config"] = attention_build_config(l, mine[0]->inputs);
+      entry["build_config"] = attention_build_config(
+          l, {mine[0]->inputs.begin(),
+              mine[0]->inputs.begin() + 2 + (mine[0]->multi->has_key ? 1 : 0)});
     layers_json.push_back(entry);
   }
   auto refs = [&](const std::vector<KerasTensor>& ts) {
@@ -1224,6 +1230,7 @@ Model functional_from(const Config& config) {
         std::optional<bool> training;
         bool scores = false, causal = false;
         const Config* initial = nullptr;
+        const Config* attention_mask = nullptr;
         if (node.contains("kwargs")) {
           const Config& kw = node["kwargs"];
           TF_CHECK_ARG(kw.is_object(), "deserialize", "{}: kwargs must be an object", where);
@@ -1237,6 +1244,9 @@ Model functional_from(const Config& config) {
               scores = v.get<bool>();
             } else if (form != 0 && k == "use_causal_mask" && v.is_boolean()) {
               causal = v.get<bool>();
+            } else if (form == 2 && k == "attention_mask" && v.is_object()) {
+              attention_mask = &v;
+            } else if (form == 2 && k == "attention_mask" && v.is_null()) {
             } else if (form == 0 && k == "initial_state" && v.is_array()) {
               initial = &v;
             } else if (!(form == 0 && k == "initial_state" && v.is_null())) {
@@ -1273,12 +1283,20 @@ Model functional_from(const Config& config) {
             }
             states.push_back(*kt);
           }
+        KerasTensor mask_tensor;
+        if (ready && attention_mask != nullptr) {
+          auto kt = tensor_of(where, *attention_mask);
+          if (kt)
+            mask_tensor = *kt;
+          else
+            ready = false;
+        }
         if (!ready) break;
         std::vector<KerasTensor> made;
         const bool self_attention =
             std::all_of(ins.begin(), ins.end(),
                         [&](const KerasTensor& t) { return t.data() == ins[0].data(); }) &&
-            !scores && !causal;
+            !scores && !causal && !mask_tensor.defined();
         if (form != 0 && !self_attention) {
           TF_CHECK_ARG(ins.size() == 2 || ins.size() == 3, "deserialize",
                        "{}: {} takes a query, a value and a key, got {} tensors", where,
@@ -1289,8 +1307,8 @@ Model functional_from(const Config& config) {
                        "mask), got {}",
                        where, node.dump().substr(0, 200));
           made = detail::call_attention_symbolic(p.layer, ins[0], ins[1],
-                                                 ins.size() > 2 ? ins[2] : KerasTensor(), causal,
-                                                 scores, training);
+                                                 ins.size() > 2 ? ins[2] : KerasTensor(),
+                                                 mask_tensor, causal, scores, training);
         } else if (form != 0) {
           made = {detail::call_symbolic(p.layer, {ins[0]}, false, training)};
         } else if (p.return_state || !states.empty()) {

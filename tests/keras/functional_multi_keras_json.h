@@ -1,7 +1,7 @@
-// Keras 3.15 model.to_json() of three models of tests/keras/functional_multi_reference.py
-// (seq2seq, cross, bid), as Keras wrote them, in pieces of 88 characters. (The masked one is
-// not here: Keras writes its mask as a NotEqual operation layer and mask arguments, which
-// tapeflow does not read.)
+// Keras 3.15 model.to_json() of four models of tests/keras/functional_multi_reference.py
+// (seq2seq, cross, bid, masked_mha), as Keras wrote them, in pieces of 88 characters. (The
+// masked one is not here: Keras writes its mask as a NotEqual operation layer and mask
+// arguments, which tapeflow does not read.)
 #pragma once
 
 namespace functional_multi {
@@ -208,4 +208,34 @@ const char* const kJsonD =
     R"k(y": ["bi", 0, 4]}}]}}]}], "input_layers": ["x", 0, 0], "output_layers": [["bi", 0, 0], [)k"
     R"k("bi", 0, 1], ["bi", 0, 4], ["dec2", 0, 0]]}, "registered_name": "Functional", "build_con)k"
     R"k(fig": {"input_shape": null}, "compile_config": {}})k";
+const char* const kJsonE =
+    R"k({"module": "keras.src.models.functional", "class_name": "Functional", "config": {"name":)k"
+    R"k( "masked_mha", "trainable": true, "layers": [{"module": "keras.layers", "class_name": "I)k"
+    R"k(nputLayer", "config": {"batch_shape": [null, 4, 6], "dtype": "float32", "sparse": false,)k"
+    R"k( "ragged": false, "name": "q", "optional": false}, "registered_name": null, "name": "q",)k"
+    R"k( "inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": )k"
+    R"k({"batch_shape": [null, 5, 3], "dtype": "float32", "sparse": false, "ragged": false, "nam)k"
+    R"k(e": "v", "optional": false}, "registered_name": null, "name": "v", "inbound_nodes": []},)k"
+    R"k( {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null,)k"
+    R"k( 4, 5], "dtype": "int32", "sparse": false, "ragged": false, "name": "am", "optional": fa)k"
+    R"k(lse}, "registered_name": null, "name": "am", "inbound_nodes": []}, {"module": "keras.lay)k"
+    R"k(ers", "class_name": "MultiHeadAttention", "config": {"name": "mha", "trainable": true, ")k"
+    R"k(dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, )k"
+    R"k("registered_name": null}, "num_heads": 2, "key_dim": 3, "value_dim": 3, "dropout": 0.0, )k"
+    R"k("use_bias": true, "use_gate": false, "output_shape": null, "attention_axes": [1], "slidi)k"
+    R"k(ng_window": null, "kernel_initializer": {"module": "keras.initializers", "class_name": ")k"
+    R"k(GlorotUniform", "config": {"seed": null, "input_axes": null, "output_axes": null}, "regi)k"
+    R"k(stered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name": )k"
+    R"k("Zeros", "config": {}, "registered_name": null}, "kernel_regularizer": null, "bias_regul)k"
+    R"k(arizer": null, "activity_regularizer": null, "kernel_constraint": null, "bias_constraint)k"
+    R"k(": null, "seed": null}, "registered_name": null, "build_config": {"shapes_dict": {"query)k"
+    R"k(_shape": [null, 4, 6], "value_shape": [null, 5, 3]}}, "name": "mha", "inbound_nodes": [{)k"
+    R"k("args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 6], "dtype": ")k"
+    R"k(float32", "keras_history": ["q", 0, 0]}}, {"class_name": "__keras_tensor__", "config": {)k"
+    R"k("shape": [null, 5, 3], "dtype": "float32", "keras_history": ["v", 0, 0]}}], "kwargs": {")k"
+    R"k(attention_mask": {"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 5], "d)k"
+    R"k(type": "int32", "keras_history": ["am", 0, 0]}}, "return_attention_scores": true}}]}], ")k"
+    R"k(input_layers": [["q", 0, 0], ["v", 0, 0], ["am", 0, 0]], "output_layers": [["mha", 0, 0])k"
+    R"k(, ["mha", 0, 1]]}, "registered_name": "Functional", "build_config": {"input_shape": null)k"
+    R"k(}, "compile_config": {}})k";
 }  // namespace functional_multi

@@ -61,6 +61,14 @@ D=keras.Model(x,[bo,fh,bc,d2],name="bid"); fill(D)
 rd=D.predict(ramp((2,4,2),10),verbose=0)
 for i,r in enumerate(rd): pr("kD%d"%i, r)
 json_out["D"] = D.to_json()
+# E: MultiHeadAttention with an attention_mask input
+q=keras.Input((4,6),name="q"); v=keras.Input((5,3),name="v"); am=keras.Input((4,5),dtype="int32",name="am")
+o,sc=L.MultiHeadAttention(2,3,name="mha")(q,v,attention_mask=am,return_attention_scores=True)
+E=keras.Model([q,v,am],[o,sc],name="masked_mha"); fill(E)
+mask=np.array([[[1,1,0,0,0],[1,1,1,0,0],[1,1,1,1,0],[1,1,1,1,1]],[[1,0,1,0,1]]*4],dtype=np.int32)
+re_=E.predict([ramp((2,4,6),50), ramp((2,5,3),30), mask],verbose=0)
+for i,r in enumerate(re_): pr("kE%d"%i, r)
+json_out["E"] = E.to_json()
 del json_out["C"]  # its mask is a NotEqual operation layer, which tapeflow does not read
 for k, text in json_out.items():
     print("const char* const kJson%s =" % k)

@@ -1,9 +1,10 @@
 // Functional models with calls of several inputs or outputs: recurrent layers' returned and
 // initial states (Keras' return_state=True, initial_state=[...]), a Bidirectional's states,
-// attention on a query, a value and a key with scores and causal masks, and Keras masks through
-// them. Values equal Keras 3.15's on the same weights (tests/keras/functional_multi_reference.py
-// prints them); traced equals eager; gradients equal the eager layer calls'; configs are read
-// from Keras' JSON and written in Keras' spelling; errors name the layer.
+// attention on a query, a value and a key with scores, causal masks and an attention_mask
+// input, and Keras masks through them. Values equal Keras 3.15's on the same weights
+// (tests/keras/functional_multi_reference.py prints them); traced equals eager; gradients equal the
+// eager layer calls'; configs are read from Keras' JSON and written in Keras' spelling; errors name
+// the layer.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -186,6 +187,100 @@ const std::vector<double> kD2 = {-0.0668470710515976,  -0.05366998165845871, 0.0
 const std::vector<double> kD3 = {0.009664729237556458, 0.034866612404584885, 0.028392037376761436,
                                  -0.04612107202410698, 0.04427993297576904,  0.08312807232141495};
 
+const std::vector<double> kE0 = {
+    0.05519839748740196,  0.08877581357955933,   0.040733154863119125, -0.04475937783718109,
+    -0.08910034596920013, -0.051522865891456604, 0.053866300731897354, 0.08624739199876785,
+    0.039333026856184006, -0.04374393820762634,  -0.08660292625427246, -0.04983958974480629,
+    0.05253715440630913,  0.08372455835342407,   0.03793598338961601,  -0.042730752378702164,
+    -0.0841110348701477,  -0.048160020262002945, 0.05121248960494995,  0.0812101662158966,
+    0.0365435890853405,   -0.04172099009156227,  -0.0816274881362915,  -0.04648604989051819,
+    0.037898026406764984, 0.05593746528029442,   0.022548263892531395, -0.03157171234488487,
+    -0.05666479468345642, -0.029660532251000404, 0.03790615126490593,  0.055952731519937515,
+    0.022556627169251442, -0.031577929854393005, -0.05667988583445549, -0.02967061661183834,
+    0.03791427984833717,  0.055967994034290314,  0.022564994171261787, -0.031584154814481735,
+    -0.05669497698545456, -0.029680702835321426, 0.03792239725589752,  0.05598326399922371,
+    0.02257336862385273,  -0.03159037232398987,  -0.05671006813645363, -0.02969079278409481};
+const std::vector<double> kE1 = {0.4996798634529114,
+                                 0.5003200769424438,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.33328256011009216,
+                                 0.3333333432674408,
+                                 0.33338412642478943,
+                                 0.0,
+                                 0.0,
+                                 0.2503660321235657,
+                                 0.2501218616962433,
+                                 0.2498779147863388,
+                                 0.24963420629501343,
+                                 0.0,
+                                 0.20084242522716522,
+                                 0.2004203200340271,
+                                 0.1999991089105606,
+                                 0.19957877695560455,
+                                 0.19915932416915894,
+                                 0.4996716380119324,
+                                 0.5003284215927124,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3332737982273102,
+                                 0.3333333134651184,
+                                 0.33339282870292664,
+                                 0.0,
+                                 0.0,
+                                 0.25035881996154785,
+                                 0.25011947751045227,
+                                 0.2498803585767746,
+                                 0.24964146316051483,
+                                 0.0,
+                                 0.20083746314048767,
+                                 0.20041786134243011,
+                                 0.199999138712883,
+                                 0.19958126544952393,
+                                 0.1991642713546753,
+                                 0.33549025654792786,
+                                 0.0,
+                                 0.3333286643028259,
+                                 0.0,
+                                 0.33118098974227905,
+                                 0.33624422550201416,
+                                 0.0,
+                                 0.3333248794078827,
+                                 0.0,
+                                 0.33043086528778076,
+                                 0.33699876070022583,
+                                 0.0,
+                                 0.3333199620246887,
+                                 0.0,
+                                 0.32968130707740784,
+                                 0.3377537727355957,
+                                 0.0,
+                                 0.33331385254859924,
+                                 0.0,
+                                 0.3289323151111603,
+                                 0.33548662066459656,
+                                 0.0,
+                                 0.3333287239074707,
+                                 0.0,
+                                 0.33118465542793274,
+                                 0.33624520897865295,
+                                 0.0,
+                                 0.3333248794078827,
+                                 0.0,
+                                 0.33042994141578674,
+                                 0.33700433373451233,
+                                 0.0,
+                                 0.33331993222236633,
+                                 0.0,
+                                 0.3296757936477661,
+                                 0.3377639949321747,
+                                 0.0,
+                                 0.33331379294395447,
+                                 0.0,
+                                 0.32892224192619324};
+
 tf::Tensor ramp(const tf::TensorShape& shape, double scale) {
   std::vector<double> v(static_cast<size_t>(shape.num_elements()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale;
@@ -233,6 +328,17 @@ void check_cross(const std::vector<tf::Tensor>& out) {
     INFO("output " << i);
     check_values(out[i], *want[i], 1e-5, 1e-6);
   }
+}
+void check_masked_mha(const std::vector<tf::Tensor>& out) {
+  REQUIRE(out.size() == 2);
+  check_values(out[0], kE0, 1e-5, 1e-6);
+  check_values(out[1], kE1, 1e-5, 1e-6);
+}
+std::vector<tf::Tensor> masked_mha_inputs() {
+  std::vector<double> m = {1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+  for (int i = 0; i < 4; ++i) m.insert(m.end(), {1, 0, 1, 0, 1});
+  return {ramp({2, 4, 6}, 50), ramp({2, 5, 3}, 30),
+          tf::cast(tf::convert_to_tensor(m, tf::TensorShape({2, 4, 5})), tf::int32)};
 }
 void check_masked(const std::vector<tf::Tensor>& out) {
   REQUIRE(out.size() == 3);
@@ -286,6 +392,13 @@ K::Model masked() {
   auto att = L::MultiHeadAttention(1, 2, {.name = "self"})(s[0], e);
   auto pool2 = L::GlobalAveragePooling1D(L::GlobalPoolingOptions{.name = "pool2"})(att);
   return K::Model({t}, {pool, s[1], pool2}, "masked");
+}
+K::Model masked_mha() {
+  auto q = K::Input({4, 6}, std::nullopt, "q"), v = K::Input({5, 3}, std::nullopt, "v");
+  auto am = K::Input({4, 5}, tf::int32, "am");
+  auto o =
+      L::MultiHeadAttention(2, 3, {.name = "mha"}).call_with_scores(q, v, {.attention_mask = am});
+  return K::Model({q, v, am}, {o[0], o[1]}, "masked_mha");
 }
 K::Model bid() {
   auto x = K::Input({4, 2}, std::nullopt, "x");
@@ -404,6 +517,20 @@ TEST_CASE("functional multi: cross-attention, scores and causal masks match Kera
   }
 }
 
+TEST_CASE("functional multi: an attention_mask input of the graph masks the scores as in Keras 3",
+          "[cpu][cuda][keras][functional]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    K::Model m = masked_mha();
+    fill(m);
+    check_masked_mha(m(masked_mha_inputs()));
+    const std::string json = K::models::to_json(m);
+    CHECK(json.find("\"attention_mask\":{\"class_name\":\"__keras_tensor__\"") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("functional multi: Keras masks reach the recurrent and attention calls as in Keras 3",
           "[cpu][cuda][keras][functional]") {
   for (const tf::Device& device : tf::testing::devices_under_test()) {
@@ -435,9 +562,11 @@ TEST_CASE(
     std::vector<tf::Tensor> inputs;
     void (*check)(const std::vector<tf::Tensor>&);
   };
-  const std::vector<Case> cases = {{functional_multi::kJsonA, seq2seq_inputs(), check_seq2seq},
-                                   {functional_multi::kJsonB, cross_inputs(), check_cross},
-                                   {functional_multi::kJsonD, {ramp({2, 4, 2}, 10)}, check_bid}};
+  const std::vector<Case> cases = {
+      {functional_multi::kJsonA, seq2seq_inputs(), check_seq2seq},
+      {functional_multi::kJsonB, cross_inputs(), check_cross},
+      {functional_multi::kJsonD, {ramp({2, 4, 2}, 10)}, check_bid},
+      {functional_multi::kJsonE, masked_mha_inputs(), check_masked_mha}};
   for (const Case& c : cases) {
     K::Model m = K::models::model_from_json(c.json);
     INFO(m.name());
@@ -518,6 +647,11 @@ TEST_CASE("functional multi: bad calls name the layer and what is wrong",
                 {"scores of a symbolic call", "(None, 2, 4, 6)"});
   L::Attention att;
   auto v = K::Input({5, 6}), k = K::Input({4, 6});
+  require_error(
+      [&] {
+        (void)att(K::Input({4, 6}), v, {.attention_mask = K::Input({4, 5})});
+      },
+      {"takes no attention_mask"});
   require_error(
       [&] {
         (void)att(K::Input({4, 6}), v, {.key = k});
