@@ -1173,6 +1173,11 @@ Model functional_from(const Config& config) {
   // Per layer, per node, the node's outputs.
   std::map<std::string, std::vector<std::vector<KerasTensor>>> outputs;
   std::vector<Pending> pending;
+  // Keras writes the mask of an Embedding(mask_zero=True) explicitly: a NotEqual operation
+  // (ids != 0) passed as the `mask` argument of the layers after it. tapeflow's layers carry
+  // Keras masks along the graph themselves (the same mask reaches the same calls), so these
+  // operations are not made and those arguments are dropped.
+  std::set<std::string> mask_ops;
   for (const Config& item : list) {
     TF_CHECK_ARG(item.is_object() && item.contains("class_name"), "deserialize",
                  "Functional layers entry is not a Keras object: {}", item.dump().substr(0, 80));
@@ -1186,6 +1191,21 @@ Model functional_from(const Config& config) {
       std::optional<int64_t> batch;
       if (s.batch_shape[0] != None) batch = s.batch_shape[0];
       outputs[s.name].push_back({Input(dims, s.dtype, s.name, batch)});
+      continue;
+    }
+    if (cls == "NotEqual" && item.value("module", "") == "keras.src.ops.numpy") {
+      const std::string op = item.value("name", "");
+      const Config nodes = item.value("inbound_nodes", Config::array());
+      for (const Config& node : nodes) {
+        const Config args = node.value("args", Config::array());
+        TF_CHECK_ARG(args.is_array() && args.size() == 2 && args[1].is_number() &&
+                         args[1].get<double>() == 0.0,
+                     "deserialize",
+                     "operation \"{}\" (NotEqual): tapeflow reads Keras' mask operation x != 0 "
+                     "alone, got arguments {}",
+                     op, args.dump().substr(0, 120));
+      }
+      mask_ops.insert(op);
       continue;
     }
     Config stripped = item;
@@ -1207,6 +1227,10 @@ Model functional_from(const Config& config) {
                  "deserialize", "{}: expected a __keras_tensor__, got {}", where,
                  t.dump().substr(0, 80));
     Ref ref = ref_from(where, t["config"]["keras_history"]);
+    TF_CHECK_ARG(mask_ops.count(ref.layer) == 0, "deserialize",
+                 "{}: takes the output of Keras' mask operation \"{}\" (NotEqual), which "
+                 "tapeflow reads only as a mask argument",
+                 where, ref.layer);
     auto it = outputs.find(ref.layer);
     if (it == outputs.end() || ref.node >= static_cast<int>(it->second.size())) return std::nullopt;
     const std::vector<KerasTensor>& made = it->second[ref.node];
@@ -1240,6 +1264,9 @@ Model functional_from(const Config& config) {
             if (k == "training" && v.is_boolean()) {
               training = v.get<bool>();
             } else if (k == "mask" && v.is_null()) {
+            } else if (k == "mask" && v.is_object() && v.contains("config") &&
+                       v["config"].contains("keras_history") &&
+                       mask_ops.count(ref_from(where, v["config"]["keras_history"]).layer) > 0) {
             } else if (form != 0 && k == "return_attention_scores" && v.is_boolean()) {
               scores = v.get<bool>();
             } else if (form != 0 && k == "use_causal_mask" && v.is_boolean()) {

@@ -1,7 +1,7 @@
-# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: four functional models with
+# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: five functional models with
 # calls of several inputs or outputs (LSTM/GRU return_state and initial_state, Bidirectional
 # return_state, MultiHeadAttention/Attention/AdditiveAttention on a query, a value and a key,
-# with scores and causal masks, Keras masks), their outputs on fixed weights and inputs, and
+# with scores, causal masks and an attention_mask input, Keras masks), their outputs on fixed weights and inputs, and
 # their model.to_json() (tests/keras/functional_multi_keras_json.h, in 88-character pieces).
 #   python functional_multi_reference.py  (keras 3.15, tensorflow 2.21)
 import os; os.environ["TF_CPP_MIN_LOG_LEVEL"]="3"
@@ -69,7 +69,6 @@ mask=np.array([[[1,1,0,0,0],[1,1,1,0,0],[1,1,1,1,0],[1,1,1,1,1]],[[1,0,1,0,1]]*4
 re_=E.predict([ramp((2,4,6),50), ramp((2,5,3),30), mask],verbose=0)
 for i,r in enumerate(re_): pr("kE%d"%i, r)
 json_out["E"] = E.to_json()
-del json_out["C"]  # its mask is a NotEqual operation layer, which tapeflow does not read
 for k, text in json_out.items():
     print("const char* const kJson%s =" % k)
     print("\n".join('    R"k(%s)k"' % text[i:i + 88] for i in range(0, len(text), 88)) + ";")

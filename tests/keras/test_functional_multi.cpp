@@ -565,6 +565,8 @@ TEST_CASE(
   const std::vector<Case> cases = {
       {functional_multi::kJsonA, seq2seq_inputs(), check_seq2seq},
       {functional_multi::kJsonB, cross_inputs(), check_cross},
+      // Keras writes the Embedding's mask as a NotEqual operation and mask arguments.
+      {functional_multi::kJsonC, {tokens()}, check_masked},
       {functional_multi::kJsonD, {ramp({2, 4, 2}, 10)}, check_bid},
       {functional_multi::kJsonE, masked_mha_inputs(), check_masked_mha}};
   for (const Case& c : cases) {
@@ -665,4 +667,13 @@ TEST_CASE("functional multi: bad calls name the layer and what is wrong",
   json.replace(at, from.size(), "\"return_state\": false");
   require_error([&] { (void)K::models::model_from_json(json); },
                 {"takes output 1 of layer \"enc_lstm\" node 0, which has 1 output"});
+  // Keras' mask operation read as a layer input rather than a mask argument.
+  std::string masked = functional_multi::kJsonC;
+  const std::string pool_in = "\"keras_history\": [\"lstm\", 0, 0]}}], \"kwargs\": {\"mask\"";
+  const size_t p = masked.find(pool_in);
+  REQUIRE(p != std::string::npos);
+  masked.replace(p, pool_in.size(),
+                 "\"keras_history\": [\"not_equal\", 0, 0]}}], \"kwargs\": {\"mask\"");
+  require_error([&] { (void)K::models::model_from_json(masked); },
+                {"mask operation \"not_equal\" (NotEqual)", "only as a mask argument"});
 }
