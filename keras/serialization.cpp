@@ -1173,10 +1173,11 @@ Model functional_from(const Config& config) {
   // Per layer, per node, the node's outputs.
   std::map<std::string, std::vector<std::vector<KerasTensor>>> outputs;
   std::vector<Pending> pending;
-  // Keras writes the mask of an Embedding(mask_zero=True) explicitly: a NotEqual operation
-  // (ids != 0) passed as the `mask` argument of the layers after it. tapeflow's layers carry
-  // Keras masks along the graph themselves (the same mask reaches the same calls), so these
-  // operations are not made and those arguments are dropped.
+  // Keras writes the masks of Embedding(mask_zero=True) and Masking explicitly: operations
+  // (NotEqual: ids != 0; Masking's any(x != mask_value, axis=-1): NotEqual, then Any) passed as
+  // the `mask` argument of the layers after them. tapeflow's layers carry Keras masks along the
+  // graph themselves (the same mask reaches the same calls), so these operations are not made
+  // and those arguments are dropped.
   std::set<std::string> mask_ops;
   for (const Config& item : list) {
     TF_CHECK_ARG(item.is_object() && item.contains("class_name"), "deserialize",
@@ -1193,17 +1194,26 @@ Model functional_from(const Config& config) {
       outputs[s.name].push_back({Input(dims, s.dtype, s.name, batch)});
       continue;
     }
-    if (cls == "NotEqual" && item.value("module", "") == "keras.src.ops.numpy") {
+    if ((cls == "NotEqual" || cls == "Any") && item.value("module", "") == "keras.src.ops.numpy") {
       const std::string op = item.value("name", "");
+      const Config config = item.value("config", Config::object());
       const Config nodes = item.value("inbound_nodes", Config::array());
       for (const Config& node : nodes) {
         const Config args = node.value("args", Config::array());
-        TF_CHECK_ARG(args.is_array() && args.size() == 2 && args[1].is_number() &&
-                         args[1].get<double>() == 0.0,
-                     "deserialize",
-                     "operation \"{}\" (NotEqual): tapeflow reads Keras' mask operation x != 0 "
-                     "alone, got arguments {}",
-                     op, args.dump().substr(0, 120));
+        bool ok = false;
+        if (cls == "NotEqual") {
+          ok = args.is_array() && args.size() == 2 && args[1].is_number();
+        } else {
+          // Masking's any over the features, of a mask operation's output.
+          ok = args.is_array() && args.size() == 1 && args[0].is_object() &&
+               args[0].contains("config") && args[0]["config"].contains("keras_history") &&
+               mask_ops.count(ref_from(op, args[0]["config"]["keras_history"]).layer) > 0 &&
+               config.value("axis", Config()) == -1 && config.value("keepdims", true) == false;
+        }
+        TF_CHECK_ARG(ok, "deserialize",
+                     "operation \"{}\" ({}): tapeflow reads Keras' mask operations alone (x != "
+                     "value, and any(..., axis=-1) of it), got arguments {} and config {}",
+                     op, cls, args.dump().substr(0, 120), config.dump().substr(0, 80));
       }
       mask_ops.insert(op);
       continue;
@@ -1228,8 +1238,8 @@ Model functional_from(const Config& config) {
                  t.dump().substr(0, 80));
     Ref ref = ref_from(where, t["config"]["keras_history"]);
     TF_CHECK_ARG(mask_ops.count(ref.layer) == 0, "deserialize",
-                 "{}: takes the output of Keras' mask operation \"{}\" (NotEqual), which "
-                 "tapeflow reads only as a mask argument",
+                 "{}: takes the output of Keras' mask operation \"{}\", which tapeflow reads "
+                 "only as a mask argument",
                  where, ref.layer);
     auto it = outputs.find(ref.layer);
     if (it == outputs.end() || ref.node >= static_cast<int>(it->second.size())) return std::nullopt;

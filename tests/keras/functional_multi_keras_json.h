@@ -1,5 +1,6 @@
-// Keras 3.15 model.to_json() of the five models of tests/keras/functional_multi_reference.py
-// (seq2seq, cross, masked, bid, masked_mha), as Keras wrote them, in pieces of 88 characters.
+// Keras 3.15 model.to_json() of the six models of tests/keras/functional_multi_reference.py
+// (seq2seq, cross, masked, bid, masked_mha, masking_lstm), as Keras wrote them, in pieces of 88
+// characters.
 #pragma once
 
 namespace functional_multi {
@@ -303,4 +304,42 @@ const char* const kJsonE =
     R"k(input_layers": [["q", 0, 0], ["v", 0, 0], ["am", 0, 0]], "output_layers": [["mha", 0, 0])k"
     R"k(, ["mha", 0, 1]]}, "registered_name": "Functional", "build_config": {"input_shape": null)k"
     R"k(}, "compile_config": {}})k";
+const char* const kJsonF =
+    R"k({"module": "keras.src.models.functional", "class_name": "Functional", "config": {"name":)k"
+    R"k( "masking_lstm", "trainable": true, "layers": [{"module": "keras.layers", "class_name": )k"
+    R"k("InputLayer", "config": {"batch_shape": [null, 5, 3], "dtype": "float32", "sparse": fals)k"
+    R"k(e, "ragged": false, "name": "x", "optional": false}, "registered_name": null, "name": "x)k"
+    R"k(", "inbound_nodes": []}, {"module": "keras.src.ops.numpy", "class_name": "NotEqual", "co)k"
+    R"k(nfig": {"name": "not_equal_1"}, "registered_name": "NotEqual", "name": "not_equal_1", "i)k"
+    R"k(nbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, )k"
+    R"k(5, 3], "dtype": "float32", "keras_history": ["x", 0, 0]}}, 0.0], "kwargs": {}}]}, {"modu)k"
+    R"k(le": "keras.layers", "class_name": "Masking", "config": {"name": "masking", "trainable":)k"
+    R"k( true, "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "flo)k"
+    R"k(at32"}, "registered_name": null}, "mask_value": 0.0}, "registered_name": null, "name": ")k"
+    R"k(masking", "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"sha)k"
+    R"k(pe": [null, 5, 3], "dtype": "float32", "keras_history": ["x", 0, 0]}}], "kwargs": {}}]},)k"
+    R"k( {"module": "keras.src.ops.numpy", "class_name": "Any", "config": {"name": "any", "axis")k"
+    R"k(: -1, "keepdims": false}, "registered_name": "Any", "name": "any", "inbound_nodes": [{"a)k"
+    R"k(rgs": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 3], "dtype": "bo)k"
+    R"k(ol", "keras_history": ["not_equal_1", 0, 0]}}], "kwargs": {}}]}, {"module": "keras.layer)k"
+    R"k(s", "class_name": "LSTM", "config": {"name": "lstm", "trainable": true, "dtype": {"modul)k"
+    R"k(e": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_nam)k"
+    R"k(e": null}, "return_sequences": true, "return_state": true, "go_backwards": false, "state)k"
+    R"k(ful": false, "unroll": false, "zero_output_for_mask": false, "units": 4, "activation": ")k"
+    R"k(tanh", "recurrent_activation": "sigmoid", "use_bias": true, "kernel_initializer": {"modu)k"
+    R"k(le": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, "inpu)k"
+    R"k(t_axes": null, "output_axes": null}, "registered_name": null}, "recurrent_initializer": )k"
+    R"k({"module": "keras.initializers", "class_name": "Orthogonal", "config": {"seed": null, "g)k"
+    R"k(ain": 1.0}, "registered_name": null}, "bias_initializer": {"module": "keras.initializers)k"
+    R"k(", "class_name": "Zeros", "config": {}, "registered_name": null}, "unit_forget_bias": tr)k"
+    R"k(ue, "kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,)k"
+    R"k( "activity_regularizer": null, "kernel_constraint": null, "recurrent_constraint": null, )k"
+    R"k("bias_constraint": null, "dropout": 0.0, "recurrent_dropout": 0.0, "seed": null}, "regis)k"
+    R"k(tered_name": null, "build_config": {"input_shape": [null, 5, 3]}, "name": "lstm", "inbou)k"
+    R"k(nd_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 3)k"
+    R"k(], "dtype": "float32", "keras_history": ["masking", 0, 0]}}], "kwargs": {"training": fal)k"
+    R"k(se, "mask": {"class_name": "__keras_tensor__", "config": {"shape": [null, 5], "dtype": ")k"
+    R"k(bool", "keras_history": ["any", 0, 0]}}}}]}], "input_layers": ["x", 0, 0], "output_layer)k"
+    R"k(s": [["lstm", 0, 0], ["lstm", 0, 1]]}, "registered_name": "Functional", "build_config": )k"
+    R"k({"input_shape": null}, "compile_config": {}})k";
 }  // namespace functional_multi

@@ -1,4 +1,4 @@
-# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: five functional models with
+# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: six functional models with
 # calls of several inputs or outputs (LSTM/GRU return_state and initial_state, Bidirectional
 # return_state, MultiHeadAttention/Attention/AdditiveAttention on a query, a value and a key,
 # with scores, causal masks and an attention_mask input, Keras masks), their outputs on fixed weights and inputs, and
@@ -69,6 +69,14 @@ mask=np.array([[[1,1,0,0,0],[1,1,1,0,0],[1,1,1,1,0],[1,1,1,1,1]],[[1,0,1,0,1]]*4
 re_=E.predict([ramp((2,4,6),50), ramp((2,5,3),30), mask],verbose=0)
 for i,r in enumerate(re_): pr("kE%d"%i, r)
 json_out["E"] = E.to_json()
+# F: Masking before an LSTM (Keras writes NotEqual and Any operations for its mask)
+x=keras.Input((5,3),name="x")
+so,sh,sc=L.LSTM(4,return_sequences=True,return_state=True,name="lstm")(L.Masking(0.0,name="masking")(x))
+F=keras.Model(x,[so,sh],name="masking_lstm"); fill(F)
+xf=ramp((2,5,3),20); xf[0,3:]=0; xf[1,1]=0
+rf=F.predict(xf,verbose=0)
+for i,r in enumerate(rf): pr("kF%d"%i, r)
+json_out["F"] = F.to_json()
 for k, text in json_out.items():
     print("const char* const kJson%s =" % k)
     print("\n".join('    R"k(%s)k"' % text[i:i + 88] for i in range(0, len(text), 88)) + ";")

@@ -281,6 +281,21 @@ const std::vector<double> kE1 = {0.4996798634529114,
                                  0.0,
                                  0.32892224192619324};
 
+const std::vector<double> kF0 = {
+    -0.01414213515818119,  -0.026598060503602028, -0.0140102319419384,   0.008694387041032314,
+    -0.01751427911221981,  -0.039824578911066055, -0.023953266441822052, 0.010175002738833427,
+    -0.015624124556779861, -0.0462532602250576,   -0.03193989023566246,  0.00794394314289093,
+    -0.015624124556779861, -0.0462532602250576,   -0.03193989023566246,  0.00794394314289093,
+    -0.015624124556779861, -0.0462532602250576,   -0.03193989023566246,  0.00794394314289093,
+    0.002940809354186058,  -0.02559315785765648,  -0.027974799275398254, -0.006197143346071243,
+    0.002940809354186058,  -0.02559315785765648,  -0.027974799275398254, -0.006197143346071243,
+    0.011331439018249512,  -0.037952721118927,    -0.04900537058711052,  -0.01569380983710289,
+    0.018765468150377274,  -0.04381607845425606,  -0.06327126175165176,  -0.02392619103193283,
+    0.02564483880996704,   -0.0464458242058754,   -0.07405750453472137,  -0.03149523213505745};
+const std::vector<double> kF1 = {-0.015624124556779861, -0.0462532602250576, -0.03193989023566246,
+                                 0.00794394314289093,   0.02564483880996704, -0.0464458242058754,
+                                 -0.07405750453472137,  -0.03149523213505745};
+
 tf::Tensor ramp(const tf::TensorShape& shape, double scale) {
   std::vector<double> v(static_cast<size_t>(shape.num_elements()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale;
@@ -339,6 +354,18 @@ std::vector<tf::Tensor> masked_mha_inputs() {
   for (int i = 0; i < 4; ++i) m.insert(m.end(), {1, 0, 1, 0, 1});
   return {ramp({2, 4, 6}, 50), ramp({2, 5, 3}, 30),
           tf::cast(tf::convert_to_tensor(m, tf::TensorShape({2, 4, 5})), tf::int32)};
+}
+void check_masking_lstm(const std::vector<tf::Tensor>& out) {
+  REQUIRE(out.size() == 2);
+  check_values(out[0], kF0, 1e-5, 1e-6);
+  check_values(out[1], kF1, 1e-5, 1e-6);
+}
+// ramp((2, 5, 3), 20) with timesteps 3 and 4 of the first sequence and 1 of the second zero.
+tf::Tensor masking_input() {
+  std::vector<double> v(30);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / 20;
+  for (size_t i : {9, 10, 11, 12, 13, 14, 18, 19, 20}) v[i] = 0;
+  return tf::cast(tf::convert_to_tensor(v, tf::TensorShape({2, 5, 3})), tf::float32);
 }
 void check_masked(const std::vector<tf::Tensor>& out) {
   REQUIRE(out.size() == 3);
@@ -568,6 +595,8 @@ TEST_CASE(
       // Keras writes the Embedding's mask as a NotEqual operation and mask arguments.
       {functional_multi::kJsonC, {tokens()}, check_masked},
       {functional_multi::kJsonD, {ramp({2, 4, 2}, 10)}, check_bid},
+      // Keras writes Masking's mask as NotEqual and Any operations and mask arguments.
+      {functional_multi::kJsonF, {masking_input()}, check_masking_lstm},
       {functional_multi::kJsonE, masked_mha_inputs(), check_masked_mha}};
   for (const Case& c : cases) {
     K::Model m = K::models::model_from_json(c.json);
@@ -675,5 +704,5 @@ TEST_CASE("functional multi: bad calls name the layer and what is wrong",
   masked.replace(p, pool_in.size(),
                  "\"keras_history\": [\"not_equal\", 0, 0]}}], \"kwargs\": {\"mask\"");
   require_error([&] { (void)K::models::model_from_json(masked); },
-                {"mask operation \"not_equal\" (NotEqual)", "only as a mask argument"});
+                {"mask operation \"not_equal\"", "only as a mask argument"});
 }
