@@ -759,14 +759,63 @@ TF_SYMBOLIC_ATTENTION(AdditiveAttention)
 
 }  // namespace layers
 
-std::vector<KerasTensor> detail::call_attention_symbolic(
+std::vector<KerasTensor> detail::attention_symbolic(
     const Layer& layer, const KerasTensor& query, const KerasTensor& value, const KerasTensor& key,
     const KerasTensor& attention_mask, bool use_causal_mask, bool scores,
-    std::optional<bool> training) {
+    std::optional<bool> training, AttentionHooks hooks) {
   std::vector<KerasTensor> inputs{query, value};
   if (key.defined()) inputs.push_back(key);
   if (attention_mask.defined()) inputs.push_back(attention_mask);
   check_defined(layer, inputs);
+  const std::string n = layer.name();
+  const TensorShape& qs = query.shape();
+  if (scores && hooks.heads > 0)
+    TF_CHECK_ARG(qs.rank() == 3, n.c_str(),
+                 "layer \"{}\" ({}): the scores of a symbolic call are taken for inputs of shape "
+                 "(batch, T, dim), got a query of shape {} (call_with_scores on tensors takes "
+                 "any rank)",
+                 n, layer.class_name(), dims_str(qs));
+  hooks.build(qs, value.shape(), key.defined() ? key.shape() : value.shape());
+  auto how = std::make_shared<MultiCall>();
+  how->kind = MultiCall::Kind::attention;
+  how->return_scores = scores;
+  how->use_causal_mask = use_causal_mask;
+  how->has_key = key.defined();
+  how->has_attention_mask = attention_mask.defined();
+  const bool has_key = key.defined(), has_mask = attention_mask.defined();
+  auto h = std::make_shared<const AttentionHooks>(std::move(hooks));
+  how->shapes = [h, scores, has_key](const std::vector<TensorShape>& in) {
+    std::vector<TensorShape> out{h->output_shape(in[0], in[1], has_key ? in[2] : in[1])};
+    if (scores && h->heads > 0)
+      out.push_back(TensorShape({in[0][0], h->heads, in[0][1], in[1][1]}));
+    else if (scores)
+      out.push_back(TensorShape({in[0][0], in[0][1], in[1][1]}));
+    return out;
+  };
+  how->run = [h, scores, use_causal_mask, has_key, has_mask](
+                 const std::vector<Tensor>& in, const std::vector<Tensor>& masks, bool train) {
+    // Keras reads the query's, value's and key's masks off the tensors.
+    layers::MultiHeadAttentionCall a;
+    if (has_key) a.key = in[2];
+    if (has_mask) a.attention_mask = in[has_key ? 3 : 2];
+    a.query_mask = masks[0];
+    a.value_mask = masks[1];
+    if (has_key) a.key_mask = masks[2];
+    a.use_causal_mask = use_causal_mask;
+    a.training = train;
+    const layers::AttentionOutputs o = h->call(in[0], in[1], a, scores);
+    // Keras: the output carries the query's mask; the scores none.
+    std::vector<MaskedTensor> out{{o.output, masks[0]}};
+    if (scores) out.push_back({o.scores, Tensor()});
+    return out;
+  };
+  return call_multi(layer, inputs, std::move(how), training);
+}
+
+std::vector<KerasTensor> detail::call_attention_symbolic(
+    const Layer& layer, const KerasTensor& query, const KerasTensor& value, const KerasTensor& key,
+    const KerasTensor& attention_mask, bool use_causal_mask, bool scores,
+    std::optional<bool> training) {
   const std::shared_ptr<LayerImpl> impl = layer.impl_ptr();
   const std::string n = impl->name();
   auto* mha = dynamic_cast<MultiHeadAttentionImpl*>(impl.get());
@@ -775,14 +824,39 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
                "layer \"{}\" ({}) is not an attention layer taking a query and a value in a "
                "functional model (MultiHeadAttention, Attention, AdditiveAttention)",
                n, impl->class_name());
-  const TensorShape& qs = query.shape();
-  const TensorShape& vs = value.shape();
-  const TensorShape ks = key.defined() ? key.shape() : vs;
-  if (dot != nullptr) {
+  AttentionHooks hooks;
+  // Both classes build and give their output shape with the value's and key's shapes at hand.
+  auto with_shapes = [impl](const TensorShape& vs, const TensorShape& ks, const auto& f) {
+    AttentionRequest r;
+    r.layer = impl.get();
+    r.value_shape = vs;
+    r.key_shape = ks;
+    Requests::Scope scope(&r);
+    return f();
+  };
+  hooks.build = [impl, with_shapes](const TensorShape& qs, const TensorShape& vs,
+                                    const TensorShape& ks) {
+    with_shapes(vs, ks, [&] { impl->ensure_built(qs); });
+  };
+  hooks.output_shape = [impl, with_shapes](const TensorShape& qs, const TensorShape& vs,
+                                           const TensorShape& ks) {
+    return with_shapes(vs, ks, [&] { return impl->compute_output_shape(qs); });
+  };
+  if (mha != nullptr) {
+    hooks.heads = mha->num_heads();
+    hooks.call = [impl](const Tensor& q, const Tensor& v, const layers::MultiHeadAttentionCall& a,
+                        bool scores) {
+      AttentionRequest r = mha_request(q, v, a, scores, impl->name());
+      return invoke_with(impl, q, r, a.training);
+    };
+  } else {
     TF_CHECK_ARG(!attention_mask.defined(), n.c_str(),
                  "layer \"{}\" ({}) takes no attention_mask (Keras' Attention layers take the "
                  "inputs' masks and use_causal_mask)",
                  n, impl->class_name());
+    const TensorShape& qs = query.shape();
+    const TensorShape& vs = value.shape();
+    const TensorShape ks = key.defined() ? key.shape() : vs;
     const char* names[] = {"query", "value", "key"};
     const TensorShape* shapes[] = {&qs, &vs, &ks};
     for (int i = 0; i < 3; ++i)
@@ -792,74 +866,19 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
     TF_CHECK_ARG(vs[1] == None || ks[1] == None || vs[1] == ks[1], n.c_str(),
                  "layer \"{}\" ({}): the value and the key need one length, got shapes {} and {}",
                  n, impl->class_name(), dims_str(vs), dims_str(ks));
+    hooks.call = [impl](const Tensor& q, const Tensor& v, const layers::MultiHeadAttentionCall& a,
+                        bool scores) {
+      layers::AttentionCall d{.key = a.key,
+                              .query_mask = a.query_mask,
+                              .value_mask = a.value_mask,
+                              .use_causal_mask = a.use_causal_mask,
+                              .training = a.training};
+      AttentionRequest r = dot_request(q, v, d, scores, *impl);
+      return invoke_with(impl, q, r, a.training);
+    };
   }
-  if (scores && mha != nullptr)
-    TF_CHECK_ARG(qs.rank() == 3, n.c_str(),
-                 "layer \"{}\" (MultiHeadAttention): the scores of a symbolic call are taken "
-                 "for inputs of shape (batch, T, dim), got a query of shape {} (call_with_scores "
-                 "on tensors takes any rank)",
-                 n, dims_str(qs));
-  AttentionRequest r;
-  r.layer = impl.get();
-  r.value_shape = vs;
-  r.key_shape = ks;
-  {
-    Requests::Scope scope(&r);
-    impl->ensure_built(qs);
-  }
-  const int64_t heads = mha != nullptr ? mha->num_heads() : 0;
-  auto how = std::make_shared<MultiCall>();
-  how->kind = MultiCall::Kind::attention;
-  how->return_scores = scores;
-  how->use_causal_mask = use_causal_mask;
-  how->has_key = key.defined();
-  how->has_attention_mask = attention_mask.defined();
-  const bool has_key = key.defined(), has_mask = attention_mask.defined();
-  const bool is_mha = mha != nullptr;
-  how->shapes = [impl, scores, heads, is_mha, has_key](const std::vector<TensorShape>& in) {
-    AttentionRequest req;
-    req.layer = impl.get();
-    req.value_shape = in[1];
-    req.key_shape = has_key ? in[2] : in[1];
-    Requests::Scope scope(&req);
-    std::vector<TensorShape> out{impl->compute_output_shape(in[0])};
-    if (scores) {
-      if (is_mha)
-        out.push_back(TensorShape({in[0][0], heads, in[0][1], in[1][1]}));
-      else
-        out.push_back(TensorShape({in[0][0], in[0][1], in[1][1]}));
-    }
-    return out;
-  };
-  how->run = [impl, scores, is_mha, use_causal_mask, has_key, has_mask](
-                 const std::vector<Tensor>& in, const std::vector<Tensor>& masks, bool train) {
-    AttentionRequest req;
-    if (is_mha) {
-      layers::MultiHeadAttentionCall a;
-      if (has_key) a.key = in[2];
-      if (has_mask) a.attention_mask = in[has_key ? 3 : 2];
-      a.query_mask = masks[0];
-      a.value_mask = masks[1];
-      if (has_key) a.key_mask = masks[2];
-      a.use_causal_mask = use_causal_mask;
-      a.training = train;
-      req = mha_request(in[0], in[1], a, scores, impl->name());
-    } else {
-      layers::AttentionCall a;
-      if (has_key) a.key = in[2];
-      a.query_mask = masks[0];
-      a.value_mask = masks[1];
-      a.use_causal_mask = use_causal_mask;
-      a.training = train;
-      req = dot_request(in[0], in[1], a, scores, *impl);
-    }
-    layers::AttentionOutputs o = invoke_with(impl, in[0], req, train);
-    // Keras: the output carries the query's mask; the scores none.
-    std::vector<MaskedTensor> out{{o.output, masks[0]}};
-    if (scores) out.push_back({o.scores, Tensor()});
-    return out;
-  };
-  return call_multi(layer, inputs, std::move(how), training);
+  return attention_symbolic(layer, query, value, key, attention_mask, use_causal_mask, scores,
+                            training, std::move(hooks));
 }
 
 }  // namespace tapeflow::keras

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -198,6 +199,27 @@ class AdditiveAttention : public Layer {
 }  // namespace tapeflow::keras::layers
 
 namespace tapeflow::keras::detail {
+// What a symbolic attention call needs of its layer's class: its number of heads (0: scores
+// (batch, Tq, Tv), else (batch, heads, Tq, Tv)), its build for the query, value and key shapes,
+// its output shape, and its eager call.
+struct AttentionHooks {
+  int64_t heads = 0;
+  std::function<void(const TensorShape& query, const TensorShape& value, const TensorShape& key)>
+      build;
+  std::function<TensorShape(const TensorShape& query, const TensorShape& value,
+                            const TensorShape& key)>
+      output_shape;
+  std::function<layers::AttentionOutputs(const Tensor& query, const Tensor& value,
+                                         const layers::MultiHeadAttentionCall& args, bool scores)>
+      call;
+};
+// The symbolic call of an attention layer through its class's hooks (keras/functional.h's
+// MultiCall): inputs {query, value, [key], [attention_mask]}, outputs {output[, scores]}.
+std::vector<KerasTensor> attention_symbolic(const Layer& layer, const KerasTensor& query,
+                                            const KerasTensor& value, const KerasTensor& key,
+                                            const KerasTensor& attention_mask, bool use_causal_mask,
+                                            bool scores, std::optional<bool> training,
+                                            AttentionHooks hooks);
 // The symbolic call of a MultiHeadAttention, Attention or AdditiveAttention layer on a query, a
 // value and a key (undefined: the value), a MultiHeadAttention's attention_mask (undefined:
 // none): {output} or, with `scores`, {output, scores}.

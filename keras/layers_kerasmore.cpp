@@ -17,6 +17,7 @@
 #include "keras/attention_projection.h"
 #include "keras/call_request.h"
 #include "keras/data_format.h"
+#include "keras/functional.h"
 #include "keras/layer_handle.h"
 #include "keras/serialization_access_conv.h"
 #include "keras/serialization_access_sequence.h"
@@ -419,9 +420,8 @@ Tensor GroupQueryAttentionImpl::call(const Tensor& query, bool training) {
   return output_->invoke(gate.defined() ? out * gate : out, training);
 }
 
-layers::AttentionOutputs call_gqa(const layers::GroupQueryAttention& l, const Tensor& query,
-                                  const Tensor& value, const layers::MultiHeadAttentionCall& a,
-                                  bool want_scores) {
+layers::AttentionOutputs call_gqa(const Layer& l, const Tensor& query, const Tensor& value,
+                                  const layers::MultiHeadAttentionCall& a, bool want_scores) {
   auto& g = impl_as<GroupQueryAttentionImpl>(l, "GroupQueryAttention");
   TF_CHECK_ARG(query.defined() && value.defined(), g.name().c_str(),
                "layer \"{}\" (GroupQueryAttention): the query and the value must be defined "
@@ -588,6 +588,17 @@ void GroupQueryAttention::build(const TensorShape& query_shape, const TensorShap
   GqaRequests::Scope scope(&r);
   g.ensure_built(query_shape);
 }
+KerasTensor GroupQueryAttention::operator()(const KerasTensor& query, const KerasTensor& value,
+                                            const SymbolicAttentionCall& args) const {
+  return detail::call_gqa_symbolic(*this, query, value, args.key, args.attention_mask,
+                                   args.use_causal_mask, false, args.training)
+      .front();
+}
+std::vector<KerasTensor> GroupQueryAttention::call_with_scores(
+    const KerasTensor& query, const KerasTensor& value, const SymbolicAttentionCall& args) const {
+  return detail::call_gqa_symbolic(*this, query, value, args.key, args.attention_mask,
+                                   args.use_causal_mask, true, args.training);
+}
 Layer GroupQueryAttention::query_dense() const {
   return Layer(impl_as<GroupQueryAttentionImpl>(*this, "GroupQueryAttention").query());
 }
@@ -661,4 +672,31 @@ std::optional<ConvConfig> conv1d_transpose(const LayerImpl& layer) {
 }
 
 }  // namespace detail::layer_options
+
+std::vector<KerasTensor> detail::call_gqa_symbolic(const Layer& layer, const KerasTensor& query,
+                                                   const KerasTensor& value, const KerasTensor& key,
+                                                   const KerasTensor& attention_mask,
+                                                   bool use_causal_mask, bool scores,
+                                                   std::optional<bool> training) {
+  auto& g = impl_as<GroupQueryAttentionImpl>(layer, "GroupQueryAttention");
+  const std::shared_ptr<LayerImpl> impl = layer.impl_ptr();
+  AttentionHooks hooks;
+  hooks.heads = layer_options::group_query_attention(g)->num_query_heads;
+  hooks.build = [impl](const TensorShape& qs, const TensorShape& vs, const TensorShape& ks) {
+    GqaRequest r;
+    r.layer = impl.get();
+    r.value_shape = vs;
+    r.key_shape = ks;
+    GqaRequests::Scope scope(&r);
+    impl->ensure_built(qs);
+  };
+  hooks.output_shape = [impl](const TensorShape& qs, const TensorShape&, const TensorShape&) {
+    return impl->compute_output_shape(qs);
+  };
+  hooks.call = [layer](const Tensor& q, const Tensor& v, const layers::MultiHeadAttentionCall& a,
+                       bool want_scores) { return call_gqa(layer, q, v, a, want_scores); };
+  return attention_symbolic(layer, query, value, key, attention_mask, use_causal_mask, scores,
+                            training, std::move(hooks));
+}
+
 }  // namespace tapeflow::keras

@@ -88,6 +88,11 @@ class GroupQueryAttention : public Layer {
                     const MultiHeadAttentionCall& args = {}) const;
   AttentionOutputs call_with_scores(const Tensor& query, const Tensor& value,
                                     const MultiHeadAttentionCall& args = {}) const;
+  // In a functional model, as MultiHeadAttention's (keras/layers_attention.h).
+  KerasTensor operator()(const KerasTensor& query, const KerasTensor& value,
+                         const SymbolicAttentionCall& args = {}) const;
+  std::vector<KerasTensor> call_with_scores(const KerasTensor& query, const KerasTensor& value,
+                                            const SymbolicAttentionCall& args = {}) const;
   using Layer::build;
   void build(const TensorShape& query_shape, const TensorShape& value_shape,
              const std::optional<TensorShape>& key_shape = std::nullopt) const;
@@ -117,3 +122,11 @@ class SpectralNormalization : public Layer {
 };
 
 }  // namespace tapeflow::keras::layers
+
+namespace tapeflow::keras::detail {
+// The symbolic call of a GroupQueryAttention layer (detail::call_attention_symbolic's).
+std::vector<KerasTensor> call_gqa_symbolic(const Layer& layer, const KerasTensor& query,
+                                           const KerasTensor& value, const KerasTensor& key,
+                                           const KerasTensor& attention_mask, bool use_causal_mask,
+                                           bool scores, std::optional<bool> training);
+}  // namespace tapeflow::keras::detail

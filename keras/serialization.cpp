@@ -17,6 +17,7 @@
 #include "keras/data_format.h"
 #include "keras/functional.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_kerasmore.h"
 #include "keras/layers_merge.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
@@ -1338,14 +1339,11 @@ Model functional_from(const Config& config) {
           TF_CHECK_ARG(ins.size() == 2 || ins.size() == 3, "deserialize",
                        "{}: {} takes a query, a value and a key, got {} tensors", where,
                        p.layer.class_name(), ins.size());
-          TF_CHECK_ARG(!lo::group_query_attention(p.layer.impl()), "deserialize",
-                       "{}: a GroupQueryAttention in a tapeflow functional model is "
-                       "self-attention (one tensor for query, value and key, no scores or causal "
-                       "mask), got {}",
-                       where, node.dump().substr(0, 200));
-          made = detail::call_attention_symbolic(p.layer, ins[0], ins[1],
-                                                 ins.size() > 2 ? ins[2] : KerasTensor(),
-                                                 mask_tensor, causal, scores, training);
+          const auto symbolic = lo::group_query_attention(p.layer.impl())
+                                    ? detail::call_gqa_symbolic
+                                    : detail::call_attention_symbolic;
+          made = symbolic(p.layer, ins[0], ins[1], ins.size() > 2 ? ins[2] : KerasTensor(),
+                          mask_tensor, causal, scores, training);
         } else if (form != 0) {
           made = {detail::call_symbolic(p.layer, {ins[0]}, false, training)};
         } else if (p.return_state || !states.empty()) {

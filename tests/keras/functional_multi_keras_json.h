@@ -1,6 +1,6 @@
-// Keras 3.15 model.to_json() of the six models of tests/keras/functional_multi_reference.py
-// (seq2seq, cross, masked, bid, masked_mha, masking_lstm), as Keras wrote them, in pieces of 88
-// characters.
+// Keras 3.15 model.to_json() of the seven models of tests/keras/functional_multi_reference.py
+// (seq2seq, cross, masked, bid, masked_mha, masking_lstm, gqa_cross), as Keras wrote them, in
+// pieces of 88 characters.
 #pragma once
 
 namespace functional_multi {
@@ -342,4 +342,34 @@ const char* const kJsonF =
     R"k(bool", "keras_history": ["any", 0, 0]}}}}]}], "input_layers": ["x", 0, 0], "output_layer)k"
     R"k(s": [["lstm", 0, 0], ["lstm", 0, 1]]}, "registered_name": "Functional", "build_config": )k"
     R"k({"input_shape": null}, "compile_config": {}})k";
+const char* const kJsonG =
+    R"k({"module": "keras.src.models.functional", "class_name": "Functional", "config": {"name":)k"
+    R"k( "gqa_cross", "trainable": true, "layers": [{"module": "keras.layers", "class_name": "In)k"
+    R"k(putLayer", "config": {"batch_shape": [null, 4, 6], "dtype": "float32", "sparse": false, )k"
+    R"k("ragged": false, "name": "q", "optional": false}, "registered_name": null, "name": "q", )k"
+    R"k("inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": {)k"
+    R"k("batch_shape": [null, 5, 6], "dtype": "float32", "sparse": false, "ragged": false, "name)k"
+    R"k(": "v", "optional": false}, "registered_name": null, "name": "v", "inbound_nodes": []}, )k"
+    R"k({"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, )k"
+    R"k(5, 6], "dtype": "float32", "sparse": false, "ragged": false, "name": "k", "optional": fa)k"
+    R"k(lse}, "registered_name": null, "name": "k", "inbound_nodes": []}, {"module": "keras.laye)k"
+    R"k(rs", "class_name": "GroupQueryAttention", "config": {"name": "gqa", "trainable": true, ")k"
+    R"k(dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, )k"
+    R"k("registered_name": null}, "head_dim": 2, "num_query_heads": 4, "num_key_value_heads": 2,)k"
+    R"k( "use_bias": true, "use_gate": false, "sliding_window": null, "dropout": 0.0, "kernel_in)k"
+    R"k(itializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {")k"
+    R"k(seed": null, "input_axes": null, "output_axes": null}, "registered_name": null}, "bias_i)k"
+    R"k(nitializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "regi)k"
+    R"k(stered_name": null}, "kernel_regularizer": null, "bias_regularizer": null, "activity_reg)k"
+    R"k(ularizer": null, "kernel_constraint": null, "bias_constraint": null, "seed": null}, "reg)k"
+    R"k(istered_name": null, "build_config": {"shapes_dict": {"query_shape": [null, 4, 6], "valu)k"
+    R"k(e_shape": [null, 5, 6], "key_shape": [null, 5, 6]}}, "name": "gqa", "inbound_nodes": [{")k"
+    R"k(args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 6], "dtype": "f)k"
+    R"k(loat32", "keras_history": ["q", 0, 0]}}, {"class_name": "__keras_tensor__", "config": {")k"
+    R"k(shape": [null, 5, 6], "dtype": "float32", "keras_history": ["v", 0, 0]}}, {"class_name":)k"
+    R"k( "__keras_tensor__", "config": {"shape": [null, 5, 6], "dtype": "float32", "keras_histor)k"
+    R"k(y": ["k", 0, 0]}}], "kwargs": {"use_causal_mask": true, "return_attention_scores": true})k"
+    R"k(}]}], "input_layers": [["q", 0, 0], ["v", 0, 0], ["k", 0, 0]], "output_layers": [["gqa",)k"
+    R"k( 0, 0], ["gqa", 0, 1]]}, "registered_name": "Functional", "build_config": {"input_shape")k"
+    R"k(: null}, "compile_config": {}})k";
 }  // namespace functional_multi

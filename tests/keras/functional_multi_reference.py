@@ -1,6 +1,6 @@
-# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: six functional models with
+# The Keras 3.15 values of tests/keras/test_functional_multi.cpp: seven functional models with
 # calls of several inputs or outputs (LSTM/GRU return_state and initial_state, Bidirectional
-# return_state, MultiHeadAttention/Attention/AdditiveAttention on a query, a value and a key,
+# return_state, MultiHeadAttention/GroupQueryAttention/Attention/AdditiveAttention on a query, a value and a key,
 # with scores, causal masks and an attention_mask input, Keras masks), their outputs on fixed weights and inputs, and
 # their model.to_json() (tests/keras/functional_multi_keras_json.h, in 88-character pieces).
 #   python functional_multi_reference.py  (keras 3.15, tensorflow 2.21)
@@ -77,6 +77,13 @@ xf=ramp((2,5,3),20); xf[0,3:]=0; xf[1,1]=0
 rf=F.predict(xf,verbose=0)
 for i,r in enumerate(rf): pr("kF%d"%i, r)
 json_out["F"] = F.to_json()
+# G: GroupQueryAttention on a query, a value and a key, with scores and a causal mask
+q=keras.Input((4,6),name="q"); v=keras.Input((5,6),name="v"); k=keras.Input((5,6),name="k")
+go,gs=L.GroupQueryAttention(2,4,2,name="gqa")(q,v,k,use_causal_mask=True,return_attention_scores=True)
+G=keras.Model([q,v,k],[go,gs],name="gqa_cross"); fill(G)
+rg=G.predict([ramp((2,4,6),50), ramp((2,5,6),30), ramp((2,5,6),20)],verbose=0)
+for i,r in enumerate(rg): pr("kG%d"%i, r)
+json_out["G"] = G.to_json()
 for k, text in json_out.items():
     print("const char* const kJson%s =" % k)
     print("\n".join('    R"k(%s)k"' % text[i:i + 88] for i in range(0, len(text), 88)) + ";")

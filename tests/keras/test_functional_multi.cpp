@@ -16,6 +16,7 @@
 #include "keras/functional_multi_keras_json.h"
 #include "keras/layers.h"
 #include "keras/layers_attention.h"
+#include "keras/layers_kerasmore.h"
 #include "keras/layers_more.h"
 #include "keras/layers_recurrent.h"
 #include "keras/model.h"
@@ -296,6 +297,180 @@ const std::vector<double> kF1 = {-0.015624124556779861, -0.0462532602250576, -0.
                                  0.00794394314289093,   0.02564483880996704, -0.0464458242058754,
                                  -0.07405750453472137,  -0.03149523213505745};
 
+const std::vector<double> kG0 = {
+    0.04666352644562721,   0.06371968984603882,   0.02219225838780403,   -0.039738625288009644,
+    -0.06513400375843048,  -0.03064548224210739,  0.046497441828250885,  0.06202174723148346,
+    0.020523540675640106,  -0.039843909442424774, -0.06357905268669128,  -0.028859907761216164,
+    0.04633162543177605,   0.06032409518957138,   0.018854865804314613,  -0.039949432015419006,
+    -0.06202440708875656,  -0.027074430137872696, 0.04616615176200867,   0.05862680822610855,
+    0.01718624122440815,   -0.04005526751279831,  -0.06047015264630318,  -0.025289060547947884,
+    0.04500015452504158,   0.046737466007471085,  0.0055045634508132935, -0.040789201855659485,
+    -0.04958156496286392,  -0.012788865715265274, 0.04483422636985779,   0.04503967612981796,
+    0.003835853189229965,  -0.040894631296396255, -0.048026785254478455, -0.01100333034992218,
+    0.04466865956783295,   0.04334227740764618,   0.002167198807001114,  -0.04100038483738899,
+    -0.04647240415215492,  -0.009217914193868637, 0.04450354725122452,   0.041645344346761703,
+    0.0004986077547073364, -0.04110654443502426,  -0.04491852968931198,  -0.00743262842297554};
+const std::vector<double> kG1 = {0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.49996328353881836,
+                                 0.5000367164611816,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.33327609300613403,
+                                 0.3333333432674408,
+                                 0.33339059352874756,
+                                 0.0,
+                                 0.0,
+                                 0.24992626905441284,
+                                 0.24997541308403015,
+                                 0.25002458691596985,
+                                 0.25007373094558716,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.4998587965965271,
+                                 0.5001412630081177,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3331240117549896,
+                                 0.333333283662796,
+                                 0.33354267477989197,
+                                 0.0,
+                                 0.0,
+                                 0.24974089860916138,
+                                 0.2499135434627533,
+                                 0.25008630752563477,
+                                 0.2502591907978058,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.4995978772640228,
+                                 0.50040203332901,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3327384889125824,
+                                 0.33333298563957214,
+                                 0.33392849564552307,
+                                 0.0,
+                                 0.0,
+                                 0.24926483631134033,
+                                 0.24975430965423584,
+                                 0.25024473667144775,
+                                 0.2507361173629761,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.50049889087677,
+                                 0.49950110912323,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3340813219547272,
+                                 0.33333277702331543,
+                                 0.3325859010219574,
+                                 0.0,
+                                 0.0,
+                                 0.25093480944633484,
+                                 0.2503105700016022,
+                                 0.24968791007995605,
+                                 0.2490667849779129,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.49993839859962463,
+                                 0.500061571598053,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.33324292302131653,
+                                 0.3333333432674408,
+                                 0.3334237337112427,
+                                 0.0,
+                                 0.0,
+                                 0.24988900125026703,
+                                 0.24996300041675568,
+                                 0.2500370144844055,
+                                 0.25011104345321655,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.49979573488235474,
+                                 0.50020432472229,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3330399692058563,
+                                 0.33333325386047363,
+                                 0.33362680673599243,
+                                 0.0,
+                                 0.0,
+                                 0.2496463805437088,
+                                 0.24988198280334473,
+                                 0.25011777877807617,
+                                 0.2503538429737091,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.4994211792945862,
+                                 0.500578761100769,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.3325030505657196,
+                                 0.3333326578140259,
+                                 0.3341642916202545,
+                                 0.0,
+                                 0.0,
+                                 0.2490001767873764,
+                                 0.2496655434370041,
+                                 0.25033268332481384,
+                                 0.25100159645080566,
+                                 0.0,
+                                 0.9999999403953552,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.5007464289665222,
+                                 0.499253511428833,
+                                 0.0,
+                                 0.0,
+                                 0.0,
+                                 0.33441171050071716,
+                                 0.3333321809768677,
+                                 0.33225613832473755,
+                                 0.0,
+                                 0.0,
+                                 0.2513068616390228,
+                                 0.2504335939884186,
+                                 0.24956338107585907,
+                                 0.24869616329669952,
+                                 0.0};
+
 tf::Tensor ramp(const tf::TensorShape& shape, double scale) {
   std::vector<double> v(static_cast<size_t>(shape.num_elements()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale;
@@ -367,6 +542,15 @@ tf::Tensor masking_input() {
   for (size_t i : {9, 10, 11, 12, 13, 14, 18, 19, 20}) v[i] = 0;
   return tf::cast(tf::convert_to_tensor(v, tf::TensorShape({2, 5, 3})), tf::float32);
 }
+void check_gqa(const std::vector<tf::Tensor>& out) {
+  REQUIRE(out.size() == 2);
+  CHECK(out[1].shape() == tf::TensorShape({2, 4, 4, 5}));
+  check_values(out[0], kG0, 1e-5, 1e-6);
+  check_values(out[1], kG1, 1e-5, 1e-6);
+}
+std::vector<tf::Tensor> gqa_inputs() {
+  return {ramp({2, 4, 6}, 50), ramp({2, 5, 6}, 30), ramp({2, 5, 6}, 20)};
+}
 void check_masked(const std::vector<tf::Tensor>& out) {
   REQUIRE(out.size() == 3);
   check_values(out[0], kC0, 1e-5, 1e-6);
@@ -426,6 +610,13 @@ K::Model masked_mha() {
   auto o =
       L::MultiHeadAttention(2, 3, {.name = "mha"}).call_with_scores(q, v, {.attention_mask = am});
   return K::Model({q, v, am}, {o[0], o[1]}, "masked_mha");
+}
+K::Model gqa_cross() {
+  auto q = K::Input({4, 6}, std::nullopt, "q"), v = K::Input({5, 6}, std::nullopt, "v");
+  auto k = K::Input({5, 6}, std::nullopt, "k");
+  L::GroupQueryAttention gqa(2, 4, 2, {.name = "gqa"});
+  auto o = gqa.call_with_scores(q, v, {.key = k, .use_causal_mask = true});
+  return K::Model({q, v, k}, {o[0], o[1]}, "gqa_cross");
 }
 K::Model bid() {
   auto x = K::Input({4, 2}, std::nullopt, "x");
@@ -558,6 +749,17 @@ TEST_CASE("functional multi: an attention_mask input of the graph masks the scor
   }
 }
 
+TEST_CASE("functional multi: GroupQueryAttention on a query, a value and a key matches Keras 3",
+          "[cpu][cuda][keras][functional]") {
+  for (const tf::Device& device : tf::testing::devices_under_test()) {
+    CAPTURE(device.to_string());
+    tf::DeviceScope scope(device.to_string());
+    K::Model m = gqa_cross();
+    fill(m);
+    check_gqa(m(gqa_inputs()));
+  }
+}
+
 TEST_CASE("functional multi: Keras masks reach the recurrent and attention calls as in Keras 3",
           "[cpu][cuda][keras][functional]") {
   for (const tf::Device& device : tf::testing::devices_under_test()) {
@@ -597,7 +799,8 @@ TEST_CASE(
       {functional_multi::kJsonD, {ramp({2, 4, 2}, 10)}, check_bid},
       // Keras writes Masking's mask as NotEqual and Any operations and mask arguments.
       {functional_multi::kJsonF, {masking_input()}, check_masking_lstm},
-      {functional_multi::kJsonE, masked_mha_inputs(), check_masked_mha}};
+      {functional_multi::kJsonE, masked_mha_inputs(), check_masked_mha},
+      {functional_multi::kJsonG, gqa_inputs(), check_gqa}};
   for (const Case& c : cases) {
     K::Model m = K::models::model_from_json(c.json);
     INFO(m.name());
