@@ -10,6 +10,7 @@
 #include "keras/layers_recurrent.h"
 #include "keras/layers_rnn_cells.h"
 #include "keras/serialization_json.h"
+#include "keras/sine_weights.h"
 #include "ops/binary.h"
 #include "ops/factory.h"
 #include "ops/movement.h"
@@ -24,26 +25,10 @@ namespace layers = tapeflow::keras::layers;
 using tf::testing::check_close;
 using tf::testing::check_values;
 using tf::testing::require_error;
+using tf::testing::keras::fill;
+using tf::testing::keras::ramp;
 
 namespace {
-
-tf::Tensor ramp(const tf::TensorShape& shape, double scale) {
-  std::vector<double> v(static_cast<size_t>(shape.num_elements()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale;
-  return tf::cast(tf::convert_to_tensor(v, shape), tf::float32);
-}
-
-// The Keras script's weights: weight k is 0.1 sin(i + k) over its flat index i.
-void fill(const K::Layer& l) {
-  std::vector<tf::Tensor> ws;
-  for (const tf::Variable& w : l.variables()) {
-    const int k = static_cast<int>(ws.size());
-    std::vector<double> v(static_cast<size_t>(w.shape().num_elements()));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1 * std::sin(static_cast<double>(i) + k);
-    ws.push_back(tf::cast(tf::convert_to_tensor(v, w.shape()), tf::float32));
-  }
-  l.set_weights(ws);
-}
 
 // Keras 3.15: Bidirectional(RNN(LSTMCell(3), return_sequences=True)) on arange(16).reshape(2, 4,
 // 2) / 10, without and with the mask [[1, 1, 1, 0], [1, 1, 0, 0]].
