@@ -643,6 +643,18 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim,
     : Layer(std::make_shared<MultiHeadAttentionImpl>(num_heads, key_dim, std::move(options))) {}
 
 namespace {
+// Runs f() with the value's and key's shapes at hand for `layer` (its build and output shape
+// read them from the request).
+template <class F>
+auto with_shapes(const LayerImpl* layer, const TensorShape& value_shape,
+                 const TensorShape& key_shape, const F& f) {
+  AttentionRequest r;
+  r.layer = layer;
+  r.value_shape = value_shape;
+  r.key_shape = key_shape;
+  Requests::Scope scope(&r);
+  return f();
+}
 AttentionOutputs call_mha(const Layer& l, const Tensor& query, const Tensor& value,
                           const MultiHeadAttentionCall& args, bool want_scores) {
   auto& m = impl_as<MultiHeadAttentionImpl>(l, "MultiHeadAttention");
@@ -662,12 +674,8 @@ AttentionOutputs MultiHeadAttention::call_with_scores(const Tensor& query, const
 void MultiHeadAttention::build(const TensorShape& query_shape, const TensorShape& value_shape,
                                const std::optional<TensorShape>& key_shape) const {
   auto& m = impl_as<MultiHeadAttentionImpl>(*this, "MultiHeadAttention");
-  AttentionRequest r;
-  r.layer = &m;
-  r.value_shape = value_shape;
-  r.key_shape = key_shape.value_or(value_shape);
-  Requests::Scope scope(&r);
-  m.ensure_built(query_shape);
+  with_shapes(&m, value_shape, key_shape.value_or(value_shape),
+              [&] { m.ensure_built(query_shape); });
 }
 int64_t MultiHeadAttention::num_heads() const {
   return impl_as<MultiHeadAttentionImpl>(*this, "MultiHeadAttention").num_heads();
@@ -826,29 +834,16 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
                n, impl->class_name());
   AttentionHooks hooks;
   // Both classes build and give their output shape with the value's and key's shapes at hand.
-  auto with_shapes = [impl](const TensorShape& vs, const TensorShape& ks, const auto& f) {
-    AttentionRequest r;
-    r.layer = impl.get();
-    r.value_shape = vs;
-    r.key_shape = ks;
-    Requests::Scope scope(&r);
-    return f();
+  hooks.build = [impl](const TensorShape& qs, const TensorShape& vs, const TensorShape& ks) {
+    layers::with_shapes(impl.get(), vs, ks, [&] { impl->ensure_built(qs); });
   };
-  hooks.build = [impl, with_shapes](const TensorShape& qs, const TensorShape& vs,
-                                    const TensorShape& ks) {
-    with_shapes(vs, ks, [&] { impl->ensure_built(qs); });
-  };
-  hooks.output_shape = [impl, with_shapes](const TensorShape& qs, const TensorShape& vs,
-                                           const TensorShape& ks) {
-    return with_shapes(vs, ks, [&] { return impl->compute_output_shape(qs); });
+  hooks.output_shape = [impl](const TensorShape& qs, const TensorShape& vs, const TensorShape& ks) {
+    return layers::with_shapes(impl.get(), vs, ks, [&] { return impl->compute_output_shape(qs); });
   };
   if (mha != nullptr) {
     hooks.heads = mha->num_heads();
-    hooks.call = [impl](const Tensor& q, const Tensor& v, const layers::MultiHeadAttentionCall& a,
-                        bool scores) {
-      AttentionRequest r = mha_request(q, v, a, scores, impl->name());
-      return invoke_with(impl, q, r, a.training);
-    };
+    hooks.call = [layer](const Tensor& q, const Tensor& v, const layers::MultiHeadAttentionCall& a,
+                         bool scores) { return layers::call_mha(layer, q, v, a, scores); };
   } else {
     TF_CHECK_ARG(!attention_mask.defined(), n.c_str(),
                  "layer \"{}\" ({}) takes no attention_mask (Keras' Attention layers take the "
@@ -873,8 +868,7 @@ std::vector<KerasTensor> detail::call_attention_symbolic(
                               .value_mask = a.value_mask,
                               .use_causal_mask = a.use_causal_mask,
                               .training = a.training};
-      AttentionRequest r = dot_request(q, v, d, scores, *impl);
-      return invoke_with(impl, q, r, a.training);
+      return layers::call_dot(impl, q, v, d, scores);
     };
   }
   return attention_symbolic(layer, query, value, key, attention_mask, use_causal_mask, scores,

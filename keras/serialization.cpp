@@ -1287,7 +1287,8 @@ Model functional_from(const Config& config) {
             } else if (form == 2 && k == "attention_mask" && v.is_null()) {
             } else if (form == 0 && k == "initial_state" && v.is_array()) {
               initial = &v;
-            } else if (!(form == 0 && k == "initial_state" && v.is_null())) {
+            } else if (form == 0 && k == "initial_state" && v.is_null()) {
+            } else {
               TF_THROW(InvalidArgumentError, "deserialize",
                        "{}: call argument \"{}\" = {} is not supported by tapeflow", where, k,
                        v.dump().substr(0, 80));
@@ -1302,34 +1303,20 @@ Model functional_from(const Config& config) {
                      "{}: {} positional arguments, tapeflow's {} takes one", where, args.size(),
                      p.layer.class_name());
         const Config& tensors = list_call ? args[0] : args;
-        std::vector<KerasTensor> ins, states;
-        bool ready = true;
-        for (const Config& t : tensors) {
-          auto kt = tensor_of(where, t);
-          if (!kt) {
-            ready = false;
-            break;
-          }
-          ins.push_back(*kt);
-        }
-        if (ready && initial != nullptr)
-          for (const Config& t : *initial) {
+        // The node's tensors, once every layer making them has been called.
+        auto take = [&](const Config& list, std::vector<KerasTensor>& out) {
+          for (const Config& t : list) {
             auto kt = tensor_of(where, t);
-            if (!kt) {
-              ready = false;
-              break;
-            }
-            states.push_back(*kt);
+            if (!kt) return false;
+            out.push_back(*kt);
           }
-        KerasTensor mask_tensor;
-        if (ready && attention_mask != nullptr) {
-          auto kt = tensor_of(where, *attention_mask);
-          if (kt)
-            mask_tensor = *kt;
-          else
-            ready = false;
-        }
-        if (!ready) break;
+          return true;
+        };
+        std::vector<KerasTensor> ins, states, mask;
+        if (!take(tensors, ins) || (initial != nullptr && !take(*initial, states)) ||
+            (attention_mask != nullptr && !take(Config::array({*attention_mask}), mask)))
+          break;
+        const KerasTensor mask_tensor = mask.empty() ? KerasTensor() : mask[0];
         std::vector<KerasTensor> made;
         const bool self_attention =
             std::all_of(ins.begin(), ins.end(),
